@@ -1,0 +1,24 @@
+# brainsmith developer commands. Each target sets up .venv first (scripts/bootstrap.sh).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BOOT := scripts/bootstrap.sh
+
+.PHONY: demo test bench fuzz lint setup
+
+setup:
+	@$(BOOT)
+
+demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
+	@$(PY) -m scripts.demo
+
+test: setup  ## the whole test suite
+	@$(PY) -m pytest -q -n 2 --dist loadgroup
+
+bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
+	@$(PY) -m benchmarks.run
+
+fuzz: setup  ## long property-based runs (>= 10,000 cases each)
+	@BRAINSMITH_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -m fuzz -p no:randomly
+
+lint: setup
+	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

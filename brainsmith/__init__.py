@@ -1,0 +1,17 @@
+"""brainsmith: a plugin hub for FPGA dataflow compilers built on QONNX and FINN.
+
+Importing this package is cheap: plugins, QONNX and FINN load only when used.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "build"]
+
+
+def __getattr__(name: str):
+    if name == "build":
+        from brainsmith.build import build
+
+        return build
+    raise AttributeError(f"module 'brainsmith' has no attribute {name!r}")

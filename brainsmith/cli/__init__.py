@@ -1,0 +1,58 @@
+"""The ``brainsmith`` command. Subcommands are imported only when run, so ``--help`` is instant."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+COMMANDS = {
+    "plugins": ("brainsmith.cli.plugins:plugins", "List, inspect and check plugins."),
+    "cache": ("brainsmith.cli.cache:cache", "Inspect or clear the discovery cache."),
+    "blueprint": ("brainsmith.cli.blueprint:blueprint", "Validate and show YAML blueprints."),
+    "build": ("brainsmith.cli.build:build", "Build a QONNX model into a FINN dataflow design."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, _, attr = COMMANDS[name][0].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="brainsmith", prog_name="brainsmith")
+@click.option("--debug", is_flag=True, help="Log discovery, cache decisions and plugin loads.")
+def cli(debug: bool) -> None:
+    """brainsmith: the plugin hub for FPGA dataflow compilers on QONNX and FINN.
+
+    \b
+    Examples:
+      brainsmith plugins list --type transform --framework finn
+      brainsmith plugins info Streamline
+      brainsmith blueprint validate blueprints/mlp.yaml
+      brainsmith build examples/models/mlp.onnx blueprints/mlp.yaml -o out/mlp
+    """
+    if debug:
+        from brainsmith.plugin.manager import get_plugin_manager
+
+        get_plugin_manager().set_debug_mode(True)
+
+
+def main() -> None:
+    from brainsmith.plugin.errors import PluginError
+
+    try:
+        cli(standalone_mode=True)
+    except PluginError as exc:  # pragma: no cover - click handles most; this is a last resort
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None

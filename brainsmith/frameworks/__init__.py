@@ -1,0 +1,1 @@
+"""Integration with the compiler frameworks brainsmith hosts (QONNX, FINN)."""

@@ -1,0 +1,43 @@
+"""The plugin hub: specs, registry, decorators, discovery, caches and blueprints.
+
+Attributes are imported lazily so ``import brainsmith.plugin`` stays cheap.
+"""
+
+from __future__ import annotations
+
+_EXPORTS = {
+    "get_plugin_manager": "brainsmith.plugin.manager",
+    "reset_plugin_system": "brainsmith.plugin.manager",
+    "PluginManager": "brainsmith.plugin.manager",
+    "get_registry": "brainsmith.plugin.core",
+    "transform": "brainsmith.plugin.decorators",
+    "kernel": "brainsmith.plugin.decorators",
+    "backend": "brainsmith.plugin.decorators",
+    "step": "brainsmith.plugin.decorators",
+    "PluginSpec": "brainsmith.plugin.spec",
+    "Registry": "brainsmith.plugin.registry",
+    "PluginError": "brainsmith.plugin.errors",
+    "PluginNotFoundError": "brainsmith.plugin.errors",
+    "PluginLoadError": "brainsmith.plugin.errors",
+    "PluginMetadataError": "brainsmith.plugin.errors",
+    "ConfigError": "brainsmith.plugin.errors",
+    "VersionInfo": "brainsmith.plugin.versions",
+    "load_blueprint_plugins": "brainsmith.plugin.blueprint",
+    "BlueprintError": "brainsmith.plugin.blueprint",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'brainsmith.plugin' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

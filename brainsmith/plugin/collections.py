@@ -1,0 +1,140 @@
+"""Attribute-access views of the registry: ``tfm.ExpandNorms``, ``tfm.finn.Streamline``."""
+
+from __future__ import annotations
+
+import weakref
+
+from brainsmith.plugin.errors import PluginNotFoundError
+from brainsmith.plugin.spec import PluginSpec
+
+_views: weakref.WeakSet = weakref.WeakSet()
+FRAMEWORK_NAMESPACES = ("brainsmith", "user", "qonnx", "finn")
+_OWN = ("list_plugins", "get_spec", "specs", "framework")
+
+
+class PluginCollection:
+    """Plugins of one type, optionally of one framework or a fixed subset (a blueprint's).
+
+    Looked-up objects are kept as instance attributes, so a repeated ``tfm.X`` is a plain
+    attribute read; ``reset_plugin_system()`` forgets them.
+    """
+
+    def __init__(self, plugin_type: str, framework: str | None = None,
+                 subset: dict[str, PluginSpec] | None = None) -> None:
+        object.__setattr__(self, "_type", plugin_type)
+        object.__setattr__(self, "_framework", framework)
+        object.__setattr__(self, "_subset", subset)
+        object.__setattr__(self, "_namespaces", {})
+        _views.add(self)
+
+    # -- lookups ---------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if self._framework is None and self._subset is None:
+            namespace = self.framework(name.replace("_", "-"), strict=False)
+            if namespace is not None:
+                return namespace
+        spec = self.get_spec(name)
+        obj = _registry().load(spec)
+        object.__setattr__(self, name, obj)
+        return obj
+
+    def __getitem__(self, name: str) -> object:
+        return _registry().load(self.get_spec(name))
+
+    def __contains__(self, name: str) -> bool:
+        try:
+            self.get_spec(name)
+        except PluginNotFoundError:
+            return False
+        return True
+
+    def get_spec(self, name: str) -> PluginSpec:
+        """The spec behind ``name`` (short or ``framework:name``) without importing it."""
+        if self._subset is not None:
+            spec = self._subset.get(name)
+            if spec is None:
+                from brainsmith.plugin.registry import suggest
+
+                raise PluginNotFoundError(
+                    f"{self._type} '{name}' is not part of this blueprint"
+                    f"{suggest(name, list(self._subset))}; add it to the blueprint to use it",
+                    self._type, name,
+                )
+            return spec
+        registry = _registry()
+        if self._framework and not registry.specs(framework=self._framework):
+            from brainsmith.plugin.loading import INSTALL_HINTS
+
+            hint = INSTALL_HINTS.get(self._framework)
+            if hint:
+                raise PluginNotFoundError(
+                    f"{self._type} '{name}' of framework '{self._framework}' is not available: {hint}",
+                    self._type, name,
+                )
+        return registry.find(self._type, name, self._framework)
+
+    def framework(self, name: str, strict: bool = True) -> PluginCollection | None:
+        """The namespace of one framework, e.g. ``tfm.framework("my-plugins")``."""
+        cached = self._namespaces.get(name)
+        if cached is not None:
+            return cached
+        if name not in FRAMEWORK_NAMESPACES and name not in _registry().frameworks():
+            if strict:
+                raise PluginNotFoundError(
+                    f"no framework named '{name}' (known: {', '.join(_registry().frameworks())})",
+                    self._type, name,
+                )
+            return None
+        namespace = PluginCollection(self._type, name)
+        self._namespaces[name] = namespace
+        return namespace
+
+    # -- listing ---------------------------------------------------------------------------
+    def specs(self) -> list[PluginSpec]:
+        if self._subset is not None:
+            return sorted(set(self._subset.values()), key=lambda s: s.qualified_name)
+        return sorted(_registry().specs(self._type, self._framework), key=lambda s: s.name)
+
+    def list_plugins(self) -> list[str]:
+        """Names usable as attributes here (short names; qualified where shadowed)."""
+        if self._subset is not None:
+            return sorted(k for k in self._subset if ":" not in k)
+        return sorted({s.name for s in self.specs()})
+
+    def __dir__(self) -> list[str]:
+        names = set(self.list_plugins()) | set(_OWN)
+        if self._framework is None and self._subset is None:
+            names |= {fw.replace("-", "_") for fw in _registry().frameworks()}
+        return sorted(n for n in names if n.isidentifier())
+
+    def __iter__(self):
+        return iter(self.list_plugins())
+
+    def __len__(self) -> int:
+        return len(self.list_plugins())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("plugin collections are read-only; register plugins with decorators")
+
+    def __repr__(self) -> str:
+        scope = f" {self._framework}" if self._framework else ""
+        return f"<{self._type} plugins{scope}: {len(self)}>"
+
+    def _forget(self) -> None:
+        for key in list(vars(self)):
+            if not key.startswith("_"):
+                object.__delattr__(self, key)
+        self._namespaces.clear()
+
+
+def _registry():
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    return get_plugin_manager().registry()
+
+
+def forget_cached_lookups() -> None:
+    for view in list(_views):
+        view._forget()

@@ -1,0 +1,195 @@
+"""Plugin-system configuration: environment > project ``.brainsmith/config.yaml`` > defaults.
+
+The project file is found by walking up from the working directory (or named by
+``BRAINSMITH_CONFIG``). Its parsed form is memoised in the cache directory by the file's
+mtime and size, so a warm start does not pay for importing ``yaml``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from brainsmith.plugin.errors import ConfigError
+
+DISCOVERY_MODES = ("full", "blueprint", "selective")
+DEFAULT_PRIORITY = ("brainsmith", "user", "*", "finn", "qonnx")
+KNOWN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
+CONFIG_KEYS = {
+    "cache_ttl": "a number of seconds >= 0",
+    "discovery_mode": "one of " + ", ".join(DISCOVERY_MODES),
+    "frameworks": "a list of framework names (brainsmith, user, qonnx, finn, or a distribution)",
+    "framework_priority": "a list of framework names; '*' stands for external packages",
+    "performance_tracking": "true or false",
+    "plugin_dirs": "a list of folder paths (relative to the project root)",
+    "cache_dir": "a folder path",
+    "debug": "true or false",
+}
+ENV_VARS = {
+    "BRAINSMITH_PLUGIN_CACHE_TTL": "cache_ttl",
+    "BRAINSMITH_PLUGIN_MODE": "discovery_mode",
+    "BRAINSMITH_PLUGIN_DEBUG": "debug",
+    "BRAINSMITH_PLUGIN_DIRS": "plugin_dirs",
+    "BRAINSMITH_CACHE_DIR": "cache_dir",
+}
+
+
+class PluginConfig:
+    """Validated settings of the plugin system."""
+
+    __slots__ = (
+        "cache_dir",
+        "cache_ttl",
+        "debug",
+        "discovery_mode",
+        "framework_priority",
+        "frameworks",
+        "performance_tracking",
+        "plugin_dirs",
+        "project_file",
+    )
+
+    def __init__(self) -> None:
+        self.cache_ttl: float = 300.0
+        self.discovery_mode: str = "full"
+        self.frameworks: tuple[str, ...] | None = None  # None: every framework
+        self.framework_priority: tuple[str, ...] = DEFAULT_PRIORITY
+        self.performance_tracking: bool = True
+        self.plugin_dirs: tuple[str, ...] = ()
+        self.cache_dir: str = default_cache_dir()
+        self.debug: bool = False
+        self.project_file: str | None = None
+
+    def framework_enabled(self, framework: str) -> bool:
+        return self.frameworks is None or framework in self.frameworks
+
+    def as_dict(self) -> dict:
+        return {key: getattr(self, key) for key in self.__slots__}
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "brainsmith")
+
+
+def find_project_file(start: str | None = None) -> str | None:
+    """The nearest ``.brainsmith/config.yaml`` at or above ``start`` (default: the cwd)."""
+    explicit = os.environ.get("BRAINSMITH_CONFIG")
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise ConfigError(f"BRAINSMITH_CONFIG names {explicit!r}, which is not a file")
+        return os.path.abspath(explicit)
+    here = os.path.abspath(start or os.getcwd())
+    while True:
+        candidate = os.path.join(here, ".brainsmith", "config.yaml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def load_config(start: str | None = None) -> PluginConfig:
+    """Build the effective configuration (raises ConfigError naming the bad key)."""
+    config = PluginConfig()
+    path = find_project_file(start)
+    if path:
+        config.project_file = path
+        section = read_project_section(path)
+        root = os.path.dirname(os.path.dirname(path))
+        for key, value in section.items():
+            _apply(config, key, value, f"{path}: plugin_system.{key}", root)
+    for var, key in ENV_VARS.items():
+        raw = os.environ.get(var)
+        if raw is not None and raw != "":
+            _apply(config, key, _from_env(key, raw), f"environment variable {var}", os.getcwd())
+    return config
+
+
+def read_project_section(path: str) -> dict:
+    """The ``plugin_system`` mapping of a project config file, memoised by mtime and size."""
+    from brainsmith.plugin import memo
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    stamp = [path, st.st_mtime_ns, st.st_size]
+    cached = memo.read("config", stamp)
+    if isinstance(cached, dict):
+        return cached
+    section = _parse_project_file(path)
+    memo.write("config", stamp, section)
+    return section
+
+
+def _parse_project_file(path: str) -> dict:
+    from brainsmith.plugin.safe_yaml import YAMLInputError, load_yaml_file
+
+    try:
+        document = load_yaml_file(path)
+    except YAMLInputError as exc:
+        raise ConfigError(str(exc)) from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: the config file must be a mapping with a 'plugin_system:' key")
+    section = document.get("plugin_system", {})
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: 'plugin_system' must be a mapping of {', '.join(CONFIG_KEYS)}")
+    unknown = [key for key in section if key not in CONFIG_KEYS]
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key plugin_system.{unknown[0]}; allowed keys: {', '.join(CONFIG_KEYS)}"
+        )
+    return section
+
+
+def _from_env(key: str, raw: str) -> object:
+    if key == "debug":
+        lowered = raw.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        return raw
+    if key == "cache_ttl":
+        try:
+            return float(raw)
+        except ValueError:
+            return raw
+    if key == "plugin_dirs":
+        return [part for part in raw.split(os.pathsep) if part]
+    return raw
+
+
+def _apply(config: PluginConfig, key: str, value: object, where: str, root: str) -> None:
+    def bad() -> ConfigError:
+        return ConfigError(f"{where}: invalid value {value!r}; expected {CONFIG_KEYS[key]}")
+
+    if key == "cache_ttl":
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise bad()
+        config.cache_ttl = float(value)
+    elif key == "discovery_mode":
+        if value not in DISCOVERY_MODES:
+            raise bad()
+        config.discovery_mode = str(value)
+    elif key in ("frameworks", "framework_priority"):
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise bad()
+        setattr(config, key, tuple(value))
+    elif key in ("performance_tracking", "debug"):
+        if not isinstance(value, bool):
+            raise bad()
+        setattr(config, key, value)
+    elif key == "plugin_dirs":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise bad()
+        config.plugin_dirs = tuple(os.path.normpath(os.path.join(root, v)) for v in value)
+    elif key == "cache_dir":
+        if not isinstance(value, str) or not value:
+            raise bad()
+        config.cache_dir = os.path.abspath(os.path.join(root, os.path.expanduser(value)))

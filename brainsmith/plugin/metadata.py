@@ -1,0 +1,94 @@
+"""The decorator contract: which keywords each plugin type accepts, and their validation.
+
+Shared by the decorators (at import time) and the source scanner (before import), so a
+plugin's metadata is judged the same way whichever sees it first.
+"""
+
+from __future__ import annotations
+
+PRIORITY_LEVELS = {"HIGHEST": 100, "HIGH": 75, "NORMAL": 50, "LOW": 25, "LOWEST": 0}
+BACKEND_TYPES = ("hls", "rtl")
+
+_STR = "a string"
+_STR_LIST = "a list of strings"
+COMMON_KEYS = {
+    "name": _STR,
+    "description": _STR,
+    "priority": "an int 0-100 or one of HIGHEST, HIGH, NORMAL, LOW, LOWEST",
+    "requires": _STR_LIST,
+    "tools": _STR_LIST,
+    "author": _STR,
+    "version": _STR,
+    "min_brainsmith_version": _STR,
+    "max_brainsmith_version": _STR,
+    "brainsmith_version": "a PEP 440 specifier string such as '>=0.1,<2'",
+}
+TYPE_KEYS = {
+    "transform": {"stage": _STR},
+    "kernel": {"op_type": _STR, "domain": _STR, "infer_transform": _STR},
+    "backend": {"kernel": _STR, "backend_type": "'hls' or 'rtl'"},
+    "step": {},
+}
+REQUIRED_KEYS = {"backend": ("kernel", "backend_type")}
+
+
+def allowed_keys(plugin_type: str) -> dict[str, str]:
+    return {**COMMON_KEYS, **TYPE_KEYS[plugin_type]}
+
+
+def validate_metadata(plugin_type: str, given: dict) -> tuple[dict, list[str]]:
+    """Check decorator keywords; return (normalised metadata, problems with their fixes)."""
+    allowed = allowed_keys(plugin_type)
+    problems: list[str] = []
+    metadata: dict = {}
+    for key, value in given.items():
+        if key not in allowed:
+            from brainsmith.plugin.registry import suggest
+
+            problems.append(
+                f"unknown keyword '{key}'{suggest(key, list(allowed))} "
+                f"(@{plugin_type} accepts: {', '.join(allowed)})"
+            )
+            continue
+        try:
+            metadata[key] = _check(key, value)
+        except ValueError:
+            problems.append(f"'{key}' must be {allowed[key]}, got {value!r}")
+    for key in REQUIRED_KEYS.get(plugin_type, ()):
+        if key not in given:
+            problems.append(f"'{key}' is required for @{plugin_type} ({allowed[key]})")
+    for key in ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version"):
+        if key in metadata:
+            from brainsmith.plugin.versions import check_version_text
+
+            error = check_version_text(key, metadata[key])
+            if error:
+                problems.append(error)
+    return metadata, problems
+
+
+def _check(key: str, value: object) -> object:
+    if key == "priority":
+        if isinstance(value, str) and value.upper() in PRIORITY_LEVELS:
+            return PRIORITY_LEVELS[value.upper()]
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100:
+            return value
+        raise ValueError
+    if key == "backend_type":
+        if value in BACKEND_TYPES:
+            return value
+        raise ValueError
+    if COMMON_KEYS.get(key) == _STR_LIST:
+        if isinstance(value, list | tuple) and all(isinstance(v, str) and v for v in value):
+            return list(value)
+        raise ValueError
+    if isinstance(value, str) and (value or key == "description"):
+        return value
+    raise ValueError
+
+
+def first_doc_line(doc: str | None) -> str:
+    for line in (doc or "").strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

@@ -1,0 +1,117 @@
+"""YAML for untrusted files: safe tags only, bounded size, depth and alias expansion, positions kept.
+
+Documents are composed into nodes with the safe loader and built here, so every value's
+``line:column`` is known and "billion laughs" alias bombs are stopped after a fixed budget.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+MAX_BYTES = 1 << 20  # 1 MiB: blueprints and configs are small
+MAX_DEPTH = 64
+MAX_NODES = 100_000  # values built, aliases counted each time they are expanded
+
+Path = tuple  # a key path such as ("hw_compiler", "kernels", 0)
+
+
+class YAMLInputError(Exception):
+    """A YAML file that cannot be accepted; the message names file:line:column."""
+
+
+def load_yaml_file(path: str) -> object:
+    data, _ = load_yaml_with_marks(read_text(path), path)
+    return data
+
+
+def read_text(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise YAMLInputError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_BYTES:
+        raise YAMLInputError(f"{path}: file is larger than {MAX_BYTES // 1024} KiB; refusing to parse")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise YAMLInputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def load_yaml_with_marks(text: str, path: str) -> tuple[object, dict[Path, tuple[int, int]]]:
+    """Parse ``text``; return the data and a map from key path to 1-based (line, column)."""
+    if len(text) > MAX_BYTES:
+        raise YAMLInputError(f"{path}: document is larger than {MAX_BYTES // 1024} KiB")
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        node = yaml.compose(text, Loader=loader_cls)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        raise YAMLInputError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise YAMLInputError(f"{path}: invalid YAML: {exc}") from None
+    except RecursionError:
+        raise YAMLInputError(f"{path}: YAML nested too deeply") from None
+    marks: dict[Path, tuple[int, int]] = {}
+    if node is None:
+        return None, marks
+    builder = _Builder(path, marks)
+    return builder.build(node, (), 0), marks
+
+
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+
+
+class _Builder:
+    def __init__(self, path: str, marks: dict) -> None:
+        self.loader = yaml.SafeLoader("")
+        self.path = path
+        self.marks = marks
+        self.count = 0
+
+    def fail(self, node: yaml.Node, message: str) -> YAMLInputError:
+        mark = node.start_mark
+        return YAMLInputError(f"{self.path}:{mark.line + 1}:{mark.column + 1}: {message}")
+
+    def build(self, node: yaml.Node, key_path: Path, depth: int) -> object:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise self.fail(node, f"more than {MAX_NODES} values (alias expansion bomb?)")
+        if depth > MAX_DEPTH:
+            raise self.fail(node, f"nested deeper than {MAX_DEPTH} levels")
+        self.marks.setdefault(key_path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node)
+        if node.tag not in (_SEQ, _MAP):
+            raise self.fail(node, f"tag {node.tag!r} is not allowed (only plain YAML data)")
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*key_path, i), depth + 1) for i, item in enumerate(node.value)]
+        if isinstance(node, yaml.MappingNode):
+            result: dict = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise self.fail(key_node, "merge keys ('<<') are not supported")
+                key = self.build(key_node, (*key_path, "<key>"), depth + 1)
+                if not isinstance(key, str | int | float | bool) and key is not None:
+                    raise self.fail(key_node, "mapping keys must be plain scalars")
+                if key in result:
+                    raise self.fail(key_node, f"duplicate key {key!r}")
+                result[key] = self.build(value_node, (*key_path, key), depth + 1)
+            return result
+        raise self.fail(node, "unsupported YAML node")
+
+    def scalar(self, node: yaml.ScalarNode) -> object:
+        tag = node.tag
+        if not tag.startswith("tag:yaml.org,2002:"):
+            raise self.fail(node, f"tag {tag!r} is not allowed (only plain YAML data)")
+        constructor = yaml.SafeLoader.yaml_constructors.get(tag)
+        if constructor is None or tag in ("tag:yaml.org,2002:binary",):
+            if tag == "tag:yaml.org,2002:str":
+                return node.value
+            raise self.fail(node, f"tag {tag!r} is not allowed here")
+        try:
+            return constructor(self.loader, node)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+            raise self.fail(node, f"invalid value {node.value!r}: {exc}") from None

@@ -1,0 +1,94 @@
+"""Pip-installed plugin packages: entry points in group ``brainsmith.plugins``.
+
+Each entry point names a module; stevedore loads it and the decorated plugins in its
+namespace are registered under the distribution's name. A package that fails to load is
+reported with its name and reason; the others are unaffected.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+GROUP = "brainsmith.plugins"
+
+
+def site_dirs() -> list[str]:
+    """The folders pip installs into (their mtimes change when a package comes or goes)."""
+    return [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
+
+
+def listing() -> list[list[str]]:
+    from importlib.metadata import entry_points
+
+    found = []
+    for ep in entry_points(group=GROUP):
+        dist = ep.dist
+        found.append([dist.name if dist else "", dist.version if dist else "", ep.name, ep.value])
+    return sorted(found)
+
+
+class EntryPointSource:
+    framework = "*"
+
+    def stamp(self, state: dict) -> list:
+        from brainsmith.plugin.stamps import stamp_paths
+
+        return stamp_paths(site_dirs())
+
+    def scan(self, previous: dict | None) -> dict:
+        current = listing()
+        if previous and previous.get("listing") == current:
+            state = dict(previous)
+        else:
+            state = {"listing": current, **self._load(current)}
+        state["stamp"] = self.stamp(state)
+        return state
+
+    def _load(self, current: list) -> dict:
+        specs: list[list] = []
+        problems: list[list] = []
+        if not current:
+            return {"specs": specs, "problems": problems}
+        from stevedore import ExtensionManager
+
+        def failed(_manager, entry_point, exc) -> None:
+            dist = entry_point.dist.name if entry_point.dist else entry_point.name
+            problems.append(
+                [dist, f"{dist} (entry point {entry_point.name} = {entry_point.value})",
+                 f"{type(exc).__name__}: {exc}"]
+            )
+
+        manager = ExtensionManager(
+            GROUP, invoke_on_load=False, on_load_failure_callback=failed,
+            verify_requirements=False,
+        )
+        from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
+
+        for extension in manager:
+            dist = extension.entry_point.dist
+            framework = normalise(dist.name if dist else extension.name)
+            module = extension.plugin
+            found = 0
+            for obj in list(vars(module).values()) if hasattr(module, "__dict__") else []:
+                info = getattr(obj, PLUGIN_ATTRIBUTE, None) if _is_plugin_like(obj) else None
+                if not isinstance(info, dict) or PLUGIN_ATTRIBUTE not in vars(obj):
+                    continue
+                metadata = {k: v for k, v in info.items() if k not in ("type", "name")}
+                source = getattr(sys.modules.get(obj.__module__), "__file__", "") or ""
+                target = f"{obj.__module__}:{obj.__qualname__}"
+                specs.append([info["type"], info["name"], framework, target, metadata, source])
+                found += 1
+            if not found:
+                problems.append([framework, framework,
+                                 f"entry point {extension.entry_point.value} defines no "
+                                 "decorated plugins (@transform, @kernel, @backend, @step)"])
+        return {"specs": specs, "problems": problems}
+
+
+def _is_plugin_like(obj: object) -> bool:
+    return isinstance(obj, type) or callable(obj)
+
+
+def normalise(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Create the virtualenv (.venv) and install brainsmith with FINN and the dev tools.
+# Idempotent: does nothing when the pinned requirements have not changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${BRAINSMITH_VENV:-.venv}
+py=$(command -v python3.11 || command -v python3)
+stamp="$venv/.brainsmith-installed"
+want=$(cat pyproject.toml requirements/lock.txt scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "brainsmith: setting up $venv (first run takes about 90 s)" >&2
+[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+# CPU torch first, so nothing later can pull in a CUDA build.
+"${pip[@]}" "torch==2.13.0"
+"${pip[@]}" -r requirements/lock.txt
+# finn-plus pins brevitas, which would replace torch with a CUDA build; FINN never
+# imports brevitas, so install finn-plus alone (its other requirements are in the lock).
+"${pip[@]}" --no-deps "finn-plus==1.6.1"
+# A plain .pth editable install: no import hook to slow every Python start-up.
+"${pip[@]}" --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
+echo "$want" > "$stamp"
