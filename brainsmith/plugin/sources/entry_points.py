@@ -53,7 +53,8 @@ class EntryPointSource:
         from stevedore import ExtensionManager
 
         def failed(_manager, entry_point, exc) -> None:
-            dist = entry_point.dist.name if entry_point.dist else entry_point.name
+            key = (entry_point.name, entry_point.value)
+            dist = next((d for d, _v, n, v in current if (n, v) == key), entry_point.name)
             problems.append(
                 [dist, f"{dist} (entry point {entry_point.name} = {entry_point.value})",
                  f"{type(exc).__name__}: {exc}"]
@@ -65,9 +66,11 @@ class EntryPointSource:
         )
         from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
 
+        # stevedore may rebuild entry points from its own cache without their distribution.
+        owners = {(name, value): dist for dist, _version, name, value in current}
         for extension in manager:
-            dist = extension.entry_point.dist
-            framework = normalise(dist.name if dist else extension.name)
+            ep = extension.entry_point
+            framework = normalise(owners.get((ep.name, ep.value)) or ep.name)
             module = extension.plugin
             found = 0
             for obj in list(vars(module).values()) if hasattr(module, "__dict__") else []:
@@ -81,7 +84,7 @@ class EntryPointSource:
                 found += 1
             if not found:
                 problems.append([framework, framework,
-                                 f"entry point {extension.entry_point.value} defines no "
+                                 f"entry point {ep.value} defines no "
                                  "decorated plugins (@transform, @kernel, @backend, @step)"])
         return {"specs": specs, "problems": problems}
 
