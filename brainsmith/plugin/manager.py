@@ -203,6 +203,7 @@ class PluginManager:
             "loaded_plugins": sum(1 for s in registry.specs() if s.loaded),
             "source_timings_ms": {k: round(v, 3) for k, v in (last.source_ms if last else {}).items()},
             "discoveries": self._stats["discoveries"],
+            "files_parsed": _files_parsed(),
             "instances_cached": len(self._instances) if self._instances is not None else 0,
         }
 
@@ -250,6 +251,13 @@ def _missing_hint(framework: str) -> str:
     from brainsmith.plugin.loading import INSTALL_HINTS
 
     return INSTALL_HINTS.get(framework, f"no plugins from {framework} are registered")
+
+
+def _files_parsed() -> int:
+    import sys
+
+    scanner = sys.modules.get("brainsmith.plugin.sources.package_scan")
+    return scanner.parsed_files if scanner else 0
 
 
 def _freeze(kwargs: dict) -> tuple:

@@ -11,6 +11,7 @@ from brainsmith.plugin.stamps import stamp_paths
 
 Extract = Callable[[ast.Module, str, bool], dict]
 SKIP_DIRS = {"__pycache__", "tests", "test"}
+parsed_files = 0  # files read and parsed in this process (the rest were reused from the index)
 
 
 def scan_folder(root: str, prefix: str, previous: dict | None, extract: Extract) -> dict:
@@ -45,6 +46,8 @@ def scan_folder(root: str, prefix: str, previous: dict | None, extract: Extract)
 
 
 def _extract(path: str, module: str, extract: Extract) -> dict:
+    global parsed_files
+    parsed_files += 1
     try:
         with open(path, "rb") as handle:
             tree = ast.parse(handle.read(), filename=path)

@@ -1,0 +1,3 @@
+from brainsmith.cli import main
+
+main()

@@ -1,0 +1,123 @@
+"""User plugin folders: discovered from source without importing, imported on first use."""
+
+from __future__ import annotations
+
+import sys
+
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugins import steps, transforms
+from tests.conftest import run_python
+
+IDENTITY = '''
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+@transform(name="{name}", stage="cleanup", description="identity for tests")
+class {name}(Transformation):
+    def apply(self, model):
+        return model, False
+'''
+
+
+def test_folder_plugin_is_listed_without_importing_its_module(plugin_folder):
+    plugin_folder("lazy_mod.py", IDENTITY.format(name="LazyOne"))
+    assert "LazyOne" in transforms.list_plugins()
+    assert "lazy_mod" not in sys.modules
+    spec = get_plugin_manager().registry().find("transform", "LazyOne")
+    assert spec.framework == "user" and spec.metadata["stage"] == "cleanup"
+    assert spec.source.endswith("lazy_mod.py") and spec.metadata["line"] == 5
+
+
+def test_folder_plugin_is_imported_on_first_use(plugin_folder):
+    plugin_folder("used_mod.py", IDENTITY.format(name="UsedOne"))
+    cls = transforms.UsedOne
+    assert "used_mod" in sys.modules
+    assert cls.__name__ == "UsedOne" and cls.__module__ == "used_mod"
+    assert transforms.user.UsedOne is cls
+
+
+def test_nested_package_modules_are_scanned(plugin_folder):
+    plugin_folder("pkg/__init__.py", "")
+    plugin_folder("pkg/deep.py", IDENTITY.format(name="DeepOne"))
+    assert transforms.get_spec("DeepOne").target == "pkg.deep:DeepOne"
+
+
+def test_steps_in_folders_are_found(plugin_folder):
+    plugin_folder("my_steps.py", '''
+        from brainsmith.plugin.core import step
+
+        @step(name="my_step", description="does little")
+        def my_step(model, cfg):
+            return model
+    ''')
+    assert steps.my_step.__name__ == "my_step"
+
+
+def test_syntax_error_in_one_file_leaves_the_others_working(plugin_folder):
+    plugin_folder("good.py", IDENTITY.format(name="GoodOne"))
+    plugin_folder("broken.py", "def oops(:\n")
+    assert "GoodOne" in transforms.list_plugins()
+    health = get_plugin_manager().health_check()
+    assert health["status"] == "degraded"
+    assert any("broken.py" in p["plugin"] and "syntax error" in p["reason"]
+               for p in health["broken_plugins"])
+
+
+def test_invalid_metadata_in_source_is_reported_not_registered(plugin_folder):
+    plugin_folder("bad_meta.py", '''
+        from brainsmith.plugin.core import backend
+
+        @backend(name="NoKernel", backend_type="hls")
+        class NoKernel:
+            pass
+    ''')
+    assert "NoKernel" not in get_plugin_manager().registry().specs("backend")
+    broken = get_plugin_manager().health_check()["broken_plugins"]
+    assert any(p["plugin"] == "NoKernel" and "'kernel' is required" in p["reason"] for p in broken)
+
+
+def test_non_literal_metadata_is_reported_with_the_fix(plugin_folder):
+    plugin_folder("dynamic.py", '''
+        from qonnx.transformation.base import Transformation
+        from brainsmith.plugin.core import transform
+        STAGE = "cleanup"
+
+        @transform(name="Dyn", stage=STAGE)
+        class Dyn(Transformation):
+            def apply(self, model):
+                return model, False
+    ''')
+    broken = get_plugin_manager().health_check()["broken_plugins"]
+    assert any("must be a literal value" in p["reason"] for p in broken)
+
+
+def test_import_error_of_plugin_dependency_is_clear_on_use(plugin_folder):
+    plugin_folder("needs_dep.py", '''
+        import not_installed_dependency_abc
+        from brainsmith.plugin.core import transform
+        @transform(name="NeedsDep")
+        class NeedsDep:
+            pass
+    ''')
+    import pytest
+
+    from brainsmith.plugin.errors import PluginLoadError
+
+    with pytest.raises(PluginLoadError) as err:
+        transforms.NeedsDep  # noqa: B018
+    assert "not_installed_dependency_abc" in str(err.value)
+    assert "pip install not_installed_dependency_abc" in str(err.value)
+
+
+def test_plugin_dirs_from_project_config_are_relative_to_the_project(tmp_path):
+    project = tmp_path / "proj"
+    (project / ".brainsmith").mkdir(parents=True)
+    (project / "plugins").mkdir()
+    (project / "plugins" / "cfg_mod.py").write_text(IDENTITY.format(name="FromConfig"))
+    (project / ".brainsmith" / "config.yaml").write_text("plugin_system:\n  plugin_dirs: [plugins]\n")
+    result = run_python(
+        "from brainsmith.plugins import transforms; print(transforms.FromConfig.__module__)",
+        env={"BRAINSMITH_CONFIG": ""}, cwd=project / "plugins",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "cfg_mod"

@@ -1,0 +1,95 @@
+"""The unified registry: qualified names never collide, short names resolve by priority."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
+from brainsmith.plugin.registry import Registry
+from brainsmith.plugin.spec import PluginSpec
+
+
+def spec(name: str, framework: str, target: str = "", type: str = "transform") -> PluginSpec:
+    return PluginSpec(type, name, framework, target or f"{framework}_mod:{name}")
+
+
+def test_qualified_names_of_different_frameworks_coexist():
+    registry = Registry()
+    registry.add(spec("Streamline", "finn"))
+    registry.add(spec("Streamline", "qonnx"))
+    assert registry.find("transform", "finn:Streamline").framework == "finn"
+    assert registry.find("transform", "qonnx:Streamline").framework == "qonnx"
+
+
+def test_short_name_resolves_by_default_priority():
+    registry = Registry()
+    for framework in ("qonnx", "finn", "acme-plugins", "brainsmith"):
+        registry.add(spec("Fold", framework))
+    assert registry.find("transform", "Fold").framework == "brainsmith"
+    registry.remove(registry.find("transform", "brainsmith:Fold"))
+    assert registry.find("transform", "Fold").framework == "acme-plugins"
+
+
+def test_priority_is_configurable():
+    registry = Registry(priority=("qonnx", "finn", "brainsmith"))
+    registry.add(spec("Fold", "brainsmith"))
+    registry.add(spec("Fold", "qonnx"))
+    assert registry.find("transform", "Fold").framework == "qonnx"
+
+
+def test_same_qualified_name_twice_keeps_first_and_reports(caplog):
+    registry = Registry()
+    first = registry.add(spec("Dup", "user", "a:Dup"))
+    with caplog.at_level(logging.WARNING, logger="brainsmith.plugin"):
+        kept = registry.add(spec("Dup", "user", "b:Dup"))
+    assert kept is first
+    assert "user:Dup is defined twice" in caplog.text
+    assert any("a:Dup" in p.reason and "b:Dup" in p.reason for p in registry.problems)
+
+
+def test_unknown_name_suggests_close_match():
+    registry = Registry()
+    registry.add(spec("Streamline", "finn"))
+    with pytest.raises(PluginNotFoundError) as err:
+        registry.find("transform", "finn:Streamlin")
+    message = str(err.value)
+    assert "did you mean 'Streamline'" in message
+    assert "brainsmith plugins list --type transform --framework finn" in message
+
+
+def test_not_found_is_an_attribute_error_so_getattr_defaults_work():
+    with pytest.raises(AttributeError):
+        Registry().find("kernel", "nothing")
+
+
+def test_unknown_type_is_rejected():
+    with pytest.raises(ValueError, match="unknown plugin type 'transfrom'"):
+        Registry().find("transfrom", "X")
+
+
+def test_load_imports_on_first_use_and_keeps_object():
+    registry = Registry()
+    entry = registry.add(spec("OrderedDict", "user", "collections:OrderedDict"))
+    assert not entry.loaded
+    import collections
+
+    assert registry.get("transform", "OrderedDict") is collections.OrderedDict
+    assert entry.loaded
+
+
+def test_load_error_names_plugin_and_missing_module():
+    registry = Registry()
+    registry.add(spec("Gone", "user", "no_such_module_xyz:Gone"))
+    with pytest.raises(PluginLoadError, match=r"user:Gone.*no_such_module_xyz.*not installed"):
+        registry.get("transform", "Gone")
+    assert registry.find("transform", "Gone").error
+
+
+def test_case_insensitive_lookup_orders_by_priority():
+    registry = Registry()
+    registry.add(spec("MatMul", "finn"))
+    registry.add(spec("matmul", "brainsmith"))
+    hits = registry.find_case_insensitive("transform", "MATMUL")
+    assert [h.framework for h in hits] == ["brainsmith", "finn"]
