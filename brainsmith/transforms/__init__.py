@@ -1,0 +1,1 @@
+"""brainsmith's own graph transforms; one plugin per module, found by the hub without importing."""

@@ -1,0 +1,156 @@
+"""ExpandNorms: move LayerNormalization's affine scale and bias into separate Mul and Add nodes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from onnx import NodeProto, TensorProto, helper
+from qonnx.core.modelwrapper import ModelWrapper
+from qonnx.transformation.base import Transformation
+from qonnx.transformation.infer_shapes import InferShapes
+
+from brainsmith.plugin.core import transform
+from brainsmith.transforms.graph_rewrite import (
+    add_initializer,
+    drop_initializer_if_unused,
+    unique_tensor_name,
+)
+
+Mode = Literal["affine", "primitive"]
+
+
+@transform(
+    name="ExpandNorms",
+    stage="topology_opt",
+    description="Split LayerNormalization into a plain norm (scale 1, bias 0) plus Mul and Add",
+)
+class ExpandNorms(Transformation):
+    """Split LayerNormalization into a plain norm plus Mul (scale) and Add (bias).
+
+    FINN's ``InferLayerNorm`` only converts a LayerNormalization whose scale is all ones
+    and which has an explicit bias input of zeros; the extracted Mul/Add are then absorbed
+    by streamlining (e.g. into the next MultiThreshold).
+
+    ``mode="affine"`` (default) keeps one LayerNormalization in exactly that form, so FINN
+    turns it into its LayerNorm kernel. ``mode="primitive"`` replaces the norm by
+    ReduceMean/Sub/Mul/ReduceMean/Add/Sqrt/Div, for targets without a LayerNorm kernel.
+    """
+
+    def __init__(self, mode: Mode = "affine") -> None:
+        super().__init__()
+        if mode not in ("affine", "primitive"):
+            raise ValueError(f"ExpandNorms mode must be 'affine' or 'primitive', got {mode!r}")
+        self.mode = mode
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        modified = False
+        for node in list(model.graph.node):
+            if node.op_type == "LayerNormalization" and node.domain in ("", "ai.onnx"):
+                modified |= self._expand(model, node)
+        if modified:
+            model = model.transform(InferShapes())
+        return model, False
+
+    def _expand(self, model: ModelWrapper, node: NodeProto) -> bool:
+        scale = model.get_initializer(node.input[1])
+        has_bias = len(node.input) > 2 and node.input[2] != ""
+        bias = model.get_initializer(node.input[2]) if has_bias else None
+        if scale is None or (has_bias and bias is None):
+            return False  # a computed scale/bias cannot be checked or moved safely
+        affine_ops = [("Mul", node.input[1])] if not np.all(scale == 1) else []
+        if bias is not None and np.any(bias):
+            affine_ops.append(("Add", node.input[2]))
+        if self.mode == "affine" and not affine_ops and has_bias:
+            return False  # already in the form FINN converts
+        if self.mode == "primitive" and not _primitives_compute_the_same(model, node):
+            return False
+        originals = list(node.input[1:])
+        result = node.output[0]
+        normed = unique_tensor_name(model, f"{result}_normed") if affine_ops else result
+        index = _position(model, node)
+        if self.mode == "affine":
+            _make_plain(model, node, scale, bias)
+            node.output[0] = normed
+            new_nodes: list[NodeProto] = []
+            index += 1
+        else:
+            new_nodes = _primitive_norm(model, node, normed)
+            model.graph.node.remove(node)
+        tail = normed
+        for position, (op_type, parameter) in enumerate(affine_ops):
+            last = position == len(affine_ops) - 1
+            out = result if last else unique_tensor_name(model, f"{result}_scaled")
+            label = f"{node.name or result}_{'scale' if op_type == 'Mul' else 'bias'}"
+            new_nodes.append(helper.make_node(op_type, [tail, parameter], [out], name=label))
+            tail = out
+        for shift, new in enumerate(new_nodes):
+            model.graph.node.insert(index + shift, new)
+        for name in originals:
+            drop_initializer_if_unused(model, name)
+        return True
+
+
+def _make_plain(
+    model: ModelWrapper, node: NodeProto, scale: np.ndarray, bias: np.ndarray | None
+) -> None:
+    """Give ``node`` a scale of ones and an explicit zero bias (FINN requires the bias input)."""
+    base = node.output[0]
+    node.input[1] = add_initializer(model, f"{base}_unit_scale", np.ones_like(scale))
+    zeros = np.zeros_like(scale if bias is None else bias)
+    zero_bias = add_initializer(model, f"{base}_zero_bias", zeros)
+    if len(node.input) > 2:
+        node.input[2] = zero_bias
+    else:
+        node.input.append(zero_bias)
+
+
+def _primitives_compute_the_same(model: ModelWrapper, node: NodeProto) -> bool:
+    """Primitive ops reproduce the norm only for float32 inputs of known rank, no extra outputs."""
+    if any(node.output[1:]):
+        return False  # Mean/InvStdDev outputs are read by someone
+    info = model.get_tensor_valueinfo(node.input[0])
+    if info is not None and info.type.tensor_type.elem_type != TensorProto.FLOAT:
+        return False  # LayerNormalization computes in float32 (stash_type); Sub/Div would not
+    return model.get_tensor_shape(node.input[0]) is not None
+
+
+def _position(model: ModelWrapper, node: NodeProto) -> int:
+    for index, candidate in enumerate(model.graph.node):
+        if candidate is node:
+            return index
+    raise ValueError(f"node {node.name!r} is not in the graph")
+
+
+def _primitive_norm(model: ModelWrapper, node: NodeProto, out: str) -> list[NodeProto]:
+    """(x - mean) / sqrt(var + eps) over the normalized axes, in standard ONNX ops."""
+    x, base = node.input[0], node.output[0]
+    attrs = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
+    rank = len(model.get_tensor_shape(x))
+    axes = list(range(attrs.get("axis", -1) % rank, rank))
+    eps = np.array(attrs.get("epsilon", 1e-5), dtype=np.float32)
+    if model.get_opset_imports().get("", 17) >= 18:  # ReduceMean's axes became an input
+        axes_name = add_initializer(model, f"{base}_axes", np.array(axes, dtype=np.int64))
+        reduce = {"inputs": [axes_name], "attrs": {}}
+    else:
+        reduce = {"inputs": [], "attrs": {"axes": axes}}
+
+    def name(suffix: str) -> str:
+        return unique_tensor_name(model, f"{base}_{suffix}")
+
+    def reduce_mean(source: str, target: str) -> NodeProto:
+        inputs = [source, *reduce["inputs"]]
+        return helper.make_node("ReduceMean", inputs, [target], keepdims=1, **reduce["attrs"])
+
+    mean, centred, squared, var = name("mean"), name("centred"), name("squared"), name("var")
+    shifted, std = name("var_eps"), name("std")
+    eps_name = add_initializer(model, f"{base}_epsilon", eps)
+    return [
+        reduce_mean(x, mean),
+        helper.make_node("Sub", [x, mean], [centred]),
+        helper.make_node("Mul", [centred, centred], [squared]),
+        reduce_mean(squared, var),
+        helper.make_node("Add", [var, eps_name], [shifted]),
+        helper.make_node("Sqrt", [shifted], [std]),
+        helper.make_node("Div", [centred, std], [out]),
+    ]
