@@ -150,6 +150,9 @@ def _fast_path_valid(previous: dict, fresh: bool, config: PluginConfig, key: Dis
     return True
 
 
+_CONTENT_KEYS = ("files", "listing", "root")  # what the specs are derived from
+
+
 def _rescan(config, key, previous: dict, fresh: bool, result: DiscoveryResult):
     sources = {name: make_source(name, config) for name in source_names(config, key)}
     states: dict[str, dict] = {}
@@ -162,14 +165,19 @@ def _rescan(config, key, previous: dict, fresh: bool, result: DiscoveryResult):
             log.debug("source %s: unchanged", name)
         else:
             try:
-                states[name] = source.scan(old)
+                state = source.scan(old)
             except Exception as exc:  # one broken source never stops discovery
                 log.warning("plugin source %s failed: %s: %s", name, type(exc).__name__, exc)
-                states[name] = {"specs": [], "stamp": [],
-                                "problems": [[name, name, f"{type(exc).__name__}: {exc}"]]}
-            if states[name] is not old:
+                state = {"specs": [], "stamp": [],
+                         "problems": [[name, name, f"{type(exc).__name__}: {exc}"]]}
+            if old is not None and all(state.get(k) == old.get(k) for k in _CONTENT_KEYS):
+                old["stamp"] = state["stamp"]
+                state = old
+                log.debug("source %s: revalidated, unchanged", name)
+            else:
                 changed.add(name)
-            log.debug("source %s: scanned", name)
+                log.debug("source %s: scanned", name)
+            states[name] = state
         result.source_ms[name] = (time.perf_counter() - t0) * 1000
     # Adapter specs depend on both QONNX and FINN class tables.
     for name in ("qonnx", "finn"):

@@ -34,7 +34,7 @@ def usable_dir(path: str, create: bool) -> bool:
     """True when ``path`` is a directory only this user can write (created 0700 if asked)."""
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except OSError:
         if not create:
             return False
         try:
@@ -44,8 +44,6 @@ def usable_dir(path: str, create: bool) -> bool:
             _warn_once(path, f"cache directory {path} cannot be created ({exc.strerror}); "
                        "discovery results will not be persisted")
             return False
-    except OSError:
-        return False
     if not stat.S_ISDIR(st.st_mode):
         _warn_once(path, f"cache path {path} is not a directory; persistence disabled")
         return False

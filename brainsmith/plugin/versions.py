@@ -1,8 +1,20 @@
-"""Semantic versions of brainsmith and what a plugin declares it works with."""
+"""Semantic versions of brainsmith and what a plugin declares it works with.
+
+A plugin may declare ``min_brainsmith_version``, ``max_brainsmith_version`` (both
+``major.minor.patch``) and ``brainsmith_version`` (a PEP 440 specifier such as ``">=0.1,<2"``)
+in its decorator, in a ``PluginInfo``, or in a module attribute
+``BRAINSMITH_PLUGIN = {...}`` of a pip package's entry-point module or a loaded file.
+A minimum alone means "this major version, from here on" (semantic versioning); add a
+maximum or a specifier to allow more.
+"""
 
 from __future__ import annotations
 
 from functools import total_ordering
+
+VERSION_KEYS = ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version")
+PACKAGE_KEYS = ("version", "description", "author", *VERSION_KEYS)
+PACKAGE_ATTRIBUTE = "BRAINSMITH_PLUGIN"
 
 
 @total_ordering
@@ -19,17 +31,30 @@ class VersionInfo:
 
     @classmethod
     def parse(cls, text: str) -> VersionInfo:
+        """``"1.2"`` -> ``VersionInfo(1, 2, 0)``; pre-release and local parts are dropped."""
         from packaging.version import InvalidVersion, Version
 
         try:
-            release = Version(text).release
+            release = Version(str(text)).release
         except InvalidVersion:
             raise ValueError(f"not a version: {text!r} (expected e.g. '1.2.0')") from None
         parts = [*release, 0, 0][:3]
         return cls(*parts)
 
     @classmethod
+    def coerce(cls, value: VersionInfo | str | tuple) -> VersionInfo:
+        """A VersionInfo from a VersionInfo, ``"1.2.0"`` or ``(1, 2, 0)``."""
+        if isinstance(value, VersionInfo):
+            return value
+        if isinstance(value, tuple):
+            return cls(*value)
+        if isinstance(value, str):
+            return cls.parse(value)
+        raise ValueError(f"not a version: {value!r} (expected e.g. '1.2.0' or VersionInfo(1, 2, 0))")
+
+    @classmethod
     def current(cls) -> VersionInfo:
+        """The running brainsmith's version."""
         from brainsmith import __version__
 
         return cls.parse(__version__)
@@ -41,6 +66,8 @@ class VersionInfo:
         return isinstance(other, VersionInfo) and self._key() == other._key()
 
     def __lt__(self, other: VersionInfo) -> bool:
+        if not isinstance(other, VersionInfo):
+            return NotImplemented
         return self._key() < other._key()
 
     def __hash__(self) -> int:
@@ -65,7 +92,9 @@ def check_version_text(key: str, text: str) -> str | None:
         try:
             SpecifierSet(text)
         except InvalidSpecifier:
-            return f"'brainsmith_version' must be a PEP 440 specifier such as '>=0.1,<2', got {text!r}"
+            return (
+                f"'brainsmith_version' must be a PEP 440 specifier such as '>=0.1,<2', got {text!r}"
+            )
         return None
     try:
         VersionInfo.parse(text)
@@ -76,22 +105,57 @@ def check_version_text(key: str, text: str) -> str | None:
 
 def incompatibility(metadata: dict) -> str | None:
     """Why this brainsmith cannot run a plugin with ``metadata``; None when it can."""
-    keys = ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version")
-    if not any(k in metadata for k in keys):
+    if not any(metadata.get(k) for k in VERSION_KEYS):
         return None
     from brainsmith import __version__
 
     current = VersionInfo.current()
-    low = metadata.get("min_brainsmith_version")
-    if low and current < VersionInfo.parse(low):
+    try:
+        low = metadata.get("min_brainsmith_version")
+        low = VersionInfo.coerce(low) if low else None
+        high = metadata.get("max_brainsmith_version")
+        high = VersionInfo.coerce(high) if high else None
+    except ValueError as exc:
+        return str(exc)
+    if low and current < low:
         return f"needs brainsmith >= {low}, this is {__version__}"
-    high = metadata.get("max_brainsmith_version")
-    if high and current > VersionInfo.parse(high):
+    if high and current > high:
         return f"needs brainsmith <= {high}, this is {__version__}"
+    if low and not high and not current.is_compatible_with(low):
+        return (
+            f"needs brainsmith {low.major}.x (>= {low}), this is {__version__}; "
+            "declare max_brainsmith_version if it also works here"
+        )
     spec = metadata.get("brainsmith_version")
     if spec:
-        from packaging.specifiers import SpecifierSet
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-        if not SpecifierSet(spec).contains(__version__, prereleases=True):
+        try:
+            allowed = SpecifierSet(spec)
+        except InvalidSpecifier:
+            return f"invalid brainsmith_version specifier {spec!r}"
+        if not allowed.contains(__version__, prereleases=True):
             return f"needs brainsmith {spec}, this is {__version__}"
     return None
+
+
+def package_metadata(declared: object, where: str) -> tuple[dict, list[str]]:
+    """Validate a ``BRAINSMITH_PLUGIN`` dict; return (metadata, problems naming ``where``)."""
+    if not isinstance(declared, dict):
+        return {}, [f"{where}: {PACKAGE_ATTRIBUTE} must be a dict of {', '.join(PACKAGE_KEYS)}"]
+    metadata: dict = {}
+    problems: list[str] = []
+    for key, value in declared.items():
+        if key not in PACKAGE_KEYS:
+            problems.append(
+                f"{where}: unknown {PACKAGE_ATTRIBUTE} key {key!r} (allowed: {', '.join(PACKAGE_KEYS)})"
+            )
+        elif isinstance(value, VersionInfo):
+            metadata[key] = str(value)
+        elif not isinstance(value, str):
+            problems.append(f"{where}: {PACKAGE_ATTRIBUTE}[{key!r}] must be a string, got {value!r}")
+        elif key in VERSION_KEYS and (error := check_version_text(key, value)):
+            problems.append(f"{where}: {error}")
+        else:
+            metadata[key] = value
+    return metadata, problems

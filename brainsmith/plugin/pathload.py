@@ -1,0 +1,332 @@
+"""Load plugins from a path on request: a ``.py`` file, a package folder or a compiled
+extension module (``.so``). Nothing is loaded from a path unless ``load_plugin`` is called.
+
+Decorated plugins and ``KernelBuilder`` kernels defined while the path is imported are
+registered under framework = the plugin's name (the file or folder name, or ``name=``),
+e.g. ``tfm.my_ops.FoldBias``. An optional module attribute ``BRAINSMITH_PLUGIN`` is either
+a dict (``version``, ``description``, ``author``, ``min_brainsmith_version``,
+``max_brainsmith_version``, ``brainsmith_version``) or a ``Plugin`` from ``PluginBuilder``,
+whose initialize, custom operations and cleanup then run too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, replace
+
+from brainsmith.plugin.errors import PluginError, PluginLoadError
+from brainsmith.plugin.packages import (
+    Plugin,
+    PluginInfo,
+    PluginLifecycleError,
+    check_name,
+    claim,
+    contribute,
+    framework_name,
+    install,
+    not_found,
+    origin,
+    release,
+    report,
+    run_hook,
+    withdraw,
+)
+from brainsmith.plugin.spec import PluginSpec
+from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_metadata
+
+
+@dataclass
+class LoadedPlugin:
+    """One path loaded by ``load_plugin``."""
+
+    info: PluginInfo
+    kind: str  # file | package | extension
+    module_name: str
+    modules: dict
+    specs: list[PluginSpec]
+    plugin: Plugin | None
+
+    @property
+    def framework(self) -> str:
+        return self.info.framework
+
+
+_loaded: dict[str, LoadedPlugin] = {}  # by framework name
+
+
+def load_plugin(path: str | os.PathLike, name: str | None = None) -> PluginInfo:
+    """Import the plugin at ``path`` and register what it defines; returns its info."""
+    path = os.path.abspath(os.fspath(path))
+    kind, stem = _kind(path)
+    name = name or stem
+    check_name(name)
+    framework = framework_name(name)
+    if framework in _loaded:
+        raise PluginLoadError(
+            f"plugin '{name}' is already loaded from {_loaded[framework].info.path}; "
+            f"use reload_plugin('{name}') or unload_plugin('{name}') first"
+        )
+    module_name = stem if kind == "extension" else re.sub(r"\W", "_", name)
+    if module_name in sys.modules:
+        raise PluginLoadError(
+            f"cannot load plugin '{name}' from {path}: a module named '{module_name}' is already "
+            "imported" + ("" if kind == "extension" else "; pass name= to load it under another name")
+        )
+    declared = _static_metadata(path, kind, name)
+    record = _load(path, kind, name, module_name, declared)
+    _loaded[framework] = record
+    return get_plugin_info(name)
+
+
+def unload_plugin(name: str) -> None:
+    """Remove the plugin's plugins from the hub, run its cleanup and forget its modules."""
+    failure = _deactivate(_loaded.pop(_key(name)))
+    if failure is not None:
+        raise failure
+
+
+def reload_plugin(name: str) -> PluginInfo:
+    """Load the plugin again from its path after its files changed.
+
+    The new code is served through ``tfm.X`` and the registry; cached instances are dropped.
+    When the new version fails to load, the previous one stays loaded."""
+    framework = _key(name)
+    old = _loaded[framework]
+    if old.kind == "extension":
+        raise PluginLoadError(
+            f"plugin '{old.info.name}' is a compiled extension ({old.info.path}); a loaded shared "
+            "library cannot be replaced in a running process: restart it to use the new build"
+        )
+    kept = f"the previous version of '{old.info.name}' stays loaded"
+    try:
+        declared = _static_metadata(old.info.path, old.kind, old.info.name)
+    except PluginError as exc:
+        raise PluginLoadError(f"{exc}; {kept}") from exc
+    del _loaded[framework]
+    _deactivate(old)  # a failing cleanup is reported and does not stop the reload
+    try:
+        record = _load(old.info.path, old.kind, old.info.name, old.module_name, declared)
+    except PluginError as exc:
+        _restore(old)
+        _loaded[framework] = old
+        raise PluginLoadError(f"{exc}; {kept}") from exc
+    _loaded[framework] = record
+    return get_plugin_info(name)
+
+
+def list_plugins() -> list[PluginInfo]:
+    """Info of every plugin loaded from a path."""
+    return [get_plugin_info(r.info.name) for r in _loaded.values()]
+
+
+def get_plugin_info(name: str) -> PluginInfo:
+    record = _loaded[_key(name)]
+    return replace(record.info, provides=tuple(s.qualified_name for s in record.specs))
+
+
+def is_plugin_loaded(name: str) -> bool:
+    return framework_name(name) in _loaded
+
+
+# -- loading -------------------------------------------------------------------------------
+def _kind(path: str) -> tuple[str, str]:
+    import importlib.machinery
+
+    base = os.path.basename(path.rstrip(os.sep))
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "__init__.py")):
+            return "package", base
+        raise PluginLoadError(f"cannot load plugin from {path}: a package folder needs __init__.py")
+    if not os.path.isfile(path):
+        raise PluginLoadError(f"cannot load plugin from {path}: no such file or folder")
+    if base.endswith(".py"):
+        return "file", base[:-3]
+    if base.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        return "extension", base.partition(".")[0]
+    raise PluginLoadError(
+        f"cannot load plugin from {path}: expected a .py file, a package folder or a compiled "
+        f"extension ({', '.join(importlib.machinery.EXTENSION_SUFFIXES)})"
+    )
+
+
+def _source_file(path: str, kind: str) -> str:
+    return os.path.join(path, "__init__.py") if kind == "package" else path
+
+
+def _static_metadata(path: str, kind: str, name: str) -> dict | None:
+    """A literal ``BRAINSMITH_PLUGIN`` dict, checked before the code runs (Python only)."""
+    if kind == "extension":
+        return None
+    import ast
+
+    source_file = _source_file(path, kind)
+    with open(source_file, "rb") as handle:
+        source = handle.read()
+    try:
+        tree = ast.parse(source, source_file)
+    except SyntaxError as exc:
+        raise PluginLoadError(
+            f"cannot load plugin '{name}': syntax error in {exc.filename}:{exc.lineno}: {exc.msg}"
+        ) from None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == PACKAGE_ATTRIBUTE):
+            try:
+                declared = ast.literal_eval(node.value)
+            except ValueError:
+                return None  # built at import time (e.g. a Plugin); checked after import
+            return _checked(name, declared, f"{source_file}:{node.lineno}")
+    return None
+
+
+def _checked(name: str, declared: object, where: str) -> dict:
+    metadata, problems = package_metadata(declared, where)
+    if problems:
+        raise PluginLoadError(f"cannot load plugin '{name}': " + "; ".join(problems))
+    info = _info(name, metadata, "", where)
+    reason = info.incompatibility()
+    if reason:
+        report(info.framework, f"plugin {name}", f"unavailable: {reason}")
+        raise PluginLoadError(f"plugin '{name}' ({where}) is unavailable: {reason}; not loaded")
+    return metadata
+
+
+def _info(name: str, metadata: dict, path: str, where: str = "") -> PluginInfo:
+    try:
+        fields = {k: VersionInfo.parse(v) if k.endswith("version") and k != "brainsmith_version"
+                  else v for k, v in metadata.items()}
+    except ValueError as exc:
+        raise PluginLoadError(f"cannot load plugin '{name}' ({where or path}): {exc}") from None
+    return PluginInfo(name=name, path=path, **fields)
+
+
+def _load(path: str, kind: str, name: str, module_name: str, declared: dict | None) -> LoadedPlugin:
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    framework = framework_name(name)
+    manager = get_plugin_manager()
+    claim(framework, f"plugin {name} loaded from {path}")
+    manager.module_frameworks[module_name] = framework
+    try:
+        module = _import(path, kind, module_name)
+        attribute = getattr(module, PACKAGE_ATTRIBUTE, None)
+        plugin = attribute if isinstance(attribute, Plugin) else None
+        if plugin is not None:
+            info = replace(plugin.info, name=name, path=path)
+            install(plugin, framework)
+        else:
+            if declared is None and attribute is not None:
+                declared = _checked(name, attribute, f"{path}: {PACKAGE_ATTRIBUTE}")
+            info = _info(name, declared or {}, path)
+        if not info.description:
+            info = replace(info, description=(module.__doc__ or "").strip().partition("\n")[0])
+    except BaseException as exc:
+        withdraw(manager.registry().specs(framework=framework))
+        _forget_modules(module_name)
+        manager.module_frameworks.pop(module_name, None)
+        release(framework)
+        if isinstance(exc, PluginLoadError | PluginLifecycleError) or not isinstance(exc, Exception):
+            raise
+        where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
+        reason = f"importing it raised {type(exc).__name__}: {exc}{where}"
+        report(framework, f"plugin {name}", reason)
+        raise PluginLoadError(f"cannot load plugin '{name}' from {path}: {reason}") from exc
+    specs = manager.registry().specs(framework=framework)
+    for spec in specs:
+        if not os.path.isfile(spec.source):
+            spec.source = path  # defined by compiled code
+    manager.add_runtime(specs)
+    modules = {k: m for k, m in sys.modules.items() if k.partition(".")[0] == module_name}
+    return LoadedPlugin(info, kind, module_name, modules, specs, plugin)
+
+
+def _import(path: str, kind: str, module_name: str):
+    import importlib.util
+
+    location = _source_file(path, kind)
+    search = [path] if kind == "package" else None
+    spec = importlib.util.spec_from_file_location(module_name, location,
+                                                  submodule_search_locations=search)
+    if spec is None or spec.loader is None:
+        raise PluginLoadError(f"cannot load plugin from {path}: not an importable module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    if kind == "extension":
+        spec.loader.exec_module(module)
+    else:
+        # Compile from the file itself, not cached bytecode, so a reload always sees new code.
+        with open(location, "rb") as handle:
+            code = compile(handle.read(), location, "exec")
+        exec(code, module.__dict__)
+    importlib.invalidate_caches()
+    return module
+
+
+def _deactivate(record: LoadedPlugin) -> PluginLifecycleError | None:
+    """Undo a load; a failing cleanup is returned (already reported), never half-done."""
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    manager = get_plugin_manager()
+    live = manager.registry().specs(framework=record.framework)
+    withdraw(list({id(s): s for s in [*record.specs, *live]}.values()))
+    _forget_modules(record.module_name)
+    manager.module_frameworks.pop(record.module_name, None)
+    release(record.framework)
+    if record.plugin is not None and record.plugin.cleanup_fn is not None:
+        try:
+            run_hook(record.plugin, "cleanup", record.plugin.cleanup_fn, manager.registry())
+        except PluginLifecycleError as exc:
+            return exc
+    return None
+
+
+def _restore(record: LoadedPlugin) -> None:
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    manager = get_plugin_manager()
+    claim(record.framework, f"plugin {record.info.name} loaded from {record.info.path}")
+    manager.module_frameworks[record.module_name] = record.framework
+    sys.modules.update(record.modules)
+    contribute(record.specs, [])
+    if record.plugin is not None and record.plugin.initialize_fn is not None:
+        try:
+            run_hook(record.plugin, "initialize", record.plugin.initialize_fn, manager.registry())
+        except PluginError:
+            pass  # reported for health_check; the reload failure is what the caller sees
+
+
+def _forget_modules(module_name: str) -> None:
+    for key in [k for k in sys.modules if k.partition(".")[0] == module_name]:
+        del sys.modules[key]
+
+
+def _key(name: str) -> str:
+    framework = framework_name(name)
+    if framework not in _loaded:
+        raise not_found(name, [r.info.name for r in _loaded.values()], "loaded plugin")
+    return framework
+
+
+def _reset() -> None:
+    """``reset_plugin_system()`` forgets loaded paths (without running their cleanup)."""
+    for record in _loaded.values():
+        _forget_modules(record.module_name)
+    _loaded.clear()
+
+
+from brainsmith.plugin.manager import RESET_HOOKS  # noqa: E402
+
+RESET_HOOKS.append(_reset)
+
+__all__ = [
+    "LoadedPlugin",
+    "get_plugin_info",
+    "is_plugin_loaded",
+    "list_plugins",
+    "load_plugin",
+    "reload_plugin",
+    "unload_plugin",
+]
