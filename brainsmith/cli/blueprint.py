@@ -1,0 +1,75 @@
+"""``brainsmith blueprint``: validate blueprints like a compiler, show them resolved."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from brainsmith.cli.output import fail, print_json
+
+
+@click.group()
+def blueprint() -> None:
+    """Validate and show YAML blueprints."""
+
+
+@blueprint.command("validate")
+@click.argument("files", nargs=-1, required=True)
+def validate(files: tuple[str, ...]) -> None:
+    """Check blueprints; print one ``file:line:column: error: ...`` line per problem.
+
+    Exit code 0 when every FILE is valid, 1 otherwise.
+    """
+    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+
+    failed = 0
+    for path in files:
+        try:
+            loaded = _guarded(load_blueprint, path)
+        except BlueprintError as exc:
+            failed += 1
+            for problem in exc.problems:
+                click.echo(str(problem))
+            continue
+        for note in loaded.skipped:
+            click.echo(str(note))
+        counts = {kind: len(specs) for kind, specs in loaded.specs().items()}
+        summary = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
+        click.echo(f"{path}: ok ({summary})")
+    if failed:
+        click.echo(f"{failed} of {len(files)} blueprint(s) have errors", err=True)
+        sys.exit(1)
+
+
+@blueprint.command("show")
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML.")
+def show(file: str, as_json: bool) -> None:
+    """Print FILE resolved: after ``extends``, every plugin name qualified, defaults filled in."""
+    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+
+    try:
+        loaded = _guarded(load_blueprint, file)
+    except BlueprintError as exc:
+        for problem in exc.problems:
+            click.echo(str(problem), err=True)
+        sys.exit(1)
+    for note in loaded.skipped:
+        click.echo(str(note), err=True)
+    if as_json:
+        print_json(loaded.to_dict())
+        return
+    import yaml
+
+    click.echo(yaml.safe_dump(loaded.to_dict(), sort_keys=False, allow_unicode=True), nl=False)
+
+
+def _guarded(load, path: str):
+    """Configuration problems are not the blueprint's: report them and exit 2."""
+    from brainsmith.plugin.errors import ConfigError
+
+    try:
+        return load(path)
+    except ConfigError as exc:
+        fail(str(exc), 2)

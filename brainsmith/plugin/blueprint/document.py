@@ -1,0 +1,206 @@
+"""Blueprint files: read with positions, follow ``extends``, merge, and locate every value.
+
+Merging: the file named by ``extends`` is the base; mappings merge key by key, anything else
+(lists, text, numbers) is replaced, and ``null`` drops an inherited value. ``name``,
+``description`` and ``extends`` belong to each file and are not inherited. Every value keeps
+the file it came from, so a problem is reported where it was written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from brainsmith.plugin.blueprint.errors import Diagnostics, quote
+from brainsmith.plugin.safe_yaml import YAMLInputError, load_yaml_with_marks, read_text
+
+PER_FILE_KEYS = ("name", "description", "extends")
+MAX_EXTENDS = 16
+Path = tuple  # a key path such as ("hw_compiler", "kernels", 0)
+Where = tuple[str, int, int]  # (file as written, line, column), 1-based
+
+
+@dataclass
+class Source:
+    """One blueprint file as parsed: ``display`` is the path as the user wrote it."""
+
+    display: str
+    path: str
+    text: str
+    data: dict
+    marks: dict
+    _line_starts: list[int] = field(default_factory=list, repr=False)
+
+    def offset(self, line: int, column: int) -> int:
+        if not self._line_starts:
+            self._line_starts.extend([0, *(m.end() for m in re.finditer("\n", self.text))])
+        return self._line_starts[min(line, len(self._line_starts)) - 1] + column - 1
+
+    def position(self, offset: int) -> tuple[int, int]:
+        line = self.text.count("\n", 0, offset) + 1
+        return line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+
+
+class Document:
+    """A blueprint and its bases merged into one mapping that remembers where values came from."""
+
+    def __init__(self, sources: list[Source], complete: bool = True) -> None:
+        self.sources = sources  # the file itself first, then what it extends, ...
+        self.complete = complete  # False when a base could not be read
+        self.top = sources[0]
+        self.origin: dict[Path, Source] = {(): self.top}
+        self.data: dict = {}
+        for source in reversed(sources):
+            body = {k: v for k, v in source.data.items() if k not in PER_FILE_KEYS}
+            self.data = self._overlay(self.data, body, source, ())
+
+    def _overlay(self, base: dict, child: dict, source: Source, path: Path) -> dict:
+        merged = dict(base)
+        for key, value in child.items():
+            at = (*path, key)
+            if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                inherited = self.source_of(at)
+                for kept in merged[key]:  # inherited keys stay located in the base
+                    self.origin.setdefault((*at, kept), inherited)
+                merged[key] = self._overlay(merged[key], value, source, at)
+                self.origin[at] = source
+                continue
+            for stale in [p for p in self.origin if len(p) > len(at) and p[: len(at)] == at]:
+                del self.origin[stale]
+            self.origin[at] = source
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        return merged
+
+    def source_of(self, path: Path) -> Source:
+        for size in range(len(path), -1, -1):
+            source = self.origin.get(path[:size])
+            if source is not None:
+                return source
+        return self.top
+
+    def locate(self, path: Path, key: bool = False) -> Where:
+        """Where the value at ``path`` was written (with ``key``: where its key was written)."""
+        source = self.source_of(path)
+        return locate_in(source, path, key)
+
+
+def locate_in(source: Source, path: Path, key: bool = False) -> Where:
+    mark = None
+    for size in range(len(path), -1, -1):
+        mark = source.marks.get(path[:size])
+        if mark is not None:
+            break
+    line, column = mark or (1, 1)
+    if key and path and path in source.marks and isinstance(path[-1], str):
+        line, column = _key_position(source, path, line, column)
+    return source.display, line, column
+
+
+def _key_position(source: Source, path: Path, line: int, column: int) -> tuple[int, int]:
+    """The marks give values' positions; a key is the last ``key:`` written before its value."""
+    end = source.offset(line, column)
+    parent = source.marks.get(path[:-1], (1, 1))
+    start = min(source.offset(*parent), end)
+    pattern = re.compile(r"(?<![\w-])['\"]?" + re.escape(path[-1]) + r"['\"]?[ \t]*:")
+    starts = [m.start() for m in pattern.finditer(source.text, start, end)]
+    return source.position(starts[-1]) if starts else (line, column)
+
+
+def read_document(path: str, diag: Diagnostics) -> Document | None:
+    """Read ``path`` and every file it extends; problems go to ``diag``."""
+    sources: list[Source] = []
+    seen: dict[str, str] = {}
+    before = len(diag.problems)
+    display, requested_at = os.fspath(path), None
+    while True:
+        source = _read(display, requested_at, diag)
+        if source is None:
+            break
+        sources.append(source)
+        seen[os.path.realpath(source.path)] = display
+        extends = source.data.get("extends")
+        if extends is None:
+            break
+        requested_at = locate_in(source, ("extends",))
+        if not isinstance(extends, str) or not extends.strip() or _bad_path(extends):
+            diag.error(
+                requested_at,
+                f"'extends' is {quote(extends)}",
+                "the path of another blueprint file, relative to this one",
+            )
+            break
+        display = os.path.normpath(os.path.join(os.path.dirname(display), extends))
+        if os.path.realpath(display) in seen:
+            loop = " -> ".join([*(s.display for s in sources), display])
+            diag.error(
+                requested_at,
+                f"'extends' cycle: {loop}",
+                "a chain of blueprints that ends in one without 'extends'",
+            )
+            break
+        if len(sources) > MAX_EXTENDS:
+            diag.error(
+                requested_at,
+                f"'extends' chain is longer than {MAX_EXTENDS} files",
+                "a shorter chain of bases",
+            )
+            break
+    if not sources:
+        return None
+    return Document(sources, complete=len(diag.problems) == before)
+
+
+def _read(display: str, requested_at: Where | None, diag: Diagnostics) -> Source | None:
+    where = requested_at or (display, 0, 0)
+    if not os.path.isfile(display):
+        what = "not a file" if os.path.exists(display) else "file not found"
+        hint = _sibling_hint(display) if requested_at else ""
+        diag.error(where, f"cannot read {quote(display)}: {what}", "a blueprint YAML file", hint)
+        return None
+    try:
+        text = read_text(display)
+        data, marks = load_yaml_with_marks(text, display)
+    except YAMLInputError as exc:
+        diag.error(*_yaml_problem(str(exc), display))
+        return None
+    source = Source(display, os.path.abspath(display), text, data, marks)
+    if not isinstance(data, dict) or not data:
+        got = "empty" if data is None or data == {} else "not a mapping"
+        diag.error(
+            locate_in(source, ()),
+            f"the file is {got}",
+            "a mapping of blueprint keys (name, extends, hw_compiler, steps, build)",
+        )
+        return None
+    return source
+
+
+def _yaml_problem(message: str, display: str) -> tuple[Where, str]:
+    rest = message[len(display) + 1 :] if message.startswith(display + ":") else message
+    found = re.match(r"(\d+):(\d+): (.*)", rest, re.S)
+    if found:
+        return (display, int(found[1]), int(found[2])), found[3]
+    return (display, 0, 0), rest.strip()
+
+
+def _bad_path(text: str) -> bool:
+    try:
+        os.fsencode(text)
+    except UnicodeError:
+        return True
+    return "\0" in text
+
+
+def _sibling_hint(display: str) -> str:
+    from brainsmith.plugin.registry import suggest
+
+    folder = os.path.dirname(display) or "."
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith((".yaml", ".yml"))]
+    except OSError:
+        return ""
+    return suggest(os.path.basename(display), names)

@@ -1,0 +1,113 @@
+"""``load_blueprint``: read, validate and resolve a blueprint file; ``load_blueprint_plugins``:
+the plugin collections it selects. Both use the registry in blueprint discovery mode and
+import no plugin module."""
+
+from __future__ import annotations
+
+import os
+from types import MappingProxyType
+
+from brainsmith.plugin.blueprint.document import Document, read_document
+from brainsmith.plugin.blueprint.errors import Diagnostics
+from brainsmith.plugin.blueprint.model import Blueprint, KernelChoice
+from brainsmith.plugin.blueprint.resolve import Resolver
+from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS, PHASES, Ref, outline
+from brainsmith.plugin.collections import PluginCollection
+from brainsmith.plugin.spec import PluginSpec
+
+COLLECTION_NAMES = {
+    "transform": "transforms",
+    "kernel": "kernels",
+    "backend": "backends",
+    "step": "steps",
+}
+
+
+def load_blueprint(path: str | os.PathLike) -> Blueprint:
+    """The resolved blueprint at ``path``; BlueprintError lists every problem found."""
+    diag = Diagnostics()
+    doc = read_document(os.fspath(path), diag)
+    if doc is None:
+        diag.raise_if_any()
+    shape = outline(doc, diag)
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    registry = get_plugin_manager().discover_plugins(modes=["blueprint"])
+    resolver = Resolver(registry, doc, diag)
+    kernels = _kernels(resolver, shape.kernels)
+    transforms = _specs(resolver, "transform", shape.transforms)
+    phased = {phase: _specs(resolver, "transform", shape.phased[phase]) for phase in PHASES}
+    if shape.steps is None:
+        defaults = [Ref(name, False, ("steps",)) for name in DEFAULT_STEPS]
+        steps = tuple(s for s in (resolver.find("step", r, default=True) for r in defaults) if s)
+    else:
+        steps = _specs(resolver, "step", shape.steps)
+    _raise_sorted(diag, doc)
+    return Blueprint(
+        name=shape.name,
+        description=shape.description,
+        path=doc.top.path,
+        chain=tuple(source.path for source in doc.sources),
+        kernels=kernels,
+        transforms=transforms,
+        transforms_phased=MappingProxyType(phased),
+        steps=steps,
+        build=shape.build,
+        skipped=tuple(resolver.skipped),
+    )
+
+
+def load_blueprint_plugins(path: str | os.PathLike) -> dict[str, PluginCollection]:
+    """``{"transforms", "kernels", "backends", "steps"}``: collections of exactly the plugins
+    the blueprint selects (kernels' allowed backends included), by short and qualified name.
+
+        plugins = load_blueprint_plugins("blueprints/mlp.yaml")
+        model = model.transform(plugins["transforms"].ExpandNorms())
+    """
+    return plugin_collections(load_blueprint(path))
+
+
+def plugin_collections(blueprint: Blueprint) -> dict[str, PluginCollection]:
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    registry = get_plugin_manager().registry()
+    collections = {}
+    for kind, specs in blueprint.specs().items():
+        subset = {spec.qualified_name: spec for spec in specs}
+        for spec in specs:  # a short name means what it means in the registry
+            best = next((c for c in registry.candidates(kind, spec.name) if c in specs), spec)
+            subset.setdefault(spec.name, best)
+        collections[COLLECTION_NAMES[kind]] = PluginCollection(kind, subset=subset)
+    return collections
+
+
+def _kernels(resolver: Resolver, refs) -> tuple[KernelChoice, ...]:
+    chosen: dict[PluginSpec, KernelChoice] = {}
+    first: dict[PluginSpec, Ref] = {}
+    for ref in refs:
+        choice = resolver.kernel(ref)
+        if choice is None:
+            continue
+        if choice.kernel in chosen:
+            line = resolver.doc.locate(first[choice.kernel].path)[1]
+            resolver.diag.error(
+                resolver.doc.locate(ref.kernel.path),
+                f"kernel {choice.kernel.qualified_name} is listed twice (first on line {line})",
+                "each kernel once; list all its backends in one entry",
+            )
+            continue
+        chosen[choice.kernel] = choice
+        first[choice.kernel] = ref.kernel
+    return tuple(chosen.values())
+
+
+def _specs(resolver: Resolver, kind: str, refs) -> tuple[PluginSpec, ...]:
+    found = (resolver.find(kind, ref) for ref in refs)
+    return tuple(spec for spec in found if spec is not None)
+
+
+def _raise_sorted(diag: Diagnostics, doc: Document) -> None:
+    """Problems in file order: the blueprint first, then its bases; by line within a file."""
+    order = {source.display: rank for rank, source in enumerate(doc.sources)}
+    diag.problems.sort(key=lambda p: (order.get(p.file, len(order)), p.line, p.column))
+    diag.raise_if_any()

@@ -1,0 +1,114 @@
+"""The resolved blueprint: what a build consumes. Immutable; every plugin is a registry spec
+(nothing is imported until the build loads it with ``Registry.load(spec)``).
+
+``Blueprint`` fields:
+
+- ``name`` (str): the blueprint's ``name:``, or its file name without extension.
+- ``description`` (str): its ``description:`` ("" when absent).
+- ``path`` (str): absolute path of the blueprint file.
+- ``chain`` (tuple[str, ...]): absolute paths of the file and the bases it ``extends``, in that
+  order (``chain[0] == path``; the last one extends nothing).
+- ``kernels`` (tuple[KernelChoice, ...]): in blueprint order; each is a pair
+  ``(kernel spec, tuple of allowed backend specs)``, backends in preference order (as listed,
+  or by type then name when the blueprint does not restrict them).
+- ``transforms`` (tuple[PluginSpec, ...]): ``hw_compiler.transforms`` in order.
+- ``transforms_phased`` (Mapping[str, tuple[PluginSpec, ...]]): always both ``"pre_hw"``
+  (run right before the ``hardware_inference`` step) and ``"post_hw"`` (right after it).
+- ``steps`` (tuple[PluginSpec, ...]): the build flow in order; brainsmith's standard flow
+  (``DEFAULT_STEPS``) when the blueprint has no ``steps:``.
+- ``build`` (BuildOptions | None): typed ``build:`` options (paths absolute); None when the
+  blueprint has no ``build:`` section (it can still select plugins).
+- ``skipped`` (tuple[SkippedPlugin, ...]): optional ``~name`` entries that are not installed.
+
+``backends`` is every allowed backend once; ``to_dict()`` is the blueprint after ``extends``
+with every name qualified (``brainsmith:matmul``) — itself a valid blueprint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from brainsmith.plugin.blueprint.options import BuildOptions
+from brainsmith.plugin.spec import PluginSpec
+
+
+class KernelChoice(NamedTuple):
+    """A kernel and the backends the blueprint allows for it."""
+
+    kernel: PluginSpec
+    backends: tuple[PluginSpec, ...]
+
+
+class SkippedPlugin(NamedTuple):
+    """An optional (``~name``) plugin that is not installed, and where it was named."""
+
+    type: str
+    name: str
+    reason: str
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.file}:{self.line}:{self.column}: note: optional {self.type} "
+            f"'{self.name}' skipped: {self.reason}"
+        )
+
+
+@dataclass(frozen=True)
+class Blueprint:
+    """A validated blueprint with every plugin name resolved (see the module docstring)."""
+
+    name: str
+    description: str
+    path: str
+    chain: tuple[str, ...]
+    kernels: tuple[KernelChoice, ...]
+    transforms: tuple[PluginSpec, ...]
+    transforms_phased: Mapping[str, tuple[PluginSpec, ...]]
+    steps: tuple[PluginSpec, ...]
+    build: BuildOptions | None
+    skipped: tuple[SkippedPlugin, ...] = ()
+
+    @property
+    def backends(self) -> tuple[PluginSpec, ...]:
+        """Every allowed backend of every kernel, once, in blueprint order."""
+        return tuple(dict.fromkeys(b for choice in self.kernels for b in choice.backends))
+
+    def specs(self) -> dict[str, tuple[PluginSpec, ...]]:
+        """The selected plugins by type (transforms include both phases)."""
+        phased = [s for phase in self.transforms_phased.values() for s in phase]
+        return {
+            "transform": tuple(dict.fromkeys([*self.transforms, *phased])),
+            "kernel": tuple(choice.kernel for choice in self.kernels),
+            "backend": self.backends,
+            "step": tuple(dict.fromkeys(self.steps)),
+        }
+
+    def to_dict(self) -> dict:
+        """The resolved blueprint as plain data: qualified names, absolute paths, no ``extends``."""
+        data: dict = {"name": self.name}
+        if self.description:
+            data["description"] = self.description
+        data["hw_compiler"] = {
+            "kernels": [_kernel_entry(choice) for choice in self.kernels],
+            "transforms": [s.qualified_name for s in self.transforms],
+            "transforms_phased": {
+                phase: [s.qualified_name for s in specs]
+                for phase, specs in self.transforms_phased.items()
+            },
+        }
+        data["steps"] = [s.qualified_name for s in self.steps]
+        if self.build is not None:
+            data["build"] = self.build.to_dict()
+        return data
+
+
+def _kernel_entry(choice: KernelChoice) -> dict:
+    entry: dict = {"kernel": choice.kernel.qualified_name}
+    if choice.backends:  # a kernel without backends: nothing to restrict
+        entry["backends"] = [b.qualified_name for b in choice.backends]
+    return entry

@@ -1,0 +1,207 @@
+"""The blueprint format: which keys exist, what their values must be, and the validated outline
+(plugin names as written, with where they were written; not yet looked up)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from brainsmith.plugin.blueprint.checks import Checker, label
+from brainsmith.plugin.blueprint.document import Document, Path, locate_in
+from brainsmith.plugin.blueprint.errors import Diagnostics, describe
+from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_build
+
+TOP_KEYS = {
+    "name": "a short name: letters, digits, '.', '_' or '-'",
+    "description": "text",
+    "extends": "the path of a base blueprint, relative to this file",
+    "hw_compiler": "a mapping of kernels, transforms, transforms_phased",
+    "steps": "a list of step names, in order",
+    "build": "a mapping of build options",
+}
+HW_KEYS = {
+    "kernels": "a list of kernel names or {kernel: NAME, backends: [...]} mappings",
+    "transforms": "a list of transform names",
+    "transforms_phased": "a mapping of pre_hw and post_hw to lists of transform names",
+}
+PHASES = {"pre_hw": "a list of transform names", "post_hw": "a list of transform names"}
+KERNEL_KEYS = {"kernel": "a kernel name", "backends": "a list of hls, rtl or backend names"}
+DEFAULT_STEPS = (
+    "cleanup",
+    "qonnx_to_finn",
+    "streamline",
+    "hardware_inference",
+    "specialize",
+    "folding",
+    "estimates",
+    "codegen",
+)
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+ELSEWHERE = {
+    **{key: f"hw_compiler.{key}" for key in HW_KEYS},
+    **{key: f"build.{key}" for key in BUILD_KEYS},
+    **{key: f"hw_compiler.transforms_phased.{key}" for key in PHASES},
+}
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A plugin name as written (without a leading ``~``) and where."""
+
+    text: str
+    optional: bool
+    path: Path
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    kernel: Ref
+    backends: tuple[Ref, ...] | None  # None: every backend of the kernel
+
+
+@dataclass(frozen=True)
+class Outline:
+    name: str
+    description: str
+    kernels: tuple[KernelRef, ...]
+    transforms: tuple[Ref, ...]
+    phased: dict[str, tuple[Ref, ...]]
+    steps: tuple[Ref, ...] | None  # None: DEFAULT_STEPS
+    build: BuildOptions | None
+
+
+def outline(doc: Document, diag: Diagnostics) -> Outline:
+    """Validate the merged document's shape; problems go to ``diag``."""
+    check = Checker(doc, diag, ELSEWHERE)
+    top = check.mapping((), {**_per_file(doc), **doc.data}, TOP_KEYS)
+    hw = check.mapping(("hw_compiler",), top.get("hw_compiler", {}), HW_KEYS)
+    phased_map = hw.get("transforms_phased", {})
+    phases = check.mapping(("hw_compiler", "transforms_phased"), phased_map, PHASES)
+    steps = top.get("steps")
+    build = top.get("build")
+    return Outline(
+        name=_name(check, doc),
+        description=_description(check, doc),
+        kernels=tuple(_kernels(check, hw.get("kernels", []))),
+        transforms=_refs(
+            check, ("hw_compiler", "transforms"), hw.get("transforms", []), "transform"
+        ),
+        phased={
+            phase: _refs(
+                check,
+                ("hw_compiler", "transforms_phased", phase),
+                phases.get(phase, []),
+                "transform",
+            )
+            for phase in PHASES
+        },
+        steps=None if steps is None else _refs(check, ("steps",), steps, "step"),
+        build=None if build is None else check_build(check, build, doc.complete),
+    )
+
+
+def _per_file(doc: Document) -> dict:
+    return {k: v for k, v in doc.top.data.items() if k in ("name", "description", "extends")}
+
+
+def _name(check: Checker, doc: Document) -> str:
+    value = doc.top.data.get("name")
+    if value is None:
+        stem = doc.top.display.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        return stem if NAME.match(stem) else "blueprint"
+    if isinstance(value, str) and NAME.match(value) and len(value) <= 100:
+        return value
+    check.diag.error(
+        locate_in(doc.top, ("name",)),
+        f"name is {describe(value)}",
+        TOP_KEYS["name"] + ", at most 100 characters",
+    )
+    return "blueprint"
+
+
+def _description(check: Checker, doc: Document) -> str:
+    value = doc.top.data.get("description")
+    if value is None or isinstance(value, str):
+        return (value or "").strip()
+    check.diag.error(
+        locate_in(doc.top, ("description",)),
+        f"description is {describe(value)}",
+        TOP_KEYS["description"],
+    )
+    return ""
+
+
+def _refs(check: Checker, path: Path, value: object, kind: str) -> tuple[Ref, ...]:
+    if not isinstance(value, list):
+        check.wrong(path, value, f"a list of {kind} names, e.g. [{_example(kind)}]")
+        return ()
+    found = (_ref(check, (*path, i), item, kind) for i, item in enumerate(value))
+    return tuple(ref for ref in found if ref is not None)
+
+
+def _ref(
+    check: Checker, path: Path, value: object, kind: str, optional_ok: bool = True
+) -> Ref | None:
+    expected = f"a {kind} name such as {_example(kind)}"
+    if optional_ok:
+        expected += " (a leading ~ makes it optional)"
+    if not isinstance(value, str) or not value.strip() or not value.isprintable():
+        check.wrong(path, value, expected)
+        return None
+    optional = value.startswith("~")
+    text = value[1:] if optional else value
+    if optional and not optional_ok:
+        check.fail(path, f"{label(path)} is '{value}': backends cannot be optional", expected)
+        return None
+    if not text.strip():
+        check.wrong(path, value, expected)
+        return None
+    return Ref(text, optional, path)
+
+
+def _kernels(check: Checker, value: object):
+    path = ("hw_compiler", "kernels")
+    if not isinstance(value, list):
+        check.wrong(path, value, HW_KEYS["kernels"])
+        return
+    for index, item in enumerate(value):
+        at = (*path, index)
+        if not isinstance(item, dict):
+            ref = _ref(check, at, item, "kernel")
+            if ref is not None:
+                yield KernelRef(ref, None)
+            continue
+        entry = check.mapping(at, item, KERNEL_KEYS)
+        if "kernel" not in entry:
+            if len(entry) == len(item):  # not already reported as unknown keys
+                check.fail(
+                    at,
+                    f"{label(at)} has no 'kernel' key",
+                    "{kernel: NAME, backends: [hls | rtl | BACKEND, ...]}",
+                )
+            continue
+        ref = _ref(check, (*at, "kernel"), entry["kernel"], "kernel")
+        backends = None
+        if "backends" in entry:
+            backends = _backends(check, (*at, "backends"), entry["backends"])
+        if ref is not None and (backends is None or backends):
+            yield KernelRef(ref, backends)
+
+
+def _backends(check: Checker, path: Path, value: object) -> tuple[Ref, ...]:
+    if not isinstance(value, list) or not value:
+        check.wrong(path, value, "a non-empty list of hls, rtl or backend names")
+        return ()
+    refs = [
+        _ref(check, (*path, i), item, "backend", optional_ok=False) for i, item in enumerate(value)
+    ]
+    return tuple(refs) if all(refs) else ()
+
+
+def _example(kind: str) -> str:
+    return {
+        "kernel": "matmul",
+        "transform": "ExpandNorms",
+        "step": "streamline",
+        "backend": "hls, rtl or MatMulRTL",
+    }[kind]
