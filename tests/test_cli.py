@@ -1,0 +1,104 @@
+"""The ``brainsmith`` command as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import run_python
+
+
+def brainsmith(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "brainsmith", *args], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def test_help_lists_commands_without_loading_the_hub():
+    result = run_python("""
+        import sys
+        from brainsmith.cli import cli
+        try:
+            cli(["--help"])
+        except SystemExit:
+            pass
+        print("LOADED", sorted(m for m in ("brainsmith.plugin.manager", "rich", "yaml", "qonnx")
+                               if m in sys.modules))
+    """)
+    assert "plugins" in result.stdout and "build" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
+def test_plugins_list_json_filters_by_type_and_framework():
+    result = brainsmith("plugins", "list", "--type", "kernel", "--framework", "finn", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert {(d["type"], d["framework"]) for d in data} == {("kernel", "finn")}
+    assert any(d["name"] == "MVAU" for d in data)
+
+
+def test_plugins_list_table_shows_names():
+    result = brainsmith("plugins", "list", "--framework", "qonnx")
+    assert result.returncode == 0, result.stderr
+    assert "FoldConstants" in result.stdout
+
+
+def test_plugins_list_unknown_framework_is_an_error():
+    result = brainsmith("plugins", "list", "--framework", "fiin")
+    assert result.returncode == 1
+    assert "no plugins from framework 'fiin'" in result.stderr
+
+
+def test_plugins_info_shows_metadata_source_and_status():
+    result = brainsmith("plugins", "info", "finn:Streamline")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "transform finn:Streamline" in out and "streamline" in out
+    assert "finn.transformation.streamline:Streamline" in out
+    assert "not loaded" in out
+
+
+def test_plugins_info_load_reports_loaded():
+    result = brainsmith("plugins", "info", "qonnx:FoldConstants", "--load", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["loaded"] is True
+
+
+def test_plugins_info_unknown_name_suggests():
+    result = brainsmith("plugins", "info", "Streamlin")
+    assert result.returncode == 1
+    assert "did you mean 'Streamline'" in result.stderr
+
+
+@pytest.mark.parametrize(("folder_content", "code"), [(None, 0), ("def broken(:\n", 1)])
+def test_plugins_health_exit_code_reflects_status(tmp_path, folder_content, code):
+    env = {}
+    if folder_content:
+        (tmp_path / "broken.py").write_text(folder_content)
+        env["BRAINSMITH_PLUGIN_DIRS"] = str(tmp_path)
+    result = brainsmith("plugins", "health", env=env)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert ("degraded" if code else "healthy") in result.stdout
+
+
+def test_plugins_stats_json():
+    result = brainsmith("plugins", "stats", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["plugin_count"] >= 400
+
+
+def test_cache_clear_removes_the_index():
+    brainsmith("plugins", "list", "--json")
+    assert os.listdir(os.environ["BRAINSMITH_CACHE_DIR"])
+    result = brainsmith("cache", "clear")
+    assert result.returncode == 0 and "removed" in result.stdout
+    assert os.listdir(os.environ["BRAINSMITH_CACHE_DIR"]) == []
+
+
+def test_bad_configuration_is_reported_without_a_traceback():
+    result = brainsmith("plugins", "list", env={"BRAINSMITH_PLUGIN_MODE": "turbo"})
+    assert result.returncode == 2
+    assert "BRAINSMITH_PLUGIN_MODE" in result.stderr and "Traceback" not in result.stderr
