@@ -25,6 +25,8 @@ class PluginManager:
         self._last: DiscoveryResult | None = None
         self._discovering: int | None = None  # thread id while discovery runs
         self._pending: list[tuple] = []  # decorated before discovery ran
+        self._runtime: list[PluginSpec] = []  # added after discovery; kept across rediscovery
+        self.module_frameworks: dict[str, str] = {}  # module -> framework (loaded plugins)
         self._instances = None  # weakref.WeakValueDictionary, created on first use
         self._instance_locks: dict = {}
         self._stats = {"discoveries": 0, "hits": 0, "lookups": 0, "discovery_ms": 0.0}
@@ -73,6 +75,9 @@ class PluginManager:
             self._last = result
             self._registry, self._key = registry, wanted
             pending, self._pending = self._pending, []
+            runtime = list(self._runtime)
+        for spec in runtime:
+            registry.add(spec)
         for args in pending:
             self._attach(registry, *args)
         log.debug(
@@ -106,12 +111,16 @@ class PluginManager:
         module = getattr(obj, "__module__", "") or ""
         target = f"{module}:{getattr(obj, '__qualname__', '')}"
         known = [s for s in registry.by_target(target) if s.type == plugin_type]
+        from brainsmith.plugin.versions import incompatibility
+
+        reason = incompatibility(metadata)
+        error = f"unavailable: {reason}" if reason else None
         if known:
             for spec in known:
                 kept = {k: spec.metadata[k] for k in ("line", "path_entry") if k in spec.metadata}
                 spec.metadata = {**{k: v for k, v in metadata.items() if k != "name"}, **kept}
                 spec.obj = obj
-                spec.error = None
+                spec.error = error
             self.drop_instances(known)
             return
         meta = {k: v for k, v in metadata.items() if k != "name"}
@@ -120,11 +129,18 @@ class PluginManager:
         spec = PluginSpec(plugin_type, metadata["name"], self._framework_of(module), target,
                           meta, path)
         spec.obj = obj
+        spec.error = error
         kept = registry.add(spec)
         if kept is not spec:
             log.debug("%s already registered as %s", target, kept.qualified_name)
+        else:
+            with self._lock:
+                self._runtime.append(spec)
 
     def _framework_of(self, module: str) -> str:
+        owner = self.module_frameworks.get(module.partition(".")[0])
+        if owner:
+            return owner
         if module == "brainsmith" or module.startswith("brainsmith."):
             return "brainsmith"
         states = self._last.states if self._last else {}
@@ -135,6 +151,27 @@ class PluginManager:
 
                 return normalise(dist)
         return "user"
+
+    # -- plugins added at runtime (plugin packages, loaded paths, custom kernels) ----------
+    def add_runtime(self, specs: list[PluginSpec]) -> None:
+        """Add specs whose objects are already in memory; they survive rediscovery."""
+        registry = self.registry()
+        with self._lock:
+            self._runtime.extend(s for s in specs if s not in self._runtime)
+        for spec in specs:
+            registry.add(spec)
+
+    def remove_runtime(self, specs: list[PluginSpec]) -> None:
+        """Remove specs from the registry, the instance cache and ``tfm.X`` lookups."""
+        registry = self.registry()
+        with self._lock:
+            self._runtime = [s for s in self._runtime if s not in specs]
+        for spec in specs:
+            registry.remove(spec)
+        self.drop_instances(specs)
+        from brainsmith.plugin.collections import forget_cached_lookups
+
+        forget_cached_lookups()
 
     # -- objects and instances -------------------------------------------------------------
     def get(self, plugin_type: str, name: str) -> object:
@@ -306,9 +343,14 @@ def register_decorated(plugin_type: str, obj: object, metadata: dict, where: str
     get_plugin_manager().on_decorated(plugin_type, obj, metadata, where)
 
 
+RESET_HOOKS: list = []  # callables run by reset_plugin_system (runtime plugin tables)
+
+
 def reset_plugin_system() -> None:
     """Start afresh: new configuration, registry and instance cache (the disk index stays)."""
     global _manager
+    for hook in list(RESET_HOOKS):
+        hook()
     old = _manager
     _manager = None
     if old is not None:

@@ -180,11 +180,11 @@ class Registry:
 
     def load(self, spec: PluginSpec) -> object:
         """Import the object behind ``spec`` (no registry lock is held while importing)."""
+        if spec.error and spec.error.startswith("unavailable:"):
+            raise PluginLoadError(f"{spec.type} {spec.qualified_name} is {spec.error}", spec)
         obj = spec.obj
         if obj is not None:
             return obj
-        if spec.error and spec.error.startswith("unavailable:"):
-            raise PluginLoadError(f"{spec.type} {spec.qualified_name} is {spec.error}", spec)
         log.debug("loading %s %s from %s", spec.type, spec.qualified_name, spec.target)
         from brainsmith.plugin.loading import import_target
 

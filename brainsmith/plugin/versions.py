@@ -50,7 +50,7 @@ class VersionInfo:
             return cls(*value)
         if isinstance(value, str):
             return cls.parse(value)
-        raise ValueError(f"not a version: {value!r} (expected e.g. '1.2.0' or VersionInfo(1, 2, 0))")
+        raise ValueError(f"not a version: {value!r} (expected '1.2.0' or VersionInfo(1, 2, 0))")
 
     @classmethod
     def current(cls) -> VersionInfo:
@@ -103,13 +103,14 @@ def check_version_text(key: str, text: str) -> str | None:
     return None
 
 
-def incompatibility(metadata: dict) -> str | None:
-    """Why this brainsmith cannot run a plugin with ``metadata``; None when it can."""
+def incompatibility(metadata: dict, version: str | None = None) -> str | None:
+    """Why brainsmith ``version`` (default: this one) cannot run a plugin with ``metadata``;
+    None when it can."""
     if not any(metadata.get(k) for k in VERSION_KEYS):
         return None
-    from brainsmith import __version__
-
-    current = VersionInfo.current()
+    if version is None:
+        from brainsmith import __version__ as version
+    current = VersionInfo.parse(version)
     try:
         low = metadata.get("min_brainsmith_version")
         low = VersionInfo.coerce(low) if low else None
@@ -118,12 +119,12 @@ def incompatibility(metadata: dict) -> str | None:
     except ValueError as exc:
         return str(exc)
     if low and current < low:
-        return f"needs brainsmith >= {low}, this is {__version__}"
+        return f"needs brainsmith >= {low}, this is {version}"
     if high and current > high:
-        return f"needs brainsmith <= {high}, this is {__version__}"
+        return f"needs brainsmith <= {high}, this is {version}"
     if low and not high and not current.is_compatible_with(low):
         return (
-            f"needs brainsmith {low.major}.x (>= {low}), this is {__version__}; "
+            f"needs brainsmith {low.major}.x (>= {low}), this is {version}; "
             "declare max_brainsmith_version if it also works here"
         )
     spec = metadata.get("brainsmith_version")
@@ -134,8 +135,8 @@ def incompatibility(metadata: dict) -> str | None:
             allowed = SpecifierSet(spec)
         except InvalidSpecifier:
             return f"invalid brainsmith_version specifier {spec!r}"
-        if not allowed.contains(__version__, prereleases=True):
-            return f"needs brainsmith {spec}, this is {__version__}"
+        if not allowed.contains(version, prereleases=True):
+            return f"needs brainsmith {spec}, this is {version}"
     return None
 
 
@@ -147,13 +148,12 @@ def package_metadata(declared: object, where: str) -> tuple[dict, list[str]]:
     problems: list[str] = []
     for key, value in declared.items():
         if key not in PACKAGE_KEYS:
-            problems.append(
-                f"{where}: unknown {PACKAGE_ATTRIBUTE} key {key!r} (allowed: {', '.join(PACKAGE_KEYS)})"
-            )
+            allowed = ", ".join(PACKAGE_KEYS)
+            problems.append(f"{where}: unknown key {key!r} in {PACKAGE_ATTRIBUTE} ({allowed})")
         elif isinstance(value, VersionInfo):
             metadata[key] = str(value)
         elif not isinstance(value, str):
-            problems.append(f"{where}: {PACKAGE_ATTRIBUTE}[{key!r}] must be a string, got {value!r}")
+            problems.append(f"{where}: {PACKAGE_ATTRIBUTE}[{key!r}] must be a string: {value!r}")
         elif key in VERSION_KEYS and (error := check_version_text(key, value)):
             problems.append(f"{where}: {error}")
         else:

@@ -72,12 +72,14 @@ class EntryPointSource:
             ep = extension.entry_point
             framework = normalise(owners.get((ep.name, ep.value)) or ep.name)
             module = extension.plugin
+            declared = _declared_versions(module, framework, problems)
             found = 0
             for obj in list(vars(module).values()) if hasattr(module, "__dict__") else []:
                 info = getattr(obj, PLUGIN_ATTRIBUTE, None) if _is_plugin_like(obj) else None
                 if not isinstance(info, dict) or PLUGIN_ATTRIBUTE not in vars(obj):
                     continue
-                metadata = {k: v for k, v in info.items() if k not in ("type", "name")}
+                own = {k: v for k, v in info.items() if k not in ("type", "name")}
+                metadata = {**declared, **own}
                 source = getattr(sys.modules.get(obj.__module__), "__file__", "") or ""
                 target = f"{obj.__module__}:{obj.__qualname__}"
                 specs.append([info["type"], info["name"], framework, target, metadata, source])
@@ -87,6 +89,19 @@ class EntryPointSource:
                                  f"entry point {ep.value} defines no "
                                  "decorated plugins (@transform, @kernel, @backend, @step)"])
         return {"specs": specs, "problems": problems}
+
+
+def _declared_versions(module: object, framework: str, problems: list) -> dict:
+    """Version constraints of the package's ``BRAINSMITH_PLUGIN`` dict, for each of its plugins."""
+    from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VERSION_KEYS, package_metadata
+
+    declared = getattr(module, PACKAGE_ATTRIBUTE, None)
+    if declared is None:
+        return {}
+    where = f"{getattr(module, '__name__', framework)}.{PACKAGE_ATTRIBUTE}"
+    metadata, issues = package_metadata(declared, where)
+    problems.extend([framework, framework, issue] for issue in issues)
+    return {k: v for k, v in metadata.items() if k in VERSION_KEYS}
 
 
 def _is_plugin_like(obj: object) -> bool:
