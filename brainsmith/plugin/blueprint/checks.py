@@ -121,6 +121,6 @@ class Checker:
         full = os.path.normpath(os.path.join(base, os.path.expanduser(text)))
         if must_exist and not os.path.isfile(full):
             what = "not a file" if os.path.exists(full) else "no such file"
-            self.fail(path, f"{label(path)} names {quote(text)}: {what} ({full})", expected)
+            self.fail(path, f"{label(path)} names {quote(text, 1000)}: {what} ({full})", expected)
             return None
         return full

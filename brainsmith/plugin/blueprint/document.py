@@ -158,8 +158,10 @@ def _read(display: str, requested_at: Where | None, diag: Diagnostics) -> Source
     where = requested_at or (display, 0, 0)
     if not os.path.isfile(display):
         what = "not a file" if os.path.exists(display) else "file not found"
-        hint = _sibling_hint(display) if requested_at else ""
-        diag.error(where, f"cannot read {quote(display)}: {what}", "a blueprint YAML file", hint)
+        hint = _sibling_hint(display, requested_at[0]) if requested_at else ""
+        diag.error(
+            where, f"cannot read {quote(display, 1000)}: {what}", "a blueprint YAML file", hint
+        )
         return None
     try:
         text = read_text(display)
@@ -195,12 +197,18 @@ def _bad_path(text: str) -> bool:
     return "\0" in text
 
 
-def _sibling_hint(display: str) -> str:
+def _sibling_hint(display: str, requester: str) -> str:
+    """Did-you-mean among the blueprint files beside the missing one (not the requester)."""
     from brainsmith.plugin.registry import suggest
 
     folder = os.path.dirname(display) or "."
     try:
-        names = [n for n in os.listdir(folder) if n.endswith((".yaml", ".yml"))]
+        names = [
+            name
+            for name in os.listdir(folder)
+            if name.endswith((".yaml", ".yml"))
+            and os.path.abspath(os.path.join(folder, name)) != os.path.abspath(requester)
+        ]
     except OSError:
         return ""
     return suggest(os.path.basename(display), names)

@@ -11,9 +11,12 @@
 - ``kernels`` (tuple[KernelChoice, ...]): in blueprint order; each is a pair
   ``(kernel spec, tuple of allowed backend specs)``, backends in preference order (as listed,
   or by type then name when the blueprint does not restrict them).
-- ``transforms`` (tuple[PluginSpec, ...]): ``hw_compiler.transforms`` in order.
+- ``transforms`` (tuple[PluginSpec, ...]): ``hw_compiler.transforms`` in order: transforms
+  the blueprint makes available (``load_blueprint_plugins``, custom steps); the standard
+  flow runs only the phased ones.
 - ``transforms_phased`` (Mapping[str, tuple[PluginSpec, ...]]): always both ``"pre_hw"``
-  (run right before the ``hardware_inference`` step) and ``"post_hw"`` (right after it).
+  (the standard ``streamline`` step runs them, in order, before FINN's streamlining) and
+  ``"post_hw"`` (the ``folding`` step runs them after folding the hardware layers).
 - ``steps`` (tuple[PluginSpec, ...]): the build flow in order; brainsmith's standard flow
   (``DEFAULT_STEPS``) when the blueprint has no ``steps:``.
 - ``build`` (BuildOptions | None): typed ``build:`` options (paths absolute); None when the
@@ -82,9 +85,9 @@ class Blueprint:
         """The selected plugins by type (transforms include both phases)."""
         phased = [s for phase in self.transforms_phased.values() for s in phase]
         return {
-            "transform": tuple(dict.fromkeys([*self.transforms, *phased])),
             "kernel": tuple(choice.kernel for choice in self.kernels),
             "backend": self.backends,
+            "transform": tuple(dict.fromkeys([*self.transforms, *phased])),
             "step": tuple(dict.fromkeys(self.steps)),
         }
 
