@@ -13,6 +13,7 @@ for ``health_check()``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import weakref
 from collections.abc import Callable
@@ -57,11 +58,13 @@ class PluginInfo:
 
     def incompatibility(self) -> str | None:
         """Why this brainsmith cannot run the plugin; None when it can."""
-        return incompatibility({
-            "min_brainsmith_version": self.min_brainsmith_version,
-            "max_brainsmith_version": self.max_brainsmith_version,
-            "brainsmith_version": self.brainsmith_version,
-        })
+        return incompatibility(
+            {
+                "min_brainsmith_version": self.min_brainsmith_version,
+                "max_brainsmith_version": self.max_brainsmith_version,
+                "brainsmith_version": self.brainsmith_version,
+            }
+        )
 
     def is_compatible(self) -> bool:
         return self.incompatibility() is None
@@ -257,10 +260,9 @@ def install(plugin: Plugin, framework: str) -> list[PluginSpec]:
         specs, old = contributions(plugin, framework, list(items))
     except PluginError:
         if plugin.cleanup_fn is not None:
-            try:
+            # A cleanup failure is reported; the first failure is the one to raise.
+            with contextlib.suppress(PluginLifecycleError):
                 run_hook(plugin, "cleanup", plugin.cleanup_fn, registry)
-            except PluginLifecycleError:
-                pass  # reported; the first failure is the one to raise
         raise
     contribute(specs, old)
     return specs
@@ -362,13 +364,16 @@ def not_found(name: str, known: list[str], what: str = "plugin package") -> Plug
     from brainsmith.plugin.registry import suggest
 
     listing = ", ".join(sorted(known)) or "none"
-    return PluginNotFoundError(f"no {what} named '{name}'{suggest(name, known)} (known: {listing})",
-                               "", name)
+    return PluginNotFoundError(
+        f"no {what} named '{name}'{suggest(name, known)} (known: {listing})", "", name
+    )
 
 
 def _callable(plugin: Plugin, what: str, fn: object) -> Callable:
     if not callable(fn):
-        raise PluginError(f"plugin '{plugin.name}': the {what} function must be callable, got {fn!r}")
+        raise PluginError(
+            f"plugin '{plugin.name}': the {what} function must be callable, got {fn!r}"
+        )
     return fn
 
 
