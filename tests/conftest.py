@@ -23,8 +23,12 @@ def isolated_hub(tmp_path_factory, monkeypatch):
     config = tmp_path_factory.mktemp("config") / "config.yaml"
     config.write_text("plugin_system: {}\n")
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
-    for var in ("BRAINSMITH_PLUGIN_CACHE_TTL", "BRAINSMITH_PLUGIN_MODE", "BRAINSMITH_PLUGIN_DEBUG",
-                "BRAINSMITH_PLUGIN_DIRS"):
+    for var in (
+        "BRAINSMITH_PLUGIN_CACHE_TTL",
+        "BRAINSMITH_PLUGIN_MODE",
+        "BRAINSMITH_PLUGIN_DEBUG",
+        "BRAINSMITH_PLUGIN_DIRS",
+    ):
         monkeypatch.delenv(var, raising=False)
     from brainsmith.plugin.manager import reset_plugin_system
 
@@ -33,13 +37,18 @@ def isolated_hub(tmp_path_factory, monkeypatch):
     reset_plugin_system()
 
 
-def run_python(code: str, env: dict | None = None, cwd: str | Path | None = None,
-               timeout: float = 300) -> subprocess.CompletedProcess:
+def run_python(
+    code: str, env: dict | None = None, cwd: str | Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """Run ``code`` in a fresh interpreter with the test's environment (plus ``env``)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
-        [PYTHON, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-        env=full_env, cwd=cwd, timeout=timeout,
+        [PYTHON, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=timeout,
     )
 
 

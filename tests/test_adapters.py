@@ -19,7 +19,10 @@ def truth():
     """What QONNX and FINN really define, collected by importing every module."""
     result = subprocess.run(
         [sys.executable, str(REPO / "tests" / "support" / "framework_truth.py")],
-        capture_output=True, text=True, timeout=600, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(result.stdout)
@@ -57,10 +60,18 @@ def test_backends_are_linked_to_their_kernels():
     assert (spec.metadata["kernel"], spec.metadata["backend_type"]) == ("MVAU", "hls")
     assert registry.find("backend", "finn:MVAU_rtl").metadata["backend_type"] == "rtl"
     kernels = {s.name for s in registry.specs("kernel", "finn")}
-    orphans = [s.name for s in registry.specs("backend", "finn") if s.metadata["kernel"] not in kernels]
+    orphans = [
+        s.name for s in registry.specs("backend", "finn") if s.metadata["kernel"] not in kernels
+    ]
     # FINN's infrastructure backends have no generic kernel; a new one shows up here.
-    assert sorted(orphans) == ["CheckSum_hls", "FINNLoop", "IODMA_hls", "NodeContainer",
-                               "RemoveDataPath_rtl", "TLastMarker_hls"]
+    assert sorted(orphans) == [
+        "CheckSum_hls",
+        "FINNLoop",
+        "IODMA_hls",
+        "NodeContainer",
+        "RemoveDataPath_rtl",
+        "TLastMarker_hls",
+    ]
 
 
 def test_metadata_has_description_stage_and_source():
@@ -97,12 +108,15 @@ def test_using_a_plugin_imports_only_its_module():
 
 
 def test_finn_build_steps_load_without_xilinx_tools():
-    result = run_python("""
+    result = run_python(
+        """
         import os, sys
         from brainsmith.plugins import steps
         fn = steps.finn.step_streamline
         print(fn.__module__, bool(os.environ.get("XILINX_VIVADO")))
-    """, env={"XILINX_VIVADO": ""})
+    """,
+        env={"XILINX_VIVADO": ""},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["finn.builder.build_dataflow_steps", "False"]
 
@@ -129,41 +143,55 @@ def run_without_finn(code: str, site_dir: Path) -> subprocess.CompletedProcess:
     import textwrap
 
     prelude = f"import site, sys; sys.path[:] = [p for p in sys.path if 'site-packages' not in p]; site.addsitedir({str(site_dir)!r}); sys.path.insert(0, {str(REPO)!r})\n"
-    return subprocess.run([sys.executable, "-S", "-c", prelude + textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=300, env=os.environ)
+    return subprocess.run(
+        [sys.executable, "-S", "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ,
+    )
 
 
 def test_without_finn_brainsmith_and_qonnx_plugins_work(site_without_finn):
-    result = run_without_finn("""
+    result = run_without_finn(
+        """
         import importlib.util
         assert importlib.util.find_spec("finn") is None, "finn is still importable"
         from brainsmith.plugins import transforms
         print(transforms.qonnx.FoldConstants.__name__, len(transforms.finn.list_plugins()))
-    """, site_without_finn)
+    """,
+        site_without_finn,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["FoldConstants", "0"]
 
 
 def test_without_finn_using_a_finn_plugin_says_how_to_install(site_without_finn):
-    result = run_without_finn("""
+    result = run_without_finn(
+        """
         from brainsmith.plugins import transforms
         try:
             transforms.finn.Streamline
         except AttributeError as exc:
             print(exc)
-    """, site_without_finn)
+    """,
+        site_without_finn,
+    )
     assert result.returncode == 0, result.stderr
     assert "FINN is not installed" in result.stdout
     assert "finn-plus==1.6.1" in result.stdout
 
 
 def test_without_finn_health_reports_available_frameworks(site_without_finn):
-    result = run_without_finn("""
+    result = run_without_finn(
+        """
         import json
         from brainsmith.plugin.manager import get_plugin_manager
         health = get_plugin_manager().health_check()
         print(json.dumps([health["frameworks"], health["missing_frameworks"]]))
-    """, site_without_finn)
+    """,
+        site_without_finn,
+    )
     assert result.returncode == 0, result.stderr
     frameworks, missing = json.loads(result.stdout)
     assert frameworks["qonnx"] is True and frameworks["finn"] is False

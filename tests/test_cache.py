@@ -25,7 +25,7 @@ print(json.dumps({"cache": stats["index_cache"], "parsed": stats["files_parsed"]
                   "count": stats["plugin_count"]}))
 """
 
-PLUGIN = '''
+PLUGIN = """
 from qonnx.transformation.base import Transformation
 from brainsmith.plugin.core import transform
 
@@ -33,7 +33,7 @@ from brainsmith.plugin.core import transform
 class {name}(Transformation):
     def apply(self, model):
         return model, False
-'''
+"""
 
 
 def discover(env: dict | None = None) -> dict:
@@ -94,8 +94,11 @@ def test_index_directory_is_private_and_files_are_complete(tmp_path, monkeypatch
 
 def index_files() -> list[str]:
     directory = os.environ["BRAINSMITH_CACHE_DIR"]
-    return [os.path.join(directory, n) for n in os.listdir(directory) if n.startswith("index-")
-            and not n.endswith("-files.bsm")]
+    return [
+        os.path.join(directory, n)
+        for n in os.listdir(directory)
+        if n.startswith("index-") and not n.endswith("-files.bsm")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -139,7 +142,8 @@ def test_index_pointing_outside_its_source_is_not_trusted():
     for path in index_files():
         stamp, payload = memo.decode(Path(path).read_bytes(), path)
         payload["sources"]["qonnx"]["specs"].append(
-            ["transform", "Evil", "qonnx", "os:system", {}, ""])
+            ["transform", "Evil", "qonnx", "os:system", {}, ""]
+        )
         memo.write(os.path.basename(path)[:-4], stamp, payload)
     result = run_python("""
         from brainsmith.plugin.manager import get_plugin_manager
@@ -207,8 +211,10 @@ def test_disk_full_during_write_leaves_nothing_behind(tmp_path):
         pytest.skip("mounting a small tmpfs needs root")
     mount = tmp_path / "tiny"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k,mode=0700", "tmpfs", str(mount)],
-                      capture_output=True).returncode:
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16k,mode=0700", "tmpfs", str(mount)],
+        capture_output=True,
+    ).returncode:
         pytest.skip("tmpfs mount not permitted here")
     try:
         assert not memo.write("big", [1], {"blob": "x" * 200_000}, str(mount))
@@ -221,11 +227,20 @@ def test_eight_processes_discovering_from_a_cold_cache_agree(tmp_path):
     import subprocess
     import sys
 
-    code = ("from brainsmith.plugin.manager import get_plugin_manager; "
-            "print(sorted(s.qualified_name for s in get_plugin_manager().registry().specs()))")
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=os.environ)
-             for _ in range(8)]
+    code = (
+        "from brainsmith.plugin.manager import get_plugin_manager; "
+        "print(sorted(s.qualified_name for s in get_plugin_manager().registry().specs()))"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ,
+        )
+        for _ in range(8)
+    ]
     outputs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
     assert len({out for out, _ in outputs}) == 1

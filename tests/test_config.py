@@ -24,8 +24,12 @@ def test_defaults():
 
 
 def test_project_file_values_are_used(tmp_path, monkeypatch):
-    write_config(tmp_path, monkeypatch, "plugin_system:\n  cache_ttl: 12\n  discovery_mode: blueprint\n"
-                 "  frameworks: [brainsmith, qonnx]\n  performance_tracking: false\n")
+    write_config(
+        tmp_path,
+        monkeypatch,
+        "plugin_system:\n  cache_ttl: 12\n  discovery_mode: blueprint\n"
+        "  frameworks: [brainsmith, qonnx]\n  performance_tracking: false\n",
+    )
     config = load_config()
     assert (config.cache_ttl, config.discovery_mode) == (12, "blueprint")
     assert config.frameworks == ("brainsmith", "qonnx")
@@ -59,7 +63,9 @@ def test_bad_file_value_names_file_and_key(tmp_path, monkeypatch):
 
 def test_unknown_key_is_an_error_with_the_allowed_keys(tmp_path, monkeypatch):
     write_config(tmp_path, monkeypatch, "plugin_system:\n  cache_tll: 5\n")
-    with pytest.raises(ConfigError, match=r"unknown key plugin_system.cache_tll; allowed keys: cache_ttl"):
+    with pytest.raises(
+        ConfigError, match=r"unknown key plugin_system.cache_tll; allowed keys: cache_ttl"
+    ):
         load_config()
 
 

@@ -25,8 +25,16 @@ def test_decorator_without_parentheses_registers_under_class_name():
 
 
 def test_decorator_with_keywords_keeps_every_keyword():
-    @transform(name="Tidy", stage="cleanup", description="tidy up", priority="HIGH",
-               requires=["numpy"], tools=[], author="a", version="1.2.0")
+    @transform(
+        name="Tidy",
+        stage="cleanup",
+        description="tidy up",
+        priority="HIGH",
+        requires=["numpy"],
+        tools=[],
+        author="a",
+        version="1.2.0",
+    )
     class TidyImpl(Transformation):
         def apply(self, model):
             return model, False
@@ -60,7 +68,7 @@ def test_wrong_type_of_value_is_rejected():
 
 
 def test_transform_must_subclass_qonnx_transformation():
-    with pytest.raises(PluginMetadataError, match="must subclass qonnx.transformation.base"):
+    with pytest.raises(PluginMetadataError, match=r"must subclass qonnx\.transformation\.base"):
 
         @transform
         class NotATransformation:
@@ -110,7 +118,11 @@ def test_step_is_returned_unchanged_and_usable_in_finn_build_config(tmp_path):
     from finn.builder.build_dataflow import resolve_build_steps
     from finn.builder.build_dataflow_config import DataflowBuildConfig
 
-    cfg = DataflowBuildConfig(output_dir=str(tmp_path), synth_clk_period_ns=5.0,
-                              generate_outputs=[], steps=[steps.tag_model])
+    cfg = DataflowBuildConfig(
+        output_dir=str(tmp_path),
+        synth_clk_period_ns=5.0,
+        generate_outputs=[],
+        steps=[steps.tag_model],
+    )
     resolved = list(resolve_build_steps(cfg))
     assert resolved == [tag_model]

@@ -53,16 +53,28 @@ def wheels(tmp_path_factory):
         "good": build_wheel(write_project(root, "acme-fpga-plugins", "acme_plugins", GOOD), dist),
         "import_error": build_wheel(
             write_project(root, "acme-broken", "acme_broken", "import acme_missing_dependency\n"),
-            dist),
-        "bad_metadata": build_wheel(write_project(root, "acme-badmeta", "acme_badmeta", '''
+            dist,
+        ),
+        "bad_metadata": build_wheel(
+            write_project(
+                root,
+                "acme-badmeta",
+                "acme_badmeta",
+                """
             from brainsmith.plugin.core import backend
             @backend(name="B", kernel="k", backend_type="verilog")
             class B:
                 pass
-            '''), dist),
-        "missing_module": build_wheel(write_project(
-            root, "acme-ghost", "acme_ghost", "", entry_points={"plugins": "acme_ghost.nowhere"}),
-            dist),
+            """,
+            ),
+            dist,
+        ),
+        "missing_module": build_wheel(
+            write_project(
+                root, "acme-ghost", "acme_ghost", "", entry_points={"plugins": "acme_ghost.nowhere"}
+            ),
+            dist,
+        ),
     }
 
 
@@ -89,11 +101,14 @@ def test_installed_package_plugins_use_the_distribution_name(venv, wheels, tmp_p
 
 def test_package_plugins_work_through_the_collections(venv, wheels, tmp_path):
     venv.install(wheels["good"])
-    result = venv.run("""
+    result = venv.run(
+        """
         from brainsmith.plugins import transforms, steps
         print(transforms.AcmeFold.__module__, transforms.acme_fpga_plugins.AcmeFold is transforms.AcmeFold,
               steps.acme_step.__name__)
-    """, env={"BRAINSMITH_CACHE_DIR": str(tmp_path / "cache")})
+    """,
+        env={"BRAINSMITH_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["acme_plugins", "True", "acme_step"]
 
@@ -106,8 +121,9 @@ def test_package_plugins_work_through_the_collections(venv, wheels, tmp_path):
         ("missing_module", "acme-ghost", "acme_ghost.nowhere"),
     ],
 )
-def test_broken_package_is_reported_and_others_keep_working(venv, wheels, tmp_path, broken, dist,
-                                                            reason):
+def test_broken_package_is_reported_and_others_keep_working(
+    venv, wheels, tmp_path, broken, dist, reason
+):
     venv.install(wheels["good"])
     venv.install(wheels[broken])
     data = listing(venv, tmp_path)

@@ -11,7 +11,7 @@ import pytest
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
 from brainsmith.plugins import transforms
 
-COUNTED = '''
+COUNTED = """
 from qonnx.transformation.base import Transformation
 from brainsmith.plugin.core import transform
 
@@ -26,7 +26,7 @@ class Counted(Transformation):
 
     def apply(self, model):
         return model, False
-'''
+"""
 
 
 def test_same_arguments_give_one_shared_instance(plugin_folder):
@@ -75,7 +75,9 @@ def test_sixteen_threads_get_one_instance(plugin_folder):
 
 def test_no_lock_is_held_while_a_plugin_module_imports(plugin_folder, tmp_path):
     gate = tmp_path / "gate"
-    plugin_folder("slow_import.py", f'''
+    plugin_folder(
+        "slow_import.py",
+        f"""
         import os, time
         from qonnx.transformation.base import Transformation
         from brainsmith.plugin.core import transform
@@ -87,7 +89,8 @@ def test_no_lock_is_held_while_a_plugin_module_imports(plugin_folder, tmp_path):
         class Slow(Transformation):
             def apply(self, model):
                 return model, False
-    ''')
+    """,
+    )
     plugin_folder("counted.py", COUNTED)
     manager = get_plugin_manager()
     manager.registry()
@@ -101,21 +104,29 @@ def test_no_lock_is_held_while_a_plugin_module_imports(plugin_folder, tmp_path):
 
 
 def test_steps_are_returned_as_functions(plugin_folder):
-    plugin_folder("a_step.py", '''
+    plugin_folder(
+        "a_step.py",
+        """
         from brainsmith.plugin.core import step
 
         @step(name="noop_step")
         def noop_step(model, cfg):
             return model
-    ''')
+    """,
+    )
     fn = get_plugin_manager().get_instance("step", "noop_step")
     assert fn.__name__ == "noop_step"
 
 
 def test_performance_stats_report_what_the_design_promises():
     stats = get_plugin_manager().get_performance_stats()
-    for key in ("discovery_time_ms", "cache_hit_rate", "memory_usage_mb", "plugin_count",
-                "source_timings_ms"):
+    for key in (
+        "discovery_time_ms",
+        "cache_hit_rate",
+        "memory_usage_mb",
+        "plugin_count",
+        "source_timings_ms",
+    ):
         assert key in stats
     assert stats["plugin_count"] >= 400
     assert stats["memory_usage_mb"] > 1
@@ -133,15 +144,20 @@ def test_health_is_healthy_with_frameworks_counted():
 
 
 def test_health_is_degraded_and_names_a_broken_plugin(plugin_folder):
-    plugin_folder("bad.py", "raise RuntimeError('boom at import')\n"
-                  "from brainsmith.plugin.core import transform\n"
-                  "@transform(name='Boom')\nclass Boom: pass\n")
+    plugin_folder(
+        "bad.py",
+        "raise RuntimeError('boom at import')\n"
+        "from brainsmith.plugin.core import transform\n"
+        "@transform(name='Boom')\nclass Boom: pass\n",
+    )
     with pytest.raises(ImportError, match="boom at import"):
         transforms.Boom  # noqa: B018
     health = get_plugin_manager().health_check()
     assert health["status"] == "degraded"
-    assert any("user:Boom" in p["plugin"] and "boom at import" in p["reason"]
-               for p in health["broken_plugins"])
+    assert any(
+        "user:Boom" in p["plugin"] and "boom at import" in p["reason"]
+        for p in health["broken_plugins"]
+    )
 
 
 def test_debug_mode_logs_sources_cache_and_loads(caplog):
@@ -176,5 +192,7 @@ def test_discover_filters_by_type_and_framework():
     manager = get_plugin_manager()
     registry = manager.discover_plugins(modes=["selective"], types=["kernel"], frameworks=["finn"])
     assert {(s.type, s.framework) for s in registry.specs()} == {("kernel", "finn")}
-    assert manager.discover_plugins(modes=["selective"], types=["kernel"],
-                                    frameworks=["finn"]) is registry
+    assert (
+        manager.discover_plugins(modes=["selective"], types=["kernel"], frameworks=["finn"])
+        is registry
+    )

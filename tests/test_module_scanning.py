@@ -8,7 +8,7 @@ from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import steps, transforms
 from tests.conftest import run_python
 
-IDENTITY = '''
+IDENTITY = """
 from qonnx.transformation.base import Transformation
 from brainsmith.plugin.core import transform
 
@@ -16,7 +16,7 @@ from brainsmith.plugin.core import transform
 class {name}(Transformation):
     def apply(self, model):
         return model, False
-'''
+"""
 
 
 def test_folder_plugin_is_listed_without_importing_its_module(plugin_folder):
@@ -43,13 +43,16 @@ def test_nested_package_modules_are_scanned(plugin_folder):
 
 
 def test_steps_in_folders_are_found(plugin_folder):
-    plugin_folder("my_steps.py", '''
+    plugin_folder(
+        "my_steps.py",
+        """
         from brainsmith.plugin.core import step
 
         @step(name="my_step", description="does little")
         def my_step(model, cfg):
             return model
-    ''')
+    """,
+    )
     assert steps.my_step.__name__ == "my_step"
 
 
@@ -59,25 +62,32 @@ def test_syntax_error_in_one_file_leaves_the_others_working(plugin_folder):
     assert "GoodOne" in transforms.list_plugins()
     health = get_plugin_manager().health_check()
     assert health["status"] == "degraded"
-    assert any("broken.py" in p["plugin"] and "syntax error" in p["reason"]
-               for p in health["broken_plugins"])
+    assert any(
+        "broken.py" in p["plugin"] and "syntax error" in p["reason"]
+        for p in health["broken_plugins"]
+    )
 
 
 def test_invalid_metadata_in_source_is_reported_not_registered(plugin_folder):
-    plugin_folder("bad_meta.py", '''
+    plugin_folder(
+        "bad_meta.py",
+        """
         from brainsmith.plugin.core import backend
 
         @backend(name="NoKernel", backend_type="hls")
         class NoKernel:
             pass
-    ''')
+    """,
+    )
     assert "NoKernel" not in get_plugin_manager().registry().specs("backend")
     broken = get_plugin_manager().health_check()["broken_plugins"]
     assert any(p["plugin"] == "NoKernel" and "'kernel' is required" in p["reason"] for p in broken)
 
 
 def test_non_literal_metadata_is_reported_with_the_fix(plugin_folder):
-    plugin_folder("dynamic.py", '''
+    plugin_folder(
+        "dynamic.py",
+        """
         from qonnx.transformation.base import Transformation
         from brainsmith.plugin.core import transform
         STAGE = "cleanup"
@@ -86,19 +96,23 @@ def test_non_literal_metadata_is_reported_with_the_fix(plugin_folder):
         class Dyn(Transformation):
             def apply(self, model):
                 return model, False
-    ''')
+    """,
+    )
     broken = get_plugin_manager().health_check()["broken_plugins"]
     assert any("must be a literal value" in p["reason"] for p in broken)
 
 
 def test_import_error_of_plugin_dependency_is_clear_on_use(plugin_folder):
-    plugin_folder("needs_dep.py", '''
+    plugin_folder(
+        "needs_dep.py",
+        """
         import not_installed_dependency_abc
         from brainsmith.plugin.core import transform
         @transform(name="NeedsDep")
         class NeedsDep:
             pass
-    ''')
+    """,
+    )
     import pytest
 
     from brainsmith.plugin.errors import PluginLoadError
@@ -114,10 +128,13 @@ def test_plugin_dirs_from_project_config_are_relative_to_the_project(tmp_path):
     (project / ".brainsmith").mkdir(parents=True)
     (project / "plugins").mkdir()
     (project / "plugins" / "cfg_mod.py").write_text(IDENTITY.format(name="FromConfig"))
-    (project / ".brainsmith" / "config.yaml").write_text("plugin_system:\n  plugin_dirs: [plugins]\n")
+    (project / ".brainsmith" / "config.yaml").write_text(
+        "plugin_system:\n  plugin_dirs: [plugins]\n"
+    )
     result = run_python(
         "from brainsmith.plugins import transforms; print(transforms.FromConfig.__module__)",
-        env={"BRAINSMITH_CONFIG": ""}, cwd=project / "plugins",
+        env={"BRAINSMITH_CONFIG": ""},
+        cwd=project / "plugins",
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "cfg_mod"

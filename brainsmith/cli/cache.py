@@ -19,7 +19,9 @@ def clear() -> None:
 
     manager = get_plugin_manager()
     removed = manager.clear_cache()
-    console().print(f"removed {removed} cache file(s) from {manager.config.cache_dir}", markup=False)
+    console().print(
+        f"removed {removed} cache file(s) from {manager.config.cache_dir}", markup=False
+    )
 
 
 @cache.command("info")

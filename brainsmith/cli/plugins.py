@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from brainsmith.cli.output import console, fail, print_json
@@ -14,11 +16,17 @@ def plugins() -> None:
 
 
 @plugins.command("list")
-@click.option("--type", "-t", "plugin_type", type=click.Choice(PLUGIN_TYPES), help="Only this type.")
-@click.option("--framework", "-f", help="Only this framework (brainsmith, qonnx, finn, user, a package).")
+@click.option(
+    "--type", "-t", "plugin_type", type=click.Choice(PLUGIN_TYPES), help="Only this type."
+)
+@click.option(
+    "--framework", "-f", help="Only this framework (brainsmith, qonnx, finn, user, a package)."
+)
 @click.option("--all", "show_all", is_flag=True, help="Include unavailable plugins and problems.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_plugins(plugin_type: str | None, framework: str | None, show_all: bool, as_json: bool) -> None:
+def list_plugins(
+    plugin_type: str | None, framework: str | None, show_all: bool, as_json: bool
+) -> None:
     """List registered plugins."""
     registry = _registry_or_exit()
     specs = registry.specs(plugin_type, framework)
@@ -55,7 +63,9 @@ def list_plugins(plugin_type: str | None, framework: str | None, show_all: bool,
 
 @plugins.command("info")
 @click.argument("name")
-@click.option("--type", "-t", "plugin_type", type=click.Choice(PLUGIN_TYPES), help="Disambiguate by type.")
+@click.option(
+    "--type", "-t", "plugin_type", type=click.Choice(PLUGIN_TYPES), help="Disambiguate by type."
+)
 @click.option("--load", is_flag=True, help="Also import the plugin to check that it loads.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def info(name: str, plugin_type: str | None, load: bool, as_json: bool) -> None:
@@ -78,10 +88,8 @@ def info(name: str, plugin_type: str | None, load: bool, as_json: bool) -> None:
     payload = []
     for spec in found:
         if load:
-            try:
+            with contextlib.suppress(PluginError):
                 registry.load(spec)
-            except PluginError:
-                pass
         entry = spec.as_dict()
         entry["also_provided_by"] = [
             s.qualified_name for s in registry.candidates(spec.type, spec.name) if s is not spec
@@ -103,7 +111,8 @@ def info(name: str, plugin_type: str | None, load: bool, as_json: bool) -> None:
             ("status", status),
         ]
         rows += [
-            (k, str(v)) for k, v in sorted(entry["metadata"].items())
+            (k, str(v))
+            for k, v in sorted(entry["metadata"].items())
             if k not in ("description", "line", "path_entry")
         ]
         if entry["also_provided_by"]:
@@ -162,8 +171,10 @@ def _closest_miss(registry, types: list[str], name: str) -> str:
 
     def closeness(plugin_type: str) -> float:
         names = [s.name for s in registry.specs(plugin_type)]
-        return max((difflib.SequenceMatcher(None, name.lower(), n.lower()).ratio() for n in names),
-                   default=0.0)
+        return max(
+            (difflib.SequenceMatcher(None, name.lower(), n.lower()).ratio() for n in names),
+            default=0.0,
+        )
 
     best = max(types, key=closeness)
     return registry.not_found_message(best, name)

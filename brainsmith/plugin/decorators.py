@@ -21,6 +21,7 @@ first line of its docstring is used.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 
@@ -68,10 +69,8 @@ def _decorate(plugin_type: str, target: object, given: dict):
         full.setdefault("name", getattr(obj, "__name__", ""))
         if not full.get("description"):
             full["description"] = first_doc_line(getattr(obj, "__doc__", None))
-        try:
+        with contextlib.suppress(AttributeError, TypeError):
             setattr(obj, PLUGIN_ATTRIBUTE, {"type": plugin_type, **full})
-        except (AttributeError, TypeError):
-            pass
         from brainsmith.plugin.manager import register_decorated
 
         register_decorated(plugin_type, obj, full, where)

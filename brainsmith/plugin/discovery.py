@@ -9,10 +9,10 @@ import sys
 import time
 
 from brainsmith.plugin import log, memo
-from brainsmith.plugin.stamps import stamp_paths
 from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.registry import Registry
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
+from brainsmith.plugin.stamps import stamp_paths
 
 INDEX_FORMAT = 1
 BUILTIN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
@@ -111,7 +111,9 @@ def discover(config: PluginConfig, key: DiscoveryKey, registry: Registry) -> Dis
                     state["files"] = files[source]
         result.states, changed = _rescan(config, key, previous, fresh, result)
         result.cache = "miss" if index is None or changed else "revalidated"
-        light = {src: {k: v for k, v in st.items() if k != "files"} for src, st in result.states.items()}
+        light = {
+            src: {k: v for k, v in st.items() if k != "files"} for src, st in result.states.items()
+        }
         files = {src: st.get("files", {}) for src, st in result.states.items()}
         if memo.write(name, stamp, {"created": time.time(), "sources": light}, config.cache_dir):
             if changed:
@@ -168,8 +170,11 @@ def _rescan(config, key, previous: dict, fresh: bool, result: DiscoveryResult):
                 state = source.scan(old)
             except Exception as exc:  # one broken source never stops discovery
                 log.warning("plugin source %s failed: %s: %s", name, type(exc).__name__, exc)
-                state = {"specs": [], "stamp": [],
-                         "problems": [[name, name, f"{type(exc).__name__}: {exc}"]]}
+                state = {
+                    "specs": [],
+                    "stamp": [],
+                    "problems": [[name, name, f"{type(exc).__name__}: {exc}"]],
+                }
             if old is not None and all(state.get(k) == old.get(k) for k in _CONTENT_KEYS):
                 old["stamp"] = state["stamp"]
                 state = old
@@ -202,7 +207,9 @@ def allowed_modules(source: str, state: dict, config: PluginConfig) -> tuple[str
     return ("",)  # user folders: checked by path_entry
 
 
-def fill_registry(registry: Registry, states: dict, key: DiscoveryKey, config: PluginConfig) -> None:
+def fill_registry(
+    registry: Registry, states: dict, key: DiscoveryKey, config: PluginConfig
+) -> None:
     for source_name, state in states.items():
         for record in state.get("problems", []):
             registry.report(*[str(part) for part in record[:3]])
@@ -214,12 +221,18 @@ def fill_registry(registry: Registry, states: dict, key: DiscoveryKey, config: P
                 registry.report(source_name, str(record)[:80], "malformed index record; ignored")
                 continue
             if not _trusted(spec, source_name, allowed, config):
-                registry.report(source_name, spec.qualified_name,
-                                f"index names {spec.target}, outside this source; ignored")
+                registry.report(
+                    source_name,
+                    spec.qualified_name,
+                    f"index names {spec.target}, outside this source; ignored",
+                )
                 continue
             if spec.type not in key.types or not key.wants(spec.framework):
                 continue
-            if not config.framework_enabled(spec.framework) and spec.framework in BUILTIN_FRAMEWORKS:
+            if (
+                not config.framework_enabled(spec.framework)
+                and spec.framework in BUILTIN_FRAMEWORKS
+            ):
                 continue
             if any(k.endswith("brainsmith_version") for k in spec.metadata):
                 from brainsmith.plugin.versions import incompatibility
@@ -233,8 +246,10 @@ def fill_registry(registry: Registry, states: dict, key: DiscoveryKey, config: P
 def _trusted(spec: PluginSpec, source: str, allowed: tuple, config: PluginConfig) -> bool:
     if source == "user":
         return spec.metadata.get("path_entry") in config.plugin_dirs
-    return f"{spec.module}.".startswith(allowed) and spec.framework != "" and (
-        source == "entry_points" or spec.framework == source
+    return (
+        f"{spec.module}.".startswith(allowed)
+        and spec.framework != ""
+        and (source == "entry_points" or spec.framework == source)
     )
 
 

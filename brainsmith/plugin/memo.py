@@ -10,6 +10,7 @@ disables persistence with one warning; it never breaks the hub.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import stat
@@ -41,19 +42,28 @@ def usable_dir(path: str, create: bool) -> bool:
             os.makedirs(path, mode=0o700, exist_ok=True)
             st = os.stat(path)
         except OSError as exc:
-            _warn_once(path, f"cache directory {path} cannot be created ({exc.strerror}); "
-                       "discovery results will not be persisted")
+            _warn_once(
+                path,
+                f"cache directory {path} cannot be created ({exc.strerror}); "
+                "discovery results will not be persisted",
+            )
             return False
     if not stat.S_ISDIR(st.st_mode):
         _warn_once(path, f"cache path {path} is not a directory; persistence disabled")
         return False
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        _warn_once(path, f"cache directory {path} belongs to another user; refusing to use it "
-                   "(set BRAINSMITH_CACHE_DIR to a folder of your own)")
+        _warn_once(
+            path,
+            f"cache directory {path} belongs to another user; refusing to use it "
+            "(set BRAINSMITH_CACHE_DIR to a folder of your own)",
+        )
         return False
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        _warn_once(path, f"cache directory {path} is writable by other users; refusing to use it "
-                   f"(run: chmod 700 {path})")
+        _warn_once(
+            path,
+            f"cache directory {path} is writable by other users; refusing to use it "
+            f"(run: chmod 700 {path})",
+        )
         return False
     return True
 
@@ -94,7 +104,7 @@ def decode(raw: bytes, path: str) -> tuple | None:
         log.warning("cache file %s has an unknown format; discarding it", path)
         return None
     try:
-        record = marshal.loads(raw[len(MAGIC):])
+        record = marshal.loads(raw[len(MAGIC) :])
     except (EOFError, ValueError, TypeError):
         log.warning("cache file %s is corrupt or truncated; discarding it", path)
         return None
@@ -139,10 +149,8 @@ def write(name: str, stamp: object, payload: object, directory: str | None = Non
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         log.warning("could not write cache file %s (%s); continuing without it", path, reason)
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         return False
 
 

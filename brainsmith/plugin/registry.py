@@ -100,9 +100,7 @@ class Registry:
             self.problems.append(PluginProblem(source, plugin, reason))
 
     # -- queries ---------------------------------------------------------------------------
-    def specs(
-        self, type: str | None = None, framework: str | None = None
-    ) -> list[PluginSpec]:
+    def specs(self, type: str | None = None, framework: str | None = None) -> list[PluginSpec]:
         with self._lock:
             found = list(self._specs.values())
         return [
@@ -204,7 +202,7 @@ def check_type(type: str) -> None:
 
 
 def suggest(name: str, pool: list[str]) -> str:
-    """"; did you mean 'X'?" for the closest names in ``pool`` (empty when none is close)."""
+    """ "; did you mean 'X'?" for the closest names in ``pool`` (empty when none is close)."""
     if not pool:
         return ""
     lowered = {p.lower(): p for p in pool}
@@ -218,4 +216,3 @@ def suggest(name: str, pool: list[str]) -> str:
     if not close:
         return ""
     return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
-

@@ -31,7 +31,9 @@ def read_text(path: str) -> str:
     except OSError as exc:
         raise YAMLInputError(f"{path}: cannot read: {exc.strerror}") from None
     if len(raw) > MAX_BYTES:
-        raise YAMLInputError(f"{path}: file is larger than {MAX_BYTES // 1024} KiB; refusing to parse")
+        raise YAMLInputError(
+            f"{path}: file is larger than {MAX_BYTES // 1024} KiB; refusing to parse"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -87,7 +89,9 @@ class _Builder:
         if node.tag not in (_SEQ, _MAP):
             raise self.fail(node, f"tag {node.tag!r} is not allowed (only plain YAML data)")
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*key_path, i), depth + 1) for i, item in enumerate(node.value)]
+            return [
+                self.build(item, (*key_path, i), depth + 1) for i, item in enumerate(node.value)
+            ]
         if isinstance(node, yaml.MappingNode):
             result: dict = {}
             for key_node, value_node in node.value:

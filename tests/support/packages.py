@@ -10,8 +10,14 @@ from pathlib import Path
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
 
 
-def write_project(root: Path, dist: str, module: str, source: str, entry_points: dict | None = None,
-                  extra_files: dict | None = None) -> Path:
+def write_project(
+    root: Path,
+    dist: str,
+    module: str,
+    source: str,
+    entry_points: dict | None = None,
+    extra_files: dict | None = None,
+) -> Path:
     """A minimal setuptools project whose module is registered under ``brainsmith.plugins``."""
     project = root / dist
     (project / module).mkdir(parents=True, exist_ok=True)
@@ -20,7 +26,8 @@ def write_project(root: Path, dist: str, module: str, source: str, entry_points:
         (project / module / name).write_text(textwrap.dedent(text))
     eps = entry_points or {"plugins": module}
     ep_lines = "\n".join(f'{name} = "{value}"' for name, value in eps.items())
-    (project / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
         [build-system]
         requires = ["setuptools>=68"]
         build-backend = "setuptools.build_meta"
@@ -30,14 +37,22 @@ def write_project(root: Path, dist: str, module: str, source: str, entry_points:
         version = "1.0.0"
 
         [project.entry-points."brainsmith.plugins"]
-        """) + ep_lines + "\n\n[tool.setuptools]\npackages = [\"" + module + "\"]\n")
+        """)
+        + ep_lines
+        + '\n\n[tool.setuptools]\npackages = ["'
+        + module
+        + '"]\n'
+    )
     return project
 
 
 def build_wheel(project: Path, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([*PIP, "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(project)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*PIP, "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(project)],
+        check=True,
+        capture_output=True,
+    )
     name = project.name.replace("-", "_")
     return next(out.glob(f"{name}-*.whl"))
 
@@ -54,7 +69,9 @@ class PluginVenv:
         self.python = root / "bin" / "python"
         purelib = subprocess.run(
             [str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         self.site = Path(purelib)
         parents = [p for p in site.getsitepackages() if Path(p).is_dir()]
@@ -62,8 +79,11 @@ class PluginVenv:
         (self.site / "_project_env.pth").write_text("\n".join(lines) + "\n")
 
     def pip(self, *args: str) -> None:
-        subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "-q", *args],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [str(self.python), "-m", "pip", "--disable-pip-version-check", "-q", *args],
+            check=True,
+            capture_output=True,
+        )
 
     def install(self, wheel: Path) -> None:
         self.pip("install", "--no-deps", "--no-index", str(wheel))
@@ -74,5 +94,11 @@ class PluginVenv:
     def run(self, code: str, env: dict, cwd: Path | None = None, timeout: float = 300):
         import os
 
-        return subprocess.run([str(self.python), "-c", textwrap.dedent(code)], capture_output=True,
-                              text=True, env={**os.environ, **env}, cwd=cwd, timeout=timeout)
+        return subprocess.run(
+            [str(self.python), "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            cwd=cwd,
+            timeout=timeout,
+        )

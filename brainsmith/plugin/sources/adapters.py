@@ -14,8 +14,8 @@ import os
 
 from brainsmith.plugin.sources.classindex import ClassIndex
 from brainsmith.plugin.sources.package_scan import scan_folder
-from brainsmith.plugin.stamps import stamp_paths
 from brainsmith.plugin.sources.pyscan import dotted, scan_tree
+from brainsmith.plugin.stamps import stamp_paths
 
 FINN_KERNELS = "finn.custom_op.fpgadataflow"
 FINN_BACKENDS = {"finn.custom_op.fpgadataflow.hls": "hls", "finn.custom_op.fpgadataflow.rtl": "rtl"}
@@ -33,7 +33,7 @@ def locate_package(name: str) -> str | None:
         return None
     if spec is None or not spec.submodule_search_locations or spec.origin in (None, "namespace"):
         return None
-    return list(spec.submodule_search_locations)[0]
+    return next(iter(spec.submodule_search_locations))
 
 
 def extract(tree: ast.Module, module: str, is_package: bool) -> dict:
@@ -65,10 +65,13 @@ def extract(tree: ast.Module, module: str, is_package: bool) -> dict:
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             # register_build_dataflow_step()(step_fn)
             outer = node.value
-            if isinstance(outer.func, ast.Call) and outer.args:
-                if dotted(outer.func.func, imports, module) == STEP_REGISTRAR:
-                    fn = dotted(outer.args[0], imports, module) or ""
-                    steps.append([_step_name(outer.func, fn.rpartition(".")[2]), fn])
+            if (
+                isinstance(outer.func, ast.Call)
+                and outer.args
+                and dotted(outer.func.func, imports, module) == STEP_REGISTRAR
+            ):
+                fn = dotted(outer.args[0], imports, module) or ""
+                steps.append([_step_name(outer.func, fn.rpartition(".")[2]), fn])
     data["registered"] = registered
     data["steps"] = steps
     return data
@@ -141,7 +144,9 @@ class FrameworkAdapter:
                 if index.is_subclass(f"{module}.{name}"):
                     stage = stage_of(module, rel.endswith("__init__.py"))
                     meta = {"stage": stage, "description": doc, "line": line}
-                    specs.append(["transform", name, self.framework, f"{module}:{name}", meta, source])
+                    specs.append(
+                        ["transform", name, self.framework, f"{module}:{name}", meta, source]
+                    )
         specs.extend(self.extra_specs(state, index))
         return specs, problems
 

@@ -41,7 +41,9 @@ class ClassIndex:
                 result = True
                 break
             real = self.resolve(parent)
-            if real == base or (real is not None and real != dotted and self.is_subclass(real, base)):
+            if real == base or (
+                real is not None and real != dotted and self.is_subclass(real, base)
+            ):
                 result = True
                 break
         self._memo[key] = result

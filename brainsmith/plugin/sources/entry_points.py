@@ -56,12 +56,17 @@ class EntryPointSource:
             key = (entry_point.name, entry_point.value)
             dist = next((d for d, _v, n, v in current if (n, v) == key), entry_point.name)
             problems.append(
-                [dist, f"{dist} (entry point {entry_point.name} = {entry_point.value})",
-                 f"{type(exc).__name__}: {exc}"]
+                [
+                    dist,
+                    f"{dist} (entry point {entry_point.name} = {entry_point.value})",
+                    f"{type(exc).__name__}: {exc}",
+                ]
             )
 
         manager = ExtensionManager(
-            GROUP, invoke_on_load=False, on_load_failure_callback=failed,
+            GROUP,
+            invoke_on_load=False,
+            on_load_failure_callback=failed,
             verify_requirements=False,
         )
         from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
@@ -85,9 +90,14 @@ class EntryPointSource:
                 specs.append([info["type"], info["name"], framework, target, metadata, source])
                 found += 1
             if not found:
-                problems.append([framework, framework,
-                                 f"entry point {ep.value} defines no "
-                                 "decorated plugins (@transform, @kernel, @backend, @step)"])
+                problems.append(
+                    [
+                        framework,
+                        framework,
+                        f"entry point {ep.value} defines no "
+                        "decorated plugins (@transform, @kernel, @backend, @step)",
+                    ]
+                )
         return {"specs": specs, "problems": problems}
 
 

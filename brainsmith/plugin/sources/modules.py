@@ -66,7 +66,11 @@ class FolderSource:
         for root, prefix in self.roots:
             if not os.path.isdir(root):
                 state["problems"].append(
-                    [self.framework, root, f"plugin folder {root} does not exist (check plugin_dirs)"]
+                    [
+                        self.framework,
+                        root,
+                        f"plugin folder {root} does not exist (check plugin_dirs)",
+                    ]
                 )
                 state["files"][root] = {}
                 continue

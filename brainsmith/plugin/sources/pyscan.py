@@ -43,7 +43,13 @@ def scan_tree(tree: ast.Module, module: str, is_package: bool) -> dict:
                 kind = "class" if isinstance(node, ast.ClassDef) else "function"
                 doc = first_doc_line(ast.get_docstring(node))
                 plugins.append([plugin_type, node.name, kind, decorator.lineno, kwargs, error, doc])
-    return {"module": module, "imports": imports, "classes": classes, "functions": functions, "plugins": plugins}
+    return {
+        "module": module,
+        "imports": imports,
+        "classes": classes,
+        "functions": functions,
+        "plugins": plugins,
+    }
 
 
 def _imports(tree: ast.Module, module: str, is_package: bool) -> dict[str, str]:

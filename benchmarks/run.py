@@ -1,0 +1,348 @@
+"""Plugin-hub benchmarks P1-P5 (fresh processes, medians, each beside its baseline).
+
+    make bench        # or: .venv/bin/python -m benchmarks.run [--runs N]
+
+Writes benchmarks/RESULTS.md and benchmarks/results/hub.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.machine import machine_info
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+LIST_ALL = (
+    "from brainsmith.plugins import transforms, kernels, backends, steps\n"
+    "n = sum(len(c.list_plugins()) for c in (transforms, kernels, backends, steps))\n"
+)
+IMPORT_ALL = (
+    "import runpy\nns = runpy.run_path(%r)\n"
+    "from brainsmith.frameworks.finn_env import prepare_finn\nprepare_finn()\n"
+    "ns['import_all']('qonnx')\nns['import_all']('finn')"
+)
+
+
+# The child reports its own peak RSS (VmHWM): a fork's ru_maxrss would include the parent's.
+PEAK = (
+    "\nimport os as _o\n_o.write({fd}, open('/proc/self/status').read()"
+    ".split('VmHWM:')[1].split()[0].encode())\n_o._exit(0)"
+)
+
+
+def child(code: str, env: dict) -> tuple[float, float]:
+    """Run ``python -c code``; return (wall seconds, peak RSS MB) of that process."""
+    read, write = os.pipe()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code + PEAK.format(fd=write)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        pass_fds=(write,),
+    )
+    os.close(write)
+    err = proc.stderr.read()
+    proc.wait()
+    wall = time.perf_counter() - started
+    peak = os.read(read, 64)
+    os.close(read)
+    proc.stderr.close()
+    if proc.returncode:
+        raise SystemExit(f"benchmark child failed: {err.decode()[-2000:]}")
+    return wall, int(peak) / 1024
+
+
+def median_runs(code: str, env: dict, runs: int, before=None) -> tuple[float, float]:
+    walls, rss = [], []
+    for _ in range(runs):
+        if before:
+            before()
+        wall, mem = child(code, env)
+        walls.append(wall)
+        rss.append(mem)
+    return statistics.median(walls) * 1000, statistics.median(rss)
+
+
+def in_process(code: str, env: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+P4_CODE = """
+import json, time, timeit
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugins import transforms
+manager = get_plugin_manager()
+manager.discover_plugins()
+n = 20000
+repeat = min(timeit.repeat(manager.discover_plugins, number=n, repeat=5)) / n
+transforms.qonnx.FoldConstants
+ns = transforms.qonnx
+lookup = min(timeit.repeat(lambda: ns.FoldConstants, number=200000, repeat=5)) / 200000
+class Plain: pass
+plain = Plain(); plain.FoldConstants = 1
+base = min(timeit.repeat(lambda: plain.FoldConstants, number=200000, repeat=5)) / 200000
+d = {"transform:FoldConstants": 1}
+dict_base = min(timeit.repeat(lambda: d["transform:FoldConstants"], number=200000, repeat=5)) / 200000
+print(json.dumps({"repeat_discover_us": repeat * 1e6, "lookup_us": lookup * 1e6,
+                  "plain_attribute_us": base * 1e6, "dict_lookup_us": dict_base * 1e6}))
+"""
+
+P3_CODE = """
+import json, sys, time
+from brainsmith.plugin.manager import get_plugin_manager
+get_plugin_manager().discover_plugins(modes=["blueprint"])
+t = time.perf_counter()
+from brainsmith.plugin.blueprint import load_blueprint_plugins
+load_blueprint_plugins(%r)
+first = (time.perf_counter() - t) * 1000
+t0 = time.perf_counter()
+plugins = load_blueprint_plugins(%r)
+resolve = (time.perf_counter() - t0) * 1000
+count = sum(len(c.list_plugins()) for c in plugins.values())
+heavy = sorted(m for m in ("finn", "torch", "onnx", "qonnx") if m in sys.modules)
+t1 = time.perf_counter()
+for collection in plugins.values():
+    for name in collection.list_plugins():
+        getattr(collection, name)
+load = (time.perf_counter() - t1) * 1000
+print(json.dumps({"resolve_ms": resolve, "first_call_ms": first, "plugins": count, "imported_before_use": heavy,
+                  "import_all_ms": load}))
+"""
+
+BLUEPRINT_20 = """\
+name: bench-20
+description: twenty named plugins for the resolution benchmark
+hw_compiler:
+  kernels:
+    - finn:MVAU
+    - {kernel: finn:Thresholding, backends: [hls]}
+    - finn:LayerNorm
+  transforms:
+    - finn:Streamline
+    - qonnx:FoldConstants
+    - qonnx:InferShapes
+    - qonnx:InferDataTypes
+    - qonnx:GiveUniqueNodeNames
+    - qonnx:GiveReadableTensorNames
+    - qonnx:RemoveStaticGraphInputs
+    - finn:ConvertQONNXtoFINN
+    - finn:InferLayerNorm
+    - finn:InferHWSoftmax
+    - finn:CreateDataflowPartition
+    - finn:SpecializeLayers
+    - finn:SetFolding
+    - finn:MinimizeAccumulatorWidth
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21, help="fresh processes per figure")
+    parser.add_argument("--cold-runs", type=int, default=7, help="runs of the cold discovery")
+    args = parser.parse_args()
+    compileall.compile_dir(str(REPO / "brainsmith"), quiet=1)
+    work = Path(tempfile.mkdtemp(prefix="brainsmith-bench-"))
+    cache = work / "cache"
+    config = work / "config.yaml"
+    config.write_text("plugin_system: {}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRAINSMITH_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed packages ship .pyc files
+    env.update(BRAINSMITH_CACHE_DIR=str(cache), BRAINSMITH_CONFIG=str(config))
+    results: dict = {"machine": machine_info(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+    def cold() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    # P2 first (it also leaves a warm index for the rest)
+    p2_wall, p2_rss = median_runs(LIST_ALL, env, args.cold_runs, before=cold)
+    base_wall, base_rss = median_runs("pass", env, args.runs)
+    cold()
+    p2_stats = in_process(
+        LIST_ALL + "from brainsmith.plugin.manager import get_plugin_manager as g\n"
+        "import json; print(json.dumps(g().get_performance_stats()))",
+        env,
+    )
+    truth = str(REPO / "tests" / "support" / "framework_truth.py")
+    all_wall, all_rss = median_runs(IMPORT_ALL % truth, env, 1)
+    results["P2"] = {
+        "cold_listing_ms": p2_wall,
+        "cold_rss_mb": p2_rss,
+        "discovery_ms_in_process": p2_stats["discovery_time_ms"],
+        "source_timings_ms": p2_stats["source_timings_ms"],
+        "plugins": p2_stats["plugin_count"],
+        "baseline_import_everything_ms": all_wall,
+        "baseline_import_everything_rss_mb": all_rss,
+    }
+    # P1 and P5: warm listing vs bare interpreter, interleaved
+    warm, bare = [], []
+    for _ in range(args.runs):
+        warm.append(child(LIST_ALL, env))
+        bare.append(child("pass", env))
+    results["P1"] = {
+        "warm_listing_ms": statistics.median(w for w, _ in warm),
+        "python_pass_ms": statistics.median(b for b, _ in bare),
+    }
+    results["P1"]["overhead_ms"] = (
+        results["P1"]["warm_listing_ms"] - results["P1"]["python_pass_ms"]
+    )
+    for key in ("warm_listing_ms", "python_pass_ms", "overhead_ms"):
+        results["P1"][key] *= 1000
+    results["P5"] = {
+        "warm_listing_rss_mb": statistics.median(m for _, m in warm),
+        "python_pass_rss_mb": statistics.median(m for _, m in bare),
+    }
+    # P3: blueprint resolution of 20 plugins (warm index)
+    blueprint = work / "bench20.yaml"
+    blueprint.write_text(BLUEPRINT_20)
+    try:
+        p3 = [
+            in_process(P3_CODE % (str(blueprint), str(blueprint)), env)
+            for _ in range(args.runs // 2 + 1)
+        ]
+        results["P3"] = {
+            "resolve_ms": statistics.median(r["resolve_ms"] for r in p3),
+            "first_call_ms": statistics.median(r["first_call_ms"] for r in p3),
+            "plugins": p3[0]["plugins"],
+            "imported_before_use": p3[0]["imported_before_use"],
+            "baseline_import_those_plugins_ms": statistics.median(r["import_all_ms"] for r in p3),
+        }
+    except SystemExit as exc:
+        results["P3"] = {"error": str(exc)[-500:]}
+    # P4: in-process repeat discovery and lookup
+    results["P4"] = in_process(P4_CODE, env)
+    results["baseline_python_pass_ms"] = base_wall
+    results["baseline_python_pass_rss_mb"] = base_rss
+    write(results)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+TARGETS = [
+    (
+        "P1 warm list-all, overhead over `python -c pass`",
+        "P1",
+        "overhead_ms",
+        "ms",
+        15.0,
+        lambda r: (
+            f"python -c pass: {r['P1']['python_pass_ms']:.1f} ms; warm listing: "
+            f"{r['P1']['warm_listing_ms']:.1f} ms"
+        ),
+    ),
+    (
+        "P2 cold discovery (no cache), whole process",
+        "P2",
+        "cold_listing_ms",
+        "ms",
+        1500.0,
+        lambda r: (
+            f"importing all of QONNX+FINN instead: {r['P2']['baseline_import_everything_ms']:.0f} ms"
+        ),
+    ),
+    (
+        "P2 cold discovery, max RSS",
+        "P2",
+        "cold_rss_mb",
+        "MB",
+        150.0,
+        lambda r: f"importing everything: {r['P2']['baseline_import_everything_rss_mb']:.0f} MB",
+    ),
+    (
+        "P3 blueprint resolution of 20 plugins (no imports)",
+        "P3",
+        "resolve_ms",
+        "ms",
+        5.0,
+        lambda r: (
+            f"first call incl. loading the YAML/blueprint modules: "
+            f"{r['P3'].get('first_call_ms', 0):.1f} ms; then importing those plugins: "
+            f"{r['P3'].get('baseline_import_those_plugins_ms', 0):.0f} ms"
+        ),
+    ),
+    (
+        "P4 repeat `discover_plugins()` in process",
+        "P4",
+        "repeat_discover_us",
+        "µs",
+        20.0,
+        lambda r: f"plain dict lookup: {r['P4']['dict_lookup_us']:.3f} µs",
+    ),
+    (
+        "P4 lookup of a loaded plugin (`tfm.qonnx.FoldConstants`)",
+        "P4",
+        "lookup_us",
+        "µs",
+        1.0,
+        lambda r: f"plain attribute read: {r['P4']['plain_attribute_us']:.3f} µs",
+    ),
+    (
+        "P5 RSS of a warm listing",
+        "P5",
+        "warm_listing_rss_mb",
+        "MB",
+        60.0,
+        lambda r: f"python -c pass: {r['P5']['python_pass_rss_mb']:.1f} MB",
+    ),
+]
+
+
+def write(results: dict) -> None:
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / "hub.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    lines = [
+        "# Benchmark results",
+        "",
+        "Produced by `make bench` (`python -m benchmarks.run`): medians over fresh processes, each "
+        "figure beside its baseline from the same run. Raw numbers: `benchmarks/results/hub.json`.",
+        "",
+        f"Run {results['date']} on: "
+        + ", ".join(f"{k} {v}" for k, v in results["machine"].items()),
+        "",
+        "| figure | measured | target | baseline (same run) | |",
+        "|---|---|---|---|---|",
+    ]
+    for title, group, key, unit, target, baseline in TARGETS:
+        value = results.get(group, {}).get(key)
+        if value is None:
+            lines.append(
+                f"| {title} | not measured: {results.get(group, {}).get('error', '')[:80]} "
+                f"| ≤ {target:g} {unit} | | ✗ |"
+            )
+            continue
+        ok = "✓" if value <= target else "✗"
+        lines.append(
+            f"| {title} | {value:.3f} {unit} | ≤ {target:g} {unit} | {baseline(results)} | {ok} |"
+        )
+    p2 = results["P2"]
+    lines += [
+        "",
+        f"Cold discovery found {p2['plugins']} plugins; in-process discovery "
+        f"{p2['discovery_ms_in_process']:.0f} ms, per source (ms): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in p2["source_timings_ms"].items())
+        + ".",
+    ]
+    build = out / "build_overhead.json"
+    if build.exists():
+        data = json.loads(build.read_text())
+        lines += ["", "## Build overhead", "", "```json", json.dumps(data, indent=2)[:3000], "```"]
+    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
