@@ -1,0 +1,1 @@
+"""brainsmith's HLS and RTL backends of its kernels, built on FINN's implementations."""

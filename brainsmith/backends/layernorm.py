@@ -1,0 +1,29 @@
+"""HLS and RTL backends of the ``LayerNorm`` kernel (FINN's LayerNorm_hls and LayerNorm_rtl)."""
+
+from __future__ import annotations
+
+from finn.custom_op.fpgadataflow.hls.layernorm_hls import LayerNorm_hls
+from finn.custom_op.fpgadataflow.rtl.layernorm_rtl import LayerNorm_rtl
+
+from brainsmith.kernels.layernorm import LayerNorm
+from brainsmith.plugin.core import backend
+
+
+@backend(
+    name="LayerNormHLS",
+    kernel="LayerNorm",
+    backend_type="hls",
+    description="HLS implementation of LayerNorm (FINN LayerNorm_hls)",
+)
+class LayerNormHLS(LayerNorm, LayerNorm_hls):
+    """HLS implementation of the LayerNorm kernel (FINN's LayerNorm_hls)."""
+
+
+@backend(
+    name="LayerNormRTL",
+    kernel="LayerNorm",
+    backend_type="rtl",
+    description="RTL implementation of LayerNorm (FINN LayerNorm_rtl; float32 datapath)",
+)
+class LayerNormRTL(LayerNorm, LayerNorm_rtl):
+    """RTL implementation of the LayerNorm kernel (FINN's LayerNorm_rtl), a float32 datapath."""
