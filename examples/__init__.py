@@ -1,0 +1,1 @@
+"""Example models for brainsmith and the script that makes them."""
