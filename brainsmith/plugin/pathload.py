@@ -11,6 +11,7 @@ whose initialize, custom operations and cleanup then run too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -72,7 +73,7 @@ def load_plugin(path: str | os.PathLike, name: str | None = None) -> PluginInfo:
     if module_name in sys.modules:
         raise PluginLoadError(
             f"cannot load plugin '{name}' from {path}: a module named '{module_name}' is already "
-            "imported" + ("" if kind == "extension" else "; pass name= to load it under another name")
+            "imported" + ("" if kind == "extension" else "; load it under another name= ")
         )
     declared = _static_metadata(path, kind, name)
     record = _load(path, kind, name, module_name, declared)
@@ -171,9 +172,12 @@ def _static_metadata(path: str, kind: str, name: str) -> dict | None:
             f"cannot load plugin '{name}': syntax error in {exc.filename}:{exc.lineno}: {exc.msg}"
         ) from None
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id == PACKAGE_ATTRIBUTE):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == PACKAGE_ATTRIBUTE
+        ):
             try:
                 declared = ast.literal_eval(node.value)
             except ValueError:
@@ -196,8 +200,10 @@ def _checked(name: str, declared: object, where: str) -> dict:
 
 def _info(name: str, metadata: dict, path: str, where: str = "") -> PluginInfo:
     try:
-        fields = {k: VersionInfo.parse(v) if k.endswith("version") and k != "brainsmith_version"
-                  else v for k, v in metadata.items()}
+        fields = {
+            k: VersionInfo.parse(v) if k.endswith("version") and k != "brainsmith_version" else v
+            for k, v in metadata.items()
+        }
     except ValueError as exc:
         raise PluginLoadError(f"cannot load plugin '{name}' ({where or path}): {exc}") from None
     return PluginInfo(name=name, path=path, **fields)
@@ -228,7 +234,7 @@ def _load(path: str, kind: str, name: str, module_name: str, declared: dict | No
         _forget_modules(module_name)
         manager.module_frameworks.pop(module_name, None)
         release(framework)
-        if isinstance(exc, PluginLoadError | PluginLifecycleError) or not isinstance(exc, Exception):
+        if isinstance(exc, PluginLoadError | PluginLifecycleError | KeyboardInterrupt | SystemExit):
             raise
         where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
         reason = f"importing it raised {type(exc).__name__}: {exc}{where}"
@@ -248,8 +254,9 @@ def _import(path: str, kind: str, module_name: str):
 
     location = _source_file(path, kind)
     search = [path] if kind == "package" else None
-    spec = importlib.util.spec_from_file_location(module_name, location,
-                                                  submodule_search_locations=search)
+    spec = importlib.util.spec_from_file_location(
+        module_name, location, submodule_search_locations=search
+    )
     if spec is None or spec.loader is None:
         raise PluginLoadError(f"cannot load plugin from {path}: not an importable module")
     module = importlib.util.module_from_spec(spec)
@@ -292,10 +299,9 @@ def _restore(record: LoadedPlugin) -> None:
     sys.modules.update(record.modules)
     contribute(record.specs, [])
     if record.plugin is not None and record.plugin.initialize_fn is not None:
-        try:
+        # A failure is reported for health_check; the reload failure is what the caller sees.
+        with contextlib.suppress(PluginError):
             run_hook(record.plugin, "initialize", record.plugin.initialize_fn, manager.registry())
-        except PluginError:
-            pass  # reported for health_check; the reload failure is what the caller sees
 
 
 def _forget_modules(module_name: str) -> None:
