@@ -97,8 +97,14 @@ class PluginCollection:
             return sorted(set(self._subset.values()), key=lambda s: s.qualified_name)
         return sorted(_registry().specs(self._type, self._framework), key=lambda s: s.name)
 
-    def list_plugins(self) -> list[str]:
-        """Names usable as attributes here (short names; qualified where shadowed)."""
+    def list_plugins(self, available_only: bool = False) -> list[str]:
+        """Names usable as attributes here (short names; qualified where shadowed).
+
+        ``available_only`` keeps plugins whose version, ``requires`` and ``tools`` fit here."""
+        if available_only:
+            from brainsmith.plugin.availability import is_available
+
+            return sorted({s.name for s in self.specs() if is_available(s)[0]})
         if self._subset is not None:
             return sorted(k for k in self._subset if ":" not in k)
         return sorted({s.name for s in self.specs()})
