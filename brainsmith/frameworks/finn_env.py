@@ -21,6 +21,27 @@ FINN's builder (``build_dataflow_cfg``) also replaces ``sys.stdout``/``sys.stder
 root logging configuration; brainsmith never calls it — it runs the step functions itself
 (``brainsmith.build``) — and ``preserve_process_io`` restores both around any FINN call
 that might.
+
+Used by ``brainsmith.build``:
+
+5. FINN's steps talk: ``print`` calls, the ``finn_logger`` and ``build_dataflow`` loggers,
+   rich consoles bound to ``sys.stdout`` and Python warnings (which a test run may turn
+   into errors). ``contain_finn_output(stream)`` sends all of it to ``stream`` (the
+   build's ``build.log``) for the duration of one call and restores everything after.
+6. Generated code goes to ``make_build_dir()`` below FINN's global build dir.
+   ``generated_code_dir(path)`` points FINN's settings (and ``FINN_BUILD_DIR``) at a
+   build's own folder for the duration, so a build's code lands in its output folder
+   instead of the shared temp dir.
+7. ``build_dataflow_cfg`` ends with ``get_vivado_root()``, which raises without Vivado
+   (it only records the tool version in a report). ``run_finn_builder`` calls FINN's own
+   runner with that lookup answering ``""`` when Vivado is absent, and with 5.'s IO
+   restoration.
+8. FINN's Python execution of an MVAU with built-in thresholds treats a 3-D
+   (batch, sequence, channels) result as channels-first, so a transformer's projection
+   fails ("Threshold shape incorrect") — or, when sequence length equals channel count,
+   silently thresholds the wrong axis. ``fix_python_execution()`` makes that case
+   channels-last, as FINN's hardware computes it; the generated hardware is untouched and
+   every other case still runs FINN's own code. Verification applies it.
 """
 
 from __future__ import annotations
@@ -29,6 +50,8 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from typing import TextIO
 
 _prepared = False
 XSI_NAMES = (
@@ -102,3 +125,105 @@ def preserve_process_io():
         sys.stdout, sys.stderr = saved[0], saved[1]
         root.handlers[:] = saved[2]
         root.setLevel(saved[3])
+
+
+@contextlib.contextmanager
+def contain_finn_output(stream: TextIO) -> Iterator[None]:
+    """Send FINN's prints, log records and warnings to ``stream`` while the block runs."""
+    import logging
+    import warnings
+
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    with preserve_process_io(), warnings.catch_warnings():
+        root = logging.getLogger()
+        root.handlers[:] = [handler]
+        root.setLevel(logging.INFO)
+        warnings.simplefilter("default")
+        warnings.showwarning = _warning_writer(stream)
+        sys.stdout = sys.stderr = stream
+        try:
+            yield
+        finally:
+            stream.flush()
+
+
+def _warning_writer(stream: TextIO):
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        stream.write(f"WARNING {category.__name__}: {message} ({filename}:{lineno})\n")
+
+    return show
+
+
+@contextlib.contextmanager
+def generated_code_dir(path: str) -> Iterator[None]:
+    """Let FINN create its ``code_gen_*``/partition folders inside ``path`` for the block."""
+    prepare_finn()
+    from finn.util.settings import get_settings
+
+    os.makedirs(path, exist_ok=True)
+    settings = get_settings()
+    saved = (settings.finn_build_dir, os.environ.get("FINN_BUILD_DIR"))
+    settings.finn_build_dir = os.path.abspath(path)
+    os.environ["FINN_BUILD_DIR"] = os.path.abspath(path)
+    try:
+        yield
+    finally:
+        settings.finn_build_dir = saved[0]
+        if saved[1] is None:
+            os.environ.pop("FINN_BUILD_DIR", None)
+        else:
+            os.environ["FINN_BUILD_DIR"] = saved[1]
+
+
+def run_finn_builder(model_path: str, cfg: object) -> int:
+    """FINN's own ``build_dataflow_cfg`` (its step runner), usable without Vivado (see 7.)."""
+    prepare_finn()
+    import finn.builder.build_dataflow as builder
+
+    original = builder.get_vivado_root
+    if not vivado_available():
+        builder.get_vivado_root = lambda: ""
+    try:
+        with preserve_process_io():
+            return builder.build_dataflow_cfg(model_path, cfg)
+    finally:
+        builder.get_vivado_root = original
+
+
+def fix_python_execution() -> None:
+    """Apply 8. (idempotent)."""
+    prepare_finn()
+    from finn.custom_op.fpgadataflow.matrixvectoractivation import MVAU
+
+    if getattr(MVAU.execute_node, "_brainsmith_fix", False):
+        return
+    original = MVAU.execute_node
+
+    def execute_node(self, context, graph) -> None:
+        shape = self.get_normal_input_shape()
+        plain = (
+            len(shape) == 3
+            and self.get_nodeattr("noActivation") == 0
+            and not self.get_nodeattr("binaryXnorMode")
+            and "BIPOLAR"
+            not in (
+                self.get_nodeattr("inputDataType"),
+                self.get_nodeattr("weightDataType"),
+                self.get_nodeattr("outputDataType"),
+            )
+        )
+        if not plain:
+            return original(self, context, graph)
+        import numpy as np
+        from qonnx.custom_op.general.multithreshold import multithreshold
+
+        node = self.onnx_node
+        result = np.matmul(context[node.input[0]].reshape(shape), context[node.input[1]])
+        result = multithreshold(
+            result, context[node.input[2]], 1, self.get_nodeattr("ActVal"), channels_last=True
+        )
+        context[node.output[0]] = result.reshape(context[node.output[0]].shape)
+
+    execute_node._brainsmith_fix = True
+    MVAU.execute_node = execute_node
