@@ -1,0 +1,137 @@
+"""Report charts: per-layer resources and cycles as inline SVG (matplotlib, Agg/SVG
+canvas, no pyplot; glyphs drawn as paths so the page needs no fonts).
+
+Importing matplotlib and drawing cost about as much as the rest of a small build's
+orchestration, so a build starts a ``ChartWorker`` — this module run as a process — that
+imports matplotlib on another core while FINN loads, and draws as soon as the estimates
+exist. ``render_charts`` is the same drawing in-process (the fallback).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+RESOURCES = ("LUT", "BRAM_18K", "URAM", "DSP")
+COLOR = "#3569a8"
+
+
+def render_charts(layers: list[dict]) -> dict[str, str]:
+    """``{"resources": svg, "cycles": svg}`` for the report's layers ({} without layers)."""
+    if not layers:
+        return {}
+    import matplotlib
+
+    matplotlib.use("Agg")
+    names = [layer["name"] for layer in layers]
+    return {
+        "resources": _resources(names, layers),
+        "cycles": _cycles(names, [float(layer.get("cycles", 0) or 0) for layer in layers]),
+    }
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _resources(names: list[str], layers: list[dict]) -> str:
+    figure = _figure(9, 1.2 + 0.35 * len(names) * 2)
+    axes = figure.subplots(2, 2, sharey=True).ravel()
+    for ax, resource in zip(axes, RESOURCES, strict=True):
+        values = [float(layer.get(resource, 0) or 0) for layer in layers]
+        ax.barh(names, values, color=COLOR)
+        ax.set_title(f"{resource} (total {sum(values):g})", fontsize=10)
+        ax.set_xlim(left=0, right=max([*values, 1.0]) * 1.05)
+        ax.tick_params(labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].invert_yaxis()  # shared: once for all four, first layer on top
+    return _svg(figure)
+
+
+def _cycles(names: list[str], values: list[float]) -> str:
+    figure = _figure(9, 0.9 + 0.35 * len(names))
+    ax = figure.subplots()
+    ax.barh(names, values, color=COLOR)
+    ax.invert_yaxis()
+    ax.set_xlabel("expected cycles per frame", fontsize=9)
+    ax.tick_params(labelsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    return _svg(figure)
+
+
+def _svg(figure) -> str:
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+    buffer = io.StringIO()
+    FigureCanvasSVG(figure).print_svg(buffer, metadata={"Date": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]  # inline: drop the XML declaration and DOCTYPE
+
+
+class ChartWorker:
+    """Draws the charts in a helper process; any failure falls back to ``render_charts``."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen | None = None
+        self.layers: list[dict] | None = None
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "brainsmith.build.charts"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "MPLBACKEND": "Agg"},
+            )
+        except OSError:
+            self.process = None
+
+    def submit(self, layers: list[dict]) -> None:
+        """Start drawing ``layers`` (once; later calls are ignored)."""
+        if self.layers is not None:
+            return
+        self.layers = layers
+        if self.process is not None:
+            try:
+                self.process.stdin.write(json.dumps(layers).encode())
+                self.process.stdin.close()
+            except OSError:
+                self.close()
+
+    def charts(self, layers: list[dict]) -> dict[str, str]:
+        """The charts for ``layers``: the worker's if it drew these, else drawn here."""
+        if self.process is not None and self.layers == layers:
+            try:
+                out, _ = self.process.communicate(timeout=60)
+                if self.process.returncode == 0:
+                    return json.loads(out)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+        self.close()
+        return render_charts(layers)
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+def main() -> None:
+    """Worker: import matplotlib now, then draw the layers read from stdin as JSON."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.backends.backend_svg  # warm up while the build runs
+    import matplotlib.figure
+
+    layers = json.loads(sys.stdin.buffer.read() or b"[]")
+    sys.stdout.write(json.dumps(render_charts(layers)))
+
+
+if __name__ == "__main__":
+    main()

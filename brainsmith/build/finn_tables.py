@@ -1,0 +1,137 @@
+"""What brainsmith needs to know about FINN that FINN's plugin specs do not say.
+
+- ``INFER_TRANSFORMS``: the transforms that convert ONNX nodes into each FINN kernel, in
+  the order FINN's own ``step_convert_to_hw`` applies them (order matters: MVAU absorbs a
+  following MultiThreshold before Thresholding would claim it).
+- ``TOOL_STEPS``: FINN build steps that need Vivado / Vitis HLS / XSI; ``missing_tool``
+  says, for a given model, why one cannot run here (IP generation of RTL-only designs
+  needs no tool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+INFER_TRANSFORMS: dict[str, tuple[str, ...]] = {
+    "MVAU": ("InferBinaryMatrixVectorActivation", "InferQuantizedMatrixVectorActivation"),
+    "VVAU": ("InferVectorVectorActivation",),
+    "LabelSelect": ("InferLabelSelectLayer",),
+    "Requant": ("InferRequantLayer",),
+    "Thresholding": ("InferThresholdingLayer",),
+    "FMPadding": ("InferFMPadding",),
+    "Pool": ("InferPool", "InferPoolFromReduce"),
+    "ConvolutionInputGenerator": ("InferConvInpGen",),
+    "Pad1D": ("InferPad1DLayer",),
+    "StreamingConcat": ("InferConcatLayer",),
+    "StreamingSplit": ("InferSplitLayer",),
+    **{
+        f"Elementwise{op}": ("InferElementwiseBinaryOperation",)
+        for op in (
+            "Add",
+            "Sub",
+            "Mul",
+            "Div",
+            "And",
+            "Or",
+            "Xor",
+            "Equal",
+            "Less",
+            "LessOrEqual",
+            "Greater",
+            "GreaterOrEqual",
+            "Max",
+            "AbsDiff",
+            "BitShift",
+            "BitwiseAnd",
+            "BitwiseOr",
+            "BitwiseXor",
+        )
+    },
+    "HWWhere": ("InferWhereLayer",),
+    "UpsampleNearestNeighbour": ("InferUpsample",),
+    "GlobalAccPool": ("InferGlobalAccPoolLayer",),
+    "SelectToken": ("InferSelectTokenLayer",),
+    "Crop": ("InferCrop",),
+    "Lookup": ("InferLookupLayer",),
+    "HWSoftmax": ("InferHWSoftmax",),
+    "PWPolyF": ("InferPWPolyFLayer",),
+    "LayerNorm": ("InferLayerNorm",),
+    "DuplicateStreams": ("InferDuplicateStreamsLayer",),
+    "Reshape": ("InferReshape",),
+    "Squeeze": ("InferSqueeze",),
+    "Unsqueeze": ("InferUnsqueeze",),
+    "Shuffle": ("InferShuffle",),
+}
+
+# FINN's order, with InferReLUAsElementwiseMax right after the elementwise operations.
+INFER_ORDER: tuple[str, ...] = (
+    "InferBinaryMatrixVectorActivation",
+    "InferQuantizedMatrixVectorActivation",
+    "InferVectorVectorActivation",
+    "InferLabelSelectLayer",
+    "InferRequantLayer",
+    "InferThresholdingLayer",
+    "InferFMPadding",
+    "InferPool",
+    "InferPoolFromReduce",
+    "InferConvInpGen",
+    "InferPad1DLayer",
+    "InferConcatLayer",
+    "InferSplitLayer",
+    "InferElementwiseBinaryOperation",
+    "InferWhereLayer",
+    "InferReLUAsElementwiseMax",
+    "InferUpsample",
+    "InferGlobalAccPoolLayer",
+    "InferSelectTokenLayer",
+    "InferCrop",
+    "InferLookupLayer",
+    "InferHWSoftmax",
+    "InferPWPolyFLayer",
+    "InferLayerNorm",
+    "InferDuplicateStreamsLayer",
+    "InferReshape",
+    "InferSqueeze",
+    "InferUnsqueeze",
+    "InferShuffle",
+)
+
+# Constructor arguments FINN's own flow passes, taken from the DataflowBuildConfig.
+TRANSFORM_ARGS: dict[str, Callable[[object], dict]] = {
+    "InferRequantLayer": lambda cfg: {"bitwidth_threshold": cfg.requant_bitwidth_threshold},
+}
+
+TOOL_STEPS: dict[str, str] = {
+    "step_hw_ipgen": "Vitis HLS",
+    "step_set_fifo_depths": "Vivado (XSI simulation)",
+    "step_generate_hardware": "Vitis HLS / Vivado",
+    "step_create_stitched_ip": "Vivado",
+    "step_measure_rtlsim_performance": "Vivado (XSI simulation)",
+    "step_out_of_context_synthesis": "Vivado",
+    "step_prepare_synthesis": "Vivado",
+    "step_synthesize_bitfile": "Vivado",
+    "step_make_driver": "Vivado (a synthesised design)",
+    "step_deployment_package": "Vivado (a bitfile)",
+    "step_vivado_power_estimation": "Vivado",
+}
+
+
+def infer_order(transform: str) -> int:
+    """Position of a (short or ``finn:``-qualified) transform name in FINN's order."""
+    name = transform.rpartition(":")[2]
+    return INFER_ORDER.index(name) if name in INFER_ORDER else len(INFER_ORDER)
+
+
+def missing_tool(step: str, model: object) -> str:
+    """Why FINN's build step ``step`` cannot run on ``model`` here; "" when it can."""
+    from brainsmith.frameworks.finn_env import vivado_available
+
+    if step not in TOOL_STEPS or vivado_available():
+        return ""
+    if step == "step_hw_ipgen":
+        hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
+        if not hls:
+            return ""
+        layers = ", ".join(hls[:3]) + (", ..." if len(hls) > 3 else "")
+        return f"needs Vitis HLS for {len(hls)} HLS layer(s) ({layers}); set XILINX_VIVADO"
+    return f"needs {TOOL_STEPS[step]}; not found (set XILINX_VIVADO to run it)"

@@ -1,0 +1,172 @@
+"""BuildPlan: what a build takes from a blueprint — kernels with their allowed backends,
+phased transforms, steps and options — as one small object the steps read from the FINN
+``DataflowBuildConfig`` (see ``brainsmith.build.context``).
+
+A blueprint without ``steps:`` gets brainsmith's standard flow, followed by FINN's
+hardware steps (IP generation, FIFO sizing, stitched IP, synthesis; with a board also
+bitfile, driver and deployment package), which run when Vivado is found and are listed as
+skipped otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from brainsmith.build.finn_tables import INFER_TRANSFORMS, infer_order
+
+STANDARD_STEPS: tuple[str, ...] = (
+    "cleanup",
+    "qonnx_to_finn",
+    "streamline",
+    "hardware_inference",
+    "specialize",
+    "folding",
+    "estimates",
+    "codegen",
+)
+HARDWARE_STEPS: tuple[str, ...] = (
+    "finn:step_hw_ipgen",
+    "finn:step_set_fifo_depths",
+    "finn:step_create_stitched_ip",
+    "finn:step_out_of_context_synthesis",
+)
+BOARD_STEPS: tuple[str, ...] = (
+    "finn:step_synthesize_bitfile",
+    "finn:step_make_driver",
+    "finn:step_deployment_package",
+)
+
+
+STANDALONE_FIRST = ("InferRequantLayer", "InferThresholdingLayer")
+
+
+class PlanError(ValueError):
+    """A blueprint the build cannot use; the message says what to change."""
+
+
+@dataclass
+class KernelChoice:
+    """One blueprint kernel: the op type it produces, how to infer it, its allowed backends."""
+
+    name: str
+    op_type: str
+    infer_transforms: list[str]
+    backends: list[str] = field(default_factory=list)
+    backend_types: list[str] = field(default_factory=list)  # empty: any backend
+
+
+@dataclass
+class TransformRef:
+    """A transform to apply: plugin name (short or qualified) and constructor arguments."""
+
+    name: str
+    args: dict = field(default_factory=dict)
+
+
+@dataclass
+class BuildPlan:
+    """Everything the steps need to know about the blueprint."""
+
+    name: str = "default"
+    path: str = ""  # the blueprint file
+    kernels: list[KernelChoice] | None = None  # None: every kernel FINN can infer
+    pre_hw: list[TransformRef] = field(default_factory=list)
+    post_hw: list[TransformRef] = field(default_factory=list)
+    steps: list[str] = field(default_factory=lambda: standard_steps())
+    options: object = None  # brainsmith.plugin.blueprint.options.BuildOptions
+    blueprint: dict = field(default_factory=dict)  # the resolved blueprint, for the report
+
+    def infer_transforms(self, standalone_thresholds: bool = False) -> list[str]:
+        """Transform names converting to this plan's kernels, in FINN's order, deduplicated.
+
+        With ``standalone_thresholds`` (FINN's option of that name), thresholds become
+        Thresholding layers before matrix layers could absorb them.
+        """
+        if self.kernels is None:
+            wanted = [f"finn:{t}" for names in INFER_TRANSFORMS.values() for t in names]
+        else:
+            wanted = [t for k in self.kernels for t in k.infer_transforms]
+        unique = list(dict.fromkeys(wanted))
+        first = STANDALONE_FIRST if standalone_thresholds else ()
+
+        def position(name: str) -> tuple[int, int, int]:
+            short = name.rpartition(":")[2]
+            head = first.index(short) if short in first else len(first)
+            return head, infer_order(name), unique.index(name)
+
+        return sorted(unique, key=position)
+
+    def needs_standalone_thresholds(self) -> bool:
+        """True when thresholds must stay separate layers: a matrix kernel allows only RTL
+        backends (FINN's RTL MVAU/VVAU have no built-in activation) and Thresholding is
+        selected to take them."""
+        kernels = self.kernels or []
+        rtl_only = any(
+            k.op_type in ("MVAU", "VVAU") and k.backend_types == ["rtl"] for k in kernels
+        )
+        return rtl_only and any(k.op_type == "Thresholding" for k in kernels)
+
+    def kernel_for(self, op_type: str) -> KernelChoice | None:
+        for kernel in self.kernels or ():
+            if kernel.op_type == op_type:
+                return kernel
+        return None
+
+
+def standard_steps(board: str | None = None) -> list[str]:
+    """The standard flow and the hardware steps (with a board: bitfile, driver, package)."""
+    return [*STANDARD_STEPS, *HARDWARE_STEPS, *(BOARD_STEPS if board else ())]
+
+
+def plan_from_blueprint(blueprint) -> BuildPlan:
+    """Adapt a resolved ``Blueprint`` (``brainsmith.plugin.blueprint``) to a BuildPlan."""
+    from brainsmith.build.finn_tables import INFER_TRANSFORMS
+
+    kernels = []
+    for spec, backend_specs in blueprint.kernels:
+        op_type = spec.metadata.get("op_type") or spec.name
+        infer = spec.metadata.get("infer_transform")
+        names = [infer] if infer else [f"finn:{t}" for t in INFER_TRANSFORMS.get(spec.name, ())]
+        if not names:
+            raise PlanError(
+                f"kernel {spec.qualified_name} has no infer_transform, so the build cannot "
+                f"convert ONNX nodes to it; give its @kernel an infer_transform= "
+                f"(a transform plugin name) or remove it from the blueprint"
+            )
+        kernels.append(
+            KernelChoice(
+                name=spec.qualified_name,
+                op_type=op_type,
+                infer_transforms=names,
+                backends=[b.qualified_name for b in backend_specs],
+                backend_types=list(
+                    dict.fromkeys(b.metadata.get("backend_type", "") for b in backend_specs)
+                ),
+            )
+        )
+    phased = blueprint.transforms_phased
+    options = blueprint.build
+    steps = [s.qualified_name for s in blueprint.steps]
+    if [s.name for s in blueprint.steps] == list(STANDARD_STEPS):
+        steps = standard_steps(options.board if options else None)
+    return BuildPlan(
+        name=blueprint.name,
+        path=blueprint.path,
+        kernels=kernels,
+        pre_hw=[TransformRef(s.qualified_name) for s in phased.get("pre_hw", ())],
+        post_hw=[TransformRef(s.qualified_name) for s in phased.get("post_hw", ())],
+        steps=steps,
+        options=options,
+        blueprint=blueprint.to_dict(),
+    )
+
+
+def load_plan(blueprint) -> BuildPlan:
+    """A BuildPlan from a blueprint path, a resolved ``Blueprint`` or a BuildPlan."""
+    if isinstance(blueprint, BuildPlan):
+        return blueprint
+    if hasattr(blueprint, "kernels") and hasattr(blueprint, "to_dict"):
+        return plan_from_blueprint(blueprint)
+    from brainsmith.plugin.blueprint import load_blueprint
+
+    return plan_from_blueprint(load_blueprint(str(blueprint)))

@@ -1,0 +1,103 @@
+"""Live per-step progress: a rich table on a terminal, one plain line per event otherwise.
+
+The display writes to the stream it was given when created, so FINN output redirected
+during a step (``finn_env.contain_finn_output``) never mixes with it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+SYMBOLS = {"ok": "✓", "skipped": "-", "failed": "✗", "running": "…", "pending": " "}
+COLORS = {"ok": "green", "skipped": "yellow", "failed": "red", "running": "cyan", "pending": "dim"}
+
+
+class Progress:
+    """Receives step events from the runner; ``Progress.silent()`` ignores them."""
+
+    def __init__(self, steps: list[str], stream: TextIO | None = None, title: str = "") -> None:
+        self.steps = steps
+        self.stream = stream or sys.stderr
+        self.title = title
+        self.rows: list[list[str]] = [["pending", "", ""] for _ in steps]
+        self.live = None
+        from rich.console import Console
+
+        self.console = Console(file=self.stream, highlight=False)
+        if self.console.is_terminal:
+            from rich.live import Live
+
+            self.live = Live(
+                self._table(),
+                console=self.console,
+                transient=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+                refresh_per_second=8,
+            )
+            self.live.start()
+        elif title:
+            self._line(title)
+
+    @classmethod
+    def silent(cls) -> Progress:
+        return _Silent()
+
+    def start(self, index: int) -> None:
+        self._set(index, "running", "", "")
+
+    def finish(
+        self, index: int, status: str, seconds: float | None = None, detail: str = ""
+    ) -> None:
+        text = f"{seconds:.2f} s" if seconds is not None else ""
+        self._set(index, status, text, detail)
+        if self.live is None:
+            name = self.steps[index]
+            parts = [f"[{index + 1}/{len(self.steps)}] {name}: {status}", text, detail]
+            self._line("  ".join(p for p in parts if p))
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.update(self._table())
+            self.live.stop()
+            self.live = None
+
+    def _set(self, index: int, status: str, seconds: str, detail: str) -> None:
+        self.rows[index] = [status, seconds, detail]
+        if self.live is not None:
+            self.live.update(self._table())
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _table(self):
+        from rich.table import Table
+
+        table = Table(title=self.title or None, title_justify="left", box=None, pad_edge=False)
+        for column in ("", "step", "time", "verification / note"):
+            table.add_column(column)
+        for index, name in enumerate(self.steps, 1):
+            status, seconds, detail = self.rows[index - 1]
+            color = COLORS[status]
+            table.add_row(
+                f"[{color}]{SYMBOLS[status]}[/{color}]", f"{index:>2} {name}", seconds, detail
+            )
+        return table
+
+
+class _Silent(Progress):
+    def __init__(self) -> None:
+        self.steps = []
+
+    def start(self, index: int) -> None:
+        pass
+
+    def finish(
+        self, index: int, status: str, seconds: float | None = None, detail: str = ""
+    ) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

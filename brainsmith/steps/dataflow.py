@@ -1,0 +1,230 @@
+"""brainsmith's standard FINN dataflow flow as eight ``@step`` plugins.
+
+Each is ``fn(model, cfg) -> model`` with ``cfg`` a FINN ``DataflowBuildConfig``, so the
+steps also run inside FINN's own builder. The blueprint's selection (kernels, backends,
+phased transforms) reaches them through ``brainsmith.build.context.context_of(cfg)``;
+without one they behave like FINN's defaults.
+
+    cleanup → qonnx_to_finn → streamline (+ pre_hw transforms) → hardware_inference
+    (+ dataflow partition) → specialize → folding (+ bit widths, post_hw transforms)
+    → estimates → codegen
+"""
+
+from __future__ import annotations
+
+from brainsmith.build.context import context_of
+from brainsmith.build.errors import StepError
+from brainsmith.frameworks.finn_env import prepare_finn
+from brainsmith.plugin.core import step
+
+prepare_finn()
+
+HW_DOMAIN = "finn.custom_op.fpgadataflow"
+BACKEND_DOMAINS = {f"{HW_DOMAIN}.hls": "hls", f"{HW_DOMAIN}.rtl": "rtl"}
+
+
+@step(name="cleanup", description="QONNX clean-up: shapes, constants, unique readable names")
+def cleanup(model, cfg):
+    """QONNX clean-up: shapes, constant folding, unique node and readable tensor names."""
+    from qonnx.util.cleanup import cleanup_model
+
+    return cleanup_model(model)
+
+
+@step(name="qonnx_to_finn", description="Convert QONNX quantizers to FINN-ONNX and tidy up")
+def qonnx_to_finn(model, cfg):
+    """Convert Quant/BipolarQuant/Trunc nodes to FINN-ONNX (MultiThreshold), then tidy up."""
+    from finn.builder.build_dataflow_steps import step_qonnx_to_finn, step_tidy_up
+
+    return step_tidy_up(step_qonnx_to_finn(model, cfg), cfg)
+
+
+@step(name="streamline", description="Blueprint pre_hw transforms, then FINN streamlining")
+def streamline(model, cfg):
+    """Apply the blueprint's ``pre_hw`` transforms, then FINN's streamlining."""
+    from finn.builder.build_dataflow_steps import step_streamline
+
+    model = apply_transforms(model, context_of(cfg).plan.pre_hw, "pre_hw")
+    return step_streamline(model, cfg)
+
+
+@step(
+    name="hardware_inference",
+    description="Convert to the blueprint's kernels only, then split off the dataflow partition",
+)
+def hardware_inference(model, cfg):
+    """Run each selected kernel's infer transform, then create the dataflow partition.
+
+    Thresholds stay separate Thresholding layers when ``cfg.standalone_thresholds`` is set
+    or a matrix kernel allows only RTL backends (which have no built-in activation).
+
+    Returns the partition (the accelerator); the graph around it is kept as
+    ``context_of(cfg).dataflow_parent``.
+    """
+    from finn.builder.build_dataflow_steps import step_minimize_bit_width_initial
+    from qonnx.transformation.general import GiveUniqueNodeNames
+    from qonnx.transformation.infer_data_layouts import InferDataLayouts
+    from qonnx.transformation.infer_datatypes import InferDataTypes
+    from qonnx.transformation.infer_shapes import InferShapes
+
+    from brainsmith.build.finn_tables import TRANSFORM_ARGS
+
+    plan = context_of(cfg).plan
+    standalone = cfg.standalone_thresholds or plan.needs_standalone_thresholds()
+    for name in plan.infer_transforms(standalone):
+        cls = _transform_class(name)
+        args = TRANSFORM_ARGS.get(cls.__name__, lambda c: {})(cfg)
+        model = model.transform(cls(**args))
+    for transform in (GiveUniqueNodeNames(), InferDataLayouts(), InferDataTypes(), InferShapes()):
+        model = model.transform(transform)
+    model = step_minimize_bit_width_initial(model, cfg)
+    return _partition(model, cfg)
+
+
+def _partition(model, cfg):
+    from finn.analysis.fpgadataflow.unsupported_layers import unsupported_layers
+    from finn.transformation.fpgadataflow.create_dataflow_partition import (
+        CreateDataflowPartition,
+    )
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.custom_op.registry import getCustomOp
+
+    plan = context_of(cfg).plan
+    selected = ", ".join(k.name for k in plan.kernels) if plan.kernels is not None else "all"
+    if not any(n.domain.startswith(HW_DOMAIN) for n in model.graph.node):
+        ops = ", ".join(sorted({n.op_type for n in model.graph.node}))
+        raise StepError(
+            f"no node was converted to hardware: the kernels ({selected}) match none of the "
+            f"model's operations ({ops})",
+            "add a kernel for these operations to the blueprint's kernels",
+        )
+    supported, culprit = model.analysis(unsupported_layers)
+    if not supported:
+        raise StepError(
+            f"node {culprit.name} ({culprit.op_type}) sits between hardware layers but was not "
+            f"converted to hardware by the blueprint's kernels ({selected})",
+            f"add a kernel that implements {culprit.op_type} to the blueprint, or a pre_hw "
+            "transform that removes it",
+        )
+    folder = cfg.get_intermediate_models_directory() / "supported_op_partitions"
+    parent = model.transform(CreateDataflowPartition(partition_model_dir=str(folder)))
+    partitions = parent.get_nodes_by_op_type("StreamingDataflowPartition")
+    if len(partitions) != 1:
+        raise StepError(
+            f"the hardware layers form {len(partitions)} separate dataflow partitions; "
+            "FINN builds exactly one",
+            "convert the layers between them to hardware too (add their kernels)",
+        )
+    context_of(cfg).dataflow_parent = parent
+    return ModelWrapper(getCustomOp(partitions[0]).get_nodeattr("model"))
+
+
+@step(
+    name="specialize",
+    description="Choose HLS or RTL per layer from the blueprint's allowed backends",
+)
+def specialize(model, cfg):
+    """Set ``preferred_impl_style`` from the allowed backend types, then FINN SpecializeLayers.
+
+    A kernel allowing exactly one backend type gets that type; allowing several lets FINN
+    choose. A layer that ends up with a backend type the blueprint does not allow fails
+    the step.
+    """
+    from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
+    from finn.transformation.general import ApplyConfig
+    from qonnx.custom_op.registry import getCustomOp
+    from qonnx.transformation.general import GiveUniqueNodeNames
+    from qonnx.transformation.infer_datatypes import InferDataTypes
+    from qonnx.transformation.infer_shapes import InferShapes
+
+    plan = context_of(cfg).plan
+    for node in model.graph.node:
+        kernel = plan.kernel_for(node.op_type) if node.domain == HW_DOMAIN else None
+        if kernel is not None and len(set(kernel.backend_types)) == 1:
+            getCustomOp(node).set_nodeattr("preferred_impl_style", kernel.backend_types[0])
+    if cfg.specialize_layers_config_file is not None:
+        model = model.transform(ApplyConfig(str(cfg.specialize_layers_config_file)))
+    model = model.transform(SpecializeLayers(cfg._resolve_fpga_part()))
+    for transform in (GiveUniqueNodeNames(), InferShapes(), InferDataTypes()):
+        model = model.transform(transform)
+    _check_backends(model, plan)
+    return model
+
+
+def _check_backends(model, plan) -> None:
+    for node in model.graph.node:
+        style = BACKEND_DOMAINS.get(node.domain)
+        if style is None:
+            continue
+        kernel = plan.kernel_for(node.op_type.rpartition("_")[0])
+        if kernel is not None and kernel.backend_types and style not in kernel.backend_types:
+            allowed = ", ".join(kernel.backends) or "/".join(kernel.backend_types)
+            raise StepError(
+                f"layer {node.name} could only be specialised as {node.op_type} ({style}), but "
+                f"the blueprint allows {allowed} for kernel {kernel.name}",
+                f"allow a {style} backend for {kernel.name} in the blueprint, or change the "
+                "layer so FINN can implement it with the allowed backend",
+            )
+
+
+@step(
+    name="folding",
+    description="Fold to target_fps, apply a folding config, minimise bit widths, post_hw",
+)
+def folding(model, cfg):
+    """Parallelise to ``cfg.target_fps`` (FINN SetFolding at the configured clock), apply a
+    folding config file if given, minimise bit widths, then the blueprint's ``post_hw``
+    transforms."""
+    from finn.builder.build_dataflow_steps import (
+        step_apply_folding_config,
+        step_minimize_bit_width,
+        step_target_fps_parallelization,
+    )
+
+    model = step_target_fps_parallelization(model, cfg)
+    model = step_apply_folding_config(model, cfg)
+    model = step_minimize_bit_width(model, cfg)
+    return apply_transforms(model, context_of(cfg).plan.post_hw, "post_hw")
+
+
+@step(name="estimates", description="Per-layer resource and cycle estimates, fps and latency")
+def estimates(model, cfg):
+    """Write FINN's analytical estimate reports (resources, cycles, performance) to the
+    report folder of ``cfg.output_dir``."""
+    import dataclasses
+
+    from finn.builder.build_dataflow_config import DataflowOutputType
+    from finn.builder.build_dataflow_steps import step_generate_estimate_reports
+
+    wanted = DataflowOutputType.ESTIMATE_REPORTS
+    if wanted not in cfg.generate_outputs:
+        cfg = dataclasses.replace(cfg, generate_outputs=[*cfg.generate_outputs, wanted])
+    return step_generate_estimate_reports(model, cfg)
+
+
+@step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")
+def codegen(model, cfg):
+    """Generate each layer's HLS code and RTL sources (no Xilinx tools needed)."""
+    from finn.builder.build_dataflow_steps import step_hw_codegen
+
+    return step_hw_codegen(model, cfg)
+
+
+def apply_transforms(model, transforms: list, phase: str):
+    """Apply blueprint transforms (``TransformRef``) in order."""
+    for ref in transforms:
+        try:
+            instance = _transform_class(ref.name)(**ref.args)
+        except TypeError as exc:
+            raise StepError(
+                f"{phase} transform {ref.name} cannot be created with {ref.args}: {exc}",
+                f"check the arguments of {ref.name} in the blueprint",
+            ) from exc
+        model = model.transform(instance)
+    return model
+
+
+def _transform_class(name: str) -> type:
+    from brainsmith.plugin.core import get_registry
+
+    return get_registry().get("transform", name)
