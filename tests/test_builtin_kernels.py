@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import numpy as np
@@ -281,3 +282,12 @@ def test_transformer_block_keeps_layernorm_in_software_without_brainsmith_transf
         if not n.domain.startswith(HW_DOMAIN)
     ]
     assert leftover == ["LayerNormalization", "Dropout"]
+
+
+def test_builtin_plugins_doc_examples_run():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "builtin-plugins.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", doc, flags=re.DOTALL)
+    assert len(blocks) >= 10
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/builtin-plugins.md", "exec"), namespace)

@@ -135,6 +135,16 @@ def test_expand_norms_adds_a_zero_bias_input_that_finn_requires():
     assert_same_function(before, after)
 
 
+def test_expand_norms_spells_out_default_axis_and_epsilon_that_finn_reads():
+    norm = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"])
+    ones, zeros = np.ones(8, np.float32), np.zeros(8, np.float32)
+    before = make_model([norm], {"s": ones, "b": zeros})
+    after = before.transform(tfm.ExpandNorms())
+    attributes = {a.name: helper.get_attribute_value(a) for a in after.graph.node[0].attribute}
+    assert attributes["axis"] == -1 and attributes["epsilon"] == pytest.approx(1e-5)
+    assert_same_function(before, after)
+
+
 def test_expand_norms_adds_only_a_mul_when_bias_is_zero():
     before = layernorm_model(random(1, [8]), np.zeros(8, np.float32))
     after = before.transform(tfm.ExpandNorms())

@@ -18,6 +18,7 @@ from brainsmith.transforms.graph_rewrite import (
 )
 
 Mode = Literal["affine", "primitive"]
+ONNX_DEFAULTS = {"axis": -1, "epsilon": 1e-5}  # FINN's InferLayerNorm fails when these are implicit
 
 
 @transform(
@@ -28,9 +29,9 @@ Mode = Literal["affine", "primitive"]
 class ExpandNorms(Transformation):
     """Split LayerNormalization into a plain norm plus Mul (scale) and Add (bias).
 
-    FINN's ``InferLayerNorm`` only converts a LayerNormalization whose scale is all ones
-    and which has an explicit bias input of zeros; the extracted Mul/Add are then absorbed
-    by streamlining (e.g. into the next MultiThreshold).
+    FINN's ``InferLayerNorm`` only converts a LayerNormalization whose scale is all ones,
+    which has an explicit zero bias input and explicit ``axis``/``epsilon`` attributes; the
+    extracted Mul/Add are then absorbed by streamlining (e.g. into the next MultiThreshold).
 
     ``mode="affine"`` (default) keeps one LayerNormalization in exactly that form, so FINN
     turns it into its LayerNorm kernel. ``mode="primitive"`` replaces the norm by
@@ -61,7 +62,7 @@ class ExpandNorms(Transformation):
         affine_ops = [("Mul", node.input[1])] if not np.all(scale == 1) else []
         if bias is not None and np.any(bias):
             affine_ops.append(("Add", node.input[2]))
-        if self.mode == "affine" and not affine_ops and has_bias:
+        if self.mode == "affine" and not affine_ops and has_bias and _explicit_attributes(node):
             return False  # already in the form FINN converts
         if self.mode == "primitive" and not _primitives_compute_the_same(model, node):
             return False
@@ -94,7 +95,11 @@ class ExpandNorms(Transformation):
 def _make_plain(
     model: ModelWrapper, node: NodeProto, scale: np.ndarray, bias: np.ndarray | None
 ) -> None:
-    """Give ``node`` a scale of ones and an explicit zero bias (FINN requires the bias input)."""
+    """Unit scale, explicit zero bias, explicit axis and epsilon: FINN requires all four."""
+    present = {attr.name for attr in node.attribute}
+    for name, default in ONNX_DEFAULTS.items():
+        if name not in present:
+            node.attribute.append(helper.make_attribute(name, default))
     base = node.output[0]
     node.input[1] = add_initializer(model, f"{base}_unit_scale", np.ones_like(scale))
     zeros = np.zeros_like(scale if bias is None else bias)
@@ -103,6 +108,10 @@ def _make_plain(
         node.input[2] = zero_bias
     else:
         node.input.append(zero_bias)
+
+
+def _explicit_attributes(node: NodeProto) -> bool:
+    return set(ONNX_DEFAULTS) <= {attr.name for attr in node.attribute}
 
 
 def _primitives_compute_the_same(model: ModelWrapper, node: NodeProto) -> bool:
