@@ -91,7 +91,7 @@ def discover(config: PluginConfig, key: DiscoveryKey, registry: Registry) -> Dis
     started = time.perf_counter()
     result = DiscoveryResult()
     name = key.index_name()
-    stamp = [INDEX_FORMAT, _brainsmith_version(), key.index_name()]
+    stamp = [INDEX_FORMAT, _brainsmith_version(), key.index_name(), _scanner_stamp()]
     index = memo.read(name, stamp, config.cache_dir)
     if not _valid_index(index):
         index = None
@@ -251,6 +251,17 @@ def _trusted(spec: PluginSpec, source: str, allowed: tuple, config: PluginConfig
         and spec.framework != ""
         and (source == "entry_points" or spec.framework == source)
     )
+
+
+def _scanner_stamp() -> int:
+    """Changes whenever the code that reads plugin sources changes (editable installs)."""
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, name) for name in ("discovery.py", "metadata.py", "spec.py")]
+    sources = os.path.join(here, "sources")
+    paths += [os.path.join(sources, n) for n in sorted(os.listdir(sources)) if n.endswith(".py")]
+    return sum(entry[1] for entry in stamp_paths(paths)) & 0xFFFFFFFFFFFF
 
 
 def _brainsmith_version() -> str:
