@@ -113,7 +113,7 @@ def _key_position(source: Source, path: Path, line: int, column: int) -> tuple[i
 def read_document(path: str, diag: Diagnostics) -> Document | None:
     """Read ``path`` and every file it extends; problems go to ``diag``."""
     sources: list[Source] = []
-    seen: dict[str, str] = {}
+    seen: set[str] = set()  # real paths read so far
     before = len(diag.problems)
     display, requested_at = os.fspath(path), None
     while True:
@@ -121,7 +121,7 @@ def read_document(path: str, diag: Diagnostics) -> Document | None:
         if source is None:
             break
         sources.append(source)
-        seen[os.path.realpath(source.path)] = display
+        seen.add(os.path.realpath(source.path))
         extends = source.data.get("extends")
         if extends is None:
             break

@@ -43,6 +43,7 @@ class Diagnostics:
     ) -> None:
         """Record ``what; expected <expected><hint>`` at ``where`` = (file, line, column)."""
         message = what + (f"; expected {expected}" if expected else "") + hint
+        message = " ".join(part.strip() for part in message.splitlines())  # one line each
         self.problems.append(Problem(*where, message))
         if len(self.problems) >= MAX_PROBLEMS:
             self.problems.append(

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
 from brainsmith.plugin.blueprint.checks import Checker, label
-from brainsmith.plugin.blueprint.document import Document, Path, locate_in
+from brainsmith.plugin.blueprint.document import PER_FILE_KEYS, Document, Path, locate_in
 from brainsmith.plugin.blueprint.errors import Diagnostics, describe
 from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_build
 
@@ -101,13 +102,13 @@ def outline(doc: Document, diag: Diagnostics) -> Outline:
 
 
 def _per_file(doc: Document) -> dict:
-    return {k: v for k, v in doc.top.data.items() if k in ("name", "description", "extends")}
+    return {k: v for k, v in doc.top.data.items() if k in PER_FILE_KEYS}
 
 
 def _name(check: Checker, doc: Document) -> str:
     value = doc.top.data.get("name")
     if value is None:
-        stem = doc.top.display.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        stem = os.path.splitext(os.path.basename(doc.top.path))[0]
         return stem if NAME.match(stem) else "blueprint"
     if isinstance(value, str) and NAME.match(value) and len(value) <= 100:
         return value
