@@ -166,6 +166,19 @@ def test_layernorm_kernel_ignores_a_layernorm_with_affine_scale():
     assert hw_op_types(infer_with_kernel(original, "LayerNorm")) == []
 
 
+def test_expand_norms_keeps_the_bias_finn_drops_from_a_unit_scale_layernorm():
+    node = helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)
+    constants = {"g": np.ones(16), "b": np.full(16, 3.0)}
+    original = single_node_model(node, [1, 4, 16], [1, 4, 16], constants)
+    inputs = random_input(original, 0)
+    finn_alone = infer_with_kernel(original, "LayerNorm")
+    dropped = execute_onnx(finn_alone, inputs)["y"] - execute_onnx(original, inputs)["y"]
+    assert np.allclose(dropped, -3.0, atol=1e-5)  # finn-plus 1.6.1 converts and loses the bias
+    hw = infer_with_kernel(original.transform(tfm.ExpandNorms()), "LayerNorm")
+    assert [n.op_type for n in hw.graph.node] == ["LayerNorm", "Add"]
+    assert_same_function(original, hw, atol=1e-5)
+
+
 def test_softmax_kernel_replaces_softmax_on_int8_input():
     node = helper.make_node("Softmax", ["x"], ["y"], axis=-1)
     original = single_node_model(node, [1, 8, 16], [1, 8, 16], in_dtype="INT8")
