@@ -46,6 +46,7 @@ def load_yaml_with_marks(text: str, path: str) -> tuple[object, dict[Path, tuple
         raise YAMLInputError(f"{path}: document is larger than {MAX_BYTES // 1024} KiB")
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
+        _check_shape(text, path, loader_cls)
         node = yaml.compose(text, Loader=loader_cls)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -60,6 +61,26 @@ def load_yaml_with_marks(text: str, path: str) -> tuple[object, dict[Path, tuple
         return None, marks
     builder = _Builder(path, marks)
     return builder.build(node, (), 0), marks
+
+
+def _check_shape(text: str, path: str, loader_cls: type) -> None:
+    """Bound nesting and size on the event stream before composing: libyaml's composer
+    recurses in C (100,000 ``[`` overflow the stack) and builds every node of a document."""
+    depth = 0
+    for events, event in enumerate(yaml.parse(text, Loader=loader_cls), 1):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _at(path, event, f"nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        if events > MAX_NODES:
+            raise _at(path, event, f"more than {MAX_NODES} values; refusing to parse")
+
+
+def _at(path: str, event: yaml.Event, message: str) -> YAMLInputError:
+    mark = event.start_mark
+    return YAMLInputError(f"{path}:{mark.line + 1}:{mark.column + 1}: {message}")
 
 
 _SEQ = "tag:yaml.org,2002:seq"
