@@ -190,10 +190,23 @@ class Registry:
             obj = import_target(spec)
         except PluginLoadError as exc:
             spec.error = str(exc)
+            self._forget_failed_module(spec.module)
             raise
         spec.obj = obj
         spec.error = None
         return obj
+
+    def _forget_failed_module(self, module: str) -> None:
+        """Decorators hand their objects over while a module imports; if the import then
+        failed, those objects belong to a module Python discarded and must not be served."""
+        import sys
+
+        if module in sys.modules:
+            return
+        with self._lock:
+            stale = [s for s in self._specs.values() if s.module == module and s.obj is not None]
+        for spec in stale:
+            spec.obj = None
 
 
 def check_type(type: str) -> None:
