@@ -9,6 +9,7 @@ exist. ``render_charts`` is the same drawing in-process (the fallback).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -99,26 +100,34 @@ class ChartWorker:
             try:
                 self.process.stdin.write(json.dumps(layers).encode())
                 self.process.stdin.close()
+                self.process.stdin = None  # communicate() must not flush it again
             except OSError:
                 self.close()
 
     def charts(self, layers: list[dict]) -> dict[str, str]:
         """The charts for ``layers``: the worker's if it drew these, else drawn here."""
+        drawn = None
         if self.process is not None and self.layers == layers:
             try:
                 out, _ = self.process.communicate(timeout=60)
                 if self.process.returncode == 0:
-                    return json.loads(out)
+                    drawn = json.loads(out)
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
         self.close()
-        return render_charts(layers)
+        return drawn if drawn is not None else render_charts(layers)
 
     def close(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self.process = None
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None and not pipe.closed:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
 
 def main() -> None:

@@ -34,8 +34,9 @@ Used by ``brainsmith.build``:
    instead of the shared temp dir.
 7. ``build_dataflow_cfg`` ends with ``get_vivado_root()``, which raises without Vivado
    (it only records the tool version in a report). ``run_finn_builder`` calls FINN's own
-   runner with that lookup answering ``""`` when Vivado is absent, and with 5.'s IO
-   restoration.
+   runner with that lookup answering ``""`` when Vivado is absent, and afterwards restores
+   what the runner changes for the whole process: ``sys.stdout``/``sys.stderr``, the root
+   logger, FINN's console and the capture of warnings into logging.
 8. FINN's Python execution of an MVAU with built-in thresholds treats a 3-D
    (batch, sequence, channels) result as channels-first, so a transformer's projection
    fails ("Threshold shape incorrect") — or, when sequence length equals channel count,
@@ -179,9 +180,12 @@ def generated_code_dir(path: str) -> Iterator[None]:
 def run_finn_builder(model_path: str, cfg: object) -> int:
     """FINN's own ``build_dataflow_cfg`` (its step runner), usable without Vivado (see 7.)."""
     prepare_finn()
-    import finn.builder.build_dataflow as builder
+    import logging
 
-    original = builder.get_vivado_root
+    import finn.builder.build_dataflow as builder
+    import finn.util.logging as finn_logging
+
+    original, console = builder.get_vivado_root, finn_logging.get_console()
     if not vivado_available():
         builder.get_vivado_root = lambda: ""
     try:
@@ -189,6 +193,8 @@ def run_finn_builder(model_path: str, cfg: object) -> int:
             return builder.build_dataflow_cfg(model_path, cfg)
     finally:
         builder.get_vivado_root = original
+        finn_logging.set_console(console)
+        logging.captureWarnings(False)  # the builder routes warnings into its log file
 
 
 def fix_python_execution() -> None:
