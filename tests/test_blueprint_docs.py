@@ -12,6 +12,7 @@ import pytest
 from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 from brainsmith.plugin.blueprint.options import BUILD_KEYS
 from brainsmith.plugin.blueprint.schema import HW_KEYS, KERNEL_KEYS, PHASES, TOP_KEYS
+from tests.conftest import run_python
 from tests.test_blueprint_support import use_toy_registry, write
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,6 +77,28 @@ def test_transformer_blueprint_expands_norms_before_hardware_inference():
     assert "brainsmith:ExpandNorms" in [
         s.qualified_name for s in blueprint.transforms_phased["pre_hw"]
     ]
+
+
+def test_shipped_blueprint_loads_only_the_plugin_module_that_is_used():
+    result = run_python(f"""
+        import sys
+        from brainsmith.plugin import load_blueprint_plugins
+
+        plugins = load_blueprint_plugins({str(REPO / "blueprints" / "transformer.yaml")!r})
+        modules = sorted({{spec.module for c in plugins.values() for spec in c.specs()}})
+
+        def imported():
+            heavy = [m for m in ("finn", "qonnx", "onnx", "torch") if m in sys.modules]
+            return heavy + [m for m in modules if m in sys.modules]
+
+        print(imported())
+        plugins["transforms"].ExpandNorms
+        print(imported())
+    """)
+    assert result.returncode == 0, result.stderr
+    after_load, after_use = result.stdout.splitlines()
+    assert after_load == "[]"
+    assert after_use == "['qonnx', 'onnx', 'brainsmith.transforms.expand_norms']"
 
 
 @pytest.mark.parametrize("index", range(len(EXAMPLES)))

@@ -37,7 +37,9 @@ def load_blueprint(path: str | os.PathLike) -> Blueprint:
     kernels = _kernels(resolver, shape.kernels)
     transforms = _specs(resolver, "transform", shape.transforms)
     phased = {phase: _specs(resolver, "transform", shape.phased[phase]) for phase in PHASES}
-    if shape.steps is None:
+    if shape.steps is None and not doc.complete:
+        steps: tuple[PluginSpec, ...] = ()  # a base that could not be read may list them
+    elif shape.steps is None:
         defaults = [Ref(name, False, ("steps",)) for name in DEFAULT_STEPS]
         steps = tuple(s for s in (resolver.find("step", r, default=True) for r in defaults) if s)
     else:
