@@ -1,0 +1,246 @@
+"""brainsmith.build end to end: the shipped MLP and transformer block, verification
+failures naming their step, the output-folder policy and the HTML report in Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import brainsmith
+from brainsmith.build import BuildError
+from brainsmith.build.outdir import prepare_output_dir
+
+REPO = Path(__file__).resolve().parents[1]
+MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
+TRANSFORMER = REPO / "examples" / "models" / "transformer_block.onnx"
+CHROMIUM = "/usr/bin/chromium"
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """A private plugin cache and config for the module's builds (module-scoped hub)."""
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    root = tmp_path_factory.mktemp("hub")
+    os.chmod(root, 0o700)
+    config = root / "config.yaml"
+    config.write_text("plugin_system: {}\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
+        patch.setenv("BRAINSMITH_CONFIG", str(config))
+        patch.delenv("BRAINSMITH_PLUGIN_DIRS", raising=False)
+        reset_plugin_system()
+        yield root
+    reset_plugin_system()
+
+
+def reference_vectors(folder: Path, count: int = 4) -> tuple[Path, Path]:
+    """Inputs and the original QONNX model's outputs for them, as --input/--expected files."""
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.core.onnx_exec import execute_onnx
+
+    model = ModelWrapper(str(MLP))
+    name, out = model.graph.input[0].name, model.graph.output[0].name
+    shape = model.get_tensor_shape(name)
+    x = np.random.default_rng(7).uniform(-1, 1, size=(count, *shape[1:])).astype(np.float32)
+    y = np.concatenate([execute_onnx(model, {name: x[i : i + 1]})[out] for i in range(count)])
+    np.save(folder / "x.npy", x)
+    np.save(folder / "y.npy", y)
+    return folder / "x.npy", folder / "y.npy"
+
+
+@pytest.fixture(scope="module")
+def mlp(hub, tmp_path_factory):
+    """The shipped MLP built once with its blueprint, verified after every step."""
+    folder = tmp_path_factory.mktemp("mlp")
+    x, y = reference_vectors(folder)
+    result = brainsmith.build(
+        str(MLP),
+        str(REPO / "blueprints" / "mlp.yaml"),
+        str(folder / "out"),
+        verify="each",
+        input_npy=str(x),
+        expected_npy=str(y),
+    )
+    return result
+
+
+def test_mlp_build_succeeds_and_reports(mlp):
+    report = json.loads(Path(mlp.report_path).read_text())
+    assert report["status"] == "ok" and report["error"] is None
+    names = [s["name"] for s in report["steps"]]
+    assert names[:8] == [
+        "cleanup",
+        "qonnx_to_finn",
+        "streamline",
+        "hardware_inference",
+        "specialize",
+        "folding",
+        "estimates",
+        "codegen",
+    ]
+    assert report["totals"]["LUT"] > 0
+    assert report["performance"]["estimated_fps"] > 0
+    assert report["performance"]["estimated_latency_ns"] > 0
+    assert report["versions"]["finn"] and report["versions"]["qonnx"]
+    assert report["blueprint"]["name"] == "mlp"
+
+
+def test_every_step_is_verified_against_the_cleaned_model(mlp):
+    for step in mlp.report["steps"][:8]:
+        assert step["status"] == "ok" and step["seconds"] >= 0
+        check = step["verification"]
+        assert check["ok"] and check["samples"] == 16 and check["max_error"] < 1e-4
+        assert check["user"]["ok"] and check["user"]["samples"] == 4
+
+
+def test_hardware_steps_without_vivado_are_skipped_with_the_reason(mlp):
+    skipped = [s for s in mlp.report["steps"] if s["status"] == "skipped"]
+    assert {s["name"] for s in skipped} >= {
+        "step_create_stitched_ip",
+        "step_out_of_context_synthesis",
+    }
+    assert all("XILINX_VIVADO" in s["reason"] for s in skipped)
+
+
+def test_only_the_blueprints_kernels_and_backends_are_used(mlp):
+    layers = mlp.report["layers"]
+    assert {layer["op_type"] for layer in layers} == {"MVAU", "Thresholding"}
+    assert {layer["backend"] for layer in layers} == {"rtl"}  # mlp.yaml allows rtl only
+    assert all(layer["LUT"] + layer["DSP"] + layer["BRAM_18K"] > 0 for layer in layers)
+
+
+def test_output_folder_holds_models_and_reports(mlp):
+    out = Path(mlp.output_dir)
+    for name in ("report.json", "report.html", "build.log", "final.onnx", "final_parent.onnx"):
+        assert (out / name).is_file(), name
+    for step in mlp.report["steps"]:
+        if step["status"] == "ok":
+            assert (out / step["model"]).is_file()
+    assert list((out / "finn" / "build").glob("code_gen_ipgen_*"))  # generated code
+
+
+def test_report_html_renders_in_chromium(mlp, tmp_path):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(
+            f"{CHROMIUM} is missing: run `bash scripts/install_browser.sh` to install "
+            "Debian's chromium for this test"
+        )
+    html = Path(mlp.html_path).read_text()
+    for layer in mlp.report["layers"]:
+        assert layer["name"] in html
+    assert "<svg" in html and 'src="http' not in html  # charts inline, nothing fetched
+    png = tmp_path / "report.png"
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={png}",
+            "--window-size=1200,2000",
+            Path(mlp.html_path).as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert png.is_file() and png.stat().st_size > 10_000
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(png))
+    colours = np.unique(pixels.reshape(-1, pixels.shape[-1]).round(2), axis=0)
+    assert len(colours) > 20  # text, tables and bars, not a blank page
+
+
+def test_transformer_block_builds(hub, tmp_path):
+    # The block's 1/sqrt(d) scale stays a Mul after streamlining, so the build needs an
+    # elementwise kernel besides the blueprint's LayerNorm, softmax, matmul, Thresholding.
+    blueprint = tmp_path / "transformer.yaml"
+    blueprint.write_text(
+        textwrap.dedent(f"""\
+        name: transformer-test
+        extends: {REPO / "blueprints" / "transformer.yaml"}
+        hw_compiler:
+          kernels: [LayerNorm, softmax, matmul, finn:Thresholding, finn:ElementwiseMul]
+        """)
+    )
+    result = brainsmith.build(str(TRANSFORMER), str(blueprint), str(tmp_path / "out"))
+    assert result.status == "ok"
+    kernels = {layer["op_type"] for layer in result.report["layers"]}
+    assert {"LayerNorm", "HWSoftmax", "MVAU"} <= kernels
+    final = [s for s in result.report["steps"] if s.get("verification")]
+    assert final and final[-1]["verification"]["max_error"] < 1e-4
+
+
+def test_step_that_changes_the_function_fails_naming_it(hub, tmp_path, monkeypatch):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "corrupt.py").write_text(
+        textwrap.dedent("""\
+        from brainsmith.plugin.core import step
+
+        @step(name="double_first_weights")
+        def double_first_weights(model, cfg):
+            node = model.get_nodes_by_op_type("MatMul")[0]
+            model.set_initializer(node.input[1], 2 * model.get_initializer(node.input[1]))
+            return model
+        """)
+    )
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_DIRS", str(plugins))
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    reset_plugin_system()
+    blueprint = tmp_path / "corrupt.yaml"
+    blueprint.write_text(
+        textwrap.dedent(f"""\
+        name: corrupt
+        extends: {REPO / "blueprints" / "mlp.yaml"}
+        steps: [cleanup, qonnx_to_finn, double_first_weights, streamline]
+        """)
+    )
+    with pytest.raises(BuildError) as caught:
+        brainsmith.build(str(MLP), str(blueprint), str(tmp_path / "out"), verify="each")
+    error = caught.value
+    assert error.step == "double_first_weights" and error.exit_code == 1
+    assert "verification failed" in error.reason and "differ" in error.reason
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["status"] == "failed" and report["error"]["step"] == "double_first_weights"
+    failed = report["steps"][2]
+    assert failed["status"] == "failed" and failed["verification"]["max_error"] > 1e-3
+    assert report["steps"][3]["status"] == "pending"
+
+
+def test_non_empty_output_folder_is_refused(hub, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(BuildError) as caught:
+        brainsmith.build(str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(out))
+    assert caught.value.exit_code == 2 and "not empty" in caught.value.reason
+    assert "--force" in caught.value.hint
+    assert os.listdir(out) == ["keep.txt"]
+
+
+def test_force_moves_the_old_output_folder_aside(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    moved = prepare_output_dir(str(out), force=True)
+    assert moved and Path(moved, "keep.txt").read_text() == "mine"
+    assert out.is_dir() and not os.listdir(out)
+    shutil.rmtree(moved)

@@ -1,0 +1,116 @@
+"""``brainsmith build`` and ``python -m scripts.demo`` as a user runs them: exit codes,
+messages on stderr, the summary on stdout, FINN's chatter kept out of both."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
+BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
+BRAINSMITH = [sys.executable, "-m", "brainsmith.cli"]
+
+
+def run(args: list[str], cwd: Path = REPO, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(args, capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+
+
+def test_missing_model_exits_2_before_loading_finn(tmp_path):
+    result = run(
+        [
+            *BRAINSMITH,
+            "build",
+            str(tmp_path / "nope.onnx"),
+            str(BLUEPRINT),
+            "-o",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert result.returncode == 2
+    assert "nope.onnx does not exist" in result.stderr and result.stdout == ""
+    assert not (tmp_path / "out").exists()
+
+
+def test_invalid_blueprint_exits_2_with_its_location(tmp_path):
+    blueprint = tmp_path / "bad.yaml"
+    blueprint.write_text(
+        "name: bad\nbuild:\n  fpga_part: xcvc1902-vsva2197-2MP-e-S\n  verify: sometimes\n"
+    )
+    result = run([*BRAINSMITH, "build", str(MLP), str(blueprint), "-o", str(tmp_path / "out")])
+    assert result.returncode == 2
+    assert "bad.yaml:4:" in result.stderr and "verify" in result.stderr
+
+
+def test_non_empty_output_folder_exits_2_and_suggests_force(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.txt").write_text("keep me")
+    result = run([*BRAINSMITH, "build", str(MLP), str(BLUEPRINT), "-o", str(out)])
+    assert result.returncode == 2
+    assert "is not empty" in result.stderr and "--force" in result.stderr
+    assert (out / "old.txt").read_text() == "keep me"
+
+
+@pytest.mark.slow
+def test_wrong_expected_output_fails_naming_the_step(tmp_path):
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    model = ModelWrapper(str(MLP))
+    shape = model.get_tensor_shape(model.graph.input[0].name)
+    out_shape = model.get_tensor_shape(model.graph.output[0].name)
+    np.save(tmp_path / "x.npy", np.zeros(shape, dtype=np.float32))
+    np.save(tmp_path / "y.npy", np.full(out_shape, 100.0, dtype=np.float32))
+    result = run(
+        [
+            *BRAINSMITH,
+            "build",
+            str(MLP),
+            str(BLUEPRINT),
+            "-o",
+            str(tmp_path / "out"),
+            "--input",
+            str(tmp_path / "x.npy"),
+            "--expected",
+            str(tmp_path / "y.npy"),
+            "--verify",
+            "each",
+            "--quiet",
+        ]
+    )
+    assert result.returncode == 1, result.stderr
+    assert "build failed in step 'cleanup'" in result.stderr
+    assert "differ from --expected" in result.stderr and "by up to" in result.stderr
+    assert "try:" in result.stderr and result.stdout == ""
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["status"] == "failed" and report["error"]["step"] == "cleanup"
+
+
+@pytest.mark.slow
+def test_demo_builds_the_mlp_and_prints_a_summary(tmp_path):
+    result = run(
+        [sys.executable, "-m", "scripts.demo", "--output-root", str(tmp_path)], timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    for text in (
+        "built mlp",
+        "throughput",
+        "latency",
+        "resources   LUT",
+        "verified",
+        "skipped     step_create_stitched_ip",
+        "report.html",
+    ):
+        assert text in result.stdout
+    assert "Assuming" not in result.stdout + result.stderr  # FINN's warnings go to build.log
+    assert "[8/12] codegen: ok" in result.stderr  # plain progress lines when not a terminal
+    (folder,) = tmp_path.iterdir()
+    assert folder.name.startswith("mlp-") and (folder / "report.json").is_file()
+    assert "Assuming 2D input is NC" in (folder / "build.log").read_text()
