@@ -6,6 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from brainsmith.plugin.blueprint import DEFAULT_STEPS
+
 TOY_KERNELS = """
     from brainsmith.plugin import backend, kernel
 
@@ -93,16 +95,7 @@ TOY_BLUEPRINT = """
 
 STANDARD_STEPS = "from brainsmith.plugin import step\n" + "".join(
     f"\n\n@step(name={name!r})\ndef {name}(model, cfg):\n    return model\n"
-    for name in (
-        "cleanup",
-        "qonnx_to_finn",
-        "streamline",
-        "hardware_inference",
-        "specialize",
-        "folding",
-        "estimates",
-        "codegen",
-    )
+    for name in DEFAULT_STEPS
 )
 TOY_MODULES = {
     "toy_kernels.py": TOY_KERNELS,

@@ -37,13 +37,13 @@ def load_blueprint(path: str | os.PathLike) -> Blueprint:
     kernels = _kernels(resolver, shape.kernels)
     transforms = _specs(resolver, "transform", shape.transforms)
     phased = {phase: _specs(resolver, "transform", shape.phased[phase]) for phase in PHASES}
-    if shape.steps is None and not doc.complete:
-        steps: tuple[PluginSpec, ...] = ()  # a base that could not be read may list them
-    elif shape.steps is None:
-        defaults = [Ref(name, False, ("steps",)) for name in DEFAULT_STEPS]
-        steps = tuple(s for s in (resolver.find("step", r, default=True) for r in defaults) if s)
-    else:
+    if shape.steps is not None:
         steps = _specs(resolver, "step", shape.steps)
+    elif doc.complete:  # brainsmith's standard flow
+        defaults = [Ref(name, False, ("steps",)) for name in DEFAULT_STEPS]
+        steps = _specs(resolver, "step", defaults, default=True)
+    else:
+        steps = ()  # a base that could not be read may list them
     _raise_sorted(diag, doc)
     return Blueprint(
         name=shape.name,
@@ -103,8 +103,8 @@ def _kernels(resolver: Resolver, refs) -> tuple[KernelChoice, ...]:
     return tuple(chosen.values())
 
 
-def _specs(resolver: Resolver, kind: str, refs) -> tuple[PluginSpec, ...]:
-    found = (resolver.find(kind, ref) for ref in refs)
+def _specs(resolver: Resolver, kind: str, refs, default: bool = False) -> tuple[PluginSpec, ...]:
+    found = (resolver.find(kind, ref, default) for ref in refs)
     return tuple(spec for spec in found if spec is not None)
 
 
