@@ -22,6 +22,7 @@ class Progress:
         self.title = title
         self.rows: list[list[str]] = [["pending", "", ""] for _ in steps]
         self.live = None
+        self.caption = ""
         from rich.console import Console
 
         self.console = Console(file=self.stream, highlight=False)
@@ -44,7 +45,16 @@ class Progress:
     def silent(cls) -> Progress:
         return _Silent()
 
+    def note(self, text: str) -> None:
+        """A line about what happens outside the steps (e.g. loading FINN)."""
+        self.caption = text
+        if self.live is not None:
+            self.live.update(self._table())
+        else:
+            self._line(text)
+
     def start(self, index: int) -> None:
+        self.caption = ""
         self._set(index, "running", "", "")
 
     def finish(
@@ -75,7 +85,14 @@ class Progress:
     def _table(self):
         from rich.table import Table
 
-        table = Table(title=self.title or None, title_justify="left", box=None, pad_edge=False)
+        table = Table(
+            title=self.title or None,
+            title_justify="left",
+            box=None,
+            pad_edge=False,
+            caption=self.caption or None,
+            caption_justify="left",
+        )
         for column in ("", "step", "time", "verification / note"):
             table.add_column(column)
         for index, name in enumerate(self.steps, 1):
@@ -90,6 +107,9 @@ class Progress:
 class _Silent(Progress):
     def __init__(self) -> None:
         self.steps = []
+
+    def note(self, text: str) -> None:
+        pass
 
     def start(self, index: int) -> None:
         pass

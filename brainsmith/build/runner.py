@@ -190,6 +190,7 @@ def _execute(run: _Run, model) -> BuildResult:
     from brainsmith.frameworks.finn_env import contain_finn_output, generated_code_dir
 
     run.charts = ChartWorker()
+    run.progress.note("loading FINN and the model ...")
     run.log = open(os.path.join(run.output_dir, "build.log"), "w")  # noqa: SIM115
     finn_dir = os.path.join(run.output_dir, "finn")
     with generated_code_dir(os.path.join(finn_dir, "build")):
