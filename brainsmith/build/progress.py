@@ -79,8 +79,11 @@ class Progress:
             self.live.update(self._table())
 
     def _line(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        try:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed pipe must not stop the build
+            pass
 
     def _table(self):
         from rich.table import Table
