@@ -66,13 +66,14 @@ def test_mlp_blueprint_builds_matmul_and_thresholding_as_rtl():
     ]
 
 
-def test_transformer_blueprint_expands_norms_before_hardware_inference():
+def test_transformer_blueprint_has_its_kernels_and_expands_norms_before_hardware():
     blueprint = load_blueprint(REPO / "blueprints" / "transformer.yaml")
     assert [k.kernel.qualified_name for k in blueprint.kernels] == [
         "brainsmith:LayerNorm",
         "brainsmith:softmax",
         "brainsmith:matmul",
         "finn:Thresholding",
+        "finn:ElementwiseMul",
     ]
     assert "brainsmith:ExpandNorms" in [
         s.qualified_name for s in blueprint.transforms_phased["pre_hw"]
