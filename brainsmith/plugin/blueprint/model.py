@@ -19,11 +19,15 @@
   ``"post_hw"`` (the ``folding`` step runs them after folding the hardware layers).
 - ``steps`` (tuple[PluginSpec, ...]): the build flow in order; brainsmith's standard flow
   (``DEFAULT_STEPS``) when the blueprint has no ``steps:``.
-- ``build`` (BuildOptions | None): typed ``build:`` options (paths absolute); None when the
-  blueprint has no ``build:`` section (it can still select plugins).
+- ``build`` (BuildOptions | None): typed ``build:`` options; None when the blueprint has no
+  ``build:`` section (it can still select plugins). Fields: ``fpga_part`` / ``board``
+  (exactly one is set), ``clock_ns`` (float, 10.0), ``target_fps`` (int | None), ``verify``
+  ("each" | "final" | "none", "final"), ``verify_samples`` (int, 16), ``folding_config``,
+  ``specialize_config`` (existing files), ``output_dir`` (absolute paths or None).
 - ``skipped`` (tuple[SkippedPlugin, ...]): optional ``~name`` entries that are not installed.
 
-``backends`` is every allowed backend once; ``to_dict()`` is the blueprint after ``extends``
+``backends`` is every allowed backend once; ``specs()`` the selected plugins by type
+(``load_blueprint_plugins`` serves these); ``to_dict()`` is the blueprint after ``extends``
 with every name qualified (``brainsmith:matmul``) — itself a valid blueprint.
 """
 
