@@ -16,6 +16,10 @@ INSTALL_HINTS = {
 }
 
 
+# Modules that import FINN at top level: FINN is prepared for this process first.
+FINN_USERS = ("finn.", "brainsmith.kernels.", "brainsmith.backends.", "brainsmith.steps.")
+
+
 class ImportTimeout(Exception):
     """An import that did not finish within the configured load timeout."""
 
