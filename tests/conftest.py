@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,11 +15,37 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 
 
+@pytest.fixture(scope="session")
+def warm_index(tmp_path_factory) -> Path:
+    """A discovery index built once per session, copied into each test's own cache dir."""
+    template = tmp_path_factory.mktemp("warm-index")
+    os.chmod(template, 0o700)
+    config = template.parent / "warm-index-config.yaml"
+    config.write_text("plugin_system: {}\n")
+    result = subprocess.run(
+        [
+            PYTHON,
+            "-c",
+            "from brainsmith.plugin.manager import get_plugin_manager as g; g().registry()",
+        ],
+        env={**os.environ, "BRAINSMITH_CACHE_DIR": str(template), "BRAINSMITH_CONFIG": str(config)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return template
+
+
 @pytest.fixture(autouse=True)
-def isolated_hub(tmp_path_factory, monkeypatch):
-    """A private cache dir, no project config from the repo, and a reset plugin system."""
+def isolated_hub(request, tmp_path_factory, monkeypatch, warm_index):
+    """A private cache dir (seeded with the session's index unless the test is marked
+    ``cold_cache``), no project config from the repo, and a reset plugin system."""
     cache = tmp_path_factory.mktemp("cache")
     os.chmod(cache, 0o700)
+    if request.node.get_closest_marker("cold_cache") is None:
+        for entry in warm_index.iterdir():
+            shutil.copy2(entry, cache / entry.name)
     monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
     config = tmp_path_factory.mktemp("config") / "config.yaml"
     config.write_text("plugin_system: {}\n")

@@ -13,6 +13,8 @@ import pytest
 from brainsmith.plugin import memo
 from tests.conftest import run_python
 
+pytestmark = pytest.mark.cold_cache  # these tests start from an empty cache directory
+
 STATS = """
 import json
 from brainsmith.plugin.manager import get_plugin_manager

@@ -118,6 +118,7 @@ def test_steps_are_returned_as_functions(plugin_folder):
     assert fn.__name__ == "noop_step"
 
 
+@pytest.mark.cold_cache
 def test_performance_stats_report_what_the_design_promises():
     stats = get_plugin_manager().get_performance_stats()
     for key in (
@@ -160,6 +161,7 @@ def test_health_is_degraded_and_names_a_broken_plugin(plugin_folder):
     )
 
 
+@pytest.mark.cold_cache
 def test_debug_mode_logs_sources_cache_and_loads(caplog):
     manager = get_plugin_manager()
     manager.set_debug_mode(True)
