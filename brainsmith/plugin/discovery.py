@@ -245,12 +245,26 @@ def fill_registry(
 
 def _trusted(spec: PluginSpec, source: str, allowed: tuple, config: PluginConfig) -> bool:
     if source == "user":
-        return spec.metadata.get("path_entry") in config.plugin_dirs
-    return (
-        f"{spec.module}.".startswith(allowed)
-        and spec.framework != ""
-        and (source == "entry_points" or spec.framework == source)
-    )
+        return _in_plugin_folder(spec, config)
+    if source == "entry_points":  # a distribution cannot take a built-in framework's name
+        return f"{spec.module}.".startswith(allowed) and spec.framework not in BUILTIN_FRAMEWORKS
+    return f"{spec.module}.".startswith(allowed) and spec.framework == source
+
+
+def _in_plugin_folder(spec: PluginSpec, config: PluginConfig) -> bool:
+    """A user plugin's module is a file of a configured plugin folder, named after its path."""
+    import os
+
+    folder = spec.metadata.get("path_entry")
+    if folder not in config.plugin_dirs or spec.framework != "user":
+        return False
+    rel = os.path.relpath(spec.source, folder) if spec.source else os.pardir
+    if rel.startswith(os.pardir) or os.path.isabs(rel) or not rel.endswith(".py"):
+        return False
+    parts = rel[:-3].split(os.sep)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) == spec.module and os.path.isfile(spec.source)
 
 
 def _scanner_stamp() -> int:

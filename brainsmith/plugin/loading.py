@@ -16,18 +16,39 @@ INSTALL_HINTS = {
 }
 
 
-def import_target(spec: PluginSpec) -> object:
-    """Import ``spec.target`` (``module:qualname``) and return the object."""
+# Modules that import FINN at top level: FINN is prepared for this process first.
+FINN_USERS = ("finn.", "brainsmith.kernels.", "brainsmith.backends.", "brainsmith.steps.")
+
+
+class ImportTimeout(Exception):
+    """An import that did not finish within the configured load timeout."""
+
+
+def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
+    """Import ``spec.target`` (``module:qualname``) and return the object.
+
+    With ``timeout`` > 0 the import runs in a worker thread and a PluginLoadError is raised
+    after that many seconds (``plugin_system.load_timeout``); Python cannot stop a thread, so
+    the import goes on in the background and the plugin's module stays locked until it ends.
+    """
     module_name, _, qualname = spec.target.partition(":")
+    _check_declared(spec, module_name)
     path_entry = spec.metadata.get("path_entry")
     if path_entry and path_entry not in sys.path:
         sys.path.append(path_entry)
-    if spec.framework == "finn" or module_name.startswith("finn."):
+    if module_name.startswith(FINN_USERS):
         from brainsmith.frameworks.finn_env import prepare_finn
 
         prepare_finn()
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name, timeout)
+    except ImportTimeout:
+        raise PluginLoadError(
+            f"cannot load {spec.type} {spec.qualified_name}: importing {module_name} "
+            f"({_where(spec)}) did not finish within {timeout:g} s (plugin_system.load_timeout); "
+            "it goes on in the background and other plugins are unaffected",
+            spec,
+        ) from None
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         top = module_name.partition(".")[0]
@@ -70,6 +91,51 @@ def import_target(spec: PluginSpec) -> object:
             spec,
         ) from None
     return obj
+
+
+def _import(module_name: str, timeout: float) -> object:
+    """``importlib.import_module``, given up on after ``timeout`` seconds (0: wait forever)."""
+    module = sys.modules.get(module_name)
+    initializing = getattr(getattr(module, "__spec__", None), "_initializing", False)
+    if timeout <= 0 or (module is not None and not initializing):
+        return importlib.import_module(module_name)
+    import threading
+
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["module"] = importlib.import_module(module_name)
+        except BaseException as exc:  # handed to the caller below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name=f"brainsmith-import:{module_name}", daemon=True)
+    worker.start()
+    worker.join(min(timeout, threading.TIMEOUT_MAX))
+    if worker.is_alive():
+        raise ImportTimeout(module_name)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["module"]
+
+
+def _check_declared(spec: PluginSpec, module_name: str) -> None:
+    """A pip package's plugin is imported only from a package that declares brainsmith
+    plugins, whatever a (stale or forged) discovery index says."""
+    from brainsmith.plugin.discovery import BUILTIN_FRAMEWORKS
+
+    if spec.framework in BUILTIN_FRAMEWORKS:
+        return
+    from brainsmith.plugin.sources.entry_points import declared_packages
+
+    top = module_name.partition(".")[0]
+    if top not in declared_packages():
+        raise PluginLoadError(
+            f"cannot load {spec.type} {spec.qualified_name}: no installed package declares "
+            f"'{top}' in its brainsmith.plugins entry points; refusing to import {spec.target} "
+            "(the discovery index is stale or was tampered with: run `brainsmith cache clear`)",
+            spec,
+        )
 
 
 def _where(spec: PluginSpec) -> str:

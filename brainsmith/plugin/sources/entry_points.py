@@ -28,6 +28,11 @@ def listing() -> list[list[str]]:
     return sorted(found)
 
 
+def declared_packages() -> set[str]:
+    """Top-level packages named by installed distributions' ``brainsmith.plugins`` entry points."""
+    return {value.partition(":")[0].strip().partition(".")[0] for *_, value in listing()}
+
+
 class EntryPointSource:
     framework = "*"
 
