@@ -23,6 +23,7 @@ CONFIG_KEYS = {
     "plugin_dirs": "a list of folder paths (relative to the project root)",
     "cache_dir": "a folder path",
     "debug": "true or false",
+    "load_timeout": "a number of seconds >= 0 (0: no limit)",
 }
 ENV_VARS = {
     "BRAINSMITH_PLUGIN_CACHE_TTL": "cache_ttl",
@@ -30,6 +31,7 @@ ENV_VARS = {
     "BRAINSMITH_PLUGIN_DEBUG": "debug",
     "BRAINSMITH_PLUGIN_DIRS": "plugin_dirs",
     "BRAINSMITH_CACHE_DIR": "cache_dir",
+    "BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "load_timeout",
 }
 
 
@@ -43,6 +45,7 @@ class PluginConfig:
         "discovery_mode",
         "framework_priority",
         "frameworks",
+        "load_timeout",
         "performance_tracking",
         "plugin_dirs",
         "project_file",
@@ -57,6 +60,7 @@ class PluginConfig:
         self.plugin_dirs: tuple[str, ...] = ()
         self.cache_dir: str = default_cache_dir()
         self.debug: bool = False
+        self.load_timeout: float = 0.0  # seconds a plugin import may take; 0: no limit
         self.project_file: str | None = None
 
     def framework_enabled(self, framework: str) -> bool:
@@ -155,7 +159,7 @@ def _from_env(key: str, raw: str) -> object:
         if lowered in ("0", "false", "no", "off"):
             return False
         return raw
-    if key == "cache_ttl":
+    if key in ("cache_ttl", "load_timeout"):
         try:
             return float(raw)
         except ValueError:
@@ -169,10 +173,13 @@ def _apply(config: PluginConfig, key: str, value: object, where: str, root: str)
     def bad() -> ConfigError:
         return ConfigError(f"{where}: invalid value {value!r}; expected {CONFIG_KEYS[key]}")
 
-    if key == "cache_ttl":
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if key in ("cache_ttl", "load_timeout"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise bad()
-        config.cache_ttl = float(value)
+        seconds = float(max(min(value, 1e300), -1.0))  # huge ints would overflow float()
+        if not seconds >= 0:  # negative or NaN
+            raise bad()
+        setattr(config, key, seconds)
     elif key == "discovery_mode":
         if value not in DISCOVERY_MODES:
             raise bad()

@@ -89,6 +89,7 @@ def make_source(name: str, config: PluginConfig):
 
 def discover(config: PluginConfig, key: DiscoveryKey, registry: Registry) -> DiscoveryResult:
     started = time.perf_counter()
+    registry.load_timeout = config.load_timeout
     result = DiscoveryResult()
     name = key.index_name()
     stamp = [INDEX_FORMAT, _brainsmith_version(), key.index_name(), _scanner_stamp()]

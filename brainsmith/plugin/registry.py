@@ -38,6 +38,7 @@ class Registry:
         self._by_name: dict[tuple[str, str], list[PluginSpec]] = {}
         self._by_target: dict[str, list[PluginSpec]] = {}
         self.problems: list[PluginProblem] = []
+        self.load_timeout = 0.0  # seconds an import may take (0: no limit); set from config
         self.set_priority(priority)
 
     # -- filling ---------------------------------------------------------------------------
@@ -187,7 +188,7 @@ class Registry:
         from brainsmith.plugin.loading import import_target
 
         try:
-            obj = import_target(spec)
+            obj = import_target(spec, self.load_timeout)
         except PluginLoadError as exc:
             spec.error = str(exc)
             self._forget_failed_module(spec.module)
