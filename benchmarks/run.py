@@ -188,11 +188,16 @@ def main() -> None:
         "baseline_import_everything_ms": all_wall,
         "baseline_import_everything_rss_mb": all_rss,
     }
-    # P1 and P5: warm listing vs bare interpreter, interleaved
-    warm, bare = [], []
+    # P1 and P5: warm listing vs bare interpreter, interleaved (plus the bare import cost)
+    warm, bare, imports = [], [], []
     for _ in range(args.runs):
         warm.append(child(LIST_ALL, env))
         bare.append(child("pass", env))
+        imports.append(child("import brainsmith.plugins", env))
+    results["import"] = {
+        "import_brainsmith_plugins_ms": statistics.median(w for w, _ in imports) * 1000,
+        "python_pass_ms": statistics.median(b for b, _ in bare) * 1000,
+    }
     results["P1"] = {
         "warm_listing_ms": statistics.median(w for w, _ in warm),
         "python_pass_ms": statistics.median(b for b, _ in bare),
@@ -328,6 +333,13 @@ def write(results: dict) -> None:
         lines.append(
             f"| {title} | {value:.3f} {unit} | ≤ {target:g} {unit} | {baseline(results)} | {ok} |"
         )
+    imp = results["import"]
+    lines += [
+        "",
+        f"`import brainsmith.plugins` in a fresh process: "
+        f"{imp['import_brainsmith_plugins_ms']:.1f} ms (bare `python -c pass`: "
+        f"{imp['python_pass_ms']:.1f} ms).",
+    ]
     p2 = results["P2"]
     lines += [
         "",
