@@ -349,7 +349,9 @@ def report(source: str, plugin: str, reason: str) -> None:
     """Record a problem for ``health_check()`` and ``brainsmith plugins list --all``."""
     from brainsmith.plugin.manager import get_plugin_manager
 
-    get_plugin_manager().registry().report(source, plugin, reason)
+    registry = get_plugin_manager().registry()
+    if not any(p.plugin == plugin and p.reason == reason for p in registry.problems):
+        registry.report(source, plugin, reason)  # once: a kernel may fail on every call
 
 
 def origin(exc: BaseException) -> str:
