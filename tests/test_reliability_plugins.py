@@ -1,0 +1,434 @@
+"""Broken plugins are isolated: the hub keeps serving the others and health names the culprit.
+
+Scan-time failures (syntax error, invalid or non-literal metadata) are proven in
+tests/test_module_scanning.py and broken pip packages in tests/test_entry_points.py; here are the
+failures that only show when a plugin's module is imported, plus name clashes, import cycles and
+hanging imports. See docs/reliability.md for the full table.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from brainsmith.plugin.config import load_config
+from brainsmith.plugin.errors import ConfigError, PluginLoadError
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugins import steps, transforms
+from tests.conftest import run_python
+
+GOOD = """
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import step, transform
+
+
+@transform(name="Good")
+class Good(Transformation):
+    def apply(self, model):
+        return model, False
+
+
+@step(name="good_step")
+def good_step(model, cfg):
+    return model
+"""
+
+# name -> (files, culprit plugin, text the reason must contain)
+IMPORT_FAILURES = {
+    "missing-dependency": (
+        {
+            "needs_dep.py": """
+            import not_installed_dependency_abc
+            from brainsmith.plugin.core import transform
+
+            @transform(name="NeedsDep")
+            class NeedsDep:
+                pass
+            """
+        },
+        "NeedsDep",
+        "it imports 'not_installed_dependency_abc', which is not installed",
+    ),
+    "exception-at-import": (
+        {
+            "explodes.py": """
+            from qonnx.transformation.base import Transformation
+            from brainsmith.plugin.core import transform
+
+            raise RuntimeError("boom at import")
+
+            @transform(name="Explodes")
+            class Explodes(Transformation):
+                def apply(self, model):
+                    return model, False
+            """
+        },
+        "Explodes",
+        "raised RuntimeError: boom at import",
+    ),
+    "class-body-raises": (
+        {
+            "bad_body.py": """
+            from qonnx.transformation.base import Transformation
+            from brainsmith.plugin.core import transform
+
+            @transform(name="BadBody")
+            class BadBody(Transformation):
+                WIDTH = int("not a number")
+
+                def apply(self, model):
+                    return model, False
+            """
+        },
+        "BadBody",
+        "raised ValueError: invalid literal for int()",
+    ),
+    "init-subclass-raises": (
+        {
+            "strict_base.py": """
+            from qonnx.transformation.base import Transformation
+            from brainsmith.plugin.core import transform
+
+            class Strict(Transformation):
+                def __init_subclass__(cls, **kwargs):
+                    raise TypeError(f"{cls.__name__} may not subclass Strict")
+
+            @transform(name="Rebel")
+            class Rebel(Strict):
+                def apply(self, model):
+                    return model, False
+            """
+        },
+        "Rebel",
+        "raised TypeError: Rebel may not subclass Strict",
+    ),
+    "decorator-rejects-its-target": (
+        {
+            "not_a_transform.py": """
+            from brainsmith.plugin.core import transform
+
+            @transform(name="Plain")
+            class Plain:
+                pass
+            """
+        },
+        "Plain",
+        "raised PluginMetadataError",
+    ),
+    "plugin-before-a-failure-in-its-module": (
+        {
+            "half_done.py": """
+            from qonnx.transformation.base import Transformation
+            from brainsmith.plugin.core import transform
+
+            @transform(name="Early")
+            class Early(Transformation):
+                def apply(self, model):
+                    return model, False
+
+            class Later:
+                raise LookupError("later class body failed")
+            """
+        },
+        "Early",
+        "raised LookupError: later class body failed",
+    ),
+    "fatal-circular-import": (
+        {
+            "loop_a.py": """
+            from loop_b import B_LIMIT
+            from qonnx.transformation.base import Transformation
+            from brainsmith.plugin.core import transform
+
+            A_LIMIT = 4
+
+            @transform(name="LoopA")
+            class LoopA(Transformation):
+                def apply(self, model):
+                    return model, False
+            """,
+            "loop_b.py": """
+            from loop_a import A_LIMIT
+
+            B_LIMIT = A_LIMIT * 2
+            """,
+        },
+        "LoopA",
+        "(most likely due to a circular import)",
+    ),
+}
+IDS = list(IMPORT_FAILURES)
+
+
+@pytest.fixture(autouse=True)
+def forget_plugin_modules(tmp_path):
+    """Plugin modules imported from this test's folders leave ``sys.modules`` and ``sys.path``
+    afterwards, so every test imports its own files."""
+    path = list(sys.path)
+    yield
+    sys.path[:] = path
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
+
+
+def write_scenario(plugin_folder, scenario: str) -> tuple[str, str]:
+    """The good plugins plus the scenario's broken files; returns (culprit, reason text)."""
+    files, culprit, reason = IMPORT_FAILURES[scenario]
+    plugin_folder("good.py", GOOD)
+    for name, source in files.items():
+        plugin_folder(name, source)
+    return culprit, reason
+
+
+def broken(culprit: str) -> list[dict]:
+    return [
+        p
+        for p in get_plugin_manager().health_check()["broken_plugins"]
+        if f"user:{culprit}" in p["plugin"]
+    ]
+
+
+@pytest.mark.parametrize("scenario", IDS)
+def test_plugin_that_fails_to_import_raises_an_error_naming_it_and_why(plugin_folder, scenario):
+    culprit, reason = write_scenario(plugin_folder, scenario)
+    with pytest.raises(PluginLoadError) as first:
+        transforms[culprit]
+    message = str(first.value)
+    assert f"transform user:{culprit}" in message and reason in message
+    with pytest.raises(PluginLoadError) as again:  # the failure is stable, never half-loaded
+        transforms[culprit]
+    assert str(again.value) == message
+
+
+@pytest.mark.parametrize("scenario", IDS)
+def test_plugin_that_fails_to_import_leaves_the_others_working(plugin_folder, scenario):
+    culprit, reason = write_scenario(plugin_folder, scenario)
+    with pytest.raises(PluginLoadError):
+        transforms[culprit]
+    assert transforms.Good().apply("model") == ("model", False)
+    assert steps.good_step("model", None) == "model"
+    health = get_plugin_manager().health_check()
+    assert health["status"] == "degraded"
+    assert [reason in p["reason"] for p in broken(culprit)] == [True]
+    assert not broken("Good")
+
+
+def test_two_plugins_with_one_qualified_name_keep_the_first_and_report_both(plugin_folder):
+    template = """
+    from qonnx.transformation.base import Transformation
+    from brainsmith.plugin.core import transform
+
+    @transform(name="Same")
+    class {cls}(Transformation):
+        def apply(self, model):
+            return model, False
+    """
+    plugin_folder("good.py", GOOD)
+    plugin_folder("same_a.py", template.format(cls="FromA"))
+    plugin_folder("same_b.py", template.format(cls="FromB"))
+    assert transforms.Same.__qualname__ == "FromA"
+    assert transforms.Good.__name__ == "Good"
+    health = get_plugin_manager().health_check()
+    assert health["status"] == "degraded"
+    (problem,) = broken("Same")
+    assert "transform user:Same is defined twice" in problem["reason"]
+    assert "same_a:FromA" in problem["reason"] and "same_b:FromB" in problem["reason"]
+
+
+CYCLE = """
+import time
+import {other}
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+time.sleep(0.1)  # widen the window in which two threads import the pair at once
+
+
+@transform(name="{name}")
+class {name}(Transformation):
+    def apply(self, model):
+        return {other}.PARTNER, False
+
+PARTNER = "{name}"
+"""
+
+
+def write_cycle(plugin_folder) -> None:
+    plugin_folder("cycle_a.py", CYCLE.format(name="CycleA", other="cycle_b"))
+    plugin_folder("cycle_b.py", CYCLE.format(name="CycleB", other="cycle_a"))
+
+
+def test_plugin_modules_importing_each_other_both_load(plugin_folder):
+    write_cycle(plugin_folder)
+    assert transforms.CycleA().apply(None) == ("CycleB", False)
+    assert transforms.CycleB().apply(None) == ("CycleA", False)
+    assert get_plugin_manager().health_check()["status"] == "healthy"
+
+
+def test_threads_loading_a_circular_pair_at_once_finish_with_one_class_each(plugin_folder):
+    write_cycle(plugin_folder)
+    registry = get_plugin_manager().registry()
+    import qonnx.transformation.base  # noqa: F401  (only the cycle is imported concurrently)
+
+    barrier = threading.Barrier(16)
+    loaded: dict[str, set[int]] = {"CycleA": set(), "CycleB": set()}
+    failures: list[str] = []
+
+    def load(name: str) -> None:
+        barrier.wait(timeout=30)
+        try:
+            loaded[name].add(id(registry.get("transform", name)))
+        except PluginLoadError as exc:
+            failures.append(str(exc))
+
+    threads = [
+        threading.Thread(target=load, args=("CycleA" if i % 2 else "CycleB",), daemon=True)
+        for i in range(16)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a thread is stuck in the import cycle"
+    assert failures == []
+    assert [len(ids) for ids in loaded.values()] == [1, 1]
+
+
+# -- hanging imports: plugin_system.load_timeout ---------------------------------------------
+
+HANGS = """
+import os
+import time
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+deadline = time.time() + 60
+while not os.path.exists({gate!r}) and time.time() < deadline:
+    time.sleep(0.01)
+
+
+@transform(name="Hangs")
+class Hangs(Transformation):
+    def apply(self, model):
+        return model, False
+"""
+
+
+def wait_until_loaded(name: str, seconds: float = 30) -> object:
+    """The plugin once its (background) import has finished."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return transforms[name]
+        except PluginLoadError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_hanging_import_fails_after_the_load_timeout_naming_the_plugin(
+    plugin_folder, tmp_path, monkeypatch
+):
+    gate = tmp_path / "gate"
+    plugin_folder("good.py", GOOD)
+    plugin_folder("hangs_named.py", HANGS.format(gate=str(gate)))
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_LOAD_TIMEOUT", "0.5")
+    get_plugin_manager().registry()
+    try:
+        started = time.monotonic()
+        with pytest.raises(PluginLoadError) as err:
+            transforms.Hangs  # noqa: B018
+        waited = time.monotonic() - started
+    finally:
+        gate.write_text("go")  # lets the background import finish
+    wait_until_loaded("Hangs")
+    assert 0.5 <= waited < 5
+    assert "transform user:Hangs" in str(err.value)
+    assert "did not finish within 0.5 s (plugin_system.load_timeout)" in str(err.value)
+
+
+def test_hanging_import_leaves_the_others_working_and_recovers_when_it_ends(
+    plugin_folder, tmp_path, monkeypatch
+):
+    gate = tmp_path / "gate"
+    plugin_folder("good.py", GOOD)
+    plugin_folder("hangs_recovers.py", HANGS.format(gate=str(gate)))
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_LOAD_TIMEOUT", "0.3")
+    try:
+        with pytest.raises(PluginLoadError):
+            transforms["Hangs"]
+        with pytest.raises(PluginLoadError):  # still importing: fails again, never blocks
+            transforms["Hangs"]
+        assert transforms.Good().apply("m") == ("m", False)
+        health = get_plugin_manager().health_check()
+        assert health["status"] == "degraded"
+        assert ["load_timeout" in p["reason"] for p in broken("Hangs")] == [True]
+    finally:
+        gate.write_text("go")
+    assert wait_until_loaded("Hangs").__name__ == "Hangs"
+    assert not broken("Hangs")
+
+
+def test_process_with_a_hung_plugin_import_still_exits(plugin_folder, tmp_path):
+    plugin_folder("good.py", GOOD)
+    plugin_folder("hangs_forever.py", HANGS.format(gate=str(tmp_path / "never")))
+    started = time.monotonic()
+    result = run_python(
+        """
+        from brainsmith.plugins import transforms
+        try:
+            transforms.Hangs
+        except ImportError as exc:
+            print(type(exc).__name__)
+        print(transforms.Good.__name__)
+        """,
+        env={"BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "0.5"},
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["PluginLoadError", "Good"]
+    assert time.monotonic() - started < 30  # the hung import thread does not hold the exit
+
+
+def test_load_timeout_comes_from_the_project_file_and_the_environment(tmp_path, monkeypatch):
+    path = tmp_path / "config.yaml"
+    path.write_text("plugin_system:\n  load_timeout: 2.5\n")
+    monkeypatch.setenv("BRAINSMITH_CONFIG", str(path))
+    assert load_config().load_timeout == 2.5
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_LOAD_TIMEOUT", "7")
+    assert load_config().load_timeout == 7
+
+
+@pytest.mark.parametrize("value", ["-1", "soon", "nan"])
+def test_invalid_load_timeout_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_LOAD_TIMEOUT", value)
+    with pytest.raises(ConfigError) as err:
+        load_config()
+    assert "BRAINSMITH_PLUGIN_LOAD_TIMEOUT" in str(err.value)
+    assert "a number of seconds >= 0" in str(err.value)
+
+
+def test_without_a_load_timeout_imports_run_in_the_calling_thread(plugin_folder):
+    plugin_folder(
+        "where.py",
+        """
+        import threading
+        from qonnx.transformation.base import Transformation
+        from brainsmith.plugin.core import transform
+
+        imported_in = threading.current_thread().name
+
+        @transform(name="Where")
+        class Where(Transformation):
+            def apply(self, model):
+                return model, False
+        """,
+    )
+    transforms.Where  # noqa: B018
+    import where
+
+    assert where.imported_in == threading.current_thread().name
