@@ -193,10 +193,15 @@ def _apply(config: PluginConfig, key: str, value: object, where: str, root: str)
             raise bad()
         setattr(config, key, value)
     elif key == "plugin_dirs":
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        if not isinstance(value, list) or not all(_is_path(v) for v in value):
             raise bad()
         config.plugin_dirs = tuple(os.path.normpath(os.path.join(root, v)) for v in value)
     elif key == "cache_dir":
-        if not isinstance(value, str) or not value:
+        if not _is_path(value):
             raise bad()
         config.cache_dir = os.path.abspath(os.path.join(root, os.path.expanduser(value)))
+
+
+def _is_path(value: object) -> bool:
+    """A non-empty string the OS accepts as a path (no NUL byte)."""
+    return isinstance(value, str) and bool(value) and "\0" not in value
