@@ -24,16 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = int(os.environ.get("BRAINSMITH_FUZZ_EXAMPLES", "200"))
 
 
-def fuzz_marker() -> pytest.MarkDecorator:
-    """``pytest.mark.fuzz``, registered here as well so that this module also runs under
-    ``--strict-markers`` before pyproject.toml lists the marker."""
-    config = getattr(pytest.mark, "_config", None)
-    if config is not None and not any(m.startswith("fuzz:") for m in config.getini("markers")):
-        config.addinivalue_line("markers", "fuzz: long property-based runs (make fuzz)")
-    return pytest.mark.fuzz
-
-
-pytestmark = fuzz_marker()
+pytestmark = pytest.mark.fuzz
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -247,3 +247,13 @@ def test_eight_processes_discovering_from_a_cold_cache_agree(tmp_path):
     assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
     assert len({out for out, _ in outputs}) == 1
     assert discover()["cache"] == "hit"
+
+
+def test_switching_plugin_folders_within_the_ttl_uses_the_new_folder(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, name in ((first, "One"), (second, "Two")):
+        folder.mkdir()
+        (folder / f"{name.lower()}.py").write_text(PLUGIN.format(name=name, description=name))
+    assert discover({"BRAINSMITH_PLUGIN_DIRS": str(first)})["user"] == ["One"]
+    assert discover({"BRAINSMITH_PLUGIN_DIRS": str(second)})["user"] == ["Two"]
+    assert discover({"BRAINSMITH_PLUGIN_DIRS": str(first)})["cache"] == "hit"

@@ -44,6 +44,8 @@ _EXPORTS = {
     "KernelInputError": "brainsmith.plugin.kernel_builder",
     "KernelExecutionError": "brainsmith.plugin.kernel_builder",
     "load_blueprint_plugins": "brainsmith.plugin.blueprint",
+    "load_blueprint": "brainsmith.plugin.blueprint",
+    "Blueprint": "brainsmith.plugin.blueprint",
     "BlueprintError": "brainsmith.plugin.blueprint",
 }
 __all__ = sorted(_EXPORTS)

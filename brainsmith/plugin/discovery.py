@@ -34,10 +34,11 @@ class DiscoveryKey:
     def as_tuple(self) -> tuple:
         return (self.modes, self.types, self.frameworks)
 
-    def index_name(self) -> str:
+    def index_name(self, plugin_dirs: tuple[str, ...] = ()) -> str:
+        """One index per request, interpreter and set of plugin folders."""
         import zlib
 
-        text = repr((self.as_tuple(), sys.version_info[:2], sys.prefix))
+        text = repr((self.as_tuple(), sys.version_info[:2], sys.prefix, plugin_dirs))
         return f"index-{zlib.crc32(text.encode()):08x}"
 
     def wants(self, framework: str) -> bool:
@@ -91,8 +92,8 @@ def discover(config: PluginConfig, key: DiscoveryKey, registry: Registry) -> Dis
     started = time.perf_counter()
     registry.load_timeout = config.load_timeout
     result = DiscoveryResult()
-    name = key.index_name()
-    stamp = [INDEX_FORMAT, _brainsmith_version(), key.index_name(), _scanner_stamp()]
+    name = key.index_name(config.plugin_dirs)
+    stamp = [INDEX_FORMAT, _brainsmith_version(), name, _scanner_stamp()]
     index = memo.read(name, stamp, config.cache_dir)
     if not _valid_index(index):
         index = None

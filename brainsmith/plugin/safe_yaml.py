@@ -18,6 +18,10 @@ Path = tuple  # a key path such as ("hw_compiler", "kernels", 0)
 class YAMLInputError(Exception):
     """A YAML file that cannot be accepted; the message names file:line:column."""
 
+    def __init__(self, message: str, file: str = "", line: int = 0, column: int = 0) -> None:
+        super().__init__(message)
+        self.file, self.line, self.column = file, line, column
+
 
 def load_yaml_file(path: str) -> object:
     data, _ = load_yaml_with_marks(read_text(path), path)
@@ -50,8 +54,11 @@ def load_yaml_with_marks(text: str, path: str) -> tuple[object, dict[Path, tuple
         node = yaml.compose(text, Loader=loader_cls)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
-        raise YAMLInputError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
+        line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        where = f"{path}:{line}:{column}" if mark else path
+        raise YAMLInputError(
+            f"{where}: invalid YAML: {exc.problem or exc.context}", path, line, column
+        ) from None
     except yaml.YAMLError as exc:
         raise YAMLInputError(f"{path}: invalid YAML: {exc}") from None
     except RecursionError:
@@ -95,8 +102,8 @@ class _Builder:
         self.count = 0
 
     def fail(self, node: yaml.Node, message: str) -> YAMLInputError:
-        mark = node.start_mark
-        return YAMLInputError(f"{self.path}:{mark.line + 1}:{mark.column + 1}: {message}")
+        line, column = node.start_mark.line + 1, node.start_mark.column + 1
+        return YAMLInputError(f"{self.path}:{line}:{column}: {message}", self.path, line, column)
 
     def build(self, node: yaml.Node, key_path: Path, depth: int) -> object:
         self.count += 1
