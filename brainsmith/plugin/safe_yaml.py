@@ -147,3 +147,6 @@ class _Builder:
             return constructor(self.loader, node)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
             raise self.fail(node, f"invalid value {node.value!r}: {exc}") from None
+        except Exception:  # PyYAML's constructors assume well-formed text for explicit tags
+            short = tag.rpartition(":")[2]
+            raise self.fail(node, f"invalid value {node.value!r} for !!{short}") from None
