@@ -1,0 +1,366 @@
+"""No code from data: the package never deserialises code or runs strings, imports modules only
+in audited loaders, and neither a discovery index nor a blueprint can make it import a module."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from brainsmith.plugin import memo
+from tests.conftest import REPO, run_python
+
+PACKAGE = REPO / "brainsmith"
+
+# -- the source audit ------------------------------------------------------------------------
+
+PICKLE_MODULES = {"pickle", "_pickle", "cPickle", "cloudpickle", "dill", "jsonpickle", "shelve"}
+CALLS = {  # resolved dotted name of a callee -> rule
+    "eval": "eval",
+    "builtins.eval": "eval",
+    "exec": "exec",
+    "builtins.exec": "exec",
+    "compile": "compile",
+    "builtins.compile": "compile",
+    "__import__": "__import__",
+    "builtins.__import__": "__import__",
+    "importlib.__import__": "__import__",
+    "importlib.import_module": "import_module",
+    "importlib.util.spec_from_file_location": "import from a path",
+    "runpy.run_path": "runpy",
+    "runpy.run_module": "runpy",
+    "marshal.loads": "marshal.loads",
+    "marshal.load": "marshal.loads",
+    "os.system": "shell",
+    "os.popen": "shell",
+    **{f"yaml.{name}": "yaml.load" for name in ("load", "load_all", "full_load", "unsafe_load")},
+    **{f"yaml.{name}_all": "yaml.load" for name in ("full_load", "unsafe_load")},
+    **{
+        f"stevedore.{name}": "stevedore"
+        for name in ("ExtensionManager", "NamedExtensionManager", "DriverManager", "HookManager")
+    },
+}
+UNSAFE_YAML = {f"yaml.{n}" for n in ("Loader", "FullLoader", "UnsafeLoader", "CLoader")} | {
+    f"yaml.{n}" for n in ("CFullLoader", "CUnsafeLoader")
+}
+
+# Every place that may turn a name or a file into running code, and why it is safe there.
+AUDITED = {
+    ("brainsmith/plugin/memo.py", "marshal.loads"): (
+        "reads the discovery index: marshal builds plain data, never runs code, and decode() "
+        "type-checks the record"
+    ),
+    ("brainsmith/plugin/loading.py", "import_module"): (
+        "imports a registered plugin's module on first use; discovery registers only modules of "
+        "the source that scanned them (discovery._trusted) and a pip package's module only when "
+        "an installed distribution declares it (loading._check_declared)"
+    ),
+    ("brainsmith/plugin/__init__.py", "import_module"): (
+        "lazy public attributes: the module name comes from the constant _EXPORTS table"
+    ),
+    ("brainsmith/plugins.py", "import_module"): (
+        "lazy lifecycle API: the module name comes from the constant _LIFECYCLE table"
+    ),
+    ("brainsmith/cli/__init__.py", "import_module"): (
+        "lazy subcommands: the module name comes from the constant COMMANDS table"
+    ),
+    ("brainsmith/plugin/pathload.py", "import from a path"): (
+        "load_plugin(path) imports the plugin file, package or extension its caller names: code "
+        "the user chose to run"
+    ),
+    ("brainsmith/plugin/pathload.py", "exec_module"): (
+        "load_plugin(path) of a compiled extension: code the user chose to run"
+    ),
+    ("brainsmith/plugin/pathload.py", "compile"): (
+        "load_plugin(path) compiles the named .py file itself (not stale bytecode) so a reload "
+        "sees the edit: code the user chose to run"
+    ),
+    ("brainsmith/plugin/pathload.py", "exec"): (
+        "load_plugin(path) runs that compiled file as the plugin module: code the user chose to run"
+    ),
+    ("brainsmith/plugin/sources/entry_points.py", "stevedore"): (
+        "cold discovery imports the modules installed distributions declare in the "
+        "brainsmith.plugins entry-point group"
+    ),
+}
+
+
+def aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted name, for every import in the module (also inside functions)."""
+    table: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                table[alias.asname or alias.name.partition(".")[0]] = (
+                    alias.name if alias.asname else alias.name.partition(".")[0]
+                )
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                table[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return table
+
+
+def dotted(expr: ast.expr, table: dict[str, str]) -> str:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return ""
+    return ".".join([table.get(expr.id, expr.id), *reversed(parts)])
+
+
+def findings(path: Path) -> list[tuple[int, str]]:
+    """(line, rule) for every construct of ``path`` that could run code from data."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    table = aliases(tree)
+    callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names]
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else names
+            if any(m.partition(".")[0] in PICKLE_MODULES for m in modules):
+                found.append((node.lineno, "pickle"))
+        elif isinstance(node, ast.Call):
+            name = dotted(node.func, table)
+            if name in CALLS:
+                found.append((node.lineno, CALLS[name]))
+            elif isinstance(node.func, ast.Attribute) and node.func.attr == "exec_module":
+                found.append((node.lineno, "exec_module"))
+            for keyword in node.keywords:
+                shell_off = isinstance(keyword.value, ast.Constant) and not keyword.value.value
+                if keyword.arg == "shell" and not shell_off:
+                    found.append((node.lineno, "shell"))
+        elif isinstance(node, ast.Name) and node.id in ("eval", "exec", "__import__"):
+            if id(node) not in callees:  # e.g. ``run = eval``
+                found.append((node.lineno, f"{node.id} (as a value)"))
+        elif isinstance(node, ast.Attribute) and dotted(node, table) in UNSAFE_YAML:
+            found.append((node.lineno, "yaml.load"))
+    return found
+
+
+def package_findings() -> dict[tuple[str, str], list[int]]:
+    result: dict[tuple[str, str], list[int]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        for line, rule in findings(path):
+            result.setdefault((rel, rule), []).append(line)
+    return result
+
+
+def test_package_source_runs_no_code_from_data_outside_audited_loaders():
+    unaudited = [
+        f"{path}:{line}: {rule}"
+        for (path, rule), lines in package_findings().items()
+        if (path, rule) not in AUDITED
+        for line in lines
+    ]
+    assert unaudited == [], "code-from-data constructs outside the audited loaders"
+
+
+def test_every_audited_loader_is_still_in_use():
+    stale = sorted(set(AUDITED) - set(package_findings()))
+    assert stale == [], "remove these entries from AUDITED"
+
+
+def test_the_audit_sees_what_it_forbids(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import pickle\n"
+        "import yaml as y\n"
+        "from marshal import loads\n"
+        "import subprocess, importlib\n"
+        "run = eval\n"
+        "y.load(data)\n"
+        "y.unsafe_load(data)\n"
+        "y.load(data, Loader=y.FullLoader)\n"
+        "loads(blob)\n"
+        "subprocess.run(cmd, shell=True)\n"
+        "__import__('os')\n"
+        "importlib.import_module(name)\n"
+        "exec(code)\n"
+        "# eval(comment) and 'exec(text)' do not count\n"
+    )
+    assert sorted(findings(sample)) == [
+        (1, "pickle"),
+        (5, "eval (as a value)"),
+        (6, "yaml.load"),
+        (7, "yaml.load"),
+        (8, "yaml.load"),
+        (8, "yaml.load"),
+        (9, "marshal.loads"),
+        (10, "shell"),
+        (11, "__import__"),
+        (12, "import_module"),
+        (13, "exec"),
+    ]
+
+
+# -- data that names modules ---------------------------------------------------------------
+
+CANARY = """
+from pathlib import Path
+Path(__file__).with_name("IMPORTED").write_text("the hub imported canary_payload")
+
+def run(*args, **kwargs):
+    return "ran"
+
+class Run:
+    pass
+"""
+
+REPORT = """
+import json, sys
+from brainsmith.plugin.manager import get_plugin_manager
+
+manager = get_plugin_manager()
+registry = manager.registry()
+outcomes = {}
+for plugin_type, name in WANTED:
+    try:
+        obj = registry.get(plugin_type, name)
+        outcomes[name] = "served " + repr(obj)
+    except Exception as exc:
+        outcomes[name] = type(exc).__name__ + ": " + str(exc)
+print(json.dumps({
+    "outcomes": outcomes,
+    "broken": manager.health_check()["broken_plugins"],
+    "imported": sorted(m for m in ("canary_payload", "subprocess") if m in sys.modules),
+}))
+"""
+
+
+@pytest.fixture
+def canary(tmp_path, monkeypatch) -> Path:
+    """An importable module that leaves a file behind if anything imports it."""
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (folder / "canary_payload.py").write_text(CANARY)
+    monkeypatch.setenv("PYTHONPATH", str(folder))
+    return folder / "IMPORTED"
+
+
+def forge(source: str, record: list, listing: list | None = None) -> None:
+    """Add ``record`` (and entry-point ``listing`` rows) to every index file in the cache."""
+    directory = os.environ["BRAINSMITH_CACHE_DIR"]
+    for name in os.listdir(directory):
+        if not (name.startswith("index-") and "-files" not in name):
+            continue
+        path = os.path.join(directory, name)
+        with open(path, "rb") as handle:
+            stamp, payload = memo.decode(handle.read(), path)
+        state = payload["sources"][source]
+        state["specs"].append(record)
+        state.setdefault("listing", []).extend(listing or [])
+        assert memo.write(name[: -len(".bsm")], stamp, payload)
+
+
+FORGED = {  # id -> (source, record, entry-point listing rows)
+    "brainsmith": ("brainsmith", ["step", "forged", "brainsmith", "canary_payload:run", {}, ""]),
+    "qonnx": ("qonnx", ["step", "forged", "qonnx", "canary_payload:run", {}, ""]),
+    "finn": ("finn", ["step", "forged", "finn", "builtins:eval", {}, ""]),
+    "user-module-outside-the-folder": (
+        "user",
+        ["step", "forged", "user", "canary_payload:run", {"path_entry": "{folder}"}, "{site}"],
+    ),
+    "user-module-not-its-file": (
+        "user",
+        ["step", "forged", "user", "os:system", {"path_entry": "{folder}"}, "{folder}/good.py"],
+    ),
+    "user-claiming-a-builtin-framework": (
+        "user",
+        ["step", "forged", "brainsmith", "good:good_step", {"path_entry": "{folder}"}, ""],
+    ),
+    "entry-point-claiming-a-builtin-framework": (
+        "entry_points",
+        ["step", "forged", "brainsmith", "subprocess:Popen", {}, ""],
+        [["evil", "1", "plugins", "subprocess"]],
+    ),
+    "entry-point-no-distribution-declares": (
+        "entry_points",
+        ["step", "forged", "evil", "canary_payload:run", {}, ""],
+        [["evil", "1", "plugins", "canary_payload"]],
+    ),
+}
+GOOD = """
+from brainsmith.plugin.core import step
+
+@step(name="good_step")
+def good_step(model, cfg):
+    return model
+"""
+
+
+@pytest.mark.parametrize("forged", list(FORGED))
+def test_forged_index_record_never_imports_its_module(plugin_folder, canary, forged):
+    plugin_folder("good.py", GOOD)
+    assert run_python(REPORT.replace("WANTED", "[]")).returncode == 0  # writes the index
+    source, record, *listing = FORGED[forged]
+    fill = {"{folder}": str(plugin_folder.folder), "{site}": str(canary.parent / "x.py")}
+    record = [_fill(part, fill) for part in record]
+    forge(source, record, *listing)
+    wanted = [("step", f"{record[2]}:forged"), ("step", "good_step")]
+    result = run_python(REPORT.replace("WANTED", repr(wanted)))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    outcome = report["outcomes"][f"{record[2]}:forged"]
+    assert not outcome.startswith("served"), outcome
+    assert report["outcomes"]["good_step"].startswith("served <function good_step")
+    assert report["imported"] == [] and not canary.exists()
+    reasons = [p["reason"] for p in report["broken"] if "forged" in p["plugin"]]
+    assert len(reasons) == 1
+    assert "outside this source; ignored" in reasons[0] or "refusing to import" in reasons[0]
+    assert record[3] in reasons[0]
+
+
+def _fill(value: object, fill: dict[str, str]) -> object:
+    if isinstance(value, str):
+        for key, text in fill.items():
+            value = value.replace(key, text)
+        return value
+    if isinstance(value, dict):
+        return {k: _fill(v, fill) for k, v in value.items()}
+    return value
+
+
+BLUEPRINT_NAMES = [
+    "os:system",
+    "subprocess.Popen",
+    "builtins.eval",
+    "builtins:eval",
+    "canary_payload:run",
+    "~canary_payload.Run",
+]
+LOAD_BLUEPRINT = """
+import json, sys
+from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+
+try:
+    load_blueprint(PATH)
+    problems = []
+except BlueprintError as exc:
+    problems = [str(p) for p in exc.problems]
+print(json.dumps({
+    "problems": problems,
+    "imported": sorted(m for m in ("canary_payload", "subprocess") if m in sys.modules),
+}))
+"""
+
+
+def test_blueprint_naming_modules_never_imports_them(tmp_path, canary):
+    names = json.dumps(BLUEPRINT_NAMES)
+    path = tmp_path / "hostile.yaml"
+    path.write_text(f"hw_compiler:\n  kernels: {names}\n  transforms: {names}\nsteps: {names}\n")
+    result = run_python(LOAD_BLUEPRINT.replace("PATH", repr(str(path))))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["imported"] == [] and not canary.exists()
+    for name in BLUEPRINT_NAMES:
+        bare = name.lstrip("~")
+        hits = [p for p in report["problems"] if f"'{bare}' is not a registered" in p]
+        assert len(hits) == 3, (name, report["problems"])
+        assert all("never import paths" in p for p in hits)
