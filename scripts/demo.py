@@ -49,4 +49,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from brainsmith.frameworks.finn_env import fast_exit
+
+    code = main()
+    fast_exit(code)  # skip the slow interpreter teardown after FINN
+    sys.exit(code)

@@ -79,11 +79,19 @@ def build(
         )
     except BuildError as exc:
         click.echo(f"error: {exc.message()}", err=True)
-        sys.exit(exc.exit_code)
+        _exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("error: interrupted", err=True)
-        sys.exit(130)
+        _exit(130)
     print_summary(result.report)
+    _exit(0)
+
+
+def _exit(code: int) -> None:
+    from brainsmith.frameworks.finn_env import fast_exit
+
+    fast_exit(code)  # skips the slow interpreter teardown after FINN when run as a program
+    sys.exit(code)
 
 
 def print_summary(report: dict) -> None:
