@@ -4,7 +4,10 @@ directly, in the same order, on the shipped MLP with blueprints/mlp.yaml.
 Each run is a fresh process (Python start, imports, build, exit); the two variants
 alternate so that machine load drifts hit both alike. Verification is off for both.
 The target (<= 1.03x) is on the median process wall time; CPU time (including helper
-processes such as brainsmith's chart drawer) is reported beside it.
+processes such as brainsmith's chart drawer) is reported beside it. Both variants end with
+``os._exit`` once their work is done: tearing down an interpreter that loaded FINN takes
+1-2 s of the same work for both, and its noise would swamp the difference measured here
+(``brainsmith build`` itself skips it the same way, see ``finn_env.fast_exit``).
 The direct variant writes what FINN's own runner writes (intermediate models, estimate
 reports, generated code); brainsmith adds its reports (report.json, report.html).
 
@@ -38,7 +41,8 @@ began = time.perf_counter()
 import brainsmith
 result = brainsmith.build({model!r}, {blueprint!r}, {out!r}, verify="none")
 assert result.status == "ok"
-print(time.perf_counter() - began)
+print(time.perf_counter() - began, flush=True)
+import os; os._exit(0)  # both variants skip the interpreter teardown (see the docstring)
 """
 
 DIRECT = """
@@ -46,7 +50,8 @@ import time
 began = time.perf_counter()
 from benchmarks.build_overhead import direct_flow
 direct_flow({model!r}, {out!r})
-print(time.perf_counter() - began)
+print(time.perf_counter() - began, flush=True)
+import os; os._exit(0)
 """
 
 
@@ -185,6 +190,7 @@ def measure(runs: int) -> dict:
             "process_wall_s": round(statistics.median(v[0] for v in values), 3),
             "in_process_s": round(statistics.median(v[1] for v in values), 3),
             "cpu_s": round(statistics.median(v[2] for v in values), 3),
+            "min_wall_s": round(min(v[0] for v in values), 3),
             "runs_wall_s": [round(v[0], 3) for v in values],
         }
         for variant, values in samples.items()
@@ -202,6 +208,10 @@ def measure(runs: int) -> dict:
         "ratio_in_process": round(
             medians["brainsmith"]["in_process_s"] / medians["direct"]["in_process_s"], 4
         ),
+        "ratio_min_wall": round(
+            medians["brainsmith"]["min_wall_s"] / medians["direct"]["min_wall_s"], 4
+        ),
+        "ratio_cpu": round(medians["brainsmith"]["cpu_s"] / medians["direct"]["cpu_s"], 4),
         "target_ratio": TARGET,
         "meets_target": ratio <= TARGET,
         "load_average": list(os.getloadavg()),
@@ -219,18 +229,17 @@ def main() -> int:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     b, d = result["brainsmith"], result["direct_finn"]
-    print(
-        f"brainsmith.build   {b['process_wall_s']:.3f} s per process "
-        f"(build {b['in_process_s']:.3f} s)"
-    )
-    print(
-        f"direct FINN calls  {d['process_wall_s']:.3f} s per process "
-        f"(flow {d['in_process_s']:.3f} s)"
-    )
+    for label, m in (("brainsmith.build ", b), ("direct FINN calls", d)):
+        print(
+            f"{label}  {m['process_wall_s']:.3f} s wall per process, "
+            f"{m['in_process_s']:.3f} s in the build call, {m['cpu_s']:.3f} s CPU"
+        )
     verdict = "meets" if result["meets_target"] else "misses"
     print(
         f"ratio {result['ratio_wall']:.3f}x wall ({verdict} the {TARGET}x target); "
-        f"in-process {result['ratio_in_process']:.3f}x  -> {out.relative_to(REPO)}"
+        f"{result['ratio_min_wall']:.3f}x best run; {result['ratio_in_process']:.3f}x in the "
+        f"build call; {result['ratio_cpu']:.3f}x CPU"
+        f"  -> {out.relative_to(REPO)}"
     )
     return 0
 
