@@ -6,6 +6,8 @@
 - ``TOOL_STEPS``: FINN build steps that need Vivado / Vitis HLS / XSI; ``missing_tool``
   says, for a given model, why one cannot run here (IP generation of RTL-only designs
   needs no tool).
+- ``STEP_OUTPUTS``: the output products a FINN step must find in ``generate_outputs``
+  to do its work, so a blueprint that lists the step gets them.
 """
 
 from __future__ import annotations
@@ -113,6 +115,18 @@ TOOL_STEPS: dict[str, str] = {
     "step_make_driver": "Vivado (a synthesised design)",
     "step_deployment_package": "Vivado (a bitfile)",
     "step_vivado_power_estimation": "Vivado",
+}
+
+
+# The output products (DataflowOutputType values) FINN's steps check before doing anything.
+STEP_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "step_generate_estimate_reports": ("estimate_reports",),
+    "step_create_stitched_ip": ("stitched_ip",),
+    "step_measure_rtlsim_performance": ("stitched_ip", "rtlsim_performance"),
+    "step_out_of_context_synthesis": ("stitched_ip", "out_of_context_synth"),
+    "step_synthesize_bitfile": ("stitched_ip", "bitfile"),
+    "step_make_driver": ("pynq_driver",),
+    "step_deployment_package": ("bitfile", "pynq_driver", "deployment_package"),
 }
 
 

@@ -258,12 +258,20 @@ def _resolve_steps(plan: BuildPlan) -> list[_Step]:
 
 
 def _finn_config(plan: BuildPlan, finn_dir: str):
+    from brainsmith.frameworks.finn_env import prepare_finn
+
+    prepare_finn()
     import finn.builder.build_dataflow_steps  # noqa: F401 - import FINN during setup, not in a step
     from finn.builder.build_dataflow_config import DataflowBuildConfig, DataflowOutputType
     from finn.util.exception import FINNConfigurationError
 
+    from brainsmith.build.finn_tables import STEP_OUTPUTS
+
     options = plan.options
-    outputs = [DataflowOutputType.ESTIMATE_REPORTS]
+    wanted = ["estimate_reports"]
+    for name in plan.steps:
+        wanted += STEP_OUTPUTS.get(name.rpartition(":")[2], ())
+    outputs = [DataflowOutputType(value) for value in dict.fromkeys(wanted)]
     cfg = DataflowBuildConfig(
         output_dir=finn_dir,
         synth_clk_period_ns=float(options.clock_ns),
