@@ -14,6 +14,7 @@ import pytest
 
 from brainsmith.plugin import memo
 from brainsmith.plugin.config import load_config
+from brainsmith.plugin.discovery import DiscoveryKey
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
 from brainsmith.plugins import transforms
@@ -62,9 +63,10 @@ def cache_files() -> list[Path]:
     return sorted(Path(os.environ["BRAINSMITH_CACHE_DIR"]).iterdir())
 
 
-def main_index() -> Path:
-    (path,) = [p for p in cache_files() if p.name.startswith("index-") and "-files" not in p.name]
-    return path
+def main_index(suffix: str = "") -> Path:
+    """The index file of the current configuration (``suffix="-files"``: its scan data)."""
+    name = DiscoveryKey(["full"]).index_name(load_config().plugin_dirs)
+    return Path(memo.path_for(name + suffix))
 
 
 def assert_complete_files_only() -> None:
@@ -167,7 +169,7 @@ def test_malformed_index_record_is_reported_and_the_rest_used(record):
 def test_damaged_scan_data_file_only_costs_a_rescan(plugin_folder):
     plugin_folder("first_mod.py", PLUGIN.format(name="First"))
     summary()
-    (files,) = [p for p in cache_files() if p.name.endswith("-files.bsm")]
+    files = main_index("-files")
     files.write_bytes(os.urandom(files.stat().st_size))
     plugin_folder("second_mod.py", PLUGIN.format(name="Second"))
     after, stderr = summary()

@@ -253,7 +253,9 @@ def forge(source: str, record: list, listing: list | None = None) -> None:
         path = os.path.join(directory, name)
         with open(path, "rb") as handle:
             stamp, payload = memo.decode(handle.read(), path)
-        state = payload["sources"][source]
+        state = payload["sources"].get(source)
+        if state is None:  # the index of another set of plugin folders
+            continue
         state["specs"].append(record)
         state.setdefault("listing", []).extend(listing or [])
         assert memo.write(name[: -len(".bsm")], stamp, payload)

@@ -34,16 +34,7 @@ MAX_SECONDS = 3.0
 MAX_PEAK_GROWTH_KIB = 64 * 1024
 
 
-def fuzz_marker() -> pytest.MarkDecorator:
-    """``pytest.mark.fuzz``, registered here too so the module runs under ``--strict-markers``
-    while pyproject.toml does not list the marker."""
-    config = getattr(pytest.mark, "_config", None)
-    if config is not None and not any(m.startswith("fuzz:") for m in config.getini("markers")):
-        config.addinivalue_line("markers", "fuzz: long property-based runs (make fuzz)")
-    return pytest.mark.fuzz
-
-
-fuzz = fuzz_marker()
+fuzz = pytest.mark.fuzz
 
 
 # -- bombs: refused quickly, in bounded memory ---------------------------------------------------
