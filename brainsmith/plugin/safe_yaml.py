@@ -86,8 +86,8 @@ def _check_shape(text: str, path: str, loader_cls: type) -> None:
 
 
 def _at(path: str, event: yaml.Event, message: str) -> YAMLInputError:
-    mark = event.start_mark
-    return YAMLInputError(f"{path}:{mark.line + 1}:{mark.column + 1}: {message}")
+    line, column = event.start_mark.line + 1, event.start_mark.column + 1
+    return YAMLInputError(f"{path}:{line}:{column}: {message}", path, line, column)
 
 
 _SEQ = "tag:yaml.org,2002:seq"
