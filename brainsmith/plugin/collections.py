@@ -19,8 +19,12 @@ class PluginCollection:
     attribute read; ``reset_plugin_system()`` forgets them.
     """
 
-    def __init__(self, plugin_type: str, framework: str | None = None,
-                 subset: dict[str, PluginSpec] | None = None) -> None:
+    def __init__(
+        self,
+        plugin_type: str,
+        framework: str | None = None,
+        subset: dict[str, PluginSpec] | None = None,
+    ) -> None:
         object.__setattr__(self, "_type", plugin_type)
         object.__setattr__(self, "_framework", framework)
         object.__setattr__(self, "_subset", subset)
@@ -60,7 +64,8 @@ class PluginCollection:
                 raise PluginNotFoundError(
                     f"{self._type} '{name}' is not part of this blueprint"
                     f"{suggest(name, list(self._subset))}; add it to the blueprint to use it",
-                    self._type, name,
+                    self._type,
+                    name,
                 )
             return spec
         registry = _registry()
@@ -71,7 +76,8 @@ class PluginCollection:
             if hint:
                 raise PluginNotFoundError(
                     f"{self._type} '{name}' of framework '{self._framework}' is not available: {hint}",
-                    self._type, name,
+                    self._type,
+                    name,
                 )
         return registry.find(self._type, name, self._framework)
 
@@ -84,7 +90,8 @@ class PluginCollection:
             if strict:
                 raise PluginNotFoundError(
                     f"no framework named '{name}' (known: {', '.join(_registry().frameworks())})",
-                    self._type, name,
+                    self._type,
+                    name,
                 )
             return None
         namespace = PluginCollection(self._type, name)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import _thread
 import os
 
-
 from brainsmith.plugin import log
 from brainsmith.plugin.config import PluginConfig, load_config
 from brainsmith.plugin.discovery import DiscoveryKey, DiscoveryResult, discover
@@ -82,7 +81,9 @@ class PluginManager:
             self._attach(registry, *args)
         log.debug(
             "discovered %d plugins in %.1f ms (index %s)",
-            len(registry.specs()), result.duration_ms, result.cache,
+            len(registry.specs()),
+            result.duration_ms,
+            result.cache,
         )
         return registry
 
@@ -106,8 +107,9 @@ class PluginManager:
                 registry = self._registry
         self._attach(registry, plugin_type, obj, metadata, where)
 
-    def _attach(self, registry: Registry, plugin_type: str, obj: object, metadata: dict,
-                where: str) -> None:
+    def _attach(
+        self, registry: Registry, plugin_type: str, obj: object, metadata: dict, where: str
+    ) -> None:
         module = getattr(obj, "__module__", "") or ""
         target = f"{module}:{getattr(obj, '__qualname__', '')}"
         known = [s for s in registry.by_target(target) if s.type == plugin_type]
@@ -126,8 +128,9 @@ class PluginManager:
         meta = {k: v for k, v in metadata.items() if k != "name"}
         path, _, line = where.rpartition(":")
         meta["line"] = int(line) if line.isdigit() else 0
-        spec = PluginSpec(plugin_type, metadata["name"], self._framework_of(module), target,
-                          meta, path)
+        spec = PluginSpec(
+            plugin_type, metadata["name"], self._framework_of(module), target, meta, path
+        )
         spec.obj = obj
         spec.error = error
         kept = registry.add(spec)
@@ -238,7 +241,9 @@ class PluginManager:
             "plugins_by_type": _count_by(registry.specs(), "type"),
             "plugins_by_framework": _count_by(registry.specs(), "framework"),
             "loaded_plugins": sum(1 for s in registry.specs() if s.loaded),
-            "source_timings_ms": {k: round(v, 3) for k, v in (last.source_ms if last else {}).items()},
+            "source_timings_ms": {
+                k: round(v, 3) for k, v in (last.source_ms if last else {}).items()
+            },
             "discoveries": self._stats["discoveries"],
             "files_parsed": _files_parsed(),
             "instances_cached": len(self._instances) if self._instances is not None else 0,
@@ -250,8 +255,14 @@ class PluginManager:
         try:
             registry = self.registry()
         except Exception as exc:  # the hub itself cannot start
-            return {"status": "unhealthy", "cache_available": False, "frameworks_available": 0,
-                    "frameworks": {}, "broken_plugins": [], "error": f"{type(exc).__name__}: {exc}"}
+            return {
+                "status": "unhealthy",
+                "cache_available": False,
+                "frameworks_available": 0,
+                "frameworks": {},
+                "broken_plugins": [],
+                "error": f"{type(exc).__name__}: {exc}",
+            }
         frameworks = {
             fw: any(s.framework == fw for s in registry.specs())
             for fw in ("brainsmith", "qonnx", "finn")
