@@ -1,9 +1,9 @@
 """The everyday plugin API.
 
-    from brainsmith.plugins import transforms as tfm, kernels as kn, backends as bk, steps
+from brainsmith.plugins import transforms as tfm, kernels as kn, backends as bk, steps
 
-    model = model.transform(tfm.ExpandNorms())
-    model = model.transform(tfm.finn.Streamline())
+model = model.transform(tfm.ExpandNorms())
+model = model.transform(tfm.finn.Streamline())
 """
 
 from __future__ import annotations
@@ -20,13 +20,28 @@ steps = PluginCollection("step")
 _LIFECYCLE = {
     "brainsmith.plugin.versions": ("VersionInfo",),
     "brainsmith.plugin.packages": ("Plugin", "PluginBuilder", "PluginInfo", "PluginRegistry"),
-    "brainsmith.plugin.pathload": ("load_plugin", "unload_plugin", "reload_plugin", "list_plugins",
-                                   "get_plugin_info", "is_plugin_loaded"),
-    "brainsmith.plugin.availability": ("is_available", "auto_select", "switch_backend",
-                                       "backend_preferences", "priority"),
-    "brainsmith.plugin.kernel_builder": ("KernelBuilder", "register_example_kernels",
-                                         "list_custom_kernels", "is_custom_kernel_registered",
-                                         "execute_kernel"),
+    "brainsmith.plugin.pathload": (
+        "load_plugin",
+        "unload_plugin",
+        "reload_plugin",
+        "list_plugins",
+        "get_plugin_info",
+        "is_plugin_loaded",
+    ),
+    "brainsmith.plugin.availability": (
+        "is_available",
+        "auto_select",
+        "switch_backend",
+        "backend_preferences",
+        "priority",
+    ),
+    "brainsmith.plugin.kernel_builder": (
+        "KernelBuilder",
+        "register_example_kernels",
+        "list_custom_kernels",
+        "is_custom_kernel_registered",
+        "execute_kernel",
+    ),
 }
 _LAZY = {name: module for module, names in _LIFECYCLE.items() for name in names}
 
