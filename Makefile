@@ -3,15 +3,18 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test bench fuzz lint setup
+.PHONY: demo test bench fuzz lint setup browser
 
 setup:
 	@$(BOOT)
 
+browser:  ## Debian's headless Chromium, for the report rendering test
+	@scripts/install_browser.sh >/dev/null
+
 demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 	@$(PY) -m scripts.demo
 
-test: setup  ## the whole test suite
+test: setup browser  ## the whole test suite
 	@$(PY) -m pytest -q -n 2 --dist loadgroup
 
 bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
