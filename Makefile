@@ -21,7 +21,7 @@ bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.run
 
 fuzz: setup  ## long property-based runs (>= 10,000 cases each)
-	@BRAINSMITH_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -m fuzz -p no:randomly
+	@BRAINSMITH_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -m fuzz
 
 lint: setup
 	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
