@@ -14,7 +14,8 @@ import sys
 import types
 
 from brainsmith.build.errors import BuildError, StepError
-from brainsmith.build.runner import BuildResult, StepRecord, build
+from brainsmith.build.runner import build
+from brainsmith.build.state import BuildResult, StepRecord
 
 __all__ = ["BuildError", "BuildResult", "StepError", "StepRecord", "build"]
 

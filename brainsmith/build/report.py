@@ -11,6 +11,8 @@ import html
 import json
 import os
 import string
+import time
+import traceback
 
 RESOURCES = ("LUT", "BRAM_18K", "URAM", "DSP")
 RESOURCE_FILE = "estimate_layer_resources.json"
@@ -74,6 +76,60 @@ def _layer_attributes(model) -> dict[str, dict]:
         except Exception:  # attributes are decoration; a node may lack an op class
             pass
         found[node.name] = entry
+    return found
+
+
+def write_reports(run, model, error=None, setup_seconds: float | None = None) -> dict:
+    """Assemble the report of ``run`` (a ``BuildRun``) and write report.json and .html."""
+    options = run.plan.options
+    report = {
+        "name": run.plan.name,
+        "status": "failed" if error else "ok",
+        "error": {"step": error.step, "reason": error.reason, "hint": error.hint}
+        if error
+        else None,
+        "model": os.path.abspath(run.model_path) if run.model_path else "",
+        "blueprint_path": run.plan.path,
+        "output_dir": run.output_dir,
+        "moved_aside": run.moved_aside,
+        "fpga_part": options.fpga_part or (run.cfg._resolve_fpga_part() if run.cfg else ""),
+        "board": options.board,
+        "clock_ns": options.clock_ns,
+        "target_fps": options.target_fps,
+        "verify": run.verify,
+        "verify_samples": options.verify_samples,
+        "seconds": round(time.perf_counter() - run.started, 3),
+        "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
+        "steps": [r.as_dict() for r in run.records],
+        **estimates(run.report_dir, model),
+        "blueprint": run.plan.blueprint,
+        "versions": versions(),
+    }
+    run.report = report
+    write_json(report, run.path("report.json"))
+    try:
+        charts = run.charts.charts(report["layers"]) if run.charts else None
+        write_html(report, run.path("report.html"), charts)
+    except Exception:  # a chart problem must not hide the build's result
+        if run.log is not None:
+            traceback.print_exc(file=run.log)
+    return report
+
+
+def versions() -> dict:
+    """Versions of brainsmith, FINN, QONNX and Python."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import brainsmith
+
+    found = {"brainsmith": brainsmith.__version__}
+    for label, dist in (("finn", "finn-plus"), ("qonnx", "qonnx")):
+        try:
+            found[label] = version(dist)
+        except PackageNotFoundError:
+            found[label] = "not installed"
+    found["python"] = platform.python_version()
     return found
 
 

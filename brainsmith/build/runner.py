@@ -15,79 +15,16 @@ import os
 import shutil
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from brainsmith.build.context import BuildContext, attach
-from brainsmith.build.errors import BuildError, StepError
+from brainsmith.build.errors import BuildError
+from brainsmith.build.flow import run_steps
 from brainsmith.build.outdir import default_output_dir, prepare_output_dir
 from brainsmith.build.plan import BuildPlan, PlanError, load_plan
 from brainsmith.build.progress import Progress
-
-
-@dataclass
-class StepRecord:
-    """What happened in one step, as written to report.json."""
-
-    name: str
-    plugin: str
-    status: str = "pending"  # ok | skipped | failed | pending
-    seconds: float | None = None
-    verification: dict | None = None
-    reason: str = ""
-    model: str = ""
-
-    def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
-
-
-@dataclass
-class BuildResult:
-    """A finished build: its folder, report (as in report.json) and final model."""
-
-    output_dir: str
-    report: dict
-    model: object = None  # the final ModelWrapper
-    report_path: str = ""
-    html_path: str = ""
-
-    @property
-    def status(self) -> str:
-        return self.report["status"]
-
-    @property
-    def performance(self) -> dict:
-        return self.report.get("performance", {})
-
-    @property
-    def totals(self) -> dict:
-        return self.report.get("totals", {})
-
-
-@dataclass
-class _Step:
-    name: str
-    plugin: str
-    fn: object = None
-    skip_reason: str = ""
-    verifiable: bool = True
-
-
-@dataclass
-class _Run:
-    plan: BuildPlan
-    output_dir: str
-    model_path: str
-    progress: Progress
-    verify: str
-    user_vectors: tuple[str, str] | None
-    moved_aside: str | None
-    started: float = field(default_factory=time.perf_counter)
-    records: list[StepRecord] = field(default_factory=list)
-    report: dict = field(default_factory=dict)
-    log: object = None
-    cfg: object = None
-    context: BuildContext | None = None
-    charts: object = None  # ChartWorker
+from brainsmith.build.report import write_reports
+from brainsmith.build.state import BuildResult, BuildRun, Step, StepRecord
 
 
 def build(
@@ -137,7 +74,7 @@ def build(
         if progress
         else Progress.silent()
     )
-    run = _Run(
+    run = BuildRun(
         plan,
         os.path.abspath(folder),
         str(model_path),
@@ -185,7 +122,7 @@ def _plan(blueprint, verify: str | None) -> BuildPlan:
     return plan
 
 
-def _execute(run: _Run, model) -> BuildResult:
+def _execute(run: BuildRun, model) -> BuildResult:
     from brainsmith.build.charts import ChartWorker
     from brainsmith.frameworks.finn_env import contain_finn_output, generated_code_dir
 
@@ -197,11 +134,11 @@ def _execute(run: _Run, model) -> BuildResult:
         with contain_finn_output(run.log):
             steps, model, verifier = _setup(run, model, finn_dir)
         setup_seconds = time.perf_counter() - run.started
-        model = _run_steps(run, steps, model, verifier)
+        model = run_steps(run, steps, model, verifier)
         return _finish(run, model, setup_seconds)
 
 
-def _setup(run: _Run, model, finn_dir: str):
+def _setup(run: BuildRun, model, finn_dir: str):
     """Resolve steps, make the FINN config, load the model and the verification reference."""
     try:
         steps = _resolve_steps(run.plan)
@@ -219,7 +156,7 @@ def _setup(run: _Run, model, finn_dir: str):
         )
         verifier = _verifier(run, model)
     except BuildError as exc:
-        _write_reports(run, None, error=exc)
+        write_reports(run, None, error=exc)
         raise
     except Exception as exc:  # a setup problem of any kind is reported the same way
         traceback.print_exc(file=run.log)
@@ -229,12 +166,12 @@ def _setup(run: _Run, model, finn_dir: str):
             f"see {os.path.join(run.output_dir, 'build.log')}",
             exit_code=2,
         )
-        _write_reports(run, None, error=error)
+        write_reports(run, None, error=error)
         raise error from exc
     return steps, model, verifier
 
 
-def _resolve_steps(plan: BuildPlan) -> list[_Step]:
+def _resolve_steps(plan: BuildPlan) -> list[Step]:
     from brainsmith.build.finn_tables import TOOL_STEPS
     from brainsmith.plugin.core import get_registry
     from brainsmith.plugin.errors import PluginError
@@ -246,7 +183,7 @@ def _resolve_steps(plan: BuildPlan) -> list[_Step]:
             spec = registry.find("step", name)
             tool_step = spec.framework == "finn" and spec.name in TOOL_STEPS
             missing = [t for t in spec.metadata.get("tools", []) if shutil.which(t) is None]
-            step = _Step(spec.name, spec.qualified_name, verifiable=not tool_step)
+            step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)
             if missing:
                 step.skip_reason = f"needs {', '.join(missing)} on PATH"
             else:
@@ -291,7 +228,7 @@ def _finn_config(plan: BuildPlan, finn_dir: str):
     return cfg
 
 
-def _verifier(run: _Run, model):
+def _verifier(run: BuildRun, model):
     if run.verify == "none" and run.user_vectors is None:
         return None
     from qonnx.util.cleanup import cleanup_model
@@ -314,147 +251,7 @@ def _verifier(run: _Run, model):
     return Verifier(reference, run.plan.options.verify_samples, seed=0, user=user)
 
 
-def _run_steps(run: _Run, steps: list[_Step], model, verifier):
-    from brainsmith.build.finn_tables import missing_tool
-    from brainsmith.frameworks.finn_env import contain_finn_output
-
-    runnable = [i for i, s in enumerate(steps) if not s.skip_reason and s.verifiable]
-    last = runnable[-1] if runnable else -1
-    models_dir = os.path.join(run.output_dir, "intermediate_models")
-    os.makedirs(models_dir, exist_ok=True)
-    for index, step in enumerate(steps):
-        record = run.records[index]
-        if not step.verifiable:  # a FINN hardware step: is its tool needed and missing?
-            step.skip_reason = step.skip_reason or missing_tool(step.name, model)
-        if step.skip_reason:
-            record.status, record.reason = "skipped", step.skip_reason
-            run.progress.finish(index, "skipped", detail=step.skip_reason)
-            continue
-        run.progress.start(index)
-        run.log.write(f"\n===== step {index + 1}: {step.name} =====\n")
-        had_parent = run.context.dataflow_parent is not None
-        began = time.perf_counter()
-        try:
-            with contain_finn_output(run.log):
-                model = step.fn(model, run.cfg)
-        except StepError as exc:
-            _fail(run, model, index, exc.reason, exc.hint)
-        except KeyboardInterrupt:
-            _fail(run, model, index, "interrupted", "run the build again", exit_code=130)
-        except Exception as exc:  # any step failure becomes a BuildError
-            traceback.print_exc(file=run.log)
-            _fail(
-                run,
-                model,
-                index,
-                f"{type(exc).__name__}: {exc}",
-                f"see {os.path.join(run.output_dir, 'build.log')} for FINN's output and the "
-                "traceback; check the blueprint's kernels and options for this step",
-            )
-        record.seconds = round(time.perf_counter() - began, 4)
-        record.model = _save_step_model(run, model, models_dir, index, step.name, had_parent)
-        detail = ""
-        wanted = run.verify == "each" or index == last
-        if verifier is not None and step.verifiable and wanted:
-            detail = _check(run, verifier, model, index)
-        record.status = "ok"
-        run.progress.finish(index, "ok", record.seconds, detail)
-        _start_charts(run, model)
-    return model
-
-
-def _start_charts(run: _Run, model) -> None:
-    """Hand the layers to the chart worker as soon as the estimates exist."""
-    from brainsmith.build import report as reports
-
-    if run.charts.layers is None and os.path.isfile(
-        os.path.join(_report_dir(run), reports.RESOURCE_FILE)
-    ):
-        run.charts.submit(reports.estimates(_report_dir(run), model)["layers"])
-
-
-def _report_dir(run: _Run) -> str:
-    return os.path.join(run.output_dir, "finn", "report")
-
-
-def _save_step_model(run: _Run, model, folder: str, index: int, name: str, had_parent: bool) -> str:
-    path = os.path.join(folder, f"{index + 1:02d}_{name}.onnx")
-    model.save(path)
-    if not had_parent and run.context.dataflow_parent is not None:
-        run.context.dataflow_parent.save(os.path.join(folder, "dataflow_parent.onnx"))
-    return os.path.relpath(path, run.output_dir)
-
-
-def _check(run: _Run, verifier, model, index: int) -> str:
-    from brainsmith.build.verify import ATOL, RTOL
-    from brainsmith.frameworks.finn_env import contain_finn_output
-
-    workdir = os.path.join(run.output_dir, "finn", "verification")
-    os.makedirs(workdir, exist_ok=True)
-    began = time.perf_counter()
-    try:
-        with contain_finn_output(run.log):
-            checks = verifier.check(model, run.context.dataflow_parent, workdir)
-    except Exception as exc:  # a model that cannot run fails its step
-        traceback.print_exc(file=run.log)
-        _fail(
-            run,
-            model,
-            index,
-            f"the model after this step cannot be executed for "
-            f"verification: {type(exc).__name__}: {exc}",
-            "see build.log; set build.verify: final or none to verify less often",
-        )
-    generated = checks[0]
-    result = {**generated.as_dict(), "seconds": round(time.perf_counter() - began, 4)}
-    for check in checks[1:]:
-        result["user"] = check.as_dict()
-    run.records[index].verification = result
-    tolerance = f"tolerance atol {ATOL:g} + rtol {RTOL:g}"
-    step_model = run.records[index].model
-    if not generated.ok:
-        _fail(
-            run,
-            model,
-            index,
-            f"verification failed: outputs differ from the cleaned QONNX model by up to "
-            f"{generated.max_error:.4g} ({tolerance}) on {generated.samples} generated inputs",
-            f"this step changed what the model computes; compare {step_model} with the "
-            "previous step's model, and check the blueprint's transforms and kernels",
-        )
-    for check in checks[1:]:
-        if not check.ok:
-            _fail(
-                run,
-                model,
-                index,
-                f"verification failed: outputs differ from --expected {run.user_vectors[1]} "
-                f"by up to {check.max_error:.4g} ({tolerance}) on {check.samples} user inputs",
-                "check that the expected file was produced by this model from the --input "
-                "file (the model matched the cleaned QONNX model on generated inputs)",
-            )
-    text = f"max err {generated.max_error:.2g} ({generated.samples} inputs)"
-    if len(checks) > 1:
-        text += f", user {checks[1].max_error:.2g}"
-    return text
-
-
-def _fail(run: _Run, model, index: int, reason: str, hint: str, exit_code: int = 1) -> None:
-    record = run.records[index]
-    record.status, record.reason = "failed", reason
-    run.progress.finish(index, "failed", detail=reason if len(reason) < 70 else reason[:67] + "...")
-    error = BuildError(
-        record.name,
-        reason,
-        hint,
-        exit_code=exit_code,
-        report=os.path.join(run.output_dir, "report.json"),
-    )
-    _write_reports(run, model, error=error)
-    raise error
-
-
-def _finish(run: _Run, model, setup_seconds: float) -> BuildResult:
+def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
     final = os.path.join(run.output_dir, "final.onnx")
     model.save(final)
     parent = run.context.dataflow_parent
@@ -465,67 +262,7 @@ def _finish(run: _Run, model, setup_seconds: float) -> BuildResult:
         for node in wrapper.get_nodes_by_op_type("StreamingDataflowPartition"):
             getCustomOp(node).set_nodeattr("model", final)
         wrapper.save(os.path.join(run.output_dir, "final_parent.onnx"))
-    report = _write_reports(run, model, setup_seconds=setup_seconds)
+    report = write_reports(run, model, setup_seconds=setup_seconds)
     return BuildResult(
-        run.output_dir,
-        report,
-        model,
-        os.path.join(run.output_dir, "report.json"),
-        os.path.join(run.output_dir, "report.html"),
+        run.output_dir, report, model, run.path("report.json"), run.path("report.html")
     )
-
-
-def _write_reports(
-    run: _Run, model, error: BuildError | None = None, setup_seconds: float | None = None
-) -> dict:
-    from brainsmith.build import report as reports
-
-    options = run.plan.options
-    report = {
-        "name": run.plan.name,
-        "status": "failed" if error else "ok",
-        "error": {"step": error.step, "reason": error.reason, "hint": error.hint}
-        if error
-        else None,
-        "model": os.path.abspath(run.model_path) if run.model_path else "",
-        "blueprint_path": run.plan.path,
-        "output_dir": run.output_dir,
-        "moved_aside": run.moved_aside,
-        "fpga_part": options.fpga_part or (run.cfg._resolve_fpga_part() if run.cfg else ""),
-        "board": options.board,
-        "clock_ns": options.clock_ns,
-        "target_fps": options.target_fps,
-        "verify": run.verify,
-        "verify_samples": options.verify_samples,
-        "seconds": round(time.perf_counter() - run.started, 3),
-        "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
-        "steps": [r.as_dict() for r in run.records],
-    }
-    report.update(reports.estimates(_report_dir(run), model))
-    report["blueprint"] = run.plan.blueprint
-    report["versions"] = _versions()
-    run.report = report
-    reports.write_json(report, os.path.join(run.output_dir, "report.json"))
-    try:
-        charts = run.charts.charts(report["layers"]) if run.charts else None
-        reports.write_html(report, os.path.join(run.output_dir, "report.html"), charts)
-    except Exception:  # a chart problem must not hide the build's result
-        if run.log is not None:
-            traceback.print_exc(file=run.log)
-    return report
-
-
-def _versions() -> dict:
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    import brainsmith
-
-    found = {"brainsmith": brainsmith.__version__}
-    for label, dist in (("finn", "finn-plus"), ("qonnx", "qonnx")):
-        try:
-            found[label] = version(dist)
-        except PackageNotFoundError:
-            found[label] = "not installed"
-    found["python"] = platform.python_version()
-    return found
