@@ -168,21 +168,11 @@ def test_report_html_renders_in_chromium(mlp, tmp_path):
 
 
 def test_transformer_block_builds(hub, tmp_path):
-    # The block's 1/sqrt(d) scale stays a Mul after streamlining, so the build needs an
-    # elementwise kernel besides the blueprint's LayerNorm, softmax, matmul, Thresholding.
-    blueprint = tmp_path / "transformer.yaml"
-    blueprint.write_text(
-        textwrap.dedent(f"""\
-        name: transformer-test
-        extends: {REPO / "blueprints" / "transformer.yaml"}
-        hw_compiler:
-          kernels: [LayerNorm, softmax, matmul, finn:Thresholding, finn:ElementwiseMul]
-        """)
-    )
+    blueprint = REPO / "blueprints" / "transformer.yaml"
     result = brainsmith.build(str(TRANSFORMER), str(blueprint), str(tmp_path / "out"))
     assert result.status == "ok"
     kernels = {layer["op_type"] for layer in result.report["layers"]}
-    assert {"LayerNorm", "HWSoftmax", "MVAU"} <= kernels
+    assert {"LayerNorm", "HWSoftmax", "MVAU", "ElementwiseMul"} <= kernels
     final = [s for s in result.report["steps"] if s.get("verification")]
     assert final and final[-1]["verification"]["max_error"] < 1e-4
 
