@@ -66,8 +66,11 @@ class Registry:
                         f"({existing.source}) and {spec.target} ({spec.source}); keeping the first. "
                         "Rename one with the decorator's name= argument."
                     )
-                    log.warning(reason)
-                    self.problems.append(PluginProblem(spec.framework, spec.qualified_name, reason))
+                    if not any(p.reason == reason for p in self.problems):  # once per clash
+                        log.warning(reason)
+                        self.problems.append(
+                            PluginProblem(spec.framework, spec.qualified_name, reason)
+                        )
                 return existing
             self._specs[key] = spec
             candidates = self._by_name.setdefault((spec.type, spec.name), [])
