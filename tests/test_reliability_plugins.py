@@ -232,6 +232,9 @@ def test_two_plugins_with_one_qualified_name_keep_the_first_and_report_both(plug
     plugin_folder("same_b.py", template.format(cls="FromB"))
     assert transforms.Same.__qualname__ == "FromA"
     assert transforms.Good.__name__ == "Good"
+    import same_b  # the other definition runs its decorator too: still one report
+
+    assert same_b.FromB.__name__ == "FromB"
     health = get_plugin_manager().health_check()
     assert health["status"] == "degraded"
     (problem,) = broken("Same")
