@@ -53,12 +53,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from typing import TextIO
 
 _prepared = False
+_prepare_lock = threading.Lock()
 XSI_NAMES = (
     "SimEngine",
     "locate_glbl",
@@ -72,9 +75,15 @@ XSI_NAMES = (
 
 
 def private_build_dir() -> str:
+    """A per-user folder in the temp dir; a same-named folder we do not own is not used."""
     uid = os.getuid() if hasattr(os, "getuid") else "user"
     path = os.path.join(tempfile.gettempdir(), f"brainsmith-finn-{uid}")
     os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+        return tempfile.mkdtemp(prefix="brainsmith-finn-")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return tempfile.mkdtemp(prefix="brainsmith-finn-")
     return path
 
 
@@ -83,7 +92,14 @@ def prepare_finn() -> None:
     global _prepared
     if _prepared:
         return
-    _prepared = True
+    with _prepare_lock:  # a second thread waits until the first has finished preparing
+        if _prepared:
+            return
+        _prepare()
+        _prepared = True
+
+
+def _prepare() -> None:
     if not os.environ.get("FINN_BUILD_DIR"):
         os.environ["FINN_BUILD_DIR"] = private_build_dir()
     else:
