@@ -11,7 +11,7 @@ __all__ = ["__version__", "build"]
 
 def __getattr__(name: str):
     if name == "build":
-        from brainsmith.build import build
+        from brainsmith.builder import build
 
         return build
     raise AttributeError(f"module 'brainsmith' has no attribute {name!r}")

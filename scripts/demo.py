@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     import brainsmith
-    from brainsmith.build import BuildError
-    from brainsmith.build.outdir import default_output_dir
+    from brainsmith.builder import BuildError
+    from brainsmith.builder.outdir import default_output_dir
     from brainsmith.cli.build import print_summary
 
     output_dir = default_output_dir("mlp", root=args.output_root)

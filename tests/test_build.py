@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import brainsmith
-from brainsmith.build import BuildError
-from brainsmith.build.outdir import prepare_output_dir
+from brainsmith.builder import BuildError
+from brainsmith.builder.outdir import prepare_output_dir
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.build.context import BuildContext, attach, context_of
-from brainsmith.build.plan import BuildPlan, KernelChoice, load_plan
+from brainsmith.builder.context import BuildContext, attach, context_of
+from brainsmith.builder.plan import BuildPlan, KernelChoice, load_plan
 from brainsmith.frameworks.finn_env import prepare_finn, run_finn_builder
 
 REPO = Path(__file__).resolve().parents[1]

@@ -63,8 +63,8 @@ def build(
     Example:
       brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
     """
-    from brainsmith.build import BuildError
-    from brainsmith.build import build as run_build
+    from brainsmith.builder import BuildError
+    from brainsmith.builder import build as run_build
 
     try:
         result = run_build(

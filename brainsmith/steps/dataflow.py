@@ -2,7 +2,7 @@
 
 Each is ``fn(model, cfg) -> model`` with ``cfg`` a FINN ``DataflowBuildConfig``, so the
 steps also run inside FINN's own builder. The blueprint's selection (kernels, backends,
-phased transforms) reaches them through ``brainsmith.build.context.context_of(cfg)``;
+phased transforms) reaches them through ``brainsmith.builder.context.context_of(cfg)``;
 without one they behave like FINN's defaults.
 
     cleanup → qonnx_to_finn → streamline (+ pre_hw transforms) → hardware_inference
@@ -12,8 +12,8 @@ without one they behave like FINN's defaults.
 
 from __future__ import annotations
 
-from brainsmith.build.context import context_of
-from brainsmith.build.errors import StepError
+from brainsmith.builder.context import context_of
+from brainsmith.builder.errors import StepError
 from brainsmith.frameworks.finn_env import prepare_finn
 from brainsmith.plugin.core import step
 
@@ -67,7 +67,7 @@ def hardware_inference(model, cfg):
     from qonnx.transformation.infer_datatypes import InferDataTypes
     from qonnx.transformation.infer_shapes import InferShapes
 
-    from brainsmith.build.finn_tables import TRANSFORM_ARGS
+    from brainsmith.builder.finn_tables import TRANSFORM_ARGS
 
     plan = context_of(cfg).plan
     standalone = cfg.standalone_thresholds or plan.needs_standalone_thresholds()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from brainsmith.build.errors import BuildError
+from brainsmith.builder.errors import BuildError
 
 DEFAULT_ROOT = "build-out"
 

@@ -17,14 +17,14 @@ import time
 import traceback
 from dataclasses import replace
 
-from brainsmith.build.context import BuildContext, attach
-from brainsmith.build.errors import BuildError
-from brainsmith.build.flow import run_steps
-from brainsmith.build.outdir import default_output_dir, prepare_output_dir
-from brainsmith.build.plan import BuildPlan, PlanError, load_plan
-from brainsmith.build.progress import Progress
-from brainsmith.build.report import write_reports
-from brainsmith.build.state import BuildResult, BuildRun, Step, StepRecord
+from brainsmith.builder.context import BuildContext, attach
+from brainsmith.builder.errors import BuildError
+from brainsmith.builder.flow import run_steps
+from brainsmith.builder.outdir import default_output_dir, prepare_output_dir
+from brainsmith.builder.plan import BuildPlan, PlanError, load_plan
+from brainsmith.builder.progress import Progress
+from brainsmith.builder.report import write_reports
+from brainsmith.builder.state import BuildResult, BuildRun, Step, StepRecord
 
 
 def build(
@@ -123,7 +123,7 @@ def _plan(blueprint, verify: str | None) -> BuildPlan:
 
 
 def _execute(run: BuildRun, model) -> BuildResult:
-    from brainsmith.build.charts import ChartWorker
+    from brainsmith.builder.charts import ChartWorker
     from brainsmith.frameworks.finn_env import contain_finn_output, generated_code_dir
 
     run.charts = ChartWorker()
@@ -172,7 +172,7 @@ def _setup(run: BuildRun, model, finn_dir: str):
 
 
 def _resolve_steps(plan: BuildPlan) -> list[Step]:
-    from brainsmith.build.finn_tables import TOOL_STEPS
+    from brainsmith.builder.finn_tables import TOOL_STEPS
     from brainsmith.plugin.core import get_registry
     from brainsmith.plugin.errors import PluginError
 
@@ -202,7 +202,7 @@ def _finn_config(plan: BuildPlan, finn_dir: str):
     from finn.builder.build_dataflow_config import DataflowBuildConfig, DataflowOutputType
     from finn.util.exception import FINNConfigurationError
 
-    from brainsmith.build.finn_tables import STEP_OUTPUTS
+    from brainsmith.builder.finn_tables import STEP_OUTPUTS
 
     options = plan.options
     wanted = ["estimate_reports"]
@@ -233,7 +233,7 @@ def _verifier(run: BuildRun, model):
         return None
     from qonnx.util.cleanup import cleanup_model
 
-    from brainsmith.build.verify import VectorError, Verifier, load_user_vectors
+    from brainsmith.builder.verify import VectorError, Verifier, load_user_vectors
 
     reference = cleanup_model(copy.deepcopy(model))
     user = None

@@ -7,13 +7,13 @@ import os
 import time
 import traceback
 
-from brainsmith.build.errors import BuildError, StepError
-from brainsmith.build.state import BuildRun, Step
+from brainsmith.builder.errors import BuildError, StepError
+from brainsmith.builder.state import BuildRun, Step
 
 
 def run_steps(run: BuildRun, steps: list[Step], model, verifier):
     """Run ``steps`` on ``model``; returns the last model."""
-    from brainsmith.build.finn_tables import missing_tool
+    from brainsmith.builder.finn_tables import missing_tool
     from brainsmith.frameworks.finn_env import contain_finn_output
 
     runnable = [i for i, s in enumerate(steps) if not s.skip_reason and s.verifiable]
@@ -69,7 +69,7 @@ def _save_model(run: BuildRun, model, index: int, name: str, had_parent: bool) -
 
 def _start_charts(run: BuildRun, model) -> None:
     """Hand the layers to the chart worker as soon as the estimates exist."""
-    from brainsmith.build import report
+    from brainsmith.builder import report
 
     resources = os.path.join(run.report_dir, report.RESOURCE_FILE)
     if run.charts.layers is None and os.path.isfile(resources):
@@ -78,7 +78,7 @@ def _start_charts(run: BuildRun, model) -> None:
 
 def check(run: BuildRun, verifier, model, index: int) -> str:
     """Verify the model after step ``index``; fail the step on a mismatch."""
-    from brainsmith.build.verify import ATOL, RTOL
+    from brainsmith.builder.verify import ATOL, RTOL
     from brainsmith.frameworks.finn_env import contain_finn_output
 
     workdir = run.path("finn", "verification")
@@ -129,7 +129,7 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
 
 def fail(run: BuildRun, model, index: int, reason: str, hint: str, exit_code: int = 1) -> None:
     """Record step ``index`` as failed, write the reports, raise its BuildError."""
-    from brainsmith.build.report import write_reports
+    from brainsmith.builder.report import write_reports
 
     record = run.records[index]
     record.status, record.reason = "failed", reason

@@ -94,7 +94,7 @@ class ChartWorker:
         self.layers: list[dict] | None = None
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "brainsmith.build.charts"],
+                [sys.executable, "-m", "brainsmith.builder.charts"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """BuildPlan: what a build takes from a blueprint — kernels with their allowed backends,
 phased transforms, steps and options — as one small object the steps read from the FINN
-``DataflowBuildConfig`` (see ``brainsmith.build.context``).
+``DataflowBuildConfig`` (see ``brainsmith.builder.context``).
 
 A blueprint without ``steps:`` gets brainsmith's standard flow, followed by FINN's
 hardware steps (IP generation, FIFO sizing, stitched IP, synthesis; with a board also
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from brainsmith.build.finn_tables import INFER_TRANSFORMS, infer_order
+from brainsmith.builder.finn_tables import INFER_TRANSFORMS, infer_order
 
 STANDARD_STEPS: tuple[str, ...] = (
     "cleanup",
@@ -120,7 +120,7 @@ def standard_steps(board: str | None = None) -> list[str]:
 
 def plan_from_blueprint(blueprint) -> BuildPlan:
     """Adapt a resolved ``Blueprint`` (``brainsmith.plugin.blueprint``) to a BuildPlan."""
-    from brainsmith.build.finn_tables import INFER_TRANSFORMS
+    from brainsmith.builder.finn_tables import INFER_TRANSFORMS
 
     kernels = []
     for spec, backend_specs in blueprint.kernels:

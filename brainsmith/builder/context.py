@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from brainsmith.build.plan import BuildPlan
+from brainsmith.builder.plan import BuildPlan
 
 CONTEXT_ATTRIBUTE = "brainsmith"
 

@@ -6,9 +6,9 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from brainsmith.build.context import BuildContext
-from brainsmith.build.plan import BuildPlan
-from brainsmith.build.progress import Progress
+from brainsmith.builder.context import BuildContext
+from brainsmith.builder.plan import BuildPlan
+from brainsmith.builder.progress import Progress
 
 
 @dataclass

@@ -140,9 +140,9 @@ def write_json(report: dict, path: str) -> None:
 
 
 def write_html(report: dict, path: str, charts: dict[str, str] | None = None) -> None:
-    """report.html; ``charts`` as made by ``brainsmith.build.charts`` (drawn here if None)."""
+    """report.html; ``charts`` as made by ``brainsmith.builder.charts`` (drawn here if None)."""
     if charts is None:
-        from brainsmith.build.charts import render_charts
+        from brainsmith.builder.charts import render_charts
 
         charts = render_charts(report.get("layers", []))
     template_path = os.path.join(os.path.dirname(__file__), "report_template.html")
