@@ -13,17 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from brainsmith.builder.finn_tables import INFER_TRANSFORMS, infer_order
+from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
 
-STANDARD_STEPS: tuple[str, ...] = (
-    "cleanup",
-    "qonnx_to_finn",
-    "streamline",
-    "hardware_inference",
-    "specialize",
-    "folding",
-    "estimates",
-    "codegen",
-)
+STANDARD_STEPS: tuple[str, ...] = DEFAULT_STEPS  # a blueprint's flow when it lists no steps
 HARDWARE_STEPS: tuple[str, ...] = (
     "finn:step_hw_ipgen",
     "finn:step_set_fifo_depths",
