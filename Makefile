@@ -18,6 +18,7 @@ test: setup browser  ## the whole test suite
 	@$(PY) -m pytest -q -n 2 --dist loadgroup
 
 bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
+	@$(PY) -m benchmarks.build_overhead --runs 9
 	@$(PY) -m benchmarks.run
 
 fuzz: setup  ## long property-based runs (>= 10,000 cases each)
