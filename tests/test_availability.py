@@ -148,8 +148,8 @@ def test_no_available_backend_lists_each_reason():
         auto_select("AcmeConv")
     message = str(err.value)
     assert "no available backend for kernel 'AcmeConv'" in message
-    assert "user:AcmeConv_hls: needs acme_vitis_hls" in message
-    assert "user:AcmeConv_rtl: needs Python package(s) acme_missing" in message
+    assert "user:AcmeConv_hls is unavailable: needs acme_vitis_hls" in message
+    assert "user:AcmeConv_rtl is unavailable: needs Python package(s) acme_missing" in message
 
 
 def test_switch_backend_changes_the_choice_at_runtime():

@@ -100,15 +100,7 @@ def auto_select(kernel: str, prefer: str | Mapping[str, str] | None = None) -> P
     candidates = backends_of(kernel)
     if choice:
         return _chosen(kernel, candidates, choice)
-    reasons = []
-    for spec in candidates:
-        ok, reason = is_available(spec)
-        if ok:
-            return spec
-        reasons.append(f"{spec.qualified_name}: {reason}")
-    raise PluginUnavailableError(
-        f"no available backend for kernel '{kernel}': " + "; ".join(reasons)
-    )
+    return _first_available(candidates, f"no available backend for kernel '{kernel}'")
 
 
 def switch_backend(kernel: str, backend: str | None) -> PluginSpec:
@@ -150,13 +142,18 @@ def _chosen(kernel: str, candidates: list[PluginSpec], choice: str) -> PluginSpe
                 "backend",
                 choice,
             )
+    return _first_available(pool, f"backend '{choice}' for kernel '{kernel}'")
+
+
+def _first_available(pool: list[PluginSpec], failure: str) -> PluginSpec:
+    """The first available spec of ``pool`` (best first); else every reason, in one error."""
     reasons = []
     for spec in pool:
         ok, reason = is_available(spec)
         if ok:
             return spec
         reasons.append(f"{spec.qualified_name} is unavailable: {reason}")
-    raise PluginUnavailableError(f"backend '{choice}' for kernel '{kernel}': " + "; ".join(reasons))
+    raise PluginUnavailableError(f"{failure}: " + "; ".join(reasons))
 
 
 def _run_check(spec: PluginSpec, check) -> tuple[bool, str]:
