@@ -16,43 +16,38 @@ kernels = PluginCollection("kernel")
 backends = PluginCollection("backend")
 steps = PluginCollection("step")
 
-# Plugin lifecycle API (docs/lifecycle.md), imported on first use to keep this module lean.
-_LIFECYCLE = {
-    "brainsmith.plugin.versions": ("VersionInfo",),
-    "brainsmith.plugin.packages": ("Plugin", "PluginBuilder", "PluginInfo", "PluginRegistry"),
-    "brainsmith.plugin.pathload": (
-        "load_plugin",
-        "unload_plugin",
-        "reload_plugin",
-        "list_plugins",
-        "get_plugin_info",
-        "is_plugin_loaded",
-    ),
-    "brainsmith.plugin.availability": (
-        "is_available",
-        "auto_select",
-        "switch_backend",
-        "backend_preferences",
-        "priority",
-    ),
-    "brainsmith.plugin.kernel_builder": (
-        "KernelBuilder",
-        "register_example_kernels",
-        "list_custom_kernels",
-        "is_custom_kernel_registered",
-        "execute_kernel",
-    ),
-}
-_LAZY = {name: module for module, names in _LIFECYCLE.items() for name in names}
+# The plugin lifecycle API (docs/lifecycle.md), served lazily from brainsmith.plugin.
+LIFECYCLE = (
+    "VersionInfo",
+    "Plugin",
+    "PluginBuilder",
+    "PluginInfo",
+    "PluginRegistry",
+    "load_plugin",
+    "unload_plugin",
+    "reload_plugin",
+    "list_plugins",
+    "get_plugin_info",
+    "is_plugin_loaded",
+    "is_available",
+    "auto_select",
+    "switch_backend",
+    "backend_preferences",
+    "priority",
+    "KernelBuilder",
+    "register_example_kernels",
+    "list_custom_kernels",
+    "is_custom_kernel_registered",
+    "execute_kernel",
+)
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in LIFECYCLE:
         raise AttributeError(f"module 'brainsmith.plugins' has no attribute {name!r}")
-    import importlib
+    import brainsmith.plugin as hub
 
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(hub, name)
     globals()[name] = value
     return value
 
@@ -64,5 +59,5 @@ __all__ = [
     "reset_plugin_system",
     "steps",
     "transforms",
-    *sorted(_LAZY),
+    *sorted(LIFECYCLE),
 ]
