@@ -17,7 +17,7 @@ def blueprint() -> None:
 @blueprint.command("validate")
 @click.argument("files", nargs=-1, required=True)
 def validate(files: tuple[str, ...]) -> None:
-    """Check blueprints; print one ``file:line:column: error: ...`` line per problem.
+    """Check blueprints; print one "file:line:column: error: ..." line per problem.
 
     Exit code 0 when every FILE is valid, 1 otherwise.
     """
@@ -46,7 +46,7 @@ def validate(files: tuple[str, ...]) -> None:
 @click.argument("file")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML.")
 def show(file: str, as_json: bool) -> None:
-    """Print FILE resolved: after ``extends``, every plugin name qualified, defaults filled in."""
+    """Print FILE resolved: after extends, every plugin name qualified, defaults filled in."""
     from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 
     try:

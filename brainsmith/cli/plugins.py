@@ -12,7 +12,14 @@ from brainsmith.plugin.spec import PLUGIN_TYPES
 
 @click.group()
 def plugins() -> None:
-    """List, inspect and check plugins."""
+    """List, inspect and check plugins.
+
+    \b
+    Examples:
+      brainsmith plugins list --type kernel --framework finn
+      brainsmith plugins info finn:Streamline
+      brainsmith plugins health --json
+    """
 
 
 @plugins.command("list")
