@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -234,3 +235,24 @@ def test_force_moves_the_old_output_folder_aside(tmp_path):
     assert moved and Path(moved, "keep.txt").read_text() == "mine"
     assert out.is_dir() and not os.listdir(out)
     shutil.rmtree(moved)
+
+
+def test_build_leaves_the_callers_stdout_and_logging_alone(tmp_path):
+    """FINN replaces stdout and the root logging setup; a build must give both back."""
+    code = f"""
+        import io, logging, sys
+        import brainsmith
+        handler = logging.StreamHandler(io.StringIO())
+        logging.basicConfig(level=logging.WARNING, handlers=[handler])
+        out, err = sys.stdout, sys.stderr
+        result = brainsmith.build({str(MLP)!r}, {str(REPO / "blueprints" / "mlp.yaml")!r},
+                                  {str(tmp_path / "out")!r})
+        root = logging.getLogger()
+        print(result.status, sys.stdout is out, sys.stderr is err,
+              root.handlers == [handler], root.level == logging.WARNING)
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["ok", "True", "True", "True", "True"]  # no FINN chatter
