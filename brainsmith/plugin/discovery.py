@@ -197,7 +197,7 @@ def _rescan(config, key, previous: dict, fresh: bool, result: DiscoveryResult):
     return states, changed
 
 
-def allowed_modules(source: str, state: dict, config: PluginConfig) -> tuple[str, ...]:
+def allowed_modules(source: str, state: dict) -> tuple[str, ...]:
     """Module prefixes a source may name: an index can never point elsewhere."""
     if source in ("brainsmith", "qonnx", "finn"):
         return (source + ".",)
@@ -215,7 +215,7 @@ def fill_registry(
     for source_name, state in states.items():
         for record in state.get("problems", []):
             registry.report(*[str(part) for part in record[:3]])
-        allowed = allowed_modules(source_name, state, config)
+        allowed = allowed_modules(source_name, state)
         for record in state.get("specs", []):
             try:
                 spec = PluginSpec.from_record(record)
