@@ -61,9 +61,6 @@ AUDITED = {
     ("brainsmith/plugin/__init__.py", "import_module"): (
         "lazy public attributes: the module name comes from the constant _EXPORTS table"
     ),
-    ("brainsmith/plugins.py", "import_module"): (
-        "lazy lifecycle API: the module name comes from the constant _LIFECYCLE table"
-    ),
     ("brainsmith/cli/__init__.py", "import_module"): (
         "lazy subcommands: the module name comes from the constant COMMANDS table"
     ),
