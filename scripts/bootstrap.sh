@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 venv=${BRAINSMITH_VENV:-.venv}
 py=$(command -v python3.11 || command -v python3)
 stamp="$venv/.brainsmith-installed"
-want=$(cat pyproject.toml requirements/lock.txt scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml requirements/lock.txt requirements/models.txt scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -19,6 +19,8 @@ pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 # finn-plus pins brevitas, which would replace torch with a CUDA build; FINN never
 # imports brevitas, so install finn-plus alone (its other requirements are in the lock).
 "${pip[@]}" --no-deps "finn-plus==1.6.1"
+# Brevitas, for exporting example and test networks only (brainsmith never imports it).
+"${pip[@]}" --no-deps -r requirements/models.txt
 # A plain .pth editable install: no import hook to slow every Python start-up.
 "${pip[@]}" --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 echo "$want" > "$stamp"

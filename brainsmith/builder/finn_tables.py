@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 INFER_TRANSFORMS: dict[str, tuple[str, ...]] = {
     "MVAU": ("InferBinaryMatrixVectorActivation", "InferQuantizedMatrixVectorActivation"),
     "VVAU": ("InferVectorVectorActivation",),
@@ -97,11 +95,6 @@ INFER_ORDER: tuple[str, ...] = (
     "InferUnsqueeze",
     "InferShuffle",
 )
-
-# Constructor arguments FINN's own flow passes, taken from the DataflowBuildConfig.
-TRANSFORM_ARGS: dict[str, Callable[[object], dict]] = {
-    "InferRequantLayer": lambda cfg: {"bitwidth_threshold": cfg.requant_bitwidth_threshold},
-}
 
 TOOL_STEPS: dict[str, str] = {
     "step_hw_ipgen": "Vitis HLS",

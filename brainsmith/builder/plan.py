@@ -98,6 +98,13 @@ class BuildPlan:
         )
         return rtl_only and any(k.op_type == "Thresholding" for k in kernels)
 
+    def elementwise_ops(self) -> set[str] | None:
+        """ONNX operations the selected ``Elementwise*`` kernels implement (None: all)."""
+        if self.kernels is None:
+            return None
+        prefix = "Elementwise"
+        return {k.op_type[len(prefix) :] for k in self.kernels if k.op_type.startswith(prefix)}
+
     def kernel_for(self, op_type: str) -> KernelChoice | None:
         for kernel in self.kernels or ():
             if kernel.op_type == op_type:

@@ -170,7 +170,7 @@ class Verifier:
     """Compares any stage of the build with the cleaned QONNX reference."""
 
     def __init__(self, reference, samples: int, seed: int = 0, user=None) -> None:
-        from brainsmith.frameworks.finn_env import fix_python_execution
+        from brainsmith.frameworks.finn_execution import fix_python_execution
 
         fix_python_execution()
         self.samples = generate_inputs(reference, samples, seed)

@@ -37,12 +37,8 @@ Used by ``brainsmith.build``:
    runner with that lookup answering ``""`` when Vivado is absent, and afterwards restores
    what the runner changes for the whole process: ``sys.stdout``/``sys.stderr``, the root
    logger, FINN's console and the capture of warnings into logging.
-8. FINN's Python execution of an MVAU with built-in thresholds treats a 3-D
-   (batch, sequence, channels) result as channels-first, so a transformer's projection
-   fails ("Threshold shape incorrect") — or, when sequence length equals channel count,
-   silently thresholds the wrong axis. ``fix_python_execution()`` makes that case
-   channels-last, as FINN's hardware computes it; the generated hardware is untouched and
-   every other case still runs FINN's own code. Verification applies it.
+8. FINN's Python models of some hardware layers do not compute in the layout the generated
+   hardware uses; ``brainsmith.frameworks.finn_execution`` corrects them for verification.
 9. Tearing the interpreter down after FINN (some 4,000 modules with torch, scipy and
    sklearn) takes 1-2 s. ``fast_exit(code)`` lets a finished command flush its output and
    leave with ``os._exit`` — only when the process's own stdout/stderr are in use, so a
@@ -215,44 +211,6 @@ def run_finn_builder(model_path: str, cfg: object) -> int:
         builder.get_vivado_root = original
         finn_logging.set_console(console)
         logging.captureWarnings(False)  # the builder routes warnings into its log file
-
-
-def fix_python_execution() -> None:
-    """Apply 8. (idempotent)."""
-    prepare_finn()
-    from finn.custom_op.fpgadataflow.matrixvectoractivation import MVAU
-
-    if getattr(MVAU.execute_node, "_brainsmith_fix", False):
-        return
-    original = MVAU.execute_node
-
-    def execute_node(self, context, graph) -> None:
-        shape = self.get_normal_input_shape()
-        plain = (
-            len(shape) == 3
-            and self.get_nodeattr("noActivation") == 0
-            and not self.get_nodeattr("binaryXnorMode")
-            and "BIPOLAR"
-            not in (
-                self.get_nodeattr("inputDataType"),
-                self.get_nodeattr("weightDataType"),
-                self.get_nodeattr("outputDataType"),
-            )
-        )
-        if not plain:
-            return original(self, context, graph)
-        import numpy as np
-        from qonnx.custom_op.general.multithreshold import multithreshold
-
-        node = self.onnx_node
-        result = np.matmul(context[node.input[0]].reshape(shape), context[node.input[1]])
-        result = multithreshold(
-            result, context[node.input[2]], 1, self.get_nodeattr("ActVal"), channels_last=True
-        )
-        context[node.output[0]] = result.reshape(context[node.output[0]].shape)
-
-    execute_node._brainsmith_fix = True
-    MVAU.execute_node = execute_node
 
 
 def fast_exit(code: int = 0) -> None:

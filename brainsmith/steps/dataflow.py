@@ -41,11 +41,14 @@ def qonnx_to_finn(model, cfg):
 
 @step(name="streamline", description="Blueprint pre_hw transforms, then FINN streamlining")
 def streamline(model, cfg):
-    """Apply the blueprint's ``pre_hw`` transforms, then FINN's streamlining."""
+    """Apply the blueprint's ``pre_hw`` transforms, then FINN's streamlining (lowering
+    convolutions to matrix products), then move scales past residual forks and joins."""
     from finn.builder.build_dataflow_steps import step_streamline
 
+    from brainsmith.steps.finn_recipe import streamline_residuals
+
     model = apply_transforms(model, context_of(cfg).plan.pre_hw, "pre_hw")
-    return step_streamline(model, cfg)
+    return streamline_residuals(step_streamline(model, cfg))
 
 
 @step(
@@ -62,21 +65,18 @@ def hardware_inference(model, cfg):
     ``context_of(cfg).dataflow_parent``.
     """
     from finn.builder.build_dataflow_steps import step_minimize_bit_width_initial
-    from qonnx.transformation.general import GiveUniqueNodeNames
-    from qonnx.transformation.infer_data_layouts import InferDataLayouts
-    from qonnx.transformation.infer_datatypes import InferDataTypes
     from qonnx.transformation.infer_shapes import InferShapes
 
-    from brainsmith.builder.finn_tables import TRANSFORM_ARGS
+    from brainsmith.steps.finn_recipe import convert_to_hw, transform_args
 
     plan = context_of(cfg).plan
     standalone = cfg.standalone_thresholds or plan.needs_standalone_thresholds()
-    for name in plan.infer_transforms(standalone):
-        cls = _transform_class(name)
-        args = TRANSFORM_ARGS.get(cls.__name__, lambda c: {})(cfg)
-        model = model.transform(cls(**args))
-    for transform in (GiveUniqueNodeNames(), InferDataLayouts(), InferDataTypes(), InferShapes()):
-        model = model.transform(transform)
+
+    def make(name: str):
+        return _transform_class(name)(**transform_args(name, cfg, plan))
+
+    model = convert_to_hw(model, plan.infer_transforms(standalone), make)
+    model = model.transform(InferShapes())
     model = step_minimize_bit_width_initial(model, cfg)
     return _partition(model, cfg)
 

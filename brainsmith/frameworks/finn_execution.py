@@ -1,0 +1,121 @@
+"""Python execution of FINN hardware layers in the layout the generated hardware uses.
+
+Verification runs hardware layers through FINN's Python models. Some of them compute in a
+layout the hardware does not use, so a correct design would fail verification (a false
+alarm) or a wrong one could pass. ``fix_python_execution()`` (idempotent) corrects them; the
+generated hardware and every other case keep FINN's own code.
+
+1. An MVAU with built-in thresholds treats a 3-D (batch, sequence, channels) result as
+   channels-first, so a transformer's projection fails ("Threshold shape incorrect") or,
+   when the sequence length equals the channel count, thresholds the wrong axis. Here it is
+   channels-last, as the hardware computes it.
+2. A depthwise sliding-window generator streams each window channel-fold by channel-fold
+   (``SIMD`` channels at a time: fold, kernel position, channel within the fold). FINN's
+   ``ConvolutionInputGenerator_rtl`` model interleaves its output that way, and its
+   generic ``ConvolutionInputGenerator`` model here does the same, so both agree with the
+   hardware before and after specialisation.
+3. ``Pool`` (max/average pooling after such a generator) reads that interleaved stream with
+   ``PE`` channels per word in hardware; FINN's model assumes the plain (kernel position,
+   channel) order, which is only the same when ``PE`` equals the channel count. Here it
+   reads the interleaved order, so a Pool whose ``PE`` matches the generator's ``SIMD``
+   verifies exactly and a mismatched pair is caught.
+"""
+
+from __future__ import annotations
+
+FIX_MARK = "_brainsmith_fix"
+
+
+def fix_python_execution() -> None:
+    """Apply 1.-3. (idempotent)."""
+    from brainsmith.frameworks.finn_env import prepare_finn
+
+    prepare_finn()
+    from finn.custom_op.fpgadataflow.convolutioninputgenerator import ConvolutionInputGenerator
+    from finn.custom_op.fpgadataflow.matrixvectoractivation import MVAU
+    from finn.custom_op.fpgadataflow.pool import Pool
+
+    _patch(MVAU, _mvau_channels_last)
+    _patch(ConvolutionInputGenerator, _generic_swg_interleaved)
+    _patch(Pool, _pool_reads_interleaved)
+
+
+def _patch(cls: type, make) -> None:
+    if getattr(cls.execute_node, FIX_MARK, False):
+        return
+    patched = make(cls.execute_node)
+    setattr(patched, FIX_MARK, True)
+    cls.execute_node = patched
+
+
+def interleave(values, channels: int, simd: int):
+    """(..., kernel positions x channels) -> the hardware's (..., fold, position, simd)."""
+    lead, width = values.shape[:-1], values.shape[-1]
+    positions = width // channels
+    folded = values.reshape(*lead, positions, channels // simd, simd).swapaxes(-3, -2)
+    return folded.reshape(*lead, width)
+
+
+def deinterleave(values, channels: int, pe: int):
+    """The inverse of ``interleave``."""
+    lead, width = values.shape[:-1], values.shape[-1]
+    positions = width // channels
+    plain = values.reshape(*lead, channels // pe, positions, pe).swapaxes(-3, -2)
+    return plain.reshape(*lead, width)
+
+
+def _mvau_channels_last(original):
+    def execute_node(self, context, graph) -> None:
+        shape = self.get_normal_input_shape()
+        plain = (
+            len(shape) == 3
+            and self.get_nodeattr("noActivation") == 0
+            and not self.get_nodeattr("binaryXnorMode")
+            and "BIPOLAR"
+            not in (
+                self.get_nodeattr("inputDataType"),
+                self.get_nodeattr("weightDataType"),
+                self.get_nodeattr("outputDataType"),
+            )
+        )
+        if not plain:
+            return original(self, context, graph)
+        import numpy as np
+        from qonnx.custom_op.general.multithreshold import multithreshold
+
+        node = self.onnx_node
+        result = np.matmul(context[node.input[0]].reshape(shape), context[node.input[1]])
+        result = multithreshold(
+            result, context[node.input[2]], 1, self.get_nodeattr("ActVal"), channels_last=True
+        )
+        context[node.output[0]] = result.reshape(context[node.output[0]].shape)
+
+    return execute_node
+
+
+def _generic_swg_interleaved(original):
+    def execute_node(self, context, graph) -> None:
+        original(self, context, graph)
+        generic = self.onnx_node.op_type == "ConvolutionInputGenerator"  # not the _rtl subclass
+        channels, simd = self.get_nodeattr("IFMChannels"), self.get_nodeattr("SIMD")
+        if generic and self.get_nodeattr("depthwise") and simd < channels:
+            name = self.onnx_node.output[0]
+            context[name] = interleave(context[name], channels, simd)
+
+    return execute_node
+
+
+def _pool_reads_interleaved(original):
+    def execute_node(self, context, graph) -> None:
+        channels, pe = self.get_nodeattr("Channels"), self.get_nodeattr("PE")
+        if pe >= channels:
+            return original(self, context, graph)
+        name = self.onnx_node.input[0]
+        stream = context[name]
+        context[name] = deinterleave(stream, channels, pe)
+        try:
+            original(self, context, graph)
+        finally:
+            context[name] = stream  # other readers of the tensor see the stream unchanged
+
+    return execute_node

@@ -1,0 +1,163 @@
+"""FINN's recipe for networks with convolutions and residual connections, limited to a
+blueprint's kernels.
+
+FINN's own ``step_streamline`` and ``step_convert_to_hw`` build CNV-like networks; its ResNet
+examples add a fork-aware streamlining loop. brainsmith's ``streamline`` and
+``hardware_inference`` steps run the same transforms in the same order, with three
+differences that let more networks build:
+
+- residual connections: scales are moved past forks and joins until nothing changes (FINN's
+  ResNet-50 recipe), so the convolutions on both branches see integer inputs;
+- global average pooling becomes ``GlobalAccPool`` first, and the scalar ``1/N`` it leaves is
+  streamlined into the next layer instead of becoming a floating-point multiplier;
+- only the blueprint's kernels are inferred: ``InferElementwiseBinaryOperation`` converts just
+  the operations of the selected ``Elementwise*`` kernels and never the final dequantisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# Run after the layout fix-ups (they convert what the fix-ups leave, as in FINN).
+LAYOUT_TRANSFORMS = ("InferReshape", "InferSqueeze", "InferUnsqueeze", "InferShuffle")
+# Leave a scalar Mul behind that streamlining has to move into the next layer.
+SCALE_LEAVING_TRANSFORMS = ("InferGlobalAccPoolLayer",)
+RESIDUAL_ROUNDS = 4  # FINN's ResNet-50 recipe iterates four times
+
+
+def has_branches(model) -> bool:
+    """True when a computed tensor feeds several nodes (a fork, as in a residual block)."""
+    initializers = {t.name for t in model.graph.initializer}
+    seen: set[str] = set()
+    for node in model.graph.node:
+        for name in node.input:
+            if name in initializers or not name:
+                continue
+            if name in seen:
+                return True
+            seen.add(name)
+    return False
+
+
+def streamline_residuals(model):
+    """Move scales and biases past forks and joins until the graph stops changing."""
+    from finn.transformation.streamline import Streamline
+    from finn.transformation.streamline.absorb import (
+        AbsorbConsecutiveTransposes,
+        AbsorbTransposeIntoMultiThreshold,
+    )
+    from finn.transformation.streamline.reorder import (
+        MoveLinearPastEltwiseAdd,
+        MoveLinearPastFork,
+        MoveScalarLinearPastInvariants,
+        MoveScalesPastIm2Col,
+        MoveTransposePastFork,
+        MoveTransposePastJoinAdd,
+    )
+    from finn.transformation.streamline.round_thresholds import RoundAndClipThresholds
+
+    if not has_branches(model):
+        return model
+    passes = (
+        RoundAndClipThresholds,
+        MoveLinearPastFork,
+        MoveLinearPastEltwiseAdd,
+        MoveScalarLinearPastInvariants,
+        MoveTransposePastFork,
+        MoveTransposePastJoinAdd,
+        MoveScalesPastIm2Col,
+        AbsorbTransposeIntoMultiThreshold,
+        AbsorbConsecutiveTransposes,
+        Streamline,
+    )
+    for _ in range(RESIDUAL_ROUNDS):
+        before = model.graph.SerializeToString()
+        for transform in passes:
+            model = _tidy(model.transform(transform()))
+        if model.graph.SerializeToString() == before:
+            break
+    return model
+
+
+def convert_to_hw(model, names: list[str], make: Callable[[str], object]):
+    """Apply the infer transforms ``names`` (FINN's order) and FINN's layout fix-ups.
+
+    ``make(name)`` returns the transform instance for a name (with the blueprint's filters).
+    """
+    from finn.transformation.move_reshape import RemoveCNVtoFCFlatten
+    from finn.transformation.streamline import Streamline
+    from finn.transformation.streamline.reorder import MoveScalarLinearPastInvariants
+
+    first = [n for n in names if _short(n) in SCALE_LEAVING_TRANSFORMS]
+    last = [n for n in names if _short(n) in LAYOUT_TRANSFORMS]
+    middle = [n for n in names if n not in first and n not in last]
+    if first:
+        before = model.graph.SerializeToString()
+        for name in first:
+            model = model.transform(make(name))
+        if model.graph.SerializeToString() != before:
+            model = model.transform(MoveScalarLinearPastInvariants()).transform(Streamline())
+    for name in middle:
+        model = model.transform(make(name))
+        if _short(name) == "InferConvInpGen":
+            model = model.transform(RemoveCNVtoFCFlatten())
+    model = fix_layouts(model)
+    for name in last:
+        model = model.transform(make(name))
+    return _tidy(model)
+
+
+def fix_layouts(model):
+    """FINN's clean-up after conversion: cancel transpose pairs, absorb the transpose and
+    flatten between the last convolution and the first fully connected layer."""
+    from finn.transformation.move_reshape import RemoveCNVtoFCFlatten
+    from finn.transformation.streamline.absorb import AbsorbConsecutiveTransposes
+    from qonnx.transformation.infer_data_layouts import InferDataLayouts
+    from qonnx.transformation.infer_shapes import InferShapes
+
+    model = model.transform(AbsorbConsecutiveTransposes())
+    model = model.transform(RemoveCNVtoFCFlatten())
+    model = _tidy(model).transform(InferDataLayouts()).transform(InferShapes())
+    return model
+
+
+def transform_args(name: str, cfg, plan) -> dict:
+    """Constructor arguments FINN's own flow passes to an infer transform, plus the
+    blueprint's filters."""
+    short = _short(name)
+    if short == "InferRequantLayer":
+        return {"bitwidth_threshold": cfg.requant_bitwidth_threshold}
+    if short == "InferElementwiseBinaryOperation":
+        return {"_filter": elementwise_filter(plan.elementwise_ops())}
+    if short == "InferShuffle" and not cfg.infer_shuffle_skip_first:
+        return {"_filter": lambda *_: True}
+    return {}
+
+
+def elementwise_filter(op_types: set[str] | None) -> Callable[..., bool]:
+    """A node filter for ``InferElementwiseBinaryOperation``: the selected operations only,
+    never a floating-point multiplication at the graph's end (dequantisation stays on the
+    host). ``None`` keeps FINN's default (every operation)."""
+    if op_types is None:
+        return lambda *_: True
+    from finn.transformation.fpgadataflow.convert_to_hw.elementwise_binary_operation import (
+        InferElementwiseBinaryOperation,
+    )
+
+    def wanted(model, node) -> bool:
+        return node.op_type in op_types and InferElementwiseBinaryOperation.reject_output_dequant(
+            model, node
+        )
+
+    return wanted
+
+
+def _tidy(model):
+    from qonnx.transformation.general import GiveUniqueNodeNames
+    from qonnx.transformation.infer_datatypes import InferDataTypes
+
+    return model.transform(GiveUniqueNodeNames()).transform(InferDataTypes())
+
+
+def _short(name: str) -> str:
+    return name.rpartition(":")[2]

@@ -1,0 +1,179 @@
+"""Export small convolutional networks with Brevitas and write reference vectors.
+
+    python -m examples.brevitas_models [FOLDER]       (needs brevitas: make models)
+
+Each network has random weights (fixed seed), batch-norm statistics and activation scales
+calibrated on seeded random inputs, and is exported with ``brevitas.export.export_qonnx``
+exactly as a trained network would be. Beside each ``NAME.onnx`` go ``NAME_input.npy`` (a few
+inputs) and ``NAME_expected.npy`` (the torch model's own outputs for them), the vectors
+``brainsmith build --input/--expected`` checks the final design against.
+
+- ``cnv``: 8-bit input quantizer, two 3x3 convolutions (4-bit weights) each with batch norm,
+  4-bit ReLU and 2x2 max pooling, then a fully connected layer (the CNV pattern).
+- ``conv_pad``: like ``cnv`` with zero padding in both convolutions (FMPadding layers) and
+  2-bit weights in the second one.
+- ``residual``: a convolution stem and a residual block (two convolutions, the skip path added
+  back with a shared quantizer), global average pooling and a fully connected layer.
+
+Brevitas is a development dependency only (requirements/models.txt); brainsmith never imports
+it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+MODELS = Path(__file__).resolve().parent / "models"
+SEED = 2024
+VECTORS = 8
+
+
+@dataclass(frozen=True)
+class ConvNetSpec:
+    """Shape of a CNV-like network: one entry per convolution in ``channels``/``weight_bits``."""
+
+    channels: tuple[int, ...] = (8, 16)
+    weight_bits: tuple[int, ...] = (4, 4)
+    act_bits: int = 4
+    padding: int = 0
+    image: int = 16
+    in_channels: int = 3
+    classes: int = 10
+
+
+def _torch():
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
+    import torch
+
+    return torch
+
+
+def conv_net(spec: ConvNetSpec):
+    """A CNV-like Brevitas network: [QuantConv -> BN -> QuantReLU -> MaxPool] x N -> Linear."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    layers: list[nn.Module] = [qnn.QuantIdentity(bit_width=8, return_quant_tensor=True)]
+    size, channels = spec.image, spec.in_channels
+    for out, bits in zip(spec.channels, spec.weight_bits, strict=True):
+        layers += [
+            qnn.QuantConv2d(
+                channels, out, 3, padding=spec.padding, bias=False, weight_bit_width=bits
+            ),
+            nn.BatchNorm2d(out),
+            qnn.QuantReLU(bit_width=spec.act_bits, return_quant_tensor=True),
+            nn.MaxPool2d(2),
+        ]
+        size, channels = (size + 2 * spec.padding - 2) // 2, out
+    layers += [
+        nn.Flatten(),
+        qnn.QuantLinear(channels * size * size, spec.classes, bias=False, weight_bit_width=4),
+    ]
+    return torch.nn.Sequential(*layers), (1, spec.in_channels, spec.image, spec.image)
+
+
+def residual_net(channels: int = 8, image: int = 8, classes: int = 10):
+    """A convolution stem, one residual block with a shared add quantizer, global pooling."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    class Residual(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant_in = qnn.QuantIdentity(bit_width=8, return_quant_tensor=True)
+            self.stem = nn.Sequential(
+                qnn.QuantConv2d(3, channels, 3, padding=1, bias=False, weight_bit_width=4),
+                nn.BatchNorm2d(channels),
+            )
+            # One quantizer for both operands of the add, so they share a scale.
+            self.shared = qnn.QuantReLU(bit_width=4, return_quant_tensor=True)
+            self.body = nn.Sequential(
+                qnn.QuantConv2d(channels, channels, 3, padding=1, bias=False, weight_bit_width=4),
+                nn.BatchNorm2d(channels),
+                qnn.QuantReLU(bit_width=4, return_quant_tensor=True),
+                qnn.QuantConv2d(channels, channels, 3, padding=1, bias=False, weight_bit_width=4),
+                nn.BatchNorm2d(channels),
+            )
+            self.add_quant = qnn.QuantIdentity(bit_width=4, return_quant_tensor=True)
+            self.relu = qnn.QuantReLU(bit_width=4, return_quant_tensor=True)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.head = qnn.QuantLinear(channels, classes, bias=False, weight_bit_width=4)
+
+        def forward(self, x):
+            skip = self.shared(self.stem(self.quant_in(x)))
+            y = self.add_quant(self.body(skip)) + self.add_quant(skip)
+            y = self.pool(self.relu(y))
+            return self.head(torch.flatten(y, 1))
+
+    return Residual(), (1, 3, image, image)
+
+
+NETWORKS = {
+    "cnv": lambda: conv_net(ConvNetSpec()),
+    "conv_pad": lambda: conv_net(ConvNetSpec(channels=(8, 8), weight_bits=(4, 2), padding=1)),
+    "residual": residual_net,
+}
+
+
+def calibrate(net, shape: tuple[int, ...], seed: int = SEED) -> None:
+    """Batch-norm statistics and activation scales from seeded random inputs."""
+    torch = _torch()
+    from brevitas.graph.calibrate import calibration_mode
+    from torch import nn
+
+    torch.manual_seed(seed)
+    for module in net.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.momentum = None  # cumulative average over the calibration batches
+            nn.init.uniform_(module.weight, 0.5, 1.5)
+            nn.init.uniform_(module.bias, -0.2, 0.2)
+    net.train()
+    with torch.no_grad():
+        for _ in range(4):
+            net(sample_inputs(shape, 32, torch))
+    net.eval()
+    with torch.no_grad(), calibration_mode(net):
+        for _ in range(4):
+            net(sample_inputs(shape, 32, torch))
+
+
+def sample_inputs(shape: tuple[int, ...], count: int, torch):
+    """Image-like inputs in [-1, 1)."""
+    return torch.rand(count, *shape[1:]) * 2 - 1
+
+
+def export(name: str, folder: Path = MODELS, seed: int = SEED, make=None) -> Path:
+    """Export network ``name`` to ``folder/name.onnx`` with its reference vectors."""
+    torch = _torch()
+    from brevitas.export import export_qonnx
+
+    torch.manual_seed(seed)
+    net, shape = (make or NETWORKS[name])()
+    calibrate(net, shape, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.onnx"
+    export_qonnx(net, input_t=torch.zeros(shape), export_path=str(path), dynamo=False)
+    generator = torch.Generator().manual_seed(seed + 1)
+    inputs = torch.rand(VECTORS, *shape[1:], generator=generator) * 2 - 1
+    with torch.no_grad():
+        expected = torch.cat([net(inputs[i : i + 1]) for i in range(VECTORS)])
+    np.save(folder / f"{name}_input.npy", inputs.numpy().astype(np.float32))
+    np.save(folder / f"{name}_expected.npy", expected.numpy().astype(np.float32))
+    return path
+
+
+def main(folder: Path = MODELS) -> list[Path]:
+    return [export(name, folder) for name in NETWORKS]
+
+
+if __name__ == "__main__":
+    for path in main(Path(sys.argv[1]) if len(sys.argv) > 1 else MODELS):
+        print(f"{path} ({path.stat().st_size} bytes)")
