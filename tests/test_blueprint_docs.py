@@ -39,8 +39,15 @@ def docs_folder(tmp_path) -> Path:
     return tmp_path
 
 
-def test_blueprints_folder_ships_base_mlp_and_transformer():
-    assert [path.name for path in SHIPPED] == ["base.yaml", "mlp.yaml", "transformer.yaml"]
+def test_blueprints_folder_ships_the_example_networks():
+    assert [path.name for path in SHIPPED] == [
+        "base.yaml",
+        "cnv.yaml",
+        "conv_pad.yaml",
+        "mlp.yaml",
+        "residual.yaml",
+        "transformer.yaml",
+    ]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)

@@ -6,10 +6,11 @@ from __future__ import annotations
 class StepError(Exception):
     """Raised inside a step with a reason the user can act on and a hint."""
 
-    def __init__(self, reason: str, hint: str = "") -> None:
+    def __init__(self, reason: str, hint: str = "", model: object = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.hint = hint
+        self.model = model  # the model the reason's node names refer to, saved by the build
 
 
 class BuildError(Exception):

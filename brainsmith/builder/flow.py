@@ -35,7 +35,11 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
             with contain_finn_output(run.log):
                 model = step.fn(model, run.cfg)
         except StepError as exc:
-            fail(run, model, index, exc.reason, exc.hint)
+            hint = exc.hint
+            if exc.model is not None:
+                saved = _save_model(run, exc.model, index, f"{step.name}_failed", had_parent)
+                hint += f"; the node names are those in {saved}"
+            fail(run, model, index, exc.reason, hint)
         except KeyboardInterrupt:
             fail(run, model, index, "interrupted", "run the build again", exit_code=130)
         except Exception as exc:  # any step failure becomes a BuildError
@@ -49,6 +53,8 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
                 "blueprint's kernels and options for this step",
             )
         record.seconds = round(time.perf_counter() - began, 4)
+        if not had_parent:
+            _adopt_finn_parent(run)
         record.model = _save_model(run, model, index, step.name, had_parent)
         detail = ""
         if verifier is not None and step.verifiable and (run.verify == "each" or index == last):
@@ -67,6 +73,19 @@ def _save_model(run: BuildRun, model, index: int, name: str, had_parent: bool) -
     return os.path.relpath(path, run.output_dir)
 
 
+def _adopt_finn_parent(run: BuildRun) -> None:
+    """FINN's own ``step_create_dataflow_partition`` returns the partition and saves the
+    graph around it; take that graph as the build's dataflow parent, so later steps verify
+    from the model's real (NCHW) inputs instead of the partition's (NHWC) ones."""
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    if run.context.dataflow_parent is not None:
+        return
+    saved = os.path.join(str(run.cfg.get_intermediate_models_directory()), "dataflow_parent.onnx")
+    if os.path.isfile(saved):
+        run.context.dataflow_parent = ModelWrapper(saved)
+
+
 def _start_charts(run: BuildRun, model) -> None:
     """Hand the layers to the chart worker as soon as the estimates exist."""
     from brainsmith.builder import report
@@ -78,7 +97,6 @@ def _start_charts(run: BuildRun, model) -> None:
 
 def check(run: BuildRun, verifier, model, index: int) -> str:
     """Verify the model after step ``index``; fail the step on a mismatch."""
-    from brainsmith.builder.verify import ATOL, RTOL
     from brainsmith.frameworks.finn_env import contain_finn_output
 
     workdir = run.path("finn", "verification")
@@ -95,14 +113,19 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
             index,
             f"the model after this step cannot be executed for verification: "
             f"{type(exc).__name__}: {exc}",
-            "see build.log; set build.verify: final or none to verify less often",
+            "see build.log; "
+            + (
+                "set build.verify: final to verify only the finished design"
+                if run.verify == "each"
+                else "set build.verify: none to build without verifying"
+            ),
         )
     generated, user = checks[0], checks[1:]
     result = {**generated.as_dict(), "seconds": round(time.perf_counter() - began, 4)}
     if user:
         result["user"] = user[0].as_dict()
     run.records[index].verification = result
-    tolerance = f"tolerance atol {ATOL:g} + rtol {RTOL:g}"
+    tolerance = f"tolerance atol {verifier.atol:g} + rtol {verifier.rtol:g}"
     if not generated.ok:
         fail(
             run,
@@ -111,7 +134,8 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
             f"verification failed: outputs differ from the cleaned QONNX model by up to "
             f"{generated.max_error:.4g} ({tolerance}) on {generated.samples} generated inputs",
             f"this step changed what the model computes; compare {run.records[index].model} "
-            "with the previous step's model, and check the blueprint's transforms and kernels",
+            "with the previous step's model, and check the blueprint's transforms and kernels "
+            "(known float rounding: raise build.verify_atol / verify_rtol)",
         )
     if user and not user[0].ok:
         fail(

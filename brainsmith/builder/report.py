@@ -98,6 +98,7 @@ def write_reports(run, model, error=None, setup_seconds: float | None = None) ->
         "target_fps": options.target_fps,
         "verify": run.verify,
         "verify_samples": options.verify_samples,
+        "verify_tolerance": {"atol": options.verify_atol, "rtol": options.verify_rtol},
         "seconds": round(time.perf_counter() - run.started, 3),
         "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
         "steps": [r.as_dict() for r in run.records],

@@ -218,6 +218,8 @@ def _finn_config(plan: BuildPlan, finn_dir: str):
         folding_config_file=options.folding_config,
         specialize_layers_config_file=options.specialize_config,
         generate_outputs=outputs,
+        # RTL-only matrix kernels need separate threshold layers; FINN's own steps then agree.
+        standalone_thresholds=plan.needs_standalone_thresholds(),
     )
     try:
         cfg._resolve_fpga_part()
@@ -248,7 +250,15 @@ def _verifier(run: BuildRun, model):
                 "and output (a leading sample axis is fine)",
                 exit_code=2,
             ) from exc
-    return Verifier(reference, run.plan.options.verify_samples, seed=0, user=user)
+    options = run.plan.options
+    return Verifier(
+        reference,
+        options.verify_samples,
+        seed=0,
+        user=user,
+        atol=options.verify_atol,
+        rtol=options.verify_rtol,
+    )
 
 
 def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ATOL = 1e-3  # FINN's own verification tolerances (DataflowBuildConfig defaults)
-RTOL = 1e-5
+from brainsmith.plugin.blueprint.options import VERIFY_ATOL, VERIFY_RTOL
+
 HW_DOMAIN = "finn.custom_op.fpgadataflow"
 
 Sample = tuple  # one array per graph input
@@ -128,8 +128,14 @@ def run(model, samples: list[Sample]) -> list[list[np.ndarray]]:
     return results
 
 
-def compare(label: str, actual: list[list[np.ndarray]], expected: list[list[np.ndarray]]) -> Check:
-    """Max absolute difference, and whether every output is within ATOL/RTOL."""
+def compare(
+    label: str,
+    actual: list[list[np.ndarray]],
+    expected: list[list[np.ndarray]],
+    atol: float = VERIFY_ATOL,
+    rtol: float = VERIFY_RTOL,
+) -> Check:
+    """Max absolute difference, and whether every output is within ``atol + rtol * |want|``."""
     worst, ok = 0.0, True
     for got_outputs, want_outputs in zip(actual, expected, strict=True):
         for got, want in zip(got_outputs, want_outputs, strict=True):
@@ -137,7 +143,7 @@ def compare(label: str, actual: list[list[np.ndarray]], expected: list[list[np.n
                 return Check(label, len(actual), float("inf"), False)
             got, want = got.reshape(want.shape).astype(np.float64), want.astype(np.float64)
             worst = max(worst, float(np.max(np.abs(got - want))) if got.size else 0.0)
-            ok = ok and bool(np.allclose(got, want, atol=ATOL, rtol=RTOL))
+            ok = ok and bool(np.allclose(got, want, atol=atol, rtol=rtol))
     return Check(label, len(actual), worst, ok)
 
 
@@ -169,18 +175,28 @@ def load_user_vectors(model, input_path: str, expected_path: str):
 class Verifier:
     """Compares any stage of the build with the cleaned QONNX reference."""
 
-    def __init__(self, reference, samples: int, seed: int = 0, user=None) -> None:
+    def __init__(
+        self,
+        reference,
+        samples: int,
+        seed: int = 0,
+        user=None,
+        atol: float = VERIFY_ATOL,
+        rtol: float = VERIFY_RTOL,
+    ) -> None:
         from brainsmith.frameworks.finn_execution import fix_python_execution
 
         fix_python_execution()
         self.samples = generate_inputs(reference, samples, seed)
         self.expected = run(reference, self.samples)
         self.user = user  # (samples, expected) or None
+        self.atol, self.rtol = atol, rtol
 
     def check(self, model, parent=None, workdir: str = "") -> list[Check]:
         runnable = executable(model, parent, workdir)
-        checks = [compare("generated", run(runnable, self.samples), self.expected)]
+        tolerance = {"atol": self.atol, "rtol": self.rtol}
+        checks = [compare("generated", run(runnable, self.samples), self.expected, **tolerance)]
         if self.user is not None:
             user_samples, user_expected = self.user
-            checks.append(compare("user", run(runnable, user_samples), user_expected))
+            checks.append(compare("user", run(runnable, user_samples), user_expected, **tolerance))
         return checks

@@ -124,6 +124,9 @@ def print_summary(report: dict) -> None:
         )
         if user:
             text += f"; your vectors max error {max(user):.2g}"
+        tolerance = report.get("verify_tolerance")
+        if tolerance:
+            text += f" (atol {tolerance['atol']:g}, rtol {tolerance['rtol']:g})"
         out.print(text)
     else:
         out.print("  verified    no (verify: none)")

@@ -97,6 +97,7 @@ def _partition(model, cfg):
             f"no node was converted to hardware: the kernels ({selected}) match none of the "
             f"model's operations ({ops})",
             "add a kernel for these operations to the blueprint's kernels",
+            model,
         )
     supported, culprit = model.analysis(unsupported_layers)
     if not supported:
@@ -105,7 +106,9 @@ def _partition(model, cfg):
             f"converted to hardware by the blueprint's kernels ({selected})",
             f"add a kernel that implements {culprit.op_type} to the blueprint, or a pre_hw "
             "transform that removes it",
+            model,
         )
+    _check_forks(model, plan)
     folder = cfg.get_intermediate_models_directory() / "supported_op_partitions"
     parent = model.transform(CreateDataflowPartition(partition_model_dir=str(folder)))
     partitions = parent.get_nodes_by_op_type("StreamingDataflowPartition")
@@ -114,9 +117,29 @@ def _partition(model, cfg):
             f"the hardware layers form {len(partitions)} separate dataflow partitions; "
             "FINN builds exactly one",
             "convert the layers between them to hardware too (add their kernels)",
+            parent,
         )
     context_of(cfg).dataflow_parent = parent
     return ModelWrapper(getCustomOp(partitions[0]).get_nodeattr("model"))
+
+
+def _check_forks(model, plan) -> None:
+    """A hardware layer's output read by several hardware layers needs a DuplicateStreams."""
+    for node in model.graph.node:
+        if not node.domain.startswith(HW_DOMAIN):
+            continue
+        for name in node.output:
+            readers = [
+                n for n in model.find_consumers(name) or () if n.domain.startswith(HW_DOMAIN)
+            ]
+            if len(readers) > 1:
+                names = ", ".join(n.name for n in readers)
+                raise StepError(
+                    f"the output of {node.name} ({node.op_type}) feeds {len(readers)} hardware "
+                    f"layers ({names}), but a hardware stream has one reader",
+                    "add finn:DuplicateStreams to the blueprint's kernels (it copies the stream)",
+                    model,
+                )
 
 
 @step(
@@ -151,8 +174,12 @@ def specialize(model, cfg):
     return model
 
 
-def _check_backends(model, plan) -> None:
+def _check_backends(model, plan, decomposed_later: bool = True) -> None:
+    """Every hardware layer has an allowed HLS/RTL backend (or, with ``decomposed_later``,
+    is a kernel a later step replaces, such as FINN's Shuffle)."""
     for node in model.graph.node:
+        if node.domain == HW_DOMAIN:
+            _check_implemented(node, decomposed_later, model)
         style = BACKEND_DOMAINS.get(node.domain)
         if style is None:
             continue
@@ -164,7 +191,30 @@ def _check_backends(model, plan) -> None:
                 f"the blueprint allows {allowed} for kernel {kernel.name}",
                 f"allow a {style} backend for {kernel.name} in the blueprint, or change the "
                 "layer so FINN can implement it with the allowed backend",
+                model,
             )
+
+
+def _check_implemented(node, decomposed_later: bool, model) -> None:
+    from brainsmith.plugin.core import get_registry
+
+    registry = get_registry()
+    kernel = next(iter(registry.candidates("kernel", node.op_type)), None)
+    if decomposed_later and kernel is not None and kernel.metadata.get("decomposes_into"):
+        return
+    backends = [
+        b.qualified_name
+        for b in registry.specs("backend")
+        if str(b.metadata.get("kernel", "")).rpartition(":")[2] == node.op_type
+    ]
+    would = ", ".join(backends) if backends else "none is installed"
+    raise StepError(
+        f"layer {node.name} ({node.op_type}) has no HLS or RTL implementation, so no hardware "
+        f"would be generated for it (backends that implement {node.op_type}: {would})",
+        f"allow one of these backends for the kernel that produced {node.op_type} in the "
+        "blueprint, or remove that kernel so the operation stays on the host",
+        model,
+    )
 
 
 @step(
@@ -173,18 +223,23 @@ def _check_backends(model, plan) -> None:
 )
 def folding(model, cfg):
     """Parallelise to ``cfg.target_fps`` (FINN SetFolding at the configured clock), apply a
-    folding config file if given, minimise bit widths, then the blueprint's ``post_hw``
-    transforms."""
+    folding config file if given, minimise bit widths, decompose Shuffle layers into
+    implementable ones (FINN's transpose decomposition), then the blueprint's ``post_hw``
+    transforms; every layer must then have a backend."""
     from finn.builder.build_dataflow_steps import (
         step_apply_folding_config,
         step_minimize_bit_width,
         step_target_fps_parallelization,
+        step_transpose_decomposition,
     )
 
     model = step_target_fps_parallelization(model, cfg)
     model = step_apply_folding_config(model, cfg)
     model = step_minimize_bit_width(model, cfg)
-    return apply_transforms(model, context_of(cfg).plan.post_hw, "post_hw")
+    model = step_transpose_decomposition(model, cfg)  # Shuffle -> Inner/OuterShuffle layers
+    model = apply_transforms(model, context_of(cfg).plan.post_hw, "post_hw")
+    _check_backends(model, context_of(cfg).plan, decomposed_later=False)
+    return model
 
 
 @step(name="estimates", description="Per-layer resource and cycle estimates, fps and latency")

@@ -78,6 +78,14 @@ class Checker:
         self._numeric(path, value, expected)
         return None
 
+    def tolerance(self, path: Path, value: object, expected: str) -> float | None:
+        """A finite number >= 0."""
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and math.isfinite(value) and value >= 0:
+            return float(value)
+        self._numeric(path, value, expected)
+        return None
+
     def whole(
         self, path: Path, value: object, expected: str, high: int | None = None
     ) -> int | None:

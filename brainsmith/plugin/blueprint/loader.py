@@ -98,9 +98,50 @@ def _kernels(resolver: Resolver, refs) -> tuple[KernelChoice, ...]:
                 "each kernel once; list all its backends in one entry",
             )
             continue
+        where = resolver.doc.locate(ref.kernel.path)
+        decomposed = choice.kernel.metadata.get("decomposes_into")
+        if not resolver.backends_of(choice.kernel) and not decomposed:
+            resolver.diag.error(
+                where,
+                f"kernel {choice.kernel.qualified_name} has no HLS or RTL backend here, so its "
+                "layers could not be built",
+                "a kernel with at least one installed backend",
+                " (brainsmith plugins list --type backend)",
+            )
+            continue
+        clash = _same_layers(choice, chosen.values())
+        if clash is not None:
+            line = resolver.doc.locate(first[clash.kernel].path)[1]
+            resolver.diag.error(
+                where,
+                f"kernels {clash.kernel.qualified_name} (line {line}) and "
+                f"{choice.kernel.qualified_name} both build "
+                f"{_op_type(choice.kernel)} layers but allow different backends "
+                f"({_backend_names(clash)} vs {_backend_names(choice)})",
+                "one entry per kind of layer",
+                "; keep one of them and list every backend you allow there",
+            )
+            continue
         chosen[choice.kernel] = choice
         first[choice.kernel] = ref.kernel
     return tuple(chosen.values())
+
+
+def _op_type(kernel: PluginSpec) -> str:
+    return str(kernel.metadata.get("op_type") or kernel.name)
+
+
+def _same_layers(choice: KernelChoice, chosen) -> KernelChoice | None:
+    """An earlier kernel building the same op type with other allowed backends."""
+    for other in chosen:
+        same = _op_type(other.kernel) == _op_type(choice.kernel)
+        if same and {b.name for b in other.backends} != {b.name for b in choice.backends}:
+            return other
+    return None
+
+
+def _backend_names(choice: KernelChoice) -> str:
+    return ", ".join(b.name for b in choice.backends) or "none"
 
 
 def _specs(resolver: Resolver, kind: str, refs, default: bool = False) -> tuple[PluginSpec, ...]:

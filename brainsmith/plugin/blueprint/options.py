@@ -8,6 +8,8 @@ from brainsmith.plugin.blueprint.checks import Checker
 
 VERIFY_MODES = ("each", "final", "none")
 MAX_VERIFY_SAMPLES = 100_000
+VERIFY_ATOL = 1e-3  # FINN's own verification tolerances (DataflowBuildConfig defaults)
+VERIFY_RTOL = 1e-5
 BUILD_KEYS = {
     "fpga_part": "the FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (or board, not both)",
     "board": "a board name such as Pynq-Z1 or U250 (or fpga_part, not both)",
@@ -15,6 +17,8 @@ BUILD_KEYS = {
     "target_fps": "a whole number of frames per second > 0",
     "verify": "one of " + ", ".join(VERIFY_MODES),
     "verify_samples": f"a whole number of random inputs, 1 to {MAX_VERIFY_SAMPLES}",
+    "verify_atol": f"the absolute tolerance of verification, a number >= 0 (default {VERIFY_ATOL})",
+    "verify_rtol": f"the relative tolerance of verification, a number >= 0 (default {VERIFY_RTOL})",
     "folding_config": "the path of a FINN folding configuration file (relative to the blueprint)",
     "specialize_config": "the path of a FINN specialize-layers file (relative to the blueprint)",
     "output_dir": "a folder path (relative to the blueprint)",
@@ -32,6 +36,8 @@ class BuildOptions:
     target_fps: int | None = None
     verify: str = "final"  # each | final | none: compare with the model after each step, at the end
     verify_samples: int = 16
+    verify_atol: float = VERIFY_ATOL  # |actual - expected| <= atol + rtol * |expected|
+    verify_rtol: float = VERIFY_RTOL
     folding_config: str | None = None
     specialize_config: str | None = None
     output_dir: str | None = None
@@ -67,6 +73,9 @@ def check_build(check: Checker, section: object, complete: bool) -> BuildOptions
             BUILD_KEYS["verify_samples"],
             MAX_VERIFY_SAMPLES,
         )
+    for key in ("verify_atol", "verify_rtol"):
+        if key in given:
+            values[key] = check.tolerance((*path, key), given[key], BUILD_KEYS[key])
     for key in ("folding_config", "specialize_config", "output_dir"):
         if key in given:
             values[key] = check.file_path(

@@ -158,6 +158,10 @@ class QONNXAdapter(FrameworkAdapter):
     framework = "qonnx"
 
 
+# Kernels FINN has no backend for: a build step replaces their layers by others.
+FINN_DECOMPOSED = {"Shuffle": ("InnerShuffle", "OuterShuffle")}  # step_transpose_decomposition
+
+
 class FINNAdapter(FrameworkAdapter):
     framework = "finn"
 
@@ -178,6 +182,8 @@ class FINNAdapter(FrameworkAdapter):
                 meta = {"description": doc, "line": line, "stage": "fpgadataflow"}
                 if registry == FINN_KERNELS:
                     meta["domain"] = FINN_KERNELS
+                    if key in FINN_DECOMPOSED:  # built from other kernels' layers
+                        meta["decomposes_into"] = list(FINN_DECOMPOSED[key])
                     records.append(["kernel", key, "finn", _target(real), meta, source])
                 else:
                     style = FINN_BACKENDS[registry]
