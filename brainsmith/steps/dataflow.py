@@ -233,12 +233,14 @@ def folding(model, cfg):
         step_transpose_decomposition,
     )
 
+    plan = context_of(cfg).plan
+    _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
     model = step_target_fps_parallelization(model, cfg)
     model = step_apply_folding_config(model, cfg)
     model = step_minimize_bit_width(model, cfg)
     model = step_transpose_decomposition(model, cfg)  # Shuffle -> Inner/OuterShuffle layers
-    model = apply_transforms(model, context_of(cfg).plan.post_hw, "post_hw")
-    _check_backends(model, context_of(cfg).plan, decomposed_later=False)
+    model = apply_transforms(model, plan.post_hw, "post_hw")
+    _check_backends(model, plan, decomposed_later=False)
     return model
 
 
