@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test bench fuzz lint setup browser
+.PHONY: demo test bench networks fuzz lint setup browser
 
 setup:
 	@$(BOOT)
@@ -19,7 +19,11 @@ test: setup browser  ## the whole test suite
 
 bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.build_overhead --runs 9
+	@$(PY) -m benchmarks.finn_builder --runs 7
 	@$(PY) -m benchmarks.run
+
+networks: setup  ## build every shipped example network -> the table in docs/build.md
+	@$(PY) -m benchmarks.networks
 
 fuzz: setup  ## long property-based runs (>= 10,000 cases each)
 	@BRAINSMITH_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -m fuzz

@@ -58,7 +58,7 @@ def streamline_residuals(model):
 
     if not has_branches(model):
         return model
-    passes = (
+    moves = (
         RoundAndClipThresholds,
         MoveLinearPastFork,
         MoveLinearPastEltwiseAdd,
@@ -68,14 +68,14 @@ def streamline_residuals(model):
         MoveScalesPastIm2Col,
         AbsorbTransposeIntoMultiThreshold,
         AbsorbConsecutiveTransposes,
-        Streamline,
     )
     for _ in range(RESIDUAL_ROUNDS):
         before = model.graph.SerializeToString()
-        for transform in passes:
-            model = _tidy(model.transform(transform()))
+        for transform in moves:
+            model = model.transform(transform())
         if model.graph.SerializeToString() == before:
-            break
+            break  # FINN's streamlining already ran on this graph
+        model = _tidy(model.transform(Streamline()))
     return model
 
 
