@@ -1,0 +1,180 @@
+"""Simulate every RTL layer of a finished design and compare it with Python, bit for bit.
+
+Each layer is driven with its own input tensors from a Python execution of the whole design
+on the verification inputs (so one wrong layer does not hide the others) and its output
+beats are compared with that execution's output of the same layer. HLS layers are listed
+as not simulated: their RTL only exists after Vitis HLS synthesis.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MATCH, MISMATCH, STALLED, NOT_SIMULATED = "match", "mismatch", "stalled", "not simulated"
+
+
+@dataclass
+class LayerResult:
+    """One layer's outcome, as written to report.json."""
+
+    name: str
+    op_type: str
+    status: str  # match | mismatch | stalled | not simulated
+    reason: str = ""
+    frames: int = 0
+    first_mismatch: dict | None = None
+    cycles_per_frame: float | None = None
+    latency_cycles: int | None = None
+    estimated_cycles: int | None = None
+    compile_seconds: float | None = None
+    compile_cached: bool | None = None
+    simulate_seconds: float | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (MISMATCH, STALLED)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None and v != ""}
+
+
+@dataclass
+class DesignResult:
+    """All layers of one design."""
+
+    tool: str
+    layers: list[LayerResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not any(layer.failed for layer in self.layers)
+
+    def count(self, status: str) -> int:
+        return sum(layer.status == status for layer in self.layers)
+
+    def summary(self) -> str:
+        parts = [f"{self.count(MATCH)} RTL layer(s) match"]
+        for status in (MISMATCH, STALLED, NOT_SIMULATED):
+            if self.count(status):
+                parts.append(f"{self.count(status)} {status}")
+        return ", ".join(parts)
+
+    def as_dict(self) -> dict:
+        return {
+            "tool": self.tool,
+            "ok": self.ok,
+            "seconds": round(self.seconds, 3),
+            "summary": self.summary(),
+            "layers": [layer.as_dict() for layer in self.layers],
+        }
+
+
+def simulate_design(model, samples, workdir: str, parent=None, toolchain=None) -> DesignResult:
+    """Simulate each RTL layer of ``model`` on ``samples`` (inputs of ``parent`` if given,
+    else of ``model``); per-layer files go to ``workdir/<layer>/``.
+
+    Raises ``ToolchainError`` when Verilator cannot be used at all.
+    """
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    began = time.perf_counter()
+    toolchain = toolchain or find_toolchain()
+    contexts = layer_tensors(model, samples, workdir, parent)
+    result = DesignResult(toolchain.label)
+    for node in model.graph.node:
+        result.layers.append(_simulate_layer(model, node, contexts, toolchain, workdir))
+    result.seconds = time.perf_counter() - began
+    return result
+
+
+def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, np.ndarray]]:
+    """Every tensor of ``model`` for each sample, from its Python execution."""
+    from finn.core.onnx_exec import execute_onnx
+
+    from brainsmith.builder.verify import executable, graph_inputs
+
+    os.makedirs(workdir, exist_ok=True)
+    runnable = executable(model)
+    outer = executable(model, parent, workdir) if parent is not None else None
+    names = [i.name for i in graph_inputs(outer or runnable)]
+    inner = [i.name for i in graph_inputs(runnable)]
+    contexts = []
+    for sample in samples:
+        feed = dict(zip(names, sample, strict=True))
+        if outer is not None:
+            context = execute_onnx(outer, feed, return_full_exec_context=True)
+            partition = outer.get_nodes_by_op_type("StreamingDataflowPartition")[0]
+            feed = {name: context[t] for name, t in zip(inner, partition.input, strict=True)}
+        contexts.append(execute_onnx(runnable, feed, return_full_exec_context=True))
+    return contexts
+
+
+def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResult:
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.rtlsim.compile import CompileError, compile_layer
+    from brainsmith.rtlsim.sources import NotSimulated, layer_design
+    from brainsmith.rtlsim.stimulus import SimulationStalled, simulate
+
+    result = LayerResult(node.name, node.op_type, NOT_SIMULATED)
+    try:
+        design = layer_design(model, node)
+    except NotSimulated as exc:
+        result.reason = str(exc)
+        return result
+    op = getCustomOp(node)
+    result.estimated_cycles = int(op.get_exp_cycles())
+    folder = os.path.join(workdir, node.name)
+    try:
+        compiled = compile_layer(design, toolchain, folder)
+    except CompileError as exc:
+        result.reason = f"{toolchain.label} cannot compile it: {exc}"
+        if exc.log:
+            result.reason += f" (log: {exc.log})"
+        return result
+    result.compile_seconds = round(compiled.seconds, 3)
+    result.compile_cached = compiled.cached
+    frames = [[context[node.input[s.index]] for s in design.inputs] for context in contexts]
+    wanted = [[context[node.output[s.index]] for s in design.outputs] for context in contexts]
+    result.frames = len(frames)
+    began = time.perf_counter()
+    try:
+        wave = simulate(design, op, compiled.executable, frames, folder)
+    except SimulationStalled as exc:
+        result.status, result.reason = STALLED, str(exc)
+        return result
+    finally:
+        result.simulate_seconds = round(time.perf_counter() - began, 3)
+    result.cycles_per_frame = wave.cycles_per_frame
+    result.latency_cycles = wave.latency_cycles
+    result.first_mismatch = first_difference(wave.outputs, wanted, design)
+    result.status = MISMATCH if result.first_mismatch else MATCH
+    return result
+
+
+def first_difference(got, want, design) -> dict | None:
+    """The first element (frame, output, index) where ``got`` and ``want`` differ, or None."""
+    differing = 0
+    first = None
+    for frame, (got_frame, want_frame) in enumerate(zip(got, want, strict=True)):
+        for stream, a, b in zip(design.outputs, got_frame, want_frame, strict=True):
+            b = np.asarray(b, dtype=np.float32).reshape(a.shape)
+            wrong = np.argwhere(a != b)
+            differing += len(wrong)
+            if first is None and len(wrong):
+                index = tuple(int(i) for i in wrong[0])
+                first = {
+                    "frame": frame,
+                    "output": stream.port,
+                    "index": list(index),
+                    "got": float(a[index]),
+                    "expected": float(b[index]),
+                }
+    if first is not None:
+        first["differing_elements"] = differing
+    return first
