@@ -102,6 +102,7 @@ def write_reports(run, model, error=None, setup_seconds: float | None = None) ->
         "seconds": round(time.perf_counter() - run.started, 3),
         "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
         "steps": [r.as_dict() for r in run.records],
+        "rtlsim": run.rtlsim,
         **estimates(run.report_dir, model),
         "blueprint": run.plan.blueprint,
         "versions": versions(),
@@ -142,6 +143,8 @@ def write_json(report: dict, path: str) -> None:
 
 def write_html(report: dict, path: str, charts: dict[str, str] | None = None) -> None:
     """report.html; ``charts`` as made by ``brainsmith.builder.charts`` (drawn here if None)."""
+    from brainsmith.builder.rtl_check import rtlsim_html
+
     if charts is None:
         from brainsmith.builder.charts import render_charts
 
@@ -173,6 +176,7 @@ def write_html(report: dict, path: str, charts: dict[str, str] | None = None) ->
         ),
         steps=_steps_html(report.get("steps", [])),
         layers=_layers_html(report.get("layers", [])),
+        rtlsim=rtlsim_html(report.get("rtlsim")),
         chart_resources=charts.get("resources", "<p>No estimates.</p>"),
         chart_cycles=charts.get("cycles", "<p>No estimates.</p>"),
         blueprint=html.escape(json.dumps(report.get("blueprint", {}), indent=2)),

@@ -42,7 +42,7 @@ def build(
 
     ``output_dir`` defaults to the blueprint's ``build.output_dir``, else a fresh
     ``build-out/<name>-<timestamp>``. A non-empty folder is refused unless ``force``
-    (which moves it aside). ``verify`` overrides the blueprint's each | final | none;
+    (which moves it aside). ``verify`` overrides the blueprint's each | final | rtlsim | none;
     ``input_npy``/``expected_npy`` add the user's own vectors to every check. Raises
     BuildError naming the step, the reason and what to try.
     """
@@ -95,6 +95,7 @@ def build(
 
 
 def _plan(blueprint, verify: str | None) -> BuildPlan:
+    from brainsmith.plugin.blueprint.options import VERIFY_MODES
     from brainsmith.plugin.errors import PluginError
 
     try:
@@ -114,9 +115,11 @@ def _plan(blueprint, verify: str | None) -> BuildPlan:
             exit_code=2,
         )
     if verify is not None:
-        if verify not in ("each", "final", "none"):
+        if verify not in VERIFY_MODES:
             raise BuildError(
-                "setup", f"verify must be each, final or none, not {verify!r}", exit_code=2
+                "setup",
+                f"verify must be one of {', '.join(VERIFY_MODES)}, not {verify!r}",
+                exit_code=2,
             )
         plan = replace(plan, options=replace(plan.options, verify=verify))
     return plan
@@ -155,6 +158,10 @@ def _setup(run: BuildRun, model, finn_dir: str):
             else ModelWrapper(copy.deepcopy(model.model))
         )
         verifier = _verifier(run, model)
+        if run.verify == "rtlsim":
+            from brainsmith.builder.rtl_check import require_simulator
+
+            require_simulator()
     except BuildError as exc:
         write_reports(run, None, error=exc)
         raise

@@ -79,6 +79,7 @@ class BuildRun:
     cfg: object = None  # the FINN DataflowBuildConfig
     context: BuildContext | None = None
     charts: object = None  # ChartWorker
+    rtlsim: dict | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
 
     @property
     def report_dir(self) -> str:

@@ -34,8 +34,9 @@ from brainsmith.cli.output import console
 )
 @click.option(
     "--verify",
-    type=click.Choice(["each", "final", "none"]),
-    help="Override the blueprint's build.verify.",
+    type=click.Choice(["each", "final", "rtlsim", "none"]),
+    help="Override the blueprint's build.verify (rtlsim: final, then simulate every RTL "
+    "layer with Verilator).",
 )
 @click.option(
     "--force",
@@ -130,6 +131,9 @@ def print_summary(report: dict) -> None:
         out.print(text)
     else:
         out.print("  verified    no (verify: none)")
+    rtlsim = report.get("rtlsim")
+    if rtlsim:
+        out.print(f"  RTL sim     {rtlsim['summary']} ({rtlsim['tool']})", markup=False)
     for step in skipped:
         out.print(f"  skipped     {step['name']}: {step.get('reason', '')}", markup=False)
     out.print(f"  report      {report['output_dir']}/report.html", markup=False)

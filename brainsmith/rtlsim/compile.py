@@ -89,7 +89,7 @@ def _sources(design: LayerDesign) -> list[tuple[str, str]]:
     named, seen = [], set()
     for path in order_pkg_first(design.files):
         with open(path, errors="replace") as handle:
-            text = verilator_ready(path, handle.read())
+            text = verilator_ready(path, handle.read(), design.code_dir)
         name = os.path.basename(path)
         while name in seen:
             name = f"_{name}"
@@ -123,8 +123,14 @@ def cache_key(design: LayerDesign, toolchain: Toolchain) -> str:
 
 def runtime_key(toolchain: Toolchain) -> str:
     text = "\0".join(
-        [FORMAT, toolchain.version, toolchain.verilator, toolchain.compiler, CXX_FLAGS]
-        + list(VERILATOR_FLAGS)
+        [
+            FORMAT,
+            toolchain.version,
+            toolchain.verilator,
+            toolchain.compiler,
+            CXX_FLAGS,
+            *VERILATOR_FLAGS,
+        ]
     )
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 

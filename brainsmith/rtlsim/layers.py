@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MATCH, MISMATCH, STALLED, NOT_SIMULATED = "match", "mismatch", "stalled", "not simulated"
+MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
 
 
 @dataclass
@@ -23,7 +23,7 @@ class LayerResult:
 
     name: str
     op_type: str
-    status: str  # match | mismatch | stalled | not simulated
+    status: str  # match | mismatch | failed | not simulated
     reason: str = ""
     frames: int = 0
     first_mismatch: dict | None = None
@@ -36,7 +36,7 @@ class LayerResult:
 
     @property
     def failed(self) -> bool:
-        return self.status in (MISMATCH, STALLED)
+        return self.status in (MISMATCH, FAILED)
 
     def as_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None and v != ""}
@@ -59,7 +59,7 @@ class DesignResult:
 
     def summary(self) -> str:
         parts = [f"{self.count(MATCH)} RTL layer(s) match"]
-        for status in (MISMATCH, STALLED, NOT_SIMULATED):
+        for status in (MISMATCH, FAILED, NOT_SIMULATED):
             if self.count(status):
                 parts.append(f"{self.count(status)} {status}")
         return ", ".join(parts)
@@ -119,7 +119,7 @@ def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResu
 
     from brainsmith.rtlsim.compile import CompileError, compile_layer
     from brainsmith.rtlsim.sources import NotSimulated, layer_design
-    from brainsmith.rtlsim.stimulus import SimulationStalled, simulate
+    from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
 
     result = LayerResult(node.name, node.op_type, NOT_SIMULATED)
     try:
@@ -145,8 +145,8 @@ def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResu
     began = time.perf_counter()
     try:
         wave = simulate(design, op, compiled.executable, frames, folder)
-    except SimulationStalled as exc:
-        result.status, result.reason = STALLED, str(exc)
+    except SimulationFailed as exc:
+        result.status, result.reason = FAILED, str(exc)
         return result
     finally:
         result.simulate_seconds = round(time.perf_counter() - began, 3)

@@ -12,6 +12,12 @@ a generate block, which IEEE 1800-2023 13.4.3 forbids and Verilator rejects ("Co
 function may not be declared under generate"). ``verilator_ready`` moves that function to
 module scope — the same function, same callers — in a copy next to the compiled model;
 FINN's installed file is never changed.
+
+Parameter files: generated Verilog names its ``.dat`` files either relative to its own
+folder (``"./Thresholding_rtl_0_"``) or, after FINN's ``ReplaceVerilogRelPaths``, by
+absolute path. Both become ``./`` paths here and the simulation runs in the layer's code
+folder, so a compiled layer does not depend on where the build folder is: the same layer
+built into another folder reuses it.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class LayerDesign:
     node: str
     op_type: str
     top: str  # module Verilator elaborates
+    code_dir: str  # the layer's generated code; the simulation runs there
     files: list[str]  # in compile order
     inputs: list[Stream]
     outputs: list[Stream]
@@ -88,7 +95,9 @@ def layer_design(model, node) -> LayerDesign:
     if interfaces.get("aximm"):
         raise NotSimulated("the layer reads parameters over AXI-MM from external memory")
     top = str(op.get_nodeattr("gen_top_module") or op.get_verilog_top_module_name())
-    design = LayerDesign(node.name, node.op_type, top, files, inputs, outputs)
+    design = LayerDesign(
+        node.name, node.op_type, top, os.path.abspath(code_dir), files, inputs, outputs
+    )
     pumped = bool(_attr(op, "pumpedCompute") or _attr(op, "pumpedMemory"))
     streamer = _memstream_wrapper(code_dir, node.name)
     if _attr(op, "mem_mode") == "internal_decoupled" and streamer:
@@ -198,8 +207,11 @@ def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) 
     design.clk2x = "double" if pumped else "none"
 
 
-def verilator_ready(path: str, text: str) -> str:
-    """``text`` of the RTL file ``path`` as Verilator accepts it (see the module docstring)."""
+def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
+    """``text`` of the RTL file ``path`` as compiled here: paths into ``code_dir`` made
+    ``./`` paths, and Verilator-compatible (see the module docstring)."""
+    if code_dir:
+        text = text.replace(code_dir.rstrip(os.sep) + os.sep, "./")
     if os.path.basename(path) != "add_multi.sv":
         return text
     match = re.search(

@@ -6,6 +6,7 @@ its beats (``rtlsim_output_to_npy``) and measure cycles from the beat timestamps
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 
@@ -17,8 +18,8 @@ RUN_TIMEOUT = 600.0  # seconds of wall time for one layer's simulation
 MIN_IDLE_CYCLES = 10_000
 
 
-class SimulationStalled(RuntimeError):
-    """The layer stopped producing output before all expected beats."""
+class SimulationFailed(RuntimeError):
+    """The simulation did not finish: the layer stalled, crashed or missed a parameter file."""
 
 
 @dataclass
@@ -37,6 +38,7 @@ def simulate(
     """Drive ``frames`` (per frame: one array per input stream) through ``executable``."""
     from finn.util.data_packing import npy_to_rtlsim_input
 
+    workdir = os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     for position, stream in enumerate(design.inputs):
         shape = op.get_folded_input_shape(stream.index)
@@ -51,15 +53,20 @@ def simulate(
     idle = max(MIN_IDLE_CYCLES, 10 * int(op.get_exp_cycles() or 0))
     command = [executable, workdir, *(str(b * len(frames)) for b in beats_out), str(idle)]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        result = subprocess.run(  # in the code folder: the RTL reads ./<parameter>.dat
+            command, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=design.code_dir
+        )
     except subprocess.TimeoutExpired as exc:
-        raise SimulationStalled(f"the simulation ran longer than {RUN_TIMEOUT:.0f} s") from exc
+        raise SimulationFailed(f"the simulation ran longer than {RUN_TIMEOUT:.0f} s") from exc
+    for line in (result.stdout + result.stderr).splitlines():
+        if "$readmem" in line:  # Verilator warns and goes on with zeros; that is no result
+            raise SimulationFailed(f"the RTL cannot read a parameter file: {line.strip()}")
     if result.returncode == 3:
         stalled = [line.split()[1:] for line in result.stdout.splitlines() if "stalled" in line]
         detail = ", ".join(f"{name} gave {count} beats" for name, count in stalled)
-        raise SimulationStalled(f"no output for {idle:,} cycles ({detail})")
+        raise SimulationFailed(f"stalled: no output for {idle:,} cycles ({detail})")
     if result.returncode != 0:
-        raise SimulationStalled(
+        raise SimulationFailed(
             f"the simulator exited with code {result.returncode}: "
             f"{(result.stderr or result.stdout).strip()[-300:]}"
         )
@@ -88,7 +95,8 @@ def _collect(design, op, frames, beats_out, workdir: str, stdout: str) -> Wavefo
             outputs[index].append(np.asarray(array, dtype=np.float32).reshape(normal))
         frame_ends = [cycles[(k + 1) * per_frame - 1] for k in range(len(frames))]
         last_beats = frame_ends if last_beats is None else list(map(max, last_beats, frame_ends))
-    total = int(stdout.split()[1]) if stdout.startswith("cycles") else 0
+    found = re.search(r"^cycles (\d+)$", stdout, re.M)
+    total = int(found.group(1)) if found else 0
     latency = interval = None
     if last_beats and design.inputs:
         first_in = _first_accepted(os.path.join(workdir, f"{design.inputs[0].port}.cycles"))
