@@ -36,7 +36,13 @@ def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
 
     workdir = run.path(*WORKDIR)
     with contain_finn_output(run.log):
-        result = simulate_design(model, verifier.samples, workdir, run.context.dataflow_parent)
+        result = simulate_design(
+            model,
+            verifier.samples,
+            workdir,
+            run.context.dataflow_parent,
+            note=run.progress.note,
+        )
     run.rtlsim = result.as_dict()
     record = run.records[index]
     if record.verification is not None:

@@ -11,6 +11,10 @@ COMMANDS = {
     "cache": ("brainsmith.cli.cache:cache", "Inspect or clear the discovery cache."),
     "blueprint": ("brainsmith.cli.blueprint:blueprint", "Validate and show YAML blueprints."),
     "build": ("brainsmith.cli.build:build", "Build a QONNX model into a FINN dataflow design."),
+    "verify-rtl": (
+        "brainsmith.cli.verify_rtl:verify_rtl",
+        "Simulate a build's RTL layers with Verilator, bit-exact against Python.",
+    ),
 }
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+HW_DOMAIN = "finn.custom_op.fpgadataflow"
 MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
 
 
@@ -74,19 +76,32 @@ class DesignResult:
         }
 
 
-def simulate_design(model, samples, workdir: str, parent=None, toolchain=None) -> DesignResult:
-    """Simulate each RTL layer of ``model`` on ``samples`` (inputs of ``parent`` if given,
-    else of ``model``); per-layer files go to ``workdir/<layer>/``.
+def simulate_design(
+    model,
+    samples,
+    workdir: str,
+    parent=None,
+    *,
+    only: set[str] | None = None,
+    note: Callable[[str], None] | None = None,
+) -> DesignResult:
+    """Simulate each hardware layer of ``model`` (or those named in ``only``) on ``samples``
+    (inputs of ``parent`` if given, else of ``model``); per-layer files go to
+    ``workdir/<layer>/``; ``note`` hears what is being done.
 
     Raises ``ToolchainError`` when Verilator cannot be used at all.
     """
     from brainsmith.rtlsim.verilator import find_toolchain
 
     began = time.perf_counter()
-    toolchain = toolchain or find_toolchain()
+    toolchain = find_toolchain()
     contexts = layer_tensors(model, samples, workdir, parent)
     result = DesignResult(toolchain.label)
-    for node in model.graph.node:
+    layers = [n for n in model.graph.node if n.domain.startswith(HW_DOMAIN)]
+    layers = [n for n in layers if only is None or n.name in only]
+    for number, node in enumerate(layers, 1):
+        if note is not None:
+            note(f"RTL simulation {number}/{len(layers)}: {node.name}")
         result.layers.append(_simulate_layer(model, node, contexts, toolchain, workdir))
     result.seconds = time.perf_counter() - began
     return result
@@ -97,7 +112,9 @@ def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, n
     from finn.core.onnx_exec import execute_onnx
 
     from brainsmith.builder.verify import executable, graph_inputs
+    from brainsmith.frameworks.finn_execution import fix_python_execution
 
+    fix_python_execution()
     os.makedirs(workdir, exist_ok=True)
     runnable = executable(model)
     outer = executable(model, parent, workdir) if parent is not None else None
