@@ -57,17 +57,17 @@ def simulate(
             command, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=design.code_dir
         )
     except subprocess.TimeoutExpired as exc:
-        raise SimulationFailed(f"the simulation ran longer than {RUN_TIMEOUT:.0f} s") from exc
+        raise SimulationFailed(f"stalled: the simulation ran longer than {RUN_TIMEOUT:.0f} s") from exc
     for line in (result.stdout + result.stderr).splitlines():
         if "$readmem" in line:  # Verilator warns and goes on with zeros; that is no result
-            raise SimulationFailed(f"the RTL cannot read a parameter file: {line.strip()}")
+            raise SimulationFailed(f"cannot read a parameter file: {line.strip()}")
     if result.returncode == 3:
         stalled = [line.split()[1:] for line in result.stdout.splitlines() if "stalled" in line]
         detail = ", ".join(f"{name} gave {count} beats" for name, count in stalled)
         raise SimulationFailed(f"stalled: no output for {idle:,} cycles ({detail})")
     if result.returncode != 0:
         raise SimulationFailed(
-            f"the simulator exited with code {result.returncode}: "
+            f"crashed: the simulator exited with code {result.returncode}: "
             f"{(result.stderr or result.stdout).strip()[-300:]}"
         )
     return _collect(design, op, frames, beats_out, workdir, result.stdout)

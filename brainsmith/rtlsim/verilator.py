@@ -36,9 +36,14 @@ class Toolchain:
         return f"Verilator {self.version} ({self.origin})"
 
 
-@functools.cache
 def find_toolchain() -> Toolchain:
     """The Verilator to use; raises ToolchainError naming what is missing."""
+    keys = ("BRAINSMITH_VERILATOR", "PATH", "CXX")
+    return _find(tuple(os.environ.get(key, "") for key in keys))
+
+
+@functools.cache
+def _find(environment: tuple[str, ...]) -> Toolchain:  # cached per relevant environment
     verilator, root, origin = _locate()
     for tool, package in (("perl", "perl"), ("make", "make")):
         if shutil.which(tool) is None:
