@@ -253,6 +253,24 @@ def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, mlp
     assert cache_key(layer_design(model, model.graph.node[1]), toolchain) != keys[1][1]
 
 
+def test_float_layers_are_not_simulated_and_say_why(hub, tmp_path, monkeypatch):
+    """finn-rtllib's single-precision models use shortreal, which Verilator computes as double."""
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(hub))
+    out = tmp_path / "transformer"
+    brainsmith.build(
+        str(MODELS / "transformer_block.onnx"), str(BLUEPRINTS / "transformer.yaml"), str(out)
+    )
+    result = verify_rtl(out, "--json", cache=hub)
+    assert result.returncode == 0, result.stderr
+    found = {layer["name"]: layer for layer in json.loads(result.stdout)["layers"]}
+    assert found["Thresholding_rtl_0"]["status"] == "match"
+    assert found["MVAU_hls_0"]["reason"].startswith("HLS layer")
+    for name in ("LayerNorm_rtl_0", "HWSoftmax_rtl_0", "ElementwiseMul_rtl_0"):
+        assert found[name]["status"] == "not simulated"
+        assert "Verilator computes shortreal as double" in found[name]["reason"]
+        assert found[name]["estimated_cycles"] > 0
+
+
 def test_build_with_rtlsim_and_no_verilator_stops_before_building(hub, tmp_path, monkeypatch):
     monkeypatch.setenv("BRAINSMITH_VERILATOR", str(tmp_path / "no-such-verilator"))
     with pytest.raises(BuildError) as caught:

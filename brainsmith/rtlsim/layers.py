@@ -140,12 +140,15 @@ def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResu
 
     result = LayerResult(node.name, node.op_type, NOT_SIMULATED)
     try:
+        op = getCustomOp(node)
+        result.estimated_cycles = int(op.get_exp_cycles())
         design = layer_design(model, node)
     except NotSimulated as exc:
         result.reason = str(exc)
         return result
-    op = getCustomOp(node)
-    result.estimated_cycles = int(op.get_exp_cycles())
+    except Exception as exc:  # an op FINN cannot instantiate has nothing to simulate
+        result.reason = f"no FINN class for {node.op_type}: {exc}"
+        return result
     folder = os.path.join(workdir, node.name)
     try:
         compiled = compile_layer(design, toolchain, folder)

@@ -7,11 +7,14 @@ two modules in the stitched design: FINN's IP Integrator script puts a memory st
 compute core. Here a small generated top module does the same wiring, so the weight file
 the build wrote is simulated too. Every other layer is simulated from its own top module.
 
-Verilator compatibility: finn-rtllib's ``add_multi.sv`` declares a constant function inside
+Verilator compatibility (``verilator_ready``, in the copy that is compiled; FINN's installed
+files are never changed): finn-rtllib's ``add_multi.sv`` declares a constant function inside
 a generate block, which IEEE 1800-2023 13.4.3 forbids and Verilator rejects ("Constant
-function may not be declared under generate"). ``verilator_ready`` moves that function to
-module scope — the same function, same callers — in a copy next to the compiled model;
-FINN's installed file is never changed.
+function may not be declared under generate"): the same function moves to module scope.
+``fifo.sv`` builds a struct in a constant function, which Verilator cannot evaluate: the
+same computation returns one field per call. Layers with single-precision float arithmetic
+(``shortreal``: LayerNorm, Softmax, float Elementwise, Requant) are not simulated: Verilator
+computes ``shortreal`` as double.
 
 Parameter files: generated Verilog names its ``.dat`` files either relative to its own
 folder (``"./Thresholding_rtl_0_"``) or, after FINN's ``ReplaceVerilogRelPaths``, by
@@ -104,7 +107,22 @@ def layer_design(model, node) -> LayerDesign:
         _with_weight_streamer(design, op, streamer, pumped)
     elif _has_port(files, top, "ap_clk2x"):
         design.clk2x = "double" if pumped else "same"
+    _refuse_single_precision(design.files)
     return design
+
+
+def _refuse_single_precision(files: list[str]) -> None:
+    """finn-rtllib models IEEE single precision with ``shortreal``; Verilator computes it as
+    double (``real``), so such a layer would differ from Python for the simulator's sake."""
+    for path in files:
+        with open(path, errors="replace") as handle:
+            text = handle.read()
+        if "$shortrealtobits" in text or "$bitstoshortreal" in text:
+            raise NotSimulated(
+                f"single-precision float arithmetic ({os.path.basename(path)} uses shortreal): "
+                "Verilator computes shortreal as double (verilator/verilator#6132), so its "
+                "results would not be the hardware's"
+            )
 
 
 def _stream(port: str, width: int) -> Stream:
@@ -157,6 +175,7 @@ def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) 
     module = os.path.basename(streamer)[: -len(".v")]
     wide = int(op.get_instream_width_padded(1))
     clk2x = "ap_clk2x" if pumped else "ap_clk"
+    core_clk2x = f" .ap_clk2x({clk2x})," if _has_port(design.files, design.top, "ap_clk2x") else ""
     ports = ["input ap_clk", "input ap_rst_n"] + (["input ap_clk2x"] if pumped else [])
     wiring = []
     for stream in design.inputs:
@@ -193,7 +212,7 @@ def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) 
             "\t\t.m_axis_0_tready(w_tready), .m_axis_0_tvalid(w_tvalid), .m_axis_0_tdata(w_tdata)",
             "\t);",
             f"\t{design.top} core (",
-            f"\t\t.ap_clk(ap_clk), .ap_clk2x({clk2x}), .ap_rst_n(ap_rst_n),",
+            f"\t\t.ap_clk(ap_clk),{core_clk2x} .ap_rst_n(ap_rst_n),",
             "\t\t.in1_V_TDATA(w_tdata), .in1_V_TVALID(w_tvalid), .in1_V_TREADY(w_tready),",
             "\t\t" + ", ".join(wiring),
             "\t);",
@@ -212,8 +231,12 @@ def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
     ``./`` paths, and Verilator-compatible (see the module docstring)."""
     if code_dir:
         text = text.replace(code_dir.rstrip(os.sep) + os.sep, "./")
-    if os.path.basename(path) != "add_multi.sv":
-        return text
+    fix = VERILATOR_FIXES.get(os.path.basename(path))
+    return fix(text) if fix else text
+
+
+def _hoist_leaf_loads(text: str) -> str:
+    """add_multi.sv: the constant function under generate, moved to module scope."""
     match = re.search(
         r"\n([ \t]*)// Compute the count of decendents.*?endfunction\s*:\s*init_leaf_loads\n",
         text,
@@ -229,3 +252,46 @@ def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
     )
     text = text[: match.start()] + "\n" + text[match.end() :]
     return text[: anchor.start()] + "\n" + block + "\n" + text[anchor.start() :]
+
+
+ABITS_ORIGINAL = """function abits_t INIT_ABITS();
+    automatic abits_t abits = '{ lo: $clog2(DEPTH_REQ), hi: 0 };
+    if(abits.lo > MIN_ABITS) begin
+        automatic int unsigned hi_abits = $clog2(DEPTH_REQ - 2**(abits.lo-1));
+        if(hi_abits < abits.lo - 1) begin
+            abits.lo--;
+            abits.hi = hi_abits < 1? 1 : hi_abits;
+        end
+    end
+    return abits;
+    endfunction : INIT_ABITS
+    localparam abits_t ABITS = INIT_ABITS();"""
+ABITS_READY = """function int unsigned INIT_ABITS_FIELD(input bit hi);
+		automatic int unsigned  lo = $clog2(DEPTH_REQ);
+		automatic int unsigned  h  = 0;
+		if(lo > MIN_ABITS) begin
+			automatic int unsigned  hi_abits = $clog2(DEPTH_REQ - 2**(lo-1));
+			if(hi_abits < lo - 1) begin
+				lo--;
+				h = hi_abits < 1? 1 : hi_abits;
+			end
+		end
+		return  hi? h : lo;
+	endfunction : INIT_ABITS_FIELD
+	localparam abits_t       ABITS      = '{ lo: INIT_ABITS_FIELD(0), hi: INIT_ABITS_FIELD(1) };"""
+
+
+def _abits_without_struct_function(text: str) -> str:
+    """fifo.sv: Verilator cannot evaluate a constant function that builds a struct
+    ("Unknown node type ... CONSPACKUORSTRUCT"); the same computation, one field per call."""
+    match = re.search(r"function abits_t INIT_ABITS\(\);.*?= INIT_ABITS\(\);", text, re.S)
+    if match is None or _tokens(match.group(0)) != _tokens(ABITS_ORIGINAL):
+        return text  # not the code this was written for: compile it as it is
+    return text[: match.start()] + ABITS_READY + text[match.end() :]
+
+
+def _tokens(code: str) -> list[str]:
+    return re.sub(r"//[^\n]*", "", code).split()
+
+
+VERILATOR_FIXES = {"add_multi.sv": _hoist_leaf_loads, "fifo.sv": _abits_without_struct_function}

@@ -57,7 +57,9 @@ def simulate(
             command, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=design.code_dir
         )
     except subprocess.TimeoutExpired as exc:
-        raise SimulationFailed(f"stalled: the simulation ran longer than {RUN_TIMEOUT:.0f} s") from exc
+        raise SimulationFailed(
+            f"stalled: the simulation ran longer than {RUN_TIMEOUT:.0f} s"
+        ) from exc
     for line in (result.stdout + result.stderr).splitlines():
         if "$readmem" in line:  # Verilator warns and goes on with zeros; that is no result
             raise SimulationFailed(f"cannot read a parameter file: {line.strip()}")
