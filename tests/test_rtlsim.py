@@ -103,9 +103,26 @@ def test_every_rtl_layer_of_the_mlp_matches_python_bit_for_bit(mlp):
         assert layer["cycles_per_frame"] == layer["estimated_cycles"] > 0
         assert layer["latency_cycles"] >= layer["estimated_cycles"]
     codegen = next(s for s in report["steps"] if s["name"] == "codegen")
-    assert codegen["verification"]["rtlsim"] == {"ok": True, "summary": "4 RTL layer(s) match"}
+    assert codegen["verification"]["rtlsim"]["ok"]
+    assert codegen["verification"]["rtlsim"]["summary"].startswith("4 RTL layer(s) match")
     page = Path(mlp.html_path).read_text()
-    assert "RTL simulation" in page and "MVAU_rtl_1" in page
+    assert "RTL simulation" in page and "MVAU_rtl_1" in page and "Stitched partition" in page
+
+
+def test_stitched_mlp_partition_measures_throughput_latency_and_fifo_fill(mlp):
+    """All four layers with FINN's width converters and FIFOs, as one design."""
+    report = json.loads(Path(mlp.report_path).read_text())
+    stitched, estimate = report["rtlsim"]["stitched"], report["performance"]
+    assert stitched["status"] == "match" and stitched["frames"] == 16
+    assert stitched["layers"] == 13  # 4 layers, 2 width converters, 7 FIFOs
+    # the slowest layer sets the pace: FINN's estimate, measured
+    assert stitched["cycles_per_frame"] == estimate["max_cycles"] == 160
+    assert stitched["fps"] == estimate["estimated_fps"]
+    assert 0.8 * estimate["critical_path_cycles"] <= stitched["latency_cycles"]
+    assert stitched["latency_cycles"] <= 1.2 * estimate["critical_path_cycles"]
+    fills = {f["before"]: f["max_occupancy"] for f in stitched["fifos"]}
+    assert len(fills) == 7 and all(fill >= 1 for fill in fills.values())
+    assert fills["MVAU_rtl_1"] > 1  # the last layer reads its input slower than it arrives
 
 
 def test_convolutional_network_rtl_layers_match_and_hls_layers_say_why_not(cnv):
@@ -118,6 +135,11 @@ def test_convolutional_network_rtl_layers_match_and_hls_layers_say_why_not(cnv):
     assert set(hls) == {"Pool_hls_0", "Pool_hls_1"}
     for layer in hls.values():
         assert layer["status"] == "not simulated" and layer["reason"].startswith("HLS layer")
+    stitched = json.loads(Path(cnv.report_path).read_text())["rtlsim"]["stitched"]
+    assert stitched == {
+        "status": "not simulated",
+        "reason": "HLS layers (Pool_hls_0, Pool_hls_1) have no RTL without Vitis HLS",
+    }
     assert all(layer["cycles_per_frame"] > 0 for layer in rtl.values())
 
 
@@ -336,3 +358,18 @@ def test_add_multi_is_compiled_in_a_form_verilator_accepts(tmp_path):
     result = lint(ready)
     assert result.returncode == 0, result.stderr
     assert "function leaf_load_t init_leaf_loads" in ready.read_text()
+
+
+def test_blueprint_accepts_verify_rtlsim_and_suggests_it(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    for path, mode in ((good, "rtlsim"), (bad, "rtl")):
+        path.write_text(f"name: x\nextends: {BLUEPRINTS / 'mlp.yaml'}\nbuild:\n  verify: {mode}\n")
+    ok = subprocess.run(
+        [*BRAINSMITH, "blueprint", "validate", str(good)], capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stderr
+    wrong = subprocess.run(
+        [*BRAINSMITH, "blueprint", "validate", str(bad)], capture_output=True, text=True
+    )
+    assert wrong.returncode == 1 and f"{bad}:4:" in wrong.stdout
+    assert "expected one of each, final, rtlsim, none; did you mean 'rtlsim'?" in wrong.stdout

@@ -42,11 +42,22 @@ def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
             workdir,
             run.context.dataflow_parent,
             note=run.progress.note,
+            stitch=(run.cfg._resolve_fpga_part(), float(run.plan.options.clock_ns)),
         )
     run.rtlsim = result.as_dict()
     record = run.records[index]
     if record.verification is not None:
         record.verification["rtlsim"] = {"ok": result.ok, "summary": result.summary()}
+    stitched = result.stitched or {}
+    if stitched.get("status") in ("mismatch", "failed"):
+        fail(
+            run,
+            model,
+            index,
+            f"RTL simulation of the stitched partition: {stitched['reason']}",
+            f"every layer matches on its own; stream files and logs are in "
+            f"{os.path.join(workdir, 'stitched')}",
+        )
     for layer in result.layers:
         if layer.failed:
             fail(
@@ -113,7 +124,37 @@ def rtlsim_html(section: dict | None) -> str:
         "for bit; cycles per frame are measured between consecutive frames.</p>\n<table>\n"
         "<tr><th>layer</th><th>op type</th><th>result</th><th>cycles/frame (simulated)</th>"
         "<th>cycles/frame (FINN estimate)</th><th>latency (cycles)</th><th>compile</th>"
-        "<th>note</th></tr>\n" + "\n".join(rows) + "\n</table>"
+        "<th style='min-width:24em'>note</th></tr>\n"
+        + "\n".join(rows)
+        + "\n</table>"
+        + stitched_html(section.get("stitched"))
+    )
+
+
+def stitched_html(stitched: dict | None) -> str:
+    """The stitched partition's throughput, latency and FIFO fill, or why it was not run."""
+    if not stitched:
+        return ""
+    status = stitched.get("status", "")
+    if status != "match":
+        return (
+            f"<h3>Stitched partition</h3><p>{html.escape(status)}: "
+            f"{html.escape(stitched.get('reason', ''))}</p>"
+        )
+    fifos = "".join(
+        f"<tr><td>{html.escape(f['name'])}</td><td>{html.escape(f['after'])}</td>"
+        f"<td>{html.escape(f['before'])}</td><td>{_number(f.get('max_occupancy'))}</td></tr>"
+        for f in stitched.get("fifos", [])
+    )
+    return (
+        f"<h3>Stitched partition</h3><p>{stitched['layers']} layers (with the width "
+        f"converters and FIFOs FINN inserts) match Python on {stitched['frames']} frames: "
+        f"{_number(stitched['cycles_per_frame'])} cycles/frame "
+        f"({_number(stitched['fps'])} fps), latency {_number(stitched['latency_cycles'])} "
+        f"cycles ({_number(stitched['latency_ns'])} ns). Largest FIFO fill with one frame "
+        "offered per that many cycles (the depth each FIFO needs):</p>\n<table>"
+        "<tr><th>FIFO</th><th>after</th><th>before</th><th>largest fill</th></tr>"
+        f"{fifos}</table>"
     )
 
 

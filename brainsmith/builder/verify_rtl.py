@@ -60,7 +60,13 @@ def verify_build_folder(
     with open(os.path.join(workdir, "verify-rtl.log"), "w") as log, contain_finn_output(log):
         vectors = _inputs(report, parent or model, samples, input_npy)
         result = simulate_design(
-            model, vectors, workdir, parent, only=set(only) if only else None, note=note
+            model,
+            vectors,
+            workdir,
+            parent,
+            only=set(only) if only else None,
+            note=note,
+            stitch=None if only else (report["fpga_part"], float(report["clock_ns"])),
         )
     _update_report(folder, report, result)
     return result

@@ -113,6 +113,23 @@ def print_table(result) -> None:
     out.print(table)
     for note in notes:
         out.print(note, markup=False, soft_wrap=True)
+    stitched = result.stitched or {}
+    if stitched.get("status") == "match":
+        fills = ", ".join(f"{f['name']} {f['max_occupancy']}" for f in stitched["fifos"])
+        out.print(
+            f"stitched partition ({stitched['layers']} layers with width converters and FIFOs): "
+            f"match, {stitched['cycles_per_frame']:,.0f} cycles/frame "
+            f"({stitched['fps']:,.0f} fps), latency {stitched['latency_cycles']:,} cycles; "
+            f"largest FIFO fill at that rate: {fills}",
+            markup=False,
+            soft_wrap=True,
+        )
+    elif stitched:
+        out.print(
+            f"stitched partition: {stitched['status']}: {stitched.get('reason', '')}",
+            markup=False,
+            soft_wrap=True,
+        )
     out.print(f"{result.summary()} ({result.tool}, {result.seconds:.1f} s)", markup=False)
 
 

@@ -79,6 +79,7 @@ def testbench_header(design: LayerDesign) -> str:
         f"#define TB_INPUTS(X) {ins}\n"
         f"#define TB_OUTPUTS(X) {outs}\n"
         f"#define TB_CLK2X_MODE {('none', 'same', 'double').index(design.clk2x)}\n"
+        f"#define TB_PROBES(X) {' '.join(f'X({p})' for p in design.probes)}\n"
     )
 
 

@@ -51,10 +51,12 @@ class DesignResult:
     tool: str
     layers: list[LayerResult] = field(default_factory=list)
     seconds: float = 0.0
+    stitched: dict | None = None  # brainsmith.rtlsim.partition.simulate_partition's result
 
     @property
     def ok(self) -> bool:
-        return not any(layer.failed for layer in self.layers)
+        stitched_failed = (self.stitched or {}).get("status") in (MISMATCH, FAILED)
+        return not stitched_failed and not any(layer.failed for layer in self.layers)
 
     def count(self, status: str) -> int:
         return sum(layer.status == status for layer in self.layers)
@@ -64,7 +66,16 @@ class DesignResult:
         for status in (MISMATCH, FAILED, NOT_SIMULATED):
             if self.count(status):
                 parts.append(f"{self.count(status)} {status}")
-        return ", ".join(parts)
+        text = ", ".join(parts)
+        stitched = self.stitched or {}
+        if stitched.get("status") == MATCH:
+            text += (
+                f"; stitched partition matches, {stitched['cycles_per_frame']:,.0f} "
+                f"cycles/frame, latency {stitched['latency_cycles']:,} cycles"
+            )
+        elif stitched:
+            text += f"; stitched partition {stitched['status']}"
+        return text
 
     def as_dict(self) -> dict:
         return {
@@ -73,6 +84,7 @@ class DesignResult:
             "seconds": round(self.seconds, 3),
             "summary": self.summary(),
             "layers": [layer.as_dict() for layer in self.layers],
+            "stitched": self.stitched,
         }
 
 
@@ -84,10 +96,12 @@ def simulate_design(
     *,
     only: set[str] | None = None,
     note: Callable[[str], None] | None = None,
+    stitch: tuple[str, float] | None = None,
 ) -> DesignResult:
     """Simulate each hardware layer of ``model`` (or those named in ``only``) on ``samples``
     (inputs of ``parent`` if given, else of ``model``); per-layer files go to
-    ``workdir/<layer>/``; ``note`` hears what is being done.
+    ``workdir/<layer>/``; ``note`` hears what is being done. With ``stitch`` (FPGA part,
+    clock in ns) the whole partition is simulated too (``brainsmith.rtlsim.partition``).
 
     Raises ``ToolchainError`` when Verilator cannot be used at all.
     """
@@ -103,6 +117,13 @@ def simulate_design(
         if note is not None:
             note(f"RTL simulation {number}/{len(layers)}: {node.name}")
         result.layers.append(_simulate_layer(model, node, contexts, toolchain, workdir))
+    if stitch is not None and result.ok:
+        from brainsmith.rtlsim.partition import simulate_partition
+
+        if note is not None:
+            note("RTL simulation of the stitched partition")
+        folder = os.path.join(workdir, "stitched")
+        result.stitched = simulate_partition(model, contexts, folder, *stitch)
     result.seconds = time.perf_counter() - began
     return result
 

@@ -58,6 +58,7 @@ class LayerDesign:
     outputs: list[Stream]
     clk2x: str = "none"  # none | same (tied to ap_clk) | double (a real 2x clock)
     generated: dict[str, str] = field(default_factory=dict)  # file name -> text
+    probes: list[str] = field(default_factory=list)  # top outputs read once at the end
 
 
 def layer_design(model, node) -> LayerDesign:
@@ -228,9 +229,13 @@ def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) 
 
 def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
     """``text`` of the RTL file ``path`` as compiled here: paths into ``code_dir`` made
-    ``./`` paths, and Verilator-compatible (see the module docstring)."""
+    ``./`` paths (without a ``code_dir``: ``./`` paths made absolute), and
+    Verilator-compatible (see the module docstring)."""
     if code_dir:
         text = text.replace(code_dir.rstrip(os.sep) + os.sep, "./")
+    elif path.endswith(".v"):  # several layers' folders: absolute, as ReplaceVerilogRelPaths does
+        folder = os.path.dirname(os.path.abspath(path))
+        text = text.replace('$readmemh(".', f'$readmemh("{folder}').replace('"./', f'"{folder}/')
     fix = VERILATOR_FIXES.get(os.path.basename(path))
     return fix(text) if fix else text
 

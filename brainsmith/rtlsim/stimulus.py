@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from brainsmith.rtlsim.sources import LayerDesign
 
 RUN_TIMEOUT = 600.0  # seconds of wall time for one layer's simulation
 MIN_IDLE_CYCLES = 10_000
+PROBE = re.compile(r"^probe (\S+) ([0-9a-f]+)$", re.M)
 
 
 class SimulationFailed(RuntimeError):
@@ -30,31 +31,54 @@ class Waveform:
     cycles: int  # from reset release to the last output beat
     latency_cycles: int | None  # first input beat of frame 0 to its last output beat
     cycles_per_frame: float | None  # steady state, between consecutive frames' last beats
+    probes: dict[str, int] = field(default_factory=dict)  # TB_PROBES values at the end
 
 
 def simulate(
-    design: LayerDesign, op, executable: str, frames: list[list[np.ndarray]], workdir: str
+    design: LayerDesign,
+    op,
+    executable: str,
+    frames: list[list[np.ndarray]],
+    workdir: str,
+    estimated_cycles: int | None = None,
+    interval: int = 0,
 ) -> Waveform:
-    """Drive ``frames`` (per frame: one array per input stream) through ``executable``."""
+    """Drive ``frames`` (per frame: one array per input stream) through ``executable``.
+
+    ``op`` is the FINN op whose streams these are, or a pair (op of the inputs, op of the
+    outputs) for a chain of layers; ``estimated_cycles`` (default: the op's estimate) sets
+    how long the simulation may go without output before it counts as stalled; with an
+    ``interval``, frame k is offered from cycle k * interval on (else inputs flow flat out).
+    """
     from finn.util.data_packing import npy_to_rtlsim_input
 
+    op_in, op_out = op if isinstance(op, tuple) else (op, op)
+    if estimated_cycles is None:
+        estimated_cycles = int(op_in.get_exp_cycles() or 0)
     workdir = os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     for position, stream in enumerate(design.inputs):
-        shape = op.get_folded_input_shape(stream.index)
-        dtype = op.get_input_datatype(stream.index)
-        bits = op.get_instream_width(stream.index)
+        shape = op_in.get_folded_input_shape(stream.index)
+        dtype = op_in.get_input_datatype(stream.index)
+        bits = op_in.get_instream_width(stream.index)
         with open(os.path.join(workdir, f"{stream.port}.hex"), "w") as handle:
             for frame in frames:
                 array = np.asarray(frame[position], dtype=np.float32).reshape(shape)
                 for beat in npy_to_rtlsim_input(array, dtype, bits):
                     handle.write(f"{beat:x}\n")
-    beats_out = [_beats(op.get_folded_output_shape(s.index)) for s in design.outputs]
-    idle = max(MIN_IDLE_CYCLES, 10 * int(op.get_exp_cycles() or 0))
+    beats_out = [_beats(op_out.get_folded_output_shape(s.index)) for s in design.outputs]
+    idle = max(MIN_IDLE_CYCLES, 10 * estimated_cycles)
     command = [executable, workdir, *(str(b * len(frames)) for b in beats_out), str(idle)]
+    if interval:
+        command += [str(interval)]
+        command += [str(_beats(op_in.get_folded_input_shape(s.index))) for s in design.inputs]
     try:
         result = subprocess.run(  # in the code folder: the RTL reads ./<parameter>.dat
-            command, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=design.code_dir
+            command,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            cwd=design.code_dir or workdir,
         )
     except subprocess.TimeoutExpired as exc:
         raise SimulationFailed(
@@ -72,7 +96,7 @@ def simulate(
             f"crashed: the simulator exited with code {result.returncode}: "
             f"{(result.stderr or result.stdout).strip()[-300:]}"
         )
-    return _collect(design, op, frames, beats_out, workdir, result.stdout)
+    return _collect(design, op_out, frames, beats_out, workdir, result.stdout)
 
 
 def _beats(folded_shape) -> int:
@@ -105,7 +129,8 @@ def _collect(design, op, frames, beats_out, workdir: str, stdout: str) -> Wavefo
         latency = last_beats[0] - first_in + 1 if first_in is not None else None
     if last_beats and len(last_beats) > 1:
         interval = (last_beats[-1] - last_beats[0]) / (len(last_beats) - 1)
-    return Waveform(outputs, total, latency, interval)
+    probes = {m.group(1): int(m.group(2), 16) for m in PROBE.finditer(stdout)}
+    return Waveform(outputs, total, latency, interval, probes)
 
 
 def _read_beats(path: str) -> tuple[list[int], list[int]]:

@@ -4,13 +4,17 @@
 //   TB_INPUTS(X)  X(in0_V) ...     streams the testbench drives
 //   TB_OUTPUTS(X) X(out0_V) ...    streams it collects
 //   TB_CLK2X_MODE                  0 no ap_clk2x; 1 tied to ap_clk; 2 a real 2x clock
+//   TB_PROBES(X) X(maxcount_f) ... outputs printed once at the end ("probe NAME HEX")
 //
-// Usage: sim DIR OUTPUT_BEATS... IDLE_LIMIT
+// Usage: sim DIR OUTPUT_BEATS... IDLE_LIMIT [INTERVAL FRAME_BEATS...]
 //   DIR/<in>.hex      one beat per line (hex); each input stream is driven valid whenever
 //                     it has data left, each output stream is always ready
 //   DIR/<out>.hex     written: "cycle hexdata" for every beat the layer emitted
 //   DIR/<in>.cycles   written: the cycle at which each input beat was accepted
+//   INTERVAL          with it, frame k of an input (FRAME_BEATS beats each) is offered from
+//                     cycle k * INTERVAL on: input at a given frame rate instead of flat out
 // Exit codes: 0 all expected output beats seen; 3 no beat for IDLE_LIMIT cycles; 2 bad usage.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -81,6 +85,7 @@ static std::string hex(const VlWide<N>& port) {
 struct Input {
     std::vector<Words> beats;
     size_t next = 0;
+    long frame_beats = 0;  // with an INTERVAL: beats per frame
     std::FILE* accepted = nullptr;
 };
 struct Output {
@@ -121,10 +126,12 @@ int main(int argc, char** argv) {
 #undef TB_NAME
     const int n_in = sizeof names_in / sizeof *names_in - 1;
     const int n_out = sizeof names_out / sizeof *names_out - 1;
-    if (argc != 3 + n_out) {
-        std::fprintf(stderr, "usage: %s DIR OUTPUT_BEATS x%d IDLE_LIMIT\n", argv[0], n_out);
+    if (argc != 3 + n_out && argc != 4 + n_out + n_in) {
+        std::fprintf(stderr, "usage: %s DIR OUTPUT_BEATS x%d IDLE_LIMIT [INTERVAL FRAME_BEATS x%d]\n",
+                     argv[0], n_out, n_in);
         return 2;
     }
+    const long interval = argc > 3 + n_out ? std::atol(argv[3 + n_out]) : 0;
     const std::string dir = argv[1];
     const long idle_limit = std::atol(argv[2 + n_out]);
     std::vector<Input> in(n_in);
@@ -138,6 +145,7 @@ int main(int argc, char** argv) {
         for (std::string line; std::getline(file, line);)
             if (!line.empty()) in[i].beats.push_back(parse_hex(line));
         in[i].accepted = std::fopen((dir + "/" + names_in[i] + ".cycles").c_str(), "w");
+        if (interval) in[i].frame_beats = std::max(1L, std::atol(argv[4 + n_out + i]));
     }
     for (int o = 0; o < n_out; ++o) {
         out[o].expected = std::atol(argv[2 + o]);
@@ -164,7 +172,8 @@ int main(int argc, char** argv) {
     while (!done() && idle < idle_limit) {
         int k = 0;
 #define TB_DRIVE(p)                                                        \
-    if (in[k].next < in[k].beats.size()) {                                 \
+    if (in[k].next < in[k].beats.size() &&                                \
+        (!interval || cycle >= long(in[k].next / in[k].frame_beats) * interval)) { \
         put(top->p##_TDATA, in[k].beats[in[k].next]);                      \
         top->p##_TVALID = 1;                                               \
     } else {                                                               \
@@ -204,6 +213,9 @@ int main(int argc, char** argv) {
     for (auto& i : in) std::fclose(i.accepted);
     for (auto& o : out) std::fclose(o.file);
     std::printf("cycles %ld\n", cycle);
+#define TB_PRINT(p) std::printf("probe %s %s\n", #p, hex(top->p).c_str());
+    TB_PROBES(TB_PRINT)
+#undef TB_PRINT
     if (!done()) {
         for (int o = 0; o < n_out; ++o)
             std::printf("stalled %s %ld/%ld\n", names_out[o], out[o].seen, out[o].expected);
