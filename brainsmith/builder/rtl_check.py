@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import os
+import traceback
 
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.state import BuildRun
@@ -35,14 +36,24 @@ def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
     from brainsmith.rtlsim import simulate_design
 
     workdir = run.path(*WORKDIR)
-    with contain_finn_output(run.log):
-        result = simulate_design(
+    try:
+        with contain_finn_output(run.log):
+            result = simulate_design(
+                model,
+                verifier.samples,
+                workdir,
+                run.context.dataflow_parent,
+                note=run.progress.note,
+                stitch=(run.cfg._resolve_fpga_part(), float(run.plan.options.clock_ns)),
+            )
+    except Exception as exc:  # the simulation could not run at all: fail the step, say why
+        traceback.print_exc(file=run.log)
+        fail(
+            run,
             model,
-            verifier.samples,
-            workdir,
-            run.context.dataflow_parent,
-            note=run.progress.note,
-            stitch=(run.cfg._resolve_fpga_part(), float(run.plan.options.clock_ns)),
+            index,
+            f"RTL simulation could not run: {type(exc).__name__}: {exc}",
+            f"see {run.path('build.log')}; set build.verify: final to verify in Python only",
         )
     run.rtlsim = result.as_dict()
     record = run.records[index]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import traceback
 from collections.abc import Callable
 
 import numpy as np
@@ -35,7 +36,7 @@ def verify_build_folder(
 ):
     """Simulate ``folder``'s RTL layers; returns the DesignResult (report files updated)."""
     from brainsmith.frameworks.finn_env import contain_finn_output, prepare_finn
-    from brainsmith.rtlsim import ToolchainError, find_toolchain, simulate_design
+    from brainsmith.rtlsim import ToolchainError, find_toolchain
 
     report = _read_report(folder)
     try:
@@ -57,19 +58,34 @@ def verify_build_folder(
         )
     workdir = os.path.join(folder, *WORKDIR)
     os.makedirs(workdir, exist_ok=True)
-    with open(os.path.join(workdir, "verify-rtl.log"), "w") as log, contain_finn_output(log):
+    log_path = os.path.join(workdir, "verify-rtl.log")
+    with open(log_path, "w") as log, contain_finn_output(log):
         vectors = _inputs(report, parent or model, samples, input_npy)
-        result = simulate_design(
-            model,
-            vectors,
-            workdir,
-            parent,
-            only=set(only) if only else None,
-            note=note,
-            stitch=None if only else (report["fpga_part"], float(report["clock_ns"])),
-        )
+        try:
+            result = _simulate(model, vectors, workdir, parent, report, only, note)
+        except ToolchainError as exc:
+            raise FolderError(str(exc), "install Verilator (make setup)") from exc
+        except Exception as exc:  # the simulation could not run at all: say why, keep the log
+            traceback.print_exc(file=log)
+            raise FolderError(
+                f"RTL simulation could not run: {type(exc).__name__}: {exc}", f"see {log_path}"
+            ) from exc
     _update_report(folder, report, result)
     return result
+
+
+def _simulate(model, vectors, workdir, parent, report, only, note):
+    from brainsmith.rtlsim import simulate_design
+
+    return simulate_design(
+        model,
+        vectors,
+        workdir,
+        parent,
+        only=set(only) if only else None,
+        note=note,
+        stitch=None if only else (report["fpga_part"], float(report["clock_ns"])),
+    )
 
 
 def _read_report(folder: str) -> dict:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib.resources import files as package_files
 
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
-from brainsmith.rtlsim.verilator import Toolchain
+from brainsmith.rtlsim.verilator import Toolchain, ToolchainError
 
 FORMAT = "1"  # bump when the testbench protocol changes
 VERILATOR_FLAGS = (
@@ -142,10 +142,9 @@ def cache_root() -> str:
 
     root = os.path.join(cache_dir(), "rtlsim")
     if not usable_dir(cache_dir(), create=True) or not usable_dir(root, create=True):
-        raise CompileError(
+        raise ToolchainError(
             f"the compile cache {root} is not a private folder of this user; "
-            "set BRAINSMITH_CACHE_DIR to a folder of your own",
-            "",
+            "set BRAINSMITH_CACHE_DIR to a folder of your own"
         )
     return root
 

@@ -117,7 +117,7 @@ def simulate_design(
         if note is not None:
             note(f"RTL simulation {number}/{len(layers)}: {node.name}")
         result.layers.append(_simulate_layer(model, node, contexts, toolchain, workdir))
-    if stitch is not None and result.ok:
+    if stitch is not None and result.ok and result.layers:
         from brainsmith.rtlsim.partition import simulate_partition
 
         if note is not None:

@@ -99,7 +99,12 @@ def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float):
         consumers = model.find_consumers(node.output[0]) or []
         if len(node.output) != 1 or len(consumers) > 1:
             raise NotSimulated(f"{node.name} forks its stream; only chains are stitched so far")
-    full = _with_converters_and_fifos(model, code_dir, fpga_part, clock_ns)
+    try:
+        full = _with_converters_and_fifos(model, code_dir, fpga_part, clock_ns)
+    except Exception as exc:  # FINN's transforms reject the design: say so, do not crash
+        raise NotSimulated(
+            f"FINN could not insert width converters and FIFOs: {type(exc).__name__}: {exc}"
+        ) from exc
     chain = list(full.graph.node)
     designs = [layer_design(full, node) for node in chain]
     for node, design in zip(chain, designs, strict=True):
