@@ -174,7 +174,7 @@ def test_corrupted_threshold_file_fails_verify_rtl_naming_the_layer(mlp_copy, hu
 def test_corrupted_threshold_file_fails_a_build_with_verify_rtlsim(hub, tmp_path, monkeypatch):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
-    (plugins / "corrupt.py").write_text(
+    (plugins / "corrupt_threshold_file.py").write_text(
         textwrap.dedent(
             """\
             from pathlib import Path
@@ -208,7 +208,7 @@ def test_corrupted_threshold_file_fails_a_build_with_verify_rtlsim(hub, tmp_path
     with pytest.raises(BuildError) as caught:
         brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(blueprint), str(tmp_path / "out"))
     error = caught.value
-    assert error.step == "corrupt_threshold_file" and error.exit_code == 1
+    assert error.step == "corrupt_threshold_file" and error.exit_code == 1, error.message()
     assert "layer Thresholding_rtl_1 (Thresholding_rtl) differs from Python" in error.reason
     assert "code_gen_ipgen_Thresholding_rtl_1_" in error.hint
     report = json.loads((tmp_path / "out" / "report.json").read_text())
