@@ -361,3 +361,21 @@ def test_transpose_between_layers_becomes_shuffle_hardware_that_verifies(hub, tm
     assert result.status == "ok" and unimplemented_layers(final) == []
     ops = [n.op_type for n in onnx.load(final).graph.node]
     assert "InnerShuffle_rtl" in ops and "Shuffle" not in ops
+
+
+def test_cli_builds_the_residual_example_against_torch_and_exits_0(tmp_path):
+    model = MODELS / "residual.onnx"
+    result = run_python(
+        f"""
+        import sys
+        from brainsmith.cli import main
+        sys.argv = ["brainsmith", "build", {str(model)!r}, {str(BLUEPRINTS / "residual.yaml")!r},
+                    "-o", {str(tmp_path / "out")!r},
+                    "--input", {str(MODELS / "residual_input.npy")!r},
+                    "--expected", {str(MODELS / "residual_expected.npy")!r}]
+        main()
+        """,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "verified    8 step(s)" in result.stdout and "your vectors max error" in result.stdout
