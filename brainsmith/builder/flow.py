@@ -8,6 +8,7 @@ import os
 import time
 import traceback
 
+from brainsmith.builder import interrupts
 from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.outdir import DISK_FULL, os_problem, save_model
 from brainsmith.builder.state import BuildRun, Step
@@ -34,6 +35,7 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
             record.status, record.reason = "skipped", step.skip_reason
             run.progress.finish(index, "skipped", detail=step.skip_reason)
             continue
+        interrupts.check()
         run.progress.start(index)
         run.current = index
         run.log.write(f"\n===== step {index + 1}: {step.name} =====\n")
@@ -57,6 +59,7 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
             detail = check(run, verifier, model, index)
         if run.log.error is not None:
             fail_output(run, model, index, run.log.error, "writing build.log")
+        interrupts.check()
         record.status = "ok"
         run.latest_model = model
         run.current = None
@@ -177,7 +180,6 @@ def fail(
     run: BuildRun, model, index: int | None, reason: str, hint: str, exit_code: int = 1
 ) -> None:
     """Record step ``index`` (None: after the steps) as failed, write the reports, raise."""
-    from brainsmith.builder import interrupts
     from brainsmith.builder.report import write_reports
 
     name = "finish"

@@ -30,14 +30,23 @@ class BuildInterrupted(KeyboardInterrupt):
 
 class _State:
     settled = False  # the build's outcome is written
-    late: list[int] = []  # signals received after that
+    pending: int | None = None  # a signal raised but not yet reported
+    late: list[int] = []  # signals received after the outcome was written
 
 
 def _handler(signum: int, frame: object) -> None:
     if _State.settled:
         _State.late.append(signum)
         return
+    _State.pending = signum
     raise BuildInterrupted(signum)
+
+
+def check() -> None:
+    """Raise BuildInterrupted again if a signal's exception was swallowed on its way up
+    (some libraries' imports use a bare ``except:``)."""
+    if _State.pending is not None and not _State.settled:
+        raise BuildInterrupted(_State.pending)
 
 
 def _main_thread() -> bool:
@@ -53,7 +62,7 @@ def handled() -> Iterator[None]:
         return
     previous = {s: signal.getsignal(s) for s in SIGNALS}
     if all(p is not _handler for p in previous.values()):
-        _State.settled, _State.late = False, []
+        _State.settled, _State.pending, _State.late = False, None, []
     for s in SIGNALS:
         signal.signal(s, _handler)
     try:
@@ -100,4 +109,5 @@ def blocked() -> Iterator[Callable[[], list[int]]]:
     if late and _State.settled:
         _State.late.extend(late)
     elif late:
+        _State.pending = late[0]
         raise BuildInterrupted(late[0])

@@ -18,6 +18,7 @@ import os
 import re
 import time
 import traceback
+from collections.abc import Callable
 
 from brainsmith.builder.outdir import write_text
 
@@ -244,17 +245,26 @@ def assemble(run, model, status: str, error=None, setup_seconds: float | None = 
     }
 
 
-def write_reports(run, model, status: str, error=None, setup_seconds: float | None = None) -> dict:
+def write_reports(
+    run,
+    model,
+    status: str,
+    error=None,
+    setup_seconds: float | None = None,
+    before_verdict: Callable[[], None] | None = None,
+) -> dict:
     """Write report.json and report.html; raises OSError when report.json cannot be written.
 
-    For an ``ok`` build report.html comes first and report.json, the verdict, last (either
-    failing raises). Otherwise report.json comes first; report.html follows if it can.
+    For an ``ok`` build report.html comes first, then ``before_verdict()``, then report.json,
+    the verdict (a failing write raises). Otherwise report.json comes first; report.html follows if it can.
     When the disk is full, the folder's reserve is given up for a short report.json.
     """
     report = assemble(run, model, status, error, setup_seconds)
     run.report = report
     if status == "ok":
         _write_html(run, report)
+        if before_verdict is not None:
+            before_verdict()
         _write_json(run, report)
         run.folder.release_reserve()
         return report

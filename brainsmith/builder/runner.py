@@ -82,6 +82,12 @@ def build(
             return _execute(run)
         except KeyboardInterrupt as exc:
             raise _interrupted(run, out, exc) from None
+        except BuildError:
+            raise
+        except Exception as exc:  # a defect: still, the report must not say "running"
+            if run is None:
+                raise
+            raise _crashed(run, exc) from exc
         finally:
             if run is not None:
                 _close(run)
@@ -168,6 +174,7 @@ def _execute(run: BuildRun) -> BuildResult:
     with generated_code_dir(os.path.join(finn_dir, "build")):
         with contain_finn_output(run.log):
             steps, model, verifier = _setup(run, finn_dir)
+        interrupts.check()
         setup_seconds = time.perf_counter() - run.started
         model = run_steps(run, steps, model, verifier)
         return _finish(run, model, setup_seconds)
@@ -283,7 +290,8 @@ def _verifier(run: BuildRun, model):
 
 
 def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
-    """Write the final models, then the reports, report.json last (signals held back)."""
+    """Write the final models, then the reports, report.json last: a signal before
+    report.json says ok interrupts the build; one after it changes nothing."""
     from brainsmith.builder.flow import fail_output
 
     run.current = None
@@ -301,14 +309,21 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
     except OSError as exc:
         _remove(run.path("final.onnx"), run.path("final_parent.onnx"))
         fail_output(run, model, None, exc, "writing the final models")
+
+    def verdict_due() -> None:  # last moment a signal still interrupts the build
+        interrupts.check()
+        if arrived := take():
+            raise interrupts.BuildInterrupted(arrived[0])
+
     with interrupts.blocked() as take:
         try:
-            report = write_reports(run, model, "ok", setup_seconds=setup_seconds)
+            report = write_reports(
+                run, model, "ok", setup_seconds=setup_seconds, before_verdict=verdict_due
+            )
         except OSError as exc:
             fail_output(run, model, None, exc, "writing the reports")
-        arrived = take()
-        if arrived:
-            raise _interrupted(run, run.folder, interrupts.BuildInterrupted(arrived[0]))
+        except interrupts.BuildInterrupted as exc:
+            raise _interrupted(run, run.folder, exc) from None
         interrupts.settled()
     return BuildResult(
         run.output_dir, report, model, run.path("report.json"), run.path("report.html")
@@ -358,6 +373,21 @@ def _interrupted(run: BuildRun | None, out: OutputFolder | None, exc: BaseExcept
         except OSError:
             error.report = None
         return error
+
+
+def _crashed(run: BuildRun, exc: Exception) -> BuildError:
+    """The BuildError for an unexpected exception, with report.json saying failed."""
+    if run.log is not None and not run.log.closed:
+        traceback.print_exc(file=run.log)
+    step = run.records[run.current].name if run.current is not None else "finish"
+    error = BuildError(
+        step,
+        f"internal error: {type(exc).__name__}: {exc}",
+        f"this is a defect in brainsmith; please report it with {run.path('build.log')}",
+        report=run.path("report.json"),
+    )
+    _report_failure(run, error)
+    return error
 
 
 def _close(run: BuildRun) -> None:

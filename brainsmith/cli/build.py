@@ -89,7 +89,11 @@ def build(
             _exit(128 + signum)
         print_summary(result.report)
         if interrupts.late_signals():
-            click.echo("note: a signal arrived after the build had finished; ignored", err=True)
+            click.echo(
+                "note: a signal arrived while the finished build wrote its report; "
+                "the build is complete and was not interrupted",
+                err=True,
+            )
     _exit(0)
 
 
