@@ -102,6 +102,11 @@ def test_wrong_expected_output_fails_naming_the_step(tmp_path):
     assert "try:" in result.stderr and result.stdout == ""
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["status"] == "failed" and report["error"]["step"] == "cleanup"
+    html = (tmp_path / "out" / "report.html").read_text()
+    row = next(r for r in html.split("<tr") if "<td>cleanup</td>" in r)
+    assert "class='failed'" in row
+    assert "generated inputs: ok, max error" in row
+    assert "your vectors: MISMATCH (beyond tolerance), max error 100" in row
 
 
 @pytest.mark.slow

@@ -194,9 +194,10 @@ def finn_warnings(log_path: str) -> list[dict]:
                 if match is None:
                     continue
                 level, source, message = match.groups()
+                message = " ".join(message.split())
                 entry = found.setdefault(
-                    (source, message.strip()),
-                    {"level": level, "source": source, "message": message.strip(), "count": 0},
+                    (source, message),
+                    {"level": level, "source": source, "message": message, "count": 0},
                 )
                 entry["count"] += 1
     except OSError:
