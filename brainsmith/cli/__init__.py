@@ -40,7 +40,7 @@ def cli(debug: bool) -> None:
       brainsmith plugins list --type transform --framework finn
       brainsmith plugins info Streamline
       brainsmith blueprint validate blueprints/mlp.yaml
-      brainsmith build examples/models/mlp.onnx blueprints/mlp.yaml -o out/mlp
+      brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
     """
     if debug:
         from brainsmith.plugin.manager import get_plugin_manager

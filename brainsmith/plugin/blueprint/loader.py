@@ -39,6 +39,13 @@ def load_blueprint(path: str | os.PathLike) -> Blueprint:
     phased = {phase: _specs(resolver, "transform", shape.phased[phase]) for phase in PHASES}
     if shape.steps is not None:
         steps = _specs(resolver, "step", shape.steps)
+        if shape.steps and not steps and not diag.problems:
+            diag.error(
+                doc.locate(("steps",)),
+                "none of the steps is installed (all are optional and missing): the build "
+                "would do nothing",
+                "at least one installed step",
+            )
     elif doc.complete:  # brainsmith's standard flow
         defaults = [Ref(name, False, ("steps",)) for name in DEFAULT_STEPS]
         steps = _specs(resolver, "step", defaults, default=True)
