@@ -19,8 +19,10 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
     runnable = [i for i, s in enumerate(steps) if not s.skip_reason and s.verifiable]
     last = runnable[-1] if runnable else -1
     os.makedirs(run.path("intermediate_models"), exist_ok=True)
-    for index, step in enumerate(steps):
-        record = run.records[index]
+    first = len(run.start.records) if run.start is not None else 0
+    stop = len(steps) if run.stop_after is None else min(run.stop_after, len(steps))
+    for index in range(first, stop):
+        step, record = steps[index], run.records[index]
         if not step.verifiable:  # a FINN hardware step: is its tool needed and missing?
             step.skip_reason = step.skip_reason or missing_tool(step.name, model)
         if step.skip_reason:
@@ -91,7 +93,7 @@ def _start_charts(run: BuildRun, model) -> None:
     from brainsmith.builder import report
 
     resources = os.path.join(run.report_dir, report.RESOURCE_FILE)
-    if run.charts.layers is None and os.path.isfile(resources):
+    if run.charts is not None and run.charts.layers is None and os.path.isfile(resources):
         run.charts.submit(report.estimates(run.report_dir, model)["layers"])
 
 

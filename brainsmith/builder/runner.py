@@ -13,10 +13,12 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import sys
 import time
 import traceback
 from dataclasses import replace
 
+from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.context import BuildContext, attach
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.flow import run_steps
@@ -37,6 +39,8 @@ def build(
     force: bool = False,
     verify: str | None = None,
     progress: bool = False,
+    start: Checkpoint | None = None,
+    stop_after: int | None = None,
 ) -> BuildResult:
     """Build ``model`` (path or ModelWrapper) with ``blueprint`` (path, Blueprint or BuildPlan).
 
@@ -45,6 +49,11 @@ def build(
     (which moves it aside). ``verify`` overrides the blueprint's each | final | none;
     ``input_npy``/``expected_npy`` add the user's own vectors to every check. Raises
     BuildError naming the step, the reason and what to try.
+
+    ``stop_after=N`` runs only the first N steps and writes a checkpoint instead of the
+    final model and reports (``result.checkpoint``); ``start=checkpoint`` continues such a
+    build, ``model`` still being the original model (the verification reference). See
+    ``brainsmith.builder.checkpoint``.
     """
     started = time.perf_counter()
     plan = _plan(blueprint, verify)
@@ -83,6 +92,8 @@ def build(
         (str(input_npy), str(expected_npy)) if input_npy else None,
         moved,
         started,
+        start=start,
+        stop_after=stop_after,
     )
     try:
         return _execute(run, model)
@@ -126,7 +137,9 @@ def _execute(run: BuildRun, model) -> BuildResult:
     from brainsmith.builder.charts import ChartWorker
     from brainsmith.frameworks.finn_env import contain_finn_output, generated_code_dir
 
-    run.charts = ChartWorker()
+    # The helper process draws while FINN loads; where FINN is loaded already, draw here.
+    if "finn" not in sys.modules and run.stop_after is None:
+        run.charts = ChartWorker()
     run.progress.note("loading FINN and the model ...")
     run.log = open(os.path.join(run.output_dir, "build.log"), "w")  # noqa: SIM115
     finn_dir = os.path.join(run.output_dir, "finn")
@@ -155,6 +168,8 @@ def _setup(run: BuildRun, model, finn_dir: str):
             else ModelWrapper(copy.deepcopy(model.model))
         )
         verifier = _verifier(run, model)
+        if run.start is not None:
+            model = continue_from(run, run.start, steps)
     except BuildError as exc:
         write_reports(run, None, error=exc)
         raise
@@ -262,6 +277,14 @@ def _verifier(run: BuildRun, model):
 
 
 def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
+    if run.stop_after is not None and run.stop_after < len(run.records):
+        checkpoint = make_checkpoint(run, model)
+        report = {
+            "name": run.plan.name,
+            "status": "stopped",
+            "steps": [r.as_dict() for r in run.records],
+        }
+        return BuildResult(run.output_dir, report, model, checkpoint=checkpoint)
     final = os.path.join(run.output_dir, "final.onnx")
     model.save(final)
     parent = run.context.dataflow_parent
