@@ -17,7 +17,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from brainsmith.explore.tasks import NodeResult, NodeTask, check_worker, run_node
+from brainsmith.explore.tasks import NodeResult, NodeTask, check_worker, run_node, warm_up
 
 Started = Callable[[str], None]
 Done = Callable[[NodeResult], None]
@@ -108,6 +108,11 @@ class DaskCluster:
         from distributed import as_completed
 
         self.client.subscribe_topic(self.topic, lambda event: started(event[1]["started"]))
+        # Every worker loads FINN at once, instead of when its first segment arrives.
+        warm = [
+            self.client.submit(warm_up, workers=[w], allow_other_workers=False, pure=False)
+            for w in self.client.scheduler_info()["workers"]
+        ]
         futures, by_key = {}, {}
         for task, parent in tasks:
             task.topic = self.topic
@@ -124,7 +129,7 @@ class DaskCluster:
                 else:
                     finished(_lost(task, future))
         except BaseException:
-            self.client.cancel(list(futures.values()), force=True)
+            self.client.cancel([*futures.values(), *warm], force=True)
             raise
         finally:
             with contextlib.suppress(Exception):

@@ -174,6 +174,21 @@ def _worker_name() -> str:
         return "local"
 
 
+def warm_up() -> None:
+    """Load FINN and what a build uses, so a worker's first segment does not wait for it."""
+    from brainsmith.builder import runner  # noqa: F401
+    from brainsmith.builder.charts import render_charts
+    from brainsmith.frameworks.finn_env import prepare_finn
+
+    prepare_finn()
+    import finn.builder.build_dataflow_steps  # noqa: F401
+    import qonnx.core.modelwrapper  # noqa: F401
+
+    import brainsmith.steps.dataflow  # noqa: F401
+
+    render_charts([{"name": "warm-up", "LUT": 1, "cycles": 1}])  # matplotlib and its fonts
+
+
 def check_worker(folder: str) -> dict:
     """What a worker sees: the output folder, brainsmith's version, Python's."""
     import platform

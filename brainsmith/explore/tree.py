@@ -251,3 +251,23 @@ def show(value: object) -> str:
     if isinstance(value, list):
         return "[" + ",".join(str(v).rpartition(":")[2] for v in value) + "]"
     return str(value)
+
+
+def describe_space(blueprint) -> list[str]:
+    """The variant count and the execution tree of a design-space blueprint, as text."""
+    from brainsmith.explore.variants import expand
+
+    space = blueprint.design_space
+    variants = expand(blueprint)
+    for variant in variants:
+        variant.keys = step_keys(variant.plan, "")
+    roots = build_tree(variants)
+    tree = counts(roots)
+    picked = f"{space.search.strategy}, {len(variants)} of {space.size}"
+    return [
+        f"design space: {len(variants)} variants ({picked}); "
+        + ", ".join(f"{d.label} x{len(d.values)}" for d in space.dimensions),
+        f"execution tree: {tree.segments} segments ({tree.shared} shared), "
+        f"{tree.steps_run} step runs instead of {tree.steps_without_reuse}",
+        *render(roots),
+    ]
