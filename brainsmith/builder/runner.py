@@ -277,7 +277,7 @@ def _verifier(run: BuildRun, model):
 
 
 def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
-    if run.stop_after is not None and run.stop_after < len(run.records):
+    if run.stop_after is not None:
         checkpoint = make_checkpoint(run, model)
         report = {
             "name": run.plan.name,
