@@ -15,7 +15,7 @@ def __getattr__(name: str):
 
         return build
     if name == "explore":
-        from brainsmith.explore import explore
+        from brainsmith.dse import explore
 
         return explore
     raise AttributeError(f"module 'brainsmith' has no attribute {name!r}")

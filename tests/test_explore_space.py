@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import brainsmith
 from brainsmith.builder import BuildError
 from brainsmith.cli import cli
-from brainsmith.explore.variants import expand
+from brainsmith.dse.variants import expand
 from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,8 +138,7 @@ def test_random_strategy_picks_max_variants_reproducibly_with_full_space_ids(tmp
         ),
         (
             "design_space: {build: {target_fps: [1000]}}\nsearch:\n  constraints: [LUTS <= 9]\n",
-            ":4:17: error: search.constraints[0] names no metric 'LUTS'; expected METRIC OP "
-            "NUMBER",
+            ":4:17: error: search.constraints[0] names no metric 'LUTS'; expected METRIC OP NUMBER",
         ),
         (
             "design_space: {build: {target_fps: [1000]}}\nsearch:\n  constraints: ['fps >= lots']\n",

@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from brainsmith.explore.tree import build_tree, counts, step_keys
-from brainsmith.explore.variants import expand
+from brainsmith.dse.tree import build_tree, counts, step_keys
+from brainsmith.dse.variants import expand
 from brainsmith.plugin.blueprint import load_blueprint
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,10 @@ COMMANDS = {
     "cache": ("brainsmith.cli.cache:cache", "Inspect or clear the discovery cache."),
     "blueprint": ("brainsmith.cli.blueprint:blueprint", "Validate and show YAML blueprints."),
     "build": ("brainsmith.cli.build:build", "Build a QONNX model into a FINN dataflow design."),
-    "explore": ("brainsmith.cli.explore:explore", "Build every variant of a design space, on Dask."),
+    "explore": (
+        "brainsmith.cli.explore:explore",
+        "Build every variant of a design space, on Dask.",
+    ),
 }
 
 

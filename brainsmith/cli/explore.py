@@ -74,8 +74,8 @@ def explore(
       brainsmith explore MODEL BLUEPRINT -o /shared/dse --scheduler tcp://10.0.0.5:8786
       brainsmith explore MODEL BLUEPRINT -o out/dse --resume
     """
-    from brainsmith.explore import ExploreError
-    from brainsmith.explore import explore as run_explore
+    from brainsmith.dse import ExploreError
+    from brainsmith.dse import explore as run_explore
 
     try:
         result = run_explore(
@@ -146,10 +146,12 @@ def print_summary(data: dict) -> None:
 def _metrics(v: dict) -> str:
     m = v["metrics"] or {}
     fps = f"{m['fps']:,.0f} fps" if m.get("fps") else "- fps"
-    return fps + "".join(f", {k} {m[k]:,}" for k in ("LUT", "DSP", "BRAM_18K") if m.get(k) is not None)
+    return fps + "".join(
+        f", {k} {m[k]:,}" for k in ("LUT", "DSP", "BRAM_18K") if m.get(k) is not None
+    )
 
 
 def _text(value: object) -> str:
-    from brainsmith.explore.tree import show
+    from brainsmith.dse.tree import show
 
     return show(value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 
-from brainsmith.explore.results import METRIC_NAMES
+from brainsmith.dse.results import METRIC_NAMES
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 520, 340, 78, 18, 16, 46
 STYLE = """
@@ -29,7 +29,7 @@ pre { background: #f6f6f6; padding: 10px; overflow-x: auto; }
 
 def metric_text(report: dict) -> str:
     """``fps 1,250,000  LUT 552  DSP 7`` for a build's report."""
-    from brainsmith.explore.results import metrics
+    from brainsmith.dse.results import metrics
 
     found = metrics(report)
     parts = [f"{name} {_number(found[name])}" for name in ("fps", "LUT", "DSP")]

@@ -5,6 +5,6 @@ variant of a blueprint's ``design_space:``, running steps that variants share on
 
 from __future__ import annotations
 
-from brainsmith.explore.explorer import ExploreError, ExploreResult, explore
+from brainsmith.dse.exploration import ExploreError, ExploreResult, explore
 
 __all__ = ["ExploreError", "ExploreResult", "explore"]

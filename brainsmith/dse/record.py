@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import time
 
-from brainsmith.explore.results import judge, metrics
-from brainsmith.explore.tree import counts, render
+from brainsmith.dse.results import judge, metrics
+from brainsmith.dse.tree import counts, render
 
 
 def assemble(run, started: float | None) -> dict:

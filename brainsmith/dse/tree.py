@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brainsmith.builder.plan import BuildPlan
-from brainsmith.explore.variants import Variant
+from brainsmith.dse.variants import Variant
 
 
 def _infer(plan: BuildPlan) -> object:
@@ -255,7 +255,7 @@ def show(value: object) -> str:
 
 def describe_space(blueprint) -> list[str]:
     """The variant count and the execution tree of a design-space blueprint, as text."""
-    from brainsmith.explore.variants import expand
+    from brainsmith.dse.variants import expand
 
     space = blueprint.design_space
     variants = expand(blueprint)

@@ -17,7 +17,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from brainsmith.explore.tasks import NodeResult, NodeTask, check_worker, run_node, warm_up
+from brainsmith.dse.tasks import NodeResult, NodeTask, check_worker, run_node, warm_up
 
 Started = Callable[[str], None]
 Done = Callable[[NodeResult], None]

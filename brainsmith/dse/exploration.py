@@ -14,9 +14,9 @@ import os
 import time
 from dataclasses import dataclass
 
-from brainsmith.explore.tasks import NodeResult, NodeTask, load_result
-from brainsmith.explore.tree import Segment, build_tree, root_key, step_keys
-from brainsmith.explore.variants import Variant
+from brainsmith.dse.tasks import NodeResult, NodeTask, load_result
+from brainsmith.dse.tree import Segment, build_tree, root_key, step_keys
+from brainsmith.dse.variants import Variant
 
 
 class ExploreError(Exception):
@@ -149,7 +149,7 @@ class Exploration:
     def execute(
         self, workers: int | None, scheduler: str | None, progress: bool, started: float
     ) -> None:
-        from brainsmith.explore.progress import ExploreProgress
+        from brainsmith.dse.progress import ExploreProgress
 
         tasks = self.tasks()
         display = ExploreProgress.silent()
@@ -177,6 +177,8 @@ class Exploration:
             display.close()
             if executor is not None:
                 executor.close()
+            if self.status == "interrupted":
+                self._collect_late()
             self.result = self._write(started)
         if self.status == "interrupted":
             done = sum(v["status"] in ("ok", "failed") for v in self.result.variants)
@@ -185,6 +187,17 @@ class Exploration:
                 "continue with the same command and --resume",
                 exit_code=130,
             )
+
+    def _collect_late(self) -> None:
+        """Segments that finished while the cluster stopped are finished, not cancelled."""
+        for node in self.nodes.values():
+            if node.id not in self.results:
+                found = load_result(self.node_folder(node), node.key)
+                if found is not None:
+                    found.reused = False
+                    self.results[node.id] = found
+                    if not found.failed_in:
+                        self.ran.add(node.id)
 
     def _finished(self, result: NodeResult, display) -> None:
         self.results[result.id] = result
@@ -200,7 +213,7 @@ class Exploration:
         if result.status == "failed" and not result.failed_in:
             summary = f"{result.error['step']}: {result.error['reason']}"[:160]
         elif not node.shared and result.report:
-            from brainsmith.explore.report import metric_text
+            from brainsmith.dse.report import metric_text
 
             summary = metric_text(result.report)
         display.finished(result.id, result.status, summary, settled)
@@ -208,9 +221,9 @@ class Exploration:
             self._write(None)
 
     def _write(self, started: float | None) -> ExploreResult:
-        from brainsmith.explore.record import assemble
-        from brainsmith.explore.report import write_report
-        from brainsmith.explore.results import write_json
+        from brainsmith.dse.record import assemble
+        from brainsmith.dse.report import write_report
+        from brainsmith.dse.results import write_json
 
         data = assemble(self, started)
         json_path = os.path.join(self.folder, "explore.json")
@@ -224,7 +237,7 @@ class Exploration:
 def _label(node: Segment) -> str:
     if node.shared:
         return f"{node.id} steps {node.start + 1}-{node.stop} for {len(node.variants)} variants"
-    from brainsmith.explore.tree import show
+    from brainsmith.dse.tree import show
 
     choices = " ".join(
         f"{k.partition('.')[2]}={show(v)}" for k, v in node.variants[0].choices.items()
@@ -233,7 +246,7 @@ def _label(node: Segment) -> str:
 
 
 def _executor(folder: str, workers: int | None, scheduler: str | None, tasks):
-    from brainsmith.explore.executor import DaskCluster, ExecutorError, InProcess, default_workers
+    from brainsmith.dse.executor import DaskCluster, ExecutorError, InProcess, default_workers
 
     if workers == 0 and not scheduler:
         return InProcess()
@@ -285,7 +298,7 @@ def _load(blueprint):
 
 def _variants(blueprint) -> list[Variant]:
     from brainsmith.builder.plan import PlanError
-    from brainsmith.explore.variants import SpaceError, expand
+    from brainsmith.dse.variants import SpaceError, expand
 
     try:
         variants = expand(blueprint)
