@@ -35,7 +35,11 @@ def builds(tmp_path_factory):
         whole = brainsmith.build(MLP, BLUEPRINT, str(root / "whole"), verify="each")
         head = brainsmith.build(MLP, BLUEPRINT, str(root / "head"), verify="each", stop_after=5)
         tail = brainsmith.build(
-            MLP, BLUEPRINT, str(root / "tail"), verify="each", start=Checkpoint.load(head.output_dir)
+            MLP,
+            BLUEPRINT,
+            str(root / "tail"),
+            verify="each",
+            start=Checkpoint.load(head.output_dir),
         )
         yield whole, head, tail
     reset_plugin_system()
