@@ -32,13 +32,19 @@ class Checkpoint:
     reports: str = ""  # FINN's report folder (estimates, folding) to carry over
 
     def save(self) -> str:
-        """Write checkpoint.json atomically (last, so a complete file means a complete build)."""
+        """Write checkpoint.json atomically (last, so a complete file means a complete build).
+        Paths are stored relative to the folder, so a moved output tree stays usable."""
+
+        def relative(path: str | None) -> str | None:
+            return os.path.relpath(path, self.folder) if path else path
+
+        records = [{**r.__dict__, "model": relative(r.model) or ""} for r in self.records]
         data = {
             "version": VERSION,
-            "records": [record.__dict__ for record in self.records],
-            "model": self.model,
-            "dataflow_parent": self.dataflow_parent,
-            "reports": self.reports,
+            "records": records,
+            "model": relative(self.model),
+            "dataflow_parent": relative(self.dataflow_parent),
+            "reports": relative(self.reports),
         }
         path = os.path.join(self.folder, FILE)
         temporary = f"{path}.tmp-{os.getpid()}"
@@ -51,18 +57,25 @@ class Checkpoint:
     def load(cls, folder: str) -> Checkpoint:
         """The checkpoint in ``folder``; ValueError when it is missing, incomplete or foreign."""
         path = os.path.join(folder, FILE)
+        folder = os.path.abspath(folder)
+
+        def absolute(value: object) -> str | None:
+            return os.path.normpath(os.path.join(folder, str(value))) if value else None
+
         try:
             with open(path) as handle:
                 data = json.load(handle)
-            records = [StepRecord(**entry) for entry in data["records"]]
             if data.get("version") != VERSION:
                 raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
+            records = [StepRecord(**entry) for entry in data["records"]]
+            for record in records:
+                record.model = absolute(record.model) or ""
             checkpoint = cls(
-                os.path.abspath(folder),
+                folder,
                 records,
-                str(data["model"]),
-                data.get("dataflow_parent"),
-                str(data.get("reports", "")),
+                absolute(data["model"]) or "",
+                absolute(data.get("dataflow_parent")),
+                absolute(data.get("reports")) or "",
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"no usable checkpoint in {folder}: {exc}") from exc

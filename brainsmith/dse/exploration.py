@@ -109,7 +109,8 @@ class Exploration:
         self.ran: set[str] = set()
         self.status = "running"
         self.executor_facts: dict = {}
-        self.setup_seconds = 0.0
+        self.setup_seconds = 0.0  # until the executor was ready
+        self.teardown_seconds = 0.0  # stopping it
         self.result: ExploreResult | None = None
 
     def node_folder(self, node: Segment) -> str:
@@ -176,7 +177,9 @@ class Exploration:
         finally:
             display.close()
             if executor is not None:
+                stopping = time.perf_counter()
                 executor.close()
+                self.teardown_seconds = time.perf_counter() - stopping
             if self.status == "interrupted":
                 self._collect_late()
             self.result = self._write(started)

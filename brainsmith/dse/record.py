@@ -41,6 +41,7 @@ def assemble(run, started: float | None) -> dict:
         "timings": {
             "seconds": round(time.perf_counter() - started, 3) if started else None,
             "setup_seconds": round(run.setup_seconds, 3),
+            "teardown_seconds": round(run.teardown_seconds, 3),
             "segment_seconds": round(sum(run.results[i].seconds for i in run.ran), 3),
         },
         "tree": _tree(run),
@@ -78,6 +79,8 @@ def _variant(run, variant) -> dict:
         report = (result.error or {}).get("report")
         if report:  # where the failing step's report is (a shared segment's, maybe)
             entry["report"] = os.path.relpath(report[: -len(".json")] + ".html", run.folder)
+        if not os.path.isfile(os.path.join(run.folder, entry["report"])):
+            entry["report"] = ""  # it failed before a report could be written
     return entry
 
 

@@ -98,7 +98,7 @@ def _table(variants: list[dict], data: dict) -> str:
         checks = {c["constraint"]: c["ok"] for c in v["constraints"]}
         cells = [
             (str(v["rank"]), "num"),
-            (f"<a href='{html.escape(v['report'])}'>{html.escape(v['id'])}</a>", "id"),
+            (_link(v), "id"),
             (html.escape(v["status"]), ""),
             *((html.escape(_choice(v["choices"].get(d))), "") for d in dims),
             *((_number(found.get(m)), "num") for m in METRIC_NAMES),
@@ -111,6 +111,14 @@ def _table(variants: list[dict], data: dict) -> str:
         rows.append(f"<tr class='{kind}'>{tds}</tr>")
     header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     return f"<table class='variants'><tr>{header}</tr>{''.join(rows)}</table>"
+
+
+def _link(variant: dict) -> str:
+    """The variant's id, linked to its build report when there is one."""
+    name = html.escape(variant["id"])
+    if not variant["report"]:
+        return name
+    return f"<a href='{html.escape(variant['report'])}'>{name}</a>"
 
 
 def _check(ok: bool | None) -> tuple[str, str]:
@@ -127,7 +135,7 @@ def _failures(failed: list[dict]) -> str:
         error = v["error"] or {}
         where = f" (in shared segment {v['failed_in']})" if v["failed_in"] else ""
         items.append(
-            f"<li><a href='{html.escape(v['report'])}'>{html.escape(v['id'])}</a>: step "
+            f"<li>{_link(v)}: step "
             f"{html.escape(str(error.get('step', '')))}{html.escape(where)}: "
             f"{html.escape(str(error.get('reason', '')))}"
             + (f"<br>try: {html.escape(error['hint'])}" if error.get("hint") else "")

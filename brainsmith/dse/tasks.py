@@ -77,6 +77,9 @@ def load_result(folder: str, key: str) -> NodeResult | None:
         return None
     if result.key != key or result.status not in ("ok", "failed"):
         return None
+    result.folder = folder  # where it is now (the output may have moved)
+    if result.checkpoint:
+        result.checkpoint = folder
     if result.status == "ok" and result.checkpoint:
         from brainsmith.builder.checkpoint import Checkpoint
 
