@@ -36,8 +36,11 @@ class ExploreProgress:
         if self.console.is_terminal:
             from rich.live import Live
 
-            self.live = Live(
-                self._view(), console=self.console, refresh_per_second=4, transient=False
+            self.live = Live(  # rendered afresh at each refresh, so running times tick
+                get_renderable=self._view,
+                console=self.console,
+                refresh_per_second=4,
+                transient=False,
             )
             self.live.start()
         elif title:
@@ -48,10 +51,11 @@ class ExploreProgress:
         return _Silent()
 
     def counts(self) -> str:
-        ok = sum(s == "ok" for s in self.done.values())
-        failed = len(self.done) - ok
-        running = len({v for n in self.running for v in self.variants.get(n, ())} - set(self.done))
-        waiting = self.total - len(self.done) - running
+        done, running_nodes = dict(self.done), list(self.running)
+        ok = sum(s == "ok" for s in done.values())
+        failed = len(done) - ok
+        running = len({v for n in running_nodes for v in self.variants.get(n, ())} - set(done))
+        waiting = self.total - len(done) - running
         return f"{ok} ok, {failed} failed, {running} running, {waiting} waiting of {self.total} variants"
 
     def started(self, node: str) -> None:
@@ -77,13 +81,13 @@ class ExploreProgress:
     def close(self) -> None:
         with self.lock:
             if self.live is not None:
-                self.live.update(self._view())
+                self.live.refresh()
                 self.live.stop()
                 self.live = None
 
     def _update(self, line: str) -> None:
         if self.live is not None:
-            self.live.update(self._view())
+            self.live.refresh()
         else:
             self._line(line)
 
@@ -95,6 +99,8 @@ class ExploreProgress:
             pass
 
     def _view(self):
+        """The display; reads copies (a copy of a dict is atomic), as the refresh thread
+        calls it without the lock."""
         from rich.console import Group
         from rich.text import Text
 
@@ -103,11 +109,11 @@ class ExploreProgress:
         lines.append(Text(self.counts()))
         lines += [
             Text(f"  … {self.labels[n]}  {now - t:.0f} s", style="cyan")
-            for n, t in self.running.items()
+            for n, t in dict(self.running).items()
         ]
         lines += [
             Text(f"  {text}", style="red" if text.startswith("failed") else "")
-            for text in self.recent
+            for text in list(self.recent)
         ]
         return Group(*lines)
 
