@@ -207,3 +207,16 @@ def test_build_refuses_a_design_space_and_points_to_explore(tmp_path):
     assert caught.value.exit_code == 2
     assert "design space of 12 variants" in caught.value.reason
     assert "brainsmith explore" in caught.value.reason
+
+
+def test_show_explains_why_a_space_without_build_options_has_no_tree(tmp_path):
+    path = tmp_path / "nobuild.yaml"
+    path.write_text(
+        "hw_compiler:\n  kernels: [matmul, finn:Thresholding]\n"
+        "design_space:\n  backends: {matmul: [rtl, hls]}\n"
+    )
+    result = CliRunner().invoke(cli, ["blueprint", "show", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert result.output.splitlines()[-1] == (
+        "# design space: 2 variants; no tree: the blueprint has no build:"
+    )

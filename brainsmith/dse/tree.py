@@ -259,6 +259,8 @@ def describe_space(blueprint) -> list[str]:
 
     space = blueprint.design_space
     variants = expand(blueprint)
+    if blueprint.build is None and not any(d.section == "build" for d in space.dimensions):
+        return [f"design space: {len(variants)} variants; no tree: the blueprint has no build:"]
     for variant in variants:
         variant.keys = step_keys(variant.plan, "")
     roots = build_tree(variants)
