@@ -113,3 +113,10 @@ def test_an_unreachable_scheduler_is_a_clear_error(tmp_path):
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in caught.value.reason
     assert "dask scheduler" in caught.value.hint
     assert time.monotonic() - began < 60
+
+
+def test_workers_and_a_scheduler_together_are_refused(tmp_path):
+    with pytest.raises(ExploreError) as caught:
+        brainsmith.explore(MLP, "space.yaml", str(tmp_path), workers=2, scheduler="tcp://x:1")
+    assert caught.value.exit_code == 2 and "contradict" in caught.value.reason
+    assert not os.listdir(tmp_path)  # refused before anything was written

@@ -69,6 +69,12 @@ def explore(
     keep what an earlier run into the same folder finished. Raises ExploreError.
     """
     started = time.perf_counter()
+    if scheduler and workers is not None:
+        raise ExploreError(
+            "--workers and --scheduler contradict each other: --workers sizes the local "
+            "cluster, an existing cluster brings its own workers",
+            "keep one of them",
+        )
     _check_inputs(model, input_npy, expected_npy)
     loaded = _load(blueprint)
     variants = _variants(loaded)
@@ -153,13 +159,18 @@ class Exploration:
         from brainsmith.dse.progress import ExploreProgress
 
         tasks = self.tasks()
-        display = ExploreProgress.silent()
         executor = None
-        try:
-            if tasks:
+        if tasks:  # a cluster that cannot start stops here: nothing ran, nothing is written
+            try:
                 executor = _executor(self.folder, workers, scheduler, tasks)
-                self.executor_facts = executor.description
-            self.setup_seconds = time.perf_counter() - started
+            except KeyboardInterrupt:
+                raise ExploreError(
+                    "interrupted while the Dask cluster started", "run the command again", 130
+                ) from None
+            self.executor_facts = executor.description
+        self.setup_seconds = time.perf_counter() - started
+        display = ExploreProgress.silent()
+        try:
             if progress:
                 display = ExploreProgress(
                     {n.id: _label(n) for n in self.nodes.values()},
@@ -182,6 +193,8 @@ class Exploration:
                 self.teardown_seconds = time.perf_counter() - stopping
             if self.status == "interrupted":
                 self._collect_late()
+            elif self.status == "running":  # an unexpected error: keep what finished
+                self.status = "failed"
             self.result = self._write(started)
         if self.status == "interrupted":
             done = sum(v["status"] in ("ok", "failed") for v in self.result.variants)
@@ -251,7 +264,7 @@ def _label(node: Segment) -> str:
 def _executor(folder: str, workers: int | None, scheduler: str | None, tasks):
     from brainsmith.dse.executor import DaskCluster, ExecutorError, InProcess, default_workers
 
-    if workers == 0 and not scheduler:
+    if workers == 0:
         return InProcess()
     try:
         import distributed  # noqa: F401
