@@ -113,21 +113,27 @@ class DaskCluster:
             self.client.submit(warm_up, workers=[w], allow_other_workers=False, pure=False)
             for w in self.client.scheduler_info()["workers"]
         ]
-        futures, by_key = {}, {}
+        futures, by_key, parents = {}, {}, {}
         for task, parent in tasks:
             task.topic = self.topic
             argument = futures[parent] if parent in futures else done.get(parent)
             future = self.client.submit(
                 run_node, task, argument, key=f"{self.topic}-{task.id}", pure=False
             )
-            futures[task.id], by_key[future.key] = future, task
+            futures[task.id], by_key[future.key], parents[task.id] = future, task, parent
+        lost: dict[str, NodeResult] = {}
         try:
             for future in as_completed(list(futures.values())):
                 task = by_key[future.key]
                 if future.status == "finished":
                     finished(future.result())
-                else:
-                    finished(_lost(task, future))
+                    continue
+                result = _lost(task, future)
+                above = lost.get(parents[task.id])
+                if above is not None:  # Dask fails the tasks below a lost one too
+                    result.error, result.failed_in = above.error, above.failed_in or above.id
+                lost[task.id] = result
+                finished(result)
         except BaseException:
             self.client.cancel([*futures.values(), *warm], force=True)
             raise
