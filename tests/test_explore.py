@@ -47,6 +47,14 @@ class FailOnPurpose(Transformation):
         raise RuntimeError("this transform always fails")
 
 
+@transform(name="EndTheProcess")
+class EndTheProcess(Transformation):
+    def apply(self, model):
+        import os
+
+        os._exit(3)  # as a crash or the out-of-memory killer would
+
+
 @transform(name="DoubleFirstWeights")
 class DoubleFirstWeights(Transformation):
     def apply(self, model):
@@ -221,6 +229,28 @@ def test_a_failing_variant_is_recorded_and_the_others_finish(hub, tmp_path, monk
             and Path(result.output_dir, variant["report"]).is_file()
         )
     assert result.data["status"] == "complete"
+
+
+def test_a_variant_that_kills_its_worker_is_recorded_and_the_others_finish(
+    hub, tmp_path, monkeypatch
+):
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_DIRS", str(hub / "plugins"))
+    reset_plugin_system()
+    path = tmp_path / "deadly.yaml"
+    path.write_text(
+        SMALL.replace(
+            "  build: {target_fps: [100000, 1000000]}",
+            "  transforms_phased:\n    post_hw: [[], [EndTheProcess]]",
+        ).replace("backends: {matmul: [rtl, hls]}", "backends: {matmul: [rtl]}")
+    )
+    result = brainsmith.explore(MLP, str(path), str(tmp_path / "out"), workers=2)
+    fine, deadly = sorted(result.variants, key=lambda v: "EndTheProcess" in str(v["choices"]))
+    assert fine["status"] == "ok" and fine["metrics"]["fps"] == 1250000
+    assert deadly["status"] == "failed" and "KilledWorker" in deadly["error"]["reason"]
+    assert "--resume" in deadly["error"]["hint"] and deadly["report"] == ""
+    assert not Path(result.output_dir, deadly["folder"], "explore-node.json").exists()
 
 
 def test_resume_runs_only_what_is_missing(in_process, space, tmp_path):
