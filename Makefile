@@ -20,6 +20,7 @@ test: setup browser  ## the whole test suite
 bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.build_overhead --runs 9
 	@$(PY) -m benchmarks.finn_builder --runs 7
+	@$(PY) -m benchmarks.explore --runs 3
 	@$(PY) -m benchmarks.run
 
 networks: setup  ## build every shipped example network -> the table in docs/build.md

@@ -34,7 +34,8 @@ def test_unknown_top_level_key_suggests_the_closest_one(tmp_path):
     path = write(tmp_path, "bp.yaml", "steps: [toy_first]\nhw_compilr:\n  kernels: [ToyMatMul]\n")
     assert only_problem(path) == (
         f"{path}:2:1: error: unknown key 'hw_compilr' at the top level; expected one of name, "
-        "description, extends, hw_compiler, steps, build; did you mean 'hw_compiler'?"
+        "description, extends, hw_compiler, steps, build, design_space, search; did you mean "
+        "'hw_compiler'?"
     )
 
 

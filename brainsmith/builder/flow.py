@@ -27,8 +27,10 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
         os.makedirs(run.path("intermediate_models"), exist_ok=True)
     except OSError as exc:
         fail_output(run, model, None, exc, "creating intermediate_models/")
-    for index, step in enumerate(steps):
-        record = run.records[index]
+    first = len(run.start.records) if run.start is not None else 0
+    stop = len(steps) if run.stop_after is None else min(run.stop_after, len(steps))
+    for index in range(first, stop):
+        step, record = steps[index], run.records[index]
         if not step.verifiable:  # a FINN hardware step: is its tool needed and missing?
             step.skip_reason = step.skip_reason or missing_tool(step.name, model)
         if step.skip_reason:

@@ -18,11 +18,13 @@ import contextlib
 import copy
 import os
 import shutil
+import sys
 import time
 import traceback
 from dataclasses import replace
 
 from brainsmith.builder import interrupts
+from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.context import BuildContext, attach
 from brainsmith.builder.errors import BuildError, option
 from brainsmith.builder.flow import run_steps
@@ -50,6 +52,8 @@ def build(
     force: bool = False,
     verify: str | None = None,
     progress: bool = False,
+    start: Checkpoint | None = None,
+    stop_after: int | None = None,
 ) -> BuildResult:
     """Build ``model`` (path or ModelWrapper) with ``blueprint`` (path, Blueprint or BuildPlan).
 
@@ -59,6 +63,11 @@ def build(
     each | final | none; ``input_npy``/``expected_npy`` add the user's own vectors to every
     check. Raises BuildError naming the step, the reason and what to try; SIGINT/SIGTERM
     end the build with ``status: interrupted`` (or no folder, if nothing was made yet).
+
+    ``stop_after=N`` runs only the first N steps and writes a checkpoint instead of the
+    final model and reports (``result.checkpoint``); ``start=checkpoint`` continues such a
+    build, ``model`` still being the original model (the verification reference). See
+    ``brainsmith.builder.checkpoint``.
     """
     started = time.perf_counter()
     with interrupts.handled():
@@ -78,7 +87,7 @@ def build(
             )
             user = (str(input_npy), str(expected_npy)) if input_npy else None
             run = BuildRun(plan, out, checked, display, plan.options.verify, user, vectors)
-            run.started = started
+            run.started, run.start, run.stop_after = started, start, stop_after
             return _execute(run)
         except KeyboardInterrupt as exc:
             raise _interrupted(run, out, exc) from None
@@ -162,7 +171,9 @@ def _execute(run: BuildRun) -> BuildResult:
     from brainsmith.builder.charts import ChartWorker
     from brainsmith.frameworks.finn_env import contain_finn_output, generated_code_dir
 
-    run.charts = ChartWorker()
+    # The helper process draws while FINN loads; where FINN is loaded already, draw here.
+    if "finn" not in sys.modules and run.stop_after is None:
+        run.charts = ChartWorker()
     run.progress.note("loading FINN and the model ...")
     try:
         run.log = BuildLog(run.path("build.log"))
@@ -193,6 +204,8 @@ def _setup(run: BuildRun, finn_dir: str):
 
         model = ModelWrapper(run.model.proto)
         verifier = _verifier(run, model)
+        if run.start is not None:
+            model = continue_from(run, run.start, steps)
     except BuildError as exc:
         _report_failure(run, exc)
         raise
@@ -303,6 +316,15 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
     """Write the final models, then the reports, report.json last: a signal before
     report.json says ok interrupts the build; one after it changes nothing."""
     from brainsmith.builder.flow import fail_output
+
+    if run.stop_after is not None:
+        checkpoint = make_checkpoint(run, model)
+        report = {
+            "name": run.plan.name,
+            "status": "stopped",
+            "steps": [r.as_dict() for r in run.records],
+        }
+        return BuildResult(run.output_dir, report, model, checkpoint=checkpoint)
 
     run.current = None
     final = run.path("final.onnx")

@@ -40,6 +40,7 @@ class BuildResult:
     model: object = None  # the final ModelWrapper
     report_path: str = ""
     html_path: str = ""
+    checkpoint: object = None  # with build(stop_after=N): the Checkpoint written instead
 
     @property
     def status(self) -> str:
@@ -85,6 +86,8 @@ class BuildRun:
     cfg: object = None  # the FINN DataflowBuildConfig
     context: BuildContext | None = None
     charts: object = None  # ChartWorker
+    start: object = None  # the Checkpoint this build continues, if any
+    stop_after: int | None = None  # run only the steps before this index
 
     @property
     def output_dir(self) -> str:

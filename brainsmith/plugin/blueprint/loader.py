@@ -12,6 +12,7 @@ from brainsmith.plugin.blueprint.errors import Diagnostics
 from brainsmith.plugin.blueprint.model import Blueprint, KernelChoice
 from brainsmith.plugin.blueprint.resolve import Resolver
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS, PHASES, Ref, outline
+from brainsmith.plugin.blueprint.space import read_design_space
 from brainsmith.plugin.collections import PluginCollection
 from brainsmith.plugin.spec import PluginSpec
 
@@ -51,6 +52,7 @@ def load_blueprint(path: str | os.PathLike) -> Blueprint:
         steps = _specs(resolver, "step", defaults, default=True)
     else:
         steps = ()  # a base that could not be read may list them
+    space = read_design_space(doc, diag, resolver, kernels, shape.build)
     _raise_sorted(diag, doc)
     return Blueprint(
         name=shape.name,
@@ -63,6 +65,7 @@ def load_blueprint(path: str | os.PathLike) -> Blueprint:
         steps=steps,
         build=shape.build,
         skipped=tuple(resolver.skipped),
+        design_space=space,
     )
 
 

@@ -54,36 +54,8 @@ def check_build(check: Checker, section: object, complete: bool) -> BuildOptions
     path = ("build",)
     given = check.mapping(path, section, BUILD_KEYS)
     before = len(check.diag.problems)
-    values: dict = {}
-    for key in ("fpga_part", "board"):
-        if key in given:
-            values[key] = check.text((*path, key), given[key], BUILD_KEYS[key])
+    values = {key: check_option(check, (*path, key), key, value) for key, value in given.items()}
     _check_part_and_board(check, values)
-    if "clock_ns" in given:
-        values["clock_ns"] = check.number(
-            (*path, "clock_ns"), given["clock_ns"], BUILD_KEYS["clock_ns"]
-        )
-    if "target_fps" in given:
-        values["target_fps"] = check.whole(
-            (*path, "target_fps"), given["target_fps"], BUILD_KEYS["target_fps"]
-        )
-    if "verify" in given:
-        values["verify"] = check.choice((*path, "verify"), given["verify"], VERIFY_MODES)
-    if "verify_samples" in given:
-        values["verify_samples"] = check.whole(
-            (*path, "verify_samples"),
-            given["verify_samples"],
-            BUILD_KEYS["verify_samples"],
-            MAX_VERIFY_SAMPLES,
-        )
-    for key in ("verify_atol", "verify_rtol"):
-        if key in given:
-            values[key] = check.tolerance((*path, key), given[key], BUILD_KEYS[key])
-    for key in ("folding_config", "specialize_config"):
-        if key in given:
-            values[key] = check.file_path((*path, key), given[key], BUILD_KEYS[key], True)
-    if "output_dir" in given:
-        values["output_dir"] = _output_dir(check, given["output_dir"])
     if complete and isinstance(section, dict):
         _check_target(check, given)
     if len(check.diag.problems) != before:
@@ -118,8 +90,7 @@ def output_dir_problem(folder: str, blueprint: str) -> str:
     return ""
 
 
-def _output_dir(check: Checker, value: object) -> str | None:
-    at = ("build", "output_dir")
+def _output_dir(check: Checker, at: tuple, value: object) -> str | None:
     expected = BUILD_KEYS["output_dir"]
     if isinstance(value, str) and ("$" in value or value.startswith("~")):
         check.fail(at, f"build.output_dir '{value}' uses $ or ~, which are not expanded", expected)
@@ -166,6 +137,26 @@ def _check_part_and_board(check: Checker, values: dict) -> None:
             suggest(board, list(known)),
         )
         values["board"] = None
+
+
+def check_option(check: Checker, path: tuple, key: str, value: object) -> object:
+    """One build option's value, validated (None when invalid: the problem is reported)."""
+    expected = BUILD_KEYS[key]
+    if key in ("fpga_part", "board"):
+        return check.text(path, value, expected)
+    if key == "clock_ns":
+        return check.number(path, value, expected)
+    if key == "target_fps":
+        return check.whole(path, value, expected)
+    if key == "verify":
+        return check.choice(path, value, VERIFY_MODES)
+    if key == "verify_samples":
+        return check.whole(path, value, expected, MAX_VERIFY_SAMPLES)
+    if key in ("verify_atol", "verify_rtol"):
+        return check.tolerance(path, value, expected)
+    if key == "output_dir":
+        return _output_dir(check, path, value)
+    return check.file_path(path, value, expected, must_exist=True)
 
 
 def _check_target(check: Checker, given: dict) -> None:

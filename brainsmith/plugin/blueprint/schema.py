@@ -19,6 +19,8 @@ TOP_KEYS = {
     "hw_compiler": "a mapping of kernels, transforms, transforms_phased",
     "steps": "a list of step names, in order",
     "build": "a mapping of build options",
+    "design_space": "a mapping of backends, build, transforms_phased to lists of alternatives",
+    "search": "a mapping of strategy, max_variants, seed, constraints, objectives",
 }
 HW_KEYS = {
     "kernels": "a list of kernel names or {kernel: NAME, backends: [...]} mappings",
