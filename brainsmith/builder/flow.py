@@ -65,6 +65,10 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
         detail = ""
         if verifier is not None and step.verifiable and (run.verify == "each" or index == last):
             detail = check(run, verifier, model, index)
+            if run.verify == "rtlsim" and index == last:
+                from brainsmith.builder.rtl_check import rtl_check
+
+                detail += "; " + rtl_check(run, verifier, model, index)
         if run.log.error is not None:
             fail_output(run, model, index, run.log.error, "writing build.log")
         interrupts.check()

@@ -242,6 +242,7 @@ def assemble(run, model, status: str, error=None, setup_seconds: float | None = 
         "utilisation": utilisation(part, found["totals"]),
         "warnings": finn_warnings(run.path("build.log")),
         "generated_code": "finn/build",
+        "rtlsim": run.rtlsim,
         "blueprint": run.plan.blueprint,
         "versions": versions(),
     }

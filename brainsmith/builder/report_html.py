@@ -10,6 +10,7 @@ import string
 from urllib.parse import quote
 
 from brainsmith.builder.report import RESOURCES, bits
+from brainsmith.builder.rtl_check import rtlsim_html
 
 NONE = "<span class='none'>-</span>"
 
@@ -28,6 +29,7 @@ def render(report: dict, charts: dict[str, str]) -> str:
         steps=_steps(report.get("steps", [])),
         layers=_layers(report.get("layers", [])),
         charts=_charts(charts),
+        rtlsim=rtlsim_html(report.get("rtlsim")),
         finn_warnings=_finn_warnings(report.get("warnings", [])),
         blueprint=_e(json.dumps(report.get("blueprint", {}), indent=2)),
         versions=_e(", ".join(f"{k} {v}" for k, v in report.get("versions", {}).items())),

@@ -60,7 +60,7 @@ def build(
     ``output_dir`` defaults to the blueprint's ``build.output_dir``, else a fresh
     ``build-out/<name>-<timestamp>``. A non-empty folder is refused unless ``force`` and
     brainsmith made it (then it is moved aside). ``verify`` overrides the blueprint's
-    each | final | none; ``input_npy``/``expected_npy`` add the user's own vectors to every
+    each | final | rtlsim | none; ``input_npy``/``expected_npy`` add the user's own vectors to every
     check. Raises BuildError naming the step, the reason and what to try; SIGINT/SIGTERM
     end the build with ``status: interrupted`` (or no folder, if nothing was made yet).
 
@@ -103,6 +103,7 @@ def build(
 
 
 def _plan(blueprint, verify: str | None) -> BuildPlan:
+    from brainsmith.plugin.blueprint.options import VERIFY_MODES
     from brainsmith.plugin.errors import PluginError
 
     try:
@@ -129,10 +130,10 @@ def _plan(blueprint, verify: str | None) -> BuildPlan:
             exit_code=2,
         )
     if verify is not None:
-        if verify not in ("each", "final", "none"):
+        if verify not in VERIFY_MODES:
             raise BuildError(
                 "setup",
-                f"{option('verify')} must be each, final or none, not {verify!r}",
+                f"{option('verify')} must be one of {', '.join(VERIFY_MODES)}, not {verify!r}",
                 exit_code=2,
             )
         plan = replace(plan, options=replace(plan.options, verify=verify))
@@ -206,6 +207,10 @@ def _setup(run: BuildRun, finn_dir: str):
         verifier = _verifier(run, model)
         if run.start is not None:
             model = continue_from(run, run.start, steps)
+        if run.verify == "rtlsim":
+            from brainsmith.builder.rtl_check import require_simulator
+
+            require_simulator()
     except BuildError as exc:
         _report_failure(run, exc)
         raise

@@ -88,6 +88,7 @@ class BuildRun:
     charts: object = None  # ChartWorker
     start: object = None  # the Checkpoint this build continues, if any
     stop_after: int | None = None  # run only the steps before this index
+    rtlsim: dict | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
 
     @property
     def output_dir(self) -> str:

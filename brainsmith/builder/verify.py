@@ -41,14 +41,14 @@ class Check:
 def generate_inputs(model, count: int, seed: int = 0) -> list[Sample]:
     """``count`` samples for ``model``'s inputs, drawn from their QONNX datatype ranges."""
     rng = np.random.default_rng(seed)
-    specs = [(i.name, _shape(model, i.name)) for i in _graph_inputs(model)]
+    specs = [(i.name, _shape(model, i.name)) for i in graph_inputs(model)]
     samples = []
     for _ in range(count):
         samples.append(tuple(_draw(model, name, shape, rng) for name, shape in specs))
     return samples
 
 
-def _graph_inputs(model) -> list:
+def graph_inputs(model) -> list:
     initializers = {t.name for t in model.graph.initializer}
     return [i for i in model.graph.input if i.name not in initializers]
 
@@ -115,7 +115,7 @@ def run(model, samples: list[Sample]) -> list[list[np.ndarray]]:
     """Outputs (in graph order) of ``model`` for each sample."""
     from finn.core.onnx_exec import execute_onnx
 
-    names = [i.name for i in _graph_inputs(model)]
+    names = [i.name for i in graph_inputs(model)]
     outputs = [o.name for o in model.graph.output]
     results = []
     for sample in samples:

@@ -15,6 +15,10 @@ COMMANDS = {
         "brainsmith.cli.explore:explore",
         "Build every variant of a design space, on Dask.",
     ),
+    "verify-rtl": (
+        "brainsmith.cli.verify_rtl:verify_rtl",
+        "Simulate a build's RTL layers with Verilator, bit-exact against Python.",
+    ),
 }
 
 

@@ -34,8 +34,9 @@ from brainsmith.cli.output import console
 )
 @click.option(
     "--verify",
-    type=click.Choice(["each", "final", "none"]),
-    help="Override the blueprint's build.verify.",
+    type=click.Choice(["each", "final", "rtlsim", "none"]),
+    help="Override the blueprint's build.verify (rtlsim: final, then simulate every RTL "
+    "layer with Verilator).",
 )
 @click.option(
     "--force",
@@ -162,6 +163,9 @@ def print_summary(report: dict) -> None:
         out.print(f"  FINN        {entry['message']}{times}", markup=False)
     if len(finn) > 5:
         out.print(f"  FINN        ... {len(finn) - 5} more in report.html", markup=False)
+    rtlsim = report.get("rtlsim")
+    if rtlsim:
+        out.print(f"  RTL sim     {rtlsim['summary']} ({rtlsim['tool']})", markup=False)
     for step in skipped:
         out.print(f"  skipped     {step['name']}: {step.get('reason', '')}", markup=False)
     out.print(f"  report      {report['output_dir']}/report.html", markup=False)

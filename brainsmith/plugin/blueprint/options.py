@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 from brainsmith.plugin.blueprint.checks import Checker
 
-VERIFY_MODES = ("each", "final", "none")
+VERIFY_MODES = ("each", "final", "rtlsim", "none")  # rtlsim: final + Verilator per RTL layer
 MAX_VERIFY_SAMPLES = 100_000
 VERIFY_ATOL = 1e-3  # FINN's own verification tolerances (DataflowBuildConfig defaults)
 VERIFY_RTOL = 1e-5
@@ -36,7 +36,7 @@ class BuildOptions:
     board: str | None = None
     clock_ns: float = 10.0
     target_fps: int | None = None
-    verify: str = "final"  # each | final | none: compare with the model after each step, at the end
+    verify: str = "final"  # each | final | rtlsim | none (see VERIFY_MODES)
     verify_samples: int = 16
     verify_atol: float = VERIFY_ATOL  # |actual - expected| <= atol + rtol * |expected|
     verify_rtol: float = VERIFY_RTOL
