@@ -23,6 +23,7 @@ test: setup browser simulator  ## the whole test suite
 bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.build_overhead --runs 9
 	@$(PY) -m benchmarks.finn_builder --runs 7
+	@$(PY) -m benchmarks.explore --runs 3
 	@$(PY) -m benchmarks.rtlsim
 	@$(PY) -m benchmarks.run
 

@@ -25,10 +25,6 @@ HW_DOMAIN = "finn.custom_op.fpgadataflow"
 Sample = tuple  # one array per graph input
 
 
-class VectorError(ValueError):
-    """User vectors that do not fit the model."""
-
-
 @dataclass
 class Check:
     """The outcome of one comparison."""
@@ -142,34 +138,10 @@ def compare(
             if got.size != want.size:
                 return Check(label, len(actual), float("inf"), False)
             got, want = got.reshape(want.shape).astype(np.float64), want.astype(np.float64)
-            worst = max(worst, float(np.max(np.abs(got - want))) if got.size else 0.0)
+            diff = np.nan_to_num(np.abs(got - want), nan=np.inf)  # a NaN is no match
+            worst = max(worst, float(np.max(diff)) if got.size else 0.0)
             ok = ok and bool(np.allclose(got, want, atol=atol, rtol=rtol))
     return Check(label, len(actual), worst, ok)
-
-
-def load_user_vectors(model, input_path: str, expected_path: str):
-    """(samples, expected per sample) from ``--input X.npy --expected Y.npy``."""
-    inputs = graph_inputs(model)
-    if len(inputs) != 1:
-        raise VectorError(f"--input supports single-input models; this one has {len(inputs)}")
-    shape = _shape(model, inputs[0].name)
-    x = np.load(input_path).astype(np.float32)
-    y = np.load(expected_path)
-    size = int(np.prod(shape))
-    if x.size % size:
-        raise VectorError(
-            f"{input_path} has shape {x.shape}, which is not a whole number of model inputs "
-            f"of shape {shape}"
-        )
-    count = x.size // size
-    if y.size % count:
-        raise VectorError(
-            f"{expected_path} has {y.size} values, which does not split into {count} samples "
-            f"(one per input in {input_path})"
-        )
-    samples = [(s,) for s in x.reshape(count, *shape)]
-    expected = [[e] for e in y.reshape(count, -1)]
-    return samples, expected
 
 
 class Verifier:
@@ -189,7 +161,7 @@ class Verifier:
         fix_python_execution()
         self.samples = generate_inputs(reference, samples, seed)
         self.expected = run(reference, self.samples)
-        self.user = user  # (samples, expected) or None
+        self.user = user  # (samples, expected outputs) from brainsmith.builder.intake, or None
         self.atol, self.rtol = atol, rtol
 
     def check(self, model, parent=None, workdir: str = "") -> list[Check]:
