@@ -80,7 +80,7 @@ AUDITED = {
     ),
     ("brainsmith/plugin/sources/entry_points.py", "stevedore"): (
         "cold discovery imports the modules installed distributions declare in the "
-        "brainsmith.plugins entry-point group"
+        "brainsmith.plugins entry-point group (through a subclass that contains sys.exit())"
     ),
 }
 
@@ -132,6 +132,9 @@ def findings(path: Path) -> list[tuple[int, str]]:
                 shell_off = isinstance(keyword.value, ast.Constant) and not keyword.value.value
                 if keyword.arg == "shell" and not shell_off:
                     found.append((node.lineno, "shell"))
+        elif isinstance(node, ast.ClassDef):
+            bases = [CALLS.get(dotted(base, table)) for base in node.bases]
+            found.extend((node.lineno, rule) for rule in bases if rule == "stevedore")
         elif isinstance(node, ast.Name) and node.id in ("eval", "exec", "__import__"):
             if id(node) not in callees:  # e.g. ``run = eval``
                 found.append((node.lineno, f"{node.id} (as a value)"))
@@ -180,6 +183,8 @@ def test_the_audit_sees_what_it_forbids(tmp_path):
         "__import__('os')\n"
         "importlib.import_module(name)\n"
         "exec(code)\n"
+        "from stevedore import ExtensionManager\n"
+        "class Mine(ExtensionManager): pass\n"
         "# eval(comment) and 'exec(text)' do not count\n"
     )
     assert sorted(findings(sample)) == [
@@ -194,6 +199,7 @@ def test_the_audit_sees_what_it_forbids(tmp_path):
         (11, "__import__"),
         (12, "import_module"),
         (13, "exec"),
+        (15, "stevedore"),
     ]
 
 

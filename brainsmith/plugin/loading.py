@@ -6,6 +6,7 @@ import importlib
 import os
 import sys
 
+from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.spec import PluginSpec
 
@@ -41,7 +42,8 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
 
         prepare_finn()
     try:
-        module = _import(module_name, timeout)
+        with contained():
+            module = _import(module_name, timeout)
     except ImportTimeout:
         raise PluginLoadError(
             f"cannot load {spec.type} {spec.qualified_name}: importing {module_name} "
@@ -66,6 +68,12 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
         raise PluginLoadError(
             f"cannot load {spec.type} {spec.qualified_name} from {_where(spec)}: "
             f"it imports '{exc.name}', which is not installed (pip install {missing or exc.name})",
+            spec,
+        ) from exc
+    except PluginExit as exc:
+        raise PluginLoadError(
+            f"cannot load {spec.type} {spec.qualified_name}: importing {module_name} "
+            f"({_where(spec)}) {exc}",
             spec,
         ) from exc
     except SyntaxError as exc:
@@ -105,7 +113,8 @@ def _import(module_name: str, timeout: float) -> object:
 
     def run() -> None:
         try:
-            outcome["module"] = importlib.import_module(module_name)
+            with contained():
+                outcome["module"] = importlib.import_module(module_name)
         except BaseException as exc:  # handed to the caller below
             outcome["error"] = exc
 

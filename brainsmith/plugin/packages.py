@@ -337,10 +337,16 @@ def withdraw(specs: list[PluginSpec]) -> None:
 
 def run_hook(plugin: Plugin, stage: str, fn: Callable, *args: object) -> object:
     """Call a plugin's hook; a failure becomes PluginLifecycleError and a health problem."""
+    from brainsmith.plugin.containment import PluginExit, contained
+
     try:
-        return fn(*args)
+        with contained():
+            return fn(*args)
     except Exception as exc:
-        reason = f"{stage} raised {type(exc).__name__}: {exc} ({origin(exc)})"
+        if isinstance(exc, PluginExit):
+            reason = f"{stage} {exc}"
+        else:
+            reason = f"{stage} raised {type(exc).__name__}: {exc} ({origin(exc)})"
         report(plugin.info.framework, f"plugin {plugin.name}", reason)
         raise PluginLifecycleError(f"plugin '{plugin.name}': {reason}", plugin.name, stage) from exc
 

@@ -17,6 +17,7 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
+from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginError, PluginLoadError
 from brainsmith.plugin.packages import (
     Plugin,
@@ -109,10 +110,12 @@ def reload_plugin(name: str) -> PluginInfo:
     _deactivate(old)  # a failing cleanup is reported and does not stop the reload
     try:
         record = _load(old.info.path, old.kind, old.info.name, old.module_name, declared)
-    except PluginError as exc:
+    except BaseException as exc:  # a real Ctrl-C too: the previous version comes back
         _restore(old)
         _loaded[framework] = old
-        raise PluginLoadError(f"{exc}; {kept}") from exc
+        if isinstance(exc, PluginError):
+            raise PluginLoadError(f"{exc}; {kept}") from exc
+        raise
     _loaded[framework] = record
     return get_plugin_info(name)
 
@@ -217,27 +220,33 @@ def _load(path: str, kind: str, name: str, module_name: str, declared: dict | No
     claim(framework, f"plugin {name} loaded from {path}")
     manager.module_frameworks[module_name] = framework
     try:
-        module = _import(path, kind, module_name)
-        attribute = getattr(module, PACKAGE_ATTRIBUTE, None)
-        plugin = attribute if isinstance(attribute, Plugin) else None
-        if plugin is not None:
-            info = replace(plugin.info, name=name, path=path)
-            install(plugin, framework)
-        else:
-            if declared is None and attribute is not None:
-                declared = _checked(name, attribute, f"{path}: {PACKAGE_ATTRIBUTE}")
-            info = _info(name, declared or {}, path)
-        if not info.description:
-            info = replace(info, description=(module.__doc__ or "").strip().partition("\n")[0])
-    except BaseException as exc:
+        with contained():
+            module = _import(path, kind, module_name)
+            attribute = getattr(module, PACKAGE_ATTRIBUTE, None)
+            plugin = attribute if isinstance(attribute, Plugin) else None
+            if plugin is not None:
+                info = replace(plugin.info, name=name, path=path)
+                install(plugin, framework)
+            else:
+                if declared is None and attribute is not None:
+                    declared = _checked(name, attribute, f"{path}: {PACKAGE_ATTRIBUTE}")
+                info = _info(name, declared or {}, path)
+            if not info.description:
+                info = replace(info, description=(module.__doc__ or "").strip().partition("\n")[0])
+    except BaseException as exc:  # undone whatever happened, a real Ctrl-C included
         withdraw(manager.registry().specs(framework=framework))
         _forget_modules(module_name)
         manager.module_frameworks.pop(module_name, None)
         release(framework)
-        if isinstance(exc, PluginLoadError | PluginLifecycleError | KeyboardInterrupt | SystemExit):
+        if not isinstance(exc, Exception) or isinstance(
+            exc, PluginLoadError | PluginLifecycleError
+        ):
             raise
-        where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
-        reason = f"importing it raised {type(exc).__name__}: {exc}{where}"
+        if isinstance(exc, PluginExit):
+            reason = f"importing it {exc}"
+        else:
+            where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
+            reason = f"importing it raised {type(exc).__name__}: {exc}{where}"
         report(framework, f"plugin {name}", reason)
         raise PluginLoadError(f"cannot load plugin '{name}' from {path}: {reason}") from exc
     specs = manager.registry().specs(framework=framework)
