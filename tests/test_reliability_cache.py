@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -234,3 +237,152 @@ def test_write_cut_short_by_the_file_size_limit_leaves_no_partial_file():
     unlimited, _ = summary()
     assert unlimited["cache"] == "miss" and unlimited["count"] == limited["count"]
     assert_complete_files_only()
+
+
+# -- cache files that are not regular files, or far too large ---------------------------------
+
+BOUNDED = """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a runaway read fails, not the host
+
+
+def peak_mb():
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+"""
+
+
+def replace_index(make) -> Path:
+    """Replace the light index of the current configuration by ``make(path)``."""
+    index = main_index()
+    index.unlink()
+    make(index)
+    return index
+
+
+NOT_REGULAR = {
+    "symlink-to-dev-zero": lambda index: index.symlink_to("/dev/zero"),
+    "fifo": lambda index: os.mkfifo(index),
+    "symlink-to-a-fifo": lambda index: (
+        os.mkfifo(index.with_name("pipe")),
+        index.symlink_to(index.with_name("pipe")),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_REGULAR))
+def test_index_that_is_not_a_regular_file_is_refused_without_reading_it(kind):
+    index = replace_index(NOT_REGULAR[kind])
+    try:
+        result = run_python(BOUNDED + LOADS + SUMMARY, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("discovery hung on the cache file")
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["loads"] == ["FoldConstants"] and seen["cache"] == "miss"
+    assert "symbolic link; ignoring it" in result.stderr or "not a regular file" in result.stderr
+    assert index.is_file() and not index.is_symlink()  # replaced by a fresh index
+
+
+def test_huge_sparse_index_is_refused_in_bounded_memory():
+    def sparse(index: Path) -> None:
+        with open(index, "wb") as handle:
+            handle.write(memo.MAGIC)
+            handle.truncate(1536 << 20)  # 1.5 GiB, almost all of it a hole
+
+    replace_index(sparse)
+    result = run_python(
+        BOUNDED + LOADS + SUMMARY.replace('"loads"', '"peak_mb": peak_mb(), "loads"')
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "is larger than 64 MiB; ignoring it" in result.stderr
+    assert seen["loads"] == ["FoldConstants"] and seen["peak_mb"] < 400
+
+
+# -- cache clear and temp files -----------------------------------------------------------------
+
+
+def brainsmith(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "brainsmith.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def user_files(folder: Path) -> dict[str, bytes]:
+    """Files a user keeps beside (or in) the cache, some named like brainsmith's."""
+    files = {
+        "thesis.tmp": b"chapter 1",
+        "model.bsm": b"my own binary model format",
+        "notes.bsm.123.tmp": b"not a cache file either",
+        "empty.txt": b"",
+    }
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return files
+
+
+@pytest.mark.parametrize("owner", ["writable-by-everyone", "another-user"])
+def test_cache_clear_leaves_a_folder_that_is_not_its_own_alone(tmp_path, owner):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    files = user_files(folder)
+    assert memo.write("index-0badc0de", [1], {"x": 1}, str(tmp_path / "own"))  # a real one
+    (tmp_path / "own" / "index-0badc0de.bsm").rename(folder / "index-0badc0de.bsm")
+    if owner == "writable-by-everyone":
+        os.chmod(folder, 0o777)
+    elif os.geteuid() == 0:
+        os.chown(folder, 12345, 12345)
+    else:
+        pytest.skip("changing a folder's owner needs root")
+    before = sorted(os.listdir(folder))
+    result = brainsmith("cache", "clear", env={"BRAINSMITH_CACHE_DIR": str(folder)})
+    assert result.returncode == 1
+    assert "refusing to use it" in result.stderr and "nothing was removed" in result.stderr
+    assert sorted(os.listdir(folder)) == before
+    assert all((folder / name).read_bytes() == data for name, data in files.items())
+
+
+def test_cache_clear_removes_only_the_files_brainsmith_wrote(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(folder))
+    assert run_python(LOADS + SUMMARY).returncode == 0  # a real index and config memo
+    ours = sorted(p.name for p in folder.iterdir())
+    assert ours and all(name.endswith(".bsm") for name in ours)
+    files = user_files(folder)
+    elsewhere = tmp_path / "elsewhere.bsm"
+    elsewhere.write_bytes(memo.MAGIC + b"a user's file that happens to start like ours")
+    (folder / "linked.bsm").symlink_to(elsewhere)
+    result = brainsmith("cache", "clear")
+    assert result.returncode == 0, result.stderr
+    assert f"removed {len(ours)} cache file(s)" in result.stdout
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*files, "linked.bsm"])
+    assert all((folder / name).read_bytes() == data for name, data in files.items())
+    assert elsewhere.read_bytes().startswith(memo.MAGIC)
+
+
+KILLED_AT_THE_RENAME = """
+import os, signal
+os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+from brainsmith.plugin.manager import get_plugin_manager
+get_plugin_manager().registry()
+"""
+
+
+@pytest.mark.cold_cache
+def test_temp_file_of_a_writer_killed_at_the_rename_is_removed_by_the_next_write(tmp_path):
+    folder = Path(os.environ["BRAINSMITH_CACHE_DIR"])
+    killed = run_python(KILLED_AT_THE_RENAME)
+    assert killed.returncode == -signal.SIGKILL
+    orphans = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert orphans, "the killed writer left no temp file"
+    (folder / "thesis.tmp").write_text("chapter 1")
+    seen, _ = summary()
+    assert seen["cache"] == "miss"
+    assert sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp")) == ["thesis.tmp"]

@@ -219,7 +219,9 @@ class PluginManager:
 
     # -- maintenance, stats, health --------------------------------------------------------
     def clear_cache(self) -> int:
-        """Forget discovery results in memory and on disk; returns files removed."""
+        """Forget discovery results in memory and on disk; returns files removed.
+
+        Raises CacheDirectoryError when the cache directory is not the user's own."""
         from brainsmith.plugin import memo
 
         with self._lock:
