@@ -69,14 +69,9 @@ AUDITED = {
         "the user chose to run"
     ),
     ("brainsmith/plugin/pathload.py", "exec_module"): (
-        "load_plugin(path) of a compiled extension: code the user chose to run"
-    ),
-    ("brainsmith/plugin/pathload.py", "compile"): (
-        "load_plugin(path) compiles the named .py file itself (not stale bytecode) so a reload "
-        "sees the edit: code the user chose to run"
-    ),
-    ("brainsmith/plugin/pathload.py", "exec"): (
-        "load_plugin(path) runs that compiled file as the plugin module: code the user chose to run"
+        "load_plugin(path) runs the file, package or compiled extension it names through its "
+        "importlib loader (for Python, one that reads the source, never bytecode): code the "
+        "user chose to run"
     ),
     ("brainsmith/plugin/sources/entry_points.py", "stevedore"): (
         "cold discovery imports the modules installed distributions declare in the "
@@ -369,3 +364,46 @@ def test_blueprint_naming_modules_never_imports_them(tmp_path, canary):
         hits = [p for p in report["problems"] if f"'{bare}' is not a registered" in p]
         assert len(hits) == 3, (name, report["problems"])
         assert all("never import paths" in p for p in hits)
+
+
+BYTECODE_PLUGIN = """
+from brainsmith.plugin import step
+
+VALUE = "LABEL"
+
+
+@step(name="labelled")
+def labelled(model, cfg):
+    return model
+"""
+
+
+def test_loaded_python_plugin_runs_from_its_source_never_from_bytecode(tmp_path):
+    import importlib
+    import importlib.util
+    import sys
+
+    from brainsmith.plugins import load_plugin
+
+    path = tmp_path / "labels.py"
+    path.write_text(BYTECODE_PLUGIN.replace("LABEL", "source"))
+    # Bytecode of other code, stamped with the file's own mtime and size: a loader that
+    # trusts __pycache__ would run it.
+    st = path.stat()
+    other = compile(BYTECODE_PLUGIN.replace("LABEL", "stale bytecode"), str(path), "exec")
+    stale = importlib._bootstrap_external._code_to_timestamp_pyc(other, st.st_mtime, st.st_size)
+    cached = Path(importlib.util.cache_from_source(str(path)))
+    cached.parent.mkdir()
+    cached.write_bytes(stale)
+    load_plugin(path)
+    module = sys.modules["labels"]
+    assert module.VALUE == "source"
+    # The module's own loader (what debuggers, coverage and reloaders ask) reads the source too.
+    assert module.__spec__.loader is module.__loader__
+    code = module.__loader__.get_code("labels")
+    assert "source" in code.co_consts and "stale bytecode" not in code.co_consts
+    assert sorted(p.name for p in cached.parent.iterdir()) == [cached.name]  # nothing written
+    assert {rule for (file, rule) in package_findings() if file.endswith("pathload.py")} == {
+        "import from a path",
+        "exec_module",
+    }

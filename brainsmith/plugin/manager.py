@@ -341,14 +341,18 @@ def _rss_mb() -> float:
 
 
 _manager: PluginManager | None = None
+_manager_lock = _thread.allocate_lock()
 
 
 def get_plugin_manager() -> PluginManager:
-    """The process-wide plugin manager."""
+    """The process-wide plugin manager (created once, also when threads ask at once)."""
     global _manager
     manager = _manager
     if manager is None:
-        manager = _manager = PluginManager()
+        with _manager_lock:
+            manager = _manager
+            if manager is None:
+                manager = _manager = PluginManager()
     return manager
 
 
@@ -364,8 +368,9 @@ def reset_plugin_system() -> None:
     global _manager
     for hook in list(RESET_HOOKS):
         hook()
-    old = _manager
-    _manager = None
+    with _manager_lock:
+        old = _manager
+        _manager = None
     if old is not None:
         pending = old._pending
         old.drop_instances()
