@@ -294,3 +294,41 @@ def toy_blueprints(tmp_path_factory, monkeypatch, tmp_path) -> Path:
 @example(text="!!timestamp 2001-12-14 x\n")
 def test_hostile_blueprint_text_gives_a_blueprint_or_a_blueprint_error(toy_blueprints, text):
     blueprint_outcome(fresh_file(toy_blueprints, text))
+
+
+# -- plugin names in decorators ------------------------------------------------------------------
+
+BAD_NAMES = {
+    "qualified-builtin": "finn:Streamline",
+    "import-path": "os:system",
+    "newline": "Fold\nBias",
+    "space": "Fold Bias",
+    "5000-characters": "F" * 5000,
+    "empty": "",
+    "non-ascii": "Fáltung",
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_NAMES))
+def test_decorator_name_that_is_not_a_plain_name_is_refused(plugin_folder, case):
+    from brainsmith.plugin import step
+    from brainsmith.plugin.errors import PluginMetadataError
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    name = BAD_NAMES[case]
+    with pytest.raises(PluginMetadataError, match=r"test_reliability_input\.py:\d+: invalid @step"):
+
+        @step(name=name)
+        def named(model, cfg):
+            return model
+
+    plugin_folder(
+        "named.py",
+        f"from brainsmith.plugin import step\n\n@step(name={name!r})\n"
+        "def named(model, cfg):\n    return model\n",
+    )
+    registry = get_plugin_manager().registry()
+    assert [s for s in registry.specs("step") if s.target.endswith(":named")] == []
+    problems = [p for p in registry.problems if p.plugin == "named"]
+    assert len(problems) == 1 and "'name' must be a name such as 'FoldBias'" in problems[0].reason
+    assert len(problems[0].reason) < 400

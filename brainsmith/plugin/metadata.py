@@ -9,10 +9,15 @@ from __future__ import annotations
 PRIORITY_LEVELS = {"HIGHEST": 100, "HIGH": 75, "NORMAL": 50, "LOW": 25, "LOWEST": 0}
 BACKEND_TYPES = ("hls", "rtl")
 
+MAX_NAME = 100
 _STR = "a string"
 _STR_LIST = "a list of strings"
+_NAME = (
+    f"a name such as 'FoldBias': ASCII letters, digits and '_', not starting with a digit, "
+    f"at most {MAX_NAME} characters (no ':', which separates framework:name)"
+)
 COMMON_KEYS = {
-    "name": _STR,
+    "name": _NAME,
     "description": _STR,
     "priority": "an int 0-100 or one of HIGHEST, HIGH, NORMAL, LOW, LOWEST",
     "requires": _STR_LIST,
@@ -26,7 +31,7 @@ COMMON_KEYS = {
 TYPE_KEYS = {
     "transform": {"stage": _STR},
     "kernel": {"op_type": _STR, "domain": _STR, "infer_transform": _STR},
-    "backend": {"kernel": _STR, "backend_type": "'hls' or 'rtl'"},
+    "backend": {"kernel": _NAME.replace("'FoldBias'", "'MVAU'"), "backend_type": "'hls' or 'rtl'"},
     "step": {},
 }
 REQUIRED_KEYS = {"backend": ("kernel", "backend_type")}
@@ -53,7 +58,7 @@ def validate_metadata(plugin_type: str, given: dict) -> tuple[dict, list[str]]:
         try:
             metadata[key] = _check(key, value)
         except ValueError:
-            problems.append(f"'{key}' must be {allowed[key]}, got {value!r}")
+            problems.append(f"'{key}' must be {allowed[key]}, got {shown(value)}")
     for key in REQUIRED_KEYS.get(plugin_type, ()):
         if key not in given:
             problems.append(f"'{key}' is required for @{plugin_type} ({allowed[key]})")
@@ -67,7 +72,28 @@ def validate_metadata(plugin_type: str, given: dict) -> tuple[dict, list[str]]:
     return metadata, problems
 
 
+def is_plugin_name(value: object) -> bool:
+    """An ASCII identifier of at most MAX_NAME characters: usable as ``tfm.Name``, in a
+    blueprint and on the command line, and never mistaken for ``framework:name``."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_NAME
+        and value.isascii()
+        and value.isidentifier()
+    )
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _check(key: str, value: object) -> object:
+    if key in ("name", "kernel"):
+        if is_plugin_name(value):
+            return value
+        raise ValueError
     if key == "priority":
         if isinstance(value, str) and value.upper() in PRIORITY_LEVELS:
             return PRIORITY_LEVELS[value.upper()]
