@@ -162,8 +162,57 @@ def test_malformed_index_record_is_reported_and_the_rest_used(record):
     after, _ = summary()
     assert after["cache"] == "hit" and after["count"] == before["count"]
     assert after["loads"] == ["FoldConstants"]
-    assert [p["reason"] for p in after["broken"]] == ["malformed index record; ignored"]
-    assert record[1] in after["broken"][0]["plugin"]
+    [problem] = after["broken"]
+    assert problem["reason"].startswith("malformed index record (")
+    assert problem["reason"].endswith("); ignored") and record[1] in problem["plugin"]
+
+
+WRONGLY_TYPED = {  # id -> metadata entry of one record
+    "brainsmith-version-a-number": {"brainsmith_version": 5},
+    "description-a-list": {"description": ["a"]},
+    "requires-a-number": {"requires": 5},
+    "priority-out-of-range": {"priority": 1000},
+    "line-a-text": {"line": "seven"},
+    "unknown-key": {"entry": "os:system"},
+}
+USE_ALL = """
+from brainsmith.plugins import transforms
+from brainsmith.plugin.availability import is_available
+from brainsmith.plugin.manager import get_plugin_manager
+for spec in get_plugin_manager().registry().specs():
+    is_available(spec)
+print(len(transforms.list_plugins(available_only=True)))
+"""
+
+
+@pytest.mark.parametrize("case", list(WRONGLY_TYPED))
+def test_index_record_with_wrongly_typed_metadata_is_dropped_and_named(case):
+    before, _ = summary()
+    victim = {}
+
+    def damage(payload: dict) -> None:
+        record = next(r for r in payload["sources"]["qonnx"]["specs"] if r[1] != "FoldConstants")
+        record[4].update(WRONGLY_TYPED[case])
+        victim["name"] = record[1]
+
+    forge_index(damage)
+    after, _ = summary()
+    assert after["count"] == before["count"] - 1 and after["loads"] == ["FoldConstants"]
+    [problem] = after["broken"]
+    assert problem["plugin"] == f"transform qonnx:{victim['name']}"
+    key = next(iter(WRONGLY_TYPED[case]))
+    assert "malformed index record" in problem["reason"] and f"'{key}'" in problem["reason"]
+    for args, code in [
+        (["plugins", "list", "--all"], 0),
+        (["plugins", "info", "FoldConstants"], 0),
+        (["plugins", "health"], 1),
+    ]:
+        result = brainsmith(*args, env={"COLUMNS": "250"})
+        assert result.returncode == code, (args, result.stdout[-1500:], result.stderr[-1500:])
+        assert "Traceback" not in result.stderr
+    assert f"qonnx:{victim['name']}" in brainsmith("plugins", "health").stdout
+    used = run_python(USE_ALL)
+    assert used.returncode == 0 and int(used.stdout) > 100, used.stderr[-1500:]
 
 
 # -- damaged side files ------------------------------------------------------------------------

@@ -219,8 +219,9 @@ def fill_registry(
         for record in state.get("specs", []):
             try:
                 spec = PluginSpec.from_record(record)
-            except (ValueError, TypeError):
-                registry.report(source_name, str(record)[:80], "malformed index record; ignored")
+            except ValueError as exc:
+                reason = f"malformed index record ({exc}); ignored"
+                registry.report(source_name, _record_label(record), reason)
                 continue
             if not _trusted(spec, source_name, allowed, config):
                 registry.report(
@@ -243,6 +244,17 @@ def fill_registry(
                 if reason:
                     spec.error = f"unavailable: {reason}"
             registry.add(spec)
+
+
+def _record_label(record: object) -> str:
+    """``transform qonnx:Name`` for a record that has those fields; else its text, cut."""
+    if (
+        isinstance(record, list)
+        and len(record) >= 3
+        and all(isinstance(f, str) for f in record[:3])
+    ):
+        return f"{record[0][:20]} {record[2][:40]}:{record[1][:100]}"
+    return str(record)[:80]
 
 
 def _trusted(spec: PluginSpec, source: str, allowed: tuple, config: PluginConfig) -> bool:

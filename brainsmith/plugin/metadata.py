@@ -113,6 +113,52 @@ def _check(key: str, value: object) -> object:
     raise ValueError
 
 
+# Keys an index record may hold besides the decorator's: where the plugin is, and what the
+# QONNX/FINN adapters read from FINN's registries.
+RECORD_KEYS = {
+    "line": "a line number (an int >= 0)",
+    "path_entry": "a folder path",
+    "stage": _STR,
+    "domain": _STR,
+    "decomposes_into": "a list of kernel names",
+}
+
+
+def record_metadata_problem(plugin_type: str, metadata: object) -> str | None:
+    """Why ``metadata`` of a persisted record is not what discovery could have written; None
+    when every key is known and every value has its type (checked per record, so one bad
+    record never reaches the code that uses its values)."""
+    if not isinstance(metadata, dict):
+        return "metadata is not a mapping"
+    allowed = allowed_keys(plugin_type)
+    for key, value in metadata.items():
+        if key in allowed and key != "name":
+            try:
+                _check(key, value)
+            except ValueError:
+                return f"'{key}' must be {allowed[key]}, got {shown(value)}"
+            if key in ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version"):
+                from brainsmith.plugin.versions import check_version_text
+
+                error = check_version_text(key, value)
+                if error:
+                    return error
+        elif key in RECORD_KEYS:
+            if not _record_value_ok(key, value):
+                return f"'{key}' must be {RECORD_KEYS[key]}, got {shown(value)}"
+        else:
+            return f"unknown metadata key {shown(key)}"
+    return None
+
+
+def _record_value_ok(key: str, value: object) -> bool:
+    if key == "line":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if key == "decomposes_into":
+        return isinstance(value, list) and all(is_plugin_name(v) for v in value)
+    return isinstance(value, str) and bool(value)
+
+
 def first_doc_line(doc: str | None) -> str:
     for line in (doc or "").strip().splitlines():
         if line.strip():
