@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from brainsmith.plugin import memo
-from brainsmith.plugin.config import load_config
+from brainsmith.plugin.config import load_config, memo_folder
 from brainsmith.plugin.discovery import DiscoveryKey
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
@@ -246,7 +246,7 @@ def test_damaged_config_memo_is_discarded_and_the_file_reread(
     config.write_text("plugin_system:\n  cache_ttl: 42\n")
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
     assert load_config().cache_ttl == 42
-    stored = Path(memo.path_for("config"))
+    stored = Path(memo.path_for("config", memo_folder(str(config))))
     stored.write_bytes(damage(stored.read_bytes()))
     with caplog.at_level(logging.WARNING, logger="brainsmith.plugin"):
         assert load_config().cache_ttl == 42
@@ -259,10 +259,62 @@ def test_config_memo_holding_the_wrong_type_is_ignored(tmp_path, monkeypatch):
     config.write_text("plugin_system:\n  cache_ttl: 42\n")
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
     load_config()
-    stored = Path(memo.path_for("config"))
+    stored = Path(memo.path_for("config", memo_folder(str(config))))
     stamp, _ = memo.decode(stored.read_bytes(), str(stored))
-    memo.write("config", stamp, ["cache_ttl", 1])
+    memo.write("config", stamp, ["cache_ttl", 1], memo_folder(str(config)))
     assert load_config().cache_ttl == 42
+
+
+PLUGIN_DIRS = """
+import json
+from brainsmith.plugin.manager import get_plugin_manager
+manager = get_plugin_manager()
+print(json.dumps({
+    "plugin_dirs": list(manager.config.plugin_dirs),
+    "user": sorted(s.name for s in manager.registry().specs(framework="user")),
+}))
+"""
+
+
+def test_forged_config_memo_in_the_cache_directory_adds_no_plugin_folders(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    (project / ".brainsmith").mkdir(parents=True)
+    config = project / ".brainsmith" / "config.yaml"
+    config.write_text("plugin_system:\n  cache_ttl: 42\n")
+    monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "evil_mod.py").write_text(PLUGIN.format(name="Evil"))
+    st = config.stat()
+    for stamp in (  # what a memo keyed by path, mtime and size (and more) looks like
+        [str(config), st.st_mtime_ns, st.st_size],
+        [str(config), st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns],
+    ):
+        memo.write("config", stamp, {"cache_ttl": 42, "plugin_dirs": [str(evil)]})
+        result = run_python(PLUGIN_DIRS)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == {"plugin_dirs": [], "user": []}
+
+
+def test_config_memo_is_kept_beside_config_yaml_and_honours_its_cache_dir(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    (project / ".brainsmith").mkdir(parents=True)
+    config = project / ".brainsmith" / "config.yaml"
+    config.write_text("plugin_system:\n  cache_dir: my-cache\n")  # relative to the project
+    default = tmp_path / "xdg"
+    monkeypatch.delenv("BRAINSMITH_CACHE_DIR")
+    monkeypatch.delenv("BRAINSMITH_CONFIG")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(default))
+    for _ in range(2):  # cold, then warm from the memo
+        result = run_python(LOADS + SUMMARY, cwd=project)
+        assert result.returncode == 0, result.stderr
+        assert "warning" not in result.stderr.lower()
+    assert not default.exists()
+    assert sorted(p.name for p in (project / ".brainsmith" / "__pycache__").iterdir()) == [
+        "config.bsm"
+    ]
+    names = sorted(p.name for p in (project / "my-cache").iterdir())
+    assert names and all(n.startswith("index-") for n in names)
 
 
 # -- a write cut short ---------------------------------------------------------------------------
@@ -408,9 +460,12 @@ def test_cache_clear_removes_only_the_files_brainsmith_wrote(tmp_path, monkeypat
     elsewhere = tmp_path / "elsewhere.bsm"
     elsewhere.write_bytes(memo.MAGIC + b"a user's file that happens to start like ours")
     (folder / "linked.bsm").symlink_to(elsewhere)
+    parsed_config = Path(memo_folder(os.environ["BRAINSMITH_CONFIG"])) / "config.bsm"
+    assert parsed_config.is_file()
     result = brainsmith("cache", "clear")
     assert result.returncode == 0, result.stderr
-    assert f"removed {len(ours)} cache file(s)" in result.stdout
+    assert f"removed {len(ours) + 1} cache file(s)" in result.stdout
+    assert not parsed_config.exists()
     assert sorted(p.name for p in folder.iterdir()) == sorted([*files, "linked.bsm"])
     assert all((folder / name).read_bytes() == data for name, data in files.items())
     assert elsewhere.read_bytes().startswith(memo.MAGIC)
@@ -418,7 +473,10 @@ def test_cache_clear_removes_only_the_files_brainsmith_wrote(tmp_path, monkeypat
 
 KILLED_AT_THE_RENAME = """
 import os, signal
-os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+replace = os.replace
+os.replace = lambda src, dst: (
+    os.kill(os.getpid(), signal.SIGKILL) if "index-" in dst else replace(src, dst)
+)
 from brainsmith.plugin.manager import get_plugin_manager
 get_plugin_manager().registry()
 """

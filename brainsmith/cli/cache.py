@@ -16,8 +16,9 @@ def cache() -> None:
 def clear() -> None:
     """Delete the persisted discovery index (it is rebuilt on next use).
 
-    Only files brainsmith wrote are removed (``*.bsm`` files that start with its header, and
-    temp files of interrupted writes), and only from a directory that is the user's own."""
+    Also removes the parsed form of the project's config.yaml kept beside it. Only files
+    brainsmith wrote are removed (``*.bsm`` files that start with its header, and temp files of
+    interrupted writes), and only from a directory that is the user's own."""
     from brainsmith.cli.output import fail
     from brainsmith.plugin.errors import CacheDirectoryError
     from brainsmith.plugin.manager import get_plugin_manager
@@ -27,9 +28,12 @@ def clear() -> None:
         removed = manager.clear_cache()
     except CacheDirectoryError as exc:
         fail(str(exc))
-    console().print(
-        f"removed {removed} cache file(s) from {manager.config.cache_dir}", markup=False
-    )
+    where = manager.config.cache_dir
+    if manager.config.project_file:
+        from brainsmith.plugin.config import memo_folder
+
+        where += f" and {memo_folder(manager.config.project_file)}"
+    console().print(f"removed {removed} cache file(s) from {where}", markup=False)
 
 
 @cache.command("info")

@@ -223,12 +223,18 @@ class PluginManager:
 
         Raises CacheDirectoryError when the cache directory is not the user's own."""
         from brainsmith.plugin import memo
+        from brainsmith.plugin.config import memo_folder
 
         with self._lock:
             self._registry = None
             self._key = None
             self.drop_instances()
-        return memo.remove_all(self.config.cache_dir)
+        removed = 0
+        if self.config.project_file:  # the parsed form of config.yaml, kept beside it
+            folder = memo_folder(self.config.project_file)
+            if memo.dir_problem(folder) is None:
+                removed += memo.remove_if_ours(memo.path_for("config", folder))
+        return removed + memo.remove_all(self.config.cache_dir)
 
     def get_performance_stats(self) -> dict:
         registry = self.registry()

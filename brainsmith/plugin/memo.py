@@ -37,8 +37,10 @@ def cache_dir() -> str:
     return default_cache_dir()
 
 
-def usable_dir(path: str, create: bool) -> bool:
-    """True when ``path`` is a directory only this user can write (created 0700 if asked)."""
+def usable_dir(path: str, create: bool, quiet: bool = False) -> bool:
+    """True when ``path`` is a directory only this user can write (created 0700 if asked).
+
+    Why not is a warning (once per directory), or a debug message when ``quiet``."""
     if create and not os.path.lexists(path):
         try:
             os.makedirs(path, mode=0o700, exist_ok=True)
@@ -47,12 +49,13 @@ def usable_dir(path: str, create: bool) -> bool:
                 path,
                 f"cache directory {path} cannot be created ({exc.strerror}); "
                 "discovery results will not be persisted",
+                quiet,
             )
             return False
     problem = dir_problem(path)
     if problem is not None:
         if os.path.lexists(path):  # a missing directory is not worth a warning
-            _warn_once(path, f"{problem}; persistence disabled")
+            _warn_once(path, f"{problem}; persistence disabled", quiet)
         return False
     return True
 
@@ -78,8 +81,10 @@ def dir_problem(path: str) -> str | None:
     return None
 
 
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
+def _warn_once(key: str, message: str, quiet: bool = False) -> None:
+    if quiet:
+        log.debug(message)
+    elif key not in _warned:
         _warned.add(key)
         log.warning(message)
 
@@ -88,10 +93,12 @@ def path_for(name: str, directory: str | None = None) -> str:
     return os.path.join(directory or cache_dir(), f"{name}.bsm")
 
 
-def read(name: str, stamp: object, directory: str | None = None) -> object | None:
+def read(
+    name: str, stamp: object, directory: str | None = None, quiet: bool = False
+) -> object | None:
     """The payload stored under ``name`` if its stamp equals ``stamp``; otherwise None."""
     directory = directory or cache_dir()
-    if not usable_dir(directory, create=False):
+    if not usable_dir(directory, create=False, quiet=quiet):
         return None
     path = path_for(name, directory)
     raw = read_regular_file(path)
@@ -185,12 +192,19 @@ def is_plain(value: object, depth: int = 0) -> bool:
     return False
 
 
-def write(name: str, stamp: object, payload: object, directory: str | None = None) -> bool:
-    """Atomically store ``payload``; False (and nothing left behind) when that is impossible.
+def write(
+    name: str,
+    stamp: object,
+    payload: object,
+    directory: str | None = None,
+    quiet: bool = False,
+) -> bool:
+    """Atomically store ``payload``; False (and nothing left behind) when that is impossible
+    (a warning says why, or a debug message when ``quiet``).
 
     Temp files that writers killed before their rename left behind are removed here."""
     directory = directory or cache_dir()
-    if not usable_dir(directory, create=True):
+    if not usable_dir(directory, create=True, quiet=quiet):
         return False
     path = path_for(name, directory)
     tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
@@ -210,7 +224,8 @@ def write(name: str, stamp: object, payload: object, directory: str | None = Non
         os.replace(tmp, path)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
-        log.warning("could not write cache file %s (%s); continuing without it", path, reason)
+        report = log.debug if quiet else log.warning
+        report("could not write cache file %s (%s); continuing without it", path, reason)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return False
@@ -235,7 +250,7 @@ def remove_orphans(directory: str) -> int:
             continue
         if young and _alive(pid):
             continue  # another process is writing it right now
-        removed += _remove_if_ours(full)
+        removed += remove_if_ours(full)
     return removed
 
 
@@ -255,7 +270,7 @@ def remove_all(directory: str | None = None) -> int:
 
         raise CacheDirectoryError(f"{problem}; nothing was removed")
     return sum(
-        _remove_if_ours(os.path.join(directory, name))
+        remove_if_ours(os.path.join(directory, name))
         for name in _listdir(directory)
         if is_memo_name(name) or temp_file_pid(name) is not None
     )
@@ -314,7 +329,8 @@ def _is_ours(path: str, temp: bool) -> bool:
     return raw == MAGIC or (temp and raw == b"" and st.st_size == 0)
 
 
-def _remove_if_ours(path: str) -> int:
+def remove_if_ours(path: str) -> int:
+    """Delete ``path`` if brainsmith wrote it (see ``remove_all``); 1 if removed, else 0."""
     if not _is_ours(path, temp=path.endswith(".tmp")):
         return 0
     try:
