@@ -37,8 +37,11 @@ TYPE_KEYS = {
 REQUIRED_KEYS = {"backend": ("kernel", "backend_type")}
 
 
+_ALLOWED = {plugin_type: {**COMMON_KEYS, **keys} for plugin_type, keys in TYPE_KEYS.items()}
+
+
 def allowed_keys(plugin_type: str) -> dict[str, str]:
-    return {**COMMON_KEYS, **TYPE_KEYS[plugin_type]}
+    return dict(_ALLOWED[plugin_type])
 
 
 def validate_metadata(plugin_type: str, given: dict) -> tuple[dict, list[str]]:
@@ -130,8 +133,12 @@ def record_metadata_problem(plugin_type: str, metadata: object) -> str | None:
     record never reaches the code that uses its values)."""
     if not isinstance(metadata, dict):
         return "metadata is not a mapping"
-    allowed = allowed_keys(plugin_type)
+    allowed = _ALLOWED[plugin_type]
     for key, value in metadata.items():
+        if allowed.get(key) is _STR and type(value) is str and (value or key == "description"):
+            continue  # the common cases, decided without a call
+        if key == "line" and type(value) is int and value >= 0:
+            continue
         if key in allowed and key != "name":
             try:
                 _check(key, value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from brainsmith.plugin.metadata import is_plugin_name, record_metadata_problem
+
 PLUGIN_TYPES = ("transform", "kernel", "backend", "step")
 
 
@@ -63,8 +65,6 @@ class PluginSpec:
         type, name, framework, target, metadata, source = record
         if type not in PLUGIN_TYPES:
             raise ValueError(f"unknown plugin type {str(type)[:40]!r}")
-        from brainsmith.plugin.metadata import is_plugin_name, record_metadata_problem
-
         if not is_plugin_name(name):
             raise ValueError(f"{str(name)[:40]!r} is not a plugin name")
         if not (isinstance(framework, str) and framework and isinstance(source, str)):
@@ -96,11 +96,7 @@ class PluginSpec:
 
 def is_target(target: object) -> bool:
     """``package.module:Class.attribute``: dotted ASCII identifiers on both sides of one ':'."""
-    if not isinstance(target, str) or len(target) > 300 or target.count(":") != 1:
+    if not isinstance(target, str) or len(target) > 300 or not target.isascii():
         return False
-    module, _, qualname = target.partition(":")
-    return all(
-        part.isascii() and part.isidentifier()
-        for side in (module, qualname)
-        for part in side.split(".")
-    )
+    module, colon, qualname = target.partition(":")
+    return bool(colon) and all(map(str.isidentifier, [*module.split("."), *qualname.split(".")]))
