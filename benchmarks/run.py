@@ -352,6 +352,18 @@ def write(results: dict) -> None:
     if build.exists():
         data = json.loads(build.read_text())
         lines += ["", "## Build overhead", "", "```json", json.dumps(data, indent=2)[:3000], "```"]
+    rtlsim = out / "rtlsim.json"
+    if rtlsim.exists():
+        data = json.loads(rtlsim.read_text())
+        lines += ["", "## RTL simulation (brainsmith verify-rtl)", ""]
+        lines += [
+            f"- `{Path(row['model']).name}`: {row['summary']}; first run "
+            f"{row['cold_process_s']:.1f} s ({row['compile_s']:.1f} s compiling), second run "
+            f"{row['warm_process_s']:.1f} s (nothing compiled, {row['simulate_s']:.1f} s "
+            f"simulating {row['frames']} frames per layer)"
+            for row in data["examples"]
+        ]
+        lines.append(f"- load average during the run: {data['load_average']}")
     (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

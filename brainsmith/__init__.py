@@ -6,7 +6,7 @@ Importing this package is cheap: plugins, QONNX and FINN load only when used.
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "build"]
+__all__ = ["__version__", "build", "explore"]
 
 
 def __getattr__(name: str):
@@ -14,4 +14,8 @@ def __getattr__(name: str):
         from brainsmith.builder import build
 
         return build
+    if name == "explore":
+        from brainsmith.dse import explore
+
+        return explore
     raise AttributeError(f"module 'brainsmith' has no attribute {name!r}")

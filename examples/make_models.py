@@ -92,9 +92,14 @@ class GraphBuilder:
 
 
 def calibrated_scale(values: np.ndarray, bits: int, signed: bool) -> float:
-    """Scale that maps the 99.9th percentile of |values| to the largest quantized level."""
+    """Scale that maps the 99.9th percentile of |values| to the largest quantized level.
+
+    Rounded to 6 significant digits: the calibration data come from matrix products, whose
+    last bits depend on the CPU's BLAS kernels, and the committed models must regenerate
+    byte for byte on any machine.
+    """
     levels = 2 ** (bits - 1) - 1 if signed else 2**bits - 1
-    return float(np.percentile(np.abs(values), 99.9) / levels)
+    return float(f"{np.percentile(np.abs(values), 99.9) / levels:.6g}")
 
 
 def quantize(

@@ -318,7 +318,9 @@ def test_to_dict_is_the_resolved_blueprint_with_qualified_names(tmp_path):
 
 def test_to_dict_is_itself_a_blueprint_that_resolves_the_same(tmp_path):
     write(tmp_path, "folding.json", "{}")
-    write(tmp_path, "base.yaml", "build: {fpga_part: x, folding_config: folding.json}\n")
+    write(
+        tmp_path, "base.yaml", "build: {fpga_part: xc7z020clg400-1, folding_config: folding.json}\n"
+    )
     first = load_blueprint(
         write(
             tmp_path,

@@ -45,6 +45,7 @@ def test_blueprints_folder_ships_the_example_networks():
         "cnv.yaml",
         "conv_pad.yaml",
         "mlp.yaml",
+        "mlp_explore.yaml",
         "residual.yaml",
         "transformer.yaml",
     ]

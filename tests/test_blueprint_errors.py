@@ -34,7 +34,8 @@ def test_unknown_top_level_key_suggests_the_closest_one(tmp_path):
     path = write(tmp_path, "bp.yaml", "steps: [toy_first]\nhw_compilr:\n  kernels: [ToyMatMul]\n")
     assert only_problem(path) == (
         f"{path}:2:1: error: unknown key 'hw_compilr' at the top level; expected one of name, "
-        "description, extends, hw_compiler, steps, build; did you mean 'hw_compiler'?"
+        "description, extends, hw_compiler, steps, build, design_space, search; did you mean "
+        "'hw_compiler'?"
     )
 
 
@@ -49,10 +50,10 @@ def test_unknown_key_in_a_flow_mapping_is_located_at_the_key(tmp_path):
         "bp.yaml",
         """
         steps: [toy_first]
-        build: {fpga_part: x, clock: 5}
+        build: {fpga_part: xc7z020clg400-1, clock: 5}
     """,
     )
-    assert only_problem(path).startswith(f"{path}:2:23: error: unknown key 'clock' in build;")
+    assert only_problem(path).startswith(f"{path}:2:37: error: unknown key 'clock' in build;")
 
 
 def test_unknown_phase_is_rejected_with_a_suggestion(tmp_path):

@@ -223,17 +223,17 @@ def test_non_empty_output_folder_is_refused(hub, tmp_path):
     with pytest.raises(BuildError) as caught:
         brainsmith.build(str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(out))
     assert caught.value.exit_code == 2 and "not empty" in caught.value.reason
-    assert "--force" in caught.value.hint
+    assert "force" not in caught.value.hint  # not brainsmith's folder: force would refuse
     assert os.listdir(out) == ["keep.txt"]
 
 
-def test_force_moves_the_old_output_folder_aside(tmp_path):
+def test_force_moves_a_previous_build_folder_aside(tmp_path):
     out = tmp_path / "out"
-    out.mkdir()
+    prepare_output_dir(str(out))  # a build's folder, with its marker
     (out / "keep.txt").write_text("mine")
-    moved = prepare_output_dir(str(out), force=True)
+    moved = prepare_output_dir(str(out), force=True).moved_aside
     assert moved and Path(moved, "keep.txt").read_text() == "mine"
-    assert out.is_dir() and not os.listdir(out)
+    assert out.is_dir() and sorted(os.listdir(out)) == [".brainsmith-build", ".brainsmith-reserve"]
     shutil.rmtree(moved)
 
 

@@ -49,14 +49,25 @@ def test_invalid_blueprint_exits_2_with_its_location(tmp_path):
     assert "bad.yaml:4:" in result.stderr and "verify" in result.stderr
 
 
-def test_non_empty_output_folder_exits_2_and_suggests_force(tmp_path):
+def test_non_empty_output_folder_exits_2(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "old.txt").write_text("keep me")
     result = run([*BRAINSMITH, "build", str(MLP), str(BLUEPRINT), "-o", str(out)])
     assert result.returncode == 2
-    assert "is not empty" in result.stderr and "--force" in result.stderr
+    assert "is not empty" in result.stderr and "try: choose another output folder" in result.stderr
+    assert "--force" not in result.stderr  # not a folder brainsmith made: --force would refuse
     assert (out / "old.txt").read_text() == "keep me"
+
+
+def test_previous_build_folder_exits_2_and_suggests_force(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".brainsmith-build").write_text("made by brainsmith build\n")
+    (out / "report.json").write_text("{}")
+    result = run([*BRAINSMITH, "build", str(MLP), str(BLUEPRINT), "-o", str(out)])
+    assert result.returncode == 2
+    assert "is not empty" in result.stderr and "--force" in result.stderr
 
 
 @pytest.mark.slow
@@ -91,6 +102,11 @@ def test_wrong_expected_output_fails_naming_the_step(tmp_path):
     assert "try:" in result.stderr and result.stdout == ""
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["status"] == "failed" and report["error"]["step"] == "cleanup"
+    html = (tmp_path / "out" / "report.html").read_text()
+    row = next(r for r in html.split("<tr") if "<td>cleanup</td>" in r)
+    assert "class='failed'" in row
+    assert "generated inputs: ok, max error" in row
+    assert "your vectors: MISMATCH (beyond tolerance), max error 100" in row
 
 
 @pytest.mark.slow

@@ -323,3 +323,59 @@ def test_verify_tolerance_comes_from_the_blueprint(hub, tmp_path):
     report = json.loads((tmp_path / "exact" / "report.json").read_text())
     assert report["verify_tolerance"] == {"atol": 0.0, "rtol": 0.0}
     assert np.isfinite(report["steps"][1]["verification"]["max_error"])
+
+
+def transpose_between_layers(path: Path) -> Path:
+    """A 4-bit projection, a transpose of its (sequence, channels) result, a second one."""
+    from examples.make_models import GraphBuilder
+
+    rng = np.random.default_rng(3)
+    g = GraphBuilder()
+    tensor = g.quant("global_in", "in_quant", 0.25, 4, signed=True)
+    weight = (rng.normal(size=(16, 16)) / 4).astype(np.float32)
+    tensor = g.node("MatMul", [tensor, g.quant_weight("w0", weight, 4)], "mm0")
+    tensor = g.quant(g.node("Relu", [tensor], "relu0"), "act0", 0.25, 4, signed=False)
+    tensor = g.node("Transpose", [tensor], "transpose", perm=[0, 2, 1])
+    weight = (rng.normal(size=(8, 8)) / 3).astype(np.float32)
+    g.node("MatMul", [tensor, g.quant_weight("w1", weight, 4)], "global_out")
+    g.model("transposed", {"global_in": [1, 8, 16]}, {"global_out": [1, 16, 8]}).save(str(path))
+    return path
+
+
+def test_transpose_between_layers_becomes_shuffle_hardware_that_verifies(hub, tmp_path):
+    model = transpose_between_layers(tmp_path / "transposed.onnx")
+    blueprint = write_blueprint(
+        tmp_path,
+        f"""\
+        name: transposed
+        extends: {BLUEPRINTS / "mlp.yaml"}
+        hw_compiler:
+          kernels:
+            - {{kernel: matmul, backends: [rtl]}}
+            - {{kernel: finn:Thresholding, backends: [rtl]}}
+            - finn:Shuffle
+        """,
+    )
+    result = brainsmith.build(str(model), str(blueprint), str(tmp_path / "out"), verify="each")
+    final = os.path.join(result.output_dir, "final.onnx")
+    assert result.status == "ok" and unimplemented_layers(final) == []
+    ops = [n.op_type for n in onnx.load(final).graph.node]
+    assert "InnerShuffle_rtl" in ops and "Shuffle" not in ops
+
+
+def test_cli_builds_the_residual_example_against_torch_and_exits_0(tmp_path):
+    model = MODELS / "residual.onnx"
+    result = run_python(
+        f"""
+        import sys
+        from brainsmith.cli import main
+        sys.argv = ["brainsmith", "build", {str(model)!r}, {str(BLUEPRINTS / "residual.yaml")!r},
+                    "-o", {str(tmp_path / "out")!r},
+                    "--input", {str(MODELS / "residual_input.npy")!r},
+                    "--expected", {str(MODELS / "residual_expected.npy")!r}]
+        main()
+        """,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "verified    8 step(s)" in result.stdout and "your vectors max error" in result.stdout

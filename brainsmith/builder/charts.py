@@ -4,7 +4,9 @@ canvas, no pyplot; glyphs drawn as paths so the page needs no fonts).
 Importing matplotlib and drawing cost about as much as the rest of a small build's
 orchestration, so a build starts a ``ChartWorker`` — this module run as a process — that
 imports matplotlib on another core while FINN loads, and draws as soon as the estimates
-exist. ``render_charts`` is the same drawing in-process (the fallback).
+exist. The worker runs isolated (``python -I``, started in this package's folder), so a
+``matplotlib.py`` or ``matplotlibrc`` in the user's working directory is never used.
+``render_charts`` is the same drawing in-process (the fallback).
 """
 
 from __future__ import annotations
@@ -21,17 +23,26 @@ COLOR = "#3569a8"
 
 
 def render_charts(layers: list[dict]) -> dict[str, str]:
-    """``{"resources": svg, "cycles": svg}`` for the report's layers ({} without layers)."""
-    if not layers:
+    """``{"resources": svg, "cycles": svg}`` for the report's layers; a chart with nothing
+    to show (no layers, all zero) is left out, as are resources no layer uses."""
+    used = [key for key in RESOURCES if any(_value(layer, key) for layer in layers)]
+    cycles = [_value(layer, "cycles") for layer in layers]
+    if not layers or not (used or any(cycles)):
         return {}
     import matplotlib
 
     matplotlib.use("Agg")
     names = [layer["name"] for layer in layers]
-    return {
-        "resources": _resources(names, layers),
-        "cycles": _cycles(names, [float(layer.get("cycles", 0) or 0) for layer in layers]),
-    }
+    charts = {}
+    if used:
+        charts["resources"] = _resources(names, layers, used)
+    if any(cycles):
+        charts["cycles"] = _cycles(names, cycles)
+    return charts
+
+
+def _value(layer: dict, key: str) -> float:
+    return float(layer.get(key) or 0)
 
 
 def _figure(width: float, height: float, names: list[str], bottom: float):
@@ -52,11 +63,14 @@ def _figure(width: float, height: float, names: list[str], bottom: float):
     return figure
 
 
-def _resources(names: list[str], layers: list[dict]) -> str:
-    figure = _figure(9, 1.4 + 0.5 * len(names), names, bottom=0.35)
-    axes = figure.subplots(2, 2, sharey=True).ravel()
-    for ax, resource in zip(axes, RESOURCES, strict=True):
-        values = [float(layer.get(resource, 0) or 0) for layer in layers]
+def _resources(names: list[str], layers: list[dict], used: list[str]) -> str:
+    rows = (len(used) + 1) // 2
+    figure = _figure(9, max(1.6, rows * (0.7 + 0.25 * len(names))), names, bottom=0.35)
+    axes = figure.subplots(rows, min(len(used), 2), sharey=True, squeeze=False).ravel()
+    for ax in axes[len(used) :]:
+        ax.set_visible(False)
+    for ax, resource in zip(axes, used, strict=False):
+        values = [_value(layer, resource) for layer in layers]
         ax.barh(names, values, color=COLOR)
         ax.set_title(f"{resource} (total {sum(values):g})", fontsize=10)
         ax.set_xlim(left=0, right=max([*values, 1.0]) * 1.05)
@@ -86,6 +100,19 @@ def _svg(figure) -> str:
     return text[text.index("<svg") :]  # inline: drop the XML declaration and DOCTYPE
 
 
+def worker_command() -> list[str]:
+    """The worker's command line, isolated from the working directory and the environment
+    (``python -I``: no current folder, PYTHONPATH or user site on ``sys.path``), finding
+    brainsmith where this process found it."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = (
+        "import sys; sys.path.append(sys.argv[1]); "
+        "from brainsmith.builder.charts import main; main()"
+    )
+    flags = "-IB" if sys.flags.dont_write_bytecode else "-I"  # -I would drop the B setting
+    return [sys.executable, flags, "-c", code, package_parent]
+
+
 class ChartWorker:
     """Draws the charts in a helper process; any failure falls back to ``render_charts``."""
 
@@ -94,11 +121,12 @@ class ChartWorker:
         self.layers: list[dict] | None = None
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "brainsmith.builder.charts"],
+                worker_command(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 env={**os.environ, "MPLBACKEND": "Agg"},
+                cwd=os.path.dirname(os.path.abspath(__file__)),
             )
         except OSError:
             self.process = None

@@ -1,6 +1,39 @@
-"""Build errors: which step failed, why, and what to try."""
+"""Build errors: which step failed, why, and what to try.
+
+Hints name the build's options the way the caller gave them: ``--force`` on the command
+line, ``force=True`` from Python (``option("force")``; the command sets
+``command_line_names()`` around the build).
+"""
 
 from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
+OPTIONS = {  # option: (command line, Python API)
+    "output": ("-o OUTDIR", "output_dir=..."),
+    "force": ("--force", "force=True"),
+    "input": ("--input", "input_npy"),
+    "expected": ("--expected", "expected_npy"),
+    "verify": ("--verify", "verify"),
+}
+_COMMAND_LINE = contextvars.ContextVar("brainsmith_command_line", default=False)
+
+
+def option(name: str) -> str:
+    """How the caller spells build option ``name``: ``--force`` or ``force=True``."""
+    return OPTIONS[name][0 if _COMMAND_LINE.get() else 1]
+
+
+@contextlib.contextmanager
+def command_line_names() -> Iterator[None]:
+    """Within the block, errors and reports name options as command-line flags."""
+    token = _COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _COMMAND_LINE.reset(token)
 
 
 class StepError(Exception):
@@ -16,8 +49,9 @@ class StepError(Exception):
 class BuildError(Exception):
     """A build that did not finish: ``step`` (or "setup"), ``reason``, ``hint``.
 
-    ``exit_code`` is 2 for problems with the inputs (model, blueprint, output folder) and
-    1 for a failed step or verification; ``report`` is the report.json path, if written.
+    ``exit_code`` is 2 for problems with the inputs (model, blueprint, vectors, output
+    folder or disk), 1 for a failed step or verification and 128 + the signal number
+    for an interrupted build; ``report`` is the report.json path, if written.
     """
 
     def __init__(
@@ -28,10 +62,20 @@ class BuildError(Exception):
         self.hint = hint
         self.exit_code = exit_code
         self.report = report
-        super().__init__(self.message())
+        super().__init__(reason)
+
+    def __str__(self) -> str:
+        return self.message()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.exit_code > 128
 
     def message(self) -> str:
-        if self.step == "setup":
+        if self.interrupted:
+            where = "" if self.step == "setup" else f" in step '{self.step}'"
+            text = f"build interrupted{where}: {self.reason}"
+        elif self.step == "setup":
             text = f"cannot build: {self.reason}"
         else:
             text = f"build failed in step '{self.step}': {self.reason}"

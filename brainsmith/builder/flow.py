@@ -3,12 +3,17 @@ and turn any failure into a BuildError that names the step (reports written firs
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 import traceback
 
+from brainsmith.builder import interrupts
 from brainsmith.builder.errors import BuildError, StepError
+from brainsmith.builder.outdir import DISK_FULL, os_problem, save_model
 from brainsmith.builder.state import BuildRun, Step
+
+OUTPUT_ERRORS = DISK_FULL | {errno.EROFS}  # the output folder's fault, not the step's
 
 
 def run_steps(run: BuildRun, steps: list[Step], model, verifier):
@@ -18,16 +23,23 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
 
     runnable = [i for i, s in enumerate(steps) if not s.skip_reason and s.verifiable]
     last = runnable[-1] if runnable else -1
-    os.makedirs(run.path("intermediate_models"), exist_ok=True)
-    for index, step in enumerate(steps):
-        record = run.records[index]
+    try:
+        os.makedirs(run.path("intermediate_models"), exist_ok=True)
+    except OSError as exc:
+        fail_output(run, model, None, exc, "creating intermediate_models/")
+    first = len(run.start.records) if run.start is not None else 0
+    stop = len(steps) if run.stop_after is None else min(run.stop_after, len(steps))
+    for index in range(first, stop):
+        step, record = steps[index], run.records[index]
         if not step.verifiable:  # a FINN hardware step: is its tool needed and missing?
             step.skip_reason = step.skip_reason or missing_tool(step.name, model)
         if step.skip_reason:
             record.status, record.reason = "skipped", step.skip_reason
             run.progress.finish(index, "skipped", detail=step.skip_reason)
             continue
+        interrupts.check()
         run.progress.start(index)
+        run.current = index
         run.log.write(f"\n===== step {index + 1}: {step.name} =====\n")
         had_parent = run.context.dataflow_parent is not None
         began = time.perf_counter()
@@ -40,18 +52,12 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
                 saved = _save_model(run, exc.model, index, f"{step.name}_failed", had_parent)
                 hint += f"; the node names are those in {saved}"
             fail(run, model, index, exc.reason, hint)
-        except KeyboardInterrupt:
-            fail(run, model, index, "interrupted", "run the build again", exit_code=130)
+        except OSError as exc:
+            if exc.errno not in OUTPUT_ERRORS and not disk_full(run.output_dir):
+                _step_crashed(run, model, index, exc)
+            fail_output(run, model, index, exc, "writing this step's files")
         except Exception as exc:  # any step failure becomes a BuildError
-            traceback.print_exc(file=run.log)
-            fail(
-                run,
-                model,
-                index,
-                f"{type(exc).__name__}: {exc}",
-                f"see {run.path('build.log')} for FINN's output and the traceback; check the "
-                "blueprint's kernels and options for this step",
-            )
+            _step_crashed(run, model, index, exc)
         record.seconds = round(time.perf_counter() - began, 4)
         if not had_parent:
             _adopt_finn_parent(run)
@@ -59,17 +65,42 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
         detail = ""
         if verifier is not None and step.verifiable and (run.verify == "each" or index == last):
             detail = check(run, verifier, model, index)
+            if run.verify == "rtlsim" and index == last:
+                from brainsmith.builder.rtl_check import rtl_check
+
+                detail += "; " + rtl_check(run, verifier, model, index)
+        if run.log.error is not None:
+            fail_output(run, model, index, run.log.error, "writing build.log")
+        interrupts.check()
         record.status = "ok"
+        run.latest_model = model
+        run.current = None
         run.progress.finish(index, "ok", record.seconds, detail)
         _start_charts(run, model)
     return model
 
 
+def _step_crashed(run: BuildRun, model, index: int, exc: Exception) -> None:
+    traceback.print_exc(file=run.log)
+    fail(
+        run,
+        model,
+        index,
+        f"{type(exc).__name__}: {exc}",
+        f"see {run.path('build.log')} for FINN's output and the traceback; check the "
+        "blueprint's kernels and options for this step",
+    )
+
+
 def _save_model(run: BuildRun, model, index: int, name: str, had_parent: bool) -> str:
     path = run.path("intermediate_models", f"{index + 1:02d}_{name}.onnx")
-    model.save(path)
-    if not had_parent and run.context.dataflow_parent is not None:
-        run.context.dataflow_parent.save(run.path("intermediate_models", "dataflow_parent.onnx"))
+    try:
+        save_model(model, path)
+        if not had_parent and run.context.dataflow_parent is not None:
+            parent = run.path("intermediate_models", "dataflow_parent.onnx")
+            save_model(run.context.dataflow_parent, parent)
+    except OSError as exc:
+        fail_output(run, model, index, exc, f"writing {os.path.relpath(path, run.output_dir)}")
     return os.path.relpath(path, run.output_dir)
 
 
@@ -91,20 +122,24 @@ def _start_charts(run: BuildRun, model) -> None:
     from brainsmith.builder import report
 
     resources = os.path.join(run.report_dir, report.RESOURCE_FILE)
-    if run.charts.layers is None and os.path.isfile(resources):
-        run.charts.submit(report.estimates(run.report_dir, model)["layers"])
+    if run.charts is not None and run.charts.layers is None and os.path.isfile(resources):
+        layers = report.estimates(run.report_dir, model)["layers"]
+        run.charts.submit(report.chart_rows(layers))
 
 
 def check(run: BuildRun, verifier, model, index: int) -> str:
     """Verify the model after step ``index``; fail the step on a mismatch."""
+    from brainsmith.builder.errors import option
     from brainsmith.frameworks.finn_env import contain_finn_output
 
     workdir = run.path("finn", "verification")
-    os.makedirs(workdir, exist_ok=True)
     began = time.perf_counter()
     try:
+        os.makedirs(workdir, exist_ok=True)
         with contain_finn_output(run.log):
             checks = verifier.check(model, run.context.dataflow_parent, workdir)
+    except OSError as exc:
+        fail_output(run, model, index, exc, "writing the verification models")
     except Exception as exc:  # a model that cannot run fails its step
         traceback.print_exc(file=run.log)
         fail(
@@ -142,24 +177,53 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
             run,
             model,
             index,
-            f"verification failed: outputs differ from --expected {run.user_vectors[1]} "
-            f"by up to {user[0].max_error:.4g} ({tolerance}) on {user[0].samples} user inputs",
-            "check that the expected file was produced by this model from the --input "
-            "file (the model matched the cleaned QONNX model on generated inputs)",
+            f"verification failed: outputs differ from {option('expected')} "
+            f"{run.user_vectors[1]} by up to {user[0].max_error:.4g} ({tolerance}) on "
+            f"{user[0].samples} user inputs",
+            f"check that the {option('expected')} file was produced by this model from the "
+            f"{option('input')} file (the model matched the cleaned QONNX model on generated "
+            "inputs)",
         )
     text = f"max err {generated.max_error:.2g} ({generated.samples} inputs)"
     return text + (f", user {user[0].max_error:.2g}" if user else "")
 
 
-def fail(run: BuildRun, model, index: int, reason: str, hint: str, exit_code: int = 1) -> None:
-    """Record step ``index`` as failed, write the reports, raise its BuildError."""
+def disk_full(folder: str) -> bool:
+    """Less than 1 MiB left where ``folder`` is (some writers report a full disk without
+    an errno: "2048 requested and 992 written")."""
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 1024 * 1024
+
+
+def fail_output(run: BuildRun, model, index: int | None, exc: OSError, what: str) -> None:
+    """Fail for an OSError of the output folder (a full disk, ...): exit code 2."""
+    if exc.errno is None and disk_full(run.output_dir):
+        exc = OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: {exc}")
+    reason, hint = os_problem(exc)
+    fail(run, model, index, f"{what} in {run.output_dir}: {reason}", hint, exit_code=2)
+
+
+def fail(
+    run: BuildRun, model, index: int | None, reason: str, hint: str, exit_code: int = 1
+) -> None:
+    """Record step ``index`` (None: after the steps) as failed, write the reports, raise."""
     from brainsmith.builder.report import write_reports
 
-    record = run.records[index]
-    record.status, record.reason = "failed", reason
-    run.progress.finish(index, "failed", detail=reason if len(reason) < 70 else reason[:67] + "...")
-    error = BuildError(
-        record.name, reason, hint, exit_code=exit_code, report=run.path("report.json")
-    )
-    write_reports(run, model, error=error)
+    name = "finish"
+    if index is not None:
+        record = run.records[index]
+        record.status, record.reason, name = "failed", reason, record.name
+        short = reason if len(reason) < 70 else reason[:67] + "..."
+        run.progress.finish(index, "failed", detail=short)
+    error = BuildError(name, reason, hint, exit_code=exit_code, report=run.path("report.json"))
+    with interrupts.blocked():
+        try:
+            write_reports(run, model, "failed", error=error)
+        except OSError as exc:
+            error.report = None
+            error.reason += f" (report.json could not be written either: {os_problem(exc)[0]})"
+        interrupts.settled()
     raise error

@@ -121,6 +121,12 @@ def plan_from_blueprint(blueprint) -> BuildPlan:
     """Adapt a resolved ``Blueprint`` (``brainsmith.plugin.blueprint``) to a BuildPlan."""
     from brainsmith.builder.finn_tables import INFER_TRANSFORMS
 
+    space = getattr(blueprint, "design_space", None)
+    if space is not None:
+        raise PlanError(
+            f"{blueprint.name} describes a design space of {len(space.indices())} variants, "
+            "not one design; build them all with brainsmith explore MODEL BLUEPRINT -o OUT"
+        )
     kernels = []
     for spec, backend_specs in blueprint.kernels:
         op_type = spec.metadata.get("op_type") or spec.name

@@ -1,41 +1,56 @@
-"""report.json and report.html: status, steps, verification, per-layer estimates,
-performance, the resolved blueprint and tool versions.
+"""report.json and report.html: the whole truth about a build.
 
-The HTML file is self-contained (inline CSS and SVG charts) and made from the template
-``report_template.html`` next to this module.
+Status, steps (with their saved models and verification), every hardware layer (kernel,
+backend, folding, data types, memory style, estimates — or that it has none — and its
+generated code), the nodes left on the CPU, whether ``target_fps`` was met and which layer
+limits it, utilisation of the FPGA part, FINN's warnings from build.log, notes from the
+front door, the resolved blueprint and tool versions.
+
+report.json is written first and last: ``status: running`` when the build starts (a build
+whose process is killed leaves that), then ``ok``, ``failed`` or ``interrupted``.
 """
 
 from __future__ import annotations
 
-import html
+import contextlib
 import json
 import os
-import string
+import re
 import time
 import traceback
+from collections.abc import Callable
+
+from brainsmith.builder.outdir import write_text
 
 RESOURCES = ("LUT", "BRAM_18K", "URAM", "DSP")
 RESOURCE_FILE = "estimate_layer_resources.json"
 BACKEND_SUFFIXES = {"_hls": "hls", "_rtl": "rtl"}
+LAYER_ATTRIBUTES = ("PE", "SIMD", "mem_mode", "ram_style", "resType")
+LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
+MAX_WARNINGS = 100
 
 
-def estimates(report_dir: str, model=None) -> dict:
-    """Per-layer resources and cycles, totals and performance from FINN's estimate files."""
+def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
+    """Every layer of ``model`` with FINN's estimates where they exist, totals, performance."""
     resources = _read(report_dir, RESOURCE_FILE)
     cycles = _read(report_dir, "estimate_layer_cycles.json")
     performance = _read(report_dir, "estimate_network_performance.json")
-    attributes = _layer_attributes(model) if model is not None else {}
+    described = layer_attributes(model, output_dir) if model is not None else {}
+    names = list(described) or [n for n in resources if n != "total"] or list(cycles)
+    names += [n for n in (*resources, *cycles) if n != "total" and n not in names]
     layers = []
-    for name in [n for n in resources if n != "total"] or list(cycles):
-        layer = {"name": name, **attributes.get(name, {"op_type": "", "backend": ""})}
+    for name in names:
+        layer = {"name": name, **described.get(name, {"op_type": "", "backend": ""})}
+        layer["estimated"] = name in resources or name in cycles
         for key in RESOURCES:
-            layer[key] = _number(resources.get(name, {}).get(key, 0))
-        layer["cycles"] = _number(cycles.get(name, 0))
+            value = resources.get(name, {}).get(key)
+            layer[key] = _number(value) if layer["estimated"] else None
+        layer["cycles"] = _number(cycles.get(name)) if layer["estimated"] else None
         layers.append(layer)
     totals = {key: _number(resources.get("total", {}).get(key, 0)) for key in RESOURCES}
     return {
         "layers": layers,
-        "totals": totals,
+        "totals": totals if resources else {},
         "performance": {
             "estimated_fps": performance.get("estimated_throughput_fps"),
             "estimated_latency_ns": performance.get("estimated_latency_ns"),
@@ -46,12 +61,21 @@ def estimates(report_dir: str, model=None) -> dict:
     }
 
 
+def chart_rows(layers: list[dict]) -> list[dict]:
+    """What the charts draw: the estimated layers' resources and cycles."""
+    keys = ("name", *RESOURCES, "cycles")
+    return [{k: layer.get(k) for k in keys} for layer in layers if layer.get("estimated")]
+
+
 def _read(folder: str, name: str) -> dict:
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
         return {}
-    with open(path) as handle:
-        return json.load(handle)
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
 
 
 def _number(value: object) -> float | int:
@@ -59,7 +83,8 @@ def _number(value: object) -> float | int:
     return int(value) if value.is_integer() else value
 
 
-def _layer_attributes(model) -> dict[str, dict]:
+def layer_attributes(model, output_dir: str = "") -> dict[str, dict]:
+    """Per node: kernel, backend, folding, data types and bit widths, memory style, code."""
     from qonnx.custom_op.registry import getCustomOp
 
     found = {}
@@ -68,31 +93,139 @@ def _layer_attributes(model) -> dict[str, dict]:
         for suffix, backend in BACKEND_SUFFIXES.items():
             if node.op_type.endswith(suffix):
                 entry.update(op_type=node.op_type[: -len(suffix)], backend=backend)
+        entry["input_datatype"] = _datatype(model, node.input[0]) if node.input else None
+        entry["output_datatype"] = _datatype(model, node.output[0]) if node.output else None
         try:
             op = getCustomOp(node)
-            for attr in ("PE", "SIMD"):
-                if attr in op.get_nodeattr_types():
-                    entry[attr] = int(op.get_nodeattr(attr))
+            types = op.get_nodeattr_types()
         except Exception:  # attributes are decoration; a node may lack an op class
-            pass
+            op, types = None, {}
+        for attr in LAYER_ATTRIBUTES:
+            if attr in types:
+                value = op.get_nodeattr(attr)
+                entry[attr] = int(value) if attr in ("PE", "SIMD") else value
+        if "weightDataType" in types:
+            entry["weight_datatype"] = op.get_nodeattr("weightDataType")
+        elif len(node.input) > 1 and model.get_initializer(node.input[1]) is not None:
+            entry["weight_datatype"] = _datatype(model, node.input[1])
+        for role in ("input", "weight", "output"):
+            if entry.get(f"{role}_datatype"):
+                entry[f"{role}_bits"] = bits(entry[f"{role}_datatype"])
+        code = op.get_nodeattr("code_gen_dir_ipgen") if "code_gen_dir_ipgen" in types else ""
+        if code and output_dir and os.path.isdir(code):
+            entry["code"] = os.path.relpath(code, output_dir)
         found[node.name] = entry
     return found
 
 
-def write_reports(run, model, error=None, setup_seconds: float | None = None) -> dict:
-    """Assemble the report of ``run`` (a ``BuildRun``) and write report.json and .html."""
+def _datatype(model, tensor: str) -> str | None:
+    try:
+        return model.get_tensor_datatype(tensor).name
+    except Exception:  # a tensor without shape or annotation
+        return None
+
+
+def bits(datatype: str | None) -> int | None:
+    """The bit width of a QONNX data type name."""
+    if not datatype:
+        return None
+    from qonnx.core.datatype import DataType
+
+    try:
+        return int(DataType[datatype].bitwidth())
+    except (KeyError, ValueError):
+        return None
+
+
+def cpu_nodes(parent) -> dict | None:
+    """The nodes outside the accelerator (the dataflow parent graph), by op type."""
+    if parent is None:
+        return None
+    nodes = [
+        {"name": n.name, "op_type": n.op_type}
+        for n in parent.graph.node
+        if n.op_type != "StreamingDataflowPartition"
+    ]
+    by_type: dict[str, int] = {}
+    for node in nodes:
+        by_type[node["op_type"]] = by_type.get(node["op_type"], 0) + 1
+    return {"count": len(nodes), "op_types": by_type, "nodes": nodes, "model": "final_parent.onnx"}
+
+
+def target(performance: dict, target_fps: int | None, clock_ns: float) -> dict | None:
+    """Whether the estimated throughput meets ``target_fps``; the layer that limits it."""
+    fps = performance.get("estimated_fps")
+    if not target_fps or not fps:
+        return None
+    return {
+        "target_fps": target_fps,
+        "estimated_fps": fps,
+        "met": fps >= target_fps,
+        "bottleneck": performance.get("max_cycles_layer"),
+        "bottleneck_cycles": performance.get("max_cycles"),
+        "target_cycles": int(1e9 / (clock_ns * target_fps)),
+    }
+
+
+def utilisation(part: str | None, totals: dict) -> dict:
+    """Estimated use of the part's resources in percent (FF: FINN does not estimate it)."""
+    from brainsmith.frameworks.finn_parts import RESOURCE_KEYS, part_resources
+
+    found = part_resources(part) if part else None
+    if found is None:
+        return {"part": part, "available": None, "percent": None, "source": None}
+    available, source = found
+    percent = {
+        key: round(100 * totals[key] / available[key], 2)
+        if key in totals and available[key]
+        else None
+        for key in RESOURCE_KEYS
+    }
+    return {"part": part, "available": available, "percent": percent, "source": source}
+
+
+def finn_warnings(log_path: str) -> list[dict]:
+    """Distinct warnings and errors logged to build.log, with how often each came."""
+    found: dict[tuple[str, str], dict] = {}
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                match = LOG_LINE.match(line.rstrip("\n"))
+                if match is None:
+                    continue
+                level, source, message = match.groups()
+                message = " ".join(message.split())
+                entry = found.setdefault(
+                    (source, message),
+                    {"level": level, "source": source, "message": message, "count": 0},
+                )
+                entry["count"] += 1
+    except OSError:
+        return []
+    return list(found.values())[:MAX_WARNINGS]
+
+
+def assemble(run, model, status: str, error=None, setup_seconds: float | None = None) -> dict:
+    """The report of ``run`` (a ``BuildRun``) as written to report.json."""
+    from brainsmith.frameworks.finn_parts import boards
+
     options = run.plan.options
-    report = {
+    part = options.fpga_part or boards().get(options.board or "")
+    found = estimates(run.report_dir, model, run.output_dir)
+    parent = run.context.dataflow_parent if run.context is not None else None
+    if run.log is not None:
+        run.log.flush()
+    return {
         "name": run.plan.name,
-        "status": "failed" if error else "ok",
+        "status": status,
         "error": {"step": error.step, "reason": error.reason, "hint": error.hint}
         if error
         else None,
         "model": os.path.abspath(run.model_path) if run.model_path else "",
         "blueprint_path": run.plan.path,
         "output_dir": run.output_dir,
-        "moved_aside": run.moved_aside,
-        "fpga_part": options.fpga_part or (run.cfg._resolve_fpga_part() if run.cfg else ""),
+        "moved_aside": run.folder.moved_aside,
+        "fpga_part": part,
         "board": options.board,
         "clock_ns": options.clock_ns,
         "target_fps": options.target_fps,
@@ -101,20 +234,78 @@ def write_reports(run, model, error=None, setup_seconds: float | None = None) ->
         "verify_tolerance": {"atol": options.verify_atol, "rtol": options.verify_rtol},
         "seconds": round(time.perf_counter() - run.started, 3),
         "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
+        "notes": list(run.notes) + (list(run.context.notes) if run.context else []),
         "steps": [r.as_dict() for r in run.records],
-        **estimates(run.report_dir, model),
+        **found,
+        "target": target(found["performance"], options.target_fps, options.clock_ns),
+        "cpu_nodes": cpu_nodes(parent) if model is not None else None,
+        "utilisation": utilisation(part, found["totals"]),
+        "warnings": finn_warnings(run.path("build.log")),
+        "generated_code": "finn/build",
+        "rtlsim": run.rtlsim,
         "blueprint": run.plan.blueprint,
         "versions": versions(),
     }
+
+
+def write_reports(
+    run,
+    model,
+    status: str,
+    error=None,
+    setup_seconds: float | None = None,
+    before_verdict: Callable[[], None] | None = None,
+) -> dict:
+    """Write report.json and report.html; raises OSError when report.json cannot be written.
+
+    For an ``ok`` build report.html comes first, then ``before_verdict()``, then report.json,
+    the verdict (a failing write raises). Otherwise report.json comes first; report.html follows if it can.
+    When the disk is full, the folder's reserve is given up for a short report.json.
+    """
+    report = assemble(run, model, status, error, setup_seconds)
     run.report = report
-    write_json(report, run.path("report.json"))
+    if status == "ok":
+        _write_html(run, report)
+        if before_verdict is not None:
+            before_verdict()
+        _write_json(run, report)
+        run.folder.release_reserve()
+        return report
+    _write_json(run, report)
+    if status != "running":
+        with contextlib.suppress(OSError):  # report.json holds the verdict; no page cut off
+            _write_html(run, report)
+        run.folder.release_reserve()
+    return report
+
+
+def _write_json(run, report: dict) -> None:
     try:
-        charts = run.charts.charts(report["layers"]) if run.charts else None
-        write_html(report, run.path("report.html"), charts)
+        write_text(run.path("report.json"), to_json(report))
+    except OSError:
+        if not run.folder.release_reserve():
+            raise
+        short = {k: report[k] for k in ("name", "status", "error", "output_dir")}
+        short["steps"] = [{"name": s["name"], "status": s["status"]} for s in report["steps"]]
+        write_text(run.path("report.json"), to_json(short))
+
+
+def _write_html(run, report: dict) -> None:
+    from brainsmith.builder.charts import render_charts
+    from brainsmith.builder.report_html import render
+
+    rows = chart_rows(report["layers"])
+    try:
+        charts = run.charts.charts(rows) if run.charts else render_charts(rows)
     except Exception:  # a chart problem must not hide the build's result
+        charts = {}
         if run.log is not None:
             traceback.print_exc(file=run.log)
-    return report
+    write_text(run.path("report.html"), render(report, charts))
+
+
+def to_json(report: dict) -> str:
+    return json.dumps(report, indent=2, default=str) + "\n"
 
 
 def versions() -> dict:
@@ -132,111 +323,3 @@ def versions() -> dict:
             found[label] = "not installed"
     found["python"] = platform.python_version()
     return found
-
-
-def write_json(report: dict, path: str) -> None:
-    with open(path, "w") as handle:
-        json.dump(report, handle, indent=2, default=str)
-        handle.write("\n")
-
-
-def write_html(report: dict, path: str, charts: dict[str, str] | None = None) -> None:
-    """report.html; ``charts`` as made by ``brainsmith.builder.charts`` (drawn here if None)."""
-    if charts is None:
-        from brainsmith.builder.charts import render_charts
-
-        charts = render_charts(report.get("layers", []))
-    template_path = os.path.join(os.path.dirname(__file__), "report_template.html")
-    with open(template_path) as handle:
-        template = string.Template(handle.read())
-    perf = report.get("performance", {})
-    totals = report.get("totals", {})
-    status = report.get("status", "")
-    summary = [
-        ("status", status),
-        ("model", report.get("model", "")),
-        ("blueprint", report.get("blueprint_path", "")),
-        ("FPGA part", report.get("fpga_part", "")),
-        ("clock", f"{report.get('clock_ns', '')} ns"),
-        ("estimated throughput", _fmt(perf.get("estimated_fps"), " fps")),
-        ("estimated latency", _fmt(perf.get("estimated_latency_ns"), " ns")),
-        ("LUT / BRAM_18K / URAM / DSP", " / ".join(_fmt(totals.get(k)) for k in RESOURCES)),
-        ("build time", _fmt(report.get("seconds"), " s")),
-    ]
-    error = report.get("error")
-    text = template.substitute(
-        title=html.escape(f"brainsmith build: {report.get('name', '')}"),
-        status_class="ok" if status == "ok" else "failed",
-        error=_error_html(error) if error else "",
-        summary="".join(
-            f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in summary
-        ),
-        steps=_steps_html(report.get("steps", [])),
-        layers=_layers_html(report.get("layers", [])),
-        chart_resources=charts.get("resources", "<p>No estimates.</p>"),
-        chart_cycles=charts.get("cycles", "<p>No estimates.</p>"),
-        blueprint=html.escape(json.dumps(report.get("blueprint", {}), indent=2)),
-        versions=html.escape(", ".join(f"{k} {v}" for k, v in report.get("versions", {}).items())),
-    )
-    with open(path, "w") as handle:
-        handle.write(text)
-
-
-def _fmt(value: object, unit: str = "") -> str:
-    if value is None or value == "":
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.6g}{unit}" if abs(value) < 1e6 else f"{value:,.0f}{unit}"
-    return f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
-
-
-def _error_html(error: dict) -> str:
-    hint = f"<p>Try: {html.escape(error.get('hint', ''))}</p>" if error.get("hint") else ""
-    return (
-        f"<div class='error'><p><b>Step {html.escape(error.get('step', ''))} failed:</b> "
-        f"{html.escape(error.get('reason', ''))}</p>{hint}</div>"
-    )
-
-
-def _steps_html(steps: list[dict]) -> str:
-    longest = max([s.get("seconds") or 0 for s in steps] + [1e-9])
-    rows = []
-    for step in steps:
-        check = step.get("verification") or {}
-        if check:
-            verdict = "ok" if check.get("ok") else "MISMATCH"
-            detail = (
-                f"{verdict}, max error {check.get('max_error', 0):.3g} "
-                f"({check.get('samples', 0)} inputs)"
-            )
-            if "user" in check:
-                detail += f"; your vectors: max error {check['user'].get('max_error', 0):.3g}"
-        else:
-            detail = step.get("reason", "")
-        seconds = step.get("seconds")
-        bar = f"<span class='bar' style='width:{100 * (seconds or 0) / longest:.0f}px'></span>"
-        cells = [
-            html.escape(step["name"]),
-            html.escape(step.get("status", "")),
-            f"{bar} {html.escape(_fmt(seconds, ' s'))}",
-            html.escape(detail),
-        ]
-        status = html.escape(step.get("status", ""))
-        rows.append(f"<tr class='{status}'>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return "".join(rows)
-
-
-def _layers_html(layers: list[dict]) -> str:
-    rows = []
-    for layer in layers:
-        cells = [
-            layer["name"],
-            layer.get("op_type", ""),
-            layer.get("backend", ""),
-            layer.get("PE", ""),
-            layer.get("SIMD", ""),
-            *(layer.get(k, 0) for k in RESOURCES),
-            layer.get("cycles", 0),
-        ]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in cells) + "</tr>")
-    return "".join(rows)

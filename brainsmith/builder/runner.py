@@ -1,5 +1,9 @@
 """``brainsmith.build()``: run a blueprint's steps on a QONNX model, verify, and report.
 
+Order: the blueprint, the model and the vectors are checked first (``intake``, no FINN,
+nothing written); then the output folder is made and report.json says ``running``; FINN
+loads; the steps run; the final models and the reports are written, report.json last.
+
 Output folder layout::
 
     report.json  report.html  build.log      status, steps, estimates; FINN's output
@@ -10,21 +14,32 @@ Output folder layout::
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import shutil
+import sys
 import time
 import traceback
 from dataclasses import replace
 
+from brainsmith.builder import interrupts
+from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.context import BuildContext, attach
-from brainsmith.builder.errors import BuildError
+from brainsmith.builder.errors import BuildError, option
 from brainsmith.builder.flow import run_steps
-from brainsmith.builder.outdir import default_output_dir, prepare_output_dir
+from brainsmith.builder.intake import InputError, check_model, load_vectors
+from brainsmith.builder.outdir import (
+    OutputFolder,
+    default_output_dir,
+    output_error,
+    prepare_output_dir,
+    save_model,
+)
 from brainsmith.builder.plan import BuildPlan, PlanError, load_plan
 from brainsmith.builder.progress import Progress
 from brainsmith.builder.report import write_reports
-from brainsmith.builder.state import BuildResult, BuildRun, Step, StepRecord
+from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, StepRecord
 
 
 def build(
@@ -37,64 +52,58 @@ def build(
     force: bool = False,
     verify: str | None = None,
     progress: bool = False,
+    start: Checkpoint | None = None,
+    stop_after: int | None = None,
 ) -> BuildResult:
     """Build ``model`` (path or ModelWrapper) with ``blueprint`` (path, Blueprint or BuildPlan).
 
     ``output_dir`` defaults to the blueprint's ``build.output_dir``, else a fresh
-    ``build-out/<name>-<timestamp>``. A non-empty folder is refused unless ``force``
-    (which moves it aside). ``verify`` overrides the blueprint's each | final | none;
-    ``input_npy``/``expected_npy`` add the user's own vectors to every check. Raises
-    BuildError naming the step, the reason and what to try.
+    ``build-out/<name>-<timestamp>``. A non-empty folder is refused unless ``force`` and
+    brainsmith made it (then it is moved aside). ``verify`` overrides the blueprint's
+    each | final | rtlsim | none; ``input_npy``/``expected_npy`` add the user's own vectors to every
+    check. Raises BuildError naming the step, the reason and what to try; SIGINT/SIGTERM
+    end the build with ``status: interrupted`` (or no folder, if nothing was made yet).
+
+    ``stop_after=N`` runs only the first N steps and writes a checkpoint instead of the
+    final model and reports (``result.checkpoint``); ``start=checkpoint`` continues such a
+    build, ``model`` still being the original model (the verification reference). See
+    ``brainsmith.builder.checkpoint``.
     """
     started = time.perf_counter()
-    plan = _plan(blueprint, verify)
-    if (input_npy is None) != (expected_npy is None):
-        raise BuildError(
-            "setup",
-            "--input and --expected must be given together",
-            "pass both files, or neither",
-            exit_code=2,
-        )
-    for path in (p for p in (input_npy, expected_npy) if p):
-        if not os.path.isfile(path):
-            raise BuildError("setup", f"file {path} does not exist", "check the path", exit_code=2)
-    model_path = model if isinstance(model, str | os.PathLike) else ""
-    if model_path and not os.path.isfile(model_path):
-        raise BuildError(
-            "setup",
-            f"model file {model_path} does not exist",
-            "check the path of the QONNX model",
-            exit_code=2,
-        )
-    folder = output_dir or plan.options.output_dir or default_output_dir(plan.name)
-    moved = prepare_output_dir(folder, force)
-    steps = [s for s in plan.steps]
-    display = (
-        Progress(steps, title=f"brainsmith build {plan.name} -> {folder}")
-        if progress
-        else Progress.silent()
-    )
-    run = BuildRun(
-        plan,
-        os.path.abspath(folder),
-        str(model_path),
-        display,
-        plan.options.verify,
-        (str(input_npy), str(expected_npy)) if input_npy else None,
-        moved,
-        started,
-    )
-    try:
-        return _execute(run, model)
-    finally:
-        display.close()
-        if run.charts is not None:
-            run.charts.close()
-        if run.log is not None:
-            run.log.close()
+    with interrupts.handled():
+        plan = _plan(blueprint, verify)
+        checked, vectors = _intake(model, input_npy, expected_npy)
+        folder = output_dir or plan.options.output_dir or default_output_dir(plan.name)
+        out, run = None, None
+        try:
+            with interrupts.blocked():
+                out = prepare_output_dir(
+                    folder, force, keep=(checked.path, plan.path, input_npy, expected_npy)
+                )
+            display = (
+                Progress(list(plan.steps), title=f"brainsmith build {plan.name} -> {folder}")
+                if progress
+                else Progress.silent()
+            )
+            user = (str(input_npy), str(expected_npy)) if input_npy else None
+            run = BuildRun(plan, out, checked, display, plan.options.verify, user, vectors)
+            run.started, run.start, run.stop_after = started, start, stop_after
+            return _execute(run)
+        except KeyboardInterrupt as exc:
+            raise _interrupted(run, out, exc) from None
+        except BuildError:
+            raise
+        except Exception as exc:  # a defect: still, the report must not say "running"
+            if run is None:
+                raise
+            raise _crashed(run, exc) from exc
+        finally:
+            if run is not None:
+                _close(run)
 
 
 def _plan(blueprint, verify: str | None) -> BuildPlan:
+    from brainsmith.plugin.blueprint.options import VERIFY_MODES
     from brainsmith.plugin.errors import PluginError
 
     try:
@@ -113,32 +122,77 @@ def _plan(blueprint, verify: str | None) -> BuildPlan:
             "add build: with fpga_part (or board) and target_fps",
             exit_code=2,
         )
+    if not plan.steps:
+        raise BuildError(
+            "setup",
+            f"blueprint {plan.name} leaves no step to run",
+            "list at least one installed step, or drop steps: for the standard flow",
+            exit_code=2,
+        )
     if verify is not None:
-        if verify not in ("each", "final", "none"):
+        if verify not in VERIFY_MODES:
             raise BuildError(
-                "setup", f"verify must be each, final or none, not {verify!r}", exit_code=2
+                "setup",
+                f"{option('verify')} must be one of {', '.join(VERIFY_MODES)}, not {verify!r}",
+                exit_code=2,
             )
         plan = replace(plan, options=replace(plan.options, verify=verify))
     return plan
 
 
-def _execute(run: BuildRun, model) -> BuildResult:
+def _intake(model, input_npy: str | None, expected_npy: str | None):
+    """The front door: model and vectors checked before FINN loads and anything is written."""
+    if (input_npy is None) != (expected_npy is None):
+        raise BuildError(
+            "setup",
+            f"{option('input')} and {option('expected')} must be given together",
+            "pass both files, or neither",
+            exit_code=2,
+        )
+    try:
+        checked = check_model(model, _kernel_domains())
+        vectors = load_vectors(checked, input_npy, expected_npy) if input_npy else None
+    except InputError as exc:
+        raise BuildError("setup", exc.reason, exc.hint, exit_code=2) from exc
+    return checked, vectors
+
+
+def _kernel_domains() -> set[str]:
+    """The node domains registered kernels declare (their QONNX custom-op modules)."""
+    from brainsmith.plugin.core import get_registry
+
+    return {
+        str(spec.metadata["domain"])
+        for spec in get_registry().specs("kernel")
+        if spec.metadata.get("domain")
+    }
+
+
+def _execute(run: BuildRun) -> BuildResult:
     from brainsmith.builder.charts import ChartWorker
     from brainsmith.frameworks.finn_env import contain_finn_output, generated_code_dir
 
-    run.charts = ChartWorker()
+    # The helper process draws while FINN loads; where FINN is loaded already, draw here.
+    if "finn" not in sys.modules and run.stop_after is None:
+        run.charts = ChartWorker()
     run.progress.note("loading FINN and the model ...")
-    run.log = open(os.path.join(run.output_dir, "build.log"), "w")  # noqa: SIM115
+    try:
+        run.log = BuildLog(run.path("build.log"))
+        write_reports(run, None, "running")
+    except OSError as exc:
+        run.folder.discard()
+        raise output_error(f"cannot write into output folder {run.output_dir}", exc) from exc
     finn_dir = os.path.join(run.output_dir, "finn")
     with generated_code_dir(os.path.join(finn_dir, "build")):
         with contain_finn_output(run.log):
-            steps, model, verifier = _setup(run, model, finn_dir)
+            steps, model, verifier = _setup(run, finn_dir)
+        interrupts.check()
         setup_seconds = time.perf_counter() - run.started
         model = run_steps(run, steps, model, verifier)
         return _finish(run, model, setup_seconds)
 
 
-def _setup(run: BuildRun, model, finn_dir: str):
+def _setup(run: BuildRun, finn_dir: str):
     """Resolve steps, make the FINN config, load the model and the verification reference."""
     try:
         steps = _resolve_steps(run.plan)
@@ -149,26 +203,40 @@ def _setup(run: BuildRun, model, finn_dir: str):
         attach(run.cfg, run.context)
         from qonnx.core.modelwrapper import ModelWrapper
 
-        model = (
-            ModelWrapper(run.model_path)
-            if run.model_path
-            else ModelWrapper(copy.deepcopy(model.model))
-        )
+        model = ModelWrapper(run.model.proto)
         verifier = _verifier(run, model)
+        if run.start is not None:
+            model = continue_from(run, run.start, steps)
+        if run.verify == "rtlsim":
+            from brainsmith.builder.rtl_check import require_simulator
+
+            require_simulator()
     except BuildError as exc:
-        write_reports(run, None, error=exc)
+        _report_failure(run, exc)
         raise
+    except OSError as exc:
+        error = output_error("cannot set up the build", exc, report=run.path("report.json"))
+        _report_failure(run, error)
+        raise error from exc
     except Exception as exc:  # a setup problem of any kind is reported the same way
         traceback.print_exc(file=run.log)
         error = BuildError(
             "setup",
             f"{type(exc).__name__}: {exc}",
-            f"see {os.path.join(run.output_dir, 'build.log')}",
+            f"see {run.path('build.log')}",
             exit_code=2,
+            report=run.path("report.json"),
         )
-        write_reports(run, None, error=error)
+        _report_failure(run, error)
         raise error from exc
     return steps, model, verifier
+
+
+def _report_failure(run: BuildRun, error: BuildError) -> None:
+    with interrupts.blocked():
+        with contextlib.suppress(OSError):  # report.json says "running"; the caller learns why
+            write_reports(run, None, "failed", error=error)
+        interrupts.settled()
 
 
 def _resolve_steps(plan: BuildPlan) -> list[Step]:
@@ -231,48 +299,138 @@ def _finn_config(plan: BuildPlan, finn_dir: str):
 
 
 def _verifier(run: BuildRun, model):
-    if run.verify == "none" and run.user_vectors is None:
+    if run.verify == "none" and run.vectors is None:
         return None
     from qonnx.util.cleanup import cleanup_model
 
-    from brainsmith.builder.verify import VectorError, Verifier, load_user_vectors
+    from brainsmith.builder.verify import Verifier
 
     reference = cleanup_model(copy.deepcopy(model))
-    user = None
-    if run.user_vectors is not None:
-        try:
-            user = load_user_vectors(reference, *run.user_vectors)
-        except (VectorError, ValueError, OSError) as exc:
-            raise BuildError(
-                "setup",
-                str(exc),
-                "give vectors shaped like the model's input "
-                "and output (a leading sample axis is fine)",
-                exit_code=2,
-            ) from exc
     options = run.plan.options
     return Verifier(
         reference,
         options.verify_samples,
         seed=0,
-        user=user,
+        user=run.vectors,
         atol=options.verify_atol,
         rtol=options.verify_rtol,
     )
 
 
 def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
-    final = os.path.join(run.output_dir, "final.onnx")
-    model.save(final)
-    parent = run.context.dataflow_parent
-    if parent is not None:
-        from qonnx.custom_op.registry import getCustomOp
+    """Write the final models, then the reports, report.json last: a signal before
+    report.json says ok interrupts the build; one after it changes nothing."""
+    from brainsmith.builder.flow import fail_output
 
-        wrapper = copy.deepcopy(parent)
-        for node in wrapper.get_nodes_by_op_type("StreamingDataflowPartition"):
-            getCustomOp(node).set_nodeattr("model", final)
-        wrapper.save(os.path.join(run.output_dir, "final_parent.onnx"))
-    report = write_reports(run, model, setup_seconds=setup_seconds)
+    if run.stop_after is not None:
+        checkpoint = make_checkpoint(run, model)
+        report = {
+            "name": run.plan.name,
+            "status": "stopped",
+            "steps": [r.as_dict() for r in run.records],
+        }
+        return BuildResult(run.output_dir, report, model, checkpoint=checkpoint)
+
+    run.current = None
+    final = run.path("final.onnx")
+    try:
+        save_model(model, final)
+        parent = run.context.dataflow_parent
+        if parent is not None:
+            from qonnx.custom_op.registry import getCustomOp
+
+            wrapper = copy.deepcopy(parent)
+            for node in wrapper.get_nodes_by_op_type("StreamingDataflowPartition"):
+                getCustomOp(node).set_nodeattr("model", final)
+            save_model(wrapper, run.path("final_parent.onnx"))
+    except OSError as exc:
+        _remove(run.path("final.onnx"), run.path("final_parent.onnx"))
+        fail_output(run, model, None, exc, "writing the final models")
+
+    def verdict_due() -> None:  # last moment a signal still interrupts the build
+        interrupts.check()
+        if arrived := take():
+            raise interrupts.BuildInterrupted(arrived[0])
+
+    with interrupts.blocked() as take:
+        try:
+            report = write_reports(
+                run, model, "ok", setup_seconds=setup_seconds, before_verdict=verdict_due
+            )
+        except OSError as exc:
+            fail_output(run, model, None, exc, "writing the reports")
+        except interrupts.BuildInterrupted as exc:
+            raise _interrupted(run, run.folder, exc) from None
+        interrupts.settled()
     return BuildResult(
         run.output_dir, report, model, run.path("report.json"), run.path("report.html")
     )
+
+
+def _remove(*paths: str) -> None:
+    for path in paths:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def _interrupted(run: BuildRun | None, out: OutputFolder | None, exc: BaseException):
+    """The BuildError for an interrupt: with report.json saying so and the step reached, or
+    — when no step has finished yet — with the output folder removed again."""
+    signum = getattr(exc, "signum", 2)
+    name = getattr(exc, "name", "SIGINT")
+    hint = "run the build again"
+    with interrupts.blocked():
+        interrupts.settled()
+        produced = run is not None and any(r.status == "ok" for r in run.records)
+        if not produced:
+            if run is not None:
+                _close(run)
+            if out is not None:
+                out.discard()
+            return BuildError(
+                "setup",
+                f"interrupted by {name} before any step finished; nothing was kept",
+                hint,
+                exit_code=128 + signum,
+            )
+        index = run.current
+        step = run.records[index].name if index is not None else "writing the results"
+        if index is not None:
+            run.records[index].status = "interrupted"
+            run.records[index].reason = f"interrupted by {name}"
+        error = BuildError(
+            step,
+            f"interrupted by {name}",
+            f"{hint} ({option('force')} moves this folder aside)",
+            exit_code=128 + signum,
+            report=run.path("report.json"),
+        )
+        try:
+            write_reports(run, run.latest_model, "interrupted", error=error)
+        except OSError:
+            error.report = None
+        return error
+
+
+def _crashed(run: BuildRun, exc: Exception) -> BuildError:
+    """The BuildError for an unexpected exception, with report.json saying failed."""
+    if run.log is not None and not run.log.closed:
+        traceback.print_exc(file=run.log)
+    step = run.records[run.current].name if run.current is not None else "finish"
+    error = BuildError(
+        step,
+        f"internal error: {type(exc).__name__}: {exc}",
+        f"this is a defect in brainsmith; please report it with {run.path('build.log')}",
+        report=run.path("report.json"),
+    )
+    _report_failure(run, error)
+    return error
+
+
+def _close(run: BuildRun) -> None:
+    run.progress.close()
+    if run.charts is not None:
+        run.charts.close()
+        run.charts = None
+    if run.log is not None and not run.log.closed:
+        run.log.close()

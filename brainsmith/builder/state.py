@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import time
 from dataclasses import dataclass, field
 
 from brainsmith.builder.context import BuildContext
+from brainsmith.builder.intake import CheckedModel
+from brainsmith.builder.outdir import OutputFolder
 from brainsmith.builder.plan import BuildPlan
 from brainsmith.builder.progress import Progress
 
@@ -17,7 +21,7 @@ class StepRecord:
 
     name: str
     plugin: str
-    status: str = "pending"  # ok | skipped | failed | pending
+    status: str = "pending"  # ok | skipped | failed | interrupted | pending
     seconds: float | None = None
     verification: dict | None = None
     reason: str = ""
@@ -36,6 +40,7 @@ class BuildResult:
     model: object = None  # the final ModelWrapper
     report_path: str = ""
     html_path: str = ""
+    checkpoint: object = None  # with build(stop_after=N): the Checkpoint written instead
 
     @property
     def status(self) -> str:
@@ -66,19 +71,36 @@ class BuildRun:
     """Everything one build keeps while it runs."""
 
     plan: BuildPlan
-    output_dir: str
-    model_path: str
+    folder: OutputFolder
+    model: CheckedModel
     progress: Progress
     verify: str
-    user_vectors: tuple[str, str] | None
-    moved_aside: str | None
+    user_vectors: tuple[str, str] | None  # the --input/--expected paths
+    vectors: tuple | None = None  # (samples, expected) loaded from them
     started: float = field(default_factory=time.perf_counter)
     records: list[StepRecord] = field(default_factory=list)
+    current: int | None = None  # the step running now
+    latest_model: object = None  # the model after the last step that finished
     report: dict = field(default_factory=dict)
-    log: object = None  # build.log, open for writing
+    log: BuildLog | None = None  # build.log, open for writing
     cfg: object = None  # the FINN DataflowBuildConfig
     context: BuildContext | None = None
     charts: object = None  # ChartWorker
+    start: object = None  # the Checkpoint this build continues, if any
+    stop_after: int | None = None  # run only the steps before this index
+    rtlsim: dict | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
+
+    @property
+    def output_dir(self) -> str:
+        return self.folder.path
+
+    @property
+    def model_path(self) -> str:
+        return self.model.path
+
+    @property
+    def notes(self) -> list[str]:
+        return self.model.notes
 
     @property
     def report_dir(self) -> str:
@@ -87,3 +109,38 @@ class BuildRun:
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.output_dir, *parts)
+
+
+class BuildLog(io.TextIOBase):
+    """build.log: FINN's output. A failed write (a full disk) is kept in ``error`` instead
+    of breaking FINN's ``print`` mid-step; the build checks ``error`` after each step."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.error: OSError | None = None
+        self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.error is None:
+            try:
+                self._file.write(text)
+            except OSError as exc:
+                self.error = exc
+        return len(text)
+
+    def flush(self) -> None:
+        if self.error is None and not self._file.closed:
+            try:
+                self._file.flush()
+            except OSError as exc:
+                self.error = exc
+
+    def close(self) -> None:
+        self.flush()
+        with contextlib.suppress(OSError):
+            self._file.close()
+        super().close()

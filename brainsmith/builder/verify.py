@@ -25,10 +25,6 @@ HW_DOMAIN = "finn.custom_op.fpgadataflow"
 Sample = tuple  # one array per graph input
 
 
-class VectorError(ValueError):
-    """User vectors that do not fit the model."""
-
-
 @dataclass
 class Check:
     """The outcome of one comparison."""
@@ -45,14 +41,14 @@ class Check:
 def generate_inputs(model, count: int, seed: int = 0) -> list[Sample]:
     """``count`` samples for ``model``'s inputs, drawn from their QONNX datatype ranges."""
     rng = np.random.default_rng(seed)
-    specs = [(i.name, _shape(model, i.name)) for i in _graph_inputs(model)]
+    specs = [(i.name, _shape(model, i.name)) for i in graph_inputs(model)]
     samples = []
     for _ in range(count):
         samples.append(tuple(_draw(model, name, shape, rng) for name, shape in specs))
     return samples
 
 
-def _graph_inputs(model) -> list:
+def graph_inputs(model) -> list:
     initializers = {t.name for t in model.graph.initializer}
     return [i for i in model.graph.input if i.name not in initializers]
 
@@ -119,7 +115,7 @@ def run(model, samples: list[Sample]) -> list[list[np.ndarray]]:
     """Outputs (in graph order) of ``model`` for each sample."""
     from finn.core.onnx_exec import execute_onnx
 
-    names = [i.name for i in _graph_inputs(model)]
+    names = [i.name for i in graph_inputs(model)]
     outputs = [o.name for o in model.graph.output]
     results = []
     for sample in samples:
@@ -142,34 +138,10 @@ def compare(
             if got.size != want.size:
                 return Check(label, len(actual), float("inf"), False)
             got, want = got.reshape(want.shape).astype(np.float64), want.astype(np.float64)
-            worst = max(worst, float(np.max(np.abs(got - want))) if got.size else 0.0)
+            diff = np.nan_to_num(np.abs(got - want), nan=np.inf)  # a NaN is no match
+            worst = max(worst, float(np.max(diff)) if got.size else 0.0)
             ok = ok and bool(np.allclose(got, want, atol=atol, rtol=rtol))
     return Check(label, len(actual), worst, ok)
-
-
-def load_user_vectors(model, input_path: str, expected_path: str):
-    """(samples, expected per sample) from ``--input X.npy --expected Y.npy``."""
-    inputs = _graph_inputs(model)
-    if len(inputs) != 1:
-        raise VectorError(f"--input supports single-input models; this one has {len(inputs)}")
-    shape = _shape(model, inputs[0].name)
-    x = np.load(input_path).astype(np.float32)
-    y = np.load(expected_path)
-    size = int(np.prod(shape))
-    if x.size % size:
-        raise VectorError(
-            f"{input_path} has shape {x.shape}, which is not a whole number of model inputs "
-            f"of shape {shape}"
-        )
-    count = x.size // size
-    if y.size % count:
-        raise VectorError(
-            f"{expected_path} has {y.size} values, which does not split into {count} samples "
-            f"(one per input in {input_path})"
-        )
-    samples = [(s,) for s in x.reshape(count, *shape)]
-    expected = [[e] for e in y.reshape(count, -1)]
-    return samples, expected
 
 
 class Verifier:
@@ -189,7 +161,7 @@ class Verifier:
         fix_python_execution()
         self.samples = generate_inputs(reference, samples, seed)
         self.expected = run(reference, self.samples)
-        self.user = user  # (samples, expected) or None
+        self.user = user  # (samples, expected outputs) from brainsmith.builder.intake, or None
         self.atol, self.rtol = atol, rtol
 
     def check(self, model, parent=None, workdir: str = "") -> list[Check]:

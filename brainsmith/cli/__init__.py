@@ -11,6 +11,14 @@ COMMANDS = {
     "cache": ("brainsmith.cli.cache:cache", "Inspect or clear the discovery cache."),
     "blueprint": ("brainsmith.cli.blueprint:blueprint", "Validate and show YAML blueprints."),
     "build": ("brainsmith.cli.build:build", "Build a QONNX model into a FINN dataflow design."),
+    "explore": (
+        "brainsmith.cli.explore:explore",
+        "Build every variant of a design space, on Dask.",
+    ),
+    "verify-rtl": (
+        "brainsmith.cli.verify_rtl:verify_rtl",
+        "Simulate a build's RTL layers with Verilator, bit-exact against Python.",
+    ),
 }
 
 
@@ -40,7 +48,8 @@ def cli(debug: bool) -> None:
       brainsmith plugins list --type transform --framework finn
       brainsmith plugins info Streamline
       brainsmith blueprint validate blueprints/mlp.yaml
-      brainsmith build examples/models/mlp.onnx blueprints/mlp.yaml -o out/mlp
+      brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
+      brainsmith explore examples/models/mlp_4bit.onnx blueprints/mlp_explore.yaml -o out/dse
     """
     if debug:
         from brainsmith.plugin.manager import get_plugin_manager

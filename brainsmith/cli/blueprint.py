@@ -36,6 +36,8 @@ def validate(files: tuple[str, ...]) -> None:
             click.echo(str(note))
         counts = {kind: len(specs) for kind, specs in loaded.specs().items()}
         summary = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
+        if loaded.design_space is not None:
+            summary += f", {len(loaded.design_space.indices())} variants"
         click.echo(f"{path}: ok ({summary})")
     if failed:
         click.echo(f"{failed} of {len(files)} blueprint(s) have errors", err=True)
@@ -46,7 +48,11 @@ def validate(files: tuple[str, ...]) -> None:
 @click.argument("file")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML.")
 def show(file: str, as_json: bool) -> None:
-    """Print FILE resolved: after extends, every plugin name qualified, defaults filled in."""
+    """Print FILE resolved: after extends, every plugin name qualified, defaults filled in.
+
+    A blueprint with a design_space: also gets its variant count and execution tree, as
+    comments after the YAML.
+    """
     from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 
     try:
@@ -63,6 +69,20 @@ def show(file: str, as_json: bool) -> None:
     import yaml
 
     click.echo(yaml.safe_dump(loaded.to_dict(), sort_keys=False, allow_unicode=True), nl=False)
+    if loaded.design_space is not None:
+        for line in _space_lines(loaded):
+            click.echo(f"# {line}")
+
+
+def _space_lines(loaded) -> list[str]:
+    """The variant count and execution tree, or why there is none (as YAML comments)."""
+    from brainsmith.builder.plan import PlanError
+    from brainsmith.dse.tree import describe_space
+
+    try:
+        return describe_space(loaded)
+    except PlanError as exc:
+        return [f"design space: {len(loaded.design_space.indices())} variants; no tree: {exc}"]
 
 
 def _guarded(load, path: str):

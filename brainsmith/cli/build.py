@@ -34,13 +34,15 @@ from brainsmith.cli.output import console
 )
 @click.option(
     "--verify",
-    type=click.Choice(["each", "final", "none"]),
-    help="Override the blueprint's build.verify.",
+    type=click.Choice(["each", "final", "rtlsim", "none"]),
+    help="Override the blueprint's build.verify (rtlsim: final, then simulate every RTL "
+    "layer with Verilator).",
 )
 @click.option(
     "--force",
     is_flag=True,
-    help="Use a non-empty output folder by moving it aside to <folder>.old-<time>.",
+    help="Move a previous build's output folder aside to <folder>.old-<time> and build "
+    "there (only folders brainsmith build made).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
 def build(
@@ -56,34 +58,43 @@ def build(
     """Build a QONNX MODEL into a FINN dataflow design as BLUEPRINT says.
 
     \b
-    Exit codes: 0 built; 1 a step or verification failed; 2 bad model, blueprint or
-    output folder; 130 interrupted.
+    Exit codes: 0 built; 1 a step or verification failed; 2 bad model, blueprint,
+    vectors or output folder (or a full disk); 130 interrupted (SIGINT), 143 (SIGTERM).
 
     \b
     Example:
       brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
     """
-    from brainsmith.builder import BuildError
+    from brainsmith.builder import BuildError, interrupts
     from brainsmith.builder import build as run_build
+    from brainsmith.builder.errors import command_line_names
 
-    try:
-        result = run_build(
-            model,
-            blueprint,
-            output_dir,
-            input_npy=input_npy,
-            expected_npy=expected_npy,
-            force=force,
-            verify=verify,
-            progress=not quiet,
-        )
-    except BuildError as exc:
-        click.echo(f"error: {exc.message()}", err=True)
-        _exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("error: interrupted", err=True)
-        _exit(130)
-    print_summary(result.report)
+    with interrupts.handled(), command_line_names():
+        try:
+            result = run_build(
+                model,
+                blueprint,
+                output_dir,
+                input_npy=input_npy,
+                expected_npy=expected_npy,
+                force=force,
+                verify=verify,
+                progress=not quiet,
+            )
+        except BuildError as exc:
+            click.echo(f"error: {exc.message()}", err=True)
+            _exit(exc.exit_code)
+        except KeyboardInterrupt as exc:  # before the build began: nothing was written
+            signum = getattr(exc, "signum", 2)
+            click.echo(f"error: interrupted by {getattr(exc, 'name', 'SIGINT')}", err=True)
+            _exit(128 + signum)
+        print_summary(result.report)
+        if interrupts.late_signals():
+            click.echo(
+                "note: a signal arrived while the finished build wrote its report; "
+                "the build is complete and was not interrupted",
+                err=True,
+            )
     _exit(0)
 
 
@@ -95,7 +106,10 @@ def _exit(code: int) -> None:
 
 
 def print_summary(report: dict) -> None:
-    """The build's outcome in a few lines: performance, resources, verification, files."""
+    """The build's outcome in a few lines: warnings first, then performance, resources,
+    verification and files."""
+    from brainsmith.builder.report_html import number, warning_lines
+
     out = console()
     out.soft_wrap = True
     perf, totals = report.get("performance", {}), report.get("totals", {})
@@ -103,18 +117,31 @@ def print_summary(report: dict) -> None:
     ran = [s for s in report["steps"] if s["status"] == "ok"]
     skipped = [s for s in report["steps"] if s["status"] == "skipped"]
     checks = [s["verification"] for s in report["steps"] if s.get("verification")]
+    warnings = warning_lines(report)
     setup = report.get("setup_seconds") or 0.0
+    flag = f" [bold yellow]with {len(warnings)} warning(s)[/bold yellow]" if warnings else ""
     out.print(
-        f"[bold green]built[/bold green] {report['name']} in {report['seconds']:.1f} s "
+        f"[bold green]built[/bold green] {report['name']}{flag} in {report['seconds']:.1f} s "
         f"({setup:.1f} s loading FINN and the model; {len(ran)} steps run, "
         f"{len(skipped)} skipped)"
     )
+    for line in warnings:
+        out.print(f"  [yellow]warning[/yellow]     {escape(line)}")
+    for line in report.get("notes", []):
+        out.print(f"  note        {line}", markup=False)
+    goal = report.get("target")
     if fps:
-        out.print(f"  throughput  {fps:,.0f} fps (estimated, clock {report['clock_ns']} ns)")
+        verdict = ""
+        if goal:
+            state = "met" if goal["met"] else "[bold red]MISSED[/bold red]"
+            verdict = f"; target {number(goal['target_fps'])} fps {state}"
+        out.print(
+            f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
+        )
     if latency:
-        out.print(f"  latency     {latency / 1000:,.2f} µs (estimated)")
+        out.print(f"  latency     {number(latency / 1000)} µs (estimated)")
     if totals:
-        out.print("  resources   " + ", ".join(f"{k} {v:,}" for k, v in totals.items()))
+        out.print("  resources   " + _resources(totals, report.get("utilisation") or {}))
     if checks:
         worst = max(c["max_error"] for c in checks)
         user = [c["user"]["max_error"] for c in checks if "user" in c]
@@ -130,6 +157,33 @@ def print_summary(report: dict) -> None:
         out.print(text)
     else:
         out.print("  verified    no (verify: none)")
+    finn = [w for w in report.get("warnings", []) if not w["source"].endswith("Warning")]
+    for entry in finn[:5]:
+        times = f" ({entry['count']}x)" if entry["count"] > 1 else ""
+        out.print(f"  FINN        {entry['message']}{times}", markup=False)
+    if len(finn) > 5:
+        out.print(f"  FINN        ... {len(finn) - 5} more in report.html", markup=False)
+    rtlsim = report.get("rtlsim")
+    if rtlsim:
+        out.print(f"  RTL sim     {rtlsim['summary']} ({rtlsim['tool']})", markup=False)
     for step in skipped:
         out.print(f"  skipped     {step['name']}: {step.get('reason', '')}", markup=False)
     out.print(f"  report      {report['output_dir']}/report.html", markup=False)
+
+
+def _resources(totals: dict, use: dict) -> str:
+    from brainsmith.builder.report_html import number
+
+    percent = use.get("percent") or {}
+    parts = []
+    for key, value in totals.items():
+        share = f" ({percent[key]:.1f} %)" if percent.get(key) is not None else ""
+        parts.append(f"{key} {number(value)}{share}")
+    where = f" of {use['part']}" if percent else ""
+    return ", ".join(parts) + where
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)

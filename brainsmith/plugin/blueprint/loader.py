@@ -12,6 +12,7 @@ from brainsmith.plugin.blueprint.errors import Diagnostics
 from brainsmith.plugin.blueprint.model import Blueprint, KernelChoice
 from brainsmith.plugin.blueprint.resolve import Resolver
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS, PHASES, Ref, outline
+from brainsmith.plugin.blueprint.space import read_design_space
 from brainsmith.plugin.collections import PluginCollection
 from brainsmith.plugin.spec import PluginSpec
 
@@ -39,11 +40,19 @@ def load_blueprint(path: str | os.PathLike) -> Blueprint:
     phased = {phase: _specs(resolver, "transform", shape.phased[phase]) for phase in PHASES}
     if shape.steps is not None:
         steps = _specs(resolver, "step", shape.steps)
+        if shape.steps and not steps and not diag.problems:
+            diag.error(
+                doc.locate(("steps",)),
+                "none of the steps is installed (all are optional and missing): the build "
+                "would do nothing",
+                "at least one installed step",
+            )
     elif doc.complete:  # brainsmith's standard flow
         defaults = [Ref(name, False, ("steps",)) for name in DEFAULT_STEPS]
         steps = _specs(resolver, "step", defaults, default=True)
     else:
         steps = ()  # a base that could not be read may list them
+    space = read_design_space(doc, diag, resolver, kernels, shape.build)
     _raise_sorted(diag, doc)
     return Blueprint(
         name=shape.name,
@@ -56,6 +65,7 @@ def load_blueprint(path: str | os.PathLike) -> Blueprint:
         steps=steps,
         build=shape.build,
         skipped=tuple(resolver.skipped),
+        design_space=space,
     )
 
 

@@ -25,6 +25,8 @@
   ("each" | "final" | "none", "final"), ``verify_samples`` (int, 16), ``folding_config``,
   ``specialize_config`` (existing files), ``output_dir`` (absolute paths or None).
 - ``skipped`` (tuple[SkippedPlugin, ...]): optional ``~name`` entries that are not installed.
+- ``design_space`` (DesignSpace | None): the ``design_space:`` and ``search:`` sections
+  (``brainsmith.plugin.blueprint.space``); ``design_space.apply(blueprint, i)`` is variant i.
 
 ``backends`` is every allowed backend once; ``specs()`` the selected plugins by type
 (``load_blueprint_plugins`` serves these); ``to_dict()`` is the blueprint after ``extends``
@@ -79,6 +81,7 @@ class Blueprint:
     steps: tuple[PluginSpec, ...]
     build: BuildOptions | None
     skipped: tuple[SkippedPlugin, ...] = ()
+    design_space: object = None  # brainsmith.plugin.blueprint.space.DesignSpace
 
     @property
     def backends(self) -> tuple[PluginSpec, ...]:
@@ -111,6 +114,8 @@ class Blueprint:
         data["steps"] = [s.qualified_name for s in self.steps]
         if self.build is not None:
             data["build"] = self.build.to_dict()
+        if self.design_space is not None:
+            data.update(self.design_space.to_dict())
         return data
 
 

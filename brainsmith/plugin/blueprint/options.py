@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 
 from brainsmith.plugin.blueprint.checks import Checker
 
-VERIFY_MODES = ("each", "final", "none")
+VERIFY_MODES = ("each", "final", "rtlsim", "none")  # rtlsim: final + Verilator per RTL layer
 MAX_VERIFY_SAMPLES = 100_000
 VERIFY_ATOL = 1e-3  # FINN's own verification tolerances (DataflowBuildConfig defaults)
 VERIFY_RTOL = 1e-5
+PROJECT_MARKERS = (".git", ".hg", ".brainsmith", "pyproject.toml")
 BUILD_KEYS = {
     "fpga_part": "the FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (or board, not both)",
     "board": "a board name such as Pynq-Z1 or U250 (or fpga_part, not both)",
@@ -21,7 +23,7 @@ BUILD_KEYS = {
     "verify_rtol": f"the relative tolerance of verification, a number >= 0 (default {VERIFY_RTOL})",
     "folding_config": "the path of a FINN folding configuration file (relative to the blueprint)",
     "specialize_config": "the path of a FINN specialize-layers file (relative to the blueprint)",
-    "output_dir": "a folder path (relative to the blueprint)",
+    "output_dir": "a folder inside the blueprint's project, relative to the blueprint",
 }
 
 
@@ -34,7 +36,7 @@ class BuildOptions:
     board: str | None = None
     clock_ns: float = 10.0
     target_fps: int | None = None
-    verify: str = "final"  # each | final | none: compare with the model after each step, at the end
+    verify: str = "final"  # each | final | rtlsim | none (see VERIFY_MODES)
     verify_samples: int = 16
     verify_atol: float = VERIFY_ATOL  # |actual - expected| <= atol + rtol * |expected|
     verify_rtol: float = VERIFY_RTOL
@@ -52,40 +54,109 @@ def check_build(check: Checker, section: object, complete: bool) -> BuildOptions
     path = ("build",)
     given = check.mapping(path, section, BUILD_KEYS)
     before = len(check.diag.problems)
-    values: dict = {}
-    for key in ("fpga_part", "board"):
-        if key in given:
-            values[key] = check.text((*path, key), given[key], BUILD_KEYS[key])
-    if "clock_ns" in given:
-        values["clock_ns"] = check.number(
-            (*path, "clock_ns"), given["clock_ns"], BUILD_KEYS["clock_ns"]
-        )
-    if "target_fps" in given:
-        values["target_fps"] = check.whole(
-            (*path, "target_fps"), given["target_fps"], BUILD_KEYS["target_fps"]
-        )
-    if "verify" in given:
-        values["verify"] = check.choice((*path, "verify"), given["verify"], VERIFY_MODES)
-    if "verify_samples" in given:
-        values["verify_samples"] = check.whole(
-            (*path, "verify_samples"),
-            given["verify_samples"],
-            BUILD_KEYS["verify_samples"],
-            MAX_VERIFY_SAMPLES,
-        )
-    for key in ("verify_atol", "verify_rtol"):
-        if key in given:
-            values[key] = check.tolerance((*path, key), given[key], BUILD_KEYS[key])
-    for key in ("folding_config", "specialize_config", "output_dir"):
-        if key in given:
-            values[key] = check.file_path(
-                (*path, key), given[key], BUILD_KEYS[key], must_exist=key != "output_dir"
-            )
+    values = {key: check_option(check, (*path, key), key, value) for key, value in given.items()}
+    _check_part_and_board(check, values)
     if complete and isinstance(section, dict):
         _check_target(check, given)
     if len(check.diag.problems) != before:
         return None
     return BuildOptions(**values)
+
+
+def project_root(folder: str) -> str:
+    """The project a blueprint in ``folder`` belongs to: the nearest folder up with one of
+    PROJECT_MARKERS, else ``folder`` itself."""
+    folder = os.path.realpath(folder)
+    here = folder
+    while True:
+        if any(os.path.lexists(os.path.join(here, m)) for m in PROJECT_MARKERS):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return folder
+        here = parent
+
+
+def output_dir_problem(folder: str, blueprint: str) -> str:
+    """Why a blueprint may not name ``folder`` as its output folder ("" when it may): it
+    must resolve (symbolic links followed) inside the blueprint's project, and must not
+    hold the blueprint itself."""
+    where = os.path.dirname(os.path.realpath(blueprint))
+    root, real = project_root(where), os.path.realpath(folder)
+    if os.path.commonpath([root, real]) != root:
+        return f"resolves to {real}, outside the blueprint's project {root}"
+    if os.path.commonpath([real, where]) == real:
+        return f"resolves to {real}, which holds the blueprint itself"
+    return ""
+
+
+def _output_dir(check: Checker, at: tuple, value: object) -> str | None:
+    expected = BUILD_KEYS["output_dir"]
+    if isinstance(value, str) and ("$" in value or value.startswith("~")):
+        check.fail(at, f"build.output_dir '{value}' uses $ or ~, which are not expanded", expected)
+        return None
+    full = check.file_path(at, value, expected, must_exist=False)
+    if full is None:
+        return None
+    problem = output_dir_problem(full, check.doc.source_of(at).path)
+    if problem:
+        check.fail(
+            at,
+            f"build.output_dir '{value}' {problem}",
+            expected,
+            "; to build elsewhere, give the folder on the command line (brainsmith build "
+            "MODEL BLUEPRINT -o FOLDER)",
+        )
+        return None
+    return full
+
+
+def _check_part_and_board(check: Checker, values: dict) -> None:
+    """``fpga_part`` and ``board`` against FINN's tables (read without importing FINN)."""
+    from brainsmith.frameworks.finn_parts import boards, is_part, known_parts
+    from brainsmith.plugin.registry import suggest
+
+    known = boards()
+    if not known:  # FINN is not installed: nothing to check against
+        return
+    part, board = values.get("fpga_part"), values.get("board")
+    if part and not is_part(part):
+        check.fail(
+            ("build", "fpga_part"),
+            f"build.fpga_part '{part}' is not an AMD/Xilinx part number",
+            "a part such as xcvc1902-vsva2197-2MP-e-S or xc7z020clg400-1 (device, package, "
+            "speed grade), or a board instead",
+            suggest(part, known_parts()),
+        )
+        values["fpga_part"] = None
+    if board and board not in known:
+        check.fail(
+            ("build", "board"),
+            f"build.board '{board}' is not a board FINN knows",
+            "one of " + ", ".join(known),
+            suggest(board, list(known)),
+        )
+        values["board"] = None
+
+
+def check_option(check: Checker, path: tuple, key: str, value: object) -> object:
+    """One build option's value, validated (None when invalid: the problem is reported)."""
+    expected = BUILD_KEYS[key]
+    if key in ("fpga_part", "board"):
+        return check.text(path, value, expected)
+    if key == "clock_ns":
+        return check.number(path, value, expected)
+    if key == "target_fps":
+        return check.whole(path, value, expected)
+    if key == "verify":
+        return check.choice(path, value, VERIFY_MODES)
+    if key == "verify_samples":
+        return check.whole(path, value, expected, MAX_VERIFY_SAMPLES)
+    if key in ("verify_atol", "verify_rtol"):
+        return check.tolerance(path, value, expected)
+    if key == "output_dir":
+        return _output_dir(check, path, value)
+    return check.file_path(path, value, expected, must_exist=True)
 
 
 def _check_target(check: Checker, given: dict) -> None:

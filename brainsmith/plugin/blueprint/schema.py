@@ -19,6 +19,8 @@ TOP_KEYS = {
     "hw_compiler": "a mapping of kernels, transforms, transforms_phased",
     "steps": "a list of step names, in order",
     "build": "a mapping of build options",
+    "design_space": "a mapping of backends, build, transforms_phased to lists of alternatives",
+    "search": "a mapping of strategy, max_variants, seed, constraints, objectives",
 }
 HW_KEYS = {
     "kernels": "a list of kernel names or {kernel: NAME, backends: [...]} mappings",
@@ -96,7 +98,7 @@ def outline(doc: Document, diag: Diagnostics) -> Outline:
             )
             for phase in PHASES
         },
-        steps=None if steps is None else _refs(check, ("steps",), steps, "step"),
+        steps=None if steps is None else _steps(check, steps),
         build=None if build is None else check_build(check, build, doc.complete),
     )
 
@@ -130,6 +132,18 @@ def _description(check: Checker, doc: Document) -> str:
         TOP_KEYS["description"],
     )
     return ""
+
+
+def _steps(check: Checker, value: object) -> tuple[Ref, ...]:
+    if value == []:
+        check.fail(
+            ("steps",),
+            "steps is an empty list: the build would do nothing",
+            "at least one step name, e.g. [cleanup, qonnx_to_finn, streamline]",
+            "; remove steps: to get brainsmith's standard flow",
+        )
+        return ()
+    return _refs(check, ("steps",), value, "step")
 
 
 def _refs(check: Checker, path: Path, value: object, kind: str) -> tuple[Ref, ...]:

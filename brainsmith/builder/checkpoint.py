@@ -1,0 +1,140 @@
+"""Checkpoints: a build stopped after some steps, continued later by other builds.
+
+``build(..., stop_after=N)`` runs the first N steps and writes ``checkpoint.json`` in its
+folder instead of final.onnx and the reports; ``build(..., start=Checkpoint.load(folder))``
+continues from there: it takes the checkpoint's model and completed step records (their
+models stay where they were written) and runs the remaining steps. Design-space exploration
+(``brainsmith.explore``) runs a prefix of steps shared by many variants once this way and
+feeds its model to each of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+
+from brainsmith.builder.state import StepRecord
+
+FILE = "checkpoint.json"
+VERSION = 1
+
+
+@dataclass
+class Checkpoint:
+    """Where a stopped build left off; paths are absolute."""
+
+    folder: str  # the stopped build's output folder
+    records: list[StepRecord]  # the steps done (ok or skipped), in order; models absolute
+    model: str  # the model after them
+    dataflow_parent: str | None = None  # the graph around the dataflow partition, once made
+    reports: str = ""  # FINN's report folder (estimates, folding) to carry over
+
+    def save(self) -> str:
+        """Write checkpoint.json atomically (last, so a complete file means a complete build).
+        Paths are stored relative to the folder, so a moved output tree stays usable."""
+
+        def relative(path: str | None) -> str | None:
+            return os.path.relpath(path, self.folder) if path else path
+
+        records = [{**r.__dict__, "model": relative(r.model) or ""} for r in self.records]
+        data = {
+            "version": VERSION,
+            "records": records,
+            "model": relative(self.model),
+            "dataflow_parent": relative(self.dataflow_parent),
+            "reports": relative(self.reports),
+        }
+        path = os.path.join(self.folder, FILE)
+        temporary = f"{path}.tmp-{os.getpid()}"
+        with open(temporary, "w") as handle:
+            json.dump(data, handle, indent=1)
+        os.replace(temporary, path)
+        return path
+
+    @classmethod
+    def load(cls, folder: str) -> Checkpoint:
+        """The checkpoint in ``folder``; ValueError when it is missing, incomplete or foreign."""
+        path = os.path.join(folder, FILE)
+        folder = os.path.abspath(folder)
+
+        def absolute(value: object) -> str | None:
+            return os.path.normpath(os.path.join(folder, str(value))) if value else None
+
+        try:
+            with open(path) as handle:
+                data = json.load(handle)
+            if data.get("version") != VERSION:
+                raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
+            records = [StepRecord(**entry) for entry in data["records"]]
+            for record in records:
+                record.model = absolute(record.model) or ""
+            checkpoint = cls(
+                folder,
+                records,
+                absolute(data["model"]) or "",
+                absolute(data.get("dataflow_parent")),
+                absolute(data.get("reports")) or "",
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"no usable checkpoint in {folder}: {exc}") from exc
+        missing = [p for p in (checkpoint.model, checkpoint.dataflow_parent) if p]
+        missing = [p for p in missing if not os.path.isfile(p)]
+        if missing:
+            raise ValueError(f"checkpoint {path} names missing files: {', '.join(missing)}")
+        return checkpoint
+
+
+def make_checkpoint(run, model) -> Checkpoint:
+    """The checkpoint of ``run`` (a ``BuildRun``) after its last step, written to its folder."""
+    done = [r for r in run.records if r.status in ("ok", "skipped")]
+    records = [_absolute(r, run.output_dir) for r in done]
+    with_model = [r.model for r in records if r.model]
+    if with_model:
+        model_path = with_model[-1]
+    else:  # nothing changed the model here: keep it as it came
+        model_path = run.path("intermediate_models", "checkpoint.onnx")
+        os.makedirs(os.path.dirname(model_path), exist_ok=True)
+        model.save(model_path)
+    parent = run.path("intermediate_models", "dataflow_parent.onnx")
+    if not os.path.isfile(parent):
+        parent = run.start.dataflow_parent if run.start is not None else None
+    checkpoint = Checkpoint(run.output_dir, records, model_path, parent, run.report_dir)
+    checkpoint.save()
+    return checkpoint
+
+
+def continue_from(run, checkpoint: Checkpoint, steps) -> object:
+    """Take over ``checkpoint`` in ``run``: its step records, dataflow parent and FINN
+    reports; returns its model."""
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.errors import BuildError
+
+    names = [r.name for r in checkpoint.records]
+    if names != [s.name for s in steps[: len(names)]]:
+        raise BuildError(
+            "setup",
+            f"checkpoint {checkpoint.folder} ran the steps {', '.join(names)}, which do not "
+            "begin this build's steps",
+            "continue a checkpoint with the blueprint that made it",
+            exit_code=2,
+        )
+    for index, record in enumerate(checkpoint.records):
+        copy = StepRecord(**record.__dict__)
+        if copy.model:
+            copy.model = os.path.relpath(copy.model, run.output_dir)
+        run.records[index] = copy
+    if checkpoint.dataflow_parent:
+        run.context.dataflow_parent = ModelWrapper(checkpoint.dataflow_parent)
+    if checkpoint.reports and os.path.isdir(checkpoint.reports):
+        shutil.copytree(checkpoint.reports, run.report_dir, dirs_exist_ok=True)
+    return ModelWrapper(checkpoint.model)
+
+
+def _absolute(record: StepRecord, folder: str) -> StepRecord:
+    copy = StepRecord(**record.__dict__)
+    if copy.model:
+        copy.model = os.path.normpath(os.path.join(folder, copy.model))
+    return copy

@@ -1,0 +1,346 @@
+"""The build's front door: the model and the user's vectors, checked before FINN loads
+(some 5 s) and before anything is written, so bad input fails at once and leaves nothing.
+
+- the model parses as ONNX and has a graph; every node's domain is standard ONNX, QONNX,
+  FINN or a registered kernel's (QONNX imports a node's domain as a Python module, so an
+  unknown one is refused before anything could import it);
+- a model without quantizers whose layers FINN implements only quantized is refused with
+  advice to quantize it;
+- a dynamic batch axis is fixed to 1 (FINN builds batch-1 hardware), with a note; any
+  other dynamic axis is refused;
+- ``--input``/``--expected``: NumPy .npy arrays of numbers, without NaN or infinity, one
+  sample per input of the model's shape (a leading sample axis is fine), as many
+  expected outputs as inputs, within the input's QONNX data type.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from brainsmith.builder.errors import option
+
+ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
+KNOWN_DOMAINS = (
+    *ONNX_DOMAINS,
+    "onnx.brevitas",  # QONNX's alias of its own general ops, used by Brevitas exports
+    "qonnx.custom_op.general",
+    "qonnx.custom_op.channels_last",
+    "finn.custom_op.general",
+    "finn.custom_op.fpgadataflow",
+    "finn.custom_op.fpgadataflow.hls",
+    "finn.custom_op.fpgadataflow.rtl",
+)
+QUANTIZERS = ("Quant", "BipolarQuant", "Trunc", "IntQuant", "MultiThreshold")
+QUANTIZED_ONLY = ("MatMul", "Gemm", "Conv", "ConvTranspose")  # FINN has no float kernel for these
+
+
+class InputError(ValueError):
+    """A model or vector file the build cannot use; ``what`` names it ("model", ``--input``...)."""
+
+    def __init__(self, what: str, reason: str, hint: str) -> None:
+        super().__init__(reason)
+        self.what = what
+        self.reason = reason
+        self.hint = hint
+
+
+@dataclass
+class CheckedModel:
+    """A model that passed the front door: the ONNX proto (batch axis fixed) and notes."""
+
+    proto: object  # onnx.ModelProto
+    path: str  # "" for a model given as a ModelWrapper
+    notes: list[str] = field(default_factory=list)
+
+
+def check_model(model, domains: set[str] = frozenset()) -> CheckedModel:
+    """Load and check ``model`` (a path or ModelWrapper); ``domains`` are extra allowed node
+    domains (those of registered kernels)."""
+    if isinstance(model, str | os.PathLike):
+        path = os.fspath(model)
+        proto = _load(path)
+    else:
+        import copy
+
+        path, proto = "", copy.deepcopy(model.model)
+    name = os.path.basename(path) or "the model"
+    graph = proto.graph
+    inputs = graph_inputs(proto)
+    if not graph.node or not inputs or not graph.output:
+        raise InputError(
+            "model",
+            f"{name} is not an ONNX model with a graph: it has {len(graph.node)} nodes, "
+            f"{len(inputs)} inputs and {len(graph.output)} outputs",
+            "give the .onnx file exported from your network (e.g. with "
+            "brevitas.export.export_qonnx)",
+        )
+    _check_domains(proto, name, set(KNOWN_DOMAINS) | set(domains))
+    _check_quantized(proto, name)
+    checked = CheckedModel(proto, path)
+    _fix_batch_axis(checked, name)
+    return checked
+
+
+def _load(path: str):
+    import onnx
+
+    if not os.path.isfile(path):
+        raise InputError("model", f"model file {path} does not exist", "check the path")
+    if os.path.getsize(path) == 0:
+        raise InputError("model", f"model file {path} is empty (0 bytes)", "export it again")
+    try:
+        return onnx.load(path)
+    except Exception as exc:  # protobuf's DecodeError, external-data errors, ...
+        raise InputError(
+            "model",
+            f"{path} is not an ONNX model: {type(exc).__name__}: {exc}",
+            "give a QONNX/ONNX model file (.onnx), e.g. one exported with "
+            "brevitas.export.export_qonnx",
+        ) from exc
+
+
+def graph_inputs(proto) -> list:
+    """The graph inputs that are not initializers."""
+    initializers = {t.name for t in proto.graph.initializer}
+    return [i for i in proto.graph.input if i.name not in initializers]
+
+
+def _nodes(graph):
+    """Every node of ``graph`` and of its subgraphs (If/Loop/Scan bodies)."""
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            for sub in (*([attribute.g] if attribute.HasField("g") else []), *attribute.graphs):
+                yield from _nodes(sub)
+
+
+def _check_domains(proto, name: str, allowed: set[str]) -> None:
+    unknown = {}
+    for node in _nodes(proto.graph):
+        if node.domain not in allowed:
+            unknown.setdefault(node.domain, node)
+    if unknown:
+        domain, node = next(iter(unknown.items()))
+        raise InputError(
+            "model",
+            f"{name}: node {node.name or '(unnamed)'} ({node.op_type}) has domain '{domain}', "
+            "which is neither standard ONNX, QONNX, FINN nor a registered kernel's; QONNX "
+            "would import a Python module of that name to run it, so the model is refused",
+            "export the model with standard, QONNX or FINN operators, or register a kernel "
+            "plugin for that domain (brainsmith plugins list --type kernel)",
+        )
+
+
+def _check_quantized(proto, name: str) -> None:
+    ops = {n.op_type for n in _nodes(proto.graph)}
+    annotated = any(
+        p.key == "finn_datatype" and not p.value.startswith("FLOAT")
+        for a in proto.graph.quantization_annotation
+        for p in a.quant_parameter_tensor_names
+    )
+    hardware = any(n.domain.startswith("finn.custom_op.fpgadataflow") for n in proto.graph.node)
+    needs = sorted(ops & set(QUANTIZED_ONLY))
+    if ops & set(QUANTIZERS) or annotated or hardware or not needs:
+        return
+    qdq = ops & {"QuantizeLinear", "DequantizeLinear"}
+    raise InputError(
+        "model",
+        f"{name} is not quantized: it has no {', '.join(QUANTIZERS)} node and no integer "
+        f"data types, but FINN builds {', '.join(needs)} only with integer (quantized) "
+        "weights and activations",
+        "quantize the network: train it with Brevitas quantized layers and export it with "
+        "brevitas.export.export_qonnx, or add QONNX Quant nodes"
+        + (" (QuantizeLinear/DequantizeLinear: qonnx's QCDQToQuant converts them)" if qdq else ""),
+    )
+
+
+def _fix_batch_axis(checked: CheckedModel, name: str) -> None:
+    """Set a dynamic first axis of the inputs and outputs to 1; refuse other dynamic axes."""
+    graph = checked.proto.graph
+    batch_names = set()
+    for tensor in (*graph_inputs(checked.proto), *graph.output):
+        if not tensor.type.HasField("tensor_type") or not tensor.type.tensor_type.HasField("shape"):
+            continue
+        for axis, dim in enumerate(tensor.type.tensor_type.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value > 0:
+                continue
+            label = dim.dim_param or "?"
+            if axis != 0:
+                raise InputError(
+                    "model",
+                    f"{name}: tensor {tensor.name} has a dynamic axis {axis} ('{label}'); FINN "
+                    "builds hardware for fixed shapes",
+                    "export the model with fixed shapes (torch.onnx.export without "
+                    "dynamic_axes, or set the shape with qonnx's set_tensor_shape)",
+                )
+            batch_names.add(dim.dim_param)
+            dim.Clear()
+            dim.dim_value = 1
+            if tensor in graph.input or tensor.name not in {o.name for o in graph.output}:
+                checked.notes.append(
+                    f"input {tensor.name} had a dynamic batch axis ('{label}'); it was fixed to "
+                    "1, as FINN builds hardware that takes one sample at a time"
+                )
+    if batch_names:  # intermediate shapes are inferred again from the fixed inputs
+        keep = [v for v in graph.value_info if not _dynamic(v)]
+        del graph.value_info[:]
+        graph.value_info.extend(keep)
+
+
+def _dynamic(value_info) -> bool:
+    shape = value_info.type.tensor_type.shape
+    return any(not (d.HasField("dim_value") and d.dim_value > 0) for d in shape.dim)
+
+
+def _shape(tensor) -> tuple[int, ...] | None:
+    if not tensor.type.tensor_type.HasField("shape"):
+        return None
+    dims = tensor.type.tensor_type.shape.dim
+    if not all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
+        return None
+    return tuple(d.dim_value for d in dims)
+
+
+def load_vectors(checked: CheckedModel, input_path: str, expected_path: str):
+    """(samples, expected outputs) from ``--input``/``--expected``, checked against the model."""
+    proto = checked.proto
+    inputs, outputs = graph_inputs(proto), list(proto.graph.output)
+    if len(inputs) != 1:
+        raise InputError(
+            "input",
+            f"{option('input')} takes one array, but the model has {len(inputs)} inputs "
+            f"({', '.join(i.name for i in inputs)})",
+            "verify this model without your own vectors",
+        )
+    if len(outputs) != 1:
+        raise InputError(
+            "expected",
+            f"{option('expected')} takes one array, but the model has {len(outputs)} outputs",
+            "verify this model without your own vectors",
+        )
+    x = _array("input", input_path)
+    y = _array("expected", expected_path)
+    in_shape = _shape(inputs[0])
+    samples = _split("input", input_path, x, in_shape, inputs[0].name)
+    _check_range(proto, inputs[0].name, samples, input_path)
+    out_shape = _shape(outputs[0])
+    if out_shape is None:  # shape unknown before shape inference: split evenly
+        if y.size % len(samples):
+            raise InputError(
+                "expected",
+                f"{option('expected')} {expected_path} has {y.size} values, which do not split "
+                f"into {len(samples)} outputs (one per sample in {option('input')} {input_path})",
+                "give one expected output per input sample",
+            )
+        expected = list(y.reshape(len(samples), -1))
+    else:
+        expected = _split("expected", expected_path, y, out_shape, outputs[0].name)
+    if len(expected) != len(samples):
+        raise InputError(
+            "expected",
+            f"{option('expected')} {expected_path} holds {len(expected)} output(s) of shape "
+            f"{out_shape}, but {option('input')} {input_path} holds {len(samples)} sample(s)",
+            "give one expected output per input sample, in the same order",
+        )
+    return [(s,) for s in samples], [[e] for e in expected]
+
+
+def _array(what: str, path: str):
+    import numpy as np
+
+    flag = option(what)
+    save = "save a numeric array with numpy.save(path, array)"
+    if not os.path.isfile(path):
+        raise InputError(what, f"{flag} file {path} does not exist", "check the path")
+    with open(path, "rb") as handle:
+        magic = handle.read(6)
+    if magic.startswith(b"PK"):
+        raise InputError(what, f"{flag} {path} is an .npz archive, not one array", save)
+    if magic != b"\x93NUMPY":
+        raise InputError(what, f"{flag} {path} is not a NumPy .npy file", save)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except ValueError as exc:  # object arrays need pickle, which is never used on input
+        raise InputError(
+            what, f"{flag} {path} holds Python objects, not numbers ({exc.args[0][:60]})", save
+        ) from exc
+    except (OSError, EOFError) as exc:
+        raise InputError(what, f"{flag} {path} is a damaged .npy file: {exc}", save) from exc
+    if data.dtype.kind not in "biuf":
+        raise InputError(
+            what,
+            f"{flag} {path} holds {data.dtype} values, not real numbers",
+            "save integer or floating-point values",
+        )
+    if data.size == 0:
+        raise InputError(what, f"{flag} {path} is empty (shape {data.shape})", "save samples")
+    if data.dtype.kind == "f" and not np.isfinite(data).all():
+        bad = int((~np.isfinite(data)).sum())
+        raise InputError(
+            what,
+            f"{flag} {path} holds {bad} NaN or infinite value(s)",
+            "give finite numbers (a NaN compares unequal to everything)",
+        )
+    return data
+
+
+def _split(what: str, path: str, data, shape: tuple[int, ...] | None, tensor: str) -> list:
+    """``data`` as samples of ``shape``: the shape itself, or a leading sample axis."""
+    import numpy as np
+
+    if shape is None:
+        raise InputError(
+            what,
+            f"the model's tensor {tensor} has no fixed shape to check {option(what)} against",
+            "export the model with fixed shapes",
+        )
+    per_sample = [shape] + ([shape[1:]] if shape and shape[0] == 1 else [])
+    if data.shape in per_sample:
+        return [data.reshape(shape).astype(np.float32)]
+    if data.ndim >= 1 and data.shape[1:] in per_sample:
+        return [s.reshape(shape).astype(np.float32) for s in data]
+    accepted = " or ".join(f"(N, {', '.join(map(str, s))})" for s in per_sample)
+    raise InputError(
+        what,
+        f"{option(what)} {path} has shape {data.shape}, but the model's {tensor} has shape {shape}",
+        f"give an array of shape {shape} or {accepted} for N samples",
+    )
+
+
+def _check_range(proto, tensor: str, samples: list, path: str) -> None:
+    """Values of an integer-typed input must be integers of that type's range."""
+    import numpy as np
+
+    name = next(
+        (
+            p.value
+            for a in proto.graph.quantization_annotation
+            if a.tensor_name == tensor
+            for p in a.quant_parameter_tensor_names
+            if p.key == "finn_datatype"
+        ),
+        None,
+    )
+    if name is None:
+        return
+    from qonnx.core.datatype import DataType
+
+    try:
+        dtype = DataType[name]
+    except KeyError:
+        return
+    if not dtype.is_integer():
+        return
+    values = np.stack(samples)
+    whole = bool(np.all(values == np.round(values)))
+    inside = dtype.min() <= values.min() and values.max() <= dtype.max()
+    if name == "BIPOLAR":
+        inside = bool(np.all(np.abs(values) == 1))
+    if not (whole and inside):
+        raise InputError(
+            "input",
+            f"{option('input')} {path} holds values outside the model input's data type "
+            f"{name} (from {values.min():g} to {values.max():g})",
+            f"give whole numbers from {dtype.min():g} to {dtype.max():g}",
+        )

@@ -1,0 +1,272 @@
+"""report.html: one self-contained page (inline CSS and SVG) made from a report.json
+dictionary and the template ``report_template.html`` next to this module."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import string
+from urllib.parse import quote
+
+from brainsmith.builder.report import RESOURCES, bits
+from brainsmith.builder.rtl_check import rtlsim_html
+
+NONE = "<span class='none'>-</span>"
+
+
+def render(report: dict, charts: dict[str, str]) -> str:
+    """The page for ``report``; ``charts`` as made by ``brainsmith.builder.charts``."""
+    with open(os.path.join(os.path.dirname(__file__), "report_template.html")) as handle:
+        template = string.Template(handle.read())
+    status = report.get("status", "")
+    return template.substitute(
+        title=_e(f"brainsmith build: {report.get('name', '')}"),
+        status=_e(status),
+        error=_error(report.get("error"), status),
+        warnings=_warnings(report),
+        summary=_summary(report),
+        steps=_steps(report.get("steps", [])),
+        layers=_layers(report.get("layers", [])),
+        charts=_charts(charts),
+        rtlsim=rtlsim_html(report.get("rtlsim")),
+        finn_warnings=_finn_warnings(report.get("warnings", [])),
+        blueprint=_e(json.dumps(report.get("blueprint", {}), indent=2)),
+        versions=_e(", ".join(f"{k} {v}" for k, v in report.get("versions", {}).items())),
+    )
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def number(value: object, unit: str = "") -> str:
+    """Whole numbers with thousands separators, others to 3 significant digits; "-" for none."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{value}{unit}"
+    if float(value).is_integer() or abs(value) >= 1000:
+        return f"{round(value):,}{unit}"
+    return f"{value:.3g}{unit}"
+
+
+def datatype(name: str) -> str:
+    """A data type with its bit width where the name does not say it: BIPOLAR (1 bit)."""
+    width = bits(name)
+    return f"{name} ({width} bit)" if width and str(width) not in name else name
+
+
+def _link(path: str, text: str | None = None) -> str:
+    return f"<a href='{_e(quote(path))}'>{_e(text or path)}</a>"
+
+
+def _error(error: dict | None, status: str) -> str:
+    if not error or status == "running":
+        return ""
+    what = "interrupted in" if status == "interrupted" else "failed in"
+    hint = f"<p>Try: {_e(error['hint'])}</p>" if error.get("hint") else ""
+    return (
+        f"<div class='error'><p><b>Build {what} step {_e(error.get('step', ''))}:</b> "
+        f"{_e(error.get('reason', ''))}</p>{hint}</div>"
+    )
+
+
+def warning_lines(report: dict) -> list[str]:
+    """What an engineer must know before trusting the numbers, in plain text."""
+    lines = []
+    cpu = report.get("cpu_nodes")
+    if cpu and cpu["count"]:
+        types = ", ".join(f"{t} x{n}" if n > 1 else t for t, n in cpu["op_types"].items())
+        lines.append(
+            f"{cpu['count']} node(s) stay on the CPU, outside the accelerator: {types} "
+            f"(see {cpu['model']})"
+        )
+    goal = report.get("target")
+    if goal and not goal["met"]:
+        lines.append(
+            f"target {number(goal['target_fps'])} fps missed: estimated "
+            f"{number(goal['estimated_fps'])} fps; the slowest layer {goal['bottleneck']} takes "
+            f"{number(goal['bottleneck_cycles'])} cycles per frame, the target allows "
+            f"{number(goal['target_cycles'])}"
+        )
+    missing = [layer["name"] for layer in report.get("layers", []) if not layer.get("estimated")]
+    if missing and report.get("status") == "ok":
+        lines.append(
+            f"{len(missing)} layer(s) have no FINN estimate and are not in the totals: "
+            + ", ".join(missing[:5])
+            + (", ..." if len(missing) > 5 else "")
+        )
+    return lines
+
+
+def _warnings(report: dict) -> str:
+    boxes = []
+    for title, lines in (("Warnings", warning_lines(report)), ("Notes", report.get("notes"))):
+        if lines:
+            items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+            boxes.append(f"<div class='warnings'><b>{title}</b><ul>{items}</ul></div>")
+    return "".join(boxes)
+
+
+def _summary(report: dict) -> str:
+    perf, totals = report.get("performance", {}), report.get("totals", {})
+    goal = report.get("target")
+    throughput = number(perf.get("estimated_fps"), " fps")
+    if goal:
+        verdict = "met" if goal["met"] else "missed"
+        throughput += (
+            f" <span class='{verdict}'>(target {_e(number(goal['target_fps']))} fps "
+            f"{verdict})</span>"
+        )
+    latency = perf.get("estimated_latency_ns")
+    clock = report.get("clock_ns")
+    rows = [
+        ("status", _e(report.get("status", ""))),
+        ("model", _e(report.get("model", ""))),
+        ("blueprint", _e(report.get("blueprint_path", ""))),
+        (
+            "FPGA part",
+            _e(report.get("fpga_part") or "-")
+            + (f" (board {_e(report['board'])})" if report.get("board") else ""),
+        ),
+        ("clock", _e(f"{clock} ns ({number(1000 / clock)} MHz)" if clock else "-")),
+        ("estimated throughput", throughput),
+        ("estimated latency", _e(number(latency / 1000, " µs") if latency else "-")),
+        ("resources (estimated)", _resources(totals, report.get("utilisation") or {})),
+        ("build time", _e(number(report.get("seconds"), " s"))),
+        ("files", _files(report)),
+    ]
+    return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+
+
+def _resources(totals: dict, use: dict) -> str:
+    if not totals:
+        return NONE
+    percent = use.get("percent") or {}
+    parts = []
+    for key in RESOURCES:
+        text = f"{key} {number(totals.get(key))}"
+        if percent.get(key) is not None:
+            text += f" ({percent[key]:.2f} %)"
+        parts.append(_e(text))
+    if use.get("available"):
+        parts.append(_e(f"FF not estimated by FINN (part has {number(use['available']['FF'])})"))
+        note = f"percent of {use['part']} (resources from {use['source']})"
+    else:
+        note = f"no resource table for part {use.get('part') or '-'}: no percentages"
+    return ", ".join(parts) + f"<br><span class='none'>{_e(note)}</span>"
+
+
+def _files(report: dict) -> str:
+    names = ["final.onnx", "final_parent.onnx", "build.log", "report.json"]
+    folder = report.get("output_dir", "")
+    links = [_link(n) for n in names if os.path.exists(os.path.join(folder, n))]
+    code = report.get("generated_code")
+    if code and os.path.isdir(os.path.join(folder, code)):
+        links.append(_link(code + "/", "generated code"))
+    return " · ".join(links) or NONE
+
+
+def _check(label: str, check: dict) -> str:
+    verdict = "ok" if check.get("ok") else "MISMATCH (beyond tolerance)"
+    return (
+        f"{label}: {verdict}, max error {check.get('max_error', 0):.3g} on "
+        f"{check.get('samples', 0)} input(s)"
+    )
+
+
+def _steps(steps: list[dict]) -> str:
+    longest = max([s.get("seconds") or 0 for s in steps] + [1e-9])
+    rows = []
+    for index, step in enumerate(steps, 1):
+        check = step.get("verification") or {}
+        parts = [_check("generated inputs", check)] if check else []
+        if "user" in check:
+            parts.append(_check("your vectors", check["user"]))
+        if step.get("reason"):
+            parts.append(step["reason"])
+        seconds = step.get("seconds")
+        bar = f"<span class='bar' style='width:{60 * (seconds or 0) / longest:.0f}px'></span>"
+        model = step.get("model")
+        cells = [
+            str(index),
+            _e(step["name"]),
+            _e(step.get("status", "")),
+            f"{bar} {_e(number(seconds, ' s'))}" if seconds is not None else NONE,
+            _e("; ".join(parts)) or NONE,
+            _link(model, os.path.basename(model)) if model else NONE,
+        ]
+        status = _e(step.get("status", ""))
+        tds = [
+            f"<td class='time'>{c}</td>" if i == 3 else f"<td>{c}</td>" for i, c in enumerate(cells)
+        ]
+        rows.append(f"<tr class='{status}'>" + "".join(tds) + "</tr>")
+    return "".join(rows)
+
+
+LAYER_COLUMNS = (
+    ("layer", "name"),
+    ("kernel", "op_type"),
+    ("backend", "backend"),
+    ("PE", "PE"),
+    ("SIMD", "SIMD"),
+    ("input", "input_datatype"),
+    ("weights", "weight_datatype"),
+    ("output", "output_datatype"),
+    ("mem_mode", "mem_mode"),
+    ("ram_style", "ram_style"),
+    *((key, key) for key in RESOURCES),
+    ("cycles", "cycles"),
+)
+NUMERIC = {"PE", "SIMD", *RESOURCES, "cycles"}
+
+
+def _layers(layers: list[dict]) -> str:
+    if not layers:
+        return "<p class='none'>No hardware layers (the build did not reach them).</p>"
+    head = "".join(
+        f"<th class='num'>{_e(t)}</th>" if k in NUMERIC else f"<th>{_e(t)}</th>"
+        for t, k in LAYER_COLUMNS
+    )
+    rows = []
+    for layer in layers:
+        cells = []
+        for _, key in LAYER_COLUMNS:
+            value = layer.get(key)
+            if key in NUMERIC:
+                shown = _e(number(value)) if value is not None else NONE
+                if key in (*RESOURCES, "cycles") and not layer.get("estimated"):
+                    shown = "<span class='none'>no estimate</span>"
+                cells.append(f"<td class='num'>{shown}</td>")
+            elif key.endswith("_datatype"):
+                cells.append(f"<td>{_e(datatype(value)) if value else NONE}</td>")
+            else:
+                cells.append(f"<td>{_e(value) if value not in (None, '') else NONE}</td>")
+        code = layer.get("code")
+        cells.append(f"<td>{_link(code + '/', 'code')}</td>" if code else f"<td>{NONE}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table class='layers'><tr>{head}<th>generated</th></tr>{''.join(rows)}</table>"
+
+
+def _charts(charts: dict[str, str]) -> str:
+    parts = []
+    if charts.get("resources"):
+        parts.append(f"<h2>Resources per layer (estimated)</h2>\n{charts['resources']}")
+    if charts.get("cycles"):
+        parts.append(f"<h2>Cycles per layer (estimated)</h2>\n{charts['cycles']}")
+    return "\n".join(parts)
+
+
+def _finn_warnings(warnings: list[dict]) -> str:
+    if not warnings:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(w['level'])}</td><td>{_e(w['source'])}</td><td>{_e(w['message'])}</td>"
+        f"<td class='num'>{w['count']}</td></tr>"
+        for w in warnings
+    )
+    return (
+        f"<h2>Warnings in build.log ({len(warnings)})</h2><table><tr><th>level</th>"
+        f"<th>from</th><th>message</th><th class='num'>times</th></tr>{rows}</table>"
+    )

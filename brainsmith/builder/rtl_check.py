@@ -1,0 +1,183 @@
+"""``verify: rtlsim`` in a build: after the final Python check, simulate every RTL layer of
+the design with Verilator (``brainsmith.rtlsim``) on the same inputs and fail the step when
+a layer's output differs from Python or its simulation does not finish."""
+
+from __future__ import annotations
+
+import html
+import os
+import traceback
+
+from brainsmith.builder.errors import BuildError
+from brainsmith.builder.state import BuildRun
+
+WORKDIR = ("finn", "rtlsim")  # per-layer compile logs and stream files, under the output dir
+
+
+def require_simulator() -> str:
+    """The simulator's label; a BuildError (exit code 2) when it cannot be used."""
+    from brainsmith.rtlsim import ToolchainError, find_toolchain
+
+    try:
+        return find_toolchain().label
+    except ToolchainError as exc:
+        raise BuildError(
+            "setup",
+            f"verify: rtlsim needs Verilator: {exc}",
+            "install it (make setup), or set build.verify: final to verify in Python only",
+            exit_code=2,
+        ) from exc
+
+
+def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
+    """Simulate the RTL layers of ``model`` after step ``index``; returns the progress text."""
+    from brainsmith.builder.flow import fail
+    from brainsmith.frameworks.finn_env import contain_finn_output
+    from brainsmith.rtlsim import simulate_design
+
+    workdir = run.path(*WORKDIR)
+    try:
+        with contain_finn_output(run.log):
+            result = simulate_design(
+                model,
+                verifier.samples,
+                workdir,
+                run.context.dataflow_parent,
+                note=run.progress.note,
+                stitch=(run.cfg._resolve_fpga_part(), float(run.plan.options.clock_ns)),
+            )
+    except Exception as exc:  # the simulation could not run at all: fail the step, say why
+        traceback.print_exc(file=run.log)
+        fail(
+            run,
+            model,
+            index,
+            f"RTL simulation could not run: {type(exc).__name__}: {exc}",
+            f"see {run.path('build.log')}; set build.verify: final to verify in Python only",
+        )
+    run.rtlsim = result.as_dict()
+    record = run.records[index]
+    if record.verification is not None:
+        record.verification["rtlsim"] = {"ok": result.ok, "summary": result.summary()}
+    stitched = result.stitched or {}
+    if stitched.get("status") in ("mismatch", "failed"):
+        fail(
+            run,
+            model,
+            index,
+            f"RTL simulation of the stitched partition: {stitched['reason']}",
+            f"every layer matches on its own; stream files and logs are in "
+            f"{os.path.join(workdir, 'stitched')}",
+        )
+    for layer in result.layers:
+        if layer.failed:
+            fail(
+                run,
+                model,
+                index,
+                f"RTL simulation: layer {layer.name} ({layer.op_type}) "
+                + describe(layer.as_dict()),
+                f"the generated RTL or its parameter files in "
+                f"{_code_dir(model, layer.name)} do not compute what the layer computes in "
+                f"Python; stream files and logs are in {os.path.join(workdir, layer.name)}",
+            )
+    return f"RTL {result.summary()}"
+
+
+def describe(layer: dict) -> str:
+    """What went wrong in a failed layer (as in report.json), in one line."""
+    first = layer.get("first_mismatch")
+    if not first:
+        return layer.get("reason", "")
+    index = ", ".join(str(i) for i in first["index"])
+    return (
+        f"differs from Python: frame {first['frame']}, {first['output']}[{index}] is "
+        f"{first['got']:g}, expected {first['expected']:g} "
+        f"({first['differing_elements']} elements differ in {layer.get('frames', 0)} frames)"
+    )
+
+
+def _code_dir(model, name: str) -> str:
+    for node in model.graph.node:
+        if node.name == name:
+            for attribute in node.attribute:
+                if attribute.name == "code_gen_dir_ipgen":
+                    return attribute.s.decode()
+    return "the layer's code_gen folder"
+
+
+def rtlsim_html(section: dict | None) -> str:
+    """The "RTL simulation" part of report.html (empty without ``verify: rtlsim``)."""
+    if not section:
+        return ""
+    rows = []
+    for layer in section.get("layers", []):
+        status = layer.get("status", "")
+        note = describe(layer) if status == "mismatch" else layer.get("reason", "")
+        cells = [
+            layer.get("name", ""),
+            layer.get("op_type", ""),
+            status,
+            _number(layer.get("cycles_per_frame")),
+            _number(layer.get("estimated_cycles")),
+            _number(layer.get("latency_cycles")),
+            _compile_note(layer),
+            note,
+        ]
+        css = status.replace(" ", "-") if status != "failed" else "failed"
+        rows.append(
+            f"<tr class='{css}'>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+        )
+    return (
+        f"<h2>RTL simulation</h2>\n<p>{html.escape(section.get('summary', ''))} — "
+        f"{html.escape(section.get('tool', ''))}, {section.get('seconds', 0):.1f} s. Each RTL "
+        "layer is driven with its own inputs from the Python execution and compared bit "
+        "for bit; cycles per frame are measured between consecutive frames.</p>\n<table>\n"
+        "<tr><th>layer</th><th>op type</th><th>result</th><th>cycles/frame (simulated)</th>"
+        "<th>cycles/frame (FINN estimate)</th><th>latency (cycles)</th><th>compile</th>"
+        "<th style='min-width:24em'>note</th></tr>\n"
+        + "\n".join(rows)
+        + "\n</table>"
+        + stitched_html(section.get("stitched"))
+    )
+
+
+def stitched_html(stitched: dict | None) -> str:
+    """The stitched partition's throughput, latency and FIFO fill, or why it was not run."""
+    if not stitched:
+        return ""
+    status = stitched.get("status", "")
+    if status != "match":
+        return (
+            f"<h3>Stitched partition</h3><p>{html.escape(status)}: "
+            f"{html.escape(stitched.get('reason', ''))}</p>"
+        )
+    fifos = "".join(
+        f"<tr><td>{html.escape(f['name'])}</td><td>{html.escape(f['after'])}</td>"
+        f"<td>{html.escape(f['before'])}</td><td>{_number(f.get('max_occupancy'))}</td></tr>"
+        for f in stitched.get("fifos", [])
+    )
+    return (
+        f"<h3>Stitched partition</h3><p>{stitched['layers']} layers (with the width "
+        f"converters and FIFOs FINN inserts) match Python on {stitched['frames']} frames: "
+        f"{_number(stitched['cycles_per_frame'])} cycles/frame "
+        f"({_number(stitched['fps'])} fps), latency {_number(stitched['latency_cycles'])} "
+        f"cycles ({_number(stitched['latency_ns'])} ns). Largest FIFO fill with one frame "
+        "offered per that many cycles (the depth each FIFO needs):</p>\n<table>"
+        "<tr><th>FIFO</th><th>after</th><th>before</th><th>largest fill</th></tr>"
+        f"{fifos}</table>"
+    )
+
+
+def _number(value) -> str:
+    if value is None:
+        return "-"
+    return (
+        f"{value:,.1f}" if isinstance(value, float) and not value.is_integer() else f"{value:,.0f}"
+    )
+
+
+def _compile_note(layer: dict) -> str:
+    if layer.get("compile_seconds") is None:
+        return "-"
+    return "cached" if layer.get("compile_cached") else f"{layer['compile_seconds']:.1f} s"

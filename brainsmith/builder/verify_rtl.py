@@ -1,0 +1,149 @@
+"""``brainsmith verify-rtl BUILD_DIR``: simulate the RTL layers of a finished build.
+
+The inputs are the build's own verification inputs (regenerated from the original model
+with the same seed and count, so the same vectors as ``verify: rtlsim``) or a user's
+``.npy`` file. The results replace the ``rtlsim`` section of the folder's report.json and
+report.html.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from collections.abc import Callable
+
+import numpy as np
+
+from brainsmith.builder.rtl_check import WORKDIR
+
+
+class FolderError(Exception):
+    """A build folder that cannot be simulated: ``reason``, ``hint``, ``exit_code``."""
+
+    def __init__(self, reason: str, hint: str = "", exit_code: int = 2) -> None:
+        super().__init__(reason)
+        self.reason, self.hint, self.exit_code = reason, hint, exit_code
+
+
+def verify_build_folder(
+    folder: str,
+    *,
+    samples: int | None = None,
+    input_npy: str | None = None,
+    only: list[str] | None = None,
+    note: Callable[[str], None] | None = None,
+):
+    """Simulate ``folder``'s RTL layers; returns the DesignResult (report files updated)."""
+    from brainsmith.frameworks.finn_env import contain_finn_output, prepare_finn
+    from brainsmith.rtlsim import ToolchainError, find_toolchain
+
+    report = _read_report(folder)
+    try:
+        find_toolchain()
+    except ToolchainError as exc:
+        raise FolderError(str(exc), "install Verilator (make setup)") from exc
+    prepare_finn()
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    model = ModelWrapper(os.path.join(folder, "final.onnx"))
+    parent_path = os.path.join(folder, "final_parent.onnx")
+    parent = ModelWrapper(parent_path) if os.path.isfile(parent_path) else None
+    names = {n.name for n in model.graph.node}
+    unknown = sorted(set(only or ()) - names)
+    if unknown:
+        raise FolderError(
+            f"no layer named {', '.join(unknown)} in {folder}/final.onnx",
+            "pick from: " + ", ".join(n.name for n in model.graph.node),
+        )
+    workdir = os.path.join(folder, *WORKDIR)
+    os.makedirs(workdir, exist_ok=True)
+    log_path = os.path.join(workdir, "verify-rtl.log")
+    with open(log_path, "w") as log, contain_finn_output(log):
+        vectors = _inputs(report, parent or model, samples, input_npy)
+        try:
+            result = _simulate(model, vectors, workdir, parent, report, only, note)
+        except ToolchainError as exc:
+            raise FolderError(str(exc), "install Verilator (make setup)") from exc
+        except Exception as exc:  # the simulation could not run at all: say why, keep the log
+            traceback.print_exc(file=log)
+            raise FolderError(
+                f"RTL simulation could not run: {type(exc).__name__}: {exc}", f"see {log_path}"
+            ) from exc
+    _update_report(folder, report, result)
+    return result
+
+
+def _simulate(model, vectors, workdir, parent, report, only, note):
+    from brainsmith.rtlsim import simulate_design
+
+    return simulate_design(
+        model,
+        vectors,
+        workdir,
+        parent,
+        only=set(only) if only else None,
+        note=note,
+        stitch=None if only else (report["fpga_part"], float(report["clock_ns"])),
+    )
+
+
+def _read_report(folder: str) -> dict:
+    path = os.path.join(folder, "report.json")
+    if not os.path.isfile(path):
+        raise FolderError(
+            f"{folder} is not a brainsmith build folder (no report.json)",
+            "give the output folder of brainsmith build (its -o OUTDIR)",
+        )
+    with open(path) as handle:
+        report = json.load(handle)
+    if not os.path.isfile(os.path.join(folder, "final.onnx")):
+        error = report.get("error") or {}
+        raise FolderError(
+            f"the build in {folder} did not finish (failed in step "
+            f"{error.get('step', '?')!r}): there is no final.onnx to simulate",
+            "fix the build and run it again",
+        )
+    return report
+
+
+def _inputs(report: dict, model, samples: int | None, input_npy: str | None) -> list[tuple]:
+    """The verification inputs: from ``input_npy``, else regenerated like the build's."""
+    from brainsmith.builder.verify import generate_inputs, graph_inputs
+
+    if input_npy:
+        inputs = graph_inputs(model)
+        if len(inputs) != 1:
+            raise FolderError(f"--input needs a single-input model; this one has {len(inputs)}")
+        shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(inputs[0].name))
+        try:
+            x = np.load(input_npy).astype(np.float32)
+        except (OSError, ValueError) as exc:
+            raise FolderError(f"cannot read {input_npy}: {exc}", "give a .npy file") from exc
+        size = int(np.prod(shape))
+        if x.size == 0 or x.size % size:
+            raise FolderError(
+                f"{input_npy} has shape {x.shape}, not a whole number of inputs of shape {shape}"
+            )
+        frames = [(s,) for s in x.reshape(-1, *shape)]
+        return frames[:samples] if samples else frames
+    original = report.get("model", "")
+    if not original or not os.path.isfile(original):
+        raise FolderError(
+            f"the build's original model {original or '(none recorded)'} is not there to "
+            "regenerate the verification inputs",
+            "pass --input X.npy with inputs for the model",
+        )
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.util.cleanup import cleanup_model
+
+    reference = cleanup_model(ModelWrapper(original))
+    return generate_inputs(reference, samples or int(report.get("verify_samples") or 16), seed=0)
+
+
+def _update_report(folder: str, report: dict, result) -> None:
+    from brainsmith.builder.report import write_html, write_json
+
+    report["rtlsim"] = result.as_dict()
+    write_json(report, os.path.join(folder, "report.json"))
+    write_html(report, os.path.join(folder, "report.html"))

@@ -1,0 +1,144 @@
+"""``brainsmith verify-rtl BUILD_DIR``: simulate a build's RTL layers with Verilator."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("verify-rtl")
+@click.argument("build_dir", type=click.Path(file_okay=False))
+@click.option(
+    "--samples",
+    type=click.IntRange(1, 100_000),
+    help="Frames per layer (default: the build's verify_samples).",
+)
+@click.option(
+    "--input",
+    "input_npy",
+    type=click.Path(dir_okay=False),
+    help="Model inputs (.npy) instead of the build's verification inputs.",
+)
+@click.option(
+    "--layer",
+    "layers",
+    multiple=True,
+    help="Simulate only this layer (repeatable); default every layer.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def verify_rtl(
+    build_dir: str, samples: int | None, input_npy: str | None, layers: tuple, as_json: bool
+) -> None:
+    """Simulate every RTL layer of the build in BUILD_DIR with Verilator and compare its
+    output bit for bit with the layer's Python execution.
+
+    \b
+    Each layer gets its own input tensors from a Python run of the design on the build's
+    verification inputs. Compiled layers are cached (by content), so a second run only
+    simulates. The results go into BUILD_DIR/report.json and report.html.
+
+    \b
+    Exit codes: 0 every simulated layer matches; 1 a layer differs or its simulation did
+    not finish; 2 BUILD_DIR or the simulator cannot be used.
+
+    \b
+    Example:
+      brainsmith verify-rtl build-out/mlp-20250101-120000
+    """
+    from rich.console import Console
+
+    from brainsmith.builder.rtl_check import describe
+    from brainsmith.builder.verify_rtl import FolderError, verify_build_folder
+    from brainsmith.cli.output import print_json
+
+    status = Console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
+    try:
+        result = verify_build_folder(
+            build_dir,
+            samples=samples,
+            input_npy=input_npy,
+            only=list(layers) or None,
+            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+        )
+    except FolderError as exc:
+        click.echo(f"error: {exc.reason}", err=True)
+        if exc.hint:
+            click.echo(f"  try: {exc.hint}", err=True)
+        _exit(exc.exit_code)
+    if as_json:
+        print_json(result.as_dict())
+    else:
+        print_table(result)
+    for layer in result.layers:
+        if layer.failed:
+            click.echo(
+                f"error: RTL simulation: layer {layer.name} ({layer.op_type}) "
+                + describe(layer.as_dict()),
+                err=True,
+            )
+    _exit(0 if result.ok else 1)
+
+
+def print_table(result) -> None:
+    """One row per layer, then a line for each layer that needs a word of explanation."""
+    from rich.table import Table
+
+    from brainsmith.builder.rtl_check import describe
+    from brainsmith.cli.output import console
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("layer", "result", "cycles/frame", "FINN estimate", "latency", "compile"):
+        table.add_column(column, no_wrap=True)
+    notes = []
+    for layer in result.layers:
+        table.add_row(
+            layer.name,
+            layer.status,
+            _number(layer.cycles_per_frame),
+            _number(layer.estimated_cycles),
+            _number(layer.latency_cycles),
+            "-"
+            if layer.compile_seconds is None
+            else "cached"
+            if layer.compile_cached
+            else f"{layer.compile_seconds:.1f} s",
+        )
+        if layer.status != "match":
+            note = describe(layer.as_dict()) if layer.status == "mismatch" else layer.reason
+            notes.append(f"  {layer.name} ({layer.op_type}): {layer.status}: {note}")
+    out = console()
+    if not out.is_terminal:
+        out.width = 132  # a log file or pipe: room for whole layer names
+    out.print(table)
+    for note in notes:
+        out.print(note, markup=False, soft_wrap=True)
+    stitched = result.stitched or {}
+    if stitched.get("status") == "match":
+        fills = ", ".join(f"{f['name']} {f['max_occupancy']}" for f in stitched["fifos"])
+        out.print(
+            f"stitched partition ({stitched['layers']} layers with width converters and FIFOs): "
+            f"match, {stitched['cycles_per_frame']:,.0f} cycles/frame "
+            f"({stitched['fps']:,.0f} fps), latency {stitched['latency_cycles']:,} cycles; "
+            f"largest FIFO fill at that rate: {fills}",
+            markup=False,
+            soft_wrap=True,
+        )
+    elif stitched:
+        out.print(
+            f"stitched partition: {stitched['status']}: {stitched.get('reason', '')}",
+            markup=False,
+            soft_wrap=True,
+        )
+    out.print(f"{result.summary()} ({result.tool}, {result.seconds:.1f} s)", markup=False)
+
+
+def _number(value) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _exit(code: int) -> None:
+    from brainsmith.frameworks.finn_env import fast_exit
+
+    fast_exit(code)
+    sys.exit(code)

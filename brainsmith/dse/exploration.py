@@ -1,0 +1,358 @@
+"""``brainsmith.explore()``: build every variant of a design-space blueprint, running the
+steps variants share once, on Dask, and judge the results.
+
+Output folder::
+
+    explore.json  report.html          the variants, their metrics, the Pareto front, timings
+    segments/<id>/                     shared segments: their models and a checkpoint
+    variants/<id>/                     each variant's build (report.json, report.html, ...)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from brainsmith.dse.tasks import NodeResult, NodeTask, load_result
+from brainsmith.dse.tree import Segment, build_tree, root_key, step_keys
+from brainsmith.dse.variants import Variant
+
+
+class ExploreError(Exception):
+    """An exploration that could not run (exit code 2) or was interrupted (130)."""
+
+    def __init__(self, reason: str, hint: str = "", exit_code: int = 2) -> None:
+        self.reason, self.hint, self.exit_code = reason, hint, exit_code
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        return self.reason + (f"\n  try: {self.hint}" if self.hint else "")
+
+
+@dataclass
+class ExploreResult:
+    """A finished exploration: its folder and explore.json's content."""
+
+    output_dir: str
+    data: dict
+    json_path: str
+    html_path: str
+
+    @property
+    def variants(self) -> list[dict]:
+        return self.data["variants"]
+
+    @property
+    def pareto(self) -> list[dict]:
+        return [v for v in self.variants if v["pareto"]]
+
+
+def explore(
+    model: str,
+    blueprint,
+    output_dir: str | None = None,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    resume: bool = False,
+    force: bool = False,
+    input_npy: str | None = None,
+    expected_npy: str | None = None,
+    progress: bool = False,
+) -> ExploreResult:
+    """Build each variant of ``blueprint``'s design space on ``model`` into ``output_dir``.
+
+    ``workers``: processes of the local Dask cluster (default: the number of cores; 0 runs
+    everything in this process, without Dask). ``scheduler``: the ``tcp://HOST:PORT``
+    address (or scheduler JSON file) of an existing Dask cluster instead. ``resume``:
+    keep what an earlier run into the same folder finished. Raises ExploreError.
+    """
+    started = time.perf_counter()
+    if scheduler and workers is not None:
+        raise ExploreError(
+            "--workers and --scheduler contradict each other: --workers sizes the local "
+            "cluster, an existing cluster brings its own workers",
+            "keep one of them",
+        )
+    _check_inputs(model, input_npy, expected_npy)
+    loaded = _load(blueprint)
+    variants = _variants(loaded)
+    vectors = (os.path.abspath(input_npy), os.path.abspath(expected_npy)) if input_npy else None
+    root = root_key(model, vectors)
+    for variant in variants:
+        variant.keys = step_keys(variant.plan, root)
+    roots = build_tree(variants)
+    folder = os.path.abspath(output_dir or _default_folder(loaded.name))
+    _prepare(folder, resume, force)
+    run = Exploration(loaded, variants, roots, folder, os.path.abspath(model), vectors)
+    if resume:
+        run.adopt_finished()
+    run.execute(workers, scheduler, progress, started)
+    return run.result
+
+
+class Exploration:
+    """One exploration's state: the tree, what finished and the outputs."""
+
+    def __init__(
+        self,
+        blueprint,
+        variants: list[Variant],
+        roots: list[Segment],
+        folder: str,
+        model: str,
+        vectors,
+    ) -> None:
+        self.blueprint = blueprint
+        self.variants = variants
+        self.roots = roots
+        self.nodes = {node.id: node for root in roots for node in root.walk()}
+        self.folder = folder
+        self.model = model
+        self.vectors = vectors
+        self.results: dict[str, NodeResult] = {}
+        self.ran: set[str] = set()
+        self.status = "running"
+        self.executor_facts: dict = {}
+        self.setup_seconds = 0.0  # until the executor was ready
+        self.teardown_seconds = 0.0  # stopping it
+        self.result: ExploreResult | None = None
+
+    def node_folder(self, node: Segment) -> str:
+        return os.path.join(self.folder, "segments" if node.shared else "variants", node.id)
+
+    def adopt_finished(self) -> None:
+        """Take every segment an earlier run finished with the same inputs (--resume)."""
+        for node in self.nodes.values():
+            found = load_result(self.node_folder(node), node.key)
+            if found is not None:
+                self.results[node.id] = found
+
+    def tasks(self) -> list[tuple[NodeTask, str | None]]:
+        """The segments still to run for the variants that are not finished, parents first."""
+        wanted: list[Segment] = []
+        for node in self.nodes.values():
+            if node.shared or node.id in self.results:
+                continue
+            for step in node.path():
+                if step.id not in self.results and step not in wanted:
+                    wanted.append(step)
+        wanted.sort(key=lambda n: (len(n.path()), list(self.nodes).index(n.id)))
+        return [(self._task(n), n.parent.id if n.parent else None) for n in wanted]
+
+    def _task(self, node: Segment) -> NodeTask:
+        return NodeTask(
+            id=node.id,
+            key=node.key,
+            folder=self.node_folder(node),
+            model=self.model,
+            plan=node.variants[0].plan,
+            start=node.start,
+            stop=node.stop if node.shared else None,
+            vectors=self.vectors,
+        )
+
+    def execute(
+        self, workers: int | None, scheduler: str | None, progress: bool, started: float
+    ) -> None:
+        from brainsmith.dse.progress import ExploreProgress
+
+        tasks = self.tasks()
+        executor = None
+        if tasks:  # a cluster that cannot start stops here: nothing ran, nothing is written
+            try:
+                executor = _executor(self.folder, workers, scheduler, tasks)
+            except KeyboardInterrupt:
+                raise ExploreError(
+                    "interrupted while the Dask cluster started", "run the command again", 130
+                ) from None
+            self.executor_facts = executor.description
+        self.setup_seconds = time.perf_counter() - started
+        display = ExploreProgress.silent()
+        try:
+            if progress:
+                display = ExploreProgress(
+                    {n.id: _label(n) for n in self.nodes.values()},
+                    {n.id: [v.id for v in n.variants] for n in self.nodes.values()},
+                    title=f"brainsmith explore {self.blueprint.name}: {len(self.variants)} variants "
+                    f"-> {self.folder}",
+                )
+            if executor is not None:
+                executor.run(
+                    tasks, dict(self.results), display.started, lambda r: self._finished(r, display)
+                )
+            self.status = "complete"
+        except KeyboardInterrupt:
+            self.status = "interrupted"
+        finally:
+            display.close()
+            if executor is not None:
+                stopping = time.perf_counter()
+                executor.close()
+                self.teardown_seconds = time.perf_counter() - stopping
+            if self.status == "interrupted":
+                self._collect_late()
+            elif self.status == "running":  # an unexpected error: keep what finished
+                self.status = "failed"
+            self.result = self._write(started)
+        if self.status == "interrupted":
+            done = sum(v["status"] in ("ok", "failed") for v in self.result.variants)
+            raise ExploreError(
+                f"interrupted: {done} of {len(self.variants)} variants finished; the rest were cancelled",
+                "continue with the same command and --resume",
+                exit_code=130,
+            )
+
+    def _collect_late(self) -> None:
+        """Segments that finished while the cluster stopped are finished, not cancelled."""
+        for node in self.nodes.values():
+            if node.id not in self.results:
+                found = load_result(self.node_folder(node), node.key)
+                if found is not None:
+                    found.reused = False
+                    self.results[node.id] = found
+                    if not found.failed_in:
+                        self.ran.add(node.id)
+
+    def _finished(self, result: NodeResult, display) -> None:
+        self.results[result.id] = result
+        if not result.failed_in:
+            self.ran.add(result.id)
+        node = self.nodes[result.id]
+        settled = {}
+        if not node.shared:
+            settled = {node.id: result.status}
+        elif result.status == "failed":
+            settled = {v.id: "failed" for v in node.variants}
+        summary = ""
+        if result.status == "failed" and not result.failed_in:
+            summary = f"{result.error['step']}: {result.error['reason']}"[:160]
+        elif not node.shared and result.report:
+            from brainsmith.dse.report import metric_text
+
+            summary = metric_text(result.report)
+        display.finished(result.id, result.status, summary, settled)
+        if not node.shared:
+            self._write(None)
+
+    def _write(self, started: float | None) -> ExploreResult:
+        from brainsmith.dse.record import assemble
+        from brainsmith.dse.report import write_report
+        from brainsmith.dse.results import write_json
+
+        data = assemble(self, started)
+        json_path = os.path.join(self.folder, "explore.json")
+        html_path = os.path.join(self.folder, "report.html")
+        write_json(data, json_path)
+        if started is not None:
+            write_report(data, html_path)
+        return ExploreResult(self.folder, data, json_path, html_path)
+
+
+def _label(node: Segment) -> str:
+    if node.shared:
+        return f"{node.id} steps {node.start + 1}-{node.stop} for {len(node.variants)} variants"
+    from brainsmith.dse.tree import show
+
+    choices = " ".join(
+        f"{k.partition('.')[2]}={show(v)}" for k, v in node.variants[0].choices.items()
+    )
+    return f"{node.id} {choices}"
+
+
+def _executor(folder: str, workers: int | None, scheduler: str | None, tasks):
+    from brainsmith.dse.executor import DaskCluster, ExecutorError, InProcess, default_workers
+
+    if workers == 0:
+        return InProcess()
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ExploreError(
+            "brainsmith explore runs on Dask, and the distributed package is not installed",
+            "pip install 'brainsmith[explore]', or pass --workers 0 to run in this process",
+        ) from None
+    tails = sum(task.stop is None for task, _ in tasks)
+    try:
+        return DaskCluster(folder, workers or min(default_workers(), tails), scheduler)
+    except ExecutorError as exc:
+        raise ExploreError(exc.reason, exc.hint) from None
+
+
+def _check_inputs(model: str, input_npy: str | None, expected_npy: str | None) -> None:
+    if not os.path.isfile(model):
+        raise ExploreError(
+            f"model file {model} does not exist", "check the path of the QONNX model"
+        )
+    if (input_npy is None) != (expected_npy is None):
+        raise ExploreError(
+            "--input and --expected must be given together", "pass both files, or neither"
+        )
+    for path in (p for p in (input_npy, expected_npy) if p):
+        if not os.path.isfile(path):
+            raise ExploreError(f"file {path} does not exist", "check the path")
+
+
+def _load(blueprint):
+    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+    from brainsmith.plugin.errors import PluginError
+
+    if hasattr(blueprint, "design_space"):
+        return blueprint
+    try:
+        return load_blueprint(str(blueprint))
+    except BlueprintError as exc:
+        raise ExploreError(
+            str(exc), f"fix the blueprint (brainsmith blueprint validate {blueprint})"
+        ) from exc
+    except (PluginError, OSError) as exc:
+        raise ExploreError(
+            f"blueprint {blueprint}: {exc}", "check the plugin configuration"
+        ) from exc
+
+
+def _variants(blueprint) -> list[Variant]:
+    from brainsmith.builder.plan import PlanError
+    from brainsmith.dse.variants import SpaceError, expand
+
+    try:
+        variants = expand(blueprint)
+    except SpaceError as exc:
+        raise ExploreError(
+            str(exc),
+            f"add a design_space: (docs/explore.md), or build it: brainsmith build MODEL {blueprint.path}",
+        ) from exc
+    except PlanError as exc:
+        raise ExploreError(
+            f"blueprint {blueprint.path}: {exc}", "fix the blueprint's kernels"
+        ) from exc
+    if any(v.plan.options is None for v in variants):
+        raise ExploreError(
+            f"blueprint {blueprint.name} has no build: section",
+            "add build: with fpga_part (or board) and target_fps",
+        )
+    return variants
+
+
+def _default_folder(name: str) -> str:
+    from brainsmith.builder.outdir import default_output_dir
+
+    return default_output_dir(f"{name}-explore")
+
+
+def _prepare(folder: str, resume: bool, force: bool) -> None:
+    from brainsmith.builder.errors import BuildError
+    from brainsmith.builder.outdir import prepare_output_dir
+
+    if resume and force:
+        raise ExploreError("--resume and --force contradict each other", "keep one of them")
+    if resume and os.path.isdir(folder):
+        return
+    try:
+        prepare_output_dir(folder, force)
+    except BuildError as exc:
+        hint = exc.hint
+        if "not empty" in exc.reason:
+            hint = "pass --resume to continue the exploration in it, " + hint
+        raise ExploreError(exc.reason, hint) from exc

@@ -1,0 +1,276 @@
+"""The exploration's report.html: summary, Pareto plots (fps against LUT and DSP, every
+point a link to its build report), the ranked table with constraint results, failures and
+the execution tree. Self-contained: inline CSS and SVG, no script, nothing fetched."""
+
+from __future__ import annotations
+
+import html
+import math
+
+from brainsmith.dse.results import METRIC_NAMES
+
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 520, 340, 78, 18, 16, 46
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
+table { border-collapse: collapse; } th, td { padding: 3px 9px; text-align: left; }
+table.variants td { border-top: 1px solid #ddd; white-space: nowrap; }
+table.variants td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.failed td { color: #a33; } tr.pareto td.id { font-weight: bold; }
+.ok { color: #1a7f37; } .miss { color: #b42318; }
+.plots { display: flex; flex-wrap: wrap; gap: 24px; }
+svg text { font: 11px sans-serif; fill: #333; }
+circle.pareto { fill: #3569a8; } circle.feasible { fill: #fff; stroke: #3569a8; stroke-width: 1.5; }
+circle.infeasible { fill: #bbb; }
+pre { background: #f6f6f6; padding: 10px; overflow-x: auto; }
+.legend span { margin-right: 14px; }
+"""
+
+
+def metric_text(report: dict) -> str:
+    """``fps 1,250,000  LUT 552  DSP 7`` for a build's report."""
+    from brainsmith.dse.results import metrics
+
+    found = metrics(report)
+    parts = [f"{name} {_number(found[name])}" for name in ("fps", "LUT", "DSP")]
+    return "  ".join(parts)
+
+
+def write_report(data: dict, path: str) -> None:
+    variants = data["variants"]
+    ok = [v for v in variants if v["status"] == "ok"]
+    failed = [v for v in variants if v["status"] == "failed"]
+    other = len(variants) - len(ok) - len(failed)
+    summary = [
+        ("status", data["status"]),
+        ("model", data["model"]),
+        ("blueprint", data["blueprint"]),
+        (
+            "variants",
+            f"{len(ok)} built, {len(failed)} failed"
+            + (f", {other} not run" if other else "")
+            + f" ({data['strategy']}, {len(variants)} of {data['space_size']})",
+        ),
+        ("Pareto front", ", ".join(v["id"] for v in variants if v["pareto"]) or "-"),
+        ("objectives", ", ".join(f"{k} {g}" for k, g in data["objectives"].items())),
+        ("constraints", ", ".join(data["constraints"]) or "none"),
+        (
+            "segments",
+            f"{data['segments_run']} run, {data['segments_reused']} reused; "
+            f"{data['steps_run']} step runs instead of {data['steps_without_reuse']}",
+        ),
+        ("executor", ", ".join(f"{k} {v}" for k, v in data["executor"].items()) or "-"),
+        ("time", f"{_number(data['timings']['seconds'])} s"),
+    ]
+    rows = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in summary
+    )
+    plots = "".join(_plot(variants, data, resource) for resource in ("LUT", "DSP"))
+    legend = (
+        "<p class='legend'><span>● on the Pareto front</span><span>○ meets the constraints"
+        "</span><span style='color:#999'>● misses a constraint</span><span>- - constraint"
+        "</span> Click a point for its build report.</p>"
+    )
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{html.escape(f"brainsmith explore: {data['name']}")}</title>
+<style>{STYLE}</style></head><body>
+<h1>brainsmith explore: {html.escape(data["name"])}</h1>
+<table class="summary">{rows}</table>
+<h2>Pareto plots</h2>{legend}<div class="plots">{plots}</div>
+<h2>Variants, ranked</h2>{_table(variants, data)}
+{_failures(failed)}
+<h2>Execution tree</h2><pre>{html.escape(chr(10).join(data["tree"]))}</pre>
+<p>{html.escape(", ".join(f"{k} {v}" for k, v in data["versions"].items()))}</p>
+</body></html>
+"""
+    with open(path, "w") as handle:
+        handle.write(page)
+
+
+def _table(variants: list[dict], data: dict) -> str:
+    dims = list(data["dimensions"])
+    constraints = data["constraints"]
+    head = ["rank", "variant", "status", *dims, *METRIC_NAMES, *constraints, "Pareto", "time"]
+    rows = []
+    for v in variants:
+        found = v["metrics"] or {}
+        checks = {c["constraint"]: c["ok"] for c in v["constraints"]}
+        cells = [
+            (str(v["rank"]), "num"),
+            (_link(v), "id"),
+            (html.escape(v["status"]), ""),
+            *((html.escape(_choice(v["choices"].get(d))), "") for d in dims),
+            *((_number(found.get(m)), "num") for m in METRIC_NAMES),
+            *(_check(checks.get(c)) for c in constraints),
+            ("★" if v["pareto"] else "", ""),
+            (f"{_number(v['seconds'])} s" if v["seconds"] is not None else "", "num"),
+        ]
+        kind = "pareto" if v["pareto"] else ("failed" if v["status"] == "failed" else "")
+        tds = "".join(f"<td class='{c}'>{text}</td>" for text, c in cells)
+        rows.append(f"<tr class='{kind}'>{tds}</tr>")
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return f"<table class='variants'><tr>{header}</tr>{''.join(rows)}</table>"
+
+
+def _link(variant: dict) -> str:
+    """The variant's id, linked to its build report when there is one."""
+    name = html.escape(variant["id"])
+    if not variant["report"]:
+        return name
+    return f"<a href='{html.escape(variant['report'])}'>{name}</a>"
+
+
+def _check(ok: bool | None) -> tuple[str, str]:
+    if ok is None:
+        return "", ""
+    return ("<span class='ok'>pass</span>", "") if ok else ("<span class='miss'>fail</span>", "")
+
+
+def _failures(failed: list[dict]) -> str:
+    if not failed:
+        return ""
+    items = []
+    for v in failed:
+        error = v["error"] or {}
+        where = f" (in shared segment {v['failed_in']})" if v["failed_in"] else ""
+        items.append(
+            f"<li>{_link(v)}: step "
+            f"{html.escape(str(error.get('step', '')))}{html.escape(where)}: "
+            f"{html.escape(str(error.get('reason', '')))}"
+            + (f"<br>try: {html.escape(error['hint'])}" if error.get("hint") else "")
+            + "</li>"
+        )
+    return f"<h2>Failed variants</h2><ul>{''.join(items)}</ul>"
+
+
+def _plot(variants: list[dict], data: dict, resource: str) -> str:
+    points = [
+        v
+        for v in variants
+        if v["status"] == "ok"
+        and v["metrics"]
+        and v["metrics"].get("fps")
+        and v["metrics"].get(resource) is not None
+    ]
+    title = f"fps against {resource}"
+    if not points:
+        return f"<figure><figcaption>{title}</figcaption><p>No built variants.</p></figure>"
+    xs = [float(v["metrics"][resource]) for v in points]
+    ys = [float(v["metrics"]["fps"]) for v in points]
+    x_axis = _Axis(xs, LEFT, WIDTH - RIGHT)
+    y_axis = _Axis(ys, HEIGHT - BOTTOM, TOP)
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' height='{HEIGHT}' "
+        f"role='img' aria-label='{title}'>",
+        f"<rect x='{LEFT}' y='{TOP}' width='{WIDTH - LEFT - RIGHT}' "
+        f"height='{HEIGHT - TOP - BOTTOM}' fill='none' stroke='#999'/>",
+    ]
+    for value in x_axis.ticks():
+        x = x_axis.at(value)
+        parts.append(
+            f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{TOP}' y2='{HEIGHT - BOTTOM}' stroke='#eee'/>"
+        )
+        parts.append(
+            f"<text x='{x:.1f}' y='{HEIGHT - BOTTOM + 15}' text-anchor='middle'>{_short(value)}</text>"
+        )
+    for value in y_axis.ticks():
+        y = y_axis.at(value)
+        parts.append(
+            f"<line x1='{LEFT}' x2='{WIDTH - RIGHT}' y1='{y:.1f}' y2='{y:.1f}' stroke='#eee'/>"
+        )
+        parts.append(
+            f"<text x='{LEFT - 6}' y='{y + 4:.1f}' text-anchor='end'>{_short(value)}</text>"
+        )
+    parts.append(
+        f"<text x='{(LEFT + WIDTH - RIGHT) / 2}' y='{HEIGHT - 8}' text-anchor='middle'>"
+        f"{resource}{' (log)' if x_axis.log else ''}</text>"
+        f"<text x='14' y='{(TOP + HEIGHT - BOTTOM) / 2}' text-anchor='middle' "
+        f"transform='rotate(-90 14 {(TOP + HEIGHT - BOTTOM) / 2})'>fps{' (log)' if y_axis.log else ''}</text>"
+    )
+    parts += _constraint_lines(data["constraints"], resource, x_axis, y_axis)
+    for v, x, y in sorted(zip(points, xs, ys, strict=True), key=lambda p: p[0]["pareto"]):
+        kind = "pareto" if v["pareto"] else ("feasible" if v["feasible"] else "infeasible")
+        label = f"{v['id']}: fps {_number(y)}, {resource} {_number(x)}"
+        parts.append(
+            f"<a href='{html.escape(v['report'])}'><circle class='{kind}' data-variant='{v['id']}' "
+            f"cx='{x_axis.at(x):.1f}' cy='{y_axis.at(y):.1f}' r='6'>"
+            f"<title>{html.escape(label)}</title></circle></a>"
+        )
+    parts.append("</svg>")
+    return f"<figure><figcaption>{title}</figcaption>{''.join(parts)}</figure>"
+
+
+def _constraint_lines(constraints: list[str], resource: str, x_axis, y_axis) -> list[str]:
+    lines = []
+    for text in constraints:
+        metric, _, bound = text.split(" ", 2)
+        bound = float(bound)
+        if metric == resource and x_axis.low <= bound <= x_axis.high:
+            x = x_axis.at(bound)
+            lines.append(
+                f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{TOP}' y2='{HEIGHT - BOTTOM}' stroke='#b42318' stroke-dasharray='5 4'/>"
+            )
+        elif metric == "fps" and y_axis.low <= bound <= y_axis.high:
+            y = y_axis.at(bound)
+            lines.append(
+                f"<line x1='{LEFT}' x2='{WIDTH - RIGHT}' y1='{y:.1f}' y2='{y:.1f}' stroke='#b42318' stroke-dasharray='5 4'/>"
+            )
+    return lines
+
+
+class _Axis:
+    """A linear or (when the values span over 30x) logarithmic axis from pixel a to b."""
+
+    def __init__(self, values: list[float], a: float, b: float) -> None:
+        low, high = min(values), max(values)
+        self.log = low > 0 and high / low > 30
+        if self.log:
+            low, high = 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high))
+        else:
+            span = (high - low) or abs(high) or 1.0
+            low, high = (
+                max(0.0, low - 0.1 * span) if low >= 0 else low - 0.1 * span,
+                high + 0.1 * span,
+            )
+        self.low, self.high, self.a, self.b = low, high, a, b
+
+    def _f(self, value: float) -> float:
+        return math.log10(value) if self.log else value
+
+    def at(self, value: float) -> float:
+        lo, hi = self._f(self.low), self._f(self.high)
+        return self.a + (self._f(value) - lo) / (hi - lo) * (self.b - self.a)
+
+    def ticks(self) -> list[float]:
+        if self.log:
+            first, last = round(math.log10(self.low)), round(math.log10(self.high))
+            return [10.0**e for e in range(first, last + 1)]
+        step = 10 ** math.floor(math.log10((self.high - self.low) / 4))
+        for factor in (1, 2, 5, 10):
+            if (self.high - self.low) / (step * factor) <= 6:
+                step *= factor
+                break
+        start = math.ceil(self.low / step) * step
+        return [start + i * step for i in range(int((self.high - start) / step) + 1)]
+
+
+def _short(value: float) -> str:
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def _number(value: object) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    return f"{int(value):,}" if isinstance(value, int | float) else str(value)
+
+
+def _choice(value: object) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v).rpartition(":")[2] for v in value) + "]"
+    return "-" if value is None else str(value)

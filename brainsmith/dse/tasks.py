@@ -1,0 +1,205 @@
+"""What a worker runs: one segment of the execution tree, as a brainsmith build.
+
+A shared segment is a build that stops after its last step and leaves a checkpoint; a
+variant's own segment continues from its parent's checkpoint to the end, in the variant's
+folder, with report.json and report.html like any build. Each finished segment leaves
+``explore-node.json`` (written last) so ``--resume`` can tell complete work from cut work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+from brainsmith.builder.plan import BuildPlan
+
+NODE_FILE = "explore-node.json"
+# FINN's settings and brainsmith's output redirection are per process: one build at a time,
+# even on a worker with several threads.
+_BUILD_LOCK = threading.Lock()
+
+
+@dataclass
+class NodeTask:
+    """One segment to run: steps ``start`` to ``stop`` of ``plan`` (``stop`` None: to the
+    end, a variant's own folder)."""
+
+    id: str
+    key: str
+    folder: str
+    model: str
+    plan: BuildPlan
+    start: int
+    stop: int | None
+    vectors: tuple[str, str] | None = None
+    topic: str = ""  # where a Dask worker announces the start (one per exploration)
+
+
+@dataclass
+class NodeResult:
+    """How a segment ended: ``ok`` or ``failed`` (``failed_in`` names the shared segment
+    whose failure it inherited); ``report`` is a variant's report.json."""
+
+    id: str
+    status: str
+    folder: str
+    key: str = ""
+    seconds: float = 0.0
+    checkpoint: str = ""
+    error: dict | None = None
+    failed_in: str = ""
+    report: dict | None = field(default=None, repr=False)
+    worker: str = ""
+    reused: bool = False
+
+    def save(self) -> None:
+        """Record the outcome in the segment's folder (atomically, last)."""
+        os.makedirs(self.folder, exist_ok=True)
+        data = {k: v for k, v in asdict(self).items() if k != "report"}
+        path = os.path.join(self.folder, NODE_FILE)
+        temporary = f"{path}.tmp-{os.getpid()}"
+        with open(temporary, "w") as handle:
+            json.dump(data, handle, indent=1)
+        os.replace(temporary, path)
+
+
+def load_result(folder: str, key: str) -> NodeResult | None:
+    """The finished result recorded in ``folder`` for ``key``; None when there is none."""
+    try:
+        with open(os.path.join(folder, NODE_FILE)) as handle:
+            data = json.load(handle)
+        result = NodeResult(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+    if result.key != key or result.status not in ("ok", "failed"):
+        return None
+    result.folder = folder  # where it is now (the output may have moved)
+    if result.checkpoint:
+        result.checkpoint = folder
+    if result.status == "ok" and result.checkpoint:
+        from brainsmith.builder.checkpoint import Checkpoint
+
+        try:
+            Checkpoint.load(result.checkpoint)
+        except ValueError:
+            return None
+    if result.status == "ok" and not result.checkpoint:
+        report = os.path.join(folder, "report.json")
+        try:
+            with open(report) as handle:
+                result.report = json.load(handle)
+        except (OSError, ValueError):
+            return None
+    result.reused = True
+    return result
+
+
+def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
+    """Run ``task`` after ``parent`` (its parent segment's result, None at the root)."""
+    if parent is not None and parent.status != "ok":
+        result = NodeResult(
+            task.id,
+            "failed",
+            task.folder,
+            task.key,
+            error=parent.error,
+            failed_in=parent.failed_in or parent.id,
+        )
+        if task.stop is None:
+            result.save()
+        return result
+    with _BUILD_LOCK:
+        _announce(task.topic, task.id)
+        began = time.perf_counter()
+        result = _build(task, parent)
+        result.seconds = round(time.perf_counter() - began, 3)
+        result.worker = _worker_name()
+    result.save()
+    return result
+
+
+def _build(task: NodeTask, parent: NodeResult | None) -> NodeResult:
+    from brainsmith.builder import BuildError, build
+    from brainsmith.builder.checkpoint import Checkpoint
+
+    try:
+        start = Checkpoint.load(parent.checkpoint) if parent is not None else None
+        built = build(
+            task.model,
+            task.plan,
+            task.folder,
+            input_npy=task.vectors[0] if task.vectors else None,
+            expected_npy=task.vectors[1] if task.vectors else None,
+            force=True,  # a cut earlier attempt is moved aside, never written into
+            start=start,
+            stop_after=task.stop,
+        )
+    except BuildError as exc:
+        if exc.exit_code == 130:
+            raise KeyboardInterrupt from exc
+        error = {"step": exc.step, "reason": exc.reason, "hint": exc.hint, "report": exc.report}
+        return NodeResult(task.id, "failed", task.folder, task.key, error=error)
+    except Exception as exc:  # a broken plugin or a full disk fails this segment only
+        traceback.print_exc()
+        error = {
+            "step": "setup",
+            "reason": f"{type(exc).__name__}: {exc}",
+            "hint": f"see {os.path.join(task.folder, 'build.log')}",
+        }
+        return NodeResult(task.id, "failed", task.folder, task.key, error=error)
+    if built.checkpoint is not None:
+        return NodeResult(task.id, "ok", task.folder, task.key, checkpoint=built.output_dir)
+    return NodeResult(task.id, "ok", task.folder, task.key, report=built.report)
+
+
+def _announce(topic: str, node: str) -> None:
+    """Tell the exploring client that ``node`` started (on a Dask worker only)."""
+    if not topic:
+        return
+    try:
+        from distributed import get_worker
+
+        get_worker().log_event(topic, {"started": node})
+    except (ImportError, ValueError):
+        pass
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    except (ImportError, ValueError):
+        return "local"
+
+
+def warm_up() -> None:
+    """Load FINN and what a build uses, so a worker's first segment does not wait for it."""
+    from brainsmith.builder import runner  # noqa: F401
+    from brainsmith.builder.charts import render_charts
+    from brainsmith.frameworks.finn_env import prepare_finn
+
+    prepare_finn()
+    import finn.builder.build_dataflow_steps  # noqa: F401
+    import qonnx.core.modelwrapper  # noqa: F401
+
+    import brainsmith.steps.dataflow  # noqa: F401
+
+    render_charts([{"name": "warm-up", "LUT": 1, "cycles": 1}])  # matplotlib and its fonts
+
+
+def check_worker(folder: str) -> dict:
+    """What a worker sees: the output folder, brainsmith's version, Python's."""
+    import platform
+
+    import brainsmith
+
+    return {
+        "sees_output": os.path.isdir(folder),
+        "brainsmith": brainsmith.__version__,
+        "python": platform.python_version(),
+    }

@@ -1,0 +1,41 @@
+"""The variants of a design-space blueprint: one plain build plan per picked point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from brainsmith.builder.plan import BuildPlan, plan_from_blueprint
+
+
+@dataclass
+class Variant:
+    """One point of the design space: its id (``v07``), its choices and its build plan."""
+
+    index: int
+    id: str
+    choices: dict
+    plan: BuildPlan
+    keys: list[str] = field(default_factory=list)  # per step: what it has computed so far
+
+    @property
+    def key(self) -> str:
+        """Everything this variant's build depends on (its last step's key)."""
+        return self.keys[-1] if self.keys else ""
+
+
+class SpaceError(ValueError):
+    """A blueprint that cannot be explored; the message says why."""
+
+
+def expand(blueprint) -> list[Variant]:
+    """The variants ``blueprint`` (a loaded ``Blueprint``) picks, in order."""
+    space = blueprint.design_space
+    if space is None:
+        raise SpaceError(
+            f"blueprint {blueprint.name} has no design_space: section, so it describes one design"
+        )
+    variants = []
+    for index in space.indices():
+        plan = plan_from_blueprint(space.apply(blueprint, index))
+        variants.append(Variant(index, space.variant_id(index), space.choices(index), plan))
+    return variants

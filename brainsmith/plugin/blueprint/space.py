@@ -1,0 +1,438 @@
+"""``design_space:`` and ``search:``: alternatives a blueprint explores, and how its variants
+are picked and judged (``brainsmith explore``, docs/explore.md).
+
+    design_space:
+      backends: {matmul: [rtl, hls]}                # per kernel, one choice per variant
+      build: {target_fps: [10000, 1000000]}         # any build option but output_dir
+      transforms_phased: {post_hw: [[], [finn:MinimizeAccumulatorWidth]]}
+    search:
+      strategy: exhaustive                          # or random, with max_variants and seed
+      constraints: ["LUT <= 20000", "fps >= 100000"]
+      objectives: {fps: max, LUT: min}
+
+The variants are the product of the dimensions in the order written; variant ``i`` is the
+same design whichever strategy picks it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import random
+import re
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+from brainsmith.plugin.blueprint.checks import Checker, label
+from brainsmith.plugin.blueprint.document import Document
+from brainsmith.plugin.blueprint.errors import Diagnostics, describe, quote
+from brainsmith.plugin.blueprint.model import KernelChoice
+from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_option
+from brainsmith.plugin.blueprint.schema import PHASES, KernelRef, Ref
+
+SPACE_KEYS = {
+    "backends": "a mapping of kernel names to lists of alternative backends",
+    "build": "a mapping of build options to lists of alternative values",
+    "transforms_phased": "a mapping of pre_hw/post_hw to lists of alternative transform lists",
+}
+SEARCH_KEYS = {
+    "strategy": "exhaustive (every variant) or random",
+    "max_variants": "how many variants strategy random picks, a whole number > 0",
+    "seed": "the seed of strategy random, a whole number >= 0",
+    "constraints": 'a list of conditions such as "LUT <= 20000"',
+    "objectives": "a mapping of metrics to max or min, e.g. {fps: max, LUT: min}",
+}
+METRICS = {
+    "fps": "estimated frames per second",
+    "latency_ns": "estimated latency in nanoseconds",
+    "LUT": "LUTs",
+    "BRAM_18K": "18 Kbit block RAMs",
+    "URAM": "UltraRAMs",
+    "DSP": "DSP slices",
+}
+OPERATORS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
+DEFAULT_OBJECTIVES = (("fps", "max"), ("LUT", "min"))
+MAX_EXHAUSTIVE = 10_000
+CONSTRAINT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|<|>)\s*(\S+)\s*\Z")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One choice each variant makes: ``section`` backends | build | transforms_phased,
+    ``name`` the kernel, option or phase, ``values`` the resolved alternatives (backend
+    specs, option values, transform specs) and ``shown`` each one as written."""
+
+    section: str
+    name: str
+    values: tuple
+    shown: tuple
+
+    @property
+    def label(self) -> str:
+        return f"{self.section}.{self.name.rpartition(':')[2]}"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    metric: str
+    op: str
+    bound: float
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.op} {self.bound:g}"
+
+    def holds(self, metrics: dict) -> bool:
+        value = metrics.get(self.metric)
+        return value is not None and OPERATORS[self.op](value, self.bound)
+
+
+@dataclass(frozen=True)
+class Search:
+    strategy: str = "exhaustive"
+    max_variants: int | None = None
+    seed: int = 0
+    constraints: tuple[Constraint, ...] = ()
+    objectives: tuple[tuple[str, str], ...] = DEFAULT_OBJECTIVES
+
+
+@dataclass(frozen=True)
+class DesignSpace:
+    """The dimensions and the search; variant ``i`` picks alternative ``digits(i)[d]`` of
+    dimension ``d`` (the first dimension varies slowest)."""
+
+    dimensions: tuple[Dimension, ...]
+    search: Search
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(d.values) for d in self.dimensions)
+
+    def indices(self) -> list[int]:
+        """The variants the strategy picks, in order."""
+        if self.search.strategy == "random":
+            count = min(self.search.max_variants or self.size, self.size)
+            return sorted(random.Random(self.search.seed).sample(range(self.size), count))
+        return list(range(self.size))
+
+    def variant_id(self, index: int) -> str:
+        return f"v{index:0{max(2, len(str(self.size - 1)))}d}"
+
+    def digits(self, index: int) -> tuple[int, ...]:
+        picks = []
+        for dimension in reversed(self.dimensions):
+            index, pick = divmod(index, len(dimension.values))
+            picks.append(pick)
+        return tuple(reversed(picks))
+
+    def choices(self, index: int) -> dict[str, object]:
+        """``{"backends.matmul": "hls", "build.target_fps": 10000, ...}`` for variant ``index``."""
+        return {
+            d.label: d.shown[pick]
+            for d, pick in zip(self.dimensions, self.digits(index), strict=True)
+        }
+
+    def apply(self, blueprint, index: int):
+        """The plain blueprint (no design space) of variant ``index``."""
+        kernels = list(blueprint.kernels)
+        phased = dict(blueprint.transforms_phased)
+        options: dict = {}
+        for dimension, pick in zip(self.dimensions, self.digits(index), strict=True):
+            value = dimension.values[pick]
+            if dimension.section == "backends":
+                kernels = [
+                    KernelChoice(k.kernel, value)
+                    if k.kernel.qualified_name == dimension.name
+                    else k
+                    for k in kernels
+                ]
+            elif dimension.section == "build":
+                options[dimension.name] = value
+            else:
+                phased[dimension.name] = value
+        build = blueprint.build
+        if options:
+            build = replace(build or BuildOptions(), **options)
+        return replace(
+            blueprint,
+            name=f"{blueprint.name}-{self.variant_id(index)}",
+            kernels=tuple(kernels),
+            transforms_phased=MappingProxyType(phased),
+            build=build,
+            design_space=None,
+        )
+
+    def to_dict(self) -> dict:
+        """``design_space`` and ``search`` as plain data, names qualified."""
+        space: dict = {}
+        for d in self.dimensions:
+            if d.section == "build":
+                values = list(d.values)
+            else:
+                values = [[s.qualified_name for s in specs] for specs in d.values]
+            space.setdefault(d.section, {})[d.name] = values
+        search = self.search
+        found: dict = {"strategy": search.strategy}
+        if search.strategy == "random":
+            found.update(max_variants=search.max_variants, seed=search.seed)
+        found["constraints"] = [str(c) for c in search.constraints]
+        found["objectives"] = dict(search.objectives)
+        return {"design_space": space, "search": found}
+
+
+def read_design_space(
+    doc: Document, diag: Diagnostics, resolver, kernels: tuple[KernelChoice, ...], build
+) -> DesignSpace | None:
+    """Validate and resolve ``design_space:`` and ``search:`` (None when there is none)."""
+    from brainsmith.plugin.blueprint.schema import ELSEWHERE
+
+    elsewhere = {**ELSEWHERE, **{k: f"design_space.build.{k}" for k in BUILD_KEYS}}
+    check = Checker(doc, diag, elsewhere)
+    section, search = doc.data.get("design_space"), doc.data.get("search")
+    if section is None:
+        if search is not None:
+            check.fail(
+                ("search",),
+                "search without design_space: there are no alternatives to search",
+                "a design_space: mapping beside it",
+                key=True,
+            )
+        return None
+    given = check.mapping(("design_space",), section, SPACE_KEYS)
+    before = len(diag.problems)
+    dimensions = [
+        *_backends(check, resolver, given.get("backends", {}), kernels),
+        *_options(check, given.get("build", {}), build),
+        *_phases(check, resolver, given.get("transforms_phased", {})),
+    ]
+    if not dimensions and isinstance(section, dict) and len(diag.problems) == before:
+        check.fail(
+            ("design_space",),
+            "design_space has no alternatives",
+            "backends, build or transforms_phased with lists of alternatives",
+            key=True,
+        )
+    found = _search(check, {} if search is None else search)
+    space = DesignSpace(tuple(dimensions), found)
+    if found.strategy == "exhaustive" and dimensions and space.size > MAX_EXHAUSTIVE:
+        check.fail(
+            ("design_space",),
+            f"design_space has {space.size:,} variants, more than exhaustive search runs "
+            f"({MAX_EXHAUSTIVE:,})",
+            "fewer alternatives, or search: {strategy: random, max_variants: N}",
+            key=True,
+        )
+    return space
+
+
+def _alternatives(check: Checker, path: tuple, value: object, example: str) -> list:
+    if not isinstance(value, list) or not value:
+        check.wrong(path, value, f"a non-empty list of alternatives, e.g. {example}")
+        return []
+    return value
+
+
+def _unique(check: Checker, path: tuple, values: list) -> bool:
+    """True when no alternative repeats an earlier one (each repeat is reported)."""
+    ok = True
+    for index, value in enumerate(values):
+        if value is not None and value in values[:index]:
+            first = values.index(value)
+            check.fail(
+                (*path, index),
+                f"{label((*path, index))} repeats alternative [{first}]",
+                "different alternatives (a repeat builds the same variant twice)",
+            )
+            ok = False
+    return ok
+
+
+def _backends(check: Checker, resolver, section: object, kernels) -> list[Dimension]:
+    path = ("design_space", "backends")
+    if not isinstance(section, dict):
+        check.wrong(path, section, SPACE_KEYS["backends"])
+        return []
+    chosen = {choice.kernel: choice for choice in kernels}
+    dimensions = []
+    for name, alternatives in section.items():
+        at = (*path, name)
+        kernel = resolver.find("kernel", Ref(str(name), False, at)) if name else None
+        if kernel is None:
+            continue
+        if kernel not in chosen:
+            listed = ", ".join(k.qualified_name for k in chosen) or "none"
+            check.fail(
+                at,
+                f"kernel {kernel.qualified_name} is not one of the blueprint's kernels ({listed})",
+                "a kernel listed in hw_compiler.kernels",
+                key=True,
+            )
+            continue
+        values, shown = [], []
+        for index, item in enumerate(_alternatives(check, at, alternatives, "[rtl, hls]")):
+            refs = _names(check, (*at, index), item, "backend", allow_empty=False)
+            if refs is None:
+                continue
+            choice = resolver.kernel(KernelRef(Ref(str(name), False, at), tuple(refs)))
+            if choice is not None and choice.backends:
+                values.append(choice.backends)
+                shown.append(item if isinstance(item, str) else ",".join(item))
+        if values and len(values) == len(alternatives) and _unique(check, at, values):
+            dimensions.append(
+                Dimension("backends", kernel.qualified_name, tuple(values), tuple(shown))
+            )
+    return dimensions
+
+
+def _options(check: Checker, section: object, build: BuildOptions | None) -> list[Dimension]:
+    path = ("design_space", "build")
+    given = check.mapping(path, section, BUILD_KEYS)
+    dimensions = []
+    for key, alternatives in given.items():
+        at = (*path, key)
+        if key == "output_dir":
+            check.fail(
+                at,
+                "design_space.build.output_dir cannot vary: each variant builds in its own "
+                "folder of the exploration's output",
+                "brainsmith explore -o OUT",
+                key=True,
+            )
+            continue
+        other = {"fpga_part": "board", "board": "fpga_part"}.get(key)
+        if other and build is not None and getattr(build, other) and other not in given:
+            check.fail(
+                at,
+                f"design_space.build.{key} varies while build sets {other}, so a variant would "
+                "set both",
+                f"vary {other} instead, or set build.{other}: null",
+                key=True,
+            )
+            continue
+        example = "[10000, 1000000]" if key == "target_fps" else "[a, b]"
+        items = _alternatives(check, at, alternatives, example)
+        values = [check_option(check, (*at, i), key, item) for i, item in enumerate(items)]
+        if items and None not in values and _unique(check, at, values):
+            dimensions.append(Dimension("build", key, tuple(values), tuple(items)))
+    return dimensions
+
+
+def _phases(check: Checker, resolver, section: object) -> list[Dimension]:
+    path = ("design_space", "transforms_phased")
+    given = check.mapping(path, section, PHASES)
+    dimensions = []
+    for phase, alternatives in given.items():
+        at = (*path, phase)
+        values, shown = [], []
+        items = _alternatives(check, at, alternatives, "[[], [MinimizeAccumulatorWidth]]")
+        for index, item in enumerate(items):
+            refs = _names(check, (*at, index), item, "transform", allow_empty=True)
+            if refs is None:
+                continue
+            specs = (resolver.find("transform", ref) for ref in refs)
+            values.append(tuple(s for s in specs if s is not None))
+            shown.append([item] if isinstance(item, str) else list(item))
+        if values and len(values) == len(items) and _unique(check, at, shown):
+            dimensions.append(Dimension("transforms_phased", phase, tuple(values), tuple(shown)))
+    return dimensions
+
+
+def _names(
+    check: Checker, path: tuple, value: object, kind: str, allow_empty: bool
+) -> list[Ref] | None:
+    """One alternative: a name or a list of names (``~`` optional for transforms)."""
+    items = [value] if isinstance(value, str) else value
+    expected = f"a {kind} name or a list of them"
+    if not isinstance(items, list) or (not items and not allow_empty):
+        check.wrong(path, value, expected)
+        return None
+    refs = []
+    for index, item in enumerate(items):
+        at = path if isinstance(value, str) else (*path, index)
+        optional = kind == "transform" and isinstance(item, str) and item.startswith("~")
+        text = item[1:] if optional else item
+        if not isinstance(text, str) or not text.strip() or not text.isprintable():
+            check.wrong(at, item, expected)
+            return None
+        refs.append(Ref(text, optional, at))
+    return refs
+
+
+def _search(check: Checker, section: object) -> Search:
+    path = ("search",)
+    given = check.mapping(path, section, SEARCH_KEYS)
+    strategy = "exhaustive"
+    if "strategy" in given:
+        strategy = check.choice((*path, "strategy"), given["strategy"], ("exhaustive", "random"))
+        strategy = strategy or "exhaustive"
+    found: dict = {"strategy": strategy}
+    for key in ("max_variants", "seed"):
+        if key not in given:
+            continue
+        if strategy != "random":
+            check.fail((*path, key), f"search.{key} applies to strategy: random", key=True)
+            continue
+        value = given[key]
+        if key == "seed" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            found[key] = value
+        else:
+            found[key] = check.whole((*path, key), value, SEARCH_KEYS[key]) or 0
+    if strategy == "random" and "max_variants" not in given:
+        check.fail(
+            path, "search.strategy random needs max_variants", "e.g. max_variants: 20", key=True
+        )
+    found["constraints"] = _constraints(check, given.get("constraints", []))
+    if "objectives" in given:
+        found["objectives"] = _objectives(check, given["objectives"])
+    return Search(**found)
+
+
+def _constraints(check: Checker, value: object) -> tuple[Constraint, ...]:
+    path = ("search", "constraints")
+    if not isinstance(value, list):
+        check.wrong(path, value, SEARCH_KEYS["constraints"])
+        return ()
+    found = []
+    expected = f"METRIC OP NUMBER with a metric of {', '.join(METRICS)} and <=, <, >= or >"
+    for index, item in enumerate(value):
+        at = (*path, index)
+        match = CONSTRAINT.match(item) if isinstance(item, str) else None
+        if match is None:
+            check.fail(at, f"{label(at)} is {describe(item)}", f'{expected}, e.g. "LUT <= 20000"')
+            continue
+        metric, op, number = match.groups()
+        if metric not in METRICS:
+            check.fail(
+                at, f"{label(at)} names no metric {quote(metric)}", expected, _suggest(metric)
+            )
+            continue
+        try:
+            bound = float(number.replace("_", ""))
+        except ValueError:
+            bound = math.nan
+        if not math.isfinite(bound):
+            check.fail(at, f"{label(at)} compares with {quote(number)}, not a number", expected)
+            continue
+        found.append(Constraint(metric, op, bound))
+    return tuple(found)
+
+
+def _objectives(check: Checker, value: object) -> tuple[tuple[str, str], ...]:
+    path = ("search", "objectives")
+    if not isinstance(value, dict) or not value:
+        check.wrong(path, value, SEARCH_KEYS["objectives"])
+        return DEFAULT_OBJECTIVES
+    found = []
+    for metric, goal in value.items():
+        at = (*path, metric)
+        if metric not in METRICS:
+            expected = f"one of {', '.join(METRICS)}"
+            check.fail(at, f"no metric named {quote(metric)}", expected, _suggest(metric), key=True)
+        elif check.choice(at, goal, ("max", "min")) is not None:
+            found.append((metric, goal))
+    return tuple(found) or DEFAULT_OBJECTIVES
+
+
+def _suggest(name: str) -> str:
+    from brainsmith.plugin.registry import suggest
+
+    return suggest(name, list(METRICS))

@@ -1,0 +1,269 @@
+"""Compile a layer's RTL and the testbench into a simulator executable, cached by content.
+
+The cache key is a SHA-256 of everything that goes into the executable: the Verilator
+version and flags, the C++ compiler, the testbench and the text of every RTL file (after
+``verilator_ready``). Parameter files (``.dat``: weights, thresholds) are not part of it:
+the RTL reads them with ``$readmemh`` when the simulation starts, so a changed parameter
+file is simulated without recompiling. Executables live in the user's private cache
+directory (``<cache>/rtlsim/<key>/sim``); each is built in a temporary folder beside it and
+renamed into place, under a lock, so a failed or interrupted compile leaves nothing behind
+and two builds compiling the same layer compile it once.
+
+Verilator's run-time library (``verilated.o``, ``verilated_threads.o``: about two thirds of
+the C++ compile of a small layer) depends only on the toolchain and the flags, so the first
+compile keeps its objects in ``<cache>/rtlsim/runtime-<key>/`` and later compiles link them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib.resources import files as package_files
+
+from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
+from brainsmith.rtlsim.verilator import Toolchain, ToolchainError
+
+FORMAT = "1"  # bump when the testbench protocol changes
+VERILATOR_FLAGS = (
+    "--cc",
+    "--exe",
+    "--no-timing",  # finn-rtllib's #delays are start-up watchdogs only
+    "--x-assign",
+    "0",
+    "--x-initial",
+    "0",
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "-Wno-STMTDLY",
+    "-Wno-INITIALDLY",
+    "-DFINN_SIMULATION",
+    "--prefix",
+    "Vtop",
+)
+CXX_FLAGS = "-std=c++20 -O1"
+RUNTIME_OBJECTS = ("verilated.o", "verilated_threads.o")
+COMPILE_TIMEOUT = 900.0
+
+
+class CompileError(RuntimeError):
+    """Verilator or the C++ compiler rejected the layer; ``log`` has the full output."""
+
+    def __init__(self, message: str, log: str) -> None:
+        super().__init__(message)
+        self.log = log
+
+
+@dataclass
+class Compiled:
+    """A simulator executable for one layer."""
+
+    executable: str
+    key: str
+    cached: bool
+    seconds: float
+
+
+def testbench_header(design: LayerDesign) -> str:
+    """``tb_ports.h``: the stream ports and clocking of ``design``'s top module."""
+    ins = " ".join(f"X({s.port})" for s in design.inputs)
+    outs = " ".join(f"X({s.port})" for s in design.outputs)
+    return (
+        f"// {design.node} ({design.op_type})\n"
+        f"#define TB_INPUTS(X) {ins}\n"
+        f"#define TB_OUTPUTS(X) {outs}\n"
+        f"#define TB_CLK2X_MODE {('none', 'same', 'double').index(design.clk2x)}\n"
+        f"#define TB_PROBES(X) {' '.join(f'X({p})' for p in design.probes)}\n"
+    )
+
+
+def _sources(design: LayerDesign) -> list[tuple[str, str]]:
+    """(file name, text) of every RTL file, packages first, names made unique."""
+    from finn_xsi.srcutil import order_pkg_first
+
+    named, seen = [], set()
+    for path in order_pkg_first(design.files):
+        with open(path, errors="replace") as handle:
+            text = verilator_ready(path, handle.read(), design.code_dir)
+        name = os.path.basename(path)
+        while name in seen:
+            name = f"_{name}"
+        seen.add(name)
+        named.append((name, text))
+    named += sorted(design.generated.items())
+    return named
+
+
+def cache_key(design: LayerDesign, toolchain: Toolchain) -> str:
+    digest = hashlib.sha256()
+    testbench = package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text()
+    parts = [
+        FORMAT,
+        toolchain.version,
+        toolchain.verilator,
+        toolchain.compiler,
+        " ".join(VERILATOR_FLAGS),
+        CXX_FLAGS,
+        design.top,
+        testbench,
+        testbench_header(design),
+    ]
+    for name, text in _sources(design):
+        parts += [name, text]
+    for part in parts:
+        data = part.encode()
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def runtime_key(toolchain: Toolchain) -> str:
+    text = "\0".join(
+        [
+            FORMAT,
+            toolchain.version,
+            toolchain.verilator,
+            toolchain.compiler,
+            CXX_FLAGS,
+            *VERILATOR_FLAGS,
+        ]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def cache_root() -> str:
+    """``<brainsmith cache>/rtlsim``, created private (0700); refuses a shared one."""
+    from brainsmith.plugin.memo import cache_dir, usable_dir
+
+    root = os.path.join(cache_dir(), "rtlsim")
+    if not usable_dir(cache_dir(), create=True) or not usable_dir(root, create=True):
+        raise ToolchainError(
+            f"the compile cache {root} is not a private folder of this user; "
+            "set BRAINSMITH_CACHE_DIR to a folder of your own"
+        )
+    return root
+
+
+def compile_layer(design: LayerDesign, toolchain: Toolchain, workdir: str) -> Compiled:
+    """The executable for ``design``: from the cache, or compiled now (log in ``workdir``)."""
+    from filelock import FileLock
+
+    began = time.perf_counter()
+    key = cache_key(design, toolchain)
+    root = cache_root()
+    folder = os.path.join(root, key[:40])
+    executable = os.path.join(folder, "sim")
+    if os.path.isfile(executable):
+        return Compiled(executable, key, True, time.perf_counter() - began)
+    with FileLock(folder + ".lock"):
+        if os.path.isfile(executable):
+            return Compiled(executable, key, True, time.perf_counter() - began)
+        stage = tempfile.mkdtemp(prefix="tmp-", dir=root)
+        try:
+            runtime = os.path.join(root, f"runtime-{runtime_key(toolchain)}")
+            _build(design, toolchain, stage, workdir, runtime)
+            os.replace(stage, folder)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.remove(folder + ".lock")
+    return Compiled(executable, key, False, time.perf_counter() - began)
+
+
+def _build(
+    design: LayerDesign, toolchain: Toolchain, stage: str, workdir: str, runtime: str
+) -> None:
+    source_dir = os.path.join(stage, "src")
+    os.makedirs(source_dir)
+    paths = []
+    for name, text in _sources(design):
+        path = os.path.join(source_dir, name)
+        with open(path, "w") as handle:
+            handle.write(text)
+        paths.append(path)
+    with open(os.path.join(source_dir, "tb_ports.h"), "w") as handle:
+        handle.write(testbench_header(design))
+    testbench = os.path.join(source_dir, "testbench.cpp")
+    with open(testbench, "w") as handle:
+        handle.write(package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text())
+    obj = os.path.join(stage, "obj")
+    verilate = [
+        toolchain.verilator,
+        *VERILATOR_FLAGS,
+        "--top-module",
+        design.top,
+        "-CFLAGS",
+        f"{CXX_FLAGS} -I{source_dir}",
+        "--Mdir",
+        obj,
+        "-o",
+        "sim",
+        *paths,
+        testbench,
+    ]
+    jobs = str(min(2, os.cpu_count() or 1))
+    make = ["make", "-s", "-C", obj, "-f", "Vtop.mk", "-j", jobs]
+    log = os.path.join(workdir, "compile.log")
+    os.makedirs(workdir, exist_ok=True)
+    with open(log, "w") as out:
+        result = _run(verilate, out, toolchain, stage)
+        if result == 0:
+            for name in RUNTIME_OBJECTS:  # newer than the makefiles now, so make keeps them
+                with contextlib.suppress(OSError):
+                    shutil.copyfile(os.path.join(runtime, name), os.path.join(obj, name))
+            result = _run(make, out, toolchain, stage)
+    if result != 0 or not os.path.isfile(os.path.join(obj, "sim")):
+        raise CompileError(_first_error(log, source_dir), log)
+    os.replace(os.path.join(obj, "sim"), os.path.join(stage, "sim"))
+    if not os.path.isdir(runtime):
+        _keep_runtime(obj, runtime)
+    shutil.rmtree(obj, ignore_errors=True)
+
+
+def _run(command: list[str], out, toolchain: Toolchain, cwd: str) -> int:
+    out.write(" ".join(command) + "\n")
+    out.flush()
+    try:
+        return subprocess.run(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=toolchain.env,
+            cwd=cwd,
+            timeout=COMPILE_TIMEOUT,
+        ).returncode
+    except subprocess.TimeoutExpired as exc:
+        raise CompileError(
+            f"{os.path.basename(command[0])} took longer than {COMPILE_TIMEOUT:.0f} s and "
+            "was stopped",
+            out.name,
+        ) from exc
+
+
+def _keep_runtime(obj: str, runtime: str) -> None:
+    """Move Verilator's run-time objects of a successful compile into the cache."""
+    stage = tempfile.mkdtemp(prefix="tmp-", dir=os.path.dirname(runtime))
+    try:
+        for name in RUNTIME_OBJECTS:
+            os.replace(os.path.join(obj, name), os.path.join(stage, name))
+        os.replace(stage, runtime)
+    except OSError:
+        pass  # another compile kept them first, or an object is missing: compile next time
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _first_error(log: str, source_dir: str) -> str:
+    """The first error line of a Verilator/C++ log, with copied paths shortened."""
+    with open(log, errors="replace") as handle:
+        lines = handle.read().splitlines()[1:]
+    for line in lines:
+        if "%Error" in line or " error:" in line:
+            return line.replace(source_dir + os.sep, "").strip()
+    tail = [line for line in lines if line.strip()][-1:] or ["no output"]
+    return f"Verilator failed: {tail[0].strip()}"

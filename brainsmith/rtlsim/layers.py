@@ -1,0 +1,221 @@
+"""Simulate every RTL layer of a finished design and compare it with Python, bit for bit.
+
+Each layer is driven with its own input tensors from a Python execution of the whole design
+on the verification inputs (so one wrong layer does not hide the others) and its output
+beats are compared with that execution's output of the same layer. HLS layers are listed
+as not simulated: their RTL only exists after Vitis HLS synthesis.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HW_DOMAIN = "finn.custom_op.fpgadataflow"
+MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
+
+
+@dataclass
+class LayerResult:
+    """One layer's outcome, as written to report.json."""
+
+    name: str
+    op_type: str
+    status: str  # match | mismatch | failed | not simulated
+    reason: str = ""
+    frames: int = 0
+    first_mismatch: dict | None = None
+    cycles_per_frame: float | None = None
+    latency_cycles: int | None = None
+    estimated_cycles: int | None = None
+    compile_seconds: float | None = None
+    compile_cached: bool | None = None
+    simulate_seconds: float | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (MISMATCH, FAILED)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None and v != ""}
+
+
+@dataclass
+class DesignResult:
+    """All layers of one design."""
+
+    tool: str
+    layers: list[LayerResult] = field(default_factory=list)
+    seconds: float = 0.0
+    stitched: dict | None = None  # brainsmith.rtlsim.partition.simulate_partition's result
+
+    @property
+    def ok(self) -> bool:
+        stitched_failed = (self.stitched or {}).get("status") in (MISMATCH, FAILED)
+        return not stitched_failed and not any(layer.failed for layer in self.layers)
+
+    def count(self, status: str) -> int:
+        return sum(layer.status == status for layer in self.layers)
+
+    def summary(self) -> str:
+        parts = [f"{self.count(MATCH)} RTL layer(s) match"]
+        for status in (MISMATCH, FAILED, NOT_SIMULATED):
+            if self.count(status):
+                parts.append(f"{self.count(status)} {status}")
+        text = ", ".join(parts)
+        stitched = self.stitched or {}
+        if stitched.get("status") == MATCH:
+            text += (
+                f"; stitched partition matches, {stitched['cycles_per_frame']:,.0f} "
+                f"cycles/frame, latency {stitched['latency_cycles']:,} cycles"
+            )
+        elif stitched:
+            text += f"; stitched partition {stitched['status']}"
+        return text
+
+    def as_dict(self) -> dict:
+        return {
+            "tool": self.tool,
+            "ok": self.ok,
+            "seconds": round(self.seconds, 3),
+            "summary": self.summary(),
+            "layers": [layer.as_dict() for layer in self.layers],
+            "stitched": self.stitched,
+        }
+
+
+def simulate_design(
+    model,
+    samples,
+    workdir: str,
+    parent=None,
+    *,
+    only: set[str] | None = None,
+    note: Callable[[str], None] | None = None,
+    stitch: tuple[str, float] | None = None,
+) -> DesignResult:
+    """Simulate each hardware layer of ``model`` (or those named in ``only``) on ``samples``
+    (inputs of ``parent`` if given, else of ``model``); per-layer files go to
+    ``workdir/<layer>/``; ``note`` hears what is being done. With ``stitch`` (FPGA part,
+    clock in ns) the whole partition is simulated too (``brainsmith.rtlsim.partition``).
+
+    Raises ``ToolchainError`` when Verilator cannot be used at all.
+    """
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    began = time.perf_counter()
+    toolchain = find_toolchain()
+    contexts = layer_tensors(model, samples, workdir, parent)
+    result = DesignResult(toolchain.label)
+    layers = [n for n in model.graph.node if n.domain.startswith(HW_DOMAIN)]
+    layers = [n for n in layers if only is None or n.name in only]
+    for number, node in enumerate(layers, 1):
+        if note is not None:
+            note(f"RTL simulation {number}/{len(layers)}: {node.name}")
+        result.layers.append(_simulate_layer(model, node, contexts, toolchain, workdir))
+    if stitch is not None and result.ok and result.layers:
+        from brainsmith.rtlsim.partition import simulate_partition
+
+        if note is not None:
+            note("RTL simulation of the stitched partition")
+        folder = os.path.join(workdir, "stitched")
+        result.stitched = simulate_partition(model, contexts, folder, *stitch)
+    result.seconds = time.perf_counter() - began
+    return result
+
+
+def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, np.ndarray]]:
+    """Every tensor of ``model`` for each sample, from its Python execution."""
+    from finn.core.onnx_exec import execute_onnx
+
+    from brainsmith.builder.verify import executable, graph_inputs
+    from brainsmith.frameworks.finn_execution import fix_python_execution
+
+    fix_python_execution()
+    os.makedirs(workdir, exist_ok=True)
+    runnable = executable(model)
+    outer = executable(model, parent, workdir) if parent is not None else None
+    names = [i.name for i in graph_inputs(outer or runnable)]
+    inner = [i.name for i in graph_inputs(runnable)]
+    contexts = []
+    for sample in samples:
+        feed = dict(zip(names, sample, strict=True))
+        if outer is not None:
+            context = execute_onnx(outer, feed, return_full_exec_context=True)
+            partition = outer.get_nodes_by_op_type("StreamingDataflowPartition")[0]
+            feed = {name: context[t] for name, t in zip(inner, partition.input, strict=True)}
+        contexts.append(execute_onnx(runnable, feed, return_full_exec_context=True))
+    return contexts
+
+
+def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResult:
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.rtlsim.compile import CompileError, compile_layer
+    from brainsmith.rtlsim.sources import NotSimulated, layer_design
+    from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
+
+    result = LayerResult(node.name, node.op_type, NOT_SIMULATED)
+    try:
+        op = getCustomOp(node)
+        result.estimated_cycles = int(op.get_exp_cycles())
+        design = layer_design(model, node)
+    except NotSimulated as exc:
+        result.reason = str(exc)
+        return result
+    except Exception as exc:  # an op FINN cannot instantiate has nothing to simulate
+        result.reason = f"no FINN class for {node.op_type}: {exc}"
+        return result
+    folder = os.path.join(workdir, node.name)
+    try:
+        compiled = compile_layer(design, toolchain, folder)
+    except CompileError as exc:
+        result.reason = f"{toolchain.label} cannot compile it: {exc}"
+        if exc.log:
+            result.reason += f" (log: {exc.log})"
+        return result
+    result.compile_seconds = round(compiled.seconds, 3)
+    result.compile_cached = compiled.cached
+    frames = [[context[node.input[s.index]] for s in design.inputs] for context in contexts]
+    wanted = [[context[node.output[s.index]] for s in design.outputs] for context in contexts]
+    result.frames = len(frames)
+    began = time.perf_counter()
+    try:
+        wave = simulate(design, op, compiled.executable, frames, folder)
+    except SimulationFailed as exc:
+        result.status, result.reason = FAILED, str(exc)
+        return result
+    finally:
+        result.simulate_seconds = round(time.perf_counter() - began, 3)
+    result.cycles_per_frame = wave.cycles_per_frame
+    result.latency_cycles = wave.latency_cycles
+    result.first_mismatch = first_difference(wave.outputs, wanted, design)
+    result.status = MISMATCH if result.first_mismatch else MATCH
+    return result
+
+
+def first_difference(got, want, design) -> dict | None:
+    """The first element (frame, output, index) where ``got`` and ``want`` differ, or None."""
+    differing = 0
+    first = None
+    for frame, (got_frame, want_frame) in enumerate(zip(got, want, strict=True)):
+        for stream, a, b in zip(design.outputs, got_frame, want_frame, strict=True):
+            b = np.asarray(b, dtype=np.float32).reshape(a.shape)
+            wrong = np.argwhere(a != b)
+            differing += len(wrong)
+            if first is None and len(wrong):
+                index = tuple(int(i) for i in wrong[0])
+                first = {
+                    "frame": frame,
+                    "output": stream.port,
+                    "index": list(index),
+                    "got": float(a[index]),
+                    "expected": float(b[index]),
+                }
+    if first is not None:
+        first["differing_elements"] = differing
+    return first

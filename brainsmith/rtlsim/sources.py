@@ -1,0 +1,302 @@
+"""What Verilator compiles for one layer: FINN's own file list for the layer's RTL backend
+(``get_rtl_file_list``), the top module, and the AXI streams the testbench drives.
+
+A matrix layer whose weights live in on-chip memory (``mem_mode: internal_decoupled``) is
+two modules in the stitched design: FINN's IP Integrator script puts a memory streamer
+(``<layer>_memstream_wrapper.v``, reading the generated ``memblock.dat``) in front of the
+compute core. Here a small generated top module does the same wiring, so the weight file
+the build wrote is simulated too. Every other layer is simulated from its own top module.
+
+Verilator compatibility (``verilator_ready``, in the copy that is compiled; FINN's installed
+files are never changed): finn-rtllib's ``add_multi.sv`` declares a constant function inside
+a generate block, which IEEE 1800-2023 13.4.3 forbids and Verilator rejects ("Constant
+function may not be declared under generate"): the same function moves to module scope.
+``fifo.sv`` builds a struct in a constant function, which Verilator cannot evaluate: the
+same computation returns one field per call. Layers with single-precision float arithmetic
+(``shortreal``: LayerNorm, Softmax, float Elementwise, Requant) are not simulated: Verilator
+computes ``shortreal`` as double.
+
+Parameter files: generated Verilog names its ``.dat`` files either relative to its own
+folder (``"./Thresholding_rtl_0_"``) or, after FINN's ``ReplaceVerilogRelPaths``, by
+absolute path. Both become ``./`` paths here and the simulation runs in the layer's code
+folder, so a compiled layer does not depend on where the build folder is: the same layer
+built into another folder reuses it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+HLS_REASON = "HLS layer: its RTL comes from Vitis HLS synthesis (not available here)"
+
+
+class NotSimulated(Exception):
+    """A layer that cannot be simulated; the message says why."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One AXI stream of the simulated top: port prefix, node input/output index, bits."""
+
+    port: str
+    index: int
+    width: int
+
+
+@dataclass
+class LayerDesign:
+    """Everything needed to compile and drive one layer."""
+
+    node: str
+    op_type: str
+    top: str  # module Verilator elaborates
+    code_dir: str  # the layer's generated code; the simulation runs there
+    files: list[str]  # in compile order
+    inputs: list[Stream]
+    outputs: list[Stream]
+    clk2x: str = "none"  # none | same (tied to ap_clk) | double (a real 2x clock)
+    generated: dict[str, str] = field(default_factory=dict)  # file name -> text
+    probes: list[str] = field(default_factory=list)  # top outputs read once at the end
+
+
+def layer_design(model, node) -> LayerDesign:
+    """The design of ``node`` (a ModelWrapper node); raises NotSimulated with the reason."""
+    from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
+    from qonnx.custom_op.registry import getCustomOp
+
+    if node.domain.endswith(".hls") or node.op_type.endswith("_hls"):
+        raise NotSimulated(HLS_REASON)
+    try:
+        op = getCustomOp(node)
+    except Exception as exc:  # an op FINN cannot instantiate has nothing to simulate
+        raise NotSimulated(f"no FINN class for {node.op_type}: {exc}") from exc
+    if not isinstance(op, RTLBackend):
+        raise NotSimulated(f"{node.op_type} is not an RTL layer")
+    code_dir = str(op.get_nodeattr("code_gen_dir_ipgen") or "")
+    if not os.path.isdir(code_dir):
+        raise NotSimulated(
+            "no generated RTL (code_gen_dir_ipgen is "
+            + (f"{code_dir}, which does not exist" if code_dir else "empty")
+            + "); run the codegen step"
+        )
+    try:
+        files = [str(f) for f in op.get_rtl_file_list(abspath=True)]
+    except Exception as exc:  # FINN's list needs attributes that codegen sets
+        raise NotSimulated(f"FINN cannot list its RTL files: {exc}") from exc
+    _require(files)
+    interfaces = op.get_verilog_top_module_intf_names()
+    inputs = [_stream(port, width) for port, width in interfaces["s_axis"]]
+    outputs = [_stream(port, width) for port, width in interfaces["m_axis"]]
+    for stream in inputs:
+        if model.get_initializer(node.input[stream.index]) is not None:
+            raise NotSimulated(
+                f"input {stream.port} carries the parameter {node.input[stream.index]} "
+                f"(mem_mode {_attr(op, 'mem_mode')!r}); only parameters stored in the "
+                "layer are simulated"
+            )
+    if interfaces.get("aximm"):
+        raise NotSimulated("the layer reads parameters over AXI-MM from external memory")
+    top = str(op.get_nodeattr("gen_top_module") or op.get_verilog_top_module_name())
+    design = LayerDesign(
+        node.name, node.op_type, top, os.path.abspath(code_dir), files, inputs, outputs
+    )
+    pumped = bool(_attr(op, "pumpedCompute") or _attr(op, "pumpedMemory"))
+    streamer = _memstream_wrapper(code_dir, node.name)
+    if _attr(op, "mem_mode") == "internal_decoupled" and streamer:
+        _with_weight_streamer(design, op, streamer, pumped)
+    elif _has_port(files, top, "ap_clk2x"):
+        design.clk2x = "double" if pumped else "same"
+    _refuse_single_precision(design.files)
+    return design
+
+
+def _refuse_single_precision(files: list[str]) -> None:
+    """finn-rtllib models IEEE single precision with ``shortreal``; Verilator computes it as
+    double (``real``), so such a layer would differ from Python for the simulator's sake."""
+    for path in files:
+        with open(path, errors="replace") as handle:
+            text = handle.read()
+        if "$shortrealtobits" in text or "$bitstoshortreal" in text:
+            raise NotSimulated(
+                f"single-precision float arithmetic ({os.path.basename(path)} uses shortreal): "
+                "Verilator computes shortreal as double (verilator/verilator#6132), so its "
+                "results would not be the hardware's"
+            )
+
+
+def _stream(port: str, width: int) -> Stream:
+    match = re.fullmatch(r"(?:in|out)(\d+)_V", port)
+    if match is None:
+        raise NotSimulated(f"unexpected stream port name {port!r}")
+    return Stream(port, int(match.group(1)), int(width))
+
+
+def _attr(op, name: str):
+    return op.get_nodeattr(name) if name in op.get_nodeattr_types() else None
+
+
+def _require(files: list[str]) -> None:
+    for path in files:
+        if not os.path.isfile(path):
+            raise NotSimulated(f"RTL file {path} does not exist (run the codegen step again)")
+
+
+def _memstream_wrapper(code_dir: str, name: str) -> str:
+    path = os.path.join(code_dir, f"{name}_memstream_wrapper.v")
+    if os.path.isfile(path):
+        return path
+    found = sorted(f for f in os.listdir(code_dir) if f.endswith("_memstream_wrapper.v"))
+    return os.path.join(code_dir, found[0]) if found else ""
+
+
+def _has_port(files: list[str], module: str, port: str) -> bool:
+    for path in files:
+        with open(path, errors="replace") as handle:
+            text = handle.read()
+        match = re.search(rf"\bmodule\s+{re.escape(module)}\b(.*?)\);", text, re.S)
+        if match:
+            return re.search(rf"\b{port}\b", match.group(1)) is not None
+    return False
+
+
+def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) -> None:
+    """Wire ``<layer>_memstream_wrapper`` into the core's weight input, as FINN's IPI does."""
+    from finn.util.settings import get_settings
+
+    rtllib = get_settings().finn_rtllib
+    extra = [
+        streamer,
+        os.path.join(rtllib, "axi", "hdl", "axilite.sv"),
+        os.path.join(rtllib, "memstream", "hdl", "memstream_axi.sv"),
+        os.path.join(rtllib, "memstream", "hdl", "memstream.sv"),
+    ]
+    _require(extra)
+    module = os.path.basename(streamer)[: -len(".v")]
+    wide = int(op.get_instream_width_padded(1))
+    clk2x = "ap_clk2x" if pumped else "ap_clk"
+    core_clk2x = f" .ap_clk2x({clk2x})," if _has_port(design.files, design.top, "ap_clk2x") else ""
+    ports = ["input ap_clk", "input ap_rst_n"] + (["input ap_clk2x"] if pumped else [])
+    wiring = []
+    for stream in design.inputs:
+        ports += [
+            f"input [{stream.width - 1}:0] {stream.port}_TDATA",
+            f"input {stream.port}_TVALID",
+            f"output {stream.port}_TREADY",
+        ]
+        wiring += [f".{stream.port}_{s}({stream.port}_{s})" for s in ("TDATA", "TVALID", "TREADY")]
+    for stream in design.outputs:
+        ports += [
+            f"output [{stream.width - 1}:0] {stream.port}_TDATA",
+            f"output {stream.port}_TVALID",
+            f"input {stream.port}_TREADY",
+        ]
+        wiring += [f".{stream.port}_{s}({stream.port}_{s})" for s in ("TDATA", "TVALID", "TREADY")]
+    top = f"{design.top}_rtlsim_top"
+    text = "\n".join(
+        [
+            "// Generated by brainsmith.rtlsim: weight streamer -> compute core, as in the",
+            "// stitched design (FINN's IP Integrator hierarchy for mem_mode internal_decoupled).",
+            f"module {top} (",
+            ",\n".join(f"\t{p}" for p in ports),
+            ");",
+            f"\twire [{wide - 1}:0] w_tdata;",
+            "\twire w_tvalid, w_tready;",
+            f"\t{module} weights (",
+            f"\t\t.ap_clk(ap_clk), .ap_clk2x({clk2x}), .ap_rst_n(ap_rst_n),",
+            "\t\t.s_axilite_AWVALID(1'b0), .s_axilite_AWPROT(3'b0), .s_axilite_AWADDR('0),",
+            "\t\t.s_axilite_WVALID(1'b0), .s_axilite_WDATA(32'b0), .s_axilite_WSTRB(4'b0),",
+            "\t\t.s_axilite_BREADY(1'b0), .s_axilite_ARVALID(1'b0), .s_axilite_ARPROT(3'b0),",
+            "\t\t.s_axilite_ARADDR('0), .s_axilite_RREADY(1'b0),",
+            "\t\t.s_axis_0_tvalid(1'b0), .s_axis_0_tdata('0),",
+            "\t\t.m_axis_0_tready(w_tready), .m_axis_0_tvalid(w_tvalid), .m_axis_0_tdata(w_tdata)",
+            "\t);",
+            f"\t{design.top} core (",
+            f"\t\t.ap_clk(ap_clk),{core_clk2x} .ap_rst_n(ap_rst_n),",
+            "\t\t.in1_V_TDATA(w_tdata), .in1_V_TVALID(w_tvalid), .in1_V_TREADY(w_tready),",
+            "\t\t" + ", ".join(wiring),
+            "\t);",
+            "endmodule",
+            "",
+        ]
+    )
+    design.files += extra
+    design.generated[f"{top}.sv"] = text
+    design.top = top
+    design.clk2x = "double" if pumped else "none"
+
+
+def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
+    """``text`` of the RTL file ``path`` as compiled here: paths into ``code_dir`` made
+    ``./`` paths (without a ``code_dir``: ``./`` paths made absolute), and
+    Verilator-compatible (see the module docstring)."""
+    if code_dir:
+        text = text.replace(code_dir.rstrip(os.sep) + os.sep, "./")
+    elif path.endswith(".v"):  # several layers' folders: absolute, as ReplaceVerilogRelPaths does
+        folder = os.path.dirname(os.path.abspath(path))
+        text = text.replace('$readmemh(".', f'$readmemh("{folder}').replace('"./', f'"{folder}/')
+    fix = VERILATOR_FIXES.get(os.path.basename(path))
+    return fix(text) if fix else text
+
+
+def _hoist_leaf_loads(text: str) -> str:
+    """add_multi.sv: the constant function under generate, moved to module scope."""
+    match = re.search(
+        r"\n([ \t]*)// Compute the count of decendents.*?endfunction\s*:\s*init_leaf_loads\n",
+        text,
+        re.S,
+    )
+    anchor = re.search(r"\n[ \t]*uwire \[SUM_WIDTH-1:0\]\s+sum0;", text)
+    if match is None or anchor is None or anchor.start() > match.start():
+        return text  # a FINN version without the construct: compile it as it is
+    indent = match.group(1)
+    block = "\n".join(
+        line[len(indent) - 1 :] if line.startswith(indent) else line
+        for line in match.group(0).strip("\n").split("\n")
+    )
+    text = text[: match.start()] + "\n" + text[match.end() :]
+    return text[: anchor.start()] + "\n" + block + "\n" + text[anchor.start() :]
+
+
+ABITS_ORIGINAL = """function abits_t INIT_ABITS();
+    automatic abits_t abits = '{ lo: $clog2(DEPTH_REQ), hi: 0 };
+    if(abits.lo > MIN_ABITS) begin
+        automatic int unsigned hi_abits = $clog2(DEPTH_REQ - 2**(abits.lo-1));
+        if(hi_abits < abits.lo - 1) begin
+            abits.lo--;
+            abits.hi = hi_abits < 1? 1 : hi_abits;
+        end
+    end
+    return abits;
+    endfunction : INIT_ABITS
+    localparam abits_t ABITS = INIT_ABITS();"""
+ABITS_READY = """function int unsigned INIT_ABITS_FIELD(input bit hi);
+		automatic int unsigned  lo = $clog2(DEPTH_REQ);
+		automatic int unsigned  h  = 0;
+		if(lo > MIN_ABITS) begin
+			automatic int unsigned  hi_abits = $clog2(DEPTH_REQ - 2**(lo-1));
+			if(hi_abits < lo - 1) begin
+				lo--;
+				h = hi_abits < 1? 1 : hi_abits;
+			end
+		end
+		return  hi? h : lo;
+	endfunction : INIT_ABITS_FIELD
+	localparam abits_t       ABITS      = '{ lo: INIT_ABITS_FIELD(0), hi: INIT_ABITS_FIELD(1) };"""
+
+
+def _abits_without_struct_function(text: str) -> str:
+    """fifo.sv: Verilator cannot evaluate a constant function that builds a struct
+    ("Unknown node type ... CONSPACKUORSTRUCT"); the same computation, one field per call."""
+    match = re.search(r"function abits_t INIT_ABITS\(\);.*?= INIT_ABITS\(\);", text, re.S)
+    if match is None or _tokens(match.group(0)) != _tokens(ABITS_ORIGINAL):
+        return text  # not the code this was written for: compile it as it is
+    return text[: match.start()] + ABITS_READY + text[match.end() :]
+
+
+def _tokens(code: str) -> list[str]:
+    return re.sub(r"//[^\n]*", "", code).split()
+
+
+VERILATOR_FIXES = {"add_multi.sv": _hoist_leaf_loads, "fifo.sv": _abits_without_struct_function}

@@ -1,0 +1,149 @@
+"""Run one compiled layer on a batch of frames: pack the input tensors into stream beats
+the way FINN does (``npy_to_rtlsim_input`` on the folded shape), run the executable, unpack
+its beats (``rtlsim_output_to_npy``) and measure cycles from the beat timestamps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from brainsmith.rtlsim.sources import LayerDesign
+
+RUN_TIMEOUT = 600.0  # seconds of wall time for one layer's simulation
+MIN_IDLE_CYCLES = 10_000
+PROBE = re.compile(r"^probe (\S+) ([0-9a-f]+)$", re.M)
+
+
+class SimulationFailed(RuntimeError):
+    """The simulation did not finish: the layer stalled, crashed or missed a parameter file."""
+
+
+@dataclass
+class Waveform:
+    """What came out of one simulation."""
+
+    outputs: list[list[np.ndarray]]  # per frame, per output stream (in the node's shape)
+    cycles: int  # from reset release to the last output beat
+    latency_cycles: int | None  # first input beat of frame 0 to its last output beat
+    cycles_per_frame: float | None  # steady state, between consecutive frames' last beats
+    probes: dict[str, int] = field(default_factory=dict)  # TB_PROBES values at the end
+
+
+def simulate(
+    design: LayerDesign,
+    op,
+    executable: str,
+    frames: list[list[np.ndarray]],
+    workdir: str,
+    estimated_cycles: int | None = None,
+    interval: int = 0,
+) -> Waveform:
+    """Drive ``frames`` (per frame: one array per input stream) through ``executable``.
+
+    ``op`` is the FINN op whose streams these are, or a pair (op of the inputs, op of the
+    outputs) for a chain of layers; ``estimated_cycles`` (default: the op's estimate) sets
+    how long the simulation may go without output before it counts as stalled; with an
+    ``interval``, frame k is offered from cycle k * interval on (else inputs flow flat out).
+    """
+    from finn.util.data_packing import npy_to_rtlsim_input
+
+    op_in, op_out = op if isinstance(op, tuple) else (op, op)
+    if estimated_cycles is None:
+        estimated_cycles = int(op_in.get_exp_cycles() or 0)
+    workdir = os.path.abspath(workdir)
+    os.makedirs(workdir, exist_ok=True)
+    for position, stream in enumerate(design.inputs):
+        shape = op_in.get_folded_input_shape(stream.index)
+        dtype = op_in.get_input_datatype(stream.index)
+        bits = op_in.get_instream_width(stream.index)
+        with open(os.path.join(workdir, f"{stream.port}.hex"), "w") as handle:
+            for frame in frames:
+                array = np.asarray(frame[position], dtype=np.float32).reshape(shape)
+                for beat in npy_to_rtlsim_input(array, dtype, bits):
+                    handle.write(f"{beat:x}\n")
+    beats_out = [_beats(op_out.get_folded_output_shape(s.index)) for s in design.outputs]
+    idle = max(MIN_IDLE_CYCLES, 10 * estimated_cycles)
+    command = [executable, workdir, *(str(b * len(frames)) for b in beats_out), str(idle)]
+    if interval:
+        command += [str(interval)]
+        command += [str(_beats(op_in.get_folded_input_shape(s.index))) for s in design.inputs]
+    try:
+        result = subprocess.run(  # in the code folder: the RTL reads ./<parameter>.dat
+            command,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            cwd=design.code_dir or workdir,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise SimulationFailed(
+            f"stalled: the simulation ran longer than {RUN_TIMEOUT:.0f} s"
+        ) from exc
+    for line in (result.stdout + result.stderr).splitlines():
+        if "$readmem" in line:  # Verilator warns and goes on with zeros; that is no result
+            raise SimulationFailed(f"cannot read a parameter file: {line.strip()}")
+    if result.returncode == 3:
+        stalled = [line.split()[1:] for line in result.stdout.splitlines() if "stalled" in line]
+        detail = ", ".join(f"{name} gave {count} beats" for name, count in stalled)
+        raise SimulationFailed(f"stalled: no output for {idle:,} cycles ({detail})")
+    if result.returncode != 0:
+        raise SimulationFailed(
+            f"crashed: the simulator exited with code {result.returncode}: "
+            f"{(result.stderr or result.stdout).strip()[-300:]}"
+        )
+    return _collect(design, op_out, frames, beats_out, workdir, result.stdout)
+
+
+def _beats(folded_shape) -> int:
+    return int(np.prod(folded_shape[:-1]))
+
+
+def _collect(design, op, frames, beats_out, workdir: str, stdout: str) -> Waveform:
+    from finn.util.data_packing import rtlsim_output_to_npy
+
+    outputs: list[list[np.ndarray]] = [[] for _ in frames]
+    last_beats = None
+    for stream, per_frame in zip(design.outputs, beats_out, strict=True):
+        cycles, values = _read_beats(os.path.join(workdir, f"{stream.port}.hex"))
+        dtype = op.get_output_datatype(stream.index)
+        shape = op.get_folded_output_shape(stream.index)
+        normal = tuple(op.get_normal_output_shape(stream.index))
+        for index in range(len(frames)):
+            chunk = values[index * per_frame : (index + 1) * per_frame]
+            array = rtlsim_output_to_npy(
+                chunk, None, dtype, shape, op.get_outstream_width(stream.index), dtype.bitwidth()
+            )
+            outputs[index].append(np.asarray(array, dtype=np.float32).reshape(normal))
+        frame_ends = [cycles[(k + 1) * per_frame - 1] for k in range(len(frames))]
+        last_beats = frame_ends if last_beats is None else list(map(max, last_beats, frame_ends))
+    found = re.search(r"^cycles (\d+)$", stdout, re.M)
+    total = int(found.group(1)) if found else 0
+    latency = interval = None
+    if last_beats and design.inputs:
+        first_in = _first_accepted(os.path.join(workdir, f"{design.inputs[0].port}.cycles"))
+        latency = last_beats[0] - first_in + 1 if first_in is not None else None
+    if last_beats and len(last_beats) > 1:
+        interval = (last_beats[-1] - last_beats[0]) / (len(last_beats) - 1)
+    probes = {m.group(1): int(m.group(2), 16) for m in PROBE.finditer(stdout)}
+    return Waveform(outputs, total, latency, interval, probes)
+
+
+def _read_beats(path: str) -> tuple[list[int], list[int]]:
+    cycles, values = [], []
+    with open(path) as handle:
+        for line in handle:
+            cycle, value = line.split()
+            cycles.append(int(cycle))
+            values.append(int(value, 16))
+    return cycles, values
+
+
+def _first_accepted(path: str) -> int | None:
+    with open(path) as handle:
+        line = handle.readline().strip()
+    return int(line) if line else None

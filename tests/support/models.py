@@ -1,0 +1,81 @@
+"""Small real ONNX models for build tests, written with onnx's helper functions or derived
+from the shipped examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+REPO = Path(__file__).resolve().parents[2]
+MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
+TRANSFORMER = REPO / "examples" / "models" / "transformer_block.onnx"
+
+
+def _save(graph, path: Path) -> Path:
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def float_mlp(path: Path) -> Path:
+    """An unquantized Gemm + Relu network (what a plain torch.onnx.export gives)."""
+    rng = np.random.default_rng(0)
+    weights = numpy_helper.from_array(rng.standard_normal((64, 32)).astype(np.float32), "W")
+    bias = numpy_helper.from_array(np.zeros(32, np.float32), "B")
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "W", "B"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
+        "float_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 32])],
+        [weights, bias],
+    )
+    return _save(graph, path)
+
+
+def float_norm_softmax(path: Path) -> Path:
+    """LayerNormalization + Softmax in float: FINN has float kernels for both."""
+    scale = numpy_helper.from_array(np.ones(16, np.float32), "scale")
+    graph = helper.make_graph(
+        [
+            helper.make_node("LayerNormalization", ["x", "scale"], ["y"], axis=-1),
+            helper.make_node("Softmax", ["y"], ["z"], axis=-1),
+        ],
+        "float_norm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8, 16])],
+        [scale],
+    )
+    return _save(graph, path)
+
+
+def mlp_with(path: Path, change) -> Path:
+    """The shipped MLP after ``change(model_proto)``."""
+    model = onnx.load(MLP)
+    change(model)
+    onnx.save(model, path)
+    return path
+
+
+def node_domain(domain: str, op_type: str = "Relu"):
+    """A change: the first ``op_type`` node gets ``domain``."""
+
+    def change(model) -> None:
+        node = next(n for n in model.graph.node if n.op_type == op_type)
+        node.domain = domain
+
+    return change
+
+
+def dynamic_axis(axis: int, name: str = "batch"):
+    """A change: axis ``axis`` of the graph input and output becomes symbolic."""
+
+    def change(model) -> None:
+        for tensor in (model.graph.input[0], model.graph.output[0]):
+            dim = tensor.type.tensor_type.shape.dim[axis]
+            dim.Clear()
+            dim.dim_param = name
+        del model.graph.value_info[:]
+
+    return change

@@ -1,0 +1,142 @@
+"""SIGINT and SIGTERM sent to a real ``brainsmith build`` process at different points: the
+build leaves report.json with ``status: interrupted`` and the step it reached, or no
+folder at all when nothing was produced — and never ``status: ok`` with a signal's exit
+code."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.models import MLP, REPO
+
+BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
+STEPS = ["cleanup", "qonnx_to_finn", "streamline", "hardware_inference", "specialize",
+         "folding", "estimates", "codegen", "step_hw_ipgen"]  # fmt: skip
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
+
+
+class Build:
+    """A ``brainsmith build`` process whose stderr lines are read as they come."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "brainsmith.cli", "build", str(MLP), str(BLUEPRINT),
+             "-o", str(out), "--verify", "each"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stderr:
+            self.stderr.append(line)
+            self.lines.put(line)
+
+    def wait_for_line(self, text: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if text in self.lines.get(timeout=0.5):
+                    return
+            except queue.Empty:
+                assert self.process.poll() is None, "".join(self.stderr)
+        raise AssertionError(f"no line with {text!r}: {''.join(self.stderr)}")
+
+    def wait_for_report(self, status: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        path = self.out / "report.json"
+        while time.monotonic() < deadline:
+            try:
+                if json.loads(path.read_text())["status"] == status:
+                    return
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.001)
+        raise AssertionError(f"report.json never said {status}: {''.join(self.stderr)}")
+
+    def send(self, signum: int) -> subprocess.CompletedProcess:
+        self.process.send_signal(signum)
+        self.process.wait(timeout=120)
+        stdout = self.process.stdout.read()  # the summary: a few lines, never a full pipe
+        self.reader.join(timeout=60)  # stderr read to its end
+        self.process.stdout.close()
+        self.process.stderr.close()
+        return subprocess.CompletedProcess(
+            [], self.process.returncode, stdout, "".join(self.stderr)
+        )
+
+
+def assert_consistent(result: subprocess.CompletedProcess, out: Path) -> dict | None:
+    """Exit code and report.json agree: 0 with ok, 128+n with interrupted (or no folder)."""
+    assert "Traceback" not in result.stderr, result.stderr
+    if result.returncode == 0:
+        report = json.loads((out / "report.json").read_text())
+        assert report["status"] == "ok"
+        return report
+    assert result.returncode in (128 + signal.SIGINT, 128 + signal.SIGTERM), result.stderr
+    report = json.loads((out / "report.json").read_text()) if out.exists() else None
+    assert report is None or report["status"] == "interrupted", report["status"]
+    assert "error: build interrupted" in result.stderr
+    return report
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_while_finn_loads_leaves_no_folder(tmp_path, signum):
+    build = Build(tmp_path / "out")
+    build.wait_for_line("loading FINN and the model")
+    time.sleep(1.0)  # well inside the seconds FINN takes to import
+    result = build.send(signum)
+    assert not (tmp_path / "out").exists()
+    assert result.returncode == 128 + signum, result.stderr
+    assert "before any step finished; nothing was kept" in result.stderr
+    assert_consistent(result, tmp_path / "out")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_during_the_steps_reports_the_step_reached(tmp_path, signum):
+    build = Build(tmp_path / "out")
+    build.wait_for_line("qonnx_to_finn: ok")
+    result = build.send(signum)
+    report = assert_consistent(result, tmp_path / "out")
+    assert result.returncode == 128 + signum
+    assert report["error"]["reason"] == f"interrupted by {signal.Signals(signum).name}"
+    reached = report["error"]["step"]
+    assert reached in STEPS[2:] or reached == "writing the results"
+    statuses = {s["name"]: s["status"] for s in report["steps"]}
+    assert statuses["cleanup"] == statuses["qonnx_to_finn"] == "ok"
+    if reached in STEPS:
+        assert statuses[reached] == "interrupted"
+    assert f"build interrupted in step '{reached}'" in result.stderr
+
+
+def test_signal_after_the_last_step_never_leaves_ok_with_a_signal_exit(tmp_path):
+    build = Build(tmp_path / "out")
+    build.wait_for_line("step_hw_ipgen: ok")  # then final models and reports are written
+    assert_consistent(build.send(signal.SIGINT), tmp_path / "out")
+
+
+def test_signal_once_report_says_ok_changes_nothing(tmp_path):
+    build = Build(tmp_path / "out")
+    build.wait_for_report("ok")
+    result = build.send(signal.SIGINT)
+    report = assert_consistent(result, tmp_path / "out")
+    assert result.returncode == 0 and report["status"] == "ok"
+    assert (tmp_path / "out" / "report.html").read_text().rstrip().endswith("</html>")

@@ -1,0 +1,243 @@
+"""The report tells the whole truth: the shipped transformer block built with the MLP
+blueprint and a throughput target it cannot meet, run as a user runs it — from a folder
+that holds its own ``matplotlib.py`` — and its terminal summary, report.json and
+report.html (looked at in headless Chromium)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.models import REPO, TRANSFORMER
+
+CHROMIUM = "/usr/bin/chromium"
+BRAINSMITH = str(Path(sys.executable).with_name("brainsmith"))
+FAKE_MATPLOTLIB = (
+    "import pathlib\n"
+    "pathlib.Path(__file__).with_name('MATPLOTLIB_IMPORTED').write_text('imported')\n"
+    "raise ImportError('a matplotlib.py in the working directory')\n"
+)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(terminal result, report.json, report.html text, output folder, working folder)."""
+    work = tmp_path_factory.mktemp("work")
+    (work / "matplotlib.py").write_text(FAKE_MATPLOTLIB)
+    blueprint = work / "fast.yaml"
+    blueprint.write_text(
+        f"name: fast\nextends: {REPO / 'blueprints' / 'mlp.yaml'}\nbuild:\n  target_fps: 10000000\n"
+    )
+    out = work / "out"
+    result = subprocess.run(
+        [BRAINSMITH, "build", str(TRANSFORMER), str(blueprint), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    return result, report, (out / "report.html").read_text(), out, work
+
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
+
+
+def test_nodes_left_on_the_cpu_are_reported(built):
+    result, report, html, _, _ = built
+    cpu = report["cpu_nodes"]
+    assert cpu["op_types"] == {"LayerNormalization": 1, "Mul": 1, "Softmax": 1}
+    assert cpu["count"] == 3 and cpu["model"] == "final_parent.onnx"
+    text = "3 node(s) stay on the CPU, outside the accelerator: LayerNormalization, Mul, Softmax"
+    assert f"warning     {text}" in result.stdout
+    assert text in html
+
+
+def test_missed_target_fps_names_the_bottleneck_layer(built):
+    result, report, html, _, _ = built
+    goal = report["target"]
+    assert goal["target_fps"] == 10_000_000 and goal["met"] is False
+    assert goal["estimated_fps"] < goal["target_fps"]
+    assert goal["bottleneck"] in {layer["name"] for layer in report["layers"]}
+    assert goal["bottleneck_cycles"] > goal["target_cycles"] == 20  # 5 ns clock
+    assert "target 10,000,000 fps MISSED" in result.stdout
+    assert f"the slowest layer {goal['bottleneck']} takes" in result.stdout
+    assert "target 10,000,000 fps missed" in html and "class='missed'" in html
+
+
+def test_utilisation_is_a_percentage_of_the_part(built):
+    result, report, html, _, _ = built
+    use = report["utilisation"]
+    assert use["part"] == "xcvc1902-vsva2197-2MP-e-S" and use["available"]["LUT"] == 899_840
+    lut = report["totals"]["LUT"]
+    assert use["percent"]["LUT"] == round(100 * lut / 899_840, 2) > 0
+    assert use["percent"]["FF"] is None  # FINN does not estimate flip-flops
+    assert "%) of xcvc1902-vsva2197-2MP-e-S" in result.stdout
+    assert f"LUT {lut:,} ({use['percent']['LUT']:.2f} %)" in html
+
+
+def test_utilisation_of_a_board_part_uses_finns_platform_table():
+    from brainsmith.builder.report import utilisation
+
+    use = utilisation("xc7z020clg400-1", {"LUT": 5320, "BRAM_18K": 28, "URAM": 0, "DSP": 22})
+    assert use["percent"] == {"LUT": 10.0, "FF": None, "BRAM_18K": 10.0, "URAM": None, "DSP": 10.0}
+    assert use["source"] == "finn/util/platforms.py"
+    assert utilisation("xcku5p-ffvb676-2-e", {"LUT": 1})["percent"] is None  # no table
+
+
+def test_layers_show_data_types_bit_widths_and_memory_style(built):
+    _, report, html, out, _ = built
+    mvau = next(layer for layer in report["layers"] if layer["op_type"] == "MVAU")
+    assert (mvau["input_datatype"], mvau["weight_datatype"]) == ("INT8", "INT4")
+    assert (mvau["input_bits"], mvau["weight_bits"]) == (8, 4)
+    assert mvau["output_bits"] == int(re.sub(r"\D", "", mvau["output_datatype"]))
+    assert mvau["mem_mode"] == "internal_decoupled" and mvau["ram_style"] == "auto"
+    assert (out / mvau["code"]).is_dir() and list((out / mvau["code"]).iterdir())
+    for column in ("mem_mode", "ram_style", "weights", "input", "output"):
+        assert f"<th>{column}</th>" in html
+    assert "internal_decoupled" in html
+
+
+def test_finns_warnings_from_build_log_are_listed(built):
+    result, report, html, out, _ = built
+    message = "One or more nodes did not reach the target throughput."
+    assert message in (out / "build.log").read_text()
+    (entry,) = [w for w in report["warnings"] if w["message"] == message]
+    assert entry["source"] == "finn_logger" and entry["count"] >= 1
+    assert f"FINN        {message}" in result.stdout
+    assert message in html and "Warnings in build.log" in html
+
+
+class Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.hrefs += [value for name, value in attrs if tag == "a" and name == "href"]
+
+
+def test_every_link_in_the_page_opens_a_file_of_the_build(built):
+    from urllib.parse import unquote
+
+    _, report, html, out, _ = built
+    parser = Links()
+    parser.feed(html)
+    hrefs = {unquote(h) for h in parser.hrefs}
+    for step in report["steps"]:
+        if step["status"] == "ok":
+            assert step["model"] in hrefs
+    for layer in report["layers"]:
+        assert f"{layer['code']}/" in hrefs
+    assert {"final.onnx", "final_parent.onnx", "build.log", "finn/build/"} <= hrefs
+    for href in hrefs:
+        assert (out / href).exists(), href
+
+
+def test_charts_leave_out_what_has_nothing_to_show(built):
+    _, report, html, _, _ = built
+    assert report["totals"]["URAM"] == 0
+    assert "URAM (total" not in html and "LUT (total" in html
+
+
+def test_a_report_without_layers_has_no_charts_and_says_so():
+    from brainsmith.builder.charts import render_charts
+    from brainsmith.builder.report_html import render
+
+    assert render_charts([]) == {}
+    assert render_charts([{"name": "a", "LUT": 0, "BRAM_18K": 0, "cycles": 0}]) == {}
+    page = render({"name": "x", "status": "failed", "steps": [], "layers": []}, {})
+    assert "<svg" not in page and "per layer" not in page
+    assert "No hardware layers" in page
+
+
+def test_layers_without_estimates_are_shown_not_dropped(built, tmp_path):
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.report import estimates
+    from brainsmith.builder.report_html import render
+
+    _, report, _, out, _ = built
+    reports = tmp_path / "report"
+    shutil.copytree(out / "finn" / "report", reports)
+    missing = report["layers"][0]["name"]
+    for name in ("estimate_layer_resources.json", "estimate_layer_cycles.json"):
+        data = json.loads((reports / name).read_text())
+        del data[missing]
+        (reports / name).write_text(json.dumps(data))
+    found = estimates(str(reports), ModelWrapper(str(out / "final.onnx")), str(out))
+    layer = next(entry for entry in found["layers"] if entry["name"] == missing)
+    assert layer["estimated"] is False and layer["LUT"] is None and layer["cycles"] is None
+    page = render({**report, **found}, {})
+    assert "no estimate" in page
+    assert f"1 layer(s) have no FINN estimate and are not in the totals: {missing}" in page
+
+
+def test_numbers_are_formatted_one_way():
+    from brainsmith.builder.report_html import number
+
+    assert number(1562500.0, " fps") == "1,562,500 fps"
+    assert number(3571428.57) == "3,571,429"
+    assert number(4352) == "4,352" and number(1.92, " µs") == "1.92 µs"
+    assert number(0.000482) == "0.000482" and number(None) == "-"
+
+
+def test_the_chart_helper_does_not_import_the_working_folders_matplotlib(built):
+    _, _, html, _, work = built
+    assert not (work / "MATPLOTLIB_IMPORTED").exists()
+    assert html.count("<svg") == 2
+
+
+def test_chart_worker_is_isolated_from_the_working_directory(tmp_path):
+    (tmp_path / "matplotlib.py").write_text(FAKE_MATPLOTLIB)
+    code = (
+        "import json\n"
+        "from brainsmith.builder.charts import ChartWorker\n"
+        "rows = [{'name': 'MVAU_0', 'LUT': 10, 'BRAM_18K': 1, 'URAM': 0, 'DSP': 2, 'cycles': 8}]\n"
+        "worker = ChartWorker()\n"
+        "worker.submit(rows)\n"
+        "print(json.dumps(sorted(worker.charts(rows))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert not (tmp_path / "MATPLOTLIB_IMPORTED").exists(), result.stderr
+    assert json.loads(result.stdout) == ["cycles", "resources"]
+
+
+def test_report_with_warnings_renders_in_chromium(built, tmp_path):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(
+            f"{CHROMIUM} is missing: run `bash scripts/install_browser.sh` to install "
+            "Debian's chromium for this test"
+        )
+    _, _, html, out, _ = built
+    assert 'src="http' not in html and "<link" not in html  # nothing fetched
+    png = tmp_path / "report.png"
+    subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={png}",
+         "--window-size=1300,1400", (out / "report.html").as_uri()],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert png.is_file() and png.stat().st_size > 10_000
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(png))[..., :3]
+    colours = np.unique(pixels.reshape(-1, 3).round(2), axis=0)
+    assert len(colours) > 20  # text, tables and bars, not a blank page
+    warning_box = np.all(np.abs(pixels - np.array([1.0, 0.973, 0.882])) < 0.01, axis=-1)
+    assert warning_box.sum() > 10_000  # the yellow warnings box at the top is visible
+    assert warning_box[:400].any()

@@ -1,0 +1,390 @@
+"""brainsmith explore end to end on the shipped MLP: each variant a normal build equal to an
+independent one, shared segments run once, a local Dask cluster giving the same results,
+failures recorded without stopping the others, Ctrl-C, --resume and the report in Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+import brainsmith
+from brainsmith.dse import ExploreError
+from brainsmith.plugin.blueprint import load_blueprint
+
+REPO = Path(__file__).resolve().parents[1]
+MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
+CHROMIUM = "/usr/bin/chromium"
+SMALL = f"""\
+name: mlp_small
+extends: {REPO / "blueprints" / "mlp.yaml"}
+design_space:
+  backends: {{matmul: [rtl, hls]}}
+  build: {{target_fps: [100000, 1000000]}}
+search:
+  constraints: ["LUT <= 1500"]
+  objectives: {{fps: max, LUT: min}}
+"""
+BROKEN_PLUGINS = """\
+from qonnx.transformation.base import Transformation
+
+from brainsmith.plugin.core import transform
+
+
+@transform(name="FailOnPurpose")
+class FailOnPurpose(Transformation):
+    def apply(self, model):
+        raise RuntimeError("this transform always fails")
+
+
+@transform(name="EndTheProcess")
+class EndTheProcess(Transformation):
+    def apply(self, model):
+        import os
+
+        os._exit(3)  # as a crash or the out-of-memory killer would
+
+
+@transform(name="DoubleFirstWeights")
+class DoubleFirstWeights(Transformation):
+    def apply(self, model):
+        for node in model.graph.node:
+            weights = model.get_initializer(node.input[1]) if len(node.input) > 1 else None
+            if weights is not None:
+                model.set_initializer(node.input[1], 2 * weights)
+                break
+        return model, False
+"""
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("explore")]
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """A private plugin cache and config for the module's explorations, and a plugin folder
+    holding two broken transforms."""
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    root = tmp_path_factory.mktemp("hub")
+    os.chmod(root, 0o700)
+    (root / "config.yaml").write_text("plugin_system: {}\n")
+    (root / "plugins").mkdir()
+    (root / "plugins" / "broken.py").write_text(BROKEN_PLUGINS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
+        patch.setenv("BRAINSMITH_CONFIG", str(root / "config.yaml"))
+        reset_plugin_system()
+        yield root
+    reset_plugin_system()
+
+
+@pytest.fixture(scope="module")
+def space(hub) -> Path:
+    path = hub / "mlp_small.yaml"
+    path.write_text(SMALL)
+    return path
+
+
+@pytest.fixture(scope="module")
+def in_process(space, hub):
+    return brainsmith.explore(MLP, str(space), str(hub / "in-process"), workers=0)
+
+
+@pytest.fixture(scope="module")
+def on_dask(space, hub):
+    return brainsmith.explore(MLP, str(space), str(hub / "dask"), workers=2)
+
+
+def by_id(result) -> dict[str, dict]:
+    return {v["id"]: v for v in result.variants}
+
+
+def test_every_variant_is_a_normal_build_with_metrics(in_process):
+    data = json.loads(Path(in_process.json_path).read_text())
+    assert data["status"] == "complete" and len(data["variants"]) == 4
+    for variant in data["variants"]:
+        assert variant["status"] == "ok" and variant["error"] is None
+        assert set(variant["metrics"]) == {"fps", "latency_ns", "LUT", "BRAM_18K", "URAM", "DSP"}
+        folder = Path(in_process.output_dir, variant["folder"])
+        report = json.loads((folder / "report.json").read_text())
+        assert report["status"] == "ok" and (folder / "final.onnx").is_file()
+        assert (folder / "report.html").is_file()
+        assert report["steps"][7]["verification"]["ok"]  # verify: final, as mlp.yaml says
+        assert variant["metrics"]["fps"] == report["performance"]["estimated_fps"]
+
+
+def test_each_variant_equals_an_independent_build(in_process, space, tmp_path):
+    blueprint = load_blueprint(space)
+    for variant in in_process.variants:
+        alone = brainsmith.build(
+            MLP,
+            blueprint.design_space.apply(blueprint, variant["index"]),
+            str(tmp_path / variant["id"]),
+        )
+        mine = json.loads(Path(in_process.output_dir, variant["folder"], "report.json").read_text())
+        assert mine["layers"] == alone.report["layers"], variant["id"]
+        assert mine["performance"] == alone.report["performance"], variant["id"]
+        assert [s["status"] for s in mine["steps"]] == [s["status"] for s in alone.report["steps"]]
+
+
+def test_shared_segments_run_once_and_feed_every_branch(in_process):
+    data = in_process.data
+    shared = [s for s in data["segments"] if s["shared"]]
+    assert [(s["first_step"], s["last_step"], len(s["variants"])) for s in shared] == [
+        (1, 3, 4),
+        (4, 5, 2),
+        (4, 5, 2),
+    ]
+    # 7 segments ran; the 4 variants used 3 each (12 uses), so 5 uses were reuses
+    assert (data["segments_run"], data["segments_reused"]) == (7, 5)
+    assert (data["steps_run"], data["steps_without_reuse"]) == (3 + 2 * 2 + 4 * 7, 4 * 12)
+    root = shared[0]
+    assert (
+        len(
+            list(Path(in_process.output_dir, root["folder"], "intermediate_models").glob("0*.onnx"))
+        )
+        == 3
+    )
+    for variant in in_process.variants:  # each variant's report points at the shared models
+        steps = json.loads(
+            Path(in_process.output_dir, variant["folder"], "report.json").read_text()
+        )["steps"]
+        assert steps[0]["model"] == f"../../{root['folder']}/intermediate_models/01_cleanup.onnx"
+        assert steps[5]["model"] == "intermediate_models/06_folding.onnx"
+
+
+def test_constraints_and_the_pareto_front_are_judged(in_process):
+    variants = by_id(in_process)
+    for v in variants.values():
+        assert v["feasible"] == (v["metrics"]["LUT"] <= 1500)
+        assert v["constraints"] == [{"constraint": "LUT <= 1500", "ok": v["feasible"]}]
+    feasible = [v for v in variants.values() if v["feasible"]]
+    for v in feasible:
+        better = [
+            o
+            for o in feasible
+            if o["metrics"]["fps"] >= v["metrics"]["fps"]
+            and o["metrics"]["LUT"] <= v["metrics"]["LUT"]
+            and (o["metrics"]["fps"], o["metrics"]["LUT"])
+            != (v["metrics"]["fps"], v["metrics"]["LUT"])
+        ]
+        assert v["pareto"] == (not better), v["id"]
+    ranks = [v["rank"] for v in in_process.variants]
+    assert ranks == [1, 2, 3, 4] and in_process.variants[0]["pareto"]
+
+
+def test_local_dask_cluster_gives_the_same_results_as_in_process(in_process, on_dask):
+    assert on_dask.data["executor"] == {"executor": "dask-local", "workers": 2}
+    local, dask = by_id(in_process), by_id(on_dask)
+    assert {k: v["metrics"] for k, v in dask.items()} == {k: v["metrics"] for k, v in local.items()}
+    assert {k: v["pareto"] for k, v in dask.items()} == {k: v["pareto"] for k, v in local.items()}
+    assert on_dask.data["segments_run"] == 7
+    workers = {s["worker"] for s in on_dask.data["segments"]}
+    assert len(workers) == 2 and "local" not in workers
+
+
+def test_a_failing_variant_is_recorded_and_the_others_finish(hub, tmp_path, monkeypatch):
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_DIRS", str(hub / "plugins"))  # for the workers too
+    reset_plugin_system()
+    path = tmp_path / "broken.yaml"
+    path.write_text(
+        SMALL.replace(
+            "  build: {target_fps: [100000, 1000000]}",
+            "  transforms_phased:\n"
+            "    pre_hw: [[RemoveInferenceNoOps], [RemoveInferenceNoOps, FailOnPurpose]]\n"
+            "    post_hw: [[], [DoubleFirstWeights]]",
+        ).replace("backends: {matmul: [rtl, hls]}", "backends: {matmul: [rtl]}")
+    )
+    result = brainsmith.explore(MLP, str(path), str(tmp_path / "out"), workers=2)
+    by_choice = {
+        ("FailOnPurpose" in str(v["choices"]), "DoubleFirstWeights" in str(v["choices"])): v
+        for v in result.variants
+    }
+    good = by_choice[False, False]
+    assert good["status"] == "ok" and good["metrics"]["fps"] == 1250000
+    wrong = by_choice[False, True]
+    assert wrong["status"] == "failed" and not wrong["failed_in"]
+    assert "verification failed" in wrong["error"]["reason"]
+    assert Path(result.output_dir, wrong["report"]).is_file()
+    broken = [by_choice[True, False], by_choice[True, True]]
+    assert len(broken) == 2
+    for variant in broken:  # failed once, in their shared streamline segment
+        assert variant["status"] == "failed" and variant["failed_in"].startswith("s")
+        assert variant["error"]["step"] == "streamline"
+        assert "this transform always fails" in variant["error"]["reason"]
+        assert (
+            variant["report"].startswith("segments/")
+            and Path(result.output_dir, variant["report"]).is_file()
+        )
+    assert result.data["status"] == "complete"
+
+
+def test_a_variant_that_kills_its_worker_is_recorded_and_the_others_finish(
+    hub, tmp_path, monkeypatch
+):
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_DIRS", str(hub / "plugins"))
+    reset_plugin_system()
+    path = tmp_path / "deadly.yaml"
+    path.write_text(
+        SMALL.replace(
+            "  build: {target_fps: [100000, 1000000]}",
+            "  transforms_phased:\n    post_hw: [[], [EndTheProcess]]",
+        ).replace("backends: {matmul: [rtl, hls]}", "backends: {matmul: [rtl]}")
+    )
+    result = brainsmith.explore(MLP, str(path), str(tmp_path / "out"), workers=2)
+    fine, deadly = sorted(result.variants, key=lambda v: "EndTheProcess" in str(v["choices"]))
+    assert fine["status"] == "ok" and fine["metrics"]["fps"] == 1250000
+    assert deadly["status"] == "failed" and "KilledWorker" in deadly["error"]["reason"]
+    assert "--resume" in deadly["error"]["hint"] and deadly["report"] == ""
+    assert not Path(result.output_dir, deadly["folder"], "explore-node.json").exists()
+
+
+def test_resume_runs_only_what_is_missing(in_process, space, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(in_process.output_dir, out, symlinks=True)
+    missing = in_process.variants[-1]
+    shutil.rmtree(out / missing["folder"])
+    result = brainsmith.explore(MLP, str(space), str(out), workers=0, resume=True)
+    variants = by_id(result)
+    assert variants[missing["id"]]["reused"] is False and variants[missing["id"]]["status"] == "ok"
+    assert all(v["reused"] for k, v in variants.items() if k != missing["id"])
+    assert (result.data["segments_run"], result.data["segments_reused"]) == (1, 2)
+    assert {k: v["metrics"] for k, v in variants.items()} == {
+        k: v["metrics"] for k, v in by_id(in_process).items()
+    }
+
+
+def test_a_non_empty_output_folder_needs_resume_or_force(space, tmp_path):
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(ExploreError) as caught:
+        brainsmith.explore(MLP, str(space), str(tmp_path), workers=0)
+    assert caught.value.exit_code == 2 and "not empty" in caught.value.reason
+    assert "--resume" in caught.value.hint and os.listdir(tmp_path) == ["keep.txt"]
+
+
+def test_a_blueprint_without_a_design_space_is_refused(tmp_path):
+    with pytest.raises(ExploreError) as caught:
+        brainsmith.explore(MLP, str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "o"))
+    assert "no design_space" in caught.value.reason and "brainsmith build" in caught.value.hint
+
+
+def cli(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "brainsmith.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def test_ctrl_c_cancels_cleanly_and_resume_finishes(hub, space, tmp_path):
+    out = tmp_path / "out"
+    command = ["explore", MLP, str(space), "-o", str(out), "--workers", "2"]
+    process = cli(*command, start_new_session=True)
+    workers = []
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and process.poll() is None:
+            workers = psutil.Process(process.pid).children(recursive=True) or workers
+            record = out / "explore.json"
+            if record.is_file() and any(
+                v["status"] == "ok" for v in json.loads(record.read_text())["variants"]
+            ):
+                break
+            time.sleep(0.2)
+        assert process.poll() is None, process.communicate()
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert "error: interrupted" in stderr and "--resume" in stderr
+    assert "Traceback" not in stderr
+    data = json.loads((out / "explore.json").read_text())
+    assert data["status"] == "interrupted"
+    statuses = [v["status"] for v in data["variants"]]
+    assert "ok" in statuses and set(statuses) <= {"ok", "cancelled"}
+    assert workers and not [p for p in workers if _alive(p)]
+    resumed = cli(*command, "--resume", "--quiet")
+    stdout, stderr = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, stderr
+    data = json.loads((out / "explore.json").read_text())
+    assert [v["status"] for v in data["variants"]] == ["ok"] * 4
+    assert sum(v["reused"] for v in data["variants"]) == statuses.count("ok")  # kept, not rebuilt
+    assert "4 of 4 variants built" in stdout
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        process.wait(timeout=15)
+    except psutil.TimeoutExpired:
+        return True
+    except psutil.NoSuchProcess:
+        return False
+    return False
+
+
+def test_report_html_shows_the_ranked_table_and_a_linked_pareto_plot(in_process, tmp_path):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser` to install Debian's chromium")
+    page = Path(in_process.html_path).read_text()
+    assert 'src="http' not in page and "<script" not in page
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    url = Path(in_process.html_path).as_uri()
+    dom = subprocess.run(
+        [CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120
+    ).stdout
+    for variant in in_process.variants:  # a point per variant in each plot, linked to its report
+        assert len(re.findall(rf"data-variant=\"{variant['id']}\"", dom)) == 2
+        assert f'href="{variant["report"]}"' in dom
+    for link in set(re.findall(r'href="([^"]+)"', dom)):
+        assert Path(in_process.output_dir, link).is_file(), link
+    assert dom.count("<tr") >= 4 + 1 and "LUT &lt;= 1500" in dom
+    png = tmp_path / "report.png"
+    subprocess.run(
+        [CHROMIUM, *flags, f"--screenshot={png}", "--window-size=1300,1600", url],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(png))
+    assert len(np.unique(pixels.reshape(-1, pixels.shape[-1]).round(2), axis=0)) > 20
+
+
+def test_cli_explores_and_prints_the_pareto_front(hub, in_process, space, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(in_process.output_dir, out, symlinks=True)
+    process = cli("explore", MLP, str(space), "-o", str(out), "--resume", "--workers", "0", "-q")
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "explored mlp_small: 4 of 4 variants built, 0 failed" in stdout
+    assert "segments    0 run, 0 reused" in stdout
+    for variant in in_process.pareto:
+        assert f"pareto      {variant['id']}" in stdout
+    assert f"report      {out}/report.html" in stdout

@@ -1,0 +1,122 @@
+"""brainsmith explore on a real Dask cluster: a ``dask scheduler`` and ``dask worker``
+processes on the loopback interface, started and always torn down by the test; the
+distributed run must give the same results as the local one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import brainsmith
+from brainsmith.dse import ExploreError
+
+REPO = Path(__file__).resolve().parents[1]
+MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
+DASK = str(Path(sys.executable).with_name("dask"))
+SPACE = f"""\
+name: mlp_cluster
+extends: {REPO / "blueprints" / "mlp.yaml"}
+design_space:
+  backends: {{matmul: [rtl, hls]}}
+  build: {{target_fps: [100000, 1000000]}}
+"""
+START_TIMEOUT = 120  # seconds for the scheduler and both workers to come up
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("explore")]
+
+
+def _start(args: list[str], log: Path) -> subprocess.Popen:
+    with open(log, "w") as handle:
+        return subprocess.Popen(
+            [DASK, *args], stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """End a process group this test started: SIGTERM, then SIGKILL after 20 s."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A scheduler and two single-threaded workers on 127.0.0.1; yields the address."""
+    from distributed import Client
+
+    info = tmp_path / "scheduler.json"
+    common = ["--no-dashboard", "--host", "127.0.0.1"]
+    processes = [
+        _start(
+            ["scheduler", "--port", "0", "--scheduler-file", str(info), *common], tmp_path / "s.log"
+        )
+    ]
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not info.is_file() and time.monotonic() < deadline:
+            assert processes[0].poll() is None, (tmp_path / "s.log").read_text()
+            time.sleep(0.2)
+        address = json.loads(info.read_text())["address"]
+        worker = ["worker", address, "--nworkers", "2", "--nthreads", "1", *common]
+        processes.append(_start(worker, tmp_path / "w.log"))
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(2, timeout=max(1.0, deadline - time.monotonic()))
+        yield address, info
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+
+
+def test_a_real_cluster_gives_the_same_results_as_the_local_run(cluster, tmp_path):
+    address, _ = cluster
+    space = tmp_path / "space.yaml"
+    space.write_text(SPACE)
+    remote = brainsmith.explore(MLP, str(space), str(tmp_path / "remote"), scheduler=address)
+    local = brainsmith.explore(MLP, str(space), str(tmp_path / "local"), workers=0)
+    assert remote.data["executor"] == {"executor": "dask", "scheduler": address, "workers": 2}
+    assert [v["status"] for v in remote.variants] == ["ok"] * 4
+    metrics = {v["id"]: v["metrics"] for v in remote.variants}
+    assert metrics == {v["id"]: v["metrics"] for v in local.variants}
+    assert [v["id"] for v in remote.pareto] == [v["id"] for v in local.pareto]
+    assert remote.data["segments_run"] == local.data["segments_run"] == 7
+    workers = {s["worker"] for s in remote.data["segments"]}
+    assert len(workers) == 2 and "local" not in workers  # both cluster workers built
+
+
+def test_the_scheduler_file_names_the_cluster_too(cluster, tmp_path):
+    _, info = cluster
+    space = tmp_path / "space.yaml"
+    space.write_text(SPACE.replace("[100000, 1000000]", "[100000]").replace("[rtl, hls]", "[rtl]"))
+    result = brainsmith.explore(MLP, str(space), str(tmp_path / "out"), scheduler=str(info))
+    assert [v["status"] for v in result.variants] == ["ok"]
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(tmp_path):
+    space = tmp_path / "space.yaml"
+    space.write_text(SPACE)
+    began = time.monotonic()
+    with pytest.raises(ExploreError) as caught:
+        brainsmith.explore(MLP, str(space), str(tmp_path / "out"), scheduler="tcp://127.0.0.1:9")
+    assert caught.value.exit_code == 2
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in caught.value.reason
+    assert "dask scheduler" in caught.value.hint
+    assert time.monotonic() - began < 60
+
+
+def test_workers_and_a_scheduler_together_are_refused(tmp_path):
+    with pytest.raises(ExploreError) as caught:
+        brainsmith.explore(MLP, "space.yaml", str(tmp_path), workers=2, scheduler="tcp://x:1")
+    assert caught.value.exit_code == 2 and "contradict" in caught.value.reason
+    assert not os.listdir(tmp_path)  # refused before anything was written

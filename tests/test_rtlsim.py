@@ -1,0 +1,375 @@
+"""The generated RTL itself, simulated with Verilator: every RTL layer of the shipped MLP and
+of the CNV matches its Python execution bit for bit; a corrupted threshold file, a missing
+parameter file and a layer that stops streaming are caught naming the layer; HLS layers
+are reported as not simulated; compiled layers are reused."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import brainsmith
+from brainsmith.builder import BuildError
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = REPO / "examples" / "models"
+BLUEPRINTS = REPO / "blueprints"
+BRAINSMITH = [sys.executable, "-m", "brainsmith"]
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """A private cache (plugin index and compiled layers) and config for the module."""
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    root = tmp_path_factory.mktemp("hub")
+    os.chmod(root, 0o700)
+    config = root / "config.yaml"
+    config.write_text("plugin_system: {}\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
+        patch.setenv("BRAINSMITH_CONFIG", str(config))
+        patch.delenv("BRAINSMITH_PLUGIN_DIRS", raising=False)
+        reset_plugin_system()
+        yield root
+    reset_plugin_system()
+
+
+@pytest.fixture(scope="module")
+def mlp(hub, tmp_path_factory):
+    out = tmp_path_factory.mktemp("mlp") / "out"
+    return brainsmith.build(
+        str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(out), verify="rtlsim"
+    )
+
+
+@pytest.fixture(scope="module")
+def cnv(hub, tmp_path_factory):
+    out = tmp_path_factory.mktemp("cnv") / "out"
+    return brainsmith.build(
+        str(MODELS / "cnv.onnx"), str(BLUEPRINTS / "cnv.yaml"), str(out), verify="rtlsim"
+    )
+
+
+@pytest.fixture
+def mlp_copy(hub, tmp_path, monkeypatch):
+    """A fresh MLP build (Python verification only) whose files a test may damage."""
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(hub))
+    out = tmp_path / "mlp"
+    brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(out))
+    return out
+
+
+def verify_rtl(folder: Path, *args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+    return subprocess.run(
+        [*BRAINSMITH, "verify-rtl", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+def code_dir(folder: Path, layer: str) -> Path:
+    found = list((folder / "finn" / "build").glob(f"code_gen_ipgen_{layer}_*"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def layers(report_path) -> dict[str, dict]:
+    report = json.loads(Path(report_path).read_text())
+    return {layer["name"]: layer for layer in report["rtlsim"]["layers"]}
+
+
+def test_every_rtl_layer_of_the_mlp_matches_python_bit_for_bit(mlp):
+    report = json.loads(Path(mlp.report_path).read_text())
+    assert report["status"] == "ok" and report["verify"] == "rtlsim"
+    assert report["rtlsim"]["ok"] and report["rtlsim"]["tool"].startswith("Verilator 5.48")
+    found = layers(mlp.report_path)
+    assert sorted(found) == ["MVAU_rtl_0", "MVAU_rtl_1", "Thresholding_rtl_0", "Thresholding_rtl_1"]
+    for layer in found.values():
+        assert layer["status"] == "match" and layer["frames"] == 16
+        # measured cycles beside FINN's estimate; these layers reach it exactly
+        assert layer["cycles_per_frame"] == layer["estimated_cycles"] > 0
+        assert layer["latency_cycles"] >= layer["estimated_cycles"]
+    codegen = next(s for s in report["steps"] if s["name"] == "codegen")
+    assert codegen["verification"]["rtlsim"]["ok"]
+    assert codegen["verification"]["rtlsim"]["summary"].startswith("4 RTL layer(s) match")
+    page = Path(mlp.html_path).read_text()
+    assert "RTL simulation" in page and "MVAU_rtl_1" in page and "Stitched partition" in page
+
+
+def test_stitched_mlp_partition_measures_throughput_latency_and_fifo_fill(mlp):
+    """All four layers with FINN's width converters and FIFOs, as one design."""
+    report = json.loads(Path(mlp.report_path).read_text())
+    stitched, estimate = report["rtlsim"]["stitched"], report["performance"]
+    assert stitched["status"] == "match" and stitched["frames"] == 16
+    assert stitched["layers"] == 13  # 4 layers, 2 width converters, 7 FIFOs
+    # the slowest layer sets the pace: FINN's estimate, measured
+    assert stitched["cycles_per_frame"] == estimate["max_cycles"] == 160
+    assert stitched["fps"] == estimate["estimated_fps"]
+    assert 0.8 * estimate["critical_path_cycles"] <= stitched["latency_cycles"]
+    assert stitched["latency_cycles"] <= 1.2 * estimate["critical_path_cycles"]
+    fills = {f["before"]: f["max_occupancy"] for f in stitched["fifos"]}
+    assert len(fills) == 7 and all(fill >= 1 for fill in fills.values())
+    assert fills["MVAU_rtl_1"] > 1  # the last layer reads its input slower than it arrives
+
+
+def test_convolutional_network_rtl_layers_match_and_hls_layers_say_why_not(cnv):
+    found = layers(cnv.report_path)
+    rtl = {name: layer for name, layer in found.items() if name.split("_")[-2] == "rtl"}
+    hls = {name: layer for name, layer in found.items() if name.split("_")[-2] == "hls"}
+    kinds = {layer["op_type"] for layer in rtl.values()}
+    assert kinds == {"MVAU_rtl", "Thresholding_rtl", "ConvolutionInputGenerator_rtl"}
+    assert all(layer["status"] == "match" for layer in rtl.values()), rtl
+    assert set(hls) == {"Pool_hls_0", "Pool_hls_1"}
+    for layer in hls.values():
+        assert layer["status"] == "not simulated" and layer["reason"].startswith("HLS layer")
+    stitched = json.loads(Path(cnv.report_path).read_text())["rtlsim"]["stitched"]
+    assert stitched == {
+        "status": "not simulated",
+        "reason": "HLS layers (Pool_hls_0, Pool_hls_1) have no RTL without Vitis HLS",
+    }
+    assert all(layer["cycles_per_frame"] > 0 for layer in rtl.values())
+
+
+def corrupt_threshold(folder: Path) -> None:
+    """Raise the first four channels' middle thresholds of Thresholding_rtl_1 to the top."""
+    path = code_dir(folder, "Thresholding_rtl_1") / "Thresholding_rtl_1_threshs_0_0.dat"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(["7ff"] * 4 + lines[4:]) + "\n")
+
+
+def test_corrupted_threshold_file_fails_verify_rtl_naming_the_layer(mlp_copy, hub):
+    before = verify_rtl(mlp_copy, cache=hub)
+    assert before.returncode == 0, before.stderr
+    corrupt_threshold(mlp_copy)
+    after = verify_rtl(mlp_copy, cache=hub)
+    assert after.returncode == 1
+    assert re.search(
+        r"error: RTL simulation: layer Thresholding_rtl_1 \(Thresholding_rtl\) differs from "
+        r"Python: frame \d+, out0_V\[0, \d+\] is \d+, expected \d+",
+        after.stderr,
+    ), after.stderr
+    found = layers(mlp_copy / "report.json")
+    assert found["Thresholding_rtl_1"]["status"] == "mismatch"
+    assert found["Thresholding_rtl_1"]["compile_cached"]  # parameter files need no recompile
+    assert {n: f["status"] for n, f in found.items() if n != "Thresholding_rtl_1"} == {
+        "Thresholding_rtl_0": "match",
+        "MVAU_rtl_0": "match",
+        "MVAU_rtl_1": "match",
+    }
+
+
+def test_corrupted_threshold_file_fails_a_build_with_verify_rtlsim(hub, tmp_path, monkeypatch):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "corrupt.py").write_text(
+        textwrap.dedent(
+            """\
+            from pathlib import Path
+
+            from brainsmith.plugin.core import step
+
+            @step(name="corrupt_threshold_file")
+            def corrupt_threshold_file(model, cfg):
+                node = model.get_nodes_by_op_type("Thresholding_rtl")[-1]
+                folder = Path(next(a.s.decode() for a in node.attribute
+                                   if a.name == "code_gen_dir_ipgen"))
+                path = folder / f"{node.name}_threshs_0_0.dat"
+                lines = path.read_text().splitlines()
+                path.write_text("\\n".join(["7ff"] * 4 + lines[4:]) + "\\n")
+                return model
+            """
+        )
+    )
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_DIRS", str(plugins))
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(hub))
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    reset_plugin_system()
+    blueprint = tmp_path / "corrupt.yaml"
+    blueprint.write_text(
+        f"name: corrupt\nextends: {BLUEPRINTS / 'mlp.yaml'}\n"
+        "steps: [cleanup, qonnx_to_finn, streamline, hardware_inference, specialize, folding,\n"
+        "        estimates, codegen, corrupt_threshold_file]\n"
+        "build: {verify: rtlsim}\n"
+    )
+    with pytest.raises(BuildError) as caught:
+        brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(blueprint), str(tmp_path / "out"))
+    error = caught.value
+    assert error.step == "corrupt_threshold_file" and error.exit_code == 1
+    assert "layer Thresholding_rtl_1 (Thresholding_rtl) differs from Python" in error.reason
+    assert "code_gen_ipgen_Thresholding_rtl_1_" in error.hint
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["status"] == "failed" and report["rtlsim"]["ok"] is False
+
+
+def test_missing_parameter_file_fails_instead_of_simulating_zeros(mlp_copy, hub):
+    (code_dir(mlp_copy, "Thresholding_rtl_0") / "Thresholding_rtl_0_threshs_0_2.dat").unlink()
+    result = verify_rtl(mlp_copy, "--layer", "Thresholding_rtl_0", cache=hub)
+    assert result.returncode == 1
+    assert "layer Thresholding_rtl_0 (Thresholding_rtl) cannot read a parameter file" in (
+        result.stderr
+    )
+    assert "Thresholding_rtl_0_threshs_0_2.dat" in result.stderr
+    assert layers(mlp_copy / "report.json")["Thresholding_rtl_0"]["status"] == "failed"
+
+
+def test_layer_that_stops_streaming_is_reported_stalled(mlp_copy, hub):
+    wrapper = code_dir(mlp_copy, "Thresholding_rtl_1") / "Thresholding_rtl_1.v"
+    text = wrapper.read_text()
+    assert ".s_axis_tvalid(in0_V_TVALID)" in text
+    wrapper.write_text(text.replace(".s_axis_tvalid(in0_V_TVALID)", ".s_axis_tvalid(1'b0)"))
+    result = verify_rtl(mlp_copy, "--layer", "Thresholding_rtl_1", cache=hub)
+    assert result.returncode == 1
+    assert re.search(
+        r"layer Thresholding_rtl_1 \(Thresholding_rtl\) stalled: no output for [\d,]+ cycles "
+        r"\(out0_V gave 0/512 beats\)",
+        result.stderr,
+    ), result.stderr
+
+
+def test_second_verification_of_an_unchanged_layer_does_not_recompile(mlp_copy, tmp_path):
+    cache = tmp_path / "fresh-cache"
+    cache.mkdir(mode=0o700)
+    runs = []
+    for _ in range(2):
+        result = verify_rtl(mlp_copy, "--layer", "MVAU_rtl_1", "--json", cache=cache)
+        assert result.returncode == 0, result.stderr
+        runs.append(json.loads(result.stdout)["layers"][0])
+    assert runs[0]["compile_cached"] is False and runs[0]["status"] == "match"
+    assert runs[1]["compile_cached"] is True and runs[1]["status"] == "match"
+    assert runs[1]["compile_seconds"] < runs[0]["compile_seconds"] / 10
+    entries = sorted(p.name for p in (cache / "rtlsim").iterdir())
+    assert len(entries) == 2 and entries[1].startswith("runtime-"), entries  # no leftovers
+    assert oct((cache / "rtlsim").stat().st_mode & 0o777) == "0o700"
+
+
+def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, mlp_copy, hub):
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.rtlsim.compile import cache_key
+    from brainsmith.rtlsim.sources import layer_design
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    toolchain = find_toolchain()
+    keys = []
+    for folder in (Path(mlp.output_dir), mlp_copy):
+        model = ModelWrapper(str(folder / "final.onnx"))
+        keys.append([cache_key(layer_design(model, n), toolchain) for n in model.graph.node])
+    assert keys[0] == keys[1] and len(set(keys[0])) == 4
+    wrapper = code_dir(mlp_copy, "MVAU_rtl_0") / "MVAU_rtl_0_wrapper.v"
+    wrapper.write_text(wrapper.read_text() + "\n// changed\n")
+    model = ModelWrapper(str(mlp_copy / "final.onnx"))
+    assert cache_key(layer_design(model, model.graph.node[1]), toolchain) != keys[1][1]
+
+
+def test_float_layers_are_not_simulated_and_say_why(hub, tmp_path, monkeypatch):
+    """finn-rtllib's single-precision models use shortreal, which Verilator computes as double."""
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(hub))
+    out = tmp_path / "transformer"
+    brainsmith.build(
+        str(MODELS / "transformer_block.onnx"), str(BLUEPRINTS / "transformer.yaml"), str(out)
+    )
+    result = verify_rtl(out, "--json", cache=hub)
+    assert result.returncode == 0, result.stderr
+    found = {layer["name"]: layer for layer in json.loads(result.stdout)["layers"]}
+    assert found["Thresholding_rtl_0"]["status"] == "match"
+    assert found["MVAU_hls_0"]["reason"].startswith("HLS layer")
+    for name in ("LayerNorm_rtl_0", "HWSoftmax_rtl_0", "ElementwiseMul_rtl_0"):
+        assert found[name]["status"] == "not simulated"
+        assert "Verilator computes shortreal as double" in found[name]["reason"]
+        assert found[name]["estimated_cycles"] > 0
+
+
+def test_build_with_rtlsim_and_no_verilator_stops_before_building(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("BRAINSMITH_VERILATOR", str(tmp_path / "no-such-verilator"))
+    with pytest.raises(BuildError) as caught:
+        brainsmith.build(
+            str(MODELS / "mlp_4bit.onnx"),
+            str(BLUEPRINTS / "mlp.yaml"),
+            str(tmp_path / "out"),
+            verify="rtlsim",
+        )
+    error = caught.value
+    assert error.step == "setup" and error.exit_code == 2
+    assert "verify: rtlsim needs Verilator" in error.reason and "no-such-verilator" in error.reason
+    assert "build.verify: final" in error.hint
+
+
+def test_verify_rtl_refuses_a_folder_that_is_not_a_build(tmp_path, hub):
+    result = verify_rtl(tmp_path, cache=hub)
+    assert result.returncode == 2
+    assert f"error: {tmp_path} is not a brainsmith build folder (no report.json)" in result.stderr
+
+
+def test_verify_rtl_names_the_layers_when_one_is_unknown(mlp, hub):
+    result = verify_rtl(Path(mlp.output_dir), "--layer", "MVAU_rtl_9", cache=hub)
+    assert result.returncode == 2
+    assert "no layer named MVAU_rtl_9" in result.stderr and "MVAU_rtl_1" in result.stderr
+
+
+def test_add_multi_is_compiled_in_a_form_verilator_accepts(tmp_path):
+    """finn-rtllib's adder tree declares a constant function under generate, which Verilator
+    (and IEEE 1800-2023 13.4.3) rejects; the copy brainsmith compiles moves it out."""
+    from finn.util.settings import get_settings
+
+    from brainsmith.frameworks.finn_env import prepare_finn
+    from brainsmith.rtlsim.sources import verilator_ready
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    prepare_finn()
+    mvu = Path(get_settings().finn_rtllib) / "mvu"
+    original = (mvu / "add_multi.sv").read_text()
+    ready = tmp_path / "add_multi.sv"
+    ready.write_text(verilator_ready(str(mvu / "add_multi.sv"), original))
+    toolchain = find_toolchain()
+
+    def lint(source: Path) -> subprocess.CompletedProcess:
+        top = tmp_path / "top.sv"
+        top.write_text(
+            "module top(input logic clk, input logic [3:0] a[5], output logic [6:0] s);\n"
+            "  add_multi #(.N(5), .DEPTH(2), .ARG_WIDTH(4)) tree(.clk, .rst(1'b0), .en(1'b1),"
+            " .arg(a), .sum(s));\nendmodule\n"
+        )
+        flags = ["--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "top"]
+        return subprocess.run(
+            [toolchain.verilator, *flags, str(mvu / "mvu_pkg.sv"), str(source), str(top)],
+            capture_output=True,
+            text=True,
+            env=toolchain.env,
+            timeout=120,
+        )
+
+    assert (
+        "Constant function may not be declared under generate" in lint(mvu / "add_multi.sv").stderr
+    )
+    result = lint(ready)
+    assert result.returncode == 0, result.stderr
+    assert "function leaf_load_t init_leaf_loads" in ready.read_text()
+
+
+def test_blueprint_accepts_verify_rtlsim_and_suggests_it(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    for path, mode in ((good, "rtlsim"), (bad, "rtl")):
+        path.write_text(f"name: x\nextends: {BLUEPRINTS / 'mlp.yaml'}\nbuild:\n  verify: {mode}\n")
+    ok = subprocess.run(
+        [*BRAINSMITH, "blueprint", "validate", str(good)], capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stderr
+    wrong = subprocess.run(
+        [*BRAINSMITH, "blueprint", "validate", str(bad)], capture_output=True, text=True
+    )
+    assert wrong.returncode == 1 and f"{bad}:4:" in wrong.stdout
+    assert "expected one of each, final, rtlsim, none; did you mean 'rtlsim'?" in wrong.stdout
