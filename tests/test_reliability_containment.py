@@ -213,3 +213,67 @@ def test_real_ctrl_c_during_a_plugin_import_still_stops_the_command(plugin_folde
     _, stderr = process.communicate(timeout=30)
     assert time.monotonic() - started < 10
     assert process.returncode not in (0, None) and "Aborted" in stderr
+
+
+QUITTING_STEP = """
+import sys
+from brainsmith.plugin import step
+
+
+@step(name="quit_step")
+def quit_step(model, cfg):
+    sys.exit(0)
+"""
+
+
+def test_build_step_calling_sys_exit_fails_the_build_naming_it(plugin_folder, tmp_path):
+    plugin_folder("quitting.py", QUITTING_STEP)
+    blueprint = tmp_path / "quitting.yaml"
+    blueprint.write_text(
+        f"name: quitting\nextends: {REPO / 'blueprints' / 'base.yaml'}\n"
+        "steps: [cleanup, quit_step]\n"
+    )
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "brainsmith.cli",
+            "build",
+            str(REPO / "examples" / "models" / "mlp_4bit.onnx"),
+            str(blueprint),
+            "-o",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "250"},
+        timeout=600,
+    )
+    assert result.returncode == 1, (result.stdout[-2000:], result.stderr[-2000:])
+    assert "quit_step" in result.stderr and "called sys.exit(0)" in result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert [s["status"] for s in report["steps"]] == ["ok", "failed"]
+
+
+def test_command_line_names_a_sys_exit_made_outside_its_own_code(tmp_path):
+    from brainsmith.cli import _foreign_exit
+
+    elsewhere = tmp_path / "elsewhere.py"
+    elsewhere.write_text("import sys\n\ndef leave():\n    sys.exit(0)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from elsewhere import leave
+
+        with pytest.raises(SystemExit) as foreign:
+            leave()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("elsewhere", None)
+    assert _foreign_exit(foreign.value) == f"{elsewhere}:4"
+    from brainsmith.cli.output import fail
+
+    with pytest.raises(SystemExit) as own:
+        fail("a message of the command line's own")
+    assert _foreign_exit(own.value) is None
