@@ -142,8 +142,12 @@ def _inputs(report: dict, model, samples: int | None, input_npy: str | None) -> 
 
 
 def _update_report(folder: str, report: dict, result) -> None:
-    from brainsmith.builder.report import write_html, write_json
+    from brainsmith.builder.charts import render_charts
+    from brainsmith.builder.outdir import write_text
+    from brainsmith.builder.report import chart_rows, to_json
+    from brainsmith.builder.report_html import render
 
     report["rtlsim"] = result.as_dict()
-    write_json(report, os.path.join(folder, "report.json"))
-    write_html(report, os.path.join(folder, "report.html"))
+    write_text(os.path.join(folder, "report.json"), to_json(report))
+    charts = render_charts(chart_rows(report.get("layers", [])))
+    write_text(os.path.join(folder, "report.html"), render(report, charts))
