@@ -99,7 +99,7 @@ def test_number_that_yaml_reads_as_text_gets_a_hint(tmp_path):
     )
 
 
-def test_verify_must_be_each_final_rtlsim_or_none(tmp_path):
+def test_verify_must_be_a_known_mode(tmp_path):
     path = write(tmp_path, "bp.yaml", "steps: [toy_first]\nbuild: {board: U250, verify: Final}\n")
     assert only_problem(path) == (
         f"{path}:2:30: error: build.verify is the text 'Final'; expected one of each, final, "

@@ -47,7 +47,9 @@ class Mark(Transformation):
 '''
 
 REGISTER_STEP = """
+import sys
 from brainsmith.plugin import step
+sys.cfold_initialisations = getattr(sys, 'cfold_initialisations', 0) + 1
 BRAINSMITH_PLUGIN = {'version': '0.3.0', 'author': 'fold team', 'min_brainsmith_version': '@MIN@'}
 
 @step(name='c_fold')
@@ -197,6 +199,14 @@ def test_an_incompatible_compiled_extension_is_refused(tmp_path):
     with pytest.raises(PluginLoadError, match=r"'cfold'.* is unavailable: needs brainsmith >= 99"):
         load_plugin(build_extension(tmp_path / "build", min_version="99.0"))
     assert "c_fold" not in steps and "cfold" not in sys.modules
+
+
+def test_an_incompatible_compiled_extension_has_run_its_initialisation_when_refused(tmp_path):
+    """docs/lifecycle.md: a .so's constraints are read after its initialisation ran."""
+    before = getattr(sys, "cfold_initialisations", 0)
+    with pytest.raises(PluginLoadError, match="is unavailable"):
+        load_plugin(build_extension(tmp_path / "build", min_version="99.0"))
+    assert sys.cfold_initialisations == before + 1 and not is_plugin_loaded("cfold")
 
 
 def test_a_compiled_extension_cannot_be_hot_reloaded(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
@@ -69,14 +70,33 @@ def test_unknown_type_is_rejected():
         Registry().find("transfrom", "X")
 
 
-def test_load_imports_on_first_use_and_keeps_object():
-    registry = Registry()
-    entry = registry.add(spec("OrderedDict", "user", "collections:OrderedDict"))
-    assert not entry.loaded
-    import collections
+LAZY = """
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin import transform
 
-    assert registry.get("transform", "OrderedDict") is collections.OrderedDict
+
+@transform(name="Lazy")
+class Lazy(Transformation):
+    def apply(self, model):
+        return model, False
+"""
+
+
+def test_load_imports_on_first_use_and_keeps_object(tmp_path, monkeypatch):
+    (tmp_path / "lazy_mod.py").write_text(LAZY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = Registry()
+    entry = registry.add(spec("Lazy", "user", "lazy_mod:Lazy"))
+    assert not entry.loaded and "lazy_mod" not in sys.modules
+    assert registry.get("transform", "Lazy") is sys.modules["lazy_mod"].Lazy
     assert entry.loaded
+
+
+def test_load_refuses_an_object_its_source_does_not_register():
+    registry = Registry()
+    registry.add(spec("OrderedDict", "user", "collections:OrderedDict"))
+    with pytest.raises(PluginLoadError, match=r"refusing to serve transform user:OrderedDict"):
+        registry.get("transform", "OrderedDict")
 
 
 def test_load_error_names_plugin_and_missing_module():

@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from brainsmith.plugin import memo
-from brainsmith.plugin.config import load_config
+from brainsmith.plugin.config import load_config, memo_folder
 from brainsmith.plugin.discovery import DiscoveryKey
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
@@ -159,8 +162,57 @@ def test_malformed_index_record_is_reported_and_the_rest_used(record):
     after, _ = summary()
     assert after["cache"] == "hit" and after["count"] == before["count"]
     assert after["loads"] == ["FoldConstants"]
-    assert [p["reason"] for p in after["broken"]] == ["malformed index record; ignored"]
-    assert record[1] in after["broken"][0]["plugin"]
+    [problem] = after["broken"]
+    assert problem["reason"].startswith("malformed index record (")
+    assert problem["reason"].endswith("); ignored") and record[1] in problem["plugin"]
+
+
+WRONGLY_TYPED = {  # id -> metadata entry of one record
+    "brainsmith-version-a-number": {"brainsmith_version": 5},
+    "description-a-list": {"description": ["a"]},
+    "requires-a-number": {"requires": 5},
+    "priority-out-of-range": {"priority": 1000},
+    "line-a-text": {"line": "seven"},
+    "unknown-key": {"entry": "os:system"},
+}
+USE_ALL = """
+from brainsmith.plugins import transforms
+from brainsmith.plugin.availability import is_available
+from brainsmith.plugin.manager import get_plugin_manager
+for spec in get_plugin_manager().registry().specs():
+    is_available(spec)
+print(len(transforms.list_plugins(available_only=True)))
+"""
+
+
+@pytest.mark.parametrize("case", list(WRONGLY_TYPED))
+def test_index_record_with_wrongly_typed_metadata_is_dropped_and_named(case):
+    before, _ = summary()
+    victim = {}
+
+    def damage(payload: dict) -> None:
+        record = next(r for r in payload["sources"]["qonnx"]["specs"] if r[1] != "FoldConstants")
+        record[4].update(WRONGLY_TYPED[case])
+        victim["name"] = record[1]
+
+    forge_index(damage)
+    after, _ = summary()
+    assert after["count"] == before["count"] - 1 and after["loads"] == ["FoldConstants"]
+    [problem] = after["broken"]
+    assert problem["plugin"] == f"transform qonnx:{victim['name']}"
+    key = next(iter(WRONGLY_TYPED[case]))
+    assert "malformed index record" in problem["reason"] and f"'{key}'" in problem["reason"]
+    for args, code in [
+        (["plugins", "list", "--all"], 0),
+        (["plugins", "info", "FoldConstants"], 0),
+        (["plugins", "health"], 1),
+    ]:
+        result = brainsmith(*args, env={"COLUMNS": "250"})
+        assert result.returncode == code, (args, result.stdout[-1500:], result.stderr[-1500:])
+        assert "Traceback" not in result.stderr
+    assert f"qonnx:{victim['name']}" in brainsmith("plugins", "health").stdout
+    used = run_python(USE_ALL)
+    assert used.returncode == 0 and int(used.stdout) > 100, used.stderr[-1500:]
 
 
 # -- damaged side files ------------------------------------------------------------------------
@@ -194,7 +246,7 @@ def test_damaged_config_memo_is_discarded_and_the_file_reread(
     config.write_text("plugin_system:\n  cache_ttl: 42\n")
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
     assert load_config().cache_ttl == 42
-    stored = Path(memo.path_for("config"))
+    stored = Path(memo.path_for("config", memo_folder(str(config))))
     stored.write_bytes(damage(stored.read_bytes()))
     with caplog.at_level(logging.WARNING, logger="brainsmith.plugin"):
         assert load_config().cache_ttl == 42
@@ -207,10 +259,62 @@ def test_config_memo_holding_the_wrong_type_is_ignored(tmp_path, monkeypatch):
     config.write_text("plugin_system:\n  cache_ttl: 42\n")
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
     load_config()
-    stored = Path(memo.path_for("config"))
+    stored = Path(memo.path_for("config", memo_folder(str(config))))
     stamp, _ = memo.decode(stored.read_bytes(), str(stored))
-    memo.write("config", stamp, ["cache_ttl", 1])
+    memo.write("config", stamp, ["cache_ttl", 1], memo_folder(str(config)))
     assert load_config().cache_ttl == 42
+
+
+PLUGIN_DIRS = """
+import json
+from brainsmith.plugin.manager import get_plugin_manager
+manager = get_plugin_manager()
+print(json.dumps({
+    "plugin_dirs": list(manager.config.plugin_dirs),
+    "user": sorted(s.name for s in manager.registry().specs(framework="user")),
+}))
+"""
+
+
+def test_forged_config_memo_in_the_cache_directory_adds_no_plugin_folders(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    (project / ".brainsmith").mkdir(parents=True)
+    config = project / ".brainsmith" / "config.yaml"
+    config.write_text("plugin_system:\n  cache_ttl: 42\n")
+    monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "evil_mod.py").write_text(PLUGIN.format(name="Evil"))
+    st = config.stat()
+    for stamp in (  # what a memo keyed by path, mtime and size (and more) looks like
+        [str(config), st.st_mtime_ns, st.st_size],
+        [str(config), st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns],
+    ):
+        memo.write("config", stamp, {"cache_ttl": 42, "plugin_dirs": [str(evil)]})
+        result = run_python(PLUGIN_DIRS)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == {"plugin_dirs": [], "user": []}
+
+
+def test_config_memo_is_kept_beside_config_yaml_and_honours_its_cache_dir(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    (project / ".brainsmith").mkdir(parents=True)
+    config = project / ".brainsmith" / "config.yaml"
+    config.write_text("plugin_system:\n  cache_dir: my-cache\n")  # relative to the project
+    default = tmp_path / "xdg"
+    monkeypatch.delenv("BRAINSMITH_CACHE_DIR")
+    monkeypatch.delenv("BRAINSMITH_CONFIG")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(default))
+    for _ in range(2):  # cold, then warm from the memo
+        result = run_python(LOADS + SUMMARY, cwd=project)
+        assert result.returncode == 0, result.stderr
+        assert "warning" not in result.stderr.lower()
+    assert not default.exists()
+    assert sorted(p.name for p in (project / ".brainsmith" / "__pycache__").iterdir()) == [
+        "config.bsm"
+    ]
+    names = sorted(p.name for p in (project / "my-cache").iterdir())
+    assert names and all(n.startswith("index-") for n in names)
 
 
 # -- a write cut short ---------------------------------------------------------------------------
@@ -234,3 +338,158 @@ def test_write_cut_short_by_the_file_size_limit_leaves_no_partial_file():
     unlimited, _ = summary()
     assert unlimited["cache"] == "miss" and unlimited["count"] == limited["count"]
     assert_complete_files_only()
+
+
+# -- cache files that are not regular files, or far too large ---------------------------------
+
+BOUNDED = """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a runaway read fails, not the host
+
+
+def peak_mb():
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+"""
+
+
+def replace_index(make) -> Path:
+    """Replace the light index of the current configuration by ``make(path)``."""
+    index = main_index()
+    index.unlink()
+    make(index)
+    return index
+
+
+NOT_REGULAR = {
+    "symlink-to-dev-zero": lambda index: index.symlink_to("/dev/zero"),
+    "fifo": lambda index: os.mkfifo(index),
+    "symlink-to-a-fifo": lambda index: (
+        os.mkfifo(index.with_name("pipe")),
+        index.symlink_to(index.with_name("pipe")),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_REGULAR))
+def test_index_that_is_not_a_regular_file_is_refused_without_reading_it(kind):
+    index = replace_index(NOT_REGULAR[kind])
+    try:
+        result = run_python(BOUNDED + LOADS + SUMMARY, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("discovery hung on the cache file")
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["loads"] == ["FoldConstants"] and seen["cache"] == "miss"
+    assert "symbolic link; ignoring it" in result.stderr or "not a regular file" in result.stderr
+    assert index.is_file() and not index.is_symlink()  # replaced by a fresh index
+
+
+def test_huge_sparse_index_is_refused_in_bounded_memory():
+    def sparse(index: Path) -> None:
+        with open(index, "wb") as handle:
+            handle.write(memo.MAGIC)
+            handle.truncate(1536 << 20)  # 1.5 GiB, almost all of it a hole
+
+    replace_index(sparse)
+    result = run_python(
+        BOUNDED + LOADS + SUMMARY.replace('"loads"', '"peak_mb": peak_mb(), "loads"')
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "is larger than 64 MiB; ignoring it" in result.stderr
+    assert seen["loads"] == ["FoldConstants"] and seen["peak_mb"] < 400
+
+
+# -- cache clear and temp files -----------------------------------------------------------------
+
+
+def brainsmith(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "brainsmith.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def user_files(folder: Path) -> dict[str, bytes]:
+    """Files a user keeps beside (or in) the cache, some named like brainsmith's."""
+    files = {
+        "thesis.tmp": b"chapter 1",
+        "model.bsm": b"my own binary model format",
+        "notes.bsm.123.tmp": b"not a cache file either",
+        "empty.txt": b"",
+    }
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return files
+
+
+@pytest.mark.parametrize("owner", ["writable-by-everyone", "another-user"])
+def test_cache_clear_leaves_a_folder_that_is_not_its_own_alone(tmp_path, owner):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    files = user_files(folder)
+    assert memo.write("index-0badc0de", [1], {"x": 1}, str(tmp_path / "own"))  # a real one
+    (tmp_path / "own" / "index-0badc0de.bsm").rename(folder / "index-0badc0de.bsm")
+    if owner == "writable-by-everyone":
+        os.chmod(folder, 0o777)
+    elif os.geteuid() == 0:
+        os.chown(folder, 12345, 12345)
+    else:
+        pytest.skip("changing a folder's owner needs root")
+    before = sorted(os.listdir(folder))
+    result = brainsmith("cache", "clear", env={"BRAINSMITH_CACHE_DIR": str(folder)})
+    assert result.returncode == 1
+    assert "refusing to use it" in result.stderr and "nothing was removed" in result.stderr
+    assert sorted(os.listdir(folder)) == before
+    assert all((folder / name).read_bytes() == data for name, data in files.items())
+
+
+def test_cache_clear_removes_only_the_files_brainsmith_wrote(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(folder))
+    assert run_python(LOADS + SUMMARY).returncode == 0  # a real index and config memo
+    ours = sorted(p.name for p in folder.iterdir())
+    assert ours and all(name.endswith(".bsm") for name in ours)
+    files = user_files(folder)
+    elsewhere = tmp_path / "elsewhere.bsm"
+    elsewhere.write_bytes(memo.MAGIC + b"a user's file that happens to start like ours")
+    (folder / "linked.bsm").symlink_to(elsewhere)
+    parsed_config = Path(memo_folder(os.environ["BRAINSMITH_CONFIG"])) / "config.bsm"
+    assert parsed_config.is_file()
+    result = brainsmith("cache", "clear")
+    assert result.returncode == 0, result.stderr
+    assert f"removed {len(ours) + 1} cache file(s)" in result.stdout
+    assert not parsed_config.exists()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*files, "linked.bsm"])
+    assert all((folder / name).read_bytes() == data for name, data in files.items())
+    assert elsewhere.read_bytes().startswith(memo.MAGIC)
+
+
+KILLED_AT_THE_RENAME = """
+import os, signal
+replace = os.replace
+os.replace = lambda src, dst: (
+    os.kill(os.getpid(), signal.SIGKILL) if "index-" in dst else replace(src, dst)
+)
+from brainsmith.plugin.manager import get_plugin_manager
+get_plugin_manager().registry()
+"""
+
+
+@pytest.mark.cold_cache
+def test_temp_file_of_a_writer_killed_at_the_rename_is_removed_by_the_next_write(tmp_path):
+    folder = Path(os.environ["BRAINSMITH_CACHE_DIR"])
+    killed = run_python(KILLED_AT_THE_RENAME)
+    assert killed.returncode == -signal.SIGKILL
+    orphans = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert orphans, "the killed writer left no temp file"
+    (folder / "thesis.tmp").write_text("chapter 1")
+    seen, _ = summary()
+    assert seen["cache"] == "miss"
+    assert sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp")) == ["thesis.tmp"]

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from brainsmith.plugin import memo
+from brainsmith.plugin.config import load_config
+from brainsmith.plugin.discovery import DiscoveryKey
 from tests.conftest import REPO, run_python
 
 PACKAGE = REPO / "brainsmith"
@@ -55,7 +57,8 @@ AUDITED = {
     ),
     ("brainsmith/plugin/loading.py", "import_module"): (
         "imports a registered plugin's module on first use; discovery registers only modules of "
-        "the source that scanned them (discovery._trusted) and a pip package's module only when "
+        "the source that scanned them (trust.from_source), only the object that source registers "
+        "is served (loading.not_this_plugin), and a pip package's module only when "
         "an installed distribution declares it (loading._check_declared)"
     ),
     ("brainsmith/plugin/__init__.py", "import_module"): (
@@ -69,18 +72,13 @@ AUDITED = {
         "the user chose to run"
     ),
     ("brainsmith/plugin/pathload.py", "exec_module"): (
-        "load_plugin(path) of a compiled extension: code the user chose to run"
-    ),
-    ("brainsmith/plugin/pathload.py", "compile"): (
-        "load_plugin(path) compiles the named .py file itself (not stale bytecode) so a reload "
-        "sees the edit: code the user chose to run"
-    ),
-    ("brainsmith/plugin/pathload.py", "exec"): (
-        "load_plugin(path) runs that compiled file as the plugin module: code the user chose to run"
+        "load_plugin(path) runs the file, package or compiled extension it names through its "
+        "importlib loader (for Python, one that reads the source, never bytecode): code the "
+        "user chose to run"
     ),
     ("brainsmith/plugin/sources/entry_points.py", "stevedore"): (
         "cold discovery imports the modules installed distributions declare in the "
-        "brainsmith.plugins entry-point group"
+        "brainsmith.plugins entry-point group (through a subclass that contains sys.exit())"
     ),
 }
 
@@ -132,6 +130,9 @@ def findings(path: Path) -> list[tuple[int, str]]:
                 shell_off = isinstance(keyword.value, ast.Constant) and not keyword.value.value
                 if keyword.arg == "shell" and not shell_off:
                     found.append((node.lineno, "shell"))
+        elif isinstance(node, ast.ClassDef):
+            bases = [CALLS.get(dotted(base, table)) for base in node.bases]
+            found.extend((node.lineno, rule) for rule in bases if rule == "stevedore")
         elif isinstance(node, ast.Name) and node.id in ("eval", "exec", "__import__"):
             if id(node) not in callees:  # e.g. ``run = eval``
                 found.append((node.lineno, f"{node.id} (as a value)"))
@@ -180,6 +181,8 @@ def test_the_audit_sees_what_it_forbids(tmp_path):
         "__import__('os')\n"
         "importlib.import_module(name)\n"
         "exec(code)\n"
+        "from stevedore import ExtensionManager\n"
+        "class Mine(ExtensionManager): pass\n"
         "# eval(comment) and 'exec(text)' do not count\n"
     )
     assert sorted(findings(sample)) == [
@@ -194,6 +197,7 @@ def test_the_audit_sees_what_it_forbids(tmp_path):
         (11, "__import__"),
         (12, "import_module"),
         (13, "exec"),
+        (15, "stevedore"),
     ]
 
 
@@ -227,6 +231,7 @@ print(json.dumps({
     "outcomes": outcomes,
     "broken": manager.health_check()["broken_plugins"],
     "imported": sorted(m for m in ("canary_payload", "subprocess") if m in sys.modules),
+    "forged_site_on_path": any(p.endswith("forged-site") for p in sys.path),
 }))
 """
 
@@ -254,7 +259,8 @@ def forge(source: str, record: list, listing: list | None = None) -> None:
         if state is None:  # the index of another set of plugin folders
             continue
         state["specs"].append(record)
-        state.setdefault("listing", []).extend(listing or [])
+        if listing:
+            state.setdefault("listing", []).extend(listing)
         assert memo.write(name[: -len(".bsm")], stamp, payload)
 
 
@@ -284,13 +290,55 @@ FORGED = {  # id -> (source, record, entry-point listing rows)
         ["step", "forged", "evil", "canary_payload:run", {}, ""],
         [["evil", "1", "plugins", "canary_payload"]],
     ),
+    # A module of the right package, but not one of its plugin files: the hub's own code.
+    "brainsmith-module-of-the-hub": (
+        "brainsmith",
+        ["step", "forged", "brainsmith", "brainsmith.plugin.loading:os.system", {}, "{loading}"],
+    ),
+    # The right plugin file, but an object the scan does not register.
+    "brainsmith-undecorated-function": (
+        "brainsmith",
+        ["step", "forged", "brainsmith", "brainsmith.steps.dataflow:apply_transforms", {}, "{df}"],
+    ),
+    "brainsmith-plugin-under-another-name": (
+        "brainsmith",
+        ["step", "forged", "brainsmith", "brainsmith.steps.dataflow:cleanup", {}, "{df}"],
+    ),
+    "brainsmith-path-entry": (
+        "brainsmith",
+        [
+            "step",
+            "forged",
+            "brainsmith",
+            "brainsmith.steps.dataflow:cleanup",
+            {"path_entry": "{forged_site}"},
+            "{df}",
+        ],
+    ),
+    "user-undecorated-function": (
+        "user",
+        ["step", "forged", "user", "good:helper", {"path_entry": "{folder}"}, "{folder}/good.py"],
+    ),
+    "finn-function-as-a-step": (
+        "finn",
+        ["step", "forged", "finn", "finn.util.basic:launch_process_helper", {}, ""],
+    ),
+    "qonnx-class-as-a-transform": (
+        "qonnx",
+        ["transform", "forged", "qonnx", "qonnx.core.modelwrapper:ModelWrapper", {}, ""],
+    ),
 }
 GOOD = """
+import os
 from brainsmith.plugin.core import step
 
 @step(name="good_step")
 def good_step(model, cfg):
     return model
+
+
+def helper(model, cfg):
+    return os.system("echo helper ran")
 """
 
 
@@ -299,21 +347,57 @@ def test_forged_index_record_never_imports_its_module(plugin_folder, canary, for
     plugin_folder("good.py", GOOD)
     assert run_python(REPORT.replace("WANTED", "[]")).returncode == 0  # writes the index
     source, record, *listing = FORGED[forged]
-    fill = {"{folder}": str(plugin_folder.folder), "{site}": str(canary.parent / "x.py")}
+    fill = {
+        "{folder}": str(plugin_folder.folder),
+        "{site}": str(canary.parent / "x.py"),
+        "{loading}": str(PACKAGE / "plugin" / "loading.py"),
+        "{df}": str(PACKAGE / "steps" / "dataflow.py"),
+        "{forged_site}": str(canary.parent.parent / "forged-site"),
+    }
     record = [_fill(part, fill) for part in record]
     forge(source, record, *listing)
-    wanted = [("step", f"{record[2]}:forged"), ("step", "good_step")]
+    plugin_type = record[0]
+    wanted = [(plugin_type, f"{record[2]}:forged"), ("step", "good_step")]
     result = run_python(REPORT.replace("WANTED", repr(wanted)))
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     outcome = report["outcomes"][f"{record[2]}:forged"]
     assert not outcome.startswith("served"), outcome
     assert report["outcomes"]["good_step"].startswith("served <function good_step")
-    assert report["imported"] == [] and not canary.exists()
+    named = record[3].partition(":")[0]  # FINN and QONNX modules may import subprocess
+    assert [m for m in report["imported"] if m == named or m == "canary_payload"] == []
+    assert not canary.exists() and report["forged_site_on_path"] is False
     reasons = [p["reason"] for p in report["broken"] if "forged" in p["plugin"]]
     assert len(reasons) == 1
-    assert "outside this source; ignored" in reasons[0] or "refusing to import" in reasons[0]
+    assert any(
+        refusal in reasons[0]
+        for refusal in ("outside this source; ignored", "refusing to import", "refusing to serve")
+    ), reasons[0]
     assert record[3] in reasons[0]
+
+
+def test_forged_index_record_does_not_survive_revalidation(plugin_folder):
+    plugin_folder("good.py", GOOD)
+    assert run_python(REPORT.replace("WANTED", "[]")).returncode == 0  # writes the index
+    dataflow = str(PACKAGE / "steps" / "dataflow.py")
+    forge(
+        "brainsmith",
+        ["step", "forged", "brainsmith", "brainsmith.steps.dataflow:cleanup", {}, dataflow],
+    )
+    wanted = [("step", "brainsmith:forged"), ("step", "good_step")]
+    result = run_python(
+        REPORT.replace("WANTED", repr(wanted)), env={"BRAINSMITH_PLUGIN_CACHE_TTL": "0"}
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["outcomes"]["brainsmith:forged"].startswith("PluginNotFoundError: no step named")
+    assert report["outcomes"]["good_step"].startswith("served <function good_step")
+    assert [p for p in report["broken"] if "forged" in p["plugin"]] == []
+    # The rewritten index holds the specs derived anew.
+    path = Path(memo.path_for(DiscoveryKey(["full"]).index_name(load_config().plugin_dirs)))
+    _, payload = memo.decode(path.read_bytes(), str(path))
+    names = [r[1] for state in payload["sources"].values() for r in state["specs"]]
+    assert "forged" not in names and "cleanup" in names
 
 
 def _fill(value: object, fill: dict[str, str]) -> object:
@@ -363,3 +447,46 @@ def test_blueprint_naming_modules_never_imports_them(tmp_path, canary):
         hits = [p for p in report["problems"] if f"'{bare}' is not a registered" in p]
         assert len(hits) == 3, (name, report["problems"])
         assert all("never import paths" in p for p in hits)
+
+
+BYTECODE_PLUGIN = """
+from brainsmith.plugin import step
+
+VALUE = "LABEL"
+
+
+@step(name="labelled")
+def labelled(model, cfg):
+    return model
+"""
+
+
+def test_loaded_python_plugin_runs_from_its_source_never_from_bytecode(tmp_path):
+    import importlib
+    import importlib.util
+    import sys
+
+    from brainsmith.plugins import load_plugin
+
+    path = tmp_path / "labels.py"
+    path.write_text(BYTECODE_PLUGIN.replace("LABEL", "source"))
+    # Bytecode of other code, stamped with the file's own mtime and size: a loader that
+    # trusts __pycache__ would run it.
+    st = path.stat()
+    other = compile(BYTECODE_PLUGIN.replace("LABEL", "stale bytecode"), str(path), "exec")
+    stale = importlib._bootstrap_external._code_to_timestamp_pyc(other, st.st_mtime, st.st_size)
+    cached = Path(importlib.util.cache_from_source(str(path)))
+    cached.parent.mkdir()
+    cached.write_bytes(stale)
+    load_plugin(path)
+    module = sys.modules["labels"]
+    assert module.VALUE == "source"
+    # The module's own loader (what debuggers, coverage and reloaders ask) reads the source too.
+    assert module.__spec__.loader is module.__loader__
+    code = module.__loader__.get_code("labels")
+    assert "source" in code.co_consts and "stale bytecode" not in code.co_consts
+    assert sorted(p.name for p in cached.parent.iterdir()) == [cached.name]  # nothing written
+    assert {rule for (file, rule) in package_findings() if file.endswith("pathload.py")} == {
+        "import from a path",
+        "exec_module",
+    }

@@ -294,3 +294,91 @@ def toy_blueprints(tmp_path_factory, monkeypatch, tmp_path) -> Path:
 @example(text="!!timestamp 2001-12-14 x\n")
 def test_hostile_blueprint_text_gives_a_blueprint_or_a_blueprint_error(toy_blueprints, text):
     blueprint_outcome(fresh_file(toy_blueprints, text))
+
+
+# -- plugin names in decorators ------------------------------------------------------------------
+
+BAD_NAMES = {
+    "qualified-builtin": "finn:Streamline",
+    "import-path": "os:system",
+    "newline": "Fold\nBias",
+    "space": "Fold Bias",
+    "5000-characters": "F" * 5000,
+    "empty": "",
+    "non-ascii": "Fáltung",
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_NAMES))
+def test_decorator_name_that_is_not_a_plain_name_is_refused(plugin_folder, case):
+    from brainsmith.plugin import step
+    from brainsmith.plugin.errors import PluginMetadataError
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    name = BAD_NAMES[case]
+    with pytest.raises(PluginMetadataError, match=r"test_reliability_input\.py:\d+: invalid @step"):
+
+        @step(name=name)
+        def named(model, cfg):
+            return model
+
+    plugin_folder(
+        "named.py",
+        f"from brainsmith.plugin import step\n\n@step(name={name!r})\n"
+        "def named(model, cfg):\n    return model\n",
+    )
+    registry = get_plugin_manager().registry()
+    assert [s for s in registry.specs("step") if s.target.endswith(":named")] == []
+    problems = [p for p in registry.problems if p.plugin == "named"]
+    assert len(problems) == 1 and "'name' must be a name such as 'FoldBias'" in problems[0].reason
+    assert len(problems[0].reason) < 400
+
+
+# -- blueprint files that are not YAML text --------------------------------------------------------
+
+BYTE_PROBLEMS = {  # id -> (file content, (line, column) reported, text of the message)
+    "over-1-MiB": (
+        b"name: big\n" + (b"# " + b"x" * 98 + b"\n") * 10_500,
+        (10_383, 86),  # byte 1 MiB: 10 + 10,381 lines of 101 bytes + 85
+        "larger than 1024 KiB",
+    ),
+    "not-utf-8": (
+        b"name: x\ndescription: caf\xe9 au lait\n",
+        (2, 17),
+        "not UTF-8 text (byte 0xe9)",
+    ),
+    "nul-byte": (b'name: x\ndescription: "\xc3\xa9t\x00"\n', (2, 17), "a NUL byte"),
+}
+
+
+@pytest.mark.parametrize("case", list(BYTE_PROBLEMS))
+def test_blueprint_byte_level_problem_is_reported_at_its_line_and_column(tmp_path, case):
+    content, (line, column), text = BYTE_PROBLEMS[case]
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(content)
+    with pytest.raises(BlueprintError) as error:
+        load_blueprint(path)
+    [problem] = error.value.problems
+    assert (problem.line, problem.column) == (line, column), str(problem)
+    assert text in problem.message and str(problem).startswith(f"{path}:{line}:{column}: error:")
+
+
+def test_extends_naming_a_fifo_through_a_symlink_is_refused_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "base.yaml").symlink_to(tmp_path / "pipe")
+    (tmp_path / "top.yaml").write_text("name: top\nextends: base.yaml\n")
+    result = run_python(
+        f"""
+        from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+        try:
+            load_blueprint({str(tmp_path / "top.yaml")!r})
+        except BlueprintError as exc:
+            print(exc)
+        """,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        f"{tmp_path / 'top.yaml'}:2:10: error: cannot read '{tmp_path / 'base.yaml'}': a FIFO "
+        "(named pipe), not a regular file; expected a blueprint YAML file"
+    )

@@ -12,6 +12,7 @@ from brainsmith.builder import interrupts
 from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.outdir import DISK_FULL, os_problem, save_model
 from brainsmith.builder.state import BuildRun, Step
+from brainsmith.plugin.containment import PluginExit, contained
 
 OUTPUT_ERRORS = DISK_FULL | {errno.EROFS}  # the output folder's fault, not the step's
 
@@ -43,8 +44,8 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
         run.log.write(f"\n===== step {index + 1}: {step.name} =====\n")
         had_parent = run.context.dataflow_parent is not None
         began = time.perf_counter()
-        try:
-            with contain_finn_output(run.log):
+        try:  # contained(): a step calling sys.exit() fails like any other step
+            with contained(), contain_finn_output(run.log):
                 model = step.fn(model, run.cfg)
         except StepError as exc:
             hint = exc.hint
@@ -86,7 +87,7 @@ def _step_crashed(run: BuildRun, model, index: int, exc: Exception) -> None:
         run,
         model,
         index,
-        f"{type(exc).__name__}: {exc}",
+        f"the step {exc}" if isinstance(exc, PluginExit) else f"{type(exc).__name__}: {exc}",
         f"see {run.path('build.log')} for FINN's output and the traceback; check the "
         "blueprint's kernels and options for this step",
     )

@@ -322,7 +322,8 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
     report.json says ok interrupts the build; one after it changes nothing."""
     from brainsmith.builder.flow import fail_output
 
-    if run.stop_after is not None:
+    if run.stop_after is not None:  # a checkpoint instead of a design: no reports
+        _remove(run.path("report.json"))
         checkpoint = make_checkpoint(run, model)
         report = {
             "name": run.plan.name,

@@ -142,8 +142,6 @@ def _inputs(report: dict, model, samples: int | None, input_npy: str | None) -> 
 
 
 def _update_report(folder: str, report: dict, result) -> None:
-    """The folder's report.json and report.html with the new ``rtlsim`` section (each
-    written whole or not at all)."""
     from brainsmith.builder.charts import render_charts
     from brainsmith.builder.outdir import write_text
     from brainsmith.builder.report import chart_rows, to_json
@@ -151,8 +149,5 @@ def _update_report(folder: str, report: dict, result) -> None:
 
     report["rtlsim"] = result.as_dict()
     write_text(os.path.join(folder, "report.json"), to_json(report))
-    try:
-        charts = render_charts(chart_rows(report.get("layers", [])))
-    except Exception:  # a chart problem must not keep the results from the page
-        charts = {}
+    charts = render_charts(chart_rows(report.get("layers", [])))
     write_text(os.path.join(folder, "report.html"), render(report, charts))

@@ -65,3 +65,30 @@ def main() -> None:
     except PluginError as exc:  # pragma: no cover - click handles most; this is a last resort
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
+    except SystemExit as exc:
+        culprit = _foreign_exit(exc)
+        if culprit is None:
+            raise
+        click.echo(
+            f"error: {culprit} called sys.exit({exc.code!r}) while the command ran; "
+            "the command did not finish (brainsmith plugins health names broken plugins)",
+            err=True,
+        )
+        raise SystemExit(2) from None
+
+
+def _foreign_exit(exc: SystemExit) -> str | None:
+    """``file:line`` of a ``sys.exit()`` made by code other than the command line's own
+    (a plugin's step, say); None for brainsmith's and click's own exits."""
+    import os
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    own = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(click.__file__))
+    if filename.startswith(tuple(folder + os.sep for folder in own)):
+        return None
+    return f"{filename}:{tb.tb_lineno}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import click
 
 from brainsmith.cli.output import console, fail, print_json
@@ -93,10 +91,13 @@ def info(name: str, plugin_type: str | None, load: bool, as_json: bool) -> None:
     if not found:
         fail(_closest_miss(registry, types, name))
     payload = []
+    failed = False
     for spec in found:
         if load:
-            with contextlib.suppress(PluginError):
+            try:
                 registry.load(spec)
+            except PluginError:
+                failed = True  # shown as the plugin's status below
         entry = spec.as_dict()
         entry["also_provided_by"] = [
             s.qualified_name for s in registry.candidates(spec.type, spec.name) if s is not spec
@@ -104,12 +105,20 @@ def info(name: str, plugin_type: str | None, load: bool, as_json: bool) -> None:
         payload.append(entry)
     if as_json:
         print_json(payload if len(payload) > 1 else payload[0])
-        return
+    else:
+        _print_info(payload)
+    if failed:
+        raise SystemExit(1)
+
+
+def _print_info(payload: list[dict]) -> None:
+    from rich.markup import escape
+
     out = console()
     for entry in payload:
         status = "loaded" if entry["loaded"] else "not loaded (imported on first use)"
         if entry["error"]:
-            status = f"[red]{entry['error']}[/red]"
+            status = f"[red]{escape(entry['error'])}[/red]"
         out.print(f"[bold]{entry['type']} {entry['qualified_name']}[/bold]")
         rows = [
             ("description", entry["metadata"].get("description", "")),

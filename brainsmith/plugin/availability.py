@@ -157,12 +157,18 @@ def _first_available(pool: list[PluginSpec], failure: str) -> PluginSpec:
 
 
 def _run_check(spec: PluginSpec, check) -> tuple[bool, str]:
+    from brainsmith.plugin.containment import PluginExit, contained
+
     try:
-        result = check()
+        with contained():
+            result = check()
     except Exception as exc:
         from brainsmith.plugin.packages import origin, report
 
-        reason = f"availability check raised {type(exc).__name__}: {exc} ({origin(exc)})"
+        if isinstance(exc, PluginExit):
+            reason = f"availability check {exc}"
+        else:
+            reason = f"availability check raised {type(exc).__name__}: {exc} ({origin(exc)})"
         report(spec.framework, f"{spec.type} {spec.qualified_name}", reason)
         return False, f"{spec.qualified_name}: {reason}"
     if isinstance(result, tuple):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import _thread
 import weakref
 
 from brainsmith.plugin.errors import PluginNotFoundError
 from brainsmith.plugin.spec import PluginSpec
 
 _views: weakref.WeakSet = weakref.WeakSet()
+_views_lock = _thread.allocate_lock()
+_generation = [0]  # bumped by forget_cached_lookups: a lookup begun before is not cached
 FRAMEWORK_NAMESPACES = ("brainsmith", "user", "qonnx", "finn")
 _OWN = ("list_plugins", "get_spec", "specs", "framework")
 
@@ -29,19 +32,23 @@ class PluginCollection:
         object.__setattr__(self, "_framework", framework)
         object.__setattr__(self, "_subset", subset)
         object.__setattr__(self, "_namespaces", {})
-        _views.add(self)
+        with _views_lock:
+            _views.add(self)
 
     # -- lookups ---------------------------------------------------------------------------
     def __getattr__(self, name: str) -> object:
         if name.startswith("__"):
             raise AttributeError(name)
+        generation = _generation[0]
         if self._framework is None and self._subset is None:
             namespace = self.framework(name.replace("_", "-"), strict=False)
             if namespace is not None:
                 return namespace
         spec = self.get_spec(name)
         obj = _registry().load(spec)
-        object.__setattr__(self, name, obj)
+        with _views_lock:  # not if the plugin was unloaded or replaced meanwhile
+            if _generation[0] == generation:
+                object.__setattr__(self, name, obj)
         return obj
 
     def __getitem__(self, name: str) -> object:
@@ -86,6 +93,7 @@ class PluginCollection:
         cached = self._namespaces.get(name)
         if cached is not None:
             return cached
+        generation = _generation[0]
         if name not in FRAMEWORK_NAMESPACES and name not in _registry().frameworks():
             if strict:
                 raise PluginNotFoundError(
@@ -95,7 +103,9 @@ class PluginCollection:
                 )
             return None
         namespace = PluginCollection(self._type, name)
-        self._namespaces[name] = namespace
+        with _views_lock:
+            if _generation[0] == generation:
+                self._namespaces[name] = namespace
         return namespace
 
     # -- listing ---------------------------------------------------------------------------
@@ -149,5 +159,7 @@ def _registry():
 
 
 def forget_cached_lookups() -> None:
-    for view in list(_views):
-        view._forget()
+    with _views_lock:
+        _generation[0] += 1
+        for view in list(_views):
+            view._forget()

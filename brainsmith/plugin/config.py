@@ -1,8 +1,8 @@
 """Plugin-system configuration: environment > project ``.brainsmith/config.yaml`` > defaults.
 
 The project file is found by walking up from the working directory (or named by
-``BRAINSMITH_CONFIG``). Its parsed form is memoised in the cache directory by the file's
-mtime and size, so a warm start does not pay for importing ``yaml``.
+``BRAINSMITH_CONFIG``). Its parsed form is memoised beside it (``__pycache__/config.bsm``),
+keyed by the file's stat, so a warm start does not pay for importing ``yaml``.
 """
 
 from __future__ import annotations
@@ -111,20 +111,33 @@ def load_config(start: str | None = None) -> PluginConfig:
 
 
 def read_project_section(path: str) -> dict:
-    """The ``plugin_system`` mapping of a project config file, memoised by mtime and size."""
+    """The ``plugin_system`` mapping of a project config file.
+
+    Its parsed form is memoised beside the file, in ``.brainsmith/__pycache__/config.bsm``
+    (as Python keeps bytecode beside sources), keyed by the file's size, mtime, inode and
+    ctime. So only someone who could edit config.yaml can change what the memo says, and
+    nothing is written to a cache directory before config.yaml had its say about
+    ``cache_dir``. The memo is used only when that folder is the user's own (see ``memo``);
+    otherwise the file is parsed each time."""
     from brainsmith.plugin import memo
 
     try:
         st = os.stat(path)
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    stamp = [path, st.st_mtime_ns, st.st_size]
-    cached = memo.read("config", stamp)
-    if isinstance(cached, dict):
+    stamp = [path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
+    folder = memo_folder(path)
+    cached = memo.read("config", stamp, folder, quiet=True)
+    if isinstance(cached, dict) and all(key in CONFIG_KEYS for key in cached):
         return cached
     section = _parse_project_file(path)
-    memo.write("config", stamp, section)
+    memo.write("config", stamp, section, folder, quiet=True)
     return section
+
+
+def memo_folder(path: str) -> str:
+    """Where the parsed form of the project file ``path`` is kept: beside it."""
+    return os.path.join(os.path.dirname(os.path.abspath(path)), "__pycache__")
 
 
 def _parse_project_file(path: str) -> dict:

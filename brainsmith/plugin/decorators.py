@@ -15,7 +15,8 @@ hub; invalid metadata raises PluginMetadataError naming the file and line of the
 Every type also accepts ``priority``, ``requires`` (Python packages), ``tools``
 (executables), ``author``, ``version``, ``min_brainsmith_version``,
 ``max_brainsmith_version`` and ``brainsmith_version`` (a PEP 440 specifier). Without
-``name`` the plugin is named after the class or function; without ``description`` the
+``name`` the plugin is named after the class or function; a ``name`` (and a backend's
+``kernel``) is an ASCII identifier of at most 100 characters. Without ``description`` the
 first line of its docstring is used.
 """
 

@@ -13,9 +13,9 @@ from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.registry import Registry
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 from brainsmith.plugin.stamps import stamp_paths
+from brainsmith.plugin.trust import BUILTIN_FRAMEWORKS, from_source
 
 INDEX_FORMAT = 1
-BUILTIN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
 
 
 class DiscoveryKey:
@@ -161,6 +161,7 @@ def _rescan(config, key, previous: dict, fresh: bool, result: DiscoveryResult):
     sources = {name: make_source(name, config) for name in source_names(config, key)}
     states: dict[str, dict] = {}
     changed: set[str] = set()
+    rescanned: set[str] = set()
     for name, source in sources.items():
         t0 = time.perf_counter()
         old = previous.get(name)
@@ -177,36 +178,26 @@ def _rescan(config, key, previous: dict, fresh: bool, result: DiscoveryResult):
                     "stamp": [],
                     "problems": [[name, name, f"{type(exc).__name__}: {exc}"]],
                 }
+            # The specs are always the ones just derived from the scan, never the old
+            # index's: an unchanged source only spares rewriting its scan data.
             if old is not None and all(state.get(k) == old.get(k) for k in _CONTENT_KEYS):
-                old["stamp"] = state["stamp"]
-                state = old
                 log.debug("source %s: revalidated, unchanged", name)
             else:
                 changed.add(name)
                 log.debug("source %s: scanned", name)
             states[name] = state
+            rescanned.add(name)
         result.source_ms[name] = (time.perf_counter() - t0) * 1000
     # Adapter specs depend on both QONNX and FINN class tables.
     for name in ("qonnx", "finn"):
-        if name in states and (name in changed or "qonnx" in changed):
+        state = states.get(name)
+        if state is not None and "files" in state and (name in rescanned or "qonnx" in changed):
             t0 = time.perf_counter()
             adapter = sources[name]
             index = adapter.index([states[n] for n in ("qonnx", "finn") if n in states])
-            states[name]["specs"], states[name]["problems"] = adapter.specs(states[name], index)
+            state["specs"], state["problems"] = adapter.specs(state, index)
             result.source_ms[name] += (time.perf_counter() - t0) * 1000
     return states, changed
-
-
-def allowed_modules(source: str, state: dict) -> tuple[str, ...]:
-    """Module prefixes a source may name: an index can never point elsewhere."""
-    if source in ("brainsmith", "qonnx", "finn"):
-        return (source + ".",)
-    if source == "entry_points":
-        return tuple(
-            value.partition(":")[0].strip().partition(".")[0] + "."
-            for *_, value in state.get("listing", [])
-        )
-    return ("",)  # user folders: checked by path_entry
 
 
 def fill_registry(
@@ -215,14 +206,14 @@ def fill_registry(
     for source_name, state in states.items():
         for record in state.get("problems", []):
             registry.report(*[str(part) for part in record[:3]])
-        allowed = allowed_modules(source_name, state)
         for record in state.get("specs", []):
             try:
                 spec = PluginSpec.from_record(record)
-            except (ValueError, TypeError):
-                registry.report(source_name, str(record)[:80], "malformed index record; ignored")
+            except ValueError as exc:
+                reason = f"malformed index record ({exc}); ignored"
+                registry.report(source_name, _record_label(record), reason)
                 continue
-            if not _trusted(spec, source_name, allowed, config):
+            if not from_source(spec, source_name, state, config):
                 registry.report(
                     source_name,
                     spec.qualified_name,
@@ -245,28 +236,15 @@ def fill_registry(
             registry.add(spec)
 
 
-def _trusted(spec: PluginSpec, source: str, allowed: tuple, config: PluginConfig) -> bool:
-    if source == "user":
-        return _in_plugin_folder(spec, config)
-    if source == "entry_points":  # a distribution cannot take a built-in framework's name
-        return f"{spec.module}.".startswith(allowed) and spec.framework not in BUILTIN_FRAMEWORKS
-    return f"{spec.module}.".startswith(allowed) and spec.framework == source
-
-
-def _in_plugin_folder(spec: PluginSpec, config: PluginConfig) -> bool:
-    """A user plugin's module is a file of a configured plugin folder, named after its path."""
-    import os
-
-    folder = spec.metadata.get("path_entry")
-    if folder not in config.plugin_dirs or spec.framework != "user":
-        return False
-    rel = os.path.relpath(spec.source, folder) if spec.source else os.pardir
-    if rel.startswith(os.pardir) or os.path.isabs(rel) or not rel.endswith(".py"):
-        return False
-    parts = rel[:-3].split(os.sep)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts) == spec.module and os.path.isfile(spec.source)
+def _record_label(record: object) -> str:
+    """``transform qonnx:Name`` for a record that has those fields; else its text, cut."""
+    if (
+        isinstance(record, list)
+        and len(record) >= 3
+        and all(isinstance(f, str) for f in record[:3])
+    ):
+        return f"{record[0][:20]} {record[2][:40]}:{record[1][:100]}"
+    return str(record)[:80]
 
 
 def _scanner_stamp() -> int:

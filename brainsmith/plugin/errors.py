@@ -30,3 +30,7 @@ class PluginMetadataError(PluginError, TypeError):
 
 class ConfigError(PluginError, ValueError):
     """A configuration value (file or environment) is invalid."""
+
+
+class CacheDirectoryError(PluginError):
+    """The cache directory is not the user's own, so brainsmith leaves it alone."""

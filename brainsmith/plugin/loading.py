@@ -6,6 +6,7 @@ import importlib
 import os
 import sys
 
+from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.spec import PluginSpec
 
@@ -34,14 +35,15 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     module_name, _, qualname = spec.target.partition(":")
     _check_declared(spec, module_name)
     path_entry = spec.metadata.get("path_entry")
-    if path_entry and path_entry not in sys.path:
-        sys.path.append(path_entry)
+    if spec.framework == "user" and path_entry and path_entry not in sys.path:
+        sys.path.append(path_entry)  # a configured plugin folder (checked at discovery)
     if module_name.startswith(FINN_USERS):
         from brainsmith.frameworks.finn_env import prepare_finn
 
         prepare_finn()
     try:
-        module = _import(module_name, timeout)
+        with contained():
+            module = _import(module_name, timeout)
     except ImportTimeout:
         raise PluginLoadError(
             f"cannot load {spec.type} {spec.qualified_name}: importing {module_name} "
@@ -68,6 +70,12 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
             f"it imports '{exc.name}', which is not installed (pip install {missing or exc.name})",
             spec,
         ) from exc
+    except PluginExit as exc:
+        raise PluginLoadError(
+            f"cannot load {spec.type} {spec.qualified_name}: importing {module_name} "
+            f"({_where(spec)}) {exc}",
+            spec,
+        ) from exc
     except SyntaxError as exc:
         raise PluginLoadError(
             f"cannot load {spec.type} {spec.qualified_name}: syntax error in "
@@ -90,7 +98,64 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
             f"attribute {qualname!r} (was it renamed? run `brainsmith cache clear`)",
             spec,
         ) from None
+    problem = not_this_plugin(spec, obj)
+    if problem:
+        raise PluginLoadError(
+            f"refusing to serve {spec.type} {spec.qualified_name}: {spec.target} {problem} "
+            "(the discovery index is stale or was tampered with: run `brainsmith cache clear`)",
+            spec,
+        )
     return obj
+
+
+def not_this_plugin(spec: PluginSpec, obj: object) -> str | None:
+    """Why ``obj`` is not the plugin ``spec`` describes; None when it is.
+
+    Whatever an index says, only what its source registers is served: an object defined in
+    the named module under the named qualname that is, for decorated plugins, marked by the
+    decorator with this type and name, and for QONNX/FINN a ``Transformation`` subclass or
+    the object FINN's own registries hold under that name."""
+    defined = (getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
+    if defined != (spec.module, spec.qualname):
+        return f"is {type(obj).__name__} {defined[0]}.{defined[1]}, defined elsewhere"
+    if spec.framework in ("qonnx", "finn"):
+        if _is_framework_plugin(spec, obj):
+            return None
+        return f"is not a {spec.type} {spec.framework} registers as {spec.name!r}"
+    from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
+
+    marker = getattr(obj, "__dict__", {}).get(PLUGIN_ATTRIBUTE)
+    if not isinstance(marker, dict) or marker.get("type") != spec.type:
+        return f"is not decorated with @{spec.type}"
+    if marker.get("name") != spec.name:
+        return f"is the {spec.type} named {marker.get('name')!r}, not {spec.name!r}"
+    return None
+
+
+def _is_framework_plugin(spec: PluginSpec, obj: object) -> bool:
+    """QONNX/FINN: a ``Transformation`` subclass, or what FINN's own registry holds under the
+    name (its custom-op tables for kernels and backends, its step table for steps)."""
+    if spec.type == "transform":
+        from qonnx.transformation.base import Transformation
+
+        return isinstance(obj, type) and issubclass(obj, Transformation)
+    if spec.framework != "finn":
+        return False  # QONNX contributes transforms only
+    if spec.type == "step":
+        steps = importlib.import_module("finn.builder.build_dataflow_steps")
+        table = getattr(steps, "build_dataflow_step_lookup", None)
+        if table is None:  # a FINN without a step table: any function of the module
+            import inspect
+
+            return inspect.isfunction(obj)
+        return table.get(spec.name) is obj
+    from brainsmith.plugin.sources.adapters import FINN_BACKENDS, FINN_KERNELS
+
+    domain = FINN_KERNELS if spec.type == "kernel" else spec.metadata.get("domain")
+    if spec.type == "backend" and domain not in FINN_BACKENDS:
+        return False
+    table = getattr(importlib.import_module(domain), "custom_op", {})
+    return isinstance(table, dict) and table.get(spec.name) is obj
 
 
 def _import(module_name: str, timeout: float) -> object:
@@ -105,7 +170,8 @@ def _import(module_name: str, timeout: float) -> object:
 
     def run() -> None:
         try:
-            outcome["module"] = importlib.import_module(module_name)
+            with contained():
+                outcome["module"] = importlib.import_module(module_name)
         except BaseException as exc:  # handed to the caller below
             outcome["error"] = exc
 

@@ -219,14 +219,22 @@ class PluginManager:
 
     # -- maintenance, stats, health --------------------------------------------------------
     def clear_cache(self) -> int:
-        """Forget discovery results in memory and on disk; returns files removed."""
+        """Forget discovery results in memory and on disk; returns files removed.
+
+        Raises CacheDirectoryError when the cache directory is not the user's own."""
         from brainsmith.plugin import memo
+        from brainsmith.plugin.config import memo_folder
 
         with self._lock:
             self._registry = None
             self._key = None
             self.drop_instances()
-        return memo.remove_all(self.config.cache_dir)
+        removed = 0
+        if self.config.project_file:  # the parsed form of config.yaml, kept beside it
+            folder = memo_folder(self.config.project_file)
+            if memo.dir_problem(folder) is None:
+                removed += memo.remove_if_ours(memo.path_for("config", folder))
+        return removed + memo.remove_all(self.config.cache_dir)
 
     def get_performance_stats(self) -> dict:
         registry = self.registry()
@@ -339,14 +347,18 @@ def _rss_mb() -> float:
 
 
 _manager: PluginManager | None = None
+_manager_lock = _thread.allocate_lock()
 
 
 def get_plugin_manager() -> PluginManager:
-    """The process-wide plugin manager."""
+    """The process-wide plugin manager (created once, also when threads ask at once)."""
     global _manager
     manager = _manager
     if manager is None:
-        manager = _manager = PluginManager()
+        with _manager_lock:
+            manager = _manager
+            if manager is None:
+                manager = _manager = PluginManager()
     return manager
 
 
@@ -362,8 +374,9 @@ def reset_plugin_system() -> None:
     global _manager
     for hook in list(RESET_HOOKS):
         hook()
-    old = _manager
-    _manager = None
+    with _manager_lock:
+        old = _manager
+        _manager = None
     if old is not None:
         pending = old._pending
         old.drop_instances()

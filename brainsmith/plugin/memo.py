@@ -4,13 +4,16 @@ Format: a magic line, then ``marshal`` data made of plain containers and scalars
 (marshal builds data, it never runs code; readers type-check what they use, and the
 discovery index is further checked so it can only name modules of its own sources).
 Files are written to a temp file and moved into place with ``os.replace``, so readers
-never see half a file. A directory that is missing, not ours, or writable by others
-disables persistence with one warning; it never breaks the hub.
+never see half a file; temp files of killed writers are removed by the next write. Reads
+take regular files of this user only, at most 64 MiB, without following symbolic links or
+blocking on FIFOs. A directory that is missing, not ours, or writable by others disables
+persistence with one warning; it never breaks the hub, and ``remove_all`` never touches it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import marshal
 import os
 import stat
@@ -18,6 +21,9 @@ import stat
 from brainsmith.plugin import log
 
 MAGIC = b"BSMEMO1\n"
+MAX_BYTES = 64 << 20  # a memo file is at most a few MB; anything larger is not ours
+ORPHAN_AGE = 600  # seconds after which a temp file is an orphan even if its pid is alive
+_STEM_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 _PLAIN = (str, int, float, bool, type(None))
 _warned: set[str] = set()
 
@@ -31,45 +37,54 @@ def cache_dir() -> str:
     return default_cache_dir()
 
 
-def usable_dir(path: str, create: bool) -> bool:
-    """True when ``path`` is a directory only this user can write (created 0700 if asked)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        if not create:
-            return False
+def usable_dir(path: str, create: bool, quiet: bool = False) -> bool:
+    """True when ``path`` is a directory only this user can write (created 0700 if asked).
+
+    Why not is a warning (once per directory), or a debug message when ``quiet``."""
+    if create and not os.path.lexists(path):
         try:
             os.makedirs(path, mode=0o700, exist_ok=True)
-            st = os.stat(path)
         except OSError as exc:
             _warn_once(
                 path,
                 f"cache directory {path} cannot be created ({exc.strerror}); "
                 "discovery results will not be persisted",
+                quiet,
             )
             return False
-    if not stat.S_ISDIR(st.st_mode):
-        _warn_once(path, f"cache path {path} is not a directory; persistence disabled")
-        return False
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        _warn_once(
-            path,
-            f"cache directory {path} belongs to another user; refusing to use it "
-            "(set BRAINSMITH_CACHE_DIR to a folder of your own)",
-        )
-        return False
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        _warn_once(
-            path,
-            f"cache directory {path} is writable by other users; refusing to use it "
-            f"(run: chmod 700 {path})",
-        )
+    problem = dir_problem(path)
+    if problem is not None:
+        if os.path.lexists(path):  # a missing directory is not worth a warning
+            _warn_once(path, f"{problem}; persistence disabled", quiet)
         return False
     return True
 
 
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
+def dir_problem(path: str) -> str | None:
+    """Why ``path`` is not a cache directory of this user's own; None when it is."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cache directory {path} cannot be used ({exc.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"cache path {path} is not a directory"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return (
+            f"cache directory {path} belongs to another user; refusing to use it "
+            "(set BRAINSMITH_CACHE_DIR to a folder of your own)"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"cache directory {path} is writable by other users; refusing to use it "
+            f"(run: chmod 700 {path})"
+        )
+    return None
+
+
+def _warn_once(key: str, message: str, quiet: bool = False) -> None:
+    if quiet:
+        log.debug(message)
+    elif key not in _warned:
         _warned.add(key)
         log.warning(message)
 
@@ -78,24 +93,74 @@ def path_for(name: str, directory: str | None = None) -> str:
     return os.path.join(directory or cache_dir(), f"{name}.bsm")
 
 
-def read(name: str, stamp: object, directory: str | None = None) -> object | None:
+def read(
+    name: str, stamp: object, directory: str | None = None, quiet: bool = False
+) -> object | None:
     """The payload stored under ``name`` if its stamp equals ``stamp``; otherwise None."""
     directory = directory or cache_dir()
-    if not usable_dir(directory, create=False):
+    if not usable_dir(directory, create=False, quiet=quiet):
         return None
     path = path_for(name, directory)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        log.warning("cache file %s is unreadable (%s); ignoring it", path, exc.strerror)
+    raw = read_regular_file(path)
+    if raw is None:
         return None
     record = decode(raw, path)
     if record is None or record[0] != stamp:
         return None
     return record[1]
+
+
+def read_regular_file(path: str, limit: int = MAX_BYTES) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of this user's, at most ``limit`` bytes.
+
+    A symbolic link, FIFO, device or socket is refused without blocking (``O_NOFOLLOW``,
+    ``O_NONBLOCK``, then ``fstat``), as is anything larger than the limit: a damaged or
+    planted cache file costs a warning and a rescan, never memory, time or a hang."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            log.warning("cache file %s is a symbolic link; ignoring it", path)
+        else:
+            log.warning("cache file %s is unreadable (%s); ignoring it", path, exc.strerror)
+        return None
+    try:
+        st = os.fstat(fd)
+        problem = _file_problem(st, limit)
+        if problem:
+            log.warning("cache file %s %s; ignoring it", path, problem)
+            return None
+        chunks = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as exc:
+        log.warning("cache file %s is unreadable (%s); ignoring it", path, exc.strerror)
+        return None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:  # it grew while being read
+        log.warning("cache file %s is larger than %d MiB; ignoring it", path, limit >> 20)
+        return None
+    return data
+
+
+def _file_problem(st: os.stat_result, limit: int) -> str | None:
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return "belongs to another user"
+    if st.st_size > limit:
+        return f"is larger than {limit >> 20} MiB"
+    return None
 
 
 def decode(raw: bytes, path: str) -> tuple | None:
@@ -127,16 +192,28 @@ def is_plain(value: object, depth: int = 0) -> bool:
     return False
 
 
-def write(name: str, stamp: object, payload: object, directory: str | None = None) -> bool:
-    """Atomically store ``payload``; False (and nothing left behind) when that is impossible."""
+def write(
+    name: str,
+    stamp: object,
+    payload: object,
+    directory: str | None = None,
+    quiet: bool = False,
+) -> bool:
+    """Atomically store ``payload``; False (and nothing left behind) when that is impossible
+    (a warning says why, or a debug message when ``quiet``).
+
+    Temp files that writers killed before their rename left behind are removed here."""
     directory = directory or cache_dir()
-    if not usable_dir(directory, create=True):
+    if not usable_dir(directory, create=True, quiet=quiet):
         return False
     path = path_for(name, directory)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
     try:
         data = MAGIC + marshal.dumps([_plainify(stamp), _plainify(payload)])
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        if len(data) > MAX_BYTES:
+            raise ValueError(f"{len(data) >> 20} MiB is over the {MAX_BYTES >> 20} MiB limit")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o600)
         try:
             view = memoryview(data)
             while view:
@@ -145,13 +222,139 @@ def write(name: str, stamp: object, payload: object, directory: str | None = Non
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        return True
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
-        log.warning("could not write cache file %s (%s); continuing without it", path, reason)
+        report = log.debug if quiet else log.warning
+        report("could not write cache file %s (%s); continuing without it", path, reason)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return False
+    remove_orphans(directory)
+    return True
+
+
+def remove_orphans(directory: str) -> int:
+    """Delete temp files whose writer died before renaming them; returns how many."""
+    import time
+
+    removed = 0
+    now = time.time()
+    for name in _listdir(directory):
+        pid = temp_file_pid(name)
+        if pid is None or pid == os.getpid():
+            continue
+        full = os.path.join(directory, name)
+        try:
+            young = now - os.lstat(full).st_mtime < ORPHAN_AGE
+        except OSError:
+            continue
+        if young and _alive(pid):
+            continue  # another process is writing it right now
+        removed += remove_if_ours(full)
+    return removed
+
+
+def remove_all(directory: str | None = None) -> int:
+    """Delete the memo files brainsmith wrote in the cache directory; returns how many.
+
+    Only a directory that passes the same checks as for writing is touched, and only files
+    named like memo files whose first bytes are the memo header (or empty temp files):
+    whatever else the folder holds stays. Raises CacheDirectoryError for a directory that
+    is not the user's own."""
+    directory = directory or cache_dir()
+    if not os.path.lexists(directory):
+        return 0
+    problem = dir_problem(directory)
+    if problem is not None:
+        from brainsmith.plugin.errors import CacheDirectoryError
+
+        raise CacheDirectoryError(f"{problem}; nothing was removed")
+    return sum(
+        remove_if_ours(os.path.join(directory, name))
+        for name in _listdir(directory)
+        if is_memo_name(name) or temp_file_pid(name) is not None
+    )
+
+
+def memo_files(directory: str) -> list[str]:
+    """Names of the memo files (not temp files) brainsmith wrote in ``directory``."""
+    return sorted(
+        name
+        for name in _listdir(directory)
+        if is_memo_name(name) and _is_ours(os.path.join(directory, name), temp=False)
+    )
+
+
+def is_memo_name(name: str) -> bool:
+    """``index-1a2b3c4d.bsm``, ``config.bsm``: the names ``write`` gives its files."""
+    return name.endswith(".bsm") and _is_stem(name[:-4])
+
+
+def temp_file_pid(name: str) -> int | None:
+    """The writer's pid for a temp file name ``<memo name>.<pid>[-<hex>].tmp``; else None."""
+    if not name.endswith(".tmp"):
+        return None
+    base, _, tail = name[:-4].rpartition(".")
+    pid, _, token = tail.partition("-")
+    if not (is_memo_name(base) and pid.isascii() and pid.isdigit() and len(pid) <= 10):
+        return None
+    if len(token) > 32 or not all(c in "0123456789abcdef" for c in token):
+        return None
+    return int(pid)
+
+
+def _is_stem(stem: str) -> bool:
+    return 0 < len(stem) <= 120 and stem[0].isalpha() and set(stem) <= _STEM_CHARS
+
+
+def _is_ours(path: str, temp: bool) -> bool:
+    """A regular file of this user that starts with the memo header (a temp file may be empty)."""
+    raw = b""
+    try:
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        )
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if _file_problem(st, 1 << 62) is None:
+            raw = os.read(fd, len(MAGIC))
+        else:
+            return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return raw == MAGIC or (temp and raw == b"" and st.st_size == 0)
+
+
+def remove_if_ours(path: str) -> int:
+    """Delete ``path`` if brainsmith wrote it (see ``remove_all``); 1 if removed, else 0."""
+    if not _is_ours(path, temp=path.endswith(".tmp")):
+        return 0
+    try:
+        os.unlink(path)
+    except OSError:
+        return 0
+    return 1
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
+
+
+def _listdir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
 
 
 def _plainify(value: object) -> object:
@@ -162,21 +365,3 @@ def _plainify(value: object) -> object:
     if isinstance(value, dict):
         return {str(k): _plainify(v) for k, v in value.items()}
     return value
-
-
-def remove_all(directory: str | None = None) -> int:
-    """Delete every memo file in the cache directory; returns how many were removed."""
-    directory = directory or cache_dir()
-    removed = 0
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return 0
-    for name in names:
-        if name.endswith((".bsm", ".tmp")):
-            try:
-                os.unlink(os.path.join(directory, name))
-                removed += 1
-            except OSError:
-                pass
-    return removed

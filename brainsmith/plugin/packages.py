@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from brainsmith.plugin import lifecycle
 from brainsmith.plugin.errors import PluginError, PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import VersionInfo, incompatibility
@@ -171,26 +172,32 @@ class PluginRegistry:
         if not isinstance(plugin, Plugin):
             raise PluginError(f"register() takes a Plugin (see PluginBuilder), got {plugin!r}")
         framework = plugin.info.framework
-        if framework in self._plugins:
-            raise PluginError(f"plugin '{plugin.name}' is already registered; unregister it first")
-        claim(framework, f"plugin package {plugin.name}")
-        try:
-            specs = install(plugin, framework)
-        except BaseException:
-            release(framework)
-            raise
-        self._plugins[framework] = plugin
-        self._specs[framework] = specs
+        with lifecycle.operation(framework):
+            if framework in self._plugins:
+                raise PluginError(
+                    f"plugin '{plugin.name}' is already registered; unregister it first"
+                )
+            claim(framework, f"plugin package {plugin.name}")
+            try:
+                specs = install(plugin, framework)  # its hooks run without the lock
+            except BaseException:
+                release(framework)
+                raise
+            with lifecycle.LOCK:
+                self._plugins[framework] = plugin
+                self._specs[framework] = specs
         return self.get_info(plugin.name)
 
     def unregister(self, name: str) -> None:
         """Remove the plugin's plugins from the hub, then run its cleanup."""
-        plugin = self.get_plugin(name)
-        framework = plugin.info.framework
-        specs = self._specs.pop(framework)
-        del self._plugins[framework]
-        release(framework)
-        uninstall(plugin, specs)
+        with lifecycle.operation(framework_name(name)):
+            with lifecycle.LOCK:
+                plugin = self.get_plugin(name)
+                framework = plugin.info.framework
+                specs = self._specs.pop(framework)
+                del self._plugins[framework]
+                release(framework)
+            uninstall(plugin, specs)
 
     def list_plugins(self) -> list[PluginInfo]:
         return [self.get_info(p.name) for p in self._plugins.values()]
@@ -228,18 +235,21 @@ def claim(framework: str, owner: str) -> None:
     """Reserve a framework name for a package or loaded path; PluginError if taken."""
     from brainsmith.plugin.manager import get_plugin_manager
 
-    if framework in _claimed:
-        raise PluginError(f"plugin name '{framework}' is already used by {_claimed[framework]}")
-    if get_plugin_manager().registry().specs(framework=framework):
-        raise PluginError(
-            f"plugin name '{framework}' clashes with installed framework '{framework}'; "
-            "choose another name"
-        )
-    _claimed[framework] = owner
+    registry = get_plugin_manager().registry()
+    with lifecycle.LOCK:
+        if framework in _claimed:
+            raise PluginError(f"plugin name '{framework}' is already used by {_claimed[framework]}")
+        if registry.specs(framework=framework):
+            raise PluginError(
+                f"plugin name '{framework}' clashes with installed framework '{framework}'; "
+                "choose another name"
+            )
+        _claimed[framework] = owner
 
 
 def release(framework: str) -> None:
-    _claimed.pop(framework, None)
+    with lifecycle.LOCK:
+        _claimed.pop(framework, None)
 
 
 def install(plugin: Plugin, framework: str) -> list[PluginSpec]:
@@ -337,10 +347,16 @@ def withdraw(specs: list[PluginSpec]) -> None:
 
 def run_hook(plugin: Plugin, stage: str, fn: Callable, *args: object) -> object:
     """Call a plugin's hook; a failure becomes PluginLifecycleError and a health problem."""
+    from brainsmith.plugin.containment import PluginExit, contained
+
     try:
-        return fn(*args)
+        with contained():
+            return fn(*args)
     except Exception as exc:
-        reason = f"{stage} raised {type(exc).__name__}: {exc} ({origin(exc)})"
+        if isinstance(exc, PluginExit):
+            reason = f"{stage} {exc}"
+        else:
+            reason = f"{stage} raised {type(exc).__name__}: {exc} ({origin(exc)})"
         report(plugin.info.framework, f"plugin {plugin.name}", reason)
         raise PluginLifecycleError(f"plugin '{plugin.name}': {reason}", plugin.name, stage) from exc
 
@@ -387,10 +403,11 @@ def _kernel_builder():
 
 def _reset() -> None:
     """``reset_plugin_system()`` forgets packages without running their cleanup."""
-    _claimed.clear()
-    for registry in list(_registries):
-        registry._plugins.clear()
-        registry._specs.clear()
+    with lifecycle.LOCK:
+        _claimed.clear()
+        for registry in list(_registries):
+            registry._plugins.clear()
+            registry._specs.clear()
 
 
 from brainsmith.plugin.manager import RESET_HOOKS  # noqa: E402

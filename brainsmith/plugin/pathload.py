@@ -12,11 +12,14 @@ whose initialize, custom operations and cleanup then run too.
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import os
 import re
 import sys
 from dataclasses import dataclass, replace
 
+from brainsmith.plugin import lifecycle
+from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginError, PluginLoadError
 from brainsmith.plugin.packages import (
     Plugin,
@@ -64,26 +67,27 @@ def load_plugin(path: str | os.PathLike, name: str | None = None) -> PluginInfo:
     name = name or stem
     check_name(name)
     framework = framework_name(name)
-    if framework in _loaded:
-        raise PluginLoadError(
-            f"plugin '{name}' is already loaded from {_loaded[framework].info.path}; "
-            f"use reload_plugin('{name}') or unload_plugin('{name}') first"
-        )
-    module_name = stem if kind == "extension" else re.sub(r"\W", "_", name)
-    if module_name in sys.modules:
-        raise PluginLoadError(
-            f"cannot load plugin '{name}' from {path}: a module named '{module_name}' is already "
-            "imported" + ("" if kind == "extension" else "; load it under another name= ")
-        )
-    declared = _static_metadata(path, kind, name)
-    record = _load(path, kind, name, module_name, declared)
-    _loaded[framework] = record
-    return get_plugin_info(name)
+    with lifecycle.operation(framework):
+        with lifecycle.LOCK:
+            if framework in _loaded:
+                raise PluginLoadError(
+                    f"plugin '{name}' is already loaded from {_loaded[framework].info.path}; "
+                    f"use reload_plugin('{name}') or unload_plugin('{name}') first"
+                )
+        module_name = stem if kind == "extension" else re.sub(r"\W", "_", name)
+        declared = _static_metadata(path, kind, name)
+        record = _load(path, kind, name, module_name, declared)
+        with lifecycle.LOCK:
+            _loaded[framework] = record
+        return _info_of(record)
 
 
 def unload_plugin(name: str) -> None:
     """Remove the plugin's plugins from the hub, run its cleanup and forget its modules."""
-    failure = _deactivate(_loaded.pop(_key(name)))
+    with lifecycle.operation(framework_name(name)):
+        with lifecycle.LOCK:
+            record = _loaded.pop(_key(name))
+        failure = _deactivate(record)
     if failure is not None:
         raise failure
 
@@ -93,42 +97,57 @@ def reload_plugin(name: str) -> PluginInfo:
 
     The new code is served through ``tfm.X`` and the registry; cached instances are dropped.
     When the new version fails to load, the previous one stays loaded."""
-    framework = _key(name)
-    old = _loaded[framework]
-    if old.kind == "extension":
-        raise PluginLoadError(
-            f"plugin '{old.info.name}' is a compiled extension ({old.info.path}); a loaded shared "
-            "library cannot be replaced in a running process: restart it to use the new build"
-        )
-    kept = f"the previous version of '{old.info.name}' stays loaded"
-    try:
-        declared = _static_metadata(old.info.path, old.kind, old.info.name)
-    except PluginError as exc:
-        raise PluginLoadError(f"{exc}; {kept}") from exc
-    del _loaded[framework]
-    _deactivate(old)  # a failing cleanup is reported and does not stop the reload
-    try:
-        record = _load(old.info.path, old.kind, old.info.name, old.module_name, declared)
-    except PluginError as exc:
-        _restore(old)
-        _loaded[framework] = old
-        raise PluginLoadError(f"{exc}; {kept}") from exc
-    _loaded[framework] = record
-    return get_plugin_info(name)
+    with lifecycle.operation(framework_name(name)):
+        with lifecycle.LOCK:
+            framework = _key(name)
+            old = _loaded[framework]
+        if old.kind == "extension":
+            raise PluginLoadError(
+                f"plugin '{old.info.name}' is a compiled extension ({old.info.path}); a loaded "
+                "shared library cannot be replaced in a running process: restart it to use "
+                "the new build"
+            )
+        kept = f"the previous version of '{old.info.name}' stays loaded"
+        try:
+            declared = _static_metadata(old.info.path, old.kind, old.info.name)
+        except PluginError as exc:
+            raise PluginLoadError(f"{exc}; {kept}") from exc
+        with lifecycle.LOCK:
+            del _loaded[framework]
+        _deactivate(old)  # a failing cleanup is reported and does not stop the reload
+        try:
+            record = _load(old.info.path, old.kind, old.info.name, old.module_name, declared)
+        except BaseException as exc:  # a real Ctrl-C too: the previous version comes back
+            _restore(old)
+            with lifecycle.LOCK:
+                _loaded[framework] = old
+            if isinstance(exc, PluginError):
+                raise PluginLoadError(f"{exc}; {kept}") from exc
+            raise
+        with lifecycle.LOCK:
+            _loaded[framework] = record
+        return _info_of(record)
 
 
 def list_plugins() -> list[PluginInfo]:
     """Info of every plugin loaded from a path."""
-    return [get_plugin_info(r.info.name) for r in _loaded.values()]
+    with lifecycle.LOCK:
+        records = list(_loaded.values())
+    return [_info_of(record) for record in records]
 
 
 def get_plugin_info(name: str) -> PluginInfo:
-    record = _loaded[_key(name)]
-    return replace(record.info, provides=tuple(s.qualified_name for s in record.specs))
+    with lifecycle.LOCK:
+        record = _loaded[_key(name)]
+    return _info_of(record)
 
 
 def is_plugin_loaded(name: str) -> bool:
     return framework_name(name) in _loaded
+
+
+def _info_of(record: LoadedPlugin) -> PluginInfo:
+    return replace(record.info, provides=tuple(s.qualified_name for s in record.specs))
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -214,30 +233,41 @@ def _load(path: str, kind: str, name: str, module_name: str, declared: dict | No
 
     framework = framework_name(name)
     manager = get_plugin_manager()
-    claim(framework, f"plugin {name} loaded from {path}")
+    module = _new_module(path, kind, module_name)
+    try:
+        claim(framework, f"plugin {name} loaded from {path}")
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
     manager.module_frameworks[module_name] = framework
     try:
-        module = _import(path, kind, module_name)
-        attribute = getattr(module, PACKAGE_ATTRIBUTE, None)
-        plugin = attribute if isinstance(attribute, Plugin) else None
-        if plugin is not None:
-            info = replace(plugin.info, name=name, path=path)
-            install(plugin, framework)
-        else:
-            if declared is None and attribute is not None:
-                declared = _checked(name, attribute, f"{path}: {PACKAGE_ATTRIBUTE}")
-            info = _info(name, declared or {}, path)
-        if not info.description:
-            info = replace(info, description=(module.__doc__ or "").strip().partition("\n")[0])
-    except BaseException as exc:
+        with contained():
+            _run_module(module)
+            attribute = getattr(module, PACKAGE_ATTRIBUTE, None)
+            plugin = attribute if isinstance(attribute, Plugin) else None
+            if plugin is not None:
+                info = replace(plugin.info, name=name, path=path)
+                install(plugin, framework)
+            else:
+                if declared is None and attribute is not None:
+                    declared = _checked(name, attribute, f"{path}: {PACKAGE_ATTRIBUTE}")
+                info = _info(name, declared or {}, path)
+            if not info.description:
+                info = replace(info, description=(module.__doc__ or "").strip().partition("\n")[0])
+    except BaseException as exc:  # undone whatever happened, a real Ctrl-C included
         withdraw(manager.registry().specs(framework=framework))
         _forget_modules(module_name)
         manager.module_frameworks.pop(module_name, None)
         release(framework)
-        if isinstance(exc, PluginLoadError | PluginLifecycleError | KeyboardInterrupt | SystemExit):
+        if not isinstance(exc, Exception) or isinstance(
+            exc, PluginLoadError | PluginLifecycleError
+        ):
             raise
-        where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
-        reason = f"importing it raised {type(exc).__name__}: {exc}{where}"
+        if isinstance(exc, PluginExit):
+            reason = f"importing it {exc}"
+        else:
+            where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
+            reason = f"importing it raised {type(exc).__name__}: {exc}{where}"
         report(framework, f"plugin {name}", reason)
         raise PluginLoadError(f"cannot load plugin '{name}' from {path}: {reason}") from exc
     specs = manager.registry().specs(framework=framework)
@@ -245,31 +275,50 @@ def _load(path: str, kind: str, name: str, module_name: str, declared: dict | No
         if not os.path.isfile(spec.source):
             spec.source = path  # defined by compiled code
     manager.add_runtime(specs)
-    modules = {k: m for k, m in sys.modules.items() if k.partition(".")[0] == module_name}
+    modules = {k: m for k, m in list(sys.modules.items()) if k.partition(".")[0] == module_name}
     return LoadedPlugin(info, kind, module_name, modules, specs, plugin)
 
 
-def _import(path: str, kind: str, module_name: str):
+def _new_module(path: str, kind: str, module_name: str):
+    """The plugin's empty module, entered in ``sys.modules`` under a name no other module has."""
     import importlib.util
 
     location = _source_file(path, kind)
     search = [path] if kind == "package" else None
+    loader = None if kind == "extension" else SourceOnlyLoader(module_name, location)
     spec = importlib.util.spec_from_file_location(
-        module_name, location, submodule_search_locations=search
+        module_name, location, loader=loader, submodule_search_locations=search
     )
     if spec is None or spec.loader is None:
         raise PluginLoadError(f"cannot load plugin from {path}: not an importable module")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    if kind == "extension":
-        spec.loader.exec_module(module)
-    else:
-        # Compile from the file itself, not cached bytecode, so a reload always sees new code.
-        with open(location, "rb") as handle:
-            code = compile(handle.read(), location, "exec")
-        exec(code, module.__dict__)
-    importlib.invalidate_caches()
+    with lifecycle.LOCK:  # checked and taken at once: two plugins never share a module name
+        if module_name in sys.modules:
+            raise PluginLoadError(
+                f"cannot load plugin '{module_name}' from {path}: a module named "
+                f"'{module_name}' is already imported"
+                + ("" if kind == "extension" else "; load it under another name=")
+            )
+        sys.modules[module_name] = module
     return module
+
+
+def _run_module(module) -> None:
+    import importlib
+
+    module.__spec__.loader.exec_module(module)
+    importlib.invalidate_caches()
+
+
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Imports a plugin file from its source every time: never from cached bytecode (a reload
+    sees every edit, even one that keeps the file's size and mtime) and never writing any."""
+
+    def get_code(self, fullname: str):
+        return self.source_to_code(self.get_data(self.path), self.path)
+
+    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
+        """No ``__pycache__`` beside plugin files."""
 
 
 def _deactivate(record: LoadedPlugin) -> PluginLifecycleError | None:
@@ -305,8 +354,9 @@ def _restore(record: LoadedPlugin) -> None:
 
 
 def _forget_modules(module_name: str) -> None:
-    for key in [k for k in sys.modules if k.partition(".")[0] == module_name]:
-        del sys.modules[key]
+    for key in list(sys.modules):  # list() copies at once; other threads may be importing
+        if key.partition(".")[0] == module_name:
+            sys.modules.pop(key, None)
 
 
 def _key(name: str) -> str:
@@ -318,9 +368,11 @@ def _key(name: str) -> str:
 
 def _reset() -> None:
     """``reset_plugin_system()`` forgets loaded paths (without running their cleanup)."""
-    for record in _loaded.values():
+    with lifecycle.LOCK:
+        records = list(_loaded.values())
+        _loaded.clear()
+    for record in records:
         _forget_modules(record.module_name)
-    _loaded.clear()
 
 
 from brainsmith.plugin.manager import RESET_HOOKS  # noqa: E402

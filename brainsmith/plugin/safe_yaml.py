@@ -29,19 +29,79 @@ def load_yaml_file(path: str) -> object:
 
 
 def read_text(path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise YAMLInputError(f"{path}: cannot read: {exc.strerror}") from None
+    """The UTF-8 text of a regular file of at most MAX_BYTES; a problem names its line:column."""
+    raw = _read_bytes(path)
     if len(raw) > MAX_BYTES:
+        line, column = _position(raw, MAX_BYTES)
         raise YAMLInputError(
-            f"{path}: file is larger than {MAX_BYTES // 1024} KiB; refusing to parse"
+            f"{path}:{line}:{column}: the file is larger than {MAX_BYTES // 1024} KiB "
+            "(the limit is reached here); refusing to parse",
+            path,
+            line,
+            column,
         )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise YAMLInputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        line, column = _position(raw, exc.start)
+        raise YAMLInputError(
+            f"{path}:{line}:{column}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
+            "save the file as UTF-8",
+            path,
+            line,
+            column,
+        ) from None
+
+
+def _read_bytes(path: str) -> bytes:
+    """At most MAX_BYTES + 1 bytes of ``path``, which must be a regular file (a FIFO or a
+    device is refused without blocking on it)."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise YAMLInputError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise YAMLInputError(f"{path}: cannot read: {file_kind(mode)}, not a regular file")
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise YAMLInputError(f"{path}: cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def file_kind(mode: int) -> str:
+    """``a directory``, ``a FIFO (named pipe)``, ... for an ``st_mode``."""
+    import stat
+
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def _position(raw: bytes, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of byte ``offset``; the column counts characters."""
+    start = raw.rfind(b"\n", 0, offset) + 1
+    column = len(raw[start:offset].decode("utf-8", errors="replace")) + 1
+    return raw.count(b"\n", 0, offset) + 1, column
 
 
 def load_yaml_with_marks(text: str, path: str) -> tuple[object, dict[Path, tuple[int, int]]]:
@@ -58,6 +118,21 @@ def load_yaml_with_marks(text: str, path: str) -> tuple[object, dict[Path, tuple
         where = f"{path}:{line}:{column}" if mark else path
         raise YAMLInputError(
             f"{where}: invalid YAML: {exc.problem or exc.context}", path, line, column
+        ) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, e.g. NUL
+        if exc.encoding == "unicode":  # the pure-Python reader counts characters
+            offset = len(text[: exc.position].encode("utf-8"))
+        else:  # libyaml counts bytes of the UTF-8 text
+            offset = exc.position
+        line, column = _position(text.encode("utf-8"), offset)
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        what = "a NUL byte" if code == 0 else f"character U+{code:04X}"
+        raise YAMLInputError(
+            f"{path}:{line}:{column}: invalid YAML: {what} (control characters are not "
+            "allowed in YAML text)",
+            path,
+            line,
+            column,
         ) from None
     except yaml.YAMLError as exc:
         raise YAMLInputError(f"{path}: invalid YAML: {exc}") from None

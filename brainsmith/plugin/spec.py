@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from brainsmith.plugin.metadata import is_plugin_name, record_metadata_problem
+
 PLUGIN_TYPES = ("transform", "kernel", "backend", "step")
 
 
@@ -57,10 +59,22 @@ class PluginSpec:
 
     @classmethod
     def from_record(cls, record: list) -> PluginSpec:
+        """The spec of an index record; ValueError saying what is wrong with it otherwise."""
+        if not isinstance(record, list) or len(record) != 6:
+            raise ValueError("not a record of 6 fields")
         type, name, framework, target, metadata, source = record
-        if type not in PLUGIN_TYPES or not isinstance(metadata, dict):
-            raise ValueError(f"bad plugin record {record!r}")
-        return cls(str(type), str(name), str(framework), str(target), metadata, str(source))
+        if type not in PLUGIN_TYPES:
+            raise ValueError(f"unknown plugin type {str(type)[:40]!r}")
+        if not is_plugin_name(name):
+            raise ValueError(f"{str(name)[:40]!r} is not a plugin name")
+        if not (isinstance(framework, str) and framework and isinstance(source, str)):
+            raise ValueError("framework or source is not text")
+        if not is_target(target):
+            raise ValueError(f"target {str(target)[:80]!r} is not module:qualname")
+        problem = record_metadata_problem(type, metadata)
+        if problem:
+            raise ValueError(problem)
+        return cls(type, name, framework, target, dict(metadata), source)
 
     def as_dict(self) -> dict:
         """Everything a user may want to see about this plugin (CLI ``--json``, ``plugins info``)."""
@@ -78,3 +92,11 @@ class PluginSpec:
 
     def __repr__(self) -> str:
         return f"<PluginSpec {self.type} {self.qualified_name} -> {self.target}>"
+
+
+def is_target(target: object) -> bool:
+    """``package.module:Class.attribute``: dotted ASCII identifiers on both sides of one ':'."""
+    if not isinstance(target, str) or len(target) > 300 or not target.isascii():
+        return False
+    module, colon, qualname = target.partition(":")
+    return bool(colon) and all(map(str.isidentifier, [*module.split("."), *qualname.split(".")]))

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 from brainsmith.plugin.blueprint.errors import Diagnostics, quote
-from brainsmith.plugin.safe_yaml import YAMLInputError, load_yaml_with_marks, read_text
+from brainsmith.plugin.safe_yaml import (
+    YAMLInputError,
+    file_kind,
+    load_yaml_with_marks,
+    read_text,
+)
 
 PER_FILE_KEYS = ("name", "description", "extends")
 MAX_EXTENDS = 16
@@ -156,9 +162,16 @@ def read_document(path: str, diag: Diagnostics) -> Document | None:
 
 def _read(display: str, requested_at: Where | None, diag: Diagnostics) -> Source | None:
     where = requested_at or (display, 0, 0)
-    if not os.path.isfile(display):
-        what = "not a file" if os.path.exists(display) else "file not found"
-        hint = _sibling_hint(display, requested_at[0]) if requested_at else ""
+    try:
+        mode = os.stat(display).st_mode  # through symbolic links: what would be read
+    except OSError:
+        mode = None
+    if mode is None or not stat.S_ISREG(mode):
+        if mode is None:
+            what = "file not found"
+            hint = _sibling_hint(display, requested_at[0]) if requested_at else ""
+        else:  # it exists: suggesting another name would not help
+            what, hint = f"{file_kind(mode)}, not a regular file", ""
         diag.error(
             where, f"cannot read {quote(display, 1000)}: {what}", "a blueprint YAML file", hint
         )
@@ -207,6 +220,7 @@ def _sibling_hint(display: str, requester: str) -> str:
             name
             for name in os.listdir(folder)
             if name.endswith((".yaml", ".yml"))
+            and name != os.path.basename(display)
             and os.path.abspath(os.path.join(folder, name)) != os.path.abspath(requester)
         ]
     except OSError:

@@ -55,7 +55,6 @@ class EntryPointSource:
         problems: list[list] = []
         if not current:
             return {"specs": specs, "problems": problems}
-        from stevedore import ExtensionManager
 
         def failed(_manager, entry_point, exc) -> None:
             key = (entry_point.name, entry_point.value)
@@ -64,36 +63,26 @@ class EntryPointSource:
                 [
                     dist,
                     f"{dist} (entry point {entry_point.name} = {entry_point.value})",
-                    f"{type(exc).__name__}: {exc}",
+                    _reason(exc),
                 ]
             )
 
-        manager = ExtensionManager(
-            GROUP,
+        manager = _extension_manager(
             invoke_on_load=False,
             on_load_failure_callback=failed,
             verify_requirements=False,
         )
-        from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
-
         # stevedore may rebuild entry points from its own cache without their distribution.
         owners = {(name, value): dist for dist, _version, name, value in current}
         for extension in manager:
             ep = extension.entry_point
             framework = normalise(owners.get((ep.name, ep.value)) or ep.name)
-            module = extension.plugin
-            declared = _declared_versions(module, framework, problems)
-            found = 0
-            for obj in list(vars(module).values()) if hasattr(module, "__dict__") else []:
-                info = getattr(obj, PLUGIN_ATTRIBUTE, None) if _is_plugin_like(obj) else None
-                if not isinstance(info, dict) or PLUGIN_ATTRIBUTE not in vars(obj):
-                    continue
-                own = {k: v for k, v in info.items() if k not in ("type", "name")}
-                metadata = {**declared, **own}
-                source = getattr(sys.modules.get(obj.__module__), "__file__", "") or ""
-                target = f"{obj.__module__}:{obj.__qualname__}"
-                specs.append([info["type"], info["name"], framework, target, metadata, source])
-                found += 1
+            try:
+                found = _decorated(extension.plugin, framework, problems)
+            except Exception as exc:  # a module attribute's code raised while being read
+                problems.append([framework, framework, f"reading {ep.value}: {_reason(exc)}"])
+                continue
+            specs.extend(found)
             if not found:
                 problems.append(
                     [
@@ -104,6 +93,62 @@ class EntryPointSource:
                     ]
                 )
         return {"specs": specs, "problems": problems}
+
+
+def _decorated(module: object, framework: str, problems: list) -> list[list]:
+    """Spec records of the decorated plugins in an entry point's module namespace."""
+    from brainsmith.plugin.containment import contained
+    from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
+
+    specs: list[list] = []
+    with contained():
+        declared = _declared_versions(module, framework, problems)
+        for obj in list(vars(module).values()) if hasattr(module, "__dict__") else []:
+            info = getattr(obj, PLUGIN_ATTRIBUTE, None) if _is_plugin_like(obj) else None
+            if not isinstance(info, dict) or PLUGIN_ATTRIBUTE not in vars(obj):
+                continue
+            own = {k: v for k, v in info.items() if k not in ("type", "name")}
+            metadata = {**declared, **own}
+            source = getattr(sys.modules.get(obj.__module__), "__file__", "") or ""
+            target = f"{obj.__module__}:{obj.__qualname__}"
+            specs.append([info["type"], info["name"], framework, target, metadata, source])
+    return specs
+
+
+def _extension_manager(**kwargs):
+    """stevedore's ExtensionManager, with each entry point's import contained: a package
+    that calls ``sys.exit()``, raises ``KeyboardInterrupt`` or fails an ``assert`` at import
+    is reported like any other broken package (stevedore lets those three through)."""
+    from stevedore import ExtensionManager
+
+    from brainsmith.plugin.containment import contained
+
+    class ContainedExtensionManager(ExtensionManager):
+        def _load_one_plugin(self, ep, *args, **kwds):
+            try:
+                with contained():
+                    return super()._load_one_plugin(ep, *args, **kwds)
+            except AssertionError as exc:
+                raise ImportAssertion(exc) from exc
+
+    return ContainedExtensionManager(GROUP, **kwargs)
+
+
+class ImportAssertion(Exception):
+    """An ``AssertionError`` raised while a package's entry-point module imported."""
+
+    def __init__(self, original: AssertionError) -> None:
+        from brainsmith.plugin.packages import origin
+
+        super().__init__(f"AssertionError: {original} at {origin(original)}")
+
+
+def _reason(exc: BaseException) -> str:
+    from brainsmith.plugin.containment import PluginExit
+
+    if isinstance(exc, PluginExit | ImportAssertion):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _declared_versions(module: object, framework: str, problems: list) -> dict:

@@ -12,8 +12,6 @@ from brainsmith.plugin.metadata import validate_metadata
 from brainsmith.plugin.sources.package_scan import folder_stamps, scan_folder
 from brainsmith.plugin.sources.pyscan import scan_tree
 
-OWN_PACKAGES = ("transforms", "kernels", "backends", "steps")
-
 
 def plugin_records(framework: str, root: str, files: dict, path_entry: str | None = None):
     """(spec records, problem records) for the decorated plugins found in ``files``."""
@@ -86,9 +84,9 @@ class FolderSource:
 
 
 def brainsmith_source() -> FolderSource:
-    package_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    roots = [(os.path.join(package_dir, sub), f"brainsmith.{sub}") for sub in OWN_PACKAGES]
-    return FolderSource("brainsmith", roots, path_entry=False)
+    from brainsmith.plugin.trust import brainsmith_roots
+
+    return FolderSource("brainsmith", brainsmith_roots(), path_entry=False)
 
 
 def user_source(folders: tuple[str, ...]) -> FolderSource:

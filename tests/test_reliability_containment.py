@@ -1,0 +1,279 @@
+"""Plugin code that tries to end the process (``sys.exit()``, ``KeyboardInterrupt``,
+``GeneratorExit``, a failed ``assert`` in a package) is contained like any other failure: the
+culprit is named in health and in the error, every command still answers, and a real Ctrl-C
+from the user still stops the command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from brainsmith.plugin.errors import PluginLoadError
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugins import load_plugin, reload_plugin, transforms
+from tests.conftest import REPO
+from tests.support.packages import PluginVenv, build_wheel, write_project
+
+GOOD_PACKAGE = '''
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+
+@transform(name="AcmeFold")
+class AcmeFold(Transformation):
+    """Folds the acme way."""
+
+    def apply(self, model):
+        return model, False
+'''
+
+ENDINGS = {  # id -> module-level code of a package or plugin file that ends the process
+    "sys-exit-0": ("import sys\nsys.exit(0)\n", "called sys.exit(0)"),
+    "keyboard-interrupt": ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt"),
+    "generator-exit": ("raise GeneratorExit\n", "raised GeneratorExit"),
+    "failed-assert": ("assert False, 'acme needs a licence'\n", "AssertionError: acme needs a"),
+}
+
+
+@pytest.fixture(scope="module")
+def exiting_wheels(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("exiting-projects")
+    dist = root / "dist"
+    wheels = {
+        "good": build_wheel(write_project(root, "acme-good", "acme_good", GOOD_PACKAGE), dist)
+    }
+    for case, (code, _) in ENDINGS.items():
+        module = "acme_" + case.replace("-", "_")
+        wheels[case] = build_wheel(write_project(root, f"acme-{case}", module, code), dist)
+    return wheels
+
+
+@pytest.fixture(scope="module")
+def venv_with(tmp_path_factory, exiting_wheels):
+    """A real virtualenv holding the good package and the package of one case."""
+    made: dict[str, PluginVenv] = {}
+
+    def make(case: str) -> PluginVenv:
+        if case not in made:
+            venv = PluginVenv(tmp_path_factory.mktemp("exiting-venv") / "venv")
+            venv.install(exiting_wheels["good"])
+            venv.install(exiting_wheels[case])
+            made[case] = venv
+        return made[case]
+
+    return make
+
+
+def brainsmith(venv: PluginVenv, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """The ``brainsmith`` command run in ``venv``, with a cache of this test's own."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700, exist_ok=True)
+    return subprocess.run(
+        [str(venv.python), "-m", "brainsmith.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BRAINSMITH_CACHE_DIR": str(cache), "COLUMNS": "250"},
+        cwd=tmp_path,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize("case", list(ENDINGS))
+def test_package_ending_the_process_at_import_is_named_and_commands_still_answer(
+    venv_with, tmp_path, case
+):
+    exiting_venv = venv_with(case)
+    dist, (_, reason) = f"acme-{case}", ENDINGS[case]
+    for attempt in ("cold", "warm"):  # the index is written: the second run reuses it
+        health = brainsmith(exiting_venv, tmp_path, "plugins", "health", "--json")
+        assert health.returncode == 1, (attempt, health.stdout, health.stderr)
+        broken = json.loads(health.stdout)["broken_plugins"]
+        mine = [p for p in broken if p["plugin"].startswith(dist + " ")]
+        assert len(mine) == 1 and reason in mine[0]["reason"], (attempt, broken)
+    listed = brainsmith(exiting_venv, tmp_path, "plugins", "list", "--framework", "acme-good")
+    assert listed.returncode == 0 and "AcmeFold" in listed.stdout, listed.stderr
+    every = brainsmith(exiting_venv, tmp_path, "plugins", "list", "--all")
+    assert every.returncode == 0 and f"{dist} (entry point" in every.stdout, every.stderr
+    validated = brainsmith(
+        exiting_venv, tmp_path, "blueprint", "validate", str(REPO / "blueprints" / "mlp.yaml")
+    )
+    assert validated.returncode == 0 and "mlp.yaml" in validated.stdout, validated.stderr
+
+
+def test_build_runs_with_a_package_that_exits_at_import_installed(venv_with, tmp_path):
+    out = tmp_path / "out"
+    result = brainsmith(
+        venv_with("sys-exit-0"),
+        tmp_path,
+        "build",
+        str(REPO / "examples" / "models" / "mlp_4bit.onnx"),
+        str(REPO / "blueprints" / "mlp.yaml"),
+        "-o",
+        str(out),
+        "--verify",
+        "none",
+        "--quiet",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "built" in result.stdout and (out / "report.json").is_file()
+
+
+PLUGIN_FILE = """
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+
+@transform(name="Quitter")
+class Quitter(Transformation):
+    def apply(self, model):
+        return model, False
+
+{ending}
+"""
+
+
+def test_plugin_file_calling_sys_exit_fails_to_load_naming_itself(plugin_folder, tmp_path):
+    plugin_folder("quitter.py", PLUGIN_FILE.format(ending="import sys\nsys.exit(3)"))
+    result = subprocess.run(
+        [sys.executable, "-m", "brainsmith.cli", "plugins", "info", "Quitter", "--load"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "250"},
+        timeout=300,
+    )
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+    assert "user:Quitter" in result.stdout + result.stderr
+    assert "called sys.exit(3)" in result.stdout + result.stderr
+    with pytest.raises(PluginLoadError) as error:
+        transforms["Quitter"]
+    assert "transform user:Quitter" in str(error.value)
+    assert f"called sys.exit(3) at {plugin_folder.folder / 'quitter.py'}:" in str(error.value)
+    health = get_plugin_manager().health_check()
+    assert health["status"] == "degraded"
+    assert [p["plugin"] for p in health["broken_plugins"]] == ["transform user:Quitter"]
+
+
+@pytest.mark.parametrize(
+    "ending",
+    ["import sys; sys.exit(1)", "raise KeyboardInterrupt", "raise GeneratorExit"],
+    ids=["sys-exit", "keyboard-interrupt", "generator-exit"],
+)
+def test_reload_whose_new_version_ends_the_process_keeps_the_old_version(tmp_path, ending):
+    path = tmp_path / "quitter.py"
+    path.write_text(textwrap.dedent(PLUGIN_FILE.format(ending="")))
+    load_plugin(path)
+    old = transforms.quitter.Quitter
+    path.write_text(textwrap.dedent(PLUGIN_FILE.format(ending=ending)))
+    with pytest.raises(PluginLoadError) as error:
+        reload_plugin("quitter")
+    assert "the previous version of 'quitter' stays loaded" in str(error.value)
+    assert transforms.quitter.Quitter is old is transforms.Quitter
+    problems = get_plugin_manager().health_check()["broken_plugins"]
+    assert any(p["plugin"] == "plugin quitter" for p in problems)
+
+
+SLOW_PLUGIN = """
+import pathlib, time
+pathlib.Path({marker!r}).write_text("importing")
+time.sleep(60)
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+
+@transform(name="Slow")
+class Slow(Transformation):
+    def apply(self, model):
+        return model, False
+"""
+
+
+def test_real_ctrl_c_during_a_plugin_import_still_stops_the_command(plugin_folder, tmp_path):
+    marker = tmp_path / "marker"
+    plugin_folder("slow.py", SLOW_PLUGIN.format(marker=str(marker)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "brainsmith.cli", "plugins", "info", "Slow", "--load"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the plugin never started importing"
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert process.returncode not in (0, None) and "Aborted" in stderr
+
+
+QUITTING_STEP = """
+import sys
+from brainsmith.plugin import step
+
+
+@step(name="quit_step")
+def quit_step(model, cfg):
+    sys.exit(0)
+"""
+
+
+def test_build_step_calling_sys_exit_fails_the_build_naming_it(plugin_folder, tmp_path):
+    plugin_folder("quitting.py", QUITTING_STEP)
+    blueprint = tmp_path / "quitting.yaml"
+    blueprint.write_text(
+        f"name: quitting\nextends: {REPO / 'blueprints' / 'base.yaml'}\n"
+        "steps: [cleanup, quit_step]\n"
+    )
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "brainsmith.cli",
+            "build",
+            str(REPO / "examples" / "models" / "mlp_4bit.onnx"),
+            str(blueprint),
+            "-o",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "250"},
+        timeout=600,
+    )
+    assert result.returncode == 1, (result.stdout[-2000:], result.stderr[-2000:])
+    assert "quit_step" in result.stderr and "called sys.exit(0)" in result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert [s["status"] for s in report["steps"]] == ["ok", "failed"]
+
+
+def test_command_line_names_a_sys_exit_made_outside_its_own_code(tmp_path):
+    from brainsmith.cli import _foreign_exit
+
+    elsewhere = tmp_path / "elsewhere.py"
+    elsewhere.write_text("import sys\n\ndef leave():\n    sys.exit(0)\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from elsewhere import leave
+
+        with pytest.raises(SystemExit) as foreign:
+            leave()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("elsewhere", None)
+    assert _foreign_exit(foreign.value) == f"{elsewhere}:4"
+    from brainsmith.cli.output import fail
+
+    with pytest.raises(SystemExit) as own:
+        fail("a message of the command line's own")
+    assert _foreign_exit(own.value) is None
