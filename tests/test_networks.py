@@ -181,7 +181,7 @@ def test_shuffle_kernel_leaves_no_layer_without_code(hub, tmp_path):
 def plugin_folder(tmp_path: Path, monkeypatch, source: str) -> None:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
-    (plugins / "corrupt.py").write_text(textwrap.dedent(source))
+    (plugins / "corrupt_parameter.py").write_text(textwrap.dedent(source))
     monkeypatch.setenv("BRAINSMITH_PLUGIN_DIRS", str(plugins))
     from brainsmith.plugin.manager import reset_plugin_system
 
