@@ -123,6 +123,11 @@ def test_every_variant_is_a_normal_build_with_metrics(in_process):
         assert variant["metrics"]["fps"] == report["performance"]["estimated_fps"]
 
 
+def without_code(layers: list[dict]) -> list[dict]:
+    """The layers without their generated-code folders, which FINN names at random."""
+    return [{k: v for k, v in layer.items() if k != "code"} for layer in layers]
+
+
 def test_each_variant_equals_an_independent_build(in_process, space, tmp_path):
     blueprint = load_blueprint(space)
     for variant in in_process.variants:
@@ -132,7 +137,7 @@ def test_each_variant_equals_an_independent_build(in_process, space, tmp_path):
             str(tmp_path / variant["id"]),
         )
         mine = json.loads(Path(in_process.output_dir, variant["folder"], "report.json").read_text())
-        assert mine["layers"] == alone.report["layers"], variant["id"]
+        assert without_code(mine["layers"]) == without_code(alone.report["layers"]), variant["id"]
         assert mine["performance"] == alone.report["performance"], variant["id"]
         assert [s["status"] for s in mine["steps"]] == [s["status"] for s in alone.report["steps"]]
 

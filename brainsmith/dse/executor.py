@@ -121,25 +121,44 @@ class DaskCluster:
                 run_node, task, argument, key=f"{self.topic}-{task.id}", pure=False
             )
             futures[task.id], by_key[future.key], parents[task.id] = future, task, parent
-        lost: dict[str, NodeResult] = {}
+        results: dict[str, NodeResult] = dict(done)
+        died: list[NodeTask] = []
         try:
             for future in as_completed(list(futures.values())):
                 task = by_key[future.key]
                 if future.status == "finished":
-                    finished(future.result())
-                    continue
-                result = _lost(task, future)
-                above = lost.get(parents[task.id])
-                if above is not None:  # Dask fails the tasks below a lost one too
-                    result.error, result.failed_in = above.error, above.failed_in or above.id
-                lost[task.id] = result
-                finished(result)
+                    results[task.id] = future.result()
+                    finished(results[task.id])
+                else:
+                    died.append(task)
+            died.sort(key=lambda t: list(futures).index(t.id))  # parents first
+            for task in died:
+                results[task.id] = self._alone(task, results.get(parents[task.id] or ""), futures)
+                finished(results[task.id])
         except BaseException:
             self.client.cancel([*futures.values(), *warm], force=True)
             raise
         finally:
             with contextlib.suppress(Exception):
                 self.client.unsubscribe_topic(self.topic)
+
+    def _alone(self, task: NodeTask, parent: NodeResult | None, futures: dict) -> NodeResult:
+        """Run again, by itself, a segment Dask lost with a dying worker.
+
+        A worker that dies (a crash, the out-of-memory killer) takes down every segment the
+        scheduler had placed on it, not only the one that killed it; alone, the innocent
+        ones finish and the culprit is named.
+        """
+        if parent is not None and parent.status != "ok":
+            return run_node(task, parent)  # records the parent's error, runs nothing
+        future = self.client.submit(
+            run_node, task, parent, key=f"{self.topic}-{task.id}-alone", pure=False
+        )
+        futures[task.id] = future  # cancelled with the others on Ctrl-C
+        try:
+            return future.result()
+        except Exception:
+            return _lost(task, future)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -192,7 +211,9 @@ def _local_cluster(workers: int):
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            # the scheduler's HTTP server (health, metrics; the dashboard when bokeh is
+            # installed) on a free loopback port, so explorations run side by side
+            dashboard_address="127.0.0.1:0",
             silence_logs=logging.ERROR,
         )
 

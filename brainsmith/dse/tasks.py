@@ -112,6 +112,11 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
         if task.stop is None:
             result.save()
         return result
+    if task.stop is not None:  # Dask recomputes a segment whose worker died after it ran
+        finished = load_result(task.folder, task.key)
+        if finished is not None and finished.status == "ok":
+            finished.reused = False
+            return finished
     with _BUILD_LOCK:
         _announce(task.topic, task.id)
         began = time.perf_counter()
