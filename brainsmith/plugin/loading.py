@@ -33,9 +33,10 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     """
     module_name, _, qualname = spec.target.partition(":")
     _check_declared(spec, module_name)
-    path_entry = spec.metadata.get("path_entry")
-    if path_entry and path_entry not in sys.path:
-        sys.path.append(path_entry)
+    if spec.metadata.get("plugin_dir"):
+        from brainsmith.plugin import folders
+
+        folders.activate()  # plugin folders import as packages of their own
     if module_name.startswith(FINN_USERS):
         from brainsmith.frameworks.finn_env import prepare_finn
 
@@ -94,6 +95,16 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
 
 
 def _import(module_name: str, timeout: float) -> object:
+    try:
+        return _import_within(module_name, timeout)
+    except BaseException:
+        folders = sys.modules.get("brainsmith.plugin.folders")
+        if folders is not None:
+            folders.drop_dead_aliases()
+        raise
+
+
+def _import_within(module_name: str, timeout: float) -> object:
     """``importlib.import_module``, given up on after ``timeout`` seconds (0: wait forever)."""
     module = sys.modules.get(module_name)
     initializing = getattr(getattr(module, "__spec__", None), "_initializing", False)

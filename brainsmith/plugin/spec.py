@@ -11,7 +11,17 @@ class PluginSpec:
     The object behind the spec is imported on first use (see ``Registry.load``) and kept.
     """
 
-    __slots__ = ("error", "framework", "metadata", "name", "obj", "source", "target", "type")
+    __slots__ = (
+        "error",
+        "framework",
+        "metadata",
+        "name",
+        "obj",
+        "record",
+        "source",
+        "target",
+        "type",
+    )
 
     def __init__(
         self,
@@ -30,6 +40,7 @@ class PluginSpec:
         self.source = source
         self.obj: object | None = None
         self.error: str | None = None
+        self.record: list | None = None  # the index record it came from (None: made at runtime)
 
     @property
     def qualified_name(self) -> str:
@@ -60,7 +71,9 @@ class PluginSpec:
         type, name, framework, target, metadata, source = record
         if type not in PLUGIN_TYPES or not isinstance(metadata, dict):
             raise ValueError(f"bad plugin record {record!r}")
-        return cls(str(type), str(name), str(framework), str(target), metadata, str(source))
+        spec = cls(str(type), str(name), str(framework), str(target), dict(metadata), str(source))
+        spec.record = record
+        return spec
 
     def as_dict(self) -> dict:
         """Everything a user may want to see about this plugin (CLI ``--json``, ``plugins info``)."""
