@@ -338,3 +338,21 @@ def test_long_running_process_sees_a_package_installed_while_it_runs(venv, wheel
     finally:
         _, err = child.communicate(timeout=60)
     assert child.returncode == 0, err
+
+
+# -- the working directory on sys.path ------------------------------------------------------------
+
+
+def test_running_from_another_working_directory_reuses_the_index(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("no distributions here\n")
+    view()
+    assert parse(run_python(VIEW, cwd=elsewhere))["cache"] == "hit"
+
+
+def test_a_plugin_distribution_in_the_working_directory_is_seen(tmp_path, wheels):
+    project = tmp_path / "project"
+    pip_install_target(wheels["v1"], project)  # ``python -c`` puts the working directory first
+    assert view()["acme"] == []
+    assert parse(run_python(VIEW, cwd=project))["acme"] == ACME

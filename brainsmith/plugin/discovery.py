@@ -15,16 +15,15 @@ from __future__ import annotations
 import sys
 import time
 
-from brainsmith.plugin import log, memo
+from brainsmith.plugin import log, memo, stamps
 from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.registry import PluginProblem
 from brainsmith.plugin.spec import PluginSpec
-from brainsmith.plugin.stamps import search_path, stamp_paths, unchanged
+from brainsmith.plugin.stamps import stamp_paths, unchanged
 
 INDEX_FORMAT = 2
 BUILTIN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
 ADAPTERS = ("qonnx", "finn")
-PATH_DEPENDENT = ("entry_points", *ADAPTERS)  # what they find depends on sys.path
 KEPT_FOLDERS = 32  # states of plugin folders no longer configured, kept for a switch back
 
 
@@ -88,13 +87,14 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
         index = None
         log.debug("discovery index %s: none usable, scanning", name)
     stored = index["sources"] if index else {}
-    environment = stamp_paths(search_path())
-    same_environment = index is not None and index.get("environment") == environment
+    before = index["environment"] if index else None
+    now_environment = stamps.survey(before)
+    moved = _what_moved(before, now_environment)
     now = time.time()
     stale = []
     for source_id in source_ids(config):
         state = stored.get(source_id)
-        if _still_valid(source_id, state, now, config.cache_ttl, same_environment):
+        if _still_valid(source_id, state, now, config.cache_ttl, moved):
             result.states[source_id] = state
         else:
             stale.append(source_id)
@@ -102,14 +102,31 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
         result.cache = "hit"
         log.debug("discovery index %s: within the TTL and unchanged, reused", name)
     else:
-        files = memo.read(f"{name}-files", stamp, config.cache_dir) if stored else None
-        files = files if isinstance(files, dict) else {}
-        _rescan(stale, stored, files, now, config.cache_ttl, result, reload_modules)
+        scan_data = ScanData(name, stamp, config.cache_dir, bool(stored))
+        _rescan(stale, stored, scan_data, now, config.cache_ttl, result, reload_modules)
         result.cache = "miss" if index is None or result.changed else "revalidated"
-        if not _write(name, stamp, environment, stored, files, result, config):
+        if not _write(name, stamp, now_environment, stored, scan_data, result, config):
             result.cache = "disabled"
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
+
+
+class ScanData:
+    """The per-file scan data beside the index: read from disk only when a source needs it."""
+
+    def __init__(self, name: str, stamp: list, directory: str, exists: bool) -> None:
+        self._where = (f"{name}-files", stamp, directory)
+        self._data: dict | None = None if exists else {}
+
+    def all(self) -> dict:
+        if self._data is None:
+            data = memo.read(*self._where)
+            self._data = data if isinstance(data, dict) else {}
+        return self._data
+
+    def of(self, source_id: str):
+        """A loader of one source's scan data (called only if the source needs it)."""
+        return lambda: self.all().get(source_id)
 
 
 def _valid_index(index: object) -> bool:
@@ -126,21 +143,31 @@ def _valid_index(index: object) -> bool:
     )
 
 
-def _still_valid(source_id: str, state, now: float, ttl: float, same_environment: bool) -> bool:
+def _what_moved(before: object, now: list) -> set[str]:
+    """Which path-dependent sources the environment's changes concern."""
+    moved = set()
+    if stamps.distributions(before) != stamps.distributions(now):
+        moved.add("entry_points")
+    if stamps.framework_packages(before) != stamps.framework_packages(now):
+        moved.update(ADAPTERS)
+    return moved
+
+
+def _still_valid(source_id: str, state, now: float, ttl: float, moved: set[str]) -> bool:
     if not isinstance(state, dict):
         return False
     checked = state.get("checked")
     if not isinstance(checked, int | float) or not (now - ttl <= checked <= now + 1):
         return False  # past its TTL (or checked "in the future": a clock set back)
-    if (source_id in PATH_DEPENDENT or state.get("failed")) and not same_environment:
-        return False
+    if source_id in moved or (state.get("failed") and moved):
+        return False  # sys.path now holds other distributions or framework packages
     return unchanged(state.get("stamp"))
 
 
 def _rescan(
     stale: list[str],
     stored: dict,
-    files: dict,
+    scan_data: ScanData,
     now: float,
     ttl: float,
     result: DiscoveryResult,
@@ -150,15 +177,13 @@ def _rescan(
     for source_id in stale:
         t0 = time.perf_counter()
         old = stored.get(source_id)
-        previous = None
-        if isinstance(old, dict) and not old.get("failed"):
-            previous = {**old, "files": files.get(source_id)}
-        within_ttl = isinstance(old, dict) and now - old.get("checked", 0) <= ttl
+        previous = old if isinstance(old, dict) and not old.get("failed") else None
+        within_ttl = previous is not None and now - previous.get("checked", 0) <= ttl
         source = make_source(source_id, reload_modules)
         if not within_ttl:
             result.checked.add(source_id)
         try:
-            state = source.scan(previous, full=not within_ttl)
+            state = source.scan(previous, not within_ttl, scan_data.of(source_id))
         except Exception as exc:  # one broken source never stops discovery
             log.warning("plugin source %s failed: %s: %s", source_id, type(exc).__name__, exc)
             state = {
@@ -169,48 +194,54 @@ def _rescan(
                 "problems": [[source_id, source_id, f"{type(exc).__name__}: {exc}"]],
             }
         result.imported |= getattr(source, "imported", set())
-        if previous is None or state.get("files") != previous.get("files"):
+        if state is previous:
+            log.debug("source %s: still valid for this sys.path", source_id)
+        elif previous is None or state.get("files") != scan_data.of(source_id)():
             result.changed.add(source_id)
             log.debug("source %s: scanned", source_id)
         else:
             log.debug("source %s: revalidated, unchanged", source_id)
         result.states[source_id] = state
         result.source_ms[source_id] = (time.perf_counter() - t0) * 1000
-    _derive_adapter_specs(stored, files, result)
+    _derive_adapter_specs(scan_data, result)
 
 
-def _derive_adapter_specs(stored: dict, files: dict, result: DiscoveryResult) -> None:
+def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
     """Adapter records depend on both QONNX's and FINN's class tables: derive them again
     from the scan data when either changed or was checked in full."""
-    rescanned = [
-        a for a in ADAPTERS if a in (result.changed | result.checked) & result.states.keys()
-    ]
-    if not rescanned:
+    redo = (result.changed | result.checked) & set(ADAPTERS) & result.states.keys()
+    if not redo:
         return
-    for adapter in ADAPTERS:
-        state = result.states.get(adapter)
-        if state is not None and "files" not in state:  # reused: its scan data is on disk
-            state["files"] = files.get(adapter, {})
     t0 = time.perf_counter()
     from brainsmith.plugin.sources.adapters import FINNAdapter, QONNXAdapter
 
-    present = [result.states[a] for a in ADAPTERS if a in result.states]
+    scanned = {}
+    for adapter in ADAPTERS:
+        state = result.states.get(adapter)
+        if state is not None and not state.get("failed"):
+            files = state["files"] if "files" in state else scan_data.of(adapter)()
+            scanned[adapter] = {**state, "files": files if isinstance(files, dict) else {}}
     for adapter_class in (QONNXAdapter, FINNAdapter):
-        state = result.states.get(adapter_class.framework)
-        if state is None or state.get("failed"):
+        state = scanned.get(adapter_class.framework)
+        if state is None:
             continue
         adapter = adapter_class.__new__(adapter_class)  # no package lookup: the state has it
-        index = adapter.index(present)
-        state["specs"], state["problems"] = adapter.specs(state, index)
-    result.source_ms[rescanned[-1]] += (time.perf_counter() - t0) * 1000
+        index = adapter.index(list(scanned.values()))
+        specs, problems = adapter.specs(state, index)
+        result.states[adapter_class.framework] = {
+            **result.states[adapter_class.framework],
+            "specs": specs,
+            "problems": problems,
+        }
+    result.source_ms[sorted(redo)[0]] += (time.perf_counter() - t0) * 1000
 
 
 def _write(
     name: str,
     stamp: list,
-    environment: list,
+    surveyed: list,
     stored: dict,
-    files: dict,
+    scan_data: ScanData,
     result: DiscoveryResult,
     config: PluginConfig,
 ) -> bool:
@@ -222,12 +253,12 @@ def _write(
         del others[source_id]
     states = {**others, **result.states}
     light = {k: {f: v for f, v in st.items() if f != "files"} for k, st in states.items()}
-    payload = {"created": time.time(), "environment": environment, "sources": light}
+    payload = {"created": time.time(), "environment": surveyed, "sources": light}
     if not memo.write(name, stamp, payload, config.cache_dir):
         return False
     scanned = {k: st["files"] for k, st in result.states.items() if "files" in st}
-    if any(files.get(k) != v for k, v in scanned.items()) or set(files) - set(states):
-        merged = {k: v for k, v in files.items() if k in states}
+    if result.changed or set(scan_data.all()) - set(states):
+        merged = {k: v for k, v in scan_data.all().items() if k in states}
         merged.update(scanned)
         memo.write(f"{name}-files", stamp, merged, config.cache_dir)
     return True

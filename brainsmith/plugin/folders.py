@@ -126,13 +126,11 @@ def _plain_names(folder: str) -> set[str]:
 _finder = PluginFolderFinder()
 
 
-def configure(folders: tuple[str, ...]) -> None:
-    """The plugin folders, in configured order (the order plain sibling imports try them)."""
-    _finder.folders = {package_name(folder): folder for folder in folders}
-
-
-def activate() -> None:
-    """Make the configured folders importable: done when the first user plugin loads."""
+def activate(folders: tuple[str, ...]) -> None:
+    """Make plugin folders importable as packages (done when a plugin of one loads); plain
+    sibling imports try them in this order."""
+    if len(_finder.folders) != len(folders) or list(_finder.folders.values()) != list(folders):
+        _finder.folders = {package_name(folder): folder for folder in folders}
     if _finder not in sys.meta_path:
         sys.meta_path.append(_finder)
 

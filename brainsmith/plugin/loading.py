@@ -35,8 +35,9 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     _check_declared(spec, module_name)
     if spec.metadata.get("plugin_dir"):
         from brainsmith.plugin import folders
+        from brainsmith.plugin.manager import get_plugin_manager
 
-        folders.activate()  # plugin folders import as packages of their own
+        folders.activate(get_plugin_manager().config.plugin_dirs)  # a package per folder
     if module_name.startswith(FINN_USERS):
         from brainsmith.frameworks.finn_env import prepare_finn
 

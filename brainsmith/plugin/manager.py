@@ -179,9 +179,6 @@ class PluginManager:
                 for fw in BUILTIN_FRAMEWORKS
                 if not config.framework_enabled(fw)
             }
-            from brainsmith.plugin import folders
-
-            folders.configure(config.plugin_dirs)
             self._registry = registry
         return self._registry
 

@@ -186,11 +186,10 @@ class Registry:
                         self._clash(first, spec, found_problems)
                     continue
                 current = old.get(key)
-                stale = (
-                    fresh(current.module) and (current.loaded or current.error) if current else 0
-                )
-                if current is not None and current.record == spec.record and not stale:
-                    spec = current
+                if current is not None and current.record == spec.record:
+                    used = current.loaded or current.error  # its old code ran
+                    if not (used and fresh(current.module)):
+                        spec = current
                 found[key] = spec
             gone = [s for key, s in old.items() if found.get(key) is not s]
             for spec in gone:

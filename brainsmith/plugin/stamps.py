@@ -1,4 +1,5 @@
-"""Cheap change detection by ``stat``: what a file or folder is, not just when it was written.
+"""Cheap change detection by ``stat``: what a file or folder is, not just when it was written,
+and what the folders on ``sys.path`` hold.
 
 A stamp is ``[path, mtime_ns, size, inode, ctime_ns]``. The inode changes when a file is
 replaced (pip, editors that save by rename); the ctime changes on every write and cannot be
@@ -59,8 +60,71 @@ def search_path() -> list[str]:
         if not isinstance(entry, str):
             continue
         if not entry or not os.path.isabs(entry):
-            cwd = cwd or os.getcwd()
+            try:
+                cwd = cwd or os.getcwd()
+            except OSError:  # the working directory was deleted: imports skip it too
+                continue
             entry = os.path.normpath(os.path.join(cwd, entry))
         if entry not in entries:
             entries.append(entry)
     return entries
+
+
+# -- the environment: what each sys.path folder holds that can change discovery -------------
+# The distributions installed in it (pip replaces a distribution's whole ``.dist-info`` folder
+# on every install, so its inode and mtime identify the install) and the QONNX/FINN packages
+# in it (which copy ``import qonnx`` finds). A folder whose stamp is unchanged is not listed
+# again, so a warm start costs one ``stat`` per ``sys.path`` entry.
+
+METADATA_DIRS = (".dist-info", ".egg-info")
+FRAMEWORK_PACKAGES = ("finn", "qonnx")
+
+
+def survey(previous: object = None) -> list[list]:
+    """``[[folder, mtime_ns, size, inode, ctime_ns, distributions, framework packages], ...]``
+    for ``sys.path`` in order; ``distributions`` is ``[[name, inode, mtime_ns], ...]``."""
+    known = {}
+    if isinstance(previous, list):
+        known = {e[0]: e for e in previous if isinstance(e, list) and len(e) == 7}
+    found = []
+    for folder in search_path():
+        stamp = stamp_of(folder)
+        old = known.get(folder)
+        if old is not None and old[:5] == stamp:
+            found.append(old)
+            continue
+        found.append([*stamp, *_contents(folder)])
+    return found
+
+
+def _contents(folder: str) -> tuple[list, list]:
+    try:
+        names = os.listdir(folder)
+    except (OSError, ValueError):
+        return [], []
+    dists = []
+    for name in sorted(n for n in names if n.endswith(METADATA_DIRS)):
+        try:
+            st = os.stat(os.path.join(folder, name))
+        except OSError:
+            continue
+        dists.append([name, st.st_ino, st.st_mtime_ns])
+    present = set(names)
+    packages = [p for p in FRAMEWORK_PACKAGES if p in present or f"{p}.py" in present]
+    return dists, packages
+
+
+def distributions(environment: object) -> list:
+    """The distributions of an environment, folder by folder: what entry points depend on."""
+    return [[e[0], e[5]] for e in environment or () if e[5]] if _valid(environment) else [None]
+
+
+def framework_packages(environment: object) -> list:
+    """Where QONNX and FINN packages lie on ``sys.path``: what the adapters depend on."""
+    return [[e[0], e[6]] for e in environment or () if e[6]] if _valid(environment) else [None]
+
+
+def _valid(environment: object) -> bool:
+    return isinstance(environment, list) and all(
+        isinstance(e, list) and len(e) == 7 for e in environment
+    )

@@ -112,14 +112,15 @@ class FrameworkAdapter:
     def is_available(self) -> bool:
         return self.root is not None
 
-    def scan(self, previous: dict | None, full: bool = True) -> dict:
+    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+        """Rescan the framework's tree; files whose stamp is unchanged reuse ``scan_data()``."""
         previous = previous if previous and previous.get("root") == self.root else None
         if previous and not full and unchanged(previous.get("stamp")):
             return previous  # only sys.path changed, and the framework resolves as before
         if self.root is None:
             return {"root": None, "files": {}, "specs": [], "problems": [], "stamp": [],
                     "checked": time.time()}  # fmt: skip
-        old = (previous or {}).get("files")
+        old = scan_data() if previous is not None else None
         files, walked = scan_folder(self.root, self.framework, old, extract)
         owner = owner_of(self.root)
         editable = owner is None or is_editable(owner)

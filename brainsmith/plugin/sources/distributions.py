@@ -20,24 +20,6 @@ def metadata_dirs(folder: str) -> list[str]:
     return sorted(name for name in names if name.endswith(METADATA_DIRS))
 
 
-def fingerprint(entries: list[str]) -> list:
-    """``[[folder, [[dist-info name, inode, mtime_ns], ...]], ...]`` for the folders on
-    ``sys.path`` that hold distributions: changes when one is installed, removed or
-    reinstalled (pip replaces the whole ``.dist-info`` folder)."""
-    found = []
-    for folder in entries:
-        dists = []
-        for name in metadata_dirs(folder):
-            try:
-                st = os.stat(os.path.join(folder, name))
-            except OSError:
-                continue
-            dists.append([name, st.st_ino, st.st_mtime_ns])
-        if dists:
-            found.append([folder, dists])
-    return found
-
-
 def stamped_files(dist_path: str) -> list[str]:
     """A distribution's metadata folder and the files in it that every install rewrites."""
     return [dist_path, *(os.path.join(dist_path, name) for name in STAMPED_FILES)]

@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 import time
 
-from brainsmith.plugin.sources.distributions import fingerprint, stamped_files
-from brainsmith.plugin.stamps import search_path, stamp_paths, unchanged
+from brainsmith.plugin.sources.distributions import stamped_files
+from brainsmith.plugin.stamps import stamp_paths, unchanged
 
 GROUP = "brainsmith.plugins"
 
@@ -87,18 +87,12 @@ class EntryPointSource:
         self.reload_modules = reload_modules
         self.imported: set[str] = set()  # top-level packages this scan imported afresh
 
-    def scan(self, previous: dict | None, full: bool = True) -> dict:
-        known = previous.get("files") if isinstance(previous, dict) else None
-        known = known if isinstance(known, dict) else {}
-        dists = known.get("dists") if isinstance(known.get("dists"), dict) else {}
-        current = fingerprint(search_path())
-        if (
-            not full
-            and known.get("fingerprint") == current
-            and all(isinstance(d, dict) and not d.get("problems") for d in dists.values())
-            and unchanged(previous.get("stamp"))
-        ):
-            return previous  # only sys.path changed, and no distribution with it
+    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+        """Read the installed entry points again; a distribution whose listing and stamps are
+        unchanged (and that loaded without problems) reuses its record in ``scan_data()``."""
+        known = scan_data() if previous is not None else None
+        dists = known.get("dists") if isinstance(known, dict) else None
+        dists = dists if isinstance(dists, dict) else {}
         found, problems = read_listing()
         state_dists: dict[str, dict] = {}
         for where, info in found.items():
@@ -112,7 +106,7 @@ class EntryPointSource:
                 state_dists[where] = old
             else:
                 state_dists[where] = self._load(where, info)
-        return summarise(state_dists, current, problems)
+        return summarise(state_dists, problems)
 
     def _load(self, where: str, info: dict) -> dict:
         """Import one distribution's entry-point modules and read its decorated plugins."""
@@ -138,14 +132,14 @@ class EntryPointSource:
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
 
 
-def summarise(dists: dict, current: list, problems: list) -> dict:
+def summarise(dists: dict, problems: list) -> dict:
     """The source state: what each distribution gave, plus the listing's own problems."""
     packages = {}  # top-level package -> the stamp of its distribution (what a reload checks)
     for d in dists.values():
         for top in sorted({top_package(value) for *_, value in d["rows"]}):
             packages[top] = d["stamp"]
     return {
-        "files": {"fingerprint": current, "dists": dists},
+        "files": {"dists": dists},
         "packages": packages,
         "listing": sorted(row for d in dists.values() for row in d["rows"]),
         "specs": [spec for d in dists.values() for spec in d["specs"]],

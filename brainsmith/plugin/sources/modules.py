@@ -61,8 +61,9 @@ class FolderSource:
         self.roots = roots  # (folder, dotted package name)
         self.plugin_dir = plugin_dir
 
-    def scan(self, previous: dict | None, full: bool = True) -> dict:
-        old = (previous or {}).get("files")
+    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+        """Rescan the folders; files whose stamp is unchanged reuse ``scan_data()``."""
+        old = scan_data() if previous is not None else None
         old = old if isinstance(old, dict) else {}
         state: dict = {"files": {}, "specs": [], "problems": [], "stamp": []}
         for root, prefix in self.roots:
