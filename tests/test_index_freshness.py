@@ -356,3 +356,17 @@ def test_a_plugin_distribution_in_the_working_directory_is_seen(tmp_path, wheels
     pip_install_target(wheels["v1"], project)  # ``python -c`` puts the working directory first
     assert view()["acme"] == []
     assert parse(run_python(VIEW, cwd=project))["acme"] == ACME
+
+
+def test_long_running_process_keeps_loaded_plugins_when_no_python_file_changed(
+    plugin_folder, monkeypatch
+):
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_CACHE_TTL", "0.2")
+    reset_plugin_system()
+    plugin_folder("kept.py", USER_PLUGIN.format(name="Kept"))
+    loaded = transforms.Kept
+    (plugin_folder.folder / "__pycache__").mkdir()  # as Python's bytecode cache appears
+    plugin_folder("notes/todo.txt", "a note, not code\n")
+    time.sleep(0.3)
+    assert not get_plugin_manager().refresh()
+    assert transforms.Kept is loaded

@@ -3,9 +3,10 @@ decides its content is unchanged.
 
 Each source (brainsmith's packages, each user plugin folder, pip packages' entry points,
 QONNX, FINN) has its own state in the index: the records it produced, the stamps of what it
-read, and when it was last checked in full. A source is reused when it was checked within
-the TTL and its stamps still match; sources that depend on ``sys.path`` (entry points, QONNX,
-FINN, and any source that failed) also need the stamps of every ``sys.path`` folder to match.
+read, and when it was last checked in full. A source is reused when it was checked within the
+TTL and its stamps still match. The index also records what every ``sys.path`` folder holds
+(``stamps.survey``): entry points are read again when the distributions on ``sys.path``
+changed, QONNX and FINN when their packages did, and a source that failed when either did.
 Otherwise the source is rescanned, re-reading only changed files, and its records are derived
 again from that scan data (never copied from the old index).
 """

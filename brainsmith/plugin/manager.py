@@ -193,7 +193,7 @@ class PluginManager:
             old = self._states.get(source_id)
             if old is None:
                 continue
-            if source_id.startswith("user:") and old.get("stamp") != state.get("stamp"):
+            if source_id.startswith("user:") and _code(old) != _code(state):
                 folders.forget(source_id[5:])
                 fresh.append(folders.package_name(source_id[5:]))
             elif source_id == "entry_points":
@@ -405,6 +405,11 @@ class PluginManager:
             "plugin_count": len(registry.specs()),
             "broken_plugins": broken,
         }
+
+
+def _code(state: dict) -> list:
+    """The stamps of a folder source's Python files (its folders change with bytecode caches)."""
+    return [entry for entry in state.get("stamp", ()) if str(entry[0]).endswith(".py")]
 
 
 def disabled_reason(framework: str, config: PluginConfig) -> str:
