@@ -61,13 +61,15 @@ class PluginManager:
         mode (full | blueprint | selective) reads the same index; none imports a plugin
         before it is used. Repeated calls cost a dictionary lookup."""
         registry = self._registry
-        if not self._ready or time.monotonic() >= self._next_check:
+        checked = not self._ready or time.monotonic() >= self._next_check
+        if checked:
             registry = self._refresh(force=False)[0]
-        if isinstance(modes, str):
-            modes = [modes]
         if self.config.performance_tracking:
             self._stats["lookups"] += 1
-            self._stats["hits"] += 1
+            if not checked or (self._last is not None and self._last.cache == "hit"):
+                self._stats["hits"] += 1
+        if isinstance(modes, str):
+            modes = [modes]
         if modes is None and types is None and frameworks is None:
             return registry
         key = (_frozen(modes), _frozen(types), _frozen(frameworks))
@@ -116,8 +118,6 @@ class PluginManager:
         return PluginWatcher(self, folders, on_change, debounce).start()
 
     def _refresh(self, force: bool) -> tuple[Registry, RegistryChanges]:
-        from brainsmith.plugin.registry import RegistryChanges
-
         with self._lock:
             if self._discovering == _thread.get_ident():
                 # a module imported by discovery asks for the registry: it gets it as it is
@@ -143,8 +143,6 @@ class PluginManager:
             if config.performance_tracking:
                 self._stats["discoveries"] += 1
                 self._stats["discovery_ms"] = result.duration_ms
-                if result.cache == "hit":
-                    self._stats["hits"] += 1
             pending, self._pending = self._pending, []
             self._ready = True
             # A check that finds nothing never takes more than a tenth of the process's time.
@@ -345,7 +343,7 @@ class PluginManager:
         return {
             "performance_tracking": True,
             "discovery_time_ms": round(self._stats["discovery_ms"], 3),
-            "cache_hit_rate": min(1.0, self._stats["hits"] / lookups),
+            "cache_hit_rate": self._stats["hits"] / lookups,
             "index_cache": last.cache if last else "none",
             "memory_usage_mb": round(_rss_mb(), 1),
             **counts,
