@@ -107,3 +107,20 @@ def test_bad_configuration_is_reported_without_a_traceback():
     result = brainsmith("plugins", "list", env={"BRAINSMITH_PLUGIN_MODE": "turbo"})
     assert result.returncode == 2
     assert "BRAINSMITH_PLUGIN_MODE" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_plugins_info_load_exits_non_zero_when_the_plugin_fails_to_load(tmp_path):
+    (tmp_path / "rebel.py").write_text(
+        "from brainsmith.plugin.core import step\n"
+        "raise RuntimeError('refuses to import')\n"
+        "@step(name='rebel_step')\n"
+        "def rebel_step(model, cfg):\n"
+        "    return model\n"
+    )
+    env = {"BRAINSMITH_PLUGIN_DIRS": str(tmp_path)}
+    result = brainsmith("plugins", "info", "rebel_step", "--load", env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "raised RuntimeError: refuses to import" in result.stdout + result.stderr
+    as_json = brainsmith("plugins", "info", "rebel_step", "--load", "--json", env=env)
+    assert as_json.returncode == 1
+    assert "refuses to import" in json.loads(as_json.stdout)["error"]

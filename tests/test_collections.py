@@ -89,3 +89,14 @@ def test_transform_from_namespace_runs_on_a_model():
 
     x = np.array([[-1.0, 2.0, -3.0, 4.0]], dtype=np.float32)
     assert np.array_equal(execute_onnx(model, {"x": x})["y"], np.maximum(x, 0))
+
+
+def test_framework_namespace_is_a_plain_attribute_after_first_use():
+    namespace = transforms.qonnx
+    assert vars(transforms)["qonnx"] is namespace  # tfm.qonnx.X: two plain attribute reads
+    first = namespace.FoldConstants
+    assert transforms.qonnx.FoldConstants is first
+    from brainsmith.plugins import reset_plugin_system
+
+    reset_plugin_system()
+    assert "qonnx" not in vars(transforms)

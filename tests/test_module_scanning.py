@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from brainsmith.plugin.folders import package_name
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import steps, transforms
 from tests.conftest import run_python
@@ -30,16 +31,19 @@ def test_folder_plugin_is_listed_without_importing_its_module(plugin_folder):
 
 def test_folder_plugin_is_imported_on_first_use(plugin_folder):
     plugin_folder("used_mod.py", IDENTITY.format(name="UsedOne"))
+    module = f"{package_name(str(plugin_folder.folder))}.used_mod"  # a package per folder
+    assert module not in sys.modules
     cls = transforms.UsedOne
-    assert "used_mod" in sys.modules
-    assert cls.__name__ == "UsedOne" and cls.__module__ == "used_mod"
+    assert module in sys.modules
+    assert cls.__name__ == "UsedOne" and cls.__module__ == module
     assert transforms.user.UsedOne is cls
 
 
 def test_nested_package_modules_are_scanned(plugin_folder):
     plugin_folder("pkg/__init__.py", "")
     plugin_folder("pkg/deep.py", IDENTITY.format(name="DeepOne"))
-    assert transforms.get_spec("DeepOne").target == "pkg.deep:DeepOne"
+    package = package_name(str(plugin_folder.folder))
+    assert transforms.get_spec("DeepOne").target == f"{package}.pkg.deep:DeepOne"
 
 
 def test_steps_in_folders_are_found(plugin_folder):
@@ -137,4 +141,4 @@ def test_plugin_dirs_from_project_config_are_relative_to_the_project(tmp_path):
         cwd=project / "plugins",
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "cfg_mod"
+    assert result.stdout.strip() == f"{package_name(str(project / 'plugins'))}.cfg_mod"

@@ -17,8 +17,9 @@ import pytest
 
 from brainsmith.plugin import memo
 from brainsmith.plugin.config import load_config, memo_folder
-from brainsmith.plugin.discovery import DiscoveryKey
+from brainsmith.plugin.discovery import index_name
 from brainsmith.plugin.errors import PluginLoadError
+from brainsmith.plugin.folders import package_name
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
 from brainsmith.plugins import transforms
 from tests.conftest import run_python
@@ -68,8 +69,7 @@ def cache_files() -> list[Path]:
 
 def main_index(suffix: str = "") -> Path:
     """The index file of the current configuration (``suffix="-files"``: its scan data)."""
-    name = DiscoveryKey(["full"]).index_name(load_config().plugin_dirs)
-    return Path(memo.path_for(name + suffix))
+    return Path(memo.path_for(index_name() + suffix))
 
 
 def assert_complete_files_only() -> None:
@@ -90,7 +90,8 @@ def test_plugin_module_deleted_after_discovery_fails_clearly_on_use(plugin_folde
     with pytest.raises(PluginLoadError) as err:
         transforms.Gone  # noqa: B018
     message = str(err.value)
-    assert "transform user:Gone" in message and "its module gone_mod" in message
+    module = f"{package_name(str(plugin_folder.folder))}.gone_mod"
+    assert "transform user:Gone" in message and f"its module {module}" in message
     assert "gone_mod.py) is not installed or was deleted or renamed since discovery" in message
     assert transforms.Kept.__name__ == "Kept"
 
@@ -125,8 +126,8 @@ def _sources_not_a_mapping(payload: dict) -> None:
     payload["sources"] = ["qonnx", "finn"]
 
 
-def _created_not_a_number(payload: dict) -> None:
-    payload["created"] = "yesterday"
+def _checked_not_a_number(payload: dict) -> None:
+    payload["sources"]["qonnx"]["checked"] = "yesterday"
 
 
 def _specs_not_a_list(payload: dict) -> None:
@@ -135,8 +136,8 @@ def _specs_not_a_list(payload: dict) -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [_sources_not_a_mapping, _created_not_a_number, _specs_not_a_list],
-    ids=["sources-not-a-mapping", "created-not-a-number", "specs-not-a-list"],
+    [_sources_not_a_mapping, _checked_not_a_number, _specs_not_a_list],
+    ids=["sources-not-a-mapping", "checked-not-a-number", "specs-not-a-list"],
 )
 def test_index_of_the_wrong_shape_is_discarded_and_rebuilt(change):
     before, _ = summary()

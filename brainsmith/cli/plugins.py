@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from brainsmith.cli.output import console, fail, print_json
@@ -10,13 +12,14 @@ from brainsmith.plugin.spec import PLUGIN_TYPES
 
 @click.group()
 def plugins() -> None:
-    """List, inspect and check plugins.
+    """List, inspect, check and watch plugins.
 
     \b
     Examples:
       brainsmith plugins list --type kernel --framework finn
-      brainsmith plugins info finn:Streamline
+      brainsmith plugins info finn:Streamline --load
       brainsmith plugins health --json
+      brainsmith plugins watch
     """
 
 
@@ -76,7 +79,8 @@ def list_plugins(
 def info(name: str, plugin_type: str | None, load: bool, as_json: bool) -> None:
     """Show a plugin's metadata, source, framework and load status.
 
-    NAME may be short (Streamline) or qualified (finn:Streamline).
+    NAME may be short (Streamline) or qualified (finn:Streamline). With --load the exit
+    code is 1 when the plugin fails to import.
     """
     from brainsmith.plugin.errors import PluginError, PluginNotFoundError
 
@@ -129,7 +133,7 @@ def _print_info(payload: list[dict]) -> None:
         rows += [
             (k, str(v))
             for k, v in sorted(entry["metadata"].items())
-            if k not in ("description", "line", "path_entry")
+            if k not in ("description", "line", "plugin_dir")
         ]
         if entry["also_provided_by"]:
             rows.append(("also provided by", ", ".join(entry["also_provided_by"])))
@@ -172,13 +176,55 @@ def stats(as_json: bool) -> None:
     """Discovery time, cache use, memory and plugin counts of this process."""
     from brainsmith.plugin.manager import get_plugin_manager
 
-    data = get_plugin_manager().get_performance_stats()
+    manager = get_plugin_manager()
+    data = manager.get_performance_stats()
     if as_json:
         print_json(data)
         return
     out = console()
     for key, value in data.items():
         out.print(f"{key:<22} {value}", markup=False, highlight=False)
+    if not data["performance_tracking"]:
+        where = manager.config.project_file or "the configuration"
+        out.print(
+            f"performance tracking is off (plugin_system.performance_tracking in {where}); "
+            "only plugin counts are shown",
+            markup=False,
+        )
+
+
+@plugins.command("watch")
+def watch() -> None:
+    """Hot-reload the plugin folders: report every change as it happens, until Ctrl-C.
+
+    New, edited and deleted plugin files are picked up at once: each change is printed as
+    + added, - removed, ~ changed (served from the new code on next use), ! a new problem.
+    """
+    import threading
+
+    from brainsmith.plugin.errors import ConfigError, PluginError
+    from brainsmith.plugin.manager import get_plugin_manager
+
+    def report(changes) -> None:
+        for line in changes.lines():
+            click.echo(line)
+        sys.stdout.flush()
+
+    manager = get_plugin_manager()
+    try:
+        watcher = manager.watch(on_change=report)
+    except (ConfigError, PluginError) as exc:
+        fail(str(exc), 2)
+    folders = manager.config.plugin_dirs
+    noun = "plugin folder" if len(folders) == 1 else "plugin folders"
+    click.echo(f"watching {len(folders)} {noun}: {', '.join(folders)} (Ctrl-C to stop)")
+    sys.stdout.flush()
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        watcher.stop()
 
 
 def _closest_miss(registry, types: list[str], name: str) -> str:

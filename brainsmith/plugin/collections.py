@@ -18,8 +18,9 @@ _OWN = ("list_plugins", "get_spec", "specs", "framework")
 class PluginCollection:
     """Plugins of one type, optionally of one framework or a fixed subset (a blueprint's).
 
-    Looked-up objects are kept as instance attributes, so a repeated ``tfm.X`` is a plain
-    attribute read; ``reset_plugin_system()`` forgets them.
+    Looked-up objects and framework namespaces are kept as instance attributes, so a repeated
+    ``tfm.X`` or ``tfm.qonnx.X`` is plain attribute reads; they are forgotten whenever the
+    registry changes (and by ``reset_plugin_system()``).
     """
 
     def __init__(
@@ -43,6 +44,7 @@ class PluginCollection:
         if self._framework is None and self._subset is None:
             namespace = self.framework(name.replace("_", "-"), strict=False)
             if namespace is not None:
+                object.__setattr__(self, name, namespace)  # tfm.qonnx: a plain attribute read
                 return namespace
         spec = self.get_spec(name)
         obj = _registry().load(spec)
@@ -79,7 +81,7 @@ class PluginCollection:
         if self._framework and not registry.specs(framework=self._framework):
             from brainsmith.plugin.loading import INSTALL_HINTS
 
-            hint = INSTALL_HINTS.get(self._framework)
+            hint = registry.disabled.get(self._framework) or INSTALL_HINTS.get(self._framework)
             if hint:
                 raise PluginNotFoundError(
                     f"{self._type} '{name}' of framework '{self._framework}' is not available: {hint}",

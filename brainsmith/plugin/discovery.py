@@ -1,6 +1,14 @@
-"""Discovery: run the sources, reuse the persisted index when it is still valid, and fill
-the registry. Layers: in-process memo -> on-disk index within its TTL (after a cheap stat
-check of what each source read) -> incremental rescan of changed files -> full scan.
+"""Discovery: one persisted index per Python environment, reused only while everything that
+decides its content is unchanged.
+
+Each source (brainsmith's packages, each user plugin folder, pip packages' entry points,
+QONNX, FINN) has its own state in the index: the records it produced, the stamps of what it
+read, and when it was last checked in full. A source is reused when it was checked within the
+TTL and its stamps still match. The index also records what every ``sys.path`` folder holds
+(``stamps.survey``): entry points are read again when the distributions on ``sys.path``
+changed, QONNX and FINN when their packages did, and a source that failed when either did.
+Otherwise the source is rescanned, re-reading only changed files, and its records are derived
+again from that scan data (never copied from the old index).
 """
 
 from __future__ import annotations
@@ -8,223 +16,279 @@ from __future__ import annotations
 import sys
 import time
 
-from brainsmith.plugin import log, memo
+from brainsmith.plugin import log, memo, stamps
 from brainsmith.plugin.config import PluginConfig
-from brainsmith.plugin.registry import Registry
-from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
-from brainsmith.plugin.stamps import stamp_paths
+from brainsmith.plugin.registry import PluginProblem
+from brainsmith.plugin.spec import PluginSpec
+from brainsmith.plugin.stamps import stamp_paths, unchanged
 from brainsmith.plugin.trust import BUILTIN_FRAMEWORKS, from_source
 
-INDEX_FORMAT = 1
-
-
-class DiscoveryKey:
-    """What a discovery was asked for; the persisted index is keyed by it."""
-
-    __slots__ = ("frameworks", "modes", "types")
-
-    def __init__(self, modes=None, types=None, frameworks=None) -> None:
-        self.modes = tuple(sorted(modes or ("full",)))
-        self.types = tuple(sorted(types)) if types else PLUGIN_TYPES
-        self.frameworks = tuple(sorted(frameworks)) if frameworks else None
-        bad = [t for t in self.types if t not in PLUGIN_TYPES]
-        if bad:
-            raise ValueError(f"unknown plugin type {bad[0]!r}; expected one of {PLUGIN_TYPES}")
-
-    def as_tuple(self) -> tuple:
-        return (self.modes, self.types, self.frameworks)
-
-    def index_name(self, plugin_dirs: tuple[str, ...] = ()) -> str:
-        """One index per request, interpreter and set of plugin folders."""
-        import zlib
-
-        text = repr((self.as_tuple(), sys.version_info[:2], sys.prefix, plugin_dirs))
-        return f"index-{zlib.crc32(text.encode()):08x}"
-
-    def wants(self, framework: str) -> bool:
-        if self.frameworks is None:
-            return True
-        if framework in self.frameworks:
-            return True
-        return framework not in BUILTIN_FRAMEWORKS and "*" in self.frameworks
+INDEX_FORMAT = 2
+ADAPTERS = ("qonnx", "finn")
+KEPT_FOLDERS = 32  # states of plugin folders no longer configured, kept for a switch back
 
 
 class DiscoveryResult:
-    """Outcome of one discovery, for stats and health."""
+    """Outcome of one discovery, for the registry, stats and health."""
 
-    __slots__ = ("cache", "duration_ms", "source_ms", "states")
+    __slots__ = ("cache", "changed", "checked", "duration_ms", "imported", "source_ms", "states")
 
     def __init__(self) -> None:
         self.states: dict[str, dict] = {}
         self.source_ms: dict[str, float] = {}
-        self.cache = "miss"  # hit | partial | miss | disabled
+        self.cache = "miss"  # hit | revalidated | miss | disabled
+        self.changed: set[str] = set()  # sources whose scan data changed
+        self.checked: set[str] = set()  # sources checked in full (their TTL had passed)
+        self.imported: set[str] = set()  # top-level packages imported afresh by this scan
         self.duration_ms = 0.0
 
 
-def source_names(config: PluginConfig, key: DiscoveryKey) -> list[str]:
-    """Which sources a discovery with ``key`` runs (QONNX is read whenever FINN is)."""
-    enabled = [fw for fw in BUILTIN_FRAMEWORKS if key.wants(fw) and config.framework_enabled(fw)]
-    names = [fw for fw in ("brainsmith", "user") if fw in enabled]
-    if "user" in names and not config.plugin_dirs:
-        names.remove("user")
-    if key.frameworks is None or any(fw not in BUILTIN_FRAMEWORKS for fw in key.frameworks):
-        names.append("entry_points")
-    if "qonnx" in enabled or "finn" in enabled:
-        names.append("qonnx")
-    if "finn" in enabled:
-        names.append("finn")
-    return names
+def index_name() -> str:
+    """One index per interpreter and environment (``sys.prefix``)."""
+    import zlib
+
+    identity = (sys.executable, sys.prefix, sys.version, sys.implementation.cache_tag)
+    return f"index-{zlib.crc32(repr(identity).encode()):08x}"
 
 
-def make_source(name: str, config: PluginConfig):
+def source_ids(config: PluginConfig) -> list[str]:
+    """The sources a discovery with ``config`` reads (QONNX is read whenever FINN is)."""
+    enabled = config.framework_enabled
+    ids = ["brainsmith"] if enabled("brainsmith") else []
+    if enabled("user"):
+        ids += [f"user:{folder}" for folder in config.plugin_dirs]
+    ids.append("entry_points")
+    if enabled("qonnx") or enabled("finn"):
+        ids.append("qonnx")
+    if enabled("finn"):
+        ids.append("finn")
+    return ids
+
+
+def make_source(source_id: str, reload_modules: bool = False):
     from brainsmith.plugin.sources import adapters, entry_points, modules
 
-    if name == "brainsmith":
+    if source_id == "brainsmith":
         return modules.brainsmith_source()
-    if name == "user":
-        return modules.user_source(config.plugin_dirs)
-    if name == "entry_points":
-        return entry_points.EntryPointSource()
-    return {"qonnx": adapters.QONNXAdapter, "finn": adapters.FINNAdapter}[name]()
+    if source_id.startswith("user:"):
+        return modules.user_source(source_id[5:])
+    if source_id == "entry_points":
+        return entry_points.EntryPointSource(reload_modules)
+    return {"qonnx": adapters.QONNXAdapter, "finn": adapters.FINNAdapter}[source_id]()
 
 
-def discover(config: PluginConfig, key: DiscoveryKey, registry: Registry) -> DiscoveryResult:
+def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryResult:
+    """The source states for ``config``, from the index where still valid, else rescanned."""
     started = time.perf_counter()
-    registry.load_timeout = config.load_timeout
     result = DiscoveryResult()
-    name = key.index_name(config.plugin_dirs)
+    name = index_name()
     stamp = [INDEX_FORMAT, _brainsmith_version(), name, _scanner_stamp()]
     index = memo.read(name, stamp, config.cache_dir)
     if not _valid_index(index):
         index = None
-    fresh = index is not None and (time.time() - index.get("created", 0)) <= config.cache_ttl
-    previous = index["sources"] if index else {}
-    if index is None:
         log.debug("discovery index %s: none usable, scanning", name)
-    if _fast_path_valid(previous, fresh, config, key):
-        result.states = previous
-        result.cache = "hit"
-        log.debug("discovery index %s: within TTL and unchanged, reused", name)
-    else:
-        if previous:  # the per-file scan data lives beside the index, read only to rescan
-            files = memo.read(f"{name}-files", stamp, config.cache_dir)
-            for source, state in previous.items():
-                if isinstance(files, dict) and isinstance(files.get(source), dict):
-                    state["files"] = files[source]
-        result.states, changed = _rescan(config, key, previous, fresh, result)
-        result.cache = "miss" if index is None or changed else "revalidated"
-        light = {
-            src: {k: v for k, v in st.items() if k != "files"} for src, st in result.states.items()
-        }
-        files = {src: st.get("files", {}) for src, st in result.states.items()}
-        if memo.write(name, stamp, {"created": time.time(), "sources": light}, config.cache_dir):
-            if changed:
-                memo.write(f"{name}-files", stamp, files, config.cache_dir)
+    stored = index["sources"] if index else {}
+    before = index["environment"] if index else None
+    now_environment = stamps.survey(before)
+    moved = _what_moved(before, now_environment)
+    now = time.time()
+    stale = []
+    for source_id in source_ids(config):
+        state = stored.get(source_id)
+        if _still_valid(source_id, state, now, config.cache_ttl, moved):
+            result.states[source_id] = state
         else:
+            stale.append(source_id)
+    if not stale:
+        result.cache = "hit"
+        log.debug("discovery index %s: within the TTL and unchanged, reused", name)
+    else:
+        scan_data = ScanData(name, stamp, config.cache_dir, bool(stored))
+        _rescan(stale, stored, scan_data, now, config.cache_ttl, result, reload_modules)
+        result.cache = "miss" if index is None or result.changed else "revalidated"
+        if not _write(name, stamp, now_environment, stored, scan_data, result, config):
             result.cache = "disabled"
-    fill_registry(registry, result.states, key, config)
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
 
 
+class ScanData:
+    """The per-file scan data beside the index: read from disk only when a source needs it."""
+
+    def __init__(self, name: str, stamp: list, directory: str, exists: bool) -> None:
+        self._where = (f"{name}-files", stamp, directory)
+        self._data: dict | None = None if exists else {}
+
+    def all(self) -> dict:
+        if self._data is None:
+            data = memo.read(*self._where)
+            self._data = data if isinstance(data, dict) else {}
+        return self._data
+
+    def of(self, source_id: str):
+        """A loader of one source's scan data (called only if the source needs it)."""
+        return lambda: self.all().get(source_id)
+
+
 def _valid_index(index: object) -> bool:
+    """The index has the shape this code writes (else it is discarded whole and rebuilt)."""
     if not isinstance(index, dict) or not isinstance(index.get("sources"), dict):
         return False
-    if not isinstance(index.get("created"), int | float):
+    if not isinstance(index.get("environment"), list):
         return False
     return all(
-        isinstance(state, dict) and isinstance(state.get("specs", []), list)
+        isinstance(state, dict)
+        and isinstance(state.get("specs", []), list)
+        and isinstance(state.get("checked"), int | float)
         for state in index["sources"].values()
     )
 
 
-def _fast_path_valid(previous: dict, fresh: bool, config: PluginConfig, key: DiscoveryKey) -> bool:
-    """Within the TTL: the index is used if every source's cheap stamp still matches."""
-    if not fresh or not previous:
+def _what_moved(before: object, now: list) -> set[str]:
+    """Which path-dependent sources the environment's changes concern."""
+    moved = set()
+    if stamps.distributions(before) != stamps.distributions(now):
+        moved.add("entry_points")
+    if stamps.framework_packages(before) != stamps.framework_packages(now):
+        moved.update(ADAPTERS)
+    return moved
+
+
+def _still_valid(source_id: str, state, now: float, ttl: float, moved: set[str]) -> bool:
+    if not isinstance(state, dict):
         return False
-    wanted = source_names(config, key)
-    if set(previous) != set(wanted):
+    checked = state.get("checked")
+    if not isinstance(checked, int | float) or not (now - ttl <= checked <= now + 1):
+        return False  # past its TTL (or checked "in the future": a clock set back)
+    if source_id in moved or (state.get("failed") and moved):
+        return False  # sys.path now holds other distributions or framework packages
+    return unchanged(state.get("stamp"))
+
+
+def _rescan(
+    stale: list[str],
+    stored: dict,
+    scan_data: ScanData,
+    now: float,
+    ttl: float,
+    result: DiscoveryResult,
+    reload_modules: bool,
+) -> None:
+    """Rescan the stale sources (the others' states are already in ``result``)."""
+    for source_id in stale:
+        t0 = time.perf_counter()
+        old = stored.get(source_id)
+        previous = old if isinstance(old, dict) and not old.get("failed") else None
+        within_ttl = previous is not None and now - previous.get("checked", 0) <= ttl
+        source = make_source(source_id, reload_modules)
+        if not within_ttl:
+            result.checked.add(source_id)
+        try:
+            state = source.scan(previous, not within_ttl, scan_data.of(source_id))
+        except Exception as exc:  # one broken source never stops discovery
+            log.warning("plugin source %s failed: %s: %s", source_id, type(exc).__name__, exc)
+            state = {
+                "specs": [],
+                "stamp": [],
+                "failed": True,  # retried after the TTL, or when sys.path changes
+                "checked": time.time(),
+                "problems": [[source_id, source_id, f"{type(exc).__name__}: {exc}"]],
+            }
+        result.imported |= getattr(source, "imported", set())
+        if state is previous:
+            log.debug("source %s: still valid for this sys.path", source_id)
+        elif previous is None or state.get("files") != scan_data.of(source_id)():
+            result.changed.add(source_id)
+            log.debug("source %s: scanned", source_id)
+        else:
+            log.debug("source %s: revalidated, unchanged", source_id)
+        result.states[source_id] = state
+        result.source_ms[source_id] = (time.perf_counter() - t0) * 1000
+    _derive_adapter_specs(scan_data, result)
+
+
+def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
+    """Adapter records depend on both QONNX's and FINN's class tables: derive them again
+    from the scan data when either changed or was checked in full."""
+    redo = (result.changed | result.checked) & set(ADAPTERS) & result.states.keys()
+    if not redo:
+        return
+    t0 = time.perf_counter()
+    from brainsmith.plugin.sources.adapters import FINNAdapter, QONNXAdapter
+
+    scanned = {}
+    for adapter in ADAPTERS:
+        state = result.states.get(adapter)
+        if state is not None and not state.get("failed"):
+            files = state["files"] if "files" in state else scan_data.of(adapter)()
+            scanned[adapter] = {**state, "files": files if isinstance(files, dict) else {}}
+    for adapter_class in (QONNXAdapter, FINNAdapter):
+        state = scanned.get(adapter_class.framework)
+        if state is None:
+            continue
+        adapter = adapter_class.__new__(adapter_class)  # no package lookup: the state has it
+        index = adapter.index(list(scanned.values()))
+        specs, problems = adapter.specs(state, index)
+        result.states[adapter_class.framework] = {
+            **result.states[adapter_class.framework],
+            "specs": specs,
+            "problems": problems,
+        }
+    result.source_ms[sorted(redo)[0]] += (time.perf_counter() - t0) * 1000
+
+
+def _write(
+    name: str,
+    stamp: list,
+    surveyed: list,
+    stored: dict,
+    scan_data: ScanData,
+    result: DiscoveryResult,
+    config: PluginConfig,
+) -> bool:
+    """Persist the merged index: this discovery's states, plus those of sources it did not
+    read (a disabled framework, another project's plugin folders: the newest few)."""
+    others = {k: v for k, v in stored.items() if k not in result.states and isinstance(v, dict)}
+    folders = sorted((v.get("checked", 0), k) for k, v in others.items() if k.startswith("user:"))
+    for _, source_id in folders[: max(0, len(folders) - KEPT_FOLDERS)]:
+        del others[source_id]
+    states = {**others, **result.states}
+    light = {k: {f: v for f, v in st.items() if f != "files"} for k, st in states.items()}
+    payload = {"created": time.time(), "environment": surveyed, "sources": light}
+    if not memo.write(name, stamp, payload, config.cache_dir):
         return False
-    for state in previous.values():
-        recorded = state.get("stamp")
-        if not isinstance(recorded, list):
-            return False
-        if stamp_paths([entry[0] for entry in recorded]) != recorded:
-            return False
+    scanned = {k: st["files"] for k, st in result.states.items() if "files" in st}
+    if result.changed or set(scan_data.all()) - set(states):
+        merged = {k: v for k, v in scan_data.all().items() if k in states}
+        merged.update(scanned)
+        memo.write(f"{name}-files", stamp, merged, config.cache_dir)
     return True
 
 
-_CONTENT_KEYS = ("files", "listing", "root")  # what the specs are derived from
+# -- from states to registry contents ----------------------------------------------------------
 
 
-def _rescan(config, key, previous: dict, fresh: bool, result: DiscoveryResult):
-    sources = {name: make_source(name, config) for name in source_names(config, key)}
-    states: dict[str, dict] = {}
-    changed: set[str] = set()
-    rescanned: set[str] = set()
-    for name, source in sources.items():
-        t0 = time.perf_counter()
-        old = previous.get(name)
-        if fresh and old is not None and source.stamp(old) == old.get("stamp"):
-            states[name] = old
-            log.debug("source %s: unchanged", name)
-        else:
-            try:
-                state = source.scan(old)
-            except Exception as exc:  # one broken source never stops discovery
-                log.warning("plugin source %s failed: %s: %s", name, type(exc).__name__, exc)
-                state = {
-                    "specs": [],
-                    "stamp": [],
-                    "problems": [[name, name, f"{type(exc).__name__}: {exc}"]],
-                }
-            # The specs are always the ones just derived from the scan, never the old
-            # index's: an unchanged source only spares rewriting its scan data.
-            if old is not None and all(state.get(k) == old.get(k) for k in _CONTENT_KEYS):
-                log.debug("source %s: revalidated, unchanged", name)
-            else:
-                changed.add(name)
-                log.debug("source %s: scanned", name)
-            states[name] = state
-            rescanned.add(name)
-        result.source_ms[name] = (time.perf_counter() - t0) * 1000
-    # Adapter specs depend on both QONNX and FINN class tables.
-    for name in ("qonnx", "finn"):
-        state = states.get(name)
-        if state is not None and "files" in state and (name in rescanned or "qonnx" in changed):
-            t0 = time.perf_counter()
-            adapter = sources[name]
-            index = adapter.index([states[n] for n in ("qonnx", "finn") if n in states])
-            state["specs"], state["problems"] = adapter.specs(state, index)
-            result.source_ms[name] += (time.perf_counter() - t0) * 1000
-    return states, changed
-
-
-def fill_registry(
-    registry: Registry, states: dict, key: DiscoveryKey, config: PluginConfig
-) -> None:
-    for source_name, state in states.items():
+def records(states: dict, config: PluginConfig) -> tuple[list[PluginSpec], list[PluginProblem]]:
+    """The specs and problems the sources' states give, each record checked against its
+    source (an index record can only name what its source may provide)."""
+    specs: list[PluginSpec] = []
+    problems: list[PluginProblem] = []
+    for source_id, state in states.items():
         for record in state.get("problems", []):
-            registry.report(*[str(part) for part in record[:3]])
+            problems.append(PluginProblem(*[str(part) for part in record[:3]]))
         for record in state.get("specs", []):
             try:
                 spec = PluginSpec.from_record(record)
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 reason = f"malformed index record ({exc}); ignored"
-                registry.report(source_name, _record_label(record), reason)
+                problems.append(PluginProblem(source_id, _record_label(record), reason))
                 continue
-            if not from_source(spec, source_name, state, config):
-                registry.report(
-                    source_name,
-                    spec.qualified_name,
-                    f"index names {spec.target}, outside this source; ignored",
-                )
+            if not from_source(spec, source_id, state, config):
+                reason = f"index names {spec.target}, outside this source; ignored"
+                problems.append(PluginProblem(source_id, spec.qualified_name, reason))
                 continue
-            if spec.type not in key.types or not key.wants(spec.framework):
-                continue
-            if (
-                not config.framework_enabled(spec.framework)
-                and spec.framework in BUILTIN_FRAMEWORKS
+            if spec.framework in BUILTIN_FRAMEWORKS and not config.framework_enabled(
+                spec.framework
             ):
                 continue
             if any(k.endswith("brainsmith_version") for k in spec.metadata):
@@ -233,7 +297,13 @@ def fill_registry(
                 reason = incompatibility(spec.metadata)
                 if reason:
                     spec.error = f"unavailable: {reason}"
-            registry.add(spec)
+            specs.append(spec)
+    folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
+    if folders:
+        from brainsmith.plugin.sources.modules import module_clashes
+
+        problems += [PluginProblem(*record) for record in module_clashes(folders)]
+    return specs, problems
 
 
 def _record_label(record: object) -> str:
@@ -252,7 +322,8 @@ def _scanner_stamp() -> int:
     import os
 
     here = os.path.dirname(os.path.abspath(__file__))
-    paths = [os.path.join(here, name) for name in ("discovery.py", "metadata.py", "spec.py")]
+    names = ("discovery.py", "metadata.py", "spec.py", "folders.py", "stamps.py")
+    paths = [os.path.join(here, name) for name in names]
     sources = os.path.join(here, "sources")
     paths += [os.path.join(sources, n) for n in sorted(os.listdir(sources)) if n.endswith(".py")]
     return sum(entry[1] for entry in stamp_paths(paths)) & 0xFFFFFFFFFFFF

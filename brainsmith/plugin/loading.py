@@ -34,9 +34,11 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     """
     module_name, _, qualname = spec.target.partition(":")
     _check_declared(spec, module_name)
-    path_entry = spec.metadata.get("path_entry")
-    if spec.framework == "user" and path_entry and path_entry not in sys.path:
-        sys.path.append(path_entry)  # a configured plugin folder (checked at discovery)
+    if spec.metadata.get("plugin_dir"):
+        from brainsmith.plugin import folders
+        from brainsmith.plugin.manager import get_plugin_manager
+
+        folders.activate(get_plugin_manager().config.plugin_dirs)  # a package per folder
     if module_name.startswith(FINN_USERS):
         from brainsmith.frameworks.finn_env import prepare_finn
 
@@ -159,6 +161,16 @@ def _is_framework_plugin(spec: PluginSpec, obj: object) -> bool:
 
 
 def _import(module_name: str, timeout: float) -> object:
+    try:
+        return _import_within(module_name, timeout)
+    except BaseException:
+        folders = sys.modules.get("brainsmith.plugin.folders")
+        if folders is not None:
+            folders.drop_dead_aliases()
+        raise
+
+
+def _import_within(module_name: str, timeout: float) -> object:
     """``importlib.import_module``, given up on after ``timeout`` seconds (0: wait forever)."""
     module = sys.modules.get(module_name)
     initializing = getattr(getattr(module, "__spec__", None), "_initializing", False)

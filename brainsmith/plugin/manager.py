@@ -5,26 +5,35 @@ from __future__ import annotations
 
 import _thread
 import os
+import sys
+import time
 
 from brainsmith.plugin import log
-from brainsmith.plugin.config import PluginConfig, load_config
-from brainsmith.plugin.discovery import DiscoveryKey, DiscoveryResult, discover
-from brainsmith.plugin.registry import Registry
+from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
+from brainsmith.plugin.discovery import BUILTIN_FRAMEWORKS, DiscoveryResult, discover, records
+from brainsmith.plugin.registry import Registry, RegistryChanges
 from brainsmith.plugin.spec import PluginSpec
 
 
 class PluginManager:
-    """The plugin hub's front door (see ``brainsmith.plugins`` for the everyday API)."""
+    """The plugin hub's front door (see ``brainsmith.plugins`` for the everyday API).
+
+    It owns the process's one registry. Discovery fills it; after the TTL the next discovery
+    or lookup checks the index's stamps again and applies what changed to the same registry
+    (``refresh()`` does so at once, ``watch()`` on every change of a plugin folder).
+    """
 
     def __init__(self, config: PluginConfig | None = None) -> None:
         self._lock = _thread.RLock()
         self._config = config
         self._registry: Registry | None = None
-        self._key: tuple | None = None
+        self._ready = False  # the registry holds a first discovery
+        self._next_check = 0.0  # time.monotonic() after which discovery is checked again
+        self._views: dict[tuple, object] = {}
+        self._states: dict[str, dict] = {}  # the source states the registry was synced with
         self._last: DiscoveryResult | None = None
         self._discovering: int | None = None  # thread id while discovery runs
         self._pending: list[tuple] = []  # decorated before discovery ran
-        self._runtime: list[PluginSpec] = []  # added after discovery; kept across rediscovery
         self.module_frameworks: dict[str, str] = {}  # module -> framework (loaded plugins)
         self._instances = None  # weakref.WeakValueDictionary, created on first use
         self._instance_locks: dict = {}
@@ -44,68 +53,165 @@ class PluginManager:
         log.set_debug(enabled)
 
     # -- discovery -------------------------------------------------------------------------
-    def discover_plugins(self, modes=None, types=None, frameworks=None) -> Registry:
-        """Discover plugins (modes: full | blueprint | selective; ``types``/``frameworks``
-        narrow the search). Repeated calls with the same arguments are free."""
-        if modes is not None and isinstance(modes, str):
-            modes = [modes]
-        wanted = (modes, types, frameworks)
+    def discover_plugins(self, modes=None, types=None, frameworks=None):
+        """The registry, discovered or checked again if its TTL has passed.
+
+        ``types`` and ``frameworks`` narrow what the returned view shows (``"*"`` stands for
+        pip packages); it is a view of the one process registry, never a replacement. Every
+        mode (full | blueprint | selective) reads the same index; none imports a plugin
+        before it is used. Repeated calls cost a dictionary lookup."""
         registry = self._registry
-        if registry is not None and self._key == wanted:
-            self._stats["hits"] += 1
+        checked = not self._ready or time.monotonic() >= self._next_check
+        if checked:
+            registry = self._refresh(force=False)[0]
+        if self.config.performance_tracking:
             self._stats["lookups"] += 1
+            if not checked or (self._last is not None and self._last.cache == "hit"):
+                self._stats["hits"] += 1
+        if isinstance(modes, str):
+            modes = [modes]
+        if modes is None and types is None and frameworks is None:
             return registry
+        key = (_frozen(modes), _frozen(types), _frozen(frameworks))
+        view = self._views.get(key)
+        if view is None:
+            from brainsmith.plugin.views import make_view
+
+            _check_modes(modes)
+            view = self._views[key] = make_view(registry, types, frameworks)
+        return view
+
+    def registry(self) -> Registry:
+        """The process registry, discovering with the configured defaults if needed."""
+        registry = self._registry
+        if self._ready and time.monotonic() < self._next_check:
+            return registry
+        return self._refresh(force=False)[0]
+
+    def refresh(self) -> RegistryChanges:
+        """Check every source for changes now, as after the TTL, and apply them to the
+        registry: new and deleted plugins, and plugin folders' edited modules imported anew
+        on their next use. Returns what changed."""
+        return self._refresh(force=True)[1]
+
+    def watch(self, on_change=None, debounce: float = 0.2):
+        """Hot reloading: refresh at once whenever a file in a plugin folder changes.
+
+        ``on_change(changes)`` is called (in the watcher's thread) with each non-empty
+        ``RegistryChanges``. Returns the running ``PluginWatcher``; use it as a context
+        manager or call ``stop()``::
+
+            with get_plugin_manager().watch(print):
+                ...  # edit plugin files; tfm.X serves the new code
+        """
+        from brainsmith.plugin.watch import PluginWatcher
+
+        folders = self.config.plugin_dirs
+        if not folders:
+            from brainsmith.plugin.errors import PluginError
+
+            raise PluginError(
+                "no plugin folders to watch: list them in plugin_system.plugin_dirs of "
+                ".brainsmith/config.yaml or in BRAINSMITH_PLUGIN_DIRS"
+            )
+        self.registry()
+        return PluginWatcher(self, folders, on_change, debounce).start()
+
+    def _refresh(self, force: bool) -> tuple[Registry, RegistryChanges]:
         with self._lock:
-            if self._registry is not None and self._key == wanted:
-                return self._registry
+            if self._discovering == _thread.get_ident():
+                # a module imported by discovery asks for the registry: it gets it as it is
+                return self._new_registry(), RegistryChanges()
+            if self._ready and not force and time.monotonic() < self._next_check:
+                return self._registry, RegistryChanges()
             config = self.config
-            key = DiscoveryKey(modes or [config.discovery_mode], types, frameworks)
-            registry = Registry(config.framework_priority)
+            registry = self._new_registry()
+            first = not self._ready
+            started = time.monotonic()
             self._discovering = _thread.get_ident()
             try:
-                result = discover(config, key, registry)
+                result = discover(config, reload_modules=not first)
             finally:
                 self._discovering = None
-            self._stats["discoveries"] += 1
-            self._stats["lookups"] += 1
-            self._stats["discovery_ms"] = result.duration_ms
-            if result.cache == "hit":
-                self._stats["hits"] += 1
+            fresh = () if first else self._modules_to_reload(result)
+            specs, problems = records(result.states, config)
+            changes, gone = registry.sync(specs, problems, fresh)
+            self._states = {
+                k: {f: v for f, v in st.items() if f != "files"} for k, st in result.states.items()
+            }
             self._last = result
-            self._registry, self._key = registry, wanted
+            if config.performance_tracking:
+                self._stats["discoveries"] += 1
+                self._stats["discovery_ms"] = result.duration_ms
             pending, self._pending = self._pending, []
-            runtime = list(self._runtime)
-        for spec in runtime:
-            registry.add(spec)
+            self._ready = True
+            # A check that finds nothing never takes more than a tenth of the process's time.
+            spent = 0.0 if first or changes or gone else time.monotonic() - started
+            self._next_check = time.monotonic() + max(config.cache_ttl, 10 * spent)
         for args in pending:
             self._attach(registry, *args)
+        if gone:
+            self.drop_instances(gone)
+        if changes or gone:
+            from brainsmith.plugin.collections import forget_cached_lookups
+
+            forget_cached_lookups()
+            if not first:
+                log.info("plugins changed:\n%s", changes)
         log.debug(
             "discovered %d plugins in %.1f ms (index %s)",
             len(registry.specs()),
             result.duration_ms,
             result.cache,
         )
-        return registry
+        return registry, changes
 
-    def registry(self) -> Registry:
-        """The current registry, discovering with the configured defaults if needed."""
-        registry = self._registry
-        if registry is not None:
-            return registry
-        return self.discover_plugins()
+    def _new_registry(self) -> Registry:
+        """The process's registry, created once (with the configured priority)."""
+        if self._registry is None:
+            config = self.config
+            registry = Registry(config.framework_priority)
+            registry.load_timeout = config.load_timeout
+            registry.disabled = {
+                fw: disabled_reason(fw, config)
+                for fw in BUILTIN_FRAMEWORKS
+                if not config.framework_enabled(fw)
+            }
+            self._registry = registry
+        return self._registry
+
+    def _modules_to_reload(self, result: DiscoveryResult) -> tuple[str, ...]:
+        """Modules this process imported whose code has changed since: forgotten, so that
+        their plugins import the new code on next use (user folders and pip packages)."""
+        from brainsmith.plugin import folders
+        from brainsmith.plugin.sources.entry_points import forget_modules
+
+        fresh: list[str] = []
+        for source_id, state in result.states.items():
+            old = self._states.get(source_id)
+            if old is None:
+                continue
+            if source_id.startswith("user:") and _code(old) != _code(state):
+                folders.forget(source_id[5:])
+                fresh.append(folders.package_name(source_id[5:]))
+            elif source_id == "entry_points":
+                before, now = old.get("packages", {}), state.get("packages", {})
+                changed = [p for p in before if before[p] != now.get(p)]
+                changed += [p for p in now if p not in before]
+                forget_modules([p for p in changed if p not in result.imported])
+                fresh.extend(changed)
+        return tuple(fresh)
 
     # -- decorators report here ------------------------------------------------------------
     def on_decorated(self, plugin_type: str, obj: object, metadata: dict, where: str) -> None:
         if self._discovering == _thread.get_ident():
             return  # an entry-point module being scanned; the source records it
-        registry = self._registry
-        if registry is None:
+        if not self._ready:
             with self._lock:
-                if self._registry is None:
+                if not self._ready:
                     self._pending.append((plugin_type, obj, metadata, where))
                     return
-                registry = self._registry
-        self._attach(registry, plugin_type, obj, metadata, where)
+        self._attach(self._registry, plugin_type, obj, metadata, where)
 
     def _attach(
         self, registry: Registry, plugin_type: str, obj: object, metadata: dict, where: str
@@ -119,7 +225,7 @@ class PluginManager:
         error = f"unavailable: {reason}" if reason else None
         if known:
             for spec in known:
-                kept = {k: spec.metadata[k] for k in ("line", "path_entry") if k in spec.metadata}
+                kept = {k: spec.metadata[k] for k in ("line", "plugin_dir") if k in spec.metadata}
                 spec.metadata = {**{k: v for k, v in metadata.items() if k != "name"}, **kept}
                 spec.obj = obj
                 spec.error = error
@@ -136,9 +242,6 @@ class PluginManager:
         kept = registry.add(spec)
         if kept is not spec:
             log.debug("%s already registered as %s", target, kept.qualified_name)
-        else:
-            with self._lock:
-                self._runtime.append(spec)
 
     def _framework_of(self, module: str) -> str:
         owner = self.module_frameworks.get(module.partition(".")[0])
@@ -146,8 +249,7 @@ class PluginManager:
             return owner
         if module == "brainsmith" or module.startswith("brainsmith."):
             return "brainsmith"
-        states = self._last.states if self._last else {}
-        for dist, _version, _name, value in states.get("entry_points", {}).get("listing", []):
+        for dist, _version, _name, value in self._states.get("entry_points", {}).get("listing", []):
             ep_module = value.partition(":")[0].strip()
             if module == ep_module or module.startswith(ep_module + "."):
                 from brainsmith.plugin.sources.entry_points import normalise
@@ -159,16 +261,12 @@ class PluginManager:
     def add_runtime(self, specs: list[PluginSpec]) -> None:
         """Add specs whose objects are already in memory; they survive rediscovery."""
         registry = self.registry()
-        with self._lock:
-            self._runtime.extend(s for s in specs if s not in self._runtime)
         for spec in specs:
             registry.add(spec)
 
     def remove_runtime(self, specs: list[PluginSpec]) -> None:
         """Remove specs from the registry, the instance cache and ``tfm.X`` lookups."""
         registry = self.registry()
-        with self._lock:
-            self._runtime = [s for s in self._runtime if s not in specs]
         for spec in specs:
             registry.remove(spec)
         self.drop_instances(specs)
@@ -219,16 +317,15 @@ class PluginManager:
 
     # -- maintenance, stats, health --------------------------------------------------------
     def clear_cache(self) -> int:
-        """Forget discovery results in memory and on disk; returns files removed.
-
-        Raises CacheDirectoryError when the cache directory is not the user's own."""
+        """Delete the persisted index (and the parsed form of config.yaml); the next discovery
+        or lookup scans again, into the same registry: loaded plugins of unchanged files stay
+        loaded. Returns files removed; CacheDirectoryError when the cache directory is not the
+        user's own."""
         from brainsmith.plugin import memo
         from brainsmith.plugin.config import memo_folder
 
         with self._lock:
-            self._registry = None
-            self._key = None
-            self.drop_instances()
+            self._next_check = 0.0
         removed = 0
         if self.config.project_file:  # the parsed form of config.yaml, kept beside it
             folder = memo_folder(self.config.project_file)
@@ -237,24 +334,32 @@ class PluginManager:
         return removed + memo.remove_all(self.config.cache_dir)
 
     def get_performance_stats(self) -> dict:
+        """Plugin counts, plus (with ``performance_tracking``) discovery statistics."""
         registry = self.registry()
+        specs = registry.specs()
+        counts = {
+            "plugin_count": len(specs),
+            "plugins_by_type": _count_by(specs, "type"),
+            "plugins_by_framework": _count_by(specs, "framework"),
+            "loaded_plugins": sum(1 for s in specs if s.loaded),
+            "instances_cached": len(self._instances) if self._instances is not None else 0,
+        }
+        if not self.config.performance_tracking:
+            return {"performance_tracking": False, **counts}
         last = self._last
         lookups = self._stats["lookups"] or 1
         return {
+            "performance_tracking": True,
             "discovery_time_ms": round(self._stats["discovery_ms"], 3),
             "cache_hit_rate": self._stats["hits"] / lookups,
             "index_cache": last.cache if last else "none",
             "memory_usage_mb": round(_rss_mb(), 1),
-            "plugin_count": len(registry.specs()),
-            "plugins_by_type": _count_by(registry.specs(), "type"),
-            "plugins_by_framework": _count_by(registry.specs(), "framework"),
-            "loaded_plugins": sum(1 for s in registry.specs() if s.loaded),
+            **counts,
             "source_timings_ms": {
                 k: round(v, 3) for k, v in (last.source_ms if last else {}).items()
             },
             "discoveries": self._stats["discoveries"],
             "files_parsed": _files_parsed(),
-            "instances_cached": len(self._instances) if self._instances is not None else 0,
         }
 
     def health_check(self) -> dict:
@@ -290,7 +395,11 @@ class PluginManager:
             status = "degraded"
         else:
             status = "healthy"
-        hints = {fw: _missing_hint(fw) for fw, ok in frameworks.items() if not ok}
+        hints = {
+            fw: registry.disabled.get(fw) or _missing_hint(fw)
+            for fw, ok in frameworks.items()
+            if not ok
+        }
         return {
             "status": status,
             "cache_available": cache_ok,
@@ -298,9 +407,39 @@ class PluginManager:
             "frameworks_available": sum(frameworks.values()),
             "frameworks": frameworks,
             "missing_frameworks": hints,
+            "disabled_frameworks": sorted(registry.disabled),
             "plugin_count": len(registry.specs()),
             "broken_plugins": broken,
         }
+
+
+def _code(state: dict) -> list:
+    """The stamps of a folder source's Python files (its folders change with bytecode caches)."""
+    return [entry for entry in state.get("stamp", ()) if str(entry[0]).endswith(".py")]
+
+
+def disabled_reason(framework: str, config: PluginConfig) -> str:
+    """Why a built-in framework's plugins are not registered although it may be installed."""
+    where = f" in {config.project_file}" if config.project_file else ""
+    listed = ", ".join(config.frameworks or ()) or "nothing"
+    return (
+        f"framework '{framework}' is disabled by configuration (plugin_system.frameworks"
+        f"{where} lists {listed}); add '{framework}' there to use it"
+    )
+
+
+def _check_modes(modes) -> None:
+    for mode in modes or ():
+        if mode not in DISCOVERY_MODES:
+            raise ValueError(
+                f"unknown discovery mode {mode!r}; expected one of {', '.join(DISCOVERY_MODES)}"
+            )
+
+
+def _frozen(value) -> object:
+    if value is None or isinstance(value, str):
+        return value
+    return tuple(value)
 
 
 def _missing_hint(framework: str) -> str:
@@ -310,8 +449,6 @@ def _missing_hint(framework: str) -> str:
 
 
 def _files_parsed() -> int:
-    import sys
-
     scanner = sys.modules.get("brainsmith.plugin.sources.package_scan")
     return scanner.parsed_files if scanner else 0
 
@@ -374,6 +511,9 @@ def reset_plugin_system() -> None:
     global _manager
     for hook in list(RESET_HOOKS):
         hook()
+    folders = sys.modules.get("brainsmith.plugin.folders")
+    if folders is not None:
+        folders.forget()  # plugin folders' modules: imported afresh by the next use
     with _manager_lock:
         old = _manager
         _manager = None

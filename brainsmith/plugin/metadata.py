@@ -120,7 +120,7 @@ def _check(key: str, value: object) -> object:
 # QONNX/FINN adapters read from FINN's registries.
 RECORD_KEYS = {
     "line": "a line number (an int >= 0)",
-    "path_entry": "a folder path",
+    "plugin_dir": "a folder path",
     "stage": _STR,
     "domain": _STR,
     "decomposes_into": "a list of kernel names",

@@ -29,17 +29,58 @@ class PluginProblem:
         return f"<PluginProblem {self.plugin}: {self.reason}>"
 
 
+class RegistryChanges:
+    """What one synchronisation with discovery changed (``watch()`` reports these)."""
+
+    __slots__ = ("added", "problems", "reloaded", "removed")
+
+    def __init__(self, added=(), removed=(), reloaded=(), problems=()) -> None:
+        self.added: tuple[str, ...] = tuple(added)  # "transform user:Name"
+        self.removed: tuple[str, ...] = tuple(removed)
+        self.reloaded: tuple[str, ...] = tuple(reloaded)  # served from new code from now on
+        self.problems: tuple[str, ...] = tuple(problems)  # new problems: "plugin: reason"
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.reloaded or self.problems)
+
+    def lines(self) -> list[str]:
+        marks = (("+", self.added), ("-", self.removed), ("~", self.reloaded), ("!", self.problems))
+        return [f"{mark} {item}" for mark, items in marks for item in items]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines()) or "no changes"
+
+    def __repr__(self) -> str:
+        return f"<RegistryChanges {'; '.join(self.lines()) or 'none'}>"
+
+
+Key = tuple[str, str, str]  # (type, framework, name)
+
+
 class Registry:
-    """All known plugins. Qualified names never collide; short names resolve by priority."""
+    """All known plugins. Qualified names never collide; short names resolve by priority.
+
+    Discovered plugins are replaced as a whole by ``sync``; plugins added at runtime
+    (``add``) stay until removed.
+    """
 
     def __init__(self, priority: tuple[str, ...] = ("brainsmith", "user", "*", "finn", "qonnx")):
         self._lock = _thread.RLock()
-        self._specs: dict[tuple[str, str, str], PluginSpec] = {}
+        self._specs: dict[Key, PluginSpec] = {}
         self._by_name: dict[tuple[str, str], list[PluginSpec]] = {}
         self._by_target: dict[str, list[PluginSpec]] = {}
-        self.problems: list[PluginProblem] = []
+        self._found: dict[Key, PluginSpec] = {}  # the discovered part
+        self._found_problems: list[PluginProblem] = []
+        self._reported: list[PluginProblem] = []  # problems reported at runtime
+        self.disabled: dict[str, str] = {}  # framework -> why it is off (configuration)
         self.load_timeout = 0.0  # seconds an import may take (0: no limit); set from config
         self.set_priority(priority)
+
+    @property
+    def problems(self) -> list[PluginProblem]:
+        """Problems of discovery (replaced at each sync) and those reported since."""
+        with self._lock:
+            return [*self._found_problems, *self._reported]
 
     # -- filling ---------------------------------------------------------------------------
     def set_priority(self, priority: tuple[str, ...]) -> None:
@@ -56,52 +97,130 @@ class Registry:
 
     def add(self, spec: PluginSpec) -> PluginSpec:
         """Add ``spec``; an existing entry with the same qualified name wins (logged, reported)."""
-        key = (spec.type, spec.framework, spec.name)
         with self._lock:
-            existing = self._specs.get(key)
-            if existing is not None:
-                if existing.target != spec.target:
-                    reason = (
-                        f"{spec.type} {spec.qualified_name} is defined twice: {existing.target} "
-                        f"({existing.source}) and {spec.target} ({spec.source}); keeping the first. "
-                        "Rename one with the decorator's name= argument."
-                    )
-                    if not any(p.reason == reason for p in self.problems):  # once per clash
-                        log.warning(reason)
-                        self.problems.append(
-                            PluginProblem(spec.framework, spec.qualified_name, reason)
-                        )
-                return existing
-            self._specs[key] = spec
-            candidates = self._by_name.setdefault((spec.type, spec.name), [])
-            candidates.append(spec)
-            candidates.sort(key=self._rank)
-            if len(candidates) > 1:
-                log.debug(
-                    "%s %s is provided by %s; the short name resolves to %s",
-                    spec.type,
-                    spec.name,
-                    ", ".join(c.framework for c in candidates),
-                    candidates[0].qualified_name,
-                )
-            self._by_target.setdefault(spec.target, []).append(spec)
-            return spec
+            return self._add(spec, self._reported)
+
+    def _add(self, spec: PluginSpec, problems: list[PluginProblem]) -> PluginSpec:
+        key = (spec.type, spec.framework, spec.name)
+        existing = self._specs.get(key)
+        if existing is not None:
+            if existing.target != spec.target:
+                self._clash(existing, spec, problems)
+            return existing
+        self._insert(key, spec)
+        return spec
+
+    def _clash(self, kept: PluginSpec, other: PluginSpec, problems: list[PluginProblem]) -> None:
+        reason = (
+            f"{other.type} {other.qualified_name} is defined twice: {kept.target} "
+            f"({kept.source}) and {other.target} ({other.source}); keeping the first. "
+            "Rename one with the decorator's name= argument."
+        )
+        if not any(p.reason == reason for p in self.problems + problems):  # once per clash
+            log.warning(reason)
+            problems.append(PluginProblem(other.framework, other.qualified_name, reason))
+
+    def _insert(self, key: Key, spec: PluginSpec) -> None:
+        self._specs[key] = spec
+        candidates = self._by_name.setdefault((spec.type, spec.name), [])
+        candidates.append(spec)
+        candidates.sort(key=self._rank)
+        if len(candidates) > 1:
+            log.debug(
+                "%s %s is provided by %s; the short name resolves to %s",
+                spec.type,
+                spec.name,
+                ", ".join(c.framework for c in candidates),
+                candidates[0].qualified_name,
+            )
+        self._by_target.setdefault(spec.target, []).append(spec)
 
     def remove(self, spec: PluginSpec) -> None:
         with self._lock:
-            if self._specs.get((spec.type, spec.framework, spec.name)) is not spec:
-                return
-            del self._specs[(spec.type, spec.framework, spec.name)]
-            self._by_name[(spec.type, spec.name)].remove(spec)
-            if not self._by_name[(spec.type, spec.name)]:
-                del self._by_name[(spec.type, spec.name)]
-            self._by_target[spec.target].remove(spec)
-            if not self._by_target[spec.target]:
-                del self._by_target[spec.target]
+            self._delete(spec)
+
+    def _delete(self, spec: PluginSpec) -> None:
+        key = (spec.type, spec.framework, spec.name)
+        if self._specs.get(key) is not spec:
+            return
+        del self._specs[key]
+        if self._found.get(key) is spec:
+            del self._found[key]
+        self._by_name[(spec.type, spec.name)].remove(spec)
+        if not self._by_name[(spec.type, spec.name)]:
+            del self._by_name[(spec.type, spec.name)]
+        self._by_target[spec.target].remove(spec)
+        if not self._by_target[spec.target]:
+            del self._by_target[spec.target]
 
     def report(self, source: str, plugin: str, reason: str) -> None:
         with self._lock:
-            self.problems.append(PluginProblem(source, plugin, reason))
+            self._reported.append(PluginProblem(source, plugin, reason))
+
+    def sync(
+        self,
+        specs: list[PluginSpec],
+        problems: list[PluginProblem],
+        fresh_modules: tuple[str, ...] = (),
+    ) -> tuple[RegistryChanges, list[PluginSpec]]:
+        """Make the discovered plugins ``specs``: (what changed, the specs that left).
+
+        A plugin whose index record is unchanged keeps its spec (loaded object, error), unless
+        its module is in ``fresh_modules`` (or below one): its code changed, and the new spec
+        imports it afresh.
+        """
+
+        def fresh(module: str) -> bool:
+            return any(module == m or module.startswith(m + ".") for m in fresh_modules)
+
+        with self._lock:
+            old = dict(self._found)
+            before = {(p.plugin, p.reason) for p in self._found_problems}
+            found: dict[Key, PluginSpec] = {}
+            found_problems = list(problems)
+            for spec in specs:
+                key = (spec.type, spec.framework, spec.name)
+                first = found.get(key)
+                if first is not None:
+                    if first.target != spec.target:
+                        self._clash(first, spec, found_problems)
+                    continue
+                current = old.get(key)
+                if current is not None and current.record == spec.record:
+                    used = current.loaded or current.error  # its old code ran
+                    if not (used and fresh(current.module)):
+                        spec = current
+                found[key] = spec
+            gone = [s for key, s in old.items() if found.get(key) is not s]
+            for spec in gone:
+                self._delete(spec)
+            self._found = {}
+            for key, spec in found.items():
+                holder = self._specs.get(key)
+                if holder is spec:
+                    self._found[key] = spec
+                elif holder is None:
+                    self._insert(key, spec)
+                    self._found[key] = spec
+                elif holder.target != spec.target:  # a plugin added at runtime holds the name
+                    self._clash(holder, spec, found_problems)
+            self._found_problems = found_problems
+            label = "{0.type} {0.qualified_name}".format
+            changes = RegistryChanges(
+                added=sorted(label(s) for k, s in self._found.items() if k not in old),
+                removed=sorted(label(s) for k, s in old.items() if k not in self._found),
+                reloaded=sorted(
+                    label(s)
+                    for k, s in self._found.items()
+                    if k in old and (old[k] is not s or fresh(s.module))
+                ),
+                problems=[
+                    f"{p.plugin}: {p.reason}"
+                    for p in found_problems
+                    if (p.plugin, p.reason) not in before
+                ],
+            )
+        return changes, gone
 
     # -- queries ---------------------------------------------------------------------------
     def specs(self, type: str | None = None, framework: str | None = None) -> list[PluginSpec]:
@@ -161,6 +280,8 @@ class Registry:
         return sorted(hits, key=self._rank)
 
     def not_found_message(self, type: str, name: str, framework: str | None = None) -> str:
+        if framework in self.disabled:
+            return f"no {type} named '{name}': {self.disabled[framework]}"
         where = f" in framework '{framework}'" if framework else ""
         pool = [s.name for s in self.specs(type, framework)]
         hint = suggest(name, pool)

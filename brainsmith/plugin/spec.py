@@ -13,7 +13,17 @@ class PluginSpec:
     The object behind the spec is imported on first use (see ``Registry.load``) and kept.
     """
 
-    __slots__ = ("error", "framework", "metadata", "name", "obj", "source", "target", "type")
+    __slots__ = (
+        "error",
+        "framework",
+        "metadata",
+        "name",
+        "obj",
+        "record",
+        "source",
+        "target",
+        "type",
+    )
 
     def __init__(
         self,
@@ -32,6 +42,7 @@ class PluginSpec:
         self.source = source
         self.obj: object | None = None
         self.error: str | None = None
+        self.record: list | None = None  # the index record it came from (None: made at runtime)
 
     @property
     def qualified_name(self) -> str:
@@ -74,7 +85,9 @@ class PluginSpec:
         problem = record_metadata_problem(type, metadata)
         if problem:
             raise ValueError(problem)
-        return cls(type, name, framework, target, dict(metadata), source)
+        spec = cls(type, name, framework, target, dict(metadata), source)
+        spec.record = record
+        return spec
 
     def as_dict(self) -> dict:
         """Everything a user may want to see about this plugin (CLI ``--json``, ``plugins info``)."""

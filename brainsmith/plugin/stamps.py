@@ -1,17 +1,130 @@
-"""Cheap change detection: (path, mtime_ns, size) of files and folders."""
+"""Cheap change detection by ``stat``: what a file or folder is, not just when it was written,
+and what the folders on ``sys.path`` hold.
+
+A stamp is ``[path, mtime_ns, size, inode, ctime_ns]``. The inode changes when a file is
+replaced (pip, editors that save by rename); the ctime changes on every write and cannot be
+set back by a program (``touch``/``os.utime`` restore the mtime only), so a same-size edit
+with its mtime restored is still noticed. A missing path stamps as ``[path, 0, -1, 0, 0]``.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
+
+MISSING = (0, -1, 0, 0)
+
+
+def stamp_of(path: str) -> list:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return [path, *MISSING]
+    return [path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
 
 
 def stamp_paths(paths: list[str]) -> list:
-    """[path, mtime_ns, size] for each path; a missing path is [path, 0, -1]."""
-    stamps = []
-    for path in paths:
+    """The stamp of each path, in order."""
+    return [stamp_of(path) for path in paths]
+
+
+def unchanged(stamps: list) -> bool:
+    """True when every recorded stamp still matches its path (stops at the first change)."""
+    stat = os.stat
+    for recorded in stamps:
         try:
-            st = os.stat(path)
-            stamps.append([path, st.st_mtime_ns, st.st_size])
+            path, mtime, size, inode, ctime = recorded
+        except (TypeError, ValueError):
+            return False
+        try:
+            st = stat(path)
+        except (OSError, ValueError, TypeError):
+            if size == -1:
+                continue
+            return False
+        if (
+            st.st_mtime_ns != mtime
+            or st.st_size != size
+            or st.st_ino != inode
+            or st.st_ctime_ns != ctime
+        ):
+            return False
+    return True
+
+
+def search_path() -> list[str]:
+    """``sys.path`` as absolute folders, in order (``""`` is the working directory)."""
+    cwd = None
+    entries: list[str] = []
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            continue
+        if not entry or not os.path.isabs(entry):
+            try:
+                cwd = cwd or os.getcwd()
+            except OSError:  # the working directory was deleted: imports skip it too
+                continue
+            entry = os.path.normpath(os.path.join(cwd, entry))
+        if entry not in entries:
+            entries.append(entry)
+    return entries
+
+
+# -- the environment: what each sys.path folder holds that can change discovery -------------
+# The distributions installed in it (pip replaces a distribution's whole ``.dist-info`` folder
+# on every install, so its inode and mtime identify the install) and the QONNX/FINN packages
+# in it (which copy ``import qonnx`` finds). A folder whose stamp is unchanged is not listed
+# again, so a warm start costs one ``stat`` per ``sys.path`` entry.
+
+METADATA_DIRS = (".dist-info", ".egg-info")
+FRAMEWORK_PACKAGES = ("finn", "qonnx")
+
+
+def survey(previous: object = None) -> list[list]:
+    """``[[folder, mtime_ns, size, inode, ctime_ns, distributions, framework packages], ...]``
+    for ``sys.path`` in order; ``distributions`` is ``[[name, inode, mtime_ns], ...]``."""
+    known = {}
+    if isinstance(previous, list):
+        known = {e[0]: e for e in previous if isinstance(e, list) and len(e) == 7}
+    found = []
+    for folder in search_path():
+        stamp = stamp_of(folder)
+        old = known.get(folder)
+        if old is not None and old[:5] == stamp:
+            found.append(old)
+            continue
+        found.append([*stamp, *_contents(folder)])
+    return found
+
+
+def _contents(folder: str) -> tuple[list, list]:
+    try:
+        names = os.listdir(folder)
+    except (OSError, ValueError):
+        return [], []
+    dists = []
+    for name in sorted(n for n in names if n.endswith(METADATA_DIRS)):
+        try:
+            st = os.stat(os.path.join(folder, name))
         except OSError:
-            stamps.append([path, 0, -1])
-    return stamps
+            continue
+        dists.append([name, st.st_ino, st.st_mtime_ns])
+    present = set(names)
+    packages = [p for p in FRAMEWORK_PACKAGES if p in present or f"{p}.py" in present]
+    return dists, packages
+
+
+def distributions(environment: object) -> list:
+    """The distributions of an environment, folder by folder: what entry points depend on."""
+    return [[e[0], e[5]] for e in environment or () if e[5]] if _valid(environment) else [None]
+
+
+def framework_packages(environment: object) -> list:
+    """Where QONNX and FINN packages lie on ``sys.path``: what the adapters depend on."""
+    return [[e[0], e[6]] for e in environment or () if e[6]] if _valid(environment) else [None]
+
+
+def _valid(environment: object) -> bool:
+    return isinstance(environment, list) and all(
+        isinstance(e, list) and len(e) == 7 for e in environment
+    )

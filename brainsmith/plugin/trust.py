@@ -3,7 +3,7 @@
 The persisted index lives in the user's own cache directory, but it is data, and data is
 checked: a record may only name a module of its own source (a file under that source's
 folders, or a package an installed distribution declares), under that source's framework
-name, with ``path_entry`` only for a configured plugin folder. What is then imported is
+name, with ``plugin_dir`` only for a configured plugin folder. What is then imported is
 checked again before it is served (``loading.not_this_plugin``). These checks are string
 comparisons, cheap enough for every warm start.
 """
@@ -20,11 +20,12 @@ OWN_PACKAGES = ("transforms", "kernels", "backends", "steps")  # brainsmith's pl
 
 
 def from_source(spec: PluginSpec, source: str, state: dict, config: PluginConfig) -> bool:
-    """True when ``source`` (whose index state is ``state``) could have written ``spec``."""
-    if source != "user" and "path_entry" in spec.metadata:
-        return False  # only configured plugin folders are ever put on sys.path
-    if source == "user":
-        return _in_plugin_folder(spec, config)
+    """True when ``source`` (whose index state is ``state``) could have written ``spec``;
+    a plugin folder's source is ``user:<folder>``."""
+    if source.startswith("user:"):
+        return _in_plugin_folder(spec, source[5:], config)
+    if "plugin_dir" in spec.metadata:
+        return False  # only configured plugin folders are imported as folder packages
     if source == "entry_points":
         return _declared_by_a_distribution(spec, state)
     if spec.framework != source:
@@ -59,12 +60,19 @@ def _file_of_module(spec: PluginSpec, roots: list[tuple[str, str]]) -> bool:
     return False
 
 
-def _in_plugin_folder(spec: PluginSpec, config: PluginConfig) -> bool:
-    """A user plugin's module is a file of a configured plugin folder, named after its path."""
-    folder = spec.metadata.get("path_entry")
+def _in_plugin_folder(spec: PluginSpec, folder: str, config: PluginConfig) -> bool:
+    """A user plugin's module is a file of a configured plugin folder, named after its path
+    inside the folder's package."""
+    from brainsmith.plugin.folders import module_of
+
     if folder not in config.plugin_dirs or spec.framework != "user":
         return False
-    return _file_of_module(spec, [(folder, "")]) and os.path.isfile(spec.source)
+    if spec.metadata.get("plugin_dir") != folder:
+        return False
+    rel = os.path.relpath(spec.source, folder) if spec.source else os.pardir
+    if rel.startswith(os.pardir) or os.path.isabs(rel) or not rel.endswith(".py"):
+        return False
+    return module_of(folder, rel) == spec.module and os.path.isfile(spec.source)
 
 
 def _declared_by_a_distribution(spec: PluginSpec, state: dict) -> bool:

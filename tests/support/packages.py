@@ -18,13 +18,14 @@ def write_project(
     entry_points: dict | None = None,
     extra_files: dict | None = None,
 ) -> Path:
-    """A minimal setuptools project whose module is registered under ``brainsmith.plugins``."""
+    """A minimal setuptools project whose module is registered under ``brainsmith.plugins``
+    (``entry_points={}``: a plain package that declares no plugins)."""
     project = root / dist
     (project / module).mkdir(parents=True, exist_ok=True)
     (project / module / "__init__.py").write_text(textwrap.dedent(source))
     for name, text in (extra_files or {}).items():
         (project / module / name).write_text(textwrap.dedent(text))
-    eps = entry_points or {"plugins": module}
+    eps = {"plugins": module} if entry_points is None else entry_points
     ep_lines = "\n".join(f'{name} = "{value}"' for name, value in eps.items())
     (project / "pyproject.toml").write_text(
         textwrap.dedent(f"""\
@@ -44,6 +45,15 @@ def write_project(
         + '"]\n'
     )
     return project
+
+
+def pip_install_target(wheel: Path, target: Path) -> None:
+    """``pip install --target``: a plain folder of packages, used through ``PYTHONPATH``."""
+    subprocess.run(
+        [*PIP, "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
 
 
 def build_wheel(project: Path, out: Path) -> Path:

@@ -163,8 +163,9 @@ class Resolver:
         expected = f"a registered {kind} such as {' or '.join(map(quote, EXAMPLES[kind]))}"
         frameworks = self.registry.frameworks()
         unknown = bool(framework) and framework.lower() not in {f.lower() for f in frameworks}
-        if unknown and framework in INSTALL_HINTS:
-            return Miss(f"no {kind} named {quote(text)}: {INSTALL_HINTS[framework]}", expected)
+        hint = self.registry.disabled.get(framework) or INSTALL_HINTS.get(framework)
+        if unknown and hint:
+            return Miss(f"no {kind} named {quote(text)}: {hint}", expected)
         hint = suggest(framework, frameworks) if unknown and ":" not in framework else ""
         if hint:
             return Miss(

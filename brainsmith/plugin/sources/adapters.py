@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import ast
 import os
+import time
 
 from brainsmith.plugin.sources.classindex import ClassIndex
-from brainsmith.plugin.sources.package_scan import scan_folder
+from brainsmith.plugin.sources.distributions import is_editable, owner_of, stamped_files
+from brainsmith.plugin.sources.package_scan import folder_stamps, scan_folder
 from brainsmith.plugin.sources.pyscan import dotted, scan_tree
-from brainsmith.plugin.stamps import stamp_paths
+from brainsmith.plugin.stamps import stamp_paths, unchanged
 
 FINN_KERNELS = "finn.custom_op.fpgadataflow"
 FINN_BACKENDS = {"finn.custom_op.fpgadataflow.hls": "hls", "finn.custom_op.fpgadataflow.rtl": "rtl"}
@@ -94,7 +96,13 @@ def stage_of(module: str, is_package: bool = False) -> str:
 
 
 class FrameworkAdapter:
-    """Discovers one framework's plugins from its installed source tree."""
+    """Discovers one framework's plugins from its installed source tree.
+
+    Installed with pip, the tree changes only through pip, which rewrites the distribution's
+    metadata: within the TTL its stamp is the package folder and those files. A tree that is
+    not a plain install (an editable install, a checkout on ``PYTHONPATH``) is stamped file
+    by file, like a plugin folder. After the TTL every file is checked.
+    """
 
     framework = ""
 
@@ -104,28 +112,35 @@ class FrameworkAdapter:
     def is_available(self) -> bool:
         return self.root is not None
 
-    def stamp(self, state: dict) -> list:
-        root = state.get("root")
-        if not root:
-            from brainsmith.plugin.sources.entry_points import site_dirs
-
-            return stamp_paths(site_dirs())
-        return stamp_paths([root, os.path.join(root, "__init__.py")])
-
-    def scan(self, previous: dict | None) -> dict:
+    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+        """Rescan the framework's tree; files whose stamp is unchanged reuse ``scan_data()``."""
         previous = previous if previous and previous.get("root") == self.root else None
+        if previous and not full and unchanged(previous.get("stamp")):
+            return previous  # only sys.path changed, and the framework resolves as before
         if self.root is None:
-            state = {"root": None, "files": {}, "specs": [], "problems": []}
-        else:
-            files = scan_folder(self.root, self.framework, (previous or {}).get("files"), extract)
-            state = {"root": self.root, "files": files, "specs": [], "problems": []}
-        state["stamp"] = self.stamp(state)
-        return state
+            return {"root": None, "files": {}, "specs": [], "problems": [], "stamp": [],
+                    "checked": time.time()}  # fmt: skip
+        old = scan_data() if previous is not None else None
+        files, walked = scan_folder(self.root, self.framework, old, extract)
+        owner = owner_of(self.root)
+        editable = owner is None or is_editable(owner)
+        stamp = stamp_paths([self.root, *(stamped_files(owner) if owner else [])])
+        if editable:
+            stamp += folder_stamps(self.root, files, walked)
+        return {
+            "root": self.root,
+            "editable": editable,
+            "files": files,
+            "specs": [],
+            "problems": [],
+            "stamp": stamp,
+            "checked": time.time(),
+        }
 
     def index(self, states: list[dict]) -> ClassIndex:
         index = ClassIndex()
         for state in states:
-            for _, _, data in state.get("files", {}).values():
+            for *_, data in state.get("files", {}).values():
                 if "error" not in data:
                     index.add_module(data["module"], data)
         return index
@@ -134,7 +149,7 @@ class FrameworkAdapter:
         """Spec records and problem records for this framework."""
         specs: list[list] = []
         problems: list[list] = []
-        for rel, (_, _, data) in sorted(state.get("files", {}).items()):
+        for rel, (*_, data) in sorted(state.get("files", {}).items()):
             if "error" in data:
                 problems.append([self.framework, rel, data["error"]])
                 continue
@@ -167,7 +182,7 @@ class FINNAdapter(FrameworkAdapter):
 
     def extra_specs(self, state: dict, index: ClassIndex) -> list[list]:
         where: dict[str, tuple[str, int, str]] = {}  # dotted -> (source, line, doc)
-        for rel, (_, _, data) in state.get("files", {}).items():
+        for rel, (*_, data) in state.get("files", {}).items():
             if "error" in data:
                 continue
             for name, (_, line, doc) in data["classes"].items():
@@ -175,7 +190,7 @@ class FINNAdapter(FrameworkAdapter):
             for name, (line, doc) in data["functions"].items():
                 where[f"{data['module']}.{name}"] = (os.path.join(state["root"], rel), line, doc)
         records: list[list] = []
-        for _, _, data in state.get("files", {}).values():
+        for *_, data in state.get("files", {}).values():
             for registry, key, cls in data.get("registered", []):
                 real = index.resolve(cls) or cls
                 source, line, doc = where.get(real, ("", 0, ""))

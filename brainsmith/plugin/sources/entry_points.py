@@ -1,98 +1,220 @@
 """Pip-installed plugin packages: entry points in group ``brainsmith.plugins``.
 
-Each entry point names a module; stevedore loads it and the decorated plugins in its
-namespace are registered under the distribution's name. A package that fails to load is
-reported with its name and reason; the others are unaffected.
+Each entry point names a module; stevedore imports it and the decorated plugins in its
+namespace are registered under the distribution's name. Every distribution is recorded on its
+own and stamped by its metadata files (every pip install rewrites them) and by the files of
+the modules it imported (an edit in place, or in the source tree of an editable install), so
+only a new, changed or previously failing distribution is imported again. A distribution that
+fails to import, or whose metadata is broken, is reported by name (or folder) with the reason;
+the others are unaffected.
 """
 
 from __future__ import annotations
 
-import os
 import sys
+import time
+
+from brainsmith.plugin.sources.distributions import stamped_files
+from brainsmith.plugin.stamps import stamp_paths, unchanged
 
 GROUP = "brainsmith.plugins"
 
 
-def site_dirs() -> list[str]:
-    """The folders pip installs into (their mtimes change when a package comes or goes)."""
-    return [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
+def read_listing() -> tuple[dict, list]:
+    """``({metadata folder: {"name", "version", "rows"}}, problem records)`` of every installed
+    distribution with ``brainsmith.plugins`` entry points (the first of a name on ``sys.path``
+    wins, as for imports). Rows are ``[distribution, version, entry point name, value]``."""
+    from importlib.metadata import distributions
+
+    found: dict[str, dict] = {}
+    problems: list[list] = []
+    seen: set[str] = set()
+    for dist in distributions():
+        where = str(getattr(dist, "_path", "") or "")
+        try:
+            entries = [(ep.name, ep.value) for ep in dist.entry_points if ep.group == GROUP]
+        except Exception as exc:  # one unreadable distribution never hides the others
+            problems.append(
+                ["entry_points", f"installation {where}", f"unreadable entry points: {exc}"]
+            )
+            continue
+        if not entries:
+            continue
+        try:
+            name, version = dist.metadata["Name"], dist.version
+        except Exception:
+            name = version = None
+        if not isinstance(name, str) or not name.strip():
+            problems.append(
+                [
+                    "entry_points",
+                    f"incomplete installation {where}",
+                    "its METADATA names no distribution (left by an interrupted pip install?); "
+                    "its entry points are skipped: reinstall the package or delete the folder",
+                ]
+            )
+            continue
+        if normalise(name) in seen:
+            continue
+        seen.add(normalise(name))
+        version = str(version or "")
+        rows = sorted([name, version, ep_name, value] for ep_name, value in entries)
+        found[where] = {"name": name, "version": version, "rows": rows}
+    return found, problems
 
 
 def listing() -> list[list[str]]:
-    from importlib.metadata import entry_points
-
-    found = []
-    for ep in entry_points(group=GROUP):
-        dist = ep.dist
-        found.append([dist.name if dist else "", dist.version if dist else "", ep.name, ep.value])
-    return sorted(found)
+    """``[distribution, version, entry point name, value]`` of every plugin entry point."""
+    return sorted(row for info in read_listing()[0].values() for row in info["rows"])
 
 
 def declared_packages() -> set[str]:
     """Top-level packages named by installed distributions' ``brainsmith.plugins`` entry points."""
-    return {value.partition(":")[0].strip().partition(".")[0] for *_, value in listing()}
+    return {top_package(value) for *_, value in listing()}
+
+
+def top_package(value: str) -> str:
+    return value.partition(":")[0].strip().partition(".")[0]
 
 
 class EntryPointSource:
+    """Every installed distribution's plugins; ``reload_modules`` re-imports changed ones in a
+    process that imported them before (a long-running process)."""
+
     framework = "*"
 
-    def stamp(self, state: dict) -> list:
-        from brainsmith.plugin.stamps import stamp_paths
+    def __init__(self, reload_modules: bool = False) -> None:
+        self.reload_modules = reload_modules
+        self.imported: set[str] = set()  # top-level packages this scan imported afresh
 
-        return stamp_paths(site_dirs())
+    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+        """Read the installed entry points again; a distribution whose listing and stamps are
+        unchanged (and that loaded without problems) reuses its record in ``scan_data()``."""
+        known = scan_data() if previous is not None else None
+        dists = known.get("dists") if isinstance(known, dict) else None
+        dists = dists if isinstance(dists, dict) else {}
+        found, problems = read_listing()
+        state_dists: dict[str, dict] = {}
+        for where, info in found.items():
+            old = dists.get(where)
+            if (
+                isinstance(old, dict)
+                and old.get("rows") == info["rows"]
+                and not old.get("problems")
+                and unchanged(old.get("stamp"))
+            ):
+                state_dists[where] = old
+            else:
+                state_dists[where] = self._load(where, info)
+        return summarise(state_dists, problems)
 
-    def scan(self, previous: dict | None) -> dict:
-        current = listing()
-        if previous and previous.get("listing") == current:
-            state = dict(previous)
-        else:
-            state = {"listing": current, **self._load(current)}
-        state["stamp"] = self.stamp(state)
-        return state
+    def _load(self, where: str, info: dict) -> dict:
+        """Import one distribution's entry-point modules and read its decorated plugins."""
+        rows = info["rows"]
+        framework = normalise(info["name"])
+        tops = sorted({top_package(value) for *_, value in rows})
+        if self.reload_modules:
+            forget_modules(tops)
+        import importlib
 
-    def _load(self, current: list) -> dict:
+        importlib.invalidate_caches()
         specs: list[list] = []
         problems: list[list] = []
-        if not current:
-            return {"specs": specs, "problems": problems}
-
-        def failed(_manager, entry_point, exc) -> None:
-            key = (entry_point.name, entry_point.value)
-            dist = next((d for d, _v, n, v in current if (n, v) == key), entry_point.name)
-            problems.append(
-                [
-                    dist,
-                    f"{dist} (entry point {entry_point.name} = {entry_point.value})",
-                    _reason(exc),
-                ]
-            )
-
-        manager = _extension_manager(
-            invoke_on_load=False,
-            on_load_failure_callback=failed,
-            verify_requirements=False,
+        for extension in _load_entry_points(rows, framework, problems):
+            specs.extend(_plugins_of(extension.plugin, extension.entry_point, framework, problems))
+        self.imported.update(tops)
+        modules = sorted(
+            module.__file__
+            for name, module in list(sys.modules.items())
+            if name.partition(".")[0] in tops and isinstance(getattr(module, "__file__", None), str)
         )
-        # stevedore may rebuild entry points from its own cache without their distribution.
-        owners = {(name, value): dist for dist, _version, name, value in current}
-        for extension in manager:
-            ep = extension.entry_point
-            framework = normalise(owners.get((ep.name, ep.value)) or ep.name)
+        stamp = stamp_paths(stamped_files(where) + modules)
+        return {**info, "stamp": stamp, "specs": specs, "problems": problems}
+
+
+def summarise(dists: dict, problems: list) -> dict:
+    """The source state: what each distribution gave, plus the listing's own problems."""
+    packages = {}  # top-level package -> the stamp of its distribution (what a reload checks)
+    for d in dists.values():
+        for top in sorted({top_package(value) for *_, value in d["rows"]}):
+            packages[top] = d["stamp"]
+    return {
+        "files": {"dists": dists},
+        "packages": packages,
+        "listing": sorted(row for d in dists.values() for row in d["rows"]),
+        "specs": [spec for d in dists.values() for spec in d["specs"]],
+        "problems": [*problems, *(p for d in dists.values() for p in d["problems"])],
+        "stamp": [stamp for d in dists.values() for stamp in d["stamp"]],
+        "checked": time.time(),
+    }
+
+
+def _load_entry_points(rows: list, framework: str, problems: list) -> list:
+    """stevedore's extensions for ``rows``; each failure becomes a problem naming the package."""
+    from importlib.metadata import EntryPoint
+
+    from stevedore import ExtensionManager
+
+    from brainsmith.plugin.containment import contained
+
+    entry_points = [EntryPoint(name=name, value=value, group=GROUP) for _, _, name, value in rows]
+
+    class Listed(ExtensionManager):
+        """stevedore over the entry points read here (its own listing is cached per process
+        and on disk by float32 mtimes, so it can miss installs), each import contained: a
+        package that calls ``sys.exit()``, raises ``KeyboardInterrupt`` or fails an
+        ``assert`` at import is reported like any other broken package (stevedore lets those
+        three through)."""
+
+        def list_entry_points(self):
+            return entry_points
+
+        def _load_one_plugin(self, ep, *args, **kwds):
             try:
-                found = _decorated(extension.plugin, framework, problems)
-            except Exception as exc:  # a module attribute's code raised while being read
-                problems.append([framework, framework, f"reading {ep.value}: {_reason(exc)}"])
-                continue
-            specs.extend(found)
-            if not found:
-                problems.append(
-                    [
-                        framework,
-                        framework,
-                        f"entry point {ep.value} defines no "
-                        "decorated plugins (@transform, @kernel, @backend, @step)",
-                    ]
-                )
-        return {"specs": specs, "problems": problems}
+                with contained():
+                    return super()._load_one_plugin(ep, *args, **kwds)
+            except AssertionError as exc:
+                raise ImportAssertion(exc) from exc
+
+    def failed(_manager, entry_point, exc) -> None:
+        problems.append(
+            [
+                framework,
+                f"{framework} (entry point {entry_point.name} = {entry_point.value})",
+                _reason(exc),
+            ]
+        )
+
+    try:
+        return list(Listed(GROUP, invoke_on_load=False, on_load_failure_callback=failed))
+    except Exception as exc:  # stevedore lets AssertionError through its callback
+        problems.append([framework, framework, f"{type(exc).__name__}: {exc}"])
+        return []
+
+
+def _plugins_of(module: object, entry_point, framework: str, problems: list) -> list[list]:
+    """Spec records of the decorated plugins in an entry point's module namespace."""
+    try:
+        specs = _decorated(module, framework, problems)
+    except Exception as exc:  # a module attribute's code raised while being read
+        problems.append([framework, framework, f"reading {entry_point.value}: {_reason(exc)}"])
+        return []
+    if not specs:
+        problems.append(
+            [
+                framework,
+                framework,
+                f"entry point {entry_point.value} defines no "
+                "decorated plugins (@transform, @kernel, @backend, @step)",
+            ]
+        )
+    return specs
+
+
+def forget_modules(packages: list[str]) -> None:
+    """Drop imported modules of ``packages`` so that their next import reads the new code."""
+    for name in [n for n in sys.modules if n.partition(".")[0] in packages]:
+        sys.modules.pop(name, None)
 
 
 def _decorated(module: object, framework: str, problems: list) -> list[list]:
@@ -113,25 +235,6 @@ def _decorated(module: object, framework: str, problems: list) -> list[list]:
             target = f"{obj.__module__}:{obj.__qualname__}"
             specs.append([info["type"], info["name"], framework, target, metadata, source])
     return specs
-
-
-def _extension_manager(**kwargs):
-    """stevedore's ExtensionManager, with each entry point's import contained: a package
-    that calls ``sys.exit()``, raises ``KeyboardInterrupt`` or fails an ``assert`` at import
-    is reported like any other broken package (stevedore lets those three through)."""
-    from stevedore import ExtensionManager
-
-    from brainsmith.plugin.containment import contained
-
-    class ContainedExtensionManager(ExtensionManager):
-        def _load_one_plugin(self, ep, *args, **kwds):
-            try:
-                with contained():
-                    return super()._load_one_plugin(ep, *args, **kwds)
-            except AssertionError as exc:
-                raise ImportAssertion(exc) from exc
-
-    return ContainedExtensionManager(GROUP, **kwargs)
 
 
 class ImportAssertion(Exception):

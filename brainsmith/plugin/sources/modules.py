@@ -1,23 +1,28 @@
 """Module scanning: brainsmith's own plugin packages and the user's plugin folders.
 
 Decorated plugins are read from source; their decorator keywords must be literals so the
-hub can list them without importing anything.
+hub can list them without importing anything. A user plugin folder is a package of its own
+(``brainsmith.plugin.folders``), so its modules have unique names.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 
+from brainsmith.plugin import folders as plugin_folders
 from brainsmith.plugin.metadata import validate_metadata
 from brainsmith.plugin.sources.package_scan import folder_stamps, scan_folder
 from brainsmith.plugin.sources.pyscan import scan_tree
+from brainsmith.plugin.stamps import stamp_paths
 
 
-def plugin_records(framework: str, root: str, files: dict, path_entry: str | None = None):
+def plugin_records(framework: str, root: str, files: dict, plugin_dir: str | None = None):
     """(spec records, problem records) for the decorated plugins found in ``files``."""
     specs: list[list] = []
     problems: list[list] = []
-    for rel, (_, _, data) in sorted(files.items()):
+    for rel, (*_, data) in sorted(files.items()):
         source = os.path.join(root, rel)
         if "error" in data:
             problems.append([framework, os.path.relpath(source), data["error"]])
@@ -37,57 +42,128 @@ def plugin_records(framework: str, root: str, files: dict, path_entry: str | Non
             if not metadata["description"]:
                 metadata["description"] = doc
             metadata["line"] = line
-            if path_entry:
-                metadata["path_entry"] = path_entry
+            if plugin_dir:
+                metadata["plugin_dir"] = plugin_dir
             target = f"{data['module']}:{qualname}"
             specs.append([plugin_type, name, framework, target, metadata, source])
     return specs, problems
 
 
 class FolderSource:
-    """Decorated plugins in a folder tree (a package of brainsmith, or a user folder)."""
+    """Decorated plugins in folder trees: brainsmith's own packages, or one user folder."""
 
-    def __init__(self, framework: str, roots: list[tuple[str, str]], path_entry: bool) -> None:
+    def __init__(
+        self, framework: str, roots: list[tuple[str, str]], plugin_dir: str | None = None
+    ) -> None:
         self.framework = framework
-        self.roots = roots  # (folder, dotted prefix)
-        self.path_entry = path_entry
+        self.roots = roots  # (folder, dotted package name)
+        self.plugin_dir = plugin_dir
 
-    def stamp(self, state: dict) -> list:
-        stamps: list = []
-        for root, _ in self.roots:
-            stamps.extend(folder_stamps(root, state.get("files", {}).get(root, {})))
-        return stamps
-
-    def scan(self, previous: dict | None) -> dict:
-        old = (previous or {}).get("files", {})
-        state: dict = {"files": {}, "specs": [], "problems": []}
+    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+        """Rescan the folders; files whose stamp is unchanged reuse ``scan_data()``."""
+        old = scan_data() if previous is not None else None
+        old = old if isinstance(old, dict) else {}
+        state: dict = {"files": {}, "specs": [], "problems": [], "stamp": []}
         for root, prefix in self.roots:
             if not os.path.isdir(root):
-                state["problems"].append(
-                    [
-                        self.framework,
-                        root,
-                        f"plugin folder {root} does not exist (check plugin_dirs)",
-                    ]
-                )
+                reason = f"plugin folder {root} does not exist (check plugin_dirs)"
+                state["problems"].append([self.framework, root, reason])
                 state["files"][root] = {}
+                state["stamp"] += stamp_paths([root])  # noticed when it is created
                 continue
-            files = scan_folder(root, prefix, old.get(root), scan_tree)
+            files, walked = scan_folder(root, prefix, old.get(root), scan_tree)
             state["files"][root] = files
-            specs, problems = plugin_records(
-                self.framework, root, files, root if self.path_entry else None
-            )
+            specs, problems = plugin_records(self.framework, root, files, self.plugin_dir)
             state["specs"].extend(specs)
             state["problems"].extend(problems)
-        state["stamp"] = self.stamp(state)
+            state["stamp"] += folder_stamps(root, files, walked)
+        if self.plugin_dir:
+            state.update(plain_imports_of(self.plugin_dir, state["files"].get(self.plugin_dir, {})))
+        state["checked"] = time.time()
         return state
+
+
+def plain_imports_of(folder: str, files: dict) -> dict:
+    """What a folder offers to, and takes from, plain imports (``import helpers``): the names
+    of its top-level modules, what an installed module of the same name would shadow, and the
+    top-level names each file imports. ``module_clashes`` turns these into problems."""
+    provides = plugin_folders.top_level_names(folder)
+    shadowed = {}
+    for name in provides:
+        owner = installed_module(name)
+        if owner:
+            shadowed[name] = owner
+    package = plugin_folders.package_name(folder)
+    imports = {}
+    for rel, (*_, data) in sorted(files.items()):
+        if "error" in data:
+            continue
+        heads = {target.partition(".")[0] for target in data.get("imports", {}).values()}
+        heads = sorted(h for h in heads if h and h != package and h.isidentifier())
+        if heads:
+            imports[rel] = heads
+    return {"provides": provides, "shadowed": shadowed, "imports": imports}
+
+
+def installed_module(name: str) -> str:
+    """Who answers a plain ``import name`` before any plugin folder ("" for nobody)."""
+    if name in sys.stdlib_module_names:
+        return f"the standard library's {name}"
+    import importlib.machinery
+
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name)
+    except (ImportError, ValueError):
+        return ""
+    if spec is None:
+        return ""
+    where = spec.origin or next(iter(spec.submodule_search_locations or ()), "")
+    return f"the installed module {name} ({where})"
+
+
+def module_clashes(folders: list[tuple[str, dict]]) -> list[list]:
+    """Problems for plain imports in plugin folders that reach a module other than the one
+    beside the importing file, or that two folders both provide (in configured order)."""
+    providers: dict[str, list[str]] = {}
+    shadowed: dict[str, str] = {}
+    for folder, state in folders:
+        for name in state.get("provides", ()):
+            providers.setdefault(name, []).append(folder)
+        shadowed.update(state.get("shadowed", {}))
+    problems = []
+    for folder, state in folders:
+        own = set(state.get("provides", ()))
+        for rel, names in state.get("imports", {}).items():
+            for name in names:
+                found = providers.get(name, [])
+                if not found:
+                    continue
+                winner = shadowed.get(name) or _module_path(found[0], name)
+                where = os.path.join(folder, rel)
+                if name in own and (name in shadowed or found[0] != folder):
+                    reason = (
+                        f"`import {name}` gets {winner}, not {name} beside it; "
+                        f"write `from . import {name}`"
+                    )
+                elif name not in own and len(found) > 1 and name not in shadowed:
+                    others = ", ".join(_module_path(f, name) for f in found[1:])
+                    reason = f"`import {name}` gets {winner}; {others} has that name too"
+                else:
+                    continue
+                problems.append(["user", where, reason])
+    return problems
+
+
+def _module_path(folder: str, name: str) -> str:
+    path = os.path.join(folder, name + ".py")
+    return path if os.path.isfile(path) else os.path.join(folder, name)
 
 
 def brainsmith_source() -> FolderSource:
     from brainsmith.plugin.trust import brainsmith_roots
 
-    return FolderSource("brainsmith", brainsmith_roots(), path_entry=False)
+    return FolderSource("brainsmith", brainsmith_roots())
 
 
-def user_source(folders: tuple[str, ...]) -> FolderSource:
-    return FolderSource("user", [(folder, "") for folder in folders], path_entry=True)
+def user_source(folder: str) -> FolderSource:
+    return FolderSource("user", [(folder, plugin_folders.package_name(folder))], folder)

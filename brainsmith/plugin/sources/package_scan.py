@@ -1,4 +1,4 @@
-"""Walk a folder of Python sources, re-reading only files whose mtime or size changed."""
+"""Walk a folder of Python sources, re-reading only files whose stamp changed."""
 
 from __future__ import annotations
 
@@ -14,18 +14,24 @@ SKIP_DIRS = {"__pycache__", "tests", "test"}
 parsed_files = 0  # files read and parsed in this process (the rest were reused from the index)
 
 
-def scan_folder(root: str, prefix: str, previous: dict | None, extract: Extract) -> dict:
-    """``{relpath: [mtime_ns, size, data]}`` for every ``.py`` file below ``root``.
+def scan_folder(
+    root: str, prefix: str, previous: dict | None, extract: Extract
+) -> tuple[dict, list[str]]:
+    """``({relpath: [mtime_ns, size, inode, ctime_ns, data]}, [walked folders])`` below ``root``.
 
-    ``prefix`` is the dotted package name of ``root`` ("" for a plain folder on sys.path).
-    ``data`` is ``extract(tree, module, is_package)`` or ``{"error": message}``.
+    ``prefix`` is the dotted package name of ``root``. ``data`` is ``extract(tree, module,
+    is_package)`` or ``{"error": message}``. The walked folders (relative, ``""`` for
+    ``root``) include those without Python files, so a file added to any of them is noticed.
     """
-    previous = previous or {}
+    previous = previous if isinstance(previous, dict) else {}
     files: dict[str, list] = {}
+    folders: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
             d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".") and "-" not in d
         )
+        rel_dir = os.path.relpath(dirpath, root)
+        folders.append("" if rel_dir == os.curdir else rel_dir)
         for filename in sorted(filenames):
             if not filename.endswith(".py"):
                 continue
@@ -35,14 +41,15 @@ def scan_folder(root: str, prefix: str, previous: dict | None, extract: Extract)
                 st = os.stat(full)
             except OSError:
                 continue
+            identity = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
             old = previous.get(rel)
-            if old is not None and old[0] == st.st_mtime_ns and old[1] == st.st_size:
+            if isinstance(old, list) and len(old) == 5 and old[:4] == identity:
                 files[rel] = old
                 continue
             module = module_name_for(rel)
             module = f"{prefix}.{module}".strip(".") if prefix else module
-            files[rel] = [st.st_mtime_ns, st.st_size, _extract(full, module, extract)]
-    return files
+            files[rel] = [*identity, _extract(full, module, extract)]
+    return files, folders
 
 
 def _extract(path: str, module: str, extract: Extract) -> dict:
@@ -58,12 +65,8 @@ def _extract(path: str, module: str, extract: Extract) -> dict:
     return extract(tree, module, path.endswith("__init__.py"))
 
 
-def folder_stamps(root: str, files: dict) -> list:
-    """Stamps of ``root``'s directories and scanned files: notices new, edited, deleted files."""
-    dirs = {root}
-    for rel in files:
-        parent = os.path.dirname(os.path.join(root, rel))
-        while parent.startswith(root) and parent not in dirs:
-            dirs.add(parent)
-            parent = os.path.dirname(parent)
-    return stamp_paths(sorted(dirs) + [os.path.join(root, rel) for rel in sorted(files)])
+def folder_stamps(root: str, files: dict, folders: list[str]) -> list:
+    """Stamps of every walked folder and scanned file: notices new, edited and deleted files
+    anywhere in the tree, also in folders that held no Python file yet."""
+    paths = [os.path.join(root, rel) if rel else root for rel in folders]
+    return stamp_paths(paths + [os.path.join(root, rel) for rel in sorted(files)])
