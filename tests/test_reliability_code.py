@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from brainsmith.plugin import memo
-from brainsmith.plugin.config import load_config
-from brainsmith.plugin.discovery import DiscoveryKey
+from brainsmith.plugin.discovery import index_name
+from brainsmith.plugin.folders import package_name
 from tests.conftest import REPO, run_python
 
 PACKAGE = REPO / "brainsmith"
@@ -312,20 +312,27 @@ FORGED = {  # id -> (source, record, entry-point listing rows)
         "brainsmith",
         ["step", "forged", "brainsmith", "brainsmith.steps.dataflow:cleanup", {}, "{df}"],
     ),
-    "brainsmith-path-entry": (
+    "brainsmith-plugin-dir": (
         "brainsmith",
         [
             "step",
             "forged",
             "brainsmith",
             "brainsmith.steps.dataflow:cleanup",
-            {"path_entry": "{forged_site}"},
+            {"plugin_dir": "{forged_site}"},
             "{df}",
         ],
     ),
     "user-undecorated-function": (
         "user",
-        ["step", "forged", "user", "good:helper", {"path_entry": "{folder}"}, "{folder}/good.py"],
+        [
+            "step",
+            "forged",
+            "user",
+            "{package}.good:helper",
+            {"plugin_dir": "{folder}"},
+            "{folder}/good.py",
+        ],
     ),
     "finn-function-as-a-step": (
         "finn",
@@ -356,6 +363,7 @@ def test_forged_index_record_never_imports_its_module(plugin_folder, canary, for
     assert run_python(REPORT.replace("WANTED", "[]")).returncode == 0  # writes the index
     source, record, *listing = FORGED[forged]
     fill = {
+        "{package}": package_name(str(plugin_folder.folder)),
         "{folder}": str(plugin_folder.folder),
         "{site}": str(canary.parent / "x.py"),
         "{loading}": str(PACKAGE / "plugin" / "loading.py"),
@@ -402,7 +410,7 @@ def test_forged_index_record_does_not_survive_revalidation(plugin_folder):
     assert report["outcomes"]["good_step"].startswith("served <function good_step")
     assert [p for p in report["broken"] if "forged" in p["plugin"]] == []
     # The rewritten index holds the specs derived anew.
-    path = Path(memo.path_for(DiscoveryKey(["full"]).index_name(load_config().plugin_dirs)))
+    path = Path(memo.path_for(index_name()))
     _, payload = memo.decode(path.read_bytes(), str(path))
     names = [r[1] for state in payload["sources"].values() for r in state["specs"]]
     assert "forged" not in names and "cleanup" in names

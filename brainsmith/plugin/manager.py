@@ -152,12 +152,11 @@ class PluginManager:
             self._attach(registry, *args)
         if gone:
             self.drop_instances(gone)
-        if changes or gone:
+        if (changes or gone) and not first:  # a first discovery has no lookups to forget
             from brainsmith.plugin.collections import forget_cached_lookups
 
             forget_cached_lookups()
-            if not first:
-                log.info("plugins changed:\n%s", changes)
+            log.info("plugins changed:\n%s", changes)
         log.debug(
             "discovered %d plugins in %.1f ms (index %s)",
             len(registry.specs()),
