@@ -16,40 +16,22 @@ kernels = PluginCollection("kernel")
 backends = PluginCollection("backend")
 steps = PluginCollection("step")
 
-# The plugin lifecycle API (docs/lifecycle.md), served lazily from brainsmith.plugin.
-LIFECYCLE = (
-    "VersionInfo",
-    "Plugin",
-    "PluginBuilder",
-    "PluginInfo",
-    "PluginRegistry",
-    "load_plugin",
-    "unload_plugin",
-    "reload_plugin",
-    "list_plugins",
-    "get_plugin_info",
-    "is_plugin_loaded",
-    "is_available",
-    "auto_select",
-    "switch_backend",
-    "backend_preferences",
-    "priority",
-    "KernelBuilder",
-    "register_example_kernels",
-    "list_custom_kernels",
-    "is_custom_kernel_registered",
-    "execute_kernel",
-)
 
+def __getattr__(name: str) -> object:
+    """Lifecycle names imported from here, as before they moved: served, with a warning."""
+    import importlib
 
-def __getattr__(name: str):
-    if name not in LIFECYCLE:
+    lifecycle = importlib.import_module("brainsmith.plugin.lifecycle")
+    if name not in lifecycle.__all__:
         raise AttributeError(f"module 'brainsmith.plugins' has no attribute {name!r}")
-    import brainsmith.plugin as hub
+    import warnings
 
-    value = getattr(hub, name)
-    globals()[name] = value
-    return value
+    warnings.warn(
+        f"brainsmith.plugins.{name} moved to brainsmith.plugin.lifecycle.{name}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(lifecycle, name)
 
 
 __all__ = [
@@ -59,5 +41,4 @@ __all__ = [
     "reset_plugin_system",
     "steps",
     "transforms",
-    *sorted(LIFECYCLE),
 ]

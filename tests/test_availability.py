@@ -8,15 +8,15 @@ import pytest
 
 from brainsmith.plugin import PluginNotFoundError, backend
 from brainsmith.plugin.availability import PluginUnavailableError
-from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugins import (
+from brainsmith.plugin.lifecycle import (
     auto_select,
     backend_preferences,
-    backends,
     is_available,
     priority,
     switch_backend,
 )
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugins import backends
 
 
 def acme_backends(hls_tools=(), rtl_requires=(), hls_priority="NORMAL"):

@@ -16,15 +16,15 @@ from qonnx.util.basic import qonnx_make_model
 
 from brainsmith.plugin import PluginError
 from brainsmith.plugin.kernel_builder import DOMAIN, KernelExecutionError, KernelInputError
-from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugins import (
+from brainsmith.plugin.lifecycle import (
     KernelBuilder,
     execute_kernel,
     is_custom_kernel_registered,
-    kernels,
     list_custom_kernels,
     register_example_kernels,
 )
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugins import kernels
 
 RNG = np.random.default_rng(7)
 

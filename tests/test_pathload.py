@@ -16,9 +16,7 @@ from qonnx.transformation.infer_shapes import InferShapes
 from qonnx.util.basic import qonnx_make_model
 
 from brainsmith.plugin import PluginError, PluginLoadError, PluginNotFoundError
-from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugin.packages import PluginLifecycleError
-from brainsmith.plugins import (
+from brainsmith.plugin.lifecycle import (
     execute_kernel,
     get_plugin_info,
     is_custom_kernel_registered,
@@ -26,10 +24,11 @@ from brainsmith.plugins import (
     list_plugins,
     load_plugin,
     reload_plugin,
-    steps,
-    transforms,
     unload_plugin,
 )
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugin.packages import PluginLifecycleError
+from brainsmith.plugins import steps, transforms
 
 MARK = '''
 """Marks models for the fold team."""
@@ -327,7 +326,7 @@ def test_kernels_built_in_a_file_belong_to_it_and_leave_with_it(tmp_path):
     path = write(
         tmp_path / "acts.py",
         """
-        from brainsmith.plugins import KernelBuilder
+        from brainsmith.plugin.lifecycle import KernelBuilder
         KernelBuilder("hard_tanh").execute(lambda x: x.clip(-1, 1)).build()
         """,
     )
@@ -338,7 +337,7 @@ def test_kernels_built_in_a_file_belong_to_it_and_leave_with_it(tmp_path):
 
 
 PACKAGE_OBJECT = """
-from brainsmith.plugins import KernelBuilder, PluginBuilder
+from brainsmith.plugin.lifecycle import KernelBuilder, PluginBuilder
 
 events = []
 BRAINSMITH_PLUGIN = (

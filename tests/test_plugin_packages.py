@@ -6,17 +6,16 @@ import numpy as np
 import pytest
 
 from brainsmith.plugin import PluginError, PluginLoadError, PluginNotFoundError, step, transform
-from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugin.packages import PluginLifecycleError
-from brainsmith.plugins import (
+from brainsmith.plugin.lifecycle import (
     KernelBuilder,
     PluginBuilder,
     PluginRegistry,
     VersionInfo,
     execute_kernel,
-    steps,
-    transforms,
 )
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugin.packages import PluginLifecycleError
+from brainsmith.plugins import steps, transforms
 
 
 def make_plugin(name: str = "acme-ops", **versions):

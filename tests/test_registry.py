@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import pytest
@@ -40,13 +39,17 @@ def test_priority_is_configurable():
     assert registry.find("transform", "Fold").framework == "qonnx"
 
 
-def test_same_qualified_name_twice_keeps_first_and_reports(caplog):
+def test_same_qualified_name_twice_keeps_first_and_warns_at_the_second(tmp_path):
+    from brainsmith.errors import DuplicatePluginWarning
+
     registry = Registry()
     first = registry.add(spec("Dup", "user", "a:Dup"))
-    with caplog.at_level(logging.WARNING, logger="brainsmith.plugin"):
-        kept = registry.add(spec("Dup", "user", "b:Dup"))
+    second = spec("Dup", "user", "b:Dup")
+    second.source, second.metadata["line"] = str(tmp_path / "b.py"), 7
+    with pytest.warns(DuplicatePluginWarning, match="user:Dup is defined twice") as caught:
+        kept = registry.add(second)
     assert kept is first
-    assert "user:Dup is defined twice" in caplog.text
+    assert (caught[0].filename, caught[0].lineno) == (str(tmp_path / "b.py"), 7)
     assert any("a:Dup" in p.reason and "b:Dup" in p.reason for p in registry.problems)
 
 

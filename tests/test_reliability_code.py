@@ -482,7 +482,7 @@ def test_loaded_python_plugin_runs_from_its_source_never_from_bytecode(tmp_path)
     import importlib.util
     import sys
 
-    from brainsmith.plugins import load_plugin
+    from brainsmith.plugin.lifecycle import load_plugin
 
     path = tmp_path / "labels.py"
     path.write_text(BYTECODE_PLUGIN.replace("LABEL", "source"))

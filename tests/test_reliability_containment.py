@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from brainsmith.plugin.errors import PluginLoadError
+from brainsmith.plugin.lifecycle import load_plugin, reload_plugin
 from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugins import load_plugin, reload_plugin, transforms
+from brainsmith.plugins import transforms
 from tests.conftest import REPO
 from tests.support.packages import PluginVenv, build_wheel, write_project
 

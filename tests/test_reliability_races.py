@@ -193,10 +193,8 @@ import json, os, random, sys, threading
 sys.setswitchinterval(1e-5)
 from brainsmith.plugin import PluginError, PluginNotFoundError
 from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugins import (
-    get_plugin_info, is_plugin_loaded, list_plugins, load_plugin, reload_plugin, transforms,
-    unload_plugin,
-)
+from brainsmith.plugins import transforms
+from brainsmith.plugin.lifecycle import get_plugin_info, is_plugin_loaded, list_plugins, load_plugin, reload_plugin, unload_plugin
 
 manager = get_plugin_manager()
 manager.registry()
@@ -348,7 +346,7 @@ def test_threads_asking_for_the_manager_at_once_get_one_manager():
 
 
 SELF_RELOADING = """
-from brainsmith.plugins import reload_plugin
+from brainsmith.plugin.lifecycle import reload_plugin
 
 reload_plugin("selfish")  # its own code, while it is being loaded
 """
@@ -359,7 +357,7 @@ def test_plugin_whose_own_code_reloads_it_is_refused_not_deadlocked(tmp_path):
     path.write_text(SELF_RELOADING)
     code = f"""
 import json, os, sys, threading
-from brainsmith.plugins import is_plugin_loaded, load_plugin
+from brainsmith.plugin.lifecycle import is_plugin_loaded, load_plugin
 outcome = []
 
 def run():
@@ -399,7 +397,7 @@ import shared_module  # blocks on the import lock thread B holds
     "shared_module.py": """
 import time
 import sync_events
-from brainsmith.plugins import load_plugin
+from brainsmith.plugin.lifecycle import load_plugin
 sync_events.B_IMPORTING.set()
 sync_events.A_RUNNING.wait(30)
 time.sleep(0.3)  # thread A is now waiting for this module
@@ -409,7 +407,7 @@ load_plugin(PLUGIN_A)  # thread A holds plugin_a: waiting here would deadlock
 TWO_THREADS = """
 import json, os, sys, threading
 sys.path.insert(0, FOLDER)
-from brainsmith.plugins import load_plugin
+from brainsmith.plugin.lifecycle import load_plugin
 import sync_events
 outcomes = {}
 

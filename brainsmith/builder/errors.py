@@ -11,6 +11,8 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
+from brainsmith.errors import BrainsmithError
+
 OPTIONS = {  # option: (command line, Python API)
     "output": ("-o OUTDIR", "output_dir=..."),
     "force": ("--force", "force=True"),
@@ -36,7 +38,7 @@ def command_line_names() -> Iterator[None]:
         _COMMAND_LINE.reset(token)
 
 
-class StepError(Exception):
+class StepError(BrainsmithError):
     """Raised inside a step with a reason the user can act on and a hint."""
 
     def __init__(self, reason: str, hint: str = "", model: object = None) -> None:
@@ -46,7 +48,7 @@ class StepError(Exception):
         self.model = model  # the model the reason's node names refer to, saved by the build
 
 
-class BuildError(Exception):
+class BuildError(BrainsmithError):
     """A build that did not finish: ``step`` (or "setup"), ``reason``, ``hint``.
 
     ``exit_code`` is 2 for problems with the inputs (model, blueprint, vectors, output

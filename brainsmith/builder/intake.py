@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 
 from brainsmith.builder.errors import option
+from brainsmith.errors import BrainsmithError
 
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 KNOWN_DOMAINS = (
@@ -35,7 +36,7 @@ QUANTIZERS = ("Quant", "BipolarQuant", "Trunc", "IntQuant", "MultiThreshold")
 QUANTIZED_ONLY = ("MatMul", "Gemm", "Conv", "ConvTranspose")  # FINN has no float kernel for these
 
 
-class InputError(ValueError):
+class InputError(BrainsmithError, ValueError):
     """A model or vector file the build cannot use; ``what`` names it ("model", ``--input``...)."""
 
     def __init__(self, what: str, reason: str, hint: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from brainsmith.builder.finn_tables import INFER_TRANSFORMS, infer_order
+from brainsmith.errors import BrainsmithError
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
 
 STANDARD_STEPS: tuple[str, ...] = DEFAULT_STEPS  # a blueprint's flow when it lists no steps
@@ -32,8 +33,13 @@ BOARD_STEPS: tuple[str, ...] = (
 STANDALONE_FIRST = ("InferRequantLayer", "InferThresholdingLayer")
 
 
-class PlanError(ValueError):
-    """A blueprint the build cannot use; the message says what to change."""
+class PlanError(BrainsmithError, ValueError):
+    """A blueprint the build cannot use; the message says what to change and ``plugin``
+    names the plugin at fault (empty when the blueprint as a whole is)."""
+
+    def __init__(self, message: str, plugin: str = "") -> None:
+        super().__init__(message)
+        self.plugin = plugin
 
 
 @dataclass
@@ -136,7 +142,8 @@ def plan_from_blueprint(blueprint) -> BuildPlan:
             raise PlanError(
                 f"kernel {spec.qualified_name} has no infer_transform, so the build cannot "
                 f"convert ONNX nodes to it; give its @kernel an infer_transform= "
-                f"(a transform plugin name) or remove it from the blueprint"
+                f"(a transform plugin name) or remove it from the blueprint",
+                spec.qualified_name,
             )
         kernels.append(
             KernelChoice(

@@ -16,9 +16,10 @@ from collections.abc import Callable
 import numpy as np
 
 from brainsmith.builder.rtl_check import WORKDIR
+from brainsmith.errors import BrainsmithError
 
 
-class FolderError(Exception):
+class FolderError(BrainsmithError):
     """A build folder that cannot be simulated: ``reason``, ``hint``, ``exit_code``."""
 
     def __init__(self, reason: str, hint: str = "", exit_code: int = 2) -> None:

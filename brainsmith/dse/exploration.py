@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from brainsmith.dse.tasks import NodeResult, NodeTask, load_result
 from brainsmith.dse.tree import Segment, build_tree, root_key, step_keys
 from brainsmith.dse.variants import Variant
+from brainsmith.errors import BrainsmithError
 
 
-class ExploreError(Exception):
+class ExploreError(BrainsmithError):
     """An exploration that could not run (exit code 2) or was interrupted (130)."""
 
     def __init__(self, reason: str, hint: str = "", exit_code: int = 2) -> None:

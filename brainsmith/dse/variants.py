@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from brainsmith.builder.plan import BuildPlan, plan_from_blueprint
+from brainsmith.errors import BrainsmithError
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Variant:
         return self.keys[-1] if self.keys else ""
 
 
-class SpaceError(ValueError):
+class SpaceError(BrainsmithError, ValueError):
     """A blueprint that cannot be explored; the message says why."""
 
 

@@ -1,4 +1,6 @@
-"""The plugin hub: specs, registry, decorators, discovery, caches and blueprints.
+"""The plugin hub's contract: decorators, the manager, specs and the registry, errors and
+blueprint loading. The lifecycle API lives in ``brainsmith.plugin.lifecycle``; everything
+else in this package is internal.
 
 Attributes are imported lazily so ``import brainsmith.plugin`` stays cheap.
 """
@@ -21,31 +23,6 @@ _EXPORTS = {
     "PluginLoadError": "brainsmith.plugin.errors",
     "PluginMetadataError": "brainsmith.plugin.errors",
     "ConfigError": "brainsmith.plugin.errors",
-    "VersionInfo": "brainsmith.plugin.versions",
-    "PluginInfo": "brainsmith.plugin.packages",
-    "PluginBuilder": "brainsmith.plugin.packages",
-    "Plugin": "brainsmith.plugin.packages",
-    "PluginRegistry": "brainsmith.plugin.packages",
-    "PluginLifecycleError": "brainsmith.plugin.packages",
-    "load_plugin": "brainsmith.plugin.pathload",
-    "unload_plugin": "brainsmith.plugin.pathload",
-    "reload_plugin": "brainsmith.plugin.pathload",
-    "get_plugin_info": "brainsmith.plugin.pathload",
-    "is_plugin_loaded": "brainsmith.plugin.pathload",
-    "list_plugins": "brainsmith.plugin.pathload",
-    "is_available": "brainsmith.plugin.availability",
-    "auto_select": "brainsmith.plugin.availability",
-    "switch_backend": "brainsmith.plugin.availability",
-    "backend_preferences": "brainsmith.plugin.availability",
-    "priority": "brainsmith.plugin.availability",
-    "PluginUnavailableError": "brainsmith.plugin.availability",
-    "KernelBuilder": "brainsmith.plugin.kernel_builder",
-    "register_example_kernels": "brainsmith.plugin.kernel_builder",
-    "list_custom_kernels": "brainsmith.plugin.kernel_builder",
-    "is_custom_kernel_registered": "brainsmith.plugin.kernel_builder",
-    "execute_kernel": "brainsmith.plugin.kernel_builder",
-    "KernelInputError": "brainsmith.plugin.kernel_builder",
-    "KernelExecutionError": "brainsmith.plugin.kernel_builder",
     "load_blueprint_plugins": "brainsmith.plugin.blueprint",
     "load_blueprint": "brainsmith.plugin.blueprint",
     "Blueprint": "brainsmith.plugin.blueprint",
@@ -57,7 +34,7 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'brainsmith.plugin' has no attribute {name!r}")
+        return _moved(name)
     import importlib
 
     value = getattr(importlib.import_module(module), name)
@@ -67,3 +44,20 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return __all__
+
+
+def _moved(name: str) -> object:
+    """A lifecycle name imported from here, as before it moved: served, with a warning."""
+    import importlib
+
+    lifecycle = importlib.import_module("brainsmith.plugin.lifecycle")
+    if name not in lifecycle.__all__:
+        raise AttributeError(f"module 'brainsmith.plugin' has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        f"brainsmith.plugin.{name} moved to brainsmith.plugin.lifecycle.{name}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(lifecycle, name)

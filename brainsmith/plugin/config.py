@@ -80,7 +80,9 @@ def find_project_file(start: str | None = None) -> str | None:
     explicit = os.environ.get("BRAINSMITH_CONFIG")
     if explicit:
         if not os.path.isfile(explicit):
-            raise ConfigError(f"BRAINSMITH_CONFIG names {explicit!r}, which is not a file")
+            raise ConfigError(
+                f"BRAINSMITH_CONFIG names {explicit!r}, which is not a file", "BRAINSMITH_CONFIG"
+            )
         return os.path.abspath(explicit)
     here = os.path.abspath(start or os.getcwd())
     while True:
@@ -124,7 +126,7 @@ def read_project_section(path: str) -> dict:
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}", path) from None
     stamp = [path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
     folder = memo_folder(path)
     cached = memo.read("config", stamp, folder, quiet=True)
@@ -146,20 +148,28 @@ def _parse_project_file(path: str) -> dict:
     try:
         document = load_yaml_file(path)
     except YAMLInputError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(str(exc), path) from None
     if document is None:
         return {}
     if not isinstance(document, dict):
-        raise ConfigError(f"{path}: the config file must be a mapping with a 'plugin_system:' key")
+        raise ConfigError(
+            f"{path}: the config file must be a mapping with a 'plugin_system:' key", path
+        )
     section = document.get("plugin_system", {})
     if section is None:
         return {}
     if not isinstance(section, dict):
-        raise ConfigError(f"{path}: 'plugin_system' must be a mapping of {', '.join(CONFIG_KEYS)}")
+        raise ConfigError(
+            f"{path}: 'plugin_system' must be a mapping of {', '.join(CONFIG_KEYS)}",
+            path,
+            "plugin_system",
+        )
     unknown = [key for key in section if key not in CONFIG_KEYS]
     if unknown:
         raise ConfigError(
-            f"{path}: unknown key plugin_system.{unknown[0]}; allowed keys: {', '.join(CONFIG_KEYS)}"
+            f"{path}: unknown key plugin_system.{unknown[0]}; allowed keys: {', '.join(CONFIG_KEYS)}",
+            path,
+            f"plugin_system.{unknown[0]}",
         )
     return section
 
@@ -184,7 +194,14 @@ def _from_env(key: str, raw: str) -> object:
 
 def _apply(config: PluginConfig, key: str, value: object, where: str, root: str) -> None:
     def bad() -> ConfigError:
-        return ConfigError(f"{where}: invalid value {value!r}; expected {CONFIG_KEYS[key]}")
+        source = where.rpartition(": plugin_system.")[0] or where.removeprefix(
+            "environment variable "
+        )
+        return ConfigError(
+            f"{where}: invalid value {value!r}; expected {CONFIG_KEYS[key]}",
+            source,
+            f"plugin_system.{key}",
+        )
 
     if key in ("cache_ttl", "load_timeout"):
         if isinstance(value, bool) or not isinstance(value, int | float):

@@ -58,11 +58,15 @@ def _decorate(plugin_type: str, target: object, given: dict):
     if target is not None and (isinstance(target, str) or given):
         raise PluginMetadataError(
             f"{where}: @{plugin_type} takes keyword arguments only, "
-            f"e.g. @{plugin_type}(name={target!r})"
+            f"e.g. @{plugin_type}(name={target!r})",
+            where,
+            plugin_type,
         )
     metadata, problems = validate_metadata(plugin_type, given)
     if problems:
-        raise PluginMetadataError(f"{where}: invalid @{plugin_type}: " + "; ".join(problems))
+        raise PluginMetadataError(
+            f"{where}: invalid @{plugin_type}: " + "; ".join(problems), where, plugin_type
+        )
 
     def apply(obj: object) -> object:
         _check_target(plugin_type, obj, where)
@@ -87,21 +91,29 @@ def _check_target(plugin_type: str, obj: object, where: str) -> None:
     if plugin_type == "step":
         if isinstance(obj, type) or not callable(obj):
             raise PluginMetadataError(
-                f"{where}: @step must decorate a function step(model, cfg), not {label}"
+                f"{where}: @step must decorate a function step(model, cfg), not {label}",
+                where,
+                plugin_type,
             )
         if not _accepts_two_args(obj):
             raise PluginMetadataError(
                 f"{where}: @step function {label} must accept (model, cfg); "
-                f"define it as `def {getattr(obj, '__name__', 'step')}(model, cfg):`"
+                f"define it as `def {getattr(obj, '__name__', 'step')}(model, cfg):`",
+                where,
+                plugin_type,
             )
         return
     if not isinstance(obj, type):
-        raise PluginMetadataError(f"{where}: @{plugin_type} must decorate a class, not {label}")
+        raise PluginMetadataError(
+            f"{where}: @{plugin_type} must decorate a class, not {label}", where, plugin_type
+        )
     if plugin_type == "transform" and not _is_transformation(obj):
         raise PluginMetadataError(
             f"{where}: @transform class {label} must subclass "
             "qonnx.transformation.base.Transformation "
-            "(from qonnx.transformation.base import Transformation)"
+            "(from qonnx.transformation.base import Transformation)",
+            where,
+            plugin_type,
         )
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from brainsmith.errors import BrainsmithError
 
-class PluginError(Exception):
+
+class PluginError(BrainsmithError):
     """Base class for every error the plugin hub raises."""
 
 
@@ -25,12 +27,28 @@ class PluginLoadError(PluginError, ImportError):
 
 
 class PluginMetadataError(PluginError, TypeError):
-    """A decorator was given invalid metadata or applied to the wrong kind of object."""
+    """A decorator was given invalid metadata or applied to the wrong kind of object;
+    ``where`` is the decorated object's file:line, ``plugin_type`` the decorator's type."""
+
+    def __init__(self, message: str, where: str = "", plugin_type: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+        self.plugin_type = plugin_type
 
 
 class ConfigError(PluginError, ValueError):
-    """A configuration value (file or environment) is invalid."""
+    """A configuration value is invalid; ``file`` is the config file or environment variable
+    that holds it, ``key`` the setting (either may be empty)."""
+
+    def __init__(self, message: str, file: str = "", key: str = "") -> None:
+        super().__init__(message)
+        self.file = file
+        self.key = key
 
 
 class CacheDirectoryError(PluginError):
-    """The cache directory is not the user's own, so brainsmith leaves it alone."""
+    """The cache directory ``path`` is not the user's own, so brainsmith leaves it alone."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path

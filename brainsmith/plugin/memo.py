@@ -268,7 +268,7 @@ def remove_all(directory: str | None = None) -> int:
     if problem is not None:
         from brainsmith.plugin.errors import CacheDirectoryError
 
-        raise CacheDirectoryError(f"{problem}; nothing was removed")
+        raise CacheDirectoryError(f"{problem}; nothing was removed", directory)
     return sum(
         remove_if_ours(os.path.join(directory, name))
         for name in _listdir(directory)

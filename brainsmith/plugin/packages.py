@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from brainsmith.plugin import lifecycle
+from brainsmith.plugin import oplock
 from brainsmith.plugin.errors import PluginError, PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import VersionInfo, incompatibility
@@ -172,7 +172,7 @@ class PluginRegistry:
         if not isinstance(plugin, Plugin):
             raise PluginError(f"register() takes a Plugin (see PluginBuilder), got {plugin!r}")
         framework = plugin.info.framework
-        with lifecycle.operation(framework):
+        with oplock.operation(framework):
             if framework in self._plugins:
                 raise PluginError(
                     f"plugin '{plugin.name}' is already registered; unregister it first"
@@ -183,15 +183,15 @@ class PluginRegistry:
             except BaseException:
                 release(framework)
                 raise
-            with lifecycle.LOCK:
+            with oplock.LOCK:
                 self._plugins[framework] = plugin
                 self._specs[framework] = specs
         return self.get_info(plugin.name)
 
     def unregister(self, name: str) -> None:
         """Remove the plugin's plugins from the hub, then run its cleanup."""
-        with lifecycle.operation(framework_name(name)):
-            with lifecycle.LOCK:
+        with oplock.operation(framework_name(name)):
+            with oplock.LOCK:
                 plugin = self.get_plugin(name)
                 framework = plugin.info.framework
                 specs = self._specs.pop(framework)
@@ -236,7 +236,7 @@ def claim(framework: str, owner: str) -> None:
     from brainsmith.plugin.manager import get_plugin_manager
 
     registry = get_plugin_manager().registry()
-    with lifecycle.LOCK:
+    with oplock.LOCK:
         if framework in _claimed:
             raise PluginError(f"plugin name '{framework}' is already used by {_claimed[framework]}")
         if registry.specs(framework=framework):
@@ -248,7 +248,7 @@ def claim(framework: str, owner: str) -> None:
 
 
 def release(framework: str) -> None:
-    with lifecycle.LOCK:
+    with oplock.LOCK:
         _claimed.pop(framework, None)
 
 
@@ -403,7 +403,7 @@ def _kernel_builder():
 
 def _reset() -> None:
     """``reset_plugin_system()`` forgets packages without running their cleanup."""
-    with lifecycle.LOCK:
+    with oplock.LOCK:
         _claimed.clear()
         for registry in list(_registries):
             registry._plugins.clear()

@@ -18,7 +18,7 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
-from brainsmith.plugin import lifecycle
+from brainsmith.plugin import oplock
 from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginError, PluginLoadError
 from brainsmith.plugin.packages import (
@@ -67,8 +67,8 @@ def load_plugin(path: str | os.PathLike, name: str | None = None) -> PluginInfo:
     name = name or stem
     check_name(name)
     framework = framework_name(name)
-    with lifecycle.operation(framework):
-        with lifecycle.LOCK:
+    with oplock.operation(framework):
+        with oplock.LOCK:
             if framework in _loaded:
                 raise PluginLoadError(
                     f"plugin '{name}' is already loaded from {_loaded[framework].info.path}; "
@@ -77,15 +77,15 @@ def load_plugin(path: str | os.PathLike, name: str | None = None) -> PluginInfo:
         module_name = stem if kind == "extension" else re.sub(r"\W", "_", name)
         declared = _static_metadata(path, kind, name)
         record = _load(path, kind, name, module_name, declared)
-        with lifecycle.LOCK:
+        with oplock.LOCK:
             _loaded[framework] = record
         return _info_of(record)
 
 
 def unload_plugin(name: str) -> None:
     """Remove the plugin's plugins from the hub, run its cleanup and forget its modules."""
-    with lifecycle.operation(framework_name(name)):
-        with lifecycle.LOCK:
+    with oplock.operation(framework_name(name)):
+        with oplock.LOCK:
             record = _loaded.pop(_key(name))
         failure = _deactivate(record)
     if failure is not None:
@@ -97,8 +97,8 @@ def reload_plugin(name: str) -> PluginInfo:
 
     The new code is served through ``tfm.X`` and the registry; cached instances are dropped.
     When the new version fails to load, the previous one stays loaded."""
-    with lifecycle.operation(framework_name(name)):
-        with lifecycle.LOCK:
+    with oplock.operation(framework_name(name)):
+        with oplock.LOCK:
             framework = _key(name)
             old = _loaded[framework]
         if old.kind == "extension":
@@ -112,32 +112,32 @@ def reload_plugin(name: str) -> PluginInfo:
             declared = _static_metadata(old.info.path, old.kind, old.info.name)
         except PluginError as exc:
             raise PluginLoadError(f"{exc}; {kept}") from exc
-        with lifecycle.LOCK:
+        with oplock.LOCK:
             del _loaded[framework]
         _deactivate(old)  # a failing cleanup is reported and does not stop the reload
         try:
             record = _load(old.info.path, old.kind, old.info.name, old.module_name, declared)
         except BaseException as exc:  # a real Ctrl-C too: the previous version comes back
             _restore(old)
-            with lifecycle.LOCK:
+            with oplock.LOCK:
                 _loaded[framework] = old
             if isinstance(exc, PluginError):
                 raise PluginLoadError(f"{exc}; {kept}") from exc
             raise
-        with lifecycle.LOCK:
+        with oplock.LOCK:
             _loaded[framework] = record
         return _info_of(record)
 
 
 def list_plugins() -> list[PluginInfo]:
     """Info of every plugin loaded from a path."""
-    with lifecycle.LOCK:
+    with oplock.LOCK:
         records = list(_loaded.values())
     return [_info_of(record) for record in records]
 
 
 def get_plugin_info(name: str) -> PluginInfo:
-    with lifecycle.LOCK:
+    with oplock.LOCK:
         record = _loaded[_key(name)]
     return _info_of(record)
 
@@ -292,7 +292,7 @@ def _new_module(path: str, kind: str, module_name: str):
     if spec is None or spec.loader is None:
         raise PluginLoadError(f"cannot load plugin from {path}: not an importable module")
     module = importlib.util.module_from_spec(spec)
-    with lifecycle.LOCK:  # checked and taken at once: two plugins never share a module name
+    with oplock.LOCK:  # checked and taken at once: two plugins never share a module name
         if module_name in sys.modules:
             raise PluginLoadError(
                 f"cannot load plugin '{module_name}' from {path}: a module named "
@@ -368,7 +368,7 @@ def _key(name: str) -> str:
 
 def _reset() -> None:
     """``reset_plugin_system()`` forgets loaded paths (without running their cleanup)."""
-    with lifecycle.LOCK:
+    with oplock.LOCK:
         records = list(_loaded.values())
         _loaded.clear()
     for record in records:

@@ -117,7 +117,7 @@ class Registry:
             "Rename one with the decorator's name= argument."
         )
         if not any(p.reason == reason for p in self.problems + problems):  # once per clash
-            log.warning(reason)
+            _warn_at(other, reason)
             problems.append(PluginProblem(other.framework, other.qualified_name, reason))
 
     def _insert(self, key: Key, spec: PluginSpec) -> None:
@@ -354,3 +354,19 @@ def suggest(name: str, pool: list[str]) -> str:
     if not close:
         return ""
     return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+
+
+def _warn_at(spec: PluginSpec, reason: str) -> None:
+    """A ``DuplicatePluginWarning`` pointing at ``spec``'s file and line."""
+    import warnings
+
+    from brainsmith.errors import DuplicatePluginWarning
+
+    line = spec.metadata.get("line")
+    warnings.warn_explicit(
+        reason,
+        DuplicatePluginWarning,
+        spec.source or spec.target,
+        line if isinstance(line, int) else 0,
+        module=spec.module,
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import yaml
 
+from brainsmith.errors import BrainsmithError
+
 MAX_BYTES = 1 << 20  # 1 MiB: blueprints and configs are small
 MAX_DEPTH = 64
 MAX_NODES = 100_000  # values built, aliases counted each time they are expanded
@@ -15,7 +17,7 @@ MAX_NODES = 100_000  # values built, aliases counted each time they are expanded
 Path = tuple  # a key path such as ("hw_compiler", "kernels", 0)
 
 
-class YAMLInputError(Exception):
+class YAMLInputError(BrainsmithError):
     """A YAML file that cannot be accepted; the message names file:line:column."""
 
     def __init__(self, message: str, file: str = "", line: int = 0, column: int = 0) -> None:

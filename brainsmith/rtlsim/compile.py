@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from importlib.resources import files as package_files
 
+from brainsmith.errors import BrainsmithError
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
 from brainsmith.rtlsim.verilator import Toolchain, ToolchainError
 
@@ -52,7 +53,7 @@ RUNTIME_OBJECTS = ("verilated.o", "verilated_threads.o")
 COMPILE_TIMEOUT = 900.0
 
 
-class CompileError(RuntimeError):
+class CompileError(BrainsmithError, RuntimeError):
     """Verilator or the C++ compiler rejected the layer; ``log`` has the full output."""
 
     def __init__(self, message: str, log: str) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from brainsmith.errors import BrainsmithError
 from brainsmith.rtlsim.sources import LayerDesign
 
 RUN_TIMEOUT = 600.0  # seconds of wall time for one layer's simulation
@@ -19,7 +20,7 @@ MIN_IDLE_CYCLES = 10_000
 PROBE = re.compile(r"^probe (\S+) ([0-9a-f]+)$", re.M)
 
 
-class SimulationFailed(RuntimeError):
+class SimulationFailed(BrainsmithError, RuntimeError):
     """The simulation did not finish: the layer stalled, crashed or missed a parameter file."""
 
 

@@ -16,8 +16,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from brainsmith.errors import BrainsmithError
 
-class ToolchainError(RuntimeError):
+
+class ToolchainError(BrainsmithError, RuntimeError):
     """Verilator or a tool it needs is missing; the message says what to install."""
 
 

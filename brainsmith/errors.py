@@ -1,0 +1,27 @@
+"""The one exception tree: every error brainsmith raises for its user is a ``BrainsmithError``.
+
+``except BrainsmithError`` catches them all; each subclass carries its culprit as attributes
+(the plugin, file, key, step or folder) and ``hint`` says what to do next (may be empty).
+
+    BrainsmithError
+    ├── PluginError           plugin hub (brainsmith.plugin.errors): not found, load, metadata,
+    │   └── BlueprintError    config, cache directory, lifecycle, kernels; blueprints
+    ├── YAMLInputError        a YAML file that cannot be read safely (file, line, column)
+    ├── BuildError            brainsmith build (step, reason, hint, exit_code, report)
+    │   StepError, PlanError, InputError, FolderError
+    └── ExploreError          brainsmith explore; SpaceError; rtlsim's ToolchainError,
+                              CompileError, SimulationFailed
+"""
+
+from __future__ import annotations
+
+
+class BrainsmithError(Exception):
+    """Base of every error brainsmith raises; ``hint`` says what to do next (or is empty)."""
+
+    hint: str = ""
+
+
+class DuplicatePluginWarning(UserWarning):
+    """Two plugins of one type share a qualified name; attributed to the second one's
+    file and line (the first is kept)."""

@@ -1,0 +1,50 @@
+"""One public surface: brainsmith.plugin is the contract, brainsmith.plugins the everyday
+API, brainsmith.plugin.lifecycle the lifecycle API; names that moved still work, with a
+DeprecationWarning naming their new home."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+import brainsmith.plugin
+import brainsmith.plugins
+from brainsmith.plugin import lifecycle
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_the_contract_is_small_and_every_name_resolves():
+    assert len(brainsmith.plugin.__all__) <= 25
+    for name in brainsmith.plugin.__all__ + brainsmith.plugins.__all__ + lifecycle.__all__:
+        module = next(
+            m for m in (brainsmith.plugin, brainsmith.plugins, lifecycle) if name in m.__all__
+        )
+        assert getattr(module, name) is not None, name
+    assert not set(brainsmith.plugin.__all__) & set(lifecycle.__all__)
+
+
+@pytest.mark.parametrize("old", ["brainsmith.plugin", "brainsmith.plugins"])
+def test_a_moved_lifecycle_name_warns_and_is_the_same_object(old):
+    module = importlib.import_module(old)
+    module.__dict__.pop("load_plugin", None)
+    with pytest.warns(DeprecationWarning, match="moved to brainsmith.plugin.lifecycle.load_plugin"):
+        moved = module.load_plugin
+    assert moved is lifecycle.load_plugin
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        module.no_such_name  # noqa: B018
+
+
+def test_the_docs_import_each_public_name_from_one_module():
+    homes: dict[str, set[str]] = {}
+    pattern = re.compile(r"^from (brainsmith[\w.]*) import \(?([^)\n]*(?:\n    [^)\n]*)*)", re.M)
+    for page in DOCS.glob("*.md"):
+        for module, names in pattern.findall(page.read_text()):
+            for name in re.findall(r"\w+", names.replace(" as ", " ")):
+                homes.setdefault(name, set()).add(module)
+    public = set(brainsmith.plugin.__all__) | set(lifecycle.__all__)
+    twice = {n: m for n, m in homes.items() if n in public and len(m) > 1}
+    assert twice == {}
