@@ -5,7 +5,8 @@ Importing this package is cheap: plugins, QONNX and FINN load only when used.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from brainsmith.version import __version__
+
 __all__ = ["__version__", "build", "explore"]
 
 

@@ -69,7 +69,10 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
             if run.verify == "rtlsim" and index == last:
                 from brainsmith.builder.rtl_check import rtl_check
 
-                detail += "; " + rtl_check(run, verifier, model, index)
+                try:
+                    detail += "; " + rtl_check(run, verifier, model, index)
+                except StepError as exc:
+                    fail(run, model, index, exc.reason, exc.hint)
         if run.log.error is not None:
             fail_output(run, model, index, run.log.error, "writing build.log")
         interrupts.check()

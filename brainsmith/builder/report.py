@@ -21,8 +21,8 @@ import traceback
 from collections.abc import Callable
 
 from brainsmith.builder.outdir import write_text
+from brainsmith.builder.units import RESOURCES, bits
 
-RESOURCES = ("LUT", "BRAM_18K", "URAM", "DSP")
 RESOURCE_FILE = "estimate_layer_resources.json"
 BACKEND_SUFFIXES = {"_hls": "hls", "_rtl": "rtl"}
 LAYER_ATTRIBUTES = ("PE", "SIMD", "mem_mode", "ram_style", "resType")
@@ -122,18 +122,6 @@ def _datatype(model, tensor: str) -> str | None:
     try:
         return model.get_tensor_datatype(tensor).name
     except Exception:  # a tensor without shape or annotation
-        return None
-
-
-def bits(datatype: str | None) -> int | None:
-    """The bit width of a QONNX data type name."""
-    if not datatype:
-        return None
-    from qonnx.core.datatype import DataType
-
-    try:
-        return int(DataType[datatype].bitwidth())
-    except (KeyError, ValueError):
         return None
 
 
@@ -313,9 +301,9 @@ def versions() -> dict:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    import brainsmith
+    from brainsmith.version import __version__
 
-    found = {"brainsmith": brainsmith.__version__}
+    found = {"brainsmith": __version__}
     for label, dist in (("finn", "finn-plus"), ("qonnx", "qonnx")):
         try:
             found[label] = version(dist)

@@ -9,8 +9,8 @@ import os
 import string
 from urllib.parse import quote
 
-from brainsmith.builder.report import RESOURCES, bits
 from brainsmith.builder.rtl_check import rtlsim_html
+from brainsmith.builder.units import RESOURCES, bits
 
 NONE = "<span class='none'>-</span>"
 

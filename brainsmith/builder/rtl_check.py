@@ -8,7 +8,7 @@ import html
 import os
 import traceback
 
-from brainsmith.builder.errors import BuildError
+from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.state import BuildRun
 
 WORKDIR = ("finn", "rtlsim")  # per-layer compile logs and stream files, under the output dir
@@ -30,8 +30,8 @@ def require_simulator() -> str:
 
 
 def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
-    """Simulate the RTL layers of ``model`` after step ``index``; returns the progress text."""
-    from brainsmith.builder.flow import fail
+    """Simulate the RTL layers of ``model`` after step ``index``; returns the progress text.
+    A StepError says why the step fails (the simulation could not run, or a layer differs)."""
     from brainsmith.frameworks.finn_env import contain_finn_output
     from brainsmith.rtlsim import simulate_design
 
@@ -48,33 +48,24 @@ def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
             )
     except Exception as exc:  # the simulation could not run at all: fail the step, say why
         traceback.print_exc(file=run.log)
-        fail(
-            run,
-            model,
-            index,
+        raise StepError(
             f"RTL simulation could not run: {type(exc).__name__}: {exc}",
             f"see {run.path('build.log')}; set build.verify: final to verify in Python only",
-        )
+        ) from exc
     run.rtlsim = result.as_dict()
     record = run.records[index]
     if record.verification is not None:
         record.verification["rtlsim"] = {"ok": result.ok, "summary": result.summary()}
     stitched = result.stitched or {}
     if stitched.get("status") in ("mismatch", "failed"):
-        fail(
-            run,
-            model,
-            index,
+        raise StepError(
             f"RTL simulation of the stitched partition: {stitched['reason']}",
             f"every layer matches on its own; stream files and logs are in "
             f"{os.path.join(workdir, 'stitched')}",
         )
     for layer in result.layers:
         if layer.failed:
-            fail(
-                run,
-                model,
-                index,
+            raise StepError(
                 f"RTL simulation: layer {layer.name} ({layer.op_type}) "
                 + describe(layer.as_dict()),
                 f"the generated RTL or its parameter files in "

@@ -82,7 +82,7 @@ class DaskCluster:
                 f"the Dask scheduler at {self.client.scheduler.address} has no workers",
                 f"start workers with: dask worker {self.client.scheduler.address} --nthreads 1",
             ) from None
-        import brainsmith
+        from brainsmith.version import __version__
 
         seen = self.client.run(check_worker, os.path.abspath(folder))
         blind = [w for w, facts in seen.items() if not facts["sees_output"]]
@@ -92,12 +92,10 @@ class DaskCluster:
                 f"{os.path.abspath(folder)}",
                 "put -o on a file system every worker mounts at the same path (NFS, Lustre ...)",
             )
-        other = {
-            w: f["brainsmith"] for w, f in seen.items() if f["brainsmith"] != brainsmith.__version__
-        }
+        other = {w: f["brainsmith"] for w, f in seen.items() if f["brainsmith"] != __version__}
         if other:
             raise ExecutorError(
-                f"Dask worker(s) run another brainsmith: {other} (here {brainsmith.__version__})",
+                f"Dask worker(s) run another brainsmith: {other} (here {__version__})",
                 "install the same brainsmith (and plugins) where the workers run",
             )
         self.description["workers"] = len(seen)

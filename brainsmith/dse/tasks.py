@@ -201,10 +201,10 @@ def check_worker(folder: str) -> dict:
     """What a worker sees: the output folder, brainsmith's version, Python's."""
     import platform
 
-    import brainsmith
+    from brainsmith.version import __version__
 
     return {
         "sees_output": os.path.isdir(folder),
-        "brainsmith": brainsmith.__version__,
+        "brainsmith": __version__,
         "python": platform.python_version(),
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
+from brainsmith.plugin.manager import RESET_HOOKS
 from brainsmith.plugin.metadata import PRIORITY_LEVELS
 from brainsmith.plugin.spec import PluginSpec
 
@@ -69,7 +70,7 @@ def backends_of(kernel: str) -> list[PluginSpec]:
     short = kernel.rpartition(":")[2]
     found = [s for s in registry.specs("backend") if s.metadata.get("kernel") == short]
     if not found:
-        from brainsmith.plugin.registry import suggest
+        from brainsmith.plugin.names import suggest
 
         kernels = sorted({str(s.metadata.get("kernel")) for s in registry.specs("backend")})
         raise PluginNotFoundError(
@@ -133,7 +134,7 @@ def _chosen(kernel: str, candidates: list[PluginSpec], choice: str) -> PluginSpe
     else:
         pool = [s for s in candidates if choice in (s.name, s.qualified_name)]
         if not pool:
-            from brainsmith.plugin.registry import suggest
+            from brainsmith.plugin.names import suggest
 
             names = [s.name for s in candidates]
             raise PluginNotFoundError(
@@ -163,13 +164,14 @@ def _run_check(spec: PluginSpec, check) -> tuple[bool, str]:
         with contained():
             result = check()
     except Exception as exc:
-        from brainsmith.plugin.packages import origin, report
+        from brainsmith.plugin.containment import origin
+        from brainsmith.plugin.manager import report_problem
 
         if isinstance(exc, PluginExit):
             reason = f"availability check {exc}"
         else:
             reason = f"availability check raised {type(exc).__name__}: {exc} ({origin(exc)})"
-        report(spec.framework, f"{spec.type} {spec.qualified_name}", reason)
+        report_problem(spec.framework, f"{spec.type} {spec.qualified_name}", reason)
         return False, f"{spec.qualified_name}: {reason}"
     if isinstance(result, tuple):
         ok, reason = bool(result[0]), str(result[1]) if len(result) > 1 else ""
@@ -199,8 +201,6 @@ def _registry():
 def _reset() -> None:
     _switched.clear()
 
-
-from brainsmith.plugin.manager import RESET_HOOKS  # noqa: E402
 
 RESET_HOOKS.append(_reset)
 

@@ -6,6 +6,7 @@ import _thread
 import weakref
 
 from brainsmith.plugin.errors import PluginNotFoundError
+from brainsmith.plugin.manager import CHANGE_HOOKS, get_plugin_manager
 from brainsmith.plugin.spec import PluginSpec
 
 _views: weakref.WeakSet = weakref.WeakSet()
@@ -68,7 +69,7 @@ class PluginCollection:
         if self._subset is not None:
             spec = self._subset.get(name)
             if spec is None:
-                from brainsmith.plugin.registry import suggest
+                from brainsmith.plugin.names import suggest
 
                 raise PluginNotFoundError(
                     f"{self._type} '{name}' is not part of this blueprint"
@@ -155,7 +156,6 @@ class PluginCollection:
 
 
 def _registry():
-    from brainsmith.plugin.manager import get_plugin_manager
 
     return get_plugin_manager().registry()
 
@@ -165,3 +165,6 @@ def forget_cached_lookups() -> None:
         _generation[0] += 1
         for view in list(_views):
             view._forget()
+
+
+CHANGE_HOOKS.append(forget_cached_lookups)

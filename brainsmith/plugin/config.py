@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 
+from brainsmith.plugin import memo
 from brainsmith.plugin.errors import ConfigError
+from brainsmith.plugin.memo import default_cache_dir
 
 DISCOVERY_MODES = ("full", "blueprint", "selective")
 DEFAULT_PRIORITY = ("brainsmith", "user", "*", "finn", "qonnx")
@@ -70,11 +72,6 @@ class PluginConfig:
         return {key: getattr(self, key) for key in self.__slots__}
 
 
-def default_cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "brainsmith")
-
-
 def find_project_file(start: str | None = None) -> str | None:
     """The nearest ``.brainsmith/config.yaml`` at or above ``start`` (default: the cwd)."""
     explicit = os.environ.get("BRAINSMITH_CONFIG")
@@ -121,7 +118,6 @@ def read_project_section(path: str) -> dict:
     nothing is written to a cache directory before config.yaml had its say about
     ``cache_dir``. The memo is used only when that folder is the user's own (see ``memo``);
     otherwise the file is parsed each time."""
-    from brainsmith.plugin import memo
 
     try:
         st = os.stat(path)

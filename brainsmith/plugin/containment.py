@@ -28,8 +28,6 @@ class PluginExit(Exception):
 
 def describe(exc: BaseException) -> str:
     """``called sys.exit(3) at file:line`` / ``raised KeyboardInterrupt at file:line``."""
-    from brainsmith.plugin.packages import origin
-
     if isinstance(exc, SystemExit):
         what = f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
     else:
@@ -101,3 +99,11 @@ def _watch_sigint() -> _SigintWatch:
             signal.signal(signal.SIGINT, _on_sigint)
         _SigintWatch._depth += 1
     return _SigintWatch(True)
+
+
+def origin(exc: BaseException) -> str:
+    """``file:line`` where ``exc`` was raised."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "unknown location"

@@ -27,9 +27,7 @@ import sys
 from collections.abc import Callable
 
 from brainsmith.plugin.errors import PluginMetadataError
-from brainsmith.plugin.metadata import first_doc_line, validate_metadata
-
-PLUGIN_ATTRIBUTE = "__brainsmith_plugin__"
+from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE, first_doc_line, validate_metadata
 
 
 def transform(target=None, /, **metadata):

@@ -18,8 +18,7 @@ import time
 
 from brainsmith.plugin import log, memo, stamps
 from brainsmith.plugin.config import PluginConfig
-from brainsmith.plugin.registry import PluginProblem
-from brainsmith.plugin.spec import PluginSpec
+from brainsmith.plugin.spec import PluginProblem, PluginSpec
 from brainsmith.plugin.stamps import stamp_paths, unchanged
 from brainsmith.plugin.trust import BUILTIN_FRAMEWORKS, from_source
 
@@ -330,6 +329,6 @@ def _scanner_stamp() -> int:
 
 
 def _brainsmith_version() -> str:
-    from brainsmith import __version__
+    from brainsmith.version import __version__
 
     return __version__

@@ -126,9 +126,18 @@ def _plain_names(folder: str) -> set[str]:
 _finder = PluginFolderFinder()
 
 
-def activate(folders: tuple[str, ...]) -> None:
-    """Make plugin folders importable as packages (done when a plugin of one loads); plain
-    sibling imports try them in this order."""
+_configured: list[tuple[str, ...]] = [()]  # the process's plugin folders, set by the manager
+
+
+def configure(folders: tuple[str, ...]) -> None:
+    """Remember the configured plugin folders (the manager does, at each discovery)."""
+    _configured[0] = tuple(folders)
+
+
+def activate(folders: tuple[str, ...] | None = None) -> None:
+    """Make plugin folders (the configured ones by default) importable as packages (done when
+    a plugin of one loads); plain sibling imports try them in this order."""
+    folders = _configured[0] if folders is None else folders
     if len(_finder.folders) != len(folders) or list(_finder.folders.values()) != list(folders):
         _finder.folders = {package_name(folder): folder for folder in folders}
     if _finder not in sys.meta_path:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 
 from brainsmith.plugin.errors import PluginError, PluginNotFoundError
+from brainsmith.plugin.manager import RESET_HOOKS
 from brainsmith.plugin.spec import PluginSpec
 
 DOMAIN = "brainsmith.custom_op"
@@ -119,11 +120,12 @@ class CustomKernel:
             raise self._failure(stage, exc) from exc
 
     def _failure(self, stage: str, exc: Exception) -> KernelExecutionError:
-        from brainsmith.plugin.packages import origin, report
+        from brainsmith.plugin.containment import origin
+        from brainsmith.plugin.manager import report_problem
 
         owner = f"{self.framework or 'unregistered'}:{self.name}"
         reason = f"{stage} raised {type(exc).__name__}: {exc} ({origin(exc)})"
-        report(self.framework or self.name, f"kernel {owner}", reason)
+        report_problem(self.framework or self.name, f"kernel {owner}", reason)
         return KernelExecutionError(f"kernel '{self.name}' ({owner}) failed: {reason}")
 
     def __repr__(self) -> str:
@@ -281,7 +283,7 @@ def is_custom_kernel_registered(name: str) -> bool:
 def get_custom_kernel(name: str) -> CustomKernel:
     spec = _kernels.get(name)
     if spec is None:
-        from brainsmith.plugin.registry import suggest
+        from brainsmith.plugin.names import suggest
 
         known = ", ".join(sorted(_kernels)) or "none"
         raise PluginNotFoundError(
@@ -429,8 +431,6 @@ def _reset() -> None:
     for spec in list(_kernels.values()):
         remove_ops([spec])
 
-
-from brainsmith.plugin.manager import RESET_HOOKS  # noqa: E402
 
 RESET_HOOKS.append(_reset)
 

@@ -36,9 +36,8 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     _check_declared(spec, module_name)
     if spec.metadata.get("plugin_dir"):
         from brainsmith.plugin import folders
-        from brainsmith.plugin.manager import get_plugin_manager
 
-        folders.activate(get_plugin_manager().config.plugin_dirs)  # a package per folder
+        folders.activate()  # the configured folders, a package each
     if module_name.startswith(FINN_USERS):
         from brainsmith.frameworks.finn_env import prepare_finn
 
@@ -124,7 +123,7 @@ def not_this_plugin(spec: PluginSpec, obj: object) -> str | None:
         if _is_framework_plugin(spec, obj):
             return None
         return f"is not a {spec.type} {spec.framework} registers as {spec.name!r}"
-    from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
+    from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
 
     marker = getattr(obj, "__dict__", {}).get(PLUGIN_ATTRIBUTE)
     if not isinstance(marker, dict) or marker.get("type") != spec.type:

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from brainsmith.plugin import log
+from brainsmith.plugin import folders, log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.discovery import BUILTIN_FRAMEWORKS, DiscoveryResult, discover, records
 from brainsmith.plugin.registry import Registry, RegistryChanges
@@ -133,6 +133,7 @@ class PluginManager:
                 result = discover(config, reload_modules=not first)
             finally:
                 self._discovering = None
+            folders.configure(config.plugin_dirs)
             fresh = () if first else self._modules_to_reload(result)
             specs, problems = records(result.states, config)
             changes, gone = registry.sync(specs, problems, fresh)
@@ -153,9 +154,7 @@ class PluginManager:
         if gone:
             self.drop_instances(gone)
         if (changes or gone) and not first:  # a first discovery has no lookups to forget
-            from brainsmith.plugin.collections import forget_cached_lookups
-
-            forget_cached_lookups()
+            _registry_changed()
             log.info("plugins changed:\n%s", changes)
         log.debug(
             "discovered %d plugins in %.1f ms (index %s)",
@@ -182,7 +181,6 @@ class PluginManager:
     def _modules_to_reload(self, result: DiscoveryResult) -> tuple[str, ...]:
         """Modules this process imported whose code has changed since: forgotten, so that
         their plugins import the new code on next use (user folders and pip packages)."""
-        from brainsmith.plugin import folders
         from brainsmith.plugin.sources.entry_points import forget_modules
 
         fresh: list[str] = []
@@ -251,7 +249,7 @@ class PluginManager:
         for dist, _version, _name, value in self._states.get("entry_points", {}).get("listing", []):
             ep_module = value.partition(":")[0].strip()
             if module == ep_module or module.startswith(ep_module + "."):
-                from brainsmith.plugin.sources.entry_points import normalise
+                from brainsmith.plugin.names import normalise
 
                 return normalise(dist)
         return "user"
@@ -269,9 +267,7 @@ class PluginManager:
         for spec in specs:
             registry.remove(spec)
         self.drop_instances(specs)
-        from brainsmith.plugin.collections import forget_cached_lookups
-
-        forget_cached_lookups()
+        _registry_changed()
 
     # -- objects and instances -------------------------------------------------------------
     def get(self, plugin_type: str, name: str) -> object:
@@ -502,7 +498,22 @@ def register_decorated(plugin_type: str, obj: object, metadata: dict, where: str
     get_plugin_manager().on_decorated(plugin_type, obj, metadata, where)
 
 
-RESET_HOOKS: list = []  # callables run by reset_plugin_system (runtime plugin tables)
+# Process state kept outside the manager registers here, so the manager needs no import of it:
+RESET_HOOKS: list = []  # run by reset_plugin_system (runtime plugin tables)
+CHANGE_HOOKS: list = []  # run whenever the registry's plugins change (cached tfm.X lookups)
+
+
+def _registry_changed() -> None:
+    for hook in list(CHANGE_HOOKS):
+        hook()
+
+
+def report_problem(source: str, plugin: str, reason: str) -> None:
+    """Record a problem for ``health_check()`` and ``brainsmith plugins list --all`` (once: a
+    kernel may fail on every call)."""
+    registry = get_plugin_manager().registry()
+    if not any(p.plugin == plugin and p.reason == reason for p in registry.problems):
+        registry.report(source, plugin, reason)
 
 
 def reset_plugin_system() -> None:
@@ -510,9 +521,7 @@ def reset_plugin_system() -> None:
     global _manager
     for hook in list(RESET_HOOKS):
         hook()
-    folders = sys.modules.get("brainsmith.plugin.folders")
-    if folders is not None:
-        folders.forget()  # plugin folders' modules: imported afresh by the next use
+    folders.forget()  # plugin folders' modules: imported afresh by the next use
     with _manager_lock:
         old = _manager
         _manager = None
@@ -521,9 +530,7 @@ def reset_plugin_system() -> None:
         old.drop_instances()
         if pending:
             get_plugin_manager()._pending.extend(pending)
-    from brainsmith.plugin.collections import forget_cached_lookups
-
-    forget_cached_lookups()
+    _registry_changed()
 
 
 __all__ = ["PluginManager", "get_plugin_manager", "reset_plugin_system"]

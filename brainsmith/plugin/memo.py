@@ -19,6 +19,7 @@ import os
 import stat
 
 from brainsmith.plugin import log
+from brainsmith.plugin.errors import CacheDirectoryError
 
 MAGIC = b"BSMEMO1\n"
 MAX_BYTES = 64 << 20  # a memo file is at most a few MB; anything larger is not ours
@@ -32,9 +33,13 @@ def cache_dir() -> str:
     override = os.environ.get("BRAINSMITH_CACHE_DIR")
     if override:
         return os.path.abspath(override)
-    from brainsmith.plugin.config import default_cache_dir
-
     return default_cache_dir()
+
+
+def default_cache_dir() -> str:
+    """``$XDG_CACHE_HOME/brainsmith`` (``~/.cache/brainsmith``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "brainsmith")
 
 
 def usable_dir(path: str, create: bool, quiet: bool = False) -> bool:
@@ -266,8 +271,6 @@ def remove_all(directory: str | None = None) -> int:
         return 0
     problem = dir_problem(directory)
     if problem is not None:
-        from brainsmith.plugin.errors import CacheDirectoryError
-
         raise CacheDirectoryError(f"{problem}; nothing was removed", directory)
     return sum(
         remove_if_ours(os.path.join(directory, name))

@@ -6,6 +6,8 @@ plugin's metadata is judged the same way whichever sees it first.
 
 from __future__ import annotations
 
+PLUGIN_ATTRIBUTE = "__brainsmith_plugin__"  # the decorator's mark on a plugin object
+
 PRIORITY_LEVELS = {"HIGHEST": 100, "HIGH": 75, "NORMAL": 50, "LOW": 25, "LOWEST": 0}
 BACKEND_TYPES = ("hls", "rtl")
 
@@ -51,7 +53,7 @@ def validate_metadata(plugin_type: str, given: dict) -> tuple[dict, list[str]]:
     metadata: dict = {}
     for key, value in given.items():
         if key not in allowed:
-            from brainsmith.plugin.registry import suggest
+            from brainsmith.plugin.names import suggest
 
             problems.append(
                 f"unknown keyword '{key}'{suggest(key, list(allowed))} "

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from brainsmith.plugin import oplock
+from brainsmith.plugin.containment import origin
 from brainsmith.plugin.errors import PluginError, PluginLoadError, PluginNotFoundError
+from brainsmith.plugin.manager import RESET_HOOKS, report_problem
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import VersionInfo, incompatibility
 
@@ -258,7 +260,7 @@ def install(plugin: Plugin, framework: str) -> list[PluginSpec]:
 
     reason = plugin.info.incompatibility()
     if reason:
-        report(framework, f"plugin {plugin.name}", f"unavailable: {reason}")
+        report_problem(framework, f"plugin {plugin.name}", f"unavailable: {reason}")
         raise PluginLoadError(f"plugin '{plugin.name}' is unavailable: {reason}")
     registry = get_plugin_manager().registry()
     if plugin.initialize_fn is not None:
@@ -288,8 +290,8 @@ def uninstall(plugin: Plugin | None, specs: list[PluginSpec]) -> None:
 
 def contributions(plugin: Plugin, framework: str, items: list) -> tuple[list, list]:
     """(new specs, specs they replace) for a package's items; nothing is changed yet."""
-    from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
     from brainsmith.plugin.manager import get_plugin_manager
+    from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
 
     registry = get_plugin_manager().registry()
     specs: list[PluginSpec] = []
@@ -357,29 +359,12 @@ def run_hook(plugin: Plugin, stage: str, fn: Callable, *args: object) -> object:
             reason = f"{stage} {exc}"
         else:
             reason = f"{stage} raised {type(exc).__name__}: {exc} ({origin(exc)})"
-        report(plugin.info.framework, f"plugin {plugin.name}", reason)
+        report_problem(plugin.info.framework, f"plugin {plugin.name}", reason)
         raise PluginLifecycleError(f"plugin '{plugin.name}': {reason}", plugin.name, stage) from exc
 
 
-def report(source: str, plugin: str, reason: str) -> None:
-    """Record a problem for ``health_check()`` and ``brainsmith plugins list --all``."""
-    from brainsmith.plugin.manager import get_plugin_manager
-
-    registry = get_plugin_manager().registry()
-    if not any(p.plugin == plugin and p.reason == reason for p in registry.problems):
-        registry.report(source, plugin, reason)  # once: a kernel may fail on every call
-
-
-def origin(exc: BaseException) -> str:
-    """``file:line`` where ``exc`` was raised."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb else "unknown location"
-
-
 def not_found(name: str, known: list[str], what: str = "plugin package") -> PluginNotFoundError:
-    from brainsmith.plugin.registry import suggest
+    from brainsmith.plugin.names import suggest
 
     listing = ", ".join(sorted(known)) or "none"
     return PluginNotFoundError(
@@ -409,8 +394,6 @@ def _reset() -> None:
             registry._plugins.clear()
             registry._specs.clear()
 
-
-from brainsmith.plugin.manager import RESET_HOOKS  # noqa: E402
 
 RESET_HOOKS.append(_reset)
 

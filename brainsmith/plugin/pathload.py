@@ -19,8 +19,9 @@ import sys
 from dataclasses import dataclass, replace
 
 from brainsmith.plugin import oplock
-from brainsmith.plugin.containment import PluginExit, contained
+from brainsmith.plugin.containment import PluginExit, contained, origin
 from brainsmith.plugin.errors import PluginError, PluginLoadError
+from brainsmith.plugin.manager import RESET_HOOKS, report_problem
 from brainsmith.plugin.packages import (
     Plugin,
     PluginInfo,
@@ -31,9 +32,7 @@ from brainsmith.plugin.packages import (
     framework_name,
     install,
     not_found,
-    origin,
     release,
-    report,
     run_hook,
     withdraw,
 )
@@ -212,7 +211,7 @@ def _checked(name: str, declared: object, where: str) -> dict:
     info = _info(name, metadata, "", where)
     reason = info.incompatibility()
     if reason:
-        report(info.framework, f"plugin {name}", f"unavailable: {reason}")
+        report_problem(info.framework, f"plugin {name}", f"unavailable: {reason}")
         raise PluginLoadError(f"plugin '{name}' ({where}) is unavailable: {reason}; not loaded")
     return metadata
 
@@ -268,7 +267,7 @@ def _load(path: str, kind: str, name: str, module_name: str, declared: dict | No
         else:
             where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
             reason = f"importing it raised {type(exc).__name__}: {exc}{where}"
-        report(framework, f"plugin {name}", reason)
+        report_problem(framework, f"plugin {name}", reason)
         raise PluginLoadError(f"cannot load plugin '{name}' from {path}: {reason}") from exc
     specs = manager.registry().specs(framework=framework)
     for spec in specs:
@@ -374,8 +373,6 @@ def _reset() -> None:
     for record in records:
         _forget_modules(record.module_name)
 
-
-from brainsmith.plugin.manager import RESET_HOOKS  # noqa: E402
 
 RESET_HOOKS.append(_reset)
 

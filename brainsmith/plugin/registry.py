@@ -6,27 +6,8 @@ import _thread
 
 from brainsmith.plugin import log
 from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
-from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
-
-
-class PluginProblem:
-    """Something wrong with one plugin or source, kept for ``health_check()``."""
-
-    __slots__ = ("plugin", "reason", "source")
-
-    def __init__(self, source: str, plugin: str, reason: str) -> None:
-        self.source = source
-        self.plugin = plugin
-        self.reason = reason
-
-    def as_dict(self) -> dict:
-        return {"source": self.source, "plugin": self.plugin, "reason": self.reason}
-
-    def to_record(self) -> list:
-        return [self.source, self.plugin, self.reason]
-
-    def __repr__(self) -> str:
-        return f"<PluginProblem {self.plugin}: {self.reason}>"
+from brainsmith.plugin.names import suggest
+from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
 
 class RegistryChanges:
@@ -337,23 +318,6 @@ class Registry:
 def check_type(type: str) -> None:
     if type not in PLUGIN_TYPES:
         raise ValueError(f"unknown plugin type {type!r}; expected one of {', '.join(PLUGIN_TYPES)}")
-
-
-def suggest(name: str, pool: list[str]) -> str:
-    """ "; did you mean 'X'?" for the closest names in ``pool`` (empty when none is close)."""
-    if not pool:
-        return ""
-    lowered = {p.lower(): p for p in pool}
-    if name.lower() in lowered:
-        return f"; did you mean '{lowered[name.lower()]}'?"
-    import difflib
-
-    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
-    if not close:
-        close = [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=3)]
-    if not close:
-        return ""
-    return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
 
 
 def _warn_at(spec: PluginSpec, reason: str) -> None:

@@ -113,3 +113,23 @@ def is_target(target: object) -> bool:
         return False
     module, colon, qualname = target.partition(":")
     return bool(colon) and all(map(str.isidentifier, [*module.split("."), *qualname.split(".")]))
+
+
+class PluginProblem:
+    """Something wrong with one plugin or source, kept for ``health_check()``."""
+
+    __slots__ = ("plugin", "reason", "source")
+
+    def __init__(self, source: str, plugin: str, reason: str) -> None:
+        self.source = source
+        self.plugin = plugin
+        self.reason = reason
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "plugin": self.plugin, "reason": self.reason}
+
+    def to_record(self) -> list:
+        return [self.source, self.plugin, self.reason]
+
+    def __repr__(self) -> str:
+        return f"<PluginProblem {self.plugin}: {self.reason}>"

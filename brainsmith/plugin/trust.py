@@ -78,7 +78,7 @@ def _in_plugin_folder(spec: PluginSpec, folder: str, config: PluginConfig) -> bo
 def _declared_by_a_distribution(spec: PluginSpec, state: dict) -> bool:
     """A pip package's module belongs to a package an entry point of the distribution whose
     name is the record's framework declares (a built-in framework's name is never one)."""
-    from brainsmith.plugin.sources.entry_points import normalise
+    from brainsmith.plugin.names import normalise
 
     if spec.framework in BUILTIN_FRAMEWORKS:
         return False

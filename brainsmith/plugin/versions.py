@@ -55,7 +55,7 @@ class VersionInfo:
     @classmethod
     def current(cls) -> VersionInfo:
         """The running brainsmith's version."""
-        from brainsmith import __version__
+        from brainsmith.version import __version__
 
         return cls.parse(__version__)
 
@@ -109,7 +109,7 @@ def incompatibility(metadata: dict, version: str | None = None) -> str | None:
     if not any(metadata.get(k) for k in VERSION_KEYS):
         return None
     if version is None:
-        from brainsmith import __version__ as version
+        from brainsmith.version import __version__ as version
     current = VersionInfo.parse(version)
     try:
         low = metadata.get("min_brainsmith_version")

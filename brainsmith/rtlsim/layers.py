@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from brainsmith.rtlsim.sources import FAILED, MATCH, MISMATCH, NOT_SIMULATED
+
 HW_DOMAIN = "finn.custom_op.fpgadataflow"
-MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
 
 
 @dataclass

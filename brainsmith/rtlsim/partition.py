@@ -24,8 +24,16 @@ import time
 
 import numpy as np
 
-from brainsmith.rtlsim.layers import FAILED, MATCH, MISMATCH, NOT_SIMULATED
-from brainsmith.rtlsim.sources import LayerDesign, NotSimulated, Stream, layer_design
+from brainsmith.rtlsim.sources import (
+    FAILED,
+    MATCH,
+    MISMATCH,
+    NOT_SIMULATED,
+    LayerDesign,
+    NotSimulated,
+    Stream,
+    layer_design,
+)
 
 
 def simulate_partition(model, contexts, workdir: str, fpga_part: str, clock_ns: float) -> dict:

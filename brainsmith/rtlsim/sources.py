@@ -29,6 +29,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
+# How a layer or a stitched partition came out of simulation.
+MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
+
 HLS_REASON = "HLS layer: its RTL comes from Vitis HLS synthesis (not available here)"
 
 

@@ -54,7 +54,7 @@ class Checker:
         return known
 
     def _key_hint(self, key: object, keys: list[str]) -> str:
-        from brainsmith.plugin.registry import suggest
+        from brainsmith.plugin.names import suggest
 
         if not isinstance(key, str):
             return ""
@@ -109,7 +109,7 @@ class Checker:
     def choice(self, path: Path, value: object, choices: tuple[str, ...]) -> str | None:
         if isinstance(value, str) and value in choices:
             return value
-        from brainsmith.plugin.registry import suggest
+        from brainsmith.plugin.names import suggest
 
         hint = suggest(value, list(choices)) if isinstance(value, str) else ""
         self.fail(path, f"{label(path)} is {describe(value)}", f"one of {', '.join(choices)}", hint)

@@ -212,7 +212,7 @@ def _bad_path(text: str) -> bool:
 
 def _sibling_hint(display: str, requester: str) -> str:
     """Did-you-mean among the blueprint files beside the missing one (not the requester)."""
-    from brainsmith.plugin.registry import suggest
+    from brainsmith.plugin.names import suggest
 
     folder = os.path.dirname(display) or "."
     try:

@@ -15,7 +15,8 @@ from brainsmith.plugin.blueprint.model import KernelChoice, SkippedPlugin
 from brainsmith.plugin.blueprint.schema import KernelRef, Ref
 from brainsmith.plugin.loading import INSTALL_HINTS
 from brainsmith.plugin.metadata import BACKEND_TYPES
-from brainsmith.plugin.registry import Registry, suggest
+from brainsmith.plugin.names import suggest
+from brainsmith.plugin.registry import Registry
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
 LOGGER_NAME = "brainsmith.plugin.blueprint"

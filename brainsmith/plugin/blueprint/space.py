@@ -433,6 +433,6 @@ def _objectives(check: Checker, value: object) -> tuple[tuple[str, str], ...]:
 
 
 def _suggest(name: str) -> str:
-    from brainsmith.plugin.registry import suggest
+    from brainsmith.plugin.names import suggest
 
     return suggest(name, list(METRICS))

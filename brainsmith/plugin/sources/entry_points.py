@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
+from brainsmith.plugin.names import normalise
 from brainsmith.plugin.sources.distributions import stamped_files
 from brainsmith.plugin.stamps import stamp_paths, unchanged
 
@@ -220,7 +221,7 @@ def forget_modules(packages: list[str]) -> None:
 def _decorated(module: object, framework: str, problems: list) -> list[list]:
     """Spec records of the decorated plugins in an entry point's module namespace."""
     from brainsmith.plugin.containment import contained
-    from brainsmith.plugin.decorators import PLUGIN_ATTRIBUTE
+    from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
 
     specs: list[list] = []
     with contained():
@@ -241,7 +242,7 @@ class ImportAssertion(Exception):
     """An ``AssertionError`` raised while a package's entry-point module imported."""
 
     def __init__(self, original: AssertionError) -> None:
-        from brainsmith.plugin.packages import origin
+        from brainsmith.plugin.containment import origin
 
         super().__init__(f"AssertionError: {original} at {origin(original)}")
 
@@ -269,7 +270,3 @@ def _declared_versions(module: object, framework: str, problems: list) -> dict:
 
 def _is_plugin_like(obj: object) -> bool:
     return isinstance(obj, type) or callable(obj)
-
-
-def normalise(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
