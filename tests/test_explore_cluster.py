@@ -58,11 +58,9 @@ def cluster(tmp_path):
 
     info = tmp_path / "scheduler.json"
     common = ["--no-dashboard", "--host", "127.0.0.1"]
-    processes = [
-        _start(
-            ["scheduler", "--port", "0", "--scheduler-file", str(info), *common], tmp_path / "s.log"
-        )
-    ]
+    # the scheduler's HTTP server on a free port: 8787 may be another test's
+    scheduler = ["scheduler", "--port", "0", "--dashboard-address", "127.0.0.1:0"]
+    processes = [_start([*scheduler, "--scheduler-file", str(info), *common], tmp_path / "s.log")]
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not info.is_file() and time.monotonic() < deadline:

@@ -50,7 +50,7 @@ def test_the_slurm_example_makes_single_threaded_workers():
     options = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     # the scheduler listens on loopback only: the job script is all this test looks at
     with SLURMCluster(
-        **options, scheduler_options={"host": "127.0.0.1", "dashboard_address": None}
+        **options, scheduler_options={"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
     ) as cluster:
         script = cluster.job_script()
     assert "--nthreads 1" in script and "--nworkers 8" in script

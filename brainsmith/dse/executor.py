@@ -212,7 +212,9 @@ def _local_cluster(workers: int):
             # the scheduler's HTTP server (health, metrics; the dashboard when bokeh is
             # installed) on a free loopback port, so explorations run side by side
             dashboard_address="127.0.0.1:0",
-            silence_logs=logging.ERROR,
+            # workers' own logs (a heartbeat cut short by Ctrl-C ...) would only scramble the
+            # progress display; each variant's failure is in its build.log and explore.json
+            silence_logs=logging.CRITICAL,
         )
 
 
