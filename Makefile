@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test bench networks fuzz lint setup browser simulator
+.PHONY: demo test test-fast bench networks fuzz lint setup browser simulator
 
 setup:
 	@$(BOOT)
@@ -19,6 +19,9 @@ demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 
 test: setup browser simulator  ## the whole test suite
 	@$(PY) -m pytest -q -n 2 --dist loadgroup
+
+test-fast: setup  ## the quick tier: no FINN builds, pip installs, clusters or simulators
+	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
 
 bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.build_overhead --runs 9

@@ -54,17 +54,25 @@ class IsolatedHub:
         reset_plugin_system()
 
 
+def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache: Path, config: Path) -> None:
+    """Point brainsmith at ``cache`` and ``config`` (written empty if missing) and clear every
+    other setting brainsmith reads from the environment (``plugin.config.ENV_VARS``)."""
+    from brainsmith.plugin.config import ENV_VARS
+
+    if not config.exists():
+        config.write_text("plugin_system: {}\n")
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
+    monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
+
+
 @pytest.fixture
 def brainsmith_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """An isolated brainsmith plugin hub for one test."""
     cache = tmp_path / "brainsmith-cache"
     cache.mkdir(mode=0o700)
-    config = tmp_path / "brainsmith-config.yaml"
-    config.write_text("plugin_system: {}\n")
-    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
-    monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
-    for var in ("BRAINSMITH_PLUGIN_DIRS", "BRAINSMITH_PLUGIN_MODE", "BRAINSMITH_PLUGIN_CACHE_TTL"):
-        monkeypatch.delenv(var, raising=False)
+    isolate_environment(monkeypatch, cache, tmp_path / "brainsmith-config.yaml")
     hub = IsolatedHub(tmp_path, monkeypatch)
     hub.reset()
     yield hub

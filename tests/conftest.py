@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from brainsmith.testing import isolate_environment
+
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 
@@ -46,17 +48,7 @@ def isolated_hub(request, tmp_path_factory, monkeypatch, warm_index):
     if request.node.get_closest_marker("cold_cache") is None:
         for entry in warm_index.iterdir():
             shutil.copy2(entry, cache / entry.name)
-    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
-    config = tmp_path_factory.mktemp("config") / "config.yaml"
-    config.write_text("plugin_system: {}\n")
-    monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
-    for var in (
-        "BRAINSMITH_PLUGIN_CACHE_TTL",
-        "BRAINSMITH_PLUGIN_MODE",
-        "BRAINSMITH_PLUGIN_DEBUG",
-        "BRAINSMITH_PLUGIN_DIRS",
-    ):
-        monkeypatch.delenv(var, raising=False)
+    isolate_environment(monkeypatch, cache, tmp_path_factory.mktemp("config") / "config.yaml")
     from brainsmith.plugin.manager import reset_plugin_system
 
     reset_plugin_system()
@@ -94,3 +86,18 @@ def plugin_folder(tmp_path, monkeypatch):
 
     write.folder = folder
     return write
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """A private plugin cache and config shared by one module's tests (a module-scoped
+    ``isolated_hub`` for modules whose builds share a warm hub); yields the cache folder."""
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    root = tmp_path_factory.mktemp("hub")
+    os.chmod(root, 0o700)
+    with pytest.MonkeyPatch.context() as patch:
+        isolate_environment(patch, root, root / "config.yaml")
+        reset_plugin_system()
+        yield root
+    reset_plugin_system()

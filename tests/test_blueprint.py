@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import statistics
-import time
 
 import pytest
 import yaml
@@ -410,7 +408,7 @@ def test_loading_a_blueprint_imports_no_plugin_module(tmp_path):
     assert "toy_kernels" not in after_transform and "'finn'" not in after_transform
 
 
-def test_twenty_plugin_blueprint_resolves_in_milliseconds(tmp_path):
+def test_twenty_plugin_blueprint_resolves_without_importing_a_plugin(tmp_path):
     path = write(
         tmp_path,
         "twenty.yaml",
@@ -430,13 +428,10 @@ def test_twenty_plugin_blueprint_resolves_in_milliseconds(tmp_path):
     """,
     )
     blueprint = load_blueprint(path)  # warms the index, imports yaml
-    assert sum(len(specs) for specs in blueprint.specs().values()) >= 20
-    timings = []
-    for _ in range(20):
-        started = time.perf_counter()
-        load_blueprint(path)
-        timings.append(time.perf_counter() - started)
-    assert statistics.median(timings) < 0.025  # measured ~0.4 ms; generous for loaded CI hosts
+    specs = [spec for group in blueprint.specs().values() for spec in group]
+    assert len(specs) >= 20
+    assert not [spec.qualified_name for spec in specs if spec.loaded]
+    # (how long this takes is benchmark P3's business: benchmarks/RESULTS.md)
 
 
 def test_loading_an_invalid_blueprint_raises_blueprint_error_not_other_errors(tmp_path):

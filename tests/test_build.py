@@ -26,24 +26,6 @@ CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    """A private plugin cache and config for the module's builds (module-scoped hub)."""
-    from brainsmith.plugin.manager import reset_plugin_system
-
-    root = tmp_path_factory.mktemp("hub")
-    os.chmod(root, 0o700)
-    config = root / "config.yaml"
-    config.write_text("plugin_system: {}\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
-        patch.setenv("BRAINSMITH_CONFIG", str(config))
-        patch.delenv("BRAINSMITH_PLUGIN_DIRS", raising=False)
-        reset_plugin_system()
-        yield root
-    reset_plugin_system()
-
-
 def reference_vectors(folder: Path, count: int = 4) -> tuple[Path, Path]:
     """Inputs and the original QONNX model's outputs for them, as --input/--expected files."""
     from qonnx.core.modelwrapper import ModelWrapper

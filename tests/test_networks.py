@@ -26,24 +26,6 @@ BACKEND_DOMAINS = ("finn.custom_op.fpgadataflow.hls", "finn.custom_op.fpgadatafl
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("networks")]
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    """A private plugin cache and config for the module's builds."""
-    from brainsmith.plugin.manager import reset_plugin_system
-
-    root = tmp_path_factory.mktemp("hub")
-    os.chmod(root, 0o700)
-    config = root / "config.yaml"
-    config.write_text("plugin_system: {}\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
-        patch.setenv("BRAINSMITH_CONFIG", str(config))
-        patch.delenv("BRAINSMITH_PLUGIN_DIRS", raising=False)
-        reset_plugin_system()
-        yield root
-    reset_plugin_system()
-
-
 def build_with_torch_vectors(model: Path, blueprint: Path, out: Path, **options):
     vectors = (
         model.with_name(model.stem + "_input.npy"),

@@ -27,24 +27,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    """A private cache (plugin index and compiled layers) and config for the module."""
-    from brainsmith.plugin.manager import reset_plugin_system
-
-    root = tmp_path_factory.mktemp("hub")
-    os.chmod(root, 0o700)
-    config = root / "config.yaml"
-    config.write_text("plugin_system: {}\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
-        patch.setenv("BRAINSMITH_CONFIG", str(config))
-        patch.delenv("BRAINSMITH_PLUGIN_DIRS", raising=False)
-        reset_plugin_system()
-        yield root
-    reset_plugin_system()
-
-
-@pytest.fixture(scope="module")
 def mlp(hub, tmp_path_factory):
     out = tmp_path_factory.mktemp("mlp") / "out"
     return brainsmith.build(
