@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_python
 from tests.support.models import MLP, REPO
 
 BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
@@ -140,3 +141,24 @@ def test_signal_once_report_says_ok_changes_nothing(tmp_path):
     report = assert_consistent(result, tmp_path / "out")
     assert result.returncode == 0 and report["status"] == "ok"
     assert (tmp_path / "out" / "report.html").read_text().rstrip().endswith("</html>")
+
+
+HELD_BY_ANOTHER_THREAD = """
+import os, signal, threading, time
+from brainsmith.builder import interrupts
+
+stop = threading.Event()
+threading.Thread(target=stop.wait, daemon=True).start()  # started unmasked, as FINN's are
+with interrupts.handled():
+    with interrupts.blocked() as take:
+        os.kill(os.getpid(), signal.SIGINT)  # the main thread masks it: the other thread takes it
+        time.sleep(0.2)  # the Python handler runs in the main thread meanwhile
+        print("held:", [int(s) for s in take()])
+stop.set()
+"""
+
+
+def test_a_signal_another_thread_takes_is_held_back_too():
+    result = run_python(HELD_BY_ANOTHER_THREAD, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"held: [{int(signal.SIGINT)}]"

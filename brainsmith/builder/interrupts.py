@@ -2,7 +2,8 @@
 
 While ``handled()`` is active (main thread only), both signals raise ``BuildInterrupted``,
 which the build turns into a report with ``status: interrupted``. ``blocked()`` holds
-them back while a report is written. Once the outcome is written (``settled()``), a
+them back while a report is written (the signal mask for the main thread, and the handler
+for a signal another thread took). Once the outcome is written (``settled()``), a
 signal changes nothing any more: the handler only notes it (``late_signals()``).
 """
 
@@ -32,11 +33,16 @@ class _State:
     settled = False  # the build's outcome is written
     pending: int | None = None  # a signal raised but not yet reported
     late: list[int] = []  # signals received after the outcome was written
+    holding = 0  # depth of blocked() blocks
+    held: list[int] = []  # signals a thread without the mask took during blocked()
 
 
 def _handler(signum: int, frame: object) -> None:
     if _State.settled:
         _State.late.append(signum)
+        return
+    if _State.holding:  # the signal mask covers the main thread only: another thread
+        _State.held.append(signum)  # (a chart worker, FINN's) may have taken it
         return
     _State.pending = signum
     raise BuildInterrupted(signum)
@@ -84,7 +90,7 @@ def late_signals() -> list[int]:
 
 def _take() -> list[int]:
     """Consume the SIGINT/SIGTERM signals held back so far."""
-    taken = []
+    taken, _State.held = _State.held, []
     for s in signal.sigpending() & set(SIGNALS):
         if signal.sigtimedwait([s], 0) is not None:
             taken.append(s)
@@ -101,11 +107,14 @@ def blocked() -> Iterator[Callable[[], list[int]]]:
         return
     old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     late: list[int] = []
+    _State.holding += 1
     try:
         yield _take
     finally:
         late = _take()
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        _State.holding -= 1
+        late, _State.held = late + _State.held, []  # (any taken while the mask came off)
     if late and _State.settled:
         _State.late.extend(late)
     elif late:
