@@ -30,16 +30,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
 class Build:
     """A ``brainsmith build`` process whose stderr lines are read as they come."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, blueprint: Path = BLUEPRINT, env: dict | None = None) -> None:
         self.out = out
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "brainsmith.cli", "build", str(MLP), str(BLUEPRINT),
+            [sys.executable, "-m", "brainsmith.cli", "build", str(MLP), str(blueprint),
              "-o", str(out), "--verify", "each"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             cwd=REPO,
-            env={**os.environ, "COLUMNS": "200"},
+            env={**os.environ, "COLUMNS": "200", **(env or {})},
         )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
@@ -162,3 +162,47 @@ def test_a_signal_another_thread_takes_is_held_back_too():
     result = run_python(HELD_BY_ANOTHER_THREAD, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"held: [{int(signal.SIGINT)}]"
+
+
+def test_an_interrupt_a_library_swallows_still_stops_the_build(tmp_path):
+    """Some libraries catch everything (``except:``); the build stops at the next step."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "swallow.py").write_text(
+        "import time\n"
+        "from brainsmith.plugin.core import step\n\n"
+        "@step(name='swallowing_wait')\n"
+        "def swallowing_wait(model, cfg):\n"
+        "    try:\n"
+        "        time.sleep(30)\n"
+        "    except BaseException:\n"
+        "        pass\n"
+        "    return model\n"
+    )
+    blueprint = tmp_path / "swallow.yaml"
+    blueprint.write_text(
+        f"name: swallow\nextends: {BLUEPRINT}\n"
+        "steps: [cleanup, swallowing_wait, qonnx_to_finn, streamline]\n"
+    )
+    build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
+    build.wait_for_line("cleanup: ok")
+    time.sleep(0.5)
+    result = build.send(signal.SIGINT)
+    report = assert_consistent(result, tmp_path / "out")
+    assert result.returncode == 130 and report["error"]["step"] == "swallowing_wait"
+    assert [s["status"] for s in report["steps"]] == ["ok", "interrupted", "pending", "pending"]
+
+
+def test_an_ignored_sigint_stays_ignored_during_a_build():
+    """A build started with SIGINT ignored (a background job) is not made interruptible."""
+    code = (
+        "import os, signal\n"
+        "from brainsmith.builder import interrupts\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "with interrupts.handled():\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 1 and "BuildInterrupted: SIGTERM" in result.stderr

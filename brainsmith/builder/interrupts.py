@@ -61,8 +61,8 @@ def _main_thread() -> bool:
 
 @contextlib.contextmanager
 def handled() -> Iterator[None]:
-    """SIGINT/SIGTERM raise BuildInterrupted in the block; the old handlers come back after.
-    The outermost ``handled()`` starts unsettled."""
+    """SIGINT/SIGTERM raise BuildInterrupted in the block (an ignored signal stays ignored);
+    the old handlers come back after. The outermost ``handled()`` starts unsettled."""
     if not _main_thread():
         yield
         return
@@ -70,7 +70,8 @@ def handled() -> Iterator[None]:
     if all(p is not _handler for p in previous.values()):
         _State.settled, _State.pending, _State.late = False, None, []
     for s in SIGNALS:
-        signal.signal(s, _handler)
+        if previous[s] is not signal.SIG_IGN:  # e.g. SIGINT of a background job stays ignored
+            signal.signal(s, _handler)
     try:
         yield
     finally:

@@ -26,6 +26,7 @@ from brainsmith.builder.units import RESOURCES, bits
 RESOURCE_FILE = "estimate_layer_resources.json"
 BACKEND_SUFFIXES = {"_hls": "hls", "_rtl": "rtl"}
 LAYER_ATTRIBUTES = ("PE", "SIMD", "mem_mode", "ram_style", "resType")
+WEIGHTED = ("MVAU", "VVAU")  # Thresholding's "weightDataType" is its thresholds' type
 LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
 MAX_WARNINGS = 100
 
@@ -104,10 +105,8 @@ def layer_attributes(model, output_dir: str = "") -> dict[str, dict]:
             if attr in types:
                 value = op.get_nodeattr(attr)
                 entry[attr] = int(value) if attr in ("PE", "SIMD") else value
-        if "weightDataType" in types:
+        if "weightDataType" in types and entry["op_type"] in WEIGHTED:
             entry["weight_datatype"] = op.get_nodeattr("weightDataType")
-        elif len(node.input) > 1 and model.get_initializer(node.input[1]) is not None:
-            entry["weight_datatype"] = _datatype(model, node.input[1])
         for role in ("input", "weight", "output"):
             if entry.get(f"{role}_datatype"):
                 entry[f"{role}_bits"] = bits(entry[f"{role}_datatype"])

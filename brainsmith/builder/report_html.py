@@ -246,7 +246,8 @@ def _layers(layers: list[dict]) -> str:
         code = layer.get("code")
         cells.append(f"<td>{_link(code + '/', 'code')}</td>" if code else f"<td>{NONE}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table class='layers'><tr>{head}<th>generated</th></tr>{''.join(rows)}</table>"
+    table = f"<table class='layers'><tr>{head}<th>code</th></tr>{''.join(rows)}</table>"
+    return f"<div class='scroll'>{table}</div>"
 
 
 def _charts(charts: dict[str, str]) -> str:

@@ -86,7 +86,9 @@ def build(
             _exit(exc.exit_code)
         except KeyboardInterrupt as exc:  # before the build began: nothing was written
             signum = getattr(exc, "signum", 2)
-            click.echo(f"error: interrupted by {getattr(exc, 'name', 'SIGINT')}", err=True)
+            name = getattr(exc, "name", "SIGINT")
+            click.echo(f"error: build interrupted by {name} before it began; nothing was written",
+                       err=True)  # fmt: skip
             _exit(128 + signum)
         print_summary(result.report)
         if interrupts.late_signals():
