@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -52,8 +53,12 @@ def isolated_hub(request, tmp_path_factory, monkeypatch, warm_index):
     from brainsmith.plugin.manager import reset_plugin_system
 
     reset_plugin_system()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     yield
     reset_plugin_system()
+    for signum, handler in handlers.items():  # a test's handler never outlives it
+        if handler is not None and signal.getsignal(signum) is not handler:
+            signal.signal(signum, handler)
 
 
 def run_python(

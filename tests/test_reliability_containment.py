@@ -162,12 +162,23 @@ def test_plugin_file_calling_sys_exit_fails_to_load_naming_itself(plugin_folder,
     assert [p["plugin"] for p in health["broken_plugins"]] == ["transform user:Quitter"]
 
 
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler, as in a command run from a terminal (a test runner's
+    worker may have another, and then any KeyboardInterrupt counts as the user's)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize(
     "ending",
     ["import sys; sys.exit(1)", "raise KeyboardInterrupt", "raise GeneratorExit"],
     ids=["sys-exit", "keyboard-interrupt", "generator-exit"],
 )
-def test_reload_whose_new_version_ends_the_process_keeps_the_old_version(tmp_path, ending):
+def test_reload_whose_new_version_ends_the_process_keeps_the_old_version(
+    tmp_path, ending, default_sigint
+):
     path = tmp_path / "quitter.py"
     path.write_text(textwrap.dedent(PLUGIN_FILE.format(ending="")))
     load_plugin(path)

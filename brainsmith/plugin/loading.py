@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import time
 
 from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginLoadError
@@ -159,14 +160,26 @@ def _is_framework_plugin(spec: PluginSpec, obj: object) -> bool:
     return isinstance(table, dict) and table.get(spec.name) is obj
 
 
+DEADLOCK_RETRIES = 5
+
+
 def _import(module_name: str, timeout: float) -> object:
-    try:
-        return _import_within(module_name, timeout)
-    except BaseException:
-        folders = sys.modules.get("brainsmith.plugin.folders")
-        if folders is not None:
-            folders.drop_dead_aliases()
-        raise
+    """Import ``module_name``. Python's per-module import locks can refuse an import with
+    ``_DeadlockError`` when threads import a package and its modules in opposite orders
+    (CPython gh-83065); the other thread's import then completes, so the import is tried
+    again."""
+    attempt = 0
+    while True:
+        try:
+            return _import_within(module_name, timeout)
+        except BaseException as exc:
+            folders = sys.modules.get("brainsmith.plugin.folders")
+            if folders is not None:
+                folders.drop_dead_aliases()
+            if type(exc).__name__ != "_DeadlockError" or attempt == DEADLOCK_RETRIES:
+                raise
+        attempt += 1
+        time.sleep(0.02 * attempt)
 
 
 def _import_within(module_name: str, timeout: float) -> object:
