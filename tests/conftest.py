@@ -18,6 +18,28 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 
 
+# Modules whose tests install packages with pip, start many processes or import all of FINN:
+# marked slow, so `make test-fast` (-m "not slow") leaves them to `make test`.
+HEAVY_MODULES = {
+    "test_adapters",
+    "test_builtin_kernels",
+    "test_cache",
+    "test_docs_authoring",
+    "test_entry_points",
+    "test_index_freshness",
+    "test_one_registry",
+    "test_pytest_plugin",
+    "test_reliability_containment",
+    "test_reliability_races",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__.rpartition(".")[2] in HEAVY_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def warm_index(tmp_path_factory) -> Path:
     """A discovery index built once per session, copied into each test's own cache dir."""
