@@ -5,12 +5,14 @@ Importing this package is cheap: plugins, QONNX and FINN load only when used.
 
 from __future__ import annotations
 
-from brainsmith.version import __version__
-
 __all__ = ["__version__", "build", "explore"]
 
 
 def __getattr__(name: str):
+    if name == "__version__":
+        from brainsmith.version import __version__
+
+        return __version__
     if name == "build":
         from brainsmith.builder import build
 

@@ -19,12 +19,14 @@ steps = PluginCollection("step")
 
 def __getattr__(name: str) -> object:
     """Lifecycle names imported from here, as before they moved: served, with a warning."""
+    from brainsmith.plugin import LIFECYCLE_EXPORTS
+
+    if name not in LIFECYCLE_EXPORTS:
+        raise AttributeError(f"module 'brainsmith.plugins' has no attribute {name!r}")
     import importlib
+    import warnings
 
     lifecycle = importlib.import_module("brainsmith.plugin.lifecycle")
-    if name not in lifecycle.__all__:
-        raise AttributeError(f"module 'brainsmith.plugins' has no attribute {name!r}")
-    import warnings
 
     warnings.warn(
         f"brainsmith.plugins.{name} moved to brainsmith.plugin.lifecycle.{name}",

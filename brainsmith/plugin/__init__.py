@@ -30,6 +30,35 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
+# The lifecycle API, served by brainsmith.plugin.lifecycle (and, deprecated, from here).
+LIFECYCLE_EXPORTS = {
+    "VersionInfo": "brainsmith.plugin.versions",
+    "PluginInfo": "brainsmith.plugin.packages",
+    "PluginBuilder": "brainsmith.plugin.packages",
+    "Plugin": "brainsmith.plugin.packages",
+    "PluginRegistry": "brainsmith.plugin.packages",
+    "PluginLifecycleError": "brainsmith.plugin.packages",
+    "load_plugin": "brainsmith.plugin.pathload",
+    "unload_plugin": "brainsmith.plugin.pathload",
+    "reload_plugin": "brainsmith.plugin.pathload",
+    "get_plugin_info": "brainsmith.plugin.pathload",
+    "is_plugin_loaded": "brainsmith.plugin.pathload",
+    "list_plugins": "brainsmith.plugin.pathload",
+    "is_available": "brainsmith.plugin.availability",
+    "auto_select": "brainsmith.plugin.availability",
+    "switch_backend": "brainsmith.plugin.availability",
+    "backend_preferences": "brainsmith.plugin.availability",
+    "priority": "brainsmith.plugin.availability",
+    "PluginUnavailableError": "brainsmith.plugin.availability",
+    "KernelBuilder": "brainsmith.plugin.kernel_builder",
+    "register_example_kernels": "brainsmith.plugin.kernel_builder",
+    "list_custom_kernels": "brainsmith.plugin.kernel_builder",
+    "is_custom_kernel_registered": "brainsmith.plugin.kernel_builder",
+    "execute_kernel": "brainsmith.plugin.kernel_builder",
+    "KernelInputError": "brainsmith.plugin.kernel_builder",
+    "KernelExecutionError": "brainsmith.plugin.kernel_builder",
+}
+
 
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
@@ -48,12 +77,12 @@ def __dir__() -> list[str]:
 
 def _moved(name: str) -> object:
     """A lifecycle name imported from here, as before it moved: served, with a warning."""
+    if name not in LIFECYCLE_EXPORTS:  # (submodules come here too on first import)
+        raise AttributeError(f"module 'brainsmith.plugin' has no attribute {name!r}")
     import importlib
+    import warnings
 
     lifecycle = importlib.import_module("brainsmith.plugin.lifecycle")
-    if name not in lifecycle.__all__:
-        raise AttributeError(f"module 'brainsmith.plugin' has no attribute {name!r}")
-    import warnings
 
     warnings.warn(
         f"brainsmith.plugin.{name} moved to brainsmith.plugin.lifecycle.{name}",

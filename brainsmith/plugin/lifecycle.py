@@ -8,33 +8,8 @@ Names are imported on first use, so ``import brainsmith.plugin.lifecycle`` stays
 
 from __future__ import annotations
 
-_EXPORTS = {
-    "VersionInfo": "brainsmith.plugin.versions",
-    "PluginInfo": "brainsmith.plugin.packages",
-    "PluginBuilder": "brainsmith.plugin.packages",
-    "Plugin": "brainsmith.plugin.packages",
-    "PluginRegistry": "brainsmith.plugin.packages",
-    "PluginLifecycleError": "brainsmith.plugin.packages",
-    "load_plugin": "brainsmith.plugin.pathload",
-    "unload_plugin": "brainsmith.plugin.pathload",
-    "reload_plugin": "brainsmith.plugin.pathload",
-    "get_plugin_info": "brainsmith.plugin.pathload",
-    "is_plugin_loaded": "brainsmith.plugin.pathload",
-    "list_plugins": "brainsmith.plugin.pathload",
-    "is_available": "brainsmith.plugin.availability",
-    "auto_select": "brainsmith.plugin.availability",
-    "switch_backend": "brainsmith.plugin.availability",
-    "backend_preferences": "brainsmith.plugin.availability",
-    "priority": "brainsmith.plugin.availability",
-    "PluginUnavailableError": "brainsmith.plugin.availability",
-    "KernelBuilder": "brainsmith.plugin.kernel_builder",
-    "register_example_kernels": "brainsmith.plugin.kernel_builder",
-    "list_custom_kernels": "brainsmith.plugin.kernel_builder",
-    "is_custom_kernel_registered": "brainsmith.plugin.kernel_builder",
-    "execute_kernel": "brainsmith.plugin.kernel_builder",
-    "KernelInputError": "brainsmith.plugin.kernel_builder",
-    "KernelExecutionError": "brainsmith.plugin.kernel_builder",
-}
+from brainsmith.plugin import LIFECYCLE_EXPORTS as _EXPORTS
+
 __all__ = sorted(_EXPORTS)
 
 

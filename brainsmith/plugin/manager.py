@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from brainsmith.plugin import folders, log
+from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.discovery import BUILTIN_FRAMEWORKS, DiscoveryResult, discover, records
 from brainsmith.plugin.registry import Registry, RegistryChanges
@@ -133,7 +133,10 @@ class PluginManager:
                 result = discover(config, reload_modules=not first)
             finally:
                 self._discovering = None
-            folders.configure(config.plugin_dirs)
+            if config.plugin_dirs or "brainsmith.plugin.folders" in sys.modules:
+                from brainsmith.plugin import folders
+
+                folders.configure(config.plugin_dirs)
             fresh = () if first else self._modules_to_reload(result)
             specs, problems = records(result.states, config)
             changes, gone = registry.sync(specs, problems, fresh)
@@ -181,6 +184,7 @@ class PluginManager:
     def _modules_to_reload(self, result: DiscoveryResult) -> tuple[str, ...]:
         """Modules this process imported whose code has changed since: forgotten, so that
         their plugins import the new code on next use (user folders and pip packages)."""
+        from brainsmith.plugin import folders
         from brainsmith.plugin.sources.entry_points import forget_modules
 
         fresh: list[str] = []
@@ -521,7 +525,9 @@ def reset_plugin_system() -> None:
     global _manager
     for hook in list(RESET_HOOKS):
         hook()
-    folders.forget()  # plugin folders' modules: imported afresh by the next use
+    folders = sys.modules.get("brainsmith.plugin.folders")
+    if folders is not None:
+        folders.forget()  # plugin folders' modules: imported afresh by the next use
     with _manager_lock:
         old = _manager
         _manager = None

@@ -6,7 +6,6 @@ import _thread
 
 from brainsmith.plugin import log
 from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
-from brainsmith.plugin.names import suggest
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
 
@@ -265,6 +264,8 @@ class Registry:
             return f"no {type} named '{name}': {self.disabled[framework]}"
         where = f" in framework '{framework}'" if framework else ""
         pool = [s.name for s in self.specs(type, framework)]
+        from brainsmith.plugin.names import suggest
+
         hint = suggest(name, pool)
         listing = f"brainsmith plugins list --type {type}" + (
             f" --framework {framework}" if framework else ""
