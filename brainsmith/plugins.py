@@ -19,21 +19,9 @@ steps = PluginCollection("step")
 
 def __getattr__(name: str) -> object:
     """Lifecycle names imported from here, as before they moved: served, with a warning."""
-    from brainsmith.plugin import LIFECYCLE_EXPORTS
+    from brainsmith.plugin import moved_lifecycle_name
 
-    if name not in LIFECYCLE_EXPORTS:
-        raise AttributeError(f"module 'brainsmith.plugins' has no attribute {name!r}")
-    import importlib
-    import warnings
-
-    lifecycle = importlib.import_module("brainsmith.plugin.lifecycle")
-
-    warnings.warn(
-        f"brainsmith.plugins.{name} moved to brainsmith.plugin.lifecycle.{name}",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(lifecycle, name)
+    return moved_lifecycle_name("brainsmith.plugins", name)
 
 
 __all__ = [

@@ -15,17 +15,8 @@ from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import kernels, transforms
 from tests.conftest import run_python
+from tests.support.plugins import PLUGIN
 
-PLUGIN = """
-from qonnx.transformation.base import Transformation
-from brainsmith.plugin.core import transform
-{prelude}
-
-@transform(name="{name}")
-class {name}(Transformation):
-    def apply(self, model):
-        return model, False
-"""
 BLUEPRINT = """
 name: pick-one
 hw_compiler:

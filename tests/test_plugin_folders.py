@@ -10,17 +10,7 @@ import pytest
 
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
 from brainsmith.plugins import transforms
-
-PLUGIN = """
-from qonnx.transformation.base import Transformation
-from brainsmith.plugin.core import transform
-{prelude}
-
-@transform(name="{name}")
-class {name}(Transformation):
-    def apply(self, model):
-        return model, False
-"""
+from tests.support.plugins import PLUGIN
 
 
 def plugin(name: str, prelude: str = "") -> str:

@@ -68,10 +68,6 @@ AUDITED = {
     ("brainsmith/plugin/lifecycle.py", "import_module"): (
         "lazy public attributes: the module name comes from the constant _EXPORTS table"
     ),
-    ("brainsmith/plugins.py", "import_module"): (
-        "a lifecycle name imported from its old place: the module is the constant "
-        "brainsmith.plugin.lifecycle"
-    ),
     ("brainsmith/cli/__init__.py", "import_module"): (
         "lazy subcommands: the module name comes from the constant COMMANDS table"
     ),

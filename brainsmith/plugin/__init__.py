@@ -63,7 +63,7 @@ LIFECYCLE_EXPORTS = {
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
-        return _moved(name)
+        return moved_lifecycle_name("brainsmith.plugin", name)
     import importlib
 
     value = getattr(importlib.import_module(module), name)
@@ -75,18 +75,16 @@ def __dir__() -> list[str]:
     return __all__
 
 
-def _moved(name: str) -> object:
-    """A lifecycle name imported from here, as before it moved: served, with a warning."""
+def moved_lifecycle_name(module: str, name: str) -> object:
+    """A lifecycle name imported from ``module``, as before it moved: served, with a warning."""
     if name not in LIFECYCLE_EXPORTS:  # (submodules come here too on first import)
-        raise AttributeError(f"module 'brainsmith.plugin' has no attribute {name!r}")
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
     import importlib
     import warnings
 
-    lifecycle = importlib.import_module("brainsmith.plugin.lifecycle")
-
     warnings.warn(
-        f"brainsmith.plugin.{name} moved to brainsmith.plugin.lifecycle.{name}",
+        f"{module}.{name} moved to brainsmith.plugin.lifecycle.{name}",
         DeprecationWarning,
-        stacklevel=3,
+        stacklevel=3,  # the importing line
     )
-    return getattr(lifecycle, name)
+    return getattr(importlib.import_module("brainsmith.plugin.lifecycle"), name)
