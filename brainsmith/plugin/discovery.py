@@ -30,7 +30,16 @@ KEPT_FOLDERS = 32  # states of plugin folders no longer configured, kept for a s
 class DiscoveryResult:
     """Outcome of one discovery, for the registry, stats and health."""
 
-    __slots__ = ("cache", "changed", "checked", "duration_ms", "imported", "source_ms", "states")
+    __slots__ = (
+        "cache",
+        "changed",
+        "checked",
+        "duration_ms",
+        "imported",
+        "shared",
+        "source_ms",
+        "states",
+    )
 
     def __init__(self) -> None:
         self.states: dict[str, dict] = {}
@@ -40,6 +49,7 @@ class DiscoveryResult:
         self.checked: set[str] = set()  # sources checked in full (their TTL had passed)
         self.imported: set[str] = set()  # top-level packages imported afresh by this scan
         self.duration_ms = 0.0
+        self.shared = False  # the index came from the shared (Redis) index
 
 
 def index_name() -> str:
@@ -83,6 +93,12 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     name = index_name()
     stamp = [INDEX_FORMAT, _brainsmith_version(), name, _scanner_stamp()]
     index = memo.read(name, stamp, config.cache_dir)
+    shared = config.cache_backend if config.cache_backend != "file" else None
+    if index is None and shared:  # another machine of this environment may have scanned
+        from brainsmith.plugin import shared_index
+
+        index = shared_index.read(shared, name, stamp)
+        result.shared = index is not None
     if not _valid_index(index):
         index = None
         log.debug("discovery index %s: none usable, scanning", name)
@@ -101,6 +117,8 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     if not stale:
         result.cache = "hit"
         log.debug("discovery index %s: within the TTL and unchanged, reused", name)
+        if result.shared:  # kept locally too: the next process needs no network
+            memo.write(name, stamp, index, config.cache_dir)
     else:
         scan_data = ScanData(name, stamp, config.cache_dir, bool(stored))
         _rescan(stale, stored, scan_data, now, config.cache_ttl, result, reload_modules)
@@ -254,7 +272,12 @@ def _write(
     states = {**others, **result.states}
     light = {k: {f: v for f, v in st.items() if f != "files"} for k, st in states.items()}
     payload = {"created": time.time(), "environment": surveyed, "sources": light}
-    if not memo.write(name, stamp, payload, config.cache_dir):
+    written = memo.write(name, stamp, payload, config.cache_dir)
+    if config.cache_backend != "file" and (result.changed or not result.shared):
+        from brainsmith.plugin import shared_index
+
+        shared_index.write(config.cache_backend, name, stamp, payload)
+    if not written:
         return False
     scanned = {k: st["files"] for k, st in result.states.items() if "files" in st}
     if result.changed or set(scan_data.all()) - set(states):

@@ -352,6 +352,7 @@ class PluginManager:
             "discovery_time_ms": round(self._stats["discovery_ms"], 3),
             "cache_hit_rate": self._stats["hits"] / lookups,
             "index_cache": last.cache if last else "none",
+            "index_from_shared_cache": bool(last and last.shared),
             "memory_usage_mb": round(_rss_mb(), 1),
             **counts,
             "source_timings_ms": {
@@ -528,6 +529,9 @@ def reset_plugin_system() -> None:
     folders = sys.modules.get("brainsmith.plugin.folders")
     if folders is not None:
         folders.forget()  # plugin folders' modules: imported afresh by the next use
+    shared = sys.modules.get("brainsmith.plugin.shared_index")
+    if shared is not None:
+        shared.forget_failures()  # a Redis that was down is tried again
     with _manager_lock:
         old = _manager
         _manager = None
