@@ -12,6 +12,7 @@ from brainsmith.builder import interrupts
 from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.outdir import DISK_FULL, os_problem, save_model
 from brainsmith.builder.state import BuildRun, Step
+from brainsmith.metrics import span
 from brainsmith.plugin.containment import PluginExit, contained
 
 OUTPUT_ERRORS = DISK_FULL | {errno.EROFS}  # the output folder's fault, not the step's
@@ -45,7 +46,8 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
         had_parent = run.context.dataflow_parent is not None
         began = time.perf_counter()
         try:  # contained(): a step calling sys.exit() fails like any other step
-            with contained(), contain_finn_output(run.log):
+            traced = span(f"brainsmith.step {step.name}", step=step.name, index=index + 1)
+            with traced, contained(), contain_finn_output(run.log):
                 model = step.fn(model, run.cfg)
         except StepError as exc:
             hint = exc.hint

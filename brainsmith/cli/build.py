@@ -44,6 +44,12 @@ from brainsmith.cli.output import console
     help="Move a previous build's output folder aside to <folder>.old-<time> and build "
     "there (only folders brainsmith build made).",
 )
+@click.option(
+    "--metrics-file",
+    type=click.Path(dir_okay=False),
+    help="Also write the build's metrics here in Prometheus' text format (for "
+    "node_exporter's textfile collector), whether the build succeeds or not.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
 def build(
     model: str,
@@ -53,6 +59,7 @@ def build(
     expected_npy: str | None,
     verify: str | None,
     force: bool,
+    metrics_file: str | None,
     quiet: bool,
 ) -> None:
     """Build a QONNX MODEL into a FINN dataflow design as BLUEPRINT says.
@@ -83,6 +90,8 @@ def build(
             )
         except BuildError as exc:
             click.echo(f"error: {exc.message()}", err=True)
+            if metrics_file and exc.report:
+                _write_metrics(metrics_file, exc.report)
             _exit(exc.exit_code)
         except KeyboardInterrupt as exc:  # before the build began: nothing was written
             signum = getattr(exc, "signum", 2)
@@ -91,6 +100,8 @@ def build(
                        err=True)  # fmt: skip
             _exit(128 + signum)
         print_summary(result.report)
+        if metrics_file:
+            _write_metrics(metrics_file, result.report_path)
         if interrupts.late_signals():
             click.echo(
                 "note: a signal arrived while the finished build wrote its report; "
@@ -98,6 +109,19 @@ def build(
                 err=True,
             )
     _exit(0)
+
+
+def _write_metrics(path: str, report_json: str) -> None:
+    """The build's metrics from its report.json; a problem is a warning, never a failure."""
+    import json
+
+    from brainsmith.metrics import write_textfile
+
+    try:
+        with open(report_json) as handle:
+            write_textfile(path, json.load(handle))
+    except (OSError, ValueError) as exc:
+        click.echo(f"warning: metrics not written to {path}: {exc}", err=True)
 
 
 def _exit(code: int) -> None:

@@ -47,6 +47,12 @@ from brainsmith.cli.output import console
     type=click.Path(dir_okay=False),
     help="Expected outputs (.npy) for --input.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    help="Serve Prometheus metrics (variants done and failed, segment times) on "
+    "127.0.0.1:PORT while exploring.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
 def explore(
     model: str,
@@ -58,6 +64,7 @@ def explore(
     force: bool,
     input_npy: str | None,
     expected_npy: str | None,
+    metrics_port: int | None,
     quiet: bool,
 ) -> None:
     """Build every variant of BLUEPRINT's design_space on MODEL; rank them and draw the
@@ -89,6 +96,7 @@ def explore(
             input_npy=input_npy,
             expected_npy=expected_npy,
             progress=not quiet,
+            metrics_port=metrics_port,
         )
     except ExploreError as exc:
         click.echo(f"error: {exc.message()}", err=True)

@@ -61,13 +61,15 @@ def explore(
     input_npy: str | None = None,
     expected_npy: str | None = None,
     progress: bool = False,
+    metrics_port: int | None = None,
 ) -> ExploreResult:
     """Build each variant of ``blueprint``'s design space on ``model`` into ``output_dir``.
 
     ``workers``: processes of the local Dask cluster (default: the number of cores; 0 runs
     everything in this process, without Dask). ``scheduler``: the ``tcp://HOST:PORT``
     address (or scheduler JSON file) of an existing Dask cluster instead. ``resume``:
-    keep what an earlier run into the same folder finished. Raises ExploreError.
+    keep what an earlier run into the same folder finished. ``metrics_port``: serve
+    Prometheus metrics on 127.0.0.1:PORT while the exploration runs. Raises ExploreError.
     """
     started = time.perf_counter()
     if scheduler and workers is not None:
@@ -89,8 +91,26 @@ def explore(
     run = Exploration(loaded, variants, roots, folder, os.path.abspath(model), vectors)
     if resume:
         run.adopt_finished()
-    run.execute(workers, scheduler, progress, started)
+    if metrics_port is not None:
+        run.metrics = _serve_metrics(metrics_port, loaded.name)
+    try:
+        run.execute(workers, scheduler, progress, started)
+    finally:
+        if run.metrics is not None:
+            run.metrics.close()
     return run.result
+
+
+def _serve_metrics(port: int, name: str):
+    from brainsmith.metrics import ExploreMetrics
+
+    try:
+        return ExploreMetrics(port, name)
+    except OSError as exc:
+        raise ExploreError(
+            f"cannot serve metrics on 127.0.0.1:{port}: {exc.strerror or exc}",
+            "choose a free port for --metrics-port",
+        ) from None
 
 
 class Exploration:
@@ -118,6 +138,7 @@ class Exploration:
         self.executor_facts: dict = {}
         self.setup_seconds = 0.0  # until the executor was ready
         self.teardown_seconds = 0.0  # stopping it
+        self.metrics = None  # brainsmith.metrics.ExploreMetrics with --metrics-port
         self.result: ExploreResult | None = None
 
     def node_folder(self, node: Segment) -> str:
@@ -218,6 +239,9 @@ class Exploration:
 
     def _finished(self, result: NodeResult, display) -> None:
         self.results[result.id] = result
+        if self.metrics is not None:
+            shared = self.nodes[result.id].shared
+            self.metrics.finished(result.id, result.status, result.seconds, not shared)
         if not result.failed_in:
             self.ran.add(result.id)
         node = self.nodes[result.id]

@@ -117,7 +117,9 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
         if finished is not None and finished.status == "ok":
             finished.reused = False
             return finished
-    with _BUILD_LOCK:
+    from brainsmith.metrics import span
+
+    with _BUILD_LOCK, span("brainsmith.segment", node=task.id, folder=task.folder):
         _announce(task.topic, task.id)
         began = time.perf_counter()
         result = _build(task, parent)
