@@ -48,7 +48,7 @@ from brainsmith.cli.output import console
     "--metrics-file",
     type=click.Path(dir_okay=False),
     help="Also write the build's metrics here in Prometheus' text format (for "
-    "node_exporter's textfile collector), whether the build succeeds or not.",
+    "node_exporter's textfile collector), whether the build succeeds or fails at a step.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
 def build(
