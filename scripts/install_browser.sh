@@ -8,17 +8,5 @@ if [ -x /usr/bin/chromium ]; then
     exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO="sudo"
-    else
-        echo "error: installing chromium needs root (run as root or install sudo)" >&2
-        exit 1
-    fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver
+"$(dirname "$0")/apt_install.sh" "the report rendering test" chromium chromium-driver
 echo "installed: $(/usr/bin/chromium --version)"

@@ -8,19 +8,7 @@ if command -v redis-server >/dev/null 2>&1; then
     exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO="sudo"
-    else
-        echo "error: installing redis-server needs root (run as root or install sudo)" >&2
-        exit 1
-    fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends redis-server
+"$(dirname "$0")/apt_install.sh" "the shared discovery index tests" redis-server
 # The package may start a system-wide server; the tests start their own.
-$SUDO service redis-server stop >/dev/null 2>&1 || true
+if [ "$(id -u)" -eq 0 ]; then service redis-server stop >/dev/null 2>&1 || true; fi
 echo "installed: $(redis-server --version)"

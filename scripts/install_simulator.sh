@@ -14,17 +14,6 @@ if ! echo 'int main() { return 0; }' | ${CXX:-g++} -std=c++20 -x c++ -o /dev/nul
     missing+=(g++)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
-    SUDO=""
-    if [ "$(id -u)" -ne 0 ]; then
-        if command -v sudo >/dev/null 2>&1; then
-            SUDO="sudo"
-        else
-            echo "error: Verilator needs ${missing[*]}; installing them needs root (run as root or install sudo)" >&2
-            exit 1
-        fi
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    scripts/apt_install.sh "Verilator" "${missing[@]}"
 fi
 "$venv/bin/python" -c "from brainsmith.rtlsim import find_toolchain as f; t = f(); print(f'{t.label}, {t.compiler}')"

@@ -10,7 +10,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 import brainsmith
 from brainsmith.dse import ExploreError
 from brainsmith.plugin.blueprint import load_blueprint
+from tests.support.processes import brainsmith as cli
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -285,16 +285,6 @@ def test_a_blueprint_without_a_design_space_is_refused(tmp_path):
     with pytest.raises(ExploreError) as caught:
         brainsmith.explore(MLP, str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "o"))
     assert "no design_space" in caught.value.reason and "brainsmith build" in caught.value.hint
-
-
-def cli(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "brainsmith.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kwargs,
-    )
 
 
 def test_ctrl_c_cancels_cleanly_and_resume_finishes(hub, space, tmp_path):

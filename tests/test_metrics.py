@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -16,6 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import run_python
+from tests.support.processes import brainsmith
 
 pytestmark = pytest.mark.slow
 
@@ -31,16 +30,6 @@ def samples(text: str) -> dict[tuple, float]:
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
-
-
-def brainsmith(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "brainsmith.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kwargs,
-    )
 
 
 def test_a_build_writes_its_metrics_as_prometheus_text(tmp_path):
