@@ -225,12 +225,16 @@ class PluginManager:
         reason = incompatibility(metadata)
         error = f"unavailable: {reason}" if reason else None
         if known:
+            # Instances of an object this replaces (a reload) go; on a first import there are
+            # none, and dropping then would discard one another thread just made from ``obj``.
+            replaced = [s for s in known if s.obj is not None and s.obj is not obj]
             for spec in known:
                 kept = {k: spec.metadata[k] for k in ("line", "plugin_dir") if k in spec.metadata}
                 spec.metadata = {**{k: v for k, v in metadata.items() if k != "name"}, **kept}
                 spec.obj = obj
                 spec.error = error
-            self.drop_instances(known)
+            if replaced:
+                self.drop_instances(replaced)
             return
         meta = {k: v for k, v in metadata.items() if k != "name"}
         path, _, line = where.rpartition(":")
