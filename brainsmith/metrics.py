@@ -67,6 +67,17 @@ def _install_provider(exporter: str) -> None:
     trace.set_tracer_provider(provider)
 
 
+def flush() -> None:
+    """Export the spans still buffered (before a command ends with ``os._exit``)."""
+    if not _tracer or _tracer[0] is None:
+        return
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    with contextlib.suppress(Exception):  # an exporter that fails must not change the exit
+        provider.force_flush()
+
+
 @contextlib.contextmanager
 def span(name: str, **attributes: object) -> Iterator[None]:
     """An OpenTelemetry span around the block (nothing when tracing is off)."""

@@ -165,3 +165,13 @@ def test_nothing_is_imported_when_no_one_asks_for_metrics():
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_command_exports_its_spans_before_it_exits(tmp_path):
+    import os
+
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console"}
+    process = brainsmith("build", MLP, BLUEPRINT, "-o", str(tmp_path / "out"), "-q", env=env)
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr
+    assert '"name": "brainsmith.step cleanup"' in stdout  # batched spans flushed before exiting

@@ -174,3 +174,14 @@ def test_a_cache_backend_that_is_no_redis_url_names_the_key(tmp_path):
     assert result.returncode != 0
     assert f"{config}: plugin_system.cache_backend: invalid value" in result.stderr
     assert os.fspath(config) in result.stderr
+
+
+def test_an_oversized_shared_index_is_not_downloaded_whole(tmp_path, redis_url):
+    import redis
+
+    from brainsmith.plugin.memo import MAX_BYTES
+
+    redis.Redis.from_url(redis_url).set(PREFIX + index_name(), b"[" + b" " * (MAX_BYTES + 1))
+    result = node(tmp_path, "node-1", redis_url)
+    assert result["cache"] == "miss" and not result["shared"] and len(result["plugins"]) > 300
+    assert "bytes; ignored" in result["stderr"]

@@ -220,6 +220,9 @@ def fast_exit(code: int = 0) -> None:
     own_streams = sys.stdout is sys.__stdout__ and sys.stderr is sys.__stderr__
     if not own_streams or "finn" not in sys.modules:
         return
+    metrics = sys.modules.get("brainsmith.metrics")
+    if metrics is not None:
+        metrics.flush()  # buffered OpenTelemetry spans
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):

@@ -17,14 +17,16 @@ from brainsmith.plugin.memo import MAX_BYTES, is_plain
 
 TIMEOUT = 0.5  # seconds for connecting and for each command
 PREFIX = "brainsmith:index:"
+EXPIRY = 30 * 24 * 3600  # seconds: an environment nobody starts any more leaves nothing behind
 
 _broken: set[str] = set()  # URLs that failed in this process: not tried again
 
 
 def read(url: str, name: str, stamp: object) -> object | None:
     """The index stored under ``name`` if its stamp equals ``stamp``; None otherwise."""
-    raw = _call(url, "read", lambda client: client.get(PREFIX + name))
-    if raw is None:
+    # never more than MAX_BYTES + 1 downloaded, whatever the server holds
+    raw = _call(url, "read", lambda client: client.getrange(PREFIX + name, 0, MAX_BYTES))
+    if not raw:
         return None
     if len(raw) > MAX_BYTES:
         log.warning("shared index %s at %s: over %d bytes; ignored", name, shown(url), MAX_BYTES)
@@ -49,7 +51,9 @@ def write(url: str, name: str, stamp: object, payload: object) -> bool:
     text = json.dumps([stamp, payload], separators=(",", ":"))
     if len(text) > MAX_BYTES:
         return False
-    return _call(url, "write", lambda client: client.set(PREFIX + name, text)) is not None
+    return (
+        _call(url, "write", lambda client: client.set(PREFIX + name, text, ex=EXPIRY)) is not None
+    )
 
 
 def clear(url: str) -> int:
