@@ -58,7 +58,7 @@ import os; os._exit(0)
 def direct_flow(model_path: str, out: str) -> None:
     """blueprints/mlp.yaml's flow written out with FINN's own functions (and the one
     brainsmith transform the blueprint names), saving each step's model like FINN does."""
-    from brainsmith.frameworks.finn_env import prepare_finn
+    from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()  # FINN_BUILD_DIR and the XSI stand-ins any FINN library user needs
     import finn.builder.build_dataflow_steps as finn_steps

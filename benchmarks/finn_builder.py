@@ -70,7 +70,7 @@ import os; os._exit(0)
 
 def finn_build(model_path: str, out: str) -> None:
     """FINN's runner on the CNV with the blueprint's part, clock and target fps."""
-    from brainsmith.frameworks.finn_env import prepare_finn, run_finn_builder
+    from brainsmith.frameworks.finn.env import prepare_finn, run_finn_builder
 
     prepare_finn()
     from finn.builder.build_dataflow_config import DataflowBuildConfig

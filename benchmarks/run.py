@@ -29,7 +29,7 @@ LIST_ALL = (
 )
 IMPORT_ALL = (
     "import runpy\nns = runpy.run_path(%r)\n"
-    "from brainsmith.frameworks.finn_env import prepare_finn\nprepare_finn()\n"
+    "from brainsmith.frameworks.finn.env import prepare_finn\nprepare_finn()\n"
     "ns['import_all']('qonnx')\nns['import_all']('finn')"
 )
 

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from brainsmith.frameworks.finn_env import fast_exit
+    from brainsmith.frameworks.finn.env import fast_exit
 
     code = main()
     fast_exit(code)  # skip the slow interpreter teardown after FINN

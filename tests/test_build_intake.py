@@ -268,7 +268,7 @@ def test_part_tables_read_without_importing_finn_match_finn():
     from finn.util.basic import part_map
     from finn.util.platforms import platforms
 
-    from brainsmith.frameworks.finn_parts import RESOURCE_KEYS, boards, part_resources
+    from brainsmith.frameworks.finn.parts import RESOURCE_KEYS, boards, part_resources
 
     assert boards() == part_map
     for board, platform in platforms.items():

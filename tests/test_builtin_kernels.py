@@ -16,7 +16,7 @@ from qonnx.transformation.infer_datatypes import InferDataTypes
 from qonnx.transformation.infer_shapes import InferShapes
 from qonnx.util.basic import qonnx_make_model
 
-from brainsmith.frameworks.finn_env import prepare_finn, preserve_process_io
+from brainsmith.frameworks.finn.env import prepare_finn, preserve_process_io
 from brainsmith.plugin.core import get_registry
 from brainsmith.plugins import backends as bk
 from brainsmith.plugins import kernels as kn

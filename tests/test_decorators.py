@@ -112,7 +112,7 @@ def test_step_is_returned_unchanged_and_usable_in_finn_build_config(tmp_path):
         return model
 
     assert steps.tag_model is tag_model
-    from brainsmith.frameworks.finn_env import prepare_finn
+    from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()
     from finn.builder.build_dataflow import resolve_build_steps

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.frameworks.finn_env import prepare_finn, preserve_process_io
+from brainsmith.frameworks.finn.env import prepare_finn, preserve_process_io
 from brainsmith.plugins import transforms as tfm
 
 MLP = Path(__file__).resolve().parents[1] / "examples" / "models" / "mlp_4bit.onnx"

@@ -15,13 +15,17 @@ from qonnx.transformation.infer_shapes import InferShapes
 from qonnx.util.basic import qonnx_make_model
 
 from brainsmith.plugin import PluginError
-from brainsmith.plugin.kernel_builder import DOMAIN, KernelExecutionError, KernelInputError
 from brainsmith.plugin.lifecycle import (
     KernelBuilder,
     execute_kernel,
     is_custom_kernel_registered,
     list_custom_kernels,
     register_example_kernels,
+)
+from brainsmith.plugin.lifecycle.kernel_builder import (
+    DOMAIN,
+    KernelExecutionError,
+    KernelInputError,
 )
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import kernels

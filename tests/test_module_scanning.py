@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from brainsmith.plugin.folders import package_name
+from brainsmith.plugin.discovery.folders import package_name
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import steps, transforms
 from tests.conftest import run_python

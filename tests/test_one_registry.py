@@ -101,7 +101,7 @@ def test_a_plugin_calling_filtered_discovery_at_import_breaks_nothing(plugin_fol
 MODES = """
 import json, os, sys
 from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugin.sources import package_scan
+from brainsmith.plugin.discovery.sources import package_scan
 manager = get_plugin_manager()
 counts = {}
 for modes in (["full"], ["blueprint"], ["selective"]):
@@ -132,7 +132,7 @@ def test_blueprint_mode_imports_only_the_plugins_the_blueprint_names(plugin_fold
     code = f"""
         import json, sys
         from brainsmith.plugin.manager import get_plugin_manager
-        from brainsmith.plugin.sources import package_scan
+        from brainsmith.plugin.discovery.sources import package_scan
         from brainsmith.plugin import load_blueprint_plugins
 
         def plugin_files():

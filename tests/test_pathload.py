@@ -26,8 +26,8 @@ from brainsmith.plugin.lifecycle import (
     reload_plugin,
     unload_plugin,
 )
+from brainsmith.plugin.lifecycle.bundles import PluginLifecycleError
 from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugin.packages import PluginLifecycleError
 from brainsmith.plugins import steps, transforms
 
 MARK = '''

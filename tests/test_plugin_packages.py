@@ -13,8 +13,8 @@ from brainsmith.plugin.lifecycle import (
     VersionInfo,
     execute_kernel,
 )
+from brainsmith.plugin.lifecycle.bundles import PluginLifecycleError
 from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugin.packages import PluginLifecycleError
 from brainsmith.plugins import steps, transforms
 
 

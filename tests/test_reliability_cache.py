@@ -17,9 +17,9 @@ import pytest
 
 from brainsmith.plugin import memo
 from brainsmith.plugin.config import load_config, memo_folder
-from brainsmith.plugin.discovery import index_name
+from brainsmith.plugin.discovery.folders import package_name
+from brainsmith.plugin.discovery.index import index_name
 from brainsmith.plugin.errors import PluginLoadError
-from brainsmith.plugin.folders import package_name
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
 from brainsmith.plugins import transforms
 from tests.conftest import run_python

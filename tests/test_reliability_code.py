@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from brainsmith.plugin import memo
-from brainsmith.plugin.discovery import index_name
-from brainsmith.plugin.folders import package_name
+from brainsmith.plugin.discovery.folders import package_name
+from brainsmith.plugin.discovery.index import index_name
 from tests.conftest import REPO, run_python
 
 PACKAGE = REPO / "brainsmith"
@@ -65,31 +65,31 @@ AUDITED = {
         "lazy public attributes: the module name comes from the constant _EXPORTS table, or is "
         "brainsmith.plugin.lifecycle for a lifecycle name imported from its old place"
     ),
-    ("brainsmith/plugin/lifecycle.py", "import_module"): (
+    ("brainsmith/plugin/lifecycle/__init__.py", "import_module"): (
         "lazy public attributes: the module name comes from the constant _EXPORTS table"
     ),
     ("brainsmith/cli/__init__.py", "import_module"): (
         "lazy subcommands: the module name comes from the constant COMMANDS table"
     ),
-    ("brainsmith/plugin/pathload.py", "import from a path"): (
+    ("brainsmith/plugin/lifecycle/pathload.py", "import from a path"): (
         "load_plugin(path) imports the plugin file, package or extension its caller names: code "
         "the user chose to run"
     ),
-    ("brainsmith/plugin/pathload.py", "exec_module"): (
+    ("brainsmith/plugin/lifecycle/pathload.py", "exec_module"): (
         "load_plugin(path) runs the file, package or compiled extension it names through its "
         "importlib loader (for Python, one that reads the source, never bytecode): code the "
         "user chose to run"
     ),
-    ("brainsmith/plugin/sources/entry_points.py", "stevedore"): (
+    ("brainsmith/plugin/discovery/sources/entry_points.py", "stevedore"): (
         "discovery imports the modules installed distributions declare in the "
         "brainsmith.plugins entry-point group (a new or changed distribution only, through a "
         "subclass that contains sys.exit())"
     ),
-    ("brainsmith/plugin/folders.py", "import from a path"): (
+    ("brainsmith/plugin/discovery/folders.py", "import from a path"): (
         "a configured plugin folder's own __init__.py, imported as that folder's package when "
         "one of its registered plugins is loaded"
     ),
-    ("brainsmith/plugin/folders.py", "__import__"): (
+    ("brainsmith/plugin/discovery/folders.py", "__import__"): (
         "a plain sibling import inside a plugin folder (import helpers): the name is a file of "
         "a configured plugin folder, found by listing it, and is imported under the folder's "
         "unique package name with the import statement's own locking"

@@ -307,7 +307,7 @@ def test_add_multi_is_compiled_in_a_form_verilator_accepts(tmp_path):
     (and IEEE 1800-2023 13.4.3) rejects; the copy brainsmith compiles moves it out."""
     from finn.util.settings import get_settings
 
-    from brainsmith.frameworks.finn_env import prepare_finn
+    from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.rtlsim.sources import verilator_ready
     from brainsmith.rtlsim.verilator import find_toolchain
 

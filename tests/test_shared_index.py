@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from brainsmith.plugin.discovery import index_name
-from brainsmith.plugin.shared_index import PREFIX
+from brainsmith.plugin.discovery.index import index_name
+from brainsmith.plugin.discovery.shared_index import PREFIX
 from tests.conftest import run_python
 
 pytestmark = pytest.mark.skipif(

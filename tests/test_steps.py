@@ -13,7 +13,7 @@ import pytest
 
 from brainsmith.builder.context import BuildContext, attach, context_of
 from brainsmith.builder.plan import BuildPlan, KernelChoice, load_plan
-from brainsmith.frameworks.finn_env import prepare_finn, run_finn_builder
+from brainsmith.frameworks.finn.env import prepare_finn, run_finn_builder
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"

@@ -20,8 +20,8 @@ OUTPUT_ERRORS = DISK_FULL | {errno.EROFS}  # the output folder's fault, not the 
 
 def run_steps(run: BuildRun, steps: list[Step], model, verifier):
     """Run ``steps`` on ``model``; returns the last model."""
-    from brainsmith.builder.finn_tables import missing_tool
-    from brainsmith.frameworks.finn_env import contain_finn_output
+    from brainsmith.frameworks.finn.env import contain_finn_output
+    from brainsmith.frameworks.finn.tables import missing_tool
 
     runnable = [i for i, s in enumerate(steps) if not s.skip_reason and s.verifiable]
     last = runnable[-1] if runnable else -1
@@ -136,7 +136,7 @@ def _start_charts(run: BuildRun, model) -> None:
 def check(run: BuildRun, verifier, model, index: int) -> str:
     """Verify the model after step ``index``; fail the step on a mismatch."""
     from brainsmith.builder.errors import option
-    from brainsmith.frameworks.finn_env import contain_finn_output
+    from brainsmith.frameworks.finn.env import contain_finn_output
 
     workdir = run.path("finn", "verification")
     began = time.perf_counter()

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from brainsmith.builder.finn_tables import INFER_TRANSFORMS, infer_order
 from brainsmith.errors import BrainsmithError
+from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS, infer_order
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
 
 STANDARD_STEPS: tuple[str, ...] = DEFAULT_STEPS  # a blueprint's flow when it lists no steps
@@ -125,7 +125,7 @@ def standard_steps(board: str | None = None) -> list[str]:
 
 def plan_from_blueprint(blueprint) -> BuildPlan:
     """Adapt a resolved ``Blueprint`` (``brainsmith.plugin.blueprint``) to a BuildPlan."""
-    from brainsmith.builder.finn_tables import INFER_TRANSFORMS
+    from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
 
     space = getattr(blueprint, "design_space", None)
     if space is not None:

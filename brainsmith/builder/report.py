@@ -156,7 +156,7 @@ def target(performance: dict, target_fps: int | None, clock_ns: float) -> dict |
 
 def utilisation(part: str | None, totals: dict) -> dict:
     """Estimated use of the part's resources in percent (FF: FINN does not estimate it)."""
-    from brainsmith.frameworks.finn_parts import RESOURCE_KEYS, part_resources
+    from brainsmith.frameworks.finn.parts import RESOURCE_KEYS, part_resources
 
     found = part_resources(part) if part else None
     if found is None:
@@ -194,7 +194,7 @@ def finn_warnings(log_path: str) -> list[dict]:
 
 def assemble(run, model, status: str, error=None, setup_seconds: float | None = None) -> dict:
     """The report of ``run`` (a ``BuildRun``) as written to report.json."""
-    from brainsmith.frameworks.finn_parts import boards
+    from brainsmith.frameworks.finn.parts import boards
 
     options = run.plan.options
     part = options.fpga_part or boards().get(options.board or "")

@@ -32,7 +32,7 @@ def require_simulator() -> str:
 def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
     """Simulate the RTL layers of ``model`` after step ``index``; returns the progress text.
     A StepError says why the step fails (the simulation could not run, or a layer differs)."""
-    from brainsmith.frameworks.finn_env import contain_finn_output
+    from brainsmith.frameworks.finn.env import contain_finn_output
     from brainsmith.rtlsim import simulate_design
 
     workdir = run.path(*WORKDIR)

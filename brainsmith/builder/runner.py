@@ -170,7 +170,7 @@ def _kernel_domains() -> set[str]:
 
 def _execute(run: BuildRun) -> BuildResult:
     from brainsmith.builder.charts import ChartWorker
-    from brainsmith.frameworks.finn_env import contain_finn_output, generated_code_dir
+    from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
 
     # The helper process draws while FINN loads; where FINN is loaded already, draw here.
     if "finn" not in sys.modules and run.stop_after is None:
@@ -240,7 +240,7 @@ def _report_failure(run: BuildRun, error: BuildError) -> None:
 
 
 def _resolve_steps(plan: BuildPlan) -> list[Step]:
-    from brainsmith.builder.finn_tables import TOOL_STEPS
+    from brainsmith.frameworks.finn.tables import TOOL_STEPS
     from brainsmith.plugin.core import get_registry
     from brainsmith.plugin.errors import PluginError
 
@@ -263,14 +263,14 @@ def _resolve_steps(plan: BuildPlan) -> list[Step]:
 
 
 def _finn_config(plan: BuildPlan, finn_dir: str):
-    from brainsmith.frameworks.finn_env import prepare_finn
+    from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()
     import finn.builder.build_dataflow_steps  # noqa: F401 - import FINN during setup, not in a step
     from finn.builder.build_dataflow_config import DataflowBuildConfig, DataflowOutputType
     from finn.util.exception import FINNConfigurationError
 
-    from brainsmith.builder.finn_tables import STEP_OUTPUTS
+    from brainsmith.frameworks.finn.tables import STEP_OUTPUTS
 
     options = plan.options
     wanted = ["estimate_reports"]

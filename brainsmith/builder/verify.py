@@ -156,7 +156,7 @@ class Verifier:
         atol: float = VERIFY_ATOL,
         rtol: float = VERIFY_RTOL,
     ) -> None:
-        from brainsmith.frameworks.finn_execution import fix_python_execution
+        from brainsmith.frameworks.finn.execution import fix_python_execution
 
         fix_python_execution()
         self.samples = generate_inputs(reference, samples, seed)

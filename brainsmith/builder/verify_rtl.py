@@ -36,7 +36,7 @@ def verify_build_folder(
     note: Callable[[str], None] | None = None,
 ):
     """Simulate ``folder``'s RTL layers; returns the DesignResult (report files updated)."""
-    from brainsmith.frameworks.finn_env import contain_finn_output, prepare_finn
+    from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
     from brainsmith.rtlsim import ToolchainError, find_toolchain
 
     report = _read_report(folder)

@@ -125,7 +125,7 @@ def _write_metrics(path: str, report_json: str) -> None:
 
 
 def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn_env import fast_exit
+    from brainsmith.frameworks.finn.env import fast_exit
 
     fast_exit(code)  # skips the slow interpreter teardown after FINN when run as a program
     sys.exit(code)

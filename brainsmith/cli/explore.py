@@ -106,7 +106,7 @@ def explore(
 
 
 def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn_env import fast_exit
+    from brainsmith.frameworks.finn.env import fast_exit
 
     fast_exit(code)
     sys.exit(code)

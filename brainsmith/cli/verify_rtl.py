@@ -138,7 +138,7 @@ def _number(value) -> str:
 
 
 def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn_env import fast_exit
+    from brainsmith.frameworks.finn.env import fast_exit
 
     fast_exit(code)
     sys.exit(code)

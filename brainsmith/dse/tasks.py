@@ -188,7 +188,7 @@ def warm_up() -> None:
     """Load FINN and what a build uses, so a worker's first segment does not wait for it."""
     from brainsmith.builder import runner  # noqa: F401
     from brainsmith.builder.charts import render_charts
-    from brainsmith.frameworks.finn_env import prepare_finn
+    from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()
     import finn.builder.build_dataflow_steps  # noqa: F401

@@ -81,7 +81,7 @@ def qualified_step(name: str) -> str:
 
 def step_keys(plan: BuildPlan, root: str) -> list[str]:
     """Per step, a hash of everything the model after that step depends on."""
-    from brainsmith.builder.finn_tables import TOOL_STEPS
+    from brainsmith.frameworks.finn.tables import TOOL_STEPS
 
     options = plan.options
     names = [qualified_step(s) for s in plan.steps]

@@ -18,10 +18,6 @@ INSTALL_HINTS = {
 }
 
 
-# Modules that import FINN at top level: FINN is prepared for this process first.
-FINN_USERS = ("finn.", "brainsmith.kernels.", "brainsmith.backends.", "brainsmith.steps.")
-
-
 class ImportTimeout(Exception):
     """An import that did not finish within the configured load timeout."""
 
@@ -36,12 +32,12 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     module_name, _, qualname = spec.target.partition(":")
     _check_declared(spec, module_name)
     if spec.metadata.get("plugin_dir"):
-        from brainsmith.plugin import folders
+        from brainsmith.plugin.discovery import folders
 
         folders.activate()  # the configured folders, a package each
-    if module_name.startswith(FINN_USERS):
-        from brainsmith.frameworks.finn_env import prepare_finn
+    from brainsmith.frameworks.finn.env import FINN_USERS, prepare_finn
 
+    if module_name.startswith(FINN_USERS):
         prepare_finn()
     try:
         with contained():
@@ -151,7 +147,7 @@ def _is_framework_plugin(spec: PluginSpec, obj: object) -> bool:
 
             return inspect.isfunction(obj)
         return table.get(spec.name) is obj
-    from brainsmith.plugin.sources.adapters import FINN_BACKENDS, FINN_KERNELS
+    from brainsmith.frameworks.finn.adapter import FINN_BACKENDS, FINN_KERNELS
 
     domain = FINN_KERNELS if spec.type == "kernel" else spec.metadata.get("domain")
     if spec.type == "backend" and domain not in FINN_BACKENDS:
@@ -173,7 +169,7 @@ def _import(module_name: str, timeout: float) -> object:
         try:
             return _import_within(module_name, timeout)
         except BaseException as exc:
-            folders = sys.modules.get("brainsmith.plugin.folders")
+            folders = sys.modules.get("brainsmith.plugin.discovery.folders")
             if folders is not None:
                 folders.drop_dead_aliases()
             if type(exc).__name__ != "_DeadlockError" or attempt == DEADLOCK_RETRIES:
@@ -212,11 +208,11 @@ def _import_within(module_name: str, timeout: float) -> object:
 def _check_declared(spec: PluginSpec, module_name: str) -> None:
     """A pip package's plugin is imported only from a package that declares brainsmith
     plugins, whatever a (stale or forged) discovery index says."""
-    from brainsmith.plugin.discovery import BUILTIN_FRAMEWORKS
+    from brainsmith.plugin.discovery.index import BUILTIN_FRAMEWORKS
 
     if spec.framework in BUILTIN_FRAMEWORKS:
         return
-    from brainsmith.plugin.sources.entry_points import declared_packages
+    from brainsmith.plugin.discovery.sources.entry_points import declared_packages
 
     top = module_name.partition(".")[0]
     if top not in declared_packages():

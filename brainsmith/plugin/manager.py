@@ -10,7 +10,7 @@ import time
 
 from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
-from brainsmith.plugin.discovery import BUILTIN_FRAMEWORKS, DiscoveryResult, discover, records
+from brainsmith.plugin.discovery.index import BUILTIN_FRAMEWORKS, DiscoveryResult, discover, records
 from brainsmith.plugin.registry import Registry, RegistryChanges
 from brainsmith.plugin.spec import PluginSpec
 
@@ -133,8 +133,8 @@ class PluginManager:
                 result = discover(config, reload_modules=not first)
             finally:
                 self._discovering = None
-            if config.plugin_dirs or "brainsmith.plugin.folders" in sys.modules:
-                from brainsmith.plugin import folders
+            if config.plugin_dirs or "brainsmith.plugin.discovery.folders" in sys.modules:
+                from brainsmith.plugin.discovery import folders
 
                 folders.configure(config.plugin_dirs)
             fresh = () if first else self._modules_to_reload(result)
@@ -184,8 +184,8 @@ class PluginManager:
     def _modules_to_reload(self, result: DiscoveryResult) -> tuple[str, ...]:
         """Modules this process imported whose code has changed since: forgotten, so that
         their plugins import the new code on next use (user folders and pip packages)."""
-        from brainsmith.plugin import folders
-        from brainsmith.plugin.sources.entry_points import forget_modules
+        from brainsmith.plugin.discovery import folders
+        from brainsmith.plugin.discovery.sources.entry_points import forget_modules
 
         fresh: list[str] = []
         for source_id, state in result.states.items():
@@ -453,7 +453,7 @@ def _missing_hint(framework: str) -> str:
 
 
 def _files_parsed() -> int:
-    scanner = sys.modules.get("brainsmith.plugin.sources.package_scan")
+    scanner = sys.modules.get("brainsmith.plugin.discovery.sources.package_scan")
     return scanner.parsed_files if scanner else 0
 
 
@@ -530,10 +530,10 @@ def reset_plugin_system() -> None:
     global _manager
     for hook in list(RESET_HOOKS):
         hook()
-    folders = sys.modules.get("brainsmith.plugin.folders")
+    folders = sys.modules.get("brainsmith.plugin.discovery.folders")
     if folders is not None:
         folders.forget()  # plugin folders' modules: imported afresh by the next use
-    shared = sys.modules.get("brainsmith.plugin.shared_index")
+    shared = sys.modules.get("brainsmith.plugin.discovery.shared_index")
     if shared is not None:
         shared.forget_failures()  # a Redis that was down is tried again
     with _manager_lock:

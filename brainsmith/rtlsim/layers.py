@@ -134,7 +134,7 @@ def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, n
     from finn.core.onnx_exec import execute_onnx
 
     from brainsmith.builder.verify import executable, graph_inputs
-    from brainsmith.frameworks.finn_execution import fix_python_execution
+    from brainsmith.frameworks.finn.execution import fix_python_execution
 
     fix_python_execution()
     os.makedirs(workdir, exist_ok=True)

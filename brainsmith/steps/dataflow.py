@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from brainsmith.builder.context import context_of
 from brainsmith.builder.errors import StepError
-from brainsmith.frameworks.finn_env import prepare_finn
+from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.plugin.core import step
 
 prepare_finn()

@@ -46,7 +46,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     frameworks = sys.argv[1:] or ["qonnx", "finn"]
     if "finn" in frameworks:
-        from brainsmith.frameworks.finn_env import prepare_finn
+        from brainsmith.frameworks.finn.env import prepare_finn
 
         prepare_finn()
     failures = {fw: import_all(fw) for fw in frameworks}

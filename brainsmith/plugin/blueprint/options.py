@@ -113,7 +113,7 @@ def _output_dir(check: Checker, at: tuple, value: object) -> str | None:
 
 def _check_part_and_board(check: Checker, values: dict) -> None:
     """``fpga_part`` and ``board`` against FINN's tables (read without importing FINN)."""
-    from brainsmith.frameworks.finn_parts import boards, is_part, known_parts
+    from brainsmith.frameworks.finn.parts import boards, is_part, known_parts
     from brainsmith.plugin.names import suggest
 
     known = boards()

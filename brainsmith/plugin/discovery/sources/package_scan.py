@@ -6,8 +6,8 @@ import ast
 import os
 from collections.abc import Callable
 
-from brainsmith.plugin.sources.pyscan import module_name_for
-from brainsmith.plugin.stamps import stamp_paths
+from brainsmith.plugin.discovery.sources.pyscan import module_name_for
+from brainsmith.plugin.discovery.stamps import stamp_paths
 
 Extract = Callable[[ast.Module, str, bool], dict]
 SKIP_DIRS = {"__pycache__", "tests", "test"}

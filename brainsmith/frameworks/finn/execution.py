@@ -28,7 +28,7 @@ FIX_MARK = "_brainsmith_fix"
 
 def fix_python_execution() -> None:
     """Apply 1.-3. (idempotent)."""
-    from brainsmith.frameworks.finn_env import prepare_finn
+    from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()
     from finn.custom_op.fpgadataflow.convolutioninputgenerator import ConvolutionInputGenerator

@@ -19,9 +19,9 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from brainsmith.plugin import oplock
 from brainsmith.plugin.containment import origin
 from brainsmith.plugin.errors import PluginError, PluginLoadError, PluginNotFoundError
+from brainsmith.plugin.lifecycle import oplock
 from brainsmith.plugin.manager import RESET_HOOKS, report_problem
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import VersionInfo, incompatibility
@@ -383,7 +383,7 @@ def _callable(plugin: Plugin, what: str, fn: object) -> Callable:
 def _kernel_builder():
     import sys
 
-    return sys.modules.get("brainsmith.plugin.kernel_builder")
+    return sys.modules.get("brainsmith.plugin.lifecycle.kernel_builder")
 
 
 def _reset() -> None:

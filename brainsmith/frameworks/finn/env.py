@@ -38,7 +38,7 @@ Used by ``brainsmith.build``:
    what the runner changes for the whole process: ``sys.stdout``/``sys.stderr``, the root
    logger, FINN's console and the capture of warnings into logging.
 8. FINN's Python models of some hardware layers do not compute in the layout the generated
-   hardware uses; ``brainsmith.frameworks.finn_execution`` corrects them for verification.
+   hardware uses; ``brainsmith.frameworks.finn.execution`` corrects them for verification.
 9. Tearing the interpreter down after FINN (some 4,000 modules with torch, scipy and
    sklearn) takes 1-2 s. ``fast_exit(code)`` lets a finished command flush its output and
    leave with ``os._exit`` — only when the process's own stdout/stderr are in use, so a
@@ -81,6 +81,10 @@ def private_build_dir() -> str:
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return tempfile.mkdtemp(prefix="brainsmith-finn-")
     return path
+
+
+# Modules that import FINN at top level: FINN is prepared for this process before they load.
+FINN_USERS = ("finn.", "brainsmith.kernels.", "brainsmith.backends.", "brainsmith.steps.")
 
 
 def prepare_finn() -> None:

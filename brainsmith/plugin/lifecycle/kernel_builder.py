@@ -198,7 +198,7 @@ class KernelBuilder:
 
             caller = sys._getframe(1).f_globals.get("__name__", "")
             framework = get_plugin_manager()._framework_of(caller)
-        from brainsmith.plugin.packages import contribute
+        from brainsmith.plugin.lifecycle.bundles import contribute
 
         spec = spec_for(kernel, framework)
         contribute([spec], displaced(spec))

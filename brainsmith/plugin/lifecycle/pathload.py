@@ -18,11 +18,10 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
-from brainsmith.plugin import oplock
 from brainsmith.plugin.containment import PluginExit, contained, origin
 from brainsmith.plugin.errors import PluginError, PluginLoadError
-from brainsmith.plugin.manager import RESET_HOOKS, report_problem
-from brainsmith.plugin.packages import (
+from brainsmith.plugin.lifecycle import oplock
+from brainsmith.plugin.lifecycle.bundles import (
     Plugin,
     PluginInfo,
     PluginLifecycleError,
@@ -36,6 +35,7 @@ from brainsmith.plugin.packages import (
     run_hook,
     withdraw,
 )
+from brainsmith.plugin.manager import RESET_HOOKS, report_problem
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_metadata
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import sys
 import time
 
-from brainsmith.plugin import log, memo, stamps
+from brainsmith.plugin import log, memo
 from brainsmith.plugin.config import PluginConfig
+from brainsmith.plugin.discovery import stamps
+from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
+from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS, from_source
 from brainsmith.plugin.spec import PluginProblem, PluginSpec
-from brainsmith.plugin.stamps import stamp_paths, unchanged
-from brainsmith.plugin.trust import BUILTIN_FRAMEWORKS, from_source
 
 INDEX_FORMAT = 2
 ADAPTERS = ("qonnx", "finn")
@@ -75,7 +76,7 @@ def source_ids(config: PluginConfig) -> list[str]:
 
 
 def make_source(source_id: str, reload_modules: bool = False):
-    from brainsmith.plugin.sources import adapters, entry_points, modules
+    from brainsmith.plugin.discovery.sources import entry_points, modules
 
     if source_id == "brainsmith":
         return modules.brainsmith_source()
@@ -83,7 +84,13 @@ def make_source(source_id: str, reload_modules: bool = False):
         return modules.user_source(source_id[5:])
     if source_id == "entry_points":
         return entry_points.EntryPointSource(reload_modules)
-    return {"qonnx": adapters.QONNXAdapter, "finn": adapters.FINNAdapter}[source_id]()
+    if source_id == "qonnx":
+        from brainsmith.frameworks.qonnx import QONNXAdapter
+
+        return QONNXAdapter()
+    from brainsmith.frameworks.finn.adapter import FINNAdapter
+
+    return FINNAdapter()
 
 
 def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryResult:
@@ -95,7 +102,7 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     index = memo.read(name, stamp, config.cache_dir)
     shared = config.cache_backend if config.cache_backend != "file" else None
     if index is None and shared:  # another machine of this environment may have scanned
-        from brainsmith.plugin import shared_index
+        from brainsmith.plugin.discovery import shared_index
 
         index = shared_index.read(shared, name, stamp)
         result.shared = index is not None
@@ -231,7 +238,8 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
     if not redo:
         return
     t0 = time.perf_counter()
-    from brainsmith.plugin.sources.adapters import FINNAdapter, QONNXAdapter
+    from brainsmith.frameworks.finn.adapter import FINNAdapter
+    from brainsmith.frameworks.qonnx import QONNXAdapter
 
     scanned = {}
     for adapter in ADAPTERS:
@@ -274,7 +282,7 @@ def _write(
     payload = {"created": time.time(), "environment": surveyed, "sources": light}
     written = memo.write(name, stamp, payload, config.cache_dir)
     if config.cache_backend != "file" and (result.changed or not result.shared):
-        from brainsmith.plugin import shared_index
+        from brainsmith.plugin.discovery import shared_index
 
         shared_index.write(config.cache_backend, name, stamp, payload)
     if not written:
@@ -322,7 +330,7 @@ def records(states: dict, config: PluginConfig) -> tuple[list[PluginSpec], list[
             specs.append(spec)
     folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
     if folders:
-        from brainsmith.plugin.sources.modules import module_clashes
+        from brainsmith.plugin.discovery.sources.modules import module_clashes
 
         problems += [PluginProblem(*record) for record in module_clashes(folders)]
     return specs, problems
@@ -343,9 +351,10 @@ def _scanner_stamp() -> int:
     """Changes whenever the code that reads plugin sources changes (editable installs)."""
     import os
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    names = ("discovery.py", "metadata.py", "spec.py", "folders.py", "stamps.py")
-    paths = [os.path.join(here, name) for name in names]
+    here = os.path.dirname(os.path.abspath(__file__))  # brainsmith/plugin/discovery
+    names = ("index.py", "folders.py", "stamps.py", "../metadata.py", "../spec.py",
+             "../../frameworks/qonnx.py", "../../frameworks/finn/adapter.py")  # fmt: skip
+    paths = [os.path.normpath(os.path.join(here, name)) for name in names]
     sources = os.path.join(here, "sources")
     paths += [os.path.join(sources, n) for n in sorted(os.listdir(sources)) if n.endswith(".py")]
     return sum(entry[1] for entry in stamp_paths(paths)) & 0xFFFFFFFFFFFF

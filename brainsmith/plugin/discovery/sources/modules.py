@@ -2,7 +2,7 @@
 
 Decorated plugins are read from source; their decorator keywords must be literals so the
 hub can list them without importing anything. A user plugin folder is a package of its own
-(``brainsmith.plugin.folders``), so its modules have unique names.
+(``brainsmith.plugin.discovery.folders``), so its modules have unique names.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import os
 import sys
 import time
 
-from brainsmith.plugin import folders as plugin_folders
+from brainsmith.plugin.discovery import folders as plugin_folders
+from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
+from brainsmith.plugin.discovery.sources.pyscan import scan_tree
+from brainsmith.plugin.discovery.stamps import stamp_paths
 from brainsmith.plugin.metadata import validate_metadata
-from brainsmith.plugin.sources.package_scan import folder_stamps, scan_folder
-from brainsmith.plugin.sources.pyscan import scan_tree
-from brainsmith.plugin.stamps import stamp_paths
 
 
 def plugin_records(framework: str, root: str, files: dict, plugin_dir: str | None = None):
@@ -160,7 +160,7 @@ def _module_path(folder: str, name: str) -> str:
 
 
 def brainsmith_source() -> FolderSource:
-    from brainsmith.plugin.trust import brainsmith_roots
+    from brainsmith.plugin.discovery.trust import brainsmith_roots
 
     return FolderSource("brainsmith", brainsmith_roots())
 

@@ -28,7 +28,7 @@ def package_name(folder: str) -> str:
 
 def module_of(folder: str, relpath: str) -> str:
     """``helpers.py`` in ``folder`` -> ``<package>.helpers``; its ``__init__.py`` -> the package."""
-    from brainsmith.plugin.sources.pyscan import module_name_for
+    from brainsmith.plugin.discovery.sources.pyscan import module_name_for
 
     inner = module_name_for(relpath)
     package = package_name(folder)

@@ -79,7 +79,7 @@ def part_resources(part: str) -> tuple[dict[str, int], str] | None:
 @functools.cache
 def _tables() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     """(board -> part, device -> resources) from FINN's sources."""
-    from brainsmith.plugin.sources.adapters import locate_package
+    from brainsmith.plugin.discovery.sources.adapters import locate_package
 
     folder = locate_package("finn")
     if folder is None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import sys
 import time
 
+from brainsmith.plugin.discovery.sources.distributions import stamped_files
+from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.names import normalise
-from brainsmith.plugin.sources.distributions import stamped_files
-from brainsmith.plugin.stamps import stamp_paths, unchanged
 
 GROUP = "brainsmith.plugins"
 

@@ -131,7 +131,7 @@ def infer_order(transform: str) -> int:
 
 def missing_tool(step: str, model: object) -> str:
     """Why FINN's build step ``step`` cannot run on ``model`` here; "" when it can."""
-    from brainsmith.frameworks.finn_env import vivado_available
+    from brainsmith.frameworks.finn.env import vivado_available
 
     if step not in TOOL_STEPS or vivado_available():
         return ""

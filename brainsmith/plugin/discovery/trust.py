@@ -40,7 +40,7 @@ def from_source(spec: PluginSpec, source: str, state: dict, config: PluginConfig
 
 def brainsmith_roots() -> list[tuple[str, str]]:
     """(folder, dotted package) of brainsmith's own plugin packages."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return [(os.path.join(package, sub), f"brainsmith.{sub}") for sub in OWN_PACKAGES]
 
 
@@ -63,7 +63,7 @@ def _file_of_module(spec: PluginSpec, roots: list[tuple[str, str]]) -> bool:
 def _in_plugin_folder(spec: PluginSpec, folder: str, config: PluginConfig) -> bool:
     """A user plugin's module is a file of a configured plugin folder, named after its path
     inside the folder's package."""
-    from brainsmith.plugin.folders import module_of
+    from brainsmith.plugin.discovery.folders import module_of
 
     if folder not in config.plugin_dirs or spec.framework != "user":
         return False

@@ -1,0 +1,130 @@
+"""FINN's adapter: its transforms, kernels, backends and build steps, read from FINN's
+installed sources without importing FINN.
+
+Naming: transforms and kernels keep their class names (``finn:Streamline``,
+``finn:MVAU``); backends keep FINN's registry keys (``finn:MVAU_hls``) and link to their
+kernel with ``backend_type``; FINN build steps keep FINN's own step names
+(``finn:step_streamline``), the names FINN's ``DataflowBuildConfig`` uses.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from brainsmith.plugin.discovery.sources.adapters import FrameworkAdapter
+from brainsmith.plugin.discovery.sources.classindex import ClassIndex
+from brainsmith.plugin.discovery.sources.pyscan import dotted, scan_tree
+
+FINN_KERNELS = "finn.custom_op.fpgadataflow"
+FINN_BACKENDS = {"finn.custom_op.fpgadataflow.hls": "hls", "finn.custom_op.fpgadataflow.rtl": "rtl"}
+REGISTRY_MODULES = (FINN_KERNELS, *FINN_BACKENDS)
+STEP_REGISTRAR = "finn.builder.build_dataflow_steps.register_build_dataflow_step"
+# Kernels FINN has no backend for: a build step replaces their layers by others.
+FINN_DECOMPOSED = {"Shuffle": ("InnerShuffle", "OuterShuffle")}  # step_transpose_decomposition
+
+
+class FINNAdapter(FrameworkAdapter):
+    framework = "finn"
+
+    def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict:
+        return file_facts(tree, module, is_package)
+
+    def extra_specs(self, state: dict, index: ClassIndex) -> list[list]:
+        where: dict[str, tuple[str, int, str]] = {}  # dotted -> (source, line, doc)
+        for rel, (*_, data) in state.get("files", {}).items():
+            if "error" in data:
+                continue
+            for name, (_, line, doc) in data["classes"].items():
+                where[f"{data['module']}.{name}"] = (os.path.join(state["root"], rel), line, doc)
+            for name, (line, doc) in data["functions"].items():
+                where[f"{data['module']}.{name}"] = (os.path.join(state["root"], rel), line, doc)
+        records: list[list] = []
+        for *_, data in state.get("files", {}).values():
+            for registry, key, cls in data.get("registered", []):
+                real = index.resolve(cls) or cls
+                source, line, doc = where.get(real, ("", 0, ""))
+                meta = {"description": doc, "line": line, "stage": "fpgadataflow"}
+                if registry == FINN_KERNELS:
+                    meta["domain"] = FINN_KERNELS
+                    if key in FINN_DECOMPOSED:  # built from other kernels' layers
+                        meta["decomposes_into"] = list(FINN_DECOMPOSED[key])
+                    records.append(["kernel", key, "finn", _target(real), meta, source])
+                else:
+                    style = FINN_BACKENDS[registry]
+                    meta.update(kernel=_kernel_of(key, style), backend_type=style, domain=registry)
+                    records.append(["backend", key, "finn", _target(real), meta, source])
+            for name, fn in data.get("steps", []):
+                real = _resolve_function(fn, index)
+                source, line, doc = where.get(real, ("", 0, ""))
+                meta = {"description": doc, "line": line, "stage": "build"}
+                records.append(["step", name, "finn", _target(real), meta, source])
+        return records
+
+
+def _kernel_of(key: str, style: str) -> str:
+    suffix = f"_{style}"
+    return key[: -len(suffix)] if key.endswith(suffix) else key
+
+
+def _resolve_function(dotted_name: str, index: ClassIndex) -> str:
+    for _ in range(8):
+        module, _, name = dotted_name.rpartition(".")
+        data = index.modules.get(module)
+        if data is None or name in data.get("functions", {}) or name not in data["imports"]:
+            return dotted_name
+        dotted_name = data["imports"][name]
+    return dotted_name
+
+
+def _target(dotted_name: str) -> str:
+    module, _, name = dotted_name.rpartition(".")
+    return f"{module}:{name}"
+
+
+def file_facts(tree: ast.Module, module: str, is_package: bool) -> dict:
+    """Per-file facts: classes and imports, plus FINN's registrations (custom ops, steps)."""
+    data = scan_tree(tree, module, is_package)
+    imports = data["imports"]
+    registered: list[list] = []  # [registry module, key, dotted class]
+    steps: list[list] = []  # [step name, function name]
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef):
+            for deco in node.decorator_list:
+                func = deco.func if isinstance(deco, ast.Call) else deco
+                name = dotted(func, imports, module) or ""
+                if name.endswith(".register_custom_op") and name[:-19] in REGISTRY_MODULES:
+                    registered.append([name[:-19], node.name, f"{module}.{node.name}"])
+                elif name == STEP_REGISTRAR and isinstance(deco, ast.Call):
+                    steps.append([_step_name(deco, node.name), f"{module}.{node.name}"])
+        elif module in REGISTRY_MODULES and isinstance(node, ast.Assign):
+            target = node.targets[0]
+            if (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "custom_op"
+                and isinstance(target.slice, ast.Constant)
+            ):
+                value = dotted(node.value, imports, module)
+                if value:
+                    registered.append([module, target.slice.value, value])
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            # register_build_dataflow_step()(step_fn)
+            outer = node.value
+            if (
+                isinstance(outer.func, ast.Call)
+                and outer.args
+                and dotted(outer.func.func, imports, module) == STEP_REGISTRAR
+            ):
+                fn = dotted(outer.args[0], imports, module) or ""
+                steps.append([_step_name(outer.func, fn.rpartition(".")[2]), fn])
+    data["registered"] = registered
+    data["steps"] = steps
+    return data
+
+
+def _step_name(call: ast.Call, default: str) -> str:
+    for arg in [*call.args[:1], *(k.value for k in call.keywords if k.arg == "step_name")]:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return arg.value
+    return default

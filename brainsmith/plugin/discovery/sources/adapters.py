@@ -1,0 +1,119 @@
+"""Framework adapters: a framework's transforms, kernels, backends and build steps, read from
+its installed sources (``ast``), so listing them imports neither FINN, torch nor onnx.
+
+Each framework's adapter lives with the rest of what brainsmith knows about it
+(``brainsmith.frameworks.qonnx``, ``brainsmith.frameworks.finn.adapter``); this module is the
+part they share: finding the installed tree, scanning it incrementally, resolving subclasses.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import time
+
+from brainsmith.plugin.discovery.sources.classindex import ClassIndex
+from brainsmith.plugin.discovery.sources.distributions import is_editable, owner_of, stamped_files
+from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
+from brainsmith.plugin.discovery.sources.pyscan import scan_tree
+from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
+
+
+def locate_package(name: str) -> str | None:
+    """The folder of an installed top-level package, found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations or spec.origin in (None, "namespace"):
+        return None
+    return next(iter(spec.submodule_search_locations))
+
+
+def stage_of(module: str, is_package: bool = False) -> str:
+    """``finn.transformation.streamline.reorder`` -> ``streamline``; top-level -> ``general``."""
+    parts = module.split(".")
+    if "transformation" in parts:
+        rest = parts[parts.index("transformation") + 1 :]
+        return rest[0] if len(rest) > 1 or (rest and is_package) else "general"
+    return parts[1] if len(parts) > 1 else "general"
+
+
+class FrameworkAdapter:
+    """Discovers one framework's plugins from its installed source tree.
+
+    Installed with pip, the tree changes only through pip, which rewrites the distribution's
+    metadata: within the TTL its stamp is the package folder and those files. A tree that is
+    not a plain install (an editable install, a checkout on ``PYTHONPATH``) is stamped file
+    by file, like a plugin folder. After the TTL every file is checked.
+    """
+
+    framework = ""
+
+    def __init__(self) -> None:
+        self.root = locate_package(self.framework)
+
+    def is_available(self) -> bool:
+        return self.root is not None
+
+    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+        """Rescan the framework's tree; files whose stamp is unchanged reuse ``scan_data()``."""
+        previous = previous if previous and previous.get("root") == self.root else None
+        if previous and not full and unchanged(previous.get("stamp")):
+            return previous  # only sys.path changed, and the framework resolves as before
+        if self.root is None:
+            return {"root": None, "files": {}, "specs": [], "problems": [], "stamp": [],
+                    "checked": time.time()}  # fmt: skip
+        old = scan_data() if previous is not None else None
+        files, walked = scan_folder(self.root, self.framework, old, self.extract)
+        owner = owner_of(self.root)
+        editable = owner is None or is_editable(owner)
+        stamp = stamp_paths([self.root, *(stamped_files(owner) if owner else [])])
+        if editable:
+            stamp += folder_stamps(self.root, files, walked)
+        return {
+            "root": self.root,
+            "editable": editable,
+            "files": files,
+            "specs": [],
+            "problems": [],
+            "stamp": stamp,
+            "checked": time.time(),
+        }
+
+    def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict:
+        """Per-file facts: classes, functions and imports (a framework adds its registrations)."""
+        return scan_tree(tree, module, is_package)
+
+    def index(self, states: list[dict]) -> ClassIndex:
+        index = ClassIndex()
+        for state in states:
+            for *_, data in state.get("files", {}).values():
+                if "error" not in data:
+                    index.add_module(data["module"], data)
+        return index
+
+    def specs(self, state: dict, index: ClassIndex) -> tuple[list[list], list[list]]:
+        """Spec records and problem records for this framework."""
+        specs: list[list] = []
+        problems: list[list] = []
+        for rel, (*_, data) in sorted(state.get("files", {}).items()):
+            if "error" in data:
+                problems.append([self.framework, rel, data["error"]])
+                continue
+            module = data["module"]
+            source = os.path.join(state["root"], rel)
+            for name, (_, line, doc) in data["classes"].items():
+                if index.is_subclass(f"{module}.{name}"):
+                    stage = stage_of(module, rel.endswith("__init__.py"))
+                    meta = {"stage": stage, "description": doc, "line": line}
+                    specs.append(
+                        ["transform", name, self.framework, f"{module}:{name}", meta, source]
+                    )
+        specs.extend(self.extra_specs(state, index))
+        return specs, problems
+
+    def extra_specs(self, state: dict, index: ClassIndex) -> list[list]:
+        return []
