@@ -198,3 +198,45 @@ def test_discover_filters_by_type_and_framework():
         manager.discover_plugins(modes=["selective"], types=["kernel"], frameworks=["finn"])
         is registry
     )
+
+
+def test_the_manager_owns_the_runtime_tables_and_reset_empties_them(tmp_path):
+    from brainsmith.plugin.lifecycle import (
+        KernelBuilder,
+        PluginBuilder,
+        PluginRegistry,
+        VersionInfo,
+        kernel_builder,
+        load_plugin,
+        switch_backend,
+    )
+
+    source = tmp_path / "fold_mark.py"
+    source.write_text(
+        "from qonnx.transformation.base import Transformation\n"
+        "from brainsmith.plugin import transform\n\n"
+        "@transform(name='FoldMark')\n"
+        "class FoldMark(Transformation):\n"
+        "    def apply(self, model):\n        return model, False\n"
+    )
+
+    def operations():
+        return [KernelBuilder("acme_triple").execute(lambda x: 3 * x).create()]
+
+    tables = get_plugin_manager().tables
+    load_plugin(str(source))
+    bundle = PluginBuilder().name("acme-ops").version(VersionInfo(1, 0, 0)).build()
+    bundles = PluginRegistry()
+    bundles.register(bundle.set_custom_operations_fn(operations))
+    switch_backend("MVAU", "hls")
+    assert "fold-mark" in tables.loaded and "acme-ops" in tables.claimed
+    assert bundles in tables.bundles and "acme_triple" in tables.kernels
+    assert kernel_builder.custom_op is tables.custom_op and "acme_triple" in tables.custom_op
+    assert tables.switched == {"MVAU": "hls"}
+
+    reset_plugin_system()
+    assert get_plugin_manager().tables is tables  # one set of tables per process
+    assert (tables.loaded, tables.claimed, tables.kernels, tables.custom_op, tables.switched) == (
+        {}, {}, {}, {}, {}
+    )  # fmt: skip
+    assert list(tables.bundles) == [] and bundles.list_plugins() == []

@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
-from brainsmith.plugin.manager import RESET_HOOKS
+from brainsmith.plugin.manager import TABLES
 from brainsmith.plugin.metadata import PRIORITY_LEVELS
 from brainsmith.plugin.spec import PluginSpec
 
 NORMAL = PRIORITY_LEVELS["NORMAL"]
 BACKEND_TYPES = ("rtl", "hls")  # tie-break order
-_switched: dict[str, str] = {}  # kernel -> backend name or backend type
 
 
 class PluginUnavailableError(PluginLoadError):
@@ -97,7 +96,7 @@ def auto_select(kernel: str, prefer: str | Mapping[str, str] | None = None) -> P
     (``"hls"``/``"rtl"``), or a mapping ``{kernel: choice}`` such as a blueprint section."""
     if isinstance(prefer, Mapping):
         prefer = prefer.get(kernel) or prefer.get(kernel.rpartition(":")[2])
-    choice = prefer or _switched.get(kernel.rpartition(":")[2])
+    choice = prefer or TABLES.switched.get(kernel.rpartition(":")[2])
     candidates = backends_of(kernel)
     if choice:
         return _chosen(kernel, candidates, choice)
@@ -109,16 +108,16 @@ def switch_backend(kernel: str, backend: str | None) -> PluginSpec:
     ``None`` returns to automatic selection. Returns what ``auto_select`` now picks."""
     short = kernel.rpartition(":")[2]
     if backend is None:
-        _switched.pop(short, None)
+        TABLES.switched.pop(short, None)
         return auto_select(kernel)
     selected = _chosen(kernel, backends_of(kernel), backend)  # validates before switching
-    _switched[short] = backend
+    TABLES.switched[short] = backend
     return selected
 
 
 def backend_preferences() -> dict[str, str]:
     """The runtime choices made with ``switch_backend``."""
-    return dict(_switched)
+    return dict(TABLES.switched)
 
 
 def _chosen(kernel: str, candidates: list[PluginSpec], choice: str) -> PluginSpec:
@@ -197,12 +196,6 @@ def _registry():
 
     return get_plugin_manager().registry()
 
-
-def _reset() -> None:
-    _switched.clear()
-
-
-RESET_HOOKS.append(_reset)
 
 __all__ = [
     "PluginUnavailableError",

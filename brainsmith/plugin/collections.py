@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import _thread
-import weakref
-
 from brainsmith.plugin.errors import PluginNotFoundError
-from brainsmith.plugin.manager import CHANGE_HOOKS, get_plugin_manager
+from brainsmith.plugin.manager import TABLES, get_plugin_manager
 from brainsmith.plugin.spec import PluginSpec
 
-_views: weakref.WeakSet = weakref.WeakSet()
-_views_lock = _thread.allocate_lock()
-_generation = [0]  # bumped by forget_cached_lookups: a lookup begun before is not cached
 FRAMEWORK_NAMESPACES = ("brainsmith", "user", "qonnx", "finn")
 _OWN = ("list_plugins", "get_spec", "specs", "framework")
 
@@ -34,14 +28,14 @@ class PluginCollection:
         object.__setattr__(self, "_framework", framework)
         object.__setattr__(self, "_subset", subset)
         object.__setattr__(self, "_namespaces", {})
-        with _views_lock:
-            _views.add(self)
+        with TABLES.views_lock:
+            TABLES.views.add(self)
 
     # -- lookups ---------------------------------------------------------------------------
     def __getattr__(self, name: str) -> object:
         if name.startswith("__"):
             raise AttributeError(name)
-        generation = _generation[0]
+        generation = TABLES.generation
         if self._framework is None and self._subset is None:
             namespace = self.framework(name.replace("_", "-"), strict=False)
             if namespace is not None:
@@ -49,8 +43,8 @@ class PluginCollection:
                 return namespace
         spec = self.get_spec(name)
         obj = _registry().load(spec)
-        with _views_lock:  # not if the plugin was unloaded or replaced meanwhile
-            if _generation[0] == generation:
+        with TABLES.views_lock:  # not if the plugin was unloaded or replaced meanwhile
+            if TABLES.generation == generation:
                 object.__setattr__(self, name, obj)
         return obj
 
@@ -96,7 +90,7 @@ class PluginCollection:
         cached = self._namespaces.get(name)
         if cached is not None:
             return cached
-        generation = _generation[0]
+        generation = TABLES.generation
         if name not in FRAMEWORK_NAMESPACES and name not in _registry().frameworks():
             if strict:
                 raise PluginNotFoundError(
@@ -106,8 +100,8 @@ class PluginCollection:
                 )
             return None
         namespace = PluginCollection(self._type, name)
-        with _views_lock:
-            if _generation[0] == generation:
+        with TABLES.views_lock:
+            if TABLES.generation == generation:
                 self._namespaces[name] = namespace
         return namespace
 
@@ -158,13 +152,3 @@ class PluginCollection:
 def _registry():
 
     return get_plugin_manager().registry()
-
-
-def forget_cached_lookups() -> None:
-    with _views_lock:
-        _generation[0] += 1
-        for view in list(_views):
-            view._forget()
-
-
-CHANGE_HOOKS.append(forget_cached_lookups)

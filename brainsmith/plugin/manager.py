@@ -1,5 +1,6 @@
 """PluginManager: owns the configuration, the registry, discovery, the instance cache,
-statistics and health. One per process: ``get_plugin_manager()``."""
+statistics and health, and the process's runtime plugin tables (``PluginTables``).
+One per process: ``get_plugin_manager()``."""
 
 from __future__ import annotations
 
@@ -7,12 +8,50 @@ import _thread
 import os
 import sys
 import time
+import weakref
+from collections.abc import Callable
+from typing import Any
 
 from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.discovery.index import BUILTIN_FRAMEWORKS, DiscoveryResult, discover, records
 from brainsmith.plugin.registry import Registry, RegistryChanges
 from brainsmith.plugin.spec import PluginSpec
+
+
+class PluginTables:
+    """The process's plugin state beyond the registry, kept in one place.
+
+    The lifecycle API fills it (under ``lifecycle.oplock.LOCK``); ``reset_plugin_system()``
+    empties it once the lifecycle modules' cleanup hooks have read it. The collections
+    (``tfm.X``) register here so a registry change clears their cached lookups.
+    """
+
+    def __init__(self) -> None:
+        self.loaded: dict[str, Any] = {}  # plugins loaded from paths, by framework
+        self.claimed: dict[str, str] = {}  # framework -> the bundle or path that owns it
+        self.bundles: weakref.WeakSet[Any] = weakref.WeakSet()  # live PluginRegistry objects
+        self.kernels: dict[str, PluginSpec] = {}  # custom kernels, by name
+        self.custom_op: dict[str, type] = {}  # their QONNX classes (kernel_builder.custom_op)
+        self.switched: dict[str, str] = {}  # kernel -> backend name or type (switch_backend)
+        self.views: weakref.WeakSet[Any] = weakref.WeakSet()  # collections caching lookups
+        self.generation = 0  # bumped on every change: a lookup begun before is not cached
+        self.views_lock = _thread.allocate_lock()
+
+    def forget_cached_lookups(self) -> None:
+        with self.views_lock:
+            self.generation += 1
+            for view in list(self.views):
+                view._forget()
+
+    def clear(self) -> None:
+        """Empty every table but the views (they live as long as the process)."""
+        for table in (self.loaded, self.claimed, self.kernels, self.custom_op, self.switched):
+            table.clear()
+        self.bundles.clear()
+
+
+TABLES = PluginTables()
 
 
 class PluginManager:
@@ -38,6 +77,11 @@ class PluginManager:
         self._instances = None  # weakref.WeakValueDictionary, created on first use
         self._instance_locks: dict = {}
         self._stats = {"discoveries": 0, "hits": 0, "lookups": 0, "discovery_ms": 0.0}
+
+    @property
+    def tables(self) -> PluginTables:
+        """Path-loaded plugins, bundles, custom kernels and backend switches of this process."""
+        return TABLES
 
     # -- configuration ---------------------------------------------------------------------
     @property
@@ -507,14 +551,13 @@ def register_decorated(plugin_type: str, obj: object, metadata: dict, where: str
     get_plugin_manager().on_decorated(plugin_type, obj, metadata, where)
 
 
-# Process state kept outside the manager registers here, so the manager needs no import of it:
-RESET_HOOKS: list = []  # run by reset_plugin_system (runtime plugin tables)
-CHANGE_HOOKS: list = []  # run whenever the registry's plugins change (cached tfm.X lookups)
+# Cleanup that reads TABLES before reset_plugin_system() empties them (forgetting imported
+# modules, QONNX op classes); the lifecycle modules register it, so no import goes up.
+RESET_HOOKS: list[Callable[[], None]] = []
 
 
 def _registry_changed() -> None:
-    for hook in list(CHANGE_HOOKS):
-        hook()
+    TABLES.forget_cached_lookups()
 
 
 def report_problem(source: str, plugin: str, reason: str) -> None:
@@ -530,6 +573,7 @@ def reset_plugin_system() -> None:
     global _manager
     for hook in list(RESET_HOOKS):
         hook()
+    TABLES.clear()
     folders = sys.modules.get("brainsmith.plugin.discovery.folders")
     if folders is not None:
         folders.forget()  # plugin folders' modules: imported afresh by the next use

@@ -15,21 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import re
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from brainsmith.plugin.containment import origin
 from brainsmith.plugin.errors import PluginError, PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.lifecycle import oplock
-from brainsmith.plugin.manager import RESET_HOOKS, report_problem
+from brainsmith.plugin.manager import RESET_HOOKS, TABLES, report_problem
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import VersionInfo, incompatibility
 
 RESERVED = ("brainsmith", "user", "qonnx", "finn")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*\Z")
-_claimed: dict[str, str] = {}  # framework -> what claimed it (a package or a path)
-_registries: weakref.WeakSet = weakref.WeakSet()
 
 
 class PluginLifecycleError(PluginError):
@@ -167,7 +164,7 @@ class PluginRegistry:
     def __init__(self) -> None:
         self._plugins: dict[str, Plugin] = {}
         self._specs: dict[str, list[PluginSpec]] = {}
-        _registries.add(self)
+        TABLES.bundles.add(self)
 
     def register(self, plugin: Plugin) -> PluginInfo:
         """Check, initialize and add ``plugin``'s plugins to the hub; all or nothing."""
@@ -239,19 +236,21 @@ def claim(framework: str, owner: str) -> None:
 
     registry = get_plugin_manager().registry()
     with oplock.LOCK:
-        if framework in _claimed:
-            raise PluginError(f"plugin name '{framework}' is already used by {_claimed[framework]}")
+        if framework in TABLES.claimed:
+            raise PluginError(
+                f"plugin name '{framework}' is already used by {TABLES.claimed[framework]}"
+            )
         if registry.specs(framework=framework):
             raise PluginError(
                 f"plugin name '{framework}' clashes with installed framework '{framework}'; "
                 "choose another name"
             )
-        _claimed[framework] = owner
+        TABLES.claimed[framework] = owner
 
 
 def release(framework: str) -> None:
     with oplock.LOCK:
-        _claimed.pop(framework, None)
+        TABLES.claimed.pop(framework, None)
 
 
 def install(plugin: Plugin, framework: str) -> list[PluginSpec]:
@@ -310,11 +309,11 @@ def contributions(plugin: Plugin, framework: str, items: list) -> tuple[list, li
             reason = incompatibility(metadata)
             spec.error = f"unavailable: {reason}" if reason else None
             for known in registry.by_target(target):
-                owned = known.framework in _claimed and known.framework != framework
+                owned = known.framework in TABLES.claimed and known.framework != framework
                 if known.type == spec.type and owned:
                     raise PluginError(
                         f"plugin '{plugin.name}': {known.qualified_name} already belongs to "
-                        f"{_claimed[known.framework]}"
+                        f"{TABLES.claimed[known.framework]}"
                     )
                 old += [known] if known.type == spec.type else []
         else:
@@ -389,8 +388,7 @@ def _kernel_builder():
 def _reset() -> None:
     """``reset_plugin_system()`` forgets packages without running their cleanup."""
     with oplock.LOCK:
-        _claimed.clear()
-        for registry in list(_registries):
+        for registry in list(TABLES.bundles):
             registry._plugins.clear()
             registry._specs.clear()
 

@@ -13,15 +13,14 @@ import sys
 from collections.abc import Callable
 
 from brainsmith.plugin.errors import PluginError, PluginNotFoundError
-from brainsmith.plugin.manager import RESET_HOOKS
+from brainsmith.plugin.manager import RESET_HOOKS, TABLES
 from brainsmith.plugin.spec import PluginSpec
 
 DOMAIN = "brainsmith.custom_op"
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 _ATTR_CODES = {bool: "i", int: "i", float: "f", str: "s"}
 
-custom_op: dict[str, type] = {}  # op_type -> QONNX CustomOp class (QONNX reads this dict)
-_kernels: dict[str, PluginSpec] = {}  # registered custom kernels by name
+custom_op = TABLES.custom_op  # op_type -> QONNX CustomOp class (QONNX reads this dict)
 
 
 class KernelInputError(PluginError, ValueError):
@@ -228,7 +227,7 @@ def spec_for(kernel: CustomKernel, framework: str) -> PluginSpec:
 
 def displaced(spec: PluginSpec) -> list[PluginSpec]:
     """The registered kernel ``spec`` replaces (same name and framework); raise on a clash."""
-    old = _kernels.get(spec.name)
+    old = TABLES.kernels.get(spec.name)
     if old is None:
         return []
     if old.obj is spec.obj or old.framework == spec.framework:
@@ -249,14 +248,14 @@ def install_ops(specs: list[PluginSpec]) -> None:
         if spec.type == "kernel" and isinstance(kernel, CustomKernel):
             kernel.framework = spec.framework
             custom_op[spec.name] = spec.obj
-            _kernels[spec.name] = spec
+            TABLES.kernels[spec.name] = spec
             add_op_to_domain(DOMAIN, spec.obj)
 
 
 def remove_ops(specs: list[PluginSpec]) -> None:
     for spec in specs:
-        if _kernels.get(spec.name) is spec:
-            del _kernels[spec.name]
+        if TABLES.kernels.get(spec.name) is spec:
+            del TABLES.kernels[spec.name]
             custom_op.pop(spec.name, None)
             _forget_in_qonnx(spec.name)
 
@@ -273,21 +272,21 @@ def _forget_in_qonnx(op_type: str) -> None:
 # -- queries -------------------------------------------------------------------------------
 def list_custom_kernels() -> list[str]:
     """Names of the registered custom kernels."""
-    return sorted(_kernels)
+    return sorted(TABLES.kernels)
 
 
 def is_custom_kernel_registered(name: str) -> bool:
-    return name in _kernels
+    return name in TABLES.kernels
 
 
 def get_custom_kernel(name: str) -> CustomKernel:
-    spec = _kernels.get(name)
+    spec = TABLES.kernels.get(name)
     if spec is None:
         from brainsmith.plugin.names import suggest
 
-        known = ", ".join(sorted(_kernels)) or "none"
+        known = ", ".join(sorted(TABLES.kernels)) or "none"
         raise PluginNotFoundError(
-            f"no custom kernel named '{name}'{suggest(name, list(_kernels))} (registered: {known})",
+            f"no custom kernel named '{name}'{suggest(name, list(TABLES.kernels))} (registered: {known})",
             "kernel",
             name,
         )
@@ -428,7 +427,7 @@ def _input_shapes(model, names: list[str], kernel: str) -> list:
 
 
 def _reset() -> None:
-    for spec in list(_kernels.values()):
+    for spec in list(TABLES.kernels.values()):
         remove_ops([spec])
 
 

@@ -35,7 +35,7 @@ from brainsmith.plugin.lifecycle.bundles import (
     run_hook,
     withdraw,
 )
-from brainsmith.plugin.manager import RESET_HOOKS, report_problem
+from brainsmith.plugin.manager import RESET_HOOKS, TABLES, report_problem
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_metadata
 
@@ -56,9 +56,6 @@ class LoadedPlugin:
         return self.info.framework
 
 
-_loaded: dict[str, LoadedPlugin] = {}  # by framework name
-
-
 def load_plugin(path: str | os.PathLike, name: str | None = None) -> PluginInfo:
     """Import the plugin at ``path`` and register what it defines; returns its info."""
     path = os.path.abspath(os.fspath(path))
@@ -68,16 +65,16 @@ def load_plugin(path: str | os.PathLike, name: str | None = None) -> PluginInfo:
     framework = framework_name(name)
     with oplock.operation(framework):
         with oplock.LOCK:
-            if framework in _loaded:
+            if framework in TABLES.loaded:
                 raise PluginLoadError(
-                    f"plugin '{name}' is already loaded from {_loaded[framework].info.path}; "
+                    f"plugin '{name}' is already loaded from {TABLES.loaded[framework].info.path}; "
                     f"use reload_plugin('{name}') or unload_plugin('{name}') first"
                 )
         module_name = stem if kind == "extension" else re.sub(r"\W", "_", name)
         declared = _static_metadata(path, kind, name)
         record = _load(path, kind, name, module_name, declared)
         with oplock.LOCK:
-            _loaded[framework] = record
+            TABLES.loaded[framework] = record
         return _info_of(record)
 
 
@@ -85,7 +82,7 @@ def unload_plugin(name: str) -> None:
     """Remove the plugin's plugins from the hub, run its cleanup and forget its modules."""
     with oplock.operation(framework_name(name)):
         with oplock.LOCK:
-            record = _loaded.pop(_key(name))
+            record = TABLES.loaded.pop(_key(name))
         failure = _deactivate(record)
     if failure is not None:
         raise failure
@@ -99,7 +96,7 @@ def reload_plugin(name: str) -> PluginInfo:
     with oplock.operation(framework_name(name)):
         with oplock.LOCK:
             framework = _key(name)
-            old = _loaded[framework]
+            old = TABLES.loaded[framework]
         if old.kind == "extension":
             raise PluginLoadError(
                 f"plugin '{old.info.name}' is a compiled extension ({old.info.path}); a loaded "
@@ -112,37 +109,37 @@ def reload_plugin(name: str) -> PluginInfo:
         except PluginError as exc:
             raise PluginLoadError(f"{exc}; {kept}") from exc
         with oplock.LOCK:
-            del _loaded[framework]
+            del TABLES.loaded[framework]
         _deactivate(old)  # a failing cleanup is reported and does not stop the reload
         try:
             record = _load(old.info.path, old.kind, old.info.name, old.module_name, declared)
         except BaseException as exc:  # a real Ctrl-C too: the previous version comes back
             _restore(old)
             with oplock.LOCK:
-                _loaded[framework] = old
+                TABLES.loaded[framework] = old
             if isinstance(exc, PluginError):
                 raise PluginLoadError(f"{exc}; {kept}") from exc
             raise
         with oplock.LOCK:
-            _loaded[framework] = record
+            TABLES.loaded[framework] = record
         return _info_of(record)
 
 
 def list_plugins() -> list[PluginInfo]:
     """Info of every plugin loaded from a path."""
     with oplock.LOCK:
-        records = list(_loaded.values())
+        records = list(TABLES.loaded.values())
     return [_info_of(record) for record in records]
 
 
 def get_plugin_info(name: str) -> PluginInfo:
     with oplock.LOCK:
-        record = _loaded[_key(name)]
+        record = TABLES.loaded[_key(name)]
     return _info_of(record)
 
 
 def is_plugin_loaded(name: str) -> bool:
-    return framework_name(name) in _loaded
+    return framework_name(name) in TABLES.loaded
 
 
 def _info_of(record: LoadedPlugin) -> PluginInfo:
@@ -360,16 +357,15 @@ def _forget_modules(module_name: str) -> None:
 
 def _key(name: str) -> str:
     framework = framework_name(name)
-    if framework not in _loaded:
-        raise not_found(name, [r.info.name for r in _loaded.values()], "loaded plugin")
+    if framework not in TABLES.loaded:
+        raise not_found(name, [r.info.name for r in TABLES.loaded.values()], "loaded plugin")
     return framework
 
 
 def _reset() -> None:
     """``reset_plugin_system()`` forgets loaded paths (without running their cleanup)."""
     with oplock.LOCK:
-        records = list(_loaded.values())
-        _loaded.clear()
+        records = list(TABLES.loaded.values())
     for record in records:
         _forget_modules(record.module_name)
 
