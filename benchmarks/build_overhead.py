@@ -7,7 +7,7 @@ The target (<= 1.03x) is on the median process wall time; CPU time (including he
 processes such as brainsmith's chart drawer) is reported beside it. Both variants end with
 ``os._exit`` once their work is done: tearing down an interpreter that loaded FINN takes
 1-2 s of the same work for both, and its noise would swamp the difference measured here
-(``brainsmith build`` itself skips it the same way, see ``finn_env.fast_exit``).
+(``brainsmith build`` itself skips it the same way, see ``frameworks.finn.env.fast_exit``).
 The direct variant writes what FINN's own runner writes (intermediate models, estimate
 reports, generated code); brainsmith adds its reports (report.json, report.html).
 

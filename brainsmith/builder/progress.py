@@ -1,7 +1,7 @@
 """Live per-step progress: a rich table on a terminal, one plain line per event otherwise.
 
 The display writes to the stream it was given when created, so FINN output redirected
-during a step (``finn_env.contain_finn_output``) never mixes with it.
+during a step (``frameworks.finn.env.contain_finn_output``) never mixes with it.
 """
 
 from __future__ import annotations
