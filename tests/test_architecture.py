@@ -102,6 +102,20 @@ def test_importing_the_everyday_api_pulls_in_no_framework():
     assert result.stdout.strip() == "[]"
 
 
+def test_importing_the_everyday_api_pulls_in_no_costly_standard_module():
+    """Each of these costs milliseconds at start-up; annotations name them under
+    ``TYPE_CHECKING`` instead."""
+    code = (
+        "import sys, brainsmith.plugins\n"
+        "costly = ('typing', 'dataclasses', 'json', 're', 'logging', 'inspect', 'importlib.metadata')\n"
+        "print(sorted(m for m in costly if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
 def test_the_architecture_doc_names_real_paths_and_every_hub_module():
     """docs/architecture.md stays true: each path it names exists, and each module of the
     plugin hub and of frameworks/ is named there."""

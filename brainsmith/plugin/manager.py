@@ -9,14 +9,17 @@ import os
 import sys
 import time
 import weakref
-from collections.abc import Callable
-from typing import Any
 
 from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.discovery.index import BUILTIN_FRAMEWORKS, DiscoveryResult, discover, records
 from brainsmith.plugin.registry import Registry, RegistryChanges
 from brainsmith.plugin.spec import PluginSpec
+
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
 class PluginTables:
