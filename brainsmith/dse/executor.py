@@ -55,7 +55,9 @@ class InProcess:
 class DaskCluster:
     """Runs the segments as Dask tasks on a local cluster or an existing one."""
 
-    def __init__(self, folder: str, workers: int | None = None, scheduler: str | None = None):
+    def __init__(
+        self, folder: str, workers: int | None = None, scheduler: str | None = None
+    ) -> None:
         from distributed import Client
 
         self.cluster = None

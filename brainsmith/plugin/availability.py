@@ -22,6 +22,11 @@ from brainsmith.plugin.manager import TABLES
 from brainsmith.plugin.metadata import PRIORITY_LEVELS
 from brainsmith.plugin.spec import PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 NORMAL = PRIORITY_LEVELS["NORMAL"]
 BACKEND_TYPES = ("rtl", "hls")  # tie-break order
 
@@ -80,7 +85,7 @@ def backends_of(kernel: str) -> list[PluginSpec]:
         )
     order = registry.frameworks()
 
-    def rank(spec: PluginSpec) -> tuple:
+    def rank(spec: PluginSpec) -> tuple[Any, ...]:
         style = spec.metadata.get("backend_type")
         tie = BACKEND_TYPES.index(style) if style in BACKEND_TYPES else len(BACKEND_TYPES)
         place = order.index(spec.framework) if spec.framework in order else len(order)

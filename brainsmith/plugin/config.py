@@ -13,6 +13,11 @@ from brainsmith.plugin import memo
 from brainsmith.plugin.errors import ConfigError
 from brainsmith.plugin.memo import default_cache_dir
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 DISCOVERY_MODES = ("full", "blueprint", "selective")
 DEFAULT_PRIORITY = ("brainsmith", "user", "*", "finn", "qonnx")
 KNOWN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
@@ -72,7 +77,7 @@ class PluginConfig:
     def framework_enabled(self, framework: str) -> bool:
         return self.frameworks is None or framework in self.frameworks
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {key: getattr(self, key) for key in self.__slots__}
 
 
@@ -113,7 +118,7 @@ def load_config(start: str | None = None) -> PluginConfig:
     return config
 
 
-def read_project_section(path: str) -> dict:
+def read_project_section(path: str) -> dict[str, Any]:
     """The ``plugin_system`` mapping of a project config file.
 
     Its parsed form is memoised beside the file, in ``.brainsmith/__pycache__/config.bsm``
@@ -142,7 +147,7 @@ def memo_folder(path: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(path)), "__pycache__")
 
 
-def _parse_project_file(path: str) -> dict:
+def _parse_project_file(path: str) -> dict[str, Any]:
     from brainsmith.plugin.safe_yaml import YAMLInputError, load_yaml_file
 
     try:

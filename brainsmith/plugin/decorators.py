@@ -29,6 +29,10 @@ from collections.abc import Callable
 from brainsmith.plugin.errors import PluginMetadataError
 from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE, first_doc_line, validate_metadata
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def transform(target=None, /, **metadata):
     """Register a QONNX ``Transformation`` subclass as a transform plugin."""
@@ -50,7 +54,7 @@ def step(target=None, /, **metadata):
     return _decorate("step", target, metadata)
 
 
-def _decorate(plugin_type: str, target: object, given: dict):
+def _decorate(plugin_type: str, target: object, given: dict[str, Any]):
     frame = sys._getframe(2)
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     if target is not None and (isinstance(target, str) or given):
@@ -122,7 +126,7 @@ def _is_transformation(cls: type) -> bool:
     )
 
 
-def _accepts_two_args(fn: Callable) -> bool:
+def _accepts_two_args(fn: Callable[..., Any]) -> bool:
     import inspect
 
     try:

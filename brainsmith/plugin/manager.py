@@ -71,14 +71,16 @@ class PluginManager:
         self._registry: Registry | None = None
         self._ready = False  # the registry holds a first discovery
         self._next_check = 0.0  # time.monotonic() after which discovery is checked again
-        self._views: dict[tuple, object] = {}
-        self._states: dict[str, dict] = {}  # the source states the registry was synced with
+        self._views: dict[tuple[Any, ...], object] = {}
+        self._states: dict[
+            str, dict[str, Any]
+        ] = {}  # the source states the registry was synced with
         self._last: DiscoveryResult | None = None
         self._discovering: int | None = None  # thread id while discovery runs
-        self._pending: list[tuple] = []  # decorated before discovery ran
+        self._pending: list[tuple[Any, ...]] = []  # decorated before discovery ran
         self.module_frameworks: dict[str, str] = {}  # module -> framework (loaded plugins)
         self._instances = None  # weakref.WeakValueDictionary, created on first use
-        self._instance_locks: dict = {}
+        self._instance_locks: dict[str, Any] = {}
         self._stats = {"discoveries": 0, "hits": 0, "lookups": 0, "discovery_ms": 0.0}
 
     @property
@@ -251,7 +253,9 @@ class PluginManager:
         return tuple(fresh)
 
     # -- decorators report here ------------------------------------------------------------
-    def on_decorated(self, plugin_type: str, obj: object, metadata: dict, where: str) -> None:
+    def on_decorated(
+        self, plugin_type: str, obj: object, metadata: dict[str, Any], where: str
+    ) -> None:
         if self._discovering == _thread.get_ident():
             return  # an entry-point module being scanned; the source records it
         if not self._ready:
@@ -262,7 +266,12 @@ class PluginManager:
         self._attach(self._registry, plugin_type, obj, metadata, where)
 
     def _attach(
-        self, registry: Registry, plugin_type: str, obj: object, metadata: dict, where: str
+        self,
+        registry: Registry,
+        plugin_type: str,
+        obj: object,
+        metadata: dict[str, Any],
+        where: str,
     ) -> None:
         module = getattr(obj, "__module__", "") or ""
         target = f"{module}:{getattr(obj, '__qualname__', '')}"
@@ -383,7 +392,7 @@ class PluginManager:
                 removed += memo.remove_if_ours(memo.path_for("config", folder))
         return removed + memo.remove_all(self.config.cache_dir)
 
-    def get_performance_stats(self) -> dict:
+    def get_performance_stats(self) -> dict[str, Any]:
         """Plugin counts, plus (with ``performance_tracking``) discovery statistics."""
         registry = self.registry()
         specs = registry.specs()
@@ -413,7 +422,7 @@ class PluginManager:
             "files_parsed": _files_parsed(),
         }
 
-    def health_check(self) -> dict:
+    def health_check(self) -> dict[str, Any]:
         from brainsmith.plugin import memo
 
         try:
@@ -464,7 +473,7 @@ class PluginManager:
         }
 
 
-def _code(state: dict) -> list:
+def _code(state: dict[str, Any]) -> list[Any]:
     """The stamps of a folder source's Python files (its folders change with bytecode caches)."""
     return [entry for entry in state.get("stamp", ()) if str(entry[0]).endswith(".py")]
 
@@ -504,7 +513,7 @@ def _files_parsed() -> int:
     return scanner.parsed_files if scanner else 0
 
 
-def _freeze(kwargs: dict) -> tuple:
+def _freeze(kwargs: dict[str, Any]) -> tuple[Any, ...]:
     items = []
     for key, value in sorted(kwargs.items()):
         try:
@@ -515,7 +524,7 @@ def _freeze(kwargs: dict) -> tuple:
     return tuple(items)
 
 
-def _count_by(specs: list[PluginSpec], attribute: str) -> dict:
+def _count_by(specs: list[PluginSpec], attribute: str) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for spec in specs:
         value = getattr(spec, attribute)
@@ -550,7 +559,7 @@ def get_plugin_manager() -> PluginManager:
     return manager
 
 
-def register_decorated(plugin_type: str, obj: object, metadata: dict, where: str) -> None:
+def register_decorated(plugin_type: str, obj: object, metadata: dict[str, Any], where: str) -> None:
     get_plugin_manager().on_decorated(plugin_type, obj, metadata, where)
 
 

@@ -21,6 +21,11 @@ import stat
 from brainsmith.plugin import log
 from brainsmith.plugin.errors import CacheDirectoryError
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 MAGIC = b"BSMEMO1\n"
 MAX_BYTES = 64 << 20  # a memo file is at most a few MB; anything larger is not ours
 ORPHAN_AGE = 600  # seconds after which a temp file is an orphan even if its pid is alive
@@ -168,7 +173,7 @@ def _file_problem(st: os.stat_result, limit: int) -> str | None:
     return None
 
 
-def decode(raw: bytes, path: str) -> tuple | None:
+def decode(raw: bytes, path: str) -> tuple[Any, ...] | None:
     """Decode a memo file; a foreign, truncated or corrupt file yields None and a warning."""
     if not raw.startswith(MAGIC):
         log.warning("cache file %s has an unknown format; discarding it", path)

@@ -6,6 +6,11 @@ plugin's metadata is judged the same way whichever sees it first.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 PLUGIN_ATTRIBUTE = "__brainsmith_plugin__"  # the decorator's mark on a plugin object
 
 PRIORITY_LEVELS = {"HIGHEST": 100, "HIGH": 75, "NORMAL": 50, "LOW": 25, "LOWEST": 0}
@@ -46,11 +51,11 @@ def allowed_keys(plugin_type: str) -> dict[str, str]:
     return dict(_ALLOWED[plugin_type])
 
 
-def validate_metadata(plugin_type: str, given: dict) -> tuple[dict, list[str]]:
+def validate_metadata(plugin_type: str, given: dict[str, Any]) -> tuple[dict, list[str]]:
     """Check decorator keywords; return (normalised metadata, problems with their fixes)."""
     allowed = allowed_keys(plugin_type)
     problems: list[str] = []
-    metadata: dict = {}
+    metadata: dict[str, Any] = {}
     for key, value in given.items():
         if key not in allowed:
             from brainsmith.plugin.names import suggest

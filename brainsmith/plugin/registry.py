@@ -44,7 +44,9 @@ class Registry:
     (``add``) stay until removed.
     """
 
-    def __init__(self, priority: tuple[str, ...] = ("brainsmith", "user", "*", "finn", "qonnx")):
+    def __init__(
+        self, priority: tuple[str, ...] = ("brainsmith", "user", "*", "finn", "qonnx")
+    ) -> None:
         self._lock = _thread.RLock()
         self._specs: dict[Key, PluginSpec] = {}
         self._by_name: dict[tuple[str, str], list[PluginSpec]] = {}

@@ -10,11 +10,16 @@ import yaml
 
 from brainsmith.errors import BrainsmithError
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 MAX_BYTES = 1 << 20  # 1 MiB: blueprints and configs are small
 MAX_DEPTH = 64
 MAX_NODES = 100_000  # values built, aliases counted each time they are expanded
 
-Path = tuple  # a key path such as ("hw_compiler", "kernels", 0)
+Path = tuple[str | int, ...]  # a key path such as ("hw_compiler", "kernels", 0)
 
 
 class YAMLInputError(BrainsmithError):
@@ -172,7 +177,7 @@ _MAP = "tag:yaml.org,2002:map"
 
 
 class _Builder:
-    def __init__(self, path: str, marks: dict) -> None:
+    def __init__(self, path: str, marks: dict[str, Any]) -> None:
         self.loader = yaml.SafeLoader("")
         self.path = path
         self.marks = marks
@@ -198,7 +203,7 @@ class _Builder:
                 self.build(item, (*key_path, i), depth + 1) for i, item in enumerate(node.value)
             ]
         if isinstance(node, yaml.MappingNode):
-            result: dict = {}
+            result: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     raise self.fail(key_node, "merge keys ('<<') are not supported")

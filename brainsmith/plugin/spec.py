@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from brainsmith.plugin.metadata import is_plugin_name, record_metadata_problem
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 PLUGIN_TYPES = ("transform", "kernel", "backend", "step")
 
 
@@ -31,7 +36,7 @@ class PluginSpec:
         name: str,
         framework: str,
         target: str,
-        metadata: dict | None = None,
+        metadata: dict[str, Any] | None = None,
         source: str = "",
     ) -> None:
         self.type = type
@@ -42,7 +47,9 @@ class PluginSpec:
         self.source = source
         self.obj: object | None = None
         self.error: str | None = None
-        self.record: list | None = None  # the index record it came from (None: made at runtime)
+        self.record: list[Any] | None = (
+            None  # the index record it came from (None: made at runtime)
+        )
 
     @property
     def qualified_name(self) -> str:
@@ -64,12 +71,12 @@ class PluginSpec:
     def loaded(self) -> bool:
         return self.obj is not None
 
-    def to_record(self) -> list:
+    def to_record(self) -> list[Any]:
         """Compact JSON-safe form for the discovery index."""
         return [self.type, self.name, self.framework, self.target, self.metadata, self.source]
 
     @classmethod
-    def from_record(cls, record: list) -> PluginSpec:
+    def from_record(cls, record: list[Any]) -> PluginSpec:
         """The spec of an index record; ValueError saying what is wrong with it otherwise."""
         if not isinstance(record, list) or len(record) != 6:
             raise ValueError("not a record of 6 fields")
@@ -89,7 +96,7 @@ class PluginSpec:
         spec.record = record
         return spec
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Everything a user may want to see about this plugin (CLI ``--json``, ``plugins info``)."""
         return {
             "type": self.type,
@@ -125,10 +132,10 @@ class PluginProblem:
         self.plugin = plugin
         self.reason = reason
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "plugin": self.plugin, "reason": self.reason}
 
-    def to_record(self) -> list:
+    def to_record(self) -> list[Any]:
         return [self.source, self.plugin, self.reason]
 
     def __repr__(self) -> str:

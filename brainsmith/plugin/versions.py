@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from functools import total_ordering
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 VERSION_KEYS = ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version")
 PACKAGE_KEYS = ("version", "description", "author", *VERSION_KEYS)
 PACKAGE_ATTRIBUTE = "BRAINSMITH_PLUGIN"
@@ -42,7 +47,7 @@ class VersionInfo:
         return cls(*parts)
 
     @classmethod
-    def coerce(cls, value: VersionInfo | str | tuple) -> VersionInfo:
+    def coerce(cls, value: VersionInfo | str | tuple[Any, ...]) -> VersionInfo:
         """A VersionInfo from a VersionInfo, ``"1.2.0"`` or ``(1, 2, 0)``."""
         if isinstance(value, VersionInfo):
             return value
@@ -103,7 +108,7 @@ def check_version_text(key: str, text: str) -> str | None:
     return None
 
 
-def incompatibility(metadata: dict, version: str | None = None) -> str | None:
+def incompatibility(metadata: dict[str, Any], version: str | None = None) -> str | None:
     """Why brainsmith ``version`` (default: this one) cannot run a plugin with ``metadata``;
     None when it can."""
     if not any(metadata.get(k) for k in VERSION_KEYS):
@@ -140,11 +145,11 @@ def incompatibility(metadata: dict, version: str | None = None) -> str | None:
     return None
 
 
-def package_metadata(declared: object, where: str) -> tuple[dict, list[str]]:
+def package_metadata(declared: object, where: str) -> tuple[dict[str, Any], list[str]]:
     """Validate a ``BRAINSMITH_PLUGIN`` dict; return (metadata, problems naming ``where``)."""
     if not isinstance(declared, dict):
         return {}, [f"{where}: {PACKAGE_ATTRIBUTE} must be a dict of {', '.join(PACKAGE_KEYS)}"]
-    metadata: dict = {}
+    metadata: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in declared.items():
         if key not in PACKAGE_KEYS:

@@ -10,6 +10,11 @@ from brainsmith.plugin.errors import PluginNotFoundError
 from brainsmith.plugin.registry import Registry, check_type
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 BUILTIN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
 
 
@@ -38,7 +43,7 @@ class RegistryView:
 
     # -- the read API of Registry ----------------------------------------------------------
     @property
-    def problems(self) -> list:
+    def problems(self) -> list[Any]:
         return self.registry.problems
 
     @property

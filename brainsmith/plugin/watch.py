@@ -13,6 +13,11 @@ from collections.abc import Callable
 
 from brainsmith.plugin import log
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 # Events that change what a folder holds; reads (opened, closed without writing) do not.
 CHANGES = ("created", "deleted", "modified", "moved", "closed")
 
@@ -24,7 +29,7 @@ class PluginWatcher:
         self,
         manager,
         folders: tuple[str, ...],
-        on_change: Callable | None = None,
+        on_change: Callable[..., Any] | None = None,
         debounce: float = 0.2,
     ) -> None:
         self.manager = manager

@@ -8,6 +8,10 @@ import os
 from brainsmith.plugin.blueprint.document import Document, Path
 from brainsmith.plugin.blueprint.errors import Diagnostics, describe, quote
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def label(path: Path) -> str:
     """``("hw_compiler", "kernels", 1)`` -> ``hw_compiler.kernels[1]``."""
@@ -33,7 +37,7 @@ class Checker:
     def wrong(self, path: Path, value: object, expected: str) -> None:
         self.fail(path, f"{label(path)} is {describe(value)}", expected)
 
-    def mapping(self, path: Path, value: object, keys: dict[str, str]) -> dict:
+    def mapping(self, path: Path, value: object, keys: dict[str, str]) -> dict[str, Any]:
         """The known keys of the mapping at ``path``; unknown keys are reported."""
         if not isinstance(value, dict):
             self.wrong(path, value, f"a mapping of {', '.join(keys)}")

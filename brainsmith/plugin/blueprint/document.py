@@ -21,9 +21,14 @@ from brainsmith.plugin.safe_yaml import (
     read_text,
 )
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 PER_FILE_KEYS = ("name", "description", "extends")
 MAX_EXTENDS = 16
-Path = tuple  # a key path such as ("hw_compiler", "kernels", 0)
+Path = tuple[str | int, ...]  # a key path such as ("hw_compiler", "kernels", 0)
 Where = tuple[str, int, int]  # (file as written, line, column), 1-based
 
 
@@ -34,8 +39,8 @@ class Source:
     display: str
     path: str
     text: str
-    data: dict
-    marks: dict
+    data: dict[str, Any]
+    marks: dict[str, Any]
     _line_starts: list[int] = field(default_factory=list, repr=False)
 
     def offset(self, line: int, column: int) -> int:
@@ -56,12 +61,12 @@ class Document:
         self.complete = complete  # False when a base could not be read
         self.top = sources[0]
         self.origin: dict[Path, Source] = {(): self.top}
-        self.data: dict = {}
+        self.data: dict[str, Any] = {}
         for source in reversed(sources):
             body = {k: v for k, v in source.data.items() if k not in PER_FILE_KEYS}
             self.data = self._overlay(self.data, body, source, ())
 
-    def _overlay(self, base: dict, child: dict, source: Source, path: Path) -> dict:
+    def _overlay(self, base: dict[str, Any], child: dict, source: Source, path: Path) -> dict:
         merged = dict(base)
         for key, value in child.items():
             at = (*path, key)

@@ -24,7 +24,7 @@ COLLECTION_NAMES = {
 }
 
 
-def load_blueprint(path: str | os.PathLike) -> Blueprint:
+def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
     """The resolved blueprint at ``path``; BlueprintError lists every problem found."""
     diag = Diagnostics()
     doc = read_document(os.fspath(path), diag)
@@ -69,7 +69,7 @@ def load_blueprint(path: str | os.PathLike) -> Blueprint:
     )
 
 
-def load_blueprint_plugins(path: str | os.PathLike) -> dict[str, PluginCollection]:
+def load_blueprint_plugins(path: str | os.PathLike[str]) -> dict[str, PluginCollection]:
     """``{"transforms", "kernels", "backends", "steps"}``: collections of exactly the plugins
     the blueprint selects (kernels' allowed backends included), by short and qualified name.
 

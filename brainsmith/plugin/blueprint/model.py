@@ -42,6 +42,10 @@ from typing import NamedTuple
 from brainsmith.plugin.blueprint.options import BuildOptions
 from brainsmith.plugin.spec import PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class KernelChoice(NamedTuple):
     """A kernel and the backends the blueprint allows for it."""
@@ -98,9 +102,9 @@ class Blueprint:
             "step": tuple(dict.fromkeys(self.steps)),
         }
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The resolved blueprint as plain data: qualified names, absolute paths, no ``extends``."""
-        data: dict = {"name": self.name}
+        data: dict[str, Any] = {"name": self.name}
         if self.description:
             data["description"] = self.description
         data["hw_compiler"] = {
@@ -119,8 +123,8 @@ class Blueprint:
         return data
 
 
-def _kernel_entry(choice: KernelChoice) -> dict:
-    entry: dict = {"kernel": choice.kernel.qualified_name}
+def _kernel_entry(choice: KernelChoice) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kernel": choice.kernel.qualified_name}
     if choice.backends:  # a kernel without backends: nothing to restrict
         entry["backends"] = [b.qualified_name for b in choice.backends]
     return entry

@@ -7,6 +7,11 @@ from dataclasses import asdict, dataclass
 
 from brainsmith.plugin.blueprint.checks import Checker
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 VERIFY_MODES = ("each", "final", "rtlsim", "none")  # rtlsim: final + Verilator per RTL layer
 MAX_VERIFY_SAMPLES = 100_000
 VERIFY_ATOL = 1e-3  # FINN's own verification tolerances (DataflowBuildConfig defaults)
@@ -44,7 +49,7 @@ class BuildOptions:
     specialize_config: str | None = None
     output_dir: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The options that are set, as plain YAML/JSON data."""
         return {key: value for key, value in asdict(self).items() if value is not None}
 
@@ -90,7 +95,7 @@ def output_dir_problem(folder: str, blueprint: str) -> str:
     return ""
 
 
-def _output_dir(check: Checker, at: tuple, value: object) -> str | None:
+def _output_dir(check: Checker, at: tuple[Any, ...], value: object) -> str | None:
     expected = BUILD_KEYS["output_dir"]
     if isinstance(value, str) and ("$" in value or value.startswith("~")):
         check.fail(at, f"build.output_dir '{value}' uses $ or ~, which are not expanded", expected)
@@ -111,7 +116,7 @@ def _output_dir(check: Checker, at: tuple, value: object) -> str | None:
     return full
 
 
-def _check_part_and_board(check: Checker, values: dict) -> None:
+def _check_part_and_board(check: Checker, values: dict[str, Any]) -> None:
     """``fpga_part`` and ``board`` against FINN's tables (read without importing FINN)."""
     from brainsmith.frameworks.finn.parts import boards, is_part, known_parts
     from brainsmith.plugin.names import suggest
@@ -139,7 +144,7 @@ def _check_part_and_board(check: Checker, values: dict) -> None:
         values["board"] = None
 
 
-def check_option(check: Checker, path: tuple, key: str, value: object) -> object:
+def check_option(check: Checker, path: tuple[Any, ...], key: str, value: object) -> object:
     """One build option's value, validated (None when invalid: the problem is reported)."""
     expected = BUILD_KEYS[key]
     if key in ("fpga_part", "board"):
@@ -159,7 +164,7 @@ def check_option(check: Checker, path: tuple, key: str, value: object) -> object
     return check.file_path(path, value, expected, must_exist=True)
 
 
-def _check_target(check: Checker, given: dict) -> None:
+def _check_target(check: Checker, given: dict[str, Any]) -> None:
     if "fpga_part" in given and "board" in given:
         doc = check.doc
         part, board = ("build", "fpga_part"), ("build", "board")

@@ -12,6 +12,11 @@ from brainsmith.plugin.blueprint.document import PER_FILE_KEYS, Document, Path, 
 from brainsmith.plugin.blueprint.errors import Diagnostics, describe
 from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_build
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 TOP_KEYS = {
     "name": "a short name: letters, digits, '.', '_' or '-'",
     "description": "text",
@@ -103,7 +108,7 @@ def outline(doc: Document, diag: Diagnostics) -> Outline:
     )
 
 
-def _per_file(doc: Document) -> dict:
+def _per_file(doc: Document) -> dict[str, Any]:
     return {k: v for k, v in doc.top.data.items() if k in PER_FILE_KEYS}
 
 

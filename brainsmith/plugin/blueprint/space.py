@@ -30,6 +30,11 @@ from brainsmith.plugin.blueprint.model import KernelChoice
 from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_option
 from brainsmith.plugin.blueprint.schema import PHASES, KernelRef, Ref
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 SPACE_KEYS = {
     "backends": "a mapping of kernel names to lists of alternative backends",
     "build": "a mapping of build options to lists of alternative values",
@@ -64,8 +69,8 @@ class Dimension:
 
     section: str
     name: str
-    values: tuple
-    shown: tuple
+    values: tuple[Any, ...]
+    shown: tuple[Any, ...]
 
     @property
     def label(self) -> str:
@@ -81,7 +86,7 @@ class Constraint:
     def __str__(self) -> str:
         return f"{self.metric} {self.op} {self.bound:g}"
 
-    def holds(self, metrics: dict) -> bool:
+    def holds(self, metrics: dict[str, Any]) -> bool:
         value = metrics.get(self.metric)
         return value is not None and OPERATORS[self.op](value, self.bound)
 
@@ -135,7 +140,7 @@ class DesignSpace:
         """The plain blueprint (no design space) of variant ``index``."""
         kernels = list(blueprint.kernels)
         phased = dict(blueprint.transforms_phased)
-        options: dict = {}
+        options: dict[str, Any] = {}
         for dimension, pick in zip(self.dimensions, self.digits(index), strict=True):
             value = dimension.values[pick]
             if dimension.section == "backends":
@@ -161,9 +166,9 @@ class DesignSpace:
             design_space=None,
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """``design_space`` and ``search`` as plain data, names qualified."""
-        space: dict = {}
+        space: dict[str, Any] = {}
         for d in self.dimensions:
             if d.section == "build":
                 values = list(d.values)
@@ -171,7 +176,7 @@ class DesignSpace:
                 values = [[s.qualified_name for s in specs] for specs in d.values]
             space.setdefault(d.section, {})[d.name] = values
         search = self.search
-        found: dict = {"strategy": search.strategy}
+        found: dict[str, Any] = {"strategy": search.strategy}
         if search.strategy == "random":
             found.update(max_variants=search.max_variants, seed=search.seed)
         found["constraints"] = [str(c) for c in search.constraints]
@@ -224,14 +229,14 @@ def read_design_space(
     return space
 
 
-def _alternatives(check: Checker, path: tuple, value: object, example: str) -> list:
+def _alternatives(check: Checker, path: tuple[Any, ...], value: object, example: str) -> list[Any]:
     if not isinstance(value, list) or not value:
         check.wrong(path, value, f"a non-empty list of alternatives, e.g. {example}")
         return []
     return value
 
 
-def _unique(check: Checker, path: tuple, values: list) -> bool:
+def _unique(check: Checker, path: tuple[Any, ...], values: list[Any]) -> bool:
     """True when no alternative repeats an earlier one (each repeat is reported)."""
     ok = True
     for index, value in enumerate(values):
@@ -337,7 +342,7 @@ def _phases(check: Checker, resolver, section: object) -> list[Dimension]:
 
 
 def _names(
-    check: Checker, path: tuple, value: object, kind: str, allow_empty: bool
+    check: Checker, path: tuple[Any, ...], value: object, kind: str, allow_empty: bool
 ) -> list[Ref] | None:
     """One alternative: a name or a list of names (``~`` optional for transforms)."""
     items = [value] if isinstance(value, str) else value
@@ -364,7 +369,7 @@ def _search(check: Checker, section: object) -> Search:
     if "strategy" in given:
         strategy = check.choice((*path, "strategy"), given["strategy"], ("exhaustive", "random"))
         strategy = strategy or "exhaustive"
-    found: dict = {"strategy": strategy}
+    found: dict[str, Any] = {"strategy": strategy}
     for key in ("max_variants", "seed"):
         if key not in given:
             continue

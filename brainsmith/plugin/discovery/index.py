@@ -23,6 +23,11 @@ from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS, from_source
 from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 INDEX_FORMAT = 2
 ADAPTERS = ("qonnx", "finn")
 KEPT_FOLDERS = 32  # states of plugin folders no longer configured, kept for a switch back
@@ -43,7 +48,7 @@ class DiscoveryResult:
     )
 
     def __init__(self) -> None:
-        self.states: dict[str, dict] = {}
+        self.states: dict[str, dict[str, Any]] = {}
         self.source_ms: dict[str, float] = {}
         self.cache = "miss"  # hit | revalidated | miss | disabled
         self.changed: set[str] = set()  # sources whose scan data changed
@@ -139,11 +144,11 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
 class ScanData:
     """The per-file scan data beside the index: read from disk only when a source needs it."""
 
-    def __init__(self, name: str, stamp: list, directory: str, exists: bool) -> None:
+    def __init__(self, name: str, stamp: list[Any], directory: str, exists: bool) -> None:
         self._where = (f"{name}-files", stamp, directory)
-        self._data: dict | None = None if exists else {}
+        self._data: dict[str, Any] | None = None if exists else {}
 
-    def all(self) -> dict:
+    def all(self) -> dict[str, Any]:
         if self._data is None:
             data = memo.read(*self._where)
             self._data = data if isinstance(data, dict) else {}
@@ -168,7 +173,7 @@ def _valid_index(index: object) -> bool:
     )
 
 
-def _what_moved(before: object, now: list) -> set[str]:
+def _what_moved(before: object, now: list[Any]) -> set[str]:
     """Which path-dependent sources the environment's changes concern."""
     moved = set()
     if stamps.distributions(before) != stamps.distributions(now):
@@ -191,7 +196,7 @@ def _still_valid(source_id: str, state, now: float, ttl: float, moved: set[str])
 
 def _rescan(
     stale: list[str],
-    stored: dict,
+    stored: dict[str, Any],
     scan_data: ScanData,
     now: float,
     ttl: float,
@@ -264,9 +269,9 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
 
 def _write(
     name: str,
-    stamp: list,
-    surveyed: list,
-    stored: dict,
+    stamp: list[Any],
+    surveyed: list[Any],
+    stored: dict[str, Any],
     scan_data: ScanData,
     result: DiscoveryResult,
     config: PluginConfig,
@@ -298,7 +303,9 @@ def _write(
 # -- from states to registry contents ----------------------------------------------------------
 
 
-def records(states: dict, config: PluginConfig) -> tuple[list[PluginSpec], list[PluginProblem]]:
+def records(
+    states: dict[str, Any], config: PluginConfig
+) -> tuple[list[PluginSpec], list[PluginProblem]]:
     """The specs and problems the sources' states give, each record checked against its
     source (an index record can only name what its source may provide)."""
     specs: list[PluginSpec] = []

@@ -12,10 +12,15 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 MISSING = (0, -1, 0, 0)
 
 
-def stamp_of(path: str) -> list:
+def stamp_of(path: str) -> list[Any]:
     try:
         st = os.stat(path)
     except (OSError, ValueError):
@@ -23,12 +28,12 @@ def stamp_of(path: str) -> list:
     return [path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
 
 
-def stamp_paths(paths: list[str]) -> list:
+def stamp_paths(paths: list[str]) -> list[Any]:
     """The stamp of each path, in order."""
     return [stamp_of(path) for path in paths]
 
 
-def unchanged(stamps: list) -> bool:
+def unchanged(stamps: list[Any]) -> bool:
     """True when every recorded stamp still matches its path (stops at the first change)."""
     stat = os.stat
     for recorded in stamps:
@@ -80,7 +85,7 @@ METADATA_DIRS = (".dist-info", ".egg-info")
 FRAMEWORK_PACKAGES = ("finn", "qonnx")
 
 
-def survey(previous: object = None) -> list[list]:
+def survey(previous: object = None) -> list[list[Any]]:
     """``[[folder, mtime_ns, size, inode, ctime_ns, distributions, framework packages], ...]``
     for ``sys.path`` in order; ``distributions`` is ``[[name, inode, mtime_ns], ...]``."""
     known = {}
@@ -97,7 +102,7 @@ def survey(previous: object = None) -> list[list]:
     return found
 
 
-def _contents(folder: str) -> tuple[list, list]:
+def _contents(folder: str) -> tuple[list[Any], list]:
     try:
         names = os.listdir(folder)
     except (OSError, ValueError):
@@ -114,12 +119,12 @@ def _contents(folder: str) -> tuple[list, list]:
     return dists, packages
 
 
-def distributions(environment: object) -> list:
+def distributions(environment: object) -> list[Any]:
     """The distributions of an environment, folder by folder: what entry points depend on."""
     return [[e[0], e[5]] for e in environment or () if e[5]] if _valid(environment) else [None]
 
 
-def framework_packages(environment: object) -> list:
+def framework_packages(environment: object) -> list[Any]:
     """Where QONNX and FINN packages lie on ``sys.path``: what the adapters depend on."""
     return [[e[0], e[6]] for e in environment or () if e[6]] if _valid(environment) else [None]
 

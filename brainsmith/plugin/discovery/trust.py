@@ -15,11 +15,16 @@ import os
 from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.spec import PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 BUILTIN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
 OWN_PACKAGES = ("transforms", "kernels", "backends", "steps")  # brainsmith's plugin packages
 
 
-def from_source(spec: PluginSpec, source: str, state: dict, config: PluginConfig) -> bool:
+def from_source(spec: PluginSpec, source: str, state: dict[str, Any], config: PluginConfig) -> bool:
     """True when ``source`` (whose index state is ``state``) could have written ``spec``;
     a plugin folder's source is ``user:<folder>``."""
     if source.startswith("user:"):
@@ -75,7 +80,7 @@ def _in_plugin_folder(spec: PluginSpec, folder: str, config: PluginConfig) -> bo
     return module_of(folder, rel) == spec.module and os.path.isfile(spec.source)
 
 
-def _declared_by_a_distribution(spec: PluginSpec, state: dict) -> bool:
+def _declared_by_a_distribution(spec: PluginSpec, state: dict[str, Any]) -> bool:
     """A pip package's module belongs to a package an entry point of the distribution whose
     name is the record's framework declares (a built-in framework's name is never one)."""
     from brainsmith.plugin.names import normalise

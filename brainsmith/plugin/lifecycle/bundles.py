@@ -25,6 +25,11 @@ from brainsmith.plugin.manager import RESET_HOOKS, TABLES, report_problem
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import VersionInfo, incompatibility
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 RESERVED = ("brainsmith", "user", "qonnx", "finn")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*\Z")
 
@@ -84,23 +89,23 @@ class Plugin:
 
     def __init__(self, info: PluginInfo) -> None:
         self.info = info
-        self.initialize_fn: Callable | None = None
-        self.cleanup_fn: Callable | None = None
-        self.custom_operations_fn: Callable | None = None
+        self.initialize_fn: Callable[..., Any] | None = None
+        self.cleanup_fn: Callable[..., Any] | None = None
+        self.custom_operations_fn: Callable[..., Any] | None = None
 
     @property
     def name(self) -> str:
         return self.info.name
 
-    def set_initialize_fn(self, fn: Callable) -> Plugin:
+    def set_initialize_fn(self, fn: Callable[..., Any]) -> Plugin:
         self.initialize_fn = _callable(self, "initialize", fn)
         return self
 
-    def set_cleanup_fn(self, fn: Callable) -> Plugin:
+    def set_cleanup_fn(self, fn: Callable[..., Any]) -> Plugin:
         self.cleanup_fn = _callable(self, "cleanup", fn)
         return self
 
-    def set_custom_operations_fn(self, fn: Callable) -> Plugin:
+    def set_custom_operations_fn(self, fn: Callable[..., Any]) -> Plugin:
         self.custom_operations_fn = _callable(self, "custom operations", fn)
         return self
 
@@ -112,7 +117,7 @@ class PluginBuilder:
     """Fluent construction of a Plugin; ``build()`` checks the name and versions."""
 
     def __init__(self) -> None:
-        self._fields: dict = {}
+        self._fields: dict[str, Any] = {}
 
     def name(self, name: str) -> PluginBuilder:
         return self._set("name", name)
@@ -287,7 +292,7 @@ def uninstall(plugin: Plugin | None, specs: list[PluginSpec]) -> None:
         run_hook(plugin, "cleanup", plugin.cleanup_fn, get_plugin_manager().registry())
 
 
-def contributions(plugin: Plugin, framework: str, items: list) -> tuple[list, list]:
+def contributions(plugin: Plugin, framework: str, items: list[Any]) -> tuple[list, list]:
     """(new specs, specs they replace) for a package's items; nothing is changed yet."""
     from brainsmith.plugin.manager import get_plugin_manager
     from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
@@ -346,7 +351,7 @@ def withdraw(specs: list[PluginSpec]) -> None:
     get_plugin_manager().remove_runtime(specs)
 
 
-def run_hook(plugin: Plugin, stage: str, fn: Callable, *args: object) -> object:
+def run_hook(plugin: Plugin, stage: str, fn: Callable[..., Any], *args: object) -> object:
     """Call a plugin's hook; a failure becomes PluginLifecycleError and a health problem."""
     from brainsmith.plugin.containment import PluginExit, contained
 
@@ -371,7 +376,7 @@ def not_found(name: str, known: list[str], what: str = "plugin package") -> Plug
     )
 
 
-def _callable(plugin: Plugin, what: str, fn: object) -> Callable:
+def _callable(plugin: Plugin, what: str, fn: object) -> Callable[..., Any]:
     if not callable(fn):
         raise PluginError(
             f"plugin '{plugin.name}': the {what} function must be callable, got {fn!r}"

@@ -16,6 +16,11 @@ from brainsmith.plugin.errors import PluginError, PluginNotFoundError
 from brainsmith.plugin.manager import RESET_HOOKS, TABLES
 from brainsmith.plugin.spec import PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 DOMAIN = "brainsmith.custom_op"
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 _ATTR_CODES = {bool: "i", int: "i", float: "f", str: "s"}
@@ -61,7 +66,7 @@ class CustomKernel:
             )
         return result
 
-    def check_inputs(self, inputs: tuple | list, attrs: dict) -> list:
+    def check_inputs(self, inputs: tuple[Any, ...] | list[Any], attrs: dict[str, Any]) -> list:
         """Numpy arrays of ``inputs``, or KernelInputError saying what was expected."""
         import numpy as np
 
@@ -87,7 +92,9 @@ class CustomKernel:
                 raise self._failure("validate", exc) from exc
         return arrays
 
-    def output_shape(self, shapes: list[tuple], attrs: dict | None = None) -> tuple:
+    def output_shape(
+        self, shapes: list[tuple[Any, ...]], attrs: dict[str, Any] | None = None
+    ) -> tuple:
         """The output shape for input ``shapes`` (default: numpy broadcasting)."""
         import numpy as np
 
@@ -103,14 +110,14 @@ class CustomKernel:
                 f"kernel '{self.name}': input shapes {shown} are not accepted: {exc}"
             ) from exc
 
-    def output_datatype(self, datatypes: list[str], attrs: dict | None = None) -> str:
+    def output_datatype(self, datatypes: list[str], attrs: dict[str, Any] | None = None) -> str:
         """The QONNX datatype name of the output (default: FLOAT32)."""
         if self._infer_datatype is None:
             return "FLOAT32"
         attrs = {**self.attributes, **(attrs or {})}
         return str(self._guarded("infer_datatype", self._infer_datatype, *datatypes, **attrs))
 
-    def _guarded(self, stage: str, fn: Callable, *args, **kwargs):
+    def _guarded(self, stage: str, fn: Callable[..., Any], *args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except PluginError:
@@ -147,27 +154,27 @@ class KernelBuilder:
         self._name, self._num_inputs = name, num_inputs
         self._attributes: dict[str, object] = {}
         self._description = ""
-        self._execute: Callable | None = None
-        self._infer_shape: Callable | None = None
-        self._infer_datatype: Callable | None = None
-        self._validate: Callable | None = None
+        self._execute: Callable[..., Any] | None = None
+        self._infer_shape: Callable[..., Any] | None = None
+        self._infer_datatype: Callable[..., Any] | None = None
+        self._validate: Callable[..., Any] | None = None
 
-    def execute(self, fn: Callable) -> KernelBuilder:
+    def execute(self, fn: Callable[..., Any]) -> KernelBuilder:
         """``fn(*arrays, **attributes) -> array``: the kernel's reference behaviour."""
         self._execute = fn
         return self
 
-    def infer_shape(self, fn: Callable) -> KernelBuilder:
+    def infer_shape(self, fn: Callable[..., Any]) -> KernelBuilder:
         """``fn(*input_shapes, **attributes) -> output shape`` (default: broadcasting)."""
         self._infer_shape = fn
         return self
 
-    def infer_datatype(self, fn: Callable) -> KernelBuilder:
+    def infer_datatype(self, fn: Callable[..., Any]) -> KernelBuilder:
         """``fn(*input_datatype_names, **attributes) -> name`` such as ``"FLOAT32"``."""
         self._infer_datatype = fn
         return self
 
-    def validate(self, fn: Callable) -> KernelBuilder:
+    def validate(self, fn: Callable[..., Any]) -> KernelBuilder:
         """``fn(*arrays, **attributes)`` raising ValueError/TypeError for bad inputs."""
         self._validate = fn
         return self
@@ -293,7 +300,7 @@ def get_custom_kernel(name: str) -> CustomKernel:
     return spec.obj.kernel
 
 
-def execute_kernel(name: str, inputs: list, **attributes: object):
+def execute_kernel(name: str, inputs: list[Any], **attributes: object):
     """Run a registered custom kernel on numpy arrays."""
     return get_custom_kernel(name)(*inputs, **attributes)
 
@@ -322,7 +329,7 @@ def _make_op_class(kernel: CustomKernel) -> type:
         for name, value in kernel.attributes.items()
     }
 
-    def attrs(op) -> dict:
+    def attrs(op) -> dict[str, Any]:
         return {name: op.get_nodeattr(name) for name in kernel.attributes}
 
     def get_nodeattr_types(self):
@@ -332,12 +339,12 @@ def _make_op_class(kernel: CustomKernel) -> type:
         shapes = _input_shapes(model, list(self.onnx_node.input), kernel.name)
         return self.make_const_shape_op(kernel.output_shape(shapes, attrs(self)))
 
-    def infer_node_datatype(self, model):
+    def infer_node_datatype(self, model) -> None:
         names = [model.get_tensor_datatype(name).name for name in self.onnx_node.input]
         result = kernel.output_datatype(names, attrs(self))
         model.set_tensor_datatype(self.onnx_node.output[0], DataType[result])
 
-    def execute_node(self, context, graph):
+    def execute_node(self, context, graph) -> None:
         inputs = [context[name] for name in self.onnx_node.input]
         context[self.onnx_node.output[0]] = kernel(*inputs, **attrs(self))
 
@@ -410,7 +417,7 @@ def register_example_kernels() -> list[str]:
     return [builder._name for builder in kernels]
 
 
-def _input_shapes(model, names: list[str], kernel: str) -> list:
+def _input_shapes(model, names: list[str], kernel: str) -> list[Any]:
     """Input shapes for shape inference; QONNX hides custom ops node by node, so shapes of
     tensors made by standard ops earlier in the graph come from ONNX shape inference."""
     shapes = [model.get_tensor_shape(name) for name in names]

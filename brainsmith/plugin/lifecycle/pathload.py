@@ -39,6 +39,10 @@ from brainsmith.plugin.manager import RESET_HOOKS, TABLES, report_problem
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_metadata
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 @dataclass
 class LoadedPlugin:
@@ -47,7 +51,7 @@ class LoadedPlugin:
     info: PluginInfo
     kind: str  # file | package | extension
     module_name: str
-    modules: dict
+    modules: dict[str, Any]
     specs: list[PluginSpec]
     plugin: Plugin | None
 
@@ -56,7 +60,7 @@ class LoadedPlugin:
         return self.info.framework
 
 
-def load_plugin(path: str | os.PathLike, name: str | None = None) -> PluginInfo:
+def load_plugin(path: str | os.PathLike[str], name: str | None = None) -> PluginInfo:
     """Import the plugin at ``path`` and register what it defines; returns its info."""
     path = os.path.abspath(os.fspath(path))
     kind, stem = _kind(path)
@@ -171,7 +175,7 @@ def _source_file(path: str, kind: str) -> str:
     return os.path.join(path, "__init__.py") if kind == "package" else path
 
 
-def _static_metadata(path: str, kind: str, name: str) -> dict | None:
+def _static_metadata(path: str, kind: str, name: str) -> dict[str, Any] | None:
     """A literal ``BRAINSMITH_PLUGIN`` dict, checked before the code runs (Python only)."""
     if kind == "extension":
         return None
@@ -201,7 +205,7 @@ def _static_metadata(path: str, kind: str, name: str) -> dict | None:
     return None
 
 
-def _checked(name: str, declared: object, where: str) -> dict:
+def _checked(name: str, declared: object, where: str) -> dict[str, Any]:
     metadata, problems = package_metadata(declared, where)
     if problems:
         raise PluginLoadError(f"cannot load plugin '{name}': " + "; ".join(problems))
@@ -213,7 +217,7 @@ def _checked(name: str, declared: object, where: str) -> dict:
     return metadata
 
 
-def _info(name: str, metadata: dict, path: str, where: str = "") -> PluginInfo:
+def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> PluginInfo:
     try:
         fields = {
             k: VersionInfo.parse(v) if k.endswith("version") and k != "brainsmith_version" else v
@@ -224,7 +228,9 @@ def _info(name: str, metadata: dict, path: str, where: str = "") -> PluginInfo:
     return PluginInfo(name=name, path=path, **fields)
 
 
-def _load(path: str, kind: str, name: str, module_name: str, declared: dict | None) -> LoadedPlugin:
+def _load(
+    path: str, kind: str, name: str, module_name: str, declared: dict[str, Any] | None
+) -> LoadedPlugin:
     from brainsmith.plugin.manager import get_plugin_manager
 
     framework = framework_name(name)

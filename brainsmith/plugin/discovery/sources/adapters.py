@@ -18,6 +18,10 @@ from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan
 from brainsmith.plugin.discovery.sources.pyscan import scan_tree
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def locate_package(name: str) -> str | None:
     """The folder of an installed top-level package, found without importing it."""
@@ -58,7 +62,9 @@ class FrameworkAdapter:
     def is_available(self) -> bool:
         return self.root is not None
 
-    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+    def scan(
+        self, previous: dict[str, Any] | None, full: bool = True, scan_data=lambda: None
+    ) -> dict:
         """Rescan the framework's tree; files whose stamp is unchanged reuse ``scan_data()``."""
         previous = previous if previous and previous.get("root") == self.root else None
         if previous and not full and unchanged(previous.get("stamp")):
@@ -83,11 +89,11 @@ class FrameworkAdapter:
             "checked": time.time(),
         }
 
-    def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict:
+    def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict[str, Any]:
         """Per-file facts: classes, functions and imports (a framework adds its registrations)."""
         return scan_tree(tree, module, is_package)
 
-    def index(self, states: list[dict]) -> ClassIndex:
+    def index(self, states: list[dict[str, Any]]) -> ClassIndex:
         index = ClassIndex()
         for state in states:
             for *_, data in state.get("files", {}).values():
@@ -95,10 +101,10 @@ class FrameworkAdapter:
                     index.add_module(data["module"], data)
         return index
 
-    def specs(self, state: dict, index: ClassIndex) -> tuple[list[list], list[list]]:
+    def specs(self, state: dict[str, Any], index: ClassIndex) -> tuple[list[list[Any]], list[list]]:
         """Spec records and problem records for this framework."""
-        specs: list[list] = []
-        problems: list[list] = []
+        specs: list[list[Any]] = []
+        problems: list[list[Any]] = []
         for rel, (*_, data) in sorted(state.get("files", {}).items()):
             if "error" in data:
                 problems.append([self.framework, rel, data["error"]])
@@ -115,5 +121,5 @@ class FrameworkAdapter:
         specs.extend(self.extra_specs(state, index))
         return specs, problems
 
-    def extra_specs(self, state: dict, index: ClassIndex) -> list[list]:
+    def extra_specs(self, state: dict[str, Any], index: ClassIndex) -> list[list[Any]]:
         return []

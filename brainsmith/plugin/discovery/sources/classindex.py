@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 TRANSFORMATION = "qonnx.transformation.base.Transformation"
 
 
@@ -9,11 +14,11 @@ class ClassIndex:
     """Every top-level class of a set of scanned modules, addressable by dotted name."""
 
     def __init__(self) -> None:
-        self.modules: dict[str, dict] = {}  # module -> scan data
-        self.classes: dict[str, list] = {}  # dotted -> [bases, line, doc]
+        self.modules: dict[str, dict[str, Any]] = {}  # module -> scan data
+        self.classes: dict[str, list[Any]] = {}  # dotted -> [bases, line, doc]
         self._memo: dict[str, bool] = {}
 
-    def add_module(self, module: str, data: dict) -> None:
+    def add_module(self, module: str, data: dict[str, Any]) -> None:
         self.modules[module] = data
         for name, info in data.get("classes", {}).items():
             self.classes[f"{module}.{name}"] = info

@@ -18,17 +18,22 @@ from brainsmith.plugin.discovery.sources.distributions import stamped_files
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.names import normalise
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 GROUP = "brainsmith.plugins"
 
 
-def read_listing() -> tuple[dict, list]:
+def read_listing() -> tuple[dict[str, Any], list[Any]]:
     """``({metadata folder: {"name", "version", "rows"}}, problem records)`` of every installed
     distribution with ``brainsmith.plugins`` entry points (the first of a name on ``sys.path``
     wins, as for imports). Rows are ``[distribution, version, entry point name, value]``."""
     from importlib.metadata import distributions
 
-    found: dict[str, dict] = {}
-    problems: list[list] = []
+    found: dict[str, dict[str, Any]] = {}
+    problems: list[list[Any]] = []
     seen: set[str] = set()
     for dist in distributions():
         where = str(getattr(dist, "_path", "") or "")
@@ -88,14 +93,16 @@ class EntryPointSource:
         self.reload_modules = reload_modules
         self.imported: set[str] = set()  # top-level packages this scan imported afresh
 
-    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+    def scan(
+        self, previous: dict[str, Any] | None, full: bool = True, scan_data=lambda: None
+    ) -> dict:
         """Read the installed entry points again; a distribution whose listing and stamps are
         unchanged (and that loaded without problems) reuses its record in ``scan_data()``."""
         known = scan_data() if previous is not None else None
         dists = known.get("dists") if isinstance(known, dict) else None
         dists = dists if isinstance(dists, dict) else {}
         found, problems = read_listing()
-        state_dists: dict[str, dict] = {}
+        state_dists: dict[str, dict[str, Any]] = {}
         for where, info in found.items():
             old = dists.get(where)
             if (
@@ -109,7 +116,7 @@ class EntryPointSource:
                 state_dists[where] = self._load(where, info)
         return summarise(state_dists, problems)
 
-    def _load(self, where: str, info: dict) -> dict:
+    def _load(self, where: str, info: dict[str, Any]) -> dict:
         """Import one distribution's entry-point modules and read its decorated plugins."""
         rows = info["rows"]
         framework = normalise(info["name"])
@@ -119,8 +126,8 @@ class EntryPointSource:
         import importlib
 
         importlib.invalidate_caches()
-        specs: list[list] = []
-        problems: list[list] = []
+        specs: list[list[Any]] = []
+        problems: list[list[Any]] = []
         for extension in _load_entry_points(rows, framework, problems):
             specs.extend(_plugins_of(extension.plugin, extension.entry_point, framework, problems))
         self.imported.update(tops)
@@ -133,7 +140,7 @@ class EntryPointSource:
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
 
 
-def summarise(dists: dict, problems: list) -> dict:
+def summarise(dists: dict[str, Any], problems: list[Any]) -> dict:
     """The source state: what each distribution gave, plus the listing's own problems."""
     packages = {}  # top-level package -> the stamp of its distribution (what a reload checks)
     for d in dists.values():
@@ -150,7 +157,7 @@ def summarise(dists: dict, problems: list) -> dict:
     }
 
 
-def _load_entry_points(rows: list, framework: str, problems: list) -> list:
+def _load_entry_points(rows: list[Any], framework: str, problems: list) -> list:
     """stevedore's extensions for ``rows``; each failure becomes a problem naming the package."""
     from importlib.metadata import EntryPoint
 
@@ -160,7 +167,7 @@ def _load_entry_points(rows: list, framework: str, problems: list) -> list:
 
     entry_points = [EntryPoint(name=name, value=value, group=GROUP) for _, _, name, value in rows]
 
-    class Listed(ExtensionManager):
+    class Listed(ExtensionManager["Any"]):
         """stevedore over the entry points read here (its own listing is cached per process
         and on disk by float32 mtimes, so it can miss installs), each import contained: a
         package that calls ``sys.exit()``, raises ``KeyboardInterrupt`` or fails an
@@ -193,7 +200,7 @@ def _load_entry_points(rows: list, framework: str, problems: list) -> list:
         return []
 
 
-def _plugins_of(module: object, entry_point, framework: str, problems: list) -> list[list]:
+def _plugins_of(module: object, entry_point, framework: str, problems: list[Any]) -> list[list]:
     """Spec records of the decorated plugins in an entry point's module namespace."""
     try:
         specs = _decorated(module, framework, problems)
@@ -218,12 +225,12 @@ def forget_modules(packages: list[str]) -> None:
         sys.modules.pop(name, None)
 
 
-def _decorated(module: object, framework: str, problems: list) -> list[list]:
+def _decorated(module: object, framework: str, problems: list[Any]) -> list[list]:
     """Spec records of the decorated plugins in an entry point's module namespace."""
     from brainsmith.plugin.containment import contained
     from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
 
-    specs: list[list] = []
+    specs: list[list[Any]] = []
     with contained():
         declared = _declared_versions(module, framework, problems)
         for obj in list(vars(module).values()) if hasattr(module, "__dict__") else []:
@@ -255,7 +262,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _declared_versions(module: object, framework: str, problems: list) -> dict:
+def _declared_versions(module: object, framework: str, problems: list[Any]) -> dict[str, Any]:
     """Version constraints of the package's ``BRAINSMITH_PLUGIN`` dict, for each of its plugins."""
     from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VERSION_KEYS, package_metadata
 

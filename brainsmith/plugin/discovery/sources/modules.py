@@ -17,11 +17,15 @@ from brainsmith.plugin.discovery.sources.pyscan import scan_tree
 from brainsmith.plugin.discovery.stamps import stamp_paths
 from brainsmith.plugin.metadata import validate_metadata
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
 
-def plugin_records(framework: str, root: str, files: dict, plugin_dir: str | None = None):
+
+def plugin_records(framework: str, root: str, files: dict[str, Any], plugin_dir: str | None = None):
     """(spec records, problem records) for the decorated plugins found in ``files``."""
-    specs: list[list] = []
-    problems: list[list] = []
+    specs: list[list[Any]] = []
+    problems: list[list[Any]] = []
     for rel, (*_, data) in sorted(files.items()):
         source = os.path.join(root, rel)
         if "error" in data:
@@ -59,11 +63,13 @@ class FolderSource:
         self.roots = roots  # (folder, dotted package name)
         self.plugin_dir = plugin_dir
 
-    def scan(self, previous: dict | None, full: bool = True, scan_data=lambda: None) -> dict:
+    def scan(
+        self, previous: dict[str, Any] | None, full: bool = True, scan_data=lambda: None
+    ) -> dict:
         """Rescan the folders; files whose stamp is unchanged reuse ``scan_data()``."""
         old = scan_data() if previous is not None else None
         old = old if isinstance(old, dict) else {}
-        state: dict = {"files": {}, "specs": [], "problems": [], "stamp": []}
+        state: dict[str, Any] = {"files": {}, "specs": [], "problems": [], "stamp": []}
         for root, prefix in self.roots:
             if not os.path.isdir(root):
                 reason = f"plugin folder {root} does not exist (check plugin_dirs)"
@@ -83,7 +89,7 @@ class FolderSource:
         return state
 
 
-def plain_imports_of(folder: str, files: dict) -> dict:
+def plain_imports_of(folder: str, files: dict[str, Any]) -> dict:
     """What a folder offers to, and takes from, plain imports (``import helpers``): the names
     of its top-level modules, what an installed module of the same name would shadow, and the
     top-level names each file imports. ``module_clashes`` turns these into problems."""
@@ -121,7 +127,7 @@ def installed_module(name: str) -> str:
     return f"the installed module {name} ({where})"
 
 
-def module_clashes(folders: list[tuple[str, dict]]) -> list[list]:
+def module_clashes(folders: list[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
     """Problems for plain imports in plugin folders that reach a module other than the one
     beside the importing file, or that two folders both provide (in configured order)."""
     providers: dict[str, list[str]] = {}

@@ -9,14 +9,21 @@ from collections.abc import Callable
 from brainsmith.plugin.discovery.sources.pyscan import module_name_for
 from brainsmith.plugin.discovery.stamps import stamp_paths
 
-Extract = Callable[[ast.Module, str, bool], dict]
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from brainsmith.plugin.types import JSONDict
+
+
+Extract = Callable[[ast.Module, str, bool], "JSONDict"]
 SKIP_DIRS = {"__pycache__", "tests", "test"}
 parsed_files = 0  # files read and parsed in this process (the rest were reused from the index)
 
 
 def scan_folder(
-    root: str, prefix: str, previous: dict | None, extract: Extract
-) -> tuple[dict, list[str]]:
+    root: str, prefix: str, previous: dict[str, Any] | None, extract: Extract
+) -> tuple[dict[str, Any], list[str]]:
     """``({relpath: [mtime_ns, size, inode, ctime_ns, data]}, [walked folders])`` below ``root``.
 
     ``prefix`` is the dotted package name of ``root``. ``data`` is ``extract(tree, module,
@@ -24,7 +31,7 @@ def scan_folder(
     ``root``) include those without Python files, so a file added to any of them is noticed.
     """
     previous = previous if isinstance(previous, dict) else {}
-    files: dict[str, list] = {}
+    files: dict[str, list[Any]] = {}
     folders: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
@@ -52,7 +59,7 @@ def scan_folder(
     return files, folders
 
 
-def _extract(path: str, module: str, extract: Extract) -> dict:
+def _extract(path: str, module: str, extract: Extract) -> dict[str, Any]:
     global parsed_files
     parsed_files += 1
     try:
@@ -65,7 +72,7 @@ def _extract(path: str, module: str, extract: Extract) -> dict:
     return extract(tree, module, path.endswith("__init__.py"))
 
 
-def folder_stamps(root: str, files: dict, folders: list[str]) -> list:
+def folder_stamps(root: str, files: dict[str, Any], folders: list[str]) -> list[Any]:
     """Stamps of every walked folder and scanned file: notices new, edited and deleted files
     anywhere in the tree, also in folders that held no Python file yet."""
     paths = [os.path.join(root, rel) if rel else root for rel in folders]

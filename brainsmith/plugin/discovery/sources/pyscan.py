@@ -7,6 +7,11 @@ import ast
 
 from brainsmith.plugin.metadata import first_doc_line
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 DECORATOR_TARGETS = {
     f"{module}.{name}": name
     for module in ("brainsmith.plugin.core", "brainsmith.plugin.decorators", "brainsmith.plugin")
@@ -22,12 +27,12 @@ def module_name_for(relpath: str) -> str:
     return ".".join(parts)
 
 
-def scan_tree(tree: ast.Module, module: str, is_package: bool) -> dict:
+def scan_tree(tree: ast.Module, module: str, is_package: bool) -> dict[str, Any]:
     """Classes (with resolved bases), functions, imports and decorated plugins of a module."""
     imports = _imports(tree, module, is_package)
-    classes: dict[str, list] = {}
-    functions: dict[str, list] = {}
-    plugins: list[list] = []
+    classes: dict[str, list[Any]] = {}
+    functions: dict[str, list[Any]] = {}
+    plugins: list[list[Any]] = []
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             bases = [b for b in (dotted(base, imports, module) for base in node.bases) if b]
@@ -99,13 +104,13 @@ def dotted(expr: ast.expr, imports: dict[str, str], module: str) -> str | None:
     return ".".join([head, *reversed(parts)])
 
 
-def _plugin_decorator(expr: ast.expr, imports: dict, module: str):
+def _plugin_decorator(expr: ast.expr, imports: dict[str, Any], module: str):
     call = expr if isinstance(expr, ast.Call) else None
     name = dotted(call.func if call else expr, imports, module)
     plugin_type = DECORATOR_TARGETS.get(name or "")
     if plugin_type is None:
         return None
-    kwargs: dict = {}
+    kwargs: dict[str, Any] = {}
     error = None
     if call is not None:
         if call.args:
