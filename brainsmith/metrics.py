@@ -75,7 +75,7 @@ def flush() -> None:
 
     provider = trace.get_tracer_provider()
     with contextlib.suppress(Exception):  # an exporter that fails must not change the exit
-        provider.force_flush()
+        provider.force_flush()  # type: ignore[attr-defined]  # the SDK's provider has it
 
 
 @contextlib.contextmanager

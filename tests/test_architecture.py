@@ -14,7 +14,7 @@ PACKAGE = Path(brainsmith.__file__).parent
 
 
 def import_graph() -> dict[str, set[str]]:
-    """module -> the brainsmith modules it imports (at any depth of its code)."""
+    """module -> the brainsmith modules it imports (at any depth of its code that can run)."""
     modules = {}
     for path in PACKAGE.rglob("*.py"):
         name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
@@ -22,7 +22,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _runtime_nodes(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -42,6 +42,19 @@ def import_graph() -> dict[str, set[str]]:
                 if target and target != name:
                     graph[name].add(target)
     return graph
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node that can run: all of them but the bodies of ``if TYPE_CHECKING:`` (names for
+    annotations only, never imported)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            stack.extend(node.orelse)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -146,6 +146,7 @@ def findings(path: Path) -> list[tuple[int, str]]:
                     found.append((node.lineno, "shell"))
         elif isinstance(node, ast.ClassDef):  # subclassing a plugin loader uses it too
             for base in node.bases:
+                base = base.value if isinstance(base, ast.Subscript) else base  # Generic[...]
                 if CALLS.get(dotted(base, table)) == "stevedore":
                     found.append((node.lineno, "stevedore"))
         elif isinstance(node, ast.Name) and node.id in ("eval", "exec", "__import__"):
@@ -197,6 +198,7 @@ def test_the_audit_sees_what_it_forbids(tmp_path):
         "importlib.import_module(name)\n"
         "exec(code)\n"
         "class Mine(stevedore.ExtensionManager): pass\n"
+        "class Typed(stevedore.ExtensionManager['Any']): pass\n"
         "# eval(comment) and 'exec(text)' do not count\n"
     )
     assert sorted(findings(sample)) == [
@@ -212,6 +214,7 @@ def test_the_audit_sees_what_it_forbids(tmp_path):
         (12, "import_module"),
         (13, "exec"),
         (14, "stevedore"),
+        (15, "stevedore"),
     ]
 
 

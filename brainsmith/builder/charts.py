@@ -137,9 +137,11 @@ class ChartWorker:
             return
         self.layers = layers
         if self.process is not None:
+            stdin = self.process.stdin
             try:
-                self.process.stdin.write(json.dumps(layers).encode())
-                self.process.stdin.close()
+                if stdin is not None:
+                    stdin.write(json.dumps(layers).encode())
+                    stdin.close()
                 self.process.stdin = None  # communicate() must not flush it again
             except OSError:
                 self.close()

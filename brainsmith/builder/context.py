@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 
 from brainsmith.builder.plan import BuildPlan
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
 CONTEXT_ATTRIBUTE = "brainsmith"
 
 
@@ -21,7 +25,7 @@ class BuildContext:
     """Per-build state shared by the steps."""
 
     plan: BuildPlan = field(default_factory=BuildPlan)
-    dataflow_parent: object | None = None  # ModelWrapper holding the StreamingDataflowPartition
+    dataflow_parent: ModelWrapper | None = None  # holds the StreamingDataflowPartition
     notes: list[str] = field(default_factory=list)  # things a step wants in the report
 
 

@@ -42,13 +42,13 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
         interrupts.check()
         run.progress.start(index)
         run.current = index
-        run.log.write(f"\n===== step {index + 1}: {step.name} =====\n")
+        run.build_log.write(f"\n===== step {index + 1}: {step.name} =====\n")
         had_parent = run.context.dataflow_parent is not None
         began = time.perf_counter()
         try:  # contained(): a step calling sys.exit() fails like any other step
             traced = span(f"brainsmith.step {step.name}", step=step.name, index=index + 1)
-            with traced, contained(), contain_finn_output(run.log):
-                model = step.fn(model, run.cfg)
+            with traced, contained(), contain_finn_output(run.build_log):
+                model = step.fn(model, run.cfg) if step.fn is not None else model
         except StepError as exc:
             hint = exc.hint
             if exc.model is not None:
@@ -75,8 +75,8 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
                     detail += "; " + rtl_check(run, verifier, model, index)
                 except StepError as exc:
                     fail(run, model, index, exc.reason, exc.hint)
-        if run.log.error is not None:
-            fail_output(run, model, index, run.log.error, "writing build.log")
+        if run.build_log.error is not None:
+            fail_output(run, model, index, run.build_log.error, "writing build.log")
         interrupts.check()
         record.status = "ok"
         run.latest_model = model
@@ -87,7 +87,7 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
 
 
 def _step_crashed(run: BuildRun, model, index: int, exc: Exception) -> None:
-    traceback.print_exc(file=run.log)
+    traceback.print_exc(file=run.build_log)
     fail(
         run,
         model,
@@ -142,12 +142,12 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
     began = time.perf_counter()
     try:
         os.makedirs(workdir, exist_ok=True)
-        with contain_finn_output(run.log):
+        with contain_finn_output(run.build_log):
             checks = verifier.check(model, run.context.dataflow_parent, workdir)
     except OSError as exc:
         fail_output(run, model, index, exc, "writing the verification models")
     except Exception as exc:  # a model that cannot run fails its step
-        traceback.print_exc(file=run.log)
+        traceback.print_exc(file=run.build_log)
         fail(
             run,
             model,
@@ -179,12 +179,13 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
             "(known float rounding: raise build.verify_atol / verify_rtol)",
         )
     if user and not user[0].ok:
+        expected = run.user_vectors[1] if run.user_vectors else ""
         fail(
             run,
             model,
             index,
             f"verification failed: outputs differ from {option('expected')} "
-            f"{run.user_vectors[1]} by up to {user[0].max_error:.4g} ({tolerance}) on "
+            f"{expected} by up to {user[0].max_error:.4g} ({tolerance}) on "
             f"{user[0].samples} user inputs",
             f"check that the {option('expected')} file was produced by this model from the "
             f"{option('input')} file (the model matched the cleaned QONNX model on generated "

@@ -21,6 +21,12 @@ from dataclasses import dataclass, field
 from brainsmith.builder.errors import option
 from brainsmith.errors import BrainsmithError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Set
+
+    import onnx
+
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 KNOWN_DOMAINS = (
     *ONNX_DOMAINS,
@@ -50,12 +56,12 @@ class InputError(BrainsmithError, ValueError):
 class CheckedModel:
     """A model that passed the front door: the ONNX proto (batch axis fixed) and notes."""
 
-    proto: object  # onnx.ModelProto
+    proto: onnx.ModelProto
     path: str  # "" for a model given as a ModelWrapper
     notes: list[str] = field(default_factory=list)
 
 
-def check_model(model, domains: set[str] = frozenset()) -> CheckedModel:
+def check_model(model, domains: Set[str] = frozenset()) -> CheckedModel:
     """Load and check ``model`` (a path or ModelWrapper); ``domains`` are extra allowed node
     domains (those of registered kernels)."""
     if isinstance(model, str | os.PathLike):
@@ -116,8 +122,8 @@ def _nodes(graph):
                 yield from _nodes(sub)
 
 
-def _check_domains(proto, name: str, allowed: set[str]) -> None:
-    unknown = {}
+def _check_domains(proto, name: str, allowed: Set[str]) -> None:
+    unknown: dict[str, onnx.NodeProto] = {}
     for node in _nodes(proto.graph):
         if node.domain not in allowed:
             unknown.setdefault(node.domain, node)

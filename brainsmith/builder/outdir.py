@@ -50,7 +50,7 @@ def os_problem(exc: OSError) -> tuple[str, str]:
         errno.ENAMETOOLONG: ("the path is too long", other),
     }
     text = exc.strerror or type(exc).__name__
-    reason, hint = known.get(exc.errno, (text, other))
+    reason, hint = known.get(exc.errno, (text, other)) if exc.errno is not None else (text, other)
     return (f"{reason} ({text})" if reason != text else reason), hint
 
 
@@ -102,7 +102,9 @@ def default_output_dir(name: str, root: str = DEFAULT_ROOT) -> str:
     return path
 
 
-def prepare_output_dir(path: str, force: bool = False, keep: tuple[str, ...] = ()) -> OutputFolder:
+def prepare_output_dir(
+    path: str, force: bool = False, keep: tuple[str | None, ...] = ()
+) -> OutputFolder:
     """Create ``path`` for a build; ``keep`` are input files a move aside must not take."""
     full = os.path.abspath(path)
     try:
@@ -111,7 +113,7 @@ def prepare_output_dir(path: str, force: bool = False, keep: tuple[str, ...] = (
         raise output_error(f"cannot use output folder {full}", exc) from exc
 
 
-def _prepare(path: str, force: bool, keep: tuple[str, ...]) -> OutputFolder:
+def _prepare(path: str, force: bool, keep: tuple[str | None, ...]) -> OutputFolder:
     if os.path.islink(path) and not os.path.exists(path):
         raise BuildError(
             "setup",
@@ -145,7 +147,7 @@ def _prepare(path: str, force: bool, keep: tuple[str, ...]) -> OutputFolder:
     return folder
 
 
-def _may_move_aside(path: str, force: bool, keep: tuple[str, ...]) -> None:
+def _may_move_aside(path: str, force: bool, keep: tuple[str | None, ...]) -> None:
     ours = os.path.isfile(os.path.join(path, MARKER)) and not os.path.islink(
         os.path.join(path, MARKER)
     )

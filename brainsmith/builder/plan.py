@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS, infer_order
+from brainsmith.plugin.blueprint.options import BuildOptions
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
 
 STANDARD_STEPS: tuple[str, ...] = DEFAULT_STEPS  # a blueprint's flow when it lists no steps
@@ -71,8 +72,15 @@ class BuildPlan:
     pre_hw: list[TransformRef] = field(default_factory=list)
     post_hw: list[TransformRef] = field(default_factory=list)
     steps: list[str] = field(default_factory=lambda: standard_steps())
-    options: object = None  # brainsmith.plugin.blueprint.options.BuildOptions
+    options: BuildOptions | None = None  # None: the blueprint has no build: section
     blueprint: dict = field(default_factory=dict)  # the resolved blueprint, for the report
+
+    @property
+    def build(self) -> BuildOptions:
+        """The ``build:`` options; a build refuses a blueprint without them before it starts."""
+        if self.options is None:
+            raise PlanError(f"blueprint {self.name} has no build: section")
+        return self.options
 
     def infer_transforms(self, standalone_thresholds: bool = False) -> list[str]:
         """Transform names converting to this plan's kernels, in FINN's order, deduplicated.

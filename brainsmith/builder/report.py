@@ -79,9 +79,9 @@ def _read(folder: str, name: str) -> dict:
         return {}
 
 
-def _number(value: object) -> float | int:
-    value = float(value or 0)
-    return int(value) if value.is_integer() else value
+def _number(value: float | str | None) -> float | int:
+    number = float(value or 0)
+    return int(number) if number.is_integer() else number
 
 
 def layer_attributes(model, output_dir: str = "") -> dict[str, dict]:
@@ -196,10 +196,10 @@ def assemble(run, model, status: str, error=None, setup_seconds: float | None = 
     """The report of ``run`` (a ``BuildRun``) as written to report.json."""
     from brainsmith.frameworks.finn.parts import boards
 
-    options = run.plan.options
+    options = run.plan.build
     part = options.fpga_part or boards().get(options.board or "")
     found = estimates(run.report_dir, model, run.output_dir)
-    parent = run.context.dataflow_parent if run.context is not None else None
+    parent = run.context.dataflow_parent
     if run.log is not None:
         run.log.flush()
     return {
@@ -221,7 +221,7 @@ def assemble(run, model, status: str, error=None, setup_seconds: float | None = 
         "verify_tolerance": {"atol": options.verify_atol, "rtol": options.verify_rtol},
         "seconds": round(time.perf_counter() - run.started, 3),
         "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
-        "notes": list(run.notes) + (list(run.context.notes) if run.context else []),
+        "notes": list(run.notes) + list(run.context.notes),
         "steps": [r.as_dict() for r in run.records],
         **found,
         "target": target(found["performance"], options.target_fps, options.clock_ns),

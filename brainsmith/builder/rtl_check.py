@@ -37,17 +37,17 @@ def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
 
     workdir = run.path(*WORKDIR)
     try:
-        with contain_finn_output(run.log):
+        with contain_finn_output(run.build_log):
             result = simulate_design(
                 model,
                 verifier.samples,
                 workdir,
                 run.context.dataflow_parent,
                 note=run.progress.note,
-                stitch=(run.cfg._resolve_fpga_part(), float(run.plan.options.clock_ns)),
+                stitch=(run.cfg._resolve_fpga_part(), float(run.plan.build.clock_ns)),
             )
     except Exception as exc:  # the simulation could not run at all: fail the step, say why
-        traceback.print_exc(file=run.log)
+        traceback.print_exc(file=run.build_log)
         raise StepError(
             f"RTL simulation could not run: {type(exc).__name__}: {exc}",
             f"see {run.path('build.log')}; set build.verify: final to verify in Python only",

@@ -21,7 +21,9 @@ import shutil
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any, cast
 
 from brainsmith.builder import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
@@ -73,7 +75,7 @@ def build(
     with interrupts.handled():
         plan = _plan(blueprint, verify)
         checked, vectors = _intake(model, input_npy, expected_npy)
-        folder = output_dir or plan.options.output_dir or default_output_dir(plan.name)
+        folder = output_dir or plan.build.output_dir or default_output_dir(plan.name)
         out, run = None, None
         try:
             with interrupts.blocked():
@@ -86,7 +88,7 @@ def build(
                 else Progress.silent()
             )
             user = (str(input_npy), str(expected_npy)) if input_npy else None
-            run = BuildRun(plan, out, checked, display, plan.options.verify, user, vectors)
+            run = BuildRun(plan, out, checked, display, plan.build.verify, user, vectors)
             run.started, run.start, run.stop_after = started, start, stop_after
             return _execute(run)
         except KeyboardInterrupt as exc:
@@ -136,7 +138,7 @@ def _plan(blueprint, verify: str | None) -> BuildPlan:
                 f"{option('verify')} must be one of {', '.join(VERIFY_MODES)}, not {verify!r}",
                 exit_code=2,
             )
-        plan = replace(plan, options=replace(plan.options, verify=verify))
+        plan = replace(plan, options=replace(plan.build, verify=verify))
     return plan
 
 
@@ -151,7 +153,11 @@ def _intake(model, input_npy: str | None, expected_npy: str | None):
         )
     try:
         checked = check_model(model, _kernel_domains())
-        vectors = load_vectors(checked, input_npy, expected_npy) if input_npy else None
+        vectors = (
+            load_vectors(checked, input_npy, expected_npy)
+            if input_npy is not None and expected_npy is not None
+            else None
+        )
     except InputError as exc:
         raise BuildError("setup", exc.reason, exc.hint, exit_code=2) from exc
     return checked, vectors
@@ -255,7 +261,7 @@ def _resolve_steps(plan: BuildPlan) -> list[Step]:
             if missing:
                 step.skip_reason = f"needs {', '.join(missing)} on PATH"
             else:
-                step.fn = registry.load(spec)
+                step.fn = cast("Callable[[Any, Any], Any]", registry.load(spec))
         except PluginError as exc:
             raise BuildError("setup", str(exc), "fix the blueprint's steps", exit_code=2) from exc
         steps.append(step)
@@ -272,7 +278,7 @@ def _finn_config(plan: BuildPlan, finn_dir: str):
 
     from brainsmith.frameworks.finn.tables import STEP_OUTPUTS
 
-    options = plan.options
+    options = plan.build
     wanted = ["estimate_reports"]
     for name in plan.steps:
         wanted += STEP_OUTPUTS.get(name.rpartition(":")[2], ())
@@ -306,7 +312,7 @@ def _verifier(run: BuildRun, model):
     from brainsmith.builder.verify import Verifier
 
     reference = cleanup_model(copy.deepcopy(model))
-    options = run.plan.options
+    options = run.plan.build
     return Verifier(
         reference,
         options.verify_samples,
@@ -382,8 +388,7 @@ def _interrupted(run: BuildRun | None, out: OutputFolder | None, exc: BaseExcept
     hint = "run the build again"
     with interrupts.blocked():
         interrupts.settled()
-        produced = run is not None and any(r.status == "ok" for r in run.records)
-        if not produced:
+        if run is None or not any(r.status == "ok" for r in run.records):
             if run is not None:
                 _close(run)
             if out is not None:

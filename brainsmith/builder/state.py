@@ -14,6 +14,17 @@ from brainsmith.builder.outdir import OutputFolder
 from brainsmith.builder.plan import BuildPlan
 from brainsmith.builder.progress import Progress
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.charts import ChartWorker
+    from brainsmith.builder.checkpoint import Checkpoint
+
 
 @dataclass
 class StepRecord:
@@ -37,10 +48,10 @@ class BuildResult:
 
     output_dir: str
     report: dict
-    model: object = None  # the final ModelWrapper
+    model: ModelWrapper | None = None  # the final model
     report_path: str = ""
     html_path: str = ""
-    checkpoint: object = None  # with build(stop_after=N): the Checkpoint written instead
+    checkpoint: Checkpoint | None = None  # with build(stop_after=N): written instead
 
     @property
     def status(self) -> str:
@@ -61,7 +72,7 @@ class Step:
 
     name: str
     plugin: str
-    fn: object = None
+    fn: Callable[[Any, Any], Any] | None = None  # (model, cfg) -> model
     skip_reason: str = ""
     verifiable: bool = True  # False for FINN's hardware steps (Vivado products)
 
@@ -80,13 +91,13 @@ class BuildRun:
     started: float = field(default_factory=time.perf_counter)
     records: list[StepRecord] = field(default_factory=list)
     current: int | None = None  # the step running now
-    latest_model: object = None  # the model after the last step that finished
+    latest_model: ModelWrapper | None = None  # the model after the last step that finished
     report: dict = field(default_factory=dict)
     log: BuildLog | None = None  # build.log, open for writing
-    cfg: object = None  # the FINN DataflowBuildConfig
-    context: BuildContext | None = None
-    charts: object = None  # ChartWorker
-    start: object = None  # the Checkpoint this build continues, if any
+    cfg: DataflowBuildConfig = None  # set as the build starts (FINN is untyped: Any)
+    context: BuildContext = field(default_factory=BuildContext)  # the plan's, once it runs
+    charts: ChartWorker | None = None
+    start: Checkpoint | None = None  # the checkpoint this build continues, if any
     stop_after: int | None = None  # run only the steps before this index
     rtlsim: dict | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
 
@@ -106,6 +117,13 @@ class BuildRun:
     def report_dir(self) -> str:
         """Where FINN writes its estimate reports."""
         return os.path.join(self.output_dir, "finn", "report")
+
+    @property
+    def build_log(self) -> BuildLog:
+        """build.log, open from before the first step until the build ends."""
+        if self.log is None:
+            raise RuntimeError("build.log is not open: the build has not started")
+        return self.log
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.output_dir, *parts)

@@ -19,6 +19,11 @@ from collections.abc import Callable
 
 from brainsmith.dse.tasks import NodeResult, NodeTask, check_worker, run_node, warm_up
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
 Started = Callable[[str], None]
 Done = Callable[[NodeResult], None]
 CONNECT_TIMEOUT = 20  # seconds to reach a scheduler
@@ -36,7 +41,7 @@ class ExecutorError(RuntimeError):
 class InProcess:
     """Runs the segments here, one after the other (no Dask)."""
 
-    description = {"executor": "in-process", "workers": 1}
+    description: dict[str, str | int] = {"executor": "in-process", "workers": 1}
 
     def run(
         self, tasks: list[tuple[NodeTask, str | None]], done: dict, started: Started, finished: Done
@@ -61,6 +66,7 @@ class DaskCluster:
         from distributed import Client
 
         self.cluster = None
+        self.description: dict[str, str | int]
         self.topic = f"brainsmith-explore-{uuid.uuid4().hex[:12]}"
         logging.getLogger("distributed").setLevel(logging.ERROR)
         if scheduler:
@@ -113,7 +119,9 @@ class DaskCluster:
             self.client.submit(warm_up, workers=[w], allow_other_workers=False, pure=False)
             for w in self.client.scheduler_info()["workers"]
         ]
-        futures, by_key, parents = {}, {}, {}
+        futures: dict[str, Any] = {}
+        by_key: dict[str, NodeTask] = {}
+        parents: dict[str, str | None] = {}
         for task, parent in tasks:
             task.topic = self.topic
             argument = futures[parent] if parent in futures else done.get(parent)

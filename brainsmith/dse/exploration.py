@@ -81,7 +81,11 @@ def explore(
     _check_inputs(model, input_npy, expected_npy)
     loaded = _load(blueprint)
     variants = _variants(loaded)
-    vectors = (os.path.abspath(input_npy), os.path.abspath(expected_npy)) if input_npy else None
+    vectors = (
+        (os.path.abspath(input_npy), os.path.abspath(expected_npy))
+        if input_npy is not None and expected_npy is not None
+        else None
+    )
     root = root_key(model, vectors)
     for variant in variants:
         variant.keys = step_keys(variant.plan, root)
@@ -98,6 +102,8 @@ def explore(
     finally:
         if run.metrics is not None:
             run.metrics.close()
+    if run.result is None:  # execute() writes it, or raises
+        raise RuntimeError("the exploration ended without a result")
     return run.result
 
 
@@ -251,7 +257,7 @@ class Exploration:
         elif result.status == "failed":
             settled = {v.id: "failed" for v in node.variants}
         summary = ""
-        if result.status == "failed" and not result.failed_in:
+        if result.status == "failed" and not result.failed_in and result.error:
             summary = f"{result.error['step']}: {result.error['reason']}"[:160]
         elif not node.shared and result.report:
             from brainsmith.dse.report import metric_text

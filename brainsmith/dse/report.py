@@ -204,8 +204,8 @@ def _plot(variants: list[dict], data: dict, resource: str) -> str:
 def _constraint_lines(constraints: list[str], resource: str, x_axis, y_axis) -> list[str]:
     lines = []
     for text in constraints:
-        metric, _, bound = text.split(" ", 2)
-        bound = float(bound)
+        metric, _, written = text.split(" ", 2)
+        bound = float(written)
         if metric == resource and x_axis.low <= bound <= x_axis.high:
             x = x_axis.at(bound)
             lines.append(

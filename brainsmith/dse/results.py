@@ -41,8 +41,8 @@ def judge(entries: list[dict], search) -> None:
         entry["feasible"] = all(c["ok"] for c in entry["constraints"])
     feasible = [e for e in built if e["feasible"]]
     infeasible = [e for e in built if not e["feasible"]]
-    for entry in fronts(feasible, objectives)[:1]:
-        for member in entry:
+    for front in fronts(feasible, objectives)[:1]:
+        for member in front:
             member["pareto"] = True
     ordered = []
     for group in (feasible, infeasible):

@@ -49,11 +49,11 @@ INPUTS: dict[str, Callable[[BuildPlan], object]] = {
     "post_hw": lambda plan: [(t.name, t.args) for t in plan.post_hw],
     "infer": _infer,
     "kernels": _kernels,
-    "part": lambda plan: (plan.options.fpga_part, plan.options.board),
-    "clock": lambda plan: plan.options.clock_ns,
-    "target_fps": lambda plan: plan.options.target_fps,
-    "folding_config": lambda plan: _file(plan.options.folding_config),
-    "specialize_config": lambda plan: _file(plan.options.specialize_config),
+    "part": lambda plan: (plan.build.fpga_part, plan.build.board),
+    "clock": lambda plan: plan.build.clock_ns,
+    "target_fps": lambda plan: plan.build.target_fps,
+    "folding_config": lambda plan: _file(plan.build.folding_config),
+    "specialize_config": lambda plan: _file(plan.build.specialize_config),
 }
 STEP_INPUTS: dict[str, tuple[str, ...]] = {
     "brainsmith:cleanup": (),
@@ -83,7 +83,7 @@ def step_keys(plan: BuildPlan, root: str) -> list[str]:
     """Per step, a hash of everything the model after that step depends on."""
     from brainsmith.frameworks.finn.tables import TOOL_STEPS
 
-    options = plan.options
+    options = plan.build
     names = [qualified_step(s) for s in plan.steps]
     checked = [i for i, n in enumerate(names) if n.rpartition(":")[2] not in TOOL_STEPS]
     last = checked[-1] if checked else -1
@@ -92,7 +92,7 @@ def step_keys(plan: BuildPlan, root: str) -> list[str]:
     for index, name in enumerate(names):
         reads = STEP_INPUTS.get(name)
         if reads is None:
-            read = {"blueprint": plan.blueprint}
+            read: dict[str, object] = {"blueprint": plan.blueprint}
         else:
             read = {what: INPUTS[what](plan) for what in reads}
         step = {"step": name, "reads": read, "verify": verify, "last": index == last}
@@ -143,7 +143,8 @@ class Segment:
 
     def path(self) -> list[Segment]:
         """The segments from the root down to this one."""
-        chain, node = [], self
+        chain: list[Segment] = []
+        node: Segment | None = self
         while node is not None:
             chain.append(node)
             node = node.parent

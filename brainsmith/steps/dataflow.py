@@ -17,6 +17,11 @@ from brainsmith.builder.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.plugin.core import step
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
 prepare_finn()
 
 HW_DOMAIN = "finn.custom_op.fpgadataflow"
@@ -281,7 +286,7 @@ def apply_transforms(model, transforms: list, phase: str):
     return model
 
 
-def _transform_class(name: str) -> type:
+def _transform_class(name: str) -> Any:
     from brainsmith.plugin.core import get_registry
 
     return get_registry().get("transform", name)

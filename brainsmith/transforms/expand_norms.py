@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from onnx import NodeProto, TensorProto, helper
@@ -140,7 +140,7 @@ def _primitive_norm(model: ModelWrapper, node: NodeProto, out: str) -> list[Node
     eps = np.array(attrs.get("epsilon", 1e-5), dtype=np.float32)
     if model.get_opset_imports().get("", 17) >= 18:  # ReduceMean's axes became an input
         axes_name = add_initializer(model, f"{base}_axes", np.array(axes, dtype=np.int64))
-        reduce = {"inputs": [axes_name], "attrs": {}}
+        reduce: dict[str, Any] = {"inputs": [axes_name], "attrs": {}}
     else:
         reduce = {"inputs": [], "attrs": {"axes": axes}}
 

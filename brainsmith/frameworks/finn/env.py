@@ -48,6 +48,7 @@ Used by ``brainsmith.build``:
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import sys
@@ -149,7 +150,7 @@ def preserve_process_io():
 
 
 @contextlib.contextmanager
-def contain_finn_output(stream: TextIO) -> Iterator[None]:
+def contain_finn_output(stream: TextIO | io.TextIOBase) -> Iterator[None]:
     """Send FINN's prints, log records and warnings to ``stream`` while the block runs."""
     import logging
     import warnings
@@ -169,7 +170,7 @@ def contain_finn_output(stream: TextIO) -> Iterator[None]:
             stream.flush()
 
 
-def _warning_writer(stream: TextIO):
+def _warning_writer(stream: TextIO | io.TextIOBase):
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         stream.write(f"WARNING {category.__name__}: {message} ({filename}:{lineno})\n")
 

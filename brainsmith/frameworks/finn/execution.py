@@ -23,6 +23,12 @@ generated hardware and every other case keep FINN's own code.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+
 FIX_MARK = "_brainsmith_fix"
 
 
@@ -40,7 +46,7 @@ def fix_python_execution() -> None:
     _patch(Pool, _pool_reads_interleaved)
 
 
-def _patch(cls: type, make) -> None:
+def _patch(cls: Any, make: Callable[[Any], Any]) -> None:
     if getattr(cls.execute_node, FIX_MARK, False):
         return
     patched = make(cls.execute_node)

@@ -14,6 +14,11 @@ import functools
 import os
 import re
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
+
 RESOURCE_KEYS = ("LUT", "FF", "BRAM_18K", "URAM", "DSP")  # FINN's compute_resources order
 
 # Devices the shipped blueprints use that FINN has no resource table for (same order).
@@ -170,7 +175,7 @@ def _literal(node: ast.expr) -> object:
     return None
 
 
-def _is_table(rows: object) -> bool:
+def _is_table(rows: object) -> TypeGuard[list[list[int]]]:
     return (
         isinstance(rows, list)
         and bool(rows)

@@ -12,6 +12,11 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+
 INFER_TRANSFORMS: dict[str, tuple[str, ...]] = {
     "MVAU": ("InferBinaryMatrixVectorActivation", "InferQuantizedMatrixVectorActivation"),
     "VVAU": ("InferVectorVectorActivation",),
@@ -129,7 +134,7 @@ def infer_order(transform: str) -> int:
     return INFER_ORDER.index(name) if name in INFER_ORDER else len(INFER_ORDER)
 
 
-def missing_tool(step: str, model: object) -> str:
+def missing_tool(step: str, model: ModelWrapper) -> str:
     """Why FINN's build step ``step`` cannot run on ``model`` here; "" when it can."""
     from brainsmith.frameworks.finn.env import vivado_available
 
