@@ -30,6 +30,28 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the lazy names, for type checkers
+    from brainsmith.plugin.blueprint import Blueprint as Blueprint
+    from brainsmith.plugin.blueprint import BlueprintError as BlueprintError
+    from brainsmith.plugin.blueprint import load_blueprint as load_blueprint
+    from brainsmith.plugin.blueprint import load_blueprint_plugins as load_blueprint_plugins
+    from brainsmith.plugin.core import get_registry as get_registry
+    from brainsmith.plugin.decorators import backend as backend
+    from brainsmith.plugin.decorators import kernel as kernel
+    from brainsmith.plugin.decorators import step as step
+    from brainsmith.plugin.decorators import transform as transform
+    from brainsmith.plugin.errors import ConfigError as ConfigError
+    from brainsmith.plugin.errors import PluginError as PluginError
+    from brainsmith.plugin.errors import PluginLoadError as PluginLoadError
+    from brainsmith.plugin.errors import PluginMetadataError as PluginMetadataError
+    from brainsmith.plugin.errors import PluginNotFoundError as PluginNotFoundError
+    from brainsmith.plugin.manager import PluginManager as PluginManager
+    from brainsmith.plugin.manager import get_plugin_manager as get_plugin_manager
+    from brainsmith.plugin.manager import reset_plugin_system as reset_plugin_system
+    from brainsmith.plugin.registry import Registry as Registry
+    from brainsmith.plugin.spec import PluginSpec as PluginSpec
+
 # The lifecycle API, served by brainsmith.plugin.lifecycle (and, deprecated, from here).
 LIFECYCLE_EXPORTS = {
     "VersionInfo": "brainsmith.plugin.versions",

@@ -25,36 +25,53 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable
+from typing import Any, TypeVar, overload
 
 from brainsmith.plugin.errors import PluginMetadataError
 from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE, first_doc_line, validate_metadata
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
-if TYPE_CHECKING:
-    from typing import Any
+# The decorated object comes back unchanged, and type checkers keep its type.
+C = TypeVar("C", bound=type)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def transform(target=None, /, **metadata):
+@overload
+def transform(target: C, /) -> C: ...
+@overload
+def transform(target: None = None, /, **metadata: Any) -> Callable[[C], C]: ...
+def transform(target: C | None = None, /, **metadata: Any) -> Any:
     """Register a QONNX ``Transformation`` subclass as a transform plugin."""
     return _decorate("transform", target, metadata)
 
 
-def kernel(target=None, /, **metadata):
+@overload
+def kernel(target: C, /) -> C: ...
+@overload
+def kernel(target: None = None, /, **metadata: Any) -> Callable[[C], C]: ...
+def kernel(target: C | None = None, /, **metadata: Any) -> Any:
     """Register a hardware kernel class."""
     return _decorate("kernel", target, metadata)
 
 
-def backend(target=None, /, **metadata):
+@overload
+def backend(target: C, /) -> C: ...
+@overload
+def backend(target: None = None, /, **metadata: Any) -> Callable[[C], C]: ...
+def backend(target: C | None = None, /, **metadata: Any) -> Any:
     """Register an HLS or RTL backend class of a kernel."""
     return _decorate("backend", target, metadata)
 
 
-def step(target=None, /, **metadata):
+@overload
+def step(target: F, /) -> F: ...
+@overload
+def step(target: None = None, /, **metadata: Any) -> Callable[[F], F]: ...
+def step(target: F | None = None, /, **metadata: Any) -> Any:
     """Register a build step ``fn(model, cfg) -> model``."""
     return _decorate("step", target, metadata)
 
 
-def _decorate(plugin_type: str, target: object, given: dict[str, Any]):
+def _decorate(plugin_type: str, target: object, given: dict[str, Any]) -> Any:
     frame = sys._getframe(2)
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     if target is not None and (isinstance(target, str) or given):
@@ -70,7 +87,7 @@ def _decorate(plugin_type: str, target: object, given: dict[str, Any]):
             f"{where}: invalid @{plugin_type}: " + "; ".join(problems), where, plugin_type
         )
 
-    def apply(obj: object) -> object:
+    def apply(obj: Any) -> Any:
         _check_target(plugin_type, obj, where)
         full = dict(metadata)
         full.setdefault("name", getattr(obj, "__name__", ""))

@@ -12,6 +12,42 @@ from brainsmith.plugin import LIFECYCLE_EXPORTS as _EXPORTS
 
 __all__ = sorted(_EXPORTS)
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the lazy names, for type checkers
+    from brainsmith.plugin.availability import PluginUnavailableError as PluginUnavailableError
+    from brainsmith.plugin.availability import auto_select as auto_select
+    from brainsmith.plugin.availability import backend_preferences as backend_preferences
+    from brainsmith.plugin.availability import is_available as is_available
+    from brainsmith.plugin.availability import priority as priority
+    from brainsmith.plugin.availability import switch_backend as switch_backend
+    from brainsmith.plugin.lifecycle.bundles import Plugin as Plugin
+    from brainsmith.plugin.lifecycle.bundles import PluginBuilder as PluginBuilder
+    from brainsmith.plugin.lifecycle.bundles import PluginInfo as PluginInfo
+    from brainsmith.plugin.lifecycle.bundles import PluginLifecycleError as PluginLifecycleError
+    from brainsmith.plugin.lifecycle.bundles import PluginRegistry as PluginRegistry
+    from brainsmith.plugin.lifecycle.kernel_builder import KernelBuilder as KernelBuilder
+    from brainsmith.plugin.lifecycle.kernel_builder import (
+        KernelExecutionError as KernelExecutionError,
+    )
+    from brainsmith.plugin.lifecycle.kernel_builder import KernelInputError as KernelInputError
+    from brainsmith.plugin.lifecycle.kernel_builder import execute_kernel as execute_kernel
+    from brainsmith.plugin.lifecycle.kernel_builder import (
+        is_custom_kernel_registered as is_custom_kernel_registered,
+    )
+    from brainsmith.plugin.lifecycle.kernel_builder import (
+        list_custom_kernels as list_custom_kernels,
+    )
+    from brainsmith.plugin.lifecycle.kernel_builder import (
+        register_example_kernels as register_example_kernels,
+    )
+    from brainsmith.plugin.lifecycle.pathload import get_plugin_info as get_plugin_info
+    from brainsmith.plugin.lifecycle.pathload import is_plugin_loaded as is_plugin_loaded
+    from brainsmith.plugin.lifecycle.pathload import list_plugins as list_plugins
+    from brainsmith.plugin.lifecycle.pathload import load_plugin as load_plugin
+    from brainsmith.plugin.lifecycle.pathload import reload_plugin as reload_plugin
+    from brainsmith.plugin.lifecycle.pathload import unload_plugin as unload_plugin
+    from brainsmith.plugin.versions import VersionInfo as VersionInfo
+
 
 def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
