@@ -82,7 +82,7 @@ LIFECYCLE_EXPORTS = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         return moved_lifecycle_name("brainsmith.plugin", name)

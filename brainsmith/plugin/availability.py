@@ -24,7 +24,10 @@ from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    from brainsmith.plugin.registry import Registry
 
 
 NORMAL = PRIORITY_LEVELS["NORMAL"]
@@ -161,7 +164,7 @@ def _first_available(pool: list[PluginSpec], failure: str) -> PluginSpec:
     raise PluginUnavailableError(f"{failure}: " + "; ".join(reasons))
 
 
-def _run_check(spec: PluginSpec, check) -> tuple[bool, str]:
+def _run_check(spec: PluginSpec, check: Callable[[], object]) -> tuple[bool, str]:
     from brainsmith.plugin.containment import PluginExit, contained
 
     try:
@@ -188,7 +191,8 @@ def _importable(requirement: str) -> bool:
     import importlib.util
     import re
 
-    name = re.match(r"[A-Za-z0-9_.-]*", requirement.strip()).group(0)
+    found = re.match(r"[A-Za-z0-9_.-]*", requirement.strip())
+    name = found.group(0) if found else ""
     top = name.partition(".")[0].replace("-", "_")
     try:
         return bool(top) and importlib.util.find_spec(top) is not None
@@ -196,7 +200,8 @@ def _importable(requirement: str) -> bool:
         return False
 
 
-def _registry():
+def _registry() -> Registry:
+
     from brainsmith.plugin.manager import get_plugin_manager
 
     return get_plugin_manager().registry()

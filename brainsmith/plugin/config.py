@@ -238,7 +238,7 @@ def _apply(config: PluginConfig, key: str, value: object, where: str, root: str)
     elif key == "cache_dir":
         if not _is_path(value):
             raise bad()
-        config.cache_dir = os.path.abspath(os.path.join(root, os.path.expanduser(value)))
+        config.cache_dir = os.path.abspath(os.path.join(root, os.path.expanduser(str(value))))
 
 
 def _is_redis_url(value: object) -> bool:

@@ -15,6 +15,11 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 ENDINGS = (SystemExit, KeyboardInterrupt, GeneratorExit)
 
 
@@ -55,7 +60,7 @@ class _SigintWatch:
     _lock = threading.Lock()
     _depth = 0
     _received = False
-    _previous: object = None
+    _previous: Any = None  # the handler before ours, as signal.getsignal() gave it
 
     def __init__(self, active: bool, main_thread: bool = True) -> None:
         self.active = active  # our handler is installed

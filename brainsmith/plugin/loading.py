@@ -11,6 +11,11 @@ from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.spec import PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 INSTALL_HINTS = {
     "finn": "FINN is not installed; install it with `scripts/bootstrap.sh` "
     "(or `pip install --no-deps finn-plus==1.6.1` plus `pip install 'brainsmith[finn]'`)",
@@ -150,7 +155,7 @@ def _is_framework_plugin(spec: PluginSpec, obj: object) -> bool:
     from brainsmith.frameworks.finn.adapter import FINN_BACKENDS, FINN_KERNELS
 
     domain = FINN_KERNELS if spec.type == "kernel" else spec.metadata.get("domain")
-    if spec.type == "backend" and domain not in FINN_BACKENDS:
+    if not isinstance(domain, str) or (spec.type == "backend" and domain not in FINN_BACKENDS):
         return False
     table = getattr(importlib.import_module(domain), "custom_op", {})
     return isinstance(table, dict) and table.get(spec.name) is obj
@@ -186,7 +191,7 @@ def _import_within(module_name: str, timeout: float) -> object:
         return importlib.import_module(module_name)
     import threading
 
-    outcome: dict[str, object] = {}
+    outcome: dict[str, Any] = {}
 
     def run() -> None:
         try:
@@ -208,7 +213,7 @@ def _import_within(module_name: str, timeout: float) -> object:
 def _check_declared(spec: PluginSpec, module_name: str) -> None:
     """A pip package's plugin is imported only from a package that declares brainsmith
     plugins, whatever a (stale or forged) discovery index says."""
-    from brainsmith.plugin.discovery.index import BUILTIN_FRAMEWORKS
+    from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 
     if spec.framework in BUILTIN_FRAMEWORKS:
         return

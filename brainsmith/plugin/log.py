@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
 LOGGER_NAME = "brainsmith.plugin"
 debug_enabled = False
 
 
-def logger():
+def logger() -> logging.Logger:
+
     import logging
 
     return logging.getLogger(LOGGER_NAME)

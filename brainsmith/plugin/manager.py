@@ -12,14 +12,18 @@ import weakref
 
 from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
-from brainsmith.plugin.discovery.index import BUILTIN_FRAMEWORKS, DiscoveryResult, discover, records
+from brainsmith.plugin.discovery.index import DiscoveryResult, discover, records
+from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 from brainsmith.plugin.registry import Registry, RegistryChanges
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
+
+    from brainsmith.plugin.views import RegistryView
+    from brainsmith.plugin.watch import PluginWatcher
 
 
 class PluginTables:
@@ -71,7 +75,7 @@ class PluginManager:
         self._registry: Registry | None = None
         self._ready = False  # the registry holds a first discovery
         self._next_check = 0.0  # time.monotonic() after which discovery is checked again
-        self._views: dict[tuple[Any, ...], object] = {}
+        self._views: dict[tuple[object, ...], Registry | RegistryView] = {}
         self._states: dict[
             str, dict[str, Any]
         ] = {}  # the source states the registry was synced with
@@ -79,8 +83,8 @@ class PluginManager:
         self._discovering: int | None = None  # thread id while discovery runs
         self._pending: list[tuple[Any, ...]] = []  # decorated before discovery ran
         self.module_frameworks: dict[str, str] = {}  # module -> framework (loaded plugins)
-        self._instances = None  # weakref.WeakValueDictionary, created on first use
-        self._instance_locks: dict[str, Any] = {}
+        self._instances: weakref.WeakValueDictionary[tuple[Any, ...], Any] | None = None
+        self._instance_locks: dict[tuple[Any, ...], Any] = {}
         self._stats = {"discoveries": 0, "hits": 0, "lookups": 0, "discovery_ms": 0.0}
 
     @property
@@ -102,7 +106,12 @@ class PluginManager:
         log.set_debug(enabled)
 
     # -- discovery -------------------------------------------------------------------------
-    def discover_plugins(self, modes=None, types=None, frameworks=None):
+    def discover_plugins(
+        self,
+        modes: str | Iterable[str] | None = None,
+        types: Iterable[str] | None = None,
+        frameworks: Iterable[str] | None = None,
+    ) -> Registry | RegistryView:
         """The registry, discovered or checked again if its TTL has passed.
 
         ``types`` and ``frameworks`` narrow what the returned view shows (``"*"`` stands for
@@ -111,7 +120,7 @@ class PluginManager:
         before it is used. Repeated calls cost a dictionary lookup."""
         registry = self._registry
         checked = not self._ready or time.monotonic() >= self._next_check
-        if checked:
+        if checked or registry is None:
             registry = self._refresh(force=False)[0]
         if self.config.performance_tracking:
             self._stats["lookups"] += 1
@@ -133,7 +142,7 @@ class PluginManager:
     def registry(self) -> Registry:
         """The process registry, discovering with the configured defaults if needed."""
         registry = self._registry
-        if self._ready and time.monotonic() < self._next_check:
+        if self._ready and registry is not None and time.monotonic() < self._next_check:
             return registry
         return self._refresh(force=False)[0]
 
@@ -143,7 +152,9 @@ class PluginManager:
         on their next use. Returns what changed."""
         return self._refresh(force=True)[1]
 
-    def watch(self, on_change=None, debounce: float = 0.2):
+    def watch(
+        self, on_change: Callable[[RegistryChanges], object] | None = None, debounce: float = 0.2
+    ) -> PluginWatcher:
         """Hot reloading: refresh at once whenever a file in a plugin folder changes.
 
         ``on_change(changes)`` is called (in the watcher's thread) with each non-empty
@@ -171,8 +182,9 @@ class PluginManager:
             if self._discovering == _thread.get_ident():
                 # a module imported by discovery asks for the registry: it gets it as it is
                 return self._new_registry(), RegistryChanges()
-            if self._ready and not force and time.monotonic() < self._next_check:
-                return self._registry, RegistryChanges()
+            ready = self._registry if self._ready else None
+            if ready is not None and not force and time.monotonic() < self._next_check:
+                return ready, RegistryChanges()
             config = self.config
             registry = self._new_registry()
             first = not self._ready
@@ -263,7 +275,7 @@ class PluginManager:
                 if not self._ready:
                     self._pending.append((plugin_type, obj, metadata, where))
                     return
-        self._attach(self._registry, plugin_type, obj, metadata, where)
+        self._attach(self.registry(), plugin_type, obj, metadata, where)
 
     def _attach(
         self,
@@ -285,7 +297,9 @@ class PluginManager:
             # none, and dropping then would discard one another thread just made from ``obj``.
             replaced = [s for s in known if s.obj is not None and s.obj is not obj]
             for spec in known:
-                kept = {k: spec.metadata[k] for k in ("line", "plugin_dir") if k in spec.metadata}
+                kept: dict[str, Any] = {
+                    k: spec.metadata[k] for k in ("line", "plugin_dir") if k in spec.metadata
+                }
                 spec.metadata = {**{k: v for k, v in metadata.items() if k != "name"}, **kept}
                 spec.obj = obj
                 spec.error = error
@@ -300,9 +314,9 @@ class PluginManager:
         )
         spec.obj = obj
         spec.error = error
-        kept = registry.add(spec)
-        if kept is not spec:
-            log.debug("%s already registered as %s", target, kept.qualified_name)
+        existing = registry.add(spec)
+        if existing is not spec:
+            log.debug("%s already registered as %s", target, existing.qualified_name)
 
     def _framework_of(self, module: str) -> str:
         owner = self.module_frameworks.get(module.partition(".")[0])
@@ -337,7 +351,7 @@ class PluginManager:
     def get(self, plugin_type: str, name: str) -> object:
         return self.registry().get(plugin_type, name)
 
-    def get_instance(self, plugin_type: str, name: str, **kwargs) -> object:
+    def get_instance(self, plugin_type: str, name: str, **kwargs: Any) -> object:
         """A shared instance of a plugin class (weakly cached: freed when unused).
 
         Steps are functions and are returned as they are."""
@@ -346,6 +360,8 @@ class PluginManager:
         obj = registry.load(spec)  # imports happen here, with no lock held
         if plugin_type == "step":
             return obj
+        if not callable(obj):
+            raise TypeError(f"{plugin_type} {spec.qualified_name} is not a class: {obj!r}")
         key = (plugin_type, spec.qualified_name, _freeze(kwargs))
         with self._lock:
             if self._instances is None:
@@ -488,7 +504,7 @@ def disabled_reason(framework: str, config: PluginConfig) -> str:
     )
 
 
-def _check_modes(modes) -> None:
+def _check_modes(modes: Iterable[str] | None) -> None:
     for mode in modes or ():
         if mode not in DISCOVERY_MODES:
             raise ValueError(
@@ -496,7 +512,8 @@ def _check_modes(modes) -> None:
             )
 
 
-def _frozen(value) -> object:
+def _frozen(value: str | Iterable[str] | None) -> object:
+
     if value is None or isinstance(value, str):
         return value
     return tuple(value)

@@ -117,7 +117,8 @@ def read(
     record = decode(raw, path)
     if record is None or record[0] != stamp:
         return None
-    return record[1]
+    value: object = record[1]
+    return value
 
 
 def read_regular_file(path: str, limit: int = MAX_BYTES) -> bytes | None:

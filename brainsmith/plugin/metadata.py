@@ -51,7 +51,7 @@ def allowed_keys(plugin_type: str) -> dict[str, str]:
     return dict(_ALLOWED[plugin_type])
 
 
-def validate_metadata(plugin_type: str, given: dict[str, Any]) -> tuple[dict, list[str]]:
+def validate_metadata(plugin_type: str, given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Check decorator keywords; return (normalised metadata, problems with their fixes)."""
     allowed = allowed_keys(plugin_type)
     problems: list[str] = []

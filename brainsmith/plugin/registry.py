@@ -8,13 +8,24 @@ from brainsmith.plugin import log
 from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 class RegistryChanges:
     """What one synchronisation with discovery changed (``watch()`` reports these)."""
 
     __slots__ = ("added", "problems", "reloaded", "removed")
 
-    def __init__(self, added=(), removed=(), reloaded=(), problems=()) -> None:
+    def __init__(
+        self,
+        added: Iterable[str] = (),
+        removed: Iterable[str] = (),
+        reloaded: Iterable[str] = (),
+        problems: Iterable[str] = (),
+    ) -> None:
+
         self.added: tuple[str, ...] = tuple(added)  # "transform user:Name"
         self.removed: tuple[str, ...] = tuple(removed)
         self.reloaded: tuple[str, ...] = tuple(reloaded)  # served from new code from now on

@@ -12,14 +12,16 @@ from brainsmith.errors import BrainsmithError
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 
 MAX_BYTES = 1 << 20  # 1 MiB: blueprints and configs are small
 MAX_DEPTH = 64
 MAX_NODES = 100_000  # values built, aliases counted each time they are expanded
 
-Path = tuple[str | int, ...]  # a key path such as ("hw_compiler", "kernels", 0)
+Path = tuple[
+    str | int | float | bool | None, ...
+]  # a key path such as ("hw_compiler", "kernels", 0)
 
 
 class YAMLInputError(BrainsmithError):
@@ -168,7 +170,9 @@ def _check_shape(text: str, path: str, loader_cls: type) -> None:
 
 
 def _at(path: str, event: yaml.Event, message: str) -> YAMLInputError:
-    line, column = event.start_mark.line + 1, event.start_mark.column + 1
+    mark = event.start_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+
     return YAMLInputError(f"{path}:{line}:{column}: {message}", path, line, column)
 
 
@@ -177,7 +181,7 @@ _MAP = "tag:yaml.org,2002:map"
 
 
 class _Builder:
-    def __init__(self, path: str, marks: dict[str, Any]) -> None:
+    def __init__(self, path: str, marks: dict[Path, tuple[int, int]]) -> None:
         self.loader = yaml.SafeLoader("")
         self.path = path
         self.marks = marks
@@ -203,7 +207,7 @@ class _Builder:
                 self.build(item, (*key_path, i), depth + 1) for i, item in enumerate(node.value)
             ]
         if isinstance(node, yaml.MappingNode):
-            result: dict[str, Any] = {}
+            result: dict[object, object] = {}
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     raise self.fail(key_node, "merge keys ('<<') are not supported")

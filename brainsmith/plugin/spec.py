@@ -65,7 +65,7 @@ class PluginSpec:
 
     @property
     def description(self) -> str:
-        return self.metadata.get("description", "")
+        return str(self.metadata.get("description", ""))
 
     @property
     def loaded(self) -> bool:

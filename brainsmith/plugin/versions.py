@@ -114,8 +114,11 @@ def incompatibility(metadata: dict[str, Any], version: str | None = None) -> str
     if not any(metadata.get(k) for k in VERSION_KEYS):
         return None
     if version is None:
-        from brainsmith.version import __version__ as version
+        from brainsmith.version import __version__
+
+        version = __version__
     current = VersionInfo.parse(version)
+
     try:
         low = metadata.get("min_brainsmith_version")
         low = VersionInfo.coerce(low) if low else None

@@ -6,16 +6,15 @@ types and frameworks, so loaded plugins, instances and health stay those of the 
 
 from __future__ import annotations
 
+from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 from brainsmith.plugin.errors import PluginNotFoundError
 from brainsmith.plugin.registry import Registry, check_type
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
-
-
-BUILTIN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
 
 
 class RegistryView:
@@ -92,7 +91,9 @@ class RegistryView:
         return self.registry.not_found_message(type, name, framework)
 
 
-def make_view(registry: Registry, types, frameworks) -> Registry | RegistryView:
+def make_view(
+    registry: Registry, types: Iterable[str] | None, frameworks: Iterable[str] | None
+) -> Registry | RegistryView:
     """``registry`` itself when nothing is filtered, else a view (types checked)."""
     if types is not None:
         types = tuple(sorted(set(types)))

@@ -17,6 +17,11 @@ TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annot
 if TYPE_CHECKING:
     from typing import Any
 
+    from watchdog.events import FileSystemEvent
+    from watchdog.observers.api import BaseObserver
+
+    from brainsmith.plugin.manager import PluginManager
+
 
 # Events that change what a folder holds; reads (opened, closed without writing) do not.
 CHANGES = ("created", "deleted", "modified", "moved", "closed")
@@ -27,7 +32,7 @@ class PluginWatcher:
 
     def __init__(
         self,
-        manager,
+        manager: PluginManager,
         folders: tuple[str, ...],
         on_change: Callable[..., Any] | None = None,
         debounce: float = 0.2,
@@ -36,7 +41,7 @@ class PluginWatcher:
         self.folders = tuple(folders)
         self.on_change = on_change
         self.debounce = debounce
-        self._observer = None
+        self._observer: BaseObserver | None = None
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
 
@@ -48,7 +53,8 @@ class PluginWatcher:
         watched = 0
         for folder in self.folders:
             if os.path.isdir(folder):
-                observer.schedule(handler, folder, recursive=True)
+                observer.schedule(handler, folder, recursive=True)  # type: ignore[arg-type]  # duck-typed handler
+
                 watched += 1
             else:
                 log.warning("plugin folder %s does not exist; not watching it", folder)
@@ -76,7 +82,7 @@ class PluginWatcher:
     def __enter__(self) -> PluginWatcher:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def changed(self, path: str) -> None:
@@ -117,7 +123,7 @@ class _Handler:
     def __init__(self, watcher: PluginWatcher) -> None:
         self.watcher = watcher
 
-    def dispatch(self, event) -> None:
+    def dispatch(self, event: FileSystemEvent) -> None:
         if event.event_type not in CHANGES or (
             event.is_directory and event.event_type == "modified"
         ):

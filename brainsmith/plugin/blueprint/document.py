@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 PER_FILE_KEYS = ("name", "description", "extends")
 MAX_EXTENDS = 16
-Path = tuple[str | int, ...]  # a key path such as ("hw_compiler", "kernels", 0)
+Path = tuple[
+    str | int | float | bool | None, ...
+]  # a key path such as ("hw_compiler", "kernels", 0)
 Where = tuple[str, int, int]  # (file as written, line, column), 1-based
 
 

@@ -46,6 +46,8 @@ TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annot
 if TYPE_CHECKING:
     from typing import Any
 
+    from brainsmith.plugin.blueprint.space import DesignSpace
+
 
 class KernelChoice(NamedTuple):
     """A kernel and the backends the blueprint allows for it."""
@@ -85,7 +87,7 @@ class Blueprint:
     steps: tuple[PluginSpec, ...]
     build: BuildOptions | None
     skipped: tuple[SkippedPlugin, ...] = ()
-    design_space: object = None  # brainsmith.plugin.blueprint.space.DesignSpace
+    design_space: DesignSpace | None = None
 
     @property
     def backends(self) -> tuple[PluginSpec, ...]:

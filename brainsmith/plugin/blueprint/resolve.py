@@ -52,7 +52,8 @@ class Resolver:
             return spec
         where = self.doc.locate(ref.path)
         if ref.optional and ambiguous is None and not _looks_like_import_path(ref.text):
-            reason = spec.error if spec is not None else "not installed"
+            reason = (spec.error if spec is not None else None) or "not installed"
+
             self.skipped.append(SkippedPlugin(kind, ref.text, reason, *where))
             logging.getLogger(LOGGER_NAME).info(
                 "%s:%d:%d: optional %s '%s' skipped: %s", *where, kind, ref.text, reason

@@ -14,6 +14,7 @@ from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 
@@ -179,7 +180,7 @@ def _ref(
     return Ref(text, optional, path)
 
 
-def _kernels(check: Checker, value: object):
+def _kernels(check: Checker, value: object) -> Iterator[KernelRef]:
     path = ("hw_compiler", "kernels")
     if not isinstance(value, list):
         check.wrong(path, value, HW_KEYS["kernels"])
@@ -215,7 +216,8 @@ def _backends(check: Checker, path: Path, value: object) -> tuple[Ref, ...]:
     refs = [
         _ref(check, (*path, i), item, "backend", optional_ok=False) for i, item in enumerate(value)
     ]
-    return tuple(refs) if all(refs) else ()
+    found = [ref for ref in refs if ref is not None]
+    return tuple(found) if len(found) == len(refs) else ()
 
 
 def _example(kind: str) -> str:

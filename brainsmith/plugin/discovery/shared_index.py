@@ -15,6 +15,12 @@ from __future__ import annotations
 from brainsmith.plugin import log
 from brainsmith.plugin.memo import MAX_BYTES, is_plain
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+
 TIMEOUT = 0.5  # seconds for connecting and for each command
 PREFIX = "brainsmith:index:"
 EXPIRY = 30 * 24 * 3600  # seconds: an environment nobody starts any more leaves nothing behind
@@ -64,7 +70,7 @@ def clear(url: str) -> int:
     return int(_call(url, "clear", lambda client: client.delete(*keys)) or 0)
 
 
-def _call(url: str, what: str, command):
+def _call(url: str, what: str, command: Callable[[Any], Any]) -> Any:
     """``command(client)``, or None after a warning when Redis is missing, down or slow."""
     if url in _broken:
         return None

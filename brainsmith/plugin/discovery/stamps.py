@@ -102,7 +102,7 @@ def survey(previous: object = None) -> list[list[Any]]:
     return found
 
 
-def _contents(folder: str) -> tuple[list[Any], list]:
+def _contents(folder: str) -> tuple[list[Any], list[str]]:
     try:
         names = os.listdir(folder)
     except (OSError, ValueError):
@@ -119,12 +119,12 @@ def _contents(folder: str) -> tuple[list[Any], list]:
     return dists, packages
 
 
-def distributions(environment: object) -> list[Any]:
+def distributions(environment: Any) -> list[Any]:
     """The distributions of an environment, folder by folder: what entry points depend on."""
     return [[e[0], e[5]] for e in environment or () if e[5]] if _valid(environment) else [None]
 
 
-def framework_packages(environment: object) -> list[Any]:
+def framework_packages(environment: Any) -> list[Any]:
     """Where QONNX and FINN packages lie on ``sys.path``: what the adapters depend on."""
     return [[e[0], e[6]] for e in environment or () if e[6]] if _valid(environment) else [None]
 

@@ -27,6 +27,11 @@ from collections.abc import Iterator
 
 from brainsmith.plugin.errors import PluginError
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from types import FrameType
+
+
 LOCK = threading.RLock()
 _done = threading.Condition(LOCK)
 _holders: dict[str, int] = {}  # plugin -> thread running an operation on it
@@ -79,7 +84,7 @@ def _waits_for_itself(plugin: str, me: int) -> bool:
 
 def _inside_import() -> bool:
     """True while this thread runs a module's import (and so holds its import lock)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
         if code.co_name == "_find_and_load" and code.co_filename.startswith("<frozen importlib"):

@@ -20,6 +20,7 @@ from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -63,11 +64,14 @@ class FrameworkAdapter:
         return self.root is not None
 
     def scan(
-        self, previous: dict[str, Any] | None, full: bool = True, scan_data=lambda: None
-    ) -> dict:
+        self,
+        previous: dict[str, Any] | None,
+        full: bool = True,
+        scan_data: Callable[[], dict[str, Any] | None] = lambda: None,
+    ) -> dict[str, Any]:
         """Rescan the framework's tree; files whose stamp is unchanged reuse ``scan_data()``."""
         previous = previous if previous and previous.get("root") == self.root else None
-        if previous and not full and unchanged(previous.get("stamp")):
+        if previous and not full and unchanged(previous.get("stamp") or []):
             return previous  # only sys.path changed, and the framework resolves as before
         if self.root is None:
             return {"root": None, "files": {}, "specs": [], "problems": [], "stamp": [],
@@ -101,7 +105,9 @@ class FrameworkAdapter:
                     index.add_module(data["module"], data)
         return index
 
-    def specs(self, state: dict[str, Any], index: ClassIndex) -> tuple[list[list[Any]], list[list]]:
+    def specs(
+        self, state: dict[str, Any], index: ClassIndex
+    ) -> tuple[list[list[Any]], list[list[Any]]]:
         """Spec records and problem records for this framework."""
         specs: list[list[Any]] = []
         problems: list[list[Any]] = []

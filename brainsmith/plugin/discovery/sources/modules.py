@@ -19,10 +19,13 @@ from brainsmith.plugin.metadata import validate_metadata
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
-def plugin_records(framework: str, root: str, files: dict[str, Any], plugin_dir: str | None = None):
+def plugin_records(
+    framework: str, root: str, files: dict[str, Any], plugin_dir: str | None = None
+) -> tuple[list[list[Any]], list[list[Any]]]:
     """(spec records, problem records) for the decorated plugins found in ``files``."""
     specs: list[list[Any]] = []
     problems: list[list[Any]] = []
@@ -64,8 +67,11 @@ class FolderSource:
         self.plugin_dir = plugin_dir
 
     def scan(
-        self, previous: dict[str, Any] | None, full: bool = True, scan_data=lambda: None
-    ) -> dict:
+        self,
+        previous: dict[str, Any] | None,
+        full: bool = True,
+        scan_data: Callable[[], dict[str, Any] | None] = lambda: None,
+    ) -> dict[str, Any]:
         """Rescan the folders; files whose stamp is unchanged reuse ``scan_data()``."""
         old = scan_data() if previous is not None else None
         old = old if isinstance(old, dict) else {}
@@ -89,25 +95,26 @@ class FolderSource:
         return state
 
 
-def plain_imports_of(folder: str, files: dict[str, Any]) -> dict:
+def plain_imports_of(folder: str, files: dict[str, Any]) -> dict[str, Any]:
     """What a folder offers to, and takes from, plain imports (``import helpers``): the names
     of its top-level modules, what an installed module of the same name would shadow, and the
     top-level names each file imports. ``module_clashes`` turns these into problems."""
     provides = plugin_folders.top_level_names(folder)
-    shadowed = {}
+    shadowed: dict[str, str] = {}
     for name in provides:
         owner = installed_module(name)
         if owner:
             shadowed[name] = owner
     package = plugin_folders.package_name(folder)
-    imports = {}
+    imports: dict[str, list[str]] = {}
     for rel, (*_, data) in sorted(files.items()):
         if "error" in data:
             continue
-        heads = {target.partition(".")[0] for target in data.get("imports", {}).values()}
-        heads = sorted(h for h in heads if h and h != package and h.isidentifier())
+        tops = {target.partition(".")[0] for target in data.get("imports", {}).values()}
+        heads = sorted(h for h in tops if h and h != package and h.isidentifier())
         if heads:
             imports[rel] = heads
+
     return {"provides": provides, "shadowed": shadowed, "imports": imports}
 
 

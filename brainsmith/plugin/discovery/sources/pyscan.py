@@ -104,7 +104,10 @@ def dotted(expr: ast.expr, imports: dict[str, str], module: str) -> str | None:
     return ".".join([head, *reversed(parts)])
 
 
-def _plugin_decorator(expr: ast.expr, imports: dict[str, Any], module: str):
+def _plugin_decorator(
+    expr: ast.expr, imports: dict[str, Any], module: str
+) -> tuple[str, dict[str, Any], str | None] | None:
+
     call = expr if isinstance(expr, ast.Call) else None
     name = dotted(call.func if call else expr, imports, module)
     plugin_type = DECORATOR_TARGETS.get(name or "")
