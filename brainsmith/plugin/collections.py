@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 from brainsmith.plugin.errors import PluginNotFoundError
 from brainsmith.plugin.manager import TABLES, get_plugin_manager
 from brainsmith.plugin.spec import PluginSpec
 
-FRAMEWORK_NAMESPACES = ("brainsmith", "user", "qonnx", "finn")
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from brainsmith.plugin.registry import Registry
+
+
+FRAMEWORK_NAMESPACES = BUILTIN_FRAMEWORKS
 _OWN = ("list_plugins", "get_spec", "specs", "framework")
 
 
@@ -17,6 +25,11 @@ class PluginCollection:
     ``tfm.X`` or ``tfm.qonnx.X`` is plain attribute reads; they are forgotten whenever the
     registry changes (and by ``reset_plugin_system()``).
     """
+
+    _type: str
+    _framework: str | None
+    _subset: dict[str, PluginSpec] | None
+    _namespaces: dict[str, PluginCollection]
 
     def __init__(
         self,
@@ -129,7 +142,7 @@ class PluginCollection:
             names |= {fw.replace("-", "_") for fw in _registry().frameworks()}
         return sorted(n for n in names if n.isidentifier())
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.list_plugins())
 
     def __len__(self) -> int:
@@ -149,6 +162,6 @@ class PluginCollection:
         self._namespaces.clear()
 
 
-def _registry():
+def _registry() -> Registry:
 
     return get_plugin_manager().registry()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from brainsmith.plugin.containment import origin
@@ -27,6 +27,7 @@ from brainsmith.plugin.versions import VersionInfo, incompatibility
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 
@@ -270,9 +271,14 @@ def install(plugin: Plugin, framework: str) -> list[PluginSpec]:
     if plugin.initialize_fn is not None:
         run_hook(plugin, "initialize", plugin.initialize_fn, registry)
     try:
-        items = []
+        items: object = []
         if plugin.custom_operations_fn is not None:
             items = run_hook(plugin, "custom_operations", plugin.custom_operations_fn) or []
+        if isinstance(items, str) or not isinstance(items, Iterable):
+            raise PluginError(
+                f"plugin '{plugin.name}': custom_operations must return a list, got {items!r}"
+            )
+
         specs, old = contributions(plugin, framework, list(items))
     except PluginError:
         if plugin.cleanup_fn is not None:
@@ -292,7 +298,9 @@ def uninstall(plugin: Plugin | None, specs: list[PluginSpec]) -> None:
         run_hook(plugin, "cleanup", plugin.cleanup_fn, get_plugin_manager().registry())
 
 
-def contributions(plugin: Plugin, framework: str, items: list[Any]) -> tuple[list, list]:
+def contributions(
+    plugin: Plugin, framework: str, items: list[Any]
+) -> tuple[list[PluginSpec], list[PluginSpec]]:
     """(new specs, specs they replace) for a package's items; nothing is changed yet."""
     from brainsmith.plugin.manager import get_plugin_manager
     from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
@@ -384,7 +392,7 @@ def _callable(plugin: Plugin, what: str, fn: object) -> Callable[..., Any]:
     return fn
 
 
-def _kernel_builder():
+def _kernel_builder() -> ModuleType | None:
     import sys
 
     return sys.modules.get("brainsmith.plugin.lifecycle.kernel_builder")

@@ -44,14 +44,16 @@ class CustomKernel:
         self.num_inputs = builder._num_inputs
         self.attributes = dict(builder._attributes)
         self.description = builder._description
-        self._execute = builder._execute
+        if builder._execute is None:  # build() refuses such a builder before this
+            raise PluginError(f"kernel '{builder._name}' has no execute function")
+        self._execute: Callable[..., Any] = builder._execute
         self._infer_shape = builder._infer_shape
         self._infer_datatype = builder._infer_datatype
         self._validate = builder._validate
         self.framework = ""  # set when registered
         self.op_class = _make_op_class(self)
 
-    def __call__(self, *inputs: object, **attributes: object):
+    def __call__(self, *inputs: object, **attributes: object) -> Any:
         """Validate ``inputs`` and run the kernel; returns a numpy array."""
         import numpy as np
 
@@ -66,7 +68,7 @@ class CustomKernel:
             )
         return result
 
-    def check_inputs(self, inputs: tuple[Any, ...] | list[Any], attrs: dict[str, Any]) -> list:
+    def check_inputs(self, inputs: tuple[Any, ...] | list[Any], attrs: dict[str, Any]) -> list[Any]:
         """Numpy arrays of ``inputs``, or KernelInputError saying what was expected."""
         import numpy as np
 
@@ -94,7 +96,7 @@ class CustomKernel:
 
     def output_shape(
         self, shapes: list[tuple[Any, ...]], attrs: dict[str, Any] | None = None
-    ) -> tuple:
+    ) -> tuple[int, ...]:
         """The output shape for input ``shapes`` (default: numpy broadcasting)."""
         import numpy as np
 
@@ -117,7 +119,7 @@ class CustomKernel:
         attrs = {**self.attributes, **(attrs or {})}
         return str(self._guarded("infer_datatype", self._infer_datatype, *datatypes, **attrs))
 
-    def _guarded(self, stage: str, fn: Callable[..., Any], *args, **kwargs):
+    def _guarded(self, stage: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except PluginError:
@@ -252,7 +254,11 @@ def install_ops(specs: list[PluginSpec]) -> None:
     add_domain_alias(DOMAIN, __name__)
     for spec in specs:
         kernel = getattr(spec.obj, "kernel", None)
-        if spec.type == "kernel" and isinstance(kernel, CustomKernel):
+        if (
+            spec.type == "kernel"
+            and isinstance(kernel, CustomKernel)
+            and isinstance(spec.obj, type)
+        ):
             kernel.framework = spec.framework
             custom_op[spec.name] = spec.obj
             TABLES.kernels[spec.name] = spec
@@ -297,10 +303,11 @@ def get_custom_kernel(name: str) -> CustomKernel:
             "kernel",
             name,
         )
-    return spec.obj.kernel
+    kernel: CustomKernel = getattr(spec.obj, "kernel")  # noqa: B009 - set by _make_op_class
+    return kernel
 
 
-def execute_kernel(name: str, inputs: list[Any], **attributes: object):
+def execute_kernel(name: str, inputs: list[Any], **attributes: object) -> Any:
     """Run a registered custom kernel on numpy arrays."""
     return get_custom_kernel(name)(*inputs, **attributes)
 
@@ -329,26 +336,26 @@ def _make_op_class(kernel: CustomKernel) -> type:
         for name, value in kernel.attributes.items()
     }
 
-    def attrs(op) -> dict[str, Any]:
+    def attrs(op: Any) -> dict[str, Any]:
         return {name: op.get_nodeattr(name) for name in kernel.attributes}
 
-    def get_nodeattr_types(self):
+    def get_nodeattr_types(self: Any) -> dict[str, Any]:
         return dict(attr_types)
 
-    def make_shape_compatible_op(self, model):
+    def make_shape_compatible_op(self: Any, model: Any) -> Any:
         shapes = _input_shapes(model, list(self.onnx_node.input), kernel.name)
         return self.make_const_shape_op(kernel.output_shape(shapes, attrs(self)))
 
-    def infer_node_datatype(self, model) -> None:
+    def infer_node_datatype(self: Any, model: Any) -> None:
         names = [model.get_tensor_datatype(name).name for name in self.onnx_node.input]
         result = kernel.output_datatype(names, attrs(self))
         model.set_tensor_datatype(self.onnx_node.output[0], DataType[result])
 
-    def execute_node(self, context, graph) -> None:
+    def execute_node(self: Any, context: dict[str, Any], graph: Any) -> None:
         inputs = [context[name] for name in self.onnx_node.input]
         context[self.onnx_node.output[0]] = kernel(*inputs, **attrs(self))
 
-    def verify_node(self):
+    def verify_node(self: Any) -> list[str]:
         found = len(self.onnx_node.input)
         if found != kernel.num_inputs:
             return [f"{kernel.name}: expected {kernel.num_inputs} inputs, found {found}"]
@@ -375,18 +382,18 @@ def register_example_kernels() -> list[str]:
 
     import numpy as np
 
-    def floating(*arrays, **_attrs) -> None:
+    def floating(*arrays: Any, **_attrs: Any) -> None:
         for index, array in enumerate(arrays):
             if array.dtype.kind != "f":
                 raise TypeError(f"input {index} must be a float array, got {array.dtype}")
 
-    def norm_params(x, scale, bias, **_attrs) -> None:
+    def norm_params(x: Any, scale: Any, bias: Any, **_attrs: Any) -> None:
         floating(x, scale, bias)
         for label, array in (("scale", scale), ("bias", bias)):
             if array.shape != x.shape[-1:]:
                 raise ValueError(f"{label} must have shape {x.shape[-1:]}, got {array.shape}")
 
-    def layer_norm(x, scale, bias, epsilon):
+    def layer_norm(x: Any, scale: Any, bias: Any, epsilon: float) -> Any:
         mean = x.mean(axis=-1, keepdims=True)
         var = x.var(axis=-1, keepdims=True)
         return (x - mean) / np.sqrt(var + epsilon) * scale + bias
@@ -417,7 +424,7 @@ def register_example_kernels() -> list[str]:
     return [builder._name for builder in kernels]
 
 
-def _input_shapes(model, names: list[str], kernel: str) -> list[Any]:
+def _input_shapes(model: Any, names: list[str], kernel: str) -> list[Any]:
     """Input shapes for shape inference; QONNX hides custom ops node by node, so shapes of
     tensors made by standard ops earlier in the graph come from ONNX shape inference."""
     shapes = [model.get_tensor_shape(name) for name in names]
