@@ -68,7 +68,9 @@ class Document:
             body = {k: v for k, v in source.data.items() if k not in PER_FILE_KEYS}
             self.data = self._overlay(self.data, body, source, ())
 
-    def _overlay(self, base: dict[str, Any], child: dict, source: Source, path: Path) -> dict:
+    def _overlay(
+        self, base: dict[str, Any], child: dict[str, Any], source: Source, path: Path
+    ) -> dict:
         merged = dict(base)
         for key, value in child.items():
             at = (*path, key)

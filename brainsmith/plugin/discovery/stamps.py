@@ -33,9 +33,13 @@ def stamp_paths(paths: list[str]) -> list[Any]:
     return [stamp_of(path) for path in paths]
 
 
-def unchanged(stamps: list[Any]) -> bool:
-    """True when every recorded stamp still matches its path (stops at the first change)."""
+def unchanged(stamps: object) -> bool:
+    """True when every recorded stamp still matches its path (stops at the first change);
+    False for anything that is not a list of stamps (a record without one)."""
+    if not isinstance(stamps, list):
+        return False
     stat = os.stat
+
     for recorded in stamps:
         try:
             path, mtime, size, inode, ctime = recorded

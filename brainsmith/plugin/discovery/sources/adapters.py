@@ -71,7 +71,7 @@ class FrameworkAdapter:
     ) -> dict[str, Any]:
         """Rescan the framework's tree; files whose stamp is unchanged reuse ``scan_data()``."""
         previous = previous if previous and previous.get("root") == self.root else None
-        if previous and not full and unchanged(previous.get("stamp") or []):
+        if previous and not full and unchanged(previous.get("stamp")):
             return previous  # only sys.path changed, and the framework resolves as before
         if self.root is None:
             return {"root": None, "files": {}, "specs": [], "problems": [], "stamp": [],

@@ -20,6 +20,8 @@ from brainsmith.plugin.names import normalise
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from importlib.metadata import EntryPoint
     from typing import Any
 
 
@@ -46,6 +48,8 @@ def read_listing() -> tuple[dict[str, Any], list[Any]]:
             continue
         if not entries:
             continue
+        name: str | None
+        version: str | None
         try:
             name, version = dist.metadata["Name"], dist.version
         except Exception:
@@ -94,8 +98,11 @@ class EntryPointSource:
         self.imported: set[str] = set()  # top-level packages this scan imported afresh
 
     def scan(
-        self, previous: dict[str, Any] | None, full: bool = True, scan_data=lambda: None
-    ) -> dict:
+        self,
+        previous: dict[str, Any] | None,
+        full: bool = True,
+        scan_data: Callable[[], dict[str, Any] | None] = lambda: None,
+    ) -> dict[str, Any]:
         """Read the installed entry points again; a distribution whose listing and stamps are
         unchanged (and that loaded without problems) reuses its record in ``scan_data()``."""
         known = scan_data() if previous is not None else None
@@ -116,7 +123,7 @@ class EntryPointSource:
                 state_dists[where] = self._load(where, info)
         return summarise(state_dists, problems)
 
-    def _load(self, where: str, info: dict[str, Any]) -> dict:
+    def _load(self, where: str, info: dict[str, Any]) -> dict[str, Any]:
         """Import one distribution's entry-point modules and read its decorated plugins."""
         rows = info["rows"]
         framework = normalise(info["name"])
@@ -132,15 +139,16 @@ class EntryPointSource:
             specs.extend(_plugins_of(extension.plugin, extension.entry_point, framework, problems))
         self.imported.update(tops)
         modules = sorted(
-            module.__file__
+            file
             for name, module in list(sys.modules.items())
-            if name.partition(".")[0] in tops and isinstance(getattr(module, "__file__", None), str)
+            if name.partition(".")[0] in tops
+            and isinstance(file := getattr(module, "__file__", None), str)
         )
         stamp = stamp_paths(stamped_files(where) + modules)
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
 
 
-def summarise(dists: dict[str, Any], problems: list[Any]) -> dict:
+def summarise(dists: dict[str, Any], problems: list[Any]) -> dict[str, Any]:
     """The source state: what each distribution gave, plus the listing's own problems."""
     packages = {}  # top-level package -> the stamp of its distribution (what a reload checks)
     for d in dists.values():
@@ -157,7 +165,7 @@ def summarise(dists: dict[str, Any], problems: list[Any]) -> dict:
     }
 
 
-def _load_entry_points(rows: list[Any], framework: str, problems: list) -> list:
+def _load_entry_points(rows: list[Any], framework: str, problems: list[Any]) -> list[Any]:
     """stevedore's extensions for ``rows``; each failure becomes a problem naming the package."""
     from importlib.metadata import EntryPoint
 
@@ -174,17 +182,17 @@ def _load_entry_points(rows: list[Any], framework: str, problems: list) -> list:
         ``assert`` at import is reported like any other broken package (stevedore lets those
         three through)."""
 
-        def list_entry_points(self):
+        def list_entry_points(self) -> list[EntryPoint]:
             return entry_points
 
-        def _load_one_plugin(self, ep, *args, **kwds):
+        def _load_one_plugin(self, ep: EntryPoint, *args: Any, **kwds: Any) -> Any:
             try:
                 with contained():
                     return super()._load_one_plugin(ep, *args, **kwds)
             except AssertionError as exc:
                 raise ImportAssertion(exc) from exc
 
-    def failed(_manager, entry_point, exc) -> None:
+    def failed(_manager: object, entry_point: EntryPoint, exc: BaseException) -> None:
         problems.append(
             [
                 framework,
@@ -200,7 +208,9 @@ def _load_entry_points(rows: list[Any], framework: str, problems: list) -> list:
         return []
 
 
-def _plugins_of(module: object, entry_point, framework: str, problems: list[Any]) -> list[list]:
+def _plugins_of(
+    module: object, entry_point: EntryPoint, framework: str, problems: list[Any]
+) -> list[list[Any]]:
     """Spec records of the decorated plugins in an entry point's module namespace."""
     try:
         specs = _decorated(module, framework, problems)
@@ -225,7 +235,7 @@ def forget_modules(packages: list[str]) -> None:
         sys.modules.pop(name, None)
 
 
-def _decorated(module: object, framework: str, problems: list[Any]) -> list[list]:
+def _decorated(module: object, framework: str, problems: list[Any]) -> list[list[Any]]:
     """Spec records of the decorated plugins in an entry point's module namespace."""
     from brainsmith.plugin.containment import contained
     from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
