@@ -16,6 +16,13 @@ from brainsmith.plugin.blueprint.space import read_design_space
 from brainsmith.plugin.collections import PluginCollection
 from brainsmith.plugin.spec import PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from brainsmith.plugin.blueprint.schema import KernelRef
+
+
 COLLECTION_NAMES = {
     "transform": "transforms",
     "kernel": "kernels",
@@ -28,8 +35,9 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
     """The resolved blueprint at ``path``; BlueprintError lists every problem found."""
     diag = Diagnostics()
     doc = read_document(os.fspath(path), diag)
-    if doc is None:
+    if doc is None:  # read_document recorded why
         diag.raise_if_any()
+        raise AssertionError(f"{path}: unreadable, and no problem recorded")
     shape = outline(doc, diag)
     from brainsmith.plugin.manager import get_plugin_manager
 
@@ -93,7 +101,7 @@ def plugin_collections(blueprint: Blueprint) -> dict[str, PluginCollection]:
     return collections
 
 
-def _kernels(resolver: Resolver, refs) -> tuple[KernelChoice, ...]:
+def _kernels(resolver: Resolver, refs: Iterable[KernelRef]) -> tuple[KernelChoice, ...]:
     chosen: dict[PluginSpec, KernelChoice] = {}
     first: dict[PluginSpec, Ref] = {}
     for ref in refs:
@@ -141,7 +149,7 @@ def _op_type(kernel: PluginSpec) -> str:
     return str(kernel.metadata.get("op_type") or kernel.name)
 
 
-def _same_layers(choice: KernelChoice, chosen) -> KernelChoice | None:
+def _same_layers(choice: KernelChoice, chosen: Iterable[KernelChoice]) -> KernelChoice | None:
     """An earlier kernel building the same op type with other allowed backends."""
     for other in chosen:
         same = _op_type(other.kernel) == _op_type(choice.kernel)
@@ -154,7 +162,10 @@ def _backend_names(choice: KernelChoice) -> str:
     return ", ".join(b.name for b in choice.backends) or "none"
 
 
-def _specs(resolver: Resolver, kind: str, refs, default: bool = False) -> tuple[PluginSpec, ...]:
+def _specs(
+    resolver: Resolver, kind: str, refs: Iterable[Ref], default: bool = False
+) -> tuple[PluginSpec, ...]:
+
     found = (resolver.find(kind, ref, default) for ref in refs)
     return tuple(spec for spec in found if spec is not None)
 

@@ -19,6 +19,11 @@ from brainsmith.plugin.names import suggest
 from brainsmith.plugin.registry import Registry
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
+TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+if TYPE_CHECKING:
+    from brainsmith.plugin.views import RegistryView
+
+
 LOGGER_NAME = "brainsmith.plugin.blueprint"
 EXAMPLES = {
     "kernel": ("matmul", "finn:MVAU"),
@@ -39,7 +44,8 @@ class Miss(NamedTuple):
 class Resolver:
     """Looks up one blueprint's names, reporting misses to ``diag`` and skipping optional ones."""
 
-    def __init__(self, registry: Registry, doc: Document, diag: Diagnostics) -> None:
+    def __init__(self, registry: Registry | RegistryView, doc: Document, diag: Diagnostics) -> None:
+
         self.registry = registry
         self.doc = doc
         self.diag = diag

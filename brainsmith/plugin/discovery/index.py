@@ -25,7 +25,12 @@ from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeGuard
+
+    from brainsmith.plugin.discovery.sources.adapters import FrameworkAdapter
+    from brainsmith.plugin.discovery.sources.entry_points import EntryPointSource
+    from brainsmith.plugin.discovery.sources.modules import FolderSource
 
 
 INDEX_FORMAT = 2
@@ -80,7 +85,9 @@ def source_ids(config: PluginConfig) -> list[str]:
     return ids
 
 
-def make_source(source_id: str, reload_modules: bool = False):
+def make_source(
+    source_id: str, reload_modules: bool = False
+) -> FolderSource | EntryPointSource | FrameworkAdapter:
     from brainsmith.plugin.discovery.sources import entry_points, modules
 
     if source_id == "brainsmith":
@@ -122,7 +129,7 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     stale = []
     for source_id in source_ids(config):
         state = stored.get(source_id)
-        if _still_valid(source_id, state, now, config.cache_ttl, moved):
+        if isinstance(state, dict) and _still_valid(source_id, state, now, config.cache_ttl, moved):
             result.states[source_id] = state
         else:
             stale.append(source_id)
@@ -154,12 +161,12 @@ class ScanData:
             self._data = data if isinstance(data, dict) else {}
         return self._data
 
-    def of(self, source_id: str):
+    def of(self, source_id: str) -> Callable[[], Any]:
         """A loader of one source's scan data (called only if the source needs it)."""
         return lambda: self.all().get(source_id)
 
 
-def _valid_index(index: object) -> bool:
+def _valid_index(index: object) -> TypeGuard[dict[str, Any]]:
     """The index has the shape this code writes (else it is discarded whole and rebuilt)."""
     if not isinstance(index, dict) or not isinstance(index.get("sources"), dict):
         return False
@@ -183,7 +190,7 @@ def _what_moved(before: object, now: list[Any]) -> set[str]:
     return moved
 
 
-def _still_valid(source_id: str, state, now: float, ttl: float, moved: set[str]) -> bool:
+def _still_valid(source_id: str, state: object, now: float, ttl: float, moved: set[str]) -> bool:
     if not isinstance(state, dict):
         return False
     checked = state.get("checked")
@@ -256,9 +263,9 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
         state = scanned.get(adapter_class.framework)
         if state is None:
             continue
-        adapter = adapter_class.__new__(adapter_class)  # no package lookup: the state has it
-        index = adapter.index(list(scanned.values()))
-        specs, problems = adapter.specs(state, index)
+        framework = adapter_class.__new__(adapter_class)  # no package lookup: the state has it
+        classes = framework.index(list(scanned.values()))
+        specs, problems = framework.specs(state, classes)
         result.states[adapter_class.framework] = {
             **result.states[adapter_class.framework],
             "specs": specs,
@@ -331,9 +338,9 @@ def records(
             if any(k.endswith("brainsmith_version") for k in spec.metadata):
                 from brainsmith.plugin.versions import incompatibility
 
-                reason = incompatibility(spec.metadata)
-                if reason:
-                    spec.error = f"unavailable: {reason}"
+                unfit = incompatibility(spec.metadata)
+                if unfit:
+                    spec.error = f"unavailable: {unfit}"
             specs.append(spec)
     folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
     if folders:
@@ -364,7 +371,7 @@ def _scanner_stamp() -> int:
     paths = [os.path.normpath(os.path.join(here, name)) for name in names]
     sources = os.path.join(here, "sources")
     paths += [os.path.join(sources, n) for n in sorted(os.listdir(sources)) if n.endswith(".py")]
-    return sum(entry[1] for entry in stamp_paths(paths)) & 0xFFFFFFFFFFFF
+    return int(sum(entry[1] for entry in stamp_paths(paths))) & 0xFFFFFFFFFFFF
 
 
 def _brainsmith_version() -> str:
