@@ -85,7 +85,7 @@ class Checker:
     def tolerance(self, path: Path, value: object, expected: str) -> float | None:
         """A finite number >= 0."""
         number = isinstance(value, int | float) and not isinstance(value, bool)
-        if number and math.isfinite(value) and value >= 0:
+        if number and isinstance(value, int | float) and math.isfinite(value) and value >= 0:
             return float(value)
         self._numeric(path, value, expected)
         return None
@@ -95,8 +95,9 @@ class Checker:
     ) -> int | None:
         """A whole number from 1 to ``high``."""
         whole = isinstance(value, int) and not isinstance(value, bool)
-        if whole and value >= 1 and (high is None or value <= high):
+        if whole and isinstance(value, int) and value >= 1 and (high is None or value <= high):
             return value
+
         self._numeric(path, value, expected)
         return None
 

@@ -41,8 +41,8 @@ class Source:
     display: str
     path: str
     text: str
-    data: dict[str, Any]
-    marks: dict[str, Any]
+    data: Any  # the parsed YAML: a mapping, once the file passed read_document
+    marks: dict[Path, tuple[int, int]]
     _line_starts: list[int] = field(default_factory=list, repr=False)
 
     def offset(self, line: int, column: int) -> int:
@@ -70,7 +70,7 @@ class Document:
 
     def _overlay(
         self, base: dict[str, Any], child: dict[str, Any], source: Source, path: Path
-    ) -> dict:
+    ) -> dict[str, Any]:
         merged = dict(base)
         for key, value in child.items():
             at = (*path, key)
@@ -120,7 +120,8 @@ def _key_position(source: Source, path: Path, line: int, column: int) -> tuple[i
     end = source.offset(line, column)
     parent = source.marks.get(path[:-1], (1, 1))
     start = min(source.offset(*parent), end)
-    pattern = re.compile(r"(?<![\w-])['\"]?" + re.escape(path[-1]) + r"['\"]?[ \t]*:")
+    pattern = re.compile(r"(?<![\w-])['\"]?" + re.escape(str(path[-1])) + r"['\"]?[ \t]*:")
+
     starts = [m.start() for m in pattern.finditer(source.text, start, end)]
     return source.position(starts[-1]) if starts else (line, column)
 

@@ -65,7 +65,7 @@ def check_build(check: Checker, section: object, complete: bool) -> BuildOptions
         _check_target(check, given)
     if len(check.diag.problems) != before:
         return None
-    return BuildOptions(**values)
+    return BuildOptions(**values)  # type: ignore[arg-type]  # each value checked by check_option
 
 
 def project_root(folder: str) -> str:

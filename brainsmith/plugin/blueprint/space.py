@@ -34,6 +34,10 @@ TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annot
 if TYPE_CHECKING:
     from typing import Any
 
+    from brainsmith.plugin.blueprint.model import Blueprint
+    from brainsmith.plugin.blueprint.options import BuildOptions
+    from brainsmith.plugin.blueprint.resolve import Resolver
+
 
 SPACE_KEYS = {
     "backends": "a mapping of kernel names to lists of alternative backends",
@@ -136,7 +140,7 @@ class DesignSpace:
             for d, pick in zip(self.dimensions, self.digits(index), strict=True)
         }
 
-    def apply(self, blueprint, index: int):
+    def apply(self, blueprint: Blueprint, index: int) -> Blueprint:
         """The plain blueprint (no design space) of variant ``index``."""
         kernels = list(blueprint.kernels)
         phased = dict(blueprint.transforms_phased)
@@ -185,7 +189,11 @@ class DesignSpace:
 
 
 def read_design_space(
-    doc: Document, diag: Diagnostics, resolver, kernels: tuple[KernelChoice, ...], build
+    doc: Document,
+    diag: Diagnostics,
+    resolver: Resolver,
+    kernels: tuple[KernelChoice, ...],
+    build: BuildOptions | None,
 ) -> DesignSpace | None:
     """Validate and resolve ``design_space:`` and ``search:`` (None when there is none)."""
     from brainsmith.plugin.blueprint.schema import ELSEWHERE
@@ -251,7 +259,9 @@ def _unique(check: Checker, path: tuple[Any, ...], values: list[Any]) -> bool:
     return ok
 
 
-def _backends(check: Checker, resolver, section: object, kernels) -> list[Dimension]:
+def _backends(
+    check: Checker, resolver: Resolver, section: object, kernels: tuple[KernelChoice, ...]
+) -> list[Dimension]:
     path = ("design_space", "backends")
     if not isinstance(section, dict):
         check.wrong(path, section, SPACE_KEYS["backends"])
@@ -321,7 +331,7 @@ def _options(check: Checker, section: object, build: BuildOptions | None) -> lis
     return dimensions
 
 
-def _phases(check: Checker, resolver, section: object) -> list[Dimension]:
+def _phases(check: Checker, resolver: Resolver, section: object) -> list[Dimension]:
     path = ("design_space", "transforms_phased")
     given = check.mapping(path, section, PHASES)
     dimensions = []
@@ -367,8 +377,9 @@ def _search(check: Checker, section: object) -> Search:
     given = check.mapping(path, section, SEARCH_KEYS)
     strategy = "exhaustive"
     if "strategy" in given:
-        strategy = check.choice((*path, "strategy"), given["strategy"], ("exhaustive", "random"))
-        strategy = strategy or "exhaustive"
+        chosen = check.choice((*path, "strategy"), given["strategy"], ("exhaustive", "random"))
+        strategy = chosen or "exhaustive"
+
     found: dict[str, Any] = {"strategy": strategy}
     for key in ("max_variants", "seed"):
         if key not in given:

@@ -41,7 +41,10 @@ from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_m
 
 TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
 if TYPE_CHECKING:
+    from types import CodeType, ModuleType
     from typing import Any
+
+    from typing_extensions import Buffer
 
 
 @dataclass
@@ -219,7 +222,7 @@ def _checked(name: str, declared: object, where: str) -> dict[str, Any]:
 
 def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> PluginInfo:
     try:
-        fields = {
+        fields: dict[str, Any] = {
             k: VersionInfo.parse(v) if k.endswith("version") and k != "brainsmith_version" else v
             for k, v in metadata.items()
         }
@@ -281,7 +284,7 @@ def _load(
     return LoadedPlugin(info, kind, module_name, modules, specs, plugin)
 
 
-def _new_module(path: str, kind: str, module_name: str):
+def _new_module(path: str, kind: str, module_name: str) -> ModuleType:
     """The plugin's empty module, entered in ``sys.modules`` under a name no other module has."""
     import importlib.util
 
@@ -305,10 +308,13 @@ def _new_module(path: str, kind: str, module_name: str):
     return module
 
 
-def _run_module(module) -> None:
+def _run_module(module: ModuleType) -> None:
     import importlib
 
-    module.__spec__.loader.exec_module(module)
+    spec = module.__spec__
+    if spec is None or spec.loader is None:
+        raise PluginLoadError(f"cannot load plugin module {module.__name__}: it has no loader")
+    spec.loader.exec_module(module)
     importlib.invalidate_caches()
 
 
@@ -316,10 +322,10 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
     """Imports a plugin file from its source every time: never from cached bytecode (a reload
     sees every edit, even one that keeps the file's size and mtime) and never writing any."""
 
-    def get_code(self, fullname: str):
+    def get_code(self, fullname: str) -> CodeType:
         return self.source_to_code(self.get_data(self.path), self.path)
 
-    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
+    def set_data(self, path: str, data: Buffer, *, _mode: int = 0o666) -> None:
         """No ``__pycache__`` beside plugin files."""
 
 
