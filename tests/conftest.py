@@ -18,8 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 
 
-# Modules whose tests install packages with pip, start many processes or import all of FINN:
-# marked slow, so `make test-fast` (-m "not slow") leaves them to `make test`.
+# Modules whose tests install packages with pip, start many processes or servers (a killed
+# cache writer per case, redis-server) or import all of FINN: marked slow, so
+# `make test-fast` (-m "not slow") leaves them to `make test`.
 HEAVY_MODULES = {
     "test_adapters",
     "test_builtin_kernels",
@@ -30,7 +31,9 @@ HEAVY_MODULES = {
     "test_one_registry",
     "test_pytest_plugin",
     "test_reliability_containment",
+    "test_reliability_cache",
     "test_reliability_races",
+    "test_shared_index",
 }
 
 
