@@ -48,3 +48,12 @@ def test_the_docs_import_each_public_name_from_one_module():
     public = set(brainsmith.plugin.__all__) | set(lifecycle.__all__)
     twice = {n: m for n, m in homes.items() if n in public and len(m) > 1}
     assert twice == {}
+
+
+def test_the_old_list_plugins_says_what_it_lists_and_where_registered_plugins_are():
+    import brainsmith.plugins as everyday
+
+    everyday.__dict__.pop("list_plugins", None)
+    with pytest.warns(DeprecationWarning, match=r"loaded from paths.*transforms\.list_plugins\(\)"):
+        old = everyday.list_plugins
+    assert old is lifecycle.list_plugins

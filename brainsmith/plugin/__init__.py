@@ -104,9 +104,16 @@ def moved_lifecycle_name(module: str, name: str) -> object:
     import importlib
     import warnings
 
+    also = (
+        " (it lists plugins loaded from paths; registered plugins: transforms.list_plugins() "
+        "and the other collections of brainsmith.plugins)"
+        if name == "list_plugins"
+        else ""
+    )
     warnings.warn(
-        f"{module}.{name} moved to brainsmith.plugin.lifecycle.{name}",
+        f"{module}.{name} moved to brainsmith.plugin.lifecycle.{name}{also}",
         DeprecationWarning,
+
         stacklevel=3,  # the importing line
     )
     return getattr(importlib.import_module("brainsmith.plugin.lifecycle"), name)
