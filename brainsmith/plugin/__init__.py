@@ -113,7 +113,6 @@ def moved_lifecycle_name(module: str, name: str) -> object:
     warnings.warn(
         f"{module}.{name} moved to brainsmith.plugin.lifecycle.{name}{also}",
         DeprecationWarning,
-
         stacklevel=3,  # the importing line
     )
     return getattr(importlib.import_module("brainsmith.plugin.lifecycle"), name)

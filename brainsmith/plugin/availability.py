@@ -22,7 +22,7 @@ from brainsmith.plugin.manager import TABLES
 from brainsmith.plugin.metadata import PRIORITY_LEVELS
 from brainsmith.plugin.spec import PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

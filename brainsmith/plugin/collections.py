@@ -7,7 +7,7 @@ from brainsmith.plugin.errors import PluginNotFoundError
 from brainsmith.plugin.manager import TABLES, get_plugin_manager
 from brainsmith.plugin.spec import PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

@@ -13,7 +13,7 @@ from brainsmith.plugin import memo
 from brainsmith.plugin.errors import ConfigError
 from brainsmith.plugin.memo import default_cache_dir
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

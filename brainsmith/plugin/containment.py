@@ -15,7 +15,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

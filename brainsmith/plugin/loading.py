@@ -11,7 +11,7 @@ from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.spec import PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -21,7 +21,7 @@ import stat
 from brainsmith.plugin import log
 from brainsmith.plugin.errors import CacheDirectoryError
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -6,7 +6,7 @@ plugin's metadata is judged the same way whichever sees it first.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

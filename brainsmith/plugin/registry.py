@@ -8,7 +8,7 @@ from brainsmith.plugin import log
 from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

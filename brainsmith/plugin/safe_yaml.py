@@ -10,7 +10,7 @@ import yaml
 
 from brainsmith.errors import BrainsmithError
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     pass
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from brainsmith.plugin.metadata import is_plugin_name, record_metadata_problem
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

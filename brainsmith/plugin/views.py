@@ -11,7 +11,7 @@ from brainsmith.plugin.errors import PluginNotFoundError
 from brainsmith.plugin.registry import Registry, check_type
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any

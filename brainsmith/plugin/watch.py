@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from brainsmith.plugin import log
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -8,7 +8,7 @@ import os
 from brainsmith.plugin.blueprint.document import Document, Path
 from brainsmith.plugin.blueprint.errors import Diagnostics, describe, quote
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -21,7 +21,7 @@ from brainsmith.plugin.safe_yaml import (
     read_text,
 )
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -16,7 +16,7 @@ from brainsmith.plugin.blueprint.space import read_design_space
 from brainsmith.plugin.collections import PluginCollection
 from brainsmith.plugin.spec import PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

@@ -42,7 +42,7 @@ from typing import NamedTuple
 from brainsmith.plugin.blueprint.options import BuildOptions
 from brainsmith.plugin.spec import PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

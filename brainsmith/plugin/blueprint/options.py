@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 from brainsmith.plugin.blueprint.checks import Checker
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

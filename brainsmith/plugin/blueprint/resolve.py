@@ -19,7 +19,7 @@ from brainsmith.plugin.names import suggest
 from brainsmith.plugin.registry import Registry
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.plugin.views import RegistryView
 

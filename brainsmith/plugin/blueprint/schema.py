@@ -12,7 +12,7 @@ from brainsmith.plugin.blueprint.document import PER_FILE_KEYS, Document, Path, 
 from brainsmith.plugin.blueprint.errors import Diagnostics, describe
 from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_build
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any

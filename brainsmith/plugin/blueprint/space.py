@@ -30,7 +30,7 @@ from brainsmith.plugin.blueprint.model import KernelChoice
 from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_option
 from brainsmith.plugin.blueprint.schema import PHASES, KernelRef, Ref
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -23,7 +23,7 @@ from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS, from_source
 from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeGuard

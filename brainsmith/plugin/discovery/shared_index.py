@@ -15,7 +15,7 @@ from __future__ import annotations
 from brainsmith.plugin import log
 from brainsmith.plugin.memo import MAX_BYTES, is_plain
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

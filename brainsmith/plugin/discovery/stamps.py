@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

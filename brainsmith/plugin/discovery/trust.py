@@ -15,7 +15,7 @@ import os
 from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.spec import PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

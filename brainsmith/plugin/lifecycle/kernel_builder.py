@@ -16,7 +16,7 @@ from brainsmith.plugin.errors import PluginError, PluginNotFoundError
 from brainsmith.plugin.manager import RESET_HOOKS, TABLES
 from brainsmith.plugin.spec import PluginSpec
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

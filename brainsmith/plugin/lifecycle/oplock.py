@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from brainsmith.plugin.errors import PluginError
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import FrameType
 

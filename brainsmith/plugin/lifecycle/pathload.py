@@ -39,7 +39,7 @@ from brainsmith.plugin.manager import RESET_HOOKS, TABLES, report_problem
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_metadata
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import CodeType, ModuleType
     from typing import Any

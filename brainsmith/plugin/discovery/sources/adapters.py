@@ -18,7 +18,7 @@ from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan
 from brainsmith.plugin.discovery.sources.pyscan import scan_tree
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

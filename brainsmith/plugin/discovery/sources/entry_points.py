@@ -18,7 +18,7 @@ from brainsmith.plugin.discovery.sources.distributions import stamped_files
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.names import normalise
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from importlib.metadata import EntryPoint

@@ -17,7 +17,7 @@ from brainsmith.plugin.discovery.sources.pyscan import scan_tree
 from brainsmith.plugin.discovery.stamps import stamp_paths
 from brainsmith.plugin.metadata import validate_metadata
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

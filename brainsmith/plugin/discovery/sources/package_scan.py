@@ -9,7 +9,7 @@ from collections.abc import Callable
 from brainsmith.plugin.discovery.sources.pyscan import module_name_for
 from brainsmith.plugin.discovery.stamps import stamp_paths
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -7,7 +7,7 @@ import ast
 
 from brainsmith.plugin.metadata import first_doc_line
 
-TYPE_CHECKING = False  # (typing costs milliseconds at start-up: names for annotations only)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
