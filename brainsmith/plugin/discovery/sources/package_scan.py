@@ -13,10 +13,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.types import JSONDict
 
-
-Extract = Callable[[ast.Module, str, bool], "JSONDict"]
+Extract = Callable[[ast.Module, str, bool], "dict[str, Any]"]  # per-file facts
 SKIP_DIRS = {"__pycache__", "tests", "test"}
 parsed_files = 0  # files read and parsed in this process (the rest were reused from the index)
 
