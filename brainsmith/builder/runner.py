@@ -154,9 +154,7 @@ def _intake(model, input_npy: str | None, expected_npy: str | None):
     try:
         checked = check_model(model, _kernel_domains())
         vectors = (
-            load_vectors(checked, input_npy, expected_npy)
-            if input_npy is not None and expected_npy is not None
-            else None
+            load_vectors(checked, input_npy, expected_npy) if input_npy and expected_npy else None
         )
     except InputError as exc:
         raise BuildError("setup", exc.reason, exc.hint, exit_code=2) from exc

@@ -83,7 +83,7 @@ def explore(
     variants = _variants(loaded)
     vectors = (
         (os.path.abspath(input_npy), os.path.abspath(expected_npy))
-        if input_npy is not None and expected_npy is not None
+        if input_npy and expected_npy
         else None
     )
     root = root_key(model, vectors)
