@@ -28,9 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeGuard
 
-    from brainsmith.plugin.discovery.sources.adapters import FrameworkAdapter
-    from brainsmith.plugin.discovery.sources.entry_points import EntryPointSource
-    from brainsmith.plugin.discovery.sources.modules import FolderSource
+    from brainsmith.plugin.discovery.sources import Source
 
 
 INDEX_FORMAT = 2
@@ -85,9 +83,7 @@ def source_ids(config: PluginConfig) -> list[str]:
     return ids
 
 
-def make_source(
-    source_id: str, reload_modules: bool = False
-) -> FolderSource | EntryPointSource | FrameworkAdapter:
+def make_source(source_id: str, reload_modules: bool = False) -> Source:
     from brainsmith.plugin.discovery.sources import entry_points, modules
 
     if source_id == "brainsmith":

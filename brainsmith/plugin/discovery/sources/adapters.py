@@ -20,8 +20,9 @@ from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
+
+    from brainsmith.plugin.discovery.sources import State, StoredScan
 
 
 def locate_package(name: str) -> str | None:
@@ -64,11 +65,8 @@ class FrameworkAdapter:
         return self.root is not None
 
     def scan(
-        self,
-        previous: dict[str, Any] | None,
-        full: bool = True,
-        scan_data: Callable[[], dict[str, Any] | None] = lambda: None,
-    ) -> dict[str, Any]:
+        self, previous: State | None, full: bool = True, scan_data: StoredScan = lambda: None
+    ) -> State:
         """Rescan the framework's tree; files whose stamp is unchanged reuse ``scan_data()``."""
         previous = previous if previous and previous.get("root") == self.root else None
         if previous and not full and unchanged(previous.get("stamp")):

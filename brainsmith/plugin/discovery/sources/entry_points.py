@@ -20,9 +20,10 @@ from brainsmith.plugin.names import normalise
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from importlib.metadata import EntryPoint
     from typing import Any
+
+    from brainsmith.plugin.discovery.sources import State, StoredScan
 
 
 GROUP = "brainsmith.plugins"
@@ -98,11 +99,8 @@ class EntryPointSource:
         self.imported: set[str] = set()  # top-level packages this scan imported afresh
 
     def scan(
-        self,
-        previous: dict[str, Any] | None,
-        full: bool = True,
-        scan_data: Callable[[], dict[str, Any] | None] = lambda: None,
-    ) -> dict[str, Any]:
+        self, previous: State | None, full: bool = True, scan_data: StoredScan = lambda: None
+    ) -> State:
         """Read the installed entry points again; a distribution whose listing and stamps are
         unchanged (and that loaded without problems) reuses its record in ``scan_data()``."""
         known = scan_data() if previous is not None else None

@@ -19,8 +19,9 @@ from brainsmith.plugin.metadata import validate_metadata
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
+
+    from brainsmith.plugin.discovery.sources import State, StoredScan
 
 
 def plugin_records(
@@ -67,11 +68,8 @@ class FolderSource:
         self.plugin_dir = plugin_dir
 
     def scan(
-        self,
-        previous: dict[str, Any] | None,
-        full: bool = True,
-        scan_data: Callable[[], dict[str, Any] | None] = lambda: None,
-    ) -> dict[str, Any]:
+        self, previous: State | None, full: bool = True, scan_data: StoredScan = lambda: None
+    ) -> State:
         """Rescan the folders; files whose stamp is unchanged reuse ``scan_data()``."""
         old = scan_data() if previous is not None else None
         old = old if isinstance(old, dict) else {}
