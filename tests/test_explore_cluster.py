@@ -89,8 +89,10 @@ def test_a_real_cluster_gives_the_same_results_as_the_local_run(cluster, tmp_pat
     assert metrics == {v["id"]: v["metrics"] for v in local.variants}
     assert [v["id"] for v in remote.pareto] == [v["id"] for v in local.pareto]
     assert remote.data["segments_run"] == local.data["segments_run"] == 7
+    # Every segment ran on a worker of the cluster (which ones is the scheduler's choice: it
+    # keeps a shared segment's children beside its checkpoint when that is faster).
     workers = {s["worker"] for s in remote.data["segments"]}
-    assert len(workers) == 2 and "local" not in workers  # both cluster workers built
+    assert workers and all(w.startswith("tcp://127.0.0.1:") for w in workers), workers
 
 
 def test_the_scheduler_file_names_the_cluster_too(cluster, tmp_path):

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,9 +116,14 @@ def test_plugin_module_deleted_after_discovery_is_dropped_by_the_next_discovery(
 
 
 def forge_index(change) -> None:
-    """Rewrite the index in place, keeping its (valid) stamp: only the payload is wrong."""
+    """Rewrite the index in place, keeping its (valid) stamp: only the payload is wrong.
+
+    Its sources count as checked just now, so they are read within the TTL however long the
+    session (whose warm index this is) has been running."""
     path = main_index()
     stamp, payload = memo.decode(path.read_bytes(), str(path))
+    for state in payload["sources"].values():
+        state["checked"] = time.time()
     change(payload)
     assert memo.write(path.name[: -len(".bsm")], stamp, payload)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,7 @@ def forge(source: str, record: list, listing: list | None = None) -> None:
         for source_id, state in payload["sources"].items():
             if source_id == source or source_id.startswith(f"{source}:"):  # user:<folder>
                 state["specs"].append(record)
+                state["checked"] = time.time()  # within the TTL, however old the session is
                 state.setdefault("listing", []).extend(listing or [])
         assert memo.write(name[: -len(".bsm")], stamp, payload)
 
