@@ -19,6 +19,9 @@ OPTIONS = {  # option: (command line, Python API)
     "input": ("--input", "input_npy"),
     "expected": ("--expected", "expected_npy"),
     "verify": ("--verify", "verify"),
+    "prefer": ("--prefer", "prefer"),
+    "clock-ns": ("--clock-ns", "options['clock_ns']"),
+    "target-fps": ("--target-fps", "options['target_fps']"),
 }
 _COMMAND_LINE = contextvars.ContextVar("brainsmith_command_line", default=False)
 

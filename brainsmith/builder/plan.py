@@ -10,6 +10,7 @@ skipped otherwise.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from brainsmith.errors import BrainsmithError
@@ -17,6 +18,8 @@ from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS, infer_order
 from brainsmith.plugin.blueprint.options import BuildOptions
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
 
+# What `brainsmith build MODEL` uses without a blueprint (blueprints/base.yaml extends it).
+DEFAULT_BLUEPRINT = os.path.join(os.path.dirname(__file__), "default.yaml")
 STANDARD_STEPS: tuple[str, ...] = DEFAULT_STEPS  # a blueprint's flow when it lists no steps
 HARDWARE_STEPS: tuple[str, ...] = (
     "finn:step_hw_ipgen",
@@ -52,6 +55,7 @@ class KernelChoice:
     infer_transforms: list[str]
     backends: list[str] = field(default_factory=list)
     backend_types: list[str] = field(default_factory=list)  # empty: any backend
+    pinned: bool = True  # listed in the blueprint (False: added by kernels: auto)
 
 
 @dataclass
@@ -69,6 +73,7 @@ class BuildPlan:
     name: str = "default"
     path: str = ""  # the blueprint file
     kernels: list[KernelChoice] | None = None  # None: every kernel FINN can infer
+    prefer: str = "auto"  # auto | rtl | hls, for layers the blueprint does not pin
     pre_hw: list[TransformRef] = field(default_factory=list)
     post_hw: list[TransformRef] = field(default_factory=list)
     steps: list[str] = field(default_factory=lambda: standard_steps())
@@ -107,7 +112,7 @@ class BuildPlan:
         backends (FINN's RTL MVAU/VVAU have no built-in activation) and Thresholding is
         selected to take them."""
         kernels = self.kernels or []
-        rtl_only = any(
+        rtl_only = self.prefer == "rtl" or any(
             k.op_type in ("MVAU", "VVAU") and k.backend_types == ["rtl"] for k in kernels
         )
         return rtl_only and any(k.op_type == "Thresholding" for k in kernels)
@@ -118,6 +123,19 @@ class BuildPlan:
             return None
         prefix = "Elementwise"
         return {k.op_type[len(prefix) :] for k in self.kernels if k.op_type.startswith(prefix)}
+
+    def style_for(self, op_type: str) -> str:
+        """The backend type to ask FINN for on ``op_type`` layers: the one type a kernel
+        allows, else the blueprint's ``prefer`` among the allowed types; "" lets FINN's
+        rule choose (RTL where FINN's RTL layer supports the layer's datatypes and the
+        part, HLS for matrix layers below 4 bits, where LUTs beat DSPs)."""
+        kernel = self.kernel_for(op_type)
+        allowed = kernel.backend_types if kernel is not None else []
+        if len(set(allowed)) == 1:
+            return allowed[0]
+        if self.prefer != "auto" and (not allowed or self.prefer in allowed):
+            return self.prefer
+        return ""
 
     def kernel_for(self, op_type: str) -> KernelChoice | None:
         for kernel in self.kernels or ():
@@ -133,7 +151,6 @@ def standard_steps(board: str | None = None) -> list[str]:
 
 def plan_from_blueprint(blueprint) -> BuildPlan:
     """Adapt a resolved ``Blueprint`` (``brainsmith.plugin.blueprint``) to a BuildPlan."""
-    from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
 
     space = getattr(blueprint, "design_space", None)
     if space is not None:
@@ -144,8 +161,7 @@ def plan_from_blueprint(blueprint) -> BuildPlan:
     kernels = []
     for spec, backend_specs in blueprint.kernels:
         op_type = spec.metadata.get("op_type") or spec.name
-        infer = spec.metadata.get("infer_transform")
-        names = [infer] if infer else [f"finn:{t}" for t in INFER_TRANSFORMS.get(spec.name, ())]
+        names = infer_transforms_of(spec)
         if not names:
             raise PlanError(
                 f"kernel {spec.qualified_name} has no infer_transform, so the build cannot "
@@ -164,6 +180,8 @@ def plan_from_blueprint(blueprint) -> BuildPlan:
                 ),
             )
         )
+    if blueprint.auto_kernels:
+        kernels += auto_kernels(kernels, blueprint.exclude)
     phased = blueprint.transforms_phased
     options = blueprint.build
     steps = [s.qualified_name for s in blueprint.steps]
@@ -173,12 +191,56 @@ def plan_from_blueprint(blueprint) -> BuildPlan:
         name=blueprint.name,
         path=blueprint.path,
         kernels=kernels,
+        prefer=blueprint.prefer,
         pre_hw=[TransformRef(s.qualified_name) for s in phased.get("pre_hw", ())],
         post_hw=[TransformRef(s.qualified_name) for s in phased.get("post_hw", ())],
         steps=steps,
         options=options,
         blueprint=blueprint.to_dict(),
     )
+
+
+def infer_transforms_of(spec) -> list[str]:
+    """The transforms that convert ONNX nodes into kernel ``spec``'s layers (qualified)."""
+    infer = spec.metadata.get("infer_transform")
+    if infer:
+        return [str(infer)]
+    if spec.framework != "finn":
+        return []
+    return [f"finn:{t}" for t in INFER_TRANSFORMS.get(spec.name, ())]
+
+
+def auto_kernels(listed: list[KernelChoice], exclude=()) -> list[KernelChoice]:
+    """``kernels: auto``: every installed kernel with an infer transform and a backend,
+    besides the ``listed`` ones and the ``exclude``d; one choice per op type (the
+    transforms of kernels building the same layers are merged), any backend allowed."""
+    from brainsmith.frameworks.finn.tables import AUTO_SKIPPED
+    from brainsmith.plugin.core import get_registry
+
+    registry = get_registry()
+    excluded = {spec.qualified_name for spec in exclude}
+    excluded_ops = {spec.metadata.get("op_type") or spec.name for spec in exclude}
+    taken = {k.op_type for k in listed}
+    with_backend = {str(b.metadata.get("kernel", "")) for b in registry.specs("backend")}
+    found: dict[str, KernelChoice] = {}
+    for spec in registry.specs("kernel"):
+        op_type = str(spec.metadata.get("op_type") or spec.name)
+        names = infer_transforms_of(spec)
+        skipped = spec.framework == "finn" and spec.name in AUTO_SKIPPED
+        if not names or skipped or spec.error or spec.qualified_name in excluded:
+            continue
+        if op_type in taken or op_type in excluded_ops:
+            continue
+        own = {spec.name, spec.qualified_name} & with_backend
+        if not own and not spec.metadata.get("decomposes_into"):
+            continue
+        if op_type in found:
+            found[op_type].infer_transforms = list(
+                dict.fromkeys([*found[op_type].infer_transforms, *names])
+            )
+            continue
+        found[op_type] = KernelChoice(spec.qualified_name, op_type, names, pinned=False)
+    return list(found.values())
 
 
 def load_plan(blueprint) -> BuildPlan:

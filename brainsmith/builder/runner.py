@@ -38,7 +38,7 @@ from brainsmith.builder.outdir import (
     prepare_output_dir,
     save_model,
 )
-from brainsmith.builder.plan import BuildPlan, PlanError, load_plan
+from brainsmith.builder.plan import DEFAULT_BLUEPRINT, BuildPlan, PlanError, load_plan
 from brainsmith.builder.progress import Progress
 from brainsmith.builder.report import write_reports
 from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, StepRecord
@@ -46,23 +46,27 @@ from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, Step
 
 def build(
     model,
-    blueprint,
+    blueprint=None,
     output_dir: str | None = None,
     *,
     input_npy: str | None = None,
     expected_npy: str | None = None,
     force: bool = False,
     verify: str | None = None,
+    options: dict | None = None,
+    prefer: str | None = None,
     progress: bool = False,
     start: Checkpoint | None = None,
     stop_after: int | None = None,
 ) -> BuildResult:
-    """Build ``model`` (path or ModelWrapper) with ``blueprint`` (path, Blueprint or BuildPlan).
+    """Build ``model`` (path or ModelWrapper) with ``blueprint`` (path, Blueprint or BuildPlan;
+    None: the default blueprint, ``DEFAULT_BLUEPRINT``).
 
     ``output_dir`` defaults to the blueprint's ``build.output_dir``, else a fresh
     ``build-out/<name>-<timestamp>``. A non-empty folder is refused unless ``force`` and
     brainsmith made it (then it is moved aside). ``verify`` overrides the blueprint's
-    each | final | rtlsim | none; ``input_npy``/``expected_npy`` add the user's own vectors to every
+    each | final | rtlsim | none, ``options`` its ``build:`` options (``{"fpga_part": ...,
+    "target_fps": ...}``) and ``prefer`` its ``hw_compiler.prefer``; ``input_npy``/``expected_npy`` add the user's own vectors to every
     check. Raises BuildError naming the step, the reason and what to try; SIGINT/SIGTERM
     end the build with ``status: interrupted`` (or no folder, if nothing was made yet).
 
@@ -73,7 +77,10 @@ def build(
     """
     started = time.perf_counter()
     with interrupts.handled():
-        plan = _plan(blueprint, verify)
+        plan = _plan(DEFAULT_BLUEPRINT if blueprint is None else blueprint, verify)
+        plan = with_overrides(plan, options or {}, prefer)
+        if blueprint is None and isinstance(model, str | os.PathLike):
+            plan = replace(plan, name=_build_name(model))
         checked, vectors = _intake(model, input_npy, expected_npy)
         folder = output_dir or plan.build.output_dir or default_output_dir(plan.name)
         out, run = None, None
@@ -140,6 +147,38 @@ def _plan(blueprint, verify: str | None) -> BuildPlan:
             )
         plan = replace(plan, options=replace(plan.build, verify=verify))
     return plan
+
+
+def _build_name(model) -> str:
+    """A build of the default blueprint is named after its model file."""
+    stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in stem).lstrip("._-")
+    return cleaned[:100] or "default"
+
+
+def with_overrides(plan: BuildPlan, options: dict, prefer: str | None) -> BuildPlan:
+    """``plan`` with command-line choices over the blueprint's; a part replaces a board."""
+    from brainsmith.plugin.blueprint.schema import PREFERENCES
+
+    if prefer is not None and prefer not in PREFERENCES:
+        raise BuildError(
+            "setup",
+            f"{option('prefer')} must be one of {', '.join(PREFERENCES)}, not {prefer!r}",
+            exit_code=2,
+        )
+    given = {key: value for key, value in options.items() if value is not None}
+    problems = [
+        f"{option(key.replace('_', '-'))} must be a number > 0, not {given[key]!r}"
+        for key in ("clock_ns", "target_fps")
+        if key in given and not (isinstance(given[key], int | float) and given[key] > 0)
+    ]
+    if problems:
+        raise BuildError("setup", "; ".join(problems), exit_code=2)
+    if "fpga_part" in given:
+        given["board"] = None
+    if given:
+        plan = replace(plan, options=replace(plan.build, **given))
+    return replace(plan, prefer=prefer) if prefer is not None else plan
 
 
 def _intake(model, input_npy: str | None, expected_npy: str | None):

@@ -36,6 +36,9 @@ def validate(files: tuple[str, ...]) -> None:
             click.echo(str(note))
         counts = {kind: len(specs) for kind, specs in loaded.specs().items()}
         summary = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
+        if loaded.auto_kernels:
+            summary = summary.replace("kernels,", "kernels listed + auto,", 1)
+            summary = summary.replace("kernel,", "kernel listed + auto,", 1)
         if loaded.design_space is not None:
             summary += f", {len(loaded.design_space.indices())} variants"
         click.echo(f"{path}: ok ({summary})")

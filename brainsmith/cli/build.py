@@ -11,7 +11,7 @@ from brainsmith.cli.output import console
 
 @click.command()
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.argument("blueprint", type=click.Path(dir_okay=False))
+@click.argument("blueprint", type=click.Path(dir_okay=False), required=False)
 @click.option(
     "-o",
     "--output",
@@ -39,6 +39,21 @@ from brainsmith.cli.output import console
     "layer with Verilator).",
 )
 @click.option(
+    "--part",
+    "fpga_part",
+    metavar="PART",
+    help="FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (overrides the blueprint's build.fpga_part "
+    "or board).",
+)
+@click.option("--clock-ns", type=float, help="Target clock period in ns (build.clock_ns).")
+@click.option("--target-fps", type=int, help="Throughput to fold for (build.target_fps).")
+@click.option(
+    "--prefer",
+    type=click.Choice(["auto", "rtl", "hls"]),
+    help="Backend type for layers that can have either (hw_compiler.prefer; auto: chosen per "
+    "layer by datatypes and part).",
+)
+@click.option(
     "--force",
     is_flag=True,
     help="Move a previous build's output folder aside to <folder>.old-<time> and build "
@@ -53,16 +68,24 @@ from brainsmith.cli.output import console
 @click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
 def build(
     model: str,
-    blueprint: str,
+    blueprint: str | None,
     output_dir: str | None,
     input_npy: str | None,
     expected_npy: str | None,
     verify: str | None,
+    fpga_part: str | None,
+    clock_ns: float | None,
+    target_fps: int | None,
+    prefer: str | None,
     force: bool,
     metrics_file: str | None,
     quiet: bool,
 ) -> None:
     """Build a QONNX MODEL into a FINN dataflow design as BLUEPRINT says.
+
+    Without BLUEPRINT, the default blueprint is used: every installed kernel, the backend
+    of each layer chosen by rule, a Versal part at 5 ns (see `brainsmith check MODEL`
+    for what each node will become).
 
     \b
     Exit codes: 0 built; 1 a step or verification failed; 2 bad model, blueprint,
@@ -71,6 +94,7 @@ def build(
     \b
     Example:
       brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
+      brainsmith build model.onnx --target-fps 100000 --input x.npy --expected y.npy
     """
     from brainsmith.builder import BuildError, interrupts
     from brainsmith.builder import build as run_build
@@ -86,6 +110,8 @@ def build(
                 expected_npy=expected_npy,
                 force=force,
                 verify=verify,
+                options={"fpga_part": fpga_part, "clock_ns": clock_ns, "target_fps": target_fps},
+                prefer=prefer,
                 progress=not quiet,
             )
         except BuildError as exc:

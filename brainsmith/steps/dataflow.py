@@ -152,11 +152,12 @@ def _check_forks(model, plan) -> None:
     description="Choose HLS or RTL per layer from the blueprint's allowed backends",
 )
 def specialize(model, cfg):
-    """Set ``preferred_impl_style`` from the allowed backend types, then FINN SpecializeLayers.
+    """Set ``preferred_impl_style`` per layer (``BuildPlan.style_for``), then FINN's
+    SpecializeLayers.
 
-    A kernel allowing exactly one backend type gets that type; allowing several lets FINN
-    choose. A layer that ends up with a backend type the blueprint does not allow fails
-    the step.
+    A kernel allowing exactly one backend type gets that type; otherwise the blueprint's
+    ``prefer`` applies, and with ``prefer: auto`` FINN's rule picks by datatypes and part.
+    A layer that ends up with a backend type the blueprint does not allow fails the step.
     """
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from finn.transformation.general import ApplyConfig
@@ -167,9 +168,9 @@ def specialize(model, cfg):
 
     plan = context_of(cfg).plan
     for node in model.graph.node:
-        kernel = plan.kernel_for(node.op_type) if node.domain == HW_DOMAIN else None
-        if kernel is not None and len(set(kernel.backend_types)) == 1:
-            getCustomOp(node).set_nodeattr("preferred_impl_style", kernel.backend_types[0])
+        style = plan.style_for(node.op_type) if node.domain == HW_DOMAIN else ""
+        if style:
+            getCustomOp(node).set_nodeattr("preferred_impl_style", style)
     if cfg.specialize_layers_config_file is not None:
         model = model.transform(ApplyConfig(str(cfg.specialize_layers_config_file)))
     model = model.transform(SpecializeLayers(cfg._resolve_fpga_part()))

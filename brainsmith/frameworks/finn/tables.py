@@ -68,6 +68,10 @@ INFER_TRANSFORMS: dict[str, tuple[str, ...]] = {
     "Shuffle": ("InferShuffle",),
 }
 
+# Kernels FINN's own step_convert_to_hw never infers: kernels: auto leaves them out too
+# (a blueprint can still list them).
+AUTO_SKIPPED = frozenset({"Squeeze", "Unsqueeze"})
+
 # FINN's order, with InferReLUAsElementwiseMax right after the elementwise operations.
 INFER_ORDER: tuple[str, ...] = (
     "InferBinaryMatrixVectorActivation",

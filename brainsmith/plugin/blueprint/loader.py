@@ -44,6 +44,7 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
     registry = get_plugin_manager().discover_plugins(modes=["blueprint"])
     resolver = Resolver(registry, doc, diag)
     kernels = _kernels(resolver, shape.kernels)
+    exclude = _specs(resolver, "kernel", shape.exclude)
     transforms = _specs(resolver, "transform", shape.transforms)
     phased = {phase: _specs(resolver, "transform", shape.phased[phase]) for phase in PHASES}
     if shape.steps is not None:
@@ -60,7 +61,7 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
         steps = _specs(resolver, "step", defaults, default=True)
     else:
         steps = ()  # a base that could not be read may list them
-    space = read_design_space(doc, diag, resolver, kernels, shape.build)
+    space = read_design_space(doc, diag, resolver, kernels, shape.build, shape.auto_kernels)
     _raise_sorted(diag, doc)
     return Blueprint(
         name=shape.name,
@@ -74,6 +75,9 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
         build=shape.build,
         skipped=tuple(resolver.skipped),
         design_space=space,
+        auto_kernels=shape.auto_kernels,
+        prefer=shape.prefer,
+        exclude=exclude,
     )
 
 

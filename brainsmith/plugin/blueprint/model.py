@@ -11,6 +11,10 @@
 - ``kernels`` (tuple[KernelChoice, ...]): in blueprint order; each is a pair
   ``(kernel spec, tuple of allowed backend specs)``, backends in preference order (as listed,
   or by type then name when the blueprint does not restrict them).
+- ``auto_kernels`` (bool): ``kernels: auto`` (the default) or an ``auto`` entry: every
+  installed kernel with an infer transform is used besides those listed (the build expands it).
+- ``prefer`` (str): ``"auto"`` (backend chosen per layer by rule), ``"rtl"`` or ``"hls"``.
+- ``exclude`` (tuple[PluginSpec, ...]): kernels never used; their layers stay on the host.
 - ``transforms`` (tuple[PluginSpec, ...]): ``hw_compiler.transforms`` in order: transforms
   the blueprint makes available (``load_blueprint_plugins``, custom steps); the standard
   flow runs only the phased ones.
@@ -88,6 +92,9 @@ class Blueprint:
     build: BuildOptions | None
     skipped: tuple[SkippedPlugin, ...] = ()
     design_space: DesignSpace | None = None
+    auto_kernels: bool = False
+    prefer: str = "auto"
+    exclude: tuple[PluginSpec, ...] = ()
 
     @property
     def backends(self) -> tuple[PluginSpec, ...]:
@@ -109,14 +116,19 @@ class Blueprint:
         data: dict[str, Any] = {"name": self.name}
         if self.description:
             data["description"] = self.description
+        kernels: list[Any] = [_kernel_entry(choice) for choice in self.kernels]
         data["hw_compiler"] = {
-            "kernels": [_kernel_entry(choice) for choice in self.kernels],
+            "kernels": ["auto", *kernels] if self.auto_kernels else kernels,
             "transforms": [s.qualified_name for s in self.transforms],
             "transforms_phased": {
                 phase: [s.qualified_name for s in specs]
                 for phase, specs in self.transforms_phased.items()
             },
         }
+        if self.prefer != "auto":
+            data["hw_compiler"]["prefer"] = self.prefer
+        if self.exclude:
+            data["hw_compiler"]["exclude"] = [s.qualified_name for s in self.exclude]
         data["steps"] = [s.qualified_name for s in self.steps]
         if self.build is not None:
             data["build"] = self.build.to_dict()

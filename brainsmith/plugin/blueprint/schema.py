@@ -29,11 +29,16 @@ TOP_KEYS = {
     "search": "a mapping of strategy, max_variants, seed, constraints, objectives",
 }
 HW_KEYS = {
-    "kernels": "a list of kernel names or {kernel: NAME, backends: [...]} mappings",
+    "kernels": "auto (every installed kernel; the default), or a list of kernel names or "
+    "{kernel: NAME, backends: [...]} mappings (an 'auto' entry adds every other kernel)",
+    "prefer": "auto, rtl or hls: the backend type for layers that can have either",
+    "exclude": "a list of kernel names never used (their layers stay on the host)",
     "transforms": "a list of transform names",
     "transforms_phased": "a mapping of pre_hw and post_hw to lists of transform names",
 }
 PHASES = {"pre_hw": "a list of transform names", "post_hw": "a list of transform names"}
+PREFERENCES = ("auto", "rtl", "hls")
+AUTO = "auto"
 KERNEL_KEYS = {"kernel": "a kernel name", "backends": "a list of hls, rtl or backend names"}
 DEFAULT_STEPS = (
     "cleanup",
@@ -73,6 +78,9 @@ class Outline:
     name: str
     description: str
     kernels: tuple[KernelRef, ...]
+    auto_kernels: bool  # every installed kernel besides those listed
+    prefer: str  # one of PREFERENCES
+    exclude: tuple[Ref, ...]
     transforms: tuple[Ref, ...]
     phased: dict[str, tuple[Ref, ...]]
     steps: tuple[Ref, ...] | None  # None: DEFAULT_STEPS
@@ -88,10 +96,14 @@ def outline(doc: Document, diag: Diagnostics) -> Outline:
     phases = check.mapping(("hw_compiler", "transforms_phased"), phased_map, PHASES)
     steps = top.get("steps")
     build = top.get("build")
+    kernels = hw.get("kernels", AUTO)
     return Outline(
         name=_name(check, doc),
         description=_description(check, doc),
-        kernels=tuple(_kernels(check, hw.get("kernels", []))),
+        kernels=tuple(_kernels(check, kernels)),
+        auto_kernels=kernels == AUTO or (isinstance(kernels, list) and AUTO in kernels),
+        prefer=_prefer(check, hw.get("prefer", AUTO)),
+        exclude=_refs(check, ("hw_compiler", "exclude"), hw.get("exclude", []), "kernel"),
         transforms=_refs(
             check, ("hw_compiler", "transforms"), hw.get("transforms", []), "transform"
         ),
@@ -180,13 +192,24 @@ def _ref(
     return Ref(text, optional, path)
 
 
+def _prefer(check: Checker, value: object) -> str:
+    if value in PREFERENCES:
+        return str(value)
+    check.wrong(("hw_compiler", "prefer"), value, HW_KEYS["prefer"])
+    return AUTO
+
+
 def _kernels(check: Checker, value: object) -> Iterator[KernelRef]:
     path = ("hw_compiler", "kernels")
+    if value == AUTO:
+        return
     if not isinstance(value, list):
         check.wrong(path, value, HW_KEYS["kernels"])
         return
     for index, item in enumerate(value):
         at = (*path, index)
+        if item == AUTO:
+            continue
         if not isinstance(item, dict):
             ref = _ref(check, at, item, "kernel")
             if ref is not None:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from brainsmith.plugin.blueprint.model import Blueprint
     from brainsmith.plugin.blueprint.options import BuildOptions
     from brainsmith.plugin.blueprint.resolve import Resolver
+    from brainsmith.plugin.spec import PluginSpec
 
 
 SPACE_KEYS = {
@@ -75,6 +76,7 @@ class Dimension:
     name: str
     values: tuple[Any, ...]
     shown: tuple[Any, ...]
+    kernel: PluginSpec | None = None  # section backends: the kernel whose backends vary
 
     @property
     def label(self) -> str:
@@ -148,12 +150,15 @@ class DesignSpace:
         for dimension, pick in zip(self.dimensions, self.digits(index), strict=True):
             value = dimension.values[pick]
             if dimension.section == "backends":
+                listed = any(k.kernel.qualified_name == dimension.name for k in kernels)
                 kernels = [
                     KernelChoice(k.kernel, value)
                     if k.kernel.qualified_name == dimension.name
                     else k
                     for k in kernels
                 ]
+                if not listed and dimension.kernel is not None:  # an auto kernel, pinned
+                    kernels.append(KernelChoice(dimension.kernel, value))
             elif dimension.section == "build":
                 options[dimension.name] = value
             else:
@@ -194,6 +199,7 @@ def read_design_space(
     resolver: Resolver,
     kernels: tuple[KernelChoice, ...],
     build: BuildOptions | None,
+    auto_kernels: bool = False,
 ) -> DesignSpace | None:
     """Validate and resolve ``design_space:`` and ``search:`` (None when there is none)."""
     from brainsmith.plugin.blueprint.schema import ELSEWHERE
@@ -213,7 +219,7 @@ def read_design_space(
     given = check.mapping(("design_space",), section, SPACE_KEYS)
     before = len(diag.problems)
     dimensions = [
-        *_backends(check, resolver, given.get("backends", {}), kernels),
+        *_backends(check, resolver, given.get("backends", {}), kernels, auto_kernels),
         *_options(check, given.get("build", {}), build),
         *_phases(check, resolver, given.get("transforms_phased", {})),
     ]
@@ -260,7 +266,11 @@ def _unique(check: Checker, path: tuple[Any, ...], values: list[Any]) -> bool:
 
 
 def _backends(
-    check: Checker, resolver: Resolver, section: object, kernels: tuple[KernelChoice, ...]
+    check: Checker,
+    resolver: Resolver,
+    section: object,
+    kernels: tuple[KernelChoice, ...],
+    auto_kernels: bool,
 ) -> list[Dimension]:
     path = ("design_space", "backends")
     if not isinstance(section, dict):
@@ -273,7 +283,7 @@ def _backends(
         kernel = resolver.find("kernel", Ref(str(name), False, at)) if name else None
         if kernel is None:
             continue
-        if kernel not in chosen:
+        if kernel not in chosen and not auto_kernels:
             listed = ", ".join(k.qualified_name for k in chosen) or "none"
             check.fail(
                 at,
@@ -293,7 +303,9 @@ def _backends(
                 shown.append(item if isinstance(item, str) else ",".join(item))
         if values and len(values) == len(alternatives) and _unique(check, at, values):
             dimensions.append(
-                Dimension("backends", kernel.qualified_name, tuple(values), tuple(shown))
+                Dimension(
+                    "backends", kernel.qualified_name, tuple(values), tuple(shown), kernel
+                )
             )
     return dimensions
 
