@@ -10,6 +10,10 @@ COMMANDS = {
     "plugins": ("brainsmith.cli.plugins:plugins", "List, inspect and check plugins."),
     "cache": ("brainsmith.cli.cache:cache", "Inspect or clear the discovery cache."),
     "blueprint": ("brainsmith.cli.blueprint:blueprint", "Validate and show YAML blueprints."),
+    "check": (
+        "brainsmith.cli.check:check",
+        "Show what each node of a model will become, before building.",
+    ),
     "build": ("brainsmith.cli.build:build", "Build a QONNX model into a FINN dataflow design."),
     "explore": (
         "brainsmith.cli.explore:explore",
@@ -48,6 +52,8 @@ def cli(debug: bool) -> None:
       brainsmith plugins list --type transform --framework finn
       brainsmith plugins info Streamline
       brainsmith blueprint validate blueprints/mlp.yaml
+      brainsmith check model.onnx
+      brainsmith build model.onnx --input x.npy --expected y.npy --verify each
       brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
       brainsmith explore examples/models/mlp_4bit.onnx blueprints/mlp_explore.yaml -o out/dse
     """

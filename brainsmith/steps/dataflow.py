@@ -70,6 +70,15 @@ def hardware_inference(model, cfg):
     ``context_of(cfg).dataflow_parent``.
     """
     from finn.builder.build_dataflow_steps import step_minimize_bit_width_initial
+
+    converted = infer_hardware(model, cfg)
+    _check_converted(model, converted, cfg)
+    converted = step_minimize_bit_width_initial(converted, cfg)
+    return _partition(converted, cfg)
+
+
+def infer_hardware(model, cfg):
+    """The selected kernels' infer transforms in FINN's order, and FINN's layout fix-ups."""
     from qonnx.transformation.infer_shapes import InferShapes
 
     from brainsmith.steps.finn_recipe import convert_to_hw, transform_args
@@ -80,10 +89,34 @@ def hardware_inference(model, cfg):
     def make(name: str):
         return _transform_class(name)(**transform_args(name, cfg, plan))
 
-    model = convert_to_hw(model, plan.infer_transforms(standalone), make)
-    model = model.transform(InferShapes())
-    model = step_minimize_bit_width_initial(model, cfg)
-    return _partition(model, cfg)
+    return convert_to_hw(model, plan.infer_transforms(standalone), make).transform(InferShapes())
+
+
+def _check_converted(before, model, cfg) -> None:
+    """Fail naming every node that would split the accelerator, with what would take it."""
+    from brainsmith.steps.advice import blocking_nodes, explain_blocking
+
+    plan = context_of(cfg).plan
+    selected = ", ".join(k.name for k in plan.kernels) if plan.kernels is not None else "all"
+    if not any(n.domain.startswith(HW_DOMAIN) for n in model.graph.node):
+        ops = ", ".join(sorted({n.op_type for n in model.graph.node}))
+        raise StepError(
+            f"no node was converted to hardware: the kernels ({selected}) match none of the "
+            f"model's operations ({ops})",
+            "add a kernel for these operations to the blueprint's kernels (or use kernels: "
+            "auto); brainsmith check MODEL shows what each node would become",
+            model,
+        )
+    blocking = blocking_nodes(model)
+    if blocking:
+        lines = explain_blocking(before, model, blocking, cfg)
+        raise StepError(
+            f"{len(blocking)} node(s) sit between hardware layers but were not converted to "
+            "hardware: " + "; ".join(lines),
+            "follow the advice for each node (brainsmith check MODEL [BLUEPRINT] lists every "
+            "node), or add a pre_hw transform that removes them",
+            model,
+        )
 
 
 def _partition(model, cfg):
@@ -95,20 +128,11 @@ def _partition(model, cfg):
     from qonnx.custom_op.registry import getCustomOp
 
     plan = context_of(cfg).plan
-    selected = ", ".join(k.name for k in plan.kernels) if plan.kernels is not None else "all"
-    if not any(n.domain.startswith(HW_DOMAIN) for n in model.graph.node):
-        ops = ", ".join(sorted({n.op_type for n in model.graph.node}))
-        raise StepError(
-            f"no node was converted to hardware: the kernels ({selected}) match none of the "
-            f"model's operations ({ops})",
-            "add a kernel for these operations to the blueprint's kernels",
-            model,
-        )
     supported, culprit = model.analysis(unsupported_layers)
-    if not supported:
+    if not supported:  # blocking_nodes found none, FINN's own analysis still objects
         raise StepError(
             f"node {culprit.name} ({culprit.op_type}) sits between hardware layers but was not "
-            f"converted to hardware by the blueprint's kernels ({selected})",
+            "converted to hardware",
             f"add a kernel that implements {culprit.op_type} to the blueprint, or a pre_hw "
             "transform that removes it",
             model,

@@ -303,9 +303,7 @@ def _backends(
                 shown.append(item if isinstance(item, str) else ",".join(item))
         if values and len(values) == len(alternatives) and _unique(check, at, values):
             dimensions.append(
-                Dimension(
-                    "backends", kernel.qualified_name, tuple(values), tuple(shown), kernel
-                )
+                Dimension("backends", kernel.qualified_name, tuple(values), tuple(shown), kernel)
             )
     return dimensions
 

@@ -1,0 +1,203 @@
+"""``brainsmith check``: what each node of a model will become, in seconds and before any
+code is generated.
+
+Runs the blueprint's flow up to ``hardware_inference`` (clean-up, conversion to FINN-ONNX,
+streamlining), converts with the selected kernels, and predicts each layer's backend as the
+``specialize`` step would. Every node gets a verdict: the kernel and backend it becomes, or
+where it stays on the host and why; a node that would block the build gets every installed
+kernel that would take it (selected or not) and the transform that does it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+
+from brainsmith.builder.errors import BuildError
+
+FRONT_END = "hardware_inference"  # check runs the steps before this one
+HOST_REASONS = {
+    "before": "on the host, before the accelerator (its input side)",
+    "after": "on the host, after the accelerator (it reads the accelerator's output)",
+    "host": "on the host: not connected to any hardware layer",
+}
+
+
+@dataclass
+class NodeVerdict:
+    """One node of the converted model."""
+
+    name: str
+    op_type: str
+    placement: str  # hardware | before | after | host | between (blocks the build)
+    kernel: str = ""
+    backend: str = ""
+    reason: str = ""
+
+
+@dataclass
+class CheckResult:
+    model: str
+    blueprint: str
+    nodes: list[NodeVerdict] = field(default_factory=list)
+    error: str = ""  # a front-end step that failed: nothing after it was checked
+    seconds: float = 0.0
+
+    @property
+    def blocking(self) -> list[NodeVerdict]:
+        return [n for n in self.nodes if n.placement == "between"]
+
+    @property
+    def ok(self) -> bool:
+        return (
+            not self.error
+            and not self.blocking
+            and any(n.placement == "hardware" for n in self.nodes)
+        )
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+
+def check(model, blueprint=None, *, options: dict | None = None, prefer: str | None = None):
+    """Check ``model`` (a path) against ``blueprint`` (None: the default). BuildError for a
+    model or blueprint that cannot be read (exit code 2)."""
+    from brainsmith.builder.plan import DEFAULT_BLUEPRINT
+    from brainsmith.builder.runner import _intake, _plan, with_overrides
+
+    began = time.perf_counter()
+    plan = with_overrides(_plan(blueprint or DEFAULT_BLUEPRINT, "none"), options or {}, prefer)
+    checked, _ = _intake(model, None, None)
+    result = CheckResult(str(model), plan.path or str(blueprint))
+    with tempfile.TemporaryDirectory(prefix="brainsmith-check-") as scratch:
+        _run(result, plan, checked, scratch)
+    result.seconds = round(time.perf_counter() - began, 3)
+    return result
+
+
+def _run(result: CheckResult, plan, checked, scratch: str) -> None:
+    from brainsmith.builder.context import BuildContext, attach
+    from brainsmith.builder.runner import _finn_config, _resolve_steps
+    from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
+
+    steps = _resolve_steps(plan)
+    names = [s.name for s in steps]
+    if FRONT_END not in names:
+        raise BuildError(
+            "setup",
+            f"blueprint {plan.name} has no {FRONT_END} step, so check cannot tell what its "
+            "steps convert",
+            "check it with the standard flow (drop steps:), or build it",
+            exit_code=2,
+        )
+    finn = os.path.join(scratch, "finn")
+    log = open(os.path.join(scratch, "build.log"), "w")  # noqa: SIM115 - closed below
+    with log, contain_finn_output(log), generated_code_dir(finn):
+        cfg = _finn_config(plan, finn)
+        attach(cfg, BuildContext(plan))
+        from qonnx.core.modelwrapper import ModelWrapper
+
+        model = ModelWrapper(checked.proto)
+        for step in steps[: names.index(FRONT_END)]:
+            try:
+                model = step.fn(model, cfg) if step.fn is not None else model
+            except Exception as exc:  # reported; the nodes so far are still shown
+                result.error = f"step {step.name} failed: {type(exc).__name__}: {exc}"
+                result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
+                return
+        result.nodes = verdicts(model, cfg)
+
+
+def verdicts(before, cfg) -> list[NodeVerdict]:
+    """Convert ``before`` with the plan's kernels and judge every node."""
+    from brainsmith.builder.context import context_of
+    from brainsmith.steps.advice import advice, placement, takers
+    from brainsmith.steps.dataflow import infer_hardware
+
+    plan = context_of(cfg).plan
+    model = infer_hardware(before, cfg)
+    where = placement(model)
+    backends = predicted_backends(model, cfg)
+    found = takers(before, cfg) if "between" in where.values() else {}
+    nodes = []
+    for node in model.graph.node:
+        verdict = NodeVerdict(node.name, node.op_type, where[node.name])
+        if verdict.placement == "hardware":
+            kernel = plan.kernel_for(node.op_type)
+            verdict.kernel = kernel.name if kernel is not None else f"finn:{node.op_type}"
+            verdict.backend, verdict.reason = backends.get(node.name, ("", ""))
+        elif verdict.placement == "between":
+            verdict.reason = advice(node, found)
+        else:
+            verdict.reason = HOST_REASONS[verdict.placement]
+        nodes.append(verdict)
+    return nodes
+
+
+def predicted_backends(model, cfg) -> dict[str, tuple[str, str]]:
+    """Hardware node name -> (backend op type, why), as the ``specialize`` step would choose."""
+    import copy
+
+    from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.builder.context import context_of
+
+    plan = context_of(cfg).plan
+    trial = ModelWrapper(copy.deepcopy(model.model))
+    hardware = [n for n in trial.graph.node if n.domain == "finn.custom_op.fpgadataflow"]
+    names = [n.name for n in hardware]
+    why = {}
+    for node in hardware:
+        style = plan.style_for(node.op_type)
+        if style:
+            getCustomOp(node).set_nodeattr("preferred_impl_style", style)
+        why[node.name] = _reason(node, style, plan)
+    try:
+        trial = trial.transform(SpecializeLayers(cfg._resolve_fpga_part()))
+    except Exception as exc:  # shown per layer instead of failing the check
+        return {name: ("?", f"cannot specialise: {exc}") for name in names}
+    chosen = [n.op_type for n in trial.graph.node if n.domain.rpartition(".")[2] in ("hls", "rtl")]
+    if len(chosen) != len(names):
+        return {name: ("?", why[name]) for name in names}
+    return {
+        name: (op, why[name] or _default_reason(op)) for name, op in zip(names, chosen, strict=True)
+    }
+
+
+def _default_reason(backend: str) -> str:
+    from finn.custom_op.fpgadataflow.hls import custom_op as hls
+    from finn.custom_op.fpgadataflow.rtl import custom_op as rtl
+
+    kernel, _, style = backend.rpartition("_")
+    if style == "rtl":
+        return "RTL layer (no Vitis HLS needed)"
+    if f"{kernel}_rtl" not in rtl:
+        return "HLS only"
+    if f"{kernel}_hls" in hls:
+        return "RTL does not support these datatypes or this part"
+    return ""
+
+
+def _reason(node, style: str, plan) -> str:
+    from qonnx.custom_op.registry import getCustomOp
+
+    kernel = plan.kernel_for(node.op_type)
+    if style and kernel is not None and len(set(kernel.backend_types)) == 1:
+        return f"pinned to {style} by the blueprint"
+    if style:
+        return f"prefer: {style}"
+    if node.op_type not in ("MVAU", "VVAU"):
+        return ""  # said from the backend chosen
+    inst = getCustomOp(node)
+    bits = min(inst.get_input_datatype(0).bitwidth(), inst.get_input_datatype(1).bitwidth())
+    if inst.get_nodeattr("noActivation") == 0:
+        return "thresholds fused (RTL has none)"
+    if bits < 4:
+        return f"{bits}-bit operands: LUTs beat DSPs"
+    return "4+ bit operands: DSP packing where the part allows"

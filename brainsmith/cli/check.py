@@ -1,0 +1,88 @@
+"""``brainsmith check MODEL [BLUEPRINT]``: what each node will become, before building."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from brainsmith.cli.output import console
+
+PLACES = {  # padded to one width: rich markup is not counted
+    "hardware": "[green]hardware[/green]",
+    "before": "    host",
+    "after": "    host",
+    "host": "    host",
+    "between": "  [bold red]BLOCKS[/bold red]",
+}
+
+
+@click.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("blueprint", type=click.Path(dir_okay=False), required=False)
+@click.option("--part", "fpga_part", metavar="PART", help="FPGA part (as for build).")
+@click.option(
+    "--prefer",
+    type=click.Choice(["auto", "rtl", "hls"]),
+    help="Backend type for layers that can have either (as for build).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document, for tools.")
+def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str | None,
+          as_json: bool) -> None:  # fmt: skip
+    """Show what each node of MODEL will become with BLUEPRINT (default: the default
+    blueprint), in seconds: no code is generated.
+
+    Runs the flow up to hardware_inference and prints every node: the kernel and backend
+    it becomes (and why that backend), what stays on the host and why, and for every node
+    that would block the build, each installed kernel that would take it and the transform
+    that does it, or that no installed plugin implements it.
+
+    \b
+    Exit codes: 0 the model can build; 1 nodes block the build (or a step failed);
+    2 bad model or blueprint.
+    """
+    from brainsmith.builder import BuildError
+    from brainsmith.builder.check import check as run_check
+    from brainsmith.builder.errors import command_line_names
+
+    with command_line_names():
+        try:
+            result = run_check(model, blueprint, options={"fpga_part": fpga_part}, prefer=prefer)
+        except BuildError as exc:
+            click.echo(f"error: {exc.message()}", err=True)
+            sys.exit(exc.exit_code)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        show(result)
+    sys.exit(0 if result.ok else 1)
+
+
+def show(result) -> None:
+    from rich.markup import escape
+
+    out = console()
+    rows = [
+        (n.name, n.op_type, n.kernel or "-", n.backend or "-", n.placement, n.reason)
+        for n in result.nodes
+    ]
+    widths = [max([len(r[i]) for r in rows] + [4]) for i in range(4)]
+    for name, op, kernel, backend, placement, reason in rows:
+        cells = [name, op, kernel, backend]
+        text = "  ".join(escape(c.ljust(w)) for c, w in zip(cells, widths, strict=True))
+        out.print(f"{PLACES[placement]}  {text}  {escape(reason)}", soft_wrap=True)
+    hardware = sum(n.placement == "hardware" for n in result.nodes)
+    host = sum(n.placement in ("before", "after", "host") for n in result.nodes)
+    out.print(
+        f"{hardware} hardware layer(s), {host} node(s) on the host, "
+        f"{len(result.blocking)} blocking; checked in {result.seconds:.1f} s"
+    )
+    if result.error:
+        out.print(f"[bold red]error[/bold red] {escape(result.error)}", soft_wrap=True)
+    elif result.blocking:
+        out.print("[bold red]the build would stop at hardware_inference[/bold red]")
+    elif hardware:
+        out.print("[green]ready to build[/green]")
+    else:
+        out.print("[bold red]no node becomes hardware[/bold red]: add kernels or use kernels: auto")

@@ -1,0 +1,166 @@
+"""Which nodes block a build and what would convert them: for ``hardware_inference``
+failures and ``brainsmith check``.
+
+A node blocks when it stays off the hardware with hardware layers both before and after it
+(FINN builds one contiguous accelerator). For each such node, every installed kernel is
+tried on the model as it was before conversion, one infer transform at a time, whether the
+blueprint selects it or not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HW_DOMAIN = "finn.custom_op.fpgadataflow"
+
+# What to do about nodes no kernel takes, by op type (the rest get the generic advice).
+NO_KERNEL_HINTS = {
+    "Transpose": "a layout change FINN's streamlining could not move out of the way; "
+    "check that every convolution branch is quantized the same way",
+    "Reshape": "a flatten or reshape between layers; FINN absorbs it only right before a "
+    "fully connected layer",
+    "Mul": "a floating-point scale left between layers: quantize the tensor before it "
+    "(a Brevitas QuantIdentity) so streamlining can absorb the scale",
+    "Add": "a floating-point bias or residual add: quantize both operands with one shared "
+    "quantizer",
+    "Conv": "a convolution FINN could not lower to a matrix product",
+}
+
+
+@dataclass(frozen=True)
+class Taker:
+    """A kernel that would convert a node, and the transform that does it."""
+
+    kernel: str
+    transform: str
+    selected: bool
+
+
+def is_hardware(node) -> bool:
+    return node.domain.startswith(HW_DOMAIN)
+
+
+def placement(model) -> dict[str, str]:
+    """Node name -> "hardware", "before" (host, feeding the accelerator), "after" (host,
+    reading from it), "between" (blocking) or "host" (not connected to hardware)."""
+    upstream = _reach(model, forward=False)
+    downstream = _reach(model, forward=True)
+    where = {}
+    for node in model.graph.node:
+        if is_hardware(node):
+            where[node.name] = "hardware"
+        elif upstream[node.name] and downstream[node.name]:
+            where[node.name] = "between"
+        elif downstream[node.name]:
+            where[node.name] = "before"
+        elif upstream[node.name]:
+            where[node.name] = "after"
+        else:
+            where[node.name] = "host"
+    return where
+
+
+def blocking_nodes(model) -> list:
+    """The non-hardware nodes with hardware layers both upstream and downstream."""
+    where = placement(model)
+    return [n for n in model.graph.node if where[n.name] == "between"]
+
+
+def _reach(model, forward: bool) -> dict[str, bool]:
+    """Node name -> whether a hardware layer lies downstream (``forward``) or upstream."""
+    producers = {out: n for n in model.graph.node for out in n.output}
+    consumers: dict[str, list] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    memo: dict[str, bool] = {}
+
+    def neighbours(node) -> list:
+        if forward:
+            return [c for out in node.output for c in consumers.get(out, ())]
+        return [producers[i] for i in node.input if i in producers]
+
+    order = list(model.graph.node)  # topological: a node's inputs come first
+    for node in order if not forward else reversed(order):
+        memo[node.name] = any(is_hardware(n) or memo.get(n.name, False) for n in neighbours(node))
+    return memo
+
+
+def takers(before, cfg) -> dict[str, list[Taker]]:
+    """Output tensor name -> the kernels that convert its producer in ``before`` (the model
+    as the conversion found it), whether selected or not."""
+    from brainsmith.builder.context import context_of
+    from brainsmith.builder.plan import BuildPlan, infer_transforms_of
+    from brainsmith.plugin.core import get_registry
+    from brainsmith.steps.finn_recipe import transform_args
+
+    plan = context_of(cfg).plan
+    selected = {t for k in plan.kernels or () for t in k.infer_transforms}
+    made: dict[str, dict[str, set[str]]] = {}
+    found: dict[str, list[Taker]] = {}
+    for spec in get_registry().specs("kernel"):
+        if spec.error:
+            continue
+        op_type = str(spec.metadata.get("op_type") or spec.name)
+        for name in infer_transforms_of(spec):
+            if name not in made:
+                made[name] = _converted_by(before, name, transform_args(name, cfg, BuildPlan()))
+            for tensor, op_types in made[name].items():
+                if op_type in op_types:
+                    taker = Taker(
+                        spec.qualified_name, name, plan.kernels is None or name in selected
+                    )
+                    found.setdefault(tensor, []).append(taker)
+    return found
+
+
+def _converted_by(before, name: str, args: dict) -> dict[str, set[str]]:
+    """Output tensors of ``before``'s nodes that transform ``name`` turns into hardware, with
+    the hardware op types that took them."""
+    import copy
+
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.plugin.core import get_registry
+
+    try:
+        transform = get_registry().get("transform", name)(**args)
+        after = ModelWrapper(copy.deepcopy(before.model)).transform(transform)
+    except Exception:  # a transform that cannot run on this model takes nothing
+        return {}
+    made = {out: n.op_type for n in after.graph.node if is_hardware(n) for out in n.output}
+    remaining = {out for n in after.graph.node for out in n.output}
+    converted: dict[str, set[str]] = {}
+    for node in before.graph.node:
+        if is_hardware(node):
+            continue
+        hits = {made[out] for out in node.output if out in made}
+        if not hits and not set(node.output) & remaining:  # absorbed into a new layer
+            hits = set(made.values())
+        for out in node.output if hits else ():
+            converted[out] = hits
+    return converted
+
+
+def explain_blocking(before, model, nodes, cfg) -> list[str]:
+    """One line per blocking node: which kernel and transform would convert it."""
+    found = takers(before, cfg)
+    return [f"{node.name} ({node.op_type}): {advice(node, found)}" for node in nodes]
+
+
+def advice(node, found: dict[str, list[Taker]]) -> str:
+    """What would convert ``node`` (selected or not), or that nothing installed would."""
+    options = list(dict.fromkeys(t for out in node.output for t in found.get(out, ())))
+    if not options:
+        hint = NO_KERNEL_HINTS.get(node.op_type, "")
+        text = f"no installed plugin implements {node.op_type}"
+        return f"{text} ({hint})" if hint else text
+    unselected = [t for t in options if not t.selected]
+    if unselected:
+        names = ", ".join(f"{t.kernel} (by {t.transform})" for t in unselected)
+        return f"add kernel {names} to the blueprint's kernels, or use kernels: auto"
+    names = ", ".join(f"{t.kernel} (by {t.transform})" for t in options)
+    return (
+        f"{names} converts it on its own, but not after the transforms before it changed the "
+        "graph; try excluding the kernel that took its neighbours"
+    )
