@@ -88,14 +88,42 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
 
 def _step_crashed(run: BuildRun, model, index: int, exc: Exception) -> None:
     traceback.print_exc(file=run.build_log)
+    reason = f"the step {exc}" if isinstance(exc, PluginExit) else f"{type(exc).__name__}: {exc}"
+    transform, node = failing_transform(exc)
+    if transform:
+        reason = f"transform {transform} failed" + (f" on node {node}" if node else "")
+        reason += f": {type(exc).__name__}: {exc}"
     fail(
         run,
         model,
         index,
-        f"the step {exc}" if isinstance(exc, PluginExit) else f"{type(exc).__name__}: {exc}",
+        reason,
         f"see {run.path('build.log')} for FINN's output and the traceback; check the "
-        "blueprint's kernels and options for this step",
+        "blueprint's kernels and options for this step"
+        + (f" ({transform} does not handle the node as it is here)" if transform else ""),
     )
+
+
+NODE_VARIABLES = ("node", "n", "consumer", "producer")
+
+
+def failing_transform(exc: BaseException) -> tuple[str, str]:
+    """The innermost graph transformation in ``exc``'s traceback and the node it was
+    handling (read from its local variables), so a crash names both; ("", "") if none."""
+    found = ("", "")
+    frame_tb = exc.__traceback__
+    while frame_tb is not None:
+        scope = frame_tb.tb_frame.f_locals
+        owner = scope.get("self")
+        if owner is not None and any(
+            c.__name__ == "Transformation" for c in type(owner).__mro__[1:]
+        ):
+            node = next(
+                (scope[k] for k in NODE_VARIABLES if hasattr(scope.get(k), "op_type")), None
+            )
+            found = (type(owner).__name__, f"{node.name} ({node.op_type})" if node else "")
+        frame_tb = frame_tb.tb_next
+    return found
 
 
 def _save_model(run: BuildRun, model, index: int, name: str, had_parent: bool) -> str:

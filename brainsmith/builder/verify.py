@@ -7,7 +7,8 @@ either side, so clipping is exercised. After the dataflow partition the model is
 its parent graph with the ``StreamingDataflowPartition`` pointing at it; ``*_hls`` layers
 run as their generic kernel in Python and ``*_rtl`` layers in their Python fallback
 (``exec_mode="cppsim"``), as no C++ or RTL simulator is needed that way. Samples run one
-at a time because exported models have batch size 1.
+at a time because exported models have batch size 1. Tensors are compared (and inputs fed)
+in each model's own shape when only the rank differs (a 1D network made 2D).
 """
 
 from __future__ import annotations
@@ -116,10 +117,16 @@ def run(model, samples: list[Sample]) -> list[list[np.ndarray]]:
     from finn.core.onnx_exec import execute_onnx
 
     names = [i.name for i in graph_inputs(model)]
+    shapes = [_shape(model, name) for name in names]
     outputs = [o.name for o in model.graph.output]
     results = []
     for sample in samples:
-        context = execute_onnx(model, dict(zip(names, sample, strict=True)))
+        # A step may change a tensor's rank (a 1D convolution made 2D): same data, new shape.
+        arrays = [
+            a.reshape(shape) if a.size == int(np.prod(shape)) else a
+            for a, shape in zip(sample, shapes, strict=True)
+        ]
+        context = execute_onnx(model, dict(zip(names, arrays, strict=True)))
         results.append([np.asarray(context[o]) for o in outputs])
     return results
 

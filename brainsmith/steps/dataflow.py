@@ -46,13 +46,16 @@ def qonnx_to_finn(model, cfg):
 
 @step(name="streamline", description="Blueprint pre_hw transforms, then FINN streamlining")
 def streamline(model, cfg):
-    """Apply the blueprint's ``pre_hw`` transforms, then FINN's streamlining (lowering
-    convolutions to matrix products), then move scales past residual forks and joins."""
+    """Apply the blueprint's ``pre_hw`` transforms, make 1D networks 2D, move scales past
+    depthwise convolutions,
+    then FINN's streamlining (lowering convolutions to matrix products), then move scales
+    past residual forks and joins."""
     from finn.builder.build_dataflow_steps import step_streamline
 
-    from brainsmith.steps.finn_recipe import streamline_residuals
+    from brainsmith.steps.finn_recipe import lift_1d, streamline_depthwise, streamline_residuals
 
     model = apply_transforms(model, context_of(cfg).plan.pre_hw, "pre_hw")
+    model = streamline_depthwise(lift_1d(model))
     return streamline_residuals(step_streamline(model, cfg))
 
 
@@ -267,10 +270,27 @@ def folding(model, cfg):
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
     model = step_target_fps_parallelization(model, cfg)
     model = step_apply_folding_config(model, cfg)
+    model = legal_folding(model)
     model = step_minimize_bit_width(model, cfg)
     model = step_transpose_decomposition(model, cfg)  # Shuffle -> Inner/OuterShuffle layers
     model = apply_transforms(model, plan.post_hw, "post_hw")
     _check_backends(model, plan, decomposed_later=False)
+    return model
+
+
+def legal_folding(model):
+    """Raise SIMD where FINN's code generation would refuse the folding: an HLS matrix
+    layer needs SIMD >= MW / 1024 (its input buffer), which a build without target_fps (or
+    a hand-written folding config) can miss on wide layers. SIMD becomes the smallest
+    divisor of MW that satisfies it."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    for node in model.get_nodes_by_op_type("MVAU_hls"):
+        layer = getCustomOp(node)
+        width, simd = layer.get_nodeattr("MW"), layer.get_nodeattr("SIMD")
+        if simd * 1024 < width:
+            wanted = -(-width // 1024)
+            layer.set_nodeattr("SIMD", next(d for d in range(wanted, width + 1) if width % d == 0))
     return model
 
 

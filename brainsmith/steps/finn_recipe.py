@@ -39,6 +39,89 @@ def has_branches(model) -> bool:
     return False
 
 
+def has_1d_windows(model) -> bool:
+    """True when a convolution or pooling slides over one spatial axis (N, C, L tensors)."""
+    for node in model.graph.node:
+        if node.op_type in ("Conv", "MaxPool", "AveragePool"):
+            kernel = next((a.ints for a in node.attribute if a.name == "kernel_shape"), None)
+            if kernel is not None and len(kernel) == 1:
+                return True
+    return False
+
+
+def lift_1d(model):
+    """Make a 1D network 2D ([N, C, L] -> [N, C, L, 1], QONNX's Change3DTo4DTensors), as
+    FINN's sliding-window layers are 2D; verification compares in each model's own shape."""
+    from qonnx.transformation.change_3d_tensors_to_4d import Change3DTo4DTensors
+
+    from brainsmith.builder.errors import StepError
+
+    if not has_1d_windows(model):
+        return model
+    lifted = model.transform(Change3DTo4DTensors())
+    _complete_2d_windows(lifted)
+    if has_1d_windows(lifted):
+        from qonnx.transformation.change_3d_tensors_to_4d import _find_invalid_nodes
+
+        unsupported = ", ".join(sorted(set(_find_invalid_nodes(model))))
+        raise StepError(
+            f"this 1D network cannot be made 2D for FINN's sliding-window layers: QONNX's "
+            f"Change3DTo4DTensors does not handle {unsupported}",
+            "remove or replace those operations in the network, or export it as a 2D network "
+            "(Conv2d with a kernel of height 1)",
+            model,
+        )
+    return lifted
+
+
+def _complete_2d_windows(model) -> None:
+    """Give the lifted windows 2D ``dilations``/``strides``/``pads`` (Change3DTo4DTensors
+    extends only ``kernel_shape``; onnxruntime and FINN's lowering need all of them)."""
+    from onnx import helper
+
+    for node in model.graph.node:
+        attrs = {a.name: a for a in node.attribute}
+        kernel = attrs.get("kernel_shape")
+        if node.op_type not in ("Conv", "MaxPool", "AveragePool") or kernel is None:
+            continue
+        rank = len(kernel.ints)
+        for name, fill in (("dilations", 1), ("strides", 1)):
+            if name in attrs and len(attrs[name].ints) < rank:
+                attrs[name].ints.extend([fill] * (rank - len(attrs[name].ints)))
+        pads = attrs.get("pads")
+        if pads is not None and len(pads.ints) == 2 and rank == 2:
+            begin, end = pads.ints
+            node.attribute.remove(pads)
+            node.attribute.append(helper.make_attribute("pads", [begin, 0, end, 0]))
+
+
+def has_depthwise_convs(model) -> bool:
+    """True when a Conv has one group per input channel (a depthwise convolution)."""
+    for node in model.get_nodes_by_op_type("Conv"):
+        groups = next((a.i for a in node.attribute if a.name == "group"), 1)
+        shape = model.get_tensor_shape(node.input[0])
+        if groups > 1 and shape is not None and groups == shape[1]:
+            return True
+    return False
+
+
+def streamline_depthwise(model):
+    """Move the channelwise scales in front of depthwise convolutions past them, into the
+    next thresholds (FINN's MobileNet recipe), so every depthwise convolution sees
+    integers; before FINN's streamlining lowers the convolutions."""
+    from finn.transformation.streamline import Streamline
+    from finn.transformation.streamline.absorb import AbsorbMulIntoMultiThreshold
+    from finn.transformation.streamline.reorder import MoveMulPastDWConv
+    from qonnx.transformation.infer_datatypes import InferDataTypes
+
+    if not has_depthwise_convs(model):
+        return model
+    model = model.transform(Streamline())
+    for transform in (MoveMulPastDWConv(), AbsorbMulIntoMultiThreshold(), InferDataTypes()):
+        model = model.transform(transform)
+    return model
+
+
 def streamline_residuals(model):
     """Move scales and biases past forks and joins until the graph stops changing."""
     from finn.transformation.streamline import Streamline
