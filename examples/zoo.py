@@ -1,0 +1,575 @@
+"""The network zoo: Brevitas exports of networks users typically bring to a dataflow build.
+
+    python -m examples.zoo [FOLDER] [NAME ...]       (needs brevitas: make models)
+
+Exports the named networks (default: every small one) to ``FOLDER`` (default
+examples/models/zoo/) with ``examples.brevitas_models.export``: random weights (fixed seed),
+calibrated batch norms and activation scales, ``NAME.onnx`` beside ``NAME_input.npy`` and
+``NAME_expected.npy`` (the torch model's outputs). Each export is then run with QONNX's
+executor and its largest deviation from torch is printed.
+
+Every network is a function of its sizes and bit widths, so tests can export fresh variants
+(``export_network(name, folder, make=lambda: kws_conv1d(weight_bits=2))``); ``ZOO`` maps each
+entry to its zero-argument factory, a description and whether it is small enough to ship.
+At 1 bit, weights are binary and activations bipolar (Brevitas exports any 1-bit quantizer as
+BipolarQuant, so a 1-bit ReLU would not match its export).
+
+- ``cnv_w1a1``/``cnv_w2a2``: FINN's CNV for CIFAR-10 as brevitas_examples/bnn_pynq builds it
+  (constant-scale quantizers, bipolar at 1 bit; without its final scalar TensorNorm).
+- ``tfc_w1a1``: FINN's TFC for MNIST (bnn_pynq FC with three hidden layers of 64).
+- ``mobilenet_block``: MobileNet-v1 stem and two depthwise-separable blocks as brevitas's
+  quant_mobilenet_v1 4b (8-bit stem weights, per-channel scales, TruncAvgPool2d with floor).
+- ``kws_conv1d``: keyword spotting on 10 MFCCs x 49 frames with Conv1d and MaxPool1d.
+- ``resnet8``: ResNet stem and two basic blocks as bnn_pynq's ResNet-18 (shared add
+  quantizers, a 1x1 stride-2 shortcut, TruncAvgPool2d).
+- ``residual_identity``: a residual block adding its quantized input straight back.
+- ``encoder_mlp``: a transformer encoder's MLP half (LayerNorm, two linear layers).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from examples.brevitas_models import MODELS, SEED, _torch, export
+
+if TYPE_CHECKING:
+    from torch import nn
+
+ZOO_DIR = MODELS / "zoo"
+Network = tuple["nn.Module", tuple[int, ...]]
+
+
+@cache
+def bnn_quantizers() -> tuple[type, type]:
+    """(weight, activation) quantizers of brevitas_examples/bnn_pynq/models/common.py:
+    constant scale 1, binary (bipolar) at 1 bit, narrow-range signed integers above."""
+    from brevitas.core.bit_width import BitWidthImplType
+    from brevitas.core.quant import QuantType
+    from brevitas.core.restrict_val import FloatToIntImplType, RestrictValueType
+    from brevitas.core.scaling import ScalingImplType
+    from brevitas.core.zero_point import ZeroZeroPoint
+    from brevitas.inject import ExtendedInjector, value
+    from brevitas.quant.solver import ActQuantSolver, WeightQuantSolver
+
+    class CommonQuant(ExtendedInjector):
+        bit_width_impl_type = BitWidthImplType.CONST
+        scaling_impl_type = ScalingImplType.CONST
+        restrict_scaling_type = RestrictValueType.FP
+        zero_point_impl = ZeroZeroPoint
+        float_to_int_impl_type = FloatToIntImplType.ROUND
+        scaling_per_output_channel = False
+        narrow_range = True
+        signed = True
+
+        @value
+        def quant_type(bit_width):
+            return QuantType.BINARY if bit_width == 1 else QuantType.INT
+
+    class CommonWeightQuant(CommonQuant, WeightQuantSolver):
+        scaling_const = 1.0
+
+    class CommonActQuant(CommonQuant, ActQuantSolver):
+        min_val = -1.0
+        max_val = 1.0
+
+    return CommonWeightQuant, CommonActQuant
+
+
+def _bnn_weights(net: nn.Module) -> None:
+    """bnn_pynq's initialisation: uniform weights in [-1, 1] (its weight scale is 1)."""
+    torch = _torch()
+    import brevitas.nn as qnn
+
+    for module in net.modules():
+        if isinstance(module, qnn.QuantConv2d | qnn.QuantLinear):
+            torch.nn.init.uniform_(module.weight.data, -1, 1)
+
+
+def cnv(
+    weight_bits: int = 1,
+    act_bits: int = 1,
+    channels: tuple[int, ...] = (64, 64, 128, 128, 256, 256),
+    pool_after: tuple[int, ...] = (1, 3),
+    fc: tuple[int, ...] = (512, 512),
+    padding: int = 0,
+    image: int = 32,
+    in_bits: int = 8,
+    classes: int = 10,
+) -> Network:
+    """FINN's CNV: 3x3 convolutions (2x2 max pooling after those in ``pool_after``) and
+    fully connected layers, each with batch norm and a bnn_pynq activation, then a classifier."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from brevitas.core.restrict_val import RestrictValueType
+    from torch import nn
+
+    weight_quant, act_quant = bnn_quantizers()
+    fixed_point = {  # a Q1.(in_bits - 1) input, as bnn_pynq's CNV (bipolar at 1 bit)
+        "min_val": -1.0,
+        "max_val": 1.0 - 2.0 ** (1 - in_bits),
+        "narrow_range": False,
+        "restrict_scaling_type": RestrictValueType.POWER_OF_TWO,
+    }
+    layers: list[nn.Module] = [
+        qnn.QuantIdentity(
+            act_quant=act_quant, bit_width=in_bits, **(fixed_point if in_bits > 1 else {})
+        )
+    ]
+    size, features = image, 3
+    for index, out in enumerate(channels):
+        layers += [
+            qnn.QuantConv2d(
+                features,
+                out,
+                3,
+                padding=padding,
+                bias=False,
+                weight_quant=weight_quant,
+                weight_bit_width=weight_bits,
+            ),
+            nn.BatchNorm2d(out, eps=1e-4),
+            qnn.QuantIdentity(act_quant=act_quant, bit_width=act_bits),
+        ]
+        size, features = size + 2 * padding - 2, out
+        if index in pool_after:
+            layers.append(nn.MaxPool2d(2))
+            size //= 2
+    layers.append(nn.Flatten())
+    features *= size * size
+    for out in fc:
+        layers += [
+            qnn.QuantLinear(
+                features, out, bias=False, weight_quant=weight_quant, weight_bit_width=weight_bits
+            ),
+            nn.BatchNorm1d(out, eps=1e-4),
+            qnn.QuantIdentity(act_quant=act_quant, bit_width=act_bits),
+        ]
+        features = out
+    layers.append(
+        qnn.QuantLinear(
+            features, classes, bias=False, weight_quant=weight_quant, weight_bit_width=weight_bits
+        )
+    )
+    net = torch.nn.Sequential(*layers)
+    _bnn_weights(net)
+    return net, (1, 3, image, image)
+
+
+def tfc(
+    weight_bits: int = 1,
+    act_bits: int = 1,
+    in_bits: int = 1,
+    hidden: tuple[int, ...] = (64, 64, 64),
+    image: int = 28,
+    classes: int = 10,
+) -> Network:
+    """FINN's TFC (bnn_pynq FC): the flattened 1 x image x image input, linear layers each with
+    batch norm and a bnn_pynq activation, then a classifier."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    weight_quant, act_quant = bnn_quantizers()
+    layers: list[nn.Module] = [
+        nn.Flatten(),
+        qnn.QuantIdentity(act_quant=act_quant, bit_width=in_bits),
+    ]
+    features = image * image
+    for out in hidden:
+        layers += [
+            qnn.QuantLinear(
+                features, out, bias=False, weight_quant=weight_quant, weight_bit_width=weight_bits
+            ),
+            nn.BatchNorm1d(out),
+            qnn.QuantIdentity(act_quant=act_quant, bit_width=act_bits),
+        ]
+        features = out
+    layers.append(
+        qnn.QuantLinear(
+            features, classes, bias=False, weight_quant=weight_quant, weight_bit_width=weight_bits
+        )
+    )
+    net = torch.nn.Sequential(*layers)
+    _bnn_weights(net)
+    return net, (1, 1, image, image)
+
+
+def _weights(bits: int, per_channel: bool = False) -> dict[str, object]:
+    """Weight quantizer arguments: Brevitas's 8-bit float-scaled defaults at ``bits`` (binary
+    with a constant scale at 1 bit, where a narrow signed integer would have no levels)."""
+    from brevitas.quant import (
+        Int8WeightPerChannelFloat,
+        Int8WeightPerTensorFloat,
+        SignedBinaryWeightPerTensorConst,
+    )
+
+    if bits == 1:
+        return {"weight_quant": SignedBinaryWeightPerTensorConst}
+    quant = Int8WeightPerChannelFloat if per_channel else Int8WeightPerTensorFloat
+    return {"weight_quant": quant, "weight_bit_width": bits}
+
+
+def _act(bits: int, signed: bool = False, quant_tensor: bool = True, **kwargs: object) -> nn.Module:
+    """A quantized ReLU (``signed``: identity) with Brevitas's 8-bit float-scaled defaults at
+    ``bits``; bipolar at 1 bit, since Brevitas exports every 1-bit quantizer as BipolarQuant."""
+    import brevitas.nn as qnn
+    from brevitas.quant import SignedBinaryActPerTensorConst
+
+    if bits == 1:
+        binary = SignedBinaryActPerTensorConst
+        return qnn.QuantIdentity(act_quant=binary, return_quant_tensor=quant_tensor)
+    layer = qnn.QuantIdentity if signed else qnn.QuantReLU
+    return layer(bit_width=bits, return_quant_tensor=quant_tensor, **kwargs)
+
+
+def _conv(
+    cin: int,
+    cout: int,
+    kernel: int,
+    weight_bits: int,
+    stride: int = 1,
+    groups: int = 1,
+    per_channel: bool = False,
+) -> nn.Module:
+    """A quantized convolution without bias, padded to keep the size at stride 1."""
+    import brevitas.nn as qnn
+
+    return qnn.QuantConv2d(
+        cin,
+        cout,
+        kernel,
+        stride=stride,
+        padding=kernel // 2,
+        groups=groups,
+        bias=False,
+        **_weights(weight_bits, per_channel),
+    )
+
+
+def mobilenet_block(
+    channels: tuple[int, ...] = (16, 32, 32),
+    strides: tuple[int, ...] = (1, 2),
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    stem_weight_bits: int = 8,
+    round_pool: bool = False,
+    image: int = 16,
+    classes: int = 10,
+) -> Network:
+    """MobileNet-v1's start as brevitas's quant_mobilenet_v1 (4b) builds it: a 3x3 stride-2
+    stem to ``channels[0]`` (``stem_weight_bits``), depthwise-separable blocks (3x3 depthwise
+    with ``strides``, then 1x1 to the next of ``channels``), each convolution with per-channel
+    weights, batch norm and ReLU (per-channel scales after the stem and every pointwise but
+    the last), TruncAvgPool2d global pooling (floor unless ``round_pool``) and a classifier
+    with a 32-bit bias."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from brevitas.quant import Int32Bias
+    from torch import nn
+
+    def unit(
+        cin: int,
+        cout: int,
+        kernel: int,
+        stride: int = 1,
+        groups: int = 1,
+        bits: int = weight_bits,
+        channel_scales: bool = False,
+    ) -> list[nn.Module]:
+        conv = _conv(cin, cout, kernel, bits, stride, groups, per_channel=True)
+        scales: dict[str, Any] = {}
+        if channel_scales:  # one activation scale per channel
+            scales = {
+                "scaling_per_output_channel": True,
+                "per_channel_broadcastable_shape": (1, cout, 1, 1),
+                "scaling_stats_permute_dims": (1, 0, 2, 3),
+            }
+        return [conv, nn.BatchNorm2d(cout), _act(act_bits, **scales)]
+
+    layers = [
+        _act(8, signed=True),
+        *unit(3, channels[0], 3, 2, bits=stem_weight_bits, channel_scales=True),
+    ]
+    size = (image - 1) // 2 + 1
+    for index, (cin, cout, stride) in enumerate(
+        zip(channels[:-1], channels[1:], strides, strict=True)
+    ):
+        last = index == len(strides) - 1
+        layers += [
+            *unit(cin, cin, 3, stride, groups=cin),
+            *unit(cin, cout, 1, channel_scales=not last),
+        ]
+        size = (size - 1) // stride + 1
+    rounding = "ROUND" if round_pool else "FLOOR"
+    layers += [
+        qnn.TruncAvgPool2d(
+            kernel_size=size, stride=1, bit_width=act_bits, float_to_int_impl_type=rounding
+        ),
+        nn.Flatten(),
+        qnn.QuantLinear(
+            channels[-1],
+            classes,
+            bias=True,
+            bias_quant=Int32Bias,
+            **_weights(weight_bits),
+        ),
+    ]
+    return torch.nn.Sequential(*layers), (1, 3, image, image)
+
+
+def kws_conv1d(
+    channels: tuple[int, ...] = (16, 16),
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    kernel: int = 3,
+    padding: int = 0,
+    coefficients: int = 10,
+    frames: int = 49,
+    classes: int = 12,
+) -> Network:
+    """Keyword spotting on ``coefficients`` MFCCs x ``frames``: [Conv1d -> batch norm -> ReLU ->
+    MaxPool1d(2)] per entry of ``channels``, then a classifier."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    layers: list[nn.Module] = [_act(8, signed=True)]
+    length, features = frames, coefficients
+    for out in channels:
+        layers += [
+            qnn.QuantConv1d(
+                features, out, kernel, padding=padding, bias=False, **_weights(weight_bits)
+            ),
+            nn.BatchNorm1d(out),
+            _act(act_bits),
+            nn.MaxPool1d(2),
+        ]
+        length, features = (length + 2 * padding - kernel + 1) // 2, out
+    layers += [
+        nn.Flatten(),
+        qnn.QuantLinear(features * length, classes, bias=False, **_weights(weight_bits)),
+    ]
+    return torch.nn.Sequential(*layers), (1, coefficients, frames)
+
+
+def resnet8(
+    channels: tuple[int, ...] = (16, 32),
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    image: int = 16,
+    classes: int = 10,
+) -> Network:
+    """A stem and one basic block per entry of ``channels`` (stride 2 from the second on, with
+    a 1x1 convolution shortcut where the shape changes), laid out as bnn_pynq's ResNet-18: the
+    body's last quantizer is the one that quantized the skip operand (or the shortcut's), and
+    TruncAvgPool2d (8-bit floor) pools globally before a classifier with a 32-bit bias."""
+    _torch()  # before torch loads (the inductor cache)
+    import brevitas.nn as qnn
+    from brevitas.quant import Int32Bias, TruncTo8bit
+    from torch import nn
+
+    def conv(cin: int, cout: int, kernel: int, stride: int = 1) -> nn.Module:
+        return _conv(cin, cout, kernel, weight_bits, stride, per_channel=True)
+
+    def relu() -> nn.Module:
+        return _act(act_bits)
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int, shared: nn.Module) -> None:
+            super().__init__()
+            self.body = nn.Sequential(
+                conv(cin, cout, 3, stride),
+                nn.BatchNorm2d(cout),
+                relu(),
+                conv(cout, cout, 3),
+                nn.BatchNorm2d(cout),
+            )
+            self.shortcut: nn.Module = nn.Identity()
+            if stride != 1 or cin != cout:
+                self.shortcut = nn.Sequential(
+                    conv(cin, cout, 1, stride), nn.BatchNorm2d(cout), relu()
+                )
+                shared = self.shortcut[-1]
+            self.shared = shared  # both operands of the add on one scale
+            self.relu_out = relu()
+
+        def forward(self, x):
+            return self.relu_out(self.shared(self.body(x)) + self.shortcut(x))
+
+    class ResNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant_in = _act(8, signed=True)
+            self.stem = nn.Sequential(conv(3, channels[0], 3), nn.BatchNorm2d(channels[0]))
+            self.relu = relu()
+            blocks, shared, cin, size = [], self.relu, channels[0], image
+            for index, cout in enumerate(channels):
+                blocks.append(BasicBlock(cin, cout, 2 if index else 1, shared))
+                shared, cin = blocks[-1].relu_out, cout
+                size = (size - 1) // 2 + 1 if index else size
+            self.blocks = nn.Sequential(*blocks)
+            self.pool = qnn.TruncAvgPool2d(
+                kernel_size=size, trunc_quant=TruncTo8bit, float_to_int_impl_type="FLOOR"
+            )
+            self.flatten = nn.Flatten()
+            self.head = qnn.QuantLinear(
+                cin,
+                classes,
+                bias=True,
+                bias_quant=Int32Bias,
+                **_weights(weight_bits),
+            )
+
+        def forward(self, x):
+            x = self.blocks(self.relu(self.stem(self.quant_in(x))))
+            return self.head(self.flatten(self.pool(x)))
+
+    return ResNet(), (1, 3, image, image)
+
+
+def residual_identity(
+    channels: int = 8,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    image: int = 8,
+    classes: int = 10,
+) -> Network:
+    """A residual block adding its quantized input straight back: ``q = shared(x)``,
+    ``relu(shared(body(q)) + q)`` with one quantizer for both operands, global average
+    pooling and a classifier."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    class ResidualIdentity(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shared = _act(act_bits, signed=True)
+            self.body = nn.Sequential(
+                _conv(channels, channels, 3, weight_bits),
+                nn.BatchNorm2d(channels),
+                _act(act_bits),
+                _conv(channels, channels, 3, weight_bits),
+                nn.BatchNorm2d(channels),
+            )
+            self.relu = _act(act_bits)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.head = qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits))
+
+        def forward(self, x):
+            skip = self.shared(x)
+            y = self.pool(self.relu(self.shared(self.body(skip)) + skip))
+            return self.head(torch.flatten(y, 1))
+
+    return ResidualIdentity(), (1, channels, image, image)
+
+
+def encoder_mlp(
+    dim: int = 32,
+    hidden: int = 64,
+    sequence: int = 16,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    in_bits: int = 8,
+) -> Network:
+    """A transformer encoder's MLP half on a ``sequence`` x ``dim`` input: LayerNorm between
+    two ``in_bits`` quantizers, then linear layers dim -> hidden (ReLU) -> dim with biases."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    net = torch.nn.Sequential(
+        _act(in_bits, signed=True, quant_tensor=False),
+        nn.LayerNorm(dim),
+        _act(in_bits, signed=True),
+        qnn.QuantLinear(dim, hidden, bias=True, **_weights(weight_bits)),
+        _act(act_bits),
+        qnn.QuantLinear(hidden, dim, bias=True, **_weights(weight_bits)),
+    )
+    return net, (1, sequence, dim)
+
+
+Factory = Callable[[], Network]
+
+# name -> (factory, description, small enough to ship in examples/models/zoo/)
+ZOO: dict[str, tuple[Factory, str, bool]] = {
+    "cnv_w1a1": (lambda: cnv(1, 1), "FINN's CNV (CIFAR-10), 1-bit weights and activations", False),
+    "cnv_w2a2": (lambda: cnv(2, 2), "FINN's CNV (CIFAR-10), 2-bit weights and activations", False),
+    "tfc_w1a1": (tfc, "FINN's TFC (MNIST), 3 x 64 neurons, 1-bit weights and activations", True),
+    "mobilenet_block": (
+        mobilenet_block,
+        "MobileNet-v1 stem + 2 depthwise-separable blocks, 4-bit",
+        True,
+    ),
+    "kws_conv1d": (kws_conv1d, "keyword spotting, 2 x Conv1d + MaxPool1d, 4-bit", True),
+    "resnet8": (resnet8, "ResNet stem + 2 basic blocks (1x1 stride-2 shortcut), 4-bit", True),
+    "residual_identity": (residual_identity, "residual block adding its quantized input", True),
+    "encoder_mlp": (encoder_mlp, "transformer MLP: LayerNorm, 32-64-32 linear, 4-bit", True),
+}
+
+
+def _init_norms(network: Network) -> Network:
+    """What ``calibrate`` does for BatchNorm2d, for every batch and layer norm: random affine
+    parameters (and cumulative batch statistics)."""
+    torch = _torch()
+    from torch import nn
+
+    for module in network[0].modules():
+        if isinstance(module, nn.BatchNorm1d | nn.BatchNorm2d | nn.LayerNorm):
+            if isinstance(module, nn.BatchNorm1d | nn.BatchNorm2d):
+                module.momentum = None
+            if module.weight is not None:
+                torch.nn.init.uniform_(module.weight, 0.5, 1.5)
+                torch.nn.init.uniform_(module.bias, -0.2, 0.2)
+    return network
+
+
+def export_network(
+    name: str, folder: Path = ZOO_DIR, seed: int = SEED, make: Factory | None = None
+) -> Path:
+    """Export zoo entry ``name`` (or ``make``'s network under that name) with its vectors."""
+    factory = make or ZOO[name][0]
+    return export(name, folder, seed, make=lambda: _init_norms(factory()))
+
+
+def verify(path: Path) -> float:
+    """Largest deviation of QONNX's execution of ``path`` from the torch outputs saved beside
+    it, relative to the largest torch output (inputs run one at a time)."""
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.core.onnx_exec import execute_onnx
+    from qonnx.util.cleanup import cleanup_model
+
+    model = cleanup_model(ModelWrapper(str(path)))
+    inputs = np.load(path.with_name(f"{path.stem}_input.npy"))
+    expected = np.load(path.with_name(f"{path.stem}_expected.npy"))
+    source, sink = model.graph.input[0].name, model.graph.output[0].name
+    outputs = np.stack([execute_onnx(model, {source: x[None]})[sink][0] for x in inputs])
+    scale = float(np.abs(expected).max()) or 1.0  # absolute when torch's outputs are all 0
+    return float(np.abs(outputs - expected).max()) / scale
+
+
+def main(argv: list[str]) -> list[Path]:
+    """Export (and verify) the named networks, or every small one, to an optional folder."""
+    folder = ZOO_DIR
+    if argv and argv[0] not in ZOO:
+        folder, argv = Path(argv[0]), argv[1:]
+    paths = []
+    for name in argv or [name for name, (_, _, small) in ZOO.items() if small]:
+        began = time.perf_counter()
+        paths.append(export_network(name, folder))
+        seconds = time.perf_counter() - began
+        size = paths[-1].stat().st_size
+        error = verify(paths[-1])
+        print(f"{paths[-1]} ({size:,} bytes, {seconds:.1f} s): max error {error:.1e} vs torch")
+    return paths
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
