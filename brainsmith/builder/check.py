@@ -15,7 +15,8 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
-from brainsmith.builder.errors import BuildError
+from brainsmith.builder.errors import BuildError, StepError
+from brainsmith.builder.flow import failing_transform
 
 FRONT_END = "hardware_inference"  # check runs the steps before this one
 HOST_REASONS = {
@@ -105,8 +106,16 @@ def _run(result: CheckResult, plan, checked, scratch: str) -> None:
         for step in steps[: names.index(FRONT_END)]:
             try:
                 model = step.fn(model, cfg) if step.fn is not None else model
-            except Exception as exc:  # reported; the nodes so far are still shown
-                result.error = f"step {step.name} failed: {type(exc).__name__}: {exc}"
+            except StepError as exc:  # reported; the nodes so far are still shown
+                result.error = f"step {step.name} failed: {exc.reason}; try: {exc.hint}"
+                result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
+                return
+            except Exception as exc:
+                transform, node = failing_transform(exc)
+                where = (
+                    f" in {transform}" + (f" on node {node}" if node else "") if transform else ""
+                )
+                result.error = f"step {step.name} failed{where}: {type(exc).__name__}: {exc}"
                 result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
                 return
         result.nodes = verdicts(model, cfg)

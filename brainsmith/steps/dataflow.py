@@ -38,24 +38,34 @@ def cleanup(model, cfg):
 
 @step(name="qonnx_to_finn", description="Convert QONNX quantizers to FINN-ONNX and tidy up")
 def qonnx_to_finn(model, cfg):
-    """Convert Quant/BipolarQuant/Trunc nodes to FINN-ONNX (MultiThreshold), then tidy up."""
+    """Convert Quant/BipolarQuant/Trunc nodes to FINN-ONNX (MultiThreshold), then tidy up;
+    average pools keep the truncation Brevitas exported (``fix_average_pools``)."""
     from finn.builder.build_dataflow_steps import step_qonnx_to_finn, step_tidy_up
 
-    return step_tidy_up(step_qonnx_to_finn(model, cfg), cfg)
+    from brainsmith.steps.finn_recipe import average_pool_widths, fix_average_pools
+
+    widths = average_pool_widths(model)
+    return step_tidy_up(fix_average_pools(step_qonnx_to_finn(model, cfg), widths), cfg)
 
 
 @step(name="streamline", description="Blueprint pre_hw transforms, then FINN streamlining")
 def streamline(model, cfg):
     """Apply the blueprint's ``pre_hw`` transforms, make 1D networks 2D, move scales past
-    depthwise convolutions,
+    depthwise convolutions (refusing zero-padded binarized ones, which FINN computes wrongly),
     then FINN's streamlining (lowering convolutions to matrix products), then move scales
     past residual forks and joins."""
     from finn.builder.build_dataflow_steps import step_streamline
 
-    from brainsmith.steps.finn_recipe import lift_1d, streamline_depthwise, streamline_residuals
+    from brainsmith.steps.finn_recipe import (
+        lift_1d,
+        refuse_padded_bipolar,
+        streamline_depthwise,
+        streamline_residuals,
+    )
 
     model = apply_transforms(model, context_of(cfg).plan.pre_hw, "pre_hw")
     model = streamline_depthwise(lift_1d(model))
+    refuse_padded_bipolar(model)
     return streamline_residuals(step_streamline(model, cfg))
 
 

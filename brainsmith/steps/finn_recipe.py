@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 # Run after the layout fix-ups (they convert what the fix-ups leave, as in FINN).
 LAYOUT_TRANSFORMS = ("InferReshape", "InferSqueeze", "InferUnsqueeze", "InferShuffle")
 # Leave a scalar Mul behind that streamlining has to move into the next layer.
@@ -37,6 +39,42 @@ def has_branches(model) -> bool:
                 return True
             seen.add(name)
     return False
+
+
+def average_pool_widths(model) -> dict[str, tuple[int, int]]:
+    """Output tensor of each AveragePool -> Trunc pair -> (Trunc input bits, window size)."""
+    widths = {}
+    for pool in model.get_nodes_by_op_type("AveragePool"):
+        trunc = model.find_consumer(pool.output[0])
+        if trunc is None or trunc.op_type != "Trunc" or len(trunc.input) < 4:
+            continue
+        bits = model.get_initializer(trunc.input[3])
+        kernel = next((list(a.ints) for a in pool.attribute if a.name == "kernel_shape"), [])
+        if bits is not None and bits.size == 1 and kernel:
+            widths[trunc.output[0]] = (int(bits.item()), int(np.prod(kernel)))
+    return widths
+
+
+def fix_average_pools(model, widths: dict[str, tuple[int, int]]):
+    """Give each QuantAvgPool2d the input width that reproduces Brevitas's truncation.
+
+    FINN derives it as floor(log2(2^trunc_bits / window)), which is one bit short when the
+    window is not a power of two (3x3 pooling of 3-bit inputs: 2 bits, so the sum is
+    shifted by 2 instead of 3 and the outputs are up to 2x off). The right width is the
+    one whose largest window sum needs exactly the Trunc's input bits.
+    """
+    from qonnx.custom_op.registry import getCustomOp
+
+    for node in model.get_nodes_by_op_type("QuantAvgPool2d"):
+        scale = model.find_consumer(node.output[0])
+        key = scale.output[0] if scale is not None and scale.op_type == "Mul" else ""
+        if key not in widths:
+            continue
+        trunc_bits, window = widths[key]
+        fitting = [b for b in range(1, 33) if ((2**b - 1) * window).bit_length() == trunc_bits]
+        if fitting:
+            getCustomOp(node).set_nodeattr("ibits", fitting[-1])
+    return model
 
 
 def has_1d_windows(model) -> bool:
@@ -93,6 +131,32 @@ def _complete_2d_windows(model) -> None:
             begin, end = pads.ints
             node.attribute.remove(pads)
             node.attribute.append(helper.make_attribute("pads", [begin, 0, end, 0]))
+
+
+def refuse_padded_bipolar(model) -> None:
+    """Fail, naming the layer, when a zero-padded convolution reads bipolar (+-1)
+    activations: FINN's XNOR/popcount layers encode -1 as bit 0, so they cannot represent
+    the 0 of the padding, and the border would compute wrongly."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.builder.errors import StepError
+
+    for conv in model.get_nodes_by_op_type("Conv"):
+        pads = next((list(a.ints) for a in conv.attribute if a.name == "pads"), [])
+        source = model.find_producer(conv.input[0])
+        while source is not None and source.op_type in ("MaxPool", "Transpose", "Reshape"):
+            source = model.find_producer(source.input[0])
+        if not any(pads) or source is None or source.op_type != "MultiThreshold":
+            continue
+        if getCustomOp(source).get_nodeattr("out_dtype") == "BIPOLAR":
+            raise StepError(
+                f"convolution {conv.name} pads 1-bit (bipolar) activations with zeros, which "
+                "FINN's XNOR/popcount layers cannot represent (their 0 bit means -1, so the "
+                "border would compute wrongly)",
+                "export that convolution without padding (as FINN's CNV does), or quantize "
+                "its input activations to 2 bits or more",
+                model,
+            )
 
 
 def has_depthwise_convs(model) -> bool:
