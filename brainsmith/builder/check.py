@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.flow import failing_transform
 
-FRONT_END = "hardware_inference"  # check runs the steps before this one
+FRONT_END = "hardware_inference"
+HW_DOMAIN = "finn.custom_op.fpgadataflow"  # check runs the steps before this one
 HOST_REASONS = {
     "before": "on the host, before the accelerator (its input side)",
     "after": "on the host, after the accelerator (it reads the accelerator's output)",
@@ -32,7 +33,7 @@ class NodeVerdict:
 
     name: str
     op_type: str
-    placement: str  # hardware | before | after | host | between (blocks the build)
+    placement: str  # hardware | before | after | host; between, fork: blocks the build
     kernel: str = ""
     backend: str = ""
     reason: str = ""
@@ -48,7 +49,7 @@ class CheckResult:
 
     @property
     def blocking(self) -> list[NodeVerdict]:
-        return [n for n in self.nodes if n.placement == "between"]
+        return [n for n in self.nodes if n.placement in ("between", "fork")]
 
     @property
     def ok(self) -> bool:
@@ -124,12 +125,13 @@ def _run(result: CheckResult, plan, checked, scratch: str) -> None:
 def verdicts(before, cfg) -> list[NodeVerdict]:
     """Convert ``before`` with the plan's kernels and judge every node."""
     from brainsmith.builder.context import context_of
-    from brainsmith.steps.advice import advice, placement, takers
+    from brainsmith.steps.advice import advice, fork_hint, fork_problems, placement, takers
     from brainsmith.steps.dataflow import infer_hardware
 
     plan = context_of(cfg).plan
     model = infer_hardware(before, cfg)
     where = placement(model)
+    forks = fork_problems(model)
     backends = predicted_backends(model, cfg)
     found = takers(before, cfg) if "between" in where.values() else {}
     nodes = []
@@ -139,6 +141,9 @@ def verdicts(before, cfg) -> list[NodeVerdict]:
             kernel = plan.kernel_for(node.op_type)
             verdict.kernel = kernel.name if kernel is not None else f"finn:{node.op_type}"
             verdict.backend, verdict.reason = backends.get(node.name, ("", ""))
+            if node.name in forks:
+                verdict.placement = "fork"
+                verdict.reason = f"its {forks[node.name]}: {fork_hint(plan)}"
         elif verdict.placement == "between":
             verdict.reason = advice(node, found)
         else:
@@ -159,24 +164,28 @@ def predicted_backends(model, cfg) -> dict[str, tuple[str, str]]:
 
     plan = context_of(cfg).plan
     trial = ModelWrapper(copy.deepcopy(model.model))
-    hardware = [n for n in trial.graph.node if n.domain == "finn.custom_op.fpgadataflow"]
-    names = [n.name for n in hardware]
     why = {}
-    for node in hardware:
-        style = plan.style_for(node.op_type)
-        if style:
-            getCustomOp(node).set_nodeattr("preferred_impl_style", style)
-        why[node.name] = _reason(node, style, plan)
+    for node in trial.graph.node:
+        if node.domain == HW_DOMAIN:
+            style = plan.style_for(node.op_type)
+            if style:
+                getCustomOp(node).set_nodeattr("preferred_impl_style", style)
+            why[node.name] = _reason(node, style, plan)
     try:
         trial = trial.transform(SpecializeLayers(cfg._resolve_fpga_part()))
     except Exception as exc:  # shown per layer instead of failing the check
-        return {name: ("?", f"cannot specialise: {exc}") for name in names}
-    chosen = [n.op_type for n in trial.graph.node if n.domain.rpartition(".")[2] in ("hls", "rtl")]
-    if len(chosen) != len(names):
-        return {name: ("?", why[name]) for name in names}
-    return {
-        name: (op, why[name] or _default_reason(op)) for name, op in zip(names, chosen, strict=True)
-    }
+        return {name: ("?", f"cannot specialise: {exc}") for name in why}
+    if len(trial.graph.node) != len(model.graph.node):  # not one for one: no prediction
+        return {name: ("?", reason) for name, reason in why.items()}
+    found = {}
+    for node, chosen in zip(model.graph.node, trial.graph.node, strict=True):
+        if node.name not in why:
+            continue
+        if chosen.domain == HW_DOMAIN:  # a kernel a later step decomposes (Shuffle)
+            found[node.name] = ("-", "decomposed into other layers when folded")
+        else:
+            found[node.name] = (chosen.op_type, why[node.name] or _default_reason(chosen.op_type))
+    return found
 
 
 def _default_reason(backend: str) -> str:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -86,7 +87,48 @@ def check_model(model, domains: Set[str] = frozenset()) -> CheckedModel:
     _check_quantized(proto, name)
     checked = CheckedModel(proto, path)
     _fix_batch_axis(checked, name)
+    repaired = complete_window_attributes(proto.graph)
+    if repaired:
+        checked.notes.append(
+            f"{', '.join(repaired)}: dilations/strides/pads had fewer entries than the kernel "
+            "has axes (a 1D layer made 2D); completed with the neutral values"
+        )
     return checked
+
+
+def complete_window_attributes(graph) -> list[str]:
+    """Give convolutions and pools ``dilations``/``strides``/``pads`` for every kernel axis,
+    as ONNX requires; returns the names of the nodes completed.
+
+    QONNX's Change3DTo4DTensors makes 1D layers 2D but extends only ``kernel_shape``;
+    onnxruntime then refuses the model ("dilations has incorrect size") although FINN
+    reads it. The added axis gets dilation 1, stride 1 and no padding.
+    """
+    from onnx import helper
+
+    completed = []
+    for node in graph.node:
+        attrs = {a.name: a for a in node.attribute}
+        kernel = attrs.get("kernel_shape")
+        if node.op_type not in WINDOW_OPS or kernel is None:
+            continue
+        rank, before = len(kernel.ints), node.SerializeToString()
+        for name in ("dilations", "strides"):
+            if name in attrs and len(attrs[name].ints) < rank:
+                attrs[name].ints.extend([1] * (rank - len(attrs[name].ints)))
+        pads = attrs.get("pads")
+        if pads is not None and 0 < len(pads.ints) < 2 * rank:
+            half = len(pads.ints) // 2
+            begins, ends = list(pads.ints[:half]), list(pads.ints[half:])
+            missing = [0] * (rank - half)
+            node.attribute.remove(pads)
+            node.attribute.append(helper.make_attribute("pads", begins + missing + ends + missing))
+        if node.SerializeToString() != before:
+            completed.append(node.name or node.op_type)
+    return completed
+
+
+WINDOW_OPS = ("Conv", "MaxPool", "AveragePool", "MaxPoolNHWC")
 
 
 def _load(path: str):
@@ -241,6 +283,9 @@ def load_vectors(checked: CheckedModel, input_path: str, expected_path: str):
                 "give one expected output per input sample",
             )
         expected = list(y.reshape(len(samples), -1))
+    elif y.size == len(samples) * math.prod(out_shape) and y.shape[1:] != out_shape[1:]:
+        # FINN's own test data: labels (N,) for a TopK output (1, 1), and the like.
+        expected = [e.astype("float32") for e in y.reshape(len(samples), *out_shape)]
     else:
         expected = _split("expected", expected_path, y, out_shape, outputs[0].name)
     if len(expected) != len(samples):

@@ -74,6 +74,7 @@ class BuildPlan:
     path: str = ""  # the blueprint file
     kernels: list[KernelChoice] | None = None  # None: every kernel FINN can infer
     prefer: str = "auto"  # auto | rtl | hls, for layers the blueprint does not pin
+    excluded: list[str] = field(default_factory=list)  # kernels the blueprint excludes
     pre_hw: list[TransformRef] = field(default_factory=list)
     post_hw: list[TransformRef] = field(default_factory=list)
     steps: list[str] = field(default_factory=lambda: standard_steps())
@@ -192,6 +193,7 @@ def plan_from_blueprint(blueprint) -> BuildPlan:
         path=blueprint.path,
         kernels=kernels,
         prefer=blueprint.prefer,
+        excluded=[spec.qualified_name for spec in blueprint.exclude],
         pre_hw=[TransformRef(s.qualified_name) for s in phased.get("pre_hw", ())],
         post_hw=[TransformRef(s.qualified_name) for s in phased.get("post_hw", ())],
         steps=steps,

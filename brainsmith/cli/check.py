@@ -15,6 +15,7 @@ PLACES = {  # padded to one width: rich markup is not counted
     "after": "    host",
     "host": "    host",
     "between": "  [bold red]BLOCKS[/bold red]",
+    "fork": "  [bold red]BLOCKS[/bold red]",
 }
 
 

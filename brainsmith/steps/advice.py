@@ -34,6 +34,7 @@ class Taker:
     kernel: str
     transform: str
     selected: bool
+    excluded: bool = False
 
 
 def is_hardware(node) -> bool:
@@ -142,6 +143,34 @@ def _converted_by(before, name: str, args: dict) -> dict[str, set[str]]:
     return converted
 
 
+def fork_hint(plan) -> str:
+    """What to do about a fork: DuplicateStreams copies the stream."""
+    if "finn:DuplicateStreams" in plan.excluded:
+        return "remove finn:DuplicateStreams from the blueprint's exclude (it copies the stream)"
+    return (
+        "add finn:DuplicateStreams to the blueprint's kernels (it copies the stream), or use "
+        "kernels: auto"
+    )
+
+
+def fork_problems(model) -> dict[str, str]:
+    """Hardware node name -> why its output cannot feed several hardware layers as it is
+    (a stream has one reader; FINN's DuplicateStreams copies it; see ``fork_hint``)."""
+    problems = {}
+    for node in model.graph.node:
+        if not is_hardware(node):
+            continue
+        for name in node.output:
+            readers = [n for n in model.find_consumers(name) or () if is_hardware(n)]
+            if len(readers) > 1:
+                names = ", ".join(n.name for n in readers)
+                problems[node.name] = (
+                    f"output feeds {len(readers)} hardware layers ({names}), but a stream has "
+                    "one reader"
+                )
+    return problems
+
+
 def explain_blocking(before, model, nodes, cfg) -> list[str]:
     """One line per blocking node: which kernel and transform would convert it."""
     found = takers(before, cfg)
@@ -156,6 +185,10 @@ def advice(node, found: dict[str, list[Taker]]) -> str:
         text = f"no installed plugin implements {node.op_type}"
         return f"{text} ({hint})" if hint else text
     unselected = [t for t in options if not t.selected]
+    excluded = [t for t in unselected if t.excluded]
+    if excluded:
+        names = ", ".join(t.kernel for t in excluded)
+        return f"{names} would convert it, but the blueprint excludes it: remove it from exclude"
     if unselected:
         names = ", ".join(f"{t.kernel} (by {t.transform})" for t in unselected)
         return f"add kernel {names} to the blueprint's kernels, or use kernels: auto"

@@ -167,21 +167,10 @@ def _partition(model, cfg):
 
 def _check_forks(model, plan) -> None:
     """A hardware layer's output read by several hardware layers needs a DuplicateStreams."""
-    for node in model.graph.node:
-        if not node.domain.startswith(HW_DOMAIN):
-            continue
-        for name in node.output:
-            readers = [
-                n for n in model.find_consumers(name) or () if n.domain.startswith(HW_DOMAIN)
-            ]
-            if len(readers) > 1:
-                names = ", ".join(n.name for n in readers)
-                raise StepError(
-                    f"the output of {node.name} ({node.op_type}) feeds {len(readers)} hardware "
-                    f"layers ({names}), but a hardware stream has one reader",
-                    "add finn:DuplicateStreams to the blueprint's kernels (it copies the stream)",
-                    model,
-                )
+    from brainsmith.steps.advice import fork_hint, fork_problems
+
+    for name, problem in fork_problems(model).items():
+        raise StepError(f"layer {name}'s {problem}", fork_hint(plan), model)
 
 
 @step(

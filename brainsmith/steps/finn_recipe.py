@@ -96,8 +96,10 @@ def lift_1d(model):
 
     if not has_1d_windows(model):
         return model
+    from brainsmith.builder.intake import complete_window_attributes
+
     lifted = model.transform(Change3DTo4DTensors())
-    _complete_2d_windows(lifted)
+    complete_window_attributes(lifted.graph)
     if has_1d_windows(lifted):
         from qonnx.transformation.change_3d_tensors_to_4d import _find_invalid_nodes
 
@@ -110,27 +112,6 @@ def lift_1d(model):
             model,
         )
     return lifted
-
-
-def _complete_2d_windows(model) -> None:
-    """Give the lifted windows 2D ``dilations``/``strides``/``pads`` (Change3DTo4DTensors
-    extends only ``kernel_shape``; onnxruntime and FINN's lowering need all of them)."""
-    from onnx import helper
-
-    for node in model.graph.node:
-        attrs = {a.name: a for a in node.attribute}
-        kernel = attrs.get("kernel_shape")
-        if node.op_type not in ("Conv", "MaxPool", "AveragePool") or kernel is None:
-            continue
-        rank = len(kernel.ints)
-        for name, fill in (("dilations", 1), ("strides", 1)):
-            if name in attrs and len(attrs[name].ints) < rank:
-                attrs[name].ints.extend([fill] * (rank - len(attrs[name].ints)))
-        pads = attrs.get("pads")
-        if pads is not None and len(pads.ints) == 2 and rank == 2:
-            begin, end = pads.ints
-            node.attribute.remove(pads)
-            node.attribute.append(helper.make_attribute("pads", [begin, 0, end, 0]))
 
 
 def refuse_padded_bipolar(model) -> None:

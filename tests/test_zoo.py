@@ -1,0 +1,212 @@
+"""Networks users bring: every network of the zoo (examples/zoo.py, Brevitas exports) builds
+with no blueprint, verified after every step and matching the torch model's own outputs;
+fresh exports nobody tuned for (other sizes and bit widths, padding, stride 2, 1D) do the
+same; what FINN cannot build correctly is refused by name."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import brainsmith
+from brainsmith.builder import BuildError
+from examples.zoo import ZOO
+from tests.conftest import run_python
+
+REPO = Path(__file__).resolve().parents[1]
+ZOO_DIR = REPO / "examples" / "models" / "zoo"
+SMALL = [name for name, (_, _, small) in ZOO.items() if small]
+BACKEND_DOMAINS = ("finn.custom_op.fpgadataflow.hls", "finn.custom_op.fpgadataflow.rtl")
+
+pytestmark = pytest.mark.slow
+
+# Fresh exports: (name, zoo function call) with sizes and bit widths the zoo does not use.
+VARIANTS = {
+    "cnv_w3a5_pool": "cnv(3, 5, channels=(8, 16), pool_after=(0, 1), fc=(32,), image=16)",
+    "tfc_w2a2": "tfc(2, 2, in_bits=8, hidden=(32, 48), image=12)",
+    "tfc_w8a8": "tfc(8, 8, in_bits=8, hidden=(24,), image=10)",
+    "mobilenet_w5a3_stride2": "mobilenet_block(channels=(8, 24, 24), strides=(2, 1), "
+    "weight_bits=5, act_bits=3, image=12)",
+    "kws_w2a3_padded": "kws_conv1d(channels=(12, 20), weight_bits=2, act_bits=3, kernel=5, "
+    "padding=2, frames=40)",
+    "kws_w1a1": "kws_conv1d(channels=(8, 8), weight_bits=1, act_bits=1)",
+    "resnet_w3a6": "resnet8(channels=(8, 16, 24), weight_bits=3, act_bits=6, image=12)",
+    "residual_w6a2": "residual_identity(channels=12, weight_bits=6, act_bits=2, image=6)",
+    "encoder_w6a5": "encoder_mlp(dim=24, hidden=40, sequence=8, weight_bits=6, act_bits=5)",
+}
+
+
+def export(folder: Path, networks: dict[str, str]) -> None:
+    """Export zoo networks (name -> call of an examples.zoo function) in one subprocess."""
+    lines = "\n".join(
+        f"export_network({name!r}, folder, seed=7, make=lambda: zoo.{call})"
+        for name, call in networks.items()
+    )
+    result = run_python(
+        "from pathlib import Path\n"
+        "import examples.zoo as zoo\n"
+        "from examples.zoo import export_network\n"
+        f"folder = Path({str(folder)!r})\n{lines}\n",
+        cwd=REPO,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def build(model: Path, out: Path, **options) -> brainsmith.BuildResult:
+    """Build ``model`` with no blueprint, verified after each step against its torch vectors."""
+    return brainsmith.build(
+        str(model),
+        None,
+        str(out),
+        verify="each",
+        input_npy=str(model.with_name(model.stem + "_input.npy")),
+        expected_npy=str(model.with_name(model.stem + "_expected.npy")),
+        **options,
+    )
+
+
+def assert_built_and_matches_torch(result) -> None:
+    report = json.loads(Path(result.report_path).read_text())
+    assert report["status"] == "ok"
+    run = [s for s in report["steps"] if s["status"] == "ok"]
+    assert len(run) == 8 and all(s["verification"]["ok"] for s in run)
+    assert all(s["verification"]["user"]["max_error"] < 1e-4 for s in run)
+    final = onnx.load(os.path.join(result.output_dir, "final.onnx"))
+    assert [n.name for n in final.graph.node if n.domain not in BACKEND_DOMAINS] == []
+    assert report["layers"] and all(layer["backend"] for layer in report["layers"])
+
+
+@pytest.fixture(scope="module")
+def zoo(hub, tmp_path_factory):
+    """Each small zoo network built once with no blueprint."""
+    folder = tmp_path_factory.mktemp("zoo")
+    return {name: build(ZOO_DIR / f"{name}.onnx", folder / name) for name in SMALL}
+
+
+@pytest.mark.xdist_group("zoo")
+@pytest.mark.parametrize("name", SMALL)
+def test_zoo_network_builds_with_no_blueprint_and_matches_torch(zoo, name):
+    assert_built_and_matches_torch(zoo[name])
+
+
+@pytest.mark.xdist_group("zoo")
+def test_zoo_build_is_named_after_its_model(zoo):
+    assert zoo["resnet8"].report["name"] == "resnet8"
+
+
+def layers(result, op_type: str) -> list[str]:
+    final = onnx.load(os.path.join(result.output_dir, "final.onnx"))
+    return [n.name for n in final.graph.node if n.op_type == op_type]
+
+
+@pytest.mark.xdist_group("zoo")
+def test_topologies_become_their_own_layers(zoo):
+    assert layers(zoo["tfc_w1a1"], "MVAU_hls")  # XNOR/popcount layers
+    assert layers(zoo["mobilenet_block"], "VVAU_hls") or layers(zoo["mobilenet_block"], "VVAU_rtl")
+    assert layers(zoo["resnet8"], "DuplicateStreams_hls") and layers(zoo["resnet8"], "Pool_hls")
+    assert layers(zoo["residual_identity"], "ElementwiseAdd_hls")
+    assert layers(zoo["encoder_mlp"], "LayerNorm_hls") or layers(
+        zoo["encoder_mlp"], "LayerNorm_rtl"
+    )
+    assert layers(zoo["kws_conv1d"], "ConvolutionInputGenerator_rtl")
+
+
+@pytest.mark.xdist_group("zoo")
+def test_backend_rule_puts_narrow_or_fused_matrix_layers_in_luts(zoo):
+    """1-bit layers and layers with fused thresholds are HLS (LUTs); resnet8's 4-bit
+    classifier, which has no thresholds, is RTL (DSP packing)."""
+    assert zoo["tfc_w1a1"].totals["DSP"] == 0
+    assert {
+        layer["backend"] for layer in zoo["tfc_w1a1"].report["layers"] if layer["op_type"] == "MVAU"
+    } == {"hls"}
+    backends = [
+        layer["backend"] for layer in zoo["resnet8"].report["layers"] if layer["op_type"] == "MVAU"
+    ]
+    assert backends[-1] == "rtl" and set(backends[:-1]) == {"hls"}
+
+
+@pytest.fixture(scope="module")
+def variants(hub, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("variants")
+    export(folder, VARIANTS)
+    return folder
+
+
+@pytest.mark.xdist_group("zoo-fresh")
+@pytest.mark.parametrize("name", VARIANTS)
+def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(variants, tmp_path, name):
+    assert_built_and_matches_torch(build(variants / f"{name}.onnx", tmp_path / "out"))
+
+
+@pytest.mark.xdist_group("zoo-fresh")
+def test_padded_binarized_convolution_is_refused_by_name(hub, tmp_path):
+    export(tmp_path, {"bnn_pad": "cnv(1, 1, channels=(8, 8), pool_after=(0,), fc=(16,), "
+                      "padding=1, image=8)"})  # fmt: skip
+    with pytest.raises(BuildError) as caught:
+        build(tmp_path / "bnn_pad.onnx", tmp_path / "out")
+    assert caught.value.step == "streamline"
+    assert "pads 1-bit (bipolar) activations" in caught.value.reason
+    assert "without padding" in caught.value.hint
+
+
+@pytest.mark.xdist_group("zoo-cnv")
+@pytest.mark.parametrize("bits", [1, 2])
+def test_full_size_cnv_builds_with_no_blueprint(hub, tmp_path, bits):
+    """FINN's CNV at full CIFAR-10 size (exported here: 6 MB each), once end to end."""
+    name = f"cnv_w{bits}a{bits}"
+    export(tmp_path, {name: f"cnv({bits}, {bits})"})
+    result = build(tmp_path / f"{name}.onnx", tmp_path / "out", options={"target_fps": 10000})
+    assert_built_and_matches_torch(result)
+    assert result.totals["DSP"] == 0  # 1- and 2-bit layers are LUT-based (HLS)
+    assert layers(result, "MVAU_hls") and not layers(result, "MVAU_rtl")
+
+
+def test_expected_outputs_in_any_shape_of_the_right_size(hub, tmp_path):
+    """FINN's own test data: one label per sample, (N,), for an output of shape (1, 1)."""
+    model = ZOO_DIR / "tfc_w1a1.onnx"
+    expected = np.load(ZOO_DIR / "tfc_w1a1_expected.npy")
+    flat = tmp_path / "flat.npy"
+    np.save(flat, expected.reshape(-1))
+    result = brainsmith.build(
+        str(model),
+        None,
+        str(tmp_path / "out"),
+        verify="final",
+        input_npy=str(ZOO_DIR / "tfc_w1a1_input.npy"),
+        expected_npy=str(flat),
+    )
+    assert result.status == "ok"
+    last = [s for s in result.report["steps"] if s.get("verification")][-1]
+    assert last["verification"]["user"]["max_error"] < 1e-4
+
+
+def test_model_made_2d_beforehand_is_accepted_and_builds(hub, tmp_path):
+    """A 1D network converted with QONNX's Change3DTo4DTensors has 1-entry dilations, which
+    onnxruntime refuses; FINN reads it, and so does the build (completing them)."""
+    result = run_python(
+        f"""
+        from qonnx.core.modelwrapper import ModelWrapper
+        from qonnx.transformation.change_3d_tensors_to_4d import Change3DTo4DTensors
+        from qonnx.util.cleanup import cleanup_model
+        from brainsmith.frameworks.finn.env import prepare_finn
+        prepare_finn()
+        from finn.transformation.qonnx.convert_qonnx_to_finn import ConvertQONNXtoFINN
+        model = cleanup_model(ModelWrapper({str(ZOO_DIR / "kws_conv1d.onnx")!r}))
+        model = model.transform(ConvertQONNXtoFINN()).transform(Change3DTo4DTensors())
+        model.save({str(tmp_path / "kws_4d.onnx")!r})
+        """,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    inputs = np.load(ZOO_DIR / "kws_conv1d_input.npy")
+    np.save(tmp_path / "kws_4d_input.npy", inputs[..., None])
+    np.save(tmp_path / "kws_4d_expected.npy", np.load(ZOO_DIR / "kws_conv1d_expected.npy"))
+    built = build(tmp_path / "kws_4d.onnx", tmp_path / "out")
+    assert_built_and_matches_torch(built)
+    assert any("dilations/strides/pads" in note for note in built.report.get("notes", []))
