@@ -96,7 +96,7 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
     from brainsmith.steps.finn_recipe import transform_args
 
     plan = context_of(cfg).plan
-    selected = {t for k in plan.kernels or () for t in k.infer_transforms}
+    selected = {(k.op_type, t) for k in plan.kernels or () for t in k.infer_transforms}
     made: dict[str, dict[str, set[str]]] = {}
     found: dict[str, list[Taker]] = {}
     for spec in get_registry().specs("kernel"):
@@ -109,7 +109,10 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
             for tensor, op_types in made[name].items():
                 if op_type in op_types:
                     taker = Taker(
-                        spec.qualified_name, name, plan.kernels is None or name in selected
+                        spec.qualified_name,
+                        name,
+                        plan.kernels is None or (op_type, name) in selected,
+                        spec.qualified_name in plan.excluded,
                     )
                     found.setdefault(tensor, []).append(taker)
     return found

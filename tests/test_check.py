@@ -1,0 +1,135 @@
+"""``brainsmith check``: what each node will become, before building. Every blocking node is
+named with advice that works when followed; hardware_inference failures list all of them."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import brainsmith
+from brainsmith.builder import BuildError
+from brainsmith.builder.check import check
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = REPO / "examples" / "models"
+ZOO = MODELS / "zoo"
+BRAINSMITH = str(Path(__import__("sys").executable).with_name("brainsmith"))
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check")]
+
+# What blueprints listed before kernels: auto (the old conv_pad.yaml).
+OLD_CONV_KERNELS = [
+    "{kernel: matmul, backends: [rtl]}",
+    "{kernel: finn:Thresholding, backends: [rtl]}",
+    "{kernel: finn:FMPadding, backends: [rtl]}",
+    "{kernel: finn:ConvolutionInputGenerator, backends: [rtl]}",
+    "finn:Pool",
+]
+
+
+def blueprint(folder: Path, kernels: list[str], extra: str = "", name: str = "bp") -> Path:
+    path = folder / f"{name}.yaml"
+    listing = "\n".join(f"    - {k}" for k in kernels)
+    path.write_text(
+        f"name: {name}\nextends: {REPO / 'blueprints' / 'base.yaml'}\n"
+        f"hw_compiler:\n  kernels:\n{listing}\n{extra}"
+    )
+    return path
+
+
+def test_default_check_of_a_zoo_network_is_ready_and_names_every_node(hub):
+    result = check(ZOO / "resnet8.onnx")
+    assert result.ok and not result.error and not result.blocking
+    hardware = [n for n in result.nodes if n.placement == "hardware"]
+    assert hardware and all(n.kernel and n.backend for n in hardware)
+    assert {n.backend for n in hardware} >= {"MVAU_hls", "DuplicateStreams_hls", "Pool_hls"}
+    assert all(n.reason for n in result.nodes)  # every node says why
+
+
+def test_advice_for_blocking_nodes_works_when_followed(hub, tmp_path):
+    """Start from a kernel list without the residual join and fork; add what check advises
+    until it is ready; then the build succeeds."""
+    kernels = list(OLD_CONV_KERNELS)
+    advised = []
+    for _ in range(4):
+        result = check(MODELS / "residual.onnx", blueprint(tmp_path, kernels))
+        if result.ok:
+            break
+        assert result.blocking and not result.error
+        for node in result.blocking:
+            found = re.search(r"add (?:kernel )?(finn:\w+)", node.reason)
+            assert found, node.reason
+            advised.append(found[1])
+            kernels.append(found[1])
+    assert result.ok and set(advised) == {"finn:ElementwiseAdd", "finn:DuplicateStreams"}
+    built = brainsmith.build(
+        str(MODELS / "residual.onnx"), str(blueprint(tmp_path, kernels)), str(tmp_path / "out")
+    )
+    assert built.status == "ok"
+
+
+def test_excluded_kernel_is_named_with_how_to_bring_it_back(hub, tmp_path):
+    bp = blueprint(tmp_path, ["auto"], "  exclude: [finn:VVAU]\n")
+    result = check(ZOO / "mobilenet_block.onnx", bp)
+    assert not result.ok and len(result.blocking) == 2
+    for node in result.blocking:
+        assert node.op_type == "MatMul"
+        assert "finn:VVAU would convert it, but the blueprint excludes it" in node.reason
+
+
+def test_excluded_join_is_named_with_how_to_bring_it_back(hub, tmp_path):
+    bp = blueprint(tmp_path, ["auto"], "  exclude: [finn:ElementwiseAdd]\n")
+    result = check(MODELS / "residual.onnx", bp)
+    add = next(n for n in result.blocking if n.op_type == "Add")
+    assert "finn:ElementwiseAdd would convert it, but the blueprint excludes it" in add.reason
+
+
+def test_hardware_inference_failure_lists_every_blocking_node(hub, tmp_path):
+    with pytest.raises(BuildError) as caught:
+        brainsmith.build(
+            str(ZOO / "mobilenet_block.onnx"),
+            str(blueprint(tmp_path, OLD_CONV_KERNELS)),
+            str(tmp_path / "out"),
+            verify="none",
+        )
+    error = caught.value
+    assert error.step == "hardware_inference" and "2 node(s) sit between" in error.reason
+    assert error.reason.count("add kernel finn:VVAU") == 2
+
+
+def test_a_step_that_fails_is_reported_with_the_nodes_so_far(hub, tmp_path):
+    result = check(MODELS / "cnv.onnx", blueprint(tmp_path, ["auto"], name="ok"))
+    assert result.ok
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(
+        f"extends: {REPO / 'blueprints' / 'base.yaml'}\n"
+        "build: {fpga_part: xcvc1902-vsva2197-2MP-e-S, clock_ns: 5.0}\n"
+        "steps: [cleanup, qonnx_to_finn, specialize]\n"
+    )
+    with pytest.raises(BuildError, match="has no hardware_inference step"):
+        check(MODELS / "cnv.onnx", broken)
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [BRAINSMITH, "check", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+def test_cli_exit_codes_json_and_no_files_written(hub, tmp_path):
+    ready = run_cli(str(ZOO / "kws_conv1d.onnx"), cwd=tmp_path)
+    assert ready.returncode == 0, ready.stderr
+    assert "ready to build" in ready.stdout and "ConvolutionInputGenerator_rtl" in ready.stdout
+    bp = blueprint(tmp_path, OLD_CONV_KERNELS)
+    blocked = run_cli(str(ZOO / "mobilenet_block.onnx"), str(bp), "--json", cwd=tmp_path)
+    assert blocked.returncode == 1, blocked.stderr
+    report = json.loads(blocked.stdout)
+    assert report["ok"] is False
+    assert [n["op_type"] for n in report["nodes"] if n["placement"] == "between"] == ["MatMul"] * 2
+    missing = run_cli(str(tmp_path / "nope.onnx"), cwd=tmp_path)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bp.yaml"]  # nothing else written
