@@ -1,13 +1,17 @@
-"""The networks that build: every shipped example model with its blueprint, verified after
-each step (and, for the Brevitas exports, against the torch model's own outputs).
+"""The networks that build: the shipped example models with their blueprints, and the network
+zoo (examples/zoo.py, Brevitas exports) with no blueprint at a 100,000 fps target; each
+verified after every step (and, for the Brevitas exports, against the torch model's own
+outputs), with FINN's own builder on the same model beside it.
 
-    .venv/bin/python -m benchmarks.networks        (make networks)
+    .venv/bin/python -m benchmarks.networks [--no-finn]      (make networks)
 
 Prints the Markdown table docs/build.md shows and writes benchmarks/results/networks.json.
+The zoo's full-size CNVs are exported first when missing (needs Brevitas: requirements/models.txt).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -17,9 +21,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 MODELS = REPO / "examples" / "models"
+TARGET_FPS = 100_000  # the zoo's target, and FINN's builder's
 
-# (model, blueprint, what it is)
-NETWORKS = [
+# (model path relative to examples/models, blueprint or None for the default, what it is)
+SHIPPED = [
     ("mlp_4bit", "mlp", "MLP 64-32-10, 4-bit"),
     ("transformer_block", "transformer", "LayerNorm, projection, Softmax"),
     ("cnv", "cnv", "CNV-like: 2 conv 3x3 + max pool, FC (Brevitas)"),
@@ -28,29 +33,49 @@ NETWORKS = [
 ]
 
 
-def build_one(model: str, blueprint: str, folder: Path) -> dict:
+def networks() -> list[tuple[str, str | None, str]]:
+    from examples.zoo import ZOO
+
+    zoo = [(f"zoo/{name}", None, text) for name, (_, text, _) in ZOO.items()]
+    return [*SHIPPED, *zoo]
+
+
+def ensure_exported(model: str) -> Path:
+    path = MODELS / f"{model}.onnx"
+    if not path.is_file() and model.startswith("zoo/"):
+        from examples.zoo import export_network
+
+        export_network(model.removeprefix("zoo/"))
+    return path
+
+
+def build_one(model: str, blueprint: str | None, folder: Path) -> dict:
     import brainsmith
 
-    path = MODELS / f"{model}.onnx"
-    vectors = [MODELS / f"{model}_{kind}.npy" for kind in ("input", "expected")]
+    path = ensure_exported(model)
+    vectors = [path.with_name(f"{path.stem}_{kind}.npy") for kind in ("input", "expected")]
     torch_vectors = all(v.is_file() for v in vectors)
     began = time.perf_counter()
-    result = brainsmith.build(
-        str(path),
-        str(REPO / "blueprints" / f"{blueprint}.yaml"),
-        str(folder / model),
-        verify="each",
-        input_npy=str(vectors[0]) if torch_vectors else None,
-        expected_npy=str(vectors[1]) if torch_vectors else None,
-    )
-    seconds = time.perf_counter() - began
-    checks = [s["verification"] for s in result.report["steps"] if s.get("verification")]
-    kernels = [entry["kernel"] for entry in result.report["blueprint"]["hw_compiler"]["kernels"]]
-    return {
+    row: dict = {
         "model": f"examples/models/{model}.onnx",
-        "blueprint": f"blueprints/{blueprint}.yaml",
+        "blueprint": f"blueprints/{blueprint}.yaml" if blueprint else "(default)",
+    }
+    try:
+        result = brainsmith.build(
+            str(path),
+            str(REPO / "blueprints" / f"{blueprint}.yaml") if blueprint else None,
+            str(folder / path.stem),
+            verify="each",
+            input_npy=str(vectors[0]) if torch_vectors else None,
+            expected_npy=str(vectors[1]) if torch_vectors else None,
+            options=None if blueprint else {"target_fps": TARGET_FPS},
+        )
+    except brainsmith.BuildError as exc:
+        return {**row, "status": "failed", "error": f"{exc.step}: {exc.reason}"[:300]}
+    checks = [s["verification"] for s in result.report["steps"] if s.get("verification")]
+    return {
+        **row,
         "status": result.status,
-        "kernels": kernels,
         "layers": len(result.report.get("layers", [])),
         "fps": result.performance.get("estimated_fps"),
         "totals": result.totals,
@@ -59,24 +84,49 @@ def build_one(model: str, blueprint: str, folder: Path) -> dict:
         "max_error_vs_torch": max(c["user"]["max_error"] for c in checks)
         if torch_vectors
         else None,
-        "seconds": round(seconds, 2),
+        "seconds": round(time.perf_counter() - began, 2),
     }
+
+
+def finn_reference(model: str, folder: Path) -> dict:
+    from benchmarks.finn_reference import finn_builder_isolated
+
+    path = MODELS / f"{model}.onnx"
+    return finn_builder_isolated(path, folder / f"finn-{path.stem}", TARGET_FPS, timeout=900)
+
+
+def _number(value) -> str:
+    return f"{value:,.0f}" if isinstance(value, int | float) else "—"
 
 
 def table(rows: list[dict], descriptions: dict[str, str]) -> str:
     lines = [
-        "| model | kind | kernels | fps | LUT | DSP | BRAM_18K | max error (steps) | vs torch |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| model | kind | blueprint | builds | fps | LUT | DSP | max error (steps) | vs torch "
+        "| FINN's builder: builds | fps | LUT | DSP |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for row in rows:
-        kernels = ", ".join(k.rpartition(":")[2] for k in row["kernels"])
-        torch = f"{row['max_error_vs_torch']:.1e}" if row["max_error_vs_torch"] is not None else "—"
+        finn = row.get("finn") or {}
+        finn_cells = (
+            f"| {'yes' if finn.get('builds') else 'no'} | {_number(finn.get('fps'))} "
+            f"| {_number(finn.get('LUT'))} | {_number(finn.get('DSP'))} |"
+            if finn
+            else "| — | — | — | — |"
+        )
+        name = f"`{Path(row['model']).name}`"
+        blueprint = row["blueprint"].removeprefix("blueprints/")
+        if row["status"] != "ok":
+            lines.append(
+                f"| {name} | {descriptions[row['model']]} | {blueprint} | **no** "
+                f"| — | — | — | — | — {finn_cells}"
+            )
+            continue
         totals = row["totals"]
+        torch = f"{row['max_error_vs_torch']:.1e}" if row["max_error_vs_torch"] is not None else "—"
         lines.append(
-            f"| `{Path(row['model']).name}` | {descriptions[row['model']]} | {kernels} "
-            f"| {row['fps']:,.0f} | {totals['LUT']:,} | {totals['DSP']:,} "
-            f"| {totals['BRAM_18K']:,} | {row['max_error']:.1e} ({row['steps_verified']}) "
-            f"| {torch} |"
+            f"| {name} | {descriptions[row['model']]} | {blueprint} | yes "
+            f"| {_number(row['fps'])} | {_number(totals['LUT'])} | {_number(totals['DSP'])} "
+            f"| {row['max_error']:.1e} ({row['steps_verified']}) | {torch} {finn_cells}"
         )
     return "\n".join(lines)
 
@@ -84,11 +134,18 @@ def table(rows: list[dict], descriptions: dict[str, str]) -> str:
 def main() -> int:
     from benchmarks.machine import machine_info
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-finn", action="store_true", help="skip FINN's own builder")
+    args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="brainsmith-networks-") as tmp:
-        for model, blueprint, _ in NETWORKS:
-            rows.append(build_one(model, blueprint, Path(tmp)))
-    descriptions = {f"examples/models/{m}.onnx": text for m, _, text in NETWORKS}
+        for model, blueprint, _ in networks():
+            row = build_one(model, blueprint, Path(tmp))
+            if not args.no_finn:
+                row["finn"] = finn_reference(model, Path(tmp))
+            rows.append(row)
+            print(f"{model}: {row['status']}", file=sys.stderr)
+    descriptions = {f"examples/models/{m}.onnx": text for m, _, text in networks()}
     out = HERE / "results" / "networks.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"networks": rows, "machine": machine_info()}, indent=2) + "\n")

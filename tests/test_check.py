@@ -72,6 +72,24 @@ def test_advice_for_blocking_nodes_works_when_followed(hub, tmp_path):
     assert built.status == "ok"
 
 
+def test_binarized_layers_advice_through_an_explicit_kernel_list(hub, tmp_path):
+    """mlp.yaml lists matmul (RTL); a binarized MLP needs finn:MVAU, which FINN builds
+    only in HLS: two rounds of advice, each followed as written, then the build succeeds."""
+    model = ZOO / "tfc_w1a1.onnx"
+    kernels = ["{kernel: matmul, backends: [rtl]}", "{kernel: finn:Thresholding, backends: [rtl]}"]
+    first = check(model, blueprint(tmp_path, kernels))
+    assert {n.op_type for n in first.blocking} == {"XnorPopcountMatMul"}
+    assert "list finn:MVAU instead of brainsmith:matmul" in first.blocking[0].reason
+    kernels[0] = "{kernel: finn:MVAU, backends: [rtl]}"
+    second = check(model, blueprint(tmp_path, kernels))
+    assert second.blocking and all(n.placement == "backend" for n in second.blocking)
+    assert "allow hls for it" in second.blocking[0].reason
+    kernels[0] = "{kernel: finn:MVAU, backends: [rtl, hls]}"
+    assert check(model, blueprint(tmp_path, kernels)).ok
+    built = brainsmith.build(str(model), str(blueprint(tmp_path, kernels)), str(tmp_path / "out"))
+    assert built.status == "ok"
+
+
 def test_excluded_kernel_is_named_with_how_to_bring_it_back(hub, tmp_path):
     bp = blueprint(tmp_path, ["auto"], "  exclude: [finn:VVAU]\n")
     result = check(ZOO / "mobilenet_block.onnx", bp)

@@ -19,7 +19,10 @@ from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.flow import failing_transform
 
 FRONT_END = "hardware_inference"
-HW_DOMAIN = "finn.custom_op.fpgadataflow"  # check runs the steps before this one
+HW_DOMAIN = "finn.custom_op.fpgadataflow"
+# Placements that stop the build: a node left between hardware layers, a hardware layer
+# whose output forks without DuplicateStreams, one whose only backend the blueprint forbids.
+BLOCKING = ("between", "fork", "backend")  # check runs the steps before this one
 HOST_REASONS = {
     "before": "on the host, before the accelerator (its input side)",
     "after": "on the host, after the accelerator (it reads the accelerator's output)",
@@ -33,7 +36,7 @@ class NodeVerdict:
 
     name: str
     op_type: str
-    placement: str  # hardware | before | after | host; between, fork: blocks the build
+    placement: str  # hardware | before | after | host, or one of BLOCKING
     kernel: str = ""
     backend: str = ""
     reason: str = ""
@@ -49,7 +52,7 @@ class CheckResult:
 
     @property
     def blocking(self) -> list[NodeVerdict]:
-        return [n for n in self.nodes if n.placement in ("between", "fork")]
+        return [n for n in self.nodes if n.placement in BLOCKING]
 
     @property
     def ok(self) -> bool:
@@ -141,9 +144,17 @@ def verdicts(before, cfg) -> list[NodeVerdict]:
             kernel = plan.kernel_for(node.op_type)
             verdict.kernel = kernel.name if kernel is not None else f"finn:{node.op_type}"
             verdict.backend, verdict.reason = backends.get(node.name, ("", ""))
+            style = verdict.backend.rpartition("_")[2]
+            allowed = kernel.backend_types if kernel is not None else []
             if node.name in forks:
                 verdict.placement = "fork"
                 verdict.reason = f"its {forks[node.name]}: {fork_hint(plan)}"
+            elif style in ("hls", "rtl") and allowed and style not in allowed:
+                verdict.placement = "backend"
+                verdict.reason = (
+                    f"FINN can build it only as {verdict.backend}, but the blueprint allows "
+                    f"{'/'.join(allowed)} for {verdict.kernel}: allow {style} for it"
+                )
         elif verdict.placement == "between":
             verdict.reason = advice(node, found)
         else:

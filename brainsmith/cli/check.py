@@ -16,6 +16,7 @@ PLACES = {  # padded to one width: rich markup is not counted
     "host": "    host",
     "between": "  [bold red]BLOCKS[/bold red]",
     "fork": "  [bold red]BLOCKS[/bold red]",
+    "backend": "  [bold red]BLOCKS[/bold red]",
 }
 
 
@@ -82,7 +83,12 @@ def show(result) -> None:
     if result.error:
         out.print(f"[bold red]error[/bold red] {escape(result.error)}", soft_wrap=True)
     elif result.blocking:
-        out.print("[bold red]the build would stop at hardware_inference[/bold red]")
+        step = (
+            "specialize"
+            if all(n.placement == "backend" for n in result.blocking)
+            else ("hardware_inference")
+        )
+        out.print(f"[bold red]the build would stop at {step}[/bold red] (the nodes marked BLOCKS)")
     elif hardware:
         out.print("[green]ready to build[/green]")
     else:

@@ -35,6 +35,7 @@ class Taker:
     transform: str
     selected: bool
     excluded: bool = False
+    instead_of: str = ""  # a listed kernel building the same layers without this transform
 
 
 def is_hardware(node) -> bool:
@@ -97,6 +98,7 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
 
     plan = context_of(cfg).plan
     selected = {(k.op_type, t) for k in plan.kernels or () for t in k.infer_transforms}
+    listed = {k.op_type: k.name for k in plan.kernels or () if k.pinned}
     made: dict[str, dict[str, set[str]]] = {}
     found: dict[str, list[Taker]] = {}
     for spec in get_registry().specs("kernel"):
@@ -113,6 +115,9 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
                         name,
                         plan.kernels is None or (op_type, name) in selected,
                         spec.qualified_name in plan.excluded,
+                        listed.get(op_type, "")
+                        if listed.get(op_type) != spec.qualified_name
+                        else "",
                     )
                     found.setdefault(tensor, []).append(taker)
     return found
@@ -192,6 +197,14 @@ def advice(node, found: dict[str, list[Taker]]) -> str:
     if excluded:
         names = ", ".join(t.kernel for t in excluded)
         return f"{names} would convert it, but the blueprint excludes it: remove it from exclude"
+    swaps = [t for t in unselected if t.instead_of]
+    if swaps:
+        t = swaps[0]
+        return (
+            f"{t.kernel} would convert it (by {t.transform}); the blueprint's {t.instead_of} "
+            f"builds the same layers without that transform: list {t.kernel} instead of "
+            f"{t.instead_of}, with the same backends"
+        )
     if unselected:
         names = ", ".join(f"{t.kernel} (by {t.transform})" for t in unselected)
         return f"add kernel {names} to the blueprint's kernels, or use kernels: auto"
