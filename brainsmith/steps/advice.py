@@ -10,6 +10,12 @@ blueprint selects it or not.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 HW_DOMAIN = "finn.custom_op.fpgadataflow"
 
@@ -133,7 +139,7 @@ def _converted_by(before, name: str, args: dict) -> dict[str, set[str]]:
     from brainsmith.plugin.core import get_registry
 
     try:
-        transform = get_registry().get("transform", name)(**args)
+        transform = cast("Callable[..., Any]", get_registry().get("transform", name))(**args)
         after = ModelWrapper(copy.deepcopy(before.model)).transform(transform)
     except Exception:  # a transform that cannot run on this model takes nothing
         return {}
