@@ -49,3 +49,101 @@ def test_shuffle_is_accepted_because_the_build_decomposes_it(tmp_path):
     path = write(tmp_path, "bp.yaml", HEADER + "hw_compiler:\n  kernels: [finn:Shuffle]\n")
     blueprint = load_blueprint(path)
     assert [choice.kernel.qualified_name for choice in blueprint.kernels] == ["finn:Shuffle"]
+
+
+def test_kernels_default_to_auto_and_say_so_when_shown(tmp_path):
+    blueprint = load_blueprint(write(tmp_path, "bp.yaml", HEADER))
+    assert blueprint.auto_kernels and blueprint.kernels == () and blueprint.prefer == "auto"
+    assert blueprint.to_dict()["hw_compiler"]["kernels"] == ["auto"]
+
+
+def test_auto_entry_keeps_pins_prefer_and_exclude_round_trip(tmp_path):
+    path = write(
+        tmp_path,
+        "bp.yaml",
+        HEADER
+        + "hw_compiler:\n  kernels: [auto, {kernel: finn:Thresholding, backends: [rtl]}]\n"
+        + "  prefer: hls\n  exclude: [finn:LabelSelect]\n",
+    )
+    blueprint = load_blueprint(path)
+    assert blueprint.auto_kernels and blueprint.prefer == "hls"
+    assert [s.qualified_name for s in blueprint.exclude] == ["finn:LabelSelect"]
+    shown = blueprint.to_dict()["hw_compiler"]
+    assert shown["kernels"][0] == "auto" and shown["prefer"] == "hls"
+    again = write(tmp_path, "again.yaml", HEADER + "hw_compiler: " + repr(shown) + "\n")
+    assert load_blueprint(again).to_dict()["hw_compiler"] == shown
+
+
+def test_explicit_list_without_auto_is_exactly_those_kernels(tmp_path):
+    from brainsmith.builder.plan import load_plan
+
+    path = write(tmp_path, "bp.yaml", HEADER + "hw_compiler:\n  kernels: [matmul]\n")
+    assert not load_blueprint(path).auto_kernels
+    assert [k.name for k in load_plan(path).kernels] == ["brainsmith:matmul"]
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ("  prefer: fpga\n", "hw_compiler.prefer is the text 'fpga'; expected auto, rtl or hls"),
+        ("  exclude: [nosuchkernel]\n", "no kernel named 'nosuchkernel'"),
+        ("  kernels: everything\n", "hw_compiler.kernels is the text 'everything'; expected auto"),
+    ],
+)
+def test_bad_prefer_exclude_and_kernels_are_named(tmp_path, section, expected):
+    path = write(tmp_path, "bp.yaml", HEADER + "hw_compiler:\n" + section)
+    assert any(expected in p for p in problems(path)), problems(path)
+
+
+def test_auto_plan_has_one_choice_per_layer_kind_with_finn_order(tmp_path):
+    from brainsmith.builder.plan import load_plan
+
+    plan = load_plan(write(tmp_path, "bp.yaml", HEADER))
+    op_types = [k.op_type for k in plan.kernels]
+    assert len(op_types) == len(set(op_types))
+    assert {"MVAU", "VVAU", "Pool", "DuplicateStreams", "LayerNorm"} <= set(op_types)
+    assert not {"Squeeze", "Unsqueeze", "StreamingDataflowPartition"} & set(op_types)
+    transforms = plan.infer_transforms()
+    assert (
+        transforms.index("finn:InferBinaryMatrixVectorActivation")
+        < transforms.index("finn:InferQuantizedMatrixVectorActivation")
+        < transforms.index("finn:InferThresholdingLayer")
+    )
+
+
+def test_auto_includes_a_users_kernel_with_an_infer_transform_and_a_backend(
+    plugin_folder, tmp_path
+):
+    from brainsmith.builder.plan import load_plan
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    plugin_folder(
+        "acme.py",
+        """\
+        from brainsmith.plugin.core import backend, kernel, transform
+
+        @transform(name="InferAcmeClip")
+        class InferAcmeClip:
+            pass
+
+        @kernel(name="AcmeClip", op_type="AcmeClip", infer_transform="user:InferAcmeClip")
+        class AcmeClip:
+            pass
+
+        @kernel(name="AcmeOrphan", op_type="AcmeOrphan", infer_transform="user:InferAcmeClip")
+        class AcmeOrphan:  # no backend: nothing could build its layers
+            pass
+
+        @backend(name="AcmeClip_rtl", kernel="AcmeClip", backend_type="rtl")
+        class AcmeClipRTL:
+            pass
+        """,
+    )
+    reset_plugin_system()
+    plan = load_plan(write(tmp_path, "bp.yaml", HEADER))
+    acme = [k for k in plan.kernels if k.name.startswith("user:Acme")]
+    assert [(k.name, k.infer_transforms, k.pinned) for k in acme] == [
+        ("user:AcmeClip", ["user:InferAcmeClip"], False)
+    ]
+    excluded = write(tmp_path, "ex.yaml", HEADER + "hw_compiler:\n  exclude: [AcmeClip]\n")
+    assert not [k for k in load_plan(excluded).kernels if k.name == "user:AcmeClip"]

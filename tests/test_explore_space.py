@@ -220,3 +220,27 @@ def test_show_explains_why_a_space_without_build_options_has_no_tree(tmp_path):
     assert result.output.splitlines()[-1] == (
         "# design space: 2 variants; no tree: the blueprint has no build:"
     )
+
+
+def test_backends_of_an_auto_kernel_vary_as_pinned_choices(tmp_path):
+    """With kernels: auto, a design space may vary a kernel the blueprint does not list:
+    each variant pins it; the other kernels stay automatic."""
+    path = tmp_path / "auto.yaml"
+    path.write_text(
+        f"extends: {REPO / 'blueprints' / 'base.yaml'}\n"
+        "design_space:\n  backends: {finn:Thresholding: [rtl, hls]}\n"
+    )
+    variants = expand(load_blueprint(path))
+    assert [v.choices for v in variants] == [
+        {"backends.Thresholding": "rtl"},
+        {"backends.Thresholding": "hls"},
+    ]
+    for variant, style in zip(variants, ("rtl", "hls"), strict=True):
+        pinned = [k for k in variant.plan.kernels if k.pinned]
+        assert [(k.name, k.backend_types) for k in pinned] == [("finn:Thresholding", [style])]
+        assert any(k.op_type == "VVAU" and not k.pinned for k in variant.plan.kernels)
+
+
+def test_a_listed_kernel_outside_auto_is_still_refused_without_auto(tmp_path):
+    path = write(tmp_path, "design_space:\n  backends: {finn:VVAU: [rtl, hls]}\n")
+    assert any("is not one of the blueprint's kernels" in p for p in problems(path))
