@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.flow import failing_transform
 
-FRONT_END = "hardware_inference"
+FRONT_END = "hardware_inference"  # check runs the steps before this one
 HW_DOMAIN = "finn.custom_op.fpgadataflow"
 # Placements that stop the build: a node left between hardware layers, a hardware layer
 # whose output forks without DuplicateStreams, one whose only backend the blueprint forbids.
-BLOCKING = ("between", "fork", "backend")  # check runs the steps before this one
+BLOCKING = ("between", "fork", "backend")
 HOST_REASONS = {
     "before": "on the host, before the accelerator (its input side)",
     "after": "on the host, after the accelerator (it reads the accelerator's output)",
@@ -72,11 +72,11 @@ def check(model, blueprint=None, *, options: dict | None = None, prefer: str | N
     """Check ``model`` (a path) against ``blueprint`` (None: the default). BuildError for a
     model or blueprint that cannot be read (exit code 2)."""
     from brainsmith.builder.plan import DEFAULT_BLUEPRINT
-    from brainsmith.builder.runner import _intake, _plan, with_overrides
+    from brainsmith.builder.runner import check_inputs, plan_for, with_overrides
 
     began = time.perf_counter()
-    plan = with_overrides(_plan(blueprint or DEFAULT_BLUEPRINT, "none"), options or {}, prefer)
-    checked, _ = _intake(model, None, None)
+    plan = with_overrides(plan_for(blueprint or DEFAULT_BLUEPRINT, "none"), options or {}, prefer)
+    checked, _ = check_inputs(model, None, None)
     result = CheckResult(str(model), plan.path or str(blueprint))
     with tempfile.TemporaryDirectory(prefix="brainsmith-check-") as scratch:
         _run(result, plan, checked, scratch)
@@ -86,10 +86,10 @@ def check(model, blueprint=None, *, options: dict | None = None, prefer: str | N
 
 def _run(result: CheckResult, plan, checked, scratch: str) -> None:
     from brainsmith.builder.context import BuildContext, attach
-    from brainsmith.builder.runner import _finn_config, _resolve_steps
+    from brainsmith.builder.runner import finn_config, resolve_steps
     from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
 
-    steps = _resolve_steps(plan)
+    steps = resolve_steps(plan)
     names = [s.name for s in steps]
     if FRONT_END not in names:
         raise BuildError(
@@ -102,7 +102,7 @@ def _run(result: CheckResult, plan, checked, scratch: str) -> None:
     finn = os.path.join(scratch, "finn")
     log = open(os.path.join(scratch, "build.log"), "w")  # noqa: SIM115 - closed below
     with log, contain_finn_output(log), generated_code_dir(finn):
-        cfg = _finn_config(plan, finn)
+        cfg = finn_config(plan, finn)
         attach(cfg, BuildContext(plan))
         from qonnx.core.modelwrapper import ModelWrapper
 

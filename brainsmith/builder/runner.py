@@ -77,11 +77,11 @@ def build(
     """
     started = time.perf_counter()
     with interrupts.handled():
-        plan = _plan(DEFAULT_BLUEPRINT if blueprint is None else blueprint, verify)
+        plan = plan_for(DEFAULT_BLUEPRINT if blueprint is None else blueprint, verify)
         plan = with_overrides(plan, options or {}, prefer)
         if blueprint is None and isinstance(model, str | os.PathLike):
             plan = replace(plan, name=_build_name(model))
-        checked, vectors = _intake(model, input_npy, expected_npy)
+        checked, vectors = check_inputs(model, input_npy, expected_npy)
         folder = output_dir or plan.build.output_dir or default_output_dir(plan.name)
         out, run = None, None
         try:
@@ -111,7 +111,7 @@ def build(
                 _close(run)
 
 
-def _plan(blueprint, verify: str | None) -> BuildPlan:
+def plan_for(blueprint, verify: str | None) -> BuildPlan:
     from brainsmith.plugin.blueprint.options import VERIFY_MODES
     from brainsmith.plugin.errors import PluginError
 
@@ -181,7 +181,7 @@ def with_overrides(plan: BuildPlan, options: dict, prefer: str | None) -> BuildP
     return replace(plan, prefer=prefer) if prefer is not None else plan
 
 
-def _intake(model, input_npy: str | None, expected_npy: str | None):
+def check_inputs(model, input_npy: str | None, expected_npy: str | None):
     """The front door: model and vectors checked before FINN loads and anything is written."""
     if (input_npy is None) != (expected_npy is None):
         raise BuildError(
@@ -238,10 +238,10 @@ def _execute(run: BuildRun) -> BuildResult:
 def _setup(run: BuildRun, finn_dir: str):
     """Resolve steps, make the FINN config, load the model and the verification reference."""
     try:
-        steps = _resolve_steps(run.plan)
+        steps = resolve_steps(run.plan)
         run.records = [StepRecord(s.name, s.plugin) for s in steps]
         run.progress.steps[:] = [s.name for s in steps]
-        run.cfg = _finn_config(run.plan, finn_dir)
+        run.cfg = finn_config(run.plan, finn_dir)
         run.context = BuildContext(run.plan)
         attach(run.cfg, run.context)
         from qonnx.core.modelwrapper import ModelWrapper
@@ -282,7 +282,7 @@ def _report_failure(run: BuildRun, error: BuildError) -> None:
         interrupts.settled()
 
 
-def _resolve_steps(plan: BuildPlan) -> list[Step]:
+def resolve_steps(plan: BuildPlan) -> list[Step]:
     from brainsmith.frameworks.finn.tables import TOOL_STEPS
     from brainsmith.plugin.core import get_registry
     from brainsmith.plugin.errors import PluginError
@@ -305,7 +305,7 @@ def _resolve_steps(plan: BuildPlan) -> list[Step]:
     return steps
 
 
-def _finn_config(plan: BuildPlan, finn_dir: str):
+def finn_config(plan: BuildPlan, finn_dir: str):
     from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()

@@ -169,8 +169,9 @@ def _check_forks(model, plan) -> None:
     """A hardware layer's output read by several hardware layers needs a DuplicateStreams."""
     from brainsmith.steps.advice import fork_hint, fork_problems
 
-    for name, problem in fork_problems(model).items():
-        raise StepError(f"layer {name}'s {problem}", fork_hint(plan), model)
+    problems = [f"layer {name}'s {problem}" for name, problem in fork_problems(model).items()]
+    if problems:
+        raise StepError("; ".join(problems), fork_hint(plan), model)
 
 
 @step(
