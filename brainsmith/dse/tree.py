@@ -33,7 +33,8 @@ def _infer(plan: BuildPlan) -> object:
 
 
 def _kernels(plan: BuildPlan) -> object:
-    return [(k.name, k.op_type, k.backends, k.backend_types) for k in plan.kernels or ()]
+    kernels = [(k.name, k.op_type, k.backends, k.backend_types) for k in plan.kernels or ()]
+    return kernels, plan.prefer
 
 
 def _file(path: str | None) -> object:
