@@ -37,8 +37,12 @@ def mlp(hub, tmp_path_factory):
 @pytest.fixture(scope="module")
 def cnv(hub, tmp_path_factory):
     out = tmp_path_factory.mktemp("cnv") / "out"
-    return brainsmith.build(
-        str(MODELS / "cnv.onnx"), str(BLUEPRINTS / "cnv.yaml"), str(out), verify="rtlsim"
+    return brainsmith.build(  # every layer FINN has in RTL as RTL
+        str(MODELS / "cnv.onnx"),
+        str(BLUEPRINTS / "cnv.yaml"),
+        str(out),
+        verify="rtlsim",
+        prefer="rtl",
     )
 
 

@@ -219,6 +219,8 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
             f"{option('input')} file (the model matched the cleaned QONNX model on generated "
             "inputs)",
         )
+    if generated.unchanged:
+        return "unchanged, not re-run"
     text = f"max err {generated.max_error:.2g} ({generated.samples} inputs)"
     return text + (f", user {user[0].max_error:.2g}" if user else "")
 

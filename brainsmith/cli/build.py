@@ -197,8 +197,10 @@ def print_summary(report: dict) -> None:
     if checks:
         worst = max(c["max_error"] for c in checks)
         user = [c["user"]["max_error"] for c in checks if "user" in c]
+        unchanged = sum(1 for c in checks if c.get("unchanged"))
+        rerun = f" ({unchanged} unchanged, not re-run)" if unchanged else ""
         text = (
-            f"  verified    {len(checks)} step(s), max error {worst:.2g} on "
+            f"  verified    {len(checks)} step(s){rerun}, max error {worst:.2g} on "
             f"{checks[-1]['samples']} inputs"
         )
         if user:
