@@ -378,6 +378,28 @@ def write(results: dict) -> None:
     if build.exists():
         data = json.loads(build.read_text())
         lines += ["", "## Build overhead", "", "```json", json.dumps(data, indent=2)[:3000], "```"]
+    cost = out / "verify_cost.json"
+    if cost.exists():
+        data = json.loads(cost.read_text())
+        none, each = data["verify_none"], data["verify_each"]
+        lines += [
+            "",
+            "## Verification cost (verify: each vs none)",
+            "",
+            f"`{data['model']}` with no blueprint at 100,000 fps, fresh processes, alternating, "
+            f"median of {data['runs']} (`python -m benchmarks.verify_cost`): verify none "
+            f"{none['process_wall_s']:.1f} s, verify each {each['process_wall_s']:.1f} s: "
+            f"**{data['ratio_wall']:.2f}x** wall, {data['ratio_cpu']:.2f}x CPU (target "
+            f"<= {data['target_ratio']}x; load average "
+            f"{', '.join(f'{x:.2f}' for x in data['load_average'])}). Per step, verify each "
+            "(step s / verification s): "
+            + ", ".join(
+                f"{s['step']} {s['seconds']:.2f}/"
+                + ("unchanged" if s["unchanged"] else f"{s['verify_seconds']:.2f}")
+                for s in each["steps_of_median_run"]
+            )
+            + ".",
+        ]
     rtlsim = out / "rtlsim.json"
     if rtlsim.exists():
         data = json.loads(rtlsim.read_text())
