@@ -248,17 +248,22 @@ def computation_key(model, parent=None) -> str:
 def _digest_graph(graph, digest, skip: frozenset[str] | set[str] = frozenset()) -> None:
     from onnx import numpy_helper
 
+    initializers = {t.name: t for t in graph.initializer}
     numbers: dict[str, int] = {}
 
     def number(name: str) -> str:
-        return str(numbers.setdefault(name, len(numbers))) if name else "-"
+        if not name:
+            return "-"
+        if name not in numbers:
+            numbers[name] = len(numbers)
+            if name in initializers:  # weights by content, where they are first used
+                array = numpy_helper.to_array(initializers[name])
+                digest.update(f"init {array.dtype} {array.shape}".encode())
+                digest.update(array.tobytes())
+        return str(numbers[name])
 
     for tensor in graph.input:
         digest.update(f"in {number(tensor.name)} {tensor.type}".encode())
-    for init in sorted(graph.initializer, key=lambda t: t.name):
-        array = numpy_helper.to_array(init)
-        digest.update(f"init {number(init.name)} {array.dtype} {array.shape}".encode())
-        digest.update(array.tobytes())
     for node in graph.node:
         inputs = " ".join(number(name) for name in node.input)
         outputs = " ".join(number(name) for name in node.output)
@@ -266,11 +271,13 @@ def _digest_graph(graph, digest, skip: frozenset[str] | set[str] = frozenset()) 
         for attribute in sorted(node.attribute, key=lambda a: a.name):
             if attribute.name not in NOT_COMPUTED and attribute.name not in skip:
                 digest.update(attribute.SerializeToString(deterministic=True))
-    for info in (*graph.value_info, *graph.output):
-        if info.name in numbers:
-            digest.update(f"shape {numbers[info.name]} {info.type}".encode())
-    for annotation in graph.quantization_annotation:
-        if annotation.tensor_name in numbers:
-            for pair in annotation.quant_parameter_tensor_names:
-                digest.update(f"dt {numbers[annotation.tensor_name]} {pair.value}".encode())
+    shapes = {numbers[i.name]: str(i.type) for i in (*graph.value_info, *graph.output)
+              if i.name in numbers}  # fmt: skip
+    types = {
+        numbers[a.tensor_name]: [p.value for p in a.quant_parameter_tensor_names]
+        for a in graph.quantization_annotation
+        if a.tensor_name in numbers
+    }
+    digest.update(repr(sorted(shapes.items())).encode())
+    digest.update(repr(sorted(types.items())).encode())
     digest.update(b"|")

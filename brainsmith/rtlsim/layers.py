@@ -174,8 +174,8 @@ def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResu
     folder = os.path.join(workdir, node.name)
     try:
         compiled = compile_layer(design, toolchain, folder)
-    except CompileError as exc:
-        result.reason = f"{toolchain.label} cannot compile it: {exc}"
+    except CompileError as exc:  # a layer that can be simulated here but was not: a failure
+        result.status, result.reason = FAILED, f"{toolchain.label} cannot compile it: {exc}"
         if exc.log:
             result.reason += f" (log: {exc.log})"
         return result

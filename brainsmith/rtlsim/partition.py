@@ -56,8 +56,8 @@ def simulate_partition(model, contexts, workdir: str, fpga_part: str, clock_ns: 
     toolchain = find_toolchain()
     try:
         compiled = compile_layer(stitched, toolchain, workdir)
-    except CompileError as exc:
-        result["reason"] = f"{toolchain.label} cannot compile it: {exc}"
+    except CompileError as exc:  # it could be simulated here, but was not: a failure
+        result.update(status=FAILED, reason=f"{toolchain.label} cannot compile it: {exc}")
         return result
     result.update(compile_seconds=round(compiled.seconds, 3), compile_cached=compiled.cached)
     frames = [[context[model.graph.node[0].input[0]]] for context in contexts]
