@@ -142,21 +142,7 @@ def cnv(
             layers.append(nn.MaxPool2d(2))
             size //= 2
     layers.append(nn.Flatten())
-    features *= size * size
-    for out in fc:
-        layers += [
-            qnn.QuantLinear(
-                features, out, bias=False, weight_quant=weight_quant, weight_bit_width=weight_bits
-            ),
-            nn.BatchNorm1d(out, eps=1e-4),
-            qnn.QuantIdentity(act_quant=act_quant, bit_width=act_bits),
-        ]
-        features = out
-    layers.append(
-        qnn.QuantLinear(
-            features, classes, bias=False, weight_quant=weight_quant, weight_bit_width=weight_bits
-        )
-    )
+    layers += _bnn_linear(features * size * size, fc, classes, weight_bits, act_bits, eps=1e-4)
     net = torch.nn.Sequential(*layers)
     _bnn_weights(net)
     return net, (1, 3, image, image)
@@ -176,29 +162,41 @@ def tfc(
     import brevitas.nn as qnn
     from torch import nn
 
-    weight_quant, act_quant = bnn_quantizers()
+    _, act_quant = bnn_quantizers()
     layers: list[nn.Module] = [
         nn.Flatten(),
         qnn.QuantIdentity(act_quant=act_quant, bit_width=in_bits),
     ]
-    features = image * image
-    for out in hidden:
-        layers += [
-            qnn.QuantLinear(
-                features, out, bias=False, weight_quant=weight_quant, weight_bit_width=weight_bits
-            ),
-            nn.BatchNorm1d(out),
-            qnn.QuantIdentity(act_quant=act_quant, bit_width=act_bits),
-        ]
-        features = out
-    layers.append(
-        qnn.QuantLinear(
-            features, classes, bias=False, weight_quant=weight_quant, weight_bit_width=weight_bits
-        )
-    )
+    layers += _bnn_linear(image * image, hidden, classes, weight_bits, act_bits)
     net = torch.nn.Sequential(*layers)
     _bnn_weights(net)
     return net, (1, 1, image, image)
+
+
+def _bnn_linear(
+    features: int,
+    hidden: tuple[int, ...],
+    classes: int,
+    weight_bits: int,
+    act_bits: int,
+    eps: float = 1e-5,
+) -> list[nn.Module]:
+    """bnn_pynq's fully connected part: [linear -> batch norm -> activation] per entry of
+    ``hidden``, then the classifier."""
+    import brevitas.nn as qnn
+    from torch import nn
+
+    weight_quant, act_quant = bnn_quantizers()
+    weights = {"bias": False, "weight_quant": weight_quant, "weight_bit_width": weight_bits}
+    layers: list[nn.Module] = []
+    for out in hidden:
+        layers += [
+            qnn.QuantLinear(features, out, **weights),
+            nn.BatchNorm1d(out, eps=eps),
+            qnn.QuantIdentity(act_quant=act_quant, bit_width=act_bits),
+        ]
+        features = out
+    return [*layers, qnn.QuantLinear(features, classes, **weights)]
 
 
 def _weights(bits: int, per_channel: bool = False) -> dict[str, object]:
