@@ -51,6 +51,7 @@ def ensure_exported(model: str) -> Path:
 
 def build_one(model: str, blueprint: str | None, folder: Path) -> dict:
     import brainsmith
+    from brainsmith.builder import BuildError
 
     path = ensure_exported(model)
     vectors = [path.with_name(f"{path.stem}_{kind}.npy") for kind in ("input", "expected")]
@@ -70,7 +71,7 @@ def build_one(model: str, blueprint: str | None, folder: Path) -> dict:
             expected_npy=str(vectors[1]) if torch_vectors else None,
             options=None if blueprint else {"target_fps": TARGET_FPS},
         )
-    except brainsmith.BuildError as exc:
+    except BuildError as exc:
         return {**row, "status": "failed", "error": f"{exc.step}: {exc.reason}"[:300]}
     checks = [s["verification"] for s in result.report["steps"] if s.get("verification")]
     return {

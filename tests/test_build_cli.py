@@ -130,3 +130,42 @@ def test_demo_builds_the_mlp_and_prints_a_summary(tmp_path):
     (folder,) = tmp_path.iterdir()
     assert folder.name.startswith("mlp-") and (folder / "report.json").is_file()
     assert "Assuming 2D input is NC" in (folder / "build.log").read_text()
+
+
+def test_build_without_a_blueprint_takes_overrides_from_the_command_line(tmp_path):
+    out = tmp_path / "out"
+    result = run(
+        [
+            *BRAINSMITH,
+            "build",
+            str(MLP),
+            "-o",
+            str(out),
+            "--target-fps",
+            "200000",
+            "--clock-ns",
+            "4",
+            "--prefer",
+            "rtl",
+            "-q",
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    assert "built mlp_4bit" in result.stdout and "target 200,000 fps met" in result.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["clock_ns"] == 4.0 and report["blueprint"]["hw_compiler"]["prefer"] == "rtl"
+    assert {layer["backend"] for layer in report["layers"]} == {"rtl"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--part", "xc7z0200-clg400-1"], "did you mean 'xc7z020clg400-1'"),
+        (["--target-fps", "0"], "--target-fps must be a number > 0, not 0"),
+        (["--clock-ns", "-5"], "--clock-ns must be a number > 0"),
+    ],
+)
+def test_bad_overrides_exit_2_naming_the_flag(tmp_path, args, message):
+    result = run([*BRAINSMITH, "build", str(MLP), "-o", str(tmp_path / "out"), *args])
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()

@@ -58,7 +58,7 @@ def export(folder: Path, networks: dict[str, str]) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-def build(model: Path, out: Path, **options) -> brainsmith.BuildResult:
+def build(model: Path, out: Path, **options):
     """Build ``model`` with no blueprint, verified after each step against its torch vectors."""
     return brainsmith.build(
         str(model),

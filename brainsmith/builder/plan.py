@@ -18,7 +18,7 @@ from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS, infer_order
 from brainsmith.plugin.blueprint.options import BuildOptions
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
 
-# What `brainsmith build MODEL` uses without a blueprint (blueprints/base.yaml extends it).
+# What `brainsmith build MODEL` uses without a blueprint (the same as blueprints/base.yaml).
 DEFAULT_BLUEPRINT = os.path.join(os.path.dirname(__file__), "default.yaml")
 STANDARD_STEPS: tuple[str, ...] = DEFAULT_STEPS  # a blueprint's flow when it lists no steps
 HARDWARE_STEPS: tuple[str, ...] = (

@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, cast
 
 from brainsmith.builder import interrupts
@@ -66,7 +66,8 @@ def build(
     ``build-out/<name>-<timestamp>``. A non-empty folder is refused unless ``force`` and
     brainsmith made it (then it is moved aside). ``verify`` overrides the blueprint's
     each | final | rtlsim | none, ``options`` its ``build:`` options (``{"fpga_part": ...,
-    "target_fps": ...}``) and ``prefer`` its ``hw_compiler.prefer``; ``input_npy``/``expected_npy`` add the user's own vectors to every
+    "target_fps": ...}``) and ``prefer`` its ``hw_compiler.prefer``;
+    ``input_npy``/``expected_npy`` add the user's own vectors to every
     check. Raises BuildError naming the step, the reason and what to try; SIGINT/SIGTERM
     end the build with ``status: interrupted`` (or no folder, if nothing was made yet).
 
@@ -158,6 +159,7 @@ def _build_name(model) -> str:
 
 def with_overrides(plan: BuildPlan, options: dict, prefer: str | None) -> BuildPlan:
     """``plan`` with command-line choices over the blueprint's; a part replaces a board."""
+    from brainsmith.plugin.blueprint.options import BuildOptions
     from brainsmith.plugin.blueprint.schema import PREFERENCES
 
     if prefer is not None and prefer not in PREFERENCES:
@@ -167,18 +169,42 @@ def with_overrides(plan: BuildPlan, options: dict, prefer: str | None) -> BuildP
             exit_code=2,
         )
     given = {key: value for key, value in options.items() if value is not None}
+    known = {f.name for f in fields(BuildOptions)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise BuildError(
+            "setup",
+            f"unknown build option(s) {', '.join(unknown)}",
+            f"use build options of a blueprint: {', '.join(sorted(known))}",
+            exit_code=2,
+        )
     problems = [
         f"{option(key.replace('_', '-'))} must be a number > 0, not {given[key]!r}"
         for key in ("clock_ns", "target_fps")
         if key in given and not (isinstance(given[key], int | float) and given[key] > 0)
     ]
+    if "fpga_part" in given:
+        from brainsmith.frameworks.finn.parts import boards, is_part, known_parts
+        from brainsmith.plugin.names import suggest
+
+        part = str(given["fpga_part"])
+        if boards() and not is_part(part):  # FINN's tables are there to check against
+            problems.append(
+                f"{option('part')} '{part}' is not an AMD/Xilinx part number (e.g. "
+                f"xcvc1902-vsva2197-2MP-e-S){suggest(part, known_parts())}"
+            )
     if problems:
         raise BuildError("setup", "; ".join(problems), exit_code=2)
     if "fpga_part" in given:
         given["board"] = None
+    recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
     if given:
         plan = replace(plan, options=replace(plan.build, **given))
-    return replace(plan, prefer=prefer) if prefer is not None else plan
+        recorded["build"] = plan.build.to_dict()
+    if prefer is not None:
+        plan = replace(plan, prefer=prefer)
+        recorded.setdefault("hw_compiler", {})["prefer"] = prefer
+    return replace(plan, blueprint=recorded)
 
 
 def check_inputs(model, input_npy: str | None, expected_npy: str | None):
