@@ -124,3 +124,55 @@ def test_fast_integer_check_refuses_nan(kws):
         warnings.simplefilter("ignore")
         with pytest.raises(Exception, match="Rounding error is too high"):
             sanitize_quant_values(model, [name], {name: np.array([[1.0, np.nan]])})
+
+
+@pytest.mark.parametrize("step", ["01_cleanup", "02_qonnx_to_finn", "03_streamline"])
+def test_node_major_execution_is_bit_for_bit_finns(kws, step):
+    """The flat models before the partition run node by node over all samples; their
+    outputs are exactly those of FINN's executor run one sample at a time."""
+    from finn.core.onnx_exec import execute_onnx
+
+    from brainsmith.builder.verify import _flat, generate_inputs, run
+
+    model = load(Path(kws.output_dir) / "intermediate_models" / f"{step}.onnx")
+    assert _flat(model)
+    samples = generate_inputs(model, 6, seed=3)
+    name, out = model.graph.input[0].name, model.graph.output[0].name
+    with warnings.catch_warnings():  # float inputs rounded to an INT8 input quantizer
+        warnings.simplefilter("ignore")
+        expected = [execute_onnx(model, {name: s[0]})[out] for s in samples]
+        outputs = run(model, samples)
+    for got, want in zip(outputs, expected, strict=True):
+        np.testing.assert_array_equal(got[0], want)
+
+
+def test_a_wrong_threshold_before_the_partition_is_caught(hub, tmp_path, monkeypatch):
+    """A step that shifts one threshold of the streamlined model fails verification (the
+    node-by-node execution path)."""
+    from brainsmith.builder import BuildError
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "shift.py").write_text(
+        "from brainsmith.plugin.core import step\n\n"
+        '@step(name="shift_threshold")\n'
+        "def shift_threshold(model, cfg):\n"
+        '    node = model.get_nodes_by_op_type("MultiThreshold")[1]\n'
+        "    values = model.get_initializer(node.input[1]).copy()\n"
+        "    values[0] += 3\n"
+        "    model.set_initializer(node.input[1], values)\n"
+        "    return model\n"
+    )
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_DIRS", str(plugins))
+    reset_plugin_system()
+    blueprint = tmp_path / "bp.yaml"
+    blueprint.write_text(
+        f"extends: {REPO / 'blueprints' / 'base.yaml'}\n"
+        "steps: [cleanup, qonnx_to_finn, streamline, shift_threshold]\n"
+    )
+    with pytest.raises(BuildError) as caught:
+        brainsmith.build(str(ZOO / "kws_conv1d.onnx"), str(blueprint), str(tmp_path / "out"),
+                         verify="each")  # fmt: skip
+    assert caught.value.step == "shift_threshold"
+    assert "verification failed" in caught.value.reason
