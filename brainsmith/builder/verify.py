@@ -6,9 +6,11 @@ for a float input feeding a ``Quant`` node, from that quantizer's range plus one
 either side, so clipping is exercised. After the dataflow partition the model is run as
 its parent graph with the ``StreamingDataflowPartition`` pointing at it; ``*_hls`` layers
 run as their generic kernel in Python and ``*_rtl`` layers in their Python fallback
-(``exec_mode="cppsim"``), as no C++ or RTL simulator is needed that way. Samples run one
-at a time because exported models have batch size 1. Tensors are compared (and inputs fed)
-in each model's own shape when only the rank differs (a 1D network made 2D).
+(``exec_mode="cppsim"``), as no C++ or RTL simulator is needed that way. Exported models
+have batch size 1: a flat model (before the partition) runs node by node over all samples,
+each onnxruntime session made once; a partitioned one runs one sample at a time through
+FINN's executor. Tensors are compared (and inputs fed) in each model's own shape when only
+the rank differs (a 1D network made 2D).
 
 A model that computes exactly what the last checked one computed (``computation_key``: the
 same nodes, attributes, weights and datatypes, whatever the names) is not run again: its
