@@ -19,7 +19,6 @@ from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.flow import failing_transform
 
 FRONT_END = "hardware_inference"  # check runs the steps before this one
-HW_DOMAIN = "finn.custom_op.fpgadataflow"
 # Placements that stop the build: a node left between hardware layers, a hardware layer
 # whose output forks without DuplicateStreams, one whose only backend the blueprint forbids.
 BLOCKING = ("between", "fork", "backend")
@@ -169,19 +168,14 @@ def predicted_backends(model, cfg) -> dict[str, tuple[str, str]]:
 
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.builder.context import context_of
+    from brainsmith.steps.dataflow import set_backend_styles
 
     plan = context_of(cfg).plan
     trial = ModelWrapper(copy.deepcopy(model.model))
-    why = {}
-    for node in trial.graph.node:
-        if node.domain == HW_DOMAIN:
-            style = plan.style_for(node.op_type)
-            if style:
-                getCustomOp(node).set_nodeattr("preferred_impl_style", style)
-            why[node.name] = _reason(node, style, plan)
+    styles = set_backend_styles(trial, plan)
+    why = {n.name: _reason(n, styles[n.name], plan) for n in trial.graph.node if n.name in styles}
     try:
         trial = trial.transform(SpecializeLayers(cfg._resolve_fpga_part()))
     except Exception as exc:  # shown per layer instead of failing the check
@@ -192,7 +186,7 @@ def predicted_backends(model, cfg) -> dict[str, tuple[str, str]]:
     for node, chosen in zip(model.graph.node, trial.graph.node, strict=True):
         if node.name not in why:
             continue
-        if chosen.domain == HW_DOMAIN:  # a kernel a later step decomposes (Shuffle)
+        if chosen.domain == node.domain:  # not specialised: a later step decomposes it (Shuffle)
             found[node.name] = ("-", "decomposed into other layers when folded")
         else:
             found[node.name] = (chosen.op_type, why[node.name] or _default_reason(chosen.op_type))

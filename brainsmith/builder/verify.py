@@ -140,6 +140,12 @@ def _quant_range(model, name: str) -> tuple[float, float]:
 
 def executable(model, parent=None, workdir: str = ""):
     """A copy of ``model`` that runs in Python; wrapped in ``parent`` after the partition."""
+    return in_parent(runnable_copy(model), parent, workdir)
+
+
+def runnable_copy(model):
+    """A copy of ``model`` with ``*_hls`` layers as their generic kernel and ``*_rtl``
+    layers in their Python fallback."""
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.custom_op.registry import getCustomOp
 
@@ -149,6 +155,15 @@ def executable(model, parent=None, workdir: str = ""):
             node.domain, node.op_type = HW_DOMAIN, node.op_type[: -len("_hls")]
         elif node.domain == f"{HW_DOMAIN}.rtl":
             getCustomOp(node).set_nodeattr("exec_mode", "cppsim")
+    return runnable
+
+
+def in_parent(runnable, parent, workdir: str):
+    """``runnable`` (a partition) inside ``parent``, saved to ``workdir`` for it to point at;
+    ``runnable`` itself when there is no parent or it is the whole graph already."""
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.custom_op.registry import getCustomOp
+
     if parent is None or runnable.get_nodes_by_op_type("StreamingDataflowPartition"):
         return runnable
     path = os.path.join(workdir, "verify_partition.onnx")
@@ -290,15 +305,15 @@ class Verifier:
     def check(self, model, parent=None, workdir: str = "") -> list[Check]:
         """Compare ``model`` (in ``parent`` after the partition) with the reference; a model
         that computes what the last one checked computed is not run again."""
-        key = computation_key(model, parent)
+        mapped = runnable_copy(model)
+        key = computation_key(mapped, parent, mapped=True)
         if self._last is not None and self._last[0] == key:
             return [replace(c, unchanged=True) for c in self._last[1]]
-        checks = self._run_checks(model, parent, workdir)
+        checks = self._run_checks(in_parent(mapped, parent, workdir))
         self._last = (key, checks)
         return checks
 
-    def _run_checks(self, model, parent, workdir: str) -> list[Check]:
-        runnable = executable(model, parent, workdir)
+    def _run_checks(self, runnable) -> list[Check]:
         tolerance = {"atol": self.atol, "rtol": self.rtol}
         checks = [compare("generated", run(runnable, self.samples), self.expected, **tolerance)]
         if self.user is not None:
@@ -307,13 +322,14 @@ class Verifier:
         return checks
 
 
-def computation_key(model, parent=None) -> str:
+def computation_key(model, parent=None, mapped: bool = False) -> str:
     """A digest of everything Python execution of ``model`` (wrapped in ``parent``) reads:
     nodes in order with their op types, domains and attributes (``NOT_COMPUTED`` aside),
     initializers, tensor shapes and datatypes, with tensors numbered by first use, so node
-    and tensor names do not matter. Equal keys compute equal outputs."""
+    and tensor names do not matter. Equal keys compute equal outputs. ``mapped``: ``model``
+    is already a ``runnable_copy``."""
     digest = hashlib.sha256()
-    _digest_graph(executable(model).model.graph, digest)
+    _digest_graph((model if mapped else runnable_copy(model)).model.graph, digest)
     if parent is not None and not model.get_nodes_by_op_type("StreamingDataflowPartition"):
         _digest_graph(parent.model.graph, digest, skip={"model"})
     return digest.hexdigest()

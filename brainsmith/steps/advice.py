@@ -185,7 +185,7 @@ def fork_problems(model) -> dict[str, str]:
     return problems
 
 
-def explain_blocking(before, model, nodes, cfg) -> list[str]:
+def explain_blocking(before, nodes, cfg) -> list[str]:
     """One line per blocking node: which kernel and transform would convert it."""
     found = takers(before, cfg)
     return [f"{node.name} ({node.op_type}): {advice(node, found)}" for node in nodes]

@@ -122,7 +122,7 @@ def _check_converted(before, model, cfg) -> None:
         )
     blocking = blocking_nodes(model)
     if blocking:
-        lines = explain_blocking(before, model, blocking, cfg)
+        lines = explain_blocking(before, blocking, cfg)
         raise StepError(
             f"{len(blocking)} node(s) sit between hardware layers but were not converted to "
             "hardware: " + "; ".join(lines),
@@ -188,16 +188,12 @@ def specialize(model, cfg):
     """
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from finn.transformation.general import ApplyConfig
-    from qonnx.custom_op.registry import getCustomOp
     from qonnx.transformation.general import GiveUniqueNodeNames
     from qonnx.transformation.infer_datatypes import InferDataTypes
     from qonnx.transformation.infer_shapes import InferShapes
 
     plan = context_of(cfg).plan
-    for node in model.graph.node:
-        style = plan.style_for(node.op_type) if node.domain == HW_DOMAIN else ""
-        if style:
-            getCustomOp(node).set_nodeattr("preferred_impl_style", style)
+    set_backend_styles(model, plan)
     if cfg.specialize_layers_config_file is not None:
         model = model.transform(ApplyConfig(str(cfg.specialize_layers_config_file)))
     model = model.transform(SpecializeLayers(cfg._resolve_fpga_part()))
@@ -205,6 +201,20 @@ def specialize(model, cfg):
         model = model.transform(transform)
     _check_backends(model, plan)
     return model
+
+
+def set_backend_styles(model, plan) -> dict[str, str]:
+    """Set each hardware layer's ``preferred_impl_style`` as ``plan.style_for`` says;
+    returns layer name -> the style set ("" where FINN's rule chooses)."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    styles = {}
+    for node in model.graph.node:
+        if node.domain == HW_DOMAIN:
+            styles[node.name] = plan.style_for(node.op_type)
+            if styles[node.name]:
+                getCustomOp(node).set_nodeattr("preferred_impl_style", styles[node.name])
+    return styles
 
 
 def _check_backends(model, plan, decomposed_later: bool = True) -> None:

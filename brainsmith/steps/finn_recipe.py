@@ -49,7 +49,7 @@ def average_pool_widths(model) -> dict[str, tuple[int, int]]:
         if trunc is None or trunc.op_type != "Trunc" or len(trunc.input) < 4:
             continue
         bits = model.get_initializer(trunc.input[3])
-        kernel = next((list(a.ints) for a in pool.attribute if a.name == "kernel_shape"), [])
+        kernel = _ints(pool, "kernel_shape")
         if bits is not None and bits.size == 1 and kernel:
             widths[trunc.output[0]] = (int(bits.item()), int(np.prod(kernel)))
     return widths
@@ -79,30 +79,28 @@ def fix_average_pools(model, widths: dict[str, tuple[int, int]]):
 
 def has_1d_windows(model) -> bool:
     """True when a convolution or pooling slides over one spatial axis (N, C, L tensors)."""
-    for node in model.graph.node:
-        if node.op_type in ("Conv", "MaxPool", "AveragePool"):
-            kernel = next((a.ints for a in node.attribute if a.name == "kernel_shape"), None)
-            if kernel is not None and len(kernel) == 1:
-                return True
-    return False
+    windows = ("Conv", "MaxPool", "AveragePool")
+    return any(
+        n.op_type in windows and len(_ints(n, "kernel_shape")) == 1 for n in model.graph.node
+    )
 
 
 def lift_1d(model):
     """Make a 1D network 2D ([N, C, L] -> [N, C, L, 1], QONNX's Change3DTo4DTensors), as
     FINN's sliding-window layers are 2D; verification compares in each model's own shape."""
-    from qonnx.transformation.change_3d_tensors_to_4d import Change3DTo4DTensors
+    from qonnx.transformation.change_3d_tensors_to_4d import (
+        Change3DTo4DTensors,
+        _find_invalid_nodes,
+    )
 
     from brainsmith.builder.errors import StepError
+    from brainsmith.builder.intake import complete_window_attributes
 
     if not has_1d_windows(model):
         return model
-    from brainsmith.builder.intake import complete_window_attributes
-
     lifted = model.transform(Change3DTo4DTensors())
     complete_window_attributes(lifted.graph)
     if has_1d_windows(lifted):
-        from qonnx.transformation.change_3d_tensors_to_4d import _find_invalid_nodes
-
         unsupported = ", ".join(sorted(set(_find_invalid_nodes(model))))
         raise StepError(
             f"this 1D network cannot be made 2D for FINN's sliding-window layers: QONNX's "
@@ -123,7 +121,7 @@ def refuse_padded_bipolar(model) -> None:
     from brainsmith.builder.errors import StepError
 
     for conv in model.get_nodes_by_op_type("Conv"):
-        pads = next((list(a.ints) for a in conv.attribute if a.name == "pads"), [])
+        pads = _ints(conv, "pads")
         source = model.find_producer(conv.input[0])
         while source is not None and source.op_type in ("MaxPool", "Transpose", "Reshape"):
             source = model.find_producer(source.input[0])
@@ -138,6 +136,11 @@ def refuse_padded_bipolar(model) -> None:
                 "its input activations to 2 bits or more",
                 model,
             )
+
+
+def _ints(node, name: str) -> list[int]:
+    """The ints of ``node``'s attribute ``name`` ([] when it has none)."""
+    return next((list(a.ints) for a in node.attribute if a.name == name), [])
 
 
 def has_depthwise_convs(model) -> bool:
