@@ -390,6 +390,7 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
     """Write the final models, then the reports, report.json last: a signal before
     report.json says ok interrupts the build; one after it changes nothing."""
     from brainsmith.builder.flow import fail_output
+    from brainsmith.rtlsim.manifest import record as record_hdl
 
     if run.stop_after is not None:  # a checkpoint instead of a design: no reports
         _remove(run.path("report.json"))
@@ -413,6 +414,7 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
             for node in wrapper.get_nodes_by_op_type("StreamingDataflowPartition"):
                 getCustomOp(node).set_nodeattr("model", final)
             save_model(wrapper, run.path("final_parent.onnx"))
+        record_hdl(model, run.path("finn"))  # what verify-rtl may compile, by hash
     except OSError as exc:
         _remove(run.path("final.onnx"), run.path("final_parent.onnx"))
         fail_output(run, model, None, exc, "writing the final models")

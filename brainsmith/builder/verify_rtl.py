@@ -4,10 +4,18 @@ The inputs are the build's own verification inputs (regenerated from the origina
 with the same seed and count, so the same vectors as ``verify: rtlsim``) or a user's
 ``.npy`` file. The results replace the ``rtlsim`` section of the folder's report.json and
 report.html.
+
+Only the folder's own files are simulated: code paths that final.onnx records in the folder
+the build was made in are taken from this folder (a moved or copied build), and every HDL
+file to compile must be recorded with its hash in ``finn/hdl_manifest.json`` (written by the
+build with final.onnx) or come from the installed finn-rtllib; anything else is refused before
+Verilator runs, unless ``allow_changed`` (then each is named in a warning). RTL that would
+reach the host is refused in any case (``brainsmith.rtlsim.screen``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import traceback
@@ -17,6 +25,7 @@ import numpy as np
 
 from brainsmith.builder.rtl_check import WORKDIR
 from brainsmith.errors import BrainsmithError
+from brainsmith.rtlsim.manifest import NAME, inside
 
 
 class FolderError(BrainsmithError):
@@ -34,10 +43,15 @@ def verify_build_folder(
     input_npy: str | None = None,
     only: list[str] | None = None,
     note: Callable[[str], None] | None = None,
+    allow_changed: bool = False,
+    warn: Callable[[str], None] | None = None,
 ):
-    """Simulate ``folder``'s RTL layers; returns the DesignResult (report files updated)."""
+    """Simulate ``folder``'s RTL layers; returns the DesignResult (report files updated).
+    ``allow_changed`` simulates HDL files the build did not generate as they are, each
+    named to ``warn``."""
     from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
     from brainsmith.rtlsim import ToolchainError, find_toolchain
+    from brainsmith.rtlsim.screen import UnsafeSource
 
     report = _read_report(folder)
     try:
@@ -48,6 +62,7 @@ def verify_build_folder(
     from qonnx.core.modelwrapper import ModelWrapper
 
     model = ModelWrapper(os.path.join(folder, "final.onnx"))
+    own_paths(model, folder, report.get("output_dir") or "")
     parent_path = os.path.join(folder, "final_parent.onnx")
     parent = ModelWrapper(parent_path) if os.path.isfile(parent_path) else None
     names = {n.name for n in model.graph.node}
@@ -57,6 +72,11 @@ def verify_build_folder(
             f"no layer named {', '.join(unknown)} in {folder}/final.onnx",
             "pick from: " + ", ".join(n.name for n in model.graph.node),
         )
+    for problem in unrecorded_hdl(model, folder, only):
+        if not allow_changed:
+            raise FolderError(problem, CHANGED_HINT)
+        if warn is not None:
+            warn(f"{problem}; simulated as it is (--allow-changed-rtl)")
     workdir = os.path.join(folder, *WORKDIR)
     os.makedirs(workdir, exist_ok=True)
     log_path = os.path.join(workdir, "verify-rtl.log")
@@ -66,6 +86,10 @@ def verify_build_folder(
             result = _simulate(model, vectors, workdir, parent, report, only, note)
         except ToolchainError as exc:
             raise FolderError(str(exc), "install Verilator (make setup)") from exc
+        except UnsafeSource as exc:
+            raise FolderError(
+                str(exc), "remove the task from the RTL, or build the design again"
+            ) from exc
         except Exception as exc:  # the simulation could not run at all: say why, keep the log
             traceback.print_exc(file=log)
             raise FolderError(
@@ -73,6 +97,62 @@ def verify_build_folder(
             ) from exc
     _update_report(folder, report, result)
     return result
+
+
+CHANGED_HINT = (
+    "build it again (brainsmith build MODEL BLUEPRINT -o FOLDER) to simulate what it "
+    "generates, or pass --allow-changed-rtl to simulate the files as they are"
+)
+PATH_ATTRIBUTES = ("code_gen_dir_ipgen", "ipgen_path", "ip_path", "code_gen_dir_cppsim")
+
+
+def own_paths(model, folder: str, built_in: str) -> None:
+    """Point ``model``'s code paths into ``folder``: a path outside it (the folder the build
+    was made in, ``built_in``, or elsewhere) becomes the same path inside it."""
+    root = os.path.realpath(folder)
+    for node in model.graph.node:
+        for attribute in node.attribute:
+            if attribute.name not in PATH_ATTRIBUTES or not attribute.s:
+                continue
+            path = attribute.s.decode(errors="replace")
+            if os.path.isabs(path) and not inside(os.path.realpath(path), root):
+                attribute.s = _moved(path, folder, built_in).encode()
+
+
+def _moved(path: str, folder: str, built_in: str) -> str:
+    if built_in and os.path.isabs(built_in) and inside(os.path.normpath(path), built_in):
+        return os.path.join(folder, os.path.relpath(path, built_in))
+    return os.path.join(folder, "finn", "build", os.path.basename(os.path.normpath(path)))
+
+
+def unrecorded_hdl(model, folder: str, only: list[str] | None) -> list[str]:
+    """Why each HDL file the simulation would compile is not what the build generated."""
+    from brainsmith.rtlsim.manifest import ManifestError, check, load
+    from brainsmith.rtlsim.sources import NotSimulated, layer_design
+
+    finn_dir = os.path.join(folder, "finn")
+    try:
+        manifest = load(finn_dir)
+    except ManifestError as exc:
+        return [f"the record of generated RTL {os.path.join(finn_dir, NAME)} is damaged: {exc}"]
+    problems = [] if manifest else [MISSING.format(folder=folder)]
+    root = os.path.realpath(folder)
+    files: set[str] = set()
+    for node in model.graph.node:
+        if not only or node.name in only:
+            with contextlib.suppress(NotSimulated):  # a layer that is not compiled
+                files.update(layer_design(model, node).files)
+    for path in sorted(files):
+        if manifest is None and inside(os.path.realpath(path), root):
+            continue  # said once above
+        problems += filter(None, [check(path, folder, manifest)])
+    return problems
+
+
+MISSING = (
+    "{folder} has no record of the RTL its build generated (finn/hdl_manifest.json): it was "
+    "built before brainsmith recorded one, or the record was removed"
+)
 
 
 def _simulate(model, vectors, workdir, parent, report, only, note):

@@ -26,9 +26,22 @@ import click
     multiple=True,
     help="Simulate only this layer (repeatable); default every layer.",
 )
+@click.option(
+    "--allow-changed-rtl",
+    "allow_changed",
+    is_flag=True,
+    help="Simulate HDL files that differ from the build's record of them (edited by hand) "
+    "or that it has no record of, each named in a warning. RTL that runs commands or writes "
+    "files is refused regardless.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def verify_rtl(
-    build_dir: str, samples: int | None, input_npy: str | None, layers: tuple, as_json: bool
+    build_dir: str,
+    samples: int | None,
+    input_npy: str | None,
+    layers: tuple,
+    allow_changed: bool,
+    as_json: bool,
 ) -> None:
     """Simulate every RTL layer of the build in BUILD_DIR with Verilator and compare its
     output bit for bit with the layer's Python execution.
@@ -39,8 +52,14 @@ def verify_rtl(
     simulates. The results go into BUILD_DIR/report.json and report.html.
 
     \b
-    Exit codes: 0 every simulated layer matches; 1 a layer differs or its simulation did
-    not finish; 2 BUILD_DIR or the simulator cannot be used.
+    Only the build's own files are simulated: each generated HDL file must match the hash
+    the build recorded (finn/hdl_manifest.json), a moved or copied folder uses its own
+    files, and RTL that runs commands or writes files on this machine is refused.
+
+    \b
+    Exit codes: 0 every simulated layer matches; 1 a layer differs, its simulation did not
+    finish or its generated RTL is missing; 2 BUILD_DIR or the simulator cannot be used,
+    its RTL is not what the build generated, or no layer could be simulated.
 
     \b
     Example:
@@ -60,6 +79,8 @@ def verify_rtl(
             input_npy=input_npy,
             only=list(layers) or None,
             note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+            allow_changed=allow_changed,
+            warn=lambda text: status.print(f"warning: {text}", markup=False, soft_wrap=True),
         )
     except FolderError as exc:
         click.echo(f"error: {exc.reason}", err=True)
@@ -77,6 +98,12 @@ def verify_rtl(
                 + describe(layer.as_dict()),
                 err=True,
             )
+    if not result.simulated:
+        click.echo(
+            "error: no layer was simulated, so nothing was checked (the reasons are above)",
+            err=True,
+        )
+        _exit(2)
     _exit(0 if result.ok else 1)
 
 

@@ -7,7 +7,9 @@ the RTL reads them with ``$readmemh`` when the simulation starts, so a changed p
 file is simulated without recompiling. Executables live in the user's private cache
 directory (``<cache>/rtlsim/<key>/sim``); each is built in a temporary folder beside it and
 renamed into place, under a lock, so a failed or interrupted compile leaves nothing behind
-and two builds compiling the same layer compile it once.
+and two builds compiling the same layer compile it once. Before Verilator compiles anything,
+the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands or
+write files on this machine is refused.
 
 Verilator's run-time library (``verilated.o``, ``verilated_threads.o``: about two thirds of
 the C++ compile of a small layer) depends only on the toolchain and the flags, so the first
@@ -27,10 +29,11 @@ from dataclasses import dataclass
 from importlib.resources import files as package_files
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.rtlsim.screen import PreprocessError, screen
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
 from brainsmith.rtlsim.verilator import Toolchain, ToolchainError
 
-FORMAT = "1"  # bump when the testbench protocol changes
+FORMAT = "2"  # bump when the testbench protocol or what may be compiled changes
 VERILATOR_FLAGS = (
     "--cc",
     "--exe",
@@ -86,18 +89,25 @@ def testbench_header(design: LayerDesign) -> str:
 
 def _sources(design: LayerDesign) -> list[tuple[str, str]]:
     """(file name, text) of every RTL file, packages first, names made unique."""
+    named = []
+    for name, path in _names(design):
+        with open(path, errors="replace") as handle:
+            named.append((name, verilator_ready(path, handle.read(), design.code_dir)))
+    named += sorted(design.generated.items())
+    return named
+
+
+def _names(design: LayerDesign) -> list[tuple[str, str]]:
+    """(file name in the compile folder, path) of every RTL file, in compile order."""
     from finn_xsi.srcutil import order_pkg_first
 
     named, seen = [], set()
     for path in order_pkg_first(design.files):
-        with open(path, errors="replace") as handle:
-            text = verilator_ready(path, handle.read(), design.code_dir)
         name = os.path.basename(path)
         while name in seen:
             name = f"_{name}"
         seen.add(name)
-        named.append((name, text))
-    named += sorted(design.generated.items())
+        named.append((name, path))
     return named
 
 
@@ -192,6 +202,11 @@ def _build(
     testbench = os.path.join(source_dir, "testbench.cpp")
     with open(testbench, "w") as handle:
         handle.write(package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text())
+    origins = {os.path.join(source_dir, name): path for name, path in _names(design)}
+    try:
+        screen(paths, toolchain, stage, origins)
+    except PreprocessError as exc:
+        raise CompileError(str(exc).replace(source_dir + os.sep, ""), "") from exc
     obj = os.path.join(stage, "obj")
     verilate = [
         toolchain.verilator,

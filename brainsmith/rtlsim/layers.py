@@ -62,6 +62,11 @@ class DesignResult:
     def count(self, status: str) -> int:
         return sum(layer.status == status for layer in self.layers)
 
+    @property
+    def simulated(self) -> int:
+        """Layers that were simulated, or should have been and failed."""
+        return len(self.layers) - self.count(NOT_SIMULATED)
+
     def summary(self) -> str:
         parts = [f"{self.count(MATCH)} RTL layer(s) match"]
         for status in (MISMATCH, FAILED, NOT_SIMULATED):
@@ -157,7 +162,7 @@ def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResu
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.rtlsim.compile import CompileError, compile_layer
-    from brainsmith.rtlsim.sources import NotSimulated, layer_design
+    from brainsmith.rtlsim.sources import MissingCode, NotSimulated, layer_design
     from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
 
     result = LayerResult(node.name, node.op_type, NOT_SIMULATED)
@@ -165,6 +170,9 @@ def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResu
         op = getCustomOp(node)
         result.estimated_cycles = int(op.get_exp_cycles())
         design = layer_design(model, node)
+    except MissingCode as exc:  # recorded but gone: nothing was checked, and that is a failure
+        result.status, result.reason = FAILED, str(exc)
+        return result
     except NotSimulated as exc:
         result.reason = str(exc)
         return result

@@ -16,11 +16,17 @@ same computation returns one field per call. Layers with single-precision float 
 (``shortreal``: LayerNorm, Softmax, float Elementwise, Requant) are not simulated: Verilator
 computes ``shortreal`` as double.
 
+``fifo_gauge.sv`` can log every beat to a file its instance names (``DATA_LOGFILE``); the
+copy compiled here never opens it (the stitched simulation reads the fill from its ports),
+so no RTL compiled here writes files (``brainsmith.rtlsim.screen``).
+
 Parameter files: generated Verilog names its ``.dat`` files either relative to its own
 folder (``"./Thresholding_rtl_0_"``) or, after FINN's ``ReplaceVerilogRelPaths``, by
 absolute path. Both become ``./`` paths here and the simulation runs in the layer's code
 folder, so a compiled layer does not depend on where the build folder is: the same layer
-built into another folder reuses it.
+built into another folder reuses it, and a moved or copied build folder reads its own
+parameter files, not those of the folder it was built in (FINN names each layer's code
+folder ``code_gen_ipgen_<layer>_<random>``, so a path into it is known by that name).
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ HLS_REASON = "HLS layer: its RTL comes from Vitis HLS synthesis (not available h
 
 class NotSimulated(Exception):
     """A layer that cannot be simulated; the message says why."""
+
+
+class MissingCode(NotSimulated):
+    """The layer's generated RTL was recorded but is not there: a failure, not a skip."""
 
 
 @dataclass(frozen=True)
@@ -78,12 +88,10 @@ def layer_design(model, node) -> LayerDesign:
     if not isinstance(op, RTLBackend):
         raise NotSimulated(f"{node.op_type} is not an RTL layer")
     code_dir = str(op.get_nodeattr("code_gen_dir_ipgen") or "")
+    if not code_dir:
+        raise NotSimulated("no generated RTL (code_gen_dir_ipgen is empty); run the codegen step")
     if not os.path.isdir(code_dir):
-        raise NotSimulated(
-            "no generated RTL (code_gen_dir_ipgen is "
-            + (f"{code_dir}, which does not exist" if code_dir else "empty")
-            + "); run the codegen step"
-        )
+        raise MissingCode(f"no generated RTL: {code_dir} does not exist")
     try:
         files = [str(f) for f in op.get_rtl_file_list(abspath=True)]
     except Exception as exc:  # FINN's list needs attributes that codegen sets
@@ -143,7 +151,7 @@ def _attr(op, name: str):
 def _require(files: list[str]) -> None:
     for path in files:
         if not os.path.isfile(path):
-            raise NotSimulated(f"RTL file {path} does not exist (run the codegen step again)")
+            raise MissingCode(f"RTL file {path} does not exist (run the codegen step again)")
 
 
 def _memstream_wrapper(code_dir: str, name: str) -> str:
@@ -235,12 +243,24 @@ def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
     ``./`` paths (without a ``code_dir``: ``./`` paths made absolute), and
     Verilator-compatible (see the module docstring)."""
     if code_dir:
-        text = text.replace(code_dir.rstrip(os.sep) + os.sep, "./")
+        text = _local_paths(text, code_dir, "./")
     elif path.endswith(".v"):  # several layers' folders: absolute, as ReplaceVerilogRelPaths does
         folder = os.path.dirname(os.path.abspath(path))
         text = text.replace('$readmemh(".', f'$readmemh("{folder}').replace('"./', f'"{folder}/')
+        text = _local_paths(text, folder, folder + os.sep)
     fix = VERILATOR_FIXES.get(os.path.basename(path))
     return fix(text) if fix else text
+
+
+def _local_paths(text: str, folder: str, prefix: str) -> str:
+    """Quoted paths into ``folder`` as ``prefix`` paths, also where they name the folder of
+    the same name in the build folder the code was generated in (moved or copied since)."""
+    folder = folder.rstrip(os.sep)
+    text = text.replace(folder + os.sep, prefix)
+    name = os.path.basename(folder)
+    if not name.startswith("code_gen_"):
+        return text
+    return re.sub(r'"[^"\n]*/' + re.escape(name) + "/", lambda _: '"' + prefix, text)
 
 
 def _hoist_leaf_loads(text: str) -> str:
@@ -302,4 +322,20 @@ def _tokens(code: str) -> list[str]:
     return re.sub(r"//[^\n]*", "", code).split()
 
 
-VERILATOR_FIXES = {"add_multi.sv": _hoist_leaf_loads, "fifo.sv": _abits_without_struct_function}
+GAUGE_LOG = 'int  LogFd = (DATA_LOGFILE != "")? $fopen(DATA_LOGFILE, "w") : 0;'
+GAUGE_WRITES = ('$fwrite(LogFd, "[%m @%0t] MaxFill', '$fwrite(LogFd, "%0x\\n", idat)')
+
+
+def _gauge_without_log_file(text: str) -> str:
+    """fifo_gauge.sv: the beat log stays closed (``LogFd`` 0), so its writes go away too."""
+    if GAUGE_LOG not in text or not all(write in text for write in GAUGE_WRITES):
+        return text  # not the code this was written for: the screen refuses what it writes
+    text = text.replace(GAUGE_LOG, "int  LogFd = 0;  // brainsmith.rtlsim: no beat log")
+    return text.replace("$fwrite(LogFd, ", "$write(").replace("$fclose(LogFd);", "")
+
+
+VERILATOR_FIXES = {
+    "add_multi.sv": _hoist_leaf_loads,
+    "fifo.sv": _abits_without_struct_function,
+    "fifo_gauge.sv": _gauge_without_log_file,
+}

@@ -1,0 +1,180 @@
+"""Refuse RTL that would reach the host when it is simulated, before it is compiled.
+
+A simulator runs the RTL's system tasks on the machine that simulates it, so generated HDL
+from a build folder made elsewhere could run commands or write files there. What Verilator
+would compile is preprocessed first (``verilator -E``: macros expanded, comments gone, so a
+task cannot hide in a macro) and read token by token. Refused, naming file, line and task:
+
+- ``$system``; Verilator's ``$c``/``$c8``...``$c64`` and ```systemc_*`` sections (C++ code in
+  the simulator); ``import``/``export "DPI-C"`` (C functions of the host);
+- file writes: ``$fopen`` other than read-only (a literal ``"r"`` or ``"rb"``),
+  ``$writememh``/``$writememb``, ``$fwrite``/``$fdisplay``/``$fstrobe``/``$fmonitor`` (with
+  their b/h/o forms);
+- ``$dumpfile`` other than a literal relative path inside the simulation folder.
+
+Reading stays allowed: ``$readmemh``/``$readmemb`` of parameter files, ``$fopen(..., "r")``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from brainsmith.errors import BrainsmithError
+from brainsmith.rtlsim.verilator import Toolchain
+
+PREPROCESS_TIMEOUT = 120.0
+READ_MODES = {"r", "rb"}
+COMMAND = "runs a command on this machine"
+CODE = "puts C++ code into the simulator"
+WRITE = "writes a file on this machine"
+TASKS = {"$system": COMMAND, "$writememh": WRITE, "$writememb": WRITE}
+for _task in ("$fwrite", "$fdisplay", "$fstrobe", "$fmonitor"):
+    TASKS.update({f"{_task}{suffix}": WRITE for suffix in ("", "b", "h", "o")})
+TOKENS = re.compile(
+    r"""(?P<line>^`line[ \t]+(?P<number>\d+)[ \t]+"(?P<file>[^"\n]*)"[^\n]*\n)
+    |(?P<string>"(?:\\.|[^"\\\n])*")
+    |(?P<comment>//[^\n]*|/\*.*?\*/)
+    |(?P<task>\$[A-Za-z0-9_$]+)
+    |(?P<directive>`[A-Za-z_]\w*)
+    |(?P<word>[A-Za-z_][A-Za-z0-9_$]*|\\\S+)
+    |(?P<newline>\n)
+    |(?P<other>.)""",
+    re.M | re.S | re.X,
+)
+
+
+class UnsafeSource(BrainsmithError, RuntimeError):
+    """RTL that would reach the host; the message names file, line and task."""
+
+
+class PreprocessError(BrainsmithError, RuntimeError):
+    """Verilator's preprocessor rejected the sources; the message has its first error."""
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    text: str
+    file: str
+    line: int
+
+
+def screen(
+    paths: list[str], toolchain: Toolchain, cwd: str, origins: dict[str, str] | None = None
+) -> None:
+    """Raise UnsafeSource when the RTL ``paths`` (compiled in that order, in ``cwd``) would
+    reach the host; ``origins`` maps a path to the file it is a copy of, for the message."""
+    from brainsmith.rtlsim.compile import VERILATOR_FLAGS
+
+    defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
+    try:
+        result = subprocess.run(
+            [toolchain.verilator, "-E", *defines, *paths],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=toolchain.env,
+            cwd=cwd,
+            timeout=PREPROCESS_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise PreprocessError(
+            f"Verilator's preprocessor took longer than {PREPROCESS_TIMEOUT:.0f} s"
+        ) from exc
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if "%Error" in line]
+        raise PreprocessError((errors or [result.stderr.strip() or "failed"])[0])
+    findings = list(host_access(result.stdout))
+    if findings:
+        names = origins or {}
+        found = [f"{names.get(t.file, t.file)}:{t.line}: {why}" for t, why in findings]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise UnsafeSource(f"{found[0]}{more}; RTL that reaches the host is not simulated")
+
+
+def host_access(text: str) -> Iterator[tuple[Token, str]]:
+    """(token, "<task> <what it does>") for each use in preprocessed ``text``."""
+    tokens = list(_tokens(text))
+    for index, token in enumerate(tokens):
+        why = _verdict(token, tokens, index)
+        if why:
+            yield token, why
+
+
+def _verdict(token: Token, tokens: list[Token], index: int) -> str:
+    text = token.text
+    if token.kind == "task":
+        if text in TASKS:
+            return f"{text} {TASKS[text]}"
+        if re.fullmatch(r"\$c\d*|\$cpure", text):
+            return f"{text} {CODE}"
+        if text == "$fopen" and not _read_only(_arguments(tokens, index)):
+            return f'{text} opens a file for writing (only a literal "r" or "rb" is simulated)'
+        if text == "$dumpfile" and not _inside(_arguments(tokens, index)):
+            return f"{text} writes a waveform outside the simulation folder"
+    elif token.kind == "directive" and text.startswith("`systemc_"):
+        return f"{text} {CODE}"
+    elif token.kind == "word" and text in ("import", "export"):
+        after = _next(tokens, index)
+        if after is not None and after.kind == "string" and after.text.startswith('"DPI'):
+            return f"{text} {after.text} calls C code of this machine"
+    return ""
+
+
+def _tokens(text: str) -> Iterator[Token]:
+    file, line = "", 1
+    for match in TOKENS.finditer(text):
+        kind = match.lastgroup or "other"
+        if match.group("line") is not None:
+            file, line = match.group("file"), int(match.group("number"))
+            continue
+        value = match.group(0)
+        if kind not in ("newline", "comment") and not value.isspace():
+            yield Token(kind, value, file, line)
+        line += value.count("\n")
+
+
+def _next(tokens: list[Token], index: int) -> Token | None:
+    return tokens[index + 1] if index + 1 < len(tokens) else None
+
+
+def _arguments(tokens: list[Token], index: int) -> list[list[Token]] | None:
+    """The arguments of the task call at ``index``, each a token list; None if not a call."""
+    opening = _next(tokens, index)
+    if opening is None or opening.text != "(":
+        return None
+    arguments: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens[index + 2 :]:
+        if token.text in "([{" and token.kind == "other":
+            depth += 1
+        elif token.text in ")]}" and token.kind == "other":
+            if depth == 0:
+                return arguments
+            depth -= 1
+        elif token.text == "," and depth == 0:
+            arguments.append([])
+            continue
+        arguments[-1].append(token)
+    return None
+
+
+def _literal(argument: list[Token]) -> str | None:
+    if len(argument) == 1 and argument[0].kind == "string":
+        return argument[0].text[1:-1]
+    return None
+
+
+def _read_only(arguments: list[list[Token]] | None) -> bool:
+    return arguments is not None and len(arguments) == 2 and _literal(arguments[1]) in READ_MODES
+
+
+def _inside(arguments: list[list[Token]] | None) -> bool:
+    path = _literal(arguments[0]) if arguments and len(arguments) == 1 else None
+    if path is None or not path or os.path.isabs(path) or path.startswith("~"):
+        return False
+    return ".." not in re.split(r"[\\/]", path)

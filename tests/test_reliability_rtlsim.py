@@ -1,0 +1,306 @@
+"""``brainsmith verify-rtl`` simulates only what the build generated: every generated HDL file
+is checked against the hashes the build recorded at code generation, RTL that would reach the
+host (commands, file writes, C/C++ code, DPI) is refused before it is compiled, and a moved or
+copied build folder simulates its own files, or says it cannot and exits non-zero."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import brainsmith
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = REPO / "examples" / "models"
+BLUEPRINTS = REPO / "blueprints"
+MANIFEST = Path("finn") / "hdl_manifest.json"
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
+
+
+@pytest.fixture(scope="module")
+def built(hub, tmp_path_factory) -> Path:
+    """The shipped MLP, built once (Python verification only); tests tamper with copies."""
+    out = tmp_path_factory.mktemp("built") / "mlp"
+    brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(out))
+    return out
+
+
+@pytest.fixture
+def copy(built, tmp_path) -> Path:
+    """A copy of the build, as a CI artefact unpacked elsewhere would be."""
+    return Path(shutil.copytree(built, tmp_path / "copy", symlinks=True))
+
+
+def verify_rtl(folder: Path, *args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "brainsmith", "verify-rtl", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+def code_dir(folder: Path, layer: str) -> Path:
+    found = list((folder / "finn" / "build").glob(f"code_gen_ipgen_{layer}_*"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def statuses(report: Path) -> dict[str, str]:
+    layers = json.loads(report.read_text())["rtlsim"]["layers"]
+    return {layer["name"]: layer["status"] for layer in layers}
+
+
+def inject(path: Path, lines: str) -> int:
+    """Put ``lines`` into the last module of ``path``; returns the line number of the first."""
+    text = path.read_text()
+    end = text.rindex("endmodule")
+    path.write_text(text[:end] + lines + "\n" + text[end:])
+    return text[:end].count("\n") + 1
+
+
+def record_as_built(folder: Path, path: Path) -> None:
+    """What a forged artefact does: record the tampered file's hash as the build's own."""
+    key = path.relative_to(folder / "finn").as_posix()
+    manifest = {"format": 1, "root": str(folder / "finn"), "files": {key: ""}}
+    if (folder / MANIFEST).exists():
+        manifest = json.loads((folder / MANIFEST).read_text())
+    assert key in manifest["files"], sorted(manifest["files"])
+    manifest["files"][key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+# -- hashes recorded at code generation ---------------------------------------------------
+
+
+def test_build_records_a_hash_of_every_generated_hdl_file(built):
+    manifest = json.loads((built / MANIFEST).read_text())
+    generated = sorted(
+        p.relative_to(built / "finn").as_posix()
+        for p in (built / "finn" / "build").rglob("*")
+        if p.suffix in (".v", ".sv")
+    )
+    assert len(generated) == 6 and sorted(manifest["files"]) == generated
+    for name, digest in manifest["files"].items():
+        assert hashlib.sha256((built / "finn" / name).read_bytes()).hexdigest() == digest
+
+
+def test_command_added_to_generated_rtl_is_refused_and_does_not_run(copy, hub, tmp_path):
+    marker = tmp_path / "ran"
+    path = code_dir(copy, "Thresholding_rtl_0") / "Thresholding_rtl_0.v"
+    inject(path, f'\tinitial $system("id > {marker}");')
+    result = verify_rtl(copy, cache=hub)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert not marker.exists()
+    assert f"error: {path} differs from what the build generated" in result.stderr
+    assert "build it again" in result.stderr and "--allow-changed-rtl" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "lines, task",
+    [
+        ('\tinitial $system("id > {marker}");', "$system"),
+        (
+            '\tinitial begin : w\n\t\tinteger f;\n\t\tf = $fopen("{marker}", "w");\n'
+            '\t\t$fwrite(f, "x");\n\t\t$fclose(f);\n\tend',
+            "$fopen",
+        ),
+    ],
+    ids=["system", "fopen-write"],
+)
+def test_host_access_in_a_forged_build_is_refused_before_compiling(
+    copy, hub, tmp_path, lines, task
+):
+    """A folder whose record was forged to match still cannot run a command or write a file:
+    the task is refused by name, file and line, and nothing runs."""
+    marker = tmp_path / "ran"
+    path = code_dir(copy, "Thresholding_rtl_0") / "Thresholding_rtl_0.v"
+    line = inject(path, lines.format(marker=marker))
+    record_as_built(copy, path)
+    result = verify_rtl(copy, "--layer", "Thresholding_rtl_0", cache=hub)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert not marker.exists()
+    found = re.search(rf"error: {re.escape(str(path))}:(\d+): {re.escape(task)}\b", result.stderr)
+    assert found, result.stderr
+    assert line <= int(found.group(1)) <= line + 3
+
+
+def test_changed_rtl_is_simulated_only_when_asked_and_with_a_warning(copy, hub):
+    path = code_dir(copy, "Thresholding_rtl_1") / "Thresholding_rtl_1.v"
+    inject(path, "\t// edited by hand")
+    refused = verify_rtl(copy, "--layer", "Thresholding_rtl_1", cache=hub)
+    assert refused.returncode == 2 and f"{path} differs from what" in refused.stderr
+    allowed = verify_rtl(copy, "--layer", "Thresholding_rtl_1", "--allow-changed-rtl", cache=hub)
+    assert allowed.returncode == 0, allowed.stderr
+    assert f"warning: {path} differs from what the build generated" in allowed.stderr
+    assert statuses(copy / "report.json") == {"Thresholding_rtl_1": "match"}
+
+
+def test_file_the_build_did_not_record_is_refused(copy, hub):
+    manifest = json.loads((copy / MANIFEST).read_text())
+    wrapper = code_dir(copy, "MVAU_rtl_0") / "MVAU_rtl_0_memstream_wrapper.v"
+    del manifest["files"][wrapper.relative_to(copy / "finn").as_posix()]
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    result = verify_rtl(copy, "--layer", "MVAU_rtl_0", cache=hub)
+    assert result.returncode == 2, result.stderr
+    assert f"error: {wrapper} is not among the files the build generated" in result.stderr
+
+
+def test_code_folder_linked_to_outside_the_build_is_refused(copy, hub, tmp_path):
+    folder = code_dir(copy, "Thresholding_rtl_0")
+    outside = Path(shutil.move(folder, tmp_path / "elsewhere"))
+    folder.symlink_to(outside, target_is_directory=True)
+    result = verify_rtl(copy, "--layer", "Thresholding_rtl_0", cache=hub)
+    assert result.returncode == 2, result.stderr
+    assert f"{outside / 'Thresholding_rtl_0.v'} is outside the build folder" in result.stderr
+
+
+def test_build_folder_without_a_record_is_refused_saying_how_to_make_one(copy, hub):
+    (copy / MANIFEST).unlink()
+    result = verify_rtl(copy, cache=hub)
+    assert result.returncode == 2, result.stderr
+    assert f"error: {copy} has no record of the RTL its build generated" in result.stderr
+    assert "build it again" in result.stderr
+    assert json.loads((copy / "report.json").read_text())["rtlsim"] is None  # untouched
+
+
+# -- copied and moved build folders ----------------------------------------------------------
+
+
+def test_copied_build_folder_simulates_its_own_files(copy, hub):
+    """A wrong threshold in the copy is found: the copy's files are simulated, not the
+    original's (whose paths final.onnx and the generated Verilog record)."""
+    path = code_dir(copy, "Thresholding_rtl_1") / "Thresholding_rtl_1_threshs_0_0.dat"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(["7ff"] * 4 + lines[4:]) + "\n")
+    result = verify_rtl(copy, "--layer", "Thresholding_rtl_1", cache=hub)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "layer Thresholding_rtl_1 (Thresholding_rtl) differs from Python" in result.stderr
+    assert statuses(copy / "report.json") == {"Thresholding_rtl_1": "mismatch"}
+
+
+def test_moved_build_folder_simulates_every_layer(hub, tmp_path):
+    made = tmp_path / "made"
+    brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(made))
+    moved = made.rename(tmp_path / "moved")
+    result = verify_rtl(moved, cache=hub)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert set(statuses(moved / "report.json").values()) == {"match"}
+    report = json.loads((moved / "report.json").read_text())
+    assert len(report["rtlsim"]["layers"]) == 4
+    assert report["rtlsim"]["stitched"]["status"] == "match"
+
+
+def test_copy_without_its_generated_rtl_fails_instead_of_checking_nothing(copy, hub):
+    shutil.rmtree(copy / "finn" / "build")
+    result = verify_rtl(copy, cache=hub)
+    assert result.returncode != 0, result.stdout + result.stderr
+    found = statuses(copy / "report.json")
+    assert found == dict.fromkeys(found, "failed") and len(found) == 4
+    assert re.search(
+        rf"error: RTL simulation: layer Thresholding_rtl_0 \(Thresholding_rtl\) no generated "
+        rf"RTL: {re.escape(str(copy / 'finn' / 'build'))}/code_gen_ipgen_Thresholding_rtl_0_\w+ "
+        r"does not exist",
+        result.stderr,
+    ), result.stderr
+
+
+# -- the screen itself, on Verilator's preprocessed text -----------------------------------
+
+MODULE = "module m (input clk);\n\tlogic [7:0] mem [4];\n{body}\nendmodule\n"
+REFUSED = [
+    ('\tinitial $system("touch x");', "$system"),
+    ('`define CAT(a, b) a``b\n\tinitial `CAT($sys, tem)("touch x");', "$system"),
+    ('\tinitial $c("system(\\"id\\");");', "$c"),
+    ('\tinitial $c32("1");', "$c32"),
+    ("`systemc_imp_header\n#include <cstdlib>\n`verilog", "`systemc_imp_header"),
+    ('\timport "DPI-C" function int host(input string cmd);', 'import "DPI-C"'),
+    ('\texport "DPI-C" function f;\n\tfunction int f(); return 0; endfunction', 'export "DPI-C"'),
+    ('\tinteger f = $fopen("out.txt", "w");', "$fopen"),
+    ('\tinteger f = $fopen("out.txt", "a+");', "$fopen"),
+    ('\tinteger f = $fopen("out.txt");', "$fopen"),
+    ('\tstring mode = "r";\n\tinteger f = $fopen("out.txt", mode);', "$fopen"),
+    ('\tinitial $writememh("out.hex", mem);', "$writememh"),
+    ('\tinitial $writememb("out.bin", mem);', "$writememb"),
+    ('\tinitial $fdisplay(32\'h8000_0002, "x");', "$fdisplay"),
+    ('\tinitial $fwrite(1, "x");', "$fwrite"),
+    ('\tinitial $fstrobe(1, "x");', "$fstrobe"),
+    ('\tinitial $fmonitor(1, "x");', "$fmonitor"),
+    ('\tinitial $dumpfile("/tmp/wave.vcd");', "$dumpfile"),
+    ('\tinitial $dumpfile("../wave.vcd");', "$dumpfile"),
+]
+ACCEPTED = [
+    '\tinitial $readmemh("./Thresholding_rtl_0_threshs_0_0.dat", mem);',
+    '\tinitial $readmemb("/abs/memblock.dat", mem);',
+    '\tinteger f = $fopen("memblock.dat", "r");',
+    '\tinitial $display("$system and $fopen(x, \\"w\\") in a string");',
+    "\t// $system in a comment\n\t/* $fwrite(1, x) */",
+    '\tinitial $dumpfile("wave.vcd");',
+    '\tinitial $display("%d", $clog2(8));',
+]
+
+
+def screen_text(tmp_path: Path, body: str) -> None:
+    from brainsmith.rtlsim.screen import screen
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    source = tmp_path / "m.sv"
+    source.write_text(MODULE.format(body=body))
+    screen([str(source)], find_toolchain(), str(tmp_path))
+
+
+@pytest.mark.parametrize("body, task", REFUSED, ids=[task for _, task in REFUSED])
+def test_rtl_reaching_the_host_is_refused_naming_file_line_and_task(tmp_path, body, task):
+    from brainsmith.rtlsim.screen import UnsafeSource
+
+    with pytest.raises(UnsafeSource) as caught:
+        screen_text(tmp_path, body)
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'm.sv'}:"), message
+    assert f": {task} " in message, message
+    assert int(message.split(":")[1]) in range(3, 4 + body.count("\n")), message
+
+
+@pytest.mark.parametrize("body", ACCEPTED)
+def test_rtl_reading_its_own_files_passes_the_screen(tmp_path, body):
+    screen_text(tmp_path, body)
+
+
+def test_every_generated_and_library_source_of_the_build_passes_the_screen(built):
+    """FINN's own generated RTL and finn-rtllib (as compiled here) pass, fifo_gauge too."""
+    from finn.util.settings import get_settings
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.frameworks.finn.env import prepare_finn
+    from brainsmith.rtlsim.compile import _sources
+    from brainsmith.rtlsim.screen import screen
+    from brainsmith.rtlsim.sources import layer_design, verilator_ready
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    prepare_finn()
+    toolchain = find_toolchain()
+    model = ModelWrapper(str(built / "final.onnx"))
+    stage = built.parent / "screened"
+    for node in model.graph.node:
+        folder = stage / node.name
+        folder.mkdir(parents=True)
+        paths = []
+        for name, text in _sources(layer_design(model, node)):
+            (folder / name).write_text(text)
+            paths.append(str(folder / name))
+        screen(paths, toolchain, str(folder))
+    gauge = Path(get_settings().finn_rtllib) / "fifo" / "hdl" / "fifo_gauge.sv"
+    ready = stage / "fifo_gauge.sv"
+    ready.write_text(verilator_ready(str(gauge), gauge.read_text()))
+    screen([str(ready)], toolchain, str(stage))
