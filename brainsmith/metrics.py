@@ -170,10 +170,37 @@ def hub_figures() -> dict:
     return stats
 
 
+def textfile_problem(path: str) -> str | None:
+    """Why ``path`` cannot take a metrics file, or None.
+
+    The file is written to a temporary file and renamed over ``path``, which would replace a
+    device, FIFO, socket or symbolic link there with a regular file: only a regular file (or
+    a new name in an existing folder) is accepted.
+    """
+    import os
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(path))
+        return None if os.path.isdir(folder) else f"its folder {folder} does not exist"
+    except OSError as exc:
+        return f"it cannot be inspected ({exc.strerror})"
+    if stat.S_ISLNK(mode):
+        return "it is a symbolic link, which would be replaced by a file; name the file itself"
+    if not stat.S_ISREG(mode):
+        return "it is not a regular file (a device, FIFO or folder would be replaced by a file)"
+    return None
+
+
 def write_textfile(path: str, report: dict) -> None:
     """Write a build's metrics (and the hub's) to ``path`` in Prometheus' text format."""
     from prometheus_client import write_to_textfile
 
+    problem = textfile_problem(path)
+    if problem:
+        raise ValueError(f"{path}: {problem}")
     write_to_textfile(path, build_registry(report, hub_figures()))
 
 

@@ -41,6 +41,13 @@ KNOWN_DOMAINS = (
 )
 QUANTIZERS = ("Quant", "BipolarQuant", "Trunc", "IntQuant", "MultiThreshold")
 QUANTIZED_ONLY = ("MatMul", "Gemm", "Conv", "ConvTranspose")  # FINN has no float kernel for these
+# A model is serialised between steps, and protobuf cannot serialise one over 2 GiB: a larger
+# model file, or external data adding up to more, cannot build and is refused before it is read.
+MAX_MODEL_BYTES = 2**31 - 1
+# FINN's graph transformations take time quadratic in the node count (a 200-node chain takes
+# half a minute to streamline, 1,000 nodes over five minutes): beyond this a build would not
+# finish, so a larger model is refused before any work (``BRAINSMITH_MAX_NODES`` raises it).
+MAX_NODES = 4096
 
 
 class InputError(BrainsmithError, ValueError):
@@ -73,6 +80,7 @@ def check_model(model, domains: Set[str] = frozenset()) -> CheckedModel:
 
         path, proto = "", copy.deepcopy(model.model)
     name = os.path.basename(path) or "the model"
+    _check_node_count(proto, name)
     graph = proto.graph
     inputs = graph_inputs(proto)
     if not graph.node or not inputs or not graph.output:
@@ -133,13 +141,27 @@ WINDOW_OPS = ("Conv", "MaxPool", "AveragePool", "MaxPoolNHWC")
 
 def _load(path: str):
     import onnx
+    from onnx.external_data_helper import load_external_data_for_model
 
     if not os.path.isfile(path):
         raise InputError("model", f"model file {path} does not exist", "check the path")
-    if os.path.getsize(path) == 0:
+    size = os.path.getsize(path)
+    if size == 0:
         raise InputError("model", f"model file {path} is empty (0 bytes)", "export it again")
+    if size > MAX_MODEL_BYTES:
+        raise InputError(
+            "model",
+            f"model file {path} is {size:,} bytes, over the {MAX_MODEL_BYTES:,} bytes an ONNX "
+            "model can have",
+            "export the network's weights quantized (brevitas.export.export_qonnx)",
+        )
     try:
-        return onnx.load(path)
+        proto = onnx.load(path, load_external_data=False)
+        _check_external_data(proto, path)
+        load_external_data_for_model(proto, os.path.dirname(path))
+        return proto
+    except InputError:
+        raise
     except Exception as exc:  # protobuf's DecodeError, external-data errors, ...
         raise InputError(
             "model",
@@ -147,6 +169,64 @@ def _load(path: str):
             "give a QONNX/ONNX model file (.onnx), e.g. one exported with "
             "brevitas.export.export_qonnx",
         ) from exc
+
+
+def _check_external_data(proto, path: str) -> None:
+    """Refuse external data adding up to more than a model can hold, before reading any."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors
+
+    total, folder = 0, os.path.dirname(path)
+    for tensor in _get_all_tensors(proto):
+        if tensor.data_location != TensorProto.EXTERNAL:
+            continue
+        info = ExternalDataInfo(tensor)
+        if info.length is not None:
+            total += info.length
+        else:  # the rest of the file from the offset: what onnx would read
+            file = os.path.join(folder, info.location)
+            stored = os.path.getsize(file) if os.path.isfile(file) else 0
+            total += max(0, stored - (info.offset or 0))
+        if total > MAX_MODEL_BYTES:
+            raise InputError(
+                "model",
+                f"{path}: its external data ({info.location!r} for tensor {tensor.name!r} "
+                f"and before) add up to {total:,} bytes, over the {MAX_MODEL_BYTES:,} bytes "
+                "an ONNX model can hold; nothing was read",
+                "check the external data files next to the model (a wrong 'length' or a file "
+                "that is not the weights), or export the model again",
+            )
+
+
+def _check_node_count(proto, name: str) -> None:
+    limit = _max_nodes()
+    count = sum(1 for _ in _nodes(proto.graph))
+    if count > limit:
+        raise InputError(
+            "model",
+            f"{name} has {count:,} nodes, over the limit of {limit:,}: FINN's graph "
+            "transformations take time quadratic in the node count, so the build would not "
+            "finish",
+            "build the network in parts, or raise the limit with BRAINSMITH_MAX_NODES if the "
+            "model is what you mean to build",
+        )
+
+
+def _max_nodes() -> int:
+    text = os.environ.get("BRAINSMITH_MAX_NODES", "")
+    if not text:
+        return MAX_NODES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(
+            "BRAINSMITH_MAX_NODES",
+            f"BRAINSMITH_MAX_NODES={text!r} is not a positive whole number",
+            f"set it to a node count (the default is {MAX_NODES:,}) or unset it",
+        )
+    return value
 
 
 def graph_inputs(proto) -> list:

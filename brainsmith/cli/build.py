@@ -100,6 +100,13 @@ def build(
     from brainsmith.builder import build as run_build
     from brainsmith.builder.errors import command_line_names
 
+    if metrics_file:
+        from brainsmith.metrics import textfile_problem
+
+        problem = textfile_problem(metrics_file)
+        if problem:
+            click.echo(f"error: --metrics-file {metrics_file}: {problem}", err=True)
+            _exit(2)
     with interrupts.handled(), command_line_names():
         try:
             result = run_build(

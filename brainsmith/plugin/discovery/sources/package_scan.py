@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from brainsmith.plugin.discovery.sources.pyscan import module_name_for
-from brainsmith.plugin.discovery.stamps import stamp_paths
+from brainsmith.plugin.discovery.stamps import stamp_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,25 +21,22 @@ parsed_files = 0  # files read and parsed in this process (the rest were reused 
 
 def scan_folder(
     root: str, prefix: str, previous: dict[str, Any] | None, extract: Extract
-) -> tuple[dict[str, Any], list[str]]:
-    """``({relpath: [mtime_ns, size, inode, ctime_ns, data]}, [walked folders])`` below ``root``.
+) -> tuple[dict[str, Any], list[Any]]:
+    """``({relpath: [mtime_ns, size, inode, ctime_ns, data]}, [folder stamps])`` below ``root``.
 
     ``prefix`` is the dotted package name of ``root``. ``data`` is ``extract(tree, module,
-    is_package)`` or ``{"error": message}``. The walked folders (relative, ``""`` for
-    ``root``) include those without Python files, so a file added to any of them is noticed.
+    is_package)`` or ``{"error": message}``. The walked folders include those without Python
+    files, so a file added to any of them is noticed. Every stamp is taken before what it
+    stands for is read (a folder before it is listed, a file before it is parsed): a change
+    made while the scan runs then differs from the stamp and is noticed at the next check,
+    never recorded as already seen.
     """
     previous = previous if isinstance(previous, dict) else {}
     files: dict[str, list[Any]] = {}
-    folders: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".") and "-" not in d
-        )
-        rel_dir = os.path.relpath(dirpath, root)
-        folders.append("" if rel_dir == os.curdir else rel_dir)
-        for filename in sorted(filenames):
-            if not filename.endswith(".py"):
-                continue
+    folders: list[Any] = []
+    for dirpath, filenames, folder_stamp in _walk(root):
+        folders.append(folder_stamp)
+        for filename in filenames:
             full = os.path.join(dirpath, filename)
             rel = os.path.relpath(full, root)
             try:
@@ -57,6 +54,37 @@ def scan_folder(
     return files, folders
 
 
+def _walk(root: str) -> Iterator[tuple[str, list[str], list[Any]]]:
+    """``(folder, sorted Python file names, stamp taken before listing it)`` for ``root`` and
+    the package folders below it, top down (symbolic links to folders are not followed)."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        stamp = stamp_of(folder)
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        subfolders, names = [], []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir()
+            except OSError:
+                continue
+            if not is_folder:
+                if entry.name.endswith(".py"):
+                    names.append(entry.name)
+            elif _walked(entry.name) and not entry.is_symlink():
+                subfolders.append(entry.path)
+        yield folder, sorted(names), stamp
+        pending.extend(sorted(subfolders, reverse=True))
+
+
+def _walked(name: str) -> bool:
+    return name not in SKIP_DIRS and not name.startswith(".") and "-" not in name
+
+
 def _extract(path: str, module: str, extract: Extract) -> dict[str, Any]:
     global parsed_files
     parsed_files += 1
@@ -70,8 +98,8 @@ def _extract(path: str, module: str, extract: Extract) -> dict[str, Any]:
     return extract(tree, module, path.endswith("__init__.py"))
 
 
-def folder_stamps(root: str, files: dict[str, Any], folders: list[str]) -> list[Any]:
-    """Stamps of every walked folder and scanned file: notices new, edited and deleted files
-    anywhere in the tree, also in folders that held no Python file yet."""
-    paths = [os.path.join(root, rel) if rel else root for rel in folders]
-    return stamp_paths(paths + [os.path.join(root, rel) for rel in sorted(files)])
+def folder_stamps(root: str, files: dict[str, Any], folders: list[Any]) -> list[Any]:
+    """Stamps of every walked folder and scanned file, as the scan saw them: notices new,
+    edited and deleted files anywhere in the tree, also in folders that held no Python file
+    yet, and changes made while the scan ran."""
+    return [*folders, *([os.path.join(root, rel), *files[rel][:4]] for rel in sorted(files))]
