@@ -23,9 +23,9 @@ class Progress:
         self.rows: list[list[str]] = [["pending", "", ""] for _ in steps]
         self.live = None
         self.caption = ""
-        from rich.console import Console
+        from brainsmith.terminal import console
 
-        self.console = Console(file=self.stream, highlight=False)
+        self.console = console(file=self.stream, highlight=False)
         if self.console.is_terminal:
             from rich.live import Live
 

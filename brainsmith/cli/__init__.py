@@ -69,7 +69,9 @@ def main() -> None:
     try:
         cli(standalone_mode=True)
     except PluginError as exc:  # pragma: no cover - click handles most; this is a last resort
-        click.echo(f"error: {exc}", err=True)
+        from brainsmith.cli.output import echo
+
+        echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     except SystemExit as exc:
         culprit = _foreign_exit(exc)

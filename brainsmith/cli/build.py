@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from brainsmith.cli.output import console
+from brainsmith.cli.output import console, echo
 
 
 @click.command()
@@ -105,7 +105,7 @@ def build(
 
         problem = textfile_problem(metrics_file)
         if problem:
-            click.echo(f"error: --metrics-file {metrics_file}: {problem}", err=True)
+            echo(f"error: --metrics-file {metrics_file}: {problem}", err=True)
             _exit(2)
     with interrupts.handled(), command_line_names():
         try:
@@ -122,7 +122,7 @@ def build(
                 progress=not quiet,
             )
         except BuildError as exc:
-            click.echo(f"error: {exc.message()}", err=True)
+            echo(f"error: {exc.message()}", err=True)
             if metrics_file and exc.report:
                 _write_metrics(metrics_file, exc.report)
             _exit(exc.exit_code)
@@ -154,7 +154,7 @@ def _write_metrics(path: str, report_json: str) -> None:
         with open(report_json) as handle:
             write_textfile(path, json.load(handle))
     except (OSError, ValueError) as exc:
-        click.echo(f"warning: metrics not written to {path}: {exc}", err=True)
+        echo(f"warning: metrics not written to {path}: {exc}", err=True)
 
 
 def _exit(code: int) -> None:

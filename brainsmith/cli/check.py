@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from brainsmith.cli.output import console
+from brainsmith.cli.output import console, echo
 
 PLACES = {  # padded to one width: rich markup is not counted
     "hardware": "[green]hardware[/green]",
@@ -52,7 +52,7 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str 
         try:
             result = run_check(model, blueprint, options={"fpga_part": fpga_part}, prefer=prefer)
         except BuildError as exc:
-            click.echo(f"error: {exc.message()}", err=True)
+            echo(f"error: {exc.message()}", err=True)
             sys.exit(exc.exit_code)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))

@@ -9,9 +9,17 @@ import click
 
 
 def console(stderr: bool = False):
-    from rich.console import Console
+    """The commands' rich console: what it prints goes through ``terminal.printable``."""
+    from brainsmith.terminal import console as safe_console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return safe_console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def echo(text: str, err: bool = False) -> None:
+    """``click.echo`` of text that may come from files, caches or plugins."""
+    from brainsmith.terminal import printable
+
+    click.echo(printable(text), err=err)
 
 
 def print_json(data: object) -> None:
@@ -19,5 +27,5 @@ def print_json(data: object) -> None:
 
 
 def fail(message: str, code: int = 1) -> None:
-    click.echo(f"error: {message}", err=True)
+    echo(f"error: {message}", err=True)
     sys.exit(code)

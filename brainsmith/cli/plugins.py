@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from brainsmith.cli.output import console, fail, print_json
+from brainsmith.cli.output import console, echo, fail, print_json
 from brainsmith.plugin.spec import PLUGIN_TYPES
 
 
@@ -207,7 +207,7 @@ def watch() -> None:
 
     def report(changes) -> None:
         for line in changes.lines():
-            click.echo(line)
+            echo(line)
         sys.stdout.flush()
 
     manager = get_plugin_manager()

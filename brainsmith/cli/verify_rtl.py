@@ -65,13 +65,12 @@ def verify_rtl(
     Example:
       brainsmith verify-rtl build-out/mlp-20250101-120000
     """
-    from rich.console import Console
-
     from brainsmith.builder.rtl_check import describe
     from brainsmith.builder.verify_rtl import FolderError, verify_build_folder
-    from brainsmith.cli.output import print_json
+    from brainsmith.cli.output import echo, print_json
+    from brainsmith.terminal import console
 
-    status = Console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
+    status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
     try:
         result = verify_build_folder(
             build_dir,
@@ -83,9 +82,9 @@ def verify_rtl(
             warn=lambda text: status.print(f"warning: {text}", markup=False, soft_wrap=True),
         )
     except FolderError as exc:
-        click.echo(f"error: {exc.reason}", err=True)
+        echo(f"error: {exc.reason}", err=True)
         if exc.hint:
-            click.echo(f"  try: {exc.hint}", err=True)
+            echo(f"  try: {exc.hint}", err=True)
         _exit(exc.exit_code)
     if as_json:
         print_json(result.as_dict())

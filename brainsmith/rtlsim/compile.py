@@ -31,26 +31,9 @@ from importlib.resources import files as package_files
 from brainsmith.errors import BrainsmithError
 from brainsmith.rtlsim.screen import PreprocessError, screen
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
-from brainsmith.rtlsim.verilator import Toolchain, ToolchainError
+from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain, ToolchainError
 
 FORMAT = "2"  # bump when the testbench protocol or what may be compiled changes
-VERILATOR_FLAGS = (
-    "--cc",
-    "--exe",
-    "--no-timing",  # finn-rtllib's #delays are start-up watchdogs only
-    "--x-assign",
-    "0",
-    "--x-initial",
-    "0",
-    "-Wno-fatal",
-    "-Wno-lint",
-    "-Wno-style",
-    "-Wno-STMTDLY",
-    "-Wno-INITIALDLY",
-    "-DFINN_SIMULATION",
-    "--prefix",
-    "Vtop",
-)
 CXX_FLAGS = "-std=c++20 -O1"
 RUNTIME_OBJECTS = ("verilated.o", "verilated_threads.o")
 COMPILE_TIMEOUT = 900.0

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.rtlsim.verilator import Toolchain
+from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain
 
 PREPROCESS_TIMEOUT = 120.0
 READ_MODES = {"r", "rb"}
@@ -68,8 +68,6 @@ def screen(
 ) -> None:
     """Raise UnsafeSource when the RTL ``paths`` (compiled in that order, in ``cwd``) would
     reach the host; ``origins`` maps a path to the file it is a copy of, for the message."""
-    from brainsmith.rtlsim.compile import VERILATOR_FLAGS
-
     defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
     try:
         result = subprocess.run(

@@ -18,6 +18,25 @@ from dataclasses import dataclass, field
 
 from brainsmith.errors import BrainsmithError
 
+# how every layer is verilated: its preprocessing (the screen) and its compile use these
+VERILATOR_FLAGS = (
+    "--cc",
+    "--exe",
+    "--no-timing",  # finn-rtllib's #delays are start-up watchdogs only
+    "--x-assign",
+    "0",
+    "--x-initial",
+    "0",
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "-Wno-STMTDLY",
+    "-Wno-INITIALDLY",
+    "-DFINN_SIMULATION",
+    "--prefix",
+    "Vtop",
+)
+
 
 class ToolchainError(BrainsmithError, RuntimeError):
     """Verilator or a tool it needs is missing; the message says what to install."""

@@ -1,0 +1,52 @@
+"""Text from files, caches, servers and plugins made safe to show on a terminal.
+
+An error string read from a forged ``explore-node.json``, a Redis record or a build folder
+could carry escape sequences: ANSI codes that move the cursor or clear the screen, OSC codes
+that set the window title, write the clipboard or make links, bidirectional overrides that
+reorder what is read. ``printable`` shows every such character as an escape (``\\x1b``), and
+the console from ``console()`` applies it to everything it renders, leaving its own colours.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# C0 controls but tab and newline, DEL, C1 controls, and Unicode's bidirectional overrides
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that could control a terminal shown as an escape."""
+    return UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def console(**options: Any) -> Any:
+    """A rich ``Console`` whose rendered text goes through ``printable`` (its own styles and
+    the control codes of live displays are kept)."""
+    global _Console
+    if _Console is None:
+        from rich.console import Console
+        from rich.segment import Segment
+
+        class SafeConsole(Console):
+            def render(self, renderable: Any, options: Any = None) -> Any:
+                for segment in super().render(renderable, options):
+                    if segment.control or not UNSAFE.search(segment.text):
+                        yield segment
+                    else:
+                        yield Segment(printable(segment.text), segment.style)
+
+        _Console = SafeConsole
+    return _Console(**options)
+
+
+_Console: Any = None
