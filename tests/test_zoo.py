@@ -158,11 +158,13 @@ def test_padded_binarized_convolution_is_refused_by_name(hub, tmp_path):
 @pytest.mark.xdist_group("zoo-cnv")
 @pytest.mark.parametrize("bits", [1, 2])
 def test_full_size_cnv_builds_with_no_blueprint(hub, tmp_path, bits):
-    """FINN's CNV at full CIFAR-10 size (exported here: 6 MB each), once end to end."""
+    """FINN's CNV at full CIFAR-10 size (exported here: 6 MB each), once end to end, folded
+    for 100,000 fps (FINN's SetFolding stops at 7,972 and 15,944 fps on this part)."""
     name = f"cnv_w{bits}a{bits}"
     export(tmp_path, {name: f"cnv({bits}, {bits})"})
-    result = build(tmp_path / f"{name}.onnx", tmp_path / "out", options={"target_fps": 10000})
+    result = build(tmp_path / f"{name}.onnx", tmp_path / "out", options={"target_fps": 100_000})
     assert_built_and_matches_torch(result)
+    assert result.report["target"]["met"], result.report["target"]
     assert result.totals["DSP"] == 0  # 1- and 2-bit layers are LUT-based (HLS)
     assert layers(result, "MVAU_hls") and not layers(result, "MVAU_rtl")
 

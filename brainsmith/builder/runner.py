@@ -352,6 +352,7 @@ def finn_config(plan: BuildPlan, finn_dir: str):
         fpga_part=options.fpga_part,
         board=options.board,
         target_fps=int(options.target_fps) if options.target_fps else None,
+        mvau_wwidth_max=options.folding.mvau_wwidth_max,
         folding_config_file=options.folding_config,
         specialize_layers_config_file=options.specialize_config,
         generate_outputs=outputs,

@@ -265,20 +265,22 @@ def _check_implemented(node, decomposed_later: bool, model) -> None:
     description="Fold to target_fps, apply a folding config, minimise bit widths, post_hw",
 )
 def folding(model, cfg):
-    """Parallelise to ``cfg.target_fps`` (FINN SetFolding at the configured clock), apply a
-    folding config file if given, minimise bit widths, decompose Shuffle layers into
-    implementable ones (FINN's transpose decomposition), then the blueprint's ``post_hw``
-    transforms; every layer must then have a backend."""
+    """Parallelise to ``cfg.target_fps`` at the configured clock (brainsmith's folding
+    search, or FINN's SetFolding with ``build.folding.search: finn``), apply a folding
+    config file if given, minimise bit widths, decompose Shuffle layers into implementable
+    ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
+    every layer must then have a backend."""
     from finn.builder.build_dataflow_steps import (
         step_apply_folding_config,
         step_minimize_bit_width,
-        step_target_fps_parallelization,
         step_transpose_decomposition,
     )
 
+    from brainsmith.steps.folding import fold_for_target
+
     plan = context_of(cfg).plan
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
-    model = step_target_fps_parallelization(model, cfg)
+    model = fold_for_target(model, cfg, plan.build.folding)
     model = step_apply_folding_config(model, cfg)
     model = legal_folding(model)
     model = step_minimize_bit_width(model, cfg)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
-from brainsmith.plugin.blueprint.checks import Checker
+from brainsmith.plugin.blueprint.checks import Checker, label
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,10 +26,30 @@ BUILD_KEYS = {
     "verify_samples": f"a whole number of random inputs, 1 to {MAX_VERIFY_SAMPLES}",
     "verify_atol": f"the absolute tolerance of verification, a number >= 0 (default {VERIFY_ATOL})",
     "verify_rtol": f"the relative tolerance of verification, a number >= 0 (default {VERIFY_RTOL})",
+    "folding": "a mapping of search (brainsmith or finn), mvau_wwidth_max, max_utilisation",
     "folding_config": "the path of a FINN folding configuration file (relative to the blueprint)",
     "specialize_config": "the path of a FINN specialize-layers file (relative to the blueprint)",
     "output_dir": "a folder inside the blueprint's project, relative to the blueprint",
 }
+
+
+FOLDING_SEARCHES = ("brainsmith", "finn")
+FOLDING_KEYS = {
+    "search": "brainsmith (the cheapest folding that meets target_fps on the part) or finn "
+    "(FINN's SetFolding)",
+    "mvau_wwidth_max": "FINN's SetFolding limit on weight bits per PE, a whole number (default 36)",
+    "max_utilisation": "the largest fraction of any resource of the part the folding may "
+    "use, a number > 0 and <= 1 (default 0.9)",
+}
+
+
+@dataclass(frozen=True)
+class FoldingOptions:
+    """How ``target_fps`` becomes a folding (``build.folding``)."""
+
+    search: str = "brainsmith"
+    mvau_wwidth_max: int = 36
+    max_utilisation: float = 0.9
 
 
 @dataclass(frozen=True)
@@ -45,13 +65,18 @@ class BuildOptions:
     verify_samples: int = 16
     verify_atol: float = VERIFY_ATOL  # |actual - expected| <= atol + rtol * |expected|
     verify_rtol: float = VERIFY_RTOL
+    folding: FoldingOptions = FoldingOptions()
     folding_config: str | None = None
     specialize_config: str | None = None
     output_dir: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The options that are set, as plain YAML/JSON data."""
-        return {key: value for key, value in asdict(self).items() if value is not None}
+        """The options that are set, as plain YAML/JSON data (``folding`` when not the
+        default)."""
+        data = {key: value for key, value in asdict(self).items() if value is not None}
+        if self.folding == FoldingOptions():
+            del data["folding"]
+        return data
 
 
 def check_build(check: Checker, section: object, complete: bool) -> BuildOptions | None:
@@ -161,7 +186,29 @@ def check_option(check: Checker, path: tuple[Any, ...], key: str, value: object)
         return check.tolerance(path, value, expected)
     if key == "output_dir":
         return _output_dir(check, path, value)
+    if key == "folding":
+        return _folding(check, path, value)
     return check.file_path(path, value, expected, must_exist=True)
+
+
+def _folding(check: Checker, path: tuple[Any, ...], value: object) -> FoldingOptions | None:
+    given = check.mapping(path, value, FOLDING_KEYS)
+    before = len(check.diag.problems)
+    values: dict[str, Any] = {}
+    for key, item in given.items():
+        at, expected = (*path, key), FOLDING_KEYS[key]
+        if key == "search":
+            values[key] = check.choice(at, item, FOLDING_SEARCHES)
+        elif key == "mvau_wwidth_max":
+            values[key] = check.whole(at, item, expected, 8191)
+        else:
+            share = check.number(at, item, expected)
+            if share is not None and share > 1:
+                check.fail(at, f"{label(at)} is {share:g}", expected)
+            values[key] = share
+    if len(check.diag.problems) != before or not isinstance(value, dict):
+        return None
+    return FoldingOptions(**values)
 
 
 def _check_target(check: Checker, given: dict[str, Any]) -> None:

@@ -309,13 +309,13 @@ def _new_module(path: str, kind: str, module_name: str) -> ModuleType:
 
 
 def _run_module(module: ModuleType) -> None:
-    import importlib
+    from brainsmith.plugin.discovery.sources.entry_points import invalidate_import_caches
 
     spec = module.__spec__
     if spec is None or spec.loader is None:
         raise PluginLoadError(f"cannot load plugin module {module.__name__}: it has no loader")
     spec.loader.exec_module(module)
-    importlib.invalidate_caches()
+    invalidate_import_caches()  # importlib's own raises KeyError when another thread races it
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):

@@ -1,0 +1,312 @@
+"""brainsmith's folding search: the parallelism of every layer that meets a throughput
+target at the least estimated cost on the part.
+
+FINN's ``SetFolding`` grows SIMD, then PE, of a matrix layer only while its weight stream
+stays within ``mvau_wwidth_max`` (36 bits per PE by default) and keeps weights in a decoupled
+memory whose stream FINN caps at 8,191 bits: full-size conv nets stop far below a target the
+part could reach. Here each matrix layer (``MVAU_hls``/``MVAU_rtl``) is folded by searching
+every legal (SIMD, PE, weight memory, RAM style) for the one that meets the target cycles at
+the least cost — the estimated LUT, BRAM, URAM and DSP use as fractions of the part's —, and
+FINN's ``SetFolding`` folds the other layers (sliding windows matched to depthwise layers,
+thresholds, pools...), whose only choice is the smallest parallelism that meets the target.
+
+Then the design is balanced and fitted: when a layer cannot reach the target, every layer
+is folded again for that layer's cycles (none faster than the slowest needs); when the
+estimated resources exceed ``max_utilisation`` of the part, the smallest cycle budget that
+fits is searched by bisection. The result names the bottleneck layer and what limits it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MATRIX_LAYERS = ("MVAU_hls", "MVAU_rtl")
+WIDEST_STREAM = 8191  # bits: the widest HLS integer (ap_uint), FINN's MAX_ALLOWED_AP_INT_W
+HLS_INPUT_BUFFER = 1024  # an HLS matrix layer needs SIMD >= MW / 1024
+COSTED = ("LUT", "BRAM_18K", "URAM", "DSP")
+
+
+@dataclass
+class Choice:
+    """A matrix layer's folding and what it costs."""
+
+    attributes: dict[str, Any]
+    cycles: int
+    cost: float
+    resources: dict[str, float]
+
+
+@dataclass
+class FoldingResult:
+    """What the search chose: per layer cycles and limit; the bottleneck and the totals."""
+
+    target_cycles: int
+    cycles: int  # the bottleneck's
+    layers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bottleneck: str | None = None
+    limit: str | None = None
+    totals: dict[str, float] = field(default_factory=dict)
+    utilisation: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "search": "brainsmith",
+            "target_cycles": self.target_cycles,
+            "cycles": self.cycles,
+            "layers": self.layers,
+            "bottleneck": self.bottleneck,
+            "limit": self.limit,
+            "totals": self.totals,
+            "utilisation": round(self.utilisation, 4),
+        }
+
+
+def fold(model, target_cycles: int, part: str, available: dict[str, int] | None,
+         max_utilisation: float = 0.9):  # fmt: skip
+    """Fold ``model`` in place for ``target_cycles`` per frame on ``part`` (whose resources
+    are ``available``); returns a FoldingResult."""
+    search = _Search(part, available or {})
+    first = search.apply(model, target_cycles)
+    budget = max(target_cycles, *first.values())
+    cycles = first if budget == target_cycles else search.apply(model, budget)  # balanced
+    fitted = bool(available) and search.utilisation(model) > max_utilisation
+    if fitted:
+        budget = _fitting_budget(search, model, budget, max_utilisation)
+        cycles = search.apply(model, budget)
+    return search.result(model, target_cycles, first, cycles, fitted, max_utilisation)
+
+
+def _fitting_budget(search: _Search, model, low: int, ceiling: float) -> int:
+    """The smallest cycle budget >= ``low`` whose folding fits ``ceiling`` of the part."""
+    high = low
+    while True:  # grow until it fits (or the design is fully folded: nothing is smaller)
+        high *= 2
+        search.apply(model, high)
+        if search.utilisation(model) <= ceiling or high > 2**40:
+            break
+    while high - low > max(1, low // 100):  # within 1 %
+        middle = (low + high) // 2
+        search.apply(model, middle)
+        if search.utilisation(model) <= ceiling:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+class _Search:
+    def __init__(self, part: str, available: dict[str, int]) -> None:
+        self.part = part
+        self.available = available
+        self.choices: dict[tuple[str, int], tuple[Choice, str | None]] = {}
+
+    def apply(self, model, budget: int) -> dict[str, int]:
+        """Fold every layer for ``budget`` cycles; returns each layer's cycles."""
+        from finn.transformation.fpgadataflow.set_folding import SetFolding
+        from qonnx.custom_op.registry import getCustomOp
+
+        with _quiet_finn():  # its warnings are about matrix layers folded again below
+            folding = SetFolding(budget, mvau_wwidth_max=WIDEST_STREAM, two_pass_relaxation=False)
+            model.transform(folding, make_deepcopy=False, cleanup=False)  # in place
+        for node in model.graph.node:
+            if node.op_type in MATRIX_LAYERS:
+                layer = getCustomOp(node)
+                choice, _ = self.matrix_choice(node.name, layer, budget)
+                for name, value in choice.attributes.items():
+                    layer.set_nodeattr(name, value)
+        return layer_cycles(model)
+
+    def matrix_choice(self, name: str, layer, budget: int) -> tuple[Choice, str | None]:
+        """The cheapest folding of a matrix layer within ``budget`` cycles, else the fastest
+        legal one and why no faster one is legal."""
+        key = (name, budget)
+        if key not in self.choices:
+            candidates = list(self._candidates(layer))
+            meeting = [c for c in candidates if c.cycles <= budget]
+            if meeting:
+                best = min(meeting, key=lambda c: (c.cost, c.cycles))
+                self.choices[key] = (best, None)
+            else:
+                best = min(candidates, key=lambda c: (c.cycles, c.cost))
+                self.choices[key] = (best, _matrix_limit(layer, best))
+            _restore(layer, best.attributes)
+        return self.choices[key]
+
+    def _candidates(self, layer):
+        mw, mh = layer.get_nodeattr("MW"), layer.get_nodeattr("MH")
+        hls = layer.onnx_node.op_type == "MVAU_hls"
+        weight_bits = layer.get_input_datatype(1).bitwidth()
+        input_bits = layer.get_input_datatype(0).bitwidth()
+        output_bits = layer.get_output_datatype().bitwidth()
+        for simd in _divisors(mw):
+            if simd * input_bits > WIDEST_STREAM or (hls and simd * HLS_INPUT_BUFFER < mw):
+                continue
+            for pe in _divisors(mh):
+                if pe * output_bits > WIDEST_STREAM:
+                    break
+                stream = pe * simd * weight_bits
+                for memory, ram in _memories(hls, stream, bool(self.available.get("URAM"))):
+                    attributes = {"SIMD": simd, "PE": pe, "mem_mode": memory, "ram_style": ram}
+                    yield self._costed(layer, attributes)
+
+    def _costed(self, layer, attributes: dict[str, Any]) -> Choice:
+        for name, value in attributes.items():
+            layer.set_nodeattr(name, value)
+        resources = estimate(layer, self.part)
+        return Choice(attributes, int(layer.get_exp_cycles()), self.cost(resources), resources)
+
+    def cost(self, resources: dict[str, float]) -> float:
+        return sum(
+            resources.get(key, 0) / self.available[key] for key in COSTED if self.available.get(key)
+        )
+
+    def utilisation(self, model) -> float:
+        """The largest fraction of any resource of the part the design is estimated to use."""
+        totals = self.totals(model)
+        return max(
+            (totals[key] / self.available[key] for key in COSTED if self.available.get(key)),
+            default=0.0,
+        )
+
+    def totals(self, model) -> dict[str, float]:
+        from qonnx.custom_op.registry import getCustomOp
+
+        totals = dict.fromkeys(COSTED, 0.0)
+        for node in model.graph.node:
+            if node.domain.startswith("finn.custom_op.fpgadataflow"):
+                for key, value in estimate(getCustomOp(node), self.part).items():
+                    totals[key] += value
+        return totals
+
+    def result(self, model, target: int, first: dict[str, int], cycles: dict[str, int],
+               fitted: bool, ceiling: float) -> FoldingResult:  # fmt: skip
+        """What was chosen; the bottleneck is the slowest layer at the target (after the
+        balancing pass many layers take as long as it does)."""
+        from qonnx.custom_op.registry import getCustomOp
+
+        slowest = max(cycles.values(), default=0)
+        found = FoldingResult(target, slowest)
+        found.totals = {key: round(value, 1) for key, value in self.totals(model).items()}
+        found.utilisation = self.utilisation(model)
+        found.layers = {name: {"cycles": value, "limit": None} for name, value in cycles.items()}
+        if slowest <= target:
+            return found
+        if fitted:
+            found.bottleneck = max(cycles, key=cycles.__getitem__)
+            found.limit = (
+                f"the part: every layer folded for {target:,} cycles needs more than "
+                f"{ceiling:.0%} of {self.part} (build.folding.max_utilisation); folded for "
+                f"{slowest:,} cycles instead"
+            )
+        else:
+            found.bottleneck = max(first, key=first.__getitem__)
+            node = model.get_node_from_name(found.bottleneck)
+            layer = getCustomOp(node)
+            if node.op_type in MATRIX_LAYERS:
+                found.limit = self.matrix_choice(found.bottleneck, layer, target)[1]
+            else:
+                found.limit = other_limit(layer)
+        found.layers[found.bottleneck]["limit"] = found.limit
+        return found
+
+
+def layer_cycles(model) -> dict[str, int]:
+    """Each hardware layer's estimated cycles per frame."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    return {
+        node.name: int(getCustomOp(node).get_exp_cycles())
+        for node in model.graph.node
+        if node.domain.startswith("finn.custom_op.fpgadataflow")
+    }
+
+
+def estimate(layer, part: str) -> dict[str, float]:
+    """FINN's estimates of ``layer``'s LUT, BRAM_18K, URAM and DSP use on ``part``."""
+    found = {}
+    for key, method in (("LUT", "lut_estimation"), ("BRAM_18K", "bram_estimation"),
+                        ("URAM", "uram_estimation"), ("DSP", "dsp_estimation")):  # fmt: skip
+        try:
+            value = _call(layer, method, part)
+        except Exception:  # a layer FINN cannot estimate in this configuration
+            value = 0
+        found[key] = float(value or 0)
+    return found
+
+
+def _call(layer, method: str, part: str) -> float:
+    function = getattr(layer, method)
+    try:
+        return function(part)
+    except TypeError:  # some layers' estimations take no part
+        return function()
+
+
+def _memories(hls: bool, stream: int, uram: bool):
+    """(mem_mode, ram_style) a matrix layer may keep its weights in."""
+    if stream <= WIDEST_STREAM or not hls:
+        yield "internal_decoupled", "block"
+        yield "internal_decoupled", "distributed"
+        if uram:
+            yield "internal_decoupled", "ultra"
+    if hls:  # weights compiled into the layer: no weight stream, so no width limit
+        yield "internal_embedded", "auto"
+
+
+def _matrix_limit(layer, fastest: Choice) -> str:
+    mw, mh = layer.get_nodeattr("MW"), layer.get_nodeattr("MH")
+    simd, pe = fastest.attributes["SIMD"], fastest.attributes["PE"]
+    if simd == mw and pe == mh:
+        return f"fully parallel: SIMD = MW = {mw}, PE = MH = {mh}"
+    bits = layer.get_input_datatype(0).bitwidth(), layer.get_output_datatype().bitwidth()
+    if simd < mw:
+        return (
+            f"SIMD {simd} of MW {mw}: a wider input stream ({bits[0]}-bit inputs) would pass "
+            f"{WIDEST_STREAM:,} bits, the widest FINN streams"
+        )
+    return (
+        f"PE {pe} of MH {mh}: a wider output stream ({bits[1]}-bit outputs) would pass "
+        f"{WIDEST_STREAM:,} bits, the widest FINN streams"
+    )
+
+
+def other_limit(layer) -> str:
+    attributes = {name: layer.get_nodeattr(name) for name in ("PE", "SIMD") if _has(layer, name)}
+    shown = ", ".join(f"{name} {value}" for name, value in attributes.items())
+    return f"{layer.onnx_node.op_type} at its most parallel folding ({shown}) under FINN's rules"
+
+
+def _has(layer, name: str) -> bool:
+    try:
+        layer.get_nodeattr(name)
+    except (AttributeError, Exception):
+        return False
+    return True
+
+
+def _restore(layer, attributes: dict[str, Any]) -> None:
+    for name, value in attributes.items():
+        layer.set_nodeattr(name, value)
+
+
+def _divisors(number: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(number) + 1) if number % d == 0]
+    return sorted({*small, *(number // d for d in small)})
+
+
+class _quiet_finn:
+    """FINN's logger silenced for warnings while SetFolding runs."""
+
+    def __enter__(self) -> None:
+        self.logger = logging.getLogger("finn_logger")
+        self.level = self.logger.level
+        self.logger.setLevel(logging.ERROR)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.logger.setLevel(self.level)

@@ -1,0 +1,123 @@
+"""``target_fps`` to a folding: brainsmith's search or FINN's SetFolding, and a record of
+what limits the throughput (``folding.json`` in FINN's report folder, read by the report)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from brainsmith.builder.context import context_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from brainsmith.plugin.blueprint.options import FoldingOptions
+
+RECORD = "folding.json"
+FOLDING_ATTRIBUTES = ("PE", "SIMD", "parallel_window", "mem_mode", "ram_style", "resType")
+
+
+def fold_for_target(model, cfg, options: FoldingOptions):
+    """Fold ``model`` for ``cfg.target_fps`` as ``options`` say; unchanged without a target."""
+    target = cfg._resolve_cycles_per_frame()
+    if target is None:
+        return model
+    from brainsmith.frameworks.finn.folding import layer_cycles
+
+    if options.search == "finn":
+        from finn.builder.build_dataflow_steps import step_target_fps_parallelization
+
+        record = finn_record(model, target, options.mvau_wwidth_max)
+        model = step_target_fps_parallelization(model, cfg)
+        final = layer_cycles(model)  # after FINN's relaxation pass
+        record["layers"] = {
+            name: {"cycles": value, "limit": record["layers"].get(name, {}).get("limit")}
+            for name, value in final.items()
+        }
+        record["cycles"] = max(final.values(), default=0)
+    else:
+        from brainsmith.frameworks.finn.folding import fold
+        from brainsmith.frameworks.finn.parts import part_resources
+
+        part = cfg._resolve_fpga_part()
+        found = part_resources(part)
+        record = fold(model, target, part, found[0] if found else None,
+                      options.max_utilisation).to_dict()  # fmt: skip
+        _write(os.path.join(cfg.output_dir, "auto_folding_config.json"), folding_config(model))
+    _write(os.path.join(cfg.output_dir, "report", RECORD), record)
+    if record["bottleneck"]:
+        context_of(cfg).notes.append(
+            f"target_fps {cfg.target_fps:,} not reached: {record['bottleneck']} takes "
+            f"{record['cycles']:,} cycles a frame (the target allows {target:,}); limit: "
+            f"{record['limit']}"
+        )
+    return model
+
+
+def finn_record(model, target: int, wwidth_max: int) -> dict[str, Any]:
+    """What FINN's SetFolding reaches for ``target`` (run on a copy without its relaxation
+    pass, which slows other layers down to the slowest): each layer's cycles, the slowest
+    and what stops it."""
+    import copy
+
+    from finn.transformation.fpgadataflow.set_folding import SetFolding
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.frameworks.finn.folding import MATRIX_LAYERS, layer_cycles, other_limit
+
+    folded = copy.deepcopy(model).transform(
+        SetFolding(target, mvau_wwidth_max=wwidth_max, two_pass_relaxation=False)
+    )
+    cycles = layer_cycles(folded)
+    slowest = max(cycles, key=cycles.__getitem__) if cycles else None
+    record: dict[str, Any] = {
+        "search": "finn",
+        "target_cycles": target,
+        "cycles": cycles.get(slowest, 0) if slowest else 0,
+        "layers": {name: {"cycles": value, "limit": None} for name, value in cycles.items()},
+        "bottleneck": None,
+        "limit": None,
+    }
+    if slowest is None or cycles[slowest] <= target:
+        return record
+    node = folded.get_node_from_name(slowest)
+    layer = getCustomOp(node)
+    limit = other_limit(layer)
+    if node.op_type in MATRIX_LAYERS:
+        bits = layer.get_input_datatype(1).bitwidth()
+        simd, mw = layer.get_nodeattr("SIMD"), layer.get_nodeattr("MW")
+        wider = next((d for d in range(simd + 1, mw + 1) if mw % d == 0), None)
+        if wider is not None and wider * bits > wwidth_max:
+            limit = (
+                f"weight width per PE: SIMD {wider} would take {wider * bits} bits of "
+                f"{bits}-bit weights, over FINN's mvau_wwidth_max {wwidth_max} (raise "
+                "build.folding.mvau_wwidth_max, or use build.folding.search: brainsmith)"
+            )
+    record.update(bottleneck=slowest, limit=limit)
+    record["layers"][slowest]["limit"] = limit
+    return record
+
+
+def folding_config(model) -> dict[str, Any]:
+    """The chosen folding as a FINN folding configuration (``folding_config``)."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    config: dict[str, Any] = {"Defaults": {}}
+    for node in model.graph.node:
+        if not node.domain.startswith("finn.custom_op.fpgadataflow"):
+            continue
+        layer = getCustomOp(node)
+        known = layer.get_nodeattr_types()
+        config[node.name] = {
+            name: layer.get_nodeattr(name) for name in FOLDING_ATTRIBUTES if name in known
+        }
+    return config
+
+
+def _write(path: str, data: dict[str, Any]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w") as handle:
+        json.dump(data, handle, indent=1, default=str)
+    os.replace(temporary, path)

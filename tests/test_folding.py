@@ -1,0 +1,128 @@
+"""Folding that meets the target at the fewest resources: brainsmith's search against FINN's
+SetFolding on real Brevitas exports, the limit named when a target is out of reach, and the
+``build.folding`` settings."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from qonnx.core.modelwrapper import ModelWrapper
+
+import brainsmith
+from brainsmith.frameworks.finn.folding import COSTED, estimate, fold, layer_cycles
+from brainsmith.frameworks.finn.parts import part_resources
+from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+from brainsmith.steps.folding import finn_record
+
+REPO = Path(__file__).resolve().parents[1]
+PART = "xcvc1902-vsva2197-2MP-e-S"
+AVAILABLE = part_resources(PART)[0]
+
+
+@pytest.fixture(scope="module")
+def specialized(hub, tmp_path_factory):
+    """The zoo's ResNet (a Brevitas export) built up to its backends, before folding."""
+    folder = tmp_path_factory.mktemp("folding")
+    model = str(REPO / "examples" / "models" / "zoo" / "resnet8.onnx")
+    head = brainsmith.build(model, None, str(folder / "head"), stop_after=5, verify="none")
+    return ModelWrapper(head.checkpoint.model)
+
+
+def setfolding(model, target: int, wwidth_max: int = 36):
+    from finn.transformation.fpgadataflow.set_folding import SetFolding
+
+    return model.transform(SetFolding(target, mvau_wwidth_max=wwidth_max))
+
+
+def cost(model) -> float:
+    """The design's estimated resources as fractions of the part, summed."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    total = 0.0
+    for node in model.graph.node:
+        if node.domain.startswith("finn.custom_op.fpgadataflow"):
+            found = estimate(getCustomOp(node), PART)
+            total += sum(found[key] / AVAILABLE[key] for key in COSTED if AVAILABLE[key])
+    return total
+
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
+
+
+def test_brainsmith_folding_meets_a_target_finn_setfolding_misses(specialized):
+    target = 2000  # 100,000 fps at 5 ns
+    finn = setfolding(copy.deepcopy(specialized), target)
+    record = finn_record(finn, target, 36)
+    assert record["cycles"] > target and record["bottleneck"]  # before: 48,828 fps
+    assert "mvau_wwidth_max 36" in record["limit"]
+    ours = copy.deepcopy(specialized)
+    result = fold(ours, target, PART, AVAILABLE)
+    assert max(layer_cycles(ours).values()) <= target
+    assert result.bottleneck is None and result.cycles <= target
+    assert result.utilisation < 0.9
+
+
+def test_where_both_meet_the_target_brainsmith_costs_no_more(specialized):
+    for target in (20_000, 8_000):
+        finn = setfolding(copy.deepcopy(specialized), target)
+        ours = copy.deepcopy(specialized)
+        fold(ours, target, PART, AVAILABLE)
+        assert max(layer_cycles(finn).values()) <= target
+        assert max(layer_cycles(ours).values()) <= target
+        assert cost(ours) <= cost(finn) * 1.0001, target
+
+
+def test_a_target_out_of_reach_names_the_limiting_layer_and_limit(specialized):
+    model = copy.deepcopy(specialized)
+    result = fold(model, 10, PART, AVAILABLE)  # 20 M fps: no layer can
+    assert result.bottleneck and result.cycles > 10
+    assert result.layers[result.bottleneck]["limit"] == result.limit
+    assert "fully parallel" in result.limit or "at its most parallel" in result.limit
+    balanced = layer_cycles(model)  # no layer folded faster than the slowest needs
+    assert max(balanced.values()) == result.cycles
+    small = fold(copy.deepcopy(specialized), 2000, PART, AVAILABLE, max_utilisation=0.005)
+    assert small.limit.startswith("the part:") and "max_utilisation" in small.limit
+    assert small.utilisation <= 0.005 or small.cycles > 2000
+
+
+def test_build_uses_the_search_the_blueprint_names(hub, tmp_path):
+    blueprint = tmp_path / "finn_folding.yaml"
+    blueprint.write_text(
+        f"extends: {REPO / 'blueprints' / 'mlp.yaml'}\n"
+        "build:\n  target_fps: 1000000\n  folding: {search: finn, mvau_wwidth_max: 8}\n"
+    )
+    model = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
+    for name, chosen in (
+        ("finn", str(blueprint)),
+        ("brainsmith", str(REPO / "blueprints" / "mlp.yaml")),
+    ):
+        result = brainsmith.build(model, chosen, str(tmp_path / name), verify="none",
+                                  options={"target_fps": 1_000_000})  # fmt: skip
+        record = json.loads(
+            (Path(result.output_dir) / "finn" / "report" / "folding.json").read_text()
+        )
+        assert record["search"] == name
+        assert set(record["layers"]) >= {"MVAU_rtl_0"} or record["layers"]
+
+
+def test_folding_settings_are_checked_where_they_are_written(tmp_path):
+    blueprint = tmp_path / "bad.yaml"
+    blueprint.write_text(
+        f"extends: {REPO / 'blueprints' / 'base.yaml'}\n"
+        "build:\n"
+        "  folding:\n"
+        "    search: fastest\n"
+        "    max_utilisation: 1.5\n"
+        "    speed: 3\n"
+    )
+    with pytest.raises(BlueprintError) as caught:
+        load_blueprint(str(blueprint))
+    text = str(caught.value)
+    assert (
+        f"{blueprint}:4:13: error: build.folding.search is" in text and "brainsmith, finn" in text
+    )
+    assert f"{blueprint}:5:22: error: build.folding.max_utilisation is 1.5" in text
+    assert f"{blueprint}:6:5: error: unknown key 'speed' in build.folding" in text
