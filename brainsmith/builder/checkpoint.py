@@ -54,8 +54,10 @@ class Checkpoint:
         return path
 
     @classmethod
-    def load(cls, folder: str) -> Checkpoint:
-        """The checkpoint in ``folder``; ValueError when it is missing, incomplete or foreign."""
+    def load(cls, folder: str, within: str | None = None) -> Checkpoint:
+        """The checkpoint in ``folder``; ValueError when it is missing, incomplete or foreign,
+        or names a file outside ``within`` (default: ``folder``; an exploration's segments
+        name each other's files inside the exploration's folder)."""
         path = os.path.join(folder, FILE)
         folder = os.path.abspath(folder)
 
@@ -79,11 +81,25 @@ class Checkpoint:
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"no usable checkpoint in {folder}: {exc}") from exc
+        named = [checkpoint.model, checkpoint.dataflow_parent, checkpoint.reports]
+        named += [record.model for record in checkpoint.records]
+        outside = _outside([p for p in named if p], within or folder)
+        if outside:
+            raise ValueError(
+                f"checkpoint {path} names files outside {within or folder}: {', '.join(outside)}"
+                "; a checkpoint only continues from files its own build wrote"
+            )
         missing = [p for p in (checkpoint.model, checkpoint.dataflow_parent) if p]
         missing = [p for p in missing if not os.path.isfile(p)]
         if missing:
             raise ValueError(f"checkpoint {path} names missing files: {', '.join(missing)}")
         return checkpoint
+
+
+def _outside(paths: list[str], root: str) -> list[str]:
+    """The ``paths`` that do not resolve (symbolic links followed) to a place under ``root``."""
+    base = os.path.realpath(root)
+    return [p for p in paths if os.path.commonpath([base, os.path.realpath(p)]) != base]
 
 
 def make_checkpoint(run, model) -> Checkpoint:

@@ -40,7 +40,7 @@ def validate(files: tuple[str, ...]) -> None:
             summary = summary.replace("kernels,", "kernels listed + auto,", 1)
             summary = summary.replace("kernel,", "kernel listed + auto,", 1)
         if loaded.design_space is not None:
-            summary += f", {len(loaded.design_space.indices())} variants"
+            summary += f", {loaded.design_space.count} variants"
         click.echo(f"{path}: ok ({summary})")
     if failed:
         click.echo(f"{failed} of {len(files)} blueprint(s) have errors", err=True)
@@ -85,7 +85,7 @@ def _space_lines(loaded) -> list[str]:
     try:
         return describe_space(loaded)
     except PlanError as exc:
-        return [f"design space: {len(loaded.design_space.indices())} variants; no tree: {exc}"]
+        return [f"design space: {loaded.design_space.count} variants; no tree: {exc}"]
 
 
 def _guarded(load, path: str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
@@ -53,6 +54,13 @@ from brainsmith.cli.output import console
     help="Serve Prometheus metrics (variants done and failed, segment times) on "
     "127.0.0.1:PORT while exploring.",
 )
+@click.option(
+    "--variant-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Stop a variant (or a segment variants share) that runs longer, record it as timed "
+    "out and go on; needs worker processes (not --workers 0).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
 def explore(
     model: str,
@@ -65,6 +73,7 @@ def explore(
     input_npy: str | None,
     expected_npy: str | None,
     metrics_port: int | None,
+    variant_timeout: float | None,
     quiet: bool,
 ) -> None:
     """Build every variant of BLUEPRINT's design_space on MODEL; rank them and draw the
@@ -72,8 +81,8 @@ def explore(
 
     \b
     Exit codes: 0 explored (some variants may have failed: see explore.json); 1 no
-    variant built; 2 bad model, blueprint, output folder or cluster; 130 interrupted
-    (continue with --resume).
+    variant built; 2 bad model, blueprint, output folder (or one another exploration
+    uses) or cluster; 130 interrupted by SIGINT, 143 by SIGTERM (continue with --resume).
 
     \b
     Examples:
@@ -97,10 +106,16 @@ def explore(
             expected_npy=expected_npy,
             progress=not quiet,
             metrics_port=metrics_port,
+            variant_timeout=variant_timeout,
         )
     except ExploreError as exc:
         click.echo(f"error: {exc.message()}", err=True)
         _exit(exc.exit_code)
+    except KeyboardInterrupt as exc:  # before the exploration began: nothing ran
+        signum = getattr(exc, "signum", signal.SIGINT)
+        name = signal.Signals(signum).name
+        click.echo(f"error: exploration interrupted by {name} before it began", err=True)
+        _exit(128 + signum)
     print_summary(result.data)
     _exit(0 if any(v["status"] == "ok" for v in result.variants) else 1)
 

@@ -10,12 +10,14 @@ brainsmith; both are checked before anything is submitted.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
 import threading
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from brainsmith.dse.tasks import NodeResult, NodeTask, check_worker, run_node, warm_up
 
@@ -26,8 +28,11 @@ if TYPE_CHECKING:
 
 Started = Callable[[str], None]
 Done = Callable[[NodeResult], None]
-CONNECT_TIMEOUT = 20  # seconds to reach a scheduler
+CONNECT_TIMEOUT = 10  # seconds to reach a scheduler and hear it answer, all told
 WORKER_TIMEOUT = 60  # seconds to wait for a first worker of an existing cluster
+RESTART_TIMEOUT = 30  # seconds for a worker to restart after a segment ran out of time
+POLL = 0.2  # seconds between looks at the running segments
+SCHEDULER_FILE_BYTES = 1 << 20
 
 
 class ExecutorError(RuntimeError):
@@ -61,13 +66,20 @@ class DaskCluster:
     """Runs the segments as Dask tasks on a local cluster or an existing one."""
 
     def __init__(
-        self, folder: str, workers: int | None = None, scheduler: str | None = None
+        self,
+        folder: str,
+        workers: int | None = None,
+        scheduler: str | None = None,
+        limit: float | None = None,
     ) -> None:
         from distributed import Client
 
         self.cluster = None
         self.description: dict[str, str | int]
         self.topic = f"brainsmith-explore-{uuid.uuid4().hex[:12]}"
+        self.limit = limit  # seconds a segment may run; then its worker is restarted
+        self.began: dict[str, tuple[float, str]] = {}  # segment -> (start, worker address)
+        self.stopped: dict[str, NodeResult] = {}  # segments stopped for running too long
         logging.getLogger("distributed").setLevel(logging.ERROR)
         if scheduler:
             self.client = _connect(scheduler)
@@ -92,7 +104,16 @@ class DaskCluster:
             ) from None
         from brainsmith.version import __version__
 
-        seen = self.client.run(check_worker, os.path.abspath(folder))
+        try:
+            seen = self.client.run(
+                check_worker, os.path.abspath(folder), callback_timeout=WORKER_TIMEOUT
+            )
+        except TimeoutError:
+            raise ExecutorError(
+                f"the Dask workers of {self.client.scheduler.address} did not answer within "
+                f"{WORKER_TIMEOUT} s",
+                "see the workers' logs; restart hung workers",
+            ) from None
         blind = [w for w, facts in seen.items() if not facts["sees_output"]]
         if blind:
             raise ExecutorError(
@@ -111,34 +132,39 @@ class DaskCluster:
     def run(
         self, tasks: list[tuple[NodeTask, str | None]], done: dict, started: Started, finished: Done
     ) -> None:
-        from distributed import as_completed
+        def announced(event: tuple) -> None:
+            message = event[1]
+            self.began[message["started"]] = (time.monotonic(), message.get("worker", ""))
+            started(message["started"])
 
-        self.client.subscribe_topic(self.topic, lambda event: started(event[1]["started"]))
+        self.client.subscribe_topic(self.topic, announced)
         # Every worker loads FINN at once, instead of when its first segment arrives.
         warm = [
             self.client.submit(warm_up, workers=[w], allow_other_workers=False, pure=False)
             for w in self.client.scheduler_info()["workers"]
         ]
         futures: dict[str, Any] = {}
-        by_key: dict[str, NodeTask] = {}
         parents: dict[str, str | None] = {}
+        by_id: dict[str, NodeTask] = {}
         for task, parent in tasks:
             task.topic = self.topic
             argument = futures[parent] if parent in futures else done.get(parent)
-            future = self.client.submit(
+            futures[task.id] = self.client.submit(
                 run_node, task, argument, key=f"{self.topic}-{task.id}", pure=False
             )
-            futures[task.id], by_key[future.key], parents[task.id] = future, task, parent
+            parents[task.id], by_id[task.id] = parent, task
         results: dict[str, NodeResult] = dict(done)
         died: list[NodeTask] = []
         try:
-            for future in as_completed(list(futures.values())):
-                task = by_key[future.key]
-                if future.status == "finished":
-                    results[task.id] = future.result()
-                    finished(results[task.id])
+            for node, future in self._settle(dict(futures), by_id):
+                if node in self.stopped:
+                    results[node] = self.stopped[node]
+                    finished(results[node])
+                elif future.status == "finished":
+                    results[node] = future.result()
+                    finished(results[node])
                 else:
-                    died.append(task)
+                    died.append(by_id[node])
             died.sort(key=lambda t: list(futures).index(t.id))  # parents first
             for task in died:
                 results[task.id] = self._alone(task, results.get(parents[task.id] or ""), futures)
@@ -150,6 +176,40 @@ class DaskCluster:
             with contextlib.suppress(Exception):
                 self.client.unsubscribe_topic(self.topic)
 
+    def _settle(self, pending: dict[str, Any], tasks: dict[str, NodeTask]) -> Iterator[tuple]:
+        """Yield ``(segment id, future)`` as each ends; stop those over the time limit."""
+        while pending:
+            ended = [node for node, future in pending.items() if future.done()]
+            for node in ended:
+                yield node, pending.pop(node)
+            if not ended:
+                for node in self._overdue(pending):
+                    self._stop(tasks[node], pending[node])
+                time.sleep(POLL)
+
+    def _overdue(self, pending: dict[str, Any]) -> list[str]:
+        if self.limit is None:
+            return []
+        now = time.monotonic()
+        return [
+            node
+            for node in pending
+            if node in self.began and node not in self.stopped
+            and now - self.began[node][0] > self.limit
+        ]  # fmt: skip
+
+    def _stop(self, task: NodeTask, future) -> None:
+        """Cancel a segment that ran out of time and restart the worker running it (Python
+        cannot stop a running task otherwise); segments below it fail with it."""
+        began, worker = self.began[task.id]
+        self.stopped[task.id] = _timed_out(task, self.limit or 0, time.monotonic() - began)
+        self.client.cancel([future], force=True)
+        if worker:
+            with contextlib.suppress(Exception):
+                self.client.restart_workers(
+                    [worker], timeout=RESTART_TIMEOUT, raise_for_error=False
+                )
+
     def _alone(self, task: NodeTask, parent: NodeResult | None, futures: dict) -> NodeResult:
         """Run again, by itself, a segment Dask lost with a dying worker.
 
@@ -159,10 +219,15 @@ class DaskCluster:
         """
         if parent is not None and parent.status != "ok":
             return run_node(task, parent)  # records the parent's error, runs nothing
+        self.began.pop(task.id, None)
         future = self.client.submit(
             run_node, task, parent, key=f"{self.topic}-{task.id}-alone", pure=False
         )
         futures[task.id] = future  # cancelled with the others on Ctrl-C
+        for _ in self._settle({task.id: future}, {task.id: task}):
+            pass
+        if task.id in self.stopped:
+            return self.stopped[task.id]
         try:
             return future.result()
         except Exception:
@@ -180,6 +245,21 @@ def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def _timed_out(task: NodeTask, limit: float, seconds: float) -> NodeResult:
+    """A segment stopped for running longer than ``limit`` seconds."""
+    error = {
+        "step": "timeout",
+        "reason": f"did not finish within {limit:g} s (--variant-timeout); its worker was "
+        "restarted to stop it",
+        "hint": "raise --variant-timeout if it needs longer, or see its build.log for the "
+        "step that hangs; --resume runs it again",
+        "timed_out": True,
+    }
+    result = NodeResult(task.id, "failed", task.folder, task.key, error=error)
+    result.seconds = round(seconds, 3)
+    return result
+
+
 def _lost(task: NodeTask, future) -> NodeResult:
     """A task Dask could not finish: its worker died, or it was cancelled."""
     if future.status == "cancelled":
@@ -192,20 +272,90 @@ def _lost(task: NodeTask, future) -> NodeResult:
     return NodeResult(task.id, "failed", task.folder, task.key, error=error)
 
 
-def _connect(address: str):
+def _connect(given: str):
+    """A client of the scheduler at ``given`` (an address or scheduler file), or
+    ExecutorError within about CONNECT_TIMEOUT seconds."""
     from distributed import Client
 
-    scheduler_file = address if address.endswith(".json") and os.path.isfile(address) else None
+    address = _address(given)
+    where = address if address == given else f"{address} (from {given})"
+    _probe(address, where)
     try:
-        if scheduler_file:
-            return Client(scheduler_file=scheduler_file, timeout=CONNECT_TIMEOUT)
         return Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
+        raise _unreachable(where, str(exc)) from None
+
+
+def _address(given: str) -> str:
+    """The scheduler address ``given`` names: itself, or the ``address`` of a scheduler file."""
+    if not (given.endswith(".json") and os.path.isfile(given)):
+        return given
+    try:
+        with open(given, "rb") as handle:
+            data = json.loads(handle.read(SCHEDULER_FILE_BYTES))
+        address = data["address"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ExecutorError(
-            f"cannot reach the Dask scheduler at {address}: {exc}",
-            "start one with `dask scheduler` (it prints its tcp://HOST:PORT address) and pass "
-            "that address, or leave --scheduler out to run on this machine",
+            f"scheduler file {given} names no scheduler address ({type(exc).__name__}: {exc})",
+            "pass the file that `dask scheduler --scheduler-file FILE` writes, or its "
+            "tcp://HOST:PORT address",
         ) from None
+    if not isinstance(address, str) or not address.isprintable():
+        raise ExecutorError(
+            f"scheduler file {given}: its address is not text", "pass the scheduler's address"
+        )
+    return address
+
+
+def _probe(address: str, where: str) -> None:
+    """Connect and ask the scheduler who it is, all within CONNECT_TIMEOUT seconds: a
+    server that never accepts, accepts and says nothing, or answers garbage is refused."""
+    answer: list[object] = []
+    thread = threading.Thread(target=_identity, args=(address, answer), daemon=True)
+    thread.start()
+    thread.join(CONNECT_TIMEOUT + 2)  # the thread keeps its own deadline; this is a backstop
+    found = answer[0] if answer else TimeoutError()
+    if isinstance(found, dict) and found.get("type") == "Scheduler":
+        return
+    if isinstance(found, TimeoutError):
+        problem = f"no answer within {CONNECT_TIMEOUT} s"
+    elif isinstance(found, OSError):
+        problem = str(found)[:300]
+    else:  # garbage (a frame of 3 EiB ...), or another service's reply
+        kind = f" ({type(found).__name__})" if isinstance(found, BaseException) else ""
+        problem = f"it answered, but not as a Dask scheduler{kind}"
+    raise _unreachable(where, problem)
+
+
+def _identity(address: str, answer: list[object]) -> None:
+    """``answer.append(the scheduler's identity)``, or the exception that prevented it."""
+    import asyncio
+
+    async def ask() -> object:
+        from distributed.comm import connect
+        from distributed.security import Security
+
+        arguments = Security().get_connection_args("client")
+        comm = await connect(address, timeout=CONNECT_TIMEOUT, **arguments)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        answer.append(asyncio.run(asyncio.wait_for(ask(), CONNECT_TIMEOUT)))
+    except BaseException as exc:  # handed to the waiting thread
+        answer.append(exc)
+
+
+def _unreachable(where: str, problem: str) -> ExecutorError:
+    return ExecutorError(
+        f"cannot reach the Dask scheduler at {where}: {problem}",
+        "check that it is the address `dask scheduler` printed (tcp://HOST:PORT) or its "
+        "--scheduler-file, that the scheduler runs and that no firewall blocks the port; "
+        "or leave --scheduler out to run on this machine",
+    )
 
 
 def _local_cluster(workers: int):

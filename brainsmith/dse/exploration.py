@@ -10,8 +10,12 @@ Output folder::
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from brainsmith.dse.tasks import NodeResult, NodeTask, load_result
@@ -21,7 +25,8 @@ from brainsmith.errors import BrainsmithError
 
 
 class ExploreError(BrainsmithError):
-    """An exploration that could not run (exit code 2) or was interrupted (130)."""
+    """An exploration that could not run (exit code 2) or was interrupted (130 by SIGINT,
+    143 by SIGTERM)."""
 
     def __init__(self, reason: str, hint: str = "", exit_code: int = 2) -> None:
         self.reason, self.hint, self.exit_code = reason, hint, exit_code
@@ -62,6 +67,7 @@ def explore(
     expected_npy: str | None = None,
     progress: bool = False,
     metrics_port: int | None = None,
+    variant_timeout: float | None = None,
 ) -> ExploreResult:
     """Build each variant of ``blueprint``'s design space on ``model`` into ``output_dir``.
 
@@ -69,15 +75,14 @@ def explore(
     everything in this process, without Dask). ``scheduler``: the ``tcp://HOST:PORT``
     address (or scheduler JSON file) of an existing Dask cluster instead. ``resume``:
     keep what an earlier run into the same folder finished. ``metrics_port``: serve
-    Prometheus metrics on 127.0.0.1:PORT while the exploration runs. Raises ExploreError.
+    Prometheus metrics on 127.0.0.1:PORT while the exploration runs. ``variant_timeout``:
+    seconds a segment may run before it is stopped and its variants recorded as timed out
+    (needs worker processes). SIGINT and SIGTERM stop the exploration (see
+    ``brainsmith.dse.stopping``); one output folder takes one exploration at a time.
+    Raises ExploreError.
     """
     started = time.perf_counter()
-    if scheduler and workers is not None:
-        raise ExploreError(
-            "--workers and --scheduler contradict each other: --workers sizes the local "
-            "cluster, an existing cluster brings its own workers",
-            "keep one of them",
-        )
+    _check_options(workers, scheduler, variant_timeout)
     _check_inputs(model, input_npy, expected_npy)
     loaded = _load(blueprint)
     variants = _variants(loaded)
@@ -91,20 +96,68 @@ def explore(
         variant.keys = step_keys(variant.plan, root)
     roots = build_tree(variants)
     folder = os.path.abspath(output_dir or _default_folder(loaded.name))
-    _prepare(folder, resume, force)
-    run = Exploration(loaded, variants, roots, folder, os.path.abspath(model), vectors)
-    if resume:
-        run.adopt_finished()
-    if metrics_port is not None:
-        run.metrics = _serve_metrics(metrics_port, loaded.name)
-    try:
-        run.execute(workers, scheduler, progress, started)
-    finally:
-        if run.metrics is not None:
-            run.metrics.close()
+    with _locked(folder):
+        _prepare(folder, resume, force)
+        run = Exploration(loaded, variants, roots, folder, os.path.abspath(model), vectors)
+        run.variant_timeout = variant_timeout
+        if resume:
+            run.adopt_finished()
+        if metrics_port is not None:
+            run.metrics = _serve_metrics(metrics_port, loaded.name)
+        try:
+            run.execute(workers, scheduler, progress, started)
+        finally:
+            if run.metrics is not None:
+                run.metrics.close()
     if run.result is None:  # execute() writes it, or raises
         raise RuntimeError("the exploration ended without a result")
     return run.result
+
+
+def _check_options(
+    workers: int | None, scheduler: str | None, variant_timeout: float | None
+) -> None:
+    if scheduler and workers is not None:
+        raise ExploreError(
+            "--workers and --scheduler contradict each other: --workers sizes the local "
+            "cluster, an existing cluster brings its own workers",
+            "keep one of them",
+        )
+    if variant_timeout is None:
+        return
+    if not variant_timeout > 0:  # (NaN too)
+        raise ExploreError(
+            f"--variant-timeout is {variant_timeout}, not a number of seconds > 0",
+            "e.g. --variant-timeout 3600",
+        )
+    if workers == 0:
+        raise ExploreError(
+            "--variant-timeout needs worker processes: a variant running in this process "
+            "(--workers 0) cannot be stopped",
+            "use --workers 1 (or more), or leave --variant-timeout out",
+        )
+
+
+@contextlib.contextmanager
+def _locked(folder: str) -> Iterator[None]:
+    """Hold ``folder``'s exploration lock, or refuse at once (ExploreError)."""
+    from brainsmith.builder.outdir import os_problem
+    from brainsmith.dse.lock import FolderBusy, FolderLock
+
+    lock = FolderLock(folder)
+    try:
+        lock.acquire()
+    except FolderBusy as exc:
+        raise ExploreError(exc.reason, exc.hint) from None
+    except OSError as exc:
+        reason, hint = os_problem(exc)
+        raise ExploreError(
+            f"cannot lock output folder {folder} ({lock.path}): {reason}", hint
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _serve_metrics(port: int, name: str):
@@ -141,6 +194,11 @@ class Exploration:
         self.results: dict[str, NodeResult] = {}
         self.ran: set[str] = set()
         self.status = "running"
+        self.signum: int = signal.SIGINT  # what interrupted it
+        self.variant_timeout: float | None = None
+        self.running: dict[str, float] = {}  # segments under way -> when they started
+        self.started = time.perf_counter()
+        self.writing = threading.Lock()  # explore.json: the main thread's, or abandon()'s
         self.executor_facts: dict = {}
         self.setup_seconds = 0.0  # until the executor was ready
         self.teardown_seconds = 0.0  # stopping it
@@ -184,16 +242,29 @@ class Exploration:
     def execute(
         self, workers: int | None, scheduler: str | None, progress: bool, started: float
     ) -> None:
+        """Run what is left; SIGINT/SIGTERM stop it (``Stopping``), recorded as interrupted."""
+        from brainsmith.dse.stopping import Stopping
+
+        self.started = started
+        with Stopping(self.abandon):
+            self._execute(workers, scheduler, progress, started)
+
+    def _execute(
+        self, workers: int | None, scheduler: str | None, progress: bool, started: float
+    ) -> None:
         from brainsmith.dse.progress import ExploreProgress
 
         tasks = self.tasks()
         executor = None
         if tasks:  # a cluster that cannot start stops here: nothing ran, nothing is written
             try:
-                executor = _executor(self.folder, workers, scheduler, tasks)
-            except KeyboardInterrupt:
+                executor = _executor(self.folder, workers, scheduler, tasks, self.variant_timeout)
+            except KeyboardInterrupt as exc:
+                signum = getattr(exc, "signum", signal.SIGINT)
                 raise ExploreError(
-                    "interrupted while the Dask cluster started", "run the command again", 130
+                    f"interrupted by {signal.Signals(signum).name} while the Dask cluster started",
+                    "run the command again",
+                    128 + signum,
                 ) from None
             self.executor_facts = executor.description
         self.setup_seconds = time.perf_counter() - started
@@ -208,10 +279,14 @@ class Exploration:
                 )
             if executor is not None:
                 executor.run(
-                    tasks, dict(self.results), display.started, lambda r: self._finished(r, display)
+                    tasks,
+                    dict(self.results),
+                    lambda node: self._started(node, display),
+                    lambda r: self._finished(r, display),
                 )
             self.status = "complete"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            self.signum = getattr(exc, "signum", signal.SIGINT)
             self.status = "interrupted"
         finally:
             display.close()
@@ -225,12 +300,38 @@ class Exploration:
                 self.status = "failed"
             self.result = self._write(started)
         if self.status == "interrupted":
-            done = sum(v["status"] in ("ok", "failed") for v in self.result.variants)
             raise ExploreError(
-                f"interrupted: {done} of {len(self.variants)} variants finished; the rest were cancelled",
+                f"{self._interrupted()}; the rest were cancelled",
                 "continue with the same command and --resume",
-                exit_code=130,
+                exit_code=128 + self.signum,
             )
+
+    def _interrupted(self) -> str:
+        done = sum(r.id in self.results for r in self.variants)
+        name = signal.Signals(self.signum).name
+        return f"interrupted by {name}: {done} of {len(self.variants)} variants finished"
+
+    def abandon(self, signum: int) -> None:
+        """The exploration did not stop after SIGINT/SIGTERM (a variant running in this
+        process ignores it): record it as interrupted and say so; the caller then ends the
+        process (``Stopping``). Runs in the watchdog thread."""
+        self.signum, self.status = signum, "interrupted"
+        stuck = ", ".join(sorted(set(self.running) - set(self.results))) or "the exploration"
+        if self.writing.acquire(timeout=5):  # held on: nothing may write after this
+            try:
+                self._collect_late()
+                self._write(self.started, locked=True)
+            except Exception as exc:  # the state may be mid-change: keep the old record
+                _say(f"warning: explore.json not updated: {exc}")
+        _say(
+            f"error: {self._interrupted()}; {stuck} did not stop (it ignores the "
+            "interrupt) and was abandoned\n"
+            "  try: continue with the same command and --resume"
+        )
+
+    def _started(self, node: str, display) -> None:
+        self.running[node] = time.perf_counter()
+        display.started(node)
 
     def _collect_late(self) -> None:
         """Segments that finished while the cluster stopped are finished, not cancelled."""
@@ -267,11 +368,14 @@ class Exploration:
         if not node.shared:
             self._write(None)
 
-    def _write(self, started: float | None) -> ExploreResult:
+    def _write(self, started: float | None, locked: bool = False) -> ExploreResult:
         from brainsmith.dse.record import assemble
         from brainsmith.dse.report import write_report
         from brainsmith.dse.results import write_json
 
+        if not locked:
+            with self.writing:
+                return self._write(started, locked=True)
         data = assemble(self, started)
         json_path = os.path.join(self.folder, "explore.json")
         html_path = os.path.join(self.folder, "report.html")
@@ -279,6 +383,13 @@ class Exploration:
         if started is not None:
             write_report(data, html_path)
         return ExploreResult(self.folder, data, json_path, html_path)
+
+
+def _say(text: str) -> None:
+    """Write to the process's standard error (a build in this process may have redirected
+    ``sys.stderr`` to its log)."""
+    with contextlib.suppress(OSError):
+        os.write(2, (text + "\n").encode("utf-8", "replace"))
 
 
 def _label(node: Segment) -> str:
@@ -292,7 +403,7 @@ def _label(node: Segment) -> str:
     return f"{node.id} {choices}"
 
 
-def _executor(folder: str, workers: int | None, scheduler: str | None, tasks):
+def _executor(folder: str, workers: int | None, scheduler: str | None, tasks, limit: float | None):
     from brainsmith.dse.executor import DaskCluster, ExecutorError, InProcess, default_workers
 
     if workers == 0:
@@ -306,7 +417,7 @@ def _executor(folder: str, workers: int | None, scheduler: str | None, tasks):
         ) from None
     tails = sum(task.stop is None for task, _ in tasks)
     try:
-        return DaskCluster(folder, workers or min(default_workers(), tails), scheduler)
+        return DaskCluster(folder, workers or min(default_workers(), tails), scheduler, limit)
     except ExecutorError as exc:
         raise ExploreError(exc.reason, exc.hint) from None
 
@@ -350,10 +461,10 @@ def _variants(blueprint) -> list[Variant]:
     try:
         variants = expand(blueprint)
     except SpaceError as exc:
-        raise ExploreError(
-            str(exc),
-            f"add a design_space: (docs/explore.md), or build it: brainsmith build MODEL {blueprint.path}",
-        ) from exc
+        hint = f"add a design_space: (docs/explore.md), or build it: brainsmith build MODEL {blueprint.path}"
+        if blueprint.design_space is not None:
+            hint = "fewer alternatives, or search: {strategy: random, max_variants: N}"
+        raise ExploreError(str(exc), hint) from exc
     except PlanError as exc:
         raise ExploreError(
             f"blueprint {blueprint.path}: {exc}", "fix the blueprint's kernels"

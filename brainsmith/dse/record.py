@@ -35,6 +35,7 @@ def assemble(run, started: float | None) -> dict:
         "constraints": [str(c) for c in space.search.constraints],
         "dimensions": {d.label: list(d.shown) for d in space.dimensions},
         "executor": run.executor_facts,
+        "variant_timeout": run.variant_timeout,
         "variants": sorted(variants, key=lambda v: v["rank"]),
         "segments": [_segment(run, node) for node in run.nodes.values()],
         **usage,

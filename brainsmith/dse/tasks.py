@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 import traceback
@@ -84,7 +85,7 @@ def load_result(folder: str, key: str) -> NodeResult | None:
         from brainsmith.builder.checkpoint import Checkpoint
 
         try:
-            Checkpoint.load(result.checkpoint)
+            Checkpoint.load(result.checkpoint, within=exploration_folder(folder))
         except ValueError:
             return None
     if result.status == "ok" and not result.checkpoint:
@@ -98,6 +99,12 @@ def load_result(folder: str, key: str) -> NodeResult | None:
     return result
 
 
+def exploration_folder(node_folder: str) -> str:
+    """The exploration's folder, from a segment's (``<exploration>/segments/<id>``) or a
+    variant's (``<exploration>/variants/<id>``): the files its checkpoints may name."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(node_folder)))
+
+
 def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
     """Run ``task`` after ``parent`` (its parent segment's result, None at the root)."""
     if parent is not None and parent.status != "ok":
@@ -109,8 +116,8 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
             error=parent.error,
             failed_in=parent.failed_in or parent.id,
         )
-        if task.stop is None:
-            result.save()
+        if task.stop is None and not (parent.error or {}).get("timed_out"):
+            result.save()  # (one that timed out is not final: --resume runs it again)
         return result
     if task.stop is not None:  # Dask recomputes a segment whose worker died after it ran
         finished = load_result(task.folder, task.key)
@@ -132,9 +139,12 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
 def _build(task: NodeTask, parent: NodeResult | None) -> NodeResult:
     from brainsmith.builder import BuildError, build
     from brainsmith.builder.checkpoint import Checkpoint
+    from brainsmith.builder.interrupts import BuildInterrupted
 
     try:
-        start = Checkpoint.load(parent.checkpoint) if parent is not None else None
+        start = None
+        if parent is not None:
+            start = Checkpoint.load(parent.checkpoint, within=exploration_folder(task.folder))
         built = build(
             task.model,
             task.plan,
@@ -146,8 +156,8 @@ def _build(task: NodeTask, parent: NodeResult | None) -> NodeResult:
             stop_after=task.stop,
         )
     except BuildError as exc:
-        if exc.exit_code == 130:
-            raise KeyboardInterrupt from exc
+        if exc.exit_code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+            raise BuildInterrupted(exc.exit_code - 128) from exc
         error = {"step": exc.step, "reason": exc.reason, "hint": exc.hint, "report": exc.report}
         return NodeResult(task.id, "failed", task.folder, task.key, error=error)
     except Exception as exc:  # a broken plugin or a full disk fails this segment only
@@ -164,13 +174,14 @@ def _build(task: NodeTask, parent: NodeResult | None) -> NodeResult:
 
 
 def _announce(topic: str, node: str) -> None:
-    """Tell the exploring client that ``node`` started (on a Dask worker only)."""
+    """Tell the exploring client that ``node`` started, and where (on a Dask worker only)."""
     if not topic:
         return
     try:
         from distributed import get_worker
 
-        get_worker().log_event(topic, {"started": node})
+        worker = get_worker()
+        worker.log_event(topic, {"started": node, "worker": worker.address})
     except (ImportError, ValueError):
         pass
 

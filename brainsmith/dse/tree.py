@@ -53,6 +53,7 @@ INPUTS: dict[str, Callable[[BuildPlan], object]] = {
     "part": lambda plan: (plan.build.fpga_part, plan.build.board),
     "clock": lambda plan: plan.build.clock_ns,
     "target_fps": lambda plan: plan.build.target_fps,
+    "folding": lambda plan: sorted(vars(plan.build.folding).items()),
     "folding_config": lambda plan: _file(plan.build.folding_config),
     "specialize_config": lambda plan: _file(plan.build.specialize_config),
 }
@@ -67,6 +68,7 @@ STEP_INPUTS: dict[str, tuple[str, ...]] = {
         "part",
         "clock",
         "target_fps",
+        "folding",
         "folding_config",
         "post_hw",
     ),

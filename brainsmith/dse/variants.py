@@ -29,11 +29,20 @@ class SpaceError(BrainsmithError, ValueError):
 
 
 def expand(blueprint) -> list[Variant]:
-    """The variants ``blueprint`` (a loaded ``Blueprint``) picks, in order."""
+    """The variants ``blueprint`` (a loaded ``Blueprint``) picks, in order; the count is
+    checked against ``MAX_VARIANTS`` before any is made."""
+    from brainsmith.plugin.blueprint.space import MAX_VARIANTS
+
     space = blueprint.design_space
     if space is None:
         raise SpaceError(
             f"blueprint {blueprint.name} has no design_space: section, so it describes one design"
+        )
+    if space.count > MAX_VARIANTS:
+        key = "search.max_variants" if space.search.strategy == "random" else "design_space"
+        raise SpaceError(
+            f"blueprint {blueprint.name}: {key} picks {space.count:,} variants, more than "
+            f"the {MAX_VARIANTS:,} an exploration builds"
         )
     variants = []
     for index in space.indices():

@@ -47,7 +47,7 @@ SPACE_KEYS = {
 }
 SEARCH_KEYS = {
     "strategy": "exhaustive (every variant) or random",
-    "max_variants": "how many variants strategy random picks, a whole number > 0",
+    "max_variants": "how many variants strategy random picks, a whole number from 1 to 10,000",
     "seed": "the seed of strategy random, a whole number >= 0",
     "constraints": 'a list of conditions such as "LUT <= 20000"',
     "objectives": "a mapping of metrics to max or min, e.g. {fps: max, LUT: min}",
@@ -62,7 +62,8 @@ METRICS = {
 }
 OPERATORS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
 DEFAULT_OBJECTIVES = (("fps", "max"), ("LUT", "min"))
-MAX_EXHAUSTIVE = 10_000
+MAX_VARIANTS = 10_000  # the most variants one exploration builds, whatever the strategy
+MAX_EXHAUSTIVE = MAX_VARIANTS
 CONSTRAINT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|<|>)\s*(\S+)\s*\Z")
 
 
@@ -118,11 +119,22 @@ class DesignSpace:
     def size(self) -> int:
         return math.prod(len(d.values) for d in self.dimensions)
 
-    def indices(self) -> list[int]:
-        """The variants the strategy picks, in order."""
+    @property
+    def count(self) -> int:
+        """How many variants the strategy picks (computed, not listed)."""
         if self.search.strategy == "random":
-            count = min(self.search.max_variants or self.size, self.size)
-            return sorted(random.Random(self.search.seed).sample(range(self.size), count))
+            return min(self.search.max_variants or self.size, self.size)
+        return self.size
+
+    def indices(self) -> list[int]:
+        """The variants the strategy picks, in order; refuses more than ``MAX_VARIANTS``."""
+        if self.count > MAX_VARIANTS:
+            raise ValueError(
+                f"the design space picks {self.count:,} variants, more than an exploration "
+                f"builds ({MAX_VARIANTS:,})"
+            )
+        if self.search.strategy == "random":
+            return sorted(random.Random(self.search.seed).sample(range(self.size), self.count))
         return list(range(self.size))
 
     def variant_id(self, index: int) -> str:
@@ -179,8 +191,9 @@ class DesignSpace:
         """``design_space`` and ``search`` as plain data, names qualified."""
         space: dict[str, Any] = {}
         for d in self.dimensions:
-            if d.section == "build":
-                values = list(d.values)
+            if d.section == "build":  # build.folding's alternatives are mappings
+                values = [vars(v).copy() if hasattr(v, "__dataclass_fields__") else v
+                          for v in d.values]  # fmt: skip
             else:
                 values = [[s.qualified_name for s in specs] for specs in d.values]
             space.setdefault(d.section, {})[d.name] = values
@@ -241,6 +254,20 @@ def read_design_space(
             key=True,
         )
     return space
+
+
+def _capped(check: Checker, value: int) -> int:
+    """``search.max_variants`` up to ``MAX_VARIANTS`` (a larger one is reported)."""
+    if value > MAX_VARIANTS:
+        check.fail(
+            ("search", "max_variants"),
+            f"search.max_variants is {value:,}, more than the {MAX_VARIANTS:,} variants an "
+            "exploration builds",
+            f"at most {MAX_VARIANTS:,}",
+            "; sample fewer, or split the space over several blueprints",
+        )
+        return MAX_VARIANTS
+    return value
 
 
 def _alternatives(check: Checker, path: tuple[Any, ...], value: object, example: str) -> list[Any]:
@@ -401,7 +428,7 @@ def _search(check: Checker, section: object) -> Search:
         if key == "seed" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             found[key] = value
         else:
-            found[key] = check.whole((*path, key), value, SEARCH_KEYS[key]) or 0
+            found[key] = _capped(check, check.whole((*path, key), value, SEARCH_KEYS[key]) or 0)
     if strategy == "random" and "max_variants" not in given:
         check.fail(
             path, "search.strategy random needs max_variants", "e.g. max_variants: 20", key=True

@@ -1,0 +1,86 @@
+"""One exploration per output folder: ``<folder>.lock`` beside it, held with ``flock`` while
+the exploration runs (also across machines on a shared file system that supports it).
+
+The lock file holds the holder's pid and host, for the message a second exploration gets.
+It is removed on release; a process that dies leaves it unlocked, and the next exploration
+takes it over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+
+from brainsmith.errors import BrainsmithError
+
+
+class FolderBusy(BrainsmithError):
+    """Another exploration holds the folder's lock; ``reason`` and ``hint`` say which and
+    what to do."""
+
+    def __init__(self, reason: str, hint: str) -> None:
+        super().__init__(reason)
+        self.reason, self.hint = reason, hint
+
+
+class FolderLock:
+    """``acquire()`` holds ``<folder>.lock`` or raises FolderBusy at once; ``release()``."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = os.path.abspath(folder)
+        self.path = self.folder.rstrip(os.sep) + ".lock"
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        while self.fd is None:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(fd)
+                os.close(fd)
+                raise self._busy(holder) from None
+            if _same_file(fd, self.path):
+                self.fd = fd
+            else:  # its holder removed it while we opened it: lock the new one
+                os.close(fd)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)  # while still holding it: a waiter re-checks the inode
+        os.close(self.fd)
+        self.fd = None
+
+    def _busy(self, holder: str) -> FolderBusy:
+        by = f" ({holder})" if holder else ""
+        return FolderBusy(
+            f"output folder {self.folder} is in use by another exploration{by}; "
+            f"its lock is {self.path}",
+            "wait for it to finish (or stop it), or choose another output folder (-o)",
+        )
+
+
+def _holder(fd: int) -> str:
+    """What the lock file says about its holder (``pid N on HOST``), or ""."""
+    try:
+        text = os.pread(fd, 200, 0).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    line = text.splitlines()[0] if text else ""
+    return line if line.isprintable() else ""
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        on_disk = os.stat(path)
+    except OSError:
+        return False
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) == (on_disk.st_dev, on_disk.st_ino)

@@ -1,0 +1,287 @@
+"""Hostile input on the build's surfaces: huge models and external data refused before they
+are read, checkpoints that point outside their folder, a metrics file that is not a file, and
+plugin folders that are replaced or edited in bursts while `watch` runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import stat
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import brainsmith
+from brainsmith.builder.checkpoint import FILE, Checkpoint
+from brainsmith.builder.intake import MAX_MODEL_BYTES, MAX_NODES, InputError, check_model
+from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
+from brainsmith.plugin.discovery.stamps import unchanged
+from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugins import transforms
+from tests.support.processes import brainsmith as brainsmith_command
+
+REPO = Path(__file__).resolve().parents[1]
+MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
+BLUEPRINT = str(REPO / "blueprints" / "mlp.yaml")
+
+
+def relu_chain(path: Path, nodes: int) -> Path:
+    """A float model of ``nodes`` Relu layers in a row (valid ONNX, 29 bytes a node)."""
+    chain = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(nodes)]
+    graph = helper.make_graph(
+        chain,
+        "chain",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info(f"t{nodes}", TensorProto.FLOAT, [1, 8])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+def run(*args: str, timeout: float = 120) -> tuple[int, str, float]:
+    began = time.monotonic()
+    process = brainsmith_command(*args)
+    _, err = process.communicate(timeout=timeout)
+    return process.returncode, err, time.monotonic() - began
+
+
+# -- models ---------------------------------------------------------------------------------------
+
+
+def test_a_model_of_ten_thousand_nodes_is_refused_before_any_work(tmp_path):
+    model = relu_chain(tmp_path / "relus.onnx", 10_000)
+    assert model.stat().st_size < 300_000
+    for command in ("build", "check"):
+        extra = ["-o", str(tmp_path / "out")] if command == "build" else []
+        code, err, seconds = run(command, str(model), *extra)
+        assert code == 2, err
+        assert f"relus.onnx has 10,000 nodes, over the limit of {MAX_NODES:,}" in err
+        assert "BRAINSMITH_MAX_NODES" in err
+        assert seconds < 30  # before: still loading after 200 s
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_node_limit_can_be_raised_and_a_bad_value_is_named(tmp_path, monkeypatch):
+    model = relu_chain(tmp_path / "relus.onnx", 50)
+    monkeypatch.setenv("BRAINSMITH_MAX_NODES", "40")
+    with pytest.raises(InputError, match="has 50 nodes, over the limit of 40"):
+        check_model(str(model))
+    monkeypatch.setenv("BRAINSMITH_MAX_NODES", "60")
+    assert len(check_model(str(model)).proto.graph.node) == 50
+    monkeypatch.setenv("BRAINSMITH_MAX_NODES", "lots")
+    with pytest.raises(InputError, match="BRAINSMITH_MAX_NODES='lots' is not a positive"):
+        check_model(str(model))
+
+
+def model_with_external_data(folder: Path, weights: np.ndarray) -> Path:
+    """An Add whose constant is stored next to the model in ``weights.bin``."""
+    tensor = numpy_helper.from_array(weights, "W")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "W"], ["y"])],
+        "external",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(weights.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(weights.shape))],
+        [tensor],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = folder / "external.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="weights.bin", size_threshold=0)
+    return path
+
+
+def test_external_data_larger_than_a_model_can_hold_is_refused_unread(tmp_path):
+    path = model_with_external_data(tmp_path, np.ones((1, 16), np.float32))
+    proto = onnx.load(path, load_external_data=False)
+    entries = proto.graph.initializer[0].external_data
+    for entry in [e for e in entries if e.key in ("length", "offset")]:
+        entries.remove(entry)  # no length: onnx would read the rest of the file
+    onnx.save(proto, path)
+    with open(tmp_path / "weights.bin", "r+b") as handle:
+        handle.truncate(8 * 2**30)  # an 8 GiB sparse file: nothing on disk, all of it read
+    code, err, seconds = run("check", str(path))
+    assert code == 2, err
+    assert f"over the {MAX_MODEL_BYTES:,} bytes an ONNX model can hold; nothing was read" in err
+    assert "'weights.bin' for tensor 'W'" in err
+    assert seconds < 30  # before: 61 s and 16.8 GB read before the refusal
+
+
+def test_a_model_with_ordinary_external_data_still_loads(tmp_path):
+    weights = np.arange(12, dtype=np.float32).reshape(1, 12)
+    path = model_with_external_data(tmp_path, weights)
+    checked = check_model(str(path))
+    assert np.array_equal(numpy_helper.to_array(checked.proto.graph.initializer[0]), weights)
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("build")
+def test_a_checkpoint_naming_files_outside_its_folder_is_refused(tmp_path):
+    head = brainsmith.build(MLP, BLUEPRINT, str(tmp_path / "head"), stop_after=2)
+    folder = Path(head.output_dir)
+    elsewhere = tmp_path / "elsewhere.onnx"
+    shutil.copy(MLP, elsewhere)
+    original = json.loads((folder / FILE).read_text())
+
+    def forge(model: str) -> None:
+        (folder / FILE).write_text(json.dumps({**original, "model": model}))
+
+    forge("../elsewhere.onnx")  # before: continued from
+    with pytest.raises(ValueError, match=r"names files outside .*elsewhere\.onnx"):
+        Checkpoint.load(str(folder))
+    link = folder / "intermediate_models" / "link.onnx"  # inside by name, outside in fact
+    link.symlink_to(elsewhere)
+    forge("intermediate_models/link.onnx")
+    with pytest.raises(ValueError, match="names files outside"):
+        Checkpoint.load(str(folder))
+    forge(original["model"])
+    assert Checkpoint.load(str(folder)).model == str(folder / original["model"])
+
+
+# -- metrics --------------------------------------------------------------------------------------
+
+
+def test_a_metrics_file_that_is_not_a_regular_file_is_refused_and_left_alone(tmp_path):
+    fifo = tmp_path / "metrics.fifo"
+    os.mkfifo(fifo)
+    target = tmp_path / "kept.prom"
+    target.write_text("# the user's file\n")
+    link = tmp_path / "link.prom"
+    link.symlink_to(target)
+    for path, reason in ((fifo, "not a regular file"), (link, "symbolic link")):
+        code, err, _ = run("build", MLP, BLUEPRINT, "-o", str(tmp_path / "out"), "-q",
+                           "--metrics-file", str(path))  # fmt: skip
+        assert code == 2, err
+        assert f"--metrics-file {path}: " in err and reason in err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # before: replaced by a regular file
+    assert link.is_symlink() and target.read_text() == "# the user's file\n"
+    assert not (tmp_path / "out").exists()  # refused before the build began
+
+
+# -- watch ----------------------------------------------------------------------------------------
+
+PLUGIN = """
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+
+@transform(name="{name}")
+class {name}(Transformation):
+    def apply(self, model):
+        return model, False
+"""
+
+
+def user_plugins() -> list[str]:
+    return sorted(s.name for s in get_plugin_manager().registry().specs(framework="user"))
+
+
+def wait_for(condition, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def replace_folder(folder: Path, how: str, tmp_path: Path) -> None:
+    """Put a new folder at ``folder``'s path, holding ``replaced.py``, the way ``how`` says."""
+    fresh = tmp_path / f"release-{how}"
+    fresh.mkdir()
+    (fresh / "replaced.py").write_text(PLUGIN.format(name="Replaced"))
+    if how == "symlink":  # `ln -sfn`: a link made aside, renamed over the folder's path
+        shutil.rmtree(folder)
+        aside = tmp_path / "link.tmp"
+        aside.symlink_to(fresh, target_is_directory=True)
+        os.replace(aside, folder)
+    elif how == "new-directory":
+        shutil.rmtree(folder)
+        shutil.copytree(fresh, folder)
+    else:  # a release moved into place
+        shutil.rmtree(folder)
+        os.rename(fresh, folder)
+
+
+@pytest.mark.parametrize("how", ["symlink", "new-directory", "moved-into-place"])
+def test_watch_follows_a_plugin_folder_that_is_replaced(plugin_folder, tmp_path, how):
+    plugin_folder("first.py", PLUGIN.format(name="First"))
+    manager = get_plugin_manager()
+    assert user_plugins() == ["First"]
+    changes: queue.Queue = queue.Queue()
+    with manager.watch(on_change=changes.put):
+        replace_folder(plugin_folder.folder, how, tmp_path)
+        assert wait_for(lambda: user_plugins() == ["Replaced"]), user_plugins()
+        (plugin_folder.folder / "later.py").write_text(PLUGIN.format(name="Later"))
+        assert wait_for(lambda: user_plugins() == ["Later", "Replaced"]), user_plugins()
+    assert transforms.Later.__name__ == "Later"
+
+
+def test_a_file_deleted_while_the_folder_is_scanned_is_noticed(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 2\n")
+
+    def extract(tree, module, is_package):  # a.py goes while b.py is being read
+        if module == "b":
+            (tmp_path / "a.py").unlink()
+        return {}
+
+    files, folders = scan_folder(str(tmp_path), "", None, extract)
+    assert sorted(files) == ["a.py", "b.py"]  # a.py was read before it went
+    assert not unchanged(folder_stamps(str(tmp_path), files, folders))
+
+
+def test_watch_after_a_burst_of_edits_lists_exactly_what_is_there(plugin_folder):
+    folder = plugin_folder.folder
+    manager = get_plugin_manager()
+    manager.registry()
+    with manager.watch(debounce=0.1):
+        began = time.monotonic()
+        index = 0
+        while time.monotonic() - began < 2:  # create, edit, delete: an editor and git at once
+            name = f"Burst{index % 7}"
+            path = folder / f"burst{index % 7}.py"
+            if path.exists() and index % 3 == 0:
+                path.unlink()
+            else:
+                path.write_text(PLUGIN.format(name=name) + f"# edit {index}\n")
+            index += 1
+            time.sleep(0.005)
+        present = sorted(
+            p.read_text().split('name="')[1].split('"')[0] for p in folder.glob("*.py")
+        )
+        assert wait_for(lambda: user_plugins() == present, seconds=3), (user_plugins(), present)
+
+
+# -- text from data on the terminal ---------------------------------------------------------------
+
+ESCAPES = "\x1b]0;owned\x07\x1b]52;c;Y3VybCBldmlsLnNo\x07\x1b[2J\u202e"
+
+
+def test_escape_sequences_in_names_and_errors_never_reach_the_terminal(tmp_path):
+    """A file name or error text from data (a plugin file, a model path) is shown with its
+    escapes visible, not obeyed: no window title, clipboard write or cleared screen."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / f"bad{ESCAPES}.py").write_text("def broken(:\n")
+    env = {**os.environ, "BRAINSMITH_PLUGIN_DIRS": str(folder)}
+    outputs = []
+    for args in (
+        ("plugins", "health"),
+        ("plugins", "list"),
+        ("build", str(tmp_path / f"m{ESCAPES}.onnx")),
+    ):
+        process = brainsmith_command(*args, env=env)
+        out, err = process.communicate(timeout=120)
+        outputs.append(out + err)
+    assert "syntax error" in outputs[0] and "does not exist" in outputs[2], outputs
+    for text in outputs:
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, repr(text)
+    assert "\\x1b" in outputs[0] and "\\x1b" in outputs[2] and "\\u202e" in outputs[2]
