@@ -33,6 +33,7 @@ HEAVY_MODULES = {
     "test_reliability_containment",
     "test_reliability_cache",
     "test_reliability_races",
+    "test_reliability_shared",
     "test_shared_index",
 }
 

@@ -32,6 +32,7 @@ CONFIG_KEYS = {
     "debug": "true or false",
     "load_timeout": "a number of seconds >= 0 (0: no limit)",
     "cache_backend": "file, or redis://HOST:PORT/DB (rediss:// with TLS) for an index shared by many machines",
+    "cache_key_file": "a file path (yours alone, mode 0600) holding the key that signs the shared index",
 }
 ENV_VARS = {
     "BRAINSMITH_PLUGIN_CACHE_TTL": "cache_ttl",
@@ -41,6 +42,7 @@ ENV_VARS = {
     "BRAINSMITH_CACHE_DIR": "cache_dir",
     "BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "load_timeout",
     "BRAINSMITH_CACHE_URL": "cache_backend",
+    "BRAINSMITH_CACHE_KEY_FILE": "cache_key_file",
 }
 
 
@@ -50,6 +52,7 @@ class PluginConfig:
     __slots__ = (
         "cache_backend",
         "cache_dir",
+        "cache_key_file",
         "cache_ttl",
         "debug",
         "discovery_mode",
@@ -70,6 +73,7 @@ class PluginConfig:
         self.plugin_dirs: tuple[str, ...] = ()
         self.cache_dir: str = default_cache_dir()
         self.cache_backend: str = "file"  # or a redis:// URL: the index shared by many machines
+        self.cache_key_file: str | None = None  # the key signing the shared index; None: unsigned
         self.debug: bool = False
         self.load_timeout: float = 0.0  # seconds a plugin import may take; 0: no limit
         self.project_file: str | None = None
@@ -203,7 +207,7 @@ def _apply(config: PluginConfig, key: str, value: object, where: str, root: str)
             "environment variable "
         )
         return ConfigError(
-            f"{where}: invalid value {value!r}; expected {CONFIG_KEYS[key]}",
+            f"{where}: invalid value {_shown_value(key, value)}; expected {CONFIG_KEYS[key]}",
             source,
             f"plugin_system.{key}",
         )
@@ -235,10 +239,20 @@ def _apply(config: PluginConfig, key: str, value: object, where: str, root: str)
         if not (value == "file" or _is_redis_url(value)):
             raise bad()
         config.cache_backend = str(value)
-    elif key == "cache_dir":
+    elif key in ("cache_dir", "cache_key_file"):
         if not _is_path(value):
             raise bad()
-        config.cache_dir = os.path.abspath(os.path.join(root, os.path.expanduser(str(value))))
+        setattr(config, key, os.path.abspath(os.path.join(root, os.path.expanduser(str(value)))))
+
+
+def _shown_value(key: str, value: object) -> str:
+    """``value`` for an error message: a URL's password masked, another value of
+    ``cache_backend`` (which may hold one) named only by its type."""
+    if key != "cache_backend":
+        return repr(value)
+    from brainsmith.plugin.discovery.shared_index import shown
+
+    return repr(shown(value)) if isinstance(value, str) else f"of type {type(value).__name__}"
 
 
 def _is_redis_url(value: object) -> bool:

@@ -15,7 +15,7 @@ from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.discovery.index import DiscoveryResult, discover, records
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 from brainsmith.plugin.registry import Registry, RegistryChanges
-from brainsmith.plugin.spec import PluginSpec
+from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -200,6 +200,7 @@ class PluginManager:
                 folders.configure(config.plugin_dirs)
             fresh = () if first else self._modules_to_reload(result)
             specs, problems = records(result.states, config)
+            problems += [PluginProblem(*problem) for problem in result.problems]  # shared index
             changes, gone = registry.sync(specs, problems, fresh)
             self._states = {
                 k: {f: v for f, v in st.items() if f != "files"} for k, st in result.states.items()

@@ -26,8 +26,9 @@ from brainsmith.plugin.spec import PluginProblem, PluginSpec
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, TypeGuard
+    from typing import Any
 
+    from brainsmith.plugin.discovery.shared_index import Fetched
     from brainsmith.plugin.discovery.sources import Source
 
 
@@ -45,6 +46,7 @@ class DiscoveryResult:
         "checked",
         "duration_ms",
         "imported",
+        "problems",
         "shared",
         "source_ms",
         "states",
@@ -59,6 +61,7 @@ class DiscoveryResult:
         self.imported: set[str] = set()  # top-level packages imported afresh by this scan
         self.duration_ms = 0.0
         self.shared = False  # the index came from the shared (Redis) index
+        self.problems: list[list[str]] = []  # [source, culprit, reason]: a refused shared index
 
 
 def index_name() -> str:
@@ -107,15 +110,10 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     result = DiscoveryResult()
     name = index_name()
     stamp = [INDEX_FORMAT, _brainsmith_version(), name, _scanner_stamp()]
-    index = memo.read(name, stamp, config.cache_dir)
-    shared = config.cache_backend if config.cache_backend != "file" else None
-    if index is None and shared:  # another machine of this environment may have scanned
-        from brainsmith.plugin.discovery import shared_index
-
-        index = shared_index.read(shared, name, stamp)
-        result.shared = index is not None
-    if not _valid_index(index):
-        index = None
+    index = _usable(memo.read(name, stamp, config.cache_dir), f"discovery index {name}")
+    if config.cache_backend != "file":
+        index = _with_shared(index, name, stamp, config, result)
+    if index is None:
         log.debug("discovery index %s: none usable, scanning", name)
     stored = index["sources"] if index else {}
     before = index["environment"] if index else None
@@ -144,6 +142,114 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     return result
 
 
+# -- the shared index: read when there is no local one, never trusted beyond its data --------------
+# An index read from Redis is used only after its signature (with a key) and its plausibility
+# are checked. Without a key, each of its states is kept locally marked with the SHA-256 of what
+# Redis held (``origin``): a later start asks Redis whether it still holds exactly that and
+# rescans those sources when it does not (Redis fixed, emptied or gone), so nothing read from
+# Redis outlives its data there. A signed index is as good as a scan and is kept as such.
+
+ORIGIN = "origin"
+
+
+def _with_shared(
+    index: dict[str, Any] | None,
+    name: str,
+    stamp: list[Any],
+    config: PluginConfig,
+    result: DiscoveryResult,
+) -> dict[str, Any] | None:
+    """The local index (its states from Redis checked again), or the shared one if there is
+    no local index and Redis holds a good one."""
+    origins = _origins(index)
+    if index is not None and not origins:
+        return index  # a machine's own index: Redis is not asked
+    url = config.cache_backend
+    fetched = _fetch(url, name, stamp, config, result)
+    if index is not None:
+        if fetched is None or fetched.digest not in origins:
+            kept = {k: v for k, v in index["sources"].items() if v.get(ORIGIN) is None}
+            log.debug("shared index %s changed or gone: rescanning what came from it", name)
+            index = {**index, "sources": kept}
+        return index
+    if fetched is None:
+        return None
+    from brainsmith.plugin.discovery.shared_index import shown
+
+    shared = _usable(fetched.payload, f"shared index {name} at {shown(url)}")
+    implausible = _implausible(shared) if shared is not None else None
+    if implausible:
+        _refuse(url, f"{implausible}; ignored", result)
+        return None
+    if shared is not None and not fetched.signed:
+        for state in shared["sources"].values():
+            state[ORIGIN] = fetched.digest
+    result.shared = shared is not None
+    return shared
+
+
+def _fetch(
+    url: str, name: str, stamp: list[Any], config: PluginConfig, result: DiscoveryResult
+) -> Fetched | None:
+    """What Redis holds under ``name``, or None (refusals are
+    warnings and problems of ``result``)."""
+    from brainsmith.plugin.discovery import shared_index
+
+    try:
+        key = shared_key(config)
+        return shared_index.read(url, name, stamp, key)
+    except shared_index.Refused as exc:
+        _refuse(url, str(exc), result)
+        return None
+
+
+def shared_key(config: PluginConfig) -> bytes | None:
+    """The secret of ``cache_key_file`` (None when none is configured); raises
+    ``shared_index.Refused`` when the file is not fit to hold it."""
+    if config.cache_key_file is None:
+        return None
+    from brainsmith.plugin.discovery.shared_index import load_key
+
+    return load_key(config.cache_key_file)
+
+
+def _refuse(url: str, reason: str, result: DiscoveryResult) -> None:
+    from brainsmith.plugin.discovery.shared_index import shown
+
+    culprit = f"shared index at {shown(url)}"
+    log.warning("%s: %s", culprit, reason)
+    result.problems.append(["shared", culprit, reason])
+
+
+def _origins(index: dict[str, Any] | None) -> set[str]:
+    """The shared indexes (by digest) that states of the local ``index`` were read from."""
+    if index is None:
+        return set()
+    return {v[ORIGIN] for v in index["sources"].values() if isinstance(v.get(ORIGIN), str)}
+
+
+def _implausible(index: dict[str, Any]) -> str | None:
+    """Why a shared index cannot be what a scan wrote: a source that always has plugins lists
+    none (its records were emptied), or a distribution with entry points has neither a plugin
+    nor a problem. None when nothing is wrong that can be seen without a scan."""
+    from brainsmith.plugin.names import normalise
+
+    for source_id, state in index["sources"].items():
+        if state.get("failed"):
+            continue
+        specs = state.get("specs", [])
+        installed = bool(state.get("stamp"))
+        if not specs and (source_id == "brainsmith" or (source_id in ADAPTERS and installed)):
+            return f"source {source_id} lists no plugins although it always has some"
+        if source_id == "entry_points":
+            listed = {normalise(str(row[0])) for row in state.get("listing", []) if row}
+            seen = {str(r[2]) for r in specs if isinstance(r, list) and len(r) > 2}
+            seen |= {str(p[0]) for p in state.get("problems", []) if isinstance(p, list) and p}
+            if listed - seen:
+                return f"distribution {sorted(listed - seen)[0]} has entry points but no plugins"
+    return None
+
+
 class ScanData:
     """The per-file scan data beside the index: read from disk only when a source needs it."""
 
@@ -162,18 +268,37 @@ class ScanData:
         return lambda: self.all().get(source_id)
 
 
-def _valid_index(index: object) -> TypeGuard[dict[str, Any]]:
-    """The index has the shape this code writes (else it is discarded whole and rebuilt)."""
+def _usable(index: object, where: str) -> dict[str, Any] | None:
+    """``index`` if it has the shape this code writes (else None: rebuilt whole), without the
+    states whose numbers no clock or file system gives (each a warning: that source is
+    rescanned). Read from a cache file or Redis, a number is never used unchecked."""
     if not isinstance(index, dict) or not isinstance(index.get("sources"), dict):
-        return False
+        return None
     if not isinstance(index.get("environment"), list):
-        return False
-    return all(
-        isinstance(state, dict)
-        and isinstance(state.get("specs", []), list)
-        and isinstance(state.get("checked"), int | float)
-        for state in index["sources"].values()
-    )
+        return None
+    sources = index["sources"]
+    if not all(
+        isinstance(state, dict) and isinstance(state.get("specs", []), list)
+        for state in sources.values()
+    ):
+        return None
+    for source_id, state in list(sources.items()):
+        if not _is_time(state.get("checked")) or not stamps.in_range(state.get("stamp", [])):
+            log.warning("%s: source %s holds a time or stamp out of range; rescanning it",
+                        where, source_id)  # fmt: skip
+            del sources[source_id]
+    if not stamps.in_range(index["environment"]):
+        log.warning("%s: sys.path stamps out of range; rescanning what depends on them", where)
+        index["environment"] = []
+    return index
+
+
+def _is_time(value: object) -> bool:
+    """A time in seconds a clock can give (not NaN, infinite, negative or ages away)."""
+    return type(value) in (int, float) and 0 <= value <= MAX_TIME  # type: ignore[operator]
+
+
+MAX_TIME = 1 << 34  # seconds since 1970: the year 2514
 
 
 def _what_moved(before: object, now: list[Any]) -> set[str]:
@@ -290,9 +415,7 @@ def _write(
     payload = {"created": time.time(), "environment": surveyed, "sources": light}
     written = memo.write(name, stamp, payload, config.cache_dir)
     if config.cache_backend != "file" and (result.changed or not result.shared):
-        from brainsmith.plugin.discovery import shared_index
-
-        shared_index.write(config.cache_backend, name, stamp, payload)
+        _publish(name, stamp, payload, config, result)
     if not written:
         return False
     scanned = {k: st["files"] for k, st in result.states.items() if "files" in st}
@@ -301,6 +424,29 @@ def _write(
         merged.update(scanned)
         memo.write(f"{name}-files", stamp, merged, config.cache_dir)
     return True
+
+
+def _publish(
+    name: str,
+    stamp: list[Any],
+    payload: dict[str, Any],
+    config: PluginConfig,
+    result: DiscoveryResult,
+) -> None:
+    """Publish the index through Redis (signed, with a key); nothing when the key file is
+    unfit (a warning and a problem of ``result`` say why)."""
+    from brainsmith.plugin.discovery import shared_index
+
+    try:
+        key = shared_key(config)
+    except shared_index.Refused as exc:
+        if not result.problems:  # (reported already when the index was read)
+            _refuse(config.cache_backend, str(exc), result)
+        return
+    sources = {
+        k: {f: v for f, v in st.items() if f != ORIGIN} for k, st in payload["sources"].items()
+    }
+    shared_index.write(config.cache_backend, name, stamp, {**payload, "sources": sources}, key)
 
 
 # -- from states to registry contents ----------------------------------------------------------

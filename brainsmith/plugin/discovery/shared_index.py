@@ -6,11 +6,19 @@ key the file index is named by (interpreter and ``sys.prefix``), the others read
 own file index is missing. What Redis returns is untrusted input: it is JSON (never marshal or
 pickle), at most ``MAX_BYTES``, plain lists, dicts and scalars, with the same stamp the file
 index needs, and its records then go through the same checks as file records
-(``PluginSpec.from_record``, ``trust.from_source``). Redis down or slow costs one warning and
-the file index (or a scan), never a failed command.
+(``PluginSpec.from_record``, ``trust.from_source``).
+
+With a key (``plugin_system.cache_key_file``) every index is signed with HMAC-SHA256 over its
+name, stamp and payload, and an index without that signature is refused. Redis is spoken to
+through redis-py (RESP2, one attempt, the URL's TLS, password and database): connecting and the
+command together have one deadline, however slowly the server sends, so a server that is down,
+slow, dribbles bytes or is no Redis at all costs one warning and the local index (or a scan),
+never a failed command or a hang.
 """
 
 from __future__ import annotations
+
+import threading
 
 from brainsmith.plugin import log
 from brainsmith.plugin.memo import MAX_BYTES, is_plain
@@ -21,22 +29,41 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-TIMEOUT = 0.5  # seconds for connecting and for each command
+TIMEOUT = 0.5  # seconds: deadline of connecting (lookup, TCP, TLS, AUTH, SELECT) and one command
 PREFIX = "brainsmith:index:"
 EXPIRY = 30 * 24 * 3600  # seconds: an environment nobody starts any more leaves nothing behind
+SIGNATURE = "signature"  # the payload field holding the HMAC of a signed index
+KEY_BYTES = 16  # a key file holds at least this much secret
 
 _broken: set[str] = set()  # URLs that failed in this process: not tried again
 
 
-def read(url: str, name: str, stamp: object) -> object | None:
-    """The index stored under ``name`` if its stamp equals ``stamp``; None otherwise."""
+class Fetched:
+    """An index read from Redis: its payload, the SHA-256 of what Redis held, whether signed."""
+
+    __slots__ = ("digest", "payload", "signed")
+
+    def __init__(self, payload: dict[str, Any], digest: str, signed: bool) -> None:
+        self.payload = payload
+        self.digest = digest
+        self.signed = signed
+
+
+class Refused(Exception):
+    """Redis holds an index this machine will not use; the message says why (for health)."""
+
+
+def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | None:
+    """The index stored under ``name`` if its stamp equals ``stamp`` (and, with ``key``, it
+    is signed with it); None when there is none. Raises ``Refused`` for a forged one."""
     # never more than MAX_BYTES + 1 downloaded, whatever the server holds
-    raw = _call(url, "read", lambda client: client.getrange(PREFIX + name, 0, MAX_BYTES))
-    if not raw:
+    raw = _call(url, "read", lambda redis: redis.getrange(PREFIX + name, 0, MAX_BYTES))
+    if not (raw and isinstance(raw, bytes)):
         return None
     if len(raw) > MAX_BYTES:
         log.warning("shared index %s at %s: over %d bytes; ignored", name, shown(url), MAX_BYTES)
         return None
+    import hashlib
     import json
 
     try:
@@ -44,50 +71,162 @@ def read(url: str, name: str, stamp: object) -> object | None:
     except (ValueError, RecursionError):  # (RecursionError: nested beyond Python's limit)
         log.warning("shared index %s at %s is not JSON; ignored", name, shown(url))
         return None
-    if not (isinstance(record, list) and len(record) == 2 and is_plain(record)):
+    if not (
+        isinstance(record, list)
+        and len(record) == 2
+        and isinstance(record[1], dict)
+        and is_plain(record)
+    ):
         log.warning("shared index %s at %s holds unexpected data; ignored", name, shown(url))
         return None
-    return record[1] if record[0] == stamp else None
+    if record[0] != stamp:
+        return None  # another brainsmith version or scanner: not an error
+    payload = record[1]
+    signature = payload.pop(SIGNATURE, None)
+    if key is not None:
+        if not isinstance(signature, str):
+            raise Refused("not signed with the key of plugin_system.cache_key_file; ignored")
+        import hmac
+
+        expected = sign(key, name, stamp, payload).encode()
+        if not hmac.compare_digest(signature.encode("utf-8", "replace"), expected):
+            raise Refused("signature does not match; ignored")
+    return Fetched(payload, hashlib.sha256(raw).hexdigest(), key is not None)
 
 
-def write(url: str, name: str, stamp: object, payload: object) -> bool:
-    """Publish ``payload`` under ``name``; False (after a warning) when Redis cannot be used."""
+def write(url: str, name: str, stamp: object, payload: dict[str, Any], key: bytes | None) -> bool:
+    """Publish ``payload`` under ``name`` (signed with ``key`` if given); False (after a
+    warning) when Redis cannot be used."""
     import json
 
+    if key is not None:
+        payload = {**payload, SIGNATURE: sign(key, name, stamp, payload)}
     text = json.dumps([stamp, payload], separators=(",", ":"))
     if len(text) > MAX_BYTES:
         return False
-    return (
-        _call(url, "write", lambda client: client.set(PREFIX + name, text, ex=EXPIRY)) is not None
-    )
+    return _call(url, "write", lambda redis: redis.set(PREFIX + name, text, ex=EXPIRY)) is True
+
+
+def sign(key: bytes, name: str, stamp: object, payload: object) -> str:
+    """HMAC-SHA256 of the index's name, stamp and payload (canonical JSON), in hex."""
+    import hashlib
+    import hmac
+    import json
+
+    try:
+        body = json.dumps([name, stamp, payload], sort_keys=True, separators=(",", ":"))
+    except ValueError:  # a number JSON cannot hold: matches no signature
+        return ""
+    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
 
 
 def clear(url: str) -> int:
     """Delete every shared index at ``url``; returns how many."""
-    keys = _call(url, "clear", lambda client: list(client.scan_iter(PREFIX + "*")))
-    if not keys:
-        return 0
-    return int(_call(url, "clear", lambda client: client.delete(*keys)) or 0)
+    from functools import partial
+
+    def delete_page(cursor: int, redis: Any) -> tuple[int, int]:
+        cursor, keys = redis.scan(cursor, match=PREFIX + "*", count=500)
+        return int(cursor), int(redis.delete(*keys)) if keys else 0
+
+    cursor, deleted = 0, 0
+    while True:  # one page (SCAN and DEL) per deadline
+        page: tuple[int, int] | None = _call(url, "clear", partial(delete_page, cursor))
+        if page is None:
+            return deleted
+        cursor, deleted = page[0], deleted + page[1]
+        if cursor == 0:
+            return deleted
+
+
+def load_key(path: str) -> bytes:
+    """The secret in key file ``path`` (surrounding whitespace removed). Raises ``Refused``
+    unless it is a regular file of this user's that nobody else may read, as cache files are
+    checked."""
+    import os
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        why = "is a symbolic link" if os.path.islink(path) else f"cannot be read ({exc.strerror})"
+        raise Refused(f"key file {path} {why}; not used") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
+            raise Refused(f"key file {path} is not a regular file of at most 4 KiB; not used")
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            raise Refused(f"key file {path} belongs to another user; not used")
+        if st.st_mode & 0o077:
+            raise Refused(
+                f"key file {path} may be read by other users (run: chmod 600 {path}); not used"
+            )
+        secret = os.read(fd, 4097).strip()
+    finally:
+        os.close(fd)
+    if len(secret) < KEY_BYTES:
+        raise Refused(f"key file {path} holds fewer than {KEY_BYTES} bytes; not used")
+    return secret
 
 
 def _call(url: str, what: str, command: Callable[[Any], Any]) -> Any:
-    """``command(client)``, or None after a warning when Redis is missing, down or slow."""
+    """``command(client)`` on a redis-py client of ``url`` within ``TIMEOUT`` (connecting
+    included), or None after a warning when Redis is missing, down, slow or no Redis. The
+    command runs in a thread of its own; at the deadline its socket is shut down, which ends it."""
     if url in _broken:
         return None
     try:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
     except ImportError:
-        return _give_up(url, what, "the redis package is not installed (pip install redis)")
-    try:
-        client = redis.Redis.from_url(
-            url, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT, retry_on_timeout=False
-        )
+        reason = "the redis package is not installed (pip install 'brainsmith[cluster]')"
+        return _give_up(url, what, reason)
+    late = threading.Event()
+    clients: list[Any] = []
+    done: list[tuple[bool, Any]] = []
+
+    def run() -> None:
         try:
-            return command(client)
-        finally:
-            client.close()
-    except (redis.RedisError, OSError, ValueError) as exc:
-        return _give_up(url, what, f"{type(exc).__name__}: {exc}")
+            client = redis.Redis.from_url(
+                url,
+                protocol=2,  # no HELLO
+                socket_timeout=TIMEOUT,
+                socket_connect_timeout=TIMEOUT,
+                retry=Retry(NoBackoff(), 0),
+                redis_connect_func=lambda connection: _handshake(connection, late),
+            )
+            clients.append(client)
+            done.append((True, command(client)))
+        except Exception as exc:  # whatever a peer that is no Redis makes redis-py raise
+            done.append((False, exc))
+
+    worker = threading.Thread(target=run, name="brainsmith-redis", daemon=True)
+    worker.start()
+    worker.join(TIMEOUT)
+    late.set()  # (before closing: a connection made after the close refuses to start)
+    for client in clients:
+        client.close()  # shuts down its sockets, which ends a worker still waiting on one
+    if not done:
+        return _give_up(url, what, f"TimeoutError: no complete reply within {TIMEOUT} s")
+    succeeded, value = done[0]
+    if succeeded:
+        return value
+    return _give_up(url, what, f"{type(value).__name__}: {value or 'no reason given'}")
+
+
+def _handshake(connection: Any, late: threading.Event) -> None:
+    """redis-py's start of a connection (AUTH, SELECT), then a PING that only a Redis server
+    answers with PONG; refused once the deadline has passed."""
+    import redis
+
+    if late.is_set():
+        raise redis.TimeoutError(f"connected after the deadline of {TIMEOUT} s")
+    connection.on_connect()
+    connection.send_command("PING")
+    reply = connection.read_response()
+    if reply != b"PONG":
+        raise redis.ConnectionError(f"PING answered {reply!r:.40}: is it a Redis server?")
 
 
 def _give_up(url: str, what: str, reason: str) -> None:
@@ -102,15 +241,17 @@ def _give_up(url: str, what: str, reason: str) -> None:
 
 
 def shown(url: str) -> str:
-    """``url`` without its password, for messages."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` without its password, for messages (also when it is no valid URL)."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
         return url
-    return parts._replace(
-        netloc=f"{parts.username or ''}:***@{parts.hostname}:{parts.port}"
-    ).geturl()
+    end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
+    credentials, at, host = rest[:end].rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = credentials.partition(":")
+    masked = f"{user}:***" if colon else "***"
+    return f"{scheme}://{masked}@{host}{rest[end:]}"
 
 
 def forget_failures() -> None:

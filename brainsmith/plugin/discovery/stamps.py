@@ -61,6 +61,23 @@ def unchanged(stamps: object) -> bool:
     return True
 
 
+STAT_RANGE = range(-(1 << 63), 1 << 64)  # what st_mtime_ns, st_size, st_ino, st_ctime_ns can be
+
+
+def in_range(stamps: object) -> bool:
+    """True when ``stamps`` is a list of stamps whose numbers ``os.stat`` could have given
+    (read from a cache file or Redis: a huge or non-integer number is refused, never used)."""
+    if not isinstance(stamps, list):
+        return False
+    for entry in stamps:
+        if not (isinstance(entry, list) and len(entry) >= 5 and isinstance(entry[0], str)):
+            return False
+        for number in entry[1:5]:
+            if type(number) is not int or number not in STAT_RANGE:
+                return False
+    return True
+
+
 def search_path() -> list[str]:
     """``sys.path`` as absolute folders, in order (``""`` is the working directory)."""
     cwd = None

@@ -11,6 +11,7 @@ the others are unaffected.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -21,7 +22,7 @@ from brainsmith.plugin.names import normalise
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
-    from typing import Any
+    from typing import Any, TypeGuard
 
     from brainsmith.plugin.discovery.sources import State, StoredScan
 
@@ -111,10 +112,10 @@ class EntryPointSource:
         for where, info in found.items():
             old = dists.get(where)
             if (
-                isinstance(old, dict)
-                and old.get("rows") == info["rows"]
-                and not old.get("problems")
-                and unchanged(old.get("stamp"))
+                _complete(old)
+                and old["rows"] == info["rows"]
+                and not old["problems"]
+                and unchanged(old["stamp"])
             ):
                 state_dists[where] = old
             else:
@@ -128,9 +129,7 @@ class EntryPointSource:
         tops = sorted({top_package(value) for *_, value in rows})
         if self.reload_modules:
             forget_modules(tops)
-        import importlib
-
-        importlib.invalidate_caches()
+        invalidate_import_caches()
         specs: list[list[Any]] = []
         problems: list[list[Any]] = []
         for extension in _load_entry_points(rows, framework, problems):
@@ -144,6 +143,38 @@ class EntryPointSource:
         )
         stamp = stamp_paths(stamped_files(where) + modules)
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
+
+
+def _complete(record: object) -> TypeGuard[dict[str, Any]]:
+    """A distribution's record in the scan data has every field ``summarise`` reads (it was
+    read from a cache file another process may have written)."""
+    return isinstance(record, dict) and all(
+        isinstance(record.get(field), list) for field in ("rows", "stamp", "specs", "problems")
+    )
+
+
+def invalidate_import_caches() -> None:
+    """What ``importlib.invalidate_caches()`` does, without its race: it deletes entries of
+    ``sys.path_importer_cache`` by key, so it raises ``KeyError`` when another thread (another
+    discovery, ``load_plugin``, any library) deleted the same entry first; the "no finder"
+    entries of ``sys.path`` folders that do not exist come back with every import. Here an
+    entry is removed with ``pop``, and every finder's own cache is cleared."""
+    import importlib.machinery
+
+    for path, finder in list(sys.path_importer_cache.items()):
+        if finder is None or not os.path.isabs(path):
+            sys.path_importer_cache.pop(path, None)
+        elif hasattr(finder, "invalidate_caches"):
+            finder.invalidate_caches()
+    for meta_finder in list(sys.meta_path):
+        if meta_finder is importlib.machinery.PathFinder:
+            continue  # done above
+        if hasattr(meta_finder, "invalidate_caches"):
+            meta_finder.invalidate_caches()
+    bootstrap = sys.modules.get("importlib._bootstrap_external")
+    namespace_path = getattr(bootstrap, "_NamespacePath", None)
+    if isinstance(getattr(namespace_path, "_epoch", None), int):
+        namespace_path._epoch += 1  # type: ignore[union-attr]  # namespace packages look again
 
 
 def summarise(dists: dict[str, Any], problems: list[Any]) -> dict[str, Any]:
