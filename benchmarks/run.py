@@ -400,6 +400,11 @@ def write(results: dict) -> None:
                 f"{', '.join(f'{x:.2f}' for x in data['load_average'])}); per step, step s / "
                 f"verification s: {steps}."
             )
+    folding = out / "folding.json"
+    if folding.exists():
+        from benchmarks.folding import table
+
+        lines += table(json.loads(folding.read_text()))
     rtlsim = out / "rtlsim.json"
     if rtlsim.exists():
         data = json.loads(rtlsim.read_text())
