@@ -99,7 +99,7 @@ def test_only_the_blueprints_kernels_and_backends_are_used(mlp):
     layers = mlp.report["layers"]
     assert {layer["op_type"] for layer in layers} == {"MVAU", "Thresholding"}
     assert {layer["backend"] for layer in layers} == {"rtl"}  # mlp.yaml allows rtl only
-    assert all(layer["LUT"] + layer["DSP"] + layer["BRAM_18K"] > 0 for layer in layers)
+    assert all(sum(layer[k] or 0 for k in ("LUT", "DSP", "BRAM_18K")) > 0 for layer in layers)
 
 
 def test_output_folder_holds_models_and_reports(mlp):

@@ -29,6 +29,57 @@ LAYER_ATTRIBUTES = ("PE", "SIMD", "mem_mode", "ram_style", "resType")
 WEIGHTED = ("MVAU", "VVAU")  # Thresholding's "weightDataType" is its thresholds' type
 LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
 MAX_WARNINGS = 100
+FOLDING_FILE = "folding.json"
+
+# What FINN does not estimate, per op type as it stands in the graph (kernel_backend), read
+# from its classes in finn/custom_op/fpgadataflow/ (finn-plus 1.6): a class that does not
+# override HWCustomOp.lut_estimation / bram_estimation / uram_estimation / dsp_estimation
+# (hwcustomop.py: "must be implemented by every node") gets the base class's placeholder 0;
+# MVAU_rtl.lut_estimation (rtl/matrixvectoractivation_rtl.py) and VVAU_rtl.lut_estimation
+# (rtl/vectorvectoractivation_rtl.py) return a fixed 0 whatever the folding, though these
+# units have LUT logic. A 0 that a model computes is an estimate (MVAU_hls DSP with resType
+# lut; Pad1D BRAM and PWPolyF URAM, which those classes state as none).
+_NO_MODEL = (
+    "CheckSum_hls", "Crop_hls", "Crop_rtl", "DuplicateStreams_hls", "FINNLoop",
+    "FMPadding_Pixel_hls", "FMPadding_rtl", "GlobalAccPool_hls", "HWSoftmax_hls",
+    "HWSoftmax_rtl", "IODMA_hls", "InnerShuffle_rtl", "LabelSelect_hls", "LayerNorm_hls",
+    "LayerNorm_rtl", "MergeMultiHeads_hls", "NodeContainer", "OuterShuffle_hls", "Pool_hls",
+    "RemoveDataPath_rtl", "ReplicateStream_hls", "Requant_hls", "Requant_rtl", "Reshape_rtl",
+    "ScaledDotProductAttention_hls", "SelectToken_rtl", "SplitMultiHeads_hls", "Squeeze_hls",
+    "StreamingConcat_hls", "StreamingSplit_hls", "TLastMarker_hls", "Unsqueeze_hls",
+    "UpsampleNearestNeighbour_hls",
+)  # fmt: skip
+_NO_DSP_MODEL = (
+    "ConvolutionInputGenerator_rtl", "HWWhere_rtl", "Lookup_hls", "StreamingFIFO_hls",
+    "StreamingFIFO_rtl", "Thresholding_hls", "Thresholding_rtl",
+    *(f"Elementwise{op}_hls" for op in (
+        "AbsDiff", "Add", "And", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Div",
+        "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max", "Mul", "Or", "Sub",
+        "Xor",
+    )),
+    "ElementwiseAdd_rtl", "ElementwiseMul_rtl", "ElementwiseSub_rtl",
+)  # fmt: skip
+NOT_ESTIMATED: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(_NO_MODEL, RESOURCES),
+    **dict.fromkeys(_NO_DSP_MODEL, ("DSP",)),
+    "StreamingDataWidthConverter_hls": ("BRAM_18K", "URAM", "DSP"),
+    "StreamingDataWidthConverter_rtl": ("BRAM_18K", "URAM", "DSP"),
+    "Pad1D_rtl": ("URAM", "DSP"),
+    "MVAU_rtl": ("LUT",),
+    "VVAU_rtl": ("LUT",),
+}
+
+# FINN's warnings from SetFolding, logged while it searches, before later steps (a folding
+# config, a second pass) settle the folding: numbers of a folding that is not the final one,
+# and the verdict on the target, which the final cycle estimates confirm or refute.
+FOLDING_NUMBERS = re.compile(
+    r"Estimated: \d+ \(cyc/frame\), Target: \d+ \(cyc/frame\)"
+    r"|did not meet the target cycles|is bottleneck with \d+ cycles"
+)
+FOLDING_VERDICT = re.compile(
+    r"did not reach the target throughput"
+    r"|SIMD parallelization for at least one node was limited by mvau_wwidth_max"
+)
 
 
 def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
@@ -43,15 +94,18 @@ def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
     for name in names:
         layer = {"name": name, **described.get(name, {"op_type": "", "backend": ""})}
         layer["estimated"] = name in resources or name in cycles
+        missing = not_estimated(layer) if name in resources else RESOURCES
         for key in RESOURCES:
             value = resources.get(name, {}).get(key)
-            layer[key] = _number(value) if layer["estimated"] else None
+            layer[key] = None if key in missing else _number(value)
+        layer["not_estimated"] = list(missing)
         layer["cycles"] = _number(cycles.get(name)) if layer["estimated"] else None
         layers.append(layer)
     totals = {key: _number(resources.get("total", {}).get(key, 0)) for key in RESOURCES}
     return {
         "layers": layers,
         "totals": totals if resources else {},
+        "incomplete": incomplete(layers) if resources else {},
         "performance": {
             "estimated_fps": performance.get("estimated_throughput_fps"),
             "estimated_latency_ns": performance.get("estimated_latency_ns"),
@@ -62,9 +116,26 @@ def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
     }
 
 
+def not_estimated(layer: dict) -> tuple[str, ...]:
+    """The resources FINN has no estimate for in ``layer`` (see ``NOT_ESTIMATED``)."""
+    kind = layer.get("op_type", "")
+    if layer.get("backend"):
+        kind += f"_{layer['backend']}"
+    return NOT_ESTIMATED.get(kind, ())
+
+
+def incomplete(layers: list[dict]) -> dict[str, list[str]]:
+    """Per resource whose total leaves layers out: the names of those layers."""
+    found = {
+        key: [layer["name"] for layer in layers if key in layer.get("not_estimated", ())]
+        for key in RESOURCES
+    }
+    return {key: names for key, names in found.items() if names}
+
+
 def chart_rows(layers: list[dict]) -> list[dict]:
     """What the charts draw: the estimated layers' resources and cycles."""
-    keys = ("name", *RESOURCES, "cycles")
+    keys = ("name", *RESOURCES, "cycles", "not_estimated")
     return [{k: layer.get(k) for k in keys} for layer in layers if layer.get("estimated")]
 
 
@@ -139,19 +210,93 @@ def cpu_nodes(parent) -> dict | None:
     return {"count": len(nodes), "op_types": by_type, "nodes": nodes, "model": "final_parent.onnx"}
 
 
-def target(performance: dict, target_fps: int | None, clock_ns: float) -> dict | None:
-    """Whether the estimated throughput meets ``target_fps``; the layer that limits it."""
+def target(
+    performance: dict,
+    target_fps: int | None,
+    clock_ns: float,
+    layers: list[dict] | None = None,
+    folding: dict | None = None,
+) -> dict | None:
+    """Whether the estimated throughput meets ``target_fps``; the layer that limits it, the
+    layers slower than the target allows and, from ``folding`` (``read_folding``), why."""
     fps = performance.get("estimated_fps")
     if not target_fps or not fps:
         return None
-    return {
+    allowed = int(10**9 / clock_ns / target_fps)  # as FINN's SetFolding computes it
+    goal = {
         "target_fps": target_fps,
         "estimated_fps": fps,
         "met": fps >= target_fps,
         "bottleneck": performance.get("max_cycles_layer"),
         "bottleneck_cycles": performance.get("max_cycles"),
-        "target_cycles": int(1e9 / (clock_ns * target_fps)),
+        "target_cycles": allowed,
+        "over_target": None,
+        "limit": None,
+        "folding_search": None,
     }
+    timed = [layer for layer in layers or [] if layer.get("cycles") is not None]
+    if layers and len(timed) == len(layers):
+        slow = sorted((x for x in timed if x["cycles"] > allowed), key=lambda x: -x["cycles"])
+        goal["over_target"] = [{"name": x["name"], "cycles": x["cycles"]} for x in slow]
+    folding = folding or {}
+    goal["limit"] = bottleneck_limit(folding, goal["bottleneck"], goal["bottleneck_cycles"])
+    if goal["limit"] is not None:
+        goal["folding_search"] = folding.get("search")
+    return goal
+
+
+def read_folding(report_dir: str) -> tuple[dict, str | None]:
+    """``folding.json`` left in ``report_dir`` by the folding step: ``({}, None)`` without
+    one, ``({}, problem)`` when it cannot be read or has another shape."""
+    path = os.path.join(report_dir, FOLDING_FILE)
+    if not os.path.isfile(path):
+        return {}, None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        return {}, f"{path} cannot be read ({exc}); the bottleneck's cause is not shown"
+    layers = data.get("layers") if isinstance(data, dict) else None
+    if not isinstance(layers, dict) or not all(isinstance(v, dict) for v in layers.values()):
+        return {}, (
+            f"{path} has no 'layers' object of layer entries; the bottleneck's cause is not shown"
+        )
+    return data, None
+
+
+def bottleneck_limit(folding: dict, name: str | None, cycles: float | None) -> str | None:
+    """Why layer ``name`` cannot go faster, as the folding search recorded it, if its record
+    still describes the final layer (same cycles: no later step changed its folding)."""
+    if not name:
+        return None
+    entry = folding.get("layers", {}).get(name)
+    entry = entry if isinstance(entry, dict) else {}
+    limit, recorded = entry.get("limit"), entry.get("cycles")
+    if limit is None and folding.get("bottleneck") == name:
+        limit, recorded = folding.get("limit"), recorded or folding.get("cycles")
+    if not isinstance(limit, str) or not limit.strip():
+        return None
+    if recorded is not None and recorded != cycles:
+        return None
+    return " ".join(limit.split())
+
+
+def reassess_warnings(warnings: list[dict], goal: dict | None) -> tuple[list[dict], int]:
+    """FINN's warnings without those the final cycle estimates supersede, and how many were
+    left out: SetFolding's per-node numbers always (``goal["over_target"]`` has the final
+    ones), its verdict on the target when every layer meets it."""
+    if not goal or goal.get("over_target") is None:
+        return warnings, 0
+    missed = bool(goal["over_target"])
+
+    def stale(entry: dict) -> bool:
+        message = entry["message"]
+        return bool(FOLDING_NUMBERS.search(message)) or (
+            not missed and bool(FOLDING_VERDICT.search(message))
+        )
+
+    kept = [entry for entry in warnings if not stale(entry)]
+    return kept, len(warnings) - len(kept)
 
 
 def utilisation(part: str | None, totals: dict) -> dict:
@@ -202,6 +347,13 @@ def assemble(run, model, status: str, error=None, setup_seconds: float | None = 
     parent = run.context.dataflow_parent
     if run.log is not None:
         run.log.flush()
+    folding, problem = read_folding(run.report_dir)
+    goal = target(
+        found["performance"], options.target_fps, options.clock_ns, found["layers"], folding
+    )
+    warnings, superseded = reassess_warnings(finn_warnings(run.path("build.log")), goal)
+    if goal is not None:
+        goal["finn_warnings_superseded"] = superseded
     return {
         "name": run.plan.name,
         "status": status,
@@ -221,13 +373,13 @@ def assemble(run, model, status: str, error=None, setup_seconds: float | None = 
         "verify_tolerance": {"atol": options.verify_atol, "rtol": options.verify_rtol},
         "seconds": round(time.perf_counter() - run.started, 3),
         "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
-        "notes": list(run.notes) + list(run.context.notes),
+        "notes": list(run.notes) + list(run.context.notes) + ([problem] if problem else []),
         "steps": [r.as_dict() for r in run.records],
         **found,
-        "target": target(found["performance"], options.target_fps, options.clock_ns),
+        "target": goal,
         "cpu_nodes": cpu_nodes(parent) if model is not None else None,
         "utilisation": utilisation(part, found["totals"]),
-        "warnings": finn_warnings(run.path("build.log")),
+        "warnings": warnings,
         "generated_code": "finn/build",
         "rtlsim": run.rtlsim,
         "blueprint": run.plan.blueprint,

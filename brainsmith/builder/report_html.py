@@ -30,7 +30,7 @@ def render(report: dict, charts: dict[str, str]) -> str:
         layers=_layers(report.get("layers", [])),
         charts=_charts(charts),
         rtlsim=rtlsim_html(report.get("rtlsim")),
-        finn_warnings=_finn_warnings(report.get("warnings", [])),
+        finn_warnings=_finn_warnings(report.get("warnings", []), report.get("target")),
         blueprint=_e(json.dumps(report.get("blueprint", {}), indent=2)),
         versions=_e(", ".join(f"{k} {v}" for k, v in report.get("versions", {}).items())),
     )
@@ -90,6 +90,8 @@ def warning_lines(report: dict) -> list[str]:
             f"{number(goal['bottleneck_cycles'])} cycles per frame, the target allows "
             f"{number(goal['target_cycles'])}"
         )
+    if goal and goal.get("over_target"):
+        lines.append(over_target_line(goal))
     missing = [layer["name"] for layer in report.get("layers", []) if not layer.get("estimated")]
     if missing and report.get("status") == "ok":
         lines.append(
@@ -98,6 +100,53 @@ def warning_lines(report: dict) -> list[str]:
             + (", ..." if len(missing) > 5 else "")
         )
     return lines
+
+
+def over_target_line(goal: dict, shown: int = 5) -> str:
+    """The layers slower than the target allows, with their final cycles."""
+    slow = goal["over_target"]
+    names = ", ".join(f"{x['name']} {number(x['cycles'])}" for x in slow[:shown])
+    return (
+        f"after folding, {len(slow)} layer(s) take more than the "
+        f"{number(goal['target_cycles'])} cycles per frame the target allows: {names}"
+        + (", ..." if len(slow) > shown else "")
+    )
+
+
+def bottleneck_line(goal: dict | None) -> str | None:
+    """The bottleneck and why it cannot go faster, when the folding search recorded it."""
+    if not goal or not goal.get("limit"):
+        return None
+    return (
+        f"{goal['bottleneck']} takes {number(goal['bottleneck_cycles'])} cycles per frame: "
+        f"{goal['limit']}"
+    )
+
+
+def total_text(key: str, value: object, incomplete: dict) -> str:
+    """One resource total: "LUT 552", or "LUT at least 552" when layers are not estimated."""
+    return f"{key} at least {number(value)}" if incomplete.get(key) else f"{key} {number(value)}"
+
+
+def incomplete_line(report: dict) -> str | None:
+    """Which layers FINN does not estimate, per resource, by kind: "LUT of Pool_hls x2"."""
+    incomplete = report.get("incomplete") or {}
+    if not incomplete:
+        return None
+    kinds = {layer["name"]: _kind(layer) for layer in report.get("layers", [])}
+    parts = []
+    for key, names in incomplete.items():
+        counts: dict[str, int] = {}
+        for name in names:
+            counts[kinds.get(name) or name] = counts.get(kinds.get(name) or name, 0) + 1
+        listed = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items())
+        parts.append(f"{key} of {listed}")
+    return "not estimated by FINN, so not in these totals: " + "; ".join(parts)
+
+
+def _kind(layer: dict) -> str:
+    kind = layer.get("op_type") or ""
+    return f"{kind}_{layer['backend']}" if kind and layer.get("backend") else kind
 
 
 def _warnings(report: dict) -> str:
@@ -110,7 +159,7 @@ def _warnings(report: dict) -> str:
 
 
 def _summary(report: dict) -> str:
-    perf, totals = report.get("performance", {}), report.get("totals", {})
+    perf = report.get("performance", {})
     goal = report.get("target")
     throughput = number(perf.get("estimated_fps"), " fps")
     if goal:
@@ -132,21 +181,24 @@ def _summary(report: dict) -> str:
         ),
         ("clock", _e(f"{clock} ns ({number(1000 / clock)} MHz)" if clock else "-")),
         ("estimated throughput", throughput),
+        *[("bottleneck", _e(line)) for line in [bottleneck_line(goal)] if line],
         ("estimated latency", _e(number(latency / 1000, " µs") if latency else "-")),
-        ("resources (estimated)", _resources(totals, report.get("utilisation") or {})),
+        ("resources (estimated)", _resources(report)),
         ("build time", _e(number(report.get("seconds"), " s"))),
         ("files", _files(report)),
     ]
     return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
 
 
-def _resources(totals: dict, use: dict) -> str:
+def _resources(report: dict) -> str:
+    totals, use = report.get("totals", {}), report.get("utilisation") or {}
+    incomplete = report.get("incomplete") or {}
     if not totals:
         return NONE
     percent = use.get("percent") or {}
     parts = []
     for key in RESOURCES:
-        text = f"{key} {number(totals.get(key))}"
+        text = total_text(key, totals.get(key), incomplete)
         if percent.get(key) is not None:
             text += f" ({percent[key]:.2f} %)"
         parts.append(_e(text))
@@ -155,7 +207,9 @@ def _resources(totals: dict, use: dict) -> str:
         note = f"percent of {use['part']} (resources from {use['source']})"
     else:
         note = f"no resource table for part {use.get('part') or '-'}: no percentages"
-    return ", ".join(parts) + f"<br><span class='none'>{_e(note)}</span>"
+    missing = incomplete_line(report)
+    text = ", ".join(parts) + (f"<br>{_e(missing)}" if missing else "")
+    return text + f"<br><span class='none'>{_e(note)}</span>"
 
 
 def _files(report: dict) -> str:
@@ -220,6 +274,7 @@ LAYER_COLUMNS = (
     ("cycles", "cycles"),
 )
 NUMERIC = {"PE", "SIMD", *RESOURCES, "cycles"}
+NOT_ESTIMATED = "<span class='none'>not estimated</span>"
 
 
 def _layers(layers: list[dict]) -> str:
@@ -235,10 +290,7 @@ def _layers(layers: list[dict]) -> str:
         for _, key in LAYER_COLUMNS:
             value = layer.get(key)
             if key in NUMERIC:
-                shown = _e(number(value)) if value is not None else NONE
-                if key in (*RESOURCES, "cycles") and not layer.get("estimated"):
-                    shown = "<span class='none'>no estimate</span>"
-                cells.append(f"<td class='num'>{shown}</td>")
+                cells.append(f"<td class='num'>{_cell(layer, key)}</td>")
             elif key.endswith("_datatype"):
                 cells.append(f"<td>{_e(datatype(value)) if value else NONE}</td>")
             else:
@@ -250,6 +302,16 @@ def _layers(layers: list[dict]) -> str:
     return f"<div class='scroll'>{table}</div>"
 
 
+def _cell(layer: dict, key: str) -> str:
+    """A numeric cell; a resource FINN does not estimate for this layer says so."""
+    if key in (*RESOURCES, "cycles") and not layer.get("estimated"):
+        return "<span class='none'>no estimate</span>"
+    if key in layer.get("not_estimated", ()):
+        return NOT_ESTIMATED
+    value = layer.get(key)
+    return _e(number(value)) if value is not None else NONE
+
+
 def _charts(charts: dict[str, str]) -> str:
     parts = []
     if charts.get("resources"):
@@ -259,15 +321,23 @@ def _charts(charts: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-def _finn_warnings(warnings: list[dict]) -> str:
+def _finn_warnings(warnings: list[dict], goal: dict | None = None) -> str:
+    superseded = (goal or {}).get("finn_warnings_superseded") or 0
+    note = (
+        f"<p class='none'>{superseded} warning(s) FINN's folding logged before the folding "
+        "was final are left out: the final cycle estimates (layers above) supersede them; "
+        "build.log has them all.</p>"
+        if superseded
+        else ""
+    )
     if not warnings:
-        return ""
+        return f"<h2>Warnings in build.log (0)</h2>{note}" if note else ""
     rows = "".join(
         f"<tr><td>{_e(w['level'])}</td><td>{_e(w['source'])}</td><td>{_e(w['message'])}</td>"
         f"<td class='num'>{w['count']}</td></tr>"
         for w in warnings
     )
     return (
-        f"<h2>Warnings in build.log ({len(warnings)})</h2><table><tr><th>level</th>"
+        f"<h2>Warnings in build.log ({len(warnings)})</h2>{note}<table><tr><th>level</th>"
         f"<th>from</th><th>message</th><th class='num'>times</th></tr>{rows}</table>"
     )

@@ -167,7 +167,12 @@ def _exit(code: int) -> None:
 def print_summary(report: dict) -> None:
     """The build's outcome in a few lines: warnings first, then performance, resources,
     verification and files."""
-    from brainsmith.builder.report_html import number, warning_lines
+    from brainsmith.builder.report_html import (
+        bottleneck_line,
+        incomplete_line,
+        number,
+        warning_lines,
+    )
 
     out = console()
     out.soft_wrap = True
@@ -197,10 +202,17 @@ def print_summary(report: dict) -> None:
         out.print(
             f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
         )
+    bottleneck = bottleneck_line(goal)
+    if bottleneck:
+        out.print(f"  bottleneck  {bottleneck}", markup=False)
     if latency:
         out.print(f"  latency     {number(latency / 1000)} µs (estimated)")
     if totals:
-        out.print("  resources   " + _resources(totals, report.get("utilisation") or {}))
+        partial = report.get("incomplete") or {}
+        out.print("  resources   " + _resources(totals, report.get("utilisation") or {}, partial))
+        missing = incomplete_line(report)
+        if missing:
+            out.print(f"              {missing}", markup=False)
     if checks:
         worst = max(c["max_error"] for c in checks)
         user = [c["user"]["max_error"] for c in checks if "user" in c]
@@ -232,14 +244,14 @@ def print_summary(report: dict) -> None:
     out.print(f"  report      {report['output_dir']}/report.html", markup=False)
 
 
-def _resources(totals: dict, use: dict) -> str:
-    from brainsmith.builder.report_html import number
+def _resources(totals: dict, use: dict, incomplete: dict) -> str:
+    from brainsmith.builder.report_html import total_text
 
     percent = use.get("percent") or {}
     parts = []
     for key, value in totals.items():
         share = f" ({percent[key]:.1f} %)" if percent.get(key) is not None else ""
-        parts.append(f"{key} {number(value)}{share}")
+        parts.append(f"{total_text(key, value, incomplete)}{share}")
     where = f" of {use['part']}" if percent else ""
     return ", ".join(parts) + where
 
