@@ -14,13 +14,15 @@ import json
 import os
 from dataclasses import dataclass
 
+from brainsmith.errors import BrainsmithError
+
 NAME = "hdl_manifest.json"
 FORMAT = 1
 HDL_SUFFIXES = (".v", ".sv", ".vh", ".svh", ".vhd", ".vhdl")
 MAX_BYTES = 16 * 1024 * 1024
 
 
-class ManifestError(ValueError):
+class ManifestError(BrainsmithError, ValueError):
     """The record cannot be read; the message says why."""
 
 

@@ -280,7 +280,7 @@ def folding(model, cfg):
 
     plan = context_of(cfg).plan
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
-    model = fold_for_target(model, cfg, plan.build.folding)
+    model = fold_for_target(model, cfg, plan.options.folding if plan.options else None)
     model = step_apply_folding_config(model, cfg)
     model = legal_folding(model)
     model = step_minimize_bit_width(model, cfg)

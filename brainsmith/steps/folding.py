@@ -16,8 +16,12 @@ RECORD = "folding.json"
 FOLDING_ATTRIBUTES = ("PE", "SIMD", "parallel_window", "mem_mode", "ram_style", "resType")
 
 
-def fold_for_target(model, cfg, options: FoldingOptions):
-    """Fold ``model`` for ``cfg.target_fps`` as ``options`` say; unchanged without a target."""
+def fold_for_target(model, cfg, options: FoldingOptions | None):
+    """Fold ``model`` for ``cfg.target_fps`` as ``options`` say (None: the defaults, as in
+    FINN's own builder); unchanged without a target."""
+    from brainsmith.plugin.blueprint.options import FoldingOptions
+
+    options = options or FoldingOptions()
     target = cfg._resolve_cycles_per_frame()
     if target is None:
         return model
