@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import brainsmith
+from tests.test_rtlsim import code_dir, verify_rtl
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -38,23 +36,6 @@ def built(hub, tmp_path_factory) -> Path:
 def copy(built, tmp_path) -> Path:
     """A copy of the build, as a CI artefact unpacked elsewhere would be."""
     return Path(shutil.copytree(built, tmp_path / "copy", symlinks=True))
-
-
-def verify_rtl(folder: Path, *args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith", "verify-rtl", str(folder), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-
-
-def code_dir(folder: Path, layer: str) -> Path:
-    found = list((folder / "finn" / "build").glob(f"code_gen_ipgen_{layer}_*"))
-    assert len(found) == 1, found
-    return found[0]
 
 
 def statuses(report: Path) -> dict[str, str]:

@@ -20,38 +20,14 @@ from brainsmith.plugin import memo
 from brainsmith.plugin.discovery.index import index_name
 from brainsmith.plugin.discovery.shared_index import PREFIX
 from tests.conftest import run_python
-from tests.test_shared_index import REPORT, free_port
+from tests.support.processes import free_port
+from tests.test_shared_index import REPORT
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/usr/bin/redis-server"), reason="redis-server is installed by make test"
 )
 
 HEALTH = REPORT.replace('"broken": health["broken_plugins"],', '"broken": health["broken_plugins"], "status": health["status"],')  # fmt: skip
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    """A private redis-server on 127.0.0.1 (no persistence), stopped after the test."""
-    import redis
-
-    port = free_port()
-    command = ["/usr/bin/redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", ""]
-    command += ["--appendonly", "no", "--dir", str(tmp_path)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                assert server.poll() is None and time.monotonic() < deadline, "no redis-server"
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 class HostileServer:
@@ -188,7 +164,7 @@ def test_a_misbehaving_server_costs_one_bounded_warning_in_process(hostile):
     got = shared_index.read(hostile.url, index_name(), ["stamp"], None)
     took = time.monotonic() - started
     assert got is None
-    assert took < 2.0, f"{took:.1f} s waiting on {hostile.kind}"
+    assert took < 3.0, f"{took:.1f} s waiting on {hostile.kind}"
     started = time.monotonic()  # not tried again in this process
     assert shared_index.write(hostile.url, index_name(), ["stamp"], {}, None) is False
     assert time.monotonic() - started < 0.1

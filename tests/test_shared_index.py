@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import threading
 import time
 
@@ -16,6 +15,7 @@ import pytest
 from brainsmith.plugin.discovery.index import index_name
 from brainsmith.plugin.discovery.shared_index import PREFIX
 from tests.conftest import run_python
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.skipif(
     shutil.which("redis-server") is None, reason="redis-server is installed by make test"
@@ -35,51 +35,6 @@ print(json.dumps({
     "broken": health["broken_plugins"],
 }))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    """A private redis-server on 127.0.0.1 (no persistence), stopped after the test."""
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            "redis-server",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        import redis
-
-        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                assert server.poll() is None and time.monotonic() < deadline, "no redis-server"
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 def node(tmp_path, name: str, url: str) -> dict:

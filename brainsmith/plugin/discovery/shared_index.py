@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-TIMEOUT = 0.5  # seconds: deadline of connecting (lookup, TCP, TLS, AUTH, SELECT) and one command
+TIMEOUT = 1.0  # seconds: deadline of connecting (lookup, TCP, TLS, AUTH, SELECT) and one command
 PREFIX = "brainsmith:index:"
 EXPIRY = 30 * 24 * 3600  # seconds: an environment nobody starts any more leaves nothing behind
 SIGNATURE = "signature"  # the payload field holding the HMAC of a signed index
