@@ -283,11 +283,7 @@ def other_limit(layer) -> str:
 
 
 def _has(layer, name: str) -> bool:
-    try:
-        layer.get_nodeattr(name)
-    except (AttributeError, Exception):
-        return False
-    return True
+    return name in layer.get_nodeattr_types()
 
 
 def _restore(layer, attributes: dict[str, Any]) -> None:
