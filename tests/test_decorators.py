@@ -63,8 +63,8 @@ def test_unknown_keyword_names_file_line_and_suggests():
 
 
 def test_wrong_type_of_value_is_rejected():
-    with pytest.raises(PluginMetadataError, match="'stage' must be a string, got 3"):
-        transform(stage=3)
+    with pytest.raises(PluginMetadataError, match="'description' must be a string, got 3"):
+        transform(description=3)
 
 
 def test_transform_must_subclass_qonnx_transformation():
@@ -85,6 +85,12 @@ def test_backend_requires_kernel_and_backend_type():
 def test_backend_type_must_be_hls_or_rtl():
     with pytest.raises(PluginMetadataError, match="'backend_type' must be 'hls' or 'rtl'"):
         backend(kernel="k", backend_type="vhdl")
+
+
+@pytest.mark.parametrize("stage", ["Clean Up", "CLEANUP", "", "topology-opt", 3])
+def test_stage_must_be_a_lowercase_word(stage):
+    with pytest.raises(PluginMetadataError, match="'stage' must be a lowercase word"):
+        transform(name="Staged", stage=stage)
 
 
 def test_kernel_must_decorate_a_class():

@@ -99,6 +99,22 @@ def test_installed_package_plugins_use_the_distribution_name(venv, wheels, tmp_p
     ]
 
 
+def test_plugins_info_names_a_package_plugins_file_and_line(venv, wheels, tmp_path):
+    venv.install(wheels["good"])
+    result = venv.run(
+        """
+        import sys
+        from brainsmith.cli import main
+        sys.argv = ["brainsmith", "plugins", "info", "AcmeFold"]
+        main()
+    """,
+        env={"BRAINSMITH_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "300"},
+    )
+    assert result.returncode == 0, result.stderr
+    source = next(line for line in result.stdout.splitlines() if line.strip().startswith("source"))
+    assert source.rstrip().endswith("acme_plugins/__init__.py:6"), source  # @transform(...)
+
+
 def test_package_plugins_work_through_the_collections(venv, wheels, tmp_path):
     venv.install(wheels["good"])
     result = venv.run(

@@ -35,8 +35,12 @@ COMMON_KEYS = {
     "max_brainsmith_version": _STR,
     "brainsmith_version": "a PEP 440 specifier string such as '>=0.1,<2'",
 }
+_STAGE = (
+    "a lowercase word naming where the transform belongs, e.g. 'cleanup', 'topology_opt', "
+    "'streamline', 'kernel_opt' or 'dataflow_opt'"
+)
 TYPE_KEYS = {
-    "transform": {"stage": _STR},
+    "transform": {"stage": _STAGE},
     "kernel": {"op_type": _STR, "domain": _STR, "infer_transform": _STR},
     "backend": {"kernel": _NAME.replace("'FoldBias'", "'MVAU'"), "backend_type": "'hls' or 'rtl'"},
     "step": {},
@@ -113,6 +117,11 @@ def _check(key: str, value: object) -> object:
     if key == "backend_type":
         if value in BACKEND_TYPES:
             return value
+        raise ValueError
+    if key == "stage":
+        if isinstance(value, str) and value.isidentifier() and value == value.lower():
+            if value.isascii() and len(value) <= MAX_NAME:
+                return value
         raise ValueError
     if COMMON_KEYS.get(key) == _STR_LIST:
         if isinstance(value, list | tuple) and all(isinstance(v, str) and v for v in value):
