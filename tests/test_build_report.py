@@ -244,3 +244,17 @@ def test_report_with_warnings_renders_in_chromium(built, tmp_path):
     warning_box = np.all(np.abs(pixels - np.array([1.0, 0.973, 0.882])) < 0.01, axis=-1)
     assert warning_box.sum() > 10_000  # the yellow warnings box at the top is visible
     assert warning_box[:400].any()
+
+
+def test_a_warning_whose_message_follows_on_the_next_lines_is_shown_whole(tmp_path):
+    from brainsmith.builder.report import finn_warnings
+
+    log = tmp_path / "build.log"
+    log.write_text(
+        "WARNING finn_logger: \nNode MVAU_hls_0: weight stream too wide\n  reverting SIMD\n"
+        "WARNING finn_logger: one line\nWARNING finn_logger: \n\nINFO x: y\n"
+    )
+    assert [w["message"] for w in finn_warnings(str(log))] == [
+        "Node MVAU_hls_0: weight stream too wide reverting SIMD",  # before: an empty line
+        "one line",
+    ]

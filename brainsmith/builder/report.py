@@ -317,24 +317,39 @@ def utilisation(part: str | None, totals: dict) -> dict:
 
 
 def finn_warnings(log_path: str) -> list[dict]:
-    """Distinct warnings and errors logged to build.log, with how often each came."""
+    """Distinct warnings and errors logged to build.log, with how often each came; a message
+    that begins on the lines after its ``WARNING source:`` line is taken from there."""
     found: dict[tuple[str, str], dict] = {}
     try:
         with open(log_path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                match = LOG_LINE.match(line.rstrip("\n"))
-                if match is None:
-                    continue
-                level, source, message = match.groups()
-                message = " ".join(message.split())
-                entry = found.setdefault(
-                    (source, message),
-                    {"level": level, "source": source, "message": message, "count": 0},
-                )
-                entry["count"] += 1
+            lines = [line.rstrip("\n") for line in handle]
     except OSError:
         return []
+    for index, line in enumerate(lines):
+        match = LOG_LINE.match(line)
+        if match is None:
+            continue
+        level, source, message = match.groups()
+        if not message.strip():
+            message = " ".join(_continuation(lines, index + 1))
+        message = " ".join(message.split())
+        if not message:
+            continue
+        entry = found.setdefault(
+            (source, message), {"level": level, "source": source, "message": message, "count": 0}
+        )
+        entry["count"] += 1
     return list(found.values())[:MAX_WARNINGS]
+
+
+def _continuation(lines: list[str], start: int, most: int = 5) -> list[str]:
+    """The lines of a message logged after its level line: up to the next log line or blank."""
+    taken: list[str] = []
+    for line in lines[start : start + most]:
+        if not line.strip() or LOG_LINE.match(line):
+            break
+        taken.append(line.strip())
+    return taken
 
 
 def assemble(run, model, status: str, error=None, setup_seconds: float | None = None) -> dict:
