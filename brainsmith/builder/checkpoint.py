@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from brainsmith.builder.state import StepRecord
 
@@ -30,6 +30,9 @@ class Checkpoint:
     model: str  # the model after them
     dataflow_parent: str | None = None  # the graph around the dataflow partition, once made
     reports: str = ""  # FINN's report folder (estimates, folding) to carry over
+    # op type -> the plugin providing that layer (brainsmith.frameworks.finn.layers), so a
+    # fresh process continuing the build loads it before it reads the model
+    layer_plugins: dict = field(default_factory=dict)
 
     def save(self) -> str:
         """Write checkpoint.json atomically (last, so a complete file means a complete build).
@@ -45,6 +48,7 @@ class Checkpoint:
             "model": relative(self.model),
             "dataflow_parent": relative(self.dataflow_parent),
             "reports": relative(self.reports),
+            "layer_plugins": self.layer_plugins,
         }
         path = os.path.join(self.folder, FILE)
         temporary = f"{path}.tmp-{os.getpid()}"
@@ -78,6 +82,7 @@ class Checkpoint:
                 absolute(data["model"]) or "",
                 absolute(data.get("dataflow_parent")),
                 absolute(data.get("reports")) or "",
+                _layer_plugins(data.get("layer_plugins")),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"no usable checkpoint in {folder}: {exc}") from exc
@@ -96,6 +101,14 @@ class Checkpoint:
         return checkpoint
 
 
+def _layer_plugins(value: object) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ValueError("layer_plugins is not a mapping of op types to plugins")
+    return value
+
+
 def _outside(paths: list[str], root: str) -> list[str]:
     """The ``paths`` that do not resolve (symbolic links followed) to a place under ``root``."""
     base = os.path.realpath(root)
@@ -104,6 +117,11 @@ def _outside(paths: list[str], root: str) -> list[str]:
 
 def make_checkpoint(run, model) -> Checkpoint:
     """The checkpoint of ``run`` (a ``BuildRun``) after its last step, written to its folder."""
+    from brainsmith.frameworks.finn.layers import stamp
+
+    layer_plugins = stamp(model)
+    if run.start is not None:
+        layer_plugins = {**run.start.layer_plugins, **layer_plugins}
     done = [r for r in run.records if r.status in ("ok", "skipped")]
     records = [_absolute(r, run.output_dir) for r in done]
     with_model = [r.model for r in records if r.model]
@@ -116,7 +134,9 @@ def make_checkpoint(run, model) -> Checkpoint:
     parent = run.path("intermediate_models", "dataflow_parent.onnx")
     if not os.path.isfile(parent):
         parent = run.start.dataflow_parent if run.start is not None else None
-    checkpoint = Checkpoint(run.output_dir, records, model_path, parent, run.report_dir)
+    checkpoint = Checkpoint(
+        run.output_dir, records, model_path, parent, run.report_dir, layer_plugins
+    )
     checkpoint.save()
     return checkpoint
 
@@ -142,11 +162,29 @@ def continue_from(run, checkpoint: Checkpoint, steps) -> object:
         if copy.model:
             copy.model = os.path.relpath(copy.model, run.output_dir)
         run.records[index] = copy
+    model = ModelWrapper(checkpoint.model)
+    require_layers_of(model, checkpoint)
     if checkpoint.dataflow_parent:
         run.context.dataflow_parent = ModelWrapper(checkpoint.dataflow_parent)
     if checkpoint.reports and os.path.isdir(checkpoint.reports):
         shutil.copytree(checkpoint.reports, run.report_dir, dirs_exist_ok=True)
-    return ModelWrapper(checkpoint.model)
+    return model
+
+
+def require_layers_of(model, checkpoint: Checkpoint) -> None:
+    """Load the plugins providing the checkpoint model's layers; a BuildError naming the
+    layer type and the missing package otherwise."""
+    from brainsmith.builder.errors import BuildError
+    from brainsmith.frameworks.finn.env import prepare_finn
+    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+
+    prepare_finn()
+    try:
+        require_layers(model, checkpoint.model, checkpoint.layer_plugins)
+    except LayerPluginError as exc:
+        raise BuildError(
+            "setup", f"cannot continue checkpoint {checkpoint.folder}: {exc.reason}", exc.hint, 2
+        ) from exc
 
 
 def _absolute(record: StepRecord, folder: str) -> StepRecord:

@@ -31,6 +31,7 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
         fail_output(run, model, None, exc, "creating intermediate_models/")
     first = len(run.start.records) if run.start is not None else 0
     stop = len(steps) if run.stop_after is None else min(run.stop_after, len(steps))
+    partitioned: dict[int, bool] = {}  # step index -> its model is the dataflow partition
     for index in range(first, stop):
         step, record = steps[index], run.records[index]
         if not step.verifiable:  # a FINN hardware step: is its tool needed and missing?
@@ -65,9 +66,11 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
         if not had_parent:
             _adopt_finn_parent(run)
         record.model = _save_model(run, model, index, step.name, had_parent)
+        partitioned[index] = run.context.dataflow_parent is not None
         detail = ""
         if verifier is not None and step.verifiable and (run.verify == "each" or index == last):
-            detail = check(run, verifier, model, index)
+            earlier = Earlier(steps, partitioned)
+            detail = check(run, verifier, model, index, earlier)
             if run.verify == "rtlsim" and index == last:
                 from brainsmith.builder.rtl_check import rtl_check
 
@@ -127,7 +130,10 @@ def failing_transform(exc: BaseException) -> tuple[str, str]:
 
 
 def _save_model(run: BuildRun, model, index: int, name: str, had_parent: bool) -> str:
+    from brainsmith.frameworks.finn.layers import stamp
+
     path = run.path("intermediate_models", f"{index + 1:02d}_{name}.onnx")
+    stamp(model)  # which plugin provides each layer FINN does not have, for fresh processes
     try:
         save_model(model, path)
         if not had_parent and run.context.dataflow_parent is not None:
@@ -161,34 +167,32 @@ def _start_charts(run: BuildRun, model) -> None:
         run.charts.submit(report.chart_rows(layers))
 
 
-def check(run: BuildRun, verifier, model, index: int) -> str:
-    """Verify the model after step ``index``; fail the step on a mismatch."""
-    from brainsmith.builder.errors import option
-    from brainsmith.frameworks.finn.env import contain_finn_output
+class Earlier:
+    """What ``check`` needs to trace a difference back: the steps, and which step indices
+    of this run produced the dataflow partition rather than the whole graph."""
 
-    workdir = run.path("finn", "verification")
+    def __init__(self, steps: list[Step], partitioned: dict[int, bool]) -> None:
+        self.steps, self.partitioned = steps, partitioned
+
+    def verifiable(self, index: int) -> bool:
+        return index >= len(self.steps) or self.steps[index].verifiable
+
+
+def check(run: BuildRun, verifier, model, index: int, earlier: Earlier | None = None) -> str:
+    """Verify the model after step ``index``; on a mismatch (or a model that cannot run),
+    fail the first step whose saved model differs, traced back when earlier steps were not
+    verified as they ran."""
+    from brainsmith.builder.errors import option
+
     began = time.perf_counter()
     try:
-        os.makedirs(workdir, exist_ok=True)
-        with contain_finn_output(run.build_log):
-            checks = verifier.check(model, run.context.dataflow_parent, workdir)
+        checks = _run_check(run, verifier, model, run.context.dataflow_parent)
     except OSError as exc:
         fail_output(run, model, index, exc, "writing the verification models")
     except Exception as exc:  # a model that cannot run fails its step
         traceback.print_exc(file=run.build_log)
-        fail(
-            run,
-            model,
-            index,
-            f"the model after this step cannot be executed for verification: "
-            f"{type(exc).__name__}: {exc}",
-            "see build.log; "
-            + (
-                "set build.verify: final to verify only the finished design"
-                if run.verify == "each"
-                else "set build.verify: none to build without verifying"
-            ),
-        )
+        culprit = first_difference(run, verifier, index, earlier)
+        _cannot_run(run, model, index, culprit, exc)
     generated, user = checks[0], checks[1:]
     result = {**generated.as_dict(), "seconds": round(time.perf_counter() - began, 4)}
     if user:
@@ -196,16 +200,8 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
     run.records[index].verification = result
     tolerance = f"tolerance atol {verifier.atol:g} + rtol {verifier.rtol:g}"
     if not generated.ok:
-        fail(
-            run,
-            model,
-            index,
-            f"verification failed: outputs differ from the cleaned QONNX model by up to "
-            f"{generated.max_error:.4g} ({tolerance}) on {generated.samples} generated inputs",
-            f"this step changed what the model computes; compare {run.records[index].model} "
-            "with the previous step's model, and check the blueprint's transforms and kernels "
-            "(known float rounding: raise build.verify_atol / verify_rtol)",
-        )
+        culprit = first_difference(run, verifier, index, earlier)
+        _differs(run, model, index, culprit, generated, tolerance)
     if user and not user[0].ok:
         expected = run.user_vectors[1] if run.user_vectors else ""
         fail(
@@ -223,6 +219,172 @@ def check(run: BuildRun, verifier, model, index: int) -> str:
         return "unchanged, not re-run"
     text = f"max err {generated.max_error:.2g} ({generated.samples} inputs)"
     return text + (f", user {user[0].max_error:.2g}" if user else "")
+
+
+def _run_check(run: BuildRun, verifier, model, parent) -> list:
+    from brainsmith.frameworks.finn.env import contain_finn_output
+
+    workdir = run.path("finn", "verification")
+    os.makedirs(workdir, exist_ok=True)
+    with contain_finn_output(run.build_log):
+        return verifier.check(model, parent, workdir)
+
+
+def first_difference(run: BuildRun, verifier, index: int, earlier: Earlier | None):
+    """(index, checks or the exception) of the first earlier step whose saved model does
+    not compute what the reference computes, found by bisection over the steps that were
+    not verified as they ran; None when the steps before ``index`` all agree (or were all
+    verified). A step that cannot run counts as differing."""
+    if earlier is None:
+        return None
+    candidates = [
+        i
+        for i, r in enumerate(run.records[:index])
+        if r.status == "ok" and r.model and r.verification is None and earlier.verifiable(i)
+    ]
+    found = None
+    low, high = 0, len(candidates) - 1
+    while low <= high:
+        middle = (low + high) // 2
+        outcome = _check_saved(run, verifier, candidates[middle], earlier)
+        if outcome is None:
+            low = middle + 1
+        else:
+            found, high = (candidates[middle], outcome), middle - 1
+    return found
+
+
+def _check_saved(run: BuildRun, verifier, index: int, earlier: Earlier):
+    """None when step ``index``'s saved model computes what the reference does; else the
+    failing checks or the exception that stopped it from running."""
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    try:
+        model = ModelWrapper(run.path(run.records[index].model))
+        parent = _parent_of(run, model, index, earlier)
+        checks = _run_check(run, verifier, model, parent)
+    except Exception as exc:  # it cannot run: the first difference is here or before
+        traceback.print_exc(file=run.build_log)
+        return exc
+    return None if checks[0].ok else checks
+
+
+def _parent_of(run: BuildRun, model, index: int, earlier: Earlier):
+    """The dataflow parent to run step ``index``'s model in, or None for a whole graph (a
+    checkpoint's steps: the model is the partition when its inputs and outputs are the
+    partition node's)."""
+    parent = run.context.dataflow_parent
+    if parent is None or index in earlier.partitioned:
+        return parent if earlier.partitioned.get(index) else None
+    for node in parent.get_nodes_by_op_type("StreamingDataflowPartition"):
+        ins = [i.name for i in model.graph.input if model.get_initializer(i.name) is None]
+        if ins == list(node.input) and [o.name for o in model.graph.output] == list(node.output):
+            return parent
+    return None
+
+
+def _traced(run: BuildRun, index: int, culprit) -> tuple[int, str]:
+    """The step to blame and how it was found."""
+    if culprit is None or culprit[0] == index:
+        return index, ""
+    found = run.records[index].name
+    return culprit[0], (
+        f"; found when the model after step '{found}' was verified (build.verify: "
+        f"{run.verify}) and traced back to this step through the saved models"
+    )
+
+
+def _differs(run: BuildRun, model, index: int, culprit, generated, tolerance: str) -> None:
+    blamed, how = _traced(run, index, culprit)
+    worst = generated
+    if blamed != index:
+        outcome = culprit[1]
+        if isinstance(outcome, Exception):
+            _cannot_run(run, model, index, culprit, outcome)
+        worst = outcome[0]
+        _also_failed(run, index, blamed)
+        record = run.records[blamed]
+        record.verification = worst.as_dict()
+    fail(
+        run,
+        model,
+        blamed,
+        f"verification failed: outputs differ from the cleaned QONNX model by up to "
+        f"{worst.max_error:.4g} ({tolerance}) on {worst.samples} generated inputs{how}",
+        f"this step changed what the model computes: compare {run.records[blamed].model} "
+        f"with {_previous_model(run, blamed)} and inspect the nodes this step added or "
+        "changed, and the transforms and kernels of the blueprint it applies",
+    )
+
+
+def _cannot_run(run: BuildRun, model, index: int, culprit, exc: BaseException) -> None:
+    blamed, how = _traced(run, index, culprit)
+    if blamed != index:
+        outcome = culprit[1]
+        if not isinstance(outcome, Exception):  # the first difference is a mismatch
+            _differs(run, model, index, culprit, outcome[0], _tolerance(run))
+        exc = outcome
+        _also_failed(run, index, blamed)
+    fail(
+        run,
+        model,
+        blamed,
+        f"the model after this step cannot be executed for verification: "
+        f"{type(exc).__name__}: {exc}{how}",
+        _inspect_hint(run, blamed, exc),
+    )
+
+
+def _tolerance(run: BuildRun) -> str:
+    options = run.plan.build
+    return f"tolerance atol {options.verify_atol:g} + rtol {options.verify_rtol:g}"
+
+
+def _also_failed(run: BuildRun, index: int, blamed: int) -> None:
+    """The step whose verification found the difference fails too, naming the culprit."""
+    record = run.records[index]
+    record.status = "failed"
+    record.reason = f"its output differs because step '{run.records[blamed].name}' changed it"
+    run.progress.finish(index, "failed", detail=f"differs since {run.records[blamed].name}")
+
+
+def _inspect_hint(run: BuildRun, index: int, exc: BaseException) -> str:
+    """What to look at when step ``index``'s model cannot run in Python."""
+    saved = run.records[index].model or "the model after this step"
+    text = str(exc)
+    if "QONNX datatype" in text or "finn datatype" in text:
+        tensor = text.rpartition(" for input ")[2] or "the tensor named above"
+        return (
+            f"tensor {tensor} in {saved} holds values its datatype annotation does not "
+            "allow: inspect the node that produces it and the datatype this step set on it "
+            f"(build.log has the traceback; the previous model is {_previous_model(run, index)})"
+        )
+    node = failing_node(exc)
+    where = f"node {node} in {saved}" if node else saved
+    return (
+        f"inspect {where}: the layer cannot run in Python as it is there (build.log has "
+        f"the traceback; the previous model is {_previous_model(run, index)})"
+    )
+
+
+def failing_node(exc: BaseException) -> str:
+    """The innermost node (name and op type) a traceback frame of ``exc`` was handling."""
+    found = ""
+    frame_tb = exc.__traceback__
+    while frame_tb is not None:
+        scope = frame_tb.tb_frame.f_locals
+        node = next((scope[k] for k in NODE_VARIABLES if hasattr(scope.get(k), "op_type")), None)
+        if node is not None:
+            found = f"{node.name} ({node.op_type})"
+        frame_tb = frame_tb.tb_next
+    return found
+
+
+def _previous_model(run: BuildRun, index: int) -> str:
+    for record in reversed(run.records[:index]):
+        if record.model:
+            return record.model
+    return run.model_path or "the input model"
 
 
 def disk_full(folder: str) -> bool:

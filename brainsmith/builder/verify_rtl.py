@@ -62,6 +62,7 @@ def verify_build_folder(
     from qonnx.core.modelwrapper import ModelWrapper
 
     model = ModelWrapper(os.path.join(folder, "final.onnx"))
+    _require_layers(model, folder)
     own_paths(model, folder, report.get("output_dir") or "")
     parent_path = os.path.join(folder, "final_parent.onnx")
     parent = ModelWrapper(parent_path) if os.path.isfile(parent_path) else None
@@ -97,6 +98,16 @@ def verify_build_folder(
             ) from exc
     _update_report(folder, report, result)
     return result
+
+
+def _require_layers(model, folder: str) -> None:
+    """Load the plugins that provide final.onnx's layers (recorded by the build)."""
+    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+
+    try:
+        require_layers(model, os.path.join(folder, "final.onnx"))
+    except LayerPluginError as exc:
+        raise FolderError(exc.reason, exc.hint) from exc
 
 
 CHANGED_HINT = (

@@ -10,7 +10,7 @@ from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 
 class RegistryChanges:
@@ -301,19 +301,20 @@ class Registry:
         if spec.error and spec.error.startswith("unavailable:"):
             raise PluginLoadError(f"{spec.type} {spec.qualified_name} is {spec.error}", spec)
         obj = spec.obj
-        if obj is not None:
-            return obj
-        log.debug("loading %s %s from %s", spec.type, spec.qualified_name, spec.target)
-        from brainsmith.plugin.loading import import_target
+        if obj is None:
+            log.debug("loading %s %s from %s", spec.type, spec.qualified_name, spec.target)
+            from brainsmith.plugin.loading import import_target
 
-        try:
-            obj = import_target(spec, self.load_timeout)
-        except PluginLoadError as exc:
-            spec.error = str(exc)
-            self._forget_failed_module(spec.module)
-            raise
-        spec.obj = obj
-        spec.error = None
+            try:
+                obj = import_target(spec, self.load_timeout)
+            except PluginLoadError as exc:
+                spec.error = str(exc)
+                self._forget_failed_module(spec.module)
+                raise
+            spec.obj = obj
+            spec.error = None
+        if spec.type in LAYER_TYPES:
+            _layer_loaded(self, spec, obj)
         return obj
 
     def _forget_failed_module(self, module: str) -> None:
@@ -327,6 +328,34 @@ class Registry:
             stale = [s for s in self._specs.values() if s.module == module and s.obj is not None]
         for spec in stale:
             spec.obj = None
+
+
+# Kernels and backends are hardware layers: each one served is handed to the FINN module
+# that registers QONNX custom-op classes where QONNX and FINN look them up (imported only
+# then, so the hub itself never imports a framework).
+LAYER_TYPES = ("kernel", "backend")
+LAYER_HOOK = "brainsmith.frameworks.finn.layers"
+
+
+_on_layer_loaded: Callable[[Registry, PluginSpec, object], None] | None = None
+
+
+def _layer_loaded(registry: Registry, spec: PluginSpec, obj: object) -> None:
+    global _on_layer_loaded
+    hook = _on_layer_loaded
+    if hook is None:
+        if not _is_custom_op(obj):
+            return
+        import importlib
+
+        hook = _on_layer_loaded = importlib.import_module(LAYER_HOOK).on_layer_loaded
+    hook(registry, spec, obj)
+
+
+def _is_custom_op(obj: object) -> bool:
+    return isinstance(obj, type) and any(
+        c.__name__ == "CustomOp" and c.__module__ == "qonnx.custom_op.base" for c in obj.__mro__
+    )
 
 
 def check_type(type: str) -> None:

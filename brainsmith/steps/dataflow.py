@@ -97,6 +97,7 @@ def infer_hardware(model, cfg):
     from brainsmith.steps.finn_recipe import convert_to_hw, transform_args
 
     plan = context_of(cfg).plan
+    load_layers(plan)
     standalone = cfg.standalone_thresholds or plan.needs_standalone_thresholds()
 
     def make(name: str):
@@ -193,6 +194,7 @@ def specialize(model, cfg):
     from qonnx.transformation.infer_shapes import InferShapes
 
     plan = context_of(cfg).plan
+    load_layers(plan, model)
     set_backend_styles(model, plan)
     if cfg.specialize_layers_config_file is not None:
         model = model.transform(ApplyConfig(str(cfg.specialize_layers_config_file)))
@@ -201,6 +203,28 @@ def specialize(model, cfg):
         model = model.transform(transform)
     _check_backends(model, plan)
     return model
+
+
+def load_layers(plan, model=None) -> None:
+    """Load the plan's kernels and their backends (and the plugins ``model``'s layers
+    record), so QONNX and FINN know their layers before conversion and specialisation."""
+    from brainsmith.frameworks.finn.layers import (
+        LayerPluginError,
+        load_plan_layers,
+        require_layers,
+    )
+    from brainsmith.plugin.errors import PluginError
+
+    try:
+        load_plan_layers(plan)
+        if model is not None:
+            require_layers(model, "the model")
+    except (PluginError, LayerPluginError) as exc:
+        raise StepError(
+            f"a hardware layer plugin cannot be loaded: {exc}",
+            "install or fix the plugin package named above, or exclude its kernel in the "
+            "blueprint (hw_compiler.exclude)",
+        ) from exc
 
 
 def set_backend_styles(model, plan) -> dict[str, str]:

@@ -1,0 +1,360 @@
+"""A hardware layer from a pip-installed plugin package, end to end: registered where QONNX
+and FINN look by brainsmith itself, built without a blueprint and verified at every step,
+loaded again by every fresh process that reads the build (verify-rtl, a continued
+checkpoint, check), a clear error naming the layer type and the package once the package is
+gone, and verification that names the step whose output first differs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_python
+from tests.support.layers import DIST, MODULE, OP_TYPE, PLUGIN_SOURCE, int_clip_model
+from tests.support.packages import build_wheel, pip_install_target, write_project
+from tests.support.processes import brainsmith as cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
+TIMEOUT = 300
+BACKEND_OP = f"{OP_TYPE}_rtl"
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory) -> dict:
+    """The plugin package built as a wheel and pip-installed into a folder of its own, and
+    the model using its layer."""
+    root = tmp_path_factory.mktemp("acme")
+    wheel = build_wheel(write_project(root / "src", DIST, MODULE, PLUGIN_SOURCE), root / "dist")
+    site = root / "site"
+    pip_install_target(wheel, site)
+    return {"site": site, "model": int_clip_model(root / "clip.onnx")}
+
+
+def with_package(package: dict, **extra: str) -> dict:
+    """The environment of a process with the package installed."""
+    path = os.pathsep.join(filter(None, [str(package["site"]), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def without_package() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def run_cli(*args: str, env: dict) -> tuple[int, str, str]:
+    proc = cli(*args, env=env)
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err
+
+
+BUILD = """
+import json, os
+import brainsmith
+from brainsmith.builder import BuildError
+from brainsmith.builder.checkpoint import Checkpoint
+
+args = json.loads(os.environ["BUILD_ARGS"])
+start = Checkpoint.load(args.pop("start")) if "start" in args else None
+try:
+    result = brainsmith.build(start=start, **args)
+    print(json.dumps({"status": result.status, "output_dir": result.output_dir}))
+except BuildError as exc:
+    print(json.dumps({"step": exc.step, "reason": exc.reason, "hint": exc.hint,
+                      "exit_code": exc.exit_code}))
+"""
+
+
+def build_in_process(env: dict, cwd: Path, **args) -> dict:
+    """``brainsmith.build(**args)`` in a fresh interpreter: its result or its BuildError."""
+    result = subprocess.run(  # this environment exactly: without_package() has no PYTHONPATH
+        [sys.executable, "-c", BUILD],
+        env={**env, "BUILD_ARGS": json.dumps(args)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def built(package, tmp_path_factory) -> Path:
+    """`brainsmith build clip.onnx --verify each` with the package installed, no blueprint."""
+    out = tmp_path_factory.mktemp("build") / "out"
+    code, stdout, stderr = run_cli(
+        "build",
+        str(package["model"]),
+        "-o",
+        str(out),
+        "--verify",
+        "each",
+        env=with_package(package),
+    )
+    assert code == 0, stdout + stderr
+    return out
+
+
+# -- what brainsmith registers -------------------------------------------------------------
+def test_loading_the_plugins_registers_the_layers_where_qonnx_and_finn_look(package, tmp_path):
+    result = run_python(
+        f"""
+        from brainsmith.frameworks.finn.env import prepare_finn
+        prepare_finn()
+        import finn.custom_op.fpgadataflow as kernels
+        from finn.custom_op.fpgadataflow import hls, rtl
+        from onnx import helper
+        from qonnx.custom_op.registry import getCustomOp
+        from brainsmith.plugin.manager import get_plugin_manager
+
+        finn_own = dict(kernels.custom_op), dict(hls.custom_op), dict(rtl.custom_op)
+        registry = get_plugin_manager().registry()
+        for spec in registry.specs("kernel") + registry.specs("backend"):
+            if spec.framework in ("brainsmith", "{DIST}"):
+                registry.load(spec)
+        kernel, backend = kernels.custom_op["{OP_TYPE}"], rtl.custom_op["{BACKEND_OP}"]
+        assert kernel is registry.get("kernel", "{OP_TYPE}")
+        assert backend.__name__ == "{BACKEND_OP}"
+        assert backend.__bases__ == (registry.get("backend", "AcmeClipRTL"),)
+        node = helper.make_node("{BACKEND_OP}", ["x"], ["y"],
+                                domain="finn.custom_op.fpgadataflow.rtl")
+        assert type(getCustomOp(node)) is backend
+        node = helper.make_node("{OP_TYPE}", ["x"], ["y"], domain="finn.custom_op.fpgadataflow")
+        assert type(getCustomOp(node)) is kernel
+        # FINN's own entries stay (brainsmith's LayerNorm backends subclass FINN's)
+        for before, table in zip(finn_own, (kernels.custom_op, hls.custom_op, rtl.custom_op)):
+            assert all(table[name] is cls for name, cls in before.items())
+        assert hls.custom_op["LayerNorm_hls"].__module__.startswith("finn.")
+        print("ok")
+        """,
+        env=with_package(package),
+        cwd=tmp_path,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
+
+
+def test_a_third_party_layer_builds_without_a_blueprint_verified_at_every_step(built):
+    report = json.loads((built / "report.json").read_text())
+    assert report["status"] == "ok"
+    verified = [s for s in report["steps"] if "verification" in s]
+    assert len(verified) == 8
+    assert all(s["verification"]["ok"] and s["verification"]["max_error"] == 0 for s in verified)
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    final = ModelWrapper(str(built / "final.onnx"))
+    assert [(n.op_type, n.domain) for n in final.graph.node] == [
+        (BACKEND_OP, "finn.custom_op.fpgadataflow.rtl")
+    ]
+    recorded = json.loads(final.get_metadata_prop("brainsmith.layer_plugins"))
+    assert recorded[BACKEND_OP]["plugin"] == f"{DIST}:AcmeClipRTL"
+    assert recorded[BACKEND_OP]["distribution"] == DIST
+    assert recorded[BACKEND_OP]["version"] == "1.0.0"
+    assert recorded[OP_TYPE]["plugin"] == f"{DIST}:{OP_TYPE}"
+    assert (
+        f"layer {BACKEND_OP} is provided by backend {DIST}:AcmeClipRTL "
+        f"(pip package {DIST} 1.0.0)" in report["notes"]
+    )
+
+
+def test_check_shows_the_third_party_layer_and_its_backend(package, tmp_path):
+    code, out, err = run_cli("check", str(package["model"]), "--json", env=with_package(package))
+    assert code == 0, out + err
+    nodes = json.loads(out)["nodes"]
+    assert [(n["op_type"], n["placement"], n["backend"]) for n in nodes] == [
+        (OP_TYPE, "hardware", BACKEND_OP)
+    ]
+
+
+# -- fresh processes reading the build -----------------------------------------------------
+def test_verify_rtl_in_a_fresh_process_loads_the_plugin_of_the_layers(built, package):
+    code, out, err = run_cli("verify-rtl", str(built), env=with_package(package))
+    assert "KeyError" not in err and "not found in domain" not in err
+    # the layer reached Verilator: its placeholder RTL is a plugin matter, not a lookup's
+    assert f"{BACKEND_OP}_0" in out, out + err
+    assert code == 1, out + err
+
+
+def test_verify_rtl_without_the_package_names_the_layer_type_and_the_package(built):
+    code, out, err = run_cli("verify-rtl", str(built), env=without_package())
+    assert code == 2, out + err
+    assert "Traceback" not in err and "KeyError" not in err
+    assert f"({BACKEND_OP})" in err and f"pip package {DIST} 1.0.0" in err
+    assert f"pip install {DIST}==1.0.0" in err
+
+
+def test_a_checkpoint_continues_in_a_fresh_process_that_loads_the_plugin(package, tmp_path):
+    model = str(package["model"])
+    first = build_in_process(
+        with_package(package),
+        tmp_path,
+        model=model,
+        output_dir=str(tmp_path / "first"),
+        stop_after=5,
+    )
+    assert first["status"] == "stopped", first
+    saved = json.loads((tmp_path / "first" / "checkpoint.json").read_text())
+    assert saved["layer_plugins"][BACKEND_OP]["distribution"] == DIST
+    rest = build_in_process(
+        with_package(package),
+        tmp_path,
+        model=model,
+        output_dir=str(tmp_path / "rest"),
+        start=str(tmp_path / "first"),
+        verify="each",
+    )
+    assert rest["status"] == "ok", rest
+    report = json.loads((tmp_path / "rest" / "report.json").read_text())
+    assert all(s["verification"]["ok"] for s in report["steps"] if "verification" in s)
+    gone = build_in_process(
+        without_package(),
+        tmp_path,
+        model=model,
+        output_dir=str(tmp_path / "gone"),
+        start=str(tmp_path / "first"),
+    )
+    assert gone["step"] == "setup" and gone["exit_code"] == 2, gone
+    assert f"({BACKEND_OP})" in gone["reason"] and f"pip package {DIST}" in gone["reason"]
+    assert f"pip install {DIST}==1.0.0" in gone["hint"]
+
+
+# -- verification names the step whose output first differs -------------------------------
+STEPS = """\
+from onnx import helper
+from brainsmith.plugin.core import step
+
+
+@step(name="narrow_clip")
+def narrow_clip(model, cfg):
+    clip = model.get_nodes_by_op_type("Clip")[0]
+    model.set_initializer(clip.input[2], model.get_initializer(clip.input[2]) - 1)
+    return model
+
+
+@step(name="mislabel_half")
+def mislabel_half(model, cfg):
+    # x * 0.5 * 2: the same function, but the halves are annotated as integers
+    clip = model.get_nodes_by_op_type("Clip")[0]
+    source = clip.input[0]
+    for name, value in (("half", 0.5), ("two", 2.0)):
+        model.set_initializer(name, __import__("numpy").array(value, "float32"))
+    graph = model.graph
+    graph.node.insert(0, helper.make_node("Mul", [source, "half"], ["halved"], name="Halve"))
+    graph.node.insert(1, helper.make_node("Mul", ["halved", "two"], ["whole"], name="Double"))
+    clip.input[0] = "whole"
+    from qonnx.core.datatype import DataType
+    from qonnx.transformation.infer_shapes import InferShapes
+
+    model = model.transform(InferShapes())
+    model.set_tensor_datatype("halved", DataType["INT8"])
+    model.set_tensor_datatype("whole", DataType["INT8"])
+    return model
+"""
+FLOW = "[cleanup, qonnx_to_finn, {step}, streamline, hardware_inference, specialize, folding, estimates, codegen]"
+
+
+def blueprint(tmp_path: Path, step: str) -> str:
+    path = tmp_path / f"{step}.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        name: {step}
+        extends: {REPO / "blueprints" / "base.yaml"}
+        steps: {FLOW.format(step=step)}
+        """)
+    )
+    return str(path)
+
+
+@pytest.fixture
+def steps_folder(tmp_path) -> Path:
+    folder = tmp_path / "steps"
+    folder.mkdir()
+    (folder / "corrupting.py").write_text(STEPS)  # a user plugin folder
+    return folder
+
+
+@pytest.mark.parametrize("mode", ["final", "rtlsim"])
+def test_a_difference_found_at_the_end_names_the_step_that_made_it(
+    package, tmp_path, steps_folder, mode
+):
+    env = with_package(package, BRAINSMITH_PLUGIN_DIRS=str(steps_folder))
+    error = build_in_process(
+        env,
+        tmp_path,
+        model=str(package["model"]),
+        blueprint=blueprint(tmp_path, "narrow_clip"),
+        output_dir=str(tmp_path / "out"),
+        verify=mode,
+    )
+    assert error.get("step") == "narrow_clip", error
+    assert "verification failed" in error["reason"] and "traced back" in error["reason"]
+    assert f"build.verify: {mode}" in error["reason"]
+    assert "03_narrow_clip.onnx" in error["hint"] and "02_qonnx_to_finn.onnx" in error["hint"]
+    assert not weakening(error["hint"])
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    steps = {s["name"]: s for s in report["steps"]}
+    assert report["error"]["step"] == "narrow_clip"
+    assert steps["narrow_clip"]["status"] == "failed"
+    assert steps["narrow_clip"]["verification"]["max_error"] >= 1
+    assert steps["streamline"]["status"] == "ok"
+    assert steps["codegen"]["status"] == "failed" and "narrow_clip" in steps["codegen"]["reason"]
+
+
+def test_a_model_that_cannot_run_gets_advice_on_what_to_inspect(package, tmp_path, steps_folder):
+    env = with_package(package, BRAINSMITH_PLUGIN_DIRS=str(steps_folder))
+    error = build_in_process(
+        env,
+        tmp_path,
+        model=str(package["model"]),
+        blueprint=blueprint(tmp_path, "mislabel_half"),
+        output_dir=str(tmp_path / "out"),
+        verify="each",
+    )
+    assert error.get("step") == "mislabel_half", error
+    assert "cannot be executed for verification" in error["reason"]
+    assert "Rounding error" in error["reason"]
+    assert "inspect" in error["hint"] and "halved" in error["hint"]
+    assert "03_mislabel_half.onnx" in error["hint"]
+    assert not weakening(error["hint"])
+
+
+def weakening(hint: str) -> bool:
+    """Advice to verify less or more loosely instead of finding the cause."""
+    return any(
+        text in hint
+        for text in ("verify: none", "verify: final", "verify_atol", "verify_rtol", "--verify none")
+    )
+
+
+def test_exploration_workers_load_the_plugin_of_the_shared_segment(package, tmp_path):
+    space = tmp_path / "space.yaml"
+    space.write_text(
+        textwrap.dedent(f"""\
+        name: clip_space
+        extends: {REPO / "blueprints" / "base.yaml"}
+        design_space:
+          build: {{target_fps: [50000000, 200000000]}}
+        """)
+    )
+    out = tmp_path / "dse"
+    code, stdout, stderr = run_cli(
+        "explore", str(package["model"]), str(space), "-o", str(out), "--workers", "2", "-q",
+        env=with_package(package),
+    )  # fmt: skip
+    assert code == 0, stdout + stderr
+    assert "2 of 2 variants built" in stdout
+    for variant in sorted((out / "variants").iterdir()):
+        report = json.loads((variant / "report.json").read_text())
+        assert report["status"] == "ok"
+        assert any(f"backend {DIST}:AcmeClipRTL" in note for note in report["notes"])
