@@ -72,6 +72,14 @@ AUDITED = {
     ("brainsmith/cli/__init__.py", "import_module"): (
         "lazy subcommands: the module name comes from the constant COMMANDS table"
     ),
+    ("brainsmith/plugin/registry.py", "import_module"): (
+        "the layer hook: the constant LAYER_HOOK module, imported once a loaded kernel or "
+        "backend is a QONNX CustomOp (the plugin core imports no framework before that)"
+    ),
+    ("brainsmith/frameworks/finn/layers.py", "import_module"): (
+        "FINN's custom-op table of one of the three constant LAYER_DOMAINS (layer_place never "
+        "returns a domain a plugin declared), to register a loaded layer class there"
+    ),
     ("brainsmith/plugin/lifecycle/pathload.py", "import from a path"): (
         "load_plugin(path) imports the plugin file, package or extension its caller names: code "
         "the user chose to run"

@@ -217,9 +217,7 @@ def test_layer_that_stops_streaming_is_reported_stalled(mlp_copy, hub):
     text = wrapper.read_text()
     assert ".s_axis_tvalid(in0_V_TVALID)" in text
     wrapper.write_text(text.replace(".s_axis_tvalid(in0_V_TVALID)", ".s_axis_tvalid(1'b0)"))
-    result = verify_rtl(
-        mlp_copy, "--layer", "Thresholding_rtl_1", "--allow-changed-rtl", cache=hub
-    )
+    result = verify_rtl(mlp_copy, "--layer", "Thresholding_rtl_1", "--allow-changed-rtl", cache=hub)
     assert result.returncode == 1
     assert re.search(
         r"layer Thresholding_rtl_1 \(Thresholding_rtl\) stalled: no output for [\d,]+ cycles "
@@ -368,9 +366,7 @@ def test_layer_that_does_not_compile_fails_verify_rtl(mlp_copy, hub):
     not a 'not simulated' that a script checking the exit code would take for a pass."""
     source = next(code_dir(mlp_copy, "Thresholding_rtl_0").glob("*.v"))
     source.write_text(source.read_text() + "\nthis is not verilog;\n")
-    result = verify_rtl(
-        mlp_copy, "--layer", "Thresholding_rtl_0", "--allow-changed-rtl", cache=hub
-    )
+    result = verify_rtl(mlp_copy, "--layer", "Thresholding_rtl_0", "--allow-changed-rtl", cache=hub)
     assert result.returncode == 1, result.stdout + result.stderr
     found = layers(mlp_copy / "report.json")["Thresholding_rtl_0"]
     assert found["status"] == "failed" and "cannot compile it" in found["reason"]

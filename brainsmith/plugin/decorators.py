@@ -94,7 +94,8 @@ def _decorate(plugin_type: str, target: object, given: dict[str, Any]) -> Any:
         if not full.get("description"):
             full["description"] = first_doc_line(getattr(obj, "__doc__", None))
         with contextlib.suppress(AttributeError, TypeError):
-            marker = {"type": plugin_type, **full, "line": frame.f_lineno}  # plugins info: file:line
+            # the decorator's line, for a pip package's plugin too (plugins info: file:line)
+            marker = {"type": plugin_type, **full, "line": frame.f_lineno}
             setattr(obj, PLUGIN_ATTRIBUTE, marker)
         from brainsmith.plugin.manager import register_decorated
 

@@ -119,9 +119,9 @@ def _check(key: str, value: object) -> object:
             return value
         raise ValueError
     if key == "stage":
-        if isinstance(value, str) and value.isidentifier() and value == value.lower():
-            if value.isascii() and len(value) <= MAX_NAME:
-                return value
+        word = isinstance(value, str) and value.isidentifier() and value.islower()
+        if word and isinstance(value, str) and value.isascii() and len(value) <= MAX_NAME:
+            return value
         raise ValueError
     if COMMON_KEYS.get(key) == _STR_LIST:
         if isinstance(value, list | tuple) and all(isinstance(v, str) and v for v in value):
