@@ -344,7 +344,7 @@ def _layer_loaded(registry: Registry, spec: PluginSpec, obj: object) -> None:
     global _on_layer_loaded
     hook = _on_layer_loaded
     if hook is None:
-        if not _is_custom_op(obj):
+        if not is_custom_op_class(obj):
             return
         import importlib
 
@@ -352,7 +352,8 @@ def _layer_loaded(registry: Registry, spec: PluginSpec, obj: object) -> None:
     hook(registry, spec, obj)
 
 
-def _is_custom_op(obj: object) -> bool:
+def is_custom_op_class(obj: object) -> bool:
+    """Whether ``obj`` is a QONNX ``CustomOp`` class (told by name: QONNX is not imported)."""
     return isinstance(obj, type) and any(
         c.__name__ == "CustomOp" and c.__module__ == "qonnx.custom_op.base" for c in obj.__mro__
     )

@@ -22,6 +22,7 @@ import threading
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.adapter import FINN_BACKENDS, FINN_KERNELS
+from brainsmith.plugin.registry import is_custom_op_class
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def on_layer_loaded(registry: Registry, spec: PluginSpec, obj: object) -> None:
     key = (spec.type, spec.qualified_name)
     if _seen.get(key) is obj or not isinstance(obj, type):
         return
-    if not _is_custom_op(obj):
+    if not is_custom_op_class(obj):
         return
     place = layer_place(registry, spec)
     if place is None:
@@ -107,12 +108,6 @@ def _kernel_of(registry: Registry, spec: PluginSpec) -> PluginSpec | None:
         except PluginNotFoundError:
             continue
     return None
-
-
-def _is_custom_op(obj: object) -> bool:
-    return isinstance(obj, type) and any(
-        c.__name__ == "CustomOp" and c.__module__ == "qonnx.custom_op.base" for c in obj.__mro__
-    )
 
 
 def _register(domain: str, op_type: str, obj: type, spec: PluginSpec, replacing: bool) -> None:
