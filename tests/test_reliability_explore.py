@@ -192,7 +192,7 @@ def test_one_ctrl_c_stops_an_in_process_variant_that_ignores_it_after_a_grace(st
 def test_sigterm_records_the_exploration_as_interrupted_and_stops_the_workers(plain, tmp_path):
     out = tmp_path / "out"
     process = plain.start(out, "--workers", "2")
-    plain.wait_until_hanging(process, out, finished=1)
+    plain.wait_until_hanging(process, out, finished=0)  # (Dask may queue v00 behind v01)
     assert record(out)["status"] == "running"
     children = family(process)
     process.send_signal(signal.SIGTERM)
@@ -201,7 +201,8 @@ def test_sigterm_records_the_exploration_as_interrupted_and_stops_the_workers(pl
     assert "interrupted by SIGTERM" in stderr and "Traceback" not in stderr
     data = record(out)
     assert data["status"] == "interrupted"
-    assert {v["id"]: v["status"] for v in data["variants"]} == {"v00": "ok", "v01": "cancelled"}
+    statuses = {v["id"]: v["status"] for v in data["variants"]}
+    assert statuses["v01"] == "cancelled" and statuses["v00"] in ("ok", "cancelled")
     assert children and gone(children)
 
 

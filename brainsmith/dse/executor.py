@@ -361,13 +361,9 @@ def _unreachable(where: str, problem: str) -> ExecutorError:
 def _local_cluster(workers: int):
     """A local cluster of ``workers`` processes with one thread each (FINN builds are
     single-threaded Python; one build per process keeps FINN's global settings apart)."""
-    import dask
     from distributed import LocalCluster
 
-    # a worker takes a segment only when its thread is free (Dask's default lets each hold a
-    # second one, which then waits behind a long or hung segment while another worker idles)
-    free_only = {"distributed.scheduler.worker-saturation": 1.0}
-    with _sigint_ignored(), dask.config.set(free_only):  # Ctrl-C is this process's, not theirs
+    with _sigint_ignored():  # Ctrl-C is this process's to handle, not the workers'
         return LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
