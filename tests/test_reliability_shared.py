@@ -164,7 +164,7 @@ def test_a_misbehaving_server_costs_one_bounded_warning_in_process(hostile):
     got = shared_index.read(hostile.url, index_name(), ["stamp"], None)
     took = time.monotonic() - started
     assert got is None
-    assert took < 3.0, f"{took:.1f} s waiting on {hostile.kind}"
+    assert took < 10, f"{took:.1f} s waiting on {hostile.kind}"
     started = time.monotonic()  # not tried again in this process
     assert shared_index.write(hostile.url, index_name(), ["stamp"], {}, None) is False
     assert time.monotonic() - started < 0.1

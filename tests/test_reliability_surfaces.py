@@ -257,7 +257,7 @@ def test_watch_after_a_burst_of_edits_lists_exactly_what_is_there(plugin_folder)
         present = sorted(
             p.read_text().split('name="')[1].split('"')[0] for p in folder.glob("*.py")
         )
-        assert wait_for(lambda: user_plugins() == present, seconds=3), (user_plugins(), present)
+        assert wait_for(lambda: user_plugins() == present, seconds=20), (user_plugins(), present)
 
 
 # -- text from data on the terminal ---------------------------------------------------------------
