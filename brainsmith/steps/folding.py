@@ -112,8 +112,11 @@ def folding_config(model) -> dict[str, Any]:
 
 
 def _write(path: str, data: dict[str, Any]) -> None:
+    from brainsmith.builder.outdir import write_atomically
+
+    def dump(temporary: str) -> None:
+        with open(temporary, "w") as handle:
+            json.dump(data, handle, indent=1, default=str)
+
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w") as handle:
-        json.dump(data, handle, indent=1, default=str)
-    os.replace(temporary, path)
+    write_atomically(path, dump)
