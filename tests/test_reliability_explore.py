@@ -91,11 +91,12 @@ class Hanging:
         return process
 
     def wait_until_hanging(self, process: subprocess.Popen, out: Path, finished: int) -> None:
-        """Until v01 hangs and ``finished`` variants are recorded in explore.json."""
+        """Until v01 hangs, explore.json exists and records ``finished`` finished variants."""
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             assert process.poll() is None, process.communicate()
-            if self.marker.is_file() and len(done(out)) >= finished:
+            finished_ids = done(out)
+            if self.marker.is_file() and finished_ids is not None and len(finished_ids) >= finished:
                 return
             time.sleep(0.2)
         raise AssertionError("the hanging variant did not start within 240 s")
@@ -107,12 +108,12 @@ class Hanging:
                 process.communicate(timeout=30)
 
 
-def done(out: Path) -> list[str]:
-    """The ids of the variants explore.json records as finished."""
+def done(out: Path) -> list[str] | None:
+    """The ids of the variants explore.json records as finished; None before it is written."""
     try:
         data = json.loads((out / "explore.json").read_text())
     except (OSError, ValueError):
-        return []
+        return None
     return [v["id"] for v in data["variants"] if v["status"] in ("ok", "failed")]
 
 

@@ -278,6 +278,7 @@ class Exploration:
                     f"-> {self.folder}",
                 )
             if executor is not None:
+                self._write(None)  # "running", every variant pending: visible from the start
                 executor.run(
                     tasks,
                     dict(self.results),
