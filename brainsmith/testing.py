@@ -1,15 +1,25 @@
-"""A pytest plugin for plugin authors: each test gets an isolated, freshly reset hub.
+"""A pytest plugin for plugin authors. Installed with brainsmith (entry point ``pytest11``),
+so its fixtures are simply there.
 
-Installed with brainsmith (entry point ``pytest11``), so the fixture is simply there::
+``brainsmith_hub``: each test gets an isolated, freshly reset hub::
 
     def test_my_transform_is_registered(brainsmith_hub):
         folder = brainsmith_hub.plugin_folder()
         (folder / "mine.py").write_text(SOURCE)
         assert "Mine" in brainsmith_hub.registry().specs("transform", "user")[0].name
 
-The fixture points the discovery cache at a private temporary folder, ignores the
-project's ``.brainsmith/config.yaml``, and resets the plugin system before and after the
-test, so tests neither see each other's plugins nor the developer's cache.
+It points the discovery cache at a private temporary folder, ignores the project's
+``.brainsmith/config.yaml``, and resets the plugin system before and after the test, so
+tests neither see each other's plugins nor the developer's cache.
+
+``rtl_simulation``: generates the HDL of every RTL layer of a model and simulates each in
+Verilator on the given inputs, compared bit for bit with the model's Python execution::
+
+    def test_my_layer_in_verilator(rtl_simulation):
+        result = rtl_simulation(model, [[x0], [x1]])  # per frame, one array per model input
+        assert [layer.status for layer in result.layers] == ["match"], result.summary()
+
+Tests using it are skipped, with the reason, where Verilator is not installed.
 """
 
 from __future__ import annotations
@@ -65,6 +75,48 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache: Path, config: Pa
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
+
+
+DEFAULT_PART = "xcvc1902-vsva2197-2MP-e-S"  # brainsmith's default build part
+
+
+class RTLSimulation:
+    """Simulates a model's RTL layers in Verilator (``brainsmith.rtlsim``); one folder per call."""
+
+    def __init__(self, workdir: Path, part: str = DEFAULT_PART, clock_ns: float = 5.0) -> None:
+        self.workdir = workdir
+        self.part = part
+        self.clock_ns = clock_ns
+        self.runs = 0
+
+    def __call__(self, model, samples):
+        """Generate the HDL of ``model``'s RTL layers (FINN's ``PrepareIP``) and simulate each
+        on ``samples`` (per frame, one array per model input); returns the
+        ``brainsmith.rtlsim.layers.DesignResult``."""
+        from brainsmith.frameworks.finn.env import prepare_finn
+
+        prepare_finn()
+        from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
+        from qonnx.transformation.general import GiveUniqueNodeNames
+
+        from brainsmith.rtlsim.layers import simulate_design
+
+        self.runs += 1
+        model = model.transform(GiveUniqueNodeNames())
+        model = model.transform(PrepareIP(self.part, self.clock_ns))
+        return simulate_design(model, samples, str(self.workdir / f"run{self.runs}"))
+
+
+@pytest.fixture
+def rtl_simulation(tmp_path: Path) -> RTLSimulation:
+    """Verilator simulation of a model's RTL layers against Python (skipped without Verilator)."""
+    from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
+
+    try:
+        find_toolchain()
+    except ToolchainError as exc:
+        pytest.skip(f"no Verilator here: {exc}")
+    return RTLSimulation(tmp_path / "rtlsim")
 
 
 @pytest.fixture

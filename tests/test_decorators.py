@@ -93,6 +93,22 @@ def test_stage_must_be_a_lowercase_word(stage):
         transform(name="Staged", stage=stage)
 
 
+@pytest.mark.parametrize(
+    "folding", [{}, {"PE": 4}, {"PE": "Num Channels"}, ["PE"], {f"P{i}": "N" for i in range(5)}]
+)
+def test_folding_must_name_attributes_and_what_they_divide(folding):
+    with pytest.raises(PluginMetadataError, match="'folding' must be a mapping of each folding"):
+        kernel(name="Folded", folding=folding)
+
+
+def test_a_declared_folding_is_kept_in_the_metadata():
+    @kernel(name="Folded", folding={"PE": "NumChannels", "SIMD": "Width"})
+    class Folded:
+        pass
+
+    assert Folded.__brainsmith_plugin__["folding"] == {"PE": "NumChannels", "SIMD": "Width"}
+
+
 def test_kernel_must_decorate_a_class():
     with pytest.raises(PluginMetadataError, match="@kernel must decorate a class"):
         kernel(lambda: None)

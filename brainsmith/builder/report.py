@@ -121,7 +121,27 @@ def not_estimated(layer: dict) -> tuple[str, ...]:
     kind = layer.get("op_type", "")
     if layer.get("backend"):
         kind += f"_{layer['backend']}"
-    return NOT_ESTIMATED.get(kind, ())
+    return tuple(dict.fromkeys((*NOT_ESTIMATED.get(kind, ()), *layer.get("not_estimated", ()))))
+
+
+ESTIMATION_METHODS = {
+    "LUT": "lut_estimation",
+    "BRAM_18K": "bram_estimation",
+    "URAM": "uram_estimation",
+    "DSP": "dsp_estimation",
+}
+
+
+def inherited_estimates(op) -> tuple[str, ...]:
+    """The resources whose estimation ``op`` leaves to FINN's ``HWCustomOp`` (which answers 0
+    for every layer): a plugin's layer that does not estimate them."""
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
+
+    return tuple(
+        key
+        for key, method in ESTIMATION_METHODS.items()
+        if getattr(type(op), method, None) is getattr(HWCustomOp, method)
+    )
 
 
 def incomplete(layers: list[dict]) -> dict[str, list[str]]:
@@ -181,6 +201,8 @@ def layer_attributes(model, output_dir: str = "") -> dict[str, dict]:
         for role in ("input", "weight", "output"):
             if entry.get(f"{role}_datatype"):
                 entry[f"{role}_bits"] = bits(entry[f"{role}_datatype"])
+        if op is not None and type(op).__module__.split(".")[0] not in ("finn", "qonnx"):
+            entry["not_estimated"] = list(inherited_estimates(op))  # a plugin's layer
         code = op.get_nodeattr("code_gen_dir_ipgen") if "code_gen_dir_ipgen" in types else ""
         if code and output_dir and os.path.isdir(code):
             entry["code"] = os.path.relpath(code, output_dir)

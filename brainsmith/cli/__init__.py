@@ -23,6 +23,7 @@ COMMANDS = {
         "brainsmith.cli.verify_rtl:verify_rtl",
         "Simulate a build's RTL layers with Verilator, bit-exact against Python.",
     ),
+    "new": ("brainsmith.cli.new:new", "Start a plugin package (a hardware layer) from a template."),
 }
 
 
@@ -56,6 +57,7 @@ def cli(debug: bool) -> None:
       brainsmith build model.onnx --input x.npy --expected y.npy --verify each
       brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
       brainsmith explore examples/models/mlp_4bit.onnx blueprints/mlp_explore.yaml -o out/dse
+      brainsmith new kernel AcmeClip
     """
     if debug:
         from brainsmith.plugin.manager import get_plugin_manager

@@ -39,9 +39,14 @@ _STAGE = (
     "a lowercase word naming where the transform belongs, e.g. 'cleanup', 'topology_opt', "
     "'streamline', 'kernel_opt' or 'dataflow_opt'"
 )
+_FOLDING = (
+    "a mapping of each folding attribute to the attribute it must divide, "
+    "e.g. {'PE': 'NumChannels'}"
+)
+MAX_FOLDING = 4  # folding attributes of one kernel
 TYPE_KEYS = {
     "transform": {"stage": _STAGE},
-    "kernel": {"op_type": _STR, "domain": _STR, "infer_transform": _STR},
+    "kernel": {"op_type": _STR, "domain": _STR, "infer_transform": _STR, "folding": _FOLDING},
     "backend": {"kernel": _NAME.replace("'FoldBias'", "'MVAU'"), "backend_type": "'hls' or 'rtl'"},
     "step": {},
 }
@@ -122,6 +127,11 @@ def _check(key: str, value: object) -> object:
         word = isinstance(value, str) and value.isidentifier() and value.islower()
         if word and isinstance(value, str) and value.isascii() and len(value) <= MAX_NAME:
             return value
+        raise ValueError
+    if key == "folding":
+        pairs = list(value.items()) if isinstance(value, dict) else []
+        if 0 < len(pairs) <= MAX_FOLDING and all(map(is_plugin_name, sum(pairs, ()))):
+            return dict(pairs)
         raise ValueError
     if COMMON_KEYS.get(key) == _STR_LIST:
         if isinstance(value, list | tuple) and all(isinstance(v, str) and v for v in value):

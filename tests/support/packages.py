@@ -17,8 +17,9 @@ def write_project(
     source: str,
     entry_points: dict | None = None,
     extra_files: dict | None = None,
+    group: str = "brainsmith.plugins",
 ) -> Path:
-    """A minimal setuptools project whose module is registered under ``brainsmith.plugins``
+    """A minimal setuptools project whose module is registered under ``group``
     (``entry_points={}``: a plain package that declares no plugins)."""
     project = root / dist
     (project / module).mkdir(parents=True, exist_ok=True)
@@ -37,7 +38,7 @@ def write_project(
         name = "{dist}"
         version = "1.0.0"
 
-        [project.entry-points."brainsmith.plugins"]
+        [project.entry-points."{group}"]
         """)
         + ep_lines
         + '\n\n[tool.setuptools]\npackages = ["'

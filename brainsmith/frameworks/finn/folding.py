@@ -9,6 +9,9 @@ every legal (SIMD, PE, weight memory, RAM style) for the one that meets the targ
 the least cost — the estimated LUT, BRAM, URAM and DSP use as fractions of the part's —, and
 FINN's ``SetFolding`` folds the other layers (sliding windows matched to depthwise layers,
 thresholds, pools...), whose only choice is the smallest parallelism that meets the target.
+A plugin's layer that FINN does not know is folded the same way as a matrix layer, over the
+attributes its ``@kernel(folding={"PE": "NumChannels"})`` declares (each a divisor of the
+attribute it names), by its own cycle and resource estimates.
 
 Then the design is balanced and fitted: when a layer cannot reach the target, every layer
 is folded again for that layer's cycles (none faster than the slowest needs); when the
@@ -30,6 +33,8 @@ MATRIX_LAYERS = ("MVAU_hls", "MVAU_rtl")
 WIDEST_STREAM = 8191  # bits: the widest HLS integer (ap_uint), FINN's MAX_ALLOWED_AP_INT_W
 HLS_INPUT_BUFFER = 1024  # an HLS matrix layer needs SIMD >= MW / 1024
 COSTED = ("LUT", "BRAM_18K", "URAM", "DSP")
+HW_DOMAIN = "finn.custom_op.fpgadataflow"
+MAX_CANDIDATES = 4096  # foldings of one declared layer that are estimated
 
 
 @dataclass
@@ -115,26 +120,35 @@ class _Search:
             folding = SetFolding(budget, mvau_wwidth_max=WIDEST_STREAM, two_pass_relaxation=False)
             model.transform(folding, make_deepcopy=False, cleanup=False)  # in place
         for node in model.graph.node:
-            if node.op_type in MATRIX_LAYERS:
-                layer = getCustomOp(node)
-                choice, _ = self.matrix_choice(node.name, layer, budget)
-                for name, value in choice.attributes.items():
-                    layer.set_nodeattr(name, value)
+            if not node.domain.startswith(HW_DOMAIN):
+                continue
+            layer = getCustomOp(node)
+            if node.op_type in MATRIX_LAYERS or declared_folding(layer):
+                choice, _ = self.choice(node.name, layer, budget)
+                _restore(layer, choice.attributes)
         return layer_cycles(model)
 
-    def matrix_choice(self, name: str, layer, budget: int) -> tuple[Choice, str | None]:
-        """The cheapest folding of a matrix layer within ``budget`` cycles, else the fastest
-        legal one and why no faster one is legal."""
+    def choice(self, name: str, layer, budget: int) -> tuple[Choice, str | None]:
+        """The cheapest folding of a matrix or declared layer within ``budget`` cycles, else
+        the fastest legal one and why no faster one is legal."""
         key = (name, budget)
         if key not in self.choices:
-            candidates = list(self._candidates(layer))
+            declared = declared_folding(layer)
+            if layer.onnx_node.op_type in MATRIX_LAYERS:
+                candidates = list(self._candidates(layer))
+            else:
+                candidates = [self._costed(layer, a) for a in _declared_candidates(layer, declared)]
             meeting = [c for c in candidates if c.cycles <= budget]
-            if meeting:
+            if meeting and declared:  # the least parallel of the cheapest (an estimate may be 0)
+                best = min(meeting, key=lambda c: (c.cost, math.prod(c.attributes.values())))
+                self.choices[key] = (best, None)
+            elif meeting:
                 best = min(meeting, key=lambda c: (c.cost, c.cycles))
                 self.choices[key] = (best, None)
             else:
                 best = min(candidates, key=lambda c: (c.cycles, c.cost))
-                self.choices[key] = (best, _matrix_limit(layer, best))
+                limit = _declared_limit(layer, declared, best) if declared else None
+                self.choices[key] = (best, limit or _matrix_limit(layer, best))
             _restore(layer, best.attributes)
         return self.choices[key]
 
@@ -179,7 +193,7 @@ class _Search:
 
         totals = dict.fromkeys(COSTED, 0.0)
         for node in model.graph.node:
-            if node.domain.startswith("finn.custom_op.fpgadataflow"):
+            if node.domain.startswith(HW_DOMAIN):
                 for key, value in estimate(getCustomOp(node), self.part).items():
                     totals[key] += value
         return totals
@@ -208,8 +222,8 @@ class _Search:
             found.bottleneck = max(first, key=first.__getitem__)
             node = model.get_node_from_name(found.bottleneck)
             layer = getCustomOp(node)
-            if node.op_type in MATRIX_LAYERS:
-                found.limit = self.matrix_choice(found.bottleneck, layer, target)[1]
+            if node.op_type in MATRIX_LAYERS or declared_folding(layer):
+                found.limit = self.choice(found.bottleneck, layer, target)[1]
             else:
                 found.limit = other_limit(layer)
         found.layers[found.bottleneck]["limit"] = found.limit
@@ -223,8 +237,45 @@ def layer_cycles(model) -> dict[str, int]:
     return {
         node.name: int(getCustomOp(node).get_exp_cycles())
         for node in model.graph.node
-        if node.domain.startswith("finn.custom_op.fpgadataflow")
+        if node.domain.startswith(HW_DOMAIN)
     }
+
+
+def declared_folding(layer) -> dict[str, str]:
+    """``{folding attribute: the attribute it divides}`` a plugin's kernel declares with
+    ``@kernel(folding=...)`` (found on the layer's class or the kernel class it derives
+    from); empty for FINN's layers."""
+    from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
+
+    for cls in type(layer).__mro__:
+        marker = cls.__dict__.get(PLUGIN_ATTRIBUTE)
+        if isinstance(marker, dict) and marker.get("type") == "kernel":
+            return dict(marker.get("folding") or {})
+    return {}
+
+
+def _declared_candidates(layer, declared: dict[str, str]):
+    """Every combination of divisors of the declared attributes (the smallest first, at
+    most MAX_CANDIDATES)."""
+    import itertools
+
+    options = [_divisors(max(1, int(layer.get_nodeattr(whole)))) for whole in declared.values()]
+    combinations = itertools.product(*options)
+    for values in itertools.islice(combinations, MAX_CANDIDATES):
+        yield dict(zip(declared, values, strict=True))
+
+
+def _declared_limit(layer, declared: dict[str, str], fastest: Choice) -> str:
+    parts = [
+        f"{name} {fastest.attributes[name]} of {whole} {layer.get_nodeattr(whole)}"
+        for name, whole in declared.items()
+    ]
+    if all(fastest.attributes[n] == layer.get_nodeattr(w) for n, w in declared.items()):
+        return f"fully parallel: {', '.join(parts)}"
+    return (
+        f"{', '.join(parts)}: the most parallel foldings its kernel declares were not "
+        f"estimated faster (at most {MAX_CANDIDATES:,} foldings are tried)"
+    )
 
 
 def estimate(layer, part: str) -> dict[str, float]:

@@ -1,7 +1,11 @@
-"""Pip-installed plugin packages: entry points in group ``brainsmith.plugins``.
+"""Pip-installed plugin packages: entry points in groups ``brainsmith.plugins`` and
+``brainsmith.plugin_packages``.
 
-Each entry point names a module; stevedore imports it and the decorated plugins in its
-namespace are registered under the distribution's name. Every distribution is recorded on its
+An entry point of ``brainsmith.plugins`` names a module; stevedore imports it and the
+decorated plugins in its namespace are registered under the distribution's name. An entry
+point of ``brainsmith.plugin_packages`` names a package whose files are read from source like
+a plugin folder (decorator keywords must be literals): nothing is imported until a plugin is
+used, so a package whose layers subclass FINN's keeps discovery fast. Every distribution is recorded on its
 own and stamped by its metadata files (every pip install rewrites them) and by the files of
 the modules it imported (an edit in place, or in the source tree of an editable install), so
 only a new, changed or previously failing distribution is imported again. A distribution that
@@ -27,7 +31,9 @@ if TYPE_CHECKING:
     from brainsmith.plugin.discovery.sources import State, StoredScan
 
 
-GROUP = "brainsmith.plugins"
+GROUP = "brainsmith.plugins"  # modules imported to read their plugins
+SOURCE_GROUP = "brainsmith.plugin_packages"  # packages read from source, imported on use
+GROUPS = (GROUP, SOURCE_GROUP)
 
 
 def read_listing() -> tuple[dict[str, Any], list[Any]]:
@@ -42,7 +48,8 @@ def read_listing() -> tuple[dict[str, Any], list[Any]]:
     for dist in distributions():
         where = str(getattr(dist, "_path", "") or "")
         try:
-            entries = [(ep.name, ep.value) for ep in dist.entry_points if ep.group == GROUP]
+            entries = [(ep.name, ep.value, ep.group) for ep in dist.entry_points]
+            entries = [entry for entry in entries if entry[2] in GROUPS]
         except Exception as exc:  # one unreadable distribution never hides the others
             problems.append(
                 ["entry_points", f"installation {where}", f"unreadable entry points: {exc}"]
@@ -70,8 +77,9 @@ def read_listing() -> tuple[dict[str, Any], list[Any]]:
             continue
         seen.add(normalise(name))
         version = str(version or "")
-        rows = sorted([name, version, ep_name, value] for ep_name, value in entries)
-        found[where] = {"name": name, "version": version, "rows": rows}
+        rows = sorted([name, version, ep_name, value] for ep_name, value, _ in entries)
+        from_source = sorted(value for _, value, group in entries if group == SOURCE_GROUP)
+        found[where] = {"name": name, "version": version, "rows": rows, "source": from_source}
     return found, problems
 
 
@@ -81,7 +89,7 @@ def listing() -> list[list[str]]:
 
 
 def declared_packages() -> set[str]:
-    """Top-level packages named by installed distributions' ``brainsmith.plugins`` entry points."""
+    """Top-level packages named by installed distributions' plugin entry points."""
     return {top_package(value) for *_, value in listing()}
 
 
@@ -114,6 +122,7 @@ class EntryPointSource:
             if (
                 _complete(old)
                 and old["rows"] == info["rows"]
+                and old["source"] == info["source"]
                 and not old["problems"]
                 and unchanged(old["stamp"])
             ):
@@ -132,25 +141,66 @@ class EntryPointSource:
         invalidate_import_caches()
         specs: list[list[Any]] = []
         problems: list[list[Any]] = []
-        for extension in _load_entry_points(rows, framework, problems):
-            specs.extend(_plugins_of(extension.plugin, extension.entry_point, framework, problems))
-        self.imported.update(tops)
+        stamp = stamp_paths(stamped_files(where))  # before anything is read
+        imported = [row for row in rows if row[3] not in info["source"]]
+        imported_tops = {top_package(row[3]) for row in imported}
+        if imported:
+            for extension in _load_entry_points(imported, framework, problems):
+                entry_point = extension.entry_point
+                specs.extend(_plugins_of(extension.plugin, entry_point, framework, problems))
+            self.imported.update(imported_tops)
+        for value in info["source"]:
+            found, read, stamps = _read_package(value, framework)
+            specs.extend(found)
+            problems.extend(read)
+            stamp += stamps
         modules = sorted(
             file
             for name, module in list(sys.modules.items())
-            if name.partition(".")[0] in tops
+            if name.partition(".")[0] in imported_tops
             and isinstance(file := getattr(module, "__file__", None), str)
         )
-        stamp = stamp_paths(stamped_files(where) + modules)
+        stamp += stamp_paths(modules)
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
+
+
+def _read_package(value: str, framework: str) -> tuple[list[Any], list[Any], list[Any]]:
+    """(spec records, problems, stamps) of the package ``value`` names, read from source
+    (``brainsmith.plugin_packages``); found without importing it."""
+    import importlib.machinery
+
+    from brainsmith.plugin.discovery.sources.modules import plugin_records
+    from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
+    from brainsmith.plugin.discovery.sources.pyscan import scan_tree
+
+    label = f"{framework} (entry point {value} in {SOURCE_GROUP})"
+    name = value.strip()
+    if not name.isidentifier():
+        reason = "a brainsmith.plugin_packages entry point names a top-level package, e.g. acme"
+        return [], [[framework, label, f"{value!r} is not one: {reason}"]], []
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        spec, error = None, f"{type(exc).__name__}: {exc}"
+    else:
+        error = "" if spec is not None else f"no package {name} is installed"
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not folders:
+        error = error or f"{name} is a module, not a package (a folder with __init__.py)"
+        return [], [[framework, label, error]], []
+    files, walked = scan_folder(folders[0], name, None, scan_tree)
+    specs, problems = plugin_records(framework, folders[0], files)
+    if not specs and not problems:
+        reason = "defines no decorated plugins (@transform, @kernel, @backend, @step)"
+        problems.append([framework, label, reason])
+    return specs, problems, folder_stamps(folders[0], files, walked)
 
 
 def _complete(record: object) -> TypeGuard[dict[str, Any]]:
     """A distribution's record in the scan data has every field ``summarise`` reads (it was
     read from a cache file another process may have written)."""
-    return isinstance(record, dict) and all(
-        isinstance(record.get(field), list) for field in ("rows", "stamp", "specs", "problems")
-    )
+    fields = ("rows", "source", "stamp", "specs", "problems")
+    return isinstance(record, dict) and all(isinstance(record.get(f), list) for f in fields)
 
 
 def invalidate_import_caches() -> None:

@@ -1,0 +1,59 @@
+"""``brainsmith new``: start a plugin package from a template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from brainsmith.cli.output import echo
+
+
+@click.group()
+def new() -> None:
+    """Start a plugin package from a template."""
+
+
+@new.command("kernel")
+@click.argument("name")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to create (default: ./<distribution>); must not exist or be empty.",
+)
+@click.option("--dist", help="pip distribution name (default: from NAME, AcmeClip -> acme-clip).")
+def kernel(name: str, output: Path | None, dist: str | None) -> None:
+    """Write a hardware-layer package for the op type NAME (CamelCase, e.g. AcmeClip).
+
+    \b
+    The package has the kernel (shapes, streams, folding, estimates, Python execution), its
+    infer transform (ONNX Clip of integers -> NAME, to adapt), an RTL backend with
+    SystemVerilog and FINN's stream ports, entry points, and tests that run the layer in
+    Python and in Verilator over random shapes, data types and foldings.
+
+    \b
+    Example:
+      brainsmith new kernel AcmeClip
+      cd acme-clip && pip install -e '.[test]' && pytest tests
+    """
+    from brainsmith.scaffold import ScaffoldError, names_for, new_kernel
+
+    try:
+        folder = new_kernel(name, output, dist)
+    except (ScaffoldError, OSError) as exc:
+        echo(f"error: {exc}", err=True)
+        if getattr(exc, "hint", ""):
+            echo(f"  try: {exc.hint}", err=True)  # type: ignore[union-attr]
+        raise SystemExit(2) from None
+    names = names_for(name, dist)
+    echo(f"wrote {names.dist} ({names.op_type}) to {folder}")
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        echo(f"  {path.relative_to(folder)}")
+    echo(
+        "next:\n"
+        f"  cd {folder}\n"
+        "  pip install -e '.[test]'   # into the environment brainsmith is installed in\n"
+        "  pytest tests               # the layer in Python and in Verilator\n"
+        "  then edit compute() in kernel.py and the .sv together, and infer.py's pattern"
+    )
