@@ -235,10 +235,24 @@ def set_backend_styles(model, plan) -> dict[str, str]:
     styles = {}
     for node in model.graph.node:
         if node.domain == HW_DOMAIN:
-            styles[node.name] = plan.style_for(node.op_type)
+            styles[node.name] = plan.style_for(node.op_type) or _unasked(node.op_type, plan)
             if styles[node.name]:
                 getCustomOp(node).set_nodeattr("preferred_impl_style", styles[node.name])
     return styles
+
+
+def _unasked(op_type: str, plan) -> str:
+    """``"hls"`` where the RTL layer of ``op_type`` is a plugin's alternative (a backend below
+    NORMAL priority, such as brainsmith's RTL for FINN's HLS-only layers) that the blueprint
+    neither lists nor prefers; ``""`` lets FINN's rule choose (RTL wherever it exists)."""
+    from brainsmith.frameworks.finn.layers import registered_layers
+    from brainsmith.plugin.metadata import PRIORITY_LEVELS
+
+    spec = registered_layers().get(f"{op_type}_rtl")
+    if spec is None or spec.metadata.get("priority", 50) >= PRIORITY_LEVELS["NORMAL"]:
+        return ""
+    kernel = plan.kernel_for(op_type)
+    return "" if kernel is not None and spec.qualified_name in kernel.backends else "hls"
 
 
 def _check_backends(model, plan, decomposed_later: bool = True) -> None:
