@@ -1,7 +1,8 @@
 """The generated RTL itself, simulated with Verilator: every RTL layer of the shipped MLP and
 of the CNV matches its Python execution bit for bit; a corrupted threshold file, a missing
 parameter file and a layer that stops streaming are caught naming the layer; HLS layers
-are reported as not simulated; compiled layers are reused."""
+are reported as not simulated; compiled layers are reused; a conv net in RTL is simulated
+as a whole."""
 
 from __future__ import annotations
 
@@ -111,22 +112,20 @@ def test_stitched_mlp_partition_measures_throughput_latency_and_fifo_fill(mlp):
     assert fills["MVAU_rtl_1"] > 1  # the last layer reads its input slower than it arrives
 
 
-def test_convolutional_network_rtl_layers_match_and_hls_layers_say_why_not(cnv):
+def test_a_convolutional_network_in_rtl_matches_layer_by_layer_and_as_a_whole(cnv):
+    """With prefer: rtl every layer is RTL (pools in brainsmith's own RTL) and the stitched
+    accelerator, width converters and FIFOs included, matches Python bit for bit."""
     found = layers(cnv.report_path)
-    rtl = {name: layer for name, layer in found.items() if name.split("_")[-2] == "rtl"}
-    hls = {name: layer for name, layer in found.items() if name.split("_")[-2] == "hls"}
-    kinds = {layer["op_type"] for layer in rtl.values()}
-    assert kinds == {"MVAU_rtl", "Thresholding_rtl", "ConvolutionInputGenerator_rtl"}
-    assert all(layer["status"] == "match" for layer in rtl.values()), rtl
-    assert set(hls) == {"Pool_hls_0", "Pool_hls_1"}
-    for layer in hls.values():
-        assert layer["status"] == "not simulated" and layer["reason"].startswith("HLS layer")
-    stitched = json.loads(Path(cnv.report_path).read_text())["rtlsim"]["stitched"]
-    assert stitched == {
-        "status": "not simulated",
-        "reason": "HLS layers (Pool_hls_0, Pool_hls_1) have no RTL without Vitis HLS",
-    }
-    assert all(layer["cycles_per_frame"] > 0 for layer in rtl.values())
+    kinds = {layer["op_type"] for layer in found.values()}
+    assert kinds == {"MVAU_rtl", "Thresholding_rtl", "ConvolutionInputGenerator_rtl", "Pool_rtl"}
+    assert all(layer["status"] == "match" for layer in found.values()), found
+    assert all(layer["cycles_per_frame"] > 0 for layer in found.values())
+    report = json.loads(Path(cnv.report_path).read_text())
+    stitched, estimate = report["rtlsim"]["stitched"], report["performance"]
+    assert stitched["status"] == "match" and stitched["frames"] == 16, stitched
+    assert stitched["layers"] > len(found)  # with the width converters and FIFOs
+    assert 0.9 * estimate["max_cycles"] <= stitched["cycles_per_frame"]
+    assert stitched["cycles_per_frame"] <= 1.5 * estimate["max_cycles"]
 
 
 def corrupt_threshold(folder: Path) -> None:

@@ -10,14 +10,15 @@ simulation-based FIFO sizing uses it. The design runs twice: with inputs flat ou
 gives its throughput (cycles between consecutive frames' outputs), then with one frame offered
 per that many cycles, which gives the latency and the largest fill of each FIFO at full
 throughput (the depth it needs; flat-out input would only pile up in front of the slowest
-layer). Layers are chained in graph order; a design with HLS layers, forks or a double-pumped
-layer is reported as not simulated, with the reason.
+layer). Layers are wired by the tensors they share, so forks (``DuplicateStreams``) and joins
+(``ElementwiseAdd``) are stitched as they are; a design with HLS layers, a tensor read by two
+layers without a ``DuplicateStreams``, or a double-pumped layer is reported as not simulated,
+with the reason.
 """
 
 from __future__ import annotations
 
 import copy
-import itertools
 import math
 import os
 import time
@@ -52,7 +53,9 @@ def simulate_partition(model, contexts, workdir: str, fpga_part: str, clock_ns: 
         return result
     from qonnx.custom_op.registry import getCustomOp
 
-    first, last = getCustomOp(chain[0]), getCustomOp(chain[-1])
+    source, sink = model.graph.input[0].name, model.graph.output[0].name
+    first = getCustomOp(next(n for n in chain if source in n.input))
+    last = getCustomOp(next(n for n in chain if sink in n.output))
     toolchain = find_toolchain()
     try:
         compiled = compile_layer(stitched, toolchain, workdir)
@@ -60,8 +63,8 @@ def simulate_partition(model, contexts, workdir: str, fpga_part: str, clock_ns: 
         result.update(status=FAILED, reason=f"{toolchain.label} cannot compile it: {exc}")
         return result
     result.update(compile_seconds=round(compiled.seconds, 3), compile_cached=compiled.cached)
-    frames = [[context[model.graph.node[0].input[0]]] for context in contexts]
-    wanted = [context[model.graph.node[-1].output[0]] for context in contexts]
+    frames = [[context[source]] for context in contexts]
+    wanted = [context[sink] for context in contexts]
     estimate = sum(int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node)
     ops = (first, last)
     try:  # flat out: the design's own pace; then at that pace: the FIFO fill it needs
@@ -98,35 +101,43 @@ def _differs(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float):
-    """(the stitched LayerDesign, its nodes in stream order)."""
+    """(the stitched LayerDesign, its nodes in graph order)."""
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
     if hls:
         raise NotSimulated(f"HLS layers ({', '.join(hls)}) have no RTL without Vitis HLS")
+    if len(model.graph.input) != 1 or len(model.graph.output) != 1:
+        raise NotSimulated("the partition has more than one input or output stream")
     for node in model.graph.node:
         layer_design(model, node)  # raises for a layer that cannot be simulated
-        consumers = model.find_consumers(node.output[0]) or []
-        if len(node.output) != 1 or len(consumers) > 1:
-            raise NotSimulated(f"{node.name} forks its stream; only chains are stitched so far")
+        for tensor in node.output:
+            if len(model.find_consumers(tensor) or []) > 1:
+                raise NotSimulated(
+                    f"{node.name}'s output {tensor} is read by more than one layer without a "
+                    "DuplicateStreams layer"
+                )
     try:
         full = _with_converters_and_fifos(model, code_dir, fpga_part, clock_ns)
     except Exception as exc:  # FINN's transforms reject the design: say so, do not crash
         raise NotSimulated(
             f"FINN could not insert width converters and FIFOs: {type(exc).__name__}: {exc}"
         ) from exc
-    chain = list(full.graph.node)
-    designs = [layer_design(full, node) for node in chain]
-    for node, design in zip(chain, designs, strict=True):
-        if len(design.inputs) != 1 or len(design.outputs) != 1:
-            raise NotSimulated(f"{node.name} has more than one input or output stream")
+    nodes = list(full.graph.node)
+    designs = [layer_design(full, node) for node in nodes]
+    widths: dict[str, int] = {}  # tensor -> the width of the stream its producer writes
+    for node, design in zip(nodes, designs, strict=True):
         if design.clk2x == "double":
             raise NotSimulated(f"{node.name} is double-pumped (needs ap_clk2x)")
-    for up, down in itertools.pairwise(designs):
-        if up.outputs[0].width != down.inputs[0].width:
-            raise NotSimulated(
-                f"{up.node} streams {up.outputs[0].width} bits into {down.node}, which "
-                f"takes {down.inputs[0].width}"
-            )
-    return _top(designs, chain), chain
+        for stream in design.outputs:
+            widths[node.output[stream.index]] = stream.width
+    for node, design in zip(nodes, designs, strict=True):
+        for stream in design.inputs:
+            tensor = node.input[stream.index]
+            if tensor in widths and widths[tensor] != stream.width:
+                raise NotSimulated(
+                    f"{tensor} is {widths[tensor]} bits wide where it is written and "
+                    f"{stream.width} where {node.name} reads it"
+                )
+    return _top(full, nodes, designs), nodes
 
 
 def _with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: float):
@@ -153,13 +164,29 @@ def _with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: f
     return full
 
 
-def _top(designs: list[LayerDesign], chain) -> LayerDesign:
-    """One module chaining every layer's top, first input to last output."""
+def _top(model, nodes, designs: list[LayerDesign]) -> LayerDesign:
+    """One module with every layer's top, wired by the tensors they share: the partition's
+    input tensor is the module's ``in0_V``, its output tensor ``out0_V``."""
+    source, sink = model.graph.input[0].name, model.graph.output[0].name
     files, generated, lines, probes = [], {}, [], []
-    for design in designs:
+    signals = {source: "in0_V", sink: "out0_V"}
+    first = last = None
+    for node, design in zip(nodes, designs, strict=True):
         files += [f for f in design.files if f not in files]
         generated.update(design.generated)
-    first, last = designs[0].inputs[0], designs[-1].outputs[0]
+        for stream in design.outputs:
+            tensor = node.output[stream.index]
+            if tensor == sink:
+                last = stream
+            elif tensor not in signals:
+                signals[tensor] = f"w{len(signals) - 1}"
+                lines += [
+                    f"\twire [{stream.width - 1}:0] {signals[tensor]}_TDATA;",
+                    f"\twire {signals[tensor]}_TVALID, {signals[tensor]}_TREADY;",
+                ]
+        first = first or next((s for s in design.inputs if node.input[s.index] == source), None)
+    if first is None or last is None:
+        raise NotSimulated("no layer reads the partition's input or writes its output")
     ports = [
         "input ap_clk",
         "input ap_rst_n",
@@ -170,29 +197,26 @@ def _top(designs: list[LayerDesign], chain) -> LayerDesign:
         "output out0_V_TVALID",
         "input out0_V_TREADY",
     ]
-    for index, design in enumerate(designs):
-        into = "in0_V" if index == 0 else f"s{index}"
-        out = "out0_V" if index == len(designs) - 1 else f"s{index + 1}"
-        if index < len(designs) - 1:
-            width = design.outputs[0].width
-            lines += [f"\twire [{width - 1}:0] {out}_TDATA;", f"\twire {out}_TVALID, {out}_TREADY;"]
-        connections = ["\t\t.ap_clk(ap_clk), .ap_rst_n(ap_rst_n),"]
+    for index, (node, design) in enumerate(zip(nodes, designs, strict=True)):
+        connections = ["\t\t.ap_clk(ap_clk), .ap_rst_n(ap_rst_n)"]
         if design.clk2x == "same":
-            connections.append("\t\t.ap_clk2x(ap_clk),")
+            connections.append("\t\t.ap_clk2x(ap_clk)")
         if design.op_type.startswith("StreamingFIFO"):
             probe = f"maxcount_{design.node}"
             ports.append(f"output [31:0] {probe}")
             probes.append(probe)
-            connections.append(f"\t\t.count(), .maxcount({probe}),")
-        connections.append(
-            f"\t\t.in0_V_TDATA({into}_TDATA), .in0_V_TVALID({into}_TVALID), "
-            f".in0_V_TREADY({into}_TREADY),"
-        )
-        connections.append(
-            f"\t\t.out0_V_TDATA({out}_TDATA), .out0_V_TVALID({out}_TVALID), "
-            f".out0_V_TREADY({out}_TREADY)"
-        )
-        lines += [f"\t{design.top} n{index} (", *connections, "\t);"]
+            connections.append(f"\t\t.count(), .maxcount({probe})")
+        streams = [(s, node.input[s.index]) for s in design.inputs]
+        streams += [(s, node.output[s.index]) for s in design.outputs]
+        for stream, tensor in streams:
+            if tensor not in signals:
+                raise NotSimulated(f"{tensor}, read by {node.name}, is written by no layer")
+            wire = signals[tensor]
+            connections.append(
+                f"\t\t.{stream.port}_TDATA({wire}_TDATA), .{stream.port}_TVALID({wire}_TVALID), "
+                f".{stream.port}_TREADY({wire}_TREADY)"
+            )
+        lines += [f"\t{design.top} n{index} (", ",\n".join(connections), "\t);"]
     text = "\n".join(
         [
             "// Generated by brainsmith.rtlsim: the dataflow partition, layer by layer.",
@@ -207,7 +231,7 @@ def _top(designs: list[LayerDesign], chain) -> LayerDesign:
     generated["stitched_rtlsim_top.sv"] = text
     return LayerDesign(
         node="stitched partition",
-        op_type=f"{len(chain)} layers",
+        op_type=f"{len(nodes)} layers",
         top="stitched_rtlsim_top",
         code_dir="",
         files=files,
@@ -220,15 +244,17 @@ def _top(designs: list[LayerDesign], chain) -> LayerDesign:
 
 def _fifos(chain, probes: dict[str, int]) -> list[dict]:
     """Per FIFO: where it sits and the largest fill seen (the depth it needs)."""
+    writers = {tensor: node.name for node in chain for tensor in node.output}
+    readers = {tensor: node.name for node in chain for tensor in node.input}
     fifos = []
-    for index, node in enumerate(chain):
+    for node in chain:
         if not node.op_type.startswith("StreamingFIFO"):
             continue
         fifos.append(
             {
                 "name": node.name,
-                "after": chain[index - 1].name if index else "(input)",
-                "before": chain[index + 1].name if index + 1 < len(chain) else "(output)",
+                "after": writers.get(node.input[0], "(input)"),
+                "before": readers.get(node.output[0], "(output)"),
                 "max_occupancy": probes.get(f"maxcount_{node.name}"),
             }
         )

@@ -195,7 +195,7 @@ def specialize(model, cfg):
 
     plan = context_of(cfg).plan
     load_layers(plan, model)
-    set_backend_styles(model, plan)
+    integer_adds_in_rtl(model, set_backend_styles(model, plan))
     if cfg.specialize_layers_config_file is not None:
         model = model.transform(ApplyConfig(str(cfg.specialize_layers_config_file)))
     model = model.transform(SpecializeLayers(cfg._resolve_fpga_part()))
@@ -239,6 +239,28 @@ def set_backend_styles(model, plan) -> dict[str, str]:
             if styles[node.name]:
                 getCustomOp(node).set_nodeattr("preferred_impl_style", styles[node.name])
     return styles
+
+
+def integer_adds_in_rtl(model, styles: dict[str, str]) -> list[str]:
+    """ElementwiseAdd layers to be RTL whose operands are integer streams (FINN's RTL adder
+    takes floats, so FINN would make them HLS) become brainsmith's ``IntAdd``; returns their
+    names."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.kernels.int_add import IntAdd
+    from brainsmith.plugin.core import get_registry
+
+    changed = []
+    for node in model.graph.node:
+        wanted = node.domain == HW_DOMAIN and node.op_type == "ElementwiseAdd"
+        if wanted and styles.get(node.name) == "rtl" and IntAdd.takes(getCustomOp(node)):
+            changed.append(node.name)
+    if changed:
+        get_registry().get("backend", "brainsmith:IntAddRTL")  # registers IntAdd(_rtl)
+        for node in model.graph.node:
+            if node.name in changed:
+                node.op_type = "IntAdd"
+    return changed
 
 
 def _unasked(op_type: str, plan) -> str:
