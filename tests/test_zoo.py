@@ -215,11 +215,11 @@ def test_model_made_2d_beforehand_is_accepted_and_builds(hub, tmp_path):
 
 
 @pytest.mark.xdist_group("zoo-fresh")
-def test_prefer_rtl_makes_every_layer_rtl_where_finn_can(hub, tmp_path):
+def test_prefer_rtl_makes_every_layer_rtl(hub, tmp_path):
     """--prefer rtl: thresholds become their own layers so 4-bit matrix layers can be RTL;
-    layers FINN has only in HLS (pooling) stay HLS; the design still matches torch."""
+    pooling, which FINN has only in HLS, is brainsmith's RTL; the design still matches torch."""
     result = build(ZOO_DIR / "kws_conv1d.onnx", tmp_path / "out", prefer="rtl")
     assert_built_and_matches_torch(result)
     backends = {layer["op_type"]: layer["backend"] for layer in result.report["layers"]}
     assert backends["MVAU"] == "rtl" and backends["Thresholding"] == "rtl"
-    assert backends["Pool"] == "hls"
+    assert backends["Pool"] == "rtl"
