@@ -47,6 +47,7 @@ def test_blueprints_folder_ships_the_example_networks():
         "mlp.yaml",
         "mlp_explore.yaml",
         "residual.yaml",
+        "residual_rtl.yaml",
         "transformer.yaml",
     ]
 

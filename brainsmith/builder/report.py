@@ -25,7 +25,7 @@ from brainsmith.builder.units import RESOURCES, bits
 
 RESOURCE_FILE = "estimate_layer_resources.json"
 BACKEND_SUFFIXES = {"_hls": "hls", "_rtl": "rtl"}
-LAYER_ATTRIBUTES = ("PE", "SIMD", "mem_mode", "ram_style", "resType")
+LAYER_ATTRIBUTES = ("PE", "SIMD", "mem_mode", "ram_style", "resType", "depth")
 WEIGHTED = ("MVAU", "VVAU")  # Thresholding's "weightDataType" is its thresholds' type
 LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
 MAX_WARNINGS = 100

@@ -37,9 +37,13 @@ from brainsmith.rtlsim.sources import (
 )
 
 
-def simulate_partition(model, contexts, workdir: str, fpga_part: str, clock_ns: float) -> dict:
+def simulate_partition(
+    model, contexts, workdir: str, fpga_part: str, clock_ns: float, bounded: bool = False
+) -> dict:
     """Simulate ``model`` (the dataflow partition) end to end on the samples whose Python
-    tensors are ``contexts``; returns the report.json ``stitched`` section."""
+    tensors are ``contexts``; returns the report.json ``stitched`` section. With ``bounded``
+    the FIFOs are FINN's ``fifo.sv`` of their ``depth`` (else unbounded gauges): a FIFO too
+    shallow shows as a lower throughput or a stall."""
     from brainsmith.rtlsim.compile import CompileError, compile_layer
     from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
     from brainsmith.rtlsim.verilator import find_toolchain
@@ -47,7 +51,9 @@ def simulate_partition(model, contexts, workdir: str, fpga_part: str, clock_ns: 
     began = time.perf_counter()
     result: dict = {"status": NOT_SIMULATED}
     try:
-        stitched, chain = _stitch(model, os.path.join(workdir, "code"), fpga_part, clock_ns)
+        stitched, chain = _stitch(
+            model, os.path.join(workdir, "code"), fpga_part, clock_ns, bounded
+        )
     except NotSimulated as exc:
         result["reason"] = str(exc)
         return result
@@ -100,7 +106,7 @@ def _differs(got: np.ndarray, want: np.ndarray) -> bool:
     return not np.array_equal(got, np.asarray(want, dtype=np.float32).reshape(got.shape))
 
 
-def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float):
+def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, bounded: bool = False):
     """(the stitched LayerDesign, its nodes in graph order)."""
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
     if hls:
@@ -123,6 +129,10 @@ def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float):
         ) from exc
     nodes = list(full.graph.node)
     designs = [layer_design(full, node) for node in nodes]
+    if bounded:
+        for design in designs:
+            if design.op_type.startswith("StreamingFIFO"):
+                _with_depth(design)
     widths: dict[str, int] = {}  # tensor -> the width of the stream its producer writes
     for node, design in zip(nodes, designs, strict=True):
         if design.clk2x == "double":
@@ -138,6 +148,49 @@ def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float):
                     f"{stream.width} where {node.name} reads it"
                 )
     return _top(full, nodes, designs), nodes
+
+
+def stitched_design(model, code_dir: str, fpga_part: str, clock_ns: float, bounded: bool):
+    """(the whole partition as one LayerDesign, its nodes); NotSimulated when it cannot be
+    stitched, with the reason."""
+    return _stitch(model, code_dir, fpga_part, clock_ns, bounded)
+
+
+def write_stitched(design: LayerDesign, folder: str, top: str = "accelerator") -> list[str]:
+    """The stitched design as plain files any simulator or synthesis tool reads: its top
+    module ``<top>.sv`` (AXI-stream ``in0_V``/``out0_V``, ``ap_clk``, ``ap_rst_n``; each FIFO's
+    largest fill as a ``maxcount_*`` output), the sources generated for it, and ``files.f``
+    listing every source in compile order. Returns the paths written."""
+    os.makedirs(folder, exist_ok=True)
+    written, listed = [], list(design.files)
+    for name, text in sorted(design.generated.items()):
+        if name == f"{design.top}.sv":
+            name, text = f"{top}.sv", text.replace(f"module {design.top} (", f"module {top} (")
+        path = os.path.join(folder, name)
+        with open(path, "w") as handle:
+            handle.write(text)
+        written.append(path)
+        listed.append(path)
+    files_path = os.path.join(folder, "files.f")
+    with open(files_path, "w") as handle:
+        handle.write("".join(f"{path}\n" for path in listed))
+    return [*written, files_path]
+
+
+def _with_depth(design: LayerDesign) -> None:
+    """A FIFO that is FINN's ``fifo.sv`` of its depth in simulation too (its top module picks
+    the unbounded ``fifo_gauge`` under ``FINN_SIMULATION``)."""
+    top = next(f for f in design.files if os.path.basename(f) == f"{design.top}.v")
+    with open(top) as handle:
+        text = handle.read().replace("`ifdef FINN_SIMULATION", "`ifdef BRAINSMITH_GAUGE_FIFOS")
+    design.files.remove(top)
+    design.generated[f"{design.top}_bounded.v"] = text
+
+
+def with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: float):
+    """``model`` with FINN's width converters and FIFOs (RTL) where they are missing, the new
+    layers' code generated below ``code_dir``."""
+    return _with_converters_and_fifos(model, code_dir, fpga_part, clock_ns)
 
 
 def _with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: float):

@@ -1,0 +1,107 @@
+"""FIFO depths sized by simulating the whole accelerator in Verilator (``size_fifos``): on
+the shipped residual block in RTL, the depths are the fills the simulation measured, the
+design with FIFOs of exactly those depths matches Python at the same throughput, FIFOs too
+shallow are caught by the bounded simulation, and a design with HLS layers is refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from qonnx.core.modelwrapper import ModelWrapper
+
+import brainsmith
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
+
+
+@pytest.fixture(scope="module")
+def sized(hub, tmp_path_factory):
+    out = tmp_path_factory.mktemp("fifos") / "out"
+    result = brainsmith.build(
+        str(REPO / "examples/models/residual.onnx"),
+        str(REPO / "blueprints/residual_rtl.yaml"),
+        str(out),
+    )
+    assert result.status == "ok"
+    return out
+
+
+def record(out: Path) -> dict:
+    return json.loads((out / "finn/report/fifo_sizing.json").read_text())
+
+
+def test_each_fifo_gets_the_fill_it_reached_and_the_sized_design_keeps_its_pace(sized):
+    found = record(sized)
+    fifos = found["fifos"]
+    assert len(fifos) > 10 and found["frames"] == 8
+    assert all(f["depth"] == max(2, f["max_occupancy"]) for f in fifos)
+    assert any(f["depth"] > 100 for f in fifos)  # the skip connection's buffer
+    assert found["total_depth"] == sum(f["depth"] for f in fifos)
+    (last,) = found["attempts"]
+    assert last["cycles_per_frame"] == found["cycles_per_frame"]
+    report = json.loads((sized / "report.json").read_text())
+    step = next(s for s in report["steps"] if s["name"] == "size_fifos")
+    assert step["status"] == "ok"
+    depths = {x["name"]: x["depth"] for x in report["layers"] if x["op_type"] == "StreamingFIFO"}
+    assert depths == {f["name"]: f["depth"] for f in fifos}
+
+
+def test_the_whole_accelerator_is_written_as_a_top_module_and_a_file_list(sized):
+    folder = sized / "finn/stitched_rtl"
+    top = (folder / "accelerator.sv").read_text()
+    assert "module accelerator (" in top and "in0_V_TDATA" in top and "out0_V_TDATA" in top
+    listed = (folder / "files.f").read_text().split()
+    assert all(Path(path).is_file() for path in listed) and str(folder / "accelerator.sv") in listed
+    fifo = next(path for path in listed if path.endswith("StreamingFIFO_rtl_2_bounded.v"))
+    depth = next(f["depth"] for f in record(sized)["fifos"] if f["name"] == "StreamingFIFO_rtl_2")
+    assert f".DEPTH({depth})" in Path(fifo).read_text()
+    assert record(sized)["stitched_rtl"][-1] == "stitched_rtl/files.f"
+
+
+def test_fifos_too_shallow_stall_the_bounded_simulation(sized, tmp_path):
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.frameworks.finn.layers import require_layers
+    from brainsmith.rtlsim.layers import layer_tensors
+    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.steps.fifos import random_frames
+
+    model = ModelWrapper(str(sized / "final.onnx"))
+    require_layers(model, "final.onnx")
+    for node in model.graph.node:
+        if node.op_type.startswith("StreamingFIFO"):
+            layer = getCustomOp(node)
+            copy = tmp_path / node.name
+            shutil.copytree(layer.get_nodeattr("code_gen_dir_ipgen"), copy)
+            layer.set_nodeattr("code_gen_dir_ipgen", str(copy))
+            layer.set_nodeattr("depth", 2)
+            layer.code_generation_ipgen(model, "xcvc1902-vsva2197-2MP-e-S", 5.0)
+    contexts = layer_tensors(model, random_frames(model, 4), str(tmp_path / "python"))
+    part = "xcvc1902-vsva2197-2MP-e-S"
+    result = simulate_partition(model, contexts, str(tmp_path / "sim"), part, 5.0, bounded=True)
+    stalled = result["status"] == "failed" and "stalled" in result["reason"]
+    slower = (result.get("cycles_per_frame") or 0) > record(sized)["cycles_per_frame"]
+    assert stalled or slower, result
+
+
+def test_a_design_with_hls_layers_is_refused_with_the_fix():
+    from onnx import TensorProto, helper
+    from qonnx.util.basic import qonnx_make_model
+
+    from brainsmith.builder.errors import StepError
+    from brainsmith.steps.fifos import size_fifos
+
+    node = helper.make_node("Pool_hls", ["x"], ["y"], domain="finn.custom_op.fpgadataflow.hls",
+                            name="Pool_hls_0")  # fmt: skip
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    with pytest.raises(StepError) as error:
+        size_fifos(ModelWrapper(qonnx_make_model(graph)), None)
+    assert "Pool_hls_0" in error.value.reason and "prefer: rtl" in error.value.hint
