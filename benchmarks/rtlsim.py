@@ -3,8 +3,9 @@ empty compile cache (every layer compiled) and then again (every layer cached).
 
     .venv/bin/python -m benchmarks.rtlsim        (part of make bench)
 
-Each example is built once (Python verification only), then ``verify-rtl`` runs as a fresh
-process with a private cache. Writes benchmarks/results/rtlsim.json and prints a table.
+Each example is built once (Python verification only; the conv nets with ``prefer: rtl``, so
+every layer is RTL and the whole accelerator is simulated too), then ``verify-rtl`` runs as a
+fresh process with a private cache. Writes benchmarks/results/rtlsim.json and prints a table.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-EXAMPLES = [("mlp_4bit", "mlp"), ("cnv", "cnv"), ("conv_pad", "conv_pad"), ("residual", "residual")]
+EXAMPLES = [  # model, blueprint, prefer
+    ("mlp_4bit", "mlp", None),
+    ("cnv", "cnv", "rtl"),
+    ("conv_pad", "conv_pad", "rtl"),
+    ("residual", "residual", "rtl"),
+]
 
 
 def verify_rtl(folder: Path, cache: Path) -> tuple[float, dict]:
@@ -38,7 +44,7 @@ def verify_rtl(folder: Path, cache: Path) -> tuple[float, dict]:
     return seconds, json.loads(result.stdout)
 
 
-def measure(model: str, blueprint: str, tmp: Path) -> dict:
+def measure(model: str, blueprint: str, prefer: str | None, tmp: Path) -> dict:
     import brainsmith
 
     folder = tmp / model
@@ -46,6 +52,7 @@ def measure(model: str, blueprint: str, tmp: Path) -> dict:
         str(REPO / "examples" / "models" / f"{model}.onnx"),
         str(REPO / "blueprints" / f"{blueprint}.yaml"),
         str(folder),
+        prefer=prefer,
     )
     cache = tmp / f"cache-{model}"
     cache.mkdir(mode=0o700)
@@ -54,7 +61,9 @@ def measure(model: str, blueprint: str, tmp: Path) -> dict:
     simulated = [layer for layer in cold["layers"] if layer["status"] == "match"]
     return {
         "model": f"examples/models/{model}.onnx",
+        "prefer": prefer or "auto",
         "summary": cold["summary"],
+        "stitched": {k: v for k, v in (cold.get("stitched") or {}).items() if k != "fifos"},
         "frames": simulated[0]["frames"] if simulated else 0,
         "cold_process_s": round(cold_seconds, 2),
         "warm_process_s": round(warm_seconds, 2),
@@ -75,8 +84,8 @@ def main() -> int:
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="brainsmith-rtlsim-") as tmp:
-        for model, blueprint in EXAMPLES:
-            rows.append(measure(model, blueprint, Path(tmp)))
+        for model, blueprint, prefer in EXAMPLES:
+            rows.append(measure(model, blueprint, prefer, Path(tmp)))
     out = HERE / "results" / "rtlsim.json"
     out.write_text(
         json.dumps(

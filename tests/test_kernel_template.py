@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from tests.conftest import run_python
 from tests.support.packages import build_wheel, pip_install_target
-from tests.support.processes import brainsmith as cli
+from tests.support.processes import run_brainsmith
 
 OP_TYPE = "AcmeSat"  # a name of the test's own: the docs' example is AcmeClip
 DIST, MODULE = "acme-sat", "acme_sat"
@@ -26,14 +26,7 @@ TIMEOUT = 600
 
 
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
-    proc = cli(*args, env=env or dict(os.environ), cwd=cwd)
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, out, err
+    return run_brainsmith(*args, timeout=TIMEOUT, env=env or dict(os.environ), cwd=cwd)
 
 
 def clip_model(path: Path, shape: list[int], low: int, high: int, datatype: str) -> Path:

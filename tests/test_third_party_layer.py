@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import REPO, run_python
 from tests.support.layers import DIST, MODULE, OP_TYPE, PLUGIN_SOURCE, int_clip_model
 from tests.support.packages import build_wheel, pip_install_target, write_project
-from tests.support.processes import brainsmith as cli
+from tests.support.processes import run_brainsmith
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
 TIMEOUT = 300
@@ -47,14 +47,7 @@ def without_package() -> dict:
 
 
 def run_cli(*args: str, env: dict) -> tuple[int, str, str]:
-    proc = cli(*args, env=env)
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, out, err
+    return run_brainsmith(*args, timeout=TIMEOUT, env=env)
 
 
 BUILD = """

@@ -17,6 +17,18 @@ def brainsmith(*args: str, **kwargs) -> subprocess.Popen:
     )
 
 
+def run_brainsmith(*args: str, timeout: float = 600, **kwargs) -> tuple[int, str, str]:
+    """``brainsmith ARGS`` to the end: (exit code, stdout, stderr); killed after ``timeout``."""
+    proc = brainsmith(*args, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as probe:
