@@ -232,5 +232,8 @@ def test_the_residual_net_with_prefer_rtl_is_all_rtl_and_the_whole_accelerator_m
     assert stitched["status"] == "match" and stitched["frames"] == 16, stitched
     assert stitched["layers"] > len(layers)  # with the width converters and FIFOs
     estimated = report["performance"]["max_cycles"]
+    assert stitched["estimated_cycles_per_frame"] == estimated
+    if abs(stitched["cycles_per_frame"] - estimated) >= 0.05 * estimated:
+        assert f"(FINN estimated {estimated:,}: " in report["rtlsim"]["summary"]
     # measured: the layers' real pace; FINN's estimates count beats (docs/build.md: RTL sim)
     assert 0.9 * estimated <= stitched["cycles_per_frame"] <= 1.5 * estimated, (stitched, estimated)

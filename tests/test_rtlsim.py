@@ -124,6 +124,7 @@ def test_a_convolutional_network_in_rtl_matches_layer_by_layer_and_as_a_whole(cn
     stitched, estimate = report["rtlsim"]["stitched"], report["performance"]
     assert stitched["status"] == "match" and stitched["frames"] == 16, stitched
     assert stitched["layers"] > len(found)  # with the width converters and FIFOs
+    assert stitched["estimated_cycles_per_frame"] == estimate["max_cycles"]
     assert 0.9 * estimate["max_cycles"] <= stitched["cycles_per_frame"]
     assert stitched["cycles_per_frame"] <= 1.5 * estimate["max_cycles"]
 

@@ -77,7 +77,7 @@ class DesignResult:
         if stitched.get("status") == MATCH:
             text += (
                 f"; stitched partition matches, {stitched['cycles_per_frame']:,.0f} "
-                f"cycles/frame, latency {stitched['latency_cycles']:,} cycles"
+                f"cycles/frame{_against(stitched)}, latency {stitched['latency_cycles']:,} cycles"
             )
         elif stitched:
             text += f"; stitched partition {stitched['status']}"
@@ -132,6 +132,14 @@ def simulate_design(
         result.stitched = simulate_partition(model, contexts, folder, *stitch)
     result.seconds = time.perf_counter() - began
     return result
+
+
+def _against(stitched: dict) -> str:
+    """`` (FINN estimated N, +x %)`` for a measured pace that differs from FINN's by 5 % or more."""
+    estimated, measured = stitched.get("estimated_cycles_per_frame"), stitched["cycles_per_frame"]
+    if not estimated or abs(measured - estimated) < 0.05 * estimated:
+        return ""
+    return f" (FINN estimated {estimated:,}: {measured / estimated - 1:+.0%})"
 
 
 def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, np.ndarray]]:

@@ -71,7 +71,8 @@ def simulate_partition(
     result.update(compile_seconds=round(compiled.seconds, 3), compile_cached=compiled.cached)
     frames = [[context[source]] for context in contexts]
     wanted = [context[sink] for context in contexts]
-    estimate = sum(int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node)
+    cycles = [int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node]
+    estimate = sum(cycles)
     ops = (first, last)
     try:  # flat out: the design's own pace; then at that pace: the FIFO fill it needs
         wave = simulate(stitched, ops, compiled.executable, frames, workdir, estimate)
@@ -91,6 +92,7 @@ def simulate_partition(
         frames=len(frames),
         layers=len(chain),
         cycles_per_frame=wave.cycles_per_frame,
+        estimated_cycles_per_frame=max(cycles, default=0),  # FINN's: the slowest layer's
         latency_cycles=paced.latency_cycles,
         fps=round(1e9 / (clock_ns * wave.cycles_per_frame), 1) if wave.cycles_per_frame else None,
         latency_ns=round(paced.latency_cycles * clock_ns, 1) if paced.latency_cycles else None,

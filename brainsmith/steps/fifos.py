@@ -14,12 +14,12 @@ SystemVerilog (a top module and a file list) to ``stitched_rtl/``.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from brainsmith.builder.errors import StepError
 from brainsmith.plugin.core import step
+from brainsmith.steps.folding import write_json
 
 FRAMES = 8  # random frames per simulation
 ATTEMPTS = 3  # bounded re-simulations before giving up
@@ -92,9 +92,7 @@ def size_fifos(model, cfg):
         "attempts": attempts,
         "seconds": round(time.perf_counter() - began, 3),
     }
-    os.makedirs(os.path.join(cfg.output_dir, "report"), exist_ok=True)
-    with open(os.path.join(cfg.output_dir, "report", RECORD), "w") as handle:
-        json.dump(record, handle, indent=1)
+    write_json(os.path.join(cfg.output_dir, "report", RECORD), record)
     return full
 
 

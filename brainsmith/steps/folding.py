@@ -46,8 +46,8 @@ def fold_for_target(model, cfg, options: FoldingOptions | None):
         found = part_resources(part)
         record = fold(model, target, part, found[0] if found else None,
                       options.max_utilisation).to_dict()  # fmt: skip
-        _write(os.path.join(cfg.output_dir, "auto_folding_config.json"), folding_config(model))
-    _write(os.path.join(cfg.output_dir, "report", RECORD), record)  # the report shows the limit
+        write_json(os.path.join(cfg.output_dir, "auto_folding_config.json"), folding_config(model))
+    write_json(os.path.join(cfg.output_dir, "report", RECORD), record)  # the report shows the limit
     return model
 
 
@@ -111,7 +111,8 @@ def folding_config(model) -> dict[str, Any]:
     return config
 
 
-def _write(path: str, data: dict[str, Any]) -> None:
+def write_json(path: str, data: dict[str, Any]) -> None:
+    """``data`` as JSON at ``path``, written whole or not at all."""
     from brainsmith.builder.outdir import write_atomically
 
     def dump(temporary: str) -> None:

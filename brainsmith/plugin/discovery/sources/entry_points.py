@@ -5,12 +5,12 @@ An entry point of ``brainsmith.plugins`` names a module; stevedore imports it an
 decorated plugins in its namespace are registered under the distribution's name. An entry
 point of ``brainsmith.plugin_packages`` names a package whose files are read from source like
 a plugin folder (decorator keywords must be literals): nothing is imported until a plugin is
-used, so a package whose layers subclass FINN's keeps discovery fast. Every distribution is recorded on its
-own and stamped by its metadata files (every pip install rewrites them) and by the files of
-the modules it imported (an edit in place, or in the source tree of an editable install), so
-only a new, changed or previously failing distribution is imported again. A distribution that
-fails to import, or whose metadata is broken, is reported by name (or folder) with the reason;
-the others are unaffected.
+used, so a package whose layers subclass FINN's keeps discovery fast. Every distribution is
+recorded on its own and stamped by its metadata files (every pip install rewrites them), by
+the files it was read from, and by the files of the modules it imported (an edit in place, or
+in the source tree of an editable install), so only a new, changed or previously failing
+distribution is read again. A distribution that fails to import, or whose metadata is broken,
+is reported by name (or folder) with the reason; the others are unaffected.
 """
 
 from __future__ import annotations
