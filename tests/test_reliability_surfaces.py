@@ -224,6 +224,22 @@ def test_watch_follows_a_plugin_folder_that_is_replaced(plugin_folder, tmp_path,
     assert transforms.Later.__name__ == "Later"
 
 
+@pytest.mark.parametrize("fallback", [True, False])
+def test_a_file_whose_event_is_lost_is_picked_up_by_the_poll(plugin_folder, monkeypatch, fallback):
+    from brainsmith.plugin import watch
+
+    if not fallback:  # without the modification-time check the lost event stays lost
+        monkeypatch.setattr(watch, "modified", lambda folder: 0)
+    plugin_folder("first.py", PLUGIN.format(name="First"))
+    manager = get_plugin_manager()
+    assert user_plugins() == ["First"]
+    with manager.watch() as watcher:
+        watcher._observer.unschedule_all()  # the file-system events stop arriving
+        (plugin_folder.folder / "later.py").write_text(PLUGIN.format(name="Later"))
+        found = wait_for(lambda: user_plugins() == ["First", "Later"], seconds=5 if fallback else 2)
+    assert found is fallback, user_plugins()
+
+
 def test_a_file_deleted_while_the_folder_is_scanned_is_noticed(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "b.py").write_text("y = 2\n")
