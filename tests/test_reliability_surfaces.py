@@ -236,7 +236,9 @@ def test_a_file_whose_event_is_lost_is_picked_up_by_the_poll(plugin_folder, monk
     with manager.watch() as watcher:
         watcher._observer.unschedule_all()  # the file-system events stop arriving
         (plugin_folder.folder / "later.py").write_text(PLUGIN.format(name="Later"))
-        found = wait_for(lambda: user_plugins() == ["First", "Later"], seconds=5 if fallback else 2)
+        found = wait_for(
+            lambda: user_plugins() == ["First", "Later"], seconds=20 if fallback else 2
+        )
     assert found is fallback, user_plugins()
 
 
