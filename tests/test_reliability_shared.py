@@ -382,7 +382,7 @@ def cold(index):
     for turn in range(ROUNDS):
         config_copy = load_config()
         config_copy.frameworks = ("user",)
-        config_copy.cache_dir = tempfile.mkdtemp(prefix=f"cold-{index}-{turn}-")
+        config_copy.cache_dir = tempfile.mkdtemp(prefix=f"cold-{index}-{turn}-", dir=CACHES)
         state = discover(config_copy).states["entry_points"]
         with lock:
             found.append(sorted(s[1] for s in state["specs"]))
@@ -422,7 +422,9 @@ def test_cold_entry_point_discoveries_racing_in_threads_and_processes_all_succee
     missing = [str(tmp_path / f"missing-{i}") for i in range(64)]
     path = os.pathsep.join([*missing, str(site), os.environ.get("PYTHONPATH", "")])
     env = {**os.environ, "PYTHONPATH": path}
-    code = "THREADS = 8\nROUNDS = 12\n" + textwrap.dedent(RACER)
+    caches = tmp_path / "caches"
+    caches.mkdir()
+    code = f"THREADS = 8\nROUNDS = 12\nCACHES = {str(caches)!r}\n" + textwrap.dedent(RACER)
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", code],
