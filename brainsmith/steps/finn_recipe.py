@@ -183,7 +183,6 @@ def streamline_residuals(model):
         MoveScalarLinearPastInvariants,
         MoveScalesPastIm2Col,
         MoveTransposePastFork,
-        MoveTransposePastJoinAdd,
     )
     from finn.transformation.streamline.round_thresholds import RoundAndClipThresholds
 
@@ -195,7 +194,7 @@ def streamline_residuals(model):
         MoveLinearPastEltwiseAdd,
         MoveScalarLinearPastInvariants,
         MoveTransposePastFork,
-        MoveTransposePastJoinAdd,
+        transposes_past_adds(),
         MoveScalesPastIm2Col,
         AbsorbTransposeIntoMultiThreshold,
         AbsorbConsecutiveTransposes,
@@ -208,6 +207,32 @@ def streamline_residuals(model):
             break  # FINN's streamlining already ran on this graph
         model = _tidy(model.transform(Streamline()))
     return model
+
+
+def transposes_past_adds() -> type:
+    """FINN's ``MoveTransposePastJoinAdd`` for adds whose operands nodes produce. FINN's fails
+    (``'NoneType' object has no attribute 'op_type'``) on an add with an operand no node
+    produces — the graph input, as in a residual from the input, or a constant — so such adds
+    are hidden from it; nothing is moved past them."""
+    from finn.transformation.streamline.reorder import MoveTransposePastJoinAdd
+
+    class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):
+        def apply(self, model):
+            hidden = [
+                node
+                for node in model.graph.node
+                if node.op_type == "Add"
+                and any(model.find_producer(name) is None for name in node.input)
+            ]
+            for node in hidden:
+                node.op_type = "AddOfUnproducedOperand"
+            try:
+                return super().apply(model)
+            finally:
+                for node in hidden:
+                    node.op_type = "Add"
+
+    return MoveTransposePastProducedJoinAdd
 
 
 def convert_to_hw(model, names: list[str], make: Callable[[str], object]):

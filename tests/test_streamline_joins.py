@@ -1,0 +1,104 @@
+"""Residual joins in streamlining: an add whose operand is the graph input (a residual from
+the input, as in a transformer encoder) or a constant no longer crashes FINN's
+``MoveTransposePastJoinAdd`` in the residual recipe; adds of two transposed branches still
+have the transpose moved past them. Each graph computes the same before and after."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+pytestmark = pytest.mark.slow
+
+
+def model_of(nodes, inputs, output, initializers=()):
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.util.basic import qonnx_make_model
+
+    graph = helper.make_graph(
+        nodes,
+        "joins",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(output[0], TensorProto.FLOAT, output[1])],
+        initializer=list(initializers),
+    )
+    from qonnx.transformation.infer_shapes import InferShapes
+
+    return ModelWrapper(qonnx_make_model(graph)).transform(InferShapes())
+
+
+def same_results(before, after) -> None:
+    from qonnx.core.onnx_exec import execute_onnx
+    from qonnx.transformation.infer_shapes import InferShapes
+
+    rng = np.random.default_rng(0)
+    feed = {
+        i.name: rng.standard_normal(before.get_tensor_shape(i.name)).astype(np.float32)
+        for i in before.graph.input
+    }
+    after = after.transform(InferShapes())  # inputs by position: tidying renames them
+    values = dict(zip([i.name for i in after.graph.input], feed.values(), strict=True))
+    got = execute_onnx(after, values)[after.graph.output[0].name]
+    np.testing.assert_allclose(got, execute_onnx(before, feed)[before.graph.output[0].name])
+
+
+PERM = helper.make_attribute("perm", [0, 2, 3, 1])
+
+
+def transpose(source: str, target: str):
+    node = helper.make_node("Transpose", [source], [target])
+    node.attribute.append(PERM)
+    return node
+
+
+@pytest.mark.parametrize("order", ["input first", "input second"])
+def test_an_add_of_the_graph_input_and_a_transposed_branch_is_left_alone(order):
+    from brainsmith.steps.finn_recipe import streamline_residuals, transposes_past_adds
+
+    operands = ["x", "t"] if order == "input first" else ["t", "x"]
+    model = model_of(
+        [
+            helper.make_node("Relu", ["x"], ["a"]),
+            transpose("a", "b"),
+            transpose("b", "t0"),  # back to the input's layout: the shapes of the add agree
+            helper.make_node("Identity", ["t0"], ["t"]),
+            helper.make_node("Add", operands, ["y"]),
+        ],
+        [("x", [1, 4, 4, 4])],
+        ("y", [1, 4, 4, 4]),
+    )
+    moved = model.transform(transposes_past_adds()())  # FINN's alone fails here
+    assert [n.op_type for n in moved.graph.node].count("Add") == 1
+    same_results(model, moved)
+    same_results(model, streamline_residuals(model))
+
+
+def test_an_add_of_a_constant_is_left_alone():
+    from brainsmith.steps.finn_recipe import transposes_past_adds
+
+    bias = helper.make_tensor("c", TensorProto.FLOAT, [1, 4, 4, 4], [0.5] * 64)
+    model = model_of(
+        [transpose("x", "t"), helper.make_node("Add", ["t", "c"], ["y"])],
+        [("x", [1, 4, 4, 4])],
+        ("y", [1, 4, 4, 4]),
+        [bias],
+    )
+    same_results(model, model.transform(transposes_past_adds()()))
+
+
+def test_transposes_on_both_branches_still_move_past_the_add():
+    from brainsmith.steps.finn_recipe import transposes_past_adds
+
+    model = model_of(
+        [
+            transpose("x", "p"),
+            transpose("z", "q"),
+            helper.make_node("Add", ["p", "q"], ["y"]),
+        ],
+        [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4])],
+        ("y", [1, 4, 4, 4]),
+    )
+    moved = model.transform(transposes_past_adds()())
+    assert [n.op_type for n in moved.graph.node] == ["Add", "Transpose"]
+    same_results(model, moved)
