@@ -113,6 +113,7 @@ def rtlsim_html(section: dict | None) -> str:
             status,
             _number(layer.get("cycles_per_frame")),
             _number(layer.get("estimated_cycles")),
+            percent(layer.get("estimate_error")),
             _number(layer.get("latency_cycles")),
             _compile_note(layer),
             note,
@@ -127,7 +128,7 @@ def rtlsim_html(section: dict | None) -> str:
         "layer is driven with its own inputs from the Python execution and compared bit "
         "for bit; cycles per frame are measured between consecutive frames.</p>\n<table>\n"
         "<tr><th>layer</th><th>op type</th><th>result</th><th>cycles/frame (simulated)</th>"
-        "<th>cycles/frame (FINN estimate)</th><th>latency (cycles)</th><th>compile</th>"
+        "<th>cycles/frame (FINN estimate)</th><th>estimate error</th><th>latency (cycles)</th><th>compile</th>"
         "<th style='min-width:24em'>note</th></tr>\n"
         + "\n".join(rows)
         + "\n</table>"
@@ -155,10 +156,28 @@ def stitched_html(stitched: dict | None) -> str:
         f"converters and FIFOs FINN inserts) match Python on {stitched['frames']} frames: "
         f"{_number(stitched['cycles_per_frame'])} cycles/frame "
         f"({_number(stitched['fps'])} fps), latency {_number(stitched['latency_cycles'])} "
-        f"cycles ({_number(stitched['latency_ns'])} ns). Largest FIFO fill with one frame "
+        f"cycles ({_number(stitched['latency_ns'])} ns){estimate_note(stitched)}. "
+        "Largest FIFO fill with one frame "
         "offered per that many cycles (the depth each FIFO needs):</p>\n<table>"
         "<tr><th>FIFO</th><th>after</th><th>before</th><th>largest fill</th></tr>"
         f"{fifos}</table>"
+    )
+
+
+def percent(error: float | None) -> str:
+    """An estimate error as ``+1.2%`` (``-`` when unknown)."""
+    return "-" if error is None else f"{error:+.1%}"
+
+
+def estimate_note(stitched: dict) -> str:
+    error = stitched.get("estimate_error")
+    if error is None:
+        return ""
+    verdict = "within" if stitched.get("within_tolerance") else "outside"
+    return (
+        f"; FINN estimated {_number(stitched['estimated_cycles_per_frame'])} cycles/frame "
+        f"(its slowest layer): error {percent(error)}, {verdict} the stated tolerance of "
+        f"±{stitched['estimate_tolerance']:.0%}"
     )
 
 

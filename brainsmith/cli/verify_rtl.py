@@ -110,11 +110,12 @@ def print_table(result) -> None:
     """One row per layer, then a line for each layer that needs a word of explanation."""
     from rich.table import Table
 
-    from brainsmith.builder.rtl_check import describe
+    from brainsmith.builder.rtl_check import describe, estimate_note, percent
     from brainsmith.cli.output import console
 
     table = Table(box=None, pad_edge=False)
-    for column in ("layer", "result", "cycles/frame", "FINN estimate", "latency", "compile"):
+    for column in ("layer", "result", "cycles/frame", "FINN estimate", "error", "latency",
+                   "compile"):  # fmt: skip
         table.add_column(column, no_wrap=True)
     notes = []
     for layer in result.layers:
@@ -123,6 +124,7 @@ def print_table(result) -> None:
             layer.status,
             _number(layer.cycles_per_frame),
             _number(layer.estimated_cycles),
+            percent(layer.estimate_error),
             _number(layer.latency_cycles),
             "-"
             if layer.compile_seconds is None
@@ -145,8 +147,8 @@ def print_table(result) -> None:
         out.print(
             f"stitched partition ({stitched['layers']} layers with width converters and FIFOs): "
             f"match, {stitched['cycles_per_frame']:,.0f} cycles/frame "
-            f"({stitched['fps']:,.0f} fps), latency {stitched['latency_cycles']:,} cycles; "
-            f"largest FIFO fill at that rate: {fills}",
+            f"({stitched['fps']:,.0f} fps){estimate_note(stitched)}, latency "
+            f"{stitched['latency_cycles']:,} cycles; largest FIFO fill at that rate: {fills}",
             markup=False,
             soft_wrap=True,
         )

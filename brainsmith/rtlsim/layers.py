@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from brainsmith.rtlsim.sources import FAILED, MATCH, MISMATCH, NOT_SIMULATED
+from brainsmith.rtlsim.sources import FAILED, MATCH, MISMATCH, NOT_SIMULATED, estimate_error
 
 HW_DOMAIN = "finn.custom_op.fpgadataflow"
 
@@ -38,11 +38,19 @@ class LayerResult:
     simulate_seconds: float | None = None
 
     @property
+    def estimate_error(self) -> float | None:
+        """The measured pace's error of FINN's estimate (+0.05: 5 % more cycles)."""
+        return estimate_error(self.cycles_per_frame, self.estimated_cycles)
+
+    @property
     def failed(self) -> bool:
         return self.status in (MISMATCH, FAILED)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None and v != ""}
+        entry = {k: v for k, v in self.__dict__.items() if v is not None and v != ""}
+        if self.estimate_error is not None:
+            entry["estimate_error"] = self.estimate_error
+        return entry
 
 
 @dataclass
@@ -135,11 +143,15 @@ def simulate_design(
 
 
 def _against(stitched: dict) -> str:
-    """`` (FINN estimated N, +x %)`` for a measured pace that differs from FINN's by 5 % or more."""
-    estimated, measured = stitched.get("estimated_cycles_per_frame"), stitched["cycles_per_frame"]
-    if not estimated or abs(measured - estimated) < 0.05 * estimated:
+    """`` (FINN estimated N: +x %, within ±10 %)`` beside a measured pace."""
+    error = stitched.get("estimate_error")
+    if error is None:
         return ""
-    return f" (FINN estimated {estimated:,}: {measured / estimated - 1:+.0%})"
+    verdict = "within" if stitched.get("within_tolerance") else "outside"
+    return (
+        f" (FINN estimated {stitched['estimated_cycles_per_frame']:,}: {error:+.1%}, "
+        f"{verdict} ±{stitched['estimate_tolerance']:.0%})"
+    )
 
 
 def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, np.ndarray]]:

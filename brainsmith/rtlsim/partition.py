@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from brainsmith.rtlsim.sources import (
+    ESTIMATE_TOLERANCE,
     FAILED,
     MATCH,
     MISMATCH,
@@ -33,6 +34,7 @@ from brainsmith.rtlsim.sources import (
     LayerDesign,
     NotSimulated,
     Stream,
+    estimate_error,
     layer_design,
 )
 
@@ -99,6 +101,13 @@ def simulate_partition(
         fifos=_fifos(chain, paced.probes),
         simulate_seconds=round(time.perf_counter() - began, 3),
     )
+    error = estimate_error(wave.cycles_per_frame, result["estimated_cycles_per_frame"])
+    if error is not None:
+        result.update(
+            estimate_error=error,
+            estimate_tolerance=ESTIMATE_TOLERANCE,
+            within_tolerance=abs(error) <= ESTIMATE_TOLERANCE,
+        )
     if differing:
         result["reason"] = f"frames {differing} differ from the Python execution"
     return result
@@ -209,9 +218,15 @@ def _with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: f
         if node.name not in known:
             getCustomOp(node).set_nodeattr("preferred_impl_style", "rtl")
     full = full.transform(SpecializeLayers(fpga_part))
+    from brainsmith.backends import converters
+
+    converters.register()
     for node in full.graph.node:
         if node.name not in known:
             op = getCustomOp(node)
+            if node.op_type == "StreamingDataWidthConverter_rtl" and converters.needs_full_rate(op):
+                node.op_type = converters.OP_TYPE
+                op = getCustomOp(node)
             folder = os.path.join(code_dir, node.name)
             os.makedirs(folder, exist_ok=True)
             op.set_nodeattr("code_gen_dir_ipgen", folder)

@@ -40,6 +40,17 @@ MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not sim
 
 HLS_REASON = "HLS layer: its RTL comes from Vitis HLS synthesis (not available here)"
 
+# How far a measured pace may be from FINN's estimate and still count as what FINN promised:
+# FINN's cycle formulas leave out a few cycles of pipeline per frame or row.
+ESTIMATE_TOLERANCE = 0.10
+
+
+def estimate_error(measured: float | None, estimated: float | None) -> float | None:
+    """(measured - estimated) / estimated, rounded to 0.1 %; None without both."""
+    if not measured or not estimated:
+        return None
+    return round(measured / estimated - 1, 3)
+
 
 class NotSimulated(Exception):
     """A layer that cannot be simulated; the message says why."""

@@ -224,6 +224,10 @@ def require_layers(model: Any, label: str, extra: dict | None = None) -> list[st
     for node in model.graph.node:
         if node.domain in LAYER_DOMAINS and node.op_type not in missing:
             missing.setdefault(node.op_type, (node.domain, node.name))
+    if "WidthConverter_rtl" in missing:  # brainsmith's own, inserted by size_fifos
+        from brainsmith.backends import converters
+
+        converters.register()
     todo = {op: where for op, where in missing.items() if not is_custom_op(where[0], op)}
     if not todo:
         return []
