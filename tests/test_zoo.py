@@ -169,6 +169,29 @@ def test_full_size_cnv_builds_with_no_blueprint(hub, tmp_path, bits):
     assert layers(result, "MVAU_hls") and not layers(result, "MVAU_rtl")
 
 
+@pytest.mark.big
+def test_full_size_cnv_in_rtl_sizes_its_fifos_and_runs_at_finn_s_estimate(hub, tmp_path):
+    """FINN's CNV w2a2 at full size with every layer RTL: FIFOs sized by simulation, the
+    stitched accelerator bit-exact in Verilator at FINN's estimated pace (within the report's
+    stated tolerance). About 15 minutes on 2 cores: ``make test-big``, not ``make test``."""
+    export(tmp_path, {"cnv_w2a2": "cnv(2, 2)"})
+    blueprint = tmp_path / "cnv_rtl.yaml"
+    blueprint.write_text(f"name: cnv_w2a2_rtl\nextends: {REPO / 'blueprints/residual_rtl.yaml'}\n")
+    model = tmp_path / "cnv_w2a2.onnx"
+    result = brainsmith.build(
+        str(model), str(blueprint), str(tmp_path / "out"), verify="rtlsim",
+        input_npy=str(tmp_path / "cnv_w2a2_input.npy"),
+        expected_npy=str(tmp_path / "cnv_w2a2_expected.npy"),
+    )  # fmt: skip
+    report = result.report
+    assert report["status"] == "ok" and {x["backend"] for x in report["layers"]} == {"rtl"}
+    sizing = json.loads((Path(result.output_dir) / "finn/report/fifo_sizing.json").read_text())
+    assert sizing["cycles_per_frame"] == report["performance"]["max_cycles"]
+    stitched = report["rtlsim"]["stitched"]
+    assert stitched["status"] == "match" and stitched["within_tolerance"], stitched
+    assert all(layer["status"] == "match" for layer in report["rtlsim"]["layers"])
+
+
 def test_expected_outputs_in_any_shape_of_the_right_size(hub, tmp_path):
     """FINN's own test data: one label per sample, (N,), for an output of shape (1, 1)."""
     model = ZOO_DIR / "tfc_w1a1.onnx"
