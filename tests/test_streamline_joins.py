@@ -102,3 +102,23 @@ def test_transposes_on_both_branches_still_move_past_the_add():
     moved = model.transform(transposes_past_adds()())
     assert [n.op_type for n in moved.graph.node] == ["Add", "Transpose"]
     same_results(model, moved)
+
+
+def test_an_add_of_the_graph_input_beside_a_movable_join_keeps_valid_op_types():
+    """Both kinds in one graph: the movable join is rewritten (FINN returns a new model) and
+    every node is still a standard ONNX op."""
+    from brainsmith.steps.finn_recipe import transposes_past_adds
+
+    model = model_of(
+        [
+            transpose("x", "p"),
+            transpose("z", "q"),
+            helper.make_node("Add", ["p", "q"], ["s"]),
+            helper.make_node("Add", ["w", "s"], ["y"]),
+        ],
+        [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4]), ("w", [1, 4, 4, 4])],
+        ("y", [1, 4, 4, 4]),
+    )
+    moved = model.transform(transposes_past_adds()())
+    assert sorted(n.op_type for n in moved.graph.node) == ["Add", "Add", "Transpose"]
+    same_results(model, moved)

@@ -55,12 +55,11 @@ def needs_full_rate(op) -> bool:
 
 def register() -> None:
     """Make ``WidthConverter_rtl`` a layer QONNX can instantiate (idempotent)."""
-    import importlib
-
+    import finn.custom_op.fpgadataflow.rtl as rtl_layers
     from qonnx.custom_op.registry import add_op_to_domain, is_custom_op
 
     if not is_custom_op(DOMAIN, OP_TYPE):
         add_op_to_domain(DOMAIN, WidthConverter_rtl)
-    table = getattr(importlib.import_module(DOMAIN), "custom_op", None)
+    table = getattr(rtl_layers, "custom_op", None)
     if isinstance(table, dict):
         table.setdefault(OP_TYPE, WidthConverter_rtl)

@@ -210,27 +210,21 @@ def streamline_residuals(model):
 
 
 def transposes_past_adds() -> type:
-    """FINN's ``MoveTransposePastJoinAdd`` for adds whose operands nodes produce. FINN's fails
-    (``'NoneType' object has no attribute 'op_type'``) on an add with an operand no node
-    produces — the graph input, as in a residual from the input, or a constant — so such adds
-    are hidden from it; nothing is moved past them."""
+    """FINN's ``MoveTransposePastJoinAdd``, safe for an add whose first operand is the graph
+    input (a residual from the input): FINN's takes that add for a join and fails on the
+    input's missing producer (``'NoneType' object has no attribute 'op_type'``). Such an add
+    gets its operands swapped first — addition commutes — so FINN sees one producer, no join,
+    and moves nothing past it."""
     from finn.transformation.streamline.reorder import MoveTransposePastJoinAdd
 
     class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):
         def apply(self, model):
-            hidden = [
-                node
-                for node in model.graph.node
-                if node.op_type == "Add"
-                and any(model.find_producer(name) is None for name in node.input)
-            ]
-            for node in hidden:
-                node.op_type = "AddOfUnproducedOperand"
-            try:
-                return super().apply(model)
-            finally:
-                for node in hidden:
-                    node.op_type = "Add"
+            inputs = {tensor.name for tensor in model.graph.input}
+            for node in model.graph.node:
+                if node.op_type == "Add" and len(node.input) == 2 and node.input[0] in inputs:
+                    first, second = node.input
+                    node.input[0], node.input[1] = second, first
+            return super().apply(model)
 
     return MoveTransposePastProducedJoinAdd
 
