@@ -122,3 +122,18 @@ def test_an_add_of_the_graph_input_beside_a_movable_join_keeps_valid_op_types():
     moved = model.transform(transposes_past_adds()())
     assert sorted(n.op_type for n in moved.graph.node) == ["Add", "Add", "Transpose"]
     same_results(model, moved)
+
+
+def test_transposes_with_different_permutations_stay_before_the_add():
+    from brainsmith.steps.finn_recipe import transposes_past_adds
+
+    other = helper.make_node("Transpose", ["z"], ["q"])
+    other.attribute.append(helper.make_attribute("perm", [0, 3, 1, 2]))
+    model = model_of(
+        [transpose("x", "p"), other, helper.make_node("Add", ["p", "q"], ["y"])],
+        [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4])],
+        ("y", [1, 4, 4, 4]),
+    )
+    moved = model.transform(transposes_past_adds()())
+    assert [n.op_type for n in moved.graph.node].count("Transpose") == 2
+    same_results(model, moved)

@@ -210,21 +210,43 @@ def streamline_residuals(model):
 
 
 def transposes_past_adds() -> type:
-    """FINN's ``MoveTransposePastJoinAdd``, safe for an add whose first operand is the graph
-    input (a residual from the input): FINN's takes that add for a join and fails on the
-    input's missing producer (``'NoneType' object has no attribute 'op_type'``). Such an add
-    gets its operands swapped first — addition commutes — so FINN sees one producer, no join,
-    and moves nothing past it."""
-    from finn.transformation.streamline.reorder import MoveTransposePastJoinAdd
+    """FINN's ``MoveTransposePastJoinAdd`` for joins whose operands nodes produce. FINN's
+    takes an add whose first operand is the graph input (a residual from the input) for a
+    join and fails on the input's missing producer (``'NoneType' object has no attribute
+    'op_type'``); this one leaves such an add as it is (FINN's loop, with that check) and
+    changes nothing else in the graph. Transposes count as identical only with the same
+    permutation (FINN's check computes that and drops the result)."""
+    from finn.transformation.streamline.reorder import MoveOpPastFork, MoveTransposePastJoinAdd
+    from qonnx.transformation.general import SortGraph
+    from qonnx.transformation.infer_data_layouts import InferDataLayouts
+    from qonnx.transformation.infer_datatypes import InferDataTypes
+    from qonnx.transformation.infer_shapes import InferShapes
+    from qonnx.util.basic import get_by_name
 
     class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):
+        def are_producers_identical(self, model, producers):
+            perms = {tuple(get_by_name(p.attribute, "perm").ints) for p in producers}
+            return {p.op_type for p in producers} == {"Transpose"} and len(perms) == 1
+
         def apply(self, model):
-            inputs = {tensor.name for tensor in model.graph.input}
+            modified = False
             for node in model.graph.node:
-                if node.op_type == "Add" and len(node.input) == 2 and node.input[0] in inputs:
-                    first, second = node.input
-                    node.input[0], node.input[1] = second, first
-            return super().apply(model)
+                if node.op_type not in self.join_node_op or not model.is_join_node(node):
+                    continue
+                producers = [model.find_producer(name) for name in node.input]
+                if None in producers or producers[0].op_type not in self.ops_to_move:
+                    continue  # an operand no node produces: nothing to move past the add
+                if not self.are_producers_identical(model, producers):
+                    continue
+                for producer in producers:
+                    if model.is_fork_node(producer) and not model.is_join_node(producer):
+                        return model.transform(MoveOpPastFork(self.ops_to_move)), True
+                modified = self.move_node(model, node, producers) or modified
+            if modified:
+                model = model.transform(InferDataLayouts())
+                model = model.transform(InferShapes()).transform(InferDataTypes())
+                model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
+            return model, modified
 
     return MoveTransposePastProducedJoinAdd
 
