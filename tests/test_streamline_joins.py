@@ -137,3 +137,17 @@ def test_transposes_with_different_permutations_stay_before_the_add():
     moved = model.transform(transposes_past_adds()())
     assert [n.op_type for n in moved.graph.node].count("Transpose") == 2
     same_results(model, moved)
+
+
+def test_a_transpose_and_another_op_into_an_add_stay_before_it():
+    from brainsmith.steps.finn_recipe import transposes_past_adds
+
+    model = model_of(
+        [transpose("x", "p"), helper.make_node("Relu", ["z"], ["q"]),
+         helper.make_node("Add", ["p", "q"], ["y"])],
+        [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4])],
+        ("y", [1, 4, 4, 4]),
+    )  # fmt: skip
+    moved = model.transform(transposes_past_adds()())
+    assert [n.op_type for n in moved.graph.node] == ["Transpose", "Relu", "Add"]
+    same_results(model, moved)

@@ -225,8 +225,10 @@ def transposes_past_adds() -> type:
 
     class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):
         def are_producers_identical(self, model, producers):
+            if {p.op_type for p in producers} != {"Transpose"}:
+                return False
             perms = {tuple(get_by_name(p.attribute, "perm").ints) for p in producers}
-            return {p.op_type for p in producers} == {"Transpose"} and len(perms) == 1
+            return len(perms) == 1
 
         def apply(self, model):
             modified = False
