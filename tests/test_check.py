@@ -90,6 +90,22 @@ def test_binarized_layers_advice_through_an_explicit_kernel_list(hub, tmp_path):
     assert built.status == "ok"
 
 
+def test_attention_with_floating_point_weights_names_the_matrix_product_and_why(hub, tmp_path):
+    """An encoder whose softmax output is not quantized: the product of the attention weights
+    and the values cannot be an integer matrix layer; check names it, the float operand and
+    its producer, and the Brevitas option that fixes it."""
+    from tests.test_zoo import export
+
+    export(tmp_path, {"float_scores": "encoder(quantized_scores=False)"})
+    result = check(tmp_path / "float_scores.onnx")
+    (blocking,) = result.blocking
+    assert blocking.op_type == "MatMul"
+    assert "floating-point operand" in blocking.reason and "HWSoftmax" in blocking.reason
+    assert "attn_output_weights_quant" in blocking.reason
+    softmax = [n for n in result.nodes if n.backend.startswith("HWSoftmax")]
+    assert softmax and softmax[0].placement == "hardware"
+
+
 def test_excluded_kernel_is_named_with_how_to_bring_it_back(hub, tmp_path):
     bp = blueprint(tmp_path, ["auto"], "  exclude: [finn:VVAU]\n")
     result = check(ZOO / "mobilenet_block.onnx", bp)

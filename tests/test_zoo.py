@@ -38,6 +38,8 @@ VARIANTS = {
     "resnet_w3a6": "resnet8(channels=(8, 16, 24), weight_bits=3, act_bits=6, image=12)",
     "residual_w6a2": "residual_identity(channels=12, weight_bits=6, act_bits=2, image=6)",
     "encoder_w6a5": "encoder_mlp(dim=24, hidden=40, sequence=8, weight_bits=6, act_bits=5)",
+    "encoder_h4_w6a6": "encoder(dim=48, heads=4, hidden=96, sequence=12, weight_bits=6, "
+    "act_bits=6)",
 }
 
 
@@ -118,6 +120,18 @@ def test_topologies_become_their_own_layers(zoo):
 
 
 @pytest.mark.xdist_group("zoo")
+def test_encoder_attention_softmax_and_norms_are_hardware_layers(zoo):
+    """Multi-head attention: the q/k/v and output projections, scores and weighted values
+    as matrix layers, the softmax and both LayerNorms as their own layers, nothing on the
+    host."""
+    result = zoo["encoder_layer"]
+    assert len(layers(result, "HWSoftmax_rtl")) == 1
+    assert len(layers(result, "LayerNorm_rtl")) == 2
+    assert len(layers(result, "MVAU_rtl") + layers(result, "MVAU_hls")) == 8
+    assert result.report["cpu_nodes"]["count"] == 0
+
+
+@pytest.mark.xdist_group("zoo")
 def test_backend_rule_puts_narrow_or_fused_matrix_layers_in_luts(zoo):
     """1-bit layers and layers with fused thresholds are HLS (LUTs); resnet8's 4-bit
     classifier, which has no thresholds, is RTL (DSP packing)."""
@@ -142,6 +156,25 @@ def variants(hub, tmp_path_factory):
 @pytest.mark.parametrize("name", VARIANTS)
 def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(variants, tmp_path, name):
     assert_built_and_matches_torch(build(variants / f"{name}.onnx", tmp_path / "out"))
+
+
+@pytest.mark.xdist_group("zoo-fresh")
+def test_encoder_folded_for_a_target_keeps_its_attention_products_streamed(hub, tmp_path):
+    """Folding for 100,000 fps: the products of two computed operands (scores, weighted
+    values) get wider PE/SIMD but keep their streamed operand (``mem_mode: dynamic``); folding
+    once gave them on-chip weight memory, and code generation failed."""
+    result = build(
+        ZOO_DIR / "encoder_layer.onnx", tmp_path / "out", options={"target_fps": 100_000}
+    )
+    assert_built_and_matches_torch(result)
+    final = onnx.load(os.path.join(result.output_dir, "final.onnx"))
+    modes = {}
+    for node in final.graph.node:
+        if node.op_type.startswith("MVAU"):
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            modes[node.name] = (attrs["mem_mode"], attrs["PE"] * attrs["SIMD"])
+    streamed = [folding for mode, folding in modes.values() if mode == b"dynamic"]
+    assert len(streamed) == 2 and max(streamed) > 1, modes
 
 
 @pytest.mark.xdist_group("zoo-fresh")

@@ -155,7 +155,7 @@ def verdicts(before, cfg) -> list[NodeVerdict]:
                     f"{'/'.join(allowed)} for {verdict.kernel}: allow {style} for it"
                 )
         elif verdict.placement == "between":
-            verdict.reason = advice(node, found)
+            verdict.reason = advice(node, found, model)
         else:
             verdict.reason = HOST_REASONS[verdict.placement]
         nodes.append(verdict)

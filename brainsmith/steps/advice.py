@@ -30,6 +30,14 @@ NO_KERNEL_HINTS = {
     "Add": "a floating-point bias or residual add: quantize both operands with one shared "
     "quantizer",
     "Conv": "a convolution FINN could not lower to a matrix product",
+    "MatMul": "a matrix product with a floating-point operand — in attention, the softmax "
+    "output, the scaled query or the transposed key left unquantized; brainsmith's matmul "
+    "kernel multiplies integers: quantize both operands (Brevitas QuantMultiheadAttention's "
+    "attn_output_weights_quant, q_scaled_quant, k_transposed_quant, v_quant)",
+    "Softmax": "a softmax whose input is not quantized: brainsmith's softmax kernel reads "
+    "integers (Brevitas QuantMultiheadAttention's softmax_input_quant)",
+    "LayerNormalization": "a LayerNorm between floating-point tensors: quantize its input "
+    "(a Brevitas QuantIdentity before it)",
 }
 
 
@@ -157,6 +165,20 @@ def _converted_by(before, name: str, args: dict) -> dict[str, set[str]]:
     return converted
 
 
+def float_operands(model, node) -> list[str]:
+    """``node``'s computed inputs that carry floating-point values, each as ``tensor (from
+    producer)``: what keeps a matrix product or softmax from an integer kernel."""
+    found = []
+    for name in node.input:
+        if not name or model.get_initializer(name) is not None:
+            continue
+        if model.get_tensor_datatype(name).is_integer():
+            continue
+        producer = model.find_producer(name)
+        found.append(f"{name} (from {producer.name if producer else 'the graph input'})")
+    return found
+
+
 def fork_hint(plan) -> str:
     """What to do about a fork: DuplicateStreams copies the stream."""
     if "finn:DuplicateStreams" in plan.excluded:
@@ -188,15 +210,20 @@ def fork_problems(model) -> dict[str, str]:
 def explain_blocking(before, nodes, cfg) -> list[str]:
     """One line per blocking node: which kernel and transform would convert it."""
     found = takers(before, cfg)
-    return [f"{node.name} ({node.op_type}): {advice(node, found)}" for node in nodes]
+    return [f"{node.name} ({node.op_type}): {advice(node, found, before)}" for node in nodes]
 
 
-def advice(node, found: dict[str, list[Taker]]) -> str:
-    """What would convert ``node`` (selected or not), or that nothing installed would."""
+def advice(node, found: dict[str, list[Taker]], model=None) -> str:
+    """What would convert ``node`` (selected or not), or that nothing installed would; with
+    ``model``, its floating-point operands are named."""
     options = list(dict.fromkeys(t for out in node.output for t in found.get(out, ())))
     if not options:
         hint = NO_KERNEL_HINTS.get(node.op_type, "")
         text = f"no installed plugin implements {node.op_type}"
+        floats = float_operands(model, node) if model is not None else []
+        if floats:
+            text += f"; floating-point operand{'s' if len(floats) > 1 else ''}: "
+            text += ", ".join(floats)
         return f"{text} ({hint})" if hint else text
     unselected = [t for t in options if not t.selected]
     excluded = [t for t in unselected if t.excluded]

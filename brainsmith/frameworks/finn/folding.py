@@ -158,6 +158,8 @@ class _Search:
         weight_bits = layer.get_input_datatype(1).bitwidth()
         input_bits = layer.get_input_datatype(0).bitwidth()
         output_bits = layer.get_output_datatype().bitwidth()
+        mode = layer.get_nodeattr("mem_mode")
+        streamed = mode in STREAMED_OPERAND  # a computed operand (attention): no memory to pick
         for simd in _divisors(mw):
             if simd * input_bits > WIDEST_STREAM or (hls and simd * HLS_INPUT_BUFFER < mw):
                 continue
@@ -165,7 +167,14 @@ class _Search:
                 if pe * output_bits > WIDEST_STREAM:
                     break
                 stream = pe * simd * weight_bits
-                for memory, ram in _memories(hls, stream, bool(self.available.get("URAM"))):
+                if streamed and stream > WIDEST_STREAM:
+                    break
+                memories = (
+                    [(mode, layer.get_nodeattr("ram_style"))]
+                    if streamed
+                    else _memories(hls, stream, bool(self.available.get("URAM")))
+                )
+                for memory, ram in memories:
                     attributes = {"SIMD": simd, "PE": pe, "mem_mode": memory, "ram_style": ram}
                     yield self._costed(layer, attributes)
 
@@ -297,6 +306,9 @@ def _call(layer, method: str, part: str) -> float:
         return function(part)
     except TypeError:  # some layers' estimations take no part
         return function()
+
+
+STREAMED_OPERAND = ("dynamic", "external")
 
 
 def _memories(hls: bool, stream: int, uram: bool):
