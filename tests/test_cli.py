@@ -89,10 +89,36 @@ def test_plugins_health_exit_code_reflects_status(tmp_path, folder_content, code
     assert ("degraded" if code else "healthy") in result.stdout
 
 
+def test_a_user_plugin_with_a_built_in_name_is_named_as_shadowed(tmp_path):
+    """The design document's own ``@transform(name="ExpandNorms")`` in a plugin folder:
+    brainsmith's keeps the short name; the user's is a warning at its file:line and a
+    line in ``plugins health`` (still healthy: ``user:ExpandNorms`` reaches it)."""
+    (tmp_path / "norms.py").write_text(
+        "from brainsmith.plugin import transform\n\n\n"
+        '@transform(name="ExpandNorms", stage="pre_hw")\n'
+        "class MyExpandNorms:\n"
+        "    def apply(self, model):\n"
+        "        return model, False\n"
+    )
+    result = brainsmith("plugins", "health", env={"BRAINSMITH_PLUGIN_DIRS": str(tmp_path)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    where = f"{tmp_path / 'norms.py'}:4"
+    assert f"shadowed: transform user:ExpandNorms ({where}) is shadowed by " in result.stdout
+    assert "brainsmith:ExpandNorms" in result.stdout
+    assert f"{where}: DuplicatePluginWarning" in result.stderr or where in result.stderr
+
+
 def test_plugins_stats_json():
     result = brainsmith("plugins", "stats", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["plugin_count"] >= 400
+
+
+def test_plugins_stats_counts_the_discovery_of_its_own_process():
+    """A fresh process reads the index the previous one wrote: one lookup, a cache hit."""
+    brainsmith("plugins", "list", "--json")
+    data = json.loads(brainsmith("plugins", "stats", "--json").stdout)
+    assert data["index_cache"] == "hit" and data["cache_hit_rate"] == 1.0, data
 
 
 def test_cache_clear_removes_the_index():

@@ -56,3 +56,35 @@ def test_the_slurm_example_makes_single_threaded_workers():
     assert "--nthreads 1" in script and "--nworkers 8" in script
     assert "#SBATCH -p normal" in script and "#SBATCH -A fpga" in script
     assert "/shared/venvs/brainsmith/bin/python -m distributed.cli.dask_worker" in script
+
+
+def test_the_python_example_guards_its_call_for_the_workers():
+    block = re.search(r"```python\n(import brainsmith\n.*?)```", DOCS, re.S)[1]
+    tree = ast.parse(block)
+    guard = next(node for node in tree.body if isinstance(node, ast.If))
+    assert ast.unparse(guard.test) == "__name__ == '__main__'"
+    calls = [n for n in ast.walk(guard) if isinstance(n, ast.Call)]
+    assert any(ast.unparse(c.func) == "brainsmith.explore" for c in calls)
+
+
+def test_an_unguarded_script_is_refused_in_its_workers_with_the_fix(tmp_path):
+    """Run as a script without the guard, each starting worker would run the exploration
+    again; it is refused there, and the script fails with the fix instead of Dask's
+    "Nanny failed to start"."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "explore_mlp.py"
+    script.write_text(
+        "import brainsmith\n"
+        f"brainsmith.explore({str(REPO / 'examples/models/mlp_4bit.onnx')!r}, "
+        f"{str(REPO / 'blueprints/mlp_explore.yaml')!r}, 'out', workers=1)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode != 0
+    assert f"each worker of the local cluster runs {script} again" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr.splitlines()[-1]
+    assert "ExploreError: the local cluster's worker processes did not start" in done.stderr
+    assert not (tmp_path / "out" / "explore.json").exists()

@@ -24,9 +24,13 @@ def test_qualified_names_of_different_frameworks_coexist():
 
 
 def test_short_name_resolves_by_default_priority():
+    from brainsmith.errors import DuplicatePluginWarning
+
     registry = Registry()
-    for framework in ("qonnx", "finn", "acme-plugins", "brainsmith"):
+    for framework in ("qonnx", "finn", "acme-plugins"):
         registry.add(spec("Fold", framework))
+    with pytest.warns(DuplicatePluginWarning, match="acme-plugins:Fold .* is shadowed by"):
+        registry.add(spec("Fold", "brainsmith"))
     assert registry.find("transform", "Fold").framework == "brainsmith"
     registry.remove(registry.find("transform", "brainsmith:Fold"))
     assert registry.find("transform", "Fold").framework == "acme-plugins"
@@ -51,6 +55,34 @@ def test_same_qualified_name_twice_keeps_first_and_warns_at_the_second(tmp_path)
     assert kept is first
     assert (caught[0].filename, caught[0].lineno) == (str(tmp_path / "b.py"), 7)
     assert any("a:Dup" in p.reason and "b:Dup" in p.reason for p in registry.problems)
+
+
+def test_a_user_plugin_shadowed_by_a_built_in_warns_at_its_file_and_line(tmp_path):
+    from brainsmith.errors import DuplicatePluginWarning
+
+    registry = Registry()
+    registry.add(spec("ExpandNorms", "brainsmith"))
+    mine = spec("ExpandNorms", "user", "norms:ExpandNorms")
+    mine.source, mine.metadata["line"] = str(tmp_path / "norms.py"), 4
+    with pytest.warns(DuplicatePluginWarning, match="user:ExpandNorms .* shadowed") as caught:
+        registry.add(mine)
+    assert (caught[0].filename, caught[0].lineno) == (str(tmp_path / "norms.py"), 4)
+    assert [(h.qualified_name, w.qualified_name) for h, w in registry.shadowed()] == [
+        ("user:ExpandNorms", "brainsmith:ExpandNorms")
+    ]
+    registry.add(spec("Streamline", "finn"))
+    registry.add(spec("Streamline", "qonnx"))  # built-ins sharing a name: by design, silent
+    assert len(registry.shadowed()) == 1
+
+
+def test_kernel_lookups_ignore_case():
+    registry = Registry()
+    registry.add(spec("matmul", "brainsmith", type="kernel"))
+    registry.add(spec("LayerNorm", "brainsmith", type="kernel"))
+    assert registry.find("kernel", "MatMul").name == "matmul"
+    assert registry.find("kernel", "brainsmith:layernorm").name == "LayerNorm"
+    with pytest.raises(PluginNotFoundError):
+        registry.find("transform", "MATMUL")
 
 
 def test_unknown_name_suggests_close_match():

@@ -167,6 +167,8 @@ def health(as_json: bool) -> None:
             out.print(f"error: {report['error']}", markup=False)
         for problem in report["broken_plugins"]:
             out.print(f"  broken: {problem['plugin']}: {problem['reason']}", markup=False)
+        for line in report.get("shadowed_plugins", []):
+            out.print(f"  shadowed: {line}", markup=False, soft_wrap=True)
     raise SystemExit({"healthy": 0, "degraded": 1, "unhealthy": 2}[report["status"]])
 
 

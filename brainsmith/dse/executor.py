@@ -363,7 +363,7 @@ def _local_cluster(workers: int):
     single-threaded Python; one build per process keeps FINN's global settings apart)."""
     from distributed import LocalCluster
 
-    with _sigint_ignored():  # Ctrl-C is this process's to handle, not the workers'
+    with _sigint_ignored(), _workers_must_start():  # Ctrl-C is this process's to handle
         return LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
@@ -376,6 +376,22 @@ def _local_cluster(workers: int):
             # progress display; each variant's failure is in its build.log and explore.json
             silence_logs=logging.CRITICAL,
         )
+
+
+@contextlib.contextmanager
+def _workers_must_start():
+    """Dask's "Nanny failed to start" as an ExecutorError with what usually causes it."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if "failed to start" not in str(exc):
+            raise
+        raise ExecutorError(
+            f"the local cluster's worker processes did not start ({exc}); each worker's own "
+            "error is printed above it",
+            'a script that calls brainsmith.explore needs if __name__ == "__main__": '
+            "around the call (workers import the script again); otherwise see the error above",
+        ) from exc
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -82,6 +83,7 @@ def explore(
     Raises ExploreError.
     """
     started = time.perf_counter()
+    _refuse_in_a_starting_worker(sys._getframe(1).f_globals)
     _check_options(workers, scheduler, variant_timeout)
     _check_inputs(model, input_npy, expected_npy)
     loaded = _load(blueprint)
@@ -112,6 +114,20 @@ def explore(
     if run.result is None:  # execute() writes it, or raises
         raise RuntimeError("the exploration ended without a result")
     return run.result
+
+
+def _refuse_in_a_starting_worker(caller: dict) -> None:
+    """A worker process of the local cluster runs the user's script again, as
+    ``__mp_main__``, while it starts; an unguarded ``explore(...)`` there (``caller``: the
+    calling code's globals) would start an exploration inside each worker."""
+    if caller.get("__name__") != "__mp_main__":
+        return
+    where = caller.get("__file__") or "the script"
+    raise ExploreError(
+        f"brainsmith.explore was called while a worker process started: each worker of the "
+        f"local cluster runs {where} again, and its explore(...) call with it",
+        'put the call under if __name__ == "__main__": (docs/explore.md)',
+    )
 
 
 def _check_options(

@@ -14,7 +14,7 @@ from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.discovery.index import DiscoveryResult, discover, records
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
-from brainsmith.plugin.registry import Registry, RegistryChanges
+from brainsmith.plugin.registry import Registry, RegistryChanges, shadowed_reason
 from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
@@ -144,7 +144,12 @@ class PluginManager:
         registry = self._registry
         if self._ready and registry is not None and time.monotonic() < self._next_check:
             return registry
-        return self._refresh(force=False)[0]
+        registry = self._refresh(force=False)[0]
+        if self.config.performance_tracking:  # a discovery like discover_plugins' counts
+            self._stats["lookups"] += 1
+            if self._last is not None and self._last.cache == "hit":
+                self._stats["hits"] += 1
+        return registry
 
     def refresh(self) -> RegistryChanges:
         """Check every source for changes now, as after the TTL, and apply them to the
@@ -487,6 +492,7 @@ class PluginManager:
             "disabled_frameworks": sorted(registry.disabled),
             "plugin_count": len(registry.specs()),
             "broken_plugins": broken,
+            "shadowed_plugins": [shadowed_reason(h, w) for h, w in registry.shadowed()],
         }
 
 

@@ -66,6 +66,7 @@ class Registry:
         self._found_problems: list[PluginProblem] = []
         self._reported: list[PluginProblem] = []  # problems reported at runtime
         self.disabled: dict[str, str] = {}  # framework -> why it is off (configuration)
+        self._warned: set[str] = set()  # targets already warned about as shadowed
         self.load_timeout = 0.0  # seconds an import may take (0: no limit); set from config
         self.set_priority(priority)
 
@@ -126,6 +127,10 @@ class Registry:
                 ", ".join(c.framework for c in candidates),
                 candidates[0].qualified_name,
             )
+            for hidden in candidates[1:]:
+                if hidden.framework not in BUILT_IN and hidden.target not in self._warned:
+                    self._warned.add(hidden.target)
+                    _warn_at(hidden, shadowed_reason(hidden, candidates[0]))
         self._by_target.setdefault(spec.target, []).append(spec)
 
     def remove(self, spec: PluginSpec) -> None:
@@ -242,7 +247,8 @@ class Registry:
         return (self._priority.get(framework, self._priority["*"]), framework)
 
     def find(self, type: str, name: str, framework: str | None = None) -> PluginSpec:
-        """The spec for ``name`` (short or ``framework:name``); PluginNotFoundError otherwise."""
+        """The spec for ``name`` (short or ``framework:name``; a kernel's in any case);
+        PluginNotFoundError otherwise."""
         check_type(type)
         if framework is None and ":" in name:
             framework, _, name = name.partition(":")
@@ -252,9 +258,22 @@ class Registry:
             else:
                 found = self._by_name.get((type, name))
                 spec = found[0] if found else None
+        if spec is None and type == "kernel":  # kernels mix cases (matmul, LayerNorm)
+            wanted = f"{framework}:{name}" if framework is not None else name
+            hits = self.find_case_insensitive(type, wanted)
+            spec = hits[0] if hits else None
         if spec is None:
             raise PluginNotFoundError(self.not_found_message(type, name, framework), type, name)
         return spec
+
+    def shadowed(self) -> list[tuple[PluginSpec, PluginSpec]]:
+        """(plugin, the one its short name resolves to) for every user or package plugin
+        whose short name a higher-priority plugin also has."""
+        with self._lock:
+            groups = [list(c) for c in self._by_name.values() if len(c) > 1]
+        return [
+            (hidden, c[0]) for c in groups for hidden in c[1:] if hidden.framework not in BUILT_IN
+        ]
 
     def find_case_insensitive(self, type: str, name: str) -> list[PluginSpec]:
         """Specs whose short or qualified name equals ``name`` ignoring case, best first."""
@@ -362,6 +381,19 @@ def is_custom_op_class(obj: object) -> bool:
 def check_type(type: str) -> None:
     if type not in PLUGIN_TYPES:
         raise ValueError(f"unknown plugin type {type!r}; expected one of {', '.join(PLUGIN_TYPES)}")
+
+
+BUILT_IN = ("brainsmith", "qonnx", "finn")  # frameworks whose name clashes are by design
+
+
+def shadowed_reason(hidden: PluginSpec, winner: PluginSpec) -> str:
+    line = hidden.metadata.get("line")
+    where = f"{hidden.source}:{line}" if isinstance(line, int) else hidden.source or hidden.target
+    return (
+        f"{hidden.type} {hidden.qualified_name} ({where}) is shadowed by "
+        f"{winner.qualified_name}: the short name {hidden.name} means {winner.framework}'s. "
+        f"Use {hidden.qualified_name}, or rename it with the decorator's name= argument."
+    )
 
 
 def _warn_at(spec: PluginSpec, reason: str) -> None:
