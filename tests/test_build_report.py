@@ -165,6 +165,17 @@ def test_a_report_without_layers_has_no_charts_and_says_so():
     assert "No hardware layers" in page
 
 
+def test_a_resource_finn_does_not_estimate_is_labelled_not_drawn_as_zero():
+    from brainsmith.builder.charts import render_charts
+
+    layers = [
+        {"name": "MVAU_rtl_0", "LUT": None, "DSP": 4, "cycles": 64, "not_estimated": ["LUT"]},
+        {"name": "Thresholding_rtl_0", "LUT": 120, "DSP": 0, "cycles": 32, "not_estimated": []},
+    ]
+    svg = render_charts(layers)["resources"]
+    assert svg.count("not estimated") == 1 and "LUT (total at least 120)" in svg
+
+
 def test_layers_without_estimates_are_shown_not_dropped(built, tmp_path):
     from qonnx.core.modelwrapper import ModelWrapper
 

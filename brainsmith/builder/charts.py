@@ -25,8 +25,8 @@ COLOR = "#3569a8"
 def render_charts(layers: list[dict]) -> dict[str, str]:
     """``{"resources": svg, "cycles": svg}`` for the report's layers; a chart with nothing
     to show (no layers, all zero) is left out, as are resources no layer uses. A layer FINN
-    does not estimate a resource for (its ``not_estimated``) has no bar; the total says
-    "at least"."""
+    does not estimate a resource for (its ``not_estimated``) has no bar but the words "not
+    estimated"; the total says "at least"."""
     used = [key for key in RESOURCES if any(_value(layer, key) for layer in layers)]
     cycles = [_value(layer, "cycles") for layer in layers]
     if not layers or not (used or any(cycles)):
@@ -74,7 +74,11 @@ def _resources(names: list[str], layers: list[dict], used: list[str]) -> str:
     for ax, resource in zip(axes, used, strict=False):
         values = [_value(layer, resource) for layer in layers]
         ax.barh(names, values, color=COLOR)
-        partial = any(resource in (layer.get("not_estimated") or ()) for layer in layers)
+        missing = [resource in (layer.get("not_estimated") or ()) for layer in layers]
+        for row, absent in enumerate(missing):
+            if absent:  # no bar is not a zero: say so where the bar would start
+                ax.text(0, row, " not estimated", va="center", fontsize=7, color="#888")
+        partial = any(missing)
         total = f"at least {sum(values):g}" if partial else f"{sum(values):g}"
         ax.set_title(f"{resource} (total {total})", fontsize=10)
         ax.set_xlim(left=0, right=max([*values, 1.0]) * 1.05)
