@@ -165,6 +165,25 @@ def test_a_report_without_layers_has_no_charts_and_says_so():
     assert "No hardware layers" in page
 
 
+def test_the_page_links_the_folding_config_finn_s_reports_and_a_failed_step_s_model(tmp_path):
+    from brainsmith.builder.report_html import render
+
+    (tmp_path / "finn" / "report").mkdir(parents=True)
+    (tmp_path / "finn" / "auto_folding_config.json").write_text("{}")
+    (tmp_path / "finn" / "report" / "op_and_param_counts.json").write_text("{}")
+    (tmp_path / "intermediate_models").mkdir()
+    (tmp_path / "intermediate_models" / "04_hardware_inference_failed.onnx").write_bytes(b"")
+    report = {"name": "x", "status": "failed", "steps": [], "layers": []}
+    page = render({**report, "output_dir": str(tmp_path)}, {})
+    for path in (
+        "finn/auto_folding_config.json",
+        "finn/report/op_and_param_counts.json",
+        "finn/report/",
+        "intermediate_models/04_hardware_inference_failed.onnx",
+    ):
+        assert f"href='{path}'" in page or f'href="{path}"' in page, path
+
+
 def test_a_resource_finn_does_not_estimate_is_labelled_not_drawn_as_zero():
     from brainsmith.builder.charts import render_charts
 

@@ -212,14 +212,32 @@ def _resources(report: dict) -> str:
     return text + f"<br><span class='none'>{_e(note)}</span>"
 
 
+FINN_FILES = (  # (path in the output folder, what it is)
+    ("finn/auto_folding_config.json", "folding config (edit it to fold by hand)"),
+    ("finn/report/op_and_param_counts.json", "MACs and parameters per layer"),
+    ("finn/report/", "FINN's reports"),
+)
+
+
 def _files(report: dict) -> str:
     names = ["final.onnx", "final_parent.onnx", "build.log", "report.json"]
     folder = report.get("output_dir", "")
     links = [_link(n) for n in names if os.path.exists(os.path.join(folder, n))]
+    models = os.path.join(folder, "intermediate_models")
+    failed = sorted(n for n in _listing(models) if n.endswith("_failed.onnx"))
+    links += [_link(f"intermediate_models/{n}", f"{n} (the failed step's model)") for n in failed]
+    links += [_link(p, text) for p, text in FINN_FILES if os.path.exists(os.path.join(folder, p))]
     code = report.get("generated_code")
     if code and os.path.isdir(os.path.join(folder, code)):
         links.append(_link(code + "/", "generated code"))
     return " · ".join(links) or NONE
+
+
+def _listing(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
 
 
 def _check(label: str, check: dict) -> str:
