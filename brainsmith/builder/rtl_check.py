@@ -170,15 +170,11 @@ def percent(error: float | None) -> str:
 
 
 def estimate_note(stitched: dict) -> str:
-    error = stitched.get("estimate_error")
-    if error is None:
-        return ""
-    verdict = "within" if stitched.get("within_tolerance") else "outside"
-    return (
-        f"; FINN estimated {_number(stitched['estimated_cycles_per_frame'])} cycles/frame "
-        f"(its slowest layer): error {percent(error)}, {verdict} the stated tolerance of "
-        f"±{stitched['estimate_tolerance']:.0%}"
-    )
+    """``; FINN estimated N: +x.x%, within ±10% (the slowest layer's cycles)`` or ''."""
+    from brainsmith.rtlsim.layers import against_estimate
+
+    text = against_estimate(stitched)
+    return f"; {text} (its slowest layer's cycles per frame)" if text else ""
 
 
 def _number(value) -> str:

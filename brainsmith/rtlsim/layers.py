@@ -143,14 +143,19 @@ def simulate_design(
 
 
 def _against(stitched: dict) -> str:
-    """`` (FINN estimated N: +x %, within ±10 %)`` beside a measured pace."""
+    text = against_estimate(stitched)
+    return f" ({text})" if text else ""
+
+
+def against_estimate(stitched: dict) -> str:
+    """``FINN estimated N: +x.x%, within ±10%`` for a stitched result ('' without one)."""
     error = stitched.get("estimate_error")
     if error is None:
         return ""
     verdict = "within" if stitched.get("within_tolerance") else "outside"
     return (
-        f" (FINN estimated {stitched['estimated_cycles_per_frame']:,}: {error:+.1%}, "
-        f"{verdict} ±{stitched['estimate_tolerance']:.0%})"
+        f"FINN estimated {stitched['estimated_cycles_per_frame']:,}: {error:+.1%}, "
+        f"{verdict} ±{stitched['estimate_tolerance']:.0%}"
     )
 
 
