@@ -30,14 +30,16 @@ NO_KERNEL_HINTS = {
     "Add": "a floating-point bias or residual add: quantize both operands with one shared "
     "quantizer",
     "Conv": "a convolution FINN could not lower to a matrix product",
-    "MatMul": "a matrix product with a floating-point operand — in attention, the softmax "
-    "output, the scaled query or the transposed key left unquantized; brainsmith's matmul "
-    "kernel multiplies integers: quantize both operands (Brevitas QuantMultiheadAttention's "
-    "attn_output_weights_quant, q_scaled_quant, k_transposed_quant, v_quant)",
-    "Softmax": "a softmax whose input is not quantized: brainsmith's softmax kernel reads "
-    "integers (Brevitas QuantMultiheadAttention's softmax_input_quant)",
-    "LayerNormalization": "a LayerNorm between floating-point tensors: quantize its input "
-    "(a Brevitas QuantIdentity before it)",
+}
+# ... and for nodes whose floating-point operands are what keeps them from a kernel
+FLOAT_HINTS = {
+    "MatMul": "in attention: the softmax output, the scaled query or the transposed key left "
+    "unquantized; brainsmith's matmul kernel multiplies integers: quantize both operands "
+    "(Brevitas QuantMultiheadAttention's attn_output_weights_quant, q_scaled_quant, "
+    "k_transposed_quant, v_quant)",
+    "Softmax": "brainsmith's softmax kernel reads integers: quantize its input (Brevitas "
+    "QuantMultiheadAttention's softmax_input_quant)",
+    "LayerNormalization": "quantize its input (a Brevitas QuantIdentity before it)",
 }
 
 
@@ -224,6 +226,7 @@ def advice(node, found: dict[str, list[Taker]], model=None) -> str:
         if floats:
             text += f"; floating-point operand{'s' if len(floats) > 1 else ''}: "
             text += ", ".join(floats)
+            hint = FLOAT_HINTS.get(node.op_type, hint)
         return f"{text} ({hint})" if hint else text
     unselected = [t for t in options if not t.selected]
     excluded = [t for t in unselected if t.excluded]
