@@ -72,7 +72,8 @@ def layer(report: dict, name: str) -> dict:
 
 
 def html_row(html: str, name: str) -> str:
-    return next(row for row in html.split("<tr>") if f"<td>{name}</td>" in row)
+    row = next(row for row in html.split("<tr>") if f"<td>{name}</td>" in row)
+    return row.split("</tr>")[0]  # the last row of a table is followed by the page
 
 
 # -- what FINN does not estimate ---------------------------------------------------------
