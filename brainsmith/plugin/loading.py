@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+import threading
 import time
 
 from brainsmith.plugin.containment import PluginExit, contained
@@ -13,6 +15,7 @@ from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 
@@ -42,10 +45,11 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
         folders.activate()  # the configured folders, a package each
     from brainsmith.frameworks.finn.env import FINN_USERS, prepare_finn
 
-    if module_name.startswith(FINN_USERS):
-        prepare_finn()
     try:
         with contained():
+            if module_name.startswith(FINN_USERS):
+                with import_turn():
+                    prepare_finn()
             module = _import(module_name, timeout)
     except ImportTimeout:
         raise PluginLoadError(
@@ -145,7 +149,8 @@ def _is_framework_plugin(spec: PluginSpec, obj: object) -> bool:
     if spec.framework != "finn":
         return False  # QONNX contributes transforms only
     if spec.type == "step":
-        steps = importlib.import_module("finn.builder.build_dataflow_steps")
+        with import_turn():
+            steps = importlib.import_module("finn.builder.build_dataflow_steps")
         table = getattr(steps, "build_dataflow_step_lookup", None)
         if table is None:  # a FINN without a step table: any function of the module
             import inspect
@@ -157,18 +162,40 @@ def _is_framework_plugin(spec: PluginSpec, obj: object) -> bool:
     domain = FINN_KERNELS if spec.type == "kernel" else spec.metadata.get("domain")
     if not isinstance(domain, str) or (spec.type == "backend" and domain not in FINN_BACKENDS):
         return False
-    table = getattr(importlib.import_module(domain), "custom_op", {})
+    with import_turn():
+        table = getattr(importlib.import_module(domain), "custom_op", {})
     return isinstance(table, dict) and table.get(spec.name) is obj
 
 
 DEADLOCK_RETRIES = 5
+IMPORT_TURN_WAIT = 30.0  # seconds a thread waits for its turn before importing anyway
+_IMPORTING = threading.RLock()
+
+
+@contextlib.contextmanager
+def import_turn(wait: float = IMPORT_TURN_WAIT) -> Iterator[None]:
+    """Plugin imports in this process take turns.
+
+    Python 3.11's per-module import locks see deadlocks where there are none when threads
+    import one package graph at once (CPython gh-83065, gh-106176): an import is then handed
+    a partially initialised module (``partially initialized module 'onnx' has no attribute
+    'version'``) or refused with ``_DeadlockError``. A turn not given within
+    ``wait`` seconds (an import that hangs, a plugin that loads plugins from a thread of its
+    own while being imported) is taken anyway, so a wait here is bounded."""
+    turn = _IMPORTING.acquire(timeout=wait)
+    try:
+        yield
+    finally:
+        if turn:
+            _IMPORTING.release()
 
 
 def _import(module_name: str, timeout: float) -> object:
-    """Import ``module_name``. Python's per-module import locks can refuse an import with
-    ``_DeadlockError`` when threads import a package and its modules in opposite orders
-    (CPython gh-83065); the other thread's import then completes, so the import is tried
-    again."""
+    """Import ``module_name`` (in its turn); a ``_DeadlockError`` is retried after the other
+    import has ended."""
+    module = sys.modules.get(module_name)
+    if module is not None and not _initializing(module):
+        return module
     attempt = 0
     while True:
         try:
@@ -183,19 +210,20 @@ def _import(module_name: str, timeout: float) -> object:
         time.sleep(0.02 * attempt)
 
 
+def _initializing(module: object) -> bool:
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
 def _import_within(module_name: str, timeout: float) -> object:
     """``importlib.import_module``, given up on after ``timeout`` seconds (0: wait forever)."""
-    module = sys.modules.get(module_name)
-    initializing = getattr(getattr(module, "__spec__", None), "_initializing", False)
-    if timeout <= 0 or (module is not None and not initializing):
-        return importlib.import_module(module_name)
-    import threading
-
+    if timeout <= 0:
+        with import_turn():
+            return importlib.import_module(module_name)
     outcome: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            with contained():
+            with import_turn(wait=timeout / 2), contained():  # a hung import holds its turn
                 outcome["module"] = importlib.import_module(module_name)
         except BaseException as exc:  # handed to the caller below
             outcome["error"] = exc
