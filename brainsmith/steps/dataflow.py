@@ -53,10 +53,11 @@ def streamline(model, cfg):
     """Apply the blueprint's ``pre_hw`` transforms, make 1D networks 2D, move scales past
     depthwise convolutions (refusing zero-padded binarized ones, which FINN computes wrongly),
     then FINN's streamlining (lowering convolutions to matrix products), then move scales
-    past residual forks and joins."""
+    past residual forks and joins and layout changes before the thresholds feeding them."""
     from finn.builder.build_dataflow_steps import step_streamline
 
     from brainsmith.steps.finn_recipe import (
+        channels_last,
         lift_1d,
         refuse_padded_bipolar,
         streamline_depthwise,
@@ -66,7 +67,7 @@ def streamline(model, cfg):
     model = apply_transforms(model, context_of(cfg).plan.pre_hw, "pre_hw")
     model = streamline_depthwise(lift_1d(model))
     refuse_padded_bipolar(model)
-    return streamline_residuals(step_streamline(model, cfg))
+    return channels_last(streamline_residuals(step_streamline(model, cfg)))
 
 
 @step(
