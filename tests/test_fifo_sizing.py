@@ -105,3 +105,34 @@ def test_a_design_with_hls_layers_is_refused_with_the_fix():
     with pytest.raises(StepError) as error:
         size_fifos(ModelWrapper(qonnx_make_model(graph)), None)
     assert "Pool_hls_0" in error.value.reason and "prefer: rtl" in error.value.hint
+
+
+@pytest.mark.parametrize("network", ["cnv", "conv_pad"])
+def test_shipped_conv_networks_in_rtl_are_sized_and_run_whole_at_their_estimate(
+    hub, tmp_path, network
+):
+    """The shipped convolutional networks (the residual block is the fixture above) with
+    every layer RTL: FIFOs sized by simulation, then the sized accelerator simulated whole,
+    bit for bit and within the report's stated tolerance of FINN's estimate."""
+    blueprint = tmp_path / f"{network}_rtl.yaml"
+    blueprint.write_text(
+        f"name: {network}_rtl\nextends: {REPO / 'blueprints' / network}.yaml\n"
+        "hw_compiler:\n  prefer: rtl\n"
+        "steps: [cleanup, qonnx_to_finn, streamline, hardware_inference, specialize, folding,"
+        " estimates, codegen, size_fifos]\n"
+    )
+    models = REPO / "examples/models"
+    result = brainsmith.build(
+        str(models / f"{network}.onnx"), str(blueprint), str(tmp_path / "out"),
+        verify="rtlsim", input_npy=str(models / f"{network}_input.npy"),
+        expected_npy=str(models / f"{network}_expected.npy"),
+    )  # fmt: skip
+    report = result.report
+    assert report["status"] == "ok" and {x["backend"] for x in report["layers"]} == {"rtl"}
+    found = record(Path(result.output_dir))
+    assert found["attempts"][-1]["cycles_per_frame"] == found["cycles_per_frame"]
+    depths = {x["name"]: x["depth"] for x in report["layers"] if x["op_type"] == "StreamingFIFO"}
+    assert depths == {f["name"]: f["depth"] for f in found["fifos"]}
+    stitched = report["rtlsim"]["stitched"]
+    assert stitched["status"] == "match" and stitched["within_tolerance"], stitched
+    assert all(layer["status"] == "match" for layer in report["rtlsim"]["layers"])

@@ -1,6 +1,6 @@
 """Run one compiled layer on a batch of frames: pack the input tensors into stream beats
-the way FINN does (``npy_to_rtlsim_input`` on the folded shape), run the executable, unpack
-its beats (``rtlsim_output_to_npy``) and measure cycles from the beat timestamps.
+the way FINN does (on the folded shape, ``packing``), run the executable, unpack its beats
+and measure cycles from the beat timestamps.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.rtlsim.packing import pack_beats, unpack_beats
 from brainsmith.rtlsim.sources import LayerDesign
 
 RUN_TIMEOUT = 600.0  # seconds of wall time for one layer's simulation
@@ -51,8 +52,6 @@ def simulate(
     how long the simulation may go without output before it counts as stalled; with an
     ``interval``, frame k is offered from cycle k * interval on (else inputs flow flat out).
     """
-    from finn.util.data_packing import npy_to_rtlsim_input
-
     op_in, op_out = op if isinstance(op, tuple) else (op, op)
     if estimated_cycles is None:
         estimated_cycles = int(op_in.get_exp_cycles() or 0)
@@ -65,8 +64,7 @@ def simulate(
         with open(os.path.join(workdir, f"{stream.port}.hex"), "w") as handle:
             for frame in frames:
                 array = np.asarray(frame[position], dtype=np.float32).reshape(shape)
-                for beat in npy_to_rtlsim_input(array, dtype, bits):
-                    handle.write(f"{beat:x}\n")
+                handle.writelines(f"{beat:x}\n" for beat in pack_beats(array, dtype, bits))
     beats_out = [_beats(op_out.get_folded_output_shape(s.index)) for s in design.outputs]
     idle = max(MIN_IDLE_CYCLES, 10 * estimated_cycles)
     command = [executable, workdir, *(str(b * len(frames)) for b in beats_out), str(idle)]
@@ -105,8 +103,6 @@ def _beats(folded_shape) -> int:
 
 
 def _collect(design, op, frames, beats_out, workdir: str, stdout: str) -> Waveform:
-    from finn.util.data_packing import rtlsim_output_to_npy
-
     outputs: list[list[np.ndarray]] = [[] for _ in frames]
     last_beats = None
     for stream, per_frame in zip(design.outputs, beats_out, strict=True):
@@ -116,9 +112,7 @@ def _collect(design, op, frames, beats_out, workdir: str, stdout: str) -> Wavefo
         normal = tuple(op.get_normal_output_shape(stream.index))
         for index in range(len(frames)):
             chunk = values[index * per_frame : (index + 1) * per_frame]
-            array = rtlsim_output_to_npy(
-                chunk, None, dtype, shape, op.get_outstream_width(stream.index), dtype.bitwidth()
-            )
+            array = unpack_beats(chunk, dtype, shape, op.get_outstream_width(stream.index))
             outputs[index].append(np.asarray(array, dtype=np.float32).reshape(normal))
         frame_ends = [cycles[(k + 1) * per_frame - 1] for k in range(len(frames))]
         last_beats = frame_ends if last_beats is None else list(map(max, last_beats, frame_ends))
