@@ -292,7 +292,7 @@ def test_thresholds_read_by_something_else_too_keep_their_layout():
         [rows],
     )
     moved = channels_last(model)
-    assert [n.op_type for n in moved.graph.node][0] == "MultiThreshold"
+    assert moved.graph.node[0].op_type == "MultiThreshold"
     same_results(model, moved)
 
 
