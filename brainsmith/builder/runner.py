@@ -42,6 +42,7 @@ from brainsmith.builder.plan import DEFAULT_BLUEPRINT, BuildPlan, PlanError, loa
 from brainsmith.builder.progress import Progress
 from brainsmith.builder.report import write_reports
 from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, StepRecord
+from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 
 
 def build(
@@ -369,6 +370,7 @@ def finn_config(plan: BuildPlan, finn_dir: str):
 
 
 def _verifier(run: BuildRun, model):
+    _tolerate_float_functions(run, model)
     if run.verify == "none" and run.vectors is None:
         return None
     from qonnx.util.cleanup import cleanup_model
@@ -382,9 +384,32 @@ def _verifier(run: BuildRun, model):
         options.verify_samples,
         seed=0,
         user=run.vectors,
-        atol=options.verify_atol,
+        atol=options.verify_atol if options.verify_atol is not None else VERIFY_ATOL,
         rtol=options.verify_rtol,
     )
+
+
+def _tolerate_float_functions(run: BuildRun, model) -> None:
+    """Choose the verification tolerance the blueprint left open (``verify_atol`` None):
+    ``FLOAT_FUNCTION_ATOL`` for a model with floating-point LayerNorm/Softmax, stated in a
+    note and the report, else ``VERIFY_ATOL``."""
+    options = run.plan.build
+    if options.verify_atol is not None:
+        return
+    found: dict[str, int] = {}
+    for node in model.graph.node:
+        if node.op_type in FLOAT_FUNCTIONS:
+            found[node.op_type] = found.get(node.op_type, 0) + 1
+    atol = FLOAT_FUNCTION_ATOL if found else VERIFY_ATOL
+    run.plan = replace(run.plan, options=replace(options, verify_atol=atol))
+    if found:
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in found.items())
+        run.notes.append(
+            f"verification tolerance atol {atol:g} (not {VERIFY_ATOL:g}): the model computes "
+            f"{kinds} in floating point before quantizers, where a result on a rounding "
+            "boundary may round the other way once a step rewrites the arithmetic around it; "
+            "set build.verify_atol to choose"
+        )
 
 
 def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
