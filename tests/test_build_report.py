@@ -5,6 +5,7 @@ report.html (looked at in headless Chromium)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -229,7 +230,7 @@ def test_numbers_are_formatted_one_way():
 def test_the_chart_helper_does_not_import_the_working_folders_matplotlib(built):
     _, _, html, _, work = built
     assert not (work / "MATPLOTLIB_IMPORTED").exists()
-    assert html.count("<svg") == 2
+    assert html.count("<svg") == 3  # two charts and the dataflow picture
 
 
 def test_chart_worker_is_isolated_from_the_working_directory(tmp_path):
@@ -288,3 +289,83 @@ def test_a_warning_whose_message_follows_on_the_next_lines_is_shown_whole(tmp_pa
         "Node MVAU_hls_0: weight stream too wide reverting SIMD",  # before: an empty line
         "one line",
     ]
+
+
+def test_first_screen_says_if_it_is_fast_enough_what_limits_it_and_what_it_costs(built):
+    from brainsmith.builder.report_html import number
+
+    _, report, html, _, _ = built
+    goal, start = report["target"], html.index("<div class='verdict'>")
+    assert start < html.index("<div class='warnings'>") < html.index('<table class="summary">')
+    verdict = html[start : html.index("<div class='warnings'>")]
+    assert "target 10,000,000 fps missed" in verdict
+    assert (
+        f"limited by {goal['bottleneck']}: {number(goal['bottleneck_cycles'])} cycles per "
+        "frame (the target allows 20)" in verdict
+    )
+    assert "on the CPU, outside the accelerator: LayerNormalization, Mul, Softmax" in verdict
+    shares = {k: v for k, v in report["utilisation"]["percent"].items() if v is not None}
+    assert shares and all(f"<b>{k}</b>" in verdict and f"({v:.2f} %)" in verdict
+                          for k, v in shares.items())  # fmt: skip
+
+
+def test_the_dataflow_picture_is_written_and_shown(built):
+    import xml.etree.ElementTree as ET
+
+    from brainsmith.builder.dataflow_svg import PLUMBING
+
+    _, report, html, out, _ = built
+    picture = (out / "dataflow.svg").read_text()
+    assert picture in html
+    titles = {t.text for t in ET.fromstring(picture).iter("{http://www.w3.org/2000/svg}title")}
+    assert titles == {x["name"] for x in report["layers"] if x["op_type"] not in PLUMBING}
+    assert "bottleneck</text>" in picture and "on the CPU" in picture
+
+
+def test_the_cycles_chart_draws_the_target_and_the_layers_over_it_in_red():
+    from brainsmith.builder.charts import OVER, render_charts
+    from brainsmith.builder.report import chart_rows
+
+    layers = [
+        {"name": n, "estimated": True, "cycles": c, "LUT": 1} for n, c in (("a", 90), ("b", 40))
+    ]
+    assert OVER not in render_charts(chart_rows(layers))["cycles"]
+    assert OVER in render_charts(chart_rows(layers, target_cycles=60))["cycles"]
+
+
+def test_the_page_fits_1280_pixels(built, tmp_path):
+    """Wide tables (layers, steps, RTL simulation) scroll inside their own box; the page
+    itself never scrolls sideways."""
+    from brainsmith.builder.report_html import render
+
+    _, report, _, _, _ = built
+    names = [x["name"] for x in report["layers"]] + ["StreamingDataWidthConverter_rtl_0"]
+    simulated = [  # as verify: rtlsim records each layer
+        {"name": name, "op_type": name.rpartition("_")[0], "status": "match", "frames": 16,
+         "cycles_per_frame": 192.0, "latency_cycles": 210, "estimated_cycles": 192,
+         "compile_seconds": 0.001, "compile_cached": True, "estimate_error": 0.0}
+        for name in names
+    ]  # fmt: skip
+    stitched = {"status": "match", "frames": 16, "layers": 56, "cycles_per_frame": 1772.0,
+                "estimated_cycles_per_frame": 1797, "latency_cycles": 2390, "fps": 112866.8,
+                "latency_ns": 11950.0, "estimate_error": -0.014, "estimate_tolerance": 0.1,
+                "within_tolerance": True, "compile_seconds": 14.6, "compile_cached": False,
+                "fifos": [{"name": f"StreamingFIFO_rtl_{i}", "after": a, "before": b,
+                           "max_occupancy": 47} for i, (a, b) in enumerate(itertools.pairwise(names))]}  # fmt: skip
+    section = {"tool": "Verilator 5", "seconds": 20.0, "summary": "all match",
+               "layers": simulated, "stitched": stitched}  # fmt: skip
+    html = render({**report, "rtlsim": section}, {})
+    probe = (
+        "<pre id='probe'></pre><script>document.getElementById('probe').textContent = "
+        "'width ' + document.documentElement.scrollWidth + ' of ' + window.innerWidth;</script>"
+    )
+    page = tmp_path / "probe.html"
+    page.write_text(html.replace("</body>", probe + "</body>"))
+    dom = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,900", "--dump-dom",
+         page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    ).stdout  # fmt: skip
+    width, shown = map(int, re.search(r"width (\d+) of (\d+)", dom).groups())
+    assert shown == 1280 and width <= shown

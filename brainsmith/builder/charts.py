@@ -20,6 +20,7 @@ import sys
 
 RESOURCES = ("LUT", "BRAM_18K", "URAM", "DSP")
 COLOR = "#3569a8"
+OVER = "#b3261e"  # a layer slower than the target allows
 
 
 def render_charts(layers: list[dict]) -> dict[str, str]:
@@ -39,7 +40,7 @@ def render_charts(layers: list[dict]) -> dict[str, str]:
     if used:
         charts["resources"] = _resources(names, layers, used)
     if any(cycles):
-        charts["cycles"] = _cycles(names, cycles)
+        charts["cycles"] = _cycles(names, cycles, layers[0].get("target_cycles"))
     return charts
 
 
@@ -88,10 +89,17 @@ def _resources(names: list[str], layers: list[dict], used: list[str]) -> str:
     return _svg(figure)
 
 
-def _cycles(names: list[str], values: list[float]) -> str:
+def _cycles(names: list[str], values: list[float], target: float | None) -> str:
+    """Cycles per layer; with a target, the cycles it allows as a line and the layers over
+    it in red."""
     figure = _figure(9, 0.9 + 0.3 * len(names), names, bottom=0.5)
     ax = figure.subplots()
-    ax.barh(names, values, color=COLOR)
+    colors = [OVER if target and value > target else COLOR for value in values]
+    ax.barh(names, values, color=colors)
+    if target:
+        ax.axvline(target, color=OVER, linestyle="--", linewidth=1)
+        ax.text(target, -0.6, f" target: {target:,.0f}", color=OVER, fontsize=8, va="bottom")
+        ax.set_xlim(0, max([*values, target]) * 1.08)
     ax.invert_yaxis()
     ax.set_xlabel("expected cycles per frame", fontsize=9)
     ax.tick_params(labelsize=8)

@@ -164,7 +164,9 @@ def _start_charts(run: BuildRun, model) -> None:
     resources = os.path.join(run.report_dir, report.RESOURCE_FILE)
     if run.charts is not None and run.charts.layers is None and os.path.isfile(resources):
         layers = report.estimates(run.report_dir, model)["layers"]
-        run.charts.submit(report.chart_rows(layers))
+        options = run.plan.build
+        allowed = report.allowed_cycles(options.target_fps, options.clock_ns)
+        run.charts.submit(report.chart_rows(layers, allowed))
 
 
 class Earlier:

@@ -153,10 +153,18 @@ def incomplete(layers: list[dict]) -> dict[str, list[str]]:
     return {key: names for key, names in found.items() if names}
 
 
-def chart_rows(layers: list[dict]) -> list[dict]:
-    """What the charts draw: the estimated layers' resources and cycles."""
+def chart_rows(layers: list[dict], target_cycles: int | None = None) -> list[dict]:
+    """What the charts draw: the estimated layers' resources and cycles, and the cycles per
+    frame the target allows each layer (the line on the cycles chart)."""
     keys = ("name", *RESOURCES, "cycles", "not_estimated")
-    return [{k: layer.get(k) for k in keys} for layer in layers if layer.get("estimated")]
+    rows = [{k: layer.get(k) for k in keys} for layer in layers if layer.get("estimated")]
+    return [{**row, "target_cycles": target_cycles} for row in rows] if target_cycles else rows
+
+
+def allowed_cycles(target_fps: int | None, clock_ns: float) -> int | None:
+    """The cycles per frame a layer may take to meet ``target_fps`` (as FINN's SetFolding
+    computes it)."""
+    return int(10**9 / clock_ns / target_fps) if target_fps else None
 
 
 def _read(folder: str, name: str) -> dict:
@@ -203,11 +211,27 @@ def layer_attributes(model, output_dir: str = "") -> dict[str, dict]:
                 entry[f"{role}_bits"] = bits(entry[f"{role}_datatype"])
         if op is not None and type(op).__module__.split(".")[0] not in ("finn", "qonnx"):
             entry["not_estimated"] = list(inherited_estimates(op))  # a plugin's layer
+        entry["reads"] = _reads(model, node, op)
         code = op.get_nodeattr("code_gen_dir_ipgen") if "code_gen_dir_ipgen" in types else ""
         if code and output_dir and os.path.isdir(code):
             entry["code"] = os.path.relpath(code, output_dir)
         found[node.name] = entry
     return found
+
+
+def _reads(model, node, op) -> list[dict]:
+    """The streams a layer reads: from which layer (None: the accelerator's input), how wide."""
+    reads = []
+    for index, tensor in enumerate(node.input):
+        if not tensor or model.get_initializer(tensor) is not None:
+            continue
+        producer = model.find_producer(tensor)
+        try:
+            width = int(op.get_instream_width(index)) if op is not None else None
+        except Exception:  # a layer without stream widths (or not for this input)
+            width = None
+        reads.append({"from": producer.name if producer else None, "bits": width})
+    return reads
 
 
 def _datatype(model, tensor: str) -> str | None:
@@ -229,6 +253,12 @@ def cpu_nodes(parent) -> dict | None:
     by_type: dict[str, int] = {}
     for node in nodes:
         by_type[node["op_type"]] = by_type.get(node["op_type"], 0) + 1
+    order = [n.op_type for n in parent.graph.node]
+    split = (
+        order.index("StreamingDataflowPartition") if "StreamingDataflowPartition" in order else 0
+    )
+    for position, node in enumerate(nodes):
+        node["side"] = "before" if position < split else "after"  # (nodes precede the partition)
     return {"count": len(nodes), "op_types": by_type, "nodes": nodes, "model": "final_parent.onnx"}
 
 
@@ -244,7 +274,7 @@ def target(
     fps = performance.get("estimated_fps")
     if not target_fps or not fps:
         return None
-    allowed = int(10**9 / clock_ns / target_fps)  # as FINN's SetFolding computes it
+    allowed = allowed_cycles(target_fps, clock_ns)
     goal = {
         "target_fps": target_fps,
         "estimated_fps": fps,
@@ -468,16 +498,21 @@ def _write_json(run, report: dict) -> None:
 
 def _write_html(run, report: dict) -> None:
     from brainsmith.builder.charts import render_charts
+    from brainsmith.builder.dataflow_svg import dataflow_svg
     from brainsmith.builder.report_html import render
 
-    rows = chart_rows(report["layers"])
+    goal = report.get("target") or {}
+    rows = chart_rows(report["layers"], goal.get("target_cycles"))
     try:
         charts = run.charts.charts(rows) if run.charts else render_charts(rows)
     except Exception:  # a chart problem must not hide the build's result
         charts = {}
         if run.log is not None:
             traceback.print_exc(file=run.log)
-    write_text(run.path("report.html"), render(report, charts))
+    picture = dataflow_svg(report)
+    if picture:
+        write_text(run.path("dataflow.svg"), picture)
+    write_text(run.path("report.html"), render(report, charts, picture))
 
 
 def to_json(report: dict) -> str:

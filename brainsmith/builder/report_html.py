@@ -15,8 +15,9 @@ from brainsmith.builder.units import RESOURCES, bits
 NONE = "<span class='none'>-</span>"
 
 
-def render(report: dict, charts: dict[str, str]) -> str:
-    """The page for ``report``; ``charts`` as made by ``brainsmith.builder.charts``."""
+def render(report: dict, charts: dict[str, str], picture: str | None = None) -> str:
+    """The page for ``report``; ``charts`` as made by ``brainsmith.builder.charts``,
+    ``picture`` the dataflow SVG (``brainsmith.builder.dataflow_svg``)."""
     with open(os.path.join(os.path.dirname(__file__), "report_template.html")) as handle:
         template = string.Template(handle.read())
     status = report.get("status", "")
@@ -24,8 +25,10 @@ def render(report: dict, charts: dict[str, str]) -> str:
         title=_e(f"brainsmith build: {report.get('name', '')}"),
         status=_e(status),
         error=_error(report.get("error"), status),
+        verdict=_verdict(report),
         warnings=_warnings(report),
         summary=_summary(report),
+        dataflow=_dataflow(picture),
         steps=_steps(report.get("steps", [])),
         layers=_layers(report.get("layers", [])),
         charts=_charts(charts),
@@ -156,6 +159,79 @@ def _warnings(report: dict) -> str:
             items = "".join(f"<li>{_e(line)}</li>" for line in lines)
             boxes.append(f"<div class='warnings'><b>{title}</b><ul>{items}</ul></div>")
     return "".join(boxes)
+
+
+def _verdict(report: dict) -> str:
+    """The first screen: is it fast enough, what limits it, what it costs, what stays on
+    the CPU."""
+    perf, goal = report.get("performance") or {}, report.get("target") or {}
+    fps = perf.get("estimated_fps")
+    if fps is None:
+        return ""
+    lines = [f"<span class='big'>{_e(number(fps))} fps</span> estimated"]
+    if goal:
+        verdict = "met" if goal["met"] else "missed"
+        share = fps / goal["target_fps"] * 100 if goal.get("target_fps") else None
+        lines[0] += (
+            f" <span class='pill {verdict}'>target {_e(number(goal['target_fps']))} fps "
+            f"{verdict}{f' ({share:.0f} %)' if share and not goal['met'] else ''}</span>"
+        )
+    stitched = (report.get("rtlsim") or {}).get("stitched") or {}
+    if stitched.get("cycles_per_frame"):
+        measured = stitched["cycles_per_frame"]
+        clock = report.get("clock_ns")
+        pace = f" ({number(1e9 / clock / measured)} fps at the clock)" if clock else ""
+        lines.append(_e(f"measured in simulation: {number(measured)} cycles per frame{pace}"))
+    slowest = goal.get("bottleneck") or perf.get("max_cycles_layer")
+    if slowest:
+        cycles = goal.get("bottleneck_cycles") or perf.get("max_cycles")
+        allowed = goal.get("target_cycles")
+        text = f"limited by {slowest}: {number(cycles)} cycles per frame"
+        text += f" (the target allows {number(allowed)})" if allowed else ""
+        text += f"; {goal['limit']}" if goal.get("limit") else ""
+        lines.append(_e(text))
+    cpu = report.get("cpu_nodes") or {}
+    if cpu.get("count"):
+        kinds = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in cpu["op_types"].items())
+        lines.append(_e(f"on the CPU, outside the accelerator: {kinds}"))
+    elif cpu:
+        lines.append("every node is in the accelerator")
+    items = "".join(f"<div>{line}</div>" for line in lines)
+    return f"<div class='verdict'>{items}{_utilisation_bars(report)}</div>"
+
+
+def _utilisation_bars(report: dict) -> str:
+    """One meter per resource: the share of the part the estimate takes."""
+    use, totals = report.get("utilisation") or {}, report.get("totals") or {}
+    percent = use.get("percent") or {}
+    incomplete = report.get("incomplete") or {}
+    meters = []
+    for key in RESOURCES:
+        if percent.get(key) is None:
+            continue
+        amount = total_text(key, totals.get(key), incomplete)[len(key) + 1 :]
+        meters.append(
+            f"<span class='meter'><b>{_e(key)}</b> <span class='track'><span "
+            f"style='width:{min(100.0, percent[key]):.2f}%'></span></span> "
+            f"{_e(amount)} ({percent[key]:.2f} %)</span>"
+        )
+    if not meters:
+        return ""
+    why = '; "at least": some layers are not estimated by FINN' if incomplete else ""
+    return (
+        f"<div>{''.join(meters)}</div><div class='none'>estimated share of "
+        f"{_e(use.get('part', ''))}{why}</div>"
+    )
+
+
+def _dataflow(picture: str | None) -> str:
+    if not picture:
+        return ""
+    return (
+        "<h2>Dataflow</h2>\n<p class='none'>The accelerator's layers in stream order (FIFOs "
+        "and width converters as the streams' labels), also as "
+        f"{_link('dataflow.svg')}.</p>\n<div class='scroll'>{picture}</div>"
+    )
 
 
 def _summary(report: dict) -> str:

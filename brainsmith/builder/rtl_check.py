@@ -126,12 +126,13 @@ def rtlsim_html(section: dict | None) -> str:
         f"<h2>RTL simulation</h2>\n<p>{html.escape(section.get('summary', ''))} — "
         f"{html.escape(section.get('tool', ''))}, {section.get('seconds', 0):.1f} s. Each RTL "
         "layer is driven with its own inputs from the Python execution and compared bit "
-        "for bit; cycles per frame are measured between consecutive frames.</p>\n<table>\n"
+        "for bit; cycles per frame are measured between consecutive frames.</p>\n"
+        "<div class='scroll'><table>\n"
         "<tr><th>layer</th><th>op type</th><th>result</th><th>cycles/frame (simulated)</th>"
         "<th>cycles/frame (FINN estimate)</th><th>estimate error</th><th>latency (cycles)</th><th>compile</th>"
-        "<th style='min-width:24em'>note</th></tr>\n"
+        "<th style='min-width:20em'>note</th></tr>\n"
         + "\n".join(rows)
-        + "\n</table>"
+        + "\n</table></div>"
         + stitched_html(section.get("stitched"))
     )
 
