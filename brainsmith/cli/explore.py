@@ -147,7 +147,15 @@ def print_summary(data: dict) -> None:
     )
     for v in [v for v in variants if v["pareto"]][:10]:
         choices = " ".join(f"{k}={_text(x)}" for k, x in v["choices"].items())
-        out.print(f"  pareto      {v['id']}  {_metrics(v)}  {choices}", markup=False)
+        same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
+        out.print(f"  pareto      {v['id']}{same}  {_metrics(v)}  {choices}", markup=False)
+    for effect in data.get("effects") or []:
+        if effect["changed_nothing"]:
+            out.print(
+                f"  no effect   {effect['dimension']}: the variants that differ only there "
+                "built the same design",
+                markup=False,
+            )
     feasible = sum(v["feasible"] for v in ok)
     if data["constraints"]:
         out.print(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from brainsmith.dse.results import judge, metrics
+from brainsmith.dse.results import effects, judge, metrics, variant_facts
 from brainsmith.dse.tree import counts, render
 
 
@@ -22,6 +22,7 @@ def assemble(run, started: float | None) -> dict:
     space = run.blueprint.design_space
     variants = [_variant(run, v) for v in run.variants]
     judge(variants, space.search)
+    dimensions = {d.label: list(d.shown) for d in space.dimensions}
     usage = _usage(run)
     return {
         "name": run.blueprint.name,
@@ -33,7 +34,8 @@ def assemble(run, started: float | None) -> dict:
         "space_size": space.size,
         "objectives": dict(space.search.objectives),
         "constraints": [str(c) for c in space.search.constraints],
-        "dimensions": {d.label: list(d.shown) for d in space.dimensions},
+        "dimensions": dimensions,
+        "effects": effects(variants, dimensions),
         "executor": run.executor_facts,
         "variant_timeout": run.variant_timeout,
         "variants": sorted(variants, key=lambda v: v["rank"]),
@@ -74,6 +76,7 @@ def _variant(run, variant) -> dict:
         return entry
     if result.report:
         entry["metrics"] = metrics(result.report)
+        entry.update(variant_facts(result.report))
     if result.status == "failed":
         entry["error"] = result.error
         entry["failed_in"] = result.failed_in

@@ -24,6 +24,10 @@ circle.pareto { fill: #3569a8; } circle.feasible { fill: #fff; stroke: #3569a8; 
 circle.infeasible { fill: #bbb; }
 pre { background: #f6f6f6; padding: 10px; overflow-x: auto; }
 .legend span { margin-right: 14px; }
+.same { color: #777; font-size: 12px; }
+.scroll { overflow-x: auto; }
+table.effects td { border-top: 1px solid #ddd; vertical-align: top; }
+table.effects td.num { text-align: right; font-variant-numeric: tabular-nums; }
 """
 
 
@@ -79,6 +83,7 @@ def write_report(data: dict, path: str) -> None:
 <table class="summary">{rows}</table>
 <h2>Pareto plots</h2>{legend}<div class="plots">{plots}</div>
 <h2>Variants, ranked</h2>{_table(variants, data)}
+{_effects(data.get("effects") or [])}
 {_failures(failed)}
 <h2>Execution tree</h2><pre>{html.escape(chr(10).join(data["tree"]))}</pre>
 <p>{html.escape(", ".join(f"{k} {v}" for k, v in data["versions"].items()))}</p>
@@ -91,7 +96,8 @@ def write_report(data: dict, path: str) -> None:
 def _table(variants: list[dict], data: dict) -> str:
     dims = list(data["dimensions"])
     constraints = data["constraints"]
-    head = ["rank", "variant", "status", *dims, *METRIC_NAMES, *constraints, "Pareto", "time"]
+    head = ["rank", "variant", "status", *dims, *METRIC_NAMES, "LUT %", "bottleneck",
+            *constraints, "Pareto", "time"]  # fmt: skip
     rows = []
     for v in variants:
         found = v["metrics"] or {}
@@ -102,6 +108,8 @@ def _table(variants: list[dict], data: dict) -> str:
             (html.escape(v["status"]), ""),
             *((html.escape(_choice(v["choices"].get(d))), "") for d in dims),
             *((_number(found.get(m)), "num") for m in METRIC_NAMES),
+            (_percent((v.get("utilisation") or {}).get("LUT")), "num"),
+            (html.escape(v.get("bottleneck") or "-"), ""),
             *(_check(checks.get(c)) for c in constraints),
             ("★" if v["pareto"] else "", ""),
             (f"{_number(v['seconds'])} s" if v["seconds"] is not None else "", "num"),
@@ -110,15 +118,55 @@ def _table(variants: list[dict], data: dict) -> str:
         tds = "".join(f"<td class='{c}'>{text}</td>" for text, c in cells)
         rows.append(f"<tr class='{kind}'>{tds}</tr>")
     header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return f"<table class='variants'><tr>{header}</tr>{''.join(rows)}</table>"
+    return f"<div class='scroll'><table class='variants'><tr>{header}</tr>{''.join(rows)}</table></div>"
 
 
 def _link(variant: dict) -> str:
-    """The variant's id, linked to its build report when there is one."""
+    """The variant's id, linked to its build report when there is one; a variant that built
+    the same design as another says which."""
     name = html.escape(variant["id"])
+    same = variant.get("same_design_as")
+    note = f" <span class='same'>same design as {html.escape(same)}</span>" if same else ""
     if not variant["report"]:
-        return name
-    return f"<a href='{html.escape(variant['report'])}'>{name}</a>"
+        return name + note
+    return f"<a href='{html.escape(variant['report'])}'>{name}</a>{note}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} %"
+
+
+def _effects(effects: list[dict]) -> str:
+    """What each dimension's choices did: mean metrics per value, and whether the choice
+    changed the design at all."""
+    if not effects:
+        return ""
+    rows = []
+    for effect in effects:
+        if effect["changed_nothing"]:
+            verdict = (f"changed nothing: all {effect['pairs']} pairs of variants that differ "
+                       "only here built the same design")  # fmt: skip
+        elif effect["pairs"]:
+            verdict = (f"{effect['pairs'] - effect['same_design_pairs']} of {effect['pairs']} "
+                       "pairs that differ only here built different designs")  # fmt: skip
+        else:
+            verdict = "no pair of variants differs only here"
+        values = effect["values"]
+        for index, value in enumerate(values):
+            first = (f"<td rowspan='{len(values)}'>{html.escape(effect['dimension'])}</td>"
+                     if index == 0 else "")  # fmt: skip
+            last = f"<td rowspan='{len(values)}'>{html.escape(verdict)}</td>" if index == 0 else ""
+            rows.append(
+                f"<tr>{first}<td>{html.escape(_choice(value['value']))}</td>"
+                f"<td class='num'>{value['variants']}</td>"
+                + "".join(
+                    f"<td class='num'>{_number(value[m])}</td>" for m in ("fps", "LUT", "DSP")
+                )
+                + f"{last}</tr>"
+            )
+    head = ("<tr><th>dimension</th><th>choice</th><th>built</th><th>mean fps</th>"
+            "<th>mean LUT</th><th>mean DSP</th><th>effect</th></tr>")  # fmt: skip
+    return f"<h2>What each choice changed</h2><table class='variants'>{head}{''.join(rows)}</table>"
 
 
 def _check(ok: bool | None) -> tuple[str, str]:
@@ -152,6 +200,7 @@ def _plot(variants: list[dict], data: dict, resource: str) -> str:
         and v["metrics"]
         and v["metrics"].get("fps")
         and v["metrics"].get(resource) is not None
+        and not v.get("same_design_as")  # drawn once, with the variants of the same design
     ]
     title = f"fps against {resource}"
     if not points:
@@ -191,7 +240,8 @@ def _plot(variants: list[dict], data: dict, resource: str) -> str:
     parts += _constraint_lines(data["constraints"], resource, x_axis, y_axis)
     for v, x, y in sorted(zip(points, xs, ys, strict=True), key=lambda p: p[0]["pareto"]):
         kind = "pareto" if v["pareto"] else ("feasible" if v["feasible"] else "infeasible")
-        label = f"{v['id']}: fps {_number(y)}, {resource} {_number(x)}"
+        same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
+        label = f"{v['id']}{same}: fps {_number(y)}, {resource} {_number(x)}"
         parts.append(
             f"<a href='{html.escape(v['report'])}'><circle class='{kind}' data-variant='{v['id']}' "
             f"cx='{x_axis.at(x):.1f}' cy='{y_axis.at(y):.1f}' r='6'>"

@@ -4,10 +4,13 @@ objectives, a ranking, and ``explore.json``.
 Ranking: variants that built and meet every constraint come first, by Pareto front (the
 front itself is rank 1, the front of the rest rank 2, ...), then by the objectives in the
 order written; then variants that miss a constraint, the same way; then failed ones.
+Variants that built the same design (a choice that changed nothing) are judged once: the
+first of them stands for the others, which are ranked right after it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -24,17 +27,49 @@ def metrics(report: dict) -> dict:
     }
 
 
+DESIGN_KEYS = ("name", "op_type", "backend", "PE", "SIMD", "mem_mode", "ram_style", "resType",
+               "input_datatype", "weight_datatype", "output_datatype", "depth", "cycles")  # fmt: skip
+
+
+def design_digest(report: dict) -> str:
+    """What a build made, as a digest: its layers (kernel, backend, folding, memory, data
+    types, FIFO depths, cycles) and estimates; equal digests, equal designs."""
+    layers = [[layer.get(k) for k in DESIGN_KEYS] for layer in report.get("layers", [])]
+    made = {"layers": layers, "metrics": metrics(report)}
+    return hashlib.sha256(json.dumps(made, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def variant_facts(report: dict) -> dict:
+    """Per variant beside its metrics: the share of the part it takes and what limits it."""
+    goal, performance = report.get("target") or {}, report.get("performance") or {}
+    return {
+        "utilisation": (report.get("utilisation") or {}).get("percent"),
+        "bottleneck": goal.get("bottleneck") or performance.get("max_cycles_layer"),
+        "design": design_digest(report),
+    }
+
+
 def judge(entries: list[dict], search) -> None:
-    """Fill in ``constraints``, ``feasible``, ``pareto`` and ``rank`` of each variant entry
-    (``search`` is the blueprint's ``Search``); entries without metrics are not judged."""
+    """Fill in ``constraints``, ``feasible``, ``pareto``, ``rank`` and ``same_design_as``
+    of each variant entry (``search`` is the blueprint's ``Search``); entries without
+    metrics are not judged."""
     objectives = list(search.objectives)
-    built = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
     for entry in entries:
         entry["pareto"] = False
         entry["rank"] = None
         entry["constraints"] = []
         entry["feasible"] = False
-    for entry in built:
+        entry["same_design_as"] = None
+        entry["same_design"] = []
+    every = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
+    first: dict[str, dict] = {}
+    for entry in sorted(every, key=lambda e: e["index"]):
+        twin = first.setdefault(entry.get("design") or entry["id"], entry)
+        if twin is not entry:
+            entry["same_design_as"] = twin["id"]
+            twin["same_design"].append(entry["id"])
+    built = [e for e in every if e["same_design_as"] is None]
+    for entry in every:
         entry["constraints"] = [
             {"constraint": str(c), "ok": c.holds(entry["metrics"])} for c in search.constraints
         ]
@@ -50,9 +85,45 @@ def judge(entries: list[dict], search) -> None:
             for member in front:
                 member["front"] = depth
             ordered += sorted(front, key=lambda e: _objective_key(e, objectives))
-    rest = sorted((e for e in entries if e not in built), key=lambda e: e["index"])
+    copies = {e["id"]: e for e in every if e["same_design_as"]}
+    ordered = [x for e in ordered for x in [e, *(copies[i] for i in e["same_design"])]]
+    for copy in copies.values():
+        copy["front"] = next(e for e in every if e["id"] == copy["same_design_as"]).get("front")
+    rest = sorted((e for e in entries if e not in every), key=lambda e: e["index"])
     for rank, entry in enumerate(ordered + rest, 1):
         entry["rank"] = rank
+
+
+def effects(entries: list[dict], dimensions: dict[str, list]) -> list[dict]:
+    """Per dimension: for each of its values, how many variants built with it and their mean
+    metrics; and how many pairs of variants that differ only in this dimension built the
+    same design (all of them: the choice changed nothing)."""
+    built = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
+    found = []
+    for label in dimensions:
+        key = lambda e, label=label: json.dumps(  # noqa: E731  # the other choices
+            {k: v for k, v in e["choices"].items() if k != label}, sort_keys=True, default=str
+        )
+        values = []
+        for value in dimensions[label]:
+            group = [e for e in built if _shown(e["choices"].get(label)) == _shown(value)]
+            means = {m: _mean(e["metrics"].get(m) for e in group) for m in ("fps", "LUT", "DSP")}
+            values.append({"value": value, "variants": len(group), **means})
+        pairs = [(a, b) for i, a in enumerate(built) for b in built[i + 1 :]
+                 if key(a) == key(b) and a["choices"].get(label) != b["choices"].get(label)]  # fmt: skip
+        same = sum(1 for a, b in pairs if a.get("design") and a.get("design") == b.get("design"))
+        found.append({"dimension": label, "values": values, "pairs": len(pairs),
+                      "same_design_pairs": same, "changed_nothing": bool(pairs) and same == len(pairs)})  # fmt: skip
+    return found
+
+
+def _shown(value: object) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _mean(values) -> float | None:
+    numbers = [float(v) for v in values if v is not None]
+    return sum(numbers) / len(numbers) if numbers else None
 
 
 def _value(entry: dict, metric: str, goal: str) -> float:
