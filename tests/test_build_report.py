@@ -369,3 +369,16 @@ def test_the_page_fits_1280_pixels(built, tmp_path):
     ).stdout  # fmt: skip
     width, shown = map(int, re.search(r"width (\d+) of (\d+)", dom).groups())
     assert shown == 1280 and width <= shown
+
+
+def test_layers_show_macs_parameters_and_the_cycles_over_the_target(built):
+    _, report, html, out, _ = built
+    counts = json.loads((out / "finn" / "report" / "op_and_param_counts.json").read_text())
+    mvau = next(x for x in report["layers"] if x["op_type"] == "MVAU")
+    found = counts[mvau["name"]]
+    assert mvau["MACs"] == sum(v for k, v in found.items() if k.startswith("op_")) > 0
+    assert mvau["params"] == sum(v for k, v in found.items() if k.startswith("param_")) > 0
+    allowed = report["target"]["target_cycles"]
+    slow = [x for x in report["layers"] if (x["cycles"] or 0) > allowed]
+    assert slow and html.count("class='num missed'") == len(slow)
+    assert f"over the {allowed} cycles the target allows" in html

@@ -86,6 +86,7 @@ def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
     """Every layer of ``model`` with FINN's estimates where they exist, totals, performance."""
     resources = _read(report_dir, RESOURCE_FILE)
     cycles = _read(report_dir, "estimate_layer_cycles.json")
+    counts = _read(report_dir, "op_and_param_counts.json")
     performance = _read(report_dir, "estimate_network_performance.json")
     described = layer_attributes(model, output_dir) if model is not None else {}
     names = list(described) or [n for n in resources if n != "total"] or list(cycles)
@@ -100,6 +101,7 @@ def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
             layer[key] = None if key in missing else _number(value)
         layer["not_estimated"] = list(missing)
         layer["cycles"] = _number(cycles.get(name)) if layer["estimated"] else None
+        layer.update(_counts(counts.get(name)))
         layers.append(layer)
     totals = {key: _number(resources.get("total", {}).get(key, 0)) for key in RESOURCES}
     return {
@@ -113,6 +115,18 @@ def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
             "max_cycles_layer": performance.get("max_cycles_node_name"),
             "critical_path_cycles": performance.get("critical_path_cycles"),
         },
+    }
+
+
+def _counts(found: object) -> dict:
+    """A layer's multiply-accumulates per frame and parameters, from FINN's
+    op_and_param_counts.json (``op_mac_4bx8b``, ``param_weight_4b``, ... summed over types)."""
+    if not isinstance(found, dict) or not found:
+        return {"MACs": None, "params": None}
+    numbers = {k: v for k, v in found.items() if isinstance(v, int | float)}
+    return {
+        "MACs": sum(v for k, v in numbers.items() if k.startswith("op_")) or None,
+        "params": sum(v for k, v in numbers.items() if k.startswith("param_")) or None,
     }
 
 

@@ -30,7 +30,7 @@ def render(report: dict, charts: dict[str, str], picture: str | None = None) -> 
         summary=_summary(report),
         dataflow=_dataflow(picture),
         steps=_steps(report.get("steps", [])),
-        layers=_layers(report.get("layers", [])),
+        layers=_layers(report.get("layers", []), (report.get("target") or {}).get("target_cycles")),
         charts=_charts(charts),
         rtlsim=rtlsim_html(report.get("rtlsim")),
         finn_warnings=_finn_warnings(report.get("warnings", []), report.get("target")),
@@ -366,12 +366,15 @@ LAYER_COLUMNS = (
     ("ram_style", "ram_style"),
     *((key, key) for key in RESOURCES),
     ("cycles", "cycles"),
+    ("MACs", "MACs"),
+    ("params", "params"),
 )
-NUMERIC = {"PE", "SIMD", *RESOURCES, "cycles"}
+NUMERIC = {"PE", "SIMD", *RESOURCES, "cycles", "MACs", "params"}
 NOT_ESTIMATED = "<span class='none'>not estimated</span>"
 
 
-def _layers(layers: list[dict]) -> str:
+def _layers(layers: list[dict], target_cycles: int | None = None) -> str:
+    """The layer table; cycles over what the target allows in red."""
     if not layers:
         return "<p class='none'>No hardware layers (the build did not reach them).</p>"
     head = "".join(
@@ -383,7 +386,10 @@ def _layers(layers: list[dict]) -> str:
         cells = []
         for _, key in LAYER_COLUMNS:
             value = layer.get(key)
-            if key in NUMERIC:
+            if key == "cycles" and target_cycles and (value or 0) > target_cycles:
+                title = f"over the {number(target_cycles)} cycles the target allows"
+                cells.append(f"<td class='num missed' title='{title}'>{_cell(layer, key)}</td>")
+            elif key in NUMERIC:
                 cells.append(f"<td class='num'>{_cell(layer, key)}</td>")
             elif key.endswith("_datatype"):
                 cells.append(f"<td>{_e(datatype(value)) if value else NONE}</td>")
