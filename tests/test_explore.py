@@ -20,6 +20,7 @@ import pytest
 import brainsmith
 from brainsmith.dse import ExploreError
 from brainsmith.plugin.blueprint import load_blueprint
+from tests.support.browser import layout, screenshot
 from tests.support.processes import brainsmith as cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -371,6 +372,10 @@ def test_report_html_shows_the_ranked_table_and_a_linked_pareto_plot(in_process,
 
     pixels = matplotlib.image.imread(str(png))
     assert len(np.unique(pixels.reshape(-1, pixels.shape[-1]).round(2), axis=0)) > 20
+    wanted = ["table.variants", "table.effects", "svg circle.pareto"]
+    found = layout(Path(in_process.html_path), wanted, tmp_path)
+    assert found["page"] <= found["window"] == 1280 and found["found"] == wanted, found
+    screenshot(Path(in_process.html_path), "explore-mlp_small", tmp_path)
 
 
 def test_cli_explores_and_prints_the_pareto_front(hub, in_process, space, tmp_path):

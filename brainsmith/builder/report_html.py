@@ -353,53 +353,73 @@ def _steps(steps: list[dict]) -> str:
     return "".join(rows)
 
 
-LAYER_COLUMNS = (
-    ("layer", "name"),
-    ("kernel", "op_type"),
-    ("backend", "backend"),
-    ("PE", "PE"),
-    ("SIMD", "SIMD"),
-    ("input", "input_datatype"),
-    ("weights", "weight_datatype"),
-    ("output", "output_datatype"),
-    ("mem_mode", "mem_mode"),
-    ("ram_style", "ram_style"),
-    *((key, key) for key in RESOURCES),
-    ("cycles", "cycles"),
-    ("MACs", "MACs"),
-    ("params", "params"),
-)
-NUMERIC = {"PE", "SIMD", *RESOURCES, "cycles", "MACs", "params"}
+LAYER_HEAD = ("layer (its code)", "kernel", "PE/SIMD", "data types", "memory", *RESOURCES,
+              "cycles", "MACs", "params")  # fmt: skip
+NUMERIC_HEAD = {"PE/SIMD", *RESOURCES, "cycles", "MACs", "params"}
 NOT_ESTIMATED = "<span class='none'>not estimated</span>"
 
 
 def _layers(layers: list[dict], target_cycles: int | None = None) -> str:
-    """The layer table; cycles over what the target allows in red."""
+    """The layer table, compact enough for a 1280-pixel window: kernel and backend, folding,
+    data types and memory each in one column; the name links the layer's generated code;
+    cycles over what the target allows in red."""
     if not layers:
         return "<p class='none'>No hardware layers (the build did not reach them).</p>"
     head = "".join(
-        f"<th class='num'>{_e(t)}</th>" if k in NUMERIC else f"<th>{_e(t)}</th>"
-        for t, k in LAYER_COLUMNS
+        f"<th class='num'>{_e(t)}</th>" if t in NUMERIC_HEAD else f"<th>{_e(t)}</th>"
+        for t in LAYER_HEAD
     )
     rows = []
     for layer in layers:
-        cells = []
-        for _, key in LAYER_COLUMNS:
-            value = layer.get(key)
-            if key == "cycles" and target_cycles and (value or 0) > target_cycles:
-                title = f"over the {number(target_cycles)} cycles the target allows"
-                cells.append(f"<td class='num missed' title='{title}'>{_cell(layer, key)}</td>")
-            elif key in NUMERIC:
-                cells.append(f"<td class='num'>{_cell(layer, key)}</td>")
-            elif key.endswith("_datatype"):
-                cells.append(f"<td>{_e(datatype(value)) if value else NONE}</td>")
-            else:
-                cells.append(f"<td>{_e(value) if value not in (None, '') else NONE}</td>")
         code = layer.get("code")
-        cells.append(f"<td>{_link(code + '/', 'code')}</td>" if code else f"<td>{NONE}</td>")
+        name = _link(code + "/", layer["name"]) if code else _e(layer["name"])
+        cells = [
+            f"<td class='name'>{name}</td>",
+            f"<td>{_joined(layer.get('op_type'), layer.get('backend'))}</td>",
+            f"<td class='num'>{_folding(layer)}</td>",
+            f"<td>{_types(layer)}</td>",
+            f"<td>{_joined(layer.get('mem_mode'), layer.get('ram_style'), sep=', ')}</td>",
+        ]
+        cycles = layer.get("cycles")
+        if not layer.get("estimated"):
+            cells.append(
+                f"<td colspan='{len(RESOURCES) + 1}' class='none'>no FINN estimate "
+                "(resources and cycles) for this layer</td>"
+            )
+        elif target_cycles and (cycles or 0) > target_cycles:
+            title = f"over the {number(target_cycles)} cycles the target allows"
+            cells += [f"<td class='num'>{_cell(layer, key)}</td>" for key in RESOURCES]
+            cells.append(f"<td class='num missed' title='{title}'>{_cell(layer, 'cycles')}</td>")
+        else:
+            cells += [f"<td class='num'>{_cell(layer, key)}</td>" for key in RESOURCES]
+            cells.append(f"<td class='num'>{_cell(layer, 'cycles')}</td>")
+        cells += [f"<td class='num'>{_cell(layer, key)}</td>" for key in ("MACs", "params")]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    table = f"<table class='layers'><tr>{head}<th>code</th></tr>{''.join(rows)}</table>"
+    table = f"<table class='layers'><tr>{head}</tr>{''.join(rows)}</table>"
     return f"<div class='scroll'>{table}</div>"
+
+
+def _joined(*parts: object, sep: str = " · ") -> str:
+    shown = [str(p) for p in parts if p not in (None, "")]
+    return _e(sep.join(shown)) if shown else NONE
+
+
+def _folding(layer: dict) -> str:
+    pe, simd = layer.get("PE"), layer.get("SIMD")
+    if pe is None and simd is None:
+        return NONE
+    return _e("/".join(str(v) for v in (pe, simd) if v is not None))
+
+
+def _types(layer: dict) -> str:
+    """``INT8 → INT15, weights INT4``."""
+    given, made = layer.get("input_datatype"), layer.get("output_datatype")
+    if not given and not made:
+        return NONE
+    text = " → ".join(datatype(t) for t in (given, made) if t)
+    if layer.get("weight_datatype"):
+        text += f", weights {datatype(layer['weight_datatype'])}"
+    return _e(text)
 
 
 def _cell(layer: dict, key: str) -> str:

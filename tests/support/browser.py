@@ -1,0 +1,69 @@
+"""Pages looked at as a user does: Debian's headless Chromium at a given window width,
+measuring the layout with a small script and keeping screenshots as test artefacts in
+build-out/screenshots/ (BRAINSMITH_SCREENSHOTS to put them elsewhere)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.models import REPO
+
+CHROMIUM = "/usr/bin/chromium"
+MEASURE = """<pre id='layout-probe'></pre><script>
+var wide = [];
+document.querySelectorAll('.scroll').forEach(function (box) {
+  if (box.scrollWidth > box.clientWidth + 1) wide.push(box.firstElementChild.className || box.firstElementChild.tagName);
+});
+document.getElementById('layout-probe').textContent = 'LAYOUT ' + JSON.stringify({
+  page: document.documentElement.scrollWidth, window: window.innerWidth, scrolling: wide,
+  found: SELECTORS.filter(function (s) { return document.querySelector(s) !== null; })});
+</script>"""
+
+
+def chromium() -> str:
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser` to install Debian's chromium")
+    return CHROMIUM
+
+
+def _flags(profile: Path, width: int, height: int) -> list[str]:
+    return [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--hide-scrollbars",
+            f"--user-data-dir={profile}", f"--window-size={width},{height}"]  # fmt: skip
+
+
+def layout(page: Path, selectors: list[str], scratch: Path, width: int = 1280) -> dict:
+    """How ``page`` lays out at ``width`` pixels: the page's scroll width, the window's, the
+    classes of the boxes whose content scrolls sideways, and which ``selectors`` exist."""
+    probe = MEASURE.replace("SELECTORS", json.dumps(selectors))
+    copy = page.with_name(f".layout-{page.name}")  # beside it: relative links still resolve
+    copy.write_text(page.read_text().replace("</body>", probe + "</body>"))
+    try:
+        dom = subprocess.run(
+            [*_flags(scratch / "profile", width, 900), "--dump-dom", copy.as_uri()],
+            capture_output=True, text=True, timeout=120, check=False,
+        ).stdout  # fmt: skip
+    finally:
+        copy.unlink()
+    found = re.search(r"LAYOUT (\{.*?\})</pre>", dom)
+    assert found, dom[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"'))
+
+
+def screenshot(page: Path, name: str, scratch: Path, width: int = 1280, height: int = 1800) -> Path:
+    """A screenshot of ``page`` kept as a test artefact; its path."""
+    folder = Path(os.environ.get("BRAINSMITH_SCREENSHOTS", REPO / "build-out" / "screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    png = scratch / f"{name}.png"
+    subprocess.run([*_flags(scratch / "profile", width, height), f"--screenshot={png}", page.as_uri()],
+                   capture_output=True, timeout=120, check=False)  # fmt: skip
+    assert png.is_file() and png.stat().st_size > 10_000, f"no screenshot of {page}"
+    shutil.copy(png, folder / png.name)
+    return png
