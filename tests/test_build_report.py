@@ -108,9 +108,10 @@ def test_layers_show_data_types_bit_widths_and_memory_style(built):
     assert mvau["output_bits"] == int(re.sub(r"\D", "", mvau["output_datatype"]))
     assert mvau["mem_mode"] == "internal_decoupled" and mvau["ram_style"] == "auto"
     assert (out / mvau["code"]).is_dir() and list((out / mvau["code"]).iterdir())
-    for column in ("mem_mode", "ram_style", "weights", "input", "output"):
+    for column in ("data types", "memory"):
         assert f"<th>{column}</th>" in html
-    assert "internal_decoupled" in html
+    types = f"INT8 → {mvau['output_datatype']}, weights INT4"
+    assert f"<td>{types}</td><td>internal_decoupled, auto</td>" in html
 
 
 def test_finns_warnings_from_build_log_are_listed(built):
@@ -214,7 +215,7 @@ def test_layers_without_estimates_are_shown_not_dropped(built, tmp_path):
     layer = next(entry for entry in found["layers"] if entry["name"] == missing)
     assert layer["estimated"] is False and layer["LUT"] is None and layer["cycles"] is None
     page = render({**report, **found}, {})
-    assert "no estimate" in page
+    assert "no FINN estimate (resources and cycles) for this layer" in page
     assert f"1 layer(s) have no FINN estimate and are not in the totals: {missing}" in page
 
 

@@ -424,8 +424,6 @@ def _types(layer: dict) -> str:
 
 def _cell(layer: dict, key: str) -> str:
     """A numeric cell; a resource FINN does not estimate for this layer says so."""
-    if key in (*RESOURCES, "cycles") and not layer.get("estimated"):
-        return "<span class='none'>no estimate</span>"
     if key in layer.get("not_estimated", ()):
         return NOT_ESTIMATED
     value = layer.get(key)
