@@ -166,7 +166,10 @@ def _effects(effects: list[dict]) -> str:
             )
     head = ("<tr><th>dimension</th><th>choice</th><th>built</th><th>mean fps</th>"
             "<th>mean LUT</th><th>mean DSP</th><th>effect</th></tr>")  # fmt: skip
-    return f"<h2>What each choice changed</h2><table class='variants'>{head}{''.join(rows)}</table>"
+    return (
+        "<h2>What each choice changed</h2><div class='scroll'><table class='effects'>"
+        f"{head}{''.join(rows)}</table></div>"
+    )
 
 
 def _check(ok: bool | None) -> tuple[str, str]:
