@@ -90,20 +90,40 @@ def test_binarized_layers_advice_through_an_explicit_kernel_list(hub, tmp_path):
     assert built.status == "ok"
 
 
-def test_attention_with_floating_point_weights_names_the_matrix_product_and_why(hub, tmp_path):
+def test_attention_with_floating_point_weights_runs_from_that_product_on_on_the_host(hub, tmp_path):
     """An encoder whose softmax output is not quantized: the product of the attention weights
-    and the values cannot be an integer matrix layer; check names it, the float operand and
-    its producer, and the Brevitas option that fixes it."""
+    and the values cannot be an integer matrix layer, and no installed kernel computes it.
+    check names it, the float operand and its producer, and the Brevitas option that fixes
+    it; the build puts what comes before it in hardware and runs it and everything after it
+    on the host, named in the report, still matching torch."""
     from tests.test_zoo import export
 
     export(tmp_path, {"float_scores": "encoder(quantized_scores=False)"})
-    result = check(tmp_path / "float_scores.onnx")
-    (blocking,) = result.blocking
-    assert blocking.op_type == "MatMul"
-    assert "floating-point operand" in blocking.reason and "HWSoftmax" in blocking.reason
-    assert "attn_output_weights_quant" in blocking.reason
+    model = tmp_path / "float_scores.onnx"
+    result = check(model)
+    assert result.ok and not result.blocking
+    (first,) = [n for n in result.nodes if n.placement == "tail"]
+    assert first.op_type == "MatMul"
+    assert "floating-point operand" in first.reason and "HWSoftmax" in first.reason
+    assert (
+        "attn_output_weights_quant" in first.reason
+        and "node(s) after it on the host" in first.reason
+    )
     softmax = [n for n in result.nodes if n.backend.startswith("HWSoftmax")]
     assert softmax and softmax[0].placement == "hardware"
+    built = brainsmith.build(
+        str(model), None, str(tmp_path / "out"), verify="each",
+        input_npy=str(tmp_path / "float_scores_input.npy"),
+        expected_npy=str(tmp_path / "float_scores_expected.npy"),
+    )  # fmt: skip
+    report = built.report
+    cpu = report["cpu_nodes"]["nodes"]
+    assert cpu[0]["op_type"] == "MatMul" and {n["side"] for n in cpu} == {"after"}
+    assert {"HWSoftmax", "MVAU"} <= {x["op_type"] for x in report["layers"]}
+    (note,) = [n for n in report["notes"] if "run on the host after the accelerator" in n]
+    assert f"{len(cpu)} node(s)" in note and f"{cpu[0]['name']} (MatMul)" in note
+    checks = [s["verification"] for s in report["steps"] if "verification" in s]
+    assert all(c["ok"] for c in checks) and checks[-1]["user"]["max_error"] < 1e-4
 
 
 def test_excluded_kernel_is_named_with_how_to_bring_it_back(hub, tmp_path):

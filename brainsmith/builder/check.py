@@ -35,7 +35,7 @@ class NodeVerdict:
 
     name: str
     op_type: str
-    placement: str  # hardware | before | after | host, or one of BLOCKING
+    placement: str  # hardware | before | after | host | tail, or one of BLOCKING
     kernel: str = ""
     backend: str = ""
     reason: str = ""
@@ -159,6 +159,31 @@ def verdicts(before, cfg) -> list[NodeVerdict]:
         else:
             verdict.reason = HOST_REASONS[verdict.placement]
         nodes.append(verdict)
+    return _host_tail(model, nodes, found)
+
+
+def _host_tail(model, nodes: list[NodeVerdict], found: dict) -> list[NodeVerdict]:
+    """When no installed kernel converts any blocking node, the build keeps them and every
+    node after them on the host, after the accelerator (``brainsmith.steps.host_tail``)."""
+    from brainsmith.steps.host_tail import downstream
+
+    starts = [n for n in nodes if n.placement == "between"]
+    if not starts or any(n.placement in BLOCKING and n.placement != "between" for n in nodes):
+        return nodes
+    outputs = {n.name: list(n.output) for n in model.graph.node}
+    if any(found.get(out) for n in starts for out in outputs[n.name]):
+        return nodes  # a kernel the blueprint could select converts one: it blocks
+    tail = downstream(model, {n.name for n in starts})
+    first = ", ".join(n.name for n in starts)
+    for verdict in nodes:
+        if verdict.name in tail and verdict.placement == "between":
+            verdict.placement = "tail"
+            verdict.reason += (
+                f"; the build runs it and the {len(tail) - 1} node(s) after it on the host"
+            )
+        elif verdict.name in tail:
+            verdict.placement, verdict.kernel, verdict.backend = "after", "", ""
+            verdict.reason = f"on the host, after {first} (which no hardware layer computes)"
     return nodes
 
 

@@ -14,6 +14,7 @@ PLACES = {  # padded to one width: rich markup is not counted
     "before": "    host",
     "after": "    host",
     "host": "    host",
+    "tail": "    [yellow]host[/yellow]",
     "between": "  [bold red]BLOCKS[/bold red]",
     "fork": "  [bold red]BLOCKS[/bold red]",
     "backend": "  [bold red]BLOCKS[/bold red]",
@@ -75,7 +76,7 @@ def show(result) -> None:
         text = "  ".join(escape(c.ljust(w)) for c, w in zip(cells, widths, strict=True))
         out.print(f"{PLACES[placement]}  {text}  {escape(reason)}", soft_wrap=True)
     hardware = sum(n.placement == "hardware" for n in result.nodes)
-    host = sum(n.placement in ("before", "after", "host") for n in result.nodes)
+    host = sum(n.placement in ("before", "after", "host", "tail") for n in result.nodes)
     out.print(
         f"{hardware} hardware layer(s), {host} node(s) on the host, "
         f"{len(result.blocking)} blocking; checked in {result.seconds:.1f} s"
@@ -90,6 +91,14 @@ def show(result) -> None:
         )
         out.print(f"[bold red]the build would stop at {step}[/bold red] (the nodes marked BLOCKS)")
     elif hardware:
-        out.print("[green]ready to build[/green]")
+        tail = sum(n.placement in ("tail", "after") for n in result.nodes)
+        starts = ", ".join(n.name for n in result.nodes if n.placement == "tail")
+        if starts:
+            out.print(
+                f"[yellow]ready to build[/yellow], with {tail} node(s) on the host after the "
+                f"accelerator, from {escape(starts)} on (no hardware layer computes it)"
+            )
+        else:
+            out.print("[green]ready to build[/green]")
     else:
         out.print("[bold red]no node becomes hardware[/bold red]: add kernels or use kernels: auto")

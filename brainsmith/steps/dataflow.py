@@ -80,15 +80,29 @@ def hardware_inference(model, cfg):
     Thresholds stay separate Thresholding layers when ``cfg.standalone_thresholds`` is set
     or a matrix kernel allows only RTL backends (which have no built-in activation).
 
+    A node that cannot be a hardware layer between hardware layers (a floating-point
+    attention product, say) and everything after it stay on the host, after the
+    accelerator (``host_tail``), named in a note and the report's ``cpu_nodes``.
+
     Returns the partition (the accelerator); the graph around it is kept as
     ``context_of(cfg).dataflow_parent``.
     """
     from finn.builder.build_dataflow_steps import step_minimize_bit_width_initial
 
+    from brainsmith.steps.host_tail import split_host_tail
+
     converted = infer_hardware(model, cfg)
-    _check_converted(model, converted, cfg)
+    head, tail = split_host_tail(model, converted, cfg)
+    if tail:  # the accelerator is what comes before the first node that cannot be hardware
+        converted = infer_hardware(head, cfg)
+    _check_converted(head, converted, cfg)
     converted = step_minimize_bit_width_initial(converted, cfg)
-    return _partition(converted, cfg)
+    partition = _partition(converted, cfg)
+    if tail:
+        context = context_of(cfg)
+        context.dataflow_parent = tail.attach(context.dataflow_parent)
+        context.notes.append(tail.note)
+    return partition
 
 
 def infer_hardware(model, cfg):
