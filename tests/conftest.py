@@ -120,6 +120,18 @@ def plugin_folder(tmp_path, monkeypatch):
     return write
 
 
+_MADE: dict[str, object] = {}
+
+
+def once(key: str, make):
+    """``make()``, made once per test process. pytest-xdist runs a test before the next one
+    has arrived with no next test, which tears module fixtures down between two tests of one
+    group; an expensive build (kept in the session's temporary folders) is not redone then."""
+    if key not in _MADE:
+        _MADE[key] = make()
+    return _MADE[key]
+
+
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     """A private plugin cache and config shared by one module's tests (a module-scoped

@@ -13,21 +13,24 @@ import pytest
 from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
-from tests.conftest import REPO
+from tests.conftest import REPO, once
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 
 
 @pytest.fixture(scope="module")
 def sized(hub, tmp_path_factory):
-    out = tmp_path_factory.mktemp("fifos") / "out"
-    result = brainsmith.build(
-        str(REPO / "examples/models/residual.onnx"),
-        str(REPO / "blueprints/residual_rtl.yaml"),
-        str(out),
-    )
-    assert result.status == "ok"
-    return out
+    def make() -> Path:
+        out = tmp_path_factory.mktemp("fifos") / "out"
+        result = brainsmith.build(
+            str(REPO / "examples/models/residual.onnx"),
+            str(REPO / "blueprints/residual_rtl.yaml"),
+            str(out),
+        )
+        assert result.status == "ok"
+        return out
+
+    return once("sized residual", make)
 
 
 def record(out: Path) -> dict:
@@ -112,8 +115,11 @@ def test_shipped_conv_networks_in_rtl_are_sized_and_run_whole_at_their_estimate(
     hub, tmp_path, network
 ):
     """The shipped convolutional networks (the residual block is the fixture above) with
-    every layer RTL: FIFOs sized by simulation, then the sized accelerator simulated whole,
-    bit for bit and within the report's stated tolerance of FINN's estimate."""
+    every layer RTL: FIFOs sized by simulating the whole accelerator, which matches Python
+    bit for bit with the sized FIFOs (else the step fails) at a pace within the report's
+    stated tolerance of FINN's estimate."""
+    from brainsmith.rtlsim.sources import ESTIMATE_TOLERANCE
+
     blueprint = tmp_path / f"{network}_rtl.yaml"
     blueprint.write_text(
         f"name: {network}_rtl\nextends: {REPO / 'blueprints' / network}.yaml\n"
@@ -124,15 +130,15 @@ def test_shipped_conv_networks_in_rtl_are_sized_and_run_whole_at_their_estimate(
     models = REPO / "examples/models"
     result = brainsmith.build(
         str(models / f"{network}.onnx"), str(blueprint), str(tmp_path / "out"),
-        verify="rtlsim", input_npy=str(models / f"{network}_input.npy"),
+        verify="final", input_npy=str(models / f"{network}_input.npy"),
         expected_npy=str(models / f"{network}_expected.npy"),
     )  # fmt: skip
     report = result.report
     assert report["status"] == "ok" and {x["backend"] for x in report["layers"]} == {"rtl"}
     found = record(Path(result.output_dir))
     assert found["attempts"][-1]["cycles_per_frame"] == found["cycles_per_frame"]
+    estimated = report["performance"]["max_cycles"]
+    assert abs(found["cycles_per_frame"] / estimated - 1) <= ESTIMATE_TOLERANCE
     depths = {x["name"]: x["depth"] for x in report["layers"] if x["op_type"] == "StreamingFIFO"}
     assert depths == {f["name"]: f["depth"] for f in found["fifos"]}
-    stitched = report["rtlsim"]["stitched"]
-    assert stitched["status"] == "match" and stitched["within_tolerance"], stitched
-    assert all(layer["status"] == "match" for layer in report["rtlsim"]["layers"])
+    assert all(s["verification"]["ok"] for s in report["steps"] if "verification" in s)

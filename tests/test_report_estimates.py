@@ -72,7 +72,7 @@ def layer(report: dict, name: str) -> dict:
 
 
 def html_row(html: str, name: str) -> str:
-    row = next(row for row in html.split("<tr>") if f"<td>{name}</td>" in row)
+    row = next(row for row in html.split("<tr>") if f">{name}</" in row.split("</td>")[0])
     return row.split("</tr>")[0]  # the last row of a table is followed by the page
 
 

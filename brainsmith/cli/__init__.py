@@ -66,8 +66,14 @@ def cli(debug: bool) -> None:
 
 
 def main() -> None:
+    import logging
+
     from brainsmith.plugin.errors import PluginError
 
+    # A command, not a library: logging's own errors never print tracebacks. (A Ctrl-C that
+    # lands inside a logging handler's constructor, in FINN's setup, leaves a handler without
+    # a lock, and logging.shutdown then raised AttributeError at exit.)
+    logging.raiseExceptions = False
     try:
         cli(standalone_mode=True)
     except PluginError as exc:  # pragma: no cover - click handles most; this is a last resort
