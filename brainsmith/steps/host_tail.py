@@ -83,10 +83,10 @@ def split_host_tail(model, converted, cfg):
     del graph.output[:]
     graph.output.extend(outputs)
     for name in dict.fromkeys(boundary):  # a tensor the tail reads: an output of the head
-        found = [v for v in graph.value_info if v.name == name]
-        for info in found:
+        infos = [v for v in graph.value_info if v.name == name]
+        for info in infos:
             graph.value_info.remove(info)
-        graph.output.append(found[0] if found else _value_info(head, name))
+        graph.output.append(infos[0] if infos else _value_info(head, name))
     head = head.transform(InferShapes())
     order = [n.name for n in model.graph.node if n.name in tail]
     first = [n for n in model.graph.node if n.name in seeds]  # named as in final_parent.onnx
