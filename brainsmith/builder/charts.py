@@ -23,11 +23,12 @@ COLOR = "#3569a8"
 OVER = "#b3261e"  # a layer slower than the target allows
 
 
-def render_charts(layers: list[dict]) -> dict[str, str]:
+def render_charts(layers: list[dict], target_cycles: int | None = None) -> dict[str, str]:
     """``{"resources": svg, "cycles": svg}`` for the report's layers; a chart with nothing
     to show (no layers, all zero) is left out, as are resources no layer uses. A layer FINN
     does not estimate a resource for (its ``not_estimated``) has no bar but the words "not
-    estimated"; the total says "at least"."""
+    estimated"; the total says "at least". ``target_cycles``: the cycles per frame the target
+    allows, a dashed line on the cycles chart, the bars over it red."""
     used = [key for key in RESOURCES if any(_value(layer, key) for layer in layers)]
     cycles = [_value(layer, "cycles") for layer in layers]
     if not layers or not (used or any(cycles)):
@@ -40,7 +41,7 @@ def render_charts(layers: list[dict]) -> dict[str, str]:
     if used:
         charts["resources"] = _resources(names, layers, used)
     if any(cycles):
-        charts["cycles"] = _cycles(names, cycles, layers[0].get("target_cycles"))
+        charts["cycles"] = _cycles(names, cycles, target_cycles)
     return charts
 
 
@@ -135,6 +136,7 @@ class ChartWorker:
     def __init__(self) -> None:
         self.process: subprocess.Popen | None = None
         self.layers: list[dict] | None = None
+        self.target_cycles: int | None = None
         try:
             self.process = subprocess.Popen(
                 worker_command(),
@@ -147,25 +149,28 @@ class ChartWorker:
         except OSError:
             self.process = None
 
-    def submit(self, layers: list[dict]) -> None:
+    def submit(self, layers: list[dict], target_cycles: int | None = None) -> None:
         """Start drawing ``layers`` (once; later calls are ignored)."""
         if self.layers is not None:
             return
-        self.layers = layers
+        self.layers, self.target_cycles = layers, target_cycles
         if self.process is not None:
             stdin = self.process.stdin
             try:
                 if stdin is not None:
-                    stdin.write(json.dumps(layers).encode())
+                    stdin.write(json.dumps([layers, target_cycles]).encode())
                     stdin.close()
                 self.process.stdin = None  # communicate() must not flush it again
             except OSError:
                 self.close()
 
-    def charts(self, layers: list[dict]) -> dict[str, str]:
+    def charts(self, layers: list[dict], target_cycles: int | None = None) -> dict[str, str]:
         """The charts for ``layers``: the worker's if it drew these, else drawn here."""
         drawn = None
-        if self.process is not None and self.layers == layers:
+        if self.process is not None and (self.layers, self.target_cycles) == (
+            layers,
+            target_cycles,
+        ):
             try:
                 out, _ = self.process.communicate(timeout=60)
                 if self.process.returncode == 0:
@@ -173,7 +178,7 @@ class ChartWorker:
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
         self.close()
-        return drawn if drawn is not None else render_charts(layers)
+        return drawn if drawn is not None else render_charts(layers, target_cycles)
 
     def close(self) -> None:
         process, self.process = self.process, None
@@ -197,8 +202,8 @@ def main() -> None:
     import matplotlib.figure
 
     render_charts([{"name": "warm-up", "LUT": 1, "cycles": 1}])  # fonts and caches, too
-    layers = json.loads(sys.stdin.buffer.read() or b"[]")
-    sys.stdout.write(json.dumps(render_charts(layers)))
+    layers, target_cycles = json.loads(sys.stdin.buffer.read() or b"[[], null]")
+    sys.stdout.write(json.dumps(render_charts(layers, target_cycles)))
     sys.stdout.flush()
     os._exit(0)  # the build waits for this process; skip matplotlib's teardown
 

@@ -166,7 +166,7 @@ def _start_charts(run: BuildRun, model) -> None:
         layers = report.estimates(run.report_dir, model)["layers"]
         options = run.plan.build
         allowed = report.allowed_cycles(options.target_fps, options.clock_ns)
-        run.charts.submit(report.chart_rows(layers, allowed))
+        run.charts.submit(report.chart_rows(layers), allowed)
 
 
 class Earlier:

@@ -167,12 +167,10 @@ def incomplete(layers: list[dict]) -> dict[str, list[str]]:
     return {key: names for key, names in found.items() if names}
 
 
-def chart_rows(layers: list[dict], target_cycles: int | None = None) -> list[dict]:
-    """What the charts draw: the estimated layers' resources and cycles, and the cycles per
-    frame the target allows each layer (the line on the cycles chart)."""
+def chart_rows(layers: list[dict]) -> list[dict]:
+    """What the charts draw: the estimated layers' resources and cycles."""
     keys = ("name", *RESOURCES, "cycles", "not_estimated")
-    rows = [{k: layer.get(k) for k in keys} for layer in layers if layer.get("estimated")]
-    return [{**row, "target_cycles": target_cycles} for row in rows] if target_cycles else rows
+    return [{k: layer.get(k) for k in keys} for layer in layers if layer.get("estimated")]
 
 
 def allowed_cycles(target_fps: int | None, clock_ns: float) -> int | None:
@@ -516,9 +514,9 @@ def _write_html(run, report: dict) -> None:
     from brainsmith.builder.report_html import render
 
     goal = report.get("target") or {}
-    rows = chart_rows(report["layers"], goal.get("target_cycles"))
+    rows, allowed = chart_rows(report["layers"]), goal.get("target_cycles")
     try:
-        charts = run.charts.charts(rows) if run.charts else render_charts(rows)
+        charts = run.charts.charts(rows, allowed) if run.charts else render_charts(rows, allowed)
     except Exception:  # a chart problem must not hide the build's result
         charts = {}
         if run.log is not None:

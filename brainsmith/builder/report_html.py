@@ -128,7 +128,12 @@ def bottleneck_line(goal: dict | None) -> str | None:
 
 def total_text(key: str, value: object, incomplete: dict) -> str:
     """One resource total: "LUT 552", or "LUT at least 552" when layers are not estimated."""
-    return f"{key} at least {number(value)}" if incomplete.get(key) else f"{key} {number(value)}"
+    return f"{key} {amount_text(key, value, incomplete)}"
+
+
+def amount_text(key: str, value: object, incomplete: dict) -> str:
+    """A resource total's amount: "552", or "at least 552" when layers are not estimated."""
+    return f"at least {number(value)}" if incomplete.get(key) else number(value)
 
 
 def incomplete_line(report: dict) -> str | None:
@@ -209,7 +214,7 @@ def _utilisation_bars(report: dict) -> str:
     for key in RESOURCES:
         if percent.get(key) is None:
             continue
-        amount = total_text(key, totals.get(key), incomplete)[len(key) + 1 :]
+        amount = amount_text(key, totals.get(key), incomplete)
         meters.append(
             f"<span class='meter'><b>{_e(key)}</b> <span class='track'><span "
             f"style='width:{min(100.0, percent[key]):.2f}%'></span></span> "

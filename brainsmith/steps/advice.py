@@ -209,9 +209,10 @@ def fork_problems(model) -> dict[str, str]:
     return problems
 
 
-def explain_blocking(before, nodes, cfg) -> list[str]:
-    """One line per blocking node: which kernel and transform would convert it."""
-    found = takers(before, cfg)
+def explain_blocking(before, nodes, cfg, found: dict[str, list[Taker]] | None = None) -> list[str]:
+    """One line per blocking node: which kernel and transform would convert it (``found``:
+    ``takers(before, cfg)`` when already known)."""
+    found = takers(before, cfg) if found is None else found
     return [f"{node.name} ({node.op_type}): {advice(node, found, before)}" for node in nodes]
 
 

@@ -90,7 +90,7 @@ def split_host_tail(model, converted, cfg):
     head = head.transform(InferShapes())
     order = [n.name for n in model.graph.node if n.name in tail]
     first = [n for n in model.graph.node if n.name in seeds]  # named as in final_parent.onnx
-    why = "; ".join(explain_blocking(model, first, cfg))
+    why = "; ".join(explain_blocking(model, first, cfg, found))
     note = (
         f"{len(order)} node(s) run on the host after the accelerator, from the first node that "
         f"cannot be a hardware layer on: {why}"
