@@ -200,13 +200,15 @@ def test_discover_filters_by_type_and_framework():
     )
 
 
-def test_the_manager_owns_the_runtime_tables_and_reset_empties_them(tmp_path):
+def test_the_registry_owns_every_runtime_source_and_reset_empties_them(tmp_path):
     from brainsmith.plugin.lifecycle import (
         KernelBuilder,
         PluginBuilder,
         PluginRegistry,
         VersionInfo,
+        is_plugin_loaded,
         kernel_builder,
+        list_custom_kernels,
         load_plugin,
         switch_backend,
     )
@@ -223,20 +225,47 @@ def test_the_manager_owns_the_runtime_tables_and_reset_empties_them(tmp_path):
     def operations():
         return [KernelBuilder("acme_triple").execute(lambda x: 3 * x).create()]
 
-    tables = get_plugin_manager().tables
     load_plugin(str(source))
     bundle = PluginBuilder().name("acme-ops").version(VersionInfo(1, 0, 0)).build()
     bundles = PluginRegistry()
     bundles.register(bundle.set_custom_operations_fn(operations))
+    KernelBuilder("acme_double").execute(lambda x: 2 * x).build()
     switch_backend("MVAU", "hls")
-    assert "fold-mark" in tables.loaded and "acme-ops" in tables.claimed
-    assert bundles in tables.bundles and "acme_triple" in tables.kernels
-    assert kernel_builder.custom_op is tables.custom_op and "acme_triple" in tables.custom_op
-    assert tables.switched == {"MVAU": "hls"}
+
+    registry = get_plugin_manager().registry()
+    held = {
+        s.name: (s.framework, sorted(p.qualified_name for p in s.specs))
+        for kind in ("path", "bundle", "kernel")
+        for s in registry.sources(kind)
+    }
+    assert held == {
+        "path:fold-mark": ("fold-mark", ["fold-mark:FoldMark"]),
+        "bundle:acme-ops": ("acme-ops", ["acme-ops:acme_triple"]),
+        "kernel:acme_double": ("", ["user:acme_double"]),
+    }
+    assert registry.owner("acme-ops").label == "plugin package acme-ops"
+    assert registry.backend_choices == {"MVAU": "hls"}
+    assert set(kernel_builder.custom_op) == {"acme_triple", "acme_double"}  # what QONNX reads
 
     reset_plugin_system()
-    assert get_plugin_manager().tables is tables  # one set of tables per process
-    assert (tables.loaded, tables.claimed, tables.kernels, tables.custom_op, tables.switched) == (
-        {}, {}, {}, {}, {}
-    )  # fmt: skip
-    assert list(tables.bundles) == [] and bundles.list_plugins() == []
+    fresh = get_plugin_manager().registry()
+    assert fresh is not registry
+    assert [fresh.sources(kind) for kind in ("path", "bundle", "kernel")] == [[], [], []]
+    assert fresh.backend_choices == {} and kernel_builder.custom_op == {}
+    assert bundles.list_plugins() == [] and list_custom_kernels() == []
+    assert not is_plugin_loaded("fold_mark")
+
+
+def test_a_released_source_takes_its_plugins_and_its_name_with_it():
+    from brainsmith.plugin.errors import PluginError
+    from brainsmith.plugin.lifecycle import PluginBuilder, PluginRegistry, VersionInfo
+
+    bundles = PluginRegistry()
+    bundle = PluginBuilder().name("acme-ops").version(VersionInfo(1, 0, 0)).build()
+    bundles.register(bundle)
+    with pytest.raises(PluginError, match="already used by plugin package acme-ops"):
+        PluginRegistry().register(bundle)
+    bundles.unregister("acme-ops")
+    registry = get_plugin_manager().registry()
+    assert registry.owner("acme-ops") is None and registry.sources("bundle") == []
+    PluginRegistry().register(bundle)  # the name is free again

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
-from brainsmith.plugin.manager import TABLES
+from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugin.metadata import PRIORITY_LEVELS
 from brainsmith.plugin.spec import PluginSpec
 
@@ -104,7 +104,7 @@ def auto_select(kernel: str, prefer: str | Mapping[str, str] | None = None) -> P
     (``"hls"``/``"rtl"``), or a mapping ``{kernel: choice}`` such as a blueprint section."""
     if isinstance(prefer, Mapping):
         prefer = prefer.get(kernel) or prefer.get(kernel.rpartition(":")[2])
-    choice = prefer or TABLES.switched.get(kernel.rpartition(":")[2])
+    choice = prefer or _registry().backend_choices.get(kernel.rpartition(":")[2])
     candidates = backends_of(kernel)
     if choice:
         return _chosen(kernel, candidates, choice)
@@ -116,16 +116,16 @@ def switch_backend(kernel: str, backend: str | None) -> PluginSpec:
     ``None`` returns to automatic selection. Returns what ``auto_select`` now picks."""
     short = kernel.rpartition(":")[2]
     if backend is None:
-        TABLES.switched.pop(short, None)
+        _registry().backend_choices.pop(short, None)
         return auto_select(kernel)
     selected = _chosen(kernel, backends_of(kernel), backend)  # validates before switching
-    TABLES.switched[short] = backend
+    _registry().backend_choices[short] = backend
     return selected
 
 
 def backend_preferences() -> dict[str, str]:
     """The runtime choices made with ``switch_backend``."""
-    return dict(TABLES.switched)
+    return dict(_registry().backend_choices)
 
 
 def _chosen(kernel: str, candidates: list[PluginSpec], choice: str) -> PluginSpec:
@@ -201,9 +201,6 @@ def _importable(requirement: str) -> bool:
 
 
 def _registry() -> Registry:
-
-    from brainsmith.plugin.manager import get_plugin_manager
-
     return get_plugin_manager().registry()
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import _thread
+import weakref
+
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 from brainsmith.plugin.errors import PluginNotFoundError
-from brainsmith.plugin.manager import TABLES, get_plugin_manager
+from brainsmith.plugin.manager import CHANGE_HOOKS, get_plugin_manager
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
@@ -16,6 +19,26 @@ if TYPE_CHECKING:
 
 FRAMEWORK_NAMESPACES = BUILTIN_FRAMEWORKS
 _OWN = ("list_plugins", "get_spec", "specs", "framework")
+
+
+class _Lookups:
+    """The collections that cache lookups, and a generation bumped whenever the registry
+    changes: a lookup begun before a change is not cached."""
+
+    def __init__(self) -> None:
+        self.views: weakref.WeakSet[PluginCollection] = weakref.WeakSet()
+        self.generation = 0
+        self.lock = _thread.allocate_lock()
+
+    def forget(self) -> None:
+        with self.lock:
+            self.generation += 1
+            for view in list(self.views):
+                view._forget()
+
+
+LOOKUPS = _Lookups()
+CHANGE_HOOKS.append(LOOKUPS.forget)
 
 
 class PluginCollection:
@@ -41,14 +64,14 @@ class PluginCollection:
         object.__setattr__(self, "_framework", framework)
         object.__setattr__(self, "_subset", subset)
         object.__setattr__(self, "_namespaces", {})
-        with TABLES.views_lock:
-            TABLES.views.add(self)
+        with LOOKUPS.lock:
+            LOOKUPS.views.add(self)
 
     # -- lookups ---------------------------------------------------------------------------
     def __getattr__(self, name: str) -> object:
         if name.startswith("__"):
             raise AttributeError(name)
-        generation = TABLES.generation
+        generation = LOOKUPS.generation
         if self._framework is None and self._subset is None:
             namespace = self.framework(name.replace("_", "-"), strict=False)
             if namespace is not None:
@@ -56,8 +79,8 @@ class PluginCollection:
                 return namespace
         spec = self.get_spec(name)
         obj = _registry().load(spec)
-        with TABLES.views_lock:  # not if the plugin was unloaded or replaced meanwhile
-            if TABLES.generation == generation:
+        with LOOKUPS.lock:  # not if the plugin was unloaded or replaced meanwhile
+            if LOOKUPS.generation == generation:
                 object.__setattr__(self, name, obj)
         return obj
 
@@ -103,7 +126,7 @@ class PluginCollection:
         cached = self._namespaces.get(name)
         if cached is not None:
             return cached
-        generation = TABLES.generation
+        generation = LOOKUPS.generation
         if name not in FRAMEWORK_NAMESPACES and name not in _registry().frameworks():
             if strict:
                 raise PluginNotFoundError(
@@ -113,8 +136,8 @@ class PluginCollection:
                 )
             return None
         namespace = PluginCollection(self._type, name)
-        with TABLES.views_lock:
-            if TABLES.generation == generation:
+        with LOOKUPS.lock:
+            if LOOKUPS.generation == generation:
                 self._namespaces[name] = namespace
         return namespace
 

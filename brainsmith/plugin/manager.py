@@ -1,5 +1,5 @@
-"""PluginManager: owns the configuration, the registry, discovery, the instance cache,
-statistics and health, and the process's runtime plugin tables (``PluginTables``).
+"""PluginManager: owns the configuration, the registry (and through it every plugin of the
+process), discovery, the instance cache, statistics and health.
 One per process: ``get_plugin_manager()``."""
 
 from __future__ import annotations
@@ -24,41 +24,6 @@ if TYPE_CHECKING:
 
     from brainsmith.plugin.views import RegistryView
     from brainsmith.plugin.watch import PluginWatcher
-
-
-class PluginTables:
-    """The process's plugin state beyond the registry, kept in one place.
-
-    The lifecycle API fills it (under ``lifecycle.oplock.LOCK``); ``reset_plugin_system()``
-    empties it once the lifecycle modules' cleanup hooks have read it. The collections
-    (``tfm.X``) register here so a registry change clears their cached lookups.
-    """
-
-    def __init__(self) -> None:
-        self.loaded: dict[str, Any] = {}  # plugins loaded from paths, by framework
-        self.claimed: dict[str, str] = {}  # framework -> the bundle or path that owns it
-        self.bundles: weakref.WeakSet[Any] = weakref.WeakSet()  # live PluginRegistry objects
-        self.kernels: dict[str, PluginSpec] = {}  # custom kernels, by name
-        self.custom_op: dict[str, type] = {}  # their QONNX classes (kernel_builder.custom_op)
-        self.switched: dict[str, str] = {}  # kernel -> backend name or type (switch_backend)
-        self.views: weakref.WeakSet[Any] = weakref.WeakSet()  # collections caching lookups
-        self.generation = 0  # bumped on every change: a lookup begun before is not cached
-        self.views_lock = _thread.allocate_lock()
-
-    def forget_cached_lookups(self) -> None:
-        with self.views_lock:
-            self.generation += 1
-            for view in list(self.views):
-                view._forget()
-
-    def clear(self) -> None:
-        """Empty every table but the views (they live as long as the process)."""
-        for table in (self.loaded, self.claimed, self.kernels, self.custom_op, self.switched):
-            table.clear()
-        self.bundles.clear()
-
-
-TABLES = PluginTables()
 
 
 class PluginManager:
@@ -86,11 +51,6 @@ class PluginManager:
         self._instances: weakref.WeakValueDictionary[tuple[Any, ...], Any] | None = None
         self._instance_locks: dict[tuple[Any, ...], Any] = {}
         self._stats = {"discoveries": 0, "hits": 0, "lookups": 0, "discovery_ms": 0.0}
-
-    @property
-    def tables(self) -> PluginTables:
-        """Path-loaded plugins, bundles, custom kernels and backend switches of this process."""
-        return TABLES
 
     # -- configuration ---------------------------------------------------------------------
     @property
@@ -338,12 +298,21 @@ class PluginManager:
                 return normalise(dist)
         return "user"
 
-    # -- plugins added at runtime (plugin packages, loaded paths, custom kernels) ----------
-    def add_runtime(self, specs: list[PluginSpec]) -> None:
-        """Add specs whose objects are already in memory; they survive rediscovery."""
-        registry = self.registry()
-        for spec in specs:
-            registry.add(spec)
+    # -- runtime sources (plugin packages, loaded paths, custom kernels) -------------------
+    def replace_source(self, source: str, specs: list[PluginSpec]) -> None:
+        """Make ``specs`` (objects already in memory) the plugins of runtime ``source``;
+        they survive rediscovery. Instances and lookups of the plugins that left go."""
+        gone = self.registry().replace(source, specs)
+        if gone:
+            self.drop_instances(gone)
+            _registry_changed()
+
+    def release_source(self, source: str) -> None:
+        """Remove runtime ``source`` and its plugins (instances and ``tfm.X`` lookups too)."""
+        released = self.registry().release(source)
+        if released is not None:
+            self.drop_instances(released.specs)
+        _registry_changed()
 
     def remove_runtime(self, specs: list[PluginSpec]) -> None:
         """Remove specs from the registry, the instance cache and ``tfm.X`` lookups."""
@@ -587,13 +556,16 @@ def register_decorated(plugin_type: str, obj: object, metadata: dict[str, Any], 
     get_plugin_manager().on_decorated(plugin_type, obj, metadata, where)
 
 
-# Cleanup that reads TABLES before reset_plugin_system() empties them (forgetting imported
-# modules, QONNX op classes); the lifecycle modules register it, so no import goes up.
-RESET_HOOKS: list[Callable[[], None]] = []
+# Cleanup that reads the registry's runtime sources before reset_plugin_system() replaces it
+# (forgetting imported modules, QONNX op classes); the lifecycle modules register it, and the
+# collections register CHANGE_HOOKS to forget cached lookups, so no import goes up.
+RESET_HOOKS: list[Callable[[Registry], None]] = []
+CHANGE_HOOKS: list[Callable[[], None]] = []
 
 
 def _registry_changed() -> None:
-    TABLES.forget_cached_lookups()
+    for hook in CHANGE_HOOKS:
+        hook()
 
 
 def report_problem(source: str, plugin: str, reason: str) -> None:
@@ -607,9 +579,10 @@ def report_problem(source: str, plugin: str, reason: str) -> None:
 def reset_plugin_system() -> None:
     """Start afresh: new configuration, registry and instance cache (the disk index stays)."""
     global _manager
-    for hook in list(RESET_HOOKS):
-        hook()
-    TABLES.clear()
+    current = _manager._registry if _manager is not None else None
+    if current is not None:
+        for hook in list(RESET_HOOKS):
+            hook(current)
     folders = sys.modules.get("brainsmith.plugin.discovery.folders")
     if folders is not None:
         folders.forget()  # plugin folders' modules: imported afresh by the next use

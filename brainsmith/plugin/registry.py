@@ -5,7 +5,7 @@ from __future__ import annotations
 import _thread
 
 from brainsmith.plugin import log
-from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
+from brainsmith.plugin.errors import PluginError, PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
@@ -48,11 +48,31 @@ class RegistryChanges:
 Key = tuple[str, str, str]  # (type, framework, name)
 
 
+class Source:
+    """A contributor of plugins at run time — a plugin package, a path loaded with
+    ``load_plugin``, a custom kernel — with the specs it holds and the framework name it owns.
+    (A plain class: ``dataclasses`` is too costly an import for the everyday path.)"""
+
+    __slots__ = ("framework", "label", "name", "record", "specs")
+
+    def __init__(self, name: str, label: str, framework: str = "") -> None:
+        self.name = name  # "bundle:my-ops", "path:my-ops", "kernel:swish"
+        self.label = label  # how messages name it: "plugin package my_ops"
+        self.framework = framework  # the framework name it owns, if any
+        self.specs: list[PluginSpec] = []
+        self.record: object = None  # the lifecycle's record of it (a loaded path, a package)
+
+    def __repr__(self) -> str:
+        return f"<Source {self.name}: {len(self.specs)} plugin(s)>"
+
+
 class Registry:
     """All known plugins. Qualified names never collide; short names resolve by priority.
 
-    Discovered plugins are replaced as a whole by ``sync``; plugins added at runtime
-    (``add``) stay until removed.
+    The registry owns every plugin of the process. Discovered plugins are replaced as a
+    whole by ``sync``; each runtime source (a plugin package, a loaded path, a custom kernel)
+    by ``replace(source, specs)`` and ``release(source)``; plugins decorated at run time
+    (``add``) stay until removed. The first holder of a qualified name keeps it.
     """
 
     def __init__(
@@ -65,6 +85,8 @@ class Registry:
         self._found: dict[Key, PluginSpec] = {}  # the discovered part
         self._found_problems: list[PluginProblem] = []
         self._reported: list[PluginProblem] = []  # problems reported at runtime
+        self._sources: dict[str, Source] = {}  # runtime sources by name
+        self.backend_choices: dict[str, str] = {}  # kernel -> backend name or type (switch_backend)
         self.disabled: dict[str, str] = {}  # framework -> why it is off (configuration)
         self._warned: set[str] = set()  # targets already warned about as shadowed
         self.load_timeout = 0.0  # seconds an import may take (0: no limit); set from config
@@ -134,8 +156,66 @@ class Registry:
         self._by_target.setdefault(spec.target, []).append(spec)
 
     def remove(self, spec: PluginSpec) -> None:
+        """Remove ``spec`` from the registry and from the source that holds it."""
         with self._lock:
+            self._drop([spec])
+
+    def _drop(self, specs: list[PluginSpec]) -> None:
+        for spec in specs:
             self._delete(spec)
+        dropped = {id(spec) for spec in specs}
+        for name, source in list(self._sources.items()):
+            source.specs = [s for s in source.specs if id(s) not in dropped]
+            if not source.specs and not source.framework:  # nothing left to own
+                del self._sources[name]
+
+    # -- runtime sources -------------------------------------------------------------------
+    def claim(self, source: Source) -> None:
+        """Enter ``source`` (no specs yet); PluginError if its name or framework is taken."""
+        with self._lock:
+            framework = source.framework
+            taken = self._sources.get(source.name) or (framework and self.owner(framework))
+            if taken:
+                raise PluginError(f"plugin name '{framework}' is already used by {taken.label}")
+            if framework and any(s.framework == framework for s in self._specs.values()):
+                raise PluginError(
+                    f"plugin name '{framework}' clashes with installed framework "
+                    f"'{framework}'; choose another name"
+                )
+            self._sources[source.name] = source
+
+    def replace(self, name: str, specs: list[PluginSpec]) -> list[PluginSpec]:
+        """Make ``specs`` the plugins of source ``name`` (entered if new); returns those that
+        left. A qualified name another holder has keeps its holder (a reported clash)."""
+        with self._lock:
+            source = self._sources.setdefault(name, Source(name, name))
+            gone = [old for old in source.specs if all(old is not new for new in specs)]
+            for spec in gone:
+                self._delete(spec)
+            source.specs = [spec for spec in specs if self._add(spec, self._reported) is spec]
+        return gone
+
+    def release(self, name: str) -> Source | None:
+        """Remove source ``name`` and its plugins; the source as it was, or None."""
+        with self._lock:
+            source = self._sources.pop(name, None)
+            if source is not None:
+                self._drop(source.specs)
+        return source
+
+    def source(self, name: str) -> Source | None:
+        with self._lock:
+            return self._sources.get(name)
+
+    def sources(self, kind: str) -> list[Source]:
+        """The runtime sources named ``kind:...``, in the order they were entered."""
+        with self._lock:
+            return [s for s in self._sources.values() if s.name.startswith(kind + ":")]
+
+    def owner(self, framework: str) -> Source | None:
+        """The runtime source that owns ``framework``, if any."""
+        with self._lock:
+            return next((s for s in self._sources.values() if s.framework == framework), None)
 
     def _delete(self, spec: PluginSpec) -> None:
         key = (spec.type, spec.framework, spec.name)
@@ -200,7 +280,7 @@ class Registry:
                 elif holder is None:
                     self._insert(key, spec)
                     self._found[key] = spec
-                elif holder.target != spec.target:  # a plugin added at runtime holds the name
+                elif holder.target != spec.target:  # a runtime source holds the name
                     self._clash(holder, spec, found_problems)
             self._found_problems = found_problems
             label = "{0.type} {0.qualified_name}".format

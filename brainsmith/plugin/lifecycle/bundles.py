@@ -21,14 +21,17 @@ from dataclasses import dataclass, field, replace
 from brainsmith.plugin.containment import origin
 from brainsmith.plugin.errors import PluginError, PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.lifecycle import oplock
-from brainsmith.plugin.manager import RESET_HOOKS, TABLES, report_problem
+from brainsmith.plugin.manager import get_plugin_manager, report_problem
+from brainsmith.plugin.registry import Source
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import VersionInfo, incompatibility
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
-    from typing import Any
+    from typing import Any, NoReturn
+
+    from brainsmith.plugin.registry import Registry
 
 
 RESERVED = ("brainsmith", "user", "qonnx", "finn")
@@ -165,61 +168,81 @@ class PluginBuilder:
 
 
 class PluginRegistry:
-    """Registered plugin packages. Their plugins live in the hub while registered."""
-
-    def __init__(self) -> None:
-        self._plugins: dict[str, Plugin] = {}
-        self._specs: dict[str, list[PluginSpec]] = {}
-        TABLES.bundles.add(self)
+    """Registered plugin packages. While registered, each is a source of the hub's registry
+    (``bundle:<name>``) holding its plugins."""
 
     def register(self, plugin: Plugin) -> PluginInfo:
         """Check, initialize and add ``plugin``'s plugins to the hub; all or nothing."""
         if not isinstance(plugin, Plugin):
             raise PluginError(f"register() takes a Plugin (see PluginBuilder), got {plugin!r}")
         framework = plugin.info.framework
+        name = f"bundle:{framework}"
         with oplock.operation(framework):
-            if framework in self._plugins:
+            if self._source(framework) is not None:
                 raise PluginError(
                     f"plugin '{plugin.name}' is already registered; unregister it first"
                 )
-            claim(framework, f"plugin package {plugin.name}")
+            claim(Source(name, f"plugin package {plugin.name}", framework))
             try:
-                specs = install(plugin, framework)  # its hooks run without the lock
+                install(plugin, framework, name)  # its hooks run without the lock
             except BaseException:
-                release(framework)
+                get_plugin_manager().release_source(name)
                 raise
             with oplock.LOCK:
-                self._plugins[framework] = plugin
-                self._specs[framework] = specs
+                source = _registry().source(name)
+                if source is not None:
+                    source.record = Registered(self, plugin)
         return self.get_info(plugin.name)
 
     def unregister(self, name: str) -> None:
         """Remove the plugin's plugins from the hub, then run its cleanup."""
         with oplock.operation(framework_name(name)):
             with oplock.LOCK:
-                plugin = self.get_plugin(name)
-                framework = plugin.info.framework
-                specs = self._specs.pop(framework)
-                del self._plugins[framework]
-                release(framework)
-            uninstall(plugin, specs)
+                source = self._source(framework_name(name)) or self._not_found(name)
+            uninstall(self._plugin(source), source)
 
     def list_plugins(self) -> list[PluginInfo]:
-        return [self.get_info(p.name) for p in self._plugins.values()]
+        return [self._info(source) for source in self._sources()]
 
     def is_registered(self, name: str) -> bool:
-        return framework_name(name) in self._plugins
+        return self._source(framework_name(name)) is not None
 
     def get_plugin(self, name: str) -> Plugin:
-        plugin = self._plugins.get(framework_name(name))
-        if plugin is None:
-            raise not_found(name, [p.name for p in self._plugins.values()])
-        return plugin
+        return self._plugin(self._source(framework_name(name)) or self._not_found(name))
 
     def get_info(self, name: str) -> PluginInfo:
-        plugin = self.get_plugin(name)
-        provides = tuple(s.qualified_name for s in self._specs[plugin.info.framework])
-        return replace(plugin.info, provides=provides)
+        return self._info(self._source(framework_name(name)) or self._not_found(name))
+
+    def _sources(self) -> list[Source]:
+        """This registry's packages: the hub's ``bundle:`` sources it registered."""
+        return [
+            s
+            for s in _registry().sources("bundle")
+            if isinstance(s.record, Registered) and s.record.by is self
+        ]
+
+    def _source(self, framework: str) -> Source | None:
+        return next((s for s in self._sources() if s.framework == framework), None)
+
+    def _not_found(self, name: str) -> NoReturn:
+        raise not_found(name, [self._plugin(s).name for s in self._sources()])
+
+    @staticmethod
+    def _plugin(source: Source) -> Plugin:
+        assert isinstance(source.record, Registered)
+        return source.record.plugin
+
+    def _info(self, source: Source) -> PluginInfo:
+        provides = tuple(s.qualified_name for s in source.specs)
+        return replace(self._plugin(source).info, provides=provides)
+
+
+@dataclass(frozen=True)
+class Registered:
+    """The record of a ``bundle:`` source: which PluginRegistry registered which package."""
+
+    by: PluginRegistry
+    plugin: Plugin
 
 
 # -- shared with load_plugin() -------------------------------------------------------------
@@ -236,33 +259,15 @@ def check_name(name: object) -> None:
         raise PluginError(f"plugin name '{name}' is reserved ({', '.join(RESERVED)})")
 
 
-def claim(framework: str, owner: str) -> None:
-    """Reserve a framework name for a package or loaded path; PluginError if taken."""
-    from brainsmith.plugin.manager import get_plugin_manager
-
-    registry = get_plugin_manager().registry()
+def claim(source: Source) -> None:
+    """Enter a runtime source that owns a framework name; PluginError if the name is taken."""
     with oplock.LOCK:
-        if framework in TABLES.claimed:
-            raise PluginError(
-                f"plugin name '{framework}' is already used by {TABLES.claimed[framework]}"
-            )
-        if registry.specs(framework=framework):
-            raise PluginError(
-                f"plugin name '{framework}' clashes with installed framework '{framework}'; "
-                "choose another name"
-            )
-        TABLES.claimed[framework] = owner
+        _registry().claim(source)
 
 
-def release(framework: str) -> None:
-    with oplock.LOCK:
-        TABLES.claimed.pop(framework, None)
-
-
-def install(plugin: Plugin, framework: str) -> list[PluginSpec]:
-    """Initialize ``plugin`` and add its contributions under ``framework``; undo on failure."""
-    from brainsmith.plugin.manager import get_plugin_manager
-
+def install(plugin: Plugin, framework: str, source: str) -> list[PluginSpec]:
+    """Initialize ``plugin`` and add its contributions under ``framework`` to runtime
+    ``source``; undo on failure."""
     reason = plugin.info.incompatibility()
     if reason:
         report_problem(framework, f"plugin {plugin.name}", f"unavailable: {reason}")
@@ -286,14 +291,16 @@ def install(plugin: Plugin, framework: str) -> list[PluginSpec]:
             with contextlib.suppress(PluginLifecycleError):
                 run_hook(plugin, "cleanup", plugin.cleanup_fn, registry)
         raise
-    contribute(specs, old)
+    contribute(source, specs, old)
     return specs
 
 
-def uninstall(plugin: Plugin | None, specs: list[PluginSpec]) -> None:
-    from brainsmith.plugin.manager import get_plugin_manager
-
-    withdraw(specs)
+def uninstall(plugin: Plugin | None, source: Source) -> None:
+    """Take ``source``'s plugins out of the hub (and QONNX), then run the plugin's cleanup."""
+    kernel_builder = _kernel_builder()
+    if kernel_builder:
+        kernel_builder.remove_ops(source.specs)
+    get_plugin_manager().release_source(source.name)
     if plugin is not None and plugin.cleanup_fn is not None:
         run_hook(plugin, "cleanup", plugin.cleanup_fn, get_plugin_manager().registry())
 
@@ -302,7 +309,6 @@ def contributions(
     plugin: Plugin, framework: str, items: list[Any]
 ) -> tuple[list[PluginSpec], list[PluginSpec]]:
     """(new specs, specs they replace) for a package's items; nothing is changed yet."""
-    from brainsmith.plugin.manager import get_plugin_manager
     from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
 
     registry = get_plugin_manager().registry()
@@ -322,11 +328,11 @@ def contributions(
             reason = incompatibility(metadata)
             spec.error = f"unavailable: {reason}" if reason else None
             for known in registry.by_target(target):
-                owned = known.framework in TABLES.claimed and known.framework != framework
-                if known.type == spec.type and owned:
+                owner = registry.owner(known.framework)
+                if known.type == spec.type and owner and known.framework != framework:
                     raise PluginError(
                         f"plugin '{plugin.name}': {known.qualified_name} already belongs to "
-                        f"{TABLES.claimed[known.framework]}"
+                        f"{owner.label}"
                     )
                 old += [known] if known.type == spec.type else []
         else:
@@ -338,21 +344,18 @@ def contributions(
     return specs, old
 
 
-def contribute(specs: list[PluginSpec], old: list[PluginSpec]) -> None:
-    """Replace ``old`` with ``specs`` in the hub (and in QONNX, for custom kernels)."""
-    from brainsmith.plugin.manager import get_plugin_manager
-
+def contribute(source: str, specs: list[PluginSpec], old: list[PluginSpec]) -> None:
+    """Make ``specs`` runtime ``source``'s plugins in place of ``old`` (in QONNX too, for
+    custom kernels)."""
     if old:
         withdraw(old)
-    get_plugin_manager().add_runtime(specs)
+    get_plugin_manager().replace_source(source, specs)
     kernel_builder = _kernel_builder()
     if kernel_builder:
         kernel_builder.install_ops(specs)
 
 
 def withdraw(specs: list[PluginSpec]) -> None:
-    from brainsmith.plugin.manager import get_plugin_manager
-
     kernel_builder = _kernel_builder()
     if kernel_builder:
         kernel_builder.remove_ops(specs)
@@ -398,14 +401,8 @@ def _kernel_builder() -> ModuleType | None:
     return sys.modules.get("brainsmith.plugin.lifecycle.kernel_builder")
 
 
-def _reset() -> None:
-    """``reset_plugin_system()`` forgets packages without running their cleanup."""
-    with oplock.LOCK:
-        for registry in list(TABLES.bundles):
-            registry._plugins.clear()
-            registry._specs.clear()
+def _registry() -> Registry:
+    return get_plugin_manager().registry()
 
-
-RESET_HOOKS.append(_reset)
 
 __all__ = ["Plugin", "PluginBuilder", "PluginInfo", "PluginLifecycleError", "PluginRegistry"]

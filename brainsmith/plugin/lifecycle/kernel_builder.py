@@ -13,19 +13,21 @@ import sys
 from collections.abc import Callable
 
 from brainsmith.plugin.errors import PluginError, PluginNotFoundError
-from brainsmith.plugin.manager import RESET_HOOKS, TABLES
+from brainsmith.plugin.manager import RESET_HOOKS, get_plugin_manager
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from brainsmith.plugin.registry import Registry
+
 
 DOMAIN = "brainsmith.custom_op"
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 _ATTR_CODES = {bool: "i", int: "i", float: "f", str: "s"}
 
-custom_op = TABLES.custom_op  # op_type -> QONNX CustomOp class (QONNX reads this dict)
+custom_op: dict[str, type] = {}  # op_type -> QONNX CustomOp class (QONNX reads this dict)
 
 
 class KernelInputError(PluginError, ValueError):
@@ -202,14 +204,12 @@ class KernelBuilder:
         (``user`` for scripts, the plugin's name inside a loaded plugin)."""
         kernel = self.create()
         if framework is None:
-            from brainsmith.plugin.manager import get_plugin_manager
-
             caller = sys._getframe(1).f_globals.get("__name__", "")
             framework = get_plugin_manager()._framework_of(caller)
         from brainsmith.plugin.lifecycle.bundles import contribute
 
         spec = spec_for(kernel, framework)
-        contribute([spec], displaced(spec))
+        contribute(f"kernel:{spec.name}", [spec], displaced(spec))
         return kernel
 
 
@@ -236,7 +236,7 @@ def spec_for(kernel: CustomKernel, framework: str) -> PluginSpec:
 
 def displaced(spec: PluginSpec) -> list[PluginSpec]:
     """The registered kernel ``spec`` replaces (same name and framework); raise on a clash."""
-    old = TABLES.kernels.get(spec.name)
+    old = _kernels().get(spec.name)
     if old is None:
         return []
     if old.obj is spec.obj or old.framework == spec.framework:
@@ -261,15 +261,13 @@ def install_ops(specs: list[PluginSpec]) -> None:
         ):
             kernel.framework = spec.framework
             custom_op[spec.name] = spec.obj
-            TABLES.kernels[spec.name] = spec
             add_op_to_domain(DOMAIN, spec.obj)
 
 
 def remove_ops(specs: list[PluginSpec]) -> None:
     for spec in specs:
-        if TABLES.kernels.get(spec.name) is spec:
-            del TABLES.kernels[spec.name]
-            custom_op.pop(spec.name, None)
+        if spec.obj is not None and custom_op.get(spec.name) is spec.obj:
+            del custom_op[spec.name]
             _forget_in_qonnx(spec.name)
 
 
@@ -285,21 +283,22 @@ def _forget_in_qonnx(op_type: str) -> None:
 # -- queries -------------------------------------------------------------------------------
 def list_custom_kernels() -> list[str]:
     """Names of the registered custom kernels."""
-    return sorted(TABLES.kernels)
+    return sorted(_kernels())
 
 
 def is_custom_kernel_registered(name: str) -> bool:
-    return name in TABLES.kernels
+    return name in _kernels()
 
 
 def get_custom_kernel(name: str) -> CustomKernel:
-    spec = TABLES.kernels.get(name)
+    kernels = _kernels()
+    spec = kernels.get(name)
     if spec is None:
         from brainsmith.plugin.names import suggest
 
-        known = ", ".join(sorted(TABLES.kernels)) or "none"
+        known = ", ".join(sorted(kernels)) or "none"
         raise PluginNotFoundError(
-            f"no custom kernel named '{name}'{suggest(name, list(TABLES.kernels))} (registered: {known})",
+            f"no custom kernel named '{name}'{suggest(name, list(kernels))} (registered: {known})",
             "kernel",
             name,
         )
@@ -440,9 +439,16 @@ def _input_shapes(model: Any, names: list[str], kernel: str) -> list[Any]:
     return shapes
 
 
-def _reset() -> None:
-    for spec in list(TABLES.kernels.values()):
-        remove_ops([spec])
+def _kernels() -> dict[str, PluginSpec]:
+    """The registered custom kernels by name: the registry's kernels whose class QONNX serves."""
+    specs = get_plugin_manager().registry().specs("kernel")
+    return {s.name: s for s in specs if s.obj is not None and custom_op.get(s.name) is s.obj}
+
+
+def _reset(_registry: Registry) -> None:
+    for op_type in list(custom_op):
+        del custom_op[op_type]
+        _forget_in_qonnx(op_type)
 
 
 RESET_HOOKS.append(_reset)

@@ -31,11 +31,11 @@ from brainsmith.plugin.lifecycle.bundles import (
     framework_name,
     install,
     not_found,
-    release,
     run_hook,
     withdraw,
 )
-from brainsmith.plugin.manager import RESET_HOOKS, TABLES, report_problem
+from brainsmith.plugin.manager import RESET_HOOKS, get_plugin_manager, report_problem
+from brainsmith.plugin.registry import Source
 from brainsmith.plugin.spec import PluginSpec
 from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_metadata
 
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from typing_extensions import Buffer
+
+    from brainsmith.plugin.registry import Registry
 
 
 @dataclass
@@ -71,26 +73,21 @@ def load_plugin(path: str | os.PathLike[str], name: str | None = None) -> Plugin
     check_name(name)
     framework = framework_name(name)
     with oplock.operation(framework):
-        with oplock.LOCK:
-            if framework in TABLES.loaded:
-                raise PluginLoadError(
-                    f"plugin '{name}' is already loaded from {TABLES.loaded[framework].info.path}; "
-                    f"use reload_plugin('{name}') or unload_plugin('{name}') first"
-                )
+        loaded = _loaded(framework)
+        if loaded is not None:
+            raise PluginLoadError(
+                f"plugin '{name}' is already loaded from {loaded.info.path}; "
+                f"use reload_plugin('{name}') or unload_plugin('{name}') first"
+            )
         module_name = stem if kind == "extension" else re.sub(r"\W", "_", name)
         declared = _static_metadata(path, kind, name)
-        record = _load(path, kind, name, module_name, declared)
-        with oplock.LOCK:
-            TABLES.loaded[framework] = record
-        return _info_of(record)
+        return _info_of(_load(path, kind, name, module_name, declared))
 
 
 def unload_plugin(name: str) -> None:
     """Remove the plugin's plugins from the hub, run its cleanup and forget its modules."""
     with oplock.operation(framework_name(name)):
-        with oplock.LOCK:
-            record = TABLES.loaded.pop(_key(name))
-        failure = _deactivate(record)
+        failure = _deactivate(_record(name))
     if failure is not None:
         raise failure
 
@@ -101,9 +98,7 @@ def reload_plugin(name: str) -> PluginInfo:
     The new code is served through ``tfm.X`` and the registry; cached instances are dropped.
     When the new version fails to load, the previous one stays loaded."""
     with oplock.operation(framework_name(name)):
-        with oplock.LOCK:
-            framework = _key(name)
-            old = TABLES.loaded[framework]
+        old = _record(name)
         if old.kind == "extension":
             raise PluginLoadError(
                 f"plugin '{old.info.name}' is a compiled extension ({old.info.path}); a loaded "
@@ -115,38 +110,28 @@ def reload_plugin(name: str) -> PluginInfo:
             declared = _static_metadata(old.info.path, old.kind, old.info.name)
         except PluginError as exc:
             raise PluginLoadError(f"{exc}; {kept}") from exc
-        with oplock.LOCK:
-            del TABLES.loaded[framework]
         _deactivate(old)  # a failing cleanup is reported and does not stop the reload
         try:
             record = _load(old.info.path, old.kind, old.info.name, old.module_name, declared)
         except BaseException as exc:  # a real Ctrl-C too: the previous version comes back
             _restore(old)
-            with oplock.LOCK:
-                TABLES.loaded[framework] = old
             if isinstance(exc, PluginError):
                 raise PluginLoadError(f"{exc}; {kept}") from exc
             raise
-        with oplock.LOCK:
-            TABLES.loaded[framework] = record
         return _info_of(record)
 
 
 def list_plugins() -> list[PluginInfo]:
     """Info of every plugin loaded from a path."""
-    with oplock.LOCK:
-        records = list(TABLES.loaded.values())
-    return [_info_of(record) for record in records]
+    return [_info_of(record) for record in _records()]
 
 
 def get_plugin_info(name: str) -> PluginInfo:
-    with oplock.LOCK:
-        record = TABLES.loaded[_key(name)]
-    return _info_of(record)
+    return _info_of(_record(name))
 
 
 def is_plugin_loaded(name: str) -> bool:
-    return framework_name(name) in TABLES.loaded
+    return _loaded(framework_name(name)) is not None
 
 
 def _info_of(record: LoadedPlugin) -> PluginInfo:
@@ -234,13 +219,12 @@ def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> Pl
 def _load(
     path: str, kind: str, name: str, module_name: str, declared: dict[str, Any] | None
 ) -> LoadedPlugin:
-    from brainsmith.plugin.manager import get_plugin_manager
-
     framework = framework_name(name)
+    source = f"path:{framework}"
     manager = get_plugin_manager()
     module = _new_module(path, kind, module_name)
     try:
-        claim(framework, f"plugin {name} loaded from {path}")
+        claim(Source(source, f"plugin {name} loaded from {path}", framework))
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
@@ -252,7 +236,7 @@ def _load(
             plugin = attribute if isinstance(attribute, Plugin) else None
             if plugin is not None:
                 info = replace(plugin.info, name=name, path=path)
-                install(plugin, framework)
+                install(plugin, framework, source)
             else:
                 if declared is None and attribute is not None:
                     declared = _checked(name, attribute, f"{path}: {PACKAGE_ATTRIBUTE}")
@@ -263,7 +247,7 @@ def _load(
         withdraw(manager.registry().specs(framework=framework))
         _forget_modules(module_name)
         manager.module_frameworks.pop(module_name, None)
-        release(framework)
+        manager.release_source(source)
         if not isinstance(exc, Exception) or isinstance(
             exc, PluginLoadError | PluginLifecycleError
         ):
@@ -279,9 +263,11 @@ def _load(
     for spec in specs:
         if not os.path.isfile(spec.source):
             spec.source = path  # defined by compiled code
-    manager.add_runtime(specs)
+    manager.replace_source(source, specs)
     modules = {k: m for k, m in list(sys.modules.items()) if k.partition(".")[0] == module_name}
-    return LoadedPlugin(info, kind, module_name, modules, specs, plugin)
+    record = LoadedPlugin(info, kind, module_name, modules, specs, plugin)
+    _enter(record)
+    return record
 
 
 def _new_module(path: str, kind: str, module_name: str) -> ModuleType:
@@ -331,14 +317,12 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
 
 def _deactivate(record: LoadedPlugin) -> PluginLifecycleError | None:
     """Undo a load; a failing cleanup is returned (already reported), never half-done."""
-    from brainsmith.plugin.manager import get_plugin_manager
-
     manager = get_plugin_manager()
     live = manager.registry().specs(framework=record.framework)
     withdraw(list({id(s): s for s in [*record.specs, *live]}.values()))
     _forget_modules(record.module_name)
     manager.module_frameworks.pop(record.module_name, None)
-    release(record.framework)
+    manager.release_source(f"path:{record.framework}")
     if record.plugin is not None and record.plugin.cleanup_fn is not None:
         try:
             run_hook(record.plugin, "cleanup", record.plugin.cleanup_fn, manager.registry())
@@ -348,13 +332,17 @@ def _deactivate(record: LoadedPlugin) -> PluginLifecycleError | None:
 
 
 def _restore(record: LoadedPlugin) -> None:
-    from brainsmith.plugin.manager import get_plugin_manager
-
     manager = get_plugin_manager()
-    claim(record.framework, f"plugin {record.info.name} loaded from {record.info.path}")
+    source = f"path:{record.framework}"
+    claim(
+        Source(
+            source, f"plugin {record.info.name} loaded from {record.info.path}", record.framework
+        )
+    )
     manager.module_frameworks[record.module_name] = record.framework
     sys.modules.update(record.modules)
-    contribute(record.specs, [])
+    contribute(source, record.specs, [])
+    _enter(record)
     if record.plugin is not None and record.plugin.initialize_fn is not None:
         # A failure is reported for health_check; the reload failure is what the caller sees.
         with contextlib.suppress(PluginError):
@@ -367,18 +355,33 @@ def _forget_modules(module_name: str) -> None:
             sys.modules.pop(key, None)
 
 
-def _key(name: str) -> str:
-    framework = framework_name(name)
-    if framework not in TABLES.loaded:
-        raise not_found(name, [r.info.name for r in TABLES.loaded.values()], "loaded plugin")
-    return framework
+# -- the loaded paths: the hub's ``path:`` sources, each with its LoadedPlugin record -------
+def _records(registry: Registry | None = None) -> list[LoadedPlugin]:
+    sources = (registry or get_plugin_manager().registry()).sources("path")
+    return [s.record for s in sources if isinstance(s.record, LoadedPlugin)]
 
 
-def _reset() -> None:
-    """``reset_plugin_system()`` forgets loaded paths (without running their cleanup)."""
+def _loaded(framework: str) -> LoadedPlugin | None:
+    return next((r for r in _records() if r.framework == framework), None)
+
+
+def _record(name: str) -> LoadedPlugin:
+    record = _loaded(framework_name(name))
+    if record is None:
+        raise not_found(name, [r.info.name for r in _records()], "loaded plugin")
+    return record
+
+
+def _enter(record: LoadedPlugin) -> None:
     with oplock.LOCK:
-        records = list(TABLES.loaded.values())
-    for record in records:
+        source = get_plugin_manager().registry().source(f"path:{record.framework}")
+        if source is not None:
+            source.record = record
+
+
+def _reset(registry: Registry) -> None:
+    """``reset_plugin_system()`` forgets loaded paths (without running their cleanup)."""
+    for record in _records(registry):
         _forget_modules(record.module_name)
 
 
