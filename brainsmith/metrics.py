@@ -165,9 +165,8 @@ def hub_figures() -> dict:
     from brainsmith.plugin.manager import get_plugin_manager
 
     manager = get_plugin_manager()
-    stats = manager.get_performance_stats()
-    stats["problems"] = len(manager.health_check()["broken_plugins"])
-    return stats
+    problems = len(manager.health_check()["broken_plugins"])
+    return {**manager.get_performance_stats(), "problems": problems}
 
 
 def textfile_problem(path: str) -> str | None:

@@ -144,3 +144,52 @@ def test_the_architecture_doc_names_real_paths_and_every_hub_module():
     ]
     unnamed = sorted(str(p.relative_to(PACKAGE)) for p in modules if p.stem not in words)
     assert unnamed == [], f"docs/architecture.md does not mention: {unnamed}"
+
+
+def documented_layers() -> list[list[str]]:
+    """The layers of docs/architecture.md's import diagram, top first: each a list of module
+    paths relative to brainsmith/ (``cli/`` a folder, ``plugin/manager`` a module)."""
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    block = doc.split("Imports only go down these layers", 1)[1].split("```")[1]
+    layers = []
+    for line in block.strip("\n").splitlines():
+        names = line.strip().split("  ", 1)[0]
+        layers.append([name.strip() for name in names.split(",")])
+    return layers
+
+
+def layer_of(module: str, layers: list[list[str]]) -> int | None:
+    """The index of the most specific documented entry covering ``module``."""
+    path = module.removeprefix("brainsmith").lstrip(".").replace(".", "/") or "__init__"
+    best: tuple[int, int] | None = None  # (specificity, layer)
+    for number, layer in enumerate(layers):
+        for entry in layer:
+            folder = entry.endswith("/")
+            hit = f"{path}/".startswith(entry) if folder else entry in (path, f"{path}/__init__")
+            if hit and (best is None or len(entry) > best[0]):
+                best = (len(entry), number)
+    return None if best is None else best[1]
+
+
+def test_imports_go_down_the_documented_layers_only():
+    """Not only no cycle: every import (inside functions too) goes to the same or a lower
+    layer of docs/architecture.md, and every module is in a layer."""
+    layers = documented_layers()
+    graph = import_graph()
+    unplaced = sorted(m for m in graph if layer_of(m, layers) is None)
+    assert unplaced == [], f"modules in no layer of docs/architecture.md: {unplaced}"
+    upward = sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if layer_of(b, layers) < layer_of(a, layers)  # a lower index is a higher layer
+    )
+    assert upward == [], "imports that go up the layers:\n" + "\n".join(upward)
+
+
+def test_the_layer_check_finds_an_import_that_goes_up():
+    layers = [["cli/"], ["builder/"], ["plugin/manager", "plugin/registry"], ["errors"]]
+    assert [layer_of(m, layers) for m in ("brainsmith.cli.build", "brainsmith.errors")] == [0, 3]
+    assert layer_of("brainsmith.plugin.registry", layers) == 2
+    assert layer_of("brainsmith.plugin.spec", layers) is None
+    assert layer_of("brainsmith.builder", layers) == 1  # the package itself

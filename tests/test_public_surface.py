@@ -13,6 +13,7 @@ import pytest
 import brainsmith.plugin
 import brainsmith.plugins
 from brainsmith.plugin import lifecycle
+from brainsmith.version import REMOVED_IN
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -31,11 +32,43 @@ def test_the_contract_is_small_and_every_name_resolves():
 def test_a_moved_lifecycle_name_warns_and_is_the_same_object(old):
     module = importlib.import_module(old)
     module.__dict__.pop("load_plugin", None)
-    with pytest.warns(DeprecationWarning, match="moved to brainsmith.plugin.lifecycle.load_plugin"):
+    with pytest.warns(
+        DeprecationWarning, match="moved to brainsmith.plugin.lifecycle.load_plugin"
+    ) as seen:
         moved = module.load_plugin
+    assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
     assert moved is lifecycle.load_plugin
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         module.no_such_name  # noqa: B018
+
+
+def test_deprecations_are_removed_in_the_release_they_name():
+    from packaging.version import Version
+
+    from brainsmith.version import __version__
+
+    assert Version(__version__) < Version(REMOVED_IN), (
+        "remove the deprecated lifecycle names (LIFECYCLE_EXPORTS served from brainsmith.plugin "
+        "and brainsmith.plugins) and discovery modes"
+    )
+
+
+@pytest.mark.parametrize("how", ["setting", "argument"])
+def test_a_discovery_mode_is_deprecated_because_it_changes_nothing(how, monkeypatch):
+    from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
+
+    if how == "setting":
+        monkeypatch.setenv("BRAINSMITH_PLUGIN_MODE", "blueprint")
+        reset_plugin_system()
+    with pytest.warns(DeprecationWarning, match="discovery modes are deprecated") as seen:
+        manager = get_plugin_manager()
+        full = manager.discover_plugins()
+        view = manager.discover_plugins(modes=["blueprint"]) if how == "argument" else full
+    culprit = "BRAINSMITH_PLUGIN_MODE" if how == "setting" else "discover_plugins(modes=...)"
+    assert culprit in str(seen[0].message)
+    assert sorted(s.qualified_name for s in view.specs()) == sorted(
+        s.qualified_name for s in full.specs()
+    )
 
 
 def test_the_docs_import_each_public_name_from_one_module():

@@ -72,13 +72,19 @@ AUDITED = {
     ("brainsmith/cli/__init__.py", "import_module"): (
         "lazy subcommands: the module name comes from the constant COMMANDS table"
     ),
-    ("brainsmith/plugin/registry.py", "import_module"): (
-        "the layer hook: the constant LAYER_HOOK module, imported once a loaded kernel or "
-        "backend is a QONNX CustomOp (the plugin core imports no framework before that)"
+    ("brainsmith/plugin/adapters.py", "import_module"): (
+        "a framework adapter: the module of one of the constant ADAPTERS targets, imported on "
+        "first use (the hub imports no framework before that)"
+    ),
+    ("brainsmith/frameworks/finn/adapter.py", "import_module"): (
+        "FINN's step table (finn.builder.build_dataflow_steps) or the custom-op table of one of "
+        "the constant FINN domains (FINN_KERNELS, FINN_BACKENDS), to check that an object is "
+        "what FINN registers before it is served"
     ),
     ("brainsmith/frameworks/finn/layers.py", "import_module"): (
         "FINN's custom-op table of one of the three constant LAYER_DOMAINS (layer_place never "
-        "returns a domain a plugin declared), to register a loaded layer class there"
+        "returns a domain a plugin declared), to register a loaded layer class there; or the "
+        "registering function of a layer brainsmith's steps insert (the constant INSERTED_LAYERS)"
     ),
     ("brainsmith/plugin/lifecycle/pathload.py", "import from a path"): (
         "load_plugin(path) imports the plugin file, package or extension its caller names: code "

@@ -6,7 +6,7 @@ from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
 
 from brainsmith.backends.handwritten import HandwrittenRTL
 from brainsmith.kernels.int_add import IntAdd
-from brainsmith.plugin.core import backend
+from brainsmith.plugin import backend
 
 
 @backend(

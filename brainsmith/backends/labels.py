@@ -5,7 +5,7 @@ from __future__ import annotations
 from finn.custom_op.fpgadataflow.labelselect import LabelSelect
 
 from brainsmith.backends.handwritten import HandwrittenRTL
-from brainsmith.plugin.core import backend
+from brainsmith.plugin import backend
 
 
 @backend(

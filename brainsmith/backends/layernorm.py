@@ -6,7 +6,7 @@ from finn.custom_op.fpgadataflow.hls.layernorm_hls import LayerNorm_hls
 from finn.custom_op.fpgadataflow.rtl.layernorm_rtl import LayerNorm_rtl
 
 from brainsmith.kernels.layernorm import LayerNorm
-from brainsmith.plugin.core import backend
+from brainsmith.plugin import backend
 
 
 @backend(

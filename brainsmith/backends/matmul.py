@@ -6,7 +6,7 @@ from finn.custom_op.fpgadataflow.hls.matrixvectoractivation_hls import MVAU_hls
 from finn.custom_op.fpgadataflow.rtl.matrixvectoractivation_rtl import MVAU_rtl
 
 from brainsmith.kernels.matmul import MatMul
-from brainsmith.plugin.core import backend
+from brainsmith.plugin import backend
 
 
 @backend(

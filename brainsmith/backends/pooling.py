@@ -9,7 +9,7 @@ from finn.custom_op.fpgadataflow.globalaccpool import GlobalAccPool
 from finn.custom_op.fpgadataflow.pool import Pool
 
 from brainsmith.backends.handwritten import HandwrittenRTL
-from brainsmith.plugin.core import backend
+from brainsmith.plugin import backend
 
 FUNCTIONS = {"MaxPool": 0, "AccPool": 1, "QuantAvgPool": 2}
 

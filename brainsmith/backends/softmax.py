@@ -6,7 +6,7 @@ from finn.custom_op.fpgadataflow.hls.hwsoftmax_hls import HWSoftmax_hls
 from finn.custom_op.fpgadataflow.rtl.hwsoftmax_rtl import HWSoftmax_rtl
 
 from brainsmith.kernels.softmax import Softmax
-from brainsmith.plugin.core import backend
+from brainsmith.plugin import backend
 
 
 @backend(

@@ -217,7 +217,7 @@ def auto_kernels(listed: list[KernelChoice], exclude=()) -> list[KernelChoice]:
     besides the ``listed`` ones and the ``exclude``d; one choice per op type (the
     transforms of kernels building the same layers are merged), any backend allowed."""
     from brainsmith.frameworks.finn.tables import AUTO_SKIPPED
-    from brainsmith.plugin.core import get_registry
+    from brainsmith.plugin import get_registry
 
     registry = get_registry()
     excluded = {spec.qualified_name for spec in exclude}

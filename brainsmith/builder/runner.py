@@ -229,7 +229,7 @@ def check_inputs(model, input_npy: str | None, expected_npy: str | None):
 
 def _kernel_domains() -> set[str]:
     """The node domains registered kernels declare (their QONNX custom-op modules)."""
-    from brainsmith.plugin.core import get_registry
+    from brainsmith.plugin import get_registry
 
     return {
         str(spec.metadata["domain"])
@@ -311,7 +311,7 @@ def _report_failure(run: BuildRun, error: BuildError) -> None:
 
 def resolve_steps(plan: BuildPlan) -> list[Step]:
     from brainsmith.frameworks.finn.tables import TOOL_STEPS
-    from brainsmith.plugin.core import get_registry
+    from brainsmith.plugin import get_registry
     from brainsmith.plugin.errors import PluginError
 
     registry = get_registry()

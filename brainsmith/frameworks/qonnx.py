@@ -7,3 +7,4 @@ from brainsmith.plugin.discovery.sources.adapters import FrameworkAdapter
 
 class QONNXAdapter(FrameworkAdapter):
     framework = "qonnx"
+    install_hint = "QONNX is not installed; install it with `pip install qonnx==1.0.0`"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from finn.custom_op.fpgadataflow.elementwise_binary import ElementwiseAdd
 
-from brainsmith.plugin.core import kernel
+from brainsmith.plugin import kernel
 
 
 @kernel(

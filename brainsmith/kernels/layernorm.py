@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from finn.custom_op.fpgadataflow.layernorm import LayerNorm as FINNLayerNorm
 
-from brainsmith.plugin.core import kernel
+from brainsmith.plugin import kernel
 
 
 @kernel(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from finn.custom_op.fpgadataflow.hwsoftmax import HWSoftmax
 
-from brainsmith.plugin.core import kernel
+from brainsmith.plugin import kernel
 
 
 @kernel(

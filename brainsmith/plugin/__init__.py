@@ -104,6 +104,8 @@ def moved_lifecycle_name(module: str, name: str) -> object:
     import importlib
     import warnings
 
+    from brainsmith.version import REMOVED_IN
+
     also = (
         " (it lists plugins loaded from paths; registered plugins: transforms.list_plugins() "
         "and the other collections of brainsmith.plugins)"
@@ -111,7 +113,8 @@ def moved_lifecycle_name(module: str, name: str) -> object:
         else ""
     )
     warnings.warn(
-        f"{module}.{name} moved to brainsmith.plugin.lifecycle.{name}{also}",
+        f"{module}.{name} moved to brainsmith.plugin.lifecycle.{name}{also}; the old name "
+        f"will be removed in brainsmith {REMOVED_IN}",
         DeprecationWarning,
         stacklevel=3,  # the importing line
     )

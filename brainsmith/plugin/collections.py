@@ -110,9 +110,9 @@ class PluginCollection:
             return spec
         registry = _registry()
         if self._framework and not registry.specs(framework=self._framework):
-            from brainsmith.plugin.loading import INSTALL_HINTS
+            from brainsmith.plugin.adapters import install_hint
 
-            hint = registry.disabled.get(self._framework) or INSTALL_HINTS.get(self._framework)
+            hint = registry.disabled.get(self._framework) or install_hint(self._framework)
             if hint:
                 raise PluginNotFoundError(
                     f"{self._type} '{name}' of framework '{self._framework}' is not available: {hint}",

@@ -183,6 +183,22 @@ def _parse_project_file(path: str) -> dict[str, Any]:
     return section
 
 
+def deprecated_mode(where: str) -> None:
+    """Discovery modes change nothing (every mode reads the one index and imports a plugin
+    only when it is used): a setting of one is deprecated."""
+    import warnings
+
+    from brainsmith.version import REMOVED_IN
+
+    warnings.warn(
+        f"{where}: discovery modes are deprecated and will be removed in brainsmith "
+        f"{REMOVED_IN}: every mode reads the same index and imports nothing before use; "
+        "narrow a discovery with types= or frameworks= instead",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+
+
 def _from_env(key: str, raw: str) -> object:
     if key == "debug":
         lowered = raw.strip().lower()
@@ -223,6 +239,7 @@ def _apply(config: PluginConfig, key: str, value: object, where: str, root: str)
         if value not in DISCOVERY_MODES:
             raise bad()
         config.discovery_mode = str(value)
+        deprecated_mode(where)
     elif key in ("frameworks", "framework_priority"):
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise bad()
@@ -250,9 +267,21 @@ def _shown_value(key: str, value: object) -> str:
     ``cache_backend`` (which may hold one) named only by its type."""
     if key != "cache_backend":
         return repr(value)
-    from brainsmith.plugin.discovery.shared_index import shown
+    return repr(masked_url(value)) if isinstance(value, str) else f"of type {type(value).__name__}"
 
-    return repr(shown(value)) if isinstance(value, str) else f"of type {type(value).__name__}"
+
+def masked_url(url: str) -> str:
+    """``url`` without its password, for messages (also when it is no valid URL)."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return url
+    end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
+    credentials, at, host = rest[:end].rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = credentials.partition(":")
+    masked = f"{user}:***" if colon else "***"
+    return f"{scheme}://{masked}@{host}{rest[end:]}"
 
 
 def _is_redis_url(value: object) -> bool:

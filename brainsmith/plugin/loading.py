@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+from brainsmith.plugin.adapters import install_hint
 from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.spec import PluginSpec
@@ -17,13 +18,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
-
-
-INSTALL_HINTS = {
-    "finn": "FINN is not installed; install it with `scripts/bootstrap.sh` "
-    "(or `pip install --no-deps finn-plus==1.6.1` plus `pip install 'brainsmith[finn]'`)",
-    "qonnx": "QONNX is not installed; install it with `pip install qonnx==1.0.0`",
-}
 
 
 class ImportTimeout(Exception):
@@ -43,13 +37,11 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
         from brainsmith.plugin.discovery import folders
 
         folders.activate()  # the configured folders, a package each
-    from brainsmith.frameworks.finn.env import FINN_USERS, prepare_finn
+    from brainsmith.plugin.adapters import prepare_import
 
     try:
         with contained():
-            if module_name.startswith(FINN_USERS):
-                with import_turn():
-                    prepare_finn()
+            prepare_import(module_name)
             module = _import(module_name, timeout)
     except ImportTimeout:
         raise PluginLoadError(
@@ -61,9 +53,10 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         top = module_name.partition(".")[0]
-        if missing == top and missing in INSTALL_HINTS:
+        hint = install_hint(missing) if missing == top else None
+        if hint:
             raise PluginLoadError(
-                f"cannot load {spec.type} {spec.qualified_name}: {INSTALL_HINTS[missing]}", spec
+                f"cannot load {spec.type} {spec.qualified_name}: {hint}", spec
             ) from exc
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
             raise PluginLoadError(
@@ -120,13 +113,16 @@ def not_this_plugin(spec: PluginSpec, obj: object) -> str | None:
 
     Whatever an index says, only what its source registers is served: an object defined in
     the named module under the named qualname that is, for decorated plugins, marked by the
-    decorator with this type and name, and for QONNX/FINN a ``Transformation`` subclass or
-    the object FINN's own registries hold under that name."""
+    decorator with this type and name, and for a framework with an adapter what the adapter
+    says the framework registers under that name."""
+    from brainsmith.plugin.adapters import adapter_class
+
     defined = (getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
     if defined != (spec.module, spec.qualname):
         return f"is {type(obj).__name__} {defined[0]}.{defined[1]}, defined elsewhere"
-    if spec.framework in ("qonnx", "finn"):
-        if _is_framework_plugin(spec, obj):
+    adapter = adapter_class(spec.framework)
+    if adapter is not None:
+        if adapter.serves(spec, obj):
             return None
         return f"is not a {spec.type} {spec.framework} registers as {spec.name!r}"
     from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
@@ -137,34 +133,6 @@ def not_this_plugin(spec: PluginSpec, obj: object) -> str | None:
     if marker.get("name") != spec.name:
         return f"is the {spec.type} named {marker.get('name')!r}, not {spec.name!r}"
     return None
-
-
-def _is_framework_plugin(spec: PluginSpec, obj: object) -> bool:
-    """QONNX/FINN: a ``Transformation`` subclass, or what FINN's own registry holds under the
-    name (its custom-op tables for kernels and backends, its step table for steps)."""
-    if spec.type == "transform":
-        from qonnx.transformation.base import Transformation
-
-        return isinstance(obj, type) and issubclass(obj, Transformation)
-    if spec.framework != "finn":
-        return False  # QONNX contributes transforms only
-    if spec.type == "step":
-        with import_turn():
-            steps = importlib.import_module("finn.builder.build_dataflow_steps")
-        table = getattr(steps, "build_dataflow_step_lookup", None)
-        if table is None:  # a FINN without a step table: any function of the module
-            import inspect
-
-            return inspect.isfunction(obj)
-        return table.get(spec.name) is obj
-    from brainsmith.frameworks.finn.adapter import FINN_BACKENDS, FINN_KERNELS
-
-    domain = FINN_KERNELS if spec.type == "kernel" else spec.metadata.get("domain")
-    if not isinstance(domain, str) or (spec.type == "backend" and domain not in FINN_BACKENDS):
-        return False
-    with import_turn():
-        table = getattr(importlib.import_module(domain), "custom_op", {})
-    return isinstance(table, dict) and table.get(spec.name) is obj
 
 
 DEADLOCK_RETRIES = 5

@@ -14,14 +14,16 @@ from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.discovery.index import DiscoveryResult, discover, records
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
+from brainsmith.plugin.errors import ConfigError, PluginMetadataError
 from brainsmith.plugin.registry import Registry, RegistryChanges, shadowed_reason
 from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from typing import Any
+    from typing import Any, Literal
 
+    from brainsmith.plugin.records import Health, PerformanceStats, Problem
     from brainsmith.plugin.views import RegistryView
     from brainsmith.plugin.watch import PluginWatcher
 
@@ -76,8 +78,9 @@ class PluginManager:
 
         ``types`` and ``frameworks`` narrow what the returned view shows (``"*"`` stands for
         pip packages); it is a view of the one process registry, never a replacement. Every
-        mode (full | blueprint | selective) reads the same index; none imports a plugin
-        before it is used. Repeated calls cost a dictionary lookup."""
+        mode (full | blueprint | selective) reads the same index and none imports a plugin
+        before it is used, so ``modes`` is deprecated. Repeated calls cost a dictionary
+        lookup."""
         registry = self._registry
         checked = not self._ready or time.monotonic() >= self._next_check
         if checked or registry is None:
@@ -88,6 +91,11 @@ class PluginManager:
                 self._stats["hits"] += 1
         if isinstance(modes, str):
             modes = [modes]
+        if modes is not None:
+            from brainsmith.plugin.config import deprecated_mode
+
+            _check_modes(modes)
+            deprecated_mode("discover_plugins(modes=...)")
         if modes is None and types is None and frameworks is None:
             return registry
         key = (_frozen(modes), _frozen(types), _frozen(frameworks))
@@ -95,7 +103,6 @@ class PluginManager:
         if view is None:
             from brainsmith.plugin.views import make_view
 
-            _check_modes(modes)
             view = self._views[key] = make_view(registry, types, frameworks)
         return view
 
@@ -336,7 +343,11 @@ class PluginManager:
         if plugin_type == "step":
             return obj
         if not callable(obj):
-            raise TypeError(f"{plugin_type} {spec.qualified_name} is not a class: {obj!r}")
+            raise PluginMetadataError(
+                f"{plugin_type} {spec.qualified_name} is not a class: {obj!r}",
+                f"{spec.source}:{spec.metadata.get('line', 0)}",
+                plugin_type,
+            )
         key = (plugin_type, spec.qualified_name, _freeze(kwargs))
         with self._lock:
             if self._instances is None:
@@ -383,11 +394,12 @@ class PluginManager:
                 removed += memo.remove_if_ours(memo.path_for("config", folder))
         return removed + memo.remove_all(self.config.cache_dir)
 
-    def get_performance_stats(self) -> dict[str, Any]:
+    def get_performance_stats(self) -> PerformanceStats:
         """Plugin counts, plus (with ``performance_tracking``) discovery statistics."""
         registry = self.registry()
         specs = registry.specs()
-        counts = {
+        counts: PerformanceStats = {
+            "performance_tracking": False,
             "plugin_count": len(specs),
             "plugins_by_type": _count_by(specs, "type"),
             "plugins_by_framework": _count_by(specs, "framework"),
@@ -395,25 +407,25 @@ class PluginManager:
             "instances_cached": len(self._instances) if self._instances is not None else 0,
         }
         if not self.config.performance_tracking:
-            return {"performance_tracking": False, **counts}
+            return counts
         last = self._last
         lookups = self._stats["lookups"] or 1
         return {
+            **counts,
             "performance_tracking": True,
             "discovery_time_ms": round(self._stats["discovery_ms"], 3),
             "cache_hit_rate": self._stats["hits"] / lookups,
             "index_cache": last.cache if last else "none",
             "index_from_shared_cache": bool(last and last.shared),
             "memory_usage_mb": round(_rss_mb(), 1),
-            **counts,
             "source_timings_ms": {
                 k: round(v, 3) for k, v in (last.source_ms if last else {}).items()
             },
-            "discoveries": self._stats["discoveries"],
+            "discoveries": int(self._stats["discoveries"]),
             "files_parsed": _files_parsed(),
         }
 
-    def health_check(self) -> dict[str, Any]:
+    def health_check(self) -> Health:
         from brainsmith.plugin import memo
 
         try:
@@ -433,13 +445,14 @@ class PluginManager:
         }
         for fw in registry.frameworks():
             frameworks.setdefault(fw, True)
-        broken = [p.as_dict() for p in registry.problems]
+        broken: list[Problem] = [p.as_dict() for p in registry.problems]
         broken += [
             {"source": s.framework, "plugin": f"{s.type} {s.qualified_name}", "reason": s.error}
             for s in registry.specs()
             if s.error
         ]
         cache_ok = memo.usable_dir(self.config.cache_dir, create=True)
+        status: Literal["healthy", "degraded", "unhealthy"]
         if not any(frameworks.values()):
             status = "unhealthy"
         elif broken:
@@ -483,8 +496,9 @@ def disabled_reason(framework: str, config: PluginConfig) -> str:
 def _check_modes(modes: Iterable[str] | None) -> None:
     for mode in modes or ():
         if mode not in DISCOVERY_MODES:
-            raise ValueError(
-                f"unknown discovery mode {mode!r}; expected one of {', '.join(DISCOVERY_MODES)}"
+            raise ConfigError(
+                f"unknown discovery mode {mode!r}; expected one of {', '.join(DISCOVERY_MODES)}",
+                key="discovery_mode",
             )
 
 
@@ -496,9 +510,9 @@ def _frozen(value: str | Iterable[str] | None) -> object:
 
 
 def _missing_hint(framework: str) -> str:
-    from brainsmith.plugin.loading import INSTALL_HINTS
+    from brainsmith.plugin.adapters import install_hint
 
-    return INSTALL_HINTS.get(framework, f"no plugins from {framework} are registered")
+    return install_hint(framework) or f"no plugins from {framework} are registered"
 
 
 def _files_parsed() -> int:
@@ -517,7 +531,7 @@ def _freeze(kwargs: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(items)
 
 
-def _count_by(specs: list[PluginSpec], attribute: str) -> dict[str, Any]:
+def _count_by(specs: list[PluginSpec], attribute: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for spec in specs:
         value = getattr(spec, attribute)

@@ -10,7 +10,7 @@ from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
 
 class RegistryChanges:
@@ -429,33 +429,17 @@ class Registry:
             spec.obj = None
 
 
-# Kernels and backends are hardware layers: each one served is handed to the FINN module
-# that registers QONNX custom-op classes where QONNX and FINN look them up (imported only
-# then, so the hub itself never imports a framework).
+# Kernels and backends are hardware layers: each one served is handed to every framework
+# adapter, which registers it where its framework looks layers up (FINN: QONNX custom-op
+# tables). Adapters import on first use, so the hub itself never imports a framework.
 LAYER_TYPES = ("kernel", "backend")
-LAYER_HOOK = "brainsmith.frameworks.finn.layers"
-
-
-_on_layer_loaded: Callable[[Registry, PluginSpec, object], None] | None = None
 
 
 def _layer_loaded(registry: Registry, spec: PluginSpec, obj: object) -> None:
-    global _on_layer_loaded
-    hook = _on_layer_loaded
-    if hook is None:
-        if not is_custom_op_class(obj):
-            return
-        import importlib
+    from brainsmith.plugin.adapters import adapter_classes
 
-        hook = _on_layer_loaded = importlib.import_module(LAYER_HOOK).on_layer_loaded
-    hook(registry, spec, obj)
-
-
-def is_custom_op_class(obj: object) -> bool:
-    """Whether ``obj`` is a QONNX ``CustomOp`` class (told by name: QONNX is not imported)."""
-    return isinstance(obj, type) and any(
-        c.__name__ == "CustomOp" and c.__module__ == "qonnx.custom_op.base" for c in obj.__mro__
-    )
+    for adapter in adapter_classes():
+        adapter.layer_loaded(registry, spec, obj)
 
 
 def check_type(type: str) -> None:

@@ -8,6 +8,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from brainsmith.plugin.records import Problem
+
 
 PLUGIN_TYPES = ("transform", "kernel", "backend", "step")
 
@@ -132,7 +134,7 @@ class PluginProblem:
         self.plugin = plugin
         self.reason = reason
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Problem:
         return {"source": self.source, "plugin": self.plugin, "reason": self.reason}
 
     def to_record(self) -> list[Any]:

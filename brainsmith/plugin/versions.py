@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from functools import total_ordering
 
+from brainsmith.plugin.errors import PluginError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -20,6 +22,10 @@ if TYPE_CHECKING:
 VERSION_KEYS = ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version")
 PACKAGE_KEYS = ("version", "description", "author", *VERSION_KEYS)
 PACKAGE_ATTRIBUTE = "BRAINSMITH_PLUGIN"
+
+
+class VersionError(PluginError, ValueError):
+    """Text or parts that are no version (a ValueError too, as before it had its own class)."""
 
 
 @total_ordering
@@ -31,7 +37,7 @@ class VersionInfo:
     def __init__(self, major: int, minor: int = 0, patch: int = 0) -> None:
         for part in (major, minor, patch):
             if not isinstance(part, int) or isinstance(part, bool) or part < 0:
-                raise ValueError(f"version parts must be non-negative ints, got {part!r}")
+                raise VersionError(f"version parts must be non-negative ints, got {part!r}")
         self.major, self.minor, self.patch = major, minor, patch
 
     @classmethod
@@ -42,7 +48,7 @@ class VersionInfo:
         try:
             release = Version(str(text)).release
         except InvalidVersion:
-            raise ValueError(f"not a version: {text!r} (expected e.g. '1.2.0')") from None
+            raise VersionError(f"not a version: {text!r} (expected e.g. '1.2.0')") from None
         parts = [*release, 0, 0][:3]
         return cls(*parts)
 
@@ -55,7 +61,7 @@ class VersionInfo:
             return cls(*value)
         if isinstance(value, str):
             return cls.parse(value)
-        raise ValueError(f"not a version: {value!r} (expected '1.2.0' or VersionInfo(1, 2, 0))")
+        raise VersionError(f"not a version: {value!r} (expected '1.2.0' or VersionInfo(1, 2, 0))")
 
     @classmethod
     def current(cls) -> VersionInfo:

@@ -109,7 +109,7 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
     as the conversion found it), whether selected or not."""
     from brainsmith.builder.context import context_of
     from brainsmith.builder.plan import BuildPlan, infer_transforms_of
-    from brainsmith.plugin.core import get_registry
+    from brainsmith.plugin import get_registry
     from brainsmith.steps.finn_recipe import transform_args
 
     plan = context_of(cfg).plan
@@ -146,7 +146,7 @@ def _converted_by(before, name: str, args: dict) -> dict[str, set[str]]:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.plugin.core import get_registry
+    from brainsmith.plugin import get_registry
 
     try:
         transform = cast("Callable[..., Any]", get_registry().get("transform", name))(**args)

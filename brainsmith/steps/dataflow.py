@@ -15,7 +15,7 @@ from __future__ import annotations
 from brainsmith.builder.context import context_of
 from brainsmith.builder.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
-from brainsmith.plugin.core import step
+from brainsmith.plugin import step
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -263,7 +263,7 @@ def integer_adds_in_rtl(model, styles: dict[str, str]) -> list[str]:
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.kernels.int_add import IntAdd
-    from brainsmith.plugin.core import get_registry
+    from brainsmith.plugin import get_registry
 
     changed = []
     for node in model.graph.node:
@@ -314,7 +314,7 @@ def _check_backends(model, plan, decomposed_later: bool = True) -> None:
 
 
 def _check_implemented(node, decomposed_later: bool, model) -> None:
-    from brainsmith.plugin.core import get_registry
+    from brainsmith.plugin import get_registry
 
     registry = get_registry()
     kernel = next(iter(registry.candidates("kernel", node.op_type)), None)
@@ -419,6 +419,6 @@ def apply_transforms(model, transforms: list, phase: str):
 
 
 def _transform_class(name: str) -> Any:
-    from brainsmith.plugin.core import get_registry
+    from brainsmith.plugin import get_registry
 
     return get_registry().get("transform", name)

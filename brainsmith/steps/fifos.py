@@ -18,7 +18,7 @@ import os
 import time
 
 from brainsmith.builder.errors import StepError
-from brainsmith.plugin.core import step
+from brainsmith.plugin import step
 from brainsmith.steps.folding import write_json
 
 FRAMES = 8  # random frames per simulation

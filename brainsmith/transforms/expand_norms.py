@@ -10,7 +10,7 @@ from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.transformation.base import Transformation
 from qonnx.transformation.infer_shapes import InferShapes
 
-from brainsmith.plugin.core import transform
+from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import (
     add_initializer,
     drop_initializer_if_unused,

@@ -6,7 +6,7 @@ from onnx import NodeProto
 from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.transformation.base import Transformation
 
-from brainsmith.plugin.core import transform
+from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import bypass_node
 
 

@@ -10,14 +10,20 @@ kernel with ``backend_type``; FINN build steps keep FINN's own step names
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 
+from brainsmith.frameworks.finn.tables import FINN_BACKENDS, FINN_KERNELS, is_custom_op_class
 from brainsmith.plugin.discovery.sources.adapters import FrameworkAdapter
 from brainsmith.plugin.discovery.sources.classindex import ClassIndex
 from brainsmith.plugin.discovery.sources.pyscan import dotted, scan_tree
 
-FINN_KERNELS = "finn.custom_op.fpgadataflow"
-FINN_BACKENDS = {"finn.custom_op.fpgadataflow.hls": "hls", "finn.custom_op.fpgadataflow.rtl": "rtl"}
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.plugin.discovery.sources.adapters import TargetProblem
+    from brainsmith.plugin.registry import Registry
+    from brainsmith.plugin.spec import PluginSpec
+
 REGISTRY_MODULES = (FINN_KERNELS, *FINN_BACKENDS)
 STEP_REGISTRAR = "finn.builder.build_dataflow_steps.register_build_dataflow_step"
 # Kernels FINN has no backend for: a build step replaces their layers by others.
@@ -26,6 +32,78 @@ FINN_DECOMPOSED = {"Shuffle": ("InnerShuffle", "OuterShuffle")}  # step_transpos
 
 class FINNAdapter(FrameworkAdapter):
     framework = "finn"
+    install_hint = (
+        "FINN is not installed; install it with `scripts/bootstrap.sh` "
+        "(or `pip install --no-deps finn-plus==1.6.1` plus `pip install 'brainsmith[finn]'`)"
+    )
+    # Modules that import FINN at top level: FINN is prepared for this process before they load.
+    prepares = ("finn.", "brainsmith.kernels.", "brainsmith.backends.", "brainsmith.steps.")
+
+    @classmethod
+    def prepare(cls) -> None:
+        from brainsmith.frameworks.finn.env import prepare_finn
+        from brainsmith.plugin.loading import import_turn
+
+        with import_turn():
+            prepare_finn()
+
+    @classmethod
+    def serves(cls, spec: PluginSpec, obj: object) -> bool:
+        """A transform: a ``Transformation`` subclass; a step: what FINN's step table holds
+        under the name; a kernel or backend: what FINN's custom-op tables hold."""
+        if spec.type == "transform":
+            return super().serves(spec, obj)
+        from brainsmith.plugin.loading import import_turn
+
+        if spec.type == "step":
+            with import_turn():
+                steps = importlib.import_module("finn.builder.build_dataflow_steps")
+            table = getattr(steps, "build_dataflow_step_lookup", None)
+            if table is None:  # a FINN without a step table: any function of the module
+                import inspect
+
+                return inspect.isfunction(obj)
+            return table.get(spec.name) is obj
+        domain = FINN_KERNELS if spec.type == "kernel" else spec.metadata.get("domain")
+        if not isinstance(domain, str) or (spec.type == "backend" and domain not in FINN_BACKENDS):
+            return False
+        with import_turn():
+            table = getattr(importlib.import_module(domain), "custom_op", {})
+        return isinstance(table, dict) and table.get(spec.name) is obj
+
+    @classmethod
+    def target_problems(cls, part: str | None, board: str | None) -> list[TargetProblem]:
+        """``fpga_part`` and ``board`` against FINN's tables (read without importing FINN)."""
+        from brainsmith.frameworks.finn.parts import boards, is_part, known_parts
+        from brainsmith.plugin.names import suggest
+
+        known = boards()
+        if not known:  # FINN is not installed: nothing to check against
+            return []
+        problems: list[TargetProblem] = []
+        if part and not is_part(part):
+            problems.append((
+                "fpga_part",
+                f"build.fpga_part '{part}' is not an AMD/Xilinx part number",
+                "a part such as xcvc1902-vsva2197-2MP-e-S or xc7z020clg400-1 (device, package, "
+                "speed grade), or a board instead",
+                suggest(part, known_parts()),
+            ))  # fmt: skip
+        if board and board not in known:
+            problems.append((
+                "board",
+                f"build.board '{board}' is not a board FINN knows",
+                "one of " + ", ".join(known),
+                suggest(board, list(known)),
+            ))  # fmt: skip
+        return problems
+
+    @classmethod
+    def layer_loaded(cls, registry: Registry, spec: PluginSpec, obj: object) -> None:
+        if is_custom_op_class(obj):
+            from brainsmith.frameworks.finn.layers import on_layer_loaded
+
+            on_layer_loaded(registry, spec, obj)
 
     def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict:
         return file_facts(tree, module, is_package)

@@ -84,10 +84,6 @@ def private_build_dir() -> str:
     return path
 
 
-# Modules that import FINN at top level: FINN is prepared for this process before they load.
-FINN_USERS = ("finn.", "brainsmith.kernels.", "brainsmith.backends.", "brainsmith.steps.")
-
-
 def prepare_finn() -> None:
     """Make FINN importable and usable as a library here (idempotent, cheap after once)."""
     global _prepared

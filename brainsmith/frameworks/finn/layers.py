@@ -21,8 +21,7 @@ import json
 import threading
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.frameworks.finn.adapter import FINN_BACKENDS, FINN_KERNELS
-from brainsmith.plugin.registry import is_custom_op_class
+from brainsmith.frameworks.finn.tables import FINN_BACKENDS, FINN_KERNELS, is_custom_op_class
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,6 +33,9 @@ if TYPE_CHECKING:
 PROVIDERS_KEY = "brainsmith.layer_plugins"  # model metadata: op type -> its plugin (JSON)
 LAYER_DOMAINS = (FINN_KERNELS, *FINN_BACKENDS)
 BUILTIN = ("finn", "qonnx")  # frameworks whose layers FINN registers itself
+# Layers brainsmith's own steps insert (no blueprint chooses them, so they are no plugins):
+# the function that registers each with QONNX and FINN, imported when a model has one.
+INSERTED_LAYERS = {"WidthConverter_rtl": "brainsmith.backends.converters:register"}
 
 _lock = threading.RLock()
 _ours: dict[tuple[str, str], tuple[type, PluginSpec]] = {}  # (domain, op type) -> what we put
@@ -224,10 +226,9 @@ def require_layers(model: Any, label: str, extra: dict | None = None) -> list[st
     for node in model.graph.node:
         if node.domain in LAYER_DOMAINS and node.op_type not in missing:
             missing.setdefault(node.op_type, (node.domain, node.name))
-    if "WidthConverter_rtl" in missing:  # brainsmith's own, inserted by size_fifos
-        from brainsmith.backends import converters
-
-        converters.register()
+    for op_type in missing.keys() & INSERTED_LAYERS:
+        module, _, function = INSERTED_LAYERS[op_type].partition(":")
+        getattr(importlib.import_module(module), function)()
     todo = {op: where for op, where in missing.items() if not is_custom_op(where[0], op)}
     if not todo:
         return []

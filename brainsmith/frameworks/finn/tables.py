@@ -8,6 +8,8 @@
   needs no tool).
 - ``STEP_OUTPUTS``: the output products a FINN step must find in ``generate_outputs``
   to do its work, so a blueprint that lists the step gets them.
+- ``FINN_KERNELS``, ``FINN_BACKENDS``: the modules whose ``custom_op`` tables hold FINN's
+  hardware layers, and ``is_custom_op_class`` to tell a layer class without importing QONNX.
 """
 
 from __future__ import annotations
@@ -15,6 +17,16 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
+
+FINN_KERNELS = "finn.custom_op.fpgadataflow"
+FINN_BACKENDS = {"finn.custom_op.fpgadataflow.hls": "hls", "finn.custom_op.fpgadataflow.rtl": "rtl"}
+
+
+def is_custom_op_class(obj: object) -> bool:
+    """Whether ``obj`` is a QONNX ``CustomOp`` class (told by name: QONNX is not imported)."""
+    return isinstance(obj, type) and any(
+        c.__name__ == "CustomOp" and c.__module__ == "qonnx.custom_op.base" for c in obj.__mro__
+    )
 
 
 INFER_TRANSFORMS: dict[str, tuple[str, ...]] = {

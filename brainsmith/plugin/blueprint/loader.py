@@ -41,7 +41,7 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
     shape = outline(doc, diag)
     from brainsmith.plugin.manager import get_plugin_manager
 
-    registry = get_plugin_manager().discover_plugins(modes=["blueprint"])
+    registry = get_plugin_manager().registry()
     resolver = Resolver(registry, doc, diag)
     kernels = _kernels(resolver, shape.kernels)
     exclude = _specs(resolver, "kernel", shape.exclude)

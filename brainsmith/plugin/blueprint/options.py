@@ -149,31 +149,17 @@ def _output_dir(check: Checker, at: tuple[Any, ...], value: object) -> str | Non
 
 
 def _check_part_and_board(check: Checker, values: dict[str, Any]) -> None:
-    """``fpga_part`` and ``board`` against FINN's tables (read without importing FINN)."""
-    from brainsmith.frameworks.finn.parts import boards, is_part, known_parts
-    from brainsmith.plugin.names import suggest
+    """``fpga_part`` and ``board`` against what each framework adapter builds for."""
+    from brainsmith.plugin.adapters import adapter_classes
 
-    known = boards()
-    if not known:  # FINN is not installed: nothing to check against
-        return
     part, board = values.get("fpga_part"), values.get("board")
-    if part and not is_part(part):
-        check.fail(
-            ("build", "fpga_part"),
-            f"build.fpga_part '{part}' is not an AMD/Xilinx part number",
-            "a part such as xcvc1902-vsva2197-2MP-e-S or xc7z020clg400-1 (device, package, "
-            "speed grade), or a board instead",
-            suggest(part, known_parts()),
-        )
-        values["fpga_part"] = None
-    if board and board not in known:
-        check.fail(
-            ("build", "board"),
-            f"build.board '{board}' is not a board FINN knows",
-            "one of " + ", ".join(known),
-            suggest(board, list(known)),
-        )
-        values["board"] = None
+    if not (part or board):
+        return
+    for adapter in adapter_classes():
+        for key, problem, expected, hint in adapter.target_problems(part, board):
+            if values.get(key) is not None:  # one problem per option
+                check.fail(("build", key), problem, expected, hint)
+                values[key] = None
 
 
 def check_option(check: Checker, path: tuple[Any, ...], key: str, value: object) -> object:

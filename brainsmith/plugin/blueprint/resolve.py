@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
+from brainsmith.plugin.adapters import install_hint
 from brainsmith.plugin.blueprint.document import Document
 from brainsmith.plugin.blueprint.errors import Diagnostics, quote
 from brainsmith.plugin.blueprint.model import KernelChoice, SkippedPlugin
 from brainsmith.plugin.blueprint.schema import KernelRef, Ref
-from brainsmith.plugin.loading import INSTALL_HINTS
 from brainsmith.plugin.metadata import BACKEND_TYPES
 from brainsmith.plugin.names import suggest
 from brainsmith.plugin.registry import Registry
@@ -171,7 +171,7 @@ class Resolver:
         expected = f"a registered {kind} such as {' or '.join(map(quote, EXAMPLES[kind]))}"
         frameworks = self.registry.frameworks()
         unknown = bool(framework) and framework.lower() not in {f.lower() for f in frameworks}
-        hint = self.registry.disabled.get(framework) or INSTALL_HINTS.get(framework)
+        hint = self.registry.disabled.get(framework) or install_hint(framework)
         if unknown and hint:
             return Miss(f"no {kind} named {quote(text)}: {hint}", expected)
         hint = suggest(framework, frameworks) if unknown and ":" not in framework else ""

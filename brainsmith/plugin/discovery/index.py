@@ -17,6 +17,13 @@ import sys
 import time
 
 from brainsmith.plugin import log, memo
+from brainsmith.plugin.adapters import (
+    ADAPTERS,
+    adapter_class,
+    adapter_classes,
+    adapter_files,
+    reads_with,
+)
 from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.discovery import stamps
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
@@ -33,7 +40,6 @@ if TYPE_CHECKING:
 
 
 INDEX_FORMAT = 2
-ADAPTERS = ("qonnx", "finn")
 KEPT_FOLDERS = 32  # states of plugin folders no longer configured, kept for a switch back
 
 
@@ -73,17 +79,16 @@ def index_name() -> str:
 
 
 def source_ids(config: PluginConfig) -> list[str]:
-    """The sources a discovery with ``config`` reads (QONNX is read whenever FINN is)."""
+    """The sources a discovery with ``config`` reads (a framework's adapter with those it is
+    read with: QONNX whenever FINN is)."""
     enabled = config.framework_enabled
     ids = ["brainsmith"] if enabled("brainsmith") else []
     if enabled("user"):
         ids += [f"user:{folder}" for folder in config.plugin_dirs]
     ids.append("entry_points")
-    if enabled("qonnx") or enabled("finn"):
-        ids.append("qonnx")
-    if enabled("finn"):
-        ids.append("finn")
-    return ids
+    wanted = {name for name in ADAPTERS if enabled(name)}
+    wanted |= {other for name in wanted for other in reads_with(name)}
+    return ids + [name for name in ADAPTERS if name in wanted]
 
 
 def make_source(source_id: str, reload_modules: bool = False) -> Source:
@@ -95,13 +100,10 @@ def make_source(source_id: str, reload_modules: bool = False) -> Source:
         return modules.user_source(source_id[5:])
     if source_id == "entry_points":
         return entry_points.EntryPointSource(reload_modules)
-    if source_id == "qonnx":
-        from brainsmith.frameworks.qonnx import QONNXAdapter
-
-        return QONNXAdapter()
-    from brainsmith.frameworks.finn.adapter import FINNAdapter
-
-    return FINNAdapter()
+    adapter = adapter_class(source_id)
+    if adapter is None:
+        raise ValueError(f"no discovery source {source_id!r}")
+    return adapter()
 
 
 def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryResult:
@@ -174,9 +176,9 @@ def _with_shared(
         return index
     if fetched is None:
         return None
-    from brainsmith.plugin.discovery.shared_index import shown
+    from brainsmith.plugin.config import masked_url
 
-    shared = _usable(fetched.payload, f"shared index {name} at {shown(url)}")
+    shared = _usable(fetched.payload, f"shared index {name} at {masked_url(url)}")
     implausible = _implausible(shared) if shared is not None else None
     if implausible:
         _refuse(url, f"{implausible}; ignored", result)
@@ -214,9 +216,9 @@ def shared_key(config: PluginConfig) -> bytes | None:
 
 
 def _refuse(url: str, reason: str, result: DiscoveryResult) -> None:
-    from brainsmith.plugin.discovery.shared_index import shown
+    from brainsmith.plugin.config import masked_url
 
-    culprit = f"shared index at {shown(url)}"
+    culprit = f"shared index at {masked_url(url)}"
     log.warning("%s: %s", culprit, reason)
     result.problems.append(["shared", culprit, reason])
 
@@ -365,30 +367,27 @@ def _rescan(
 
 
 def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
-    """Adapter records depend on both QONNX's and FINN's class tables: derive them again
-    from the scan data when either changed or was checked in full."""
+    """Adapter records depend on the class tables of every framework read (FINN's classes
+    derive from QONNX's): derive them again when one changed or was checked in full."""
     redo = (result.changed | result.checked) & set(ADAPTERS) & result.states.keys()
     if not redo:
         return
     t0 = time.perf_counter()
-    from brainsmith.frameworks.finn.adapter import FINNAdapter
-    from brainsmith.frameworks.qonnx import QONNXAdapter
-
     scanned = {}
     for adapter in ADAPTERS:
         state = result.states.get(adapter)
         if state is not None and not state.get("failed"):
             files = state["files"] if "files" in state else scan_data.of(adapter)()
             scanned[adapter] = {**state, "files": files if isinstance(files, dict) else {}}
-    for adapter_class in (QONNXAdapter, FINNAdapter):
-        state = scanned.get(adapter_class.framework)
+    for cls in adapter_classes():
+        state = scanned.get(cls.framework)
         if state is None:
             continue
-        framework = adapter_class.__new__(adapter_class)  # no package lookup: the state has it
+        framework = cls.__new__(cls)  # no package lookup: the state has it
         classes = framework.index(list(scanned.values()))
         specs, problems = framework.specs(state, classes)
-        result.states[adapter_class.framework] = {
-            **result.states[adapter_class.framework],
+        result.states[cls.framework] = {
+            **result.states[cls.framework],
             "specs": specs,
             "problems": problems,
         }
@@ -508,9 +507,8 @@ def _scanner_stamp() -> int:
     import os
 
     here = os.path.dirname(os.path.abspath(__file__))  # brainsmith/plugin/discovery
-    names = ("index.py", "folders.py", "stamps.py", "../metadata.py", "../spec.py",
-             "../../frameworks/qonnx.py", "../../frameworks/finn/adapter.py")  # fmt: skip
-    paths = [os.path.normpath(os.path.join(here, name)) for name in names]
+    names = ("index.py", "folders.py", "stamps.py", "../metadata.py", "../spec.py")
+    paths = [os.path.normpath(os.path.join(here, name)) for name in names] + adapter_files()
     sources = os.path.join(here, "sources")
     paths += [os.path.join(sources, n) for n in sorted(os.listdir(sources)) if n.endswith(".py")]
     return int(sum(entry[1] for entry in stamp_paths(paths))) & 0xFFFFFFFFFFFF

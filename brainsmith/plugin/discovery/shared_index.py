@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 
 from brainsmith.plugin import log
+from brainsmith.plugin.config import masked_url
 from brainsmith.plugin.memo import MAX_BYTES, is_plain
 
 TYPE_CHECKING = False
@@ -61,7 +62,9 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
     if not (raw and isinstance(raw, bytes)):
         return None
     if len(raw) > MAX_BYTES:
-        log.warning("shared index %s at %s: over %d bytes; ignored", name, shown(url), MAX_BYTES)
+        log.warning(
+            "shared index %s at %s: over %d bytes; ignored", name, masked_url(url), MAX_BYTES
+        )
         return None
     import hashlib
     import json
@@ -69,7 +72,7 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
     try:
         record = json.loads(raw)
     except (ValueError, RecursionError):  # (RecursionError: nested beyond Python's limit)
-        log.warning("shared index %s at %s is not JSON; ignored", name, shown(url))
+        log.warning("shared index %s at %s is not JSON; ignored", name, masked_url(url))
         return None
     if not (
         isinstance(record, list)
@@ -77,7 +80,7 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
         and isinstance(record[1], dict)
         and is_plain(record)
     ):
-        log.warning("shared index %s at %s holds unexpected data; ignored", name, shown(url))
+        log.warning("shared index %s at %s holds unexpected data; ignored", name, masked_url(url))
         return None
     if record[0] != stamp:
         return None  # another brainsmith version or scanner: not an error
@@ -233,25 +236,11 @@ def _give_up(url: str, what: str, reason: str) -> None:
     _broken.add(url)
     log.warning(
         "shared discovery index at %s unusable (%s: %s); using the local index only",
-        shown(url),
+        masked_url(url),
         what,
         reason,
     )
     return None
-
-
-def shown(url: str) -> str:
-    """``url`` without its password, for messages (also when it is no valid URL)."""
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return url
-    end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
-    credentials, at, host = rest[:end].rpartition("@")
-    if not at:
-        return url
-    user, colon, _ = credentials.partition(":")
-    masked = f"{user}:***" if colon else "***"
-    return f"{scheme}://{masked}@{host}{rest[end:]}"
 
 
 def forget_failures() -> None:

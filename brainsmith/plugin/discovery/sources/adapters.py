@@ -1,9 +1,9 @@
 """Framework adapters: a framework's transforms, kernels, backends and build steps, read from
 its installed sources (``ast``), so listing them imports neither FINN, torch nor onnx.
 
-Each framework's adapter lives with the rest of what brainsmith knows about it
-(``brainsmith.frameworks.qonnx``, ``brainsmith.frameworks.finn.adapter``); this module is the
-part they share: finding the installed tree, scanning it incrementally, resolving subclasses.
+This module is the contract every adapter fulfils and the part they share: finding the
+installed tree, scanning it incrementally, resolving subclasses; and the hooks through which
+the hub asks a framework what only it knows (``plugin/adapters.py`` names the adapters).
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from typing import Any
 
     from brainsmith.plugin.discovery.sources import State, StoredScan
+    from brainsmith.plugin.registry import Registry
+    from brainsmith.plugin.spec import PluginSpec
+
+    # (build option, problem, what is expected, a suggestion or "")
+    TargetProblem = tuple[str, str, str, str]
 
 
 def locate_package(name: str) -> str | None:
@@ -57,6 +62,33 @@ class FrameworkAdapter:
     """
 
     framework = ""
+
+    # -- what the hub asks of a framework beyond its plugins (no scan needed) ---------------
+    install_hint = ""  # how to install the framework, for "not installed" messages
+    prepares: tuple[str, ...] = ()  # module prefixes to prepare() the framework for
+
+    @classmethod
+    def prepare(cls) -> None:
+        """Make the framework usable in this process before a module in ``prepares`` imports."""
+
+    @classmethod
+    def serves(cls, spec: PluginSpec, obj: object) -> bool:
+        """Whether ``obj`` is what this framework registers as ``spec`` (checked before it is
+        served, whatever an index says): a ``Transformation`` subclass for a transform."""
+        if spec.type != "transform":
+            return False
+        from qonnx.transformation.base import Transformation
+
+        return isinstance(obj, type) and issubclass(obj, Transformation)
+
+    @classmethod
+    def target_problems(cls, part: str | None, board: str | None) -> list[TargetProblem]:
+        """Why a build's ``fpga_part`` or ``board`` is not one this framework builds for."""
+        return []
+
+    @classmethod
+    def layer_loaded(cls, registry: Registry, spec: PluginSpec, obj: object) -> None:
+        """A kernel or backend class was served: register it where the framework looks."""
 
     def __init__(self) -> None:
         self.root = locate_package(self.framework)
