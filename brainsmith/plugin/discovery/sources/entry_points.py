@@ -252,24 +252,26 @@ def _load_entry_points(rows: list[Any], framework: str, problems: list[Any]) -> 
 
     from brainsmith.plugin.containment import contained
 
-    entry_points = [EntryPoint(name=name, value=value, group=GROUP) for _, _, name, value in rows]
+    class Contained(EntryPoint):
+        """An entry point whose import is contained: a package that calls ``sys.exit()``,
+        raises ``KeyboardInterrupt`` or fails an ``assert`` at import is reported like any
+        other broken package (stevedore lets those three through its failure callback)."""
+
+        def load(self) -> Any:
+            try:
+                with contained():
+                    return super().load()
+            except AssertionError as exc:
+                raise ImportAssertion(exc) from exc
+
+    entry_points = [Contained(name=name, value=value, group=GROUP) for _, _, name, value in rows]
 
     class Listed(ExtensionManager["Any"]):
         """stevedore over the entry points read here (its own listing is cached per process
-        and on disk by float32 mtimes, so it can miss installs), each import contained: a
-        package that calls ``sys.exit()``, raises ``KeyboardInterrupt`` or fails an
-        ``assert`` at import is reported like any other broken package (stevedore lets those
-        three through)."""
+        and on disk by float32 mtimes, so it can miss installs)."""
 
         def list_entry_points(self) -> list[EntryPoint]:
-            return entry_points
-
-        def _load_one_plugin(self, ep: EntryPoint, *args: Any, **kwds: Any) -> Any:
-            try:
-                with contained():
-                    return super()._load_one_plugin(ep, *args, **kwds)
-            except AssertionError as exc:
-                raise ImportAssertion(exc) from exc
+            return list(entry_points)
 
     def failed(_manager: object, entry_point: EntryPoint, exc: BaseException) -> None:
         problems.append(
