@@ -18,12 +18,18 @@ import os
 import subprocess
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from brainsmith.builder.state import Json
+
 RESOURCES = ("LUT", "BRAM_18K", "URAM", "DSP")
 COLOR = "#3569a8"
 OVER = "#b3261e"  # a layer slower than the target allows
 
 
-def render_charts(layers: list[dict], target_cycles: int | None = None) -> dict[str, str]:
+def render_charts(layers: list[Json], target_cycles: int | None = None) -> dict[str, str]:
     """``{"resources": svg, "cycles": svg}`` for the report's layers; a chart with nothing
     to show (no layers, all zero) is left out, as are resources no layer uses. A layer FINN
     does not estimate a resource for (its ``not_estimated``) has no bar but the words "not
@@ -45,11 +51,11 @@ def render_charts(layers: list[dict], target_cycles: int | None = None) -> dict[
     return charts
 
 
-def _value(layer: dict, key: str) -> float:
+def _value(layer: Json, key: str) -> float:
     return float(layer.get(key) or 0)
 
 
-def _figure(width: float, height: float, names: list[str], bottom: float):
+def _figure(width: float, height: float, names: list[str], bottom: float) -> Figure:
     """A figure with room for the layer names on the left (fixed margins: a layout engine
     costs more than the drawing)."""
     from matplotlib.figure import Figure
@@ -67,7 +73,7 @@ def _figure(width: float, height: float, names: list[str], bottom: float):
     return figure
 
 
-def _resources(names: list[str], layers: list[dict], used: list[str]) -> str:
+def _resources(names: list[str], layers: list[Json], used: list[str]) -> str:
     rows = (len(used) + 1) // 2
     figure = _figure(9, max(1.6, rows * (0.7 + 0.25 * len(names))), names, bottom=0.35)
     axes = figure.subplots(rows, min(len(used), 2), sharey=True, squeeze=False).ravel()
@@ -108,11 +114,11 @@ def _cycles(names: list[str], values: list[float], target: float | None) -> str:
     return _svg(figure)
 
 
-def _svg(figure) -> str:
+def _svg(figure: Figure) -> str:
     from matplotlib.backends.backend_svg import FigureCanvasSVG
 
     buffer = io.StringIO()
-    FigureCanvasSVG(figure).print_svg(buffer, metadata={"Date": None})
+    FigureCanvasSVG(figure).print_svg(buffer, metadata={"Date": None})  # type: ignore[no-untyped-call]
     text = buffer.getvalue()
     return text[text.index("<svg") :]  # inline: drop the XML declaration and DOCTYPE
 
@@ -134,8 +140,8 @@ class ChartWorker:
     """Draws the charts in a helper process; any failure falls back to ``render_charts``."""
 
     def __init__(self) -> None:
-        self.process: subprocess.Popen | None = None
-        self.layers: list[dict] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.layers: list[Json] | None = None
         self.target_cycles: int | None = None
         try:
             self.process = subprocess.Popen(
@@ -149,7 +155,7 @@ class ChartWorker:
         except OSError:
             self.process = None
 
-    def submit(self, layers: list[dict], target_cycles: int | None = None) -> None:
+    def submit(self, layers: list[Json], target_cycles: int | None = None) -> None:
         """Start drawing ``layers`` (once; later calls are ignored)."""
         if self.layers is not None:
             return
@@ -164,7 +170,7 @@ class ChartWorker:
             except OSError:
                 self.close()
 
-    def charts(self, layers: list[dict], target_cycles: int | None = None) -> dict[str, str]:
+    def charts(self, layers: list[Json], target_cycles: int | None = None) -> dict[str, str]:
         """The charts for ``layers``: the worker's if it drew these, else drawn here."""
         drawn = None
         if self.process is not None and (self.layers, self.target_cycles) == (

@@ -18,6 +18,18 @@ from dataclasses import asdict, dataclass, field
 from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.flow import failing_transform
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import onnx
+    from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.intake import CheckedModel
+    from brainsmith.builder.plan import BlueprintSource, BuildPlan
+    from brainsmith.builder.runner import BuildOverrides
+    from brainsmith.builder.state import Json
+    from brainsmith.steps.advice import Taker
+
 FRONT_END = "hardware_inference"  # check runs the steps before this one
 # Placements that stop the build: a node left between hardware layers, a hardware layer
 # whose output forks without DuplicateStreams, one whose only backend the blueprint forbids.
@@ -61,13 +73,19 @@ class CheckResult:
             and any(n.placement == "hardware" for n in self.nodes)
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Json:
         data = asdict(self)
         data["ok"] = self.ok
         return data
 
 
-def check(model, blueprint=None, *, options: dict | None = None, prefer: str | None = None):
+def check(
+    model: str | os.PathLike[str],
+    blueprint: BlueprintSource | None = None,
+    *,
+    options: BuildOverrides | None = None,
+    prefer: str | None = None,
+) -> CheckResult:
     """Check ``model`` (a path) against ``blueprint`` (None: the default). BuildError for a
     model or blueprint that cannot be read (exit code 2)."""
     from brainsmith.builder.plan import DEFAULT_BLUEPRINT
@@ -83,7 +101,7 @@ def check(model, blueprint=None, *, options: dict | None = None, prefer: str | N
     return result
 
 
-def _run(result: CheckResult, plan, checked, scratch: str) -> None:
+def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: str) -> None:
     from brainsmith.builder.context import BuildContext, attach
     from brainsmith.builder.runner import finn_config, resolve_steps
     from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
@@ -124,7 +142,7 @@ def _run(result: CheckResult, plan, checked, scratch: str) -> None:
         result.nodes = verdicts(model, cfg)
 
 
-def verdicts(before, cfg) -> list[NodeVerdict]:
+def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
     """Convert ``before`` with the plan's kernels and judge every node."""
     from brainsmith.builder.context import context_of
     from brainsmith.steps.advice import advice, fork_hint, fork_problems, placement, takers
@@ -162,7 +180,9 @@ def verdicts(before, cfg) -> list[NodeVerdict]:
     return _host_tail(model, nodes, found)
 
 
-def _host_tail(model, nodes: list[NodeVerdict], found: dict) -> list[NodeVerdict]:
+def _host_tail(
+    model: ModelWrapper, nodes: list[NodeVerdict], found: dict[str, list[Taker]]
+) -> list[NodeVerdict]:
     """When no installed kernel converts any blocking node, the build keeps them and every
     node after them on the host, after the accelerator (``brainsmith.steps.host_tail``)."""
     from brainsmith.steps.host_tail import downstream
@@ -187,7 +207,7 @@ def _host_tail(model, nodes: list[NodeVerdict], found: dict) -> list[NodeVerdict
     return nodes
 
 
-def predicted_backends(model, cfg) -> dict[str, tuple[str, str]]:
+def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[str, tuple[str, str]]:
     """Hardware node name -> (backend op type, why), as the ``specialize`` step would choose."""
     import copy
 
@@ -232,7 +252,7 @@ def _default_reason(backend: str) -> str:
     return ""
 
 
-def _reason(node, style: str, plan) -> str:
+def _reason(node: onnx.NodeProto, style: str, plan: BuildPlan) -> str:
     from qonnx.custom_op.registry import getCustomOp
 
     kernel = plan.kernel_for(node.op_type)

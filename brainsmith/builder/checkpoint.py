@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 
 from brainsmith.builder.state import StepRecord
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.state import BuildRun, Step
+
 FILE = "checkpoint.json"
 VERSION = 1
 
@@ -32,7 +38,7 @@ class Checkpoint:
     reports: str = ""  # FINN's report folder (estimates, folding) to carry over
     # op type -> the plugin providing that layer (brainsmith.frameworks.finn.layers), so a
     # fresh process continuing the build loads it before it reads the model
-    layer_plugins: dict = field(default_factory=dict)
+    layer_plugins: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def save(self) -> str:
         """Write checkpoint.json atomically (last, so a complete file means a complete build).
@@ -101,7 +107,7 @@ class Checkpoint:
         return checkpoint
 
 
-def _layer_plugins(value: object) -> dict:
+def _layer_plugins(value: object) -> dict[str, dict[str, str]]:
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
@@ -115,7 +121,7 @@ def _outside(paths: list[str], root: str) -> list[str]:
     return [p for p in paths if os.path.commonpath([base, os.path.realpath(p)]) != base]
 
 
-def make_checkpoint(run, model) -> Checkpoint:
+def make_checkpoint(run: BuildRun, model: ModelWrapper) -> Checkpoint:
     """The checkpoint of ``run`` (a ``BuildRun``) after its last step, written to its folder."""
     from brainsmith.frameworks.finn.layers import stamp
 
@@ -131,6 +137,7 @@ def make_checkpoint(run, model) -> Checkpoint:
         model_path = run.path("intermediate_models", "checkpoint.onnx")
         os.makedirs(os.path.dirname(model_path), exist_ok=True)
         model.save(model_path)
+    parent: str | None
     parent = run.path("intermediate_models", "dataflow_parent.onnx")
     if not os.path.isfile(parent):
         parent = run.start.dataflow_parent if run.start is not None else None
@@ -141,7 +148,7 @@ def make_checkpoint(run, model) -> Checkpoint:
     return checkpoint
 
 
-def continue_from(run, checkpoint: Checkpoint, steps) -> object:
+def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> ModelWrapper:
     """Take over ``checkpoint`` in ``run``: its step records, dataflow parent and FINN
     reports; returns its model."""
     from qonnx.core.modelwrapper import ModelWrapper
@@ -171,7 +178,7 @@ def continue_from(run, checkpoint: Checkpoint, steps) -> object:
     return model
 
 
-def require_layers_of(model, checkpoint: Checkpoint) -> None:
+def require_layers_of(model: ModelWrapper, checkpoint: Checkpoint) -> None:
     """Load the plugins providing the checkpoint model's layers; a BuildError naming the
     layer type and the missing package otherwise."""
     from brainsmith.builder.errors import BuildError

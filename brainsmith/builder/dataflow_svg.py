@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from html import escape
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.builder.state import Json
+
+    Place = dict[str, tuple[int, int, int]]  # layer name -> (row, column, lane)
+
 PLUMBING = ("StreamingFIFO", "StreamingDataWidthConverter", "WidthConverter")
 BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 164, 58, 62, 34, 18
 COLUMNS = 5  # columns per row before the picture wraps (the page is 1280 px wide)
@@ -16,7 +22,7 @@ FILL = {"rtl": "#e3edf9", "hls": "#fdf0dc"}
 SHORT_KINDS = {"ConvolutionInputGenerator": "ConvInpGen", "StreamingDataWidthConverter": "DWC"}
 
 
-def dataflow_svg(report: dict) -> str | None:
+def dataflow_svg(report: Json) -> str | None:
     """The picture for ``report``; None when it has no layers with their streams."""
     layers = [x for x in report.get("layers", []) if "reads" in x]
     if not layers:
@@ -71,7 +77,7 @@ def dataflow_svg(report: dict) -> str | None:
 Edge = tuple[str, str, tuple[str, str]]  # source, target, (width, FIFO depths)
 
 
-def _streams_into(layer: dict, by_name: dict) -> list[Edge]:
+def _streams_into(layer: Json, by_name: dict[str, Json]) -> list[Edge]:
     """(source layer, this layer, labels) per stream, looking through FIFOs and width
     converters: the labels give the width read and the FIFO depths on the way."""
     edges = []
@@ -88,7 +94,7 @@ def _streams_into(layer: dict, by_name: dict) -> list[Edge]:
     return edges
 
 
-def _layout(layers: list[dict], edges: list[Edge]) -> dict:
+def _layout(layers: list[Json], edges: list[Edge]) -> Place:
     """name -> (row, column, lane): column = longest distance from the input, wrapped
     every ``COLUMNS``; layers at the same distance (branches) get lanes."""
     inputs: dict[str, list[str]] = {x["name"]: [] for x in layers}
@@ -101,7 +107,7 @@ def _layout(layers: list[dict], edges: list[Edge]) -> dict:
             (depth.get(s, -1) for s in inputs[layer["name"]]), default=-1
         )
     taken: dict[int, int] = {}
-    place = {}
+    place: Place = {}
     for layer in layers:
         level = depth[layer["name"]]
         lane = taken.get(level, 0)
@@ -110,14 +116,14 @@ def _layout(layers: list[dict], edges: list[Edge]) -> dict:
     return place
 
 
-def _lanes(place: dict) -> dict[int, int]:
+def _lanes(place: Place) -> dict[int, int]:
     lanes: dict[int, int] = {}
     for row, _, lane in place.values():
         lanes[row] = max(lanes.get(row, 0), lane + 1)
     return lanes
 
 
-def _layer(layer: dict, x: float, y: float, slowest: bool) -> str:
+def _layer(layer: Json, x: float, y: float, slowest: bool) -> str:
     kind = SHORT_KINDS.get(layer.get("op_type") or "?", layer.get("op_type") or "?")
     backend = layer.get("backend") or ""
     folding = " ".join(f"{k} {layer[k]}" for k in ("PE", "SIMD") if layer.get(k))
@@ -183,7 +189,7 @@ def _edge(
     )
 
 
-def _cpu_box(x: float, y: float, width: float, nodes: list[dict], title: str) -> str:
+def _cpu_box(x: float, y: float, width: float, nodes: list[Json], title: str) -> str:
     names = ", ".join(f"{n['name']} ({n['op_type']})" for n in nodes)
     return (
         f"<rect x='{x}' y='{y}' width='{width - 2 * PAD:.0f}' height='{BOX_H / 2:.0f}' rx='5' "
@@ -192,7 +198,9 @@ def _cpu_box(x: float, y: float, width: float, nodes: list[dict], title: str) ->
     )
 
 
-def _text(x, y, text: str, size: int, color: str, bold=False, anchor="start") -> str:
+def _text(
+    x: float, y: float, text: str, size: int, color: str, bold: bool = False, anchor: str = "start"
+) -> str:
     weight = " font-weight='bold'" if bold else ""
     return (
         f"<text x='{x:.0f}' y='{y:.0f}' font-size='{size}' fill='{color}'{weight} "

@@ -7,6 +7,7 @@ import errno
 import os
 import time
 import traceback
+from typing import cast
 
 from brainsmith.builder import interrupts
 from brainsmith.builder.errors import BuildError, StepError
@@ -15,10 +16,24 @@ from brainsmith.builder.state import BuildRun, Step
 from brainsmith.metrics import span
 from brainsmith.plugin.containment import PluginExit, contained
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.verify import Check, Verifier
+
+    # Where an earlier step's saved model first differs: its index, and its failing checks
+    # or the exception that stopped it from running
+    Culprit = tuple[int, list[Check] | Exception]
+
 OUTPUT_ERRORS = DISK_FULL | {errno.EROFS}  # the output folder's fault, not the step's
 
 
-def run_steps(run: BuildRun, steps: list[Step], model, verifier):
+def run_steps(
+    run: BuildRun, steps: list[Step], model: ModelWrapper, verifier: Verifier | None
+) -> ModelWrapper:
     """Run ``steps`` on ``model``; returns the last model."""
     from brainsmith.frameworks.finn.env import contain_finn_output
     from brainsmith.frameworks.finn.tables import missing_tool
@@ -89,7 +104,7 @@ def run_steps(run: BuildRun, steps: list[Step], model, verifier):
     return model
 
 
-def _step_crashed(run: BuildRun, model, index: int, exc: Exception) -> None:
+def _step_crashed(run: BuildRun, model: ModelWrapper, index: int, exc: Exception) -> NoReturn:
     traceback.print_exc(file=run.build_log)
     reason = f"the step {exc}" if isinstance(exc, PluginExit) else f"{type(exc).__name__}: {exc}"
     transform, node = failing_transform(exc)
@@ -129,7 +144,7 @@ def failing_transform(exc: BaseException) -> tuple[str, str]:
     return found
 
 
-def _save_model(run: BuildRun, model, index: int, name: str, had_parent: bool) -> str:
+def _save_model(run: BuildRun, model: ModelWrapper, index: int, name: str, had_parent: bool) -> str:
     from brainsmith.frameworks.finn.layers import stamp
 
     path = run.path("intermediate_models", f"{index + 1:02d}_{name}.onnx")
@@ -157,7 +172,7 @@ def _adopt_finn_parent(run: BuildRun) -> None:
         run.context.dataflow_parent = ModelWrapper(saved)
 
 
-def _start_charts(run: BuildRun, model) -> None:
+def _start_charts(run: BuildRun, model: ModelWrapper) -> None:
     """Hand the layers to the chart worker as soon as the estimates exist."""
     from brainsmith.builder import report
 
@@ -180,7 +195,13 @@ class Earlier:
         return index >= len(self.steps) or self.steps[index].verifiable
 
 
-def check(run: BuildRun, verifier, model, index: int, earlier: Earlier | None = None) -> str:
+def check(
+    run: BuildRun,
+    verifier: Verifier,
+    model: ModelWrapper,
+    index: int,
+    earlier: Earlier | None = None,
+) -> str:
     """Verify the model after step ``index``; on a mismatch (or a model that cannot run),
     fail the first step whose saved model differs, traced back when earlier steps were not
     verified as they ran."""
@@ -223,7 +244,9 @@ def check(run: BuildRun, verifier, model, index: int, earlier: Earlier | None = 
     return text + (f", user {user[0].max_error:.2g}" if user else "")
 
 
-def _run_check(run: BuildRun, verifier, model, parent) -> list:
+def _run_check(
+    run: BuildRun, verifier: Verifier, model: ModelWrapper, parent: ModelWrapper | None
+) -> list[Check]:
     from brainsmith.frameworks.finn.env import contain_finn_output
 
     workdir = run.path("finn", "verification")
@@ -232,7 +255,9 @@ def _run_check(run: BuildRun, verifier, model, parent) -> list:
         return verifier.check(model, parent, workdir)
 
 
-def first_difference(run: BuildRun, verifier, index: int, earlier: Earlier | None):
+def first_difference(
+    run: BuildRun, verifier: Verifier, index: int, earlier: Earlier | None
+) -> Culprit | None:
     """(index, checks or the exception) of the first earlier step whose saved model does
     not compute what the reference computes, found by bisection over the steps that were
     not verified as they ran; None when the steps before ``index`` all agree (or were all
@@ -244,7 +269,7 @@ def first_difference(run: BuildRun, verifier, index: int, earlier: Earlier | Non
         for i, r in enumerate(run.records[:index])
         if r.status == "ok" and r.model and r.verification is None and earlier.verifiable(i)
     ]
-    found = None
+    found: Culprit | None = None
     low, high = 0, len(candidates) - 1
     while low <= high:
         middle = (low + high) // 2
@@ -256,7 +281,9 @@ def first_difference(run: BuildRun, verifier, index: int, earlier: Earlier | Non
     return found
 
 
-def _check_saved(run: BuildRun, verifier, index: int, earlier: Earlier):
+def _check_saved(
+    run: BuildRun, verifier: Verifier, index: int, earlier: Earlier
+) -> list[Check] | Exception | None:
     """None when step ``index``'s saved model computes what the reference does; else the
     failing checks or the exception that stopped it from running."""
     from qonnx.core.modelwrapper import ModelWrapper
@@ -271,7 +298,9 @@ def _check_saved(run: BuildRun, verifier, index: int, earlier: Earlier):
     return None if checks[0].ok else checks
 
 
-def _parent_of(run: BuildRun, model, index: int, earlier: Earlier):
+def _parent_of(
+    run: BuildRun, model: ModelWrapper, index: int, earlier: Earlier
+) -> ModelWrapper | None:
     """The dataflow parent to run step ``index``'s model in, or None for a whole graph (a
     checkpoint's steps: the model is the partition when its inputs and outputs are the
     partition node's)."""
@@ -285,7 +314,7 @@ def _parent_of(run: BuildRun, model, index: int, earlier: Earlier):
     return None
 
 
-def _traced(run: BuildRun, index: int, culprit) -> tuple[int, str]:
+def _traced(run: BuildRun, index: int, culprit: Culprit | None) -> tuple[int, str]:
     """The step to blame and how it was found."""
     if culprit is None or culprit[0] == index:
         return index, ""
@@ -296,11 +325,18 @@ def _traced(run: BuildRun, index: int, culprit) -> tuple[int, str]:
     )
 
 
-def _differs(run: BuildRun, model, index: int, culprit, generated, tolerance: str) -> None:
+def _differs(
+    run: BuildRun,
+    model: ModelWrapper,
+    index: int,
+    culprit: Culprit | None,
+    generated: Check,
+    tolerance: str,
+) -> NoReturn:
     blamed, how = _traced(run, index, culprit)
     worst = generated
-    if blamed != index:
-        outcome = culprit[1]
+    if blamed != index:  # blamed on an earlier step: there is a culprit
+        outcome = cast("Culprit", culprit)[1]
         if isinstance(outcome, Exception):
             _cannot_run(run, model, index, culprit, outcome)
         worst = outcome[0]
@@ -319,10 +355,12 @@ def _differs(run: BuildRun, model, index: int, culprit, generated, tolerance: st
     )
 
 
-def _cannot_run(run: BuildRun, model, index: int, culprit, exc: BaseException) -> None:
+def _cannot_run(
+    run: BuildRun, model: ModelWrapper, index: int, culprit: Culprit | None, exc: BaseException
+) -> NoReturn:
     blamed, how = _traced(run, index, culprit)
-    if blamed != index:
-        outcome = culprit[1]
+    if blamed != index:  # blamed on an earlier step: there is a culprit
+        outcome = cast("Culprit", culprit)[1]
         if not isinstance(outcome, Exception):  # the first difference is a mismatch
             _differs(run, model, index, culprit, outcome[0], _tolerance(run))
         exc = outcome
@@ -399,7 +437,9 @@ def disk_full(folder: str) -> bool:
     return stats.f_bavail * stats.f_frsize < 1024 * 1024
 
 
-def fail_output(run: BuildRun, model, index: int | None, exc: OSError, what: str) -> None:
+def fail_output(
+    run: BuildRun, model: ModelWrapper | None, index: int | None, exc: OSError, what: str
+) -> NoReturn:
     """Fail for an OSError of the output folder (a full disk, ...): exit code 2."""
     if exc.errno is None and disk_full(run.output_dir):
         exc = OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: {exc}")
@@ -408,8 +448,13 @@ def fail_output(run: BuildRun, model, index: int | None, exc: OSError, what: str
 
 
 def fail(
-    run: BuildRun, model, index: int | None, reason: str, hint: str, exit_code: int = 1
-) -> None:
+    run: BuildRun,
+    model: ModelWrapper | None,
+    index: int | None,
+    reason: str,
+    hint: str,
+    exit_code: int = 1,
+) -> NoReturn:
     """Record step ``index`` (None: after the steps) as failed, write the reports, raise."""
     from brainsmith.builder.report import write_reports
 

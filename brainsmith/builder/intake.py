@@ -24,9 +24,13 @@ from brainsmith.errors import BrainsmithError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Set
+    from collections.abc import Iterator, Set
 
+    import numpy as np
     import onnx
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.verify import Vectors
 
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 KNOWN_DOMAINS = (
@@ -69,7 +73,9 @@ class CheckedModel:
     notes: list[str] = field(default_factory=list)
 
 
-def check_model(model, domains: Set[str] = frozenset()) -> CheckedModel:
+def check_model(
+    model: str | os.PathLike[str] | ModelWrapper, domains: Set[str] = frozenset()
+) -> CheckedModel:
     """Load and check ``model`` (a path or ModelWrapper); ``domains`` are extra allowed node
     domains (those of registered kernels)."""
     if isinstance(model, str | os.PathLike):
@@ -104,7 +110,7 @@ def check_model(model, domains: Set[str] = frozenset()) -> CheckedModel:
     return checked
 
 
-def complete_window_attributes(graph) -> list[str]:
+def complete_window_attributes(graph: onnx.GraphProto) -> list[str]:
     """Give convolutions and pools ``dilations``/``strides``/``pads`` for every kernel axis,
     as ONNX requires; returns the names of the nodes completed.
 
@@ -139,7 +145,7 @@ def complete_window_attributes(graph) -> list[str]:
 WINDOW_OPS = ("Conv", "MaxPool", "AveragePool", "MaxPoolNHWC")
 
 
-def _load(path: str):
+def _load(path: str) -> onnx.ModelProto:
     import onnx
     from onnx.external_data_helper import load_external_data_for_model
 
@@ -171,7 +177,7 @@ def _load(path: str):
         ) from exc
 
 
-def _check_external_data(proto, path: str) -> None:
+def _check_external_data(proto: onnx.ModelProto, path: str) -> None:
     """Refuse external data adding up to more than a model can hold, before reading any."""
     from onnx import TensorProto
     from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors
@@ -198,7 +204,7 @@ def _check_external_data(proto, path: str) -> None:
             )
 
 
-def _check_node_count(proto, name: str) -> None:
+def _check_node_count(proto: onnx.ModelProto, name: str) -> None:
     limit = _max_nodes()
     count = sum(1 for _ in _nodes(proto.graph))
     if count > limit:
@@ -229,13 +235,13 @@ def _max_nodes() -> int:
     return value
 
 
-def graph_inputs(proto) -> list:
+def graph_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     """The graph inputs that are not initializers."""
     initializers = {t.name for t in proto.graph.initializer}
     return [i for i in proto.graph.input if i.name not in initializers]
 
 
-def _nodes(graph):
+def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
     """Every node of ``graph`` and of its subgraphs (If/Loop/Scan bodies)."""
     for node in graph.node:
         yield node
@@ -244,7 +250,7 @@ def _nodes(graph):
                 yield from _nodes(sub)
 
 
-def _check_domains(proto, name: str, allowed: Set[str]) -> None:
+def _check_domains(proto: onnx.ModelProto, name: str, allowed: Set[str]) -> None:
     unknown: dict[str, onnx.NodeProto] = {}
     for node in _nodes(proto.graph):
         if node.domain not in allowed:
@@ -261,7 +267,7 @@ def _check_domains(proto, name: str, allowed: Set[str]) -> None:
         )
 
 
-def _check_quantized(proto, name: str) -> None:
+def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
     ops = {n.op_type for n in _nodes(proto.graph)}
     annotated = any(
         p.key == "finn_datatype" and not p.value.startswith("FLOAT")
@@ -317,12 +323,12 @@ def _fix_batch_axis(checked: CheckedModel, name: str) -> None:
         graph.value_info.extend(keep)
 
 
-def _dynamic(value_info) -> bool:
+def _dynamic(value_info: onnx.ValueInfoProto) -> bool:
     shape = value_info.type.tensor_type.shape
     return any(not (d.HasField("dim_value") and d.dim_value > 0) for d in shape.dim)
 
 
-def _shape(tensor) -> tuple[int, ...] | None:
+def _shape(tensor: onnx.ValueInfoProto) -> tuple[int, ...] | None:
     if not tensor.type.tensor_type.HasField("shape"):
         return None
     dims = tensor.type.tensor_type.shape.dim
@@ -331,7 +337,7 @@ def _shape(tensor) -> tuple[int, ...] | None:
     return tuple(d.dim_value for d in dims)
 
 
-def load_vectors(checked: CheckedModel, input_path: str, expected_path: str):
+def load_vectors(checked: CheckedModel, input_path: str, expected_path: str) -> Vectors:
     """(samples, expected outputs) from ``--input``/``--expected``, checked against the model."""
     proto = checked.proto
     inputs, outputs = graph_inputs(proto), list(proto.graph.output)
@@ -378,7 +384,7 @@ def load_vectors(checked: CheckedModel, input_path: str, expected_path: str):
     return [(s,) for s in samples], [[e] for e in expected]
 
 
-def _array(what: str, path: str):
+def _array(what: str, path: str) -> np.ndarray:
     import numpy as np
 
     flag = option(what)
@@ -392,7 +398,7 @@ def _array(what: str, path: str):
     if magic != b"\x93NUMPY":
         raise InputError(what, f"{flag} {path} is not a NumPy .npy file", save)
     try:
-        data = np.load(path, allow_pickle=False)
+        data: np.ndarray = np.load(path, allow_pickle=False)
     except ValueError as exc:  # object arrays need pickle, which is never used on input
         raise InputError(
             what, f"{flag} {path} holds Python objects, not numbers ({exc.args[0][:60]})", save
@@ -417,7 +423,9 @@ def _array(what: str, path: str):
     return data
 
 
-def _split(what: str, path: str, data, shape: tuple[int, ...] | None, tensor: str) -> list:
+def _split(
+    what: str, path: str, data: np.ndarray, shape: tuple[int, ...] | None, tensor: str
+) -> list[np.ndarray]:
     """``data`` as samples of ``shape``: the shape itself, or a leading sample axis."""
     import numpy as np
 
@@ -440,7 +448,7 @@ def _split(what: str, path: str, data, shape: tuple[int, ...] | None, tensor: st
     )
 
 
-def _check_range(proto, tensor: str, samples: list, path: str) -> None:
+def _check_range(proto: onnx.ModelProto, tensor: str, samples: list[np.ndarray], path: str) -> None:
     """Values of an integer-typed input must be integers of that type's range."""
     import numpy as np
 

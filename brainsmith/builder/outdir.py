@@ -23,6 +23,10 @@ from dataclasses import dataclass
 
 from brainsmith.builder.errors import BuildError, option
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
 DEFAULT_ROOT = "build-out"
 MARKER = ".brainsmith-build"
 RESERVE = ".brainsmith-reserve"
@@ -54,7 +58,9 @@ def os_problem(exc: OSError) -> tuple[str, str]:
     return (f"{reason} ({text})" if reason != text else reason), hint
 
 
-def output_error(what: str, exc: OSError, step: str = "setup", report: str | None = None):
+def output_error(
+    what: str, exc: OSError, step: str = "setup", report: str | None = None
+) -> BuildError:
     """A BuildError (exit code 2) for an OSError while ``what`` (e.g. "writing x.onnx")."""
     reason, hint = os_problem(exc)
     return BuildError(step, f"{what}: {reason}", hint, exit_code=2, report=report)
@@ -212,6 +218,6 @@ def write_text(path: str, text: str) -> None:
     write_atomically(path, write)
 
 
-def save_model(model, path: str) -> None:
+def save_model(model: ModelWrapper, path: str) -> None:
     """``model.save(path)``, complete or not at all."""
     write_atomically(path, model.save)

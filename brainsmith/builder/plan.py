@@ -12,11 +12,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import cast
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS, infer_order
 from brainsmith.plugin.blueprint.options import BuildOptions
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from brainsmith.builder.state import Json
+    from brainsmith.plugin.blueprint import Blueprint
+    from brainsmith.plugin.spec import PluginSpec
 
 # What `brainsmith build MODEL` uses without a blueprint (the same as blueprints/base.yaml).
 DEFAULT_BLUEPRINT = os.path.join(os.path.dirname(__file__), "default.yaml")
@@ -63,7 +72,7 @@ class TransformRef:
     """A transform to apply: plugin name (short or qualified) and constructor arguments."""
 
     name: str
-    args: dict = field(default_factory=dict)
+    args: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -79,7 +88,7 @@ class BuildPlan:
     post_hw: list[TransformRef] = field(default_factory=list)
     steps: list[str] = field(default_factory=lambda: standard_steps())
     options: BuildOptions | None = None  # None: the blueprint has no build: section
-    blueprint: dict = field(default_factory=dict)  # the resolved blueprint, for the report
+    blueprint: Json = field(default_factory=dict)  # the resolved blueprint, for the report
 
     @property
     def build(self) -> BuildOptions:
@@ -145,12 +154,17 @@ class BuildPlan:
         return None
 
 
+if TYPE_CHECKING:
+    # What a build takes as its blueprint: a path, a resolved Blueprint or a BuildPlan
+    BlueprintSource = str | os.PathLike[str] | Blueprint | BuildPlan
+
+
 def standard_steps(board: str | None = None) -> list[str]:
     """The standard flow and the hardware steps (with a board: bitfile, driver, package)."""
     return [*STANDARD_STEPS, *HARDWARE_STEPS, *(BOARD_STEPS if board else ())]
 
 
-def plan_from_blueprint(blueprint) -> BuildPlan:
+def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
     """Adapt a resolved ``Blueprint`` (``brainsmith.plugin.blueprint``) to a BuildPlan."""
 
     space = getattr(blueprint, "design_space", None)
@@ -202,7 +216,7 @@ def plan_from_blueprint(blueprint) -> BuildPlan:
     )
 
 
-def infer_transforms_of(spec) -> list[str]:
+def infer_transforms_of(spec: PluginSpec) -> list[str]:
     """The transforms that convert ONNX nodes into kernel ``spec``'s layers (qualified)."""
     infer = spec.metadata.get("infer_transform")
     if infer:
@@ -212,7 +226,9 @@ def infer_transforms_of(spec) -> list[str]:
     return [f"finn:{t}" for t in INFER_TRANSFORMS.get(spec.name, ())]
 
 
-def auto_kernels(listed: list[KernelChoice], exclude=()) -> list[KernelChoice]:
+def auto_kernels(
+    listed: list[KernelChoice], exclude: Collection[PluginSpec] = ()
+) -> list[KernelChoice]:
     """``kernels: auto``: every installed kernel with an infer transform and a backend,
     besides the ``listed`` ones and the ``exclude``d; one choice per op type (the
     transforms of kernels building the same layers are merged), any backend allowed."""
@@ -245,12 +261,12 @@ def auto_kernels(listed: list[KernelChoice], exclude=()) -> list[KernelChoice]:
     return list(found.values())
 
 
-def load_plan(blueprint) -> BuildPlan:
+def load_plan(blueprint: BlueprintSource) -> BuildPlan:
     """A BuildPlan from a blueprint path, a resolved ``Blueprint`` or a BuildPlan."""
     if isinstance(blueprint, BuildPlan):
         return blueprint
     if hasattr(blueprint, "kernels") and hasattr(blueprint, "to_dict"):
-        return plan_from_blueprint(blueprint)
+        return plan_from_blueprint(cast("Blueprint", blueprint))  # recognised by its attributes
     from brainsmith.plugin.blueprint import load_blueprint
 
     return plan_from_blueprint(load_blueprint(str(blueprint)))

@@ -9,6 +9,10 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rich.table import Table
+
 SYMBOLS = {"ok": "✓", "skipped": "-", "failed": "✗", "running": "…", "pending": " "}
 COLORS = {"ok": "green", "skipped": "yellow", "failed": "red", "running": "cyan", "pending": "dim"}
 
@@ -85,7 +89,7 @@ class Progress:
         except (OSError, ValueError):  # a closed pipe must not stop the build
             pass
 
-    def _table(self):
+    def _table(self) -> Table:
         from rich.table import Table
 
         table = Table(

@@ -23,6 +23,15 @@ from collections.abc import Callable
 from brainsmith.builder.outdir import write_text
 from brainsmith.builder.units import RESOURCES, bits
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import onnx
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.custom_op.base import CustomOp
+
+    from brainsmith.builder.errors import BuildError
+    from brainsmith.builder.state import BuildRun, Json
+
 RESOURCE_FILE = "estimate_layer_resources.json"
 BACKEND_SUFFIXES = {"_hls": "hls", "_rtl": "rtl"}
 LAYER_ATTRIBUTES = ("PE", "SIMD", "mem_mode", "ram_style", "resType", "depth")
@@ -82,7 +91,7 @@ FOLDING_VERDICT = re.compile(
 )
 
 
-def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
+def estimates(report_dir: str, model: ModelWrapper | None = None, output_dir: str = "") -> Json:
     """Every layer of ``model`` with FINN's estimates where they exist, totals, performance."""
     resources = _read(report_dir, RESOURCE_FILE)
     cycles = _read(report_dir, "estimate_layer_cycles.json")
@@ -118,7 +127,7 @@ def estimates(report_dir: str, model=None, output_dir: str = "") -> dict:
     }
 
 
-def _counts(found: object) -> dict:
+def _counts(found: object) -> dict[str, float | None]:
     """A layer's multiply-accumulates per frame and parameters, from FINN's
     op_and_param_counts.json (``op_mac_4bx8b``, ``param_weight_4b``, ... summed over types)."""
     if not isinstance(found, dict) or not found:
@@ -130,7 +139,7 @@ def _counts(found: object) -> dict:
     }
 
 
-def not_estimated(layer: dict) -> tuple[str, ...]:
+def not_estimated(layer: Json) -> tuple[str, ...]:
     """The resources FINN has no estimate for in ``layer`` (see ``NOT_ESTIMATED``)."""
     kind = layer.get("op_type", "")
     if layer.get("backend"):
@@ -146,7 +155,7 @@ ESTIMATION_METHODS = {
 }
 
 
-def inherited_estimates(op) -> tuple[str, ...]:
+def inherited_estimates(op: CustomOp) -> tuple[str, ...]:
     """The resources whose estimation ``op`` leaves to FINN's ``HWCustomOp`` (which answers 0
     for every layer): a plugin's layer that does not estimate them."""
     from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
@@ -158,7 +167,7 @@ def inherited_estimates(op) -> tuple[str, ...]:
     )
 
 
-def incomplete(layers: list[dict]) -> dict[str, list[str]]:
+def incomplete(layers: list[Json]) -> dict[str, list[str]]:
     """Per resource whose total leaves layers out: the names of those layers."""
     found = {
         key: [layer["name"] for layer in layers if key in layer.get("not_estimated", ())]
@@ -167,7 +176,7 @@ def incomplete(layers: list[dict]) -> dict[str, list[str]]:
     return {key: names for key, names in found.items() if names}
 
 
-def chart_rows(layers: list[dict]) -> list[dict]:
+def chart_rows(layers: list[Json]) -> list[Json]:
     """What the charts draw: the estimated layers' resources and cycles."""
     keys = ("name", *RESOURCES, "cycles", "not_estimated")
     return [{k: layer.get(k) for k in keys} for layer in layers if layer.get("estimated")]
@@ -179,13 +188,14 @@ def allowed_cycles(target_fps: int | None, clock_ns: float) -> int | None:
     return int(10**9 / clock_ns / target_fps) if target_fps else None
 
 
-def _read(folder: str, name: str) -> dict:
+def _read(folder: str, name: str) -> Json:
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
         return {}
     try:
         with open(path) as handle:
-            return json.load(handle)
+            found: Json = json.load(handle)
+            return found
     except (OSError, ValueError):
         return {}
 
@@ -195,13 +205,13 @@ def _number(value: float | str | None) -> float | int:
     return int(number) if number.is_integer() else number
 
 
-def layer_attributes(model, output_dir: str = "") -> dict[str, dict]:
+def layer_attributes(model: ModelWrapper, output_dir: str = "") -> dict[str, Json]:
     """Per node: kernel, backend, folding, data types and bit widths, memory style, code."""
     from qonnx.custom_op.registry import getCustomOp
 
     found = {}
     for node in model.graph.node:
-        entry = {"op_type": node.op_type, "backend": ""}
+        entry: Json = {"op_type": node.op_type, "backend": ""}
         for suffix, backend in BACKEND_SUFFIXES.items():
             if node.op_type.endswith(suffix):
                 entry.update(op_type=node.op_type[: -len(suffix)], backend=backend)
@@ -231,7 +241,7 @@ def layer_attributes(model, output_dir: str = "") -> dict[str, dict]:
     return found
 
 
-def _reads(model, node, op) -> list[dict]:
+def _reads(model: ModelWrapper, node: onnx.NodeProto, op: CustomOp | None) -> list[Json]:
     """The streams a layer reads: from which layer (None: the accelerator's input), how wide."""
     reads = []
     for index, tensor in enumerate(node.input):
@@ -246,14 +256,15 @@ def _reads(model, node, op) -> list[dict]:
     return reads
 
 
-def _datatype(model, tensor: str) -> str | None:
+def _datatype(model: ModelWrapper, tensor: str) -> str | None:
     try:
-        return model.get_tensor_datatype(tensor).name
+        name: str = model.get_tensor_datatype(tensor).name
+        return name
     except Exception:  # a tensor without shape or annotation
         return None
 
 
-def cpu_nodes(parent) -> dict | None:
+def cpu_nodes(parent: ModelWrapper | None) -> Json | None:
     """The nodes outside the accelerator (the dataflow parent graph), by op type."""
     if parent is None:
         return None
@@ -275,12 +286,12 @@ def cpu_nodes(parent) -> dict | None:
 
 
 def target(
-    performance: dict,
+    performance: Json,
     target_fps: int | None,
     clock_ns: float,
-    layers: list[dict] | None = None,
-    folding: dict | None = None,
-) -> dict | None:
+    layers: list[Json] | None = None,
+    folding: Json | None = None,
+) -> Json | None:
     """Whether the estimated throughput meets ``target_fps``; the layer that limits it, the
     layers slower than the target allows and, from ``folding`` (``read_folding``), why."""
     fps = performance.get("estimated_fps")
@@ -309,7 +320,7 @@ def target(
     return goal
 
 
-def read_folding(report_dir: str) -> tuple[dict, str | None]:
+def read_folding(report_dir: str) -> tuple[Json, str | None]:
     """``folding.json`` left in ``report_dir`` by the folding step: ``({}, None)`` without
     one, ``({}, problem)`` when it cannot be read or has another shape."""
     path = os.path.join(report_dir, FOLDING_FILE)
@@ -328,7 +339,7 @@ def read_folding(report_dir: str) -> tuple[dict, str | None]:
     return data, None
 
 
-def bottleneck_limit(folding: dict, name: str | None, cycles: float | None) -> str | None:
+def bottleneck_limit(folding: Json, name: str | None, cycles: float | None) -> str | None:
     """Why layer ``name`` cannot go faster, as the folding search recorded it, if its record
     still describes the final layer (same cycles: no later step changed its folding)."""
     if not name:
@@ -345,7 +356,7 @@ def bottleneck_limit(folding: dict, name: str | None, cycles: float | None) -> s
     return " ".join(limit.split())
 
 
-def reassess_warnings(warnings: list[dict], goal: dict | None) -> tuple[list[dict], int]:
+def reassess_warnings(warnings: list[Json], goal: Json | None) -> tuple[list[Json], int]:
     """FINN's warnings without those the final cycle estimates supersede, and how many were
     left out: SetFolding's per-node numbers always (``goal["over_target"]`` has the final
     ones), its verdict on the target when every layer meets it."""
@@ -353,7 +364,7 @@ def reassess_warnings(warnings: list[dict], goal: dict | None) -> tuple[list[dic
         return warnings, 0
     missed = bool(goal["over_target"])
 
-    def stale(entry: dict) -> bool:
+    def stale(entry: Json) -> bool:
         message = entry["message"]
         return bool(FOLDING_NUMBERS.search(message)) or (
             not missed and bool(FOLDING_VERDICT.search(message))
@@ -363,7 +374,7 @@ def reassess_warnings(warnings: list[dict], goal: dict | None) -> tuple[list[dic
     return kept, len(warnings) - len(kept)
 
 
-def utilisation(part: str | None, totals: dict) -> dict:
+def utilisation(part: str | None, totals: Json) -> Json:
     """Estimated use of the part's resources in percent (FF: FINN does not estimate it)."""
     from brainsmith.frameworks.finn.parts import RESOURCE_KEYS, part_resources
 
@@ -380,10 +391,10 @@ def utilisation(part: str | None, totals: dict) -> dict:
     return {"part": part, "available": available, "percent": percent, "source": source}
 
 
-def finn_warnings(log_path: str) -> list[dict]:
+def finn_warnings(log_path: str) -> list[Json]:
     """Distinct warnings and errors logged to build.log, with how often each came; a message
     that begins on the lines after its ``WARNING source:`` line is taken from there."""
-    found: dict[tuple[str, str], dict] = {}
+    found: dict[tuple[str, str], Json] = {}
     try:
         with open(log_path, encoding="utf-8", errors="replace") as handle:
             lines = [line.rstrip("\n") for line in handle]
@@ -416,7 +427,13 @@ def _continuation(lines: list[str], start: int, most: int = 5) -> list[str]:
     return taken
 
 
-def assemble(run, model, status: str, error=None, setup_seconds: float | None = None) -> dict:
+def assemble(
+    run: BuildRun,
+    model: ModelWrapper | None,
+    status: str,
+    error: BuildError | None = None,
+    setup_seconds: float | None = None,
+) -> Json:
     """The report of ``run`` (a ``BuildRun``) as written to report.json."""
     from brainsmith.frameworks.finn.parts import boards
 
@@ -467,13 +484,13 @@ def assemble(run, model, status: str, error=None, setup_seconds: float | None = 
 
 
 def write_reports(
-    run,
-    model,
+    run: BuildRun,
+    model: ModelWrapper | None,
     status: str,
-    error=None,
+    error: BuildError | None = None,
     setup_seconds: float | None = None,
     before_verdict: Callable[[], None] | None = None,
-) -> dict:
+) -> Json:
     """Write report.json and report.html; raises OSError when report.json cannot be written.
 
     For an ``ok`` build report.html comes first, then ``before_verdict()``, then report.json,
@@ -497,7 +514,7 @@ def write_reports(
     return report
 
 
-def _write_json(run, report: dict) -> None:
+def _write_json(run: BuildRun, report: Json) -> None:
     try:
         write_text(run.path("report.json"), to_json(report))
     except OSError:
@@ -508,7 +525,7 @@ def _write_json(run, report: dict) -> None:
         write_text(run.path("report.json"), to_json(short))
 
 
-def _write_html(run, report: dict) -> None:
+def _write_html(run: BuildRun, report: Json) -> None:
     from brainsmith.builder.charts import render_charts
     from brainsmith.builder.dataflow_svg import dataflow_svg
     from brainsmith.builder.report_html import render
@@ -527,11 +544,11 @@ def _write_html(run, report: dict) -> None:
     write_text(run.path("report.html"), render(report, charts, picture))
 
 
-def to_json(report: dict) -> str:
+def to_json(report: Json) -> str:
     return json.dumps(report, indent=2, default=str) + "\n"
 
 
-def versions() -> dict:
+def versions() -> dict[str, str]:
     """Versions of brainsmith, FINN, QONNX and Python."""
     import platform
     from importlib.metadata import PackageNotFoundError, version

@@ -12,10 +12,14 @@ from urllib.parse import quote
 from brainsmith.builder.rtl_check import rtlsim_html
 from brainsmith.builder.units import RESOURCES, bits
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.builder.state import Json
+
 NONE = "<span class='none'>-</span>"
 
 
-def render(report: dict, charts: dict[str, str], picture: str | None = None) -> str:
+def render(report: Json, charts: dict[str, str], picture: str | None = None) -> str:
     """The page for ``report``; ``charts`` as made by ``brainsmith.builder.charts``,
     ``picture`` the dataflow SVG (``brainsmith.builder.dataflow_svg``)."""
     with open(os.path.join(os.path.dirname(__file__), "report_template.html")) as handle:
@@ -64,7 +68,7 @@ def _link(path: str, text: str | None = None) -> str:
     return f"<a href='{_e(quote(path))}'>{_e(text or path)}</a>"
 
 
-def _error(error: dict | None, status: str) -> str:
+def _error(error: Json | None, status: str) -> str:
     if not error or status == "running":
         return ""
     what = "interrupted in" if status == "interrupted" else "failed in"
@@ -75,7 +79,7 @@ def _error(error: dict | None, status: str) -> str:
     )
 
 
-def warning_lines(report: dict) -> list[str]:
+def warning_lines(report: Json) -> list[str]:
     """What an engineer must know before trusting the numbers, in plain text."""
     lines = []
     cpu = report.get("cpu_nodes")
@@ -105,7 +109,7 @@ def warning_lines(report: dict) -> list[str]:
     return lines
 
 
-def over_target_line(goal: dict, shown: int = 5) -> str:
+def over_target_line(goal: Json, shown: int = 5) -> str:
     """The layers slower than the target allows, with their final cycles."""
     slow = goal["over_target"]
     names = ", ".join(f"{x['name']} {number(x['cycles'])}" for x in slow[:shown])
@@ -116,7 +120,7 @@ def over_target_line(goal: dict, shown: int = 5) -> str:
     )
 
 
-def bottleneck_line(goal: dict | None) -> str | None:
+def bottleneck_line(goal: Json | None) -> str | None:
     """The bottleneck and why it cannot go faster, when the folding search recorded it."""
     if not goal or not goal.get("limit"):
         return None
@@ -126,17 +130,17 @@ def bottleneck_line(goal: dict | None) -> str | None:
     )
 
 
-def total_text(key: str, value: object, incomplete: dict) -> str:
+def total_text(key: str, value: object, incomplete: Json) -> str:
     """One resource total: "LUT 552", or "LUT at least 552" when layers are not estimated."""
     return f"{key} {amount_text(key, value, incomplete)}"
 
 
-def amount_text(key: str, value: object, incomplete: dict) -> str:
+def amount_text(key: str, value: object, incomplete: Json) -> str:
     """A resource total's amount: "552", or "at least 552" when layers are not estimated."""
     return f"at least {number(value)}" if incomplete.get(key) else number(value)
 
 
-def incomplete_line(report: dict) -> str | None:
+def incomplete_line(report: Json) -> str | None:
     """Which layers FINN does not estimate, per resource, by kind: "LUT of Pool_hls x2"."""
     incomplete = report.get("incomplete") or {}
     if not incomplete:
@@ -152,12 +156,12 @@ def incomplete_line(report: dict) -> str | None:
     return "not estimated by FINN, so not in these totals: " + "; ".join(parts)
 
 
-def _kind(layer: dict) -> str:
+def _kind(layer: Json) -> str:
     kind = layer.get("op_type") or ""
     return f"{kind}_{layer['backend']}" if kind and layer.get("backend") else kind
 
 
-def _warnings(report: dict) -> str:
+def _warnings(report: Json) -> str:
     boxes = []
     for title, lines in (("Warnings", warning_lines(report)), ("Notes", report.get("notes"))):
         if lines:
@@ -166,7 +170,7 @@ def _warnings(report: dict) -> str:
     return "".join(boxes)
 
 
-def _verdict(report: dict) -> str:
+def _verdict(report: Json) -> str:
     """The first screen: is it fast enough, what limits it, what it costs, what stays on
     the CPU."""
     perf, goal = report.get("performance") or {}, report.get("target") or {}
@@ -205,7 +209,7 @@ def _verdict(report: dict) -> str:
     return f"<div class='verdict'>{items}{_utilisation_bars(report)}</div>"
 
 
-def _utilisation_bars(report: dict) -> str:
+def _utilisation_bars(report: Json) -> str:
     """One meter per resource: the share of the part the estimate takes."""
     use, totals = report.get("utilisation") or {}, report.get("totals") or {}
     percent = use.get("percent") or {}
@@ -239,7 +243,7 @@ def _dataflow(picture: str | None) -> str:
     )
 
 
-def _summary(report: dict) -> str:
+def _summary(report: Json) -> str:
     perf = report.get("performance", {})
     goal = report.get("target")
     throughput = number(perf.get("estimated_fps"), " fps")
@@ -271,7 +275,7 @@ def _summary(report: dict) -> str:
     return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
 
 
-def _resources(report: dict) -> str:
+def _resources(report: Json) -> str:
     totals, use = report.get("totals", {}), report.get("utilisation") or {}
     incomplete = report.get("incomplete") or {}
     if not totals:
@@ -300,7 +304,7 @@ FINN_FILES = (  # (path in the output folder, what it is)
 )
 
 
-def _files(report: dict) -> str:
+def _files(report: Json) -> str:
     names = ["final.onnx", "final_parent.onnx", "build.log", "report.json"]
     folder = report.get("output_dir", "")
     links = [_link(n) for n in names if os.path.exists(os.path.join(folder, n))]
@@ -321,7 +325,7 @@ def _listing(folder: str) -> list[str]:
         return []
 
 
-def _check(label: str, check: dict) -> str:
+def _check(label: str, check: Json) -> str:
     verdict = "ok" if check.get("ok") else "MISMATCH (beyond tolerance)"
     return (
         f"{label}: {verdict}, max error {check.get('max_error', 0):.3g} on "
@@ -329,7 +333,7 @@ def _check(label: str, check: dict) -> str:
     )
 
 
-def _steps(steps: list[dict]) -> str:
+def _steps(steps: list[Json]) -> str:
     longest = max([s.get("seconds") or 0 for s in steps] + [1e-9])
     rows = []
     for index, step in enumerate(steps, 1):
@@ -364,7 +368,7 @@ NUMERIC_HEAD = {"PE/SIMD", *RESOURCES, "cycles", "MACs", "params"}
 NOT_ESTIMATED = "<span class='none'>not estimated</span>"
 
 
-def _layers(layers: list[dict], target_cycles: int | None = None) -> str:
+def _layers(layers: list[Json], target_cycles: int | None = None) -> str:
     """The layer table, compact enough for a 1280-pixel window: kernel and backend, folding,
     data types and memory each in one column; the name links the layer's generated code;
     cycles over what the target allows in red."""
@@ -409,14 +413,14 @@ def _joined(*parts: object, sep: str = " · ") -> str:
     return _e(sep.join(shown)) if shown else NONE
 
 
-def _folding(layer: dict) -> str:
+def _folding(layer: Json) -> str:
     pe, simd = layer.get("PE"), layer.get("SIMD")
     if pe is None and simd is None:
         return NONE
     return _e("/".join(str(v) for v in (pe, simd) if v is not None))
 
 
-def _types(layer: dict) -> str:
+def _types(layer: Json) -> str:
     """``INT8 → INT15, weights INT4``."""
     given, made = layer.get("input_datatype"), layer.get("output_datatype")
     if not given and not made:
@@ -427,7 +431,7 @@ def _types(layer: dict) -> str:
     return _e(text)
 
 
-def _cell(layer: dict, key: str) -> str:
+def _cell(layer: Json, key: str) -> str:
     """A numeric cell; a resource FINN does not estimate for this layer says so."""
     if key in layer.get("not_estimated", ()):
         return NOT_ESTIMATED
@@ -444,7 +448,7 @@ def _charts(charts: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-def _finn_warnings(warnings: list[dict], goal: dict | None = None) -> str:
+def _finn_warnings(warnings: list[Json], goal: Json | None = None) -> str:
     superseded = (goal or {}).get("finn_warnings_superseded") or 0
     note = (
         f"<p class='none'>{superseded} warning(s) FINN's folding logged before the folding "

@@ -11,6 +11,13 @@ import traceback
 from brainsmith.builder.errors import BuildError, StepError
 from brainsmith.builder.state import BuildRun
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.state import Json
+    from brainsmith.builder.verify import Verifier
+
 WORKDIR = ("finn", "rtlsim")  # per-layer compile logs and stream files, under the output dir
 
 
@@ -30,7 +37,7 @@ def require_simulator() -> str:
         ) from exc
 
 
-def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
+def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int) -> str:
     """Simulate the RTL layers of ``model`` after step ``index``; returns the progress text.
     A StepError says why the step fails (the simulation could not run, or a layer differs)."""
     from brainsmith.frameworks.finn.env import contain_finn_output
@@ -77,11 +84,12 @@ def rtl_check(run: BuildRun, verifier, model, index: int) -> str:
     return f"RTL {result.summary()}"
 
 
-def describe(layer: dict) -> str:
+def describe(layer: Json) -> str:
     """What went wrong in a failed layer (as in report.json), in one line."""
     first = layer.get("first_mismatch")
     if not first:
-        return layer.get("reason", "")
+        reason: str = layer.get("reason", "")
+        return reason
     index = ", ".join(str(i) for i in first["index"])
     return (
         f"differs from Python: frame {first['frame']}, {first['output']}[{index}] is "
@@ -90,16 +98,17 @@ def describe(layer: dict) -> str:
     )
 
 
-def _code_dir(model, name: str) -> str:
+def _code_dir(model: ModelWrapper, name: str) -> str:
     for node in model.graph.node:
         if node.name == name:
             for attribute in node.attribute:
                 if attribute.name == "code_gen_dir_ipgen":
-                    return attribute.s.decode()
+                    folder: str = attribute.s.decode()
+                    return folder
     return "the layer's code_gen folder"
 
 
-def rtlsim_html(section: dict | None) -> str:
+def rtlsim_html(section: Json | None) -> str:
     """The "RTL simulation" part of report.html (empty without ``verify: rtlsim``)."""
     if not section:
         return ""
@@ -137,7 +146,7 @@ def rtlsim_html(section: dict | None) -> str:
     )
 
 
-def stitched_html(stitched: dict | None) -> str:
+def stitched_html(stitched: Json | None) -> str:
     """The stitched partition's throughput, latency and FIFO fill, or why it was not run."""
     if not stitched:
         return ""
@@ -170,7 +179,7 @@ def percent(error: float | None) -> str:
     return "-" if error is None else f"{error:+.1%}"
 
 
-def estimate_note(stitched: dict) -> str:
+def estimate_note(stitched: Json) -> str:
     """``; FINN estimated N: +x.x%, within ±10% (the slowest layer's cycles)`` or ''."""
     from brainsmith.rtlsim.layers import against_estimate
 
@@ -178,7 +187,7 @@ def estimate_note(stitched: dict) -> str:
     return f"; {text} (its slowest layer's cycles per frame)" if text else ""
 
 
-def _number(value) -> str:
+def _number(value: float | None) -> str:
     if value is None:
         return "-"
     return (
@@ -186,7 +195,7 @@ def _number(value) -> str:
     )
 
 
-def _compile_note(layer: dict) -> str:
+def _compile_note(layer: Json) -> str:
     if layer.get("compile_seconds") is None:
         return "-"
     return "cached" if layer.get("compile_cached") else f"{layer['compile_seconds']:.1f} s"

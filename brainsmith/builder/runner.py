@@ -21,9 +21,8 @@ import shutil
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import fields, replace
-from typing import Any, cast
+from typing import cast
 
 from brainsmith.builder import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
@@ -44,17 +43,32 @@ from brainsmith.builder.report import write_reports
 from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, StepRecord
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.intake import CheckedModel
+    from brainsmith.builder.plan import BlueprintSource
+    from brainsmith.builder.state import Json, StepFunction
+    from brainsmith.builder.verify import Vectors, Verifier
+
+    # ``build:`` options given by name, checked before they replace the blueprint's
+    BuildOverrides = dict[str, Any]
+
 
 def build(
-    model,
-    blueprint=None,
+    model: str | os.PathLike[str] | ModelWrapper,
+    blueprint: BlueprintSource | None = None,
     output_dir: str | None = None,
     *,
     input_npy: str | None = None,
     expected_npy: str | None = None,
     force: bool = False,
     verify: str | None = None,
-    options: dict | None = None,
+    options: BuildOverrides | None = None,
     prefer: str | None = None,
     progress: bool = False,
     start: Checkpoint | None = None,
@@ -113,7 +127,7 @@ def build(
                 _close(run)
 
 
-def plan_for(blueprint, verify: str | None) -> BuildPlan:
+def plan_for(blueprint: BlueprintSource, verify: str | None) -> BuildPlan:
     from brainsmith.plugin.blueprint.options import VERIFY_MODES
     from brainsmith.plugin.errors import PluginError
 
@@ -151,14 +165,14 @@ def plan_for(blueprint, verify: str | None) -> BuildPlan:
     return plan
 
 
-def _build_name(model) -> str:
+def _build_name(model: str | os.PathLike[str]) -> str:
     """A build of the default blueprint is named after its model file."""
     stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
     cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in stem).lstrip("._-")
     return cleaned[:100] or "default"
 
 
-def with_overrides(plan: BuildPlan, options: dict, prefer: str | None) -> BuildPlan:
+def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None) -> BuildPlan:
     """``plan`` with command-line choices over the blueprint's; a part replaces a board."""
     from brainsmith.plugin.blueprint.options import BuildOptions
     from brainsmith.plugin.blueprint.schema import PREFERENCES
@@ -208,7 +222,9 @@ def with_overrides(plan: BuildPlan, options: dict, prefer: str | None) -> BuildP
     return replace(plan, blueprint=recorded)
 
 
-def check_inputs(model, input_npy: str | None, expected_npy: str | None):
+def check_inputs(
+    model: str | os.PathLike[str] | ModelWrapper, input_npy: str | None, expected_npy: str | None
+) -> tuple[CheckedModel, Vectors | None]:
     """The front door: model and vectors checked before FINN loads and anything is written."""
     if (input_npy is None) != (expected_npy is None):
         raise BuildError(
@@ -262,7 +278,7 @@ def _execute(run: BuildRun) -> BuildResult:
         return _finish(run, model, setup_seconds)
 
 
-def _setup(run: BuildRun, finn_dir: str):
+def _setup(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Verifier | None]:
     """Resolve steps, make the FINN config, load the model and the verification reference."""
     try:
         steps = resolve_steps(run.plan)
@@ -325,14 +341,14 @@ def resolve_steps(plan: BuildPlan) -> list[Step]:
             if missing:
                 step.skip_reason = f"needs {', '.join(missing)} on PATH"
             else:
-                step.fn = cast("Callable[[Any, Any], Any]", registry.load(spec))
+                step.fn = cast("StepFunction", registry.load(spec))
         except PluginError as exc:
             raise BuildError("setup", str(exc), "fix the blueprint's steps", exit_code=2) from exc
         steps.append(step)
     return steps
 
 
-def finn_config(plan: BuildPlan, finn_dir: str):
+def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
     from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()
@@ -369,7 +385,7 @@ def finn_config(plan: BuildPlan, finn_dir: str):
     return cfg
 
 
-def _verifier(run: BuildRun, model):
+def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
     _tolerate_float_functions(run, model)
     if run.verify == "none" and run.vectors is None:
         return None
@@ -389,7 +405,7 @@ def _verifier(run: BuildRun, model):
     )
 
 
-def _tolerate_float_functions(run: BuildRun, model) -> None:
+def _tolerate_float_functions(run: BuildRun, model: ModelWrapper) -> None:
     """Choose the verification tolerance the blueprint left open (``verify_atol`` None):
     ``FLOAT_FUNCTION_ATOL`` for a model with floating-point LayerNorm/Softmax, stated in a
     note and the report, else ``VERIFY_ATOL``."""
@@ -412,7 +428,7 @@ def _tolerate_float_functions(run: BuildRun, model) -> None:
         )
 
 
-def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
+def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildResult:
     """Write the final models, then the reports, report.json last: a signal before
     report.json says ok interrupts the build; one after it changes nothing."""
     from brainsmith.builder.flow import fail_output
@@ -421,7 +437,7 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
     if run.stop_after is not None:  # a checkpoint instead of a design: no reports
         _remove(run.path("report.json"))
         checkpoint = make_checkpoint(run, model)
-        report = {
+        report: Json = {
             "name": run.plan.name,
             "status": "stopped",
             "steps": [r.as_dict() for r in run.records],
@@ -466,7 +482,7 @@ def _finish(run: BuildRun, model, setup_seconds: float) -> BuildResult:
     )
 
 
-def record_layer_plugins(run: BuildRun, model) -> None:
+def record_layer_plugins(run: BuildRun, model: ModelWrapper) -> None:
     """Record in ``model``'s metadata (and the report's notes) which plugin provides each
     layer type FINN does not have: a fresh process reading final.onnx loads them first."""
     from brainsmith.frameworks.finn.layers import note_lines, stamp
@@ -481,7 +497,7 @@ def _remove(*paths: str) -> None:
             os.unlink(path)
 
 
-def _interrupted(run: BuildRun | None, out: OutputFolder | None, exc: BaseException):
+def _interrupted(run: BuildRun | None, out: OutputFolder | None, exc: BaseException) -> BuildError:
     """The BuildError for an interrupt: with report.json saying so and the step reached, or
     — when no step has finished yet — with the output folder removed again."""
     signum = getattr(exc, "signum", 2)

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.charts import ChartWorker
     from brainsmith.builder.checkpoint import Checkpoint
+    from brainsmith.builder.verify import Vectors
+
+    # A JSON object as report.json holds it: the report, a layer, a step, a verification...
+    Json = dict[str, Any]
+    # A step as FINN calls it: (model, cfg) -> model
+    StepFunction = Callable[[ModelWrapper, DataflowBuildConfig], ModelWrapper]
 
 
 @dataclass
@@ -34,11 +40,11 @@ class StepRecord:
     plugin: str
     status: str = "pending"  # ok | skipped | failed | interrupted | pending
     seconds: float | None = None
-    verification: dict | None = None
+    verification: Json | None = None
     reason: str = ""
     model: str = ""
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> Json:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
 
 
@@ -47,7 +53,7 @@ class BuildResult:
     """A finished build: its folder, report (as in report.json) and final model."""
 
     output_dir: str
-    report: dict
+    report: Json
     model: ModelWrapper | None = None  # the final model
     report_path: str = ""
     html_path: str = ""
@@ -55,15 +61,18 @@ class BuildResult:
 
     @property
     def status(self) -> str:
-        return self.report["status"]
+        status: str = self.report["status"]
+        return status
 
     @property
-    def performance(self) -> dict:
-        return self.report.get("performance", {})
+    def performance(self) -> Json:
+        performance: Json = self.report.get("performance", {})
+        return performance
 
     @property
-    def totals(self) -> dict:
-        return self.report.get("totals", {})
+    def totals(self) -> Json:
+        totals: Json = self.report.get("totals", {})
+        return totals
 
 
 @dataclass
@@ -72,7 +81,7 @@ class Step:
 
     name: str
     plugin: str
-    fn: Callable[[Any, Any], Any] | None = None  # (model, cfg) -> model
+    fn: StepFunction | None = None
     skip_reason: str = ""
     verifiable: bool = True  # False for FINN's hardware steps (Vivado products)
 
@@ -87,19 +96,19 @@ class BuildRun:
     progress: Progress
     verify: str
     user_vectors: tuple[str, str] | None  # the --input/--expected paths
-    vectors: tuple | None = None  # (samples, expected) loaded from them
+    vectors: Vectors | None = None  # (samples, expected) loaded from them
     started: float = field(default_factory=time.perf_counter)
     records: list[StepRecord] = field(default_factory=list)
     current: int | None = None  # the step running now
     latest_model: ModelWrapper | None = None  # the model after the last step that finished
-    report: dict = field(default_factory=dict)
+    report: Json = field(default_factory=dict)
     log: BuildLog | None = None  # build.log, open for writing
     cfg: DataflowBuildConfig = None  # set as the build starts (FINN is untyped: Any)
     context: BuildContext = field(default_factory=BuildContext)  # the plan's, once it runs
     charts: ChartWorker | None = None
     start: Checkpoint | None = None  # the checkpoint this build continues, if any
     stop_after: int | None = None  # run only the steps before this index
-    rtlsim: dict | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
+    rtlsim: Json | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
 
     @property
     def output_dir(self) -> str:

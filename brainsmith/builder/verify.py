@@ -33,9 +33,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    import onnx
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.state import Json
+
 HW_DOMAIN = "finn.custom_op.fpgadataflow"
 
-Sample = tuple  # one array per graph input
+Sample = tuple[np.ndarray, ...]  # one array per graph input
+if TYPE_CHECKING:
+    Outputs = list[np.ndarray]  # one array per graph output
+    # The user's vectors: the samples and, per sample, the expected outputs (intake's)
+    Vectors = tuple[list[Sample], list[Outputs]]
+    Context = dict[str, np.ndarray]  # tensor name -> value, as QONNX's execution has it
 
 
 # Node attributes that never change what a layer computes in Python: where generated code,
@@ -81,12 +91,12 @@ class Check:
     ok: bool
     unchanged: bool = False
 
-    def as_dict(self) -> dict:
-        result = {"samples": self.samples, "max_error": self.max_error, "ok": self.ok}
+    def as_dict(self) -> Json:
+        result: Json = {"samples": self.samples, "max_error": self.max_error, "ok": self.ok}
         return {**result, "unchanged": True} if self.unchanged else result
 
 
-def generate_inputs(model, count: int, seed: int = 0) -> list[Sample]:
+def generate_inputs(model: ModelWrapper, count: int, seed: int = 0) -> list[Sample]:
     """``count`` samples for ``model``'s inputs, drawn from their QONNX datatype ranges."""
     rng = np.random.default_rng(seed)
     specs = [(i.name, _shape(model, i.name)) for i in graph_inputs(model)]
@@ -96,16 +106,18 @@ def generate_inputs(model, count: int, seed: int = 0) -> list[Sample]:
     return samples
 
 
-def graph_inputs(model) -> list:
+def graph_inputs(model: ModelWrapper) -> list[onnx.ValueInfoProto]:
     initializers = {t.name for t in model.graph.initializer}
     return [i for i in model.graph.input if i.name not in initializers]
 
 
-def _shape(model, name: str) -> tuple[int, ...]:
+def _shape(model: ModelWrapper, name: str) -> tuple[int, ...]:
     return tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))
 
 
-def _draw(model, name: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+def _draw(
+    model: ModelWrapper, name: str, shape: tuple[int, ...], rng: np.random.Generator
+) -> np.ndarray:
     dtype = model.get_tensor_datatype(name)
     if dtype.name == "BIPOLAR":
         return rng.choice([-1.0, 1.0], size=shape).astype(np.float32)
@@ -114,12 +126,13 @@ def _draw(model, name: str, shape: tuple[int, ...], rng: np.random.Generator) ->
     if dtype.is_fixed_point():
         scale = dtype.scale_factor()
         steps = rng.integers(round(dtype.min() / scale), round(dtype.max() / scale) + 1, size=shape)
-        return (steps * scale).astype(np.float32)
+        drawn: np.ndarray = (steps * scale).astype(np.float32)
+        return drawn
     low, high = _quant_range(model, name)
     return rng.uniform(low, high, size=shape).astype(np.float32)
 
 
-def _quant_range(model, name: str) -> tuple[float, float]:
+def _quant_range(model: ModelWrapper, name: str) -> tuple[float, float]:
     """The range a ``Quant`` consumer of a float input represents, one step wider each side."""
     for node in model.find_consumers(name) or ():
         if node.op_type != "Quant" or node.input[0] != name:
@@ -138,12 +151,14 @@ def _quant_range(model, name: str) -> tuple[float, float]:
     return -1.0, 1.0
 
 
-def executable(model, parent=None, workdir: str = ""):
+def executable(
+    model: ModelWrapper, parent: ModelWrapper | None = None, workdir: str = ""
+) -> ModelWrapper:
     """A copy of ``model`` that runs in Python; wrapped in ``parent`` after the partition."""
     return in_parent(runnable_copy(model), parent, workdir)
 
 
-def runnable_copy(model):
+def runnable_copy(model: ModelWrapper) -> ModelWrapper:
     """A copy of ``model`` with ``*_hls`` layers as their generic kernel and ``*_rtl``
     layers in their Python fallback."""
     from qonnx.core.modelwrapper import ModelWrapper
@@ -158,7 +173,7 @@ def runnable_copy(model):
     return runnable
 
 
-def in_parent(runnable, parent, workdir: str):
+def in_parent(runnable: ModelWrapper, parent: ModelWrapper | None, workdir: str) -> ModelWrapper:
     """``runnable`` (a partition) inside ``parent``, saved to ``workdir`` for it to point at;
     ``runnable`` itself when there is no parent or it is the whole graph already."""
     from qonnx.core.modelwrapper import ModelWrapper
@@ -174,7 +189,7 @@ def in_parent(runnable, parent, workdir: str):
     return wrapper
 
 
-def run(model, samples: list[Sample]) -> list[list[np.ndarray]]:
+def run(model: ModelWrapper, samples: list[Sample]) -> list[Outputs]:
     """Outputs (in graph order) of ``model`` for each sample: node by node for all samples
     at once where the graph is flat, else one sample at a time through FINN's executor."""
     names = [i.name for i in graph_inputs(model)]
@@ -196,7 +211,7 @@ def run(model, samples: list[Sample]) -> list[list[np.ndarray]]:
     return [[np.asarray(context[o]) for o in outputs] for context in contexts]
 
 
-def _flat(model) -> bool:
+def _flat(model: ModelWrapper) -> bool:
     """No partition to descend into, no subgraph, no simulation mode: every node can run
     for all samples in turn (``_run_node_major``)."""
     partitions = {"StreamingDataflowPartition", "GenericPartition"}
@@ -206,7 +221,7 @@ def _flat(model) -> bool:
     )
 
 
-def _run_node_major(model, feeds: list[dict]) -> list[dict]:
+def _run_node_major(model: ModelWrapper, feeds: list[Context]) -> list[Context]:
     """QONNX's ``execute_onnx`` for a flat graph, node by node over all samples: the same
     node executions and integer checks, with each standard node's onnxruntime session made
     once instead of once per sample (4x faster on a CNV's front end, bit for bit the same)."""
@@ -230,7 +245,7 @@ def _run_node_major(model, feeds: list[dict]) -> list[dict]:
     return contexts
 
 
-def _node_runner(model, node) -> Callable[[dict], None]:
+def _node_runner(model: ModelWrapper, node: onnx.NodeProto) -> Callable[[Context], None]:
     """``run(context)`` executing ``node`` as QONNX's ``execute_node`` does: a custom op by
     its class, a standard one in onnxruntime as a single-node model (made here, once)."""
     import onnxruntime
@@ -254,7 +269,7 @@ def _node_runner(model, node) -> Callable[[dict], None]:
     session = onnxruntime.InferenceSession(single.SerializeToString())
     order = [v.name for v in outputs]
 
-    def run(context: dict) -> None:
+    def run(context: Context) -> None:
         results = session.run(None, {name: context[name] for name in node.input})
         context.update(zip(order, results, strict=True))
 
@@ -263,8 +278,8 @@ def _node_runner(model, node) -> Callable[[dict], None]:
 
 def compare(
     label: str,
-    actual: list[list[np.ndarray]],
-    expected: list[list[np.ndarray]],
+    actual: list[Outputs],
+    expected: list[Outputs],
     atol: float = VERIFY_ATOL,
     rtol: float = VERIFY_RTOL,
 ) -> Check:
@@ -286,10 +301,10 @@ class Verifier:
 
     def __init__(
         self,
-        reference,
+        reference: ModelWrapper,
         samples: int,
         seed: int = 0,
-        user=None,
+        user: Vectors | None = None,
         atol: float = VERIFY_ATOL,
         rtol: float = VERIFY_RTOL,
     ) -> None:
@@ -302,7 +317,9 @@ class Verifier:
         self.atol, self.rtol = atol, rtol
         self._last: tuple[str, list[Check]] | None = None  # the last model run, by its key
 
-    def check(self, model, parent=None, workdir: str = "") -> list[Check]:
+    def check(
+        self, model: ModelWrapper, parent: ModelWrapper | None = None, workdir: str = ""
+    ) -> list[Check]:
         """Compare ``model`` (in ``parent`` after the partition) with the reference; a model
         that computes what the last one checked computed is not run again."""
         mapped = runnable_copy(model)
@@ -313,7 +330,7 @@ class Verifier:
         self._last = (key, checks)
         return checks
 
-    def _run_checks(self, runnable) -> list[Check]:
+    def _run_checks(self, runnable: ModelWrapper) -> list[Check]:
         tolerance = {"atol": self.atol, "rtol": self.rtol}
         checks = [compare("generated", run(runnable, self.samples), self.expected, **tolerance)]
         if self.user is not None:
@@ -322,7 +339,9 @@ class Verifier:
         return checks
 
 
-def computation_key(model, parent=None, mapped: bool = False) -> str:
+def computation_key(
+    model: ModelWrapper, parent: ModelWrapper | None = None, mapped: bool = False
+) -> str:
     """A digest of everything Python execution of ``model`` (wrapped in ``parent``) reads:
     nodes in order with their op types, domains and attributes (``NOT_COMPUTED`` aside),
     initializers, tensor shapes and datatypes, with tensors numbered by first use, so node
@@ -335,7 +354,9 @@ def computation_key(model, parent=None, mapped: bool = False) -> str:
     return digest.hexdigest()
 
 
-def _digest_graph(graph, digest, skip: frozenset[str] | set[str] = frozenset()) -> None:
+def _digest_graph(
+    graph: onnx.GraphProto, digest: hashlib._Hash, skip: frozenset[str] | set[str] = frozenset()
+) -> None:
     from onnx import numpy_helper
 
     initializers = {t.name: t for t in graph.initializer}

@@ -27,6 +27,14 @@ from brainsmith.builder.rtl_check import WORKDIR
 from brainsmith.errors import BrainsmithError
 from brainsmith.rtlsim.manifest import NAME, inside
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.state import Json
+    from brainsmith.builder.verify import Sample
+    from brainsmith.rtlsim.layers import DesignResult
+
 
 class FolderError(BrainsmithError):
     """A build folder that cannot be simulated: ``reason``, ``hint``, ``exit_code``."""
@@ -45,7 +53,7 @@ def verify_build_folder(
     note: Callable[[str], None] | None = None,
     allow_changed: bool = False,
     warn: Callable[[str], None] | None = None,
-):
+) -> DesignResult:
     """Simulate ``folder``'s RTL layers; returns the DesignResult (report files updated).
     ``allow_changed`` simulates HDL files the build did not generate as they are, each
     named to ``warn``."""
@@ -100,7 +108,7 @@ def verify_build_folder(
     return result
 
 
-def _require_layers(model, folder: str) -> None:
+def _require_layers(model: ModelWrapper, folder: str) -> None:
     """Load the plugins that provide final.onnx's layers (recorded by the build)."""
     from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 
@@ -117,7 +125,7 @@ CHANGED_HINT = (
 PATH_ATTRIBUTES = ("code_gen_dir_ipgen", "ipgen_path", "ip_path", "code_gen_dir_cppsim")
 
 
-def own_paths(model, folder: str, built_in: str) -> None:
+def own_paths(model: ModelWrapper, folder: str, built_in: str) -> None:
     """Point ``model``'s code paths into ``folder``: a path outside it (the folder the build
     was made in, ``built_in``, or elsewhere) becomes the same path inside it."""
     root = os.path.realpath(folder)
@@ -136,7 +144,7 @@ def _moved(path: str, folder: str, built_in: str) -> str:
     return os.path.join(folder, "finn", "build", os.path.basename(os.path.normpath(path)))
 
 
-def unrecorded_hdl(model, folder: str, only: list[str] | None) -> list[str]:
+def unrecorded_hdl(model: ModelWrapper, folder: str, only: list[str] | None) -> list[str]:
     """Why each HDL file the simulation would compile is not what the build generated."""
     from brainsmith.rtlsim.manifest import ManifestError, check, load
     from brainsmith.rtlsim.sources import NotSimulated, layer_design
@@ -166,7 +174,15 @@ MISSING = (
 )
 
 
-def _simulate(model, vectors, workdir, parent, report, only, note):
+def _simulate(
+    model: ModelWrapper,
+    vectors: list[Sample],
+    workdir: str,
+    parent: ModelWrapper | None,
+    report: Json,
+    only: list[str] | None,
+    note: Callable[[str], None] | None,
+) -> DesignResult:
     from brainsmith.rtlsim import simulate_design
 
     return simulate_design(
@@ -180,7 +196,7 @@ def _simulate(model, vectors, workdir, parent, report, only, note):
     )
 
 
-def _read_report(folder: str) -> dict:
+def _read_report(folder: str) -> Json:
     path = os.path.join(folder, "report.json")
     if not os.path.isfile(path):
         raise FolderError(
@@ -188,7 +204,7 @@ def _read_report(folder: str) -> dict:
             "give the output folder of brainsmith build (its -o OUTDIR)",
         )
     with open(path) as handle:
-        report = json.load(handle)
+        report: Json = json.load(handle)
     if not os.path.isfile(os.path.join(folder, "final.onnx")):
         error = report.get("error") or {}
         raise FolderError(
@@ -199,7 +215,9 @@ def _read_report(folder: str) -> dict:
     return report
 
 
-def _inputs(report: dict, model, samples: int | None, input_npy: str | None) -> list[tuple]:
+def _inputs(
+    report: Json, model: ModelWrapper, samples: int | None, input_npy: str | None
+) -> list[Sample]:
     """The verification inputs: from ``input_npy``, else regenerated like the build's."""
     from brainsmith.builder.verify import generate_inputs, graph_inputs
 
@@ -217,7 +235,7 @@ def _inputs(report: dict, model, samples: int | None, input_npy: str | None) -> 
             raise FolderError(
                 f"{input_npy} has shape {x.shape}, not a whole number of inputs of shape {shape}"
             )
-        frames = [(s,) for s in x.reshape(-1, *shape)]
+        frames: list[Sample] = [(s,) for s in x.reshape(-1, *shape)]
         return frames[:samples] if samples else frames
     original = report.get("model", "")
     if not original or not os.path.isfile(original):
@@ -233,7 +251,7 @@ def _inputs(report: dict, model, samples: int | None, input_npy: str | None) -> 
     return generate_inputs(reference, samples or int(report.get("verify_samples") or 16), seed=0)
 
 
-def _update_report(folder: str, report: dict, result) -> None:
+def _update_report(folder: str, report: Json, result: DesignResult) -> None:
     from brainsmith.builder.charts import render_charts
     from brainsmith.builder.outdir import write_text
     from brainsmith.builder.report import chart_rows, to_json

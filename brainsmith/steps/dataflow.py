@@ -21,6 +21,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
+
 
 prepare_finn()
 
@@ -105,7 +108,7 @@ def hardware_inference(model, cfg):
     return partition
 
 
-def infer_hardware(model, cfg):
+def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """The selected kernels' infer transforms in FINN's order, and FINN's layout fix-ups."""
     from qonnx.transformation.infer_shapes import InferShapes
 

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
+
+    import numpy as np
+    from qonnx.core.modelwrapper import ModelWrapper
 
 
 FIX_MARK = "_brainsmith_fix"
@@ -60,7 +63,12 @@ def _fast_sanitize() -> None:
     executor.sanitize_quant_values = sanitize_quant_values
 
 
-def sanitize_quant_values(model, node_tensors, execution_context, check_values=False):
+def sanitize_quant_values(
+    model: ModelWrapper,
+    node_tensors: Iterable[str],
+    execution_context: dict[str, np.ndarray],
+    check_values: bool = False,
+) -> dict[str, np.ndarray]:
     """QONNX's ``sanitize_quant_values`` with the largest rounding error taken in NumPy."""
     import warnings
 
