@@ -45,6 +45,6 @@ networks: setup  ## build every shipped example network -> the table in docs/bui
 fuzz: setup  ## long property-based runs (>= 10,000 cases each)
 	@BRAINSMITH_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -m fuzz
 
-lint: setup  ## ruff, and mypy (strict on brainsmith/plugin, default elsewhere)
+lint: setup  ## ruff, and mypy (strict on brainsmith/plugin and brainsmith/builder, default elsewhere)
 	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 	@$(VENV)/bin/mypy

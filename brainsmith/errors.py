@@ -22,6 +22,17 @@ class BrainsmithError(Exception):
     hint: str = ""
 
 
+class StepError(BrainsmithError):
+    """Raised inside a build step with a reason the user can act on and a hint; the build
+    turns it into a BuildError naming the step (``model``: the model its nodes refer to)."""
+
+    def __init__(self, reason: str, hint: str = "", model: object = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.hint = hint
+        self.model = model
+
+
 class DuplicatePluginWarning(UserWarning):
     """Two plugins of one type share a qualified name; attributed to the second one's
     file and line (the first is kept)."""

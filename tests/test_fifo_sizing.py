@@ -95,7 +95,7 @@ def test_a_design_with_hls_layers_is_refused_with_the_fix():
     from onnx import TensorProto, helper
     from qonnx.util.basic import qonnx_make_model
 
-    from brainsmith.builder.errors import StepError
+    from brainsmith.errors import StepError
     from brainsmith.steps.fifos import size_fifos
 
     node = helper.make_node("Pool_hls", ["x"], ["y"], domain="finn.custom_op.fpgadataflow.hls",

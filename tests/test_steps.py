@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.builder.context import BuildContext, attach, context_of
-from brainsmith.builder.plan import BuildPlan, KernelChoice, load_plan
 from brainsmith.frameworks.finn.env import prepare_finn, run_finn_builder
+from brainsmith.steps.context import BuildContext, attach, context_of
+from brainsmith.steps.plan import BuildPlan, KernelChoice, load_plan
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"

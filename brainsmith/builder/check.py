@@ -15,8 +15,9 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
-from brainsmith.builder.errors import BuildError, StepError
+from brainsmith.builder.errors import BuildError
 from brainsmith.builder.flow import failing_transform
+from brainsmith.errors import StepError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,10 +26,10 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.intake import CheckedModel
-    from brainsmith.builder.plan import BlueprintSource, BuildPlan
     from brainsmith.builder.runner import BuildOverrides
     from brainsmith.builder.state import Json
     from brainsmith.steps.advice import Taker
+    from brainsmith.steps.plan import BlueprintSource, BuildPlan
 
 FRONT_END = "hardware_inference"  # check runs the steps before this one
 # Placements that stop the build: a node left between hardware layers, a hardware layer
@@ -88,8 +89,7 @@ def check(
 ) -> CheckResult:
     """Check ``model`` (a path) against ``blueprint`` (None: the default). BuildError for a
     model or blueprint that cannot be read (exit code 2)."""
-    from brainsmith.builder.plan import DEFAULT_BLUEPRINT
-    from brainsmith.builder.runner import check_inputs, plan_for, with_overrides
+    from brainsmith.builder.runner import DEFAULT_BLUEPRINT, check_inputs, plan_for, with_overrides
 
     began = time.perf_counter()
     plan = with_overrides(plan_for(blueprint or DEFAULT_BLUEPRINT, "none"), options or {}, prefer)
@@ -102,9 +102,9 @@ def check(
 
 
 def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: str) -> None:
-    from brainsmith.builder.context import BuildContext, attach
     from brainsmith.builder.runner import finn_config, resolve_steps
     from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
+    from brainsmith.steps.context import BuildContext, attach
 
     steps = resolve_steps(plan)
     names = [s.name for s in steps]
@@ -144,8 +144,8 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
 
 def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
     """Convert ``before`` with the plan's kernels and judge every node."""
-    from brainsmith.builder.context import context_of
     from brainsmith.steps.advice import advice, fork_hint, fork_problems, placement, takers
+    from brainsmith.steps.context import context_of
     from brainsmith.steps.dataflow import infer_hardware
 
     plan = context_of(cfg).plan
@@ -214,7 +214,7 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.context import context_of
+    from brainsmith.steps.context import context_of
     from brainsmith.steps.dataflow import set_backend_styles
 
     plan = context_of(cfg).plan

@@ -42,16 +42,6 @@ def command_line_names() -> Iterator[None]:
         _COMMAND_LINE.reset(token)
 
 
-class StepError(BrainsmithError):
-    """Raised inside a step with a reason the user can act on and a hint."""
-
-    def __init__(self, reason: str, hint: str = "", model: object = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.hint = hint
-        self.model = model  # the model the reason's node names refer to, saved by the build
-
-
 class BuildError(BrainsmithError):
     """A build that did not finish: ``step`` (or "setup"), ``reason``, ``hint``.
 

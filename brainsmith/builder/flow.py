@@ -10,9 +10,11 @@ import traceback
 from typing import cast
 
 from brainsmith.builder import interrupts
-from brainsmith.builder.errors import BuildError, StepError
-from brainsmith.builder.outdir import DISK_FULL, os_problem, save_model
+from brainsmith.builder.errors import BuildError
+from brainsmith.builder.outdir import DISK_FULL, os_problem
 from brainsmith.builder.state import BuildRun, Step
+from brainsmith.errors import StepError
+from brainsmith.files import save_model
 from brainsmith.metrics import span
 from brainsmith.plugin.containment import PluginExit, contained
 

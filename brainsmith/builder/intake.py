@@ -101,6 +101,8 @@ def check_model(
     _check_quantized(proto, name)
     checked = CheckedModel(proto, path)
     _fix_batch_axis(checked, name)
+    from brainsmith.steps.finn_recipe import complete_window_attributes
+
     repaired = complete_window_attributes(proto.graph)
     if repaired:
         checked.notes.append(
@@ -108,41 +110,6 @@ def check_model(
             "has axes (a 1D layer made 2D); completed with the neutral values"
         )
     return checked
-
-
-def complete_window_attributes(graph: onnx.GraphProto) -> list[str]:
-    """Give convolutions and pools ``dilations``/``strides``/``pads`` for every kernel axis,
-    as ONNX requires; returns the names of the nodes completed.
-
-    QONNX's Change3DTo4DTensors makes 1D layers 2D but extends only ``kernel_shape``;
-    onnxruntime then refuses the model ("dilations has incorrect size") although FINN
-    reads it. The added axis gets dilation 1, stride 1 and no padding.
-    """
-    from onnx import helper
-
-    completed = []
-    for node in graph.node:
-        attrs = {a.name: a for a in node.attribute}
-        kernel = attrs.get("kernel_shape")
-        if node.op_type not in WINDOW_OPS or kernel is None:
-            continue
-        rank, before = len(kernel.ints), node.SerializeToString()
-        for name in ("dilations", "strides"):
-            if name in attrs and len(attrs[name].ints) < rank:
-                attrs[name].ints.extend([1] * (rank - len(attrs[name].ints)))
-        pads = attrs.get("pads")
-        if pads is not None and 0 < len(pads.ints) < 2 * rank:
-            half = len(pads.ints) // 2
-            begins, ends = list(pads.ints[:half]), list(pads.ints[half:])
-            missing = [0] * (rank - half)
-            node.attribute.remove(pads)
-            node.attribute.append(helper.make_attribute("pads", begins + missing + ends + missing))
-        if node.SerializeToString() != before:
-            completed.append(node.name or node.op_type)
-    return completed
-
-
-WINDOW_OPS = ("Conv", "MaxPool", "AveragePool", "MaxPoolNHWC")
 
 
 def _load(path: str) -> onnx.ModelProto:

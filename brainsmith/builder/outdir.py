@@ -18,14 +18,13 @@ import errno
 import os
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from brainsmith.builder.errors import BuildError, option
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from qonnx.core.modelwrapper import ModelWrapper
+    pass
 
 DEFAULT_ROOT = "build-out"
 MARKER = ".brainsmith-build"
@@ -195,29 +194,3 @@ def _aside_name(path: str) -> str:
         n += 1
         moved = f"{path}.old-{stamp}-{n}"
     return moved
-
-
-def write_atomically(path: str, write: Callable[[str], None]) -> None:
-    """``write(temporary_path)``, then rename it to ``path``; on error nothing is left."""
-    folder, name = os.path.split(path)
-    temporary = os.path.join(folder, f".{name}.partial")
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def write_text(path: str, text: str) -> None:
-    def write(target: str) -> None:
-        with open(target, "w", encoding="utf-8") as handle:
-            handle.write(text)
-
-    write_atomically(path, write)
-
-
-def save_model(model: ModelWrapper, path: str) -> None:
-    """``model.save(path)``, complete or not at all."""
-    write_atomically(path, model.save)

@@ -20,8 +20,8 @@ import time
 import traceback
 from collections.abc import Callable
 
-from brainsmith.builder.outdir import write_text
 from brainsmith.builder.units import RESOURCES, bits
+from brainsmith.files import write_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

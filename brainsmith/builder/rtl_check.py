@@ -8,8 +8,9 @@ import html
 import os
 import traceback
 
-from brainsmith.builder.errors import BuildError, StepError
+from brainsmith.builder.errors import BuildError
 from brainsmith.builder.state import BuildRun
+from brainsmith.errors import StepError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -26,7 +26,6 @@ from typing import cast
 
 from brainsmith.builder import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
-from brainsmith.builder.context import BuildContext, attach
 from brainsmith.builder.errors import BuildError, option
 from brainsmith.builder.flow import run_steps
 from brainsmith.builder.intake import InputError, check_model, load_vectors
@@ -35,13 +34,16 @@ from brainsmith.builder.outdir import (
     default_output_dir,
     output_error,
     prepare_output_dir,
-    save_model,
 )
-from brainsmith.builder.plan import DEFAULT_BLUEPRINT, BuildPlan, PlanError, load_plan
 from brainsmith.builder.progress import Progress
 from brainsmith.builder.report import write_reports
 from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, StepRecord
+from brainsmith.files import save_model
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
+from brainsmith.steps.context import BuildContext, attach
+from brainsmith.steps.plan import BuildPlan, PlanError, load_plan
+
+DEFAULT_BLUEPRINT = os.path.join(os.path.dirname(__file__), "default.yaml")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,9 +53,9 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.intake import CheckedModel
-    from brainsmith.builder.plan import BlueprintSource
     from brainsmith.builder.state import Json, StepFunction
     from brainsmith.builder.verify import Vectors, Verifier
+    from brainsmith.steps.plan import BlueprintSource
 
     # ``build:`` options given by name, checked before they replace the blueprint's
     BuildOverrides = dict[str, Any]

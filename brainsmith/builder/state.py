@@ -8,11 +8,11 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from brainsmith.builder.context import BuildContext
 from brainsmith.builder.intake import CheckedModel
 from brainsmith.builder.outdir import OutputFolder
-from brainsmith.builder.plan import BuildPlan
 from brainsmith.builder.progress import Progress
+from brainsmith.steps.context import BuildContext
+from brainsmith.steps.plan import BuildPlan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -20,13 +20,12 @@ outcome stands, reported as unchanged (``specialize`` of HLS layers, ``estimates
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import os
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from brainsmith.frameworks.finn.execution import graph_inputs, in_parent, runnable_copy
 from brainsmith.plugin.blueprint.options import VERIFY_ATOL, VERIFY_RTOL
 
 TYPE_CHECKING = False
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.state import Json
 
-HW_DOMAIN = "finn.custom_op.fpgadataflow"
 
 Sample = tuple[np.ndarray, ...]  # one array per graph input
 if TYPE_CHECKING:
@@ -106,11 +104,6 @@ def generate_inputs(model: ModelWrapper, count: int, seed: int = 0) -> list[Samp
     return samples
 
 
-def graph_inputs(model: ModelWrapper) -> list[onnx.ValueInfoProto]:
-    initializers = {t.name for t in model.graph.initializer}
-    return [i for i in model.graph.input if i.name not in initializers]
-
-
 def _shape(model: ModelWrapper, name: str) -> tuple[int, ...]:
     return tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))
 
@@ -149,44 +142,6 @@ def _quant_range(model: ModelWrapper, name: str) -> tuple[float, float]:
         s, z = float(np.asarray(scale).item()), float(np.asarray(zero).item())
         return (low - 1 - z) * s, (high + 1 - z) * s
     return -1.0, 1.0
-
-
-def executable(
-    model: ModelWrapper, parent: ModelWrapper | None = None, workdir: str = ""
-) -> ModelWrapper:
-    """A copy of ``model`` that runs in Python; wrapped in ``parent`` after the partition."""
-    return in_parent(runnable_copy(model), parent, workdir)
-
-
-def runnable_copy(model: ModelWrapper) -> ModelWrapper:
-    """A copy of ``model`` with ``*_hls`` layers as their generic kernel and ``*_rtl``
-    layers in their Python fallback."""
-    from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.custom_op.registry import getCustomOp
-
-    runnable = ModelWrapper(copy.deepcopy(model.model))
-    for node in runnable.graph.node:
-        if node.domain == f"{HW_DOMAIN}.hls" and node.op_type.endswith("_hls"):
-            node.domain, node.op_type = HW_DOMAIN, node.op_type[: -len("_hls")]
-        elif node.domain == f"{HW_DOMAIN}.rtl":
-            getCustomOp(node).set_nodeattr("exec_mode", "cppsim")
-    return runnable
-
-
-def in_parent(runnable: ModelWrapper, parent: ModelWrapper | None, workdir: str) -> ModelWrapper:
-    """``runnable`` (a partition) inside ``parent``, saved to ``workdir`` for it to point at;
-    ``runnable`` itself when there is no parent or it is the whole graph already."""
-    from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.custom_op.registry import getCustomOp
-
-    if parent is None or runnable.get_nodes_by_op_type("StreamingDataflowPartition"):
-        return runnable
-    path = os.path.join(workdir, "verify_partition.onnx")
-    runnable.save(path)
-    wrapper = ModelWrapper(copy.deepcopy(parent.model))
-    for node in wrapper.get_nodes_by_op_type("StreamingDataflowPartition"):
-        getCustomOp(node).set_nodeattr("model", path)
-    return wrapper
 
 
 def run(model: ModelWrapper, samples: list[Sample]) -> list[Outputs]:

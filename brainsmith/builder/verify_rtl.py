@@ -219,7 +219,8 @@ def _inputs(
     report: Json, model: ModelWrapper, samples: int | None, input_npy: str | None
 ) -> list[Sample]:
     """The verification inputs: from ``input_npy``, else regenerated like the build's."""
-    from brainsmith.builder.verify import generate_inputs, graph_inputs
+    from brainsmith.builder.verify import generate_inputs
+    from brainsmith.frameworks.finn.execution import graph_inputs
 
     if input_npy:
         inputs = graph_inputs(model)
@@ -253,9 +254,9 @@ def _inputs(
 
 def _update_report(folder: str, report: Json, result: DesignResult) -> None:
     from brainsmith.builder.charts import render_charts
-    from brainsmith.builder.outdir import write_text
     from brainsmith.builder.report import chart_rows, to_json
     from brainsmith.builder.report_html import render
+    from brainsmith.files import write_text
 
     report["rtlsim"] = result.as_dict()
     write_text(os.path.join(folder, "report.json"), to_json(report))

@@ -79,8 +79,8 @@ def show(file: str, as_json: bool) -> None:
 
 def _space_lines(loaded) -> list[str]:
     """The variant count and execution tree, or why there is none (as YAML comments)."""
-    from brainsmith.builder.plan import PlanError
     from brainsmith.dse.tree import describe_space
+    from brainsmith.steps.plan import PlanError
 
     try:
         return describe_space(loaded)

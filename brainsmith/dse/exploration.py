@@ -472,8 +472,8 @@ def _load(blueprint):
 
 
 def _variants(blueprint) -> list[Variant]:
-    from brainsmith.builder.plan import PlanError
     from brainsmith.dse.variants import SpaceError, expand
+    from brainsmith.steps.plan import PlanError
 
     try:
         variants = expand(blueprint)

@@ -16,7 +16,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from brainsmith.builder.plan import BuildPlan
+from brainsmith.steps.plan import BuildPlan
 
 NODE_FILE = "explore-node.json"
 # FINN's settings and brainsmith's output redirection are per process: one build at a time,

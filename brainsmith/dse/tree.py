@@ -17,8 +17,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from brainsmith.builder.plan import BuildPlan
 from brainsmith.dse.variants import Variant
+from brainsmith.steps.plan import BuildPlan
 
 
 def _infer(plan: BuildPlan) -> object:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from brainsmith.builder.plan import BuildPlan, plan_from_blueprint
 from brainsmith.errors import BrainsmithError
+from brainsmith.steps.plan import BuildPlan, plan_from_blueprint
 
 
 @dataclass

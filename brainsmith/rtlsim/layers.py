@@ -163,8 +163,7 @@ def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, n
     """Every tensor of ``model`` for each sample, from its Python execution."""
     from finn.core.onnx_exec import execute_onnx
 
-    from brainsmith.builder.verify import executable, graph_inputs
-    from brainsmith.frameworks.finn.execution import fix_python_execution
+    from brainsmith.frameworks.finn.execution import executable, fix_python_execution, graph_inputs
 
     fix_python_execution()
     os.makedirs(workdir, exist_ok=True)

@@ -36,7 +36,7 @@ class Manifest:
 
 def record(model, finn_dir: str) -> str:
     """Write the manifest of ``model``'s generated HDL into ``finn_dir``; returns its path."""
-    from brainsmith.builder.outdir import write_text
+    from brainsmith.files import write_text
 
     root = os.path.realpath(finn_dir)
     files: dict[str, str] = {}

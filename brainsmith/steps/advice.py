@@ -107,10 +107,10 @@ def _reach(model, forward: bool) -> dict[str, bool]:
 def takers(before, cfg) -> dict[str, list[Taker]]:
     """Output tensor name -> the kernels that convert its producer in ``before`` (the model
     as the conversion found it), whether selected or not."""
-    from brainsmith.builder.context import context_of
-    from brainsmith.builder.plan import BuildPlan, infer_transforms_of
     from brainsmith.plugin import get_registry
+    from brainsmith.steps.context import context_of
     from brainsmith.steps.finn_recipe import transform_args
+    from brainsmith.steps.plan import BuildPlan, infer_transforms_of
 
     plan = context_of(cfg).plan
     selected = {(k.op_type, t) for k in plan.kernels or () for t in k.infer_transforms}

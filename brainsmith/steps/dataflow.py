@@ -2,7 +2,7 @@
 
 Each is ``fn(model, cfg) -> model`` with ``cfg`` a FINN ``DataflowBuildConfig``, so the
 steps also run inside FINN's own builder. The blueprint's selection (kernels, backends,
-phased transforms) reaches them through ``brainsmith.builder.context.context_of(cfg)``;
+phased transforms) reaches them through ``brainsmith.steps.context.context_of(cfg)``;
 without one they behave like FINN's defaults.
 
     cleanup → qonnx_to_finn → streamline (+ pre_hw transforms) → hardware_inference
@@ -12,10 +12,10 @@ without one they behave like FINN's defaults.
 
 from __future__ import annotations
 
-from brainsmith.builder.context import context_of
-from brainsmith.builder.errors import StepError
+from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.plugin import step
+from brainsmith.steps.context import context_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

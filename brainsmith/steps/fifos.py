@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 
-from brainsmith.builder.errors import StepError
+from brainsmith.errors import StepError
 from brainsmith.plugin import step
 from brainsmith.steps.folding import write_json
 

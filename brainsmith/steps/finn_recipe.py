@@ -20,6 +20,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import onnx
+
 # Run after the layout fix-ups (they convert what the fix-ups leave, as in FINN).
 LAYOUT_TRANSFORMS = ("InferReshape", "InferSqueeze", "InferUnsqueeze", "InferShuffle")
 # Leave a scalar Mul behind that streamlining has to move into the next layer.
@@ -93,8 +97,7 @@ def lift_1d(model):
         _find_invalid_nodes,
     )
 
-    from brainsmith.builder.errors import StepError
-    from brainsmith.builder.intake import complete_window_attributes
+    from brainsmith.errors import StepError
 
     if not has_1d_windows(model):
         return model
@@ -118,7 +121,7 @@ def refuse_padded_bipolar(model) -> None:
     the 0 of the padding, and the border would compute wrongly."""
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.builder.errors import StepError
+    from brainsmith.errors import StepError
 
     for conv in model.get_nodes_by_op_type("Conv"):
         pads = _ints(conv, "pads")
@@ -498,3 +501,38 @@ def _tidy(model):
 
 def _short(name: str) -> str:
     return name.rpartition(":")[2]
+
+
+def complete_window_attributes(graph: onnx.GraphProto) -> list[str]:
+    """Give convolutions and pools ``dilations``/``strides``/``pads`` for every kernel axis,
+    as ONNX requires; returns the names of the nodes completed.
+
+    QONNX's Change3DTo4DTensors makes 1D layers 2D but extends only ``kernel_shape``;
+    onnxruntime then refuses the model ("dilations has incorrect size") although FINN
+    reads it. The added axis gets dilation 1, stride 1 and no padding.
+    """
+    from onnx import helper
+
+    completed = []
+    for node in graph.node:
+        attrs = {a.name: a for a in node.attribute}
+        kernel = attrs.get("kernel_shape")
+        if node.op_type not in WINDOW_OPS or kernel is None:
+            continue
+        rank, before = len(kernel.ints), node.SerializeToString()
+        for name in ("dilations", "strides"):
+            if name in attrs and len(attrs[name].ints) < rank:
+                attrs[name].ints.extend([1] * (rank - len(attrs[name].ints)))
+        pads = attrs.get("pads")
+        if pads is not None and 0 < len(pads.ints) < 2 * rank:
+            half = len(pads.ints) // 2
+            begins, ends = list(pads.ints[:half]), list(pads.ints[half:])
+            missing = [0] * (rank - half)
+            node.attribute.remove(pads)
+            node.attribute.append(helper.make_attribute("pads", begins + missing + ends + missing))
+        if node.SerializeToString() != before:
+            completed.append(node.name or node.op_type)
+    return completed
+
+
+WINDOW_OPS = ("Conv", "MaxPool", "AveragePool", "MaxPoolNHWC")

@@ -113,7 +113,7 @@ def folding_config(model) -> dict[str, Any]:
 
 def write_json(path: str, data: dict[str, Any]) -> None:
     """``data`` as JSON at ``path``, written whole or not at all."""
-    from brainsmith.builder.outdir import write_atomically
+    from brainsmith.files import write_atomically
 
     def dump(temporary: str) -> None:
         with open(temporary, "w") as handle:

@@ -1,4 +1,7 @@
-"""Python execution of FINN hardware layers in the layout the generated hardware uses.
+"""Python execution of FINN hardware layers in the layout the generated hardware uses, and
+of a model at any point of the build (``executable``: a copy whose ``*_hls`` layers run as
+their generic kernel and ``*_rtl`` layers in their Python fallback, inside its parent after
+the dataflow partition).
 
 Verification runs hardware layers through FINN's Python models. Some of them compute in a
 layout the hardware does not use, so a correct design would fail verification (a false
@@ -27,12 +30,16 @@ generated hardware and every other case keep FINN's own code.
 
 from __future__ import annotations
 
+import copy
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
     import numpy as np
+    import onnx
     from qonnx.core.modelwrapper import ModelWrapper
 
 
@@ -181,3 +188,50 @@ def _pool_reads_interleaved(original):
             context[name] = stream  # other readers of the tensor see the stream unchanged
 
     return execute_node
+
+
+# -- running a model in Python at any point of the build ---------------------------------
+HW_DOMAIN = "finn.custom_op.fpgadataflow"
+
+
+def graph_inputs(model: ModelWrapper) -> list[onnx.ValueInfoProto]:
+    initializers = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in initializers]
+
+
+def executable(
+    model: ModelWrapper, parent: ModelWrapper | None = None, workdir: str = ""
+) -> ModelWrapper:
+    """A copy of ``model`` that runs in Python; wrapped in ``parent`` after the partition."""
+    return in_parent(runnable_copy(model), parent, workdir)
+
+
+def runnable_copy(model: ModelWrapper) -> ModelWrapper:
+    """A copy of ``model`` with ``*_hls`` layers as their generic kernel and ``*_rtl``
+    layers in their Python fallback."""
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.custom_op.registry import getCustomOp
+
+    runnable = ModelWrapper(copy.deepcopy(model.model))
+    for node in runnable.graph.node:
+        if node.domain == f"{HW_DOMAIN}.hls" and node.op_type.endswith("_hls"):
+            node.domain, node.op_type = HW_DOMAIN, node.op_type[: -len("_hls")]
+        elif node.domain == f"{HW_DOMAIN}.rtl":
+            getCustomOp(node).set_nodeattr("exec_mode", "cppsim")
+    return runnable
+
+
+def in_parent(runnable: ModelWrapper, parent: ModelWrapper | None, workdir: str) -> ModelWrapper:
+    """``runnable`` (a partition) inside ``parent``, saved to ``workdir`` for it to point at;
+    ``runnable`` itself when there is no parent or it is the whole graph already."""
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.custom_op.registry import getCustomOp
+
+    if parent is None or runnable.get_nodes_by_op_type("StreamingDataflowPartition"):
+        return runnable
+    path = os.path.join(workdir, "verify_partition.onnx")
+    runnable.save(path)
+    wrapper = ModelWrapper(copy.deepcopy(parent.model))
+    for node in wrapper.get_nodes_by_op_type("StreamingDataflowPartition"):
+        getCustomOp(node).set_nodeattr("model", path)
+    return wrapper

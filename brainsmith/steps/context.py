@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from brainsmith.builder.plan import BuildPlan
+from brainsmith.steps.plan import BuildPlan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """BuildPlan: what a build takes from a blueprint — kernels with their allowed backends,
 phased transforms, steps and options — as one small object the steps read from the FINN
-``DataflowBuildConfig`` (see ``brainsmith.builder.context``).
+``DataflowBuildConfig`` (see ``brainsmith.steps.context``).
 
 A blueprint without ``steps:`` gets brainsmith's standard flow, followed by FINN's
 hardware steps (IP generation, FIFO sizing, stitched IP, synthesis; with a board also
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from brainsmith.plugin.spec import PluginSpec
 
 # What `brainsmith build MODEL` uses without a blueprint (the same as blueprints/base.yaml).
-DEFAULT_BLUEPRINT = os.path.join(os.path.dirname(__file__), "default.yaml")
 STANDARD_STEPS: tuple[str, ...] = DEFAULT_STEPS  # a blueprint's flow when it lists no steps
 HARDWARE_STEPS: tuple[str, ...] = (
     "finn:step_hw_ipgen",
