@@ -34,6 +34,17 @@ IMPORT_ALL = (
 )
 
 
+BLUEPRINT_MODE = (
+    "from brainsmith.plugin import load_blueprint_plugins\n"
+    "chosen = load_blueprint_plugins(%r)\n"
+    "n = sum(len(c.list_plugins()) for c in chosen.values())\n"
+)
+HELP = (
+    "import sys\nsys.argv = ['brainsmith', '--help']\nfrom brainsmith.cli import main\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+)
+
+
 # The child reports its own peak RSS (VmHWM): a fork's ru_maxrss would include the parent's.
 PEAK = (
     "\nimport os as _o\n_o.write({fd}, open('/proc/self/status').read()"
@@ -203,12 +214,16 @@ def main() -> None:
         "baseline_import_everything_ms": all_wall,
         "baseline_import_everything_rss_mb": all_rss,
     }
-    # P1 and P5: warm listing vs bare interpreter, interleaved (plus the bare import cost)
-    warm, bare, imports = [], [], []
+    # P1, P5, P6, P7: warm listing, blueprint mode, --help vs bare interpreter, interleaved
+    mode = BLUEPRINT_MODE % str(REPO / "blueprints" / "mlp.yaml")
+    first_blueprint = child(mode, env)[0] * 1000  # resolves and remembers the selection
+    warm, bare, imports, blueprint_mode, helps = [], [], [], [], []
     for _ in range(args.runs):
         warm.append(child(LIST_ALL, env))
         bare.append(child("pass", env))
         imports.append(child("import brainsmith.plugins", env))
+        blueprint_mode.append(child(mode, env))
+        helps.append(child(HELP, env))
     results["import"] = {
         "import_brainsmith_plugins_ms": statistics.median(w for w, _ in imports) * 1000,
         "python_pass_ms": statistics.median(b for b, _ in bare) * 1000,
@@ -226,6 +241,19 @@ def main() -> None:
         "warm_listing_rss_mb": statistics.median(m for _, m in warm),
         "python_pass_rss_mb": statistics.median(m for _, m in bare),
     }
+    bare_ms = results["P1"]["python_pass_ms"]
+    results["P6"] = {
+        "blueprint_mode_ms": statistics.median(w for w, _ in blueprint_mode) * 1000,
+        "first_resolution_ms": first_blueprint,
+        "warm_listing_ms": results["P1"]["warm_listing_ms"],
+        "python_pass_ms": bare_ms,
+    }
+    results["P6"]["overhead_ms"] = results["P6"]["blueprint_mode_ms"] - bare_ms
+    results["P6"]["over_full_mode_ms"] = (
+        results["P6"]["blueprint_mode_ms"] - results["P1"]["warm_listing_ms"]
+    )
+    results["P7"] = {"help_ms": statistics.median(w for w, _ in helps) * 1000}
+    results["P7"]["overhead_ms"] = results["P7"]["help_ms"] - bare_ms
     # P3: blueprint resolution of 20 plugins (warm index)
     blueprint = work / "bench20.yaml"
     blueprint.write_text(BLUEPRINT_20)
@@ -262,6 +290,27 @@ TARGETS = [
             f"python -c pass: {r['P1']['python_pass_ms']:.1f} ms; warm listing: "
             f"{r['P1']['warm_listing_ms']:.1f} ms"
         ),
+    ),
+    (
+        "P6 blueprint mode: `load_blueprint_plugins('blueprints/mlp.yaml')` in a fresh process, "
+        "overhead over `python -c pass`",
+        "P6",
+        "overhead_ms",
+        "ms",
+        10.0,
+        lambda r: (
+            f"full mode (warm listing) {r['P6']['warm_listing_ms']:.1f} ms, blueprint mode "
+            f"{r['P6']['blueprint_mode_ms']:.1f} ms ({r['P6']['over_full_mode_ms']:+.1f} ms); "
+            f"first resolution (reads the YAML) {r['P6']['first_resolution_ms']:.0f} ms"
+        ),
+    ),
+    (
+        "P7 `brainsmith --help`, overhead over `python -c pass`",
+        "P7",
+        "overhead_ms",
+        "ms",
+        25.0,
+        lambda r: f"--help {r['P7']['help_ms']:.1f} ms",
     ),
     (
         "P2 cold discovery (empty cache) of list-all, whole process",

@@ -23,7 +23,7 @@ _EXPORTS = {
     "PluginLoadError": "brainsmith.plugin.errors",
     "PluginMetadataError": "brainsmith.plugin.errors",
     "ConfigError": "brainsmith.plugin.errors",
-    "load_blueprint_plugins": "brainsmith.plugin.blueprint",
+    "load_blueprint_plugins": "brainsmith.plugin.blueprint.selection",
     "load_blueprint": "brainsmith.plugin.blueprint",
     "Blueprint": "brainsmith.plugin.blueprint",
     "BlueprintError": "brainsmith.plugin.blueprint",

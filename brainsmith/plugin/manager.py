@@ -118,6 +118,15 @@ class PluginManager:
                 self._stats["hits"] += 1
         return registry
 
+    def index_fingerprint(self) -> int:
+        """Changes whenever a source of the registry's discovery read something else (the
+        stamps of every file and folder each source checked)."""
+        import zlib
+
+        self.registry()
+        stamps = [(source, state.get("stamp")) for source, state in sorted(self._states.items())]
+        return zlib.crc32(repr(stamps).encode())
+
     def refresh(self) -> RegistryChanges:
         """Check every source for changes now, as after the TTL, and apply them to the
         registry: new and deleted plugins, and plugin folders' edited modules imported anew

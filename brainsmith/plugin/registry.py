@@ -203,6 +203,11 @@ class Registry:
                 self._drop(source.specs)
         return source
 
+    def discovered_only(self) -> bool:
+        """True when every plugin came from discovery (none added at run time)."""
+        with self._lock:
+            return len(self._specs) == len(self._found)
+
     def source(self, name: str) -> Source | None:
         with self._lock:
             return self._sources.get(name)

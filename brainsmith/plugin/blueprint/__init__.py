@@ -12,11 +12,49 @@ The resolved object is documented in ``brainsmith.plugin.blueprint.model``; the 
 
 from __future__ import annotations
 
-from brainsmith.plugin.blueprint.errors import BlueprintError, Problem
-from brainsmith.plugin.blueprint.loader import load_blueprint, load_blueprint_plugins
-from brainsmith.plugin.blueprint.model import Blueprint, KernelChoice, SkippedPlugin
-from brainsmith.plugin.blueprint.options import BuildOptions
-from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
+# name -> module; imported on first use, so ``load_blueprint_plugins`` on a remembered
+# selection imports neither YAML nor the blueprint checker.
+_EXPORTS = {
+    "DEFAULT_STEPS": "brainsmith.plugin.blueprint.schema",
+    "Blueprint": "brainsmith.plugin.blueprint.model",
+    "BlueprintError": "brainsmith.plugin.blueprint.errors",
+    "BuildOptions": "brainsmith.plugin.blueprint.options",
+    "KernelChoice": "brainsmith.plugin.blueprint.model",
+    "Problem": "brainsmith.plugin.blueprint.errors",
+    "SkippedPlugin": "brainsmith.plugin.blueprint.model",
+    "load_blueprint": "brainsmith.plugin.blueprint.loader",
+    "load_blueprint_plugins": "brainsmith.plugin.blueprint.selection",
+}
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.plugin.blueprint.errors import BlueprintError as BlueprintError
+    from brainsmith.plugin.blueprint.errors import Problem as Problem
+    from brainsmith.plugin.blueprint.loader import load_blueprint as load_blueprint
+    from brainsmith.plugin.blueprint.model import Blueprint as Blueprint
+    from brainsmith.plugin.blueprint.model import KernelChoice as KernelChoice
+    from brainsmith.plugin.blueprint.model import SkippedPlugin as SkippedPlugin
+    from brainsmith.plugin.blueprint.options import BuildOptions as BuildOptions
+    from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS as DEFAULT_STEPS
+    from brainsmith.plugin.blueprint.selection import (
+        load_blueprint_plugins as load_blueprint_plugins,
+    )
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'brainsmith.plugin.blueprint' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
 
 __all__ = [
     "DEFAULT_STEPS",

@@ -1,6 +1,6 @@
-"""``load_blueprint``: read, validate and resolve a blueprint file; ``load_blueprint_plugins``:
-the plugin collections it selects. Both use the registry in blueprint discovery mode and
-import no plugin module."""
+"""``load_blueprint``: read, validate and resolve a blueprint file against the registry,
+importing no plugin module (``selection.load_blueprint_plugins`` serves the collections it
+selects)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from brainsmith.plugin.blueprint.model import Blueprint, KernelChoice
 from brainsmith.plugin.blueprint.resolve import Resolver
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS, PHASES, Ref, outline
 from brainsmith.plugin.blueprint.space import read_design_space
-from brainsmith.plugin.collections import PluginCollection
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
@@ -21,14 +20,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from brainsmith.plugin.blueprint.schema import KernelRef
-
-
-COLLECTION_NAMES = {
-    "transform": "transforms",
-    "kernel": "kernels",
-    "backend": "backends",
-    "step": "steps",
-}
 
 
 def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
@@ -79,30 +70,6 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
         prefer=shape.prefer,
         exclude=exclude,
     )
-
-
-def load_blueprint_plugins(path: str | os.PathLike[str]) -> dict[str, PluginCollection]:
-    """``{"transforms", "kernels", "backends", "steps"}``: collections of exactly the plugins
-    the blueprint selects (kernels' allowed backends included), by short and qualified name.
-
-        plugins = load_blueprint_plugins("blueprints/mlp.yaml")
-        model = model.transform(plugins["transforms"].ExpandNorms())
-    """
-    return plugin_collections(load_blueprint(path))
-
-
-def plugin_collections(blueprint: Blueprint) -> dict[str, PluginCollection]:
-    from brainsmith.plugin.manager import get_plugin_manager
-
-    registry = get_plugin_manager().registry()
-    collections = {}
-    for kind, specs in blueprint.specs().items():
-        subset = {spec.qualified_name: spec for spec in specs}
-        for spec in specs:  # a short name means what it means in the registry
-            best = next((c for c in registry.candidates(kind, spec.name) if c in specs), spec)
-            subset.setdefault(spec.name, best)
-        collections[COLLECTION_NAMES[kind]] = PluginCollection(kind, subset=subset)
-    return collections
 
 
 def _kernels(resolver: Resolver, refs: Iterable[KernelRef]) -> tuple[KernelChoice, ...]:
