@@ -61,7 +61,9 @@ def test_an_edit_to_the_blueprint_or_a_file_it_extends_is_seen(tmp_path):
 
 
 def test_a_plugin_installed_since_changes_the_selection(tmp_path, plugin_folder):
-    blueprint = write(tmp_path / "bp.yaml", "name: opt\nhw_compiler:\n  transforms: [ExpandNorms, ~FoldMark]\n")
+    blueprint = write(
+        tmp_path / "bp.yaml", "name: opt\nhw_compiler:\n  transforms: [ExpandNorms, ~FoldMark]\n"
+    )
     assert select(blueprint)["names"]["transforms"] == ["brainsmith:ExpandNorms"]
     plugin_folder(
         "fold_mark.py",
@@ -81,7 +83,9 @@ def test_a_plugin_installed_since_changes_the_selection(tmp_path, plugin_folder)
 
 
 def test_a_plugin_added_at_run_time_is_never_served_from_a_remembered_selection(tmp_path):
-    blueprint = write(tmp_path / "bp.yaml", "name: rt\nhw_compiler:\n  transforms: [~RuntimeMark]\n")
+    blueprint = write(
+        tmp_path / "bp.yaml", "name: rt\nhw_compiler:\n  transforms: [~RuntimeMark]\n"
+    )
     assert select(blueprint)["names"]["transforms"] == []
     plugin = write(
         tmp_path / "runtime_mark.py",

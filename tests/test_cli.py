@@ -37,6 +37,31 @@ def test_help_lists_commands_without_loading_the_hub():
     assert result.stdout.strip().splitlines()[-1] == "LOADED []"
 
 
+HELP_RUN = """
+import sys
+sys.argv = ["brainsmith", {flag!r}]
+from brainsmith.cli import main
+main()
+print("CLICK", "click" in sys.modules)
+"""
+
+
+def test_top_level_help_is_clicks_own_text_and_needs_click_only_the_first_time():
+    from brainsmith.cli.app import top_level_help
+
+    runs = [
+        run_python(HELP_RUN.format(flag=flag), env={"COLUMNS": "100"})
+        for flag in ("--help", "-h", "--help")
+    ]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr
+    texts = [r.stdout.rpartition("CLICK")[0] for r in runs]
+    assert texts[0] == texts[1] == texts[2] == top_level_help() + "\n"  # width 80 here too
+    assert [r.stdout.split()[-1] for r in runs] == ["True", "False", "False"]
+    narrow = run_python(HELP_RUN.format(flag="--help"), env={"COLUMNS": "60"})
+    assert narrow.stdout.split()[-1] == "True"  # another width: rendered by click again
+    assert narrow.stdout.rpartition("CLICK")[0] != texts[0]  # wrapped for 60 columns
+
+
 def test_plugins_list_json_filters_by_type_and_framework():
     result = brainsmith("plugins", "list", "--type", "kernel", "--framework", "finn", "--json")
     assert result.returncode == 0, result.stderr

@@ -66,10 +66,13 @@ AUDITED = {
         "lazy public attributes: the module name comes from the constant _EXPORTS table, or is "
         "brainsmith.plugin.lifecycle for a lifecycle name imported from its old place"
     ),
+    ("brainsmith/plugin/blueprint/__init__.py", "import_module"): (
+        "lazy public attributes: the module name comes from the constant _EXPORTS table"
+    ),
     ("brainsmith/plugin/lifecycle/__init__.py", "import_module"): (
         "lazy public attributes: the module name comes from the constant _EXPORTS table"
     ),
-    ("brainsmith/cli/__init__.py", "import_module"): (
+    ("brainsmith/cli/app.py", "import_module"): (
         "lazy subcommands: the module name comes from the constant COMMANDS table"
     ),
     ("brainsmith/plugin/adapters.py", "import_module"): (

@@ -1,110 +1,71 @@
-"""The ``brainsmith`` command. Subcommands are imported only when run, so ``--help`` is instant."""
+"""The ``brainsmith`` command.
+
+``brainsmith --help`` is answered from the help text click rendered last time (kept in the
+cache directory, keyed by brainsmith's version, the terminal width and the command line's
+source files), so it needs neither click nor any subcommand; everything else runs the click
+group in ``brainsmith.cli.app``, which imports a subcommand only when it runs.
+"""
 
 from __future__ import annotations
 
-import importlib
+import os
+import sys
 
-import click
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import click
 
-COMMANDS = {
-    "plugins": ("brainsmith.cli.plugins:plugins", "List, inspect and check plugins."),
-    "cache": ("brainsmith.cli.cache:cache", "Inspect or clear the discovery cache."),
-    "blueprint": ("brainsmith.cli.blueprint:blueprint", "Validate and show YAML blueprints."),
-    "check": (
-        "brainsmith.cli.check:check",
-        "Show what each node of a model will become, before building.",
-    ),
-    "build": ("brainsmith.cli.build:build", "Build a QONNX model into a FINN dataflow design."),
-    "explore": (
-        "brainsmith.cli.explore:explore",
-        "Build every variant of a design space, on Dask.",
-    ),
-    "verify-rtl": (
-        "brainsmith.cli.verify_rtl:verify_rtl",
-        "Simulate a build's RTL layers with Verilator, bit-exact against Python.",
-    ),
-    "new": ("brainsmith.cli.new:new", "Start a plugin package (a hardware layer) from a template."),
-}
-
-
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in COMMANDS:
-            return None
-        module, _, attr = COMMANDS[name][0].partition(":")
-        return getattr(importlib.import_module(module), attr)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="brainsmith", prog_name="brainsmith")
-@click.option("--debug", is_flag=True, help="Log discovery, cache decisions and plugin loads.")
-def cli(debug: bool) -> None:
-    """brainsmith: the plugin hub for FPGA dataflow compilers on QONNX and FINN.
-
-    \b
-    Examples:
-      brainsmith plugins list --type transform --framework finn
-      brainsmith plugins info Streamline
-      brainsmith blueprint validate blueprints/mlp.yaml
-      brainsmith check model.onnx
-      brainsmith build model.onnx --input x.npy --expected y.npy --verify each
-      brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
-      brainsmith explore examples/models/mlp_4bit.onnx blueprints/mlp_explore.yaml -o out/dse
-      brainsmith new kernel AcmeClip
-    """
-    if debug:
-        from brainsmith.plugin.manager import get_plugin_manager
-
-        get_plugin_manager().set_debug_mode(True)
+HELP_FLAGS = (["--help"], ["-h"])
 
 
 def main() -> None:
-    import logging
+    if sys.argv[1:] in HELP_FLAGS:
+        print(_top_level_help())
+        return
+    from brainsmith.cli.app import run
 
-    from brainsmith.plugin.errors import PluginError
+    run()
 
-    # A command, not a library: logging's own errors never print tracebacks. (A Ctrl-C that
-    # lands inside a logging handler's constructor, in FINN's setup, leaves a handler without
-    # a lock, and logging.shutdown then raised AttributeError at exit.)
-    logging.raiseExceptions = False
+
+def _top_level_help() -> str:
+    from brainsmith.plugin import memo
+    from brainsmith.plugin.discovery.stamps import stamp_paths
+    from brainsmith.version import __version__
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    key = [
+        __version__,
+        _width(),
+        stamp_paths([os.path.join(here, "__init__.py"), os.path.join(here, "app.py")]),
+    ]
+    text = memo.read("cli-help", key, quiet=True)
+    if isinstance(text, str):
+        return text
+    from brainsmith.cli.app import top_level_help
+
+    text = top_level_help()
+    memo.write("cli-help", key, text, quiet=True)
+    return text
+
+
+def _width() -> int:
+    """The width click formats help for: the terminal's (``COLUMNS`` first), at most 80."""
     try:
-        cli(standalone_mode=True)
-    except PluginError as exc:  # pragma: no cover - click handles most; this is a last resort
-        from brainsmith.cli.output import echo
-
-        echo(f"error: {exc}", err=True)
-        raise SystemExit(2) from None
-    except SystemExit as exc:
-        culprit = _foreign_exit(exc)
-        if culprit is None:
-            raise
-        click.echo(
-            f"error: {culprit} called sys.exit({exc.code!r}) while the command ran; "
-            "the command did not finish (brainsmith plugins health names broken plugins)",
-            err=True,
-        )
-        raise SystemExit(2) from None
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return min(columns, 80)
 
 
-def _foreign_exit(exc: SystemExit) -> str | None:
-    """``file:line`` of a ``sys.exit()`` made by code other than the command line's own
-    (a plugin's step, say); None for brainsmith's and click's own exits."""
-    import os
+def __getattr__(name: str) -> click.Group | object:
+    """The click group and its helpers, from ``brainsmith.cli.app`` (imported on first use)."""
+    if name in ("cli", "run", "LazyGroup", "COMMANDS", "_foreign_exit", "top_level_help"):
+        from brainsmith.cli import app
 
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is None:
-        return None
-    filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
-    own = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(click.__file__))
-    if filename.startswith(tuple(folder + os.sep for folder in own)):
-        return None
-    return f"{filename}:{tb.tb_lineno}"
+        return getattr(app, name)
+    raise AttributeError(f"module 'brainsmith.cli' has no attribute {name!r}")
