@@ -43,7 +43,7 @@ def run_steps(
         os.makedirs(run.path("intermediate_models"), exist_ok=True)
     except OSError as exc:
         fail_output(run, model, None, exc, "creating intermediate_models/")
-    first = len(run.start.records) if run.start is not None else 0
+    first = len(run.resumed_from.records) if run.resumed_from is not None else 0
     stop = len(steps) if run.stop_after is None else min(run.stop_after, len(steps))
     partitioned: dict[int, bool] = {}  # step index -> its model is the dataflow partition
     for index in range(first, stop):
