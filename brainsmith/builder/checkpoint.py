@@ -126,8 +126,8 @@ def make_checkpoint(run: BuildRun, model: ModelWrapper) -> Checkpoint:
     from brainsmith.frameworks.finn.layers import stamp
 
     layer_plugins = stamp(model)
-    if run.start is not None:
-        layer_plugins = {**run.start.layer_plugins, **layer_plugins}
+    if run.resumed_from is not None:
+        layer_plugins = {**run.resumed_from.layer_plugins, **layer_plugins}
     done = [r for r in run.records if r.status in ("ok", "skipped")]
     records = [_absolute(r, run.output_dir) for r in done]
     with_model = [r.model for r in records if r.model]
@@ -140,7 +140,7 @@ def make_checkpoint(run: BuildRun, model: ModelWrapper) -> Checkpoint:
     parent: str | None
     parent = run.path("intermediate_models", "dataflow_parent.onnx")
     if not os.path.isfile(parent):
-        parent = run.start.dataflow_parent if run.start is not None else None
+        parent = run.resumed_from.dataflow_parent if run.resumed_from is not None else None
     checkpoint = Checkpoint(
         run.output_dir, records, model_path, parent, run.report_dir, layer_plugins
     )

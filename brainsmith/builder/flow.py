@@ -37,73 +37,111 @@ def run_steps(
     run: BuildRun, steps: list[Step], model: ModelWrapper, verifier: Verifier | None
 ) -> ModelWrapper:
     """Run ``steps`` on ``model``; returns the last model."""
-    from brainsmith.frameworks.finn.env import contain_finn_output
-    from brainsmith.frameworks.finn.tables import missing_tool
-
     runnable = [i for i, s in enumerate(steps) if not s.skip_reason and s.verifiable]
     last = runnable[-1] if runnable else -1
     try:
         os.makedirs(run.path("intermediate_models"), exist_ok=True)
     except OSError as exc:
         fail_output(run, model, None, exc, "creating intermediate_models/")
-    first = len(run.start.records) if run.start is not None else 0
+    first = len(run.resumed_from.records) if run.resumed_from is not None else 0
     stop = len(steps) if run.stop_after is None else min(run.stop_after, len(steps))
     partitioned: dict[int, bool] = {}  # step index -> its model is the dataflow partition
     for index in range(first, stop):
-        step, record = steps[index], run.records[index]
-        if not step.verifiable:  # a FINN hardware step: is its tool needed and missing?
-            step.skip_reason = step.skip_reason or missing_tool(step.name, model)
-        if step.skip_reason:
-            record.status, record.reason = "skipped", step.skip_reason
-            run.progress.finish(index, "skipped", detail=step.skip_reason)
+        step = steps[index]
+        if _skipped(run, step, index, model):
             continue
-        interrupts.check()
-        run.progress.start(index)
-        run.current = index
-        run.build_log.write(f"\n===== step {index + 1}: {step.name} =====\n")
-        had_parent = run.context.dataflow_parent is not None
-        began = time.perf_counter()
-        try:  # contained(): a step calling sys.exit() fails like any other step
-            traced = span(f"brainsmith.step {step.name}", step=step.name, index=index + 1)
-            with traced, contained(), contain_finn_output(run.build_log):
-                model = step.fn(model, run.cfg) if step.fn is not None else model
-        except StepError as exc:
-            hint = exc.hint
-            if exc.model is not None:
-                saved = _save_model(run, exc.model, index, f"{step.name}_failed", had_parent)
-                hint += f"; the node names are those in {saved}"
-            fail(run, model, index, exc.reason, hint)
-        except OSError as exc:
-            if exc.errno not in OUTPUT_ERRORS and not disk_full(run.output_dir):
-                _step_crashed(run, model, index, exc)
-            fail_output(run, model, index, exc, "writing this step's files")
-        except Exception as exc:  # any step failure becomes a BuildError
-            _step_crashed(run, model, index, exc)
-        record.seconds = round(time.perf_counter() - began, 4)
-        if not had_parent:
-            _adopt_finn_parent(run)
-        record.model = _save_model(run, model, index, step.name, had_parent)
+        model = _run_step(run, step, index, model)
         partitioned[index] = run.context.dataflow_parent is not None
         detail = ""
         if verifier is not None and step.verifiable and (run.verify == "each" or index == last):
             earlier = Earlier(steps, partitioned)
-            detail = check(run, verifier, model, index, earlier)
-            if run.verify == "rtlsim" and index == last:
-                from brainsmith.builder.rtl_check import rtl_check
-
-                try:
-                    detail += "; " + rtl_check(run, verifier, model, index)
-                except StepError as exc:
-                    fail(run, model, index, exc.reason, exc.hint)
-        if run.build_log.error is not None:
-            fail_output(run, model, index, run.build_log.error, "writing build.log")
-        interrupts.check()
-        record.status = "ok"
-        run.latest_model = model
-        run.current = None
-        run.progress.finish(index, "ok", record.seconds, detail)
-        _start_charts(run, model)
+            detail = _verify_after(run, verifier, model, index, earlier, final=index == last)
+        _finish_step(run, model, index, detail)
     return model
+
+
+def _skipped(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> bool:
+    """Record step ``index`` as skipped if it is: the plan skips it, or it is a FINN
+    hardware step whose tool is needed and missing."""
+    from brainsmith.frameworks.finn.tables import missing_tool
+
+    if not step.verifiable:  # a FINN hardware step: is its tool needed and missing?
+        step.skip_reason = step.skip_reason or missing_tool(step.name, model)
+    if not step.skip_reason:
+        return False
+    record = run.records[index]
+    record.status, record.reason = "skipped", step.skip_reason
+    run.progress.finish(index, "skipped", detail=step.skip_reason)
+    return True
+
+
+def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> ModelWrapper:
+    """Run one step with FINN's output in build.log; record its time and save its model.
+    Any failure of the step fails the build, naming the step."""
+    from brainsmith.frameworks.finn.env import contain_finn_output
+
+    interrupts.check()
+    run.progress.start(index)
+    run.current = index
+    run.build_log.write(f"\n===== step {index + 1}: {step.name} =====\n")
+    had_parent = run.context.dataflow_parent is not None
+    began = time.perf_counter()
+    try:  # contained(): a step calling sys.exit() fails like any other step
+        traced = span(f"brainsmith.step {step.name}", step=step.name, index=index + 1)
+        with traced, contained(), contain_finn_output(run.build_log):
+            model = step.fn(model, run.cfg) if step.fn is not None else model
+    except StepError as exc:
+        hint = exc.hint
+        if exc.model is not None:
+            saved = _save_model(run, exc.model, index, f"{step.name}_failed", had_parent)
+            hint += f"; the node names are those in {saved}"
+        fail(run, model, index, exc.reason, hint)
+    except OSError as exc:
+        if exc.errno not in OUTPUT_ERRORS and not disk_full(run.output_dir):
+            _step_crashed(run, model, index, exc)
+        fail_output(run, model, index, exc, "writing this step's files")
+    except Exception as exc:  # any step failure becomes a BuildError
+        _step_crashed(run, model, index, exc)
+    record = run.records[index]
+    record.seconds = round(time.perf_counter() - began, 4)
+    if not had_parent:
+        _adopt_finn_parent(run)
+    record.model = _save_model(run, model, index, step.name, had_parent)
+    return model
+
+
+def _verify_after(
+    run: BuildRun,
+    verifier: Verifier,
+    model: ModelWrapper,
+    index: int,
+    earlier: Earlier,
+    final: bool,
+) -> str:
+    """Verify the model after step ``index`` (``final``: the last step that can be verified,
+    also simulated as RTL with verify: rtlsim); the detail the progress display shows."""
+    detail = check(run, verifier, model, index, earlier)
+    if run.verify == "rtlsim" and final:
+        from brainsmith.builder.rtl_check import rtl_check
+
+        try:
+            detail += "; " + rtl_check(run, verifier, model, index)
+        except StepError as exc:
+            fail(run, model, index, exc.reason, exc.hint)
+    return detail
+
+
+def _finish_step(run: BuildRun, model: ModelWrapper, index: int, detail: str) -> None:
+    """Record step ``index`` as ok, once build.log took all of its output and no interrupt
+    is pending; then hand the layers to the charts if the estimates are there."""
+    if run.build_log.error is not None:
+        fail_output(run, model, index, run.build_log.error, "writing build.log")
+    interrupts.check()
+    run.records[index].status = "ok"
+    run.latest_model = model
+    run.current = None
+    run.progress.finish(index, "ok", run.records[index].seconds, detail)
+    _start_charts(run, model)
 
 
 def _step_crashed(run: BuildRun, model: ModelWrapper, index: int, exc: Exception) -> NoReturn:

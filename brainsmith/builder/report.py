@@ -467,7 +467,7 @@ def assemble(
         "verify": run.verify,
         "verify_samples": options.verify_samples,
         "verify_tolerance": {"atol": options.verify_atol, "rtol": options.verify_rtol},
-        "seconds": round(time.perf_counter() - run.started, 3),
+        "seconds": round(time.perf_counter() - run.started_at, 3),
         "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
         "notes": list(run.notes) + list(run.context.notes) + ([problem] if problem else []),
         "steps": [r.as_dict() for r in run.records],

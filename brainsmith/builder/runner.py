@@ -114,7 +114,7 @@ def build(
             )
             user = (str(input_npy), str(expected_npy)) if input_npy else None
             run = BuildRun(plan, out, checked, display, plan.build.verify, user, vectors)
-            run.started, run.start, run.stop_after = started, start, stop_after
+            run.started_at, run.resumed_from, run.stop_after = started, start, stop_after
             return _execute(run)
         except KeyboardInterrupt as exc:
             raise _interrupted(run, out, exc) from None
@@ -275,7 +275,7 @@ def _execute(run: BuildRun) -> BuildResult:
         with contain_finn_output(run.log):
             steps, model, verifier = _setup(run, finn_dir)
         interrupts.check()
-        setup_seconds = time.perf_counter() - run.started
+        setup_seconds = time.perf_counter() - run.started_at
         model = run_steps(run, steps, model, verifier)
         return _finish(run, model, setup_seconds)
 
@@ -293,8 +293,8 @@ def _setup(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Veri
 
         model = ModelWrapper(run.model.proto)
         verifier = _verifier(run, model)
-        if run.start is not None:
-            model = continue_from(run, run.start, steps)
+        if run.resumed_from is not None:
+            model = continue_from(run, run.resumed_from, steps)
         if run.verify == "rtlsim":
             from brainsmith.builder.rtl_check import require_simulator
 

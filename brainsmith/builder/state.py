@@ -97,7 +97,7 @@ class BuildRun:
     verify: str
     user_vectors: tuple[str, str] | None  # the --input/--expected paths
     vectors: Vectors | None = None  # (samples, expected) loaded from them
-    started: float = field(default_factory=time.perf_counter)
+    started_at: float = field(default_factory=time.perf_counter)  # perf_counter() as build() began
     records: list[StepRecord] = field(default_factory=list)
     current: int | None = None  # the step running now
     latest_model: ModelWrapper | None = None  # the model after the last step that finished
@@ -106,7 +106,7 @@ class BuildRun:
     cfg: DataflowBuildConfig = None  # set as the build starts (FINN is untyped: Any)
     context: BuildContext = field(default_factory=BuildContext)  # the plan's, once it runs
     charts: ChartWorker | None = None
-    start: Checkpoint | None = None  # the checkpoint this build continues, if any
+    resumed_from: Checkpoint | None = None  # the checkpoint this build continues, if any
     stop_after: int | None = None  # run only the steps before this index
     rtlsim: Json | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
 
