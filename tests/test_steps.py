@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from brainsmith.frameworks.finn.env import prepare_finn, run_finn_builder
-from brainsmith.steps.context import BuildContext, attach, context_of
+from brainsmith.steps.context import BuildContext, context_of, running
 from brainsmith.steps.plan import BuildPlan, KernelChoice, load_plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,15 +81,16 @@ def test_steps_run_with_a_plain_finn_config_and_default_to_finns_kernels(tmp_pat
     assert (report / "estimate_network_performance.json").is_file()
 
 
-def test_kernel_selection_reaches_hardware_inference_through_cfg(tmp_path):
+def test_kernel_selection_reaches_hardware_inference_through_the_running_context(tmp_path):
     cfg = finn_config(tmp_path)
     only_mvau = KernelChoice("finn:MVAU", "MVAU", ["finn:InferQuantizedMatrixVectorActivation"])
-    attach(cfg, BuildContext(BuildPlan(kernels=[only_mvau])))
     model = load_mlp()
-    for fn in step_functions(STEPS[:4]):
-        model = fn(model, cfg)
+    with running(BuildContext(BuildPlan(kernels=[only_mvau]))) as context:
+        for fn in step_functions(STEPS[:4]):
+            model = fn(model, cfg)
     assert {node.op_type for node in model.graph.node} == {"MVAU"}
-    parent_ops = [n.op_type for n in context_of(cfg).dataflow_parent.graph.node]
+    assert not hasattr(cfg, "brainsmith")  # passed beside FINN's config, not stored on it
+    parent_ops = [n.op_type for n in context.dataflow_parent.graph.node]
     assert parent_ops[0] == "MultiThreshold"  # no Thresholding kernel: stays outside
     assert "StreamingDataflowPartition" in parent_ops
 
@@ -103,10 +104,10 @@ def test_specialize_uses_only_the_allowed_backend_types(tmp_path):
         else k
         for k in plan.kernels
     ]
-    attach(cfg, BuildContext(BuildPlan(kernels=hls_thresholds)))
     model = load_mlp()
-    for fn in step_functions(STEPS[:5]):
-        model = fn(model, cfg)
+    with running(BuildContext(BuildPlan(kernels=hls_thresholds))):
+        for fn in step_functions(STEPS[:5]):
+            model = fn(model, cfg)
     kinds = {node.op_type for node in model.graph.node}
     assert kinds == {"Thresholding_hls", "MVAU_rtl"}
 

@@ -104,7 +104,7 @@ def check(
 def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: str) -> None:
     from brainsmith.builder.runner import finn_config, resolve_steps
     from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
-    from brainsmith.steps.context import BuildContext, attach
+    from brainsmith.steps.context import BuildContext, running
 
     steps = resolve_steps(plan)
     names = [s.name for s in steps]
@@ -118,9 +118,8 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
         )
     finn = os.path.join(scratch, "finn")
     log = open(os.path.join(scratch, "build.log"), "w")  # noqa: SIM115 - closed below
-    with log, contain_finn_output(log), generated_code_dir(finn):
+    with log, contain_finn_output(log), generated_code_dir(finn), running(BuildContext(plan)):
         cfg = finn_config(plan, finn)
-        attach(cfg, BuildContext(plan))
         from qonnx.core.modelwrapper import ModelWrapper
 
         model = ModelWrapper(checked.proto)

@@ -40,7 +40,7 @@ from brainsmith.builder.report import write_reports
 from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
-from brainsmith.steps.context import BuildContext, attach
+from brainsmith.steps.context import BuildContext, running
 from brainsmith.steps.plan import BuildPlan, PlanError, load_plan
 
 DEFAULT_BLUEPRINT = os.path.join(os.path.dirname(__file__), "default.yaml")
@@ -276,7 +276,8 @@ def _execute(run: BuildRun) -> BuildResult:
             steps, model, verifier = _setup(run, finn_dir)
         interrupts.check()
         setup_seconds = time.perf_counter() - run.started_at
-        model = run_steps(run, steps, model, verifier)
+        with running(run.context):
+            model = run_steps(run, steps, model, verifier)
         return _finish(run, model, setup_seconds)
 
 
@@ -288,7 +289,6 @@ def _setup(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Veri
         run.progress.steps[:] = [s.name for s in steps]
         run.cfg = finn_config(run.plan, finn_dir)
         run.context = BuildContext(run.plan)
-        attach(run.cfg, run.context)
         from qonnx.core.modelwrapper import ModelWrapper
 
         model = ModelWrapper(run.model.proto)
