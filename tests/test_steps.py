@@ -13,7 +13,7 @@ import pytest
 
 from brainsmith.frameworks.finn.env import prepare_finn, run_finn_builder
 from brainsmith.steps.context import BuildContext, context_of, running
-from brainsmith.steps.plan import BuildPlan, KernelChoice, load_plan
+from brainsmith.steps.plan import BuildPlan, PlannedKernel, load_plan
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
@@ -83,7 +83,7 @@ def test_steps_run_with_a_plain_finn_config_and_default_to_finns_kernels(tmp_pat
 
 def test_kernel_selection_reaches_hardware_inference_through_the_running_context(tmp_path):
     cfg = finn_config(tmp_path)
-    only_mvau = KernelChoice("finn:MVAU", "MVAU", ["finn:InferQuantizedMatrixVectorActivation"])
+    only_mvau = PlannedKernel("finn:MVAU", "MVAU", ["finn:InferQuantizedMatrixVectorActivation"])
     model = load_mlp()
     with running(BuildContext(BuildPlan(kernels=[only_mvau]))) as context:
         for fn in step_functions(STEPS[:4]):
@@ -99,7 +99,7 @@ def test_specialize_uses_only_the_allowed_backend_types(tmp_path):
     cfg = finn_config(tmp_path)
     plan = load_plan(str(REPO / "blueprints" / "mlp.yaml"))
     hls_thresholds = [
-        KernelChoice(k.name, k.op_type, k.infer_transforms, ["finn:Thresholding_hls"], ["hls"])
+        PlannedKernel(k.name, k.op_type, k.infer_transforms, ["finn:Thresholding_hls"], ["hls"])
         if k.op_type == "Thresholding"
         else k
         for k in plan.kernels

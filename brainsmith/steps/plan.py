@@ -55,8 +55,10 @@ class PlanError(BrainsmithError, ValueError):
 
 
 @dataclass
-class KernelChoice:
-    """One blueprint kernel: the op type it produces, how to infer it, its allowed backends."""
+class PlannedKernel:
+    """A kernel of the plan, resolved once from the blueprint's ``KernelChoice`` (or added by
+    ``kernels: auto``) and kept by qualified names, so a plan can travel to Dask workers and
+    into checkpoints: the op type it produces, how to infer it, its allowed backends."""
 
     name: str
     op_type: str
@@ -80,7 +82,7 @@ class BuildPlan:
 
     name: str = "default"
     path: str = ""  # the blueprint file
-    kernels: list[KernelChoice] | None = None  # None: every kernel FINN can infer
+    kernels: list[PlannedKernel] | None = None  # None: every kernel FINN can infer
     prefer: str = "auto"  # auto | rtl | hls, for layers the blueprint does not pin
     excluded: list[str] = field(default_factory=list)  # kernels the blueprint excludes
     pre_hw: list[TransformRef] = field(default_factory=list)
@@ -146,7 +148,7 @@ class BuildPlan:
             return self.prefer
         return ""
 
-    def kernel_for(self, op_type: str) -> KernelChoice | None:
+    def kernel_for(self, op_type: str) -> PlannedKernel | None:
         for kernel in self.kernels or ():
             if kernel.op_type == op_type:
                 return kernel
@@ -184,7 +186,7 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
                 spec.qualified_name,
             )
         kernels.append(
-            KernelChoice(
+            PlannedKernel(
                 name=spec.qualified_name,
                 op_type=op_type,
                 infer_transforms=names,
@@ -226,8 +228,8 @@ def infer_transforms_of(spec: PluginSpec) -> list[str]:
 
 
 def auto_kernels(
-    listed: list[KernelChoice], exclude: Collection[PluginSpec] = ()
-) -> list[KernelChoice]:
+    listed: list[PlannedKernel], exclude: Collection[PluginSpec] = ()
+) -> list[PlannedKernel]:
     """``kernels: auto``: every installed kernel with an infer transform and a backend,
     besides the ``listed`` ones and the ``exclude``d; one choice per op type (the
     transforms of kernels building the same layers are merged), any backend allowed."""
@@ -239,7 +241,7 @@ def auto_kernels(
     excluded_ops = {spec.metadata.get("op_type") or spec.name for spec in exclude}
     taken = {k.op_type for k in listed}
     with_backend = {str(b.metadata.get("kernel", "")) for b in registry.specs("backend")}
-    found: dict[str, KernelChoice] = {}
+    found: dict[str, PlannedKernel] = {}
     for spec in registry.specs("kernel"):
         op_type = str(spec.metadata.get("op_type") or spec.name)
         names = infer_transforms_of(spec)
@@ -256,7 +258,7 @@ def auto_kernels(
                 dict.fromkeys([*found[op_type].infer_transforms, *names])
             )
             continue
-        found[op_type] = KernelChoice(spec.qualified_name, op_type, names, pinned=False)
+        found[op_type] = PlannedKernel(spec.qualified_name, op_type, names, pinned=False)
     return list(found.values())
 
 
