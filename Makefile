@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-big test-fast bench networks fuzz lint setup browser simulator redis
+.PHONY: demo test test-big test-fast bench networks known-facts fuzz lint setup browser simulator redis
 
 setup:
 	@$(BOOT)
@@ -41,6 +41,9 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 
 networks: setup  ## build every shipped example network -> the table in docs/build.md
 	@$(PY) -m benchmarks.networks
+
+known-facts: setup  ## ship the per-file facts of the installed QONNX/FINN (after upgrading them)
+	@$(PY) -m brainsmith.frameworks.known_facts
 
 fuzz: setup  ## long property-based runs (>= 10,000 cases each)
 	@BRAINSMITH_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -m fuzz

@@ -32,6 +32,9 @@ FINN_DECOMPOSED = {"Shuffle": ("InnerShuffle", "OuterShuffle")}  # step_transpos
 
 class FINNAdapter(FrameworkAdapter):
     framework = "finn"
+    known_facts_file = os.path.join(
+        os.path.dirname(os.path.dirname(__file__)), "known", "finn.json"
+    )
     install_hint = (
         "FINN is not installed; install it with `scripts/bootstrap.sh` "
         "(or `pip install --no-deps finn-plus==1.6.1` plus `pip install 'brainsmith[finn]'`)"

@@ -14,7 +14,11 @@ import time
 
 from brainsmith.plugin.discovery.sources.classindex import ClassIndex
 from brainsmith.plugin.discovery.sources.distributions import is_editable, owner_of, stamped_files
-from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
+from brainsmith.plugin.discovery.sources.package_scan import (
+    KnownFacts,
+    folder_stamps,
+    scan_folder,
+)
 from brainsmith.plugin.discovery.sources.pyscan import scan_tree
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 
@@ -90,6 +94,63 @@ class FrameworkAdapter:
     def layer_loaded(cls, registry: Registry, spec: PluginSpec, obj: object) -> None:
         """A kernel or backend class was served: register it where the framework looks."""
 
+    # -- facts shipped for a known release: its files need no parsing -----------------------
+    known_facts_file = ""  # JSON written by ``write_known_facts`` (brainsmith/frameworks/known)
+
+    @classmethod
+    def scanner_digest(cls) -> str:
+        """Changes whenever the code that extracts per-file facts changes: facts shipped by
+        another scanner are never used."""
+        import hashlib
+        import sys
+
+        from brainsmith.plugin.discovery.sources import pyscan
+
+        digest = hashlib.sha256()
+        for path in (__file__, pyscan.__file__, sys.modules[cls.__module__].__file__ or ""):
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+        return digest.hexdigest()
+
+    @classmethod
+    def known_facts(cls) -> KnownFacts:
+        """``{relpath: [sha256, facts]}`` shipped for a release of the framework; a file whose
+        content has that digest is not parsed (empty when none is shipped or it is stale)."""
+        if not cls.known_facts_file:
+            return {}
+        import json
+
+        try:
+            with open(cls.known_facts_file, encoding="utf-8") as handle:
+                shipped = json.load(handle)
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(shipped, dict) or shipped.get("scanner") != cls.scanner_digest():
+            return {}
+        files = shipped.get("files")
+        return files if isinstance(files, dict) else {}
+
+    def write_known_facts(self) -> int:
+        """Write the facts of every file of the installed tree to ``known_facts_file``
+        (parsed afresh); returns the number of files."""
+        import hashlib
+        import json
+
+        if self.root is None:
+            raise FileNotFoundError(f"{self.framework} is not installed")
+        files, _ = scan_folder(self.root, self.framework, None, self.extract)
+        known = {}
+        for rel, (*_, facts) in sorted(files.items()):
+            if "error" not in facts:
+                with open(os.path.join(self.root, rel), "rb") as handle:
+                    known[rel] = [hashlib.sha256(handle.read()).hexdigest(), facts]
+        shipped = {"framework": self.framework, "scanner": self.scanner_digest(), "files": known}
+        os.makedirs(os.path.dirname(self.known_facts_file), exist_ok=True)
+        with open(self.known_facts_file, "w", encoding="utf-8") as handle:
+            json.dump(shipped, handle, separators=(",", ":"), sort_keys=True)
+            handle.write("\n")
+        return len(known)
+
     def __init__(self) -> None:
         self.root = locate_package(self.framework)
 
@@ -107,7 +168,8 @@ class FrameworkAdapter:
             return {"root": None, "files": {}, "specs": [], "problems": [], "stamp": [],
                     "checked": time.time()}  # fmt: skip
         old = scan_data() if previous is not None else None
-        files, walked = scan_folder(self.root, self.framework, old, self.extract)
+        known = self.known_facts()
+        files, walked = scan_folder(self.root, self.framework, old, self.extract, known)
         owner = owner_of(self.root)
         editable = owner is None or is_editable(owner)
         stamp = stamp_paths([self.root, *(stamped_files(owner) if owner else [])])
