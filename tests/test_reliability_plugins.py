@@ -397,6 +397,27 @@ def test_process_with_a_hung_plugin_import_still_exits(plugin_folder, tmp_path):
     assert time.monotonic() - started < 30  # the hung import thread does not hold the exit
 
 
+def test_loads_after_a_hung_import_do_not_wait_for_its_turn(plugin_folder, tmp_path, monkeypatch):
+    """Plugin imports take turns (brainsmith.plugin.loading.import_turn); the turn of an import
+    given up on is not waited for: an untimed load would otherwise wait 30 s for it."""
+    gate = tmp_path / "gate"
+    plugin_folder("good.py", GOOD)
+    plugin_folder("hangs_turn.py", HANGS.format(gate=str(gate)))
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_LOAD_TIMEOUT", "0.5")
+    loaded: list[object] = []
+    try:
+        with pytest.raises(PluginLoadError):
+            transforms["Hangs"]
+        monkeypatch.setattr(get_plugin_manager().registry(), "load_timeout", 0.0)
+        loader = threading.Thread(target=lambda: loaded.append(transforms["Good"]), daemon=True)
+        loader.start()
+        loader.join(timeout=20)  # a hang guard, well below the 30 s wait for a turn
+    finally:
+        gate.write_text("go")
+    assert [obj.__name__ for obj in loaded] == ["Good"]
+    assert wait_until_loaded("Hangs").__name__ == "Hangs"
+
+
 def test_load_timeout_comes_from_the_project_file_and_the_environment(tmp_path, monkeypatch):
     path = tmp_path / "config.yaml"
     path.write_text("plugin_system:\n  load_timeout: 2.5\n")
