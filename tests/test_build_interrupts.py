@@ -73,6 +73,13 @@ class Build:
             time.sleep(0.001)
         raise AssertionError(f"report.json never said {status}: {''.join(self.stderr)}")
 
+    def wait_for_file(self, path: Path, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not path.exists():
+            assert self.process.poll() is None, "".join(self.stderr)
+            assert time.monotonic() < deadline, f"no {path}: {''.join(self.stderr)}"
+            time.sleep(0.01)
+
     def send(self, signum: int) -> subprocess.CompletedProcess:
         self.process.send_signal(signum)
         self.process.wait(timeout=120)
@@ -103,7 +110,9 @@ def assert_consistent(result: subprocess.CompletedProcess, out: Path) -> dict | 
 def test_signal_while_finn_loads_leaves_no_folder(tmp_path, signum):
     build = Build(tmp_path / "out")
     build.wait_for_line("loading FINN and the model")
-    time.sleep(1.0)  # well inside the seconds FINN takes to import
+    # into FINN's import, which starts at once and takes seconds (6 s on an idle 2-core
+    # machine): a signal at any point before the first step finishes leaves no folder
+    time.sleep(0.2)
     result = build.send(signum)
     assert not (tmp_path / "out").exists()
     assert result.returncode == 128 + signum, result.stderr
@@ -168,12 +177,14 @@ def test_an_interrupt_a_library_swallows_still_stops_the_build(tmp_path):
     """Some libraries catch everything (``except:``); the build stops at the next step."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
+    waiting = tmp_path / "waiting"
     (plugins / "swallow.py").write_text(
-        "import time\n"
+        "import pathlib, time\n"
         "from brainsmith.plugin.core import step\n\n"
         "@step(name='swallowing_wait')\n"
         "def swallowing_wait(model, cfg):\n"
         "    try:\n"
+        f"        pathlib.Path({str(waiting)!r}).touch()\n"
         "        time.sleep(30)\n"
         "    except BaseException:\n"
         "        pass\n"
@@ -185,8 +196,7 @@ def test_an_interrupt_a_library_swallows_still_stops_the_build(tmp_path):
         "steps: [cleanup, swallowing_wait, qonnx_to_finn, streamline]\n"
     )
     build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
-    build.wait_for_line("cleanup: ok")
-    time.sleep(0.5)
+    build.wait_for_file(waiting)  # the step is inside its try
     result = build.send(signal.SIGINT)
     report = assert_consistent(result, tmp_path / "out")
     assert result.returncode == 130 and report["error"]["step"] == "swallowing_wait"

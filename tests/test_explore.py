@@ -328,7 +328,7 @@ def test_ctrl_c_cancels_cleanly_and_resume_finishes(hub, space, tmp_path):
 
 def _alive(process: psutil.Process) -> bool:
     try:
-        process.wait(timeout=15)
+        process.wait(timeout=60)
     except psutil.TimeoutExpired:
         return True
     except psutil.NoSuchProcess:

@@ -195,7 +195,7 @@ def test_reload_whose_new_version_ends_the_process_keeps_the_old_version(
 SLOW_PLUGIN = """
 import pathlib, time
 pathlib.Path({marker!r}).write_text("importing")
-time.sleep(60)
+time.sleep(600)
 from qonnx.transformation.base import Transformation
 from brainsmith.plugin.core import transform
 
@@ -216,14 +216,17 @@ def test_real_ctrl_c_during_a_plugin_import_still_stops_the_command(plugin_folde
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marker.exists(), "the plugin never started importing"
-    started = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=30)
-    assert time.monotonic() - started < 10
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "the plugin never started importing"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)  # the import it interrupts lasts 600 s
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert process.returncode not in (0, None) and "Aborted" in stderr
 
 

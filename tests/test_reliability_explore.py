@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from brainsmith.dse.executor import CONNECT_TIMEOUT
 from brainsmith.dse.variants import SpaceError, expand
 from brainsmith.plugin.blueprint import load_blueprint
 from tests.support.processes import brainsmith as cli
@@ -58,8 +59,13 @@ steps: [hang_here, cleanup, qonnx_to_finn]
 design_space:
   build: {{target_fps: [100000, 1000000]}}
 """
-STOP_SECONDS = 20  # from the signal to the exit, Dask teardown included
-NETWORK_SECONDS = 20  # from the start of the command to its refusal of a bad scheduler
+# Bounds on waits, generous for a loaded machine: the behaviour they tell apart is a hang.
+# From the signal to the exit: GRACE (8 s) and a Dask teardown of up to 30 s (client and
+# cluster closes) are by design; a variant that is not stopped hangs for 600 s.
+STOP_SECONDS = 120
+# From the start of the command to its refusal of a bad scheduler: the probe's own deadline
+# (CONNECT_TIMEOUT, plus a 2 s backstop), and time for a loaded machine to start the command.
+NETWORK_SECONDS = CONNECT_TIMEOUT + 2 + 30
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("explore")]
 
@@ -137,7 +143,7 @@ def family(process: subprocess.Popen) -> list[psutil.Process]:
     return psutil.Process(process.pid).children(recursive=True)
 
 
-def gone(processes: list[psutil.Process], seconds: float = 15) -> bool:
+def gone(processes: list[psutil.Process], seconds: float = 60) -> bool:
     _, alive = psutil.wait_procs(processes, timeout=seconds)
     return not alive
 
@@ -170,13 +176,12 @@ def test_ctrl_c_twice_stops_an_in_process_variant_that_ignores_it(stubborn, tmp_
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group
     time.sleep(0.5)
     os.killpg(process.pid, signal.SIGINT)
-    _, stderr, seconds = wait_for_exit(process, STOP_SECONDS)
+    _, stderr, _ = wait_for_exit(process, STOP_SECONDS)
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr and "--resume" in stderr and "Traceback" not in stderr
     data = record(out)
     assert data["status"] == "interrupted"
     assert {v["id"]: v["status"] for v in data["variants"]} == {"v00": "ok", "v01": "cancelled"}
-    assert seconds < STOP_SECONDS
 
 
 def test_one_ctrl_c_stops_an_in_process_variant_that_ignores_it_after_a_grace(stubborn, tmp_path):
@@ -332,7 +337,7 @@ def test_a_scheduler_that_is_not_dask_is_refused_within_seconds(hostile, tmp_pat
     out = tmp_path / "out"
     began = time.monotonic()
     process = cli("explore", MLP, str(space), "-o", str(out), "--scheduler", hostile)
-    _, stderr, _ = wait_for_exit(process, 90)
+    _, stderr, _ = wait_for_exit(process, 2 * NETWORK_SECONDS)
     seconds = time.monotonic() - began
     assert process.returncode == 2, stderr
     assert f"the Dask scheduler at {hostile}" in stderr and "Traceback" not in stderr
@@ -352,7 +357,7 @@ def test_a_scheduler_file_naming_a_silent_server_is_refused_within_seconds(tmp_p
         process = cli(
             "explore", MLP, str(space), "-o", str(tmp_path / "o"), "--scheduler", str(info)
         )
-        _, stderr, _ = wait_for_exit(process, 90)
+        _, stderr, _ = wait_for_exit(process, 2 * NETWORK_SECONDS)
         assert process.returncode == 2, stderr
         assert address in stderr and str(info) in stderr
         assert time.monotonic() - began < NETWORK_SECONDS
@@ -395,18 +400,20 @@ def test_the_variant_cap_itself_is_allowed(tmp_path):
     assert blueprint.design_space.count == 10_000
 
 
-def test_a_space_over_the_cap_made_in_code_is_refused_before_it_is_expanded(tmp_path):
+def test_a_space_over_the_cap_made_in_code_is_refused_before_it_is_expanded(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from brainsmith.plugin.blueprint.space import Search
+    from brainsmith.plugin.blueprint.space import DesignSpace, Search
 
     blueprint = load_blueprint(_huge_random_space(tmp_path, 10))
     space = replace(blueprint.design_space, search=Search("random", 900_000))
     huge = replace(blueprint, design_space=space)
-    began = time.monotonic()
+    made: list[str] = []  # what expanding would do: pick the variants, make a blueprint of each
+    monkeypatch.setattr(DesignSpace, "indices", lambda self: made.append("indices") or [0])
+    monkeypatch.setattr(DesignSpace, "apply", lambda self, *args: made.append("apply"))
     with pytest.raises(SpaceError) as caught:
         expand(huge)
-    assert time.monotonic() - began < 1
+    assert made == []
     assert "900,000 variants" in str(caught.value) and "10,000" in str(caught.value)
 
 

@@ -321,6 +321,26 @@ class Hangs(Transformation):
 """
 
 
+HANGS_FOREVER = """
+import threading
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+threading.Event().wait()  # never returns
+
+
+@transform(name="Hangs")
+class Hangs(Transformation):
+    def apply(self, model):
+        return model, False
+"""
+
+# A hung import fails after the timeout whatever the machine's speed, so a short one gives up on
+# it; a good plugin's import is given a generous one, never raced against the short one (a loaded
+# machine can take longer than half a second to import a small module).
+GENEROUS_LOAD_TIMEOUT = 60.0
+
+
 def wait_until_loaded(name: str, seconds: float = 30) -> object:
     """The plugin once its (background) import has finished."""
     deadline = time.monotonic() + seconds
@@ -366,6 +386,8 @@ def test_hanging_import_leaves_the_others_working_and_recovers_when_it_ends(
             transforms["Hangs"]
         with pytest.raises(PluginLoadError):  # still importing: fails again, never blocks
             transforms["Hangs"]
+        registry = get_plugin_manager().registry()
+        monkeypatch.setattr(registry, "load_timeout", GENEROUS_LOAD_TIMEOUT)
         assert transforms.Good().apply("m") == ("m", False)
         health = get_plugin_manager().health_check()
         assert health["status"] == "degraded"
@@ -376,25 +398,45 @@ def test_hanging_import_leaves_the_others_working_and_recovers_when_it_ends(
     assert not broken("Hangs")
 
 
-def test_process_with_a_hung_plugin_import_still_exits(plugin_folder, tmp_path):
+def test_process_with_a_hung_plugin_import_still_exits(plugin_folder):
     plugin_folder("good.py", GOOD)
-    plugin_folder("hangs_forever.py", HANGS.format(gate=str(tmp_path / "never")))
-    started = time.monotonic()
+    plugin_folder("hangs_forever.py", HANGS_FOREVER)
     result = run_python(
-        """
+        f"""
+        from brainsmith.plugin.manager import get_plugin_manager
         from brainsmith.plugins import transforms
         try:
             transforms.Hangs
         except ImportError as exc:
             print(type(exc).__name__)
+        get_plugin_manager().registry().load_timeout = {GENEROUS_LOAD_TIMEOUT}
         print(transforms.Good.__name__)
         """,
         env={"BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "0.5"},
-        timeout=60,
-    )
+    )  # the hung import never ends: were its thread to hold the exit, this would time out
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["PluginLoadError", "Good"]
-    assert time.monotonic() - started < 30  # the hung import thread does not hold the exit
+
+
+def test_loads_after_a_hung_import_do_not_wait_for_its_turn(plugin_folder, tmp_path, monkeypatch):
+    """Plugin imports take turns (brainsmith.plugin.loading.import_turn); the turn of an import
+    given up on is not waited for: an untimed load would otherwise wait 30 s for it."""
+    gate = tmp_path / "gate"
+    plugin_folder("good.py", GOOD)
+    plugin_folder("hangs_turn.py", HANGS.format(gate=str(gate)))
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_LOAD_TIMEOUT", "0.5")
+    loaded: list[object] = []
+    try:
+        with pytest.raises(PluginLoadError):
+            transforms["Hangs"]
+        monkeypatch.setattr(get_plugin_manager().registry(), "load_timeout", 0.0)
+        loader = threading.Thread(target=lambda: loaded.append(transforms["Good"]), daemon=True)
+        loader.start()
+        loader.join(timeout=20)  # a hang guard, well below the 30 s wait for a turn
+    finally:
+        gate.write_text("go")
+    assert [obj.__name__ for obj in loaded] == ["Good"]
+    assert wait_until_loaded("Hangs").__name__ == "Hangs"
 
 
 def test_load_timeout_comes_from_the_project_file_and_the_environment(tmp_path, monkeypatch):

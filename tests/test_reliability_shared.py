@@ -164,10 +164,12 @@ def test_a_misbehaving_server_costs_one_bounded_warning_in_process(hostile):
     got = shared_index.read(hostile.url, index_name(), ["stamp"], None)
     took = time.monotonic() - started
     assert got is None
-    assert took < 10, f"{took:.1f} s waiting on {hostile.kind}"
-    started = time.monotonic()  # not tried again in this process
+    # the deadline is shared_index.TIMEOUT (1 s); without one the dribbler is waited on forever
+    assert took < 30, f"{took:.1f} s waiting on {hostile.kind}"
+    tried = hostile.connections  # (counted before the server says a word)
+    assert tried >= 1
     assert shared_index.write(hostile.url, index_name(), ["stamp"], {}, None) is False
-    assert time.monotonic() - started < 0.1
+    assert hostile.connections == tried  # not tried again in this process
 
 
 @pytest.mark.cold_cache

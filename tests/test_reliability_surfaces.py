@@ -183,7 +183,7 @@ def user_plugins() -> list[str]:
     return sorted(s.name for s in get_plugin_manager().registry().specs(framework="user"))
 
 
-def wait_for(condition, seconds: float = 15) -> bool:
+def wait_for(condition, seconds: float = 60) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():

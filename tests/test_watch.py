@@ -38,7 +38,7 @@ def next_change(changes: queue.Queue, wanted: str):
     seen = []
     while True:
         try:
-            change = changes.get(timeout=15)
+            change = changes.get(timeout=60)
         except queue.Empty:
             raise AssertionError(f"no change mentioning {wanted!r}; saw {seen}") from None
         seen.append(str(change))

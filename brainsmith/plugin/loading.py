@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 from brainsmith.plugin.adapters import install_hint
 from brainsmith.plugin.containment import PluginExit, contained
@@ -138,6 +139,8 @@ def not_this_plugin(spec: PluginSpec, obj: object) -> str | None:
 DEADLOCK_RETRIES = 5
 IMPORT_TURN_WAIT = 30.0  # seconds a thread waits for its turn before importing anyway
 _IMPORTING = threading.RLock()
+_holder: threading.Thread | None = None  # whose turn it is; written only by that thread
+_given_up: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # timed out, maybe for good
 
 
 @contextlib.contextmanager
@@ -149,12 +152,22 @@ def import_turn(wait: float = IMPORT_TURN_WAIT) -> Iterator[None]:
     a partially initialised module (``partially initialized module 'onnx' has no attribute
     'version'``) or refused with ``_DeadlockError``. A turn not given within
     ``wait`` seconds (an import that hangs, a plugin that loads plugins from a thread of its
-    own while being imported) is taken anyway, so a wait here is bounded."""
-    turn = _IMPORTING.acquire(timeout=wait)
+    own while being imported) is taken anyway, so a wait here is bounded. A turn held by an
+    import that its load timeout gave up on is not waited for at all: that import may never
+    end, and the plugins loaded after it must not pay for it."""
+    global _holder
+    if _holder in _given_up:
+        turn = _IMPORTING.acquire(blocking=False)
+    else:
+        turn = _IMPORTING.acquire(timeout=wait)
+    outer = _holder
+    if turn:
+        _holder = threading.current_thread()
     try:
         yield
     finally:
         if turn:
+            _holder = outer
             _IMPORTING.release()
 
 
@@ -200,6 +213,7 @@ def _import_within(module_name: str, timeout: float) -> object:
     worker.start()
     worker.join(min(timeout, threading.TIMEOUT_MAX))
     if worker.is_alive():
+        _given_up.add(worker)  # the imports after it do not wait for its turn
         raise ImportTimeout(module_name)
     if "error" in outcome:
         raise outcome["error"]
