@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from brainsmith.plugin import config
+from brainsmith.plugin import config, metadata
 from brainsmith.plugin.values import (
     INVALID,
     boolean,
@@ -22,6 +22,9 @@ from brainsmith.plugin.values import (
 
 def test_every_key_with_an_expected_text_has_a_check_and_no_other():
     assert list(config.CONFIG_CHECKS) == list(config.CONFIG_KEYS)
+    decorator_keys = {key for keys in metadata.TYPE_KEYS.values() for key in keys}
+    assert set(metadata.METADATA_CHECKS) == set(metadata.COMMON_KEYS) | decorator_keys
+    assert list(metadata.RECORD_CHECKS) == list(metadata.RECORD_KEYS)
 
 
 @pytest.mark.parametrize(
