@@ -7,6 +7,7 @@ import math
 import pytest
 
 from brainsmith.plugin import config, metadata
+from brainsmith.plugin.blueprint import options
 from brainsmith.plugin.values import (
     INVALID,
     boolean,
@@ -25,6 +26,8 @@ def test_every_key_with_an_expected_text_has_a_check_and_no_other():
     decorator_keys = {key for keys in metadata.TYPE_KEYS.values() for key in keys}
     assert set(metadata.METADATA_CHECKS) == set(metadata.COMMON_KEYS) | decorator_keys
     assert list(metadata.RECORD_CHECKS) == list(metadata.RECORD_KEYS)
+    assert list(options.BUILD_CHECKS) == list(options.BUILD_KEYS)
+    assert list(options.FOLDING_CHECKS) == list(options.FOLDING_KEYS)
 
 
 @pytest.mark.parametrize(
