@@ -12,10 +12,21 @@ import os
 from brainsmith.plugin import memo
 from brainsmith.plugin.errors import ConfigError
 from brainsmith.plugin.memo import default_cache_dir
+from brainsmith.plugin.values import (
+    INVALID,
+    boolean,
+    list_of,
+    nonempty_string,
+    one_of,
+    pathname,
+    seconds,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from brainsmith.plugin.values import Check
 
 
 DISCOVERY_MODES = ("full", "blueprint", "selective")
@@ -217,49 +228,49 @@ def _from_env(key: str, raw: str) -> object:
     return raw
 
 
+def _cache_backend(value: object) -> object:
+    return str(value) if value == "file" or _is_redis_url(value) else INVALID
+
+
+CONFIG_CHECKS: dict[str, Check] = {  # what each key of CONFIG_KEYS accepts
+    "cache_ttl": seconds,
+    "discovery_mode": one_of(DISCOVERY_MODES),
+    "frameworks": list_of(nonempty_string),
+    "framework_priority": list_of(nonempty_string),
+    "performance_tracking": boolean,
+    "plugin_dirs": list_of(pathname),
+    "cache_dir": pathname,
+    "debug": boolean,
+    "load_timeout": seconds,
+    "cache_backend": _cache_backend,
+    "cache_key_file": pathname,
+}
+
+
 def _apply(config: PluginConfig, key: str, value: object, where: str, root: str) -> None:
-    def bad() -> ConfigError:
+    checked = CONFIG_CHECKS[key](value)
+    if checked is INVALID:
         source = where.rpartition(": plugin_system.")[0] or where.removeprefix(
             "environment variable "
         )
-        return ConfigError(
+        raise ConfigError(
             f"{where}: invalid value {_shown_value(key, value)}; expected {CONFIG_KEYS[key]}",
             source,
             f"plugin_system.{key}",
         )
-
-    if key in ("cache_ttl", "load_timeout"):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise bad()
-        seconds = float(max(min(value, 1e300), -1.0))  # huge ints would overflow float()
-        if not seconds >= 0:  # negative or NaN
-            raise bad()
-        setattr(config, key, seconds)
-    elif key == "discovery_mode":
-        if value not in DISCOVERY_MODES:
-            raise bad()
-        config.discovery_mode = str(value)
+    setattr(config, key, _from_root(key, checked, root))
+    if key == "discovery_mode":
         deprecated_mode(where)
-    elif key in ("frameworks", "framework_priority"):
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise bad()
-        setattr(config, key, tuple(value))
-    elif key in ("performance_tracking", "debug"):
-        if not isinstance(value, bool):
-            raise bad()
-        setattr(config, key, value)
-    elif key == "plugin_dirs":
-        if not isinstance(value, list) or not all(_is_path(v) for v in value):
-            raise bad()
-        config.plugin_dirs = tuple(os.path.normpath(os.path.join(root, v)) for v in value)
-    elif key == "cache_backend":
-        if not (value == "file" or _is_redis_url(value)):
-            raise bad()
-        config.cache_backend = str(value)
-    elif key in ("cache_dir", "cache_key_file"):
-        if not _is_path(value):
-            raise bad()
-        setattr(config, key, os.path.abspath(os.path.join(root, os.path.expanduser(str(value)))))
+
+
+def _from_root(key: str, value: object, root: str) -> object:
+    """A checked value with its relative paths taken from ``root`` (the project's folder,
+    or the working directory for an environment variable)."""
+    if key == "plugin_dirs" and isinstance(value, tuple):
+        return tuple(os.path.normpath(os.path.join(root, folder)) for folder in value)
+    if key in ("cache_dir", "cache_key_file"):
+        return os.path.abspath(os.path.join(root, os.path.expanduser(str(value))))
+    return value
 
 
 def _shown_value(key: str, value: object) -> str:
@@ -299,8 +310,3 @@ def _is_redis_url(value: object) -> bool:
     return (
         parts.scheme in ("redis", "rediss") and bool(parts.hostname) and (db == "" or db.isdigit())
     )
-
-
-def _is_path(value: object) -> bool:
-    """A non-empty string the OS accepts as a path (no NUL byte)."""
-    return isinstance(value, str) and bool(value) and "\0" not in value

@@ -6,9 +6,22 @@ plugin's metadata is judged the same way whichever sees it first.
 
 from __future__ import annotations
 
+from brainsmith.plugin.values import (
+    INVALID,
+    MAX_NAME,
+    any_string,
+    list_of,
+    nonempty_string,
+    one_of,
+    plugin_name,
+    whole,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from brainsmith.plugin.values import Check
 
 
 PLUGIN_ATTRIBUTE = "__brainsmith_plugin__"  # the decorator's mark on a plugin object
@@ -16,7 +29,6 @@ PLUGIN_ATTRIBUTE = "__brainsmith_plugin__"  # the decorator's mark on a plugin o
 PRIORITY_LEVELS = {"HIGHEST": 100, "HIGH": 75, "NORMAL": 50, "LOW": 25, "LOWEST": 0}
 BACKEND_TYPES = ("hls", "rtl")
 
-MAX_NAME = 100
 _STR = "a string"
 _STR_LIST = "a list of strings"
 _NAME = (
@@ -74,10 +86,11 @@ def validate_metadata(plugin_type: str, given: dict[str, Any]) -> tuple[dict[str
                 f"(@{plugin_type} accepts: {', '.join(allowed)})"
             )
             continue
-        try:
-            metadata[key] = _check(key, value)
-        except ValueError:
+        checked = METADATA_CHECKS[key](value)
+        if checked is INVALID:
             problems.append(f"'{key}' must be {allowed[key]}, got {shown(value)}")
+        else:
+            metadata[key] = checked
     for key in REQUIRED_KEYS.get(plugin_type, ()):
         if key not in given:
             problems.append(f"'{key}' is required for @{plugin_type} ({allowed[key]})")
@@ -94,12 +107,7 @@ def validate_metadata(plugin_type: str, given: dict[str, Any]) -> tuple[dict[str
 def is_plugin_name(value: object) -> bool:
     """An ASCII identifier of at most MAX_NAME characters: usable as ``tfm.Name``, in a
     blueprint and on the command line, and never mistaken for ``framework:name``."""
-    return (
-        isinstance(value, str)
-        and 0 < len(value) <= MAX_NAME
-        and value.isascii()
-        and value.isidentifier()
-    )
+    return plugin_name(value) is not INVALID
 
 
 def shown(value: object, limit: int = 60) -> str:
@@ -108,38 +116,47 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _check(key: str, value: object) -> object:
-    if key in ("name", "kernel"):
-        if is_plugin_name(value):
-            return value
-        raise ValueError
-    if key == "priority":
-        if isinstance(value, str) and value.upper() in PRIORITY_LEVELS:
-            return PRIORITY_LEVELS[value.upper()]
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100:
-            return value
-        raise ValueError
-    if key == "backend_type":
-        if value in BACKEND_TYPES:
-            return value
-        raise ValueError
-    if key == "stage":
-        word = isinstance(value, str) and value.isidentifier() and value.islower()
-        if word and isinstance(value, str) and value.isascii() and len(value) <= MAX_NAME:
-            return value
-        raise ValueError
-    if key == "folding":
-        pairs = list(value.items()) if isinstance(value, dict) else []
-        if 0 < len(pairs) <= MAX_FOLDING and all(map(is_plugin_name, sum(pairs, ()))):
-            return dict(pairs)
-        raise ValueError
-    if COMMON_KEYS.get(key) == _STR_LIST:
-        if isinstance(value, list | tuple) and all(isinstance(v, str) and v for v in value):
-            return list(value)
-        raise ValueError
-    if isinstance(value, str) and (value or key == "description"):
-        return value
-    raise ValueError
+_percent = whole(0, 100)
+
+
+def _priority(value: object) -> object:
+    if isinstance(value, str) and value.upper() in PRIORITY_LEVELS:
+        return PRIORITY_LEVELS[value.upper()]
+    return _percent(value)
+
+
+def _stage(value: object) -> object:
+    if isinstance(value, str) and value.isascii() and value.isidentifier() and value.islower():
+        return value if len(value) <= MAX_NAME else INVALID
+    return INVALID
+
+
+def _folding(value: object) -> object:
+    pairs = list(value.items()) if isinstance(value, dict) else []
+    if 0 < len(pairs) <= MAX_FOLDING and all(map(is_plugin_name, sum(pairs, ()))):
+        return dict(pairs)
+    return INVALID
+
+
+METADATA_CHECKS: dict[str, Check] = {  # what each key of COMMON_KEYS and TYPE_KEYS accepts
+    "name": plugin_name,
+    "description": any_string,
+    "priority": _priority,
+    "requires": list_of(nonempty_string, tuples=True, into=list),
+    "tools": list_of(nonempty_string, tuples=True, into=list),
+    "author": nonempty_string,
+    "version": nonempty_string,
+    "min_brainsmith_version": nonempty_string,
+    "max_brainsmith_version": nonempty_string,
+    "brainsmith_version": nonempty_string,
+    "stage": _stage,
+    "op_type": nonempty_string,
+    "domain": nonempty_string,
+    "infer_transform": nonempty_string,
+    "folding": _folding,
+    "kernel": plugin_name,
+    "backend_type": one_of(BACKEND_TYPES),
+}
 
 
 # Keys an index record may hold besides the decorator's: where the plugin is, and what the
@@ -150,6 +167,13 @@ RECORD_KEYS = {
     "stage": _STR,
     "domain": _STR,
     "decomposes_into": "a list of kernel names",
+}
+RECORD_CHECKS: dict[str, Check] = {  # what each key of RECORD_KEYS accepts
+    "line": whole(0),
+    "plugin_dir": nonempty_string,
+    "stage": nonempty_string,
+    "domain": nonempty_string,
+    "decomposes_into": list_of(plugin_name, into=list),
 }
 
 
@@ -166,9 +190,7 @@ def record_metadata_problem(plugin_type: str, metadata: object) -> str | None:
         if key == "line" and type(value) is int and value >= 0:
             continue
         if key in allowed and key != "name":
-            try:
-                _check(key, value)
-            except ValueError:
+            if METADATA_CHECKS[key](value) is INVALID:
                 return f"'{key}' must be {allowed[key]}, got {shown(value)}"
             if key in ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version"):
                 from brainsmith.plugin.versions import check_version_text
@@ -177,19 +199,11 @@ def record_metadata_problem(plugin_type: str, metadata: object) -> str | None:
                 if error:
                     return error
         elif key in RECORD_KEYS:
-            if not _record_value_ok(key, value):
+            if RECORD_CHECKS[key](value) is INVALID:
                 return f"'{key}' must be {RECORD_KEYS[key]}, got {shown(value)}"
         else:
             return f"unknown metadata key {shown(key)}"
     return None
-
-
-def _record_value_ok(key: str, value: object) -> bool:
-    if key == "line":
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    if key == "decomposes_into":
-        return isinstance(value, list) and all(is_plugin_name(v) for v in value)
-    return isinstance(value, str) and bool(value)
 
 
 def first_doc_line(doc: str | None) -> str:

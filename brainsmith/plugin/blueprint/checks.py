@@ -7,6 +7,7 @@ import os
 
 from brainsmith.plugin.blueprint.document import Document, Path
 from brainsmith.plugin.blueprint.errors import Diagnostics, describe, quote
+from brainsmith.plugin.values import INVALID, whole
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,10 +95,8 @@ class Checker:
         self, path: Path, value: object, expected: str, high: int | None = None
     ) -> int | None:
         """A whole number from 1 to ``high``."""
-        whole = isinstance(value, int) and not isinstance(value, bool)
-        if whole and isinstance(value, int) and value >= 1 and (high is None or value <= high):
+        if isinstance(value, int) and whole(1, high)(value) is not INVALID:
             return value
-
         self._numeric(path, value, expected)
         return None
 

@@ -9,7 +9,12 @@ from brainsmith.plugin.blueprint.checks import Checker, label
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    from brainsmith.plugin.blueprint.document import Path
+
+    OptionCheck = Callable[[Checker, Path, object, str], object]  # None: reported invalid
 
 
 VERIFY_MODES = ("each", "final", "rtlsim", "none")  # rtlsim: final + Verilator per RTL layer
@@ -127,8 +132,7 @@ def output_dir_problem(folder: str, blueprint: str) -> str:
     return ""
 
 
-def _output_dir(check: Checker, at: tuple[Any, ...], value: object) -> str | None:
-    expected = BUILD_KEYS["output_dir"]
+def _output_dir(check: Checker, at: Path, value: object, expected: str) -> str | None:
     if isinstance(value, str) and ("$" in value or value.startswith("~")):
         check.fail(at, f"build.output_dir '{value}' uses $ or ~, which are not expanded", expected)
         return None
@@ -164,44 +168,55 @@ def _check_part_and_board(check: Checker, values: dict[str, Any]) -> None:
 
 def check_option(check: Checker, path: tuple[Any, ...], key: str, value: object) -> object:
     """One build option's value, validated (None when invalid: the problem is reported)."""
-    expected = BUILD_KEYS[key]
-    if key in ("fpga_part", "board"):
-        return check.text(path, value, expected)
-    if key == "clock_ns":
-        return check.number(path, value, expected)
-    if key == "target_fps":
-        return check.whole(path, value, expected)
-    if key == "verify":
-        return check.choice(path, value, VERIFY_MODES)
-    if key == "verify_samples":
-        return check.whole(path, value, expected, MAX_VERIFY_SAMPLES)
-    if key in ("verify_atol", "verify_rtol"):
-        return check.tolerance(path, value, expected)
-    if key == "output_dir":
-        return _output_dir(check, path, value)
-    if key == "folding":
-        return _folding(check, path, value)
-    return check.file_path(path, value, expected, must_exist=True)
+    return BUILD_CHECKS[key](check, path, value, BUILD_KEYS[key])
 
 
-def _folding(check: Checker, path: tuple[Any, ...], value: object) -> FoldingOptions | None:
+def _existing_file(check: Checker, at: Path, value: object, expected: str) -> str | None:
+    return check.file_path(at, value, expected, must_exist=True)
+
+
+def _folding(check: Checker, path: Path, value: object, expected: str) -> FoldingOptions | None:
     given = check.mapping(path, value, FOLDING_KEYS)
     before = len(check.diag.problems)
-    values: dict[str, Any] = {}
-    for key, item in given.items():
-        at, expected = (*path, key), FOLDING_KEYS[key]
-        if key == "search":
-            values[key] = check.choice(at, item, FOLDING_SEARCHES)
-        elif key == "mvau_wwidth_max":
-            values[key] = check.whole(at, item, expected, 8191)
-        else:
-            share = check.number(at, item, expected)
-            if share is not None and share > 1:
-                check.fail(at, f"{label(at)} is {share:g}", expected)
-            values[key] = share
+    values: dict[str, Any] = {
+        key: FOLDING_CHECKS[key](check, (*path, key), item, FOLDING_KEYS[key])
+        for key, item in given.items()
+    }
     if len(check.diag.problems) != before or not isinstance(value, dict):
         return None
     return FoldingOptions(**values)
+
+
+def _share(check: Checker, at: Path, value: object, expected: str) -> float | None:
+    share = check.number(at, value, expected)
+    if share is not None and share > 1:
+        check.fail(at, f"{label(at)} is {share:g}", expected)
+    return share
+
+
+# What each key of BUILD_KEYS and FOLDING_KEYS accepts: a Checker method (or a function of
+# the same form) that reports an invalid value where it was written and returns None.
+BUILD_CHECKS: dict[str, OptionCheck] = {
+    "fpga_part": Checker.text,
+    "board": Checker.text,
+    "clock_ns": Checker.number,
+    "target_fps": Checker.whole,
+    "verify": lambda check, at, value, _: check.choice(at, value, VERIFY_MODES),
+    "verify_samples": lambda check, at, value, expected: check.whole(
+        at, value, expected, MAX_VERIFY_SAMPLES
+    ),
+    "verify_atol": Checker.tolerance,
+    "verify_rtol": Checker.tolerance,
+    "folding": _folding,
+    "folding_config": _existing_file,
+    "specialize_config": _existing_file,
+    "output_dir": _output_dir,
+}
+FOLDING_CHECKS: dict[str, OptionCheck] = {
+    "search": lambda check, at, value, _: check.choice(at, value, FOLDING_SEARCHES),
+    "mvau_wwidth_max": lambda check, at, value, expected: check.whole(at, value, expected, 8191),
+    "max_utilisation": _share,
+}
 
 
 def _check_target(check: Checker, given: dict[str, Any]) -> None:
