@@ -115,6 +115,13 @@ def test_verify_samples_must_be_at_least_one(tmp_path):
     )
 
 
+@pytest.mark.parametrize("key", ["verify_atol", "verify_rtol", "clock_ns"])
+def test_a_number_too_large_for_a_float_is_reported_not_a_crash(tmp_path, key):
+    huge = "9" * 400
+    path = write(tmp_path, "bp.yaml", f"steps: [toy_first]\nbuild: {{board: U250, {key}: {huge}}}")
+    assert f"build.{key} is the number 999" in only_problem(path)
+
+
 def test_boolean_is_not_a_number(tmp_path):
     path = write(tmp_path, "bp.yaml", "steps: [toy_first]\nbuild: {board: U250, clock_ns: true}\n")
     assert "build.clock_ns is a boolean (true)" in only_problem(path)

@@ -85,9 +85,10 @@ class Checker:
 
     def tolerance(self, path: Path, value: object, expected: str) -> float | None:
         """A finite number >= 0."""
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if number and isinstance(value, int | float) and math.isfinite(value) and value >= 0:
-            return float(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1e300:
+            return float(value)  # (a huge int would overflow float() and math.isfinite)
+        if isinstance(value, float) and math.isfinite(value) and value >= 0:
+            return value
         self._numeric(path, value, expected)
         return None
 
