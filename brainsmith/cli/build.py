@@ -12,6 +12,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from brainsmith.builder.records import (
+        BuildReport,
+        FinnWarning,
+        StepEntry,
+        Tolerance,
+        Utilisation,
+    )
+
 
 @click.command()
 @click.argument("model", type=click.Path(dir_okay=False))
@@ -136,7 +144,8 @@ def build(
             click.echo(f"error: build interrupted by {name} before it began; nothing was written",
                        err=True)  # fmt: skip
             _exit(128 + signum)
-        print_summary(result.report)
+        if result.report["status"] != "stopped":  # (never: the command has no stop_after)
+            print_summary(result.report)
         if metrics_file:
             _write_metrics(metrics_file, result.report_path)
         if interrupts.late_signals():
@@ -168,7 +177,7 @@ def _exit(code: int) -> None:
     sys.exit(code)
 
 
-def print_summary(report: dict) -> None:
+def print_summary(report: BuildReport) -> None:
     """The build's outcome in a few lines: warnings first, then performance, resources,
     verification and files."""
     from brainsmith.builder.report_html import warning_lines
@@ -189,7 +198,7 @@ def print_summary(report: dict) -> None:
     out.print(f"  report      {report['output_dir']}/report.html", markup=False)
 
 
-def _print_outcome(out: Console, report: dict, warnings: list[str], skipped: int) -> None:
+def _print_outcome(out: Console, report: BuildReport, warnings: list[str], skipped: int) -> None:
     """``built NAME in S s (...)``, then the warnings and the notes."""
     ran = [s for s in report["steps"] if s["status"] == "ok"]
     setup = report.get("setup_seconds") or 0.0
@@ -205,7 +214,7 @@ def _print_outcome(out: Console, report: dict, warnings: list[str], skipped: int
         out.print(f"  note        {line}", markup=False)
 
 
-def _print_performance(out: Console, report: dict) -> None:
+def _print_performance(out: Console, report: BuildReport) -> None:
     """The estimated throughput (and whether it meets the target), the bottleneck, latency."""
     from brainsmith.builder.report_html import bottleneck_line, number
 
@@ -227,7 +236,7 @@ def _print_performance(out: Console, report: dict) -> None:
         out.print(f"  latency     {number(latency / 1000)} µs (estimated)")
 
 
-def _print_resources(out: Console, report: dict) -> None:
+def _print_resources(out: Console, report: BuildReport) -> None:
     """The estimated resources with their share of the part, and what they leave out."""
     from brainsmith.builder.report_html import incomplete_line
 
@@ -241,7 +250,7 @@ def _print_resources(out: Console, report: dict) -> None:
         out.print(f"              {missing}", markup=False)
 
 
-def _print_verification(out: Console, steps: list[dict], tolerance: dict | None) -> None:
+def _print_verification(out: Console, steps: list[StepEntry], tolerance: Tolerance | None) -> None:
     """How many steps were verified, and the largest error found."""
     checks = [s["verification"] for s in steps if s.get("verification")]
     if not checks:
@@ -262,7 +271,7 @@ def _print_verification(out: Console, steps: list[dict], tolerance: dict | None)
     out.print(text)
 
 
-def _print_finn_warnings(out: Console, warnings: list[dict]) -> None:
+def _print_finn_warnings(out: Console, warnings: list[FinnWarning]) -> None:
     """The first five of FINN's own warnings in build.log (not Python's ``...Warning``s)."""
     finn = [w for w in warnings if not w["source"].endswith("Warning")]
     for entry in finn[:5]:
@@ -272,7 +281,9 @@ def _print_finn_warnings(out: Console, warnings: list[dict]) -> None:
         out.print(f"  FINN        ... {len(finn) - 5} more in report.html", markup=False)
 
 
-def _resources(totals: dict, use: dict | None, incomplete: dict) -> str:
+def _resources(
+    totals: dict[str, float], use: Utilisation | None, incomplete: dict[str, list[str]]
+) -> str:
     from brainsmith.builder.report_html import total_text
 
     percent = (use.get("percent") if use else None) or {}
