@@ -20,16 +20,18 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Literal
+
     from matplotlib.figure import Figure
 
-    from brainsmith.builder.state import Json
+    from brainsmith.builder.records import ChartRow, Resource
 
-RESOURCES = ("LUT", "BRAM_18K", "URAM", "DSP")
+RESOURCES: tuple[Resource, ...] = ("LUT", "BRAM_18K", "URAM", "DSP")
 COLOR = "#3569a8"
 OVER = "#b3261e"  # a layer slower than the target allows
 
 
-def render_charts(layers: list[Json], target_cycles: int | None = None) -> dict[str, str]:
+def render_charts(layers: list[ChartRow], target_cycles: int | None = None) -> dict[str, str]:
     """``{"resources": svg, "cycles": svg}`` for the report's layers; a chart with nothing
     to show (no layers, all zero) is left out, as are resources no layer uses. A layer FINN
     does not estimate a resource for (its ``not_estimated``) has no bar but the words "not
@@ -51,7 +53,7 @@ def render_charts(layers: list[Json], target_cycles: int | None = None) -> dict[
     return charts
 
 
-def _value(layer: Json, key: str) -> float:
+def _value(layer: ChartRow, key: Literal[Resource, "cycles"]) -> float:
     return float(layer.get(key) or 0)
 
 
@@ -73,7 +75,7 @@ def _figure(width: float, height: float, names: list[str], bottom: float) -> Fig
     return figure
 
 
-def _resources(names: list[str], layers: list[Json], used: list[str]) -> str:
+def _resources(names: list[str], layers: list[ChartRow], used: list[Resource]) -> str:
     rows = (len(used) + 1) // 2
     figure = _figure(9, max(1.6, rows * (0.7 + 0.25 * len(names))), names, bottom=0.35)
     axes = figure.subplots(rows, min(len(used), 2), sharey=True, squeeze=False).ravel()
@@ -141,7 +143,7 @@ class ChartWorker:
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
-        self.layers: list[Json] | None = None
+        self.layers: list[ChartRow] | None = None
         self.target_cycles: int | None = None
         try:
             self.process = subprocess.Popen(
@@ -155,7 +157,7 @@ class ChartWorker:
         except OSError:
             self.process = None
 
-    def submit(self, layers: list[Json], target_cycles: int | None = None) -> None:
+    def submit(self, layers: list[ChartRow], target_cycles: int | None = None) -> None:
         """Start drawing ``layers`` (once; later calls are ignored)."""
         if self.layers is not None:
             return
@@ -170,7 +172,7 @@ class ChartWorker:
             except OSError:
                 self.close()
 
-    def charts(self, layers: list[Json], target_cycles: int | None = None) -> dict[str, str]:
+    def charts(self, layers: list[ChartRow], target_cycles: int | None = None) -> dict[str, str]:
         """The charts for ``layers``: the worker's if it drew these, else drawn here."""
         drawn = None
         if self.process is not None and (self.layers, self.target_cycles) == (

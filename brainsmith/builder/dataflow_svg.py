@@ -11,7 +11,7 @@ from html import escape
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.builder.state import Json
+    from brainsmith.builder.records import BuildReport, CpuNode, Layer
 
     Place = dict[str, tuple[int, int, int]]  # layer name -> (row, column, lane)
 
@@ -22,7 +22,7 @@ FILL = {"rtl": "#e3edf9", "hls": "#fdf0dc"}
 SHORT_KINDS = {"ConvolutionInputGenerator": "ConvInpGen", "StreamingDataWidthConverter": "DWC"}
 
 
-def dataflow_svg(report: Json) -> str | None:
+def dataflow_svg(report: BuildReport) -> str | None:
     """The picture for ``report``; None when it has no layers with their streams."""
     layers = [x for x in report.get("layers", []) if "reads" in x]
     if not layers:
@@ -32,7 +32,8 @@ def dataflow_svg(report: Json) -> str | None:
     edges = [edge for x in shown for edge in _streams_into(x, by_name)]
     place = _layout(shown, edges)
     rows = 1 + max(row for row, _, _ in place.values()) if place else 1
-    cpu = (report.get("cpu_nodes") or {}).get("nodes", [])
+    on_cpu = report.get("cpu_nodes")
+    cpu = on_cpu["nodes"] if on_cpu else []
     before = [n for n in cpu if n.get("side") == "before"]
     after = [n for n in cpu if n.get("side") != "before"]
     lanes = _lanes(place)
@@ -66,8 +67,8 @@ def dataflow_svg(report: Json) -> str | None:
             count = sum(1 for _, t, _ in edges if t == target)
             slot = into[target] = into.get(target, 0) + 1  # several inputs enter apart
             parts.append(_edge(box(source), box(target), labels, slot / (count + 1)))
-    goal = report.get("target") or {}
-    slowest = goal.get("bottleneck") or (report.get("performance") or {}).get("max_cycles_layer")
+    goal, performance = report.get("target"), report.get("performance")
+    slowest = (goal and goal["bottleneck"]) or (performance and performance["max_cycles_layer"])
     for layer in shown:
         parts.append(_layer(layer, *box(layer["name"]), layer["name"] == slowest))
     parts.append("</svg>")
@@ -77,24 +78,27 @@ def dataflow_svg(report: Json) -> str | None:
 Edge = tuple[str, str, tuple[str, str]]  # source, target, (width, FIFO depths)
 
 
-def _streams_into(layer: Json, by_name: dict[str, Json]) -> list[Edge]:
+def _streams_into(layer: Layer, by_name: dict[str, Layer]) -> list[Edge]:
     """(source layer, this layer, labels) per stream, looking through FIFOs and width
     converters: the labels give the width read and the FIFO depths on the way."""
     edges = []
     for read in layer.get("reads", []):
-        source, fifos, bits = read.get("from"), [], read.get("bits")
-        while source in by_name and by_name[source].get("op_type") in PLUMBING:
+        source, bits = read.get("from"), read.get("bits")
+        fifos: list[int] = []
+        while source is not None and source in by_name:
             plumbing = by_name[source]
+            if plumbing.get("op_type") not in PLUMBING:
+                break
             if plumbing.get("op_type") == "StreamingFIFO" and plumbing.get("depth"):
                 fifos.append(int(plumbing["depth"]))
-            upstream = plumbing.get("reads") or [{}]
-            source = upstream[0].get("from")
+            upstream = plumbing.get("reads")
+            source = upstream[0].get("from") if upstream else None
         depths = f"FIFO {'+'.join(str(d) for d in reversed(fifos))}" if fifos else ""
         edges.append((source or "", layer["name"], (f"{bits} b" if bits else "", depths)))
     return edges
 
 
-def _layout(layers: list[Json], edges: list[Edge]) -> Place:
+def _layout(layers: list[Layer], edges: list[Edge]) -> Place:
     """name -> (row, column, lane): column = longest distance from the input, wrapped
     every ``COLUMNS``; layers at the same distance (branches) get lanes."""
     inputs: dict[str, list[str]] = {x["name"]: [] for x in layers}
@@ -123,10 +127,12 @@ def _lanes(place: Place) -> dict[int, int]:
     return lanes
 
 
-def _layer(layer: Json, x: float, y: float, slowest: bool) -> str:
+def _layer(layer: Layer, x: float, y: float, slowest: bool) -> str:
     kind = SHORT_KINDS.get(layer.get("op_type") or "?", layer.get("op_type") or "?")
     backend = layer.get("backend") or ""
-    folding = " ".join(f"{k} {layer[k]}" for k in ("PE", "SIMD") if layer.get(k))
+    folding = " ".join(
+        f"{k} {v}" for k, v in (("PE", layer.get("PE")), ("SIMD", layer.get("SIMD"))) if v
+    )
     cycles = layer.get("cycles")
     timing = f"{cycles:,.0f} cycles" if isinstance(cycles, int | float) else "no estimate"
     stroke = "stroke='#b3261e' stroke-width='2.5'" if slowest else "stroke='#777'"
@@ -189,7 +195,7 @@ def _edge(
     )
 
 
-def _cpu_box(x: float, y: float, width: float, nodes: list[Json], title: str) -> str:
+def _cpu_box(x: float, y: float, width: float, nodes: list[CpuNode], title: str) -> str:
     names = ", ".join(f"{n['name']} ({n['op_type']})" for n in nodes)
     return (
         f"<rect x='{x}' y='{y}' width='{width - 2 * PAD:.0f}' height='{BOX_H / 2:.0f}' rx='5' "

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.builder.records import Verification
     from brainsmith.builder.verify import Check, Verifier
 
     # Where an earlier step's saved model first differs: its index, and its failing checks
@@ -257,7 +258,10 @@ def check(
         culprit = first_difference(run, verifier, index, earlier)
         _cannot_run(run, model, index, culprit, exc)
     generated, user = checks[0], checks[1:]
-    result = {**generated.as_dict(), "seconds": round(time.perf_counter() - began, 4)}
+    result: Verification = {
+        **generated.as_dict(),
+        "seconds": round(time.perf_counter() - began, 4),
+    }
     if user:
         result["user"] = user[0].as_dict()
     run.records[index].verification = result

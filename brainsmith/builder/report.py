@@ -18,7 +18,7 @@ import os
 import re
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from brainsmith.builder.units import RESOURCES, bits
 from brainsmith.files import write_text
@@ -30,11 +30,39 @@ if TYPE_CHECKING:
     from qonnx.custom_op.base import CustomOp
 
     from brainsmith.builder.errors import BuildError
+    from brainsmith.builder.records import (
+        BitsKey,
+        BuildReport,
+        ChartRow,
+        Counts,
+        CpuNode,
+        CpuNodes,
+        DatatypeKey,
+        Estimates,
+        FinnWarning,
+        Layer,
+        LayerAttribute,
+        LayerFacts,
+        Performance,
+        Read,
+        Resource,
+        ShortReport,
+        Status,
+        Target,
+        Utilisation,
+    )
     from brainsmith.builder.state import BuildRun, Json
 
 RESOURCE_FILE = "estimate_layer_resources.json"
 BACKEND_SUFFIXES = {"_hls": "hls", "_rtl": "rtl"}
-LAYER_ATTRIBUTES = ("PE", "SIMD", "mem_mode", "ram_style", "resType", "depth")
+LAYER_ATTRIBUTES: tuple[LayerAttribute, ...] = (
+    "PE", "SIMD", "mem_mode", "ram_style", "resType", "depth",
+)  # fmt: skip
+DATATYPE_BITS: tuple[tuple[DatatypeKey, BitsKey], ...] = (
+    ("input_datatype", "input_bits"),
+    ("weight_datatype", "weight_bits"),
+    ("output_datatype", "output_bits"),
+)
 WEIGHTED = ("MVAU", "VVAU")  # Thresholding's "weightDataType" is its thresholds' type
 LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
 MAX_WARNINGS = 100
@@ -91,7 +119,9 @@ FOLDING_VERDICT = re.compile(
 )
 
 
-def estimates(report_dir: str, model: ModelWrapper | None = None, output_dir: str = "") -> Json:
+def estimates(
+    report_dir: str, model: ModelWrapper | None = None, output_dir: str = ""
+) -> Estimates:
     """Every layer of ``model`` with FINN's estimates where they exist, totals, performance."""
     resources = _read(report_dir, RESOURCE_FILE)
     cycles = _read(report_dir, "estimate_layer_cycles.json")
@@ -100,19 +130,28 @@ def estimates(report_dir: str, model: ModelWrapper | None = None, output_dir: st
     described = layer_attributes(model, output_dir) if model is not None else {}
     names = list(described) or [n for n in resources if n != "total"] or list(cycles)
     names += [n for n in (*resources, *cycles) if n != "total" and n not in names]
-    layers = []
+    layers: list[Layer] = []
     for name in names:
-        layer = {"name": name, **described.get(name, {"op_type": "", "backend": ""})}
-        layer["estimated"] = name in resources or name in cycles
-        missing = not_estimated(layer) if name in resources else RESOURCES
-        for key in RESOURCES:
-            value = resources.get(name, {}).get(key)
-            layer[key] = None if key in missing else _number(value)
-        layer["not_estimated"] = list(missing)
-        layer["cycles"] = _number(cycles.get(name)) if layer["estimated"] else None
-        layer.update(_counts(counts.get(name)))
+        facts: LayerFacts = described.get(name, {"op_type": "", "backend": ""})
+        estimated = name in resources or name in cycles
+        missing = not_estimated(facts) if name in resources else RESOURCES
+        found = resources.get(name, {})
+        layer: Layer = {
+            "name": name,
+            **facts,
+            "estimated": estimated,
+            "LUT": _amount(found, "LUT", missing),
+            "BRAM_18K": _amount(found, "BRAM_18K", missing),
+            "URAM": _amount(found, "URAM", missing),
+            "DSP": _amount(found, "DSP", missing),
+            "not_estimated": list(missing),
+            "cycles": _number(cycles.get(name)) if estimated else None,
+            **_counts(counts.get(name)),
+        }
         layers.append(layer)
-    totals = {key: _number(resources.get("total", {}).get(key, 0)) for key in RESOURCES}
+    totals: dict[str, float] = {
+        key: _number(resources.get("total", {}).get(key, 0)) for key in RESOURCES
+    }
     return {
         "layers": layers,
         "totals": totals if resources else {},
@@ -127,7 +166,13 @@ def estimates(report_dir: str, model: ModelWrapper | None = None, output_dir: st
     }
 
 
-def _counts(found: object) -> dict[str, float | None]:
+def _amount(found: Json, key: Resource, missing: tuple[str, ...]) -> float | None:
+    """A layer's estimate of resource ``key`` from ``found`` (its estimate_layer_resources.json
+    entry): None where FINN has no estimate."""
+    return None if key in missing else _number(found.get(key))
+
+
+def _counts(found: object) -> Counts:
     """A layer's multiply-accumulates per frame and parameters, from FINN's
     op_and_param_counts.json (``op_mac_4bx8b``, ``param_weight_4b``, ... summed over types)."""
     if not isinstance(found, dict) or not found:
@@ -139,7 +184,7 @@ def _counts(found: object) -> dict[str, float | None]:
     }
 
 
-def not_estimated(layer: Json) -> tuple[str, ...]:
+def not_estimated(layer: Layer | LayerFacts) -> tuple[str, ...]:
     """The resources FINN has no estimate for in ``layer`` (see ``NOT_ESTIMATED``)."""
     kind = layer.get("op_type", "")
     if layer.get("backend"):
@@ -167,7 +212,7 @@ def inherited_estimates(op: CustomOp) -> tuple[str, ...]:
     )
 
 
-def incomplete(layers: list[Json]) -> dict[str, list[str]]:
+def incomplete(layers: list[Layer]) -> dict[str, list[str]]:
     """Per resource whose total leaves layers out: the names of those layers."""
     found = {
         key: [layer["name"] for layer in layers if key in layer.get("not_estimated", ())]
@@ -176,16 +221,31 @@ def incomplete(layers: list[Json]) -> dict[str, list[str]]:
     return {key: names for key, names in found.items() if names}
 
 
-def chart_rows(layers: list[Json]) -> list[Json]:
+def chart_rows(layers: list[Layer]) -> list[ChartRow]:
     """What the charts draw: the estimated layers' resources and cycles."""
-    keys = ("name", *RESOURCES, "cycles", "not_estimated")
-    return [{k: layer.get(k) for k in keys} for layer in layers if layer.get("estimated")]
+    return [
+        {
+            "name": layer["name"],
+            "LUT": layer.get("LUT"),
+            "BRAM_18K": layer.get("BRAM_18K"),
+            "URAM": layer.get("URAM"),
+            "DSP": layer.get("DSP"),
+            "cycles": layer.get("cycles"),
+            "not_estimated": layer.get("not_estimated"),
+        }
+        for layer in layers
+        if layer.get("estimated")
+    ]
 
 
 def allowed_cycles(target_fps: int | None, clock_ns: float) -> int | None:
     """The cycles per frame a layer may take to meet ``target_fps`` (as FINN's SetFolding
     computes it)."""
-    return int(10**9 / clock_ns / target_fps) if target_fps else None
+    return _cycles_per_frame(target_fps, clock_ns) if target_fps else None
+
+
+def _cycles_per_frame(target_fps: int, clock_ns: float) -> int:
+    return int(10**9 / clock_ns / target_fps)
 
 
 def _read(folder: str, name: str) -> Json:
@@ -205,16 +265,16 @@ def _number(value: float | str | None) -> float | int:
     return int(number) if number.is_integer() else number
 
 
-def layer_attributes(model: ModelWrapper, output_dir: str = "") -> dict[str, Json]:
+def layer_attributes(model: ModelWrapper, output_dir: str = "") -> dict[str, LayerFacts]:
     """Per node: kernel, backend, folding, data types and bit widths, memory style, code."""
     from qonnx.custom_op.registry import getCustomOp
 
     found = {}
     for node in model.graph.node:
-        entry: Json = {"op_type": node.op_type, "backend": ""}
+        entry: LayerFacts = {"op_type": node.op_type, "backend": ""}
         for suffix, backend in BACKEND_SUFFIXES.items():
             if node.op_type.endswith(suffix):
-                entry.update(op_type=node.op_type[: -len(suffix)], backend=backend)
+                entry["op_type"], entry["backend"] = node.op_type[: -len(suffix)], backend
         entry["input_datatype"] = _datatype(model, node.input[0]) if node.input else None
         entry["output_datatype"] = _datatype(model, node.output[0]) if node.output else None
         try:
@@ -228,9 +288,9 @@ def layer_attributes(model: ModelWrapper, output_dir: str = "") -> dict[str, Jso
                 entry[attr] = int(value) if attr in ("PE", "SIMD") else value
         if "weightDataType" in types and entry["op_type"] in WEIGHTED:
             entry["weight_datatype"] = op.get_nodeattr("weightDataType")
-        for role in ("input", "weight", "output"):
-            if entry.get(f"{role}_datatype"):
-                entry[f"{role}_bits"] = bits(entry[f"{role}_datatype"])
+        for datatype, width in DATATYPE_BITS:
+            if entry.get(datatype):
+                entry[width] = bits(entry[datatype])
         if op is not None and type(op).__module__.split(".")[0] not in ("finn", "qonnx"):
             entry["not_estimated"] = list(inherited_estimates(op))  # a plugin's layer
         entry["reads"] = _reads(model, node, op)
@@ -241,9 +301,9 @@ def layer_attributes(model: ModelWrapper, output_dir: str = "") -> dict[str, Jso
     return found
 
 
-def _reads(model: ModelWrapper, node: onnx.NodeProto, op: CustomOp | None) -> list[Json]:
+def _reads(model: ModelWrapper, node: onnx.NodeProto, op: CustomOp | None) -> list[Read]:
     """The streams a layer reads: from which layer (None: the accelerator's input), how wide."""
-    reads = []
+    reads: list[Read] = []
     for index, tensor in enumerate(node.input):
         if not tensor or model.get_initializer(tensor) is not None:
             continue
@@ -264,41 +324,40 @@ def _datatype(model: ModelWrapper, tensor: str) -> str | None:
         return None
 
 
-def cpu_nodes(parent: ModelWrapper | None) -> Json | None:
+def cpu_nodes(parent: ModelWrapper | None) -> CpuNodes | None:
     """The nodes outside the accelerator (the dataflow parent graph), by op type."""
     if parent is None:
         return None
-    nodes = [
-        {"name": n.name, "op_type": n.op_type}
-        for n in parent.graph.node
-        if n.op_type != "StreamingDataflowPartition"
-    ]
-    by_type: dict[str, int] = {}
-    for node in nodes:
-        by_type[node["op_type"]] = by_type.get(node["op_type"], 0) + 1
     order = [n.op_type for n in parent.graph.node]
     split = (
         order.index("StreamingDataflowPartition") if "StreamingDataflowPartition" in order else 0
     )
-    for position, node in enumerate(nodes):
-        node["side"] = "before" if position < split else "after"  # (nodes precede the partition)
+    nodes: list[CpuNode] = [  # the first ``split`` nodes precede the partition
+        {"name": n.name, "op_type": n.op_type, "side": "before" if position < split else "after"}
+        for position, n in enumerate(
+            n for n in parent.graph.node if n.op_type != "StreamingDataflowPartition"
+        )
+    ]
+    by_type: dict[str, int] = {}
+    for node in nodes:
+        by_type[node["op_type"]] = by_type.get(node["op_type"], 0) + 1
     return {"count": len(nodes), "op_types": by_type, "nodes": nodes, "model": "final_parent.onnx"}
 
 
 def target(
-    performance: Json,
+    performance: Performance,
     target_fps: int | None,
     clock_ns: float,
-    layers: list[Json] | None = None,
+    layers: list[Layer] | None = None,
     folding: Json | None = None,
-) -> Json | None:
+) -> Target | None:
     """Whether the estimated throughput meets ``target_fps``; the layer that limits it, the
     layers slower than the target allows and, from ``folding`` (``read_folding``), why."""
     fps = performance.get("estimated_fps")
     if not target_fps or not fps:
         return None
-    allowed = allowed_cycles(target_fps, clock_ns)
-    goal = {
+    allowed = _cycles_per_frame(target_fps, clock_ns)
+    goal: Target = {
         "target_fps": target_fps,
         "estimated_fps": fps,
         "met": fps >= target_fps,
@@ -309,10 +368,10 @@ def target(
         "limit": None,
         "folding_search": None,
     }
-    timed = [layer for layer in layers or [] if layer.get("cycles") is not None]
+    timed = [(x["name"], c) for x in layers or [] if (c := x.get("cycles")) is not None]
     if layers and len(timed) == len(layers):
-        slow = sorted((x for x in timed if x["cycles"] > allowed), key=lambda x: -x["cycles"])
-        goal["over_target"] = [{"name": x["name"], "cycles": x["cycles"]} for x in slow]
+        slow = sorted(((n, c) for n, c in timed if c > allowed), key=lambda x: -x[1])
+        goal["over_target"] = [{"name": name, "cycles": cycles} for name, cycles in slow]
     folding = folding or {}
     goal["limit"] = bottleneck_limit(folding, goal["bottleneck"], goal["bottleneck_cycles"])
     if goal["limit"] is not None:
@@ -356,7 +415,9 @@ def bottleneck_limit(folding: Json, name: str | None, cycles: float | None) -> s
     return " ".join(limit.split())
 
 
-def reassess_warnings(warnings: list[Json], goal: Json | None) -> tuple[list[Json], int]:
+def reassess_warnings(
+    warnings: list[FinnWarning], goal: Target | None
+) -> tuple[list[FinnWarning], int]:
     """FINN's warnings without those the final cycle estimates supersede, and how many were
     left out: SetFolding's per-node numbers always (``goal["over_target"]`` has the final
     ones), its verdict on the target when every layer meets it."""
@@ -364,7 +425,7 @@ def reassess_warnings(warnings: list[Json], goal: Json | None) -> tuple[list[Jso
         return warnings, 0
     missed = bool(goal["over_target"])
 
-    def stale(entry: Json) -> bool:
+    def stale(entry: FinnWarning) -> bool:
         message = entry["message"]
         return bool(FOLDING_NUMBERS.search(message)) or (
             not missed and bool(FOLDING_VERDICT.search(message))
@@ -374,7 +435,7 @@ def reassess_warnings(warnings: list[Json], goal: Json | None) -> tuple[list[Jso
     return kept, len(warnings) - len(kept)
 
 
-def utilisation(part: str | None, totals: Json) -> Json:
+def utilisation(part: str | None, totals: dict[str, float]) -> Utilisation:
     """Estimated use of the part's resources in percent (FF: FINN does not estimate it)."""
     from brainsmith.frameworks.finn.parts import RESOURCE_KEYS, part_resources
 
@@ -391,10 +452,10 @@ def utilisation(part: str | None, totals: Json) -> Json:
     return {"part": part, "available": available, "percent": percent, "source": source}
 
 
-def finn_warnings(log_path: str) -> list[Json]:
+def finn_warnings(log_path: str) -> list[FinnWarning]:
     """Distinct warnings and errors logged to build.log, with how often each came; a message
     that begins on the lines after its ``WARNING source:`` line is taken from there."""
-    found: dict[tuple[str, str], Json] = {}
+    found: dict[tuple[str, str], FinnWarning] = {}
     try:
         with open(log_path, encoding="utf-8", errors="replace") as handle:
             lines = [line.rstrip("\n") for line in handle]
@@ -430,10 +491,10 @@ def _continuation(lines: list[str], start: int, most: int = 5) -> list[str]:
 def assemble(
     run: BuildRun,
     model: ModelWrapper | None,
-    status: str,
+    status: Status,
     error: BuildError | None = None,
     setup_seconds: float | None = None,
-) -> Json:
+) -> BuildReport:
     """The report of ``run`` (a ``BuildRun``) as written to report.json."""
     from brainsmith.frameworks.finn.parts import boards
 
@@ -486,11 +547,11 @@ def assemble(
 def write_reports(
     run: BuildRun,
     model: ModelWrapper | None,
-    status: str,
+    status: Status,
     error: BuildError | None = None,
     setup_seconds: float | None = None,
     before_verdict: Callable[[], None] | None = None,
-) -> Json:
+) -> BuildReport:
     """Write report.json and report.html; raises OSError when report.json cannot be written.
 
     For an ``ok`` build report.html comes first, then ``before_verdict()``, then report.json,
@@ -514,24 +575,29 @@ def write_reports(
     return report
 
 
-def _write_json(run: BuildRun, report: Json) -> None:
+def _write_json(run: BuildRun, report: BuildReport) -> None:
     try:
         write_text(run.path("report.json"), to_json(report))
     except OSError:
         if not run.folder.release_reserve():
             raise
-        short = {k: report[k] for k in ("name", "status", "error", "output_dir")}
-        short["steps"] = [{"name": s["name"], "status": s["status"]} for s in report["steps"]]
+        short: ShortReport = {
+            "name": report["name"],
+            "status": report["status"],
+            "error": report["error"],
+            "output_dir": report["output_dir"],
+            "steps": [{"name": s["name"], "status": s["status"]} for s in report["steps"]],
+        }
         write_text(run.path("report.json"), to_json(short))
 
 
-def _write_html(run: BuildRun, report: Json) -> None:
+def _write_html(run: BuildRun, report: BuildReport) -> None:
     from brainsmith.builder.charts import render_charts
     from brainsmith.builder.dataflow_svg import dataflow_svg
     from brainsmith.builder.report_html import render
 
-    goal = report.get("target") or {}
-    rows, allowed = chart_rows(report["layers"]), goal.get("target_cycles")
+    goal = report["target"]
+    rows, allowed = chart_rows(report["layers"]), goal["target_cycles"] if goal else None
     try:
         charts = run.charts.charts(rows, allowed) if run.charts else render_charts(rows, allowed)
     except Exception:  # a chart problem must not hide the build's result
@@ -544,7 +610,7 @@ def _write_html(run: BuildRun, report: Json) -> None:
     write_text(run.path("report.html"), render(report, charts, picture))
 
 
-def to_json(report: Json) -> str:
+def to_json(report: Mapping[str, object]) -> str:
     return json.dumps(report, indent=2, default=str) + "\n"
 
 

@@ -14,17 +14,29 @@ from brainsmith.builder.units import RESOURCES, bits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.builder.state import Json
+    from typing import Literal
+
+    from brainsmith.builder.records import (
+        BuildErrorEntry,
+        BuildReport,
+        FinnWarning,
+        Layer,
+        Performance,
+        Resource,
+        StepEntry,
+        Target,
+        Verification,
+    )
 
 NONE = "<span class='none'>-</span>"
 
 
-def render(report: Json, charts: dict[str, str], picture: str | None = None) -> str:
+def render(report: BuildReport, charts: dict[str, str], picture: str | None = None) -> str:
     """The page for ``report``; ``charts`` as made by ``brainsmith.builder.charts``,
     ``picture`` the dataflow SVG (``brainsmith.builder.dataflow_svg``)."""
     with open(os.path.join(os.path.dirname(__file__), "report_template.html")) as handle:
         template = string.Template(handle.read())
-    status = report.get("status", "")
+    status, goal = report.get("status", ""), report.get("target")
     return template.substitute(
         title=_e(f"brainsmith build: {report.get('name', '')}"),
         status=_e(status),
@@ -34,10 +46,10 @@ def render(report: Json, charts: dict[str, str], picture: str | None = None) -> 
         summary=_summary(report),
         dataflow=_dataflow(picture),
         steps=_steps(report.get("steps", [])),
-        layers=_layers(report.get("layers", []), (report.get("target") or {}).get("target_cycles")),
+        layers=_layers(report.get("layers", []), goal.get("target_cycles") if goal else None),
         charts=_charts(charts),
         rtlsim=rtlsim_html(report.get("rtlsim")),
-        finn_warnings=_finn_warnings(report.get("warnings", []), report.get("target")),
+        finn_warnings=_finn_warnings(report.get("warnings", []), goal),
         blueprint=_e(json.dumps(report.get("blueprint", {}), indent=2)),
         versions=_e(", ".join(f"{k} {v}" for k, v in report.get("versions", {}).items())),
     )
@@ -68,7 +80,7 @@ def _link(path: str, text: str | None = None) -> str:
     return f"<a href='{_e(quote(path))}'>{_e(text or path)}</a>"
 
 
-def _error(error: Json | None, status: str) -> str:
+def _error(error: BuildErrorEntry | None, status: str) -> str:
     if not error or status == "running":
         return ""
     what = "interrupted in" if status == "interrupted" else "failed in"
@@ -79,7 +91,7 @@ def _error(error: Json | None, status: str) -> str:
     )
 
 
-def warning_lines(report: Json) -> list[str]:
+def warning_lines(report: BuildReport) -> list[str]:
     """What an engineer must know before trusting the numbers, in plain text."""
     lines = []
     cpu = report.get("cpu_nodes")
@@ -109,9 +121,9 @@ def warning_lines(report: Json) -> list[str]:
     return lines
 
 
-def over_target_line(goal: Json, shown: int = 5) -> str:
+def over_target_line(goal: Target, shown: int = 5) -> str:
     """The layers slower than the target allows, with their final cycles."""
-    slow = goal["over_target"]
+    slow = goal["over_target"] or []
     names = ", ".join(f"{x['name']} {number(x['cycles'])}" for x in slow[:shown])
     return (
         f"after folding, {len(slow)} layer(s) take more than the "
@@ -120,7 +132,7 @@ def over_target_line(goal: Json, shown: int = 5) -> str:
     )
 
 
-def bottleneck_line(goal: Json | None) -> str | None:
+def bottleneck_line(goal: Target | None) -> str | None:
     """The bottleneck and why it cannot go faster, when the folding search recorded it."""
     if not goal or not goal.get("limit"):
         return None
@@ -130,17 +142,17 @@ def bottleneck_line(goal: Json | None) -> str | None:
     )
 
 
-def total_text(key: str, value: object, incomplete: Json) -> str:
+def total_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
     """One resource total: "LUT 552", or "LUT at least 552" when layers are not estimated."""
     return f"{key} {amount_text(key, value, incomplete)}"
 
 
-def amount_text(key: str, value: object, incomplete: Json) -> str:
+def amount_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
     """A resource total's amount: "552", or "at least 552" when layers are not estimated."""
     return f"at least {number(value)}" if incomplete.get(key) else number(value)
 
 
-def incomplete_line(report: Json) -> str | None:
+def incomplete_line(report: BuildReport) -> str | None:
     """Which layers FINN does not estimate, per resource, by kind: "LUT of Pool_hls x2"."""
     incomplete = report.get("incomplete") or {}
     if not incomplete:
@@ -156,12 +168,12 @@ def incomplete_line(report: Json) -> str | None:
     return "not estimated by FINN, so not in these totals: " + "; ".join(parts)
 
 
-def _kind(layer: Json) -> str:
+def _kind(layer: Layer) -> str:
     kind = layer.get("op_type") or ""
     return f"{kind}_{layer['backend']}" if kind and layer.get("backend") else kind
 
 
-def _warnings(report: Json) -> str:
+def _warnings(report: BuildReport) -> str:
     boxes = []
     for title, lines in (("Warnings", warning_lines(report)), ("Notes", report.get("notes"))):
         if lines:
@@ -170,12 +182,12 @@ def _warnings(report: Json) -> str:
     return "".join(boxes)
 
 
-def _verdict(report: Json) -> str:
+def _verdict(report: BuildReport) -> str:
     """The first screen: is it fast enough, what limits it, what it costs, what stays on
     the CPU."""
-    perf, goal = report.get("performance") or {}, report.get("target") or {}
-    fps = perf.get("estimated_fps")
-    if fps is None:
+    perf, goal = report.get("performance"), report.get("target")
+    fps = perf.get("estimated_fps") if perf else None
+    if perf is None or fps is None:
         return ""
     lines = [f"<span class='big'>{_e(number(fps))} fps</span> estimated"]
     if goal:
@@ -185,22 +197,18 @@ def _verdict(report: Json) -> str:
             f" <span class='pill {verdict}'>target {_e(number(goal['target_fps']))} fps "
             f"{verdict}{f' ({share:.0f} %)' if share and not goal['met'] else ''}</span>"
         )
-    stitched = (report.get("rtlsim") or {}).get("stitched") or {}
-    if stitched.get("cycles_per_frame"):
-        measured = stitched["cycles_per_frame"]
+    rtlsim = report.get("rtlsim")
+    stitched = rtlsim.get("stitched") if rtlsim else None
+    measured = stitched.get("cycles_per_frame") if stitched else None
+    if measured:
         clock = report.get("clock_ns")
         pace = f" ({number(1e9 / clock / measured)} fps at the clock)" if clock else ""
         lines.append(_e(f"measured in simulation: {number(measured)} cycles per frame{pace}"))
-    slowest = goal.get("bottleneck") or perf.get("max_cycles_layer")
-    if slowest:
-        cycles = goal.get("bottleneck_cycles") or perf.get("max_cycles")
-        allowed = goal.get("target_cycles")
-        text = f"limited by {slowest}: {number(cycles)} cycles per frame"
-        text += f" (the target allows {number(allowed)})" if allowed else ""
-        text += f"; {goal['limit']}" if goal.get("limit") else ""
-        lines.append(_e(text))
-    cpu = report.get("cpu_nodes") or {}
-    if cpu.get("count"):
+    limited = _limited_by(perf, goal)
+    if limited:
+        lines.append(_e(limited))
+    cpu = report.get("cpu_nodes")
+    if cpu and cpu.get("count"):
         kinds = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in cpu["op_types"].items())
         lines.append(_e(f"on the CPU, outside the accelerator: {kinds}"))
     elif cpu:
@@ -209,20 +217,34 @@ def _verdict(report: Json) -> str:
     return f"<div class='verdict'>{items}{_utilisation_bars(report)}</div>"
 
 
-def _utilisation_bars(report: Json) -> str:
+def _limited_by(perf: Performance, goal: Target | None) -> str | None:
+    """``limited by <layer>: <cycles> cycles per frame (the target allows ...); <limit>``."""
+    slowest = (goal.get("bottleneck") if goal else None) or perf.get("max_cycles_layer")
+    if not slowest:
+        return None
+    cycles = (goal.get("bottleneck_cycles") if goal else None) or perf.get("max_cycles")
+    allowed = goal.get("target_cycles") if goal else None
+    limit = goal.get("limit") if goal else None
+    text = f"limited by {slowest}: {number(cycles)} cycles per frame"
+    text += f" (the target allows {number(allowed)})" if allowed else ""
+    return text + (f"; {limit}" if limit else "")
+
+
+def _utilisation_bars(report: BuildReport) -> str:
     """One meter per resource: the share of the part the estimate takes."""
     use, totals = report.get("utilisation") or {}, report.get("totals") or {}
     percent = use.get("percent") or {}
     incomplete = report.get("incomplete") or {}
     meters = []
     for key in RESOURCES:
-        if percent.get(key) is None:
+        share = percent.get(key)
+        if share is None:
             continue
         amount = amount_text(key, totals.get(key), incomplete)
         meters.append(
             f"<span class='meter'><b>{_e(key)}</b> <span class='track'><span "
-            f"style='width:{min(100.0, percent[key]):.2f}%'></span></span> "
-            f"{_e(amount)} ({percent[key]:.2f} %)</span>"
+            f"style='width:{min(100.0, share):.2f}%'></span></span> "
+            f"{_e(amount)} ({share:.2f} %)</span>"
         )
     if not meters:
         return ""
@@ -243,7 +265,7 @@ def _dataflow(picture: str | None) -> str:
     )
 
 
-def _summary(report: Json) -> str:
+def _summary(report: BuildReport) -> str:
     perf = report.get("performance", {})
     goal = report.get("target")
     throughput = number(perf.get("estimated_fps"), " fps")
@@ -275,7 +297,7 @@ def _summary(report: Json) -> str:
     return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
 
 
-def _resources(report: Json) -> str:
+def _resources(report: BuildReport) -> str:
     totals, use = report.get("totals", {}), report.get("utilisation") or {}
     incomplete = report.get("incomplete") or {}
     if not totals:
@@ -287,8 +309,9 @@ def _resources(report: Json) -> str:
         if percent.get(key) is not None:
             text += f" ({percent[key]:.2f} %)"
         parts.append(_e(text))
-    if use.get("available"):
-        parts.append(_e(f"FF not estimated by FINN (part has {number(use['available']['FF'])})"))
+    available = use.get("available")
+    if available:
+        parts.append(_e(f"FF not estimated by FINN (part has {number(available['FF'])})"))
         note = f"percent of {use['part']} (resources from {use['source']})"
     else:
         note = f"no resource table for part {use.get('part') or '-'}: no percentages"
@@ -304,7 +327,7 @@ FINN_FILES = (  # (path in the output folder, what it is)
 )
 
 
-def _files(report: Json) -> str:
+def _files(report: BuildReport) -> str:
     names = ["final.onnx", "final_parent.onnx", "build.log", "report.json"]
     folder = report.get("output_dir", "")
     links = [_link(n) for n in names if os.path.exists(os.path.join(folder, n))]
@@ -325,7 +348,7 @@ def _listing(folder: str) -> list[str]:
         return []
 
 
-def _check(label: str, check: Json) -> str:
+def _check(label: str, check: Verification) -> str:
     verdict = "ok" if check.get("ok") else "MISMATCH (beyond tolerance)"
     return (
         f"{label}: {verdict}, max error {check.get('max_error', 0):.3g} on "
@@ -333,13 +356,13 @@ def _check(label: str, check: Json) -> str:
     )
 
 
-def _steps(steps: list[Json]) -> str:
+def _steps(steps: list[StepEntry]) -> str:
     longest = max([s.get("seconds") or 0 for s in steps] + [1e-9])
     rows = []
     for index, step in enumerate(steps, 1):
-        check = step.get("verification") or {}
+        check = step.get("verification")
         parts = [_check("generated inputs", check)] if check else []
-        if "user" in check:
+        if check and "user" in check:
             parts.append(_check("your vectors", check["user"]))
         if step.get("reason"):
             parts.append(step["reason"])
@@ -368,7 +391,7 @@ NUMERIC_HEAD = {"PE/SIMD", *RESOURCES, "cycles", "MACs", "params"}
 NOT_ESTIMATED = "<span class='none'>not estimated</span>"
 
 
-def _layers(layers: list[Json], target_cycles: int | None = None) -> str:
+def _layers(layers: list[Layer], target_cycles: int | None = None) -> str:
     """The layer table, compact enough for a 1280-pixel window: kernel and backend, folding,
     data types and memory each in one column; the name links the layer's generated code;
     cycles over what the target allows in red."""
@@ -413,14 +436,14 @@ def _joined(*parts: object, sep: str = " · ") -> str:
     return _e(sep.join(shown)) if shown else NONE
 
 
-def _folding(layer: Json) -> str:
+def _folding(layer: Layer) -> str:
     pe, simd = layer.get("PE"), layer.get("SIMD")
     if pe is None and simd is None:
         return NONE
     return _e("/".join(str(v) for v in (pe, simd) if v is not None))
 
 
-def _types(layer: Json) -> str:
+def _types(layer: Layer) -> str:
     """``INT8 → INT15, weights INT4``."""
     given, made = layer.get("input_datatype"), layer.get("output_datatype")
     if not given and not made:
@@ -431,7 +454,7 @@ def _types(layer: Json) -> str:
     return _e(text)
 
 
-def _cell(layer: Json, key: str) -> str:
+def _cell(layer: Layer, key: Literal[Resource, "cycles", "MACs", "params"]) -> str:
     """A numeric cell; a resource FINN does not estimate for this layer says so."""
     if key in layer.get("not_estimated", ()):
         return NOT_ESTIMATED
@@ -448,8 +471,8 @@ def _charts(charts: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-def _finn_warnings(warnings: list[Json], goal: Json | None = None) -> str:
-    superseded = (goal or {}).get("finn_warnings_superseded") or 0
+def _finn_warnings(warnings: list[FinnWarning], goal: Target | None = None) -> str:
+    superseded = (goal.get("finn_warnings_superseded") if goal else None) or 0
     note = (
         f"<p class='none'>{superseded} warning(s) FINN's folding logged before the folding "
         "was final are left out: the final cycle estimates (layers above) supersede them; "

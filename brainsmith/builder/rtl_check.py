@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import os
 import traceback
+from typing import cast
 
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.state import BuildRun
@@ -14,10 +15,13 @@ from brainsmith.errors import StepError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.state import Json
+    from brainsmith.builder.records import RtlsimLayer, RtlsimSection, Stitched
     from brainsmith.builder.verify import Verifier
+    from brainsmith.rtlsim.layers import DesignResult, LayerResult
 
 WORKDIR = ("finn", "rtlsim")  # per-layer compile logs and stream files, under the output dir
 
@@ -62,7 +66,7 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
             f"see the traceback in {run.path('build.log')}; once fixed, brainsmith verify-rtl "
             f"{run.output_dir} simulates the finished build again",
         ) from exc
-    run.rtlsim = result.as_dict()
+    run.rtlsim = rtlsim_section(result)
     record = run.records[index]
     if record.verification is not None:
         record.verification["rtlsim"] = {"ok": result.ok, "summary": result.summary()}
@@ -76,8 +80,7 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
     for layer in result.layers:
         if layer.failed:
             raise StepError(
-                f"RTL simulation: layer {layer.name} ({layer.op_type}) "
-                + describe(layer.as_dict()),
+                f"RTL simulation: layer {layer.name} ({layer.op_type}) " + layer_problem(layer),
                 f"the generated RTL or its parameter files in "
                 f"{_code_dir(model, layer.name)} do not compute what the layer computes in "
                 f"Python; stream files and logs are in {os.path.join(workdir, layer.name)}",
@@ -85,12 +88,21 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
     return f"RTL {result.summary()}"
 
 
-def describe(layer: Json) -> str:
+def rtlsim_section(result: DesignResult) -> RtlsimSection:
+    """report.json's ``rtlsim``: ``result`` as ``brainsmith.rtlsim`` (untyped) writes it."""
+    return cast("RtlsimSection", result.as_dict())
+
+
+def layer_problem(layer: LayerResult) -> str:
+    """What went wrong in a failed layer, in one line."""
+    return describe(cast("RtlsimLayer", layer.as_dict()))
+
+
+def describe(layer: RtlsimLayer) -> str:
     """What went wrong in a failed layer (as in report.json), in one line."""
     first = layer.get("first_mismatch")
     if not first:
-        reason: str = layer.get("reason", "")
-        return reason
+        return layer.get("reason", "")
     index = ", ".join(str(i) for i in first["index"])
     return (
         f"differs from Python: frame {first['frame']}, {first['output']}[{index}] is "
@@ -109,7 +121,7 @@ def _code_dir(model: ModelWrapper, name: str) -> str:
     return "the layer's code_gen folder"
 
 
-def rtlsim_html(section: Json | None) -> str:
+def rtlsim_html(section: RtlsimSection | None) -> str:
     """The "RTL simulation" part of report.html (empty without ``verify: rtlsim``)."""
     if not section:
         return ""
@@ -147,7 +159,7 @@ def rtlsim_html(section: Json | None) -> str:
     )
 
 
-def stitched_html(stitched: Json | None) -> str:
+def stitched_html(stitched: Stitched | None) -> str:
     """The stitched partition's throughput, latency and FIFO fill, or why it was not run."""
     if not stitched:
         return ""
@@ -180,7 +192,7 @@ def percent(error: float | None) -> str:
     return "-" if error is None else f"{error:+.1%}"
 
 
-def estimate_note(stitched: Json) -> str:
+def estimate_note(stitched: Mapping[str, object]) -> str:
     """``; FINN estimated N: +x.x%, within ±10% (the slowest layer's cycles)`` or ''."""
     from brainsmith.rtlsim.layers import against_estimate
 
@@ -196,7 +208,7 @@ def _number(value: float | None) -> str:
     )
 
 
-def _compile_note(layer: Json) -> str:
+def _compile_note(layer: RtlsimLayer) -> str:
     if layer.get("compile_seconds") is None:
         return "-"
     return "cached" if layer.get("compile_cached") else f"{layer['compile_seconds']:.1f} s"

@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.intake import CheckedModel
-    from brainsmith.builder.state import Json, StepFunction
+    from brainsmith.builder.records import StoppedReport
+    from brainsmith.builder.state import StepFunction
     from brainsmith.builder.verify import Vectors, Verifier
     from brainsmith.steps.plan import BlueprintSource
 
@@ -439,12 +440,12 @@ def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildRe
     if run.stop_after is not None:  # a checkpoint instead of a design: no reports
         _remove(run.path("report.json"))
         checkpoint = make_checkpoint(run, model)
-        report: Json = {
+        stopped: StoppedReport = {
             "name": run.plan.name,
             "status": "stopped",
             "steps": [r.as_dict() for r in run.records],
         }
-        return BuildResult(run.output_dir, report, model, checkpoint=checkpoint)
+        return BuildResult(run.output_dir, stopped, model, checkpoint=checkpoint)
 
     run.current = None
     final = run.path("final.onnx")

@@ -7,6 +7,7 @@ import io
 import os
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 from brainsmith.builder.intake import CheckedModel
 from brainsmith.builder.outdir import OutputFolder
@@ -24,9 +25,18 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.charts import ChartWorker
     from brainsmith.builder.checkpoint import Checkpoint
+    from brainsmith.builder.records import (
+        BuildReport,
+        Performance,
+        RtlsimSection,
+        StepEntry,
+        StoppedReport,
+        Verification,
+    )
     from brainsmith.builder.verify import Vectors
 
-    # A JSON object as report.json holds it: the report, a layer, a step, a verification...
+    # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
+    # are typed in brainsmith.builder.records)
     Json = dict[str, Any]
     # A step as FINN calls it: (model, cfg) -> model
     StepFunction = Callable[[ModelWrapper, DataflowBuildConfig], ModelWrapper]
@@ -40,12 +50,12 @@ class StepRecord:
     plugin: str
     status: str = "pending"  # ok | skipped | failed | interrupted | pending
     seconds: float | None = None
-    verification: Json | None = None
+    verification: Verification | None = None
     reason: str = ""
     model: str = ""
 
-    def as_dict(self) -> Json:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+    def as_dict(self) -> StepEntry:
+        return cast("StepEntry", {k: v for k, v in self.__dict__.items() if v not in (None, "")})
 
 
 @dataclass
@@ -53,7 +63,7 @@ class BuildResult:
     """A finished build: its folder, report (as in report.json) and final model."""
 
     output_dir: str
-    report: Json
+    report: BuildReport | StoppedReport  # stopped: build(stop_after=N)
     model: ModelWrapper | None = None  # the final model
     report_path: str = ""
     html_path: str = ""
@@ -61,18 +71,15 @@ class BuildResult:
 
     @property
     def status(self) -> str:
-        status: str = self.report["status"]
-        return status
+        return self.report["status"]
 
     @property
-    def performance(self) -> Json:
-        performance: Json = self.report.get("performance", {})
-        return performance
+    def performance(self) -> Performance | dict[str, float | None]:
+        return self.report["performance"] if self.report["status"] != "stopped" else {}
 
     @property
-    def totals(self) -> Json:
-        totals: Json = self.report.get("totals", {})
-        return totals
+    def totals(self) -> dict[str, float]:
+        return self.report["totals"] if self.report["status"] != "stopped" else {}
 
 
 @dataclass
@@ -101,14 +108,14 @@ class BuildRun:
     records: list[StepRecord] = field(default_factory=list)
     current: int | None = None  # the step running now
     latest_model: ModelWrapper | None = None  # the model after the last step that finished
-    report: Json = field(default_factory=dict)
+    report: BuildReport | None = None  # as last written
     log: BuildLog | None = None  # build.log, open for writing
     cfg: DataflowBuildConfig = None  # set as the build starts (FINN is untyped: Any)
     context: BuildContext = field(default_factory=BuildContext)  # the plan's, once it runs
     charts: ChartWorker | None = None
     resumed_from: Checkpoint | None = None  # the checkpoint this build continues, if any
     stop_after: int | None = None  # run only the steps before this index
-    rtlsim: Json | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
+    rtlsim: RtlsimSection | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
 
     @property
     def output_dir(self) -> str:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-RESOURCES = ("LUT", "BRAM_18K", "URAM", "DSP")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.builder.records import Resource
+
+RESOURCES: tuple[Resource, ...] = ("LUT", "BRAM_18K", "URAM", "DSP")
 
 
 def bits(datatype: str | None) -> int | None:

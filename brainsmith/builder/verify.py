@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import onnx
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.state import Json
+    from brainsmith.builder.records import Verification
 
 
 Sample = tuple[np.ndarray, ...]  # one array per graph input
@@ -89,8 +89,8 @@ class Check:
     ok: bool
     unchanged: bool = False
 
-    def as_dict(self) -> Json:
-        result: Json = {"samples": self.samples, "max_error": self.max_error, "ok": self.ok}
+    def as_dict(self) -> Verification:
+        result: Verification = {"samples": self.samples, "max_error": self.max_error, "ok": self.ok}
         return {**result, "unchanged": True} if self.unchanged else result
 
 

@@ -20,10 +20,11 @@ import json
 import os
 import traceback
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
-from brainsmith.builder.rtl_check import WORKDIR
+from brainsmith.builder.rtl_check import WORKDIR, rtlsim_section
 from brainsmith.errors import BrainsmithError
 from brainsmith.rtlsim.manifest import NAME, inside
 
@@ -31,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.state import Json
+    from brainsmith.builder.records import BuildReport
     from brainsmith.builder.verify import Sample
     from brainsmith.rtlsim.layers import DesignResult
 
@@ -179,7 +180,7 @@ def _simulate(
     vectors: list[Sample],
     workdir: str,
     parent: ModelWrapper | None,
-    report: Json,
+    report: BuildReport,
     only: list[str] | None,
     note: Callable[[str], None] | None,
 ) -> DesignResult:
@@ -192,11 +193,12 @@ def _simulate(
         parent,
         only=set(only) if only else None,
         note=note,
-        stitch=None if only else (report["fpga_part"], float(report["clock_ns"])),
+        # a finished build names its part (the blueprint's, or its board's)
+        stitch=None if only else (cast("str", report["fpga_part"]), float(report["clock_ns"])),
     )
 
 
-def _read_report(folder: str) -> Json:
+def _read_report(folder: str) -> BuildReport:
     path = os.path.join(folder, "report.json")
     if not os.path.isfile(path):
         raise FolderError(
@@ -204,19 +206,20 @@ def _read_report(folder: str) -> Json:
             "give the output folder of brainsmith build (its -o OUTDIR)",
         )
     with open(path) as handle:
-        report: Json = json.load(handle)
+        report: BuildReport = json.load(handle)
     if not os.path.isfile(os.path.join(folder, "final.onnx")):
-        error = report.get("error") or {}
+        error = report.get("error")
+        step = error.get("step", "?") if error else "?"
         raise FolderError(
             f"the build in {folder} did not finish (failed in step "
-            f"{error.get('step', '?')!r}): there is no final.onnx to simulate",
+            f"{step!r}): there is no final.onnx to simulate",
             "fix the build and run it again",
         )
     return report
 
 
 def _inputs(
-    report: Json, model: ModelWrapper, samples: int | None, input_npy: str | None
+    report: BuildReport, model: ModelWrapper, samples: int | None, input_npy: str | None
 ) -> list[Sample]:
     """The verification inputs: from ``input_npy``, else regenerated like the build's."""
     from brainsmith.builder.verify import generate_inputs
@@ -252,13 +255,13 @@ def _inputs(
     return generate_inputs(reference, samples or int(report.get("verify_samples") or 16), seed=0)
 
 
-def _update_report(folder: str, report: Json, result: DesignResult) -> None:
+def _update_report(folder: str, report: BuildReport, result: DesignResult) -> None:
     from brainsmith.builder.charts import render_charts
     from brainsmith.builder.report import chart_rows, to_json
     from brainsmith.builder.report_html import render
     from brainsmith.files import write_text
 
-    report["rtlsim"] = result.as_dict()
+    report["rtlsim"] = rtlsim_section(result)
     write_text(os.path.join(folder, "report.json"), to_json(report))
     charts = render_charts(chart_rows(report.get("layers", [])))
     write_text(os.path.join(folder, "report.html"), render(report, charts))

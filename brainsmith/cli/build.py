@@ -8,6 +8,18 @@ import click
 
 from brainsmith.cli.output import console, echo
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from brainsmith.builder.records import (
+        BuildReport,
+        FinnWarning,
+        StepEntry,
+        Tolerance,
+        Utilisation,
+    )
+
 
 @click.command()
 @click.argument("model", type=click.Path(dir_okay=False))
@@ -132,7 +144,8 @@ def build(
             click.echo(f"error: build interrupted by {name} before it began; nothing was written",
                        err=True)  # fmt: skip
             _exit(128 + signum)
-        print_summary(result.report)
+        if result.report["status"] != "stopped":  # (never: the command has no stop_after)
+            print_summary(result.report)
         if metrics_file:
             _write_metrics(metrics_file, result.report_path)
         if interrupts.late_signals():
@@ -164,35 +177,49 @@ def _exit(code: int) -> None:
     sys.exit(code)
 
 
-def print_summary(report: dict) -> None:
+def print_summary(report: BuildReport) -> None:
     """The build's outcome in a few lines: warnings first, then performance, resources,
     verification and files."""
-    from brainsmith.builder.report_html import (
-        bottleneck_line,
-        incomplete_line,
-        number,
-        warning_lines,
-    )
+    from brainsmith.builder.report_html import warning_lines
 
     out = console()
     out.soft_wrap = True
-    perf, totals = report.get("performance", {}), report.get("totals", {})
-    fps, latency = perf.get("estimated_fps"), perf.get("estimated_latency_ns")
-    ran = [s for s in report["steps"] if s["status"] == "ok"]
     skipped = [s for s in report["steps"] if s["status"] == "skipped"]
-    checks = [s["verification"] for s in report["steps"] if s.get("verification")]
-    warnings = warning_lines(report)
+    _print_outcome(out, report, warning_lines(report), len(skipped))
+    _print_performance(out, report)
+    _print_resources(out, report)
+    _print_verification(out, report["steps"], report.get("verify_tolerance"))
+    _print_finn_warnings(out, report.get("warnings", []))
+    rtlsim = report.get("rtlsim")
+    if rtlsim:
+        out.print(f"  RTL sim     {rtlsim['summary']} ({rtlsim['tool']})", markup=False)
+    for step in skipped:
+        out.print(f"  skipped     {step['name']}: {step.get('reason', '')}", markup=False)
+    out.print(f"  report      {report['output_dir']}/report.html", markup=False)
+
+
+def _print_outcome(out: Console, report: BuildReport, warnings: list[str], skipped: int) -> None:
+    """``built NAME in S s (...)``, then the warnings and the notes."""
+    ran = [s for s in report["steps"] if s["status"] == "ok"]
     setup = report.get("setup_seconds") or 0.0
     flag = f" [bold yellow]with {len(warnings)} warning(s)[/bold yellow]" if warnings else ""
     out.print(
         f"[bold green]built[/bold green] {report['name']}{flag} in {report['seconds']:.1f} s "
         f"({setup:.1f} s loading FINN and the model; {len(ran)} steps run, "
-        f"{len(skipped)} skipped)"
+        f"{skipped} skipped)"
     )
     for line in warnings:
         out.print(f"  [yellow]warning[/yellow]     {escape(line)}")
     for line in report.get("notes", []):
         out.print(f"  note        {line}", markup=False)
+
+
+def _print_performance(out: Console, report: BuildReport) -> None:
+    """The estimated throughput (and whether it meets the target), the bottleneck, latency."""
+    from brainsmith.builder.report_html import bottleneck_line, number
+
+    perf = report.get("performance", {})
+    fps, latency = perf.get("estimated_fps"), perf.get("estimated_latency_ns")
     goal = report.get("target")
     if fps:
         verdict = ""
@@ -207,52 +234,64 @@ def print_summary(report: dict) -> None:
         out.print(f"  bottleneck  {bottleneck}", markup=False)
     if latency:
         out.print(f"  latency     {number(latency / 1000)} µs (estimated)")
-    if totals:
-        partial = report.get("incomplete") or {}
-        out.print("  resources   " + _resources(totals, report.get("utilisation") or {}, partial))
-        missing = incomplete_line(report)
-        if missing:
-            out.print(f"              {missing}", markup=False)
-    if checks:
-        worst = max(c["max_error"] for c in checks)
-        user = [c["user"]["max_error"] for c in checks if "user" in c]
-        unchanged = sum(1 for c in checks if c.get("unchanged"))
-        rerun = f" ({unchanged} unchanged, not re-run)" if unchanged else ""
-        text = (
-            f"  verified    {len(checks)} step(s){rerun}, max error {worst:.2g} on "
-            f"{checks[-1]['samples']} inputs"
-        )
-        if user:
-            text += f"; your vectors max error {max(user):.2g}"
-        tolerance = report.get("verify_tolerance")
-        if tolerance:
-            text += f" (atol {tolerance['atol']:g}, rtol {tolerance['rtol']:g})"
-        out.print(text)
-    else:
+
+
+def _print_resources(out: Console, report: BuildReport) -> None:
+    """The estimated resources with their share of the part, and what they leave out."""
+    from brainsmith.builder.report_html import incomplete_line
+
+    totals = report.get("totals", {})
+    if not totals:
+        return
+    partial = report.get("incomplete") or {}
+    out.print("  resources   " + _resources(totals, report.get("utilisation"), partial))
+    missing = incomplete_line(report)
+    if missing:
+        out.print(f"              {missing}", markup=False)
+
+
+def _print_verification(out: Console, steps: list[StepEntry], tolerance: Tolerance | None) -> None:
+    """How many steps were verified, and the largest error found."""
+    checks = [s["verification"] for s in steps if s.get("verification")]
+    if not checks:
         out.print("  verified    no (verify: none)")
-    finn = [w for w in report.get("warnings", []) if not w["source"].endswith("Warning")]
+        return
+    worst = max(c["max_error"] for c in checks)
+    user = [c["user"]["max_error"] for c in checks if "user" in c]
+    unchanged = sum(1 for c in checks if c.get("unchanged"))
+    rerun = f" ({unchanged} unchanged, not re-run)" if unchanged else ""
+    text = (
+        f"  verified    {len(checks)} step(s){rerun}, max error {worst:.2g} on "
+        f"{checks[-1]['samples']} inputs"
+    )
+    if user:
+        text += f"; your vectors max error {max(user):.2g}"
+    if tolerance:
+        text += f" (atol {tolerance['atol']:g}, rtol {tolerance['rtol']:g})"
+    out.print(text)
+
+
+def _print_finn_warnings(out: Console, warnings: list[FinnWarning]) -> None:
+    """The first five of FINN's own warnings in build.log (not Python's ``...Warning``s)."""
+    finn = [w for w in warnings if not w["source"].endswith("Warning")]
     for entry in finn[:5]:
         times = f" ({entry['count']}x)" if entry["count"] > 1 else ""
         out.print(f"  FINN        {entry['message']}{times}", markup=False)
     if len(finn) > 5:
         out.print(f"  FINN        ... {len(finn) - 5} more in report.html", markup=False)
-    rtlsim = report.get("rtlsim")
-    if rtlsim:
-        out.print(f"  RTL sim     {rtlsim['summary']} ({rtlsim['tool']})", markup=False)
-    for step in skipped:
-        out.print(f"  skipped     {step['name']}: {step.get('reason', '')}", markup=False)
-    out.print(f"  report      {report['output_dir']}/report.html", markup=False)
 
 
-def _resources(totals: dict, use: dict, incomplete: dict) -> str:
+def _resources(
+    totals: dict[str, float], use: Utilisation | None, incomplete: dict[str, list[str]]
+) -> str:
     from brainsmith.builder.report_html import total_text
 
-    percent = use.get("percent") or {}
+    percent = (use.get("percent") if use else None) or {}
     parts = []
     for key, value in totals.items():
         share = f" ({percent[key]:.1f} %)" if percent.get(key) is not None else ""
         parts.append(f"{total_text(key, value, incomplete)}{share}")
-    where = f" of {use['part']}" if percent else ""
+    where = f" of {use['part']}" if use and percent else ""
     return ", ".join(parts) + where
 
 

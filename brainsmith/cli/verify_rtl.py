@@ -65,7 +65,7 @@ def verify_rtl(
     Example:
       brainsmith verify-rtl build-out/mlp-20250101-120000
     """
-    from brainsmith.builder.rtl_check import describe
+    from brainsmith.builder.rtl_check import layer_problem
     from brainsmith.builder.verify_rtl import FolderError, verify_build_folder
     from brainsmith.cli.output import echo, print_json
     from brainsmith.terminal import console
@@ -94,7 +94,7 @@ def verify_rtl(
         if layer.failed:
             click.echo(
                 f"error: RTL simulation: layer {layer.name} ({layer.op_type}) "
-                + describe(layer.as_dict()),
+                + layer_problem(layer),
                 err=True,
             )
     if not result.simulated:
@@ -110,7 +110,7 @@ def print_table(result) -> None:
     """One row per layer, then a line for each layer that needs a word of explanation."""
     from rich.table import Table
 
-    from brainsmith.builder.rtl_check import describe, estimate_note, percent
+    from brainsmith.builder.rtl_check import estimate_note, layer_problem, percent
     from brainsmith.cli.output import console
 
     table = Table(box=None, pad_edge=False)
@@ -133,7 +133,7 @@ def print_table(result) -> None:
             else f"{layer.compile_seconds:.1f} s",
         )
         if layer.status != "match":
-            note = describe(layer.as_dict()) if layer.status == "mismatch" else layer.reason
+            note = layer_problem(layer) if layer.status == "mismatch" else layer.reason
             notes.append(f"  {layer.name} ({layer.op_type}): {layer.status}: {note}")
     out = console()
     if not out.is_terminal:

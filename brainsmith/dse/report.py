@@ -9,6 +9,10 @@ import math
 
 from brainsmith.dse.results import METRIC_NAMES
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.builder.records import BuildReport
+
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 520, 340, 78, 18, 16, 46
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
@@ -31,7 +35,7 @@ table.effects td.num { text-align: right; font-variant-numeric: tabular-nums; }
 """
 
 
-def metric_text(report: dict) -> str:
+def metric_text(report: BuildReport) -> str:
     """``fps 1,250,000  LUT 552  DSP 7`` for a build's report."""
     from brainsmith.dse.results import metrics
 

@@ -14,10 +14,14 @@ import hashlib
 import json
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.builder.records import BuildReport
+
 METRIC_NAMES = ("fps", "latency_ns", "LUT", "BRAM_18K", "URAM", "DSP")
 
 
-def metrics(report: dict) -> dict:
+def metrics(report: BuildReport) -> dict[str, float | None]:
     """``{fps, latency_ns, LUT, BRAM_18K, URAM, DSP}`` from a build's report.json."""
     performance, totals = report.get("performance", {}), report.get("totals", {})
     return {
@@ -31,7 +35,7 @@ DESIGN_KEYS = ("name", "op_type", "backend", "PE", "SIMD", "mem_mode", "ram_styl
                "input_datatype", "weight_datatype", "output_datatype", "depth", "cycles")  # fmt: skip
 
 
-def design_digest(report: dict) -> str:
+def design_digest(report: BuildReport) -> str:
     """What a build made, as a digest: its layers (kernel, backend, folding, memory, data
     types, FIFO depths, cycles) and estimates; equal digests, equal designs."""
     layers = [[layer.get(k) for k in DESIGN_KEYS] for layer in report.get("layers", [])]
@@ -39,12 +43,17 @@ def design_digest(report: dict) -> str:
     return hashlib.sha256(json.dumps(made, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def variant_facts(report: dict) -> dict:
+def variant_facts(report: BuildReport) -> dict[str, object]:
     """Per variant beside its metrics: the share of the part it takes and what limits it."""
-    goal, performance = report.get("target") or {}, report.get("performance") or {}
+    goal, performance, use = (
+        report.get("target"),
+        report.get("performance"),
+        report.get("utilisation"),
+    )
     return {
-        "utilisation": (report.get("utilisation") or {}).get("percent"),
-        "bottleneck": goal.get("bottleneck") or performance.get("max_cycles_layer"),
+        "utilisation": use.get("percent") if use else None,
+        "bottleneck": (goal.get("bottleneck") if goal else None)
+        or (performance.get("max_cycles_layer") if performance else None),
         "design": design_digest(report),
     }
 

@@ -18,6 +18,10 @@ from dataclasses import asdict, dataclass, field
 
 from brainsmith.steps.plan import BuildPlan
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.builder.records import BuildReport
+
 NODE_FILE = "explore-node.json"
 # FINN's settings and brainsmith's output redirection are per process: one build at a time,
 # even on a worker with several threads.
@@ -53,7 +57,7 @@ class NodeResult:
     checkpoint: str = ""
     error: dict | None = None
     failed_in: str = ""
-    report: dict | None = field(default=None, repr=False)
+    report: BuildReport | None = field(default=None, repr=False)
     worker: str = ""
     reused: bool = False
 
@@ -168,9 +172,10 @@ def _build(task: NodeTask, parent: NodeResult | None) -> NodeResult:
             "hint": f"see {os.path.join(task.folder, 'build.log')}",
         }
         return NodeResult(task.id, "failed", task.folder, task.key, error=error)
-    if built.checkpoint is not None:
+    report = built.report
+    if built.checkpoint is not None or report["status"] == "stopped":  # (they go together)
         return NodeResult(task.id, "ok", task.folder, task.key, checkpoint=built.output_dir)
-    return NodeResult(task.id, "ok", task.folder, task.key, report=built.report)
+    return NodeResult(task.id, "ok", task.folder, task.key, report=report)
 
 
 def _announce(topic: str, node: str) -> None:

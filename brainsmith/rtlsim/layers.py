@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -147,7 +147,7 @@ def _against(stitched: dict) -> str:
     return f" ({text})" if text else ""
 
 
-def against_estimate(stitched: dict) -> str:
+def against_estimate(stitched: Mapping[str, object]) -> str:
     """``FINN estimated N: +x.x%, within ±10%`` for a stitched result ('' without one)."""
     error = stitched.get("estimate_error")
     if error is None:

@@ -1,0 +1,350 @@
+"""report.json as types: the records ``brainsmith.builder.report`` writes and the summary,
+report.html, the dataflow picture, ``brainsmith verify-rtl`` and explore read.
+
+The report stays a plain dict (written with ``json``, read back from disk), so these are
+TypedDicts. They exist for the type checker only: every module names them under
+``TYPE_CHECKING``, so this module is never imported at run time.
+
+``NotRequired`` marks a key that a record may lack: a layer's facts are known only with a
+model, a step's time only once it ran. A full disk leaves a ``ShortReport``; a stopped
+build keeps a ``StoppedReport``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+# FINN's estimated resources, as report.json names them (``units.RESOURCES``)
+Resource = Literal["LUT", "BRAM_18K", "URAM", "DSP"]
+# The node attributes a layer's entry copies (``report.LAYER_ATTRIBUTES``)
+LayerAttribute = Literal["PE", "SIMD", "mem_mode", "ram_style", "resType", "depth"]
+# A layer's data types and their bit widths (``report.DATATYPE_BITS``)
+DatatypeKey = Literal["input_datatype", "weight_datatype", "output_datatype"]
+BitsKey = Literal["input_bits", "weight_bits", "output_bits"]
+# A written report's status: ``running`` from the start, the verdict at the end
+Status = Literal["running", "ok", "failed", "interrupted"]
+
+
+class BuildErrorEntry(TypedDict):
+    """``error``: the step a failed or interrupted build stopped in, why, and what to try."""
+
+    step: str
+    reason: str
+    hint: str
+
+
+class RtlsimVerdict(TypedDict):
+    """A step's ``verification.rtlsim``: the RTL simulation's outcome in a line."""
+
+    ok: bool
+    summary: str
+
+
+class Verification(TypedDict):
+    """A step's ``verification`` (``verify.Check.as_dict`` with the check's time); its
+    ``user`` entry, the comparison with the user's vectors, has only the first four keys."""
+
+    samples: int
+    max_error: float
+    ok: bool
+    unchanged: NotRequired[bool]  # the model computes what the last checked one computed
+    seconds: NotRequired[float]
+    user: NotRequired[Verification]
+    rtlsim: NotRequired[RtlsimVerdict]
+
+
+class StepEntry(TypedDict):
+    """One of ``steps`` (``state.StepRecord.as_dict``: empty fields left out)."""
+
+    name: str
+    status: str  # ok | skipped | failed | interrupted | pending
+    plugin: NotRequired[str]
+    seconds: NotRequired[float]
+    verification: NotRequired[Verification]
+    reason: NotRequired[str]
+    model: NotRequired[str]  # the step's saved model, relative to the output folder
+
+
+# A stream a layer reads: from which layer (None: the accelerator's input), how many bits
+Read = TypedDict("Read", {"from": str | None, "bits": int | None})
+
+
+class _Described(TypedDict):
+    """What the graph says about a layer (``report.layer_attributes``); without a model
+    only ``op_type`` and ``backend``, both empty."""
+
+    op_type: str  # the kernel, without its backend suffix
+    backend: str  # hls | rtl | ""
+    input_datatype: NotRequired[str | None]
+    output_datatype: NotRequired[str | None]
+    PE: NotRequired[int]
+    SIMD: NotRequired[int]
+    mem_mode: NotRequired[str]
+    ram_style: NotRequired[str]
+    resType: NotRequired[str]
+    depth: NotRequired[int]
+    weight_datatype: NotRequired[str]
+    input_bits: NotRequired[int | None]
+    weight_bits: NotRequired[int | None]
+    output_bits: NotRequired[int | None]
+    reads: NotRequired[list[Read]]
+    code: NotRequired[str]  # its generated code, relative to the output folder
+
+
+class LayerFacts(_Described):
+    """``report.layer_attributes``' entry of a node; a plugin's layer also names the
+    resources it leaves to FINN's placeholder estimate."""
+
+    not_estimated: NotRequired[list[str]]
+
+
+class Layer(_Described):
+    """One of ``layers``: the facts, then FINN's estimates (None where FINN has none)."""
+
+    name: str
+    estimated: bool  # FINN estimated its resources or cycles
+    LUT: float | None
+    BRAM_18K: float | None
+    URAM: float | None
+    DSP: float | None
+    not_estimated: list[str]  # the resources FINN has no estimate for (see NOT_ESTIMATED)
+    cycles: float | None
+    MACs: float | None  # per frame, from op_and_param_counts.json
+    params: float | None
+
+
+class Counts(TypedDict):
+    """A layer's multiply-accumulates per frame and parameters (``report._counts``)."""
+
+    MACs: float | None
+    params: float | None
+
+
+class ChartRow(TypedDict):
+    """What the charts draw of an estimated layer (``report.chart_rows`` writes every key;
+    the charts take a missing number as 0)."""
+
+    name: str
+    LUT: NotRequired[float | None]
+    BRAM_18K: NotRequired[float | None]
+    URAM: NotRequired[float | None]
+    DSP: NotRequired[float | None]
+    cycles: NotRequired[float | None]
+    not_estimated: NotRequired[list[str] | None]
+
+
+class Performance(TypedDict):
+    """``performance``: FINN's estimate_network_performance.json (None where it has none)."""
+
+    estimated_fps: float | None
+    estimated_latency_ns: float | None
+    max_cycles: int | None
+    max_cycles_layer: str | None
+    critical_path_cycles: int | None
+
+
+class SlowLayer(TypedDict):
+    """One of ``target.over_target``: a layer slower than the target allows."""
+
+    name: str
+    cycles: float
+
+
+class Target(TypedDict):
+    """``target``, with ``target_fps`` and an estimated throughput: whether it is met, the
+    layer that limits it and why (``limit``, as the folding search recorded it)."""
+
+    target_fps: int
+    estimated_fps: float
+    met: bool
+    bottleneck: str | None
+    bottleneck_cycles: int | None
+    target_cycles: int
+    over_target: list[SlowLayer] | None  # None unless every layer has cycles
+    limit: str | None
+    folding_search: str | None  # brainsmith | finn: which search folded, with a limit
+    finn_warnings_superseded: NotRequired[int]  # set by ``report.assemble``
+
+
+class CpuNode(TypedDict):
+    """A node outside the accelerator, before or after it."""
+
+    name: str
+    op_type: str
+    side: Literal["before", "after"]
+
+
+class CpuNodes(TypedDict):
+    """``cpu_nodes``: the nodes of the dataflow parent graph, and how many of each type."""
+
+    count: int
+    op_types: dict[str, int]
+    nodes: list[CpuNode]
+    model: str  # final_parent.onnx
+
+
+class Utilisation(TypedDict):
+    """``utilisation``: the part's resources (None without a table) and the estimate's
+    share in percent (None for a resource FINN does not estimate, FF)."""
+
+    part: str | None
+    available: dict[str, int] | None
+    percent: dict[str, float | None] | None
+    source: str | None
+
+
+class FinnWarning(TypedDict):
+    """One of ``warnings``: a distinct warning or error in build.log."""
+
+    level: str  # WARNING | ERROR | CRITICAL
+    source: str  # the logger
+    message: str
+    count: int
+
+
+class FifoFill(TypedDict):
+    """A FIFO of the stitched simulation: between which layers, its largest fill."""
+
+    name: str
+    after: str
+    before: str
+    max_occupancy: int | None
+
+
+class Stitched(TypedDict):
+    """``rtlsim.stitched`` (``brainsmith.rtlsim.partition.simulate_partition``): the
+    whole partition simulated, or why not."""
+
+    status: str  # match | mismatch | failed | not simulated
+    reason: NotRequired[str]
+    compile_seconds: NotRequired[float]
+    compile_cached: NotRequired[bool]
+    frames: NotRequired[int]
+    layers: NotRequired[int]
+    cycles_per_frame: NotRequired[float | None]
+    estimated_cycles_per_frame: NotRequired[int]
+    latency_cycles: NotRequired[int | None]
+    fps: NotRequired[float | None]
+    latency_ns: NotRequired[float | None]
+    fifos: NotRequired[list[FifoFill]]
+    simulate_seconds: NotRequired[float]
+    estimate_error: NotRequired[float]
+    estimate_tolerance: NotRequired[float]
+    within_tolerance: NotRequired[bool]
+
+
+class Mismatch(TypedDict):
+    """A layer's first output element that differs from Python, and how many differ."""
+
+    frame: int
+    output: str  # the output stream's port
+    index: list[int]
+    got: float
+    expected: float
+    differing_elements: int
+
+
+class RtlsimLayer(TypedDict):
+    """One of ``rtlsim.layers`` (``brainsmith.rtlsim.layers.LayerResult``: empty fields
+    left out)."""
+
+    name: str
+    op_type: str
+    status: str  # match | mismatch | failed | not simulated
+    reason: NotRequired[str]
+    frames: NotRequired[int]
+    first_mismatch: NotRequired[Mismatch]
+    cycles_per_frame: NotRequired[float]
+    latency_cycles: NotRequired[int]
+    estimated_cycles: NotRequired[int]
+    compile_seconds: NotRequired[float]
+    compile_cached: NotRequired[bool]
+    simulate_seconds: NotRequired[float]
+    estimate_error: NotRequired[float]
+
+
+class RtlsimSection(TypedDict):
+    """``rtlsim`` with ``verify: rtlsim`` or after ``brainsmith verify-rtl``
+    (``brainsmith.rtlsim.layers.DesignResult.as_dict``)."""
+
+    tool: str
+    ok: bool
+    seconds: float
+    summary: str
+    layers: list[RtlsimLayer]
+    stitched: Stitched | None
+
+
+class Tolerance(TypedDict):
+    """``verify_tolerance``: |actual - expected| <= atol + rtol * |expected|."""
+
+    atol: float | None
+    rtol: float
+
+
+class Estimates(TypedDict):
+    """What ``report.estimates`` reads from FINN's reports: every layer, the totals (empty
+    without estimates), per resource the layers its total leaves out, performance."""
+
+    layers: list[Layer]
+    totals: dict[str, float]
+    incomplete: dict[str, list[str]]
+    performance: Performance
+
+
+class ShortStep(TypedDict):
+    """A step of a short report."""
+
+    name: str
+    status: str
+
+
+class ShortReport(TypedDict):
+    """The report.json a full disk leaves: the verdict and the steps' outcomes."""
+
+    name: str
+    status: Status
+    error: BuildErrorEntry | None
+    output_dir: str
+    steps: list[ShortStep]
+
+
+class StoppedReport(TypedDict):
+    """A stopped build's report (``build(stop_after=N)``), kept in memory only: a checkpoint
+    is written instead of report.json."""
+
+    name: str
+    status: Literal["stopped"]
+    steps: list[StepEntry]
+
+
+class BuildReport(Estimates):
+    """report.json as ``report.assemble`` writes it (keys in this order, with the
+    estimates' after ``steps``)."""
+
+    name: str
+    status: Status
+    error: BuildErrorEntry | None
+    model: str  # absolute path of the model built
+    blueprint_path: str
+    output_dir: str
+    moved_aside: str | None  # where --force moved a previous build's folder
+    fpga_part: str | None
+    board: str | None
+    clock_ns: float
+    target_fps: int | None
+    verify: str  # each | final | rtlsim | none
+    verify_samples: int
+    verify_tolerance: Tolerance
+    seconds: float
+    setup_seconds: float | None  # loading FINN and the model
+    notes: list[str]
+    steps: list[StepEntry]
+    target: Target | None
+    cpu_nodes: CpuNodes | None
+    utilisation: Utilisation
+    warnings: list[FinnWarning]
+    generated_code: str  # finn/build
+    rtlsim: RtlsimSection | None
+    blueprint: dict[str, object]  # the resolved blueprint, as YAML data
+    versions: dict[str, str]
