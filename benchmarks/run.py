@@ -285,7 +285,7 @@ TARGETS = [
         "P1",
         "overhead_ms",
         "ms",
-        15.0,
+        6.0,
         lambda r: (
             f"python -c pass: {r['P1']['python_pass_ms']:.1f} ms; warm listing: "
             f"{r['P1']['warm_listing_ms']:.1f} ms"
@@ -317,7 +317,7 @@ TARGETS = [
         "P2",
         "cold_listing_ms",
         "ms",
-        1500.0,
+        250.0,
         lambda r: (
             f"importing all of QONNX+FINN instead: {r['P2']['baseline_import_everything_ms']:.0f} ms"
         ),

@@ -337,7 +337,7 @@ def resolve_steps(plan: BuildPlan) -> list[Step]:
     steps = []
     for name in plan.steps:
         try:
-            spec = registry.find("step", name)
+            spec = plan.spec("step", name)
             tool_step = spec.framework == "finn" and spec.name in TOOL_STEPS
             missing = [t for t in spec.metadata.get("tools", []) if shutil.which(t) is None]
             step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)

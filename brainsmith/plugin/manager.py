@@ -121,11 +121,11 @@ class PluginManager:
     def index_fingerprint(self) -> int:
         """Changes whenever a source of the registry's discovery read something else (the
         stamps of every file and folder each source checked)."""
-        import zlib
+        from brainsmith.plugin.discovery.stamps import digest32
 
         self.registry()
         stamps = [(source, state.get("stamp")) for source, state in sorted(self._states.items())]
-        return zlib.crc32(repr(stamps).encode())
+        return digest32(repr(stamps))
 
     def refresh(self) -> RegistryChanges:
         """Check every source for changes now, as after the TTL, and apply them to the

@@ -12,7 +12,6 @@ persistence with one warning; it never breaks the hub, and ``remove_all`` never 
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import marshal
 import os
@@ -237,8 +236,10 @@ def write(
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         report = log.debug if quiet else log.warning
         report("could not write cache file %s (%s); continuing without it", path, reason)
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - contextlib costs milliseconds on every warm start
             os.unlink(tmp)
+        except OSError:
+            pass
         return False
     remove_orphans(directory)
     return True

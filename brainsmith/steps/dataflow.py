@@ -67,7 +67,7 @@ def streamline(model, cfg):
         streamline_residuals,
     )
 
-    model = apply_transforms(model, context_of(cfg).plan.pre_hw, "pre_hw")
+    model = apply_transforms(model, context_of(cfg).plan, "pre_hw")
     model = streamline_depthwise(lift_1d(model))
     refuse_padded_bipolar(model)
     return channels_last(streamline_residuals(step_streamline(model, cfg)))
@@ -119,7 +119,7 @@ def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrappe
     standalone = cfg.standalone_thresholds or plan.needs_standalone_thresholds()
 
     def make(name: str):
-        return _transform_class(name)(**transform_args(name, cfg, plan))
+        return _transform_class(plan, name)(**transform_args(name, cfg, plan))
 
     return convert_to_hw(model, plan.infer_transforms(standalone), make).transform(InferShapes())
 
@@ -363,7 +363,7 @@ def folding(model, cfg):
     model = legal_folding(model)
     model = step_minimize_bit_width(model, cfg)
     model = step_transpose_decomposition(model, cfg)  # Shuffle -> Inner/OuterShuffle layers
-    model = apply_transforms(model, plan.post_hw, "post_hw")
+    model = apply_transforms(model, plan, "post_hw")
     _check_backends(model, plan, decomposed_later=False)
     return model
 
@@ -407,11 +407,11 @@ def codegen(model, cfg):
     return step_hw_codegen(model, cfg)
 
 
-def apply_transforms(model, transforms: list, phase: str):
-    """Apply blueprint transforms (``TransformRef``) in order."""
-    for ref in transforms:
+def apply_transforms(model, plan, phase: str):
+    """Apply the plan's transforms of ``phase`` (``pre_hw``, ``post_hw``) in order."""
+    for ref in getattr(plan, phase):
         try:
-            instance = _transform_class(ref.name)(**ref.args)
+            instance = _transform_class(plan, ref.name)(**ref.args)
         except TypeError as exc:
             raise StepError(
                 f"{phase} transform {ref.name} cannot be created with {ref.args}: {exc}",
@@ -421,7 +421,8 @@ def apply_transforms(model, transforms: list, phase: str):
     return model
 
 
-def _transform_class(name: str) -> Any:
+def _transform_class(plan, name: str) -> Any:
+    """The transform the plan names ``name`` (resolved with the plan, imported on first use)."""
     from brainsmith.plugin import get_registry
 
-    return get_registry().get("transform", name)
+    return get_registry().load(plan.spec("transform", name))

@@ -90,6 +90,23 @@ class BuildPlan:
     steps: list[str] = field(default_factory=lambda: standard_steps())
     options: BuildOptions | None = None  # None: the blueprint has no build: section
     blueprint: Json = field(default_factory=dict)  # the resolved blueprint, for the report
+    # "type:name" of each plugin the plan names -> the spec resolved when it was made
+    resolved: dict[str, PluginSpec] = field(default_factory=dict, compare=False, repr=False)
+
+    def spec(self, plugin_type: str, name: str) -> PluginSpec:
+        """The plugin the plan names ``name``: resolved with the blueprint; for a plan made by
+        hand (names only) or received from another process, looked up once, here."""
+        key = f"{plugin_type}:{name}"
+        found = self.resolved.get(key)
+        if found is None:
+            from brainsmith.plugin import get_registry
+
+            found = self.resolved[key] = get_registry().find(plugin_type, name)
+        return found
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (to a Dask worker) by names: specs hold imported objects of this process."""
+        return {**self.__dict__, "resolved": {}}
 
     @property
     def build(self) -> BuildOptions:
@@ -201,8 +218,12 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
     phased = blueprint.transforms_phased
     options = blueprint.build
     steps = [s.qualified_name for s in blueprint.steps]
+    resolved = {f"step:{s.qualified_name}": s for s in blueprint.steps}
     if [s.name for s in blueprint.steps] == list(STANDARD_STEPS):
         steps = standard_steps(options.board if options else None)
+        resolved.update({f"step:{s.name}": s for s in blueprint.steps})
+    for phase in ("pre_hw", "post_hw"):
+        resolved.update({f"transform:{s.qualified_name}": s for s in phased.get(phase, ())})
     return BuildPlan(
         name=blueprint.name,
         path=blueprint.path,
@@ -214,6 +235,7 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
         steps=steps,
         options=options,
         blueprint=blueprint.to_dict(),
+        resolved=resolved,
     )
 
 

@@ -14,11 +14,10 @@ problem, and stores the selection again.
 from __future__ import annotations
 
 import os
-import zlib
 
 from brainsmith.plugin import log, memo
 from brainsmith.plugin.collections import PluginCollection
-from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
+from brainsmith.plugin.discovery.stamps import digest32, stamp_paths, unchanged
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -98,7 +97,7 @@ def _key(manager: PluginManager, registry: Registry) -> list[object] | None:
 
 
 def _name(path: str) -> str:
-    return f"blueprint-{zlib.crc32(path.encode()):08x}"
+    return f"blueprint-{digest32(path):08x}"
 
 
 def _remembered(

@@ -72,10 +72,8 @@ class DiscoveryResult:
 
 def index_name() -> str:
     """One index per interpreter and environment (``sys.prefix``)."""
-    import zlib
-
     identity = (sys.executable, sys.prefix, sys.version, sys.implementation.cache_tag)
-    return f"index-{zlib.crc32(repr(identity).encode()):08x}"
+    return f"index-{stamps.digest32(repr(identity)):08x}"
 
 
 def source_ids(config: PluginConfig) -> list[str]:

@@ -20,6 +20,15 @@ if TYPE_CHECKING:
 MISSING = (0, -1, 0, 0)
 
 
+def digest32(text: str) -> int:
+    """A 32-bit FNV-1a digest of ``text``, for names and keys (no C extension to load: this
+    runs on every warm start)."""
+    value = 0x811C9DC5
+    for byte in text.encode():
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return value
+
+
 def stamp_of(path: str) -> list[Any]:
     try:
         st = os.stat(path)
