@@ -66,11 +66,9 @@ AUDITED = {
         "lazy public attributes: the module name comes from the constant _EXPORTS table, or is "
         "brainsmith.plugin.lifecycle for a lifecycle name imported from its old place"
     ),
-    ("brainsmith/plugin/blueprint/__init__.py", "import_module"): (
-        "lazy public attributes: the module name comes from the constant _EXPORTS table"
-    ),
-    ("brainsmith/plugin/lifecycle/__init__.py", "import_module"): (
-        "lazy public attributes: the module name comes from the constant _EXPORTS table"
+    ("brainsmith/plugin/lazy.py", "import_module"): (
+        "lazy package attributes (brainsmith.plugin.blueprint, brainsmith.plugin.lifecycle): "
+        "the module name comes from the package's constant _EXPORTS table"
     ),
     ("brainsmith/cli/app.py", "import_module"): (
         "lazy subcommands: the module name comes from the constant COMMANDS table"

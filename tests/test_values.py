@@ -6,19 +6,10 @@ import math
 
 import pytest
 
-from brainsmith.plugin import config, metadata
+from brainsmith.plugin import config, metadata, values
 from brainsmith.plugin.blueprint import options
-from brainsmith.plugin.values import (
-    INVALID,
-    boolean,
-    list_of,
-    nonempty_string,
-    one_of,
-    pathname,
-    plugin_name,
-    seconds,
-    whole,
-)
+
+INVALID = values.INVALID
 
 
 def test_every_key_with_an_expected_text_has_a_check_and_no_other():
@@ -33,33 +24,33 @@ def test_every_key_with_an_expected_text_has_a_check_and_no_other():
 @pytest.mark.parametrize(
     ("check", "value", "expected"),
     [
-        (seconds, 5, 5.0),
-        (seconds, 0, 0.0),
-        (seconds, math.inf, 1e300),
-        (seconds, 10**400, 1e300),
-        (seconds, -1, INVALID),
-        (seconds, math.nan, INVALID),
-        (seconds, True, INVALID),
-        (seconds, "5", INVALID),
-        (boolean, False, False),
-        (boolean, 0, INVALID),
-        (pathname, "a/b", "a/b"),
-        (pathname, "", INVALID),
-        (pathname, "a\0b", INVALID),
-        (plugin_name, "FoldBias", "FoldBias"),
-        (plugin_name, "finn:FoldBias", INVALID),
-        (plugin_name, "é", INVALID),
-        (plugin_name, "A" * 101, INVALID),
-        (whole(1, 3), 3, 3),
-        (whole(1, 3), 4, INVALID),
-        (whole(0), True, INVALID),
-        (whole(0), 1.0, INVALID),
-        (one_of(("hls", "rtl")), "rtl", "rtl"),
-        (one_of(("hls", "rtl")), ["rtl"], INVALID),
-        (list_of(nonempty_string), ["a", "b"], ("a", "b")),
-        (list_of(nonempty_string), ("a",), INVALID),
-        (list_of(nonempty_string, tuples=True, into=list), ("a",), ["a"]),
-        (list_of(nonempty_string), ["a", ""], INVALID),
+        (values.seconds, 5, 5.0),
+        (values.seconds, 0, 0.0),
+        (values.seconds, math.inf, 1e300),
+        (values.seconds, 10**400, 1e300),
+        (values.seconds, -1, INVALID),
+        (values.seconds, math.nan, INVALID),
+        (values.seconds, True, INVALID),
+        (values.seconds, "5", INVALID),
+        (values.boolean, False, False),
+        (values.boolean, 0, INVALID),
+        (values.pathname, "a/b", "a/b"),
+        (values.pathname, "", INVALID),
+        (values.pathname, "a\0b", INVALID),
+        (values.plugin_name, "FoldBias", "FoldBias"),
+        (values.plugin_name, "finn:FoldBias", INVALID),
+        (values.plugin_name, "é", INVALID),
+        (values.plugin_name, "A" * 101, INVALID),
+        (values.whole(1, 3), 3, 3),
+        (values.whole(1, 3), 4, INVALID),
+        (values.whole(0), True, INVALID),
+        (values.whole(0), 1.0, INVALID),
+        (values.one_of(("hls", "rtl")), "rtl", "rtl"),
+        (values.one_of(("hls", "rtl")), ["rtl"], INVALID),
+        (values.list_of(values.nonempty_string), ["a", "b"], ("a", "b")),
+        (values.list_of(values.nonempty_string), ("a",), INVALID),
+        (values.list_of(values.nonempty_string, tuples=True, into=list), ("a",), ["a"]),
+        (values.list_of(values.nonempty_string), ["a", ""], INVALID),
     ],
 )
 def test_a_check_returns_the_value_converted_or_invalid(check, value, expected):

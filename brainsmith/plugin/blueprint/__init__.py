@@ -12,6 +12,8 @@ The resolved object is documented in ``brainsmith.plugin.blueprint.model``; the 
 
 from __future__ import annotations
 
+from brainsmith.plugin.lazy import lazy_attributes
+
 # name -> module; imported on first use, so ``load_blueprint_plugins`` on a remembered
 # selection imports neither YAML nor the blueprint checker.
 _EXPORTS = {
@@ -41,21 +43,6 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'brainsmith.plugin.blueprint' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
-
-
 __all__ = [
     "DEFAULT_STEPS",
     "Blueprint",
@@ -67,3 +54,5 @@ __all__ = [
     "load_blueprint",
     "load_blueprint_plugins",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)

@@ -9,6 +9,7 @@ Names are imported on first use, so ``import brainsmith.plugin.lifecycle`` stays
 from __future__ import annotations
 
 from brainsmith.plugin import LIFECYCLE_EXPORTS as _EXPORTS
+from brainsmith.plugin.lazy import lazy_attributes
 
 __all__ = sorted(_EXPORTS)
 
@@ -48,17 +49,4 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from brainsmith.plugin.lifecycle.pathload import unload_plugin as unload_plugin
     from brainsmith.plugin.versions import VersionInfo as VersionInfo
 
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'brainsmith.plugin.lifecycle' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)
