@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.conftest import run_python
+import json
+
+from tests.conftest import REPO, run_python
 
 HEAVY = ("qonnx", "onnx", "numpy", "finn", "torch")
 # A warm start also stays off the parsers and metadata readers that only a scan needs.
@@ -44,3 +46,29 @@ def test_warm_listing_of_everything_is_lean():
     total, imported = result.stdout.strip().split(" ", 1)
     assert int(total) > 350
     assert imported == "[]"
+
+
+def test_a_build_imports_only_the_parts_of_finn_it_runs(tmp_path):
+    """FINN's builder module imports every step's dependencies (QoR models with scikit-learn,
+    the ONNX passes frontend); a build whose FINN hardware steps are skipped here (no Vivado)
+    imports none of it, and still records those steps as skipped."""
+    out = tmp_path / "cnv"
+    result = run_python(
+        f"""
+        import json, sys
+        import brainsmith
+        result = brainsmith.build("examples/models/cnv.onnx", "blueprints/cnv.yaml", {str(out)!r},
+                                  verify="none")
+        steps = {{s["name"]: s["status"] for s in json.load(open(result.report_path))["steps"]}}
+        unused = ("finn.builder.build_dataflow_steps", "sklearn", "pandas", "onnx_passes")
+        print(json.dumps([result.status, steps, [m for m in unused if m in sys.modules]]))
+        """,
+        env={"XILINX_VIVADO": ""},
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    status, steps, imported = json.loads(result.stdout.strip().splitlines()[-1])
+    assert status == "ok"
+    assert steps["estimates"] == steps["codegen"] == "ok"
+    assert steps["step_hw_ipgen"] == steps["step_create_stitched_ip"] == "skipped"
+    assert imported == []

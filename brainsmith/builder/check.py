@@ -125,7 +125,8 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
         model = ModelWrapper(checked.proto)
         for step in steps[: names.index(FRONT_END)]:
             try:
-                model = step.fn(model, cfg) if step.fn is not None else model
+                function = step.function()
+                model = function(model, cfg) if function is not None else model
             except StepError as exc:  # reported; the nodes so far are still shown
                 result.error = f"step {step.name} failed: {exc.reason}; try: {exc.hint}"
                 result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]

@@ -90,7 +90,8 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
     try:  # contained(): a step calling sys.exit() fails like any other step
         traced = span(f"brainsmith.step {step.name}", step=step.name, index=index + 1)
         with traced, contained(), contain_finn_output(run.build_log):
-            model = step.fn(model, run.cfg) if step.fn is not None else model
+            function = step.function()
+            model = function(model, run.cfg) if function is not None else model
     except StepError as exc:
         hint = exc.hint
         if exc.model is not None:

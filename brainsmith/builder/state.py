@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         Verification,
     )
     from brainsmith.builder.verify import Vectors
+    from brainsmith.plugin.spec import PluginSpec
 
     # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
     # are typed in brainsmith.builder.records)
@@ -91,6 +92,17 @@ class Step:
     fn: StepFunction | None = None
     skip_reason: str = ""
     verifiable: bool = True  # False for FINN's hardware steps (Vivado products)
+    deferred: PluginSpec | None = None  # loaded when it runs (see ``function``)
+
+    def function(self) -> StepFunction | None:
+        """The step's function; a deferred one (a FINN hardware step without its tool,
+        which runs only for some models) is loaded now: loading one imports all of FINN's
+        builder."""
+        if self.fn is None and self.deferred is not None:
+            from brainsmith.plugin import get_registry
+
+            self.fn = cast("StepFunction", get_registry().load(self.deferred))
+        return self.fn
 
 
 @dataclass

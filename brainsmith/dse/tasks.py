@@ -207,7 +207,7 @@ def warm_up() -> None:
     from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()
-    import finn.builder.build_dataflow_steps  # noqa: F401
+    import finn.custom_op.fpgadataflow  # noqa: F401
     import qonnx.core.modelwrapper  # noqa: F401
 
     import brainsmith.steps.dataflow  # noqa: F401

@@ -43,12 +43,11 @@ def cleanup(model, cfg):
 def qonnx_to_finn(model, cfg):
     """Convert Quant/BipolarQuant/Trunc nodes to FINN-ONNX (MultiThreshold), then tidy up;
     average pools keep the truncation Brevitas exported (``fix_average_pools``)."""
-    from finn.builder.build_dataflow_steps import step_qonnx_to_finn, step_tidy_up
-
+    from brainsmith.steps import finn_steps
     from brainsmith.steps.finn_recipe import average_pool_widths, fix_average_pools
 
     widths = average_pool_widths(model)
-    return step_tidy_up(fix_average_pools(step_qonnx_to_finn(model, cfg), widths), cfg)
+    return finn_steps.tidy_up(fix_average_pools(finn_steps.qonnx_to_finn(model, cfg), widths))
 
 
 @step(name="streamline", description="Blueprint pre_hw transforms, then FINN streamlining")
@@ -57,8 +56,7 @@ def streamline(model, cfg):
     depthwise convolutions (refusing zero-padded binarized ones, which FINN computes wrongly),
     then FINN's streamlining (lowering convolutions to matrix products), then move scales
     past residual forks and joins and layout changes before the thresholds feeding them."""
-    from finn.builder.build_dataflow_steps import step_streamline
-
+    from brainsmith.steps import finn_steps
     from brainsmith.steps.finn_recipe import (
         channels_last,
         lift_1d,
@@ -70,7 +68,7 @@ def streamline(model, cfg):
     model = apply_transforms(model, context_of(cfg).plan, "pre_hw")
     model = streamline_depthwise(lift_1d(model))
     refuse_padded_bipolar(model)
-    return channels_last(streamline_residuals(step_streamline(model, cfg)))
+    return channels_last(streamline_residuals(finn_steps.streamline(model)))
 
 
 @step(
@@ -90,8 +88,7 @@ def hardware_inference(model, cfg):
     Returns the partition (the accelerator); the graph around it is kept as
     ``context_of(cfg).dataflow_parent``.
     """
-    from finn.builder.build_dataflow_steps import step_minimize_bit_width_initial
-
+    from brainsmith.steps.finn_steps import minimize_bit_width
     from brainsmith.steps.host_tail import split_host_tail
 
     converted = infer_hardware(model, cfg)
@@ -99,7 +96,7 @@ def hardware_inference(model, cfg):
     if tail:  # the accelerator is what comes before the first node that cannot be hardware
         converted = infer_hardware(head, cfg)
     _check_converted(head, converted, cfg)
-    converted = step_minimize_bit_width_initial(converted, cfg)
+    converted = minimize_bit_width(converted, cfg)  # FINN's first pass, before folding
     partition = _partition(converted, cfg)
     if tail:
         context = context_of(cfg)
@@ -348,21 +345,16 @@ def folding(model, cfg):
     config file if given, minimise bit widths, decompose Shuffle layers into implementable
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
     every layer must then have a backend."""
-    from finn.builder.build_dataflow_steps import (
-        step_apply_folding_config,
-        step_minimize_bit_width,
-        step_transpose_decomposition,
-    )
-
+    from brainsmith.steps import finn_steps
     from brainsmith.steps.folding import fold_for_target
 
     plan = context_of(cfg).plan
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
     model = fold_for_target(model, cfg, plan.options.folding if plan.options else None)
-    model = step_apply_folding_config(model, cfg)
+    model = finn_steps.apply_folding_config(model, cfg)
     model = legal_folding(model)
-    model = step_minimize_bit_width(model, cfg)
-    model = step_transpose_decomposition(model, cfg)  # Shuffle -> Inner/OuterShuffle layers
+    model = finn_steps.minimize_bit_width(model, cfg)
+    model = finn_steps.transpose_decomposition(model, cfg)  # Shuffle -> Inner/OuterShuffle
     model = apply_transforms(model, plan, "post_hw")
     _check_backends(model, plan, decomposed_later=False)
     return model
@@ -388,23 +380,17 @@ def legal_folding(model):
 def estimates(model, cfg):
     """Write FINN's analytical estimate reports (resources, cycles, performance) to the
     report folder of ``cfg.output_dir``."""
-    import dataclasses
+    from brainsmith.steps.finn_steps import estimate_reports
 
-    from finn.builder.build_dataflow_config import DataflowOutputType
-    from finn.builder.build_dataflow_steps import step_generate_estimate_reports
-
-    wanted = DataflowOutputType.ESTIMATE_REPORTS
-    if wanted not in cfg.generate_outputs:
-        cfg = dataclasses.replace(cfg, generate_outputs=[*cfg.generate_outputs, wanted])
-    return step_generate_estimate_reports(model, cfg)
+    return estimate_reports(model, cfg)
 
 
 @step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")
 def codegen(model, cfg):
     """Generate each layer's HLS code and RTL sources (no Xilinx tools needed)."""
-    from finn.builder.build_dataflow_steps import step_hw_codegen
+    from brainsmith.steps.finn_steps import hw_codegen
 
-    return step_hw_codegen(model, cfg)
+    return hw_codegen(model, cfg)
 
 
 def apply_transforms(model, plan, phase: str):
