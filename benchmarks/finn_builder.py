@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 MODEL = REPO / "examples" / "models" / "cnv.onnx"
 BLUEPRINT = REPO / "blueprints" / "cnv.yaml"
-TARGET = 1.05
+TARGET = 1.00  # wall and CPU
 FINN_STEPS = [
     "step_qonnx_to_finn",
     "step_tidy_up",
@@ -125,7 +125,8 @@ def measure(runs: int) -> dict:
         ),
         "ratio_cpu": round(medians["brainsmith"]["cpu_s"] / medians["finn"]["cpu_s"], 4),
         "target_ratio": TARGET,
-        "meets_target": ratio <= TARGET,
+        "meets_target": ratio <= TARGET
+        and medians["brainsmith"]["cpu_s"] <= TARGET * medians["finn"]["cpu_s"],
         "load_average": list(os.getloadavg()),
     }
 
@@ -145,8 +146,8 @@ def main() -> int:
         print(f"{label} {m['process_wall_s']:.3f} s wall per process, {m['cpu_s']:.3f} s CPU")
     verdict = "meets" if result["meets_target"] else "misses"
     print(
-        f"ratio {result['ratio_wall']:.3f}x wall ({verdict} the {TARGET}x target), "
-        f"{result['ratio_cpu']:.3f}x CPU  -> {out.relative_to(REPO)}"
+        f"ratio {result['ratio_wall']:.3f}x wall, {result['ratio_cpu']:.3f}x CPU ({verdict} "
+        f"the {TARGET:.2f}x target for both)  -> {out.relative_to(REPO)}"
     )
     return 0
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -380,3 +382,19 @@ def test_extends_naming_a_fifo_through_a_symlink_is_refused_without_hanging(tmp_
         f"{tmp_path / 'top.yaml'}:2:10: error: cannot read '{tmp_path / 'base.yaml'}': a FIFO "
         "(named pipe), not a regular file; expected a blueprint YAML file"
     )
+
+
+def test_a_script_named_finn_is_named_instead_of_hanging(tmp_path):
+    """A user's ``finn.py`` beside their script hides the finn-plus package: importing FINN
+    runs the script again, which asks for FINN again; that is an error naming the file, not
+    a thread waiting for itself forever."""
+    script = tmp_path / "finn.py"
+    script.write_text(
+        "from brainsmith.frameworks.finn.env import prepare_finn\nprepare_finn()\nprint('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert result.returncode != 0
+    assert f"importing FINN ran {script}" in result.stderr
+    assert "rename it" in result.stderr

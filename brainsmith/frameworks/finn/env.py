@@ -58,7 +58,8 @@ from collections.abc import Iterator
 from typing import TextIO
 
 _prepared = False
-_prepare_lock = threading.Lock()
+_prepare_lock = threading.RLock()
+_preparing: int | None = None  # the thread preparing FINN now
 XSI_NAMES = (
     "SimEngine",
     "locate_glbl",
@@ -89,11 +90,27 @@ def prepare_finn() -> None:
     global _prepared
     if _prepared:
         return
+    global _preparing
     with _prepare_lock:  # a second thread waits until the first has finished preparing
         if _prepared:
             return
-        _prepare()
+        if _preparing == threading.get_ident():
+            raise RuntimeError(shadowed_finn())
+        _preparing = threading.get_ident()
+        try:
+            _prepare()
+        finally:
+            _preparing = None
         _prepared = True
+
+
+def shadowed_finn() -> str:
+    """Why importing FINN came back to preparing it: another module named ``finn``."""
+    found = getattr(sys.modules.get("finn"), "__file__", None) or "another module"
+    return (
+        f"importing FINN ran {found}, not the finn-plus package: a file or folder named "
+        "'finn' on sys.path (the script's folder or the current one) hides FINN; rename it"
+    )
 
 
 def _prepare() -> None:
