@@ -407,6 +407,14 @@ def write(results: dict) -> None:
         f"`import brainsmith.plugins` in a fresh process: "
         f"{imp['import_brainsmith_plugins_ms']:.1f} ms (bare `python -c pass`: "
         f"{imp['python_pass_ms']:.1f} ms).",
+        "",
+        f"Where P1's {results['P1']['overhead_ms']:.1f} ms go: importing the hub "
+        f"{imp['import_brainsmith_plugins_ms'] - imp['python_pass_ms']:.1f} ms (the line above), "
+        "then building the warm index's "
+        f"{results['P2']['plugins']} specs, each record validated, its module trust-checked "
+        "against its source and inserted into the registry (the rest; "
+        "`PluginSpec.from_record`, `trust.from_source` and `Registry._insert` lead a profile). "
+        "Below that needs a names-only listing that builds and checks a spec on first use.",
     ]
     if "recheck_ms" in results.get("P4", {}):
         lines += [
@@ -427,6 +435,21 @@ def write(results: dict) -> None:
     if build.exists():
         data = json.loads(build.read_text())
         lines += ["", "## Build overhead", "", "```json", json.dumps(data, indent=2)[:3000], "```"]
+    finn = out / "finn_builder.json"
+    if finn.exists():
+        data = json.loads(finn.read_text())
+        ours, theirs = data["brainsmith"], data["finn_build_dataflow_cfg"]
+        lines += [
+            "",
+            "## Build vs FINN's builder (shipped CNV, verification off)",
+            "",
+            f"`brainsmith build` {ours['process_wall_s']:.2f} s wall, {ours['cpu_s']:.2f} s CPU; "
+            f"FINN's `build_dataflow_cfg` on the same 13 steps {theirs['process_wall_s']:.2f} s "
+            f"wall, {theirs['cpu_s']:.2f} s CPU (medians of {data['runs']} fresh processes each, "
+            "`python -m benchmarks.finn_builder`): "
+            f"**{data['ratio_wall']:.3f}x wall, {data['ratio_cpu']:.3f}x CPU** (target "
+            f"≤ {data['target_ratio']:.2f}x for both: {'✓' if data['meets_target'] else '✗'}).",
+        ]
     cost = out / "verify_cost.json"
     if cost.exists():
         lines += ["", "## Verification cost (verify: each vs none)", ""]
