@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -72,11 +74,27 @@ def handled() -> Iterator[None]:
     for s in SIGNALS:
         if previous[s] is not signal.SIG_IGN:  # e.g. SIGINT of a background job stays ignored
             signal.signal(s, _handler)
+    hook = sys.unraisablehook
+    sys.unraisablehook = _quiet_interruption(hook)
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def _quiet_interruption(hook: Callable[[Any], object]) -> Callable[[Any], object]:
+    """``hook`` for everything but a BuildInterrupted raised where it cannot propagate (a
+    callback from C code while FINN loads): Python would print its traceback, yet the build
+    reports the interruption once ``check()`` raises it again."""
+
+    def unraisable(info: Any) -> object:
+        if isinstance(info.exc_value, BuildInterrupted):
+            return None
+        return hook(info)
+
+    return unraisable
 
 
 def settled() -> None:

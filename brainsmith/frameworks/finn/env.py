@@ -87,15 +87,16 @@ def private_build_dir() -> str:
 
 def prepare_finn() -> None:
     """Make FINN importable and usable as a library here (idempotent, cheap after once)."""
-    global _prepared
+    global _prepared, _preparing
     if _prepared:
         return
-    global _preparing
     with _prepare_lock:  # a second thread waits until the first has finished preparing
         if _prepared:
             return
         if _preparing == threading.get_ident():
-            raise RuntimeError(shadowed_finn())
+            from brainsmith.errors import BrainsmithError
+
+            raise BrainsmithError(shadowed_finn())
         _preparing = threading.get_ident()
         try:
             _prepare()
