@@ -9,8 +9,6 @@ and boards it builds for, and registering hardware layers where it looks them up
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.plugin.discovery.sources.adapters import FrameworkAdapter
@@ -30,6 +28,8 @@ def adapter_class(framework: str) -> type[FrameworkAdapter] | None:
         return None
     found = _classes.get(framework)
     if found is None:
+        import importlib
+
         module, _, name = ADAPTERS[framework][0].partition(":")
         found = _classes[framework] = getattr(importlib.import_module(module), name)
     return found

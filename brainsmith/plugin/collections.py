@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import _thread
-import weakref
+import _weakref
 
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 from brainsmith.plugin.errors import PluginNotFoundError
@@ -23,18 +23,31 @@ _OWN = ("list_plugins", "get_spec", "specs", "framework")
 
 class _Lookups:
     """The collections that cache lookups, and a generation bumped whenever the registry
-    changes: a lookup begun before a change is not cached."""
+    changes: a lookup begun before a change is not cached.
+
+    Collections are held weakly by id (a weak reference drops its entry when its collection
+    goes; ``weakref.WeakSet`` would cost the everyday import a module of its own)."""
 
     def __init__(self) -> None:
-        self.views: weakref.WeakSet[PluginCollection] = weakref.WeakSet()
+        self.views: dict[int, _weakref.ReferenceType[PluginCollection]] = {}
         self.generation = 0
         self.lock = _thread.allocate_lock()
+
+    def add(self, view: PluginCollection) -> None:
+        key = id(view)
+
+        def gone(_: object) -> None:
+            self.views.pop(key, None)
+
+        self.views[key] = _weakref.ref(view, gone)
 
     def forget(self) -> None:
         with self.lock:
             self.generation += 1
-            for view in list(self.views):
-                view._forget()
+            for ref in list(self.views.values()):
+                view = ref()
+                if view is not None:
+                    view._forget()
 
 
 LOOKUPS = _Lookups()
@@ -65,7 +78,7 @@ class PluginCollection:
         object.__setattr__(self, "_subset", subset)
         object.__setattr__(self, "_namespaces", {})
         with LOOKUPS.lock:
-            LOOKUPS.views.add(self)
+            LOOKUPS.add(self)
 
     # -- lookups ---------------------------------------------------------------------------
     def __getattr__(self, name: str) -> object:
@@ -109,17 +122,21 @@ class PluginCollection:
                 )
             return spec
         registry = _registry()
-        if self._framework and not registry.specs(framework=self._framework):
+        try:
+            return registry.find(self._type, name, self._framework)
+        except PluginNotFoundError:
+            if not self._framework or registry.has_framework(self._framework):
+                raise
             from brainsmith.plugin.adapters import install_hint
 
             hint = registry.disabled.get(self._framework) or install_hint(self._framework)
-            if hint:
-                raise PluginNotFoundError(
-                    f"{self._type} '{name}' of framework '{self._framework}' is not available: {hint}",
-                    self._type,
-                    name,
-                )
-        return registry.find(self._type, name, self._framework)
+            if not hint:
+                raise
+            raise PluginNotFoundError(
+                f"{self._type} '{name}' of framework '{self._framework}' is not available: {hint}",
+                self._type,
+                name,
+            ) from None
 
     def framework(self, name: str, strict: bool = True) -> PluginCollection | None:
         """The namespace of one framework, e.g. ``tfm.framework("my-plugins")``."""
@@ -127,7 +144,7 @@ class PluginCollection:
         if cached is not None:
             return cached
         generation = LOOKUPS.generation
-        if name not in FRAMEWORK_NAMESPACES and name not in _registry().frameworks():
+        if name not in FRAMEWORK_NAMESPACES and not _registry().has_framework(name):
             if strict:
                 raise PluginNotFoundError(
                     f"no framework named '{name}' (known: {', '.join(_registry().frameworks())})",

@@ -8,7 +8,6 @@ import _thread
 import os
 import sys
 import time
-import weakref
 
 from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
@@ -20,6 +19,7 @@ from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import weakref
     from collections.abc import Callable, Iterable
     from typing import Any, Literal
 
@@ -180,9 +180,9 @@ class PluginManager:
 
                 folders.configure(config.plugin_dirs)
             fresh = () if first else self._modules_to_reload(result)
-            specs, problems = records(result.states, config)
-            problems += [PluginProblem(*problem) for problem in result.problems]  # shared index
-            changes, gone = registry.sync(specs, problems, fresh)
+            found = records(result.states, config)
+            found.problems += [PluginProblem(*problem) for problem in result.problems]  # shared
+            changes, gone = registry.sync(found, fresh, lazy=first and not force)
             self._states = {
                 k: {f: v for f, v in st.items() if f != "files"} for k, st in result.states.items()
             }
@@ -202,12 +202,13 @@ class PluginManager:
         if (changes or gone) and not first:  # a first discovery has no lookups to forget
             _registry_changed()
             log.info("plugins changed:\n%s", changes)
-        log.debug(
-            "discovered %d plugins in %.1f ms (index %s)",
-            len(registry.specs()),
-            result.duration_ms,
-            result.cache,
-        )
+        if log.debug_enabled:
+            log.debug(
+                "discovered %d plugins in %.1f ms (index %s)",
+                len(registry.specs()),
+                result.duration_ms,
+                result.cache,
+            )
         return registry, changes
 
     def _new_registry(self) -> Registry:

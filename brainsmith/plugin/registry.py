@@ -12,6 +12,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from brainsmith.plugin.discovery.index import Found
+
 
 class RegistryChanges:
     """What one synchronisation with discovery changed (``watch()`` reports these)."""
@@ -73,6 +75,11 @@ class Registry:
     whole by ``sync``; each runtime source (a plugin package, a loaded path, a custom kernel)
     by ``replace(source, specs)`` and ``release(source)``; plugins decorated at run time
     (``add``) stay until removed. The first holder of a qualified name keeps it.
+
+    After the first discovery of a process, the records of brainsmith's, QONNX's and FINN's
+    plugins are entered when a query first needs them (``_take``): a lookup checks the
+    records of its name, a listing those of its type. Every query answers as if all had
+    been entered at once.
     """
 
     def __init__(
@@ -84,6 +91,7 @@ class Registry:
         self._by_target: dict[str, list[PluginSpec]] = {}
         self._found: dict[Key, PluginSpec] = {}  # the discovered part
         self._found_problems: list[PluginProblem] = []
+        self._unchecked: Found | None = None  # discovered records not yet entered
         self._reported: list[PluginProblem] = []  # problems reported at runtime
         self._sources: dict[str, Source] = {}  # runtime sources by name
         self.backend_choices: dict[str, str] = {}  # kernel -> backend name or type (switch_backend)
@@ -96,6 +104,7 @@ class Registry:
     def problems(self) -> list[PluginProblem]:
         """Problems of discovery (replaced at each sync) and those reported since."""
         with self._lock:
+            self._take()
             return [*self._found_problems, *self._reported]
 
     # -- filling ---------------------------------------------------------------------------
@@ -117,6 +126,7 @@ class Registry:
             return self._add(spec, self._reported)
 
     def _add(self, spec: PluginSpec, problems: list[PluginProblem]) -> PluginSpec:
+        self._take(spec.type, spec.name)  # a discovered plugin of that name holds it first
         key = (spec.type, spec.framework, spec.name)
         existing = self._specs.get(key)
         if existing is not None:
@@ -132,7 +142,8 @@ class Registry:
             f"({kept.source}) and {other.target} ({other.source}); keeping the first. "
             "Rename one with the decorator's name= argument."
         )
-        if not any(p.reason == reason for p in self.problems + problems):  # once per clash
+        known = (*self._found_problems, *self._reported, *problems)
+        if not any(p.reason == reason for p in known):  # once per clash
             _warn_at(other, reason)
             problems.append(PluginProblem(other.framework, other.qualified_name, reason))
 
@@ -177,7 +188,7 @@ class Registry:
             taken = self._sources.get(source.name) or (framework and self.owner(framework))
             if taken:
                 raise PluginError(f"plugin name '{framework}' is already used by {taken.label}")
-            if framework and any(s.framework == framework for s in self._specs.values()):
+            if framework and self.has_framework(framework):
                 raise PluginError(
                     f"plugin name '{framework}' clashes with installed framework "
                     f"'{framework}'; choose another name"
@@ -241,29 +252,34 @@ class Registry:
             self._reported.append(PluginProblem(source, plugin, reason))
 
     def sync(
-        self,
-        specs: list[PluginSpec],
-        problems: list[PluginProblem],
-        fresh_modules: tuple[str, ...] = (),
+        self, found: Found, fresh_modules: tuple[str, ...] = (), lazy: bool = False
     ) -> tuple[RegistryChanges, list[PluginSpec]]:
-        """Make the discovered plugins ``specs``: (what changed, the specs that left).
+        """Make the plugins ``found`` by discovery the discovered ones: (what changed, the
+        specs that left).
 
         A plugin whose index record is unchanged keeps its spec (loaded object, error), unless
         its module is in ``fresh_modules`` (or below one): its code changed, and the new spec
-        imports it afresh.
+        imports it afresh. With ``lazy`` (a first discovery), records ``found`` checks on use
+        are entered when first needed, and the changes name only the others.
         """
 
         def fresh(module: str) -> bool:
             return any(module == m or module.startswith(m + ".") for m in fresh_modules)
 
         with self._lock:
+            self._take()  # the previous discovery in full, to compare with
+            specs, problems = found.take_first()
+            if not lazy:
+                rest, more = found.take()
+                specs += rest
+                problems += more
             old = dict(self._found)
             before = {(p.plugin, p.reason) for p in self._found_problems}
-            found: dict[Key, PluginSpec] = {}
-            found_problems = list(problems)
+            kept: dict[Key, PluginSpec] = {}
+            found_problems = [*found.problems, *problems]
             for spec in specs:
                 key = (spec.type, spec.framework, spec.name)
-                first = found.get(key)
+                first = kept.get(key)
                 if first is not None:
                     if first.target != spec.target:
                         self._clash(first, spec, found_problems)
@@ -273,12 +289,12 @@ class Registry:
                     used = current.loaded or current.error  # its old code ran
                     if not (used and fresh(current.module)):
                         spec = current
-                found[key] = spec
-            gone = [s for key, s in old.items() if found.get(key) is not s]
+                kept[key] = spec
+            gone = [s for key, s in old.items() if kept.get(key) is not s]
             for spec in gone:
                 self._delete(spec)
             self._found = {}
-            for key, spec in found.items():
+            for key, spec in kept.items():
                 holder = self._specs.get(key)
                 if holder is spec:
                     self._found[key] = spec
@@ -288,6 +304,7 @@ class Registry:
                 elif holder.target != spec.target:  # a runtime source holds the name
                     self._clash(holder, spec, found_problems)
             self._found_problems = found_problems
+            self._unchecked = found if found else None
             label = "{0.type} {0.qualified_name}".format
             changes = RegistryChanges(
                 added=sorted(label(s) for k, s in self._found.items() if k not in old),
@@ -305,9 +322,39 @@ class Registry:
             )
         return changes, gone
 
+    def _take(self, kind: str | None = None, name: str | None = None) -> None:
+        """Enter the unchecked discovered plugins of group (``kind``, ``name``), of type
+        ``kind``, or all of them (the lock is held)."""
+        unchecked = self._unchecked
+        if unchecked is None:
+            return
+        specs, problems = unchecked.take(kind, name)
+        if not unchecked:
+            self._unchecked = None
+        for spec in specs:
+            key = (spec.type, spec.framework, spec.name)
+            holder = self._specs.get(key)
+            if holder is None:
+                self._insert(key, spec)
+                self._found[key] = spec
+            elif holder.target != spec.target:  # the same name twice, or held at run time
+                self._clash(holder, spec, self._found_problems)
+        self._found_problems += problems
+
+    @property
+    def unchecked(self) -> int:
+        """How many discovered records are still to be checked and entered on first use."""
+        with self._lock:
+            return len(self._unchecked) if self._unchecked is not None else 0
+
+    def _may_hold(self, framework: str) -> bool:
+        return self._unchecked is not None and self._unchecked.may_hold(framework)
+
     # -- queries ---------------------------------------------------------------------------
     def specs(self, type: str | None = None, framework: str | None = None) -> list[PluginSpec]:
         with self._lock:
+            if framework is None or self._may_hold(framework):
+                self._take(type)
             found = list(self._specs.values())
         return [
             s
@@ -317,16 +364,31 @@ class Registry:
 
     def by_target(self, target: str) -> list[PluginSpec]:
         with self._lock:
+            if self._unchecked is not None:
+                for kind, name in self._unchecked.groups_naming(target):
+                    self._take(kind, name)
             return list(self._by_target.get(target, ()))
 
     def candidates(self, type: str, name: str) -> list[PluginSpec]:
         """Every framework's plugin with this short name, best first."""
         with self._lock:
+            self._take(type, name)
             return list(self._by_name.get((type, name), ()))
 
     def frameworks(self) -> list[str]:
         with self._lock:
+            self._take()
             return sorted({s.framework for s in self._specs.values()}, key=self._framework_rank)
+
+    def has_framework(self, framework: str) -> bool:
+        """Whether any plugin of ``framework`` is registered."""
+        with self._lock:
+            if any(s.framework == framework for s in self._specs.values()):
+                return True
+            if not self._may_hold(framework):
+                return False
+            self._take()
+            return any(s.framework == framework for s in self._specs.values())
 
     def _framework_rank(self, framework: str) -> tuple[int, str]:
         return (self._priority.get(framework, self._priority["*"]), framework)
@@ -338,6 +400,7 @@ class Registry:
         if framework is None and ":" in name:
             framework, _, name = name.partition(":")
         with self._lock:
+            self._take(type, name)
             if framework is not None:
                 spec = self._specs.get((type, framework, name))
             else:
@@ -355,6 +418,7 @@ class Registry:
         """(plugin, the one its short name resolves to) for every user or package plugin
         whose short name a higher-priority plugin also has."""
         with self._lock:
+            self._take()
             groups = [list(c) for c in self._by_name.values() if len(c) > 1]
         return [
             (hidden, c[0]) for c in groups for hidden in c[1:] if hidden.framework not in BUILT_IN
@@ -367,6 +431,7 @@ class Registry:
         if ":" in wanted:
             framework, _, wanted = wanted.partition(":")
         with self._lock:
+            self._take(type)
             hits = [
                 s
                 for s in self._specs.values()
@@ -387,7 +452,7 @@ class Registry:
         listing = f"brainsmith plugins list --type {type}" + (
             f" --framework {framework}" if framework else ""
         )
-        if framework is not None and not self.specs(framework=framework):
+        if framework is not None and not self.has_framework(framework):
             known = ", ".join(self.frameworks()) or "none"
             return (
                 f"no {type} named '{name}'{where}: no plugins from framework '{framework}' "

@@ -94,6 +94,12 @@ class PluginSpec:
         problem = record_metadata_problem(type, metadata)
         if problem:
             raise ValueError(problem)
+        return cls.of_record(record)
+
+    @classmethod
+    def of_record(cls, record: list[Any]) -> PluginSpec:
+        """The spec of a record already checked (by ``from_record`` or its source's check)."""
+        type, name, framework, target, metadata, source = record
         spec = cls(type, name, framework, target, dict(metadata), source)
         spec.record = record
         return spec

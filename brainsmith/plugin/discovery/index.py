@@ -27,8 +27,8 @@ from brainsmith.plugin.adapters import (
 from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.discovery import stamps
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
-from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS, from_source
-from brainsmith.plugin.spec import PluginProblem, PluginSpec
+from brainsmith.plugin.discovery.trust import SourceCheck
+from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -449,55 +449,111 @@ def _publish(
 # -- from states to registry contents ----------------------------------------------------------
 
 
-def records(
-    states: dict[str, Any], config: PluginConfig
+def records(states: dict[str, Any], config: PluginConfig) -> Found:
+    """The plugins the sources' states give, each record to be checked against its source
+    (an index record can only name what its source may provide)."""
+    return Found(states, config)
+
+
+# Sources whose records are checked when first needed: each record names a module of the
+# source's own package under the source's own name, so its framework is known unchecked.
+CHECKED_ON_USE = ("brainsmith", "qonnx", "finn")
+
+
+class Found:
+    """The plugins of one discovery, their records checked when the registry first needs them.
+
+    Records are grouped by (type, short name), the unit in which the registry resolves names:
+    ``take(kind, name)`` checks one group, ``take(kind)`` a type, ``take()`` all that are left.
+    A process that uses a few plugins checks those alone. The records of plugin folders and
+    pip packages, with the groups they join, and records that have no type and name to group
+    them by are checked at once (``take_first``): their problems, clashes and shadowing
+    warnings are reported by discovery itself.
+    """
+
+    def __init__(self, states: dict[str, Any], config: PluginConfig) -> None:
+        self.problems: list[PluginProblem] = []
+        self._groups: dict[tuple[str, str], list[tuple[SourceCheck, Any]]] = {}
+        self._first: list[tuple[SourceCheck, Any]] = []
+        self._lazy: set[str] = set()  # the sources with records still unchecked
+        first_keys: dict[tuple[str, str], None] = {}  # (ordered: problems keep their order)
+        for source_id, state in states.items():
+            for problem in state.get("problems", []):
+                self.problems.append(PluginProblem(*[str(part) for part in problem[:3]]))
+            check = SourceCheck(source_id, state, config)
+            lazy = source_id in CHECKED_ON_USE
+            for record in state.get("specs", []):
+                key = _group(record)
+                if key is None:
+                    self._first.append((check, record))
+                    continue
+                if not lazy:
+                    first_keys[key] = None
+                self._groups.setdefault(key, []).append((check, record))
+            if lazy and state.get("specs"):
+                self._lazy.add(source_id)
+        for key in first_keys:
+            self._first += self._groups.pop(key)
+        self._count = len(self._first) + sum(map(len, self._groups.values()))
+        folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
+        if folders:
+            from brainsmith.plugin.discovery.sources.modules import module_clashes
+
+            self.problems += [PluginProblem(*record) for record in module_clashes(folders)]
+
+    def take_first(self) -> tuple[list[PluginSpec], list[PluginProblem]]:
+        """The records discovery checks at once (see the class)."""
+        first, self._first = self._first, []
+        self._count -= len(first)
+        return _checked(first)
+
+    def take(
+        self, kind: str | None = None, name: str | None = None
+    ) -> tuple[list[PluginSpec], list[PluginProblem]]:
+        """Check the unchecked records of group (``kind``, ``name``), of type ``kind``, or all."""
+        if name is not None:
+            entries = self._groups.pop((kind, name), [])  # type: ignore[arg-type]
+        else:
+            keys = [key for key in self._groups if kind is None or key[0] == kind]
+            entries = [entry for key in keys for entry in self._groups.pop(key)]
+        if not self._groups:
+            self._lazy.clear()
+        self._count -= len(entries)
+        return _checked(entries)
+
+    def groups_naming(self, target: str) -> list[tuple[str, str]]:
+        """The unchecked groups with a record whose target is ``target``."""
+        return [k for k, entries in self._groups.items() if any(r[3] == target for _, r in entries)]
+
+    def may_hold(self, framework: str) -> bool:
+        """Whether unchecked records may give plugins of ``framework``."""
+        return framework in self._lazy
+
+    def __len__(self) -> int:
+        """The records still unchecked."""
+        return self._count
+
+
+def _group(record: object) -> tuple[str, str] | None:
+    if type(record) is list and len(record) == 6:
+        kind, name = record[0], record[1]
+        if kind in PLUGIN_TYPES and type(name) is str:
+            return kind, name
+    return None
+
+
+def _checked(
+    entries: list[tuple[SourceCheck, Any]],
 ) -> tuple[list[PluginSpec], list[PluginProblem]]:
-    """The specs and problems the sources' states give, each record checked against its
-    source (an index record can only name what its source may provide)."""
     specs: list[PluginSpec] = []
     problems: list[PluginProblem] = []
-    for source_id, state in states.items():
-        for record in state.get("problems", []):
-            problems.append(PluginProblem(*[str(part) for part in record[:3]]))
-        for record in state.get("specs", []):
-            try:
-                spec = PluginSpec.from_record(record)
-            except (ValueError, TypeError) as exc:
-                reason = f"malformed index record ({exc}); ignored"
-                problems.append(PluginProblem(source_id, _record_label(record), reason))
-                continue
-            if not from_source(spec, source_id, state, config):
-                reason = f"index names {spec.target}, outside this source; ignored"
-                problems.append(PluginProblem(source_id, spec.qualified_name, reason))
-                continue
-            if spec.framework in BUILTIN_FRAMEWORKS and not config.framework_enabled(
-                spec.framework
-            ):
-                continue
-            if any(k.endswith("brainsmith_version") for k in spec.metadata):
-                from brainsmith.plugin.versions import incompatibility
-
-                unfit = incompatibility(spec.metadata)
-                if unfit:
-                    spec.error = f"unavailable: {unfit}"
-            specs.append(spec)
-    folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
-    if folders:
-        from brainsmith.plugin.discovery.sources.modules import module_clashes
-
-        problems += [PluginProblem(*record) for record in module_clashes(folders)]
+    for check, record in entries:
+        outcome = check.check(record)
+        if isinstance(outcome, PluginSpec):
+            specs.append(outcome)
+        elif outcome is not None:
+            problems.append(outcome)
     return specs, problems
-
-
-def _record_label(record: object) -> str:
-    """``transform qonnx:Name`` for a record that has those fields; else its text, cut."""
-    if (
-        isinstance(record, list)
-        and len(record) >= 3
-        and all(isinstance(f, str) for f in record[:3])
-    ):
-        return f"{record[0][:20]} {record[2][:40]}:{record[1][:100]}"
-    return str(record)[:80]
 
 
 def _scanner_stamp() -> int:

@@ -13,7 +13,14 @@ from __future__ import annotations
 import os
 
 from brainsmith.plugin.config import PluginConfig
-from brainsmith.plugin.spec import PluginSpec
+from brainsmith.plugin.metadata import (
+    COMMON_KEYS,
+    RECORD_KEYS,
+    TYPE_KEYS,
+    is_plugin_name,
+    record_metadata_problem,
+)
+from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec, is_target
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,3 +103,95 @@ def _declared_by_a_distribution(spec: PluginSpec, state: dict[str, Any]) -> bool
         if declared == top and normalise(dist or name) == spec.framework:
             return True
     return False
+
+
+class SourceCheck:
+    """Checks the index records of one source (its state in the index).
+
+    ``check(record)`` gives the record's spec, the problem that refuses it, or None for a
+    plugin of a framework the configuration turns off. The common case — a record of
+    brainsmith's, QONNX's or FINN's own files, with plain metadata — is accepted on one path
+    of string comparisons worked out once per source; anything else takes the full checks
+    (``PluginSpec.from_record``, ``from_source``), which also say what is wrong. The quick
+    path accepts nothing the full checks would refuse.
+    """
+
+    __slots__ = ("_folder", "_prefix", "_sources_optional", "config", "enabled", "source", "state")
+
+    def __init__(self, source: str, state: dict[str, Any], config: PluginConfig) -> None:
+        self.source = source
+        self.state = state
+        self.config = config
+        self.enabled = source not in BUILTIN_FRAMEWORKS or config.framework_enabled(source)
+        # The quick path: (package folder, its dotted name) that this source's modules are under.
+        self._folder = self._prefix = ""
+        self._sources_optional = source != "brainsmith"  # a framework's records may omit it
+        if source == "brainsmith":
+            self._folder, self._prefix = os.path.dirname(brainsmith_roots()[0][0]), "brainsmith"
+        elif source in BUILTIN_FRAMEWORKS and isinstance(state.get("root"), str):
+            self._folder, self._prefix = state["root"], source
+
+    def check(self, record: object) -> PluginSpec | PluginProblem | None:
+        spec = self._quick(record) if self._prefix else None
+        if spec is None:
+            try:
+                spec = PluginSpec.from_record(record)  # type: ignore[arg-type]
+            except (ValueError, TypeError) as exc:
+                reason = f"malformed index record ({exc}); ignored"
+                return PluginProblem(self.source, record_label(record), reason)
+            if not from_source(spec, self.source, self.state, self.config):
+                reason = f"index names {spec.target}, outside this source; ignored"
+                return PluginProblem(self.source, spec.qualified_name, reason)
+            if not VERSION_KEYS.isdisjoint(spec.metadata):
+                from brainsmith.plugin.versions import incompatibility
+
+                unfit = incompatibility(spec.metadata)
+                if unfit:
+                    spec.error = f"unavailable: {unfit}"
+        if spec.framework in BUILTIN_FRAMEWORKS and not self.enabled:
+            return None
+        return spec
+
+    def _quick(self, record: object) -> PluginSpec | None:
+        """The spec of a plain record of this source's own files; None: check it in full."""
+        if type(record) is not list or len(record) != 6:
+            return None
+        kind, name, framework, target, metadata, source = record
+        if framework != self.source or type(source) is not str or type(metadata) is not dict:
+            return None
+        if kind not in PLUGIN_TYPES or not is_plugin_name(name) or not is_target(target):
+            return None
+        if not PLAIN_KEYS.issuperset(metadata) or record_metadata_problem(kind, metadata):
+            return None
+        module = target.partition(":")[0]
+        package, dot, rest = module.partition(".")
+        if package != self._prefix or not dot:
+            return None
+        if package == "brainsmith":  # a module below one of its plugin packages
+            sub, below, _ = rest.partition(".")
+            if sub not in OWN_PACKAGES or not below:
+                return None
+        if source or not self._sources_optional:
+            base = self._folder + os.sep + rest.replace(".", os.sep)
+            if source != base + ".py" and source != base + os.sep + "__init__.py":
+                return None
+        return PluginSpec.of_record(record)
+
+
+# Metadata keys the quick path takes: all but a version range (checked and compared with
+# this brainsmith), the name (never in a record) and a plugin folder (user sources only).
+VERSION_KEYS = frozenset(("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version"))
+PLAIN_KEYS = frozenset(
+    [*COMMON_KEYS, *RECORD_KEYS, *(key for keys in TYPE_KEYS.values() for key in keys)]
+).difference(["name", "plugin_dir", *VERSION_KEYS])
+
+
+def record_label(record: object) -> str:
+    """``transform qonnx:Name`` for a record that has those fields; else its text, cut."""
+    if (
+        isinstance(record, list)
+        and len(record) >= 3
+        and all(isinstance(f, str) for f in record[:3])
+    ):
+        return f"{record[0][:20]} {record[2][:40]}:{record[1][:100]}"
+    return str(record)[:80]
