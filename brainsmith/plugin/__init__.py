@@ -86,9 +86,10 @@ def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         return moved_lifecycle_name("brainsmith.plugin", name)
-    import importlib
+    import sys
 
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # importlib.import_module without loading importlib and warnings
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value
 

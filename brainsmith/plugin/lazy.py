@@ -19,9 +19,8 @@ def lazy_attributes(
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(module), name)
+        __import__(module)  # importlib.import_module without loading importlib and warnings
+        value = getattr(sys.modules[module], name)
         setattr(sys.modules[package], name, value)
         return value
 

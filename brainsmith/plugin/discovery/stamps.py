@@ -21,12 +21,10 @@ MISSING = (0, -1, 0, 0)
 
 
 def digest32(text: str) -> int:
-    """A 32-bit FNV-1a digest of ``text``, for names and keys (no C extension to load: this
-    runs on every warm start)."""
-    value = 0x811C9DC5
-    for byte in text.encode():
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return value
+    """A 32-bit digest of ``text``, for names and keys: its UTF-8 bytes read as one number,
+    modulo the largest prime below 2**32. Any one changed byte changes it; computed in C with
+    no module to load (this runs on every warm start, on texts of a few kB)."""
+    return int.from_bytes(text.encode(), "little") % 4294967291
 
 
 def stamp_of(path: str) -> list[Any]:
