@@ -5,7 +5,7 @@ checked: a record may only name a module of its own source (a file under that so
 folders, or a package an installed distribution declares), under that source's framework
 name, with ``plugin_dir`` only for a configured plugin folder. What is then imported is
 checked again before it is served (``loading.not_this_plugin``). These checks are string
-comparisons, cheap enough for every warm start.
+comparisons, made for each record before it is first served (``SourceCheck``).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def brainsmith_roots() -> list[tuple[str, str]]:
 def _file_of_module(spec: PluginSpec, roots: list[tuple[str, str]]) -> bool:
     """The record's source file is the file its module is read from, under one of ``roots``.
 
-    (String operations only: this runs for every record of every warm start.)"""
+    (String operations only: this runs for records of every warm start.)"""
     module, source = spec.module, spec.source
     for folder, prefix in roots:
         if module == prefix:
