@@ -120,6 +120,8 @@ class Lazy(Transformation):
 def test_load_imports_on_first_use_and_keeps_object(tmp_path, monkeypatch):
     (tmp_path / "lazy_mod.py").write_text(LAZY)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "lazy_mod", None)  # forgotten again after the test
+    monkeypatch.delitem(sys.modules, "lazy_mod")
     registry = Registry()
     entry = registry.add(spec("Lazy", "user", "lazy_mod:Lazy"))
     assert not entry.loaded and "lazy_mod" not in sys.modules

@@ -66,7 +66,11 @@ AUDITED = {
         "lazy public attributes: the module name comes from the constant _EXPORTS table, or is "
         "brainsmith.plugin.lifecycle for a lifecycle name imported from its old place"
     ),
-    ("brainsmith/plugin/lazy.py", "import_module"): (
+    ("brainsmith/plugin/__init__.py", "__import__"): (
+        "lazy public attributes, imported without loading importlib: the module name comes "
+        "from the constant _EXPORTS table"
+    ),
+    ("brainsmith/plugin/lazy.py", "__import__"): (
         "lazy package attributes (brainsmith.plugin.blueprint, brainsmith.plugin.lifecycle): "
         "the module name comes from the package's constant _EXPORTS table"
     ),

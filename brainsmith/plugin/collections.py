@@ -174,7 +174,7 @@ class PluginCollection:
             return sorted({s.name for s in self.specs() if is_available(s)[0]})
         if self._subset is not None:
             return sorted(k for k in self._subset if ":" not in k)
-        return sorted({s.name for s in self.specs()})
+        return sorted({s.name for s in _registry().specs(self._type, self._framework)})
 
     def __dir__(self) -> list[str]:
         names = set(self.list_plugins()) | set(_OWN)

@@ -151,8 +151,8 @@ class Registry:
         self._specs[key] = spec
         candidates = self._by_name.setdefault((spec.type, spec.name), [])
         candidates.append(spec)
-        candidates.sort(key=self._rank)
         if len(candidates) > 1:
+            candidates.sort(key=self._rank)
             log.debug(
                 "%s %s is provided by %s; the short name resolves to %s",
                 spec.type,

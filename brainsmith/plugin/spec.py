@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 
 PLUGIN_TYPES = ("transform", "kernel", "backend", "step")
+MAX_TARGET = 300  # characters of ``module:qualname``
 
 
 class PluginSpec:
@@ -124,7 +125,7 @@ class PluginSpec:
 
 def is_target(target: object) -> bool:
     """``package.module:Class.attribute``: dotted ASCII identifiers on both sides of one ':'."""
-    if not isinstance(target, str) or len(target) > 300 or not target.isascii():
+    if not isinstance(target, str) or len(target) > MAX_TARGET or not target.isascii():
         return False
     module, colon, qualname = target.partition(":")
     return bool(colon) and all(map(str.isidentifier, [*module.split("."), *qualname.split(".")]))

@@ -13,14 +13,9 @@ from __future__ import annotations
 import os
 
 from brainsmith.plugin.config import PluginConfig
-from brainsmith.plugin.metadata import (
-    COMMON_KEYS,
-    RECORD_KEYS,
-    TYPE_KEYS,
-    is_plugin_name,
-    record_metadata_problem,
-)
-from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec, is_target
+from brainsmith.plugin.metadata import COMMON_KEYS, RECORD_KEYS, TYPE_KEYS, record_metadata_problem
+from brainsmith.plugin.spec import MAX_TARGET, PLUGIN_TYPES, PluginProblem, PluginSpec
+from brainsmith.plugin.values import MAX_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,20 +111,31 @@ class SourceCheck:
     path accepts nothing the full checks would refuse.
     """
 
-    __slots__ = ("_folder", "_prefix", "_sources_optional", "config", "enabled", "source", "state")
+    __slots__ = (
+        "_depth",
+        "_folder",
+        "_prefix",
+        "_sources_optional",
+        "config",
+        "enabled",
+        "source",
+        "state",
+    )
 
     def __init__(self, source: str, state: dict[str, Any], config: PluginConfig) -> None:
         self.source = source
         self.state = state
         self.config = config
         self.enabled = source not in BUILTIN_FRAMEWORKS or config.framework_enabled(source)
-        # The quick path: (package folder, its dotted name) that this source's modules are under.
-        self._folder = self._prefix = ""
+        # The quick path: the package (its folder) this source's modules are in, and how many
+        # names a module's dotted name has at least (brainsmith's: below a plugin package).
+        self._prefix, self._folder, self._depth = "", "", 2
         self._sources_optional = source != "brainsmith"  # a framework's records may omit it
         if source == "brainsmith":
-            self._folder, self._prefix = os.path.dirname(brainsmith_roots()[0][0]), "brainsmith"
+            package = os.path.dirname(brainsmith_roots()[0][0])
+            self._prefix, self._folder, self._depth = "brainsmith", package + os.sep, 3
         elif source in BUILTIN_FRAMEWORKS and isinstance(state.get("root"), str):
-            self._folder, self._prefix = state["root"], source
+            self._prefix, self._folder = source, state["root"] + os.sep
 
     def check(self, record: object) -> PluginSpec | PluginProblem | None:
         spec = self._quick(record) if self._prefix else None
@@ -153,28 +159,43 @@ class SourceCheck:
         return spec
 
     def _quick(self, record: object) -> PluginSpec | None:
-        """The spec of a plain record of this source's own files; None: check it in full."""
+        """The spec of a plain record of this source's own files; None: check it in full.
+
+        (What ``from_record`` and ``from_source`` check, written out for this case: a listing
+        runs it for every record.)"""
         if type(record) is not list or len(record) != 6:
             return None
         kind, name, framework, target, metadata, source = record
-        if framework != self.source or type(source) is not str or type(metadata) is not dict:
+        if (
+            framework != self.source
+            or kind not in PLUGIN_TYPES
+            or type(name) is not str
+            or type(target) is not str
+            or type(source) is not str
+            or type(metadata) is not dict
+            or not 0 < len(name) <= MAX_NAME
+            or len(target) > MAX_TARGET
+            or not (name.isascii() and target.isascii() and name.isidentifier())
+        ):
             return None
-        if kind not in PLUGIN_TYPES or not is_plugin_name(name) or not is_target(target):
+        module, colon, qualname = target.partition(":")
+        parts = module.split(".")
+        if (
+            not colon
+            or parts[0] != self._prefix
+            or len(parts) < self._depth
+            or not all(map(str.isidentifier, parts))
+            or not all(map(str.isidentifier, qualname.split(".")))
+        ):
             return None
-        if not PLAIN_KEYS.issuperset(metadata) or record_metadata_problem(kind, metadata):
+        if self._depth == 3 and parts[1] not in OWN_PACKAGES:  # brainsmith's plugin packages
             return None
-        module = target.partition(":")[0]
-        package, dot, rest = module.partition(".")
-        if package != self._prefix or not dot:
-            return None
-        if package == "brainsmith":  # a module below one of its plugin packages
-            sub, below, _ = rest.partition(".")
-            if sub not in OWN_PACKAGES or not below:
-                return None
         if source or not self._sources_optional:
-            base = self._folder + os.sep + rest.replace(".", os.sep)
+            base = self._folder + os.sep.join(parts[1:])
             if source != base + ".py" and source != base + os.sep + "__init__.py":
                 return None
+        if not PLAIN_KEYS.issuperset(metadata) or record_metadata_problem(kind, metadata):
+            return None
         return PluginSpec.of_record(record)
 
 
