@@ -464,42 +464,59 @@ class Found:
     """The plugins of one discovery, their records checked when the registry first needs them.
 
     Records are grouped by (type, short name), the unit in which the registry resolves names:
-    ``take(kind, name)`` checks one group, ``take(kind)`` a type, ``take()`` all that are left.
+    ``take(kind, name)`` checks one group, ``take(kind)`` a type, ``take()`` all that are left
+    (grouped only once a group or type is asked for: a full listing checks them in order).
     A process that uses a few plugins checks those alone. The records of plugin folders and
-    pip packages, with the groups they join, and records that have no type and name to group
-    them by are checked at once (``take_first``): their problems, clashes and shadowing
-    warnings are reported by discovery itself.
+    pip packages, with the groups they join, are checked at once (``take_first``): their
+    problems, clashes and shadowing warnings are reported by discovery itself. A record with
+    no type and name to group it by can only be a problem: ``take()`` reports it.
     """
 
     def __init__(self, states: dict[str, Any], config: PluginConfig) -> None:
         self.problems: list[PluginProblem] = []
-        self._groups: dict[tuple[str, str], list[tuple[SourceCheck, Any]]] = {}
         self._first: list[tuple[SourceCheck, Any]] = []
-        self._lazy: set[str] = set()  # the sources with records still unchecked
+        self._later: list[tuple[SourceCheck, list[Any]]] = []  # per source, ungrouped
+        self._groups: dict[tuple[str, str], list[tuple[SourceCheck, Any]]] | None = None
+        self._lazy: set[str] = set()  # the sources checked on use
         first_keys: dict[tuple[str, str], None] = {}  # (ordered: problems keep their order)
         for source_id, state in states.items():
             for problem in state.get("problems", []):
                 self.problems.append(PluginProblem(*[str(part) for part in problem[:3]]))
             check = SourceCheck(source_id, state, config)
-            lazy = source_id in CHECKED_ON_USE
-            for record in state.get("specs", []):
-                key = _group(record)
-                if key is None:
-                    self._first.append((check, record))
-                    continue
-                if not lazy:
-                    first_keys[key] = None
-                self._groups.setdefault(key, []).append((check, record))
-            if lazy and state.get("specs"):
+            records = state.get("specs", [])
+            if source_id in CHECKED_ON_USE and records:
+                self._later.append((check, records))
                 self._lazy.add(source_id)
-        for key in first_keys:
-            self._first += self._groups.pop(key)
-        self._count = len(self._first) + sum(map(len, self._groups.values()))
+                continue
+            for record in records:
+                key = _group(record)
+                if key is not None:
+                    first_keys[key] = None
+                self._first.append((check, record))
+        self._count = len(self._first) + sum(len(records) for _, records in self._later)
+        if first_keys:  # the records of brainsmith, QONNX and FINN that share their names
+            groups = self._grouped()
+            for key in first_keys:
+                self._first += groups.pop(key, [])
         folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
         if folders:
             from brainsmith.plugin.discovery.sources.modules import module_clashes
 
             self.problems += [PluginProblem(*record) for record in module_clashes(folders)]
+
+    def _grouped(self) -> dict[tuple[str, str], list[tuple[SourceCheck, Any]]]:
+        """The unchecked records by group (one with no group waits for ``take()``)."""
+        if self._groups is None:
+            self._groups = {}
+            for check, records in self._later:
+                for record in records:
+                    key = _group(record)
+                    if key is None:
+                        self._first.append((check, record))
+                    else:
+                        self._groups.setdefault(key, []).append((check, record))
+            self._later = []
+        return self._groups
 
     def take_first(self) -> tuple[list[PluginSpec], list[PluginProblem]]:
         """The records discovery checks at once (see the class)."""
@@ -511,23 +528,31 @@ class Found:
         self, kind: str | None = None, name: str | None = None
     ) -> tuple[list[PluginSpec], list[PluginProblem]]:
         """Check the unchecked records of group (``kind``, ``name``), of type ``kind``, or all."""
-        if name is not None:
-            entries = self._groups.pop((kind, name), [])  # type: ignore[arg-type]
+        if kind is None:
+            entries = [(check, record) for check, records in self._later for record in records]
+            for group in (self._groups or {}).values():
+                entries += group
+            entries += self._first
+            self._later, self._first = [], []
+            self._groups = {} if self._groups is not None else None
         else:
-            keys = [key for key in self._groups if kind is None or key[0] == kind]
-            entries = [entry for key in keys for entry in self._groups.pop(key)]
-        if not self._groups:
-            self._lazy.clear()
+            groups = self._grouped()
+            if name is not None:
+                entries = groups.pop((kind, name), [])
+            else:
+                keys = [key for key in groups if key[0] == kind]
+                entries = [entry for key in keys for entry in groups.pop(key)]
         self._count -= len(entries)
         return _checked(entries)
 
     def groups_naming(self, target: str) -> list[tuple[str, str]]:
         """The unchecked groups with a record whose target is ``target``."""
-        return [k for k, entries in self._groups.items() if any(r[3] == target for _, r in entries)]
+        groups = self._grouped()
+        return [k for k, entries in groups.items() if any(r[3] == target for _, r in entries)]
 
     def may_hold(self, framework: str) -> bool:
         """Whether unchecked records may give plugins of ``framework``."""
-        return framework in self._lazy
+        return self._count > 0 and framework in self._lazy
 
     def __len__(self) -> int:
         """The records still unchecked."""
