@@ -40,12 +40,11 @@ BLUEPRINT_MODE = (
     "n = sum(len(c.list_plugins()) for c in chosen.values())\n"
 )
 ONE_LOOKUP = (
-    "from brainsmith.plugins import transforms\n"
-    "spec = transforms.qonnx.get_spec('FoldConstants')\n"
+    "from brainsmith.plugins import transforms\nspec = transforms.qonnx.get_spec('FoldConstants')\n"
 )
 # Where a warm listing's time goes, measured inside one fresh process.
 PHASES = """
-import json, time
+import time
 t0 = time.perf_counter()
 import brainsmith.plugins as plugins
 t1 = time.perf_counter()
@@ -58,6 +57,7 @@ t3 = time.perf_counter()
 n = sum(len(c.list_plugins()) for c in (plugins.transforms, plugins.kernels, plugins.backends,
                                         plugins.steps))
 t4 = time.perf_counter()
+import json
 ms = lambda a, b: (b - a) * 1000
 print(json.dumps({"import_ms": ms(t0, t1), "discovery_ms": ms(t1, t2), "check_ms": ms(t2, t3),
                   "list_ms": ms(t3, t4), "records": records}))
@@ -453,13 +453,12 @@ def write(results: dict) -> None:
         "",
         f"Where P1's {results['P1']['overhead_ms']:.1f} ms go, timed inside a fresh process "
         f"(medians): importing the hub {phase['import_ms']:.1f} ms; discovery (reading and "
-        f"stamp-checking the index, grouping its {phase['records']} records) "
+        f"stamp-checking the index of {phase['records']:.0f} records) "
         f"{phase['discovery_ms']:.1f} ms; checking every record against its source and "
         f"entering it in the registry {phase['check_ms']:.1f} ms (a listing needs them all); "
-        f"the four listings {phase['list_ms']:.1f} ms; the rest "
-        f"({results['P1']['overhead_ms'] - sum(phase[k] for k in PHASE_KEYS):.1f} ms) is the "
-        "interpreter finding, reading and freeing more modules and objects than `pass` "
-        "(garbage collection included).",
+        f"the four listings {phase['list_ms']:.1f} ms (garbage collection included in each; "
+        "the phases are medians of other processes than P1's, so they need not add up to it: "
+        f"{results['P1']['overhead_ms'] - sum(phase[k] for k in PHASE_KEYS):+.1f} ms).",
         "",
         f"A fresh process that looks one plugin up (`transforms.qonnx.get_spec('FoldConstants')`) "
         f"checks that plugin's record alone: {imp['one_lookup_ms'] - imp['python_pass_ms']:.1f} "
