@@ -149,7 +149,10 @@ class Registry:
 
     def _insert(self, key: Key, spec: PluginSpec) -> None:
         self._specs[key] = spec
-        candidates = self._by_name.setdefault((spec.type, spec.name), [])
+        short = (spec.type, spec.name)
+        candidates = self._by_name.get(short)
+        if candidates is None:
+            self._by_name[short] = candidates = []
         candidates.append(spec)
         if len(candidates) > 1:
             candidates.sort(key=self._rank)
@@ -164,7 +167,11 @@ class Registry:
                 if hidden.framework not in BUILT_IN and hidden.target not in self._warned:
                     self._warned.add(hidden.target)
                     _warn_at(hidden, shadowed_reason(hidden, candidates[0]))
-        self._by_target.setdefault(spec.target, []).append(spec)
+        holders = self._by_target.get(spec.target)
+        if holders is None:
+            self._by_target[spec.target] = [spec]
+        else:
+            holders.append(spec)
 
     def remove(self, spec: PluginSpec) -> None:
         """Remove ``spec`` from the registry and from the source that holds it."""

@@ -185,7 +185,7 @@ class SourceCheck:
             or parts[0] != self._prefix
             or len(parts) < self._depth
             or not all(map(str.isidentifier, parts))
-            or not all(map(str.isidentifier, qualname.split(".")))
+            or not (qualname.isidentifier() or all(map(str.isidentifier, qualname.split("."))))
         ):
             return None
         if self._depth == 3 and parts[1] not in OWN_PACKAGES:  # brainsmith's plugin packages
