@@ -182,6 +182,8 @@ class PluginManager:
             fresh = () if first else self._modules_to_reload(result)
             found = records(result.states, config)
             found.problems += [PluginProblem(*problem) for problem in result.problems]  # shared
+            # A first discovery leaves brainsmith's, QONNX's and FINN's records to be checked
+            # on use (refresh() reports every plugin it adds, so it checks them all).
             changes, gone = registry.sync(found, fresh, lazy=first and not force)
             self._states = {
                 k: {f: v for f, v in st.items() if f != "files"} for k, st in result.states.items()
