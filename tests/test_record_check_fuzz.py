@@ -66,8 +66,23 @@ AWKWARD = st.one_of(
     st.text(max_size=12),
 )
 KEYS = st.sampled_from(
-    ["description", "line", "stage", "priority", "requires", "kernel", "backend_type", "domain"]
-    + ["op_type", "folding", "plugin_dir", "brainsmith_version", "name", "entry", "decomposes_into"]
+    [
+        "description",
+        "line",
+        "stage",
+        "priority",
+        "requires",
+        "kernel",
+        "backend_type",
+        "domain",
+        "op_type",
+        "folding",
+        "plugin_dir",
+        "brainsmith_version",
+        "name",
+        "entry",
+        "decomposes_into",
+    ]
 )
 
 
