@@ -54,7 +54,7 @@ def brainsmith_roots() -> list[tuple[str, str]]:
 def _file_of_module(spec: PluginSpec, roots: list[tuple[str, str]]) -> bool:
     """The record's source file is the file its module is read from, under one of ``roots``.
 
-    (String operations only: this runs for records of every warm start.)"""
+    (String operations only, like every check here.)"""
     module, source = spec.module, spec.source
     for folder, prefix in roots:
         if module == prefix:
