@@ -179,7 +179,7 @@ def redis_url(tmp_path):
             try:
                 client.ping()
                 break
-            except redis.ConnectionError:
+            except (redis.ConnectionError, redis.TimeoutError):  # (not serving yet, or slow)
                 assert server.poll() is None and time.monotonic() < deadline, "no redis-server"
                 time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"

@@ -51,6 +51,15 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait(timeout=10)
 
 
+def _address(info: Path) -> str | None:
+    """The address in the scheduler file, once it is written in full (the scheduler writes
+    it in place: a loaded machine may show it empty or cut short for a while)."""
+    try:
+        return json.loads(info.read_text())["address"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 @pytest.fixture
 def cluster(tmp_path):
     """A scheduler and two single-threaded workers on 127.0.0.1; yields the address."""
@@ -63,10 +72,12 @@ def cluster(tmp_path):
     processes = [_start([*scheduler, "--scheduler-file", str(info), *common], tmp_path / "s.log")]
     try:
         deadline = time.monotonic() + START_TIMEOUT
-        while not info.is_file() and time.monotonic() < deadline:
+        while (address := _address(info)) is None:
             assert processes[0].poll() is None, (tmp_path / "s.log").read_text()
+            assert time.monotonic() < deadline, (
+                "no scheduler file: " + (tmp_path / "s.log").read_text()
+            )
             time.sleep(0.2)
-        address = json.loads(info.read_text())["address"]
         worker = ["worker", address, "--nworkers", "2", "--nthreads", "1", *common]
         processes.append(_start(worker, tmp_path / "w.log"))
         with Client(address, timeout=30) as client:

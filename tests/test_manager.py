@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 
 import pytest
 
@@ -74,13 +75,14 @@ def test_sixteen_threads_get_one_instance(plugin_folder):
 
 
 def test_no_lock_is_held_while_a_plugin_module_imports(plugin_folder, tmp_path):
-    gate = tmp_path / "gate"
+    gate, started = tmp_path / "gate", tmp_path / "started"
     plugin_folder(
         "slow_import.py",
         f"""
-        import os, time
+        import os, pathlib, time
         from qonnx.transformation.base import Transformation
         from brainsmith.plugin.core import transform
+        pathlib.Path({str(started)!r}).touch()
         deadline = time.time() + 600  # far beyond the 30 s another import waits for its turn
         while not os.path.exists({str(gate)!r}) and time.time() < deadline:
             time.sleep(0.01)
@@ -97,6 +99,10 @@ def test_no_lock_is_held_while_a_plugin_module_imports(plugin_folder, tmp_path):
     slow = threading.Thread(target=manager.get_instance, args=("transform", "Slow"))
     slow.start()
     try:
+        deadline = time.monotonic() + 120
+        while not started.exists():  # slow_import is being imported (whatever the load)
+            assert slow.is_alive() and time.monotonic() < deadline, "slow_import never started"
+            time.sleep(0.01)
         other = manager.get_instance("transform", "Counted")  # must not wait for slow_import
         assert slow.is_alive(), "the slow import should still be running"
     finally:

@@ -26,6 +26,7 @@ from tests.support.processes import brainsmith as cli
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
+HANG_SECONDS = 600
 # v00 (target_fps 100000) builds in seconds; v01 (1000000) hangs in hang_here. With
 # HANG_MODE=stubborn the step swallows every interrupt, as a library with `except:` would.
 # hang_here comes first, so the variants share no segment: on two workers, Dask runs them
@@ -43,7 +44,7 @@ def hang_here(model, cfg):
         return model
     with open(os.environ["HANG_MARKER"], "a") as handle:
         handle.write(f"{os.getpid()}\\n")
-    end = time.monotonic() + 600
+    end = time.monotonic() + HANG_SECONDS
     while time.monotonic() < end:
         try:
             time.sleep(0.5)
@@ -51,7 +52,7 @@ def hang_here(model, cfg):
             if os.environ.get("HANG_MODE") != "stubborn":
                 raise
     return model
-"""
+""".replace("HANG_SECONDS", str(HANG_SECONDS))
 SPACE = f"""\
 name: hang
 extends: {REPO / "blueprints" / "mlp.yaml"}
@@ -63,6 +64,10 @@ design_space:
 # From the signal to the exit: GRACE (8 s) and a Dask teardown of up to 30 s (client and
 # cluster closes) are by design; a variant that is not stopped hangs for 600 s.
 STOP_SECONDS = 120
+# --variant-timeout of the time limit test: well above what v00's segment takes on a loaded
+# machine (a second or two; FINN's import too, should it land in the segment), well below
+# HANG_SECONDS.
+VARIANT_TIMEOUT = 30
 # From the start of the command to its refusal of a bad scheduler: the probe's own deadline
 # (CONNECT_TIMEOUT, plus a 2 s backstop), and time for a loaded machine to start the command.
 NETWORK_SECONDS = CONNECT_TIMEOUT + 2 + 30
@@ -228,22 +233,22 @@ def test_sigterm_stops_an_in_process_variant_that_ignores_it(stubborn, tmp_path)
 def test_a_variant_over_the_time_limit_is_recorded_and_the_others_finish(stubborn, tmp_path):
     out = tmp_path / "out"
     began = time.monotonic()
-    process = stubborn.start(out, "--workers", "2", "--variant-timeout", "4")
-    stdout, stderr, _ = wait_for_exit(process, 240)
+    process = stubborn.start(out, "--workers", "2", "--variant-timeout", str(VARIANT_TIMEOUT))
+    stdout, stderr, _ = wait_for_exit(process, HANG_SECONDS - 60)
     assert process.returncode == 0, stderr
     assert "1 of 2 variants built, 1 failed" in stdout
     data = record(out)
-    assert data["status"] == "complete" and data["variant_timeout"] == 4
+    assert data["status"] == "complete" and data["variant_timeout"] == VARIANT_TIMEOUT
     variants = {v["id"]: v for v in data["variants"]}
     assert variants["v00"]["status"] == "ok"
     timed_out = variants["v01"]
     assert timed_out["status"] == "failed" and timed_out["error"]["timed_out"] is True
-    assert "did not finish within 4 s" in timed_out["error"]["reason"]
+    assert f"did not finish within {VARIANT_TIMEOUT} s" in timed_out["error"]["reason"]
     assert "--variant-timeout" in timed_out["error"]["hint"]
     assert stubborn.marker.is_file()
     hung = int(stubborn.marker.read_text().split()[0])
     assert not psutil.pid_exists(hung) or psutil.Process(hung).status() == "zombie"
-    assert time.monotonic() - began < 180
+    assert time.monotonic() - began < HANG_SECONDS  # stopped, not waited for to its end
 
 
 def test_a_variant_time_limit_needs_worker_processes(plain, tmp_path):
