@@ -458,7 +458,10 @@ def write(results: dict) -> None:
         f"entering it in the registry {phase['check_ms']:.1f} ms (a listing needs them all); "
         f"the four listings {phase['list_ms']:.1f} ms (garbage collection included in each; "
         "the phases are medians of other processes than P1's, so they need not add up to it: "
-        f"{results['P1']['overhead_ms'] - sum(phase[k] for k in PHASE_KEYS):+.1f} ms).",
+        f"{results['P1']['overhead_ms'] - sum(phase[k] for k in PHASE_KEYS):+.1f} ms). "
+        "A full listing needs every one of these: the hub's modules, the index with the stamps "
+        "of every file it was made from, and each record checked against its source before "
+        "its name is listed.",
         "",
         f"A fresh process that looks one plugin up (`transforms.qonnx.get_spec('FoldConstants')`) "
         f"checks that plugin's record alone: {imp['one_lookup_ms'] - imp['python_pass_ms']:.1f} "
