@@ -54,17 +54,26 @@ class Refused(Exception):
     """Redis holds an index this machine will not use; the message says why (for health)."""
 
 
+TOO_LARGE = object()  # what ``read`` gets for a value over MAX_BYTES (left on the server)
+
+
 def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | None:
     """The index stored under ``name`` if its stamp equals ``stamp`` (and, with ``key``, it
     is signed with it); None when there is none. Raises ``Refused`` for a forged one."""
-    # never more than MAX_BYTES + 1 downloaded, whatever the server holds
-    raw = _call(url, "read", lambda redis: redis.getrange(PREFIX + name, 0, MAX_BYTES))
-    if not (raw and isinstance(raw, bytes)):
-        return None
-    if len(raw) > MAX_BYTES:
+
+    def fetch(redis: Any) -> object:
+        """The value, never more than MAX_BYTES + 1 of it; nothing when it is larger."""
+        if redis.strlen(PREFIX + name) > MAX_BYTES:
+            return TOO_LARGE
+        return redis.getrange(PREFIX + name, 0, MAX_BYTES)
+
+    raw = _call(url, "read", fetch)
+    if raw is TOO_LARGE or (isinstance(raw, bytes) and len(raw) > MAX_BYTES):  # (or grew)
         log.warning(
             "shared index %s at %s: over %d bytes; ignored", name, masked_url(url), MAX_BYTES
         )
+        return None
+    if not (raw and isinstance(raw, bytes)):
         return None
     import hashlib
     import json
