@@ -121,3 +121,14 @@ def test_a_plugin_added_at_run_time_does_not_take_a_discovered_name_not_yet_chec
     assert kept is not impostor
     assert kept.target == "qonnx.transformation.fold_constants:FoldConstants"
     assert any("qonnx:FoldConstants is defined twice" in p.reason for p in registry.problems)
+
+
+def test_a_recheck_that_finds_nothing_changed_checks_no_record():
+    manager = get_plugin_manager()
+    registry = manager.registry()
+    registry.candidates("transform", "FoldConstants")
+    unchecked = registry.unchecked
+    assert unchecked > 300
+    changes = manager.refresh()  # what a long-running process does once per TTL
+    assert not changes and registry.unchecked == unchecked
+    assert registry.find("transform", "FoldConstants").framework == "qonnx"

@@ -11,7 +11,7 @@ import time
 
 from brainsmith.plugin import log
 from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
-from brainsmith.plugin.discovery.index import DiscoveryResult, discover, records
+from brainsmith.plugin.discovery.index import DiscoveryResult, Found, discover
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 from brainsmith.plugin.errors import ConfigError, PluginMetadataError
 from brainsmith.plugin.registry import Registry, RegistryChanges, shadowed_reason
@@ -180,11 +180,15 @@ class PluginManager:
 
                 folders.configure(config.plugin_dirs)
             fresh = () if first else self._modules_to_reload(result)
-            found = records(result.states, config)
-            found.problems += [PluginProblem(*problem) for problem in result.problems]  # shared
-            # A first discovery leaves brainsmith's, QONNX's and FINN's records to be checked
-            # on use (refresh() reports every plugin it adds, so it checks them all).
-            changes, gone = registry.sync(found, fresh, lazy=first and not force)
+            gone: list[PluginSpec] = []
+            if not (first or fresh or result.problems) and _same_records(self._states, result):
+                changes = RegistryChanges()  # a recheck that found nothing new
+            else:
+                found = Found(result.states, config)
+                found.problems += [PluginProblem(*p) for p in result.problems]  # shared index
+                # A first discovery leaves brainsmith's, QONNX's and FINN's records to be
+                # checked on use (refresh() reports every plugin it adds: it checks them all).
+                changes, gone = registry.sync(found, fresh, lazy=first and not force)
             self._states = {
                 k: {f: v for f, v in st.items() if f != "files"} for k, st in result.states.items()
             }
@@ -488,6 +492,15 @@ class PluginManager:
             "broken_plugins": broken,
             "shadowed_plugins": [shadowed_reason(h, w) for h, w in registry.shadowed()],
         }
+
+
+def _same_records(states: dict[str, dict[str, Any]], result: DiscoveryResult) -> bool:
+    """Whether ``result`` holds the same sources, records and problems as ``states``."""
+    fields = ("specs", "problems")
+    return states.keys() == result.states.keys() and all(
+        [state.get(f) for f in fields] == [result.states[k].get(f) for f in fields]
+        for k, state in states.items()
+    )
 
 
 def _code(state: dict[str, Any]) -> list[Any]:

@@ -449,19 +449,14 @@ def _publish(
 # -- from states to registry contents ----------------------------------------------------------
 
 
-def records(states: dict[str, Any], config: PluginConfig) -> Found:
-    """The plugins the sources' states give, each record to be checked against its source
-    (an index record can only name what its source may provide)."""
-    return Found(states, config)
-
-
 # Sources whose records are checked when first needed: each record names a module of the
 # source's own package under the source's own name, so its framework is known unchecked.
 CHECKED_ON_USE = ("brainsmith", "qonnx", "finn")
 
 
 class Found:
-    """The plugins of one discovery, their records checked when the registry first needs them.
+    """The plugins of one discovery, their records checked when the registry first needs them
+    (an index record can only name what its source may provide: ``trust.SourceCheck``).
 
     Records are grouped by (type, short name), the unit in which the registry resolves names:
     ``take(kind, name)`` checks one group, ``take(kind)`` a type, ``take()`` all that are left
