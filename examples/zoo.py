@@ -17,6 +17,8 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``cnv_w1a1``/``cnv_w2a2``: FINN's CNV for CIFAR-10 as brevitas_examples/bnn_pynq builds it
   (constant-scale quantizers, bipolar at 1 bit; without its final scalar TensorNorm).
 - ``tfc_w1a1``: FINN's TFC for MNIST (bnn_pynq FC with three hidden layers of 64).
+- ``tfc_w1a1_bnn_pynq``: the same as bnn_pynq's ``forward`` writes it (a Reshape and ``2x - 1`` at the
+  input), as FINN's own TFC test models are exported.
 - ``mobilenet_block``: MobileNet-v1 stem and two depthwise-separable blocks as brevitas's
   quant_mobilenet_v1 4b (8-bit stem weights, per-channel scales, TruncAvgPool2d with floor).
 - ``kws_conv1d``: keyword spotting on 10 MFCCs x 49 frames with Conv1d and MaxPool1d.
@@ -158,22 +160,37 @@ def tfc(
     hidden: tuple[int, ...] = (64, 64, 64),
     image: int = 28,
     classes: int = 10,
+    bnn_pynq_input: bool = False,
 ) -> Network:
     """FINN's TFC (bnn_pynq FC): the flattened 1 x image x image input, linear layers each with
-    batch norm and a bnn_pynq activation, then a classifier."""
+    batch norm and a bnn_pynq activation, then a classifier. ``bnn_pynq_input`` flattens as
+    bnn_pynq's ``forward`` does (``x.view(batch, -1)``, exported as a Reshape) and maps the
+    input to ``2x - 1`` before quantizing it, as FINN's own TFC test models do."""
     torch = _torch()
     import brevitas.nn as qnn
     from torch import nn
 
     _, act_quant = bnn_quantizers()
     layers: list[nn.Module] = [
-        nn.Flatten(),
+        _bnn_pynq_input() if bnn_pynq_input else nn.Flatten(),
         qnn.QuantIdentity(act_quant=act_quant, bit_width=in_bits),
     ]
     layers += _bnn_linear(image * image, hidden, classes, weight_bits, act_bits)
     net = torch.nn.Sequential(*layers)
     _bnn_weights(net)
     return net, (1, 1, image, image)
+
+
+def _bnn_pynq_input() -> nn.Module:
+    """bnn_pynq FC's input: ``x.view(x.shape[0], -1)``, then ``2x - 1``."""
+    torch = _torch()
+
+    class BnnPynqInput(torch.nn.Module):
+        def forward(self, x):
+            x = x.view(x.shape[0], -1)
+            return 2.0 * x - torch.tensor([1.0], device=x.device)
+
+    return BnnPynqInput()
 
 
 def _bnn_linear(
@@ -562,6 +579,11 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
     "cnv_w1a1": (lambda: cnv(1, 1), "FINN's CNV (CIFAR-10), 1-bit weights and activations", False),
     "cnv_w2a2": (lambda: cnv(2, 2), "FINN's CNV (CIFAR-10), 2-bit weights and activations", False),
     "tfc_w1a1": (tfc, "FINN's TFC (MNIST), 3 x 64 neurons, 1-bit weights and activations", True),
+    "tfc_w1a1_bnn_pynq": (
+        lambda: tfc(bnn_pynq_input=True),
+        "FINN's TFC-w1a1 as bnn_pynq writes it: a Reshape and 2x - 1 at the input",
+        True,
+    ),
     "mobilenet_block": (
         mobilenet_block,
         "MobileNet-v1 stem + 2 depthwise-separable blocks, 4-bit",

@@ -85,12 +85,23 @@ def hardware_inference(model, cfg):
     attention product, say) and everything after it stay on the host, after the
     accelerator (``host_tail``), named in a note and the report's ``cpu_nodes``.
 
+    A model not streamlined as the ``streamline`` step leaves it (FINN's ``Streamline``
+    transform alone, in a hand-written FINN flow, keeps convolutions and bipolar matrix
+    products) gets the rest of that step first.
+
     Returns the partition (the accelerator); the graph around it is kept as
     ``context_of(cfg).dataflow_parent``.
     """
-    from brainsmith.steps.finn_steps import minimize_bit_width
+    from brainsmith.steps.finn_steps import minimize_bit_width, unfinished_streamlining
     from brainsmith.steps.host_tail import split_host_tail
 
+    unfinished = unfinished_streamlining(model)
+    if unfinished:
+        model = streamline(model, cfg)
+        context_of(cfg).notes.append(
+            f"hardware_inference streamlined the model first ({unfinished}): run the "
+            "streamline step before it to choose where that happens"
+        )
     converted = infer_hardware(model, cfg)
     head, tail = split_host_tail(model, converted, cfg)
     if tail:  # the accelerator is what comes before the first node that cannot be hardware
@@ -226,12 +237,16 @@ def load_layers(plan, model=None) -> None:
     from brainsmith.frameworks.finn.layers import (
         LayerPluginError,
         load_plan_layers,
+        register_finn_layers,
         require_layers,
     )
+    from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
     from brainsmith.plugin.errors import PluginError
 
     try:
         load_plan_layers(plan)
+        kernels = plan.kernels
+        register_finn_layers(INFER_TRANSFORMS if kernels is None else [k.op_type for k in kernels])
         if model is not None:
             require_layers(model, "the model")
     except (PluginError, LayerPluginError) as exc:

@@ -85,6 +85,24 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
     return model
 
 
+def unfinished_streamlining(model: ModelWrapper) -> str:
+    """What ``streamline`` would still change before hardware conversion ("" if nothing):
+    convolutions not lowered to matrix products, bipolar matrix products not yet XNOR-popcount
+    (their thresholds keep a scale and bias FINN's conversion refuses)."""
+    from qonnx.core.datatype import DataType
+
+    bipolar = DataType["BIPOLAR"]
+    found = []
+    if model.get_nodes_by_op_type("Conv"):
+        found.append("convolutions not lowered to matrix products")
+    if any(
+        all(model.get_tensor_datatype(name) == bipolar for name in node.input)
+        for node in model.get_nodes_by_op_type("MatMul")
+    ):
+        found.append("bipolar matrix products not converted to XNOR-popcount")
+    return "; ".join(found)
+
+
 def minimize_bit_width(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Tighten weight and accumulator widths (if ``cfg.minimize_bit_width``), then round and
     clip the thresholds to them."""

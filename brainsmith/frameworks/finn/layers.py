@@ -25,6 +25,7 @@ from brainsmith.frameworks.finn.tables import FINN_BACKENDS, FINN_KERNELS, is_cu
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
     from brainsmith.plugin.registry import Registry
@@ -212,6 +213,28 @@ def load_plan_layers(plan: Any, registry: Registry | None = None) -> list[str]:
             registry.load(spec)
             loaded.append(spec.qualified_name)
     return loaded
+
+
+def register_finn_layers(op_types: Iterable[str], registry: Registry | None = None) -> list[str]:
+    """Import the modules of FINN's own layers among ``op_types`` that FINN's package leaves
+    unregistered (``finn.custom_op.fpgadataflow`` never imports ``reshape.py``: its
+    ``Reshape`` is known only once something imports the RTL backends), so FINN's infer
+    transforms find the layers they create. Returns the op types imported."""
+    from qonnx.custom_op.registry import is_custom_op
+
+    from brainsmith.plugin.errors import PluginError
+
+    registry = registry or _registry()
+    imported = []
+    for op_type in dict.fromkeys(op_types):
+        if is_custom_op(FINN_KERNELS, op_type):
+            continue
+        try:
+            registry.load(registry.find("kernel", op_type, framework="finn"))
+        except PluginError:
+            continue  # not one of FINN's layers: a plugin's, loaded by load_plan_layers
+        imported.append(op_type)
+    return imported
 
 
 def require_layers(model: Any, label: str, extra: dict | None = None) -> list[str]:
