@@ -40,10 +40,11 @@ from brainsmith.builder.report import write_reports
 from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
+from brainsmith.plugin.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.steps.context import BuildContext, running
 from brainsmith.steps.plan import BuildPlan, PlanError, load_plan
 
-DEFAULT_BLUEPRINT = os.path.join(os.path.dirname(__file__), "default.yaml")
+DEFAULT_BLUEPRINT = os.path.join(PACKAGED_BLUEPRINTS, "default.yaml")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

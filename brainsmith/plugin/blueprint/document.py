@@ -14,6 +14,12 @@ import stat
 from dataclasses import dataclass, field
 
 from brainsmith.plugin.blueprint.errors import Diagnostics, quote
+from brainsmith.plugin.blueprint.packaged import (
+    PREFIX,
+    is_packaged_reference,
+    packaged_path,
+    references,
+)
 from brainsmith.plugin.safe_yaml import (
     YAMLInputError,
     file_kind,
@@ -23,6 +29,7 @@ from brainsmith.plugin.safe_yaml import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -146,10 +153,17 @@ def read_document(path: str, diag: Diagnostics) -> Document | None:
             diag.error(
                 requested_at,
                 f"'extends' is {quote(extends)}",
-                "the path of another blueprint file, relative to this one",
+                "the path of another blueprint file, relative to this one, or brainsmith:NAME",
             )
             break
-        display = os.path.normpath(os.path.join(os.path.dirname(display), extends))
+        if is_packaged_reference(extends):
+            found = packaged_path(extends)
+            if found is None:
+                _unknown_packaged(extends, requested_at, diag)
+                break
+            display = found
+        else:
+            display = os.path.normpath(os.path.join(os.path.dirname(display), extends))
         if os.path.realpath(display) in seen:
             loop = " -> ".join([*(s.display for s in sources), display])
             diag.error(
@@ -179,7 +193,7 @@ def _read(display: str, requested_at: Where | None, diag: Diagnostics) -> Source
     if mode is None or not stat.S_ISREG(mode):
         if mode is None:
             what = "file not found"
-            hint = _sibling_hint(display, requested_at[0]) if requested_at else ""
+            hint = _missing_hint(display, requested_at[0]) if requested_at else ""
         else:  # it exists: suggesting another name would not help
             what, hint = f"{file_kind(mode)}, not a regular file", ""
         diag.error(
@@ -220,19 +234,53 @@ def _bad_path(text: str) -> bool:
     return "\0" in text
 
 
-def _sibling_hint(display: str, requester: str) -> str:
-    """Did-you-mean among the blueprint files beside the missing one (not the requester)."""
-    from brainsmith.plugin.names import suggest
+def _unknown_packaged(extends: str, where: Where, diag: Diagnostics) -> None:
+    names = references()
+    close = _closest(_packaged_name(extends), names, _packaged_name)
+    diag.error(
+        where,
+        f"no blueprint {quote(extends)} ships with brainsmith",
+        "one of " + (", ".join(names) or "none (the package's blueprints folder is missing)"),
+        _did_you_mean(close),
+    )
 
+
+def _missing_hint(display: str, requester: str) -> str:
+    """Did-you-mean for a missing base: blueprint files beside it with a similar name (never
+    the requester), else a packaged blueprint of a similar name (``brainsmith:base``)."""
     folder = os.path.dirname(display) or "."
+    missing = os.path.basename(display)
     try:
         names = [
             name
             for name in os.listdir(folder)
             if name.endswith((".yaml", ".yml"))
-            and name != os.path.basename(display)
+            and name != missing
             and os.path.abspath(os.path.join(folder, name)) != os.path.abspath(requester)
         ]
     except OSError:
-        return ""
-    return suggest(os.path.basename(display), names)
+        names = []
+    close = _closest(missing, names, _stem) or _closest(missing, references(), _packaged_name)
+    return _did_you_mean(close)
+
+
+def _stem(name: str) -> str:
+    return os.path.splitext(name)[0]
+
+
+def _packaged_name(reference: str) -> str:
+    return reference[len(PREFIX) :]
+
+
+def _closest(name: str, pool: list[str], key: Callable[[str], str]) -> list[str]:
+    """The entries of ``pool`` whose ``key`` is like ``name``'s stem (ignoring case): file
+    names are compared without their extension, which would make any two YAML files alike."""
+    import difflib
+
+    keyed = {key(entry).lower(): entry for entry in pool}
+    found = difflib.get_close_matches(_stem(name).lower(), list(keyed), n=3, cutoff=0.6)
+    return [keyed[k] for k in found]
+
+
+def _did_you_mean(names: list[str]) -> str:
+    return "; did you mean " + " or ".join(f"'{n}'" for n in names) + "?" if names else ""

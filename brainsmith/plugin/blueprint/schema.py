@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 TOP_KEYS = {
     "name": "a short name: letters, digits, '.', '_' or '-'",
     "description": "text",
-    "extends": "the path of a base blueprint, relative to this file",
+    "extends": "the path of a base blueprint, relative to this file, or brainsmith:NAME",
     "hw_compiler": "a mapping of kernels, transforms, transforms_phased",
     "steps": "a list of step names, in order",
     "build": "a mapping of build options",
