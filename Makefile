@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-big test-fast bench networks known-facts fuzz lint setup browser simulator redis
+.PHONY: demo test test-big test-fast bench networks dist known-facts fuzz lint setup browser simulator redis
 
 setup:
 	@$(BOOT)
@@ -41,6 +41,9 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 
 networks: setup  ## build every shipped example network -> the table in docs/build.md
 	@$(PY) -m benchmarks.networks
+
+dist: setup  ## brainsmith's wheel and sdist -> dist/
+	@$(PY) -m scripts.dist
 
 known-facts: setup  ## ship the per-file facts of the installed QONNX/FINN (after upgrading them)
 	@$(PY) -m brainsmith.frameworks.known_facts

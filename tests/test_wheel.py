@@ -1,0 +1,148 @@
+"""brainsmith installed from its wheel, without the clone: the wheel (``make dist``) holds
+every file of the package, and a fresh virtualenv that gets brainsmith only from it runs the
+command line from a folder outside the clone.
+
+To stay quick and offline the fresh virtualenv borrows the heavy dependencies (qonnx, onnx,
+FINN, torch, ...) from the development environment through a ``.pth`` file naming a folder of
+links to its site-packages, brainsmith's editable install and metadata left out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from brainsmith.plugin.config import ENV_VARS
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
+
+REPO = Path(__file__).resolve().parents[1]
+MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
+
+
+def package_files() -> set[str]:
+    """The files of brainsmith/ in the checkout (tracked, or new and not ignored)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "brainsmith"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    return {name for name in listed if (REPO / name).is_file()}
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> list[Path]:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "scripts.dist", str(out)], cwd=REPO, check=True,
+                   capture_output=True)  # fmt: skip
+    return sorted(out.iterdir())
+
+
+@pytest.fixture(scope="module")
+def fresh(dist, tmp_path_factory) -> Path:
+    """A virtualenv with brainsmith installed from the wheel alone; returns its folder."""
+    base = tmp_path_factory.mktemp("fresh")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    wheel = next(path for path in dist if path.suffix == ".whl")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "--quiet", "--no-deps", "--no-index", "--disable-pip-version-check", str(wheel)],
+        check=True,
+    )  # fmt: skip
+    deps = base / "deps"  # the development environment's packages, but brainsmith's own
+    deps.mkdir()
+    ours = Path(sysconfig.get_paths()["purelib"])
+    for entry in ours.iterdir():
+        name = entry.name.lower()
+        if name.startswith(("brainsmith", "__editable__")) or name.endswith(".pth"):
+            continue
+        (deps / entry.name).symlink_to(entry)
+    site = Path(run(venv, "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())  # fmt: skip
+    (site / "_development_dependencies.pth").write_text(f"{deps}\n")
+    return venv
+
+
+def run(venv: Path, command: str, *args: str, cwd: Path | None = None):
+    env = {k: v for k, v in os.environ.items() if k not in {*ENV_VARS, "PYTHONPATH"}}
+    env.pop("VIRTUAL_ENV", None)
+    cache = venv.parent / "cache"
+    cache.mkdir(mode=0o700, exist_ok=True)
+    config = venv.parent / "config.yaml"
+    config.write_text("plugin_system: {}\n")
+    env.update(BRAINSMITH_CACHE_DIR=str(cache), BRAINSMITH_CONFIG=str(config))
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run([str(venv / "bin" / command), *args], cwd=cwd or venv.parent,
+                          env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_make_dist_builds_a_wheel_and_an_sdist(dist):
+    assert [path.name for path in dist] == [
+        "brainsmith-0.1.0-py3-none-any.whl",
+        "brainsmith-0.1.0.tar.gz",
+    ]
+
+
+def test_wheel_and_sdist_hold_every_file_of_the_package(dist):
+    wheel, sdist = dist
+    files = package_files()
+    assert {"brainsmith/blueprints/base.yaml", "brainsmith/backends/hdl/bs_pool.sv"} <= files
+    in_wheel = set(zipfile.ZipFile(wheel).namelist())
+    assert sorted(files - in_wheel) == []
+    with tarfile.open(sdist) as tar:
+        in_sdist = {name.partition("/")[2] for name in tar.getnames()}
+    assert sorted(files - in_sdist) == []
+
+
+def test_fresh_install_imports_brainsmith_from_the_wheel_only(fresh, tmp_path):
+    code = (
+        "import json, sys, brainsmith, importlib.metadata as m; print(json.dumps("
+        "[brainsmith.__file__, sys.path, [str(d.locate_file('')) for d in m.distributions() "
+        "if d.metadata['Name'] == 'brainsmith']]))"
+    )
+    result = run(fresh, "python", "-c", code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    module, path, installed = json.loads(result.stdout)
+    assert Path(module).is_relative_to(fresh)
+    assert [entry for entry in path if entry and Path(entry).resolve().is_relative_to(REPO)] == []
+    assert len(installed) == 1 and Path(installed[0]).is_relative_to(fresh)
+
+
+def test_fresh_install_runs_the_command_line_outside_the_clone(fresh, tmp_path):
+    help_ = run(fresh, "brainsmith", "--help", cwd=tmp_path)
+    assert help_.returncode == 0, help_.stderr
+    assert all(name in help_.stdout for name in ("plugins", "blueprint", "build", "check"))
+
+    listed = run(fresh, "brainsmith", "plugins", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert all(name in listed.stdout for name in ("ExpandNorms", "Streamline", "FoldConstants"))
+    listed = run(fresh, "brainsmith", "plugins", "list", "--json", cwd=tmp_path)
+    plugins = {p["qualified_name"]: p for p in json.loads(listed.stdout)}
+    assert {"brainsmith:matmul", "finn:Streamline", "qonnx:FoldConstants"} <= set(plugins)
+    assert Path(plugins["brainsmith:ExpandNorms"]["source"]).is_relative_to(fresh)
+
+    (tmp_path / "my-mlp.yaml").write_text(
+        "name: my-mlp\nextends: brainsmith:base\n"
+        "hw_compiler:\n  kernels: [{kernel: matmul, backends: [rtl]}, finn:Thresholding]\n"
+    )
+    shown = run(fresh, "brainsmith", "blueprint", "show", "my-mlp.yaml", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    resolved = yaml.safe_load(shown.stdout)
+    assert resolved["steps"][0] == "brainsmith:cleanup"
+    assert resolved["build"]["fpga_part"] == "xcvc1902-vsva2197-2MP-e-S"
+
+    (tmp_path / "mlp_4bit.onnx").write_bytes(MLP.read_bytes())
+    checked = run(fresh, "brainsmith", "check", "--json", "mlp_4bit.onnx", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    report = json.loads(checked.stdout)
+    assert Path(report["blueprint"]).is_relative_to(fresh)  # the packaged default
+    assert {node["kernel"] for node in report["nodes"]} >= {"brainsmith:matmul"}
+    assert all(node["placement"] == "hardware" for node in report["nodes"])
