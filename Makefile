@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-big test-fast bench networks dist known-facts fuzz lint setup browser simulator redis
+.PHONY: demo test test-big test-fast bench networks models dist known-facts fuzz lint setup browser simulator redis
 
 setup:
 	@$(BOOT)
@@ -41,6 +41,13 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 
 networks: setup  ## build every shipped example network -> the table in docs/build.md
 	@$(PY) -m benchmarks.networks
+
+# make models ZOO="tfc_w1a1 kws_conv1d": only those zoo networks (default: every small one)
+ZOO ?=
+models: setup  ## the example models (conv nets and zoo exported with Brevitas) -> examples/models/
+	@$(PY) -m examples.make_models
+	@$(PY) -m examples.brevitas_models
+	@$(PY) -m examples.zoo $(ZOO)
 
 dist: setup  ## brainsmith's wheel and sdist -> dist/
 	@$(PY) -m scripts.dist
