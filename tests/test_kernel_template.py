@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -91,7 +92,9 @@ def test_new_kernel_writes_the_package_named_after_the_op(tmp_path):
     text = "".join(p.read_text() for p in root.rglob("*") if p.is_file())
     assert "@OP_TYPE@" not in text and "@MODULE@" not in text and "@DIST@" not in text
     assert f"module {MODULE} #(" in (root / MODULE / "hdl" / f"{MODULE}.sv").read_text()
-    assert "pip install -e" in out
+    python = shlex.quote(sys.executable)  # brainsmith's environment, not whichever pip is first
+    assert f"{python} -m pip install -e '.[test]'" in out
+    assert f"{python} -m pytest tests" in out
 
 
 # -- the package, installed ----------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 import click
@@ -35,7 +37,8 @@ def kernel(name: str, output: Path | None, dist: str | None) -> None:
     \b
     Example:
       brainsmith new kernel AcmeClip
-      cd acme-clip && pip install -e '.[test]' && pytest tests
+      cd acme-clip && python -m pip install -e '.[test]' && python -m pytest tests
+      (python: the interpreter brainsmith runs on; the printed commands name it)
     """
     from brainsmith.scaffold import ScaffoldError, names_for, new_kernel
 
@@ -50,10 +53,11 @@ def kernel(name: str, output: Path | None, dist: str | None) -> None:
     echo(f"wrote {names.dist} ({names.op_type}) to {folder}")
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         echo(f"  {path.relative_to(folder)}")
+    python = shlex.quote(sys.executable)  # brainsmith's environment: another pip installs elsewhere
     echo(
         "next:\n"
-        f"  cd {folder}\n"
-        "  pip install -e '.[test]'   # into the environment brainsmith is installed in\n"
-        "  pytest tests               # the layer in Python and in Verilator\n"
+        f"  cd {shlex.quote(str(folder))}\n"
+        f"  {python} -m pip install -e '.[test]'   # into brainsmith's environment\n"
+        f"  {python} -m pytest tests               # the layer in Python and in Verilator\n"
         "  then edit compute() in kernel.py and the .sv together, and infer.py's pattern"
     )
