@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.conftest import run_python
-from tests.support.packages import build_wheel, pip_install_target
+from tests.support.packages import PIP, PluginVenv, build_wheel, pip_install_target
 from tests.support.processes import run_brainsmith
 
 OP_TYPE = "AcmeSat"  # a name of the test's own: the docs' example is AcmeClip
@@ -186,3 +186,91 @@ def test_a_target_out_of_reach_names_the_layer_and_its_declared_folding(installe
     assert target["met"] is False and target["bottleneck"] == f"{OP_TYPE}_rtl_0"
     assert target["limit"] == "fully parallel: PE 12 of NumChannels 12"
     assert "fully parallel: PE 12 of NumChannels 12" in stdout
+
+
+# -- pip install -e, as the command prints it ---------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["default", "compat", "strict"])
+def test_the_printed_editable_install_finds_the_kernel_and_its_tests_pass(tmp_path, mode):
+    """``brainsmith new kernel AcmeClip``, the pip command it prints, then ``pytest tests`` and
+    ``brainsmith plugins`` in the package folder, in a virtualenv of their own, for each of
+    setuptools' editable modes: an import hook (default), the project folder on ``sys.path``
+    (compat), a tree of links (strict). The console scripts put no folder of the package on
+    ``sys.path``: only the editable install makes it found; an edit to its source is seen."""
+    venv = PluginVenv(tmp_path / "venv")
+    venv.add_scripts("brainsmith", "pytest")
+    bin_dir = venv.root / "bin"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+    def run(*command: str, cwd: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT
+        )
+
+    made = run(str(bin_dir / "brainsmith"), "new", "kernel", "AcmeClip", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    advice = [line for line in made.stdout.splitlines() if line.lstrip().startswith(("cd ", "/"))]
+    lines = [shlex.split(line, comments=True) for line in advice]
+    (project,) = [Path(line[1]) for line in lines if line[:1] == ["cd"]]
+    (install,) = [line for line in lines if line[1:5] == ["-m", "pip", "install", "-e"]]
+    assert install == [str(venv.python), "-m", "pip", "install", "-e", ".[test]"]
+    options = [] if mode == "default" else ["--config-settings", f"editable_mode={mode}"]
+    quick = ["-q", "--no-deps", "--no-build-isolation"]  # offline: all is in the environment
+    installed = run(*install, *quick, *options, cwd=project)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    hooks = sorted(p.name for p in venv.site.glob("__editable__*"))
+    if mode == "default":
+        assert "__editable___acme_clip_0_1_0_finder.py" in hooks, hooks
+    else:
+        assert hooks == ["__editable__.acme_clip-0.1.0.pth"], hooks
+        links = list((project / "build").glob("__editable__.acme_clip-*"))
+        assert bool(links) == (mode == "strict"), links
+
+    tests = run(str(bin_dir / "pytest"), "tests", cwd=project)
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
+    assert "11 passed" in tests.stdout and "skipped" not in tests.stdout, tests.stdout
+    health = run(str(bin_dir / "brainsmith"), "plugins", "health", cwd=project)
+    assert health.returncode == 0, health.stdout + health.stderr
+    assert "acme-clip yes" in health.stdout, health.stdout
+    info = run(str(bin_dir / "brainsmith"), "plugins", "info", "AcmeClip", cwd=project)
+    assert info.returncode == 0, info.stdout + info.stderr
+    assert "kernel acme-clip:AcmeClip" in info.stdout and "not loaded" in info.stdout
+
+    kernel = project / "acme_clip" / "kernel.py"
+    kernel.write_text(kernel.read_text().replace("Clips integers to", "Saturates integers to"))
+    info = run(str(bin_dir / "brainsmith"), "plugins", "info", "AcmeClip", cwd=project)
+    assert info.returncode == 0, info.stdout + info.stderr
+    assert "Saturates integers to [low, high]" in info.stdout, info.stdout
+    if mode == "strict":
+        return  # its links are made at install time: a new file needs a reinstall
+    (project / "acme_clip" / "extra.py").write_text(
+        "from brainsmith.plugin import step\n\n\n"
+        "@step(name='acme_extra')\ndef acme_extra(model, cfg):\n    return model\n"
+    )
+    info = run(str(bin_dir / "brainsmith"), "plugins", "info", "acme_extra", cwd=project)
+    assert info.returncode == 0 and "step acme-clip:acme_extra" in info.stdout, info.stdout
+
+
+@pytest.mark.slow
+def test_an_editable_install_whose_import_hook_never_ran_is_named_with_what_to_do(tmp_path):
+    """``pip install -e --target`` used through ``PYTHONPATH``: the hook's ``.pth`` file is
+    never read, so the package cannot be imported; health names it and the command to run."""
+    project = tmp_path / DIST
+    code, _, err = run_cli("new", "kernel", OP_TYPE, "-o", str(project))
+    assert code == 0, err
+    site = tmp_path / "site"
+    quick = ["--no-deps", "--no-build-isolation", "--no-index"]
+    subprocess.run(
+        [*PIP, "install", *quick, "--target", str(site), "-e", str(project)],
+        check=True,
+        capture_output=True,
+    )
+    assert (site / f"__editable___{MODULE}_0_1_0_finder.py").is_file()
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    code, out, err = run_cli("plugins", "health", "--json", env=env, cwd=tmp_path)
+    assert code == 1, out + err
+    (broken,) = json.loads(out)["broken_plugins"]
+    assert broken["plugin"] == f"{DIST} (entry point {MODULE} in brainsmith.plugin_packages)"
+    assert "import hook" in broken["reason"] and "not active" in broken["reason"]
+    assert f"{sys.executable} -m pip install -e {project}" in broken["reason"], broken

@@ -99,6 +99,15 @@ class PluginVenv:
     def install(self, wheel: Path) -> None:
         self.pip("install", "--no-deps", "--no-index", str(wheel))
 
+    def add_scripts(self, *names: str) -> None:
+        """The project environment's console scripts (``brainsmith``, ``pytest``) run by this
+        venv's Python, as pip writes them into an environment it installs them in."""
+        for name in names:
+            body = (Path(sys.executable).parent / name).read_text().partition("\n")[2]
+            script = self.root / "bin" / name
+            script.write_text(f"#!{self.python}\n{body}")
+            script.chmod(0o755)
+
     def uninstall(self, dist: str) -> None:
         self.pip("uninstall", "-y", dist)
 

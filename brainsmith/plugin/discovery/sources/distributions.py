@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 METADATA_DIRS = (".dist-info", ".egg-info")
 # What pip rewrites on every (re)install, and what an editable install points at.
 STAMPED_FILES = ("RECORD", "METADATA", "PKG-INFO", "entry_points.txt", "direct_url.json")
@@ -27,18 +31,38 @@ def stamped_files(dist_path: str) -> list[str]:
 
 def is_editable(dist_path: str) -> bool:
     """True for ``pip install -e`` (PEP 610 ``direct_url.json``): its code lives elsewhere."""
+    info = _direct_url(dist_path)
+    return bool((info.get("dir_info") or {}).get("editable"))
+
+
+def editable_project(dist_path: str) -> str | None:
+    """The project folder an editable install was made from (``direct_url.json``), if any."""
+    info = _direct_url(dist_path)
+    url = info.get("url")
+    if not (info.get("dir_info") or {}).get("editable") or not isinstance(url, str):
+        return None
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    return unquote(parts.path) if parts.scheme == "file" and parts.path else None
+
+
+def _direct_url(dist_path: str) -> dict[str, Any]:
+    """The distribution's PEP 610 ``direct_url.json`` ({} when absent or unreadable)."""
     try:
         with open(os.path.join(dist_path, "direct_url.json"), "rb") as handle:
             raw = handle.read(65536)
     except OSError:
-        return False
+        return {}
     import json
 
     try:
         info = json.loads(raw)
     except ValueError:
-        return False
-    return isinstance(info, dict) and bool((info.get("dir_info") or {}).get("editable"))
+        return {}
+    if not isinstance(info, dict) or not isinstance(info.get("dir_info") or {}, dict):
+        return {}
+    return info
 
 
 def owner_of(package_root: str) -> str | None:

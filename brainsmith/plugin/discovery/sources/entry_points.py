@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from brainsmith.plugin.discovery.sources.distributions import stamped_files
+from brainsmith.plugin.discovery.sources.distributions import is_editable, stamped_files
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.names import normalise
 
@@ -150,7 +150,7 @@ class EntryPointSource:
                 specs.extend(_plugins_of(extension.plugin, entry_point, framework, problems))
             self.imported.update(imported_tops)
         for value in info["source"]:
-            found, read, stamps = _read_package(value, framework)
+            found, read, stamps = _read_package(value, framework, where)
             specs.extend(found)
             problems.extend(read)
             stamp += stamps
@@ -164,11 +164,10 @@ class EntryPointSource:
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
 
 
-def _read_package(value: str, framework: str) -> tuple[list[Any], list[Any], list[Any]]:
+def _read_package(value: str, framework: str, where: str) -> tuple[list[Any], list[Any], list[Any]]:
     """(spec records, problems, stamps) of the package ``value`` names, read from source
-    (``brainsmith.plugin_packages``); found without importing it."""
-    import importlib.machinery
-
+    (``brainsmith.plugin_packages``); found without importing it, on ``sys.path`` or through
+    the editable import hook of its distribution (metadata folder ``where``)."""
     from brainsmith.plugin.discovery.sources.modules import plugin_records
     from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
     from brainsmith.plugin.discovery.sources.pyscan import scan_tree
@@ -178,22 +177,40 @@ def _read_package(value: str, framework: str) -> tuple[list[Any], list[Any], lis
     if not name.isidentifier():
         reason = "a brainsmith.plugin_packages entry point names a top-level package, e.g. acme"
         return [], [[framework, label, f"{value!r} is not one: {reason}"]], []
-    try:
-        spec = importlib.machinery.PathFinder.find_spec(name)
-    except (ImportError, ValueError) as exc:
-        spec, error = None, f"{type(exc).__name__}: {exc}"
-    else:
-        error = "" if spec is not None else f"no package {name} is installed"
-    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
-    if not folders:
-        error = error or f"{name} is a module, not a package (a folder with __init__.py)"
-        return [], [[framework, label, error]], []
-    files, walked = scan_folder(folders[0], name, None, scan_tree)
-    specs, problems = plugin_records(framework, folders[0], files)
+    folder, error, hooks = _package_folder(name, where)
+    if folder is None:
+        return [], [[framework, label, error]], stamp_paths(hooks)
+    files, walked = scan_folder(folder, name, None, scan_tree)
+    specs, problems = plugin_records(framework, folder, files)
     if not specs and not problems:
         reason = "defines no decorated plugins (@transform, @kernel, @backend, @step)"
         problems.append([framework, label, reason])
-    return specs, problems, folder_stamps(folders[0], files, walked)
+    return specs, problems, [*folder_stamps(folder, files, walked), *stamp_paths(hooks)]
+
+
+def _package_folder(name: str, where: str) -> tuple[str | None, str, list[str]]:
+    """``(folder, problem, hook files)`` of the top-level package ``name``, where an import
+    finds it: ``sys.path`` first, then the distribution's editable import hooks."""
+    import importlib.machinery
+
+    from brainsmith.plugin.discovery.sources import editable
+
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        return None, f"{type(exc).__name__}: {exc}", []
+    if spec is not None:
+        folders = list(spec.submodule_search_locations or ())
+        if folders:
+            return folders[0], "", []
+        return None, f"{name} is a module, not a package (a folder with __init__.py)", []
+    folder, error, hooks = editable.locate(name, where)
+    if folder is not None or error:
+        return folder, error, hooks
+    error = f"no package {name} is installed"
+    if is_editable(where):
+        error += f": its editable install leads to none; {editable.reinstall(where)}"
+    return None, error, hooks
 
 
 def _complete(record: object) -> TypeGuard[dict[str, Any]]:
