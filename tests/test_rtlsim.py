@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -127,6 +128,29 @@ def test_a_convolutional_network_in_rtl_matches_layer_by_layer_and_as_a_whole(cn
     assert stitched["estimated_cycles_per_frame"] == estimate["max_cycles"]
     assert stitched["within_tolerance"], stitched  # within the report's stated ±10 %
     assert abs(stitched["cycles_per_frame"] / estimate["max_cycles"] - 1) <= 0.1
+
+
+def sections(page: str) -> list[str]:
+    """The page's section headings, in order."""
+    return re.findall(r"<h[23]>(.*?)</h[23]>", page)
+
+
+def test_verify_rtl_keeps_every_section_of_the_report_page(mlp, hub, tmp_path):
+    """verify-rtl rewrites report.html with its new results and everything the build wrote:
+    the dataflow picture and the target's line on the cycles chart."""
+    from brainsmith.builder.charts import OVER
+
+    copy = tmp_path / "copy"
+    shutil.copytree(mlp.output_dir, copy, symlinks=True)
+    before = (copy / "report.html").read_text()
+    result = verify_rtl(copy, cache=hub)
+    assert result.returncode == 0, result.stderr
+    after = (copy / "report.html").read_text()
+    assert sections(after) == sections(before), sections(after)
+    assert "Dataflow" in sections(after) and "RTL simulation" in sections(after)
+    cycles = after.split("<h2>Cycles per layer (estimated)</h2>")[1].split("<h2>")[0]
+    assert OVER in cycles  # the target's dashed line
+    assert "dataflow.svg" in after and "build.log" in after
 
 
 def corrupt_threshold(folder: Path) -> None:

@@ -13,6 +13,7 @@ whose process is killed leaves that), then ``ok``, ``failed`` or ``interrupted``
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.custom_op.base import CustomOp
 
+    from brainsmith.builder.charts import ChartWorker
     from brainsmith.builder.errors import BuildError
     from brainsmith.builder.records import (
         BitsKey,
@@ -592,22 +594,35 @@ def _write_json(run: BuildRun, report: BuildReport) -> None:
 
 
 def _write_html(run: BuildRun, report: BuildReport) -> None:
+    write_html(run.output_dir, report, run.charts, run.log)
+
+
+def write_html(
+    folder: str,
+    report: BuildReport,
+    worker: ChartWorker | None = None,
+    log: io.TextIOBase | None = None,
+) -> None:
+    """report.html (and dataflow.svg) of ``report`` in ``folder``, whole: the charts with the
+    target's line, the dataflow picture, links to the files ``folder`` holds. ``worker``: a
+    chart worker that may have drawn the charts already; ``log`` takes a chart's traceback."""
     from brainsmith.builder.charts import render_charts
     from brainsmith.builder.dataflow_svg import dataflow_svg
     from brainsmith.builder.report_html import render
 
-    goal = report["target"]
-    rows, allowed = chart_rows(report["layers"]), goal["target_cycles"] if goal else None
+    goal = report.get("target")
+    rows, allowed = chart_rows(report.get("layers", [])), goal["target_cycles"] if goal else None
     try:
-        charts = run.charts.charts(rows, allowed) if run.charts else render_charts(rows, allowed)
+        charts = worker.charts(rows, allowed) if worker else render_charts(rows, allowed)
     except Exception:  # a chart problem must not hide the build's result
         charts = {}
-        if run.log is not None:
-            traceback.print_exc(file=run.log)
+        if log is not None:
+            traceback.print_exc(file=log)
     picture = dataflow_svg(report)
     if picture:
-        write_text(run.path("dataflow.svg"), picture)
-    write_text(run.path("report.html"), render(report, charts, picture))
+        write_text(os.path.join(folder, "dataflow.svg"), picture)
+    here: BuildReport = {**report, "output_dir": os.path.abspath(folder)}  # its files' links
+    write_text(os.path.join(folder, "report.html"), render(here, charts, picture))
 
 
 def to_json(report: Mapping[str, object]) -> str:

@@ -256,12 +256,9 @@ def _inputs(
 
 
 def _update_report(folder: str, report: BuildReport, result: DesignResult) -> None:
-    from brainsmith.builder.charts import render_charts
-    from brainsmith.builder.report import chart_rows, to_json
-    from brainsmith.builder.report_html import render
+    from brainsmith.builder.report import to_json, write_html
     from brainsmith.files import write_text
 
     report["rtlsim"] = rtlsim_section(result)
     write_text(os.path.join(folder, "report.json"), to_json(report))
-    charts = render_charts(chart_rows(report.get("layers", [])))
-    write_text(os.path.join(folder, "report.html"), render(report, charts))
+    write_html(folder, report)
