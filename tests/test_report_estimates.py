@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from brainsmith.builder.units import RESOURCES
+from tests.support.browser import layout
 from tests.support.models import MLP, REPO
 
 CNV = REPO / "examples" / "models" / "cnv.onnx"
@@ -190,6 +191,28 @@ def test_a_missed_target_shows_final_cycles_instead_of_finns_numbers(mlp_missed)
     assert not goal["met"] and goal["target_cycles"] == 2
     assert {x["name"]: x["cycles"] for x in goal["over_target"]} == slow
     assert any(w["message"] == VERDICT for w in report["warnings"])  # confirmed, so kept
+
+
+def test_a_warning_from_one_place_is_one_row_and_long_ones_wrap_within_1280_pixels(cnv, tmp_path):
+    """FINN leaves a file open for each HLS layer it writes code for: a ResourceWarning per
+    file, from two lines of FINN. Each line is one row with its count, and a long message
+    wraps instead of widening the page."""
+    from brainsmith.builder.report_html import render
+
+    _, report, _, out = cnv
+    logged = (out / "build.log").read_text().count("WARNING ResourceWarning: unclosed file")
+    unclosed = [w for w in report["warnings"] if w["source"] == "ResourceWarning"]
+    assert logged >= 4 and sum(w["count"] for w in unclosed) == logged
+    sites = [w["message"].rpartition("(")[2] for w in unclosed]
+    assert len(unclosed) == len(set(sites)) == 2, unclosed  # top_*.cpp and hls_syn_*.tcl
+    assert all("name='…'" in w["message"] for w in unclosed)
+    deep = "/".join(["a_folder_with_a_long_name"] * 12)
+    long = {"level": "WARNING", "source": "ResourceWarning", "count": 1,
+            "message": f"unclosed file <_io.TextIOWrapper name='{deep}/top.cpp' mode='w'>"}  # fmt: skip
+    page = out / "wide-warnings.html"
+    page.write_text(render({**report, "warnings": [*report["warnings"], long]}, {}))
+    found = layout(page, ["table.log"], tmp_path)
+    assert found["page"] <= found["window"] == 1280 and found["found"] == ["table.log"], found
 
 
 def test_warnings_are_kept_when_cycles_cannot_confirm_them():

@@ -68,6 +68,7 @@ DATATYPE_BITS: tuple[tuple[DatatypeKey, BitsKey], ...] = (
 WEIGHTED = ("MVAU", "VVAU")  # Thresholding's "weightDataType" is its thresholds' type
 LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
 MAX_WARNINGS = 100
+QUOTED_PATH = re.compile(r"'/[^']*'")
 FOLDING_FILE = "folding.json"
 
 # What FINN does not estimate, per op type as it stands in the graph (kernel_backend), read
@@ -455,8 +456,9 @@ def utilisation(part: str | None, totals: dict[str, float]) -> Utilisation:
 
 
 def finn_warnings(log_path: str) -> list[FinnWarning]:
-    """Distinct warnings and errors logged to build.log, with how often each came; a message
-    that begins on the lines after its ``WARNING source:`` line is taken from there."""
+    """Distinct warnings and errors logged to build.log, with how often each came (those that
+    differ only in a quoted file path as one, ``same_warning``); a message that begins on the
+    lines after its ``WARNING source:`` line is taken from there."""
     found: dict[tuple[str, str], FinnWarning] = {}
     try:
         with open(log_path, encoding="utf-8", errors="replace") as handle:
@@ -473,11 +475,20 @@ def finn_warnings(log_path: str) -> list[FinnWarning]:
         message = " ".join(message.split())
         if not message:
             continue
+        key = (source, same_warning(message))
         entry = found.setdefault(
-            (source, message), {"level": level, "source": source, "message": message, "count": 0}
+            key, {"level": level, "source": source, "message": message, "count": 0}
         )
+        if entry["message"] != message:  # the same warning about another file
+            entry["message"] = key[1]
         entry["count"] += 1
     return list(found.values())[:MAX_WARNINGS]
+
+
+def same_warning(message: str) -> str:
+    """``message`` with its quoted absolute paths as '…': what a warning logged from one
+    place once per file (FINN's ``ResourceWarning: unclosed file``, say) says every time."""
+    return QUOTED_PATH.sub("'…'", message)
 
 
 def _continuation(lines: list[str], start: int, most: int = 5) -> list[str]:

@@ -488,6 +488,7 @@ def _finn_warnings(warnings: list[FinnWarning], goal: Target | None = None) -> s
         for w in warnings
     )
     return (
-        f"<h2>Warnings in build.log ({len(warnings)})</h2>{note}<table><tr><th>level</th>"
-        f"<th>from</th><th>message</th><th class='num'>times</th></tr>{rows}</table>"
+        f"<h2>Warnings in build.log ({len(warnings)})</h2>{note}<table class='log'><tr>"
+        "<th>level</th><th>from</th><th>message</th><th class='num'>times</th></tr>"
+        f"{rows}</table>"
     )
