@@ -514,6 +514,40 @@ def encoder_mlp(
     return net, (1, sequence, dim)
 
 
+def clamped_mlp(
+    features: int = 16,
+    hidden: int = 12,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    steps: tuple[int, int] = (2, 11),
+) -> Network:
+    """A linear layer whose quantized ReLU output is clamped to ``steps`` of its scale
+    (``torch.clamp``, a saturation on the activation's grid), exported as an ONNX ``Clip``
+    behind the activation's scale: the clip sees floats until a rewrite moves the scale past
+    it. Not in ``ZOO``: FINN has no layer for the clip."""
+    torch = _torch()
+    import brevitas.nn as qnn
+
+    low, high = steps
+
+    class Clamped(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.Sequential(
+                _act(8, signed=True),
+                qnn.QuantLinear(features, hidden, bias=False, **_weights(weight_bits)),
+                _act(act_bits),
+            )
+
+        def forward(self, x):
+            y = self.layers(x)
+            if not hasattr(y, "scale"):  # calibrating: quantization is off
+                return y
+            return torch.clamp(y.value, low * y.scale, high * y.scale)
+
+    return Clamped(), (1, features)
+
+
 def encoder(
     dim: int = 32,
     heads: int = 2,

@@ -147,3 +147,88 @@ def test_auto_includes_a_users_kernel_with_an_infer_transform_and_a_backend(
     ]
     excluded = write(tmp_path, "ex.yaml", HEADER + "hw_compiler:\n  exclude: [AcmeClip]\n")
     assert not [k for k in load_plan(excluded).kernels if k.name == "user:AcmeClip"]
+
+
+ORDERED_KERNELS = """\
+from brainsmith.plugin.core import backend, kernel, transform
+
+@transform(name="InferFirst")
+class InferFirst:
+    pass
+
+@transform(name="InferMiddle")
+class InferMiddle:
+    pass
+
+@transform(name="InferLast")
+class InferLast:
+    pass
+
+@transform(name="ExposeMiddle")
+class ExposeMiddle:
+    pass
+
+@kernel(op_type="AcmeFirst", infer_transform="user:InferFirst", infer_order="first")
+class AcmeFirst:
+    pass
+
+@kernel(op_type="AcmeMiddle", infer_transform="user:InferMiddle",
+        infer_order="before:InferThresholdingLayer", rewrites=["user:ExposeMiddle"])
+class AcmeMiddle:
+    pass
+
+@kernel(op_type="AcmeLast", infer_transform="user:InferLast")
+class AcmeLast:
+    pass
+""" + "".join(
+    f"""
+@backend(kernel="{name}", backend_type="rtl")
+class {name}RTL:
+    pass
+"""
+    for name in ("AcmeFirst", "AcmeMiddle", "AcmeLast")
+)
+
+
+def test_a_kernel_says_where_its_infer_transform_runs_and_what_rewrites_come_first(
+    plugin_folder, tmp_path
+):
+    from brainsmith.plugin.manager import reset_plugin_system
+    from brainsmith.steps.plan import load_plan
+
+    plugin_folder("ordered.py", ORDERED_KERNELS)
+    reset_plugin_system()
+    plan = load_plan(write(tmp_path, "bp.yaml", HEADER))
+    order = plan.infer_transforms()
+    assert order[0] == "user:InferFirst" and order[-1] == "user:InferLast"
+    thresholds = order.index("finn:InferThresholdingLayer")
+    assert order[thresholds - 1] == "user:InferMiddle"
+    assert order.index("finn:InferQuantizedMatrixVectorActivation") < thresholds - 1
+    assert plan.rewrites() == ["user:ExposeMiddle"]
+    excluded = write(tmp_path, "ex.yaml", HEADER + "hw_compiler:\n  exclude: [AcmeMiddle]\n")
+    assert load_plan(excluded).rewrites() == []  # an unused kernel's rewrites do not run
+
+
+def test_an_infer_order_naming_no_finn_transform_is_refused_naming_the_kernel(
+    plugin_folder, tmp_path
+):
+    from brainsmith.plugin.manager import reset_plugin_system
+    from brainsmith.steps.plan import PlanError, load_plan
+
+    plugin_folder(
+        "typo.py",
+        ORDERED_KERNELS.replace("before:InferThresholdingLayer", "before:InferThreshold"),
+    )
+    reset_plugin_system()
+    with pytest.raises(PlanError) as err:
+        load_plan(write(tmp_path, "bp.yaml", HEADER))
+    assert err.value.plugin == "user:AcmeMiddle"
+    assert "did you mean 'InferThresholdingLayer'" in str(err.value)
+
+
+@pytest.mark.parametrize("order", ["middle", "before:", "under:InferPool", 3])
+def test_an_infer_order_of_another_form_is_a_metadata_problem(order):
+    from brainsmith.plugin.metadata import validate_metadata
+
+    _, problems = validate_metadata("kernel", {"infer_order": order})
+    assert problems and "'first', 'last' or 'before:'/'after:'" in problems[0]

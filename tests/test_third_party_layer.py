@@ -351,3 +351,86 @@ def test_exploration_workers_load_the_plugin_of_the_shared_segment(package, tmp_
         report = json.loads((variant / "report.json").read_text())
         assert report["status"] == "ok"
         assert any(f"backend {DIST}:AcmeClipRTL" in note for note in report["notes"])
+
+
+# -- a kernel whose pattern a rewrite of its package exposes --------------------------------
+CLAMPED = {  # a Brevitas export clamping a quantized ReLU: the Clip reads the scaled floats
+    "clamped": "clamped_mlp()",
+    "clamped_w3a3": "clamped_mlp(features=10, hidden=20, weight_bits=3, act_bits=3, "
+    "steps=(1, 5))",
+}
+
+
+@pytest.fixture(scope="module")
+def clamped(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("clamped")
+    lines = "".join(
+        f"zoo.export_network({name!r}, folder, seed=5, make=lambda: zoo.{call})\n"
+        for name, call in CLAMPED.items()
+    )
+    result = run_python(
+        f"from pathlib import Path\nimport examples.zoo as zoo\nfolder = Path({str(folder)!r})\n"
+        + lines,
+        cwd=REPO,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {name: folder / f"{name}.onnx" for name in CLAMPED}
+
+
+def check_json(model: Path, env: dict, *args: str) -> list[dict]:
+    code, out, err = run_cli("check", str(model), *args, "--json", env=env)
+    assert code == 0, out + err
+    return json.loads(out)["nodes"]
+
+
+@pytest.mark.parametrize("name", list(CLAMPED))
+def test_a_kernels_rewrite_takes_a_brevitas_clamp_into_hardware_with_no_blueprint(
+    package, clamped, name, tmp_path
+):
+    model = clamped[name]
+    vectors = [str(model.with_name(f"{name}_{kind}.npy")) for kind in ("input", "expected")]
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli(
+        "build", str(model), "-o", str(out), "--verify", "each", "--input", vectors[0],
+        "--expected", vectors[1], env=with_package(package),
+    )  # fmt: skip
+    assert code == 0, stdout + stderr
+    report = json.loads((out / "report.json").read_text())
+    verified = [s for s in report["steps"] if "verification" in s]
+    assert verified and all(s["verification"]["ok"] for s in verified)
+    assert all(s["verification"]["user"]["max_error"] <= 1e-5 for s in verified)
+    layers = [layer["op_type"] for layer in report["layers"]]
+    assert OP_TYPE in layers, layers
+    assert "Clip" not in json.dumps(report["cpu_nodes"])
+
+
+def test_check_names_an_installed_kernel_that_would_take_a_host_node_after_its_rewrite(
+    package, clamped, tmp_path
+):
+    env = with_package(package)
+    auto = {n["op_type"]: n for n in check_json(clamped["clamped"], env)}
+    assert "Clip" not in auto and auto[OP_TYPE]["kernel"] == f"{DIST}:{OP_TYPE}"
+    blueprint = tmp_path / "finn_only.yaml"
+    blueprint.write_text(
+        "name: finn_only\nextends: brainsmith:base\nhw_compiler:\n"
+        "  kernels: [Thresholding, MVAU, ElementwiseMul]\n"
+    )
+    listed = {n["op_type"]: n for n in check_json(clamped["clamped"], env, str(blueprint))}
+    reason = listed["Clip"]["reason"]
+    assert listed["Clip"]["placement"] == "after", listed
+    assert (
+        f"{DIST}:{OP_TYPE} (by InferAcmeClip after its rewrite MoveScalarMulPastClip) would "
+        "take it: add it to the blueprint's kernels" in reason
+    ), reason
+    excluded = {n["op_type"]: n for n in check_json(clamped["clamped"], env, "--exclude", OP_TYPE)}
+    assert excluded["Clip"]["placement"] == "after"
+    assert "would take it, but the blueprint excludes it" in excluded["Clip"]["reason"]
+
+
+def test_exclude_names_an_unknown_kernel_with_a_suggestion(package, clamped):
+    code, out, err = run_cli(
+        "check", str(clamped["clamped"]), "--exclude", "AcmeClp", env=with_package(package)
+    )
+    assert code == 2, out + err
+    assert "--exclude" in err and "AcmeClip" in err and "Traceback" not in err

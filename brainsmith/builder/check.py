@@ -21,6 +21,8 @@ from brainsmith.errors import StepError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import onnx
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
@@ -86,13 +88,21 @@ def check(
     *,
     options: BuildOverrides | None = None,
     prefer: str | None = None,
+    exclude: Sequence[str] = (),
 ) -> CheckResult:
-    """Check ``model`` (a path) against ``blueprint`` (None: the default). BuildError for a
-    model or blueprint that cannot be read (exit code 2)."""
-    from brainsmith.builder.runner import DEFAULT_BLUEPRINT, check_inputs, plan_for, with_overrides
+    """Check ``model`` (a path) against ``blueprint`` (None: the default), with ``build``'s
+    overrides. BuildError for a model or blueprint that cannot be read (exit code 2)."""
+    from brainsmith.builder.runner import (
+        DEFAULT_BLUEPRINT,
+        check_inputs,
+        excluding,
+        plan_for,
+        with_overrides,
+    )
 
     began = time.perf_counter()
-    plan = with_overrides(plan_for(blueprint or DEFAULT_BLUEPRINT, "none"), options or {}, prefer)
+    plan = plan_for(blueprint or DEFAULT_BLUEPRINT, "none")
+    plan = excluding(with_overrides(plan, options or {}, prefer), exclude)
     checked, _ = check_inputs(model, None, None)
     result = CheckResult(str(model), plan.path or str(blueprint))
     with tempfile.TemporaryDirectory(prefix="brainsmith-check-") as scratch:
@@ -153,7 +163,7 @@ def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict
     where = placement(model)
     forks = fork_problems(model)
     backends = predicted_backends(model, cfg)
-    found = takers(before, cfg) if "between" in where.values() else {}
+    found = takers(before, cfg) if set(where.values()) - {"hardware"} else {}
     nodes = []
     for node in model.graph.node:
         verdict = NodeVerdict(node.name, node.op_type, where[node.name])
@@ -173,11 +183,24 @@ def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict
                     f"{'/'.join(allowed)} for {verdict.kernel}: allow {style} for it"
                 )
         elif verdict.placement == "between":
-            verdict.reason = advice(node, found, model)
+            verdict.reason = advice(node, found, model, model, plan)
         else:
-            verdict.reason = HOST_REASONS[verdict.placement]
+            verdict.reason = HOST_REASONS[verdict.placement] + _would_take(node, found)
         nodes.append(verdict)
     return _host_tail(model, nodes, found)
+
+
+def _would_take(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> str:
+    """For a host node: the installed kernels the blueprint does not select that would take
+    it, and how to select them ("" if none)."""
+    options = list(dict.fromkeys(t for out in node.output for t in found.get(out, ())))
+    unselected = [t for t in options if not t.selected]
+    if not unselected:
+        return ""
+    names = ", ".join(f"{t.kernel} ({t.by})" for t in unselected)
+    if all(t.excluded for t in unselected):
+        return f"; {names} would take it, but the blueprint excludes it"
+    return f"; {names} would take it: add it to the blueprint's kernels, or use kernels: auto"
 
 
 def _host_tail(

@@ -20,6 +20,7 @@ OPTIONS = {  # option: (command line, Python API)
     "expected": ("--expected", "expected_npy"),
     "verify": ("--verify", "verify"),
     "prefer": ("--prefer", "prefer"),
+    "exclude": ("--exclude", "exclude"),
     "part": ("--part", "options['fpga_part']"),
     "clock-ns": ("--clock-ns", "options['clock_ns']"),
     "target-fps": ("--target-fps", "options['target_fps']"),

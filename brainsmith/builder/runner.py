@@ -48,6 +48,7 @@ DEFAULT_BLUEPRINT = os.path.join(PACKAGED_BLUEPRINTS, "default.yaml")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from finn.builder.build_dataflow_config import DataflowBuildConfig
@@ -77,6 +78,7 @@ def build(
     progress: bool = False,
     start: Checkpoint | None = None,
     stop_after: int | None = None,
+    exclude: Sequence[str] = (),
 ) -> BuildResult:
     """Build ``model`` (path or ModelWrapper) with ``blueprint`` (path, Blueprint or BuildPlan;
     None: the default blueprint, ``DEFAULT_BLUEPRINT``).
@@ -85,7 +87,8 @@ def build(
     ``build-out/<name>-<timestamp>``. A non-empty folder is refused unless ``force`` and
     brainsmith made it (then it is moved aside). ``verify`` overrides the blueprint's
     each | final | rtlsim | none, ``options`` its ``build:`` options (``{"fpga_part": ...,
-    "target_fps": ...}``) and ``prefer`` its ``hw_compiler.prefer``;
+    "target_fps": ...}``), ``prefer`` its ``hw_compiler.prefer`` and ``exclude`` adds
+    kernels (names) to its ``hw_compiler.exclude``;
     ``input_npy``/``expected_npy`` add the user's own vectors to every
     check. Raises BuildError naming the step, the reason and what to try; SIGINT/SIGTERM
     end the build with ``status: interrupted`` (or no folder, if nothing was made yet).
@@ -98,7 +101,7 @@ def build(
     started = time.perf_counter()
     with interrupts.handled():
         plan = plan_for(DEFAULT_BLUEPRINT if blueprint is None else blueprint, verify)
-        plan = with_overrides(plan, options or {}, prefer)
+        plan = excluding(with_overrides(plan, options or {}, prefer), exclude)
         if blueprint is None and isinstance(model, str | os.PathLike):
             plan = replace(plan, name=_build_name(model))
         checked, vectors = check_inputs(model, input_npy, expected_npy)
@@ -224,6 +227,25 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
         plan = replace(plan, prefer=prefer)
         recorded.setdefault("hw_compiler", {})["prefer"] = prefer
     return replace(plan, blueprint=recorded)
+
+
+def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
+    """``plan`` without the kernels ``names`` (``--exclude``), or a setup BuildError naming
+    the one no installed kernel has."""
+    from brainsmith.plugin.errors import PluginError
+    from brainsmith.steps.plan import without_kernels
+
+    if not names:
+        return plan
+    try:
+        return without_kernels(plan, names)
+    except PluginError as exc:
+        raise BuildError(
+            "setup",
+            f"{option('exclude')}: {exc}",
+            "name an installed kernel (brainsmith plugins list --type kernel)",
+            exit_code=2,
+        ) from exc
 
 
 def check_inputs(

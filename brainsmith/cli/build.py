@@ -66,6 +66,14 @@ if TYPE_CHECKING:
     "layer by datatypes and part).",
 )
 @click.option(
+    "--exclude",
+    "exclude",
+    multiple=True,
+    metavar="KERNEL",
+    help="Never use this kernel (repeatable; adds to the blueprint's hw_compiler.exclude): "
+    "its layers stay on the host or another kernel takes them.",
+)
+@click.option(
     "--force",
     is_flag=True,
     help="Move a previous build's output folder aside to <folder>.old-<time> and build "
@@ -89,6 +97,7 @@ def build(
     clock_ns: float | None,
     target_fps: int | None,
     prefer: str | None,
+    exclude: tuple[str, ...],
     force: bool,
     metrics_file: str | None,
     quiet: bool,
@@ -132,6 +141,7 @@ def build(
                 options={"fpga_part": fpga_part, "clock_ns": clock_ns, "target_fps": target_fps},
                 prefer=prefer,
                 progress=not quiet,
+                exclude=exclude,
             )
         except BuildError as exc:
             echo(f"error: {exc.message()}", err=True)

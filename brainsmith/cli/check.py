@@ -30,9 +30,15 @@ PLACES = {  # padded to one width: rich markup is not counted
     type=click.Choice(["auto", "rtl", "hls"]),
     help="Backend type for layers that can have either (as for build).",
 )
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="KERNEL",
+    help="Never use this kernel (repeatable; as for build).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document, for tools.")
 def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str | None,
-          as_json: bool) -> None:  # fmt: skip
+          exclude: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
     """Show what each node of MODEL will become with BLUEPRINT (default: the default
     blueprint), in seconds: no code is generated.
 
@@ -51,7 +57,9 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str 
 
     with command_line_names():
         try:
-            result = run_check(model, blueprint, options={"fpga_part": fpga_part}, prefer=prefer)
+            result = run_check(
+                model, blueprint, options={"fpga_part": fpga_part}, prefer=prefer, exclude=exclude
+            )
         except BuildError as exc:
             echo(f"error: {exc.message()}", err=True)
             sys.exit(exc.exit_code)

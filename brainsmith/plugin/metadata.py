@@ -51,6 +51,11 @@ _STAGE = (
     "a lowercase word naming where the transform belongs, e.g. 'cleanup', 'topology_opt', "
     "'streamline', 'kernel_opt' or 'dataflow_opt'"
 )
+_REWRITES = "a list of transform names (e.g. ['MoveScalarMulPastClip'])"
+_INFER_ORDER = (
+    "'first', 'last' or 'before:'/'after:' a FINN infer transform, "
+    "e.g. 'before:InferThresholdingLayer'"
+)
 _FOLDING = (
     "a mapping of each folding attribute to the attribute it must divide, "
     "e.g. {'PE': 'NumChannels'}"
@@ -58,7 +63,14 @@ _FOLDING = (
 MAX_FOLDING = 4  # folding attributes of one kernel
 TYPE_KEYS = {
     "transform": {"stage": _STAGE},
-    "kernel": {"op_type": _STR, "domain": _STR, "infer_transform": _STR, "folding": _FOLDING},
+    "kernel": {
+        "op_type": _STR,
+        "domain": _STR,
+        "infer_transform": _STR,
+        "rewrites": _REWRITES,
+        "infer_order": _INFER_ORDER,
+        "folding": _FOLDING,
+    },
     "backend": {"kernel": _NAME.replace("'FoldBias'", "'MVAU'"), "backend_type": "'hls' or 'rtl'"},
     "step": {},
 }
@@ -131,6 +143,18 @@ def _stage(value: object) -> object:
     return INVALID
 
 
+def _infer_order(value: object) -> object:
+    """'first', 'last', or 'before:Name' / 'after:Name' (an identifier; whether it names one
+    of FINN's infer transforms is checked when a build plans with the kernel)."""
+    if value in ("first", "last"):
+        return value
+    if isinstance(value, str):
+        where, _, name = value.partition(":")
+        if where in ("before", "after") and name.isascii() and name.isidentifier():
+            return value
+    return INVALID
+
+
 def _folding(value: object) -> object:
     pairs = list(value.items()) if isinstance(value, dict) else []
     if 0 < len(pairs) <= MAX_FOLDING and all(map(is_plugin_name, sum(pairs, ()))):
@@ -153,6 +177,8 @@ METADATA_CHECKS: dict[str, Check] = {  # what each key of COMMON_KEYS and TYPE_K
     "op_type": nonempty_string,
     "domain": nonempty_string,
     "infer_transform": nonempty_string,
+    "rewrites": list_of(nonempty_string, tuples=True, into=list),
+    "infer_order": _infer_order,
     "folding": _folding,
     "kernel": plugin_name,
     "backend_type": one_of(BACKEND_TYPES),

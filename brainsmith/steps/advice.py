@@ -52,6 +52,15 @@ class Taker:
     selected: bool
     excluded: bool = False
     instead_of: str = ""  # a listed kernel building the same layers without this transform
+    rewrites: tuple[str, ...] = ()  # what the kernel runs first to expose its pattern
+
+    @property
+    def by(self) -> str:
+        """How it converts: ``by T`` or ``by T after its rewrite R``."""
+        after = (
+            f" after its rewrite{'s' if len(self.rewrites) > 1 else ''} " if self.rewrites else ""
+        )
+        return f"by {self.transform}{after}{', '.join(self.rewrites)}"
 
 
 def is_hardware(node) -> bool:
@@ -121,10 +130,13 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
         if spec.error:
             continue
         op_type = str(spec.metadata.get("op_type") or spec.name)
+        rewrites = tuple(str(r) for r in spec.metadata.get("rewrites", ()))
         for name in infer_transforms_of(spec):
-            if name not in made:
-                made[name] = _converted_by(before, name, transform_args(name, cfg, BuildPlan()))
-            for tensor, op_types in made[name].items():
+            key = f"{name} {rewrites}"
+            if key not in made:
+                args = transform_args(name, cfg, BuildPlan())
+                made[key] = _converted_by(before, name, args, rewrites)
+            for tensor, op_types in made[key].items():
                 if op_type in op_types:
                     taker = Taker(
                         spec.qualified_name,
@@ -134,37 +146,47 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
                         listed.get(op_type, "")
                         if listed.get(op_type) != spec.qualified_name
                         else "",
+                        rewrites,
                     )
                     found.setdefault(tensor, []).append(taker)
     return found
 
 
-def _converted_by(before, name: str, args: dict) -> dict[str, set[str]]:
-    """Output tensors of ``before``'s nodes that transform ``name`` turns into hardware, with
-    the hardware op types that took them."""
+def _converted_by(
+    before, name: str, args: dict, rewrites: tuple[str, ...] = ()
+) -> dict[str, set[str]]:
+    """Output tensors of ``before``'s nodes that transform ``name`` (after ``rewrites``)
+    turns into hardware, with the hardware op types that took them. A rewrite may rename a
+    node's outputs; its nodes are followed by name (a rewrite keeps the names it moves)."""
     import copy
 
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.plugin import get_registry
 
+    registry = get_registry()
     try:
-        transform = cast("Callable[..., Any]", get_registry().get("transform", name))(**args)
-        after = ModelWrapper(copy.deepcopy(before.model)).transform(transform)
+        rewritten = ModelWrapper(copy.deepcopy(before.model))
+        for rewrite in rewrites:
+            rewritten = rewritten.transform(
+                cast("Callable[..., Any]", registry.get("transform", rewrite))()
+            )
+        transform = cast("Callable[..., Any]", registry.get("transform", name))(**args)
+        after = ModelWrapper(copy.deepcopy(rewritten.model)).transform(transform)
     except Exception:  # a transform that cannot run on this model takes nothing
         return {}
     made = {out: n.op_type for n in after.graph.node if is_hardware(n) for out in n.output}
     remaining = {out for n in after.graph.node for out in n.output}
-    converted: dict[str, set[str]] = {}
-    for node in before.graph.node:
+    taken: dict[str, set[str]] = {}  # node name in ``rewritten`` -> op types that took it
+    for node in rewritten.graph.node:
         if is_hardware(node):
             continue
         hits = {made[out] for out in node.output if out in made}
         if not hits and not set(node.output) & remaining:  # absorbed into a new layer
             hits = set(made.values())
-        for out in node.output if hits else ():
-            converted[out] = hits
-    return converted
+        if hits:
+            taken[node.name] = hits
+    return {out: taken[n.name] for n in before.graph.node if n.name in taken for out in n.output}
 
 
 def float_operands(model, node) -> list[str]:
@@ -209,16 +231,25 @@ def fork_problems(model) -> dict[str, str]:
     return problems
 
 
-def explain_blocking(before, nodes, cfg, found: dict[str, list[Taker]] | None = None) -> list[str]:
-    """One line per blocking node: which kernel and transform would convert it (``found``:
-    ``takers(before, cfg)`` when already known)."""
+def explain_blocking(
+    before, nodes, cfg, found: dict[str, list[Taker]] | None = None, converted=None
+) -> list[str]:
+    """One line per blocking node of the ``converted`` model: which kernel and transform
+    would convert it (``found``: ``takers(before, cfg)`` when already known)."""
+    from brainsmith.steps.context import context_of
+
     found = takers(before, cfg) if found is None else found
-    return [f"{node.name} ({node.op_type}): {advice(node, found, before)}" for node in nodes]
+    plan = context_of(cfg).plan
+    return [
+        f"{node.name} ({node.op_type}): {advice(node, found, before, converted, plan)}"
+        for node in nodes
+    ]
 
 
-def advice(node, found: dict[str, list[Taker]], model=None) -> str:
+def advice(node, found: dict[str, list[Taker]], model=None, converted=None, plan=None) -> str:
     """What would convert ``node`` (selected or not), or that nothing installed would; with
-    ``model``, its floating-point operands are named."""
+    ``model``, its floating-point operands are named; with the ``converted`` model (and the
+    ``plan``), the kernels that took its neighbours."""
     options = list(dict.fromkeys(t for out in node.output for t in found.get(out, ())))
     if not options:
         hint = NO_KERNEL_HINTS.get(node.op_type, "")
@@ -238,15 +269,37 @@ def advice(node, found: dict[str, list[Taker]], model=None) -> str:
     if swaps:
         t = swaps[0]
         return (
-            f"{t.kernel} would convert it (by {t.transform}); the blueprint's {t.instead_of} "
+            f"{t.kernel} would convert it ({t.by}); the blueprint's {t.instead_of} "
             f"builds the same layers without that transform: list {t.kernel} instead of "
             f"{t.instead_of}, with the same backends"
         )
     if unselected:
-        names = ", ".join(f"{t.kernel} (by {t.transform})" for t in unselected)
+        names = ", ".join(f"{t.kernel} ({t.by})" for t in unselected)
         return f"add kernel {names} to the blueprint's kernels, or use kernels: auto"
-    names = ", ".join(f"{t.kernel} (by {t.transform})" for t in options)
+    names = ", ".join(f"{t.kernel} ({t.by})" for t in options)
+    takers_of = neighbour_kernels(node, converted, plan) if converted is not None else []
+    culprit = (
+        f"exclude {' or '.join(takers_of)}, which took its neighbours first "
+        f"(--exclude {takers_of[0]} or the blueprint's exclude), or give "
+        f"{options[0].kernel} an earlier infer_order"
+        if takers_of
+        else f"give {options[0].kernel} an earlier infer_order"
+    )
     return (
         f"{names} converts it on its own, but not after the transforms before it changed the "
-        "graph; try excluding the kernel that took its neighbours"
+        f"graph: {culprit}"
     )
+
+
+def neighbour_kernels(node, converted, plan=None) -> list[str]:
+    """The kernels that made the hardware layers next to ``node`` in ``converted``."""
+    names = [*node.input, *node.output]
+    around = [
+        n for n in converted.graph.node
+        if is_hardware(n) and n is not node and set(names) & {*n.input, *n.output}
+    ]  # fmt: skip
+    kernels = []
+    for layer in around:
+        kernel = plan.kernel_for(layer.op_type) if plan is not None else None
+        kernels.append(kernel.name if kernel is not None else f"finn:{layer.op_type}")
+    return list(dict.fromkeys(kernels))

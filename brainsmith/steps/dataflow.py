@@ -117,7 +117,8 @@ def hardware_inference(model, cfg):
 
 
 def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
-    """The selected kernels' infer transforms in FINN's order, and FINN's layout fix-ups."""
+    """The selected kernels' rewrites, their infer transforms in FINN's order (each kernel's
+    own where its ``infer_order`` puts them), and FINN's layout fix-ups."""
     from qonnx.transformation.infer_shapes import InferShapes
 
     from brainsmith.steps.finn_recipe import convert_to_hw, transform_args
@@ -129,7 +130,8 @@ def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrappe
     def make(name: str):
         return _transform_class(plan, name)(**transform_args(name, cfg, plan))
 
-    return convert_to_hw(model, plan.infer_transforms(standalone), make).transform(InferShapes())
+    names = plan.infer_transforms(standalone)
+    return convert_to_hw(model, names, make, plan.rewrites()).transform(InferShapes())
 
 
 def _check_converted(before, model, cfg) -> None:
@@ -149,7 +151,7 @@ def _check_converted(before, model, cfg) -> None:
         )
     blocking = blocking_nodes(model)
     if blocking:
-        lines = explain_blocking(before, blocking, cfg)
+        lines = explain_blocking(before, blocking, cfg, converted=model)
         raise StepError(
             f"{len(blocking)} node(s) sit between hardware layers but were not converted to "
             "hardware: " + "; ".join(lines),

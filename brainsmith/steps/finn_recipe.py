@@ -16,7 +16,7 @@ differences that let more networks build:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -419,16 +419,21 @@ def transposes_before_thresholds() -> type:
     return MoveTransposesBeforeThresholds
 
 
-def convert_to_hw(model, names: list[str], make: Callable[[str], object]):
-    """Apply the infer transforms ``names`` (FINN's order) and FINN's layout fix-ups.
+def convert_to_hw(
+    model, names: list[str], make: Callable[[str], object], rewrites: Sequence[str] = ()
+):
+    """Apply the kernels' ``rewrites``, then the infer transforms ``names`` (FINN's order)
+    and FINN's layout fix-ups.
 
     ``make(name)`` returns the transform instance for a name (with the blueprint's filters).
+    Rewrites and the transforms that leave a scale behind are followed by streamlining when
+    they changed the graph, so the scales they move reach the thresholds.
     """
     from finn.transformation.move_reshape import RemoveCNVtoFCFlatten
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.reorder import MoveScalarLinearPastInvariants
 
-    first = [n for n in names if _short(n) in SCALE_LEAVING_TRANSFORMS]
+    first = [*rewrites, *(n for n in names if _short(n) in SCALE_LEAVING_TRANSFORMS)]
     last = [n for n in names if _short(n) in LAYOUT_TRANSFORMS]
     middle = [n for n in names if n not in first and n not in last]
     if first:

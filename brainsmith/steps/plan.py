@@ -11,11 +11,11 @@ skipped otherwise.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS, infer_order
+from brainsmith.frameworks.finn.tables import INFER_ORDER, INFER_TRANSFORMS, infer_order
 from brainsmith.plugin.blueprint.options import BuildOptions
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
 
@@ -66,6 +66,38 @@ class PlannedKernel:
     backends: list[str] = field(default_factory=list)
     backend_types: list[str] = field(default_factory=list)  # empty: any backend
     pinned: bool = True  # listed in the blueprint (False: added by kernels: auto)
+    rewrites: list[str] = field(default_factory=list)  # transforms exposing its pattern
+    infer_order: str = "last"  # where its own infer transforms run among FINN's
+
+    @classmethod
+    def of(cls, spec: PluginSpec, names: list[str], **given: object) -> PlannedKernel:
+        """The kernel ``spec`` converting with ``names``, with its declared ``rewrites`` and
+        ``infer_order`` (PlanError when the order names no FINN infer transform)."""
+        order = str(spec.metadata.get("infer_order", "last"))
+        anchor = order.partition(":")[2]
+        if anchor and anchor not in INFER_ORDER:
+            from brainsmith.plugin.names import suggest
+
+            raise PlanError(
+                f"kernel {spec.qualified_name} has infer_order={order!r}, but {anchor} is not one "
+                f"of FINN's infer transforms{suggest(anchor, list(INFER_ORDER))}; use 'first', "
+                f"'last' or one of: {', '.join(INFER_ORDER)}",
+                spec.qualified_name,
+            )
+        op_type = str(spec.metadata.get("op_type") or spec.name)
+        rewrites = [str(name) for name in spec.metadata.get("rewrites", ())]
+        made = cls(spec.qualified_name, op_type, names, rewrites=rewrites, infer_order=order)
+        return replace(made, **given) if given else made
+
+    def position(self, transform: str) -> float:
+        """Where ``transform`` (one of this kernel's) runs in FINN's order: FINN's own keep
+        their place, the kernel's own go where ``infer_order`` says."""
+        if transform.rpartition(":")[2] in INFER_ORDER or self.infer_order == "last":
+            return infer_order(transform)
+        if self.infer_order == "first":
+            return -1
+        where, _, anchor = self.infer_order.partition(":")
+        return infer_order(anchor) + (-0.5 if where == "before" else 0.5)
 
 
 @dataclass
@@ -121,19 +153,28 @@ class BuildPlan:
         With ``standalone_thresholds`` (FINN's option of that name), thresholds become
         Thresholding layers before matrix layers could absorb them.
         """
+        places: dict[str, float] = {}
         if self.kernels is None:
-            wanted = [f"finn:{t}" for names in INFER_TRANSFORMS.values() for t in names]
+            for names in INFER_TRANSFORMS.values():
+                places.update({f"finn:{t}": infer_order(t) for t in names})
         else:
-            wanted = [t for k in self.kernels for t in k.infer_transforms]
-        unique = list(dict.fromkeys(wanted))
+            for kernel in self.kernels:
+                for t in kernel.infer_transforms:
+                    places.setdefault(t, kernel.position(t))
+        unique = list(places)
         first = STANDALONE_FIRST if standalone_thresholds else ()
 
-        def position(name: str) -> tuple[int, int, int]:
+        def position(name: str) -> tuple[int, float, int]:
             short = name.rpartition(":")[2]
             head = first.index(short) if short in first else len(first)
-            return head, infer_order(name), unique.index(name)
+            return head, places[name], unique.index(name)
 
         return sorted(unique, key=position)
+
+    def rewrites(self) -> list[str]:
+        """The transforms the selected kernels declare to expose their patterns, in the
+        kernels' order, each once: ``hardware_inference`` runs them before converting."""
+        return list(dict.fromkeys(t for k in self.kernels or () for t in k.rewrites))
 
     def needs_standalone_thresholds(self) -> bool:
         """True when thresholds must stay separate layers: a matrix kernel allows only RTL
@@ -193,7 +234,6 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
         )
     kernels = []
     for spec, backend_specs in blueprint.kernels:
-        op_type = spec.metadata.get("op_type") or spec.name
         names = infer_transforms_of(spec)
         if not names:
             raise PlanError(
@@ -203,10 +243,9 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
                 spec.qualified_name,
             )
         kernels.append(
-            PlannedKernel(
-                name=spec.qualified_name,
-                op_type=op_type,
-                infer_transforms=names,
+            PlannedKernel.of(
+                spec,
+                names,
                 backends=[b.qualified_name for b in backend_specs],
                 backend_types=list(
                     dict.fromkeys(b.metadata.get("backend_type", "") for b in backend_specs)
@@ -275,13 +314,38 @@ def auto_kernels(
         own = {spec.name, spec.qualified_name} & with_backend
         if not own and not spec.metadata.get("decomposes_into"):
             continue
+        planned = PlannedKernel.of(spec, names, pinned=False)
         if op_type in found:
-            found[op_type].infer_transforms = list(
-                dict.fromkeys([*found[op_type].infer_transforms, *names])
-            )
+            merged = found[op_type]
+            merged.infer_transforms = list(dict.fromkeys([*merged.infer_transforms, *names]))
+            merged.rewrites = list(dict.fromkeys([*merged.rewrites, *planned.rewrites]))
             continue
-        found[op_type] = PlannedKernel(spec.qualified_name, op_type, names, pinned=False)
+        found[op_type] = planned
     return list(found.values())
+
+
+def without_kernels(plan: BuildPlan, names: Collection[str]) -> BuildPlan:
+    """``plan`` with the kernels ``names`` excluded as the blueprint's ``exclude`` would:
+    gone if listed, and no kernel added by ``kernels: auto`` builds their op types.
+    PluginNotFoundError (with a suggestion) for a name no installed kernel has."""
+    from brainsmith.plugin import get_registry
+
+    specs = [get_registry().find("kernel", name) for name in names]
+    gone = {spec.qualified_name for spec in specs}
+    ops = {str(spec.metadata.get("op_type") or spec.name) for spec in specs}
+    kernels = [
+        k for k in plan.kernels or () if k.name not in gone and (k.pinned or k.op_type not in ops)
+    ]
+    recorded = dict(plan.blueprint)
+    compiler = dict(recorded.get("hw_compiler") or {})
+    compiler["exclude"] = list(dict.fromkeys([*compiler.get("exclude", ()), *sorted(gone)]))
+    recorded["hw_compiler"] = compiler
+    return replace(
+        plan,
+        kernels=None if plan.kernels is None else kernels,
+        excluded=list(dict.fromkeys([*plan.excluded, *sorted(gone)])),
+        blueprint=recorded,
+    )
 
 
 def load_plan(blueprint: BlueprintSource) -> BuildPlan:

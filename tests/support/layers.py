@@ -45,7 +45,10 @@ class InferAcmeClip(Transformation):
             low, high = (model.get_initializer(name) for name in node.input[1:])
             if not idt.is_integer() or low is None or high is None:
                 continue
-            low, high = int(np.asarray(low).item()), int(np.asarray(high).item())
+            low, high = float(np.asarray(low).item()), float(np.asarray(high).item())
+            if low != int(low) or high != int(high):
+                continue  # bounds between integers: not a clip of integers to integers
+            low, high = int(low), int(high)
             shape = list(model.get_tensor_shape(node.input[0]))
             odt = DataType.get_smallest_possible(low if low < 0 else high)
             if low < 0 and not odt.allowed(high):
@@ -72,7 +75,48 @@ class InferAcmeClip(Transformation):
         return model, False
 
 
-@kernel(op_type="AcmeClip", infer_transform="InferAcmeClip", domain=HW_DOMAIN)
+@transform(name="MoveScalarMulPastClip", stage="streamline")
+class MoveScalarMulPastClip(Transformation):
+    """Mul(x, s) -> Clip(lo, hi) becomes Clip(lo / s, hi / s) -> Mul(s) for a constant s > 0
+    (the same values), so the clip sees x; bounds on x's integer grid become integers.
+    Node names are kept."""
+
+    def apply(self, model):
+        graph = model.graph
+        for mul in list(graph.node):
+            scale = model.get_initializer(mul.input[1]) if mul.op_type == "Mul" else None
+            readers = model.find_consumers(mul.output[0]) or []
+            if scale is None or np.size(scale) != 1 or float(np.ravel(scale)[0]) <= 0:
+                continue
+            if len(readers) != 1 or readers[0].op_type != "Clip" or len(readers[0].input) != 3:
+                continue
+            clip, s = readers[0], float(np.ravel(scale)[0])
+            bounds = [model.get_initializer(name) for name in clip.input[1:]]
+            if any(b is None for b in bounds) or mul.output[0] in [o.name for o in graph.output]:
+                continue
+            low, high = (float(np.ravel(b)[0]) / s for b in bounds)
+            x, between, y = mul.input[0], mul.output[0], clip.output[0]
+            dt = model.get_tensor_datatype(x)
+            on_grid = all(abs(b - round(b)) < 1e-4 for b in (low, high))
+            if dt.is_integer() and on_grid:
+                low, high = float(round(low)), float(round(high))
+            model.set_initializer(clip.input[1], np.array(low, np.float32))
+            model.set_initializer(clip.input[2], np.array(high, np.float32))
+            clip.input[0], clip.output[0] = x, between
+            mul.input[0], mul.output[0] = between, y
+            model.set_tensor_datatype(between, dt if on_grid else DataType["FLOAT32"])
+            graph.node.remove(clip)
+            graph.node.insert(list(graph.node).index(mul), clip)
+            return model, True
+        return model, False
+
+
+@kernel(
+    op_type="AcmeClip",
+    infer_transform="InferAcmeClip",
+    rewrites=["MoveScalarMulPastClip"],
+    domain=HW_DOMAIN,
+)
 class AcmeClip(HWCustomOp):
     """Clips integers to [low, high], PE channels per cycle."""
 
