@@ -174,6 +174,18 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def test_cli_names_its_columns_and_what_chose_each_backend(hub, tmp_path):
+    """The default blueprint sets no ``prefer``: a Pool layer is HLS by the default rule (FINN
+    has it in HLS only; brainsmith's RTL for it needs prefer: rtl), and check says so."""
+    result = run_cli(str(ZOO / "kws_conv1d.onnx"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["place", "node", "op", "type", "kernel", "backend", "why"]
+    pools = [line for line in lines if " Pool_hls " in line]
+    assert pools and all("prefer: hls" not in line for line in pools), pools
+    assert all("default rule" in line and "prefer: rtl" in line for line in pools), pools
+
+
 def test_cli_exit_codes_json_and_no_files_written(hub, tmp_path):
     ready = run_cli(str(ZOO / "kws_conv1d.onnx"), cwd=tmp_path)
     assert ready.returncode == 0, ready.stderr

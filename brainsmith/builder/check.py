@@ -275,14 +275,26 @@ def _default_reason(backend: str) -> str:
     return ""
 
 
+def _unasked_reason(op_type: str, style: str) -> str:
+    """Why a layer neither pinned nor preferred gets ``style``: the default rule keeps FINN's
+    own layer where the other backend is a plugin's alternative (brainsmith's RTL pooling)."""
+    from brainsmith.frameworks.finn.layers import registered_layers
+
+    other = registered_layers().get(f"{op_type}_rtl")
+    name = other.qualified_name if other is not None else "the RTL alternative"
+    return f"default rule: FINN's {style.upper()} layer ({name} with prefer: rtl)"
+
+
 def _reason(node: onnx.NodeProto, style: str, plan: BuildPlan) -> str:
     from qonnx.custom_op.registry import getCustomOp
 
     kernel = plan.kernel_for(node.op_type)
     if style and kernel is not None and len(set(kernel.backend_types)) == 1:
         return f"pinned to {style} by the blueprint"
-    if style:
+    if style and style == plan.style_for(node.op_type):
         return f"prefer: {style}"
+    if style:
+        return _unasked_reason(node.op_type, style)
     if node.op_type not in ("MVAU", "VVAU"):
         return ""  # said from the backend chosen
     inst = getCustomOp(node)

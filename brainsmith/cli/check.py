@@ -19,6 +19,7 @@ PLACES = {  # padded to one width: rich markup is not counted
     "fork": "  [bold red]BLOCKS[/bold red]",
     "backend": "  [bold red]BLOCKS[/bold red]",
 }
+HEAD = ("node", "op type", "kernel", "backend")  # then the reason, "why"
 
 
 @click.command()
@@ -78,7 +79,9 @@ def show(result) -> None:
         (n.name, n.op_type, n.kernel or "-", n.backend or "-", n.placement, n.reason)
         for n in result.nodes
     ]
-    widths = [max([len(r[i]) for r in rows] + [4]) for i in range(4)]
+    widths = [max([len(r[i]) for r in rows] + [len(HEAD[i])]) for i in range(4)]
+    head = "  ".join(h.ljust(w) for h, w in zip(HEAD, widths, strict=True))
+    out.print(f"[bold]   place  {escape(head)}  why[/bold]", soft_wrap=True)
     for name, op, kernel, backend, placement, reason in rows:
         cells = [name, op, kernel, backend]
         text = "  ".join(escape(c.ljust(w)) for c, w in zip(cells, widths, strict=True))
