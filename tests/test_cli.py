@@ -76,6 +76,46 @@ def test_plugins_list_table_shows_names():
     assert "FoldConstants" in result.stdout
 
 
+CLIP = """
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+
+@transform(name="ClipToRange")
+class ClipToRange(Transformation):
+    \"\"\"Clips integers to [low, high], PE channels per clock cycle.\"\"\"
+
+    def apply(self, model):
+        return model, False
+"""
+
+
+def test_plugins_list_into_a_pipe_keeps_every_name_and_description_whole(tmp_path):
+    """Piped, the listing is one plain line per plugin: no name cut to the width of a
+    terminal, and a description's [brackets] are text, not markup."""
+    (tmp_path / "clip.py").write_text(CLIP)
+    env = {"BRAINSMITH_PLUGIN_DIRS": str(tmp_path), "COLUMNS": ""}
+    listed = json.loads(brainsmith("plugins", "list", "--json", env=env).stdout)
+    result = brainsmith("plugins", "list", env=env)  # stdout is a pipe here
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout and "..." not in result.stdout
+    rows = {tuple(line.split()[:3]) for line in result.stdout.splitlines()}
+    missing = [d["name"] for d in listed if (d["type"], d["name"], d["framework"]) not in rows]
+    assert len(listed) >= 400 and not missing, missing
+    assert "Clips integers to [low, high], PE channels per clock cycle" in result.stdout
+
+
+def test_plugins_list_of_a_framework_whose_plugins_are_all_broken_names_them(tmp_path):
+    (tmp_path / "broken.py").write_text("def broken(:\n")
+    env = {"BRAINSMITH_PLUGIN_DIRS": str(tmp_path)}
+    listed = brainsmith("plugins", "list", "--framework", "user", "--all", env=env)
+    assert "no plugins from framework 'user'" not in listed.stdout + listed.stderr
+    assert f"{tmp_path / 'broken.py'}:1: syntax error" in listed.stdout, listed.stderr
+    short = brainsmith("plugins", "list", "--framework", "user", env=env)
+    assert "known frameworks" not in short.stderr
+    assert "1 plugin problem(s)" in short.stderr and "broken.py" in short.stderr, short.stderr
+
+
 def test_plugins_list_unknown_framework_is_an_error():
     result = brainsmith("plugins", "list", "--framework", "fiin")
     assert result.returncode == 1
@@ -137,6 +177,22 @@ def test_plugins_stats_json():
     result = brainsmith("plugins", "stats", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["plugin_count"] >= 400
+
+
+def test_plugins_stats_prints_tables_not_python_dicts():
+    result = brainsmith("plugins", "stats")
+    assert result.returncode == 0, result.stderr
+    assert "{" not in result.stdout and "'" not in result.stdout, result.stdout
+    lines = result.stdout.splitlines()
+    data = json.loads(brainsmith("plugins", "stats", "--json").stdout)
+    for plugin_type, count in data["plugins_by_type"].items():
+        assert any(line.split()[:2] == [plugin_type, str(count)] for line in lines), lines
+    for framework, count in data["plugins_by_framework"].items():
+        assert any(
+            line.split()[-2:] == [framework, str(count)]
+            or line.split()[:2] == [framework, str(count)]
+            for line in lines
+        ), lines
 
 
 def test_plugins_stats_counts_the_discovery_of_its_own_process():

@@ -9,6 +9,12 @@ import click
 from brainsmith.cli.output import console, echo, fail, print_json
 from brainsmith.plugin.spec import PLUGIN_TYPES
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from brainsmith.plugin.records import PerformanceStats
+
 
 @click.group()
 def plugins() -> None:
@@ -35,10 +41,11 @@ def plugins() -> None:
 def list_plugins(
     plugin_type: str | None, framework: str | None, show_all: bool, as_json: bool
 ) -> None:
-    """List registered plugins."""
+    """List registered plugins (one plain line each when the output is not a terminal)."""
     registry = _registry_or_exit()
     specs = registry.specs(plugin_type, framework)
-    if framework and not specs and framework not in registry.frameworks():
+    problems = [p for p in registry.problems if framework is None or p.source == framework]
+    if framework and not specs and not problems and framework not in registry.frameworks():
         known = ", ".join(registry.frameworks()) or "none"
         fail(f"no plugins from framework '{framework}' (known frameworks: {known})")
     if not show_all:
@@ -46,27 +53,52 @@ def list_plugins(
     specs.sort(key=lambda s: (PLUGIN_TYPES.index(s.type), s.framework, s.name.lower()))
     if as_json:
         print_json([s.as_dict() for s in specs])
-        return
-    from rich.table import Table
+    elif specs:
+        _print_specs(specs)
+    else:
+        echo(f"no working plugins from framework '{framework}'" if framework else "no plugins")
+    if problems and not as_json:
+        _print_problems(problems, show_all)
 
+
+def _print_specs(specs: list) -> None:
+    """A table on a terminal; elsewhere plain aligned lines, nothing cut."""
+    from rich.table import Table
+    from rich.text import Text
+
+    out = console()
+    if not out.is_terminal:
+        rows = [(s.type, s.name, s.framework, s.error or s.description) for s in specs]
+        widths = [max(len(r[i]) for r in [HEAD, *rows]) for i in range(3)]
+        echo(f"{len(specs)} plugins")
+        for row in [HEAD, *rows]:
+            echo("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[3]]))
+        return
     table = Table(title=f"{len(specs)} plugins", title_justify="left")
-    for column in ("type", "name", "framework", "description"):
-        table.add_column(column, overflow="fold" if column == "description" else "ellipsis")
+    for column in HEAD:
+        table.add_column(column, overflow="fold")
     for spec in specs:
-        description = spec.description
-        if spec.error:
-            description = f"[red]{spec.error}[/red]"
+        description = Text(spec.error, style="red") if spec.error else Text(spec.description)
         table.add_row(spec.type, spec.name, spec.framework, description)
-    console().print(table)
-    problems = registry.problems
-    if problems and show_all:
+    out.print(table)
+
+
+def _print_problems(problems: list, show_all: bool) -> None:
+    """Every problem with its reason (``--all``), else a line on stderr naming them."""
+    if show_all:
         console().print(f"[yellow]{len(problems)} problem(s):[/yellow]")
         for problem in problems:
-            console().print(f"  {problem.plugin}: {problem.reason}", markup=False)
-    elif problems:
-        console(stderr=True).print(
-            f"[yellow]{len(problems)} plugin problem(s); see `brainsmith plugins health`[/yellow]"
-        )
+            echo(f"  {problem.plugin}: {problem.reason}")
+        return
+    names = ", ".join(p.plugin for p in problems[:3]) + (", ..." if len(problems) > 3 else "")
+    echo(
+        f"{len(problems)} plugin problem(s): {names}; --all or `brainsmith plugins health` "
+        "says why",
+        err=True,
+    )
+
+
+HEAD = ("type", "name", "framework", "description")
 
 
 @plugins.command("info")
@@ -184,8 +216,11 @@ def stats(as_json: bool) -> None:
         print_json(data)
         return
     out = console()
-    for key, value in data.items():
-        out.print(f"{key:<22} {value}", markup=False, highlight=False)
+    out.print(
+        f"[bold]{data['plugin_count']} plugins[/bold] ({data['loaded_plugins']} loaded, "
+        f"{data['instances_cached']} instances cached)"
+    )
+    out.print(_counts_table(data))
     if not data["performance_tracking"]:
         where = manager.config.project_file or "the configuration"
         out.print(
@@ -193,6 +228,48 @@ def stats(as_json: bool) -> None:
             "only plugin counts are shown",
             markup=False,
         )
+        return
+    out.print("[bold]discovery[/bold] (this process)")
+    out.print(_discovery_table(data))
+
+
+def _counts_table(data: PerformanceStats) -> Table:
+    """Plugins by type beside plugins by framework."""
+    from itertools import zip_longest
+
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("type", "plugins", "", "framework", "plugins"):
+        table.add_column(column, justify="right" if column == "plugins" else "left")
+    pairs = zip_longest(data["plugins_by_type"].items(), data["plugins_by_framework"].items())
+    for by_type, by_framework in pairs:
+        kind, count = by_type or ("", "")
+        framework, number = by_framework or ("", "")
+        table.add_row(kind, str(count), "", framework, str(number))
+    return table
+
+
+def _discovery_table(data: PerformanceStats) -> Table:
+    """This process's discovery: its time, the index cache, memory, per-source times."""
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, show_header=False)
+    table.add_column()
+    table.add_column()
+    where = "shared (Redis)" if data["index_from_shared_cache"] else "local"
+    runs = data["discoveries"]
+    rows = [
+        ("time", f"{data['discovery_time_ms']:,.1f} ms in {runs} run{'s' * (runs != 1)}"),
+        ("index cache", f"{data['index_cache']} ({where})"),
+        ("cache hit rate", f"{data['cache_hit_rate']:.0%}"),
+        ("files parsed", str(data["files_parsed"])),
+        ("memory", f"{data['memory_usage_mb']:,.1f} MB"),
+    ]
+    rows += [(f"  {name}", f"{ms:,.1f} ms") for name, ms in data["source_timings_ms"].items()]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
 
 
 @plugins.command("watch")
