@@ -22,6 +22,7 @@ from brainsmith.dse import ExploreError
 from brainsmith.plugin.blueprint import load_blueprint
 from tests.support.browser import layout, screenshot
 from tests.support.processes import brainsmith as cli
+from tests.support.processes import run_brainsmith
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -286,7 +287,20 @@ def test_a_non_empty_output_folder_needs_resume_or_force(space, tmp_path):
     with pytest.raises(ExploreError) as caught:
         brainsmith.explore(MLP, str(space), str(tmp_path), workers=0)
     assert caught.value.exit_code == 2 and "not empty" in caught.value.reason
-    assert "--resume" in caught.value.hint and os.listdir(tmp_path) == ["keep.txt"]
+    assert "resume=True" in caught.value.hint and "output_dir=" in caught.value.hint
+    assert "--" not in caught.value.hint and os.listdir(tmp_path) == ["keep.txt"]
+
+
+def test_the_command_names_its_own_flags_for_a_non_empty_output_folder(space, tmp_path):
+    """The same refusal from the command speaks in flags, for a folder an earlier build or
+    exploration made (which --force may move aside)."""
+    (tmp_path / ".brainsmith-build").write_text("made by brainsmith build\n")
+    (tmp_path / "explore.json").write_text("{}")
+    code, _, err = run_brainsmith("explore", MLP, str(space), "-o", str(tmp_path), "--workers", "0")
+    assert code == 2 and "is not empty" in err, err
+    for flag in ("--resume", "-o OUTDIR", "--force"):
+        assert flag in err, err
+    assert "force=True" not in err and "output_dir=" not in err and "resume=True" not in err
 
 
 def test_a_blueprint_without_a_design_space_is_refused(tmp_path):

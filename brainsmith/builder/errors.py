@@ -16,6 +16,7 @@ from brainsmith.errors import BrainsmithError
 OPTIONS = {  # option: (command line, Python API)
     "output": ("-o OUTDIR", "output_dir=..."),
     "force": ("--force", "force=True"),
+    "resume": ("--resume", "resume=True"),
     "input": ("--input", "input_npy"),
     "expected": ("--expected", "expected_npy"),
     "verify": ("--verify", "verify"),

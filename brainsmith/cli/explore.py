@@ -90,24 +90,26 @@ def explore(
       brainsmith explore MODEL BLUEPRINT -o /shared/dse --scheduler tcp://10.0.0.5:8786
       brainsmith explore MODEL BLUEPRINT -o out/dse --resume
     """
+    from brainsmith.builder.errors import command_line_names
     from brainsmith.dse import ExploreError
     from brainsmith.dse import explore as run_explore
 
     try:
-        result = run_explore(
-            model,
-            blueprint,
-            output_dir,
-            workers=workers,
-            scheduler=scheduler,
-            resume=resume,
-            force=force,
-            input_npy=input_npy,
-            expected_npy=expected_npy,
-            progress=not quiet,
-            metrics_port=metrics_port,
-            variant_timeout=variant_timeout,
-        )
+        with command_line_names():
+            result = run_explore(
+                model,
+                blueprint,
+                output_dir,
+                workers=workers,
+                scheduler=scheduler,
+                resume=resume,
+                force=force,
+                input_npy=input_npy,
+                expected_npy=expected_npy,
+                progress=not quiet,
+                metrics_port=metrics_port,
+                variant_timeout=variant_timeout,
+            )
     except ExploreError as exc:
         click.echo(f"error: {exc.message()}", err=True)
         _exit(exc.exit_code)

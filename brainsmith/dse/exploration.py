@@ -501,11 +501,15 @@ def _default_folder(name: str) -> str:
 
 
 def _prepare(folder: str, resume: bool, force: bool) -> None:
-    from brainsmith.builder.errors import BuildError
+    """Make ``folder`` ready; errors name the options as the caller gave them (the command
+    sets ``command_line_names``)."""
+    from brainsmith.builder.errors import BuildError, option
     from brainsmith.builder.outdir import prepare_output_dir
 
     if resume and force:
-        raise ExploreError("--resume and --force contradict each other", "keep one of them")
+        raise ExploreError(
+            f"{option('resume')} and {option('force')} contradict each other", "keep one of them"
+        )
     if resume and os.path.isdir(folder):
         return
     try:
@@ -513,5 +517,5 @@ def _prepare(folder: str, resume: bool, force: bool) -> None:
     except BuildError as exc:
         hint = exc.hint
         if "not empty" in exc.reason:
-            hint = "pass --resume to continue the exploration in it, " + hint
+            hint = f"pass {option('resume')} to continue the exploration in it, " + hint
         raise ExploreError(exc.reason, hint) from exc
