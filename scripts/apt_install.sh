@@ -14,5 +14,11 @@ if [ "$(id -u)" -ne 0 ]; then
     fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "$@"
+# apt's progress goes to a log, shown only when it fails: the caller prints one line.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "$@"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "error: installing $* for $why failed (apt-get's output is above)" >&2
+    exit 1
+fi

@@ -9,4 +9,4 @@ if [ -x /usr/bin/chromium ]; then
 fi
 
 "$(dirname "$0")/apt_install.sh" "the report rendering test" chromium chromium-driver
-echo "installed: $(/usr/bin/chromium --version)"
+echo "chromium installed: $(/usr/bin/chromium --version 2>/dev/null)"

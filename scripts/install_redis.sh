@@ -11,4 +11,4 @@ fi
 "$(dirname "$0")/apt_install.sh" "the shared discovery index tests" redis-server
 # The package may start a system-wide server; the tests start their own.
 if [ "$(id -u)" -eq 0 ]; then service redis-server stop >/dev/null 2>&1 || true; fi
-echo "installed: $(redis-server --version)"
+echo "redis-server installed: $(redis-server --version)"

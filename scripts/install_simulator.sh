@@ -13,7 +13,9 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 if ! echo 'int main() { return 0; }' | ${CXX:-g++} -std=c++20 -x c++ -o /dev/null - >/dev/null 2>&1; then
     missing+=(g++)
 fi
+installed=""
 if [ ${#missing[@]} -gt 0 ]; then
     scripts/apt_install.sh "Verilator" "${missing[@]}"
+    installed="; installed ${missing[*]} from Debian"
 fi
-"$venv/bin/python" -c "from brainsmith.rtlsim import find_toolchain as f; t = f(); print(f'{t.label}, {t.compiler}')"
+"$venv/bin/python" -c "import sys; from brainsmith.rtlsim import find_toolchain as f; t = f(); print(f'simulator: {t.label} with {t.compiler}, perl and make{sys.argv[1]}')" "$installed"

@@ -62,3 +62,15 @@ def test_models_exports_only_the_zoo_networks_named():
         cwd=REPO, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert "-m examples.zoo tfc_w1a1 kws_conv1d" in dry
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [("browser", "chromium"), ("simulator", "Verilator"), ("redis", "redis-server")],
+)
+def test_a_tool_target_says_in_one_line_what_it_checked(target, says):
+    """``make browser``, ``simulator`` and ``redis`` check (and install) a tool: one line
+    says which, and which version, is there."""
+    result = subprocess.run(["make", target], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1 and says in result.stdout, result.stdout
