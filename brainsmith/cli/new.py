@@ -25,7 +25,15 @@ def new() -> None:
     help="Folder to create (default: ./<distribution>); must not exist or be empty.",
 )
 @click.option("--dist", help="pip distribution name (default: from NAME, AcmeClip -> acme-clip).")
-def kernel(name: str, output: Path | None, dist: str | None) -> None:
+@click.option(
+    "--inputs",
+    type=click.Choice(["1", "2"]),
+    default="1",
+    show_default=True,
+    help="Input streams of the layer: 1 (an integer Clip) or 2 (the Min of two integer "
+    "streams, ports in0_V and in1_V).",
+)
+def kernel(name: str, output: Path | None, dist: str | None, inputs: str) -> None:
     """Write a hardware-layer package for the op type NAME (CamelCase, e.g. AcmeClip).
 
     \b
@@ -35,15 +43,20 @@ def kernel(name: str, output: Path | None, dist: str | None) -> None:
     Python and in Verilator over random shapes, data types and foldings.
 
     \b
+    With --inputs 2 the layer takes two input streams (in0_V, in1_V): its infer transform
+    makes NAME of an ONNX Min of two computed integer tensors of one shape.
+
+    \b
     Example:
       brainsmith new kernel AcmeClip
+      brainsmith new kernel AcmeMin --inputs 2
       cd acme-clip && python -m pip install -e '.[test]' && python -m pytest tests
       (python: the interpreter brainsmith runs on; the printed commands name it)
     """
     from brainsmith.scaffold import ScaffoldError, names_for, new_kernel
 
     try:
-        folder = new_kernel(name, output, dist)
+        folder = new_kernel(name, output, dist, int(inputs))
     except (ScaffoldError, OSError) as exc:
         echo(f"error: {exc}", err=True)
         if getattr(exc, "hint", ""):

@@ -1,7 +1,8 @@
 """Plugin package templates: ``brainsmith new kernel NAME`` writes a hardware-layer package.
 
-A template file's ``@OP_TYPE@``, ``@MODULE@`` and ``@DIST@`` become the layer's names; the
-package is written to a temporary folder beside the destination and moved into place whole,
+``kernel/`` holds the package of a one-input layer; ``kernel_two_inputs/`` only the files of a
+two-input layer that differ from it. A template file's ``@OP_TYPE@``, ``@MODULE@`` and
+``@DIST@`` become the layer's names, ``@SUMMARY@`` what the layer does; the package is written to a temporary folder beside the destination and moved into place whole,
 so a failure leaves nothing half-written and an existing folder is never touched.
 """
 
@@ -18,6 +19,14 @@ from brainsmith.errors import BrainsmithError
 
 TEMPLATES = Path(__file__).parent
 OP_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]{1,63}$")
+INPUTS = (1, 2)  # input streams a template layer can have
+OVERLAYS = {1: None, 2: TEMPLATES / "kernel_two_inputs"}  # files that replace kernel/'s
+SUMMARIES = {
+    1: "an ONNX `Clip` of integer data with constant bounds becomes a streaming RTL layer "
+    "that clips `PE` channels per clock cycle",
+    2: "an ONNX `Min` of two computed integer tensors of one shape becomes a streaming RTL "
+    "layer with two input streams that takes the smaller of `PE` channel pairs per clock cycle",
+}
 
 
 class ScaffoldError(BrainsmithError, ValueError):
@@ -58,9 +67,29 @@ def names_for(op_type: str, dist: str | None = None) -> Names:
     return Names(op_type, module, dist)
 
 
-def kernel_files(names: Names) -> dict[str, str]:
-    """``{path in the package: text}`` of a hardware-layer package."""
-    root = TEMPLATES / "kernel"
+def check_inputs(inputs: int) -> None:
+    """Raise ScaffoldError unless a template layer can have ``inputs`` input streams."""
+    if inputs not in INPUTS:
+        raise ScaffoldError(
+            f"a template layer has 1 or 2 input streams, not {inputs}",
+            "use --inputs 1 or --inputs 2",
+        )
+
+
+def templates(inputs: int = 1) -> dict[str, Path]:
+    """``{template path under kernel/: file}``: kernel/'s, replaced by the overlay's."""
+    check_inputs(inputs)
+    folders = [TEMPLATES / "kernel", OVERLAYS[inputs]]
+    return {
+        path.relative_to(folder).as_posix(): path
+        for folder in folders
+        if folder is not None
+        for path in sorted(folder.rglob("*.tmpl"))
+    }
+
+
+def kernel_files(names: Names, inputs: int = 1) -> dict[str, str]:
+    """``{path in the package: text}`` of a hardware-layer package with ``inputs`` streams."""
     renamed = {
         "package": names.module,
         "core.sv": f"{names.module}.sv",
@@ -68,16 +97,21 @@ def kernel_files(names: Names) -> dict[str, str]:
         "test_layer.py": f"test_{names.module}.py",
     }
     files = {}
-    for path in sorted(root.rglob("*.tmpl")):
-        parts = [renamed.get(part, part) for part in path.relative_to(root).with_suffix("").parts]
-        files["/".join(parts)] = names.fill(path.read_text())
+    for relpath, path in sorted(templates(inputs).items()):
+        parts = [renamed.get(part, part) for part in Path(relpath).with_suffix("").parts]
+        text = names.fill(path.read_text()).replace("@SUMMARY@", SUMMARIES[inputs])
+        files["/".join(parts)] = text
     return files
 
 
-def new_kernel(op_type: str, destination: Path | None = None, dist: str | None = None) -> Path:
-    """Write the package of a new hardware layer ``op_type`` to ``destination`` (default:
-    ``./<dist>``), which must not exist or be an empty folder; returns it."""
+def new_kernel(
+    op_type: str, destination: Path | None = None, dist: str | None = None, inputs: int = 1
+) -> Path:
+    """Write the package of a new hardware layer ``op_type`` with ``inputs`` input streams
+    to ``destination`` (default: ``./<dist>``), which must not exist or be an empty folder;
+    returns it."""
     names = names_for(op_type, dist)
+    check_inputs(inputs)
     destination = Path(destination or names.dist).absolute()
     if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
         raise ScaffoldError(
@@ -87,7 +121,7 @@ def new_kernel(op_type: str, destination: Path | None = None, dist: str | None =
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{names.dist}-", dir=destination.parent))
     try:
-        for relpath, text in kernel_files(names).items():
+        for relpath, text in kernel_files(names, inputs).items():
             path = staging / relpath
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
