@@ -40,3 +40,17 @@ def test_the_first_screen_shows_verdict_bottleneck_picture_and_every_layer_colum
     assert "GlobalAccPool_rtl_0: 520 cycles per frame (the target allows 20)" in limited
     assert "at its most parallel folding" in limited  # the cause, on the first screen
     screenshot(page, "report-residual_identity", tmp_path)
+
+
+def test_a_note_about_brainsmiths_own_layer_is_not_styled_as_a_warning(page):
+    """prefer: rtl takes brainsmith's RTL pooling: the page notes it, as a note (no warning
+    colours), naming brainsmith rather than a pip package."""
+    html = page.read_text()
+    css = html.split("<style>")[1].split("</style>")[0]
+    notes = html.split("<div class='notes'>")[1].split("</div>")[0]
+    own = "layer GlobalAccPool_rtl is provided by backend brainsmith:GlobalAccPoolRTL"
+    assert f"{own} (built into brainsmith)" in notes, notes
+    warnings = html.split("<div class='warnings'>")[1].split("</div>")[0]
+    assert own not in warnings
+    rule = next(line for line in css.splitlines() if line.strip().startswith(".notes {"))
+    assert "#fff8e1" not in rule and "#f0d58a" not in rule, rule  # the warnings' yellow

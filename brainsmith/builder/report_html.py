@@ -174,11 +174,12 @@ def _kind(layer: Layer) -> str:
 
 
 def _warnings(report: BuildReport) -> str:
+    """The warnings box, then the notes box (information, styled as such)."""
     boxes = []
     for title, lines in (("Warnings", warning_lines(report)), ("Notes", report.get("notes"))):
         if lines:
             items = "".join(f"<li>{_e(line)}</li>" for line in lines)
-            boxes.append(f"<div class='warnings'><b>{title}</b><ul>{items}</ul></div>")
+            boxes.append(f"<div class='{title.lower()}'><b>{title}</b><ul>{items}</ul></div>")
     return "".join(boxes)
 
 

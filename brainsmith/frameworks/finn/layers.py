@@ -311,6 +311,8 @@ def _kernels_of(registry: Registry, backend: PluginSpec) -> list[PluginSpec]:
 
 def _provider(entry: dict[str, str]) -> str:
     text = f"{entry.get('type', 'plugin')} {entry.get('plugin', '?')}"
+    if entry.get("distribution") == "brainsmith":
+        return f"{text} (built into brainsmith)"
     if entry.get("distribution"):
         version = f" {entry['version']}" if entry.get("version") else ""
         return f"{text} (pip package {entry['distribution']}{version})"
