@@ -163,7 +163,9 @@ def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict
     where = placement(model)
     forks = fork_problems(model)
     backends = predicted_backends(model, cfg)
-    found = takers(before, cfg) if set(where.values()) - {"hardware"} else {}
+    places = set(where.values())
+    # blocking nodes: every kernel is tried; host nodes: only what the plan leaves out
+    found = takers(before, cfg, "between" not in places) if places - {"hardware"} else {}
     nodes = []
     for node in model.graph.node:
         verdict = NodeVerdict(node.name, node.op_type, where[node.name])

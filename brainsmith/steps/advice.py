@@ -113,9 +113,10 @@ def _reach(model, forward: bool) -> dict[str, bool]:
     return memo
 
 
-def takers(before, cfg) -> dict[str, list[Taker]]:
+def takers(before, cfg, unselected_only: bool = False) -> dict[str, list[Taker]]:
     """Output tensor name -> the kernels that convert its producer in ``before`` (the model
-    as the conversion found it), whether selected or not."""
+    as the conversion found it), whether selected or not (``unselected_only``: only the
+    kernels the plan does not select are tried)."""
     from brainsmith.plugin import get_registry
     from brainsmith.steps.context import context_of
     from brainsmith.steps.finn_recipe import transform_args
@@ -132,6 +133,9 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
         op_type = str(spec.metadata.get("op_type") or spec.name)
         rewrites = tuple(str(r) for r in spec.metadata.get("rewrites", ()))
         for name in infer_transforms_of(spec):
+            chosen = plan.kernels is None or (op_type, name) in selected
+            if unselected_only and chosen:
+                continue
             key = f"{name} {rewrites}"
             if key not in made:
                 args = transform_args(name, cfg, BuildPlan())
@@ -141,7 +145,7 @@ def takers(before, cfg) -> dict[str, list[Taker]]:
                     taker = Taker(
                         spec.qualified_name,
                         name,
-                        plan.kernels is None or (op_type, name) in selected,
+                        chosen,
                         spec.qualified_name in plan.excluded,
                         listed.get(op_type, "")
                         if listed.get(op_type) != spec.qualified_name
