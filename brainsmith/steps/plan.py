@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import Any, cast
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.tables import INFER_ORDER, INFER_TRANSFORMS, infer_order
@@ -70,7 +70,7 @@ class PlannedKernel:
     infer_order: str = "last"  # where its own infer transforms run among FINN's
 
     @classmethod
-    def of(cls, spec: PluginSpec, names: list[str], **given: object) -> PlannedKernel:
+    def of(cls, spec: PluginSpec, names: list[str], **given: Any) -> PlannedKernel:
         """The kernel ``spec`` converting with ``names``, with its declared ``rewrites`` and
         ``infer_order`` (PlanError when the order names no FINN infer transform)."""
         order = str(spec.metadata.get("infer_order", "last"))
