@@ -8,7 +8,7 @@
     │   └── BlueprintError    config, cache directory, lifecycle, kernels; blueprints
     ├── YAMLInputError        a YAML file that cannot be read safely (file, line, column)
     ├── BuildError            brainsmith build (step, reason, hint, exit_code, report)
-    │   StepError, PlanError, InputError, FolderError
+    │   StepError, PlanError, InputError, FolderError, ResultError (a build's result)
     └── ExploreError          brainsmith explore; SpaceError; rtlsim's ToolchainError,
                               CompileError, SimulationFailed
 """

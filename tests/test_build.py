@@ -238,3 +238,147 @@ def test_build_leaves_the_callers_stdout_and_logging_alone(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["ok", "True", "True", "True", "True"]  # no FINN chatter
+
+
+# -- the result in Python: repr, HTML, run(x), BuildResult.load ----------------------------
+def vectors_of(result) -> tuple[np.ndarray, np.ndarray]:
+    """The fixture's inputs and the original QONNX model's outputs for them."""
+    folder = Path(result.output_dir).parent
+    return np.load(folder / "x.npy"), np.load(folder / "y.npy")
+
+
+def test_result_repr_is_one_line_with_the_headline_figures(mlp):
+    from brainsmith.builder.report_html import number
+
+    text = repr(mlp)
+    fps = number(mlp.performance["estimated_fps"])
+    assert "\n" not in text and len(text) < 200
+    assert text.startswith(f"<BuildResult mlp ok: {fps} fps, 1.92 µs, LUT at least ")
+    assert "BRAM_18K 0" in text and "DSP at least" in text
+    assert text.endswith(f" in {mlp.output_dir}>")
+
+
+def test_result_html_is_the_reports_first_screen(mlp):
+    import re
+
+    fragment = mlp._repr_html_()
+    page = Path(mlp.html_path).read_text()
+    verdict = re.search(r"<div class='verdict'>.*?</div></div>", page, re.S).group(0)
+    assert verdict in fragment  # the same figures, meters and CPU line as the page's top
+    assert "brainsmith build: mlp" in fragment and "(ok)" in fragment
+    assert "report.html" in fragment and "href=" in fragment
+    lowered = fragment.lower()
+    assert "<script" not in lowered and "<html" not in lowered and "<body" not in lowered
+    assert not re.search(r"\son\w+=", lowered)  # no event handlers
+    assert ".brainsmith-build .verdict" in fragment  # the page's CSS, scoped to the fragment
+
+
+def test_result_html_escapes_what_it_shows(mlp):
+    from dataclasses import replace
+
+    hostile = replace(mlp, report={**mlp.report, "name": "<img src=x onerror=alert(1)>"})
+    fragment = hostile._repr_html_()
+    assert "<img" not in fragment and "&lt;img src=x onerror=alert(1)&gt;" in fragment
+
+
+def test_run_gives_the_original_models_outputs(mlp):
+    x, y = vectors_of(mlp)
+    got = mlp.run(x)
+    assert got.shape == y.shape == (4, 10)
+    assert np.allclose(got, y, atol=1e-4)
+    assert mlp.run(x[0]).shape == (10,)  # one input without its batch axis
+    assert np.allclose(mlp.run(x[:1]), y[:1], atol=1e-4)
+
+
+def test_run_refuses_a_wrong_shape_naming_both(mlp):
+    from brainsmith.builder import ResultError
+    from brainsmith.errors import BrainsmithError
+
+    with pytest.raises(ResultError) as caught:
+        mlp.run(np.zeros((3, 65), np.float32))
+    error = caught.value
+    assert isinstance(error, BrainsmithError)
+    assert "global_in" in error.reason and "(3, 65)" in error.reason and "(1, 64)" in error.reason
+    assert "(N, 64)" in error.hint
+
+
+def test_load_reopens_a_moved_build_in_a_fresh_process(mlp, tmp_path):
+    moved = tmp_path / "moved"
+    shutil.copytree(mlp.output_dir, moved)
+    x, y = vectors_of(mlp)
+    np.save(tmp_path / "x.npy", x)
+    code = f"""
+        import numpy as np
+        from brainsmith.builder import BuildResult
+        result = BuildResult.load({str(moved)!r})
+        print(repr(result))
+        np.save({str(tmp_path / "got.npy")!r}, result.run(np.load({str(tmp_path / "x.npy")!r})))
+    """
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.startswith("<BuildResult mlp ok: ") and f"in {moved}>" in run.stdout
+    assert np.allclose(np.load(tmp_path / "got.npy"), y, atol=1e-4)
+
+
+def test_run_on_a_folder_moved_away_says_where_to_reopen_it(mlp, tmp_path):
+    from brainsmith.builder import BuildResult, ResultError
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    shutil.copytree(mlp.output_dir, first)
+    result = BuildResult.load(str(first))
+    assert result.status == "ok" and result.totals == mlp.totals
+    first.rename(second)
+    x, y = vectors_of(mlp)
+    with pytest.raises(ResultError) as caught:
+        result.run(x)
+    assert str(first) in caught.value.reason and "moved or deleted" in caught.value.reason
+    assert "BuildResult.load" in caught.value.hint
+    assert np.allclose(BuildResult.load(str(second)).run(x), y, atol=1e-4)
+
+
+def test_a_failed_build_loads_and_refuses_to_run(mlp, tmp_path):
+    from brainsmith.builder import BuildResult, ResultError
+
+    folder = tmp_path / "failed"
+    shutil.copytree(mlp.output_dir, folder)
+    (folder / "final.onnx").unlink()
+    report = json.loads((folder / "report.json").read_text())
+    report["status"] = "failed"
+    report["error"] = {"step": "folding", "reason": "no folding fits", "hint": "lower it"}
+    (folder / "report.json").write_text(json.dumps(report))
+    result = BuildResult.load(str(folder))
+    assert repr(result) == f"<BuildResult mlp failed in step folding in {folder}>"
+    with pytest.raises(ResultError) as caught:
+        result.run(vectors_of(mlp)[0])
+    assert "failed in step 'folding'" in caught.value.reason
+    assert "report.html" in caught.value.hint
+
+
+def test_load_refuses_a_folder_that_holds_no_build(tmp_path):
+    from brainsmith.builder import BuildResult, ResultError
+
+    with pytest.raises(ResultError) as caught:
+        BuildResult.load(str(tmp_path))
+    assert "not a brainsmith build folder" in caught.value.reason
+    with pytest.raises(ResultError) as caught:
+        BuildResult.load(str(tmp_path / "nowhere"))
+    assert "does not exist" in caught.value.reason
+
+
+def test_a_stopped_build_says_where_it_stopped_and_does_not_run(hub, tmp_path):
+    from brainsmith.builder import BuildResult, ResultError
+
+    out = tmp_path / "stopped"
+    blueprint = str(REPO / "blueprints" / "mlp.yaml")
+    result = brainsmith.build(str(MLP), blueprint, str(out), stop_after=2)
+    expected = f"<BuildResult mlp stopped after step 2 (qonnx_to_finn) in {out}>"
+    assert repr(result) == expected
+    assert "stopped after step 2 (qonnx_to_finn)" in result._repr_html_()
+    with pytest.raises(ResultError) as caught:
+        result.run(np.zeros((1, 64), np.float32))
+    assert "stopped after step 2" in caught.value.reason and "start=" in caught.value.hint
+    reopened = BuildResult.load(str(out))
+    assert reopened.status == "stopped" and reopened.checkpoint is not None
+    assert repr(reopened) == expected

@@ -101,6 +101,17 @@ def test_pool_folded_below_its_channel_count_verifies_exactly(shipped):
     assert folding["verification"]["max_error"] < 1e-5
 
 
+@pytest.mark.parametrize("name", NETWORKS)
+def test_run_gives_the_torch_models_outputs(shipped, name):
+    """The whole built graph in Python (host nodes around the accelerator included) on the
+    torch model's own vectors, batch on axis 0 as saved."""
+    x = np.load(MODELS / f"{name}_input.npy")
+    expected = np.load(MODELS / f"{name}_expected.npy")
+    got = shipped[name].run(x)
+    assert got.shape == expected.shape
+    assert np.allclose(got, expected, atol=1e-4)
+
+
 def export_network(folder: Path, name: str, spec: str) -> Path:
     """Export a fresh Brevitas network (``spec``: ConvNetSpec arguments) in a subprocess."""
     result = run_python(

@@ -39,6 +39,7 @@ class Checkpoint:
     # op type -> the plugin providing that layer (brainsmith.frameworks.finn.layers), so a
     # fresh process continuing the build loads it before it reads the model
     layer_plugins: dict[str, dict[str, str]] = field(default_factory=dict)
+    name: str = ""  # the build's name
 
     def save(self) -> str:
         """Write checkpoint.json atomically (last, so a complete file means a complete build).
@@ -55,6 +56,7 @@ class Checkpoint:
             "dataflow_parent": relative(self.dataflow_parent),
             "reports": relative(self.reports),
             "layer_plugins": self.layer_plugins,
+            "name": self.name,
         }
         path = os.path.join(self.folder, FILE)
         temporary = f"{path}.tmp-{os.getpid()}"
@@ -89,6 +91,7 @@ class Checkpoint:
                 absolute(data.get("dataflow_parent")),
                 absolute(data.get("reports")) or "",
                 _layer_plugins(data.get("layer_plugins")),
+                str(data.get("name") or ""),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"no usable checkpoint in {folder}: {exc}") from exc
@@ -142,7 +145,7 @@ def make_checkpoint(run: BuildRun, model: ModelWrapper) -> Checkpoint:
     if not os.path.isfile(parent):
         parent = run.resumed_from.dataflow_parent if run.resumed_from is not None else None
     checkpoint = Checkpoint(
-        run.output_dir, records, model_path, parent, run.report_dir, layer_plugins
+        run.output_dir, records, model_path, parent, run.report_dir, layer_plugins, run.plan.name
     )
     checkpoint.save()
     return checkpoint

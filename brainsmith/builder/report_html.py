@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import string
 from urllib.parse import quote
 
@@ -14,6 +15,7 @@ from brainsmith.builder.units import RESOURCES, bits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Literal
 
     from brainsmith.builder.records import (
@@ -34,8 +36,7 @@ NONE = "<span class='none'>-</span>"
 def render(report: BuildReport, charts: dict[str, str], picture: str | None = None) -> str:
     """The page for ``report``; ``charts`` as made by ``brainsmith.builder.charts``,
     ``picture`` the dataflow SVG (``brainsmith.builder.dataflow_svg``)."""
-    with open(os.path.join(os.path.dirname(__file__), "report_template.html")) as handle:
-        template = string.Template(handle.read())
+    template = string.Template(_template())
     status, goal = report.get("status", ""), report.get("target")
     return template.substitute(
         title=_e(f"brainsmith build: {report.get('name', '')}"),
@@ -53,6 +54,51 @@ def render(report: BuildReport, charts: dict[str, str], picture: str | None = No
         blueprint=_e(json.dumps(report.get("blueprint", {}), indent=2)),
         versions=_e(", ".join(f"{k} {v}" for k, v in report.get("versions", {}).items())),
     )
+
+
+def _template() -> str:
+    with open(os.path.join(os.path.dirname(__file__), "report_template.html")) as handle:
+        return handle.read()
+
+
+SCOPE = "brainsmith-build"  # the class of the fragment's outer element
+
+
+def first_screen(report: BuildReport, link: str | None = None, lines: Sequence[str] = ()) -> str:
+    """The page's first screen as a self-contained HTML fragment (a notebook's view of a
+    build): the template's top — title and status, error, verdict, warnings and notes, the
+    summary without its file links — styled by the page's own CSS scoped to the fragment,
+    ``lines`` (plain text) after the title and a link to the full page at ``link``. No
+    scripts; every value escaped."""
+    page = _template()
+    style = page.split("<style>", 1)[1].split("</style>", 1)[0]
+    top = page.split("<body>", 1)[1].split("$dataflow", 1)[0]
+    status = report.get("status", "")
+    body = string.Template(top).substitute(
+        title=_e(f"brainsmith build: {report.get('name', '')}"),
+        status=_e(status),
+        error="".join(f"<p>{_e(line)}</p>" for line in lines) + _error(report.get("error"), status),
+        verdict=_verdict(report),
+        warnings=_warnings(report),
+        summary=_summary(report, files=False) if "performance" in report else "",
+    )
+    more = (
+        f"<p>The full report: <a href='{_e(quote(link, safe=':/'))}'>report.html</a></p>"
+        if link
+        else ""
+    )
+    return f"<div class='{SCOPE}'><style>{_scoped(style)}</style>{body}{more}</div>"
+
+
+def _scoped(css: str) -> str:
+    """``css`` with every selector under the fragment's class (``body`` becomes it)."""
+
+    def scope(match: re.Match[str]) -> str:
+        selectors = [s.strip() for s in match.group(1).split(",")]
+        scoped = [f".{SCOPE}" if s == "body" else f".{SCOPE} {s}" for s in selectors]
+        return f"{', '.join(scoped)} {{{match.group(2)}}}"
+
+    return re.sub(r"([^{}]+?)\s*\{([^{}]*)\}", scope, css.strip())
 
 
 def _e(value: object) -> str:
@@ -266,7 +312,8 @@ def _dataflow(picture: str | None) -> str:
     )
 
 
-def _summary(report: BuildReport) -> str:
+def _summary(report: BuildReport, files: bool = True) -> str:
+    """The summary table's rows; ``files``: with the row of links into the folder."""
     perf = report.get("performance", {})
     goal = report.get("target")
     throughput = number(perf.get("estimated_fps"), " fps")
@@ -293,7 +340,7 @@ def _summary(report: BuildReport) -> str:
         ("estimated latency", _e(number(latency / 1000, " µs") if latency else "-")),
         ("resources (estimated)", _resources(report)),
         ("build time", _e(number(report.get("seconds"), " s"))),
-        ("files", _files(report)),
+        *([("files", _files(report))] if files else []),
     ]
     return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
 

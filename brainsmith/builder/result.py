@@ -1,0 +1,291 @@
+"""A build's result in Python: its one-line summary and HTML view, running the built design
+on inputs, and reopening a build folder (``BuildResult.load``), in a fresh process too.
+
+``run`` executes the whole built graph as verification does (``brainsmith.builder.verify``):
+the nodes that stay on the host before and after the accelerator, and the accelerator's
+hardware layers in Python (``brainsmith.frameworks.finn.execution``), one input at a time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import cast
+
+from brainsmith.builder.state import BuildResult
+from brainsmith.errors import BrainsmithError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.records import BuildReport, StoppedReport
+    from brainsmith.builder.verify import Sample
+
+REBUILD = "build it again with brainsmith.build(model, blueprint, output_dir)"
+
+
+class ResultError(BrainsmithError):
+    """A build result that cannot be loaded or run: ``reason``, and ``hint`` what to do."""
+
+    def __init__(self, reason: str, hint: str = "") -> None:
+        super().__init__(reason)
+        self.reason, self.hint = reason, hint
+
+    def __str__(self) -> str:
+        return f"{self.reason}\n  try: {self.hint}" if self.hint else self.reason
+
+
+# -- reopening a build folder ---------------------------------------------------------------
+def load(folder: str | os.PathLike[str]) -> BuildResult:
+    """The result of the build in ``folder`` (its report.json, or checkpoint.json of a
+    build stopped after some steps); the folder may have been moved since it was built."""
+    path = os.path.abspath(folder)
+    if not os.path.isdir(path):
+        what = "is not a folder" if os.path.exists(path) else "does not exist"
+        raise ResultError(f"build folder {path} {what}", "give the build's output_dir")
+    report_path = os.path.join(path, "report.json")
+    if os.path.isfile(report_path):
+        return _finished(path, report_path)
+    if os.path.isfile(os.path.join(path, "checkpoint.json")):
+        return _stopped(path)
+    raise ResultError(
+        f"{path} is not a brainsmith build folder (no report.json or checkpoint.json)",
+        "give the output_dir of brainsmith.build (the command's -o OUTDIR)",
+    )
+
+
+def _finished(folder: str, report_path: str) -> BuildResult:
+    try:
+        with open(report_path) as handle:
+            report = cast("BuildReport", json.load(handle))
+        if not isinstance(report, dict) or not isinstance(report.get("status"), str):
+            raise ValueError("it names no status")
+    except (OSError, ValueError) as exc:
+        raise ResultError(f"cannot read {report_path}: {exc!r}", REBUILD) from exc
+    model = None
+    final = os.path.join(folder, "final.onnx")
+    if report["status"] == "ok" and os.path.isfile(final):
+        from qonnx.core.modelwrapper import ModelWrapper
+
+        model = ModelWrapper(final)
+    html = os.path.join(folder, "report.html")
+    return BuildResult(folder, report, model, report_path, html if os.path.isfile(html) else "")
+
+
+def _stopped(folder: str) -> BuildResult:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.checkpoint import Checkpoint
+
+    try:
+        checkpoint = Checkpoint.load(folder)
+    except ValueError as exc:
+        raise ResultError(str(exc), REBUILD) from exc
+    report: StoppedReport = {
+        "name": checkpoint.name or os.path.basename(folder),
+        "status": "stopped",
+        "steps": [r.as_dict() for r in checkpoint.records],
+    }
+    return BuildResult(folder, report, ModelWrapper(checkpoint.model), checkpoint=checkpoint)
+
+
+# -- the one-line summary and the HTML view -------------------------------------------------
+def summary(result: BuildResult) -> str:
+    """``<BuildResult mlp ok: 1,250,000 fps, 1.92 µs, LUT 552, ... in build-out/mlp-...>``."""
+    report, status = result.report, result.status
+    if status == "ok":
+        what = "ok: " + ", ".join(_figures(cast("BuildReport", report)))
+    elif status == "stopped":
+        what = _stopped_at(report)
+    else:
+        error = cast("BuildReport", report).get("error")
+        what = f"{status} in step {error['step']}" if error else status
+    return f"<BuildResult {report['name']} {what} in {_shown(result.output_dir)}>"
+
+
+def _figures(report: BuildReport) -> list[str]:
+    from brainsmith.builder.report_html import number, total_text
+    from brainsmith.builder.units import RESOURCES
+
+    perf, goal = report.get("performance") or {}, report.get("target")
+    fps = f"{number(perf.get('estimated_fps'))} fps"
+    if goal and not goal["met"]:
+        fps += f" (target {number(goal['target_fps'])} missed)"
+    latency = perf.get("estimated_latency_ns")
+    figures = [fps, number(latency / 1000, " µs") if latency else "latency -"]
+    totals, incomplete = report.get("totals") or {}, report.get("incomplete") or {}
+    return figures + [total_text(k, totals[k], incomplete) for k in RESOURCES if k in totals]
+
+
+def _stopped_at(report: BuildReport | StoppedReport) -> str:
+    done = [s for s in report["steps"] if s["status"] in ("ok", "skipped")]
+    return f"stopped after step {len(done)} ({done[-1]['name']})" if done else "stopped"
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working folder when inside it, else absolute."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def html_view(result: BuildResult) -> str:
+    """report.html's first screen as an HTML fragment, with a link to the page."""
+    from brainsmith.builder.report_html import first_screen
+
+    report = cast("BuildReport", result.report)  # a stopped one has only name and steps
+    lines = []
+    if result.status == "stopped":
+        lines = [f"{_stopped_at(report)}: a checkpoint in {result.output_dir}"]
+    link = None
+    if result.html_path:
+        relative = os.path.relpath(result.html_path)
+        link = Path(result.html_path).as_uri() if relative.startswith("..") else relative
+    return first_screen(report, link, lines)
+
+
+# -- running the design -----------------------------------------------------------------------
+def run(result: BuildResult, x: np.ndarray) -> np.ndarray:
+    """The design's outputs for ``x`` (one input, or several on axis 0)."""
+    import numpy as np
+
+    from brainsmith.builder.verify import run as execute
+    from brainsmith.frameworks.finn.env import contain_finn_output
+    from brainsmith.frameworks.finn.execution import executable, fix_python_execution
+
+    model, parent = _design(result)
+    fix_python_execution()
+    runnable = parent if parent is not None else model
+    samples, single = _samples(runnable, np.asarray(x))
+    with (
+        tempfile.TemporaryDirectory(prefix="brainsmith-run-") as workdir,
+        contain_finn_output(io.StringIO()),
+    ):
+        outputs = execute(executable(model, parent, workdir), samples)
+    shape = _sample_shape(runnable, runnable.graph.output[0].name)
+    got = np.stack([o[0].reshape(shape) for o in outputs])
+    return got[0] if single else got
+
+
+def _design(result: BuildResult) -> tuple[ModelWrapper, ModelWrapper | None]:
+    """The final model and the graph around it, with the plugins of their layers loaded."""
+    _check_runnable(result)
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.frameworks.finn.env import prepare_finn
+    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+
+    final = os.path.join(result.output_dir, "final.onnx")
+    model = result.model if result.model is not None else ModelWrapper(final)
+    parent_path = os.path.join(result.output_dir, "final_parent.onnx")
+    parent = ModelWrapper(parent_path) if os.path.isfile(parent_path) else None
+    prepare_finn()
+    try:
+        require_layers(model, final)
+    except LayerPluginError as exc:
+        raise ResultError(exc.reason, exc.hint) from exc
+    _one_input_and_output(parent if parent is not None else model)
+    return model, parent
+
+
+def _check_runnable(result: BuildResult) -> None:
+    folder, status = result.output_dir, result.status
+    if status == "stopped":
+        raise ResultError(
+            f"the build in {folder} {_stopped_at(result.report)}: there is no design to run",
+            "continue it: brainsmith.build(model, blueprint, other_dir, start=result.checkpoint)",
+        )
+    if status != "ok":
+        error = cast("BuildReport", result.report).get("error")
+        where = f" in step {error['step']!r}" if error else ""
+        raise ResultError(
+            f"the build in {folder} {status}{where}: there is no design to run",
+            f"see {os.path.join(folder, 'report.html')}, fix the cause and build again",
+        )
+    if not os.path.isfile(os.path.join(folder, "final.onnx")):
+        raise ResultError(
+            f"build folder {folder} is not there any more (moved or deleted): its final.onnx "
+            "and final_parent.onnx are needed to run the design",
+            "reopen it where it is now: BuildResult.load(folder); or build it again",
+        )
+
+
+def _one_input_and_output(model: ModelWrapper) -> None:
+    from brainsmith.frameworks.finn.execution import graph_inputs
+
+    inputs = [i.name for i in graph_inputs(model)]
+    outputs = [o.name for o in model.graph.output]
+    if len(inputs) != 1 or len(outputs) != 1:
+        raise ResultError(
+            f"run takes one array and returns one: this design has the inputs "
+            f"{', '.join(inputs)} and the outputs {', '.join(outputs)}",
+            "run final_parent.onnx with FINN's execute_onnx, as brainsmith.builder.verify.run does",
+        )
+
+
+def _samples(model: ModelWrapper, x: np.ndarray) -> tuple[list[Sample], bool]:
+    """``x`` as samples of ``model``'s input, and whether it was one without a batch axis."""
+    import numpy as np
+
+    from brainsmith.frameworks.finn.execution import graph_inputs
+
+    name = graph_inputs(model)[0].name
+    shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))
+    per_input = _sample_shape(model, name)
+    if x.dtype.kind not in "biuf" or x.size == 0:
+        raise ResultError(
+            f"run(x): x holds {x.size} {x.dtype} value(s); the design's input {name} takes "
+            "real numbers",
+            f"give a numeric array of shape {per_input} or (N, {_dims(per_input)})",
+        )
+    if x.ndim and _same(x.shape[1:], per_input):
+        batch, single = x.reshape(-1, *per_input), False
+    elif _same(x.shape, per_input):
+        batch, single = x.reshape(1, *per_input), True
+    else:
+        raise ResultError(
+            f"run(x): x has shape {x.shape}, but the design's input {name} has shape {shape}",
+            f"give an array of shape (N, {_dims(per_input)}) for N inputs, or {per_input} for one",
+        )
+    values = batch.astype(np.float32)
+    _check_range(model, name, values)
+    return [(v.reshape(shape),) for v in values], single
+
+
+def _sample_shape(model: ModelWrapper, name: str) -> tuple[int, ...]:
+    """One input's (or output's) shape without the model's batch axis of 1."""
+    shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))
+    return shape[1:] if len(shape) > 1 and shape[0] == 1 else shape
+
+
+def _same(given: tuple[int, ...], wanted: tuple[int, ...]) -> bool:
+    """Equal up to axes of size 1 (a step may add one: a 1D network made 2D)."""
+    return [d for d in given if d != 1] == [d for d in wanted if d != 1]
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return ", ".join(map(str, shape))
+
+
+def _check_range(model: ModelWrapper, name: str, values: np.ndarray) -> None:
+    """Values for an integer-typed input must be whole numbers in its range."""
+    import numpy as np
+
+    dtype = model.get_tensor_datatype(name)
+    if not dtype.is_integer():
+        return
+    if dtype.name == "BIPOLAR":
+        inside = bool(np.all(np.abs(values) == 1))
+    else:
+        whole = bool(np.all(values == np.round(values)))
+        inside = whole and dtype.min() <= values.min() and values.max() <= dtype.max()
+    if not inside:
+        raise ResultError(
+            f"run(x): x holds values from {values.min():g} to {values.max():g}, outside the "
+            f"design input {name}'s data type {dtype.name}",
+            f"give whole numbers from {dtype.min():g} to {dtype.max():g}",
+        )
