@@ -133,15 +133,17 @@ def test_python_examples_in_docs_build_md_run(tmp_path):
     from tests.conftest import run_python
 
     blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "build.md").read_text(), re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for name in ("examples", "blueprints"):
         (tmp_path / name).symlink_to(REPO / name)
     checks = (
         "\nassert result.status == 'ok' and result.performance['estimated_fps'] > 0\n"
         "assert set(result.totals) == {'LUT', 'BRAM_18K', 'URAM', 'DSP'}\n",
+        "\nassert result.run(x).shape == (8, 10)\n",  # the build above, reopened in a new process
         "\nimport os\nassert os.path.isfile('out/finn/report/estimate_layer_resources.json')\n",
     )
-    for block, check in zip(blocks, checks, strict=True):
+    for index, (block, check) in enumerate(zip(blocks, checks, strict=True)):
         result = run_python(block + check, cwd=tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
-        shutil.rmtree(tmp_path / "out")
+        if index != 0:
+            shutil.rmtree(tmp_path / "out")
