@@ -119,15 +119,24 @@ def test_demo_builds_the_mlp_and_prints_a_summary(tmp_path):
         "latency",
         "resources   LUT",
         "verified",
-        "skipped     step_create_stitched_ip",
+        "skipped     create_stitched_ip",
         "report.html",
     ):
         assert text in result.stdout
     assert "Assuming" not in result.stdout + result.stderr  # FINN's warnings go to build.log
     assert "[8/12] codegen: ok" in result.stderr  # plain progress lines when not a terminal
+    assert "[9/12] hw_ipgen: ok" in result.stderr  # FINN's steps named like brainsmith's
+    assert "step_" not in result.stdout + result.stderr
     (folder,) = tmp_path.iterdir()
     assert folder.name.startswith("mlp-") and (folder / "report.json").is_file()
     assert "Assuming 2D input is NC" in (folder / "build.log").read_text()
+    names = [s["name"] for s in json.loads((folder / "report.json").read_text())["steps"]]
+    assert names[8:] == [  # report.json keeps the plugins' names
+        "step_hw_ipgen", "step_set_fifo_depths", "step_create_stitched_ip",
+        "step_out_of_context_synthesis",
+    ]  # fmt: skip
+    page = (folder / "report.html").read_text()
+    assert "<td>hw_ipgen</td>" in page and "<td>step_hw_ipgen</td>" not in page
 
 
 def test_build_without_a_blueprint_takes_overrides_from_the_command_line(tmp_path):

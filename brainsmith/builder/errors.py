@@ -70,13 +70,16 @@ class BuildError(BrainsmithError):
         return self.exit_code > 128
 
     def message(self) -> str:
+        from brainsmith.builder.progress import step_label
+
+        step = step_label(self.step)
         if self.interrupted:
-            where = "" if self.step == "setup" else f" in step '{self.step}'"
+            where = "" if self.step == "setup" else f" in step '{step}'"
             text = f"build interrupted{where}: {self.reason}"
         elif self.step == "setup":
             text = f"cannot build: {self.reason}"
         else:
-            text = f"build failed in step '{self.step}': {self.reason}"
+            text = f"build failed in step '{step}': {self.reason}"
         if self.hint:
             text += f"\n  try: {self.hint}"
         if self.report:

@@ -13,6 +13,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.table import Table
 
+
+def step_label(name: str) -> str:
+    """A step's name as shown: FINN's ``finn:step_hw_ipgen`` as ``hw_ipgen``, like brainsmith's
+    own ``cleanup``. Blueprints and report.json keep the plugin's name."""
+    framework, _, short = name.rpartition(":")
+    return short.removeprefix("step_") if framework in ("", "brainsmith", "finn") else name
+
+
 SYMBOLS = {"ok": "✓", "skipped": "-", "failed": "✗", "running": "…", "pending": " "}
 COLORS = {"ok": "green", "skipped": "yellow", "failed": "red", "running": "cyan", "pending": "dim"}
 
@@ -67,7 +75,7 @@ class Progress:
         text = f"{seconds:.2f} s" if seconds is not None else ""
         self._set(index, status, text, detail)
         if self.live is None:
-            name = self.steps[index]
+            name = step_label(self.steps[index])
             parts = [f"[{index + 1}/{len(self.steps)}] {name}: {status}", text, detail]
             self._line("  ".join(p for p in parts if p))
 
@@ -90,6 +98,7 @@ class Progress:
             pass
 
     def _table(self) -> Table:
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(
@@ -105,9 +114,8 @@ class Progress:
         for index, name in enumerate(self.steps, 1):
             status, seconds, detail = self.rows[index - 1]
             color = COLORS[status]
-            table.add_row(
-                f"[{color}]{SYMBOLS[status]}[/{color}]", f"{index:>2} {name}", seconds, detail
-            )
+            label = escape(f"{index:>2} {step_label(name)}")
+            table.add_row(f"[{color}]{SYMBOLS[status]}[/{color}]", label, seconds, detail)
         return table
 
 

@@ -10,6 +10,7 @@ import re
 import string
 from urllib.parse import quote
 
+from brainsmith.builder.progress import step_label
 from brainsmith.builder.rtl_check import rtlsim_html
 from brainsmith.builder.units import RESOURCES, bits
 
@@ -131,8 +132,9 @@ def _error(error: BuildErrorEntry | None, status: str) -> str:
         return ""
     what = "interrupted in" if status == "interrupted" else "failed in"
     hint = f"<p>Try: {_e(error['hint'])}</p>" if error.get("hint") else ""
+    step = step_label(error.get("step", ""))
     return (
-        f"<div class='error'><p><b>Build {what} step {_e(error.get('step', ''))}:</b> "
+        f"<div class='error'><p><b>Build {what} step {_e(step)}:</b> "
         f"{_e(error.get('reason', ''))}</p>{hint}</div>"
     )
 
@@ -419,7 +421,7 @@ def _steps(steps: list[StepEntry]) -> str:
         model = step.get("model")
         cells = [
             str(index),
-            _e(step["name"]),
+            _e(step_label(step["name"])),
             _e(step.get("status", "")),
             f"{bar} {_e(number(seconds, ' s'))}" if seconds is not None else NONE,
             _e("; ".join(parts)) or NONE,

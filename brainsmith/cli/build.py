@@ -190,6 +190,7 @@ def _exit(code: int) -> None:
 def print_summary(report: BuildReport) -> None:
     """The build's outcome in a few lines: warnings first, then performance, resources,
     verification and files."""
+    from brainsmith.builder.progress import step_label
     from brainsmith.builder.report_html import warning_lines
 
     out = console()
@@ -204,7 +205,8 @@ def print_summary(report: BuildReport) -> None:
     if rtlsim:
         out.print(f"  RTL sim     {rtlsim['summary']} ({rtlsim['tool']})", markup=False)
     for step in skipped:
-        out.print(f"  skipped     {step['name']}: {step.get('reason', '')}", markup=False)
+        name = step_label(step["name"])
+        out.print(f"  skipped     {name}: {step.get('reason', '')}", markup=False)
     out.print(f"  report      {report['output_dir']}/report.html", markup=False)
 
 

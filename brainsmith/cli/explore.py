@@ -131,6 +131,8 @@ def _exit(code: int) -> None:
 
 def print_summary(data: dict) -> None:
     """The exploration in a few lines: counts, reuse, the best variants, the files."""
+    from brainsmith.builder.progress import step_label
+
     out = console()
     out.soft_wrap = True
     variants = data["variants"]
@@ -168,8 +170,9 @@ def print_summary(data: dict) -> None:
     for v in failed[:5]:
         error = v["error"] or {}
         where = f" (shared segment {v['failed_in']})" if v["failed_in"] else ""
+        step = step_label(str(error.get("step")))
         out.print(
-            f"  failed      {v['id']}: {error.get('step')}{where}: {error.get('reason')}",
+            f"  failed      {v['id']}: {step}{where}: {error.get('reason')}",
             markup=False,
         )
     out.print(f"  results     {data['output_dir']}/explore.json", markup=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import math
 
+from brainsmith.builder.progress import step_label
 from brainsmith.dse.results import METRIC_NAMES
 
 TYPE_CHECKING = False
@@ -191,7 +192,7 @@ def _failures(failed: list[dict]) -> str:
         where = f" (in shared segment {v['failed_in']})" if v["failed_in"] else ""
         items.append(
             f"<li>{_link(v)}: step "
-            f"{html.escape(str(error.get('step', '')))}{html.escape(where)}: "
+            f"{html.escape(step_label(str(error.get('step', ''))))}{html.escape(where)}: "
             f"{html.escape(str(error.get('reason', '')))}"
             + (f"<br>try: {html.escape(error['hint'])}" if error.get("hint") else "")
             + "</li>"

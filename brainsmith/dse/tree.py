@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from brainsmith.builder.progress import step_label
 from brainsmith.dse.variants import Variant
 from brainsmith.steps.plan import BuildPlan
 
@@ -235,7 +236,7 @@ def render(roots: list[Segment]) -> list[str]:
 
 
 def _render(node: Segment, indent: str, last: bool, lines: list[str]) -> None:
-    names = [s.rpartition(":")[2] for s in node.steps]
+    names = [step_label(s.rpartition(":")[2]) for s in node.steps]
     if not names:
         what = "no steps of its own"
     elif len(names) <= 3:
