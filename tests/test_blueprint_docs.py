@@ -28,9 +28,11 @@ def toys(isolated_hub, tmp_path_factory, monkeypatch):
 
 @pytest.fixture
 def docs_folder(tmp_path) -> Path:
-    """The shipped blueprints, the files the examples name, and the examples marked ``# file:``."""
+    """The shipped blueprints (also as ``blueprints/``), the files the examples name, and the
+    examples marked ``# file:``."""
     for path in SHIPPED:
         shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "blueprints").symlink_to(REPO / "blueprints")
     write(tmp_path, "folding.json", "{}")
     for text in EXAMPLES:
         named = re.match(r"# file: (\S+)\n", text)
