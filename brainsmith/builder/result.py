@@ -12,10 +12,10 @@ import io
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from brainsmith.builder.state import BuildResult
 from brainsmith.errors import BrainsmithError
 
 TYPE_CHECKING = False
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     import numpy as np
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.records import BuildReport, StoppedReport
+    from brainsmith.builder.checkpoint import Checkpoint
+    from brainsmith.builder.records import BuildReport, Performance, StoppedReport
     from brainsmith.builder.verify import Sample
 
 REBUILD = "build it again with brainsmith.build(model, blueprint, output_dir)"
@@ -40,26 +41,71 @@ class ResultError(BrainsmithError):
         return f"{self.reason}\n  try: {self.hint}" if self.hint else self.reason
 
 
+@dataclass
+class BuildResult:
+    """A finished build: its folder, report (as in report.json) and final model."""
+
+    output_dir: str
+    report: BuildReport | StoppedReport  # stopped: build(stop_after=N)
+    model: ModelWrapper | None = None  # the final model
+    report_path: str = ""
+    html_path: str = ""
+    checkpoint: Checkpoint | None = None  # with build(stop_after=N): written instead
+
+    @property
+    def status(self) -> str:
+        return self.report["status"]
+
+    @property
+    def performance(self) -> Performance | dict[str, float | None]:
+        return self.report["performance"] if self.report["status"] != "stopped" else {}
+
+    @property
+    def totals(self) -> dict[str, float]:
+        return self.report["totals"] if self.report["status"] != "stopped" else {}
+
+    @classmethod
+    def load(cls, output_dir: str | os.PathLike[str]) -> BuildResult:
+        """The result of the build in ``output_dir``, in this process or any later one
+        (the folder may have moved); ResultError when it holds no build."""
+        return load(output_dir, cls)
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """The built design's outputs for ``x``: one input, or several on axis 0 (as
+        ``--input`` files hold them), run in Python through the whole built graph, host
+        nodes around the accelerator included; ResultError for a build without a design,
+        a folder no longer there or a wrong shape."""
+        return run(self, x)
+
+    def __repr__(self) -> str:
+        return summary(self)
+
+    def _repr_html_(self) -> str:
+        """report.html's first screen, for notebooks."""
+        return html_view(self)
+
+
 # -- reopening a build folder ---------------------------------------------------------------
-def load(folder: str | os.PathLike[str]) -> BuildResult:
-    """The result of the build in ``folder`` (its report.json, or checkpoint.json of a
-    build stopped after some steps); the folder may have been moved since it was built."""
+def load(folder: str | os.PathLike[str], result: type[BuildResult]) -> BuildResult:
+    """The ``result`` (``BuildResult``) of the build in ``folder`` (its report.json, or
+    checkpoint.json of a build stopped after some steps); the folder may have been moved
+    since it was built."""
     path = os.path.abspath(folder)
     if not os.path.isdir(path):
         what = "is not a folder" if os.path.exists(path) else "does not exist"
         raise ResultError(f"build folder {path} {what}", "give the build's output_dir")
     report_path = os.path.join(path, "report.json")
     if os.path.isfile(report_path):
-        return _finished(path, report_path)
+        return _finished(path, report_path, result)
     if os.path.isfile(os.path.join(path, "checkpoint.json")):
-        return _stopped(path)
+        return _stopped(path, result)
     raise ResultError(
         f"{path} is not a brainsmith build folder (no report.json or checkpoint.json)",
         "give the output_dir of brainsmith.build (the command's -o OUTDIR)",
     )
 
 
-def _finished(folder: str, report_path: str) -> BuildResult:
+def _finished(folder: str, report_path: str, result: type[BuildResult]) -> BuildResult:
     try:
         with open(report_path) as handle:
             report = cast("BuildReport", json.load(handle))
@@ -74,10 +120,10 @@ def _finished(folder: str, report_path: str) -> BuildResult:
 
         model = ModelWrapper(final)
     html = os.path.join(folder, "report.html")
-    return BuildResult(folder, report, model, report_path, html if os.path.isfile(html) else "")
+    return result(folder, report, model, report_path, html if os.path.isfile(html) else "")
 
 
-def _stopped(folder: str) -> BuildResult:
+def _stopped(folder: str, result: type[BuildResult]) -> BuildResult:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.checkpoint import Checkpoint
@@ -91,7 +137,7 @@ def _stopped(folder: str) -> BuildResult:
         "status": "stopped",
         "steps": [r.as_dict() for r in checkpoint.records],
     }
-    return BuildResult(folder, report, ModelWrapper(checkpoint.model), checkpoint=checkpoint)
+    return result(folder, report, ModelWrapper(checkpoint.model), checkpoint=checkpoint)
 
 
 # -- the one-line summary and the HTML view -------------------------------------------------

@@ -37,7 +37,8 @@ from brainsmith.builder.outdir import (
 )
 from brainsmith.builder.progress import Progress
 from brainsmith.builder.report import write_reports
-from brainsmith.builder.state import BuildLog, BuildResult, BuildRun, Step, StepRecord
+from brainsmith.builder.result import BuildResult
+from brainsmith.builder.state import BuildLog, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 from brainsmith.plugin.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    import numpy as np
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
@@ -28,10 +27,8 @@ if TYPE_CHECKING:
     from brainsmith.builder.checkpoint import Checkpoint
     from brainsmith.builder.records import (
         BuildReport,
-        Performance,
         RtlsimSection,
         StepEntry,
-        StoppedReport,
         Verification,
     )
     from brainsmith.builder.verify import Vectors
@@ -58,58 +55,6 @@ class StepRecord:
 
     def as_dict(self) -> StepEntry:
         return cast("StepEntry", {k: v for k, v in self.__dict__.items() if v not in (None, "")})
-
-
-@dataclass
-class BuildResult:
-    """A finished build: its folder, report (as in report.json) and final model."""
-
-    output_dir: str
-    report: BuildReport | StoppedReport  # stopped: build(stop_after=N)
-    model: ModelWrapper | None = None  # the final model
-    report_path: str = ""
-    html_path: str = ""
-    checkpoint: Checkpoint | None = None  # with build(stop_after=N): written instead
-
-    @property
-    def status(self) -> str:
-        return self.report["status"]
-
-    @property
-    def performance(self) -> Performance | dict[str, float | None]:
-        return self.report["performance"] if self.report["status"] != "stopped" else {}
-
-    @property
-    def totals(self) -> dict[str, float]:
-        return self.report["totals"] if self.report["status"] != "stopped" else {}
-
-    @classmethod
-    def load(cls, output_dir: str | os.PathLike[str]) -> BuildResult:
-        """The result of the build in ``output_dir``, in this process or any later one
-        (the folder may have moved); ResultError when it holds no build."""
-        from brainsmith.builder import result
-
-        return result.load(output_dir)
-
-    def run(self, x: np.ndarray) -> np.ndarray:
-        """The built design's outputs for ``x``: one input, or several on axis 0 (as
-        ``--input`` files hold them), run in Python through the whole built graph, host
-        nodes around the accelerator included; ResultError for a build without a design,
-        a folder no longer there or a wrong shape."""
-        from brainsmith.builder import result
-
-        return result.run(self, x)
-
-    def __repr__(self) -> str:
-        from brainsmith.builder import result
-
-        return result.summary(self)
-
-    def _repr_html_(self) -> str:
-        """report.html's first screen, for notebooks."""
-        from brainsmith.builder import result
-
-        return result.html_view(self)
 
 
 @dataclass
