@@ -37,6 +37,7 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.explore --runs 3
 	@$(PY) -m benchmarks.rtlsim
 	@$(PY) -m benchmarks.shared_index
+	@$(PY) -m benchmarks.first_hour
 	@$(PY) -m benchmarks.run
 
 networks: setup  ## build every shipped example network -> the table in docs/build.md

@@ -553,6 +553,11 @@ def write(results: dict) -> None:
             f"published (`python -m benchmarks.shared_index`; load average "
             f"{', '.join(f'{x:.2f}' for x in data['load_average'])}).",
         ]
+    first_hour = out / "first_hour.json"
+    if first_hour.exists():
+        from benchmarks.first_hour import section
+
+        lines += section(json.loads(first_hour.read_text()))
     (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
