@@ -193,3 +193,43 @@ def test_the_layer_check_finds_an_import_that_goes_up():
     assert layer_of("brainsmith.plugin.registry", layers) == 2
     assert layer_of("brainsmith.plugin.spec", layers) is None
     assert layer_of("brainsmith.builder", layers) == 1  # the package itself
+
+
+def _fact_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """FINN's hardware domain as a string and the resource keys as a tuple or list, where
+    written (a plugin's ``domain=`` declaration, read as data before import, aside)."""
+    declared = {
+        id(keyword.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for keyword in node.keywords
+        if keyword.arg == "domain"
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value.startswith("finn.custom_op.fpgadataflow") and id(node) not in declared:
+                found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Tuple | ast.List):
+            words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+            if {"LUT", "BRAM_18K", "URAM", "DSP"} <= words:
+                found.append((node.lineno, "the resource keys"))
+    return found
+
+
+def test_finns_domains_and_resource_keys_are_defined_once_in_frameworks_finn():
+    home = PACKAGE / "frameworks" / "finn"
+    elsewhere = {
+        f"{path.relative_to(PACKAGE.parent)}:{line}": what
+        for path in PACKAGE.rglob("*.py")
+        if home not in path.parents
+        for line, what in _fact_literals(ast.parse(path.read_text()))
+    }
+    assert elsewhere == {}, "import them from brainsmith.frameworks.finn.facts"
+    inside = {
+        f"{path.name}:{line}": what
+        for path in home.rglob("*.py")
+        if path.name != "facts.py"
+        for line, what in _fact_literals(ast.parse(path.read_text()))
+    }
+    assert inside == {}, "define them in brainsmith/frameworks/finn/facts.py only"

@@ -268,13 +268,14 @@ def test_part_tables_read_without_importing_finn_match_finn():
     from finn.util.basic import part_map
     from finn.util.platforms import platforms
 
-    from brainsmith.frameworks.finn.parts import RESOURCE_KEYS, boards, part_resources
+    from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES
+    from brainsmith.frameworks.finn.parts import boards, part_resources
 
     assert boards() == part_map
     for board, platform in platforms.items():
         totals = [sum(column) for column in zip(*platform().compute_resources, strict=True)]
         resources, source = part_resources(part_map[board])
-        assert [resources[k] for k in RESOURCE_KEYS] == totals and "finn" in source
+        assert [resources[k] for k in PLATFORM_RESOURCES] == totals and "finn" in source
 
 
 def test_blueprint_validate_does_not_import_finn(tmp_path):

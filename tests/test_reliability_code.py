@@ -83,7 +83,7 @@ AUDITED = {
     ),
     ("brainsmith/frameworks/finn/adapter.py", "import_module"): (
         "FINN's step table (finn.builder.build_dataflow_steps) or the custom-op table of one of "
-        "the constant FINN domains (FINN_KERNELS, FINN_BACKENDS), to check that an object is "
+        "the constant FINN domains (facts.HW_DOMAIN, facts.BACKEND_STYLES), to check that an object is "
         "what FINN registers before it is served"
     ),
     ("brainsmith/frameworks/finn/layers.py", "import_module"): (

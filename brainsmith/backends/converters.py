@@ -18,9 +18,10 @@ from finn.custom_op.fpgadataflow.streamingdatawidthconverter import (
 )
 
 from brainsmith.backends.handwritten import HandwrittenRTL
+from brainsmith.frameworks.finn.facts import RTL_DOMAIN
 
 OP_TYPE = "WidthConverter_rtl"
-DOMAIN = "finn.custom_op.fpgadataflow.rtl"
+DOMAIN = RTL_DOMAIN
 
 
 class WidthConverter_rtl(HandwrittenRTL, StreamingDataWidthConverter_rtl):

@@ -18,15 +18,17 @@ import os
 import subprocess
 import sys
 
+from brainsmith.frameworks.finn.facts import RESOURCES
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
     from matplotlib.figure import Figure
 
-    from brainsmith.builder.records import ChartRow, Resource
+    from brainsmith.builder.records import ChartRow
+    from brainsmith.frameworks.finn.facts import Resource
 
-RESOURCES: tuple[Resource, ...] = ("LUT", "BRAM_18K", "URAM", "DSP")
 COLOR = "#3569a8"
 OVER = "#b3261e"  # a layer slower than the target allows
 

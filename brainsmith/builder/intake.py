@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from brainsmith.builder.errors import option
 from brainsmith.errors import BrainsmithError
+from brainsmith.frameworks.finn.facts import LAYER_DOMAINS, is_hardware
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,9 +40,7 @@ KNOWN_DOMAINS = (
     "qonnx.custom_op.general",
     "qonnx.custom_op.channels_last",
     "finn.custom_op.general",
-    "finn.custom_op.fpgadataflow",
-    "finn.custom_op.fpgadataflow.hls",
-    "finn.custom_op.fpgadataflow.rtl",
+    *LAYER_DOMAINS,
 )
 QUANTIZERS = ("Quant", "BipolarQuant", "Trunc", "IntQuant", "MultiThreshold")
 QUANTIZED_ONLY = ("MatMul", "Gemm", "Conv", "ConvTranspose")  # FINN has no float kernel for these
@@ -241,7 +240,7 @@ def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
         for a in proto.graph.quantization_annotation
         for p in a.quant_parameter_tensor_names
     )
-    hardware = any(n.domain.startswith("finn.custom_op.fpgadataflow") for n in proto.graph.node)
+    hardware = any(is_hardware(n) for n in proto.graph.node)
     needs = sorted(ops & set(QUANTIZED_ONLY))
     if ops & set(QUANTIZERS) or annotated or hardware or not needs:
         return

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-# FINN's estimated resources, as report.json names them (``units.RESOURCES``)
-Resource = Literal["LUT", "BRAM_18K", "URAM", "DSP"]
 # The node attributes a layer's entry copies (``report.LAYER_ATTRIBUTES``)
 LayerAttribute = Literal["PE", "SIMD", "mem_mode", "ram_style", "resType", "depth"]
 # A layer's data types and their bit widths (``report.DATATYPE_BITS``)

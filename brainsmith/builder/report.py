@@ -47,13 +47,13 @@ if TYPE_CHECKING:
         LayerFacts,
         Performance,
         Read,
-        Resource,
         ShortReport,
         Status,
         Target,
         Utilisation,
     )
     from brainsmith.builder.state import BuildRun, Json
+    from brainsmith.frameworks.finn.facts import Resource
 
 RESOURCE_FILE = "estimate_layer_resources.json"
 BACKEND_SUFFIXES = {"_hls": "hls", "_rtl": "rtl"}
@@ -440,7 +440,8 @@ def reassess_warnings(
 
 def utilisation(part: str | None, totals: dict[str, float]) -> Utilisation:
     """Estimated use of the part's resources in percent (FF: FINN does not estimate it)."""
-    from brainsmith.frameworks.finn.parts import RESOURCE_KEYS, part_resources
+    from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES
+    from brainsmith.frameworks.finn.parts import part_resources
 
     found = part_resources(part) if part else None
     if found is None:
@@ -450,7 +451,7 @@ def utilisation(part: str | None, totals: dict[str, float]) -> Utilisation:
         key: round(100 * totals[key] / available[key], 2)
         if key in totals and available[key]
         else None
-        for key in RESOURCE_KEYS
+        for key in PLATFORM_RESOURCES
     }
     return {"part": part, "available": available, "percent": percent, "source": source}
 

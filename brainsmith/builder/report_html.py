@@ -25,11 +25,11 @@ if TYPE_CHECKING:
         FinnWarning,
         Layer,
         Performance,
-        Resource,
         StepEntry,
         Target,
         Verification,
     )
+    from brainsmith.frameworks.finn.facts import Resource
 
 NONE = "<span class='none'>-</span>"
 

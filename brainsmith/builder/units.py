@@ -1,12 +1,11 @@
-"""What the report counts: FPGA resource kinds and the bit widths of QONNX data types."""
+"""What the report counts: FPGA resource kinds (FINN's, ``RESOURCES``) and the bit widths of
+QONNX data types."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from brainsmith.builder.records import Resource
+from brainsmith.frameworks.finn.facts import RESOURCES
 
-RESOURCES: tuple[Resource, ...] = ("LUT", "BRAM_18K", "URAM", "DSP")
+__all__ = ["RESOURCES", "bits"]
 
 
 def bits(datatype: str | None) -> int | None:

@@ -14,11 +14,13 @@ import hashlib
 import json
 import os
 
+from brainsmith.frameworks.finn.facts import RESOURCES
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.builder.records import BuildReport
 
-METRIC_NAMES = ("fps", "latency_ns", "LUT", "BRAM_18K", "URAM", "DSP")
+METRIC_NAMES = ("fps", "latency_ns", *RESOURCES)
 
 
 def metrics(report: BuildReport) -> dict[str, float | None]:
@@ -27,7 +29,7 @@ def metrics(report: BuildReport) -> dict[str, float | None]:
     return {
         "fps": performance.get("estimated_fps"),
         "latency_ns": performance.get("estimated_latency_ns"),
-        **{k: totals.get(k) for k in ("LUT", "BRAM_18K", "URAM", "DSP")},
+        **{k: totals.get(k) for k in RESOURCES},
     }
 
 

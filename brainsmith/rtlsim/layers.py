@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from brainsmith.frameworks.finn.facts import is_hardware
 from brainsmith.rtlsim.sources import FAILED, MATCH, MISMATCH, NOT_SIMULATED, estimate_error
-
-HW_DOMAIN = "finn.custom_op.fpgadataflow"
 
 
 @dataclass
@@ -125,7 +124,7 @@ def simulate_design(
     toolchain = find_toolchain()
     contexts = layer_tensors(model, samples, workdir, parent)
     result = DesignResult(toolchain.label)
-    layers = [n for n in model.graph.node if n.domain.startswith(HW_DOMAIN)]
+    layers = [n for n in model.graph.node if is_hardware(n)]
     layers = [n for n in layers if only is None or n.name in only]
     for number, node in enumerate(layers, 1):
         if note is not None:

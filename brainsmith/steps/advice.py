@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
+from brainsmith.frameworks.finn.facts import is_hardware
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-HW_DOMAIN = "finn.custom_op.fpgadataflow"
 
 # What to do about nodes no kernel takes, by op type (the rest get the generic advice).
 NO_KERNEL_HINTS = {
@@ -61,10 +62,6 @@ class Taker:
             f" after its rewrite{'s' if len(self.rewrites) > 1 else ''} " if self.rewrites else ""
         )
         return f"by {self.transform}{after}{', '.join(self.rewrites)}"
-
-
-def is_hardware(node) -> bool:
-    return node.domain.startswith(HW_DOMAIN)
 
 
 def placement(model) -> dict[str, str]:

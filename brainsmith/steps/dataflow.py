@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
+from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN, is_hardware
 from brainsmith.plugin import step
 from brainsmith.steps.context import context_of
 
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
 
 
 prepare_finn()
-
-HW_DOMAIN = "finn.custom_op.fpgadataflow"
-BACKEND_DOMAINS = {f"{HW_DOMAIN}.hls": "hls", f"{HW_DOMAIN}.rtl": "rtl"}
 
 
 @step(name="cleanup", description="QONNX clean-up: shapes, constants, unique readable names")
@@ -140,7 +138,7 @@ def _check_converted(before, model, cfg) -> None:
 
     plan = context_of(cfg).plan
     selected = ", ".join(k.name for k in plan.kernels) if plan.kernels is not None else "all"
-    if not any(n.domain.startswith(HW_DOMAIN) for n in model.graph.node):
+    if not any(is_hardware(n) for n in model.graph.node):
         ops = ", ".join(sorted({n.op_type for n in model.graph.node}))
         raise StepError(
             f"no node was converted to hardware: the kernels ({selected}) match none of the "
@@ -315,7 +313,7 @@ def _check_backends(model, plan, decomposed_later: bool = True) -> None:
     for node in model.graph.node:
         if node.domain == HW_DOMAIN:
             _check_implemented(node, decomposed_later, model)
-        style = BACKEND_DOMAINS.get(node.domain)
+        style = BACKEND_STYLES.get(node.domain)
         if style is None:
             continue
         kernel = plan.kernel_for(node.op_type.rpartition("_")[0])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 
+from brainsmith.frameworks.finn.facts import is_hardware
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -101,7 +103,7 @@ def folding_config(model) -> dict[str, Any]:
 
     config: dict[str, Any] = {"Defaults": {}}
     for node in model.graph.node:
-        if not node.domain.startswith("finn.custom_op.fpgadataflow"):
+        if not is_hardware(node):
             continue
         layer = getCustomOp(node)
         known = layer.get_nodeattr_types()

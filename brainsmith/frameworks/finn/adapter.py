@@ -13,7 +13,8 @@ import ast
 import importlib
 import os
 
-from brainsmith.frameworks.finn.tables import FINN_BACKENDS, FINN_KERNELS, is_custom_op_class
+from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN
+from brainsmith.frameworks.finn.tables import is_custom_op_class
 from brainsmith.plugin.discovery.sources.adapters import FrameworkAdapter
 from brainsmith.plugin.discovery.sources.classindex import ClassIndex
 from brainsmith.plugin.discovery.sources.pyscan import dotted, scan_tree
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from brainsmith.plugin.registry import Registry
     from brainsmith.plugin.spec import PluginSpec
 
-REGISTRY_MODULES = (FINN_KERNELS, *FINN_BACKENDS)
+REGISTRY_MODULES = (HW_DOMAIN, *BACKEND_STYLES)
 STEP_REGISTRAR = "finn.builder.build_dataflow_steps.register_build_dataflow_step"
 # Kernels FINN has no backend for: a build step replaces their layers by others.
 FINN_DECOMPOSED = {"Shuffle": ("InnerShuffle", "OuterShuffle")}  # step_transpose_decomposition
@@ -67,8 +68,8 @@ class FINNAdapter(FrameworkAdapter):
 
                 return inspect.isfunction(obj)
             return table.get(spec.name) is obj
-        domain = FINN_KERNELS if spec.type == "kernel" else spec.metadata.get("domain")
-        if not isinstance(domain, str) or (spec.type == "backend" and domain not in FINN_BACKENDS):
+        domain = HW_DOMAIN if spec.type == "kernel" else spec.metadata.get("domain")
+        if not isinstance(domain, str) or (spec.type == "backend" and domain not in BACKEND_STYLES):
             return False
         with import_turn():
             table = getattr(importlib.import_module(domain), "custom_op", {})
@@ -126,13 +127,13 @@ class FINNAdapter(FrameworkAdapter):
                 real = index.resolve(cls) or cls
                 source, line, doc = where.get(real, ("", 0, ""))
                 meta = {"description": doc, "line": line, "stage": "fpgadataflow"}
-                if registry == FINN_KERNELS:
-                    meta["domain"] = FINN_KERNELS
+                if registry == HW_DOMAIN:
+                    meta["domain"] = HW_DOMAIN
                     if key in FINN_DECOMPOSED:  # built from other kernels' layers
                         meta["decomposes_into"] = list(FINN_DECOMPOSED[key])
                     records.append(["kernel", key, "finn", _target(real), meta, source])
                 else:
-                    style = FINN_BACKENDS[registry]
+                    style = BACKEND_STYLES[registry]
                     meta.update(kernel=_kernel_of(key, style), backend_type=style, domain=registry)
                     records.append(["backend", key, "finn", _target(real), meta, source])
             for name, fn in data.get("steps", []):

@@ -33,6 +33,8 @@ from __future__ import annotations
 import copy
 import os
 
+from brainsmith.frameworks.finn.facts import HLS_DOMAIN, HW_DOMAIN, RTL_DOMAIN
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -191,7 +193,6 @@ def _pool_reads_interleaved(original):
 
 
 # -- running a model in Python at any point of the build ---------------------------------
-HW_DOMAIN = "finn.custom_op.fpgadataflow"
 
 
 def graph_inputs(model: ModelWrapper) -> list[onnx.ValueInfoProto]:
@@ -214,9 +215,9 @@ def runnable_copy(model: ModelWrapper) -> ModelWrapper:
 
     runnable = ModelWrapper(copy.deepcopy(model.model))
     for node in runnable.graph.node:
-        if node.domain == f"{HW_DOMAIN}.hls" and node.op_type.endswith("_hls"):
+        if node.domain == HLS_DOMAIN and node.op_type.endswith("_hls"):
             node.domain, node.op_type = HW_DOMAIN, node.op_type[: -len("_hls")]
-        elif node.domain == f"{HW_DOMAIN}.rtl":
+        elif node.domain == RTL_DOMAIN:
             getCustomOp(node).set_nodeattr("exec_mode", "cppsim")
     return runnable
 

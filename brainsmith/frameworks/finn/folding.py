@@ -25,6 +25,8 @@ import logging
 import math
 from dataclasses import dataclass, field
 
+from brainsmith.frameworks.finn.facts import RESOURCES, is_hardware
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -32,8 +34,7 @@ if TYPE_CHECKING:
 MATRIX_LAYERS = ("MVAU_hls", "MVAU_rtl")
 WIDEST_STREAM = 8191  # bits: the widest HLS integer (ap_uint), FINN's MAX_ALLOWED_AP_INT_W
 HLS_INPUT_BUFFER = 1024  # an HLS matrix layer needs SIMD >= MW / 1024
-COSTED = ("LUT", "BRAM_18K", "URAM", "DSP")
-HW_DOMAIN = "finn.custom_op.fpgadataflow"
+COSTED = RESOURCES  # the resources a folding's cost counts
 MAX_CANDIDATES = 4096  # foldings of one declared layer that are estimated
 
 
@@ -120,7 +121,7 @@ class _Search:
             folding = SetFolding(budget, mvau_wwidth_max=WIDEST_STREAM, two_pass_relaxation=False)
             model.transform(folding, make_deepcopy=False, cleanup=False)  # in place
         for node in model.graph.node:
-            if not node.domain.startswith(HW_DOMAIN):
+            if not is_hardware(node):
                 continue
             layer = getCustomOp(node)
             if node.op_type in MATRIX_LAYERS or declared_folding(layer):
@@ -200,9 +201,9 @@ class _Search:
     def totals(self, model) -> dict[str, float]:
         from qonnx.custom_op.registry import getCustomOp
 
-        totals = dict.fromkeys(COSTED, 0.0)
+        totals: dict[str, float] = dict.fromkeys(COSTED, 0.0)
         for node in model.graph.node:
-            if node.domain.startswith(HW_DOMAIN):
+            if is_hardware(node):
                 for key, value in estimate(getCustomOp(node), self.part).items():
                     totals[key] += value
         return totals
@@ -246,7 +247,7 @@ def layer_cycles(model) -> dict[str, int]:
     return {
         node.name: int(getCustomOp(node).get_exp_cycles())
         for node in model.graph.node
-        if node.domain.startswith(HW_DOMAIN)
+        if is_hardware(node)
     }
 
 

@@ -21,7 +21,8 @@ import json
 import threading
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.frameworks.finn.tables import FINN_BACKENDS, FINN_KERNELS, is_custom_op_class
+from brainsmith.frameworks.finn.facts import HW_DOMAIN, LAYER_DOMAINS
+from brainsmith.frameworks.finn.tables import is_custom_op_class
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from brainsmith.plugin.spec import PluginSpec
 
 PROVIDERS_KEY = "brainsmith.layer_plugins"  # model metadata: op type -> its plugin (JSON)
-LAYER_DOMAINS = (FINN_KERNELS, *FINN_BACKENDS)
 BUILTIN = ("finn", "qonnx")  # frameworks whose layers FINN registers itself
 # Layers brainsmith's own steps insert (no blueprint chooses them, so they are no plugins):
 # the function that registers each with QONNX and FINN, imported when a model has one.
@@ -81,14 +81,14 @@ def layer_place(registry: Registry, spec: PluginSpec) -> tuple[str, str] | None:
     """(domain, op type) the layer of a kernel or backend spec is found under; None for a
     kernel that declares a domain other than FINN's."""
     if spec.type == "kernel":
-        declared = spec.metadata.get("domain") or FINN_KERNELS
-        return (FINN_KERNELS, kernel_op_type(spec)) if declared == FINN_KERNELS else None
+        declared = spec.metadata.get("domain") or HW_DOMAIN
+        return (HW_DOMAIN, kernel_op_type(spec)) if declared == HW_DOMAIN else None
     style = spec.metadata.get("backend_type")
     if spec.type != "backend" or style not in ("hls", "rtl"):
         return None
     kernel = _kernel_of(registry, spec)
     op_type = kernel_op_type(kernel) if kernel is not None else _short(spec)
-    return f"{FINN_KERNELS}.{style}", f"{op_type}_{style}"
+    return f"{HW_DOMAIN}.{style}", f"{op_type}_{style}"
 
 
 def kernel_op_type(spec: PluginSpec) -> str:
@@ -227,7 +227,7 @@ def register_finn_layers(op_types: Iterable[str], registry: Registry | None = No
     registry = registry or _registry()
     imported = []
     for op_type in dict.fromkeys(op_types):
-        if is_custom_op(FINN_KERNELS, op_type):
+        if is_custom_op(HW_DOMAIN, op_type):
             continue
         try:
             registry.load(registry.find("kernel", op_type, framework="finn"))

@@ -14,12 +14,12 @@ import functools
 import os
 import re
 
+from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeGuard
 
-
-RESOURCE_KEYS = ("LUT", "FF", "BRAM_18K", "URAM", "DSP")  # FINN's compute_resources order
 
 # Devices the shipped blueprints use that FINN has no resource table for (same order).
 # VC1902: AMD DS950 (Versal AI Core); K26: AMD DS987 (Kria K26 SOM).
@@ -75,9 +75,11 @@ def part_resources(part: str) -> tuple[dict[str, int], str] | None:
         return None
     _, by_device = _tables()
     if device in by_device:
-        return dict(zip(RESOURCE_KEYS, by_device[device], strict=True)), "finn/util/platforms.py"
+        return dict(
+            zip(PLATFORM_RESOURCES, by_device[device], strict=True)
+        ), "finn/util/platforms.py"
     if device in EXTRA_RESOURCES:
-        return dict(zip(RESOURCE_KEYS, EXTRA_RESOURCES[device], strict=True)), "AMD data sheet"
+        return dict(zip(PLATFORM_RESOURCES, EXTRA_RESOURCES[device], strict=True)), "AMD data sheet"
     return None
 
 
@@ -179,5 +181,5 @@ def _is_table(rows: object) -> TypeGuard[list[list[int]]]:
     return (
         isinstance(rows, list)
         and bool(rows)
-        and all(isinstance(r, list) and len(r) == len(RESOURCE_KEYS) for r in rows)
+        and all(isinstance(r, list) and len(r) == len(PLATFORM_RESOURCES) for r in rows)
     )

@@ -8,8 +8,8 @@
   needs no tool).
 - ``STEP_OUTPUTS``: the output products a FINN step must find in ``generate_outputs``
   to do its work, so a blueprint that lists the step gets them.
-- ``FINN_KERNELS``, ``FINN_BACKENDS``: the modules whose ``custom_op`` tables hold FINN's
-  hardware layers, and ``is_custom_op_class`` to tell a layer class without importing QONNX.
+- ``is_custom_op_class`` to tell a layer class without importing QONNX (the domains whose
+  ``custom_op`` tables hold FINN's hardware layers are in ``facts``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
-
-FINN_KERNELS = "finn.custom_op.fpgadataflow"
-FINN_BACKENDS = {"finn.custom_op.fpgadataflow.hls": "hls", "finn.custom_op.fpgadataflow.rtl": "rtl"}
 
 
 def is_custom_op_class(obj: object) -> bool:
