@@ -303,6 +303,7 @@ def main() -> None:
     results["P4"] = in_process(P4_CODE, env)
     results["baseline_python_pass_ms"] = base_wall
     results["baseline_python_pass_rss_mb"] = base_rss
+    results["load_average"] = list(os.getloadavg())
     write(results)
     shutil.rmtree(work, ignore_errors=True)
 
@@ -415,6 +416,13 @@ TARGETS = [
 PHASE_KEYS = ("import_ms", "discovery_ms", "check_ms", "list_ms")
 
 
+def load_average(data: dict) -> str:
+    """The load average a result file recorded (1, 5 and 15 minutes), or that it has none."""
+    if "load_average" not in data:
+        return "load average not recorded"
+    return f"load average {', '.join(f'{x:.2f}' for x in data['load_average'])}"
+
+
 def write(results: dict) -> None:
     out = HERE / "results"
     out.mkdir(exist_ok=True)
@@ -426,7 +434,8 @@ def write(results: dict) -> None:
         "figure beside its baseline from the same run. Raw numbers: `benchmarks/results/hub.json`.",
         "",
         f"Run {results['date']} on: "
-        + ", ".join(f"{k} {v}" for k, v in results["machine"].items()),
+        + ", ".join(f"{k} {v}" for k, v in results["machine"].items())
+        + f"; {load_average(results)}",
         "",
         "| figure | measured | target | baseline (same run) | |",
         "|---|---|---|---|---|",
@@ -499,7 +508,29 @@ def write(results: dict) -> None:
             f"wall, {theirs['cpu_s']:.2f} s CPU (medians of {data['runs']} fresh processes each, "
             "`python -m benchmarks.finn_builder`): "
             f"**{data['ratio_wall']:.3f}x wall, {data['ratio_cpu']:.3f}x CPU** (target "
-            f"≤ {data['target_ratio']:.2f}x for both: {'✓' if data['meets_target'] else '✗'}).",
+            f"≤ {data['target_ratio']:.2f}x for both: {'✓' if data['meets_target'] else '✗'}; "
+            f"{load_average(data)}).",
+        ]
+    explore = out / "explore.json"
+    if explore.exists():
+        data = json.loads(explore.read_text())
+        med = data["median_seconds"]
+        lines += [
+            "",
+            "## Design-space exploration (brainsmith explore)",
+            "",
+            f"The {data['variants']} variants of `{data['blueprint']}` (medians of "
+            f"{data['runs']} rounds, `python -m benchmarks.explore`): explore at 2 workers "
+            f"{med['explore_2_workers']:.1f} s ({data['steps_run']} step runs instead of "
+            f"{data['steps_without_reuse']}); the variants as `brainsmith build` processes, two "
+            f"at a time {med['builds_2_parallel']:.1f} s "
+            f"({data['speedup_vs_builds_2_parallel']:.1f}x as long), one at a time "
+            f"{med['builds_sequential']:.1f} s ({data['speedup_vs_builds_sequential']:.1f}x as "
+            f"long); explore at 1 worker {med['explore_1_worker']:.1f} s, in-process "
+            f"{med['explore_in_process']:.1f} s. The Dask path (1 worker against in-process): "
+            f"{data['dask_overhead_per_variant_seconds']:.2f} s per variant, plus "
+            f"{data['dask_local_cluster_start_and_stop_seconds']:.1f} s to start and stop the "
+            f"local cluster ({load_average(data)}).",
         ]
     cost = out / "verify_cost.json"
     if cost.exists():
