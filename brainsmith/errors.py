@@ -36,3 +36,8 @@ class StepError(BrainsmithError):
 class DuplicatePluginWarning(UserWarning):
     """Two plugins of one type share a qualified name; attributed to the second one's
     file and line (the first is kept)."""
+
+
+class SkippedKernelWarning(UserWarning):
+    """``kernels: auto`` left out an installed kernel whose declaration it cannot use (the
+    message names it and why); a blueprint that lists the kernel fails instead."""

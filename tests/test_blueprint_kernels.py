@@ -209,9 +209,10 @@ def test_a_kernel_says_where_its_infer_transform_runs_and_what_rewrites_come_fir
     assert load_plan(excluded).rewrites() == []  # an unused kernel's rewrites do not run
 
 
-def test_an_infer_order_naming_no_finn_transform_is_refused_naming_the_kernel(
+def test_an_infer_order_naming_no_finn_transform_fails_a_listed_kernel_and_skips_an_auto_one(
     plugin_folder, tmp_path
 ):
+    from brainsmith.errors import SkippedKernelWarning
     from brainsmith.plugin.manager import reset_plugin_system
     from brainsmith.steps.plan import PlanError, load_plan
 
@@ -220,10 +221,15 @@ def test_an_infer_order_naming_no_finn_transform_is_refused_naming_the_kernel(
         ORDERED_KERNELS.replace("before:InferThresholdingLayer", "before:InferThreshold"),
     )
     reset_plugin_system()
+    listed = HEADER + "hw_compiler:\n  kernels: [AcmeMiddle, MVAU]\n"
     with pytest.raises(PlanError) as err:
-        load_plan(write(tmp_path, "bp.yaml", HEADER))
+        load_plan(write(tmp_path, "listed.yaml", listed))
     assert err.value.plugin == "user:AcmeMiddle"
     assert "did you mean 'InferThresholdingLayer'" in str(err.value)
+    with pytest.warns(SkippedKernelWarning, match="auto leaves out kernel user:AcmeMiddle"):
+        plan = load_plan(write(tmp_path, "auto.yaml", HEADER))  # the others still build
+    assert {"user:AcmeFirst", "user:AcmeLast"} <= {k.name for k in plan.kernels}
+    assert "user:AcmeMiddle" not in {k.name for k in plan.kernels}
 
 
 @pytest.mark.parametrize("order", ["middle", "before:", "under:InferPool", 3])

@@ -314,7 +314,15 @@ def auto_kernels(
         own = {spec.name, spec.qualified_name} & with_backend
         if not own and not spec.metadata.get("decomposes_into"):
             continue
-        planned = PlannedKernel.of(spec, names, pinned=False)
+        try:
+            planned = PlannedKernel.of(spec, names, pinned=False)
+        except PlanError as exc:  # one broken package does not stop every build
+            import warnings
+
+            from brainsmith.errors import SkippedKernelWarning
+
+            warnings.warn(f"kernels: auto leaves out {exc}", SkippedKernelWarning, stacklevel=2)
+            continue
         if op_type in found:
             merged = found[op_type]
             merged.infer_transforms = list(dict.fromkeys([*merged.infer_transforms, *names]))
