@@ -127,6 +127,9 @@ def test_demo_builds_the_mlp_and_prints_a_summary(tmp_path):
     assert "[8/12] codegen: ok" in result.stderr  # plain progress lines when not a terminal
     assert "[9/12] hw_ipgen: ok" in result.stderr  # FINN's steps named like brainsmith's
     assert "step_" not in result.stdout + result.stderr
+    # the shipped example ends without a warning: its output's scale and bias are a note
+    assert "warning" not in result.stdout, result.stdout
+    assert "note        the output's floating-point scale and bias (Mul, Add)" in result.stdout
     (folder,) = tmp_path.iterdir()
     assert folder.name.startswith("mlp-") and (folder / "report.json").is_file()
     assert "Assuming 2D input is NC" in (folder / "build.log").read_text()

@@ -179,6 +179,7 @@ class CpuNodes(TypedDict):
     op_types: dict[str, int]
     nodes: list[CpuNode]
     model: str  # final_parent.onnx
+    output_scaling: NotRequired[bool]  # only the output's constant scale and bias, after it
 
 
 class Utilisation(TypedDict):

@@ -344,7 +344,39 @@ def cpu_nodes(parent: ModelWrapper | None) -> CpuNodes | None:
     by_type: dict[str, int] = {}
     for node in nodes:
         by_type[node["op_type"]] = by_type.get(node["op_type"], 0) + 1
-    return {"count": len(nodes), "op_types": by_type, "nodes": nodes, "model": "final_parent.onnx"}
+    outside = [n for n in parent.graph.node if n.op_type != "StreamingDataflowPartition"]
+    scaling = bool(nodes) and all(
+        record["side"] == "after" and _output_scaling(parent, node)
+        for node, record in zip(outside, nodes, strict=True)
+    )
+    return {
+        "count": len(nodes),
+        "op_types": by_type,
+        "nodes": nodes,
+        "model": "final_parent.onnx",
+        "output_scaling": scaling,
+    }
+
+
+SCALING_OPS = ("Mul", "Div", "Add", "Sub")
+
+
+def _output_scaling(parent: ModelWrapper, node: onnx.NodeProto) -> bool:
+    """A constant scale or bias applied to one computed tensor: the output's dequantisation,
+    which FINN's flows leave on the host when it follows the accelerator."""
+    computed = [name for name in node.input if parent.get_initializer(name) is None]
+    return node.op_type in SCALING_OPS and len(computed) == 1 and len(node.input) == 2
+
+
+def scaling_note(cpu: CpuNodes | None) -> list[str]:
+    """The note for an accelerator followed only by its output's scale and bias."""
+    if not cpu or not cpu.get("output_scaling"):
+        return []
+    kinds = ", ".join(cpu["op_types"])
+    return [
+        f"the output's floating-point scale and bias ({kinds}) are applied on the host after "
+        f"the accelerator, as FINN's own flows leave them (see {cpu['model']})"
+    ]
 
 
 def target(
@@ -525,6 +557,7 @@ def assemble(
     warnings, superseded = reassess_warnings(finn_warnings(run.path("build.log")), goal)
     if goal is not None:
         goal["finn_warnings_superseded"] = superseded
+    cpu = cpu_nodes(parent) if model is not None else None
     return {
         "name": run.plan.name,
         "status": status,
@@ -544,11 +577,16 @@ def assemble(
         "verify_tolerance": {"atol": options.verify_atol, "rtol": options.verify_rtol},
         "seconds": round(time.perf_counter() - run.started_at, 3),
         "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
-        "notes": list(run.notes) + list(run.context.notes) + ([problem] if problem else []),
+        "notes": [
+            *run.notes,
+            *run.context.notes,
+            *([problem] if problem else []),
+            *scaling_note(cpu),
+        ],
         "steps": [r.as_dict() for r in run.records],
         **found,
         "target": goal,
-        "cpu_nodes": cpu_nodes(parent) if model is not None else None,
+        "cpu_nodes": cpu,
         "utilisation": utilisation(part, found["totals"]),
         "warnings": warnings,
         "generated_code": "finn/build",

@@ -143,7 +143,7 @@ def warning_lines(report: BuildReport) -> list[str]:
     """What an engineer must know before trusting the numbers, in plain text."""
     lines = []
     cpu = report.get("cpu_nodes")
-    if cpu and cpu["count"]:
+    if cpu and cpu["count"] and not cpu.get("output_scaling"):  # (that is a note)
         types = ", ".join(f"{t} x{n}" if n > 1 else t for t, n in cpu["op_types"].items())
         lines.append(
             f"{cpu['count']} node(s) stay on the CPU, outside the accelerator: {types} "
