@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -146,3 +148,30 @@ def test_fresh_install_runs_the_command_line_outside_the_clone(fresh, tmp_path):
     assert Path(report["blueprint"]).is_relative_to(fresh)  # the packaged default
     assert {node["kernel"] for node in report["nodes"]} >= {"brainsmith:matmul"}
     assert all(node["placement"] == "hardware" for node in report["nodes"])
+
+
+def quick_start() -> tuple[str, list[str]]:
+    """README's quick start after set-up: its Python export and its shell commands."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Quick start") : text.index("## The two commands")]
+    blocks = re.findall(r"```(python|sh)\n(.*?)```", section, re.S)
+    (python,) = [body for lang, body in blocks if lang == "python"]
+    lines = [line.split("#")[0].strip() for lang, body in blocks[1:] if lang == "sh"
+             for line in body.splitlines()]  # fmt: skip
+    return python, [line for line in lines if line]
+
+
+def test_fresh_install_runs_the_readme_quick_start_on_your_own_network(fresh, tmp_path):
+    python, commands = quick_start()
+    exported = run(fresh, "python", "-c", python, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert [c.split()[:2] for c in commands] == [
+        ["brainsmith", "check"], ["brainsmith", "build"], ["xdg-open", "my_net_build/report.html"],
+    ]  # fmt: skip
+    for command in commands[:2]:
+        done = run(fresh, *shlex.split(command), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "my_net_build" / "report.json").read_text())
+    assert report["status"] == "ok" and (tmp_path / commands[2].split()[1]).is_file()
+    verified = [s["verification"] for s in report["steps"] if "verification" in s]
+    assert verified and all(v["ok"] and v["user"]["max_error"] < 1e-4 for v in verified)
