@@ -119,12 +119,10 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
     steps = resolve_steps(plan)
     names = [s.name for s in steps]
     if FRONT_END not in names:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"blueprint {plan.name} has no {FRONT_END} step, so check cannot tell what its "
             "steps convert",
             "check it with the standard flow (drop steps:), or build it",
-            exit_code=2,
         )
     finn = os.path.join(scratch, "finn")
     log = open(os.path.join(scratch, "build.log"), "w")  # noqa: SIM115 - closed below

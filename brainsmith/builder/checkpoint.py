@@ -160,12 +160,10 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
 
     names = [r.name for r in checkpoint.records]
     if names != [s.name for s in steps[: len(names)]]:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"checkpoint {checkpoint.folder} ran the steps {', '.join(names)}, which do not "
             "begin this build's steps",
             "continue a checkpoint with the blueprint that made it",
-            exit_code=2,
         )
     for index, record in enumerate(checkpoint.records):
         copy = StepRecord(**record.__dict__)
@@ -192,8 +190,8 @@ def require_layers_of(model: ModelWrapper, checkpoint: Checkpoint) -> None:
     try:
         require_layers(model, checkpoint.model, checkpoint.layer_plugins)
     except LayerPluginError as exc:
-        raise BuildError(
-            "setup", f"cannot continue checkpoint {checkpoint.folder}: {exc.reason}", exc.hint, 2
+        raise BuildError.setup(
+            f"cannot continue checkpoint {checkpoint.folder}: {exc.reason}", exc.hint
         ) from exc
 
 

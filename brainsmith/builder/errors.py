@@ -62,6 +62,11 @@ class BuildError(BrainsmithError):
         self.report = report
         super().__init__(reason)
 
+    @classmethod
+    def setup(cls, reason: str, hint: str = "", report: str | None = None) -> BuildError:
+        """A problem with the build's inputs, found before any step ran (exit code 2)."""
+        return cls("setup", reason, hint, exit_code=2, report=report)
+
     def __str__(self) -> str:
         return self.message()
 

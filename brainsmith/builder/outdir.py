@@ -120,18 +120,14 @@ def prepare_output_dir(
 
 def _prepare(path: str, force: bool, keep: tuple[str | None, ...]) -> OutputFolder:
     if os.path.islink(path) and not os.path.exists(path):
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"output folder {path} is a symbolic link to {os.readlink(path)}, which does not exist",
             f"remove the link, or choose another output folder ({option('output')})",
-            exit_code=2,
         )
     if os.path.exists(path) and not os.path.isdir(path):
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"output path {path} is a file, not a folder",
             f"choose a folder ({option('output')})",
-            exit_code=2,
         )
     moved, created = None, not os.path.exists(path)
     if not created and os.listdir(path):
@@ -160,24 +156,20 @@ def _may_move_aside(path: str, force: bool, keep: tuple[str | None, ...]) -> Non
         hint = f"choose another output folder ({option('output')})"
         if ours:
             hint += f", or pass {option('force')} to move the old one aside to {path}.old-<time>"
-        raise BuildError("setup", f"output folder {path} is not empty", hint, exit_code=2)
+        raise BuildError.setup(f"output folder {path} is not empty", hint)
     if not ours:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"output folder {path} is not empty and was not made by brainsmith build (it has "
             f"no {MARKER} file); {option('force')} moves aside only brainsmith's own output "
             "folders",
             f"choose another output folder ({option('output')}), or move or empty {path} yourself",
-            exit_code=2,
         )
     inside = [p for p in keep if p and _within(os.path.abspath(p), path)]
     if inside:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"output folder {path} holds {inside[0]}, an input of this build; moving it "
             "aside would take the input with it",
             f"keep inputs outside the output folder, or choose another ({option('output')})",
-            exit_code=2,
         )
 
 

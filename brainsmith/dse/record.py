@@ -13,6 +13,7 @@ import time
 
 from brainsmith.dse.results import effects, judge, metrics, variant_facts
 from brainsmith.dse.tree import counts, render
+from brainsmith.plugin.names import short_name
 
 
 def assemble(run, started: float | None) -> dict:
@@ -99,7 +100,7 @@ def _segment(run, node) -> dict:
     return {
         "id": node.id,
         "shared": node.shared,
-        "steps": [s.rpartition(":")[2] for s in node.steps],
+        "steps": [short_name(s) for s in node.steps],
         "first_step": node.start + 1,
         "last_step": node.stop,
         "parent": node.parent.id if node.parent else None,

@@ -9,6 +9,7 @@ import math
 
 from brainsmith.builder.progress import step_label
 from brainsmith.dse.results import METRIC_NAMES
+from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -330,5 +331,5 @@ def _number(value: object) -> str:
 
 def _choice(value: object) -> str:
     if isinstance(value, list):
-        return "[" + ", ".join(str(v).rpartition(":")[2] for v in value) + "]"
+        return "[" + ", ".join(short_name(str(v)) for v in value) + "]"
     return "-" if value is None else str(value)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from brainsmith.builder.progress import step_label
 from brainsmith.dse.variants import Variant
+from brainsmith.plugin.names import short_name
 from brainsmith.steps.plan import BuildPlan
 
 
@@ -89,7 +90,7 @@ def step_keys(plan: BuildPlan, root: str) -> list[str]:
 
     options = plan.build
     names = [qualified_step(s) for s in plan.steps]
-    checked = [i for i, n in enumerate(names) if n.rpartition(":")[2] not in TOOL_STEPS]
+    checked = [i for i, n in enumerate(names) if short_name(n) not in TOOL_STEPS]
     last = checked[-1] if checked else -1
     verify = (options.verify, options.verify_samples, options.verify_atol, options.verify_rtol)
     keys, key = [], root
@@ -236,7 +237,7 @@ def render(roots: list[Segment]) -> list[str]:
 
 
 def _render(node: Segment, indent: str, last: bool, lines: list[str]) -> None:
-    names = [step_label(s.rpartition(":")[2]) for s in node.steps]
+    names = [step_label(short_name(s)) for s in node.steps]
     if not names:
         what = "no steps of its own"
     elif len(names) <= 3:
@@ -254,7 +255,7 @@ def _render(node: Segment, indent: str, last: bool, lines: list[str]) -> None:
 
 def show(value: object) -> str:
     if isinstance(value, list):
-        return "[" + ",".join(str(v).rpartition(":")[2] for v in value) + "]"
+        return "[" + ",".join(short_name(str(v)) for v in value) + "]"
     return str(value)
 
 

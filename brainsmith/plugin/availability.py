@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from brainsmith.plugin.errors import PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugin.metadata import PRIORITY_LEVELS
+from brainsmith.plugin.names import short_name
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
@@ -74,7 +75,7 @@ def available_specs(specs: list[PluginSpec]) -> list[PluginSpec]:
 def backends_of(kernel: str) -> list[PluginSpec]:
     """Every backend of ``kernel`` (short or qualified name), best first."""
     registry = _registry()
-    short = kernel.rpartition(":")[2]
+    short = short_name(kernel)
     found = [s for s in registry.specs("backend") if s.metadata.get("kernel") == short]
     if not found:
         from brainsmith.plugin.names import suggest
@@ -103,8 +104,8 @@ def auto_select(kernel: str, prefer: str | Mapping[str, str] | None = None) -> P
     ``prefer`` is a backend name (``"MVAU_hls"``, ``"finn:MVAU_hls"``), a backend type
     (``"hls"``/``"rtl"``), or a mapping ``{kernel: choice}`` such as a blueprint section."""
     if isinstance(prefer, Mapping):
-        prefer = prefer.get(kernel) or prefer.get(kernel.rpartition(":")[2])
-    choice = prefer or _registry().backend_choices.get(kernel.rpartition(":")[2])
+        prefer = prefer.get(kernel) or prefer.get(short_name(kernel))
+    choice = prefer or _registry().backend_choices.get(short_name(kernel))
     candidates = backends_of(kernel)
     if choice:
         return _chosen(kernel, candidates, choice)
@@ -114,7 +115,7 @@ def auto_select(kernel: str, prefer: str | Mapping[str, str] | None = None) -> P
 def switch_backend(kernel: str, backend: str | None) -> PluginSpec:
     """Prefer ``backend`` (a name or ``"hls"``/``"rtl"``) for ``kernel`` from now on;
     ``None`` returns to automatic selection. Returns what ``auto_select`` now picks."""
-    short = kernel.rpartition(":")[2]
+    short = short_name(kernel)
     if backend is None:
         _registry().backend_choices.pop(short, None)
         return auto_select(kernel)

@@ -1,6 +1,18 @@
-"""Plugin and package names: did-you-mean suggestions and distribution-name normalisation."""
+"""Plugin and package names: ``framework:name`` splits, did-you-mean suggestions and
+distribution-name normalisation."""
 
 from __future__ import annotations
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``("finn", "Streamline")`` for ``"finn:Streamline"``; ``("", name)`` for a short name."""
+    framework, _, short = name.rpartition(":")
+    return framework, short
+
+
+def short_name(name: str) -> str:
+    """The name without its framework: ``Streamline`` for ``finn:Streamline``."""
+    return name.rpartition(":")[2]
 
 
 def suggest(name: str, pool: list[str]) -> str:

@@ -16,6 +16,7 @@ from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN, is_hardware
 from brainsmith.plugin import step
+from brainsmith.plugin.names import short_name
 from brainsmith.steps.context import context_of
 
 TYPE_CHECKING = False
@@ -338,7 +339,7 @@ def _check_implemented(node, decomposed_later: bool, model) -> None:
     backends = [
         b.qualified_name
         for b in registry.specs("backend")
-        if str(b.metadata.get("kernel", "")).rpartition(":")[2] == node.op_type
+        if short_name(str(b.metadata.get("kernel", ""))) == node.op_type
     ]
     would = ", ".join(backends) if backends else "none is installed"
     raise StepError(

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from brainsmith.plugin.names import short_name
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import onnx
@@ -433,8 +435,8 @@ def convert_to_hw(
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.reorder import MoveScalarLinearPastInvariants
 
-    first = [*rewrites, *(n for n in names if _short(n) in SCALE_LEAVING_TRANSFORMS)]
-    last = [n for n in names if _short(n) in LAYOUT_TRANSFORMS]
+    first = [*rewrites, *(n for n in names if short_name(n) in SCALE_LEAVING_TRANSFORMS)]
+    last = [n for n in names if short_name(n) in LAYOUT_TRANSFORMS]
     middle = [n for n in names if n not in first and n not in last]
     if first:
         before = model.graph.SerializeToString()
@@ -444,7 +446,7 @@ def convert_to_hw(
             model = model.transform(MoveScalarLinearPastInvariants()).transform(Streamline())
     for name in middle:
         model = model.transform(make(name))
-        if _short(name) == "InferConvInpGen":
+        if short_name(name) == "InferConvInpGen":
             model = model.transform(RemoveCNVtoFCFlatten())
     model = fix_layouts(model)
     for name in last:
@@ -469,7 +471,7 @@ def fix_layouts(model):
 def transform_args(name: str, cfg, plan) -> dict:
     """Constructor arguments FINN's own flow passes to an infer transform, plus the
     blueprint's filters."""
-    short = _short(name)
+    short = short_name(name)
     if short == "InferRequantLayer":
         return {"bitwidth_threshold": cfg.requant_bitwidth_threshold}
     if short == "InferElementwiseBinaryOperation":
@@ -502,10 +504,6 @@ def _tidy(model):
     from qonnx.transformation.infer_datatypes import InferDataTypes
 
     return model.transform(GiveUniqueNodeNames()).transform(InferDataTypes())
-
-
-def _short(name: str) -> str:
-    return name.rpartition(":")[2]
 
 
 def complete_window_attributes(graph: onnx.GraphProto) -> list[str]:

@@ -18,6 +18,7 @@ from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.tables import INFER_ORDER, INFER_TRANSFORMS, infer_order
 from brainsmith.plugin.blueprint.options import BuildOptions
 from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
+from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class PlannedKernel:
     def position(self, transform: str) -> float:
         """Where ``transform`` (one of this kernel's) runs in FINN's order: FINN's own keep
         their place, the kernel's own go where ``infer_order`` says."""
-        if transform.rpartition(":")[2] in INFER_ORDER or self.infer_order == "last":
+        if short_name(transform) in INFER_ORDER or self.infer_order == "last":
             return infer_order(transform)
         if self.infer_order == "first":
             return -1
@@ -165,7 +166,7 @@ class BuildPlan:
         first = STANDALONE_FIRST if standalone_thresholds else ()
 
         def position(name: str) -> tuple[int, float, int]:
-            short = name.rpartition(":")[2]
+            short = short_name(name)
             head = first.index(short) if short in first else len(first)
             return head, places[name], unique.index(name)
 

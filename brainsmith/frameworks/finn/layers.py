@@ -23,6 +23,7 @@ import threading
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.facts import HW_DOMAIN, LAYER_DOMAINS
 from brainsmith.frameworks.finn.tables import is_custom_op_class
+from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def kernel_op_type(spec: PluginSpec) -> str:
 
 
 def _short(spec: PluginSpec) -> str:
-    return str(spec.metadata.get("kernel", "")).rpartition(":")[2]
+    return short_name(str(spec.metadata.get("kernel", "")))
 
 
 def _kernel_of(registry: Registry, spec: PluginSpec) -> PluginSpec | None:

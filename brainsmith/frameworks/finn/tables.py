@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from brainsmith.plugin.names import short_name
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
@@ -143,7 +145,7 @@ STEP_OUTPUTS: dict[str, tuple[str, ...]] = {
 
 def infer_order(transform: str) -> int:
     """Position of a (short or ``finn:``-qualified) transform name in FINN's order."""
-    name = transform.rpartition(":")[2]
+    name = short_name(transform)
     return INFER_ORDER.index(name) if name in INFER_ORDER else len(INFER_ORDER)
 
 

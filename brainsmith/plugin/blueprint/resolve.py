@@ -15,7 +15,7 @@ from brainsmith.plugin.blueprint.errors import Diagnostics, quote
 from brainsmith.plugin.blueprint.model import KernelChoice, SkippedPlugin
 from brainsmith.plugin.blueprint.schema import KernelRef, Ref
 from brainsmith.plugin.metadata import BACKEND_TYPES
-from brainsmith.plugin.names import suggest
+from brainsmith.plugin.names import split_name, suggest
 from brainsmith.plugin.registry import Registry
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
@@ -100,7 +100,7 @@ class Resolver:
             for spec in self.registry.specs("backend"):
                 if _unavailable(spec):
                     continue
-                framework, _, name = str(spec.metadata.get("kernel", "")).rpartition(":")
+                framework, name = split_name(str(spec.metadata.get("kernel", "")))
                 index.setdefault((framework or spec.framework, name), []).append(spec)
             for specs in index.values():
                 specs.sort(key=lambda s: (str(s.metadata.get("backend_type", "")), s.name))
@@ -166,7 +166,7 @@ class Resolver:
         return None
 
     def _missing(self, kind: str, text: str) -> Miss:
-        framework, _, name = text.rpartition(":")
+        framework, name = split_name(text)
         listing = f"brainsmith plugins list --type {kind}"
         expected = f"a registered {kind} such as {' or '.join(map(quote, EXAMPLES[kind]))}"
         frameworks = self.registry.frameworks()
