@@ -155,7 +155,7 @@ def _print_info(payload: list[dict]) -> None:
         status = "loaded" if entry["loaded"] else "not loaded (imported on first use)"
         if entry["error"]:
             status = f"[red]{escape(entry['error'])}[/red]"
-        out.print(f"[bold]{entry['type']} {entry['qualified_name']}[/bold]")
+        out.print(f"[bold]{entry['type']} {entry['qualified_name']}[/bold]", soft_wrap=True)
         rows = [
             ("description", entry["metadata"].get("description", "")),
             ("target", entry["target"]),
@@ -170,7 +170,9 @@ def _print_info(payload: list[dict]) -> None:
         if entry["also_provided_by"]:
             rows.append(("also provided by", ", ".join(entry["also_provided_by"])))
         for key, value in rows:
-            out.print(f"  {key:<17} {value}", markup=key == "status", highlight=False)
+            out.print(  # one line per key: a pipe gets whole lines, a terminal wraps them
+                f"  {key:<17} {value}", markup=key == "status", highlight=False, soft_wrap=True
+            )
 
 
 @plugins.command("health")
