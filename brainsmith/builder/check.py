@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.flow import failing_transform
 from brainsmith.errors import StepError
+from brainsmith.frameworks.finn.config import fpga_part
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
     styles = set_backend_styles(trial, plan)
     why = {n.name: _reason(n, styles[n.name], plan) for n in trial.graph.node if n.name in styles}
     try:
-        trial = trial.transform(SpecializeLayers(cfg._resolve_fpga_part()))
+        trial = trial.transform(SpecializeLayers(fpga_part(cfg)))
     except Exception as exc:  # shown per layer instead of failing the check
         return {name: ("?", f"cannot specialise: {exc}") for name in why}
     if len(trial.graph.node) != len(model.graph.node):  # not one for one: no prediction

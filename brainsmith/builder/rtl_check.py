@@ -12,6 +12,7 @@ from typing import cast
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
+from brainsmith.frameworks.finn.config import fpga_part
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
                 workdir,
                 run.context.dataflow_parent,
                 note=run.progress.note,
-                stitch=(run.cfg._resolve_fpga_part(), float(run.plan.build.clock_ns)),
+                stitch=(fpga_part(run.cfg), float(run.plan.build.clock_ns)),
             )
     except Exception as exc:  # the simulation could not run at all: fail the step, say why
         traceback.print_exc(file=run.build_log)

@@ -40,6 +40,7 @@ from brainsmith.builder.report import write_reports
 from brainsmith.builder.result import BuildResult
 from brainsmith.builder.state import BuildLog, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
+from brainsmith.frameworks.finn.config import fpga_part
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 from brainsmith.plugin.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.plugin.names import short_name
@@ -390,7 +391,7 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
         standalone_thresholds=plan.needs_standalone_thresholds(),
     )
     try:
-        cfg._resolve_fpga_part()
+        fpga_part(cfg)
     except FINNConfigurationError as exc:
         raise BuildError.setup(
             str(exc),

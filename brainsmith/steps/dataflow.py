@@ -13,6 +13,7 @@ without one they behave like FINN's defaults.
 from __future__ import annotations
 
 from brainsmith.errors import StepError
+from brainsmith.frameworks.finn.config import fpga_part
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN, is_hardware
 from brainsmith.plugin import step
@@ -225,7 +226,7 @@ def specialize(model, cfg):
     integer_adds_in_rtl(model, set_backend_styles(model, plan))
     if cfg.specialize_layers_config_file is not None:
         model = model.transform(ApplyConfig(str(cfg.specialize_layers_config_file)))
-    model = model.transform(SpecializeLayers(cfg._resolve_fpga_part()))
+    model = model.transform(SpecializeLayers(fpga_part(cfg)))
     for transform in (GiveUniqueNodeNames(), InferShapes(), InferDataTypes()):
         model = model.transform(transform)
     _check_backends(model, plan)

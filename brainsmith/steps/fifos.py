@@ -18,6 +18,7 @@ import os
 import time
 
 from brainsmith.errors import StepError
+from brainsmith.frameworks.finn.config import fpga_part
 from brainsmith.plugin import step
 from brainsmith.steps.folding import write_json
 
@@ -51,7 +52,7 @@ def size_fifos(model, cfg):
     except ToolchainError as exc:
         raise StepError(f"FIFOs cannot be sized: {exc}", exc.hint) from exc
     began = time.perf_counter()
-    part, clock = cfg._resolve_fpga_part(), float(cfg.synth_clk_period_ns)
+    part, clock = fpga_part(cfg), float(cfg.synth_clk_period_ns)
     folder = os.path.join(cfg.output_dir, "fifo_sizing")
     full = with_converters_and_fifos(model, os.path.join(folder, "code"), part, clock)
     contexts = layer_tensors(full, random_frames(full, FRAMES), os.path.join(folder, "python"))

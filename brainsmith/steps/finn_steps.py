@@ -16,6 +16,8 @@ import json
 import os
 from pathlib import Path
 
+from brainsmith.frameworks.finn.config import fpga_part, hls_clock_ns
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from finn.builder.build_dataflow_config import DataflowBuildConfig
@@ -163,7 +165,7 @@ def transpose_decomposition(model: ModelWrapper, cfg: DataflowBuildConfig) -> Mo
     from qonnx.transformation.infer_shapes import InferShapes
 
     for transform in (ShuffleDecomposition(), InferInnerOuterShuffles(),
-                      SpecializeLayers(cfg._resolve_fpga_part()), InferShapes(),
+                      SpecializeLayers(fpga_part(cfg)), InferShapes(),
                       InferDataTypes()):  # fmt: skip
         model = model.transform(transform, apply_to_subgraphs=True)
     model = model.transform(GiveUniqueNodeNamesRecursive())
@@ -219,7 +221,7 @@ def hw_codegen(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
             fifo = getCustomOp(node)
             if fifo.get_nodeattr("debug_log_path") == "":
                 fifo.set_nodeattr("debug_log_path", str(logs / f"{node.name}.log"))
-    prepare = PrepareIP(cfg._resolve_fpga_part(), cfg._resolve_hls_clk_period())
+    prepare = PrepareIP(fpga_part(cfg), hls_clock_ns(cfg))
     return model.transform(prepare, apply_to_subgraphs=True, use_preorder_traversal=False)
 
 
@@ -235,7 +237,7 @@ def _layer_reports(
     )
     from finn.analysis.fpgadataflow.res_estimation import res_estimation, res_estimation_complete
 
-    part = cfg._resolve_fpga_part()
+    part = fpga_part(cfg)
     _write(folder / f"op_and_param_counts{suffix}.json", model.analysis(op_and_param_counts))
     _write(folder / f"estimate_layer_cycles{suffix}.json", model.analysis(exp_cycles_per_layer))
     resources = model.analysis(partial(res_estimation, fpgapart=part))

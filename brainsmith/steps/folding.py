@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+from brainsmith.frameworks.finn.config import cycles_per_frame, fpga_part
 from brainsmith.frameworks.finn.facts import is_hardware
 
 TYPE_CHECKING = False
@@ -24,7 +25,7 @@ def fold_for_target(model, cfg, options: FoldingOptions | None):
     from brainsmith.plugin.blueprint.options import FoldingOptions
 
     options = options or FoldingOptions()
-    target = cfg._resolve_cycles_per_frame()
+    target = cycles_per_frame(cfg)
     if target is None:
         return model
     from brainsmith.frameworks.finn.folding import layer_cycles
@@ -44,7 +45,7 @@ def fold_for_target(model, cfg, options: FoldingOptions | None):
         from brainsmith.frameworks.finn.folding import fold
         from brainsmith.frameworks.finn.parts import part_resources
 
-        part = cfg._resolve_fpga_part()
+        part = fpga_part(cfg)
         found = part_resources(part)
         record = fold(model, target, part, found[0] if found else None,
                       options.max_utilisation).to_dict()  # fmt: skip
