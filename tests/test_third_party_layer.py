@@ -356,8 +356,7 @@ def test_exploration_workers_load_the_plugin_of_the_shared_segment(package, tmp_
 # -- a kernel whose pattern a rewrite of its package exposes --------------------------------
 CLAMPED = {  # a Brevitas export clamping a quantized ReLU: the Clip reads the scaled floats
     "clamped": "clamped_mlp()",
-    "clamped_w3a3": "clamped_mlp(features=10, hidden=20, weight_bits=3, act_bits=3, "
-    "steps=(1, 5))",
+    "clamped_w3a3": "clamped_mlp(features=10, hidden=20, weight_bits=3, act_bits=3, steps=(1, 5))",
 }
 
 
