@@ -226,9 +226,13 @@ def test_the_printed_editable_install_finds_the_kernel_and_its_tests_pass(tmp_pa
         links = list((project / "build").glob("__editable__.acme_clip-*"))
         assert bool(links) == (mode == "strict"), links
 
-    tests = run(str(bin_dir / "pytest"), "tests", cwd=project)
+    # compat puts the project folder itself on sys.path: its RTL is where the default mode
+    # finds it, so the Verilator half (the slow one) runs in the other two modes only
+    only = ["-k", "not verilator"] if mode == "compat" else []
+    tests = run(str(bin_dir / "pytest"), "tests", *only, cwd=project)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
-    assert "11 passed" in tests.stdout and "skipped" not in tests.stdout, tests.stdout
+    passed = "8 passed" if only else "11 passed"
+    assert passed in tests.stdout and "skipped" not in tests.stdout, tests.stdout
     health = run(str(bin_dir / "brainsmith"), "plugins", "health", cwd=project)
     assert health.returncode == 0, health.stdout + health.stderr
     assert "acme-clip yes" in health.stdout, health.stdout
