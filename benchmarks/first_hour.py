@@ -168,7 +168,7 @@ def set_up(tmp: Path) -> tuple[dict, Path, Path]:
         "runs": 1,
         "measured": now(),
         "env": "PYTHONDONTWRITEBYTECODE unset",
-        "pip_config": pip_output("config", "list").splitlines(),
+        "pip_sources": pip_sources(pip_output("config", "list").splitlines()),
         "pip_cache_mib_before": pip_cache_mib(),
     }
     env = user_env(BRAINSMITH_VENV=str(venv))
@@ -271,14 +271,29 @@ def setup_row(setup: dict) -> str:
     )
 
 
+def pip_sources(config: list[str]) -> list[str]:
+    """Which package sources pip is configured with, by kind (no paths or addresses): e.g.
+    ``find-links: a local folder``, ``extra-index-url: file:// index``."""
+    found = []
+    for line in config:
+        key, _, value = line.partition("=")
+        name = key.rpartition(".")[2]
+        if name not in ("index-url", "extra-index-url", "find-links"):
+            continue
+        kinds = {"file:// index" if v.startswith("file:") else "a local folder"
+                 if v.startswith("/") else "a remote index" for v in value.strip("'\"").split()}  # fmt: skip
+        found.append(f"{name}: {', '.join(sorted(kinds))}")
+    return sorted(set(found))
+
+
 def setup_note(setup: dict) -> str:
-    """Where pip took the packages from: its cache and configuration."""
-    config = "; ".join(f"`{line}`" for line in setup["pip_config"]) or "none"
+    """Where pip took the packages from: its cache and the kinds of sources configured."""
+    config = "; ".join(setup.get("pip_sources", [])) or "PyPI only"
     before, after = setup["pip_cache_mib_before"], setup["pip_cache_mib_after"]
     return (
         f"Set-up: pip's cache held {before} MiB before and {after} MiB after it (pip caches "
         "what it downloads over HTTP, not what it reads from a local folder or file:// "
-        f"index); pip's configuration: {config}."
+        f"index); pip's package sources: {config}."
     )
 
 
