@@ -217,3 +217,61 @@ def test_an_ignored_sigint_stays_ignored_during_a_build():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 1 and "BuildInterrupted: SIGTERM" in result.stderr
+
+
+def test_an_interrupt_a_library_turns_into_an_import_error_still_leaves_no_folder(tmp_path):
+    """A C extension's module init turns the signal into ``ImportError`` while FINN and the
+    plugins load: the build still reports the interruption, and keeps nothing."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    waiting = tmp_path / "waiting"
+    (plugins / "slow_init.py").write_text(
+        "import pathlib, time\n"
+        "from brainsmith.plugin.core import step\n\n"
+        "try:  # as a C extension's init does\n"
+        f"    pathlib.Path({str(waiting)!r}).touch()\n"
+        "    time.sleep(30)\n"
+        "except BaseException:\n"
+        "    raise ImportError('initialization failed') from None\n\n"
+        "@step(name='slow_init_step')\n"
+        "def slow_init_step(model, cfg):\n"
+        "    return model\n"
+    )
+    blueprint = tmp_path / "slow.yaml"
+    blueprint.write_text(
+        f"name: slow\nextends: {BLUEPRINT}\nsteps: [cleanup, slow_init_step, qonnx_to_finn]\n"
+    )
+    build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
+    build.wait_for_file(waiting)
+    result = build.send(signal.SIGTERM)
+    assert not (tmp_path / "out").exists(), result.stderr
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr
+    assert "before any step finished; nothing was kept" in result.stderr
+
+
+def test_a_step_failing_because_of_the_signal_is_interrupted_not_failed(tmp_path):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    waiting = tmp_path / "waiting"
+    (plugins / "converting.py").write_text(
+        "import pathlib, time\n"
+        "from brainsmith.plugin.core import step\n\n"
+        "@step(name='converting_wait')\n"
+        "def converting_wait(model, cfg):\n"
+        "    try:\n"
+        f"        pathlib.Path({str(waiting)!r}).touch()\n"
+        "        time.sleep(30)\n"
+        "    except BaseException:\n"
+        "        raise RuntimeError('worker pool broken') from None\n"
+        "    return model\n"
+    )
+    blueprint = tmp_path / "converting.yaml"
+    blueprint.write_text(
+        f"name: converting\nextends: {BLUEPRINT}\n"
+        "steps: [cleanup, converting_wait, qonnx_to_finn]\n"
+    )
+    build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
+    build.wait_for_file(waiting)
+    report = assert_consistent(build.send(signal.SIGINT), tmp_path / "out")
+    assert report["error"]["reason"] == "interrupted by SIGINT"
+    assert report["error"]["step"] == "converting_wait"

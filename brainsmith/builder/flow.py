@@ -89,7 +89,7 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
     began = time.perf_counter()
     try:  # contained(): a step calling sys.exit() fails like any other step
         traced = span(f"brainsmith.step {step.name}", step=step.name, index=index + 1)
-        with traced, contained(), contain_finn_output(run.build_log):
+        with interrupts.signal_first(), traced, contained(), contain_finn_output(run.build_log):
             function = step.function()
             model = function(model, run.cfg) if function is not None else model
     except StepError as exc:

@@ -57,6 +57,17 @@ def check() -> None:
         raise BuildInterrupted(_State.pending)
 
 
+@contextlib.contextmanager
+def signal_first() -> Iterator[None]:
+    """An exception raised in the block while a signal is pending is the signal's doing (a
+    C extension's init turns it into ``ImportError``): raise BuildInterrupted instead."""
+    try:
+        yield
+    except Exception:
+        check()
+        raise
+
+
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 

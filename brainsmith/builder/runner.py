@@ -295,21 +295,8 @@ def _execute(run: BuildRun) -> BuildResult:
 def _setup(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Verifier | None]:
     """Resolve steps, make the FINN config, load the model and the verification reference."""
     try:
-        steps = resolve_steps(run.plan)
-        run.records = [StepRecord(s.name, s.plugin) for s in steps]
-        run.progress.steps[:] = [s.name for s in steps]
-        run.cfg = finn_config(run.plan, finn_dir)
-        run.context = BuildContext(run.plan)
-        from qonnx.core.modelwrapper import ModelWrapper
-
-        model = ModelWrapper(run.model.proto)
-        verifier = _verifier(run, model)
-        if run.resumed_from is not None:
-            model = continue_from(run, run.resumed_from, steps)
-        if run.verify == "rtlsim":
-            from brainsmith.builder.rtl_check import require_simulator
-
-            require_simulator()
+        with interrupts.signal_first():
+            steps, model, verifier = _load(run, finn_dir)
     except BuildError as exc:
         _report_failure(run, exc)
         raise
@@ -326,6 +313,26 @@ def _setup(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Veri
         )
         _report_failure(run, error)
         raise error from exc
+    return steps, model, verifier
+
+
+def _load(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Verifier | None]:
+    """``_setup``'s work, any failure left to it."""
+    steps = resolve_steps(run.plan)
+    run.records = [StepRecord(s.name, s.plugin) for s in steps]
+    run.progress.steps[:] = [s.name for s in steps]
+    run.cfg = finn_config(run.plan, finn_dir)
+    run.context = BuildContext(run.plan)
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    model = ModelWrapper(run.model.proto)
+    verifier = _verifier(run, model)
+    if run.resumed_from is not None:
+        model = continue_from(run, run.resumed_from, steps)
+    if run.verify == "rtlsim":
+        from brainsmith.builder.rtl_check import require_simulator
+
+        require_simulator()
     return steps, model, verifier
 
 
