@@ -9,8 +9,13 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from qonnx.core.modelwrapper import ModelWrapper
+
+    # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
+    # are typed in brainsmith.report.records)
+    Json = dict[str, Any]
 
 
 def write_atomically(path: str, write: Callable[[str], None]) -> None:

@@ -75,7 +75,7 @@ def test_auto_entry_keeps_pins_prefer_and_exclude_round_trip(tmp_path):
 
 
 def test_explicit_list_without_auto_is_exactly_those_kernels(tmp_path):
-    from brainsmith.steps.plan import load_plan
+    from brainsmith.planning.plan import load_plan
 
     path = write(tmp_path, "bp.yaml", HEADER + "hw_compiler:\n  kernels: [matmul]\n")
     assert not load_blueprint(path).auto_kernels
@@ -96,7 +96,7 @@ def test_bad_prefer_exclude_and_kernels_are_named(tmp_path, section, expected):
 
 
 def test_auto_plan_has_one_choice_per_layer_kind_with_finn_order(tmp_path):
-    from brainsmith.steps.plan import load_plan
+    from brainsmith.planning.plan import load_plan
 
     plan = load_plan(write(tmp_path, "bp.yaml", HEADER))
     op_types = [k.op_type for k in plan.kernels]
@@ -114,8 +114,8 @@ def test_auto_plan_has_one_choice_per_layer_kind_with_finn_order(tmp_path):
 def test_auto_includes_a_users_kernel_with_an_infer_transform_and_a_backend(
     plugin_folder, tmp_path
 ):
+    from brainsmith.planning.plan import load_plan
     from brainsmith.plugin.manager import reset_plugin_system
-    from brainsmith.steps.plan import load_plan
 
     plugin_folder(
         "acme.py",
@@ -193,8 +193,8 @@ class {name}RTL:
 def test_a_kernel_says_where_its_infer_transform_runs_and_what_rewrites_come_first(
     plugin_folder, tmp_path
 ):
+    from brainsmith.planning.plan import load_plan
     from brainsmith.plugin.manager import reset_plugin_system
-    from brainsmith.steps.plan import load_plan
 
     plugin_folder("ordered.py", ORDERED_KERNELS)
     reset_plugin_system()
@@ -213,8 +213,8 @@ def test_an_infer_order_naming_no_finn_transform_fails_a_listed_kernel_and_skips
     plugin_folder, tmp_path
 ):
     from brainsmith.errors import SkippedKernelWarning
+    from brainsmith.planning.plan import PlanError, load_plan
     from brainsmith.plugin.manager import reset_plugin_system
-    from brainsmith.steps.plan import PlanError, load_plan
 
     plugin_folder(
         "typo.py",

@@ -93,7 +93,7 @@ def test_utilisation_is_a_percentage_of_the_part(built):
 
 
 def test_utilisation_of_a_board_part_uses_finns_platform_table():
-    from brainsmith.builder.report import utilisation
+    from brainsmith.report.contents import utilisation
 
     use = utilisation("xc7z020clg400-1", {"LUT": 5320, "BRAM_18K": 28, "URAM": 0, "DSP": 22})
     assert use["percent"] == {"LUT": 10.0, "FF": None, "BRAM_18K": 10.0, "URAM": None, "DSP": 10.0}
@@ -158,8 +158,8 @@ def test_charts_leave_out_what_has_nothing_to_show(built):
 
 
 def test_a_report_without_layers_has_no_charts_and_says_so():
-    from brainsmith.builder.charts import render_charts
-    from brainsmith.builder.report_html import render
+    from brainsmith.report.charts import render_charts
+    from brainsmith.report.html import render
 
     assert render_charts([]) == {}
     assert render_charts([{"name": "a", "LUT": 0, "BRAM_18K": 0, "cycles": 0}]) == {}
@@ -169,7 +169,7 @@ def test_a_report_without_layers_has_no_charts_and_says_so():
 
 
 def test_the_page_links_the_folding_config_finn_s_reports_and_a_failed_step_s_model(tmp_path):
-    from brainsmith.builder.report_html import render
+    from brainsmith.report.html import render
 
     (tmp_path / "finn" / "report").mkdir(parents=True)
     (tmp_path / "finn" / "auto_folding_config.json").write_text("{}")
@@ -188,7 +188,7 @@ def test_the_page_links_the_folding_config_finn_s_reports_and_a_failed_step_s_mo
 
 
 def test_a_resource_finn_does_not_estimate_is_labelled_not_drawn_as_zero():
-    from brainsmith.builder.charts import render_charts
+    from brainsmith.report.charts import render_charts
 
     layers = [
         {"name": "MVAU_rtl_0", "LUT": None, "DSP": 4, "cycles": 64, "not_estimated": ["LUT"]},
@@ -201,8 +201,8 @@ def test_a_resource_finn_does_not_estimate_is_labelled_not_drawn_as_zero():
 def test_layers_without_estimates_are_shown_not_dropped(built, tmp_path):
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.report import estimates
-    from brainsmith.builder.report_html import render
+    from brainsmith.report.contents import estimates
+    from brainsmith.report.html import render
 
     _, report, _, out, _ = built
     reports = tmp_path / "report"
@@ -221,7 +221,7 @@ def test_layers_without_estimates_are_shown_not_dropped(built, tmp_path):
 
 
 def test_numbers_are_formatted_one_way():
-    from brainsmith.builder.report_html import number
+    from brainsmith.report.html import number
 
     assert number(1562500.0, " fps") == "1,562,500 fps"
     assert number(3571428.57) == "3,571,429"
@@ -239,7 +239,7 @@ def test_chart_worker_is_isolated_from_the_working_directory(tmp_path):
     (tmp_path / "matplotlib.py").write_text(FAKE_MATPLOTLIB)
     code = (
         "import json\n"
-        "from brainsmith.builder.charts import ChartWorker\n"
+        "from brainsmith.report.charts import ChartWorker\n"
         "rows = [{'name': 'MVAU_0', 'LUT': 10, 'BRAM_18K': 1, 'URAM': 0, 'DSP': 2, 'cycles': 8}]\n"
         "worker = ChartWorker()\n"
         "worker.submit(rows)\n"
@@ -280,7 +280,7 @@ def test_report_with_warnings_renders_in_chromium(built, tmp_path):
 
 
 def test_a_warning_whose_message_follows_on_the_next_lines_is_shown_whole(tmp_path):
-    from brainsmith.builder.report import finn_warnings
+    from brainsmith.report.contents import finn_warnings
 
     log = tmp_path / "build.log"
     log.write_text(
@@ -294,7 +294,7 @@ def test_a_warning_whose_message_follows_on_the_next_lines_is_shown_whole(tmp_pa
 
 
 def test_first_screen_says_if_it_is_fast_enough_what_limits_it_and_what_it_costs(built):
-    from brainsmith.builder.report_html import number
+    from brainsmith.report.html import number
 
     _, report, html, _, _ = built
     goal, start = report["target"], html.index("<div class='verdict'>")
@@ -314,7 +314,7 @@ def test_first_screen_says_if_it_is_fast_enough_what_limits_it_and_what_it_costs
 def test_the_dataflow_picture_is_written_and_shown(built):
     import xml.etree.ElementTree as ET
 
-    from brainsmith.builder.dataflow_svg import PLUMBING
+    from brainsmith.report.picture import PLUMBING
 
     _, report, html, out, _ = built
     picture = (out / "dataflow.svg").read_text()
@@ -325,8 +325,8 @@ def test_the_dataflow_picture_is_written_and_shown(built):
 
 
 def test_the_cycles_chart_draws_the_target_and_the_layers_over_it_in_red():
-    from brainsmith.builder.charts import OVER, render_charts
-    from brainsmith.builder.report import chart_rows
+    from brainsmith.report.charts import OVER, render_charts
+    from brainsmith.report.contents import chart_rows
 
     layers = [
         {"name": n, "estimated": True, "cycles": c, "LUT": 1} for n, c in (("a", 90), ("b", 40))
@@ -338,7 +338,7 @@ def test_the_cycles_chart_draws_the_target_and_the_layers_over_it_in_red():
 def test_the_page_fits_1280_pixels(built, tmp_path):
     """Wide tables (layers, steps, RTL simulation) scroll inside their own box; the page
     itself never scrolls sideways."""
-    from brainsmith.builder.report_html import render
+    from brainsmith.report.html import render
 
     _, report, _, _, _ = built
     names = [x["name"] for x in report["layers"]] + ["StreamingDataWidthConverter_rtl_0"]

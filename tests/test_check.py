@@ -12,7 +12,7 @@ import pytest
 
 import brainsmith
 from brainsmith.builder import BuildError
-from brainsmith.builder.check import check
+from brainsmith.commands.check_model import check
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"

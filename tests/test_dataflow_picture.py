@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from brainsmith.builder.dataflow_svg import COLUMNS, dataflow_svg
+from brainsmith.report.picture import COLUMNS, dataflow_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

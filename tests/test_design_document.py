@@ -97,7 +97,7 @@ def run_parent(parent, inputs: np.ndarray) -> np.ndarray:
 def test_document_build_steps_run_as_a_plain_loop_and_match_torch(networks, name, tmp_path):
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.steps.context import context_of
+    from brainsmith.planning.context import context_of
 
     model, cfg = ModelWrapper(str(networks[name])), finn_config(tmp_path / "finn")
     assert model.graph.node[0].op_type == "Reshape"  # as bnn_pynq's forward exports

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.builder.units import RESOURCES
+from brainsmith.report.units import RESOURCES
 from tests.support.browser import layout
 from tests.support.models import MLP, REPO
 
@@ -102,7 +102,7 @@ def test_the_not_estimated_table_is_what_finns_code_says(cnv):
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.builder.report import NOT_ESTIMATED
+    from brainsmith.report.contents import NOT_ESTIMATED
 
     expected = {**finn_stubs(), "MVAU_rtl": ("LUT",), "VVAU_rtl": ("LUT",)}
     assert {k: set(v) for k, v in NOT_ESTIMATED.items()} == {k: set(v) for k, v in expected.items()}
@@ -197,7 +197,7 @@ def test_a_warning_from_one_place_is_one_row_and_long_ones_wrap_within_1280_pixe
     """FINN leaves a file open for each HLS layer it writes code for: a ResourceWarning per
     file, from two lines of FINN. Each line is one row with its count, and a long message
     wraps instead of widening the page."""
-    from brainsmith.builder.report_html import render
+    from brainsmith.report.html import render
 
     _, report, _, out = cnv
     logged = (out / "build.log").read_text().count("WARNING ResourceWarning: unclosed file")
@@ -216,7 +216,7 @@ def test_a_warning_from_one_place_is_one_row_and_long_ones_wrap_within_1280_pixe
 
 
 def test_warnings_are_kept_when_cycles_cannot_confirm_them():
-    from brainsmith.builder.report import reassess_warnings, target
+    from brainsmith.report.contents import reassess_warnings, target
 
     warnings = [{"level": "WARNING", "source": "finn_logger", "message": VERDICT, "count": 1}]
     goal = target({"estimated_fps": 10.0}, 100, 5.0, [{"name": "a", "cycles": None}])
@@ -249,8 +249,8 @@ def summary(report: dict, capsys) -> str:
 
 
 def test_the_folding_records_limit_is_shown_next_to_the_bottleneck(cnv, tmp_path, capsys):
-    from brainsmith.builder.report import read_folding, target
-    from brainsmith.builder.report_html import render
+    from brainsmith.report.contents import read_folding, target
+    from brainsmith.report.html import render
 
     _, report, html, out = cnv
     assert report["target"]["limit"] is None and "<th>bottleneck</th>" not in html
@@ -272,7 +272,7 @@ def test_the_folding_records_limit_is_shown_next_to_the_bottleneck(cnv, tmp_path
 
 
 def test_a_record_of_another_folding_or_a_broken_one_adds_nothing(cnv, tmp_path):
-    from brainsmith.builder.report import bottleneck_limit, read_folding
+    from brainsmith.report.contents import bottleneck_limit, read_folding
 
     _, report, _, _ = cnv
     cycles = report["target"]["bottleneck_cycles"]

@@ -255,8 +255,8 @@ def test_width_converter_between_widths_that_are_not_multiples_is_full_rate(simu
 
 # -- in a build ----------------------------------------------------------------------------
 def test_a_default_build_keeps_finn_s_hls_layers_and_prefer_rtl_takes_brainsmith_s(simulation):
+    from brainsmith.planning.plan import BuildPlan
     from brainsmith.steps.dataflow import set_backend_styles
-    from brainsmith.steps.plan import BuildPlan
 
     model = single_layer(
         "GlobalAccPool", [("x", [1, 2, 2, 4])], [("y", [1, 1, 1, 4])], "INT4",

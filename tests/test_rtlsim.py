@@ -138,7 +138,7 @@ def sections(page: str) -> list[str]:
 def test_verify_rtl_keeps_every_section_of_the_report_page(mlp, hub, tmp_path):
     """verify-rtl rewrites report.html with its new results and everything the build wrote:
     the dataflow picture and the target's line on the cycles chart."""
-    from brainsmith.builder.charts import OVER
+    from brainsmith.report.charts import OVER
 
     copy = tmp_path / "copy"
     shutil.copytree(mlp.output_dir, copy, symlinks=True)

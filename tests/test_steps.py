@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from brainsmith.frameworks.finn.env import prepare_finn, run_finn_builder
-from brainsmith.steps.context import BuildContext, context_of, running
-from brainsmith.steps.plan import BuildPlan, PlannedKernel, load_plan
+from brainsmith.planning.context import BuildContext, context_of, running
+from brainsmith.planning.plan import BuildPlan, PlannedKernel, load_plan
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"

@@ -54,7 +54,8 @@ def transpose(source: str, target: str):
 
 @pytest.mark.parametrize("order", ["input first", "input second"])
 def test_an_add_of_the_graph_input_and_a_transposed_branch_is_left_alone(order):
-    from brainsmith.steps.finn_recipe import streamline_residuals, transposes_past_adds
+    from brainsmith.frameworks.finn.recipe import streamline_residuals
+    from brainsmith.transforms.residual_layouts import MoveTransposePastProducedJoinAdd
 
     operands = ["x", "t"] if order == "input first" else ["t", "x"]
     model = model_of(
@@ -68,14 +69,14 @@ def test_an_add_of_the_graph_input_and_a_transposed_branch_is_left_alone(order):
         [("x", [1, 4, 4, 4])],
         ("y", [1, 4, 4, 4]),
     )
-    moved = model.transform(transposes_past_adds()())  # FINN's alone fails here
+    moved = model.transform(MoveTransposePastProducedJoinAdd())  # FINN's alone fails here
     assert [n.op_type for n in moved.graph.node].count("Add") == 1
     same_results(model, moved)
     same_results(model, streamline_residuals(model))
 
 
 def test_an_add_of_a_constant_is_left_alone():
-    from brainsmith.steps.finn_recipe import transposes_past_adds
+    from brainsmith.transforms.residual_layouts import MoveTransposePastProducedJoinAdd
 
     bias = helper.make_tensor("c", TensorProto.FLOAT, [1, 4, 4, 4], [0.5] * 64)
     model = model_of(
@@ -84,11 +85,11 @@ def test_an_add_of_a_constant_is_left_alone():
         ("y", [1, 4, 4, 4]),
         [bias],
     )
-    same_results(model, model.transform(transposes_past_adds()()))
+    same_results(model, model.transform(MoveTransposePastProducedJoinAdd()))
 
 
 def test_transposes_on_both_branches_still_move_past_the_add():
-    from brainsmith.steps.finn_recipe import transposes_past_adds
+    from brainsmith.transforms.residual_layouts import MoveTransposePastProducedJoinAdd
 
     model = model_of(
         [
@@ -99,7 +100,7 @@ def test_transposes_on_both_branches_still_move_past_the_add():
         [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4])],
         ("y", [1, 4, 4, 4]),
     )
-    moved = model.transform(transposes_past_adds()())
+    moved = model.transform(MoveTransposePastProducedJoinAdd())
     assert [n.op_type for n in moved.graph.node] == ["Add", "Transpose"]
     same_results(model, moved)
 
@@ -107,7 +108,7 @@ def test_transposes_on_both_branches_still_move_past_the_add():
 def test_an_add_of_the_graph_input_beside_a_movable_join_keeps_valid_op_types():
     """Both kinds in one graph: the movable join is rewritten (FINN returns a new model) and
     every node is still a standard ONNX op."""
-    from brainsmith.steps.finn_recipe import transposes_past_adds
+    from brainsmith.transforms.residual_layouts import MoveTransposePastProducedJoinAdd
 
     model = model_of(
         [
@@ -119,13 +120,13 @@ def test_an_add_of_the_graph_input_beside_a_movable_join_keeps_valid_op_types():
         [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4]), ("w", [1, 4, 4, 4])],
         ("y", [1, 4, 4, 4]),
     )
-    moved = model.transform(transposes_past_adds()())
+    moved = model.transform(MoveTransposePastProducedJoinAdd())
     assert sorted(n.op_type for n in moved.graph.node) == ["Add", "Add", "Transpose"]
     same_results(model, moved)
 
 
 def test_transposes_with_different_permutations_stay_before_the_add():
-    from brainsmith.steps.finn_recipe import transposes_past_adds
+    from brainsmith.transforms.residual_layouts import MoveTransposePastProducedJoinAdd
 
     other = helper.make_node("Transpose", ["z"], ["q"])
     other.attribute.append(helper.make_attribute("perm", [0, 3, 1, 2]))
@@ -134,13 +135,13 @@ def test_transposes_with_different_permutations_stay_before_the_add():
         [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4])],
         ("y", [1, 4, 4, 4]),
     )
-    moved = model.transform(transposes_past_adds()())
+    moved = model.transform(MoveTransposePastProducedJoinAdd())
     assert [n.op_type for n in moved.graph.node].count("Transpose") == 2
     same_results(model, moved)
 
 
 def test_a_transpose_and_another_op_into_an_add_stay_before_it():
-    from brainsmith.steps.finn_recipe import transposes_past_adds
+    from brainsmith.transforms.residual_layouts import MoveTransposePastProducedJoinAdd
 
     model = model_of(
         [transpose("x", "p"), helper.make_node("Relu", ["z"], ["q"]),
@@ -148,7 +149,7 @@ def test_a_transpose_and_another_op_into_an_add_stay_before_it():
         [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4])],
         ("y", [1, 4, 4, 4]),
     )  # fmt: skip
-    moved = model.transform(transposes_past_adds()())
+    moved = model.transform(MoveTransposePastProducedJoinAdd())
     assert [n.op_type for n in moved.graph.node] == ["Transpose", "Relu", "Add"]
     same_results(model, moved)
 
@@ -157,7 +158,7 @@ def test_an_add_of_a_transposed_body_and_a_skip_runs_in_the_body_s_layout():
     """A residual whose body runs NHWC beside an NCHW skip: the add moves into NHWC (the
     skip gets the body's transpose; one layout change after the add), and the graph
     computes the same."""
-    from brainsmith.steps.finn_recipe import adds_into_transposed_layout
+    from brainsmith.transforms.residual_layouts import MoveAddIntoTransposedLayout
 
     to_nhwc = helper.make_node("Transpose", ["x"], ["body_in"], perm=[0, 2, 3, 1])
     to_nchw = helper.make_node("Transpose", ["body"], ["t"], perm=[0, 3, 1, 2])
@@ -171,7 +172,7 @@ def test_an_add_of_a_transposed_body_and_a_skip_runs_in_the_body_s_layout():
         [("x", [1, 3, 4, 5])],
         ("y", [1, 3, 4, 5]),
     )
-    moved = model.transform(adds_into_transposed_layout()())
+    moved = model.transform(MoveAddIntoTransposedLayout())
     kinds = [n.op_type for n in moved.graph.node]
     assert kinds[-1] == "Transpose", kinds
     add = next(n for n in moved.graph.node if n.op_type == "Add")
@@ -180,21 +181,21 @@ def test_an_add_of_a_transposed_body_and_a_skip_runs_in_the_body_s_layout():
 
 
 def test_a_broadcast_add_keeps_its_layout():
-    from brainsmith.steps.finn_recipe import adds_into_transposed_layout
+    from brainsmith.transforms.residual_layouts import MoveAddIntoTransposedLayout
 
     model = model_of(
         [transpose("x", "t"), helper.make_node("Add", ["t", "z"], ["y"])],
         [("x", [1, 4, 4, 4]), ("z", [1, 1, 1, 4])],
         ("y", [1, 4, 4, 4]),
     )
-    moved = model.transform(adds_into_transposed_layout()())
+    moved = model.transform(MoveAddIntoTransposedLayout())
     assert [n.op_type for n in moved.graph.node] == ["Transpose", "Add"]
     same_results(model, moved)
 
 
 def test_an_add_without_a_twin_transpose_on_the_skip_is_left_alone():
     """Rewriting would only move the transpose to the other operand (and back, forever)."""
-    from brainsmith.steps.finn_recipe import adds_into_transposed_layout
+    from brainsmith.transforms.residual_layouts import MoveAddIntoTransposedLayout
 
     model = model_of(
         [
@@ -206,7 +207,7 @@ def test_an_add_without_a_twin_transpose_on_the_skip_is_left_alone():
         [("x", [1, 4, 4, 4]), ("z", [1, 4, 4, 4])],
         ("y", [1, 4, 4, 4]),
     )
-    moved = model.transform(adds_into_transposed_layout()())
+    moved = model.transform(MoveAddIntoTransposedLayout())
     add = next(n for n in moved.graph.node if n.op_type == "Add")
     producers = sorted(moved.find_producer(name).op_type for name in add.input)
     assert producers == ["Relu", "Transpose"] and len(moved.graph.node) == 4
@@ -233,7 +234,7 @@ def test_a_residual_fork_of_nchw_thresholds_runs_channels_last_and_the_add_too()
     NHWC body (a transpose) and the skip of an NCHW add. Afterwards the transposes are one,
     before the thresholds at the graph input, the add runs NHWC, and the graph computes
     the same."""
-    from brainsmith.steps.finn_recipe import channels_last, streamline_residuals
+    from brainsmith.frameworks.finn.recipe import channels_last, streamline_residuals
 
     first, first_rows = threshold("x", "a", 4)
     model = model_of(
@@ -256,7 +257,7 @@ def test_a_residual_fork_of_nchw_thresholds_runs_channels_last_and_the_add_too()
 
 
 def test_twin_transposes_of_forked_thresholds_become_one_before_them():
-    from brainsmith.steps.finn_recipe import channels_last
+    from brainsmith.frameworks.finn.recipe import channels_last
 
     first, rows = threshold("x", "a", 4)
     model = model_of(
@@ -276,7 +277,7 @@ def test_twin_transposes_of_forked_thresholds_become_one_before_them():
 
 
 def test_thresholds_read_by_something_else_too_keep_their_layout():
-    from brainsmith.steps.finn_recipe import channels_last
+    from brainsmith.frameworks.finn.recipe import channels_last
 
     first, rows = threshold("x", "a", 4)
     model = model_of(
@@ -299,7 +300,7 @@ def test_thresholds_read_by_something_else_too_keep_their_layout():
 def test_channels_last_thresholds_per_channel_are_not_moved():
     """Thresholds already reading NHWC per channel: a transpose after them cannot move
     before them without reading other rows, so nothing changes."""
-    from brainsmith.steps.finn_recipe import channels_last
+    from brainsmith.frameworks.finn.recipe import channels_last
 
     first, rows = threshold("x", "a", 5, layout="NHWC")
     model = model_of(

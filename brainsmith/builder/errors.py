@@ -75,7 +75,7 @@ class BuildError(BrainsmithError):
         return self.exit_code > 128
 
     def message(self) -> str:
-        from brainsmith.builder.progress import step_label
+        from brainsmith.frameworks.finn.facts import step_label
 
         step = step_label(self.step)
         if self.interrupted:

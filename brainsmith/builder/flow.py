@@ -3,15 +3,13 @@ and turn any failure into a BuildError that names the step (reports written firs
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 import traceback
-from typing import cast
 
 from brainsmith.builder import interrupts
-from brainsmith.builder.errors import BuildError
-from brainsmith.builder.outdir import DISK_FULL, os_problem
+from brainsmith.builder.blame import Earlier, failing_transform, verify_step
+from brainsmith.builder.failure import OUTPUT_ERRORS, disk_full, fail, fail_output
 from brainsmith.builder.state import BuildRun, Step
 from brainsmith.errors import StepError
 from brainsmith.files import save_model
@@ -24,14 +22,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.records import Verification
-    from brainsmith.builder.verify import Check, Verifier
-
-    # Where an earlier step's saved model first differs: its index, and its failing checks
-    # or the exception that stopped it from running
-    Culprit = tuple[int, list[Check] | Exception]
-
-OUTPUT_ERRORS = DISK_FULL | {errno.EROFS}  # the output folder's fault, not the step's
+    from brainsmith.builder.verify import Verifier
 
 
 def run_steps(
@@ -122,7 +113,7 @@ def _verify_after(
 ) -> str:
     """Verify the model after step ``index`` (``final``: the last step that can be verified,
     also simulated as RTL with verify: rtlsim); the detail the progress display shows."""
-    detail = check(run, verifier, model, index, earlier)
+    detail = verify_step(run, verifier, model, index, earlier)
     if run.verify == "rtlsim" and final:
         from brainsmith.builder.rtl_check import rtl_check
 
@@ -164,28 +155,6 @@ def _step_crashed(run: BuildRun, model: ModelWrapper, index: int, exc: Exception
     )
 
 
-NODE_VARIABLES = ("node", "n", "consumer", "producer")
-
-
-def failing_transform(exc: BaseException) -> tuple[str, str]:
-    """The innermost graph transformation in ``exc``'s traceback and the node it was
-    handling (read from its local variables), so a crash names both; ("", "") if none."""
-    found = ("", "")
-    frame_tb = exc.__traceback__
-    while frame_tb is not None:
-        scope = frame_tb.tb_frame.f_locals
-        owner = scope.get("self")
-        if owner is not None and any(
-            c.__name__ == "Transformation" for c in type(owner).__mro__[1:]
-        ):
-            node = next(
-                (scope[k] for k in NODE_VARIABLES if hasattr(scope.get(k), "op_type")), None
-            )
-            found = (type(owner).__name__, f"{node.name} ({node.op_type})" if node else "")
-        frame_tb = frame_tb.tb_next
-    return found
-
-
 def _save_model(run: BuildRun, model: ModelWrapper, index: int, name: str, had_parent: bool) -> str:
     from brainsmith.frameworks.finn.layers import stamp
 
@@ -216,7 +185,7 @@ def _adopt_finn_parent(run: BuildRun) -> None:
 
 def _start_charts(run: BuildRun, model: ModelWrapper) -> None:
     """Hand the layers to the chart worker as soon as the estimates exist."""
-    from brainsmith.builder import report
+    from brainsmith.report import contents as report
 
     resources = os.path.join(run.report_dir, report.RESOURCE_FILE)
     if run.charts is not None and run.charts.layers is None and os.path.isfile(resources):
@@ -224,297 +193,3 @@ def _start_charts(run: BuildRun, model: ModelWrapper) -> None:
         options = run.plan.build
         allowed = report.allowed_cycles(options.target_fps, options.clock_ns)
         run.charts.submit(report.chart_rows(layers), allowed)
-
-
-class Earlier:
-    """What ``check`` needs to trace a difference back: the steps, and which step indices
-    of this run produced the dataflow partition rather than the whole graph."""
-
-    def __init__(self, steps: list[Step], partitioned: dict[int, bool]) -> None:
-        self.steps, self.partitioned = steps, partitioned
-
-    def verifiable(self, index: int) -> bool:
-        return index >= len(self.steps) or self.steps[index].verifiable
-
-
-def check(
-    run: BuildRun,
-    verifier: Verifier,
-    model: ModelWrapper,
-    index: int,
-    earlier: Earlier | None = None,
-) -> str:
-    """Verify the model after step ``index``; on a mismatch (or a model that cannot run),
-    fail the first step whose saved model differs, traced back when earlier steps were not
-    verified as they ran."""
-    from brainsmith.builder.errors import option
-
-    began = time.perf_counter()
-    try:
-        checks = _run_check(run, verifier, model, run.context.dataflow_parent)
-    except OSError as exc:
-        fail_output(run, model, index, exc, "writing the verification models")
-    except Exception as exc:  # a model that cannot run fails its step
-        traceback.print_exc(file=run.build_log)
-        culprit = first_difference(run, verifier, index, earlier)
-        _cannot_run(run, model, index, culprit, exc)
-    generated, user = checks[0], checks[1:]
-    result: Verification = {
-        **generated.as_dict(),
-        "seconds": round(time.perf_counter() - began, 4),
-    }
-    if user:
-        result["user"] = user[0].as_dict()
-    run.records[index].verification = result
-    tolerance = f"tolerance atol {verifier.atol:g} + rtol {verifier.rtol:g}"
-    if not generated.ok:
-        culprit = first_difference(run, verifier, index, earlier)
-        _differs(run, model, index, culprit, generated, tolerance)
-    if user and not user[0].ok:
-        expected = run.user_vectors[1] if run.user_vectors else ""
-        fail(
-            run,
-            model,
-            index,
-            f"verification failed: outputs differ from {option('expected')} "
-            f"{expected} by up to {user[0].max_error:.4g} ({tolerance}) on "
-            f"{user[0].samples} user inputs",
-            f"check that the {option('expected')} file was produced by this model from the "
-            f"{option('input')} file (the model matched the cleaned QONNX model on generated "
-            "inputs)",
-        )
-    if generated.unchanged:
-        return "unchanged, not re-run"
-    text = f"max err {generated.max_error:.2g} ({generated.samples} inputs)"
-    return text + (f", user {user[0].max_error:.2g}" if user else "")
-
-
-def _run_check(
-    run: BuildRun, verifier: Verifier, model: ModelWrapper, parent: ModelWrapper | None
-) -> list[Check]:
-    from brainsmith.frameworks.finn.env import contain_finn_output
-
-    workdir = run.path("finn", "verification")
-    os.makedirs(workdir, exist_ok=True)
-    with contain_finn_output(run.build_log):
-        return verifier.check(model, parent, workdir)
-
-
-def first_difference(
-    run: BuildRun, verifier: Verifier, index: int, earlier: Earlier | None
-) -> Culprit | None:
-    """(index, checks or the exception) of the first earlier step whose saved model does
-    not compute what the reference computes, found by bisection over the steps that were
-    not verified as they ran; None when the steps before ``index`` all agree (or were all
-    verified). A step that cannot run counts as differing."""
-    if earlier is None:
-        return None
-    candidates = [
-        i
-        for i, r in enumerate(run.records[:index])
-        if r.status == "ok" and r.model and r.verification is None and earlier.verifiable(i)
-    ]
-    found: Culprit | None = None
-    low, high = 0, len(candidates) - 1
-    while low <= high:
-        middle = (low + high) // 2
-        outcome = _check_saved(run, verifier, candidates[middle], earlier)
-        if outcome is None:
-            low = middle + 1
-        else:
-            found, high = (candidates[middle], outcome), middle - 1
-    return found
-
-
-def _check_saved(
-    run: BuildRun, verifier: Verifier, index: int, earlier: Earlier
-) -> list[Check] | Exception | None:
-    """None when step ``index``'s saved model computes what the reference does; else the
-    failing checks or the exception that stopped it from running."""
-    from qonnx.core.modelwrapper import ModelWrapper
-
-    try:
-        model = ModelWrapper(run.path(run.records[index].model))
-        parent = _parent_of(run, model, index, earlier)
-        checks = _run_check(run, verifier, model, parent)
-    except Exception as exc:  # it cannot run: the first difference is here or before
-        traceback.print_exc(file=run.build_log)
-        return exc
-    return None if checks[0].ok else checks
-
-
-def _parent_of(
-    run: BuildRun, model: ModelWrapper, index: int, earlier: Earlier
-) -> ModelWrapper | None:
-    """The dataflow parent to run step ``index``'s model in, or None for a whole graph (a
-    checkpoint's steps: the model is the partition when its inputs and outputs are the
-    partition node's)."""
-    parent = run.context.dataflow_parent
-    if parent is None or index in earlier.partitioned:
-        return parent if earlier.partitioned.get(index) else None
-    for node in parent.get_nodes_by_op_type("StreamingDataflowPartition"):
-        ins = [i.name for i in model.graph.input if model.get_initializer(i.name) is None]
-        if ins == list(node.input) and [o.name for o in model.graph.output] == list(node.output):
-            return parent
-    return None
-
-
-def _traced(run: BuildRun, index: int, culprit: Culprit | None) -> tuple[int, str]:
-    """The step to blame and how it was found."""
-    if culprit is None or culprit[0] == index:
-        return index, ""
-    found = run.records[index].name
-    return culprit[0], (
-        f"; found when the model after step '{found}' was verified (build.verify: "
-        f"{run.verify}) and traced back to this step through the saved models"
-    )
-
-
-def _differs(
-    run: BuildRun,
-    model: ModelWrapper,
-    index: int,
-    culprit: Culprit | None,
-    generated: Check,
-    tolerance: str,
-) -> NoReturn:
-    blamed, how = _traced(run, index, culprit)
-    worst = generated
-    if blamed != index:  # blamed on an earlier step: there is a culprit
-        outcome = cast("Culprit", culprit)[1]
-        if isinstance(outcome, Exception):
-            _cannot_run(run, model, index, culprit, outcome)
-        worst = outcome[0]
-        _also_failed(run, index, blamed)
-        record = run.records[blamed]
-        record.verification = worst.as_dict()
-    fail(
-        run,
-        model,
-        blamed,
-        f"verification failed: outputs differ from the cleaned QONNX model by up to "
-        f"{worst.max_error:.4g} ({tolerance}) on {worst.samples} generated inputs{how}",
-        f"this step changed what the model computes: compare {run.records[blamed].model} "
-        f"with {_previous_model(run, blamed)} and inspect the nodes this step added or "
-        "changed, and the transforms and kernels of the blueprint it applies",
-    )
-
-
-def _cannot_run(
-    run: BuildRun, model: ModelWrapper, index: int, culprit: Culprit | None, exc: BaseException
-) -> NoReturn:
-    blamed, how = _traced(run, index, culprit)
-    if blamed != index:  # blamed on an earlier step: there is a culprit
-        outcome = cast("Culprit", culprit)[1]
-        if not isinstance(outcome, Exception):  # the first difference is a mismatch
-            _differs(run, model, index, culprit, outcome[0], _tolerance(run))
-        exc = outcome
-        _also_failed(run, index, blamed)
-    fail(
-        run,
-        model,
-        blamed,
-        f"the model after this step cannot be executed for verification: "
-        f"{type(exc).__name__}: {exc}{how}",
-        _inspect_hint(run, blamed, exc),
-    )
-
-
-def _tolerance(run: BuildRun) -> str:
-    options = run.plan.build
-    return f"tolerance atol {options.verify_atol:g} + rtol {options.verify_rtol:g}"
-
-
-def _also_failed(run: BuildRun, index: int, blamed: int) -> None:
-    """The step whose verification found the difference fails too, naming the culprit."""
-    record = run.records[index]
-    record.status = "failed"
-    record.reason = f"its output differs because step '{run.records[blamed].name}' changed it"
-    run.progress.finish(index, "failed", detail=f"differs since {run.records[blamed].name}")
-
-
-def _inspect_hint(run: BuildRun, index: int, exc: BaseException) -> str:
-    """What to look at when step ``index``'s model cannot run in Python."""
-    saved = run.records[index].model or "the model after this step"
-    text = str(exc)
-    if "QONNX datatype" in text or "finn datatype" in text:
-        tensor = text.rpartition(" for input ")[2] or "the tensor named above"
-        return (
-            f"tensor {tensor} in {saved} holds values its datatype annotation does not "
-            "allow: inspect the node that produces it and the datatype this step set on it "
-            f"(build.log has the traceback; the previous model is {_previous_model(run, index)})"
-        )
-    node = failing_node(exc)
-    where = f"node {node} in {saved}" if node else saved
-    return (
-        f"inspect {where}: the layer cannot run in Python as it is there (build.log has "
-        f"the traceback; the previous model is {_previous_model(run, index)})"
-    )
-
-
-def failing_node(exc: BaseException) -> str:
-    """The innermost node (name and op type) a traceback frame of ``exc`` was handling."""
-    found = ""
-    frame_tb = exc.__traceback__
-    while frame_tb is not None:
-        scope = frame_tb.tb_frame.f_locals
-        node = next((scope[k] for k in NODE_VARIABLES if hasattr(scope.get(k), "op_type")), None)
-        if node is not None:
-            found = f"{node.name} ({node.op_type})"
-        frame_tb = frame_tb.tb_next
-    return found
-
-
-def _previous_model(run: BuildRun, index: int) -> str:
-    for record in reversed(run.records[:index]):
-        if record.model:
-            return record.model
-    return run.model_path or "the input model"
-
-
-def disk_full(folder: str) -> bool:
-    """Less than 1 MiB left where ``folder`` is (some writers report a full disk without
-    an errno: "2048 requested and 992 written")."""
-    try:
-        stats = os.statvfs(folder)
-    except OSError:
-        return False
-    return stats.f_bavail * stats.f_frsize < 1024 * 1024
-
-
-def fail_output(
-    run: BuildRun, model: ModelWrapper | None, index: int | None, exc: OSError, what: str
-) -> NoReturn:
-    """Fail for an OSError of the output folder (a full disk, ...): exit code 2."""
-    if exc.errno is None and disk_full(run.output_dir):
-        exc = OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: {exc}")
-    reason, hint = os_problem(exc)
-    fail(run, model, index, f"{what} in {run.output_dir}: {reason}", hint, exit_code=2)
-
-
-def fail(
-    run: BuildRun,
-    model: ModelWrapper | None,
-    index: int | None,
-    reason: str,
-    hint: str,
-    exit_code: int = 1,
-) -> NoReturn:
-    """Record step ``index`` (None: after the steps) as failed, write the reports, raise."""
-    from brainsmith.builder.report import write_reports
-
-    name = "finish"
-    if index is not None:
-        record = run.records[index]
-        record.status, record.reason, name = "failed", reason, record.name
-        short = reason if len(reason) < 70 else reason[:67] + "..."
-        run.progress.finish(index, "failed", detail=short)
-    error = BuildError(name, reason, hint, exit_code=exit_code, report=run.path("report.json"))
-    with interrupts.blocked():
-        try:
-            write_reports(run, model, "failed", error=error)
-        except OSError as exc:
-            error.report = None
-            error.reason += f" (report.json could not be written either: {os_problem(exc)[0]})"
-        interrupts.settled()
-    raise error

@@ -9,18 +9,11 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from brainsmith.plugin.names import split_name
+from brainsmith.frameworks.finn.facts import step_label
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.table import Table
-
-
-def step_label(name: str) -> str:
-    """A step's name as shown: FINN's ``finn:step_hw_ipgen`` as ``hw_ipgen``, like brainsmith's
-    own ``cleanup``. Blueprints and report.json keep the plugin's name."""
-    framework, short = split_name(name)
-    return short.removeprefix("step_") if framework in ("", "brainsmith", "finn") else name
 
 
 SYMBOLS = {"ok": "✓", "skipped": "-", "failed": "✗", "running": "…", "pending": " "}

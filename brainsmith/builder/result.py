@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.checkpoint import Checkpoint
-    from brainsmith.builder.records import BuildReport, Performance, StoppedReport
     from brainsmith.builder.verify import Sample
+    from brainsmith.report.records import BuildReport, Performance, StoppedReport
 
 REBUILD = "build it again with brainsmith.build(model, blueprint, output_dir)"
 
@@ -155,8 +155,8 @@ def summary(result: BuildResult) -> str:
 
 
 def _figures(report: BuildReport) -> list[str]:
-    from brainsmith.builder.report_html import number, total_text
-    from brainsmith.builder.units import RESOURCES
+    from brainsmith.report.html import number, total_text
+    from brainsmith.report.units import RESOURCES
 
     perf, goal = report.get("performance") or {}, report.get("target")
     fps = f"{number(perf.get('estimated_fps'))} fps"
@@ -181,7 +181,7 @@ def _shown(path: str) -> str:
 
 def html_view(result: BuildResult) -> str:
     """report.html's first screen as an HTML fragment, with a link to the page."""
-    from brainsmith.builder.report_html import first_screen
+    from brainsmith.report.html import first_screen
 
     report = cast("BuildReport", result.report)  # a stopped one has only name and steps
     lines = []

@@ -36,16 +36,16 @@ from brainsmith.builder.outdir import (
     prepare_output_dir,
 )
 from brainsmith.builder.progress import Progress
-from brainsmith.builder.report import write_reports
+from brainsmith.builder.reporting import write_reports
 from brainsmith.builder.result import BuildResult
 from brainsmith.builder.state import BuildLog, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
 from brainsmith.frameworks.finn.config import fpga_part
+from brainsmith.planning.context import BuildContext, running
+from brainsmith.planning.plan import BuildPlan, PlanError, load_plan
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 from brainsmith.plugin.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.plugin.names import short_name
-from brainsmith.steps.context import BuildContext, running
-from brainsmith.steps.plan import BuildPlan, PlanError, load_plan
 
 DEFAULT_BLUEPRINT = os.path.join(PACKAGED_BLUEPRINTS, "default.yaml")
 
@@ -58,10 +58,10 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.intake import CheckedModel
-    from brainsmith.builder.records import StoppedReport
     from brainsmith.builder.state import StepFunction
     from brainsmith.builder.verify import Vectors, Verifier
-    from brainsmith.steps.plan import BlueprintSource
+    from brainsmith.planning.plan import BlueprintSource
+    from brainsmith.report.records import StoppedReport
 
     # ``build:`` options given by name, checked before they replace the blueprint's
     BuildOverrides = dict[str, Any]
@@ -223,8 +223,8 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
 def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
     """``plan`` without the kernels ``names`` (``--exclude``), or a setup BuildError naming
     the one no installed kernel has."""
+    from brainsmith.planning.plan import without_kernels
     from brainsmith.plugin.errors import PluginError
-    from brainsmith.steps.plan import without_kernels
 
     if not names:
         return plan
@@ -268,8 +268,8 @@ def _kernel_domains() -> set[str]:
 
 
 def _execute(run: BuildRun) -> BuildResult:
-    from brainsmith.builder.charts import ChartWorker
     from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
+    from brainsmith.report.charts import ChartWorker
 
     # The helper process draws while FINN loads; where FINN is loaded already, draw here.
     if "finn" not in sys.modules and run.stop_after is None:
@@ -453,7 +453,7 @@ def _tolerate_float_functions(run: BuildRun, model: ModelWrapper) -> None:
 def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildResult:
     """Write the final models, then the reports, report.json last: a signal before
     report.json says ok interrupts the build; one after it changes nothing."""
-    from brainsmith.builder.flow import fail_output
+    from brainsmith.builder.failure import fail_output
     from brainsmith.rtlsim.manifest import record as record_hdl
 
     if run.stop_after is not None:  # a checkpoint instead of a design: no reports

@@ -12,31 +12,27 @@ from typing import cast
 from brainsmith.builder.intake import CheckedModel
 from brainsmith.builder.outdir import OutputFolder
 from brainsmith.builder.progress import Progress
-from brainsmith.steps.context import BuildContext
-from brainsmith.steps.plan import BuildPlan
+from brainsmith.planning.context import BuildContext
+from brainsmith.planning.plan import BuildPlan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
 
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.charts import ChartWorker
     from brainsmith.builder.checkpoint import Checkpoint
-    from brainsmith.builder.records import (
+    from brainsmith.builder.verify import Vectors
+    from brainsmith.plugin.spec import PluginSpec
+    from brainsmith.report.charts import ChartWorker
+    from brainsmith.report.records import (
         BuildReport,
         RtlsimSection,
         StepEntry,
         Verification,
     )
-    from brainsmith.builder.verify import Vectors
-    from brainsmith.plugin.spec import PluginSpec
 
-    # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
-    # are typed in brainsmith.builder.records)
-    Json = dict[str, Any]
     # A step as FINN calls it: (model, cfg) -> model
     StepFunction = Callable[[ModelWrapper, DataflowBuildConfig], ModelWrapper]
 

@@ -80,7 +80,7 @@ def show(file: str, as_json: bool) -> None:
 def _space_lines(loaded) -> list[str]:
     """The variant count and execution tree, or why there is none (as YAML comments)."""
     from brainsmith.dse.tree import describe_space
-    from brainsmith.steps.plan import PlanError
+    from brainsmith.planning.plan import PlanError
 
     try:
         return describe_space(loaded)

@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from brainsmith.builder.records import (
+    from brainsmith.report.records import (
         BuildReport,
         FinnWarning,
         StepEntry,
@@ -190,8 +190,8 @@ def _exit(code: int) -> None:
 def print_summary(report: BuildReport) -> None:
     """The build's outcome in a few lines: warnings first, then performance, resources,
     verification and files."""
-    from brainsmith.builder.progress import step_label
-    from brainsmith.builder.report_html import warning_lines
+    from brainsmith.frameworks.finn.facts import step_label
+    from brainsmith.report.html import warning_lines
 
     out = console()
     out.soft_wrap = True
@@ -228,7 +228,7 @@ def _print_outcome(out: Console, report: BuildReport, warnings: list[str], skipp
 
 def _print_performance(out: Console, report: BuildReport) -> None:
     """The estimated throughput (and whether it meets the target), the bottleneck, latency."""
-    from brainsmith.builder.report_html import bottleneck_line, number
+    from brainsmith.report.html import bottleneck_line, number
 
     perf = report.get("performance", {})
     fps, latency = perf.get("estimated_fps"), perf.get("estimated_latency_ns")
@@ -250,7 +250,7 @@ def _print_performance(out: Console, report: BuildReport) -> None:
 
 def _print_resources(out: Console, report: BuildReport) -> None:
     """The estimated resources with their share of the part, and what they leave out."""
-    from brainsmith.builder.report_html import incomplete_line
+    from brainsmith.report.html import incomplete_line
 
     totals = report.get("totals", {})
     if not totals:
@@ -296,7 +296,7 @@ def _print_finn_warnings(out: Console, warnings: list[FinnWarning]) -> None:
 def _resources(
     totals: dict[str, float], use: Utilisation | None, incomplete: dict[str, list[str]]
 ) -> str:
-    from brainsmith.builder.report_html import total_text
+    from brainsmith.report.html import total_text
 
     percent = (use.get("percent") if use else None) or {}
     parts = []

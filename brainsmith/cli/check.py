@@ -53,8 +53,8 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str 
     2 bad model or blueprint.
     """
     from brainsmith.builder import BuildError
-    from brainsmith.builder.check import check as run_check
     from brainsmith.builder.errors import command_line_names
+    from brainsmith.commands.check_model import check as run_check
 
     with command_line_names():
         try:

@@ -131,7 +131,7 @@ def _exit(code: int) -> None:
 
 def print_summary(data: dict) -> None:
     """The exploration in a few lines: counts, reuse, the best variants, the files."""
-    from brainsmith.builder.progress import step_label
+    from brainsmith.frameworks.finn.facts import step_label
 
     out = console()
     out.soft_wrap = True

@@ -65,9 +65,9 @@ def verify_rtl(
     Example:
       brainsmith verify-rtl build-out/mlp-20250101-120000
     """
-    from brainsmith.builder.rtl_check import layer_problem
-    from brainsmith.builder.verify_rtl import FolderError, verify_build_folder
     from brainsmith.cli.output import echo, print_json
+    from brainsmith.commands.rtl_verification import FolderError, verify_build_folder
+    from brainsmith.report.rtl_tables import layer_problem
     from brainsmith.terminal import console
 
     status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
@@ -110,8 +110,8 @@ def print_table(result) -> None:
     """One row per layer, then a line for each layer that needs a word of explanation."""
     from rich.table import Table
 
-    from brainsmith.builder.rtl_check import estimate_note, layer_problem, percent
     from brainsmith.cli.output import console
+    from brainsmith.report.rtl_tables import estimate_note, layer_problem, percent
 
     table = Table(box=None, pad_edge=False)
     for column in ("layer", "result", "cycles/frame", "FINN estimate", "error", "latency",

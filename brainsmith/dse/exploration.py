@@ -473,7 +473,7 @@ def _load(blueprint):
 
 def _variants(blueprint) -> list[Variant]:
     from brainsmith.dse.variants import SpaceError, expand
-    from brainsmith.steps.plan import PlanError
+    from brainsmith.planning.plan import PlanError
 
     try:
         variants = expand(blueprint)

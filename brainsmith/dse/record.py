@@ -18,7 +18,7 @@ from brainsmith.plugin.names import short_name
 
 def assemble(run, started: float | None) -> dict:
     """explore.json's content for ``run`` (an ``Exploration``)."""
-    from brainsmith.builder.report import versions
+    from brainsmith.report.contents import versions
 
     space = run.blueprint.design_space
     variants = [_variant(run, v) for v in run.variants]

@@ -7,13 +7,13 @@ from __future__ import annotations
 import html
 import math
 
-from brainsmith.builder.progress import step_label
 from brainsmith.dse.results import METRIC_NAMES
+from brainsmith.frameworks.finn.facts import step_label
 from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.builder.records import BuildReport
+    from brainsmith.report.records import BuildReport
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 520, 340, 78, 18, 16, 46
 STYLE = """

@@ -16,11 +16,11 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from brainsmith.steps.plan import BuildPlan
+from brainsmith.planning.plan import BuildPlan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.builder.records import BuildReport
+    from brainsmith.report.records import BuildReport
 
 NODE_FILE = "explore-node.json"
 # FINN's settings and brainsmith's output redirection are per process: one build at a time,
@@ -203,8 +203,8 @@ def _worker_name() -> str:
 def warm_up() -> None:
     """Load FINN and what a build uses, so a worker's first segment does not wait for it."""
     from brainsmith.builder import runner  # noqa: F401
-    from brainsmith.builder.charts import render_charts
     from brainsmith.frameworks.finn.env import prepare_finn
+    from brainsmith.report.charts import render_charts
 
     prepare_finn()
     import finn.custom_op.fpgadataflow  # noqa: F401

@@ -17,10 +17,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from brainsmith.builder.progress import step_label
 from brainsmith.dse.variants import Variant
+from brainsmith.frameworks.finn.facts import step_label
+from brainsmith.planning.plan import BuildPlan
 from brainsmith.plugin.names import short_name
-from brainsmith.steps.plan import BuildPlan
 
 
 def _infer(plan: BuildPlan) -> object:
@@ -108,7 +108,7 @@ def step_keys(plan: BuildPlan, root: str) -> list[str]:
 
 def root_key(model: str, vectors: tuple[str, str] | None) -> str:
     """What every build of an exploration starts from: the model, vectors and versions."""
-    from brainsmith.builder.report import versions
+    from brainsmith.report.contents import versions
 
     files = [model, *(vectors or ())]
     return _hash("", {"files": [_file(os.path.abspath(f)) for f in files], **versions()})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.steps.plan import BuildPlan, plan_from_blueprint
+from brainsmith.planning.plan import BuildPlan, plan_from_blueprint
 
 
 @dataclass

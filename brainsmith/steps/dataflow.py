@@ -2,7 +2,7 @@
 
 Each is ``fn(model, cfg) -> model`` with ``cfg`` a FINN ``DataflowBuildConfig``, so the
 steps also run inside FINN's own builder. The blueprint's selection (kernels, backends,
-phased transforms) reaches them through ``brainsmith.steps.context.context_of(cfg)``;
+phased transforms) reaches them through ``brainsmith.planning.context.context_of(cfg)``;
 without one they behave like FINN's defaults.
 
     cleanup → qonnx_to_finn → streamline (+ pre_hw transforms) → hardware_inference
@@ -16,9 +16,9 @@ from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.config import fpga_part
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN, is_hardware
+from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
 from brainsmith.plugin.names import short_name
-from brainsmith.steps.context import context_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ def cleanup(model, cfg):
 def qonnx_to_finn(model, cfg):
     """Convert Quant/BipolarQuant/Trunc nodes to FINN-ONNX (MultiThreshold), then tidy up;
     average pools keep the truncation Brevitas exported (``fix_average_pools``)."""
-    from brainsmith.steps import finn_steps
-    from brainsmith.steps.finn_recipe import average_pool_widths, fix_average_pools
+    from brainsmith.frameworks.finn import steps as finn_steps
+    from brainsmith.frameworks.finn.recipe import average_pool_widths, fix_average_pools
 
     widths = average_pool_widths(model)
     return finn_steps.tidy_up(fix_average_pools(finn_steps.qonnx_to_finn(model, cfg), widths))
@@ -56,8 +56,8 @@ def streamline(model, cfg):
     depthwise convolutions (refusing zero-padded binarized ones, which FINN computes wrongly),
     then FINN's streamlining (lowering convolutions to matrix products), then move scales
     past residual forks and joins and layout changes before the thresholds feeding them."""
-    from brainsmith.steps import finn_steps
-    from brainsmith.steps.finn_recipe import (
+    from brainsmith.frameworks.finn import steps as finn_steps
+    from brainsmith.frameworks.finn.recipe import (
         channels_last,
         lift_1d,
         refuse_padded_bipolar,
@@ -92,8 +92,8 @@ def hardware_inference(model, cfg):
     Returns the partition (the accelerator); the graph around it is kept as
     ``context_of(cfg).dataflow_parent``.
     """
-    from brainsmith.steps.finn_steps import minimize_bit_width, unfinished_streamlining
-    from brainsmith.steps.host_tail import split_host_tail
+    from brainsmith.frameworks.finn.steps import minimize_bit_width, unfinished_streamlining
+    from brainsmith.planning.host_tail import split_host_tail
 
     unfinished = unfinished_streamlining(model)
     if unfinished:
@@ -121,7 +121,7 @@ def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrappe
     own where its ``infer_order`` puts them), and FINN's layout fix-ups."""
     from qonnx.transformation.infer_shapes import InferShapes
 
-    from brainsmith.steps.finn_recipe import convert_to_hw, transform_args
+    from brainsmith.frameworks.finn.recipe import convert_to_hw, transform_args
 
     plan = context_of(cfg).plan
     load_layers(plan)
@@ -136,7 +136,7 @@ def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrappe
 
 def _check_converted(before, model, cfg) -> None:
     """Fail naming every node that would split the accelerator, with what would take it."""
-    from brainsmith.steps.advice import blocking_nodes, explain_blocking
+    from brainsmith.planning.advice import blocking_nodes, explain_blocking
 
     plan = context_of(cfg).plan
     selected = ", ".join(k.name for k in plan.kernels) if plan.kernels is not None else "all"
@@ -196,7 +196,7 @@ def _partition(model, cfg):
 
 def _check_forks(model, plan) -> None:
     """A hardware layer's output read by several hardware layers needs a DuplicateStreams."""
-    from brainsmith.steps.advice import fork_hint, fork_problems
+    from brainsmith.planning.advice import fork_hint, fork_problems
 
     problems = [f"layer {name}'s {problem}" for name, problem in fork_problems(model).items()]
     if problems:
@@ -362,8 +362,8 @@ def folding(model, cfg):
     config file if given, minimise bit widths, decompose Shuffle layers into implementable
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
     every layer must then have a backend."""
-    from brainsmith.steps import finn_steps
-    from brainsmith.steps.folding import fold_for_target
+    from brainsmith.frameworks.finn import steps as finn_steps
+    from brainsmith.frameworks.finn.folding_record import fold_for_target
 
     plan = context_of(cfg).plan
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
@@ -397,7 +397,7 @@ def legal_folding(model):
 def estimates(model, cfg):
     """Write FINN's analytical estimate reports (resources, cycles, performance) to the
     report folder of ``cfg.output_dir``."""
-    from brainsmith.steps.finn_steps import estimate_reports
+    from brainsmith.frameworks.finn.steps import estimate_reports
 
     return estimate_reports(model, cfg)
 
@@ -405,7 +405,7 @@ def estimates(model, cfg):
 @step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")
 def codegen(model, cfg):
     """Generate each layer's HLS code and RTL sources (no Xilinx tools needed)."""
-    from brainsmith.steps.finn_steps import hw_codegen
+    from brainsmith.frameworks.finn.steps import hw_codegen
 
     return hw_codegen(model, cfg)
 

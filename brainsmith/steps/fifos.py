@@ -19,8 +19,8 @@ import time
 
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.config import fpga_part
+from brainsmith.frameworks.finn.folding_record import write_json
 from brainsmith.plugin import step
-from brainsmith.steps.folding import write_json
 
 FRAMES = 8  # random frames per simulation
 ATTEMPTS = 3  # bounded re-simulations before giving up

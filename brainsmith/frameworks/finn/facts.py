@@ -6,11 +6,14 @@ estimates. Constants only (no import of FINN or QONNX), so any module can use th
   maps each of those to its backend type, ``LAYER_DOMAINS`` lists all three.
 - ``RESOURCES``: the FPGA resources FINN's estimates count, in report order (``Resource``);
   ``PLATFORM_RESOURCES``: a device's, in FINN's platform tables.
+- ``step_label``: a step's name as shown (FINN's ``step_`` prefix dropped).
 """
 
 from __future__ import annotations
 
 from typing import Literal, Protocol
+
+from brainsmith.plugin.names import split_name
 
 HW_DOMAIN = "finn.custom_op.fpgadataflow"
 HLS_DOMAIN = f"{HW_DOMAIN}.hls"
@@ -31,3 +34,10 @@ class _Node(Protocol):
 def is_hardware(node: _Node) -> bool:
     """Whether an ONNX node is one of FINN's hardware layers (specialised or not)."""
     return node.domain.startswith(HW_DOMAIN)
+
+
+def step_label(name: str) -> str:
+    """A step's name as shown: FINN's ``finn:step_hw_ipgen`` as ``hw_ipgen``, like brainsmith's
+    own ``cleanup``. Blueprints and report.json keep the plugin's name."""
+    framework, short = split_name(name)
+    return short.removeprefix("step_") if framework in ("", "brainsmith", "finn") else name

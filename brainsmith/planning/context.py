@@ -14,7 +14,7 @@ import contextlib
 import contextvars
 from dataclasses import dataclass, field
 
-from brainsmith.steps.plan import BuildPlan
+from brainsmith.planning.plan import BuildPlan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -114,10 +114,10 @@ def takers(before, cfg, unselected_only: bool = False) -> dict[str, list[Taker]]
     """Output tensor name -> the kernels that convert its producer in ``before`` (the model
     as the conversion found it), whether selected or not (``unselected_only``: only the
     kernels the plan does not select are tried)."""
+    from brainsmith.frameworks.finn.recipe import transform_args
+    from brainsmith.planning.context import context_of
+    from brainsmith.planning.plan import BuildPlan, infer_transforms_of
     from brainsmith.plugin import get_registry
-    from brainsmith.steps.context import context_of
-    from brainsmith.steps.finn_recipe import transform_args
-    from brainsmith.steps.plan import BuildPlan, infer_transforms_of
 
     plan = context_of(cfg).plan
     selected = {(k.op_type, t) for k in plan.kernels or () for t in k.infer_transforms}
@@ -237,7 +237,7 @@ def explain_blocking(
 ) -> list[str]:
     """One line per blocking node of the ``converted`` model: which kernel and transform
     would convert it (``found``: ``takers(before, cfg)`` when already known)."""
-    from brainsmith.steps.context import context_of
+    from brainsmith.planning.context import context_of
 
     found = takers(before, cfg) if found is None else found
     plan = context_of(cfg).plan

@@ -1,4 +1,4 @@
-"""report.json as types: the records ``brainsmith.builder.report`` writes and the summary,
+"""report.json as types: the records ``brainsmith.report.contents`` writes and the summary,
 report.html, the dataflow picture, ``brainsmith verify-rtl`` and explore read.
 
 The report stays a plain dict (written with ``json``, read back from disk), so these are
@@ -161,7 +161,7 @@ class Target(TypedDict):
     over_target: list[SlowLayer] | None  # None unless every layer has cycles
     limit: str | None
     folding_search: str | None  # brainsmith | finn: which search folded, with a limit
-    finn_warnings_superseded: NotRequired[int]  # set by ``report.assemble``
+    finn_warnings_superseded: NotRequired[int]  # set by ``builder.reporting.assemble``
 
 
 class CpuNode(TypedDict):
@@ -318,7 +318,7 @@ class StoppedReport(TypedDict):
 
 
 class BuildReport(Estimates):
-    """report.json as ``report.assemble`` writes it (keys in this order, with the
+    """report.json as ``builder.reporting.assemble`` writes it (keys in this order, with the
     estimates' after ``steps``)."""
 
     name: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from brainsmith.steps.advice import blocking_nodes, explain_blocking, takers
+from brainsmith.planning.advice import blocking_nodes, explain_blocking, takers
 
 
 @dataclass

@@ -15,8 +15,8 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
+from brainsmith.builder.blame import failing_transform
 from brainsmith.builder.errors import BuildError
-from brainsmith.builder.flow import failing_transform
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.config import fpga_part
 
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.intake import CheckedModel
     from brainsmith.builder.runner import BuildOverrides
-    from brainsmith.builder.state import Json
-    from brainsmith.steps.advice import Taker
-    from brainsmith.steps.plan import BlueprintSource, BuildPlan
+    from brainsmith.files import Json
+    from brainsmith.planning.advice import Taker
+    from brainsmith.planning.plan import BlueprintSource, BuildPlan
 
 FRONT_END = "hardware_inference"  # check runs the steps before this one
 # Placements that stop the build: a node left between hardware layers, a hardware layer
@@ -115,7 +115,7 @@ def check(
 def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: str) -> None:
     from brainsmith.builder.runner import finn_config, resolve_steps
     from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
-    from brainsmith.steps.context import BuildContext, running
+    from brainsmith.planning.context import BuildContext, running
 
     steps = resolve_steps(plan)
     names = [s.name for s in steps]
@@ -153,8 +153,8 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
 
 def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
     """Convert ``before`` with the plan's kernels and judge every node."""
-    from brainsmith.steps.advice import advice, fork_hint, fork_problems, placement, takers
-    from brainsmith.steps.context import context_of
+    from brainsmith.planning.advice import advice, fork_hint, fork_problems, placement, takers
+    from brainsmith.planning.context import context_of
     from brainsmith.steps.dataflow import infer_hardware
 
     plan = context_of(cfg).plan
@@ -208,8 +208,8 @@ def _host_tail(
     model: ModelWrapper, nodes: list[NodeVerdict], found: dict[str, list[Taker]]
 ) -> list[NodeVerdict]:
     """When no installed kernel converts any blocking node, the build keeps them and every
-    node after them on the host, after the accelerator (``brainsmith.steps.host_tail``)."""
-    from brainsmith.steps.host_tail import downstream
+    node after them on the host, after the accelerator (``brainsmith.planning.host_tail``)."""
+    from brainsmith.planning.host_tail import downstream
 
     starts = [n for n in nodes if n.placement == "between"]
     if not starts or any(n.placement in BLOCKING and n.placement != "between" for n in nodes):
@@ -238,7 +238,7 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.steps.context import context_of
+    from brainsmith.planning.context import context_of
     from brainsmith.steps.dataflow import set_backend_styles
 
     plan = context_of(cfg).plan

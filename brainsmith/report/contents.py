@@ -12,17 +12,15 @@ whose process is killed leaves that), then ``ok``, ``failed`` or ``interrupted``
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
 import re
-import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from brainsmith.builder.units import RESOURCES, bits
 from brainsmith.files import write_text
+from brainsmith.report.units import RESOURCES, bits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,9 +28,10 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.custom_op.base import CustomOp
 
-    from brainsmith.builder.charts import ChartWorker
-    from brainsmith.builder.errors import BuildError
-    from brainsmith.builder.records import (
+    from brainsmith.files import Json
+    from brainsmith.frameworks.finn.facts import Resource
+    from brainsmith.report.charts import ChartWorker
+    from brainsmith.report.records import (
         BitsKey,
         BuildReport,
         ChartRow,
@@ -47,13 +46,9 @@ if TYPE_CHECKING:
         LayerFacts,
         Performance,
         Read,
-        ShortReport,
-        Status,
         Target,
         Utilisation,
     )
-    from brainsmith.builder.state import BuildRun, Json
-    from brainsmith.frameworks.finn.facts import Resource
 
 RESOURCE_FILE = "estimate_layer_resources.json"
 BACKEND_SUFFIXES = {"_hls": "hls", "_rtl": "rtl"}
@@ -534,119 +529,6 @@ def _continuation(lines: list[str], start: int, most: int = 5) -> list[str]:
     return taken
 
 
-def assemble(
-    run: BuildRun,
-    model: ModelWrapper | None,
-    status: Status,
-    error: BuildError | None = None,
-    setup_seconds: float | None = None,
-) -> BuildReport:
-    """The report of ``run`` (a ``BuildRun``) as written to report.json."""
-    from brainsmith.frameworks.finn.parts import boards
-
-    options = run.plan.build
-    part = options.fpga_part or boards().get(options.board or "")
-    found = estimates(run.report_dir, model, run.output_dir)
-    parent = run.context.dataflow_parent
-    if run.log is not None:
-        run.log.flush()
-    folding, problem = read_folding(run.report_dir)
-    goal = target(
-        found["performance"], options.target_fps, options.clock_ns, found["layers"], folding
-    )
-    warnings, superseded = reassess_warnings(finn_warnings(run.path("build.log")), goal)
-    if goal is not None:
-        goal["finn_warnings_superseded"] = superseded
-    cpu = cpu_nodes(parent) if model is not None else None
-    return {
-        "name": run.plan.name,
-        "status": status,
-        "error": {"step": error.step, "reason": error.reason, "hint": error.hint}
-        if error
-        else None,
-        "model": os.path.abspath(run.model_path) if run.model_path else "",
-        "blueprint_path": run.plan.path,
-        "output_dir": run.output_dir,
-        "moved_aside": run.folder.moved_aside,
-        "fpga_part": part,
-        "board": options.board,
-        "clock_ns": options.clock_ns,
-        "target_fps": options.target_fps,
-        "verify": run.verify,
-        "verify_samples": options.verify_samples,
-        "verify_tolerance": {"atol": options.verify_atol, "rtol": options.verify_rtol},
-        "seconds": round(time.perf_counter() - run.started_at, 3),
-        "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
-        "notes": [
-            *run.notes,
-            *run.context.notes,
-            *([problem] if problem else []),
-            *scaling_note(cpu),
-        ],
-        "steps": [r.as_dict() for r in run.records],
-        **found,
-        "target": goal,
-        "cpu_nodes": cpu,
-        "utilisation": utilisation(part, found["totals"]),
-        "warnings": warnings,
-        "generated_code": "finn/build",
-        "rtlsim": run.rtlsim,
-        "blueprint": run.plan.blueprint,
-        "versions": versions(),
-    }
-
-
-def write_reports(
-    run: BuildRun,
-    model: ModelWrapper | None,
-    status: Status,
-    error: BuildError | None = None,
-    setup_seconds: float | None = None,
-    before_verdict: Callable[[], None] | None = None,
-) -> BuildReport:
-    """Write report.json and report.html; raises OSError when report.json cannot be written.
-
-    For an ``ok`` build report.html comes first, then ``before_verdict()``, then report.json,
-    the verdict (a failing write raises). Otherwise report.json comes first; report.html follows if it can.
-    When the disk is full, the folder's reserve is given up for a short report.json.
-    """
-    report = assemble(run, model, status, error, setup_seconds)
-    run.report = report
-    if status == "ok":
-        _write_html(run, report)
-        if before_verdict is not None:
-            before_verdict()
-        _write_json(run, report)
-        run.folder.release_reserve()
-        return report
-    _write_json(run, report)
-    if status != "running":
-        with contextlib.suppress(OSError):  # report.json holds the verdict; no page cut off
-            _write_html(run, report)
-        run.folder.release_reserve()
-    return report
-
-
-def _write_json(run: BuildRun, report: BuildReport) -> None:
-    try:
-        write_text(run.path("report.json"), to_json(report))
-    except OSError:
-        if not run.folder.release_reserve():
-            raise
-        short: ShortReport = {
-            "name": report["name"],
-            "status": report["status"],
-            "error": report["error"],
-            "output_dir": report["output_dir"],
-            "steps": [{"name": s["name"], "status": s["status"]} for s in report["steps"]],
-        }
-        write_text(run.path("report.json"), to_json(short))
-
-
-def _write_html(run: BuildRun, report: BuildReport) -> None:
-    write_html(run.output_dir, report, run.charts, run.log)
-
-
 def write_html(
     folder: str,
     report: BuildReport,
@@ -656,9 +538,9 @@ def write_html(
     """report.html (and dataflow.svg) of ``report`` in ``folder``, whole: the charts with the
     target's line, the dataflow picture, links to the files ``folder`` holds. ``worker``: a
     chart worker that may have drawn the charts already; ``log`` takes a chart's traceback."""
-    from brainsmith.builder.charts import render_charts
-    from brainsmith.builder.dataflow_svg import dataflow_svg
-    from brainsmith.builder.report_html import render
+    from brainsmith.report.charts import render_charts
+    from brainsmith.report.html import render
+    from brainsmith.report.picture import dataflow_svg
 
     goal = report.get("target")
     rows, allowed = chart_rows(report.get("layers", [])), goal["target_cycles"] if goal else None

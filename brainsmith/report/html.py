@@ -1,5 +1,5 @@
 """report.html: one self-contained page (inline CSS and SVG) made from a report.json
-dictionary and the template ``report_template.html`` next to this module."""
+dictionary and the template ``template.html`` next to this module."""
 
 from __future__ import annotations
 
@@ -10,16 +10,17 @@ import re
 import string
 from urllib.parse import quote
 
-from brainsmith.builder.progress import step_label
-from brainsmith.builder.rtl_check import rtlsim_html
-from brainsmith.builder.units import RESOURCES, bits
+from brainsmith.frameworks.finn.facts import step_label
+from brainsmith.report.rtl_tables import rtlsim_html
+from brainsmith.report.units import RESOURCES, bits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Literal
 
-    from brainsmith.builder.records import (
+    from brainsmith.frameworks.finn.facts import Resource
+    from brainsmith.report.records import (
         BuildErrorEntry,
         BuildReport,
         FinnWarning,
@@ -29,14 +30,13 @@ if TYPE_CHECKING:
         Target,
         Verification,
     )
-    from brainsmith.frameworks.finn.facts import Resource
 
 NONE = "<span class='none'>-</span>"
 
 
 def render(report: BuildReport, charts: dict[str, str], picture: str | None = None) -> str:
-    """The page for ``report``; ``charts`` as made by ``brainsmith.builder.charts``,
-    ``picture`` the dataflow SVG (``brainsmith.builder.dataflow_svg``)."""
+    """The page for ``report``; ``charts`` as made by ``brainsmith.report.charts``,
+    ``picture`` the dataflow SVG (``brainsmith.report.picture``)."""
     template = string.Template(_template())
     status, goal = report.get("status", ""), report.get("target")
     return template.substitute(
@@ -58,7 +58,7 @@ def render(report: BuildReport, charts: dict[str, str], picture: str | None = No
 
 
 def _template() -> str:
-    with open(os.path.join(os.path.dirname(__file__), "report_template.html")) as handle:
+    with open(os.path.join(os.path.dirname(__file__), "template.html")) as handle:
         return handle.read()
 
 

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     from matplotlib.figure import Figure
 
-    from brainsmith.builder.records import ChartRow
     from brainsmith.frameworks.finn.facts import Resource
+    from brainsmith.report.records import ChartRow
 
 COLOR = "#3569a8"
 OVER = "#b3261e"  # a layer slower than the target allows
@@ -134,7 +134,7 @@ def worker_command() -> list[str]:
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     code = (
         "import sys; sys.path.append(sys.argv[1]); "
-        "from brainsmith.builder.charts import main; main()"
+        "from brainsmith.report.charts import main; main()"
     )
     flags = "-IB" if sys.flags.dont_write_bytecode else "-I"  # -I would drop the B setting
     return [sys.executable, flags, "-c", code, package_parent]

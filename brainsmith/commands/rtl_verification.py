@@ -24,16 +24,17 @@ from typing import cast
 
 import numpy as np
 
-from brainsmith.builder.rtl_check import WORKDIR, rtlsim_section
+from brainsmith.builder.rtl_check import WORKDIR
 from brainsmith.errors import BrainsmithError
+from brainsmith.report.rtl_tables import rtlsim_section
 from brainsmith.rtlsim.manifest import NAME, inside
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.records import BuildReport
     from brainsmith.builder.verify import Sample
+    from brainsmith.report.records import BuildReport
     from brainsmith.rtlsim.layers import DesignResult
 
 
@@ -256,8 +257,8 @@ def _inputs(
 
 
 def _update_report(folder: str, report: BuildReport, result: DesignResult) -> None:
-    from brainsmith.builder.report import to_json, write_html
     from brainsmith.files import write_text
+    from brainsmith.report.contents import to_json, write_html
 
     report["rtlsim"] = rtlsim_section(result)
     write_text(os.path.join(folder, "report.json"), to_json(report))

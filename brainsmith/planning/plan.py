@@ -1,6 +1,6 @@
 """BuildPlan: what a build takes from a blueprint — kernels with their allowed backends,
 phased transforms, steps and options — as one small object the steps read from the FINN
-``DataflowBuildConfig`` (see ``brainsmith.steps.context``).
+``DataflowBuildConfig`` (see ``brainsmith.planning.context``).
 
 A blueprint without ``steps:`` gets brainsmith's standard flow, followed by FINN's
 hardware steps (IP generation, FIFO sizing, stitched IP, synthesis; with a board also
@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-    from brainsmith.builder.state import Json
+    from brainsmith.files import Json
     from brainsmith.plugin.blueprint import Blueprint
     from brainsmith.plugin.spec import PluginSpec
 

@@ -1,0 +1,68 @@
+"""A failed build: the step recorded as failed, the reports written, the BuildError raised
+(exit code 2 when the output folder is at fault)."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from brainsmith.builder import interrupts
+from brainsmith.builder.errors import BuildError
+from brainsmith.builder.outdir import DISK_FULL, os_problem
+from brainsmith.builder.state import BuildRun
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+    from qonnx.core.modelwrapper import ModelWrapper
+
+OUTPUT_ERRORS = DISK_FULL | {errno.EROFS}  # the output folder's fault, not the step's
+
+
+def disk_full(folder: str) -> bool:
+    """Less than 1 MiB left where ``folder`` is (some writers report a full disk without
+    an errno: "2048 requested and 992 written")."""
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 1024 * 1024
+
+
+def fail_output(
+    run: BuildRun, model: ModelWrapper | None, index: int | None, exc: OSError, what: str
+) -> NoReturn:
+    """Fail for an OSError of the output folder (a full disk, ...): exit code 2."""
+    if exc.errno is None and disk_full(run.output_dir):
+        exc = OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: {exc}")
+    reason, hint = os_problem(exc)
+    fail(run, model, index, f"{what} in {run.output_dir}: {reason}", hint, exit_code=2)
+
+
+def fail(
+    run: BuildRun,
+    model: ModelWrapper | None,
+    index: int | None,
+    reason: str,
+    hint: str,
+    exit_code: int = 1,
+) -> NoReturn:
+    """Record step ``index`` (None: after the steps) as failed, write the reports, raise."""
+    from brainsmith.builder.reporting import write_reports
+
+    name = "finish"
+    if index is not None:
+        record = run.records[index]
+        record.status, record.reason, name = "failed", reason, record.name
+        short = reason if len(reason) < 70 else reason[:67] + "..."
+        run.progress.finish(index, "failed", detail=short)
+    error = BuildError(name, reason, hint, exit_code=exit_code, report=run.path("report.json"))
+    with interrupts.blocked():
+        try:
+            write_reports(run, model, "failed", error=error)
+        except OSError as exc:
+            error.report = None
+            error.reason += f" (report.json could not be written either: {os_problem(exc)[0]})"
+        interrupts.settled()
+    raise error

@@ -1,0 +1,145 @@
+"""The build writes its report: report.json first and last (``status: running`` when the
+build starts, then ``ok``, ``failed`` or ``interrupted``), report.html beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+
+from brainsmith.files import write_text
+from brainsmith.report.contents import (
+    cpu_nodes,
+    estimates,
+    finn_warnings,
+    read_folding,
+    reassess_warnings,
+    scaling_note,
+    target,
+    to_json,
+    utilisation,
+    versions,
+    write_html,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.errors import BuildError
+    from brainsmith.builder.state import BuildRun
+    from brainsmith.report.records import BuildReport, ShortReport, Status
+
+
+def assemble(
+    run: BuildRun,
+    model: ModelWrapper | None,
+    status: Status,
+    error: BuildError | None = None,
+    setup_seconds: float | None = None,
+) -> BuildReport:
+    """The report of ``run`` (a ``BuildRun``) as written to report.json."""
+    from brainsmith.frameworks.finn.parts import boards
+
+    options = run.plan.build
+    part = options.fpga_part or boards().get(options.board or "")
+    found = estimates(run.report_dir, model, run.output_dir)
+    parent = run.context.dataflow_parent
+    if run.log is not None:
+        run.log.flush()
+    folding, problem = read_folding(run.report_dir)
+    goal = target(
+        found["performance"], options.target_fps, options.clock_ns, found["layers"], folding
+    )
+    warnings, superseded = reassess_warnings(finn_warnings(run.path("build.log")), goal)
+    if goal is not None:
+        goal["finn_warnings_superseded"] = superseded
+    cpu = cpu_nodes(parent) if model is not None else None
+    return {
+        "name": run.plan.name,
+        "status": status,
+        "error": {"step": error.step, "reason": error.reason, "hint": error.hint}
+        if error
+        else None,
+        "model": os.path.abspath(run.model_path) if run.model_path else "",
+        "blueprint_path": run.plan.path,
+        "output_dir": run.output_dir,
+        "moved_aside": run.folder.moved_aside,
+        "fpga_part": part,
+        "board": options.board,
+        "clock_ns": options.clock_ns,
+        "target_fps": options.target_fps,
+        "verify": run.verify,
+        "verify_samples": options.verify_samples,
+        "verify_tolerance": {"atol": options.verify_atol, "rtol": options.verify_rtol},
+        "seconds": round(time.perf_counter() - run.started_at, 3),
+        "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
+        "notes": [
+            *run.notes,
+            *run.context.notes,
+            *([problem] if problem else []),
+            *scaling_note(cpu),
+        ],
+        "steps": [r.as_dict() for r in run.records],
+        **found,
+        "target": goal,
+        "cpu_nodes": cpu,
+        "utilisation": utilisation(part, found["totals"]),
+        "warnings": warnings,
+        "generated_code": "finn/build",
+        "rtlsim": run.rtlsim,
+        "blueprint": run.plan.blueprint,
+        "versions": versions(),
+    }
+
+
+def write_reports(
+    run: BuildRun,
+    model: ModelWrapper | None,
+    status: Status,
+    error: BuildError | None = None,
+    setup_seconds: float | None = None,
+    before_verdict: Callable[[], None] | None = None,
+) -> BuildReport:
+    """Write report.json and report.html; raises OSError when report.json cannot be written.
+
+    For an ``ok`` build report.html comes first, then ``before_verdict()``, then report.json,
+    the verdict (a failing write raises). Otherwise report.json comes first; report.html follows if it can.
+    When the disk is full, the folder's reserve is given up for a short report.json.
+    """
+    report = assemble(run, model, status, error, setup_seconds)
+    run.report = report
+    if status == "ok":
+        _write_html(run, report)
+        if before_verdict is not None:
+            before_verdict()
+        _write_json(run, report)
+        run.folder.release_reserve()
+        return report
+    _write_json(run, report)
+    if status != "running":
+        with contextlib.suppress(OSError):  # report.json holds the verdict; no page cut off
+            _write_html(run, report)
+        run.folder.release_reserve()
+    return report
+
+
+def _write_json(run: BuildRun, report: BuildReport) -> None:
+    try:
+        write_text(run.path("report.json"), to_json(report))
+    except OSError:
+        if not run.folder.release_reserve():
+            raise
+        short: ShortReport = {
+            "name": report["name"],
+            "status": report["status"],
+            "error": report["error"],
+            "output_dir": report["output_dir"],
+            "steps": [{"name": s["name"], "status": s["status"]} for s in report["steps"]],
+        }
+        write_text(run.path("report.json"), to_json(short))
+
+
+def _write_html(run: BuildRun, report: BuildReport) -> None:
+    write_html(run.output_dir, report, run.charts, run.log)

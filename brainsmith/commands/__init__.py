@@ -1,0 +1,1 @@
+"""The commands beside the build: ``brainsmith check`` and ``brainsmith verify-rtl``."""

@@ -1,0 +1,214 @@
+"""Layout rewrites for residual networks, run by the ``streamline`` step's residual loop
+(``frameworks/finn/recipe.py``): transposes moved past joins, adds done in the transposed
+layout, and channels-last transposes moved before the thresholds that feed them, so the
+layout changes on the host or cancels instead of becoming shuffle layers."""
+
+from __future__ import annotations
+
+from finn.transformation.streamline.reorder import MoveOpPastFork, MoveTransposePastJoinAdd
+from onnx import NodeProto, helper
+from qonnx.core.datatype import DataType
+from qonnx.core.modelwrapper import ModelWrapper
+from qonnx.custom_op.registry import getCustomOp
+from qonnx.transformation.base import Transformation
+from qonnx.transformation.general import SortGraph
+from qonnx.transformation.infer_data_layouts import InferDataLayouts
+from qonnx.transformation.infer_datatypes import InferDataTypes
+from qonnx.transformation.infer_shapes import InferShapes
+from qonnx.util.basic import get_by_name
+
+from brainsmith.plugin import transform
+
+TO_NHWC = [0, 2, 3, 1]
+
+
+@transform(
+    name="MoveTransposePastProducedJoinAdd",
+    stage="streamline",
+    description="FINN's MoveTransposePastJoinAdd for joins whose operands nodes produce",
+)
+class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):
+    """FINN's ``MoveTransposePastJoinAdd`` for joins whose operands nodes produce.
+
+    FINN's takes an add whose first operand is the graph input (a residual from the input)
+    for a join and fails on the input's missing producer (``'NoneType' object has no
+    attribute 'op_type'``); this one leaves such an add as it is (FINN's loop, with that
+    check) and changes nothing else in the graph. Transposes count as identical only with
+    the same permutation (FINN's check computes that and drops the result).
+    """
+
+    def are_producers_identical(self, model: ModelWrapper, producers: list[NodeProto]) -> bool:
+        if {p.op_type for p in producers} != {"Transpose"}:
+            return False
+        perms = {tuple(get_by_name(p.attribute, "perm").ints) for p in producers}
+        return len(perms) == 1
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        modified = False
+        for node in model.graph.node:
+            if node.op_type not in self.join_node_op or not model.is_join_node(node):
+                continue
+            producers = [model.find_producer(name) for name in node.input]
+            if None in producers or producers[0].op_type not in self.ops_to_move:
+                continue  # an operand no node produces: nothing to move past the add
+            if not self.are_producers_identical(model, producers):
+                continue
+            for producer in producers:
+                if model.is_fork_node(producer) and not model.is_join_node(producer):
+                    return model.transform(MoveOpPastFork(self.ops_to_move)), True
+            modified = self.move_node(model, node, producers) or modified
+        if modified:
+            model = model.transform(InferDataLayouts())
+            model = model.transform(InferShapes()).transform(InferDataTypes())
+            model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
+        return model, modified
+
+
+@transform(
+    name="MoveAddIntoTransposedLayout",
+    stage="streamline",
+    description="Do the add of a transposed and an untransposed branch in the transposed layout",
+)
+class MoveAddIntoTransposedLayout(Transformation):
+    """An add of a transposed branch and an untransposed one done in the transposed layout.
+
+    A residual whose body runs in another layout (NHWC convolutions beside an NCHW skip):
+    ``Add(T(p), b)`` becomes ``T(Add(p, T⁻¹(b)))`` where ``b`` already has a reader that
+    transposes it by ``T⁻¹`` (the body's own layout change at the fork). The new transpose
+    merges with that one, so the layout changes once before the fork and once after the
+    add, where FINN's streamlining absorbs them, instead of around the join, where they
+    became shuffle layers. Without such a twin nothing is rewritten (the rewrite would only
+    move a transpose from one operand to the other, and back).
+    """
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        for node in model.graph.node:
+            if node.op_type != "Add" or len(node.input) != 2:
+                continue
+            if any(model.get_initializer(name) is not None for name in node.input):
+                continue  # a bias, not a join
+            producers = [model.find_producer(name) for name in node.input]
+            kinds = [p is not None and p.op_type == "Transpose" for p in producers]
+            if kinds.count(True) != 1:
+                continue
+            side = kinds.index(True)
+            transpose, other = producers[side], node.input[1 - side]
+            if transpose is None or len(model.find_consumers(transpose.output[0]) or []) != 1:
+                continue
+            out_shape = model.get_tensor_shape(node.output[0])
+            if model.get_tensor_shape(other) != out_shape:
+                continue  # broadcasting: the layouts of the operands differ anyway
+            perm = list(get_by_name(transpose.attribute, "perm").ints)
+            inverse = [perm.index(axis) for axis in range(len(perm))]
+            if not _has_twin(model, other, inverse):
+                continue  # nothing to merge with: the rewrite would only move transposes
+            _rewrite(model, node, transpose, side, other, inverse)
+            return model.transform(InferShapes()).transform(InferDataTypes()), True
+        return model, False
+
+
+def _has_twin(model: ModelWrapper, tensor: str, perm: list[int]) -> bool:
+    """Whether ``tensor`` already has a reader that transposes it by ``perm``."""
+    return any(
+        reader.op_type == "Transpose" and list(get_by_name(reader.attribute, "perm").ints) == perm
+        for reader in model.find_consumers(tensor) or []
+    )
+
+
+def _rewrite(
+    model: ModelWrapper,
+    add: NodeProto,
+    transpose: NodeProto,
+    side: int,
+    other: str,
+    inverse: list[int],
+) -> None:
+    """``Add(T(p), other)`` -> ``T(Add(p, T⁻¹(other)))``, reusing the transpose node."""
+    source = transpose.input[0]
+    back = model.make_new_valueinfo_name()
+    undo = helper.make_node("Transpose", [other], [back], perm=inverse)
+    summed = model.make_new_valueinfo_name()
+    inputs = [source, back] if side == 0 else [back, source]
+    result = add.output[0]
+    add.input[0], add.input[1] = inputs
+    add.output[0] = summed
+    transpose.input[0], transpose.output[0] = summed, result
+    graph = model.graph
+    graph.node.insert(list(graph.node).index(add), undo)
+    graph.node.remove(transpose)
+    graph.node.insert(list(graph.node).index(add) + 1, transpose)
+
+
+@transform(
+    name="MoveTransposesBeforeThresholds",
+    stage="streamline",
+    description="Move channels-last transposes before the thresholds that feed them",
+)
+class MoveTransposesBeforeThresholds(Transformation):
+    """Channels-last transposes moved before the thresholds that feed them.
+
+    ``T(MultiThreshold(x))`` with every reader of the thresholds a ``[0, 2, 3, 1]``
+    transpose becomes ``MultiThreshold_NHWC(T(x))``, one transpose for all of them. Where a
+    residual forks an NCHW activation into an NHWC body and an NHWC join, the fork then
+    runs channels last and the transpose moves to the graph input (or cancels an earlier
+    one) instead of becoming shuffle layers after the fork. FINN's own absorption moves the
+    opposite transpose (``[0, 3, 1, 2]``) the other way, so the two never undo each other.
+    """
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        outputs = {o.name for o in model.graph.output}
+        for node in model.graph.node:
+            if node.op_type != "MultiThreshold" or node.output[0] in outputs:
+                continue
+            if not _channels_first(model, node):
+                continue
+            shape = model.get_tensor_shape(node.input[0])
+            readers = model.find_consumers(node.output[0]) or []
+            if shape is None or len(shape) != 4 or not readers:
+                continue
+            if not all(
+                r.op_type == "Transpose"
+                and list(get_by_name(r.attribute, "perm").ints) == TO_NHWC
+                and r.output[0] not in outputs
+                for r in readers
+            ):
+                continue
+            _move_before(model, node, readers, shape)
+            return model.transform(InferDataTypes()), True
+        return model, False
+
+
+def _move_before(
+    model: ModelWrapper, node: NodeProto, readers: list[NodeProto], shape: list[int]
+) -> None:
+    """One transpose before ``node`` instead of ``readers`` after it; ``node`` reads NHWC."""
+    moved = model.make_new_valueinfo_name()
+    model.set_tensor_shape(moved, [shape[i] for i in TO_NHWC])
+    model.set_tensor_datatype(
+        moved, model.get_tensor_datatype(node.input[0]) or DataType["FLOAT32"]
+    )
+    graph = model.graph
+    graph.node.insert(
+        list(graph.node).index(node),
+        helper.make_node("Transpose", [node.input[0]], [moved], perm=TO_NHWC),
+    )
+    node.input[0] = moved
+    getCustomOp(node).set_nodeattr("data_layout", "NHWC")
+    kept = readers[0].output[0]
+    node.output[0] = kept
+    for reader in readers[1:]:
+        for consumer in model.find_consumers(reader.output[0]) or []:
+            for index, name in enumerate(consumer.input):
+                if name == reader.output[0]:
+                    consumer.input[index] = kept
+    for reader in readers:
+        graph.node.remove(reader)
+
+
+def _channels_first(model: ModelWrapper, threshold: NodeProto) -> bool:
+    """Whether a MultiThreshold reads channels first (or has one set of thresholds for all
+    channels, where the layout does not matter)."""
+    if getCustomOp(threshold).get_nodeattr("data_layout") in ("NCHW", "NCW"):
+        return True
+    thresholds = model.get_initializer(threshold.input[1])
+    return thresholds is not None and thresholds.shape[0] == 1
