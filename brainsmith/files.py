@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
-    # are typed in brainsmith.report.records)
+    # are typed in brainsmith.report.schema)
     Json = dict[str, Any]
 
 

@@ -220,7 +220,7 @@ def test_vectors_are_checked_before_finn_loads(tmp_path, vectors):
 
 
 def test_nan_outputs_count_as_a_mismatch():
-    from brainsmith.builder.verify import compare
+    from brainsmith.verification.verifier import compare
 
     got = [[np.array([1.0, np.nan], np.float32)]]
     want = [[np.array([1.0, 2.0], np.float32)]]

@@ -45,7 +45,7 @@ def test_computation_key_ignores_names_and_sees_what_execution_reads(kws):
     from qonnx.custom_op.registry import getCustomOp
     from qonnx.transformation.general import GiveRandomTensorNames, GiveUniqueNodeNames
 
-    from brainsmith.builder.verify import computation_key
+    from brainsmith.verification.verifier import computation_key
 
     folder = Path(kws.output_dir) / "intermediate_models"
     model, parent = load(folder / "06_folding.onnx"), load(folder / "dataflow_parent.onnx")
@@ -132,7 +132,7 @@ def test_node_major_execution_is_bit_for_bit_finns(kws, step):
     outputs are exactly those of FINN's executor run one sample at a time."""
     from finn.core.onnx_exec import execute_onnx
 
-    from brainsmith.builder.verify import _flat, generate_inputs, run
+    from brainsmith.verification.verifier import _flat, generate_inputs, run
 
     model = load(Path(kws.output_dir) / "intermediate_models" / f"{step}.onnx")
     assert _flat(model)

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.verify import Check, Verifier
-    from brainsmith.report.records import Verification
+    from brainsmith.report.schema import Verification
+    from brainsmith.verification.verifier import Check, Verifier
 
     # Where an earlier step's saved model first differs: its index, and its failing checks
     # or the exception that stopped it from running

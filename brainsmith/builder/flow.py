@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.verify import Verifier
+    from brainsmith.verification.verifier import Verifier
 
 
 def run_steps(
@@ -185,11 +185,12 @@ def _adopt_finn_parent(run: BuildRun) -> None:
 
 def _start_charts(run: BuildRun, model: ModelWrapper) -> None:
     """Hand the layers to the chart worker as soon as the estimates exist."""
+    from brainsmith.frameworks.finn.facts import allowed_cycles
     from brainsmith.report import contents as report
 
     resources = os.path.join(run.report_dir, report.RESOURCE_FILE)
     if run.charts is not None and run.charts.layers is None and os.path.isfile(resources):
         layers = report.estimates(run.report_dir, model)["layers"]
         options = run.plan.build
-        allowed = report.allowed_cycles(options.target_fps, options.clock_ns)
+        allowed = allowed_cycles(options.target_fps, options.clock_ns)
         run.charts.submit(report.chart_rows(layers), allowed)

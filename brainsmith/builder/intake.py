@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import onnx
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.verify import Vectors
+    from brainsmith.verification.verifier import Vectors
 
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 KNOWN_DOMAINS = (

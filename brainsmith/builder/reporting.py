@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.errors import BuildError
     from brainsmith.builder.state import BuildRun
-    from brainsmith.report.records import BuildReport, ShortReport, Status
+    from brainsmith.report.schema import BuildReport, ShortReport, Status
 
 
 def assemble(

@@ -1,7 +1,7 @@
 """A build's result in Python: its one-line summary and HTML view, running the built design
 on inputs, and reopening a build folder (``BuildResult.load``), in a fresh process too.
 
-``run`` executes the whole built graph as verification does (``brainsmith.builder.verify``):
+``run`` executes the whole built graph as verification does (``brainsmith.verification.verifier``):
 the nodes that stay on the host before and after the accelerator, and the accelerator's
 hardware layers in Python (``brainsmith.frameworks.finn.execution``), one input at a time.
 """
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.checkpoint import Checkpoint
-    from brainsmith.builder.verify import Sample
-    from brainsmith.report.records import BuildReport, Performance, StoppedReport
+    from brainsmith.report.schema import BuildReport, Performance, StoppedReport
+    from brainsmith.verification.verifier import Sample
 
 REBUILD = "build it again with brainsmith.build(model, blueprint, output_dir)"
 
@@ -199,9 +199,9 @@ def run(result: BuildResult, x: np.ndarray) -> np.ndarray:
     """The design's outputs for ``x`` (one input, or several on axis 0)."""
     import numpy as np
 
-    from brainsmith.builder.verify import run as execute
     from brainsmith.frameworks.finn.env import contain_finn_output
     from brainsmith.frameworks.finn.execution import executable, fix_python_execution
+    from brainsmith.verification.verifier import run as execute
 
     model, parent = _design(result)
     fix_python_execution()
@@ -269,7 +269,7 @@ def _one_input_and_output(model: ModelWrapper) -> None:
         raise ResultError(
             f"run takes one array and returns one: this design has the inputs "
             f"{', '.join(inputs)} and the outputs {', '.join(outputs)}",
-            "run final_parent.onnx with FINN's execute_onnx, as brainsmith.builder.verify.run does",
+            "run final_parent.onnx with FINN's execute_onnx, as brainsmith.verification.verifier.run does",
         )
 
 

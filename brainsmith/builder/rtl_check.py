@@ -10,14 +10,14 @@ import traceback
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
-from brainsmith.frameworks.finn.config import fpga_part
+from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.report.rtl_tables import layer_problem, rtlsim_section
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.verify import Verifier
+    from brainsmith.verification.verifier import Verifier
 
 WORKDIR = ("finn", "rtlsim")  # per-layer compile logs and stream files, under the output dir
 

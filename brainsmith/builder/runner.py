@@ -35,17 +35,17 @@ from brainsmith.builder.outdir import (
     output_error,
     prepare_output_dir,
 )
-from brainsmith.builder.progress import Progress
 from brainsmith.builder.reporting import write_reports
 from brainsmith.builder.result import BuildResult
 from brainsmith.builder.state import BuildLog, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
-from brainsmith.frameworks.finn.config import fpga_part
+from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.plan import BuildPlan, PlanError, load_plan
 from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 from brainsmith.plugin.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.plugin.names import short_name
+from brainsmith.report.console import Progress
 
 DEFAULT_BLUEPRINT = os.path.join(PACKAGED_BLUEPRINTS, "default.yaml")
 
@@ -59,9 +59,9 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.intake import CheckedModel
     from brainsmith.builder.state import StepFunction
-    from brainsmith.builder.verify import Vectors, Verifier
     from brainsmith.planning.plan import BlueprintSource
-    from brainsmith.report.records import StoppedReport
+    from brainsmith.report.schema import StoppedReport
+    from brainsmith.verification.verifier import Vectors, Verifier
 
     # ``build:`` options given by name, checked before they replace the blueprint's
     BuildOverrides = dict[str, Any]
@@ -413,7 +413,7 @@ def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
         return None
     from qonnx.util.cleanup import cleanup_model
 
-    from brainsmith.builder.verify import Verifier
+    from brainsmith.verification.verifier import Verifier
 
     reference = cleanup_model(copy.deepcopy(model))
     options = run.plan.build

@@ -11,9 +11,9 @@ from typing import cast
 
 from brainsmith.builder.intake import CheckedModel
 from brainsmith.builder.outdir import OutputFolder
-from brainsmith.builder.progress import Progress
 from brainsmith.planning.context import BuildContext
 from brainsmith.planning.plan import BuildPlan
+from brainsmith.report.console import Progress
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,15 +23,16 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.checkpoint import Checkpoint
-    from brainsmith.builder.verify import Vectors
     from brainsmith.plugin.spec import PluginSpec
     from brainsmith.report.charts import ChartWorker
-    from brainsmith.report.records import (
+    from brainsmith.report.schema import (
         BuildReport,
         RtlsimSection,
         StepEntry,
+        StepStatus,
         Verification,
     )
+    from brainsmith.verification.verifier import Vectors
 
     # A step as FINN calls it: (model, cfg) -> model
     StepFunction = Callable[[ModelWrapper, DataflowBuildConfig], ModelWrapper]
@@ -43,7 +44,7 @@ class StepRecord:
 
     name: str
     plugin: str
-    status: str = "pending"  # ok | skipped | failed | interrupted | pending
+    status: StepStatus = "pending"
     seconds: float | None = None
     verification: Verification | None = None
     reason: str = ""

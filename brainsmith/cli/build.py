@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from brainsmith.report.records import (
+    from brainsmith.report.schema import (
         BuildReport,
         FinnWarning,
         StepEntry,

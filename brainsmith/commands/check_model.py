@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from brainsmith.builder.blame import failing_transform
 from brainsmith.builder.errors import BuildError
 from brainsmith.errors import StepError
-from brainsmith.frameworks.finn.config import fpga_part
+from brainsmith.frameworks.finn.resolvers import fpga_part
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -33,9 +33,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.verify import Sample
-    from brainsmith.report.records import BuildReport
+    from brainsmith.report.schema import BuildReport
     from brainsmith.rtlsim.layers import DesignResult
+    from brainsmith.verification.verifier import Sample
 
 
 class FolderError(BrainsmithError):
@@ -223,8 +223,8 @@ def _inputs(
     report: BuildReport, model: ModelWrapper, samples: int | None, input_npy: str | None
 ) -> list[Sample]:
     """The verification inputs: from ``input_npy``, else regenerated like the build's."""
-    from brainsmith.builder.verify import generate_inputs
     from brainsmith.frameworks.finn.execution import graph_inputs
+    from brainsmith.verification.verifier import generate_inputs
 
     if input_npy:
         inputs = graph_inputs(model)

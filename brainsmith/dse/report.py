@@ -13,7 +13,7 @@ from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report.records import BuildReport
+    from brainsmith.report.schema import BuildReport
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 520, 340, 78, 18, 16, 46
 STYLE = """

@@ -18,7 +18,7 @@ from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report.records import BuildReport
+    from brainsmith.report.schema import BuildReport
 
 METRIC_NAMES = ("fps", "latency_ns", *RESOURCES)
 

@@ -20,7 +20,7 @@ from brainsmith.planning.plan import BuildPlan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report.records import BuildReport
+    from brainsmith.report.schema import BuildReport
 
 NODE_FILE = "explore-node.json"
 # FINN's settings and brainsmith's output redirection are per process: one build at a time,

@@ -18,8 +18,10 @@ import os
 import re
 import traceback
 from collections.abc import Mapping
+from typing import cast
 
 from brainsmith.files import write_text
+from brainsmith.frameworks.finn.facts import ESTIMATION_METHODS, allowed_cycles
 from brainsmith.report.units import RESOURCES, bits
 
 TYPE_CHECKING = False
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from brainsmith.files import Json
     from brainsmith.frameworks.finn.facts import Resource
     from brainsmith.report.charts import ChartWorker
-    from brainsmith.report.records import (
+    from brainsmith.report.schema import (
         BitsKey,
         BuildReport,
         ChartRow,
@@ -190,14 +192,6 @@ def not_estimated(layer: Layer | LayerFacts) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*NOT_ESTIMATED.get(kind, ()), *layer.get("not_estimated", ()))))
 
 
-ESTIMATION_METHODS = {
-    "LUT": "lut_estimation",
-    "BRAM_18K": "bram_estimation",
-    "URAM": "uram_estimation",
-    "DSP": "dsp_estimation",
-}
-
-
 def inherited_estimates(op: CustomOp) -> tuple[str, ...]:
     """The resources whose estimation ``op`` leaves to FINN's ``HWCustomOp`` (which answers 0
     for every layer): a plugin's layer that does not estimate them."""
@@ -234,16 +228,6 @@ def chart_rows(layers: list[Layer]) -> list[ChartRow]:
         for layer in layers
         if layer.get("estimated")
     ]
-
-
-def allowed_cycles(target_fps: int | None, clock_ns: float) -> int | None:
-    """The cycles per frame a layer may take to meet ``target_fps`` (as FINN's SetFolding
-    computes it)."""
-    return _cycles_per_frame(target_fps, clock_ns) if target_fps else None
-
-
-def _cycles_per_frame(target_fps: int, clock_ns: float) -> int:
-    return int(10**9 / clock_ns / target_fps)
 
 
 def _read(folder: str, name: str) -> Json:
@@ -386,7 +370,7 @@ def target(
     fps = performance.get("estimated_fps")
     if not target_fps or not fps:
         return None
-    allowed = _cycles_per_frame(target_fps, clock_ns)
+    allowed = cast(int, allowed_cycles(target_fps, clock_ns))
     goal: Target = {
         "target_fps": target_fps,
         "estimated_fps": fps,

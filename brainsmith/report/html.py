@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from brainsmith.frameworks.finn.facts import Resource
-    from brainsmith.report.records import (
+    from brainsmith.report.schema import (
         BuildErrorEntry,
         BuildReport,
         FinnWarning,

@@ -11,7 +11,7 @@ from html import escape
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report.records import BuildReport, CpuNode, Layer
+    from brainsmith.report.schema import BuildReport, CpuNode, Layer
 
     Place = dict[str, tuple[int, int, int]]  # layer name -> (row, column, lane)
 

@@ -10,7 +10,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from brainsmith.report.records import RtlsimLayer, RtlsimSection, Stitched
+    from brainsmith.report.schema import RtlsimLayer, RtlsimSection, Stitched
     from brainsmith.rtlsim.layers import DesignResult, LayerResult
 
 

@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from brainsmith.frameworks.finn.facts import frames_per_second
 from brainsmith.rtlsim.sources import (
     ESTIMATE_TOLERANCE,
     FAILED,
@@ -96,7 +97,9 @@ def simulate_partition(
         cycles_per_frame=wave.cycles_per_frame,
         estimated_cycles_per_frame=max(cycles, default=0),  # FINN's: the slowest layer's
         latency_cycles=paced.latency_cycles,
-        fps=round(1e9 / (clock_ns * wave.cycles_per_frame), 1) if wave.cycles_per_frame else None,
+        fps=round(frames_per_second(wave.cycles_per_frame, clock_ns), 1)
+        if wave.cycles_per_frame
+        else None,
         latency_ns=round(paced.latency_cycles * clock_ns, 1) if paced.latency_cycles else None,
         fifos=_fifos(chain, paced.probes),
         simulate_seconds=round(time.perf_counter() - began, 3),

@@ -13,9 +13,9 @@ without one they behave like FINN's defaults.
 from __future__ import annotations
 
 from brainsmith.errors import StepError
-from brainsmith.frameworks.finn.config import fpga_part
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN, is_hardware
+from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
 from brainsmith.plugin.names import short_name

@@ -18,8 +18,8 @@ import os
 import time
 
 from brainsmith.errors import StepError
-from brainsmith.frameworks.finn.config import fpga_part
 from brainsmith.frameworks.finn.folding_record import write_json
+from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.plugin import step
 
 FRAMES = 8  # random frames per simulation

@@ -25,7 +25,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 
-from brainsmith.frameworks.finn.facts import RESOURCES, is_hardware
+from brainsmith.frameworks.finn.facts import ESTIMATION_METHODS, RESOURCES, is_hardware
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -290,9 +290,8 @@ def _declared_limit(layer, declared: dict[str, str], fastest: Choice) -> str:
 
 def estimate(layer, part: str) -> dict[str, float]:
     """FINN's estimates of ``layer``'s LUT, BRAM_18K, URAM and DSP use on ``part``."""
-    found = {}
-    for key, method in (("LUT", "lut_estimation"), ("BRAM_18K", "bram_estimation"),
-                        ("URAM", "uram_estimation"), ("DSP", "dsp_estimation")):  # fmt: skip
+    found: dict[str, float] = {}
+    for key, method in ESTIMATION_METHODS.items():
         try:
             value = _call(layer, method, part)
         except Exception:  # a layer FINN cannot estimate in this configuration

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 
-from brainsmith.frameworks.finn.config import cycles_per_frame, fpga_part
 from brainsmith.frameworks.finn.facts import is_hardware
+from brainsmith.frameworks.finn.resolvers import cycles_per_frame, fpga_part
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

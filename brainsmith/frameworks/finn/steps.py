@@ -7,7 +7,7 @@ build never calls. These are the same transforms, in the same order, as FINN's
 ``step_qonnx_to_finn``, ``step_tidy_up``, ``step_streamline``, ``_minimize_bit_width``,
 ``step_apply_folding_config``, ``step_transpose_decomposition``,
 ``step_generate_estimate_reports`` and ``step_hw_codegen``. FINN's verification hooks
-inside them are left out: brainsmith verifies every step itself (``builder/verify.py``).
+inside them are left out: brainsmith verifies every step itself (``verification/verifier.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from brainsmith.frameworks.finn.config import fpga_part, hls_clock_ns
+from brainsmith.frameworks.finn.resolvers import fpga_part, hls_clock_ns
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

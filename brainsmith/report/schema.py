@@ -21,6 +21,8 @@ DatatypeKey = Literal["input_datatype", "weight_datatype", "output_datatype"]
 BitsKey = Literal["input_bits", "weight_bits", "output_bits"]
 # A written report's status: ``running`` from the start, the verdict at the end
 Status = Literal["running", "ok", "failed", "interrupted"]
+# A step's status: ``pending`` until it runs
+StepStatus = Literal["pending", "ok", "skipped", "failed", "interrupted"]
 
 
 class BuildErrorEntry(TypedDict):
@@ -55,7 +57,7 @@ class StepEntry(TypedDict):
     """One of ``steps`` (``state.StepRecord.as_dict``: empty fields left out)."""
 
     name: str
-    status: str  # ok | skipped | failed | interrupted | pending
+    status: StepStatus
     plugin: NotRequired[str]
     seconds: NotRequired[float]
     verification: NotRequired[Verification]
@@ -295,7 +297,7 @@ class ShortStep(TypedDict):
     """A step of a short report."""
 
     name: str
-    status: str
+    status: StepStatus
 
 
 class ShortReport(TypedDict):

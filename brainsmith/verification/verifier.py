@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import onnx
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.report.records import Verification
+    from brainsmith.report.schema import Verification
 
 
 Sample = tuple[np.ndarray, ...]  # one array per graph input
