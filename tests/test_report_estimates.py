@@ -249,7 +249,8 @@ def summary(report: dict, capsys) -> str:
 
 
 def test_the_folding_records_limit_is_shown_next_to_the_bottleneck(cnv, tmp_path, capsys):
-    from brainsmith.report.contents import read_folding, target
+    from brainsmith.frameworks.finn.folding_record import read_record
+    from brainsmith.report.contents import target
     from brainsmith.report.html import render
 
     _, report, html, out = cnv
@@ -258,7 +259,7 @@ def test_the_folding_records_limit_is_shown_next_to_the_bottleneck(cnv, tmp_path
     reports = tmp_path / "report"
     shutil.copytree(out / "finn" / "report", reports)
     (reports / "folding.json").write_text(json.dumps(folding_record(report)))
-    folding, problem = read_folding(str(reports))
+    folding, problem = read_record(str(reports))
     assert problem is None
     goal = target(
         report["performance"], report["target_fps"], report["clock_ns"], report["layers"], folding
@@ -272,7 +273,8 @@ def test_the_folding_records_limit_is_shown_next_to_the_bottleneck(cnv, tmp_path
 
 
 def test_a_record_of_another_folding_or_a_broken_one_adds_nothing(cnv, tmp_path):
-    from brainsmith.report.contents import bottleneck_limit, read_folding
+    from brainsmith.frameworks.finn.folding_record import read_record
+    from brainsmith.report.contents import bottleneck_limit
 
     _, report, _, _ = cnv
     cycles = report["target"]["bottleneck_cycles"]
@@ -284,8 +286,8 @@ def test_a_record_of_another_folding_or_a_broken_one_adds_nothing(cnv, tmp_path)
     assert bottleneck_limit({**overall, "cycles": cycles + 1}, name, cycles) is None
     assert bottleneck_limit(overall, "another_layer", cycles) is None
     (tmp_path / "folding.json").write_text('{"search": "brainsmith", "layers": ')
-    folding, problem = read_folding(str(tmp_path))
-    assert folding == {} and problem is not None and str(tmp_path / "folding.json") in problem
+    folding, problem = read_record(str(tmp_path))
+    assert folding is None and problem is not None and str(tmp_path / "folding.json") in problem
     (tmp_path / "folding.json").write_text('["not", "a", "record"]')
-    assert "has no 'layers' object" in (read_folding(str(tmp_path))[1] or "")
-    assert read_folding(str(tmp_path / "nowhere")) == ({}, None)
+    assert "has no 'layers' object" in (read_record(str(tmp_path))[1] or "")
+    assert read_record(str(tmp_path / "nowhere")) == (None, None)

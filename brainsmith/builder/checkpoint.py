@@ -157,6 +157,7 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.errors import BuildError
+    from brainsmith.frameworks.finn.folding_record import read_record
 
     names = [r.name for r in checkpoint.records]
     if names != [s.name for s in steps[: len(names)]]:
@@ -176,6 +177,8 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
         run.context.dataflow_parent = ModelWrapper(checkpoint.dataflow_parent)
     if checkpoint.reports and os.path.isdir(checkpoint.reports):
         shutil.copytree(checkpoint.reports, run.report_dir, dirs_exist_ok=True)
+        run.context.folding, problem = read_record(run.report_dir)
+        run.context.notes.extend([problem] if problem else [])
     return model
 
 

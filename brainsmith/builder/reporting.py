@@ -13,7 +13,6 @@ from brainsmith.report.contents import (
     cpu_nodes,
     estimates,
     finn_warnings,
-    read_folding,
     reassess_warnings,
     scaling_note,
     target,
@@ -48,9 +47,12 @@ def assemble(
     parent = run.context.dataflow_parent
     if run.log is not None:
         run.log.flush()
-    folding, problem = read_folding(run.report_dir)
     goal = target(
-        found["performance"], options.target_fps, options.clock_ns, found["layers"], folding
+        found["performance"],
+        options.target_fps,
+        options.clock_ns,
+        found["layers"],
+        run.context.folding,
     )
     warnings, superseded = reassess_warnings(finn_warnings(run.path("build.log")), goal)
     if goal is not None:
@@ -78,7 +80,6 @@ def assemble(
         "notes": [
             *run.notes,
             *run.context.notes,
-            *([problem] if problem else []),
             *scaling_note(cpu),
         ],
         "steps": [r.as_dict() for r in run.records],

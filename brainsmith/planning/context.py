@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.frameworks.finn.folding import FoldingRecord
+
 PLAIN_FINN_ATTRIBUTE = "brainsmith"  # the default context of a plain FINN build
 
 
@@ -32,6 +34,7 @@ class BuildContext:
     plan: BuildPlan = field(default_factory=BuildPlan)
     dataflow_parent: ModelWrapper | None = None  # holds the StreamingDataflowPartition
     notes: list[str] = field(default_factory=list)  # things a step wants in the report
+    folding: FoldingRecord | None = None  # what the folding step reached for target_fps
 
 
 _RUNNING: contextvars.ContextVar[BuildContext | None] = contextvars.ContextVar(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from brainsmith.files import Json
     from brainsmith.frameworks.finn.facts import Resource
+    from brainsmith.frameworks.finn.folding import FoldingRecord
     from brainsmith.report.charts import ChartWorker
     from brainsmith.report.schema import (
         BitsKey,
@@ -66,7 +67,6 @@ WEIGHTED = ("MVAU", "VVAU")  # Thresholding's "weightDataType" is its thresholds
 LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
 MAX_WARNINGS = 100
 QUOTED_PATH = re.compile(r"'/[^']*'")
-FOLDING_FILE = "folding.json"
 
 # What FINN does not estimate, per op type as it stands in the graph (kernel_backend), read
 # from its classes in finn/custom_op/fpgadataflow/ (finn-plus 1.6): a class that does not
@@ -363,10 +363,10 @@ def target(
     target_fps: int | None,
     clock_ns: float,
     layers: list[Layer] | None = None,
-    folding: Json | None = None,
+    folding: FoldingRecord | None = None,
 ) -> Target | None:
     """Whether the estimated throughput meets ``target_fps``; the layer that limits it, the
-    layers slower than the target allows and, from ``folding`` (``read_folding``), why."""
+    layers slower than the target allows and, from the folding step's record, why."""
     fps = performance.get("estimated_fps")
     if not target_fps or not fps:
         return None
@@ -386,40 +386,21 @@ def target(
     if layers and len(timed) == len(layers):
         slow = sorted(((n, c) for n, c in timed if c > allowed), key=lambda x: -x[1])
         goal["over_target"] = [{"name": name, "cycles": cycles} for name, cycles in slow]
-    folding = folding or {}
     goal["limit"] = bottleneck_limit(folding, goal["bottleneck"], goal["bottleneck_cycles"])
-    if goal["limit"] is not None:
-        goal["folding_search"] = folding.get("search")
+    if goal["limit"] is not None and folding is not None:
+        goal["folding_search"] = folding["search"]
     return goal
 
 
-def read_folding(report_dir: str) -> tuple[Json, str | None]:
-    """``folding.json`` left in ``report_dir`` by the folding step: ``({}, None)`` without
-    one, ``({}, problem)`` when it cannot be read or has another shape."""
-    path = os.path.join(report_dir, FOLDING_FILE)
-    if not os.path.isfile(path):
-        return {}, None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
-        return {}, f"{path} cannot be read ({exc}); the bottleneck's cause is not shown"
-    layers = data.get("layers") if isinstance(data, dict) else None
-    if not isinstance(layers, dict) or not all(isinstance(v, dict) for v in layers.values()):
-        return {}, (
-            f"{path} has no 'layers' object of layer entries; the bottleneck's cause is not shown"
-        )
-    return data, None
-
-
-def bottleneck_limit(folding: Json, name: str | None, cycles: float | None) -> str | None:
+def bottleneck_limit(
+    folding: FoldingRecord | None, name: str | None, cycles: float | None
+) -> str | None:
     """Why layer ``name`` cannot go faster, as the folding search recorded it, if its record
     still describes the final layer (same cycles: no later step changed its folding)."""
-    if not name:
+    if not name or folding is None:
         return None
-    entry = folding.get("layers", {}).get(name)
-    entry = entry if isinstance(entry, dict) else {}
-    limit, recorded = entry.get("limit"), entry.get("cycles")
+    entry = folding["layers"].get(name)
+    limit, recorded = (entry.get("limit"), entry.get("cycles")) if entry else (None, None)
     if limit is None and folding.get("bottleneck") == name:
         limit, recorded = folding.get("limit"), recorded or folding.get("cycles")
     if not isinstance(limit, str) or not limit.strip():

@@ -365,9 +365,12 @@ def folding(model, cfg):
     from brainsmith.frameworks.finn import steps as finn_steps
     from brainsmith.frameworks.finn.folding_record import fold_for_target
 
-    plan = context_of(cfg).plan
+    context = context_of(cfg)
+    plan = context.plan
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
-    model = fold_for_target(model, cfg, plan.options.folding if plan.options else None)
+    model, context.folding = fold_for_target(
+        model, cfg, plan.options.folding if plan.options else None
+    )
     model = finn_steps.apply_folding_config(model, cfg)
     model = legal_folding(model)
     model = finn_steps.minimize_bit_width(model, cfg)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from typing import Literal, NotRequired, TypedDict
 
 from brainsmith.frameworks.finn.facts import ESTIMATION_METHODS, RESOURCES, is_hardware
 
@@ -48,19 +49,40 @@ class Choice:
     resources: dict[str, float]
 
 
+class LayerFolding(TypedDict):
+    """A layer in a folding record: its cycles per frame and what stops it going faster."""
+
+    cycles: int
+    limit: str | None
+
+
+class FoldingRecord(TypedDict):
+    """What the folding step reached for ``target_fps`` (``folding.json``): per layer cycles
+    and limit, the bottleneck and its limit; with brainsmith's search, the estimated totals."""
+
+    search: Literal["brainsmith", "finn"]
+    target_cycles: int
+    cycles: int  # the bottleneck's
+    layers: dict[str, LayerFolding]
+    bottleneck: str | None
+    limit: str | None
+    totals: NotRequired[dict[str, float]]
+    utilisation: NotRequired[float]
+
+
 @dataclass
 class FoldingResult:
     """What the search chose: per layer cycles and limit; the bottleneck and the totals."""
 
     target_cycles: int
     cycles: int  # the bottleneck's
-    layers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    layers: dict[str, LayerFolding] = field(default_factory=dict)
     bottleneck: str | None = None
     limit: str | None = None
     totals: dict[str, float] = field(default_factory=dict)
     utilisation: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FoldingRecord:
         return {
             "search": "brainsmith",
             "target_cycles": self.target_cycles,

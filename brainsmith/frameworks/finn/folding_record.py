@@ -1,33 +1,41 @@
 """``target_fps`` to a folding: brainsmith's search or FINN's SetFolding, and a record of
-what limits the throughput (``folding.json`` in FINN's report folder, read by the report)."""
+what limits the throughput, handed to the build (its context) and written as
+``folding.json`` in FINN's report folder."""
 
 from __future__ import annotations
 
 import json
 import os
+from typing import cast
 
 from brainsmith.frameworks.finn.facts import is_hardware
 from brainsmith.frameworks.finn.resolvers import cycles_per_frame, fpga_part
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.frameworks.finn.folding import FoldingRecord
     from brainsmith.plugin.blueprint.options import FoldingOptions
 
 RECORD = "folding.json"
 FOLDING_ATTRIBUTES = ("PE", "SIMD", "parallel_window", "mem_mode", "ram_style", "resType")
 
 
-def fold_for_target(model, cfg, options: FoldingOptions | None):
+def fold_for_target(
+    model, cfg, options: FoldingOptions | None
+) -> tuple[ModelWrapper, FoldingRecord | None]:
     """Fold ``model`` for ``cfg.target_fps`` as ``options`` say (None: the defaults, as in
-    FINN's own builder); unchanged without a target."""
+    FINN's own builder); the model and the record (unchanged, and None, without a target)."""
     from brainsmith.plugin.blueprint.options import FoldingOptions
 
     options = options or FoldingOptions()
     target = cycles_per_frame(cfg)
     if target is None:
-        return model
+        return model, None
     from brainsmith.frameworks.finn.folding import layer_cycles
 
     if options.search == "finn":
@@ -36,9 +44,9 @@ def fold_for_target(model, cfg, options: FoldingOptions | None):
         record = finn_record(model, target, options.mvau_wwidth_max)
         model = step_target_fps_parallelization(model, cfg)
         final = layer_cycles(model)  # after FINN's relaxation pass
+        limits = {name: entry["limit"] for name, entry in record["layers"].items()}
         record["layers"] = {
-            name: {"cycles": value, "limit": record["layers"].get(name, {}).get("limit")}
-            for name, value in final.items()
+            name: {"cycles": value, "limit": limits.get(name)} for name, value in final.items()
         }
         record["cycles"] = max(final.values(), default=0)
     else:
@@ -50,11 +58,11 @@ def fold_for_target(model, cfg, options: FoldingOptions | None):
         record = fold(model, target, part, found[0] if found else None,
                       options.max_utilisation).to_dict()  # fmt: skip
         write_json(os.path.join(cfg.output_dir, "auto_folding_config.json"), folding_config(model))
-    write_json(os.path.join(cfg.output_dir, "report", RECORD), record)  # the report shows the limit
-    return model
+    write_json(os.path.join(cfg.output_dir, "report", RECORD), record)
+    return model, record
 
 
-def finn_record(model, target: int, wwidth_max: int) -> dict[str, Any]:
+def finn_record(model, target: int, wwidth_max: int) -> FoldingRecord:
     """What FINN's SetFolding reaches for ``target`` (run on a copy without its relaxation
     pass, which slows other layers down to the slowest): each layer's cycles, the slowest
     and what stops it."""
@@ -70,7 +78,7 @@ def finn_record(model, target: int, wwidth_max: int) -> dict[str, Any]:
     )
     cycles = layer_cycles(folded)
     slowest = max(cycles, key=cycles.__getitem__) if cycles else None
-    record: dict[str, Any] = {
+    record: FoldingRecord = {
         "search": "finn",
         "target_cycles": target,
         "cycles": cycles.get(slowest, 0) if slowest else 0,
@@ -93,7 +101,7 @@ def finn_record(model, target: int, wwidth_max: int) -> dict[str, Any]:
                 f"{bits}-bit weights, over FINN's mvau_wwidth_max {wwidth_max} (raise "
                 "build.folding.mvau_wwidth_max, or use build.folding.search: brainsmith)"
             )
-    record.update(bottleneck=slowest, limit=limit)
+    record["bottleneck"], record["limit"] = slowest, limit
     record["layers"][slowest]["limit"] = limit
     return record
 
@@ -114,7 +122,27 @@ def folding_config(model) -> dict[str, Any]:
     return config
 
 
-def write_json(path: str, data: dict[str, Any]) -> None:
+def read_record(report_dir: str) -> tuple[FoldingRecord | None, str | None]:
+    """``folding.json`` left in ``report_dir`` by the folding step (of a checkpoint this
+    build continues): ``(None, None)`` without one, ``(None, problem)`` when it cannot be
+    read or has another shape."""
+    path = os.path.join(report_dir, RECORD)
+    if not os.path.isfile(path):
+        return None, None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        return None, f"{path} cannot be read ({exc}); the bottleneck's cause is not shown"
+    layers = data.get("layers") if isinstance(data, dict) else None
+    if not isinstance(layers, dict) or not all(isinstance(v, dict) for v in layers.values()):
+        return None, (
+            f"{path} has no 'layers' object of layer entries; the bottleneck's cause is not shown"
+        )
+    return cast("FoldingRecord", data), None
+
+
+def write_json(path: str, data: Mapping[str, Any]) -> None:
     """``data`` as JSON at ``path``, written whole or not at all."""
     from brainsmith.files import write_atomically
 
