@@ -92,6 +92,24 @@ class Build:
         )
 
 
+def waiting_plugin_build(tmp_path: Path, name: str, body: str, steps: str) -> Build:
+    """A build whose blueprint runs ``steps`` with the plugin module ``name``: ``body``
+    (``{waiting}`` the path it touches before it waits) from a plugin folder; returned once
+    the plugin waits."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    waiting = tmp_path / "waiting"
+    (plugins / f"{name}.py").write_text(
+        "import pathlib, time\nfrom brainsmith.plugin.core import step\n\n"
+        + body.replace("{waiting}", repr(str(waiting)))
+    )
+    blueprint = tmp_path / f"{name}.yaml"
+    blueprint.write_text(f"name: {name}\nextends: {BLUEPRINT}\nsteps: [{steps}]\n")
+    build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
+    build.wait_for_file(waiting)
+    return build
+
+
 def assert_consistent(result: subprocess.CompletedProcess, out: Path) -> dict | None:
     """Exit code and report.json agree: 0 with ok, 128+n with interrupted (or no folder)."""
     assert "Traceback" not in result.stderr, result.stderr
@@ -176,28 +194,19 @@ def test_a_signal_another_thread_takes_is_held_back_too():
 
 def test_an_interrupt_a_library_swallows_still_stops_the_build(tmp_path):
     """Some libraries catch everything (``except:``); the build stops at the next step."""
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    waiting = tmp_path / "waiting"
-    (plugins / "swallow.py").write_text(
-        "import pathlib, time\n"
-        "from brainsmith.plugin.core import step\n\n"
+    build = waiting_plugin_build(
+        tmp_path,
+        "swallow",
         "@step(name='swallowing_wait')\n"
         "def swallowing_wait(model, cfg):\n"
         "    try:\n"
-        f"        pathlib.Path({str(waiting)!r}).touch()\n"
+        "        pathlib.Path({waiting}).touch()\n"  # the step is inside its try
         "        time.sleep(30)\n"
         "    except BaseException:\n"
         "        pass\n"
-        "    return model\n"
+        "    return model\n",
+        "cleanup, swallowing_wait, qonnx_to_finn, streamline",
     )
-    blueprint = tmp_path / "swallow.yaml"
-    blueprint.write_text(
-        f"name: swallow\nextends: {BLUEPRINT}\n"
-        "steps: [cleanup, swallowing_wait, qonnx_to_finn, streamline]\n"
-    )
-    build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
-    build.wait_for_file(waiting)  # the step is inside its try
     result = build.send(signal.SIGINT)
     report = assert_consistent(result, tmp_path / "out")
     assert result.returncode == 130 and report["error"]["step"] == "swallowing_wait"
@@ -222,27 +231,19 @@ def test_an_ignored_sigint_stays_ignored_during_a_build():
 def test_an_interrupt_a_library_turns_into_an_import_error_still_leaves_no_folder(tmp_path):
     """A C extension's module init turns the signal into ``ImportError`` while FINN and the
     plugins load: the build still reports the interruption, and keeps nothing."""
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    waiting = tmp_path / "waiting"
-    (plugins / "slow_init.py").write_text(
-        "import pathlib, time\n"
-        "from brainsmith.plugin.core import step\n\n"
+    build = waiting_plugin_build(
+        tmp_path,
+        "slow_init",
         "try:  # as a C extension's init does\n"
-        f"    pathlib.Path({str(waiting)!r}).touch()\n"
+        "    pathlib.Path({waiting}).touch()\n"
         "    time.sleep(30)\n"
         "except BaseException:\n"
         "    raise ImportError('initialization failed') from None\n\n"
         "@step(name='slow_init_step')\n"
         "def slow_init_step(model, cfg):\n"
-        "    return model\n"
+        "    return model\n",
+        "cleanup, slow_init_step, qonnx_to_finn",
     )
-    blueprint = tmp_path / "slow.yaml"
-    blueprint.write_text(
-        f"name: slow\nextends: {BLUEPRINT}\nsteps: [cleanup, slow_init_step, qonnx_to_finn]\n"
-    )
-    build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
-    build.wait_for_file(waiting)
     result = build.send(signal.SIGTERM)
     assert not (tmp_path / "out").exists(), result.stderr
     assert result.returncode == 128 + signal.SIGTERM, result.stderr
@@ -250,28 +251,19 @@ def test_an_interrupt_a_library_turns_into_an_import_error_still_leaves_no_folde
 
 
 def test_a_step_failing_because_of_the_signal_is_interrupted_not_failed(tmp_path):
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    waiting = tmp_path / "waiting"
-    (plugins / "converting.py").write_text(
-        "import pathlib, time\n"
-        "from brainsmith.plugin.core import step\n\n"
+    build = waiting_plugin_build(
+        tmp_path,
+        "converting",
         "@step(name='converting_wait')\n"
         "def converting_wait(model, cfg):\n"
         "    try:\n"
-        f"        pathlib.Path({str(waiting)!r}).touch()\n"
+        "        pathlib.Path({waiting}).touch()\n"
         "        time.sleep(30)\n"
         "    except BaseException:\n"
         "        raise RuntimeError('worker pool broken') from None\n"
-        "    return model\n"
+        "    return model\n",
+        "cleanup, converting_wait, qonnx_to_finn",
     )
-    blueprint = tmp_path / "converting.yaml"
-    blueprint.write_text(
-        f"name: converting\nextends: {BLUEPRINT}\n"
-        "steps: [cleanup, converting_wait, qonnx_to_finn]\n"
-    )
-    build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
-    build.wait_for_file(waiting)
     report = assert_consistent(build.send(signal.SIGINT), tmp_path / "out")
     assert report["error"]["reason"] == "interrupted by SIGINT"
     assert report["error"]["step"] == "converting_wait"
