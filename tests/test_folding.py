@@ -12,9 +12,9 @@ import pytest
 from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.frameworks.finn.folding import COSTED, estimate, fold, layer_cycles
 from brainsmith.frameworks.finn.parts import part_resources
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 from brainsmith.steps.folding import finn_record
 
 REPO = Path(__file__).resolve().parents[1]

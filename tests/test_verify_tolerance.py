@@ -10,8 +10,8 @@ from onnx import TensorProto, helper
 from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.util.basic import qonnx_make_model
 
+from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, VERIFY_ATOL
 from brainsmith.builder.runner import DEFAULT_BLUEPRINT, _tolerate_float_functions
-from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, VERIFY_ATOL
 from brainsmith.steps.plan import load_plan
 
 

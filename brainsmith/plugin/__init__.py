@@ -23,19 +23,19 @@ _EXPORTS = {
     "PluginLoadError": "brainsmith.plugin.errors",
     "PluginMetadataError": "brainsmith.plugin.errors",
     "ConfigError": "brainsmith.plugin.errors",
-    "load_blueprint_plugins": "brainsmith.plugin.blueprint.selection",
-    "load_blueprint": "brainsmith.plugin.blueprint",
-    "Blueprint": "brainsmith.plugin.blueprint",
-    "BlueprintError": "brainsmith.plugin.blueprint",
+    "load_blueprint_plugins": "brainsmith.blueprint.selection",
+    "load_blueprint": "brainsmith.blueprint",
+    "Blueprint": "brainsmith.blueprint",
+    "BlueprintError": "brainsmith.blueprint",
 }
 __all__ = sorted(_EXPORTS)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the lazy names, for type checkers
-    from brainsmith.plugin.blueprint import Blueprint as Blueprint
-    from brainsmith.plugin.blueprint import BlueprintError as BlueprintError
-    from brainsmith.plugin.blueprint import load_blueprint as load_blueprint
-    from brainsmith.plugin.blueprint import load_blueprint_plugins as load_blueprint_plugins
+    from brainsmith.blueprint import Blueprint as Blueprint
+    from brainsmith.blueprint import BlueprintError as BlueprintError
+    from brainsmith.blueprint import load_blueprint as load_blueprint
+    from brainsmith.blueprint import load_blueprint_plugins as load_blueprint_plugins
     from brainsmith.plugin.core import get_registry as get_registry
     from brainsmith.plugin.decorators import backend as backend
     from brainsmith.plugin.decorators import kernel as kernel

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.blueprint.options import FoldingOptions
+    from brainsmith.blueprint.options import FoldingOptions
 
 RECORD = "folding.json"
 FOLDING_ATTRIBUTES = ("PE", "SIMD", "parallel_window", "mem_mode", "ram_style", "resType")
@@ -22,7 +22,7 @@ FOLDING_ATTRIBUTES = ("PE", "SIMD", "parallel_window", "mem_mode", "ram_style", 
 def fold_for_target(model, cfg, options: FoldingOptions | None):
     """Fold ``model`` for ``cfg.target_fps`` as ``options`` say (None: the defaults, as in
     FINN's own builder); unchanged without a target."""
-    from brainsmith.plugin.blueprint.options import FoldingOptions
+    from brainsmith.blueprint.options import FoldingOptions
 
     options = options or FoldingOptions()
     target = cycles_per_frame(cfg)
