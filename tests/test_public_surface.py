@@ -109,3 +109,24 @@ def test_the_blueprint_packages_old_name_warns_and_serves_the_moved_modules(monk
     assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
     assert load_blueprint is brainsmith.blueprint.load_blueprint
     assert BuildOptions is brainsmith.blueprint.options.BuildOptions
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Plugin", "PluginBundle"),
+        ("PluginBuilder", "BundleBuilder"),
+        ("PluginInfo", "BundleInfo"),
+        ("PluginRegistry", "BundleRegistry"),
+    ],
+)
+def test_a_bundle_class_under_its_old_name_warns_and_is_the_renamed_one(old, new):
+    from brainsmith.plugin.lifecycle import bundles
+
+    for module in (lifecycle, bundles, brainsmith.plugin):
+        with pytest.warns(
+            DeprecationWarning, match=f"{old} was renamed brainsmith.plugin.lifecycle.{new};"
+        ) as seen:
+            value = getattr(module, old)
+        assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
+        assert value is getattr(lifecycle, new)
