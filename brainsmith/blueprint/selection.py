@@ -75,14 +75,6 @@ def collections(
     return result
 
 
-def plugin_collections(blueprint: Blueprint) -> dict[str, PluginCollection]:
-    """The collections of a resolved ``blueprint``."""
-    from brainsmith.plugin.manager import get_plugin_manager
-
-    chosen = {kind: list(specs) for kind, specs in blueprint.specs().items()}
-    return collections(chosen, get_plugin_manager().registry())
-
-
 def _key(manager: PluginManager, registry: Registry) -> list[object] | None:
     """What the selection depends on besides the blueprint's files; None when the registry
     holds plugins added at run time (they are not in the index: never remembered)."""
