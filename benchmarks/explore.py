@@ -85,7 +85,7 @@ def _blueprint(work: Path, space: str) -> Path:
 
 def _variant_blueprints(blueprint: Path, work: Path) -> list[Path]:
     """Each variant written out as a plain blueprint for ``brainsmith build``."""
-    from brainsmith.plugin.blueprint import load_blueprint
+    from brainsmith.blueprint import load_blueprint
 
     loaded = load_blueprint(blueprint)
     space = loaded.design_space

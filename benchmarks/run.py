@@ -156,7 +156,7 @@ import json, sys, time
 from brainsmith.plugin.manager import get_plugin_manager
 get_plugin_manager().discover_plugins(modes=["blueprint"])
 t = time.perf_counter()
-from brainsmith.plugin.blueprint import load_blueprint_plugins
+from brainsmith.blueprint import load_blueprint_plugins
 load_blueprint_plugins(%r)
 first = (time.perf_counter() - t) * 1000
 t0 = time.perf_counter()

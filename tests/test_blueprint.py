@@ -9,7 +9,7 @@ import logging
 import pytest
 import yaml
 
-from brainsmith.plugin.blueprint import (
+from brainsmith.blueprint import (
     DEFAULT_STEPS,
     Blueprint,
     BlueprintError,

@@ -82,7 +82,7 @@ def test_show_prints_the_resolved_blueprint_as_yaml(tmp_path):
 
 
 def test_show_json_matches_to_dict(tmp_path):
-    from brainsmith.plugin.blueprint import load_blueprint
+    from brainsmith.blueprint import load_blueprint
 
     path = write(tmp_path, "toy.yaml", TOY_BLUEPRINT)
     result = run("blueprint", "show", "--json", str(path))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
-from brainsmith.plugin.blueprint.options import BUILD_KEYS
-from brainsmith.plugin.blueprint.schema import HW_KEYS, KERNEL_KEYS, PHASES, TOP_KEYS
+from brainsmith.blueprint import BlueprintError, load_blueprint
+from brainsmith.blueprint.options import BUILD_KEYS
+from brainsmith.blueprint.schema import HW_KEYS, KERNEL_KEYS, PHASES, TOP_KEYS
 from tests.conftest import run_python
 from tests.test_blueprint_support import use_toy_registry, write
 

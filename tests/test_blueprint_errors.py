@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.plugin.errors import PluginError
 from tests.test_blueprint_support import use_toy_registry, write
 

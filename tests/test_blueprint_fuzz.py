@@ -15,9 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brainsmith.plugin.blueprint import Blueprint, BlueprintError, load_blueprint
-from brainsmith.plugin.blueprint.options import BUILD_KEYS
-from brainsmith.plugin.blueprint.schema import HW_KEYS, KERNEL_KEYS, PHASES, TOP_KEYS
+from brainsmith.blueprint import Blueprint, BlueprintError, load_blueprint
+from brainsmith.blueprint.options import BUILD_KEYS
+from brainsmith.blueprint.schema import HW_KEYS, KERNEL_KEYS, PHASES, TOP_KEYS
 from tests.test_blueprint_support import TOY_BLUEPRINT, use_toy_registry, write
 
 REPO = Path(__file__).resolve().parents[1]

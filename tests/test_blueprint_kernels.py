@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from tests.test_blueprint_support import write
 
 HEADER = "steps: [cleanup]\nbuild: {fpga_part: xcvc1902-vsva2197-2MP-e-S}\n"

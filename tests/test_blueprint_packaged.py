@@ -12,8 +12,8 @@ import yaml
 from click.testing import CliRunner
 
 import brainsmith
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.cli import cli
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 from tests.test_blueprint_support import use_toy_registry, write
 
 REPO = Path(__file__).resolve().parents[1]

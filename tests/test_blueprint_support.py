@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from brainsmith.plugin.blueprint import DEFAULT_STEPS
+from brainsmith.blueprint import DEFAULT_STEPS
 
 TOY_KERNELS = """
     from brainsmith.plugin import backend, kernel

@@ -145,7 +145,7 @@ def test_python_api_errors_name_python_arguments_not_flags(tmp_path):
 
 @pytest.mark.parametrize("value", ["../../..", "~/victim", "$HOME/victim", "/tmp", "."])
 def test_blueprint_output_dir_must_stay_inside_its_project(tmp_path, value):
-    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+    from brainsmith.blueprint import BlueprintError, load_blueprint
 
     project = tmp_path / "project"
     (project / "blueprints").mkdir(parents=True)
@@ -160,7 +160,7 @@ def test_blueprint_output_dir_must_stay_inside_its_project(tmp_path, value):
 
 
 def test_blueprint_output_dir_through_a_symlink_out_of_the_project_is_refused(tmp_path):
-    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+    from brainsmith.blueprint import BlueprintError, load_blueprint
 
     project = tmp_path / "project"
     project.mkdir()
@@ -174,7 +174,7 @@ def test_blueprint_output_dir_through_a_symlink_out_of_the_project_is_refused(tm
 
 
 def test_blueprint_output_dir_is_relative_to_the_blueprint(tmp_path):
-    from brainsmith.plugin.blueprint import load_blueprint
+    from brainsmith.blueprint import load_blueprint
 
     project = tmp_path / "project"
     (project / "blueprints").mkdir(parents=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.plugin.errors import PluginNotFoundError
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
 from brainsmith.plugins import transforms

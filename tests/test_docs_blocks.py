@@ -47,7 +47,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brainsmith.plugin.blueprint.schema import TOP_KEYS
+from brainsmith.blueprint.schema import TOP_KEYS
 from tests.conftest import REPO
 from tests.test_make_targets import targets
 

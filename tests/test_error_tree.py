@@ -62,8 +62,8 @@ def test_a_bad_decorator_names_its_file_line_and_type():
 
 
 def test_a_blueprint_error_and_a_build_error_share_the_root(tmp_path):
+    from brainsmith.blueprint import BlueprintError, load_blueprint
     from brainsmith.builder import BuildError
-    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nkernels: [no_such_kernel_anywhere]\n")

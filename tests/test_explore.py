@@ -18,8 +18,8 @@ import psutil
 import pytest
 
 import brainsmith
+from brainsmith.blueprint import load_blueprint
 from brainsmith.dse import ExploreError
-from brainsmith.plugin.blueprint import load_blueprint
 from tests.support.browser import layout, screenshot
 from tests.support.processes import brainsmith as cli
 from tests.support.processes import run_brainsmith

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from brainsmith.blueprint import load_blueprint
 from brainsmith.dse.results import design_digest, effects, judge
-from brainsmith.plugin.blueprint import load_blueprint
 
 REPO = Path(__file__).resolve().parents[1]
 MINIMIZE = ["finn:MinimizeAccumulatorWidth"]

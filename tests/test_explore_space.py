@@ -11,10 +11,10 @@ import yaml
 from click.testing import CliRunner
 
 import brainsmith
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.builder import BuildError
 from brainsmith.cli import cli
 from brainsmith.dse.variants import expand
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 
 REPO = Path(__file__).resolve().parents[1]
 MLP_BLUEPRINT = REPO / "blueprints" / "mlp.yaml"

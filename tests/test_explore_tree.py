@@ -6,9 +6,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from brainsmith.blueprint import load_blueprint
 from brainsmith.dse.tree import build_tree, counts, step_keys
 from brainsmith.dse.variants import expand
-from brainsmith.plugin.blueprint import load_blueprint
 
 REPO = Path(__file__).resolve().parents[1]
 MLP_BLUEPRINT = REPO / "blueprints" / "mlp.yaml"

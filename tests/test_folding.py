@@ -12,10 +12,10 @@ import pytest
 from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.frameworks.finn.folding import COSTED, estimate, fold, layer_cycles
 from brainsmith.frameworks.finn.folding_record import finn_record
 from brainsmith.frameworks.finn.parts import part_resources
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
 
 REPO = Path(__file__).resolve().parents[1]
 PART = "xcvc1902-vsva2197-2MP-e-S"

@@ -210,9 +210,9 @@ def test_discover_filters_by_type_and_framework():
 
 def test_the_registry_owns_every_runtime_source_and_reset_empties_them(tmp_path):
     from brainsmith.plugin.lifecycle import (
+        BundleBuilder,
+        BundleRegistry,
         KernelBuilder,
-        PluginBuilder,
-        PluginRegistry,
         VersionInfo,
         is_plugin_loaded,
         kernel_builder,
@@ -234,8 +234,8 @@ def test_the_registry_owns_every_runtime_source_and_reset_empties_them(tmp_path)
         return [KernelBuilder("acme_triple").execute(lambda x: 3 * x).create()]
 
     load_plugin(str(source))
-    bundle = PluginBuilder().name("acme-ops").version(VersionInfo(1, 0, 0)).build()
-    bundles = PluginRegistry()
+    bundle = BundleBuilder().name("acme-ops").version(VersionInfo(1, 0, 0)).build()
+    bundles = BundleRegistry()
     bundles.register(bundle.set_custom_operations_fn(operations))
     KernelBuilder("acme_double").execute(lambda x: 2 * x).build()
     switch_backend("MVAU", "hls")
@@ -266,14 +266,14 @@ def test_the_registry_owns_every_runtime_source_and_reset_empties_them(tmp_path)
 
 def test_a_released_source_takes_its_plugins_and_its_name_with_it():
     from brainsmith.plugin.errors import PluginError
-    from brainsmith.plugin.lifecycle import PluginBuilder, PluginRegistry, VersionInfo
+    from brainsmith.plugin.lifecycle import BundleBuilder, BundleRegistry, VersionInfo
 
-    bundles = PluginRegistry()
-    bundle = PluginBuilder().name("acme-ops").version(VersionInfo(1, 0, 0)).build()
+    bundles = BundleRegistry()
+    bundle = BundleBuilder().name("acme-ops").version(VersionInfo(1, 0, 0)).build()
     bundles.register(bundle)
     with pytest.raises(PluginError, match="already used by plugin package acme-ops"):
-        PluginRegistry().register(bundle)
+        BundleRegistry().register(bundle)
     bundles.unregister("acme-ops")
     registry = get_plugin_manager().registry()
     assert registry.owner("acme-ops") is None and registry.sources("bundle") == []
-    PluginRegistry().register(bundle)  # the name is free again
+    BundleRegistry().register(bundle)  # the name is free again

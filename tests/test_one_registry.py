@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from brainsmith.plugin.blueprint import load_blueprint, load_blueprint_plugins
+from brainsmith.blueprint import load_blueprint, load_blueprint_plugins
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import kernels, transforms
@@ -83,7 +83,7 @@ def test_a_plugin_calling_filtered_discovery_at_import_breaks_nothing(plugin_fol
     blueprint = write_blueprint(tmp_path)
     meddler = (
         "from brainsmith.plugin.manager import get_plugin_manager\n"
-        "from brainsmith.plugin.blueprint import load_blueprint\n"
+        "from brainsmith.blueprint import load_blueprint\n"
         "get_plugin_manager().discover_plugins(frameworks=['finn'])\n"
         f"load_blueprint({blueprint!r})"
     )

@@ -337,11 +337,11 @@ def test_kernels_built_in_a_file_belong_to_it_and_leave_with_it(tmp_path):
 
 
 PACKAGE_OBJECT = """
-from brainsmith.plugin.lifecycle import KernelBuilder, PluginBuilder
+from brainsmith.plugin.lifecycle import KernelBuilder, BundleBuilder
 
 events = []
 BRAINSMITH_PLUGIN = (
-    PluginBuilder().name("lifecycle").version("2.0.0").author("ops team").build()
+    BundleBuilder().name("lifecycle").version("2.0.0").author("ops team").build()
     .set_initialize_fn(lambda registry: events.append("initialize"))
     .set_cleanup_fn({cleanup})
     .set_custom_operations_fn(

@@ -1,4 +1,4 @@
-"""Plugin packages as objects: PluginBuilder, Plugin lifecycle hooks and PluginRegistry."""
+"""Plugin packages as objects: BundleBuilder, PluginBundle lifecycle hooks and BundleRegistry."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 from brainsmith.plugin import PluginError, PluginLoadError, PluginNotFoundError, step, transform
 from brainsmith.plugin.lifecycle import (
+    BundleBuilder,
+    BundleRegistry,
     KernelBuilder,
-    PluginBuilder,
-    PluginRegistry,
     VersionInfo,
     execute_kernel,
 )
@@ -20,7 +20,7 @@ from brainsmith.plugins import steps, transforms
 
 def make_plugin(name: str = "acme-ops", **versions):
     builder = (
-        PluginBuilder()
+        BundleBuilder()
         .name(name)
         .version(VersionInfo(1, 0, 0))
         .description("Acme's folding helpers")
@@ -62,23 +62,23 @@ def test_builder_makes_a_plugin_with_its_info():
 
 def test_builder_rejects_a_reserved_name():
     with pytest.raises(PluginError, match="'finn' is reserved"):
-        PluginBuilder().name("finn").build()
+        BundleBuilder().name("finn").build()
 
 
 def test_builder_rejects_a_bad_version():
     with pytest.raises(PluginError, match="plugin 'acme': not a version: 'soon'"):
-        PluginBuilder().name("acme").version("soon").build()
+        BundleBuilder().name("acme").version("soon").build()
 
 
 def test_register_runs_initialize_with_the_hub_registry():
     seen = []
     plugin = make_plugin().set_initialize_fn(seen.append)
-    PluginRegistry().register(plugin)
+    BundleRegistry().register(plugin)
     assert seen == [get_plugin_manager().registry()]
 
 
 def test_contributions_join_the_hub_under_the_package_name():
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     info = registry.register(make_plugin().set_custom_operations_fn(operations))
     assert set(info.provides) == {"acme-ops:AcmeMark", "acme-ops:acme_step", "acme-ops:acme_double"}
     assert transforms.acme_ops.AcmeMark is transforms.AcmeMark
@@ -86,12 +86,12 @@ def test_contributions_join_the_hub_under_the_package_name():
 
 
 def test_contributed_kernel_executes():
-    PluginRegistry().register(make_plugin().set_custom_operations_fn(operations))
+    BundleRegistry().register(make_plugin().set_custom_operations_fn(operations))
     assert execute_kernel("acme_double", [np.array([1.0, 2.0])]).tolist() == [2.0, 4.0]
 
 
 def test_registry_lists_and_finds_packages():
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     registry.register(make_plugin())
     assert [i.name for i in registry.list_plugins()] == ["acme-ops"]
     assert registry.is_registered("acme-ops") and registry.is_registered("acme_ops")
@@ -99,7 +99,7 @@ def test_registry_lists_and_finds_packages():
 
 
 def test_unknown_package_suggests_the_registered_ones():
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     registry.register(make_plugin())
     with pytest.raises(PluginNotFoundError, match="did you mean 'acme-ops'"):
         registry.get_plugin("acme-op")
@@ -107,7 +107,7 @@ def test_unknown_package_suggests_the_registered_ones():
 
 def test_unregister_removes_contributions_and_runs_cleanup():
     cleaned = []
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     plugin = make_plugin().set_custom_operations_fn(operations).set_cleanup_fn(cleaned.append)
     registry.register(plugin)
     transforms.AcmeMark  # noqa: B018 - cached on the collection
@@ -120,7 +120,7 @@ def test_unregister_removes_contributions_and_runs_cleanup():
 
 
 def test_registering_twice_is_refused():
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     registry.register(make_plugin())
     with pytest.raises(PluginError, match="already registered"):
         registry.register(make_plugin())
@@ -129,7 +129,7 @@ def test_registering_twice_is_refused():
 def test_incompatible_package_is_not_registered_and_says_why():
     initialized = []
     plugin = make_plugin(max_brainsmith_version="0.0.1").set_initialize_fn(initialized.append)
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     with pytest.raises(
         PluginLoadError, match=r"'acme-ops' is unavailable: needs brainsmith <= 0\.0\.1"
     ):
@@ -142,7 +142,7 @@ def test_failing_initialize_names_the_plugin_and_registers_nothing():
     def initialize(registry):
         raise RuntimeError("no license server")
 
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     plugin = make_plugin().set_initialize_fn(initialize).set_custom_operations_fn(operations)
     with pytest.raises(PluginLifecycleError, match="plugin 'acme-ops': initialize raised") as err:
         registry.register(plugin)
@@ -158,7 +158,7 @@ def test_failing_custom_operations_runs_cleanup_and_registers_nothing():
     def broken():
         raise KeyError("missing table")
 
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     plugin = make_plugin().set_custom_operations_fn(broken).set_cleanup_fn(cleaned.append)
     with pytest.raises(PluginLifecycleError, match="custom_operations raised KeyError"):
         registry.register(plugin)
@@ -169,7 +169,7 @@ def test_an_invalid_contribution_leaves_the_hub_unchanged():
     def mixed():
         return [*operations(), 42]
 
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     with pytest.raises(PluginError, match=r"custom operation 3 \(42\) is neither a decorated"):
         registry.register(make_plugin().set_custom_operations_fn(mixed))
     hub = get_plugin_manager().registry()
@@ -181,7 +181,7 @@ def test_failing_cleanup_is_reported_but_the_package_is_gone():
     def cleanup(registry):
         raise OSError("device busy")
 
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     registry.register(make_plugin().set_custom_operations_fn(operations).set_cleanup_fn(cleanup))
     with pytest.raises(PluginLifecycleError, match="cleanup raised OSError: device busy"):
         registry.unregister("acme-ops")
@@ -190,7 +190,7 @@ def test_failing_cleanup_is_reported_but_the_package_is_gone():
 
 
 def test_one_failing_package_does_not_affect_another():
-    registry = PluginRegistry()
+    registry = BundleRegistry()
     registry.register(make_plugin().set_custom_operations_fn(operations))
 
     def initialize(registry):
@@ -202,7 +202,7 @@ def test_one_failing_package_does_not_affect_another():
 
 
 def test_package_plugins_survive_rediscovery():
-    PluginRegistry().register(make_plugin().set_custom_operations_fn(operations))
+    BundleRegistry().register(make_plugin().set_custom_operations_fn(operations))
     get_plugin_manager().discover_plugins(frameworks=["brainsmith", "qonnx"])
     assert transforms.acme_ops.AcmeMark.__name__ == "AcmeMark"
 
@@ -211,7 +211,7 @@ def test_a_built_kernel_moves_into_the_package_that_returns_it():
     kernel = KernelBuilder("acme_square").execute(lambda x: x * x).build()
     hub = get_plugin_manager().registry()
     assert hub.find("kernel", "acme_square").framework == "user"
-    PluginRegistry().register(make_plugin().set_custom_operations_fn(lambda: [kernel]))
+    BundleRegistry().register(make_plugin().set_custom_operations_fn(lambda: [kernel]))
     assert [s.qualified_name for s in hub.candidates("kernel", "acme_square")] == [
         "acme-ops:acme_square"
     ]

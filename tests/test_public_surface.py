@@ -90,3 +90,43 @@ def test_the_old_list_plugins_says_what_it_lists_and_where_registered_plugins_ar
     with pytest.warns(DeprecationWarning, match=r"loaded from paths.*transforms\.list_plugins\(\)"):
         old = everyday.list_plugins
     assert old is lifecycle.list_plugins
+
+
+def test_the_blueprint_packages_old_name_warns_and_serves_the_moved_modules(monkeypatch):
+    import sys
+
+    import brainsmith.blueprint
+    import brainsmith.blueprint.options
+
+    for name in [n for n in sys.modules if n.startswith("brainsmith.plugin.blueprint")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.warns(
+        DeprecationWarning, match="brainsmith.plugin.blueprint moved to brainsmith.blueprint"
+    ) as seen:
+        from brainsmith.plugin.blueprint.options import BuildOptions
+
+        from brainsmith.plugin.blueprint import load_blueprint
+    assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
+    assert load_blueprint is brainsmith.blueprint.load_blueprint
+    assert BuildOptions is brainsmith.blueprint.options.BuildOptions
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Plugin", "PluginBundle"),
+        ("PluginBuilder", "BundleBuilder"),
+        ("PluginInfo", "BundleInfo"),
+        ("PluginRegistry", "BundleRegistry"),
+    ],
+)
+def test_a_bundle_class_under_its_old_name_warns_and_is_the_renamed_one(old, new):
+    from brainsmith.plugin.lifecycle import bundles
+
+    for module in (lifecycle, bundles, brainsmith.plugin):
+        with pytest.warns(
+            DeprecationWarning, match=f"{old} was renamed brainsmith.plugin.lifecycle.{new};"
+        ) as seen:
+            value = getattr(module, old)
+        assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
+        assert value is getattr(lifecycle, new)

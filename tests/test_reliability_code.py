@@ -71,7 +71,7 @@ AUDITED = {
         "from the constant _EXPORTS table"
     ),
     ("brainsmith/plugin/lazy.py", "__import__"): (
-        "lazy package attributes (brainsmith.plugin.blueprint, brainsmith.plugin.lifecycle): "
+        "lazy package attributes (brainsmith.blueprint, brainsmith.plugin.lifecycle): "
         "the module name comes from the package's constant _EXPORTS table"
     ),
     ("brainsmith/cli/app.py", "import_module"): (
@@ -464,7 +464,7 @@ BLUEPRINT_NAMES = [
 ]
 LOAD_BLUEPRINT = """
 import json, sys
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+from brainsmith.blueprint import BlueprintError, load_blueprint
 
 try:
     load_blueprint(PATH)

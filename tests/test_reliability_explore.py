@@ -19,9 +19,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from brainsmith.blueprint import load_blueprint
 from brainsmith.dse.executor import CONNECT_TIMEOUT
 from brainsmith.dse.variants import SpaceError, expand
-from brainsmith.plugin.blueprint import load_blueprint
 from tests.support.processes import brainsmith as cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -408,7 +408,7 @@ def test_the_variant_cap_itself_is_allowed(tmp_path):
 def test_a_space_over_the_cap_made_in_code_is_refused_before_it_is_expanded(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from brainsmith.plugin.blueprint.space import DesignSpace, Search
+    from brainsmith.blueprint.space import DesignSpace, Search
 
     blueprint = load_blueprint(_huge_random_space(tmp_path, 10))
     space = replace(blueprint.design_space, search=Search("random", 900_000))

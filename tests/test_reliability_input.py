@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from brainsmith.plugin.blueprint import Blueprint, BlueprintError, load_blueprint
+from brainsmith.blueprint import Blueprint, BlueprintError, load_blueprint
 from brainsmith.plugin.config import CONFIG_KEYS, ENV_VARS, PluginConfig, load_config
 from brainsmith.plugin.errors import ConfigError
 from brainsmith.plugin.safe_yaml import MAX_BYTES, MAX_DEPTH, MAX_NODES
@@ -68,7 +68,7 @@ def peak_kib():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1])
 
-from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.plugin.config import load_config
 from brainsmith.plugin.errors import ConfigError
 
@@ -369,7 +369,7 @@ def test_extends_naming_a_fifo_through_a_symlink_is_refused_without_hanging(tmp_
     (tmp_path / "top.yaml").write_text("name: top\nextends: base.yaml\n")
     result = run_python(
         f"""
-        from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+        from brainsmith.blueprint import BlueprintError, load_blueprint
         try:
             load_blueprint({str(tmp_path / "top.yaml")!r})
         except BlueprintError as exc:

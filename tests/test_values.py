@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from brainsmith.blueprint import options
 from brainsmith.plugin import config, metadata, values
-from brainsmith.plugin.blueprint import options
 
 INVALID = values.INVALID
 

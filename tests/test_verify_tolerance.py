@@ -10,9 +10,9 @@ from onnx import TensorProto, helper
 from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.util.basic import qonnx_make_model
 
+from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, VERIFY_ATOL
 from brainsmith.builder.runner import DEFAULT_BLUEPRINT, _tolerate_float_functions
 from brainsmith.planning.plan import load_plan
-from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, VERIFY_ATOL
 
 
 def model_with(op_type: str) -> ModelWrapper:

@@ -14,8 +14,8 @@ import onnx
 import pytest
 
 import brainsmith
+from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, VERIFY_ATOL
 from brainsmith.builder import BuildError
-from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, VERIFY_ATOL
 from examples.zoo import ZOO
 from tests.conftest import once, run_python
 

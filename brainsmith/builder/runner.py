@@ -24,6 +24,8 @@ import traceback
 from dataclasses import fields, replace
 from typing import cast
 
+from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
+from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.builder import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.errors import BuildError, option
@@ -42,8 +44,6 @@ from brainsmith.files import save_model
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.plan import BuildPlan, PlanError, load_plan
-from brainsmith.plugin.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
-from brainsmith.plugin.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.plugin.names import short_name
 from brainsmith.report.console import Progress
 
@@ -138,7 +138,7 @@ def build(
 
 
 def plan_for(blueprint: BlueprintSource, verify: str | None) -> BuildPlan:
-    from brainsmith.plugin.blueprint.options import VERIFY_MODES
+    from brainsmith.blueprint.options import VERIFY_MODES
     from brainsmith.plugin.errors import PluginError
 
     try:
@@ -176,8 +176,8 @@ def _build_name(model: str | os.PathLike[str]) -> str:
 
 def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None) -> BuildPlan:
     """``plan`` with command-line choices over the blueprint's; a part replaces a board."""
-    from brainsmith.plugin.blueprint.options import BuildOptions
-    from brainsmith.plugin.blueprint.schema import PREFERENCES
+    from brainsmith.blueprint.options import BuildOptions
+    from brainsmith.blueprint.schema import PREFERENCES
 
     if prefer is not None and prefer not in PREFERENCES:
         raise BuildError.setup(

@@ -21,7 +21,7 @@ def validate(files: tuple[str, ...]) -> None:
 
     Exit code 0 when every FILE is valid, 1 otherwise.
     """
-    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+    from brainsmith.blueprint import BlueprintError, load_blueprint
 
     failed = 0
     for path in files:
@@ -56,7 +56,7 @@ def show(file: str, as_json: bool) -> None:
     A blueprint with a design_space: also gets its variant count and execution tree, as
     comments after the YAML.
     """
-    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+    from brainsmith.blueprint import BlueprintError, load_blueprint
 
     try:
         loaded = _guarded(load_blueprint, file)

@@ -454,7 +454,7 @@ def _check_inputs(model: str, input_npy: str | None, expected_npy: str | None) -
 
 
 def _load(blueprint):
-    from brainsmith.plugin.blueprint import BlueprintError, load_blueprint
+    from brainsmith.blueprint import BlueprintError, load_blueprint
     from brainsmith.plugin.errors import PluginError
 
     if hasattr(blueprint, "design_space"):

@@ -31,7 +31,7 @@ class SpaceError(BrainsmithError, ValueError):
 def expand(blueprint) -> list[Variant]:
     """The variants ``blueprint`` (a loaded ``Blueprint``) picks, in order; the count is
     checked against ``MAX_VARIANTS`` before any is made."""
-    from brainsmith.plugin.blueprint.space import MAX_VARIANTS
+    from brainsmith.blueprint.space import MAX_VARIANTS
 
     space = blueprint.design_space
     if space is None:

@@ -14,18 +14,18 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from brainsmith.blueprint.options import BuildOptions
+from brainsmith.blueprint.schema import DEFAULT_STEPS
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.tables import INFER_ORDER, INFER_TRANSFORMS, infer_order
-from brainsmith.plugin.blueprint.options import BuildOptions
-from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS
 from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from brainsmith.blueprint import Blueprint
     from brainsmith.files import Json
-    from brainsmith.plugin.blueprint import Blueprint
     from brainsmith.plugin.spec import PluginSpec
 
 # What `brainsmith build MODEL` uses without a blueprint (the same as blueprints/base.yaml).
@@ -225,7 +225,7 @@ def standard_steps(board: str | None = None) -> list[str]:
 
 
 def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
-    """Adapt a resolved ``Blueprint`` (``brainsmith.plugin.blueprint``) to a BuildPlan."""
+    """Adapt a resolved ``Blueprint`` (``brainsmith.blueprint``) to a BuildPlan."""
 
     space = getattr(blueprint, "design_space", None)
     if space is not None:
@@ -363,6 +363,6 @@ def load_plan(blueprint: BlueprintSource) -> BuildPlan:
         return blueprint
     if hasattr(blueprint, "kernels") and hasattr(blueprint, "to_dict"):
         return plan_from_blueprint(cast("Blueprint", blueprint))  # recognised by its attributes
-    from brainsmith.plugin.blueprint import load_blueprint
+    from brainsmith.blueprint import load_blueprint
 
     return plan_from_blueprint(load_blueprint(str(blueprint)))

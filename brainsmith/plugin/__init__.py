@@ -23,19 +23,19 @@ _EXPORTS = {
     "PluginLoadError": "brainsmith.plugin.errors",
     "PluginMetadataError": "brainsmith.plugin.errors",
     "ConfigError": "brainsmith.plugin.errors",
-    "load_blueprint_plugins": "brainsmith.plugin.blueprint.selection",
-    "load_blueprint": "brainsmith.plugin.blueprint",
-    "Blueprint": "brainsmith.plugin.blueprint",
-    "BlueprintError": "brainsmith.plugin.blueprint",
+    "load_blueprint_plugins": "brainsmith.blueprint.selection",
+    "load_blueprint": "brainsmith.blueprint",
+    "Blueprint": "brainsmith.blueprint",
+    "BlueprintError": "brainsmith.blueprint",
 }
 __all__ = sorted(_EXPORTS)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the lazy names, for type checkers
-    from brainsmith.plugin.blueprint import Blueprint as Blueprint
-    from brainsmith.plugin.blueprint import BlueprintError as BlueprintError
-    from brainsmith.plugin.blueprint import load_blueprint as load_blueprint
-    from brainsmith.plugin.blueprint import load_blueprint_plugins as load_blueprint_plugins
+    from brainsmith.blueprint import Blueprint as Blueprint
+    from brainsmith.blueprint import BlueprintError as BlueprintError
+    from brainsmith.blueprint import load_blueprint as load_blueprint
+    from brainsmith.blueprint import load_blueprint_plugins as load_blueprint_plugins
     from brainsmith.plugin.core import get_registry as get_registry
     from brainsmith.plugin.decorators import backend as backend
     from brainsmith.plugin.decorators import kernel as kernel
@@ -55,10 +55,10 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
 # The lifecycle API, served by brainsmith.plugin.lifecycle (and, deprecated, from here).
 LIFECYCLE_EXPORTS = {
     "VersionInfo": "brainsmith.plugin.versions",
-    "PluginInfo": "brainsmith.plugin.lifecycle.bundles",
-    "PluginBuilder": "brainsmith.plugin.lifecycle.bundles",
-    "Plugin": "brainsmith.plugin.lifecycle.bundles",
-    "PluginRegistry": "brainsmith.plugin.lifecycle.bundles",
+    "BundleInfo": "brainsmith.plugin.lifecycle.bundles",
+    "BundleBuilder": "brainsmith.plugin.lifecycle.bundles",
+    "PluginBundle": "brainsmith.plugin.lifecycle.bundles",
+    "BundleRegistry": "brainsmith.plugin.lifecycle.bundles",
     "PluginLifecycleError": "brainsmith.plugin.lifecycle.bundles",
     "load_plugin": "brainsmith.plugin.lifecycle.pathload",
     "unload_plugin": "brainsmith.plugin.lifecycle.pathload",
@@ -81,6 +81,14 @@ LIFECYCLE_EXPORTS = {
     "KernelExecutionError": "brainsmith.plugin.lifecycle.kernel_builder",
 }
 
+# Lifecycle names that called a bundle of plugins a plugin: old -> new, served with a warning.
+RENAMED_LIFECYCLE = {
+    "Plugin": "PluginBundle",
+    "PluginBuilder": "BundleBuilder",
+    "PluginInfo": "BundleInfo",
+    "PluginRegistry": "BundleRegistry",
+}
+
 
 def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
@@ -98,9 +106,12 @@ def __dir__() -> list[str]:
     return __all__
 
 
-def moved_lifecycle_name(module: str, name: str) -> object:
-    """A lifecycle name imported from ``module``, as before it moved: served, with a warning."""
-    if name not in LIFECYCLE_EXPORTS:  # (submodules come here too on first import)
+def moved_lifecycle_name(module: str, name: str, renamed_only: bool = False) -> object:
+    """A lifecycle name imported from ``module`` as before it moved to
+    ``brainsmith.plugin.lifecycle`` or was renamed (only the latter with ``renamed_only``):
+    served, with a warning."""
+    new = RENAMED_LIFECYCLE.get(name, name)
+    if new not in LIFECYCLE_EXPORTS or (renamed_only and new == name):  # (and submodules)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     import importlib
     import warnings
@@ -113,10 +124,11 @@ def moved_lifecycle_name(module: str, name: str) -> object:
         if name == "list_plugins"
         else ""
     )
+    change = "was renamed" if new != name else "moved to"
     warnings.warn(
-        f"{module}.{name} moved to brainsmith.plugin.lifecycle.{name}{also}; the old name "
+        f"{module}.{name} {change} brainsmith.plugin.lifecycle.{new}{also}; the old name "
         f"will be removed in brainsmith {REMOVED_IN}",
         DeprecationWarning,
         stacklevel=3,  # the importing line
     )
-    return getattr(importlib.import_module("brainsmith.plugin.lifecycle"), name)
+    return getattr(importlib.import_module("brainsmith.plugin.lifecycle"), new)

@@ -68,10 +68,6 @@ def is_available(plugin: PluginSpec | str, name: str | None = None) -> tuple[boo
     return True, "available"
 
 
-def available_specs(specs: list[PluginSpec]) -> list[PluginSpec]:
-    return [s for s in specs if is_available(s)[0]]
-
-
 def backends_of(kernel: str) -> list[PluginSpec]:
     """Every backend of ``kernel`` (short or qualified name), best first."""
     registry = _registry()

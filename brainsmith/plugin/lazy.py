@@ -1,5 +1,5 @@
 """Module attributes imported on first use: a package lists ``name -> module`` and stays
-cheap to import (``brainsmith.plugin.blueprint``, ``brainsmith.plugin.lifecycle``)."""
+cheap to import (``brainsmith.blueprint``, ``brainsmith.plugin.lifecycle``)."""
 
 from __future__ import annotations
 

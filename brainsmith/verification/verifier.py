@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from brainsmith.blueprint.options import VERIFY_ATOL, VERIFY_RTOL
 from brainsmith.frameworks.finn.execution import graph_inputs, in_parent, runnable_copy
-from brainsmith.plugin.blueprint.options import VERIFY_ATOL, VERIFY_RTOL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.blueprint.options import FoldingOptions
     from brainsmith.frameworks.finn.folding import FoldingRecord
-    from brainsmith.plugin.blueprint.options import FoldingOptions
 
 RECORD = "folding.json"
 FOLDING_ATTRIBUTES = ("PE", "SIMD", "parallel_window", "mem_mode", "ram_style", "resType")
@@ -30,7 +30,7 @@ def fold_for_target(
 ) -> tuple[ModelWrapper, FoldingRecord | None]:
     """Fold ``model`` for ``cfg.target_fps`` as ``options`` say (None: the defaults, as in
     FINN's own builder); the model and the record (unchanged, and None, without a target)."""
-    from brainsmith.plugin.blueprint.options import FoldingOptions
+    from brainsmith.blueprint.options import FoldingOptions
 
     options = options or FoldingOptions()
     target = cycles_per_frame(cfg)

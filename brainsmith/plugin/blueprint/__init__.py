@@ -1,58 +1,39 @@
-"""Blueprints: YAML files that select the plugins and options of a build, validated like a
-compiler validates code (every problem reported as ``file:line:column: error: ...``).
-
-    from brainsmith.plugin.blueprint import load_blueprint
-
-    blueprint = load_blueprint("blueprints/mlp.yaml")
-    for kernel, backends in blueprint.kernels: ...
-
-The resolved object is documented in ``brainsmith.plugin.blueprint.model``; the file format in
-``docs/blueprints.md``.
-"""
+"""Deprecated: the blueprint package moved to ``brainsmith.blueprint``. This name and its
+modules (``brainsmith.plugin.blueprint.options``...) are the new ones, with a
+DeprecationWarning, until brainsmith ``REMOVED_IN``."""
 
 from __future__ import annotations
 
-from brainsmith.plugin.lazy import lazy_attributes
+import sys
+import warnings
 
-# name -> module; imported on first use, so ``load_blueprint_plugins`` on a remembered
-# selection imports neither YAML nor the blueprint checker.
-_EXPORTS = {
-    "DEFAULT_STEPS": "brainsmith.plugin.blueprint.schema",
-    "Blueprint": "brainsmith.plugin.blueprint.model",
-    "BlueprintError": "brainsmith.plugin.blueprint.errors",
-    "BuildOptions": "brainsmith.plugin.blueprint.options",
-    "KernelChoice": "brainsmith.plugin.blueprint.model",
-    "Problem": "brainsmith.plugin.blueprint.errors",
-    "SkippedPlugin": "brainsmith.plugin.blueprint.model",
-    "load_blueprint": "brainsmith.plugin.blueprint.loader",
-    "load_blueprint_plugins": "brainsmith.plugin.blueprint.selection",
-}
+import brainsmith.blueprint as _moved
+from brainsmith.blueprint import (
+    checks,
+    document,
+    errors,
+    loader,
+    model,
+    options,
+    packaged,
+    resolve,
+    schema,
+    selection,
+    space,
+)
+from brainsmith.version import REMOVED_IN
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from brainsmith.plugin.blueprint.errors import BlueprintError as BlueprintError
-    from brainsmith.plugin.blueprint.errors import Problem as Problem
-    from brainsmith.plugin.blueprint.loader import load_blueprint as load_blueprint
-    from brainsmith.plugin.blueprint.model import Blueprint as Blueprint
-    from brainsmith.plugin.blueprint.model import KernelChoice as KernelChoice
-    from brainsmith.plugin.blueprint.model import SkippedPlugin as SkippedPlugin
-    from brainsmith.plugin.blueprint.options import BuildOptions as BuildOptions
-    from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS as DEFAULT_STEPS
-    from brainsmith.plugin.blueprint.selection import (
-        load_blueprint_plugins as load_blueprint_plugins,
-    )
+warnings.warn(
+    f"brainsmith.plugin.blueprint moved to brainsmith.blueprint; the old name will be removed "
+    f"in brainsmith {REMOVED_IN}",
+    DeprecationWarning,
+    stacklevel=2,  # the importing line
+)
+_MODULES = (checks, document, errors, loader, model, options, packaged, resolve, schema, selection)
+for _module in (*_MODULES, space):  # ``import brainsmith.plugin.blueprint.space`` finds these
+    sys.modules[f"{__name__}.{_module.__name__.rpartition('.')[2]}"] = _module
+__all__ = _moved.__all__
 
 
-__all__ = [
-    "DEFAULT_STEPS",
-    "Blueprint",
-    "BlueprintError",
-    "BuildOptions",
-    "KernelChoice",
-    "Problem",
-    "SkippedPlugin",
-    "load_blueprint",
-    "load_blueprint_plugins",
-]
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)
+def __getattr__(name: str) -> object:
+    return getattr(_moved, name)

@@ -2,7 +2,8 @@
 
 ``sources/`` read plugins without importing them (brainsmith's own packages and plugin
 folders, pip-installed entry points, the framework adapters' shared scanner); ``index`` keeps
-one persisted index per Python environment, valid while the ``stamps`` of what it read hold;
-``trust`` checks each record against its source, ``folders`` imports plugin folders as
-packages of their own, and ``shared_index`` shares the index between machines through Redis.
+one persisted index per Python environment, valid while the ``stamps`` of what it read hold,
+kept in a ``store`` (the cache directory's files, or the index ``shared_index`` shares between
+machines through Redis); ``trust`` checks each record against its source, and ``folders``
+imports plugin folders as packages of their own.
 """

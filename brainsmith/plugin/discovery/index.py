@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from brainsmith.plugin import log, memo
+from brainsmith.plugin import log
 from brainsmith.plugin.adapters import (
     ADAPTERS,
     adapter_class,
@@ -27,6 +27,7 @@ from brainsmith.plugin.adapters import (
 from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.discovery import stamps
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
+from brainsmith.plugin.discovery.store import ORIGIN, index_stores
 from brainsmith.plugin.discovery.trust import SourceCheck
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from brainsmith.plugin.discovery.shared_index import Fetched
     from brainsmith.plugin.discovery.sources import Source
+    from brainsmith.plugin.discovery.store import FileStore, IndexStore, RedisStore
 
 
 INDEX_FORMAT = 2
@@ -110,9 +111,10 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     result = DiscoveryResult()
     name = index_name()
     stamp = [INDEX_FORMAT, _brainsmith_version(), name, _scanner_stamp()]
-    index = _usable(memo.read(name, stamp, config.cache_dir), f"discovery index {name}")
-    if config.cache_backend != "file":
-        index = _with_shared(index, name, stamp, config, result)
+    local, shared = index_stores(config)
+    index = _usable(local.load(name, stamp), f"discovery index {name}")
+    if shared is not None:
+        index = _with_shared(index, name, stamp, shared, result)
     if index is None:
         log.debug("discovery index %s: none usable, scanning", name)
     stored = index["sources"] if index else {}
@@ -130,13 +132,13 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     if not stale:
         result.cache = "hit"
         log.debug("discovery index %s: within the TTL and unchanged, reused", name)
-        if result.shared:  # kept locally too: the next process needs no network
-            memo.write(name, stamp, index, config.cache_dir)
+        if result.shared and index is not None:  # kept locally: the next start needs no network
+            local.save(name, stamp, index)
     else:
-        scan_data = ScanData(name, stamp, config.cache_dir, bool(stored))
+        scan_data = ScanData(name, stamp, local, bool(stored))
         _rescan(stale, stored, scan_data, now, config.cache_ttl, result, reload_modules)
         result.cache = "miss" if index is None or result.changed else "revalidated"
-        if not _write(name, stamp, now_environment, stored, scan_data, result, config):
+        if not _write(name, stamp, now_environment, stored, scan_data, result, local, shared):
             result.cache = "disabled"
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
@@ -145,18 +147,16 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
 # -- the shared index: read when there is no local one, never trusted beyond its data --------------
 # An index read from Redis is used only after its signature (with a key) and its plausibility
 # are checked. Without a key, each of its states is kept locally marked with the SHA-256 of what
-# Redis held (``origin``): a later start asks Redis whether it still holds exactly that and
+# Redis held (``store.ORIGIN``): a later start asks Redis whether it still holds exactly that and
 # rescans those sources when it does not (Redis fixed, emptied or gone), so nothing read from
 # Redis outlives its data there. A signed index is as good as a scan and is kept as such.
-
-ORIGIN = "origin"
 
 
 def _with_shared(
     index: dict[str, Any] | None,
     name: str,
     stamp: list[Any],
-    config: PluginConfig,
+    shared: RedisStore,
     result: DiscoveryResult,
 ) -> dict[str, Any] | None:
     """The local index (its states from Redis checked again), or the shared one if there is
@@ -164,10 +164,9 @@ def _with_shared(
     origins = _origins(index)
     if index is not None and not origins:
         return index  # a machine's own index: Redis is not asked
-    url = config.cache_backend
-    fetched = _fetch(url, name, stamp, config, result)
+    fetched = _fetch(shared, name, stamp, result)
     if index is not None:
-        if fetched is None or fetched.digest not in origins:
+        if not origins & _origins(fetched):
             kept = {k: v for k, v in index["sources"].items() if v.get(ORIGIN) is None}
             log.debug("shared index %s changed or gone: rescanning what came from it", name)
             index = {**index, "sources": kept}
@@ -176,41 +175,25 @@ def _with_shared(
         return None
     from brainsmith.plugin.config import masked_url
 
-    shared = _usable(fetched.payload, f"shared index {name} at {masked_url(url)}")
-    implausible = _implausible(shared) if shared is not None else None
+    copy = _usable(fetched, f"shared index {name} at {masked_url(shared.url)}")
+    implausible = _implausible(copy) if copy is not None else None
     if implausible:
-        _refuse(url, f"{implausible}; ignored", result)
+        _refuse(shared.url, f"{implausible}; ignored", result)
         return None
-    if shared is not None and not fetched.signed:
-        for state in shared["sources"].values():
-            state[ORIGIN] = fetched.digest
-    result.shared = shared is not None
-    return shared
+    result.shared = copy is not None
+    return copy
 
 
-def _fetch(
-    url: str, name: str, stamp: list[Any], config: PluginConfig, result: DiscoveryResult
-) -> Fetched | None:
-    """What Redis holds under ``name``, or None (refusals are
-    warnings and problems of ``result``)."""
-    from brainsmith.plugin.discovery import shared_index
+def _fetch(shared: RedisStore, name: str, stamp: list[Any], result: DiscoveryResult) -> object:
+    """What Redis holds under ``name``, or None (refusals are warnings and problems of
+    ``result``)."""
+    from brainsmith.plugin.discovery.shared_index import Refused
 
     try:
-        key = shared_key(config)
-        return shared_index.read(url, name, stamp, key)
-    except shared_index.Refused as exc:
-        _refuse(url, str(exc), result)
+        return shared.load(name, stamp)
+    except Refused as exc:
+        _refuse(shared.url, str(exc), result)
         return None
-
-
-def shared_key(config: PluginConfig) -> bytes | None:
-    """The secret of ``cache_key_file`` (None when none is configured); raises
-    ``shared_index.Refused`` when the file is not fit to hold it."""
-    if config.cache_key_file is None:
-        return None
-    from brainsmith.plugin.discovery.shared_index import load_key
-
-    return load_key(config.cache_key_file)
 
 
 def _refuse(url: str, reason: str, result: DiscoveryResult) -> None:
@@ -221,11 +204,16 @@ def _refuse(url: str, reason: str, result: DiscoveryResult) -> None:
     result.problems.append(["shared", culprit, reason])
 
 
-def _origins(index: dict[str, Any] | None) -> set[str]:
-    """The shared indexes (by digest) that states of the local ``index`` were read from."""
-    if index is None:
+def _origins(index: object) -> set[str]:
+    """The shared indexes (by digest) that states of ``index`` were read from."""
+    sources = index.get("sources") if isinstance(index, dict) else None
+    if not isinstance(sources, dict):
         return set()
-    return {v[ORIGIN] for v in index["sources"].values() if isinstance(v.get(ORIGIN), str)}
+    return {
+        v[ORIGIN]
+        for v in sources.values()
+        if isinstance(v, dict) and isinstance(v.get(ORIGIN), str)
+    }
 
 
 def _implausible(index: dict[str, Any]) -> str | None:
@@ -253,13 +241,14 @@ def _implausible(index: dict[str, Any]) -> str | None:
 class ScanData:
     """The per-file scan data beside the index: read from disk only when a source needs it."""
 
-    def __init__(self, name: str, stamp: list[Any], directory: str, exists: bool) -> None:
-        self._where = (f"{name}-files", stamp, directory)
+    def __init__(self, name: str, stamp: list[Any], store: IndexStore, exists: bool) -> None:
+        self._where = (f"{name}-files", stamp)
+        self._store = store
         self._data: dict[str, Any] | None = None if exists else {}
 
     def all(self) -> dict[str, Any]:
         if self._data is None:
-            data = memo.read(*self._where)
+            data = self._store.load(*self._where)
             self._data = data if isinstance(data, dict) else {}
         return self._data
 
@@ -399,7 +388,8 @@ def _write(
     stored: dict[str, Any],
     scan_data: ScanData,
     result: DiscoveryResult,
-    config: PluginConfig,
+    local: FileStore,
+    shared: RedisStore | None,
 ) -> bool:
     """Persist the merged index: this discovery's states, plus those of sources it did not
     read (a disabled framework, another project's plugin folders: the newest few)."""
@@ -410,40 +400,35 @@ def _write(
     states = {**others, **result.states}
     light = {k: {f: v for f, v in st.items() if f != "files"} for k, st in states.items()}
     payload = {"created": time.time(), "environment": surveyed, "sources": light}
-    written = memo.write(name, stamp, payload, config.cache_dir)
-    if config.cache_backend != "file" and (result.changed or not result.shared):
-        _publish(name, stamp, payload, config, result)
+    written = local.save(name, stamp, payload)
+    if shared is not None and (result.changed or not result.shared):
+        _publish(shared, name, stamp, payload, result)
     if not written:
         return False
     scanned = {k: st["files"] for k, st in result.states.items() if "files" in st}
     if result.changed or set(scan_data.all()) - set(states):
         merged = {k: v for k, v in scan_data.all().items() if k in states}
         merged.update(scanned)
-        memo.write(f"{name}-files", stamp, merged, config.cache_dir)
+        local.save(f"{name}-files", stamp, merged)
     return True
 
 
 def _publish(
+    shared: RedisStore,
     name: str,
     stamp: list[Any],
     payload: dict[str, Any],
-    config: PluginConfig,
     result: DiscoveryResult,
 ) -> None:
     """Publish the index through Redis (signed, with a key); nothing when the key file is
     unfit (a warning and a problem of ``result`` say why)."""
-    from brainsmith.plugin.discovery import shared_index
+    from brainsmith.plugin.discovery.shared_index import Refused
 
     try:
-        key = shared_key(config)
-    except shared_index.Refused as exc:
+        shared.save(name, stamp, payload)
+    except Refused as exc:
         if not result.problems:  # (reported already when the index was read)
-            _refuse(config.cache_backend, str(exc), result)
-        return
-    sources = {
-        k: {f: v for f, v in st.items() if f != ORIGIN} for k, st in payload["sources"].items()
-    }
-    shared_index.write(config.cache_backend, name, stamp, {**payload, "sources": sources}, key)
+            _refuse(shared.url, str(exc), result)
 
 
 # -- from states to registry contents ----------------------------------------------------------

@@ -1,7 +1,7 @@
 """The plugin lifecycle API (docs/lifecycle.md): versions, plugin bundles, loading plugins
 from paths, backend availability and switching, and the custom-kernel builder.
 
-    from brainsmith.plugin.lifecycle import load_plugin, PluginBuilder, switch_backend
+    from brainsmith.plugin.lifecycle import load_plugin, BundleBuilder, switch_backend
 
 Names are imported on first use, so ``import brainsmith.plugin.lifecycle`` stays cheap.
 """
@@ -9,6 +9,7 @@ Names are imported on first use, so ``import brainsmith.plugin.lifecycle`` stays
 from __future__ import annotations
 
 from brainsmith.plugin import LIFECYCLE_EXPORTS as _EXPORTS
+from brainsmith.plugin import RENAMED_LIFECYCLE, moved_lifecycle_name
 from brainsmith.plugin.lazy import lazy_attributes
 
 __all__ = sorted(_EXPORTS)
@@ -21,11 +22,11 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from brainsmith.plugin.availability import is_available as is_available
     from brainsmith.plugin.availability import priority as priority
     from brainsmith.plugin.availability import switch_backend as switch_backend
-    from brainsmith.plugin.lifecycle.bundles import Plugin as Plugin
-    from brainsmith.plugin.lifecycle.bundles import PluginBuilder as PluginBuilder
-    from brainsmith.plugin.lifecycle.bundles import PluginInfo as PluginInfo
+    from brainsmith.plugin.lifecycle.bundles import BundleBuilder as BundleBuilder
+    from brainsmith.plugin.lifecycle.bundles import BundleInfo as BundleInfo
+    from brainsmith.plugin.lifecycle.bundles import BundleRegistry as BundleRegistry
+    from brainsmith.plugin.lifecycle.bundles import PluginBundle as PluginBundle
     from brainsmith.plugin.lifecycle.bundles import PluginLifecycleError as PluginLifecycleError
-    from brainsmith.plugin.lifecycle.bundles import PluginRegistry as PluginRegistry
     from brainsmith.plugin.lifecycle.kernel_builder import KernelBuilder as KernelBuilder
     from brainsmith.plugin.lifecycle.kernel_builder import (
         KernelExecutionError as KernelExecutionError,
@@ -49,4 +50,10 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from brainsmith.plugin.lifecycle.pathload import unload_plugin as unload_plugin
     from brainsmith.plugin.versions import VersionInfo as VersionInfo
 
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)
+_lazy, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)
+
+
+def __getattr__(name: str) -> object:
+    if name in RENAMED_LIFECYCLE:  # an old name, with a warning
+        return moved_lifecycle_name(__name__, name)
+    return _lazy(name)

@@ -1,9 +1,9 @@
 """Plugin packages as objects: a named, versioned bundle of plugins with lifecycle hooks.
 
-    plugin = (PluginBuilder().name("acme-ops").version(VersionInfo(1, 0, 0))
+    plugin = (BundleBuilder().name("acme-ops").version(VersionInfo(1, 0, 0))
               .min_brainsmith_version("0.1.0").build())
     plugin.set_custom_operations_fn(lambda: [MyTransform, KernelBuilder("swish")...create()])
-    PluginRegistry().register(plugin)   # initialize, then its plugins join the hub
+    BundleRegistry().register(plugin)   # initialize, then its plugins join the hub
 
 Its plugins are registered under framework = the package's name (``tfm.acme_ops.X``).
 Registering validates everything before the hub changes; unregistering removes them and
@@ -48,7 +48,7 @@ class PluginLifecycleError(PluginError):
 
 
 @dataclass(frozen=True)
-class PluginInfo:
+class BundleInfo:
     """What a plugin package says about itself."""
 
     name: str
@@ -84,14 +84,14 @@ class PluginInfo:
         return f"{self.name} {self.version}{by}{about}"
 
 
-class Plugin:
+class PluginBundle:
     """A plugin package: its info plus optional initialize, cleanup and operations functions.
 
     ``initialize(registry)`` and ``cleanup(registry)`` receive the hub's Registry;
     ``custom_operations()`` returns decorated classes/functions and KernelBuilder kernels.
     """
 
-    def __init__(self, info: PluginInfo) -> None:
+    def __init__(self, info: BundleInfo) -> None:
         self.info = info
         self.initialize_fn: Callable[..., Any] | None = None
         self.cleanup_fn: Callable[..., Any] | None = None
@@ -101,54 +101,54 @@ class Plugin:
     def name(self) -> str:
         return self.info.name
 
-    def set_initialize_fn(self, fn: Callable[..., Any]) -> Plugin:
+    def set_initialize_fn(self, fn: Callable[..., Any]) -> PluginBundle:
         self.initialize_fn = _callable(self, "initialize", fn)
         return self
 
-    def set_cleanup_fn(self, fn: Callable[..., Any]) -> Plugin:
+    def set_cleanup_fn(self, fn: Callable[..., Any]) -> PluginBundle:
         self.cleanup_fn = _callable(self, "cleanup", fn)
         return self
 
-    def set_custom_operations_fn(self, fn: Callable[..., Any]) -> Plugin:
+    def set_custom_operations_fn(self, fn: Callable[..., Any]) -> PluginBundle:
         self.custom_operations_fn = _callable(self, "custom operations", fn)
         return self
 
     def __repr__(self) -> str:
-        return f"<Plugin {self.info.name} {self.info.version}>"
+        return f"<PluginBundle {self.info.name} {self.info.version}>"
 
 
-class PluginBuilder:
-    """Fluent construction of a Plugin; ``build()`` checks the name and versions."""
+class BundleBuilder:
+    """Fluent construction of a PluginBundle; ``build()`` checks the name and versions."""
 
     def __init__(self) -> None:
         self._fields: dict[str, Any] = {}
 
-    def name(self, name: str) -> PluginBuilder:
+    def name(self, name: str) -> BundleBuilder:
         return self._set("name", name)
 
-    def version(self, version: VersionInfo | str) -> PluginBuilder:
+    def version(self, version: VersionInfo | str) -> BundleBuilder:
         return self._set("version", version)
 
-    def description(self, text: str) -> PluginBuilder:
+    def description(self, text: str) -> BundleBuilder:
         return self._set("description", text)
 
-    def author(self, author: str) -> PluginBuilder:
+    def author(self, author: str) -> BundleBuilder:
         return self._set("author", author)
 
-    def min_brainsmith_version(self, version: VersionInfo | str) -> PluginBuilder:
+    def min_brainsmith_version(self, version: VersionInfo | str) -> BundleBuilder:
         return self._set("min_brainsmith_version", version)
 
-    def max_brainsmith_version(self, version: VersionInfo | str) -> PluginBuilder:
+    def max_brainsmith_version(self, version: VersionInfo | str) -> BundleBuilder:
         return self._set("max_brainsmith_version", version)
 
-    def brainsmith_version(self, specifier: str) -> PluginBuilder:
+    def brainsmith_version(self, specifier: str) -> BundleBuilder:
         return self._set("brainsmith_version", specifier)
 
-    def _set(self, key: str, value: object) -> PluginBuilder:
+    def _set(self, key: str, value: object) -> BundleBuilder:
         self._fields[key] = value
         return self
 
-    def build(self) -> Plugin:
+    def build(self) -> PluginBundle:
         fields = dict(self._fields)
         name = fields.get("name")
         check_name(name)
@@ -164,17 +164,19 @@ class PluginBuilder:
             error = check_version_text("brainsmith_version", fields["brainsmith_version"])
             if error:
                 raise PluginError(f"plugin '{name}': {error}")
-        return Plugin(PluginInfo(**fields))
+        return PluginBundle(BundleInfo(**fields))
 
 
-class PluginRegistry:
+class BundleRegistry:
     """Registered plugin packages. While registered, each is a source of the hub's registry
     (``bundle:<name>``) holding its plugins."""
 
-    def register(self, plugin: Plugin) -> PluginInfo:
+    def register(self, plugin: PluginBundle) -> BundleInfo:
         """Check, initialize and add ``plugin``'s plugins to the hub; all or nothing."""
-        if not isinstance(plugin, Plugin):
-            raise PluginError(f"register() takes a Plugin (see PluginBuilder), got {plugin!r}")
+        if not isinstance(plugin, PluginBundle):
+            raise PluginError(
+                f"register() takes a PluginBundle (see BundleBuilder), got {plugin!r}"
+            )
         framework = plugin.info.framework
         name = f"bundle:{framework}"
         with oplock.operation(framework):
@@ -201,16 +203,16 @@ class PluginRegistry:
                 source = self._source(framework_name(name)) or self._not_found(name)
             uninstall(self._plugin(source), source)
 
-    def list_plugins(self) -> list[PluginInfo]:
+    def list_plugins(self) -> list[BundleInfo]:
         return [self._info(source) for source in self._sources()]
 
     def is_registered(self, name: str) -> bool:
         return self._source(framework_name(name)) is not None
 
-    def get_plugin(self, name: str) -> Plugin:
+    def get_plugin(self, name: str) -> PluginBundle:
         return self._plugin(self._source(framework_name(name)) or self._not_found(name))
 
-    def get_info(self, name: str) -> PluginInfo:
+    def get_info(self, name: str) -> BundleInfo:
         return self._info(self._source(framework_name(name)) or self._not_found(name))
 
     def _sources(self) -> list[Source]:
@@ -228,21 +230,21 @@ class PluginRegistry:
         raise not_found(name, [self._plugin(s).name for s in self._sources()])
 
     @staticmethod
-    def _plugin(source: Source) -> Plugin:
+    def _plugin(source: Source) -> PluginBundle:
         assert isinstance(source.record, Registered)
         return source.record.plugin
 
-    def _info(self, source: Source) -> PluginInfo:
+    def _info(self, source: Source) -> BundleInfo:
         provides = tuple(s.qualified_name for s in source.specs)
         return replace(self._plugin(source).info, provides=provides)
 
 
 @dataclass(frozen=True)
 class Registered:
-    """The record of a ``bundle:`` source: which PluginRegistry registered which package."""
+    """The record of a ``bundle:`` source: which BundleRegistry registered which package."""
 
-    by: PluginRegistry
-    plugin: Plugin
+    by: BundleRegistry
+    plugin: PluginBundle
 
 
 # -- shared with load_plugin() -------------------------------------------------------------
@@ -265,7 +267,7 @@ def claim(source: Source) -> None:
         _registry().claim(source)
 
 
-def install(plugin: Plugin, framework: str, source: str) -> list[PluginSpec]:
+def install(plugin: PluginBundle, framework: str, source: str) -> list[PluginSpec]:
     """Initialize ``plugin`` and add its contributions under ``framework`` to runtime
     ``source``; undo on failure."""
     reason = plugin.info.incompatibility()
@@ -295,7 +297,7 @@ def install(plugin: Plugin, framework: str, source: str) -> list[PluginSpec]:
     return specs
 
 
-def uninstall(plugin: Plugin | None, source: Source) -> None:
+def uninstall(plugin: PluginBundle | None, source: Source) -> None:
     """Take ``source``'s plugins out of the hub (and QONNX), then run the plugin's cleanup."""
     kernel_builder = _kernel_builder()
     if kernel_builder:
@@ -306,7 +308,7 @@ def uninstall(plugin: Plugin | None, source: Source) -> None:
 
 
 def contributions(
-    plugin: Plugin, framework: str, items: list[Any]
+    plugin: PluginBundle, framework: str, items: list[Any]
 ) -> tuple[list[PluginSpec], list[PluginSpec]]:
     """(new specs, specs they replace) for a package's items; nothing is changed yet."""
     from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
@@ -362,7 +364,7 @@ def withdraw(specs: list[PluginSpec]) -> None:
     get_plugin_manager().remove_runtime(specs)
 
 
-def run_hook(plugin: Plugin, stage: str, fn: Callable[..., Any], *args: object) -> object:
+def run_hook(plugin: PluginBundle, stage: str, fn: Callable[..., Any], *args: object) -> object:
     """Call a plugin's hook; a failure becomes PluginLifecycleError and a health problem."""
     from brainsmith.plugin.containment import PluginExit, contained
 
@@ -387,7 +389,7 @@ def not_found(name: str, known: list[str], what: str = "plugin package") -> Plug
     )
 
 
-def _callable(plugin: Plugin, what: str, fn: object) -> Callable[..., Any]:
+def _callable(plugin: PluginBundle, what: str, fn: object) -> Callable[..., Any]:
     if not callable(fn):
         raise PluginError(
             f"plugin '{plugin.name}': the {what} function must be callable, got {fn!r}"
@@ -405,4 +407,11 @@ def _registry() -> Registry:
     return get_plugin_manager().registry()
 
 
-__all__ = ["Plugin", "PluginBuilder", "PluginInfo", "PluginLifecycleError", "PluginRegistry"]
+def __getattr__(name: str) -> object:
+    """The classes' old names (``Plugin``, ``PluginBuilder``...), with a warning."""
+    from brainsmith.plugin import moved_lifecycle_name
+
+    return moved_lifecycle_name(__name__, name, renamed_only=True)
+
+
+__all__ = ["BundleBuilder", "BundleInfo", "BundleRegistry", "PluginBundle", "PluginLifecycleError"]

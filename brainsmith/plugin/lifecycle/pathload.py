@@ -5,7 +5,7 @@ Decorated plugins and ``KernelBuilder`` kernels defined while the path is import
 registered under framework = the plugin's name (the file or folder name, or ``name=``),
 e.g. ``tfm.my_ops.FoldBias``. An optional module attribute ``BRAINSMITH_PLUGIN`` is either
 a dict (``version``, ``description``, ``author``, ``min_brainsmith_version``,
-``max_brainsmith_version``, ``brainsmith_version``) or a ``Plugin`` from ``PluginBuilder``,
+``max_brainsmith_version``, ``brainsmith_version``) or a ``PluginBundle`` from ``BundleBuilder``,
 whose initialize, custom operations and cleanup then run too.
 """
 
@@ -22,8 +22,8 @@ from brainsmith.plugin.containment import PluginExit, contained, origin
 from brainsmith.plugin.errors import PluginError, PluginLoadError
 from brainsmith.plugin.lifecycle import oplock
 from brainsmith.plugin.lifecycle.bundles import (
-    Plugin,
-    PluginInfo,
+    BundleInfo,
+    PluginBundle,
     PluginLifecycleError,
     check_name,
     claim,
@@ -53,19 +53,19 @@ if TYPE_CHECKING:
 class LoadedPlugin:
     """One path loaded by ``load_plugin``."""
 
-    info: PluginInfo
+    info: BundleInfo
     kind: str  # file | package | extension
     module_name: str
     modules: dict[str, Any]
     specs: list[PluginSpec]
-    plugin: Plugin | None
+    plugin: PluginBundle | None
 
     @property
     def framework(self) -> str:
         return self.info.framework
 
 
-def load_plugin(path: str | os.PathLike[str], name: str | None = None) -> PluginInfo:
+def load_plugin(path: str | os.PathLike[str], name: str | None = None) -> BundleInfo:
     """Import the plugin at ``path`` and register what it defines; returns its info."""
     path = os.path.abspath(os.fspath(path))
     kind, stem = _kind(path)
@@ -92,7 +92,7 @@ def unload_plugin(name: str) -> None:
         raise failure
 
 
-def reload_plugin(name: str) -> PluginInfo:
+def reload_plugin(name: str) -> BundleInfo:
     """Load the plugin again from its path after its files changed.
 
     The new code is served through ``tfm.X`` and the registry; cached instances are dropped.
@@ -121,12 +121,12 @@ def reload_plugin(name: str) -> PluginInfo:
         return _info_of(record)
 
 
-def list_plugins() -> list[PluginInfo]:
+def list_plugins() -> list[BundleInfo]:
     """Info of every plugin loaded from a path."""
     return [_info_of(record) for record in _records()]
 
 
-def get_plugin_info(name: str) -> PluginInfo:
+def get_plugin_info(name: str) -> BundleInfo:
     return _info_of(_record(name))
 
 
@@ -134,7 +134,7 @@ def is_plugin_loaded(name: str) -> bool:
     return _loaded(framework_name(name)) is not None
 
 
-def _info_of(record: LoadedPlugin) -> PluginInfo:
+def _info_of(record: LoadedPlugin) -> BundleInfo:
     return replace(record.info, provides=tuple(s.qualified_name for s in record.specs))
 
 
@@ -188,7 +188,7 @@ def _static_metadata(path: str, kind: str, name: str) -> dict[str, Any] | None:
             try:
                 declared = ast.literal_eval(node.value)
             except ValueError:
-                return None  # built at import time (e.g. a Plugin); checked after import
+                return None  # built at import time (e.g. a PluginBundle); checked after import
             return _checked(name, declared, f"{source_file}:{node.lineno}")
     return None
 
@@ -205,7 +205,7 @@ def _checked(name: str, declared: object, where: str) -> dict[str, Any]:
     return metadata
 
 
-def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> PluginInfo:
+def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> BundleInfo:
     try:
         fields: dict[str, Any] = {
             k: VersionInfo.parse(v) if k.endswith("version") and k != "brainsmith_version" else v
@@ -213,7 +213,7 @@ def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> Pl
         }
     except ValueError as exc:
         raise PluginLoadError(f"cannot load plugin '{name}' ({where or path}): {exc}") from None
-    return PluginInfo(name=name, path=path, **fields)
+    return BundleInfo(name=name, path=path, **fields)
 
 
 def _load(
@@ -233,7 +233,7 @@ def _load(
         with contained():
             _run_module(module)
             attribute = getattr(module, PACKAGE_ATTRIBUTE, None)
-            plugin = attribute if isinstance(attribute, Plugin) else None
+            plugin = attribute if isinstance(attribute, PluginBundle) else None
             if plugin is not None:
                 info = replace(plugin.info, name=name, path=path)
                 install(plugin, framework, source)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import os
 
-from brainsmith.plugin.blueprint.document import Document, Path
-from brainsmith.plugin.blueprint.errors import Diagnostics, describe, quote
+from brainsmith.blueprint.document import Document, Path
+from brainsmith.blueprint.errors import Diagnostics, describe, quote
 from brainsmith.plugin.values import INVALID, whole
 
 TYPE_CHECKING = False

@@ -23,20 +23,20 @@ import re
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from brainsmith.plugin.blueprint.checks import Checker, label
-from brainsmith.plugin.blueprint.document import Document
-from brainsmith.plugin.blueprint.errors import Diagnostics, describe, quote
-from brainsmith.plugin.blueprint.model import KernelChoice
-from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_option
-from brainsmith.plugin.blueprint.schema import PHASES, KernelRef, Ref
+from brainsmith.blueprint.checks import Checker, label
+from brainsmith.blueprint.document import Document
+from brainsmith.blueprint.errors import Diagnostics, describe, quote
+from brainsmith.blueprint.model import KernelChoice
+from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_option
+from brainsmith.blueprint.schema import PHASES, KernelRef, Ref
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.blueprint.model import Blueprint
-    from brainsmith.plugin.blueprint.options import BuildOptions
-    from brainsmith.plugin.blueprint.resolve import Resolver
+    from brainsmith.blueprint.model import Blueprint
+    from brainsmith.blueprint.options import BuildOptions
+    from brainsmith.blueprint.resolve import Resolver
     from brainsmith.plugin.spec import PluginSpec
 
 
@@ -215,7 +215,7 @@ def read_design_space(
     auto_kernels: bool = False,
 ) -> DesignSpace | None:
     """Validate and resolve ``design_space:`` and ``search:`` (None when there is none)."""
-    from brainsmith.plugin.blueprint.schema import ELSEWHERE
+    from brainsmith.blueprint.schema import ELSEWHERE
 
     elsewhere = {**ELSEWHERE, **{k: f"design_space.build.{k}" for k in BUILD_KEYS}}
     check = Checker(doc, diag, elsewhere)

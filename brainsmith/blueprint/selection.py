@@ -21,7 +21,7 @@ from brainsmith.plugin.discovery.stamps import digest32, stamp_paths, unchanged
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.plugin.blueprint.model import Blueprint
+    from brainsmith.blueprint.model import Blueprint
     from brainsmith.plugin.manager import PluginManager
     from brainsmith.plugin.registry import Registry
     from brainsmith.plugin.spec import PluginSpec
@@ -51,7 +51,7 @@ def load_blueprint_plugins(path: str | os.PathLike[str]) -> dict[str, PluginColl
         chosen = _remembered(path, key, registry)
         if chosen is not None:
             return collections(chosen, registry)
-    from brainsmith.plugin.blueprint.loader import load_blueprint
+    from brainsmith.blueprint.loader import load_blueprint
 
     blueprint = load_blueprint(path)
     chosen = {kind: list(specs) for kind, specs in blueprint.specs().items()}
@@ -73,14 +73,6 @@ def collections(
             subset.setdefault(spec.name, best)
         result[COLLECTION_NAMES[kind]] = PluginCollection(kind, subset=subset)
     return result
-
-
-def plugin_collections(blueprint: Blueprint) -> dict[str, PluginCollection]:
-    """The collections of a resolved ``blueprint``."""
-    from brainsmith.plugin.manager import get_plugin_manager
-
-    chosen = {kind: list(specs) for kind, specs in blueprint.specs().items()}
-    return collections(chosen, get_plugin_manager().registry())
 
 
 def _key(manager: PluginManager, registry: Registry) -> list[object] | None:

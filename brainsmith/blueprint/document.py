@@ -13,8 +13,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 
-from brainsmith.plugin.blueprint.errors import Diagnostics, quote
-from brainsmith.plugin.blueprint.packaged import (
+from brainsmith.blueprint.errors import Diagnostics, quote
+from brainsmith.blueprint.packaged import (
     PREFIX,
     is_packaged_reference,
     packaged_path,

@@ -7,10 +7,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from brainsmith.plugin.blueprint.checks import Checker, label
-from brainsmith.plugin.blueprint.document import PER_FILE_KEYS, Document, Path, locate_in
-from brainsmith.plugin.blueprint.errors import Diagnostics, describe
-from brainsmith.plugin.blueprint.options import BUILD_KEYS, BuildOptions, check_build
+from brainsmith.blueprint.checks import Checker, label
+from brainsmith.blueprint.document import PER_FILE_KEYS, Document, Path, locate_in
+from brainsmith.blueprint.errors import Diagnostics, describe
+from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_build
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
-from brainsmith.plugin.blueprint.checks import Checker, label
+from brainsmith.blueprint.checks import Checker, label
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from brainsmith.plugin.blueprint.document import Path
+    from brainsmith.blueprint.document import Path
 
     OptionCheck = Callable[[Checker, Path, object, str], object]  # None: reported invalid
 

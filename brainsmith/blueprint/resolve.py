@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
+from brainsmith.blueprint.document import Document
+from brainsmith.blueprint.errors import Diagnostics, quote
+from brainsmith.blueprint.model import KernelChoice, SkippedPlugin
+from brainsmith.blueprint.schema import KernelRef, Ref
 from brainsmith.plugin.adapters import install_hint
-from brainsmith.plugin.blueprint.document import Document
-from brainsmith.plugin.blueprint.errors import Diagnostics, quote
-from brainsmith.plugin.blueprint.model import KernelChoice, SkippedPlugin
-from brainsmith.plugin.blueprint.schema import KernelRef, Ref
 from brainsmith.plugin.metadata import BACKEND_TYPES
 from brainsmith.plugin.names import split_name, suggest
 from brainsmith.plugin.registry import Registry
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from brainsmith.plugin.views import RegistryView
 
 
+# The logger docs/blueprints.md names (the package's name before it left the plugin hub).
 LOGGER_NAME = "brainsmith.plugin.blueprint"
 EXAMPLES = {
     "kernel": ("matmul", "finn:MVAU"),

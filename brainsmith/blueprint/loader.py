@@ -7,19 +7,19 @@ from __future__ import annotations
 import os
 from types import MappingProxyType
 
-from brainsmith.plugin.blueprint.document import Document, read_document
-from brainsmith.plugin.blueprint.errors import Diagnostics
-from brainsmith.plugin.blueprint.model import Blueprint, KernelChoice
-from brainsmith.plugin.blueprint.resolve import Resolver
-from brainsmith.plugin.blueprint.schema import DEFAULT_STEPS, PHASES, Ref, outline
-from brainsmith.plugin.blueprint.space import read_design_space
+from brainsmith.blueprint.document import Document, read_document
+from brainsmith.blueprint.errors import Diagnostics
+from brainsmith.blueprint.model import Blueprint, KernelChoice
+from brainsmith.blueprint.resolve import Resolver
+from brainsmith.blueprint.schema import DEFAULT_STEPS, PHASES, Ref, outline
+from brainsmith.blueprint.space import read_design_space
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from brainsmith.plugin.blueprint.schema import KernelRef
+    from brainsmith.blueprint.schema import KernelRef
 
 
 def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 PREFIX = "brainsmith:"
-FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "blueprints")
+FOLDER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "blueprints")
 
 
 def packaged() -> dict[str, str]:

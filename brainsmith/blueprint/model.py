@@ -30,7 +30,7 @@
   ``specialize_config`` (existing files), ``output_dir`` (absolute paths or None).
 - ``skipped`` (tuple[SkippedPlugin, ...]): optional ``~name`` entries that are not installed.
 - ``design_space`` (DesignSpace | None): the ``design_space:`` and ``search:`` sections
-  (``brainsmith.plugin.blueprint.space``); ``design_space.apply(blueprint, i)`` is variant i.
+  (``brainsmith.blueprint.space``); ``design_space.apply(blueprint, i)`` is variant i.
 
 ``backends`` is every allowed backend once; ``specs()`` the selected plugins by type
 (``load_blueprint_plugins`` serves these); ``to_dict()`` is the blueprint after ``extends``
@@ -43,14 +43,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from brainsmith.plugin.blueprint.options import BuildOptions
+from brainsmith.blueprint.options import BuildOptions
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.blueprint.space import DesignSpace
+    from brainsmith.blueprint.space import DesignSpace
 
 
 class KernelChoice(NamedTuple):
