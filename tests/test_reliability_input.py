@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from brainsmith.blueprint import Blueprint, BlueprintError, load_blueprint
 from brainsmith.plugin.config import CONFIG_KEYS, ENV_VARS, PluginConfig, load_config
 from brainsmith.plugin.errors import ConfigError
-from brainsmith.plugin.safe_yaml import MAX_BYTES, MAX_DEPTH, MAX_NODES
+from brainsmith.safe_yaml import MAX_BYTES, MAX_DEPTH, MAX_NODES
 from tests.conftest import run_python
 from tests.test_blueprint_support import use_toy_registry
 

@@ -20,7 +20,7 @@ from brainsmith.blueprint.packaged import (
     packaged_path,
     references,
 )
-from brainsmith.plugin.safe_yaml import (
+from brainsmith.safe_yaml import (
     YAMLInputError,
     file_kind,
     load_yaml_with_marks,

@@ -163,7 +163,7 @@ def memo_folder(path: str) -> str:
 
 
 def _parse_project_file(path: str) -> dict[str, Any]:
-    from brainsmith.plugin.safe_yaml import YAMLInputError, load_yaml_file
+    from brainsmith.safe_yaml import YAMLInputError, load_yaml_file
 
     try:
         document = load_yaml_file(path)

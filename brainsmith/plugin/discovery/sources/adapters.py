@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from brainsmith.plugin.discovery.sources import State, StoredScan
-    from brainsmith.plugin.registry import Registry
     from brainsmith.plugin.spec import PluginSpec
 
     # (build option, problem, what is expected, a suggestion or "")
@@ -91,8 +90,9 @@ class FrameworkAdapter:
         return []
 
     @classmethod
-    def layer_loaded(cls, registry: Registry, spec: PluginSpec, obj: object) -> None:
-        """A kernel or backend class was served: register it where the framework looks."""
+    def layer_loaded(cls, registry: Any, spec: PluginSpec, obj: object) -> None:
+        """A kernel or backend class was served: register it where the framework looks
+        (``registry``: the process's ``Registry``, a layer above this contract)."""
 
     # -- facts shipped for a known release: its files need no parsing -----------------------
     known_facts_file = ""  # JSON written by ``write_known_facts`` (brainsmith/frameworks/known)
