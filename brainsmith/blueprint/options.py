@@ -6,6 +6,7 @@ import os
 from dataclasses import asdict, dataclass
 
 from brainsmith.blueprint.checks import Checker, label
+from brainsmith.blueprint.choices import FOLDING_SEARCHES, VERIFY_MODES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
     OptionCheck = Callable[[Checker, Path, object, str], object]  # None: reported invalid
 
 
-VERIFY_MODES = ("each", "final", "rtlsim", "none")  # rtlsim: final + Verilator per RTL layer
 MAX_VERIFY_SAMPLES = 100_000
 VERIFY_ATOL = 1e-3  # FINN's own verification tolerances (DataflowBuildConfig defaults)
 VERIFY_RTOL = 1e-5
@@ -44,7 +44,6 @@ BUILD_KEYS = {
 }
 
 
-FOLDING_SEARCHES = ("brainsmith", "finn")
 FOLDING_KEYS = {
     "search": "brainsmith (the cheapest folding that meets target_fps on the part) or finn "
     "(FINN's SetFolding)",

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from brainsmith.blueprint.checks import Checker, label
+from brainsmith.blueprint.choices import PREFERENCES
 from brainsmith.blueprint.document import PER_FILE_KEYS, Document, Path, locate_in
 from brainsmith.blueprint.errors import Diagnostics, describe
 from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_build
@@ -37,7 +38,6 @@ HW_KEYS = {
     "transforms_phased": "a mapping of pre_hw and post_hw to lists of transform names",
 }
 PHASES = {"pre_hw": "a list of transform names", "post_hw": "a list of transform names"}
-PREFERENCES = ("auto", "rtl", "hls")
 AUTO = "auto"
 KERNEL_KEYS = {"kernel": "a kernel name", "backends": "a list of hls, rtl or backend names"}
 DEFAULT_STEPS = (

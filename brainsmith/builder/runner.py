@@ -138,7 +138,7 @@ def build(
 
 
 def plan_for(blueprint: BlueprintSource, verify: str | None) -> BuildPlan:
-    from brainsmith.blueprint.options import VERIFY_MODES
+    from brainsmith.blueprint.choices import VERIFY_MODES
     from brainsmith.plugin.errors import PluginError
 
     try:
@@ -176,8 +176,8 @@ def _build_name(model: str | os.PathLike[str]) -> str:
 
 def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None) -> BuildPlan:
     """``plan`` with command-line choices over the blueprint's; a part replaces a board."""
+    from brainsmith.blueprint.choices import PREFERENCES
     from brainsmith.blueprint.options import BuildOptions
-    from brainsmith.blueprint.schema import PREFERENCES
 
     if prefer is not None and prefer not in PREFERENCES:
         raise BuildError.setup(

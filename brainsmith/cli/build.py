@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from brainsmith.blueprint.choices import PREFERENCES, VERIFY_MODES
 from brainsmith.cli.output import console, echo
 
 TYPE_CHECKING = False
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--verify",
-    type=click.Choice(["each", "final", "rtlsim", "none"]),
+    type=click.Choice(VERIFY_MODES),
     help="Override the blueprint's build.verify (rtlsim: final, then simulate every RTL "
     "layer with Verilator).",
 )
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
 @click.option("--target-fps", type=int, help="Throughput to fold for (build.target_fps).")
 @click.option(
     "--prefer",
-    type=click.Choice(["auto", "rtl", "hls"]),
+    type=click.Choice(PREFERENCES),
     help="Backend type for layers that can have either (hw_compiler.prefer; auto: chosen per "
     "layer by datatypes and part).",
 )

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from brainsmith.blueprint.choices import PREFERENCES
 from brainsmith.cli.output import console, echo
 
 PLACES = {  # padded to one width: rich markup is not counted
@@ -28,7 +29,7 @@ HEAD = ("node", "op type", "kernel", "backend")  # then the reason, "why"
 @click.option("--part", "fpga_part", metavar="PART", help="FPGA part (as for build).")
 @click.option(
     "--prefer",
-    type=click.Choice(["auto", "rtl", "hls"]),
+    type=click.Choice(PREFERENCES),
     help="Backend type for layers that can have either (as for build).",
 )
 @click.option(
