@@ -171,11 +171,33 @@ def test_build_without_a_blueprint_takes_overrides_from_the_command_line(tmp_pat
     ("args", "message"),
     [
         (["--part", "xc7z0200-clg400-1"], "did you mean 'xc7z020clg400-1'"),
-        (["--target-fps", "0"], "--target-fps must be a number > 0, not 0"),
-        (["--clock-ns", "-5"], "--clock-ns must be a number > 0"),
+        (["--target-fps", "0"], "--target-fps: build.target_fps is the number 0; expected a whole"),
+        (["--clock-ns", "-5"], "--clock-ns: build.clock_ns is the number -5.0; expected"),
     ],
 )
 def test_bad_overrides_exit_2_naming_the_flag(tmp_path, args, message):
     result = run([*BRAINSMITH, "build", str(MLP), "-o", str(tmp_path / "out"), *args])
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_options_given_to_the_api_are_checked_as_a_blueprints_are():
+    """One set of checks: a value the blueprint refuses is refused by name through the API,
+    a nested option becomes the blueprint's typed value."""
+    from brainsmith.blueprint.options import FoldingOptions
+    from brainsmith.builder import BuildError
+    from brainsmith.builder.runner import DEFAULT_BLUEPRINT, with_overrides
+    from brainsmith.planning.plan import load_plan
+
+    plan = load_plan(DEFAULT_BLUEPRINT)
+    for given, message in [
+        ({"target_fps": 0}, "options['target_fps']: build.target_fps is the number 0"),
+        ({"folding": {"search": "nope"}}, "build.folding.search is the text 'nope'"),
+        ({"verify_samples": "x"}, "build.verify_samples is the text 'x'"),
+        ({"foo": 1}, "options['foo']: unknown build option 'foo'; expected one of fpga_part"),
+    ]:
+        with pytest.raises(BuildError) as caught:
+            with_overrides(plan, given, None)
+        assert message in caught.value.reason and caught.value.exit_code == 2
+    folded = with_overrides(plan, {"folding": {"search": "finn"}, "target_fps": 5}, None)
+    assert folded.build.folding == FoldingOptions(search="finn") and folded.build.target_fps == 5

@@ -68,6 +68,10 @@ class Checker:
             hint = f"; did you mean '{self.elsewhere[key]}'?"
         return hint
 
+    def folder_of(self, path: Path) -> str:
+        """The folder a relative path at ``path`` is taken from: its file's."""
+        return os.path.dirname(self.doc.source_of(path).path)
+
     def text(self, path: Path, value: object, expected: str) -> str | None:
         if isinstance(value, str) and value.strip() and value.isprintable():
             return value
@@ -130,7 +134,7 @@ class Checker:
         except UnicodeError:
             self.wrong(path, value, expected)
             return None
-        base = os.path.dirname(self.doc.source_of(path).path)
+        base = self.folder_of(path)
         full = os.path.normpath(os.path.join(base, os.path.expanduser(text)))
         if must_exist and not os.path.isfile(full):
             what = "not a file" if os.path.exists(full) else "no such file"

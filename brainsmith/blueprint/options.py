@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
+from typing import Any, cast
 
 from brainsmith.blueprint.checks import Checker, label
 from brainsmith.blueprint.choices import FOLDING_SEARCHES, VERIFY_MODES
+from brainsmith.blueprint.errors import Diagnostics
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+    from collections.abc import Callable, Mapping
 
-    from brainsmith.blueprint.document import Path
+    from brainsmith.blueprint.document import Document, Path
 
     OptionCheck = Callable[[Checker, Path, object, str], object]  # None: reported invalid
 
@@ -104,6 +105,51 @@ def check_build(check: Checker, section: object, complete: bool) -> BuildOptions
     return BuildOptions(**values)  # type: ignore[arg-type]  # each value checked by check_option
 
 
+class GivenChecker(Checker):
+    """Checks build options given by name outside a blueprint (the command line, the API)
+    with a blueprint's checks: each problem a line of text; a relative path is taken from
+    the working directory."""
+
+    def __init__(self) -> None:
+        super().__init__(cast("Document", None), Diagnostics(), {})
+
+    def fail(
+        self, path: Path, what: str, expected: str = "", hint: str = "", key: bool = False
+    ) -> None:
+        self.diag.error(("", 0, 0), what, expected, hint)
+
+    def folder_of(self, path: Path) -> str:
+        return os.getcwd()
+
+
+# The build options a caller may give beside a blueprint (output_dir has its own argument)
+GIVEN_KEYS = tuple(key for key in BUILD_KEYS if key != "output_dir")
+
+
+def check_given(given: Mapping[str, object]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Build options given by name, checked as a blueprint's are: (the values as checked,
+    per option the problems). An unknown name is a problem of that name."""
+    values: dict[str, Any] = {}
+    problems: dict[str, list[str]] = {}
+    for key, value in given.items():
+        if key not in GIVEN_KEYS:
+            problems[key] = [
+                f"unknown build option {key!r}; expected one of {', '.join(GIVEN_KEYS)}"
+            ]
+            continue
+        check = GivenChecker()
+        checked = check_option(check, ("build", key), key, value)
+        if check.diag.problems:
+            problems[key] = [p.message for p in check.diag.problems]
+        else:
+            values[key] = checked
+    for key, problem, expected, hint in target_problems(values):
+        check = GivenChecker()
+        check.fail(("build", key), problem, expected, hint)
+        problems[key] = [p.message for p in check.diag.problems]
+    return values, problems
+
+
 def project_root(folder: str) -> str:
     """The project a blueprint in ``folder`` belongs to: the nearest folder up with one of
     PROJECT_MARKERS, else ``folder`` itself."""
@@ -153,16 +199,25 @@ def _output_dir(check: Checker, at: Path, value: object, expected: str) -> str |
 
 def _check_part_and_board(check: Checker, values: dict[str, Any]) -> None:
     """``fpga_part`` and ``board`` against what each framework adapter builds for."""
+    for key, problem, expected, hint in target_problems(values):
+        check.fail(("build", key), problem, expected, hint)
+        values[key] = None
+
+
+def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(option, problem, expected, hint) for ``fpga_part`` and ``board`` in ``values``, as
+    each framework adapter judges them; one problem per option."""
     from brainsmith.plugin.adapters import adapter_classes
 
     part, board = values.get("fpga_part"), values.get("board")
     if not (part or board):
-        return
+        return []
+    found: dict[str, tuple[str, str, str, str]] = {}
     for adapter in adapter_classes():
         for key, problem, expected, hint in adapter.target_problems(part, board):
-            if values.get(key) is not None:  # one problem per option
-                check.fail(("build", key), problem, expected, hint)
-                values[key] = None
+            if values.get(key) is not None:
+                found.setdefault(key, (key, problem, expected, hint))
+    return list(found.values())
 
 
 def check_option(check: Checker, path: tuple[Any, ...], key: str, value: object) -> object:

@@ -21,14 +21,14 @@ import shutil
 import sys
 import time
 import traceback
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import cast
 
 from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.builder import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
-from brainsmith.builder.errors import BuildError, option
+from brainsmith.builder.errors import OPTIONS, BuildError, option
 from brainsmith.builder.flow import run_steps
 from brainsmith.builder.intake import InputError, check_model, load_vectors
 from brainsmith.builder.outdir import (
@@ -175,39 +175,26 @@ def _build_name(model: str | os.PathLike[str]) -> str:
 
 
 def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None) -> BuildPlan:
-    """``plan`` with command-line choices over the blueprint's; a part replaces a board."""
+    """``plan`` with command-line choices over the blueprint's, checked as a blueprint's are; a
+    part replaces a board."""
     from brainsmith.blueprint.choices import PREFERENCES
-    from brainsmith.blueprint.options import BuildOptions
+    from brainsmith.blueprint.options import check_given
 
     if prefer is not None and prefer not in PREFERENCES:
         raise BuildError.setup(
             f"{option('prefer')} must be one of {', '.join(PREFERENCES)}, not {prefer!r}",
         )
-    given = {key: value for key, value in options.items() if value is not None}
-    known = {f.name for f in fields(BuildOptions)}
-    unknown = sorted(set(given) - known)
-    if unknown:
-        raise BuildError.setup(
-            f"unknown build option(s) {', '.join(unknown)}",
-            f"use build options of a blueprint: {', '.join(sorted(known))}",
-        )
-    problems = [
-        f"{option(key.replace('_', '-'))} must be a number > 0, not {given[key]!r}"
-        for key in ("clock_ns", "target_fps")
-        if key in given and not (isinstance(given[key], int | float) and given[key] > 0)
-    ]
-    if "fpga_part" in given:
-        from brainsmith.frameworks.finn.parts import boards, is_part, known_parts
-        from brainsmith.plugin.names import suggest
-
-        part = str(given["fpga_part"])
-        if boards() and not is_part(part):  # FINN's tables are there to check against
-            problems.append(
-                f"{option('part')} '{part}' is not an AMD/Xilinx part number (e.g. "
-                f"xcvc1902-vsva2197-2MP-e-S){suggest(part, known_parts())}"
-            )
+    given, problems = check_given(
+        {key: value for key, value in options.items() if value is not None}
+    )
     if problems:
-        raise BuildError.setup("; ".join(problems))
+        raise BuildError.setup(
+            "; ".join(
+                f"{_spelled(key)}: {message}"
+                for key, found in problems.items()
+                for message in found
+            )
+        )
     if "fpga_part" in given:
         given["board"] = None
     recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
@@ -218,6 +205,12 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
         plan = replace(plan, prefer=prefer)
         recorded.setdefault("hw_compiler", {})["prefer"] = prefer
     return replace(plan, blueprint=recorded)
+
+
+def _spelled(key: str) -> str:
+    """How the caller wrote build option ``key``: ``--target-fps`` or ``options['target_fps']``."""
+    flag = {"fpga_part": "part"}.get(key, key.replace("_", "-"))
+    return option(flag) if flag in OPTIONS else f"options[{key!r}]"
 
 
 def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
