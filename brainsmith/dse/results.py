@@ -33,6 +33,13 @@ def metrics(report: BuildReport) -> dict[str, float | None]:
     }
 
 
+def lower_bounds(report: BuildReport) -> dict[str, list[str]]:
+    """The metrics whose total is a lower bound, each with the layers it leaves out (FINN
+    has no estimate for them): the report's ``incomplete``."""
+    found = report.get("incomplete") or {}
+    return {k: list(found[k]) for k in METRIC_NAMES if found.get(k)}
+
+
 DESIGN_KEYS = ("name", "op_type", "backend", "PE", "SIMD", "mem_mode", "ram_style", "resType",
                "input_datatype", "weight_datatype", "output_datatype", "depth", "cycles")  # fmt: skip
 
