@@ -38,11 +38,11 @@ table.effects td.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 
 def metric_text(report: BuildReport) -> str:
-    """``fps 1,250,000  LUT 552  DSP 7`` for a build's report."""
-    from brainsmith.dse.results import metrics
+    """``fps 1,250,000  LUT ≥ 552  DSP 7`` for a build's report (≥: a lower bound)."""
+    from brainsmith.dse.results import lower_bounds, metrics
 
-    found = metrics(report)
-    parts = [f"{name} {_number(found[name])}" for name in ("fps", "LUT", "DSP")]
+    found, bounds = metrics(report), lower_bounds(report)
+    parts = [f"{name} {_amount(found[name], name in bounds)}" for name in ("fps", "LUT", "DSP")]
     return "  ".join(parts)
 
 
@@ -327,6 +327,11 @@ def _number(value: object) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
     return f"{int(value):,}" if isinstance(value, int | float) else str(value)
+
+
+def _amount(value: object, bound: bool) -> str:
+    """A metric's value; "≥ 552" for a lower bound."""
+    return f"≥ {_number(value)}" if bound and value is not None else _number(value)
 
 
 def _choice(value: object) -> str:
