@@ -239,3 +239,16 @@ def test_the_terminal_summary_says_what_is_not_ranked_or_judged(explored, capsys
     for line, variant in zip(pareto, explored.pareto, strict=True):
         for metric in variant["lower_bounds"]:
             assert f"{metric} ≥ " in line, line
+
+
+@pytest.mark.slow
+def test_the_documented_summary_is_what_mlp_explore_prints(explored, capsys):
+    from brainsmith.cli.explore import print_summary
+
+    print_summary(explored.data)
+    printed = capsys.readouterr().out.splitlines()
+    docs = (REPO / "docs" / "explore.md").read_text()
+    block = docs[docs.index("$ brainsmith explore examples/models/mlp_4bit.onnx") :]
+    documented = block[: block.index("```")].splitlines()[2:]
+    judged = [x for x in documented if x.split()[0] in ("pareto", "not", "no", "constraints")]
+    assert len(judged) == 5 and judged == [x for x in printed if x in judged], printed
