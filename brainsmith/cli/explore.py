@@ -160,7 +160,9 @@ def print_summary(data: dict) -> None:
             unranked.setdefault(v["unranked"], []).append(v["id"])
     if unranked and not pareto:
         out.print(
-            "  pareto      none: no built variant has numbers for every objective", markup=False
+            "  pareto      none: no variant that meets every constraint has a number for every "
+            "objective",
+            markup=False,
         )
     for reason, ids in unranked.items():
         out.print(f"  not ranked  {_ids(sorted(ids))}: {reason}", markup=False)
@@ -200,8 +202,8 @@ def _ids(ids: list[str]) -> str:
 
 
 def _constraints(built: list[dict], constraints: list[str]) -> str:
-    """ "4 of 12 built variants meet LUT <= 20000; 2 miss one; 6 not judged: their LUT is a
-    lower bound"."""
+    """How the built variants fare against the constraints, e.g. "4 of 12 built variants meet
+    LUT <= 20000; 2 miss one; 6 not judged: their LUT is a lower bound"."""
     met = sum(v["feasible"] is True for v in built)
     text = f"{met} of {len(built)} built variants meet " + ", ".join(constraints)
     missed = sum(v["feasible"] is False for v in built)

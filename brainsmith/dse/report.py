@@ -126,10 +126,10 @@ def _unranked(built: list[dict]) -> dict[str, list[str]]:
 
 
 def _front(variants: list[dict], unranked: dict[str, list[str]]) -> str:
-    front = ", ".join(v["id"] for v in variants if v["pareto"]) or "-"
+    front = ", ".join(v["id"] for v in variants if v["pareto"])
     if not unranked:
-        return front
-    return f"{front} (of the variants with a number for every objective; see not ranked)"
+        return front or "-"
+    return f"{front or 'none'} (of the variants with a number for every objective; see not ranked)"
 
 
 def _unranked_note(unranked: dict[str, list[str]]) -> str:

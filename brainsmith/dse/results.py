@@ -50,7 +50,8 @@ def lower_bounds(report: BuildReport) -> dict[str, list[str]]:
 
 
 def bound_reason(metric: str, layers: list[str]) -> str:
-    """ "LUT is a lower bound (MVAU_rtl_0, MVAU_rtl_1 not estimated by FINN)"."""
+    """Why a total cannot be used as a number, e.g. "LUT is a lower bound (MVAU_rtl_0,
+    MVAU_rtl_1 not estimated by FINN)"."""
     named = ", ".join(layers[:4]) + (f" and {len(layers) - 4} more" if len(layers) > 4 else "")
     return f"{metric} is a lower bound ({named} not estimated by FINN)"
 
