@@ -149,10 +149,23 @@ def print_summary(data: dict) -> None:
         f"({data['steps_run']} step runs instead of {data['steps_without_reuse']})",
         markup=False,
     )
-    for v in [v for v in variants if v["pareto"]][:10]:
+    pareto = [v for v in variants if v["pareto"]]
+    for v in pareto[:10]:
         choices = " ".join(f"{k}={_text(x)}" for k, x in v["choices"].items())
         same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
         out.print(f"  pareto      {v['id']}{same}  {_metrics(v)}  {choices}", markup=False)
+    unranked: dict[str, list[str]] = {}
+    for v in ok:
+        if v.get("unranked") and not v.get("same_design_as"):
+            unranked.setdefault(v["unranked"], []).append(v["id"])
+    if unranked and not pareto:
+        out.print(
+            "  pareto      none: no variant that meets every constraint has a number for every "
+            "objective",
+            markup=False,
+        )
+    for reason, ids in unranked.items():
+        out.print(f"  not ranked  {_ids(sorted(ids))}: {reason}", markup=False)
     for effect in data.get("effects") or []:
         if effect["changed_nothing"]:
             out.print(
@@ -160,13 +173,8 @@ def print_summary(data: dict) -> None:
                 "built the same design",
                 markup=False,
             )
-    feasible = sum(v["feasible"] for v in ok)
     if data["constraints"]:
-        out.print(
-            f"  constraints {feasible} of {len(ok)} built variants meet "
-            + ", ".join(data["constraints"]),
-            markup=False,
-        )
+        out.print(f"  constraints {_constraints(ok, data['constraints'])}", markup=False)
     for v in failed[:5]:
         error = v["error"] or {}
         where = f" (shared segment {v['failed_in']})" if v["failed_in"] else ""
@@ -180,11 +188,35 @@ def print_summary(data: dict) -> None:
 
 
 def _metrics(v: dict) -> str:
-    m = v["metrics"] or {}
+    m, bounds = v["metrics"] or {}, v.get("lower_bounds") or {}
     fps = f"{m['fps']:,.0f} fps" if m.get("fps") else "- fps"
     return fps + "".join(
-        f", {k} {m[k]:,}" for k in ("LUT", "DSP", "BRAM_18K") if m.get(k) is not None
+        f", {k} {'≥ ' if k in bounds else ''}{m[k]:,}"
+        for k in ("LUT", "DSP", "BRAM_18K")
+        if m.get(k) is not None
     )
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+
+
+def _constraints(built: list[dict], constraints: list[str]) -> str:
+    """How the built variants fare against the constraints, e.g. "4 of 12 built variants meet
+    LUT <= 20000; 2 miss one; 6 not judged: their LUT is a lower bound"."""
+    met = sum(v["feasible"] is True for v in built)
+    text = f"{met} of {len(built)} built variants meet " + ", ".join(constraints)
+    missed = sum(v["feasible"] is False for v in built)
+    if missed:
+        text += f"; {missed} miss one"
+    unjudged = [v for v in built if v["feasible"] is None]
+    if unjudged:
+        metrics = {c["constraint"].split()[0]: None for v in unjudged for c in v["constraints"]
+                   if c["ok"] is None}  # fmt: skip
+        named = " and ".join(metrics)
+        bound = "are lower bounds" if len(metrics) > 1 else "is a lower bound"
+        text += f"; {len(unjudged)} not judged: their {named} {bound}"
+    return text
 
 
 def _text(value: object) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from brainsmith.dse.results import effects, judge, metrics, variant_facts
+from brainsmith.dse.results import effects, judge, lower_bounds, metrics, variant_facts
 from brainsmith.dse.tree import counts, render
 from brainsmith.plugin.names import short_name
 
@@ -65,6 +65,7 @@ def _variant(run, variant) -> dict:
         if result
         else ("cancelled" if run.status == "interrupted" else "pending"),
         "metrics": None,
+        "lower_bounds": {},
         "folder": folder,
         "report": os.path.join(folder, "report.html"),
         "segments": [n.id for n in node.path()],
@@ -77,6 +78,7 @@ def _variant(run, variant) -> dict:
         return entry
     if result.report:
         entry["metrics"] = metrics(result.report)
+        entry["lower_bounds"] = lower_bounds(result.report)
         entry.update(variant_facts(result.report))
     if result.status == "failed":
         entry["error"] = result.error

@@ -1,6 +1,9 @@
 """The exploration's report.html: summary, Pareto plots (fps against LUT and DSP, every
 point a link to its build report), the ranked table with constraint results, failures and
-the execution tree. Self-contained: inline CSS and SVG, no script, nothing fetched."""
+the execution tree. Self-contained: inline CSS and SVG, no script, nothing fetched.
+
+A total that is a lower bound (a variant's ``lower_bounds``) is never shown as a plain
+number: "≥ 552" in the tables, an arrow on the plots' points."""
 
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ tr.failed td { color: #a33; } tr.pareto td.id { font-weight: bold; }
 svg text { font: 11px sans-serif; fill: #333; }
 circle.pareto { fill: #3569a8; } circle.feasible { fill: #fff; stroke: #3569a8; stroke-width: 1.5; }
 circle.infeasible { fill: #bbb; }
+circle.unjudged { fill: #fff; stroke: #888; stroke-width: 1.5; stroke-dasharray: 3 2; }
+path.bound { fill: none; stroke: #555; stroke-width: 1.2; }
+.bound, .unranked { color: #6b4f00; } .note { color: #555; max-width: 60em; }
 pre { background: #f6f6f6; padding: 10px; overflow-x: auto; }
 .legend span { margin-right: 14px; }
 .same { color: #777; font-size: 12px; }
@@ -38,11 +44,11 @@ table.effects td.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 
 def metric_text(report: BuildReport) -> str:
-    """``fps 1,250,000  LUT 552  DSP 7`` for a build's report."""
-    from brainsmith.dse.results import metrics
+    """``fps 1,250,000  LUT ≥ 552  DSP 7`` for a build's report (≥: a lower bound)."""
+    from brainsmith.dse.results import lower_bounds, metrics
 
-    found = metrics(report)
-    parts = [f"{name} {_number(found[name])}" for name in ("fps", "LUT", "DSP")]
+    found, bounds = metrics(report), lower_bounds(report)
+    parts = [f"{name} {_amount(found[name], name in bounds)}" for name in ("fps", "LUT", "DSP")]
     return "  ".join(parts)
 
 
@@ -51,6 +57,7 @@ def write_report(data: dict, path: str) -> None:
     ok = [v for v in variants if v["status"] == "ok"]
     failed = [v for v in variants if v["status"] == "failed"]
     other = len(variants) - len(ok) - len(failed)
+    unranked = _unranked(ok)
     summary = [
         ("status", data["status"]),
         ("model", data["model"]),
@@ -61,7 +68,8 @@ def write_report(data: dict, path: str) -> None:
             + (f", {other} not run" if other else "")
             + f" ({data['strategy']}, {len(variants)} of {data['space_size']})",
         ),
-        ("Pareto front", ", ".join(v["id"] for v in variants if v["pareto"]) or "-"),
+        ("Pareto front", _front(variants, unranked)),
+        *(("not ranked", f"{', '.join(ids)}: {reason}") for reason, ids in unranked.items()),
         ("objectives", ", ".join(f"{k} {g}" for k, g in data["objectives"].items())),
         ("constraints", ", ".join(data["constraints"]) or "none"),
         (
@@ -71,6 +79,7 @@ def write_report(data: dict, path: str) -> None:
         ),
         ("executor", ", ".join(f"{k} {v}" for k, v in data["executor"].items()) or "-"),
         ("time", f"{_number(data['timings']['seconds'])} s"),
+        ("estimates", ESTIMATES),
     ]
     rows = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in summary
@@ -78,8 +87,10 @@ def write_report(data: dict, path: str) -> None:
     plots = "".join(_plot(variants, data, resource) for resource in ("LUT", "DSP"))
     legend = (
         "<p class='legend'><span>● on the Pareto front</span><span>○ meets the constraints"
-        "</span><span style='color:#999'>● misses a constraint</span><span>- - constraint"
-        "</span> Click a point for its build report.</p>"
+        "</span><span style='color:#888'>◌ a constraint not judged (on a lower bound)</span>"
+        "<span style='color:#999'>● misses a constraint</span><span>- - constraint</span>"
+        "<span>●→ a lower bound: the real total is at least this (layers FINN does not "
+        "estimate)</span> Click a point for its build report.</p>"
     )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -88,7 +99,7 @@ def write_report(data: dict, path: str) -> None:
 <h1>brainsmith explore: {html.escape(data["name"])}</h1>
 <table class="summary">{rows}</table>
 <h2>Pareto plots</h2>{legend}<div class="plots">{plots}</div>
-<h2>Variants, ranked</h2>{_table(variants, data)}
+<h2>Variants, ranked</h2>{_table(variants, data)}{_unranked_note(unranked)}
 {_effects(data.get("effects") or [])}
 {_failures(failed)}
 <h2>Execution tree</h2><pre>{html.escape(chr(10).join(data["tree"]))}</pre>
@@ -99,6 +110,41 @@ def write_report(data: dict, path: str) -> None:
         handle.write(page)
 
 
+ESTIMATES = (
+    "fps, latency and resources are FINN's analytical estimates (before synthesis); ≥ marks "
+    "a lower bound: a total that leaves out layers FINN has no estimate for"
+)
+
+
+def _unranked(built: list[dict]) -> dict[str, list[str]]:
+    """The variants not ranked (each design once), by reason."""
+    found: dict[str, list[str]] = {}
+    for v in sorted(built, key=lambda v: v["index"]):
+        if v.get("unranked") and not v.get("same_design_as"):
+            found.setdefault(v["unranked"], []).append(v["id"])
+    return found
+
+
+def _front(variants: list[dict], unranked: dict[str, list[str]]) -> str:
+    front = ", ".join(v["id"] for v in variants if v["pareto"])
+    if not unranked:
+        return front or "-"
+    return f"{front or 'none'} (of the variants with a number for every objective; see not ranked)"
+
+
+def _unranked_note(unranked: dict[str, list[str]]) -> str:
+    if not unranked:
+        return ""
+    items = "".join(
+        f"<li>{html.escape(', '.join(ids))}: {html.escape(reason)}</li>"
+        for reason, ids in unranked.items()
+    )
+    return (
+        "<p class='note'>Not ranked, and not on the Pareto front: an objective's total leaves "
+        f"layers out, so it is only a lower bound and cannot be compared.</p><ul>{items}</ul>"
+    )
+
+
 def _table(variants: list[dict], data: dict) -> str:
     dims = list(data["dimensions"])
     constraints = data["constraints"]
@@ -106,15 +152,15 @@ def _table(variants: list[dict], data: dict) -> str:
             *constraints, "Pareto", "time"]  # fmt: skip
     rows = []
     for v in variants:
-        found = v["metrics"] or {}
-        checks = {c["constraint"]: c["ok"] for c in v["constraints"]}
+        found, bounds = v["metrics"] or {}, v.get("lower_bounds") or {}
+        checks = {c["constraint"]: c for c in v["constraints"]}
         cells = [
-            (str(v["rank"]), "num"),
+            _rank(v),
             (_link(v), "id"),
             (html.escape(v["status"]), ""),
             *((html.escape(_choice(v["choices"].get(d))), "") for d in dims),
-            *((_number(found.get(m)), "num") for m in METRIC_NAMES),
-            (_percent((v.get("utilisation") or {}).get("LUT")), "num"),
+            *(_metric_cell(found.get(m), m, bounds) for m in METRIC_NAMES),
+            _percent_cell((v.get("utilisation") or {}).get("LUT"), "LUT", bounds),
             (html.escape(v.get("bottleneck") or "-"), ""),
             *(_check(checks.get(c)) for c in constraints),
             ("★" if v["pareto"] else "", ""),
@@ -125,6 +171,22 @@ def _table(variants: list[dict], data: dict) -> str:
         rows.append(f"<tr class='{kind}'>{tds}</tr>")
     header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     return f"<div class='scroll'><table class='variants'><tr>{header}</tr>{''.join(rows)}</table></div>"
+
+
+def _rank(variant: dict) -> tuple[str, str]:
+    if variant.get("unranked"):
+        title = html.escape(variant["unranked"], quote=True)
+        return f"<span class='unranked' title='{title}'>not ranked</span>", ""
+    return str(variant["rank"]), "num"
+
+
+def _metric_cell(value: object, metric: str, bounds: dict[str, list[str]]) -> tuple[str, str]:
+    """A metric's table cell: "≥ 552", titled with the layers left out, for a lower bound."""
+    layers = bounds.get(metric)
+    if not layers or value is None:
+        return _number(value), "num"
+    title = html.escape(f"{', '.join(layers)} not estimated by FINN", quote=True)
+    return f"<span class='bound' title='{title}'>{_amount(value, True)}</span>", "num"
 
 
 def _link(variant: dict) -> str:
@@ -138,8 +200,15 @@ def _link(variant: dict) -> str:
     return f"<a href='{html.escape(variant['report'])}'>{name}</a>{note}"
 
 
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f} %"
+def _percent_cell(
+    value: float | None, metric: str, bounds: dict[str, list[str]]
+) -> tuple[str, str]:
+    """A share of the part: a lower bound too when its total is one."""
+    if value is None:
+        return "-", "num"
+    if not bounds.get(metric):
+        return f"{value:.2f} %", "num"
+    return f"<span class='bound'>≥ {value:.2f} %</span>", "num"
 
 
 def _effects(effects: list[dict]) -> str:
@@ -166,22 +235,36 @@ def _effects(effects: list[dict]) -> str:
                 f"<tr>{first}<td>{html.escape(_choice(value['value']))}</td>"
                 f"<td class='num'>{value['variants']}</td>"
                 + "".join(
-                    f"<td class='num'>{_number(value[m])}</td>" for m in ("fps", "LUT", "DSP")
+                    f"<td class='num'>{_amount(value[m], m in value.get('lower_bounds', []))}</td>"
+                    for m in ("fps", "LUT", "DSP")
                 )
                 + f"{last}</tr>"
             )
     head = ("<tr><th>dimension</th><th>choice</th><th>built</th><th>mean fps</th>"
             "<th>mean LUT</th><th>mean DSP</th><th>effect</th></tr>")  # fmt: skip
+    bounded = any(v.get("lower_bounds") for e in effects for v in e["values"])
+    note = (
+        "<p class='note'>≥: a mean over totals of which some are lower bounds (layers FINN "
+        "does not estimate), so a lower bound itself; such means cannot be compared with "
+        "others.</p>"
+        if bounded
+        else ""
+    )
     return (
         "<h2>What each choice changed</h2><div class='scroll'><table class='effects'>"
-        f"{head}{''.join(rows)}</table></div>"
+        f"{head}{''.join(rows)}</table></div>{note}"
     )
 
 
-def _check(ok: bool | None) -> tuple[str, str]:
-    if ok is None:
+def _check(check: dict | None) -> tuple[str, str]:
+    if check is None:
         return "", ""
-    return ("<span class='ok'>pass</span>", "") if ok else ("<span class='miss'>fail</span>", "")
+    if check["ok"] is None:
+        title = html.escape(check.get("reason") or "not judged", quote=True)
+        return f"<span class='unranked' title='{title}'>not judged</span>", ""
+    if check["ok"]:
+        return "<span class='ok'>pass</span>", ""
+    return "<span class='miss'>fail</span>", ""
 
 
 def _failures(failed: list[dict]) -> str:
@@ -248,16 +331,38 @@ def _plot(variants: list[dict], data: dict, resource: str) -> str:
     )
     parts += _constraint_lines(data["constraints"], resource, x_axis, y_axis)
     for v, x, y in sorted(zip(points, xs, ys, strict=True), key=lambda p: p[0]["pareto"]):
-        kind = "pareto" if v["pareto"] else ("feasible" if v["feasible"] else "infeasible")
+        kind = {True: "feasible", None: "unjudged", False: "infeasible"}[v["feasible"]]
+        kind = "pareto" if v["pareto"] else kind
+        bounds = v.get("lower_bounds") or {}
         same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
-        label = f"{v['id']}{same}: fps {_number(y)}, {resource} {_number(x)}"
+        label = (
+            f"{v['id']}{same}: fps {_amount(y, 'fps' in bounds)}, "
+            f"{resource} {_amount(x, resource in bounds)}"
+        )
+        if v.get("unranked"):
+            label += f"; not ranked: {v['unranked']}"
+        cx, cy = x_axis.at(x), y_axis.at(y)
+        arrows = _bound_arrows(v["id"], cx, cy, resource in bounds, "fps" in bounds)
         parts.append(
-            f"<a href='{html.escape(v['report'])}'><circle class='{kind}' data-variant='{v['id']}' "
-            f"cx='{x_axis.at(x):.1f}' cy='{y_axis.at(y):.1f}' r='6'>"
+            f"<a href='{html.escape(v['report'])}'>{arrows}<circle class='{kind}' "
+            f"data-variant='{v['id']}' cx='{cx:.1f}' cy='{cy:.1f}' r='6'>"
             f"<title>{html.escape(label)}</title></circle></a>"
         )
     parts.append("</svg>")
     return f"<figure><figcaption>{title}</figcaption>{''.join(parts)}</figure>"
+
+
+def _bound_arrows(variant: str, cx: float, cy: float, right: bool, up: bool) -> str:
+    """Arrows from a point towards where its real value lies: right for a resource that is a
+    lower bound, up for an fps that is."""
+    paths = []
+    if right:
+        paths.append(f"M{cx + 6:.1f} {cy:.1f}h16m-5 -4l5 4l-5 4")
+    if up:
+        paths.append(f"M{cx:.1f} {cy - 6:.1f}v-16m-4 5l4 -5l4 5")
+    if not paths:
+        return ""
+    return f"<path class='bound' data-bound='{variant}' d='{''.join(paths)}'/>"
 
 
 def _constraint_lines(constraints: list[str], resource: str, x_axis, y_axis) -> list[str]:
@@ -327,6 +432,11 @@ def _number(value: object) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
     return f"{int(value):,}" if isinstance(value, int | float) else str(value)
+
+
+def _amount(value: object, bound: bool) -> str:
+    """A metric's value; "≥ 552" for a lower bound."""
+    return f"≥ {_number(value)}" if bound and value is not None else _number(value)
 
 
 def _choice(value: object) -> str:

@@ -1,9 +1,16 @@
 """Judging variants: their metrics, the constraints they meet, the Pareto front of the
 objectives, a ranking, and ``explore.json``.
 
+Lower bounds: a resource total that leaves out layers FINN has no estimate for (the build
+report's ``incomplete``) is only a lower bound of the real one, never used as a number. A
+constraint on it is judged when the bound decides it (an upper limit the bound already
+exceeds is missed, a lower limit it already reaches is met), otherwise not judged
+(``ok: None``). A variant with an objective that is a lower bound is shown, not ranked.
+
 Ranking: variants that built and meet every constraint come first, by Pareto front (the
 front itself is rank 1, the front of the rest rank 2, ...), then by the objectives in the
-order written; then variants that miss a constraint, the same way; then failed ones.
+order written, and after them those that are not ranked; then variants with a constraint
+not judged, the same way; then variants that miss a constraint; then failed ones.
 Variants that built the same design (a choice that changed nothing) are judged once: the
 first of them stands for the others, which are ranked right after it.
 """
@@ -18,9 +25,11 @@ from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from brainsmith.blueprint.space import Constraint
     from brainsmith.report.schema import BuildReport
 
 METRIC_NAMES = ("fps", "latency_ns", *RESOURCES)
+EFFECT_METRICS = ("fps", "LUT", "DSP")  # the means "what each choice changed" shows
 
 
 def metrics(report: BuildReport) -> dict[str, float | None]:
@@ -31,6 +40,41 @@ def metrics(report: BuildReport) -> dict[str, float | None]:
         "latency_ns": performance.get("estimated_latency_ns"),
         **{k: totals.get(k) for k in RESOURCES},
     }
+
+
+def lower_bounds(report: BuildReport) -> dict[str, list[str]]:
+    """The metrics whose total is a lower bound, each with the layers it leaves out (FINN
+    has no estimate for them): the report's ``incomplete``."""
+    found = report.get("incomplete") or {}
+    return {k: list(found[k]) for k in METRIC_NAMES if found.get(k)}
+
+
+def bound_reason(metric: str, layers: list[str]) -> str:
+    """Why a total cannot be used as a number, e.g. "LUT is a lower bound (MVAU_rtl_0,
+    MVAU_rtl_1 not estimated by FINN)"."""
+    named = ", ".join(layers[:4]) + (f" and {len(layers) - 4} more" if len(layers) > 4 else "")
+    return f"{metric} is a lower bound ({named} not estimated by FINN)"
+
+
+def verdict(constraint: Constraint, found: dict, bounds: dict[str, list[str]]) -> dict:
+    """``{constraint, ok, reason}``: ``ok`` is None (not judged, ``reason`` says why) when
+    the metric is a lower bound that does not decide the constraint."""
+    ok: bool | None = constraint.holds(found)
+    reason = None
+    layers = bounds.get(constraint.metric)
+    if layers and found.get(constraint.metric) is not None and ok == (constraint.op[0] == "<"):
+        # the real value is the bound or more: a bound within an upper limit, or short of a
+        # lower one, says nothing
+        ok, reason = None, f"not judged: {bound_reason(constraint.metric, layers)}"
+    return {"constraint": str(constraint), "ok": ok, "reason": reason}
+
+
+def unranked(entry: dict, objectives: list[tuple[str, str]]) -> str | None:
+    """Why a built variant is not ranked: its objectives that are lower bounds; None when
+    every objective is a number."""
+    bounds = entry.get("lower_bounds") or {}
+    reasons = [bound_reason(m, bounds[m]) for m, _ in objectives if bounds.get(m)]
+    return "; ".join(reasons) or None
 
 
 DESIGN_KEYS = ("name", "op_type", "backend", "PE", "SIMD", "mem_mode", "ram_style", "resType",
@@ -61,13 +105,15 @@ def variant_facts(report: BuildReport) -> dict[str, object]:
 
 
 def judge(entries: list[dict], search) -> None:
-    """Fill in ``constraints``, ``feasible``, ``pareto``, ``rank`` and ``same_design_as``
-    of each variant entry (``search`` is the blueprint's ``Search``); entries without
-    metrics are not judged."""
+    """Fill in ``constraints``, ``feasible`` (None: a constraint not judged), ``unranked``
+    (why not), ``pareto``, ``front``, ``rank`` and ``same_design_as`` of each variant entry
+    (``search`` is the blueprint's ``Search``); entries without metrics are not judged."""
     objectives = list(search.objectives)
     for entry in entries:
         entry["pareto"] = False
         entry["rank"] = None
+        entry["front"] = None
+        entry["unranked"] = None
         entry["constraints"] = []
         entry["feasible"] = False
         entry["same_design_as"] = None
@@ -81,34 +127,35 @@ def judge(entries: list[dict], search) -> None:
             twin["same_design"].append(entry["id"])
     built = [e for e in every if e["same_design_as"] is None]
     for entry in every:
-        entry["constraints"] = [
-            {"constraint": str(c), "ok": c.holds(entry["metrics"])} for c in search.constraints
-        ]
-        entry["feasible"] = all(c["ok"] for c in entry["constraints"])
-    feasible = [e for e in built if e["feasible"]]
-    infeasible = [e for e in built if not e["feasible"]]
-    for front in fronts(feasible, objectives)[:1]:
-        for member in front:
-            member["pareto"] = True
+        bounds = entry.get("lower_bounds") or {}
+        entry["constraints"] = [verdict(c, entry["metrics"], bounds) for c in search.constraints]
+        found = [c["ok"] for c in entry["constraints"]]
+        entry["feasible"] = False if False in found else (None if None in found else True)
+        entry["unranked"] = unranked(entry, objectives)
     ordered = []
-    for group in (feasible, infeasible):
-        for depth, front in enumerate(fronts(group, objectives), 1):
+    for state in (True, None, False):
+        group = [e for e in built if e["feasible"] is state]
+        ranked = [e for e in group if not e["unranked"]]
+        for depth, front in enumerate(fronts(ranked, objectives), 1):
             for member in front:
                 member["front"] = depth
+                member["pareto"] = state is True and depth == 1
             ordered += sorted(front, key=lambda e: _objective_key(e, objectives))
+        ordered += sorted((e for e in group if e["unranked"]), key=lambda e: e["index"])
     copies = {e["id"]: e for e in every if e["same_design_as"]}
     ordered = [x for e in ordered for x in [e, *(copies[i] for i in e["same_design"])]]
     for copy in copies.values():
-        copy["front"] = next(e for e in every if e["id"] == copy["same_design_as"]).get("front")
+        copy["front"] = next(e for e in every if e["id"] == copy["same_design_as"])["front"]
     rest = sorted((e for e in entries if e not in every), key=lambda e: e["index"])
     for rank, entry in enumerate(ordered + rest, 1):
         entry["rank"] = rank
 
 
 def effects(entries: list[dict], dimensions: dict[str, list]) -> list[dict]:
-    """Per dimension: for each of its values, how many variants built with it and their mean
-    metrics; and how many pairs of variants that differ only in this dimension built the
-    same design (all of them: the choice changed nothing)."""
+    """Per dimension: for each of its values, how many variants built with it, their mean
+    metrics and which of these means are lower bounds (a mean over a lower bound is one);
+    and how many pairs of variants that differ only in this dimension built the same design
+    (all of them: the choice changed nothing)."""
     built = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
     found = []
     for label in dimensions:
@@ -118,8 +165,12 @@ def effects(entries: list[dict], dimensions: dict[str, list]) -> list[dict]:
         values = []
         for value in dimensions[label]:
             group = [e for e in built if _shown(e["choices"].get(label)) == _shown(value)]
-            means = {m: _mean(e["metrics"].get(m) for e in group) for m in ("fps", "LUT", "DSP")}
-            values.append({"value": value, "variants": len(group), **means})
+            means = {m: _mean(e["metrics"].get(m) for e in group) for m in EFFECT_METRICS}
+            bounds = [e.get("lower_bounds") or {} for e in group]
+            bounded = [m for m in EFFECT_METRICS if any(m in b for b in bounds)]
+            values.append(
+                {"value": value, "variants": len(group), **means, "lower_bounds": bounded}
+            )
         pairs = [(a, b) for i, a in enumerate(built) for b in built[i + 1 :]
                  if key(a) == key(b) and a["choices"].get(label) != b["choices"].get(label)]  # fmt: skip
         same = sum(1 for a, b in pairs if a.get("design") and a.get("design") == b.get("design"))
