@@ -35,7 +35,7 @@ def synth(build_dir: str, jobs: int, as_json: bool) -> None:
     \b
     Exit codes: 0 every RTL layer synthesised (HLS layers are listed, not synthesised);
     1 Yosys rejected a layer (its first error line is shown, its log kept); 2 BUILD_DIR,
-    its part or Yosys cannot be used.
+    its part or Yosys cannot be used, or it has no RTL layer.
 
     \b
     Example:
@@ -69,7 +69,12 @@ def synth(build_dir: str, jobs: int, as_json: bool) -> None:
     for layer in failed:
         log = f" (log: {layer['log']})" if layer["log"] else ""
         echo(f"error: layer {layer['name']} ({layer['op_type']}): {layer['reason']}{log}", err=True)
-    _exit(1 if failed else 0)
+    if failed:
+        _exit(1)
+    if not any(layer["status"] == "synthesised" for layer in data["layers"]):
+        echo("error: no layer was synthesised (the reasons are above)", err=True)
+        _exit(2)
+    _exit(0)
 
 
 def _pair(estimate: float | None, count: int | None) -> str:
