@@ -125,6 +125,7 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
 def run(folder: str, timeout: float = TIMEOUT) -> tuple[int, str]:
     """Run ``folder``/run.ys (``folder`` mounted as Yosys' only folder); the log goes to
     ``folder``/yosys.log. Returns (exit code, log path); -1 when stopped after ``timeout``."""
+    folder = os.path.abspath(folder)
     log = os.path.join(folder, "yosys.log")
     env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
     with open(log, "w") as out:
