@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -25,19 +23,9 @@ PART = "xczu7ev-ffvc1156-2-e"
 
 
 def synth(folder: Path, cache: Path) -> tuple[float, dict]:
-    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
-    began = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "brainsmith", "synth", str(folder), "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=3600,
-    )
-    seconds = time.perf_counter() - began
-    if result.returncode != 0:
-        raise RuntimeError(f"brainsmith synth {folder} failed:\n{result.stderr}")
-    return seconds, json.loads(result.stdout)
+    from benchmarks.machine import brainsmith_json
+
+    return brainsmith_json("synth", folder, cache)
 
 
 def main() -> int:

@@ -96,13 +96,13 @@ class DesignSynthesis:
 
 def cache_root() -> str:
     """``<brainsmith cache>/synthesis``, created private (0700); refuses a shared one."""
-    from brainsmith.plugin.memo import cache_dir, usable_dir
+    from brainsmith.plugin.memo import cache_dir, private_folder
 
-    root = os.path.join(cache_dir(), "synthesis")
-    if not usable_dir(cache_dir(), create=True) or not usable_dir(root, create=True):
+    root = private_folder("synthesis")
+    if root is None:
         raise CacheError(
-            f"the synthesis cache {root} is not a private folder of this user; "
-            "set BRAINSMITH_CACHE_DIR to a folder of your own"
+            f"the synthesis cache {os.path.join(cache_dir(), 'synthesis')} is not a private folder of "
+            "this user; set BRAINSMITH_CACHE_DIR to a folder of your own"
         )
     return root
 
