@@ -38,3 +38,24 @@ def machine_info() -> dict:
         "finn-plus": _version("finn-plus"),
         "torch": _version("torch"),
     }
+
+
+def brainsmith_json(command: str, folder, cache) -> tuple[float, dict]:
+    """``brainsmith COMMAND FOLDER --json`` with its own cache directory: (seconds, output)."""
+    import json
+    import subprocess
+    import time
+
+    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+    began = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "brainsmith", command, str(folder), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=3600,
+    )
+    seconds = time.perf_counter() - began
+    if result.returncode != 0:
+        raise RuntimeError(f"brainsmith {command} {folder} failed:\n{result.stderr}")
+    return seconds, json.loads(result.stdout)

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,19 +27,9 @@ EXAMPLES = [  # model, blueprint, prefer
 
 
 def verify_rtl(folder: Path, cache: Path) -> tuple[float, dict]:
-    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
-    began = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "brainsmith", "verify-rtl", str(folder), "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=3600,
-    )
-    seconds = time.perf_counter() - began
-    if result.returncode != 0:
-        raise RuntimeError(f"verify-rtl {folder} failed:\n{result.stderr}")
-    return seconds, json.loads(result.stdout)
+    from benchmarks.machine import brainsmith_json
+
+    return brainsmith_json("verify-rtl", folder, cache)
 
 
 def measure(model: str, blueprint: str, prefer: str | None, tmp: Path) -> dict:

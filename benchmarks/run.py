@@ -571,6 +571,11 @@ def write(results: dict) -> None:
             for row in data["examples"]
         ]
         lines.append(f"- load average during the run: {data['load_average']}")
+    synthesis = out / "synth.json"
+    if synthesis.exists():
+        from benchmarks.synth import section as synthesis_section
+
+        lines += synthesis_section(json.loads(synthesis.read_text()))
     shared = out / "shared_index.json"
     if shared.exists():
         data = json.loads(shared.read_text())

@@ -23,6 +23,10 @@ COMMANDS = {
         "brainsmith.cli.verify_rtl:verify_rtl",
         "Simulate a build's RTL layers with Verilator, bit-exact against Python.",
     ),
+    "synth": (
+        "brainsmith.cli.synth:synth",
+        "Synthesise a build's RTL layers with Yosys: LUT, FF, DSP, BRAM per layer.",
+    ),
     "new": ("brainsmith.cli.new:new", "Start a plugin package (a hardware layer) from a template."),
 }
 

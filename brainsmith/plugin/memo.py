@@ -46,6 +46,15 @@ def default_cache_dir() -> str:
     return os.path.join(base, "brainsmith")
 
 
+def private_folder(name: str) -> str | None:
+    """``<cache>/<name>``, created private (0700), or None when it or the cache directory is
+    not a folder only this user can write."""
+    root = os.path.join(cache_dir(), name)
+    if usable_dir(cache_dir(), create=True) and usable_dir(root, create=True):
+        return root
+    return None
+
+
 def usable_dir(path: str, create: bool, quiet: bool = False) -> bool:
     """True when ``path`` is a directory only this user can write (created 0700 if asked).
 

@@ -132,13 +132,13 @@ def runtime_key(toolchain: Toolchain) -> str:
 
 def cache_root() -> str:
     """``<brainsmith cache>/rtlsim``, created private (0700); refuses a shared one."""
-    from brainsmith.plugin.memo import cache_dir, usable_dir
+    from brainsmith.plugin.memo import cache_dir, private_folder
 
-    root = os.path.join(cache_dir(), "rtlsim")
-    if not usable_dir(cache_dir(), create=True) or not usable_dir(root, create=True):
+    root = private_folder("rtlsim")
+    if root is None:
         raise ToolchainError(
-            f"the compile cache {root} is not a private folder of this user; "
-            "set BRAINSMITH_CACHE_DIR to a folder of your own"
+            f"the compile cache {os.path.join(cache_dir(), 'rtlsim')} is not a private folder of "
+            "this user; set BRAINSMITH_CACHE_DIR to a folder of your own"
         )
     return root
 

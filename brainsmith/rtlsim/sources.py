@@ -85,8 +85,10 @@ class LayerDesign:
     probes: list[str] = field(default_factory=list)  # top outputs read once at the end
 
 
-def layer_design(model, node) -> LayerDesign:
-    """The design of ``node`` (a ModelWrapper node); raises NotSimulated with the reason."""
+def layer_design(model, node, simulated: bool = True) -> LayerDesign:
+    """The design of ``node`` (a ModelWrapper node); raises NotSimulated with the reason.
+    ``simulated=False`` (for synthesis): without the checks that only simulation needs
+    (parameters streamed in, single-precision float)."""
     from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
     from qonnx.custom_op.registry import getCustomOp
 
@@ -111,7 +113,7 @@ def layer_design(model, node) -> LayerDesign:
     interfaces = op.get_verilog_top_module_intf_names()
     inputs = [_stream(port, width) for port, width in interfaces["s_axis"]]
     outputs = [_stream(port, width) for port, width in interfaces["m_axis"]]
-    for stream in inputs:
+    for stream in inputs if simulated else ():
         if model.get_initializer(node.input[stream.index]) is not None:
             raise NotSimulated(
                 f"input {stream.port} carries the parameter {node.input[stream.index]} "
@@ -130,7 +132,8 @@ def layer_design(model, node) -> LayerDesign:
         _with_weight_streamer(design, op, streamer, pumped)
     elif _has_port(files, top, "ap_clk2x"):
         design.clk2x = "double" if pumped else "same"
-    _refuse_single_precision(design.files)
+    if simulated:
+        _refuse_single_precision(design.files)
     return design
 
 
@@ -261,6 +264,11 @@ def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
         text = _local_paths(text, folder, folder + os.sep)
     fix = VERILATOR_FIXES.get(os.path.basename(path))
     return fix(text) if fix else text
+
+
+def localised_paths(text: str, code_dir: str) -> str:
+    """``text`` with quoted paths into ``code_dir`` (or a folder of its name) made ``./``."""
+    return _local_paths(text, code_dir, "./")
 
 
 def _local_paths(text: str, folder: str, prefix: str) -> str:

@@ -1,0 +1,152 @@
+"""``brainsmith synth BUILD_DIR``: synthesise a build's RTL layers with Yosys."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@click.command("synth")
+@click.argument("build_dir", type=click.Path(file_okay=False))
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 64),
+    default=2,
+    show_default=True,
+    help="Layers synthesised at once (one core each).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print synthesis.json instead of a table.")
+def synth(build_dir: str, jobs: int, as_json: bool) -> None:
+    """Synthesise every RTL layer of the build in BUILD_DIR with Yosys (synth_xilinx, out of
+    context) and show its LUT, FF, CARRY, DSP, BRAM and URAM beside FINN's estimates.
+
+    \b
+    The family follows the build's part: 7-series, UltraScale or UltraScale+ (Yosys has no
+    Versal family). No place and route: the counts are Yosys' technology mapping, with no
+    timing. Results are cached by content, so a second run only looks them up. They go to
+    BUILD_DIR/synthesis.json; each layer's Yosys run and log to BUILD_DIR/synthesis/LAYER/.
+
+    \b
+    Exit codes: 0 every RTL layer synthesised (HLS layers are listed, not synthesised);
+    1 Yosys rejected a layer (its first error line is shown, its log kept); 2 BUILD_DIR,
+    its part or Yosys cannot be used, or it has no RTL layer.
+
+    \b
+    Example:
+      brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml \\
+          --part xczu7ev-ffvc1156-2-e -o out/mlp
+      brainsmith synth out/mlp
+    """
+    from brainsmith.cli.output import echo, print_json
+    from brainsmith.commands.rtl_verification import FolderError
+    from brainsmith.commands.synthesis import synthesise_build_folder
+    from brainsmith.terminal import console
+
+    status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
+    try:
+        data = synthesise_build_folder(
+            build_dir,
+            jobs=jobs,
+            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+        )
+    except FolderError as exc:
+        echo(f"error: {exc.reason}", err=True)
+        if exc.hint:
+            echo(f"  try: {exc.hint}", err=True)
+        _exit(exc.exit_code)
+        return
+    if as_json:
+        print_json(data)
+    else:
+        print_table(data)
+    failed = [layer for layer in data["layers"] if layer["status"] == "failed"]
+    for layer in failed:
+        log = f" (log: {layer['log']})" if layer["log"] else ""
+        echo(f"error: layer {layer['name']} ({layer['op_type']}): {layer['reason']}{log}", err=True)
+    if failed:
+        _exit(1)
+    if not any(layer["status"] == "synthesised" for layer in data["layers"]):
+        echo("error: no layer was synthesised (the reasons are above)", err=True)
+        _exit(2)
+    _exit(0)
+
+
+def _pair(estimate: float | None, count: int | None) -> str:
+    left = "-" if estimate is None else f"{estimate:,.0f}"
+    right = "-" if count is None else f"{count:,}"
+    return f"{left} / {right}"
+
+
+def print_table(data: dict[str, Any]) -> None:
+    """One row per layer (FINN's estimate / Yosys' count), the totals, then the reasons."""
+    from rich.table import Table
+
+    from brainsmith.cli.output import console
+    from brainsmith.synthesis.yosys import COUNTS
+
+    table = Table(box=None, pad_edge=False)
+    shown = [key for key in COUNTS if key != "BRAM_36K"]  # counted in BRAM_18K, as two
+    for column in ("layer", "status", *shown, "time"):
+        table.add_column(
+            column, no_wrap=True, justify="left" if column in ("layer", "status") else "right"
+        )
+    notes = []
+    for layer in data["layers"]:
+        counts, finn = layer["counts"] or {}, layer["finn_estimate"] or {}
+        table.add_row(
+            layer["name"],
+            layer["status"],
+            *_cells(finn, counts if layer["counts"] else None, shown),
+            "-"
+            if layer["seconds"] is None
+            else "cached"
+            if layer["cached"]
+            else f"{layer['seconds']:.1f} s",
+        )
+        if layer["status"] != "synthesised":
+            notes.append(
+                f"  {layer['name']} ({layer['op_type']}): {layer['status']}: {layer['reason']}"
+            )
+    table.add_row(
+        "total", "", *_cells(data["finn_totals"], data["totals"], shown), f"{data['seconds']:.1f} s"
+    )
+    out = console()
+    if not out.is_terminal:
+        out.width = 132
+    out.print(table)
+    for note in notes:
+        out.print(note, markup=False, soft_wrap=True)
+    out.print(
+        f"FINN estimate / Yosys count ({data['yosys']}, synth_xilinx -family {data['family']} "
+        f"for {data['part']}, out of context, no place and route); BRAM_18K counts a "
+        "RAMB36 as two",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _cells(finn: dict[str, Any], counts: dict[str, int] | None, shown: list[str]) -> list[str]:
+    """Per column: FINN's estimate / Yosys' count where FINN estimates it, else the count."""
+    cells = []
+    for key in shown:
+        value = None if counts is None else counts[key]
+        if counts is not None and key == "BRAM_18K":
+            value = counts["BRAM_18K"] + 2 * counts["BRAM_36K"]
+        if key in finn:
+            cells.append(_pair(finn[key], value))
+        else:
+            cells.append("-" if value is None else f"{value:,}")
+    return cells
+
+
+def _exit(code: int) -> None:
+    from brainsmith.frameworks.finn.env import fast_exit
+
+    fast_exit(code)
+    sys.exit(code)

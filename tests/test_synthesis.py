@@ -1,0 +1,281 @@
+"""The generated RTL, synthesised by Yosys (synth_xilinx, out of context): every RTL layer of
+the shipped MLP built for an UltraScale+ part has counts (the RTL matrix layers LUTs and
+DSPs, which FINN does not estimate); a second run is served from the cache; HLS layers and a
+Versal part are named with their reasons; a broken source gives Yosys' error line; the part
+to family table; each source fix applies where its pattern matches and only there."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import brainsmith
+from brainsmith.synthesis.families import NotSynthesisable, family_of
+from brainsmith.synthesis.sources import (
+    declare_before_use,
+    primitives_used,
+    scope_select_in_range,
+    without_recovery_watchdog,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = REPO / "examples" / "models"
+BLUEPRINTS = REPO / "blueprints"
+PART = "xczu7ev-ffvc1156-2-e"
+COUNTS = {"LUT", "FF", "CARRY", "DSP", "BRAM_18K", "BRAM_36K", "URAM"}
+
+
+def slow(test):
+    """A test that builds or synthesises: in the slow tier, on one worker with the others."""
+    return pytest.mark.slow(pytest.mark.xdist_group("synthesis")(test))
+
+
+def synth(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "brainsmith", "synth", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+def layers(folder: Path) -> dict[str, dict]:
+    data = json.loads((folder / "synthesis.json").read_text())
+    return {layer["name"]: layer for layer in data["layers"]}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    """One synthesis cache for the module, so later runs find what the first synthesised."""
+    folder = tmp_path_factory.mktemp("synthesis-cache")
+    os.chmod(folder, 0o700)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def mlp(hub, tmp_path_factory) -> Path:
+    """The shipped 4-bit MLP, every layer RTL, built for an UltraScale+ part."""
+    out = tmp_path_factory.mktemp("mlp") / "out"
+    brainsmith.build(
+        str(MODELS / "mlp_4bit.onnx"),
+        str(BLUEPRINTS / "mlp.yaml"),
+        str(out),
+        options={"fpga_part": PART},
+        prefer="rtl",
+        verify="none",
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def synthesised(mlp, cache) -> tuple[Path, subprocess.CompletedProcess, float]:
+    began = time.perf_counter()
+    result = synth(mlp, cache)
+    return mlp, result, time.perf_counter() - began
+
+
+@slow
+def test_every_rtl_layer_of_the_mlp_has_yosys_counts(synthesised):
+    folder, result, _ = synthesised
+    assert result.returncode == 0, result.stderr
+    found = layers(folder)
+    assert sorted(found) == ["MVAU_rtl_0", "MVAU_rtl_1", "Thresholding_rtl_0", "Thresholding_rtl_1"]
+    for layer in found.values():
+        assert layer["status"] == "synthesised" and layer["reason"] == "", layer
+        assert set(layer["counts"]) == COUNTS and layer["counts"]["FF"] > 0
+        assert layer["counts"]["LUT"] > 0 and not layer["cached"]
+        assert layer["finn_estimate"] is not None
+    for name in ("MVAU_rtl_0", "MVAU_rtl_1"):
+        matrix = found[name]
+        # FINN estimates no LUTs for an RTL matrix layer; Yosys counts them, and the DSPs
+        assert matrix["finn_estimate"]["LUT"] is None
+        assert matrix["counts"]["LUT"] > 0 and matrix["counts"]["DSP"] > 0
+        assert "mvu.sv: without_recovery_watchdog" in matrix["fixes"]
+    assert "thresholding.sv: scope_select_in_range" in found["Thresholding_rtl_0"]["fixes"]
+    data = json.loads((folder / "synthesis.json").read_text())
+    assert data["family"] == "xcup" and data["part"] == PART
+    assert data["yosys"].startswith("Yosys 0.70")
+    assert data["totals"]["DSP"] == sum(layer["counts"]["DSP"] for layer in found.values())
+    # the table: FINN's estimate beside Yosys' count, and the totals
+    row = next(line for line in result.stdout.splitlines() if line.startswith("MVAU_rtl_0"))
+    assert f"- / {found['MVAU_rtl_0']['counts']['LUT']:,}" in row
+    assert any(line.startswith("total") for line in result.stdout.splitlines())
+    assert "out of context, no place and route" in result.stdout
+
+
+@slow
+def test_a_second_run_is_served_from_the_cache(synthesised, cache):
+    folder, _, cold = synthesised
+    first = layers(folder)
+    began = time.perf_counter()
+    result = synth(folder, cache)
+    warm = time.perf_counter() - began
+    assert result.returncode == 0, result.stderr
+    again = layers(folder)
+    assert all(layer["cached"] for layer in again.values()), again
+    assert {n: layer["counts"] for n, layer in again.items()} == {
+        n: layer["counts"] for n, layer in first.items()
+    }
+    assert warm < cold and all(layer["seconds"] < 1 for layer in again.values())
+    assert "cached" in result.stdout
+    entries = list((cache / "synthesis").glob("*.json"))
+    assert len(entries) == 4 and all(e.stat().st_mode & 0o077 == 0 for e in [cache / "synthesis"])
+    assert all(json.loads(e.read_text())["format"] for e in entries)  # JSON, not pickle
+
+
+@slow
+def test_hls_layers_are_named_with_their_reason(hub, cache, tmp_path):
+    """The default blueprint leaves some layers in HLS: they have no RTL to synthesise."""
+    out = tmp_path / "mixed"
+    brainsmith.build(
+        str(MODELS / "mlp_4bit.onnx"), None, str(out), options={"fpga_part": PART}, verify="none"
+    )
+    result = synth(out, cache)
+    assert result.returncode == 0, result.stderr
+    found = layers(out)
+    hls = {name: layer for name, layer in found.items() if "_hls" in layer["op_type"]}
+    assert hls, found
+    for layer in hls.values():
+        assert layer["status"] == "not synthesised" and layer["counts"] is None
+        assert layer["reason"].startswith("HLS: no RTL to synthesise")
+    assert any(layer["status"] == "synthesised" for layer in found.values())
+    assert "not synthesised: HLS: no RTL to synthesise" in result.stdout
+
+
+@slow
+def test_a_versal_part_is_refused_naming_the_family_to_use(mlp, cache, tmp_path):
+    folder = tmp_path / "versal"
+    shutil.copytree(mlp, folder, ignore=shutil.ignore_patterns("synthesis*"))
+    report = json.loads((folder / "report.json").read_text())
+    report["fpga_part"] = "xcvc1902-vsva2197-2MP-e-S"  # the part the build would have had
+    (folder / "report.json").write_text(json.dumps(report))
+    result = synth(folder, cache)
+    assert result.returncode == 2
+    assert "Versal" in result.stderr and "UltraScale+ (xcup)" in result.stderr
+    assert f"--part {PART}" in result.stderr
+    assert not (folder / "synthesis").exists() and not (folder / "synthesis.json").exists()
+
+
+@slow
+def test_a_broken_source_gives_the_yosys_error_line_and_keeps_the_log(mlp, cache, tmp_path):
+    folder = tmp_path / "broken"
+    shutil.copytree(mlp, folder, ignore=shutil.ignore_patterns("synthesis*"))
+    (generated,) = (folder / "finn" / "build").glob("code_gen_ipgen_Thresholding_rtl_1_*")
+    source = generated / "Thresholding_rtl_1.v"
+    text = source.read_text()
+    source.write_text(text.replace("endmodule", "wire broken = ;\nendmodule", 1))
+    line = text[: text.index("endmodule")].count("\n") + 1
+    result = synth(folder, cache)
+    assert result.returncode == 1, result.stdout
+    found = layers(folder)
+    broken = found["Thresholding_rtl_1"]
+    assert broken["status"] == "failed" and broken["counts"] is None
+    assert broken["reason"].startswith(f"Thresholding_rtl_1.v:{line}: ERROR"), broken["reason"]
+    log = folder / broken["log"]
+    assert log.is_file() and broken["reason"].split(": ", 1)[1] in log.read_text()
+    assert f"error: layer Thresholding_rtl_1 (Thresholding_rtl): {broken['reason']}" in (
+        result.stderr
+    )
+    others = [layer for name, layer in found.items() if name != "Thresholding_rtl_1"]
+    assert all(layer["status"] == "synthesised" and layer["cached"] for layer in others)
+    copy = folder / "synthesis" / "Thresholding_rtl_1" / "src" / "Thresholding_rtl_1.v"
+    assert "wire broken" in copy.read_text()
+    # the fixes were applied to copies: FINN's installed file is as it was
+    assert "uwire  snk_re = !snk_we" in rtllib("axi", "hdl", "axilite.sv")
+
+
+def test_a_folder_that_is_not_a_finished_build_is_refused(tmp_path):
+    result = synth(tmp_path, tmp_path / "cache")
+    assert result.returncode == 2
+    assert "is not a brainsmith build folder (no report.json)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("part", "family"),
+    [
+        ("xc7z020clg400-1", "xc7"),
+        ("xc7a35ticsg324-1L", "xc7"),
+        ("xcku040-ffva1156-2-e", "xcu"),
+        ("xcvu095-ffva2104-2-e", "xcu"),
+        ("xcku5p-ffvb676-2-e", "xcup"),
+        ("xcvu9p-flga2104-2L-e", "xcup"),
+        ("xczu7ev-ffvc1156-2-e", "xcup"),
+        ("xczu3eg-sbva484-1-e", "xcup"),
+        ("xck26-sfvc784-2LV-c", "xcup"),
+        ("xcu250-figd2104-2L-e", "xcup"),
+        ("xcu280-fsvh2892-2L-e", "xcup"),
+        ("xcu55c-fsvh2892-2L-e", "xcup"),
+        ("xcau15p-ffvb676-2-e", "xcup"),
+    ],
+)
+def test_the_family_of_each_part(part, family):
+    assert family_of(part) == family
+
+
+@pytest.mark.parametrize(
+    "part",
+    ["xcvc1902-vsva2197-2MP-e-S", "xcv80-lsva4737-2MHP-e-S", "xcve2302-sfva784-1LP-e-S",
+     "xcvp1202-vsva2785-2MP-e-S"],
+)  # fmt: skip
+def test_versal_parts_are_not_synthesisable_and_the_reason_names_the_nearest_family(part):
+    with pytest.raises(NotSynthesisable, match=r"Versal part.*UltraScale\+ \(xcup\)"):
+        family_of(part)
+
+
+def test_an_unknown_part_is_not_guessed():
+    with pytest.raises(NotSynthesisable, match="not a part of a family"):
+        family_of("lfe5u-85f-8bg381c")
+
+
+def rtllib(*parts: str) -> str:
+    spec = importlib.util.find_spec("finn")
+    assert spec is not None and spec.origin is not None
+    return (Path(spec.origin).parent / "finn-rtllib" / Path(*parts)).read_text()
+
+
+def test_the_declaration_order_fix_on_finns_axilite():
+    original = rtllib("axi", "hdl", "axilite.sv")
+    fixed = declare_before_use(original)
+    assert fixed != original
+    declared = fixed.index("uwire  snk_re;")
+    assert declared < fixed.index("if(snk_re)")  # declared before the first use
+    assert "uwire  snk_re =" not in fixed and "assign  snk_re = !snk_we" in fixed
+    assert declare_before_use(fixed) == fixed  # applied once, then nothing matches
+    assert declare_before_use("module m; uwire snk_re = 1; endmodule") == (
+        "module m; uwire snk_re = 1; endmodule"
+    )
+
+
+def test_the_watchdog_fix_on_finns_mvu():
+    original = rtllib("mvu", "mvu.sv")
+    fixed = without_recovery_watchdog(original)
+    assert "blkRecoveryWatch" in original and "#100ns" in original
+    assert "#100ns" not in fixed and "DSP48E2" in fixed
+    assert len(original) - len(fixed) < 800  # the watchdog only
+    assert without_recovery_watchdog(fixed) == fixed
+    other = "if(1) begin : blkRecoveryWatch\n logic x;\nend : blkRecoveryWatch"
+    assert without_recovery_watchdog(other) == other  # not the watchdog: left alone
+
+
+def test_the_part_select_fix_on_finns_thresholding():
+    original = rtllib("thresholding", "hdl", "thresholding.sv")
+    fixed = scope_select_in_range(original)
+    assert fixed.count("p.ptr[M-1:(SN+1 < M? SN+1 : M-1)]") == 1
+    assert fixed.replace("(SN+1 < M? SN+1 : M-1)", "SN+1") == original
+    assert scope_select_in_range(fixed) == fixed
+
+
+def test_primitives_are_found_where_instantiated_only():
+    mvu = rtllib("mvu", "mvu.sv")
+    assert {"DSP48E1", "DSP48E2", "LUT6_2"} <= set(primitives_used([mvu]))
+    assert primitives_used(["// DSP48E2 #( in a comment\nmodule m; endmodule"]) == []
