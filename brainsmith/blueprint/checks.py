@@ -78,6 +78,13 @@ class Checker:
         self.wrong(path, value, expected)
         return None
 
+    def flag(self, path: Path, value: object, expected: str) -> bool | None:
+        """true or false (YAML's booleans), nothing else."""
+        if isinstance(value, bool):
+            return value
+        self.wrong(path, value, expected)
+        return None
+
     def number(self, path: Path, value: object, expected: str) -> float | None:
         """A finite number > 0."""
         if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1e300:

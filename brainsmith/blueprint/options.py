@@ -42,6 +42,8 @@ BUILD_KEYS = {
     "folding_config": "the path of a FINN folding configuration file (relative to the blueprint)",
     "specialize_config": "the path of a FINN specialize-layers file (relative to the blueprint)",
     "output_dir": "a folder inside the blueprint's project, relative to the blueprint",
+    "synth": "true to synthesise every RTL layer with Yosys after the last step (7-series, "
+    "UltraScale or UltraScale+ parts), or false",
 }
 
 
@@ -81,6 +83,7 @@ class BuildOptions:
     folding_config: str | None = None
     specialize_config: str | None = None
     output_dir: str | None = None
+    synth: bool = False  # every RTL layer synthesised with Yosys after the last step
 
     def to_dict(self) -> dict[str, Any]:
         """The options that are set, as plain YAML/JSON data (``folding`` when not the
@@ -88,6 +91,8 @@ class BuildOptions:
         data = {key: value for key, value in asdict(self).items() if value is not None}
         if self.folding == FoldingOptions():
             del data["folding"]
+        if not self.synth:
+            del data["synth"]
         return data
 
 
@@ -265,6 +270,7 @@ BUILD_CHECKS: dict[str, OptionCheck] = {
     "folding_config": _existing_file,
     "specialize_config": _existing_file,
     "output_dir": _output_dir,
+    "synth": Checker.flag,
 }
 FOLDING_CHECKS: dict[str, OptionCheck] = {
     "search": lambda check, at, value, _: check.choice(at, value, FOLDING_SEARCHES),

@@ -25,6 +25,7 @@ OPTIONS = {  # option: (command line, Python API)
     "part": ("--part", "options['fpga_part']"),
     "clock-ns": ("--clock-ns", "options['clock_ns']"),
     "target-fps": ("--target-fps", "options['target_fps']"),
+    "synth": ("--synth", "options['synth']"),
 }
 _COMMAND_LINE = contextvars.ContextVar("brainsmith_command_line", default=False)
 

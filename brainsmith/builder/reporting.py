@@ -21,6 +21,7 @@ from brainsmith.report.contents import (
     versions,
     write_html,
 )
+from brainsmith.report.measured import compare
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ def assemble(
         "warnings": warnings,
         "generated_code": "finn/build",
         "rtlsim": run.rtlsim,
+        "synthesis": compare(found["layers"], run.synthesis) if run.synthesis else None,
         "blueprint": run.plan.blueprint,
         "versions": versions(),
     }

@@ -315,6 +315,10 @@ def _load(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Verif
     run.records = [StepRecord(s.name, s.plugin) for s in steps]
     run.progress.steps[:] = [s.name for s in steps]
     run.cfg = finn_config(run.plan, finn_dir)
+    if run.plan.build.synth:
+        from brainsmith.builder.measure import require_synthesis
+
+        require_synthesis(fpga_part(run.cfg))
     run.context = BuildContext(run.plan)
     from qonnx.core.modelwrapper import ModelWrapper
 
@@ -476,6 +480,8 @@ def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildRe
     except OSError as exc:
         _remove(run.path("final.onnx"), run.path("final_parent.onnx"))
         fail_output(run, model, None, exc, "writing the final models")
+    if run.plan.build.synth:
+        _measure(run, model)
 
     def verdict_due() -> None:  # last moment a signal still interrupts the build
         interrupts.check()
@@ -495,6 +501,19 @@ def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildRe
     return BuildResult(
         run.output_dir, report, model, run.path("report.json"), run.path("report.html")
     )
+
+
+def _measure(run: BuildRun, model: ModelWrapper) -> None:
+    """``build.synth``: Yosys' counts of every RTL layer into the report."""
+    from brainsmith.builder.failure import fail, fail_output
+    from brainsmith.builder.measure import measure
+
+    try:
+        measure(run, model, fpga_part(run.cfg))
+    except BuildError as exc:
+        fail(run, model, None, exc.reason, exc.hint, exit_code=exc.exit_code)
+    except OSError as exc:
+        fail_output(run, model, None, exc, "synthesising the RTL layers")
 
 
 def record_layer_plugins(run: BuildRun, model: ModelWrapper) -> None:

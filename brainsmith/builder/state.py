@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         RtlsimSection,
         StepEntry,
         StepStatus,
+        SynthesisSection,
         Verification,
     )
     from brainsmith.verification.verifier import Vectors
@@ -99,6 +100,7 @@ class BuildRun:
     resumed_from: Checkpoint | None = None  # the checkpoint this build continues, if any
     stop_after: int | None = None  # run only the steps before this index
     rtlsim: RtlsimSection | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
+    synthesis: SynthesisSection | None = None  # build.synth: Yosys' counts per layer
 
     @property
     def output_dir(self) -> str:

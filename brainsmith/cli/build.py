@@ -61,6 +61,14 @@ if TYPE_CHECKING:
 @click.option("--clock-ns", type=float, help="Target clock period in ns (build.clock_ns).")
 @click.option("--target-fps", type=int, help="Throughput to fold for (build.target_fps).")
 @click.option(
+    "--synth",
+    is_flag=True,
+    default=None,
+    help="After the last step, synthesise every RTL layer with Yosys (out of context; "
+    "7-series, UltraScale, UltraScale+ parts) and report its counts beside the estimates "
+    "(build.synth).",
+)
+@click.option(
     "--prefer",
     type=click.Choice(PREFERENCES),
     help="Backend type for layers that can have either (hw_compiler.prefer; auto: chosen per "
@@ -97,6 +105,7 @@ def build(
     fpga_part: str | None,
     clock_ns: float | None,
     target_fps: int | None,
+    synth: bool | None,
     prefer: str | None,
     exclude: tuple[str, ...],
     force: bool,
@@ -117,6 +126,7 @@ def build(
     Example:
       brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
       brainsmith build model.onnx --target-fps 100000 --input x.npy --expected y.npy
+      brainsmith build model.onnx --prefer rtl --part xczu7ev-ffvc1156-2-e --synth
     """
     from brainsmith.builder import BuildError, interrupts
     from brainsmith.builder import build as run_build
@@ -139,7 +149,12 @@ def build(
                 expected_npy=expected_npy,
                 force=force,
                 verify=verify,
-                options={"fpga_part": fpga_part, "clock_ns": clock_ns, "target_fps": target_fps},
+                options={
+                    "fpga_part": fpga_part,
+                    "clock_ns": clock_ns,
+                    "target_fps": target_fps,
+                    "synth": synth,
+                },
                 prefer=prefer,
                 progress=not quiet,
                 exclude=exclude,
@@ -257,7 +272,18 @@ def _print_resources(out: Console, report: BuildReport) -> None:
     if not totals:
         return
     partial = report.get("incomplete") or {}
-    out.print("  resources   " + _resources(totals, report.get("utilisation"), partial))
+    section = report.get("synthesis")
+    if section:
+        from brainsmith.report.measured import error_line, measured_line, unsynthesised
+
+        out.print(f"  measured    {measured_line(section)}", markup=False)
+        error = error_line(section)
+        if error:
+            out.print(f"              {error}", markup=False)
+        for line in unsynthesised(section):
+            out.print(f"              not synthesised: {line}", markup=False)
+    label = "estimated" if section else "resources"
+    out.print(f"  {label:<11} " + _resources(totals, report.get("utilisation"), partial))
     missing = incomplete_line(report)
     if missing:
         out.print(f"              {missing}", markup=False)

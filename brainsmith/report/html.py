@@ -8,9 +8,11 @@ import json
 import os
 import re
 import string
+from typing import cast
 from urllib.parse import quote
 
 from brainsmith.frameworks.finn.facts import step_label
+from brainsmith.report.measured import as_estimated, error_line, measured_line, unsynthesised
 from brainsmith.report.rtl_tables import rtlsim_html
 from brainsmith.report.units import RESOURCES, bits
 
@@ -25,8 +27,10 @@ if TYPE_CHECKING:
         BuildReport,
         FinnWarning,
         Layer,
+        MeasuredLayer,
         Performance,
         StepEntry,
+        SynthesisSection,
         Target,
         Verification,
     )
@@ -367,7 +371,19 @@ def _resources(report: BuildReport) -> str:
         note = f"no resource table for part {use.get('part') or '-'}: no percentages"
     missing = incomplete_line(report)
     text = ", ".join(parts) + (f"<br>{_e(missing)}" if missing else "")
-    return text + f"<br><span class='none'>{_e(note)}</span>"
+    text += f"<br><span class='none'>{_e(note)}</span>"
+    section = report.get("synthesis")
+    return _measured(section) + "<br>estimated by FINN: " + text if section else text
+
+
+def _measured(section: SynthesisSection) -> str:
+    """Yosys' totals, the estimates' error against them and what was not synthesised."""
+    lines = [f"<b>measured</b> (Yosys synth_xilinx, out of context): {_e(measured_line(section))}"]
+    error = error_line(section)
+    if error:
+        lines.append(_e(error))
+    lines += [f"<span class='none'>not synthesised: {_e(x)}</span>" for x in unsynthesised(section)]
+    return "<br>".join(lines)
 
 
 FINN_FILES = (  # (path in the output folder, what it is)
@@ -451,6 +467,9 @@ def _layers(layers: list[Layer], target_cycles: int | None = None) -> str:
         f"<th class='num'>{_e(t)}</th>" if t in NUMERIC_HEAD else f"<th>{_e(t)}</th>"
         for t in LAYER_HEAD
     )
+    measured = any("measured" in layer for layer in layers)
+    if measured:
+        head += "<th>measured (Yosys)</th>"
     rows = []
     for layer in layers:
         code = layer.get("code")
@@ -476,9 +495,27 @@ def _layers(layers: list[Layer], target_cycles: int | None = None) -> str:
             cells += [f"<td class='num'>{_cell(layer, key)}</td>" for key in RESOURCES]
             cells.append(f"<td class='num'>{_cell(layer, 'cycles')}</td>")
         cells += [f"<td class='num'>{_cell(layer, key)}</td>" for key in ("MACs", "params")]
+        if measured:
+            cells.append(f"<td>{_yosys(cast('MeasuredLayer', layer))}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     table = f"<table class='layers'><tr>{head}</tr>{''.join(rows)}</table>"
     return f"<div class='scroll'>{table}</div>"
+
+
+def _yosys(layer: MeasuredLayer) -> str:
+    """``LUT 1,055 (FINN -100 %) · FF 2,524 · DSP 4 (+0 %)``: a layer's counts and errors."""
+    counts = layer.get("measured")
+    if counts is None:
+        return NONE
+    errors = layer.get("estimate_error", {})
+    shown = as_estimated(counts)
+    parts = []
+    for key, value in (("LUT", shown["LUT"]), ("FF", counts.get("FF", 0)),
+                       *((k, shown[k]) for k in RESOURCES if k != "LUT")):  # fmt: skip
+        if value or key == "LUT":
+            error = f" ({errors[key]:+.0%})" if key in errors else ""
+            parts.append(f"{key} {value:,}{error}")
+    return _e(" · ".join(parts))
 
 
 def _joined(*parts: object, sep: str = " · ") -> str:

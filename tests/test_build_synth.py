@@ -1,0 +1,98 @@
+"""``brainsmith build --synth``: after the last step every RTL layer is synthesised with
+Yosys, and report.json, report.html and the summary show the counts beside the estimates."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.models import MLP, REPO
+
+PART = "xczu7ev-ffvc1156-2-e"
+BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
+
+
+def build(out, *args: str, cache=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200"}
+    if cache is not None:
+        env["BRAINSMITH_CACHE_DIR"] = str(cache)
+    return subprocess.run(
+        [sys.executable, "-m", "brainsmith.cli", "build", str(MLP), *args, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=1800,
+    )
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")  # the synthesis cache both builds share
+
+
+@pytest.fixture(scope="module")
+def synthesised(tmp_path_factory, cache):
+    out = tmp_path_factory.mktemp("synth") / "mlp"
+    result = build(out, str(BLUEPRINT), "--prefer", "rtl", "--part", PART, "--synth", cache=cache)
+    assert result.returncode == 0, result.stderr
+    return out, json.loads((out / "report.json").read_text()), result.stdout
+
+
+def test_every_rtl_layer_is_measured_beside_its_estimate(synthesised):
+    _, report, _ = synthesised
+    section = report["synthesis"]
+    assert section["family"] == "xcup" and section["part"] == PART and section["complete"]
+    assert {x["status"] for x in section["layers"]} == {"synthesised"}
+    layers = {x["name"]: x for x in report["layers"]}
+    assert set(layers) == {x["name"] for x in section["layers"]}
+    for name, layer in layers.items():
+        counts = layer["measured"]
+        assert counts["LUT"] > 0 and counts["FF"] > 0, name
+        for key, error in layer["estimate_error"].items():  # against FINN's own number
+            assert error == round((layer[key] - counts[key]) / counts[key], 4), (name, key)
+        if layer["op_type"] == "MVAU":
+            assert counts["DSP"] > 0 and "LUT" in layer["not_estimated"]  # FINN's 0, measured
+    assert section["totals"]["LUT"] == sum(x["measured"]["LUT"] for x in layers.values())
+
+
+def test_the_summary_and_the_page_say_what_was_measured_and_what_estimated(synthesised):
+    out, report, stdout = synthesised
+    measured = next(line for line in stdout.splitlines() if line.startswith("  measured"))
+    assert f"LUT {report['synthesis']['totals']['LUT']:,}" in measured
+    assert "at least" not in measured and "4 of 4 layers synthesised" in measured
+    assert any(line.startswith("  estimated   LUT at least") for line in stdout.splitlines())
+    page = (out / "report.html").read_text()
+    assert "<b>measured</b> (Yosys synth_xilinx, out of context)" in page
+    assert "<th>measured (Yosys)</th>" in page and "estimated by FINN" in page
+
+
+def test_a_second_build_takes_every_layer_from_the_cache(synthesised, cache, tmp_path):
+    _, report, _ = synthesised
+    args = (str(BLUEPRINT), "--prefer", "rtl", "--part", PART, "--synth")
+    result = build(tmp_path / "again", *args, cache=cache)
+    assert result.returncode == 0, result.stderr
+    again = json.loads((tmp_path / "again" / "report.json").read_text())["synthesis"]
+    assert all(x["cached"] for x in again["layers"])
+    assert again["totals"] == report["synthesis"]["totals"]
+
+
+def test_a_part_yosys_cannot_map_stops_the_build_before_its_first_step(tmp_path):
+    result = build(tmp_path / "out", "--synth")  # the default blueprint's part is a Versal
+    assert result.returncode == 2, result.stderr
+    assert "build.synth" in result.stderr and f"--part {PART}" in result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["status"] == "failed" and all(s["status"] == "pending" for s in report["steps"])
+
+
+def test_build_synth_takes_true_or_false_only(tmp_path):
+    blueprint = tmp_path / "synth.yaml"
+    blueprint.write_text(f"name: synth\nextends: {BLUEPRINT}\nbuild:\n  synth: 3\n")
+    result = build(tmp_path / "out", str(blueprint))
+    assert result.returncode == 2
+    assert "build.synth is the number 3; expected true to synthesise" in result.stderr
