@@ -21,9 +21,11 @@ import brainsmith
 from brainsmith.synthesis.families import NotSynthesisable, family_of
 from brainsmith.synthesis.sources import (
     declare_before_use,
+    parameters_before_ports,
     primitives_used,
     scope_select_in_range,
     without_recovery_watchdog,
+    yosys_ready,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -279,3 +281,27 @@ def test_primitives_are_found_where_instantiated_only():
     mvu = rtllib("mvu", "mvu.sv")
     assert {"DSP48E1", "DSP48E2", "LUT6_2"} <= set(primitives_used([mvu]))
     assert primitives_used(["// DSP48E2 #( in a comment\nmodule m; endmodule"]) == []
+
+
+def test_the_parameter_order_fix_on_finns_sliding_window_wrapper():
+    template = rtllib("swg", "swg_template_wrapper.v")
+    original = template.replace("$TOP_MODULE_NAME$", "swg_0")
+    original = original.replace("$IN_WIDTH_PADDED$", "24").replace("$OUT_WIDTH_PADDED$", "216")
+    fixed = parameters_before_ports(original)
+    header = "module swg_0 #(parameter IN_WIDTH_PADDED = 24, parameter OUT_WIDTH_PADDED = 216) ("
+    assert header in fixed  # declared before the ports that use them
+    assert "parameter IN_WIDTH_PADDED = 24;" in original and "IN_WIDTH_PADDED = 24;" not in fixed
+    assert "parameter BIT_WIDTH = $BIT_WIDTH$;" in fixed  # the others stay where they are
+    assert parameters_before_ports(fixed) == fixed
+    plain = "module m (input a);\nparameter W = 2;\nendmodule"
+    assert parameters_before_ports(plain) == plain  # no port names it: left alone
+
+
+def test_every_generated_wrapper_gets_the_parameter_fix_and_add_multi_its_hoist(tmp_path):
+    fixes: list[str] = []
+    wrapper = "module w (input [N-1:0] x);\nparameter N = 4;\nendmodule\n"
+    assert "#(parameter N = 4)" in yosys_ready("L_3_wrapper.v", wrapper, str(tmp_path), fixes)
+    add_multi = rtllib("mvu", "add_multi.sv")
+    hoisted = yosys_ready("add_multi.sv", add_multi, str(tmp_path), fixes)
+    assert hoisted != add_multi and "init_leaf_loads" in hoisted
+    assert fixes == ["L_3_wrapper.v: parameters_before_ports", "add_multi.sv: hoist_leaf_loads"]

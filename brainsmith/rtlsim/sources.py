@@ -282,7 +282,7 @@ def _local_paths(text: str, folder: str, prefix: str) -> str:
     return re.sub(r'"[^"\n]*/' + re.escape(name) + "/", lambda _: '"' + prefix, text)
 
 
-def _hoist_leaf_loads(text: str) -> str:
+def hoist_leaf_loads(text: str) -> str:
     """add_multi.sv: the constant function under generate, moved to module scope."""
     match = re.search(
         r"\n([ \t]*)// Compute the count of decendents.*?endfunction\s*:\s*init_leaf_loads\n",
@@ -354,7 +354,7 @@ def _gauge_without_log_file(text: str) -> str:
 
 
 VERILATOR_FIXES = {
-    "add_multi.sv": _hoist_leaf_loads,
+    "add_multi.sv": hoist_leaf_loads,
     "fifo.sv": _abits_without_struct_function,
     "fifo_gauge.sv": _gauge_without_log_file,
 }

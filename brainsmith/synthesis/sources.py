@@ -44,6 +44,7 @@ from brainsmith.rtlsim.sources import (
     LayerDesign,
     MissingCode,
     NotSimulated,
+    hoist_leaf_loads,
     layer_design,
     localised_paths,
 )
@@ -137,7 +138,8 @@ def yosys_ready(path: str, text: str, code_dir: str, fixes: list[str] | None = N
     ``fixes``)."""
     text = localised_paths(text, code_dir).replace('"./', f'"{MOUNT}/{DATA}/')
     name = os.path.basename(path)
-    for fix in YOSYS_FIXES.get(name, ()):
+    wrapper = WRAPPER_FIXES if name.endswith("_wrapper.v") else ()
+    for fix in (*YOSYS_FIXES.get(name, ()), *wrapper):
         fixed = fix(text)
         if fixed != text and fixes is not None:
             fixes.append(f"{name}: {fix.__name__}")
@@ -198,7 +200,36 @@ def scope_select_in_range(text: str) -> str:
     return text.replace(SCOPE_SELECT, "p.ptr[M-1:(SN+1 < M? SN+1 : M-1)] < 2**stage - SCOPE_REDUCE")
 
 
+MODULE_HEADER = re.compile(r"\bmodule[ \t]+(\w+)[ \t]*\(")
+BODY_PARAMETER = re.compile(r"\n[ \t]*parameter[ \t]+(\w+)[ \t]*=[ \t]*([^;\n]+);")
+
+
+def parameters_before_ports(text: str) -> str:
+    """parameters a port width names, declared in the module body after the port list (FINN's
+    generated ``*_wrapper.v``, e.g. ``IN_WIDTH_PADDED``), moved into a ``#(...)`` parameter
+    list before the ports: the language declares a name before its use."""
+    header = MODULE_HEADER.search(text)
+    ports_end = text.find(");", header.end()) if header else -1
+    if header is None or ports_end < 0:
+        return text
+    ports = text[header.end() : ports_end]
+    moved = [
+        m
+        for m in BODY_PARAMETER.finditer(text, ports_end)
+        if re.search(rf"\b{m.group(1)}\b", ports)
+    ]
+    if not moved:
+        return text
+    for match in reversed(moved):
+        text = text[: match.start()] + text[match.end() :]
+    listed = ", ".join(f"parameter {m.group(1)} = {m.group(2).strip()}" for m in moved)
+    return text[: header.end() - 1] + f"#({listed}) (" + text[header.end() :]
+
+
+# fixes for generated top-level wrappers, whatever the layer's name
+WRAPPER_FIXES: tuple[Callable[[str], str], ...] = (parameters_before_ports,)
 YOSYS_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
+    "add_multi.sv": (hoist_leaf_loads,),
     "axilite.sv": (declare_before_use,),
     "mvu.sv": (without_recovery_watchdog,),
     "thresholding.sv": (scope_select_in_range,),
