@@ -21,6 +21,7 @@ import brainsmith
 from brainsmith.synthesis.families import NotSynthesisable, family_of
 from brainsmith.synthesis.sources import (
     declare_before_use,
+    leaf_loads_at_module_scope,
     primitives_used,
     scope_select_in_range,
     without_recovery_watchdog,
@@ -273,6 +274,15 @@ def test_the_part_select_fix_on_finns_thresholding():
     assert fixed.count("p.ptr[M-1:(SN+1 < M? SN+1 : M-1)]") == 1
     assert fixed.replace("(SN+1 < M? SN+1 : M-1)", "SN+1") == original
     assert scope_select_in_range(fixed) == fixed
+
+
+def test_the_leaf_load_fix_on_finns_add_multi():
+    original = rtllib("mvu", "add_multi.sv")
+    fixed = leaf_loads_at_module_scope(original)
+    assert fixed != original
+    function = fixed.index("function leaf_load_t init_leaf_loads()")
+    assert function < fixed.index("if(L < 1) begin : genTrivial")  # outside the generate
+    assert leaf_loads_at_module_scope(fixed) == fixed
 
 
 def test_primitives_are_found_where_instantiated_only():

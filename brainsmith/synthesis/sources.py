@@ -18,6 +18,10 @@ fix keeps the hardware the same (``YOSYS_FIXES``):
   (``SCOPE_REDUCE`` is 0 at stage 0); slang rejects the range ("unsynthesizable feature"):
   its low bound is clamped to ``M-1`` where it would pass the high one, which changes no
   taken branch.
+- ``add_multi.sv``: a constant function (``init_leaf_loads``) declared inside a generate
+  block, which IEEE 1800-2023 13.4.3 forbids; slang rejects its call in a constant
+  expression where the adder tree is generated (the 4-bit matrix unit): the same function
+  moves to module scope, as for Verilator (``brainsmith.rtlsim.sources``).
 
 Xilinx primitives that finn-rtllib instantiates by name (``DSP48E2``, ``LUT6_2``,
 ``SRLC32E``...) come from Yosys' own cell library (``cells_sim.v``, ``cells_xtra.v``); the
@@ -44,6 +48,7 @@ from brainsmith.rtlsim.sources import (
     LayerDesign,
     MissingCode,
     NotSimulated,
+    _hoist_leaf_loads,
     layer_design,
     localised_paths,
 )
@@ -198,7 +203,13 @@ def scope_select_in_range(text: str) -> str:
     return text.replace(SCOPE_SELECT, "p.ptr[M-1:(SN+1 < M? SN+1 : M-1)] < 2**stage - SCOPE_REDUCE")
 
 
+def leaf_loads_at_module_scope(text: str) -> str:
+    """the constant function declared under generate moved to module scope (add_multi.sv)."""
+    return _hoist_leaf_loads(text)
+
+
 YOSYS_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
+    "add_multi.sv": (leaf_loads_at_module_scope,),
     "axilite.sv": (declare_before_use,),
     "mvu.sv": (without_recovery_watchdog,),
     "thresholding.sv": (scope_select_in_range,),
