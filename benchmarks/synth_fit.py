@@ -1,7 +1,7 @@
 """Cost models of the RTL layers FINN does not estimate, fitted to Yosys' counts.
 
 Small single-layer models of each kind (``MVAU_rtl``, ``Thresholding_rtl``,
-``ConvolutionInputGenerator_rtl`` and brainsmith's ``DuplicateStreams_rtl``, ``Pool_rtl``,
+and brainsmith's ``DuplicateStreams_rtl``, ``Pool_rtl``,
 ``IntAdd_rtl``) over a sweep of shapes, bit widths and foldings, each synthesised by Yosys
 (``brainsmith.synthesis``, UltraScale+, cached by content: a second run is fast). Per kind and
 resource the model in ``brainsmith.frameworks.finn.rtl_costs.TERMS`` is fitted by least
@@ -164,7 +164,6 @@ def int_add(channels: int, pe: int, bits: int):
 BUILDERS = {
     "MVAU_rtl": mvau,
     "Thresholding_rtl": thresholding,
-    "ConvolutionInputGenerator_rtl": swg,
     "DuplicateStreams_rtl": duplicate,
     "Pool_rtl": pool,
     "IntAdd_rtl": int_add,
@@ -172,6 +171,8 @@ BUILDERS = {
 
 # The sweep: (attributes, held out). Chosen to vary every term of each model independently
 # (PE, SIMD, bit widths, accumulator width) with small matrices, so that Yosys takes seconds.
+# ConvolutionInputGenerator_rtl (``swg``) is not swept: Yosys' read_slang rejects its
+# generated wrapper ("identifier 'IN_WIDTH_PADDED' used before its declaration").
 SWEEP: dict[str, list[tuple[dict, bool]]] = {
     "MVAU_rtl": [
         *(
@@ -210,15 +211,6 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
             (8, 8, 12, 4, False),
             (64, 16, 6, 3, False),
             (16, 2, 16, 4, True),
-        )
-    ],
-    "ConvolutionInputGenerator_rtl": [
-        ({"channels": c, "simd": s, "kernel": k, "dim": d, "bits": b}, held)
-        for c, s, k, d, b, held in (
-            (8, 4, 3, 8, 4, False),
-            (16, 16, 3, 10, 4, False),
-            (4, 2, 2, 6, 8, False),
-            (32, 8, 3, 8, 2, True),
         )
     ],
     "DuplicateStreams_rtl": [
@@ -261,7 +253,6 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
 CHECKS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {"DSP": ("PE*SIMD",)},
     "Thresholding_rtl": {"LUT": ("PE*in_bits*out_bits", "PE*in_bits", "1")},
-    "ConvolutionInputGenerator_rtl": {"LUT": ("SIMD*in_bits", "1")},
     "DuplicateStreams_rtl": {"LUT": ("PE*in_bits", "1")},
     "Pool_rtl": {"LUT": ("PE*in_bits", "PE*out_bits", "1")},
     "IntAdd_rtl": {"LUT": ("PE*out_bits", "1")},
@@ -515,6 +506,12 @@ def section(data: dict) -> list[str]:
         "for brainsmith's layers):",
         "",
         *table(data["models"]),
+        "",
+        "Fitted the same way to compare, not shipped: what FINN (or brainsmith's hand-written "
+        "estimate, for brainsmith's layers) does estimate. ConvolutionInputGenerator_rtl is "
+        "not in the sweep: Yosys' read_slang rejects its generated wrapper.",
+        "",
+        *table(data["checks"]),
     ]
 
 
