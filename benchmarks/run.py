@@ -576,6 +576,11 @@ def write(results: dict) -> None:
         from benchmarks.synth import section as synthesis_section
 
         lines += synthesis_section(json.loads(synthesis.read_text()))
+    fitted = out / "synth_fit.json"
+    if fitted.exists():
+        from benchmarks.synth_fit import section as fit_section
+
+        lines += fit_section(json.loads(fitted.read_text()))
     shared = out / "shared_index.json"
     if shared.exists():
         data = json.loads(shared.read_text())

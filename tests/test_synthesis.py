@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import brainsmith
+from brainsmith.rtlsim.sources import hoist_leaf_loads
 from brainsmith.synthesis.families import NotSynthesisable, family_of
 from brainsmith.synthesis.sources import (
     declare_before_use,
@@ -275,6 +276,15 @@ def test_the_part_select_fix_on_finns_thresholding():
     assert fixed.count("p.ptr[M-1:(SN+1 < M? SN+1 : M-1)]") == 1
     assert fixed.replace("(SN+1 < M? SN+1 : M-1)", "SN+1") == original
     assert scope_select_in_range(fixed) == fixed
+
+
+def test_the_leaf_load_fix_on_finns_add_multi():
+    original = rtllib("mvu", "add_multi.sv")
+    fixed = hoist_leaf_loads(original)
+    assert fixed != original
+    function = fixed.index("function leaf_load_t init_leaf_loads()")
+    assert function < fixed.index("if(L < 1) begin : genTrivial")  # outside the generate
+    assert hoist_leaf_loads(fixed) == fixed
 
 
 def test_primitives_are_found_where_instantiated_only():

@@ -130,12 +130,15 @@ def estimates(
     described = layer_attributes(model, output_dir) if model is not None else {}
     names = list(described) or [n for n in resources if n != "total"] or list(cycles)
     names += [n for n in (*resources, *cycles) if n != "total" and n not in names]
+    ours = brainsmith_estimates(model) if model is not None and resources else {}
     layers: list[Layer] = []
     for name in names:
         facts: LayerFacts = described.get(name, {"op_type": "", "backend": ""})
         estimated = name in resources or name in cycles
         missing = not_estimated(facts) if name in resources else RESOURCES
-        found = resources.get(name, {})
+        filled, source = ours.get(name, ({}, "finn"))
+        found = {**resources.get(name, {}), **{k: v for k, v in filled.items() if k in missing}}
+        missing = tuple(key for key in missing if key not in filled)
         layer: Layer = {
             "name": name,
             **facts,
@@ -145,6 +148,11 @@ def estimates(
             "URAM": _amount(found, "URAM", missing),
             "DSP": _amount(found, "DSP", missing),
             "not_estimated": list(missing),
+            "estimated_by": {
+                key: "brainsmith" if key in filled else source
+                for key in RESOURCES
+                if key not in missing and name in resources
+            },
             "cycles": _number(cycles.get(name)) if estimated else None,
             **_counts(counts.get(name)),
         }
@@ -152,6 +160,9 @@ def estimates(
     totals: dict[str, float] = {
         key: _number(resources.get("total", {}).get(key, 0)) for key in RESOURCES
     }
+    for filled, _ in ours.values():  # FINN's total counts a 0 for these
+        for key, value in filled.items():
+            totals[key] = _number(totals[key] + value)
     return {
         "layers": layers,
         "totals": totals if resources else {},
@@ -164,6 +175,25 @@ def estimates(
             "critical_path_cycles": performance.get("critical_path_cycles"),
         },
     }
+
+
+def brainsmith_estimates(model: ModelWrapper) -> dict[str, tuple[dict[str, float], str]]:
+    """Per hardware layer: brainsmith's estimates of what FINN does not estimate in it
+    (``frameworks/finn/rtl_costs.py``), and who estimated the rest: "brainsmith" for
+    brainsmith's own layers (their estimation methods), else "finn"."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.frameworks.finn import rtl_costs
+
+    found: dict[str, tuple[dict[str, float], str]] = {}
+    for node in model.graph.node:
+        try:
+            op = getCustomOp(node)
+        except Exception:  # a node without an op class: FINN did not estimate it either
+            continue
+        own = type(op).__module__.split(".")[0] == "brainsmith"
+        found[node.name] = (rtl_costs.estimate(op), "brainsmith" if own else "finn")
+    return found
 
 
 def _amount(found: Json, key: Resource, missing: tuple[str, ...]) -> float | None:

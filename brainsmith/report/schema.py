@@ -99,7 +99,8 @@ class LayerFacts(_Described):
 
 
 class Layer(_Described):
-    """One of ``layers``: the facts, then FINN's estimates (None where FINN has none)."""
+    """One of ``layers``: the facts, then the estimates (None where there is none): FINN's,
+    or brainsmith's (``frameworks/finn/rtl_costs.py``) where FINN has none."""
 
     name: str
     estimated: bool  # FINN estimated its resources or cycles
@@ -107,7 +108,8 @@ class Layer(_Described):
     BRAM_18K: float | None
     URAM: float | None
     DSP: float | None
-    not_estimated: list[str]  # the resources FINN has no estimate for (see NOT_ESTIMATED)
+    not_estimated: list[str]  # the resources neither FINN nor brainsmith estimates
+    estimated_by: dict[str, str]  # per resource estimated: "finn" or "brainsmith"
     cycles: float | None
     MACs: float | None  # per frame, from op_and_param_counts.json
     params: float | None

@@ -311,7 +311,10 @@ def _declared_limit(layer, declared: dict[str, str], fastest: Choice) -> str:
 
 
 def estimate(layer, part: str) -> dict[str, float]:
-    """FINN's estimates of ``layer``'s LUT, BRAM_18K, URAM and DSP use on ``part``."""
+    """``layer``'s LUT, BRAM_18K, URAM and DSP use on ``part``: FINN's estimates, and
+    brainsmith's (``rtl_costs``) of what FINN does not estimate (an RTL matrix layer's LUTs)."""
+    from brainsmith.frameworks.finn import rtl_costs
+
     found: dict[str, float] = {}
     for key, method in ESTIMATION_METHODS.items():
         try:
@@ -319,7 +322,7 @@ def estimate(layer, part: str) -> dict[str, float]:
         except Exception:  # a layer FINN cannot estimate in this configuration
             value = 0
         found[key] = float(value or 0)
-    return found
+    return {**found, **rtl_costs.estimate(layer)}
 
 
 def _call(layer, method: str, part: str) -> float:

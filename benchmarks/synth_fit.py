@@ -1,0 +1,519 @@
+"""Cost models of the RTL layers FINN does not estimate, fitted to Yosys' counts.
+
+Small single-layer models of each kind (``MVAU_rtl``, ``Thresholding_rtl``,
+and brainsmith's ``DuplicateStreams_rtl``, ``Pool_rtl``,
+``IntAdd_rtl``) over a sweep of shapes, bit widths and foldings, each synthesised by Yosys
+(``brainsmith.synthesis``, UltraScale+, cached by content: a second run is fast). Per kind and
+resource the model in ``brainsmith.frameworks.finn.rtl_costs.TERMS`` is fitted by least
+squares on the sweep's fitting points and checked on its held-out points.
+
+    .venv/bin/python -m benchmarks.synth_fit
+
+Writes the coefficients to brainsmith/frameworks/finn/rtl_costs.json and every point, each
+fit's error and FINN's own estimate's error (where FINN has one) to
+benchmarks/results/synth_fit.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+PART = "xczu7ev-ffvc1156-2-e"
+FAMILY = "xcup"
+HW = "finn.custom_op.fpgadataflow"
+COSTS = REPO / "brainsmith" / "frameworks" / "finn" / "rtl_costs.json"
+
+
+@dataclass
+class Point:
+    """One synthesised layer: its kind, attributes, features, Yosys' counts, FINN's estimate."""
+
+    kind: str
+    attributes: dict
+    held_out: bool
+    features: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    finn: dict[str, float | None] = field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False
+
+
+# -- single-layer models ---------------------------------------------------------------------
+def _model(op_type: str, inputs, outputs, datatypes: dict[str, str], initializers=None, **attrs):
+    """One FINN kernel node specialised to its RTL backend for PART."""
+    from finn.transformation.fpgadataflow.minimize_accumulator_width import (
+        MinimizeAccumulatorWidth,
+    )
+    from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
+    from onnx import TensorProto, helper
+    from qonnx.core.datatype import DataType
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.transformation.infer_datatypes import InferDataTypes
+    from qonnx.transformation.infer_shapes import InferShapes
+    from qonnx.util.basic import qonnx_make_model
+
+    names = [name for name, _ in inputs] + list(initializers or {})
+    node = helper.make_node(
+        op_type, names, [n for n, _ in outputs], domain=HW, backend="fpgadataflow",
+        name=f"{op_type}_0", preferred_impl_style="rtl", **attrs,
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [node],
+        op_type,
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+    )
+    model = ModelWrapper(qonnx_make_model(graph))
+    for name, value in (initializers or {}).items():
+        model.set_initializer(name, value)
+    for name, datatype in datatypes.items():
+        model.set_tensor_datatype(name, DataType[datatype])
+    model = model.transform(InferShapes()).transform(InferDataTypes())
+    model = model.transform(MinimizeAccumulatorWidth())
+    model = model.transform(SpecializeLayers(PART))
+    if model.graph.node[0].op_type != f"{op_type}_rtl":
+        raise RuntimeError(f"{op_type} {attrs} did not specialise to RTL")
+    return model
+
+
+def mvau(mw: int, mh: int, simd: int, pe: int, wbits: int, abits: int):
+    from qonnx.core.datatype import DataType
+    from qonnx.util.basic import gen_finn_dt_tensor
+
+    wdt, idt = f"INT{wbits}", f"UINT{abits}"
+    weights = gen_finn_dt_tensor(DataType[wdt], [mw, mh])
+    weights[weights == DataType[wdt].min()] = 0  # narrow range, as quantised training gives
+    return _model(
+        "MVAU", [("x", [1, mw])], [("y", [1, mh])], {"x": idt, "w": wdt}, {"w": weights},
+        MW=mw, MH=mh, SIMD=simd, PE=pe, inputDataType=idt, weightDataType=wdt,
+        outputDataType="INT32", noActivation=1, binaryXnorMode=0, mem_mode="external",
+    )  # fmt: skip
+
+
+def thresholding(channels: int, pe: int, ibits: int, obits: int):
+    from qonnx.core.datatype import DataType
+    from qonnx.util.basic import gen_finn_dt_tensor
+
+    idt, odt, steps = f"INT{ibits}", f"UINT{obits}", 2**obits - 1
+    thresholds = np.sort(gen_finn_dt_tensor(DataType[idt], [channels, steps]), axis=1)
+    return _model(
+        "Thresholding", [("x", [1, channels])], [("y", [1, channels])], {"x": idt, "t": idt},
+        {"t": thresholds}, NumChannels=channels, PE=pe, numSteps=steps, inputDataType=idt,
+        weightDataType=idt, outputDataType=odt, numInputVectors=[1],
+    )  # fmt: skip
+
+
+def swg(channels: int, simd: int, kernel: int, dim: int, bits: int):
+    out = dim - kernel + 1
+    idt = f"UINT{bits}"
+    return _model(
+        "ConvolutionInputGenerator", [("x", [1, dim, dim, channels])],
+        [("y", [1, out, out, kernel * kernel * channels])], {"x": idt},
+        ConvKernelDim=[kernel, kernel], IFMChannels=channels, IFMDim=[dim, dim],
+        OFMDim=[out, out], SIMD=simd, Stride=[1, 1], Dilation=[1, 1], inputDataType=idt,
+        outputDataType=idt,
+    )  # fmt: skip
+
+
+def duplicate(channels: int, pe: int, bits: int, streams: int):
+    idt, shape = f"INT{bits}", [1, 4, channels]
+    return _model(
+        "DuplicateStreams", [("x", shape)], [(f"y{i}", shape) for i in range(streams)],
+        {"x": idt}, NumChannels=channels, PE=pe, NumOutputStreams=streams, inputDataType=idt,
+        numInputVectors=[1, 4],
+    )  # fmt: skip
+
+
+def pool(channels: int, pe: int, bits: int, kernel: int, function: str):
+    from qonnx.core.datatype import DataType
+
+    idt = DataType[f"INT{bits}"]
+    window = kernel * kernel
+    odt = idt
+    if function == "AccPool":
+        odt = DataType.get_smallest_possible(window * idt.min())
+    return _model(
+        "Pool", [("x", [1, 2, 2, window * channels])], [("y", [1, 2, 2, channels])],
+        {"x": idt.name}, Channels=channels, PE=pe, KernelSize=[kernel, kernel],
+        Function=function, OutImgDims=[2, 2], InputDataType=idt.name, OutputDataType=odt.name,
+    )  # fmt: skip
+
+
+def int_add(channels: int, pe: int, bits: int):
+    a = f"INT{bits}"
+    out = f"INT{bits + 1}"
+    shape = [1, 4, channels]
+    return _model(
+        "IntAdd", [("a", shape), ("b", shape)], [("y", shape)], {"a": a, "b": a},
+        lhs_dtype=a, rhs_dtype=a, out_dtype=out, lhs_shape=shape, rhs_shape=shape,
+        out_shape=shape, PE=pe,
+    )  # fmt: skip
+
+
+BUILDERS = {
+    "MVAU_rtl": mvau,
+    "Thresholding_rtl": thresholding,
+    "DuplicateStreams_rtl": duplicate,
+    "Pool_rtl": pool,
+    "IntAdd_rtl": int_add,
+}
+
+# The sweep: (attributes, held out). Chosen to vary every term of each model independently
+# (PE, SIMD, bit widths, accumulator width) with small matrices, so that Yosys takes seconds.
+# ConvolutionInputGenerator_rtl (``swg``) is not swept: Yosys' read_slang rejects its
+# generated wrapper ("identifier 'IN_WIDTH_PADDED' used before its declaration").
+SWEEP: dict[str, list[tuple[dict, bool]]] = {
+    "MVAU_rtl": [
+        *(
+            ({"mw": mw, "mh": mh, "simd": s, "pe": p, "wbits": w, "abits": a}, False)
+            for mw, mh, s, p, w, a in (
+                (16, 8, 4, 2, 4, 4),
+                (32, 16, 8, 4, 4, 4),
+                (64, 16, 16, 4, 4, 4),
+                (32, 32, 8, 8, 4, 4),
+                (16, 16, 2, 16, 4, 4),
+                (64, 8, 32, 2, 4, 4),
+                (32, 16, 8, 4, 8, 8),
+                (16, 8, 4, 2, 8, 8),
+                (64, 16, 16, 4, 8, 8),
+                (32, 32, 8, 8, 8, 8),
+                (32, 16, 8, 4, 2, 4),
+                (32, 16, 8, 4, 8, 4),
+                (32, 16, 8, 4, 4, 8),
+                (128, 8, 16, 2, 4, 4),
+            )
+        ),
+        *(
+            ({"mw": mw, "mh": mh, "simd": s, "pe": p, "wbits": w, "abits": a}, True)
+            for mw, mh, s, p, w, a in (
+                (48, 24, 12, 6, 4, 4),
+                (64, 32, 16, 8, 8, 8),
+                (32, 24, 4, 8, 4, 8),
+            )
+        ),
+    ],
+    "Thresholding_rtl": [
+        ({"channels": c, "pe": p, "ibits": i, "obits": o}, held)
+        for c, p, i, o, held in (
+            (16, 4, 8, 4, False),
+            (32, 8, 8, 2, False),
+            (8, 8, 12, 4, False),
+            (64, 16, 6, 3, False),
+            (16, 2, 16, 4, True),
+        )
+    ],
+    "DuplicateStreams_rtl": [
+        ({"channels": c, "pe": p, "bits": b, "streams": n}, held)
+        for c, p, b, n, held in (
+            (16, 4, 4, 2, False),
+            (32, 16, 8, 2, False),
+            (8, 8, 4, 3, False),
+            (64, 32, 2, 2, False),
+            (24, 12, 6, 3, True),
+        )
+    ],
+    "Pool_rtl": [
+        ({"channels": c, "pe": p, "bits": b, "kernel": k, "function": f}, held)
+        for c, p, b, k, f, held in (
+            (16, 4, 4, 2, "MaxPool", False),
+            (32, 16, 8, 2, "MaxPool", False),
+            (8, 8, 4, 3, "MaxPool", False),
+            (16, 8, 4, 2, "AccPool", False),
+            (32, 4, 8, 3, "AccPool", False),
+            (24, 12, 6, 2, "MaxPool", True),
+            (16, 16, 4, 3, "AccPool", True),
+        )
+    ],
+    "IntAdd_rtl": [
+        ({"channels": c, "pe": p, "bits": b}, held)
+        for c, p, b, held in (
+            (16, 4, 4, False),
+            (32, 16, 8, False),
+            (8, 8, 4, False),
+            (64, 32, 2, False),
+            (24, 12, 6, True),
+        )
+    ],
+}
+
+
+# What FINN (or brainsmith's hand-written estimate) does estimate, fitted the same way to
+# compare with: not shipped.
+CHECKS: dict[str, dict[str, tuple[str, ...]]] = {
+    "MVAU_rtl": {"DSP": ("PE*SIMD",)},
+    "Thresholding_rtl": {"LUT": ("PE*in_bits*out_bits", "PE*in_bits", "1")},
+    "DuplicateStreams_rtl": {"LUT": ("PE*in_bits", "1")},
+    "Pool_rtl": {"LUT": ("PE*in_bits", "PE*out_bits", "1")},
+    "IntAdd_rtl": {"LUT": ("PE*out_bits", "1")},
+}
+
+
+# -- synthesis -------------------------------------------------------------------------------
+def synthesise(points: list[tuple[Point, object]], workdir: str) -> None:
+    """Yosys' counts of every point's layer, two at a time (each cached by content)."""
+    from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
+
+    from brainsmith.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.synthesis.sources import synthesis_design
+    from brainsmith.synthesis.yosys import find_yosys
+
+    yosys, root = find_yosys(), cache_root()
+    designs = []
+    for index, (point, model) in enumerate(points):
+        prepared = model.transform(PrepareIP(PART, 5.0))
+        designs.append((point, synthesis_design(prepared, prepared.graph.node[0]), index))
+
+    def one(item):
+        point, design, index = item
+        folder = os.path.join(workdir, f"{index:03d}")
+        return point, synthesise_layer(design, FAMILY, yosys, root, folder)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for point, result in pool.map(one, designs):
+            if result.counts is None:
+                raise RuntimeError(f"{point.kind} {point.attributes}: {result.reason}")
+            point.counts = dict(result.counts)
+            point.seconds, point.cached = result.seconds or 0.0, result.cached
+            print(f"{point.kind} {point.attributes}: {result.counts} ({point.seconds:.1f} s)")
+
+
+def finn_estimate(op) -> dict[str, float | None]:
+    """FINN's estimate of each resource (the layer's own for brainsmith's layers); None
+    where it has no model."""
+    from brainsmith.frameworks.finn.facts import ESTIMATION_METHODS
+    from brainsmith.report.contents import NOT_ESTIMATED
+
+    missing = NOT_ESTIMATED.get(op.onnx_node.op_type, ())
+    found: dict[str, float | None] = {}
+    for key, method in ESTIMATION_METHODS.items():
+        if key in missing:
+            found[key] = None
+            continue
+        function = getattr(op, method)
+        try:
+            found[key] = float(function(PART))
+        except TypeError:
+            found[key] = float(function())
+    return found
+
+
+def measured(point: Point, resource: str) -> float:
+    """Yosys' count of ``resource`` as FINN counts it (BRAM_18K: a RAMB36 is two)."""
+    if resource == "BRAM_18K":
+        return point.counts["BRAM_18K"] + 2 * point.counts["BRAM_36K"]
+    return point.counts[resource]
+
+
+def error(predicted: float, actual: float) -> float:
+    """Relative error; against at least 1, so that a true 0 predicted as 0.4 is 40 %."""
+    return abs(predicted - actual) / max(actual, 1.0)
+
+
+def summary(errors: list[float]) -> dict[str, float | int | None]:
+    if not errors:
+        return {"points": 0, "mean": None, "max": None}
+    return {
+        "points": len(errors),
+        "mean": round(float(np.mean(errors)), 4),
+        "max": round(float(np.max(errors)), 4),
+    }
+
+
+def fit(points: list[Point], terms: tuple[str, ...], resource: str) -> dict:
+    """Least-squares coefficients of ``terms`` for ``resource`` on the fitting points, and
+    the errors on them, on the held-out points and of FINN's estimate."""
+    fitting = [p for p in points if not p.held_out]
+    matrix = np.array([[p.features[t] for t in terms] for p in fitting], dtype=float)
+    target = np.array([measured(p, resource) for p in fitting], dtype=float)
+    weights = 1.0 / np.maximum(target, 1.0)  # relative, not absolute, error minimised
+    solution, *_ = np.linalg.lstsq(matrix * weights[:, None], target * weights, rcond=None)
+    coefficients = [round(float(c), 4) for c in solution]
+
+    def predict(point: Point) -> float:
+        return max(
+            0.0, sum(c * point.features[t] for c, t in zip(coefficients, terms, strict=True))
+        )
+
+    on = [error(predict(p), measured(p, resource)) for p in fitting]
+    held = [error(predict(p), measured(p, resource)) for p in points if p.held_out]
+    finn = [
+        error(estimate, measured(p, resource))
+        for p in points
+        if (estimate := p.finn.get(resource)) is not None
+    ]
+    return {
+        "terms": list(terms),
+        "coefficients": coefficients,
+        "fit": summary(on),
+        "held_out": summary(held),
+        "finn": summary(finn),
+    }
+
+
+def main() -> int:
+    from qonnx.custom_op.registry import getCustomOp
+
+    from benchmarks.machine import machine_info
+    from brainsmith.frameworks.finn.env import prepare_finn
+    from brainsmith.frameworks.finn.rtl_costs import TERMS, features
+    from brainsmith.plugin import get_registry
+
+    prepare_finn()
+    for name in ("DuplicateStreamsRTL", "PoolRTL", "IntAddRTL"):
+        get_registry().get("backend", name)  # registers <kernel>_rtl with FINN
+    began = time.perf_counter()
+    load_before = list(os.getloadavg())
+    points: list[tuple[Point, object]] = []
+    for kind, sweep in SWEEP.items():
+        for attributes, held_out in sweep:
+            model = BUILDERS[kind](**attributes)
+            op = getCustomOp(model.graph.node[0])
+            extra = tuple(t for terms in CHECKS.get(kind, {}).values() for t in terms)
+            point = Point(kind, attributes, held_out, features(op, extra), finn=finn_estimate(op))
+            points.append((point, model))
+    with tempfile.TemporaryDirectory(prefix="brainsmith-synth-fit-") as workdir:
+        synthesise([(p, m) for p, m in points], workdir)
+    load_after = list(os.getloadavg())
+    seconds = time.perf_counter() - began
+    by_kind: dict[str, list[Point]] = {}
+    for point, _ in points:
+        by_kind.setdefault(point.kind, []).append(point)
+    models: dict[str, dict[str, dict]] = {}
+    checks: dict[str, dict[str, dict]] = {}
+    for kind, resources in TERMS.items():
+        for resource, terms in resources.items():
+            models.setdefault(kind, {})[resource] = fit(by_kind[kind], terms, resource)
+    for kind, resources in CHECKS.items():
+        for resource, terms in resources.items():
+            checks.setdefault(kind, {})[resource] = fit(by_kind[kind], terms, resource)
+    shipped = {
+        "part": PART,
+        "family": FAMILY,
+        "source": "benchmarks/synth_fit.py: least squares on Yosys' counts",
+        "kinds": {
+            kind: {
+                resource: {
+                    "terms": found["terms"],
+                    "coefficients": found["coefficients"],
+                    "mean_error": found["fit"]["mean"],
+                    "max_error": found["fit"]["max"],
+                    "held_out_max_error": found["held_out"]["max"],
+                }
+                for resource, found in resources.items()
+            }
+            for kind, resources in models.items()
+        },
+    }
+    COSTS.write_text(json.dumps(shipped, indent=2) + "\n")
+    yosys_seconds = sum(p.seconds for p, _ in points if not p.cached)
+    out = HERE / "results" / "synth_fit.json"
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "synth_fit",
+                "part": PART,
+                "family": FAMILY,
+                "jobs": 2,
+                "seconds": round(seconds, 1),
+                "synthesised": sum(not p.cached for p, _ in points),
+                "cached": sum(p.cached for p, _ in points),
+                "yosys_seconds": round(yosys_seconds, 1),
+                "models": models,
+                "checks": checks,
+                "points": [
+                    {
+                        "kind": p.kind,
+                        "attributes": p.attributes,
+                        "held_out": p.held_out,
+                        "features": p.features,
+                        "counts": p.counts,
+                        "finn": p.finn,
+                        "seconds": round(p.seconds, 2),
+                    }
+                    for p, _ in points
+                ],
+                "machine": machine_info(),
+                "load_average_before": load_before,
+                "load_average_after": load_after,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print("\n".join(table(models)))
+    print("\n".join(table(checks)))
+    print(f"\n{seconds:.0f} s; load average {load_before[0]:.1f} -> {load_after[0]:.1f}")
+    print(f"-> {out.relative_to(REPO)}, {COSTS.relative_to(REPO)}")
+    return 0
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f} %"
+
+
+def table(models: dict[str, dict[str, dict]]) -> list[str]:
+    lines = [
+        "| kind | resource | model | points (fit + held out) | fit: mean / max error "
+        "| held out: max error | FINN's estimate: mean / max error |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for kind, resources in models.items():
+        for resource, found in resources.items():
+            model = " + ".join(
+                f"{c:g}·{t}" if t != "1" else f"{c:g}"
+                for c, t in zip(found["coefficients"], found["terms"], strict=True)
+            )
+            finn = found["finn"]
+            finn_text = (
+                "no model"
+                if not finn["points"]
+                else f"{_percent(finn['mean'])} / {_percent(finn['max'])}"
+            )
+            lines.append(
+                f"| {kind} | {resource} | {model} | {found['fit']['points']} + "
+                f"{found['held_out']['points']} | {_percent(found['fit']['mean'])} / "
+                f"{_percent(found['fit']['max'])} | {_percent(found['held_out']['max'])} "
+                f"| {finn_text} |"
+            )
+    return lines
+
+
+def section(data: dict) -> list[str]:
+    """RESULTS.md's section: per kind and resource the fitted model and its errors."""
+    return [
+        "",
+        "## RTL cost models fitted to Yosys (python -m benchmarks.synth_fit)",
+        "",
+        f"{len(data['points'])} single-layer designs for `{data['part']}` synthesised by Yosys "
+        f"(`synth_xilinx -family {data['family']}`, out of context, {data['jobs']} at a time; "
+        f"{data['synthesised']} synthesised, {data['cached']} from the cache, "
+        f"{data['seconds']:.0f} s in all; load average {data['load_average_before'][0]:.1f} "
+        f"before, {data['load_average_after'][0]:.1f} after). Per kind and resource the "
+        "model is fitted by least squares of the relative error on the fitting points and "
+        "checked on the held-out ones; the error is |estimate - count| / max(count, 1). "
+        "FINN's estimate is its own where it has a model (brainsmith's hand-written one "
+        "for brainsmith's layers):",
+        "",
+        *table(data["models"]),
+        "",
+        "Fitted the same way to compare, not shipped: what FINN (or brainsmith's hand-written "
+        "estimate, for brainsmith's layers) does estimate. ConvolutionInputGenerator_rtl is "
+        "not in the sweep: Yosys' read_slang rejects its generated wrapper.",
+        "",
+        *table(data["checks"]),
+    ]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
