@@ -69,7 +69,7 @@ def estimate(layer: Any) -> dict[str, float]:
         value = sum(
             c * found[t] for c, t in zip(model["coefficients"], model["terms"], strict=True)
         )
-        result[resource] = round(max(0.0, value), 1)
+        result[resource] = float(round(max(0.0, value)))  # a count of cells
     if "LUT" in result and _weights_in_luts(layer):
         bits = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") * _bits(layer, "w_bits")
         result["LUT"] += math.ceil(bits / WEIGHT_BITS_PER_LUT)
