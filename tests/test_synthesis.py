@@ -190,7 +190,8 @@ def test_a_broken_source_gives_the_yosys_error_line_and_keeps_the_log(mlp, cache
         result.stderr
     )
     others = [layer for name, layer in found.items() if name != "Thresholding_rtl_1"]
-    assert all(layer["status"] == "synthesised" and layer["cached"] for layer in others)
+    # the broken layer takes nothing else down (whether served from the cache is checked above)
+    assert all(layer["status"] == "synthesised" and layer["counts"] for layer in others), others
     copy = folder / "synthesis" / "Thresholding_rtl_1" / "src" / "Thresholding_rtl_1.v"
     assert "wire broken" in copy.read_text()
     # the fixes were applied to copies: FINN's installed file is as it was

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.report.schema import BuildReport
+    from brainsmith.report.schema import BuildReport, Layer
     from brainsmith.synthesis import DesignSynthesis
 
 RESULT = "synthesis.json"
@@ -72,6 +72,17 @@ def synthesise_build_folder(
     return data
 
 
+def _finns(layer: Layer) -> dict[str, float | None]:
+    """FINN's own estimate per resource (None where FINN has none, whoever filled it in)."""
+    by = layer.get("estimated_by") or {}
+    return {
+        key: layer[key]
+        if key not in layer["not_estimated"] and by.get(key, "finn") == "finn"
+        else None
+        for key in RESOURCES
+    }
+
+
 def _part_hint() -> str:
     from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
 
@@ -111,12 +122,7 @@ def as_json(result: DesignSynthesis, report: BuildReport, folder: str) -> dict[s
                 "cached": layer.cached,
                 "fixes": layer.fixes,
                 "log": os.path.relpath(layer.log, folder) if layer.log else None,
-                "finn_estimate": None
-                if estimate is None
-                else {
-                    key: None if key in (estimate.get("not_estimated") or []) else estimate[key]
-                    for key in RESOURCES
-                },
+                "finn_estimate": None if estimate is None else _finns(estimate),
             }
         )
     return {
