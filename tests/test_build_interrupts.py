@@ -173,7 +173,7 @@ def test_signal_once_report_says_ok_changes_nothing(tmp_path):
 
 HELD_BY_ANOTHER_THREAD = """
 import os, signal, threading, time
-from brainsmith.builder import interrupts
+from brainsmith import interrupts
 
 stop = threading.Event()
 threading.Thread(target=stop.wait, daemon=True).start()  # started unmasked, as FINN's are
@@ -217,7 +217,7 @@ def test_an_ignored_sigint_stays_ignored_during_a_build():
     """A build started with SIGINT ignored (a background job) is not made interruptible."""
     code = (
         "import os, signal\n"
-        "from brainsmith.builder import interrupts\n"
+        "from brainsmith import interrupts\n"
         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         "with interrupts.handled():\n"
         "    os.kill(os.getpid(), signal.SIGINT)\n"

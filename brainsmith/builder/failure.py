@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import os
 
-from brainsmith.builder import interrupts
+from brainsmith import interrupts
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.outdir import DISK_FULL, os_problem
 from brainsmith.builder.state import BuildRun

@@ -7,7 +7,7 @@ import os
 import time
 import traceback
 
-from brainsmith.builder import interrupts
+from brainsmith import interrupts
 from brainsmith.builder.blame import Earlier, failing_transform, verify_step
 from brainsmith.builder.failure import OUTPUT_ERRORS, disk_full, fail, fail_output
 from brainsmith.builder.state import BuildRun, Step

@@ -24,9 +24,9 @@ import traceback
 from dataclasses import replace
 from typing import cast
 
+from brainsmith import interrupts
 from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
-from brainsmith.builder import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.errors import OPTIONS, BuildError, option
 from brainsmith.builder.flow import run_steps

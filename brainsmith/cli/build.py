@@ -128,7 +128,8 @@ def build(
       brainsmith build model.onnx --target-fps 100000 --input x.npy --expected y.npy
       brainsmith build model.onnx --prefer rtl --part xczu7ev-ffvc1156-2-e --synth
     """
-    from brainsmith.builder import BuildError, interrupts
+    from brainsmith import interrupts
+    from brainsmith.builder import BuildError
     from brainsmith.builder import build as run_build
     from brainsmith.builder.errors import command_line_names
 

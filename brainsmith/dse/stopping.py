@@ -2,7 +2,7 @@
 and exits, also when what runs ignores the signal.
 
 While ``Stopping`` is active (main thread only), both signals raise ``BuildInterrupted``
-(brainsmith.builder.interrupts, as during a build), so the exploration cancels what is left
+(brainsmith.interrupts, as during a build), so the exploration cancels what is left
 and records what finished. A variant running in this process (``--workers 0``) may not let
 go: a step that swallows the exception, or code stuck outside Python. A watchdog thread
 hears every signal (through ``signal.set_wakeup_fd``, which works even then) and, when the
@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from brainsmith.builder.interrupts import SIGNALS, BuildInterrupted
+from brainsmith.interrupts import SIGNALS, BuildInterrupted
 
 GRACE = 8.0  # seconds an exploration has to stop by itself after SIGINT or SIGTERM
 

@@ -143,7 +143,7 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
 def _build(task: NodeTask, parent: NodeResult | None) -> NodeResult:
     from brainsmith.builder import BuildError, build
     from brainsmith.builder.checkpoint import Checkpoint
-    from brainsmith.builder.interrupts import BuildInterrupted
+    from brainsmith.interrupts import BuildInterrupted
 
     try:
         start = None
