@@ -22,6 +22,7 @@ from brainsmith.rtlsim.sources import hoist_leaf_loads
 from brainsmith.synthesis.families import NotSynthesisable, family_of
 from brainsmith.synthesis.sources import (
     declare_before_use,
+    nettype_outside_modules,
     parameters_before_ports,
     primitives_used,
     scope_select_in_range,
@@ -65,13 +66,24 @@ def cache(tmp_path_factory) -> Path:
     return folder
 
 
+STITCHED = ("StreamingFIFO_rtl", "StreamingDataWidthConverter_rtl")
+WITH_FIFOS = """extends: {mlp}
+steps: [cleanup, qonnx_to_finn, streamline, hardware_inference, specialize, folding,
+        estimates, codegen, size_fifos]
+"""
+
+
 @pytest.fixture(scope="module")
 def mlp(hub, tmp_path_factory) -> Path:
-    """The shipped 4-bit MLP, every layer RTL, built for an UltraScale+ part."""
-    out = tmp_path_factory.mktemp("mlp") / "out"
+    """The shipped 4-bit MLP, every layer RTL, built for an UltraScale+ part with its FIFOs
+    and width converters inserted and the FIFOs sized (what the stitched design adds)."""
+    folder = tmp_path_factory.mktemp("mlp")
+    blueprint = folder / "mlp_fifos.yaml"
+    blueprint.write_text(WITH_FIFOS.format(mlp=BLUEPRINTS / "mlp.yaml"))
+    out = folder / "out"
     brainsmith.build(
         str(MODELS / "mlp_4bit.onnx"),
-        str(BLUEPRINTS / "mlp.yaml"),
+        str(blueprint),
         str(out),
         options={"fpga_part": PART},
         prefer="rtl",
@@ -92,12 +104,20 @@ def test_every_rtl_layer_of_the_mlp_has_yosys_counts(synthesised):
     folder, result, _ = synthesised
     assert result.returncode == 0, result.stderr
     found = layers(folder)
-    assert sorted(found) == ["MVAU_rtl_0", "MVAU_rtl_1", "Thresholding_rtl_0", "Thresholding_rtl_1"]
+    compute = sorted(name for name in found if not name.startswith(STITCHED))
+    assert compute == ["MVAU_rtl_0", "MVAU_rtl_1", "Thresholding_rtl_0", "Thresholding_rtl_1"]
+    fifos = [layer for name, layer in found.items() if name.startswith("StreamingFIFO_rtl")]
+    assert len(fifos) >= 3 and all("fifo.sv: nettype_outside_modules" in x["fixes"] for x in fifos)
     for layer in found.values():
         assert layer["status"] == "synthesised" and layer["reason"] == "", layer
         assert set(layer["counts"]) == COUNTS and layer["counts"]["FF"] > 0
-        assert layer["counts"]["LUT"] > 0 and not layer["cached"]
-        assert layer["finn_estimate"] is not None
+        assert layer["counts"]["LUT"] > 0 and layer["finn_estimate"] is not None
+    # FIFOs alike but for their names are synthesised once: the others take its counts
+    fresh = [x for x in fifos if not x["cached"]]
+    assert fresh and all(not found[name]["cached"] for name in compute)
+    for fifo in fifos:
+        same = [x for x in fresh if x["counts"] == fifo["counts"]]
+        assert same, fifo
     for name in ("MVAU_rtl_0", "MVAU_rtl_1"):
         matrix = found[name]
         # FINN estimates no LUTs for an RTL matrix layer; Yosys counts them, and the DSPs
@@ -132,7 +152,10 @@ def test_a_second_run_is_served_from_the_cache(synthesised, cache):
     assert warm < cold and all(layer["seconds"] < 1 for layer in again.values())
     assert "cached" in result.stdout
     entries = list((cache / "synthesis").glob("*.json"))
-    assert len(entries) == 4 and all(e.stat().st_mode & 0o077 == 0 for e in [cache / "synthesis"])
+    distinct = sum(1 for layer in first.values() if layer["seconds"] > 0)
+    assert len(entries) == distinct < len(first) and all(
+        e.stat().st_mode & 0o077 == 0 for e in [cache / "synthesis"]
+    )
     assert all(json.loads(e.read_text())["format"] for e in entries)  # JSON, not pickle
 
 
@@ -286,6 +309,40 @@ def test_the_leaf_load_fix_on_finns_add_multi():
     function = fixed.index("function leaf_load_t init_leaf_loads()")
     assert function < fixed.index("if(L < 1) begin : genTrivial")  # outside the generate
     assert hoist_leaf_loads(fixed) == fixed
+
+
+@pytest.mark.parametrize(("parts", "module"), [(("fifo", "hdl", "fifo.sv"), "fifo"),
+                                              (("dwc", "hdl", "vpc.sv"), "vpc")])  # fmt: skip
+def test_the_nettype_fix_on_finns_fifo_and_width_converter(parts, module):
+    original = rtllib(*parts)
+    fixed = nettype_outside_modules(original)
+    header, end = fixed.index(f"module {module} #("), fixed.index(f"endmodule : {module}")
+    assert fixed.rindex("`default_nettype none", 0, header) < header  # before the module
+    assert fixed.index("`default_nettype wire", end) > end  # after it
+    assert "`default_nettype" not in fixed[header:end]
+    assert sorted(fixed.splitlines()) == sorted(original.splitlines())  # lines moved, not changed
+    assert nettype_outside_modules(fixed) == fixed
+    inside = "module m (input a);\n`default_nettype none\nwire b;\n`default_nettype wire\nassign b = a;\nendmodule\n"
+    assert nettype_outside_modules(inside) == inside  # not just inside: left alone
+
+
+def test_layers_alike_but_for_their_names_are_one_design_to_synthesise():
+    from brainsmith.synthesis.sources import SynthesisDesign
+
+    def fifo(name: str, depth: int) -> SynthesisDesign:
+        text = f"module {name} (input x);\n  fifo #(.DEPTH({depth})) {name}_inst ();\nendmodule\n"
+        return SynthesisDesign(name, "StreamingFIFO_rtl", name, [(f"{name}.v", text)], [], [])
+
+    assert fifo("StreamingFIFO_rtl_3", 2).digest() == fifo("StreamingFIFO_rtl_17", 2).digest()
+    assert fifo("StreamingFIFO_rtl_3", 2).digest() != fifo("StreamingFIFO_rtl_3", 4).digest()
+    # a longer name that begins with the layer's is not the layer's name
+    longer = SynthesisDesign(
+        "L_1", "X", "L_1", [("L_1.v", "module L_1; L_10 u(); endmodule")], [], []
+    )
+    other = SynthesisDesign(
+        "L_2", "X", "L_2", [("L_2.v", "module L_2; L_20 u(); endmodule")], [], []
+    )
+    assert longer.digest() != other.digest()
 
 
 def test_primitives_are_found_where_instantiated_only():

@@ -57,7 +57,7 @@ def measure(run: BuildRun, model: ModelWrapper, part: str) -> None:
     yosys = require_synthesis(part)
     workdir = run.path(WORKDIR)
     os.makedirs(workdir, exist_ok=True)
-    run.progress.note(f"synthesising the RTL layers with Yosys {yosys.version} ...")
+    run.progress.note(f"synthesising the RTL layers with {yosys.version} ...")
     with contain_finn_output(run.build_log):
         try:
             result = synthesise_design(model, part, workdir, yosys, jobs=2)

@@ -108,7 +108,8 @@ def cache_root() -> str:
 
 
 def cache_key(design: SynthesisDesign, family: str, yosys: Yosys) -> str:
-    text = "\0".join([FORMAT, yosys.version, family, _script(design, family), design.digest()])
+    script = design.anonymous(_script(design, family))
+    text = "\0".join([FORMAT, yosys.version, family, script, design.digest()])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -146,11 +147,26 @@ def synthesise_design(
         folder = os.path.join(workdir, design.node)
         return synthesise_layer(design, family, yosys, root, folder, timeout, note)
 
+    alike: dict[str, list[SynthesisDesign]] = {}  # layers alike but for their names
+    for design in pending:
+        alike.setdefault(cache_key(design, family, yosys), []).append(design)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for result in pool.map(one, pending):
+        for result, group in zip(
+            pool.map(one, [g[0] for g in alike.values()]), alike.values(), strict=True
+        ):
             results[result.name] = result
+            for design in group[1:]:
+                results[design.node] = _same_as(result, design)
     layers = [results[node.name] for node in model.graph.node]
     return DesignSynthesis(part, family, yosys.version, layers, time.perf_counter() - began)
+
+
+def _same_as(result: LayerSynthesis, design: SynthesisDesign) -> LayerSynthesis:
+    """``design``'s result: that of ``result``'s layer, which it equals but for its name."""
+    same = LayerSynthesis(design.node, design.op_type, result.status, result.reason)
+    same.counts, same.other = result.counts, dict(result.other)
+    same.cached, same.seconds, same.fixes, same.log = True, 0.0, design.fixes, result.log
+    return same
 
 
 def synthesise_layer(

@@ -78,17 +78,24 @@ class SynthesisDesign:
     fixes: list[str] = field(default_factory=list)  # "file: fix" for each fix applied
 
     def digest(self) -> str:
-        """SHA-256 of everything Yosys reads (file names, texts, parameter files)."""
+        """SHA-256 of everything Yosys reads (file names, texts, parameter files), with the
+        layer's own name left out: two layers alike but for their names (the FIFOs of a
+        design, the same layer in another build) are one design to synthesise."""
+        anonymous = self.anonymous
         digest = hashlib.sha256()
-        parts: list[bytes] = [self.top.encode()]
+        parts: list[bytes] = [anonymous(self.top).encode()]
         for name, text in self.sources:
-            parts += [name.encode(), text.encode()]
+            parts += [anonymous(name).encode(), anonymous(text).encode()]
         for name, content in self.data:
-            parts += [name.encode(), content]
+            parts += [anonymous(name).encode(), content]
         parts.append(primitive_library(self.primitives).encode())
         for part in parts:
             digest.update(len(part).to_bytes(8, "little") + part)
         return digest.hexdigest()
+
+    def anonymous(self, text: str) -> str:
+        """``text`` with the layer's name (not a longer name it begins) as ``\\0layer``."""
+        return re.sub(rf"\b{re.escape(self.node)}(?!\d)", "\\0layer", text)
 
 
 def synthesis_design(model: ModelWrapper, node: NodeProto) -> SynthesisDesign:
@@ -226,13 +233,35 @@ def parameters_before_ports(text: str) -> str:
     return text[: header.end() - 1] + f"#({listed}) (" + text[header.end() :]
 
 
+NETTYPE_IN_MODULE = re.compile(
+    r"^([ \t]*module[ \t]+\w+.*?\);[ \t]*\n)(\s*)(`default_nettype[ \t]+\w+[ \t]*\n)"
+    r"(.*?\n)([ \t]*`default_nettype[ \t]+\w+[ \t]*\n)(\s*endmodule\b[^\n]*\n?)",
+    re.S | re.M,
+)
+
+
+def nettype_outside_modules(text: str) -> str:
+    """```default_nettype`` directives written just inside a module (after its port list and
+    before ``endmodule``, fifo.sv and vpc.sv) moved just outside it: IEEE 1800-2023 22.8
+    allows a directive only outside design elements and slang rejects it there ("directive
+    is not allowed inside a design element"); the module's body is read the same."""
+
+    def outside(match: re.Match[str]) -> str:
+        header, space, first, body, last, end = match.groups()
+        return first + header + space + body + end.rstrip("\n") + "\n" + last
+
+    return NETTYPE_IN_MODULE.sub(outside, text)
+
+
 # fixes for generated top-level wrappers, whatever the layer's name
 WRAPPER_FIXES: tuple[Callable[[str], str], ...] = (parameters_before_ports,)
 YOSYS_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
     "add_multi.sv": (hoist_leaf_loads,),
     "axilite.sv": (declare_before_use,),
+    "fifo.sv": (nettype_outside_modules,),
     "mvu.sv": (without_recovery_watchdog,),
     "thresholding.sv": (scope_select_in_range,),
+    "vpc.sv": (nettype_outside_modules,),
 }
 
 
