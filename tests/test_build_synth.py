@@ -71,6 +71,15 @@ def test_the_summary_and_the_page_say_what_was_measured_and_what_estimated(synth
     page = (out / "report.html").read_text()
     assert "<b>measured</b> (Yosys synth_xilinx, out of context)" in page
     assert "<th>measured (Yosys)</th>" in page and "estimated by FINN" in page
+    # the meters: the share of the part measured beside the share estimated, FF included
+    assert f"measured share of {PART} (Yosys synth_xilinx, out of context)</div>" in page
+    lut = report["synthesis"]["totals"]["LUT"]
+    assert f"</span></span> {lut:,} (" in page and "<b>FF</b> <span class='track measured'>" in page
+    # the picture: each layer's LUTs as synthesised
+    matrix = next(x for x in report["layers"] if x["op_type"] == "MVAU")
+    picture = (out / "dataflow.svg").read_text()
+    assert f"{matrix['measured']['LUT']:,} LUT" in picture
+    assert f"{matrix['name']} · measured (Yosys): LUT {matrix['measured']['LUT']:,}" in picture
 
 
 def test_a_second_build_takes_every_layer_from_the_cache(synthesised, cache, tmp_path):

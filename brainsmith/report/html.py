@@ -301,10 +301,34 @@ def _utilisation_bars(report: BuildReport) -> str:
         )
     if not meters:
         return ""
-    why = '; "at least": some layers are not estimated by FINN' if incomplete else ""
+    why = '; "at least": some layers are not estimated' if incomplete else ""
     return (
         f"<div>{''.join(meters)}</div><div class='none'>estimated share of "
-        f"{_e(use.get('part', ''))}{why}</div>"
+        f"{_e(use.get('part', ''))}{why}</div>" + _measured_bars(report)
+    )
+
+
+def _measured_bars(report: BuildReport) -> str:
+    """One meter per resource Yosys counted (FF too): the share of the part synthesis takes."""
+    section, available = report.get("synthesis"), (report.get("utilisation") or {}).get("available")
+    if not section or not available:
+        return ""
+    counts = {**as_estimated(section["totals"]), "FF": section["totals"].get("FF", 0)}
+    prefix = "" if section["complete"] else "at least "
+    meters = []
+    for key in (*RESOURCES, "FF"):
+        if not available.get(key):
+            continue
+        share = 100 * counts[key] / available[key]
+        meters.append(
+            f"<span class='meter'><b>{_e(key)}</b> <span class='track measured'><span "
+            f"style='width:{min(100.0, share):.2f}%'></span></span> "
+            f"{_e(prefix + number(counts[key]))} ({share:.2f} %)</span>"
+        )
+    why = "" if section["complete"] else '; "at least": some layers are not synthesised'
+    return (
+        f"<div>{''.join(meters)}</div><div class='none'>measured share of "
+        f"{_e(section['part'])} (Yosys synth_xilinx, out of context){why}</div>"
     )
 
 

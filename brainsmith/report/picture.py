@@ -1,5 +1,6 @@
 """The accelerator as a picture (``dataflow.svg``, also inline in report.html): its layers in
-stream order with kernel, backend, folding and cycles (the bottleneck marked), the streams
+stream order with kernel, backend, folding and cycles (the bottleneck marked; LUTs and DSPs
+when synthesised), the streams
 between them with their widths and FIFO depths, and the nodes that stay on the CPU outside
 the accelerator's box. Drawn from report.json alone, in pure Python (no browser, no
 graphviz): layers are placed by their distance from the input, branches side by side, and
@@ -8,10 +9,11 @@ the columns wrap into rows."""
 from __future__ import annotations
 
 from html import escape
+from typing import cast
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report.schema import BuildReport, CpuNode, Layer
+    from brainsmith.report.schema import BuildReport, CpuNode, Layer, MeasuredLayer
 
     Place = dict[str, tuple[int, int, int]]  # layer name -> (row, column, lane)
 
@@ -135,9 +137,19 @@ def _layer(layer: Layer, x: float, y: float, slowest: bool) -> str:
     )
     cycles = layer.get("cycles")
     timing = f"{cycles:,.0f} cycles" if isinstance(cycles, int | float) else "no estimate"
+    measured = cast("MeasuredLayer", layer).get("measured")
+    if measured:  # synthesised: what the layer takes, beside its time
+        timing += f" · {measured['LUT']:,} LUT" + (
+            f" {measured['DSP']} DSP" if measured["DSP"] else ""
+        )
     stroke = "stroke='#b3261e' stroke-width='2.5'" if slowest else "stroke='#777'"
+    title = layer["name"] + (
+        " · measured (Yosys): " + ", ".join(f"{k} {v:,}" for k, v in measured.items() if v)
+        if measured
+        else ""
+    )
     return (
-        f"<g><title>{escape(layer['name'])}</title>"
+        f"<g><title>{escape(title)}</title>"
         f"<rect x='{x}' y='{y}' width='{BOX_W}' height='{BOX_H}' rx='5' "
         f"fill='{FILL.get(backend, '#eee')}' {stroke}/>"
         + _text(x + 6, y + 15, _short(layer["name"], 27), 11, "#222", bold=True)
