@@ -106,3 +106,19 @@ def test_build_synth_takes_true_or_false_only(tmp_path):
     result = build(tmp_path / "out", str(blueprint))
     assert result.returncode == 2
     assert "build.synth is the number 3; expected true to synthesise" in result.stderr
+
+
+def test_a_board_of_the_7_series_is_measured_with_its_own_cells(tmp_path, cache):
+    blueprint = tmp_path / "pynq.yaml"
+    blueprint.write_text(
+        f"name: pynq\nextends: {BLUEPRINT}\nbuild:\n  fpga_part: null\n  board: Pynq-Z1\n"
+        "  synth: true\n"
+    )
+    result = build(tmp_path / "out", str(blueprint), "--prefer", "rtl", cache=cache)
+    assert result.returncode == 0, result.stderr
+    section = json.loads((tmp_path / "out" / "report.json").read_text())["synthesis"]
+    assert section["part"] == "xc7z020clg400-1" and section["family"] == "xc7"
+    assert section["complete"], [x["reason"] for x in section["layers"]]
+    matrix = [x for x in section["layers"] if x["op_type"] == "MVAU_rtl"]
+    assert matrix and all(x["counts"]["DSP"] > 0 for x in matrix)  # DSP48E1, a blackbox
+    assert "family xc7, 4 of 4 layers synthesised)" in result.stdout

@@ -227,6 +227,28 @@ def test_a_folder_that_is_not_a_finished_build_is_refused(tmp_path):
     assert "is not a brainsmith build folder (no report.json)" in result.stderr
 
 
+def test_the_boards_table_of_the_docs_is_brainsmiths_own():
+    from brainsmith.frameworks.finn.parts import boards, part_resources
+
+    text = (REPO / "docs" / "synthesis.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `") and "` | `x" in line]
+    assert len(rows) == 6
+    for row in rows:
+        board, part, family, *amounts, source = [c.strip(" `") for c in row.strip("|").split("|")]
+        assert boards()[board] == part, row
+        try:
+            assert family == family_of(part), row
+        except NotSynthesisable:
+            assert family == "none (Versal)", row
+        found = part_resources(part)
+        if found is None:
+            assert set(amounts) == {"—"} and source == "none", row
+        else:
+            keys = ("LUT", "FF", "BRAM_18K", "URAM", "DSP")
+            assert [int(a.replace(",", "")) for a in amounts] == [found[0][k] for k in keys], row
+            assert source == found[1], row
+
+
 @pytest.mark.parametrize(
     ("part", "family"),
     [

