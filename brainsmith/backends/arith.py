@@ -35,4 +35,4 @@ class IntAddRTL(IntAdd, HandwrittenRTL):
         }
 
     def lut_estimation(self, fpgapart=None):
-        return self.pe * self.get_output_datatype().bitwidth()  # one LUT per sum bit
+        return self.fitted_luts()

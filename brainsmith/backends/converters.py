@@ -44,8 +44,7 @@ class WidthConverter_rtl(HandwrittenRTL, StreamingDataWidthConverter_rtl):
         return max(beats_in, beats_out)
 
     def lut_estimation(self, fpgapart=None):
-        bits = self.get_instream_width() + 2 * self.get_outstream_width()
-        return 2 * bits  # the buffer's registers feed a shifter of its width
+        return self.fitted_luts()
 
 
 def needs_full_rate(op) -> bool:

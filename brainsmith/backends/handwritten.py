@@ -93,6 +93,16 @@ class HandwrittenRTL(RTLBackend):
         top = self.get_nodeattr("gen_top_module")
         return [*commands, f"create_bd_cell -type module -reference {top} {self.onnx_node.name}"]
 
+    def fitted_luts(self) -> int:
+        """The layer's LUTs from its kind's model fitted to Yosys' counts
+        (``brainsmith.frameworks.finn.rtl_costs``, ``benchmarks/synth_fit.py``)."""
+        from brainsmith.frameworks.finn.rtl_costs import fitted
+
+        found = fitted(self, "LUT")
+        if found is None:
+            raise LookupError(f"no fitted LUT model for {self.onnx_node.op_type}")
+        return int(found)
+
     def bram_estimation(self, fpgapart=None):
         return 0
 

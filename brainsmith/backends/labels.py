@@ -47,5 +47,4 @@ class LabelSelectRTL(LabelSelect, HandwrittenRTL):
         return vectors * max(folds, self.get_nodeattr("K"))
 
     def lut_estimation(self, fpgapart=None):
-        bits = self.get_input_datatype().bitwidth() + 1
-        return self.get_nodeattr("K") * self.get_nodeattr("PE") * (bits + 8)
+        return self.fitted_luts()

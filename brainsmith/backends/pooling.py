@@ -61,7 +61,7 @@ class PoolRTL(Pool, HandwrittenRTL):
         return max(0, int(largest).bit_length() - self.get_output_datatype().bitwidth())
 
     def lut_estimation(self, fpgapart=None):
-        return self.get_nodeattr("PE") * (2 * self.accumulator_bits() + 4)
+        return self.fitted_luts()
 
 
 @backend(
@@ -89,7 +89,4 @@ class GlobalAccPoolRTL(GlobalAccPool, HandwrittenRTL):
         }
 
     def lut_estimation(self, fpgapart=None):
-        bits = self.get_output_datatype().bitwidth()
-        pe = self.get_nodeattr("PE")
-        memory = self.get_nodeattr("NumChannels") * bits  # the sums, in LUT RAM (64 bits/LUT)
-        return pe * bits + math.ceil(memory / 64)
+        return self.fitted_luts()

@@ -45,4 +45,4 @@ class DuplicateStreamsRTL(DuplicateStreams, HandwrittenRTL):
         return wires, links
 
     def lut_estimation(self, fpgapart=None):
-        return 2 * self.get_num_output_streams()  # the handshake; data is wired through
+        return self.fitted_luts()

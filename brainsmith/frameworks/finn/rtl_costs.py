@@ -1,14 +1,28 @@
-"""brainsmith's estimates of what FINN does not estimate in RTL layers, fitted to Yosys.
+"""brainsmith's estimates of RTL layers' resources, fitted to Yosys.
 
-FINN counts no LUTs for ``MVAU_rtl`` (a fixed 0) and has no DSP model for
-``Thresholding_rtl``. Each such resource here is a
-linear model of a layer's folding and bit widths, ``sum(coefficient * term)``, whose terms are
-``TERMS`` and whose coefficients ``benchmarks/synth_fit.py`` fits by least squares to Yosys'
-counts of single-layer designs (UltraScale+), shipped in ``rtl_costs.json`` with each fit's
-error. The terms:
+Two kinds of model, each a linear model of a layer's folding and bit widths,
+``sum(coefficient * term)``, whose terms are ``TERMS`` and whose coefficients
+``benchmarks/synth_fit.py`` fits by least squares to Yosys' counts of single-layer designs
+(UltraScale+), shipped in ``rtl_costs.json`` with each fit's error:
 
-- ``PE``, ``SIMD``: the folding; ``in_bits``, ``w_bits``, ``acc_bits``, ``out_bits``: the
-  input, weight, accumulator and output widths;
+- what FINN does not estimate in its RTL layers: ``MVAU_rtl``'s LUTs (FINN counts a fixed
+  0), ``Thresholding_rtl``'s and ``ConvolutionInputGenerator_rtl``'s DSPs (FINN has no DSP
+  model for them; the fit is 0). ``estimate`` gives these; the report and the folding search
+  add them to FINN's estimates.
+- the LUTs of brainsmith's own RTL layers (``DuplicateStreams_rtl``, ``Pool_rtl``,
+  ``IntAdd_rtl``, ``GlobalAccPool_rtl``, ``LabelSelect_rtl``, ``WidthConverter_rtl``), which
+  replaced their hand-written estimates where the fit's error on held-out layers was lower
+  (benchmarks/RESULTS.md). Their backends' ``lut_estimation`` is ``fitted(layer, "LUT")``, so
+  FINN's own estimate step reports them.
+
+FINN's estimates stay wherever FINN has a model. The terms:
+
+- ``PE``, ``SIMD``, ``K``: the folding (1 where a layer has no such attribute) and
+  LabelSelect's K; ``in_bits``, ``w_bits``, ``acc_bits``, ``out_bits``: the input, weight,
+  accumulator and output widths; ``in_width``, ``out_width``: the input and output stream
+  widths; ``channels``: the channel (or label) count; ``window``, ``kernel``: the kernel's
+  size and first dimension; ``ifm_width``: the input's width in pixels; ``streams``: the
+  output streams;
 - products such as ``PE*SIMD`` (multiply lanes) multiply those names; ``1`` is a constant.
 
 A matrix layer whose weights are kept in distributed RAM also has its weights in LUTs: one
@@ -30,10 +44,18 @@ if TYPE_CHECKING:
 ESTIMATED_BY = "brainsmith"
 WEIGHT_BITS_PER_LUT = 64
 
-# kind -> resource -> the model's terms (the fitted resources are those FINN has no model for)
+# kind -> resource -> the model's terms: resources FINN has no model for (FINN's layers), and
+# the LUTs of brainsmith's own RTL layers where the fit beats their hand-written estimate
 TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {"LUT": ("PE*SIMD", "PE*SIMD*w_bits", "PE*SIMD*in_bits", "PE*acc_bits", "1")},
     "Thresholding_rtl": {"DSP": ("1",)},
+    "ConvolutionInputGenerator_rtl": {"DSP": ("1",)},
+    "DuplicateStreams_rtl": {"LUT": ("streams", "1")},
+    "Pool_rtl": {"LUT": ("PE*in_bits", "PE*out_bits", "1")},
+    "IntAdd_rtl": {"LUT": ("PE*in_bits", "1")},
+    "GlobalAccPool_rtl": {"LUT": ("PE*out_bits", "channels*out_bits", "1")},
+    "LabelSelect_rtl": {"LUT": ("PE*K*in_bits", "PE*K")},
+    "WidthConverter_rtl": {"LUT": ("in_width", "out_width", "1")},
 }
 
 
@@ -51,29 +73,43 @@ def kinds() -> tuple[str, ...]:
 
 def features(layer: Any, extra: tuple[str, ...] = ()) -> dict[str, float]:
     """The terms of ``layer``'s kind (and ``extra`` terms), from its attributes and types."""
-    values = _names(layer)
     kind = layer.onnx_node.op_type
     wanted = {term for terms in TERMS.get(kind, {}).values() for term in terms} | set(extra)
-    return {term: _term(term, values) for term in sorted(wanted)}
+    return {term: _term(term, layer) for term in sorted(wanted)}
+
+
+def fitted(layer: Any, resource: str) -> float | None:
+    """The fitted model's count of ``resource`` in ``layer``; None without a model."""
+    model = coefficients().get(layer.onnx_node.op_type, {}).get(resource)
+    if model is None:
+        return None
+    found = {term: _term(term, layer) for term in model["terms"]}
+    value = sum(c * found[t] for c, t in zip(model["coefficients"], model["terms"], strict=True))
+    result = float(round(max(0.0, value)))  # a count of cells
+    if resource == "LUT" and _weights_in_luts(layer):
+        bits = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") * _bits(layer, "w_bits")
+        result += math.ceil(bits / WEIGHT_BITS_PER_LUT)
+    return result
 
 
 def estimate(layer: Any) -> dict[str, float]:
-    """brainsmith's estimate of each resource FINN does not estimate in ``layer`` (a FINN or
-    brainsmith CustomOp); empty for a kind without a fitted model."""
+    """brainsmith's estimate of each resource FINN does not estimate in ``layer`` (a FINN
+    CustomOp); empty for a kind without a fitted model and for brainsmith's own layers, whose
+    estimation methods give their fitted models themselves (``fitted``)."""
     models = coefficients().get(layer.onnx_node.op_type)
-    if not models:
+    if not models or own(layer):
         return {}
-    found = features(layer)
     result: dict[str, float] = {}
-    for resource, model in models.items():
-        value = sum(
-            c * found[t] for c, t in zip(model["coefficients"], model["terms"], strict=True)
-        )
-        result[resource] = float(round(max(0.0, value)))  # a count of cells
-    if "LUT" in result and _weights_in_luts(layer):
-        bits = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") * _bits(layer, "w_bits")
-        result["LUT"] += math.ceil(bits / WEIGHT_BITS_PER_LUT)
+    for resource in models:
+        value = fitted(layer, resource)
+        if value is not None:
+            result[resource] = value
     return result
+
+
+def own(layer: Any) -> bool:
+    """Whether ``layer`` is one of brainsmith's own layers (not FINN's)."""
+    return type(layer).__module__.split(".")[0] == "brainsmith"
 
 
 def _weights_in_luts(layer: Any) -> bool:
@@ -85,14 +121,31 @@ def _weights_in_luts(layer: Any) -> bool:
     )
 
 
-def _names(layer: Any) -> dict[str, float]:
+def _name(layer: Any, name: str) -> float:
+    """One factor of a term (see the module's docstring)."""
     types = layer.get_nodeattr_types()
-    values: dict[str, float] = {"1": 1.0}
-    for name in ("PE", "SIMD"):
-        values[name] = float(layer.get_nodeattr(name)) if name in types else 1.0
-    for name in ("in_bits", "w_bits", "acc_bits", "out_bits"):
-        values[name] = float(_bits(layer, name))
-    return values
+    if name == "1":
+        return 1.0
+    if name in ("PE", "SIMD", "K"):
+        return float(layer.get_nodeattr(name)) if name in types else 1.0
+    if name in ("in_bits", "w_bits", "acc_bits", "out_bits"):
+        return float(_bits(layer, name))
+    if name == "channels":
+        found = next(a for a in ("NumChannels", "IFMChannels", "Channels", "Labels") if a in types)
+        return float(layer.get_nodeattr(found))
+    if name in ("window", "kernel"):
+        found = next(a for a in ("ConvKernelDim", "KernelSize") if a in types)
+        dims = [int(x) for x in layer.get_nodeattr(found)]
+        return float(math.prod(dims) if name == "window" else dims[0])
+    if name == "ifm_width":
+        return float(layer.get_nodeattr("IFMDim")[-1])
+    if name == "streams":
+        return float(layer.get_nodeattr("NumOutputStreams"))
+    if name == "in_width":
+        return float(layer.get_instream_width(0))
+    if name == "out_width":
+        return float(layer.get_outstream_width(0))
+    raise KeyError(f"no term factor {name!r}")
 
 
 def _bits(layer: Any, name: str) -> int:
@@ -105,8 +158,10 @@ def _bits(layer: Any, name: str) -> int:
         return int(layer.get_input_datatype(1).bitwidth()) if "weightDataType" in types else 0
     if name == "acc_bits" and "accDataType" in types:
         return int(DataType[layer.get_nodeattr("accDataType")].bitwidth())
+    if name == "acc_bits" and hasattr(layer, "accumulator_bits"):
+        return int(layer.accumulator_bits())
     return int(layer.get_output_datatype().bitwidth())
 
 
-def _term(term: str, values: dict[str, float]) -> float:
-    return math.prod(values[name] for name in term.split("*"))
+def _term(term: str, layer: Any) -> float:
+    return math.prod(_name(layer, name) for name in term.split("*"))
