@@ -36,6 +36,16 @@ REPO = HERE.parent
 PART = "xczu7ev-ffvc1156-2-e"
 ESTIMATED = ("LUT", "DSP", "BRAM_18K", "URAM")  # what FINN and brainsmith estimate
 MEASURED = ("LUT", "FF", "CARRY", "DSP", "BRAM_18K", "URAM")
+LUTRAM_NOTE = (
+    "The MVAU failures are Yosys' own: for UltraScale(+) its LUT RAM description "
+    "(`share/xilinx/lutrams_xcu.txt`) offers a single-port LUT RAM of 16 address bits, one "
+    "bit wide, which its mapping file (`lutrams_xc5v_map.v`) has no case for (it maps 5 to 9 "
+    "address bits); a layer whose weight memory Yosys places in such a RAM stops there."
+)
+HLS_NOTE = (
+    "The HLS layers have no RTL backend (`--prefer rtl` leaves them HLS); Yosys has no RTL "
+    "of theirs to read."
+)
 # name: (model under examples/models, blueprint under blueprints or None)
 NETWORKS = {
     "cnv": ("cnv", "cnv"),
@@ -259,6 +269,11 @@ def section(data: dict) -> list[str]:
         lines.append("")
         lines += [f"- {n}: {x['name']} ({x['op_type']}, {x['status']}): `{x['reason']}`"
                   for n, x in missing]  # fmt: skip
+        reasons = {x["reason"] for _, x in missing}
+        if any("invalid OPTION_ABITS/WIDTH" in reason for reason in reasons):
+            lines += ["", LUTRAM_NOTE]
+        if any(reason.startswith("HLS") for reason in reasons):
+            lines += ["", HLS_NOTE]
     else:
         lines.append("Every layer of every network built was synthesised.")
     lines += [
