@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-big test-fast bench networks models dist known-facts fuzz lint setup browser simulator redis
+.PHONY: demo test test-big test-fast bench bench-synth networks models dist known-facts fuzz lint setup browser simulator redis
 
 setup:
 	@$(BOOT)
@@ -40,6 +40,11 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.shared_index
 	@$(PY) -m benchmarks.first_hour
 	@$(PY) -m benchmarks.run
+
+bench-synth: setup  ## Yosys on the shipped networks, folding compared by synthesis (about an hour) -> benchmarks/RESULTS.md
+	@$(PY) -m benchmarks.synth_networks
+	@$(PY) -m benchmarks.folding_measured
+	@$(PY) -c "import json; from benchmarks.run import write; write(json.load(open('benchmarks/results/hub.json')))"
 
 networks: setup  ## build every shipped example network -> the table in docs/build.md
 	@$(PY) -m benchmarks.networks

@@ -559,6 +559,11 @@ def write(results: dict) -> None:
         from benchmarks.folding import table
 
         lines += table(json.loads(folding.read_text()))
+    measured_folding = out / "folding_measured.json"
+    if measured_folding.exists():
+        from benchmarks.folding_measured import table as measured_table
+
+        lines += measured_table(json.loads(measured_folding.read_text()))
     rtlsim = out / "rtlsim.json"
     if rtlsim.exists():
         data = json.loads(rtlsim.read_text())
@@ -576,6 +581,11 @@ def write(results: dict) -> None:
         from benchmarks.synth import section as synthesis_section
 
         lines += synthesis_section(json.loads(synthesis.read_text()))
+    networks = out / "synth_networks.json"
+    if networks.exists():
+        from benchmarks.synth_networks import section as networks_section
+
+        lines += networks_section(json.loads(networks.read_text()))
     fitted = out / "synth_fit.json"
     if fitted.exists():
         from benchmarks.synth_fit import section as fit_section
