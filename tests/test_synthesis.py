@@ -112,6 +112,15 @@ def test_every_rtl_layer_of_the_mlp_has_yosys_counts(synthesised):
         assert layer["status"] == "synthesised" and layer["reason"] == "", layer
         assert set(layer["counts"]) == COUNTS and layer["counts"]["FF"] > 0
         assert layer["counts"]["LUT"] > 0 and layer["finn_estimate"] is not None
+    # the layers size_fifos inserted after FINN's estimate step are estimated too, by FINN's
+    # own methods where it has them and brainsmith's fitted models where it has none
+    report = json.loads((folder / "report.json").read_text())
+    assert report["incomplete"] == {}, report["incomplete"]
+    inserted = [x for x in report["layers"] if x["name"].startswith(STITCHED)]
+    assert {x["name"] for x in inserted} == {n for n in found if n.startswith(STITCHED)}
+    for layer in inserted:
+        assert layer["LUT"] is not None and layer["not_estimated"] == [], layer
+        assert layer["estimated_by"]["DSP"] == "brainsmith" and layer["DSP"] == 0, layer
     # FIFOs alike but for their names are synthesised once: the others take its counts
     fresh = [x for x in fifos if not x["cached"]]
     assert fresh and all(not found[name]["cached"] for name in compute)
@@ -395,3 +404,40 @@ def test_every_generated_wrapper_gets_the_parameter_fix_and_add_multi_its_hoist(
     hoisted = yosys_ready("add_multi.sv", add_multi, str(tmp_path), fixes)
     assert hoisted != add_multi and "init_leaf_loads" in hoisted
     assert fixes == ["L_3_wrapper.v: parameters_before_ports", "add_multi.sv: hoist_leaf_loads"]
+
+
+@slow
+def test_a_narrow_weight_memory_of_640_words_in_lut_ram_is_synthesised(
+    hub, cache, tmp_path, monkeypatch
+):
+    """A matrix layer whose 640 x 4-bit weights stay in distributed RAM (CNV's last layer):
+    Yosys' own UltraScale LUT-RAM library offered a RAM its mapping file cannot map."""
+    import numpy as np
+    from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
+    from qonnx.core.datatype import DataType
+    from qonnx.util.basic import gen_finn_dt_tensor
+
+    from benchmarks.synth_fit import _model
+    from brainsmith.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.synthesis.sources import synthesis_design
+    from brainsmith.synthesis.yosys import find_yosys, lutram_library
+
+    np.random.seed(0)
+    weights = gen_finn_dt_tensor(DataType["INT4"], [64, 10])
+    model = _model(
+        "MVAU", [("x", [1, 64])], [("y", [1, 10])], {"x": "UINT4", "w": "INT4"}, {"w": weights},
+        MW=64, MH=10, SIMD=1, PE=1, inputDataType="UINT4", weightDataType="INT4",
+        outputDataType="INT32", noActivation=1, binaryXnorMode=0,
+        mem_mode="internal_decoupled", ram_style="distributed",
+    )  # fmt: skip
+    model = model.transform(PrepareIP(PART, 5.0))
+    design = synthesis_design(model, model.graph.node[0])
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
+    result = synthesise_layer(design, "xcup", find_yosys(), cache_root(), str(tmp_path / "run"))
+    assert result.status == "synthesised", result.reason
+    assert result.counts is not None and result.counts["DSP"] == 1
+    library = lutram_library()
+    assert library is not None and 'option "ABITS" 9 {\n\t\tabits 9;' in library
+    assert (tmp_path / "run" / "lutrams_xcu.txt").read_text() == library
+    script = (tmp_path / "run" / "run.ys").read_text()
+    assert "-lib /design/lutrams_xcu.txt" in script and "-run map_ffram:" in script

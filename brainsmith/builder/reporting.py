@@ -44,7 +44,7 @@ def assemble(
 
     options = run.plan.build
     part = options.fpga_part or boards().get(options.board or "")
-    found = estimates(run.report_dir, model, run.output_dir)
+    found = estimates(run.report_dir, model, run.output_dir, part)
     parent = run.context.dataflow_parent
     if run.log is not None:
         run.log.flush()

@@ -120,11 +120,18 @@ FOLDING_VERDICT = re.compile(
 
 
 def estimates(
-    report_dir: str, model: ModelWrapper | None = None, output_dir: str = ""
+    report_dir: str,
+    model: ModelWrapper | None = None,
+    output_dir: str = "",
+    part: str | None = None,
 ) -> Estimates:
-    """Every layer of ``model`` with FINN's estimates where they exist, totals, performance."""
+    """Every layer of ``model`` with FINN's estimates where they exist, totals, performance.
+    A layer a step after FINN's estimates inserted (``size_fifos``' FIFOs and width
+    converters) is estimated by FINN's own methods for ``part`` here."""
     resources = _read(report_dir, RESOURCE_FILE)
     cycles = _read(report_dir, "estimate_layer_cycles.json")
+    if model is not None and part and resources:
+        resources, cycles = with_late_layers(model, part, resources, cycles)
     counts = _read(report_dir, "op_and_param_counts.json")
     performance = _read(report_dir, "estimate_network_performance.json")
     described = layer_attributes(model, output_dir) if model is not None else {}
@@ -175,6 +182,32 @@ def estimates(
             "critical_path_cycles": performance.get("critical_path_cycles"),
         },
     }
+
+
+def with_late_layers(
+    model: ModelWrapper, part: str, resources: Json, cycles: Json
+) -> tuple[Json, Json]:
+    """``resources`` and ``cycles`` (FINN's estimate reports) with the hardware layers of
+    ``model`` they do not list, estimated as FINN's estimate step does (the layer's
+    ``node_res_estimation`` and ``get_exp_cycles``), and the total with them."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    resources, cycles = dict(resources), dict(cycles)
+    total = dict(resources.get("total", {}))
+    for node in model.graph.node:
+        if node.name in resources:
+            continue
+        try:
+            op = getCustomOp(node)
+            found = op.node_res_estimation(part)  # a hardware layer's (FINN's HWCustomOp)
+            cycles[node.name] = op.get_exp_cycles()
+        except Exception:  # a layer FINN cannot estimate stays not estimated
+            continue
+        resources[node.name] = found
+        for key in RESOURCES:
+            total[key] = total.get(key, 0) + found.get(key, 0)
+    resources["total"] = total
+    return resources, cycles
 
 
 def brainsmith_estimates(model: ModelWrapper) -> dict[str, tuple[dict[str, float], str]]:

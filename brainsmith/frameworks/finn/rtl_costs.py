@@ -6,9 +6,11 @@ Two kinds of model, each a linear model of a layer's folding and bit widths,
 (UltraScale+), shipped in ``rtl_costs.json`` with each fit's error:
 
 - what FINN does not estimate in its RTL layers: ``MVAU_rtl``'s LUTs (FINN counts a fixed
-  0), ``Thresholding_rtl``'s and ``ConvolutionInputGenerator_rtl``'s DSPs (FINN has no DSP
-  model for them; the fit is 0). ``estimate`` gives these; the report and the folding search
-  add them to FINN's estimates.
+  0), the DSPs of ``Thresholding_rtl``, ``ConvolutionInputGenerator_rtl`` and
+  ``StreamingFIFO_rtl`` (FINN has no DSP model for them; the fit is 0), the block RAM,
+  UltraRAM and DSPs of ``StreamingDataWidthConverter_rtl`` and everything of
+  ``FMPadding_rtl`` (FINN has no model for it). ``estimate`` gives these; the report and the
+  folding search add them to FINN's estimates.
 - the LUTs of brainsmith's own RTL layers (``DuplicateStreams_rtl``, ``Pool_rtl``,
   ``IntAdd_rtl``, ``GlobalAccPool_rtl``, ``LabelSelect_rtl``, ``WidthConverter_rtl``), which
   replaced their hand-written estimates where the fit's error on held-out layers was lower
@@ -50,6 +52,14 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {"LUT": ("PE*SIMD", "PE*SIMD*w_bits", "PE*SIMD*in_bits", "PE*acc_bits", "1")},
     "Thresholding_rtl": {"DSP": ("1",)},
     "ConvolutionInputGenerator_rtl": {"DSP": ("1",)},
+    "StreamingFIFO_rtl": {"DSP": ("1",)},
+    "StreamingDataWidthConverter_rtl": {"BRAM_18K": ("1",), "URAM": ("1",), "DSP": ("1",)},
+    "FMPadding_rtl": {
+        "LUT": ("SIMD*in_bits", "1"),
+        "BRAM_18K": ("1",),
+        "URAM": ("1",),
+        "DSP": ("1",),
+    },
     "DuplicateStreams_rtl": {"LUT": ("streams", "1")},
     "Pool_rtl": {"LUT": ("PE*in_bits", "PE*out_bits", "1")},
     "IntAdd_rtl": {"LUT": ("PE*in_bits", "1")},
