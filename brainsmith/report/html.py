@@ -440,11 +440,13 @@ def _listing(folder: str) -> list[str]:
 
 def _check(label: str, check: Verification) -> str:
     errors = check.get("errors")
-    verdict = "ok" if check.get("ok") else "MISMATCH" + (f" ({errors} errors)" if errors else "")
+    verdict = "ok" if check.get("ok") else "MISMATCH (beyond tolerance)"
     text = (
         f"{label}: {verdict}, max error {check.get('max_error', 0):.3g} on "
         f"{check.get('samples', 0)} input(s)"
     )
+    if errors:
+        text += f", {errors} error(s)"
     if check.get("max_steps") is not None:
         text += f" ({check['max_steps']:.3g} steps)"
     if check.get("ties"):

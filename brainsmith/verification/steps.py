@@ -243,8 +243,8 @@ def explain(
     there are more than ``SUBSET_LIMIT``) flipped, the ties of later quantizers found anew
     in each run (flipping one tie may put others on a boundary), at most ``MAX_TRIES`` runs.
     """
-    if not ties:
-        return None
+    if not ties or distance(reference.run_sample(feed, {})[0]) == 0.0:
+        return None  # no ties, or the difference is the reference's own (user vectors)
     half_up = [t for t in ties if t.rule in ("half-even vs half-up", "sign at 0")]
     for start in [half_up, ties] if half_up and len(half_up) < len(ties) else [ties]:
         if distance(reference.run_sample(feed, grouped(start))[0]) == 0.0:
