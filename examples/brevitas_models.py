@@ -14,6 +14,11 @@ inputs) and ``NAME_expected.npy`` (the torch model's own outputs for them), the 
   2-bit weights in the second one.
 - ``residual``: a convolution stem and a residual block (two convolutions, the skip path added
   back with a shared quantizer), global average pooling and a fully connected layer.
+- ``residual_ties``: the same at 6 channels, 6x6, 3-bit weights and activations, with
+  power-of-two scales on the block's input and add quantizers: the skip re-quantized by the
+  shared add quantizer lands on rounding ties.
+- ``bnn_ties``: a binarized MLP of the BNN-PYNQ kind (144-64-32-10, 1-bit weights, bipolar
+  activations) whose batch-norm means lie on even accumulator values: sign ties at 0.
 
 Brevitas is a development dependency only (requirements/models.txt); brainsmith never imports
 it.
@@ -79,33 +84,61 @@ def conv_net(spec: ConvNetSpec):
     return torch.nn.Sequential(*layers), (1, spec.in_channels, spec.image, spec.image)
 
 
-def residual_net(channels: int = 8, image: int = 8, classes: int = 10):
-    """A convolution stem, one residual block with a shared add quantizer, global pooling."""
+def residual_net(
+    channels: int = 8,
+    image: int = 8,
+    classes: int = 10,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    add_bits: int | None = None,
+    in_channels: int = 3,
+    fixed_point: bool = False,
+):
+    """A convolution stem, one residual block with a shared add quantizer, global pooling.
+
+    The skip path re-adds the block's quantized input through the add quantizer (``add_bits``,
+    default ``act_bits``), the same quantizer the body's output goes through. ``fixed_point``:
+    the block's input and add quantizers have power-of-two scales (Brevitas's
+    ``*ActPerTensorFixedPoint``), so a skip value re-quantized one power of two coarser lands
+    exactly halfway between two steps (a rounding tie) whenever it is odd."""
     torch = _torch()
     import brevitas.nn as qnn
+    from brevitas.quant import Int8ActPerTensorFixedPoint, Uint8ActPerTensorFixedPoint
     from torch import nn
+
+    add_bits = act_bits if add_bits is None else add_bits
+    unsigned = {"act_quant": Uint8ActPerTensorFixedPoint} if fixed_point else {}
+    signed = {"act_quant": Int8ActPerTensorFixedPoint} if fixed_point else {}
 
     class Residual(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.quant_in = qnn.QuantIdentity(bit_width=8, return_quant_tensor=True)
             self.stem = nn.Sequential(
-                qnn.QuantConv2d(3, channels, 3, padding=1, bias=False, weight_bit_width=4),
+                qnn.QuantConv2d(
+                    in_channels, channels, 3, padding=1, bias=False, weight_bit_width=weight_bits
+                ),
                 nn.BatchNorm2d(channels),
             )
             # One quantizer for both operands of the add, so they share a scale.
-            self.shared = qnn.QuantReLU(bit_width=4, return_quant_tensor=True)
+            self.shared = qnn.QuantReLU(bit_width=act_bits, return_quant_tensor=True, **unsigned)
             self.body = nn.Sequential(
-                qnn.QuantConv2d(channels, channels, 3, padding=1, bias=False, weight_bit_width=4),
+                qnn.QuantConv2d(
+                    channels, channels, 3, padding=1, bias=False, weight_bit_width=weight_bits
+                ),
                 nn.BatchNorm2d(channels),
-                qnn.QuantReLU(bit_width=4, return_quant_tensor=True),
-                qnn.QuantConv2d(channels, channels, 3, padding=1, bias=False, weight_bit_width=4),
+                qnn.QuantReLU(bit_width=act_bits, return_quant_tensor=True),
+                qnn.QuantConv2d(
+                    channels, channels, 3, padding=1, bias=False, weight_bit_width=weight_bits
+                ),
                 nn.BatchNorm2d(channels),
             )
-            self.add_quant = qnn.QuantIdentity(bit_width=4, return_quant_tensor=True)
-            self.relu = qnn.QuantReLU(bit_width=4, return_quant_tensor=True)
+            self.add_quant = qnn.QuantIdentity(
+                bit_width=add_bits, return_quant_tensor=True, **signed
+            )
+            self.relu = qnn.QuantReLU(bit_width=act_bits, return_quant_tensor=True)
             self.pool = nn.AdaptiveAvgPool2d(1)
-            self.head = qnn.QuantLinear(channels, classes, bias=False, weight_bit_width=4)
+            self.head = qnn.QuantLinear(channels, classes, bias=False, weight_bit_width=weight_bits)
 
         def forward(self, x):
             skip = self.shared(self.stem(self.quant_in(x)))
@@ -113,13 +146,42 @@ def residual_net(channels: int = 8, image: int = 8, classes: int = 10):
             y = self.pool(self.relu(y))
             return self.head(torch.flatten(y, 1))
 
-    return Residual(), (1, 3, image, image)
+    return Residual(), (1, in_channels, image, image)
+
+
+def bnn_mlp(
+    hidden: tuple[int, ...] = (64, 32), image: int = 12, classes: int = 10, mean_range: int = 3
+):
+    """A binarized MLP of the BNN-PYNQ kind (examples.zoo.tfc with bnn_pynq's input, 1-bit
+    weights and bipolar activations) whose batch norms keep their initial scale and bias and
+    have means on whole even numbers (-2 * ``mean_range`` to 2 * ``mean_range``): an even
+    fan-in gives even accumulators, so a neuron whose accumulator equals its mean has a
+    batch-norm output of exactly 0, where the bipolar sign is a tie."""
+    torch = _torch()
+    from torch import nn
+
+    from examples.zoo import tfc
+
+    net, shape = tfc(1, 1, hidden=hidden, image=image, classes=classes, bnn_pynq_input=True)
+    generator = torch.Generator().manual_seed(3)
+    for module in net.modules():
+        if isinstance(module, nn.BatchNorm1d):
+            module.momentum = 0.0  # calibration leaves the statistics as set here
+            means = torch.randint(
+                -mean_range, mean_range + 1, (module.num_features,), generator=generator
+            )
+            module.running_mean.data = 2.0 * means.float()
+    return net, shape
 
 
 NETWORKS = {
     "cnv": lambda: conv_net(ConvNetSpec()),
     "conv_pad": lambda: conv_net(ConvNetSpec(channels=(8, 8), weight_bits=(4, 2), padding=1)),
     "residual": residual_net,
+    "residual_ties": lambda: residual_net(
+        channels=6, image=6, weight_bits=3, act_bits=3, fixed_point=True
+    ),
+    "bnn_ties": bnn_mlp,
 }
 
 

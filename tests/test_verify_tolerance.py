@@ -1,6 +1,6 @@
-"""The verification tolerance a blueprint leaves open is chosen per model: FINN's 0.001, or
-0.15 for a model computing LayerNorm/Softmax in floating point (stated in a note); a
-tolerance the blueprint sets is kept."""
+"""The verification tolerance a blueprint leaves open: none (differences in quantizer steps,
+ties counted), or 0.15 for a model computing LayerNorm/Softmax in floating point (stated in
+a note); a tolerance the blueprint sets is kept."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.util.basic import qonnx_make_model
 
-from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, VERIFY_ATOL
+from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL
 from brainsmith.builder.runner import DEFAULT_BLUEPRINT, _tolerate_float_functions
 from brainsmith.planning.plan import load_plan
 
@@ -38,8 +38,8 @@ def test_a_float_softmax_is_verified_with_the_stated_float_tolerance():
     assert "set build.verify_atol to choose" in notes[0]
 
 
-def test_a_model_without_float_functions_keeps_finn_s_tolerance():
-    assert chosen(DEFAULT_BLUEPRINT, "Relu") == (VERIFY_ATOL, [])
+def test_a_model_without_float_functions_is_compared_in_quantizer_steps():
+    assert chosen(DEFAULT_BLUEPRINT, "Relu") == (None, [])
 
 
 def test_a_tolerance_the_blueprint_sets_is_kept(tmp_path):

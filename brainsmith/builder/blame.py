@@ -74,35 +74,59 @@ def verify_step(
         traceback.print_exc(file=run.build_log)
         culprit = first_difference(run, verifier, index, earlier)
         _cannot_run(run, model, index, culprit, exc)
-    generated, user = checks[0], checks[1:]
+    generated = next((c for c in checks if c.label == "generated"), None)
+    user = next((c for c in checks if c.label == "user"), None)
     result: Verification = {
-        **generated.as_dict(),
+        **(generated.as_dict() if generated is not None else {}),
         "seconds": round(time.perf_counter() - began, 4),
     }
-    if user:
-        result["user"] = user[0].as_dict()
+    if user is not None:
+        result["user"] = user.as_dict()
     run.records[index].verification = result
-    tolerance = f"tolerance atol {verifier.atol:g} + rtol {verifier.rtol:g}"
-    if not generated.ok:
+    tolerance = tolerance_text(verifier.atol, verifier.rtol)
+    if generated is not None and not generated.ok:
         culprit = first_difference(run, verifier, index, earlier)
         _differs(run, model, index, culprit, generated, tolerance)
-    if user and not user[0].ok:
+    if user is not None and not user.ok:
         expected = run.user_vectors[1] if run.user_vectors else ""
+        matched = (
+            " (the model matched the cleaned QONNX model on generated inputs)"
+            if generated is not None
+            else ""
+        )
         fail(
             run,
             model,
             index,
             f"verification failed: outputs differ from {option('expected')} "
-            f"{expected} by up to {user[0].max_error:.4g} ({tolerance}) on "
-            f"{user[0].samples} user inputs",
+            f"{expected} by up to {user.max_error:.4g} in {user.errors} element(s) no "
+            f"rounding tie explains ({tolerance}) on {user.samples} user inputs",
             f"check that the {option('expected')} file was produced by this model from the "
-            f"{option('input')} file (the model matched the cleaned QONNX model on generated "
-            "inputs)",
+            f"{option('input')} file{matched}",
         )
-    if generated.unchanged:
-        return "unchanged, not re-run"
-    text = f"max err {generated.max_error:.2g} ({generated.samples} inputs)"
-    return text + (f", user {user[0].max_error:.2g}" if user else "")
+    checked = generated or user
+    if checked is None or checked.unchanged:
+        return "unchanged, not re-run" if checked is not None else ""
+    if generated is None and user is not None:
+        return f"user max err {user.max_error:.2g}" + _ties_text(user)
+    text = f"max err {checked.max_error:.2g} ({checked.samples} inputs)" + _ties_text(checked)
+    return text + (f", user {user.max_error:.2g}" if user else "")
+
+
+def _ties_text(check: Check) -> str:
+    return f", {check.ties} tie(s)" if check.ties else ""
+
+
+def tolerance_text(atol: float | None, rtol: float) -> str:
+    """How outputs were compared, in a few words."""
+    from brainsmith.verification.verifier import FLOAT_RTOL
+
+    if atol is not None:
+        return f"tolerance atol {atol:g} + rtol {rtol:g}"
+    return (
+        f"quantized outputs in quantizer steps, float outputs within {FLOAT_RTOL:g} of "
+        f"their largest value + rtol {rtol:g}"
+    )
 
 
 def _run_check(
@@ -156,7 +180,7 @@ def _check_saved(
     except Exception as exc:  # it cannot run: the first difference is here or before
         traceback.print_exc(file=run.build_log)
         return exc
-    return None if checks[0].ok else checks
+    return None if all(c.ok for c in checks if c.label == "generated") else checks
 
 
 def _parent_of(
@@ -209,7 +233,8 @@ def _differs(
         model,
         blamed,
         f"verification failed: outputs differ from the cleaned QONNX model by up to "
-        f"{worst.max_error:.4g} ({tolerance}) on {worst.samples} generated inputs{how}",
+        f"{worst.max_error:.4g}{_in_steps(worst)} in {worst.errors} element(s) no rounding tie "
+        f"explains ({tolerance}) on {worst.samples} generated inputs{how}",
         f"this step changed what the model computes: compare {run.records[blamed].model} "
         f"with {_previous_model(run, blamed)} and inspect the nodes this step added or "
         "changed, and the transforms and kernels of the blueprint it applies",
@@ -238,7 +263,11 @@ def _cannot_run(
 
 def _tolerance(run: BuildRun) -> str:
     options = run.plan.build
-    return f"tolerance atol {options.verify_atol:g} + rtol {options.verify_rtol:g}"
+    return tolerance_text(options.verify_atol, options.verify_rtol)
+
+
+def _in_steps(check: Check) -> str:
+    return f" ({check.max_steps:.3g} quantizer steps)" if check.max_steps is not None else ""
 
 
 def _also_failed(run: BuildRun, index: int, blamed: int) -> None:

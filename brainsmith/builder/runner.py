@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import cast
 
 from brainsmith import interrupts
-from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS, VERIFY_ATOL
+from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.errors import OPTIONS, BuildError, option
@@ -405,6 +405,8 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
 
 
 def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
+    """The verifier of this build: none with ``verify: none`` and no user vectors; only the
+    user's vectors with ``verify: none``."""
     _tolerate_float_functions(run, model)
     if run.verify == "none" and run.vectors is None:
         return None
@@ -419,15 +421,15 @@ def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
         options.verify_samples,
         seed=0,
         user=run.vectors,
-        atol=options.verify_atol if options.verify_atol is not None else VERIFY_ATOL,
+        atol=options.verify_atol,
         rtol=options.verify_rtol,
+        generated=run.verify != "none",
     )
 
 
 def _tolerate_float_functions(run: BuildRun, model: ModelWrapper) -> None:
-    """Choose the verification tolerance the blueprint left open (``verify_atol`` None):
-    ``FLOAT_FUNCTION_ATOL`` for a model with floating-point LayerNorm/Softmax, stated in a
-    note and the report, else ``VERIFY_ATOL``."""
+    """For a model with floating-point LayerNorm/Softmax and no ``verify_atol`` of the
+    blueprint's: ``FLOAT_FUNCTION_ATOL``, stated in a note and the report."""
     options = run.plan.build
     if options.verify_atol is not None:
         return
@@ -435,16 +437,16 @@ def _tolerate_float_functions(run: BuildRun, model: ModelWrapper) -> None:
     for node in model.graph.node:
         if node.op_type in FLOAT_FUNCTIONS:
             found[node.op_type] = found.get(node.op_type, 0) + 1
-    atol = FLOAT_FUNCTION_ATOL if found else VERIFY_ATOL
-    run.plan = replace(run.plan, options=replace(options, verify_atol=atol))
-    if found:
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in found.items())
-        run.notes.append(
-            f"verification tolerance atol {atol:g} (not {VERIFY_ATOL:g}): the model computes "
-            f"{kinds} in floating point before quantizers, where a result on a rounding "
-            "boundary may round the other way once a step rewrites the arithmetic around it; "
-            "set build.verify_atol to choose"
-        )
+    if not found:
+        return
+    run.plan = replace(run.plan, options=replace(options, verify_atol=FLOAT_FUNCTION_ATOL))
+    kinds = ", ".join(f"{kind} x{count}" for kind, count in found.items())
+    run.notes.append(
+        f"verification tolerance atol {FLOAT_FUNCTION_ATOL:g}: the model computes {kinds} in "
+        "floating point before quantizers, where a result on a rounding boundary may round the "
+        "other way once a step rewrites the arithmetic around it, and differences past a float "
+        "function are not yet traced to their ties; set build.verify_atol to choose"
+    )
 
 
 def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildResult:

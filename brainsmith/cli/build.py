@@ -291,24 +291,38 @@ def _print_resources(out: Console, report: BuildReport) -> None:
 
 
 def _print_verification(out: Console, steps: list[StepEntry], tolerance: Tolerance | None) -> None:
-    """How many steps were verified, and the largest error found."""
+    """How many steps were verified, the largest error found, and the rounding ties."""
     checks = [s["verification"] for s in steps if s.get("verification")]
     if not checks:
         out.print("  verified    no (verify: none)")
         return
-    worst = max(c["max_error"] for c in checks)
-    user = [c["user"]["max_error"] for c in checks if "user" in c]
+    generated = [c for c in checks if "samples" in c]
+    user = [c["user"] for c in checks if "user" in c]
     unchanged = sum(1 for c in checks if c.get("unchanged"))
     rerun = f" ({unchanged} unchanged, not re-run)" if unchanged else ""
-    text = (
-        f"  verified    {len(checks)} step(s){rerun}, max error {worst:.2g} on "
-        f"{checks[-1]['samples']} inputs"
-    )
+    if generated:
+        worst = max(c.get("max_error", 0.0) for c in generated)
+        text = (
+            f"  verified    {len(checks)} step(s){rerun}, max error {worst:.2g} on "
+            f"{generated[-1].get('samples', 0)} inputs"
+        )
+    else:
+        text = "  verified    your vectors only (verify: none)"
     if user:
-        text += f"; your vectors max error {max(user):.2g}"
-    if tolerance:
+        text += f"; your vectors max error {max(u.get('max_error', 0.0) for u in user):.2g}"
+    if tolerance and tolerance.get("atol") is not None:
         text += f" (atol {tolerance['atol']:g}, rtol {tolerance['rtol']:g})"
+    else:
+        text += "; 0 errors in quantizer steps"
     out.print(text)
+    tied = [(s["name"], s["verification"]) for s in steps if s.get("verification", {}).get("ties")]
+    for name, check in tied:
+        if not check.get("unchanged"):
+            out.print(
+                f"              {name}: {check['ties']} rounding tie(s) in "
+                f"{check.get('tie_samples', 0)} input(s), worst {check.get('worst_tie', '')}",
+                markup=False,
+            )
 
 
 def _print_finn_warnings(out: Console, warnings: list[FinnWarning]) -> None:

@@ -439,11 +439,19 @@ def _listing(folder: str) -> list[str]:
 
 
 def _check(label: str, check: Verification) -> str:
+    errors = check.get("errors")
     verdict = "ok" if check.get("ok") else "MISMATCH (beyond tolerance)"
-    return (
+    text = (
         f"{label}: {verdict}, max error {check.get('max_error', 0):.3g} on "
         f"{check.get('samples', 0)} input(s)"
     )
+    if errors:
+        text += f", {errors} error(s)"
+    if check.get("max_steps") is not None:
+        text += f" ({check['max_steps']:.3g} steps)"
+    if check.get("ties"):
+        text += f", {check['ties']} rounding tie(s), worst {check.get('worst_tie', '')}"
+    return text
 
 
 def _steps(steps: list[StepEntry]) -> str:
@@ -451,7 +459,7 @@ def _steps(steps: list[StepEntry]) -> str:
     rows = []
     for index, step in enumerate(steps, 1):
         check = step.get("verification")
-        parts = [_check("generated inputs", check)] if check else []
+        parts = [_check("generated inputs", check)] if check and "samples" in check else []
         if check and "user" in check:
             parts.append(_check("your vectors", check["user"]))
         if step.get("reason"):

@@ -42,11 +42,17 @@ class RtlsimVerdict(TypedDict):
 
 class Verification(TypedDict):
     """A step's ``verification`` (``verify.Check.as_dict`` with the check's time); its
-    ``user`` entry, the comparison with the user's vectors, has only the first four keys."""
+    ``user`` entry is the comparison with the user's vectors. With ``verify: none`` only the
+    user's vectors are checked: then ``user`` and ``seconds`` are all there is."""
 
-    samples: int
-    max_error: float
-    ok: bool
+    samples: NotRequired[int]
+    max_error: NotRequired[float]
+    ok: NotRequired[bool]
+    max_steps: NotRequired[float]  # the largest difference of a quantized output, in steps
+    errors: NotRequired[int]  # differing output elements no rounding tie explains
+    ties: NotRequired[int]  # quantizer elements on a rounding boundary rounded the other way
+    tie_samples: NotRequired[int]  # samples whose differences ties explain
+    worst_tie: NotRequired[str]  # the tie behind the largest difference
     unchanged: NotRequired[bool]  # the model computes what the last checked one computed
     seconds: NotRequired[float]
     user: NotRequired[Verification]

@@ -12,6 +12,13 @@ each onnxruntime session made once; a partitioned one runs one sample at a time 
 FINN's executor. Tensors are compared (and inputs fed) in each model's own shape when only
 the rank differs (a 1D network made 2D).
 
+Differences are counted in quantizer steps (``brainsmith.verification.steps``): an output
+made by a quantizer (or a constant scale of one) is compared in that quantizer's step, a
+float output within ``FLOAT_RTOL`` of its largest reference value; a sample whose outputs
+differ is explained, if it can be, by reference quantizer elements that lie on a rounding
+boundary (ties) rounded the other way. A check fails on any difference no tie explains (an
+error); ties are counted. A blueprint's ``verify_atol`` replaces the derived tolerances.
+
 A model that computes exactly what the last checked one computed (``computation_key``: the
 same nodes, attributes, weights and datatypes, whatever the names) is not run again: its
 outcome stands, reported as unchanged (``specialize`` of HLS layers, ``estimates``,
@@ -25,8 +32,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from brainsmith.blueprint.options import VERIFY_ATOL, VERIFY_RTOL
+from brainsmith.blueprint.options import VERIFY_RTOL
 from brainsmith.frameworks.finn.execution import graph_inputs, in_parent, runnable_copy
+from brainsmith.verification.steps import Reference, Tie, explain, output_steps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,6 +45,10 @@ if TYPE_CHECKING:
 
     from brainsmith.report.schema import Verification
 
+# A float output's tolerance: this fraction of its largest reference value (over the samples)
+FLOAT_RTOL = 1e-4
+# A quantized output's tolerance: this fraction of its step (float noise, never a step)
+STEP_NOISE = 1e-3
 
 Sample = tuple[np.ndarray, ...]  # one array per graph input
 if TYPE_CHECKING:
@@ -81,16 +93,31 @@ NOT_COMPUTED = frozenset(
 @dataclass(frozen=True)
 class Check:
     """The outcome of one comparison; ``unchanged``: the model computes exactly what the
-    last one checked computed, so that outcome stands without running it again."""
+    last one checked computed, so that outcome stands without running it again.
+    ``max_steps``: the largest difference of a quantized output in its quantizer's steps
+    (None without one); ``errors``: differing output elements no rounding tie explains;
+    ``ties``: reference quantizer elements on a rounding boundary that this model rounds the
+    other way (in ``tie_samples`` samples), ``worst_tie`` naming the one behind the largest
+    difference."""
 
     label: str
     samples: int
     max_error: float
     ok: bool
     unchanged: bool = False
+    max_steps: float | None = None
+    errors: int = 0
+    ties: int = 0
+    tie_samples: int = 0
+    worst_tie: str = ""
 
     def as_dict(self) -> Verification:
         result: Verification = {"samples": self.samples, "max_error": self.max_error, "ok": self.ok}
+        if self.max_steps is not None:
+            result["max_steps"] = self.max_steps
+        result["errors"], result["ties"] = self.errors, self.ties
+        if self.ties:
+            result["tie_samples"], result["worst_tie"] = self.tie_samples, self.worst_tie
         return {**result, "unchanged": True} if self.unchanged else result
 
 
@@ -235,24 +262,87 @@ def compare(
     label: str,
     actual: list[Outputs],
     expected: list[Outputs],
-    atol: float = VERIFY_ATOL,
+    atol: float | None = None,
     rtol: float = VERIFY_RTOL,
+    steps: list[float | None] | None = None,
+    explainer: Callable[[int, Outputs, Callable[[Outputs], float]], list[Tie] | None] | None = None,
+    describe: Callable[[Tie], str] | None = None,
 ) -> Check:
-    """Max absolute difference, and whether every output is within ``atol + rtol * |want|``."""
-    worst, ok = 0.0, True
-    for got_outputs, want_outputs in zip(actual, expected, strict=True):
-        for got, want in zip(got_outputs, want_outputs, strict=True):
+    """Compare outputs sample by sample: an element differs beyond ``atol + rtol * |want|``,
+    ``atol`` (when not given) being ``STEP_NOISE`` of the output's quantizer step (``steps``)
+    or ``FLOAT_RTOL`` of its largest expected value; a sample that differs is a tie when
+    ``explainer`` finds reference ties reproducing its outputs, else each differing element
+    is an error (once one sample has an error, later samples are not explained: each of
+    their differing elements counts as an error)."""
+    if not expected:
+        return Check(label, 0, 0.0, True)
+    count = len(expected[0])
+    steps = steps if steps is not None and len(steps) == count else [None] * count
+    largest = [max(float(np.max(np.abs(s[o]))) if s[o].size else 0.0 for s in expected)
+               for o in range(count)]  # fmt: skip
+    units = [step or largest[o] or 1.0 for o, step in enumerate(steps)]
+    tolerances = [
+        atol if atol is not None else (STEP_NOISE * step if step else FLOAT_RTOL * largest[o])
+        for o, step in enumerate(steps)
+    ]
+    worst, worst_steps, errors, ties, tie_samples = 0.0, None, 0, 0, 0
+    worst_tie, worst_tie_size = "", -1.0
+    for sample, (got_outputs, want_outputs) in enumerate(zip(actual, expected, strict=True)):
+        differing, size = 0, 0.0
+        shaped = []
+        for o, (got, want) in enumerate(zip(got_outputs, want_outputs, strict=True)):
             if got.size != want.size:
-                return Check(label, len(actual), float("inf"), False)
+                return Check(label, len(actual), float("inf"), False, errors=max(1, want.size))
             got, want = got.reshape(want.shape).astype(np.float64), want.astype(np.float64)
+            shaped.append(got)
             diff = np.nan_to_num(np.abs(got - want), nan=np.inf)  # a NaN is no match
-            worst = max(worst, float(np.max(diff)) if got.size else 0.0)
-            ok = ok and bool(np.allclose(got, want, atol=atol, rtol=rtol))
-    return Check(label, len(actual), worst, ok)
+            top = float(np.max(diff)) if got.size else 0.0
+            worst, size = max(worst, top), max(size, top / units[o])
+            step = steps[o]
+            if step:
+                worst_steps = max(worst_steps or 0.0, top / step)
+            differing += int(np.count_nonzero(diff > tolerances[o] + rtol * np.abs(want)))
+        if not differing:
+            continue
+
+        def distance(outputs: Outputs, shaped: list[np.ndarray] = shaped) -> float:
+            total = 0.0
+            for o, (got, ref) in enumerate(zip(shaped, outputs, strict=True)):
+                ref = np.asarray(ref, dtype=np.float64).reshape(got.shape)
+                beyond = np.abs(got - ref) - tolerances[o] - rtol * np.abs(ref)
+                total += float(np.sum(np.maximum(beyond, 0.0))) / units[o]
+            return total
+
+        found = None
+        if explainer is not None and not errors:  # after one error the check has failed
+            found = explainer(sample, got_outputs, distance)
+        if found is None:
+            errors += differing
+            continue
+        ties, tie_samples = ties + len(found), tie_samples + 1
+        if size > worst_tie_size and describe is not None:
+            worst_tie_size = size
+            worst_tie = f"sample {sample}: {describe(found[0])}" + (
+                f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            )
+    return Check(
+        label,
+        len(actual),
+        worst,
+        errors == 0,
+        False,
+        worst_steps,
+        errors,
+        ties,
+        tie_samples,
+        worst_tie,
+    )
 
 
 class Verifier:
-    """Compares any stage of the build with the cleaned QONNX reference."""
+    """Compares any stage of the build with the cleaned QONNX reference. ``generated``:
+    check the seeded generated inputs (False with ``verify: none``, where only the user's
+    vectors are checked)."""
 
     def __init__(
         self,
@@ -260,23 +350,42 @@ class Verifier:
         samples: int,
         seed: int = 0,
         user: Vectors | None = None,
-        atol: float = VERIFY_ATOL,
+        atol: float | None = None,
         rtol: float = VERIFY_RTOL,
+        generated: bool = True,
     ) -> None:
         from brainsmith.frameworks.finn.execution import fix_python_execution
 
         fix_python_execution()
-        self.samples = generate_inputs(reference, samples, seed)
-        self.expected = run(reference, self.samples)
-        self.user = user  # (samples, expected outputs) from brainsmith.builder.intake, or None
+        self.reference = reference
         self.atol, self.rtol = atol, rtol
+        self.steps = output_steps(reference)
+        self._tracer = _tracer(reference)
+        self.samples = generate_inputs(reference, samples, seed) if generated else []
+        self.generated = generated
+        self.expected, self._feeds = self._reference_run(self.samples)
+        self.user = user  # (samples, expected outputs) from brainsmith.builder.intake, or None
+        self._user_ties: tuple[list[Context], list[list[Tie]]] | None = None
         self._last: tuple[str, list[Check]] | None = None  # the last model run, by its key
+
+    def _reference_run(self, samples: list[Sample]) -> tuple[list[Outputs], list[Context]]:
+        """The reference's outputs on ``samples`` (its ties recorded when it can be traced)."""
+        if not samples:
+            return [], []
+        if self._tracer is None:
+            return run(self.reference, samples), []
+        feeds = _feeds(self.reference, samples)
+        contexts = [{**self.reference.make_empty_exec_context(), **feed} for feed in feeds]
+        self._tracer.execute(contexts)
+        outputs = [[np.asarray(c[o]) for o in self._tracer.outputs] for c in contexts]
+        return outputs, feeds
 
     def check(
         self, model: ModelWrapper, parent: ModelWrapper | None = None, workdir: str = ""
     ) -> list[Check]:
         """Compare ``model`` (in ``parent`` after the partition) with the reference; a model
-        that computes what the last one checked computed is not run again."""
+        that computes what the last one checked computed is not run again. The generated
+        inputs' check first (if any), then the user's."""
         mapped = runnable_copy(model)
         key = computation_key(mapped, parent, mapped=True)
         if self._last is not None and self._last[0] == key:
@@ -286,12 +395,106 @@ class Verifier:
         return checks
 
     def _run_checks(self, runnable: ModelWrapper) -> list[Check]:
-        tolerance = {"atol": self.atol, "rtol": self.rtol}
-        checks = [compare("generated", run(runnable, self.samples), self.expected, **tolerance)]
+        checks = []
+        if self.generated:
+            tracer, ties = self._tracer, list(self._tracer.ties) if self._tracer else []
+            explainer = _explainer(tracer, self._feeds, ties)
+            got = run(runnable, self.samples)
+            checks.append(
+                compare(
+                    "generated",
+                    got,
+                    self.expected,
+                    self.atol,
+                    self.rtol,
+                    self.steps,
+                    explainer=explainer,
+                    describe=self.describe,
+                )
+            )
         if self.user is not None:
             user_samples, user_expected = self.user
-            checks.append(compare("user", run(runnable, user_samples), user_expected, **tolerance))
+            got = run(runnable, user_samples)
+            checks.append(
+                compare(
+                    "user",
+                    got,
+                    user_expected,
+                    self.atol,
+                    self.rtol,
+                    self.steps,
+                    explainer=self._user_explainer(),
+                    describe=self.describe,
+                )
+            )
         return checks
+
+    def _user_explainer(
+        self,
+    ) -> Callable[[int, Outputs, Callable[[Outputs], float]], list[Tie] | None] | None:
+        """Explains the user's samples by the reference's ties on them (traced on first use;
+        the generated inputs' ties are kept)."""
+        if self._tracer is None or self.user is None:
+            return None
+        tracer = self._tracer
+
+        def explainer(
+            sample: int, outputs: Outputs, distance: Callable[[Outputs], float]
+        ) -> list[Tie] | None:
+            if self._user_ties is None:
+                kept = tracer.ties
+                _, feeds = self._reference_run(self.user[0] if self.user else [])
+                self._user_ties, tracer.ties = (feeds, tracer.ties), kept
+            feeds, ties = self._user_ties
+            inner = _explainer(tracer, feeds, ties)
+            return inner(sample, outputs, distance) if inner is not None else None
+
+        return explainer
+
+    def describe(self, tie: Tie) -> str:
+        """A tie in a line: the quantizer, the element, its pre-rounding value, the rules."""
+        node = self.reference.graph.node[tie.node]
+        return (
+            f"{node.name or node.op_type} ({node.op_type}) element {tie.element}: "
+            f"x/scale = {tie.pre:.8g}, {tie.rule}"
+        )
+
+
+def _tracer(reference: ModelWrapper) -> Reference | None:
+    """The reference's node-by-node runner with its quantizers traced, or None when it
+    cannot run that way (not a flat graph)."""
+    from qonnx.util.basic import get_sanitize_quant_tensors
+
+    if not _flat(reference) or not reference.check_all_tensor_shapes_specified():
+        return None
+    runners = [_node_runner(reference, node) for node in reference.graph.node]
+    return Reference(reference, runners, get_sanitize_quant_tensors() != 0)
+
+
+def _feeds(model: ModelWrapper, samples: list[Sample]) -> list[Context]:
+    names = [i.name for i in graph_inputs(model)]
+    shapes = [_shape(model, name) for name in names]
+    return [
+        {
+            name: a.reshape(shape) if a.size == int(np.prod(shape)) else a
+            for name, a, shape in zip(names, sample, shapes, strict=True)
+        }
+        for sample in samples
+    ]
+
+
+def _explainer(
+    tracer: Reference | None, feeds: list[Context], ties: list[list[Tie]]
+) -> Callable[[int, Outputs, Callable[[Outputs], float]], list[Tie] | None] | None:
+    if tracer is None or not feeds:
+        return None
+
+    def explainer(
+        sample: int, outputs: Outputs, distance: Callable[[Outputs], float]
+    ) -> list[Tie] | None:
+        return explain(tracer, feeds[sample], ties[sample], distance)
+
+    return explainer
 
 
 def computation_key(

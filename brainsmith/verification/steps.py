@@ -1,0 +1,287 @@
+"""Differences counted in quantizer steps, and rounding ties told apart from errors.
+
+A quantized tensor can only take whole steps of its quantizer, and a rewrite of the
+arithmetic before a quantizer may legitimately change its output only where the reference's
+pre-rounding value lies on a rounding boundary: QONNX's ``Quant`` rounds half to even where
+FINN's thresholds round half up, a bipolar sign at exactly 0 goes either way once its
+threshold is computed in other arithmetic, and float noise of a few ulps moves a value that
+lies within ``TIE_EPSILON`` of a boundary across it.
+
+``Reference`` runs the cleaned QONNX model node by node and records, per sample, every
+quantizer element whose pre-rounding value lies within ``TIE_EPSILON`` of a boundary (a
+*tie*). When a model's outputs differ from the reference's on a sample, ``explain`` looks for
+ties which, rounded the other way in the reference, reproduce that model's outputs: first all
+of them by the rule FINN's thresholds use (half up; ``x >= threshold``), then one at a time
+(greedily, in node order). Differences so explained are ties; any other is an *error*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import onnx
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    Context = dict[str, np.ndarray]
+
+# A pre-rounding value within this many steps (times max(1, |value|), float32 resolution
+# grows with the value) of a rounding boundary is a tie.
+TIE_EPSILON = 1e-4
+# Ties tried one at a time per differing sample at most (the cost of explaining a sample).
+MAX_TRIES = 500
+QUANTIZERS = ("Quant", "IntQuant", "BipolarQuant")
+HALF_BOUNDARY = ("ROUND", "HALF_EVEN")  # rounding modes whose boundaries lie at k + 0.5
+PASS_THROUGH = ("Reshape", "Flatten", "Transpose", "Identity", "Squeeze", "Unsqueeze")
+
+
+@dataclass(frozen=True)
+class Tie:
+    """One quantizer element of the reference lying on a rounding boundary."""
+
+    node: int  # index of the quantizer node in the reference graph
+    element: int  # flat index into its output
+    pre: float  # the pre-rounding value, in steps (x / scale + zero point)
+    rule: str  # how the two sides may round it
+
+
+def _rounding(node: onnx.NodeProto) -> str:
+    for attribute in node.attribute:
+        if attribute.name == "rounding_mode":
+            return str(attribute.s.decode()).upper()
+    return "ROUND"
+
+
+def _attribute(node: onnx.NodeProto, name: str, default: int) -> int:
+    return next((int(a.i) for a in node.attribute if a.name == name), default)
+
+
+def quantize(
+    node: onnx.NodeProto, context: Context, flip: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(output, pre-rounding value in steps, tie mask) of quantizer ``node`` on ``context``;
+    ``flip``: flat indices of tie elements rounded the other way in the output."""
+    x = np.asarray(context[node.input[0]], dtype=np.float32)
+    scale = np.asarray(context[node.input[1]], dtype=np.float32)
+    if node.op_type == "BipolarQuant":
+        pre = np.broadcast_to(x / scale, x.shape)
+        ties = np.abs(pre) <= TIE_EPSILON
+        sign = np.where(x >= 0.0, 1.0, -1.0).astype(np.float32)
+        if flip is not None and flip.size:
+            flat = sign.reshape(-1)
+            chosen = flip[ties.reshape(-1)[flip]]
+            flat[chosen] = -flat[chosen]
+        return np.asarray(sign * scale, dtype=np.float32), pre, ties
+    from qonnx.custom_op.general.intquant import max_int, min_int, resolve_rounding_mode
+
+    zero = np.asarray(context[node.input[2]], dtype=np.float32)
+    bits = int(np.asarray(context[node.input[3]]).item())
+    signed, narrow = _attribute(node, "signed", 1), _attribute(node, "narrow", 0)
+    mode = _rounding(node)
+    pre = np.broadcast_to(x / scale + zero, np.broadcast_shapes(x.shape, scale.shape, zero.shape))
+    low, high = min_int(signed, narrow, bits), max_int(signed, narrow, bits)
+    clipped = np.clip(pre, low, high)
+    rounded = resolve_rounding_mode(mode)(clipped)
+    boundary = np.floor(pre) + 0.5 if mode in HALF_BOUNDARY else np.round(pre)
+    near = np.abs(pre - boundary) <= TIE_EPSILON * np.maximum(1.0, np.abs(pre))
+    other = np.where(rounded > boundary, np.floor(boundary), np.ceil(boundary))
+    if mode not in HALF_BOUNDARY:  # a whole-number boundary: the two sides are k - 1 and k
+        other = np.where(rounded >= boundary, boundary - 1, boundary)
+    other = np.clip(other, low, high)
+    ties = near & (other != rounded)
+    if flip is not None and flip.size:
+        flat = rounded.reshape(-1).copy()
+        chosen = flip[ties.reshape(-1)[flip]]
+        flat[chosen] = other.reshape(-1)[chosen]
+        rounded = flat.reshape(rounded.shape)
+    out = ((rounded - zero) * scale).astype(np.float32)
+    return out, pre, ties
+
+
+def rule(node: onnx.NodeProto, pre: float, rounded_up_in_reference: bool) -> str:
+    """Which rounding rules a tie at ``pre`` (in steps) sets against each other."""
+    if node.op_type == "BipolarQuant":
+        return "sign at 0" if pre == 0.0 else "sign near 0 (float noise)"
+    mode = _rounding(node)
+    if mode in HALF_BOUNDARY:
+        if float(pre) % 1.0 == 0.5:
+            return "half-even vs half-" + ("down" if rounded_up_in_reference else "up")
+        return "within float noise of a half step"
+    return f"{mode.lower()} (truncation) at a whole step"
+
+
+def output_steps(model: ModelWrapper) -> list[float | None]:
+    """Per graph output, the step of the quantizer that makes it, scaled by any constant
+    scalar ``Mul``/``Div`` after it; None for a float output (or a per-channel scale)."""
+    steps: list[float | None] = []
+    for output in model.graph.output:
+        factor, name, step = 1.0, output.name, None
+        while True:
+            node = model.find_producer(name)
+            if node is None:
+                break
+            if node.op_type in PASS_THROUGH:
+                name = node.input[0]
+                continue
+            if node.op_type in ("Mul", "Div"):
+                constant = model.get_initializer(node.input[1])
+                if constant is None or np.size(constant) != 1:
+                    break
+                value = float(np.asarray(constant).item())
+                factor *= value if node.op_type == "Mul" else 1.0 / value
+                name = node.input[0]
+                continue
+            if node.op_type in QUANTIZERS:
+                scale = model.get_initializer(node.input[1])
+                if scale is not None and np.size(scale) == 1:
+                    unit = 2.0 if node.op_type == "BipolarQuant" else 1.0
+                    step = abs(factor * unit * float(np.asarray(scale).item()))
+            break
+        steps.append(step)
+    return steps
+
+
+class Reference:
+    """The cleaned QONNX model, run node by node with its quantizers' ties recorded."""
+
+    def __init__(
+        self, model: ModelWrapper, runners: list[Callable[[Context], None]], sanitize: bool
+    ) -> None:
+        self.model, self.runners, self.sanitize = model, runners, sanitize
+        self.nodes = list(model.graph.node)
+        self.outputs = [o.name for o in model.graph.output]
+        self.ties: list[list[Tie]] = []  # per sample, in node order
+
+    def execute(
+        self, contexts: list[Context], flips: list[dict[int, np.ndarray]] | None = None
+    ) -> list[list[Tie]]:
+        """Run every node on every context; round the tie elements of ``flips`` (per sample:
+        node index -> flat indices) the other way. The ties found, per sample (kept as
+        ``ties`` when nothing was flipped)."""
+        from brainsmith.frameworks.finn.execution import sanitize_quant_values
+
+        found: list[list[Tie]] = [[] for _ in contexts]
+        for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
+            for sample, context in enumerate(contexts):
+                if self.sanitize:
+                    sanitize_quant_values(self.model, node.input, context)
+                if node.op_type in QUANTIZERS:
+                    flip = None if flips is None else flips[sample].get(index)
+                    out, pre, ties = quantize(node, context, flip)
+                    context[node.output[0]] = out
+                    found[sample] += self._record(index, node, out, pre, ties)
+                else:
+                    execute(context)
+                if self.sanitize:
+                    sanitize_quant_values(self.model, node.output, context)
+        if flips is None:
+            self.ties = found
+        return found
+
+    def _record(
+        self,
+        index: int,
+        node: onnx.NodeProto,
+        out: np.ndarray,
+        pre: np.ndarray,
+        ties: np.ndarray,
+    ) -> list[Tie]:
+        if not ties.any():
+            return []
+        found = []
+        flat_pre, flat_out = pre.reshape(-1), out.reshape(-1)
+        for element in np.flatnonzero(ties.reshape(-1)):
+            value = float(flat_pre[element])
+            up = bool(flat_out[element] > 0) if node.op_type == "BipolarQuant" else None
+            rounded_up = up if up is not None else _rounded_up(node, value)
+            found.append(Tie(index, int(element), value, rule(node, value, rounded_up)))
+        return found
+
+    def run_sample(
+        self, feed: Context, flips: dict[int, np.ndarray]
+    ) -> tuple[list[np.ndarray], list[Tie]]:
+        """Outputs of one sample with the given tie elements rounded the other way (where
+        they still are ties), and the ties of this run."""
+        context = {**self.model.make_empty_exec_context(), **feed}
+        ties = self.execute([context], [flips])[0]
+        return [np.asarray(context[o]) for o in self.outputs], ties
+
+
+def _rounded_up(node: onnx.NodeProto, pre: float) -> bool:
+    mode = _rounding(node)
+    if mode in HALF_BOUNDARY:
+        return bool(np.round(pre) > pre)
+    return mode in ("CEIL", "UP")
+
+
+def grouped(ties: list[Tie]) -> dict[int, np.ndarray]:
+    """Node index -> flat indices of ``ties``."""
+    groups: dict[int, list[int]] = {}
+    for tie in ties:
+        groups.setdefault(tie.node, []).append(tie.element)
+    return {node: np.asarray(elements, dtype=np.int64) for node, elements in groups.items()}
+
+
+def explain(
+    reference: Reference,
+    feed: Context,
+    ties: list[Tie],
+    distance: Callable[[list[np.ndarray]], float],
+) -> list[Tie] | None:
+    """The ties which, rounded the other way in the reference, reproduce the outputs
+    ``distance`` measures against (0: the same within tolerance); None if none found.
+
+    First the rule FINN's thresholds use (every half-even tie rounded up, every sign at 0
+    negative), then every tie flipped; then a search in node order: at the first quantizer
+    with ties still open, each subset of its ties (each single one and all of them where
+    there are more than ``SUBSET_LIMIT``) flipped, the ties of later quantizers found anew
+    in each run (flipping one tie may put others on a boundary), at most ``MAX_TRIES`` runs.
+    """
+    if not ties or distance(reference.run_sample(feed, {})[0]) == 0.0:
+        return None  # no ties, or the difference is the reference's own (user vectors)
+    half_up = [t for t in ties if t.rule in ("half-even vs half-up", "sign at 0")]
+    for start in [half_up, ties] if half_up and len(half_up) < len(ties) else [ties]:
+        if distance(reference.run_sample(feed, grouped(start))[0]) == 0.0:
+            return start
+    tries = [0]
+
+    def search(chosen: dict[tuple[int, int], Tie], after: int) -> list[Tie] | None:
+        if tries[0] >= MAX_TRIES:
+            return None
+        tries[0] += 1
+        outputs, found = reference.run_sample(feed, grouped(list(chosen.values())))
+        if distance(outputs) == 0.0:
+            return [
+                t
+                for t in chosen.values()
+                if any(t.node == f.node and t.element == f.element for f in found)
+            ]
+        open_ties = [t for t in found if t.node > after]
+        if not open_ties:
+            return None
+        node = min(t.node for t in open_ties)
+        group = [t for t in open_ties if t.node == node]
+        for subset in _subsets(group):
+            result = search({**chosen, **{(t.node, t.element): t for t in subset}}, node)
+            if result is not None:
+                return result
+        return None
+
+    return search({}, -1)
+
+
+SUBSET_LIMIT = 8
+
+
+def _subsets(group: list[Tie]) -> list[list[Tie]]:
+    """The subsets of ``group`` to try, smallest first (only none, each one and all of them
+    beyond ``SUBSET_LIMIT`` ties)."""
+    if len(group) > SUBSET_LIMIT:
+        return [[], *([t] for t in group), group]
+    return [list(c) for size in range(len(group) + 1) for c in combinations(group, size)]
