@@ -363,22 +363,36 @@ class Verifier:
         self._tracer = _tracer(reference)
         self.samples = generate_inputs(reference, samples, seed) if generated else []
         self.generated = generated
-        self.expected, self._feeds = self._reference_run(self.samples)
+        self.expected = run(self.reference, self.samples) if self.samples else []
         self.user = user  # (samples, expected outputs) from brainsmith.builder.intake, or None
-        self._user_ties: tuple[list[Context], list[list[Tie]]] | None = None
+        # per sample set ("generated", "user"): the reference's feeds and ties, traced node by
+        # node only once a sample of the set differs (a build without differences never does)
+        self._traces: dict[str, tuple[list[Context], list[list[Tie]]]] = {}
         self._last: tuple[str, list[Check]] | None = None  # the last model run, by its key
 
-    def _reference_run(self, samples: list[Sample]) -> tuple[list[Outputs], list[Context]]:
-        """The reference's outputs on ``samples`` (its ties recorded when it can be traced)."""
-        if not samples:
-            return [], []
-        if self._tracer is None:
-            return run(self.reference, samples), []
-        feeds = _feeds(self.reference, samples)
-        contexts = [{**self.reference.make_empty_exec_context(), **feed} for feed in feeds]
-        self._tracer.execute(contexts)
-        outputs = [[np.asarray(c[o]) for o in self._tracer.outputs] for c in contexts]
-        return outputs, feeds
+    def _trace(self, name: str, samples: list[Sample]) -> tuple[list[Context], list[list[Tie]]]:
+        """The reference's feeds and ties on ``samples`` (traced once per set)."""
+        if name not in self._traces and self._tracer is not None:
+            feeds = _feeds(self.reference, samples)
+            contexts = [{**self.reference.make_empty_exec_context(), **feed} for feed in feeds]
+            self._traces[name] = feeds, self._tracer.execute(contexts)
+        return self._traces.get(name, ([], []))
+
+    def _explainer(
+        self, name: str, samples: list[Sample]
+    ) -> Callable[[int, Outputs, Callable[[Outputs], float]], list[Tie] | None] | None:
+        """Explains a differing sample of ``samples`` by the reference's ties on it."""
+        tracer = self._tracer
+        if tracer is None or not samples:
+            return None
+
+        def explainer(
+            sample: int, outputs: Outputs, distance: Callable[[Outputs], float]
+        ) -> list[Tie] | None:
+            feeds, ties = self._trace(name, samples)
+            return explain(tracer, feeds[sample], ties[sample], distance)
+
+        return explainer
 
     def check(
         self, model: ModelWrapper, parent: ModelWrapper | None = None, workdir: str = ""
@@ -397,8 +411,6 @@ class Verifier:
     def _run_checks(self, runnable: ModelWrapper) -> list[Check]:
         checks = []
         if self.generated:
-            tracer, ties = self._tracer, list(self._tracer.ties) if self._tracer else []
-            explainer = _explainer(tracer, self._feeds, ties)
             got = run(runnable, self.samples)
             checks.append(
                 compare(
@@ -408,7 +420,7 @@ class Verifier:
                     self.atol,
                     self.rtol,
                     self.steps,
-                    explainer=explainer,
+                    explainer=self._explainer("generated", self.samples),
                     describe=self.describe,
                 )
             )
@@ -423,33 +435,11 @@ class Verifier:
                     self.atol,
                     self.rtol,
                     self.steps,
-                    explainer=self._user_explainer(),
+                    explainer=self._explainer("user", user_samples),
                     describe=self.describe,
                 )
             )
         return checks
-
-    def _user_explainer(
-        self,
-    ) -> Callable[[int, Outputs, Callable[[Outputs], float]], list[Tie] | None] | None:
-        """Explains the user's samples by the reference's ties on them (traced on first use;
-        the generated inputs' ties are kept)."""
-        if self._tracer is None or self.user is None:
-            return None
-        tracer = self._tracer
-
-        def explainer(
-            sample: int, outputs: Outputs, distance: Callable[[Outputs], float]
-        ) -> list[Tie] | None:
-            if self._user_ties is None:
-                kept = tracer.ties
-                _, feeds = self._reference_run(self.user[0] if self.user else [])
-                self._user_ties, tracer.ties = (feeds, tracer.ties), kept
-            feeds, ties = self._user_ties
-            inner = _explainer(tracer, feeds, ties)
-            return inner(sample, outputs, distance) if inner is not None else None
-
-        return explainer
 
     def describe(self, tie: Tie) -> str:
         """A tie in a line: the quantizer, the element, its pre-rounding value, the rules."""
@@ -481,20 +471,6 @@ def _feeds(model: ModelWrapper, samples: list[Sample]) -> list[Context]:
         }
         for sample in samples
     ]
-
-
-def _explainer(
-    tracer: Reference | None, feeds: list[Context], ties: list[list[Tie]]
-) -> Callable[[int, Outputs, Callable[[Outputs], float]], list[Tie] | None] | None:
-    if tracer is None or not feeds:
-        return None
-
-    def explainer(
-        sample: int, outputs: Outputs, distance: Callable[[Outputs], float]
-    ) -> list[Tie] | None:
-        return explain(tracer, feeds[sample], ties[sample], distance)
-
-    return explainer
 
 
 def computation_key(
