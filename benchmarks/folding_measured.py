@@ -13,7 +13,8 @@ the seconds (build, its synthesis). Each build has its own empty synthesis cache
     .venv/bin/python -m benchmarks.folding_measured [--fps 100000] [--model zoo/resnet8 ...]
 
 Writes benchmarks/results/folding_measured.json (with machine info and the load average
-before and after each build); ``benchmarks.run`` puts the table in RESULTS.md.
+before and after each build), keeping the rows of models not named; ``benchmarks.run`` puts
+the table in RESULTS.md.
 """
 
 from __future__ import annotations
@@ -93,9 +94,11 @@ def main() -> int:
     from benchmarks.machine import machine_info
 
     out = HERE / "results" / "folding_measured.json"
-    rows: list[dict] = []
+    models = args.model or MODELS
+    kept = json.loads(out.read_text())["rows"] if out.exists() else []
+    rows: list[dict] = [r for r in kept if r["model"] not in models]  # other models' runs stay
     with tempfile.TemporaryDirectory(prefix="brainsmith-folding-measured-") as tmp:
-        for name in args.model or MODELS:
+        for name in models:
             finn = built(name, Path(tmp), "finn (SetFolding, default limits)", args.fps, "finn")
             rows.append(finn)
             print(json.dumps(finn), flush=True)
