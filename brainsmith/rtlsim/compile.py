@@ -33,7 +33,7 @@ from brainsmith.rtlsim.screen import PreprocessError, screen
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
 from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain, ToolchainError
 
-FORMAT = "2"  # bump when the testbench protocol or what may be compiled changes
+FORMAT = "3"  # bump when the testbench protocol or what may be compiled changes
 CXX_FLAGS = "-std=c++20 -O1"
 RUNTIME_OBJECTS = ("verilated.o", "verilated_threads.o")
 COMPILE_TIMEOUT = 900.0
@@ -67,6 +67,7 @@ def testbench_header(design: LayerDesign) -> str:
         f"#define TB_OUTPUTS(X) {outs}\n"
         f"#define TB_CLK2X_MODE {('none', 'same', 'double').index(design.clk2x)}\n"
         f"#define TB_PROBES(X) {' '.join(f'X({p})' for p in design.probes)}\n"
+        f"#define TB_DEPTHS(X) {' '.join(f'X({d})' for d in design.depths)}\n"
     )
 
 

@@ -101,6 +101,12 @@ class DesignResult:
         }
 
 
+# Layers that only move data (FIFOs, width converters): in a design simulated whole they are
+# checked within it, and simulated alone only when the whole does not match.
+PLUMBING = ("StreamingFIFO", "StreamingDataWidthConverter")
+STITCHED_ONLY = "checked within the stitched design, which matches"
+
+
 def simulate_design(
     model,
     samples,
@@ -114,7 +120,9 @@ def simulate_design(
     """Simulate each hardware layer of ``model`` (or those named in ``only``) on ``samples``
     (inputs of ``parent`` if given, else of ``model``); per-layer files go to
     ``workdir/<layer>/``; ``note`` hears what is being done. With ``stitch`` (FPGA part,
-    clock in ns) the whole partition is simulated too (``brainsmith.rtlsim.partition``).
+    clock in ns) the whole partition is simulated too (``brainsmith.rtlsim.partition``),
+    its FIFOs of the depths the model gives them (FINN's where it has none yet), and its
+    ``PLUMBING`` layers alone only if the whole does not match.
 
     Raises ``ToolchainError`` when Verilator cannot be used at all.
     """
@@ -126,17 +134,28 @@ def simulate_design(
     result = DesignResult(toolchain.label)
     layers = [n for n in model.graph.node if is_hardware(n)]
     layers = [n for n in layers if only is None or n.name in only]
-    for number, node in enumerate(layers, 1):
+    deferred = [n for n in layers if stitch is not None and n.op_type.startswith(PLUMBING)]
+    alone = [n for n in layers if n not in deferred]
+    for number, node in enumerate(alone, 1):
         if note is not None:
-            note(f"RTL simulation {number}/{len(layers)}: {node.name}")
+            note(f"RTL simulation {number}/{len(alone)}: {node.name}")
         result.layers.append(_simulate_layer(model, node, contexts, toolchain, workdir))
-    if stitch is not None and result.ok and result.layers:
+    if stitch is not None and result.ok and layers:
         from brainsmith.rtlsim.partition import simulate_partition
 
         if note is not None:
             note("RTL simulation of the stitched partition")
         folder = os.path.join(workdir, "stitched")
-        result.stitched = simulate_partition(model, contexts, folder, *stitch)
+        result.stitched = simulate_partition(model, contexts, folder, *stitch, bounded=True)
+    for node in deferred:  # checked within the stitched design, or else alone
+        if (result.stitched or {}).get("status") == MATCH:
+            frames = len(contexts)
+            layer = LayerResult(node.name, node.op_type, MATCH, STITCHED_ONLY, frames)
+        else:
+            layer = _simulate_layer(model, node, contexts, toolchain, workdir)
+        result.layers.append(layer)
+    order = {node.name: index for index, node in enumerate(layers)}
+    result.layers.sort(key=lambda layer: order[layer.name])
     result.seconds = time.perf_counter() - began
     return result
 

@@ -4,16 +4,15 @@ FIFO occupancy that sizes its FIFOs — without Vivado.
 
 A copy of the final design gets FINN's ``InsertDWC`` and ``InsertFIFO`` (RTL backends); only
 the new width converters and FIFOs get code, in the simulation's own folder — the build's
-generated files are used as they are. The FIFOs are FINN's ``StreamingFIFO_rtl``, which under
-``FINN_SIMULATION`` is ``fifo_gauge``: unbounded, counting its largest fill, as FINN's own
-simulation-based FIFO sizing uses it. The design runs twice: with inputs flat out, which
-gives its throughput (cycles between consecutive frames' outputs), then with one frame offered
-per that many cycles, which gives the latency and the largest fill of each FIFO at full
-throughput (the depth it needs; flat-out input would only pile up in front of the slowest
-layer). Layers are wired by the tensors they share, so forks (``DuplicateStreams``) and joins
-(``ElementwiseAdd``) are stitched as they are; a design with HLS layers, a tensor read by two
-layers without a ``DuplicateStreams``, or a double-pumped layer is reported as not simulated,
-with the reason.
+generated files are used as they are. In simulation each FIFO is a ``brainsmith_fifo_sim``
+(``fifo_sim.sv``) whose depth is set when the simulation starts: 0 makes it unbounded,
+counting its largest fill (as finn-rtllib's ``fifo_gauge``, which FINN's own FIFO sizing
+simulates), a depth bounds it. One compile of the design thus serves sizing, the re-run with
+the sized depths and the final check. Layers are wired by the tensors they share, so forks
+(``DuplicateStreams``) and joins (``ElementwiseAdd``) are stitched as they are; a design with
+HLS layers, a tensor read by two layers without a ``DuplicateStreams``, or a double-pumped
+layer is reported as not simulated, with the reason. ``stitched_design`` gives the same
+design with FINN's ``fifo.sv`` of each FIFO's depth, for other simulators and synthesis.
 """
 
 from __future__ import annotations
@@ -22,6 +21,8 @@ import copy
 import math
 import os
 import time
+from dataclasses import replace
+from importlib.resources import files as package_files
 
 import numpy as np
 
@@ -41,12 +42,26 @@ from brainsmith.rtlsim.sources import (
 
 
 def simulate_partition(
-    model, contexts, workdir: str, fpga_part: str, clock_ns: float, bounded: bool = False
+    model,
+    contexts,
+    workdir: str,
+    fpga_part: str,
+    clock_ns: float,
+    bounded: bool = False,
+    interval: int | None = None,
 ) -> dict:
     """Simulate ``model`` (the dataflow partition) end to end on the samples whose Python
-    tensors are ``contexts``; returns the report.json ``stitched`` section. With ``bounded``
-    the FIFOs are FINN's ``fifo.sv`` of their ``depth`` (else unbounded gauges): a FIFO too
-    shallow shows as a lower throughput or a stall."""
+    tensors are ``contexts``; returns the report.json ``stitched`` section.
+
+    The FIFOs hold at most their ``depth`` with ``bounded`` (a FIFO too shallow shows as a
+    lower throughput or a stall), else they are unbounded; either way the design is the same
+    executable (the depths are set when it starts), compiled once and cached by content.
+    Without ``interval`` the design runs flat out (its pace: cycles between consecutive
+    frames' outputs, and the latency of the first), then, unless ``bounded``, with one frame
+    offered per that many cycles (each FIFO's largest fill at full throughput: flat out,
+    frames would only pile up in front of the slowest layer); with ``interval`` 0 only flat
+    out; with a positive one only at that pace, and once more at its own where it could not
+    keep up."""
     from brainsmith.rtlsim.compile import CompileError, compile_layer
     from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
     from brainsmith.rtlsim.verilator import find_toolchain
@@ -54,9 +69,7 @@ def simulate_partition(
     began = time.perf_counter()
     result: dict = {"status": NOT_SIMULATED}
     try:
-        stitched, chain = _stitch(
-            model, os.path.join(workdir, "code"), fpga_part, clock_ns, bounded
-        )
+        stitched, chain = _stitch(model, os.path.join(workdir, "code"), fpga_part, clock_ns)
     except NotSimulated as exc:
         result["reason"] = str(exc)
         return result
@@ -76,15 +89,25 @@ def simulate_partition(
     wanted = [context[sink] for context in contexts]
     cycles = [int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node]
     estimate = sum(cycles)
-    ops = (first, last)
-    try:  # flat out: the design's own pace; then at that pace: the FIFO fill it needs
-        wave = simulate(stitched, ops, compiled.executable, frames, workdir, estimate)
-        paced = wave
-        if wave.cycles_per_frame:
-            interval = math.ceil(wave.cycles_per_frame)
-            paced = simulate(
-                stitched, ops, compiled.executable, frames, workdir, estimate, interval
-            )
+    depths = fifo_depths(chain) if bounded else {}
+    runs = 0
+
+    def run(pace: int = 0):
+        nonlocal runs
+        runs += 1
+        return simulate(
+            stitched, (first, last), compiled.executable, frames, workdir, estimate, pace, depths
+        )
+
+    try:
+        if not interval:  # flat out: the design's own pace; then at it: the fills
+            wave = paced = run()
+            if wave.cycles_per_frame and interval is None and not bounded:
+                paced = run(math.ceil(wave.cycles_per_frame))
+        else:
+            wave = paced = run(interval)
+            if wave.cycles_per_frame and wave.cycles_per_frame > interval + 1:
+                wave = paced = run(math.ceil(wave.cycles_per_frame))
     except SimulationFailed as exc:
         result.update(status=FAILED, reason=str(exc))
         return result
@@ -94,6 +117,8 @@ def simulate_partition(
         status=MISMATCH if differing else MATCH,
         frames=len(frames),
         layers=len(chain),
+        fifos_bounded=bounded,
+        runs=runs,
         cycles_per_frame=wave.cycles_per_frame,
         estimated_cycles_per_frame=max(cycles, default=0),  # FINN's: the slowest layer's
         latency_cycles=paced.latency_cycles,
@@ -101,7 +126,7 @@ def simulate_partition(
         if wave.cycles_per_frame
         else None,
         latency_ns=round(paced.latency_cycles * clock_ns, 1) if paced.latency_cycles else None,
-        fifos=_fifos(chain, paced.probes),
+        fifos=_fifos(chain, paced.probes, depths),
         simulate_seconds=round(time.perf_counter() - began, 3),
     )
     error = estimate_error(wave.cycles_per_frame, result["estimated_cycles_per_frame"])
@@ -116,25 +141,28 @@ def simulate_partition(
     return result
 
 
+def fifo_depths(chain) -> dict[str, int]:
+    """The stitched design's depth inputs set to each FIFO node's ``depth``."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    return {
+        f"depth_{node.name}": int(getCustomOp(node).get_nodeattr("depth"))
+        for node in chain
+        if node.op_type.startswith("StreamingFIFO")
+    }
+
+
 def _differs(got: np.ndarray, want: np.ndarray) -> bool:
     return not np.array_equal(got, np.asarray(want, dtype=np.float32).reshape(got.shape))
 
 
-def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, bounded: bool = False):
-    """(the stitched LayerDesign, its nodes in graph order)."""
-    hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
-    if hls:
-        raise NotSimulated(f"HLS layers ({', '.join(hls)}) have no RTL without Vitis HLS")
-    if len(model.graph.input) != 1 or len(model.graph.output) != 1:
-        raise NotSimulated("the partition has more than one input or output stream")
-    for node in model.graph.node:
-        layer_design(model, node)  # raises for a layer that cannot be simulated
-        for tensor in node.output:
-            if len(model.find_consumers(tensor) or []) > 1:
-                raise NotSimulated(
-                    f"{node.name}'s output {tensor} is read by more than one layer without a "
-                    "DuplicateStreams layer"
-                )
+def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool = False):
+    """(the stitched LayerDesign, its nodes in graph order). Its FIFOs take their depth when
+    the simulation starts (``brainsmith_fifo_sim``); with ``fixed`` they are FINN's
+    ``fifo.sv`` of their ``depth``, for synthesis and other simulators."""
+    reason = unstitchable(model)
+    if reason:
+        raise NotSimulated(reason)
     try:
         full = _with_converters_and_fifos(model, code_dir, fpga_part, clock_ns)
     except Exception as exc:  # FINN's transforms reject the design: say so, do not crash
@@ -143,7 +171,7 @@ def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, bounded: bool
         ) from exc
     nodes = list(full.graph.node)
     designs = [layer_design(full, node) for node in nodes]
-    if bounded:
+    if fixed:
         for design in designs:
             if design.op_type.startswith("StreamingFIFO"):
                 _with_depth(design)
@@ -161,13 +189,37 @@ def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, bounded: bool
                     f"{tensor} is {widths[tensor]} bits wide where it is written and "
                     f"{stream.width} where {node.name} reads it"
                 )
-    return _top(full, nodes, designs), nodes
+    return _top(full, nodes, designs, runtime_depths=not fixed), nodes
 
 
-def stitched_design(model, code_dir: str, fpga_part: str, clock_ns: float, bounded: bool):
-    """(the whole partition as one LayerDesign, its nodes); NotSimulated when it cannot be
-    stitched, with the reason."""
-    return _stitch(model, code_dir, fpga_part, clock_ns, bounded)
+def unstitchable(model) -> str:
+    """Why ``model`` cannot be simulated whole ("" when it can): HLS layers, more than one
+    input or output stream, a layer that cannot be simulated, a tensor read twice without a
+    ``DuplicateStreams``."""
+    hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
+    if hls:
+        more = ", ..." if len(hls) > 5 else ""
+        return f"HLS layers ({', '.join(hls[:5])}{more}) have no RTL without Vitis HLS"
+    if len(model.graph.input) != 1 or len(model.graph.output) != 1:
+        return "the partition has more than one input or output stream"
+    for node in model.graph.node:
+        try:
+            layer_design(model, node)
+        except NotSimulated as exc:
+            return f"{node.name}: {exc}"
+        for tensor in node.output:
+            if len(model.find_consumers(tensor) or []) > 1:
+                return (
+                    f"{node.name}'s output {tensor} is read by more than one layer without a "
+                    "DuplicateStreams layer"
+                )
+    return ""
+
+
+def stitched_design(model, code_dir: str, fpga_part: str, clock_ns: float):
+    """(the whole partition as one LayerDesign with FINN's FIFOs of their depths, its nodes);
+    NotSimulated when it cannot be stitched, with the reason."""
+    return _stitch(model, code_dir, fpga_part, clock_ns, fixed=True)
 
 
 def write_stitched(design: LayerDesign, folder: str, top: str = "accelerator") -> list[str]:
@@ -237,14 +289,20 @@ def _with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: f
     return full
 
 
-def _top(model, nodes, designs: list[LayerDesign]) -> LayerDesign:
+def _top(model, nodes, designs: list[LayerDesign], runtime_depths: bool) -> LayerDesign:
     """One module with every layer's top, wired by the tensors they share: the partition's
-    input tensor is the module's ``in0_V``, its output tensor ``out0_V``."""
+    input tensor is the module's ``in0_V``, its output tensor ``out0_V``; with
+    ``runtime_depths`` each FIFO is a ``brainsmith_fifo_sim`` whose depth is the input
+    ``depth_<name>`` (0: unbounded)."""
     source, sink = model.graph.input[0].name, model.graph.output[0].name
-    files, generated, lines, probes = [], {}, [], []
+    files, generated, lines, probes, depths = [], {}, [], [], []
+    if runtime_depths and any(d.op_type.startswith("StreamingFIFO") for d in designs):
+        files.append(str(package_files("brainsmith.rtlsim").joinpath("fifo_sim.sv")))
     signals = {source: "in0_V", sink: "out0_V"}
     first = last = None
     for node, design in zip(nodes, designs, strict=True):
+        if runtime_depths and design.op_type.startswith("StreamingFIFO"):
+            design = replace(design, files=[], generated={})  # brainsmith_fifo_sim instead
         files += [f for f in design.files if f not in files]
         generated.update(design.generated)
         for stream in design.outputs:
@@ -271,19 +329,28 @@ def _top(model, nodes, designs: list[LayerDesign]) -> LayerDesign:
         "input out0_V_TREADY",
     ]
     for index, (node, design) in enumerate(zip(nodes, designs, strict=True)):
-        connections = ["\t\t.ap_clk(ap_clk), .ap_rst_n(ap_rst_n)"]
-        if design.clk2x == "same":
-            connections.append("\t\t.ap_clk2x(ap_clk)")
-        if design.op_type.startswith("StreamingFIFO"):
+        fifo = design.op_type.startswith("StreamingFIFO")
+        tensors = [node.input[s.index] for s in design.inputs]
+        for tensor in tensors + [node.output[s.index] for s in design.outputs]:
+            if tensor not in signals:
+                raise NotSimulated(f"{tensor}, read by {node.name}, is written by no layer")
+        if fifo:
             probe = f"maxcount_{design.node}"
             ports.append(f"output [31:0] {probe}")
             probes.append(probe)
-            connections.append(f"\t\t.count(), .maxcount({probe})")
+        if fifo and runtime_depths:
+            depths.append(f"depth_{design.node}")
+            ports.append(f"input [31:0] depth_{design.node}")
+            lines += _fifo_instance(index, design, signals[node.input[0]], signals[node.output[0]])
+            continue
+        connections = ["\t\t.ap_clk(ap_clk), .ap_rst_n(ap_rst_n)"]
+        if design.clk2x == "same":
+            connections.append("\t\t.ap_clk2x(ap_clk)")
+        if fifo:
+            connections.append(f"\t\t.count(), .maxcount(maxcount_{design.node})")
         streams = [(s, node.input[s.index]) for s in design.inputs]
         streams += [(s, node.output[s.index]) for s in design.outputs]
         for stream, tensor in streams:
-            if tensor not in signals:
-                raise NotSimulated(f"{tensor}, read by {node.name}, is written by no layer")
             wire = signals[tensor]
             connections.append(
                 f"\t\t.{stream.port}_TDATA({wire}_TDATA), .{stream.port}_TVALID({wire}_TVALID), "
@@ -312,11 +379,26 @@ def _top(model, nodes, designs: list[LayerDesign]) -> LayerDesign:
         outputs=[Stream("out0_V", 0, last.width)],
         generated=generated,
         probes=probes,
+        depths=depths,
     )
 
 
-def _fifos(chain, probes: dict[str, int]) -> list[dict]:
-    """Per FIFO: where it sits and the largest fill seen (the depth it needs)."""
+def _fifo_instance(index: int, design: LayerDesign, source: str, sink: str) -> list[str]:
+    """A ``brainsmith_fifo_sim`` between the wires ``source`` and ``sink``."""
+    width = design.inputs[0].width
+    return [
+        f"\tbrainsmith_fifo_sim #(.WIDTH({width})) n{index} (",
+        "\t\t.clk(ap_clk), .rst(!ap_rst_n), "
+        f".limit(depth_{design.node}), .maxcount(maxcount_{design.node}),",
+        f"\t\t.idat({source}_TDATA), .ivld({source}_TVALID), .irdy({source}_TREADY),",
+        f"\t\t.odat({sink}_TDATA), .ovld({sink}_TVALID), .ordy({sink}_TREADY)",
+        "\t);",
+    ]
+
+
+def _fifos(chain, probes: dict[str, int], depths: dict[str, int]) -> list[dict]:
+    """Per FIFO: where it sits, the largest fill seen (with unbounded FIFOs: the depth it
+    needs) and, when bounded, its depth."""
     writers = {tensor: node.name for node in chain for tensor in node.output}
     readers = {tensor: node.name for node in chain for tensor in node.input}
     fifos = []
@@ -329,6 +411,7 @@ def _fifos(chain, probes: dict[str, int]) -> list[dict]:
                 "after": writers.get(node.input[0], "(input)"),
                 "before": readers.get(node.output[0], "(output)"),
                 "max_occupancy": probes.get(f"maxcount_{node.name}"),
+                **({"depth": depths[f"depth_{node.name}"]} if depths else {}),
             }
         )
     return fifos

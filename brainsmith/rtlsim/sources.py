@@ -83,6 +83,7 @@ class LayerDesign:
     clk2x: str = "none"  # none | same (tied to ap_clk) | double (a real 2x clock)
     generated: dict[str, str] = field(default_factory=dict)  # file name -> text
     probes: list[str] = field(default_factory=list)  # top outputs read once at the end
+    depths: list[str] = field(default_factory=list)  # top inputs set before reset (FIFO depths)
 
 
 def layer_design(model, node, simulated: bool = True) -> LayerDesign:

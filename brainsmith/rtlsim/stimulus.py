@@ -44,13 +44,15 @@ def simulate(
     workdir: str,
     estimated_cycles: int | None = None,
     interval: int = 0,
+    depths: dict[str, int] | None = None,
 ) -> Waveform:
     """Drive ``frames`` (per frame: one array per input stream) through ``executable``.
 
     ``op`` is the FINN op whose streams these are, or a pair (op of the inputs, op of the
     outputs) for a chain of layers; ``estimated_cycles`` (default: the op's estimate) sets
     how long the simulation may go without output before it counts as stalled; with an
-    ``interval``, frame k is offered from cycle k * interval on (else inputs flow flat out).
+    ``interval``, frame k is offered from cycle k * interval on (else inputs flow flat out);
+    ``depths`` sets the design's ``depths`` inputs by name (0, unbounded, where not given).
     """
     op_in, op_out = op if isinstance(op, tuple) else (op, op)
     if estimated_cycles is None:
@@ -65,6 +67,8 @@ def simulate(
             for frame in frames:
                 array = np.asarray(frame[position], dtype=np.float32).reshape(shape)
                 handle.writelines(f"{beat:x}\n" for beat in pack_beats(array, dtype, bits))
+    with open(os.path.join(workdir, "depths"), "w") as handle:
+        handle.writelines(f"{(depths or {}).get(name, 0)}\n" for name in design.depths)
     beats_out = [_beats(op_out.get_folded_output_shape(s.index)) for s in design.outputs]
     idle = max(MIN_IDLE_CYCLES, 10 * estimated_cycles)
     command = [executable, workdir, *(str(b * len(frames)) for b in beats_out), str(idle)]

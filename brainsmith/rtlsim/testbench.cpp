@@ -5,6 +5,8 @@
 //   TB_OUTPUTS(X) X(out0_V) ...    streams it collects
 //   TB_CLK2X_MODE                  0 no ap_clk2x; 1 tied to ap_clk; 2 a real 2x clock
 //   TB_PROBES(X) X(maxcount_f) ... outputs printed once at the end ("probe NAME HEX")
+//   TB_DEPTHS(X) X(depth_f) ...    inputs set before reset from DIR/depths (one decimal
+//                                  per line, in this order; a missing file or line: 0)
 //
 // Usage: sim DIR OUTPUT_BEATS... IDLE_LIMIT [INTERVAL FRAME_BEATS...]
 //   DIR/<in>.hex      one beat per line (hex); each input stream is driven valid whenever
@@ -157,6 +159,14 @@ int main(int argc, char** argv) {
     context->commandArgs(1, argv);
     auto model = std::make_unique<Vtop>(context.get());
     top = model.get();
+    {
+        std::ifstream file(dir + "/depths");
+        long value = 0;
+#define TB_SET(p) top->p = (file >> value) ? value : 0;
+        TB_DEPTHS(TB_SET)
+#undef TB_SET
+        (void)value;
+    }
     top->ap_rst_n = 0;
     for (int i = 0; i < 16; ++i) tick();
     top->ap_rst_n = 1;
