@@ -235,7 +235,7 @@ def test_default_steps_that_are_not_registered_are_reported(tmp_path, monkeypatc
     config = write(tmp_path, "config.yaml", "plugin_system: {frameworks: [qonnx, finn]}\n")
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))
     found = problems(write(tmp_path, "bp.yaml", "name: flow\n"))
-    assert len(found) == 8
+    assert len(found) == 9
     assert found[0] == (
         f"{tmp_path}/bp.yaml:1:1: error: the default step 'cleanup' is not registered; expected "
         "brainsmith's standard steps to be installed, or an explicit 'steps:' list"

@@ -124,8 +124,9 @@ def test_demo_builds_the_mlp_and_prints_a_summary(tmp_path):
     ):
         assert text in result.stdout
     assert "Assuming" not in result.stdout + result.stderr  # FINN's warnings go to build.log
-    assert "[8/12] codegen: ok" in result.stderr  # plain progress lines when not a terminal
-    assert "[9/12] hw_ipgen: ok" in result.stderr  # FINN's steps named like brainsmith's
+    assert "[8/13] codegen: ok" in result.stderr  # plain progress lines when not a terminal
+    assert "[9/13] fifo_depths: ok" in result.stderr
+    assert "[10/13] hw_ipgen: ok" in result.stderr  # FINN's steps named like brainsmith's
     assert "step_" not in result.stdout + result.stderr
     # the shipped example ends without a warning: its output's scale and bias are a note
     assert "warning" not in result.stdout, result.stdout

@@ -186,7 +186,7 @@ def test_show_prints_the_variant_count_and_tree_and_stays_a_valid_blueprint(tmp_
     assert result.exit_code == 0, result.output
     comments = [line[2:] for line in result.output.splitlines() if line.startswith("# ")]
     assert comments[0].startswith("design space: 12 variants (exhaustive, 12 of 12)")
-    assert comments[1] == "execution tree: 15 segments (3 shared), 91 step runs instead of 144"
+    assert comments[1] == "execution tree: 15 segments (3 shared), 103 step runs instead of 156"
     assert "12 variants: steps 1-3 cleanup, qonnx_to_finn, streamline" in comments[2]
     assert any("[backends.matmul=hls]" in line for line in comments)
     again = tmp_path / "shown.yaml"

@@ -103,8 +103,8 @@ def test_tree_runs_shared_prefixes_once(tmp_path):
         assert all(leaf.start == 5 and not leaf.shared for leaf in branch.children)
     tree = counts([root])
     assert (tree.variants, tree.segments, tree.shared) == (6, 9, 3)
-    assert tree.steps_without_reuse == 6 * 12
-    assert tree.steps_run == 3 + 2 * 2 + 6 * 7
+    assert tree.steps_without_reuse == 6 * 13
+    assert tree.steps_run == 3 + 2 * 2 + 6 * 8
 
 
 def test_variants_that_agree_on_every_step_still_get_a_folder_each(tmp_path):

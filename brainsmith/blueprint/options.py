@@ -45,6 +45,8 @@ BUILD_KEYS = {
     "output_dir": "a folder inside the blueprint's project, relative to the blueprint",
     "synth": "true to synthesise every RTL layer with Yosys after the last step (7-series, "
     "UltraScale or UltraScale+ parts), or false",
+    "size_fifos": "true (default) to size the FIFOs of an all-RTL design by simulating it in "
+    "Verilator (the fifo_depths step), or false to keep FINN's depths",
 }
 
 
@@ -86,6 +88,7 @@ class BuildOptions:
     specialize_config: str | None = None
     output_dir: str | None = None
     synth: bool = False  # every RTL layer synthesised with Yosys after the last step
+    size_fifos: bool = True  # the fifo_depths step sizes an all-RTL design's FIFOs
 
     def to_dict(self) -> dict[str, Any]:
         """The options that are set, as plain YAML/JSON data (``folding`` when not the
@@ -95,6 +98,8 @@ class BuildOptions:
             del data["folding"]
         if not self.synth:
             del data["synth"]
+        if self.size_fifos:
+            del data["size_fifos"]
         return data
 
 
@@ -273,6 +278,7 @@ BUILD_CHECKS: dict[str, OptionCheck] = {
     "specialize_config": _existing_file,
     "output_dir": _output_dir,
     "synth": Checker.flag,
+    "size_fifos": Checker.flag,
 }
 FOLDING_CHECKS: dict[str, OptionCheck] = {
     "search": lambda check, at, value, _: check.choice(at, value, FOLDING_SEARCHES),

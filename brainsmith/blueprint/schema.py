@@ -49,6 +49,7 @@ DEFAULT_STEPS = (
     "folding",
     "estimates",
     "codegen",
+    "fifo_depths",
 )
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 ELSEWHERE = {

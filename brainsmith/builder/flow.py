@@ -54,11 +54,13 @@ def run_steps(
 
 def _skipped(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> bool:
     """Record step ``index`` as skipped if it is: the plan skips it, or it is a FINN
-    hardware step whose tool is needed and missing."""
-    from brainsmith.frameworks.finn.tables import missing_tool
+    hardware step whose work is done or whose tool is needed and missing."""
+    from brainsmith.frameworks.finn.tables import already_done, missing_tool
 
-    if not step.verifiable:  # a FINN hardware step: is its tool needed and missing?
-        step.skip_reason = step.skip_reason or missing_tool(step.name, model)
+    if not step.verifiable:  # a FINN hardware step: done, or its tool needed and missing?
+        step.skip_reason = (
+            step.skip_reason or already_done(step.name, model) or missing_tool(step.name, model)
+        )
     if not step.skip_reason:
         return False
     record = run.records[index]

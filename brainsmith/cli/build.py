@@ -69,6 +69,12 @@ if TYPE_CHECKING:
     "(build.synth).",
 )
 @click.option(
+    "--size-fifos/--no-size-fifos",
+    default=None,
+    help="Size the FIFOs of an all-RTL design by simulating it in Verilator (the default), "
+    "or keep FINN's depths (build.size_fifos).",
+)
+@click.option(
     "--prefer",
     type=click.Choice(PREFERENCES),
     help="Backend type for layers that can have either (hw_compiler.prefer; auto: chosen per "
@@ -106,6 +112,7 @@ def build(
     clock_ns: float | None,
     target_fps: int | None,
     synth: bool | None,
+    size_fifos: bool | None,
     prefer: str | None,
     exclude: tuple[str, ...],
     force: bool,
@@ -155,6 +162,7 @@ def build(
                     "clock_ns": clock_ns,
                     "target_fps": target_fps,
                     "synth": synth,
+                    "size_fifos": size_fifos,
                 },
                 prefer=prefer,
                 progress=not quiet,

@@ -1,15 +1,21 @@
 """FIFO depths sized by simulating the whole accelerator in Verilator, without Vivado.
 
 FINN's ``step_set_fifo_depths`` sizes FIFOs by simulating the stitched design in Vivado's
-XSI. ``size_fifos`` does it in Verilator on a design whose layers are all RTL (``prefer:
-rtl``): FINN's width converters and FIFOs are inserted, the accelerator runs on random
-frames of its input type with unbounded FIFOs, one frame offered per the design's own
-interval, and each FIFO gets the largest fill it reached (at least 2, what FINN's
-``fifo.sv`` takes). The design then runs again with FIFOs of exactly those depths: it must
-match Python bit for bit at the same throughput; otherwise the depths are doubled and tried
-again (at most ``ATTEMPTS`` times). The model keeps the converters and sized FIFOs, the
-sizing is written to ``report/fifo_sizing.json``, and the whole accelerator as plain
-SystemVerilog (a top module and a file list) to ``stitched_rtl/``.
+XSI. ``size_fifos`` does it in Verilator on a design whose layers are all RTL: FINN's width
+converters and FIFOs are inserted and the design is compiled once, with FIFO depths set when
+a simulation starts (``brainsmith.rtlsim.partition``). It runs on random frames of its input
+type with unbounded FIFOs, one frame offered per FINN's estimated interval (the slowest
+layer's cycles; per its own pace where it cannot keep up), and each FIFO gets the largest
+fill it reached (at least 2, what FINN's ``fifo.sv`` takes). The same executable then runs
+flat out with FIFOs of exactly those depths: it must match Python bit for bit at the same
+throughput; otherwise the depths are doubled and tried again (at most ``ATTEMPTS`` times).
+The model keeps the converters and sized FIFOs, the sizing is written to
+``report/fifo_sizing.json``, and the whole accelerator as plain SystemVerilog (a top module
+and a file list) to ``stitched_rtl/``.
+
+``fifo_depths``, a step of the default blueprint, sizes FIFOs this way whenever it can (every
+layer RTL, Verilator installed, ``build.size_fifos`` not false); otherwise it keeps FINN's
+depths and says why in the report. ``size_fifos`` fails instead.
 """
 
 from __future__ import annotations
@@ -20,11 +26,51 @@ import time
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.folding_record import write_json
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
 
-FRAMES = 8  # random frames per simulation
+FRAMES = 4  # random frames per simulation
 ATTEMPTS = 3  # bounded re-simulations before giving up
 RECORD = "fifo_sizing.json"
+
+
+@step(
+    name="fifo_depths",
+    description="Size FIFOs by simulation in Verilator when every layer is RTL; else FINN's depths",
+)
+def fifo_depths(model, cfg):
+    """``size_fifos`` where the design can be sized; else the model as it is, with the
+    reason in the report (a note and ``report/fifo_sizing.json``)."""
+    reason = sizing_unavailable(model)
+    if not context_of(cfg).plan.build.size_fifos:
+        reason = "build.size_fifos is false (--no-size-fifos)"
+    if not reason:
+        return size_fifos(model, cfg)
+    context_of(cfg).notes.append(f"FIFO depths: FINN's, not sized by simulation: {reason}")
+    write_json(_record_path(cfg), {"sized": False, "reason": reason})
+    return model
+
+
+def sizing_unavailable(model) -> str:
+    """Why ``model``'s FIFOs cannot be sized by simulation ("" when they can)."""
+    from brainsmith.rtlsim.partition import unstitchable
+    from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
+
+    hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
+    if hls:
+        return (
+            f"only an all-RTL design can be simulated whole; HLS layers: {', '.join(hls[:5])}"
+            f"{' ...' if len(hls) > 5 else ''} (build with --prefer rtl where the layers have "
+            "RTL backends)"
+        )
+    reason = unstitchable(model)
+    if reason:
+        return f"the design cannot be simulated whole: {reason}"
+    try:
+        find_toolchain()
+    except ToolchainError as exc:
+        return f"the simulator is missing: {exc}"
+    return ""
 
 
 @step(
@@ -56,19 +102,18 @@ def size_fifos(model, cfg):
     folder = os.path.join(cfg.output_dir, "fifo_sizing")
     full = with_converters_and_fifos(model, os.path.join(folder, "code"), part, clock)
     contexts = layer_tensors(full, random_frames(full, FRAMES), os.path.join(folder, "python"))
-    free = _simulated(full, contexts, os.path.join(folder, "unbounded"), part, clock, False)
+    estimate = max(int(getCustomOp(n).get_exp_cycles()) for n in full.graph.node)
+    free = _simulated(full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate)
     depths = {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free["fifos"]}
+    fifos = {n.name: getCustomOp(n) for n in full.graph.node if n.name in depths}
     attempts = []
     for attempt in range(1, ATTEMPTS + 1):
-        fifos = {n.name: n for n in full.graph.node if n.name in depths}
-        for name, node in fifos.items():
-            layer = getCustomOp(node)
+        for name, layer in fifos.items():
             layer.set_nodeattr("depth", depths[name])
-            layer.code_generation_ipgen(full, part, clock)  # the wrapper carries the depth
         workdir = os.path.join(folder, f"bounded-{attempt}")
-        sized = _simulated(full, contexts, workdir, part, clock, True)
+        sized = _simulated(full, contexts, workdir, part, clock, 0)
         attempts.append({"depths": dict(depths), "cycles_per_frame": sized["cycles_per_frame"]})
-        if sized["cycles_per_frame"] <= free["cycles_per_frame"]:
+        if sized["cycles_per_frame"] <= free["cycles_per_frame"] + 1:
             break
         depths = {name: 2 * depth for name, depth in depths.items()}
     else:
@@ -79,22 +124,32 @@ def size_fifos(model, cfg):
             "report this design; meanwhile use finn:step_set_fifo_depths with Vivado",
             full,
         )
+    for layer in fifos.values():
+        layer.code_generation_ipgen(full, part, clock)  # FINN's fifo.sv of the sized depth
     from brainsmith.rtlsim.partition import stitched_design, write_stitched
 
-    design, _ = stitched_design(full, os.path.join(folder, "code"), part, clock, bounded=True)
+    design, _ = stitched_design(full, os.path.join(folder, "code"), part, clock)
     written = write_stitched(design, os.path.join(cfg.output_dir, "stitched_rtl"))
     record = {
+        "sized": True,
         "stitched_rtl": [os.path.relpath(path, cfg.output_dir) for path in written],
         "frames": FRAMES,
+        "estimated_cycles_per_frame": estimate,
         "cycles_per_frame": free["cycles_per_frame"],
         "latency_cycles": free["latency_cycles"],
         "fifos": [{**f, "depth": depths[f["name"]]} for f in free["fifos"]],
         "total_depth": sum(depths.values()),
         "attempts": attempts,
+        "compile_seconds": free["compile_seconds"],
+        "simulations": free["runs"] + len(attempts),
         "seconds": round(time.perf_counter() - began, 3),
     }
-    write_json(os.path.join(cfg.output_dir, "report", RECORD), record)
+    write_json(_record_path(cfg), record)
     return full
+
+
+def _record_path(cfg) -> str:
+    return os.path.join(cfg.output_dir, "report", RECORD)
 
 
 def random_frames(model, count: int) -> list[list]:
@@ -110,10 +165,15 @@ def random_frames(model, count: int) -> list[list]:
     ]
 
 
-def _simulated(model, contexts, workdir: str, part: str, clock: float, bounded: bool) -> dict:
+def _simulated(model, contexts, workdir: str, part: str, clock: float, interval: int) -> dict:
+    """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0)
+    the FIFOs of their depths, flat out."""
     from brainsmith.rtlsim.partition import simulate_partition
 
-    result = simulate_partition(model, contexts, workdir, part, clock, bounded=bounded)
+    bounded = interval == 0
+    result = simulate_partition(
+        model, contexts, workdir, part, clock, bounded=bounded, interval=interval
+    )
     if result.get("status") != "match" or not result.get("cycles_per_frame"):
         kind = "with the sized FIFOs" if bounded else "with unbounded FIFOs"
         raise StepError(

@@ -149,6 +149,15 @@ def infer_order(transform: str) -> int:
     return INFER_ORDER.index(name) if name in INFER_ORDER else len(INFER_ORDER)
 
 
+def already_done(step: str, model: ModelWrapper) -> str:
+    """Why FINN's build step ``step`` need not run on ``model``; "" when it should."""
+    if step == "step_set_fifo_depths" and any(
+        n.op_type.startswith("StreamingFIFO") for n in model.graph.node
+    ):
+        return "the FIFOs are sized already (by simulation in the fifo_depths step)"
+    return ""
+
+
 def missing_tool(step: str, model: ModelWrapper) -> str:
     """Why FINN's build step ``step`` cannot run on ``model`` here; "" when it can."""
     from brainsmith.frameworks.finn.env import vivado_available
