@@ -67,16 +67,28 @@ def warm_index(tmp_path_factory) -> Path:
     return template
 
 
+@pytest.fixture(scope="session")
+def simulators(tmp_path_factory) -> Path:
+    """Verilator executables compiled once per session (a worker's), cached by content."""
+    folder = tmp_path_factory.mktemp("rtlsim")
+    os.chmod(folder, 0o700)
+    return folder
+
+
 @pytest.fixture(autouse=True)
-def isolated_hub(request, tmp_path_factory, monkeypatch, warm_index):
-    """A private cache dir (seeded with the session's index unless the test is marked
-    ``cold_cache``), no project config from the repo, and a reset plugin system."""
+def isolated_hub(request, tmp_path_factory, monkeypatch, warm_index, simulators):
+    """A private cache dir (seeded with the session's index and sharing its compiled
+    simulators unless the test is marked ``cold_cache``), no project config from the repo,
+    and a reset plugin system."""
     cache = tmp_path_factory.mktemp("cache")
     os.chmod(cache, 0o700)
-    if request.node.get_closest_marker("cold_cache") is None:
+    cold = request.node.get_closest_marker("cold_cache") is not None
+    if not cold:
         for entry in warm_index.iterdir():
             shutil.copy2(entry, cache / entry.name)
     isolate_environment(monkeypatch, cache, tmp_path_factory.mktemp("config") / "config.yaml")
+    if not cold:
+        monkeypatch.setenv("BRAINSMITH_RTLSIM_CACHE", str(simulators))
     from brainsmith.plugin.manager import reset_plugin_system
 
     reset_plugin_system()
@@ -133,15 +145,17 @@ def once(key: str, make):
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
+def hub(tmp_path_factory, simulators):
     """A private plugin cache and config shared by one module's tests (a module-scoped
-    ``isolated_hub`` for modules whose builds share a warm hub); yields the cache folder."""
+    ``isolated_hub`` for modules whose builds share a warm hub and the session's compiled
+    simulators); yields the cache folder."""
     from brainsmith.plugin.manager import reset_plugin_system
 
     root = tmp_path_factory.mktemp("hub")
     os.chmod(root, 0o700)
     with pytest.MonkeyPatch.context() as patch:
         isolate_environment(patch, root, root / "config.yaml")
+        patch.setenv("BRAINSMITH_RTLSIM_CACHE", str(simulators))
         reset_plugin_system()
         yield root
     reset_plugin_system()

@@ -11,6 +11,9 @@ and two builds compiling the same layer compile it once. Before Verilator compil
 the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands or
 write files on this machine is refused.
 
+``BRAINSMITH_RTLSIM_CACHE`` names another private folder for the executables, shared by
+builds whose brainsmith caches differ (a test session, a CI job's builds).
+
 Verilator's run-time library (``verilated.o``, ``verilated_threads.o``: about two thirds of
 the C++ compile of a small layer) depends only on the toolchain and the flags, so the first
 compile keeps its objects in ``<cache>/rtlsim/runtime-<key>/`` and later compiles link them.
@@ -37,6 +40,7 @@ FORMAT = "3"  # bump when the testbench protocol or what may be compiled changes
 CXX_FLAGS = "-std=c++20 -O1"
 RUNTIME_OBJECTS = ("verilated.o", "verilated_threads.o")
 COMPILE_TIMEOUT = 900.0
+RTLSIM_CACHE_VARIABLE = "BRAINSMITH_RTLSIM_CACHE"
 
 
 class CompileError(BrainsmithError, RuntimeError):
@@ -132,9 +136,18 @@ def runtime_key(toolchain: Toolchain) -> str:
 
 
 def cache_root() -> str:
-    """``<brainsmith cache>/rtlsim``, created private (0700); refuses a shared one."""
-    from brainsmith.plugin.memo import cache_dir, private_folder
+    """``BRAINSMITH_RTLSIM_CACHE`` if set (simulators shared by builds with other caches),
+    else ``<brainsmith cache>/rtlsim``; created private (0700); refuses a shared one."""
+    from brainsmith.plugin.memo import cache_dir, private_folder, usable_dir
 
+    chosen = os.environ.get(RTLSIM_CACHE_VARIABLE)
+    if chosen:
+        if not usable_dir(chosen, create=True):
+            raise ToolchainError(
+                f"{RTLSIM_CACHE_VARIABLE}={chosen} is not a folder only this user can write; "
+                "point it at a folder of your own or unset it"
+            )
+        return chosen
     root = private_folder("rtlsim")
     if root is None:
         raise ToolchainError(
