@@ -249,7 +249,8 @@ def test_full_size_cnv_in_rtl_sizes_its_fifos_and_runs_at_finn_s_estimate(hub, t
     report = result.report
     assert report["status"] == "ok" and {x["backend"] for x in report["layers"]} == {"rtl"}
     sizing = json.loads((Path(result.output_dir) / "finn/report/fifo_sizing.json").read_text())
-    assert sizing["cycles_per_frame"] == report["performance"]["max_cycles"]
+    estimated = report["performance"]["max_cycles"]
+    assert sizing["sized"] and abs(sizing["cycles_per_frame"] / estimated - 1) <= 0.1
     stitched = report["rtlsim"]["stitched"]
     assert stitched["status"] == "match" and stitched["within_tolerance"], stitched
     assert all(layer["status"] == "match" for layer in report["rtlsim"]["layers"])

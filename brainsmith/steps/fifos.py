@@ -14,8 +14,9 @@ The model keeps the converters and sized FIFOs, the sizing is written to
 and a file list) to ``stitched_rtl/``.
 
 ``fifo_depths``, a step of the default blueprint, sizes FIFOs this way whenever it can (every
-layer RTL, Verilator installed, ``build.size_fifos`` not false); otherwise it keeps FINN's
-depths and says why in the report. ``size_fifos`` fails instead.
+layer RTL, Verilator installed, ``build.size_fifos`` not false, at most ``CYCLE_BUDGET``
+cycles to simulate); otherwise it keeps FINN's depths and says why in the report.
+``size_fifos`` fails instead (or, over the budget, simulates anyway).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from brainsmith.plugin import step
 FRAMES = 4  # random frames per simulation
 ATTEMPTS = 3  # bounded re-simulations before giving up
 RECORD = "fifo_sizing.json"
+# fifo_depths sizes a design only if its frames take at most this many cycles in all (at
+# FINN's estimated pace): a design folded for no target may need tens of millions per frame
+CYCLE_BUDGET = 20_000_000
 
 
 @step(
@@ -41,7 +45,7 @@ RECORD = "fifo_sizing.json"
 def fifo_depths(model, cfg):
     """``size_fifos`` where the design can be sized; else the model as it is, with the
     reason in the report (a note and ``report/fifo_sizing.json``)."""
-    reason = sizing_unavailable(model)
+    reason = sizing_unavailable(model) or _over_budget(model)
     if not context_of(cfg).plan.build.size_fifos:
         reason = "build.size_fifos is false (--no-size-fifos)"
     if not reason:
@@ -71,6 +75,21 @@ def sizing_unavailable(model) -> str:
     except ToolchainError as exc:
         return f"the simulator is missing: {exc}"
     return ""
+
+
+def _over_budget(model) -> str:
+    """Why simulating ``model``'s frames would take too long ("" when it would not)."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    slowest = max((int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node), default=0)
+    if FRAMES * slowest <= CYCLE_BUDGET:
+        return ""
+    return (
+        f"its slowest layer takes {slowest:,} cycles per frame (FINN's estimate), "
+        f"{FRAMES} frames more than the {CYCLE_BUDGET:,} cycles the default flow simulates; "
+        "set build.target_fps (--target-fps) for a faster design, or list size_fifos in the "
+        "blueprint's steps to size it anyway"
+    )
 
 
 @step(
@@ -135,8 +154,9 @@ def size_fifos(model, cfg):
         "stitched_rtl": [os.path.relpath(path, cfg.output_dir) for path in written],
         "frames": FRAMES,
         "estimated_cycles_per_frame": estimate,
-        "cycles_per_frame": free["cycles_per_frame"],
-        "latency_cycles": free["latency_cycles"],
+        "interval": free["cycles_per_frame"],
+        "cycles_per_frame": sized["cycles_per_frame"],
+        "latency_cycles": sized["latency_cycles"],
         "fifos": [{**f, "depth": depths[f["name"]]} for f in free["fifos"]],
         "total_depth": sum(depths.values()),
         "attempts": attempts,
