@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,6 +106,7 @@ class DesignResult:
 # checked within it, and simulated alone only when the whole does not match.
 PLUMBING = ("StreamingFIFO", "StreamingDataWidthConverter")
 STITCHED_ONLY = "checked within the stitched design, which matches"
+LAYERS_AT_ONCE = min(2, os.cpu_count() or 1)  # layers compiled and simulated side by side
 
 
 def simulate_design(
@@ -136,10 +138,15 @@ def simulate_design(
     layers = [n for n in layers if only is None or n.name in only]
     deferred = [n for n in layers if stitch is not None and n.op_type.startswith(PLUMBING)]
     alone = [n for n in layers if n not in deferred]
-    for number, node in enumerate(alone, 1):
-        if note is not None:
-            note(f"RTL simulation {number}/{len(alone)}: {node.name}")
-        result.layers.append(_simulate_layer(model, node, contexts, toolchain, workdir))
+    with ThreadPoolExecutor(max_workers=LAYERS_AT_ONCE) as pool:  # compiles are processes
+        futures = {
+            pool.submit(_simulate_layer, model, node, contexts, toolchain, workdir): node
+            for node in alone
+        }
+        for number, future in enumerate(as_completed(futures), 1):
+            if note is not None:
+                note(f"RTL simulation {number}/{len(alone)}: {futures[future].name}")
+        result.layers += [future.result() for future in futures]
     if stitch is not None and result.ok and layers:
         from brainsmith.rtlsim.partition import simulate_partition
 
