@@ -160,17 +160,18 @@ def test_a_model_with_the_op_builds_folds_and_verifies_in_verilator_from_a_fresh
     )  # fmt: skip
     assert code == 0, stdout + stderr
     report = json.loads((out / "report.json").read_text())
-    (layer,) = report["layers"]
+    (layer,) = [x for x in report["layers"] if x["op_type"] == OP_TYPE]
+    assert {x["op_type"] for x in report["layers"]} <= {OP_TYPE, "StreamingFIFO"}  # sized
     # 480 values a frame, at most 80 cycles at 200 MHz: PE 10 of 20 channels (PE 5 takes 96)
     assert (layer["op_type"], layer["backend"], layer["PE"]) == (OP_TYPE, "rtl", 10)
     assert layer["cycles"] == 48 and layer["LUT"] == 10 * (6 + 5) and layer["not_estimated"] == []
     assert report["target"]["met"] is True
     assert all(s["status"] in ("ok", "skipped") for s in report["steps"])
-    assert report["rtlsim"]["ok"] is True
-    assert [entry["status"] for entry in report["rtlsim"]["layers"]] == ["match"]
+    assert report["rtlsim"]["ok"] is True and report["rtlsim"]["stitched"]["status"] == "match"
+    assert {entry["status"] for entry in report["rtlsim"]["layers"]} == {"match"}
     code, stdout, stderr = run_cli("verify-rtl", str(out), env=env)  # a fresh process
     assert code == 0, stdout + stderr
-    assert "1 RTL layer(s) match" in stdout
+    assert f"{len(report['rtlsim']['layers'])} RTL layer(s) match" in stdout
 
 
 @pytest.mark.slow

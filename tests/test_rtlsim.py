@@ -19,6 +19,7 @@ import pytest
 
 import brainsmith
 from brainsmith.builder import BuildError
+from brainsmith.rtlsim.layers import PLUMBING
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -57,8 +58,14 @@ def mlp_copy(hub, tmp_path, monkeypatch):
     return out
 
 
-def verify_rtl(folder: Path, *args: str, cache: Path) -> subprocess.CompletedProcess:
+def verify_rtl(
+    folder: Path, *args: str, cache: Path, shared: bool = True
+) -> subprocess.CompletedProcess:
+    """``brainsmith verify-rtl`` with ``cache``; with the session's compiled simulators
+    unless not ``shared``."""
     env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+    if not shared:
+        env.pop("BRAINSMITH_RTLSIM_CACHE", None)
     return subprocess.run(
         [*BRAINSMITH, "verify-rtl", str(folder), *args],
         capture_output=True,
@@ -74,9 +81,14 @@ def code_dir(folder: Path, layer: str) -> Path:
     return found[0]
 
 
-def layers(report_path) -> dict[str, dict]:
+def layers(report_path, plumbing: bool = False) -> dict[str, dict]:
+    """The simulated layers by name (without FIFOs and width converters unless ``plumbing``)."""
     report = json.loads(Path(report_path).read_text())
-    return {layer["name"]: layer for layer in report["rtlsim"]["layers"]}
+    return {
+        layer["name"]: layer
+        for layer in report["rtlsim"]["layers"]
+        if plumbing or not layer["op_type"].startswith(PLUMBING)
+    }
 
 
 def test_every_rtl_layer_of_the_mlp_matches_python_bit_for_bit(mlp):
@@ -90,9 +102,11 @@ def test_every_rtl_layer_of_the_mlp_matches_python_bit_for_bit(mlp):
         # measured cycles beside FINN's estimate; these layers reach it exactly
         assert layer["cycles_per_frame"] == layer["estimated_cycles"] > 0
         assert layer["latency_cycles"] >= layer["estimated_cycles"]
-    codegen = next(s for s in report["steps"] if s["name"] == "codegen")
-    assert codegen["verification"]["rtlsim"]["ok"]
-    assert codegen["verification"]["rtlsim"]["summary"].startswith("4 RTL layer(s) match")
+    every = layers(mlp.report_path, plumbing=True)  # with the FIFOs and converters it sized
+    assert all(layer["status"] == "match" for layer in every.values()) and len(every) > 4
+    last = [s for s in report["steps"] if "verification" in s][-1]
+    assert last["name"] == "fifo_depths" and last["verification"]["rtlsim"]["ok"]
+    assert last["verification"]["rtlsim"]["summary"].startswith(f"{len(every)} RTL layer(s) match")
     page = Path(mlp.html_path).read_text()
     assert "RTL simulation" in page and "MVAU_rtl_1" in page and "Stitched partition" in page
 
@@ -261,7 +275,7 @@ def test_second_verification_of_an_unchanged_layer_does_not_recompile(mlp_copy, 
     cache.mkdir(mode=0o700)
     runs = []
     for _ in range(2):
-        result = verify_rtl(mlp_copy, "--layer", "MVAU_rtl_1", "--json", cache=cache)
+        result = verify_rtl(mlp_copy, "--layer", "MVAU_rtl_1", "--json", cache=cache, shared=False)
         assert result.returncode == 0, result.stderr
         runs.append(json.loads(result.stdout)["layers"][0])
     assert runs[0]["compile_cached"] is False and runs[0]["status"] == "match"
@@ -281,14 +295,19 @@ def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, mlp
 
     toolchain = find_toolchain()
     keys = []
+
+    def computing(model) -> list:
+        return [n for n in model.graph.node if not n.op_type.startswith(PLUMBING)]
+
     for folder in (Path(mlp.output_dir), mlp_copy):
         model = ModelWrapper(str(folder / "final.onnx"))
-        keys.append([cache_key(layer_design(model, n), toolchain) for n in model.graph.node])
+        keys.append([cache_key(layer_design(model, n), toolchain) for n in computing(model)])
     assert keys[0] == keys[1] and len(set(keys[0])) == 4
     wrapper = code_dir(mlp_copy, "MVAU_rtl_0") / "MVAU_rtl_0_wrapper.v"
     wrapper.write_text(wrapper.read_text() + "\n// changed\n")
     model = ModelWrapper(str(mlp_copy / "final.onnx"))
-    assert cache_key(layer_design(model, model.graph.node[1]), toolchain) != keys[1][1]
+    index, node = next((i, n) for i, n in enumerate(computing(model)) if n.name == "MVAU_rtl_0")
+    assert cache_key(layer_design(model, node), toolchain) != keys[1][index]
 
 
 def test_float_layers_are_not_simulated_and_say_why(hub, tmp_path, monkeypatch):
