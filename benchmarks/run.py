@@ -566,16 +566,9 @@ def write(results: dict) -> None:
         lines += measured_table(json.loads(measured_folding.read_text()))
     rtlsim = out / "rtlsim.json"
     if rtlsim.exists():
-        data = json.loads(rtlsim.read_text())
-        lines += ["", "## RTL simulation (brainsmith verify-rtl)", ""]
-        lines += [
-            f"- `{Path(row['model']).name}`: {row['summary']}; first run "
-            f"{row['cold_process_s']:.1f} s ({row['compile_s']:.1f} s compiling), second run "
-            f"{row['warm_process_s']:.1f} s (nothing compiled, {row['simulate_s']:.1f} s "
-            f"simulating {row['frames']} frames per layer)"
-            for row in data["examples"]
-        ]
-        lines.append(f"- load average during the run: {data['load_average']}")
+        from benchmarks.rtlsim import table as rtlsim_table
+
+        lines += rtlsim_table(json.loads(rtlsim.read_text()))
     synthesis = out / "synth.json"
     if synthesis.exists():
         from benchmarks.synth import section as synthesis_section
