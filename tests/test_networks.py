@@ -15,6 +15,7 @@ import onnx
 import pytest
 
 import brainsmith
+from brainsmith.blueprint.schema import DEFAULT_STEPS
 from brainsmith.builder import BuildError
 from tests.conftest import run_python
 
@@ -66,7 +67,7 @@ def test_shipped_network_builds_verified_at_every_step_and_matches_torch(shipped
     report = json.loads(Path(result.report_path).read_text())
     assert report["status"] == "ok"
     run = [s for s in report["steps"] if s["status"] == "ok"]
-    assert len(run) == 8 and all(s["verification"]["ok"] for s in run)
+    assert len(run) == len(DEFAULT_STEPS) and all(s["verification"]["ok"] for s in run)
     torch_match = [s["verification"]["user"] for s in run]
     assert all(check["ok"] and check["max_error"] < 1e-4 for check in torch_match)
     assert result.performance["estimated_fps"] > 0 and result.totals["LUT"] > 0

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from brainsmith.blueprint.schema import DEFAULT_STEPS
 from tests.conftest import REPO, run_python
 from tests.support.layers import DIST, MODULE, OP_TYPE, PLUGIN_SOURCE, int_clip_model
 from tests.support.packages import build_wheel, pip_install_target, write_project
@@ -142,7 +143,7 @@ def test_a_third_party_layer_builds_without_a_blueprint_verified_at_every_step(b
     report = json.loads((built / "report.json").read_text())
     assert report["status"] == "ok"
     verified = [s for s in report["steps"] if "verification" in s]
-    assert len(verified) == 8
+    assert len(verified) == len(DEFAULT_STEPS)
     assert all(s["verification"]["ok"] and s["verification"]["max_error"] == 0 for s in verified)
     from qonnx.core.modelwrapper import ModelWrapper
 

@@ -20,6 +20,7 @@ from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.util.cleanup import cleanup_model
 
 import brainsmith
+from brainsmith.blueprint.schema import DEFAULT_STEPS
 from brainsmith.verification.verifier import Verifier
 from tests.conftest import once
 
@@ -73,7 +74,7 @@ def test_ties_build_with_no_blueprint_at_verify_each_and_are_counted(built, name
     up to 0.4518" and "by up to 10", tolerance atol 0.001). Now: 0 errors at every step, the
     differences there counted as ties, the worst one named with its rule."""
     checks = verified(built[name])
-    assert len(checks) == 8
+    assert len(checks) == len(DEFAULT_STEPS)
     assert all(c["errors"] == 0 and c["ok"] for c in checks.values())
     assert all(c["user"]["errors"] == 0 for c in checks.values())
     tied = checks[step]

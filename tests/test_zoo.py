@@ -15,6 +15,7 @@ import pytest
 
 import brainsmith
 from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL
+from brainsmith.blueprint.schema import DEFAULT_STEPS
 from brainsmith.builder import BuildError
 from examples.zoo import ZOO
 from tests.conftest import once, run_python
@@ -79,7 +80,7 @@ def assert_built_and_matches_torch(result) -> None:
     assert report["status"] == "ok"
     run = [s for s in report["steps"] if s["status"] == "ok"]
     verified = [s for s in run if "verification" in s]  # (code generation is not a model step)
-    assert len(verified) == 8 and all(s["verification"]["ok"] for s in verified)
+    assert len(verified) == len(DEFAULT_STEPS) and all(s["verification"]["ok"] for s in verified)
     stated = report["verify_tolerance"]["atol"]  # set only for float LayerNorm/Softmax
     if stated is None:  # compared in quantizer steps: ties counted, no error
         assert all(s["verification"]["errors"] == 0 for s in verified)
@@ -338,5 +339,5 @@ def test_the_transformer_blueprint_builds_a_fresh_encoder_from_the_command_line(
     assert report["cpu_nodes"]["count"] == 0
     assert {"MVAU", "LayerNorm", "HWSoftmax"} <= {x["op_type"] for x in report["layers"]}
     verified = [s for s in report["steps"] if "verification" in s]
-    assert len(verified) == 8 and all(s["verification"]["ok"] for s in verified)
+    assert len(verified) == len(DEFAULT_STEPS) and all(s["verification"]["ok"] for s in verified)
     assert "verification tolerance atol 0.15" in done.stdout
