@@ -86,8 +86,13 @@ def one(name: str, tmp: Path) -> dict:
     sizing = json.loads((out / "finn" / "report" / "fifo_sizing.json").read_text())
     steps = {s["name"]: s.get("seconds") or 0.0 for s in report["steps"]}
     rtlsim = report["rtlsim"]
-    stitched = rtlsim["stitched"]
+    stitched = rtlsim["stitched"] or {}
     alone = [x for x in rtlsim["layers"] if x.get("compile_seconds") is not None]
+    if not sizing["sized"]:
+        return {"model": name, "target_fps": NETWORKS.get(name), "status": "not sized",
+                "reason": sizing["reason"], "wall_s": round(wall, 1),
+                "peak_memory_mib": round(peak), "check_s": round(rtlsim["seconds"], 1),
+                "check_layers_alone": len(alone)}  # fmt: skip
     os.environ["BRAINSMITH_CACHE_DIR"] = str(cache)
     unbounded = _unbounded(out)
     return {
@@ -154,6 +159,14 @@ def table(data: dict) -> list[str]:
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for r in data.get("rows", []):  # (an rtlsim.json of the former verify-rtl runs has none)
+        if r["status"] == "not sized":
+            lines.append(
+                f"| {r['model']} | not sized: {r['reason']} | {r['wall_s']:.0f} s | "
+                f"| {r['check_s']:.0f} s ({r['check_layers_alone']} alone) |||| "
+                f"{r['peak_memory_mib']:,} MiB | {r['load_average_before'][0]:.2f} / "
+                f"{r['load_average_after'][0]:.2f} |"
+            )
+            continue
         if r["status"] != "ok":
             lines.append(f"| {r['model']} | failed: {r.get('error', '')[:80]} |||||||||")
             continue
