@@ -49,10 +49,18 @@ def fifo_depths(model, cfg):
     if not context_of(cfg).plan.build.size_fifos:
         reason = "build.size_fifos is false (--no-size-fifos)"
     if not reason:
-        return size_fifos(model, cfg)
+        try:
+            return size_fifos(model, cfg)
+        except NotSizable as exc:  # it could not be simulated: FINN's depths, and why
+            reason = exc.reason
     context_of(cfg).notes.append(f"FIFO depths: FINN's, not sized by simulation: {reason}")
     write_json(_record_path(cfg), {"sized": False, "reason": reason})
     return model
+
+
+class NotSizable(StepError):
+    """The design could not be simulated whole (a compile failure, a stall): the default flow
+    keeps FINN's depths; an explicit ``size_fifos`` fails with it."""
 
 
 def sizing_unavailable(model) -> str:
@@ -194,7 +202,13 @@ def _simulated(model, contexts, workdir: str, part: str, clock: float, interval:
     result = simulate_partition(
         model, contexts, workdir, part, clock, bounded=bounded, interval=interval
     )
-    if result.get("status") != "match" or not result.get("cycles_per_frame"):
+    status = result.get("status")
+    if not bounded and status in ("not simulated", "failed"):  # not run: no verdict on results
+        raise NotSizable(
+            f"the unbounded simulation {status}: {result.get('reason', '')}",
+            "run brainsmith verify-rtl on the build folder to find the layer",
+        )
+    if status != "match" or not result.get("cycles_per_frame"):
         kind = "with the sized FIFOs" if bounded else "with unbounded FIFOs"
         raise StepError(
             f"the accelerator {kind} did not simulate correctly: {result.get('status')}: "
