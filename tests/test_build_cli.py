@@ -135,7 +135,7 @@ def test_demo_builds_the_mlp_and_prints_a_summary(tmp_path):
     assert folder.name.startswith("mlp-") and (folder / "report.json").is_file()
     assert "Assuming 2D input is NC" in (folder / "build.log").read_text()
     names = [s["name"] for s in json.loads((folder / "report.json").read_text())["steps"]]
-    assert names[8:] == [  # report.json keeps the plugins' names
+    assert names[9:] == [  # report.json keeps the plugins' names
         "step_hw_ipgen", "step_set_fifo_depths", "step_create_stitched_ip",
         "step_out_of_context_synthesis",
     ]  # fmt: skip

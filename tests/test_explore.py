@@ -121,7 +121,7 @@ def test_every_variant_is_a_normal_build_with_metrics(in_process):
         report = json.loads((folder / "report.json").read_text())
         assert report["status"] == "ok" and (folder / "final.onnx").is_file()
         assert (folder / "report.html").is_file()
-        assert report["steps"][7]["verification"]["ok"]  # verify: final, as mlp.yaml says
+        assert report["steps"][8]["verification"]["ok"]  # verify: final, as mlp.yaml says
         assert variant["metrics"]["fps"] == report["performance"]["estimated_fps"]
 
 
@@ -154,7 +154,7 @@ def test_shared_segments_run_once_and_feed_every_branch(in_process):
     ]
     # 7 segments ran; the 4 variants used 3 each (12 uses), so 5 uses were reuses
     assert (data["segments_run"], data["segments_reused"]) == (7, 5)
-    assert (data["steps_run"], data["steps_without_reuse"]) == (3 + 2 * 2 + 4 * 7, 4 * 12)
+    assert (data["steps_run"], data["steps_without_reuse"]) == (3 + 2 * 2 + 4 * 8, 4 * 13)
     root = shared[0]
     assert (
         len(

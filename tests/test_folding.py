@@ -142,5 +142,5 @@ def test_the_folding_search_is_a_design_space_dimension(tmp_path):
     out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err
     assert "2 variants" in out and "build.folding x2" in out
-    assert "v00: steps 6-12 folding" in out and "[build.folding={'search': 'finn'}]" in out
+    assert "v00: steps 6-13 folding" in out and "[build.folding={'search': 'finn'}]" in out
     assert "    - search: finn\n      mvau_wwidth_max: 36\n" in out
