@@ -138,6 +138,7 @@ def estimates(
     names = list(described) or [n for n in resources if n != "total"] or list(cycles)
     names += [n for n in (*resources, *cycles) if n != "total" and n not in names]
     ours = brainsmith_estimates(model) if model is not None and resources else {}
+    ours = {name: found for name, found in ours.items() if name in resources}
     layers: list[Layer] = []
     for name in names:
         facts: LayerFacts = described.get(name, {"op_type": "", "backend": ""})
