@@ -162,6 +162,12 @@ def test_a_third_party_layer_builds_without_a_blueprint_verified_at_every_step(b
     )
 
 
+def test_a_layer_without_finns_port_names_keeps_finns_fifo_depths_and_says_why(built):
+    notes = json.loads((built / "report.json").read_text())["notes"]
+    reason = next(n for n in notes if n.startswith("FIFO depths: FINN's, not sized"))
+    assert f"{BACKEND_OP}_0: its top module {BACKEND_OP}_0 has no port ap_clk, " in reason
+
+
 def test_check_shows_the_third_party_layer_and_its_backend(package, tmp_path):
     code, out, err = run_cli("check", str(package["model"]), "--json", env=with_package(package))
     assert code == 0, out + err
@@ -175,9 +181,9 @@ def test_check_shows_the_third_party_layer_and_its_backend(package, tmp_path):
 def test_verify_rtl_in_a_fresh_process_loads_the_plugin_of_the_layers(built, package):
     code, out, err = run_cli("verify-rtl", str(built), env=with_package(package))
     assert "KeyError" not in err and "not found in domain" not in err
-    # the layer reached Verilator: its placeholder RTL is a plugin matter, not a lookup's
-    assert f"{BACKEND_OP}_0" in out, out + err
-    assert code == 1, out + err
+    # the layer's class was found: its placeholder RTL is a plugin matter, not a lookup's
+    assert f"{BACKEND_OP}_0" in out and "has no port ap_clk" in out, out + err
+    assert code == 2 and "no layer was simulated, so nothing was checked" in err, out + err
 
 
 def test_verify_rtl_without_the_package_names_the_layer_type_and_the_package(built):

@@ -124,6 +124,7 @@ def layer_design(model, node, simulated: bool = True) -> LayerDesign:
     if interfaces.get("aximm"):
         raise NotSimulated("the layer reads parameters over AXI-MM from external memory")
     top = str(op.get_nodeattr("gen_top_module") or op.get_verilog_top_module_name())
+    _require_ports(files, top, ["ap_clk", "ap_rst_n"] + [s.port for s in inputs + outputs])
     design = LayerDesign(
         node.name, node.op_type, top, os.path.abspath(code_dir), files, inputs, outputs
     )
@@ -177,14 +178,34 @@ def _memstream_wrapper(code_dir: str, name: str) -> str:
     return os.path.join(code_dir, found[0]) if found else ""
 
 
-def _has_port(files: list[str], module: str, port: str) -> bool:
+def _module_header(files: list[str], module: str) -> str | None:
+    """The port list of ``module`` as written in ``files``; None where no file declares it."""
     for path in files:
         with open(path, errors="replace") as handle:
             text = handle.read()
         match = re.search(rf"\bmodule\s+{re.escape(module)}\b(.*?)\);", text, re.S)
         if match:
-            return re.search(rf"\b{port}\b", match.group(1)) is not None
-    return False
+            return match.group(1)
+    return None
+
+
+def _has_port(files: list[str], module: str, port: str) -> bool:
+    header = _module_header(files, module)
+    return header is not None and re.search(rf"\b{port}\b", header) is not None
+
+
+def _require_ports(files: list[str], module: str, ports: list[str]) -> None:
+    """NotSimulated unless ``module`` declares every one of ``ports`` (FINN's port names: the
+    testbench and the stitched design connect those), naming what is missing."""
+    header = _module_header(files, module)
+    if header is None:  # declared where the pattern does not see it: the compile will tell
+        return
+    missing = [port for port in ports if re.search(rf"\b{port}(?:_TDATA)?\b", header) is None]
+    if missing:
+        raise NotSimulated(
+            f"its top module {module} has no port {', '.join(missing)}: the simulation "
+            "connects FINN's port names (ap_clk, ap_rst_n, in0_V_TDATA, ...)"
+        )
 
 
 def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) -> None:
