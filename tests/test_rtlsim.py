@@ -19,7 +19,7 @@ import pytest
 
 import brainsmith
 from brainsmith.builder import BuildError
-from brainsmith.rtlsim.layers import PLUMBING
+from brainsmith.rtlsim.layers import PLUMBING, STITCHED_ONLY
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -97,11 +97,10 @@ def test_every_rtl_layer_of_the_mlp_matches_python_bit_for_bit(mlp):
     assert report["rtlsim"]["ok"] and report["rtlsim"]["tool"].startswith("Verilator 5.48")
     found = layers(mlp.report_path)
     assert sorted(found) == ["MVAU_rtl_0", "MVAU_rtl_1", "Thresholding_rtl_0", "Thresholding_rtl_1"]
-    for layer in found.values():
+    for layer in found.values():  # the whole matches: no layer needed simulating alone
         assert layer["status"] == "match" and layer["frames"] == 16
-        # measured cycles beside FINN's estimate; these layers reach it exactly
-        assert layer["cycles_per_frame"] == layer["estimated_cycles"] > 0
-        assert layer["latency_cycles"] >= layer["estimated_cycles"]
+        assert layer["reason"] == STITCHED_ONLY and "compile_seconds" not in layer
+    assert report["rtlsim"]["stitched"]["status"] == "match"
     every = layers(mlp.report_path, plumbing=True)  # with the FIFOs and converters it sized
     assert all(layer["status"] == "match" for layer in every.values()) and len(every) > 4
     last = [s for s in report["steps"] if "verification" in s][-1]
@@ -133,14 +132,15 @@ def test_stitched_mlp_partition_measures_throughput_latency_and_fifo_fill(mlp):
     assert fills["MVAU_rtl_1"] > 1  # the last layer reads its input slower than it arrives
 
 
-def test_a_convolutional_network_in_rtl_matches_layer_by_layer_and_as_a_whole(cnv):
+def test_a_convolutional_network_in_rtl_matches_as_a_whole(cnv):
     """With prefer: rtl every layer is RTL (pools in brainsmith's own RTL) and the stitched
-    accelerator, width converters and FIFOs included, matches Python bit for bit."""
+    accelerator, width converters and FIFOs included, matches Python bit for bit: each
+    layer is checked within it, none needs simulating alone."""
     found = layers(cnv.report_path)
     kinds = {layer["op_type"] for layer in found.values()}
     assert kinds == {"MVAU_rtl", "Thresholding_rtl", "ConvolutionInputGenerator_rtl", "Pool_rtl"}
     assert all(layer["status"] == "match" for layer in found.values()), found
-    assert all(layer["cycles_per_frame"] > 0 for layer in found.values())
+    assert all(layer["reason"] == STITCHED_ONLY for layer in found.values()), found
     report = json.loads(Path(cnv.report_path).read_text())
     stitched, estimate = report["rtlsim"]["stitched"], report["performance"]
     assert stitched["status"] == "match" and stitched["frames"] == 16, stitched
@@ -165,6 +165,11 @@ def test_verify_rtl_keeps_every_section_of_the_report_page(mlp, hub, tmp_path):
     before = (copy / "report.html").read_text()
     result = verify_rtl(copy, cache=hub)
     assert result.returncode == 0, result.stderr
+    for layer in layers(copy / "report.json").values():  # verify-rtl: every layer alone
+        assert layer["status"] == "match" and layer["frames"] == 16
+        # measured cycles beside FINN's estimate; these layers reach it exactly
+        assert layer["cycles_per_frame"] == layer["estimated_cycles"] > 0
+        assert layer["latency_cycles"] >= layer["estimated_cycles"]
     after = (copy / "report.html").read_text()
     assert sections(after) == sections(before), sections(after)
     assert "Dataflow" in sections(after) and "RTL simulation" in sections(after)

@@ -52,6 +52,7 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
                 run.context.dataflow_parent,
                 note=run.progress.note,
                 stitch=(fpga_part(run.cfg), float(run.plan.build.clock_ns)),
+                whole_first=True,  # the layers alone only to find one that differs
             )
     except Exception as exc:  # the simulation could not run at all: fail the step, say why
         traceback.print_exc(file=run.build_log)
@@ -64,14 +65,7 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
     record = run.records[index]
     if record.verification is not None:
         record.verification["rtlsim"] = {"ok": result.ok, "summary": result.summary()}
-    stitched = result.stitched or {}
-    if stitched.get("status") in ("mismatch", "failed"):
-        raise StepError(
-            f"RTL simulation of the stitched partition: {stitched['reason']}",
-            f"every layer matches on its own; stream files and logs are in "
-            f"{os.path.join(workdir, 'stitched')}",
-        )
-    for layer in result.layers:
+    for layer in result.layers:  # a layer that differs alone is the more precise finding
         if layer.failed:
             raise StepError(
                 f"RTL simulation: layer {layer.name} ({layer.op_type}) " + layer_problem(layer),
@@ -79,6 +73,13 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
                 f"{_code_dir(model, layer.name)} do not compute what the layer computes in "
                 f"Python; stream files and logs are in {os.path.join(workdir, layer.name)}",
             )
+    stitched = result.stitched or {}
+    if stitched.get("status") in ("mismatch", "failed"):
+        raise StepError(
+            f"RTL simulation of the stitched partition: {stitched['reason']}",
+            f"every layer matches on its own; stream files and logs are in "
+            f"{os.path.join(workdir, 'stitched')}",
+        )
     return f"RTL {result.summary()}"
 
 

@@ -118,13 +118,16 @@ def simulate_design(
     only: set[str] | None = None,
     note: Callable[[str], None] | None = None,
     stitch: tuple[str, float] | None = None,
+    whole_first: bool = False,
 ) -> DesignResult:
     """Simulate each hardware layer of ``model`` (or those named in ``only``) on ``samples``
     (inputs of ``parent`` if given, else of ``model``); per-layer files go to
     ``workdir/<layer>/``; ``note`` hears what is being done. With ``stitch`` (FPGA part,
     clock in ns) the whole partition is simulated too (``brainsmith.rtlsim.partition``),
     its FIFOs of the depths the model gives them (FINN's where it has none yet), and its
-    ``PLUMBING`` layers alone only if the whole does not match.
+    ``PLUMBING`` layers alone only if the whole does not match. ``whole_first``: the whole
+    partition before any layer, and every layer alone only if the whole does not match
+    (to find the layer that differs); a match then checks them all at once.
 
     Raises ``ToolchainError`` when Verilator cannot be used at all.
     """
@@ -136,17 +139,11 @@ def simulate_design(
     result = DesignResult(toolchain.label)
     layers = [n for n in model.graph.node if is_hardware(n)]
     layers = [n for n in layers if only is None or n.name in only]
-    deferred = [n for n in layers if stitch is not None and n.op_type.startswith(PLUMBING)]
-    alone = [n for n in layers if n not in deferred]
-    with ThreadPoolExecutor(max_workers=LAYERS_AT_ONCE) as pool:  # compiles are processes
-        futures = {
-            pool.submit(_simulate_layer, model, node, contexts, toolchain, workdir): node
-            for node in alone
-        }
-        for number, future in enumerate(as_completed(futures), 1):
-            if note is not None:
-                note(f"RTL simulation {number}/{len(alone)}: {futures[future].name}")
-        result.layers += [future.result() for future in futures]
+    deferred = [
+        n for n in layers if stitch is not None and (whole_first or n.op_type.startswith(PLUMBING))
+    ]
+    args = (model, contexts, toolchain, workdir, note)
+    result.layers += _simulate_layers([n for n in layers if n not in deferred], *args)
     if stitch is not None and result.ok and layers:
         from brainsmith.rtlsim.partition import simulate_partition
 
@@ -154,17 +151,30 @@ def simulate_design(
             note("RTL simulation of the stitched partition")
         folder = os.path.join(workdir, "stitched")
         result.stitched = simulate_partition(model, contexts, folder, *stitch, bounded=True)
-    for node in deferred:  # checked within the stitched design, or else alone
-        if (result.stitched or {}).get("status") == MATCH:
-            frames = len(contexts)
-            layer = LayerResult(node.name, node.op_type, MATCH, STITCHED_ONLY, frames)
-        else:
-            layer = _simulate_layer(model, node, contexts, toolchain, workdir)
-        result.layers.append(layer)
+    if (result.stitched or {}).get("status") == MATCH:  # checked within the whole
+        frames = len(contexts)
+        result.layers += [
+            LayerResult(node.name, node.op_type, MATCH, STITCHED_ONLY, frames) for node in deferred
+        ]
+    else:
+        result.layers += _simulate_layers(deferred, *args)
     order = {node.name: index for index, node in enumerate(layers)}
     result.layers.sort(key=lambda layer: order[layer.name])
     result.seconds = time.perf_counter() - began
     return result
+
+
+def _simulate_layers(nodes, model, contexts, toolchain, workdir, note) -> list[LayerResult]:
+    """Each of ``nodes`` simulated alone, ``LAYERS_AT_ONCE`` at a time."""
+    with ThreadPoolExecutor(max_workers=LAYERS_AT_ONCE) as pool:  # compiles are processes
+        futures = {
+            pool.submit(_simulate_layer, model, node, contexts, toolchain, workdir): node
+            for node in nodes
+        }
+        for number, future in enumerate(as_completed(futures), 1):
+            if note is not None:
+                note(f"RTL simulation {number}/{len(nodes)}: {futures[future].name}")
+        return [future.result() for future in futures]
 
 
 def _against(stitched: dict) -> str:
