@@ -1,6 +1,7 @@
 """The whole-network RTL loop: ``brainsmith build MODEL --prefer rtl --verify rtlsim`` (no
 blueprint), which sizes the FIFOs by simulating the accelerator in Verilator and then checks
-the design, every compute layer alone and the whole stitched design, against Python.
+the whole stitched design against Python (each layer alone only where the whole cannot be
+stitched or does not match).
 
     .venv/bin/python -m benchmarks.rtlsim [--model cnv --model zoo/resnet8 ...]
 
@@ -8,7 +9,7 @@ Each build runs as a fresh process with its own empty cache (every layer and the
 design compiled), measured from outside: wall seconds, and the peak resident memory of the
 largest process (the build, a compiler or a simulator). From the build's reports: the sizing
 step's seconds (its one compile of the stitched design, its simulations), the check's seconds
-(the stitched design's simulation, the compute layers' compiles), cycles per frame with the
+(the stitched design's simulation; the compiles of layers simulated alone), cycles per frame with the
 sized FIFOs (flat out) against FINN's estimate (the slowest layer's cycles), and the total
 FIFO depth. Afterwards, from the cached executable, the same design flat out with unbounded
 FIFOs: the pace the sizing must keep. Writes benchmarks/results/rtlsim.json (machine info,
@@ -147,9 +148,9 @@ def table(data: dict) -> list[str]:
         f"blueprint's part at {CLOCK_NS:g} ns; the zoo's networks with `--target-fps 100000`), "
         "each a fresh process with an empty compile "
         "cache (`python -m benchmarks.rtlsim`). Sizing: the `fifo_depths` step (one compile "
-        "of the stitched design; simulations of 4 random frames). Check: every compute "
-        "layer compiled and simulated alone, then the stitched design with the sized FIFOs "
-        "(cached executable) on the 16 verification inputs. Cycles per frame are simulated: "
+        "of the stitched design; simulations of 4 random frames). Check: the stitched "
+        "design with the sized FIFOs (cached executable) on the 16 verification inputs, each "
+        "layer compiled and simulated alone only where the whole is not simulated. Cycles per frame are simulated: "
         "with the sized FIFOs and with unbounded ones, flat out, against FINN's estimate "
         "(the slowest layer's cycles). Memory: the peak resident set of the largest process.",
         "",
