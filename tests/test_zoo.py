@@ -233,11 +233,11 @@ def test_full_size_cnv_builds_with_no_blueprint(hub, tmp_path, bits):
 
 
 @pytest.mark.big
-@pytest.mark.timeout(3600)  # one compile for the sizing and the check: about 12 minutes
+@pytest.mark.timeout(3600)  # one compile for the sizing and the check: about 8 minutes
 def test_full_size_cnv_in_rtl_sizes_its_fifos_and_runs_at_finn_s_estimate(hub, tmp_path):
     """FINN's CNV w2a2 at full size with every layer RTL: FIFOs sized by simulation, the
     stitched accelerator bit-exact in Verilator at FINN's estimated pace (within the report's
-    stated tolerance). About 12 minutes on 2 cores (``python -m benchmarks.rtlsim``):
+    stated tolerance). About 8 minutes on 2 cores (``python -m benchmarks.rtlsim``: 456 s):
     ``make test-big``, not ``make test``."""
     export(tmp_path, {"cnv_w2a2": "cnv(2, 2)"})
     blueprint = tmp_path / "cnv_rtl.yaml"
