@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import onnx
@@ -125,6 +126,54 @@ def test_force_never_moves_the_builds_own_inputs_aside(tmp_path):
         prepare_output_dir(str(out), force=True, keep=(str(out / "model.onnx"),))
     assert "an input of this build" in caught.value.reason
     assert (out / "model.onnx").is_file()
+
+
+WAITING_STEP = """\
+import os
+import time
+
+from brainsmith.plugin.core import step
+
+
+@step(name="wait_for_release")
+def wait_for_release(model, cfg):
+    open(os.environ["WAITING"], "w").close()
+    end = time.monotonic() + 120
+    while not os.path.exists(os.environ["RELEASE"]) and time.monotonic() < end:
+        time.sleep(0.2)
+    return model
+"""
+
+
+def test_a_second_build_into_a_busy_folder_is_refused_and_touches_nothing(tmp_path):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "waiting.py").write_text(WAITING_STEP)
+    blueprint = tmp_path / "wait.yaml"
+    blueprint.write_text(f"name: wait\nextends: {BLUEPRINT}\nsteps: [wait_for_release, cleanup]\n")
+    out, waiting, release = tmp_path / "out", tmp_path / "waiting", tmp_path / "release"
+    env = {**os.environ, "BRAINSMITH_PLUGIN_DIRS": str(plugins), "WAITING": str(waiting),
+           "RELEASE": str(release)}  # fmt: skip
+    first = subprocess.Popen([*BUILD, str(MLP), str(blueprint), "-o", str(out)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        for _ in range(600):
+            if waiting.exists() or first.poll() is not None:
+                break
+            time.sleep(0.2)
+        assert waiting.exists(), first.communicate()
+        before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+        second = subprocess.run([*BUILD, str(MLP), str(blueprint), "-o", str(out), "--force"],
+                                env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert_clean_error(second, f"output folder {out} is in use by another build")
+        assert f"(build, pid {first.pid} on " in second.stderr
+        assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+    finally:
+        release.touch()
+        stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stdout + stderr
+    assert json.loads((out / "report.json").read_text())["status"] == "ok"
+    assert not list(tmp_path.glob("*.old-*")) and not list(tmp_path.glob("*.lock"))
 
 
 def test_python_api_errors_name_python_arguments_not_flags(tmp_path):

@@ -438,8 +438,8 @@ def test_a_second_exploration_into_a_busy_folder_is_refused_and_touches_nothing(
     second = plain.start(out, "--workers", "0", option)
     _, stderr, _ = wait_for_exit(second, 60)
     assert second.returncode == 2, stderr
-    assert f"output folder {out} is in use by another exploration" in stderr
-    assert f"pid {first.pid}" in stderr
+    assert f"output folder {out} is in use by another build or exploration" in stderr
+    assert f"(exploration, pid {first.pid} on " in stderr
     assert time.monotonic() - began < 30
     after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if "out" in p.parts)
     assert after == before and (out / "explore.json").read_text() == content

@@ -34,6 +34,7 @@ from brainsmith.builder.intake import InputError, check_model, load_vectors
 from brainsmith.builder.outdir import (
     OutputFolder,
     default_output_dir,
+    os_problem,
     output_error,
     prepare_output_dir,
 )
@@ -41,6 +42,7 @@ from brainsmith.builder.reporting import write_reports
 from brainsmith.builder.result import BuildResult
 from brainsmith.builder.state import BuildLog, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
+from brainsmith.folder_lock import FolderBusy, FolderLock
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.plan import BuildPlan, PlanError, load_plan
@@ -110,6 +112,7 @@ def build(
         checked, vectors = check_inputs(model, input_npy, expected_npy)
         folder = output_dir or plan.build.output_dir or default_output_dir(plan.name)
         out, run = None, None
+        lock = _locked(folder)
         try:
             with interrupts.blocked():
                 out = prepare_output_dir(
@@ -135,6 +138,21 @@ def build(
         finally:
             if run is not None:
                 _close(run)
+            lock.release()
+
+
+def _locked(folder: str) -> FolderLock:
+    """``folder``'s lock, held (another build or exploration into it: BuildError at once)."""
+    lock = FolderLock(folder, "build")
+    try:
+        lock.acquire()
+    except FolderBusy as exc:
+        raise BuildError.setup(exc.reason, exc.hint) from None
+    except OSError as exc:
+        reason, hint = os_problem(exc)
+        reason = f"cannot lock output folder {folder} ({lock.path}): {reason}"
+        raise BuildError.setup(reason, hint) from None
+    return lock
 
 
 def plan_for(blueprint: BlueprintSource, verify: str | None) -> BuildPlan:

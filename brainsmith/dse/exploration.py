@@ -158,7 +158,7 @@ def _check_options(
 def _locked(folder: str) -> Iterator[None]:
     """Hold ``folder``'s exploration lock, or refuse at once (ExploreError)."""
     from brainsmith.builder.outdir import os_problem
-    from brainsmith.dse.lock import FolderBusy, FolderLock
+    from brainsmith.folder_lock import FolderBusy, FolderLock
 
     lock = FolderLock(folder)
     try:

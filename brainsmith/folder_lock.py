@@ -1,9 +1,9 @@
-"""One exploration per output folder: ``<folder>.lock`` beside it, held with ``flock`` while
-the exploration runs (also across machines on a shared file system that supports it).
+"""One build or exploration per output folder: ``<folder>.lock`` beside it, held with
+``flock`` while it runs (also across machines on a shared file system that supports it).
 
-The lock file holds the holder's pid and host, for the message a second exploration gets.
-It is removed on release; a process that dies leaves it unlocked, and the next exploration
-takes it over.
+The lock file says what holds it (``build``, ``exploration``), its pid and host, for the
+message a second one gets. It is removed on release; a process that dies leaves it unlocked,
+and the next one takes it over.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from brainsmith.errors import BrainsmithError
 
 
 class FolderBusy(BrainsmithError):
-    """Another exploration holds the folder's lock; ``reason`` and ``hint`` say which and
+    """Another build or exploration holds the folder's lock; ``reason`` and ``hint`` say which and
     what to do."""
 
     def __init__(self, reason: str, hint: str) -> None:
@@ -26,10 +26,11 @@ class FolderBusy(BrainsmithError):
 
 
 class FolderLock:
-    """``acquire()`` holds ``<folder>.lock`` or raises FolderBusy at once; ``release()``."""
+    """``acquire()`` holds ``<folder>.lock`` for ``user`` (what the message of another calls
+    it: "build", "exploration") or raises FolderBusy at once; ``release()``."""
 
-    def __init__(self, folder: str) -> None:
-        self.folder = os.path.abspath(folder)
+    def __init__(self, folder: str, user: str = "exploration") -> None:
+        self.folder, self.user = os.path.abspath(folder), user
         self.path = self.folder.rstrip(os.sep) + ".lock"
         self.fd: int | None = None
 
@@ -48,7 +49,8 @@ class FolderLock:
             else:  # its holder removed it while we opened it: lock the new one
                 os.close(fd)
         os.ftruncate(self.fd, 0)
-        os.write(self.fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        holder = f"{self.user}, pid {os.getpid()} on {socket.gethostname()}"
+        os.write(self.fd, f"{holder}\n".encode())
 
     def release(self) -> None:
         if self.fd is None:
@@ -61,14 +63,14 @@ class FolderLock:
     def _busy(self, holder: str) -> FolderBusy:
         by = f" ({holder})" if holder else ""
         return FolderBusy(
-            f"output folder {self.folder} is in use by another exploration{by}; "
+            f"output folder {self.folder} is in use by another build or exploration{by}; "
             f"its lock is {self.path}",
             "wait for it to finish (or stop it), or choose another output folder (-o)",
         )
 
 
 def _holder(fd: int) -> str:
-    """What the lock file says about its holder (``pid N on HOST``), or ""."""
+    """What the lock file says about its holder (``build, pid N on HOST``), or ""."""
     try:
         text = os.pread(fd, 200, 0).decode("utf-8", "replace")
     except OSError:
