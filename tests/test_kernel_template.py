@@ -61,6 +61,34 @@ def test_new_kernel_refuses_a_bad_name_and_an_occupied_folder(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]  # nothing half-written
 
 
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("Brainsmith", "gives the Python package 'brainsmith', which exists already"),
+        ("Finn", "gives the Python package 'finn', which exists already"),
+        ("Qonnx", "gives the Python package 'qonnx', which exists already"),
+        ("Os", "'os', which exists already (a module of Python's standard library)"),
+        ("If", "gives the Python package 'if', a Python keyword"),
+        ("Class", "gives the Python package 'class', a Python keyword"),
+        ("None", "'None' is a Python keyword"),
+        ("Module", "gives the SystemVerilog module 'module', a SystemVerilog keyword"),
+        ("Logic", "gives the SystemVerilog module 'logic', a SystemVerilog keyword"),
+        ("AcmeClip\n", "is not a CamelCase op type"),
+    ],
+)
+def test_new_kernel_refuses_a_name_that_would_hide_a_module_or_not_parse(name, words, tmp_path):
+    code, _, err = run_cli("new", "kernel", name, cwd=tmp_path)
+    assert code == 2 and words in err and "Traceback" not in err, err
+    assert "try: choose a more specific name" in err or "CamelCase" in err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_new_kernel_refuses_a_distribution_name_that_is_installed(tmp_path):
+    code, _, err = run_cli("new", "kernel", OP_TYPE, "--dist", "brainsmith", cwd=tmp_path)
+    assert code == 2 and "distribution 'brainsmith' is installed already" in err, err
+    assert "would replace it" in err and not list(tmp_path.iterdir())
+
+
 def test_the_written_package_is_lint_clean_by_its_own_settings(tmp_path):
     code, _, err = run_cli("new", "kernel", OP_TYPE, "-o", str(tmp_path / DIST))
     assert code == 0, err

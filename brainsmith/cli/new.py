@@ -37,6 +37,11 @@ def kernel(name: str, output: Path | None, dist: str | None, inputs: str) -> Non
     """Write a hardware-layer package for the op type NAME (CamelCase, e.g. AcmeClip).
 
     \b
+    NAME gives the Python package (AcmeClip -> acme_clip) and the SystemVerilog module: a name
+    that is a keyword of either, or whose package or distribution exists already (Finn, Os,
+    ...; installing the package would hide or replace it), is refused.
+
+    \b
     The package has the kernel (shapes, streams, folding, estimates, Python execution), its
     infer transform (ONNX Clip of integers -> NAME, to adapt), an RTL backend with
     SystemVerilog and FINN's stream ports, entry points, and tests that run the layer in

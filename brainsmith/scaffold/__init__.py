@@ -8,9 +8,14 @@ so a failure leaves nothing half-written and an existing folder is never touched
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import importlib.util
+import keyword
 import os
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +23,7 @@ from pathlib import Path
 from brainsmith.errors import BrainsmithError
 
 TEMPLATES = Path(__file__).parent
-OP_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]{1,63}$")
+OP_TYPE = re.compile(r"[A-Z][A-Za-z0-9]{1,63}")  # (fullmatch: no trailing newline)
 INPUTS = (1, 2)  # input streams a template layer can have
 OVERLAYS = {1: None, 2: TEMPLATES / "kernel_two_inputs"}  # files that replace kernel/'s
 SUMMARIES = {
@@ -51,20 +56,74 @@ class Names:
 
 
 def names_for(op_type: str, dist: str | None = None) -> Names:
-    """The names of a new layer's package; raises ScaffoldError naming what is wrong."""
-    if not OP_TYPE.match(op_type):
+    """The names of a new layer's package; raises ScaffoldError naming what is wrong: not an
+    op type, a keyword of Python or SystemVerilog, or a module or distribution that exists
+    already (installing the package would hide or replace it)."""
+    if not OP_TYPE.fullmatch(op_type):
         raise ScaffoldError(
             f"kernel name {op_type!r} is not a CamelCase op type",
             "use letters and digits, starting with a capital letter, e.g. AcmeClip",
         )
     module = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", op_type).lower()
+    other = f"choose a more specific name, e.g. Acme{op_type}"
+    if keyword.iskeyword(op_type):
+        raise ScaffoldError(f"kernel name {op_type!r} is a Python keyword", other)
+    if keyword.iskeyword(module) or keyword.issoftkeyword(module):
+        raise ScaffoldError(
+            f"kernel name {op_type!r} gives the Python package {module!r}, a Python keyword",
+            other,
+        )
+    if module in systemverilog_keywords():
+        raise ScaffoldError(
+            f"kernel name {op_type!r} gives the SystemVerilog module {module!r}, a "
+            "SystemVerilog keyword",
+            other,
+        )
+    found = _existing_module(module)
+    if found:
+        raise ScaffoldError(
+            f"kernel name {op_type!r} gives the Python package {module!r}, which exists "
+            f"already ({found}): installing the new package would hide it",
+            other,
+        )
     dist = dist or module.replace("_", "-")
-    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", dist):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", dist):
         raise ScaffoldError(
             f"distribution name {dist!r} is not a valid package name",
             "use letters, digits, '-', '_' and '.', e.g. acme-clip",
         )
-    return Names(op_type, module, dist)
+    try:
+        installed = importlib.metadata.distribution(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return Names(op_type, module, dist)
+    raise ScaffoldError(
+        f"distribution {dist!r} is installed already ({installed.metadata['Name']} "
+        f"{installed.version}): installing the new package would replace it",
+        f"{other}, or name the distribution with --dist",
+    )
+
+
+@functools.cache
+def systemverilog_keywords() -> frozenset[str]:
+    """IEEE 1800-2017's reserved words: the package's SystemVerilog module is named like it."""
+    text = (TEMPLATES / "systemverilog_keywords.txt").read_text()
+    return frozenset(line for line in text.split("\n") if line and not line.startswith("#"))
+
+
+def _existing_module(module: str) -> str:
+    """Where ``module`` is found already ("" where nowhere): the standard library, or the
+    file Python would import it from."""
+    if module in sys.stdlib_module_names or module in sys.builtin_module_names:
+        return "a module of Python's standard library"
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # a broken finder or an odd entry on sys.path
+        return ""
+    if spec is None:
+        return ""
+    return (
+        f"importable from {spec.origin or next(iter(spec.submodule_search_locations or []), '?')}"
+    )
 
 
 def check_inputs(inputs: int) -> None:
