@@ -7,6 +7,7 @@
     ├── PluginError           plugin hub (brainsmith.plugin.errors): not found, load, metadata,
     │   └── BlueprintError    config, cache directory, lifecycle, kernels; blueprints
     ├── YAMLInputError        a YAML file that cannot be read safely (file, line, column)
+    ├── DamagedFile           a JSON file that cannot be used (brainsmith.files.read_json)
     ├── BuildError            brainsmith build (step, reason, hint, exit_code, report)
     │   StepError, PlanError, InputError, FolderError, ResultError (a build's result)
     └── ExploreError          brainsmith explore; SpaceError; rtlsim's ToolchainError,

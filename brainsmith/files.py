@@ -4,7 +4,11 @@ error or a full disk never leaves a cut-off file."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import stat
+
+from brainsmith.errors import BrainsmithError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,6 +20,39 @@ if TYPE_CHECKING:
     # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
     # are typed in brainsmith.report.schema)
     Json = dict[str, Any]
+
+
+MAX_JSON_BYTES = 64 * 2**20  # report.json of the largest network is a few MiB
+
+
+class DamagedFile(BrainsmithError, ValueError):
+    """A JSON file that cannot be used; ``str()`` names the file and what is wrong."""
+
+
+def read_json(path: str, limit: int = MAX_JSON_BYTES) -> Json:
+    """The JSON object in ``path``: a regular file of at most ``limit`` bytes, UTF-8 JSON,
+    an object (not a list or a number). DamagedFile otherwise, naming the file and why (not a
+    regular file, too large, not JSON, nested too deeply); OSError when it cannot be opened.
+    A FIFO or a device is refused without blocking on it."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise DamagedFile(f"{path} is not a regular file")
+        if status.st_size > limit:
+            raise DamagedFile(f"{path} is larger than {limit:,} bytes")
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise DamagedFile(f"{path} is larger than {limit:,} bytes")
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise DamagedFile(f"{path} is nested too deeply to be read") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise DamagedFile(f"{path} is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise DamagedFile(f"{path} holds a JSON {type(data).__name__}, not an object")
+    return data
 
 
 def write_atomically(path: str, write: Callable[[str], None]) -> None:

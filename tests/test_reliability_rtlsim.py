@@ -159,6 +159,35 @@ def test_build_folder_without_a_record_is_refused_saying_how_to_make_one(copy, h
     assert json.loads((copy / "report.json").read_text())["rtlsim"] is None  # untouched
 
 
+DAMAGED = {  # what a damaged JSON file of a build folder may hold, and what the error says
+    "not-json": ("{'status': ok", "is not JSON"),
+    "a-list": ("[1, 2, 3]", "holds a JSON list, not an object"),
+    "nested": ("[" * 200_000, "is nested too deeply to be read"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED))
+def test_a_damaged_report_is_an_error_naming_it_not_a_traceback(copy, hub, damage):
+    text, words = DAMAGED[damage]
+    (copy / "report.json").write_text(text)
+    result = verify_rtl(copy, cache=hub)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"error: the build's report cannot be read: {copy / 'report.json'} {words}" in (
+        result.stderr
+    )
+    assert "try: this folder's report.json is damaged" in result.stderr
+    assert (copy / "report.json").read_text() == text  # left as it was
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED))
+def test_a_damaged_hdl_record_is_refused_naming_it(copy, hub, damage):
+    text, words = DAMAGED[damage]
+    (copy / MANIFEST).write_text(text)
+    result = verify_rtl(copy, cache=hub)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "hdl_manifest.json" in result.stderr and words in result.stderr, result.stderr
+
+
 # -- copied and moved build folders ----------------------------------------------------------
 
 

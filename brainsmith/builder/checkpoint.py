@@ -16,6 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from brainsmith.builder.state import StepRecord
+from brainsmith.files import read_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,8 +78,7 @@ class Checkpoint:
             return os.path.normpath(os.path.join(folder, str(value))) if value else None
 
         try:
-            with open(path) as handle:
-                data = json.load(handle)
+            data = read_json(path)
             if data.get("version") != VERSION:
                 raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
             records = [StepRecord(**entry) for entry in data["records"]]

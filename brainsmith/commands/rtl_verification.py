@@ -16,7 +16,6 @@ reach the host is refused in any case (``brainsmith.rtlsim.screen``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import traceback
 from collections.abc import Callable
@@ -26,6 +25,7 @@ import numpy as np
 
 from brainsmith.builder.rtl_check import WORKDIR
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import DamagedFile, read_json
 from brainsmith.report.rtl_tables import rtlsim_section
 from brainsmith.rtlsim.manifest import NAME, inside
 
@@ -206,8 +206,13 @@ def _read_report(folder: str) -> BuildReport:
             f"{folder} is not a brainsmith build folder (no report.json)",
             "give the output folder of brainsmith build (its -o OUTDIR)",
         )
-    with open(path) as handle:
-        report: BuildReport = json.load(handle)
+    try:
+        report = cast("BuildReport", read_json(path))
+    except (DamagedFile, OSError) as exc:
+        raise FolderError(
+            f"the build's report cannot be read: {exc}",
+            "this folder's report.json is damaged: build the model again (brainsmith build)",
+        ) from None
     if not os.path.isfile(os.path.join(folder, "final.onnx")):
         error = report.get("error")
         step = error.get("step", "?") if error else "?"

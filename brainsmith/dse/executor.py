@@ -10,7 +10,6 @@ brainsmith; both are checked before anything is submitted.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -20,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 from brainsmith.dse.tasks import NodeResult, NodeTask, check_worker, run_node, warm_up
+from brainsmith.files import read_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -291,9 +291,7 @@ def _address(given: str) -> str:
     if not (given.endswith(".json") and os.path.isfile(given)):
         return given
     try:
-        with open(given, "rb") as handle:
-            data = json.loads(handle.read(SCHEDULER_FILE_BYTES))
-        address = data["address"]
+        address = read_json(given, SCHEDULER_FILE_BYTES)["address"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ExecutorError(
             f"scheduler file {given} names no scheduler address ({type(exc).__name__}: {exc})",

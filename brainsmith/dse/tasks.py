@@ -16,6 +16,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
+from brainsmith.files import read_json
 from brainsmith.planning.plan import BuildPlan
 
 TYPE_CHECKING = False
@@ -75,9 +76,7 @@ class NodeResult:
 def load_result(folder: str, key: str) -> NodeResult | None:
     """The finished result recorded in ``folder`` for ``key``; None when there is none."""
     try:
-        with open(os.path.join(folder, NODE_FILE)) as handle:
-            data = json.load(handle)
-        result = NodeResult(**data)
+        result = NodeResult(**read_json(os.path.join(folder, NODE_FILE)))
     except (OSError, ValueError, TypeError):
         return None
     if result.key != key or result.status not in ("ok", "failed"):
@@ -95,8 +94,7 @@ def load_result(folder: str, key: str) -> NodeResult | None:
     if result.status == "ok" and not result.checkpoint:
         report = os.path.join(folder, "report.json")
         try:
-            with open(report) as handle:
-                result.report = json.load(handle)
+            result.report = read_json(report)
         except (OSError, ValueError):
             return None
     result.reused = True

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import read_json
 
 NAME = "hdl_manifest.json"
 FORMAT = 1
@@ -58,15 +59,12 @@ def load(finn_dir: str) -> Manifest | None:
     if not os.path.lexists(path):
         return None
     try:
-        if not os.path.isfile(path) or os.path.islink(path):
+        if os.path.islink(path):
             raise ManifestError("it is not a regular file")
-        if os.path.getsize(path) > MAX_BYTES:
-            raise ManifestError(f"it is larger than {MAX_BYTES // 2**20} MiB")
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = read_json(path, MAX_BYTES)
+    except (OSError, ValueError) as exc:
         raise ManifestError(str(exc)) from exc
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if data.get("format") != FORMAT:
         raise ManifestError(f"it is not format {FORMAT}")
     files, root = data.get("files"), data.get("root")
     if not isinstance(root, str) or not isinstance(files, dict):
