@@ -199,3 +199,50 @@ def test_cli_exit_codes_json_and_no_files_written(hub, tmp_path):
     missing = run_cli(str(tmp_path / "nope.onnx"), cwd=tmp_path)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bp.yaml"]  # nothing else written
+
+
+WAITING_STEP = """\
+import os
+import time
+
+from brainsmith.plugin.core import step
+
+
+@step(name="wait_here")
+def wait_here(model, cfg):
+    open(os.environ["WAITING"], "w").close()
+    time.sleep(120)
+    return model
+"""
+
+
+def test_ctrl_c_during_check_exits_130_not_blocked(hub, tmp_path):
+    import os
+    import signal
+    import time
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "waiting.py").write_text(WAITING_STEP)
+    waiting_blueprint = tmp_path / "wait.yaml"
+    waiting_blueprint.write_text(
+        f"extends: {REPO / 'blueprints' / 'mlp.yaml'}\n"
+        "steps: [wait_here, cleanup, qonnx_to_finn, streamline, hardware_inference]\n"
+    )
+    waiting = tmp_path / "waiting"
+    env = {**os.environ, "BRAINSMITH_PLUGIN_DIRS": str(plugins), "WAITING": str(waiting)}
+    process = subprocess.Popen(
+        [BRAINSMITH, "check", str(MODELS / "mlp_4bit.onnx"), str(waiting_blueprint)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not waiting.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert waiting.exists(), process.communicate()
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert "check interrupted (SIGINT)" in stderr and "Traceback" not in stderr

@@ -51,7 +51,7 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str 
 
     \b
     Exit codes: 0 the model can build; 1 nodes block the build (or a step failed);
-    2 bad model or blueprint.
+    2 bad model or blueprint; 130 interrupted (SIGINT).
     """
     from brainsmith.builder import BuildError
     from brainsmith.builder.errors import command_line_names
@@ -65,6 +65,9 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str 
         except BuildError as exc:
             echo(f"error: {exc.message()}", err=True)
             sys.exit(exc.exit_code)
+        except KeyboardInterrupt:  # not "blocked" (1): the check did not finish
+            echo("error: check interrupted (SIGINT); nothing was written", err=True)
+            sys.exit(130)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
