@@ -9,7 +9,9 @@ the console from ``console()`` applies it to everything it renders, leaving its 
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,6 +19,18 @@ if TYPE_CHECKING:
 
 # C0 controls but tab and newline, DEL, C1 controls, and Unicode's bidirectional overrides
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+# A reader that left (``| head -1``): the exit status of a program SIGPIPE stopped (128 + 13),
+# never a command's own codes (health's 1 degraded, 2 unhealthy)
+BROKEN_PIPE = 141
+
+
+def reader_left() -> None:
+    """Stop quietly because the reader closed the output: later writes go nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise SystemExit(BROKEN_PIPE)
 
 
 def printable(text: str) -> str:
@@ -44,6 +58,9 @@ def console(**options: Any) -> Any:
                         yield segment
                     else:
                         yield Segment(printable(segment.text), segment.style)
+
+            def on_broken_pipe(self) -> None:  # rich's own exits with 1
+                reader_left()
 
         _Console = SafeConsole
     return _Console(**options)

@@ -231,3 +231,17 @@ def test_plugins_info_load_exits_non_zero_when_the_plugin_fails_to_load(tmp_path
     as_json = brainsmith("plugins", "info", "rebel_step", "--load", "--json", env=env)
     assert as_json.returncode == 1
     assert "refuses to import" in json.loads(as_json.stdout)["error"]
+
+
+@pytest.mark.parametrize(
+    "command", ["plugins health", "plugins health --json", "plugins list", "--version"]
+)
+def test_a_reader_that_leaves_early_ends_the_command_quietly_with_sigpipes_status(command):
+    """``brainsmith plugins health | head -1``: the closed pipe is the status a program that
+    SIGPIPE stopped has (141), never health's 1 (degraded) or 2 (unhealthy), with no error."""
+    shell = f"{sys.executable} -m brainsmith {command} | true; echo ${{PIPESTATUS[0]}}"
+    for _ in range(3):  # the reader is gone before the first write: the same every time
+        result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True,
+                                timeout=120)  # fmt: skip
+        assert result.stdout.strip() == "141", result.stdout + result.stderr
+        assert result.stderr == "", result.stderr

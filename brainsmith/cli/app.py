@@ -79,14 +79,20 @@ def run() -> None:
     # lands inside a logging handler's constructor, in FINN's setup, leaves a handler without
     # a lock, and logging.shutdown then raised AttributeError at exit.)
     logging.raiseExceptions = False
+    from brainsmith.terminal import reader_left
+
     try:
         cli(standalone_mode=True)
+    except BrokenPipeError:  # a write outside click's own handling, to a reader that left
+        reader_left()
     except PluginError as exc:  # pragma: no cover - click handles most; this is a last resort
         from brainsmith.cli.output import echo
 
         echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     except SystemExit as exc:
+        if _pipe_closed(exc):
+            reader_left()
         culprit = _foreign_exit(exc)
         if culprit is None:
             raise
@@ -96,6 +102,15 @@ def run() -> None:
             err=True,
         )
         raise SystemExit(2) from None
+
+
+def _pipe_closed(exc: SystemExit) -> bool:
+    """Whether ``exc`` is click's exit (1) after a write to a reader that left: click then
+    wraps the standard streams so that their last flush is quiet."""
+    import sys
+
+    wrapped = type(sys.stdout).__name__ == "_PacifyFlushWrapper"
+    return isinstance(exc.__context__, BrokenPipeError) or (exc.code == 1 and wrapped)
 
 
 def _foreign_exit(exc: SystemExit) -> str | None:
@@ -109,8 +124,12 @@ def _foreign_exit(exc: SystemExit) -> str | None:
     if tb is None:
         return None
     filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    from brainsmith import terminal
+
     own = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(click.__file__))
     if filename.startswith(tuple(folder + os.sep for folder in own)):
+        return None
+    if filename == os.path.abspath(terminal.__file__):  # reader_left
         return None
     return f"{filename}:{tb.tb_lineno}"
 
