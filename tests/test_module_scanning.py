@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 from brainsmith.plugin.discovery.folders import package_name
 from brainsmith.plugin.manager import get_plugin_manager
@@ -70,6 +72,47 @@ def test_syntax_error_in_one_file_leaves_the_others_working(plugin_folder):
         "broken.py" in p["plugin"] and "syntax error" in p["reason"]
         for p in health["broken_plugins"]
     )
+
+
+def test_files_that_cannot_be_scanned_are_named_and_the_others_work(plugin_folder, tmp_path):
+    """A FIFO, a file linked to /dev/zero, an unhashable metadata literal and 150 KB of
+    nested subscripts: each is named with its reason within seconds, the good plugin works."""
+    import os
+
+    plugin_folder("good.py", IDENTITY.format(name="GoodOne"))
+    os.mkfifo(plugin_folder.folder / "pipe.py")
+    os.symlink("/dev/zero", plugin_folder.folder / "zero.py")
+    plugin_folder(
+        "unhashable.py",
+        """
+        from brainsmith.plugin.core import transform
+
+        @transform(name="Odd", description={[1]: 2})
+        class Odd:
+            pass
+        """,
+    )
+    plugin_folder("deep.py", "x = a" + "[0]" * 50_000 + "\n")
+    result = run_python(
+        """
+        import json
+        from brainsmith.plugins import transforms
+        from brainsmith.plugin.manager import get_plugin_manager
+        print(json.dumps([transforms.list_plugins(),
+                          get_plugin_manager().health_check()["broken_plugins"]]))
+        """,
+        env={"BRAINSMITH_PLUGIN_DIRS": str(plugin_folder.folder),
+             "BRAINSMITH_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    listed, broken = json.loads(result.stdout.splitlines()[-1])
+    assert "GoodOne" in listed
+    reasons = {Path(p["plugin"]).name: p["reason"] for p in broken}
+    assert "not a regular file" in reasons["pipe.py"], reasons
+    assert "not a regular file" in reasons["zero.py"], reasons
+    assert "unhashable" in reasons["unhashable.py"], reasons
+    assert "nested too deeply" in reasons["deep.py"], reasons
 
 
 def test_invalid_metadata_in_source_is_reported_not_registered(plugin_folder):

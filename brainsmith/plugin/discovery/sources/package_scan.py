@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 from collections.abc import Callable, Iterator
 
 from brainsmith.plugin.discovery.sources.pyscan import module_name_for
@@ -18,6 +19,9 @@ Extract = Callable[[ast.Module, str, bool], "dict[str, Any]"]  # per-file facts
 KnownFacts = dict[str, list["Any"]]  # relpath -> [sha256 of the content, its facts]
 SKIP_DIRS = {"__pycache__", "tests", "test"}
 parsed_files = 0  # files read and parsed in this process (the rest were reused from the index)
+# The largest module of a package worth scanning; beyond it a file is named, not read (the
+# largest .py of FINN, QONNX and their dependencies is under 1 MiB)
+MAX_SOURCE_BYTES = 8 * 2**20
 
 
 def scan_folder(
@@ -98,8 +102,7 @@ def _extract(
     else parsed."""
     global parsed_files
     try:
-        with open(path, "rb") as handle:
-            content = handle.read()
+        content = _read_source(path)
     except (OSError, ValueError) as exc:
         return {"error": f"{path}: cannot read: {exc}"}
     if known is not None:
@@ -111,11 +114,27 @@ def _extract(
     parsed_files += 1
     try:
         tree = ast.parse(content, filename=path)
+        return extract(tree, module, path.endswith("__init__.py"))
     except SyntaxError as exc:
         return {"error": f"{path}:{exc.lineno}: syntax error: {exc.msg}"}
-    except ValueError as exc:
-        return {"error": f"{path}: cannot read: {exc}"}
-    return extract(tree, module, path.endswith("__init__.py"))
+    except (RecursionError, MemoryError):
+        return {"error": f"{path}: nested too deeply to be scanned"}
+    except (ValueError, TypeError) as exc:  # e.g. a metadata literal with an unhashable key
+        return {"error": f"{path}: cannot be scanned: {type(exc).__name__}: {exc}"}
+
+
+def _read_source(path: str) -> bytes:
+    """The bytes of the regular file ``path`` (a FIFO or a device is refused without blocking
+    on it), at most ``MAX_SOURCE_BYTES``; ValueError naming what it is otherwise."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as handle:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError("not a regular file (a FIFO, a device or a socket)")
+        content = handle.read(MAX_SOURCE_BYTES + 1)
+    if len(content) > MAX_SOURCE_BYTES:
+        raise ValueError(f"larger than {MAX_SOURCE_BYTES // 2**20} MiB, not scanned")
+    return content
 
 
 def folder_stamps(root: str, files: dict[str, Any], folders: list[Any]) -> list[Any]:
