@@ -35,7 +35,8 @@ class FolderLock:
         self.fd: int | None = None
 
     def acquire(self) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # a file there: opening says ENOTDIR
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
         while self.fd is None:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:

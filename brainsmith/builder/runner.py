@@ -34,7 +34,6 @@ from brainsmith.builder.intake import InputError, check_model, load_vectors
 from brainsmith.builder.outdir import (
     OutputFolder,
     default_output_dir,
-    os_problem,
     output_error,
     prepare_output_dir,
 )
@@ -148,10 +147,8 @@ def _locked(folder: str) -> FolderLock:
         lock.acquire()
     except FolderBusy as exc:
         raise BuildError.setup(exc.reason, exc.hint) from None
-    except OSError as exc:
-        reason, hint = os_problem(exc)
-        reason = f"cannot lock output folder {folder} ({lock.path}): {reason}"
-        raise BuildError.setup(reason, hint) from None
+    except OSError as exc:  # as preparing the folder would say
+        raise output_error(f"cannot use output folder {lock.folder}", exc) from None
     return lock
 
 
