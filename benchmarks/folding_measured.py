@@ -2,7 +2,8 @@
 design built with every layer RTL for an UltraScale+ part and synthesised by Yosys.
 
 Unlike ``benchmarks.folding`` (FINN's estimates only), each folding here is a whole build
-(no blueprint, ``--prefer rtl``, ``build.synth`` on, no verification): first with
+(no blueprint, ``--prefer rtl``, ``build.synth`` on, no verification, FIFOs at FINN's
+depths for both foldings: ``build.size_fifos`` off): first with
 ``build.folding.search: finn`` (FINN's SetFolding with its defaults) at the target; where
 FINN's folding reaches a lower fps than the target, brainsmith's search then folds for the
 fps FINN reached (rounded down), otherwise for the target. Reported per folding: the
@@ -52,7 +53,7 @@ def built(name: str, folder: Path, label: str, fps: int, search: str) -> dict:
     try:
         result = brainsmith.build(
             str(model_path(name)), None, str(folder / tag),
-            options={"fpga_part": PART, "synth": True, "target_fps": fps,
+            options={"fpga_part": PART, "synth": True, "target_fps": fps, "size_fifos": False,
                      "folding": {"search": search}},
             prefer="rtl", verify="none",
         )  # fmt: skip
@@ -123,7 +124,8 @@ def table(data: dict) -> list[str]:
         "## Folding by measurement (brainsmith's search vs FINN's SetFolding, Yosys)",
         "",
         f"Each model built with no blueprint, every layer RTL, for `{data['part']}` at 5 ns, "
-        "no verification, and synthesised by Yosys (`synth_xilinx` out of context, "
+        "no verification, FIFOs at FINN's depths (not sized), and synthesised by Yosys "
+        "(`synth_xilinx` out of context, "
         f"{data['jobs']} layers at a time, an empty cache per build; "
         "`python -m benchmarks.folding_measured`): first with FINN's SetFolding "
         f"(`build.folding.search: finn`, default limits) at {data['target_fps']:,} fps, then "
