@@ -15,6 +15,7 @@ import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from typing import cast
 
 from brainsmith.files import read_json
 from brainsmith.planning.plan import BuildPlan
@@ -94,7 +95,7 @@ def load_result(folder: str, key: str) -> NodeResult | None:
     if result.status == "ok" and not result.checkpoint:
         report = os.path.join(folder, "report.json")
         try:
-            result.report = read_json(report)
+            result.report = cast("BuildReport", read_json(report))
         except (OSError, ValueError):
             return None
     result.reused = True
