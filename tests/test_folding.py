@@ -75,6 +75,25 @@ def test_where_both_meet_the_target_brainsmith_costs_no_more(specialized):
         assert cost(ours) <= cost(finn) * 1.0001, target
 
 
+def test_weights_go_to_uram_only_where_the_bitstream_initialises_it(hub, tmp_path):
+    """On an UltraScale+ part FINN generates a layer with URAM weights only if they are
+    written at run time (its codegen asserts so): FINN's full-size CNV w2a2, all RTL, folded
+    at FINN's own fps there, builds through codegen with no weights in URAM."""
+    result = brainsmith.build(
+        str(REPO / "examples" / "models" / "zoo" / "cnv_w2a2.onnx"), None,
+        str(tmp_path / "out"), verify="none", prefer="rtl",
+        options={"fpga_part": "xczu7ev-ffvc1156-2-e", "target_fps": 7972, "size_fifos": False},
+    )  # fmt: skip
+    assert result.report["status"] == "ok"
+    styles = {
+        node.name: attribute.s.decode()
+        for node in ModelWrapper(str(Path(result.output_dir) / "final.onnx")).graph.node
+        for attribute in node.attribute
+        if attribute.name == "ram_style"
+    }
+    assert styles and "ultra" not in styles.values(), styles
+
+
 def test_a_target_out_of_reach_names_the_limiting_layer_and_limit(specialized):
     model = copy.deepcopy(specialized)
     result = fold(model, 10, PART, AVAILABLE)  # 20 M fps: no layer can

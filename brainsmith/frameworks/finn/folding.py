@@ -130,8 +130,13 @@ def _fitting_budget(search: _Search, model, low: int, ceiling: float) -> int:
 
 class _Search:
     def __init__(self, part: str, available: dict[str, int]) -> None:
+        from finn.util.basic import is_versal
+
         self.part = part
         self.available = available
+        # URAM holds weights only where the bitstream initialises it (Versal); elsewhere
+        # FINN requires runtime-writeable weights, which a driver would have to load
+        self.uram_weights = bool(available.get("URAM")) and is_versal(part)
         self.choices: dict[tuple[str, int], tuple[Choice, str | None]] = {}
 
     def apply(self, model, budget: int) -> dict[str, int]:
@@ -195,7 +200,7 @@ class _Search:
                 memories = (
                     [(mode, layer.get_nodeattr("ram_style"))]
                     if streamed
-                    else _memories(hls, stream, bool(self.available.get("URAM")))
+                    else _memories(hls, stream, self.uram_weights)
                 )
                 for memory, ram in memories:
                     attributes = {"SIMD": simd, "PE": pe, "mem_mode": memory, "ram_style": ram}
