@@ -29,21 +29,28 @@ class DamagedFile(BrainsmithError, ValueError):
     """A JSON file that cannot be used; ``str()`` names the file and what is wrong."""
 
 
-def read_json(path: str, limit: int = MAX_JSON_BYTES) -> Json:
-    """The JSON object in ``path``: a regular file of at most ``limit`` bytes, UTF-8 JSON,
-    an object (not a list or a number). DamagedFile otherwise, naming the file and why (not a
-    regular file, too large, not JSON, nested too deeply); OSError when it cannot be opened.
-    A FIFO or a device is refused without blocking on it."""
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them; DamagedFile for a
+    FIFO, a device or a socket (refused without blocking on it) or a larger file."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(descriptor, "rb") as handle:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
-            raise DamagedFile(f"{path} is not a regular file")
+            raise DamagedFile(f"{path} is not a regular file (a FIFO, a device or a socket)")
         if status.st_size > limit:
             raise DamagedFile(f"{path} is larger than {limit:,} bytes")
         raw = handle.read(limit + 1)
     if len(raw) > limit:
         raise DamagedFile(f"{path} is larger than {limit:,} bytes")
+    return raw
+
+
+def read_json(path: str, limit: int = MAX_JSON_BYTES) -> Json:
+    """The JSON object in ``path``: a regular file of at most ``limit`` bytes, UTF-8 JSON,
+    an object (not a list or a number). DamagedFile otherwise, naming the file and why (not a
+    regular file, too large, not JSON, nested too deeply); OSError when it cannot be opened.
+    A FIFO or a device is refused without blocking on it."""
+    raw = read_regular(path, limit)
     try:
         data = json.loads(raw)
     except RecursionError:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 import os
-import stat
 from collections.abc import Callable, Iterator
 
+from brainsmith.files import read_regular
 from brainsmith.plugin.discovery.sources.pyscan import module_name_for
 from brainsmith.plugin.discovery.stamps import stamp_of
 
@@ -102,7 +102,7 @@ def _extract(
     else parsed."""
     global parsed_files
     try:
-        content = _read_source(path)
+        content = read_regular(path, MAX_SOURCE_BYTES)
     except (OSError, ValueError) as exc:
         return {"error": f"{path}: cannot read: {exc}"}
     if known is not None:
@@ -121,20 +121,6 @@ def _extract(
         return {"error": f"{path}: nested too deeply to be scanned"}
     except (ValueError, TypeError) as exc:  # e.g. a metadata literal with an unhashable key
         return {"error": f"{path}: cannot be scanned: {type(exc).__name__}: {exc}"}
-
-
-def _read_source(path: str) -> bytes:
-    """The bytes of the regular file ``path`` (a FIFO or a device is refused without blocking
-    on it), at most ``MAX_SOURCE_BYTES``; ValueError naming what it is otherwise."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(descriptor, "rb") as handle:
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):
-            raise ValueError("not a regular file (a FIFO, a device or a socket)")
-        content = handle.read(MAX_SOURCE_BYTES + 1)
-    if len(content) > MAX_SOURCE_BYTES:
-        raise ValueError(f"larger than {MAX_SOURCE_BYTES // 2**20} MiB, not scanned")
-    return content
 
 
 def folder_stamps(root: str, files: dict[str, Any], folders: list[Any]) -> list[Any]:
