@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from brainsmith.report.measured import as_estimated
-from tests.support.models import REPO
+from tests.support.models import REPO, export_zoo
 
 PART = "xczu7ev-ffvc1156-2-e"
 MODELS = REPO / "examples" / "models"
@@ -65,14 +65,8 @@ def network(request, hub, cache, tmp_path_factory) -> dict:
 def cnv_w2a2(hub, cache, tmp_path_factory) -> dict:
     """FINN's CNV w2a2 at full size, exported from the zoo into a private folder."""
     folder = tmp_path_factory.mktemp("cnv_w2a2")
-    exported = subprocess.run(
-        [sys.executable, "-c", "import sys; from pathlib import Path\n"
-         "from examples.zoo import export_network\n"
-         "export_network('cnv_w2a2', Path(sys.argv[1]))", str(folder)],
-        capture_output=True, text=True, cwd=REPO, timeout=900,
-    )  # fmt: skip
-    assert exported.returncode == 0, exported.stderr[-3000:]
-    return build_synthesised(folder / "cnv_w2a2.onnx", None, folder / "out", cache)
+    model = export_zoo("cnv_w2a2", folder)
+    return build_synthesised(model, None, folder / "out", cache)
 
 
 # Layers FINN has only in HLS (its ElementwiseAdd/Mul and a depthwise VVAU off Versal): no

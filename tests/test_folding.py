@@ -16,6 +16,7 @@ from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.frameworks.finn.folding import COSTED, estimate, fold, layer_cycles
 from brainsmith.frameworks.finn.folding_record import finn_record
 from brainsmith.frameworks.finn.parts import part_resources
+from tests.support.models import export_zoo
 
 REPO = Path(__file__).resolve().parents[1]
 PART = "xcvc1902-vsva2197-2MP-e-S"
@@ -79,8 +80,9 @@ def test_weights_go_to_uram_only_where_the_bitstream_initialises_it(hub, tmp_pat
     """On an UltraScale+ part FINN generates a layer with URAM weights only if they are
     written at run time (its codegen asserts so): FINN's full-size CNV w2a2, all RTL, folded
     at FINN's own fps there, builds through codegen with no weights in URAM."""
+    model = export_zoo("cnv_w2a2", tmp_path)
     result = brainsmith.build(
-        str(REPO / "examples" / "models" / "zoo" / "cnv_w2a2.onnx"), None,
+        str(model), None,
         str(tmp_path / "out"), verify="none", prefer="rtl",
         options={"fpga_part": "xczu7ev-ffvc1156-2-e", "target_fps": 7972, "size_fifos": False},
     )  # fmt: skip

@@ -3,6 +3,8 @@ from the shipped examples."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -79,3 +81,16 @@ def dynamic_axis(axis: int, name: str = "batch"):
         del model.graph.value_info[:]
 
     return change
+
+
+def export_zoo(name: str, folder: Path) -> Path:
+    """Export zoo entry ``name`` (Brevitas, the zoo's seed) with its vectors into ``folder``;
+    for the full-size networks the repository leaves to be exported on demand."""
+    exported = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path\n"
+         "from examples.zoo import export_network\n"
+         "export_network(sys.argv[1], Path(sys.argv[2]))", name, str(folder)],
+        capture_output=True, text=True, cwd=REPO, timeout=900,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    return folder / f"{name}.onnx"
