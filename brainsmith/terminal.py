@@ -5,6 +5,8 @@ could carry escape sequences: ANSI codes that move the cursor or clear the scree
 that set the window title, write the clipboard or make links, bidirectional overrides that
 reorder what is read. ``printable`` shows every such character as an escape (``\\x1b``), and
 the console from ``console()`` applies it to everything it renders, leaving its own colours.
+Rich markup in such text (``[link=…]``, ``[conceal]``) is the other way in: tables from
+``table()`` show string cells as text, and the console never emits links or concealed text.
 """
 
 from __future__ import annotations
@@ -45,19 +47,29 @@ def _escape(match: re.Match[str]) -> str:
 
 def console(**options: Any) -> Any:
     """A rich ``Console`` whose rendered text goes through ``printable`` (its own styles and
-    the control codes of live displays are kept)."""
+    the control codes of live displays are kept) and which never emits a hyperlink or
+    concealed text, whatever markup reached it."""
     global _Console
     if _Console is None:
         from rich.console import Console
         from rich.segment import Segment
+        from rich.style import Style
+
+        shown = Style(conceal=False)
 
         class SafeConsole(Console):
             def render(self, renderable: Any, options: Any = None) -> Any:
                 for segment in super().render(renderable, options):
-                    if segment.control or not UNSAFE.search(segment.text):
+                    text, style = segment.text, segment.style
+                    if segment.control:
                         yield segment
-                    else:
-                        yield Segment(printable(segment.text), segment.style)
+                        continue
+                    if style is not None and (style.link or style.conceal):
+                        style = style.clear_meta_and_links() + shown  # never emitted by us
+                    if UNSAFE.search(text):
+                        text = printable(text)
+                    changed = text is not segment.text or style is not segment.style
+                    yield Segment(text, style) if changed else segment
 
             def on_broken_pipe(self) -> None:  # rich's own exits with 1
                 reader_left()
@@ -67,3 +79,23 @@ def console(**options: Any) -> Any:
 
 
 _Console: Any = None
+
+
+def table(**options: Any) -> Any:
+    """A rich ``Table`` whose string cells are shown as written: names and descriptions from
+    files, caches or plugins are data, so their brackets (``[link=…]``, ``[/]``) are text,
+    never markup."""
+    global _Table
+    if _Table is None:
+        from rich.table import Table
+        from rich.text import Text
+
+        class DataTable(Table):
+            def add_row(self, *cells: Any, **row: Any) -> None:
+                super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **row)
+
+        _Table = DataTable
+    return _Table(**options)
+
+
+_Table: Any = None

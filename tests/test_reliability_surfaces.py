@@ -4,6 +4,7 @@ plugin folders that are replaced or edited in bursts while `watch` runs."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import queue
@@ -24,7 +25,9 @@ from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan
 from brainsmith.plugin.discovery.stamps import unchanged
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import transforms
+from brainsmith.terminal import console, table
 from tests.support.processes import brainsmith as brainsmith_command
+from tests.support.processes import on_terminal
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -303,3 +306,41 @@ def test_escape_sequences_in_names_and_errors_never_reach_the_terminal(tmp_path)
     for text in outputs:
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, repr(text)
     assert "\\x1b" in outputs[0] and "\\x1b" in outputs[2] and "\\u202e" in outputs[2]
+
+
+MARKUP = "see [link=https://evil.example]here[/link], [conceal]hidden[/conceal] and [/]"
+LINK, CONCEALED = "\x1b]8;", "\x1b[8m"  # what a terminal obeys: a hyperlink, hidden text
+
+
+def test_markup_in_a_plugin_description_is_shown_as_written_on_a_terminal(tmp_path):
+    """A description with rich markup reaches a real terminal as its text: no hyperlink, no
+    concealed text, in ``plugins list`` and ``plugins info``."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "marked.py").write_text(
+        "from brainsmith.plugin import transform\n\n"
+        f"@transform(name='Marked', description={MARKUP!r})\n"
+        "class Marked:\n    def apply(self, model):\n        return model, False\n"
+    )
+    env = {**os.environ, "BRAINSMITH_PLUGIN_DIRS": str(folder), "COLUMNS": "300"}
+    for args in (("plugins", "list", "-f", "user"), ("plugins", "info", "user:Marked")):
+        code, shown = on_terminal(*args, env=env)
+        assert code == 0, shown
+        assert "\x1b[" in shown  # a terminal: the command's own styles are there
+        assert LINK not in shown and CONCEALED not in shown, repr(shown)
+        assert MARKUP in shown, repr(shown)
+
+
+def test_markup_in_names_from_a_build_folder_is_text_in_every_table():
+    """Layer names in verify-rtl's and synth's tables come from a build folder: their brackets
+    are text (a stray ``[/]`` is no error), and the console emits no link or hidden text even
+    when markup reaches it."""
+    out = console(file=io.StringIO(), force_terminal=True, color_system="truecolor", width=300)
+    rows = table()
+    rows.add_column("layer")
+    rows.add_row(MARKUP)
+    out.print(rows)
+    out.print("[link=https://evil.example]plain[/link] [conceal]shown[/conceal]")
+    shown = out.file.getvalue()
+    assert MARKUP in shown and "plain shown" in shown, repr(shown)
+    assert LINK not in shown and CONCEALED not in shown, repr(shown)

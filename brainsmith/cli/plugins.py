@@ -63,8 +63,9 @@ def list_plugins(
 
 def _print_specs(specs: list) -> None:
     """A table on a terminal; elsewhere plain aligned lines, nothing cut."""
-    from rich.table import Table
     from rich.text import Text
+
+    from brainsmith.terminal import table as data_table
 
     out = console()
     if not out.is_terminal:
@@ -74,7 +75,7 @@ def _print_specs(specs: list) -> None:
         for row in [HEAD, *rows]:
             echo("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[3]]))
         return
-    table = Table(title=f"{len(specs)} plugins", title_justify="left")
+    table = data_table(title=f"{len(specs)} plugins", title_justify="left")
     for column in HEAD:
         table.add_column(column, overflow="fold")
     for spec in specs:
@@ -155,7 +156,10 @@ def _print_info(payload: list[dict]) -> None:
         status = "loaded" if entry["loaded"] else "not loaded (imported on first use)"
         if entry["error"]:
             status = f"[red]{escape(entry['error'])}[/red]"
-        out.print(f"[bold]{entry['type']} {entry['qualified_name']}[/bold]", soft_wrap=True)
+        out.print(
+            f"[bold]{escape(entry['type'])} {escape(entry['qualified_name'])}[/bold]",
+            soft_wrap=True,
+        )
         rows = [
             ("description", entry["metadata"].get("description", "")),
             ("target", entry["target"]),
@@ -239,9 +243,9 @@ def _counts_table(data: PerformanceStats) -> Table:
     """Plugins by type beside plugins by framework."""
     from itertools import zip_longest
 
-    from rich.table import Table
+    from brainsmith.terminal import table as data_table
 
-    table = Table(box=None, pad_edge=False)
+    table = data_table(box=None, pad_edge=False)
     for column in ("type", "plugins", "", "framework", "plugins"):
         table.add_column(column, justify="right" if column == "plugins" else "left")
     pairs = zip_longest(data["plugins_by_type"].items(), data["plugins_by_framework"].items())
@@ -254,9 +258,9 @@ def _counts_table(data: PerformanceStats) -> Table:
 
 def _discovery_table(data: PerformanceStats) -> Table:
     """This process's discovery: its time, the index cache, memory, per-source times."""
-    from rich.table import Table
+    from brainsmith.terminal import table as data_table
 
-    table = Table(box=None, pad_edge=False, show_header=False)
+    table = data_table(box=None, pad_edge=False, show_header=False)
     table.add_column()
     table.add_column()
     where = "shared (Redis)" if data["index_from_shared_cache"] else "local"

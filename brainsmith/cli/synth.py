@@ -85,12 +85,11 @@ def _pair(estimate: float | None, count: int | None) -> str:
 
 def print_table(data: dict[str, Any]) -> None:
     """One row per layer (FINN's estimate / Yosys' count), the totals, then the reasons."""
-    from rich.table import Table
-
     from brainsmith.cli.output import console
     from brainsmith.synthesis.yosys import COUNTS
+    from brainsmith.terminal import table as data_table
 
-    table = Table(box=None, pad_edge=False)
+    table = data_table(box=None, pad_edge=False)
     shown = [key for key in COUNTS if key != "BRAM_36K"]  # counted in BRAM_18K, as two
     for column in ("layer", "status", *shown, "time"):
         table.add_column(

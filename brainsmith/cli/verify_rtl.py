@@ -108,12 +108,11 @@ def verify_rtl(
 
 def print_table(result) -> None:
     """One row per layer, then a line for each layer that needs a word of explanation."""
-    from rich.table import Table
-
     from brainsmith.cli.output import console
     from brainsmith.report.rtl_tables import estimate_note, layer_problem, percent
+    from brainsmith.terminal import table as data_table
 
-    table = Table(box=None, pad_edge=False)
+    table = data_table(box=None, pad_edge=False)
     for column in ("layer", "result", "cycles/frame", "FINN estimate", "error", "latency",
                    "compile"):  # fmt: skip
         table.add_column(column, no_wrap=True)
