@@ -229,10 +229,10 @@ def test_watch_follows_a_plugin_folder_that_is_replaced(plugin_folder, tmp_path,
 
 @pytest.mark.parametrize("fallback", [True, False])
 def test_a_file_whose_event_is_lost_is_picked_up_by_the_poll(plugin_folder, monkeypatch, fallback):
-    from brainsmith.plugin import watch
+    from brainsmith.plugin.manager import PluginManager
 
-    if not fallback:  # without the modification-time check the lost event stays lost
-        monkeypatch.setattr(watch, "modified", lambda folder: 0)
+    if not fallback:  # without the poll's comparison of the files the lost event stays lost
+        monkeypatch.setattr(PluginManager, "folders_changed", lambda manager: False)
     plugin_folder("first.py", PLUGIN.format(name="First"))
     manager = get_plugin_manager()
     assert user_plugins() == ["First"]
@@ -243,6 +243,21 @@ def test_a_file_whose_event_is_lost_is_picked_up_by_the_poll(plugin_folder, monk
             lambda: user_plugins() == ["First", "Later"], seconds=20 if fallback else 2
         )
     assert found is fallback, user_plugins()
+
+
+def test_a_change_deep_in_the_folder_whose_event_is_lost_is_picked_up_by_the_poll(plugin_folder):
+    """Whatever events are lost or raced (a burst, a replaced folder), the watcher compares
+    the files with those the registry was made from: a plugin deleted in a subpackage, which
+    leaves the folder's own modification time as it was, is gone within a few polls."""
+    plugin_folder("kept.py", PLUGIN.format(name="Kept"))
+    plugin_folder("pkg/__init__.py", "")
+    plugin_folder("pkg/deep.py", PLUGIN.format(name="Deep"))
+    manager = get_plugin_manager()
+    assert user_plugins() == ["Deep", "Kept"]
+    with manager.watch() as watcher:
+        watcher._observer.unschedule_all()  # the file-system events stop arriving
+        (plugin_folder.folder / "pkg" / "deep.py").unlink()
+        assert wait_for(lambda: user_plugins() == ["Kept"], seconds=20), user_plugins()
 
 
 def test_a_file_deleted_while_the_folder_is_scanned_is_noticed(tmp_path):

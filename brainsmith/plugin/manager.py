@@ -133,6 +133,17 @@ class PluginManager:
         on their next use. Returns what changed."""
         return self._refresh(force=True)[1]
 
+    def folders_changed(self) -> bool:
+        """True when a plugin folder's files or folders differ from those the registry was
+        made from (a ``stat`` of each; no file is read)."""
+        from brainsmith.plugin.discovery.stamps import unchanged
+
+        states = self._states
+        return any(
+            not unchanged(state.get("stamp")) for source, state in states.items()
+            if source.startswith("user:")
+        )  # fmt: skip
+
     def watch(
         self, on_change: Callable[[RegistryChanges], object] | None = None, debounce: float = 0.2
     ) -> PluginWatcher:

@@ -7,9 +7,12 @@ and disappear, and an edited folder's modules are imported anew on their next us
 The operating system watches a folder, not its name: a folder replaced by another (a symbolic
 link switched to a new release, a folder deleted and made again) would go unwatched. Every
 ``POLL`` seconds each folder's identity (device and inode, symbolic links followed) is
-compared with the one watched; a new one is watched instead, and the plugins refreshed. The
-same check compares the folder's modification time, so a file added or removed at its top is
-refreshed even if its event was lost (written while a replaced folder was being watched anew).
+compared with the one watched; a new one is watched instead, and the plugins refreshed.
+Events can also be lost (written while a replaced folder was being watched anew, a queue
+overflowing in a burst) or raced by a refresh, so the same poll compares every file and
+folder with the stamps the registry was made from (``PluginManager.folders_changed``, a
+``stat`` each) and refreshes on any difference: the registry comes to hold what the folders
+hold, whatever the events were.
 """
 
 from __future__ import annotations
@@ -57,7 +60,6 @@ class PluginWatcher:
         self._watches: dict[str, tuple[tuple[int, int] | None, Any]] = {}
         self._stopped = threading.Event()
         self._poller: threading.Thread | None = None
-        self._mtimes: dict[str, int | None] = {}  # each folder's, at the last poll
 
     def start(self) -> PluginWatcher:
         from watchdog.observers import Observer
@@ -66,7 +68,6 @@ class PluginWatcher:
         observer.daemon = True
         self._observer = observer
         for folder in self.folders:
-            self._mtimes[folder] = modified(folder)
             if not self._watch(folder, identity(folder)):
                 log.warning("plugin folder %s does not exist; watching for it to appear", folder)
         if not any(watch for _, watch in self._watches.values()):
@@ -108,14 +109,13 @@ class PluginWatcher:
     def _poll(self) -> None:
         while not self._stopped.wait(POLL):
             for folder in self.folders:
-                now, mtime = identity(folder), modified(folder)
+                now = identity(folder)
                 if now != self._watches.get(folder, (None, None))[0]:
                     log.debug("plugin folder %s was replaced; watching the new one", folder)
                     self._watch(folder, now)
                     self.changed(folder)
-                elif mtime != self._mtimes.get(folder):
-                    self.changed(folder)  # a file came or went at its top: events may be lost
-                self._mtimes[folder] = mtime
+            if self.manager.folders_changed() and not self._pending():
+                self.changed("the plugin folders")  # lost or raced events: converge anyway
 
     def stop(self) -> None:
         self._stopped.set()
@@ -147,6 +147,11 @@ class PluginWatcher:
             self._timer.daemon = True
             self._timer.start()
 
+    def _pending(self) -> bool:
+        """Whether a refresh is waiting for its burst to end."""
+        timer = self._timer
+        return timer is not None and timer.is_alive()
+
     def _refresh(self) -> None:
         try:
             changes = self.manager.refresh()
@@ -167,14 +172,6 @@ def identity(folder: str) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return (st.st_dev, st.st_ino) if os.path.isdir(folder) else None
-
-
-def modified(folder: str) -> int | None:
-    """The modification time (ns) of the folder at ``folder``; None if none."""
-    try:
-        return os.stat(folder).st_mtime_ns
-    except (OSError, ValueError):
-        return None
 
 
 def relevant(path: str) -> bool:
