@@ -267,3 +267,34 @@ def test_a_step_failing_because_of_the_signal_is_interrupted_not_failed(tmp_path
     report = assert_consistent(build.send(signal.SIGINT), tmp_path / "out")
     assert report["error"]["reason"] == "interrupted by SIGINT"
     assert report["error"]["step"] == "converting_wait"
+
+
+def test_a_step_that_crashes_the_process_leaves_its_header_and_the_crash_in_build_log(tmp_path):
+    """A segfault ends the process before the build can report it: build.log names the step
+    it was in and ends with Python's traceback of the crash (what explore records when a
+    worker dies)."""
+    from brainsmith.builder.state import last_words
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "crash.py").write_text(
+        "import ctypes\n\nfrom brainsmith.plugin.core import step\n\n\n"
+        "@step(name='crash_here')\n"
+        "def crash_here(model, cfg):\n"
+        "    ctypes.string_at(0)  # reads address 0\n"
+    )
+    blueprint = tmp_path / "crash.yaml"
+    blueprint.write_text(
+        f"name: crash\nextends: {BLUEPRINT}\nsteps: [cleanup, crash_here, qonnx_to_finn]\n"
+    )
+    build = Build(tmp_path / "out", blueprint, env={"BRAINSMITH_PLUGIN_DIRS": str(plugins)})
+    code = build.process.wait(timeout=300)
+    build.reader.join(timeout=60)
+    build.process.stdout.close()
+    build.process.stderr.close()
+    assert code == -signal.SIGSEGV, "".join(build.stderr)
+    log = tmp_path / "out" / "build.log"
+    assert last_words(str(log)) == ("crash_here", "Segmentation fault")
+    text = log.read_text()
+    assert "===== step 2: crash_here =====" in text
+    assert f'File "{plugins / "crash.py"}", line 8 in crash_here' in text

@@ -4,11 +4,7 @@ distributed run must give the same results as the local one."""
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,10 +12,10 @@ import pytest
 
 import brainsmith
 from brainsmith.dse import ExploreError
+from tests.support.cluster import dask_cluster
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
-DASK = str(Path(sys.executable).with_name("dask"))
 SPACE = f"""\
 name: mlp_cluster
 extends: {REPO / "blueprints" / "mlp.yaml"}
@@ -27,65 +23,16 @@ design_space:
   backends: {{matmul: [rtl, hls]}}
   build: {{target_fps: [100000, 1000000]}}
 """
-START_TIMEOUT = 120  # seconds for the scheduler and both workers to come up
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("explore")]
 
 
-def _start(args: list[str], log: Path) -> subprocess.Popen:
-    with open(log, "w") as handle:
-        return subprocess.Popen(
-            [DASK, *args], stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """End a process group this test started: SIGTERM, then SIGKILL after 20 s."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
-def _address(info: Path) -> str | None:
-    """The address in the scheduler file, once it is written in full (the scheduler writes
-    it in place: a loaded machine may show it empty or cut short for a while)."""
-    try:
-        return json.loads(info.read_text())["address"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 @pytest.fixture
 def cluster(tmp_path):
-    """A scheduler and two single-threaded workers on 127.0.0.1; yields the address."""
-    from distributed import Client
-
-    info = tmp_path / "scheduler.json"
-    common = ["--no-dashboard", "--host", "127.0.0.1"]
-    # the scheduler's HTTP server on a free port: 8787 may be another test's
-    scheduler = ["scheduler", "--port", "0", "--dashboard-address", "127.0.0.1:0"]
-    processes = [_start([*scheduler, "--scheduler-file", str(info), *common], tmp_path / "s.log")]
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while (address := _address(info)) is None:
-            assert processes[0].poll() is None, (tmp_path / "s.log").read_text()
-            assert time.monotonic() < deadline, (
-                "no scheduler file: " + (tmp_path / "s.log").read_text()
-            )
-            time.sleep(0.2)
-        worker = ["worker", address, "--nworkers", "2", "--nthreads", "1", *common]
-        processes.append(_start(worker, tmp_path / "w.log"))
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(2, timeout=max(1.0, deadline - time.monotonic()))
-        yield address, info
-    finally:
-        for process in reversed(processes):
-            _stop(process)
+    """A scheduler and two single-threaded workers on 127.0.0.1; yields the address and
+    the scheduler file."""
+    with dask_cluster(tmp_path) as found:
+        yield found
 
 
 def test_a_real_cluster_gives_the_same_results_as_the_local_run(cluster, tmp_path):

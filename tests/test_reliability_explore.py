@@ -1,8 +1,8 @@
 """brainsmith explore under pressure: Ctrl-C and SIGTERM while a variant hangs, a time limit
-per variant, schedulers that are not Dask, design spaces too large to explore and two
-explorations into one folder. Real processes, real signals and real sockets throughout: the
-CLI runs as a child process, a plugin step hangs for real, hostile TCP servers listen on
-127.0.0.1."""
+per variant, a variant that crashes its worker, schedulers that are not Dask, design spaces
+too large to explore and two explorations into one folder. Real processes, real signals and
+real sockets throughout: the CLI runs as a child process, a plugin step hangs or segfaults
+for real, Dask clusters and hostile TCP servers listen on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import pytest
 from brainsmith.blueprint import load_blueprint
 from brainsmith.dse.executor import CONNECT_TIMEOUT
 from brainsmith.dse.variants import SpaceError, expand
+from tests.support.cluster import dask_cluster
 from tests.support.processes import brainsmith as cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,6 +61,28 @@ steps: [hang_here, cleanup, qonnx_to_finn]
 design_space:
   build: {{target_fps: [100000, 1000000]}}
 """
+# v01 (target_fps 1000000) segfaults in crash_here, its second step, as a broken native
+# extension would; v00 builds. cleanup comes first, so the variants share it: a segment, then
+# each variant's own tail (v00's may wait on the worker v01 kills, and be lost with it).
+CRASHING_STEP = """\
+import ctypes
+import os
+
+from brainsmith.plugin.core import step
+
+
+@step(name="crash_here")
+def crash_here(model, cfg):
+    if cfg.target_fps != 1000000:
+        return model
+    with open(os.environ["CRASH_MARKER"], "a") as handle:
+        handle.write(f"{os.getpid()}\\n")
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+    return model
+"""
+CRASH_SPACE = SPACE.replace("name: hang", "name: crash").replace(
+    "[hang_here, cleanup, qonnx_to_finn]", "[cleanup, crash_here, qonnx_to_finn]"
+)
 # Bounds on waits, generous for a loaded machine: the behaviour they tell apart is a hang.
 # From the signal to the exit: GRACE (8 s) and a Dask teardown of up to 30 s (client and
 # cluster closes) are by design; a variant that is not stopped hangs for 600 s.
@@ -257,6 +280,77 @@ def test_a_variant_time_limit_needs_worker_processes(plain, tmp_path):
     assert process.returncode == 2
     assert "--variant-timeout" in stderr and "--workers 1" in stderr
     assert not (tmp_path / "out").exists()
+
+
+# -- a variant that crashes its worker -------------------------------------------------------
+
+
+class Crashing:
+    """A design space whose second variant segfaults its worker in step crash_here."""
+
+    def __init__(self, root: Path) -> None:
+        plugins = root / "plugins"
+        plugins.mkdir()
+        (plugins / "crash.py").write_text(CRASHING_STEP)
+        self.blueprint = root / "crash.yaml"
+        self.blueprint.write_text(CRASH_SPACE)
+        self.marker = root / "crashed.pids"  # one line per run of the crashing step
+        self.env = {
+            **os.environ,
+            "BRAINSMITH_PLUGIN_DIRS": str(plugins),
+            "CRASH_MARKER": str(self.marker),
+        }
+
+    def explore(self, out: Path, *options: str) -> tuple[str, float]:
+        """Run the exploration to its end; (its stdout, seconds it took)."""
+        process = cli(
+            "explore", MLP, str(self.blueprint), "-o", str(out), "--quiet", *options, env=self.env
+        )  # fmt: skip
+        stdout, stderr, seconds = wait_for_exit(process, 600)
+        assert process.returncode == 0, stderr
+        return stdout, seconds
+
+    def runs(self) -> int:
+        return len(self.marker.read_text().split()) if self.marker.is_file() else 0
+
+    def check_recorded(self, out: Path, stdout: str) -> None:
+        """v00 built; v01 failed in crash_here, its worker's death by SIGSEGV the reason."""
+        assert "1 of 2 variants built, 1 failed" in stdout
+        data = record(out)
+        assert data["status"] == "complete"
+        variants = {v["id"]: v for v in data["variants"]}
+        assert variants["v00"]["status"] == "ok"
+        crashed = variants["v01"]
+        assert crashed["status"] == "failed" and not crashed["failed_in"]
+        error = crashed["error"]
+        assert error["step"] == "crash_here", error
+        assert "the worker running it died: SIGSEGV" in error["reason"], error
+        assert "build.log" in error["hint"] and "--resume" in error["hint"], error
+        log = (out / crashed["folder"] / "build.log").read_text()
+        assert "===== step 2: crash_here =====" in log and "Segmentation fault" in log
+        assert not (out / crashed["folder"] / "explore-node.json").exists()  # --resume retries
+
+
+def test_a_variant_that_crashes_its_worker_runs_once_more_at_most_and_fails_in_its_step(
+    tmp_path,
+):
+    crashing = Crashing(tmp_path)
+    stdout, seconds = crashing.explore(tmp_path / "out", "--workers", "2")
+    print(f"explored with a crashing variant in {seconds:.1f} s")
+    # the local scheduler tries it once more (Dask's default: 3 times), brainsmith never
+    assert crashing.runs() == 2
+    crashing.check_recorded(tmp_path / "out", stdout)
+
+
+def test_on_a_users_scheduler_a_crashing_variant_runs_as_often_as_its_config_says(tmp_path):
+    crashing = Crashing(tmp_path)
+    # the user's scheduler does not retry a task whose worker died (Dask's default: 3 times)
+    env = {**crashing.env, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    with dask_cluster(tmp_path, workers=2, env=env) as (address, _):
+        stdout, seconds = crashing.explore(tmp_path / "out", "--scheduler", address)
+    print(f"explored with a crashing variant in {seconds:.1f} s")
+    assert crashing.runs() == 1  # 1 + its allowed-failures: brainsmith adds no run
+    crashing.check_recorded(tmp_path / "out", stdout)
 
 
 # -- schedulers that are not Dask ------------------------------------------------------------

@@ -77,7 +77,7 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
     interrupts.check()
     run.progress.start(index)
     run.current = index
-    run.build_log.write(f"\n===== step {index + 1}: {step.name} =====\n")
+    run.build_log.step_started(index + 1, step.name)
     had_parent = run.context.dataflow_parent is not None
     began = time.perf_counter()
     try:  # contained(): a step calling sys.exit() fails like any other step

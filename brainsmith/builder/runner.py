@@ -290,7 +290,7 @@ def _execute(run: BuildRun) -> BuildResult:
         run.folder.discard()
         raise output_error(f"cannot write into output folder {run.output_dir}", exc) from exc
     finn_dir = os.path.join(run.output_dir, "finn")
-    with generated_code_dir(os.path.join(finn_dir, "build")):
+    with generated_code_dir(os.path.join(finn_dir, "build")), run.log.crash_dumps():
         with contain_finn_output(run.log):
             steps, model, verifier = _setup(run, finn_dir)
         interrupts.check()

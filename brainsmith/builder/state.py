@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import io
 import os
+import re
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import cast
@@ -17,7 +20,7 @@ from brainsmith.report.console import Progress
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
@@ -163,3 +166,56 @@ class BuildLog(io.TextIOBase):
         with contextlib.suppress(OSError):
             self._file.close()
         super().close()
+
+    def step_started(self, number: int, name: str) -> None:
+        """Step ``number``'s header, on disk at once: the last one names the step a process
+        that died was in (``last_words``)."""
+        self.write(f"\n===== step {number}: {name} =====\n")
+        self.flush()
+
+    @contextlib.contextmanager
+    def crash_dumps(self) -> Iterator[None]:
+        """While the block runs, a crash of the process (SIGSEGV, SIGFPE, SIGABRT, SIGBUS,
+        SIGILL: native code gone wrong) appends Python's traceback to build.log
+        (``faulthandler``), unless the process dumps crashes elsewhere already."""
+        dumping = False
+        if not faulthandler.is_enabled() and self.error is None:
+            with contextlib.suppress(OSError, ValueError):  # (no dumps then, as before)
+                faulthandler.enable(self._file)
+                dumping = True
+        try:
+            yield
+        finally:
+            if dumping:
+                faulthandler.disable()
+
+
+_HEADER = re.compile(rb"===== step \d+: (.+) =====")
+_FATAL = b"Fatal Python error: "
+_LINE_BYTES = 1 << 16  # longer lines are read in pieces (a header or a dump line is short)
+
+
+def last_words(path: str) -> tuple[str, str]:
+    """What the build.log at ``path`` says last: the step that started last ("setup" if
+    none did) and the fatal error a crash dumped after its header ("" if none, e.g.
+    "Segmentation fault"). A missing or unreadable log, or one that is not a regular file
+    (never blocked on), says ("setup", "")."""
+    step, fatal = "setup", ""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return step, fatal
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        return step, fatal
+    start = True  # at the start of a line
+    with os.fdopen(descriptor, "rb") as handle, contextlib.suppress(OSError):
+        for piece in iter(lambda: handle.readline(_LINE_BYTES), b""):
+            if start:
+                line = piece.rstrip(b"\r\n")
+                if found := _HEADER.fullmatch(line):
+                    step, fatal = found[1].decode("utf-8", "replace"), ""
+                elif line.startswith(_FATAL):
+                    fatal = line[len(_FATAL) :].decode("utf-8", "replace").strip()
+            start = piece.endswith(b"\n")
+    return step, fatal

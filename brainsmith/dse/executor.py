@@ -5,6 +5,12 @@ Each segment is one Dask task whose argument is its parent's result, so Dask sta
 soon as the parent has finished, on any free worker. Workers must see the exploration's
 output folder (one machine, or a shared file system on a cluster) and run the same
 brainsmith; both are checked before anything is submitted.
+
+A segment whose worker dies while running it (a crash, the out-of-memory killer) is tried
+once more by the local cluster's scheduler (``LOCAL_ALLOWED_FAILURES``), as often as its
+``distributed.scheduler.allowed-failures`` says by a user's scheduler, and then recorded as
+failed in the step it was in (``brainsmith.dse.crashes``); brainsmith does not run it again.
+Segments lost with that worker before they started run again (``DaskCluster._alone``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
+from brainsmith.dse.crashes import WorkerDeaths, crashed
 from brainsmith.dse.tasks import NodeResult, NodeTask, check_worker, run_node, warm_up
 from brainsmith.files import read_json
 
@@ -32,6 +39,11 @@ CONNECT_TIMEOUT = 10  # seconds to reach a scheduler and hear it answer, all tol
 WORKER_TIMEOUT = 60  # seconds to wait for a first worker of an existing cluster
 RESTART_TIMEOUT = 30  # seconds for a worker to restart after a segment ran out of time
 POLL = 0.2  # seconds between looks at the running segments
+# How often the local cluster's scheduler runs a segment again when its worker dies running
+# it: once (a worker lost to something else, the segment runs on), not Dask's default of 3,
+# each a crash and a worker restart more for a segment that crashes its worker every time.
+LOCAL_ALLOWED_FAILURES = 1
+DEATH_NOTICE = 5  # seconds to wait for a local worker's nanny to report how it ended
 SCHEDULER_FILE_BYTES = 1 << 20
 
 
@@ -79,7 +91,9 @@ class DaskCluster:
         self.topic = f"brainsmith-explore-{uuid.uuid4().hex[:12]}"
         self.limit = limit  # seconds a segment may run; then its worker is restarted
         self.began: dict[str, tuple[float, str]] = {}  # segment -> (start, worker address)
+        self.starts: dict[str, dict] = {}  # segment -> its last start's announcement
         self.stopped: dict[str, NodeResult] = {}  # segments stopped for running too long
+        self.deaths: WorkerDeaths | None = None  # the local workers' exit statuses
         logging.getLogger("distributed").setLevel(logging.ERROR)
         if scheduler:
             self.client = _connect(scheduler)
@@ -87,6 +101,7 @@ class DaskCluster:
         else:
             self.cluster = _local_cluster(workers or default_workers())
             self.client = Client(self.cluster)
+            self.deaths = WorkerDeaths()
             self.description = {"executor": "dask-local", "workers": len(self.cluster.workers)}
         try:
             self._check(folder)
@@ -135,6 +150,7 @@ class DaskCluster:
         def announced(event: tuple) -> None:
             message = event[1]
             self.began[message["started"]] = (time.monotonic(), message.get("worker", ""))
+            self.starts[message["started"]] = message
             started(message["started"])
 
         self.client.subscribe_topic(self.topic, announced)
@@ -162,6 +178,9 @@ class DaskCluster:
                     finished(results[node])
                 elif future.status == "finished":
                     results[node] = future.result()
+                    finished(results[node])
+                elif node in self.began and _killed(future):  # it ran when its worker died
+                    results[node] = self._crashed(by_id[node])
                     finished(results[node])
                 else:
                     died.append(by_id[node])
@@ -211,11 +230,12 @@ class DaskCluster:
                 )
 
     def _alone(self, task: NodeTask, parent: NodeResult | None, futures: dict) -> NodeResult:
-        """Run again, by itself, a segment Dask lost with a dying worker.
+        """Run again, by itself, a segment Dask lost with a dying worker before it started.
 
         A worker that dies (a crash, the out-of-memory killer) takes down every segment the
-        scheduler had placed on it, not only the one that killed it; alone, the innocent
-        ones finish and the culprit is named.
+        scheduler had placed on it, not only the one running; those that had not started
+        run again, alone, and finish. (A culprit whose start went unannounced, by dying at
+        once, is named when it dies again here.)
         """
         if parent is not None and parent.status != "ok":
             return run_node(task, parent)  # records the parent's error, runs nothing
@@ -228,10 +248,27 @@ class DaskCluster:
             pass
         if task.id in self.stopped:
             return self.stopped[task.id]
+        if _killed(future):
+            return self._crashed(task)
         try:
             return future.result()
         except Exception:
             return _lost(task, future)
+
+    def _crashed(self, task: NodeTask) -> NodeResult:
+        """A segment whose worker died running it, failed in the step it was in."""
+        start = self.starts.get(task.id, {})
+        pid = start.get("pid")
+
+        def exit_status() -> int | None:
+            if self.deaths is None or not isinstance(pid, int):
+                return None  # (a user's cluster: its nannies are elsewhere)
+            return self.deaths.wait(pid, DEATH_NOTICE)
+
+        result = crashed(task, str(start.get("worker", "")), start.get("log"), exit_status)
+        if task.id in self.began:
+            result.seconds = round(time.monotonic() - self.began[task.id][0], 3)
+        return result
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -239,6 +276,8 @@ class DaskCluster:
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 self.cluster.close(timeout=20)
+        if self.deaths is not None:
+            self.deaths.close()
 
 
 def default_workers() -> int:
@@ -260,14 +299,22 @@ def _timed_out(task: NodeTask, limit: float, seconds: float) -> NodeResult:
     return result
 
 
+def _killed(future) -> bool:
+    """Whether ``future`` failed because the worker running it died (Dask's KilledWorker)."""
+    from distributed import KilledWorker
+
+    return future.status == "error" and isinstance(future.exception(), KilledWorker)
+
+
 def _lost(task: NodeTask, future) -> NodeResult:
-    """A task Dask could not finish: its worker died, or it was cancelled."""
+    """A task Dask could not finish for another reason than its worker's death: it was
+    cancelled, or Dask itself failed it."""
     if future.status == "cancelled":
         reason, hint = "cancelled", "run the exploration again with --resume"
     else:
         exc = future.exception()
         reason = f"{type(exc).__name__}: {exc}"
-        hint = "a worker died running it (out of memory?); see the workers' logs, then --resume"
+        hint = "Dask could not run it; see the workers' logs, then --resume"
     error = {"step": "setup", "reason": reason, "hint": hint}
     return NodeResult(task.id, "failed", task.folder, task.key, error=error)
 
@@ -358,7 +405,8 @@ def _unreachable(where: str, problem: str) -> ExecutorError:
 
 def _local_cluster(workers: int):
     """A local cluster of ``workers`` processes with one thread each (FINN builds are
-    single-threaded Python; one build per process keeps FINN's global settings apart)."""
+    single-threaded Python; one build per process keeps FINN's global settings apart),
+    whose scheduler tries a segment whose worker died once more, not Dask's default 3 times."""
     from distributed import LocalCluster
 
     with _sigint_ignored(), _workers_must_start():  # Ctrl-C is this process's to handle
@@ -373,6 +421,7 @@ def _local_cluster(workers: int):
             # workers' own logs (a heartbeat cut short by Ctrl-C ...) would only scramble the
             # progress display; each variant's failure is in its build.log and explore.json
             silence_logs=logging.CRITICAL,
+            scheduler_kwargs={"allowed_failures": LOCAL_ALLOWED_FAILURES},
         )
 
 

@@ -102,6 +102,12 @@ def load_result(folder: str, key: str) -> NodeResult | None:
     return result
 
 
+def final(error: dict | None) -> bool:
+    """Whether a failure is final, kept by --resume: not one that ran out of time or whose
+    worker died running it (--resume runs those again)."""
+    return not (error or {}).get("timed_out") and not (error or {}).get("worker_died")
+
+
 def exploration_folder(node_folder: str) -> str:
     """The exploration's folder, from a segment's (``<exploration>/segments/<id>``) or a
     variant's (``<exploration>/variants/<id>``): the files its checkpoints may name."""
@@ -119,8 +125,8 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
             error=parent.error,
             failed_in=parent.failed_in or parent.id,
         )
-        if task.stop is None and not (parent.error or {}).get("timed_out"):
-            result.save()  # (one that timed out is not final: --resume runs it again)
+        if task.stop is None and final(parent.error):
+            result.save()
         return result
     if task.stop is not None:  # Dask recomputes a segment whose worker died after it ran
         finished = load_result(task.folder, task.key)
@@ -130,7 +136,7 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
     from brainsmith.metrics import span
 
     with _BUILD_LOCK, span("brainsmith.segment", node=task.id, folder=task.folder):
-        _announce(task.topic, task.id)
+        _announce(task.topic, task.id, task.folder)
         began = time.perf_counter()
         result = _build(task, parent)
         result.seconds = round(time.perf_counter() - began, 3)
@@ -177,17 +183,35 @@ def _build(task: NodeTask, parent: NodeResult | None) -> NodeResult:
     return NodeResult(task.id, "ok", task.folder, task.key, report=report)
 
 
-def _announce(topic: str, node: str) -> None:
-    """Tell the exploring client that ``node`` started, and where (on a Dask worker only)."""
+def _announce(topic: str, node: str, folder: str) -> None:
+    """Tell the exploring client that ``node`` started, where (the worker and its process)
+    and which build.log its folder holds before (on a Dask worker only): should the process
+    die, the client reads the step it was in from the new build.log."""
     if not topic:
         return
     try:
         from distributed import get_worker
 
         worker = get_worker()
-        worker.log_event(topic, {"started": node, "worker": worker.address})
+        message = {
+            "started": node,
+            "worker": worker.address,
+            "pid": os.getpid(),
+            "log": log_identity(os.path.join(folder, "build.log")),
+        }
+        worker.log_event(topic, message)
     except (ImportError, ValueError):
         pass
+
+
+def log_identity(path: str) -> int | None:
+    """Which file ``path`` is (its inode, the same on every machine of a shared file
+    system), None if there is none: a build moves an earlier attempt's folder aside, so a
+    new build.log is another file."""
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 def _worker_name() -> str:
