@@ -40,12 +40,26 @@ def scan_folder(
     stands for is read (a folder before it is listed, a file before it is parsed): a change
     made while the scan runs then differs from the stamp and is noticed at the next check,
     never recorded as already seen.
+
+    A symbolic link below ``root`` (to a module or a folder) is never followed. One that leads
+    out of ``root`` is named with ``{"error": "<path>: a link out of the package (to
+    <target>); not read"}``; one that stays inside is skipped, its target being scanned where
+    it is (a module reached twice would be two modules with the same plugins).
     """
     previous = previous if isinstance(previous, dict) else {}
     files: dict[str, list[Any]] = {}
     folders: list[Any] = []
-    for dirpath, filenames, folder_stamp in _walk(root):
+    for dirpath, filenames, links_out, folder_stamp in _walk(root):
         folders.append(folder_stamp)
+        for name, target in links_out:
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            reason = f"{full}: a link out of the package (to {target}); not read"
+            identity = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
+            files[os.path.relpath(full, root)] = [*identity, {"error": reason}]
         for filename in filenames:
             full = os.path.join(dirpath, filename)
             rel = os.path.relpath(full, root)
@@ -64,9 +78,11 @@ def scan_folder(
     return files, folders
 
 
-def _walk(root: str) -> Iterator[tuple[str, list[str], list[Any]]]:
-    """``(folder, sorted Python file names, stamp taken before listing it)`` for ``root`` and
-    the package folders below it, top down (symbolic links to folders are not followed)."""
+def _walk(root: str) -> Iterator[tuple[str, list[str], list[tuple[str, str]], list[Any]]]:
+    """``(folder, sorted Python file names, [(name, real path)] of the links in it that lead
+    out of root, stamp taken before listing it)`` for ``root`` and the package folders below
+    it, top down. No symbolic link is followed, to a file or a folder."""
+    real_root = os.path.realpath(root)
     pending = [root]
     while pending:
         folder = pending.pop()
@@ -76,19 +92,37 @@ def _walk(root: str) -> Iterator[tuple[str, list[str], list[Any]]]:
                 entries = list(listing)
         except OSError:
             continue
-        subfolders, names = [], []
+        subfolders, names, out = [], [], []
         for entry in entries:
             try:
-                is_folder = entry.is_dir()
+                link = entry.is_symlink()
+                is_folder = entry.is_dir()  # of a link: what it leads to
             except OSError:
                 continue
-            if not is_folder:
-                if entry.name.endswith(".py"):
-                    names.append(entry.name)
-            elif _walked(entry.name) and not entry.is_symlink():
+            if not (_walked(entry.name) if is_folder else entry.name.endswith(".py")):
+                continue
+            if link:
+                target = os.path.realpath(entry.path)
+                if not inside(target, real_root):
+                    out.append((entry.name, target))
+            elif is_folder:
                 subfolders.append(entry.path)
-        yield folder, sorted(names), stamp
+            else:
+                names.append(entry.name)
+        yield folder, sorted(names), sorted(out), stamp
         pending.extend(sorted(subfolders, reverse=True))
+
+
+def inside(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or below it (both real paths: no link on the way)."""
+    return os.path.commonpath([path, folder]) == folder
+
+
+def link_out(path: str, folder: str) -> str | None:
+    """The real path of ``path`` when a symbolic link on the way leads it out of ``folder``;
+    None when it stays inside."""
+    real = os.path.realpath(path)
+    return None if inside(real, os.path.realpath(folder)) else real
 
 
 def _walked(name: str) -> bool:
