@@ -1,8 +1,9 @@
-"""Walk a folder of Python sources, re-reading only files whose stamp changed."""
+"""Walk a folder of Python sources, parsing only files whose content changed."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 
@@ -31,11 +32,14 @@ def scan_folder(
     extract: Extract,
     known: KnownFacts | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
-    """``({relpath: [mtime_ns, size, inode, ctime_ns, data]}, [folder stamps])`` below ``root``.
+    """``({relpath: [mtime_ns, size, inode, ctime_ns, sha256, data]}, [folder stamps])`` below
+    ``root``.
 
     ``prefix`` is the dotted package name of ``root``. ``data`` is ``extract(tree, module,
-    is_package)`` or ``{"error": message}`` — or, for a file whose content ``known`` holds
-    facts of (a release brainsmith ships them for), those facts. The walked folders include those without Python
+    is_package)`` or ``{"error": message}`` (``sha256`` then empty), kept with the SHA-256 of
+    the content it was read from: a file is read at every scan, and ``previous`` data is
+    reused only for the content it was made from (not for a file whose stamp merely matches),
+    as are the facts ``known`` holds for a release brainsmith ships them for. The walked folders include those without Python
     files, so a file added to any of them is noticed. Every stamp is taken before what it
     stands for is read (a folder before it is listed, a file before it is parsed): a change
     made while the scan runs then differs from the stamp and is noticed at the next check,
@@ -59,7 +63,7 @@ def scan_folder(
                 continue
             reason = f"{full}: a link out of the package (to {target}); not read"
             identity = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
-            files[os.path.relpath(full, root)] = [*identity, {"error": reason}]
+            files[os.path.relpath(full, root)] = [*identity, "", {"error": reason}]
         for filename in filenames:
             full = os.path.join(dirpath, filename)
             rel = os.path.relpath(full, root)
@@ -68,14 +72,21 @@ def scan_folder(
             except OSError:
                 continue
             identity = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
-            old = previous.get(rel)
-            if isinstance(old, list) and len(old) == 5 and old[:4] == identity:
-                files[rel] = old
-                continue
             module = module_name_for(rel)
             module = f"{prefix}.{module}".strip(".") if prefix else module
-            files[rel] = [*identity, _extract(full, module, extract, (known or {}).get(rel))]
+            reusable = [*_facts(previous.get(rel)), *_facts((known or {}).get(rel))]
+            files[rel] = [*identity, *_extract(full, module, extract, reusable)]
     return files, folders
+
+
+def _facts(entry: object) -> list[tuple[str, dict[str, Any]]]:
+    """``[(sha256, facts)]`` of a scan-data entry or shipped ``[sha256, facts]`` (read from a
+    cache file: anything else is no entry)."""
+    if isinstance(entry, list) and len(entry) in (2, 6):
+        digest, facts = entry[-2:]
+        if isinstance(digest, str) and digest and isinstance(facts, dict):
+            return [(digest, facts)]
+    return []
 
 
 def _walk(root: str) -> Iterator[tuple[str, list[str], list[tuple[str, str]], list[Any]]]:
@@ -130,31 +141,29 @@ def _walked(name: str) -> bool:
 
 
 def _extract(
-    path: str, module: str, extract: Extract, known: list[Any] | None = None
-) -> dict[str, Any]:
-    """The file's facts: ``known`` ``[sha256, facts]`` when the content has that digest,
-    else parsed."""
+    path: str, module: str, extract: Extract, reusable: list[tuple[str, dict[str, Any]]]
+) -> tuple[str, dict[str, Any]]:
+    """``(sha256 of the content, its facts)``: the facts of ``reusable`` made from this very
+    content, else parsed (``""`` and an error for a file that cannot be read)."""
     global parsed_files
     try:
         content = read_regular(path, MAX_SOURCE_BYTES)
     except (OSError, ValueError) as exc:
-        return {"error": f"{path}: cannot read: {exc}"}
-    if known is not None:
-        import hashlib
-
-        if hashlib.sha256(content).hexdigest() == known[0]:
-            facts: dict[str, Any] = known[1]
-            return facts
+        return "", {"error": f"{path}: cannot read: {exc}"}
+    digest = hashlib.sha256(content).hexdigest()
+    for made_from, facts in reusable:
+        if made_from == digest:
+            return digest, facts
     parsed_files += 1
     try:
         tree = ast.parse(content, filename=path)
-        return extract(tree, module, path.endswith("__init__.py"))
+        return digest, extract(tree, module, path.endswith("__init__.py"))
     except SyntaxError as exc:
-        return {"error": f"{path}:{exc.lineno}: syntax error: {exc.msg}"}
+        return digest, {"error": f"{path}:{exc.lineno}: syntax error: {exc.msg}"}
     except (RecursionError, MemoryError):
-        return {"error": f"{path}: nested too deeply to be scanned"}
+        return digest, {"error": f"{path}: nested too deeply to be scanned"}
     except (ValueError, TypeError) as exc:  # e.g. a metadata literal with an unhashable key
-        return {"error": f"{path}: cannot be scanned: {type(exc).__name__}: {exc}"}
+        return digest, {"error": f"{path}: cannot be scanned: {type(exc).__name__}: {exc}"}
 
 
 def folder_stamps(root: str, files: dict[str, Any], folders: list[Any]) -> list[Any]:
