@@ -258,7 +258,12 @@ DISAGREEING = {
         "brainsmith:ConvertDivToMulRenamed",
     ),
 }
+# The same, with the plugin's module imported (by anything) before the plugin is looked up
+DISAGREEING["brainsmith-transform-renamed-module-imported-first"] = DISAGREEING[
+    "brainsmith-transform-renamed"
+]
 LOAD_ONE = """
+import importlib
 import json
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager
@@ -266,6 +271,8 @@ from brainsmith.plugin.manager import get_plugin_manager
 manager = get_plugin_manager()
 registry = manager.registry()
 spec = registry.find(TYPE, NAME)
+if IMPORT_FIRST:
+    importlib.import_module(spec.module)
 before = dict(spec.metadata)
 try:
     registry.load(spec)
@@ -281,8 +288,9 @@ print(json.dumps({
 """
 
 
-def load_one(plugin_type: str, name: str) -> dict:
+def load_one(plugin_type: str, name: str, import_first: bool) -> dict:
     code = LOAD_ONE.replace("TYPE", repr(plugin_type)).replace("NAME", repr(name))
+    code = code.replace("IMPORT_FIRST", repr(import_first))
     result = run_python(code)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -307,7 +315,8 @@ def test_cached_record_that_disagrees_with_the_plugins_decorator_is_refused_and_
     """A record whose metadata (a transform's stage, a kernel's infer_transform) or name is
     not what the plugin's decorator registers is refused when the plugin is first loaded: the
     plugin is named ("the discovery cache disagrees with the plugin's source"), served with
-    its decorator's metadata (or, under another name, not at all) and the index is rebuilt."""
+    its decorator's metadata (or, under another name, not at all, also when its module was
+    imported before) and the index is rebuilt."""
     source, plugin_type, name, forged, served = DISAGREEING[case]
     plugin_folder("swish.py", KERNEL)
     before, _ = summary()
@@ -323,7 +332,7 @@ def test_cached_record_that_disagrees_with_the_plugins_decorator_is_refused_and_
             record[4].update(forged)
 
     forge_index(forge)
-    loaded = load_one(plugin_type, served)
+    loaded = load_one(plugin_type, served, case.endswith("imported-first"))
     key = next(iter(forged))
     disagreements = [p for p in loaded["broken"] if served in p["plugin"]]
     assert len(disagreements) == 1, loaded["broken"]
