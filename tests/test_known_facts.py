@@ -56,7 +56,7 @@ def test_a_file_that_differs_from_the_release_is_parsed_and_its_new_facts_used(t
     before = package_scan.parsed_files
     state = adapter.scan(None)
     assert package_scan.parsed_files - before == 1
-    facts = state["files"]["transformation/general.py"][4]
+    facts = state["files"]["transformation/general.py"][-1]
     assert "AddedHere" in facts["classes"]
     specs, _ = adapter.specs(state, adapter.index([state]))
     assert "AddedHere" in {record[1] for record in specs}

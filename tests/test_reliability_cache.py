@@ -1,10 +1,12 @@
 """Cache faults the hub survives beyond those in tests/test_cache.py: a plugin module deleted
-after discovery, index records of the wrong shape, damaged side files (scan data, config memo)
-and a write cut short by the file-size limit. In each case the hub keeps working, the bad data
-is not trusted and no partial file is left behind."""
+after discovery, index records of the wrong shape, records and scan data that disagree with the
+plugin's source, damaged side files (scan data, config memo) and a write cut short by the
+file-size limit. In each case the hub keeps working, the bad data is not trusted and no partial
+file is left behind."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -23,7 +25,7 @@ from brainsmith.plugin.discovery.index import index_name
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
 from brainsmith.plugins import transforms
-from tests.conftest import run_python
+from tests.conftest import REPO, run_python
 
 PLUGIN = """
 from qonnx.transformation.base import Transformation
@@ -220,6 +222,162 @@ def test_index_record_with_wrongly_typed_metadata_is_dropped_and_named(case):
     assert f"qonnx:{victim['name']}" in brainsmith("plugins", "health").stdout
     used = run_python(USE_ALL)
     assert used.returncode == 0 and int(used.stdout) > 100, used.stderr[-1500:]
+
+
+# -- records and scan data that disagree with the plugin's source -------------------------------
+
+KERNEL = """
+from brainsmith.plugin.core import kernel
+
+
+@kernel(name="Swish", op_type="Swish", infer_transform="user:InferSwish")
+class Swish:
+    pass
+"""
+# id -> (index source, plugin type, record name, forged metadata, qualified name looked up)
+DISAGREEING = {
+    "brainsmith-transform-stage": (
+        "brainsmith",
+        "transform",
+        "ConvertDivToMul",
+        {"stage": "cleanup"},
+        "brainsmith:ConvertDivToMul",
+    ),
+    "user-kernel-infer-transform": (
+        "user",
+        "kernel",
+        "Swish",
+        {"infer_transform": "qonnx:ConvertDivToMul"},
+        "user:Swish",
+    ),
+    "brainsmith-transform-renamed": (
+        "brainsmith",
+        "transform",
+        "ConvertDivToMul",
+        {"name": "ConvertDivToMulRenamed"},
+        "brainsmith:ConvertDivToMulRenamed",
+    ),
+}
+# The same, with the plugin's module imported (by anything) before the plugin is looked up
+DISAGREEING["brainsmith-transform-renamed-module-imported-first"] = DISAGREEING[
+    "brainsmith-transform-renamed"
+]
+LOAD_ONE = """
+import importlib
+import json
+from brainsmith.plugin.errors import PluginLoadError
+from brainsmith.plugin.manager import get_plugin_manager
+
+manager = get_plugin_manager()
+registry = manager.registry()
+spec = registry.find(TYPE, NAME)
+if IMPORT_FIRST:
+    importlib.import_module(spec.module)
+before = dict(spec.metadata)
+try:
+    registry.load(spec)
+    outcome = "served"
+except PluginLoadError as exc:
+    outcome = str(exc)
+print(json.dumps({
+    "before": before,
+    "after": spec.metadata,
+    "outcome": outcome,
+    "broken": manager.health_check()["broken_plugins"],
+}))
+"""
+
+
+def load_one(plugin_type: str, name: str, import_first: bool) -> dict:
+    code = LOAD_ONE.replace("TYPE", repr(plugin_type)).replace("NAME", repr(name))
+    code = code.replace("IMPORT_FIRST", repr(import_first))
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def indexed(plugin_type: str, target: str) -> list[list]:
+    """The records of the index file naming ``target``."""
+    path = main_index()
+    _, payload = memo.decode(path.read_bytes(), str(path))
+    return [
+        record
+        for state in payload["sources"].values()
+        for record in state.get("specs", [])
+        if record[0] == plugin_type and record[3] == target
+    ]
+
+
+@pytest.mark.parametrize("case", list(DISAGREEING))
+def test_cached_record_that_disagrees_with_the_plugins_decorator_is_refused_and_rebuilt(
+    plugin_folder, case
+):
+    """A record whose metadata (a transform's stage, a kernel's infer_transform) or name is
+    not what the plugin's decorator registers is refused when the plugin is first loaded: the
+    plugin is named ("the discovery cache disagrees with the plugin's source"), served with
+    its decorator's metadata (or, under another name, not at all, also when its module was
+    imported before) and the index is rebuilt."""
+    source, plugin_type, name, forged, served = DISAGREEING[case]
+    plugin_folder("swish.py", KERNEL)
+    before, _ = summary()
+    real = {}
+
+    def forge(payload: dict) -> None:
+        state = next(v for k, v in payload["sources"].items() if k.split(":")[0] == source)
+        record = next(r for r in state["specs"] if r[0] == plugin_type and r[1] == name)
+        real.update(target=record[3], metadata=dict(record[4]))
+        if "name" in forged:
+            record[1] = forged["name"]
+        else:
+            record[4].update(forged)
+
+    forge_index(forge)
+    loaded = load_one(plugin_type, served, case.endswith("imported-first"))
+    key = next(iter(forged))
+    disagreements = [p for p in loaded["broken"] if served in p["plugin"]]
+    assert len(disagreements) == 1, loaded["broken"]
+    assert "the discovery cache disagrees with the plugin's source" in disagreements[0]["reason"]
+    assert key in disagreements[0]["reason"]
+    if key == "name":
+        assert loaded["outcome"].startswith(f"refusing to serve {plugin_type} {served}")
+    else:
+        assert loaded["before"][key] == forged[key]  # the forged record was read
+        assert loaded["outcome"] == "served"
+        assert loaded["after"][key] == real["metadata"][key]
+    after, _ = summary()  # a fresh process: the index was rebuilt from the sources
+    assert after["count"] == before["count"] and after["broken"] == []
+    [record] = indexed(plugin_type, real["target"])
+    assert record[1] == name and record[4] == real["metadata"]
+
+
+def test_scan_data_of_other_content_than_the_files_is_not_used():
+    """The scan data stored for convert_div_to_mul.py replaced by another file's (its stamp
+    kept): at the next rescan the file's content does not match it, so it is read again, and
+    ConvertDivToMul is still brainsmith's (not QONNX's, which it fell back to)."""
+    summary()
+    path = main_index("-files")
+    stamp, payload = memo.decode(path.read_bytes(), str(path))
+    [files] = [f for root, f in payload["brainsmith"].items() if root.endswith("transforms")]
+    files["convert_div_to_mul.py"][4:] = files["expand_norms.py"][4:]
+    assert memo.write(path.name[: -len(".bsm")], stamp, payload)
+    result = run_python(
+        """
+        import json
+        from brainsmith.plugin.manager import get_plugin_manager
+        manager = get_plugin_manager()
+        spec = manager.registry().find("transform", "ConvertDivToMul")
+        print(json.dumps([spec.qualified_name, manager.health_check()["broken_plugins"]]))
+        """,
+        env={"BRAINSMITH_PLUGIN_CACHE_TTL": "0"},  # rescanned, reusing what still matches
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    served, broken = json.loads(result.stdout.strip().splitlines()[-1])
+    assert served == "brainsmith:ConvertDivToMul" and broken == []
+    source = REPO / "brainsmith" / "transforms" / "convert_div_to_mul.py"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    _, payload = memo.decode(path.read_bytes(), str(path))
+    [files] = [f for root, f in payload["brainsmith"].items() if root.endswith("transforms")]
+    assert digest in files["convert_div_to_mul.py"]  # kept by the content it was read from
 
 
 # -- damaged side files ------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Hostile input on the build's surfaces: huge models and external data refused before they
-are read, checkpoints that point outside their folder, a metrics file that is not a file, and
-plugin folders that are replaced or edited in bursts while `watch` runs."""
+are read, checkpoints that point outside their folder, a metrics file that is not a file,
+plugin folders that are replaced or edited in bursts while `watch` runs, and links in plugin
+packages and folders that lead out of them."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from brainsmith.plugin.discovery.stamps import unchanged
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import transforms
 from brainsmith.terminal import console, table
+from tests.conftest import run_python
+from tests.support.packages import build_wheel, pip_install_target, write_project
 from tests.support.processes import brainsmith as brainsmith_command
 from tests.support.processes import on_terminal
 
@@ -294,6 +297,106 @@ def test_watch_after_a_burst_of_edits_lists_exactly_what_is_there(plugin_folder)
             p.read_text().split('name="')[1].split('"')[0] for p in folder.glob("*.py")
         )
         assert wait_for(lambda: user_plugins() == present, seconds=20), (user_plugins(), present)
+
+
+# -- links out of a plugin package or folder ------------------------------------------------------
+
+STDLIB = os.path.dirname(os.__file__)  # hundreds of modules: parsing them takes seconds
+SCANNED = """
+import json
+from brainsmith.plugin.discovery.sources import package_scan
+from brainsmith.plugin.manager import get_plugin_manager
+
+registry = get_plugin_manager().registry()
+print(json.dumps({
+    "specs": sorted(s.qualified_name for s in registry.specs() if s.framework == FRAMEWORK),
+    "problems": [[p.plugin, p.reason] for p in registry.problems],
+    "parsed": package_scan.parsed_files,
+}))
+"""
+
+
+def scanned(framework: str, env: dict | None = None) -> dict:
+    """A fresh process's discovery: ``framework``'s plugins, every problem, files parsed."""
+    result = run_python(SCANNED.replace("FRAMEWORK", repr(framework)), env=env, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def links_out(problems: list) -> dict[str, str]:
+    """The last path component of each file or folder named as a link out, with its reason."""
+    return {
+        Path(plugin.split(" (")[0]).name: reason
+        for plugin, reason in problems
+        if "a link out of the package" in reason
+    }
+
+
+TAG = """
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin import transform
+
+
+@transform(name="AcmeTag")
+class AcmeTag(Transformation):
+    def apply(self, model):
+        return model, False
+"""
+
+
+@pytest.mark.parametrize("where", ["inside-the-package", "the-package-folder"])
+def test_links_out_of_an_installed_plugin_package_are_named_and_never_read(tmp_path, where):
+    """A pip package read from source with a folder linked to the standard library and a
+    module linked to ``os.py`` in it, or whose package folder is itself such a link: the links
+    are named ("a link out of the package") and none of the standard library is parsed."""
+    project = write_project(
+        tmp_path / "src",
+        "acme-links",
+        "acme_links",
+        '"""Acme."""\n',
+        {"acme_links": "acme_links"},
+        {"transforms.py": TAG},
+        group="brainsmith.plugin_packages",
+    )
+    site = tmp_path / "site"
+    pip_install_target(build_wheel(project, tmp_path / "dist"), site)
+    package = site / "acme_links"
+    if where == "inside-the-package":
+        (package / "stdlib").symlink_to(STDLIB, target_is_directory=True)
+        (package / "borrowed.py").symlink_to(os.path.join(STDLIB, "os.py"))
+    else:
+        package.rename(tmp_path / "moved")
+        package.symlink_to(STDLIB, target_is_directory=True)
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    found = scanned("acme-links", {"PYTHONPATH": path})
+    named = links_out(found["problems"])
+    if where == "inside-the-package":
+        assert found["specs"] == ["acme-links:AcmeTag"], found
+        assert sorted(named) == ["borrowed.py", "stdlib"], found["problems"]
+        assert found["parsed"] <= 2, found  # __init__.py and transforms.py, nothing else
+    else:
+        assert found["specs"] == [], found
+        assert list(named) == ["acme_links"], found["problems"]
+        assert STDLIB in named["acme_links"] and found["parsed"] == 0, found
+
+
+def test_links_out_of_a_plugin_folder_are_named_and_never_read_links_inside_are_not_followed(
+    plugin_folder,
+):
+    """A plugin folder's links to a folder or a module outside it are named and not read; a
+    link to a module of the folder is not followed (its target is scanned where it is), so
+    its plugin is listed once, with no clash."""
+    plugin_folder("good.py", PLUGIN.format(name="GoodOne"))
+    folder = plugin_folder.folder
+    (folder / "stdlib").symlink_to(STDLIB, target_is_directory=True)
+    (folder / "borrowed.py").symlink_to(os.path.join(STDLIB, "os.py"))
+    (folder / "alias.py").symlink_to(folder / "good.py")
+    (folder / "again").symlink_to(folder, target_is_directory=True)
+    found = scanned("user")
+    assert found["specs"] == ["user:GoodOne"], found
+    assert sorted(links_out(found["problems"])) == ["borrowed.py", "stdlib"], found["problems"]
+    assert [p for p in found["problems"] if "a link out of the package" not in p[1]] == []
+    assert found["parsed"] == 1, found  # good.py alone
 
 
 # -- text from data on the terminal ---------------------------------------------------------------

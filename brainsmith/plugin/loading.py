@@ -25,6 +25,13 @@ class ImportTimeout(Exception):
     """An import that did not finish within the configured load timeout."""
 
 
+class RecordRefused(PluginLoadError):
+    """An index record naming an object other than the plugin its source registers."""
+
+
+DISAGREES = "the discovery cache disagrees with the plugin's source"
+
+
 def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     """Import ``spec.target`` (``module:qualname``) and return the object.
 
@@ -100,10 +107,14 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
             spec,
         ) from None
     problem = not_this_plugin(spec, obj)
-    if problem:
+    if problem and spec.record is None:  # added at run time, not read from the index
         raise PluginLoadError(
+            f"refusing to serve {spec.type} {spec.qualified_name}: {spec.target} {problem}", spec
+        )
+    if problem:
+        raise RecordRefused(
             f"refusing to serve {spec.type} {spec.qualified_name}: {spec.target} {problem} "
-            "(the discovery index is stale or was tampered with: run `brainsmith cache clear`)",
+            f"({DISAGREES}; it is rebuilt)",
             spec,
         )
     return obj
@@ -134,6 +145,55 @@ def not_this_plugin(spec: PluginSpec, obj: object) -> str | None:
     if marker.get("name") != spec.name:
         return f"is the {spec.type} named {marker.get('name')!r}, not {spec.name!r}"
     return None
+
+
+def agree_with_source(spec: PluginSpec, obj: object) -> str | None:
+    """Make ``spec``'s metadata what ``obj``'s decorator registered where its index record
+    says otherwise; returns how the record differed (None when it agrees, and for a spec
+    added at run time or an object with no decorator: a framework's class).
+
+    What ``not_this_plugin`` checks for the type and name, this checks for the rest. The
+    record's own ``line`` and ``plugin_dir`` are kept, and a pip package's record may add
+    the version ranges the package declares for all its plugins (``BRAINSMITH_PLUGIN``)."""
+    from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS, VERSION_KEYS
+    from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
+
+    marker = getattr(obj, "__dict__", {}).get(PLUGIN_ATTRIBUTE)
+    if spec.record is None or not isinstance(marker, dict):
+        return None
+    recorded: dict[str, Any] = spec.record[4]
+    own: dict[str, Any] = {k: recorded[k] for k in ("line", "plugin_dir") if k in recorded}
+    cached = {k: v for k, v in recorded.items() if k not in own}
+    registered = {k: v for k, v in marker.items() if k not in ("type", "name", "line")}
+    if spec.framework not in BUILTIN_FRAMEWORKS:
+        declared = {k: cached[k] for k in VERSION_KEYS if k in cached and k not in registered}
+        registered.update(declared)
+    keys = sorted({*cached, *registered})
+    differs = [k for k in keys if _plain(cached.get(k)) != _plain(registered.get(k))]
+    if not differs:
+        return None
+    spec.metadata = {**registered, **own}
+    return "; ".join(
+        f"{k}: cached {_shown(cached, k)}, source {_shown(registered, k)}" for k in differs
+    )
+
+
+def _plain(value: object) -> object:
+    """``value`` with tuples as lists (a record read from JSON has lists where a decorator
+    keeps tuples)."""
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _shown(metadata: dict[str, Any], key: str) -> str:
+    """A value for a message: its ``repr`` (escapes visible), cut; "none" when absent."""
+    if key not in metadata:
+        return "none"
+    text = repr(metadata[key])
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 DEADLOCK_RETRIES = 5

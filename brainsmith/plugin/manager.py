@@ -234,6 +234,7 @@ class PluginManager:
             config = self.config
             registry = Registry(config.framework_priority)
             registry.load_timeout = config.load_timeout
+            registry.index_dir = config.cache_dir
             registry.disabled = {
                 fw: disabled_reason(fw, config)
                 for fw in BUILTIN_FRAMEWORKS
@@ -297,6 +298,8 @@ class PluginManager:
             # none, and dropping then would discard one another thread just made from ``obj``.
             replaced = [s for s in known if s.obj is not None and s.obj is not obj]
             for spec in known:
+                if spec.record is not None and spec.obj is None:
+                    continue  # discovered: its record is checked against obj on first load
                 kept: dict[str, Any] = {
                     k: spec.metadata[k] for k in ("line", "plugin_dir") if k in spec.metadata
                 }

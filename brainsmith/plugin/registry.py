@@ -98,6 +98,9 @@ class Registry:
         self.disabled: dict[str, str] = {}  # framework -> why it is off (configuration)
         self._warned: set[str] = set()  # targets already warned about as shadowed
         self.load_timeout = 0.0  # seconds an import may take (0: no limit); set from config
+        # The folder of the discovery index (set from config): rebuilt when a record it holds
+        # disagrees with its plugin's source
+        self.index_dir: str | None = None
         self.set_priority(priority)
 
     @property
@@ -479,19 +482,50 @@ class Registry:
         obj = spec.obj
         if obj is None:
             log.debug("loading %s %s from %s", spec.type, spec.qualified_name, spec.target)
-            from brainsmith.plugin.loading import import_target
+            from brainsmith.plugin.loading import RecordRefused, agree_with_source, import_target
 
             try:
                 obj = import_target(spec, self.load_timeout)
             except PluginLoadError as exc:
                 spec.error = str(exc)
                 self._forget_failed_module(spec.module)
+                if isinstance(exc, RecordRefused):
+                    self._rebuild_index()
                 raise
+            differs = agree_with_source(spec, obj)  # the record's metadata, against the source's
+            if differs:
+                self._disagreed(spec, differs)
             spec.obj = obj
             spec.error = None
         if spec.type in LAYER_TYPES:
             _layer_loaded(self, spec, obj)
         return obj
+
+    def _disagreed(self, spec: PluginSpec, differs: str) -> None:
+        """``spec``'s record said other than its source (``differs``): named in the problems,
+        the index rebuilt; PluginLoadError if the source's version range excludes this
+        brainsmith."""
+        from brainsmith.plugin.loading import DISAGREES
+        from brainsmith.plugin.versions import incompatibility
+
+        plugin = f"{spec.type} {spec.qualified_name}"
+        reason = f"{DISAGREES} ({differs}); the source's metadata is used and the cache rebuilt"
+        with self._lock:
+            if not any(p.plugin == plugin and p.reason == reason for p in self._reported):
+                self._reported.append(PluginProblem(spec.framework, plugin, reason))
+        self._rebuild_index()
+        unfit = incompatibility(spec.metadata)
+        if unfit:
+            spec.error = f"unavailable: {unfit}"
+            raise PluginLoadError(f"{plugin} is {spec.error}", spec)
+
+    def _rebuild_index(self) -> None:
+        """The discovery index holds a record its source disagrees with: the next discovery
+        scans every source afresh."""
+        if self.index_dir is not None:
+            from brainsmith.plugin.discovery.index import forget_index
+
+            forget_index(self.index_dir)
 
     def _forget_failed_module(self, module: str) -> None:
         """Decorators hand their objects over while a module imports; if the import then

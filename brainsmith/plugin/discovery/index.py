@@ -77,6 +77,16 @@ def index_name() -> str:
     return f"index-{stamps.digest32(repr(identity)):08x}"
 
 
+def forget_index(directory: str) -> None:
+    """Delete this environment's index and its scan data in ``directory`` (a record disagreed
+    with its plugin's source): the next discovery scans every source afresh, reusing nothing."""
+    from brainsmith.plugin import memo
+
+    name = index_name()
+    for stem in (name, f"{name}-files"):
+        memo.remove_if_ours(memo.path_for(stem, directory))
+
+
 def source_ids(config: PluginConfig) -> list[str]:
     """The sources a discovery with ``config`` reads (a framework's adapter with those it is
     read with: QONNX whenever FINN is)."""

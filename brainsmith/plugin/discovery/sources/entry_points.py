@@ -169,7 +169,11 @@ def _read_package(value: str, framework: str, where: str) -> tuple[list[Any], li
     (``brainsmith.plugin_packages``); found without importing it, on ``sys.path`` or through
     the editable import hook of its distribution (metadata folder ``where``)."""
     from brainsmith.plugin.discovery.sources.modules import plugin_records
-    from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
+    from brainsmith.plugin.discovery.sources.package_scan import (
+        folder_stamps,
+        link_out,
+        scan_folder,
+    )
     from brainsmith.plugin.discovery.sources.pyscan import scan_tree
 
     label = f"{framework} (entry point {value} in {SOURCE_GROUP})"
@@ -180,6 +184,14 @@ def _read_package(value: str, framework: str, where: str) -> tuple[list[Any], li
     folder, error, hooks = _package_folder(name, where)
     if folder is None:
         return [], [[framework, label, error]], stamp_paths(hooks)
+    installed_in = os.path.dirname(folder)
+    target = link_out(folder, installed_in)
+    if target is not None:  # the package folder is a link: none of what it leads to is read
+        reason = (
+            f"a link out of the package: its folder leads out of {installed_in}, where it is "
+            f"installed, to {target}; not read"
+        )
+        return [], [[framework, folder, reason]], stamp_paths([folder, *hooks])
     files, walked = scan_folder(folder, name, None, scan_tree)
     specs, problems = plugin_records(framework, folder, files)
     if not specs and not problems:

@@ -1,8 +1,9 @@
-"""Walk a folder of Python sources, re-reading only files whose stamp changed."""
+"""Walk a folder of Python sources, parsing only files whose content changed."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 
@@ -31,21 +32,38 @@ def scan_folder(
     extract: Extract,
     known: KnownFacts | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
-    """``({relpath: [mtime_ns, size, inode, ctime_ns, data]}, [folder stamps])`` below ``root``.
+    """``({relpath: [mtime_ns, size, inode, ctime_ns, sha256, data]}, [folder stamps])`` below
+    ``root``.
 
     ``prefix`` is the dotted package name of ``root``. ``data`` is ``extract(tree, module,
-    is_package)`` or ``{"error": message}`` — or, for a file whose content ``known`` holds
-    facts of (a release brainsmith ships them for), those facts. The walked folders include those without Python
+    is_package)`` or ``{"error": message}`` (``sha256`` then empty), kept with the SHA-256 of
+    the content it was read from: a file is read at every scan, and ``previous`` data is
+    reused only for the content it was made from (not for a file whose stamp merely matches),
+    as are the facts ``known`` holds for a release brainsmith ships them for. The walked folders include those without Python
     files, so a file added to any of them is noticed. Every stamp is taken before what it
     stands for is read (a folder before it is listed, a file before it is parsed): a change
     made while the scan runs then differs from the stamp and is noticed at the next check,
     never recorded as already seen.
+
+    A symbolic link below ``root`` (to a module or a folder) is never followed. One that leads
+    out of ``root`` is named with ``{"error": "<path>: a link out of the package (to
+    <target>); not read"}``; one that stays inside is skipped, its target being scanned where
+    it is (a module reached twice would be two modules with the same plugins).
     """
     previous = previous if isinstance(previous, dict) else {}
     files: dict[str, list[Any]] = {}
     folders: list[Any] = []
-    for dirpath, filenames, folder_stamp in _walk(root):
+    for dirpath, filenames, links_out, folder_stamp in _walk(root):
         folders.append(folder_stamp)
+        for name, target in links_out:
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            reason = f"{full}: a link out of the package (to {target}); not read"
+            identity = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
+            files[os.path.relpath(full, root)] = [*identity, "", {"error": reason}]
         for filename in filenames:
             full = os.path.join(dirpath, filename)
             rel = os.path.relpath(full, root)
@@ -54,19 +72,28 @@ def scan_folder(
             except OSError:
                 continue
             identity = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
-            old = previous.get(rel)
-            if isinstance(old, list) and len(old) == 5 and old[:4] == identity:
-                files[rel] = old
-                continue
             module = module_name_for(rel)
             module = f"{prefix}.{module}".strip(".") if prefix else module
-            files[rel] = [*identity, _extract(full, module, extract, (known or {}).get(rel))]
+            reusable = [*_facts(previous.get(rel)), *_facts((known or {}).get(rel))]
+            files[rel] = [*identity, *_extract(full, module, extract, reusable)]
     return files, folders
 
 
-def _walk(root: str) -> Iterator[tuple[str, list[str], list[Any]]]:
-    """``(folder, sorted Python file names, stamp taken before listing it)`` for ``root`` and
-    the package folders below it, top down (symbolic links to folders are not followed)."""
+def _facts(entry: object) -> list[tuple[str, dict[str, Any]]]:
+    """``[(sha256, facts)]`` of a scan-data entry or shipped ``[sha256, facts]`` (read from a
+    cache file: anything else is no entry)."""
+    if isinstance(entry, list) and len(entry) in (2, 6):
+        digest, facts = entry[-2:]
+        if isinstance(digest, str) and digest and isinstance(facts, dict):
+            return [(digest, facts)]
+    return []
+
+
+def _walk(root: str) -> Iterator[tuple[str, list[str], list[tuple[str, str]], list[Any]]]:
+    """``(folder, sorted Python file names, [(name, real path)] of the links in it that lead
+    out of root, stamp taken before listing it)`` for ``root`` and the package folders below
+    it, top down. No symbolic link is followed, to a file or a folder."""
+    real_root = os.path.realpath(root)
     pending = [root]
     while pending:
         folder = pending.pop()
@@ -76,19 +103,37 @@ def _walk(root: str) -> Iterator[tuple[str, list[str], list[Any]]]:
                 entries = list(listing)
         except OSError:
             continue
-        subfolders, names = [], []
+        subfolders, names, out = [], [], []
         for entry in entries:
             try:
-                is_folder = entry.is_dir()
+                link = entry.is_symlink()
+                is_folder = entry.is_dir()  # of a link: what it leads to
             except OSError:
                 continue
-            if not is_folder:
-                if entry.name.endswith(".py"):
-                    names.append(entry.name)
-            elif _walked(entry.name) and not entry.is_symlink():
+            if not (_walked(entry.name) if is_folder else entry.name.endswith(".py")):
+                continue
+            if link:
+                target = os.path.realpath(entry.path)
+                if not inside(target, real_root):
+                    out.append((entry.name, target))
+            elif is_folder:
                 subfolders.append(entry.path)
-        yield folder, sorted(names), stamp
+            else:
+                names.append(entry.name)
+        yield folder, sorted(names), sorted(out), stamp
         pending.extend(sorted(subfolders, reverse=True))
+
+
+def inside(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or below it (both real paths: no link on the way)."""
+    return os.path.commonpath([path, folder]) == folder
+
+
+def link_out(path: str, folder: str) -> str | None:
+    """The real path of ``path`` when a symbolic link on the way leads it out of ``folder``;
+    None when it stays inside."""
+    real = os.path.realpath(path)
+    return None if inside(real, os.path.realpath(folder)) else real
 
 
 def _walked(name: str) -> bool:
@@ -96,31 +141,29 @@ def _walked(name: str) -> bool:
 
 
 def _extract(
-    path: str, module: str, extract: Extract, known: list[Any] | None = None
-) -> dict[str, Any]:
-    """The file's facts: ``known`` ``[sha256, facts]`` when the content has that digest,
-    else parsed."""
+    path: str, module: str, extract: Extract, reusable: list[tuple[str, dict[str, Any]]]
+) -> tuple[str, dict[str, Any]]:
+    """``(sha256 of the content, its facts)``: the facts of ``reusable`` made from this very
+    content, else parsed (``""`` and an error for a file that cannot be read)."""
     global parsed_files
     try:
         content = read_regular(path, MAX_SOURCE_BYTES)
     except (OSError, ValueError) as exc:
-        return {"error": f"{path}: cannot read: {exc}"}
-    if known is not None:
-        import hashlib
-
-        if hashlib.sha256(content).hexdigest() == known[0]:
-            facts: dict[str, Any] = known[1]
-            return facts
+        return "", {"error": f"{path}: cannot read: {exc}"}
+    digest = hashlib.sha256(content).hexdigest()
+    for made_from, facts in reusable:
+        if made_from == digest:
+            return digest, facts
     parsed_files += 1
     try:
         tree = ast.parse(content, filename=path)
-        return extract(tree, module, path.endswith("__init__.py"))
+        return digest, extract(tree, module, path.endswith("__init__.py"))
     except SyntaxError as exc:
-        return {"error": f"{path}:{exc.lineno}: syntax error: {exc.msg}"}
+        return digest, {"error": f"{path}:{exc.lineno}: syntax error: {exc.msg}"}
     except (RecursionError, MemoryError):
-        return {"error": f"{path}: nested too deeply to be scanned"}
+        return digest, {"error": f"{path}: nested too deeply to be scanned"}
     except (ValueError, TypeError) as exc:  # e.g. a metadata literal with an unhashable key
-        return {"error": f"{path}: cannot be scanned: {type(exc).__name__}: {exc}"}
+        return digest, {"error": f"{path}: cannot be scanned: {type(exc).__name__}: {exc}"}
 
 
 def folder_stamps(root: str, files: dict[str, Any], folders: list[Any]) -> list[Any]:
