@@ -256,7 +256,6 @@ REFUSED = [
 ]
 ACCEPTED = [
     '\tinitial $readmemh("./Thresholding_rtl_0_threshs_0_0.dat", mem);',
-    '\tinitial $readmemb("/abs/memblock.dat", mem);',
     '\tinteger f = $fopen("memblock.dat", "r");',
     '\tinitial $display("$system and $fopen(x, \\"w\\") in a string");',
     "\t// $system in a comment\n\t/* $fwrite(1, x) */",
@@ -265,13 +264,14 @@ ACCEPTED = [
 ]
 
 
-def screen_text(tmp_path: Path, body: str) -> None:
+def screen_text(tmp_path: Path, body: str, readable: tuple[str, ...] = ()) -> None:
     from brainsmith.rtlsim.screen import screen
     from brainsmith.rtlsim.verilator import find_toolchain
 
     source = tmp_path / "m.sv"
     source.write_text(MODULE.format(body=body))
-    screen([str(source)], find_toolchain(), str(tmp_path))
+    more = {"readable": readable} if readable else {}  # folders parameter files may be in
+    screen([str(source)], find_toolchain(), str(tmp_path), **more)
 
 
 @pytest.mark.parametrize("body, task", REFUSED, ids=[task for _, task in REFUSED])
@@ -289,6 +289,79 @@ def test_rtl_reaching_the_host_is_refused_naming_file_line_and_task(tmp_path, bo
 @pytest.mark.parametrize("body", ACCEPTED)
 def test_rtl_reading_its_own_files_passes_the_screen(tmp_path, body):
     screen_text(tmp_path, body)
+
+
+HOST_FILE = Path("/etc/passwd")
+INCLUDES = {  # an `include of a file outside the layer's sources, and the path it names
+    "absolute": ('`include "/etc/passwd"', '"/etc/passwd"'),
+    "parent": ('`include "../outside.sv"', '"../outside.sv"'),
+    "macro": ('`define HOST "/etc/passwd"\n`include `HOST', "`HOST"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INCLUDES))
+def test_an_include_outside_the_layer_sources_is_refused_naming_file_line_and_path(tmp_path, name):
+    """Before Verilator reads the included file: nothing of it is in the message."""
+    from brainsmith.rtlsim.screen import UnsafeSource
+
+    body, included = INCLUDES[name]
+    (tmp_path.parent / "outside.sv").write_text("secret_module_text\n")
+    with pytest.raises(UnsafeSource) as caught:
+        screen_text(tmp_path, body)
+    message = str(caught.value)
+    line = 3 + body.count("\n")
+    assert message.startswith(f"{tmp_path / 'm.sv'}:{line}: `include {included}"), message
+    assert "outside" in message
+    assert HOST_FILE.read_text().splitlines()[0] not in message
+    assert "secret_module_text" not in message
+
+
+def test_a_forged_include_of_a_host_file_is_refused_before_compiling_and_reaches_no_log(copy, hub):
+    path = code_dir(copy, "Thresholding_rtl_0") / "Thresholding_rtl_0.v"
+    line = inject(path, f'`include "{HOST_FILE}"')
+    record_as_built(copy, path)
+    result = verify_rtl(copy, "--layer", "Thresholding_rtl_0", cache=hub)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f'error: {path}:{line}: `include "{HOST_FILE}"' in result.stderr, result.stderr
+    secret = HOST_FILE.read_text().splitlines()[0].encode()
+    assert secret not in (result.stdout + result.stderr).encode()
+    written = [p for p in copy.rglob("*") if p.is_file() and secret in p.read_bytes()]
+    assert written == []
+    assert not list((copy / "finn" / "rtlsim").rglob("compile.log"))  # nothing compiled
+
+
+PATHS = {  # a file outside the layer's folders named in a literal, and the literal
+    "readmemh-absolute": ('\tinitial $readmemh("/etc/hosts", mem);', "/etc/hosts"),
+    "readmemb-absolute": ('\tinitial $readmemb("/abs/memblock.dat", mem);', "/abs/memblock.dat"),
+    "parameter-parent": (
+        '\tlocalparam string F = "../../weights.dat";\n\tinitial $readmemh(F, mem);',
+        "../../weights.dat",
+    ),
+    "fopen-home": ('\tinteger f = $fopen("~/.ssh/id_rsa", "r");', "~/.ssh/id_rsa"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_a_file_outside_the_layer_folders_is_refused_naming_file_line_and_path(tmp_path, name):
+    from brainsmith.rtlsim.screen import UnsafeSource
+
+    body, named = PATHS[name]
+    with pytest.raises(UnsafeSource) as caught:
+        screen_text(tmp_path, body)
+    message = str(caught.value)
+    assert message.startswith(f'{tmp_path / "m.sv"}:3: "{named}" '), message
+    assert "outside" in message
+
+
+def test_a_parameter_file_in_a_layer_folder_passes_the_screen(tmp_path):
+    """The stitched design reads each layer's parameter files by absolute path."""
+    folder = tmp_path / "code_gen_ipgen_Thresholding_rtl_0_x"
+    screen_text(
+        tmp_path,
+        f'\tinitial $readmemh("{folder}/Thresholding_rtl_0_threshs_0_0.dat", mem);\n'
+        '\tinitial $readmemh("./memblock.dat", mem);',
+        readable=(str(folder),),
+    )
 
 
 def test_every_generated_and_library_source_of_the_build_passes_the_screen(built):

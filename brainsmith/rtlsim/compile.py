@@ -8,8 +8,8 @@ file is simulated without recompiling. Executables live in the user's private ca
 directory (``<cache>/rtlsim/<key>/sim``); each is built in a temporary folder beside it and
 renamed into place, under a lock, so a failed or interrupted compile leaves nothing behind
 and two builds compiling the same layer compile it once. Before Verilator compiles anything,
-the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands or
-write files on this machine is refused.
+the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands, write
+files or read files outside the layer's folders on this machine is refused.
 
 ``BRAINSMITH_RTLSIM_CACHE`` names another private folder for the executables, shared by
 builds whose brainsmith caches differ (a test session, a CI job's builds).
@@ -200,8 +200,9 @@ def _build(
     with open(testbench, "w") as handle:
         handle.write(package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text())
     origins = {os.path.join(source_dir, name): path for name, path in _names(design)}
+    readable = [design.code_dir, *(os.path.dirname(path) for path in design.files)]
     try:
-        screen(paths, toolchain, stage, origins)
+        screen(paths, toolchain, stage, origins, readable)
     except PreprocessError as exc:
         raise CompileError(str(exc).replace(source_dir + os.sep, ""), "") from exc
     obj = os.path.join(stage, "obj")
