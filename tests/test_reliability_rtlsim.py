@@ -120,6 +120,29 @@ def test_host_access_in_a_forged_build_is_refused_before_compiling(
     assert line <= int(found.group(1)) <= line + 3
 
 
+OUTPUT_CAP_MIB = 16  # what a simulation may print (brainsmith.rtlsim.stimulus.OUTPUT_LIMIT)
+FLOOD_LINES = 5 * OUTPUT_CAP_MIB * 2**20 // 64  # five times the cap, in 64-byte lines
+FLOOD = f'\tinitial for (int i = 0; i < {FLOOD_LINES}; i++) $display("flood %08d: {"x" * 47}", i);'
+
+
+def test_a_display_loop_is_stopped_at_the_output_cap_naming_the_layer(copy, hub):
+    """A forged layer that prints without end is stopped once it printed more than the cap
+    (read as it comes, so memory stays bounded), and the layer fails saying so."""
+    path = code_dir(copy, "Thresholding_rtl_0") / "Thresholding_rtl_0.v"
+    inject(path, FLOOD)
+    record_as_built(copy, path)
+    result = verify_rtl(copy, "--layer", "Thresholding_rtl_0", cache=hub)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "error: RTL simulation: layer Thresholding_rtl_0 (Thresholding_rtl) the simulation of "
+        f"Thresholding_rtl_0 printed more than {OUTPUT_CAP_MIB} MiB; stopped"
+    ) in result.stderr, result.stderr
+    assert "flood" not in result.stdout + result.stderr
+    assert statuses(copy / "report.json") == {"Thresholding_rtl_0": "failed"}
+    beats = copy / "finn" / "rtlsim" / "Thresholding_rtl_0" / "out0_V.hex"
+    assert not beats.exists() or beats.stat().st_size == 0  # stopped inside the loop
+
+
 def test_changed_rtl_is_simulated_only_when_asked_and_with_a_warning(copy, hub):
     path = code_dir(copy, "Thresholding_rtl_1") / "Thresholding_rtl_1.v"
     inject(path, "\t// edited by hand")

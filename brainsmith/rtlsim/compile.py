@@ -9,7 +9,9 @@ directory (``<cache>/rtlsim/<key>/sim``); each is built in a temporary folder be
 renamed into place, under a lock, so a failed or interrupted compile leaves nothing behind
 and two builds compiling the same layer compile it once. Before Verilator compiles anything,
 the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands, write
-files or read files outside the layer's folders on this machine is refused.
+files or read files outside the layer's folders on this machine is refused. What Verilator and
+make print goes to ``compile.log``, at most ``COMPILE_LOG_LIMIT``: a tool printing more is
+stopped.
 
 ``BRAINSMITH_RTLSIM_CACHE`` names another private folder for the executables, shared by
 builds whose brainsmith caches differ (a test session, a CI job's builds).
@@ -30,8 +32,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from importlib.resources import files as package_files
+from typing import BinaryIO
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.screen import PreprocessError, screen
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
 from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain, ToolchainError
@@ -40,6 +44,7 @@ FORMAT = "3"  # bump when the testbench protocol or what may be compiled changes
 CXX_FLAGS = "-std=c++20 -O1"
 RUNTIME_OBJECTS = ("verilated.o", "verilated_threads.o")
 COMPILE_TIMEOUT = 900.0
+COMPILE_LOG_LIMIT = 64 * MIB  # what Verilator or make may print into compile.log
 RTLSIM_CACHE_VARIABLE = "BRAINSMITH_RTLSIM_CACHE"
 
 
@@ -223,7 +228,7 @@ def _build(
     make = make_command(obj)
     log = os.path.join(workdir, "compile.log")
     os.makedirs(workdir, exist_ok=True)
-    with open(log, "w") as out:
+    with open(log, "wb") as out:
         result = _run(verilate, out, toolchain, stage)
         if result == 0:
             for name in RUNTIME_OBJECTS:  # newer than the makefiles now, so make keeps them
@@ -249,24 +254,25 @@ def make_command(obj: str) -> list[str]:
     return ["make", "-s", "-C", obj, "-f", "Vtop.mk", "-j", jobs, "CFG_CXXFLAGS_PCH_I=-include"]
 
 
-def _run(command: list[str], out, toolchain: Toolchain, cwd: str) -> int:
-    out.write(" ".join(command) + "\n")
-    out.flush()
+def _run(command: list[str], out: BinaryIO, toolchain: Toolchain, cwd: str) -> int:
+    """Run ``command`` with its output in the log ``out`` (at most ``COMPILE_LOG_LIMIT``)."""
+    out.write((" ".join(command) + "\n").encode())
+    tool = os.path.basename(command[0])
     try:
-        return subprocess.run(
+        return run_bounded(
             command,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=toolchain.env,
             cwd=cwd,
             timeout=COMPILE_TIMEOUT,
+            limit=COMPILE_LOG_LIMIT,
+            env=toolchain.env,
+            log=out,
         ).returncode
     except subprocess.TimeoutExpired as exc:
         raise CompileError(
-            f"{os.path.basename(command[0])} took longer than {COMPILE_TIMEOUT:.0f} s and "
-            "was stopped",
-            out.name,
+            f"{tool} took longer than {COMPILE_TIMEOUT:.0f} s and was stopped", str(out.name)
         ) from exc
+    except TooMuchOutput as exc:
+        raise CompileError(f"{tool} {exc}", str(out.name)) from exc
 
 
 def _keep_runtime(obj: str, runtime: str) -> None:

@@ -30,9 +30,11 @@ from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.rtlsim.manifest import inside
+from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain
 
 PREPROCESS_TIMEOUT = 120.0
+PREPROCESS_LIMIT = 32 * MIB  # the largest design's preprocessed sources are a few MiB
 READ_MODES = {"r", "rb"}
 COMMAND = "runs a command on this machine"
 CODE = "puts C++ code into the simulator"
@@ -61,7 +63,7 @@ class PreprocessError(BrainsmithError, RuntimeError):
     """Verilator's preprocessor rejected the sources; the message has its first error."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     kind: str
     text: str
@@ -84,19 +86,19 @@ def screen(
     _refuse([found for path in paths for found in sources.includes(path)], names)
     defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
     try:
-        result = subprocess.run(
+        result = run_bounded(
             [toolchain.verilator, "-E", *defines, *paths],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=toolchain.env,
             cwd=cwd,
             timeout=PREPROCESS_TIMEOUT,
+            limit=PREPROCESS_LIMIT,
+            env=toolchain.env,
         )
     except subprocess.TimeoutExpired as exc:
         raise PreprocessError(
             f"Verilator's preprocessor took longer than {PREPROCESS_TIMEOUT:.0f} s"
         ) from exc
+    except TooMuchOutput as exc:
+        raise PreprocessError(f"Verilator's preprocessor {exc}") from exc
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if "%Error" in line]
         raise PreprocessError((errors or [result.stderr.strip() or "failed"])[0])

@@ -1,6 +1,7 @@
 """Run one compiled layer on a batch of frames: pack the input tensors into stream beats
 the way FINN does (on the folded shape, ``packing``), run the executable, unpack its beats
-and measure cycles from the beat timestamps.
+and measure cycles from the beat timestamps. A simulation that prints more than
+``OUTPUT_LIMIT`` (a ``$display`` in a loop) is stopped there and fails.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import numpy as np
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.rtlsim.packing import pack_beats, unpack_beats
+from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.sources import LayerDesign
 
 RUN_TIMEOUT = 600.0  # seconds of wall time for one layer's simulation
+OUTPUT_LIMIT = 16 * MIB  # what a simulation may print: the testbench's few lines, FINN's notes
 MIN_IDLE_CYCLES = 10_000
 PROBE = re.compile(r"^probe (\S+) ([0-9a-f]+)$", re.M)
 
@@ -75,18 +78,16 @@ def simulate(
     if interval:
         command += [str(interval)]
         command += [str(_beats(op_in.get_folded_input_shape(s.index))) for s in design.inputs]
-    try:
-        result = subprocess.run(  # in the code folder: the RTL reads ./<parameter>.dat
-            command,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            cwd=design.code_dir or workdir,
+    try:  # in the code folder: the RTL reads ./<parameter>.dat
+        result = run_bounded(
+            command, cwd=design.code_dir or workdir, timeout=RUN_TIMEOUT, limit=OUTPUT_LIMIT
         )
     except subprocess.TimeoutExpired as exc:
         raise SimulationFailed(
             f"stalled: the simulation ran longer than {RUN_TIMEOUT:.0f} s"
         ) from exc
+    except TooMuchOutput as exc:
+        raise SimulationFailed(f"the simulation of {design.node} {exc}") from exc
     for line in (result.stdout + result.stderr).splitlines():
         if "$readmem" in line:  # Verilator warns and goes on with zeros; that is no result
             raise SimulationFailed(f"cannot read a parameter file: {line.strip()}")
