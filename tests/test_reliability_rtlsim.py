@@ -253,6 +253,39 @@ def test_copy_without_its_generated_rtl_fails_instead_of_checking_nothing(copy, 
     ), result.stderr
 
 
+# -- a full disk under Verilator ----------------------------------------------------------
+
+SIZED = "steps: [cleanup, qonnx_to_finn, streamline, hardware_inference, specialize, folding,"
+SIZED += " estimates, codegen, size_fifos]\n"
+
+
+@pytest.mark.parametrize("size", ["64k", "512k", "1500k"])
+def test_a_full_disk_under_the_fifo_sizing_compile_exits_2_naming_the_disk(hub, tmp_path, size):
+    """The compiled simulators' folder on a real tmpfs of ``size``: full while the sources are
+    copied (our write), while Verilator writes its C++ (it says nothing and exits 0; make then
+    finds no makefile) or while the compiler writes objects ("No space left on device"). Each
+    time the build fails with exit code 2, naming the full disk and what to do."""
+    from tests.test_build_outdir import BUILD, in_mount_namespace
+
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    blueprint = tmp_path / "sized.yaml"
+    blueprint.write_text(f"name: sized\nextends: {BLUEPRINTS / 'mlp.yaml'}\n{SIZED}")
+    model = MODELS / "mlp_4bit.onnx"
+    command = " ".join(f"'{part}'" for part in [*BUILD, model, blueprint, "-o", out, "-q"])
+    result = in_mount_namespace(
+        f"mount -t tmpfs -o size={size},mode=0700 none '{disk}' || exit 99; "
+        f"BRAINSMITH_RTLSIM_CACHE='{disk}' exec {command}"
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    reason = f"the disk holding {disk} is full (No space left on device)"
+    assert f"error: build failed in step 'size_fifos': {reason}" in result.stderr, result.stderr
+    assert f"try: free space on that disk (df -h {disk})" in result.stderr
+    assert "Traceback" not in result.stderr and "Verilator failed" not in result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "failed" and report["error"]["reason"] == reason
+
+
 # -- the screen itself, on Verilator's preprocessed text -----------------------------------
 
 MODULE = "module m (input clk);\n\tlogic [7:0] mem [4];\n{body}\nendmodule\n"

@@ -11,7 +11,8 @@ and two builds compiling the same layer compile it once. Before Verilator compil
 the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands, write
 files or read files outside the layer's folders on this machine is refused. What Verilator and
 make print goes to ``compile.log``, at most ``COMPILE_LOG_LIMIT``: a tool printing more is
-stopped.
+stopped. A compile that fails because a disk filled up (the cache's, the log's or the
+temporary folder's) raises ``DiskFull`` naming that disk, not a compile error.
 
 ``BRAINSMITH_RTLSIM_CACHE`` names another private folder for the executables, shared by
 builds whose brainsmith caches differ (a test session, a CI job's builds).
@@ -24,17 +25,20 @@ compile keeps its objects in ``<cache>/rtlsim/runtime-<key>/`` and later compile
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.resources import files as package_files
 from typing import BinaryIO
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.screen import PreprocessError, screen
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
@@ -173,19 +177,56 @@ def compile_layer(design: LayerDesign, toolchain: Toolchain, workdir: str) -> Co
     executable = os.path.join(folder, "sim")
     if os.path.isfile(executable):
         return Compiled(executable, key, True, time.perf_counter() - began)
-    with FileLock(folder + ".lock"):
+    with _full_disk_named(root, workdir), FileLock(folder + ".lock"):
         if os.path.isfile(executable):
             return Compiled(executable, key, True, time.perf_counter() - began)
         stage = tempfile.mkdtemp(prefix="tmp-", dir=root)
         try:
             runtime = os.path.join(root, f"runtime-{runtime_key(toolchain)}")
-            _build(design, toolchain, stage, workdir, runtime)
+            with _full_disk_named(root, workdir):  # while what filled it is still there
+                _build(design, toolchain, stage, workdir, runtime)
             os.replace(stage, folder)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
     with contextlib.suppress(OSError):
         os.remove(folder + ".lock")
     return Compiled(executable, key, False, time.perf_counter() - began)
+
+
+@contextlib.contextmanager
+def _full_disk_named(root: str, workdir: str) -> Iterator[None]:
+    """A failed compile or write of the cache folder ``root`` or the log folder ``workdir``
+    as DiskFull when a disk filled up: one of theirs or the temporary folder's has (almost)
+    no space left, or the error or the log says so (Verilator itself says nothing: it exits
+    0 with its C++ cut off, and make finds no makefile)."""
+    try:
+        yield
+    except DiskFull:
+        raise
+    except (CompileError, OSError) as exc:
+        temporary = tempfile.gettempdir()
+        folders = {
+            root: f", or set {RTLSIM_CACHE_VARIABLE} to a folder on another disk",
+            workdir: "",
+            temporary: ", or set TMPDIR to a folder on another disk",
+        }
+        code = exc.errno if isinstance(exc, OSError) and exc.errno in FULL_DISKS else None
+        said = isinstance(exc, CompileError) and _says_disk_full(exc.log)
+        full = [folder for folder in folders if disk_full(folder)]
+        if not full and not code and not said:
+            raise
+        folder = (full or [root])[0]
+        hint = f"free space on that disk (df -h {folder}){folders[folder]}"
+        raise DiskFull(folder, hint, code or errno.ENOSPC) from exc
+
+
+def _says_disk_full(log: str) -> bool:
+    """Whether the compile log ``log`` says a disk (or quota) was full."""
+    if not log or not os.path.isfile(log):
+        return False
+    said = [os.strerror(code) for code in FULL_DISKS]
+    with open(log, errors="replace") as handle:
+        return any(words in line for line in handle for words in said)
 
 
 def _build(

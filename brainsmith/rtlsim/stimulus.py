@@ -6,6 +6,7 @@ and measure cycles from the beat timestamps. A simulation that prints more than
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.rtlsim.packing import pack_beats, unpack_beats
 from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.sources import LayerDesign
@@ -56,11 +58,33 @@ def simulate(
     how long the simulation may go without output before it counts as stalled; with an
     ``interval``, frame k is offered from cycle k * interval on (else inputs flow flat out);
     ``depths`` sets the design's ``depths`` inputs by name (0, unbounded, where not given).
+    A simulation that fails while the disk of ``workdir`` is full raises DiskFull.
     """
+    workdir = os.path.abspath(workdir)
+    try:
+        return _simulate(
+            design, op, executable, frames, workdir, estimated_cycles, interval, depths
+        )
+    except (SimulationFailed, OSError, ValueError, IndexError) as exc:  # its files cut off?
+        if isinstance(exc, DiskFull) or not disk_full(workdir):
+            raise
+        code = getattr(exc, "errno", None)
+        raise DiskFull(workdir, code=code if code in FULL_DISKS else errno.ENOSPC) from exc
+
+
+def _simulate(
+    design: LayerDesign,
+    op,
+    executable: str,
+    frames: list[list[np.ndarray]],
+    workdir: str,
+    estimated_cycles: int | None,
+    interval: int,
+    depths: dict[str, int] | None,
+) -> Waveform:
     op_in, op_out = op if isinstance(op, tuple) else (op, op)
     if estimated_cycles is None:
         estimated_cycles = int(op_in.get_exp_cycles() or 0)
-    workdir = os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     for position, stream in enumerate(design.inputs):
         shape = op_in.get_folded_input_shape(stream.index)
