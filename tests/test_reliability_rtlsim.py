@@ -1,7 +1,9 @@
 """``brainsmith verify-rtl`` simulates only what the build generated: every generated HDL file
 is checked against the hashes the build recorded at code generation, RTL that would reach the
-host (commands, file writes, C/C++ code, DPI) is refused before it is compiled, and a moved or
-copied build folder simulates its own files, or says it cannot and exits non-zero."""
+host (commands, file writes, C/C++ code, DPI, reads outside the layer) is refused before it is
+compiled, a simulation that prints without end is stopped, and a moved or copied build folder
+simulates its own files, or says it cannot and exits non-zero. A disk that fills up under
+Verilator is named, and the build exits 2."""
 
 from __future__ import annotations
 
