@@ -1,9 +1,10 @@
 """Files written whole or not at all: to a temporary name, then renamed into place, so an
-error or a full disk never leaves a cut-off file."""
+error or a full disk never leaves a cut-off file; a full disk named as such (``DiskFull``)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -27,6 +28,34 @@ MAX_JSON_BYTES = 64 * 2**20  # report.json of the largest network is a few MiB
 
 class DamagedFile(BrainsmithError, ValueError):
     """A JSON file that cannot be used; ``str()`` names the file and what is wrong."""
+
+
+FULL_DISKS = (errno.ENOSPC, errno.EDQUOT)  # errnos of a disk (or quota) with no space left
+FULL_DISK_BYTES = 2**20  # less free space than this counts as a full disk
+
+
+class DiskFull(BrainsmithError, OSError):
+    """The disk holding ``folder`` is full (``code``: ENOSPC, or EDQUOT for a quota), found
+    by a write or by a tool that failed there; ``hint`` says what to do."""
+
+    def __init__(self, folder: str, hint: str = "", code: int = errno.ENOSPC) -> None:
+        super().__init__(code, os.strerror(code))
+        self.folder = folder
+        self.reason = f"the disk holding {folder} is full ({os.strerror(code)})"
+        self.hint = hint or f"free space on that disk (df -h {folder})"
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def disk_full(folder: str) -> bool:
+    """Less than ``FULL_DISK_BYTES`` left where ``folder`` is (some writers report a full
+    disk without an errno: "2048 requested and 992 written"; Verilator not at all)."""
+    try:
+        stats = os.statvfs(folder)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < FULL_DISK_BYTES
 
 
 def read_regular(path: str, limit: int) -> bytes:

@@ -1,7 +1,9 @@
 """``brainsmith verify-rtl`` simulates only what the build generated: every generated HDL file
 is checked against the hashes the build recorded at code generation, RTL that would reach the
-host (commands, file writes, C/C++ code, DPI) is refused before it is compiled, and a moved or
-copied build folder simulates its own files, or says it cannot and exits non-zero."""
+host (commands, file writes, C/C++ code, DPI, reads outside the layer) is refused before it is
+compiled, a simulation that prints without end is stopped, and a moved or copied build folder
+simulates its own files, or says it cannot and exits non-zero. A disk that fills up under
+Verilator is named, and the build exits 2."""
 
 from __future__ import annotations
 
@@ -120,6 +122,29 @@ def test_host_access_in_a_forged_build_is_refused_before_compiling(
     assert line <= int(found.group(1)) <= line + 3
 
 
+OUTPUT_CAP_MIB = 16  # what a simulation may print (brainsmith.rtlsim.stimulus.OUTPUT_LIMIT)
+FLOOD_LINES = 5 * OUTPUT_CAP_MIB * 2**20 // 64  # five times the cap, in 64-byte lines
+FLOOD = f'\tinitial for (int i = 0; i < {FLOOD_LINES}; i++) $display("flood %08d: {"x" * 47}", i);'
+
+
+def test_a_display_loop_is_stopped_at_the_output_cap_naming_the_layer(copy, hub):
+    """A forged layer that prints without end is stopped once it printed more than the cap
+    (read as it comes, so memory stays bounded), and the layer fails saying so."""
+    path = code_dir(copy, "Thresholding_rtl_0") / "Thresholding_rtl_0.v"
+    inject(path, FLOOD)
+    record_as_built(copy, path)
+    result = verify_rtl(copy, "--layer", "Thresholding_rtl_0", cache=hub)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "error: RTL simulation: layer Thresholding_rtl_0 (Thresholding_rtl) the simulation of "
+        f"Thresholding_rtl_0 printed more than {OUTPUT_CAP_MIB} MiB; stopped"
+    ) in result.stderr, result.stderr
+    assert "flood" not in result.stdout + result.stderr
+    assert statuses(copy / "report.json") == {"Thresholding_rtl_0": "failed"}
+    beats = copy / "finn" / "rtlsim" / "Thresholding_rtl_0" / "out0_V.hex"
+    assert not beats.exists() or beats.stat().st_size == 0  # stopped inside the loop
+
+
 def test_changed_rtl_is_simulated_only_when_asked_and_with_a_warning(copy, hub):
     path = code_dir(copy, "Thresholding_rtl_1") / "Thresholding_rtl_1.v"
     inject(path, "\t// edited by hand")
@@ -230,6 +255,39 @@ def test_copy_without_its_generated_rtl_fails_instead_of_checking_nothing(copy, 
     ), result.stderr
 
 
+# -- a full disk under Verilator ----------------------------------------------------------
+
+SIZED = "steps: [cleanup, qonnx_to_finn, streamline, hardware_inference, specialize, folding,"
+SIZED += " estimates, codegen, size_fifos]\n"
+
+
+@pytest.mark.parametrize("size", ["64k", "512k", "1500k"])
+def test_a_full_disk_under_the_fifo_sizing_compile_exits_2_naming_the_disk(hub, tmp_path, size):
+    """The compiled simulators' folder on a real tmpfs of ``size``: full while the sources are
+    copied (our write), while Verilator writes its C++ (it says nothing and exits 0; make then
+    finds no makefile) or while the compiler writes objects ("No space left on device"). Each
+    time the build fails with exit code 2, naming the full disk and what to do."""
+    from tests.test_build_outdir import BUILD, in_mount_namespace
+
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    blueprint = tmp_path / "sized.yaml"
+    blueprint.write_text(f"name: sized\nextends: {BLUEPRINTS / 'mlp.yaml'}\n{SIZED}")
+    model = MODELS / "mlp_4bit.onnx"
+    command = " ".join(f"'{part}'" for part in [*BUILD, model, blueprint, "-o", out, "-q"])
+    result = in_mount_namespace(
+        f"mount -t tmpfs -o size={size},mode=0700 none '{disk}' || exit 99; "
+        f"BRAINSMITH_RTLSIM_CACHE='{disk}' exec {command}"
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    reason = f"the disk holding {disk} is full (No space left on device)"
+    assert f"error: build failed in step 'size_fifos': {reason}" in result.stderr, result.stderr
+    assert f"try: free space on that disk (df -h {disk})" in result.stderr
+    assert "Traceback" not in result.stderr and "Verilator failed" not in result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "failed" and report["error"]["reason"] == reason
+
+
 # -- the screen itself, on Verilator's preprocessed text -----------------------------------
 
 MODULE = "module m (input clk);\n\tlogic [7:0] mem [4];\n{body}\nendmodule\n"
@@ -256,7 +314,6 @@ REFUSED = [
 ]
 ACCEPTED = [
     '\tinitial $readmemh("./Thresholding_rtl_0_threshs_0_0.dat", mem);',
-    '\tinitial $readmemb("/abs/memblock.dat", mem);',
     '\tinteger f = $fopen("memblock.dat", "r");',
     '\tinitial $display("$system and $fopen(x, \\"w\\") in a string");',
     "\t// $system in a comment\n\t/* $fwrite(1, x) */",
@@ -265,13 +322,14 @@ ACCEPTED = [
 ]
 
 
-def screen_text(tmp_path: Path, body: str) -> None:
+def screen_text(tmp_path: Path, body: str, readable: tuple[str, ...] = ()) -> None:
     from brainsmith.rtlsim.screen import screen
     from brainsmith.rtlsim.verilator import find_toolchain
 
     source = tmp_path / "m.sv"
     source.write_text(MODULE.format(body=body))
-    screen([str(source)], find_toolchain(), str(tmp_path))
+    more = {"readable": readable} if readable else {}  # folders parameter files may be in
+    screen([str(source)], find_toolchain(), str(tmp_path), **more)
 
 
 @pytest.mark.parametrize("body, task", REFUSED, ids=[task for _, task in REFUSED])
@@ -289,6 +347,79 @@ def test_rtl_reaching_the_host_is_refused_naming_file_line_and_task(tmp_path, bo
 @pytest.mark.parametrize("body", ACCEPTED)
 def test_rtl_reading_its_own_files_passes_the_screen(tmp_path, body):
     screen_text(tmp_path, body)
+
+
+HOST_FILE = Path("/etc/passwd")
+INCLUDES = {  # an `include of a file outside the layer's sources, and the path it names
+    "absolute": ('`include "/etc/passwd"', '"/etc/passwd"'),
+    "parent": ('`include "../outside.sv"', '"../outside.sv"'),
+    "macro": ('`define HOST "/etc/passwd"\n`include `HOST', "`HOST"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INCLUDES))
+def test_an_include_outside_the_layer_sources_is_refused_naming_file_line_and_path(tmp_path, name):
+    """Before Verilator reads the included file: nothing of it is in the message."""
+    from brainsmith.rtlsim.screen import UnsafeSource
+
+    body, included = INCLUDES[name]
+    (tmp_path.parent / "outside.sv").write_text("secret_module_text\n")
+    with pytest.raises(UnsafeSource) as caught:
+        screen_text(tmp_path, body)
+    message = str(caught.value)
+    line = 3 + body.count("\n")
+    assert message.startswith(f"{tmp_path / 'm.sv'}:{line}: `include {included}"), message
+    assert "outside" in message
+    assert HOST_FILE.read_text().splitlines()[0] not in message
+    assert "secret_module_text" not in message
+
+
+def test_a_forged_include_of_a_host_file_is_refused_before_compiling_and_reaches_no_log(copy, hub):
+    path = code_dir(copy, "Thresholding_rtl_0") / "Thresholding_rtl_0.v"
+    line = inject(path, f'`include "{HOST_FILE}"')
+    record_as_built(copy, path)
+    result = verify_rtl(copy, "--layer", "Thresholding_rtl_0", cache=hub)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f'error: {path}:{line}: `include "{HOST_FILE}"' in result.stderr, result.stderr
+    secret = HOST_FILE.read_text().splitlines()[0].encode()
+    assert secret not in (result.stdout + result.stderr).encode()
+    written = [p for p in copy.rglob("*") if p.is_file() and secret in p.read_bytes()]
+    assert written == []
+    assert not list((copy / "finn" / "rtlsim").rglob("compile.log"))  # nothing compiled
+
+
+PATHS = {  # a file outside the layer's folders named in a literal, and the literal
+    "readmemh-absolute": ('\tinitial $readmemh("/etc/hosts", mem);', "/etc/hosts"),
+    "readmemb-absolute": ('\tinitial $readmemb("/abs/memblock.dat", mem);', "/abs/memblock.dat"),
+    "parameter-parent": (
+        '\tlocalparam string F = "../../weights.dat";\n\tinitial $readmemh(F, mem);',
+        "../../weights.dat",
+    ),
+    "fopen-home": ('\tinteger f = $fopen("~/.ssh/id_rsa", "r");', "~/.ssh/id_rsa"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_a_file_outside_the_layer_folders_is_refused_naming_file_line_and_path(tmp_path, name):
+    from brainsmith.rtlsim.screen import UnsafeSource
+
+    body, named = PATHS[name]
+    with pytest.raises(UnsafeSource) as caught:
+        screen_text(tmp_path, body)
+    message = str(caught.value)
+    assert message.startswith(f'{tmp_path / "m.sv"}:3: "{named}" '), message
+    assert "outside" in message
+
+
+def test_a_parameter_file_in_a_layer_folder_passes_the_screen(tmp_path):
+    """The stitched design reads each layer's parameter files by absolute path."""
+    folder = tmp_path / "code_gen_ipgen_Thresholding_rtl_0_x"
+    screen_text(
+        tmp_path,
+        f'\tinitial $readmemh("{folder}/Thresholding_rtl_0_threshs_0_0.dat", mem);\n'
+        '\tinitial $readmemh("./memblock.dat", mem);',
+        readable=(str(folder),),
+    )
 
 
 def test_every_generated_and_library_source_of_the_build_passes_the_screen(built):

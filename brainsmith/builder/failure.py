@@ -10,6 +10,7 @@ from brainsmith import interrupts
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.outdir import DISK_FULL, os_problem
 from brainsmith.builder.state import BuildRun
+from brainsmith.files import disk_full
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,16 +19,6 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
 OUTPUT_ERRORS = DISK_FULL | {errno.EROFS}  # the output folder's fault, not the step's
-
-
-def disk_full(folder: str) -> bool:
-    """Less than 1 MiB left where ``folder`` is (some writers report a full disk without
-    an errno: "2048 requested and 992 written")."""
-    try:
-        stats = os.statvfs(folder)
-    except OSError:
-        return False
-    return stats.f_bavail * stats.f_frsize < 1024 * 1024
 
 
 def fail_output(

@@ -9,10 +9,10 @@ import traceback
 
 from brainsmith import interrupts
 from brainsmith.builder.blame import Earlier, failing_transform, verify_step
-from brainsmith.builder.failure import OUTPUT_ERRORS, disk_full, fail, fail_output
+from brainsmith.builder.failure import OUTPUT_ERRORS, fail, fail_output
 from brainsmith.builder.state import BuildRun, Step
 from brainsmith.errors import StepError
-from brainsmith.files import save_model
+from brainsmith.files import DiskFull, disk_full, save_model
 from brainsmith.metrics import span
 from brainsmith.plugin.containment import PluginExit, contained
 
@@ -91,6 +91,8 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
             saved = _save_model(run, exc.model, index, f"{step.name}_failed", had_parent)
             hint += f"; the node names are those in {saved}"
         fail(run, model, index, exc.reason, hint)
+    except DiskFull as exc:  # a disk the step's tools wrote to, named
+        fail(run, model, index, exc.reason, exc.hint, exit_code=2)
     except OSError as exc:
         if exc.errno not in OUTPUT_ERRORS and not disk_full(run.output_dir):
             _step_crashed(run, model, index, exc)
@@ -123,6 +125,8 @@ def _verify_after(
             detail += "; " + rtl_check(run, verifier, model, index)
         except StepError as exc:
             fail(run, model, index, exc.reason, exc.hint)
+        except DiskFull as exc:
+            fail(run, model, index, exc.reason, exc.hint, exit_code=2)
     return detail
 
 

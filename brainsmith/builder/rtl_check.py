@@ -10,6 +10,7 @@ import traceback
 from brainsmith.builder.errors import BuildError
 from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
+from brainsmith.files import DiskFull
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.report.rtl_tables import layer_problem, rtlsim_section
 
@@ -54,6 +55,8 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
                 stitch=(fpga_part(run.cfg), float(run.plan.build.clock_ns)),
                 whole_first=True,  # the layers alone only to find one that differs
             )
+    except DiskFull:  # the build fails for the disk, with exit code 2
+        raise
     except Exception as exc:  # the simulation could not run at all: fail the step, say why
         traceback.print_exc(file=run.build_log)
         raise StepError(

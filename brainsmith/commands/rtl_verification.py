@@ -25,7 +25,7 @@ import numpy as np
 
 from brainsmith.builder.rtl_check import WORKDIR
 from brainsmith.errors import BrainsmithError
-from brainsmith.files import DamagedFile, read_json
+from brainsmith.files import DamagedFile, DiskFull, read_json
 from brainsmith.report.rtl_tables import rtlsim_section
 from brainsmith.rtlsim.manifest import NAME, inside
 
@@ -101,6 +101,8 @@ def verify_build_folder(
             raise FolderError(
                 str(exc), "remove the task from the RTL, or build the design again"
             ) from exc
+        except DiskFull as exc:
+            raise FolderError(exc.reason, exc.hint) from exc
         except Exception as exc:  # the simulation could not run at all: say why, keep the log
             traceback.print_exc(file=log)
             raise FolderError(

@@ -8,8 +8,11 @@ file is simulated without recompiling. Executables live in the user's private ca
 directory (``<cache>/rtlsim/<key>/sim``); each is built in a temporary folder beside it and
 renamed into place, under a lock, so a failed or interrupted compile leaves nothing behind
 and two builds compiling the same layer compile it once. Before Verilator compiles anything,
-the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands or
-write files on this machine is refused.
+the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands, write
+files or read files outside the layer's folders on this machine is refused. What Verilator and
+make print goes to ``compile.log``, at most ``COMPILE_LOG_LIMIT``: a tool printing more is
+stopped. A compile that fails because a disk filled up (the cache's, the log's or the
+temporary folder's) raises ``DiskFull`` naming that disk, not a compile error.
 
 ``BRAINSMITH_RTLSIM_CACHE`` names another private folder for the executables, shared by
 builds whose brainsmith caches differ (a test session, a CI job's builds).
@@ -22,16 +25,21 @@ compile keeps its objects in ``<cache>/rtlsim/runtime-<key>/`` and later compile
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.resources import files as package_files
+from typing import BinaryIO
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.screen import PreprocessError, screen
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
 from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain, ToolchainError
@@ -40,6 +48,7 @@ FORMAT = "3"  # bump when the testbench protocol or what may be compiled changes
 CXX_FLAGS = "-std=c++20 -O1"
 RUNTIME_OBJECTS = ("verilated.o", "verilated_threads.o")
 COMPILE_TIMEOUT = 900.0
+COMPILE_LOG_LIMIT = 64 * MIB  # what Verilator or make may print into compile.log
 RTLSIM_CACHE_VARIABLE = "BRAINSMITH_RTLSIM_CACHE"
 
 
@@ -168,19 +177,56 @@ def compile_layer(design: LayerDesign, toolchain: Toolchain, workdir: str) -> Co
     executable = os.path.join(folder, "sim")
     if os.path.isfile(executable):
         return Compiled(executable, key, True, time.perf_counter() - began)
-    with FileLock(folder + ".lock"):
+    with _full_disk_named(root, workdir), FileLock(folder + ".lock"):
         if os.path.isfile(executable):
             return Compiled(executable, key, True, time.perf_counter() - began)
         stage = tempfile.mkdtemp(prefix="tmp-", dir=root)
         try:
             runtime = os.path.join(root, f"runtime-{runtime_key(toolchain)}")
-            _build(design, toolchain, stage, workdir, runtime)
+            with _full_disk_named(root, workdir):  # while what filled it is still there
+                _build(design, toolchain, stage, workdir, runtime)
             os.replace(stage, folder)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
     with contextlib.suppress(OSError):
         os.remove(folder + ".lock")
     return Compiled(executable, key, False, time.perf_counter() - began)
+
+
+@contextlib.contextmanager
+def _full_disk_named(root: str, workdir: str) -> Iterator[None]:
+    """A failed compile or write of the cache folder ``root`` or the log folder ``workdir``
+    as DiskFull when a disk filled up: one of theirs or the temporary folder's has (almost)
+    no space left, or the error or the log says so (Verilator itself says nothing: it exits
+    0 with its C++ cut off, and make finds no makefile)."""
+    try:
+        yield
+    except DiskFull:
+        raise
+    except (CompileError, OSError) as exc:
+        temporary = tempfile.gettempdir()
+        folders = {
+            root: f", or set {RTLSIM_CACHE_VARIABLE} to a folder on another disk",
+            workdir: "",
+            temporary: ", or set TMPDIR to a folder on another disk",
+        }
+        code = exc.errno if isinstance(exc, OSError) and exc.errno in FULL_DISKS else None
+        said = isinstance(exc, CompileError) and _says_disk_full(exc.log)
+        full = [folder for folder in folders if disk_full(folder)]
+        if not full and not code and not said:
+            raise
+        folder = (full or [root])[0]
+        hint = f"free space on that disk (df -h {folder}){folders[folder]}"
+        raise DiskFull(folder, hint, code or errno.ENOSPC) from exc
+
+
+def _says_disk_full(log: str) -> bool:
+    """Whether the compile log ``log`` says a disk (or quota) was full."""
+    if not log or not os.path.isfile(log):
+        return False
+    said = [os.strerror(code) for code in FULL_DISKS]
+    with open(log, errors="replace") as handle:
+        return any(words in line for line in handle for words in said)
 
 
 def _build(
@@ -200,8 +246,9 @@ def _build(
     with open(testbench, "w") as handle:
         handle.write(package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text())
     origins = {os.path.join(source_dir, name): path for name, path in _names(design)}
+    readable = [design.code_dir, *(os.path.dirname(path) for path in design.files)]
     try:
-        screen(paths, toolchain, stage, origins)
+        screen(paths, toolchain, stage, origins, readable)
     except PreprocessError as exc:
         raise CompileError(str(exc).replace(source_dir + os.sep, ""), "") from exc
     obj = os.path.join(stage, "obj")
@@ -222,7 +269,7 @@ def _build(
     make = make_command(obj)
     log = os.path.join(workdir, "compile.log")
     os.makedirs(workdir, exist_ok=True)
-    with open(log, "w") as out:
+    with open(log, "wb") as out:
         result = _run(verilate, out, toolchain, stage)
         if result == 0:
             for name in RUNTIME_OBJECTS:  # newer than the makefiles now, so make keeps them
@@ -248,24 +295,25 @@ def make_command(obj: str) -> list[str]:
     return ["make", "-s", "-C", obj, "-f", "Vtop.mk", "-j", jobs, "CFG_CXXFLAGS_PCH_I=-include"]
 
 
-def _run(command: list[str], out, toolchain: Toolchain, cwd: str) -> int:
-    out.write(" ".join(command) + "\n")
-    out.flush()
+def _run(command: list[str], out: BinaryIO, toolchain: Toolchain, cwd: str) -> int:
+    """Run ``command`` with its output in the log ``out`` (at most ``COMPILE_LOG_LIMIT``)."""
+    out.write((" ".join(command) + "\n").encode())
+    tool = os.path.basename(command[0])
     try:
-        return subprocess.run(
+        return run_bounded(
             command,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=toolchain.env,
             cwd=cwd,
             timeout=COMPILE_TIMEOUT,
+            limit=COMPILE_LOG_LIMIT,
+            env=toolchain.env,
+            log=out,
         ).returncode
     except subprocess.TimeoutExpired as exc:
         raise CompileError(
-            f"{os.path.basename(command[0])} took longer than {COMPILE_TIMEOUT:.0f} s and "
-            "was stopped",
-            out.name,
+            f"{tool} took longer than {COMPILE_TIMEOUT:.0f} s and was stopped", str(out.name)
         ) from exc
+    except TooMuchOutput as exc:
+        raise CompileError(f"{tool} {exc}", str(out.name)) from exc
 
 
 def _keep_runtime(obj: str, runtime: str) -> None:

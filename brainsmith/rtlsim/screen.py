@@ -10,9 +10,14 @@ task cannot hide in a macro) and read token by token. Refused, naming file, line
 - file writes: ``$fopen`` other than read-only (a literal ``"r"`` or ``"rb"``),
   ``$writememh``/``$writememb``, ``$fwrite``/``$fdisplay``/``$fstrobe``/``$fmonitor`` (with
   their b/h/o forms);
-- ``$dumpfile`` other than a literal relative path inside the simulation folder.
+- ``$dumpfile`` other than a literal relative path inside the simulation folder;
+- reads outside the layer: an ```include`` of a file that is not among the layer's sources
+  (checked in the sources as written, before Verilator reads any included file, and again
+  in what it preprocessed), and a string literal naming a file outside the layer's folders
+  (absolute, ``~`` or with a ``..``), as ``$readmemh``, ``$fopen`` or a parameter would use it.
 
-Reading stays allowed: ``$readmemh``/``$readmemb`` of parameter files, ``$fopen(..., "r")``.
+Reading stays allowed: ``$readmemh``/``$readmemb`` of parameter files, ``$fopen(..., "r")``,
+by a relative path or an absolute one into a ``readable`` folder (a layer's code folder).
 """
 
 from __future__ import annotations
@@ -20,13 +25,16 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.rtlsim.manifest import inside
+from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain
 
 PREPROCESS_TIMEOUT = 120.0
+PREPROCESS_LIMIT = 32 * MIB  # the largest design's preprocessed sources are a few MiB
 READ_MODES = {"r", "rb"}
 COMMAND = "runs a command on this machine"
 CODE = "puts C++ code into the simulator"
@@ -55,7 +63,7 @@ class PreprocessError(BrainsmithError, RuntimeError):
     """Verilator's preprocessor rejected the sources; the message has its first error."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     kind: str
     text: str
@@ -64,43 +72,109 @@ class Token:
 
 
 def screen(
-    paths: list[str], toolchain: Toolchain, cwd: str, origins: dict[str, str] | None = None
+    paths: list[str],
+    toolchain: Toolchain,
+    cwd: str,
+    origins: dict[str, str] | None = None,
+    readable: Iterable[str] = (),
 ) -> None:
     """Raise UnsafeSource when the RTL ``paths`` (compiled in that order, in ``cwd``) would
-    reach the host; ``origins`` maps a path to the file it is a copy of, for the message."""
+    reach the host; ``origins`` maps a path to the file it is a copy of, for the message;
+    ``readable``: folders besides the sources' own and ``cwd`` whose files it may read."""
+    names = origins or {}
+    sources = Sources(paths, cwd, readable)
+    _refuse([found for path in paths for found in sources.includes(path)], names)
     defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
     try:
-        result = subprocess.run(
+        result = run_bounded(
             [toolchain.verilator, "-E", *defines, *paths],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=toolchain.env,
             cwd=cwd,
             timeout=PREPROCESS_TIMEOUT,
+            limit=PREPROCESS_LIMIT,
+            env=toolchain.env,
         )
     except subprocess.TimeoutExpired as exc:
         raise PreprocessError(
             f"Verilator's preprocessor took longer than {PREPROCESS_TIMEOUT:.0f} s"
         ) from exc
+    except TooMuchOutput as exc:
+        raise PreprocessError(f"Verilator's preprocessor {exc}") from exc
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if "%Error" in line]
         raise PreprocessError((errors or [result.stderr.strip() or "failed"])[0])
-    findings = list(host_access(result.stdout))
+    _refuse(list(host_access(result.stdout, sources)), names)
+
+
+def _refuse(findings: list[tuple[Token, str]], names: dict[str, str]) -> None:
     if findings:
-        names = origins or {}
         found = [f"{names.get(t.file, t.file)}:{t.line}: {why}" for t, why in findings]
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise UnsafeSource(f"{found[0]}{more}; RTL that reaches the host is not simulated")
 
 
-def host_access(text: str) -> Iterator[tuple[Token, str]]:
-    """(token, "<task> <what it does>") for each use in preprocessed ``text``."""
-    tokens = list(_tokens(text))
+class Sources:
+    """What the RTL ``paths`` compiled in ``cwd`` may read: the files themselves, and by
+    path the sources' folders, ``cwd`` and the ``readable`` folders."""
+
+    def __init__(self, paths: list[str], cwd: str, readable: Iterable[str] = ()) -> None:
+        self.cwd = os.path.abspath(cwd)
+        self.files = {os.path.abspath(os.path.join(self.cwd, path)) for path in paths}
+        self.own = {os.path.dirname(path) for path in self.files} | {self.cwd}
+        self.folders = self.own | {os.path.abspath(f) for f in readable if f}
+
+    def includes(self, path: str) -> Iterator[tuple[Token, str]]:
+        """Each ```include`` of ``path`` (as written) that is not of a file of the sources'
+        folders, before the preprocessor would read it."""
+        with open(path, errors="replace") as handle:
+            tokens = list(_tokens(handle.read(), path))
+        for index, token in enumerate(tokens):
+            if token.kind != "directive" or token.text != "`include":
+                continue
+            named = _next(tokens, index)
+            if named is None or named.kind != "string":
+                what = named.text if named is not None else "(nothing)"
+                yield token, f"`include {what} names no literal file; {INCLUDED}"
+            elif self.outside(named.text[1:-1], self.own):
+                yield token, f"`include {named.text} reads a file outside the layer's sources"
+
+    def read(self, name: str) -> bool:
+        """Whether the preprocessor's ```line`` file ``name`` is one of the sources'."""
+        path = os.path.abspath(os.path.join(self.cwd, name))
+        return name.startswith("<") or path in self.files or not self.outside(path, self.own)
+
+    @staticmethod
+    def outside(path: str, folders: set[str]) -> bool:
+        """Whether the literal ``path`` may name a file outside ``folders`` (relative paths
+        without ``..`` stay in the folder the tool runs in)."""
+        if path.startswith("~"):
+            return True
+        if os.path.isabs(path):
+            return not any(inside(os.path.normpath(path), folder) for folder in folders)
+        return ".." in re.split(r"[\\/]", path)
+
+
+INCLUDED = "only files among the layer's sources are included"
+
+
+def host_access(text: str, sources: Sources | None = None) -> Iterator[tuple[Token, str]]:
+    """(token, "<task> <what it does>") for each use in preprocessed ``text``; with
+    ``sources``, also each file read or named outside them."""
+    tokens = []
+    for token in _tokens(text):
+        if token.kind != "line":
+            tokens.append(token)
+        elif sources is not None and not sources.read(token.text):
+            yield token, f'`include "{token.text}" reads a file outside the layer\'s sources'
     for index, token in enumerate(tokens):
         why = _verdict(token, tokens, index)
+        if not why and sources is not None and _names_outside(token, sources):
+            why = f"{token.text} names a file outside the layer's folders"
         if why:
             yield token, why
+
+
+def _names_outside(token: Token, sources: Sources) -> bool:
+    return token.kind == "string" and Sources.outside(token.text[1:-1], sources.folders)
 
 
 def _verdict(token: Token, tokens: list[Token], index: int) -> str:
@@ -123,11 +197,14 @@ def _verdict(token: Token, tokens: list[Token], index: int) -> str:
     return ""
 
 
-def _tokens(text: str) -> Iterator[Token]:
-    file, line = "", 1
+def _tokens(text: str, written: str = "") -> Iterator[Token]:
+    """The tokens of preprocessed ``text`` (positions from its ```line`` directives, each
+    also a "line" token naming the file it enters), or of the file ``written`` as it is."""
+    file, line = written, 1
     for match in TOKENS.finditer(text):
         kind = match.lastgroup or "other"
-        if match.group("line") is not None:
+        if match.group("line") is not None and not written:
+            yield Token("line", match.group("file"), file, line)
             file, line = match.group("file"), int(match.group("number"))
             continue
         value = match.group(0)

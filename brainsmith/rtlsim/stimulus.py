@@ -1,10 +1,12 @@
 """Run one compiled layer on a batch of frames: pack the input tensors into stream beats
 the way FINN does (on the folded shape, ``packing``), run the executable, unpack its beats
-and measure cycles from the beat timestamps.
+and measure cycles from the beat timestamps. A simulation that prints more than
+``OUTPUT_LIMIT`` (a ``$display`` in a loop) is stopped there and fails.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -13,10 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.rtlsim.packing import pack_beats, unpack_beats
+from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.sources import LayerDesign
 
 RUN_TIMEOUT = 600.0  # seconds of wall time for one layer's simulation
+OUTPUT_LIMIT = 16 * MIB  # what a simulation may print: the testbench's few lines, FINN's notes
 MIN_IDLE_CYCLES = 10_000
 PROBE = re.compile(r"^probe (\S+) ([0-9a-f]+)$", re.M)
 
@@ -53,11 +58,33 @@ def simulate(
     how long the simulation may go without output before it counts as stalled; with an
     ``interval``, frame k is offered from cycle k * interval on (else inputs flow flat out);
     ``depths`` sets the design's ``depths`` inputs by name (0, unbounded, where not given).
+    A simulation that fails while the disk of ``workdir`` is full raises DiskFull.
     """
+    workdir = os.path.abspath(workdir)
+    try:
+        return _simulate(
+            design, op, executable, frames, workdir, estimated_cycles, interval, depths
+        )
+    except (SimulationFailed, OSError, ValueError, IndexError) as exc:  # its files cut off?
+        if isinstance(exc, DiskFull) or not disk_full(workdir):
+            raise
+        code = getattr(exc, "errno", None)
+        raise DiskFull(workdir, code=code if code in FULL_DISKS else errno.ENOSPC) from exc
+
+
+def _simulate(
+    design: LayerDesign,
+    op,
+    executable: str,
+    frames: list[list[np.ndarray]],
+    workdir: str,
+    estimated_cycles: int | None,
+    interval: int,
+    depths: dict[str, int] | None,
+) -> Waveform:
     op_in, op_out = op if isinstance(op, tuple) else (op, op)
     if estimated_cycles is None:
         estimated_cycles = int(op_in.get_exp_cycles() or 0)
-    workdir = os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     for position, stream in enumerate(design.inputs):
         shape = op_in.get_folded_input_shape(stream.index)
@@ -75,18 +102,16 @@ def simulate(
     if interval:
         command += [str(interval)]
         command += [str(_beats(op_in.get_folded_input_shape(s.index))) for s in design.inputs]
-    try:
-        result = subprocess.run(  # in the code folder: the RTL reads ./<parameter>.dat
-            command,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            cwd=design.code_dir or workdir,
+    try:  # in the code folder: the RTL reads ./<parameter>.dat
+        result = run_bounded(
+            command, cwd=design.code_dir or workdir, timeout=RUN_TIMEOUT, limit=OUTPUT_LIMIT
         )
     except subprocess.TimeoutExpired as exc:
         raise SimulationFailed(
             f"stalled: the simulation ran longer than {RUN_TIMEOUT:.0f} s"
         ) from exc
+    except TooMuchOutput as exc:
+        raise SimulationFailed(f"the simulation of {design.node} {exc}") from exc
     for line in (result.stdout + result.stderr).splitlines():
         if "$readmem" in line:  # Verilator warns and goes on with zeros; that is no result
             raise SimulationFailed(f"cannot read a parameter file: {line.strip()}")

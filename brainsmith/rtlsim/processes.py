@@ -1,0 +1,97 @@
+"""Running Verilator, make and the compiled simulators with what they print bounded.
+
+Their output is read as it comes, at most a given number of bytes in all, and kept in
+memory or written to a log: RTL that prints without end (a ``$display`` in a loop) or
+macros that expand without end cannot fill the memory or the disk. A process that prints
+more, or runs longer than its time limit, is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
+
+MIB = 2**20
+CHUNK = 64 * 1024
+
+
+class TooMuchOutput(Exception):
+    """The process printed more than ``limit`` bytes and was killed."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"printed more than {limit // MIB} MiB; stopped")
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A process that ended by itself: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_bounded(
+    command: Sequence[str],
+    *,
+    cwd: str,
+    timeout: float,
+    limit: int,
+    env: Mapping[str, str] | None = None,
+    log: BinaryIO | None = None,
+) -> Finished:
+    """Run ``command`` in ``cwd``; its stdout and stderr are kept, or with ``log`` written
+    there as they come (stderr with stdout), at most ``limit`` bytes in all.
+
+    Raises TooMuchOutput when it prints more, ``subprocess.TimeoutExpired`` when it runs
+    longer than ``timeout`` seconds; the process is killed first.
+    """
+    process = subprocess.Popen(
+        list(command),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+    )
+    streams = [stream for stream in (process.stdout, process.stderr) if stream is not None]
+    kept = [bytearray() for _ in streams]  # stdout, stderr (without a log)
+    index = {stream.fileno(): number for number, stream in enumerate(streams)}
+    deadline = time.monotonic() + timeout
+    printed = 0
+    try:
+        with selectors.DefaultSelector() as selector:
+            for stream in streams:
+                selector.register(stream, selectors.EVENT_READ)
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(list(command), timeout)
+                for key, _ in selector.select(left):
+                    chunk = os.read(key.fd, CHUNK)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        continue
+                    room = max(0, limit - printed)
+                    printed += len(chunk)
+                    if log is not None:
+                        log.write(chunk[:room])
+                    else:
+                        kept[index[key.fd]] += chunk[:room]
+                    if printed > limit:
+                        raise TooMuchOutput(limit)
+        returncode = process.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in streams:
+            stream.close()
+    stdout, stderr = [bytes(text).decode(errors="replace") for text in (*kept, b"")[:2]]
+    return Finished(returncode, stdout, stderr)
