@@ -9,10 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from onnx import helper
 
 import brainsmith
 from brainsmith.builder import BuildError
 from brainsmith.commands.check_model import check
+from tests.support.models import mlp_with
+from tests.support.processes import run_brainsmith
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -199,6 +202,35 @@ def test_cli_exit_codes_json_and_no_files_written(hub, tmp_path):
     missing = run_cli(str(tmp_path / "nope.onnx"), cwd=tmp_path)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bp.yaml"]  # nothing else written
+
+
+def unknown_op_after_the_output(model) -> None:
+    """A change: a node of an op type no one implements (standard domain) reads the output."""
+    output = model.graph.output[0]
+    node = helper.make_node("FrobnicateXYZ", [output.name], ["frobnicated"], name="frobnicate")
+    model.graph.node.append(node)
+    output.name = "frobnicated"
+
+
+def test_a_host_node_no_executor_runs_blocks_check_and_the_build_names_it(hub, tmp_path):
+    """After the accelerator, an op onnxruntime does not have (and QONNX/FINN do not
+    implement): the host could not run it. check marks it BLOCKS (exit 1) with the reason
+    and advice; the build stops with the same reason, whether it verifies or not."""
+    model = mlp_with(tmp_path / "frob.onnx", unknown_op_after_the_output)
+    why = "onnxruntime has no operator FrobnicateXYZ in the standard ONNX domain"
+    checked = run_cli(str(model), "--json", cwd=tmp_path)
+    assert checked.returncode == 1, checked.stderr
+    (node,) = [n for n in json.loads(checked.stdout)["nodes"] if n["op_type"] == "FrobnicateXYZ"]
+    assert node["placement"] == "unrunnable" and why in node["reason"]
+    assert "replace it with standard ONNX" in node["reason"]
+    shown = run_cli(str(model), cwd=tmp_path)
+    assert shown.returncode == 1 and "ready to build" not in shown.stdout
+    assert "BLOCKS" in shown.stdout and why in shown.stdout
+    for verify, code in (("final", 2), ("none", 1)):
+        outdir = str(tmp_path / f"out-{verify}")
+        built = run_brainsmith("build", str(model), "-o", outdir, "--verify", verify, cwd=tmp_path)
+        assert built[0] == code, built[2]
+        assert f"{node['name']} (FrobnicateXYZ)" in built[2] and why in built[2], built[2]
 
 
 WAITING_STEP = """\

@@ -21,16 +21,23 @@ from onnx import TensorProto, helper, numpy_helper
 
 import brainsmith
 from brainsmith.builder.checkpoint import FILE, Checkpoint
-from brainsmith.builder.intake import MAX_MODEL_BYTES, MAX_NODES, InputError, check_model
+from brainsmith.builder.intake import (
+    MAX_ATTRIBUTE_BYTES,
+    MAX_MODEL_BYTES,
+    MAX_NODES,
+    InputError,
+    check_model,
+)
 from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
 from brainsmith.plugin.discovery.stamps import unchanged
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import transforms
 from brainsmith.terminal import console, table
 from tests.conftest import run_python
+from tests.support.models import mlp_with
 from tests.support.packages import build_wheel, pip_install_target, write_project
 from tests.support.processes import brainsmith as brainsmith_command
-from tests.support.processes import on_terminal
+from tests.support.processes import on_terminal, run_brainsmith
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -83,6 +90,70 @@ def test_the_node_limit_can_be_raised_and_a_bad_value_is_named(tmp_path, monkeyp
     monkeypatch.setenv("BRAINSMITH_MAX_NODES", "lots")
     with pytest.raises(InputError, match="BRAINSMITH_MAX_NODES='lots' is not a positive"):
         check_model(str(model))
+
+
+def attribute_after_the_output(value):
+    """A change: a Relu reading the model's output, with attribute ``big`` = ``value`` (a
+    node no step removes, so every pass of every step meets the attribute)."""
+
+    def change(model) -> None:
+        output = model.graph.output[0]
+        model.graph.node.append(
+            helper.make_node("Relu", [output.name], ["relu_out"], name="tail_relu", big=value)
+        )
+        output.name = "relu_out"
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (list(range(2_000_000)), "2,000,000 ints"),  # 8 MB; before: check took about 5 minutes
+        (bytes(range(256)) * 65_536, "a string of 16,777,216 bytes"),  # before: over 10 minutes
+    ],
+    ids=["ints", "string"],
+)
+def test_a_node_attribute_of_megabytes_is_refused_naming_it_before_any_work(tmp_path, value, shown):
+    """FINN's and QONNX's passes print and copy every node, attributes and all, at each of
+    hundreds of passes: refused at intake, naming the node, the attribute and its size. The
+    timeout ends a regression instead of letting it run for minutes."""
+    model = mlp_with(tmp_path / "big.onnx", attribute_after_the_output(value))
+    for command in ("check", "build"):
+        extra = ["-o", str(tmp_path / "out")] if command == "build" else []
+        code, _, err = run_brainsmith(command, str(model), *extra, timeout=120)
+        assert code == 2, err
+        assert "node tail_relu (Relu) has attribute 'big' of " in err, err
+        assert f"({shown}), over the limit of {MAX_ATTRIBUTE_BYTES:,} bytes" in err, err
+        assert "BRAINSMITH_MAX_ATTRIBUTE_BYTES" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_attribute_limit_can_be_raised_and_spares_what_a_constant_holds(tmp_path, monkeypatch):
+    """The limit applies to each attribute but a Constant's value (its weights, which the
+    first step turns into an initializer); ``BRAINSMITH_MAX_ATTRIBUTE_BYTES`` sets it."""
+    model = mlp_with(tmp_path / "small.onnx", attribute_after_the_output(list(range(100))))
+    monkeypatch.setenv("BRAINSMITH_MAX_ATTRIBUTE_BYTES", "100")
+    with pytest.raises(
+        InputError, match=r"'big' of \d+ bytes \(100 ints\), over the limit of 100 "
+    ):
+        check_model(str(model))
+    monkeypatch.setenv("BRAINSMITH_MAX_ATTRIBUTE_BYTES", "1000")
+    assert check_model(str(model)).proto.graph.node[-1].name == "tail_relu"
+    monkeypatch.setenv("BRAINSMITH_MAX_ATTRIBUTE_BYTES", "lots")
+    with pytest.raises(InputError, match="BRAINSMITH_MAX_ATTRIBUTE_BYTES='lots' is not a positive"):
+        check_model(str(model))
+    monkeypatch.delenv("BRAINSMITH_MAX_ATTRIBUTE_BYTES")
+    weights = numpy_helper.from_array(np.ones((1, MAX_ATTRIBUTE_BYTES), np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["W"], value=weights),
+         helper.make_node("Add", ["x", "W"], ["y"])],
+        "constant",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, MAX_ATTRIBUTE_BYTES])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, MAX_ATTRIBUTE_BYTES])],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    assert len(check_model(str(model)).proto.graph.node) == 2
 
 
 def model_with_external_data(folder: Path, weights: np.ndarray) -> Path:

@@ -1,7 +1,8 @@
 """The build's front door: the model and the user's vectors, checked before FINN loads
 (some 5 s) and before anything is written, so bad input fails at once and leaves nothing.
 
-- the model parses as ONNX and has a graph; every node's domain is standard ONNX, QONNX,
+- the model parses as ONNX and has a graph, of at most ``MAX_NODES`` nodes, none with an
+  attribute over ``MAX_ATTRIBUTE_BYTES``; every node's domain is standard ONNX, QONNX,
   FINN or a registered kernel's (QONNX imports a node's domain as a Python module, so an
   unknown one is refused before anything could import it);
 - a model without quantizers whose layers FINN implements only quantized is refused with
@@ -51,6 +52,13 @@ MAX_MODEL_BYTES = 2**31 - 1
 # half a minute to streamline, 1,000 nodes over five minutes): beyond this a build would not
 # finish, so a larger model is refused before any work (``BRAINSMITH_MAX_NODES`` raises it).
 MAX_NODES = 4096
+# FINN's and QONNX's passes copy every node and print it as text (QONNX's shape inference
+# matches nodes by their text), hundreds of times a build: a node attribute of megabytes
+# makes each pass take seconds (2,000,000 ints: check took six minutes). Real
+# attributes hold a few numbers or a name; one larger than this is refused before any work
+# (``BRAINSMITH_MAX_ATTRIBUTE_BYTES`` raises it). A Constant's value is not counted: the
+# first step turns it into an initializer.
+MAX_ATTRIBUTE_BYTES = 64 * 1024
 
 
 class InputError(BrainsmithError, ValueError):
@@ -86,6 +94,7 @@ def check_model(
         path, proto = "", copy.deepcopy(model.model)
     name = os.path.basename(path) or "the model"
     _check_node_count(proto, name)
+    _check_attribute_sizes(proto, name)
     graph = proto.graph
     inputs = graph_inputs(proto)
     if not graph.node or not inputs or not graph.output:
@@ -185,20 +194,72 @@ def _check_node_count(proto: onnx.ModelProto, name: str) -> None:
 
 
 def _max_nodes() -> int:
-    text = os.environ.get("BRAINSMITH_MAX_NODES", "")
+    return _limit("BRAINSMITH_MAX_NODES", MAX_NODES, "a node count")
+
+
+def _limit(variable: str, default: int, what: str) -> int:
+    """The positive whole number environment ``variable`` sets, else ``default``."""
+    text = os.environ.get(variable, "")
     if not text:
-        return MAX_NODES
+        return default
     try:
         value = int(text)
     except ValueError:
         value = 0
     if value < 1:
         raise InputError(
-            "BRAINSMITH_MAX_NODES",
-            f"BRAINSMITH_MAX_NODES={text!r} is not a positive whole number",
-            f"set it to a node count (the default is {MAX_NODES:,}) or unset it",
+            variable,
+            f"{variable}={text!r} is not a positive whole number",
+            f"set it to {what} (the default is {default:,}) or unset it",
         )
     return value
+
+
+def _check_attribute_sizes(proto: onnx.ModelProto, name: str) -> None:
+    """Refuse a node attribute over the limit (subgraphs' nodes are checked one by one)."""
+    from onnx import AttributeProto
+
+    limit = _limit("BRAINSMITH_MAX_ATTRIBUTE_BYTES", MAX_ATTRIBUTE_BYTES, "a size in bytes")
+    subgraphs = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+    for node in _nodes(proto.graph):
+        if node.op_type == "Constant" and node.domain in ONNX_DOMAINS:
+            continue
+        for attribute in node.attribute:
+            if attribute.type in subgraphs:
+                continue
+            size = attribute.ByteSize()
+            if size > limit:
+                raise InputError(
+                    "model",
+                    f"{name}: node {node.name or '(unnamed)'} ({node.op_type}) has attribute "
+                    f"'{attribute.name}' of {size:,} bytes ({_holds(attribute)}), over the limit "
+                    f"of {limit:,} bytes for one attribute: FINN's and QONNX's passes copy and "
+                    "print every node, hundreds of times a build, so it would take minutes to "
+                    "hours",
+                    "keep large data in an initializer (a tensor input of the node) or remove "
+                    "the attribute; raise the limit with BRAINSMITH_MAX_ATTRIBUTE_BYTES if the "
+                    "model is what you mean to build",
+                )
+
+
+def _holds(attribute: onnx.AttributeProto) -> str:
+    """What ``attribute`` holds, in a few words ("2,000,000 ints")."""
+    from onnx import AttributeProto
+
+    counts = {
+        AttributeProto.INTS: (attribute.ints, "ints"),
+        AttributeProto.FLOATS: (attribute.floats, "floats"),
+        AttributeProto.STRINGS: (attribute.strings, "strings"),
+        AttributeProto.TENSORS: (attribute.tensors, "tensors"),
+        AttributeProto.SPARSE_TENSORS: (attribute.sparse_tensors, "sparse tensors"),
+        AttributeProto.TYPE_PROTOS: (attribute.type_protos, "types"),
+    }
+    if attribute.type in counts:
+        values, kind = counts[attribute.type]
+        return f"{len(values):,} {kind}"
+    if attribute.type == AttributeProto.STRING:
+        return f"a string of {len(attribute.s):,} bytes"
+    return f"a {AttributeProto.AttributeType.Name(attribute.type).lower().replace('_', ' ')}"
 
 
 def graph_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

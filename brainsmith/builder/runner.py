@@ -427,9 +427,17 @@ def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
         return None
     from qonnx.util.cleanup import cleanup_model
 
+    from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
     from brainsmith.verification.verifier import Verifier
 
     reference = cleanup_model(copy.deepcopy(model))
+    problems = host_problems(reference)
+    if problems:  # the reference runs on the host, node by node
+        raise BuildError.setup(
+            f"verification runs the model on the host with {HOST_EXECUTOR}, which cannot run "
+            + "; ".join(problems),
+            HOST_ADVICE,
+        )
     options = run.plan.build
     return Verifier(
         reference,

@@ -19,6 +19,7 @@ PLACES = {  # padded to one width: rich markup is not counted
     "between": "  [bold red]BLOCKS[/bold red]",
     "fork": "  [bold red]BLOCKS[/bold red]",
     "backend": "  [bold red]BLOCKS[/bold red]",
+    "unrunnable": "  [bold red]BLOCKS[/bold red]",
 }
 HEAD = ("node", "op type", "kernel", "backend")  # then the reason, "why"
 
@@ -99,12 +100,15 @@ def show(result) -> None:
     if result.error:
         out.print(f"[bold red]error[/bold red] {escape(result.error)}", soft_wrap=True)
     elif result.blocking:
-        step = (
-            "specialize"
-            if all(n.placement == "backend" for n in result.blocking)
-            else ("hardware_inference")
-        )
-        out.print(f"[bold red]the build would stop at {step}[/bold red] (the nodes marked BLOCKS)")
+        places = {n.placement for n in result.blocking}
+        if places == {"unrunnable"}:
+            out.print("[bold red]the build would stop[/bold red]: the host cannot run the nodes "
+                      "marked BLOCKS")  # fmt: skip
+        else:
+            step = "specialize" if places == {"backend"} else "hardware_inference"
+            out.print(
+                f"[bold red]the build would stop at {step}[/bold red] (the nodes marked BLOCKS)"
+            )
     elif hardware:
         tail = sum(n.placement in ("tail", "after") for n in result.nodes)
         starts = ", ".join(n.name for n in result.nodes if n.placement == "tail")

@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
 FRONT_END = "hardware_inference"  # check runs the steps before this one
 # Placements that stop the build: a node left between hardware layers, a hardware layer
-# whose output forks without DuplicateStreams, one whose only backend the blueprint forbids.
-BLOCKING = ("between", "fork", "backend")
+# whose output forks without DuplicateStreams, one whose only backend the blueprint forbids,
+# a node left on the host that the host's executor cannot run.
+BLOCKING = ("between", "fork", "backend", "unrunnable")
 HOST_REASONS = {
     "before": "on the host, before the accelerator (its input side)",
     "after": "on the host, after the accelerator (it reads the accelerator's output)",
@@ -188,7 +189,7 @@ def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict
         else:
             verdict.reason = HOST_REASONS[verdict.placement] + _would_take(node, found)
         nodes.append(verdict)
-    return _host_tail(model, nodes, found)
+    return _unrunnable(model, _host_tail(model, nodes, found))
 
 
 def _would_take(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> str:
@@ -228,6 +229,22 @@ def _host_tail(
         elif verdict.name in tail:
             verdict.placement, verdict.kernel, verdict.backend = "after", "", ""
             verdict.reason = f"on the host, after {first} (which no hardware layer computes)"
+    return nodes
+
+
+def _unrunnable(model: ModelWrapper, nodes: list[NodeVerdict]) -> list[NodeVerdict]:
+    """Nodes left on the host that its executor cannot run block the build: it runs them."""
+    from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_cannot_run
+
+    opsets = {o.domain: o.version for o in model.model.opset_import}
+    host = {n.name: n for n in model.graph.node}
+    for verdict in nodes:
+        if verdict.placement not in ("before", "after", "host", "tail"):
+            continue
+        why = host_cannot_run(host[verdict.name], opsets)
+        if why:
+            verdict.placement, verdict.kernel, verdict.backend = "unrunnable", "", ""
+            verdict.reason = f"the host runs it with {HOST_EXECUTOR}, but {why}: {HOST_ADVICE}"
     return nodes
 
 

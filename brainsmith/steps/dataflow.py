@@ -83,7 +83,8 @@ def hardware_inference(model, cfg):
 
     A node that cannot be a hardware layer between hardware layers (a floating-point
     attention product, say) and everything after it stay on the host, after the
-    accelerator (``host_tail``), named in a note and the report's ``cpu_nodes``.
+    accelerator (``host_tail``), named in a note and the report's ``cpu_nodes``. A node
+    left on the host that the host's executor cannot run fails the step, naming it.
 
     A model not streamlined as the ``streamline`` step leaves it (FINN's ``Streamline``
     transform alone, in a hand-written FINN flow, keeps convolutions and bipolar matrix
@@ -109,10 +110,11 @@ def hardware_inference(model, cfg):
     _check_converted(head, converted, cfg)
     converted = minimize_bit_width(converted, cfg)  # FINN's first pass, before folding
     partition = _partition(converted, cfg)
+    context = context_of(cfg)
     if tail:
-        context = context_of(cfg)
         context.dataflow_parent = tail.attach(context.dataflow_parent)
         context.notes.append(tail.note)
+    _check_host_nodes(context.dataflow_parent)
     return partition
 
 
@@ -158,6 +160,20 @@ def _check_converted(before, model, cfg) -> None:
             "follow the advice for each node (brainsmith check MODEL [BLUEPRINT] lists every "
             "node), or add a pre_hw transform that removes them",
             model,
+        )
+
+
+def _check_host_nodes(parent) -> None:
+    """Fail naming every node around the accelerator that the host cannot run."""
+    from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
+
+    problems = host_problems(parent)
+    if problems:
+        raise StepError(
+            f"{len(problems)} node(s) stay on the host, which runs them with {HOST_EXECUTOR}, "
+            "but it cannot run them: " + "; ".join(problems),
+            HOST_ADVICE,
+            parent,
         )
 
 

@@ -26,18 +26,23 @@ generated hardware and every other case keep FINN's own code.
    (``sanitize_quant_values``) with Python's built-in ``max`` over the array, element by
    element: 70 % of a full-size CNV's execution time. Here the same check runs in NumPy,
    with the same rounding, warnings and errors.
+
+What the host can run is decided here once (``host_cannot_run``): ``brainsmith check`` marks
+a node left on the host that it cannot run as blocking, and the build refuses such a node in
+the verification reference and in the graph around the accelerator, with the same reason.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import os
 
 from brainsmith.frameworks.finn.facts import HLS_DOMAIN, HW_DOMAIN, RTL_DOMAIN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
     import numpy as np
@@ -236,3 +241,67 @@ def in_parent(runnable: ModelWrapper, parent: ModelWrapper | None, workdir: str)
     for node in wrapper.get_nodes_by_op_type("StreamingDataflowPartition"):
         getCustomOp(node).set_nodeattr("model", path)
     return wrapper
+
+
+# -- what the host can run ----------------------------------------------------------------
+
+# Every node left on the host (before or after the accelerator, or the host tail) and every
+# node of the verification reference runs in QONNX's executor: a node of a QONNX/FINN
+# custom-op domain by its class, any other in onnxruntime as a one-node model.
+HOST_EXECUTOR = "QONNX's executor (onnxruntime for standard operators)"
+HOST_ADVICE = (
+    "replace it with standard ONNX or QONNX operators, or take it out of the model and compute "
+    "it in your own code around the built design (or add a kernel plugin that makes it a "
+    "hardware layer)"
+)
+
+
+def host_cannot_run(node: onnx.NodeProto, opsets: Mapping[str, int]) -> str:
+    """Why the host's executor cannot run ``node`` ("" when it can); ``opsets``: the model's
+    opset version per domain."""
+    from qonnx.custom_op.registry import is_custom_op
+
+    if is_custom_op(node.domain, node.op_type):
+        return ""
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    where = f"domain '{node.domain}'" if domain else "the standard ONNX domain"
+    since = _onnxruntime_operators().get((domain, node.op_type))
+    if since is None:
+        custom = ", and QONNX and FINN have no such custom op" if domain else ""
+        return f"onnxruntime has no operator {node.op_type} in {where}{custom}"
+    opset = opsets.get(domain, opsets.get("ai.onnx") if not domain else None)
+    if opset is not None and since > opset:
+        return (
+            f"onnxruntime has {node.op_type} only from opset {since} on, and the model imports "
+            f"opset {opset} of {where}"
+        )
+    return ""
+
+
+def host_problems(model: ModelWrapper) -> list[str]:
+    """``NAME (OP): why`` for each node of ``model`` the host cannot run."""
+    opsets = {o.domain: o.version for o in model.model.opset_import}
+    found = []
+    for node in model.graph.node:
+        why = host_cannot_run(node, opsets)
+        if why:
+            found.append(f"{node.name or '(unnamed)'} ({node.op_type}): {why}")
+    return found
+
+
+@functools.cache
+def _onnxruntime_operators() -> dict[tuple[str, str], int]:
+    """(domain, op type) -> the first opset onnxruntime has it in ("" for standard ONNX)."""
+    import onnxruntime
+
+    try:
+        schemas = onnxruntime.capi.onnxruntime_pybind11_state.get_all_operator_schema()
+    except AttributeError:  # an onnxruntime built without its schemas
+        from onnx.defs import get_all_schemas_with_history
+
+        schemas = get_all_schemas_with_history()
+    first: dict[tuple[str, str], int] = {}
+    for schema in schemas:
+        key = ("" if schema.domain == "ai.onnx" else schema.domain, schema.name)
+        first[key] = min(first.get(key, schema.since_version), schema.since_version)
+    return first
