@@ -110,3 +110,29 @@ def test_the_folding_search_costs_an_rtl_matrix_layer_s_luts(hub):
     layer.set_nodeattr("SIMD", 64)
     layer.set_nodeattr("PE", 32)
     assert estimate(layer, PART)["LUT"] > slow  # more parallel costs more
+
+
+def test_an_rtl_matrix_layer_s_dsps_are_counted_as_its_rtl_packs_them(hub):
+    """On a DSP48 part FINN estimates ceil(PE / 4) * SIMD DSPs whatever the bit widths; its
+    RTL packs as many PEs into one DSP as the datapath holds products of that width. The
+    count equals Yosys' on every MVAU_rtl point of the sweep, where FINN's is off on 7 of 17
+    (2x on every 8-bit layer), and the folding search and the report use it."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.frameworks.finn.folding import estimate
+
+    sweep = json.loads((REPO / "benchmarks" / "results" / "synth_fit.json").read_text())
+    points = [p for p in sweep["points"] if p["kind"] == "MVAU_rtl"]
+    assert len(points) == 17
+    finn_off = 0
+    for point in points:
+        a = point["attributes"]
+        layer = getCustomOp(
+            mvau(mw=a["mw"], mh=a["mh"], simd=a["simd"], pe=a["pe"], wbits=a["wbits"],
+                 abits=a["abits"]).graph.node[0]
+        )  # fmt: skip
+        assert rtl_costs.mvau_dsps(layer, sweep["part"]) == point["counts"]["DSP"], a
+        assert estimate(layer, sweep["part"])["DSP"] == point["counts"]["DSP"], a
+        finn_off += layer.dsp_estimation(sweep["part"]) != point["counts"]["DSP"]
+    assert finn_off == 7
+    assert rtl_costs.mvau_dsps(layer, "xcvc1902-vsva2197-2MP-e-S") is None  # DSP58: FINN's

@@ -22,6 +22,7 @@ from typing import cast
 
 from brainsmith.files import write_text
 from brainsmith.frameworks.finn.facts import ESTIMATION_METHODS, allowed_cycles
+from brainsmith.frameworks.finn.rtl_costs import REPLACED
 from brainsmith.report.units import RESOURCES, bits
 
 TYPE_CHECKING = False
@@ -137,7 +138,7 @@ def estimates(
     described = layer_attributes(model, output_dir) if model is not None else {}
     names = list(described) or [n for n in resources if n != "total"] or list(cycles)
     names += [n for n in (*resources, *cycles) if n != "total" and n not in names]
-    ours = brainsmith_estimates(model) if model is not None and resources else {}
+    ours = brainsmith_estimates(model, part) if model is not None and resources else {}
     ours = {name: found for name, found in ours.items() if name in resources}
     layers: list[Layer] = []
     for name in names:
@@ -145,7 +146,9 @@ def estimates(
         estimated = name in resources or name in cycles
         missing = not_estimated(facts) if name in resources else RESOURCES
         filled, source = ours.get(name, ({}, "finn"))
-        found = {**resources.get(name, {}), **{k: v for k, v in filled.items() if k in missing}}
+        replaced = REPLACED.get(facts.get("op_type", ""), ())
+        filled = {k: v for k, v in filled.items() if k in missing or k in replaced}
+        found = {**resources.get(name, {}), **filled}
         missing = tuple(key for key in missing if key not in filled)
         layer: Layer = {
             "name": name,
@@ -211,10 +214,12 @@ def with_late_layers(
     return resources, cycles
 
 
-def brainsmith_estimates(model: ModelWrapper) -> dict[str, tuple[dict[str, float], str]]:
-    """Per hardware layer: brainsmith's estimates of what FINN does not estimate in it
-    (``frameworks/finn/rtl_costs.py``), and who estimated the rest: "brainsmith" for
-    brainsmith's own layers (their estimation methods), else "finn"."""
+def brainsmith_estimates(
+    model: ModelWrapper, part: str | None = None
+) -> dict[str, tuple[dict[str, float], str]]:
+    """Per hardware layer: brainsmith's estimates of what FINN does not estimate in it, or
+    estimates as it does not build (``frameworks/finn/rtl_costs.py``), and who estimated the
+    rest: "brainsmith" for brainsmith's own layers (their estimation methods), else "finn"."""
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.frameworks.finn import rtl_costs
@@ -226,7 +231,7 @@ def brainsmith_estimates(model: ModelWrapper) -> dict[str, tuple[dict[str, float
         except Exception:  # a node without an op class: FINN did not estimate it either
             continue
         own = type(op).__module__.split(".")[0] == "brainsmith"
-        found[node.name] = (rtl_costs.estimate(op), "brainsmith" if own else "finn")
+        found[node.name] = (rtl_costs.estimate(op, part), "brainsmith" if own else "finn")
     return found
 
 

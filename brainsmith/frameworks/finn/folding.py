@@ -317,7 +317,8 @@ def _declared_limit(layer, declared: dict[str, str], fastest: Choice) -> str:
 
 def estimate(layer, part: str) -> dict[str, float]:
     """``layer``'s LUT, BRAM_18K, URAM and DSP use on ``part``: FINN's estimates, and
-    brainsmith's (``rtl_costs``) of what FINN does not estimate (an RTL matrix layer's LUTs)."""
+    brainsmith's (``rtl_costs``) of what FINN does not estimate (an RTL matrix layer's LUTs)
+    or estimates as it does not build (an RTL matrix layer's DSPs)."""
     from brainsmith.frameworks.finn import rtl_costs
 
     found: dict[str, float] = {}
@@ -327,7 +328,7 @@ def estimate(layer, part: str) -> dict[str, float]:
         except Exception:  # a layer FINN cannot estimate in this configuration
             value = 0
         found[key] = float(value or 0)
-    return {**found, **rtl_costs.estimate(layer)}
+    return {**found, **rtl_costs.estimate(layer, part)}
 
 
 def _call(layer, method: str, part: str) -> float:

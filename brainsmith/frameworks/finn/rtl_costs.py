@@ -30,6 +30,12 @@ FINN's estimates stay wherever FINN has a model. The terms:
 A matrix layer whose weights are kept in distributed RAM also has its weights in LUTs: one
 LUT per 64 weight bits (``WEIGHT_BITS_PER_LUT``, a LUT as a 64 x 1 RAM), added to the fit of
 the compute unit alone (the sweep synthesises the unit without its weight memory).
+
+One count replaces FINN's estimate (``REPLACED``): the DSP slices of ``MVAU_rtl`` on a DSP48
+part, which FINN estimates as ``ceil(PE / 4) * SIMD`` whatever the bit widths, while its RTL
+(``mvu.sv``) packs as many PEs into one DSP as its datapath holds lanes of the product's width
+(``mvau_dsps``): 9 for 2-bit weights and activations, 2 for 8-bit ones. The count is exact on
+every MVAU_rtl point of the Yosys sweep (``benchmarks/results/synth_fit.json``).
 """
 
 from __future__ import annotations
@@ -69,6 +75,10 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+# kind -> resources whose count brainsmith gives in place of FINN's estimate
+REPLACED: dict[str, tuple[str, ...]] = {"MVAU_rtl": ("DSP",)}
+
+
 @cache
 def coefficients() -> dict[str, dict[str, dict[str, Any]]]:
     """The fitted models from ``rtl_costs.json`` (read once): kind -> resource -> model."""
@@ -102,19 +112,44 @@ def fitted(layer: Any, resource: str) -> float | None:
     return result
 
 
-def estimate(layer: Any) -> dict[str, float]:
+def estimate(layer: Any, part: str | None = None) -> dict[str, float]:
     """brainsmith's estimate of each resource FINN does not estimate in ``layer`` (a FINN
-    CustomOp); empty for a kind without a fitted model and for brainsmith's own layers, whose
-    estimation methods give their fitted models themselves (``fitted``)."""
-    models = coefficients().get(layer.onnx_node.op_type)
-    if not models or own(layer):
+    CustomOp), and on ``part`` the counts that replace FINN's (``REPLACED``); empty for a kind
+    without a model and for brainsmith's own layers, whose estimation methods give their
+    fitted models themselves (``fitted``)."""
+    if own(layer):
         return {}
     result: dict[str, float] = {}
-    for resource in models:
+    for resource in coefficients().get(layer.onnx_node.op_type, {}):
         value = fitted(layer, resource)
         if value is not None:
             result[resource] = value
+    if part and layer.onnx_node.op_type == "MVAU_rtl":
+        dsps = mvau_dsps(layer, part)
+        if dsps is not None:
+            result["DSP"] = dsps
     return result
+
+
+def mvau_dsps(layer: Any, part: str) -> float | None:
+    """The DSP slices FINN's RTL matrix unit instantiates on ``part`` (``mvu.sv``): per SIMD
+    lane a chain of ``ceil(PE / lanes)`` DSPs, where one DSP's A input (25 bits on DSP48E1,
+    27 on DSP48E2) holds the weight and ``lanes - 1`` further products of ``w + a - 1`` bits.
+    Weights are taken as full range (one bit less room: never fewer DSPs than FINN builds).
+    None where this is not the unit FINN instantiates: Versal's DSP58 and a tiled unit."""
+    from finn.util.basic import get_dsp_block
+
+    block = get_dsp_block(part)
+    if block == "DSP58" or layer.get_nodeattr("TH") > 1:
+        return None
+    datapath = 27 if block == "DSP48E2" else 25
+    weight, activation = _bits(layer, "w_bits"), _bits(layer, "in_bits")
+    room = datapath - 1 - weight
+    lanes = 1 if datapath == weight else 1 + max(0, room) // (weight + activation - 1)
+    simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
+    if layer.get_nodeattr("pumpedCompute"):
+        simd = (simd + simd % 2) // 2  # an odd SIMD is padded to even, then halved
+    return float(simd * math.ceil(pe / lanes))
 
 
 def own(layer: Any) -> bool:
