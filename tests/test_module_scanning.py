@@ -75,9 +75,8 @@ def test_syntax_error_in_one_file_leaves_the_others_working(plugin_folder):
 
 
 def test_files_that_cannot_be_scanned_are_named_and_the_others_work(plugin_folder, tmp_path):
-    """A FIFO, a file linked to /dev/zero (a link out of the folder, never read), an
-    unhashable metadata literal and 150 KB of nested subscripts: each is named with its reason
-    within seconds, the good plugin works."""
+    """A FIFO, a file linked to /dev/zero, an unhashable metadata literal and 150 KB of
+    nested subscripts: each is named with its reason within seconds, the good plugin works."""
     import os
 
     plugin_folder("good.py", IDENTITY.format(name="GoodOne"))
@@ -111,7 +110,7 @@ def test_files_that_cannot_be_scanned_are_named_and_the_others_work(plugin_folde
     assert "GoodOne" in listed
     reasons = {Path(p["plugin"]).name: p["reason"] for p in broken}
     assert "not a regular file" in reasons["pipe.py"], reasons
-    assert "a link out of the package (to /dev/zero)" in reasons["zero.py"], reasons
+    assert "not a regular file" in reasons["zero.py"], reasons
     assert "unhashable" in reasons["unhashable.py"], reasons
     assert "nested too deeply" in reasons["deep.py"], reasons
 

@@ -83,13 +83,14 @@ def test_an_all_rtl_mlp_has_a_complete_lut_total_with_its_sources(mlp_report):
     assert matrix
     for layer in matrix:
         assert layer["estimated_by"]["LUT"] == "brainsmith"
-        assert layer["estimated_by"]["DSP"] == "finn"
+        assert layer["estimated_by"]["DSP"] == "brainsmith"  # counted as the RTL packs them
         assert layer["LUT"] > 0 and "LUT" not in layer["not_estimated"]
     for layer in layers:
         assert set(layer["estimated_by"]) | set(layer["not_estimated"]) == {
             "LUT", "BRAM_18K", "URAM", "DSP",
         }  # fmt: skip
-    assert mlp_report["totals"]["LUT"] == pytest.approx(sum(x["LUT"] for x in layers), abs=1)
+    for key in ("LUT", "DSP"):  # brainsmith's numbers in place of FINN's, not beside them
+        assert mlp_report["totals"][key] == pytest.approx(sum(x[key] for x in layers), abs=1)
 
 
 def test_the_folding_search_costs_an_rtl_matrix_layer_s_luts(hub):

@@ -141,14 +141,19 @@ def estimates(
     ours = brainsmith_estimates(model, part) if model is not None and resources else {}
     ours = {name: found for name, found in ours.items() if name in resources}
     layers: list[Layer] = []
+    adjust: dict[str, float] = {}  # brainsmith's numbers less FINN's, per resource
     for name in names:
         facts: LayerFacts = described.get(name, {"op_type": "", "backend": ""})
         estimated = name in resources or name in cycles
         missing = not_estimated(facts) if name in resources else RESOURCES
         filled, source = ours.get(name, ({}, "finn"))
-        replaced = REPLACED.get(facts.get("op_type", ""), ())
+        kind = "_".join(part for part in (facts.get("op_type", ""), facts.get("backend")) if part)
+        replaced = REPLACED.get(kind, ())
         filled = {k: v for k, v in filled.items() if k in missing or k in replaced}
-        found = {**resources.get(name, {}), **filled}
+        finn = resources.get(name, {})
+        found = {**finn, **filled}
+        for key, value in filled.items():  # FINN's total counts its own number, or a 0
+            adjust[key] = adjust.get(key, 0.0) + value - float(_number(finn.get(key)) or 0)
         missing = tuple(key for key in missing if key not in filled)
         layer: Layer = {
             "name": name,
@@ -171,9 +176,8 @@ def estimates(
     totals: dict[str, float] = {
         key: _number(resources.get("total", {}).get(key, 0)) for key in RESOURCES
     }
-    for filled, _ in ours.values():  # FINN's total counts a 0 for these
-        for key, value in filled.items():
-            totals[key] = _number(totals[key] + value)
+    for key, value in adjust.items():
+        totals[key] = _number(totals[key] + value)
     return {
         "layers": layers,
         "totals": totals if resources else {},
