@@ -45,10 +45,12 @@ def scan_folder(
     made while the scan runs then differs from the stamp and is noticed at the next check,
     never recorded as already seen.
 
-    A symbolic link below ``root`` (to a module or a folder) is never followed. One that leads
-    out of ``root`` is named with ``{"error": "<path>: a link out of the package (to
-    <target>); not read"}``; one that stays inside is skipped, its target being scanned where
-    it is (a module reached twice would be two modules with the same plugins).
+    A symbolic link to a folder below ``root`` is never followed: one that leads out of
+    ``root`` is named with ``{"error": "<path>: a link out of the package (to <target>); not
+    read"}``. A link to a module outside ``root`` is read as the module (setuptools' strict
+    editable install links every file; the read takes regular files of at most 8 MiB only).
+    A link that stays inside is skipped, its target being scanned where it is (a module
+    reached twice would be two modules with the same plugins).
     """
     previous = previous if isinstance(previous, dict) else {}
     files: dict[str, list[Any]] = {}
@@ -92,7 +94,9 @@ def _facts(entry: object) -> list[tuple[str, dict[str, Any]]]:
 def _walk(root: str) -> Iterator[tuple[str, list[str], list[tuple[str, str]], list[Any]]]:
     """``(folder, sorted Python file names, [(name, real path)] of the links in it that lead
     out of root, stamp taken before listing it)`` for ``root`` and the package folders below
-    it, top down. No symbolic link is followed, to a file or a folder."""
+    it, top down. No link to a folder is followed. A link to a module outside root is read
+    like a module (a strict editable install is a tree of such links; the read is bounded
+    and of regular files only); a link to one inside is skipped (its target is scanned)."""
     real_root = os.path.realpath(root)
     pending = [root]
     while pending:
@@ -114,8 +118,12 @@ def _walk(root: str) -> Iterator[tuple[str, list[str], list[tuple[str, str]], li
                 continue
             if link:
                 target = os.path.realpath(entry.path)
-                if not inside(target, real_root):
+                if inside(target, real_root):
+                    continue
+                if is_folder:
                     out.append((entry.name, target))
+                else:
+                    names.append(entry.name)
             elif is_folder:
                 subfolders.append(entry.path)
             else:
