@@ -22,6 +22,7 @@ from brainsmith.rtlsim.sources import hoist_leaf_loads
 from brainsmith.synthesis.families import NotSynthesisable, family_of
 from brainsmith.synthesis.sources import (
     declare_before_use,
+    memory_style_names,
     nettype_outside_modules,
     parameters_before_ports,
     primitives_used,
@@ -357,6 +358,22 @@ def test_the_nettype_fix_on_finns_fifo_and_width_converter(parts, module):
     assert nettype_outside_modules(inside) == inside  # not just inside: left alone
 
 
+@pytest.mark.parametrize(
+    "parts",
+    [("memstream", "hdl", "memstream.sv"), ("thresholding", "hdl", "thresholding.sv"),
+     ("fifo", "hdl", "fifo.sv")],
+)  # fmt: skip
+def test_the_memory_style_fix_on_finns_weight_threshold_and_fifo_memories(parts):
+    original = rtllib(*parts)
+    fixed = memory_style_names(original)
+    assert "RAM_STYLE =" in original and "(* RAM_STYLE" not in fixed and "ram_style =" in fixed
+    assert fixed.lower() == original.lower()  # attribute names only: the same text otherwise
+    assert memory_style_names(fixed) == fixed
+    assert yosys_ready("memstream.sv", original, "/nowhere") == fixed
+    untouched = 'always @(*) y = a * b; (* X_INTERFACE_INFO = "RAM_STYLE = x" *) wire q;'
+    assert memory_style_names(untouched) == untouched
+
+
 def test_layers_alike_but_for_their_names_are_one_design_to_synthesise():
     from brainsmith.synthesis.sources import SynthesisDesign
 
@@ -443,3 +460,44 @@ def test_a_narrow_weight_memory_of_640_words_in_lut_ram_is_synthesised(
     assert (tmp_path / "run" / "lutrams_xcu.txt").read_text() == library
     script = (tmp_path / "run" / "run.ys").read_text()
     assert "-lib /design/lutrams_xcu.txt" in script and "-run map_ffram:" in script
+
+
+@slow
+@pytest.mark.parametrize(("style", "in_bram"), [("distributed", False), ("block", True)])
+def test_a_weight_memory_is_synthesised_where_its_ram_style_puts_it(
+    hub, cache, tmp_path, monkeypatch, style, in_bram
+):
+    """1,024 words of 16-bit weights: in block RAM when built so, in LUT-RAM when built
+    ``distributed`` (finn-rtllib's upper-case ``RAM_STYLE`` attribute was not read)."""
+    import numpy as np
+    from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
+    from qonnx.core.datatype import DataType
+    from qonnx.util.basic import gen_finn_dt_tensor
+
+    from benchmarks.synth_fit import _model
+    from brainsmith.frameworks.finn.env import prepare_finn
+    from brainsmith.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.synthesis.sources import synthesis_design
+    from brainsmith.synthesis.yosys import find_yosys
+
+    prepare_finn()
+    np.random.seed(1)
+    weights = gen_finn_dt_tensor(DataType["INT4"], [128, 32])
+    model = _model(
+        "MVAU", [("x", [1, 128])], [("y", [1, 32])], {"x": "UINT4", "w": "INT4"}, {"w": weights},
+        MW=128, MH=32, SIMD=2, PE=2, inputDataType="UINT4", weightDataType="INT4",
+        outputDataType="INT32", noActivation=1, binaryXnorMode=0,
+        mem_mode="internal_decoupled", ram_style=style,
+    )  # fmt: skip
+    model = model.transform(PrepareIP(PART, 5.0))
+    design = synthesis_design(model, model.graph.node[0])
+    assert any(fix.endswith(": memory_style_names") for fix in design.fixes)
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
+    result = synthesise_layer(design, "xcup", find_yosys(), cache_root(), str(tmp_path / "run"))
+    assert result.status == "synthesised", result.reason
+    counts = result.counts
+    assert counts is not None
+    blocks = counts["BRAM_18K"] + counts["BRAM_36K"]
+    assert (blocks > 0) == in_bram, counts
+    if not in_bram:  # 16 Kib in LUT-RAM: at least 16 Kib / 512 bits per RAM64M8's 7 LUTs
+        assert counts["LUT"] >= 16 * 1024 // 512 * 7, counts

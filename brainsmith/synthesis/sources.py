@@ -18,6 +18,11 @@ fix keeps the hardware the same (``YOSYS_FIXES``):
   (``SCOPE_REDUCE`` is 0 at stage 0); slang rejects the range ("unsynthesizable feature"):
   its low bound is clamped to ``M-1`` where it would pass the high one, which changes no
   taken branch.
+- every file: Vivado reads attribute names in any case, Yosys only ``ram_style`` and
+  ``rom_style`` in lower case. finn-rtllib writes ``(* RAM_STYLE = RAM_STYLE *)`` on the
+  memories of the weight streamer, the thresholds and the FIFOs, which Yosys ignored: a
+  layer built for LUT-RAM was counted in block RAM. The names are lower-cased, so Yosys
+  places each memory where Vivado would.
 
 Xilinx primitives that finn-rtllib instantiates by name (``DSP48E2``, ``LUT6_2``,
 ``SRLC32E``...) come from Yosys' own cell library (``cells_sim.v``, ``cells_xtra.v``); the
@@ -147,7 +152,7 @@ def yosys_ready(path: str, text: str, code_dir: str, fixes: list[str] | None = N
     text = localised_paths(text, code_dir).replace('"./', f'"{MOUNT}/{DATA}/')
     name = os.path.basename(path)
     wrapper = WRAPPER_FIXES if name.endswith("_wrapper.v") else ()
-    for fix in (*YOSYS_FIXES.get(name, ()), *wrapper):
+    for fix in (*YOSYS_FIXES.get(name, ()), *wrapper, *EVERY_FILE_FIXES):
         fixed = fix(text)
         if fixed != text and fixes is not None:
             fixes.append(f"{name}: {fix.__name__}")
@@ -254,6 +259,23 @@ def nettype_outside_modules(text: str) -> str:
     return NETTYPE_IN_MODULE.sub(outside, text)
 
 
+ATTRIBUTES = re.compile(r"\(\*(?!\))([^;]*?)\*\)")  # not @(*), never past a statement
+MEMORY_STYLE = re.compile(r"(^|,)(\s*)(ram_style|rom_style)(\s*=)", re.I)
+
+
+def memory_style_names(text: str) -> str:
+    """``RAM_STYLE``/``ROM_STYLE`` attribute names (any case) written ``ram_style``/
+    ``rom_style``, the only spelling Yosys reads; their values are left as they are."""
+
+    def lowered(attribute: re.Match[str]) -> str:
+        inner = MEMORY_STYLE.sub(lambda m: m[1] + m[2] + m[3].lower() + m[4], attribute[1])
+        return f"(*{inner}*)"
+
+    return ATTRIBUTES.sub(lowered, text)
+
+
+# fixes for every file, whatever its name
+EVERY_FILE_FIXES: tuple[Callable[[str], str], ...] = (memory_style_names,)
 # fixes for generated top-level wrappers, whatever the layer's name
 WRAPPER_FIXES: tuple[Callable[[str], str], ...] = (parameters_before_ports,)
 YOSYS_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
