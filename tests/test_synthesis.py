@@ -501,3 +501,10 @@ def test_a_weight_memory_is_synthesised_where_its_ram_style_puts_it(
     assert (blocks > 0) == in_bram, counts
     if not in_bram:  # 16 Kib in LUT-RAM: at least 16 Kib / 512 bits per RAM64M8's 7 LUTs
         assert counts["LUT"] >= 16 * 1024 // 512 * 7, counts
+    # brainsmith's estimate (the fitted unit and the weight memory as Yosys builds it)
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.frameworks.finn.rtl_costs import estimate
+
+    estimated = estimate(getCustomOp(model.graph.node[0]), PART)["LUT"]
+    assert abs(estimated - counts["LUT"]) <= 0.25 * counts["LUT"], (estimated, counts)

@@ -27,9 +27,11 @@ FINN's estimates stay wherever FINN has a model. The terms:
   output streams;
 - products such as ``PE*SIMD`` (multiply lanes) multiply those names; ``1`` is a constant.
 
-A matrix layer whose weights are kept in distributed RAM also has its weights in LUTs: one
-LUT per 64 weight bits (``WEIGHT_BITS_PER_LUT``, a LUT as a 64 x 1 RAM), added to the fit of
-the compute unit alone (the sweep synthesises the unit without its weight memory).
+A matrix layer whose weights are kept in distributed RAM also has its weights in LUTs
+(``lutram_luts``), added to the fit of the compute unit alone (the sweep synthesises the
+unit without its weight memory): the weight memory (``MW * MH / (SIMD * PE)`` words of
+``SIMD * PE`` weights) is built as Yosys builds it, a single-port RAM of 64 bits per LUT per
+bit of the word, in banks of 512 words (256 on 7-series) with a multiplexer choosing the bank.
 
 One count replaces FINN's estimate (``REPLACED``): the DSP slices of ``MVAU_rtl`` on a DSP48
 part, which FINN estimates as ``ceil(PE / 4) * SIMD`` whatever the bit widths, while its RTL
@@ -50,7 +52,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 ESTIMATED_BY = "brainsmith"
-WEIGHT_BITS_PER_LUT = 64
 
 # kind -> resource -> the model's terms: resources FINN has no model for (FINN's layers), and
 # the LUTs of brainsmith's own RTL layers where the fit beats their hand-written estimate
@@ -105,11 +106,7 @@ def fitted(layer: Any, resource: str) -> float | None:
         return None
     found = {term: _term(term, layer) for term in model["terms"]}
     value = sum(c * found[t] for c, t in zip(model["coefficients"], model["terms"], strict=True))
-    result = float(round(max(0.0, value)))  # a count of cells
-    if resource == "LUT" and _weights_in_luts(layer):
-        bits = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") * _bits(layer, "w_bits")
-        result += math.ceil(bits / WEIGHT_BITS_PER_LUT)
-    return result
+    return float(round(max(0.0, value)))  # a count of cells
 
 
 def estimate(layer: Any, part: str | None = None) -> dict[str, float]:
@@ -124,11 +121,28 @@ def estimate(layer: Any, part: str | None = None) -> dict[str, float]:
         value = fitted(layer, resource)
         if value is not None:
             result[resource] = value
+    if "LUT" in result and _weights_in_luts(layer):
+        simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
+        depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
+        width = simd * pe * _bits(layer, "w_bits")
+        result["LUT"] += lutram_luts(depth, width, seven_series=(part or "").startswith("xc7"))
     if part and layer.onnx_node.op_type == "MVAU_rtl":
         dsps = mvau_dsps(layer, part)
         if dsps is not None:
             result["DSP"] = dsps
     return result
+
+
+def lutram_luts(depth: int, width: int, seven_series: bool = False) -> float:
+    """LUTs of the weight memory, ``depth`` words of ``width`` bits in LUT-RAM, as Yosys maps
+    it: the weight streamer reads and writes at one address, so each bit is a single-port RAM
+    of 64 bits per LUT (RAM64X1S up to RAM512X1S, 8 LUTs; on 7-series up to RAM256X1S),
+    whose depth rounds up to a power of two, in banks of the largest, with a multiplexer per
+    bit choosing the bank (half a LUT per bank past the first)."""
+    bank = 256 if seven_series else 512
+    banks = math.ceil(depth / bank)
+    words = bank if banks > 1 else max(64, 2 ** math.ceil(math.log2(max(depth, 1))))
+    return float(width * (banks * words // 64 + math.ceil((banks - 1) / 2)))
 
 
 def mvau_dsps(layer: Any, part: str) -> float | None:
