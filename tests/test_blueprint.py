@@ -308,7 +308,7 @@ def test_to_dict_is_the_resolved_blueprint_with_qualified_names(tmp_path):
             "clock_ns": 10.0,
             "verify": "final",
             "verify_samples": 16,
-            "verify_rtol": 1e-05,  # verify_atol left open: chosen per model by the build
+            "verify_rtol": 1e-05,  # verify_atol left open: compared in quantizer steps
         },
     }
 

@@ -25,7 +25,6 @@ from dataclasses import replace
 from typing import cast
 
 from brainsmith import interrupts
-from brainsmith.blueprint.options import FLOAT_FUNCTION_ATOL, FLOAT_FUNCTIONS
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.errors import OPTIONS, BuildError, option
@@ -422,7 +421,6 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
 def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
     """The verifier of this build: none with ``verify: none`` and no user vectors; only the
     user's vectors with ``verify: none``."""
-    _tolerate_float_functions(run, model)
     if run.verify == "none" and run.vectors is None:
         return None
     from qonnx.util.cleanup import cleanup_model
@@ -447,28 +445,6 @@ def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
         atol=options.verify_atol,
         rtol=options.verify_rtol,
         generated=run.verify != "none",
-    )
-
-
-def _tolerate_float_functions(run: BuildRun, model: ModelWrapper) -> None:
-    """For a model with floating-point LayerNorm/Softmax and no ``verify_atol`` of the
-    blueprint's: ``FLOAT_FUNCTION_ATOL``, stated in a note and the report."""
-    options = run.plan.build
-    if options.verify_atol is not None:
-        return
-    found: dict[str, int] = {}
-    for node in model.graph.node:
-        if node.op_type in FLOAT_FUNCTIONS:
-            found[node.op_type] = found.get(node.op_type, 0) + 1
-    if not found:
-        return
-    run.plan = replace(run.plan, options=replace(options, verify_atol=FLOAT_FUNCTION_ATOL))
-    kinds = ", ".join(f"{kind} x{count}" for kind, count in found.items())
-    run.notes.append(
-        f"verification tolerance atol {FLOAT_FUNCTION_ATOL:g}: the model computes {kinds} in "
-        "floating point before quantizers, where a result on a rounding boundary may round the "
-        "other way once a step rewrites the arithmetic around it, and differences past a float "
-        "function are not yet traced to their ties; set build.verify_atol to choose"
     )
 
 

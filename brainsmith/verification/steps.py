@@ -11,8 +11,11 @@ lies within ``TIE_EPSILON`` of a boundary across it.
 quantizer element whose pre-rounding value lies within ``TIE_EPSILON`` of a boundary (a
 *tie*). When a model's outputs differ from the reference's on a sample, ``explain`` looks for
 ties which, rounded the other way in the reference, reproduce that model's outputs: first all
-of them by the rule FINN's thresholds use (half up; ``x >= threshold``), then one at a time
-(greedily, in node order). Differences so explained are ties; any other is an *error*.
+of them by the rule FINN's thresholds use (half up; ``x >= threshold``), then one at a time,
+the closest to its boundary first, keeping each flip that brings the outputs closer (a model
+with floating-point LayerNorm or Softmax has hundreds of elements within ``TIE_EPSILON`` per
+sample, of which float noise moves one or two), then in node order. Differences so explained
+are ties; any other is an *error*.
 """
 
 from __future__ import annotations
@@ -34,8 +37,14 @@ if TYPE_CHECKING:
 # A pre-rounding value within this many steps (times max(1, |value|), float32 resolution
 # grows with the value) of a rounding boundary is a tie.
 TIE_EPSILON = 1e-4
-# Ties tried one at a time per differing sample at most (the cost of explaining a sample).
-MAX_TRIES = 500
+# Runs of the reference per differing sample at most (the cost of explaining a sample, and
+# of finding that an error is one). The search in node order tries subsets of each
+# quantizer's ties: only for a sample with at most SEARCH_TIE_LIMIT ties (a model with float
+# LayerNorm/Softmax or a full-size CNV has hundreds, where only the closest-first search can
+# find the few that flipped).
+MAX_TRIES, SEARCH_TIE_LIMIT = 500, 64
+# Closest ties tried per flip kept by the closest-first search, and flips kept at most.
+CLOSEST, MAX_FLIPS = 16, 8
 QUANTIZERS = ("Quant", "IntQuant", "BipolarQuant")
 HALF_BOUNDARY = ("ROUND", "HALF_EVEN")  # rounding modes whose boundaries lie at k + 0.5
 PASS_THROUGH = ("Reshape", "Flatten", "Transpose", "Identity", "Squeeze", "Unsqueeze")
@@ -49,6 +58,7 @@ class Tie:
     element: int  # flat index into its output
     pre: float  # the pre-rounding value, in steps (x / scale + zero point)
     rule: str  # how the two sides may round it
+    gap: float = 0.0  # distance to the boundary, in steps relative to max(1, |pre|)
 
 
 def _rounding(node: onnx.NodeProto) -> str:
@@ -200,7 +210,8 @@ class Reference:
             value = float(flat_pre[element])
             up = bool(flat_out[element] > 0) if node.op_type == "BipolarQuant" else None
             rounded_up = up if up is not None else _rounded_up(node, value)
-            found.append(Tie(index, int(element), value, rule(node, value, rounded_up)))
+            gap = _gap(node, value)
+            found.append(Tie(index, int(element), value, rule(node, value, rounded_up), gap))
         return found
 
     def run_sample(
@@ -211,6 +222,13 @@ class Reference:
         context = {**self.model.make_empty_exec_context(), **feed}
         ties = self.execute([context], [flips])[0]
         return [np.asarray(context[o]) for o in self.outputs], ties
+
+
+def _gap(node: onnx.NodeProto, pre: float) -> float:
+    if node.op_type == "BipolarQuant":
+        return abs(pre)
+    boundary = np.floor(pre) + 0.5 if _rounding(node) in HALF_BOUNDARY else np.round(pre)
+    return float(abs(pre - boundary) / max(1.0, abs(pre)))
 
 
 def _rounded_up(node: onnx.NodeProto, pre: float) -> bool:
@@ -238,10 +256,12 @@ def explain(
     ``distance`` measures against (0: the same within tolerance); None if none found.
 
     First the rule FINN's thresholds use (every half-even tie rounded up, every sign at 0
-    negative), then every tie flipped; then a search in node order: at the first quantizer
+    negative), then every tie flipped; then the closest ties first (``_closest_first``);
+    then a search in node order: at the first quantizer
     with ties still open, each subset of its ties (each single one and all of them where
     there are more than ``SUBSET_LIMIT``) flipped, the ties of later quantizers found anew
-    in each run (flipping one tie may put others on a boundary), at most ``MAX_TRIES`` runs.
+    in each run (flipping one tie may put others on a boundary), for a sample with at most
+    ``SEARCH_TIE_LIMIT`` ties; ``MAX_TRIES`` runs in all.
     """
     if not ties or distance(reference.run_sample(feed, {})[0]) == 0.0:
         return None  # no ties, or the difference is the reference's own (user vectors)
@@ -250,6 +270,9 @@ def explain(
         if distance(reference.run_sample(feed, grouped(start))[0]) == 0.0:
             return start
     tries = [0]
+    closest = _closest_first(reference, feed, distance, tries)
+    if closest is not None or len(ties) > SEARCH_TIE_LIMIT:
+        return closest
 
     def search(chosen: dict[tuple[int, int], Tie], after: int) -> list[Tie] | None:
         if tries[0] >= MAX_TRIES:
@@ -274,6 +297,39 @@ def explain(
         return None
 
     return search({}, -1)
+
+
+def _closest_first(
+    reference: Reference,
+    feed: Context,
+    distance: Callable[[list[np.ndarray]], float],
+    tries: list[int],
+) -> list[Tie] | None:
+    """Flips kept one at a time: of the ``CLOSEST`` open ties nearest their boundaries, the
+    one whose flip brings the outputs closest, while each brings them closer."""
+    chosen: dict[tuple[int, int], Tie] = {}
+    outputs, found = reference.run_sample(feed, {})
+    current = distance(outputs)
+    for _ in range(MAX_FLIPS):
+        open_ties = sorted((t for t in found if (t.node, t.element) not in chosen),
+                           key=lambda t: t.gap)[:CLOSEST]  # fmt: skip
+        best: tuple[float, Tie, list[Tie]] | None = None
+        for tie in open_ties:
+            if tries[0] >= MAX_TRIES:
+                return None
+            tries[0] += 1
+            outputs, ran = reference.run_sample(feed, grouped([*chosen.values(), tie]))
+            score = distance(outputs)
+            if score == 0.0:
+                kept = {**chosen, (tie.node, tie.element): tie}
+                return [t for t in ran if (t.node, t.element) in kept]
+            if best is None or score < best[0]:
+                best = (score, tie, ran)
+        if best is None or best[0] >= current:
+            return None
+        current, found = best[0], best[2]
+        chosen[(best[1].node, best[1].element)] = best[1]
+    return None
 
 
 SUBSET_LIMIT = 8
