@@ -6,8 +6,10 @@ path through the block's shared add quantizer one power of two coarser (x/scale 
 QONNX rounds half to even, FINN's thresholds half up), ``bnn_ties`` is a binarized MLP of the
 BNN-PYNQ kind whose batch-norm outputs are exactly 0 where an accumulator equals its mean
 (a bipolar sign tie). Both build with no blueprint at ``verify: each`` and no tolerance, 0
-errors, their ties counted; a weight off by one step or a threshold moved by one step (away
-from any tie) is an error; ``verify: none`` checks only the user's vectors."""
+errors: the residual with no tie at all (brainsmith's thresholds round half to even), the
+BNN with its ties counted. FINN's own conversion of the residual differs by ties only; a
+weight off by one step or a threshold moved by one step (away from any tie) is an error;
+``verify: none`` checks only the user's vectors."""
 
 from __future__ import annotations
 
@@ -62,27 +64,33 @@ def verified(result) -> dict[str, dict]:
 
 
 @pytest.mark.xdist_group("ties")
-@pytest.mark.parametrize(
-    ("name", "step", "rule"),
-    [
-        ("residual_ties", "qonnx_to_finn", "half-even vs half-up"),
-        ("bnn_ties", "streamline", "sign at 0"),
-    ],
-)
-def test_ties_build_with_no_blueprint_at_verify_each_and_are_counted(built, name, step, rule):
-    """Before: the build failed in ``step`` ("outputs differ from the cleaned QONNX model by
-    up to 0.4518" and "by up to 10", tolerance atol 0.001). Now: 0 errors at every step, the
-    differences there counted as ties, the worst one named with its rule."""
-    checks = verified(built[name])
+def test_ties_build_with_no_blueprint_at_verify_each_and_are_counted(built):
+    """Before: the build failed in streamline ("outputs differ from the cleaned QONNX model
+    by up to 10", tolerance atol 0.001). Now: 0 errors at every step, the differences there
+    counted as ties, the worst one named with its rule."""
+    checks = verified(built["bnn_ties"])
     assert len(checks) == len(DEFAULT_STEPS)
     assert all(c["errors"] == 0 and c["ok"] for c in checks.values())
     assert all(c["user"]["errors"] == 0 for c in checks.values())
-    tied = checks[step]
+    tied = checks["streamline"]
     assert tied["max_error"] > 0.1  # the outputs really differ there...
     assert tied["ties"] > 0 and tied["tie_samples"] > 0  # ...by ties
-    assert rule in tied["worst_tie"]
-    before = list(checks)[: list(checks).index(step)]
+    assert "sign at 0" in tied["worst_tie"]
+    before = list(checks)[: list(checks).index("streamline")]
     assert all(checks[s]["ties"] == 0 for s in before)
+
+
+@pytest.mark.xdist_group("ties")
+def test_thresholds_round_half_to_even_like_the_quantizers_they_replace(built):
+    """Before: the build failed at qonnx_to_finn ("by up to 0.4518", atol 0.001), then
+    passed with 781 ties (x/scale = k + 0.5: QONNX rounds half to even, FINN's thresholds
+    half up). Now brainsmith's conversion raises the thresholds above even integers by one
+    float32 step: every step matches the reference exactly, no tie, no error."""
+    checks = verified(built["residual_ties"])
+    assert len(checks) == len(DEFAULT_STEPS)
+    for check in checks.values():
+        assert check["ok"] and check["errors"] == 0 and check["ties"] == 0
+        assert check["max_error"] < 1e-6 and check["user"]["ties"] == 0
 
 
 @pytest.mark.xdist_group("ties")
@@ -109,13 +117,14 @@ def test_verify_none_checks_only_the_users_vectors(hub, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def residual(built):
-    """The cleaned reference, its verifier, and the build's model after qonnx_to_finn
-    (FINN's thresholds in place of the quantizers)."""
+def residual():
+    """The cleaned reference, its verifier, and the model after FINN's own conversion
+    (``ConvertQONNXtoFINN``: thresholds rounding half up in place of the quantizers)."""
+    from finn.transformation.qonnx.convert_qonnx_to_finn import ConvertQONNXtoFINN
+
     reference = cleanup_model(ModelWrapper(str(MODELS / "residual_ties.onnx")))
     verifier = Verifier(reference, 16)
-    saved = Path(built["residual_ties"].output_dir, "intermediate_models")
-    converted = ModelWrapper(str(next(saved.glob("*_qonnx_to_finn.onnx"))))
+    converted = cleanup_model(copy.deepcopy(reference).transform(ConvertQONNXtoFINN()))
     return reference, verifier, converted
 
 

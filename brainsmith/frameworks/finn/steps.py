@@ -32,7 +32,8 @@ FOLDING_RECORD = (  # the attributes FINN writes back after applying a folding c
 
 
 def qonnx_to_finn(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
-    """QONNX clean-up and conversion to FINN-ONNX, if the model has QONNX quantizers."""
+    """QONNX clean-up and conversion to FINN-ONNX, if the model has QONNX quantizers; the
+    thresholds in place of half-to-even quantizers round half to even too."""
     if not any(model.get_nodes_by_op_type(op) for op in QONNX_QUANTIZERS):
         return model
     from finn.transformation.qonnx.convert_qonnx_to_finn import ConvertQONNXtoFINN
@@ -41,10 +42,19 @@ def qonnx_to_finn(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper
     )
     from qonnx.util.cleanup import cleanup_model
 
+    from brainsmith.frameworks.finn.rounding import (
+        half_even_quantizers,
+        round_thresholds_half_even,
+    )
+
     bits = cfg.max_multithreshold_bit_width
-    return cleanup_model(model).transform(
+    model = cleanup_model(model)
+    quantizers = half_even_quantizers(model)
+    model = model.transform(
         ConvertQONNXtoFINN(filter_function=default_filter_function_generator(bits))
     )
+    round_thresholds_half_even(model, quantizers)
+    return model
 
 
 def tidy_up(model: ModelWrapper) -> ModelWrapper:

@@ -1,0 +1,85 @@
+"""FINN's thresholds made to round half to even, as the QONNX quantizers they replace do.
+
+QONNX's ``Quant`` (rounding mode ``ROUND``) rounds x/scale + zero point half to even; the
+``MultiThreshold`` FINN's conversion puts in its place counts the thresholds with
+``x >= t``, which rounds half up. A threshold lies on the boundary k + 0.5 between the
+integers k and k + 1; where k is even, half to even rounds the boundary itself down to k,
+so that threshold is raised to the next float32 above it: ``x >= t`` then fails exactly at
+the boundary and holds everywhere above it. Exact wherever x/scale is computed exactly (a
+power-of-two scale, as Brevitas's FINN-style quantizers have); elsewhere a value within float
+noise of a boundary remains a tie the verification counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+HALF_EVEN_MODES = ("ROUND", "HALF_EVEN")
+# a threshold whose x/scale + zero point lies this close (relative) to k + 0.5 is on it
+ON_BOUNDARY = 1e-6
+
+
+def half_even_quantizers(model: ModelWrapper) -> dict[str, tuple[np.ndarray, float]]:
+    """Output name -> (scale, zero point) of each activation ``Quant`` rounding half to even
+    with a positive scale and a scalar zero point."""
+    found: dict[str, tuple[np.ndarray, float]] = {}
+    for node in model.graph.node:
+        if node.op_type != "Quant" or model.get_initializer(node.input[0]) is not None:
+            continue
+        mode = next((a.s.decode() for a in node.attribute if a.name == "rounding_mode"), "ROUND")
+        scale, zero = model.get_initializer(node.input[1]), model.get_initializer(node.input[2])
+        if mode.upper() not in HALF_EVEN_MODES or scale is None or zero is None:
+            continue
+        if np.size(zero) != 1 or np.any(scale <= 0):
+            continue
+        found[node.output[0]] = (np.asarray(scale, dtype=np.float64), float(np.asarray(zero)))
+    return found
+
+
+def round_thresholds_half_even(
+    model: ModelWrapper, quantizers: dict[str, tuple[np.ndarray, float]]
+) -> int:
+    """Raise each threshold of a ``MultiThreshold`` that replaced one of ``quantizers`` and
+    lies on a boundary above an even integer to the next float32; the thresholds raised."""
+    raised = 0
+    for node in model.graph.node:
+        if node.op_type != "MultiThreshold":
+            continue
+        quantizer = _replaced(model, node.output[0], quantizers)
+        thresholds = model.get_initializer(node.input[1])
+        if quantizer is None or thresholds is None or thresholds.ndim != 2:
+            continue
+        scale, zero = quantizer
+        per_channel = scale.reshape(-1)
+        if per_channel.size not in (1, thresholds.shape[0]):
+            continue
+        steps = thresholds.astype(np.float64) / per_channel.reshape(-1, 1) + zero
+        lower = np.floor(steps)
+        on = np.abs(steps - (lower + 0.5)) <= ON_BOUNDARY * np.maximum(1.0, np.abs(steps))
+        even = on & (np.mod(lower, 2) == 0)
+        if not even.any():
+            continue
+        values = thresholds.astype(np.float32)
+        values[even] = np.nextafter(values[even], np.float32(np.inf))
+        model.set_initializer(node.input[1], values)
+        raised += int(even.sum())
+    return raised
+
+
+def _replaced(
+    model: ModelWrapper, tensor: str, quantizers: dict[str, tuple[np.ndarray, float]]
+) -> tuple[np.ndarray, float] | None:
+    """The quantizer whose output ``tensor`` becomes through FINN's constant Add/Mul chain."""
+    while tensor not in quantizers:
+        consumers = model.find_consumers(tensor) or []
+        if len(consumers) != 1 or consumers[0].op_type not in ("Add", "Mul"):
+            return None
+        step = consumers[0]
+        if step.input[0] != tensor or model.get_initializer(step.input[1]) is None:
+            return None
+        tensor = step.output[0]
+    return quantizers[tensor]
