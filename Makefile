@@ -33,6 +33,7 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.build_overhead --runs 9
 	@$(PY) -m benchmarks.finn_builder --runs 7
 	@$(PY) -m benchmarks.verify_cost --runs 3
+	@$(PY) -m benchmarks.ties
 	@$(PY) -m benchmarks.folding
 	@$(PY) -m benchmarks.explore --runs 3
 	@$(PY) -m benchmarks.rtlsim

@@ -554,6 +554,11 @@ def write(results: dict) -> None:
                 f"{', '.join(f'{x:.2f}' for x in data['load_average'])}); per step, step s / "
                 f"verification s: {steps}."
             )
+    ties = out / "ties.json"
+    if ties.exists():
+        from benchmarks.ties import table as ties_table
+
+        lines += ties_table(json.loads(ties.read_text()))
     folding = out / "folding.json"
     if folding.exists():
         from benchmarks.folding import table
