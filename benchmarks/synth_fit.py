@@ -739,11 +739,15 @@ def section(data: dict) -> list[str]:
         "not see: of its held-out points, 20 to 24 bits (divisor 4) is the one furthest off.",
         "",
         "Fitted the same way to compare, not shipped: what FINN does estimate (FINN's own "
-        "estimates stay). FINN's FIFO and width converter LUTs are furthest off: Yosys maps "
-        "a FIFO of 100 to 1,000 words to block RAM where FINN counts LUT-RAM, and a "
-        "narrowing converter's multiplexers to LUTs FINN does not count; neither a linear "
-        "model of the stream widths (above) nor FINN's follows fifo.sv's choice of storage "
-        "by depth and width. VVAU_rtl is not swept: FINN specialises a VVAU to RTL only for "
+        "estimates stay). FINN's FIFO and width converter LUTs are furthest off: this sweep "
+        "was synthesised before brainsmith wrote finn-rtllib's upper-case `RAM_STYLE` "
+        "attributes in lower case (the only spelling Yosys reads), so a FIFO of 100 to 1,000 "
+        "words that fifo.sv puts in LUT-RAM was counted in block RAM, and the FIFO and "
+        "Thresholding_rtl rows below await a new sweep; a narrowing converter's multiplexers "
+        "are LUTs FINN does not count. Neither a linear model of the stream widths (above) "
+        "nor FINN's follows fifo.sv's choice of storage by depth and width. The shipped "
+        "models have no memory with that attribute (the matrix unit is swept without its "
+        "weight memory). VVAU_rtl is not swept: FINN specialises a VVAU to RTL only for "
         "Versal parts (its RTL is built on DSP58), and Yosys maps no Versal family.",
         "",
         *table(data["checks"]),

