@@ -423,12 +423,9 @@ def test_every_generated_wrapper_gets_the_parameter_fix_and_add_multi_its_hoist(
     assert fixes == ["L_3_wrapper.v: parameters_before_ports", "add_multi.sv: hoist_leaf_loads"]
 
 
-@slow
-def test_a_narrow_weight_memory_of_640_words_in_lut_ram_is_synthesised(
-    hub, cache, tmp_path, monkeypatch
-):
-    """A matrix layer whose 640 x 4-bit weights stay in distributed RAM (CNV's last layer):
-    Yosys' own UltraScale LUT-RAM library offered a RAM its mapping file cannot map."""
+def matrix_layer(mw: int, mh: int, simd: int, pe: int, ram_style: str, seed: int):
+    """A 4-bit RTL matrix layer (MW x MH, random INT4 weights) with its weights on chip in
+    ``ram_style``, its RTL generated for PART."""
     import numpy as np
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
     from qonnx.core.datatype import DataType
@@ -436,20 +433,30 @@ def test_a_narrow_weight_memory_of_640_words_in_lut_ram_is_synthesised(
 
     from benchmarks.synth_fit import _model
     from brainsmith.frameworks.finn.env import prepare_finn
+
+    prepare_finn()
+    np.random.seed(seed)
+    weights = gen_finn_dt_tensor(DataType["INT4"], [mw, mh])
+    model = _model(
+        "MVAU", [("x", [1, mw])], [("y", [1, mh])], {"x": "UINT4", "w": "INT4"}, {"w": weights},
+        MW=mw, MH=mh, SIMD=simd, PE=pe, inputDataType="UINT4", weightDataType="INT4",
+        outputDataType="INT32", noActivation=1, binaryXnorMode=0,
+        mem_mode="internal_decoupled", ram_style=ram_style,
+    )  # fmt: skip
+    return model.transform(PrepareIP(PART, 5.0))
+
+
+@slow
+def test_a_narrow_weight_memory_of_640_words_in_lut_ram_is_synthesised(
+    hub, cache, tmp_path, monkeypatch
+):
+    """A matrix layer whose 640 x 4-bit weights stay in distributed RAM (CNV's last layer):
+    Yosys' own UltraScale LUT-RAM library offered a RAM its mapping file cannot map."""
     from brainsmith.synthesis.run import cache_root, synthesise_layer
     from brainsmith.synthesis.sources import synthesis_design
     from brainsmith.synthesis.yosys import find_yosys, lutram_library
 
-    prepare_finn()
-    np.random.seed(0)
-    weights = gen_finn_dt_tensor(DataType["INT4"], [64, 10])
-    model = _model(
-        "MVAU", [("x", [1, 64])], [("y", [1, 10])], {"x": "UINT4", "w": "INT4"}, {"w": weights},
-        MW=64, MH=10, SIMD=1, PE=1, inputDataType="UINT4", weightDataType="INT4",
-        outputDataType="INT32", noActivation=1, binaryXnorMode=0,
-        mem_mode="internal_decoupled", ram_style="distributed",
-    )  # fmt: skip
-    model = model.transform(PrepareIP(PART, 5.0))
+    model = matrix_layer(64, 10, 1, 1, "distributed", seed=0)
     design = synthesis_design(model, model.graph.node[0])
     monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
     result = synthesise_layer(design, "xcup", find_yosys(), cache_root(), str(tmp_path / "run"))
@@ -469,27 +476,11 @@ def test_a_weight_memory_is_synthesised_where_its_ram_style_puts_it(
 ):
     """1,024 words of 16-bit weights: in block RAM when built so, in LUT-RAM when built
     ``distributed`` (finn-rtllib's upper-case ``RAM_STYLE`` attribute was not read)."""
-    import numpy as np
-    from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
-    from qonnx.core.datatype import DataType
-    from qonnx.util.basic import gen_finn_dt_tensor
-
-    from benchmarks.synth_fit import _model
-    from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.synthesis.run import cache_root, synthesise_layer
     from brainsmith.synthesis.sources import synthesis_design
     from brainsmith.synthesis.yosys import find_yosys
 
-    prepare_finn()
-    np.random.seed(1)
-    weights = gen_finn_dt_tensor(DataType["INT4"], [128, 32])
-    model = _model(
-        "MVAU", [("x", [1, 128])], [("y", [1, 32])], {"x": "UINT4", "w": "INT4"}, {"w": weights},
-        MW=128, MH=32, SIMD=2, PE=2, inputDataType="UINT4", weightDataType="INT4",
-        outputDataType="INT32", noActivation=1, binaryXnorMode=0,
-        mem_mode="internal_decoupled", ram_style=style,
-    )  # fmt: skip
-    model = model.transform(PrepareIP(PART, 5.0))
+    model = matrix_layer(128, 32, 2, 2, style, seed=1)
     design = synthesis_design(model, model.graph.node[0])
     assert any(fix.endswith(": memory_style_names") for fix in design.fixes)
     monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
