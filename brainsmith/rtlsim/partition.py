@@ -38,6 +38,7 @@ from brainsmith.rtlsim.sources import (
     Stream,
     estimate_error,
     layer_design,
+    single_precision_file,
 )
 
 
@@ -51,7 +52,27 @@ def simulate_partition(
     interval: int | None = None,
 ) -> dict:
     """Simulate ``model`` (the dataflow partition) end to end on the samples whose Python
-    tensors are ``contexts``; returns the report.json ``stitched`` section.
+    tensors are ``contexts``; returns the report.json ``stitched`` section (``run_partition``
+    without float layers)."""
+    return run_partition(model, contexts, workdir, fpga_part, clock_ns, bounded, interval)[0]
+
+
+def run_partition(
+    model,
+    contexts,
+    workdir: str,
+    fpga_part: str,
+    clock_ns: float,
+    bounded: bool = False,
+    interval: int | None = None,
+    floats: bool = False,
+) -> tuple[dict, list[np.ndarray]]:
+    """Simulate ``model`` end to end on ``contexts``' inputs, compared with their outputs:
+    (the report.json ``stitched`` section, the simulated outputs of each frame).
+
+    ``floats``: single-precision float layers are simulated too, for the design's timing
+    (Verilator computes their ``shortreal`` in double); the result names them
+    (``approximate``), and a difference from Python is theirs or a real one, undecided.
 
     The FIFOs hold at most their ``depth`` with ``bounded`` (a FIFO too shallow shows as a
     lower throughput or a stall), else they are unbounded; either way the design is the same
@@ -69,10 +90,12 @@ def simulate_partition(
     began = time.perf_counter()
     result: dict = {"status": NOT_SIMULATED}
     try:
-        stitched, chain = _stitch(model, os.path.join(workdir, "code"), fpga_part, clock_ns)
+        stitched, chain = _stitch(
+            model, os.path.join(workdir, "code"), fpga_part, clock_ns, floats=floats
+        )
     except NotSimulated as exc:
         result["reason"] = str(exc)
-        return result
+        return result, []
     from qonnx.custom_op.registry import getCustomOp
 
     source, sink = model.graph.input[0].name, model.graph.output[0].name
@@ -83,7 +106,7 @@ def simulate_partition(
         compiled = compile_layer(stitched, toolchain, workdir)
     except CompileError as exc:  # it could be simulated here, but was not: a failure
         result.update(status=FAILED, reason=f"{toolchain.label} cannot compile it: {exc}")
-        return result
+        return result, []
     result.update(compile_seconds=round(compiled.seconds, 3), compile_cached=compiled.cached)
     frames = [[context[source]] for context in contexts]
     wanted = [context[sink] for context in contexts]
@@ -110,7 +133,7 @@ def simulate_partition(
                 wave = paced = run(math.ceil(wave.cycles_per_frame))
     except SimulationFailed as exc:
         result.update(status=FAILED, reason=str(exc))
-        return result
+        return result, []
     got = [outputs[0] for outputs in wave.outputs]
     differing = [i for i, (a, b) in enumerate(zip(got, wanted, strict=True)) if _differs(a, b)]
     result.update(
@@ -136,9 +159,21 @@ def simulate_partition(
             estimate_tolerance=ESTIMATE_TOLERANCE,
             within_tolerance=abs(error) <= ESTIMATE_TOLERANCE,
         )
+    approximate = float_layers(model, chain) if floats else []
+    if approximate:
+        result["approximate"] = approximate
     if differing:
         result["reason"] = f"frames {differing} differ from the Python execution"
-    return result
+    return result, got
+
+
+def float_layers(model, nodes) -> list[str]:
+    """The names of ``nodes`` with single-precision float arithmetic."""
+    return [
+        node.name
+        for node in nodes
+        if single_precision_file(layer_design(model, node, floats=True).files)
+    ]
 
 
 def fifo_depths(chain) -> dict[str, int]:
@@ -156,11 +191,14 @@ def _differs(got: np.ndarray, want: np.ndarray) -> bool:
     return not np.array_equal(got, np.asarray(want, dtype=np.float32).reshape(got.shape))
 
 
-def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool = False):
+def _stitch(
+    model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool = False, floats: bool = False
+):
     """(the stitched LayerDesign, its nodes in graph order). Its FIFOs take their depth when
     the simulation starts (``brainsmith_fifo_sim``); with ``fixed`` they are FINN's
-    ``fifo.sv`` of their ``depth``, for synthesis and other simulators."""
-    reason = unstitchable(model)
+    ``fifo.sv`` of their ``depth``, for synthesis and other simulators; ``floats``: float
+    layers are stitched too."""
+    reason = unstitchable(model, floats)
     if reason:
         raise NotSimulated(reason)
     try:
@@ -170,7 +208,7 @@ def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool =
             f"FINN could not insert width converters and FIFOs: {type(exc).__name__}: {exc}"
         ) from exc
     nodes = list(full.graph.node)
-    designs = [layer_design(full, node) for node in nodes]
+    designs = [layer_design(full, node, floats=floats) for node in nodes]
     if fixed:
         for design in designs:
             if design.op_type.startswith("StreamingFIFO"):
@@ -192,10 +230,10 @@ def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool =
     return _top(full, nodes, designs, runtime_depths=not fixed), nodes
 
 
-def unstitchable(model) -> str:
+def unstitchable(model, floats: bool = False) -> str:
     """Why ``model`` cannot be simulated whole ("" when it can): HLS layers, more than one
-    input or output stream, a layer that cannot be simulated, a tensor read twice without a
-    ``DuplicateStreams``."""
+    input or output stream, a layer that cannot be simulated (a float layer unless
+    ``floats``), a tensor read twice without a ``DuplicateStreams``."""
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
     if hls:
         more = ", ..." if len(hls) > 5 else ""
@@ -204,7 +242,7 @@ def unstitchable(model) -> str:
         return "the partition has more than one input or output stream"
     for node in model.graph.node:
         try:
-            layer_design(model, node)
+            layer_design(model, node, floats=floats)
         except NotSimulated as exc:
             return f"{node.name}: {exc}"
         for tensor in node.output:
@@ -219,7 +257,7 @@ def unstitchable(model) -> str:
 def stitched_design(model, code_dir: str, fpga_part: str, clock_ns: float):
     """(the whole partition as one LayerDesign with FINN's FIFOs of their depths, its nodes);
     NotSimulated when it cannot be stitched, with the reason."""
-    return _stitch(model, code_dir, fpga_part, clock_ns, fixed=True)
+    return _stitch(model, code_dir, fpga_part, clock_ns, fixed=True, floats=True)
 
 
 def write_stitched(design: LayerDesign, folder: str, top: str = "accelerator") -> list[str]:

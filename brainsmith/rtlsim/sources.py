@@ -86,10 +86,11 @@ class LayerDesign:
     depths: list[str] = field(default_factory=list)  # top inputs set before reset (FIFO depths)
 
 
-def layer_design(model, node, simulated: bool = True) -> LayerDesign:
+def layer_design(model, node, simulated: bool = True, floats: bool = False) -> LayerDesign:
     """The design of ``node`` (a ModelWrapper node); raises NotSimulated with the reason.
     ``simulated=False`` (for synthesis): without the checks that only simulation needs
-    (parameters streamed in, single-precision float)."""
+    (parameters streamed in, single-precision float); ``floats``: single-precision float
+    layers are simulated too, for their timing (their results are computed in double)."""
     from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
     from qonnx.custom_op.registry import getCustomOp
 
@@ -134,23 +135,31 @@ def layer_design(model, node, simulated: bool = True) -> LayerDesign:
         _with_weight_streamer(design, op, streamer, pumped)
     elif _has_port(files, top, "ap_clk2x"):
         design.clk2x = "double" if pumped else "same"
-    if simulated:
+    if simulated and not floats:
         _refuse_single_precision(design.files)
     return design
+
+
+def single_precision_file(files: list[str]) -> str:
+    """The first of ``files`` with single-precision float arithmetic ("" when none is)."""
+    for path in files:
+        with open(path, errors="replace") as handle:
+            text = handle.read()
+        if "$shortrealtobits" in text or "$bitstoshortreal" in text:
+            return path
+    return ""
 
 
 def _refuse_single_precision(files: list[str]) -> None:
     """finn-rtllib models IEEE single precision with ``shortreal``; Verilator computes it as
     double (``real``), so such a layer would differ from Python for the simulator's sake."""
-    for path in files:
-        with open(path, errors="replace") as handle:
-            text = handle.read()
-        if "$shortrealtobits" in text or "$bitstoshortreal" in text:
-            raise NotSimulated(
-                f"single-precision float arithmetic ({os.path.basename(path)} uses shortreal): "
-                "Verilator computes shortreal as double (verilator/verilator#6132), so its "
-                "results would not be the hardware's"
-            )
+    path = single_precision_file(files)
+    if path:
+        raise NotSimulated(
+            f"single-precision float arithmetic ({os.path.basename(path)} uses shortreal): "
+            "Verilator computes shortreal as double (verilator/verilator#6132), so its "
+            "results would not be the hardware's"
+        )
 
 
 def _stream(port: str, width: int) -> Stream:

@@ -13,6 +13,10 @@ The model keeps the converters and sized FIFOs, the sizing is written to
 ``report/fifo_sizing.json``, and the whole accelerator as plain SystemVerilog (a top module
 and a file list) to ``stitched_rtl/``.
 
+Single-precision float layers (a residual's scale, LayerNorm, Softmax) are simulated for their
+timing: Verilator computes their ``shortreal`` in double, so with them the design may differ
+from Python, and the sized design must give exactly what the unbounded one gave instead.
+
 ``fifo_depths``, a step of the default blueprint, sizes FIFOs this way whenever it can (every
 layer RTL, Verilator installed, ``build.size_fifos`` not false, at most ``CYCLE_BUDGET``
 cycles to simulate); otherwise it keeps FINN's depths and says why in the report.
@@ -75,7 +79,7 @@ def sizing_unavailable(model) -> str:
             f"{' ...' if len(hls) > 5 else ''} (build with --prefer rtl where the layers have "
             "RTL backends)"
         )
-    reason = unstitchable(model)
+    reason = unstitchable(model, floats=True)
     if reason:
         return f"the design cannot be simulated whole: {reason}"
     try:
@@ -130,7 +134,12 @@ def size_fifos(model, cfg):
     full = with_converters_and_fifos(model, os.path.join(folder, "code"), part, clock)
     contexts = layer_tensors(full, random_frames(full, FRAMES), os.path.join(folder, "python"))
     estimate = max(int(getCustomOp(n).get_exp_cycles()) for n in full.graph.node)
-    free = _simulated(full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate)
+    free, outputs = _simulated(
+        full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate
+    )
+    if free.get("approximate"):  # the sized design must give what the unbounded one gave
+        sink = full.graph.output[0].name
+        contexts = [{**c, sink: out} for c, out in zip(contexts, outputs, strict=True)]
     depths = {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free["fifos"]}
     fifos = {n.name: getCustomOp(n) for n in full.graph.node if n.name in depths}
     attempts = []
@@ -138,7 +147,7 @@ def size_fifos(model, cfg):
         for name, layer in fifos.items():
             layer.set_nodeattr("depth", depths[name])
         workdir = os.path.join(folder, f"bounded-{attempt}")
-        sized = _simulated(full, contexts, workdir, part, clock, 0)
+        sized, _ = _simulated(full, contexts, workdir, part, clock, 0)
         attempts.append({"depths": dict(depths), "cycles_per_frame": sized["cycles_per_frame"]})
         if sized["cycles_per_frame"] <= free["cycles_per_frame"] + 1:
             break
@@ -168,12 +177,30 @@ def size_fifos(model, cfg):
         "fifos": [{**f, "depth": depths[f["name"]]} for f in free["fifos"]],
         "total_depth": sum(depths.values()),
         "attempts": attempts,
+        **_float_record(free),
         "compile_seconds": free["compile_seconds"],
         "simulations": free["runs"] + len(attempts),
         "seconds": round(time.perf_counter() - began, 3),
     }
     write_json(_record_path(cfg), record)
+    if free.get("approximate"):
+        context_of(cfg).notes.append(
+            f"FIFO depths sized with the float layers {', '.join(free['approximate'])} "
+            "simulated for their timing (Verilator computes shortreal as double); the sized "
+            "design gave the same outputs as with unbounded FIFOs"
+        )
     return full
+
+
+def _float_record(free: dict) -> dict:
+    """fifo_sizing.json's facts about float layers simulated for their timing."""
+    if not free.get("approximate"):
+        return {}
+    return {
+        "float_layers": free["approximate"],
+        "float_layers_note": "simulated for timing: Verilator computes shortreal as double",
+        "matches_python": free["status"] == "match",
+    }
 
 
 def _record_path(cfg) -> str:
@@ -193,14 +220,18 @@ def random_frames(model, count: int) -> list[list]:
     ]
 
 
-def _simulated(model, contexts, workdir: str, part: str, clock: float, interval: int) -> dict:
-    """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0)
-    the FIFOs of their depths, flat out."""
-    from brainsmith.rtlsim.partition import simulate_partition
+def _simulated(
+    model, contexts, workdir: str, part: str, clock: float, interval: int
+) -> tuple[dict, list]:
+    """The stitched simulation, float layers included for their timing: unbounded FIFOs at
+    ``interval`` cycles per frame, or (0) the FIFOs of their depths, flat out; (its result,
+    its outputs). Unbounded, a design with float layers may differ from Python (computed in
+    double); bounded, it must give ``contexts``' outputs."""
+    from brainsmith.rtlsim.partition import run_partition
 
     bounded = interval == 0
-    result = simulate_partition(
-        model, contexts, workdir, part, clock, bounded=bounded, interval=interval
+    result, outputs = run_partition(
+        model, contexts, workdir, part, clock, bounded=bounded, interval=interval, floats=True
     )
     status = result.get("status")
     if not bounded and status in ("not simulated", "failed"):  # not run: no verdict on results
@@ -208,7 +239,8 @@ def _simulated(model, contexts, workdir: str, part: str, clock: float, interval:
             f"the unbounded simulation {status}: {result.get('reason', '')}",
             "run brainsmith verify-rtl on the build folder to find the layer",
         )
-    if status != "match" or not result.get("cycles_per_frame"):
+    approximate = not bounded and status == "mismatch" and result.get("approximate")
+    if (status != "match" and not approximate) or not result.get("cycles_per_frame"):
         kind = "with the sized FIFOs" if bounded else "with unbounded FIFOs"
         raise StepError(
             f"the accelerator {kind} did not simulate correctly: {result.get('status')}: "
@@ -216,4 +248,4 @@ def _simulated(model, contexts, workdir: str, part: str, clock: float, interval:
             "run brainsmith verify-rtl on the build folder to find the layer",
             model,
         )
-    return result
+    return result, outputs
