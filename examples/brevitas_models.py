@@ -226,9 +226,13 @@ def export(name: str, folder: Path = MODELS, seed: int = SEED, make=None) -> Pat
     generator = torch.Generator().manual_seed(seed + 1)
     inputs = torch.rand(VECTORS, *shape[1:], generator=generator) * 2 - 1
     with torch.no_grad():
-        expected = torch.cat([net(inputs[i : i + 1]) for i in range(VECTORS)])
+        outputs = [net(inputs[i : i + 1]) for i in range(VECTORS)]
     np.save(folder / f"{name}_input.npy", inputs.numpy().astype(np.float32))
-    np.save(folder / f"{name}_expected.npy", expected.numpy().astype(np.float32))
+    if isinstance(outputs[0], tuple):  # several outputs: one array each, in order
+        each = [torch.cat([o[k] for o in outputs]).numpy() for k in range(len(outputs[0]))]
+        np.savez(folder / f"{name}_expected.npz", *(e.astype(np.float32) for e in each))
+    else:
+        np.save(folder / f"{name}_expected.npy", torch.cat(outputs).numpy().astype(np.float32))
     return path
 
 

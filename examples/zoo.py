@@ -548,6 +548,45 @@ def clamped_mlp(
     return Clamped(), (1, features)
 
 
+def two_heads(
+    channels: int = 8,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    image: int = 8,
+    classes: tuple[int, int] = (10, 4),
+) -> Network:
+    """One convolutional trunk (two convolutions, a max pool) forked into two classifier
+    heads: a model with two outputs, as multi-task networks have."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    features = channels * (image // 2) ** 2
+
+    class TwoHeads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.trunk = nn.Sequential(
+                _act(8, signed=True),
+                _conv(3, channels, 3, weight_bits),
+                nn.BatchNorm2d(channels),
+                _act(act_bits),
+                nn.MaxPool2d(2),
+                _conv(channels, channels, 3, weight_bits),
+                nn.BatchNorm2d(channels),
+                _act(act_bits),
+            )
+            self.heads = nn.ModuleList(
+                qnn.QuantLinear(features, n, bias=False, **_weights(weight_bits)) for n in classes
+            )
+
+        def forward(self, x):
+            y = torch.flatten(self.trunk(x), 1)
+            return tuple(head(y) for head in self.heads)
+
+    return TwoHeads(), (1, 3, image, image)
+
+
 def encoder(
     dim: int = 32,
     heads: int = 2,
@@ -627,6 +666,7 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
     "resnet8": (resnet8, "ResNet stem + 2 basic blocks (1x1 stride-2 shortcut), 4-bit", True),
     "residual_identity": (residual_identity, "residual block adding its quantized input", True),
     "encoder_mlp": (encoder_mlp, "transformer MLP: LayerNorm, 32-64-32 linear, 4-bit", True),
+    "two_heads": (two_heads, "a conv trunk forked into two classifier heads (2 outputs)", True),
     "encoder_layer": (
         encoder,
         "transformer encoder layer: 2-head attention, residuals, LayerNorm, MLP; 4-bit weights",
@@ -669,11 +709,24 @@ def verify(path: Path) -> float:
 
     model = cleanup_model(ModelWrapper(str(path)))
     inputs = np.load(path.with_name(f"{path.stem}_input.npy"))
-    expected = np.load(path.with_name(f"{path.stem}_expected.npy"))
-    source, sink = model.graph.input[0].name, model.graph.output[0].name
-    outputs = np.stack([execute_onnx(model, {source: x[None]})[sink][0] for x in inputs])
-    scale = float(np.abs(expected).max()) or 1.0  # absolute when torch's outputs are all 0
-    return float(np.abs(outputs - expected).max()) / scale
+    source = model.graph.input[0].name
+    results = [execute_onnx(model, {source: x[None]}) for x in inputs]
+    worst = 0.0
+    for sink, expected in zip(model.graph.output, expected_outputs(path), strict=True):
+        outputs = np.stack([result[sink.name][0] for result in results])
+        scale = float(np.abs(expected).max()) or 1.0  # absolute when torch's are all 0
+        worst = max(worst, float(np.abs(outputs - expected).max()) / scale)
+    return worst
+
+
+def expected_outputs(path: Path) -> list[np.ndarray]:
+    """The torch outputs saved beside ``path``: ``_expected.npy``, or for a model with
+    several outputs ``_expected.npz`` (one array per output, in order)."""
+    archive = path.with_name(f"{path.stem}_expected.npz")
+    if archive.exists():
+        with np.load(archive) as arrays:
+            return [arrays[f"arr_{i}"] for i in range(len(arrays.files))]
+    return [np.load(path.with_name(f"{path.stem}_expected.npy"))]
 
 
 def main(argv: list[str]) -> list[Path]:

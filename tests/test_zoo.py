@@ -41,6 +41,7 @@ VARIANTS = {
     "encoder_w6a5": "encoder_mlp(dim=24, hidden=40, sequence=8, weight_bits=6, act_bits=5)",
     "encoder_h4_w6a6": "encoder(dim=48, heads=4, hidden=96, sequence=12, weight_bits=6, "
     "act_bits=6)",
+    "two_heads_w3a2": "two_heads(channels=6, weight_bits=3, act_bits=2, image=12, classes=(7, 3))",
 }
 
 
@@ -69,9 +70,15 @@ def build(model: Path, out: Path, **options):
         str(out),
         verify="each",
         input_npy=str(model.with_name(model.stem + "_input.npy")),
-        expected_npy=str(model.with_name(model.stem + "_expected.npy")),
+        expected_npy=str(expected_file(model)),
         **options,
     )
+
+
+def expected_file(model: Path) -> Path:
+    """The torch outputs beside ``model``: one array, or an archive of one per output."""
+    archive = model.with_name(model.stem + "_expected.npz")
+    return archive if archive.exists() else model.with_name(model.stem + "_expected.npy")
 
 
 def assert_built_and_matches_torch(result) -> None:

@@ -11,6 +11,7 @@ from brainsmith import interrupts
 from brainsmith.builder.blame import Earlier, failing_transform, verify_step
 from brainsmith.builder.failure import OUTPUT_ERRORS, fail, fail_output
 from brainsmith.builder.state import BuildRun, Step
+from brainsmith.builder.wiring import wiring_error
 from brainsmith.errors import StepError
 from brainsmith.files import DiskFull, disk_full, save_model
 from brainsmith.metrics import span
@@ -104,6 +105,13 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
     if not had_parent:
         _adopt_finn_parent(run)
     record.model = _save_model(run, model, index, step.name, had_parent)
+    broken = wiring_error(step.name, model, run.context.dataflow_parent)
+    if broken:
+        hint = (
+            f"the graph the step left is {record.model}; a blueprint transform in this step "
+            "may be the cause (remove it to see), else report it with the model"
+        )
+        fail(run, model, index, broken, hint)
     return model
 
 

@@ -52,6 +52,7 @@ MAX_MODEL_BYTES = 2**31 - 1
 # half a minute to streamline, 1,000 nodes over five minutes): beyond this a build would not
 # finish, so a larger model is refused before any work (``BRAINSMITH_MAX_NODES`` raises it).
 MAX_NODES = 4096
+MAX_ARCHIVE_ARRAYS = 64  # arrays in an --expected .npz (one per output)
 # FINN's and QONNX's passes copy every node and print it as text (QONNX's shape inference
 # matches nodes by their text), hundreds of times a build: a node attribute of megabytes
 # makes each pass take seconds (2,000,000 ints: check took six minutes). Real
@@ -365,7 +366,8 @@ def _shape(tensor: onnx.ValueInfoProto) -> tuple[int, ...] | None:
 
 
 def load_vectors(checked: CheckedModel, input_path: str, expected_path: str) -> Vectors:
-    """(samples, expected outputs) from ``--input``/``--expected``, checked against the model."""
+    """(samples, expected outputs) from ``--input``/``--expected``, checked against the model:
+    one array for a model with one output, else an ``.npz`` keyed by output name."""
     proto = checked.proto
     inputs, outputs = graph_inputs(proto), list(proto.graph.output)
     if len(inputs) != 1:
@@ -375,40 +377,113 @@ def load_vectors(checked: CheckedModel, input_path: str, expected_path: str) -> 
             f"({', '.join(i.name for i in inputs)})",
             "verify this model without your own vectors",
         )
-    if len(outputs) != 1:
-        raise InputError(
-            "expected",
-            f"{option('expected')} takes one array, but the model has {len(outputs)} outputs",
-            "verify this model without your own vectors",
-        )
     x = _array("input", input_path)
-    y = _array("expected", expected_path)
-    in_shape = _shape(inputs[0])
-    samples = _split("input", input_path, x, in_shape, inputs[0].name)
+    samples = _split("input", input_path, x, _shape(inputs[0]), inputs[0].name)
     _check_range(proto, inputs[0].name, samples, input_path)
-    out_shape = _shape(outputs[0])
-    if out_shape is None:  # shape unknown before shape inference: split evenly
-        if y.size % len(samples):
+    arrays = _expected_arrays(expected_path, [o.name for o in outputs])
+    per_output = [
+        _expected(expected_path, arrays[o.name], _shape(o), o.name, len(samples), input_path)
+        for o in outputs
+    ]
+    return [(s,) for s in samples], [list(e) for e in zip(*per_output, strict=True)]
+
+
+def _expected_arrays(path: str, names: list[str]) -> dict[str, np.ndarray]:
+    """Each output's expected array: ``path``'s one array (one output), or its ``.npz``
+    archive's array of that output's name."""
+    flag = option("expected")
+    how = (
+        "save one array per output in the model's order, numpy.savez(path, "
+        f"{', '.join(f'y{i}' for i in range(len(names)))}), or keyed by output name, "
+        f"numpy.savez(path, **{{{', '.join(f'{n!r}: ...' for n in names)}}})"
+    )
+    if not _is_archive(path):
+        if len(names) != 1:
             raise InputError(
                 "expected",
-                f"{option('expected')} {expected_path} has {y.size} values, which do not split "
-                f"into {len(samples)} outputs (one per sample in {option('input')} {input_path})",
-                "give one expected output per input sample",
+                f"{flag} {path} is one array, but the model has {len(names)} outputs "
+                f"({', '.join(names)})",
+                how,
             )
-        expected = list(y.reshape(len(samples), -1))
-    elif y.size == len(samples) * math.prod(out_shape) and y.shape[1:] != out_shape[1:]:
-        # FINN's own test data: labels (N,) for a TopK output (1, 1), and the like.
-        expected = [e.astype("float32") for e in y.reshape(len(samples), *out_shape)]
-    else:
-        expected = _split("expected", expected_path, y, out_shape, outputs[0].name)
-    if len(expected) != len(samples):
+        return {names[0]: _array("expected", path)}
+    arrays = _archive("expected", path)
+    positional = [f"arr_{i}" for i in range(len(names))]  # numpy.savez's unnamed arrays
+    if sorted(arrays) == sorted(positional):
+        return {name: arrays[key] for name, key in zip(names, positional, strict=True)}
+    missing = [n for n in names if n not in arrays]
+    unknown = sorted(set(arrays) - set(names))
+    if missing or unknown:
         raise InputError(
             "expected",
-            f"{option('expected')} {expected_path} holds {len(expected)} output(s) of shape "
-            f"{out_shape}, but {option('input')} {input_path} holds {len(samples)} sample(s)",
+            f"{flag} {path} holds the arrays {', '.join(sorted(arrays)) or 'none'}, but the "
+            f"model's outputs are {', '.join(names)}"
+            + (f" (missing: {', '.join(missing)})" if missing else "")
+            + (f" (not outputs: {', '.join(unknown)})" if unknown else ""),
+            how,
+        )
+    return arrays
+
+
+def _expected(
+    path: str, y: np.ndarray, shape: tuple[int, ...] | None, name: str, count: int, inputs: str
+) -> list[np.ndarray]:
+    """Output ``name``'s expected values from ``y``, one per sample of ``inputs``."""
+    if shape is None:  # shape unknown before shape inference: split evenly
+        if y.size % count:
+            raise InputError(
+                "expected",
+                f"{option('expected')} {path} has {y.size} values for {name}, which do not "
+                f"split into {count} outputs (one per sample in {option('input')} {inputs})",
+                "give one expected output per input sample",
+            )
+        expected = list(y.reshape(count, -1))
+    elif y.size == count * math.prod(shape) and y.shape[1:] != shape[1:]:
+        # FINN's own test data: labels (N,) for a TopK output (1, 1), and the like.
+        expected = [e.astype("float32") for e in y.reshape(count, *shape)]
+    else:
+        expected = _split("expected", path, y, shape, name)
+    if len(expected) != count:
+        raise InputError(
+            "expected",
+            f"{option('expected')} {path} holds {len(expected)} output(s) of shape "
+            f"{shape} for {name}, but {option('input')} {inputs} holds {count} sample(s)",
             "give one expected output per input sample, in the same order",
         )
-    return [(s,) for s in samples], [[e] for e in expected]
+    return expected
+
+
+def _is_archive(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2) == b"PK"
+    except OSError:
+        return False  # _array names the problem
+
+
+def _archive(what: str, path: str) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` archive ``path``, each checked as ``_array`` checks one."""
+    import zipfile
+
+    import numpy as np
+
+    flag = option(what)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            names = list(archive.files)
+            if len(names) > MAX_ARCHIVE_ARRAYS:
+                raise InputError(
+                    what, f"{flag} {path} holds {len(names)} arrays", "save one per output"
+                )
+            arrays = {name: archive[name] for name in names}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(
+            what,
+            f"{flag} {path} is not a readable .npz archive of numbers: {exc}",
+            "save it with numpy.savez(path, output_name=array, ...)",
+        ) from exc
+    for name, data in arrays.items():
+        _check_values(what, f"{path} ({name})", data)
+    return arrays
 
 
 def _array(what: str, path: str) -> np.ndarray:
@@ -432,6 +507,15 @@ def _array(what: str, path: str) -> np.ndarray:
         ) from exc
     except (OSError, EOFError) as exc:
         raise InputError(what, f"{flag} {path} is a damaged .npy file: {exc}", save) from exc
+    _check_values(what, path, data)
+    return data
+
+
+def _check_values(what: str, path: str, data: np.ndarray) -> None:
+    """Real, finite numbers, at least one."""
+    import numpy as np
+
+    flag = option(what)
     if data.dtype.kind not in "biuf":
         raise InputError(
             what,
@@ -447,7 +531,6 @@ def _array(what: str, path: str) -> np.ndarray:
             f"{flag} {path} holds {bad} NaN or infinite value(s)",
             "give finite numbers (a NaN compares unequal to everything)",
         )
-    return data
 
 
 def _split(

@@ -46,7 +46,8 @@ from brainsmith.cli.output import console
     "--expected",
     "expected_npy",
     type=click.Path(dir_okay=False),
-    help="Expected outputs (.npy) for --input.",
+    help="Expected outputs for --input: an .npy, or for a model with several outputs an .npz "
+    "of one array per output (in the model's order, or keyed by output name).",
 )
 @click.option(
     "--metrics-port",

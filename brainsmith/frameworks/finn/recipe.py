@@ -245,9 +245,10 @@ def convert_to_hw(
     Rewrites and the transforms that leave a scale behind are followed by streamlining when
     they changed the graph, so the scales they move reach the thresholds.
     """
-    from finn.transformation.move_reshape import RemoveCNVtoFCFlatten
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.reorder import MoveScalarLinearPastInvariants
+
+    from brainsmith.frameworks.finn.flatten import RemoveFlattenForks
 
     first = [*rewrites, *(n for n in names if short_name(n) in SCALE_LEAVING_TRANSFORMS)]
     last = [n for n in names if short_name(n) in LAYOUT_TRANSFORMS]
@@ -261,7 +262,7 @@ def convert_to_hw(
     for name in middle:
         model = model.transform(make(name))
         if short_name(name) == "InferConvInpGen":
-            model = model.transform(RemoveCNVtoFCFlatten())
+            model = model.transform(RemoveFlattenForks())
     model = fix_layouts(model)
     for name in last:
         model = model.transform(make(name))
@@ -270,14 +271,15 @@ def convert_to_hw(
 
 def fix_layouts(model):
     """FINN's clean-up after conversion: cancel transpose pairs, absorb the transpose and
-    flatten between the last convolution and the first fully connected layer."""
-    from finn.transformation.move_reshape import RemoveCNVtoFCFlatten
+    flatten between the last convolution and the fully connected layers reading it."""
     from finn.transformation.streamline.absorb import AbsorbConsecutiveTransposes
     from qonnx.transformation.infer_data_layouts import InferDataLayouts
     from qonnx.transformation.infer_shapes import InferShapes
 
     model = model.transform(AbsorbConsecutiveTransposes())
-    model = model.transform(RemoveCNVtoFCFlatten())
+    from brainsmith.frameworks.finn.flatten import RemoveFlattenForks
+
+    model = model.transform(RemoveFlattenForks())
     model = _tidy(model).transform(InferDataLayouts()).transform(InferShapes())
     return model
 
