@@ -165,3 +165,39 @@ def test_the_folding_search_is_a_design_space_dimension(tmp_path):
     assert "2 variants" in out and "build.folding x2" in out
     assert "v00: steps 6-13 folding" in out and "[build.folding={'search': 'finn'}]" in out
     assert "    - search: finn\n      mvau_wwidth_max: 36\n" in out
+
+
+def test_memories_are_spread_over_lut_ram_and_block_ram_on_the_users_part(hub, tmp_path):
+    """A binarized MLP with wide layers (as LFC) for a ZCU104 at 100,000 fps: each layer's
+    cheapest folding alone puts every weight in LUT-RAM (48 % of the part's LUTs, no block
+    RAM); the search moves layers to block RAM while that lowers the most used resource, to
+    less than all weights in either memory would use."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from tests.test_zoo import export
+
+    export(tmp_path, {"lfc_w1a2": "tfc(1, 2, hidden=(768, 768, 768))"})
+    part = "xczu7ev-ffvc1156-2-e"
+    available = part_resources(part)[0]
+    head = brainsmith.build(
+        str(tmp_path / "lfc_w1a2.onnx"), None, str(tmp_path / "head"), stop_after=5,
+        verify="none", options={"fpga_part": part},
+    )  # fmt: skip
+    model = ModelWrapper(head.checkpoint.model)
+    result = fold(model, 2000, part, available)
+    assert result.cycles <= 2000
+    matrices = [getCustomOp(n) for n in model.graph.node if n.op_type.startswith("MVAU")]
+    styles = {layer.get_nodeattr("ram_style") for layer in matrices}
+    assert {"distributed", "block"} <= styles, styles
+
+    def peak(style: str) -> float:
+        for layer in matrices:
+            layer.set_nodeattr("ram_style", style)
+        totals = dict.fromkeys(COSTED, 0.0)
+        for node in model.graph.node:
+            if node.domain.startswith("finn.custom_op.fpgadataflow"):
+                for key, value in estimate(getCustomOp(node), part).items():
+                    totals[key] += value
+        return max(totals[key] / available[key] for key in COSTED if available[key])
+
+    assert result.utilisation < min(peak("distributed"), peak("block")) - 0.05

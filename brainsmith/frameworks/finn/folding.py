@@ -13,10 +13,13 @@ A plugin's layer that FINN does not know is folded the same way as a matrix laye
 attributes its ``@kernel(folding={"PE": "NumChannels"})`` declares (each a divisor of the
 attribute it names), by its own cycle and resource estimates.
 
-Then the design is balanced and fitted: when a layer cannot reach the target, every layer
-is folded again for that layer's cycles (none faster than the slowest needs); when the
+Then the design is balanced, fitted and spread: when a layer cannot reach the target, every
+layer is folded again for that layer's cycles (none faster than the slowest needs); when the
 estimated resources exceed ``max_utilisation`` of the part, the smallest cycle budget that
-fits is searched by bisection. The result names the bottleneck layer and what limits it.
+fits is searched by bisection; then, since each layer's cheapest folding alone may spend one
+resource while another stays unused (every weight in LUT-RAM, no block RAM), layers move to
+other foldings that meet the budget while each move lowers the design's most used resource
+as a share of the part. The result names the bottleneck layer and what limits it.
 """
 
 from __future__ import annotations
@@ -36,16 +39,17 @@ MATRIX_LAYERS = ("MVAU_hls", "MVAU_rtl")
 WIDEST_STREAM = 8191  # bits: the widest HLS integer (ap_uint), FINN's MAX_ALLOWED_AP_INT_W
 HLS_INPUT_BUFFER = 1024  # an HLS matrix layer needs SIMD >= MW / 1024
 COSTED = RESOURCES  # the resources a folding's cost counts
+SPREAD_MOVES = 256  # layers moved to another folding to spread the resources used
+SPREAD_GAIN = 0.01  # of the part: a spread folding is kept if its most used resource is less
 MAX_CANDIDATES = 4096  # foldings of one declared layer that are estimated
 
 
 @dataclass
 class Choice:
-    """A matrix layer's folding and what it costs."""
+    """A matrix layer's folding, its cycles and its estimated resources."""
 
     attributes: dict[str, Any]
     cycles: int
-    cost: float
     resources: dict[str, float]
 
 
@@ -107,7 +111,46 @@ def fold(model, target_cycles: int, part: str, available: dict[str, int] | None,
     if fitted:
         budget = _fitting_budget(search, model, budget, max_utilisation)
         cycles = search.apply(model, budget)
+    if available:
+        cycles = _spread(search, model, budget)
     return search.result(model, target_cycles, first, cycles, fitted, max_utilisation)
+
+
+def _spread(search: _Search, model, budget: int) -> dict[str, int]:
+    """Move layers to other foldings that meet ``budget`` (weights from LUT-RAM to block
+    RAM, say) while each move lowers the design's most used resource, as a share of the
+    part: the cheapest folding of each layer alone can spend one resource where another is
+    left unused. Kept only if the most used resource drops by ``SPREAD_GAIN`` of the part or
+    more. Returns each layer's cycles."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    layers = {name: getCustomOp(model.get_node_from_name(name)) for name in search.chosen}
+    chosen = dict(search.chosen)
+    totals: dict[str, float] = dict(search.totals(model))
+    start = peak = search.peak(totals)
+    for _ in range(SPREAD_MOVES):
+        top = max(
+            (k for k in COSTED if search.available.get(k)), key=lambda k: search.share(totals, k)
+        )
+        move: tuple[float, str, Choice, dict[str, float]] | None = None
+        for name, current in chosen.items():
+            for option in search.options[name]:
+                if option.cycles > budget or option.resources[top] >= current.resources[top]:
+                    continue
+                after: dict[str, float] = {
+                    k: totals[k] - current.resources[k] + option.resources[k] for k in COSTED
+                }
+                lowered = search.peak(after)
+                if lowered < (move[0] if move else peak):
+                    move = (lowered, name, option, after)
+        if move is None:
+            break
+        peak, name, chosen[name], totals = move
+    if peak > start - SPREAD_GAIN:
+        return layer_cycles(model)
+    for name, option in chosen.items():
+        _restore(layers[name], option.attributes)
+    return layer_cycles(model)
 
 
 def _fitting_budget(search: _Search, model, low: int, ceiling: float) -> int:
@@ -137,7 +180,8 @@ class _Search:
         # URAM holds weights only where the bitstream initialises it (Versal); elsewhere
         # FINN requires runtime-writeable weights, which a driver would have to load
         self.uram_weights = bool(available.get("URAM")) and is_versal(part)
-        self.choices: dict[tuple[str, int], tuple[Choice, str | None]] = {}
+        self.options: dict[str, list[Choice]] = {}  # each layer's foldings, estimated once
+        self.chosen: dict[str, Choice] = {}  # each matrix or declared layer's, by apply()
 
     def apply(self, model, budget: int) -> dict[str, int]:
         """Fold every layer for ``budget`` cycles; returns each layer's cycles."""
@@ -153,32 +197,33 @@ class _Search:
             layer = getCustomOp(node)
             if node.op_type in MATRIX_LAYERS or declared_folding(layer):
                 choice, _ = self.choice(node.name, layer, budget)
+                self.chosen[node.name] = choice
                 _restore(layer, choice.attributes)
         return layer_cycles(model)
 
     def choice(self, name: str, layer, budget: int) -> tuple[Choice, str | None]:
         """The cheapest folding of a matrix or declared layer within ``budget`` cycles, else
         the fastest legal one and why no faster one is legal."""
-        key = (name, budget)
-        if key not in self.choices:
-            declared = declared_folding(layer)
+        declared = declared_folding(layer)
+        if name not in self.options:
             if layer.onnx_node.op_type in MATRIX_LAYERS:
-                candidates = list(self._candidates(layer))
+                self.options[name] = list(self._candidates(layer))
             else:
-                candidates = [self._costed(layer, a) for a in _declared_candidates(layer, declared)]
-            meeting = [c for c in candidates if c.cycles <= budget]
-            if meeting and declared:  # the least parallel of the cheapest (an estimate may be 0)
-                best = min(meeting, key=lambda c: (c.cost, math.prod(c.attributes.values())))
-                self.choices[key] = (best, None)
-            elif meeting:
-                best = min(meeting, key=lambda c: (c.cost, c.cycles))
-                self.choices[key] = (best, None)
-            else:
-                best = min(candidates, key=lambda c: (c.cycles, c.cost))
-                limit = _declared_limit(layer, declared, best) if declared else None
-                self.choices[key] = (best, limit or _matrix_limit(layer, best))
-            _restore(layer, best.attributes)
-        return self.choices[key]
+                found = _declared_candidates(layer, declared)
+                self.options[name] = [self._costed(layer, a) for a in found]
+        candidates = self.options[name]
+        meeting = [c for c in candidates if c.cycles <= budget]
+        limit = None
+        if meeting and declared:  # the least parallel of the cheapest (an estimate may be 0)
+            best = min(meeting, key=lambda c: (self.cost(c), math.prod(c.attributes.values())))
+        elif meeting:
+            best = min(meeting, key=lambda c: (self.cost(c), c.cycles))
+        else:
+            best = min(candidates, key=lambda c: (c.cycles, self.cost(c)))
+            limit = _declared_limit(layer, declared, best) if declared else None
+            limit = limit or _matrix_limit(layer, best)
+        _restore(layer, best.attributes)
+        return best, limit
 
     def _candidates(self, layer):
         mw, mh = layer.get_nodeattr("MW"), layer.get_nodeattr("MH")
@@ -209,21 +254,28 @@ class _Search:
     def _costed(self, layer, attributes: dict[str, Any]) -> Choice:
         for name, value in attributes.items():
             layer.set_nodeattr(name, value)
-        resources = estimate(layer, self.part)
-        return Choice(attributes, int(layer.get_exp_cycles()), self.cost(resources), resources)
+        return Choice(attributes, int(layer.get_exp_cycles()), estimate(layer, self.part))
 
-    def cost(self, resources: dict[str, float]) -> float:
+    def cost(self, choice: Choice) -> float:
+        """The fractions of the part ``choice`` uses, summed."""
         return sum(
-            resources.get(key, 0) / self.available[key] for key in COSTED if self.available.get(key)
+            choice.resources.get(key, 0) / self.available[key]
+            for key in COSTED
+            if self.available.get(key)
+        )
+
+    def share(self, totals: dict[str, float], key: str) -> float:
+        return totals.get(key, 0.0) / self.available[key]
+
+    def peak(self, totals: dict[str, float]) -> float:
+        """The largest fraction of any resource of the part ``totals`` use."""
+        return max(
+            (self.share(totals, key) for key in COSTED if self.available.get(key)), default=0.0
         )
 
     def utilisation(self, model) -> float:
         """The largest fraction of any resource of the part the design is estimated to use."""
-        totals = self.totals(model)
-        return max(
-            (totals[key] / self.available[key] for key in COSTED if self.available.get(key)),
-            default=0.0,
-        )
+        return self.peak(self.totals(model))
 
     def totals(self, model) -> dict[str, float]:
         from qonnx.custom_op.registry import getCustomOp
