@@ -167,20 +167,27 @@ def test_the_folding_search_is_a_design_space_dimension(tmp_path):
     assert "    - search: finn\n      mvau_wwidth_max: 36\n" in out
 
 
-def test_memories_are_spread_over_lut_ram_and_block_ram_on_the_users_part(hub, tmp_path):
-    """A binarized MLP with wide layers (as LFC) for a ZCU104 at 100,000 fps: each layer's
-    cheapest folding alone puts every weight in LUT-RAM (48 % of the part's LUTs, no block
-    RAM); the search moves layers to block RAM while that lowers the most used resource, to
-    less than all weights in either memory would use."""
-    from qonnx.custom_op.registry import getCustomOp
-
+@pytest.fixture(scope="module")
+def wide_mlp(hub, tmp_path_factory) -> Path:
+    """A binarized MLP with wide layers, as FINN's LFC (2-bit activations)."""
     from tests.test_zoo import export
 
-    export(tmp_path, {"lfc_w1a2": "tfc(1, 2, hidden=(768, 768, 768))"})
+    folder = tmp_path_factory.mktemp("wide_mlp")
+    export(folder, {"lfc_w1a2": "tfc(1, 2, hidden=(768, 768, 768))"})
+    return folder / "lfc_w1a2.onnx"
+
+
+def test_memories_are_spread_over_lut_ram_and_block_ram_on_the_users_part(wide_mlp, tmp_path):
+    """The wide MLP for a ZCU104 at 100,000 fps: each layer's cheapest folding alone puts
+    every weight in LUT-RAM (48 % of the part's LUTs, no block RAM); the search moves layers
+    to block RAM while that lowers the most used resource, to less than all weights in either
+    memory would use."""
+    from qonnx.custom_op.registry import getCustomOp
+
     part = "xczu7ev-ffvc1156-2-e"
     available = part_resources(part)[0]
     head = brainsmith.build(
-        str(tmp_path / "lfc_w1a2.onnx"), None, str(tmp_path / "head"), stop_after=5,
+        str(wide_mlp), None, str(tmp_path / "head"), stop_after=5,
         verify="none", options={"fpga_part": part},
     )  # fmt: skip
     model = ModelWrapper(head.checkpoint.model)
@@ -201,3 +208,19 @@ def test_memories_are_spread_over_lut_ram_and_block_ram_on_the_users_part(hub, t
         return max(totals[key] / available[key] for key in COSTED if available[key])
 
     assert result.utilisation < min(peak("distributed"), peak("block")) - 0.05
+
+
+def test_a_design_over_the_part_is_a_warning_naming_the_resource(wide_mlp, tmp_path):
+    """FINN's SetFolding does not fit a design to the part: the wide MLP at 400,000 fps for a
+    PYNQ-Z1's xc7z020 needs more LUTs than it has, and the build says so."""
+    result = brainsmith.build(
+        str(wide_mlp), None, str(tmp_path / "out"), verify="none",
+        options={"fpga_part": "xc7z020clg400-1", "target_fps": 400_000,
+                 "folding": {"search": "finn"}},
+    )  # fmt: skip
+    from brainsmith.report.html import warning_lines
+
+    report = json.loads(Path(result.report_path).read_text())
+    over = [line for line in warning_lines(report) if "does not fit" in line]
+    assert len(over) == 1 and "xc7z020clg400-1" in over[0] and "LUT" in over[0], over
+    assert report["utilisation"]["percent"]["LUT"] > 100

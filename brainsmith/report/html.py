@@ -163,6 +163,9 @@ def warning_lines(report: BuildReport) -> list[str]:
         )
     if goal and goal.get("over_target"):
         lines.append(over_target_line(goal))
+    over = over_part_line(report)
+    if over:
+        lines.append(over)
     missing = [layer["name"] for layer in report.get("layers", []) if not layer.get("estimated")]
     if missing and report.get("status") == "ok":
         lines.append(
@@ -171,6 +174,25 @@ def warning_lines(report: BuildReport) -> list[str]:
             + (", ..." if len(missing) > 5 else "")
         )
     return lines
+
+
+def over_part_line(report: BuildReport) -> str:
+    """The resources the design is estimated to use more of than the part has ("" if none)."""
+    use = report.get("utilisation")
+    percent = (use.get("percent") if use else None) or {}
+    over = {key: share for key, share in percent.items() if share is not None and share > 100}
+    if not over or not use:
+        return ""
+    totals = report.get("totals", {})
+    items = ", ".join(
+        f"{key} {number(totals.get(key))} ({share:.0f} %)" for key, share in over.items()
+    )
+    return (
+        f"the design does not fit {use['part']}: it is estimated to use {items} of the part; "
+        "lower build.target_fps (--target-fps) or choose a larger part (--part); brainsmith's "
+        "folding search (build.folding.search: brainsmith) fits a design to "
+        "build.folding.max_utilisation of the part"
+    )
 
 
 def over_target_line(goal: Target, shown: int = 5) -> str:
