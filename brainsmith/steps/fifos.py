@@ -234,9 +234,10 @@ def _simulated(
         model, contexts, workdir, part, clock, bounded=bounded, interval=interval, floats=True
     )
     status = result.get("status")
-    if not bounded and status in ("not simulated", "failed"):  # not run: no verdict on results
+    if status in ("not simulated", "failed"):  # not run, or crashed: no verdict on results
+        kind = "sized" if bounded else "unbounded"
         raise NotSizable(
-            f"the unbounded simulation {status}: {result.get('reason', '')}",
+            f"the {kind} simulation {status}: {result.get('reason', '')}",
             "run brainsmith verify-rtl on the build folder to find the layer",
         )
     approximate = not bounded and status == "mismatch" and result.get("approximate")
