@@ -162,6 +162,15 @@ def comparison(rows: list[dict]) -> list[str]:
     for finn, ours in zip(rows[::2], rows[1::2], strict=False):
         if finn["status"] != "ok" or ours["status"] != "ok":
             continue
+        failed = [  # a layer one folding has that Yosys did not finish: no fair comparison
+            f"{r['folding']}: {x['name']} ({x['reason']})"
+            for r in (finn, ours)
+            for x in r["not_synthesised"]
+            if x["status"] == "failed"
+        ]
+        if failed:
+            lines.append(f"- {finn['model']}: not compared, a layer failed: {'; '.join(failed)}.")
+            continue
         parts = []
         for key in COMPARED:
             a, b = ours["measured"][key], finn["measured"][key]
