@@ -11,7 +11,10 @@ FINN's ``SetFolding`` folds the other layers (sliding windows matched to depthwi
 thresholds, pools...), whose only choice is the smallest parallelism that meets the target.
 A plugin's layer that FINN does not know is folded the same way as a matrix layer, over the
 attributes its ``@kernel(folding={"PE": "NumChannels"})`` declares (each a divisor of the
-attribute it names), by its own cycle and resource estimates.
+attribute it names), by its own cycle and resource estimates; so is every layer SetFolding
+skips — the generic ``Shuffle`` of a transformer's head split and merge (folded before FINN
+decomposes it), RTL softmax and elementwise layers, brainsmith's own RTL layers — over the
+PE or SIMD dividing its channels that FINN accepts.
 
 Then the design is balanced, fitted and spread: when a layer cannot reach the target, every
 layer is folded again for that layer's cycles (none faster than the slowest needs); when the
@@ -108,12 +111,13 @@ def fold(model, target_cycles: int, part: str, available: dict[str, int] | None,
     budget = max(target_cycles, *first.values())
     cycles = first if budget == target_cycles else search.apply(model, budget)  # balanced
     fitted = bool(available) and search.utilisation(model) > max_utilisation
+    needed = search.overuse(model, max_utilisation) if fitted else ""
     if fitted:
         budget = _fitting_budget(search, model, budget, max_utilisation)
         cycles = search.apply(model, budget)
     if available:
         cycles = _spread(search, model, budget)
-    return search.result(model, target_cycles, first, cycles, fitted, max_utilisation)
+    return search.result(model, target_cycles, first, cycles, needed, max_utilisation)
 
 
 def _spread(search: _Search, model, budget: int) -> dict[str, int]:
@@ -195,7 +199,7 @@ class _Search:
             if not is_hardware(node):
                 continue
             layer = getCustomOp(node)
-            if node.op_type in MATRIX_LAYERS or declared_folding(layer):
+            if node.op_type in MATRIX_LAYERS or searched_folding(layer):
                 choice, _ = self.choice(node.name, layer, budget)
                 self.chosen[node.name] = choice
                 _restore(layer, choice.attributes)
@@ -204,23 +208,26 @@ class _Search:
     def choice(self, name: str, layer, budget: int) -> tuple[Choice, str | None]:
         """The cheapest folding of a matrix or declared layer within ``budget`` cycles, else
         the fastest legal one and why no faster one is legal."""
-        declared = declared_folding(layer)
+        searched = searched_folding(layer)
         if name not in self.options:
             if layer.onnx_node.op_type in MATRIX_LAYERS:
                 self.options[name] = list(self._candidates(layer))
             else:
-                found = _declared_candidates(layer, declared)
-                self.options[name] = [self._costed(layer, a) for a in found]
+                current = {key: layer.get_nodeattr(key) for key in searched}
+                with _quiet_finn():  # FINN's shuffle estimates warn about Vivado each time
+                    costed = [self._legal(layer, a) for a in _searched_candidates(layer, searched)]
+                legal = [c for c in costed if c is not None]
+                self.options[name] = legal or [self._costed(layer, current)]
         candidates = self.options[name]
         meeting = [c for c in candidates if c.cycles <= budget]
         limit = None
-        if meeting and declared:  # the least parallel of the cheapest (an estimate may be 0)
+        if meeting and searched:  # the least parallel of the cheapest (an estimate may be 0)
             best = min(meeting, key=lambda c: (self.cost(c), math.prod(c.attributes.values())))
         elif meeting:
             best = min(meeting, key=lambda c: (self.cost(c), c.cycles))
         else:
             best = min(candidates, key=lambda c: (c.cycles, self.cost(c)))
-            limit = _declared_limit(layer, declared, best) if declared else None
+            limit = _searched_limit(layer, searched, best) if searched else None
             limit = limit or _matrix_limit(layer, best)
         _restore(layer, best.attributes)
         return best, limit
@@ -256,6 +263,16 @@ class _Search:
             layer.set_nodeattr(name, value)
         return Choice(attributes, int(layer.get_exp_cycles()), estimate(layer, self.part))
 
+    def _legal(self, layer, attributes: dict[str, Any]) -> Choice | None:
+        """``attributes`` costed, or None where FINN refuses them (a stream wider than it
+        builds, a folding its cycle model or shapes reject)."""
+        try:
+            choice = self._costed(layer, attributes)
+            widths = layer.get_instream_width(), layer.get_outstream_width()
+        except Exception:  # FINN's assertions and errors on an illegal folding
+            return None
+        return choice if max(widths) <= WIDEST_STREAM else None
+
     def cost(self, choice: Choice) -> float:
         """The fractions of the part ``choice`` uses, summed."""
         return sum(
@@ -277,6 +294,29 @@ class _Search:
         """The largest fraction of any resource of the part the design is estimated to use."""
         return self.peak(self.totals(model))
 
+    def overuse(self, model, ceiling: float) -> str:
+        """Each resource the design uses over ``ceiling`` of the part, with its share and
+        the layer kinds using most of it: ``DSP 2,100 (107 %; MVAU_rtl x12 1,460, ...)``."""
+        from collections import Counter
+
+        from qonnx.custom_op.registry import getCustomOp
+
+        totals = self.totals(model)
+        over = [k for k in COSTED if self.available.get(k) and self.share(totals, k) > ceiling]
+        shown = []
+        for key in over:
+            used: dict[str, float] = {}
+            count: Counter[str] = Counter()
+            for node in model.graph.node:
+                if is_hardware(node):
+                    value = estimate(getCustomOp(node), self.part)[key]
+                    used[node.op_type] = used.get(node.op_type, 0.0) + value
+                    count[node.op_type] += 1
+            largest = sorted(used.items(), key=lambda item: -item[1])[:3]
+            kinds = ", ".join(f"{k} x{count[k]} {v:,.0f}" for k, v in largest if v)
+            shown.append(f"{key} {totals[key]:,.0f} ({self.share(totals, key):.0%}; {kinds})")
+        return "; ".join(shown)
+
     def totals(self, model) -> dict[str, float]:
         from qonnx.custom_op.registry import getCustomOp
 
@@ -288,7 +328,7 @@ class _Search:
         return totals
 
     def result(self, model, target: int, first: dict[str, int], cycles: dict[str, int],
-               fitted: bool, ceiling: float) -> FoldingResult:  # fmt: skip
+               needed: str, ceiling: float) -> FoldingResult:  # fmt: skip
         """What was chosen; the bottleneck is the slowest layer at the target (after the
         balancing pass many layers take as long as it does)."""
         from qonnx.custom_op.registry import getCustomOp
@@ -300,18 +340,18 @@ class _Search:
         found.layers = {name: {"cycles": value, "limit": None} for name, value in cycles.items()}
         if slowest <= target:
             return found
-        if fitted:
+        if needed:
             found.bottleneck = max(cycles, key=cycles.__getitem__)
             found.limit = (
-                f"the part: every layer folded for {target:,} cycles needs more than "
-                f"{ceiling:.0%} of {self.part} (build.folding.max_utilisation); folded for "
-                f"{slowest:,} cycles instead"
+                f"the part: every layer folded for {target:,} cycles needs {needed}, more "
+                f"than {ceiling:.0%} of {self.part} (build.folding.max_utilisation); folded "
+                f"for {slowest:,} cycles instead"
             )
         else:
             found.bottleneck = max(first, key=first.__getitem__)
             node = model.get_node_from_name(found.bottleneck)
             layer = getCustomOp(node)
-            if node.op_type in MATRIX_LAYERS or declared_folding(layer):
+            if node.op_type in MATRIX_LAYERS or searched_folding(layer):
                 found.limit = self.choice(found.bottleneck, layer, target)[1]
             else:
                 found.limit = other_limit(layer)
@@ -343,27 +383,84 @@ def declared_folding(layer) -> dict[str, str]:
     return {}
 
 
-def _declared_candidates(layer, declared: dict[str, str]):
-    """Every combination of divisors of the declared attributes (the smallest first, at
-    most MAX_CANDIDATES)."""
+def searched_folding(layer) -> dict[str, tuple[str, int]]:
+    """``{folding attribute: (what it divides, its size)}`` of a layer brainsmith's search
+    folds besides the matrix layers: the attributes a plugin's kernel declares, and the PE
+    or SIMD of a layer FINN's ``SetFolding`` leaves at 1 (``unfolded_by_finn``) over the
+    divisors of its channels (the innermost dimension of its input and output); empty for
+    the layers ``SetFolding`` folds."""
+    declared = declared_folding(layer)
+    if declared:
+        return {
+            name: (whole, max(1, int(layer.get_nodeattr(whole))))
+            for name, whole in declared.items()
+        }
+    if not unfolded_by_finn(layer.onnx_node.op_type):
+        return {}
+    name = next((n for n in ("PE", "SIMD") if _has(layer, n)), None)
+    if name is None:
+        return {}
+    try:
+        channels = math.gcd(
+            int(layer.get_normal_input_shape()[-1]), int(layer.get_normal_output_shape()[-1])
+        )
+    except Exception:  # a layer whose shapes FINN cannot give: left as it is
+        return {}
+    return {name: ("channels", channels)}
+
+
+def unfolded_by_finn(op_type: str) -> bool:
+    """Whether FINN's ``SetFolding`` leaves a hardware layer of ``op_type`` unfolded: the
+    generic ``Shuffle`` (not specialised, so skipped), and every specialised layer outside
+    its lists (RTL elementwise, softmax and shuffle layers, brainsmith's own RTL layers)."""
+    if op_type.startswith("Elementwise") and op_type.endswith("_hls"):
+        return False
+    return op_type == "Shuffle" or (
+        op_type.endswith(("_hls", "_rtl")) and op_type not in FOLDED_BY_FINN | BOUND_FOLDING
+    )
+
+
+# The specialised layers FINN's SetFolding folds (finn-plus 1.6.1: its pe_ops, simd_ops,
+# depthwise exceptions, matrix layers and LabelSelect; its HLS elementwise layers aside)
+FOLDED_BY_FINN = frozenset(
+    {
+        *MATRIX_LAYERS,
+        "DuplicateStreams_hls", "GlobalAccPool_hls", "PWPolyF_rtl", "Thresholding_hls",
+        "Thresholding_rtl", "ReplicateStream_hls", "Squeeze_hls", "Unsqueeze_hls",
+        "Reshape_rtl", "LabelSelect_hls", "VVAU_hls", "VVAU_rtl", "Pool_hls",
+        "FMPadding_rtl", "FMPadding_Pixel_hls", "ConvolutionInputGenerator_rtl",
+        "StreamingSplit_hls", "StreamingConcat_hls", "LayerNorm_rtl",
+    }
+)  # fmt: skip
+
+
+# Layers whose parallelism is their producer's (a pool's PE is its depthwise sliding
+# window's SIMD, which SetFolding leaves at 1 when it does not fold the pool): not searched
+BOUND_FOLDING = frozenset({"Pool_rtl"})
+
+
+def _searched_candidates(layer, searched: dict[str, tuple[str, int]]):
+    """Every combination of divisors of the searched attributes' sizes (the smallest first,
+    at most MAX_CANDIDATES)."""
     import itertools
 
-    options = [_divisors(max(1, int(layer.get_nodeattr(whole)))) for whole in declared.values()]
+    options = [_divisors(size) for _, size in searched.values()]
     combinations = itertools.product(*options)
     for values in itertools.islice(combinations, MAX_CANDIDATES):
-        yield dict(zip(declared, values, strict=True))
+        yield dict(zip(searched, values, strict=True))
 
 
-def _declared_limit(layer, declared: dict[str, str], fastest: Choice) -> str:
+def _searched_limit(layer, searched: dict[str, tuple[str, int]], fastest: Choice) -> str:
     parts = [
-        f"{name} {fastest.attributes[name]} of {whole} {layer.get_nodeattr(whole)}"
-        for name, whole in declared.items()
+        f"{name} {fastest.attributes[name]} of {whole} {size}"
+        for name, (whole, size) in searched.items()
     ]
-    if all(fastest.attributes[n] == layer.get_nodeattr(w) for n, w in declared.items()):
+    if all(fastest.attributes[n] == size for n, (_, size) in searched.items()):
         return f"fully parallel: {', '.join(parts)}"
+    legal = "its kernel declares" if declared_folding(layer) else "FINN accepts"
     return (
-        f"{', '.join(parts)}: the most parallel foldings its kernel declares were not "
-        f"estimated faster (at most {MAX_CANDIDATES:,} foldings are tried)"
+        f"{', '.join(parts)}: the most parallel foldings {legal} were not estimated faster "
+        f"(at most {MAX_CANDIDATES:,} foldings are tried)"
     )
 
 
