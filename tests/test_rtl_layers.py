@@ -300,3 +300,41 @@ def test_the_residual_net_with_prefer_rtl_is_all_rtl_and_the_whole_accelerator_m
     assert abs(stitched["cycles_per_frame"] / estimated - 1) <= 0.1
     assert f"(FINN estimated {estimated:,}: " in report["rtlsim"]["summary"]
     assert "within ±10%)" in report["rtlsim"]["summary"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_outer_shuffle(simulation, seed):
+    """A transformer's head split and merge: permutations of the outer dimensions of 2 to 4
+    dimensional frames (size-1 dimensions among them), SIMD elements of the innermost per
+    beat."""
+    from brainsmith.plugin import get_registry
+
+    get_registry().get("backend", "OuterShuffleRTL")
+    rng = random.Random(seed)
+    rank = rng.choice([2, 3, 3, 4])
+    shape = [rng.choice([1, 2, 3, 4]) for _ in range(rank - 1)] + [rng.choice([2, 4, 6])]
+    outer = list(range(rank - 1))
+    while outer == sorted(outer) and rank > 2:
+        rng.shuffle(outer)
+    perm = [*outer, rank - 1]
+    out = [shape[p] for p in perm]
+    idt = rng.choice(SIGNED + UNSIGNED)
+    model = single_layer(
+        "OuterShuffle",
+        [("x", shape)],
+        [("y", out)],
+        idt,
+        data_type=idt,
+        in_shape=shape,
+        transpose_in_shape=shape,
+        transpose_out_shape=out,
+        out_shape=out,
+        loop_coeffs=[math.prod(shape[p + 1 :]) for p in perm],
+        perm=perm,
+        SIMD=divisor(rng, shape[-1]),
+    )
+    result = simulation(model, frames(model, 4))
+    (layer,) = result.layers
+    assert layer.status == "match", layer.as_dict()
+    # a frame per beat count once the first is in: the pace the folding search counts on
+    assert layer.cycles_per_frame <= layer.estimated_cycles * 1.1 + 2, layer.as_dict()

@@ -11,6 +11,7 @@ Python in every ``exec_mode`` (its FINN kernel's ``execute_node``); Verilator ru
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
@@ -23,8 +24,9 @@ class HandwrittenRTL(RTLBackend):
 
     core = ""  # the SystemVerilog module in brainsmith/backends/hdl/<core>.sv
 
-    def core_parameters(self) -> dict[str, int]:
-        """The core module's parameter values for this layer."""
+    def core_parameters(self) -> Mapping[str, int | str]:
+        """The core module's parameter values for this layer (a number, or a Verilog
+        constant such as ``64'h...`` for a packed array)."""
         raise NotImplementedError
 
     def generate_hdl(self, model, fpgapart, clk):

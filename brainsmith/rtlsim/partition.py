@@ -245,6 +245,9 @@ def unstitchable(model, floats: bool = False) -> str:
             layer_design(model, node, floats=floats)
         except NotSimulated as exc:
             return f"{node.name}: {exc}"
+        replayed = streamed_operand(model, node)
+        if replayed:
+            return replayed
         for tensor in node.output:
             if len(model.find_consumers(tensor) or []) > 1:
                 return (
@@ -252,6 +255,29 @@ def unstitchable(model, floats: bool = False) -> str:
                     "DuplicateStreams layer"
                 )
     return ""
+
+
+def streamed_operand(model, node) -> str:
+    """Why a matrix layer of two streams (an attention product, ``mem_mode: dynamic``) cannot
+    run in a stitched design ("" when it can): FINN's RTL takes its second operand whole for
+    every input vector (its single-layer simulation replays it so), and no layer before it
+    replays the operand."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    if not node.op_type.startswith("MVAU") or len(node.input) < 2:
+        return ""
+    layer = getCustomOp(node)
+    if layer.get_nodeattr("mem_mode") != "dynamic":
+        return ""
+    producer = model.find_producer(node.input[1])
+    if producer is not None and producer.op_type.startswith("ReplicateStream"):
+        return ""
+    vectors = int(np.prod(layer.get_nodeattr("numInputVectors")))
+    return (
+        f"{node.name} multiplies two streams: FINN's matrix layer takes its second operand "
+        f"({node.input[1]}) once per input vector ({vectors:,} times a frame), and no layer "
+        "replays it (an RTL layer that buffers and replays the operand is not built yet)"
+    )
 
 
 def stitched_design(model, code_dir: str, fpga_part: str, clock_ns: float):

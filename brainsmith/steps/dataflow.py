@@ -390,7 +390,9 @@ def folding(model, cfg):
     model = finn_steps.apply_folding_config(model, cfg)
     model = legal_folding(model)
     model = finn_steps.minimize_bit_width(model, cfg)
-    model = finn_steps.transpose_decomposition(model, cfg)  # Shuffle -> Inner/OuterShuffle
+    model = finn_steps.transpose_decomposition(  # Shuffle -> Inner/OuterShuffle
+        model, cfg, styles=lambda decomposed: set_backend_styles(decomposed, plan)
+    )
     model = apply_transforms(model, plan, "post_hw")
     _check_backends(model, plan, decomposed_later=False)
     return model

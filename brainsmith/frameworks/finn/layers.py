@@ -100,6 +100,21 @@ def _short(spec: PluginSpec) -> str:
     return short_name(str(spec.metadata.get("kernel", "")))
 
 
+def _decomposed_kernels(registry: Registry, kernels: dict[str, Any]) -> set[str]:
+    """The names of the kernels the planned ``kernels`` are decomposed into by a later step
+    (``decomposes_into``: FINN's Shuffle into InnerShuffle and OuterShuffle)."""
+    from brainsmith.plugin.errors import PluginNotFoundError
+
+    parts: set[str] = set()
+    for name in kernels:
+        try:
+            spec = registry.find("kernel", name)
+        except PluginNotFoundError:
+            continue
+        parts.update(str(part) for part in spec.metadata.get("decomposes_into") or ())
+    return parts
+
+
 def _kernel_of(registry: Registry, spec: PluginSpec) -> PluginSpec | None:
     """The kernel a backend implements: its own framework's first, then by priority."""
     from brainsmith.plugin.errors import PluginNotFoundError
@@ -198,6 +213,7 @@ def load_plan_layers(plan: Any, registry: Registry | None = None) -> list[str]:
         return []
     registry = registry or _registry()
     kernels = {k.name: k for k in plan.kernels}
+    parts = _decomposed_kernels(registry, kernels)
     loaded = []
     for spec in [*registry.specs("kernel"), *registry.specs("backend")]:
         if spec.framework in BUILTIN:
@@ -210,6 +226,8 @@ def load_plan_layers(plan: Any, registry: Registry | None = None) -> list[str]:
             wanted = choice is not None and spec.qualified_name in (
                 choice.backends or [spec.qualified_name]
             )
+            # and those of the kernels a planned one becomes (a Shuffle's OuterShuffle)
+            wanted = wanted or (choice is None and kernel is not None and kernel.name in parts)
         if wanted:
             registry.load(spec)
             loaded.append(spec.qualified_name)

@@ -20,6 +20,8 @@ from brainsmith.frameworks.finn.resolvers import fpga_part, hls_clock_ns
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
@@ -157,9 +159,13 @@ def apply_folding_config(model: ModelWrapper, cfg: DataflowBuildConfig) -> Model
     return model
 
 
-def transpose_decomposition(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
+def transpose_decomposition(
+    model: ModelWrapper,
+    cfg: DataflowBuildConfig,
+    styles: Callable[[ModelWrapper], object] | None = None,
+) -> ModelWrapper:
     """Decompose Shuffle layers (in the graph or a loop body) into Inner/OuterShuffle
-    layers and specialise them."""
+    layers and specialise them (after ``styles`` has set the new layers' backend types)."""
     if not any(m.get_nodes_by_op_type("Shuffle") for m in (model, *_loop_bodies(model))):
         return model
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
@@ -174,9 +180,11 @@ def transpose_decomposition(model: ModelWrapper, cfg: DataflowBuildConfig) -> Mo
     from qonnx.transformation.infer_datatypes import InferDataTypes
     from qonnx.transformation.infer_shapes import InferShapes
 
-    for transform in (ShuffleDecomposition(), InferInnerOuterShuffles(),
-                      SpecializeLayers(fpga_part(cfg)), InferShapes(),
-                      InferDataTypes()):  # fmt: skip
+    for transform in (ShuffleDecomposition(), InferInnerOuterShuffles()):
+        model = model.transform(transform, apply_to_subgraphs=True)
+    if styles is not None:
+        styles(model)
+    for transform in (SpecializeLayers(fpga_part(cfg)), InferShapes(), InferDataTypes()):
         model = model.transform(transform, apply_to_subgraphs=True)
     model = model.transform(GiveUniqueNodeNamesRecursive())
     for node in model.get_nodes_by_op_type("FINNLoop"):
