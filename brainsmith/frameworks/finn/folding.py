@@ -301,17 +301,19 @@ class _Search:
 
         from qonnx.custom_op.registry import getCustomOp
 
-        totals = self.totals(model)
+        layers = [
+            (node.op_type, estimate(getCustomOp(node), self.part))
+            for node in model.graph.node
+            if is_hardware(node)
+        ]  # estimated once, for every resource
+        count = Counter(kind for kind, _ in layers)
+        totals: dict[str, float] = {k: sum(f[k] for _, f in layers) for k in COSTED}
         over = [k for k in COSTED if self.available.get(k) and self.share(totals, k) > ceiling]
         shown = []
         for key in over:
             used: dict[str, float] = {}
-            count: Counter[str] = Counter()
-            for node in model.graph.node:
-                if is_hardware(node):
-                    value = estimate(getCustomOp(node), self.part)[key]
-                    used[node.op_type] = used.get(node.op_type, 0.0) + value
-                    count[node.op_type] += 1
+            for kind, found in layers:
+                used[kind] = used.get(kind, 0.0) + found[key]
             largest = sorted(used.items(), key=lambda item: -item[1])[:3]
             kinds = ", ".join(f"{k} x{count[k]} {v:,.0f}" for k, v in largest if v)
             shown.append(f"{key} {totals[key]:,.0f} ({self.share(totals, key):.0%}; {kinds})")
