@@ -1,7 +1,7 @@
 """Encoders in RTL: with brainsmith's OuterShuffle in SystemVerilog beside FINN's RTL
 InnerShuffle, a Brevitas encoder built with ``--prefer rtl`` has no HLS layer (the head
 split and merge were FINN's HLS-only OuterShuffle), every RTL layer matches Python in
-Verilator, and the design says what still keeps it from being simulated whole."""
+Verilator, and the whole encoder is simulated and FIFO-sized at FINN's estimated pace."""
 
 from __future__ import annotations
 
@@ -37,29 +37,37 @@ def test_an_encoder_with_prefer_rtl_has_no_hls_layer_and_matches_torch(encoder_r
     assert encoder_rtl.report["performance"]["estimated_fps"] >= 50_000
 
 
-def test_every_rtl_layer_of_the_encoder_matches_python_in_verilator(encoder_rtl):
-    """The head shuffles and the attention products (their second operand replayed for each
-    input vector, as FINN's own simulation of the layer does) match Python at the estimated
-    pace; float layers are named as not simulated. FINN's InnerShuffle at SIMD 1 does not
-    compile in Verilator (a zero-width rotation index), so it is the one failure allowed."""
+def test_every_rtl_layer_of_the_encoder_and_the_whole_simulate_in_verilator(encoder_rtl):
+    """Every layer alone: the head shuffles, FINN's InnerShuffle (at SIMD 1 too) and the
+    attention products (their second operand loaded once per head and replayed for every
+    query row by FINN's dynamic loader, as in the stitched design) and the float
+    elementwise layers match Python bit for bit; FINN's RTL softmax and LayerNorm are within
+    their approximation. The whole encoder runs at FINN's estimated pace within 10 %."""
     result = verify_build_folder(encoder_rtl.output_dir)
-    checked = [x for x in result.layers if x.op_type in ("OuterShuffle_rtl", "MVAU_rtl")]
-    assert len(checked) > 8 and all(x.status == "match" for x in checked), [
-        x.as_dict() for x in checked
-    ]
-    for layer in checked:
+    assert not [x.as_dict() for x in result.layers if x.status != "match"]
+    paced = [x for x in result.layers if x.op_type.endswith(("Shuffle_rtl", "MVAU_rtl"))]
+    assert len(paced) > 10 and {"InnerShuffle_rtl", "OuterShuffle_rtl"} <= {
+        x.op_type for x in paced
+    }
+    for layer in paced:
         assert layer.cycles_per_frame <= layer.estimated_cycles * 1.1, layer.as_dict()
-    failed = [x for x in result.layers if x.failed]
-    assert all(x.op_type == "InnerShuffle_rtl" and "compile" in x.reason for x in failed), [
-        x.as_dict() for x in failed
-    ]
+    approximated = [x for x in result.layers if "approximates" in x.reason]
+    assert {x.op_type for x in approximated} == {"HWSoftmax_rtl", "LayerNorm_rtl"}
+    whole = result.stitched
+    assert whole["status"] in ("match", "approximate"), whole
+    assert whole["within_tolerance"] is True, whole
+    if whole["status"] == "approximate":
+        assert "FINN's RTL approximates layer normalisation, softmax" in whole["reason"]
 
 
-def test_the_encoder_s_fifos_say_why_the_design_is_not_simulated_whole(encoder_rtl):
-    """FINN's matrix layer of two streams takes its second operand (keys, values) whole for
-    every query row; until a layer replays it, the stitched design would stall, and sizing
-    says so instead of simulating."""
+def test_the_encoder_s_fifos_are_sized_by_simulating_it_whole(encoder_rtl):
+    """The all-RTL encoder is FIFO-sized in Verilator: the sized design keeps FINN's
+    estimated pace and says how far the approximating layers take its outputs."""
     path = Path(encoder_rtl.output_dir) / "finn" / "report" / "fifo_sizing.json"
     sizing = json.loads(path.read_text())
-    assert sizing["sized"] is False
-    assert "multiplies two streams" in sizing["reason"] and "replays" in sizing["reason"]
+    assert sizing["sized"] is True, sizing.get("reason")
+    assert sizing["cycles_per_frame"] <= sizing["estimated_cycles_per_frame"] * 1.1
+    assert any(n.startswith("HWSoftmax") for n in sizing["approximating_layers"])
+    if not sizing["matches_python"]:
+        difference = sizing["difference"]
+        assert difference["max_difference"] <= 0.1 * difference["largest_expected"], difference

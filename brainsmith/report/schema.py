@@ -255,12 +255,23 @@ class FifoFill(TypedDict):
     max_occupancy: int | None
 
 
+class OutputDifference(TypedDict):
+    """How far simulated outputs are from Python's."""
+
+    differing_elements: int
+    elements: int
+    max_difference: float
+    largest_expected: float
+
+
 class Stitched(TypedDict):
     """``rtlsim.stitched`` (``brainsmith.rtlsim.partition.simulate_partition``): the
     whole partition simulated, or why not."""
 
-    status: str  # match | mismatch | failed | not simulated
+    status: str  # match | approximate | mismatch | failed | not simulated
     reason: NotRequired[str]
+    approximating_layers: NotRequired[list[str]]  # their RTL approximates the function
+    difference: NotRequired[OutputDifference]  # where the outputs differ from Python's
     compile_seconds: NotRequired[float]
     compile_cached: NotRequired[bool]
     frames: NotRequired[int]

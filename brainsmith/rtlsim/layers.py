@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brainsmith.frameworks.finn.facts import is_hardware
-from brainsmith.rtlsim.sources import FAILED, MATCH, MISMATCH, NOT_SIMULATED, estimate_error
+from brainsmith.rtlsim.sources import (
+    APPROXIMATE,
+    APPROXIMATING,
+    APPROXIMATION_TOLERANCE,
+    FAILED,
+    MATCH,
+    MISMATCH,
+    NOT_SIMULATED,
+    estimate_error,
+)
 
 
 @dataclass
@@ -87,6 +96,8 @@ class DesignResult:
                 f"; stitched partition matches, {stitched['cycles_per_frame']:,.0f} "
                 f"cycles/frame{_against(stitched)}, latency {stitched['latency_cycles']:,} cycles"
             )
+        elif stitched.get("status") == APPROXIMATE:
+            text += f"; stitched partition approximates Python: {stitched['reason']}"
         elif stitched:
             text += f"; stitched partition {stitched['status']}"
         return text
@@ -261,8 +272,26 @@ def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResu
         result.simulate_seconds = round(time.perf_counter() - began, 3)
     result.cycles_per_frame = wave.cycles_per_frame
     result.latency_cycles = wave.latency_cycles
+    if node.op_type in APPROXIMATING:
+        return _within_approximation(result, wave.outputs, wanted, node.op_type)
     result.first_mismatch = first_difference(wave.outputs, wanted, design)
     result.status = MISMATCH if result.first_mismatch else MATCH
+    return result
+
+
+def _within_approximation(result: LayerResult, got, want, op_type: str) -> LayerResult:
+    """A layer whose RTL approximates its function: a match when every output is within
+    ``APPROXIMATION_TOLERANCE`` of the largest expected magnitude, the reason saying how far."""
+    a = np.concatenate([np.ravel(x) for frame in got for x in frame]).astype(np.float64)
+    b = np.concatenate([np.ravel(np.asarray(x, np.float64)) for frame in want for x in frame])
+    gap, scale = float(np.abs(a - b).max(initial=0.0)), float(np.abs(b).max(initial=0.0))
+    share = gap / scale if scale else 0.0
+    within = gap == 0.0 or share <= APPROXIMATION_TOLERANCE
+    result.status = MATCH if within else MISMATCH
+    result.reason = (
+        f"FINN's RTL approximates {APPROXIMATING[op_type]}: largest difference {gap:.3g} "
+        f"({share:.2%} of the largest output, {APPROXIMATION_TOLERANCE:.0%} allowed)"
+    )
     return result
 
 

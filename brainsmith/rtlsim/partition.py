@@ -28,6 +28,8 @@ import numpy as np
 
 from brainsmith.frameworks.finn.facts import frames_per_second
 from brainsmith.rtlsim.sources import (
+    APPROXIMATE,
+    APPROXIMATING,
     ESTIMATE_TOLERANCE,
     FAILED,
     MATCH,
@@ -38,7 +40,6 @@ from brainsmith.rtlsim.sources import (
     Stream,
     estimate_error,
     layer_design,
-    single_precision_file,
 )
 
 
@@ -65,14 +66,14 @@ def run_partition(
     clock_ns: float,
     bounded: bool = False,
     interval: int | None = None,
-    floats: bool = False,
 ) -> tuple[dict, list[np.ndarray]]:
     """Simulate ``model`` end to end on ``contexts``' inputs, compared with their outputs:
     (the report.json ``stitched`` section, the simulated outputs of each frame).
 
-    ``floats``: single-precision float layers are simulated too, for the design's timing
-    (Verilator computes their ``shortreal`` in double); the result names them
-    (``approximate``), and a difference from Python is theirs or a real one, undecided.
+    A design with layers whose RTL approximates its function (``APPROXIMATING``) that
+    differs from Python is ``approximate``, not a mismatch: the result names those layers
+    and says how far the outputs are (each such layer alone is checked within its
+    tolerance, every other layer bit for bit).
 
     The FIFOs hold at most their ``depth`` with ``bounded`` (a FIFO too shallow shows as a
     lower throughput or a stall), else they are unbounded; either way the design is the same
@@ -90,9 +91,7 @@ def run_partition(
     began = time.perf_counter()
     result: dict = {"status": NOT_SIMULATED}
     try:
-        stitched, chain = _stitch(
-            model, os.path.join(workdir, "code"), fpga_part, clock_ns, floats=floats
-        )
+        stitched, chain = _stitch(model, os.path.join(workdir, "code"), fpga_part, clock_ns)
     except NotSimulated as exc:
         result["reason"] = str(exc)
         return result, []
@@ -159,21 +158,47 @@ def run_partition(
             estimate_tolerance=ESTIMATE_TOLERANCE,
             within_tolerance=abs(error) <= ESTIMATE_TOLERANCE,
         )
-    approximate = float_layers(model, chain) if floats else []
+    approximate = approximating_layers(chain)
     if approximate:
-        result["approximate"] = approximate
+        result["approximating_layers"] = approximate
     if differing:
+        result["difference"] = output_difference(got, wanted)
         result["reason"] = f"frames {differing} differ from the Python execution"
+        if approximate:
+            result["status"] = APPROXIMATE
+            result["reason"] += (
+                f" ({result['difference']['differing_elements']:,} of "
+                f"{result['difference']['elements']:,} output values, largest difference "
+                f"{result['difference']['max_difference']:.3g}); FINN's RTL approximates "
+                + ", ".join(
+                    sorted({APPROXIMATING[n.op_type] for n in chain if n.name in approximate})
+                )
+            )
     return result, got
 
 
-def float_layers(model, nodes) -> list[str]:
-    """The names of ``nodes`` with single-precision float arithmetic."""
-    return [
-        node.name
-        for node in nodes
-        if single_precision_file(layer_design(model, node, floats=True).files)
-    ]
+def output_difference(got: list[np.ndarray], wanted: list) -> dict:
+    """How far simulated outputs are from Python's: elements that differ (of how many) and
+    the largest difference."""
+    a = np.concatenate([np.ravel(x) for x in got])
+    b = np.concatenate(
+        [
+            np.ravel(np.asarray(w, dtype=np.float32).reshape(x.shape))
+            for x, w in zip(got, wanted, strict=True)
+        ]
+    )
+    gap = np.abs(a.astype(np.float64) - b)
+    return {
+        "differing_elements": int(np.count_nonzero(gap)),
+        "elements": int(a.size),
+        "max_difference": float(gap.max(initial=0.0)),
+        "largest_expected": float(np.abs(b).max(initial=0.0)),
+    }
+
+
+def approximating_layers(nodes) -> list[str]:
+    """The names of ``nodes`` whose RTL approximates the function Python computes."""
+    return [node.name for node in nodes if node.op_type in APPROXIMATING]
 
 
 def fifo_depths(chain) -> dict[str, int]:
@@ -191,14 +216,11 @@ def _differs(got: np.ndarray, want: np.ndarray) -> bool:
     return not np.array_equal(got, np.asarray(want, dtype=np.float32).reshape(got.shape))
 
 
-def _stitch(
-    model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool = False, floats: bool = False
-):
+def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool = False):
     """(the stitched LayerDesign, its nodes in graph order). Its FIFOs take their depth when
     the simulation starts (``brainsmith_fifo_sim``); with ``fixed`` they are FINN's
-    ``fifo.sv`` of their ``depth``, for synthesis and other simulators; ``floats``: float
-    layers are stitched too."""
-    reason = unstitchable(model, floats)
+    ``fifo.sv`` of their ``depth``, for synthesis and other simulators."""
+    reason = unstitchable(model)
     if reason:
         raise NotSimulated(reason)
     try:
@@ -208,7 +230,7 @@ def _stitch(
             f"FINN could not insert width converters and FIFOs: {type(exc).__name__}: {exc}"
         ) from exc
     nodes = list(full.graph.node)
-    designs = [layer_design(full, node, floats=floats) for node in nodes]
+    designs = [layer_design(full, node) for node in nodes]
     if fixed:
         for design in designs:
             if design.op_type.startswith("StreamingFIFO"):
@@ -230,10 +252,10 @@ def _stitch(
     return _top(full, nodes, designs, runtime_depths=not fixed), nodes
 
 
-def unstitchable(model, floats: bool = False) -> str:
+def unstitchable(model) -> str:
     """Why ``model`` cannot be simulated whole ("" when it can): HLS layers, more than one
-    input or output stream, a layer that cannot be simulated (a float layer unless
-    ``floats``), a tensor read twice without a ``DuplicateStreams``."""
+    input or output stream, a layer that cannot be simulated, a tensor read twice without
+    a ``DuplicateStreams``."""
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
     if hls:
         more = ", ..." if len(hls) > 5 else ""
@@ -242,12 +264,9 @@ def unstitchable(model, floats: bool = False) -> str:
         return "the partition has more than one input or output stream"
     for node in model.graph.node:
         try:
-            layer_design(model, node, floats=floats)
+            layer_design(model, node)
         except NotSimulated as exc:
             return f"{node.name}: {exc}"
-        replayed = streamed_operand(model, node)
-        if replayed:
-            return replayed
         for tensor in node.output:
             if len(model.find_consumers(tensor) or []) > 1:
                 return (
@@ -257,33 +276,10 @@ def unstitchable(model, floats: bool = False) -> str:
     return ""
 
 
-def streamed_operand(model, node) -> str:
-    """Why a matrix layer of two streams (an attention product, ``mem_mode: dynamic``) cannot
-    run in a stitched design ("" when it can): FINN's RTL takes its second operand whole for
-    every input vector (its single-layer simulation replays it so), and no layer before it
-    replays the operand."""
-    from qonnx.custom_op.registry import getCustomOp
-
-    if not node.op_type.startswith("MVAU") or len(node.input) < 2:
-        return ""
-    layer = getCustomOp(node)
-    if layer.get_nodeattr("mem_mode") != "dynamic":
-        return ""
-    producer = model.find_producer(node.input[1])
-    if producer is not None and producer.op_type.startswith("ReplicateStream"):
-        return ""
-    vectors = int(np.prod(layer.get_nodeattr("numInputVectors")))
-    return (
-        f"{node.name} multiplies two streams: FINN's matrix layer takes its second operand "
-        f"({node.input[1]}) once per input vector ({vectors:,} times a frame), and no layer "
-        "replays it (an RTL layer that buffers and replays the operand is not built yet)"
-    )
-
-
 def stitched_design(model, code_dir: str, fpga_part: str, clock_ns: float):
     """(the whole partition as one LayerDesign with FINN's FIFOs of their depths, its nodes);
     NotSimulated when it cannot be stitched, with the reason."""
-    return _stitch(model, code_dir, fpga_part, clock_ns, fixed=True, floats=True)
+    return _stitch(model, code_dir, fpga_part, clock_ns, fixed=True)
 
 
 def write_stitched(design: LayerDesign, folder: str, top: str = "accelerator") -> list[str]:

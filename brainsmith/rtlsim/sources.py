@@ -12,9 +12,10 @@ files are never changed): finn-rtllib's ``add_multi.sv`` declares a constant fun
 a generate block, which IEEE 1800-2023 13.4.3 forbids and Verilator rejects ("Constant
 function may not be declared under generate"): the same function moves to module scope.
 ``fifo.sv`` builds a struct in a constant function, which Verilator cannot evaluate: the
-same computation returns one field per call. Layers with single-precision float arithmetic
-(``shortreal``: LayerNorm, Softmax, float Elementwise, Requant) are not simulated: Verilator
-computes ``shortreal`` as double.
+same computation returns one field per call. Single-precision float arithmetic
+(``$bitstoshortreal``: LayerNorm, Softmax, float Elementwise, Requant) is made exact
+(``brainsmith.rtlsim.single_precision``); FINN's behavioural models stand in for the DSPFP32
+primitive simulation does not have.
 
 ``fifo_gauge.sv`` can log every beat to a file its instance names (``DATA_LOGFILE``); the
 copy compiled here never opens it (the stitched simulation reads the fill from its ports),
@@ -35,8 +36,18 @@ import os
 import re
 from dataclasses import dataclass, field
 
-# How a layer or a stitched partition came out of simulation.
+from brainsmith.rtlsim.single_precision import exact_single_precision
+
+# How a layer or a stitched partition came out of simulation. APPROXIMATE: a design with
+# layers whose RTL approximates its function differs from Python's exact one (see below).
 MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
+APPROXIMATE = "approximate"
+
+# FINN's float RTL layers that approximate the function FINN's Python computes exactly
+# (exponent by piecewise polynomials and reciprocal by Newton steps; reciprocal square root):
+# alone, each is compared within APPROXIMATION_TOLERANCE of its largest expected value.
+APPROXIMATING = {"HWSoftmax_rtl": "softmax", "LayerNorm_rtl": "layer normalisation"}
+APPROXIMATION_TOLERANCE = 0.02
 
 HLS_REASON = "HLS layer: its RTL comes from Vitis HLS synthesis (not available here)"
 
@@ -86,11 +97,10 @@ class LayerDesign:
     depths: list[str] = field(default_factory=list)  # top inputs set before reset (FIFO depths)
 
 
-def layer_design(model, node, simulated: bool = True, floats: bool = False) -> LayerDesign:
+def layer_design(model, node, simulated: bool = True) -> LayerDesign:
     """The design of ``node`` (a ModelWrapper node); raises NotSimulated with the reason.
     ``simulated=False`` (for synthesis): without the checks that only simulation needs
-    (parameters streamed in, single-precision float); ``floats``: single-precision float
-    layers are simulated too, for their timing (their results are computed in double)."""
+    (parameters streamed in)."""
     from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
     from qonnx.custom_op.registry import getCustomOp
 
@@ -131,35 +141,14 @@ def layer_design(model, node, simulated: bool = True, floats: bool = False) -> L
     )
     pumped = bool(_attr(op, "pumpedCompute") or _attr(op, "pumpedMemory"))
     streamer = _memstream_wrapper(code_dir, node.name)
+    loader = os.path.join(code_dir, f"{node.name}_dynamic_load_wrapper.v")
     if _attr(op, "mem_mode") == "internal_decoupled" and streamer:
         _with_weight_streamer(design, op, streamer, pumped)
+    elif _attr(op, "mem_mode") == "dynamic" and os.path.isfile(loader):
+        _with_operand_loader(design, op, loader)
     elif _has_port(files, top, "ap_clk2x"):
         design.clk2x = "double" if pumped else "same"
-    if simulated and not floats:
-        _refuse_single_precision(design.files)
     return design
-
-
-def single_precision_file(files: list[str]) -> str:
-    """The first of ``files`` with single-precision float arithmetic ("" when none is)."""
-    for path in files:
-        with open(path, errors="replace") as handle:
-            text = handle.read()
-        if "$shortrealtobits" in text or "$bitstoshortreal" in text:
-            return path
-    return ""
-
-
-def _refuse_single_precision(files: list[str]) -> None:
-    """finn-rtllib models IEEE single precision with ``shortreal``; Verilator computes it as
-    double (``real``), so such a layer would differ from Python for the simulator's sake."""
-    path = single_precision_file(files)
-    if path:
-        raise NotSimulated(
-            f"single-precision float arithmetic ({os.path.basename(path)} uses shortreal): "
-            "Verilator computes shortreal as double (verilator/verilator#6132), so its "
-            "results would not be the hardware's"
-        )
 
 
 def _stream(port: str, width: int) -> Stream:
@@ -217,22 +206,9 @@ def _require_ports(files: list[str], module: str, ports: list[str]) -> None:
         )
 
 
-def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) -> None:
-    """Wire ``<layer>_memstream_wrapper`` into the core's weight input, as FINN's IPI does."""
-    from finn.util.settings import get_settings
-
-    rtllib = get_settings().finn_rtllib
-    extra = [
-        streamer,
-        os.path.join(rtllib, "axi", "hdl", "axilite.sv"),
-        os.path.join(rtllib, "memstream", "hdl", "memstream_axi.sv"),
-        os.path.join(rtllib, "memstream", "hdl", "memstream.sv"),
-    ]
-    _require(extra)
-    module = os.path.basename(streamer)[: -len(".v")]
-    wide = int(op.get_instream_width_padded(1))
-    clk2x = "ap_clk2x" if pumped else "ap_clk"
-    core_clk2x = f" .ap_clk2x({clk2x})," if _has_port(design.files, design.top, "ap_clk2x") else ""
+def _ports_and_wiring(design: LayerDesign, pumped: bool = False) -> tuple[list[str], list[str]]:
+    """The port list of a top around ``design``'s core (its clocks and streams) and the
+    connections of the core's streams to the top's ports of the same names."""
     ports = ["input ap_clk", "input ap_rst_n"] + (["input ap_clk2x"] if pumped else [])
     wiring = []
     for stream in design.inputs:
@@ -249,6 +225,73 @@ def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) 
             f"input {stream.port}_TREADY",
         ]
         wiring += [f".{stream.port}_{s}({stream.port}_{s})" for s in ("TDATA", "TVALID", "TREADY")]
+    return ports, wiring
+
+
+def _with_operand_loader(design: LayerDesign, op, loader: str) -> None:
+    """Wire ``<layer>_dynamic_load_wrapper`` into the second input of a matrix layer of two
+    streams, as FINN's IPI does: the operand arrives once per head, PE values a beat, and
+    the loader (FINN's ``dynamic_load``, double-buffered) replays it for every input vector
+    as the PE x SIMD beats the core reads."""
+    from finn.util.settings import get_settings
+
+    extra = [loader, os.path.join(get_settings().finn_rtllib, "dynload", "hdl", "dynamic_load.sv")]
+    _require(extra)
+    module = os.path.basename(loader)[: -len(".v")]
+    wide = (int(op.get_instream_width(1)) * int(op.get_nodeattr("SIMD")) + 7) // 8 * 8
+    core_clk2x = " .ap_clk2x(ap_clk)," if _has_port(design.files, design.top, "ap_clk2x") else ""
+    operand = next(s for s in design.inputs if s.index == 1)
+    ports, wiring = _ports_and_wiring(design)
+    wiring = [w for w in wiring if not w.startswith(f".{operand.port}_")]
+    top = f"{design.top}_rtlsim_top"
+    text = "\n".join(
+        [
+            "// Generated by brainsmith.rtlsim: operand loader -> compute core, as in the",
+            "// stitched design (FINN's IP Integrator hierarchy for mem_mode dynamic).",
+            f"module {top} (",
+            ",\n".join(f"\t{p}" for p in ports),
+            ");",
+            f"\twire [{wide - 1}:0] w_tdata;",
+            "\twire w_tvalid, w_tready;",
+            f"\t{module} operand (",
+            "\t\t.ap_clk(ap_clk), .ap_rst_n(ap_rst_n),",
+            f"\t\t.s_axis_0_TDATA({operand.port}_TDATA), .s_axis_0_TVALID({operand.port}_TVALID),",
+            f"\t\t.s_axis_0_TREADY({operand.port}_TREADY),",
+            "\t\t.m_axis_0_TDATA(w_tdata), .m_axis_0_TVALID(w_tvalid), .m_axis_0_TREADY(w_tready)",
+            "\t);",
+            f"\t{design.top} core (",
+            f"\t\t.ap_clk(ap_clk),{core_clk2x} .ap_rst_n(ap_rst_n),",
+            f"\t\t.{operand.port}_TDATA(w_tdata), .{operand.port}_TVALID(w_tvalid),",
+            f"\t\t.{operand.port}_TREADY(w_tready),",
+            "\t\t" + ", ".join(wiring),
+            "\t);",
+            "endmodule",
+            "",
+        ]
+    )
+    design.files += extra
+    design.generated[f"{top}.sv"] = text
+    design.top = top
+    design.clk2x = "none"
+
+
+def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) -> None:
+    """Wire ``<layer>_memstream_wrapper`` into the core's weight input, as FINN's IPI does."""
+    from finn.util.settings import get_settings
+
+    rtllib = get_settings().finn_rtllib
+    extra = [
+        streamer,
+        os.path.join(rtllib, "axi", "hdl", "axilite.sv"),
+        os.path.join(rtllib, "memstream", "hdl", "memstream_axi.sv"),
+        os.path.join(rtllib, "memstream", "hdl", "memstream.sv"),
+    ]
+    _require(extra)
+    module = os.path.basename(streamer)[: -len(".v")]
+    wide = int(op.get_instream_width_padded(1))
+    clk2x = "ap_clk2x" if pumped else "ap_clk"
+    core_clk2x = f" .ap_clk2x({clk2x})," if _has_port(design.files, design.top, "ap_clk2x") else ""
+    ports, wiring = _ports_and_wiring(design, pumped)
     top = f"{design.top}_rtlsim_top"
     text = "\n".join(
         [
@@ -294,7 +337,7 @@ def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
         text = text.replace('$readmemh(".', f'$readmemh("{folder}').replace('"./', f'"{folder}/')
         text = _local_paths(text, folder, folder + os.sep)
     fix = VERILATOR_FIXES.get(os.path.basename(path))
-    return fix(text) if fix else text
+    return exact_single_precision(fix(text) if fix else text)
 
 
 def localised_paths(text: str, code_dir: str) -> str:
@@ -330,6 +373,89 @@ def hoist_leaf_loads(text: str) -> str:
     )
     text = text[: match.start()] + "\n" + text[match.end() :]
     return text[: anchor.start()] + "\n" + block + "\n" + text[anchor.start() :]
+
+
+def hoist_edge_delays(text: str) -> str:
+    """layernorm.sv: the adder tree's constant function (and its type) declared under
+    generate, which Verilator refuses, moved to module scope before the generate loop."""
+    match = re.search(
+        r"\n([ \t]*)typedef bit edge_delays_t\[2\*SIMD-1\];.*?endfunction\s*:\s*INIT_EDGE_DELAYS\n",
+        text,
+        re.S,
+    )
+    anchor = re.search(r"\n[ \t]*for\s*\(genvar\s+step\b", text)
+    if match is None or anchor is None or anchor.start() > match.start():
+        return text  # a FINN version without the construct: compile it as it is
+    indent = match.group(1)
+    block = "\n".join(
+        "\t" + line[len(indent) :] if line.startswith(indent) else line
+        for line in match.group(0).strip("\n").split("\n")
+    )
+    text = text[: match.start()] + "\n" + text[match.end() :]
+    return text[: anchor.start()] + "\n" + block + "\n" + text[anchor.start() :]
+
+
+def _behavioural_by_default(text: str) -> str:
+    """binopf.sv: its behavioural model when an instance does not choose (FINN's softmax
+    does not), since simulation has no DSPFP32 primitive; synthesis keeps the DSP."""
+    return re.sub(r"(\bbit\s+FORCE_BEHAVIORAL\s*=\s*)0", r"\g<1>1", text, count=1)
+
+
+FMA_BEHAVIOURAL = """// brainsmith.rtlsim: DSPFP32 as its behaviour (FPOPMODE C + A*B), with the instance's
+	// registers: A and B one stage, C three, the product two, the sum one.
+	logic [31:0]  A1 = '0, B1 = '0, C1 = '0, C2 = '0, C3 = '0, M1 = '0, M2 = '0, R4 = '0;
+	always_ff @(posedge clk) begin
+		A1 <= a;  B1 <= b;
+		C1 <= c;  C2 <= C1;  C3 <= C2;
+		M1 <= $shortrealtobits($bitstoshortreal(A1) * $bitstoshortreal(B1));
+		M2 <= M1;
+		R4 <= $shortrealtobits($bitstoshortreal(C3) + $bitstoshortreal(M2));
+	end
+	assign  r = R4;
+	assign  invalid = &R4[30-:8] && |R4[0+:23];
+	assign  overflow = &R4[30-:8] && !(|R4[0+:23]);
+	assign  underflow = 0;
+"""
+
+
+def _fma_as_behaviour(text: str) -> str:
+    """softmax_pwpolyf.sv: its FMA is a DSPFP32 with no behavioural model; simulation has no
+    primitive, so the instance becomes the same arithmetic with the same registers."""
+    match = re.search(r"\n\tDSPFP32 #\(.*?\) DSPFP32_inst \(.*?\n\t\);\n", text, re.S)
+    if match is None or "MODE_FMA = 7'b00_110_01" not in text or "FPCREG(3)" not in text:
+        return text  # a FINN version with another datapath: compile it as it is
+    return text[: match.start()] + "\n\t" + FMA_BEHAVIOURAL + text[match.end() :]
+
+
+ROTATION_BITS = "(SIMD > 1? $clog2(SIMD) : 1)"
+
+
+def _rotation_index_of_one_bit(text: str) -> str:
+    """inner_shuffle.sv: at SIMD 1 its rotation index is ``$clog2(1) = 0`` bits wide, a
+    zero-width type Verilator refuses; one bit (always 0) selects the single lane alike.
+    Its casts between the unpacked index vector and the packed one Verilator does not
+    support for one element, so they become the same bits assigned lane by lane (lane i
+    at bits i*W, as the bit-stream cast places it)."""
+    pack = ".idat(packed_rotidx_vec_t'(RdPat)),"
+    unpack = "assign rd_pat_forwarded = rotidx_vec_t'(rd_pat_forwarded_packed);"
+    if pack not in text or unpack not in text:
+        return text  # a FINN version without the construct: compile it as it is
+    width = f"[i*{ROTATION_BITS} +: {ROTATION_BITS}]"
+    text = text.replace("$clog2(SIMD)-1:0]", f"{ROTATION_BITS}-1:0]")
+    text = text.replace("[SIMD*$clog2(SIMD)-1:0]", f"[SIMD*{ROTATION_BITS}-1:0]")
+    text = text.replace(
+        "\tskid #(\n\t\t.DATA_WIDTH($bits(packed_rotidx_vec_t))",
+        "\tuwire packed_rotidx_vec_t  rd_pat_packed;\n"
+        f"\tfor(genvar  i = 0; i < SIMD; i++)  assign  rd_pat_packed{width} = RdPat[i];\n"
+        "\tskid #(\n\t\t.DATA_WIDTH($bits(packed_rotidx_vec_t))",
+        1,
+    )
+    text = text.replace(pack, ".idat(rd_pat_packed),")
+    return text.replace(
+        unpack,
+        "for(genvar  i = 0; i < SIMD; i++)  "
+        f"assign  rd_pat_forwarded[i] = rd_pat_forwarded_packed{width};",
+    )
 
 
 ABITS_ORIGINAL = """function abits_t INIT_ABITS();
@@ -398,6 +524,10 @@ def _skid_check_with_its_argument(text: str) -> str:
 
 VERILATOR_FIXES = {
     "add_multi.sv": hoist_leaf_loads,
+    "layernorm.sv": hoist_edge_delays,
+    "binopf.sv": _behavioural_by_default,
+    "softmax_pwpolyf.sv": _fma_as_behaviour,
+    "inner_shuffle.sv": _rotation_index_of_one_bit,
     "skid.sv": _skid_check_with_its_argument,
     "fifo.sv": _abits_without_struct_function,
     "fifo_gauge.sv": _gauge_without_log_file,

@@ -92,10 +92,6 @@ def _simulate(
         bits = op_in.get_instream_width(stream.index)
         with open(os.path.join(workdir, f"{stream.port}.hex"), "w") as handle:
             for frame in frames:
-                if _replayed_operand(op_in, stream.index):
-                    beats = _operand_beats(op_in, frame[position], workdir)
-                    handle.writelines(f"{beat:x}\n" for beat in beats)
-                    continue
                 array = np.asarray(frame[position], dtype=np.float32).reshape(shape)
                 handle.writelines(f"{beat:x}\n" for beat in pack_beats(array, dtype, bits))
     with open(os.path.join(workdir, "depths"), "w") as handle:
@@ -129,32 +125,6 @@ def _simulate(
             f"{(result.stderr or result.stdout).strip()[-300:]}"
         )
     return _collect(design, op_out, frames, beats_out, workdir, result.stdout)
-
-
-def _replayed_operand(op, index: int) -> bool:
-    """Whether input ``index`` of ``op`` is the second operand of a matrix layer of two
-    streams (``mem_mode: dynamic``), which FINN's RTL takes whole for every input vector."""
-    if index != 1 or not op.onnx_node.op_type.startswith("MVAU"):
-        return False
-    return op.get_nodeattr("mem_mode") == "dynamic"
-
-
-def _operand_beats(op, operand, workdir: str) -> list[int]:
-    """A frame's second operand as FINN's own simulation of the layer streams it: in its
-    weight order, one beat of PE x SIMD values, replayed for every input vector."""
-    from finn.util.data_packing import npy_to_rtlsim_input
-
-    rows, columns = op.get_nodeattr("MW"), op.get_nodeattr("MH")
-    matrices = np.asarray(operand, dtype=np.float32).reshape(-1, rows, columns)  # per head
-    vectors = int(np.prod(op.get_nodeattr("numInputVectors"))) // op.get_nodeattr("TH")
-    bits = op.get_instream_width(1) * op.get_nodeattr("SIMD")
-    path = os.path.join(workdir, "operand.npy")
-    found: list[int] = []
-    for matrix in matrices:  # each head's vectors use its own matrix
-        op.make_weight_file(matrix, "decoupled_npy", path)
-        beats = npy_to_rtlsim_input(path, op.get_input_datatype(1), bits)
-        found += [int(beat) for beat in beats] * (vectors // len(matrices))
-    return found
 
 
 def _beats(folded_shape) -> int:

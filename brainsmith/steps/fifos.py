@@ -13,9 +13,10 @@ The model keeps the converters and sized FIFOs, the sizing is written to
 ``report/fifo_sizing.json``, and the whole accelerator as plain SystemVerilog (a top module
 and a file list) to ``stitched_rtl/``.
 
-Single-precision float layers (a residual's scale, LayerNorm, Softmax) are simulated for their
-timing: Verilator computes their ``shortreal`` in double, so with them the design may differ
-from Python, and the sized design must give exactly what the unbounded one gave instead.
+Float layers are simulated in exact single precision. FINN's RTL softmax and LayerNorm
+approximate the function Python computes exactly, so with them the design may differ from
+Python (``approximate``, with how far), and the sized design must give exactly what the
+unbounded one gave instead.
 
 ``fifo_depths``, a step of the default blueprint, sizes FIFOs this way whenever it can (every
 layer RTL, Verilator installed, ``build.size_fifos`` not false, at most ``CYCLE_BUDGET``
@@ -33,6 +34,7 @@ from brainsmith.frameworks.finn.folding_record import write_json
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
+from brainsmith.rtlsim.sources import APPROXIMATE, MATCH
 
 FRAMES = 4  # random frames per simulation
 ATTEMPTS = 3  # bounded re-simulations before giving up
@@ -79,7 +81,7 @@ def sizing_unavailable(model) -> str:
             f"{' ...' if len(hls) > 5 else ''} (build with --prefer rtl where the layers have "
             "RTL backends)"
         )
-    reason = unstitchable(model, floats=True)
+    reason = unstitchable(model)
     if reason:
         return f"the design cannot be simulated whole: {reason}"
     try:
@@ -137,7 +139,7 @@ def size_fifos(model, cfg):
     free, outputs = _simulated(
         full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate
     )
-    if free.get("approximate"):  # the sized design must give what the unbounded one gave
+    if free["status"] == APPROXIMATE:  # the sized design must give what the unbounded one gave
         sink = full.graph.output[0].name
         contexts = [{**c, sink: out} for c, out in zip(contexts, outputs, strict=True)]
     depths = {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free["fifos"]}
@@ -183,23 +185,21 @@ def size_fifos(model, cfg):
         "seconds": round(time.perf_counter() - began, 3),
     }
     write_json(_record_path(cfg), record)
-    if free.get("approximate"):
+    if free["status"] == APPROXIMATE:
         context_of(cfg).notes.append(
-            f"FIFO depths sized with the float layers {', '.join(free['approximate'])} "
-            "simulated for their timing (Verilator computes shortreal as double); the sized "
-            "design gave the same outputs as with unbounded FIFOs"
+            f"FIFO depths sized with {', '.join(free['approximating_layers'])}, whose RTL "
+            f"approximates: {free['reason']}; the sized design gave the same outputs as with "
+            "unbounded FIFOs"
         )
     return full
 
 
 def _float_record(free: dict) -> dict:
-    """fifo_sizing.json's facts about float layers simulated for their timing."""
-    if not free.get("approximate"):
-        return {}
+    """fifo_sizing.json's comparison with Python: bit for bit, or how far the layers whose
+    RTL approximates the function take the outputs."""
     return {
-        "float_layers": free["approximate"],
-        "float_layers_note": "simulated for timing: Verilator computes shortreal as double",
-        "matches_python": free["status"] == "match",
+        "matches_python": free["status"] == MATCH,
+        **{key: free[key] for key in ("approximating_layers", "difference") if key in free},
     }
 
 
@@ -223,15 +223,15 @@ def random_frames(model, count: int) -> list[list]:
 def _simulated(
     model, contexts, workdir: str, part: str, clock: float, interval: int
 ) -> tuple[dict, list]:
-    """The stitched simulation, float layers included for their timing: unbounded FIFOs at
-    ``interval`` cycles per frame, or (0) the FIFOs of their depths, flat out; (its result,
-    its outputs). Unbounded, a design with float layers may differ from Python (computed in
-    double); bounded, it must give ``contexts``' outputs."""
+    """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0) the
+    FIFOs of their depths, flat out; (its result, its outputs). Unbounded, a design with
+    layers whose RTL approximates may differ from Python; bounded, it must give
+    ``contexts``' outputs."""
     from brainsmith.rtlsim.partition import run_partition
 
     bounded = interval == 0
     result, outputs = run_partition(
-        model, contexts, workdir, part, clock, bounded=bounded, interval=interval, floats=True
+        model, contexts, workdir, part, clock, bounded=bounded, interval=interval
     )
     status = result.get("status")
     if status in ("not simulated", "failed"):  # not run, or crashed: no verdict on results
@@ -240,7 +240,7 @@ def _simulated(
             f"the {kind} simulation {status}: {result.get('reason', '')}",
             "run brainsmith verify-rtl on the build folder to find the layer",
         )
-    approximate = not bounded and status == "mismatch" and result.get("approximate")
+    approximate = not bounded and status == APPROXIMATE
     if (status != "match" and not approximate) or not result.get("cycles_per_frame"):
         kind = "with the sized FIFOs" if bounded else "with unbounded FIFOs"
         raise StepError(

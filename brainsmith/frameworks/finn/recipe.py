@@ -266,7 +266,32 @@ def convert_to_hw(
     model = fix_layouts(model)
     for name in last:
         model = model.transform(make(name))
+    pad_streamed_operand_vectors(model)
     return _tidy(model)
+
+
+def pad_streamed_operand_vectors(model) -> list[str]:
+    """Give each matrix layer of two streams (an attention product, ``mem_mode: dynamic``)
+    at least three ``numInputVectors`` (batch, heads, rows); returns the layers changed.
+
+    FINN folds the second operand as ``numInputVectors[:2] + [MW, MH/PE, PE]``, which
+    assumes (batch, heads, rows). A product of 3D tensors (heads, rows, columns) gets
+    (heads, rows), so the operand's folded shape counted it once per row: InsertFIFO then
+    refuses the design and a stream of it has the wrong length. Leading ones change nothing
+    else (FINN reshapes the input to this shape and the cycles are the product).
+    """
+    from qonnx.custom_op.registry import getCustomOp
+
+    changed = []
+    for node in model.graph.node:
+        if not node.op_type.startswith("MVAU") or len(node.input) < 2:
+            continue
+        layer = getCustomOp(node)
+        vectors = list(layer.get_nodeattr("numInputVectors"))
+        if layer.get_nodeattr("mem_mode") == "dynamic" and len(vectors) < 3:
+            layer.set_nodeattr("numInputVectors", [1] * (3 - len(vectors)) + vectors)
+            changed.append(node.name)
+    return changed
 
 
 def fix_layouts(model):
