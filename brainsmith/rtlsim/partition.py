@@ -332,6 +332,7 @@ def _with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: f
     for node in full.graph.node:
         if node.name not in known:
             getCustomOp(node).set_nodeattr("preferred_impl_style", "rtl")
+            _in_tensor_shape(full, node, getCustomOp(node))
     full = full.transform(SpecializeLayers(fpga_part))
     from brainsmith.backends import converters
 
@@ -347,6 +348,26 @@ def _with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: f
             op.set_nodeattr("code_gen_dir_ipgen", folder)
             op.code_generation_ipgen(full, fpga_part, clock_ns)
     return full
+
+
+SHAPE_ATTRIBUTES = {
+    "StreamingDataWidthConverter": ("inShape", "outShape"),
+    "StreamingFIFO": ("normal_shape",),
+}
+
+
+def _in_tensor_shape(model, node, op) -> None:
+    """A converter or FIFO FINN inserted takes the shape of the tensor it passes on where
+    FINN gave it the same values in another shape: the shape its neighbour reports, which
+    for an attention product is (batch, heads, rows, columns) where the tensor is (heads,
+    rows, columns), and FINN's Python execution of the converter refuses the tensor."""
+    shape = list(model.get_tensor_shape(node.input[0]))
+    for name in SHAPE_ATTRIBUTES.get(node.op_type, ()):
+        given = list(op.get_nodeattr(name))
+        if given != shape and int(np.prod(given)) == int(np.prod(shape)):
+            op.set_nodeattr(name, shape)
+            if list(model.get_tensor_shape(node.output[0])) == given:
+                model.set_tensor_shape(node.output[0], shape)
 
 
 def _top(model, nodes, designs: list[LayerDesign], runtime_depths: bool) -> LayerDesign:
