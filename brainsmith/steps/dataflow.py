@@ -379,7 +379,7 @@ def folding(model, cfg):
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
     every layer must then have a backend."""
     from brainsmith.frameworks.finn import steps as finn_steps
-    from brainsmith.frameworks.finn.folding_record import fold_for_target
+    from brainsmith.frameworks.finn.folding_record import fold_for_target, follow_decomposition
 
     context = context_of(cfg)
     plan = context.plan
@@ -393,6 +393,7 @@ def folding(model, cfg):
     model = finn_steps.transpose_decomposition(  # Shuffle -> Inner/OuterShuffle
         model, cfg, styles=lambda decomposed: set_backend_styles(decomposed, plan)
     )
+    context.folding = follow_decomposition(model, cfg, context.folding)
     model = apply_transforms(model, plan, "post_hw")
     _check_backends(model, plan, decomposed_later=False)
     return model

@@ -62,6 +62,44 @@ def fold_for_target(
     return model, record
 
 
+def follow_decomposition(model, cfg, record: FoldingRecord | None) -> FoldingRecord | None:
+    """``record`` with each layer a later step decomposed (a ``Shuffle`` into Inner and
+    OuterShuffle layers, which FINN marks with ``original_node_name``) replaced by its parts
+    under their final names and cycles; the slowest part takes the original's limit, and
+    the bottleneck's place. Written again as ``folding.json``."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    if record is None:
+        return None
+    parts: dict[str, dict[str, int]] = {}
+    for node in model.graph.node:
+        original = _original_name(node)
+        if original in record["layers"] and is_hardware(node):
+            parts.setdefault(original, {})[node.name] = int(getCustomOp(node).get_exp_cycles())
+    if not parts:
+        return record
+    layers = dict(record["layers"])
+    for original, cycles in parts.items():
+        limit = layers.pop(original)["limit"]
+        slowest = max(cycles, key=cycles.__getitem__)
+        for name, value in cycles.items():
+            layers[name] = {"cycles": value, "limit": limit if name == slowest else None}
+        if record["bottleneck"] == original:
+            record["bottleneck"] = slowest
+    record["layers"] = layers
+    if record["bottleneck"] is not None:
+        record["cycles"] = layers[record["bottleneck"]]["cycles"]
+    write_json(os.path.join(cfg.output_dir, "report", RECORD), record)
+    return record
+
+
+def _original_name(node) -> str | None:
+    for attribute in node.attribute:
+        if attribute.name == "original_node_name":
+            return attribute.s.decode()
+    return None
+
+
 def finn_record(model, target: int, wwidth_max: int) -> FoldingRecord:
     """What FINN's SetFolding reaches for ``target`` (run on a copy without its relaxation
     pass, which slows other layers down to the slowest): each layer's cycles, the slowest
