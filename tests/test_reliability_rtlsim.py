@@ -145,6 +145,23 @@ def test_a_display_loop_is_stopped_at_the_output_cap_naming_the_layer(copy, hub)
     assert not beats.exists() or beats.stat().st_size == 0  # stopped inside the loop
 
 
+def test_a_process_that_repeats_a_line_is_stopped_naming_the_line(tmp_path):
+    """A simulator stopped at the cap says what it kept printing (BERT-tiny's stitched design
+    stopped with "printed more than 16 MiB" and no word of the warning that filled them)."""
+    import sys
+
+    from brainsmith.rtlsim.processes import TooMuchOutput, run_bounded
+
+    loop = "import itertools\nfor i in itertools.count():\n print('note' if i % 9 else 'flood')"
+    with pytest.raises(TooMuchOutput) as caught:
+        run_bounded([sys.executable, "-c", loop], cwd=str(tmp_path), timeout=60, limit=2**20)
+    message = str(caught.value)
+    assert message.startswith(
+        'printed more than 1 MiB; stopped; the line printed most often: "note" ('
+    )
+    assert message.endswith(" times)") and "flood" not in message
+
+
 def test_changed_rtl_is_simulated_only_when_asked_and_with_a_warning(copy, hub):
     path = code_dir(copy, "Thresholding_rtl_1") / "Thresholding_rtl_1.v"
     inject(path, "\t// edited by hand")

@@ -391,6 +391,59 @@ endmodule
     assert "wrong 0" in run.stdout, run.stdout
 
 
+def test_a_free_running_float_unit_warns_once_not_every_cycle(tmp_path):
+    """FINN's softmax runs its reciprocal's binopf units valid every cycle, so an idle layer
+    computes with whatever its registers hold; each warned on every cycle, and BERT-tiny's
+    stitched simulation printed over 16 MiB and was stopped before its FIFOs were sized."""
+    from brainsmith.frameworks.finn.env import prepare_finn
+
+    prepare_finn()
+    from finn.util.settings import get_settings
+
+    from brainsmith.rtlsim.single_precision import exact_single_precision
+    from brainsmith.rtlsim.sources import VERILATOR_FIXES
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    library = Path(get_settings().finn_rtllib) / "layernorm" / "binopf.sv"
+    fixed = VERILATOR_FIXES["binopf.sv"](library.read_text())
+    (tmp_path / "binopf.sv").write_text(exact_single_precision(fixed))
+    (tmp_path / "top.sv").write_text(
+        exact_single_precision("""module top(
+  input logic clk, input logic rst, output logic [31:0] r);
+  binopf #(.OP("MUL")) mul (.clk, .rst, .a($shortrealtobits(3.0e38)), .avld(1'b1),
+                            .b($shortrealtobits(1.0e10)), .bload(1'b1), .r, .rvld());
+endmodule
+""")
+    )
+    (tmp_path / "main.cpp").write_text("""#include <cstdio>
+#include "Vtop.h"
+#include "verilated.h"
+int main() {
+  VerilatedContext context;
+  Vtop top{&context};
+  for (int edge = 0; edge < 2000; edge++) {  // 4 cycles in reset, then 996
+    top.rst = edge < 8;
+    top.clk = edge & 1;
+    top.eval();
+  }
+  std::printf("result %08x\\n", top.r);
+  top.final();
+}
+""")
+    toolchain = find_toolchain()
+    compiled = subprocess.run(
+        [toolchain.verilator, "--cc", "--exe", "--build", "-Wno-fatal", "-Wno-lint",
+         "--top-module", "top", "top.sv", "binopf.sv", "main.cpp", "-o", "top"],
+        cwd=tmp_path, env={**os.environ, **toolchain.env}, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr[-2000:]
+    run = subprocess.run(["obj_dir/top"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    printed = run.stdout + run.stderr
+    assert "result 7f800000" in printed, printed[-2000:]  # the product overflowed to infinity
+    assert printed.count("generated an overflow") == 1, printed[-2000:]
+
+
 def test_build_with_rtlsim_and_no_verilator_stops_before_building(hub, tmp_path, monkeypatch):
     monkeypatch.setenv("BRAINSMITH_VERILATOR", str(tmp_path / "no-such-verilator"))
     with pytest.raises(BuildError) as caught:

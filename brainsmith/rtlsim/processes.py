@@ -21,11 +21,29 @@ CHUNK = 64 * 1024
 
 
 class TooMuchOutput(Exception):
-    """The process printed more than ``limit`` bytes and was killed."""
+    """The process printed more than ``limit`` bytes and was killed; the message names the
+    line it printed most often in ``printed`` (what it printed, or its last chunk)."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"printed more than {limit // MIB} MiB; stopped")
+    def __init__(self, limit: int, printed: bytes = b"") -> None:
+        repeated = most_repeated(printed)
+        super().__init__(
+            f"printed more than {limit // MIB} MiB; stopped{f'; {repeated}' if repeated else ''}"
+        )
         self.limit = limit
+
+
+def most_repeated(printed: bytes, shown: int = 200) -> str:
+    """``the line printed most often: "<line>" (N times)`` for the line ``printed`` repeats
+    most (cut to ``shown`` characters); empty if no line repeats."""
+    from collections import Counter
+
+    lines = Counter(printed.decode(errors="replace").splitlines())
+    line, count = max(lines.items(), key=lambda item: item[1], default=("", 0))
+    if count < 2:
+        return ""
+    cut = line.strip()
+    cut = cut if len(cut) <= shown else cut[: shown - 3] + "..."
+    return f'the line printed most often: "{cut}" ({count:,} times)'
 
 
 @dataclass(frozen=True)
@@ -85,7 +103,8 @@ def run_bounded(
                     else:
                         kept[index[key.fd]] += chunk[:room]
                     if printed > limit:
-                        raise TooMuchOutput(limit)
+                        last = chunk if log is not None else kept[index[key.fd]]
+                        raise TooMuchOutput(limit, bytes(last))
         returncode = process.wait(max(0.0, deadline - time.monotonic()))
     finally:
         if process.poll() is None:

@@ -394,8 +394,32 @@ def hoist_edge_delays(text: str) -> str:
 
 def _behavioural_by_default(text: str) -> str:
     """binopf.sv: its behavioural model when an instance does not choose (FINN's softmax
-    does not), since simulation has no DSPFP32 primitive; synthesis keeps the DSP."""
-    return re.sub(r"(\bbit\s+FORCE_BEHAVIORAL\s*=\s*)0", r"\g<1>1", text, count=1)
+    does not), since simulation has no DSPFP32 primitive; synthesis keeps the DSP. Its
+    value-class warnings (invalid, overflow, underflow) are given once per instance: FINN's
+    softmax runs its reciprocal free, valid every cycle, so an idle layer computes with
+    whatever is in its registers and warned every cycle (millions of lines in a stitched
+    design). Results are judged against Python, not by these warnings."""
+    text = re.sub(r"(\bbit\s+FORCE_BEHAVIORAL\s*=\s*)0", r"\g<1>1", text, count=1)
+    checks = re.search(BINOPF_CHECKS, text)
+    flags = re.findall(BINOPF_WARNING, text)
+    if checks is None or not flags:
+        return text  # not the code this was written for: its warnings left as they are
+    declared = "".join(f"logic  Warned_{flag} = 0;\n\t" for flag, _ in flags)
+    text = text[: checks.start()] + declared + text[checks.start() :]
+    return re.sub(BINOPF_WARNING, _warned_once, text)
+
+
+BINOPF_CHECKS = r"always_ff @\(posedge clk\) begin\s*automatic logic \[1:0\]\s+msk\b"
+BINOPF_WARNING = r'assert\(!\((\w+) & msk\)\) else \$warning\(("%m generated [\w ]+\.")\);'
+
+
+def _warned_once(found: re.Match) -> str:
+    flag, message = found.group(1), found.group(2)
+    return (
+        f"if(({flag} & msk) && !Warned_{flag}) begin  // brainsmith.rtlsim: once\n"
+        f'\t\t\t$warning({message[:-1]} (only the first is shown)");\n'
+        f"\t\t\tWarned_{flag} <= 1;\n\t\tend"
+    )
 
 
 FMA_BEHAVIOURAL = """// brainsmith.rtlsim: DSPFP32 as its behaviour (FPOPMODE C + A*B), with the instance's
