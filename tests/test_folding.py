@@ -13,6 +13,7 @@ from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
 from brainsmith.blueprint import BlueprintError, load_blueprint
+from brainsmith.builder import BuildError
 from brainsmith.frameworks.finn.folding import COSTED, estimate, fold, layer_cycles
 from brainsmith.frameworks.finn.folding_record import finn_record
 from brainsmith.frameworks.finn.parts import part_resources
@@ -210,17 +211,31 @@ def test_memories_are_spread_over_lut_ram_and_block_ram_on_the_users_part(wide_m
     assert result.utilisation < min(peak("distributed"), peak("block")) - 0.05
 
 
-def test_a_design_over_the_part_is_a_warning_naming_the_resource(wide_mlp, tmp_path):
+def test_a_design_over_the_part_is_an_error_unless_the_blueprint_accepts_it(wide_mlp, tmp_path):
     """FINN's SetFolding does not fit a design to the part: the wide MLP at 400,000 fps for a
-    PYNQ-Z1's xc7z020 needs more LUTs than it has, and the build says so."""
+    PYNQ-Z1's xc7z020 needs more LUTs than it has. The estimates step says so and stops
+    (before: exit 0 with a warning); ``allow_over_part`` builds it, and the report warns."""
+    options = {"fpga_part": "xc7z020clg400-1", "target_fps": 400_000,
+               "folding": {"search": "finn"}}  # fmt: skip
+    with pytest.raises(BuildError) as caught:
+        brainsmith.build(str(wide_mlp), None, str(tmp_path / "out"), verify="none",
+                         options=options)  # fmt: skip
+    error = caught.value
+    assert error.step == "estimates", error
+    assert error.reason.startswith("the design does not fit xc7z020clg400-1: it is estimated to")
+    assert "LUT " in error.reason and "MVAU_hls" in error.reason, error.reason
+    assert "build.allow_over_part: true" in error.hint
     result = brainsmith.build(
-        str(wide_mlp), None, str(tmp_path / "out"), verify="none",
-        options={"fpga_part": "xc7z020clg400-1", "target_fps": 400_000,
-                 "folding": {"search": "finn"}},
-    )  # fmt: skip
+        str(wide_mlp),
+        None,
+        str(tmp_path / "accepted"),
+        verify="none",
+        options={**options, "allow_over_part": True},
+    )
     from brainsmith.report.html import warning_lines
 
     report = json.loads(Path(result.report_path).read_text())
     over = [line for line in warning_lines(report) if "does not fit" in line]
     assert len(over) == 1 and "xc7z020clg400-1" in over[0] and "LUT" in over[0], over
     assert report["utilisation"]["percent"]["LUT"] > 100
+    assert any("accepted: build.allow_over_part" in note for note in report["notes"])

@@ -41,6 +41,8 @@ BUILD_KEYS = {
     "UltraScale or UltraScale+ parts), or false",
     "size_fifos": "true (default) to size the FIFOs of an all-RTL design by simulating it in "
     "Verilator (the fifo_depths step), or false to keep FINN's depths",
+    "allow_over_part": "true to build a design estimated to need more of a resource than the "
+    "part has (a warning in the report), or false (default: the estimates step fails)",
 }
 
 
@@ -82,6 +84,7 @@ class BuildOptions:
     output_dir: str | None = None
     synth: bool = False  # every RTL layer synthesised with Yosys after the last step
     size_fifos: bool = True  # the fifo_depths step sizes an all-RTL design's FIFOs
+    allow_over_part: bool = False  # a design estimated over the part builds, with a warning
 
     def to_dict(self) -> dict[str, Any]:
         """The options that are set, as plain YAML/JSON data (``folding`` when not the
@@ -93,6 +96,8 @@ class BuildOptions:
             del data["synth"]
         if self.size_fifos:
             del data["size_fifos"]
+        if not self.allow_over_part:
+            del data["allow_over_part"]
         return data
 
 
@@ -272,6 +277,7 @@ BUILD_CHECKS: dict[str, OptionCheck] = {
     "output_dir": _output_dir,
     "synth": Checker.flag,
     "size_fifos": Checker.flag,
+    "allow_over_part": Checker.flag,
 }
 FOLDING_CHECKS: dict[str, OptionCheck] = {
     "search": lambda check, at, value, _: check.choice(at, value, FOLDING_SEARCHES),

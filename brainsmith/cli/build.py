@@ -76,6 +76,13 @@ if TYPE_CHECKING:
     "or keep FINN's depths (build.size_fifos).",
 )
 @click.option(
+    "--allow-over-part",
+    is_flag=True,
+    default=None,
+    help="Build a design estimated to need more of a resource than the part has, with a "
+    "warning; without it the estimates step fails (build.allow_over_part).",
+)
+@click.option(
     "--prefer",
     type=click.Choice(PREFERENCES),
     help="Backend type for layers that can have either (hw_compiler.prefer; auto: chosen per "
@@ -114,6 +121,7 @@ def build(
     target_fps: int | None,
     synth: bool | None,
     size_fifos: bool | None,
+    allow_over_part: bool | None,
     prefer: str | None,
     exclude: tuple[str, ...],
     force: bool,
@@ -164,6 +172,7 @@ def build(
                     "target_fps": target_fps,
                     "synth": synth,
                     "size_fifos": size_fifos,
+                    "allow_over_part": allow_over_part,
                 },
                 prefer=prefer,
                 progress=not quiet,

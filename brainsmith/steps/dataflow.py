@@ -421,7 +421,45 @@ def estimates(model, cfg):
     report folder of ``cfg.output_dir``."""
     from brainsmith.frameworks.finn.steps import estimate_reports
 
-    return estimate_reports(model, cfg)
+    model = estimate_reports(model, cfg)
+    over = over_the_part(model, cfg)
+    if over and context_of(cfg).plan.build.allow_over_part:
+        context_of(cfg).notes.append(f"{over} (accepted: build.allow_over_part)")
+    elif over:
+        raise StepError(
+            over,
+            "lower build.target_fps (--target-fps), choose a larger part (--part), or set "
+            "build.allow_over_part: true (--allow-over-part) to build it anyway",
+            model,
+        )
+    return model
+
+
+def over_the_part(model, cfg) -> str:
+    """What the design is estimated to need beyond its part (each resource over 100 %, with
+    the layer kinds using most of it), as the report counts it; "" when it fits or the
+    part's resources are not known."""
+    from collections import Counter
+
+    from brainsmith.report.contents import estimates as report_estimates
+    from brainsmith.report.contents import utilisation
+
+    part = fpga_part(cfg)
+    found = report_estimates(cfg.get_report_directory(), model, cfg.output_dir, part)
+    use = utilisation(part, found["totals"])
+    percent = use["percent"] or {}
+    over = [key for key, share in percent.items() if share is not None and share > 100]
+    if not over:
+        return ""
+    shown = []
+    for key in over:
+        kinds: Counter[str] = Counter()
+        for layer in found["layers"]:
+            kind = "_".join(p for p in (layer.get("op_type"), layer.get("backend")) if p)
+            kinds[kind or layer["name"]] += float(layer.get(key) or 0)
+        largest = ", ".join(f"{kind} {value:,.0f}" for kind, value in kinds.most_common(3))
+        shown.append(f"{key} {found['totals'][key]:,.0f} ({percent[key]:.0f} %; {largest})")
+    return f"the design does not fit {part}: it is estimated to need {'; '.join(shown)}"
 
 
 @step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")
