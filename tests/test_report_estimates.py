@@ -273,6 +273,34 @@ def test_the_folding_records_limit_is_shown_next_to_the_bottleneck(cnv, tmp_path
     assert f"<tr><th>bottleneck</th><td>{line}</td></tr>" in render(updated, {})
 
 
+def test_of_layers_tied_at_the_slowest_the_report_names_the_one_folding_names(cnv):
+    """After balancing, many layers take the bottleneck's cycles; FINN's performance report
+    names the first of them. The report names the one the folding record gives a reason for
+    (before: BERT-tiny's report named DuplicateStreams_rtl_0 with no reason, while the
+    record said OuterShuffle_rtl_7 was limited by the part's DSPs)."""
+    from brainsmith.report.contents import target
+
+    _, report, _, _ = cnv
+    cycles, first = report["target"]["bottleneck_cycles"], report["target"]["bottleneck"]
+    tied = next(x["name"] for x in report["layers"] if x["name"] != first)
+    layers = [{**x, "cycles": cycles} if x["name"] == tied else x for x in report["layers"]]
+    record = {
+        "search": "brainsmith",
+        "target_cycles": report["target"]["target_cycles"],
+        "layers": {tied: {"cycles": cycles, "limit": LIMIT}},
+        "bottleneck": tied,
+        "limit": LIMIT,
+        "cycles": cycles,
+    }
+    goal = target(report["performance"], report["target_fps"], report["clock_ns"], layers, record)
+    assert goal is not None and goal["bottleneck"] == tied and goal["limit"] == LIMIT
+    elsewhere = {**record, "bottleneck": "no_such_layer"}
+    goal = target(
+        report["performance"], report["target_fps"], report["clock_ns"], layers, elsewhere
+    )
+    assert goal is not None and goal["bottleneck"] == first
+
+
 def test_a_record_of_another_folding_or_a_broken_one_adds_nothing(cnv, tmp_path):
     from brainsmith.frameworks.finn.folding_record import read_record
     from brainsmith.report.contents import bottleneck_limit

@@ -84,6 +84,59 @@ def test_a_target_the_part_cannot_hold_names_the_resource_and_the_layers_using_i
     assert "%;" in result.limit and " x" in result.limit, result.limit
 
 
+def test_threshold_memories_move_to_block_ram_where_the_part_is_short_of_luts(encoder):
+    """The search picks where an RTL threshold layer keeps its thresholds, as it does for
+    weights: on a part with few LUTs and many block RAMs, thresholds FINN would put in
+    LUT-RAM go to block RAM (before: BERT-mini's 48 threshold layers took 32,640 LUT each
+    and the search named "the part" without moving them)."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.frameworks.finn.folding import estimate
+
+    short_of_luts = {**AVAILABLE, "LUT": 40_000, "BRAM_18K": 20_000, "URAM": 0}
+
+    def thresholds(model):
+        return [getCustomOp(n) for n in model.graph.node if n.op_type == "Thresholding_rtl"]
+
+    def luts(model):
+        return sum(estimate(layer, PART)["LUT"] for layer in thresholds(model))
+
+    model = copy.deepcopy(encoder)
+    fold(model, 20 * TARGET, PART, short_of_luts)
+    moved = [layer for layer in thresholds(model) if layer.get_nodeattr("depth_trigger_bram")]
+    assert moved, [estimate(layer, PART) for layer in thresholds(model)]
+    assert all(estimate(layer, PART)["BRAM_18K"] > 0 for layer in moved)
+    chosen = luts(model)
+    for layer in moved:  # FINN's memory by depth, at the same PE
+        layer.set_nodeattr("depth_trigger_bram", 0)
+        layer.set_nodeattr("depth_trigger_uram", 0)
+    assert chosen < luts(model)
+
+
+def test_a_part_without_a_resource_table_is_costed_not_folded_flat_out(encoder):
+    """On a part brainsmith has no resource table for, layers are costed at a reference
+    part's scale: each takes the cheapest folding that meets the target, as on that part
+    (before: every cost was 0, so each matrix and threshold layer took its fastest)."""
+    reference, unknown = copy.deepcopy(encoder), copy.deepcopy(encoder)
+    fold(reference, 20 * TARGET, PART, AVAILABLE)
+    fold(unknown, 20 * TARGET, "xcv80-lsva4737-2MHP-e-S", None)
+    assert parallelism(unknown) <= 2 * parallelism(reference)  # before: 775 times
+    assert max(layer_cycles(unknown).values()) <= 20 * TARGET
+
+
+def parallelism(model) -> int:
+    """The PE x SIMD of the matrix and threshold layers, summed."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    total = 0
+    for node in model.graph.node:
+        if node.op_type in ("MVAU_rtl", "MVAU_hls", "Thresholding_rtl"):
+            layer = getCustomOp(node)
+            simd = layer.get_nodeattr("SIMD") if node.op_type.startswith("MVAU") else 1
+            total += layer.get_nodeattr("PE") * simd
+    return total
+
+
 def test_the_folding_record_names_the_layers_final_onnx_has(encoder, tmp_path):
     """The head shuffles are folded before FINN decomposes them into Inner/OuterShuffle
     layers: the record then names those, with their cycles (before: ``Shuffle_2``, a layer

@@ -456,6 +456,9 @@ def target(
         "folding_search": None,
     }
     timed = [(x["name"], c) for x in layers or [] if (c := x.get("cycles")) is not None]
+    recorded = folding.get("bottleneck") if folding else None
+    if recorded and dict(timed).get(recorded) == goal["bottleneck_cycles"]:
+        goal["bottleneck"] = recorded  # of layers tied at the slowest, the one folding names
     if layers and len(timed) == len(layers):
         slow = sorted(((n, c) for n, c in timed if c > allowed), key=lambda x: -x[1])
         goal["over_target"] = [{"name": name, "cycles": cycles} for name, cycles in slow]

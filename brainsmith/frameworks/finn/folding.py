@@ -6,7 +6,9 @@ stays within ``mvau_wwidth_max`` (36 bits per PE by default) and keeps weights i
 memory whose stream FINN caps at 8,191 bits: full-size conv nets stop far below a target the
 part could reach. Here each matrix layer (``MVAU_hls``/``MVAU_rtl``) is folded by searching
 every legal (SIMD, PE, weight memory, RAM style) for the one that meets the target cycles at
-the least cost — the estimated LUT, BRAM, URAM and DSP use as fractions of the part's —, and
+the least cost — the estimated LUT, BRAM, URAM and DSP use as fractions of the part's —, each
+RTL threshold layer (``Thresholding_rtl``) the same way over its PE and the memory of its
+thresholds (LUT-RAM as FINN picks by depth, block RAM or UltraRAM), and
 FINN's ``SetFolding`` folds the other layers (sliding windows matched to depthwise layers,
 thresholds, pools...), whose only choice is the smallest parallelism that meets the target.
 A plugin's layer that FINN does not know is folded the same way as a matrix layer, over the
@@ -33,18 +35,22 @@ from dataclasses import dataclass, field
 from typing import Literal, NotRequired, TypedDict
 
 from brainsmith.frameworks.finn.facts import ESTIMATION_METHODS, RESOURCES, is_hardware
+from brainsmith.frameworks.finn.parts import part_resources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 MATRIX_LAYERS = ("MVAU_hls", "MVAU_rtl")
+THRESHOLD_LAYERS = ("Thresholding_rtl",)  # PE and the memory of their thresholds searched
+COSTED_LAYERS = MATRIX_LAYERS + THRESHOLD_LAYERS  # folded by their estimated cost
 WIDEST_STREAM = 8191  # bits: the widest HLS integer (ap_uint), FINN's MAX_ALLOWED_AP_INT_W
 HLS_INPUT_BUFFER = 1024  # an HLS matrix layer needs SIMD >= MW / 1024
 COSTED = RESOURCES  # the resources a folding's cost counts
 SPREAD_MOVES = 256  # layers moved to another folding to spread the resources used
 SPREAD_GAIN = 0.01  # of the part: a spread folding is kept if its most used resource is less
 MAX_CANDIDATES = 4096  # foldings of one declared layer that are estimated
+REFERENCE_PART = "xcvc1902-vsva2197-2MP-e-S"  # the scale of costs on a part with no table
 
 
 @dataclass
@@ -181,6 +187,8 @@ class _Search:
 
         self.part = part
         self.available = available
+        # a part without a resource table is costed at a reference part's scale, not fitted
+        self.scale = available or dict(part_resources(REFERENCE_PART)[0])  # type: ignore[index]
         # URAM holds weights only where the bitstream initialises it (Versal); elsewhere
         # FINN requires runtime-writeable weights, which a driver would have to load
         self.uram_weights = bool(available.get("URAM")) and is_versal(part)
@@ -199,19 +207,21 @@ class _Search:
             if not is_hardware(node):
                 continue
             layer = getCustomOp(node)
-            if node.op_type in MATRIX_LAYERS or searched_folding(layer):
+            if node.op_type in COSTED_LAYERS or searched_folding(layer):
                 choice, _ = self.choice(node.name, layer, budget)
                 self.chosen[node.name] = choice
                 _restore(layer, choice.attributes)
         return layer_cycles(model)
 
     def choice(self, name: str, layer, budget: int) -> tuple[Choice, str | None]:
-        """The cheapest folding of a matrix or declared layer within ``budget`` cycles, else
-        the fastest legal one and why no faster one is legal."""
+        """The cheapest folding of a matrix, threshold or declared layer within ``budget``
+        cycles, else the fastest legal one and why no faster one is legal."""
         searched = searched_folding(layer)
         if name not in self.options:
             if layer.onnx_node.op_type in MATRIX_LAYERS:
                 self.options[name] = list(self._candidates(layer))
+            elif layer.onnx_node.op_type in THRESHOLD_LAYERS:
+                self.options[name] = list(self._threshold_candidates(layer))
             else:
                 current = {key: layer.get_nodeattr(key) for key in searched}
                 with _quiet_finn():  # FINN's shuffle estimates warn about Vivado each time
@@ -228,8 +238,10 @@ class _Search:
         else:
             best = min(candidates, key=lambda c: (c.cycles, self.cost(c)))
             limit = _searched_limit(layer, searched, best) if searched else None
-            limit = limit or _matrix_limit(layer, best)
         _restore(layer, best.attributes)
+        if limit is None and not meeting:
+            threshold = layer.onnx_node.op_type in THRESHOLD_LAYERS
+            limit = other_limit(layer) if threshold else _matrix_limit(layer, best)
         return best, limit
 
     def _candidates(self, layer):
@@ -258,6 +270,20 @@ class _Search:
                     attributes = {"SIMD": simd, "PE": pe, "mem_mode": memory, "ram_style": ram}
                     yield self._costed(layer, attributes)
 
+    def _threshold_candidates(self, layer):
+        """Each PE dividing a threshold layer's channels, with its thresholds in the memory
+        FINN picks by depth (LUT-RAM for shallow ones), in block RAM, or (on a Versal part
+        with UltraRAM) in UltraRAM: ``depth_trigger_bram`` / ``depth_trigger_uram``."""
+        memories = [(0, 0), (1, THRESHOLD_NEVER)]
+        if self.uram_weights:
+            memories.append((1, 1))
+        for pe in _divisors(int(layer.get_nodeattr("NumChannels"))):
+            for bram, uram in memories:
+                attributes = {"PE": pe, "depth_trigger_bram": bram, "depth_trigger_uram": uram}
+                choice = self._legal(layer, attributes)
+                if choice is not None:
+                    yield choice
+
     def _costed(self, layer, attributes: dict[str, Any]) -> Choice:
         for name, value in attributes.items():
             layer.set_nodeattr(name, value)
@@ -274,11 +300,10 @@ class _Search:
         return choice if max(widths) <= WIDEST_STREAM else None
 
     def cost(self, choice: Choice) -> float:
-        """The fractions of the part ``choice`` uses, summed."""
+        """The fractions of the part ``choice`` uses, summed (of the reference part where
+        the part's resources are not known)."""
         return sum(
-            choice.resources.get(key, 0) / self.available[key]
-            for key in COSTED
-            if self.available.get(key)
+            choice.resources.get(key, 0) / self.scale[key] for key in COSTED if self.scale.get(key)
         )
 
     def share(self, totals: dict[str, float], key: str) -> float:
@@ -353,7 +378,7 @@ class _Search:
             found.bottleneck = max(first, key=first.__getitem__)
             node = model.get_node_from_name(found.bottleneck)
             layer = getCustomOp(node)
-            if node.op_type in MATRIX_LAYERS or searched_folding(layer):
+            if node.op_type in COSTED_LAYERS or searched_folding(layer):
                 found.limit = self.choice(found.bottleneck, layer, target)[1]
             else:
                 found.limit = other_limit(layer)
@@ -491,6 +516,7 @@ def _call(layer, method: str, part: str) -> float:
 
 
 STREAMED_OPERAND = ("dynamic", "external")
+THRESHOLD_NEVER = 2**31 - 1  # a depth trigger no memory reaches
 
 
 def _memories(hls: bool, stream: int, uram: bool):

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from brainsmith.frameworks.finn.folding import FoldingRecord
 
 RECORD = "folding.json"
-FOLDING_ATTRIBUTES = ("PE", "SIMD", "parallel_window", "mem_mode", "ram_style", "resType")
+FOLDING_ATTRIBUTES = (
+    "PE", "SIMD", "parallel_window", "mem_mode", "ram_style", "resType",
+    "depth_trigger_bram", "depth_trigger_uram",
+)  # fmt: skip
 
 
 def fold_for_target(
