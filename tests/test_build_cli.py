@@ -98,7 +98,11 @@ def test_wrong_expected_output_fails_naming_the_step(tmp_path):
     )
     assert result.returncode == 1, result.stderr
     assert "build failed in step 'cleanup'" in result.stderr
-    assert "differ from --expected" in result.stderr and "by up to" in result.stderr
+    # the first step's model already differs: the export, not a step (before: only "outputs
+    # differ from --expected", which did not say that no build step was involved)
+    assert "the exported model itself does not match --expected" in result.stderr
+    assert "differs by up to 100.1 (100.1% of the largest, 100)" in result.stderr
+    assert "not from a build step" in result.stderr and "eval mode" in result.stderr
     assert "try:" in result.stderr and result.stdout == ""
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["status"] == "failed" and report["error"]["step"] == "cleanup"

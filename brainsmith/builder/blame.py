@@ -89,6 +89,8 @@ def verify_step(
         _differs(run, model, index, culprit, generated, tolerance)
     if user is not None and not user.ok:
         expected = run.user_vectors[1] if run.user_vectors else ""
+        if not any(r.status == "ok" and r.model for r in run.records[:index]):
+            _export_differs(run, model, index, user, verifier, tolerance)
         matched = (
             " (the model matched the cleaned QONNX model on generated inputs)"
             if generated is not None
@@ -111,6 +113,35 @@ def verify_step(
         return f"user max err {user.max_error:.2g}" + _ties_text(user)
     text = f"max err {checked.max_error:.2g} ({checked.samples} inputs)" + _ties_text(checked)
     return text + (f", user {user.max_error:.2g}" if user else "")
+
+
+def _export_differs(
+    run: BuildRun, model: ModelWrapper, index: int, user: Check, verifier: Verifier,
+    tolerance: str,
+) -> NoReturn:  # fmt: skip
+    """The first model checked already differs from the user's outputs: the exported model
+    as QONNX executes it, before any step changed what it computes, is not what torch gave."""
+    from brainsmith.builder.errors import option
+
+    expected = run.user_vectors[1] if run.user_vectors else ""
+    outputs = verifier.user[1] if verifier.user else []
+    largest = max((float(abs(o).max()) for sample in outputs for o in sample if o.size), default=0)
+    share = f" ({user.max_error / largest:.1%} of the largest, {largest:.4g})" if largest else ""
+    fail(
+        run,
+        model,
+        index,
+        f"the exported model itself does not match {option('expected')} {expected}: run by "
+        f"QONNX before any step changed what it computes, it differs by up to "
+        f"{user.max_error:.4g}{share} in {user.errors} element(s) no rounding tie explains "
+        f"({tolerance}) on {user.samples} user inputs. The difference comes from the export "
+        "or from QONNX's execution of the exported model, not from a build step",
+        f"check that {option('expected')} holds the outputs of the torch model this ONNX file "
+        f"was exported from, in eval mode, on the {option('input')} file; a difference of float "
+        "rounding between torch and QONNX grows through quantizers: compare the two layer by "
+        "layer (qonnx.core.onnx_exec.execute_onnx with return_full_exec_context=True against "
+        "torch forward hooks), or accept it with build.verify_atol",
+    )
 
 
 def _ties_text(check: Check) -> str:
