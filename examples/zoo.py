@@ -596,12 +596,14 @@ def encoder(
     weight_bits: int = 4,
     act_bits: int = 8,
     quantized_scores: bool = True,
+    packed_in_proj: bool = False,
 ) -> Network:
     """Transformer encoder layers (post-norm, as BERT) on a ``sequence`` x ``dim`` input:
     Brevitas multi-head self-attention (``heads``, separate q/k/v projections), a residual add
     from the layer's input and LayerNorm, then an MLP dim -> hidden (ReLU) -> dim, a residual
     add and LayerNorm; ``weight_bits`` weights, ``act_bits`` activations. Without
-    ``quantized_scores`` the softmax output (the attention weights) stays floating point."""
+    ``quantized_scores`` the softmax output (the attention weights) stays floating point;
+    with ``packed_in_proj`` (Brevitas's default) q, k and v come from one projection, sliced."""
     _torch()
     import brevitas.nn as qnn
     from torch import nn
@@ -614,7 +616,7 @@ def encoder(
                 dim,
                 heads,
                 batch_first=True,
-                packed_in_proj=False,
+                packed_in_proj=packed_in_proj,
                 in_proj_weight_bit_width=weight_bits,
                 out_proj_weight_bit_width=weight_bits,
                 return_quant_tensor=False,

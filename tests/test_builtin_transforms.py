@@ -81,9 +81,16 @@ def test_builtin_transforms_are_registered_with_their_stage():
     registry = get_registry()
     stages = {
         name: registry.find("transform", name, "brainsmith").metadata["stage"]
-        for name in ("ExpandNorms", "ConvertDivToMul", "MergeOpChains", "RemoveInferenceNoOps")
+        for name in (
+            "ExpandNorms",
+            "ConvertDivToMul",
+            "MergeOpChains",
+            "RemoveInferenceNoOps",
+            "SplitPackedProjections",
+        )
     }
     assert stages == {
+        "SplitPackedProjections": "topology_opt",
         "ExpandNorms": "topology_opt",
         "ConvertDivToMul": "topology_opt",
         "MergeOpChains": "topology_opt",
@@ -92,7 +99,8 @@ def test_builtin_transforms_are_registered_with_their_stage():
 
 
 def test_builtin_transforms_are_qonnx_transformations():
-    for name in ("ExpandNorms", "ConvertDivToMul", "MergeOpChains", "RemoveInferenceNoOps"):
+    for name in ("ExpandNorms", "ConvertDivToMul", "MergeOpChains", "RemoveInferenceNoOps",
+                 "SplitPackedProjections"):  # fmt: skip
         assert issubclass(tfm[name], Transformation)
 
 
@@ -340,3 +348,63 @@ def test_remove_inference_noops_does_nothing_without_noops():
     before = make_model([helper.make_node("Relu", ["x"], ["y"])], {})
     after = before.transform(tfm.RemoveInferenceNoOps())
     assert after.model == before.model
+
+
+# -- SplitPackedProjections -------------------------------------------------------------------
+
+
+def packed(slices: list[tuple[int, int, int]], reader: str = "Slice") -> ModelWrapper:
+    """x[2, 3, 8] @ W[8, 12], a scale, per-column divisor and bias, then ``slices`` (start,
+    end, axis) summed into y (each slice 4 wide); with ``reader`` another reader of the
+    product's last tensor too."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["p"]),
+        helper.make_node("Mul", ["p", "scale"], ["q"]),
+        helper.make_node("Div", ["q", "columns"], ["r"]),
+        helper.make_node("Add", ["bias", "r"], ["packed"]),
+    ]
+    constants = {
+        "w": random(5, (8, 12)), "scale": np.array(0.5, np.float32),
+        "columns": np.abs(random(6, (12,))) + 0.5, "bias": random(7, (12,)),
+    }  # fmt: skip
+    for index, (start, end, axis) in enumerate(slices):
+        names = [f"start{index}", f"end{index}", f"axis{index}"]
+        values = (np.array([v], np.int64) for v in (start, end, axis))
+        constants.update(zip(names, values, strict=True))
+        nodes.append(helper.make_node("Slice", ["packed", *names], [f"s{index}"]))
+    summed = [f"s{index}" for index in range(len(slices))]
+    if reader != "Slice":
+        nodes.append(helper.make_node("ReduceSum", ["packed"], ["other"], keepdims=1))
+    total = summed[0]
+    for index, name in enumerate(summed[1:]):
+        nodes.append(helper.make_node("Add", [total, name], [f"t{index}"]))
+        total = f"t{index}"
+    nodes.append(helper.make_node("Identity", [total], ["y"]))
+    return make_model(nodes, constants)
+
+
+def test_split_packed_projections_gives_each_slice_its_own_product():
+    """q, k and v from one projection (Brevitas's packed_in_proj) become three products of
+    the weight's columns, with the scale kept and the per-column constants sliced."""
+    model = packed([(0, 4, -1), (4, 8, 2), (8, 12, -1)])
+    split = model.transform(tfm.SplitPackedProjections())
+    kinds = [node.op_type for node in split.graph.node]
+    assert kinds.count("MatMul") == 3 and "Slice" not in kinds
+    weights = [split.get_initializer(n.input[1]) for n in split.graph.node if n.op_type == "MatMul"]
+    assert [w.shape for w in weights] == [(8, 4)] * 3
+    for seed in SEEDS:
+        np.testing.assert_allclose(outputs_of(split, seed), outputs_of(model, seed), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "slices, reader",
+    [
+        ([(0, 4, -1), (4, 8, -1)], "ReduceSum"),  # the packed tensor has another reader
+        ([(0, 2, 1)], "Slice"),  # a slice along another axis
+    ],
+)
+def test_split_packed_projections_leaves_a_product_read_otherwise_alone(slices, reader):
+    model = packed(slices, reader)
+    before = [node.op_type for node in model.graph.node]
+    after = model.transform(tfm.SplitPackedProjections())
+    assert [node.op_type for node in after.graph.node] == before

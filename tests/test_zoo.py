@@ -43,7 +43,11 @@ VARIANTS = {
     "encoder_h4_w6a6": "encoder(dim=48, heads=4, hidden=96, sequence=12, weight_bits=6, "
     "act_bits=6)",
     "two_heads_w3a2": "two_heads(channels=6, weight_bits=3, act_bits=2, image=12, classes=(7, 3))",
+    # Brevitas's default attention: q, k and v from one projection, then three Slices
+    "encoder_packed_h5_w5a7": "encoder(dim=40, heads=5, hidden=56, sequence=7, weight_bits=5, "
+    "act_bits=7, packed_in_proj=True)",
 }
+PACKED = "encoder_packed_h5_w5a7"
 
 
 def export(folder: Path, networks: dict[str, str]) -> None:
@@ -194,9 +198,25 @@ def variants(hub, tmp_path_factory):
 
 
 @pytest.mark.xdist_group("zoo-fresh")
-@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("name", [name for name in VARIANTS if name != PACKED])
 def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(variants, tmp_path, name):
     assert_built_and_matches_torch(build(variants / f"{name}.onnx", tmp_path / "out"))
+
+
+@pytest.mark.xdist_group("zoo-fresh")
+def test_a_packed_q_k_v_projection_becomes_three_matrix_layers(variants, tmp_path):
+    """Brevitas's QuantMultiheadAttention packs q, k and v into one projection by default
+    and slices it; no kernel takes a Slice, so the slices and the 34 nodes after them ran on
+    the host. The product is split by its weight's columns, and the whole encoder is
+    hardware, verified against torch after each step."""
+    result = build(variants / f"{PACKED}.onnx", tmp_path / "out")
+    assert_built_and_matches_torch(result)
+    assert result.report["cpu_nodes"]["count"] == 0  # before: 35
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    final = ModelWrapper(str(tmp_path / "out" / "final.onnx"))
+    matrices = [n for n in final.graph.node if n.op_type.startswith("MVAU")]
+    assert len(matrices) == 4 + 2 + 2  # q, k, v, output; two attention products; the MLP
 
 
 @pytest.mark.xdist_group("zoo-fresh")

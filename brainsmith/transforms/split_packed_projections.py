@@ -1,0 +1,153 @@
+"""SplitPackedProjections: one matrix product per slice of a packed projection."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import NodeProto, helper
+from qonnx.core.modelwrapper import ModelWrapper
+from qonnx.transformation.base import Transformation
+
+from brainsmith.plugin import transform
+from brainsmith.transforms.graph_rewrite import add_initializer, unique_tensor_name
+
+# Elementwise operations with a constant operand that may follow the product before the
+# slices (the dequantization scales and bias FINN's conversion leaves there)
+ELEMENTWISE = ("Mul", "Div", "Add", "Sub")
+
+
+@transform(
+    name="SplitPackedProjections",
+    stage="topology_opt",
+    description="Split a matrix product whose output is only sliced (packed q/k/v) into one "
+    "product per slice",
+)
+class SplitPackedProjections(Transformation):
+    """Replace ``MatMul(x, W)`` (then elementwise ops with constants), read only by
+    ``Slice`` nodes along its last axis, by one ``MatMul(x, W[:, a:b])`` per slice.
+
+    Brevitas's ``QuantMultiheadAttention`` packs the query, key and value projections into
+    one by default (``packed_in_proj=True``) and slices the result; no FINN kernel takes a
+    ``Slice``, so everything after it stayed on the host. Slicing the weight's columns
+    computes the same values (each output column depends on its own weight column only);
+    a constant whose last axis spans the packed width is sliced with it, a scalar one kept.
+    """
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        from qonnx.transformation.infer_datatypes import InferDataTypes
+        from qonnx.transformation.infer_shapes import InferShapes
+
+        split = False
+        for node in list(model.graph.node):
+            split = (node.op_type == "MatMul" and _split(model, node)) or split
+        if split:  # the new tensors' shapes and types
+            model = model.transform(InferShapes()).transform(InferDataTypes())
+        return model, False
+
+
+def _split(model: ModelWrapper, product: NodeProto) -> bool:
+    weight = model.get_initializer(product.input[1])
+    if weight is None or weight.ndim != 2:
+        return False
+    width = weight.shape[1]
+    chain, tensor = _elementwise_chain(model, product, width)
+    slices = model.find_consumers(tensor) or []
+    if not slices or any(_columns(model, s, width) is None for s in slices):
+        return False
+    if tensor in {o.name for o in model.graph.output}:
+        return False
+    for piece in slices:
+        start, end = _columns(model, piece, width)  # type: ignore[misc]
+        position = list(model.graph.node).index(piece)
+        for offset, new in enumerate(_one_slice(model, product, chain, piece, start, end)):
+            model.graph.node.insert(position + offset, new)
+        model.graph.node.remove(piece)
+    for old in (*reversed(chain), product):
+        model.graph.node.remove(old)
+    return True
+
+
+def _one_slice(
+    model: ModelWrapper, product: NodeProto, chain: list[NodeProto], piece: NodeProto,
+    start: int, end: int,
+) -> list[NodeProto]:  # fmt: skip
+    """The product of ``piece``'s columns and ``chain`` on them, writing ``piece``'s output."""
+    weight = product.input[1]
+    name = f"{product.name}_{start}_{end}"
+    columns = add_initializer(
+        model, f"{weight}_{start}_{end}", model.get_initializer(weight)[:, start:end]
+    )
+    model.set_tensor_datatype(columns, model.get_tensor_datatype(weight))
+    tensors = [unique_tensor_name(model, f"{name}_out{i}") for i in range(len(chain))]
+    tensors.append(piece.output[0])
+    nodes = [helper.make_node("MatMul", [product.input[0], columns], [tensors[0]], name=name)]
+    for index, step in enumerate(chain):
+        constant = _constant_slice(model, step, start, end)
+        operands = [tensors[index], constant]
+        if not _data_first(model, step):
+            operands.reverse()
+        nodes.append(
+            helper.make_node(
+                step.op_type, operands, [tensors[index + 1]], name=f"{step.name}_{start}_{end}"
+            )
+        )
+    return nodes
+
+
+def _elementwise_chain(
+    model: ModelWrapper, product: NodeProto, width: int
+) -> tuple[list[NodeProto], str]:
+    """The elementwise nodes with a constant operand that follow ``product`` one after the
+    other (each the only reader of the one before), and the tensor the last one writes."""
+    chain: list[NodeProto] = []
+    tensor = product.output[0]
+    while True:
+        readers = model.find_consumers(tensor) or []
+        if len(readers) != 1 or readers[0].op_type not in ELEMENTWISE:
+            return chain, tensor
+        step = readers[0]
+        constant = _constant_of(model, step)
+        if constant is None or not _sliceable(constant, width):
+            return chain, tensor
+        chain.append(step)
+        tensor = step.output[0]
+
+
+def _constant_of(model: ModelWrapper, node: NodeProto) -> np.ndarray | None:
+    if len(node.input) != 2:
+        return None
+    values = [model.get_initializer(name) for name in node.input]
+    constants = [v for v in values if v is not None]
+    return constants[0] if len(constants) == 1 else None
+
+
+def _data_first(model: ModelWrapper, node: NodeProto) -> bool:
+    return model.get_initializer(node.input[1]) is not None
+
+
+def _sliceable(constant: np.ndarray, width: int) -> bool:
+    """A scalar (kept as it is) or a constant whose last axis is the packed width alone."""
+    return constant.size == 1 or (constant.shape[-1] == width and constant.size == width)
+
+
+def _constant_slice(model: ModelWrapper, node: NodeProto, start: int, end: int) -> str:
+    name = node.input[1] if _data_first(model, node) else node.input[0]
+    constant = model.get_initializer(name)
+    if constant.size == 1:
+        return name
+    return add_initializer(model, f"{name}_{start}_{end}", constant[..., start:end])
+
+
+def _columns(model: ModelWrapper, node: NodeProto, width: int) -> tuple[int, int] | None:
+    """(start, end) of a ``Slice`` taking contiguous columns of the last axis; else None."""
+    if node.op_type != "Slice" or len(node.input) < 4:
+        return None
+    values = [model.get_initializer(name) for name in node.input[1:]]
+    if any(v is None or v.size != 1 for v in values):
+        return None
+    starts, ends, axes = (int(v.reshape(-1)[0]) for v in values[:3])
+    steps = int(values[3].reshape(-1)[0]) if len(values) > 3 else 1
+    rank = len(model.get_tensor_shape(node.input[0]) or ())
+    if steps != 1 or axes not in (-1, rank - 1):
+        return None
+    start, end = (max(0, min(width, v + width if v < 0 else v)) for v in (starts, ends))
+    return (start, end) if start < end else None
