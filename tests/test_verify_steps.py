@@ -164,3 +164,25 @@ def test_a_threshold_moved_by_one_step_away_from_a_tie_is_an_error(residual):
     mutated.set_initializer(node.input[1], thresholds)
     (check,) = Verifier(reference, 16).check(mutated)
     assert not check.ok and check.errors > 0
+
+
+@pytest.mark.filterwarnings(SANITIZED)
+def test_ties_of_a_demo_size_encoder_are_found_where_its_outputs_differ(tmp_path):
+    """An encoder at microsoft/Brainsmith's demo size (hidden 384, 12 heads, MLP 1536,
+    sequence 128, 8-bit) has thousands of quantizer elements within float noise of a half
+    step per input, and FINN's conversion rounds one or two of them the other way. The
+    closest-first search tried the 16 nearest its boundary only; a flip in a token's own
+    layers changes that token's outputs alone, so ties at the tokens whose outputs differ
+    are tried too (before: no sample explained, the build stopped at qonnx_to_finn)."""
+    from tests.test_zoo import export
+
+    export(tmp_path, {"demo": "encoder(dim=384, heads=12, hidden=1536, sequence=128, "
+                               "weight_bits=8, act_bits=8)"})  # fmt: skip
+    head = brainsmith.build(
+        str(tmp_path / "demo.onnx"), None, str(tmp_path / "out"), stop_after=2, verify="none"
+    )
+    folder = tmp_path / "out" / "intermediate_models"
+    reference = ModelWrapper(str(folder / "01_cleanup.onnx"))
+    converted = ModelWrapper(head.checkpoint.model)
+    (check,) = Verifier(reference, 4).check(converted)
+    assert check.ok and check.errors == 0 and check.tie_samples >= 2, check

@@ -14,7 +14,9 @@ ties which, rounded the other way in the reference, reproduce that model's outpu
 of them by the rule FINN's thresholds use (half up; ``x >= threshold``), then one at a time,
 the closest to its boundary first, keeping each flip that brings the outputs closer (a model
 with floating-point LayerNorm or Softmax has hundreds of elements within ``TIE_EPSILON`` per
-sample, of which float noise moves one or two), then in node order. Differences so explained
+sample, of which float noise moves one or two; half the candidates are the closest at the
+positions where the outputs differ, ``Nearby``, since a flip in a token's own layers changes
+that token's outputs alone), then in node order. Differences so explained
 are ties; any other is an *error*.
 """
 
@@ -251,6 +253,7 @@ def explain(
     feed: Context,
     ties: list[Tie],
     distance: Callable[[list[np.ndarray]], float],
+    got: list[np.ndarray] | None = None,
 ) -> list[Tie] | None:
     """The ties which, rounded the other way in the reference, reproduce the outputs
     ``distance`` measures against (0: the same within tolerance); None if none found.
@@ -261,16 +264,20 @@ def explain(
     with ties still open, each subset of its ties (each single one and all of them where
     there are more than ``SUBSET_LIMIT``) flipped, the ties of later quantizers found anew
     in each run (flipping one tie may put others on a boundary), for a sample with at most
-    ``SEARCH_TIE_LIMIT`` ties; ``MAX_TRIES`` runs in all.
+    ``SEARCH_TIE_LIMIT`` ties; ``MAX_TRIES`` runs in all. With the outputs ``got`` to
+    explain, the closest-first search tries ties at the positions where they differ first
+    (``Nearby``): a flip in a token-wise layer changes its own token's outputs only.
     """
-    if not ties or distance(reference.run_sample(feed, {})[0]) == 0.0:
+    expected = reference.run_sample(feed, {})[0]
+    if not ties or distance(expected) == 0.0:
         return None  # no ties, or the difference is the reference's own (user vectors)
     half_up = [t for t in ties if t.rule in ("half-even vs half-up", "sign at 0")]
     for start in [half_up, ties] if half_up and len(half_up) < len(ties) else [ties]:
         if distance(reference.run_sample(feed, grouped(start))[0]) == 0.0:
             return start
     tries = [0]
-    closest = _closest_first(reference, feed, distance, tries)
+    nearby = Nearby(reference, expected, got) if got is not None else None
+    closest = _closest_first(reference, feed, distance, tries, nearby)
     if closest is not None or len(ties) > SEARCH_TIE_LIMIT:
         return closest
 
@@ -304,15 +311,20 @@ def _closest_first(
     feed: Context,
     distance: Callable[[list[np.ndarray]], float],
     tries: list[int],
+    nearby: Nearby | None = None,
 ) -> list[Tie] | None:
-    """Flips kept one at a time: of the ``CLOSEST`` open ties nearest their boundaries, the
+    """Flips kept one at a time: of the ``CLOSEST`` open ties nearest their boundaries (half
+    of them, where ``nearby`` is given, the nearest of those where the outputs differ), the
     one whose flip brings the outputs closest, while each brings them closer."""
     chosen: dict[tuple[int, int], Tie] = {}
     outputs, found = reference.run_sample(feed, {})
     current = distance(outputs)
+
     for _ in range(MAX_FLIPS):
-        open_ties = sorted((t for t in found if (t.node, t.element) not in chosen),
-                           key=lambda t: t.gap)[:CLOSEST]  # fmt: skip
+        by_gap = sorted((t for t in found if (t.node, t.element) not in chosen),
+                        key=lambda t: t.gap)  # fmt: skip
+        near = [t for t in by_gap if nearby(t)][: CLOSEST // 2] if nearby else []
+        open_ties = [*near, *(t for t in by_gap if t not in near)][:CLOSEST]
         best: tuple[float, Tie, list[Tie]] | None = None
         for tie in open_ties:
             if tries[0] >= MAX_TRIES:
@@ -332,6 +344,50 @@ def _closest_first(
     return None
 
 
+class Nearby:
+    """Whether a tie lies where the outputs differ: along an axis its tensor shares in length
+    with an output (a token, a pixel row), at a position where that output differs, for the
+    output axes along which at most half the positions differ. A weight's ties are never
+    nearby (weights are rounded once, before any step)."""
+
+    def __init__(
+        self, reference: Reference, expected: list[np.ndarray], got: list[np.ndarray]
+    ) -> None:
+        self.model = reference.model
+        self.nodes = reference.nodes
+        self.positions: list[tuple[int, set[int]]] = []  # (axis length, differing positions)
+        for want, have in zip(expected, got, strict=True):
+            want = np.asarray(want, dtype=np.float64)
+            have = np.asarray(have, dtype=np.float64).reshape(want.shape)
+            scale = float(np.max(np.abs(want))) if want.size else 0.0
+            differs = np.abs(want - have) > NEARBY_NOISE * max(scale, 1e-30)
+            for axis, length in enumerate(want.shape):
+                if length < 2:
+                    continue
+                others = tuple(a for a in range(want.ndim) if a != axis)
+                where = set(np.flatnonzero(np.any(differs, axis=others)).tolist())
+                if where and len(where) <= length // 2:  # an axis that tells positions apart
+                    self.positions.append((length, where))
+        self.shapes: dict[int, tuple[int, ...]] = {}
+
+    def __call__(self, tie: Tie) -> bool:
+        if tie.node not in self.shapes:
+            node = self.nodes[tie.node]
+            constant = self.model.get_initializer(node.input[0]) is not None  # a weight
+            shape = None if constant else self.model.get_tensor_shape(node.output[0])
+            self.shapes[tie.node] = tuple(shape or ())
+        shape = self.shapes[tie.node]
+        if not shape or int(np.prod(shape)) <= tie.element:
+            return False
+        index = np.unravel_index(tie.element, shape)
+        return any(
+            length == size and int(at) in where
+            for length, where in self.positions
+            for size, at in zip(shape, index, strict=True)
+        )
+
+
+NEARBY_NOISE = 1e-6  # of the largest output: a smaller difference is not a differing position
 SUBSET_LIMIT = 8
 
 

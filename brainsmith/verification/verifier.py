@@ -390,7 +390,7 @@ class Verifier:
             sample: int, outputs: Outputs, distance: Callable[[Outputs], float]
         ) -> list[Tie] | None:
             feeds, ties = self._trace(name, samples)
-            return explain(tracer, feeds[sample], ties[sample], distance)
+            return explain(tracer, feeds[sample], ties[sample], distance, outputs)
 
         return explainer
 
