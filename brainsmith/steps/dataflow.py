@@ -439,8 +439,6 @@ def over_the_part(model, cfg) -> str:
     """What the design is estimated to need beyond its part (each resource over 100 %, with
     the layer kinds using most of it), as the report counts it; "" when it fits or the
     part's resources are not known."""
-    from collections import Counter
-
     from brainsmith.report.contents import estimates as report_estimates
     from brainsmith.report.contents import utilisation
 
@@ -453,11 +451,14 @@ def over_the_part(model, cfg) -> str:
         return ""
     shown = []
     for key in over:
-        kinds: Counter[str] = Counter()
+        kinds: dict[str, float] = {}
         for layer in found["layers"]:
             kind = "_".join(p for p in (layer.get("op_type"), layer.get("backend")) if p)
-            kinds[kind or layer["name"]] += float(layer.get(key) or 0)
-        largest = ", ".join(f"{kind} {value:,.0f}" for kind, value in kinds.most_common(3))
+            amount = layer.get(key)
+            name = kind or layer["name"]
+            kinds[name] = kinds.get(name, 0.0) + (amount if isinstance(amount, int | float) else 0)
+        most = sorted(kinds.items(), key=lambda item: -item[1])[:3]
+        largest = ", ".join(f"{kind} {value:,.0f}" for kind, value in most)
         shown.append(f"{key} {found['totals'][key]:,.0f} ({percent[key]:.0f} %; {largest})")
     return f"the design does not fit {part}: it is estimated to need {'; '.join(shown)}"
 
