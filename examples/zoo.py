@@ -642,6 +642,29 @@ def encoder(
     return nn.Sequential(*[EncoderLayer() for _ in range(layers)]), (1, sequence, dim)
 
 
+def class_token(dim: int = 16, tokens: int = 8, weight_bits: int = 4, act_bits: int = 4) -> Network:
+    """Tokens with a learned class token prepended (as a ViT's), quantized, then a linear
+    layer: the export joins a constant to the stream with a ``Concat``."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    class ClassToken(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant = _act(act_bits, signed=True, quant_tensor=False)
+            self.token = nn.Parameter(torch.rand(1, 1, dim) - 0.5)
+            self.joined = _act(act_bits, signed=True)
+            self.head = qnn.QuantLinear(dim, dim, bias=True, **_weights(weight_bits))
+
+        def forward(self, x):
+            token = self.token.expand(x.shape[0], -1, -1)
+            joined = torch.cat([token, self.quant(x)], dim=1)
+            return self.head(self.joined(joined))
+
+    return ClassToken(), (1, tokens, dim)
+
+
 def bert_tiny() -> Network:
     """A BERT-tiny-like encoder: 2 layers, hidden 128, 2 heads, MLP 512, sequence 32."""
     return encoder(dim=128, heads=2, hidden=512, sequence=32, layers=2)

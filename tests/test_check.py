@@ -129,6 +129,20 @@ def test_attention_with_floating_point_weights_runs_from_that_product_on_on_the_
     assert all(c["ok"] for c in checks) and checks[-1]["user"]["max_error"] < 1e-4
 
 
+def test_a_class_token_concat_is_named_with_what_to_change_in_the_model(hub, tmp_path):
+    """A ViT's class token is a constant prepended to the patch tokens; no FINN layer inserts
+    constant tokens, so the Concat and what follows run on the host. check says it is a
+    constant joined to the stream and what to change in the model (before: only "no
+    installed plugin implements Concat")."""
+    from tests.test_zoo import export
+
+    export(tmp_path, {"class_token": "class_token(dim=12, tokens=5, act_bits=5)"})
+    result = check(tmp_path / "class_token.onnx")
+    (concat,) = [n for n in result.nodes if n.op_type == "Concat"]
+    assert concat.placement == "tail" and "constant input: " in concat.reason
+    assert "class token" in concat.reason and "global_pool='avg'" in concat.reason
+
+
 def test_excluded_kernel_is_named_with_how_to_bring_it_back(hub, tmp_path):
     bp = blueprint(tmp_path, ["auto"], "  exclude: [finn:VVAU]\n")
     result = check(ZOO / "mobilenet_block.onnx", bp)

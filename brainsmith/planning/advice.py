@@ -31,6 +31,19 @@ NO_KERNEL_HINTS = {
     "Add": "a floating-point bias or residual add: quantize both operands with one shared "
     "quantizer",
     "Conv": "a convolution FINN could not lower to a matrix product",
+    "Concat": "FINN's StreamingConcat joins integer streams along the channel (last) axis: "
+    "quantize every input with one shared quantizer (a Brevitas QuantIdentity shared by the "
+    "branches) and join along channels",
+    "Slice": "a slice FINN has no layer for; a projection sliced into q, k and v is split "
+    "by SplitPackedProjections when the slices read the product directly (or after its "
+    "scales), along the last axis",
+}
+# ... and for a node joining a constant to a stream (a class token)
+CONSTANT_HINTS = {
+    "Concat": "a constant joined to the stream, such as a ViT class token prepended to the "
+    "patch tokens: no FINN layer inserts constant tokens; pool the patch tokens by their mean "
+    "instead, which timm's VisionTransformer does with class_token=False and "
+    "global_pool='avg', or keep the class token out of the exported model",
 }
 # ... and for nodes whose floating-point operands are what keeps them from a kernel
 FLOAT_HINTS = {
@@ -260,6 +273,12 @@ def advice(node, found: dict[str, list[Taker]], model=None, converted=None, plan
             text += f"; floating-point operand{'s' if len(floats) > 1 else ''}: "
             text += ", ".join(floats)
             hint = FLOAT_HINTS.get(node.op_type, hint)
+        constants = [
+            i for i in node.input if model is not None and model.get_initializer(i) is not None
+        ]
+        if constants and node.op_type in CONSTANT_HINTS:
+            text += f"; constant input{'s' if len(constants) > 1 else ''}: {', '.join(constants)}"
+            hint = CONSTANT_HINTS[node.op_type]
         return f"{text} ({hint})" if hint else text
     unselected = [t for t in options if not t.selected]
     excluded = [t for t in unselected if t.excluded]
