@@ -419,10 +419,11 @@ def legal_folding(model):
 def estimates(model, cfg):
     """Write FINN's analytical estimate reports (resources, cycles, performance) to the
     report folder of ``cfg.output_dir``."""
+    from brainsmith.frameworks.finn.folding import over_the_part
     from brainsmith.frameworks.finn.steps import estimate_reports
 
     model = estimate_reports(model, cfg)
-    over = over_the_part(model, cfg)
+    over = over_the_part(model, fpga_part(cfg))
     if over and context_of(cfg).plan.build.allow_over_part:
         context_of(cfg).notes.append(f"{over} (accepted: build.allow_over_part)")
     elif over:
@@ -433,34 +434,6 @@ def estimates(model, cfg):
             model,
         )
     return model
-
-
-def over_the_part(model, cfg) -> str:
-    """What the design is estimated to need beyond its part (each resource over 100 %, with
-    the layer kinds using most of it), as the report counts it; "" when it fits or the
-    part's resources are not known."""
-    from brainsmith.report.contents import estimates as report_estimates
-    from brainsmith.report.contents import utilisation
-
-    part = fpga_part(cfg)
-    found = report_estimates(cfg.get_report_directory(), model, cfg.output_dir, part)
-    use = utilisation(part, found["totals"])
-    percent = use["percent"] or {}
-    over = [key for key, share in percent.items() if share is not None and share > 100]
-    if not over:
-        return ""
-    shown = []
-    for key in over:
-        kinds: dict[str, float] = {}
-        for layer in found["layers"]:
-            kind = "_".join(p for p in (layer.get("op_type"), layer.get("backend")) if p)
-            amount = layer.get(key)
-            name = kind or layer["name"]
-            kinds[name] = kinds.get(name, 0.0) + (amount if isinstance(amount, int | float) else 0)
-        most = sorted(kinds.items(), key=lambda item: -item[1])[:3]
-        largest = ", ".join(f"{kind} {value:,.0f}" for kind, value in most)
-        shown.append(f"{key} {found['totals'][key]:,.0f} ({percent[key]:.0f} %; {largest})")
-    return f"the design does not fit {part}: it is estimated to need {'; '.join(shown)}"
 
 
 @step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")

@@ -126,6 +126,18 @@ def fold(model, target_cycles: int, part: str, available: dict[str, int] | None,
     return search.result(model, target_cycles, first, cycles, needed, max_utilisation)
 
 
+def over_the_part(model, part: str) -> str:
+    """What ``model`` is estimated to need beyond ``part`` (each resource over 100 %, with
+    the layer kinds using most of it); "" when it fits or the part's resources are not known."""
+    found = part_resources(part)
+    if found is None:
+        return ""
+    search = _Search(part, found[0])
+    if search.utilisation(model) <= 1.0:
+        return ""
+    return f"the design does not fit {part}: it is estimated to need {search.overuse(model, 1.0)}"
+
+
 def _spread(search: _Search, model, budget: int) -> dict[str, int]:
     """Move layers to other foldings that meet ``budget`` (weights from LUT-RAM to block
     RAM, say) while each move lowers the design's most used resource, as a share of the
