@@ -392,6 +392,7 @@ def test_split_packed_projections_gives_each_slice_its_own_product():
     assert kinds.count("MatMul") == 3 and "Slice" not in kinds
     weights = [split.get_initializer(n.input[1]) for n in split.graph.node if n.op_type == "MatMul"]
     assert [w.shape for w in weights] == [(8, 4)] * 3
+    assert split.get_initializer("w") is None and split.get_initializer("columns") is None
     for seed in SEEDS:
         np.testing.assert_allclose(outputs_of(split, seed), outputs_of(model, seed), rtol=1e-6)
 

@@ -8,7 +8,11 @@ from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.transformation.base import Transformation
 
 from brainsmith.plugin import transform
-from brainsmith.transforms.graph_rewrite import add_initializer, unique_tensor_name
+from brainsmith.transforms.graph_rewrite import (
+    add_initializer,
+    drop_initializer_if_unused,
+    unique_tensor_name,
+)
 
 # Elementwise operations with a constant operand that may follow the product before the
 # slices (the dequantization scales and bias FINN's conversion leaves there)
@@ -63,6 +67,8 @@ def _split(model: ModelWrapper, product: NodeProto) -> bool:
         model.graph.node.remove(piece)
     for old in (*reversed(chain), product):
         model.graph.node.remove(old)
+        for name in old.input:
+            drop_initializer_if_unused(model, name)
     return True
 
 
