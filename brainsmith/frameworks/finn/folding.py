@@ -132,10 +132,8 @@ def over_the_part(model, part: str) -> str:
     found = part_resources(part)
     if found is None:
         return ""
-    search = _Search(part, found[0])
-    if search.utilisation(model) <= 1.0:
-        return ""
-    return f"the design does not fit {part}: it is estimated to need {search.overuse(model, 1.0)}"
+    over = _Search(part, found[0]).overuse(model, 1.0)  # each layer estimated once
+    return f"the design does not fit {part}: it is estimated to need {over}" if over else ""
 
 
 def _spread(search: _Search, model, budget: int) -> dict[str, int]:
