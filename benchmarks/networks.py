@@ -3,9 +3,11 @@ zoo (examples/zoo.py, Brevitas exports) with no blueprint at a 100,000 fps targe
 verified after every step (and, for the Brevitas exports, against the torch model's own
 outputs), with FINN's own builder on the same model beside it.
 
-    .venv/bin/python -m benchmarks.networks [--no-finn]      (make networks)
+    .venv/bin/python -m benchmarks.networks [--no-finn] [MODEL ...]      (make networks)
 
 Prints the Markdown table docs/build.md shows and writes benchmarks/results/networks.json.
+Naming models (``zoo/upsample``, ``mlp_4bit``) measures those alone and replaces their rows in
+the results, keeping the others (each row records its machine).
 The zoo's full-size CNVs are exported first when missing (needs Brevitas: requirements/models.txt).
 """
 
@@ -137,22 +139,33 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-finn", action="store_true", help="skip FINN's own builder")
+    parser.add_argument("models", nargs="*", help="only these (zoo/NAME or a shipped model)")
     args = parser.parse_args()
-    rows = []
+    known = {model for model, _, _ in networks()}
+    unknown = sorted(set(args.models) - known)
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    chosen = [n for n in networks() if not args.models or n[0] in args.models]
+    out = HERE / "results" / "networks.json"
+    kept = json.loads(out.read_text())["networks"] if args.models and out.is_file() else []
+    measured = {}
     with tempfile.TemporaryDirectory(prefix="brainsmith-networks-") as tmp:
-        for model, blueprint, _ in networks():
+        for model, blueprint, _ in chosen:
             row = build_one(model, blueprint, Path(tmp))
             if not args.no_finn:
                 row["finn"] = finn_reference(model, Path(tmp))
-            rows.append(row)
+            row["machine"] = machine_info()
+            measured[row["model"]] = row
             print(f"{model}: {row['status']}", file=sys.stderr)
+    order = [f"examples/models/{m}.onnx" for m, _, _ in networks()]
+    by_model = {row["model"]: row for row in kept} | measured
+    rows = [by_model[m] for m in order if m in by_model]
     descriptions = {f"examples/models/{m}.onnx": text for m, _, text in networks()}
-    out = HERE / "results" / "networks.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"networks": rows, "machine": machine_info()}, indent=2) + "\n")
     print(table(rows, descriptions))
     print(f"\n-> {out.relative_to(REPO)}")
-    return 0 if all(row["status"] == "ok" for row in rows) else 1
+    return 0 if all(row["status"] == "ok" for row in measured.values()) else 1
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
   quantizers, a 1x1 stride-2 shortcut, TruncAvgPool2d).
 - ``residual_identity``: a residual block adding its quantized input straight back.
 - ``encoder_mlp``: a transformer encoder's MLP half (LayerNorm, two linear layers).
+- ``concat_branches``: two convolution branches joined by ``torch.cat`` along the channels.
+- ``upsample``: nearest-neighbour upsampling between two convolutions.
 - ``encoder_layer``: a whole encoder layer: multi-head self-attention (Brevitas's
   ``QuantMultiheadAttention``), residual adds from the layer's input, LayerNorm and an MLP
   (sequence 16, dimension 32, 2 heads, 4-bit weights, 8-bit activations).
@@ -587,6 +589,96 @@ def two_heads(
     return TwoHeads(), (1, 3, image, image)
 
 
+def concat_branches(
+    channels: tuple[int, int] = (8, 8),
+    weight_bits: int = 4,
+    act_bits: tuple[int, int] = (4, 4),
+    image: int = 8,
+    classes: int = 10,
+    shared: bool = False,
+) -> Network:
+    """Two branches on one quantized input (a 3x3 and a 1x1 convolution with batch norm,
+    ``channels`` each) joined by ``torch.cat`` along the channels, as Inception and DenseNet
+    blocks join them; then a 1x1 convolution, global average pooling and a classifier.
+    Without ``shared`` each branch has its own ReLU quantizer (``act_bits``, its own scale)
+    and the join is quantized again; with ``shared`` one quantizer serves both branches, as
+    Brevitas needs for a ``cat`` of quantized tensors, and the join is not requantized."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    joined = sum(channels)
+
+    class Branches(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant = _act(8, signed=True)
+            self.convs = nn.ModuleList(
+                nn.Sequential(_conv(3, width, kernel, weight_bits), nn.BatchNorm2d(width))
+                for width, kernel in zip(channels, (3, 1), strict=True)
+            )
+            acts = (
+                [_act(act_bits[0])] * 2
+                if shared
+                else [_act(b, quant_tensor=False) for b in act_bits]
+            )
+            self.acts = nn.ModuleList(acts)
+            self.join = nn.Identity() if shared else _act(max(act_bits))
+            self.tail = nn.Sequential(
+                _conv(joined, joined, 1, weight_bits),
+                nn.BatchNorm2d(joined),
+                _act(max(act_bits)),
+                nn.AdaptiveAvgPool2d(1),
+            )
+            self.head = qnn.QuantLinear(joined, classes, bias=False, **_weights(weight_bits))
+
+        def forward(self, x):
+            q = self.quant(x)
+            parts = [act(conv(q)) for conv, act in zip(self.convs, self.acts, strict=True)]
+            y = self.tail(self.join(torch.cat(parts, dim=1)))
+            return self.head(torch.flatten(y, 1))
+
+    return Branches(), (1, 3, image, image)
+
+
+def upsample(
+    channels: int = 8,
+    scale: int = 2,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    image: int = 6,
+    classes: int = 10,
+) -> Network:
+    """A convolution, nearest-neighbour upsampling by ``scale`` (``nn.Upsample``, exported as
+    ``Resize``), another convolution, global average pooling and a classifier, as decoders
+    and segmentation heads upsample feature maps."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    class Upsampled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.Sequential(
+                _act(8, signed=True),
+                _conv(3, channels, 3, weight_bits),
+                nn.BatchNorm2d(channels),
+                _act(act_bits, quant_tensor=False),
+                nn.Upsample(scale_factor=scale, mode="nearest"),
+                _act(act_bits),
+                _conv(channels, channels, 3, weight_bits),
+                nn.BatchNorm2d(channels),
+                _act(act_bits),
+                nn.AdaptiveAvgPool2d(1),
+            )
+            self.head = qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits))
+
+        def forward(self, x):
+            return self.head(torch.flatten(self.layers(x), 1))
+
+    return Upsampled(), (1, 3, image, image)
+
+
 def encoder(
     dim: int = 32,
     heads: int = 2,
@@ -692,6 +784,12 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
     "residual_identity": (residual_identity, "residual block adding its quantized input", True),
     "encoder_mlp": (encoder_mlp, "transformer MLP: LayerNorm, 32-64-32 linear, 4-bit", True),
     "two_heads": (two_heads, "a conv trunk forked into two classifier heads (2 outputs)", True),
+    "concat_branches": (
+        concat_branches,
+        "a 3x3 and a 1x1 conv branch joined by torch.cat, requantized, 4-bit",
+        True,
+    ),
+    "upsample": (upsample, "conv, nearest-neighbour 2x upsampling, conv, 4-bit", True),
     "encoder_layer": (
         encoder,
         "transformer encoder layer: 2-head attention, residuals, LayerNorm, MLP; 4-bit weights",

@@ -43,6 +43,11 @@ VARIANTS = {
     "encoder_h4_w6a6": "encoder(dim=48, heads=4, hidden=96, sequence=12, weight_bits=6, "
     "act_bits=6)",
     "two_heads_w3a2": "two_heads(channels=6, weight_bits=3, act_bits=2, image=12, classes=(7, 3))",
+    "concat_w5_a3a6": "concat_branches(channels=(4, 12), weight_bits=5, act_bits=(3, 6), "
+    "image=7, classes=5)",
+    "concat_shared_w3a2": "concat_branches(channels=(6, 10), weight_bits=3, act_bits=(2, 2), "
+    "image=6, shared=True)",
+    "upsample_x3_w6a3": "upsample(channels=6, scale=3, weight_bits=6, act_bits=3, image=4)",
     # Brevitas's default attention: q, k and v from one projection, then three Slices
     "encoder_packed_h5_w5a7": "encoder(dim=40, heads=5, hidden=56, sequence=7, weight_bits=5, "
     "act_bits=7, packed_in_proj=True)",
@@ -141,6 +146,35 @@ def test_topologies_become_their_own_layers(zoo):
     assert layers(zoo["kws_conv1d"], "ConvolutionInputGenerator_rtl")
 
 
+# Joins and resizes streamlining used to leave on floats (with everything after them on the
+# host), and the layer FINN makes of each.
+JOIN_LAYERS = {
+    "concat_branches": "StreamingConcat_hls",
+    "upsample": "UpsampleNearestNeighbour_hls",
+    "concat_w5_a3a6": "StreamingConcat_hls",
+    "concat_shared_w3a2": "StreamingConcat_hls",
+    "upsample_x3_w6a3": "UpsampleNearestNeighbour_hls",
+}
+
+
+def assert_joined_in_hardware(result, name: str) -> None:
+    """The join or resize is FINN's layer; the host keeps only the input's layout change
+    and the output's scale."""
+    assert len(layers(result, JOIN_LAYERS[name])) == 1
+    host = [(n["op_type"], n["side"]) for n in result.report["cpu_nodes"]["nodes"]]
+    assert host == [("Transpose", "before"), ("Mul", "after")]
+
+
+@pytest.mark.xdist_group("zoo")
+@pytest.mark.parametrize("name", ["concat_branches", "upsample"])
+def test_a_concat_of_branches_and_an_upsampling_are_hardware_layers(zoo, name):
+    """``torch.cat`` of two branches with their own scales and ``nn.Upsample`` become FINN's
+    StreamingConcat and UpsampleNearestNeighbour. Before, streamlining left the branch
+    scales and NCHW transposes in front of them, so they and everything after them ran on
+    the host."""
+    assert_joined_in_hardware(zoo[name], name)
+
+
 @pytest.mark.xdist_group("zoo")
 def test_encoder_attention_softmax_and_norms_are_hardware_layers(zoo):
     """Multi-head attention: the q/k/v and output projections, scores and weighted values
@@ -200,7 +234,10 @@ def variants(hub, tmp_path_factory):
 @pytest.mark.xdist_group("zoo-fresh")
 @pytest.mark.parametrize("name", [name for name in VARIANTS if name != PACKED])
 def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(variants, tmp_path, name):
-    assert_built_and_matches_torch(build(variants / f"{name}.onnx", tmp_path / "out"))
+    result = build(variants / f"{name}.onnx", tmp_path / "out")
+    assert_built_and_matches_torch(result)
+    if name in JOIN_LAYERS:
+        assert_joined_in_hardware(result, name)
 
 
 @pytest.mark.xdist_group("zoo-fresh")

@@ -55,20 +55,23 @@ def streamline(model, cfg):
     """Apply the blueprint's ``pre_hw`` transforms, make 1D networks 2D, move scales past
     depthwise convolutions (refusing zero-padded binarized ones, which FINN computes wrongly),
     then FINN's streamlining (lowering convolutions to matrix products), then move scales
-    past residual forks and joins and layout changes before the thresholds feeding them."""
+    past residual forks and joins and layout changes before the thresholds feeding them,
+    and bring concatenations and nearest-neighbour upsampling to integers channels-last."""
     from brainsmith.frameworks.finn import steps as finn_steps
     from brainsmith.frameworks.finn.recipe import (
         channels_last,
         lift_1d,
         refuse_padded_bipolar,
         streamline_depthwise,
+        streamline_joins,
         streamline_residuals,
     )
 
     model = apply_transforms(model, context_of(cfg).plan, "pre_hw")
     model = streamline_depthwise(lift_1d(model))
     refuse_padded_bipolar(model)
-    return channels_last(streamline_residuals(finn_steps.streamline(model)))
+    model = streamline_residuals(finn_steps.streamline(model))
+    return channels_last(streamline_joins(model))
 
 
 @step(

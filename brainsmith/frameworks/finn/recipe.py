@@ -218,6 +218,39 @@ def streamline_residuals(model):
     return model
 
 
+def streamline_joins(model):
+    """Bring each ``Concat`` and nearest-neighbour ``Resize`` to integers channels-last, as
+    FINN's ``StreamingConcat`` and ``UpsampleNearestNeighbour`` take them: branch scales
+    moved past the join (one per channel), identical transposes past the join or the
+    resize, and the scales on to the thresholds, until the graph stops changing."""
+    from finn.transformation.streamline import Streamline
+    from finn.transformation.streamline.absorb import (
+        AbsorbConsecutiveTransposes,
+        AbsorbTransposeIntoResize,
+    )
+    from qonnx.transformation.infer_data_layouts import InferDataLayouts
+
+    from brainsmith.plugins import transforms as tfm
+
+    if not any(n.op_type in ("Concat", "Resize", "Upsample") for n in model.graph.node):
+        return model
+    moves = (
+        tfm.MoveScalesPastConcat,
+        tfm.MoveTransposesPastConcat,
+        tfm.MoveScalePastTranspose,
+        AbsorbTransposeIntoResize,
+        AbsorbConsecutiveTransposes,
+    )
+    for _ in range(len(model.graph.node)):
+        before = model.graph.SerializeToString()
+        for move in moves:
+            model = model.transform(move())
+        if model.graph.SerializeToString() == before:
+            break
+        model = _tidy(model.transform(Streamline()))
+    return model.transform(InferDataLayouts())
+
+
 def channels_last(model):
     """Move channels-last transposes before the thresholds that feed them, cancelling
     transpose pairs, until nothing moves (each move changes a threshold to NHWC, so this

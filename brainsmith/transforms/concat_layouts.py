@@ -1,0 +1,193 @@
+"""Rewrites that bring a ``Concat`` of quantized branches to FINN's ``StreamingConcat``: the
+scales moved past the join (one per channel of the joined tensor), the branches' identical
+layout transposes moved after it, and scales moved past the transposes to the thresholds
+that absorb them, so the join reads integer streams along the channel (last) axis. Run by the
+``streamline`` step's join loop (``frameworks/finn/recipe.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import NodeProto
+from qonnx.core.datatype import DataType
+from qonnx.core.modelwrapper import ModelWrapper
+from qonnx.transformation.base import Transformation
+from qonnx.transformation.general import SortGraph
+from qonnx.transformation.infer_data_layouts import InferDataLayouts
+from qonnx.transformation.infer_shapes import InferShapes
+from qonnx.util.basic import get_by_name
+
+from brainsmith.plugin import transform
+
+
+def _scale_of(model: ModelWrapper, node: NodeProto | None) -> tuple[str, np.ndarray] | None:
+    """(the streamed input, the constant) of a ``Mul`` by a constant, else None."""
+    if node is None or node.op_type != "Mul" or len(node.input) != 2:
+        return None
+    constants = [model.get_initializer(name) for name in node.input]
+    if (constants[0] is None) == (constants[1] is None):
+        return None
+    side = 0 if constants[0] is None else 1
+    return node.input[side], np.asarray(constants[1 - side], dtype=np.float32)
+
+
+def _constant(model: ModelWrapper, values: np.ndarray) -> str:
+    """A new initializer holding ``values`` (a scale's may be shared with other nodes)."""
+    name = model.make_new_valueinfo_name()
+    model.set_initializer(name, values)
+    return name
+
+
+def _squeezed(values: np.ndarray) -> np.ndarray:
+    """``values`` with every axis along which it does not change reduced to size 1."""
+    for axis in range(values.ndim):
+        first = values.take([0], axis=axis)
+        if values.shape[axis] > 1 and np.array_equal(np.broadcast_to(first, values.shape), values):
+            values = first
+    return values
+
+
+def _covering(types: list[DataType]) -> DataType:
+    """The narrowest integer type holding every value of ``types`` (all integer)."""
+    low, high = min(t.min() for t in types), max(t.max() for t in types)
+    for candidate in (DataType.get_smallest_possible(low), DataType.get_smallest_possible(high)):
+        if candidate.min() <= low and high <= candidate.max():
+            return candidate
+    return DataType.get_smallest_possible(-high - 1) if low < 0 else DataType["INT32"]
+
+
+@transform(
+    name="MoveScalesPastConcat",
+    stage="streamline",
+    description="Join the integers before their scales: Concat(x*a, y*b) -> Concat(x, y)*[a|b]",
+)
+class MoveScalesPastConcat(Transformation):
+    """``Concat(x₀·a₀, x₁·a₁, …)`` becomes ``Concat(x₀, x₁, …)·c``, where ``c`` holds each
+    branch's scale over that branch's part of the joined axis (a scalar when all are equal).
+
+    Brevitas exports each quantized branch as integers times its own scale; FINN's
+    ``MoveMulPastJoinConcat`` moves only equal scalars or per-channel vectors, so branches
+    with different scales (each with its own quantizer) kept the join on floats and on the
+    host. Every branch must be a ``Mul`` by a constant read by the join alone. The joined
+    integers get the narrowest type holding every branch's.
+    """
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        for node in model.graph.node:
+            if node.op_type == "Concat" and len(node.input) > 1 and self._move(model, node):
+                model = model.transform(InferShapes())
+                model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
+                return model, True
+        return model, False
+
+    def _move(self, model: ModelWrapper, concat: NodeProto) -> bool:
+        producers = [model.find_producer(name) for name in concat.input]
+        scales = [_scale_of(model, producer) for producer in producers]
+        outputs = {o.name for o in model.graph.output}
+        if any(s is None for s in scales) or any(
+            len(model.find_consumers(name) or []) != 1 or name in outputs for name in concat.input
+        ):
+            return False
+        shapes = [model.get_tensor_shape(name) for name in concat.input]
+        if any(shape is None for shape in shapes):
+            return False
+        axis = get_by_name(concat.attribute, "axis").i % len(shapes[0])
+        parts = [np.broadcast_to(c, shape) for (_, c), shape in zip(scales, shapes, strict=True)]
+        constant = _squeezed(np.concatenate(parts, axis=axis).astype(np.float32))
+        sources = [source for source, _ in scales]
+        types = [model.get_tensor_datatype(source) for source in sources]
+        joined = model.make_new_valueinfo_name()
+        result = concat.output[0]
+        concat.input[:] = sources
+        concat.output[0] = joined
+        mul = producers[0]
+        mul.input[:] = [joined, _constant(model, constant)]
+        mul.output[0] = result
+        for producer in producers[1:]:
+            model.graph.node.remove(producer)
+        model.set_tensor_shape(joined, model.get_tensor_shape(result))
+        if all(t.is_integer() for t in types):
+            model.set_tensor_datatype(joined, _covering(types))
+        return True
+
+
+@transform(
+    name="MoveTransposesPastConcat",
+    stage="streamline",
+    description="Concat(T(x), T(y)) -> T(Concat(x, y)) when every branch has the same transpose",
+)
+class MoveTransposesPastConcat(Transformation):
+    """``Concat(T(x), T(y), …)`` with one permutation on every branch becomes
+    ``T(Concat(x, y, …))`` along the permuted axis, so a join of channels-last branches
+    happens channels-last (FINN's ``MoveTransposePastJoinConcat`` does not compare the
+    permutations it checks). Each transpose must be read by the join alone."""
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        for node in model.graph.node:
+            if node.op_type == "Concat" and len(node.input) > 1 and self._move(model, node):
+                model = model.transform(InferShapes()).transform(InferDataLayouts())
+                model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
+                return model, True
+        return model, False
+
+    def _move(self, model: ModelWrapper, concat: NodeProto) -> bool:
+        producers = [model.find_producer(name) for name in concat.input]
+        if any(p is None or p.op_type != "Transpose" for p in producers):
+            return False
+        perms = [list(get_by_name(p.attribute, "perm").ints) for p in producers]  # type: ignore[union-attr]
+        outputs = {o.name for o in model.graph.output}
+        if any(perm != perms[0] for perm in perms) or any(
+            len(model.find_consumers(name) or []) != 1 or name in outputs for name in concat.input
+        ):
+            return False
+        rank = len(perms[0])
+        axis = get_by_name(concat.attribute, "axis")
+        sources = [p.input[0] for p in producers]  # type: ignore[union-attr]
+        types = [model.get_tensor_datatype(source) for source in sources]
+        joined = model.make_new_valueinfo_name()
+        result = concat.output[0]
+        axis.i = perms[0][axis.i % rank]
+        concat.input[:] = sources
+        concat.output[0] = joined
+        first = producers[0]
+        first.input[0], first.output[0] = joined, result  # type: ignore[union-attr]
+        for producer in producers[1:]:
+            model.graph.node.remove(producer)
+        if all(t.is_integer() for t in types):
+            model.set_tensor_datatype(joined, _covering(types))
+        return True
+
+
+@transform(
+    name="MoveScalePastTranspose",
+    stage="streamline",
+    description="T(Mul(x, c)) -> Mul(T(x), T(c)): a per-channel scale moved past a transpose",
+)
+class MoveScalePastTranspose(Transformation):
+    """``T(x·c)`` becomes ``T(x)·T(c)`` for a constant ``c`` of any broadcastable shape
+    (FINN's ``MoveScalarLinearPastInvariants`` moves scalars only): the per-channel scale a
+    join of differently scaled branches leaves between two transposes moves on to the
+    threshold that absorbs it, and the transposes meet and cancel. The scale must be read by
+    the transpose alone."""
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        outputs = {o.name for o in model.graph.output}
+        for mul in model.graph.node:
+            scale = _scale_of(model, mul)
+            readers = model.find_consumers(mul.output[0]) or []
+            if scale is None or len(readers) != 1 or readers[0].op_type != "Transpose":
+                continue
+            transpose = readers[0]
+            source, constant = scale
+            perm = list(get_by_name(transpose.attribute, "perm").ints)
+            if constant.ndim > len(perm) or mul.output[0] in outputs:
+                continue
+            full = constant.reshape((1,) * (len(perm) - constant.ndim) + constant.shape)
+            moved, result = mul.output[0], transpose.output[0]
+            transpose.input[0], transpose.output[0] = source, moved
+            mul.input[:] = [moved, _constant(model, full.transpose(perm).copy())]
+            mul.output[0] = result
+            model.set_tensor_shape(moved, model.get_tensor_shape(result))
+            model.set_tensor_datatype(moved, model.get_tensor_datatype(source))
+            model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
+            return model.transform(InferShapes()).transform(InferDataLayouts()), True
+        return model, False
