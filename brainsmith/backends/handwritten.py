@@ -40,7 +40,7 @@ class HandwrittenRTL(RTLBackend):
 
     def top_module(self, top: str) -> str:
         """The layer's top module: FINN's ports around the core (core port ``s<i>_*`` for
-        input i, ``m<i>_*`` for output i, or ``m_*`` packed over all outputs)."""
+        input i, or ``s_*`` packed over all inputs; ``m<i>_*`` for output i, or ``m_*``)."""
         intf = self.get_verilog_top_module_intf_names()
         ports = ["    input  ap_clk", "    input  ap_rst_n"]
         for name, width in intf["s_axis"]:
@@ -50,13 +50,10 @@ class HandwrittenRTL(RTLBackend):
             ports += [f"    output [{width - 1}:0] {name}_TDATA", f"    output {name}_TVALID",
                       f"    input  {name}_TREADY"]  # fmt: skip
         parameters = ",\n".join(f"        .{k}({v})" for k, v in self.core_parameters().items())
-        links = ["        .clk(ap_clk)", "        .rst_n(ap_rst_n)"]
-        for index, (name, _) in enumerate(intf["s_axis"]):
-            bits = self.get_instream_width(index)
-            links += [f"        .s{index}_tdata({name}_TDATA[{bits - 1}:0])",
-                      f"        .s{index}_tvalid({name}_TVALID)",
-                      f"        .s{index}_tready({name}_TREADY)"]  # fmt: skip
-        wires, more = self.output_links(intf["m_axis"])
+        in_wires, inputs = self.input_links(intf["s_axis"])
+        out_wires, outputs = self.output_links(intf["m_axis"])
+        wires = [*in_wires, *out_wires]
+        links = ["        .clk(ap_clk)", "        .rst_n(ap_rst_n)", *inputs]
         return (
             f"// {self.onnx_node.op_type} {self.onnx_node.name}: brainsmith's {self.core}.sv "
             "with FINN's stream ports\n"
@@ -65,9 +62,20 @@ class HandwrittenRTL(RTLBackend):
             + "\n);\n"
             + "".join(f"    {line}\n" for line in wires)
             + f"    {self.core} #(\n{parameters}\n    ) core (\n"
-            + ",\n".join([*links, *more])
+            + ",\n".join([*links, *outputs])
             + "\n    );\nendmodule\n"
         )
+
+    def input_links(self, inputs: list) -> tuple[list[str], list[str]]:
+        """(declarations and assignments, core port links) for the inputs: each of FINN's
+        wired to core input ``s<i>_*``, TDATA without its padding to whole bytes."""
+        links = []
+        for index, (name, _) in enumerate(inputs):
+            bits = self.get_instream_width(index)
+            links += [f"        .s{index}_tdata({name}_TDATA[{bits - 1}:0])",
+                      f"        .s{index}_tvalid({name}_TVALID)",
+                      f"        .s{index}_tready({name}_TREADY)"]  # fmt: skip
+        return [], links
 
     def output_links(self, outputs: list) -> tuple[list[str], list[str]]:
         """(declarations and assignments, core port links) for the outputs: each core
