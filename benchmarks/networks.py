@@ -56,7 +56,9 @@ def build_one(model: str, blueprint: str | None, folder: Path) -> dict:
     from brainsmith.builder import BuildError
 
     path = ensure_exported(model)
-    vectors = [path.with_name(f"{path.stem}_{kind}.npy") for kind in ("input", "expected")]
+    archive = path.with_name(f"{path.stem}_expected.npz")  # one array per output
+    expected = archive if archive.is_file() else path.with_name(f"{path.stem}_expected.npy")
+    vectors = [path.with_name(f"{path.stem}_input.npy"), expected]
     torch_vectors = all(v.is_file() for v in vectors)
     began = time.perf_counter()
     row: dict = {

@@ -757,6 +757,46 @@ def class_token(dim: int = 16, tokens: int = 8, weight_bits: int = 4, act_bits: 
     return ClassToken(), (1, tokens, dim)
 
 
+def vit(
+    image: int = 32,
+    patch: int = 4,
+    dim: int = 192,
+    heads: int = 3,
+    hidden: int = 768,
+    layers: int = 4,
+    weight_bits: int = 4,
+    act_bits: int = 8,
+    classes: int = 10,
+) -> Network:
+    """A ViT: a patch-embedding convolution (``patch`` x ``patch``, stride ``patch``) to
+    ``(image / patch)²`` tokens of ``dim``, ``layers`` encoder layers as ``encoder`` builds
+    them, mean pooling over the tokens and a classifier. Not in ``ZOO``: too big to ship."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    tokens = (image // patch) ** 2
+    blocks, _ = encoder(dim, heads, hidden, tokens, layers, weight_bits, act_bits)
+
+    class ViT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant = _act(8, signed=True)
+            self.embed = qnn.QuantConv2d(
+                3, dim, patch, stride=patch, bias=False, **_weights(weight_bits)
+            )
+            self.blocks = blocks
+            self.pooled = _act(act_bits, signed=True)
+            self.head = qnn.QuantLinear(dim, classes, bias=False, **_weights(weight_bits))
+
+        def forward(self, x):
+            y = self.embed(self.quant(x))
+            z = self.blocks(torch.flatten(y, 2).transpose(1, 2))
+            return self.head(self.pooled(z.mean(dim=1)))
+
+    return ViT(), (1, 3, image, image)
+
+
 def bert_tiny() -> Network:
     """A BERT-tiny-like encoder: 2 layers, hidden 128, 2 heads, MLP 512, sequence 32."""
     return encoder(dim=128, heads=2, hidden=512, sequence=32, layers=2)
