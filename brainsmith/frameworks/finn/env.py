@@ -122,6 +122,12 @@ def _prepare() -> None:
     os.environ.setdefault(
         "TORCHINDUCTOR_CACHE_DIR", os.path.join(os.environ["FINN_BUILD_DIR"], "torchinductor")
     )
+    try:
+        from brainsmith.frameworks.finn import tensor_names
+
+        tensor_names.install()
+    except ImportError:
+        pass  # QONNX is not installed; the caller reports that
     if os.environ.get("XILINX_VIVADO"):
         return
     try:

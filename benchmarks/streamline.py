@@ -1,0 +1,104 @@
+"""What the ``streamline`` step costs on a transformer, with QONNX's tensor renaming and with
+brainsmith's one-pass renaming (``brainsmith.frameworks.finn.tensor_names``): the zoo's
+BERT-tiny (or a named model) converted to FINN-ONNX once, then streamlined in fresh
+processes, alternating, checking that both give the same model byte for byte.
+
+    .venv/bin/python -m benchmarks.streamline [--runs 3] [--model zoo/bert_tiny]
+
+Prints the medians and writes benchmarks/results/streamline.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.build_overhead import child
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+PREPARE = """
+from types import SimpleNamespace
+from qonnx.core.modelwrapper import ModelWrapper
+from qonnx.transformation.infer_shapes import InferShapes
+from brainsmith.frameworks.finn.env import prepare_finn
+prepare_finn()
+from brainsmith.frameworks.finn import steps
+model = steps.tidy_up(ModelWrapper({model!r}).transform(InferShapes()))
+steps.qonnx_to_finn(model, SimpleNamespace(max_multithreshold_bit_width=8)).save({out!r})
+print(0)
+"""
+
+STREAMLINE = """
+import hashlib, time
+from qonnx.core.modelwrapper import ModelWrapper
+if {qonnx!r}:
+    import brainsmith.frameworks.finn.tensor_names as names
+    names.install = lambda: None  # keep QONNX's renaming
+from brainsmith.frameworks.finn.env import prepare_finn
+prepare_finn()
+from brainsmith.frameworks.finn import steps
+from brainsmith.frameworks.finn.recipe import channels_last, streamline_joins, streamline_residuals
+model = ModelWrapper({path!r})
+began = time.perf_counter()
+model = channels_last(streamline_joins(streamline_residuals(steps.streamline(model))))
+seconds = time.perf_counter() - began
+model.save({out!r})
+print(seconds)
+"""
+
+
+def main() -> int:
+    from benchmarks.machine import machine_info
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--model", default="zoo/bert_tiny")
+    args = parser.parse_args()
+    model = REPO / "examples" / "models" / f"{args.model}.onnx"
+    env = {**os.environ}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed packages' bytecode, as users run
+    times: dict[str, list[float]] = {"qonnx": [], "one_pass": []}
+    digests: dict[str, set[str]] = {"qonnx": set(), "one_pass": set()}
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="brainsmith-streamline-") as tmp:
+        converted = str(Path(tmp) / "converted.onnx")
+        child(PREPARE.format(model=str(model), out=converted), env)
+        for _ in range(args.runs):
+            for variant in times:
+                out = str(Path(tmp) / f"{variant}.onnx")
+                code = STREAMLINE.format(qonnx=variant == "qonnx", path=converted, out=out)
+                _, seconds, _ = child(code, env)
+                times[variant].append(seconds)
+                digests[variant].add(hashlib.sha256(Path(out).read_bytes()).hexdigest())
+    same = digests["qonnx"] == digests["one_pass"] and len(digests["qonnx"]) == 1
+    medians = {variant: statistics.median(values) for variant, values in times.items()}
+    result = {
+        "model": f"examples/models/{args.model}.onnx",
+        "runs": args.runs,
+        "seconds": times,
+        "median_seconds": medians,
+        "speedup": medians["qonnx"] / medians["one_pass"],
+        "identical_models": same,
+        "load_average_before": load,
+        "machine": machine_info(),
+    }
+    out = HERE / "results" / "streamline.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        f"{args.model}: streamline {medians['qonnx']:.1f} s with QONNX's renaming, "
+        f"{medians['one_pass']:.1f} s one-pass ({result['speedup']:.2f}x); "
+        f"identical models: {same}\n-> {out.relative_to(REPO)}"
+    )
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
