@@ -22,6 +22,7 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``mobilenet_block``: MobileNet-v1 stem and two depthwise-separable blocks as brevitas's
   quant_mobilenet_v1 4b (8-bit stem weights, per-channel scales, TruncAvgPool2d with floor).
 - ``kws_conv1d``: keyword spotting on 10 MFCCs x 49 frames with Conv1d and MaxPool1d.
+- ``quartznet``: a QuartzNet-like speech encoder: 1D depthwise-separable blocks with residuals.
 - ``resnet8``: ResNet stem and two basic blocks as bnn_pynq's ResNet-18 (shared add
   quantizers, a 1x1 stride-2 shortcut, TruncAvgPool2d).
 - ``residual_identity``: a residual block adding its quantized input straight back.
@@ -377,6 +378,77 @@ def kws_conv1d(
         qnn.QuantLinear(features * length, classes, bias=False, **_weights(weight_bits)),
     ]
     return torch.nn.Sequential(*layers), (1, coefficients, frames)
+
+
+def quartznet(
+    channels: tuple[int, ...] = (24, 24),
+    kernels: tuple[int, ...] = (5, 7),
+    dilation: int = 1,
+    features: int = 16,
+    frames: int = 48,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    classes: int = 10,
+    per_channel_depthwise: bool = False,
+) -> Network:
+    """A QuartzNet-like speech encoder on ``features`` x ``frames``: a 1D stem convolution
+    (kernel 3, stride 2), then per entry of ``channels`` and ``kernels`` a block of two
+    depthwise-separable 1D convolutions (depthwise with the block's kernel and ``dilation``,
+    then pointwise), each with batch norm, and a residual (pointwise convolution and batch
+    norm) added before the block's ReLU with one quantizer for both operands; per-frame
+    logits from a pointwise convolution, as QuartzNet's CTC decoder reads them. Nothing is
+    quantized between a depthwise convolution and its pointwise one, so depthwise weights
+    have one scale per tensor (only a scalar moves past the pointwise product) unless
+    ``per_channel_depthwise``."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    def conv(cin: int, cout: int, kernel: int, stride: int = 1, groups: int = 1) -> nn.Module:
+        return qnn.QuantConv1d(
+            cin, cout, kernel, stride=stride, padding=dilation * (kernel // 2) if groups > 1
+            else kernel // 2, dilation=dilation if groups > 1 else 1, groups=groups,
+            bias=False, **_weights(weight_bits, per_channel=groups == 1 or per_channel_depthwise),
+        )  # fmt: skip
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, kernel: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(
+                conv(cin, cin, kernel, groups=cin),
+                conv(cin, cout, 1),
+                nn.BatchNorm1d(cout),
+                _act(act_bits),
+                conv(cout, cout, kernel, groups=cout),
+                conv(cout, cout, 1),
+                nn.BatchNorm1d(cout),
+            )
+            self.skip = nn.Sequential(conv(cin, cout, 1), nn.BatchNorm1d(cout))
+            self.shared = _act(act_bits, signed=True)
+            self.relu = _act(act_bits)
+
+        def forward(self, x):
+            return self.relu(self.shared(self.body(x)) + self.shared(self.skip(x)))
+
+    class QuartzNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(
+                _act(8, signed=True),
+                conv(features, channels[0], 3, stride=2),
+                nn.BatchNorm1d(channels[0]),
+                _act(act_bits),
+            )
+            widths = [channels[0], *channels]
+            self.blocks = nn.Sequential(
+                *(Block(a, b, k) for a, b, k in zip(widths[:-1], widths[1:], kernels, strict=True))
+            )
+            self.head = conv(channels[-1], classes, 1)
+
+        def forward(self, x):
+            return self.head(self.blocks(self.stem(x)))
+
+    return QuartzNet(), (1, features, frames)
 
 
 def resnet8(
@@ -820,6 +892,11 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
         True,
     ),
     "kws_conv1d": (kws_conv1d, "keyword spotting, 2 x Conv1d + MaxPool1d, 4-bit", True),
+    "quartznet": (
+        quartznet,
+        "QuartzNet-like: 1D depthwise-separable blocks (kernels 5, 7) with residuals, 4-bit",
+        True,
+    ),
     "resnet8": (resnet8, "ResNet stem + 2 basic blocks (1x1 stride-2 shortcut), 4-bit", True),
     "residual_identity": (residual_identity, "residual block adding its quantized input", True),
     "encoder_mlp": (encoder_mlp, "transformer MLP: LayerNorm, 32-64-32 linear, 4-bit", True),

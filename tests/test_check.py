@@ -143,6 +143,21 @@ def test_a_class_token_concat_is_named_with_what_to_change_in_the_model(hub, tmp
     assert "class token" in concat.reason and "global_pool='avg'" in concat.reason
 
 
+def test_a_per_channel_scale_into_a_pointwise_product_is_named_with_what_to_change(hub, tmp_path):
+    """A depthwise 1D convolution with per-channel weight scales feeding its pointwise one
+    with nothing quantized between them (QuartzNet's separable convolutions): the scale
+    cannot move past the pointwise product, which runs on the host with all after it.
+    check names the scale and what to change; before, it gave attention's advice."""
+    from tests.test_zoo import export
+
+    export(tmp_path, {"qn": "quartznet(channels=(12,), kernels=(5,), per_channel_depthwise=True)"})
+    result = check(tmp_path / "qn.onnx")
+    products = [n for n in result.nodes if n.op_type == "MatMul" and n.placement != "hardware"]
+    assert products and "per-channel scale: " in products[0].reason
+    assert "one weight scale per tensor" in products[0].reason
+    assert "attention" not in products[0].reason
+
+
 def test_excluded_kernel_is_named_with_how_to_bring_it_back(hub, tmp_path):
     bp = blueprint(tmp_path, ["auto"], "  exclude: [finn:VVAU]\n")
     result = check(ZOO / "mobilenet_block.onnx", bp)

@@ -37,6 +37,8 @@ VARIANTS = {
     "kws_w2a3_padded": "kws_conv1d(channels=(12, 20), weight_bits=2, act_bits=3, kernel=5, "
     "padding=2, frames=40)",
     "kws_w1a1": "kws_conv1d(channels=(8, 8), weight_bits=1, act_bits=1)",
+    "quartznet_d2_w3a5": "quartznet(channels=(16, 20), kernels=(3, 9), dilation=2, "
+    "weight_bits=3, act_bits=5, frames=40)",
     "resnet_w3a6": "resnet8(channels=(8, 16, 24), weight_bits=3, act_bits=6, image=12)",
     "residual_w6a2": "residual_identity(channels=12, weight_bits=6, act_bits=2, image=6)",
     "encoder_w6a5": "encoder_mlp(dim=24, hidden=40, sequence=8, weight_bits=6, act_bits=5)",

@@ -57,6 +57,29 @@ FLOAT_HINTS = {
 }
 
 
+# ... and for a matrix product reached by a per-channel scale (through layout changes)
+PER_CHANNEL_HINT = (
+    "a per-channel scale from the layer before reaches this matrix product with no quantizer "
+    "between them (as from a depthwise convolution straight into its pointwise one): only a "
+    "scalar scale moves past a matrix product; quantize the tensor between them (a Brevitas "
+    "QuantIdentity) or give the layer before one weight scale per tensor (Brevitas's "
+    "per-tensor weight quantizer, e.g. Int8WeightPerTensorFloat)"
+)
+PASS_THROUGH = ("Transpose", "Shuffle", "Reshape", "Flatten", "Squeeze", "Unsqueeze")
+
+
+def per_channel_scale(model, name: str) -> str:
+    """The multiplication by a constant of more than one value (``Mul``, or the FINN layer
+    made of it) that ``name`` comes from through layout changes only ("" if none)."""
+    producer = model.find_producer(name)
+    while producer is not None and producer.op_type in PASS_THROUGH:
+        producer = model.find_producer(producer.input[0])
+    if producer is None or producer.op_type not in ("Mul", "ElementwiseMul"):
+        return ""
+    constants = [model.get_initializer(i) for i in producer.input]
+    return producer.name if any(c is not None and c.size > 1 for c in constants) else ""
+
+
 @dataclass(frozen=True)
 class Taker:
     """A kernel that would convert a node, and the transform that does it."""
@@ -273,6 +296,14 @@ def advice(node, found: dict[str, list[Taker]], model=None, converted=None, plan
             text += f"; floating-point operand{'s' if len(floats) > 1 else ''}: "
             text += ", ".join(floats)
             hint = FLOAT_HINTS.get(node.op_type, hint)
+            scales = (
+                [per_channel_scale(model, i) for i in node.input]
+                if node.op_type == "MatMul"
+                else []
+            )
+            if any(scales):
+                text += f"; per-channel scale: {', '.join(s for s in scales if s)}"
+                hint = PER_CHANNEL_HINT
         constants = [
             i for i in node.input if model is not None and model.get_initializer(i) is not None
         ]
