@@ -400,7 +400,7 @@ def quartznet(
     quantized between a depthwise convolution and its pointwise one, so depthwise weights
     have one scale per tensor (only a scalar moves past the pointwise product) unless
     ``per_channel_depthwise``."""
-    torch = _torch()
+    _torch()
     import brevitas.nn as qnn
     from torch import nn
 
