@@ -457,9 +457,12 @@ def resnet8(
     act_bits: int = 4,
     image: int = 16,
     classes: int = 10,
+    repeats: int = 1,
 ) -> Network:
-    """A stem and one basic block per entry of ``channels`` (stride 2 from the second on, with
-    a 1x1 convolution shortcut where the shape changes), laid out as bnn_pynq's ResNet-18: the
+    """A stem and ``repeats`` basic blocks per entry of ``channels`` (the first of each stride
+    2 from the second entry on, with a 1x1 convolution shortcut where the shape changes; a
+    ResNet-18 for CIFAR: ``channels=(64, 128, 256, 512), repeats=2, image=32``), laid out as
+    bnn_pynq's ResNet-18: the
     body's last quantizer is the one that quantized the skip operand (or the shortcut's), and
     TruncAvgPool2d (8-bit floor) pools globally before a classifier with a 32-bit bias."""
     _torch()  # before torch loads (the inductor cache)
@@ -503,8 +506,10 @@ def resnet8(
             self.relu = relu()
             blocks, shared, cin, size = [], self.relu, channels[0], image
             for index, cout in enumerate(channels):
-                blocks.append(BasicBlock(cin, cout, 2 if index else 1, shared))
-                shared, cin = blocks[-1].relu_out, cout
+                for repeat in range(repeats):
+                    stride = 2 if index and not repeat else 1
+                    blocks.append(BasicBlock(cin, cout, stride, shared))
+                    shared, cin = blocks[-1].relu_out, cout
                 size = (size - 1) // 2 + 1 if index else size
             self.blocks = nn.Sequential(*blocks)
             self.pool = qnn.TruncAvgPool2d(
