@@ -26,7 +26,9 @@ def same_results(before, after) -> None:
         low, high = (kind.min(), kind.max()) if kind.is_integer() else (-8, 8)
         feed[tensor.name] = rng.integers(low, high + 1, size=shape).astype(np.float32)
     output = before.graph.output[0].name
-    np.testing.assert_allclose(execute_onnx(after, feed)[output], execute_onnx(before, feed)[output])
+    np.testing.assert_allclose(
+        execute_onnx(after, feed)[output], execute_onnx(before, feed)[output]
+    )
 
 
 def concat_of_scaled(axis: int = 1):
@@ -84,7 +86,7 @@ def test_a_branch_scale_read_elsewhere_too_stays_before_the_concat():
     model = concat_of_scaled()
     model.graph.node.append(helper.make_node("Relu", ["xs"], ["other"]))
     model.graph.output.append(helper.make_tensor_value_info("other", TensorProto.FLOAT, None))
-    moved, changed = MoveScalesPastConcat().apply(model)
+    _, changed = MoveScalesPastConcat().apply(model)
     assert not changed
 
 

@@ -81,9 +81,10 @@ class MoveScalesPastConcat(Transformation):
 
     def _move(self, model: ModelWrapper, concat: NodeProto) -> bool:
         producers = [model.find_producer(name) for name in concat.input]
-        scales = [_scale_of(model, producer) for producer in producers]
+        found = [_scale_of(model, producer) for producer in producers]
+        scales = [s for s in found if s is not None]
         outputs = {o.name for o in model.graph.output}
-        if any(s is None for s in scales) or any(
+        if len(scales) != len(found) or any(
             len(model.find_consumers(name) or []) != 1 or name in outputs for name in concat.input
         ):
             return False
