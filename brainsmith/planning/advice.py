@@ -31,9 +31,9 @@ NO_KERNEL_HINTS = {
     "Add": "a floating-point bias or residual add: quantize both operands with one shared "
     "quantizer",
     "Conv": "a convolution FINN could not lower to a matrix product",
-    "Concat": "FINN's StreamingConcat joins integer streams along the channel (last) axis: "
-    "quantize every input with one shared quantizer (a Brevitas QuantIdentity shared by the "
-    "branches) and join along channels",
+    "Concat": "FINN's StreamingConcat joins integer streams along the channel axis: quantize "
+    "every branch right before the join (each with its own quantizer or one shared; the "
+    "streamline step moves their scales past it) and join along channels",
     "Slice": "a slice FINN has no layer for; a projection sliced into q, k and v is split "
     "by SplitPackedProjections when the slices read the product directly (or after its "
     "scales), along the last axis",
