@@ -55,6 +55,23 @@ def _covering(types: list[DataType]) -> DataType:
     return DataType.get_smallest_possible(-high - 1) if low < 0 else DataType["INT32"]
 
 
+def _join_first(model: ModelWrapper, concat: NodeProto, producers: list, sources: list[str]) -> str:
+    """``concat`` joins ``sources`` (what its ``producers``, one per input, read) and the
+    first producer moves after it, reading the join (its first input) and writing what the
+    join wrote; the other producers go. The join's integers get the narrowest type holding
+    every source's. Returns the joined tensor."""
+    types = [model.get_tensor_datatype(source) for source in sources]
+    joined, result = model.make_new_valueinfo_name(), concat.output[0]
+    concat.input[:] = sources
+    concat.output[0] = joined
+    producers[0].input[0], producers[0].output[0] = joined, result
+    for producer in producers[1:]:
+        model.graph.node.remove(producer)
+    if all(t.is_integer() for t in types):
+        model.set_tensor_datatype(joined, _covering(types))
+    return joined
+
+
 @transform(
     name="MoveScalesPastConcat",
     stage="streamline",
@@ -94,20 +111,9 @@ class MoveScalesPastConcat(Transformation):
         axis = get_by_name(concat.attribute, "axis").i % len(shapes[0])
         parts = [np.broadcast_to(c, shape) for (_, c), shape in zip(scales, shapes, strict=True)]
         constant = _squeezed(np.concatenate(parts, axis=axis).astype(np.float32))
-        sources = [source for source, _ in scales]
-        types = [model.get_tensor_datatype(source) for source in sources]
-        joined = model.make_new_valueinfo_name()
-        result = concat.output[0]
-        concat.input[:] = sources
-        concat.output[0] = joined
-        mul = producers[0]
-        mul.input[:] = [joined, _constant(model, constant)]
-        mul.output[0] = result
-        for producer in producers[1:]:
-            model.graph.node.remove(producer)
-        model.set_tensor_shape(joined, model.get_tensor_shape(result))
-        if all(t.is_integer() for t in types):
-            model.set_tensor_datatype(joined, _covering(types))
+        producers[0].input[:] = ["", _constant(model, constant)]  # type: ignore[union-attr]
+        joined = _join_first(model, concat, producers, [source for source, _ in scales])
+        model.set_tensor_shape(joined, model.get_tensor_shape(concat.output[0]))
         return True
 
 
@@ -140,21 +146,9 @@ class MoveTransposesPastConcat(Transformation):
             len(model.find_consumers(name) or []) != 1 or name in outputs for name in concat.input
         ):
             return False
-        rank = len(perms[0])
         axis = get_by_name(concat.attribute, "axis")
-        sources = [p.input[0] for p in producers]  # type: ignore[union-attr]
-        types = [model.get_tensor_datatype(source) for source in sources]
-        joined = model.make_new_valueinfo_name()
-        result = concat.output[0]
-        axis.i = perms[0][axis.i % rank]
-        concat.input[:] = sources
-        concat.output[0] = joined
-        first = producers[0]
-        first.input[0], first.output[0] = joined, result  # type: ignore[union-attr]
-        for producer in producers[1:]:
-            model.graph.node.remove(producer)
-        if all(t.is_integer() for t in types):
-            model.set_tensor_datatype(joined, _covering(types))
+        axis.i = perms[0][axis.i % len(perms[0])]
+        _join_first(model, concat, producers, [p.input[0] for p in producers])  # type: ignore[union-attr]
         return True
 
 
