@@ -10,7 +10,7 @@ from finn.custom_op.fpgadataflow.concat import StreamingConcat
 from finn.custom_op.fpgadataflow.upsampler import UpsampleNearestNeighbour
 
 from brainsmith.backends.handwritten import HandwrittenRTL
-from brainsmith.backends.shuffles import _packed
+from brainsmith.backends.shuffles import packed_constant
 from brainsmith.plugin import backend
 
 LUTRAM_BITS = 64  # bits one LUT holds as distributed RAM with an asynchronous read
@@ -39,9 +39,9 @@ class StreamingConcatRTL(StreamingConcat, HandwrittenRTL):
             "SIMD": simd,
             "OBITS": self.get_output_datatype().bitwidth(),
             "IN_WIDTH": sum(widths),
-            "FOLDS": _packed(c // simd for c in self.get_nodeattr("ChannelsPerStream")),
-            "IBITS": _packed(t.bitwidth() for t in types),
-            "OFFSETS": _packed(sum(widths[:i]) for i in range(count)),
+            "FOLDS": packed_constant(c // simd for c in self.get_nodeattr("ChannelsPerStream")),
+            "IBITS": packed_constant(t.bitwidth() for t in types),
+            "OFFSETS": packed_constant(sum(widths[:i]) for i in range(count)),
             "SIGNED": f"{count}'b" + "".join("1" if t.signed() else "0" for t in reversed(types)),
         }
 

@@ -54,8 +54,8 @@ class OuterShuffleRTL(OuterShuffle, HandwrittenRTL):
             "WIDTH": self.get_instream_width(),
             "WORDS": self.words(),
             "DIMS": len(loops),
-            "SIZES": _packed(size for size, _ in loops),
-            "STRIDES": _packed(stride for _, stride in loops),
+            "SIZES": packed_constant(size for size, _ in loops),
+            "STRIDES": packed_constant(stride for _, stride in loops),
         }
 
     def get_exp_cycles(self):
@@ -72,7 +72,7 @@ class OuterShuffleRTL(OuterShuffle, HandwrittenRTL):
         return 40 * len(self.loops()) + 2 * self.get_instream_width()
 
 
-def _packed(values) -> str:
+def packed_constant(values) -> str:
     """32-bit values as one Verilog constant, the first in the lowest bits."""
     items = list(values)
     number = sum(value << (32 * index) for index, value in enumerate(items))
