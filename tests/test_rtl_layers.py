@@ -96,6 +96,15 @@ def matches(simulation: RTLSimulation, model) -> None:
     assert statuses == ["match"], [layer.as_dict() for layer in result.layers]
 
 
+def matches_at_pace(simulation: RTLSimulation, model) -> None:
+    """The layer alone matches Python on 4 frames, at a frame per beat count once the first
+    is in: the pace the folding search counts on."""
+    result = simulation(model, frames(model, 4))
+    (layer,) = result.layers
+    assert layer.status == "match", layer.as_dict()
+    assert layer.cycles_per_frame <= layer.estimated_cycles * 1.1 + 2, layer.as_dict()
+
+
 def divisor(rng: random.Random, number: int) -> int:
     return rng.choice([d for d in range(1, number + 1) if number % d == 0])
 
@@ -335,11 +344,7 @@ def test_outer_shuffle(simulation, seed):
         perm=perm,
         SIMD=divisor(rng, shape[-1]),
     )
-    result = simulation(model, frames(model, 4))
-    (layer,) = result.layers
-    assert layer.status == "match", layer.as_dict()
-    # a frame per beat count once the first is in: the pace the folding search counts on
-    assert layer.cycles_per_frame <= layer.estimated_cycles * 1.1 + 2, layer.as_dict()
+    matches_at_pace(simulation, model)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -362,10 +367,7 @@ def test_streaming_concat(simulation, seed):
         inputDataTypes=list(types.values()),
         numInputVectors=vectors,
     )
-    result = simulation(model, frames(model, 4))
-    (layer,) = result.layers
-    assert layer.status == "match", layer.as_dict()
-    assert layer.cycles_per_frame <= layer.estimated_cycles * 1.1 + 2, layer.as_dict()
+    matches_at_pace(simulation, model)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -390,10 +392,7 @@ def test_upsample_nearest_neighbour(simulation, seed):
         NumChannels=channels,
         inputDataType=idt,
     )
-    result = simulation(model, frames(model, 4))
-    (layer,) = result.layers
-    assert layer.status == "match", layer.as_dict()
-    assert layer.cycles_per_frame <= layer.estimated_cycles * 1.1 + 2, layer.as_dict()
+    matches_at_pace(simulation, model)
 
 
 @pytest.mark.parametrize(
