@@ -5,13 +5,19 @@ arithmetic before a quantizer may legitimately change its output only where the 
 pre-rounding value lies on a rounding boundary: QONNX's ``Quant`` rounds half to even where
 FINN's thresholds round half up, a bipolar sign at exactly 0 goes either way once its
 threshold is computed in other arithmetic, and float noise of a few ulps moves a value that
-lies within ``TIE_EPSILON`` of a boundary across it.
+lies within ``TIE_EPSILON`` of a boundary across it (torch's own arithmetic too, against the
+exported model's).
 
 ``Reference`` runs the cleaned QONNX model node by node and records, per sample, every
 quantizer element whose pre-rounding value lies within ``TIE_EPSILON`` of a boundary (a
 *tie*). When a model's outputs differ from the reference's on a sample, ``explain`` looks for
-ties which, rounded the other way in the reference, reproduce that model's outputs: first all
-of them by the rule FINN's thresholds use (half up; ``x >= threshold``), then one at a time,
+ties which, rounded the other way in the reference, reproduce that model's outputs. Where the
+model's own tensors are at hand, the reference follows them: at each quantizer with ties, the
+model's tensor holding that quantizer's output (the same values at every other element, in
+the same layout or channels last, as values or as integers) says which way each tie went, so
+the flips of a deep network, each moving later values onto other boundaries, are followed in
+one run. Otherwise, or if that does not reproduce the outputs, it searches: first all ties
+by the rule FINN's thresholds use (half up; ``x >= threshold``), then one at a time,
 the closest to its boundary first, keeping each flip that brings the outputs closer (a model
 with floating-point LayerNorm or Softmax has hundreds of elements within ``TIE_EPSILON`` per
 sample, of which float noise moves one or two; half the candidates are the closest at the
@@ -169,17 +175,25 @@ class Reference:
         self.nodes = list(model.graph.node)
         self.outputs = [o.name for o in model.graph.output]
         self.ties: list[list[Tie]] = []  # per sample, in node order
+        # per node, the tensors it uses last (dropped after it: only the outputs are read)
+        last = {name: i for i, node in enumerate(self.nodes) for name in node.input}
+        self.dead: list[list[str]] = [[] for _ in self.nodes]
+        for name, index in last.items():
+            if name not in self.outputs:
+                self.dead[index].append(name)
 
     def execute(
         self, contexts: list[Context], flips: list[dict[int, np.ndarray]] | None = None
     ) -> list[list[Tie]]:
-        """Run every node on every context; round the tie elements of ``flips`` (per sample:
-        node index -> flat indices) the other way. The ties found, per sample (kept as
+        """Run every node on every context (each tensor but the outputs dropped after its
+        last use); round the tie elements of ``flips`` (per sample: node index -> flat
+        indices) the other way. The ties found, per sample (kept as
         ``ties`` when nothing was flipped)."""
         from brainsmith.frameworks.finn.execution import sanitize_quant_values
 
         found: list[list[Tie]] = [[] for _ in contexts]
         for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
+            dead = self.dead[index]
             for sample, context in enumerate(contexts):
                 if self.sanitize:
                     sanitize_quant_values(self.model, node.input, context)
@@ -192,6 +206,8 @@ class Reference:
                     execute(context)
                 if self.sanitize:
                     sanitize_quant_values(self.model, node.output, context)
+                for name in dead:
+                    context.pop(name, None)
         if flips is None:
             self.ties = found
         return found
@@ -216,6 +232,35 @@ class Reference:
             found.append(Tie(index, int(element), value, rule(node, value, rounded_up), gap))
         return found
 
+    def follow(self, feed: Context, model: Context) -> tuple[list[np.ndarray], list[Tie]]:
+        """Outputs of one sample where each quantizer's ties round as in ``model``'s run (its
+        tensors by name): at a quantizer with ties, the model tensor equal to the quantizer's
+        output at every other element (``Counterparts``) decides each tie's side, so a flip
+        early in a deep network is followed without searching, and the ties flipped."""
+        from brainsmith.frameworks.finn.execution import sanitize_quant_values
+
+        context = {**self.model.make_empty_exec_context(), **feed}
+        counterparts = Counterparts(self.model, model)
+        flipped: list[Tie] = []
+        for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
+            if self.sanitize:
+                sanitize_quant_values(self.model, node.input, context)
+            if node.op_type in QUANTIZERS:
+                out, pre, ties = quantize(node, context)
+                if ties.any():
+                    candidates = np.flatnonzero(ties.reshape(-1))
+                    other = quantize(node, context, candidates)[0]
+                    flip = counterparts.sides(out, other, ties, context[node.input[1]])
+                    if flip.size:
+                        out = quantize(node, context, flip)[0]
+                        flipped += self._record(index, node, other, pre, _mask(ties, flip))
+                context[node.output[0]] = out
+            else:
+                execute(context)
+            if self.sanitize:
+                sanitize_quant_values(self.model, node.output, context)
+        return [np.asarray(context[o]) for o in self.outputs], flipped
+
     def run_sample(
         self, feed: Context, flips: dict[int, np.ndarray]
     ) -> tuple[list[np.ndarray], list[Tie]]:
@@ -224,6 +269,64 @@ class Reference:
         context = {**self.model.make_empty_exec_context(), **feed}
         ties = self.execute([context], [flips])[0]
         return [np.asarray(context[o]) for o in self.outputs], ties
+
+
+def _mask(ties: np.ndarray, elements: np.ndarray) -> np.ndarray:
+    mask = np.zeros(ties.size, dtype=bool)
+    mask[elements] = True
+    return mask.reshape(ties.shape)
+
+
+class Counterparts:
+    """The tensors of another model's run that stand for a reference quantizer's output:
+    of the same size, in the same layout or channels last, as the same values or as their
+    integers (the values over the quantizer's scale)."""
+
+    def __init__(self, reference: ModelWrapper, model: Context) -> None:
+        constants = {t.name for t in reference.graph.initializer}
+        self.by_size: dict[int, list[np.ndarray]] = {}
+        for name, value in model.items():
+            value = np.asarray(value)
+            if name not in constants and value.size > 1 and value.dtype.kind == "f":
+                self.by_size.setdefault(value.size, []).append(value)
+
+    def sides(
+        self, out: np.ndarray, other: np.ndarray, ties: np.ndarray, scale: np.ndarray
+    ) -> np.ndarray:
+        """Flat indices of the tie elements the counterpart of ``out`` (the quantizer's
+        output; ``other``: every tie rounded the other way) rounds the other way; none
+        without a counterpart."""
+        tied = ties.reshape(-1)
+        for value in self.by_size.get(out.size, ()):
+            for layout in _layouts(value, out.shape):
+                for form, unit in ((out, other), (out / scale, other / scale)):
+                    form = np.broadcast_to(form, out.shape).reshape(-1).astype(np.float64)
+                    unit = np.broadcast_to(unit, out.shape).reshape(-1).astype(np.float64)
+                    noise = FOLLOW_NOISE * max(float(np.max(np.abs(form))), 1e-30)
+                    same = np.abs(layout - form) <= noise
+                    if not same[~tied].all():
+                        continue
+                    flipped = ~same & (np.abs(layout - unit) <= noise)
+                    if (same | flipped)[tied].all():
+                        return np.flatnonzero(flipped)
+        return np.zeros(0, dtype=np.int64)
+
+
+# The largest difference, relative to a tensor's largest value, of a counterpart's element
+# that stands for the same value (float noise of a rewritten computation)
+FOLLOW_NOISE = 1e-5
+
+
+def _layouts(value: np.ndarray, shape: tuple[int, ...]) -> list[np.ndarray]:
+    """``value`` flattened in the order of a tensor of ``shape``: as it is, or from channels
+    last (a 4D or 3D tensor whose channels FINN moved to the end)."""
+    layouts = []
+    if value.shape == shape or value.ndim != len(shape):
+        layouts.append(value.reshape(-1).astype(np.float64))
+    if len(shape) in (3, 4) and value.shape == (shape[0], *shape[2:], shape[1]):
+        order = (0, value.ndim - 1, *range(1, value.ndim - 1))
+        layouts.append(np.transpose(value, order).reshape(-1).astype(np.float64))
+    return layouts
 
 
 def _gap(node: onnx.NodeProto, pre: float) -> float:
@@ -254,13 +357,17 @@ def explain(
     ties: list[Tie],
     distance: Callable[[list[np.ndarray]], float],
     got: list[np.ndarray] | None = None,
+    run: Context | None = None,
 ) -> list[Tie] | None:
     """The ties which, rounded the other way in the reference, reproduce the outputs
-    ``distance`` measures against (0: the same within tolerance); None if none found.
+    ``distance`` measures against (0: the same within tolerance); [] when the reference's
+    own outputs are those, None if no ties do.
 
-    First the rule FINN's thresholds use (every half-even tie rounded up, every sign at 0
-    negative), then every tie flipped; then the closest ties first (``_closest_first``);
-    then a search in node order: at the first quantizer
+    With the checked model's tensors on this sample (``run``), first the reference
+    following the model's rounding at each tie (``Reference.follow``): exact, and a single
+    run however deep the network. Then the rule FINN's thresholds use (every half-even tie
+    rounded up, every sign at 0 negative), then every tie flipped; then the closest ties
+    first (``_closest_first``); then a search in node order: at the first quantizer
     with ties still open, each subset of its ties (each single one and all of them where
     there are more than ``SUBSET_LIMIT``) flipped, the ties of later quantizers found anew
     in each run (flipping one tie may put others on a boundary), for a sample with at most
@@ -269,8 +376,14 @@ def explain(
     (``Nearby``): a flip in a token-wise layer changes its own token's outputs only.
     """
     expected = reference.run_sample(feed, {})[0]
-    if not ties or distance(expected) == 0.0:
-        return None  # no ties, or the difference is the reference's own (user vectors)
+    if distance(expected) == 0.0:
+        return []  # the reference's own outputs
+    if not ties:
+        return None
+    if run is not None:
+        outputs, followed = reference.follow(feed, run)
+        if followed and distance(outputs) == 0.0:
+            return followed
     half_up = [t for t in ties if t.rule in ("half-even vs half-up", "sign at 0")]
     for start in [half_up, ties] if half_up and len(half_up) < len(ties) else [ties]:
         if distance(reference.run_sample(feed, grouped(start))[0]) == 0.0:

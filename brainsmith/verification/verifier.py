@@ -16,7 +16,10 @@ Differences are counted in quantizer steps (``brainsmith.verification.steps``): 
 made by a quantizer (or a constant scale of one) is compared in that quantizer's step, a
 float output within ``FLOAT_RTOL`` of its largest reference value; a sample whose outputs
 differ is explained, if it can be, by reference quantizer elements that lie on a rounding
-boundary (ties) rounded the other way. A check fails on any difference no tie explains (an
+boundary (ties) rounded the other way, following the checked model's own tensors (every
+tensor of its run is kept, the layers inside a partition too); the user's expected outputs
+(torch's) are explained the same way, by the ties on which torch's arithmetic and the
+exported model's went different ways. A check fails on any difference no tie explains (an
 error); ties are counted. A blueprint's ``verify_atol`` replaces the derived tolerances.
 
 A model that computes exactly what the last checked one computed (``computation_key``: the
@@ -56,6 +59,9 @@ if TYPE_CHECKING:
     # The user's vectors: the samples and, per sample, the expected outputs (intake's)
     Vectors = tuple[list[Sample], list[Outputs]]
     Context = dict[str, np.ndarray]  # tensor name -> value, as QONNX's execution has it
+    Distance = Callable[[Outputs], float]  # how far outputs are from a sample's, 0: the same
+    # (sample, the model's outputs, distance to them, distance to the expected ones) -> ties
+    Explainer = Callable[[int, Outputs, Distance, Distance], list[Tie] | None]
 
 
 # Node attributes that never change what a layer computes in Python: where generated code,
@@ -173,24 +179,33 @@ def _quant_range(model: ModelWrapper, name: str) -> tuple[float, float]:
 
 def run(model: ModelWrapper, samples: list[Sample]) -> list[Outputs]:
     """Outputs (in graph order) of ``model`` for each sample: node by node for all samples
-    at once where the graph is flat, else one sample at a time through FINN's executor."""
-    names = [i.name for i in graph_inputs(model)]
-    shapes = [_shape(model, name) for name in names]
-    feeds = [  # a step may change a tensor's rank (a 1D network made 2D): same data
-        {
-            name: a.reshape(shape) if a.size == int(np.prod(shape)) else a
-            for name, a, shape in zip(names, sample, shapes, strict=True)
-        }
-        for sample in samples
-    ]
+    at once where the graph is flat (each tensor dropped after its last use), else one
+    sample at a time through FINN's executor."""
+    feeds = _feeds(model, samples)  # a step may change a tensor's rank (1D made 2D): same data
     outputs = [o.name for o in model.graph.output]
     if _flat(model):
-        contexts = _run_node_major(model, feeds)
+        contexts = _run_node_major(model, feeds, drop=True)
     else:
         from finn.core.onnx_exec import execute_onnx
 
         contexts = [execute_onnx(model, feed) for feed in feeds]
     return [[np.asarray(context[o]) for o in outputs] for context in contexts]
+
+
+def run_all(model: ModelWrapper, sample: Sample) -> Context:
+    """Every tensor of ``model``'s run on one sample, the layers inside a dataflow partition
+    too (named after the partition node, as FINN's executor names them; the partition
+    nodes of ``model`` are set to return them)."""
+    (feed,) = _feeds(model, [sample])
+    if _flat(model):
+        return _run_node_major(model, [feed])[0]
+    from finn.core.onnx_exec import execute_onnx
+    from qonnx.custom_op.registry import getCustomOp
+
+    for node in model.get_nodes_by_op_type("StreamingDataflowPartition"):
+        getCustomOp(node).set_nodeattr("return_full_exec_context", 1)
+    context: Context = execute_onnx(model, feed, return_full_exec_context=True)
+    return context
 
 
 def _flat(model: ModelWrapper) -> bool:
@@ -203,10 +218,12 @@ def _flat(model: ModelWrapper) -> bool:
     )
 
 
-def _run_node_major(model: ModelWrapper, feeds: list[Context]) -> list[Context]:
+def _run_node_major(model: ModelWrapper, feeds: list[Context], drop: bool = False) -> list[Context]:
     """QONNX's ``execute_onnx`` for a flat graph, node by node over all samples: the same
     node executions and integer checks, with each standard node's onnxruntime session made
-    once instead of once per sample (4x faster on a CNV's front end, bit for bit the same)."""
+    once instead of once per sample (4x faster on a CNV's front end, bit for bit the same).
+    ``drop``: each tensor but the outputs dropped after its last use (the samples' live
+    tensors in memory at once, not all of them)."""
     from qonnx.util.basic import get_sanitize_quant_tensors
 
     from brainsmith.frameworks.finn.execution import sanitize_quant_values
@@ -216,14 +233,20 @@ def _run_node_major(model: ModelWrapper, feeds: list[Context]) -> list[Context]:
     empty = model.make_empty_exec_context()
     contexts = [{**empty, **feed} for feed in feeds]
     sanitize = get_sanitize_quant_tensors() != 0
-    for node in model.graph.node:
+    last_use = {name: index for index, node in enumerate(model.graph.node) for name in node.input}
+    for name in (o.name for o in model.graph.output):
+        last_use.pop(name, None)
+    for index, node in enumerate(model.graph.node):
         execute = _node_runner(model, node)
+        dead = [n for n in node.input if last_use.get(n) == index] if drop else []
         for context in contexts:
             if sanitize:
                 sanitize_quant_values(model, node.input, context)
             execute(context)
             if sanitize:
                 sanitize_quant_values(model, node.output, context)
+            for name in dead:
+                context.pop(name, None)
     return contexts
 
 
@@ -265,7 +288,7 @@ def compare(
     atol: float | None = None,
     rtol: float = VERIFY_RTOL,
     steps: list[float | None] | None = None,
-    explainer: Callable[[int, Outputs, Callable[[Outputs], float]], list[Tie] | None] | None = None,
+    explainer: Explainer | None = None,
     describe: Callable[[Tie], str] | None = None,
 ) -> Check:
     """Compare outputs sample by sample: an element differs beyond ``atol + rtol * |want|``,
@@ -287,6 +310,19 @@ def compare(
     ]
     worst, worst_steps, errors, ties, tie_samples = 0.0, None, 0, 0, 0
     worst_tie, worst_tie_size = "", -1.0
+
+    def distance_to(target: Outputs) -> Distance:
+        def distance(outputs: Outputs) -> float:
+            total = 0.0
+            for o, (want, ref) in enumerate(zip(target, outputs, strict=True)):
+                want = np.asarray(want, dtype=np.float64)
+                ref = np.asarray(ref, dtype=np.float64).reshape(want.shape)
+                beyond = np.abs(want - ref) - tolerances[o] - rtol * np.abs(ref)
+                total += float(np.sum(np.maximum(beyond, 0.0))) / units[o]
+            return total
+
+        return distance
+
     for sample, (got_outputs, want_outputs) in enumerate(zip(actual, expected, strict=True)):
         differing, size = 0, 0.0
         shaped = []
@@ -305,17 +341,9 @@ def compare(
         if not differing:
             continue
 
-        def distance(outputs: Outputs, shaped: list[np.ndarray] = shaped) -> float:
-            total = 0.0
-            for o, (got, ref) in enumerate(zip(shaped, outputs, strict=True)):
-                ref = np.asarray(ref, dtype=np.float64).reshape(got.shape)
-                beyond = np.abs(got - ref) - tolerances[o] - rtol * np.abs(ref)
-                total += float(np.sum(np.maximum(beyond, 0.0))) / units[o]
-            return total
-
         found = None
         if explainer is not None and not errors:  # after one error the check has failed
-            found = explainer(sample, got_outputs, distance)
+            found = explainer(sample, got_outputs, distance_to(shaped), distance_to(want_outputs))
         if found is None:
             errors += differing
             continue
@@ -369,6 +397,8 @@ class Verifier:
         # node only once a sample of the set differs (a build without differences never does)
         self._traces: dict[str, tuple[list[Context], list[list[Tie]]]] = {}
         self._last: tuple[str, list[Check]] | None = None  # the last model run, by its key
+        # per (sample set, sample): the ties that explain the expected outputs (None: none do)
+        self._expected_ties: dict[tuple[str, int], list[Tie] | None] = {}
 
     def _trace(self, name: str, samples: list[Sample]) -> tuple[list[Context], list[list[Tie]]]:
         """The reference's feeds and ties on ``samples`` (traced once per set)."""
@@ -378,19 +408,31 @@ class Verifier:
             self._traces[name] = feeds, self._tracer.execute(contexts)
         return self._traces.get(name, ([], []))
 
-    def _explainer(
-        self, name: str, samples: list[Sample]
-    ) -> Callable[[int, Outputs, Callable[[Outputs], float]], list[Tie] | None] | None:
-        """Explains a differing sample of ``samples`` by the reference's ties on it."""
+    def _explainer(self, name: str, samples: list[Sample], model: ModelWrapper) -> Explainer | None:
+        """Explains a differing sample of ``samples`` by the reference's ties on it: the
+        outputs of ``model`` (run again on that sample for all its tensors, to follow) and,
+        where they are not the reference's own (the user's), the expected outputs too."""
         tracer = self._tracer
         if tracer is None or not samples:
             return None
 
         def explainer(
-            sample: int, outputs: Outputs, distance: Callable[[Outputs], float]
+            sample: int, outputs: Outputs, to_model: Distance, to_expected: Distance
         ) -> list[Tie] | None:
             feeds, ties = self._trace(name, samples)
-            return explain(tracer, feeds[sample], ties[sample], distance, outputs)
+            feed, tied = feeds[sample], ties[sample]
+            run = run_all(model, samples[sample])
+            found = explain(tracer, feed, tied, to_model, outputs, run)
+            if found is None:
+                return None
+            if name != "generated":  # the expected outputs are torch's, not the reference's
+                key = (name, sample)
+                if key not in self._expected_ties:
+                    self._expected_ties[key] = explain(tracer, feed, tied, to_expected)
+                if self._expected_ties[key] is None:
+                    return None
+                found = [*found, *(t for t in self._expected_ties[key] or () if t not in found)]
+            return found or None
 
         return explainer
 
@@ -409,33 +451,20 @@ class Verifier:
         return checks
 
     def _run_checks(self, runnable: ModelWrapper) -> list[Check]:
-        checks = []
-        if self.generated:
-            got = run(runnable, self.samples)
-            checks.append(
-                compare(
-                    "generated",
-                    got,
-                    self.expected,
-                    self.atol,
-                    self.rtol,
-                    self.steps,
-                    explainer=self._explainer("generated", self.samples),
-                    describe=self.describe,
-                )
-            )
+        sets = [("generated", self.samples, self.expected)] if self.generated else []
         if self.user is not None:
-            user_samples, user_expected = self.user
-            got = run(runnable, user_samples)
+            sets.append(("user", *self.user))
+        checks = []
+        for name, samples, expected in sets:
             checks.append(
                 compare(
-                    "user",
-                    got,
-                    user_expected,
+                    name,
+                    run(runnable, samples),
+                    expected,
                     self.atol,
                     self.rtol,
                     self.steps,
-                    explainer=self._explainer("user", user_samples),
+                    explainer=self._explainer(name, samples, runnable),
                     describe=self.describe,
                 )
             )

@@ -94,3 +94,50 @@ def export_zoo(name: str, folder: Path) -> Path:
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr[-3000:]
     return folder / f"{name}.onnx"
+
+
+CONV_1X1 = {"kernel_shape": [1, 1], "strides": [1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1],
+            "group": 1}  # fmt: skip
+
+
+def deep_ties(
+    path: Path, layers: int = 8, channels: int = 32, image: int = 0, seed: int = 0
+) -> Path:
+    """A chain of integer layers whose quantizer inputs land on half steps: each layer a
+    6-bit quantizer (scale 1), a product with sparse 2-bit weights (a 1x1 convolution on
+    ``image`` x ``image`` NCHW inputs, else a matrix product) and a scale of 1/2, so about
+    half of every quantizer's inputs lie exactly halfway between two steps, and which ones
+    depends on how each earlier layer rounded its own (a cascade of rounding ties)."""
+    rng = np.random.default_rng(seed)
+    shape = [1, channels, image, image] if image else [1, channels]
+    constants = {"one": 1.0, "zero": 0.0, "six": 6.0, "two": 2.0, "half": 0.5}
+    initializers = [numpy_helper.from_array(np.float32(v), k) for k, v in constants.items()]
+
+    def quant(x: str, out: str, bits: str) -> onnx.NodeProto:
+        return helper.make_node("Quant", [x, "one", "zero", bits], [out],
+                                domain="qonnx.custom_op.general", signed=1, narrow=0,
+                                rounding_mode="ROUND")  # fmt: skip
+
+    nodes, h = [], "x"
+    for i in range(layers):
+        nodes.append(quant(h, f"q{i}", "six"))
+        if i == layers - 1:
+            break
+        sparse = rng.random((channels, channels)) < 4 / channels
+        weights = (sparse * rng.choice([-1.0, 1.0], (channels, channels))).astype(np.float32)
+        if image:
+            weights = weights.T.reshape(channels, channels, 1, 1)
+        initializers.append(numpy_helper.from_array(weights, f"w{i}"))
+        nodes.append(quant(f"w{i}", f"wq{i}", "two"))
+        product = helper.make_node("Conv", [f"q{i}", f"wq{i}"], [f"m{i}"], **CONV_1X1) \
+            if image else helper.make_node("MatMul", [f"q{i}", f"wq{i}"], [f"m{i}"])  # fmt: skip
+        nodes += [product, helper.make_node("Mul", [f"m{i}", "half"], [f"h{i}"])]
+        h = f"h{i}"
+    graph = helper.make_graph(
+        nodes,
+        "deep_ties",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(f"q{layers - 1}", TensorProto.FLOAT, shape)],
+        initializers,
+    )
+    return _save(graph, path)
