@@ -234,13 +234,13 @@ class Reference:
 
     def follow(self, feed: Context, model: Context) -> tuple[list[np.ndarray], list[Tie]]:
         """Outputs of one sample where each quantizer's ties round as in ``model``'s run (its
-        tensors by name): at a quantizer with ties, the model tensor equal to the quantizer's
+        computed tensors): at a quantizer with ties, the model tensor equal to the quantizer's
         output at every other element (``Counterparts``) decides each tie's side, so a flip
         early in a deep network is followed without searching, and the ties flipped."""
         from brainsmith.frameworks.finn.execution import sanitize_quant_values
 
         context = {**self.model.make_empty_exec_context(), **feed}
-        counterparts = Counterparts(self.model, model)
+        counterparts = Counterparts(model)
         flipped: list[Tie] = []
         for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
             if self.sanitize:
@@ -282,12 +282,10 @@ class Counterparts:
     of the same size, in the same layout or channels last, as the same values or as their
     integers (the values over the quantizer's scale)."""
 
-    def __init__(self, reference: ModelWrapper, model: Context) -> None:
-        constants = {t.name for t in reference.graph.initializer}
+    def __init__(self, model: Context) -> None:
         self.by_size: dict[int, list[np.ndarray]] = {}
-        for name, value in model.items():
-            value = np.asarray(value)
-            if name not in constants and value.size > 1 and value.dtype.kind == "f":
+        for value in map(np.asarray, model.values()):
+            if value.size > 1 and value.dtype.kind == "f":
                 self.by_size.setdefault(value.size, []).append(value)
 
     def sides(

@@ -193,19 +193,21 @@ def run(model: ModelWrapper, samples: list[Sample]) -> list[Outputs]:
 
 
 def run_all(model: ModelWrapper, sample: Sample) -> Context:
-    """Every tensor of ``model``'s run on one sample, the layers inside a dataflow partition
+    """Every tensor ``model`` computes on one sample, the layers inside a dataflow partition
     too (named after the partition node, as FINN's executor names them; the partition
-    nodes of ``model`` are set to return them)."""
+    nodes of ``model`` are set to return them), its inputs and weights aside."""
     (feed,) = _feeds(model, [sample])
     if _flat(model):
-        return _run_node_major(model, [feed])[0]
-    from finn.core.onnx_exec import execute_onnx
-    from qonnx.custom_op.registry import getCustomOp
+        context = _run_node_major(model, [feed])[0]
+    else:
+        from finn.core.onnx_exec import execute_onnx
+        from qonnx.custom_op.registry import getCustomOp
 
-    for node in model.get_nodes_by_op_type("StreamingDataflowPartition"):
-        getCustomOp(node).set_nodeattr("return_full_exec_context", 1)
-    context: Context = execute_onnx(model, feed, return_full_exec_context=True)
-    return context
+        for node in model.get_nodes_by_op_type("StreamingDataflowPartition"):
+            getCustomOp(node).set_nodeattr("return_full_exec_context", 1)
+        context = execute_onnx(model, feed, return_full_exec_context=True)
+    given = {*feed, *(t.name for t in model.graph.initializer)}
+    return {name: value for name, value in context.items() if name not in given}
 
 
 def _flat(model: ModelWrapper) -> bool:
