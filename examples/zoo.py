@@ -879,6 +879,18 @@ def bert_tiny() -> Network:
     return encoder(dim=128, heads=2, hidden=512, sequence=32, layers=2)
 
 
+def bert_mini() -> Network:
+    """A BERT-mini-like encoder: 4 layers, hidden 256, 4 heads, MLP 1024, sequence 128.
+    Not in ``ZOO``: too big to ship."""
+    return encoder(dim=256, heads=4, hidden=1024, sequence=128, layers=4)
+
+
+def bert_demo() -> Network:
+    """An encoder layer as microsoft/Brainsmith's BERT demo configures it: hidden 384,
+    12 heads, FFN 1536, sequence 128, 8-bit weights and activations. Not in ``ZOO``."""
+    return encoder(dim=384, heads=12, hidden=1536, sequence=128, weight_bits=8, act_bits=8)
+
+
 Factory = Callable[[], Network]
 
 # name -> (factory, description, small enough to ship in examples/models/zoo/)

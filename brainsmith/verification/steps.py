@@ -9,8 +9,9 @@ lies within ``TIE_EPSILON`` of a boundary across it (torch's own arithmetic too,
 exported model's).
 
 ``Reference`` runs the cleaned QONNX model node by node and records, per sample, every
-quantizer element whose pre-rounding value lies within ``TIE_EPSILON`` of a boundary (a
-*tie*). When a model's outputs differ from the reference's on a sample, ``explain`` looks for
+activation quantizer element whose pre-rounding value lies within ``TIE_EPSILON`` of a
+boundary (a *tie*; a weight is rounded by the same arithmetic everywhere, so weights on a
+boundary, thousands in a full-size network, are none). When a model's outputs differ from the reference's on a sample, ``explain`` looks for
 ties which, rounded the other way in the reference, reproduce that model's outputs. Where the
 model's own tensors are at hand, the reference follows them: at each quantizer with ties, the
 model's tensor holding that quantizer's output (the same values at every other element, in
@@ -175,6 +176,13 @@ class Reference:
         self.nodes = list(model.graph.node)
         self.outputs = [o.name for o in model.graph.output]
         self.ties: list[list[Tie]] = []  # per sample, in node order
+        # quantizers of constants (weights): rounded by QONNX's own execution wherever they
+        # are folded, and by the same float32 arithmetic in torch, so never a tie
+        self.constant = {
+            index
+            for index, node in enumerate(self.nodes)
+            if node.op_type in QUANTIZERS and model.get_initializer(node.input[0]) is not None
+        }
         # per node, the tensors it uses last (dropped after it: only the outputs are read)
         last = {name: i for i, node in enumerate(self.nodes) for name in node.input}
         self.dead: list[list[str]] = [[] for _ in self.nodes]
@@ -201,7 +209,8 @@ class Reference:
                     flip = None if flips is None else flips[sample].get(index)
                     out, pre, ties = quantize(node, context, flip)
                     context[node.output[0]] = out
-                    found[sample] += self._record(index, node, out, pre, ties)
+                    if index not in self.constant:
+                        found[sample] += self._record(index, node, out, pre, ties)
                 else:
                     execute(context)
                 if self.sanitize:
@@ -247,7 +256,7 @@ class Reference:
                 sanitize_quant_values(self.model, node.input, context)
             if node.op_type in QUANTIZERS:
                 out, pre, ties = quantize(node, context)
-                if ties.any():
+                if ties.any() and index not in self.constant:
                     candidates = np.flatnonzero(ties.reshape(-1))
                     other = quantize(node, context, candidates)[0]
                     flip = counterparts.sides(out, other, ties, context[node.input[1]])
@@ -458,8 +467,7 @@ def _closest_first(
 class Nearby:
     """Whether a tie lies where the outputs differ: along an axis its tensor shares in length
     with an output (a token, a pixel row), at a position where that output differs, for the
-    output axes along which at most half the positions differ. A weight's ties are never
-    nearby (weights are rounded once, before any step)."""
+    output axes along which at most half the positions differ."""
 
     def __init__(
         self, reference: Reference, expected: list[np.ndarray], got: list[np.ndarray]
@@ -483,9 +491,7 @@ class Nearby:
 
     def __call__(self, tie: Tie) -> bool:
         if tie.node not in self.shapes:
-            node = self.nodes[tie.node]
-            constant = self.model.get_initializer(node.input[0]) is not None  # a weight
-            shape = None if constant else self.model.get_tensor_shape(node.output[0])
+            shape = self.model.get_tensor_shape(self.nodes[tie.node].output[0])
             self.shapes[tie.node] = tuple(shape or ())
         shape = self.shapes[tie.node]
         if not shape or int(np.prod(shape)) <= tie.element:
