@@ -60,8 +60,8 @@ if TYPE_CHECKING:
     Vectors = tuple[list[Sample], list[Outputs]]
     Context = dict[str, np.ndarray]  # tensor name -> value, as QONNX's execution has it
     Distance = Callable[[Outputs], float]  # how far outputs are from a sample's, 0: the same
-    # (sample, the model's outputs, distance to them, distance to the expected ones) -> ties
-    Explainer = Callable[[int, Outputs, Distance, Distance], list[Tie] | None]
+    # (sample, the model's outputs, the expected outputs, distance to each) -> the ties
+    Explainer = Callable[[int, Outputs, Outputs, Distance, Distance], list[Tie] | None]
 
 
 # Node attributes that never change what a layer computes in Python: where generated code,
@@ -345,7 +345,9 @@ def compare(
 
         found = None
         if explainer is not None and not errors:  # after one error the check has failed
-            found = explainer(sample, got_outputs, distance_to(shaped), distance_to(want_outputs))
+            found = explainer(
+                sample, got_outputs, want_outputs, distance_to(shaped), distance_to(want_outputs)
+            )
         if found is None:
             errors += differing
             continue
@@ -419,7 +421,11 @@ class Verifier:
             return None
 
         def explainer(
-            sample: int, outputs: Outputs, to_model: Distance, to_expected: Distance
+            sample: int,
+            outputs: Outputs,
+            expected: Outputs,
+            to_model: Distance,
+            to_expected: Distance,
         ) -> list[Tie] | None:
             feeds, ties = self._trace(name, samples)
             feed, tied = feeds[sample], ties[sample]
@@ -430,7 +436,9 @@ class Verifier:
             if name != "generated":  # the expected outputs are torch's, not the reference's
                 key = (name, sample)
                 if key not in self._expected_ties:
-                    self._expected_ties[key] = explain(tracer, feed, tied, to_expected)
+                    self._expected_ties[key] = explain(
+                        tracer, feed, tied, to_expected, list(expected)
+                    )
                 if self._expected_ties[key] is None:
                     return None
                 found = [*found, *(t for t in self._expected_ties[key] or () if t not in found)]
