@@ -100,6 +100,7 @@ def outcome(out: Path) -> dict:
         "error": report.get("error"),
         "steps": steps,
         "fps": (report.get("performance") or {}).get("estimated_fps"),
+        "target": report.get("target"),  # met, or the limiting layer and its limit
         "totals": report.get("totals"),
     }
 

@@ -328,6 +328,22 @@ def test_full_size_cnv_in_rtl_sizes_its_fifos_and_runs_at_finn_s_estimate(hub, t
     assert all(layer["status"] == "match" for layer in report["rtlsim"]["layers"])
 
 
+@pytest.mark.big
+@pytest.mark.timeout(1800)
+def test_an_encoder_at_microsoft_brainsmith_s_demo_size_meets_its_v80_target_verified(
+    hub, tmp_path
+):
+    """microsoft/Brainsmith's BERT demo layer (hidden 384, 12 heads, FFN 1536, sequence 128,
+    8-bit) for its V80 at its 3,000 fps target, with no blueprint, verified after each step
+    against torch (``python -m benchmarks.big_networks bert_demo``: about 4 minutes on 2
+    cores): ``make test-big``, not ``make test``."""
+    export(tmp_path, {"bert_demo": "bert_demo()"})
+    options = {"target_fps": 3000, "fpga_part": "xcv80-lsva4737-2MHP-e-S"}
+    result = build(tmp_path / "bert_demo.onnx", tmp_path / "out", options=options)
+    assert_built_and_matches_torch(result)
+    assert result.report["target"]["met"], result.report["target"]
+
+
 def test_expected_outputs_in_any_shape_of_the_right_size(hub, tmp_path):
     """FINN's own test data: one label per sample, (N,), for an output of shape (1, 1)."""
     model = ZOO_DIR / "tfc_w1a1.onnx"

@@ -11,8 +11,9 @@ exported model's).
 ``Reference`` runs the cleaned QONNX model node by node and records, per sample, every
 activation quantizer element whose pre-rounding value lies within ``TIE_EPSILON`` of a
 boundary (a *tie*; a weight is rounded by the same arithmetic everywhere, so weights on a
-boundary, thousands in a full-size network, are none). When a model's outputs differ from the reference's on a sample, ``explain`` looks for
-ties which, rounded the other way in the reference, reproduce that model's outputs. Where the
+boundary, thousands in a full-size network, are none). When a model's outputs differ from
+the reference's on a sample, ``explain`` looks for ties which, rounded the other way in the
+reference, reproduce that model's outputs. Where the
 model's own tensors are at hand, the reference follows them: at each quantizer with ties, the
 model's tensor holding that quantizer's output (the same values at every other element, in
 the same layout or channels last, as values or as integers) says which way each tie went, so
