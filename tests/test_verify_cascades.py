@@ -151,7 +151,7 @@ def test_an_expected_output_off_by_a_step_away_from_ties_is_an_error(residual):
 def test_a_torch_side_tie_is_found_among_weights_on_rounding_boundaries(residual):
     """Weights are rounded by the same arithmetic in torch, the export and every step (a
     constant's quantizer is folded by QONNX's own execution), so a weight on a boundary is
-    no tie: with 48 weight elements exactly halfway between two steps, torch's flip of an
+    no tie: with 48 weight elements moved onto half steps, torch's flip of an
     activation tie is still found (before: the closest-first search tried the weights
     first, gap 0, and the export was called a mismatch)."""
     from brainsmith.verification.steps import grouped
