@@ -29,6 +29,7 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``encoder_mlp``: a transformer encoder's MLP half (LayerNorm, two linear layers).
 - ``concat_branches``: two convolution branches joined by ``torch.cat`` along the channels.
 - ``upsample``: nearest-neighbour upsampling between two convolutions.
+- ``espcn``: ESPCN super-resolution, a sub-pixel convolution ending in ``nn.PixelShuffle``.
 - ``encoder_layer``: a whole encoder layer: multi-head self-attention (Brevitas's
   ``QuantMultiheadAttention``), residual adds from the layer's input, LayerNorm and an MLP
   (sequence 16, dimension 32, 2 heads, 4-bit weights, 8-bit activations).
@@ -36,6 +37,7 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from collections.abc import Callable
@@ -756,6 +758,53 @@ def upsample(
     return Upsampled(), (1, 3, image, image)
 
 
+def espcn(
+    channels: tuple[int, ...] = (16, 8),
+    scale: int = 2,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    colours: int = 1,
+    image: int = 8,
+    last_per_channel: bool = False,
+) -> Network:
+    """ESPCN super-resolution as brevitas_examples builds it (``QuantESPCN``): an 8-bit input
+    quantizer, 5x5 and 3x3 convolutions with biases, batch norm and quantized ReLUs, a last
+    3x3 convolution to ``colours * scale**2`` channels with 8-bit weights (one scale, as
+    Brevitas's; ``last_per_channel``: one per channel), ``nn.PixelShuffle`` (exported as
+    ``DepthToSpace``) and an 8-bit ReLU reading out the image."""
+    import brevitas.nn as qnn
+    from torch import nn
+
+    class ESPCN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layers: list[nn.Module] = [_act(8, signed=True)]
+            widths = (colours, *channels)
+            for i, (cin, cout) in enumerate(itertools.pairwise(widths)):
+                bits = 8 if i == 0 else weight_bits
+                layers += [
+                    qnn.QuantConv2d(
+                        cin,
+                        cout,
+                        5 if i == 0 else 3,
+                        padding=2 if i == 0 else 1,
+                        bias=True,
+                        **_weights(bits, per_channel=True),
+                    ),
+                    nn.BatchNorm2d(cout),
+                    _act(act_bits),
+                ]
+            layers.append(_conv(widths[-1], colours * scale**2, 3, 8, per_channel=last_per_channel))
+            self.layers = nn.Sequential(*layers)
+            self.shuffle = nn.PixelShuffle(scale)
+            self.out = qnn.QuantReLU(bit_width=8)
+
+        def forward(self, x):
+            return self.out(self.shuffle(self.layers(x)))
+
+    return ESPCN(), (1, colours, image, image)
+
+
 def encoder(
     dim: int = 32,
     heads: int = 2,
@@ -924,6 +973,11 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
         True,
     ),
     "upsample": (upsample, "conv, nearest-neighbour 2x upsampling, conv, 4-bit", True),
+    "espcn": (
+        espcn,
+        "ESPCN super-resolution: convs to scale**2 channels, PixelShuffle (DepthToSpace), 8-bit out",
+        True,
+    ),
     "encoder_layer": (
         encoder,
         "transformer encoder layer: 2-head attention, residuals, LayerNorm, MLP; 4-bit weights",

@@ -34,6 +34,7 @@ def simulation(tmp_path_factory) -> RTLSimulation:
         "LabelSelectRTL",
         "StreamingConcatRTL",
         "UpsampleNearestNeighbourRTL",
+        "StreamingDepthToSpaceRTL",
     ):
         registry.get("backend", name)  # registers <kernel>_rtl with FINN
     return RTLSimulation(tmp_path_factory.mktemp("rtlsim"))
@@ -395,13 +396,42 @@ def test_upsample_nearest_neighbour(simulation, seed):
     matches_at_pace(simulation, model)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_depth_to_space(simulation, seed):
+    """Block sizes 2 to 4 in both of ONNX's orders, any folding of the output channels: each
+    input row becomes r output rows, a beat per cycle once the first row is in."""
+    rng = random.Random(seed)
+    block, channels = rng.choice([2, 3, 4]), rng.choice([1, 2, 3, 4])
+    high, wide = rng.randint(1, 3), rng.randint(1, 4)
+    idt = rng.choice(SIGNED + UNSIGNED)
+    model = single_layer(
+        "StreamingDepthToSpace",
+        [("x", [1, high, wide, channels * block * block])],
+        [("y", [1, high * block, wide * block, channels])],
+        idt,
+        SIMD=divisor(rng, channels),
+        HI=high,
+        WI=wide,
+        NumChannels=channels,
+        BlockSize=block,
+        Mode=["CRD", "DCR"][seed % 2],
+        inputDataType=idt,
+    )
+    matches_at_pace(simulation, model)
+
+
 @pytest.mark.parametrize(
     ("name", "kind"),
-    [("concat_branches", "StreamingConcat"), ("upsample", "UpsampleNearestNeighbour")],
+    [
+        ("concat_branches", "StreamingConcat"),
+        ("upsample", "UpsampleNearestNeighbour"),
+        ("espcn", "StreamingDepthToSpace"),
+    ],
 )
 def test_a_concat_or_upsampling_net_builds_all_rtl_and_simulates_whole(tmp_path, name, kind):
-    """A Brevitas net joining branches with ``torch.cat``, and one upsampling, with
-    ``--prefer rtl``: every layer RTL (brainsmith's for the join and the upsampling), each
+    """A Brevitas net joining branches with ``torch.cat``, one upsampling and a sub-pixel
+    convolution (ESPCN's PixelShuffle), with ``--prefer rtl``: every layer RTL (brainsmith's
+    for the join, the upsampling and the depth-to-space), each
     simulated alone and the whole accelerator bit for bit against Python, at FINN's
     estimated pace, FIFOs sized; the design matches torch's outputs."""
     import json

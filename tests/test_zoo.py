@@ -50,6 +50,8 @@ VARIANTS = {
     "concat_shared_w3a2": "concat_branches(channels=(6, 10), weight_bits=3, act_bits=(2, 2), "
     "image=6, shared=True)",
     "upsample_x3_w6a3": "upsample(channels=6, scale=3, weight_bits=6, act_bits=3, image=4)",
+    "espcn_x3_w3a5": "espcn(channels=(12, 6), scale=3, weight_bits=3, act_bits=5, colours=2, "
+    "image=5, last_per_channel=True)",
     # Brevitas's default attention: q, k and v from one projection, then three Slices
     "encoder_packed_h5_w5a7": "encoder(dim=40, heads=5, hidden=56, sequence=7, weight_bits=5, "
     "act_bits=7, packed_in_proj=True)",
@@ -148,14 +150,16 @@ def test_topologies_become_their_own_layers(zoo):
     assert layers(zoo["kws_conv1d"], "ConvolutionInputGenerator_rtl")
 
 
-# Joins and resizes streamlining used to leave on floats (with everything after them on the
-# host), and the layer FINN makes of each.
+# Joins, resizes and depth-to-space streamlining used to leave on floats (with everything
+# after them on the host), and the layer each becomes.
 JOIN_LAYERS = {
     "concat_branches": "StreamingConcat_hls",
     "upsample": "UpsampleNearestNeighbour_hls",
     "concat_w5_a3a6": "StreamingConcat_hls",
     "concat_shared_w3a2": "StreamingConcat_hls",
     "upsample_x3_w6a3": "UpsampleNearestNeighbour_hls",
+    "espcn": "StreamingDepthToSpace_rtl",
+    "espcn_x3_w3a5": "StreamingDepthToSpace_rtl",
 }
 
 
@@ -168,12 +172,12 @@ def assert_joined_in_hardware(result, name: str) -> None:
 
 
 @pytest.mark.xdist_group("zoo")
-@pytest.mark.parametrize("name", ["concat_branches", "upsample"])
+@pytest.mark.parametrize("name", ["concat_branches", "upsample", "espcn"])
 def test_a_concat_of_branches_and_an_upsampling_are_hardware_layers(zoo, name):
     """``torch.cat`` of two branches with their own scales and ``nn.Upsample`` become FINN's
-    StreamingConcat and UpsampleNearestNeighbour. Before, streamlining left the branch
-    scales and NCHW transposes in front of them, so they and everything after them ran on
-    the host."""
+    StreamingConcat and UpsampleNearestNeighbour, ESPCN's ``nn.PixelShuffle`` brainsmith's
+    StreamingDepthToSpace. Before, streamlining left the branch scales and NCHW transposes
+    in front of them, so they and everything after them ran on the host."""
     assert_joined_in_hardware(zoo[name], name)
 
 

@@ -218,29 +218,37 @@ def streamline_residuals(model):
     return model
 
 
+MOVED_LAYOUTS = ("Concat", "Resize", "Upsample", "DepthToSpace")  # what streamline_joins moves
+
+
 def streamline_joins(model):
-    """Bring each ``Concat`` and nearest-neighbour ``Resize`` to integers channels-last, as
-    FINN's ``StreamingConcat`` and ``UpsampleNearestNeighbour`` take them: branch scales
-    moved past the join (one per channel), identical transposes past the join or the
-    resize, and the scales on to the thresholds, until the graph stops changing."""
+    """Bring each ``Concat``, nearest-neighbour ``Resize`` and ``DepthToSpace`` to integers
+    channels-last, as FINN's ``StreamingConcat`` and ``UpsampleNearestNeighbour`` and
+    brainsmith's ``StreamingDepthToSpace`` take them: branch scales moved past the join (one
+    per channel), identical transposes past the join or the resize, thresholds before the
+    DepthToSpace, and the scales on to the thresholds, until the graph stops changing."""
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.absorb import (
         AbsorbConsecutiveTransposes,
+        AbsorbTransposeIntoMultiThreshold,
         AbsorbTransposeIntoResize,
     )
     from qonnx.transformation.infer_data_layouts import InferDataLayouts
 
     from brainsmith.plugins import transforms as tfm
 
-    if not any(n.op_type in ("Concat", "Resize", "Upsample") for n in model.graph.node):
+    if not any(n.op_type in MOVED_LAYOUTS for n in model.graph.node):
         return model
     moves = (
+        tfm.MoveChannelwiseBeforeDepthToSpace,
         tfm.MoveScalesPastConcat,
         tfm.MoveTransposesPastConcat,
         tfm.MoveScalePastTranspose,
         AbsorbTransposeIntoResize,
         AbsorbConsecutiveTransposes,
     )
+    if any(n.op_type == "DepthToSpace" for n in model.graph.node):
+        moves += (AbsorbTransposeIntoMultiThreshold,)  # the transpose on to the DepthToSpace
     for _ in range(len(model.graph.node)):
         before = model.graph.SerializeToString()
         for move in moves:

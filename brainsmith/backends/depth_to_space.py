@@ -1,0 +1,51 @@
+"""brainsmith's RTL backend of the ``StreamingDepthToSpace`` kernel (DepthToSpace on a
+channels-last stream, two row buffers)."""
+
+from __future__ import annotations
+
+import math
+
+from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
+
+from brainsmith.backends.handwritten import HandwrittenRTL
+from brainsmith.backends.joins import LUTRAM_BITS
+from brainsmith.kernels.depth_to_space import StreamingDepthToSpace
+from brainsmith.plugin import backend
+
+
+@backend(
+    name="StreamingDepthToSpaceRTL",
+    kernel="StreamingDepthToSpace",
+    backend_type="rtl",
+    description="RTL StreamingDepthToSpace (brainsmith's SystemVerilog): two row buffers",
+)
+class StreamingDepthToSpaceRTL(StreamingDepthToSpace, HandwrittenRTL):
+    """StreamingDepthToSpace in SystemVerilog: an input row written into one buffer while
+    the other is read once per output row, SIMD channels per beat."""
+
+    core = "bs_depth_to_space"
+
+    def get_nodeattr_types(self):
+        return {**StreamingDepthToSpace.get_nodeattr_types(self),
+                **RTLBackend.get_nodeattr_types(self)}  # fmt: skip
+
+    def row_elements(self) -> int:
+        """Elements of one input row: WI pixels of C * r * r channels."""
+        return self.get_normal_input_shape()[2] * self.get_normal_input_shape()[3]
+
+    def core_parameters(self) -> dict[str, int]:
+        return {
+            "BITS": self.get_input_datatype().bitwidth(),
+            "SIMD": self.get_nodeattr("SIMD"),
+            "W": self.get_nodeattr("WI"),
+            "C": self.get_nodeattr("NumChannels"),
+            "R": self.block,
+            "CRD": int(self.get_nodeattr("Mode") == "CRD"),
+        }
+
+    def lut_estimation(self, fpgapart=None):
+        """Two row buffers in LUT-RAM, an element multiplexer per output lane and the
+        counters (not fitted to synthesis)."""
+        bits = self.get_input_datatype().bitwidth()
+        memory = math.ceil(2 * self.row_elements() * bits / LUTRAM_BITS)
+        return memory + self.get_outstream_width() * 2 + 80
