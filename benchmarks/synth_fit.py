@@ -3,7 +3,8 @@
 Small single-layer models of each kind (FINN's ``MVAU_rtl``, ``Thresholding_rtl``,
 ``ConvolutionInputGenerator_rtl``, ``StreamingFIFO_rtl``, ``StreamingDataWidthConverter_rtl``
 and ``FMPadding_rtl``, and brainsmith's ``DuplicateStreams_rtl``, ``Pool_rtl``,
-``IntAdd_rtl``, ``GlobalAccPool_rtl``, ``LabelSelect_rtl`` and ``WidthConverter_rtl``) over
+``IntAdd_rtl``, ``GlobalAccPool_rtl``, ``LabelSelect_rtl``, ``WidthConverter_rtl`` and
+``StreamingDepthToSpace_rtl``) over
 a sweep of shapes, bit widths and foldings, each synthesised by Yosys
 (``brainsmith.synthesis``, UltraScale+, cached by content: a second run is fast; random
 weights and thresholds are seeded per point, so they hit the cache too). Per kind and
@@ -168,6 +169,16 @@ def int_add(channels: int, pe: int, bits: int):
     )  # fmt: skip
 
 
+def depth_to_space(channels: int, simd: int, block: int, width: int, bits: int, crd: bool):
+    idt, depth = f"INT{bits}", channels * block * block
+    return _model(
+        "StreamingDepthToSpace", [("x", [1, 2, width, depth])],
+        [("y", [1, 2 * block, width * block, channels])], {"x": idt}, HI=2, WI=width,
+        NumChannels=channels, BlockSize=block, Mode="CRD" if crd else "DCR", SIMD=simd,
+        inputDataType=idt,
+    )  # fmt: skip
+
+
 def global_acc_pool(channels: int, pe: int, bits: int, pixels: int):
     idt = f"INT{bits}"
     return _model(
@@ -240,6 +251,7 @@ BUILDERS = {
     "GlobalAccPool_rtl": global_acc_pool,
     "LabelSelect_rtl": label_select,
     "WidthConverter_rtl": width_converter,
+    "StreamingDepthToSpace_rtl": depth_to_space,
     "StreamingFIFO_rtl": fifo,
     "StreamingDataWidthConverter_rtl": dwc,
     "FMPadding_rtl": fmpadding,
@@ -407,6 +419,25 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
             (8, 2, 14, 1, 6, True),
         )
     ],
+    "StreamingDepthToSpace_rtl": [  # DCR or SIMD 1: by beat; CRD at SIMD > 1: by element
+        ({"channels": c, "simd": m, "block": r, "width": w, "bits": b, "crd": o}, held)
+        for c, m, r, w, b, o, held in (
+            (1, 1, 2, 8, 8, True, False),
+            (1, 1, 3, 16, 8, True, False),
+            (2, 1, 2, 12, 4, False, False),
+            (4, 4, 2, 4, 4, False, False),
+            (2, 2, 3, 8, 8, False, False),
+            (1, 1, 4, 2, 2, True, False),
+            (3, 1, 3, 10, 8, True, False),
+            (4, 2, 2, 8, 6, False, False),
+            (2, 2, 2, 8, 4, True, False),
+            (4, 2, 2, 6, 8, True, False),
+            (3, 3, 3, 4, 8, True, False),
+            (1, 1, 3, 85, 8, True, True),
+            (3, 3, 3, 32, 8, False, True),
+            (2, 2, 2, 10, 6, True, True),
+        )
+    ],
     "WidthConverter_rtl": [  # input and output widths that are not multiples of each other
         ({"channels": c, "in_pe": i, "out_pe": o, "bits": b}, held)
         for c, i, o, b, held in (
@@ -461,6 +492,11 @@ HANDWRITTEN = {
     "GlobalAccPool_rtl": _global_acc_pool_luts,
     "LabelSelect_rtl": _label_select_luts,
     "WidthConverter_rtl": lambda op: 2 * (op.get_instream_width() + 2 * op.get_outstream_width()),
+    "StreamingDepthToSpace_rtl": lambda op: (
+        math.ceil(2 * op.row_elements() * op.get_input_datatype().bitwidth() / 64)
+        + 2 * op.get_outstream_width()
+        + 80
+    ),
 }
 
 
@@ -590,6 +626,7 @@ def main() -> int:
         "IntAddRTL",
         "GlobalAccPoolRTL",
         "LabelSelectRTL",
+        "StreamingDepthToSpaceRTL",
     ):
         get_registry().get("backend", name)  # registers <kernel>_rtl with FINN
     began = time.perf_counter()
@@ -737,6 +774,13 @@ def section(data: dict) -> list[str]:
         "WidthConverter_rtl's shifter has as many positions as its buffer holds multiples of "
         "the two widths' greatest common divisor, which a linear model of the two widths does "
         "not see: of its held-out points, 20 to 24 bits (divisor 4) is the one furthest off.",
+        "",
+        "StreamingDepthToSpace_rtl reads its row buffers by beat (DCR order, or SIMD 1), which "
+        "Yosys maps to LUT-RAM, or in CRD order at SIMD > 1 by element, SIMD reads at once, "
+        "which it builds of flip-flops and multiplexers (`element_row_bits`); the build puts a "
+        "PixelShuffle after a thresholded MatMul in DCR order (`DepthToSpaceInWeightOrder`). "
+        "LUT-RAM's LUTs per bit fall with the word's width, which the model does not see: the "
+        "held-out DCR row of 24-bit beats is the one furthest off.",
         "",
         "Fitted the same way to compare, not shipped: what FINN does estimate (FINN's own "
         "estimates stay). FINN's FIFO and width converter LUTs are furthest off: this sweep "

@@ -10,6 +10,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from brainsmith.kernels.depth_to_space import depth_to_space
+from brainsmith.transforms.depth_to_space import block_and_mode
 
 
 def onnx_depth_to_space(x_nchw: np.ndarray, block: int, mode: str) -> np.ndarray:
@@ -122,3 +123,48 @@ def test_a_depth_to_space_read_through_a_transpose_becomes_a_channels_last_layer
     order = [n.op_type for n in model.graph.node]
     assert order == ["MultiThreshold", "StreamingDepthToSpace", "Transpose", "Mul"], order
     assert np.array_equal(execute_onnx(model, {source: x})[sink], before)
+
+
+@pytest.mark.parametrize(("block", "channels", "shared"), [(2, 3, False), (3, 2, True)])
+def test_crd_order_moves_into_the_weights_and_computes_the_same(block, channels, shared):
+    """A CRD DepthToSpace after a thresholded channels-last MatMul becomes DCR, with the
+    weight columns and (per-channel or shared) threshold rows reordered: the same outputs,
+    and each output beat of the layer a run of input channels."""
+    from qonnx.core.datatype import DataType
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.core.onnx_exec import execute_onnx
+    from qonnx.transformation.infer_shapes import InferShapes
+    from qonnx.util.basic import qonnx_make_model
+
+    from brainsmith.transforms.depth_to_space import DepthToSpaceInWeightOrder
+
+    depth, rng = channels * block * block, np.random.default_rng(block)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["p"]),
+        helper.make_node(
+            "MultiThreshold",
+            ["p", "t"],
+            ["q"],
+            domain="qonnx.custom_op.general",
+            out_dtype="UINT2",
+            data_layout="NHWC",
+        ),
+        helper.make_node("Transpose", ["q"], ["c"], perm=[0, 3, 1, 2]),
+        helper.make_node("DepthToSpace", ["c"], ["y"], blocksize=block, mode="CRD"),
+    ]
+    graph = helper.make_graph(
+        nodes, "crd",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    model = ModelWrapper(qonnx_make_model(graph))
+    model.set_initializer("w", rng.integers(-3, 4, (5, depth)).astype(np.float32))
+    thresholds = rng.integers(-9, 9, (1 if shared else depth, 3))
+    model.set_initializer("t", np.sort(thresholds, axis=1).astype(np.float32))
+    model.set_tensor_datatype("x", DataType["INT4"])
+    model = model.transform(InferShapes())
+    x = rng.integers(-8, 8, (1, 2, 3, 5)).astype(np.float32)
+    before = execute_onnx(model, {"x": x})["y"]
+    model = model.transform(DepthToSpaceInWeightOrder())
+    assert block_and_mode(model.graph.node[-1]) == (block, "DCR")
+    assert np.array_equal(execute_onnx(model, {"x": x})["y"], before)

@@ -164,11 +164,14 @@ JOIN_LAYERS = {
 
 
 def assert_joined_in_hardware(result, name: str) -> None:
-    """The join or resize is FINN's layer; the host keeps only the input's layout change
-    and the output's scale."""
+    """The join, resize or depth-to-space is its layer; the host keeps only the input's
+    layout change, an image output's (not two frame buffers in hardware), and the output's
+    scale."""
     assert len(layers(result, JOIN_LAYERS[name])) == 1
     host = [(n["op_type"], n["side"]) for n in result.report["cpu_nodes"]["nodes"]]
-    assert host == [("Transpose", "before"), ("Mul", "after")]
+    image_out = [("Transpose", "after")] if name.startswith("espcn") else []
+    assert host == [("Transpose", "before"), *image_out, ("Mul", "after")]
+    assert not layers(result, "InnerShuffle_rtl") + layers(result, "OuterShuffle_hls")
 
 
 @pytest.mark.xdist_group("zoo")

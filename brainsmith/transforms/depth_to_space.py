@@ -119,6 +119,62 @@ class MoveChannelwiseBeforeDepthToSpace(Transformation):
 
 
 @transform(
+    name="DepthToSpaceInWeightOrder",
+    stage="streamline",
+    description="A CRD DepthToSpace after a thresholded MatMul -> DCR, the MatMul's columns and "
+    "the thresholds' rows reordered",
+)
+class DepthToSpaceInWeightOrder(Transformation):
+    """A DepthToSpace in CRD order (torch's PixelShuffle) reading a channels-last
+    ``MatMul`` (a lowered convolution) through its thresholds and a transpose becomes one in
+    DCR order, with the MatMul's weight columns and the thresholds' rows reordered to match:
+    the same values, but each output beat of the layer is a run of input channels, so its
+    row buffers are memories of whole beats at any folding. Each node on the way must be
+    read by the next alone."""
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        changed = False
+        for node in model.graph.node:
+            if node.op_type == "DepthToSpace" and block_and_mode(node)[1] == "CRD":
+                changed |= self._reorder(model, node)
+        return model, changed
+
+    @staticmethod
+    def _reorder(model: ModelWrapper, shuffle: NodeProto) -> bool:
+        chain = []
+        tensor = shuffle.input[0]
+        for op_type in ("Transpose", "MultiThreshold", "MatMul"):
+            producer = model.find_producer(tensor)
+            if producer is None or producer.op_type != op_type:
+                return False
+            if len(model.find_consumers(producer.output[0]) or []) != 1:
+                return False
+            chain.append(producer)
+            tensor = producer.input[0]
+        transpose, thresholds, matmul = chain
+        layout = get_by_name(thresholds.attribute, "data_layout")
+        weights = model.get_initializer(matmul.input[1])
+        rows = model.get_initializer(thresholds.input[1])
+        if (
+            list(get_by_name(transpose.attribute, "perm").ints) != TO_CHANNELS_FIRST
+            or layout is None
+            or layout.s.decode() != "NHWC"
+            or weights is None
+            or rows is None
+        ):
+            return False
+        block = block_and_mode(shuffle)[0]
+        channels = weights.shape[-1] // (block * block)
+        # DCR's input channel s*C + c is CRD's c*r*r + s
+        order = np.arange(weights.shape[-1]).reshape(channels, block * block).T.reshape(-1)
+        model.set_initializer(matmul.input[1], weights[..., order])
+        if rows.shape[0] > 1:
+            model.set_initializer(thresholds.input[1], rows[order])
+        get_by_name(shuffle.attribute, "mode").s = b"DCR"
+        return True
+
+
+@transform(
     name="InferDepthToSpace",
     stage="fpgadataflow",
     description="Transpose to channels-first then DepthToSpace -> StreamingDepthToSpace layer "

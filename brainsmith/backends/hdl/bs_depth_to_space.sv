@@ -3,6 +3,7 @@
 // row is input pixel w channel c*R*R + i*R + j (CRD = 1, torch's PixelShuffle) or
 // (i*R + j)*C + c (CRD = 0). An input row is written into one of two row buffers while the
 // other is read R times, so one beat moves in and one out per cycle once the first row is in.
+// Addresses are kept as running sums (no multipliers).
 module bs_depth_to_space #(
     parameter int unsigned BITS = 8,  // bits of one element
     parameter int unsigned SIMD = 1,  // elements per beat
@@ -24,56 +25,80 @@ module bs_depth_to_space #(
     localparam int unsigned ROW = W * DEPTH;    // elements of one input row
     localparam int unsigned BEATS = ROW / SIMD;
     localparam int unsigned FOLD = C / SIMD;
-    localparam int unsigned AW = $clog2(2 * ROW);
+    // An output beat is one written beat of the buffer unless CRD lanes are R*R apart: then
+    // the buffer is addressed by element, SIMD reads at once.
+    localparam bit BY_BEAT = CRD == 0 || SIMD == 1;
+    localparam int unsigned UNIT = BY_BEAT ? SIMD : 1;  // elements per address
+    localparam int unsigned ADDRESSES = 2 * ROW / UNIT;
+    localparam int unsigned AW = $clog2(ADDRESSES + 1);
+    // address steps: between lanes, between sub-positions (i*R + j), between output beats
+    localparam int unsigned LANE = CRD != 0 ? R * R : 1;
+    localparam int unsigned SUB = (CRD != 0 ? 1 : C) / UNIT;
+    localparam int unsigned STEP = SIMD * LANE / UNIT;
 
-    // both row buffers in one memory of elements: row buffer b holds [b * ROW, b * ROW + ROW)
-    logic [BITS-1:0] buffer [2 * ROW];
     logic [1:0] full;
     logic write_bank, read_bank;
-    logic [AW-1:0] beat, i, w, j, fold;
+    logic [AW-1:0] beat, written;                 // input beat of the row, its address
+    logic [AW-1:0] i, w, j, fold;                 // output loops, outermost first
+    logic [AW-1:0] row_base, pixel, sub, channel; // the read address, in parts
+    logic [AW-1:0] address;
 
     assign s0_tready = !full[write_bank];
     assign m0_tvalid = full[read_bank];
+    assign address = row_base + pixel + sub + channel;
 
-    always_comb begin
-        for (int unsigned l = 0; l < SIMD; l++) begin
-            automatic logic [AW-1:0] c = AW'(fold * SIMD + l);
-            automatic logic [AW-1:0] k = CRD != 0 ? AW'(c * R * R + i * R + j)
-                                                  : AW'((i * R + j) * C + c);
-            m0_tdata[l*BITS +: BITS] = buffer[AW'(read_bank * ROW + w * DEPTH + k)];
+    if (BY_BEAT) begin : beats
+        // both row buffers in one memory of beats: row buffer b holds [b * BEATS, b * BEATS + BEATS)
+        logic [SIMD*BITS-1:0] buffer [ADDRESSES];
+        assign m0_tdata = buffer[address];
+        always_ff @(posedge clk) begin
+            if (s0_tvalid && s0_tready) buffer[written] <= s0_tdata;
         end
-    end
-
-    always_ff @(posedge clk) begin
-        if (s0_tvalid && s0_tready)
+    end else begin : elements
+        logic [BITS-1:0] buffer [ADDRESSES];
+        always_comb begin
             for (int unsigned l = 0; l < SIMD; l++)
-                buffer[AW'(write_bank * ROW + beat * SIMD + l)] <= s0_tdata[l*BITS +: BITS];
+                m0_tdata[l*BITS +: BITS] = buffer[address + AW'(l * LANE)];
+        end
+        always_ff @(posedge clk) begin
+            if (s0_tvalid && s0_tready)
+                for (int unsigned l = 0; l < SIMD; l++)
+                    buffer[written + AW'(l)] <= s0_tdata[l*BITS +: BITS];
+        end
     end
 
     always_ff @(posedge clk) begin
         if (!rst_n) begin
             full <= '0;
             {write_bank, read_bank} <= '0;
-            {beat, i, w, j, fold} <= '0;
+            {beat, written, i, w, j, fold, row_base, pixel, sub, channel} <= '0;
         end else begin
             if (s0_tvalid && s0_tready) begin
-                beat <= beat == BEATS - 1 ? 0 : beat + 1;
-                if (beat == BEATS - 1) begin
+                beat <= beat == AW'(BEATS - 1) ? '0 : beat + 1;
+                written <= written == AW'(ADDRESSES - SIMD / UNIT) ? '0 : written + AW'(SIMD / UNIT);
+                if (beat == AW'(BEATS - 1)) begin
                     full[write_bank] <= 1'b1;
                     write_bank <= !write_bank;
                 end
             end
             if (m0_tvalid && m0_tready) begin
-                fold <= fold == FOLD - 1 ? 0 : fold + 1;
-                if (fold == FOLD - 1) begin
-                    j <= j == R - 1 ? 0 : j + 1;
-                    if (j == R - 1) begin
-                        w <= w == W - 1 ? 0 : w + 1;
-                        if (w == W - 1) begin
-                            i <= i == R - 1 ? 0 : i + 1;
-                            if (i == R - 1) begin  // the row read R times: its buffer is free
+                fold <= fold == AW'(FOLD - 1) ? '0 : fold + 1;
+                channel <= fold == AW'(FOLD - 1) ? '0 : channel + AW'(STEP);
+                if (fold == AW'(FOLD - 1)) begin
+                    j <= j == AW'(R - 1) ? '0 : j + 1;
+                    if (j != AW'(R - 1)) sub <= sub + AW'(SUB);
+                    else if (w != AW'(W - 1)) sub <= sub - AW'((R - 1) * SUB);
+                    else if (i != AW'(R - 1)) sub <= sub + AW'(SUB);
+                    else sub <= '0;
+                    if (j == AW'(R - 1)) begin
+                        w <= w == AW'(W - 1) ? '0 : w + 1;
+                        pixel <= w == AW'(W - 1) ? '0 : pixel + AW'(DEPTH / UNIT);
+                        if (w == AW'(W - 1)) begin
+                            i <= i == AW'(R - 1) ? '0 : i + 1;
+                            if (i == AW'(R - 1)) begin  // the row read R times: its buffer is free
                                 full[read_bank] <= 1'b0;
                                 read_bank <= !read_bank;
+                                row_base <= read_bank ? '0 : AW'(ROW / UNIT);
                             end
                         end
                     end

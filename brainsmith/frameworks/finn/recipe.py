@@ -248,7 +248,10 @@ def streamline_joins(model):
         AbsorbConsecutiveTransposes,
     )
     if any(n.op_type == "DepthToSpace" for n in model.graph.node):
-        moves += (AbsorbTransposeIntoMultiThreshold,)  # the transpose on to the DepthToSpace
+        moves += (  # the transpose on to the DepthToSpace, then DCR order if it helps
+            AbsorbTransposeIntoMultiThreshold,
+            tfm.DepthToSpaceInWeightOrder,
+        )
     for _ in range(len(model.graph.node)):
         before = model.graph.SerializeToString()
         for move in moves:
@@ -358,9 +361,43 @@ def transform_args(name: str, cfg, plan) -> dict:
         return {"bitwidth_threshold": cfg.requant_bitwidth_threshold}
     if short == "InferElementwiseBinaryOperation":
         return {"_filter": elementwise_filter(plan.elementwise_ops())}
-    if short == "InferShuffle" and not cfg.infer_shuffle_skip_first:
-        return {"_filter": lambda *_: True}
+    if short == "InferShuffle":
+        return {"_filter": shuffle_filter(cfg.infer_shuffle_skip_first)}
     return {}
+
+
+def shuffle_filter(skip_first: bool) -> Callable[..., bool]:
+    """A node filter for ``InferShuffle``: never a transpose whose result only the host reads
+    after the accelerator (the output's layout change, a free copy on the host but two
+    frame buffers in hardware), and with ``skip_first`` (FINN's default) not the graph's
+    first node (the input's layout change) either."""
+
+    def wanted(model, node) -> bool:
+        if feeds_only_the_output(model, node):
+            return False
+        return not skip_first or node != model.graph.node[0]
+
+    return wanted
+
+
+OUTPUT_SIDE = ("Mul", "Add", "Sub", "Div", "Reshape", "Transpose", "Flatten", "Squeeze")
+
+
+def feeds_only_the_output(model, node) -> bool:
+    """Whether ``node``'s result reaches a graph output through layout changes and constant
+    scales or offsets alone (what stays on the host after the accelerator)."""
+    outputs = {o.name for o in model.graph.output}
+    tensor = node.output[0]
+    while tensor not in outputs:
+        readers = model.find_consumers(tensor) or []
+        if len(readers) != 1 or readers[0].op_type not in OUTPUT_SIDE:
+            return False
+        reader = readers[0]
+        constants = [name for name in reader.input[1:] if model.get_initializer(name) is not None]
+        if reader.op_type in OUTPUT_SIDE[:4] and len(constants) != len(reader.input) - 1:
+            return False
+        tensor = reader.output[0]
+    return True
 
 
 def elementwise_filter(op_types: set[str] | None) -> Callable[..., bool]:

@@ -12,7 +12,8 @@ Two kinds of model, each a linear model of a layer's folding and bit widths,
   ``FMPadding_rtl`` (FINN has no model for it). ``estimate`` gives these; the report and the
   folding search add them to FINN's estimates.
 - the LUTs of brainsmith's own RTL layers (``DuplicateStreams_rtl``, ``Pool_rtl``,
-  ``IntAdd_rtl``, ``GlobalAccPool_rtl``, ``LabelSelect_rtl``, ``WidthConverter_rtl``), which
+  ``IntAdd_rtl``, ``GlobalAccPool_rtl``, ``LabelSelect_rtl``, ``WidthConverter_rtl``,
+  ``StreamingDepthToSpace_rtl``), which
   replaced their hand-written estimates where the fit's error on held-out layers was lower
   (benchmarks/RESULTS.md). Their backends' ``lut_estimation`` is ``fitted(layer, "LUT")``, so
   FINN's own estimate step reports them.
@@ -24,7 +25,8 @@ FINN's estimates stay wherever FINN has a model. The terms:
   accumulator and output widths; ``in_width``, ``out_width``: the input and output stream
   widths; ``channels``: the channel (or label) count; ``window``, ``kernel``: the kernel's
   size and first dimension; ``ifm_width``: the input's width in pixels; ``streams``: the
-  output streams;
+  output streams; ``row_bits``: the bits of one input row (pixels x channels x input bits),
+  ``element_row_bits`` the same where a DepthToSpace reads them by element (else 0);
 - products such as ``PE*SIMD`` (multiply lanes) multiply those names; ``1`` is a constant.
 
 A matrix layer whose weights are kept in distributed RAM also has its weights in LUTs
@@ -73,6 +75,7 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "GlobalAccPool_rtl": {"LUT": ("PE*out_bits", "channels*out_bits", "1")},
     "LabelSelect_rtl": {"LUT": ("PE*K*in_bits", "PE*K")},
     "WidthConverter_rtl": {"LUT": ("in_width", "out_width", "1")},
+    "StreamingDepthToSpace_rtl": {"LUT": ("row_bits", "element_row_bits", "SIMD*in_bits", "1")},
 }
 
 
@@ -200,6 +203,12 @@ def _name(layer: Any, name: str) -> float:
         return float(layer.get_nodeattr("IFMDim")[-1])
     if name == "streams":
         return float(layer.get_nodeattr("NumOutputStreams"))
+    if name == "row_bits":
+        *_, width, channels = layer.get_normal_input_shape()
+        return float(width * channels * _bits(layer, "in_bits"))
+    if name == "element_row_bits":  # row buffers read by element: CRD lanes r*r apart
+        by_element = layer.get_nodeattr("Mode") == "CRD" and layer.get_nodeattr("SIMD") > 1
+        return _name(layer, "row_bits") if by_element else 0.0
     if name == "in_width":
         return float(layer.get_instream_width(0))
     if name == "out_width":
