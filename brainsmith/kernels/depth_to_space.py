@@ -40,7 +40,7 @@ def depth_to_space(x: np.ndarray, block: int, mode: str) -> np.ndarray:
     infer_transform="brainsmith:InferDepthToSpace",
     infer_order="before:InferShuffle",  # the layout transpose it reads is its own
     folding={"SIMD": "NumChannels"},
-    description="DepthToSpace (PixelShuffle) on a channels-last stream, one input row buffered",
+    description="DepthToSpace (PixelShuffle) on a channels-last stream, two input rows buffered",
 )
 class StreamingDepthToSpace(HWCustomOp):
     """DepthToSpace of a channels-last stream: ``(N, HI, WI, C*r*r)`` to

@@ -97,6 +97,8 @@ class MoveChannelwiseBeforeDepthToSpace(Transformation):
             if layout is not None and layout.s.decode() != "NCHW":
                 return False
             thresholds = model.get_initializer(reader.input[1])
+            if thresholds is None:
+                return False
             moved = per_input_channel(thresholds, block, mode)
             reader.input[1] = add_initializer(model, f"{reader.name}_param", moved)
         elif reader.op_type in ("Mul", "Add") and self._thresholded(model, reader):

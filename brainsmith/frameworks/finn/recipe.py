@@ -380,7 +380,8 @@ def shuffle_filter(skip_first: bool) -> Callable[..., bool]:
     return wanted
 
 
-OUTPUT_SIDE = ("Mul", "Add", "Sub", "Div", "Reshape", "Transpose", "Flatten", "Squeeze")
+SCALES = ("Mul", "Add", "Sub", "Div")  # by a constant: the output's dequantisation
+OUTPUT_SIDE = (*SCALES, "Reshape", "Transpose", "Flatten", "Squeeze")
 
 
 def feeds_only_the_output(model, node) -> bool:
@@ -394,7 +395,7 @@ def feeds_only_the_output(model, node) -> bool:
             return False
         reader = readers[0]
         constants = [name for name in reader.input[1:] if model.get_initializer(name) is not None]
-        if reader.op_type in OUTPUT_SIDE[:4] and len(constants) != len(reader.input) - 1:
+        if reader.op_type in SCALES and len(constants) != len(reader.input) - 1:
             return False
         tensor = reader.output[0]
     return True
