@@ -35,15 +35,34 @@ def test_the_layer_computes_onnx_depth_to_space_channels_last(mode, block, chann
     assert np.array_equal(got, expected)
 
 
-def tail(mode: str, channels: int = 2, block: int = 2, size: int = 3):
-    """Integers laid out channels-last, a transpose to channels-first, a per-channel scale,
-    DepthToSpace, a per-channel bias and scale, 2-bit thresholds per output channel and the
-    output scale: what streamlining leaves of Brevitas's sub-pixel convolution."""
+def thresholds_node(source: str, rows: str, result: str, **layout) -> object:
+    """A MultiThreshold to 2-bit unsigned integers (QONNX's, channels-first by default)."""
+    return helper.make_node("MultiThreshold", [source, rows], [result],
+                            domain="qonnx.custom_op.general", out_dtype="UINT2", **layout)  # fmt: skip
+
+
+def model_of(nodes: list, shape: list[int], constants: dict[str, np.ndarray], datatype: str):
+    """A QONNX model of ``nodes`` from ``x`` (``shape``, integers of ``datatype``) to ``y``."""
     from qonnx.core.datatype import DataType
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.transformation.infer_shapes import InferShapes
     from qonnx.util.basic import qonnx_make_model
 
+    graph = helper.make_graph(
+        nodes, "d2s", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    model = ModelWrapper(qonnx_make_model(graph))
+    for name, values in constants.items():
+        model.set_initializer(name, np.asarray(values, dtype=np.float32))
+    model.set_tensor_datatype("x", DataType[datatype])
+    return model.transform(InferShapes())
+
+
+def tail(mode: str, channels: int = 2, block: int = 2, size: int = 3):
+    """Integers laid out channels-last, a transpose to channels-first, a per-channel scale,
+    DepthToSpace, a per-channel bias and scale, 2-bit thresholds per output channel and the
+    output scale: what streamlining leaves of Brevitas's sub-pixel convolution."""
     depth = channels * block * block
     rng = np.random.default_rng(3)
     nodes = [
@@ -52,29 +71,17 @@ def tail(mode: str, channels: int = 2, block: int = 2, size: int = 3):
         helper.make_node("DepthToSpace", ["s"], ["d"], blocksize=block, mode=mode),
         helper.make_node("Add", ["bias", "d"], ["b"]),
         helper.make_node("Mul", ["b", "scale_mid"], ["m"]),
-        helper.make_node(
-            "MultiThreshold",
-            ["m", "thresholds"],
-            ["q"],
-            domain="qonnx.custom_op.general",
-            out_dtype="UINT2",
-        ),
+        thresholds_node("m", "thresholds", "q"),
         helper.make_node("Mul", ["q", "scale_out"], ["y"]),
     ]
-    graph = helper.make_graph(
-        nodes, "tail",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, size, size, depth])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-    )  # fmt: skip
-    model = ModelWrapper(qonnx_make_model(graph))
-    model.set_initializer("scale_in", rng.uniform(0.5, 2, (1, depth, 1, 1)).astype(np.float32))
-    model.set_initializer("bias", rng.uniform(-1, 1, (channels, 1, 1)).astype(np.float32))
-    model.set_initializer("scale_mid", np.float32(0.5))
-    thresholds = np.sort(rng.uniform(-4, 4, (channels, 3)), axis=1).astype(np.float32)
-    model.set_initializer("thresholds", thresholds)
-    model.set_initializer("scale_out", np.float32(0.25))
-    model.set_tensor_datatype("x", DataType["INT5"])
-    return model.transform(InferShapes())
+    constants = {
+        "scale_in": rng.uniform(0.5, 2, (1, depth, 1, 1)),
+        "bias": rng.uniform(-1, 1, (channels, 1, 1)),
+        "scale_mid": 0.5,
+        "thresholds": np.sort(rng.uniform(-4, 4, (channels, 3)), axis=1),
+        "scale_out": 0.25,
+    }
+    return model_of(nodes, [1, size, size, depth], constants, "INT5")
 
 
 @pytest.mark.parametrize("mode", ["CRD", "DCR"])
@@ -130,39 +137,20 @@ def test_crd_order_moves_into_the_weights_and_computes_the_same(block, channels,
     """A CRD DepthToSpace after a thresholded channels-last MatMul becomes DCR, with the
     weight columns and (per-channel or shared) threshold rows reordered: the same outputs,
     and each output beat of the layer a run of input channels."""
-    from qonnx.core.datatype import DataType
-    from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.core.onnx_exec import execute_onnx
-    from qonnx.transformation.infer_shapes import InferShapes
-    from qonnx.util.basic import qonnx_make_model
 
     from brainsmith.transforms.depth_to_space import DepthToSpaceInWeightOrder
 
     depth, rng = channels * block * block, np.random.default_rng(block)
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["p"]),
-        helper.make_node(
-            "MultiThreshold",
-            ["p", "t"],
-            ["q"],
-            domain="qonnx.custom_op.general",
-            out_dtype="UINT2",
-            data_layout="NHWC",
-        ),
+        thresholds_node("p", "t", "q", data_layout="NHWC"),
         helper.make_node("Transpose", ["q"], ["c"], perm=[0, 3, 1, 2]),
         helper.make_node("DepthToSpace", ["c"], ["y"], blocksize=block, mode="CRD"),
     ]
-    graph = helper.make_graph(
-        nodes, "crd",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 5])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-    )  # fmt: skip
-    model = ModelWrapper(qonnx_make_model(graph))
-    model.set_initializer("w", rng.integers(-3, 4, (5, depth)).astype(np.float32))
     thresholds = rng.integers(-9, 9, (1 if shared else depth, 3))
-    model.set_initializer("t", np.sort(thresholds, axis=1).astype(np.float32))
-    model.set_tensor_datatype("x", DataType["INT4"])
-    model = model.transform(InferShapes())
+    constants = {"w": rng.integers(-3, 4, (5, depth)), "t": np.sort(thresholds, axis=1)}
+    model = model_of(nodes, [1, 2, 3, 5], constants, "INT4")
     x = rng.integers(-8, 8, (1, 2, 3, 5)).astype(np.float32)
     before = execute_onnx(model, {"x": x})["y"]
     model = model.transform(DepthToSpaceInWeightOrder())
