@@ -295,11 +295,14 @@ def test_padded_binarized_convolution_is_refused_by_name(hub, tmp_path):
     assert "without padding" in caught.value.hint
 
 
+@pytest.mark.big
 @pytest.mark.xdist_group("zoo-cnv")
 @pytest.mark.parametrize("bits", [1, 2])
 def test_full_size_cnv_builds_with_no_blueprint(hub, tmp_path, bits):
     """FINN's CNV at full CIFAR-10 size (exported here: 6 MB each), once end to end, folded
-    for 100,000 fps (FINN's SetFolding stops at 7,972 and 15,944 fps on this part)."""
+    for 100,000 fps (FINN's SetFolding stops at 7,972 and 15,944 fps on this part); in
+    ``make test-big`` with the other full-size networks (``make test`` builds CNV-like
+    networks at small size)."""
     name = f"cnv_w{bits}a{bits}"
     export(tmp_path, {name: f"cnv({bits}, {bits})"})
     result = build(tmp_path / f"{name}.onnx", tmp_path / "out", options={"target_fps": 100_000})
