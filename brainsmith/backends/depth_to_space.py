@@ -28,7 +28,8 @@ class StreamingDepthToSpaceRTL(StreamingDepthToSpace, HandwrittenRTL):
 
     def row_elements(self) -> int:
         """Elements of one input row: WI pixels of C * r * r channels."""
-        return self.get_normal_input_shape()[2] * self.get_normal_input_shape()[3]
+        *_, width, depth = self.get_normal_input_shape()
+        return width * depth
 
     def core_parameters(self) -> dict[str, int]:
         return {

@@ -372,10 +372,12 @@ def shuffle_filter(skip_first: bool) -> Callable[..., bool]:
     frame buffers in hardware), and with ``skip_first`` (FINN's default) not the graph's
     first node (the input's layout change) either."""
 
+    from finn.transformation.fpgadataflow.convert_to_hw.shuffle import skip_first_node_transpose
+
     def wanted(model, node) -> bool:
         if feeds_only_the_output(model, node):
             return False
-        return not skip_first or node != model.graph.node[0]
+        return not skip_first or skip_first_node_transpose(model, node)
 
     return wanted
 
