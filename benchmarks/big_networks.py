@@ -14,9 +14,11 @@ step and of its verification, and the peak memory of the process.
 - ``bert_mini``: a BERT-mini-like encoder (4 layers, hidden 256, 4 heads, MLP 1024, sequence
   128) at 10,000 fps.
 
-    .venv/bin/python -m benchmarks.big_networks [--target-fps FPS] [NAME ...]   (needs brevitas)
+    .venv/bin/python -m benchmarks.big_networks [--target-fps FPS] [--verify each|none] [NAME ...]
+    (needs brevitas)
 
-Merges its rows into benchmarks/results/big_networks.json.
+Merges its rows into benchmarks/results/big_networks.json (with ``--verify``, only that build
+of each network is run and replaced).
 """
 
 from __future__ import annotations
@@ -110,6 +112,9 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target-fps", type=int, help="instead of each network's own target")
+    parser.add_argument(
+        "--verify", choices=("each", "none"), help="only this build (default: both)"
+    )
     parser.add_argument("names", nargs="*", help=f"of {', '.join(NETWORKS)} (default: all)")
     args = parser.parse_args()
     names = args.names or list(NETWORKS)
@@ -125,7 +130,7 @@ def main() -> int:
             measured(EXPORT.format(name=name, folder=tmp, call=call))
             model = Path(tmp) / f"{name}.onnx"
             row = {}
-            for verify in ("each", "none"):
+            for verify in [args.verify] if args.verify else ["each", "none"]:
                 out = Path(tmp) / f"{name}-{verify}"
                 vectors = verify == "each"  # without verification, no vectors to check
                 load = os.getloadavg()
@@ -143,7 +148,9 @@ def main() -> int:
             results[name] = {"call": call, "options": options, **row, "machine": machine_info()}
     out = HERE / "results" / "big_networks.json"
     payload = json.loads(out.read_text()) if out.exists() else {}
-    payload.setdefault("networks", {}).update(results)
+    networks = payload.setdefault("networks", {})
+    for name, result in results.items():
+        networks[name] = {**networks.get(name, {}), **result}  # a build not run is kept
     out.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"-> {out.relative_to(REPO)}")
     return 0

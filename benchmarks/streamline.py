@@ -1,11 +1,15 @@
-"""What the ``streamline`` step costs on a transformer, with QONNX's tensor renaming and with
-brainsmith's one-pass renaming (``brainsmith.frameworks.finn.tensor_names``): the zoo's
-BERT-tiny (or a named model) converted to FINN-ONNX once, then streamlined in fresh
-processes, alternating, checking that both give the same model byte for byte.
+"""What the ``streamline`` step costs on a transformer, with QONNX's tensor renaming and
+clean-up and with brainsmith's (``brainsmith.frameworks.finn.tensor_names``: one pass;
+``linear_passes``: the clean-up passes in linear time): the zoo's BERT-tiny (or another
+model) converted to FINN-ONNX once, then streamlined in fresh processes, alternating, checking
+that both give the same model byte for byte.
 
-    .venv/bin/python -m benchmarks.streamline [--runs 3] [--model zoo/bert_tiny]
+    .venv/bin/python -m benchmarks.streamline [--runs 3] [--model zoo/bert_tiny | PATH.onnx]
 
-Prints the medians and writes benchmarks/results/streamline.json.
+A larger model, such as the zoo's 4-layer ViT: ``.venv/bin/python -m examples.zoo /tmp/big vit``
+then ``--model /tmp/big/vit.onnx``.
+
+Prints the medians and merges its row into benchmarks/results/streamline.json.
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ STREAMLINE = """
 import hashlib, time
 from qonnx.core.modelwrapper import ModelWrapper
 if {qonnx!r}:
+    import brainsmith.frameworks.finn.linear_passes as cleanup
     import brainsmith.frameworks.finn.tensor_names as names
-    names.install = lambda: None  # keep QONNX's renaming
+    names.install = cleanup.install = lambda: None  # keep QONNX's renaming and clean-up
 from brainsmith.frameworks.finn.env import prepare_finn
 prepare_finn()
 from brainsmith.frameworks.finn import steps
@@ -60,13 +65,15 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--model", default="zoo/bert_tiny")
+    parser.add_argument("--model", default="zoo/bert_tiny", help="under examples/models, or a path")
     args = parser.parse_args()
-    model = REPO / "examples" / "models" / f"{args.model}.onnx"
+    model = Path(args.model)
+    if model.suffix != ".onnx":
+        model = REPO / "examples" / "models" / f"{args.model}.onnx"
     env = {**os.environ}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed packages' bytecode, as users run
-    times: dict[str, list[float]] = {"qonnx": [], "one_pass": []}
-    digests: dict[str, set[str]] = {"qonnx": set(), "one_pass": set()}
+    times: dict[str, list[float]] = {"qonnx": [], "brainsmith": []}
+    digests: dict[str, set[str]] = {"qonnx": set(), "brainsmith": set()}
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="brainsmith-streamline-") as tmp:
         converted = str(Path(tmp) / "converted.onnx")
@@ -78,23 +85,26 @@ def main() -> int:
                 _, seconds, _ = child(code, env)
                 times[variant].append(seconds)
                 digests[variant].add(hashlib.sha256(Path(out).read_bytes()).hexdigest())
-    same = digests["qonnx"] == digests["one_pass"] and len(digests["qonnx"]) == 1
+    same = digests["qonnx"] == digests["brainsmith"] and len(digests["qonnx"]) == 1
     medians = {variant: statistics.median(values) for variant, values in times.items()}
     result = {
-        "model": f"examples/models/{args.model}.onnx",
+        "model": str(model.relative_to(REPO) if model.is_relative_to(REPO) else model.name),
         "runs": args.runs,
         "seconds": times,
         "median_seconds": medians,
-        "speedup": medians["qonnx"] / medians["one_pass"],
+        "speedup": medians["qonnx"] / medians["brainsmith"],
         "identical_models": same,
         "load_average_before": load,
         "machine": machine_info(),
     }
     out = HERE / "results" / "streamline.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    payload = json.loads(out.read_text()) if out.exists() else {}
+    payload = payload if "models" in payload else {"models": {}}  # one row per model
+    payload["models"][result["model"]] = result
+    out.write_text(json.dumps(payload, indent=2) + "\n")
     print(
-        f"{args.model}: streamline {medians['qonnx']:.1f} s with QONNX's renaming, "
-        f"{medians['one_pass']:.1f} s one-pass ({result['speedup']:.2f}x); "
+        f"{result['model']}: streamline {medians['qonnx']:.1f} s with QONNX's renaming and clean-up, "
+        f"{medians['brainsmith']:.1f} s with brainsmith's ({result['speedup']:.2f}x); "
         f"identical models: {same}\n-> {out.relative_to(REPO)}"
     )
     return 0 if same else 1

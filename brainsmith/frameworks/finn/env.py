@@ -123,9 +123,10 @@ def _prepare() -> None:
         "TORCHINDUCTOR_CACHE_DIR", os.path.join(os.environ["FINN_BUILD_DIR"], "torchinductor")
     )
     try:
-        from brainsmith.frameworks.finn import tensor_names
+        from brainsmith.frameworks.finn import linear_passes, tensor_names
 
         tensor_names.install()
+        linear_passes.install()
     except ImportError:
         pass  # QONNX is not installed; the caller reports that
     if os.environ.get("XILINX_VIVADO"):
