@@ -110,6 +110,7 @@ def test_build_synth_takes_true_or_false_only(tmp_path):
     assert "build.synth is the number 3; expected true to synthesise" in result.stderr
 
 
+@pytest.mark.big  # a second synthesis of every layer, about 3 minutes: make test-big
 def test_a_board_of_the_7_series_is_measured_with_its_own_cells(tmp_path, cache):
     blueprint = tmp_path / "pynq.yaml"
     blueprint.write_text(

@@ -578,6 +578,7 @@ def test_per_file_builds_use_the_precompiled_header(tmp_path):
     assert (obj / "sim").is_file()
 
 
+@pytest.mark.big  # about 4 minutes of Verilator: make test-big
 def test_depthwise_separable_block_rtl_layers_compile_and_match(hub, tmp_path):
     """The zoo's MobileNet block with every layer FINN has in RTL as RTL: its matrix and
     depthwise (VVAU) layers compile and match Python bit for bit; verify-rtl exits 0."""

@@ -37,6 +37,7 @@ def test_an_encoder_with_prefer_rtl_has_no_hls_layer_and_matches_torch(encoder_r
     assert encoder_rtl.report["performance"]["estimated_fps"] >= 50_000
 
 
+@pytest.mark.big  # about 11 minutes of Verilator: make test-big
 def test_every_rtl_layer_of_the_encoder_and_the_whole_simulate_in_verilator(encoder_rtl):
     """Every layer alone: the head shuffles, FINN's InnerShuffle (at SIMD 1 too) and the
     attention products (their second operand loaded once per head and replayed for every
