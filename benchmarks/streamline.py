@@ -1,8 +1,8 @@
-"""What the ``streamline`` step costs on a transformer, with QONNX's tensor renaming and
-clean-up and with brainsmith's (``brainsmith.frameworks.finn.tensor_names``: one pass;
-``linear_passes``: the clean-up passes in linear time): the zoo's BERT-tiny (or another
-model) converted to FINN-ONNX once, then streamlined in fresh processes, alternating, checking
-that both give the same model byte for byte.
+"""What the ``streamline`` step costs on a transformer, with QONNX's tensor renaming,
+clean-up and datatype and layout inference and with brainsmith's
+(``brainsmith.frameworks.finn.tensor_names``: one pass; ``linear_passes``: linear time):
+the zoo's BERT-tiny (or another model) converted to FINN-ONNX once, then streamlined in fresh
+processes, alternating, checking that both give the same model byte for byte.
 
     .venv/bin/python -m benchmarks.streamline [--runs 3] [--model zoo/bert_tiny | PATH.onnx]
 
@@ -44,9 +44,9 @@ STREAMLINE = """
 import hashlib, time
 from qonnx.core.modelwrapper import ModelWrapper
 if {qonnx!r}:
-    import brainsmith.frameworks.finn.linear_passes as cleanup
+    import brainsmith.frameworks.finn.linear_passes as passes
     import brainsmith.frameworks.finn.tensor_names as names
-    names.install = cleanup.install = lambda: None  # keep QONNX's renaming and clean-up
+    names.install = passes.install = lambda: None  # keep QONNX's own passes
 from brainsmith.frameworks.finn.env import prepare_finn
 prepare_finn()
 from brainsmith.frameworks.finn import steps
@@ -103,7 +103,7 @@ def main() -> int:
     payload["models"][result["model"]] = result
     out.write_text(json.dumps(payload, indent=2) + "\n")
     print(
-        f"{result['model']}: streamline {medians['qonnx']:.1f} s with QONNX's renaming and clean-up, "
+        f"{result['model']}: streamline {medians['qonnx']:.1f} s with QONNX's passes, "
         f"{medians['brainsmith']:.1f} s with brainsmith's ({result['speedup']:.2f}x); "
         f"identical models: {same}\n-> {out.relative_to(REPO)}"
     )

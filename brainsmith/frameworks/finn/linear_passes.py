@@ -5,8 +5,9 @@
 shape, and FINN re-infers datatypes and layouts after most rewrites. QONNX looks each name up
 by scanning the graph (``find_producer`` per node input, ``get_initializer`` per input, decoding
 the weights it finds, ``get_tensor_shape`` per tensor, the annotations per tensor), so each of
-these passes takes time in nodes x tensors: on a 4-layer ViT they took 650 s of 730 s of
-profiled streamlining (``SortGraph`` alone 249 s). Here each pass indexes the graph once:
+these passes takes time in nodes x tensors: a 4-layer ViT's streamlining took 231 s, 35 s with
+these (``benchmarks/streamline.py``; under a profiler ``SortGraph`` alone took a third of it).
+Here each pass indexes the graph once:
 
 - ``SortGraph``: the same order — each node's level (its longest path from a node with no
   predecessor) first, the graph's order within a level — and the same nodes dropped (no
