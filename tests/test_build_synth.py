@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tests.conftest import once
 from tests.support.models import MLP, REPO
 
 PART = "xczu7ev-ffvc1156-2-e"
@@ -33,15 +34,22 @@ def build(out, *args: str, cache=None) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")  # the synthesis cache both builds share
+    """The synthesis cache both builds share, one per test process (as the first build)."""
+    return once("build-synth cache", lambda: tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture(scope="module")
 def synthesised(tmp_path_factory, cache):
-    out = tmp_path_factory.mktemp("synth") / "mlp"
-    result = build(out, str(BLUEPRINT), "--prefer", "rtl", "--part", PART, "--synth", cache=cache)
-    assert result.returncode == 0, result.stderr
-    return out, json.loads((out / "report.json").read_text()), result.stdout
+    """The MLP built all RTL and synthesised, once per test process."""
+
+    def make() -> tuple:
+        out = tmp_path_factory.mktemp("synth") / "mlp"
+        args = (str(BLUEPRINT), "--prefer", "rtl", "--part", PART, "--synth")
+        result = build(out, *args, cache=cache)
+        assert result.returncode == 0, result.stderr
+        return out, json.loads((out / "report.json").read_text()), result.stdout
+
+    return once("build-synth mlp", make)
 
 
 def test_every_rtl_layer_is_measured_beside_its_estimate(synthesised):

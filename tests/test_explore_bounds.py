@@ -15,6 +15,7 @@ import pytest
 import brainsmith
 from brainsmith.blueprint.space import Constraint, Search
 from brainsmith.dse.results import effects, judge, lower_bounds, metrics, variant_facts
+from tests.conftest import once
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -145,19 +146,23 @@ def test_a_mean_over_lower_bounds_is_a_lower_bound():
 
 @pytest.fixture(scope="module")
 def explored(tmp_path_factory):
+    """Explored once per test process (its tests share one xdist group)."""
     from brainsmith.plugin.manager import reset_plugin_system
 
-    root = tmp_path_factory.mktemp("bounds")
-    (root / "config.yaml").write_text("plugin_system: {}\n")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
-        patch.setenv("BRAINSMITH_CONFIG", str(root / "config.yaml"))
+    def make():
+        root = tmp_path_factory.mktemp("bounds")
+        (root / "config.yaml").write_text("plugin_system: {}\n")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
+            patch.setenv("BRAINSMITH_CONFIG", str(root / "config.yaml"))
+            reset_plugin_system()
+            result = brainsmith.explore(
+                MLP, str(REPO / "blueprints" / "mlp_explore.yaml"), str(root / "out"), workers=0
+            )
         reset_plugin_system()
-        result = brainsmith.explore(
-            MLP, str(REPO / "blueprints" / "mlp_explore.yaml"), str(root / "out"), workers=0
-        )
-    reset_plugin_system()
-    return result
+        return result
+
+    return once("explore-bounds", make)
 
 
 def with_lut_bound(result) -> list[dict]:
@@ -165,6 +170,7 @@ def with_lut_bound(result) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("explore-bounds")  # one exploration per process
 def test_each_variant_carries_its_reports_incomplete_totals(explored):
     for variant in explored.variants:
         built = json.loads(Path(explored.output_dir, variant["folder"], "report.json").read_text())
@@ -176,6 +182,7 @@ def test_each_variant_carries_its_reports_incomplete_totals(explored):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("explore-bounds")  # one exploration per process
 def test_no_lower_bound_is_ranked_or_passes_a_limit(explored):
     objectives = list(explored.data["objectives"])
     for variant in explored.variants:
@@ -195,6 +202,7 @@ def row_of(page: str, variant: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("explore-bounds")  # one exploration per process
 def test_rtl_matrix_layers_are_estimated_so_mlp_explore_ranks_every_variant(explored):
     """brainsmith's cost model gives MVAU_rtl its LUTs: every total of mlp_explore is complete,
     so its RTL variants are ranked and judged on their numbers."""
@@ -207,6 +215,7 @@ def test_rtl_matrix_layers_are_estimated_so_mlp_explore_ranks_every_variant(expl
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("explore-bounds")  # one exploration per process
 def test_the_page_marks_every_lower_bound_and_says_what_is_estimated(explored):
     page = Path(explored.html_path).read_text()
     assert "FINN's analytical estimates" in html.unescape(page)
@@ -231,6 +240,7 @@ def test_the_page_marks_every_lower_bound_and_says_what_is_estimated(explored):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("explore-bounds")  # one exploration per process
 def test_the_terminal_summary_says_what_is_not_ranked_or_judged(explored, capsys):
     from brainsmith.cli.explore import print_summary
 
@@ -249,6 +259,7 @@ def test_the_terminal_summary_says_what_is_not_ranked_or_judged(explored, capsys
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("explore-bounds")  # one exploration per process
 def test_the_documented_summary_is_what_mlp_explore_prints(explored, capsys):
     from brainsmith.cli.explore import print_summary
 
