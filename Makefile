@@ -23,7 +23,7 @@ demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 test: setup browser simulator redis  ## the whole test suite (but the big-network tier)
 	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not big" --durations=25
 
-test-big: setup simulator  ## full-size networks end to end in RTL, FIFOs sized by simulation (the longest tier; not timed by make bench)
+test-big: setup simulator  ## full-size networks end to end in RTL, FIFOs sized by simulation, the longest simulations and syntheses (the longest tier; not timed by make bench)
 	@$(PY) -m pytest -q -m big
 
 test-fast: setup  ## the quick tier: no FINN builds, pip installs, clusters or simulators
