@@ -7,22 +7,17 @@ from __future__ import annotations
 
 import copy
 import random
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from onnx import TensorProto, helper
 
+from tests.test_tensor_names import MODELS as RENAMED
+from tests.test_tensor_names import REPO
+
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
-MODELS = [
-    "examples/models/zoo/resnet8.onnx",
-    "examples/models/zoo/encoder_layer.onnx",
-    "examples/models/zoo/concat_branches.onnx",
-    "examples/models/zoo/two_heads.onnx",
-    "examples/models/mlp_4bit.onnx",
-]
+MODELS = [*RENAMED, "examples/models/zoo/two_heads.onnx"]  # and a model with two outputs
 PASSES = ["SortGraph", "GiveUniqueParameterTensors", "SortCommutativeInputsInitializerLast"]
 
 
