@@ -146,6 +146,20 @@ def test_node_major_execution_is_bit_for_bit_finns(kws, step):
         np.testing.assert_array_equal(got[0], want)
 
 
+@pytest.mark.parametrize("step", ["02_qonnx_to_finn", "03_streamline"])
+def test_the_integer_datatypes_read_once_are_qonnxs(kws, step):
+    """Node-major runs read the integer datatypes QONNX checks after every node once per
+    model: for every tensor, the one QONNX's own lookup gives (float tensors left out)."""
+    from brainsmith.verification.node_major import integer_datatypes
+
+    model = load(Path(kws.output_dir) / "intermediate_models" / f"{step}.onnx")
+    found = integer_datatypes(model)
+    assert found
+    for name in {t for node in model.graph.node for t in (*node.input, *node.output)}:
+        datatype = model.get_tensor_datatype(name)
+        assert found.get(name) == (datatype if datatype.is_integer() else None), name
+
+
 def test_a_wrong_threshold_before_the_partition_is_caught(hub, tmp_path, monkeypatch):
     """A step that shifts one threshold of the streamlined model fails verification (the
     node-by-node execution path)."""

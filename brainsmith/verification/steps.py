@@ -35,12 +35,16 @@ from itertools import combinations
 
 import numpy as np
 
+from brainsmith.verification.node_major import check_integers
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import onnx
     from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.verification.node_major import NodeMajor
 
     Context = dict[str, np.ndarray]
 
@@ -170,26 +174,20 @@ def output_steps(model: ModelWrapper) -> list[float | None]:
 class Reference:
     """The cleaned QONNX model, run node by node with its quantizers' ties recorded."""
 
-    def __init__(
-        self, model: ModelWrapper, runners: list[Callable[[Context], None]], sanitize: bool
-    ) -> None:
-        self.model, self.runners, self.sanitize = model, runners, sanitize
-        self.nodes = list(model.graph.node)
-        self.outputs = [o.name for o in model.graph.output]
+    def __init__(self, prepared: NodeMajor) -> None:
+        self.model, self.runners = prepared.model, prepared.runners
+        self.integers = prepared.integers  # checked after each node, as QONNX's executor
+        self.nodes = prepared.nodes
+        self.outputs = prepared.outputs
+        self.dead = prepared.dead  # per node, the tensors it uses last (only outputs are read)
         self.ties: list[list[Tie]] = []  # per sample, in node order
         # quantizers of constants (weights): rounded by QONNX's own execution wherever they
         # are folded, and by the same float32 arithmetic in torch, so never a tie
         self.constant = {
             index
             for index, node in enumerate(self.nodes)
-            if node.op_type in QUANTIZERS and model.get_initializer(node.input[0]) is not None
+            if node.op_type in QUANTIZERS and self.model.get_initializer(node.input[0]) is not None
         }
-        # per node, the tensors it uses last (dropped after it: only the outputs are read)
-        last = {name: i for i, node in enumerate(self.nodes) for name in node.input}
-        self.dead: list[list[str]] = [[] for _ in self.nodes]
-        for name, index in last.items():
-            if name not in self.outputs:
-                self.dead[index].append(name)
 
     def execute(
         self, contexts: list[Context], flips: list[dict[int, np.ndarray]] | None = None
@@ -198,14 +196,11 @@ class Reference:
         last use); round the tie elements of ``flips`` (per sample: node index -> flat
         indices) the other way. The ties found, per sample (kept as
         ``ties`` when nothing was flipped)."""
-        from brainsmith.frameworks.finn.execution import sanitize_quant_values
-
         found: list[list[Tie]] = [[] for _ in contexts]
         for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
             dead = self.dead[index]
             for sample, context in enumerate(contexts):
-                if self.sanitize:
-                    sanitize_quant_values(self.model, node.input, context)
+                check_integers(self.integers, node.input, context)
                 if node.op_type in QUANTIZERS:
                     flip = None if flips is None else flips[sample].get(index)
                     out, pre, ties = quantize(node, context, flip)
@@ -214,8 +209,7 @@ class Reference:
                         found[sample] += self._record(index, node, out, pre, ties)
                 else:
                     execute(context)
-                if self.sanitize:
-                    sanitize_quant_values(self.model, node.output, context)
+                check_integers(self.integers, node.output, context)
                 for name in dead:
                     context.pop(name, None)
         if flips is None:
@@ -247,14 +241,11 @@ class Reference:
         computed tensors): at a quantizer with ties, the model tensor equal to the quantizer's
         output at every other element (``Counterparts``) decides each tie's side, so a flip
         early in a deep network is followed without searching, and the ties flipped."""
-        from brainsmith.frameworks.finn.execution import sanitize_quant_values
-
         context = {**self.model.make_empty_exec_context(), **feed}
         counterparts = Counterparts(model)
         flipped: list[Tie] = []
         for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
-            if self.sanitize:
-                sanitize_quant_values(self.model, node.input, context)
+            check_integers(self.integers, node.input, context)
             if node.op_type in QUANTIZERS:
                 out, pre, ties = quantize(node, context)
                 if ties.any() and index not in self.constant:
@@ -267,8 +258,7 @@ class Reference:
                 context[node.output[0]] = out
             else:
                 execute(context)
-            if self.sanitize:
-                sanitize_quant_values(self.model, node.output, context)
+            check_integers(self.integers, node.output, context)
         return [np.asarray(context[o]) for o in self.outputs], flipped
 
     def run_sample(

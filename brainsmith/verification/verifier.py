@@ -37,6 +37,7 @@ import numpy as np
 
 from brainsmith.blueprint.options import VERIFY_RTOL
 from brainsmith.frameworks.finn.execution import graph_inputs, in_parent, runnable_copy
+from brainsmith.verification.node_major import NodeMajor
 from brainsmith.verification.steps import Reference, Tie, explain, output_steps
 
 TYPE_CHECKING = False
@@ -177,14 +178,16 @@ def _quant_range(model: ModelWrapper, name: str) -> tuple[float, float]:
     return -1.0, 1.0
 
 
-def run(model: ModelWrapper, samples: list[Sample]) -> list[Outputs]:
+def run(
+    model: ModelWrapper, samples: list[Sample], prepared: NodeMajor | None = None
+) -> list[Outputs]:
     """Outputs (in graph order) of ``model`` for each sample: node by node for all samples
-    at once where the graph is flat (each tensor dropped after its last use), else one
-    sample at a time through FINN's executor."""
+    at once where the graph is flat (each tensor dropped after its last use; ``prepared``:
+    ``model`` readied for that), else one sample at a time through FINN's executor."""
     feeds = _feeds(model, samples)  # a step may change a tensor's rank (1D made 2D): same data
     outputs = [o.name for o in model.graph.output]
     if _flat(model):
-        contexts = _run_node_major(model, feeds, drop=True)
+        contexts = (prepared or NodeMajor(model)).run(feeds, drop=True)
     else:
         from finn.core.onnx_exec import execute_onnx
 
@@ -192,13 +195,13 @@ def run(model: ModelWrapper, samples: list[Sample]) -> list[Outputs]:
     return [[np.asarray(context[o]) for o in outputs] for context in contexts]
 
 
-def run_all(model: ModelWrapper, sample: Sample) -> Context:
+def run_all(model: ModelWrapper, sample: Sample, prepared: NodeMajor | None = None) -> Context:
     """Every tensor ``model`` computes on one sample, the layers inside a dataflow partition
     too (named after the partition node, as FINN's executor names them; the partition
     nodes of ``model`` are set to return them), its inputs and weights aside."""
     (feed,) = _feeds(model, [sample])
     if _flat(model):
-        context = _run_node_major(model, [feed])[0]
+        context = (prepared or NodeMajor(model)).run([feed])[0]
     else:
         from finn.core.onnx_exec import execute_onnx
         from qonnx.custom_op.registry import getCustomOp
@@ -212,75 +215,12 @@ def run_all(model: ModelWrapper, sample: Sample) -> Context:
 
 def _flat(model: ModelWrapper) -> bool:
     """No partition to descend into, no subgraph, no simulation mode: every node can run
-    for all samples in turn (``_run_node_major``)."""
+    for all samples in turn (``NodeMajor``)."""
     partitions = {"StreamingDataflowPartition", "GenericPartition"}
     return not model.get_metadata_prop("exec_mode") and not any(
         node.op_type in partitions or any(a.type in (5, 10) for a in node.attribute)
         for node in model.graph.node
     )
-
-
-def _run_node_major(model: ModelWrapper, feeds: list[Context], drop: bool = False) -> list[Context]:
-    """QONNX's ``execute_onnx`` for a flat graph, node by node over all samples: the same
-    node executions and integer checks, with each standard node's onnxruntime session made
-    once instead of once per sample (4x faster on a CNV's front end, bit for bit the same).
-    ``drop``: each tensor but the outputs dropped after its last use (the samples' live
-    tensors in memory at once, not all of them)."""
-    from qonnx.util.basic import get_sanitize_quant_tensors
-
-    from brainsmith.frameworks.finn.execution import sanitize_quant_values
-
-    if not model.check_all_tensor_shapes_specified():
-        raise RuntimeError("found unspecified tensor shapes, try infer_shapes")
-    empty = model.make_empty_exec_context()
-    contexts = [{**empty, **feed} for feed in feeds]
-    sanitize = get_sanitize_quant_tensors() != 0
-    last_use = {name: index for index, node in enumerate(model.graph.node) for name in node.input}
-    for name in (o.name for o in model.graph.output):
-        last_use.pop(name, None)
-    for index, node in enumerate(model.graph.node):
-        execute = _node_runner(model, node)
-        dead = [n for n in node.input if last_use.get(n) == index] if drop else []
-        for context in contexts:
-            if sanitize:
-                sanitize_quant_values(model, node.input, context)
-            execute(context)
-            if sanitize:
-                sanitize_quant_values(model, node.output, context)
-            for name in dead:
-                context.pop(name, None)
-    return contexts
-
-
-def _node_runner(model: ModelWrapper, node: onnx.NodeProto) -> Callable[[Context], None]:
-    """``run(context)`` executing ``node`` as QONNX's ``execute_node`` does: a custom op by
-    its class, a standard one in onnxruntime as a single-node model (made here, once)."""
-    import onnxruntime
-    from onnx import helper
-    from qonnx.core import execute_custom_node
-    from qonnx.custom_op.registry import is_custom_op
-    from qonnx.util.basic import get_preferred_qonnx_opset, qonnx_make_model
-
-    graph = model.graph
-    opsets = {o.domain: o.version for o in model.model.opset_import}
-    opset = opsets.get(node.domain, get_preferred_qonnx_opset())
-    if is_custom_op(node.domain, node.op_type):
-        return lambda context: execute_custom_node.execute_custom_node(
-            node, context, graph, onnx_opset_version=opset
-        )
-    known = (*graph.input, *graph.output, *graph.value_info)
-    inputs = [v for v in known if v.name in node.input]
-    outputs = [v for v in (*graph.output, *graph.value_info) if v.name in node.output]
-    single = qonnx_make_model(helper.make_graph([node], "single-node-exec", inputs, outputs))
-    single.opset_import[0].version = opset
-    session = onnxruntime.InferenceSession(single.SerializeToString())
-    order = [v.name for v in outputs]
-
-    def run(context: Context) -> None:
-        results = session.run(None, {name: context[name] for name in node.input})
-        context.update(zip(order, results, strict=True))
-
-    return run
 
 
 def compare(
@@ -412,10 +352,17 @@ class Verifier:
             self._traces[name] = feeds, self._tracer.execute(contexts)
         return self._traces.get(name, ([], []))
 
-    def _explainer(self, name: str, samples: list[Sample], model: ModelWrapper) -> Explainer | None:
+    def _explainer(
+        self,
+        name: str,
+        samples: list[Sample],
+        model: ModelWrapper,
+        prepared: NodeMajor | None = None,
+    ) -> Explainer | None:
         """Explains a differing sample of ``samples`` by the reference's ties on it: the
-        outputs of ``model`` (run again on that sample for all its tensors, to follow) and,
-        where they are not the reference's own (the user's), the expected outputs too."""
+        outputs of ``model`` (run again on that sample for all its tensors, to follow;
+        ``prepared``: readied to run node by node) and, where they are not the reference's
+        own (the user's), the expected outputs too."""
         tracer = self._tracer
         if tracer is None or not samples:
             return None
@@ -429,7 +376,7 @@ class Verifier:
         ) -> list[Tie] | None:
             feeds, ties = self._trace(name, samples)
             feed, tied = feeds[sample], ties[sample]
-            run = run_all(model, samples[sample])
+            run = run_all(model, samples[sample], prepared)
             found = explain(tracer, feed, tied, to_model, outputs, run)
             if found is None:
                 return None
@@ -465,16 +412,17 @@ class Verifier:
         if self.user is not None:
             sets.append(("user", *self.user))
         checks = []
+        prepared = NodeMajor(runnable) if _flat(runnable) else None  # for every run of it
         for name, samples, expected in sets:
             checks.append(
                 compare(
                     name,
-                    run(runnable, samples),
+                    run(runnable, samples, prepared),
                     expected,
                     self.atol,
                     self.rtol,
                     self.steps,
-                    explainer=self._explainer(name, samples, runnable),
+                    explainer=self._explainer(name, samples, runnable, prepared),
                     describe=self.describe,
                 )
             )
@@ -492,12 +440,9 @@ class Verifier:
 def _tracer(reference: ModelWrapper) -> Reference | None:
     """The reference's node-by-node runner with its quantizers traced, or None when it
     cannot run that way (not a flat graph)."""
-    from qonnx.util.basic import get_sanitize_quant_tensors
-
     if not _flat(reference) or not reference.check_all_tensor_shapes_specified():
         return None
-    runners = [_node_runner(reference, node) for node in reference.graph.node]
-    return Reference(reference, runners, get_sanitize_quant_tensors() != 0)
+    return Reference(NodeMajor(reference))
 
 
 def _feeds(model: ModelWrapper, samples: list[Sample]) -> list[Context]:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     import numpy as np
     import onnx
+    from qonnx.core.datatype import BaseDataType
     from qonnx.core.modelwrapper import ModelWrapper
 
 
@@ -84,36 +85,46 @@ def sanitize_quant_values(
     check_values: bool = False,
 ) -> dict[str, np.ndarray]:
     """QONNX's ``sanitize_quant_values`` with the largest rounding error taken in NumPy."""
+    for name in node_tensors:
+        dtype = model.get_tensor_datatype(name)
+        if dtype.is_integer():
+            sanitize_value(name, dtype, execution_context, check_values)
+    return execution_context
+
+
+def sanitize_value(
+    name: str,
+    dtype: BaseDataType,
+    execution_context: dict[str, np.ndarray],
+    check_values: bool = False,
+) -> None:
+    """QONNX's check of one tensor of integer ``dtype``: values off it are rounded (with its
+    warning); a rounding error above its threshold is an error."""
     import warnings
 
     import numpy as np
     from qonnx.util.basic import get_execution_error_thresh
 
-    for name in node_tensors:
-        dtype = model.get_tensor_datatype(name)
-        if not dtype.is_integer():
-            continue
-        current = execution_context[name]
-        updated = current
-        if not np.all(dtype.allowed(current)):
-            updated = np.round(current)
-            warnings.warn(
-                f"The values of tensor {name} can't be represented with the set datatype "
-                f"annotation ({dtype.name}), they will be rounded to match the datatype "
-                "annotation.",
-                stacklevel=2,
-            )
-        error = float(np.max(np.abs(current - updated))) if np.size(current) else 0.0
-        if not error <= get_execution_error_thresh():  # a NaN is an error too
-            raise Exception(
-                f"Rounding error is too high to match set QONNX datatype ({dtype}) for input {name}"
-            )
-        if check_values and not np.all(dtype.allowed(updated)):
-            raise Exception(
-                f"Values can't be represented with set finn datatype ({dtype}) for input {name}"
-            )
-        execution_context[name] = updated
-    return execution_context
+    current = execution_context[name]
+    updated = current
+    if not np.all(dtype.allowed(current)):
+        updated = np.round(current)
+        warnings.warn(
+            f"The values of tensor {name} can't be represented with the set datatype "
+            f"annotation ({dtype.name}), they will be rounded to match the datatype "
+            "annotation.",
+            stacklevel=3,
+        )
+    error = float(np.max(np.abs(current - updated))) if np.size(current) else 0.0
+    if not error <= get_execution_error_thresh():  # a NaN is an error too
+        raise Exception(
+            f"Rounding error is too high to match set QONNX datatype ({dtype}) for input {name}"
+        )
+    if check_values and not np.all(dtype.allowed(updated)):
+        raise Exception(
+            f"Values can't be represented with set finn datatype ({dtype}) for input {name}"
+        )
+    execution_context[name] = updated
 
 
 def _patch(cls: Any, make: Callable[[Any], Any]) -> None:
