@@ -212,8 +212,11 @@ def sample_inputs(shape: tuple[int, ...], count: int, torch):
     return torch.rand(count, *shape[1:]) * 2 - 1
 
 
-def export(name: str, folder: Path = MODELS, seed: int = SEED, make=None) -> Path:
-    """Export network ``name`` to ``folder/name.onnx`` with its reference vectors."""
+def export(
+    name: str, folder: Path = MODELS, seed: int = SEED, make=None, bake: bool = True
+) -> Path:
+    """Export network ``name`` to ``folder/name.onnx`` with its reference vectors (the torch
+    outputs taken first; ``bake``: then ``bake_decoupled_weights``, as a user should)."""
     torch = _torch()
     from brevitas.export import export_qonnx
 
@@ -222,11 +225,13 @@ def export(name: str, folder: Path = MODELS, seed: int = SEED, make=None) -> Pat
     calibrate(net, shape, seed)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.onnx"
-    export_qonnx(net, input_t=torch.zeros(shape), export_path=str(path), dynamo=False)
     generator = torch.Generator().manual_seed(seed + 1)
     inputs = torch.rand(VECTORS, *shape[1:], generator=generator) * 2 - 1
     with torch.no_grad():
         outputs = [net(inputs[i : i + 1]) for i in range(VECTORS)]
+    if bake:
+        bake_decoupled_weights(net, shape)  # after torch's outputs: it renormalises baked layers
+    export_qonnx(net, input_t=torch.zeros(shape), export_path=str(path), dynamo=False)
     np.save(folder / f"{name}_input.npy", inputs.numpy().astype(np.float32))
     if isinstance(outputs[0], tuple):  # several outputs: one array each, in order
         each = [torch.cat([o[k] for o in outputs]).numpy() for k in range(len(outputs[0]))]
@@ -234,6 +239,45 @@ def export(name: str, folder: Path = MODELS, seed: int = SEED, make=None) -> Pat
     else:
         np.save(folder / f"{name}_expected.npy", torch.cat(outputs).numpy().astype(np.float32))
     return path
+
+
+def bake_decoupled_weights(net, shape: tuple[int, ...]) -> int:
+    """Make the QONNX export of decoupled weight quantizers (Brevitas's accumulator-aware
+    ``Int8AccumulatorAwareWeightQuant`` (A2Q), A2Q+ and weight normalisation) compute what
+    torch computes; the number of layers changed.
+
+    Brevitas 0.13 exports such a layer's raw weight parameter with the post-clipping scale
+    only, dropping the pre-clipping scale (the weight's norm), and as ``rounding_mode=ROUND``
+    where it rounds toward zero, so the exported model computes other weights than torch
+    (``brainsmith build`` then stops at its first step: "the exported model itself does not
+    match"). Each such layer's weight is replaced by its quantized value (integers times the
+    scale), which the exported ``Quant`` node reproduces exactly. Take torch's reference
+    outputs first: torch renormalises the baked weight in its own forward pass.
+    """
+    torch = _torch()
+    layers = [m for m in net.modules() if _decoupled(m)]
+    inputs: dict[object, object] = {}
+
+    def keep(module, args) -> None:  # the quantized input sets an A2Q layer's norm bound
+        inputs.setdefault(module, args[0])
+
+    hooks = [layer.register_forward_pre_hook(keep) for layer in layers]
+    try:
+        with torch.no_grad():
+            net(torch.zeros(shape))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    with torch.no_grad():
+        for layer in layers:
+            layer.weight.copy_(layer.quant_weight(quant_input=inputs[layer]).value)
+    return len(layers)
+
+
+def _decoupled(module) -> bool:
+    """A layer whose weight quantizer has a pre-clipping scale apart from its scale."""
+    quantizer = getattr(getattr(module, "weight_quant", None), "tensor_quant", None)
+    return quantizer is not None and hasattr(quantizer, "pre_scaling_impl")
 
 
 def main(folder: Path = MODELS) -> list[Path]:

@@ -30,6 +30,8 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``concat_branches``: two convolution branches joined by ``torch.cat`` along the channels.
 - ``upsample``: nearest-neighbour upsampling between two convolutions.
 - ``espcn``: ESPCN super-resolution, a sub-pixel convolution ending in ``nn.PixelShuffle``.
+- ``espcn_a2q``: the same with accumulator-aware (A2Q) 8-bit weights for 16-bit accumulators,
+  as brevitas_examples trains it (exported with its weights baked: ``bake_decoupled_weights``).
 - ``encoder_layer``: a whole encoder layer: multi-head self-attention (Brevitas's
   ``QuantMultiheadAttention``), residual adds from the layer's input, LayerNorm and an MLP
   (sequence 16, dimension 32, 2 heads, 4-bit weights, 8-bit activations).
@@ -224,15 +226,26 @@ def _bnn_linear(
     return [*layers, qnn.QuantLinear(features, classes, **weights)]
 
 
-def _weights(bits: int, per_channel: bool = False) -> dict[str, object]:
+def _weights(
+    bits: int, per_channel: bool = False, accumulator_bits: int | None = None
+) -> dict[str, object]:
     """Weight quantizer arguments: Brevitas's 8-bit float-scaled defaults at ``bits`` (binary
-    with a constant scale at 1 bit, where a narrow signed integer would have no levels)."""
+    with a constant scale at 1 bit, where a narrow signed integer would have no levels);
+    with ``accumulator_bits``, accumulator-aware (A2Q: per channel, weights bounded so that
+    no accumulator of that width overflows)."""
     from brevitas.quant import (
+        Int8AccumulatorAwareWeightQuant,
         Int8WeightPerChannelFloat,
         Int8WeightPerTensorFloat,
         SignedBinaryWeightPerTensorConst,
     )
 
+    if accumulator_bits is not None:
+        return {
+            "weight_quant": Int8AccumulatorAwareWeightQuant,
+            "weight_bit_width": bits,
+            "weight_accumulator_bit_width": accumulator_bits,
+        }
     if bits == 1:
         return {"weight_quant": SignedBinaryWeightPerTensorConst}
     quant = Int8WeightPerChannelFloat if per_channel else Int8WeightPerTensorFloat
@@ -260,6 +273,7 @@ def _conv(
     stride: int = 1,
     groups: int = 1,
     per_channel: bool = False,
+    accumulator_bits: int | None = None,
 ) -> nn.Module:
     """A quantized convolution without bias, padded to keep the size at stride 1."""
     import brevitas.nn as qnn
@@ -272,7 +286,7 @@ def _conv(
         padding=kernel // 2,
         groups=groups,
         bias=False,
-        **_weights(weight_bits, per_channel),
+        **_weights(weight_bits, per_channel, accumulator_bits),
     )
 
 
@@ -766,12 +780,15 @@ def espcn(
     colours: int = 1,
     image: int = 8,
     last_per_channel: bool = False,
+    accumulator_bits: int | None = None,
 ) -> Network:
     """ESPCN super-resolution as brevitas_examples builds it (``QuantESPCN``): an 8-bit input
     quantizer, 5x5 and 3x3 convolutions with biases, batch norm and quantized ReLUs, a last
     3x3 convolution to ``colours * scale**2`` channels with 8-bit weights (one scale, as
     Brevitas's; ``last_per_channel``: one per channel), ``nn.PixelShuffle`` (exported as
-    ``DepthToSpace``) and an 8-bit ReLU reading out the image."""
+    ``DepthToSpace``) and an 8-bit ReLU reading out the image. ``accumulator_bits``: every
+    convolution's weights accumulator-aware (A2Q) for accumulators of that width, as
+    brevitas_examples' A2Q ESPCN."""
     import brevitas.nn as qnn
     from torch import nn
 
@@ -789,12 +806,15 @@ def espcn(
                         5 if i == 0 else 3,
                         padding=2 if i == 0 else 1,
                         bias=True,
-                        **_weights(bits, per_channel=True),
+                        **_weights(bits, per_channel=True, accumulator_bits=accumulator_bits),
                     ),
                     nn.BatchNorm2d(cout),
                     _act(act_bits),
                 ]
-            layers.append(_conv(widths[-1], colours * scale**2, 3, 8, per_channel=last_per_channel))
+            layers.append(
+                _conv(widths[-1], colours * scale**2, 3, 8, per_channel=last_per_channel,
+                      accumulator_bits=accumulator_bits)
+            )  # fmt: skip
             self.layers = nn.Sequential(*layers)
             self.shuffle = nn.PixelShuffle(scale)
             self.out = qnn.QuantReLU(bit_width=8)
@@ -978,6 +998,11 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
         "ESPCN super-resolution: convs to scale**2 channels, PixelShuffle (DepthToSpace), 8-bit out",
         True,
     ),
+    "espcn_a2q": (
+        lambda: espcn(weight_bits=8, act_bits=8, accumulator_bits=16),
+        "ESPCN with 8-bit accumulator-aware (A2Q) weights for 16-bit accumulators",
+        True,
+    ),
     "encoder_layer": (
         encoder,
         "transformer encoder layer: 2-head attention, residuals, LayerNorm, MLP; 4-bit weights",
@@ -1004,11 +1029,16 @@ def _init_norms(network: Network) -> Network:
 
 
 def export_network(
-    name: str, folder: Path = ZOO_DIR, seed: int = SEED, make: Factory | None = None
+    name: str,
+    folder: Path = ZOO_DIR,
+    seed: int = SEED,
+    make: Factory | None = None,
+    bake: bool = True,
 ) -> Path:
-    """Export zoo entry ``name`` (or ``make``'s network under that name) with its vectors."""
+    """Export zoo entry ``name`` (or ``make``'s network under that name) with its vectors
+    (``bake``: accumulator-aware weights quantized in place first, see ``export``)."""
     factory = make or ZOO[name][0]
-    return export(name, folder, seed, make=lambda: _init_norms(factory()))
+    return export(name, folder, seed, make=lambda: _init_norms(factory()), bake=bake)
 
 
 def verify(path: Path) -> float:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from qonnx.core.datatype import DataType
 
 import brainsmith
 from brainsmith.blueprint.schema import DEFAULT_STEPS
@@ -282,6 +283,44 @@ def test_encoder_folded_for_a_target_keeps_its_attention_products_streamed(hub, 
             modes[node.name] = (attrs["mem_mode"], attrs["PE"] * attrs["SIMD"])
     streamed = [folding for mode, folding in modes.values() if mode == b"dynamic"]
     assert len(streamed) == 2 and max(streamed) > 1, modes
+
+
+A2Q = "espcn(channels=(10, 6), weight_bits=6, act_bits=6, image=6, accumulator_bits=14)"
+
+
+@pytest.mark.xdist_group("zoo-fresh")
+def test_an_accumulator_aware_export_builds_with_its_accumulators_once_baked(hub, tmp_path):
+    """Brevitas exports accumulator-aware (A2Q) weights raw, without their pre-clipping scale
+    and rounding: such an export stops at its first step, the hint naming A2Q. With its
+    weights baked before export it builds, matches torch after each step, and its matrix
+    layers keep within the 14-bit accumulators A2Q trained for."""
+    lines = "\n".join(
+        f"export_network({name!r}, folder, seed=7, make=lambda: zoo.{A2Q}, bake={bake})"
+        for name, bake in (("raw", False), ("baked", True))
+    )
+    result = run_python(
+        "from pathlib import Path\nimport examples.zoo as zoo\n"
+        f"from examples.zoo import export_network\nfolder = Path({str(tmp_path)!r})\n{lines}\n",
+        cwd=REPO,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    with pytest.raises(BuildError) as caught:
+        build(tmp_path / "raw.onnx", tmp_path / "raw-out")
+    assert caught.value.step == "cleanup"
+    assert "the exported model itself does not match" in caught.value.reason
+    assert "accumulator-aware (A2Q)" in caught.value.hint
+    baked = build(tmp_path / "baked.onnx", tmp_path / "out")
+    assert_built_and_matches_torch(baked)
+    final = onnx.load(os.path.join(baked.output_dir, "final.onnx"))
+    widths = [
+        DataType[onnx.helper.get_attribute_value(a).decode()].bitwidth()
+        for node in final.graph.node
+        if node.op_type.startswith("MVAU")
+        for a in node.attribute
+        if a.name == "accDataType"
+    ]
+    assert len(widths) == 3 and max(widths) <= 14, widths
 
 
 @pytest.mark.xdist_group("zoo-fresh")

@@ -136,6 +136,9 @@ def _export_differs(
         f"{user.max_error:.4g}{share} in {user.errors} element(s) no rounding tie explains "
         f"({tolerance}) on {user.samples} user inputs. The difference comes from the export "
         "or from QONNX's execution of the exported model, not from a build step",
+        "Brevitas 0.13 exports accumulator-aware (A2Q) and other decoupled weight quantizers "
+        "with their raw weights: quantize those in place before export (docs/build.md, "
+        '"Accumulator-aware weights (A2Q)"); else '
         f"check that {option('expected')} holds the outputs of the torch model this ONNX file "
         f"was exported from, in eval mode, on the {option('input')} file; a difference of float "
         "rounding between torch and QONNX grows through quantizers: compare the two layer by "
