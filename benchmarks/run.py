@@ -607,8 +607,41 @@ def write(results: dict) -> None:
         from benchmarks.first_hour import section
 
         lines += section(json.loads(first_hour.read_text()))
-    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    text = with_written_sections("\n".join(lines) + "\n", HERE / "RESULTS.md")
+    (HERE / "RESULTS.md").write_text(text)
+    print(text, end="")
+
+
+def sections(text: str) -> list[tuple[str, str]]:
+    """(heading, text) of each ``## `` section of ``text``, the part before the first as ""."""
+    found: list[tuple[str, str]] = []
+    for part in ("\n" + text).split("\n## "):
+        heading = part.split("\n", 1)[0] if found else ""
+        found.append((heading, part if not found else "## " + part))
+    return found
+
+
+def with_written_sections(generated: str, previous: Path) -> str:
+    """``generated`` with the sections of ``previous`` it has no heading for (written from
+    other benchmarks' runs: the full-size networks, streamlining) kept, each after the
+    section it followed there."""
+    if not previous.exists():
+        return generated
+    made = sections(generated)
+    headings = {heading for heading, _ in made}
+    after: dict[str, list[str]] = {}
+    anchor = ""
+    for heading, body in sections(previous.read_text()):
+        if heading in headings:
+            anchor = heading
+        else:
+            after.setdefault(anchor, []).append(body.rstrip("\n"))
+    parts = []
+    for heading, body in made:
+        parts.append(body.strip("\n"))
+        parts += after.pop(heading, [])
+    parts += [body for bodies in after.values() for body in bodies]
+    return "\n\n".join(part for part in parts if part) + "\n"
 
 
 if __name__ == "__main__":

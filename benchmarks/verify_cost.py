@@ -5,8 +5,9 @@ the torch vectors, alternating, each run a fresh process.
 
     .venv/bin/python -m benchmarks.verify_cost [--runs 3] [--model zoo/cnv_w2a2 ...]
 
-Prints the medians and the ratios, and writes benchmarks/results/verify_cost.json with the
-per-step times (the step, and its verification) of the median run of each variant.
+Prints the medians and the ratios, and merges into benchmarks/results/verify_cost.json (one
+row per model) the per-step times (the step, and its verification) of the median run of each
+variant.
 """
 
 from __future__ import annotations
@@ -117,7 +118,10 @@ def main() -> int:
     results = [measure(name, max(1, args.runs)) for name in args.model or MODELS_MEASURED]
     out = HERE / "results" / "verify_cost.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"models": results, "machine": machine_info()}, indent=2) + "\n")
+    kept = json.loads(out.read_text())["models"] if out.exists() else []  # other models' rows
+    measured = {result["model"] for result in results}
+    rows = [*(row for row in kept if row["model"] not in measured), *results]
+    out.write_text(json.dumps({"models": rows, "machine": machine_info()}, indent=2) + "\n")
     for result in results:
         none, each = result["verify_none"], result["verify_each"]
         print(
