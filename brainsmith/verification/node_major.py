@@ -121,7 +121,9 @@ def node_runner(
     outputs = [infos[name] for name in dict.fromkeys(node.output) if name in infos]
     single = qonnx_make_model(helper.make_graph([node], "single-node-exec", inputs, outputs))
     single.opset_import[0].version = opset
-    session = onnxruntime.InferenceSession(single.SerializeToString())
+    options = onnxruntime.SessionOptions()
+    options.enable_cpu_mem_arena = False  # kept per node, an arena would hold its largest output
+    session = onnxruntime.InferenceSession(single.SerializeToString(), options)
     order = [v.name for v in outputs]
 
     def run(context: Context) -> None:
