@@ -72,9 +72,11 @@ def integer_datatypes(model: ModelWrapper) -> dict[str, BaseDataType]:
     from qonnx.core.datatype import DataType
 
     found: dict[str, BaseDataType] = {}
+    seen: set[str] = set()  # QONNX reads a tensor's first annotation only
     for annotation in model.graph.quantization_annotation:
-        if annotation.tensor_name in found:
+        if annotation.tensor_name in seen:
             continue
+        seen.add(annotation.tensor_name)
         for pair in annotation.quant_parameter_tensor_names:
             if pair.key == "finn_datatype":
                 datatype = DataType[pair.value]
