@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+from qonnx.core.datatype import DataType
 from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.core.onnx_exec import execute_onnx
+from qonnx.custom_op.registry import getCustomOp
 from qonnx.transformation.base import Transformation
 from qonnx.util.basic import qonnx_make_model
 
@@ -87,6 +89,7 @@ def test_builtin_transforms_are_registered_with_their_stage():
             "MergeOpChains",
             "RemoveInferenceNoOps",
             "SplitPackedProjections",
+            "BipolarThresholdsToBinary",
         )
     }
     assert stages == {
@@ -95,6 +98,7 @@ def test_builtin_transforms_are_registered_with_their_stage():
         "ConvertDivToMul": "topology_opt",
         "MergeOpChains": "topology_opt",
         "RemoveInferenceNoOps": "cleanup",
+        "BipolarThresholdsToBinary": "streamline",
     }
 
 
@@ -409,3 +413,37 @@ def test_split_packed_projections_leaves_a_product_read_otherwise_alone(slices, 
     before = [node.op_type for node in model.graph.node]
     after = model.transform(tfm.SplitPackedProjections())
     assert [node.op_type for node in after.graph.node] == before
+
+
+# -- BipolarThresholdsToBinary ----------------------------------------------------------------
+
+
+def sign_model(out_dtype: str, out_scale: float, out_bias: float, reader: str) -> ModelWrapper:
+    """x -> MultiThreshold (one threshold per channel) -> ``reader`` with a constant -> y."""
+    nodes = [
+        helper.make_node("MultiThreshold", ["x", "t"], ["s"], domain="qonnx.custom_op.general",
+                         out_dtype=out_dtype, out_scale=out_scale, out_bias=out_bias, name="mt"),
+        helper.make_node(reader, ["s", "w"], ["y"]),
+    ]  # fmt: skip
+    thresholds = random(3, [8, 1])
+    weight = np.random.default_rng(4).integers(-2, 2, size=(8, 5)).astype(np.float32)
+    model = make_model(nodes, {"t": thresholds, "w": weight}, shape=[2, 8])
+    model.set_tensor_datatype("s", DataType[out_dtype])
+    return model
+
+
+def test_bipolar_thresholds_become_two_bit_thresholds_and_2x_minus_1():
+    before = sign_model("BIPOLAR", 2.0, -1.0, "MatMul")
+    after = before.transform(tfm.BipolarThresholdsToBinary())
+    assert op_types(after) == ["MultiThreshold", "Mul", "Add", "MatMul"]
+    thresholds = getCustomOp(after.graph.node[0])
+    assert (thresholds.get_nodeattr("out_scale"), thresholds.get_nodeattr("out_bias")) == (1, 0)
+    assert after.get_tensor_datatype(after.graph.node[0].output[0]) == DataType["UINT2"]
+    assert_same_function(before, after, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype, scale, bias", [("BINARY", 1.0, 0.0), ("INT2", 1.0, -2.0)])
+def test_bipolar_thresholds_leave_other_activations_alone(dtype, scale, bias):
+    before = sign_model(dtype, scale, bias, "MatMul")
+    after = before.transform(tfm.BipolarThresholdsToBinary())
+    assert after.model == before.model

@@ -33,6 +33,9 @@ VARIANTS = {
     "tfc_w2a2": "tfc(2, 2, in_bits=8, hidden=(32, 48), image=12)",
     "tfc_w8a8": "tfc(8, 8, in_bits=8, hidden=(24,), image=10)",
     "lfc_w1a1_narrow": "tfc(1, 1, hidden=(256, 256, 256))",  # bipolar ties at 0 in every layer
+    # bipolar activations read by multi-bit weights (no XNOR product): every layer, the input
+    "tfc_w2a1": "tfc(2, 1, hidden=(24, 40), image=10)",
+    "tfc_w3a2_bipolar_input": "tfc(3, 2, in_bits=1, hidden=(20,), image=9)",
     "mobilenet_w5a3_stride2": "mobilenet_block(channels=(8, 24, 24), strides=(2, 1), "
     "weight_bits=5, act_bits=3, image=12)",
     "kws_w2a3_padded": "kws_conv1d(channels=(12, 20), weight_bits=2, act_bits=3, kernel=5, "

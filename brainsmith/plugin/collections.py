@@ -13,6 +13,7 @@ from brainsmith.plugin.spec import PluginSpec
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import Any
 
     from brainsmith.plugin.registry import Registry
 
@@ -81,7 +82,7 @@ class PluginCollection:
             LOOKUPS.add(self)
 
     # -- lookups ---------------------------------------------------------------------------
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         generation = LOOKUPS.generation

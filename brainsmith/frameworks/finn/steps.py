@@ -76,7 +76,9 @@ def tidy_up(model: ModelWrapper) -> ModelWrapper:
 
 
 def streamline(model: ModelWrapper) -> ModelWrapper:
-    """Move scales and shifts into thresholds, lowering convolutions to matrix products."""
+    """Move scales and shifts into thresholds, lowering convolutions to matrix products;
+    bipolar activations become binary ones (XNOR-popcount products where both operands are
+    bipolar, ``2x - 1`` moved into the next layer elsewhere)."""
     import finn.transformation.streamline.absorb as absorb
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.reorder import MakeMaxPoolNHWC
@@ -85,6 +87,8 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
     from qonnx.transformation.infer_data_layouts import InferDataLayouts
     from qonnx.transformation.lower_convs_to_matmul import LowerConvsToMatMul
 
+    from brainsmith.plugins import transforms as tfm
+
     model = model.transform(absorb.AbsorbScalarBiasIntoMultiThreshold())
     model = model.transform(Streamline())
     if model.get_nodes_by_op_type("Conv"):
@@ -92,7 +96,8 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
                           absorb.AbsorbTransposeIntoMultiThreshold(), MakeMaxPoolNHWC(),
                           absorb.AbsorbConsecutiveTransposes()):  # fmt: skip
             model = model.transform(transform)
-    for transform in (ConvertBipolarMatMulToXnorPopcount(), Streamline(),
+    for transform in (ConvertBipolarMatMulToXnorPopcount(), tfm.BipolarThresholdsToBinary(),
+                      Streamline(),
                       absorb.AbsorbScalarMulAddIntoTopK(), InferDataLayouts(),
                       RemoveUnusedTensors()):  # fmt: skip
         model = model.transform(transform)
@@ -102,7 +107,8 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
 def unfinished_streamlining(model: ModelWrapper) -> str:
     """What ``streamline`` would still change before hardware conversion ("" if nothing):
     convolutions not lowered to matrix products, bipolar matrix products not yet XNOR-popcount
-    (their thresholds keep a scale and bias FINN's conversion refuses)."""
+    or other bipolar activations not yet binary (their thresholds keep a scale and bias FINN's
+    conversion refuses)."""
     from qonnx.core.datatype import DataType
 
     bipolar = DataType["BIPOLAR"]
@@ -114,6 +120,11 @@ def unfinished_streamlining(model: ModelWrapper) -> str:
         for node in model.get_nodes_by_op_type("MatMul")
     ):
         found.append("bipolar matrix products not converted to XNOR-popcount")
+    elif any(
+        model.get_tensor_datatype(node.output[0]) == bipolar
+        for node in model.get_nodes_by_op_type("MultiThreshold")
+    ):
+        found.append("bipolar activations not made binary")
     return "; ".join(found)
 
 
