@@ -42,9 +42,10 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.first_hour
 	@$(PY) -m benchmarks.run
 
-bench-synth: setup  ## Yosys on the shipped networks, folding compared by synthesis (about an hour) -> benchmarks/RESULTS.md
+bench-synth: setup  ## Yosys on the shipped networks, foldings compared by synthesis (about two hours) -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.synth_networks
 	@$(PY) -m benchmarks.folding_measured
+	@$(PY) -m benchmarks.part_fit
 	@$(PY) -c "import json; from benchmarks.run import write; write(json.load(open('benchmarks/results/hub.json')))"
 
 networks: setup  ## build every shipped example network -> the table in docs/build.md

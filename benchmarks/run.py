@@ -584,6 +584,11 @@ def write(results: dict) -> None:
         from benchmarks.synth_networks import section as networks_section
 
         lines += networks_section(json.loads(networks.read_text()))
+    part_fit = out / "part_fit.json"
+    if part_fit.exists():
+        from benchmarks.part_fit import section as part_fit_section
+
+        lines += part_fit_section(json.loads(part_fit.read_text()))
     fitted = out / "synth_fit.json"
     if fitted.exists():
         from benchmarks.synth_fit import section as fit_section
