@@ -16,11 +16,12 @@ from brainsmith.transforms.graph_rewrite import add_initializer, unique_tensor_n
 @transform(
     name="BipolarThresholdsToBinary",
     stage="streamline",
-    description="Bipolar MultiThreshold -> binary MultiThreshold, Mul 2, Add -1",
+    description="Bipolar MultiThreshold -> 0/1 MultiThreshold (UINT2), Mul 2, Add -1",
 )
 class BipolarThresholdsToBinary(Transformation):
     """Rewrite each ``MultiThreshold`` with a bipolar output (``out_scale`` 2, ``out_bias``
-    -1: -1 or +1) as a binary one (0 or 1) followed by ``Mul 2`` and ``Add -1``.
+    -1: -1 or +1) as one giving 0 or 1 followed by ``Mul 2`` and ``Add -1``. Its output is
+    two bits wide (``UINT2``): FINN's matrix layers take no unsigned 1-bit operand.
 
     QONNX's ``ConvertBipolarMatMulToXnorPopcount`` does this where both operands of a matrix
     product are bipolar; a bipolar activation read by anything else (a matrix layer with

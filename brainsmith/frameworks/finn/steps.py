@@ -77,7 +77,7 @@ def tidy_up(model: ModelWrapper) -> ModelWrapper:
 
 def streamline(model: ModelWrapper) -> ModelWrapper:
     """Move scales and shifts into thresholds, lowering convolutions to matrix products;
-    bipolar activations become binary ones (XNOR-popcount products where both operands are
+    bipolar activations become 0/1 ones (XNOR-popcount products where both operands are
     bipolar, ``2x - 1`` moved into the next layer elsewhere)."""
     import finn.transformation.streamline.absorb as absorb
     from finn.transformation.streamline import Streamline
@@ -107,7 +107,7 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
 def unfinished_streamlining(model: ModelWrapper) -> str:
     """What ``streamline`` would still change before hardware conversion ("" if nothing):
     convolutions not lowered to matrix products, bipolar matrix products not yet XNOR-popcount
-    or other bipolar activations not yet binary (their thresholds keep a scale and bias FINN's
+    or other bipolar activations not yet 0/1 (their thresholds keep a scale and bias FINN's
     conversion refuses)."""
     from qonnx.core.datatype import DataType
 
@@ -124,7 +124,7 @@ def unfinished_streamlining(model: ModelWrapper) -> str:
         model.get_tensor_datatype(node.output[0]) == bipolar
         for node in model.get_nodes_by_op_type("MultiThreshold")
     ):
-        found.append("bipolar activations not made binary")
+        found.append("bipolar activations not made 0/1")
     return "; ".join(found)
 
 
