@@ -62,6 +62,7 @@ def restyled(config: Path, style: str, out: Path) -> Path:
 def design(name: str, model: Path, out: Path, options: dict) -> dict:
     """Build ``model`` all-RTL with synthesis; the estimated and measured totals."""
     import brainsmith
+    from benchmarks.synth_networks import measured_count
 
     began = time.perf_counter()
     load_before = list(os.getloadavg())
@@ -69,13 +70,7 @@ def design(name: str, model: Path, out: Path, options: dict) -> dict:
                               options={**options, "synth": True})  # fmt: skip
     report = result.report
     section = report["synthesis"]
-    totals = dict(section["totals"])
-    measured = {
-        "LUT": totals.get("LUT", 0),
-        "BRAM_18K": totals.get("BRAM_18K", 0) + 2 * totals.get("BRAM_36K", 0),
-        "URAM": totals.get("URAM", 0),
-        "DSP": totals.get("DSP", 0),
-    }
+    measured = {key: measured_count(section["totals"], key) for key in RESOURCES}
     estimated = {key: round(report["totals"].get(key) or 0) for key in RESOURCES}
     available = report["utilisation"]["available"]
     return {
