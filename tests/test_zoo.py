@@ -36,6 +36,7 @@ VARIANTS = {
     # bipolar activations read by multi-bit weights (no XNOR product): every layer, the input
     "tfc_w2a1": "tfc(2, 1, hidden=(24, 40), image=10)",
     "tfc_w3a2_bipolar_input": "tfc(3, 2, in_bits=1, hidden=(20,), image=9)",
+    "cnv_w3a1_pooled": "cnv(3, 1, channels=(6, 12), pool_after=(0, 1), fc=(20,), image=14)",
     "mobilenet_w5a3_stride2": "mobilenet_block(channels=(8, 24, 24), strides=(2, 1), "
     "weight_bits=5, act_bits=3, image=12)",
     "kws_w2a3_padded": "kws_conv1d(channels=(12, 20), weight_bits=2, act_bits=3, kernel=5, "
@@ -61,6 +62,7 @@ VARIANTS = {
     "act_bits=7, packed_in_proj=True)",
 }
 PACKED = "encoder_packed_h5_w5a7"
+BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 
 def export(folder: Path, networks: dict[str, str]) -> None:
@@ -251,6 +253,9 @@ def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(variants, tmp_pa
     assert_built_and_matches_torch(result)
     if name in JOIN_LAYERS:
         assert_joined_in_hardware(result, name)
+    if name in BIPOLAR_BEFORE_WEIGHTS:  # 2x - 1 moved into the next layer, past its pools
+        after = {n["op_type"] for n in result.report["cpu_nodes"]["nodes"] if n["side"] == "after"}
+        assert after <= {"Mul"}, after  # at most the output's scale stays on the host
 
 
 @pytest.mark.xdist_group("zoo-fresh")
