@@ -104,6 +104,7 @@ def outcome(out: Path) -> dict:
         "fps": (report.get("performance") or {}).get("estimated_fps"),
         "target": report.get("target"),  # met, or the limiting layer and its limit
         "totals": report.get("totals"),
+        "utilisation": (report.get("utilisation") or {}).get("percent"),  # None: no table
     }
 
 

@@ -119,7 +119,7 @@ def test_a_part_without_a_resource_table_is_costed_not_folded_flat_out(encoder):
     (before: every cost was 0, so each matrix and threshold layer took its fastest)."""
     reference, unknown = copy.deepcopy(encoder), copy.deepcopy(encoder)
     fold(reference, 20 * TARGET, PART, AVAILABLE)
-    fold(unknown, 20 * TARGET, "xcv80-lsva4737-2MHP-e-S", None)
+    fold(unknown, 20 * TARGET, "xcvp1202-vsva2785-2MP-e-S", None)
     assert parallelism(unknown) <= 2 * parallelism(reference)  # before: 775 times
     assert max(layer_cycles(unknown).values()) <= 20 * TARGET
 

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
     from typing import TypeGuard
 
 
-# Devices the shipped blueprints use that FINN has no resource table for (same order).
-# VC1902: AMD DS950 (Versal AI Core); K26: AMD DS987 (Kria K26 SOM).
-EXTRA_RESOURCES: dict[str, tuple[int, ...]] = {
-    "xcvc1902": (899_840, 1_799_680, 2 * 967, 463, 1_968),
-    "xck26": (117_120, 234_240, 2 * 144, 64, 1_248),
+# Devices the shipped blueprints use that FINN has no resource table for (same order), with
+# where the numbers come from. VC1902: AMD DS950 (Versal AI Core); K26: AMD DS987 (Kria K26
+# SOM); XCV80 (the Alveo V80's device): the "Available" column of Vivado's utilization report
+# for xcv80-lsva4737-2MHP-e-S (3,741 block RAM tiles of 36 Kb, counted as BRAM_18K here).
+EXTRA_RESOURCES: dict[str, tuple[tuple[int, ...], str]] = {
+    "xcvc1902": ((899_840, 1_799_680, 2 * 967, 463, 1_968), "AMD data sheet"),
+    "xck26": ((117_120, 234_240, 2 * 144, 64, 1_248), "AMD data sheet"),
+    "xcv80": ((2_574_208, 5_148_416, 2 * 3_741, 1_925, 10_848), "Vivado utilization report"),
 }
 
 # AMD/Xilinx part numbers: device, package and pins, speed grade (and temperature grade).
@@ -79,7 +82,8 @@ def part_resources(part: str) -> tuple[dict[str, int], str] | None:
             zip(PLATFORM_RESOURCES, by_device[device], strict=True)
         ), "finn/util/platforms.py"
     if device in EXTRA_RESOURCES:
-        return dict(zip(PLATFORM_RESOURCES, EXTRA_RESOURCES[device], strict=True)), "AMD data sheet"
+        amounts, source = EXTRA_RESOURCES[device]
+        return dict(zip(PLATFORM_RESOURCES, amounts, strict=True)), source
     return None
 
 
