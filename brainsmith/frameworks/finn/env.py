@@ -129,6 +129,9 @@ def _prepare() -> None:
         linear_passes.install()
     except ImportError:
         pass  # QONNX is not installed; the caller reports that
+    from brainsmith.frameworks.finn import cycles
+
+    cycles.install()
     if os.environ.get("XILINX_VIVADO"):
         return
     try:
