@@ -43,13 +43,15 @@ def record(out: Path) -> dict:
 def test_each_fifo_gets_the_fill_it_reached_and_the_sized_design_keeps_its_pace(sized):
     found = record(sized)
     fifos = found["fifos"]
-    assert len(fifos) > 10 and found["frames"] == FRAMES and found["sized"]
+    assert len(fifos) > 10 and found["frames"] >= FRAMES and found["sized"]
     assert all(f["depth"] == max(2, f["max_occupancy"]) for f in fifos)
     assert any(f["depth"] > 100 for f in fifos)  # the skip connection's buffer
     assert found["total_depth"] == sum(f["depth"] for f in fifos)
     (last,) = found["attempts"]
     assert last["cycles_per_frame"] == found["cycles_per_frame"] <= found["interval"] + 1
-    assert found["simulations"] == 2  # unbounded at FINN's estimated pace, then bounded
+    # unbounded at FINN's estimated pace (again with more frames where the pipeline holds
+    # more than were run), then bounded
+    assert found["simulations"] == (2 if found["frames"] == FRAMES else 3)
     report = json.loads((sized / "report.json").read_text())
     step = next(s for s in report["steps"] if s["name"] == "size_fifos")
     assert step["status"] == "ok"
@@ -90,6 +92,26 @@ def test_fifos_too_shallow_stall_the_bounded_simulation(sized, tmp_path):
     slower = (result.get("cycles_per_frame") or 0) > record(sized)["cycles_per_frame"]
     assert stalled or slower, result
     assert stalled or {f["depth"] for f in result["fifos"]} == {2}
+
+
+def test_the_sized_fifos_keep_the_pace_frame_after_frame(sized, tmp_path):
+    """The depths hold for as many frames as verify-rtl runs (16), not only for the few the
+    sizing ran: it runs as many more as the pipeline holds at once (before: 4 frames in all,
+    and an encoder whose pipeline held 6 ran 11.6 % under its pace over 16)."""
+    from brainsmith.frameworks.finn.layers import require_layers
+    from brainsmith.rtlsim.layers import layer_tensors
+    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.steps.fifos import random_frames
+
+    found = record(sized)
+    model = ModelWrapper(str(sized / "final.onnx"))
+    require_layers(model, "final.onnx")
+    contexts = layer_tensors(model, random_frames(model, 16), str(tmp_path / "python"))
+    part = "xcvc1902-vsva2197-2MP-e-S"
+    result = simulate_partition(model, contexts, str(tmp_path / "sim"), part, 5.0, bounded=True)
+    assert result["status"] == "match", result
+    assert result["cycles_per_frame"] <= found["interval"] + 1, (result, found)
+    assert found["frames"] >= FRAMES + found["latency_cycles"] // found["interval"]
 
 
 def test_a_design_with_hls_layers_is_refused_with_the_fix():

@@ -6,7 +6,9 @@ converters and FIFOs are inserted and the design is compiled once, with FIFO dep
 a simulation starts (``brainsmith.rtlsim.partition``). It runs on random frames of its input
 type with unbounded FIFOs, one frame offered per FINN's estimated interval (the slowest
 layer's cycles; per its own pace where it cannot keep up), and each FIFO gets the largest
-fill it reached (at least 2, what FINN's ``fifo.sv`` takes). The same executable then runs
+fill it reached (at least 2, what FINN's ``fifo.sv`` takes). A pipeline holding more frames
+than were run (its latency over its pace) runs again with that many more, so each fill is
+the one it keeps frame after frame, not the one of a pipeline still filling. The same executable then runs
 flat out with FIFOs of exactly those depths: it must match Python bit for bit at the same
 throughput; otherwise the depths are doubled and tried again (at most ``ATTEMPTS`` times).
 The model keeps the converters and sized FIFOs, the sizing is written to
@@ -26,6 +28,7 @@ cycles to simulate); otherwise it keeps FINN's depths and says why in the report
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -36,7 +39,7 @@ from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
 from brainsmith.rtlsim.sources import APPROXIMATE, MATCH
 
-FRAMES = 4  # random frames per simulation
+FRAMES = 4  # random frames per simulation, beyond those the pipeline holds at once
 ATTEMPTS = 3  # bounded re-simulations before giving up
 RECORD = "fifo_sizing.json"
 # fifo_depths sizes a design only if its frames take at most this many cycles in all (at
@@ -134,11 +137,20 @@ def size_fifos(model, cfg):
     part, clock = fpga_part(cfg), float(cfg.synth_clk_period_ns)
     folder = os.path.join(cfg.output_dir, "fifo_sizing")
     full = with_converters_and_fifos(model, os.path.join(folder, "code"), part, clock)
-    contexts = layer_tensors(full, random_frames(full, FRAMES), os.path.join(folder, "python"))
+    python = os.path.join(folder, "python")
+    contexts = layer_tensors(full, random_frames(full, FRAMES), python)
     estimate = max(int(getCustomOp(n).get_exp_cycles()) for n in full.graph.node)
     free, outputs = _simulated(
         full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate
     )
+    runs = free["runs"]
+    more = steady_frames(free, estimate) - len(contexts)
+    if more > 0:  # the pipeline holds more frames than were run: FIFOs fill further in it
+        contexts += layer_tensors(full, random_frames(full, more), python + "-steady")
+        free, outputs = _simulated(
+            full, contexts, os.path.join(folder, "unbounded-steady"), part, clock, estimate
+        )
+        runs += free["runs"]
     if free["status"] == APPROXIMATE:  # the sized design must give what the unbounded one gave
         sink = full.graph.output[0].name
         contexts = [{**c, sink: out} for c, out in zip(contexts, outputs, strict=True)]
@@ -171,7 +183,7 @@ def size_fifos(model, cfg):
     record = {
         "sized": True,
         "stitched_rtl": [os.path.relpath(path, cfg.output_dir) for path in written],
-        "frames": FRAMES,
+        "frames": len(contexts),
         "estimated_cycles_per_frame": estimate,
         "interval": free["cycles_per_frame"],
         "cycles_per_frame": sized["cycles_per_frame"],
@@ -181,7 +193,7 @@ def size_fifos(model, cfg):
         "attempts": attempts,
         **_float_record(free),
         "compile_seconds": free["compile_seconds"],
-        "simulations": free["runs"] + len(attempts),
+        "simulations": runs + len(attempts),
         "seconds": round(time.perf_counter() - began, 3),
     }
     write_json(_record_path(cfg), record)
@@ -205,6 +217,17 @@ def _float_record(free: dict) -> dict:
 
 def _record_path(cfg) -> str:
     return os.path.join(cfg.output_dir, "report", RECORD)
+
+
+def steady_frames(free: dict, estimate: int) -> int:
+    """Frames to simulate for each FIFO to reach its steady fill: as many as the pipeline
+    holds when the first frame leaves it (its latency over its pace), plus ``FRAMES``;
+    within ``CYCLE_BUDGET`` at the estimated pace."""
+    pace, latency = free.get("cycles_per_frame"), free.get("latency_cycles")
+    if not pace or not latency:
+        return FRAMES
+    in_flight = math.ceil(latency / pace)
+    return min(in_flight + FRAMES, max(FRAMES, CYCLE_BUDGET // max(1, estimate)))
 
 
 def random_frames(model, count: int) -> list[list]:
