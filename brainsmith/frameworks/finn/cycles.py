@@ -8,10 +8,10 @@ so it must be the steady pace: cycles per frame when frames follow each other.
 - ``InnerShuffle``, FINN's RTL transpose of the two innermost dimensions (double-buffered
   pages of I x J / SIMD beats). FINN estimates 2 x beats + one page: the latency of one
   frame alone. Frame after frame it delivers one per 2 x beats cycles (within 0.5 % for
-  every shape and SIMD 1 to 8 of ``tests/test_rtl_layers.py``), 20 % under FINN's figure
-  for two heads of 16 x 16, so the stitched encoder ran 11 % faster than estimated and its
-  FIFOs were sized at a pace slower than its own. FINN's ``Shuffle`` estimate, the
-  slowest of the stages it decomposes into, follows.
+  every shape and SIMD 1 to 8 of ``tests/test_rtl_layers.py``): for two heads of 16 x 16
+  at SIMD 1, 1,024 cycles where FINN says 1,280, which made it the slowest layer of an
+  encoder whose matrix layers take 1,024. FINN's ``Shuffle`` estimate, the slowest of the
+  stages it decomposes into, follows.
 
 FINN's layer modules import torch (seconds), so each is corrected when it is imported.
 """
