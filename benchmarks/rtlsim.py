@@ -138,7 +138,7 @@ def _unbounded(out: Path) -> float | None:
     require_layers(model, "final.onnx")
     work = out / "unbounded"
     contexts = layer_tensors(model, random_frames(model, FRAMES), str(work / "python"))
-    result, _ = run_partition(model, contexts, str(work), PART, CLOCK_NS, interval=0, floats=True)
+    result, _ = run_partition(model, contexts, str(work), PART, CLOCK_NS, interval=0)
     return result.get("cycles_per_frame")
 
 
@@ -152,7 +152,8 @@ def table(data: dict) -> list[str]:
         f"blueprint's part at {CLOCK_NS:g} ns; the zoo's networks with `--target-fps 100000`), "
         "each a fresh process with an empty compile "
         "cache (`python -m benchmarks.rtlsim`). Sizing: the `fifo_depths` step (one compile "
-        "of the stitched design; simulations of 4 random frames). Check: the stitched "
+        "of the stitched design; simulations of 4 random frames more than the pipeline holds "
+        "at once). Check: the stitched "
         "design with the sized FIFOs (cached executable) on the 16 verification inputs, each "
         "layer compiled and simulated alone only where the whole is not simulated. Cycles per frame are simulated: "
         "with the sized FIFOs and with unbounded ones, flat out, against FINN's estimate "
