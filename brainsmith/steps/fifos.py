@@ -8,9 +8,10 @@ type with unbounded FIFOs, one frame offered per FINN's estimated interval (the 
 layer's cycles; per its own pace where it cannot keep up), and each FIFO gets the largest
 fill it reached (at least 2, what FINN's ``fifo.sv`` takes). A pipeline holding more frames
 than were run (its latency over its pace) runs again with that many more, so each fill is
-the one it keeps frame after frame, not the one of a pipeline still filling. The same executable then runs
-flat out with FIFOs of exactly those depths: it must match Python bit for bit at the same
-throughput; otherwise the depths are doubled and tried again (at most ``ATTEMPTS`` times).
+the one it keeps frame after frame, not the one of a pipeline still filling. The same
+executable then runs flat out with FIFOs of exactly those depths: it must match Python bit
+for bit at the same throughput; otherwise the depths are doubled and tried again (at most
+``ATTEMPTS`` times).
 The model keeps the converters and sized FIFOs, the sizing is written to
 ``report/fifo_sizing.json``, and the whole accelerator as plain SystemVerilog (a top module
 and a file list) to ``stitched_rtl/``.

@@ -23,12 +23,14 @@ import importlib.machinery
 import math
 import sys
 
+from brainsmith.frameworks.finn.facts import HW_DOMAIN
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import ModuleType
 
-INNER_SHUFFLE = "finn.custom_op.fpgadataflow.inner_shuffle"
+INNER_SHUFFLE = f"{HW_DOMAIN}.inner_shuffle"  # FINN's module of the layer
 MARK = "_brainsmith_cycles"
 
 
