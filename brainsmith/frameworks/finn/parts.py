@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import TypeGuard
 
 
-# Devices the shipped blueprints use that FINN has no resource table for (same order), with
+# Devices brainsmith builds for that FINN has no resource table for (same order), with
 # where the numbers come from. VC1902: AMD DS950 (Versal AI Core); K26: AMD DS987 (Kria K26
 # SOM); XCV80 (the Alveo V80's device): the "Available" column of Vivado's utilization report
 # for xcv80-lsva4737-2MHP-e-S (3,741 block RAM tiles of 36 Kb, counted as BRAM_18K here).
