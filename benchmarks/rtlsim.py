@@ -152,13 +152,12 @@ def table(data: dict) -> list[str]:
         f"blueprint's part at {CLOCK_NS:g} ns; the zoo's networks with `--target-fps 100000`), "
         "each a fresh process with an empty compile "
         "cache (`python -m benchmarks.rtlsim`). Sizing: the `fifo_depths` step (one compile "
-        "of the stitched design; simulations of 4 random frames). Check: the stitched "
+        "of the stitched design; simulations of 4 random frames more than the pipeline holds "
+        "at once). Check: the stitched "
         "design with the sized FIFOs (cached executable) on the 16 verification inputs, each "
         "layer compiled and simulated alone only where the whole is not simulated. Cycles per frame are simulated: "
         "with the sized FIFOs and with unbounded ones, flat out, against FINN's estimate "
-        "(the slowest layer's cycles); a design with float layers is simulated whole for its "
-        "timing only (Verilator computes their shortreal in double): its sized pace is the "
-        "sizing's own run, and the check simulates its layers alone, float layers excepted. "
+        "(the slowest layer's cycles); float layers are simulated in exact single precision. "
         "Memory: the peak resident set of the largest process.",
         "",
         "| model | layers (FIFOs) | total | sizing (compile) | check (layers alone) "
