@@ -1,7 +1,8 @@
 """Encoders in RTL: with brainsmith's OuterShuffle in SystemVerilog beside FINN's RTL
 InnerShuffle, a Brevitas encoder built with ``--prefer rtl`` has no HLS layer (the head
 split and merge were FINN's HLS-only OuterShuffle), every RTL layer matches Python in
-Verilator, and the whole encoder is simulated and FIFO-sized at FINN's estimated pace."""
+Verilator, and the whole encoder is simulated and FIFO-sized at FINN's estimated pace, bit
+for bit against Python."""
 
 from __future__ import annotations
 
@@ -41,35 +42,28 @@ def test_an_encoder_with_prefer_rtl_has_no_hls_layer_and_matches_torch(encoder_r
 def test_every_rtl_layer_of_the_encoder_and_the_whole_simulate_in_verilator(encoder_rtl):
     """Every layer alone: the head shuffles, FINN's InnerShuffle (at SIMD 1 too) and the
     attention products (their second operand loaded once per head and replayed for every
-    query row by FINN's dynamic loader, as in the stitched design) and the float
-    elementwise layers match Python bit for bit; FINN's RTL softmax and LayerNorm are within
-    their approximation. The whole encoder runs at FINN's estimated pace within 10 %."""
+    query row by FINN's dynamic loader, as in the stitched design), the float elementwise
+    layers and FINN's RTL softmax and LayerNorm match Python bit for bit. So does the whole
+    encoder, at FINN's estimated pace within 10 %."""
     result = verify_build_folder(encoder_rtl.output_dir)
-    assert not [x.as_dict() for x in result.layers if x.status != "match"]
+    assert not [x.as_dict() for x in result.layers if x.status != "match" or x.reason]
     paced = [x for x in result.layers if x.op_type.endswith(("Shuffle_rtl", "MVAU_rtl"))]
     assert len(paced) > 10 and {"InnerShuffle_rtl", "OuterShuffle_rtl"} <= {
         x.op_type for x in paced
     }
     for layer in paced:
         assert layer.cycles_per_frame <= layer.estimated_cycles * 1.1, layer.as_dict()
-    approximated = [x for x in result.layers if "approximates" in x.reason]
-    assert {x.op_type for x in approximated} == {"HWSoftmax_rtl", "LayerNorm_rtl"}
+    assert {"HWSoftmax_rtl", "LayerNorm_rtl"} <= {x.op_type for x in result.layers}
     whole = result.stitched
-    assert whole["status"] in ("match", "approximate"), whole
+    assert whole["status"] == "match", whole
     assert whole["within_tolerance"] is True, whole
-    if whole["status"] == "approximate":
-        assert "FINN's RTL approximates layer normalisation, softmax" in whole["reason"]
 
 
 def test_the_encoder_s_fifos_are_sized_by_simulating_it_whole(encoder_rtl):
     """The all-RTL encoder is FIFO-sized in Verilator: the sized design keeps FINN's
-    estimated pace and says how far the approximating layers take its outputs."""
+    estimated pace and gives Python's outputs bit for bit."""
     path = Path(encoder_rtl.output_dir) / "finn" / "report" / "fifo_sizing.json"
     sizing = json.loads(path.read_text())
     assert sizing["sized"] is True, sizing.get("reason")
     assert sizing["cycles_per_frame"] <= sizing["estimated_cycles_per_frame"] * 1.1
     assert sizing["frames"] > sizing["latency_cycles"] / sizing["interval"]  # steady fills
-    assert any(n.startswith("HWSoftmax") for n in sizing["approximating_layers"])
-    if not sizing["matches_python"]:
-        difference = sizing["difference"]
-        assert difference["max_difference"] <= 0.1 * difference["largest_expected"], difference

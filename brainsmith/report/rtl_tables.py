@@ -80,7 +80,7 @@ def stitched_html(stitched: Stitched | None) -> str:
     if not stitched:
         return ""
     status = stitched.get("status", "")
-    if status not in ("match", "approximate"):
+    if status != "match":
         return (
             f"<h3>Stitched partition</h3><p>{html.escape(status)}: "
             f"{html.escape(stitched.get('reason', ''))}</p>"
@@ -92,7 +92,7 @@ def stitched_html(stitched: Stitched | None) -> str:
     )
     return (
         f"<h3>Stitched partition</h3><p>{stitched['layers']} layers (with the width "
-        f"converters and FIFOs FINN inserts) {_verdict(stitched)} on {stitched['frames']} "
+        f"converters and FIFOs FINN inserts) match Python on {stitched['frames']} "
         "frames: "
         f"{_number(stitched['cycles_per_frame'])} cycles/frame "
         f"({_number(stitched['fps'])} fps), latency {_number(stitched['latency_cycles'])} "
@@ -102,12 +102,6 @@ def stitched_html(stitched: Stitched | None) -> str:
         "<tr><th>FIFO</th><th>after</th><th>before</th><th>largest fill</th></tr>"
         f"{fifos}</table>"
     )
-
-
-def _verdict(stitched: Stitched) -> str:
-    if stitched.get("status") == "approximate":
-        return f"approximate Python ({html.escape(stitched.get('reason', ''))})"
-    return "match Python"
 
 
 def percent(error: float | None) -> str:

@@ -268,9 +268,8 @@ class Stitched(TypedDict):
     """``rtlsim.stitched`` (``brainsmith.rtlsim.partition.simulate_partition``): the
     whole partition simulated, or why not."""
 
-    status: str  # match | approximate | mismatch | failed | not simulated
+    status: str  # match | mismatch | failed | not simulated
     reason: NotRequired[str]
-    approximating_layers: NotRequired[list[str]]  # their RTL approximates the function
     difference: NotRequired[OutputDifference]  # where the outputs differ from Python's
     compile_seconds: NotRequired[float]
     compile_cached: NotRequired[bool]

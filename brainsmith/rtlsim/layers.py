@@ -18,9 +18,6 @@ import numpy as np
 
 from brainsmith.frameworks.finn.facts import is_hardware
 from brainsmith.rtlsim.sources import (
-    APPROXIMATE,
-    APPROXIMATING,
-    APPROXIMATION_TOLERANCE,
     FAILED,
     MATCH,
     MISMATCH,
@@ -96,8 +93,6 @@ class DesignResult:
                 f"; stitched partition matches, {stitched['cycles_per_frame']:,.0f} "
                 f"cycles/frame{_against(stitched)}, latency {stitched['latency_cycles']:,} cycles"
             )
-        elif stitched.get("status") == APPROXIMATE:
-            text += f"; stitched partition approximates Python: {stitched['reason']}"
         elif stitched:
             text += f"; stitched partition {stitched['status']}"
         return text
@@ -206,10 +201,12 @@ def against_estimate(stitched: Mapping[str, object]) -> str:
 
 
 def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, np.ndarray]]:
-    """Every tensor of ``model`` for each sample, from its Python execution."""
+    """Every tensor of ``model`` for each sample, from its Python execution (FINN's RTL float
+    layers computing as their RTL does: ``float_units``)."""
     from finn.core.onnx_exec import execute_onnx
 
     from brainsmith.frameworks.finn.execution import executable, fix_python_execution, graph_inputs
+    from brainsmith.frameworks.finn.float_units import rtl_arithmetic
 
     fix_python_execution()
     os.makedirs(workdir, exist_ok=True)
@@ -218,13 +215,14 @@ def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, n
     names = [i.name for i in graph_inputs(outer or runnable)]
     inner = [i.name for i in graph_inputs(runnable)]
     contexts = []
-    for sample in samples:
-        feed = dict(zip(names, sample, strict=True))
-        if outer is not None:
-            context = execute_onnx(outer, feed, return_full_exec_context=True)
-            partition = outer.get_nodes_by_op_type("StreamingDataflowPartition")[0]
-            feed = {name: context[t] for name, t in zip(inner, partition.input, strict=True)}
-        contexts.append(execute_onnx(runnable, feed, return_full_exec_context=True))
+    with rtl_arithmetic():
+        for sample in samples:
+            feed = dict(zip(names, sample, strict=True))
+            if outer is not None:
+                context = execute_onnx(outer, feed, return_full_exec_context=True)
+                partition = outer.get_nodes_by_op_type("StreamingDataflowPartition")[0]
+                feed = {name: context[t] for name, t in zip(inner, partition.input, strict=True)}
+            contexts.append(execute_onnx(runnable, feed, return_full_exec_context=True))
     return contexts
 
 
@@ -272,26 +270,8 @@ def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResu
         result.simulate_seconds = round(time.perf_counter() - began, 3)
     result.cycles_per_frame = wave.cycles_per_frame
     result.latency_cycles = wave.latency_cycles
-    if node.op_type in APPROXIMATING:
-        return _within_approximation(result, wave.outputs, wanted, node.op_type)
     result.first_mismatch = first_difference(wave.outputs, wanted, design)
     result.status = MISMATCH if result.first_mismatch else MATCH
-    return result
-
-
-def _within_approximation(result: LayerResult, got, want, op_type: str) -> LayerResult:
-    """A layer whose RTL approximates its function: a match when every output is within
-    ``APPROXIMATION_TOLERANCE`` of the largest expected magnitude, the reason saying how far."""
-    a = np.concatenate([np.ravel(x) for frame in got for x in frame]).astype(np.float64)
-    b = np.concatenate([np.ravel(np.asarray(x, np.float64)) for frame in want for x in frame])
-    gap, scale = float(np.abs(a - b).max(initial=0.0)), float(np.abs(b).max(initial=0.0))
-    share = gap / scale if scale else 0.0
-    within = gap == 0.0 or share <= APPROXIMATION_TOLERANCE
-    result.status = MATCH if within else MISMATCH
-    result.reason = (
-        f"FINN's RTL approximates {APPROXIMATING[op_type]}: largest difference {gap:.3g} "
-        f"({share:.2%} of the largest output, {APPROXIMATION_TOLERANCE:.0%} allowed)"
-    )
     return result
 
 

@@ -28,8 +28,6 @@ import numpy as np
 
 from brainsmith.frameworks.finn.facts import frames_per_second
 from brainsmith.rtlsim.sources import (
-    APPROXIMATE,
-    APPROXIMATING,
     ESTIMATE_TOLERANCE,
     FAILED,
     MATCH,
@@ -69,11 +67,6 @@ def run_partition(
 ) -> tuple[dict, list[np.ndarray]]:
     """Simulate ``model`` end to end on ``contexts``' inputs, compared with their outputs:
     (the report.json ``stitched`` section, the simulated outputs of each frame).
-
-    A design with layers whose RTL approximates its function (``APPROXIMATING``) that
-    differs from Python is ``approximate``, not a mismatch: the result names those layers
-    and says how far the outputs are (each such layer alone is checked within its
-    tolerance, every other layer bit for bit).
 
     The FIFOs hold at most their ``depth`` with ``bounded`` (a FIFO too shallow shows as a
     lower throughput or a stall), else they are unbounded; either way the design is the same
@@ -158,22 +151,9 @@ def run_partition(
             estimate_tolerance=ESTIMATE_TOLERANCE,
             within_tolerance=abs(error) <= ESTIMATE_TOLERANCE,
         )
-    approximate = approximating_layers(chain)
-    if approximate:
-        result["approximating_layers"] = approximate
     if differing:
         result["difference"] = output_difference(got, wanted)
         result["reason"] = f"frames {differing} differ from the Python execution"
-        if approximate:
-            result["status"] = APPROXIMATE
-            result["reason"] += (
-                f" ({result['difference']['differing_elements']:,} of "
-                f"{result['difference']['elements']:,} output values, largest difference "
-                f"{result['difference']['max_difference']:.3g}); FINN's RTL approximates "
-                + ", ".join(
-                    sorted({APPROXIMATING[n.op_type] for n in chain if n.name in approximate})
-                )
-            )
     return result, got
 
 
@@ -194,11 +174,6 @@ def output_difference(got: list[np.ndarray], wanted: list) -> dict:
         "max_difference": float(gap.max(initial=0.0)),
         "largest_expected": float(np.abs(b).max(initial=0.0)),
     }
-
-
-def approximating_layers(nodes) -> list[str]:
-    """The names of ``nodes`` whose RTL approximates the function Python computes."""
-    return [node.name for node in nodes if node.op_type in APPROXIMATING]
 
 
 def fifo_depths(chain) -> dict[str, int]:

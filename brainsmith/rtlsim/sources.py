@@ -38,16 +38,8 @@ from dataclasses import dataclass, field
 
 from brainsmith.rtlsim.single_precision import exact_single_precision
 
-# How a layer or a stitched partition came out of simulation. APPROXIMATE: a design with
-# layers whose RTL approximates its function differs from Python's exact one (see below).
+# How a layer or a stitched partition came out of simulation.
 MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
-APPROXIMATE = "approximate"
-
-# FINN's float RTL layers that approximate the function FINN's Python computes exactly
-# (exponent by piecewise polynomials and reciprocal by Newton steps; reciprocal square root):
-# alone, each is compared within APPROXIMATION_TOLERANCE of its largest expected value.
-APPROXIMATING = {"HWSoftmax_rtl": "softmax", "LayerNorm_rtl": "layer normalisation"}
-APPROXIMATION_TOLERANCE = 0.02
 
 HLS_REASON = "HLS layer: its RTL comes from Vitis HLS synthesis (not available here)"
 
@@ -392,6 +384,39 @@ def hoist_edge_delays(text: str) -> str:
     )
 
 
+SOFTMAX_TREES = (
+    r"if\s*\(SIMD\s*==\s*1\)\s*begin\s*:\s*genNoTree",
+    r"if\s*\(SIMD\s*<=\s*1\)\s*begin\s*:\s*genSumNoTree",
+)
+
+
+def hoist_softmax_edge_delays(text: str) -> str:
+    """softmaxf.sv: its max and sum trees (SIMD above 1) each declare the same constant
+    function under generate; in each module it moves to module scope before the tree. Its
+    second loop starts by reading one element past the array (0 in simulation, an error in
+    Verilator's constant evaluation), so it starts at the last element it can read."""
+    declaration = r"typedef bit edge_delays_t\[2\*SIMD-1\];.*?endfunction[^\n]*\n"
+    modules = re.split(r"(?=\nmodule\s)", text)
+    for index, module in enumerate(modules):
+        for tree in SOFTMAX_TREES:
+            if re.search(tree, module):
+                modules[index] = _hoisted(module, declaration, tree)
+    return re.sub(
+        PAST_THE_END, r"for(int  i = SIMD-2; i > 0; i--) begin\1if(d[2*i+1])", "".join(modules)
+    )
+
+
+PAST_THE_END = r"for\(int unsigned\s+i = SIMD-1; i > 0; i--\) begin(\s*)if\(d\[2\*i\+1\]\)"
+
+
+def _rsqrt_behavioural_by_default(text: str) -> str:
+    """rsqrtf.sv: its DSP wrapper's behavioural model when an instance does not choose (the
+    variants for one or two cycles per input do not), since simulation has no DSPFP32."""
+    return re.sub(
+        r"(module rsqrtf_dspfp32 #\(\s*bit\s+FORCE_BEHAVIORAL\s*=\s*)0", r"\g<1>1", text, count=1
+    )
+
+
 def _behavioural_by_default(text: str) -> str:
     """binopf.sv: its behavioural model when an instance does not choose (FINN's softmax
     does not), since simulation has no DSPFP32 primitive; synthesis keeps the DSP. Its
@@ -546,6 +571,8 @@ def _skid_check_with_its_argument(text: str) -> str:
 VERILATOR_FIXES = {
     "add_multi.sv": hoist_leaf_loads,
     "layernorm.sv": hoist_edge_delays,
+    "softmaxf.sv": hoist_softmax_edge_delays,
+    "rsqrtf.sv": _rsqrt_behavioural_by_default,
     "binopf.sv": _behavioural_by_default,
     "softmax_pwpolyf.sv": _fma_as_behaviour,
     "inner_shuffle.sv": _rotation_index_of_one_bit,

@@ -16,10 +16,9 @@ The model keeps the converters and sized FIFOs, the sizing is written to
 ``report/fifo_sizing.json``, and the whole accelerator as plain SystemVerilog (a top module
 and a file list) to ``stitched_rtl/``.
 
-Float layers are simulated in exact single precision. FINN's RTL softmax and LayerNorm
-approximate the function Python computes exactly, so with them the design may differ from
-Python (``approximate``, with how far), and the sized design must give exactly what the
-unbounded one gave instead.
+Float layers are simulated in exact single precision, and their Python execution computes
+what their RTL computes (``brainsmith.frameworks.finn.float_units``), so every design is
+compared bit for bit.
 
 ``fifo_depths``, a step of the default blueprint, sizes FIFOs this way whenever it can (every
 layer RTL, Verilator installed, ``build.size_fifos`` not false, at most ``CYCLE_BUDGET``
@@ -38,7 +37,7 @@ from brainsmith.frameworks.finn.folding_record import write_json
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
-from brainsmith.rtlsim.sources import APPROXIMATE, MATCH
+from brainsmith.rtlsim.sources import MATCH
 
 FRAMES = 4  # random frames per simulation, beyond those the pipeline holds at once
 ATTEMPTS = 3  # bounded re-simulations before giving up
@@ -141,20 +140,15 @@ def size_fifos(model, cfg):
     python = os.path.join(folder, "python")
     contexts = layer_tensors(full, random_frames(full, FRAMES), python)
     estimate = max(int(getCustomOp(n).get_exp_cycles()) for n in full.graph.node)
-    free, outputs = _simulated(
-        full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate
-    )
+    free = _simulated(full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate)
     runs, compile_seconds = free["runs"], free["compile_seconds"]  # the one compile
     more = steady_frames(free, estimate) - len(contexts)
     if more > 0:  # the pipeline holds more frames than were run: FIFOs fill further in it
         contexts += layer_tensors(full, random_frames(full, more), python + "-steady")
-        free, outputs = _simulated(
+        free = _simulated(
             full, contexts, os.path.join(folder, "unbounded-steady"), part, clock, estimate
         )
         runs += free["runs"]
-    if free["status"] == APPROXIMATE:  # the sized design must give what the unbounded one gave
-        sink = full.graph.output[0].name
-        contexts = [{**c, sink: out} for c, out in zip(contexts, outputs, strict=True)]
     depths = {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free["fifos"]}
     fifos = {n.name: getCustomOp(n) for n in full.graph.node if n.name in depths}
     attempts = []
@@ -162,7 +156,7 @@ def size_fifos(model, cfg):
         for name, layer in fifos.items():
             layer.set_nodeattr("depth", depths[name])
         workdir = os.path.join(folder, f"bounded-{attempt}")
-        sized, _ = _simulated(full, contexts, workdir, part, clock, 0)
+        sized = _simulated(full, contexts, workdir, part, clock, 0)
         attempts.append({"depths": dict(depths), "cycles_per_frame": sized["cycles_per_frame"]})
         if sized["cycles_per_frame"] <= free["cycles_per_frame"] + 1:
             break
@@ -192,28 +186,13 @@ def size_fifos(model, cfg):
         "fifos": [{**f, "depth": depths[f["name"]]} for f in free["fifos"]],
         "total_depth": sum(depths.values()),
         "attempts": attempts,
-        **_float_record(free),
+        "matches_python": free["status"] == MATCH,
         "compile_seconds": compile_seconds,
         "simulations": runs + len(attempts),
         "seconds": round(time.perf_counter() - began, 3),
     }
     write_json(_record_path(cfg), record)
-    if free["status"] == APPROXIMATE:
-        context_of(cfg).notes.append(
-            f"FIFO depths sized with {', '.join(free['approximating_layers'])}, whose RTL "
-            f"approximates: {free['reason']}; the sized design gave the same outputs as with "
-            "unbounded FIFOs"
-        )
     return full
-
-
-def _float_record(free: dict) -> dict:
-    """fifo_sizing.json's comparison with Python: bit for bit, or how far the layers whose
-    RTL approximates the function take the outputs."""
-    return {
-        "matches_python": free["status"] == MATCH,
-        **{key: free[key] for key in ("approximating_layers", "difference") if key in free},
-    }
 
 
 def _record_path(cfg) -> str:
@@ -244,17 +223,13 @@ def random_frames(model, count: int) -> list[list]:
     ]
 
 
-def _simulated(
-    model, contexts, workdir: str, part: str, clock: float, interval: int
-) -> tuple[dict, list]:
+def _simulated(model, contexts, workdir: str, part: str, clock: float, interval: int) -> dict:
     """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0) the
-    FIFOs of their depths, flat out; (its result, its outputs). Unbounded, a design with
-    layers whose RTL approximates may differ from Python; bounded, it must give
-    ``contexts``' outputs."""
+    FIFOs of their depths, flat out: its result, whose outputs must be ``contexts``'."""
     from brainsmith.rtlsim.partition import run_partition
 
     bounded = interval == 0
-    result, outputs = run_partition(
+    result, _ = run_partition(
         model, contexts, workdir, part, clock, bounded=bounded, interval=interval
     )
     status = result.get("status")
@@ -264,8 +239,7 @@ def _simulated(
             f"the {kind} simulation {status}: {result.get('reason', '')}",
             "run brainsmith verify-rtl on the build folder to find the layer",
         )
-    approximate = not bounded and status == APPROXIMATE
-    if (status != "match" and not approximate) or not result.get("cycles_per_frame"):
+    if status != MATCH or not result.get("cycles_per_frame"):
         kind = "with the sized FIFOs" if bounded else "with unbounded FIFOs"
         raise StepError(
             f"the accelerator {kind} did not simulate correctly: {result.get('status')}: "
@@ -273,4 +247,4 @@ def _simulated(
             "run brainsmith verify-rtl on the build folder to find the layer",
             model,
         )
-    return result, outputs
+    return result

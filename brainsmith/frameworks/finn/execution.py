@@ -22,7 +22,11 @@ generated hardware and every other case keep FINN's own code.
    channel) order, which is only the same when ``PE`` equals the channel count. Here it
    reads the interleaved order, so a Pool whose ``PE`` matches the generator's ``SIMD``
    verifies exactly and a mismatched pair is caught.
-4. QONNX's executor checks every integer-typed tensor after every node
+4. FINN's RTL softmax and LayerNorm approximate the functions its Python models compute
+   exactly: within ``float_units.rtl_arithmetic()`` (the execution RTL simulation is
+   compared with) ``HWSoftmax_rtl`` and ``LayerNorm_rtl`` run the RTL's own arithmetic, so
+   Verilator matches Python bit for bit; elsewhere they compute the exact functions.
+5. QONNX's executor checks every integer-typed tensor after every node
    (``sanitize_quant_values``) with Python's built-in ``max`` over the array, element by
    element: 70 % of a full-size CNV's execution time. Here the same check runs in NumPy,
    with the same rounding, warnings and errors.
@@ -55,17 +59,21 @@ FIX_MARK = "_brainsmith_fix"
 
 
 def fix_python_execution() -> None:
-    """Apply 1.-3. (idempotent)."""
+    """Apply 1.-5. (idempotent)."""
     from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()
     from finn.custom_op.fpgadataflow.convolutioninputgenerator import ConvolutionInputGenerator
     from finn.custom_op.fpgadataflow.matrixvectoractivation import MVAU
     from finn.custom_op.fpgadataflow.pool import Pool
+    from finn.custom_op.fpgadataflow.rtl.hwsoftmax_rtl import HWSoftmax_rtl
+    from finn.custom_op.fpgadataflow.rtl.layernorm_rtl import LayerNorm_rtl
 
     _patch(MVAU, _mvau_channels_last)
     _patch(ConvolutionInputGenerator, _generic_swg_interleaved)
     _patch(Pool, _pool_reads_interleaved)
+    _patch(HWSoftmax_rtl, _softmax_as_its_rtl)
+    _patch(LayerNorm_rtl, _layer_norm_as_its_rtl)
     _fast_sanitize()
 
 
@@ -204,6 +212,35 @@ def _pool_reads_interleaved(original):
             original(self, context, graph)
         finally:
             context[name] = stream  # other readers of the tensor see the stream unchanged
+
+    return execute_node
+
+
+def _softmax_as_its_rtl(original):
+    def execute_node(self, context, graph) -> None:
+        from brainsmith.frameworks.finn import float_units
+
+        if self.get_nodeattr("exec_mode") == "rtlsim" or not float_units.in_rtl_arithmetic():
+            return original(self, context, graph)
+
+        node = self.onnx_node
+        integers = self.get_input_datatype().is_integer()
+        values = float_units.softmax(context[node.input[0]], integers)
+        context[node.output[0]] = values.reshape(context[node.output[0]].shape)
+
+    return execute_node
+
+
+def _layer_norm_as_its_rtl(original):
+    def execute_node(self, context, graph) -> None:
+        from brainsmith.frameworks.finn import float_units
+
+        if self.get_nodeattr("exec_mode") == "rtlsim" or not float_units.in_rtl_arithmetic():
+            return original(self, context, graph)
+
+        node = self.onnx_node
+        values = float_units.layer_norm(context[node.input[0]], self.get_nodeattr("SIMD"))
+        context[node.output[0]] = values.reshape(context[node.output[0]].shape)
 
     return execute_node
 
