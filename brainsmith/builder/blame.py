@@ -151,6 +151,32 @@ def _ties_text(check: Check) -> str:
     return f", {check.ties} tie(s)" if check.ties else ""
 
 
+def measure_rtl_arithmetic(
+    run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
+) -> str:
+    """On the last verified model: how far FINN's RTL softmax and LayerNorm, computing as
+    their RTL does, take the outputs from the exact functions (``rtl_arithmetic`` in the
+    step's verification, and a note); "" without such layers."""
+    from brainsmith.frameworks.finn.env import contain_finn_output
+
+    workdir = run.path("finn", "verification")
+    os.makedirs(workdir, exist_ok=True)
+    with contain_finn_output(run.build_log):
+        check = verifier.rtl_arithmetic(model, run.context.dataflow_parent, workdir)
+    record = run.records[index].verification
+    if check is None or record is None:
+        return ""
+    record["rtl_arithmetic"] = check.as_dict()
+    steps = f", {check.max_steps:g} quantizer steps" if check.max_steps is not None else ""
+    run.context.notes.append(
+        f"FINN's RTL softmax and LayerNorm approximate the functions (the verification "
+        f"compares the exact ones): computed as their RTL computes, the outputs differ from "
+        f"the cleaned QONNX model's by up to {check.max_error:.3g}{steps} "
+        f"({check.errors:,} output values beyond the tolerance, {check.samples} samples)"
+    )
+    return f"RTL float arithmetic within {check.max_error:.3g}"
+
+
 def tolerance_text(atol: float | None, rtol: float) -> str:
     """How outputs were compared, in a few words."""
     from brainsmith.verification.verifier import FLOAT_RTOL

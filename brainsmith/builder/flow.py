@@ -8,7 +8,12 @@ import time
 import traceback
 
 from brainsmith import interrupts
-from brainsmith.builder.blame import Earlier, failing_transform, verify_step
+from brainsmith.builder.blame import (
+    Earlier,
+    failing_transform,
+    measure_rtl_arithmetic,
+    verify_step,
+)
 from brainsmith.builder.failure import OUTPUT_ERRORS, fail, fail_output
 from brainsmith.builder.state import BuildRun, Step
 from brainsmith.builder.wiring import wiring_error
@@ -126,6 +131,10 @@ def _verify_after(
     """Verify the model after step ``index`` (``final``: the last step that can be verified,
     also simulated as RTL with verify: rtlsim); the detail the progress display shows."""
     detail = verify_step(run, verifier, model, index, earlier)
+    if final:
+        detail = "; ".join(
+            filter(None, (detail, measure_rtl_arithmetic(run, verifier, model, index)))
+        )
     if run.verify == "rtlsim" and final:
         from brainsmith.builder.rtl_check import rtl_check
 

@@ -57,6 +57,9 @@ class Verification(TypedDict):
     seconds: NotRequired[float]
     user: NotRequired[Verification]
     rtlsim: NotRequired[RtlsimVerdict]
+    # the last verified step: the outputs with FINN's RTL softmax and LayerNorm computing as
+    # their RTL does, against the reference (how far their approximations take them)
+    rtl_arithmetic: NotRequired[Verification]
 
 
 class StepEntry(TypedDict):

@@ -22,6 +22,10 @@ tensor of its run is kept, the layers inside a partition too); the user's expect
 exported model's went different ways. A check fails on any difference no tie explains (an
 error); ties are counted. A blueprint's ``verify_atol`` replaces the derived tolerances.
 
+FINN's RTL softmax and LayerNorm approximate the functions (``float_units``): the checks
+compare the exact functions, what the network is meant to compute, and
+``Verifier.rtl_arithmetic`` measures how far the RTL's arithmetic takes the outputs.
+
 A model that computes exactly what the last checked one computed (``computation_key``: the
 same nodes, attributes, weights and datatypes, whatever the names) is not run again: its
 outcome stands, reported as unchanged (``specialize`` of HLS layers, ``estimates``,
@@ -427,6 +431,21 @@ class Verifier:
                 )
             )
         return checks
+
+    def rtl_arithmetic(
+        self, model: ModelWrapper, parent: ModelWrapper | None = None, workdir: str = ""
+    ) -> Check | None:
+        """The generated inputs' comparison with FINN's RTL float layers computing as their
+        RTL does: how far their approximations take the outputs (no ties explained); None
+        without such layers or generated inputs."""
+        from brainsmith.frameworks.finn.float_units import RTL_FLOAT_UNITS, rtl_arithmetic
+
+        if not self.samples or not any(n.op_type in RTL_FLOAT_UNITS for n in model.graph.node):
+            return None
+        runnable = in_parent(runnable_copy(model), parent, workdir)
+        with rtl_arithmetic():
+            outputs = run(runnable, self.samples)
+        return compare("rtl arithmetic", outputs, self.expected, self.atol, self.rtol, self.steps)
 
     def describe(self, tie: Tie) -> str:
         """A tie in a line: the quantizer, the element, its pre-rounding value, the rules."""

@@ -60,6 +60,9 @@ RECIPROCAL_SEED = 0x7EF477D5
 RECIPROCAL_STEPS = 2
 RSQRT_SEED = 0x5F3759DF
 
+# The layers whose Python execution follows their RTL within rtl_arithmetic()
+RTL_FLOAT_UNITS = frozenset({"HWSoftmax_rtl", "LayerNorm_rtl"})
+
 _IN_RTL = contextvars.ContextVar("rtl_arithmetic", default=False)
 
 
@@ -182,7 +185,8 @@ def _mean(x: np.ndarray, simd: int) -> np.ndarray:
     leaves from SIMD-1), each beat's sum scaled by 1/N and accumulated beat by beat."""
     n = x.shape[-1]
     beats = x.reshape(*x.shape[:-1], n // simd, simd)
-    tree = [None] * (simd - 1) + [beats[..., lane] for lane in range(simd)]
+    leaves = [beats[..., lane] for lane in range(simd)]
+    tree: list[np.ndarray] = [leaves[0]] * (simd - 1) + leaves  # nodes filled from the last
     for node in reversed(range(simd - 1)):
         tree[node] = tree[2 * node + 1] + tree[2 * node + 2]
     scaled = tree[0] * F32(1.0 / n)
