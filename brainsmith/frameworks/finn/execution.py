@@ -72,8 +72,8 @@ def fix_python_execution() -> None:
     _patch(MVAU, _mvau_channels_last)
     _patch(ConvolutionInputGenerator, _generic_swg_interleaved)
     _patch(Pool, _pool_reads_interleaved)
-    _patch(HWSoftmax_rtl, _softmax_as_its_rtl)
-    _patch(LayerNorm_rtl, _layer_norm_as_its_rtl)
+    _patch(HWSoftmax_rtl, _as_its_rtl(_softmax))
+    _patch(LayerNorm_rtl, _as_its_rtl(_layer_norm))
     _fast_sanitize()
 
 
@@ -216,33 +216,35 @@ def _pool_reads_interleaved(original):
     return execute_node
 
 
-def _softmax_as_its_rtl(original):
-    def execute_node(self, context, graph) -> None:
-        from brainsmith.frameworks.finn import float_units
+def _as_its_rtl(compute: Callable[[Any, np.ndarray], np.ndarray]) -> Callable[[Any], Any]:
+    """An RTL float layer's ``execute_node`` that, within ``float_units.rtl_arithmetic()``,
+    gives ``compute(layer, input)``, what its RTL computes."""
 
-        if self.get_nodeattr("exec_mode") == "rtlsim" or not float_units.in_rtl_arithmetic():
-            return original(self, context, graph)
+    def make(original):
+        def execute_node(self, context, graph) -> None:
+            from brainsmith.frameworks.finn import float_units
 
-        node = self.onnx_node
-        integers = self.get_input_datatype().is_integer()
-        values = float_units.softmax(context[node.input[0]], integers)
-        context[node.output[0]] = values.reshape(context[node.output[0]].shape)
+            if self.get_nodeattr("exec_mode") == "rtlsim" or not float_units.in_rtl_arithmetic():
+                return original(self, context, graph)
+            node = self.onnx_node
+            values = compute(self, context[node.input[0]])
+            context[node.output[0]] = values.reshape(context[node.output[0]].shape)
 
-    return execute_node
+        return execute_node
+
+    return make
 
 
-def _layer_norm_as_its_rtl(original):
-    def execute_node(self, context, graph) -> None:
-        from brainsmith.frameworks.finn import float_units
+def _softmax(layer: Any, values: np.ndarray) -> np.ndarray:
+    from brainsmith.frameworks.finn.float_units import softmax
 
-        if self.get_nodeattr("exec_mode") == "rtlsim" or not float_units.in_rtl_arithmetic():
-            return original(self, context, graph)
+    return softmax(values, layer.get_input_datatype().is_integer())
 
-        node = self.onnx_node
-        values = float_units.layer_norm(context[node.input[0]], self.get_nodeattr("SIMD"))
-        context[node.output[0]] = values.reshape(context[node.output[0]].shape)
 
-    return execute_node
+def _layer_norm(layer: Any, values: np.ndarray) -> np.ndarray:
+    from brainsmith.frameworks.finn.float_units import layer_norm
+
+    return layer_norm(values, layer.get_nodeattr("SIMD"))
 
 
 # -- running a model in Python at any point of the build ---------------------------------
