@@ -10,12 +10,13 @@ the build wrote is simulated too. Every other layer is simulated from its own to
 Verilator compatibility (``verilator_ready``, in the copy that is compiled; FINN's installed
 files are never changed): finn-rtllib's ``add_multi.sv`` declares a constant function inside
 a generate block, which IEEE 1800-2023 13.4.3 forbids and Verilator rejects ("Constant
-function may not be declared under generate"): the same function moves to module scope.
+function may not be declared under generate"): the same function moves to module scope
+(so do ``layernorm.sv``'s and ``softmaxf.sv``'s, whose loop also reads past its array).
 ``fifo.sv`` builds a struct in a constant function, which Verilator cannot evaluate: the
 same computation returns one field per call. Single-precision float arithmetic
 (``$bitstoshortreal``: LayerNorm, Softmax, float Elementwise, Requant) is made exact
 (``brainsmith.rtlsim.single_precision``); FINN's behavioural models stand in for the DSPFP32
-primitive simulation does not have.
+primitive simulation does not have (``binopf.sv``, ``rsqrtf.sv``: chosen by default).
 
 ``fifo_gauge.sv`` can log every beat to a file its instance names (``DATA_LOGFILE``); the
 copy compiled here never opens it (the stitched simulation reads the fill from its ports),
