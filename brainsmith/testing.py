@@ -71,7 +71,7 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache: Path, config: Pa
 
     if not config.exists():
         config.write_text("plugin_system: {}\n")
-    for var in (*ENV_VARS, "BRAINSMITH_RTLSIM_CACHE"):
+    for var in (*ENV_VARS, "BRAINSMITH_RTLSIM_CACHE", "BRAINSMITH_SYNTHESIS_CACHE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from brainsmith.testing import isolate_environment
+from tests.support.farm import BuildFarm, changed, run_folder
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -67,16 +68,75 @@ def warm_index(tmp_path_factory) -> Path:
     return template
 
 
-@pytest.fixture(scope="session")
-def simulators(tmp_path_factory) -> Path:
-    """Verilator executables compiled once per session (a worker's), cached by content."""
-    folder = tmp_path_factory.mktemp("rtlsim")
-    os.chmod(folder, 0o700)
+def _shared_root(tmp_path_factory) -> Path:
+    root = run_folder(tmp_path_factory.getbasetemp(), os.environ.get("PYTEST_XDIST_WORKER"))
+    return root / "shared"
+
+
+def _private(folder: Path) -> Path:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return folder
 
 
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory) -> Path:
+    """The folder every worker of this test run shares (this user's alone)."""
+    return _private(_shared_root(tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def simulators(shared) -> Path:
+    """Verilator executables compiled once per test run for every worker, cached by content
+    (``brainsmith.rtlsim.compile`` locks each key, so two workers compile it once)."""
+    return _private(shared / "rtlsim")
+
+
+@pytest.fixture(scope="session")
+def syntheses(shared) -> Path:
+    """Yosys results of the whole test run, shared by every worker, cached by content."""
+    return _private(shared / "synthesis")
+
+
+@pytest.fixture(scope="session")
+def farm(shared) -> BuildFarm:
+    """Builds made once per test run and shared read-only (``tests.support.farm``)."""
+    return BuildFarm(shared)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_environment(tmp_path_factory, simulators, syntheses):
+    """Before any fixture builds: a cache and config of the session's own (never the user's
+    ``~/.cache/brainsmith``), with the run's shared tool caches."""
+    cache = _private(tmp_path_factory.mktemp("session-cache"))
+    with pytest.MonkeyPatch.context() as patch:
+        isolate_environment(patch, cache, cache / "config.yaml")
+        _share_tool_caches(patch, simulators, syntheses)
+        yield
+
+
+def _share_tool_caches(patch: pytest.MonkeyPatch, simulators: Path, syntheses: Path) -> None:
+    patch.setenv("BRAINSMITH_RTLSIM_CACHE", str(simulators))
+    patch.setenv("BRAINSMITH_SYNTHESIS_CACHE", str(syntheses))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run when a test changed a shared build (in the controller, after every
+    worker has finished)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    root = session.config._tmp_path_factory.getbasetemp() / "shared"  # type: ignore[attr-defined]
+    touched = changed(root) if root.is_dir() else []
+    if touched:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = [f"a test changed {len(touched)} file(s) of the run's shared builds "
+                 "(take BuildFarm.copy before changing a build):", *touched[:20]]  # fmt: skip
+        for line in lines:
+            reporter.write_line(line, red=True) if reporter else print(line)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture(autouse=True)
-def isolated_hub(request, tmp_path_factory, monkeypatch, warm_index, simulators):
+def isolated_hub(request, tmp_path_factory, monkeypatch, warm_index, simulators, syntheses):
     """A private cache dir (seeded with the session's index and sharing its compiled
     simulators unless the test is marked ``cold_cache``), no project config from the repo,
     and a reset plugin system."""
@@ -88,7 +148,7 @@ def isolated_hub(request, tmp_path_factory, monkeypatch, warm_index, simulators)
             shutil.copy2(entry, cache / entry.name)
     isolate_environment(monkeypatch, cache, tmp_path_factory.mktemp("config") / "config.yaml")
     if not cold:
-        monkeypatch.setenv("BRAINSMITH_RTLSIM_CACHE", str(simulators))
+        _share_tool_caches(monkeypatch, simulators, syntheses)
     from brainsmith.plugin.manager import reset_plugin_system
 
     reset_plugin_system()
@@ -145,7 +205,7 @@ def once(key: str, make):
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory, simulators):
+def hub(tmp_path_factory, simulators, syntheses):
     """A private plugin cache and config shared by one module's tests (a module-scoped
     ``isolated_hub`` for modules whose builds share a warm hub and the session's compiled
     simulators); yields the cache folder."""
@@ -155,7 +215,7 @@ def hub(tmp_path_factory, simulators):
     os.chmod(root, 0o700)
     with pytest.MonkeyPatch.context() as patch:
         isolate_environment(patch, root, root / "config.yaml")
-        patch.setenv("BRAINSMITH_RTLSIM_CACHE", str(simulators))
+        _share_tool_caches(patch, simulators, syntheses)
         reset_plugin_system()
         yield root
     reset_plugin_system()

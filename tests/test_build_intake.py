@@ -133,6 +133,7 @@ def test_dynamic_axis_other_than_batch_is_refused(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.slow  # builds the MLP
 def test_dynamic_batch_axis_is_fixed_to_one_with_a_note(tmp_path):
     model = mlp_with(tmp_path / "batch.onnx", dynamic_axis(0, "N"))
     result = cli("build", str(model), str(BLUEPRINT), "-o", str(tmp_path / "out"), "--quiet")

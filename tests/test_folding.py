@@ -77,6 +77,8 @@ def test_where_both_meet_the_target_brainsmith_costs_no_more(specialized):
         assert cost(ours) <= cost(finn) * 1.0001, target
 
 
+@pytest.mark.big  # FINN's full-size CNV: make test-big
+@pytest.mark.big  # FINN's full-size CNV: make test-big
 def test_weights_go_to_uram_only_where_the_bitstream_initialises_it(hub, tmp_path):
     """On an UltraScale+ part FINN generates a layer with URAM weights only if they are
     written at run time (its codegen asserts so): FINN's full-size CNV w2a2, all RTL, folded

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import REPO, run_python
 
 HEAVY = ("qonnx", "onnx", "numpy", "finn", "torch")
@@ -48,6 +50,7 @@ def test_warm_listing_of_everything_is_lean():
     assert imported == "[]"
 
 
+@pytest.mark.slow  # builds the CNV
 def test_a_build_imports_only_the_parts_of_finn_it_runs(tmp_path):
     """FINN's builder module imports every step's dependencies (QoR models with scikit-learn,
     the ONNX passes frontend); a build whose FINN hardware steps are skipped here (no Vivado)

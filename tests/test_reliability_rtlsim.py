@@ -28,11 +28,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 
 
 @pytest.fixture(scope="module")
-def built(hub, tmp_path_factory) -> Path:
-    """The shipped MLP, built once (Python verification only); tests tamper with copies."""
-    out = tmp_path_factory.mktemp("built") / "mlp"
-    brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(out))
-    return out
+def built(hub, farm) -> Path:
+    """The run's build of the shipped MLP (Python verification only); tests tamper with copies."""
+    return Path(farm.build(MODELS / "mlp_4bit.onnx", BLUEPRINTS / "mlp.yaml").output_dir)
 
 
 @pytest.fixture

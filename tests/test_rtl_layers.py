@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from brainsmith.testing import RTLSimulation
+from tests.support.tiers import breadth
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 HW = "finn.custom_op.fpgadataflow"
@@ -114,7 +115,7 @@ def cases(seed: int, count: int = 3) -> list[random.Random]:
     return [random.Random(seed * 100 + index) for index in range(count)]
 
 
-@pytest.mark.parametrize("rng", cases(1), ids=lambda r: f"case{r.random():.3f}")
+@pytest.mark.parametrize("rng", breadth(cases(1)), ids=lambda r: f"case{r.random():.3f}")
 def test_duplicate_streams(simulation, rng):
     channels = rng.choice([1, 3, 4, 8, 12])
     vectors = [1, rng.randint(1, 3), rng.randint(1, 3)]
@@ -135,7 +136,7 @@ def test_duplicate_streams(simulation, rng):
     matches(simulation, model)
 
 
-@pytest.mark.parametrize("rng", cases(2), ids=lambda r: f"case{r.random():.3f}")
+@pytest.mark.parametrize("rng", breadth(cases(2)), ids=lambda r: f"case{r.random():.3f}")
 def test_global_acc_pool(simulation, rng):
     channels = rng.choice([1, 2, 6, 8])
     height, width = rng.randint(1, 4), rng.randint(1, 4)
@@ -154,7 +155,13 @@ def test_global_acc_pool(simulation, rng):
 
 
 @pytest.mark.parametrize(
-    ("function", "seed"), [("MaxPool", 3), ("MaxPool", 4), ("AccPool", 5), ("QuantAvgPool", 6)]
+    ("function", "seed"),
+    [
+        ("MaxPool", 3),
+        pytest.param("MaxPool", 4, marks=pytest.mark.wide),
+        ("AccPool", 5),
+        ("QuantAvgPool", 6),
+    ],
 )
 def test_pool(simulation, function, seed):
     from qonnx.core.datatype import DataType
@@ -186,7 +193,7 @@ def test_pool(simulation, function, seed):
     matches(simulation, model)
 
 
-@pytest.mark.parametrize("seed", [7, 8, 9, 10])
+@pytest.mark.parametrize("seed", breadth([7, 8, 9, 10]))
 def test_int_add(simulation, seed):
     from qonnx.core.datatype import DataType
 
@@ -214,7 +221,7 @@ def test_int_add(simulation, seed):
     matches(simulation, model)
 
 
-@pytest.mark.parametrize("rng", cases(7, 4), ids=lambda r: f"case{r.random():.3f}")
+@pytest.mark.parametrize("rng", breadth(cases(7, 4)), ids=lambda r: f"case{r.random():.3f}")
 def test_label_select(simulation, rng):
     """TopK over random labels, PE and K, with ties (few distinct values): the lower index
     first, as ONNX TopK and FINN's Python execution."""
@@ -234,7 +241,7 @@ def test_label_select(simulation, rng):
     assert abs(layer.cycles_per_frame / layer.estimated_cycles - 1) <= 0.1, layer.as_dict()
 
 
-@pytest.mark.parametrize("rng", cases(6, 4), ids=lambda r: f"case{r.random():.3f}")
+@pytest.mark.parametrize("rng", breadth(cases(6, 4)), ids=lambda r: f"case{r.random():.3f}")
 def test_width_converter_between_widths_that_are_not_multiples_is_full_rate(simulation, rng):
     """FINN's converter moves 16 to 12 bits at one beat per two cycles on the wide side
     (2,304 cycles for 1,536 output beats); brainsmith's keeps one beat per cycle on the
@@ -314,7 +321,7 @@ def test_the_residual_net_with_prefer_rtl_is_all_rtl_and_the_whole_accelerator_m
     assert "within ±10%)" in report["rtlsim"]["summary"]
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", breadth(range(4)))
 def test_outer_shuffle(simulation, seed):
     """A transformer's head split and merge: permutations of the outer dimensions of 2 to 4
     dimensional frames (size-1 dimensions among them), SIMD elements of the innermost per
@@ -348,7 +355,7 @@ def test_outer_shuffle(simulation, seed):
     matches_at_pace(simulation, model)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", breadth(range(4)))
 def test_inner_shuffle_runs_at_its_estimate(simulation, seed):
     """FINN's RTL transpose of the two innermost dimensions (heads of I x J, SIMD beats
     wide): bit for bit against Python, and frame after frame at the pace its estimate
@@ -373,7 +380,7 @@ def test_inner_shuffle_runs_at_its_estimate(simulation, seed):
     assert abs(layer.cycles_per_frame / layer.estimated_cycles - 1) <= 0.1, layer.as_dict()
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", breadth(range(4)))
 def test_streaming_concat(simulation, seed):
     """Two or three inputs of different widths and signedness joined along the channels,
     each element extended to the output type, a beat per cycle."""
@@ -396,7 +403,7 @@ def test_streaming_concat(simulation, seed):
     matches_at_pace(simulation, model)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", breadth(range(4)))
 def test_upsample_nearest_neighbour(simulation, seed):
     """Whole factors across and down (1D too), any folding of the channels: every pixel
     repeated, a beat per cycle."""
@@ -421,7 +428,7 @@ def test_upsample_nearest_neighbour(simulation, seed):
     matches_at_pace(simulation, model)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", breadth(range(6)))
 def test_depth_to_space(simulation, seed):
     """Block sizes 2 to 4 in both of ONNX's orders, any folding of the output channels: each
     input row becomes r output rows, a beat per cycle once the first row is in."""
@@ -490,7 +497,7 @@ def float_rows(rng: random.Random, shape: list, spread: float) -> np.ndarray:
     return values.astype(np.float32)
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", breadth(range(3)))
 def test_finn_s_rtl_softmax_equals_its_python_model_bit_for_bit(simulation, seed):
     """FINN's RTL softmax (piecewise-quadratic exponential, fixed-point sum, Newton
     reciprocal) over random lengths, SIMD and float or integer inputs: Verilator's outputs
@@ -518,7 +525,7 @@ def test_finn_s_rtl_softmax_equals_its_python_model_bit_for_bit(simulation, seed
     assert layer.status == "match" and not layer.reason, layer.as_dict()
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", breadth(range(3)))
 def test_finn_s_rtl_layer_norm_equals_its_python_model_bit_for_bit(simulation, seed):
     """FINN's RTL LayerNorm (SIMD adder tree, running sum, one Newton step of the inverse
     square root, no epsilon) over random lengths and SIMD, including SIMD that is not a power

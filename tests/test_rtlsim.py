@@ -51,12 +51,10 @@ def cnv(hub, tmp_path_factory):
 
 
 @pytest.fixture
-def mlp_copy(hub, tmp_path, monkeypatch):
-    """A fresh MLP build (Python verification only) whose files a test may damage."""
-    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(hub))
-    out = tmp_path / "mlp"
-    brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(out))
-    return out
+def mlp_copy(hub, farm, tmp_path):
+    """The test's own copy of the run's MLP build (Python verification only), to damage."""
+    built = farm.build(MODELS / "mlp_4bit.onnx", BLUEPRINTS / "mlp.yaml")
+    return Path(farm.copy(built, tmp_path / "mlp").output_dir)
 
 
 def verify_rtl(

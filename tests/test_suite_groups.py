@@ -3,11 +3,14 @@ module fixture builds is built once per run, not once per worker."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,3 +57,60 @@ def test_a_group_runs_on_one_worker(tmp_path: Path):
     workers = {name.split("-", 1)[1] for name in (p.name for p in record.iterdir())}
     assert len(list(record.iterdir())) == 6
     assert len(workers) == 1, f"one group ran on workers {sorted(workers)}"
+
+
+FARM_TESTS = """
+import json, os
+from pathlib import Path
+
+import pytest
+import pytest
+
+REPO = Path({repo!r})
+RECORD = Path({record!r})
+MLP, BLUEPRINT = REPO / "examples/models/mlp_4bit.onnx", REPO / "blueprints/mlp.yaml"
+
+
+def shared(farm):
+    return farm.build(MLP, BLUEPRINT, verify="none")
+
+
+@pytest.mark.xdist_group("one")
+def test_one(farm):
+    (RECORD / "one").write_text(shared(farm).output_dir)
+
+
+@pytest.mark.xdist_group("two")
+def test_two(farm, tmp_path):
+    result = shared(farm)
+    (RECORD / "two").write_text(result.output_dir)
+    mine = farm.copy(result, tmp_path / "mine")  # a copy is the test's own to change
+    Path(mine.output_dir, "report.json").write_text("{{}}")
+    if os.environ.get("TAMPER"):
+        Path(result.output_dir, "report.html").write_text("changed")
+"""
+
+
+def run_farm(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+         "--basetemp", str(tmp_path / "base"), *make_test_options(), str(tmp_path / "test_farm.py")],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, **env},
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_build_two_groups_ask_for_is_built_once_and_a_change_to_it_fails_the_run(tmp_path):
+    record = tmp_path / "record"
+    record.mkdir()
+    (tmp_path / "test_farm.py").write_text(FARM_TESTS.format(repo=str(REPO), record=str(record)))
+    run = run_farm(tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    one, two = ((record / name).read_text() for name in ("one", "two"))
+    assert one == two and Path(one).parent == tmp_path / "base" / "shared" / "farm"
+    assert len([p for p in Path(one).parent.iterdir() if p.is_dir()]) == 1  # built once
+
+    run = run_farm(tmp_path, TAMPER="1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "changed 1 file(s) of the run's shared builds" in run.stdout
+    assert f"{Path(one).name}/report.html" in run.stdout

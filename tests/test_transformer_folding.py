@@ -160,6 +160,7 @@ def test_the_folding_record_names_the_layers_final_onnx_has(encoder, tmp_path):
     assert json.loads((tmp_path / "report" / "folding.json").read_text()) == record
 
 
+@pytest.mark.wide  # a larger encoder than test_zoo's folded for a target: make test-wide
 def test_bert_tiny_at_100000_fps_reaches_at_least_half_of_it_verified_after_each_step(
     hub, tmp_path
 ):

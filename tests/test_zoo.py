@@ -19,6 +19,7 @@ from brainsmith.blueprint.schema import DEFAULT_STEPS
 from brainsmith.builder import BuildError
 from examples.zoo import ZOO
 from tests.conftest import once, run_python
+from tests.support.tiers import wide
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO_DIR = REPO / "examples" / "models" / "zoo"
@@ -62,6 +63,10 @@ VARIANTS = {
     "act_bits=7, packed_in_proj=True)",
 }
 PACKED = "encoder_packed_h5_w5a7"
+# Other sizes and widths of a kind make test builds fresh already: make test-wide.
+WIDE_VARIANTS = {"tfc_w2a2", "tfc_w8a8", "lfc_w1a1_narrow", "tfc_w2a1", "mobilenet_w5a3_stride2",
+                 "kws_w1a1", "resnet_w3a6", "residual_w6a2", "encoder_w6a5", "two_heads_w3a2",
+                 "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5"}  # fmt: skip
 BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 
@@ -236,20 +241,36 @@ def test_backend_rule_puts_narrow_or_fused_matrix_layers_in_luts(zoo):
     assert backends[-1] == "rtl" and set(backends[:-1]) == {"hls"}
 
 
-@pytest.fixture(scope="module")
-def variants(hub, tmp_path_factory):
+def exported(tmp_path_factory, wide: bool) -> Path:
+    """The fresh exports of one tier (``WIDE_VARIANTS`` or the others), once per process."""
+
     def make() -> Path:
         folder = tmp_path_factory.mktemp("variants")
-        export(folder, VARIANTS)
+        export(folder, {k: v for k, v in VARIANTS.items() if (k in WIDE_VARIANTS) == wide})
         return folder
 
-    return once("variants", make)
+    return once(f"variants wide={wide}", make)
+
+
+@pytest.fixture(scope="module")
+def variants(hub, tmp_path_factory):
+    return exported(tmp_path_factory, wide=False)
+
+
+@pytest.fixture(scope="module")
+def wide_variants(hub, tmp_path_factory):
+    return exported(tmp_path_factory, wide=True)
+
+
+def variant(request, name: str) -> Path:
+    """The folder holding fresh export ``name``."""
+    return request.getfixturevalue("wide_variants" if name in WIDE_VARIANTS else "variants")
 
 
 @pytest.mark.xdist_group("zoo-fresh")
-@pytest.mark.parametrize("name", [name for name in VARIANTS if name != PACKED])
-def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(variants, tmp_path, name):
-    result = build(variants / f"{name}.onnx", tmp_path / "out")
+@pytest.mark.parametrize("name", wide([name for name in VARIANTS if name != PACKED], WIDE_VARIANTS))
+def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(request, tmp_path, name):
+    result = build(variant(request, name) / f"{name}.onnx", tmp_path / "out")
     assert_built_and_matches_torch(result)
     if name in JOIN_LAYERS:
         assert_joined_in_hardware(result, name)
@@ -454,13 +475,16 @@ FRESH_CONV_NETWORKS = ["residual_w6a2", "cnv_w3a5_pool", "kws_w2a3_padded"]
 
 
 @pytest.mark.xdist_group("zoo-fresh")
-@pytest.mark.parametrize("name", CONV_NETWORKS + FRESH_CONV_NETWORKS)
-def test_prefer_rtl_makes_every_layer_rtl(variants, tmp_path, name):
+@pytest.mark.parametrize(
+    "name",
+    wide(CONV_NETWORKS + FRESH_CONV_NETWORKS, ["resnet8", "residual_w6a2", "kws_w2a3_padded"]),
+)  # (ResNet-8 all RTL is built by test_fifo_sizing too)
+def test_prefer_rtl_makes_every_layer_rtl(request, tmp_path, name):
     """--prefer rtl: thresholds become their own layers so 4-bit matrix layers can be RTL;
     pooling, which FINN has only in HLS, is brainsmith's RTL; the layout changes of a
     residual's fork and join happen on the host or not at all (no shuffle layer, which FINN
     has only in HLS); the design still matches torch."""
-    model = (ZOO_DIR if name in CONV_NETWORKS else variants) / f"{name}.onnx"
+    model = (ZOO_DIR if name in CONV_NETWORKS else variant(request, name)) / f"{name}.onnx"
     result = build(model, tmp_path / "out", prefer="rtl")
     assert_built_and_matches_torch(result)
     backends = {(layer["op_type"], layer["backend"]) for layer in result.report["layers"]}

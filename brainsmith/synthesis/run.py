@@ -104,10 +104,22 @@ class DesignSynthesis:
         }
 
 
-def cache_root() -> str:
-    """``<brainsmith cache>/synthesis``, created private (0700); refuses a shared one."""
-    from brainsmith.plugin.memo import cache_dir, private_folder
+SYNTHESIS_CACHE_VARIABLE = "BRAINSMITH_SYNTHESIS_CACHE"
 
+
+def cache_root() -> str:
+    """``BRAINSMITH_SYNTHESIS_CACHE`` if set (results shared by builds with other caches),
+    else ``<brainsmith cache>/synthesis``; created private (0700); refuses a shared one."""
+    from brainsmith.plugin.memo import cache_dir, private_folder, usable_dir
+
+    chosen = os.environ.get(SYNTHESIS_CACHE_VARIABLE)
+    if chosen:
+        if not usable_dir(chosen, create=True):
+            raise CacheError(
+                f"{SYNTHESIS_CACHE_VARIABLE}={chosen} is not a folder only this user can write; "
+                "point it at a folder of your own or unset it"
+            )
+        return chosen
     root = private_folder("synthesis")
     if root is None:
         raise CacheError(

@@ -1,0 +1,200 @@
+"""Where the test suite's time goes: each test's and each group's seconds in one tier.
+
+Runs a tier's pytest command exactly as the Makefile's target does (``test``, ``test-wide``,
+``test-fast``), with a JUnit XML report; the seconds of each test (set-up, call and
+tear-down, as the worker measured them) are summed per ``xdist_group`` (tests without one
+are spread over the workers: "(none)") and per module. Wall time, CPU time of pytest and its
+workers and every process they waited for, and the load average are recorded beside them.
+
+    .venv/bin/python -m benchmarks.suite_profile --tier test [--label after]
+    .venv/bin/python -m benchmarks.suite_profile --tier test --junit run.xml --wall 3338
+
+``--junit`` reads a report an earlier run of the same command wrote (``--wall`` its wall
+seconds) instead of running. Writes benchmarks/results/suite_profile.json (one entry per
+tier and label; others kept) and its section of benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.first_hour import timed, user_env, watching_load
+from benchmarks.machine import machine_info
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULT = HERE / "results" / "suite_profile.json"
+HEADING = "## The test suite's time (make test, test-wide, test-fast)"
+TARGETS = {"test": "test", "wide": "test-wide", "fast": "test-fast"}
+SUMMARY = re.compile(r"=+ (.*(?:passed|failed|error).*) in [\d.]+s")
+
+
+def pytest_words(target: str) -> list[str]:
+    """The arguments after ``-m pytest`` of the Makefile's ``target`` recipe."""
+    text = (REPO / "Makefile").read_text()
+    found = re.search(rf"^{re.escape(target)}:.*\n\t@\$\(PY\) -m pytest (.*)$", text, re.M)
+    if not found:
+        raise SystemExit(f"the Makefile has no pytest recipe for {target}")
+    return shlex.split(found.group(1))
+
+
+def read_junit(path: Path) -> list[dict]:
+    """Each test case of a JUnit XML report: id, module, group, seconds, outcome."""
+    cases = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name, at, group = case.get("name", "").rpartition("@")
+        if not at:
+            name, group = group, ""
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = child.tag
+        module = case.get("classname", "").split(".")
+        cases.append({
+            "id": f"{'.'.join(module)}::{name}",
+            "module": next((m for m in module if m.startswith("test_")), module[-1]),
+            "group": group or "(none)",
+            "seconds": round(float(case.get("time") or 0), 2),
+            "outcome": outcome,
+        })  # fmt: skip
+    return cases
+
+
+def summed(cases: list[dict], by: str) -> list[dict]:
+    """Tests and seconds per value of ``by`` (group or module), the longest first."""
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for case in cases:
+        totals[case[by]][0] += 1
+        totals[case[by]][1] += case["seconds"]
+    rows = [{by: k, "tests": int(n), "seconds": round(s, 1)} for k, (n, s) in totals.items()]
+    return sorted(rows, key=lambda row: -row["seconds"])
+
+
+def profile(cases: list[dict], wall: float, extra: dict) -> dict:
+    outcomes = defaultdict(int)
+    for case in cases:
+        outcomes[case["outcome"]] += 1
+    return {
+        "wall_s": round(wall, 1),
+        "worker_s": round(sum(c["seconds"] for c in cases), 1),
+        "tests": len(cases),
+        "outcomes": dict(outcomes),
+        "groups": summed(cases, "group"),
+        "modules": summed(cases, "module"),
+        "longest": sorted(cases, key=lambda c: -c["seconds"])[:30],
+        "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
+        **extra,
+    }
+
+
+def run(target: str) -> dict:
+    words = pytest_words(target)
+    with tempfile.TemporaryDirectory() as folder:
+        xml = Path(folder) / "junit.xml"
+        record: dict = {}
+        command = [sys.executable, "-m", "pytest", *words, f"--junitxml={xml}"]
+        with watching_load(record):
+            ran = timed(command, user_env(), REPO)
+        summary = SUMMARY.findall(ran["output"])
+        extra = {"command": f"pytest {shlex.join(words)}", "cpu_s": ran["cpu_s"],
+                 "exit_code": ran["exit_code"], "summary": summary[-1] if summary else "",
+                 **record}  # fmt: skip
+        return profile(read_junit(xml), ran["wall_s"], extra)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def section(data: dict) -> list[str]:
+    """The RESULTS.md section of a suite_profile.json."""
+    lines = [
+        HEADING,
+        "",
+        "Each tier's pytest command as its Makefile target runs it (`python -m benchmarks.suite_profile "
+        "--tier test|wide|fast`), on the reference machine (2 cores); a test's seconds are its set-up, "
+        "call and tear-down on its worker, so a group's sum is the worker time it occupies (a group "
+        "runs on one worker). Load = 1-minute load average before → after (mean during).",
+        "",
+        "| tier · label | tests | wall | worker time | CPU | load | outcome |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    runs = data["runs"]
+    for key, run_ in runs.items():
+        during = run_.get("load_1min_during", {})
+        load = (f"{run_['load_before'][0]} → {run_['load_after'][0]} (mean {during.get('mean')})"
+                if "load_before" in run_ else run_.get("load", ""))  # fmt: skip
+        cpu = f"{_minutes(run_['cpu_s'])}" if run_.get("cpu_s") else ""
+        lines.append(f"| {key} | {run_['tests']} | {_minutes(run_['wall_s'])} | "
+                     f"{_minutes(run_['worker_s'])} | {cpu} | {load} | {run_.get('summary', '')} |")  # fmt: skip
+    groups: dict[str, dict[str, float]] = defaultdict(dict)
+    for key, run_ in runs.items():
+        for row in run_["groups"]:
+            groups[row["group"]][key] = row["seconds"]
+    keys = list(runs)
+    lines += ["", "Seconds per `xdist_group`, the largest first:", "",
+              "| group | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]  # fmt: skip
+    order = sorted(groups, key=lambda g: -max(groups[g].values()))
+    for group in order:
+        cells = [f"{groups[group][k]:.0f}" if k in groups[group] else "-" for k in keys]
+        lines.append(f"| {group} | " + " | ".join(cells) + " |")
+    for key, run_ in runs.items():
+        lines += ["", f"The 15 longest tests of {key}:", "", "| test | group | seconds |",
+                  "|---|---|---:|"]  # fmt: skip
+        for case in run_["longest"][:15]:
+            lines.append(f"| `{case['id']}` | {case['group']} | {case['seconds']:.0f} |")
+    machine = data.get("machine", {})
+    lines += ["", f"Machine: {machine.get('cpu', '?')}, {machine.get('cpu_count', '?')} cores, "
+              f"{machine.get('memory_gib', '?')} GiB. Raw numbers (every test): "
+              "`benchmarks/results/suite_profile.json`."]  # fmt: skip
+    return lines
+
+
+def update_results(lines: list[str]) -> None:
+    """Replace (or append) this section of benchmarks/RESULTS.md."""
+    path = HERE / "RESULTS.md"
+    text = path.read_text()
+    body = "\n".join(lines) + "\n"
+    start = text.find(HEADING)
+    if start < 0:
+        path.write_text(text.rstrip("\n") + "\n\n" + body)
+        return
+    end = text.find("\n## ", start + len(HEADING))
+    rest = text[end + 1 :] if end >= 0 else ""
+    path.write_text(text[:start] + body + ("\n" + rest if rest else ""))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tier", choices=sorted(TARGETS), default="test")
+    parser.add_argument("--label", default="", help="kept beside other runs of the tier")
+    parser.add_argument("--junit", type=Path, help="read this report instead of running")
+    parser.add_argument("--wall", type=float, default=0.0, help="with --junit: its wall seconds")
+    args = parser.parse_args()
+    target = TARGETS[args.tier]
+    if args.junit:
+        extra = {"command": f"pytest {shlex.join(pytest_words(target))}", "load": "not recorded"}
+        result = profile(read_junit(args.junit), args.wall, extra)
+    else:
+        result = run(target)
+    old = json.loads(RESULT.read_text()) if RESULT.exists() else {}
+    key = f"make {target}" + (f" · {args.label}" if args.label else "")
+    data = {"benchmark": "suite_profile", "runs": {**old.get("runs", {}), key: result},
+            "machine": machine_info()}  # fmt: skip
+    RESULT.write_text(json.dumps(data, indent=1) + "\n")
+    update_results(section(data))
+    print("\n".join(section(data)))
+    return 0 if result.get("exit_code", 0) == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
