@@ -35,7 +35,7 @@ REPO = HERE.parent
 RESULT = HERE / "results" / "suite_profile.json"
 HEADING = "## The test suite's time (make test, test-wide, test-fast)"
 TARGETS = {"test": "test", "wide": "test-wide", "fast": "test-fast"}
-SUMMARY = re.compile(r"=+ (.*(?:passed|failed|error).*) in [\d.]+s")
+SUMMARY = re.compile(r"^=* ?(\d+ (?:passed|failed).*) in [\d.]+s", re.M)
 
 
 def pytest_words(target: str) -> list[str]:
@@ -54,10 +54,10 @@ def read_junit(path: Path) -> list[dict]:
         name, at, group = case.get("name", "").rpartition("@")
         if not at:
             name, group = group, ""
-        outcome = "passed"
+        outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
-                outcome = child.tag
+                outcome, message = child.tag, (child.get("message") or "")[:300]
         module = case.get("classname", "").split(".")
         cases.append({
             "id": f"{'.'.join(module)}::{name}",
@@ -65,6 +65,7 @@ def read_junit(path: Path) -> list[dict]:
             "group": group or "(none)",
             "seconds": round(float(case.get("time") or 0), 2),
             "outcome": outcome,
+            **({"message": message} if outcome in ("failure", "error") else {}),
         })  # fmt: skip
     return cases
 
@@ -91,6 +92,7 @@ def profile(cases: list[dict], wall: float, extra: dict) -> dict:
         "groups": summed(cases, "group"),
         "modules": summed(cases, "module"),
         "longest": sorted(cases, key=lambda c: -c["seconds"])[:30],
+        "failed": [c for c in cases if c["outcome"] in ("failure", "error")],
         "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
         **extra,
     }
@@ -105,6 +107,8 @@ def run(target: str) -> dict:
         with watching_load(record):
             ran = timed(command, user_env(), REPO)
         summary = SUMMARY.findall(ran["output"])
+        log = RESULT.with_name(f"suite_profile_{target}.log")  # (not committed)
+        log.write_text(ran["output"])
         extra = {"command": f"pytest {shlex.join(words)}", "cpu_s": ran["cpu_s"],
                  "exit_code": ran["exit_code"], "summary": summary[-1] if summary else "",
                  **record}  # fmt: skip

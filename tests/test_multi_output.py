@@ -88,18 +88,17 @@ def test_finn_s_flatten_removal_loses_a_head_and_brainsmith_s_keeps_both(streaml
             np.testing.assert_allclose(got, want, atol=1e-5)
 
 
-def test_two_heads_build_whole_and_verify_against_one_array_per_output(hub, tmp_path):
+def test_two_heads_build_whole_and_verify_against_one_array_per_output(hub, farm, tmp_path):
     inputs = ZOO / "two_heads_input.npy"
-    result = brainsmith.build(
-        str(MODEL), None, str(tmp_path / "out"), verify="each",
-        input_npy=str(inputs), expected_npy=str(ZOO / "two_heads_expected.npz"),
-    )  # fmt: skip
+    result = farm.build(  # (as test_zoo builds it)
+        MODEL, None, verify="each", input_npy=inputs, expected_npy=ZOO / "two_heads_expected.npz"
+    )
     report = json.loads(Path(result.report_path).read_text())
     verified = [s["verification"] for s in report["steps"] if "verification" in s]
     assert verified and all(v["ok"] and v["user"]["errors"] == 0 for v in verified)
-    parent = ModelWrapper(str(tmp_path / "out" / "final_parent.onnx"))
+    parent = ModelWrapper(str(Path(result.output_dir, "final_parent.onnx")))
     assert unproduced(parent) == [] and len(parent.graph.output) == 2
-    final = ModelWrapper(str(tmp_path / "out" / "final.onnx"))
+    final = ModelWrapper(str(Path(result.output_dir, "final.onnx")))
     assert len(final.graph.output) == 2
     assert any(n.op_type.startswith("DuplicateStreams") for n in final.graph.node)
     # the second head's expected outputs, one value off: an error naming the file

@@ -437,7 +437,7 @@ def test_a_parameter_file_in_a_layer_folder_passes_the_screen(tmp_path):
     )
 
 
-def test_every_generated_and_library_source_of_the_build_passes_the_screen(built):
+def test_every_generated_and_library_source_of_the_build_passes_the_screen(built, tmp_path):
     """FINN's own generated RTL and finn-rtllib (as compiled here) pass, fifo_gauge too."""
     from finn.util.settings import get_settings
     from qonnx.core.modelwrapper import ModelWrapper
@@ -451,7 +451,7 @@ def test_every_generated_and_library_source_of_the_build_passes_the_screen(built
     prepare_finn()
     toolchain = find_toolchain()
     model = ModelWrapper(str(built / "final.onnx"))
-    stage = built.parent / "screened"
+    stage = tmp_path / "screened"
     for node in model.graph.node:
         folder = stage / node.name
         folder.mkdir(parents=True)

@@ -290,13 +290,15 @@ def test_second_verification_of_an_unchanged_layer_does_not_recompile(mlp_copy, 
     assert oct((cache / "rtlsim").stat().st_mode & 0o777) == "0o700"
 
 
-def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, mlp_copy, hub):
+def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, hub, tmp_path):
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.rtlsim.compile import cache_key
     from brainsmith.rtlsim.sources import layer_design
     from brainsmith.rtlsim.verilator import find_toolchain
 
+    mlp_copy = tmp_path / "mlp"  # a build of its own (a copy's model names the first's code)
+    brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(mlp_copy))
     toolchain = find_toolchain()
     keys = []
 

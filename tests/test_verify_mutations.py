@@ -24,7 +24,9 @@ from tests.conftest import once
 from tests.support.models import export_zoo
 
 ZOO = Path(__file__).resolve().parents[1] / "examples" / "models" / "zoo"
-NETWORKS = ("cnv_w2a2", "resnet8", "bert_tiny")
+# every mutation on ResNet-8 in make test; the full-size CNV and BERT-tiny in make test-wide
+NETWORKS = [pytest.param(name, marks=pytest.mark.wide) if name != "resnet8" else name
+            for name in ("cnv_w2a2", "resnet8", "bert_tiny")]  # fmt: skip
 SAMPLES = 4
 
 pytestmark = [

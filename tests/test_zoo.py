@@ -24,6 +24,7 @@ from tests.support.tiers import wide
 REPO = Path(__file__).resolve().parents[1]
 ZOO_DIR = REPO / "examples" / "models" / "zoo"
 SMALL = [name for name, (_, _, small) in ZOO.items() if small]
+LARGEST = "bert_tiny"  # two encoder layers of encoder_layer's kind: make test-wide
 BACKEND_DOMAINS = ("finn.custom_op.fpgadataflow.hls", "finn.custom_op.fpgadataflow.rtl")
 
 pytestmark = pytest.mark.slow
@@ -122,19 +123,30 @@ def assert_built_and_matches_torch(result) -> None:
     assert report["layers"] and all(layer["backend"] for layer in report["layers"])
 
 
+class ZooBuilds:
+    """The small zoo networks built with no blueprint, verified after each step against
+    their torch vectors: each built on first use, once per test run (``tests.support.farm``)."""
+
+    def __init__(self, farm) -> None:
+        self.farm, self.made = farm, {}
+
+    def __getitem__(self, name: str):
+        if name not in self.made:
+            model = ZOO_DIR / f"{name}.onnx"
+            self.made[name] = self.farm.build(
+                model, None, verify="each", input_npy=model.with_name(f"{name}_input.npy"),
+                expected_npy=expected_file(model),
+            )  # fmt: skip
+        return self.made[name]
+
+
 @pytest.fixture(scope="module")
-def zoo(hub, tmp_path_factory):
-    """Each small zoo network built once with no blueprint."""
-
-    def make() -> dict:
-        folder = tmp_path_factory.mktemp("zoo")
-        return {name: build(ZOO_DIR / f"{name}.onnx", folder / name) for name in SMALL}
-
-    return once("zoo", make)
+def zoo(hub, farm) -> ZooBuilds:
+    return ZooBuilds(farm)
 
 
 @pytest.mark.xdist_group("zoo")
-@pytest.mark.parametrize("name", SMALL)
+@pytest.mark.parametrize("name", wide(SMALL, [LARGEST]))
 def test_zoo_network_builds_with_no_blueprint_and_matches_torch(zoo, name):
     assert_built_and_matches_torch(zoo[name])
 
@@ -207,6 +219,7 @@ def test_encoder_attention_softmax_and_norms_are_hardware_layers(zoo):
     assert result.report["cpu_nodes"]["count"] == 0
 
 
+@pytest.mark.wide  # the zoo's largest network (test_encoder_attention_... builds one layer)
 @pytest.mark.xdist_group("zoo")
 def test_bert_tiny_has_every_part_in_hardware_and_is_verified_in_quantizer_steps(zoo):
     """Two encoder layers, hidden 128: attention, softmax, norms and the MLP in hardware.
