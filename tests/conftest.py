@@ -79,28 +79,28 @@ def _private(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def shared(tmp_path_factory) -> Path:
+def run_shared(tmp_path_factory) -> Path:
     """The folder every worker of this test run shares (this user's alone)."""
     return _private(_shared_root(tmp_path_factory))
 
 
 @pytest.fixture(scope="session")
-def simulators(shared) -> Path:
+def simulators(run_shared) -> Path:
     """Verilator executables compiled once per test run for every worker, cached by content
     (``brainsmith.rtlsim.compile`` locks each key, so two workers compile it once)."""
-    return _private(shared / "rtlsim")
+    return _private(run_shared / "rtlsim")
 
 
 @pytest.fixture(scope="session")
-def syntheses(shared) -> Path:
+def syntheses(run_shared) -> Path:
     """Yosys results of the whole test run, shared by every worker, cached by content."""
-    return _private(shared / "synthesis")
+    return _private(run_shared / "synthesis")
 
 
 @pytest.fixture(scope="session")
-def farm(shared) -> BuildFarm:
+def farm(run_shared) -> BuildFarm:
     """Builds made once per test run and shared read-only (``tests.support.farm``)."""
-    return BuildFarm(shared)
+    return BuildFarm(run_shared)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -22,7 +22,8 @@ def page(hub, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("page") / "out"
     result = brainsmith.build(
         str(REPO / "examples" / "models" / "zoo" / "residual_identity.onnx"), None, str(out),
-        options={"target_fps": 10_000_000}, prefer="rtl",
+        options={"target_fps": 10_000_000, "size_fifos": False},  # the page, not the sizing
+        prefer="rtl",
     )  # fmt: skip
     assert result.report["target"]["limit"]  # the folding search says why it cannot go faster
     return out / "report.html"
