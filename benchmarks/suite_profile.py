@@ -141,12 +141,14 @@ def section(data: dict) -> list[str]:
         cpu = f"{_minutes(run_['cpu_s'])}" if run_.get("cpu_s") else ""
         lines.append(f"| {key} | {run_['tests']} | {_minutes(run_['wall_s'])} | "
                      f"{_minutes(run_['worker_s'])} | {cpu} | {load} | {run_.get('summary', '')} |")  # fmt: skip
+    notes = [f"- {key}: {run_['note']}" for key, run_ in runs.items() if run_.get("note")]
+    lines += ["", *notes] if notes else []
     groups: dict[str, dict[str, float]] = defaultdict(dict)
     for key, run_ in runs.items():
         for row in run_["groups"]:
             groups[row["group"]][key] = row["seconds"]
     keys = list(runs)
-    lines += ["", "Seconds per `xdist_group`, the largest first:", "",
+    lines += ["", "Seconds per `xdist_group` (tests without one: \"(none)\"), the largest first:", "",
               "| group | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]  # fmt: skip
     order = sorted(groups, key=lambda g: -max(groups[g].values()))
     for group in order:
