@@ -389,16 +389,16 @@ def section(data: dict) -> list[str]:
     return lines + [line for note in notes for line in ("", note)]
 
 
-def update_results(lines: list[str]) -> None:
-    """Replace (or append) this section of benchmarks/RESULTS.md."""
+def update_results(lines: list[str], heading: str = HEADING) -> None:
+    """Replace (or append) the section of benchmarks/RESULTS.md under ``heading``."""
     path = HERE / "RESULTS.md"
     text = path.read_text() if path.exists() else "# Benchmark results\n"
-    body = "\n".join(lines[1:]) + "\n"
-    start = text.find(HEADING)
+    body = "\n".join(lines).lstrip("\n") + "\n"
+    start = text.find(heading)
     if start < 0:
         path.write_text(text.rstrip("\n") + "\n\n" + body)
         return
-    end = text.find("\n## ", start + len(HEADING))
+    end = text.find("\n## ", start + len(heading))
     rest = text[end + 1 :] if end >= 0 else ""
     path.write_text(text[:start] + body + ("\n" + rest if rest else ""))
 

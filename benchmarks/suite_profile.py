@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks.first_hour import timed, watching_load
+from benchmarks.first_hour import timed, update_results, watching_load
 from benchmarks.machine import machine_info
 
 HERE = Path(__file__).resolve().parent
@@ -166,20 +166,6 @@ def section(data: dict) -> list[str]:
     return lines
 
 
-def update_results(lines: list[str]) -> None:
-    """Replace (or append) this section of benchmarks/RESULTS.md."""
-    path = HERE / "RESULTS.md"
-    text = path.read_text()
-    body = "\n".join(lines) + "\n"
-    start = text.find(HEADING)
-    if start < 0:
-        path.write_text(text.rstrip("\n") + "\n\n" + body)
-        return
-    end = text.find("\n## ", start + len(HEADING))
-    rest = text[end + 1 :] if end >= 0 else ""
-    path.write_text(text[:start] + body + ("\n" + rest if rest else ""))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tier", choices=sorted(TARGETS), default="test")
@@ -198,7 +184,7 @@ def main() -> int:
     data = {"benchmark": "suite_profile", "runs": {**old.get("runs", {}), key: result},
             "machine": machine_info()}  # fmt: skip
     RESULT.write_text(json.dumps(data, indent=1) + "\n")
-    update_results(section(data))
+    update_results(section(data), HEADING)
     print("\n".join(section(data)))
     return 0 if result.get("exit_code", 0) == 0 else 1
 

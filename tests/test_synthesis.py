@@ -502,3 +502,31 @@ def test_a_weight_memory_is_synthesised_where_its_ram_style_puts_it(
 
     estimated = estimate(getCustomOp(model.graph.node[0]), PART)["LUT"]
     assert abs(estimated - counts["LUT"]) <= 0.25 * counts["LUT"], (estimated, counts)
+
+
+@pytest.mark.parametrize("module", ["synthesis", "rtlsim"])
+def test_a_tool_cache_others_can_write_is_refused_naming_its_variable(
+    tmp_path, monkeypatch, module
+):
+    """``BRAINSMITH_SYNTHESIS_CACHE`` / ``BRAINSMITH_RTLSIM_CACHE``: a folder of the user's own
+    is made private (0700) and used; one other users can write is refused, naming the
+    variable and what to do."""
+    from brainsmith.rtlsim.compile import RTLSIM_CACHE_VARIABLE
+    from brainsmith.rtlsim.compile import cache_root as rtlsim_root
+    from brainsmith.synthesis.run import SYNTHESIS_CACHE_VARIABLE
+    from brainsmith.synthesis.run import cache_root as synthesis_root
+
+    variable, root = {
+        "synthesis": (SYNTHESIS_CACHE_VARIABLE, synthesis_root),
+        "rtlsim": (RTLSIM_CACHE_VARIABLE, rtlsim_root),
+    }[module]
+    own = tmp_path / "own"
+    monkeypatch.setenv(variable, str(own))
+    assert root() == str(own) and own.stat().st_mode & 0o777 == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(variable, str(shared))
+    with pytest.raises(Exception, match=f"{variable}=.* only this user can write") as caught:
+        root()
+    assert "point it at a folder of your own or unset it" in str(caught.value)

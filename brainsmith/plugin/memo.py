@@ -55,6 +55,19 @@ def private_folder(name: str) -> str | None:
     return None
 
 
+def tool_cache(name: str, variable: str, what: str) -> tuple[str | None, str]:
+    """(the folder environment ``variable`` names, else ``<cache>/<name>``, created private
+    (0700), or None when it is not this user's alone; what to tell the user then)."""
+    chosen = os.environ.get(variable)
+    if chosen:
+        problem = (f"{variable}={chosen} is not a folder only this user can write; "
+                   "point it at a folder of your own or unset it")  # fmt: skip
+        return (chosen if usable_dir(chosen, create=True) else None), problem
+    problem = (f"the {what} {os.path.join(cache_dir(), name)} is not a private folder of this "
+               "user; set BRAINSMITH_CACHE_DIR to a folder of your own")  # fmt: skip
+    return private_folder(name), problem
+
+
 def usable_dir(path: str, create: bool, quiet: bool = False) -> bool:
     """True when ``path`` is a directory only this user can write (created 0700 if asked).
 

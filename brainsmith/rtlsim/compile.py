@@ -147,22 +147,11 @@ def runtime_key(toolchain: Toolchain) -> str:
 def cache_root() -> str:
     """``BRAINSMITH_RTLSIM_CACHE`` if set (simulators shared by builds with other caches),
     else ``<brainsmith cache>/rtlsim``; created private (0700); refuses a shared one."""
-    from brainsmith.plugin.memo import cache_dir, private_folder, usable_dir
+    from brainsmith.plugin.memo import tool_cache
 
-    chosen = os.environ.get(RTLSIM_CACHE_VARIABLE)
-    if chosen:
-        if not usable_dir(chosen, create=True):
-            raise ToolchainError(
-                f"{RTLSIM_CACHE_VARIABLE}={chosen} is not a folder only this user can write; "
-                "point it at a folder of your own or unset it"
-            )
-        return chosen
-    root = private_folder("rtlsim")
+    root, problem = tool_cache("rtlsim", RTLSIM_CACHE_VARIABLE, "compile cache")
     if root is None:
-        raise ToolchainError(
-            f"the compile cache {os.path.join(cache_dir(), 'rtlsim')} is not a private folder of "
-            "this user; set BRAINSMITH_CACHE_DIR to a folder of your own"
-        )
+        raise ToolchainError(problem)
     return root
 
 

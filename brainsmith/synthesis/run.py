@@ -110,22 +110,11 @@ SYNTHESIS_CACHE_VARIABLE = "BRAINSMITH_SYNTHESIS_CACHE"
 def cache_root() -> str:
     """``BRAINSMITH_SYNTHESIS_CACHE`` if set (results shared by builds with other caches),
     else ``<brainsmith cache>/synthesis``; created private (0700); refuses a shared one."""
-    from brainsmith.plugin.memo import cache_dir, private_folder, usable_dir
+    from brainsmith.plugin.memo import tool_cache
 
-    chosen = os.environ.get(SYNTHESIS_CACHE_VARIABLE)
-    if chosen:
-        if not usable_dir(chosen, create=True):
-            raise CacheError(
-                f"{SYNTHESIS_CACHE_VARIABLE}={chosen} is not a folder only this user can write; "
-                "point it at a folder of your own or unset it"
-            )
-        return chosen
-    root = private_folder("synthesis")
+    root, problem = tool_cache("synthesis", SYNTHESIS_CACHE_VARIABLE, "synthesis cache")
     if root is None:
-        raise CacheError(
-            f"the synthesis cache {os.path.join(cache_dir(), 'synthesis')} is not a private folder of "
-            "this user; set BRAINSMITH_CACHE_DIR to a folder of your own"
-        )
+        raise CacheError(problem)
     return root
 
 
