@@ -52,9 +52,10 @@ def read_junit(path: Path) -> list[dict]:
     """Each test case of a JUnit XML report: id, module, group, seconds, outcome."""
     cases = []
     for case in ET.parse(path).getroot().iter("testcase"):
-        name, at, group = case.get("name", "").rpartition("@")
-        if not at:
-            name, group = group, ""
+        name = case.get("name", "")
+        cut = name.rfind("]") + 1  # xdist's "@group" follows the parameters, which may hold "@"
+        head, _, group = name[cut:].partition("@")
+        name = name[:cut] + head
         outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error", "skipped"):

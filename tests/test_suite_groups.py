@@ -114,3 +114,28 @@ def test_a_build_two_groups_ask_for_is_built_once_and_a_change_to_it_fails_the_r
     assert run.returncode == 1, run.stdout + run.stderr
     assert "changed 1 file(s) of the run's shared builds" in run.stdout
     assert f"{Path(one).name}/report.html" in run.stdout
+
+
+def test_the_profile_reads_each_test_s_group_and_seconds_from_junit_xml(tmp_path: Path):
+    """``make test-profile``: xdist's ``@group`` suffix, parameters holding "@" of their own."""
+    from benchmarks.suite_profile import read_junit, summed
+
+    (tmp_path / "run.xml").write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.test_a" name="test_x[2]@rtlsim" time="3.5"/>'
+        '<testcase classname="tests.test_a" name="test_y[user@host/0]" time="1.0"/>'
+        '<testcase classname="tests.test_b" name="test_z@rtlsim" time="2.0">'
+        '<failure message="assert 1 == 2"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    cases = read_junit(tmp_path / "run.xml")
+    assert [(c["id"], c["group"]) for c in cases] == [
+        ("tests.test_a::test_x[2]", "rtlsim"),
+        ("tests.test_a::test_y[user@host/0]", "(none)"),
+        ("tests.test_b::test_z", "rtlsim"),
+    ]
+    assert cases[2]["outcome"] == "failure" and cases[2]["message"] == "assert 1 == 2"
+    assert summed(cases, "group") == [
+        {"group": "rtlsim", "tests": 2, "seconds": 5.5},
+        {"group": "(none)", "tests": 1, "seconds": 1.0},
+    ]
