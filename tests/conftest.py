@@ -127,11 +127,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     root = session.config._tmp_path_factory.getbasetemp() / "shared"  # type: ignore[attr-defined]
     touched = changed(root) if root.is_dir() else []
     if touched:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        lines = [f"a test changed {len(touched)} file(s) of the run's shared builds "
-                 "(take BuildFarm.copy before changing a build):", *touched[:20]]  # fmt: skip
-        for line in lines:
-            reporter.write_line(line, red=True) if reporter else print(line)
+        print(f"\na test changed {len(touched)} file(s) of the run's shared builds "
+              "(take BuildFarm.copy before changing a build):", *touched[:20], sep="\n")  # fmt: skip
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
