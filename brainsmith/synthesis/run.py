@@ -7,21 +7,30 @@ with the parameter files. A result is a JSON file in the user's private cache di
 same layer in another build, or the same build again, is not synthesised twice. What cannot
 be synthesised (an HLS layer, a Versal part) has its reason; what Yosys rejects has the first
 error line of its log, and the log stays in the run folder.
+
+A cache entry is used only when it is a regular file of this user of at most
+``MAX_ENTRY_BYTES`` holding counts that are whole numbers below ``MAX_COUNT``; any other
+is removed, and its layer synthesised again. A disk that fills up while a run folder is
+written, or under Yosys, raises ``DiskFull`` naming it; an interrupted synthesis
+(``BuildInterrupted``, any exception) stops its Yosys processes before it ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.synthesis.families import NotSynthesisable, family_of
 from brainsmith.synthesis.sources import (
     DATA,
@@ -36,10 +45,11 @@ from brainsmith.synthesis.yosys import (
     LUTRAM_LIBRARY,
     TIMEOUT,
     ULTRASCALE,
+    Processes,
     Yosys,
     YosysMissing,
     counts,
-    first_error,
+    failure,
     lutram_library,
 )
 from brainsmith.synthesis.yosys import run as run_yosys
@@ -53,6 +63,8 @@ if TYPE_CHECKING:
 
 FORMAT = "1"  # bump when what a cached result holds changes
 SYNTHESISED, NOT_SYNTHESISED, FAILED = "synthesised", "not synthesised", "failed"
+MAX_ENTRY_BYTES = 64 * 2**20  # a cache entry is a few hundred bytes
+MAX_COUNT = 10**9  # more cells of a kind than any device has, by far
 
 
 class CacheError(YosysMissing):
@@ -114,7 +126,10 @@ def cache_root() -> str:
 
     root, problem = tool_cache("synthesis", SYNTHESIS_CACHE_VARIABLE, "synthesis cache")
     if root is None:
-        raise CacheError(problem)
+        hint = "set BRAINSMITH_CACHE_DIR to a folder of your own"
+        if os.environ.get(SYNTHESIS_CACHE_VARIABLE):
+            hint = f"point {SYNTHESIS_CACHE_VARIABLE} at a folder of your own, or unset it"
+        raise CacheError(problem, hint)
     return root
 
 
@@ -144,6 +159,7 @@ def synthesise_design(
     began = time.perf_counter()
     family = family_of(part)
     root = cache_root()
+    processes = Processes()
     results: dict[str, LayerSynthesis] = {}
     pending: list[SynthesisDesign] = []
     for node in model.graph.node:
@@ -156,18 +172,24 @@ def synthesise_design(
 
     def one(design: SynthesisDesign) -> LayerSynthesis:
         folder = os.path.join(workdir, design.node)
-        return synthesise_layer(design, family, yosys, root, folder, timeout, note)
+        return synthesise_layer(design, family, yosys, root, folder, timeout, note, processes)
 
     alike: dict[str, list[SynthesisDesign]] = {}  # layers alike but for their names
     for design in pending:
         alike.setdefault(cache_key(design, family, yosys), []).append(design)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         for result, group in zip(
             pool.map(one, [g[0] for g in alike.values()]), alike.values(), strict=True
         ):
             results[result.name] = result
             for design in group[1:]:
                 results[design.node] = _same_as(result, design)
+    except BaseException:  # interrupted, a full disk: no Yosys outlives the synthesis
+        processes.stop()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     layers = [results[node.name] for node in model.graph.node]
     return DesignSynthesis(part, family, yosys.version, layers, time.perf_counter() - began)
 
@@ -188,8 +210,10 @@ def synthesise_layer(
     folder: str,
     timeout: float = TIMEOUT,
     note: Callable[[str], None] | None = None,
+    processes: Processes | None = None,
 ) -> LayerSynthesis:
-    """``design`` synthesised for ``family``: from the cache, or by Yosys in ``folder``."""
+    """``design`` synthesised for ``family``: from the cache, or by Yosys in ``folder``
+    (among ``processes``). DiskFull when the disk of ``folder`` fills up."""
     began = time.perf_counter()
     key = cache_key(design, family, yosys)
     entry = os.path.join(root, f"{key[:40]}.json")
@@ -201,18 +225,25 @@ def synthesise_layer(
     else:
         if note is not None:
             note(f"synthesising {design.node} ({design.op_type})")
-        _stage(design, family, folder)
-        code, log = run_yosys(folder, timeout)
-        stat = os.path.join(folder, "stat.json")
-        if code != 0 or not os.path.isfile(stat):
-            result.status, result.log = FAILED, log
-            result.reason = (
-                f"Yosys took longer than {timeout:.0f} s and was stopped"
-                if code == -1
-                else first_error(log)
-            )
+        workdir = os.path.dirname(os.path.abspath(folder))
+        try:
+            _stage(design, family, folder)
+            code, log = run_yosys(folder, timeout, processes)
+        except OSError as exc:
+            if exc.errno in FULL_DISKS or disk_full(workdir):
+                full = exc.errno if exc.errno in FULL_DISKS else errno.ENOSPC
+                raise DiskFull(workdir, code=full) from exc
+            raise
+        stat_json = os.path.join(folder, "stat.json")
+        if code != 0 and disk_full(workdir):  # Yosys could not write its output
+            raise DiskFull(workdir)
+        try:
+            if code != 0 or not os.path.isfile(stat_json):
+                raise MissingSources(failure(code, log, timeout))
+            result.counts, result.other = counts(stat_json)
+        except MissingSources as exc:
+            result.status, result.log, result.reason = FAILED, log, str(exc)
         else:
-            result.counts, result.other = counts(stat)
             _write_cached(root, entry, key, result.counts, result.other)
     result.seconds = time.perf_counter() - began
     return result
@@ -240,24 +271,49 @@ def _stage(design: SynthesisDesign, family: str, folder: str) -> None:
 
 
 def _read_cached(entry: str, key: str) -> tuple[dict[str, int], dict[str, int]] | None:
-    """A cached result of ``key``; None when absent or not one this version wrote."""
+    """A cached result of ``key``; None when absent. An entry that is not a regular file of
+    this user of at most ``MAX_ENTRY_BYTES`` holding counts this version wrote is removed
+    (its layer is synthesised again)."""
     try:
-        with open(entry) as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        raw = _entry_bytes(entry)
+    except FileNotFoundError:
         return None
-    if not isinstance(data, dict) or data.get("key") != key or data.get("format") != FORMAT:
-        return None
-    found, other = data.get("counts"), data.get("other")
+    except OSError:
+        raw = None
+    data = None
+    if raw is not None:
+        with contextlib.suppress(ValueError, RecursionError):
+            data = json.loads(raw)
+    found = other = None
+    if isinstance(data, dict) and data.get("key") == key and data.get("format") == FORMAT:
+        found, other = data.get("counts"), data.get("other")
     if not _is_counts(found, set(COUNTS)) or not _is_counts(other, None):
+        with contextlib.suppress(OSError):
+            os.unlink(entry)
         return None
     return dict(found), dict(other)
+
+
+def _entry_bytes(entry: str) -> bytes | None:
+    """The bytes of ``entry`` when it is a regular file (not a link, FIFO or device, opened
+    without blocking) of this user, of at most ``MAX_ENTRY_BYTES``; else None."""
+    descriptor = os.open(entry, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != os.getuid():
+            return None
+        if status.st_size > MAX_ENTRY_BYTES:
+            return None
+        raw = handle.read(MAX_ENTRY_BYTES + 1)
+    return raw if len(raw) <= MAX_ENTRY_BYTES else None
 
 
 def _is_counts(value: object, keys: set[str] | None) -> TypeGuard[dict[str, int]]:
     if not isinstance(value, dict) or (keys is not None and set(value) != keys):
         return False
-    return all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in value.items())
+    return all(
+        isinstance(k, str) and type(v) is int and 0 <= v < MAX_COUNT for k, v in value.items()
+    )
 
 
 def _write_cached(

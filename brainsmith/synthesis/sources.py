@@ -34,6 +34,12 @@ blackboxes, so each stays one cell of its kind, as in Vivado.
 Parameter files (thresholds, weights) are read from the layer's generated code: generated
 Verilog names them relative to its folder or by absolute path; both become paths into the
 folder Yosys runs in.
+
+A build folder may come from elsewhere, so what is read from it is bounded: every file a
+regular file of at most ``MAX_FILE_BYTES`` (a FIFO or a device is refused without blocking),
+no link from the code folder to a file outside it, and every name that reaches Yosys' script
+(the top module, the source files) a plain identifier or file name (``UnsafeName``), never
+text the script would read as commands.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.resources import files as package_files
 
+from brainsmith.files import DamagedFile, read_regular
 from brainsmith.rtlsim.sources import (
     HLS_REASON,
     LayerDesign,
@@ -65,10 +72,69 @@ MOUNT = "/design"  # where Yosys sees the run folder (its only writable folder)
 DATA = "data"  # parameter files, under the run folder
 PRIMITIVES = "xilinx_primitives.v"
 HLS = "HLS: no RTL to synthesise (its RTL comes from Vitis HLS, not available here)"
+MAX_FILE_BYTES = 256 * 2**20  # an RTL or parameter file; the largest layer's are a few MiB
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+REBUILD = "build the model again and synthesise that folder"
 
 
 class MissingSources(NotSynthesisable):
-    """The layer's generated RTL was recorded but is not there: a failure, not a skip."""
+    """The layer's generated RTL was recorded but is not there, or cannot be used: a failure,
+    not a skip."""
+
+
+class UnsafeName(MissingSources):
+    """A name that would reach Yosys' script is not a plain identifier or file name."""
+
+
+def plain_top(top: str) -> str:
+    """``top`` if a plain identifier (what a Yosys script reads as one word); else
+    UnsafeName naming it."""
+    if IDENTIFIER.fullmatch(top) is None:
+        raise UnsafeName(
+            f"gen_top_module {top!r} is not a plain identifier (letters, digits and _): "
+            f"Yosys' script would read the rest as commands; {REBUILD}"
+        )
+    return top
+
+
+def plain_file_name(name: str) -> str:
+    """``name`` if a plain file name (letters, digits, ``_.+-``, not starting with ``-``
+    or ``.``); else UnsafeName naming it."""
+    if FILE_NAME.fullmatch(name) is None:
+        raise UnsafeName(
+            f"RTL file name {name!r} is not a plain file name (letters, digits and _.+-): "
+            f"Yosys' script would read it as more than one file; {REBUILD}"
+        )
+    return name
+
+
+def read_layer_file(path: str, code_dir: str, what: str) -> bytes:
+    """The bytes of ``path`` (``what``: "RTL file", "parameter file"): a regular file of at
+    most ``MAX_FILE_BYTES``, and in ``code_dir`` only if it stays there (no link out).
+    MissingSources naming the file and why otherwise."""
+    folder = os.path.abspath(code_dir)
+    if _inside(os.path.abspath(path), folder):
+        real = os.path.realpath(path)
+        if not _inside(real, os.path.realpath(folder)):
+            raise MissingSources(
+                f"{what} {path} leads out of the layer's code folder (to {real}); {REBUILD}"
+            )
+    try:
+        return read_regular(path, MAX_FILE_BYTES)
+    except DamagedFile as exc:
+        raise MissingSources(f"{what} {exc}; {REBUILD}") from None
+    except OSError as exc:
+        raise MissingSources(f"{what} {path} cannot be read ({exc.strerror}); {REBUILD}") from None
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _text(raw: bytes) -> str:
+    """``raw`` as ``open(path, errors="replace").read()`` reads it (newlines translated)."""
+    return raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 @dataclass
@@ -109,6 +175,8 @@ def synthesis_design(model: ModelWrapper, node: NodeProto) -> SynthesisDesign:
     when its generated RTL is gone)."""
     if node.domain.endswith(".hls") or node.op_type.endswith("_hls"):
         raise NotSynthesisable(HLS)
+    if IDENTIFIER.fullmatch(node.name) is None:  # it names the layer's run folder
+        raise UnsafeName(f"the layer name {node.name!r} is not a plain identifier; {REBUILD}")
     try:
         layer = layer_design(model, node, simulated=False)
     except MissingCode as exc:
@@ -120,9 +188,11 @@ def synthesis_design(model: ModelWrapper, node: NodeProto) -> SynthesisDesign:
 
 
 def from_layer(layer: LayerDesign) -> SynthesisDesign:
-    """The fixed copies of ``layer``'s files and its parameter files."""
+    """The fixed copies of ``layer``'s files and its parameter files; MissingSources when
+    one cannot be used (UnsafeName for a name that would reach Yosys' script)."""
     from finn_xsi.srcutil import order_pkg_first
 
+    plain_top(layer.top)
     sources: list[tuple[str, str]] = []
     seen: set[str] = set()
     fixes: list[str] = []
@@ -130,17 +200,16 @@ def from_layer(layer: LayerDesign) -> SynthesisDesign:
         name = os.path.basename(path)
         while name in seen:
             name = f"_{name}"
-        seen.add(name)
-        with open(path, errors="replace") as handle:
-            text = handle.read()
+        seen.add(plain_file_name(name))
+        text = _text(read_layer_file(path, layer.code_dir, "RTL file"))
         sources.append((name, yosys_ready(path, text, layer.code_dir, fixes)))
     for name, text in sorted(layer.generated.items()):
-        sources.append((name, yosys_ready(name, text, layer.code_dir, fixes)))
+        sources.append((plain_file_name(name), yosys_ready(name, text, layer.code_dir, fixes)))
     data = []
     for name in sorted(os.listdir(layer.code_dir)):
         if name.endswith(".dat"):
-            with open(os.path.join(layer.code_dir, name), "rb") as handle:
-                data.append((name, handle.read()))
+            path = os.path.join(layer.code_dir, name)
+            data.append((name, read_layer_file(path, layer.code_dir, "parameter file")))
     used = primitives_used(text for _, text in sources)
     return SynthesisDesign(layer.node, layer.op_type, layer.top, sources, data, used, fixes)
 
@@ -225,12 +294,8 @@ def parameters_before_ports(text: str) -> str:
     ports_end = text.find(");", header.end()) if header else -1
     if header is None or ports_end < 0:
         return text
-    ports = text[header.end() : ports_end]
-    moved = [
-        m
-        for m in BODY_PARAMETER.finditer(text, ports_end)
-        if re.search(rf"\b{m.group(1)}\b", ports)
-    ]
+    ports = set(re.findall(r"\w+", text[header.end() : ports_end]))  # the words, once
+    moved = [m for m in BODY_PARAMETER.finditer(text, ports_end) if m.group(1) in ports]
     if not moved:
         return text
     for match in reversed(moved):
@@ -259,7 +324,9 @@ def nettype_outside_modules(text: str) -> str:
     return NETTYPE_IN_MODULE.sub(outside, text)
 
 
-ATTRIBUTES = re.compile(r"\(\*(?!\))([^;]*?)\*\)")  # not @(*), never past a statement
+# not @(*), never past a statement; the body holds no "(*", so each "(*" is scanned up to the
+# next one at most: linear in the text, however many unclosed "(*" it holds
+ATTRIBUTES = re.compile(r"\(\*(?!\))((?:[^;*(]|\*(?!\))|\((?!\*))*)\*\)")
 MEMORY_STYLE = re.compile(r"(^|,)(\s*)(ram_style|rom_style)(\s*=)", re.I)
 
 
@@ -321,9 +388,10 @@ def library() -> dict[str, str]:
 
 
 def primitives_used(texts: Iterable[str]) -> list[str]:
-    """The Xilinx primitives instantiated in ``texts`` (``NAME #(`` or ``NAME inst (``)."""
+    """The Xilinx primitives instantiated in ``texts`` (``NAME #(`` or ``NAME inst (``; the
+    name a whole word, so the scan is linear in the text)."""
     code = "\n".join(re.sub(r"//[^\n]*", "", text) for text in texts)
-    instantiated = set(re.findall(r"\b([A-Z][A-Z0-9_]*)\s*(?:#\s*\(|\w+\s*\()", code))
+    instantiated = set(re.findall(r"\b([A-Z][A-Z0-9_]*)\b\s*(?:#\s*\(|\w+\s*\()", code))
     return sorted(instantiated & set(library()))
 
 

