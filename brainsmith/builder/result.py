@@ -9,7 +9,6 @@ hardware layers in Python (``brainsmith.frameworks.finn.execution``), one input 
 from __future__ import annotations
 
 import io
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -106,21 +105,21 @@ def load(folder: str | os.PathLike[str], result: type[BuildResult]) -> BuildResu
 
 
 def _finished(folder: str, report_path: str, result: type[BuildResult]) -> BuildResult:
-    try:
-        with open(report_path) as handle:
-            report = cast("BuildReport", json.load(handle))
-        if not isinstance(report, dict) or not isinstance(report.get("status"), str):
-            raise ValueError("it names no status")
-    except (OSError, ValueError) as exc:
-        raise ResultError(f"cannot read {report_path}: {exc!r}", REBUILD) from exc
-    model = None
-    final = os.path.join(folder, "final.onnx")
-    if report["status"] == "ok" and os.path.isfile(final):
-        from qonnx.core.modelwrapper import ModelWrapper
+    """A finished build, through the gate (``builder.gate``): a folder from elsewhere is
+    untrusted input, its names, paths and domains checked before anything uses them."""
+    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
+    from brainsmith.files import DamagedFile
 
-        model = ModelWrapper(final)
+    try:
+        opened = open_build_folder(folder)
+    except (DamagedFile, OSError) as exc:
+        raise ResultError(f"cannot read {report_path}: {exc}", REBUILD) from None
+    except UntrustedFolder as exc:
+        raise ResultError(exc.reason, exc.hint) from exc
     html = os.path.join(folder, "report.html")
-    return result(folder, report, model, report_path, html if os.path.isfile(html) else "")
+    return result(
+        folder, opened.report, opened.model, report_path, html if os.path.isfile(html) else ""
+    )
 
 
 def _stopped(folder: str, result: type[BuildResult]) -> BuildResult:
@@ -218,20 +217,23 @@ def run(result: BuildResult, x: np.ndarray) -> np.ndarray:
 
 
 def _design(result: BuildResult) -> tuple[ModelWrapper, ModelWrapper | None]:
-    """The final model and the graph around it, with the plugins of their layers loaded."""
+    """The final model and the graph around it, as the folder holds them now (through the
+    gate), with the plugins of their layers loaded."""
     _check_runnable(result)
-    from qonnx.core.modelwrapper import ModelWrapper
-
+    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
     from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 
-    final = os.path.join(result.output_dir, "final.onnx")
-    model = result.model if result.model is not None else ModelWrapper(final)
-    parent_path = os.path.join(result.output_dir, "final_parent.onnx")
-    parent = ModelWrapper(parent_path) if os.path.isfile(parent_path) else None
+    try:
+        opened = open_build_folder(result.output_dir)
+    except UntrustedFolder as exc:
+        raise ResultError(exc.reason, exc.hint) from exc
+    model, parent = opened.model, opened.parent
+    if model is None:
+        raise ResultError(f"{result.output_dir} holds no final.onnx", REBUILD)
     prepare_finn()
     try:
-        require_layers(model, final)
+        require_layers(model, os.path.join(result.output_dir, "final.onnx"))
     except LayerPluginError as exc:
         raise ResultError(exc.reason, exc.hint) from exc
     _one_input_and_output(parent if parent is not None else model)

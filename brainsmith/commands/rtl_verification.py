@@ -64,18 +64,13 @@ def verify_build_folder(
     from brainsmith.rtlsim.screen import UnsafeSource
 
     report = _read_report(folder)
+    model, parent = gated_models(folder)
     try:
         find_toolchain()
     except ToolchainError as exc:
         raise FolderError(str(exc), "install Verilator (make setup)") from exc
     prepare_finn()
-    from qonnx.core.modelwrapper import ModelWrapper
-
-    model = ModelWrapper(os.path.join(folder, "final.onnx"))
     _require_layers(model, folder)
-    own_paths(model, folder, report.get("output_dir") or "")
-    parent_path = os.path.join(folder, "final_parent.onnx")
-    parent = ModelWrapper(parent_path) if os.path.isfile(parent_path) else None
     names = {n.name for n in model.graph.node}
     unknown = sorted(set(only or ()) - names)
     if unknown:
@@ -112,6 +107,20 @@ def verify_build_folder(
     return result
 
 
+def gated_models(folder: str) -> tuple[ModelWrapper, ModelWrapper | None]:
+    """``folder``'s final model and the graph around it, once the folder passed the gate
+    (``brainsmith.builder.gate``); FolderError listing what it refused otherwise."""
+    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
+
+    try:
+        opened = open_build_folder(folder)
+    except UntrustedFolder as exc:
+        raise FolderError(exc.reason, exc.hint) from None
+    if opened.model is None:
+        raise FolderError(f"the build in {folder} has no final.onnx", "build it again")
+    return opened.model, opened.parent
+
+
 def _require_layers(model: ModelWrapper, folder: str) -> None:
     """Load the plugins that provide final.onnx's layers (recorded by the build)."""
     from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
@@ -126,26 +135,6 @@ CHANGED_HINT = (
     "build it again (brainsmith build MODEL BLUEPRINT -o FOLDER) to simulate what it "
     "generates, or pass --allow-changed-rtl to simulate the files as they are"
 )
-PATH_ATTRIBUTES = ("code_gen_dir_ipgen", "ipgen_path", "ip_path", "code_gen_dir_cppsim")
-
-
-def own_paths(model: ModelWrapper, folder: str, built_in: str) -> None:
-    """Point ``model``'s code paths into ``folder``: a path outside it (the folder the build
-    was made in, ``built_in``, or elsewhere) becomes the same path inside it."""
-    root = os.path.realpath(folder)
-    for node in model.graph.node:
-        for attribute in node.attribute:
-            if attribute.name not in PATH_ATTRIBUTES or not attribute.s:
-                continue
-            path = attribute.s.decode(errors="replace")
-            if os.path.isabs(path) and not inside(os.path.realpath(path), root):
-                attribute.s = _moved(path, folder, built_in).encode()
-
-
-def _moved(path: str, folder: str, built_in: str) -> str:
-    if built_in and os.path.isabs(built_in) and inside(os.path.normpath(path), built_in):
-        return os.path.join(folder, os.path.relpath(path, built_in))
-    return os.path.join(folder, "finn", "build", os.path.basename(os.path.normpath(path)))
 
 
 def unrecorded_hdl(model: ModelWrapper, folder: str, only: list[str] | None) -> list[str]:

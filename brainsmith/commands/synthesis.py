@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Callable
 
-from brainsmith.commands.rtl_verification import FolderError, _read_report, own_paths
+from brainsmith.commands.rtl_verification import FolderError, _read_report, gated_models
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.frameworks.finn.facts import RESOURCES
 
@@ -44,6 +44,7 @@ def synthesise_build_folder(
     from brainsmith.synthesis.run import CacheError, synthesise_design
 
     report = _read_report(folder)
+    model, _ = gated_models(folder)  # before anything is written into the folder
     part = report.get("fpga_part") or ""
     if not part:
         raise FolderError(f"{folder}/report.json names no fpga_part", "build it again")
@@ -64,7 +65,7 @@ def synthesise_build_folder(
         log_path = os.path.join(workdir, "synth.log")
         with open(log_path, "w") as log, contain_finn_output(log):
             prepare_finn()
-            model = _final_model(folder, report)
+            _require_layers(model, folder)
             try:
                 result = synthesise_design(model, part, workdir, yosys, jobs=jobs, note=note)
             except CacheError as exc:
@@ -99,19 +100,13 @@ def _part_hint() -> str:
     return ULTRASCALE_PLUS_PART
 
 
-def _final_model(folder: str, report: BuildReport) -> ModelWrapper:
-    from qonnx.core.modelwrapper import ModelWrapper
-
+def _require_layers(model: ModelWrapper, folder: str) -> None:
     from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 
-    path = os.path.join(folder, "final.onnx")
-    model = ModelWrapper(path)
     try:
-        require_layers(model, path)
+        require_layers(model, os.path.join(folder, "final.onnx"))
     except LayerPluginError as exc:
         raise FolderError(exc.reason, exc.hint) from exc
-    own_paths(model, folder, report.get("output_dir") or "")
-    return model
 
 
 def as_json(result: DesignSynthesis, report: BuildReport, folder: str) -> dict[str, Any]:
