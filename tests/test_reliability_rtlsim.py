@@ -187,7 +187,7 @@ def test_code_folder_linked_to_outside_the_build_is_refused(copy, hub, tmp_path)
     folder.symlink_to(outside, target_is_directory=True)
     result = verify_rtl(copy, "--layer", "Thresholding_rtl_0", cache=hub)
     assert result.returncode == 2, result.stderr
-    assert f"{outside / 'Thresholding_rtl_0.v'} is outside the build folder" in result.stderr
+    assert f"a link out of the folder (to {outside})" in result.stderr
 
 
 def test_build_folder_without_a_record_is_refused_saying_how_to_make_one(copy, hub):
