@@ -294,3 +294,23 @@ def test_a_real_build_passes_the_gate_moved_and_copied(built, tmp_path):
                 assert attribute.s.decode().startswith(str(copied)), attribute
     shape = BuildResult.load(copied).run(np.zeros((1, 64), dtype=np.float32)).shape
     assert shape == BuildResult.load(built).run(np.zeros((1, 64), dtype=np.float32)).shape
+
+
+def test_synth_refuses_hdl_the_build_did_not_generate_unless_asked(copy):
+    """synth checks the HDL against the build's record, as verify-rtl does: a changed file
+    is refused before Yosys runs; with --allow-changed-rtl it is synthesised and named."""
+    rtl = next((copy / "finn").rglob("MVAU_rtl_0_wrapper.v"))
+    rtl.write_text(rtl.read_text() + "\n// changed by hand\n")
+    result = use("synth", copy)
+    assert result.returncode == 2, result.stderr
+    assert f"{rtl} differs from what the build generated" in result.stderr
+    assert "--allow-changed-rtl to synthesise" in result.stderr
+    assert not (copy / "synthesis").exists()
+    allowed = subprocess.run(
+        [sys.executable, "-m", "brainsmith", "synth", str(copy), "--allow-changed-rtl"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert f"warning: {rtl} differs" in allowed.stderr and "synthesised as it is" in allowed.stderr

@@ -24,8 +24,15 @@ if TYPE_CHECKING:
     show_default=True,
     help="Layers synthesised at once (one core each).",
 )
+@click.option(
+    "--allow-changed-rtl",
+    "allow_changed",
+    is_flag=True,
+    help="Synthesise HDL files that differ from the build's record of them (edited by hand) "
+    "or that it has no record of, each named in a warning.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print synthesis.json instead of a table.")
-def synth(build_dir: str, jobs: int, as_json: bool) -> None:
+def synth(build_dir: str, jobs: int, allow_changed: bool, as_json: bool) -> None:
     """Synthesise every RTL layer of the build in BUILD_DIR with Yosys (synth_xilinx, out of
     context) and show its LUT, FF, CARRY, DSP, BRAM and URAM beside FINN's estimates.
 
@@ -34,6 +41,8 @@ def synth(build_dir: str, jobs: int, as_json: bool) -> None:
     Versal family). No place and route: the counts are Yosys' technology mapping, with no
     timing. Results are cached by content, so a second run only looks them up. They go to
     BUILD_DIR/synthesis.json; each layer's Yosys run and log to BUILD_DIR/synthesis/LAYER/.
+    A folder from elsewhere is checked first: its layer names, code paths, files and HDL
+    must be what a build writes (finn/hdl_manifest.json records the HDL's hashes).
 
     \b
     Exit codes: 0 every RTL layer synthesised (HLS layers are listed, not synthesised);
@@ -63,6 +72,8 @@ def synth(build_dir: str, jobs: int, as_json: bool) -> None:
             data = synthesise_build_folder(
                 build_dir,
                 jobs=jobs,
+                allow_changed=allow_changed,
+                warn=lambda text: echo(f"warning: {text}", err=True),
                 note=None if as_json else lambda text: status.print(text + " ...", markup=False),
             )
     except FolderError as exc:

@@ -80,7 +80,7 @@ def verify_build_folder(
         )
     for problem in unrecorded_hdl(model, folder, only):
         if not allow_changed:
-            raise FolderError(problem, CHANGED_HINT)
+            raise FolderError(problem, CHANGED_HINT.format(verb="simulate"))
         if warn is not None:
             warn(f"{problem}; simulated as it is (--allow-changed-rtl)")
     workdir = os.path.join(folder, *WORKDIR)
@@ -132,8 +132,8 @@ def _require_layers(model: ModelWrapper, folder: str) -> None:
 
 
 CHANGED_HINT = (
-    "build it again (brainsmith build MODEL BLUEPRINT -o FOLDER) to simulate what it "
-    "generates, or pass --allow-changed-rtl to simulate the files as they are"
+    "build it again (brainsmith build MODEL BLUEPRINT -o FOLDER) to {verb} what it "
+    "generates, or pass --allow-changed-rtl to {verb} the files as they are"
 )
 
 

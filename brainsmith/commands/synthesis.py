@@ -9,11 +9,18 @@ sources, script and log) to BUILD_DIR/synthesis/<layer>/.
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 from collections.abc import Callable
 
-from brainsmith.commands.rtl_verification import FolderError, _read_report, gated_models
+from brainsmith.commands.rtl_verification import (
+    CHANGED_HINT,
+    FolderError,
+    _read_report,
+    gated_models,
+    unrecorded_hdl,
+)
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.frameworks.finn.facts import RESOURCES
 
@@ -35,16 +42,28 @@ def synthesise_build_folder(
     *,
     jobs: int = 2,
     note: Callable[[str], None] | None = None,
+    allow_changed: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Synthesise ``folder``'s RTL layers; returns what it wrote to ``folder``/synthesis.json.
-    Raises FolderError (``reason``, ``hint``) for a folder that is not a finished build, a
-    missing Yosys or a part Yosys cannot map."""
+    Raises FolderError (``reason``, ``hint``) for a folder that is not a finished build or
+    fails the gate (``builder.gate``), HDL the build did not generate (unless
+    ``allow_changed``: then each file is named to ``warn``), a missing Yosys or a part Yosys
+    cannot map."""
     from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
     from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
     from brainsmith.synthesis.run import CacheError, synthesise_design
 
     report = _read_report(folder)
     model, _ = gated_models(folder)  # before anything is written into the folder
+    with contain_finn_output(io.StringIO()):
+        prepare_finn()
+    _require_layers(model, folder)
+    for problem in unrecorded_hdl(model, folder, None):
+        if not allow_changed:
+            raise FolderError(problem, CHANGED_HINT.format(verb="synthesise"))
+        if warn is not None:
+            warn(f"{problem}; synthesised as it is (--allow-changed-rtl)")
     part = report.get("fpga_part") or ""
     if not part:
         raise FolderError(f"{folder}/report.json names no fpga_part", "build it again")
@@ -64,8 +83,6 @@ def synthesise_build_folder(
         os.makedirs(workdir, exist_ok=True)
         log_path = os.path.join(workdir, "synth.log")
         with open(log_path, "w") as log, contain_finn_output(log):
-            prepare_finn()
-            _require_layers(model, folder)
             try:
                 result = synthesise_design(model, part, workdir, yosys, jobs=jobs, note=note)
             except CacheError as exc:
