@@ -16,7 +16,7 @@ from brainsmith.builder.blame import (
 )
 from brainsmith.builder.failure import OUTPUT_ERRORS, fail, fail_output
 from brainsmith.builder.state import BuildRun, Step
-from brainsmith.builder.wiring import wiring_error
+from brainsmith.builder.wiring import streams, wiring_error
 from brainsmith.errors import StepError
 from brainsmith.files import DiskFull, disk_full, save_model
 from brainsmith.metrics import span
@@ -85,6 +85,7 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
     run.current = index
     run.build_log.step_started(index + 1, step.name)
     had_parent = run.context.dataflow_parent is not None
+    before = streams(model, run.context.dataflow_parent)  # the step may change it in place
     began = time.perf_counter()
     try:  # contained(): a step calling sys.exit() fails like any other step
         traced = span(f"brainsmith.step {step.name}", step=step.name, index=index + 1)
@@ -110,11 +111,11 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
     if not had_parent:
         _adopt_finn_parent(run)
     record.model = _save_model(run, model, index, step.name, had_parent)
-    broken = wiring_error(step.name, model, run.context.dataflow_parent)
+    broken = wiring_error(step.name, model, run.context.dataflow_parent, before)
     if broken:
         hint = (
-            f"the graph the step left is {record.model}; a blueprint transform in this step "
-            "may be the cause (remove it to see), else report it with the model"
+            f"the graph the step left is {record.model}; the step (a plugin's) or a blueprint "
+            "transform in it may be the cause (remove it to see), else report it with the model"
         )
         fail(run, model, index, broken, hint)
     return model

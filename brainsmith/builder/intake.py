@@ -4,7 +4,9 @@
 - the model parses as ONNX and has a graph, of at most ``MAX_NODES`` nodes, none with an
   attribute over ``MAX_ATTRIBUTE_BYTES``; every node's domain is standard ONNX, QONNX,
   FINN or a registered kernel's (QONNX imports a node's domain as a Python module, so an
-  unknown one is refused before anything could import it);
+  unknown one is refused before anything could import it); no loop (a node reading its own
+  output, or a longer one: FINN's passes would spin on it) and no tensor both produced by a
+  node and given as an initializer or input;
 - a model without quantizers whose layers FINN implements only quantized is refused with
   advice to quantize it;
 - a dynamic batch axis is fixed to 1 (FINN builds batch-1 hardware), with a note; any
@@ -107,6 +109,7 @@ def check_model(
             "brevitas.export.export_qonnx)",
         )
     _check_domains(proto, name, set(KNOWN_DOMAINS) | set(domains))
+    _check_wiring(proto, name)
     _check_quantized(proto, name)
     checked = CheckedModel(proto, path)
     _fix_batch_axis(checked, name)
@@ -316,6 +319,30 @@ def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
         "brevitas.export.export_qonnx, or add QONNX Quant nodes"
         + (" (QuantizeLinear/DequantizeLinear: qonnx's QCDQToQuant converts them)" if qdq else ""),
     )
+
+
+def _check_wiring(proto: onnx.ModelProto, name: str) -> None:
+    """Refuse a loop (FINN's passes would never finish on it) and a tensor both produced by a
+    node and given as an initializer or input."""
+    from brainsmith.builder.wiring import cycle, describe, given_and_produced
+
+    loop = cycle(proto.graph)
+    if loop is not None:
+        raise InputError(
+            "model",
+            f"{name}: {describe(loop)}; a graph with a loop (a cycle) cannot be built: "
+            "FINN's passes would never finish",
+            "export the model again without the loop (a recurrent network must be unrolled), "
+            "or rewire the node to read another tensor",
+        )
+    doubled = given_and_produced(proto.graph)
+    if doubled:
+        more = f" and {len(doubled) - 1} more" if len(doubled) > 1 else ""
+        raise InputError(
+            "model",
+            f"{name}: {doubled[0]}{more}; a tensor has one source",
+            "export the model again, or rename the node's output",
+        )
 
 
 def _fix_batch_axis(checked: CheckedModel, name: str) -> None:

@@ -1,13 +1,53 @@
-"""A graph whose nodes read tensors nothing produces is broken, whatever verification says:
-checked after every step, so the step that broke it is named."""
+"""A graph's wiring is checked after every step, whatever verification says, so the step that
+broke it is named:
+
+- every tensor a node reads is produced: by a node, a graph input or an initializer;
+- no tensor a node produces is also an initializer or a graph input;
+- no loop (a node reading its own output, or a longer one): FINN's passes would never finish;
+- no hardware layer's stream became a constant (an initializer or a Constant node's output)
+  that the next layer or the graph's output reads: the accelerator would stream it.
+
+Every check is linear in nodes + edges (the loop check is Kahn's, without recursion)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from brainsmith.frameworks.finn.facts import is_hardware
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from onnx import GraphProto, NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
-LISTED = 5  # unproduced tensors named in a message
+LISTED = 5  # problems of one kind named in a message
+LOOP_SHOWN = 6  # nodes of a long loop named at each end
+CONSTANT_OPS = ("Constant",)
+AROUND = " (around the accelerator)"
+
+
+class Loop(NamedTuple):
+    """A loop: ``nodes[i]`` reads ``tensors[i]``, an output of the node before it (the last
+    node's for ``nodes[0]``)."""
+
+    nodes: list[NodeProto]
+    tensors: list[str]
+
+
+@dataclass
+class Streams:
+    """Where hardware layers streamed before a step: tensor -> the layer producing it,
+    (reader, input index) and (graph, output index) -> the tensor a layer streamed there."""
+
+    tensors: dict[str, str] = field(default_factory=dict)
+    reads: dict[tuple[str, int], str] = field(default_factory=dict)
+    outputs: dict[tuple[str, int], str] = field(default_factory=dict)
+
+
+def label(node: NodeProto, index: int) -> str:
+    """A node as messages name it (an unnamed one by its position and type)."""
+    return node.name or f"#{index} ({node.op_type})"
 
 
 def unproduced(model: ModelWrapper) -> list[str]:
@@ -26,15 +66,205 @@ def unproduced(model: ModelWrapper) -> list[str]:
     return problems
 
 
-def wiring_error(step: str, model: ModelWrapper, parent: ModelWrapper | None) -> str:
-    """Why ``step`` left the model (or the graph around the accelerator, ``parent``) broken
-    ("" when it did not)."""
-    around = unproduced(parent) if parent is not None else []
-    problems = unproduced(model) + [f"{p} (around the accelerator)" for p in around]
-    if not problems:
-        return ""
-    more = f" and {len(problems) - LISTED} more" if len(problems) > LISTED else ""
+def given_and_produced(graph: GraphProto) -> list[str]:
+    """Each "node N produces T, which is also the initializer T" (or a graph input)."""
+    initializers = {t.name for t in graph.initializer}
+    inputs = {t.name for t in graph.input}
+    problems = []
+    for index, node in enumerate(graph.node):
+        for name in node.output:
+            if name in initializers:
+                problems.append(
+                    f"node {label(node, index)} produces {name}, which is also the initializer {name}"
+                )
+            elif name in inputs:
+                problems.append(
+                    f"node {label(node, index)} produces {name}, which is also the graph's input {name}"
+                )
+    return problems
+
+
+def cycle(graph: GraphProto) -> Loop | None:
+    """A loop among ``graph``'s nodes, None without one. Kahn's algorithm removes every node
+    whose inputs are all ready; each node left reads a node left, so walking back from one
+    through such inputs reaches a loop."""
+    nodes = list(graph.node)
+    producers: dict[str, list[int]] = {}
+    for index, node in enumerate(nodes):
+        for name in node.output:
+            if name:
+                producers.setdefault(name, []).append(index)
+    waiting = [0] * len(nodes)
+    readers: list[list[int]] = [[] for _ in nodes]
+    for index, node in enumerate(nodes):
+        for name in node.input:
+            for producer in producers.get(name, ()) if name else ():
+                waiting[index] += 1
+                readers[producer].append(index)
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    while ready:
+        for reader in readers[ready.pop()]:
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                ready.append(reader)
+    left = [i for i, count in enumerate(waiting) if count > 0]
+    if not left:
+        return None
+    return _walk_back(nodes, producers, {*left}, left[0])
+
+
+def _walk_back(
+    nodes: list[NodeProto], producers: dict[str, list[int]], left: set[int], start: int
+) -> Loop:
+    """The loop reached from node ``start`` by following inputs produced by nodes ``left``."""
+    path: list[int] = []
+    read: list[str] = []  # read[k]: the tensor path[k] reads from path[k + 1]
+    at: dict[int, int] = {}
+    current = start
+    while current not in at:
+        at[current] = len(path)
+        path.append(current)
+        name, current = next(
+            (name, producer)
+            for name in nodes[current].input
+            for producer in (producers.get(name, ()) if name else ())
+            if producer in left
+        )
+        read.append(name)
+    first = at[current]
+    # reversed, each node reads from the one before it: start at the graph's earliest
+    order, tensors = path[first:][::-1], read[first:][::-1]
+    begin = order.index(min(order))
+    order, tensors = order[begin:] + order[:begin], tensors[begin:] + tensors[:begin]
+    return Loop([nodes[i] for i in order], tensors)
+
+
+def describe(loop: Loop) -> str:
+    """A loop in words: "node A reads its own output T" or "nodes A -> B -> A form a loop
+    (A reads T, which B produces)"."""
+    names = [n.name or f"({n.op_type})" for n in loop.nodes]
+    if len(names) == 1:
+        return f"node {names[0]} reads its own output {loop.tensors[0]}"
+    shown = names
+    if len(names) > 2 * LOOP_SHOWN:
+        shown = [*names[:LOOP_SHOWN], "...", *names[-LOOP_SHOWN:]]
     return (
-        f"step {step} left tensors that no node produces: {'; '.join(problems[:LISTED])}{more} "
-        "(a transform removed their producer)"
+        f"nodes {' -> '.join([*shown, names[0]])} form a loop of {len(names):,} nodes "
+        f"({names[0]} reads {loop.tensors[0]}, which {names[-1]} produces)"
     )
+
+
+def streams(model: ModelWrapper, parent: ModelWrapper | None) -> Streams:
+    """Where ``model``'s hardware layers (and those of the graph around the accelerator,
+    ``parent``) stream: taken before a step, which may change the model in place."""
+    found = Streams()
+    for role, wrapper in (("model", model), ("parent", parent)):
+        if wrapper is None:
+            continue
+        graph = wrapper.graph
+        hardware = {
+            name: label(node, index)
+            for index, node in enumerate(graph.node)
+            if is_hardware(node)
+            for name in node.output
+            if name
+        }
+        for name, layer in hardware.items():  # the model's layer, not the partition node
+            found.tensors.setdefault(name, layer)
+        for index, node in enumerate(graph.node):
+            for position, name in enumerate(node.input):
+                if name in hardware:
+                    found.reads[(label(node, index), position)] = name
+        for position, output in enumerate(graph.output):
+            if output.name in hardware:
+                found.outputs[(role, position)] = output.name
+    return found
+
+
+def constants(graph: GraphProto) -> set[str]:
+    """The tensors of ``graph`` that hold a constant: initializers and Constant nodes'."""
+    names = {t.name for t in graph.initializer}
+    names |= {
+        name
+        for node in graph.node
+        if node.op_type in CONSTANT_OPS and node.domain in ("", "ai.onnx")
+        for name in node.output
+    }
+    return names
+
+
+def constant_streams(graph: GraphProto, role: str, before: Streams) -> list[str]:
+    """Each place of ``graph`` where a constant is read in place of what a hardware layer
+    streamed there ``before``."""
+    fixed = constants(graph)
+    problems, named = [], set()
+
+    def stream(tensor: str) -> str:
+        return f"{tensor}, the stream of hardware layer {before.tensors[tensor]}"
+
+    for index, node in enumerate(graph.node):
+        for position, name in enumerate(node.input):
+            was = before.reads.get((label(node, index), position))
+            if was is not None and name in fixed:
+                now = "now a constant" if name == was else f"replaced by the constant {name}"
+                problems.append(f"node {label(node, index)} reads {stream(was)}, {now}")
+                named.add(was)
+    for position, output in enumerate(graph.output):
+        was = before.outputs.get((role, position))
+        if was is not None and output.name in fixed:
+            now = "is now a constant" if output.name == was else "is a constant in place of"
+            if output.name == was:
+                problems.append(f"the graph's output {stream(was)}, {now}")
+            else:
+                problems.append(f"the graph's output {output.name} {now} {stream(was)}")
+            named.add(was)
+    problems += [
+        f"{stream(tensor)}, is now a constant"
+        for tensor in sorted(fixed & before.tensors.keys())
+        if tensor not in named
+    ]
+    return problems
+
+
+def wiring_error(
+    step: str, model: ModelWrapper, parent: ModelWrapper | None, before: Streams | None = None
+) -> str:
+    """Why ``step`` left the model (or the graph around the accelerator, ``parent``) broken
+    ("" when it did not); ``before``: where hardware layers streamed before the step."""
+    kinds: dict[str, list[str]] = {}
+    for role, wrapper in (("model", model), ("parent", parent)):
+        if wrapper is None:
+            continue
+        where = AROUND if role == "parent" else ""
+        graph = wrapper.graph
+        found = {
+            "unproduced": unproduced(wrapper),
+            "given": given_and_produced(graph),
+            "constant": constant_streams(graph, role, before) if before is not None else [],
+        }
+        loop = cycle(graph)
+        found["loop"] = [describe(loop)] if loop is not None else []
+        for kind, problems in found.items():
+            kinds.setdefault(kind, []).extend(p + where for p in problems)
+    parts = [_part(kind, problems) for kind, problems in kinds.items() if problems]
+    return f"step {step} left {'; and '.join(parts)}" if parts else ""
+
+
+WHY = {
+    "unproduced": ("tensors that no node produces", "a transform removed their producer"),
+    "given": (
+        "tensors both produced by a node and given as a constant or input",
+        "each tensor has one source",
+    ),
+    "constant": (
+        "a hardware layer's stream turned into a constant",
+        "the accelerator would stream a constant instead of the layer's results",
+    ),
+    "loop": ("a loop in the graph", "the next steps would never finish on it"),
+}
+
+
+def _part(kind: str, problems: list[str]) -> str:
+    what, why = WHY[kind]
+    more = f" and {len(problems) - LISTED} more" if len(problems) > LISTED else ""
+    return f"{what}: {'; '.join(problems[:LISTED])}{more} ({why})"

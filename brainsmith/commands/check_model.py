@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from brainsmith.builder.blame import failing_transform
 from brainsmith.builder.errors import BuildError
+from brainsmith.builder.wiring import streams, wiring_error
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.resolvers import fpga_part
 
@@ -134,6 +135,7 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
 
         model = ModelWrapper(checked.proto)
         for step in steps[: names.index(FRONT_END)]:
+            before = streams(model, None)
             try:
                 function = step.function()
                 model = function(model, cfg) if function is not None else model
@@ -147,6 +149,11 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
                     f" in {transform}" + (f" on node {node}" if node else "") if transform else ""
                 )
                 result.error = f"step {step.name} failed{where}: {type(exc).__name__}: {exc}"
+                result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
+                return
+            broken = wiring_error(step.name, model, None, before)
+            if broken:  # named before the next step spins on a loop
+                result.error = f"{broken}; try: remove the step, or report it with the model"
                 result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
                 return
         result.nodes = verdicts(model, cfg)
