@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    import numpy as np
     from qonnx.core.modelwrapper import ModelWrapper
 
     # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
@@ -115,3 +116,92 @@ def write_text(path: str, text: str) -> None:
 def save_model(model: ModelWrapper, path: str) -> None:
     """``model.save(path)``, complete or not at all."""
     write_atomically(path, model.save)
+
+
+# -- NumPy arrays a user or a folder gives ---------------------------------------------------
+MAX_ARRAY_BYTES = 2**30  # the values of one .npy, or of all arrays of one .npz
+MAX_ARCHIVE_MEMBERS = 64
+
+
+def read_npy(path: str, limit: int = MAX_ARRAY_BYTES) -> np.ndarray:
+    """The array in the ``.npy`` file ``path``: a regular file (a FIFO is refused without
+    blocking) whose header declares real numbers (no objects, no structured or complex
+    values) of at most ``limit`` bytes, all present in the file. DamagedFile otherwise,
+    decided from the header before any value is read; never unpickles."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise DamagedFile(f"{path} is not a regular file (a FIFO, a device or a socket)")
+        return _read_array(handle, path, status.st_size, limit)
+
+
+def read_npz(path: str, limit: int = MAX_ARRAY_BYTES) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` archive ``path`` by name, each checked as ``read_npy``
+    checks one, at most ``limit`` bytes of values in all and ``MAX_ARCHIVE_MEMBERS`` arrays:
+    an archive that would decompress to more is refused from its headers."""
+    import zipfile
+
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise DamagedFile(f"{path} is not a regular file (a FIFO, a device or a socket)")
+        try:
+            with zipfile.ZipFile(handle) as archive:
+                members = archive.infolist()
+                if len(members) > MAX_ARCHIVE_MEMBERS:
+                    raise DamagedFile(
+                        f"{path} holds {len(members)} arrays, over the limit of {MAX_ARCHIVE_MEMBERS}"
+                    )
+                arrays, left = {}, limit
+                for member in members:
+                    name = member.filename.removesuffix(".npy")
+                    if member.file_size > left + 4096:
+                        raise DamagedFile(
+                            f"{path} ({name}) unpacks to {member.file_size:,} bytes, over the limit of {limit:,}"
+                        )
+                    with archive.open(member) as stream:
+                        array = _read_array(stream, f"{path} ({name})", member.file_size, left)
+                    arrays[name] = array
+                    left -= array.nbytes
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
+            raise DamagedFile(f"{path} is not a readable .npz archive: {exc}") from None
+    return arrays
+
+
+def _read_array(handle: Any, path: str, size: int, limit: int) -> np.ndarray:
+    """The array ``handle`` holds (``size`` bytes in all), checked from its header first."""
+    import numpy as np
+    from numpy.lib import format as npy
+
+    try:
+        version = npy.read_magic(handle)
+        if version == (1, 0):
+            shape, fortran, dtype = npy.read_array_header_1_0(handle)
+        elif version == (2, 0):
+            shape, fortran, dtype = npy.read_array_header_2_0(handle)
+        else:
+            raise ValueError(f"format version {version} is not one numpy.save writes")
+    except ValueError as exc:
+        raise DamagedFile(f"{path} is not a NumPy .npy array: {exc}") from None
+    if dtype.hasobject:
+        raise DamagedFile(f"{path} holds Python objects, not numbers (never unpickled)")
+    if dtype.fields is not None or dtype.kind not in "biuf":
+        raise DamagedFile(f"{path} holds {dtype} values, not real numbers")
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+    declared = count * dtype.itemsize
+    if declared > limit:
+        raise DamagedFile(
+            f"{path} declares {shape} {dtype} values ({declared:,} bytes), over the limit of {limit:,}"
+        )
+    if declared > size:
+        raise DamagedFile(
+            f"{path} declares {declared:,} bytes of values but is {size:,} bytes long"
+        )
+    data = handle.read(declared)
+    if len(data) != declared:
+        raise DamagedFile(f"{path} ends before its {declared:,} bytes of values")
+    array = np.frombuffer(data, dtype=dtype).copy()
+    return array.reshape(shape, order="F" if fortran else "C")

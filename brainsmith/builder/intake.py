@@ -54,7 +54,6 @@ MAX_MODEL_BYTES = 2**31 - 1
 # half a minute to streamline, 1,000 nodes over five minutes): beyond this a build would not
 # finish, so a larger model is refused before any work (``BRAINSMITH_MAX_NODES`` raises it).
 MAX_NODES = 4096
-MAX_ARCHIVE_ARRAYS = 64  # arrays in an --expected .npz (one per output)
 # FINN's and QONNX's passes copy every node and print it as text (QONNX's shape inference
 # matches nodes by their text), hundreds of times a build: a node attribute of megabytes
 # makes each pass take seconds (2,000,000 ints: check took six minutes). Real
@@ -480,6 +479,8 @@ def _expected(
 
 
 def _is_archive(path: str) -> bool:
+    if not os.path.isfile(path):
+        return False  # _array names the problem (a FIFO is never opened)
     try:
         with open(path, "rb") as handle:
             return handle.read(2) == b"PK"
@@ -488,52 +489,41 @@ def _is_archive(path: str) -> bool:
 
 
 def _archive(what: str, path: str) -> dict[str, np.ndarray]:
-    """The arrays of the ``.npz`` archive ``path``, each checked as ``_array`` checks one."""
-    import zipfile
+    """The arrays of the ``.npz`` archive ``path``, each checked as ``_array`` checks one;
+    bounded from the archive's headers before anything is unpacked (``files.read_npz``)."""
+    from brainsmith.files import DamagedFile, read_npz
 
-    import numpy as np
-
-    flag = option(what)
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            names = list(archive.files)
-            if len(names) > MAX_ARCHIVE_ARRAYS:
-                raise InputError(
-                    what, f"{flag} {path} holds {len(names)} arrays", "save one per output"
-                )
-            arrays = {name: archive[name] for name in names}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        arrays = read_npz(path)
+    except (DamagedFile, OSError) as exc:
         raise InputError(
             what,
-            f"{flag} {path} is not a readable .npz archive of numbers: {exc}",
+            f"{option(what)} {exc}",
             "save it with numpy.savez(path, output_name=array, ...)",
-        ) from exc
+        ) from None
     for name, data in arrays.items():
         _check_values(what, f"{path} ({name})", data)
     return arrays
 
 
 def _array(what: str, path: str) -> np.ndarray:
-    import numpy as np
+    from brainsmith.files import DamagedFile, read_npy
 
     flag = option(what)
     save = "save a numeric array with numpy.save(path, array)"
     if not os.path.isfile(path):
-        raise InputError(what, f"{flag} file {path} does not exist", "check the path")
+        there = "is not a regular file" if os.path.exists(path) else "does not exist"
+        raise InputError(what, f"{flag} file {path} {there}", "check the path")
     with open(path, "rb") as handle:
         magic = handle.read(6)
     if magic.startswith(b"PK"):
         raise InputError(what, f"{flag} {path} is an .npz archive, not one array", save)
     if magic != b"\x93NUMPY":
         raise InputError(what, f"{flag} {path} is not a NumPy .npy file", save)
-    try:
-        data: np.ndarray = np.load(path, allow_pickle=False)
-    except ValueError as exc:  # object arrays need pickle, which is never used on input
-        raise InputError(
-            what, f"{flag} {path} holds Python objects, not numbers ({exc.args[0][:60]})", save
-        ) from exc
-    except (OSError, EOFError) as exc:
-        raise InputError(what, f"{flag} {path} is a damaged .npy file: {exc}", save) from exc
+    try:  # bounded from its header, never unpickled
+        data = read_npy(path)
+    except (DamagedFile, OSError) as exc:
+        raise InputError(what, f"{flag} {exc}", save) from None
     _check_values(what, path, data)
     return data
 

@@ -154,14 +154,14 @@ def summary(result: BuildResult) -> str:
 
 
 def _figures(report: BuildReport) -> list[str]:
-    from brainsmith.report.html import number, total_text
+    from brainsmith.report.html import finite, number, total_text
     from brainsmith.report.units import RESOURCES
 
     perf, goal = report.get("performance") or {}, report.get("target")
     fps = f"{number(perf.get('estimated_fps'))} fps"
     if goal and not goal["met"]:
         fps += f" (target {number(goal['target_fps'])} missed)"
-    latency = perf.get("estimated_latency_ns")
+    latency = finite(perf.get("estimated_latency_ns"))
     figures = [fps, number(latency / 1000, " µs") if latency else "latency -"]
     totals, incomplete = report.get("totals") or {}, report.get("incomplete") or {}
     return figures + [total_text(k, totals[k], incomplete) for k in RESOURCES if k in totals]

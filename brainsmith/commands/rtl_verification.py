@@ -227,10 +227,7 @@ def _inputs(
         if len(inputs) != 1:
             raise FolderError(f"--input needs a single-input model; this one has {len(inputs)}")
         shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(inputs[0].name))
-        try:
-            x = np.load(input_npy).astype(np.float32)
-        except (OSError, ValueError) as exc:
-            raise FolderError(f"cannot read {input_npy}: {exc}", "give a .npy file") from exc
+        x = _input_array(input_npy).astype(np.float32)
         size = int(np.prod(shape))
         if x.size == 0 or x.size % size:
             raise FolderError(
@@ -248,8 +245,44 @@ def _inputs(
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.util.cleanup import cleanup_model
 
-    reference = cleanup_model(ModelWrapper(original))
+    from brainsmith.builder.intake import InputError, check_model
+    from brainsmith.builder.runner import _kernel_domains
+
+    try:  # named by report.json: checked as build checks a model (domains are imported)
+        checked = check_model(original, _kernel_domains())
+    except InputError as exc:
+        raise FolderError(
+            f"the build's original model {original}: {exc.reason}",
+            "pass --input X.npy with inputs for the model",
+        ) from None
+    reference = cleanup_model(ModelWrapper(checked.proto))
     return generate_inputs(reference, samples or int(report.get("verify_samples") or 16), seed=0)
+
+
+def _input_array(path: str) -> np.ndarray:
+    """``--input``'s array: a .npy, or an .npz holding one array; bounded from its headers
+    (``files.read_npy``/``read_npz``), real numbers, never unpickled."""
+    from brainsmith.files import read_npy, read_npz
+
+    how = "give a .npy file saved with numpy.save(path, inputs)"
+    try:
+        if not os.path.isfile(path):
+            there = "is not a regular file" if os.path.exists(path) else "does not exist"
+            raise FolderError(f"--input {path} {there}", how)
+        with open(path, "rb") as handle:
+            archive = handle.read(2) == b"PK"
+        arrays = {"": read_npy(path)} if not archive else read_npz(path)
+    except (DamagedFile, OSError) as exc:
+        raise FolderError(f"--input {exc}", how) from None
+    if any(a.dtype.kind == "f" and not np.isfinite(a).all() for a in arrays.values()):
+        raise FolderError(f"--input {path} holds NaN or infinite values", "give finite numbers")
+    if len(arrays) != 1:
+        raise FolderError(
+            f"--input {path} is an .npz archive of {len(arrays)} arrays "
+            f"({', '.join(sorted(arrays)) or 'none'}); verify-rtl takes one array of inputs",
+            how,
+        )
+    return next(iter(arrays.values()))
 
 
 def _update_report(folder: str, report: BuildReport, result: DesignResult) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import string
@@ -87,11 +88,7 @@ def first_screen(report: BuildReport, link: str | None = None, lines: Sequence[s
         warnings=_warnings(report),
         summary=_summary(report, files=False) if "performance" in report else "",
     )
-    more = (
-        f"<p>The full report: <a href='{_e(quote(link, safe=':/'))}'>report.html</a></p>"
-        if link
-        else ""
-    )
+    more = f"<p>The full report: <a href='{_e(_href(link))}'>report.html</a></p>" if link else ""
     return f"<div class='{SCOPE}'><style>{_scoped(style)}</style>{body}{more}</div>"
 
 
@@ -106,16 +103,35 @@ def _scoped(css: str) -> str:
     return re.sub(r"([^{}]+?)\s*\{([^{}]*)\}", scope, css.strip())
 
 
+def _href(link: str) -> str:
+    """``link`` (a ``file:`` URI or a relative path) as a link that can only be a file: a
+    relative path whose first part holds a colon (a folder named ``javascript:x``) would be
+    read as a URL scheme, so it starts with ``./``."""
+    if link.startswith("file://"):
+        return quote(link, safe=":/")
+    return "./" + quote(link.removeprefix("./"), safe="/")
+
+
 def _e(value: object) -> str:
     return html.escape(str(value))
 
 
-def number(value: object, unit: str = "") -> str:
-    """Whole numbers with thousands separators, others to 3 significant digits; "-" for none."""
-    if value is None or value == "":
-        return "-"
+def finite(value: object) -> float | None:
+    """``value`` when it is a finite number (an int as large as a float can be), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"{value}{unit}"
+        return None
+    if isinstance(value, int):
+        return value if abs(value) < 10**300 else None
+    return value if math.isfinite(value) else None
+
+
+def number(value: object, unit: str = "") -> str:
+    """Whole numbers with thousands separators, others to 3 significant digits; "-" for none
+    and for anything that is not a finite number (a report from elsewhere may hold text
+    where a number belongs: it never reaches a page)."""
+    value = finite(value)
+    if value is None:
+        return "-"
     if float(value).is_integer() or abs(value) >= 1000:
         return f"{round(value):,}{unit}"
     return f"{value:.3g}{unit}"
@@ -375,8 +391,7 @@ def _summary(report: BuildReport, files: bool = True) -> str:
             f" <span class='{verdict}'>(target {_e(number(goal['target_fps']))} fps "
             f"{verdict})</span>"
         )
-    latency = perf.get("estimated_latency_ns")
-    clock = report.get("clock_ns")
+    latency, clock = finite(perf.get("estimated_latency_ns")), finite(report.get("clock_ns"))
     rows = [
         ("status", _e(report.get("status", ""))),
         ("model", _e(report.get("model", ""))),
