@@ -87,14 +87,37 @@ def test_wrong_type_names_the_key_and_what_it_must_be(tmp_path):
     )
     assert only_problem(path) == (
         f"{path}:4:13: error: build.clock_ns is the text 'fast'; expected the target clock "
-        "period in nanoseconds, a number > 0"
+        "period in nanoseconds, from 0.1 (10 GHz) to 1,000,000"
     )
+
+
+@pytest.mark.parametrize(
+    ("entry", "column", "shown"),
+    [
+        ("clock_ns: 1.0e-300", 32, "build.clock_ns is 1e-300"),
+        ("clock_ns: 1.0e+300", 32, "build.clock_ns is 1e+300"),
+        (
+            "target_fps: 1000000000000000000000",
+            34,
+            "build.target_fps is the number 1000000000000000000000",
+        ),
+    ],
+    ids=["clock-too-short", "clock-too-long", "fps-beyond-any-design"],
+)
+def test_a_number_beyond_what_a_build_can_use_is_refused_at_its_place(
+    tmp_path, entry, column, shown
+):
+    """A clock of 1e-300 ns passed and overflowed in the folding; such values are refused
+    where they were written."""
+    path = write(tmp_path, "bp.yaml", f"steps: [toy_first]\nbuild: {{board: U250, {entry}}}\n")
+    problem = only_problem(path)
+    assert problem.startswith(f"{path}:2:{column}: error: {shown}; expected"), problem
 
 
 def test_number_that_yaml_reads_as_text_gets_a_hint(tmp_path):
     path = write(tmp_path, "bp.yaml", "steps: [toy_first]\nbuild: {board: U250, target_fps: 1e6}\n")
     assert (
-        "build.target_fps is the text '1e6'; expected a whole number of frames per second > 0 "
+        "build.target_fps is the text '1e6'; expected a whole number of frames per second, from 1 to 10**12 "
         "(YAML reads it as text; write the number in full" in only_problem(path)
     )
 

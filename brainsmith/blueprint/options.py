@@ -25,8 +25,8 @@ PROJECT_MARKERS = (".git", ".hg", ".brainsmith", "pyproject.toml")
 BUILD_KEYS = {
     "fpga_part": "the FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (or board, not both)",
     "board": "a board name such as Pynq-Z1 or U250 (or fpga_part, not both)",
-    "clock_ns": "the target clock period in nanoseconds, a number > 0",
-    "target_fps": "a whole number of frames per second > 0",
+    "clock_ns": "the target clock period in nanoseconds, from 0.1 (10 GHz) to 1,000,000",
+    "target_fps": "a whole number of frames per second, from 1 to 10**12",
     "verify": "one of " + ", ".join(VERIFY_MODES),
     "verify_samples": f"a whole number of random inputs, 1 to {MAX_VERIFY_SAMPLES}",
     "verify_atol": "an absolute tolerance of verification, a number >= 0 (default: none; "
@@ -251,6 +251,20 @@ def _folding(check: Checker, path: Path, value: object, expected: str) -> Foldin
     return FoldingOptions(**values)
 
 
+CLOCK_NS = (0.1, 1e6)  # a clock period a build can target, in ns: 10 GHz to 1 kHz
+MAX_FPS = 10**12  # beyond any design: a larger target only overflows the folding's sums
+
+
+def _within(
+    check: Checker, at: Path, value: object, expected: str, bounds: tuple[float, float]
+) -> float | None:
+    number = check.number(at, value, expected)
+    if number is not None and not bounds[0] <= number <= bounds[1]:
+        check.fail(at, f"{label(at)} is {number:g}", expected)
+        return None
+    return number
+
+
 def _share(check: Checker, at: Path, value: object, expected: str) -> float | None:
     share = check.number(at, value, expected)
     if share is not None and share > 1:
@@ -263,8 +277,8 @@ def _share(check: Checker, at: Path, value: object, expected: str) -> float | No
 BUILD_CHECKS: dict[str, OptionCheck] = {
     "fpga_part": Checker.text,
     "board": Checker.text,
-    "clock_ns": Checker.number,
-    "target_fps": Checker.whole,
+    "clock_ns": lambda check, at, value, expected: _within(check, at, value, expected, CLOCK_NS),
+    "target_fps": lambda check, at, value, expected: check.whole(at, value, expected, MAX_FPS),
     "verify": lambda check, at, value, _: check.choice(at, value, VERIFY_MODES),
     "verify_samples": lambda check, at, value, expected: check.whole(
         at, value, expected, MAX_VERIFY_SAMPLES

@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 MAX_ENTRIES = 200_000  # files and folders; a build of the largest network has a few thousand
 MAX_FILE_BYTES = 2**31 - 1  # what an ONNX model can hold; weight files are far smaller
 MAX_PROBLEMS_SHOWN = 12
-CLOCK_NS = (0.01, 1e6)  # a clock period a build can have, in ns
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 REBUILD = "build the model again (brainsmith build MODEL BLUEPRINT -o FOLDER) and use that folder"
 
@@ -191,6 +190,8 @@ def report_problems(report: Json) -> list[str]:
         value = report.get(key)
         if value is not None and not (isinstance(value, str) and _printable(value)):
             problems.append(f"report.json: {key} {_shown(value)} is not a line of text")
+    from brainsmith.blueprint.options import CLOCK_NS
+
     clock = report.get("clock_ns")
     if clock is not None and not (_number(clock) and CLOCK_NS[0] <= clock <= CLOCK_NS[1]):
         problems.append(f"report.json: clock_ns {_shown(clock)} is not a clock period in ns")
