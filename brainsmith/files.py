@@ -188,6 +188,8 @@ def _read_array(handle: Any, path: str, size: int, limit: int) -> np.ndarray:
         raise DamagedFile(f"{path} holds Python objects, not numbers (never unpickled)")
     if dtype.fields is not None or dtype.kind not in "biuf":
         raise DamagedFile(f"{path} holds {dtype} values, not real numbers")
+    if any(int(dim) < 0 for dim in shape):
+        raise DamagedFile(f"{path} declares the shape {shape}, with a negative dimension")
     count = 1
     for dim in shape:
         count *= int(dim)
@@ -196,9 +198,15 @@ def _read_array(handle: Any, path: str, size: int, limit: int) -> np.ndarray:
         raise DamagedFile(
             f"{path} declares {shape} {dtype} values ({declared:,} bytes), over the limit of {limit:,}"
         )
-    if declared > size:
+    held = size - handle.tell()  # the bytes after the header
+    if declared > held:
         raise DamagedFile(
-            f"{path} declares {declared:,} bytes of values but is {size:,} bytes long"
+            f"{path} declares {declared:,} bytes of values but is {size:,} bytes long "
+            f"({held:,} after its header)"
+        )
+    if declared < held:  # numpy.save writes the values and nothing after them
+        raise DamagedFile(
+            f"{path} holds {held:,} bytes after its header, which declares {declared:,}"
         )
     data = handle.read(declared)
     if len(data) != declared:
