@@ -343,6 +343,6 @@ def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
 
 def _domains() -> set[str]:
     """The node domains registered kernels declare."""
-    from brainsmith.builder.runner import _kernel_domains
+    from brainsmith.builder.intake import kernel_domains
 
-    return _kernel_domains()
+    return kernel_domains()

@@ -123,6 +123,17 @@ def check_model(
     return checked
 
 
+def kernel_domains() -> set[str]:
+    """The node domains registered kernels declare (their QONNX custom-op modules)."""
+    from brainsmith.plugin import get_registry
+
+    return {
+        str(spec.metadata["domain"])
+        for spec in get_registry().specs("kernel")
+        if spec.metadata.get("domain")
+    }
+
+
 def _load(path: str) -> onnx.ModelProto:
     import onnx
     from onnx.external_data_helper import load_external_data_for_model

@@ -245,11 +245,10 @@ def _inputs(
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.util.cleanup import cleanup_model
 
-    from brainsmith.builder.intake import InputError, check_model
-    from brainsmith.builder.runner import _kernel_domains
+    from brainsmith.builder.intake import InputError, check_model, kernel_domains
 
     try:  # named by report.json: checked as build checks a model (domains are imported)
-        checked = check_model(original, _kernel_domains())
+        checked = check_model(original, kernel_domains())
     except InputError as exc:
         raise FolderError(
             f"the build's original model {original}: {exc.reason}",
