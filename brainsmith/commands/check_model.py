@@ -256,21 +256,27 @@ def _unrunnable(model: ModelWrapper, nodes: list[NodeVerdict]) -> list[NodeVerdi
 
 
 def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[str, tuple[str, str]]:
-    """Hardware node name -> (backend op type, why), as the ``specialize`` step would choose."""
+    """Hardware node name -> (backend op type, why), as the ``specialize`` step would choose
+    (``brainsmith.planning.backend_reason`` says why, as the build does)."""
     import copy
 
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
     from brainsmith.planning.context import context_of
-    from brainsmith.steps.dataflow import set_backend_styles
+    from brainsmith.steps.dataflow import integer_adds_in_rtl, set_backend_styles
 
-    plan = context_of(cfg).plan
+    plan, part = context_of(cfg).plan, fpga_part(cfg)
     trial = ModelWrapper(copy.deepcopy(model.model))
     styles = set_backend_styles(trial, plan)
-    why = {n.name: _reason(n, styles[n.name], plan) for n in trial.graph.node if n.name in styles}
+    why = {
+        n.name: asked_reason(n, styles[n.name], plan) for n in trial.graph.node if n.name in styles
+    }
+    integer_adds_in_rtl(trial, styles)  # as the step does
     try:
-        trial = trial.transform(SpecializeLayers(fpga_part(cfg)))
+        with finn_refusals() as refused:
+            trial = trial.transform(SpecializeLayers(part))
     except Exception as exc:  # shown per layer instead of failing the check
         return {name: ("?", f"cannot specialise: {exc}") for name in why}
     if len(trial.graph.node) != len(model.graph.node):  # not one for one: no prediction
@@ -282,50 +288,9 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
         if chosen.domain == node.domain:  # not specialised: a later step decomposes it (Shuffle)
             found[node.name] = ("-", "decomposed into other layers when folded")
         else:
-            found[node.name] = (chosen.op_type, why[node.name] or _default_reason(chosen.op_type))
+            reason = backend_reason(
+                node.op_type, styles[node.name], why[node.name], chosen.op_type, part,
+                refused.get(node.name, ""),
+            )  # fmt: skip
+            found[node.name] = (chosen.op_type, reason)
     return found
-
-
-def _default_reason(backend: str) -> str:
-    from finn.custom_op.fpgadataflow.hls import custom_op as hls
-    from finn.custom_op.fpgadataflow.rtl import custom_op as rtl
-
-    kernel, _, style = backend.rpartition("_")
-    if style == "rtl":
-        return "RTL layer (no Vitis HLS needed)"
-    if f"{kernel}_rtl" not in rtl:
-        return "HLS only"
-    if f"{kernel}_hls" in hls:
-        return "RTL does not support these datatypes or this part"
-    return ""
-
-
-def _unasked_reason(op_type: str, style: str) -> str:
-    """Why a layer neither pinned nor preferred gets ``style``: the default rule keeps FINN's
-    own layer where the other backend is a plugin's alternative (brainsmith's RTL pooling)."""
-    from brainsmith.frameworks.finn.layers import registered_layers
-
-    other = registered_layers().get(f"{op_type}_rtl")
-    name = other.qualified_name if other is not None else "the RTL alternative"
-    return f"default rule: FINN's {style.upper()} layer ({name} with prefer: rtl)"
-
-
-def _reason(node: onnx.NodeProto, style: str, plan: BuildPlan) -> str:
-    from qonnx.custom_op.registry import getCustomOp
-
-    kernel = plan.kernel_for(node.op_type)
-    if style and kernel is not None and len(set(kernel.backend_types)) == 1:
-        return f"pinned to {style} by the blueprint"
-    if style and style == plan.style_for(node.op_type):
-        return f"prefer: {style}"
-    if style:
-        return _unasked_reason(node.op_type, style)
-    if node.op_type not in ("MVAU", "VVAU"):
-        return ""  # said from the backend chosen
-    inst = getCustomOp(node)
-    bits = min(inst.get_input_datatype(0).bitwidth(), inst.get_input_datatype(1).bitwidth())
-    if inst.get_nodeattr("noActivation") == 0:
-        return "thresholds fused (RTL has none)"
-    if bits < 4:
-        return f"{bits}-bit operands: LUTs beat DSPs"
-    return "4+ bit operands: DSP packing where the part allows"

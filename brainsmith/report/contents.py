@@ -527,7 +527,8 @@ def utilisation(part: str | None, totals: dict[str, float]) -> Utilisation:
 def finn_warnings(log_path: str) -> list[FinnWarning]:
     """Distinct warnings and errors logged to build.log, with how often each came (those that
     differ only in a quoted file path as one, ``same_warning``); a message that begins on the
-    lines after its ``WARNING source:`` line is taken from there."""
+    lines after its ``WARNING source:`` line is taken from there, one that goes on in indented
+    lines (FINN's) is taken whole."""
     found: dict[tuple[str, str], FinnWarning] = {}
     try:
         with open(log_path, encoding="utf-8", errors="replace") as handle:
@@ -541,6 +542,8 @@ def finn_warnings(log_path: str) -> list[FinnWarning]:
         level, source, message = match.groups()
         if not message.strip():
             message = " ".join(_continuation(lines, index + 1))
+        else:  # a message of several lines (FINN's): its indented lines after the first
+            message = " ".join([message, *_continuation(lines, index + 1, indented=True)])
         message = " ".join(message.split())
         if not message:
             continue
@@ -560,11 +563,12 @@ def same_warning(message: str) -> str:
     return QUOTED_PATH.sub("'…'", message)
 
 
-def _continuation(lines: list[str], start: int, most: int = 5) -> list[str]:
-    """The lines of a message logged after its level line: up to the next log line or blank."""
+def _continuation(lines: list[str], start: int, most: int = 5, indented: bool = False) -> list[str]:
+    """The lines of a message logged after its level line: up to the next log line or blank
+    (``indented``: or the first line not indented)."""
     taken: list[str] = []
     for line in lines[start : start + most]:
-        if not line.strip() or LOG_LINE.match(line):
+        if not line.strip() or LOG_LINE.match(line) or (indented and not line[:1].isspace()):
             break
         taken.append(line.strip())
     return taken

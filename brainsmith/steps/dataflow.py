@@ -240,16 +240,50 @@ def specialize(model, cfg):
     from qonnx.transformation.infer_datatypes import InferDataTypes
     from qonnx.transformation.infer_shapes import InferShapes
 
+    from brainsmith.planning.backend_reason import asked_reason, finn_refusals
+
     plan = context_of(cfg).plan
     load_layers(plan, model)
-    integer_adds_in_rtl(model, set_backend_styles(model, plan))
+    styles = set_backend_styles(model, plan)
+    asked = {
+        n.output[0]: (n.name, n.op_type, styles[n.name], asked_reason(n, styles[n.name], plan))
+        for n in model.graph.node
+        if n.name in styles and n.output
+    }
+    integer_adds_in_rtl(model, styles)
     if cfg.specialize_layers_config_file is not None:
         model = model.transform(ApplyConfig(str(cfg.specialize_layers_config_file)))
-    model = model.transform(SpecializeLayers(fpga_part(cfg)))
+    with finn_refusals() as refused:
+        model = model.transform(SpecializeLayers(fpga_part(cfg)))
     for transform in (GiveUniqueNodeNames(), InferShapes(), InferDataTypes()):
         model = model.transform(transform)
     _check_backends(model, plan)
+    _say_backends(model, cfg, asked, refused)
     return model
+
+
+def _say_backends(
+    model: ModelWrapper,
+    cfg: DataflowBuildConfig,
+    asked: dict[str, tuple[str, str, str, str]],
+    refused: dict[str, str],
+) -> None:
+    """Each layer's backend and why to build.log (``backend_reason``, as ``brainsmith check``
+    says it); a note for each layer that did not get the style the blueprint asked for."""
+    import logging
+
+    from brainsmith.planning.backend_reason import backend_reason
+
+    log = logging.getLogger("brainsmith.specialize")
+    part = fpga_part(cfg)
+    for node in model.graph.node:
+        if node.domain not in BACKEND_STYLES or not node.output or node.output[0] not in asked:
+            continue
+        name, op_type, style, why = asked[node.output[0]]
+        reason = backend_reason(op_type, style, why, node.op_type, part, refused.get(name, ""))
+        log.info("%s is %s: %s", name, node.op_type, reason)
+        if style and BACKEND_STYLES[node.domain] != style:
+            context_of(cfg).notes.append(f"{name}: {reason}")
 
 
 def load_layers(plan, model=None) -> None:

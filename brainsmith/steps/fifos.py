@@ -54,7 +54,7 @@ CYCLE_BUDGET = 20_000_000
 def fifo_depths(model, cfg):
     """``size_fifos`` where the design can be sized; else the model as it is, with the
     reason in the report (a note and ``report/fifo_sizing.json``)."""
-    reason = sizing_unavailable(model) or _over_budget(model)
+    reason = sizing_unavailable(model, context_of(cfg).plan) or _over_budget(model)
     if not context_of(cfg).plan.build.size_fifos:
         reason = "build.size_fifos is false (--no-size-fifos)"
     if not reason:
@@ -72,8 +72,9 @@ class NotSizable(StepError):
     keeps FINN's depths; an explicit ``size_fifos`` fails with it."""
 
 
-def sizing_unavailable(model) -> str:
-    """Why ``model``'s FIFOs cannot be sized by simulation ("" when they can)."""
+def sizing_unavailable(model, plan=None) -> str:
+    """Why ``model``'s FIFOs cannot be sized by simulation ("" when they can); advice to
+    prefer RTL only where ``plan`` did not ask for it already."""
     from brainsmith.rtlsim.partition import unstitchable
     from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
@@ -81,8 +82,7 @@ def sizing_unavailable(model) -> str:
     if hls:
         return (
             f"only an all-RTL design can be simulated whole; HLS layers: {', '.join(hls[:5])}"
-            f"{' ...' if len(hls) > 5 else ''} (build with --prefer rtl where the layers have "
-            "RTL backends)"
+            f"{' ...' if len(hls) > 5 else ''} ({_rtl_advice(model, plan)})"
         )
     reason = unstitchable(model)
     if reason:
@@ -92,6 +92,22 @@ def sizing_unavailable(model) -> str:
     except ToolchainError as exc:
         return f"the simulator is missing: {exc}"
     return ""
+
+
+def _rtl_advice(model, plan) -> str:
+    """Build with ``prefer: rtl`` where ``plan`` (None: unknown) left an HLS layer of
+    ``model`` to another rule; else where each one's reason is said."""
+    unasked = [
+        n.name
+        for n in model.graph.node
+        if n.domain.endswith(".hls")
+        and (plan is None or plan.style_for(n.op_type.rpartition("_")[0]) != "rtl")
+    ]
+    if unasked:
+        return "build with prefer: rtl (hw_compiler) or --prefer rtl where the layers have RTL backends"
+    return (
+        "RTL was asked for them; FINN made them HLS, each for the reason in the notes and build.log"
+    )
 
 
 def _over_budget(model) -> str:
@@ -126,7 +142,7 @@ def size_fifos(model, cfg):
         raise StepError(
             f"FIFOs can only be sized by simulation in an all-RTL design; HLS layers: "
             f"{', '.join(hls[:5])}{' ...' if len(hls) > 5 else ''}",
-            "build with prefer: rtl (hw_compiler) or --prefer rtl, or use "
+            f"{_rtl_advice(model, context_of(cfg).plan if cfg is not None else None)}; or use "
             "finn:step_set_fifo_depths with Vivado",
         )
     try:
