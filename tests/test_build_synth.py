@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -100,6 +101,19 @@ def test_a_second_build_takes_every_layer_from_the_cache(synthesised, cache, tmp
     again = json.loads((tmp_path / "again" / "report.json").read_text())["synthesis"]
     assert all(x["cached"] for x in again["layers"])
     assert again["totals"] == report["synthesis"]["totals"]
+
+
+def test_yosys_is_started_as_the_synthesis_begins_and_said_as_such(synthesised, cache, tmp_path):
+    """Yosys' start (long the first time after installing) is announced where it happens,
+    after the last step, not shown as loading FINN and the model."""
+    args = (str(BLUEPRINT), "--prefer", "rtl", "--part", PART, "--synth")
+    result = build(tmp_path / "again", *args, cache=cache)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()  # a pipe: one plain line per event
+    starting = lines.index("starting Yosys (the first run after installing takes about a minute)")
+    last_step = max(i for i, line in enumerate(lines) if re.match(r"\[\d+/\d+\] ", line))
+    assert lines.index("loading FINN and the model ...") < last_step < starting, lines
+    assert any("s of it starting Yosys" in line for line in lines[starting:]), lines
 
 
 def test_a_part_yosys_cannot_map_stops_the_build_before_its_first_step(tmp_path):

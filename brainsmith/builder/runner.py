@@ -330,9 +330,9 @@ def _load(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Verif
     run.progress.steps[:] = [s.name for s in steps]
     run.cfg = finn_config(run.plan, finn_dir)
     if run.plan.build.synth:
-        from brainsmith.builder.measure import require_synthesis
+        from brainsmith.builder.measure import check_synthesis
 
-        require_synthesis(fpga_part(run.cfg))
+        check_synthesis(fpga_part(run.cfg))  # Yosys is started after the steps
     run.context = BuildContext(run.plan)
     from qonnx.core.modelwrapper import ModelWrapper
 

@@ -7,6 +7,7 @@ during a step (``frameworks.finn.env.contain_finn_output``) never mixes with it.
 from __future__ import annotations
 
 import sys
+import time
 from typing import TextIO
 
 from brainsmith.frameworks.finn.facts import step_label
@@ -30,6 +31,7 @@ class Progress:
         self.rows: list[list[str]] = [["pending", "", ""] for _ in steps]
         self.live = None
         self.caption = ""
+        self.started: dict[int, float] = {}  # running step -> when it began (monotonic)
         from brainsmith.terminal import console
 
         self.console = console(file=self.stream, highlight=False)
@@ -37,8 +39,8 @@ class Progress:
             from rich.live import Live
 
             self.live = Live(
-                self._table(),
                 console=self.console,
+                get_renderable=self._table,  # redrawn on each refresh: a running step's time
                 transient=False,
                 redirect_stdout=False,
                 redirect_stderr=False,
@@ -56,18 +58,20 @@ class Progress:
         """A line about what happens outside the steps (e.g. loading FINN)."""
         self.caption = text
         if self.live is not None:
-            self.live.update(self._table())
+            self.live.refresh()
         else:
             self._line(text)
 
     def start(self, index: int) -> None:
         self.caption = ""
+        self.started[index] = time.monotonic()
         self._set(index, "running", "", "")
 
     def finish(
         self, index: int, status: str, seconds: float | None = None, detail: str = ""
     ) -> None:
         text = f"{seconds:.2f} s" if seconds is not None else ""
+        self.started.pop(index, None)
         self._set(index, status, text, detail)
         if self.live is None:
             name = step_label(self.steps[index])
@@ -76,14 +80,14 @@ class Progress:
 
     def close(self) -> None:
         if self.live is not None:
-            self.live.update(self._table())
+            self.live.refresh()
             self.live.stop()
             self.live = None
 
     def _set(self, index: int, status: str, seconds: str, detail: str) -> None:
         self.rows[index] = [status, seconds, detail]
         if self.live is not None:
-            self.live.update(self._table())
+            self.live.refresh()
 
     def _line(self, text: str) -> None:
         try:
@@ -92,7 +96,9 @@ class Progress:
         except (OSError, ValueError):  # a closed pipe must not stop the build
             pass
 
-    def _table(self) -> Table:
+    def _table(self, now: float | None = None) -> Table:
+        """The steps so far; a running step's time is its whole seconds since it began
+        (at ``now``, a ``time.monotonic()``; None: this moment)."""
         from rich.markup import escape
         from rich.table import Table
 
@@ -108,10 +114,18 @@ class Progress:
             table.add_column(column)
         for index, name in enumerate(self.steps, 1):
             status, seconds, detail = self.rows[index - 1]
+            began = self.started.get(index - 1)  # the refresh thread reads while steps run
+            if status == "running" and began is not None:
+                seconds = elapsed(began, now)
             color = COLORS[status]
             label = escape(f"{index:>2} {step_label(name)}")
             table.add_row(f"[{color}]{SYMBOLS[status]}[/{color}]", label, seconds, detail)
         return table
+
+
+def elapsed(began: float, now: float | None = None) -> str:
+    """A running step's time: the whole seconds since ``began`` (``time.monotonic()``)."""
+    return f"{int((time.monotonic() if now is None else now) - began)} s"
 
 
 class _Silent(Progress):

