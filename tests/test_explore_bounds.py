@@ -268,5 +268,6 @@ def test_the_documented_summary_is_what_mlp_explore_prints(explored, capsys):
     docs = (REPO / "docs" / "explore.md").read_text()
     block = docs[docs.index("$ brainsmith explore examples/models/mlp_4bit.onnx") :]
     documented = block[: block.index("```")].splitlines()[2:]
-    judged = [x for x in documented if x.split()[0] in ("pareto", "not", "no", "constraints")]
-    assert len(judged) == 4 and judged == [x for x in printed if x in judged], printed
+    kinds = ("counted", "pareto", "not", "no", "constraints")
+    judged = [x for x in documented if x.split()[0] in kinds]
+    assert len(judged) == 5 and judged == [x for x in printed if x in judged], printed

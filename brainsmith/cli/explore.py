@@ -131,7 +131,8 @@ def _exit(code: int) -> None:
 
 
 def print_summary(data: dict) -> None:
-    """The exploration in a few lines: counts, reuse, the best variants, the files."""
+    """The exploration in a few lines: counts, reuse, how the variants were counted where
+    they differ, the best variants, the files."""
     from brainsmith.frameworks.finn.facts import step_label
 
     out = console()
@@ -150,11 +151,18 @@ def print_summary(data: dict) -> None:
         f"({data['steps_run']} step runs instead of {data['steps_without_reuse']})",
         markup=False,
     )
+    counting = data.get("counting") or {}
+    unlike = counting.get("alike") is False
+    if unlike:
+        out.print(f"  counted     {counting['differs']}", markup=False)
     pareto = [v for v in variants if v["pareto"]]
     for v in pareto[:10]:
         choices = " ".join(f"{k}={_text(x)}" for k, x in v["choices"].items())
         same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
-        out.print(f"  pareto      {v['id']}{same}  {_metrics(v)}  {choices}", markup=False)
+        shown = _metrics(v, unlike)
+        if unlike and v.get("counting"):
+            shown += f" [{v['counting']['tag']}]"
+        out.print(f"  pareto      {v['id']}{same}  {shown}  {choices}", markup=False)
     unranked: dict[str, list[str]] = {}
     for v in ok:
         if v.get("unranked") and not v.get("same_design_as"):
@@ -188,11 +196,15 @@ def print_summary(data: dict) -> None:
     out.print(f"  report      {data['output_dir']}/report.html", markup=False)
 
 
-def _metrics(v: dict) -> str:
+def _metrics(v: dict, compute: bool = False) -> str:
+    """``1,250,000 fps, LUT 1,469, DSP 7, BRAM_18K 0``; with ``compute``, each resource's
+    compute layers beside its total where they differ: ``LUT 1,469 (compute 1,174)``."""
     m, bounds = v["metrics"] or {}, v.get("lower_bounds") or {}
+    layers = ((v.get("counting") or {}).get("compute") or {}) if compute else {}
     fps = f"{m['fps']:,.0f} fps" if m.get("fps") else "- fps"
     return fps + "".join(
         f", {k} {'≥ ' if k in bounds else ''}{m[k]:,}"
+        + (f" (compute {layers[k]:,})" if layers.get(k) not in (None, m[k]) else "")
         for k in ("LUT", "DSP", "BRAM_18K")
         if m.get(k) is not None
     )

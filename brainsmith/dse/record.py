@@ -1,5 +1,6 @@
-"""explore.json: every variant with its choices, status, metrics, constraint results,
-Pareto membership and folder; the segments of the tree; what ran and what was reused.
+"""explore.json: every variant with its choices, status, metrics, how they were counted,
+constraint results, Pareto membership and folder; the segments of the tree; what ran and
+what was reused.
 
 ``segments_run`` counts the segments this run executed; each variant finished in this run
 *uses* the segments on its path, and ``segments_reused`` counts the uses that did not run
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 
+from brainsmith.dse.counting import compare, counted
 from brainsmith.dse.results import effects, judge, lower_bounds, metrics, variant_facts
 from brainsmith.dse.tree import counts, render
 from brainsmith.plugin.names import short_name
@@ -22,6 +24,7 @@ def assemble(run, started: float | None) -> dict:
 
     space = run.blueprint.design_space
     variants = [_variant(run, v) for v in run.variants]
+    counting = compare(variants)
     judge(variants, space.search)
     dimensions = {d.label: list(d.shown) for d in space.dimensions}
     usage = _usage(run)
@@ -36,7 +39,8 @@ def assemble(run, started: float | None) -> dict:
         "objectives": dict(space.search.objectives),
         "constraints": [str(c) for c in space.search.constraints],
         "dimensions": dimensions,
-        "effects": effects(variants, dimensions),
+        "counting": counting,
+        "effects": effects(variants, dimensions, counting["compared_on"]),
         "executor": run.executor_facts,
         "variant_timeout": run.variant_timeout,
         "variants": sorted(variants, key=lambda v: v["rank"]),
@@ -66,6 +70,7 @@ def _variant(run, variant) -> dict:
         else ("cancelled" if run.status == "interrupted" else "pending"),
         "metrics": None,
         "lower_bounds": {},
+        "counting": None,
         "folder": folder,
         "report": os.path.join(folder, "report.html"),
         "segments": [n.id for n in node.path()],
@@ -79,6 +84,7 @@ def _variant(run, variant) -> dict:
     if result.report:
         entry["metrics"] = metrics(result.report)
         entry["lower_bounds"] = lower_bounds(result.report)
+        entry["counting"] = counted(result.report, os.path.join(run.folder, folder))
         entry.update(variant_facts(result.report))
     if result.status == "failed":
         entry["error"] = result.error

@@ -3,7 +3,10 @@ point a link to its build report), the ranked table with constraint results, fai
 the execution tree. Self-contained: inline CSS and SVG, no script, nothing fetched.
 
 A total that is a lower bound (a variant's ``lower_bounds``) is never shown as a plain
-number: "≥ 552" in the tables, an arrow on the plots' points."""
+number: "≥ 552" in the tables, an arrow on the plots' points. Variants counted differently
+(``brainsmith.dse.counting``) are marked: a ``counted`` row, column and legend, each
+resource's compute layers beside its total, plots and means of compute layers, a diamond
+around a point whose variant leaves FIFOs and width converters out."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import html
 import math
 
 from brainsmith.dse.results import METRIC_NAMES
-from brainsmith.frameworks.finn.facts import step_label
+from brainsmith.frameworks.finn.facts import RESOURCES, step_label
 from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
@@ -33,6 +36,7 @@ circle.pareto { fill: #3569a8; } circle.feasible { fill: #fff; stroke: #3569a8; 
 circle.infeasible { fill: #bbb; }
 circle.unjudged { fill: #fff; stroke: #888; stroke-width: 1.5; stroke-dasharray: 3 2; }
 path.bound { fill: none; stroke: #555; stroke-width: 1.2; }
+path.uncounted { fill: none; stroke: #6b4f00; stroke-width: 1.2; }
 .bound, .unranked { color: #6b4f00; } .note { color: #555; max-width: 60em; }
 pre { background: #f6f6f6; padding: 10px; overflow-x: auto; }
 .legend span { margin-right: 14px; }
@@ -58,6 +62,8 @@ def write_report(data: dict, path: str) -> None:
     failed = [v for v in variants if v["status"] == "failed"]
     other = len(variants) - len(ok) - len(failed)
     unranked = _unranked(ok)
+    counting = data.get("counting") or {}
+    unlike = counting.get("alike") is False
     summary = [
         ("status", data["status"]),
         ("model", data["model"]),
@@ -80,6 +86,7 @@ def write_report(data: dict, path: str) -> None:
         ("executor", ", ".join(f"{k} {v}" for k, v in data["executor"].items()) or "-"),
         ("time", f"{_number(data['timings']['seconds'])} s"),
         ("estimates", ESTIMATES),
+        *((("counted", counting["differs"]),) if unlike else ()),
     ]
     rows = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in summary
@@ -90,7 +97,9 @@ def write_report(data: dict, path: str) -> None:
         "</span><span style='color:#888'>◌ a constraint not judged (on a lower bound)</span>"
         "<span style='color:#999'>● misses a constraint</span><span>- - constraint</span>"
         "<span>●→ a lower bound: the real total is at least this (layers FINN does not "
-        "estimate)</span> Click a point for its build report.</p>"
+        "estimate)</span> Click a point for its build report."
+        + (f" {_counting_legend(counting)}" if unlike else "")
+        + "</p>"
     )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -148,18 +157,24 @@ def _unranked_note(unranked: dict[str, list[str]]) -> str:
 def _table(variants: list[dict], data: dict) -> str:
     dims = list(data["dimensions"])
     constraints = data["constraints"]
-    head = ["rank", "variant", "status", *dims, *METRIC_NAMES, "LUT %", "bottleneck",
+    unlike = (data.get("counting") or {}).get("alike") is False
+    compute = RESOURCES if unlike else ()  # beside the totals, what every variant counts
+    head = ["rank", "variant", "status", *dims, *(("counted",) if unlike else ()),
+            *METRIC_NAMES, *(f"{r} (compute)" for r in compute), "LUT %", "bottleneck",
             *constraints, "Pareto", "time"]  # fmt: skip
     rows = []
     for v in variants:
         found, bounds = v["metrics"] or {}, v.get("lower_bounds") or {}
         checks = {c["constraint"]: c for c in v["constraints"]}
+        counted = v.get("counting") or {}
         cells = [
             _rank(v),
             (_link(v), "id"),
             (html.escape(v["status"]), ""),
             *((html.escape(_choice(v["choices"].get(d))), "") for d in dims),
+            *((_counted_cell(counted),) if unlike else ()),
             *(_metric_cell(found.get(m), m, bounds) for m in METRIC_NAMES),
+            *(_metric_cell((counted.get("compute") or {}).get(r), r, bounds) for r in compute),
             _percent_cell((v.get("utilisation") or {}).get("LUT"), "LUT", bounds),
             (html.escape(v.get("bottleneck") or "-"), ""),
             *(_check(checks.get(c)) for c in constraints),
@@ -171,6 +186,27 @@ def _table(variants: list[dict], data: dict) -> str:
         rows.append(f"<tr class='{kind}'>{tds}</tr>")
     header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     return f"<div class='scroll'><table class='variants'><tr>{header}</tr>{''.join(rows)}</table></div>"
+
+
+def _counted_cell(counted: dict) -> tuple[str, str]:
+    """What a variant's totals hold beyond its compute layers, titled in words."""
+    if not counted:
+        return "-", ""
+    title = html.escape(counted["label"], quote=True)
+    return f"<span class='counted' title='{title}'>{html.escape(counted['tag'])}</span>", ""
+
+
+def _counting_legend(counting: dict) -> str:
+    """The legend's line on variants counted differently."""
+    kinds = "; ".join(
+        f"{k['tag']}: {', '.join(k['variants'])}, {k['label']}" for k in counting["kinds"]
+    )
+    return html.escape(
+        f"Totals not like for like: the variants were counted differently ({kinds}). The "
+        "plots, the ranking and the means compare LUT, BRAM_18K, URAM and DSP on compute "
+        "layers only (FIFOs and width converters left out of every variant); the table shows "
+        "both. ◇ around a point: its variant's totals leave FIFOs and width converters out."
+    )
 
 
 def _rank(variant: dict) -> tuple[str, str]:
@@ -240,8 +276,10 @@ def _effects(effects: list[dict]) -> str:
                 )
                 + f"{last}</tr>"
             )
+    compute = any(e.get("compared_on") == "compute layers" for e in effects)
+    on = " (compute layers)" if compute else ""
     head = ("<tr><th>dimension</th><th>choice</th><th>built</th><th>mean fps</th>"
-            "<th>mean LUT</th><th>mean DSP</th><th>effect</th></tr>")  # fmt: skip
+            f"<th>mean LUT{on}</th><th>mean DSP{on}</th><th>effect</th></tr>")  # fmt: skip
     bounded = any(v.get("lower_bounds") for e in effects for v in e["values"])
     note = (
         "<p class='note'>≥: a mean over totals of which some are lower bounds (layers FINN "
@@ -250,6 +288,12 @@ def _effects(effects: list[dict]) -> str:
         if bounded
         else ""
     )
+    if compute:
+        note += (
+            "<p class='note'>The variants' totals were counted differently (FIFOs and width "
+            "converters in some only): the means of LUT and DSP are of compute layers, which "
+            "every variant counts.</p>"
+        )
     return (
         "<h2>What each choice changed</h2><div class='scroll'><table class='effects'>"
         f"{head}{''.join(rows)}</table></div>{note}"
@@ -294,10 +338,11 @@ def _plot(variants: list[dict], data: dict, resource: str) -> str:
         and v["metrics"].get(resource) is not None
         and not v.get("same_design_as")  # drawn once, with the variants of the same design
     ]
-    title = f"fps against {resource}"
+    unlike = (data.get("counting") or {}).get("alike") is False
+    title = f"fps against {resource}{' (compute layers)' if unlike else ''}"
     if not points:
         return f"<figure><figcaption>{title}</figcaption><p>No built variants.</p></figure>"
-    xs = [float(v["metrics"][resource]) for v in points]
+    xs = [float((v.get("compared") or v["metrics"])[resource]) for v in points]
     ys = [float(v["metrics"]["fps"]) for v in points]
     x_axis = _Axis(xs, LEFT, WIDTH - RIGHT)
     y_axis = _Axis(ys, HEIGHT - BOTTOM, TOP)
@@ -329,7 +374,9 @@ def _plot(variants: list[dict], data: dict, resource: str) -> str:
         f"<text x='14' y='{(TOP + HEIGHT - BOTTOM) / 2}' text-anchor='middle' "
         f"transform='rotate(-90 14 {(TOP + HEIGHT - BOTTOM) / 2})'>fps{' (log)' if y_axis.log else ''}</text>"
     )
-    parts += _constraint_lines(data["constraints"], resource, x_axis, y_axis)
+    # a limit judges totals: not drawn on an axis of compute layers
+    drawn = [c for c in data["constraints"] if not (unlike and c.split(" ", 1)[0] == resource)]
+    parts += _constraint_lines(drawn, resource, x_axis, y_axis)
     for v, x, y in sorted(zip(points, xs, ys, strict=True), key=lambda p: p[0]["pareto"]):
         kind = {True: "feasible", None: "unjudged", False: "infeasible"}[v["feasible"]]
         kind = "pareto" if v["pareto"] else kind
@@ -341,8 +388,16 @@ def _plot(variants: list[dict], data: dict, resource: str) -> str:
         )
         if v.get("unranked"):
             label += f"; not ranked: {v['unranked']}"
+        counted = v.get("counting") or {}
+        if unlike and counted:
+            label += f"; {resource} of its compute layers; it counts {counted['label']}"
         cx, cy = x_axis.at(x), y_axis.at(y)
         arrows = _bound_arrows(v["id"], cx, cy, resource in bounds, "fps" in bounds)
+        if unlike and counted and not (counted["fifos"] and counted["width_converters"]):
+            arrows += (  # a diamond: FIFOs and width converters left out of its totals
+                f"<path class='uncounted' data-uncounted='{v['id']}' "
+                f"d='M{cx:.1f} {cy - 10:.1f}l10 10l-10 10l-10 -10z'/>"
+            )
         parts.append(
             f"<a href='{html.escape(v['report'])}'>{arrows}<circle class='{kind}' "
             f"data-variant='{v['id']}' cx='{cx:.1f}' cy='{cy:.1f}' r='6'>"

@@ -12,7 +12,10 @@ front itself is rank 1, the front of the rest rank 2, ...), then by the objectiv
 order written, and after them those that are not ranked; then variants with a constraint
 not judged, the same way; then variants that miss a constraint; then failed ones.
 Variants that built the same design (a choice that changed nothing) are judged once: the
-first of them stands for the others, which are ranked right after it.
+first of them stands for the others, which are ranked right after it. Objectives compare
+each variant's ``compared`` figures: its totals, or, when variants were counted differently
+(FIFOs and width converters in some totals only), its compute layers'
+(``brainsmith.dse.counting``); constraints judge the totals.
 """
 
 from __future__ import annotations
@@ -151,11 +154,14 @@ def judge(entries: list[dict], search) -> None:
         entry["rank"] = rank
 
 
-def effects(entries: list[dict], dimensions: dict[str, list]) -> list[dict]:
+def effects(
+    entries: list[dict], dimensions: dict[str, list], compared_on: str = "totals"
+) -> list[dict]:
     """Per dimension: for each of its values, how many variants built with it, their mean
-    metrics and which of these means are lower bounds (a mean over a lower bound is one);
-    and how many pairs of variants that differ only in this dimension built the same design
-    (all of them: the choice changed nothing)."""
+    metrics (of each variant's ``compared`` figures: ``compared_on`` says which) and which
+    of these means are lower bounds (a mean over a lower bound is one); and how many pairs
+    of variants that differ only in this dimension built the same design (all of them: the
+    choice changed nothing)."""
     built = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
     found = []
     for label in dimensions:
@@ -165,7 +171,10 @@ def effects(entries: list[dict], dimensions: dict[str, list]) -> list[dict]:
         values = []
         for value in dimensions[label]:
             group = [e for e in built if _shown(e["choices"].get(label)) == _shown(value)]
-            means = {m: _mean(e["metrics"].get(m) for e in group) for m in EFFECT_METRICS}
+            means = {
+                m: _mean((e.get("compared") or e["metrics"]).get(m) for e in group)
+                for m in EFFECT_METRICS
+            }
             bounds = [e.get("lower_bounds") or {} for e in group]
             bounded = [m for m in EFFECT_METRICS if any(m in b for b in bounds)]
             values.append(
@@ -175,7 +184,8 @@ def effects(entries: list[dict], dimensions: dict[str, list]) -> list[dict]:
                  if key(a) == key(b) and a["choices"].get(label) != b["choices"].get(label)]  # fmt: skip
         same = sum(1 for a, b in pairs if a.get("design") and a.get("design") == b.get("design"))
         found.append({"dimension": label, "values": values, "pairs": len(pairs),
-                      "same_design_pairs": same, "changed_nothing": bool(pairs) and same == len(pairs)})  # fmt: skip
+                      "same_design_pairs": same, "changed_nothing": bool(pairs) and same == len(pairs),
+                      "compared_on": compared_on})  # fmt: skip
     return found
 
 
@@ -189,7 +199,7 @@ def _mean(values) -> float | None:
 
 
 def _value(entry: dict, metric: str, goal: str) -> float:
-    value = entry["metrics"].get(metric)
+    value = (entry.get("compared") or entry["metrics"]).get(metric)  # like for like
     if value is None:
         return float("inf")  # a missing value is the worst
     return -value if goal == "max" else value
