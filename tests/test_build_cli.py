@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -206,3 +207,55 @@ def test_options_given_to_the_api_are_checked_as_a_blueprints_are():
         assert message in caught.value.reason and caught.value.exit_code == 2
     folded = with_overrides(plan, {"folding": {"search": "finn"}, "target_fps": 5}, None)
     assert folded.build.folding == FoldingOptions(search="finn") and folded.build.target_fps == 5
+
+
+@pytest.fixture(scope="module")
+def mlp_vectors(tmp_path_factory) -> tuple[Path, Path]:
+    """Four inputs for the shipped MLP and the original model's outputs for them."""
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.core.onnx_exec import execute_onnx
+
+    folder = tmp_path_factory.mktemp("vectors")
+    model = ModelWrapper(str(MLP))
+    name, out = model.graph.input[0].name, model.graph.output[0].name
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 64)).astype(np.float32)
+    y = np.concatenate([execute_onnx(model, {name: row[None]})[out] for row in x])
+    np.save(folder / "x.npy", x)
+    np.save(folder / "y.npy", y)
+    return folder / "x.npy", folder / "y.npy"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("final", r"verified    the final model: max error \S+ on 16 generated inputs, \S+ on your "
+                  r"4 vectors; 0 errors in quantizer steps"),
+        ("each", r"verified    each of (\d+) steps run \((\d+) unchanged, not re-run\): max error "
+                 r"\S+ on 16 generated inputs, \S+ on your 4 vectors; 0 errors in quantizer steps"),
+        ("none", r"verified    the final model against your 4 vectors only \(verify: none\): max "
+                 r"error \S+"),
+    ],
+)  # fmt: skip
+def test_the_summary_says_in_words_what_each_verify_mode_checked(tmp_path, mlp_vectors, mode, said):
+    """``verify: final`` (the default) checks the final model, ``each`` every step run, ``none``
+    only the user's vectors; the summary says which, never a count of steps that reads as
+    "every step" (before: "verified    1 step(s)" for the default)."""
+    x, y = mlp_vectors
+    out = tmp_path / "out"
+    result = run(
+        [*BRAINSMITH, "build", str(MLP), "-o", str(out), "--input", str(x), "--expected", str(y),
+         "--verify", mode, "--no-size-fifos", "-q"]
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    (line,) = [text for text in result.stdout.splitlines() if text.startswith("  verified")]
+    found = re.fullmatch("  " + said, line)
+    assert found, line
+    steps = json.loads((out / "report.json").read_text())["steps"]
+    checks = [step["verification"] for step in steps if step.get("verification")]
+    ran = [step for step in steps if step["status"] == "ok"]
+    if mode == "each":
+        assert len(checks) == len(ran) == int(found[1]) > 1
+        assert sum(1 for check in checks if check.get("unchanged")) == int(found[2])
+    else:
+        assert len(checks) == 1 and checks[0]["user"]["samples"] == 4

@@ -509,6 +509,48 @@ def test_the_quick_start_is_one_sequence_that_builds_with_the_exported_vectors(t
     assert mine and all(check["ok"] and check["samples"] == 8 for check in mine)
 
 
+def test_what_the_quick_start_says_it_verifies_is_what_its_build_verified(tmp_path_factory):
+    """README and docs/your-network.md say the quick start's build checks the final model (not
+    every step) and name ``--verify each``; the cost of that option they quote is the last run of
+    ``benchmarks.quick_start_verify``, with the steps that run verified."""
+    readme, walk = REPO / "README.md", REPO / "docs" / "your-network.md"
+    for doc in (readme, walk):
+        text = " ".join(prose(doc))
+        assert "every step checked" not in text and "checks every build step" not in text
+        assert "the final model" in text and "`--verify each`" in text
+    build = doc_run(readme, tmp_path_factory).folder / "my_net_build"
+    report = json.loads((build / "report.json").read_text())
+    assert report["verify"] == "final"
+    assert [step["name"] for step in report["steps"] if step.get("verification")] == [
+        next(step["name"] for step in reversed(report["steps"]) if step.get("verification"))
+    ]
+    data = json.loads((REPO / "benchmarks" / "results" / "quick_start_verify.json").read_text())
+    final, each = data["final"], data["each"]
+    text = " ".join(prose(walk))
+    said = re.search(
+        r"`--verify each` took ([\d.]+) s of CPU against ([\d.]+) s for the default and ([\d.]+) s of "
+        r"checks against ([\d.]+) s; wall ([\d.]+) s against ([\d.]+) s \(medians of (\d+) fresh "
+        r"processes each, on (\d+) cores at a 1-minute load average of ([\d.]+) from other work, "
+        r"which spread the wall times over ([\d.]+)\u2013([\d.]+) s",
+        text,
+    )
+    assert said, "docs/your-network.md quotes no cost of --verify each"
+    load = data["load"]["load_1min_during"]["mean"]
+    walls = [run["wall_s"] for mode in (final, each) for run in mode["runs"]]
+    assert said.groups() == (
+        f"{each['cpu_s']:.1f}", f"{final['cpu_s']:.1f}", f"{each['verify_s']:.2f}",
+        f"{final['verify_s']:.2f}", f"{each['wall_s']:.1f}", f"{final['wall_s']:.1f}",
+        str(data["runs"]), str(data["machine"]["cpu_count"]), f"{load:.1f}",
+        f"{min(walls):.1f}", f"{max(walls):.1f}",
+    )  # fmt: skip
+    steps = re.search(r"each of (\d+) steps run \((\d+) unchanged, not re-run\)", text)
+    first = each["runs"][0]
+    assert steps and (int(steps[1]), int(steps[2])) == (
+        first["verified_steps"], first["verified_steps"] - first["run_again"]
+    )  # fmt: skip
+    assert final["runs"][0]["verified_steps"] == 1
+
+
 def test_the_key_file_made_as_operations_md_says_is_one_brainsmith_takes(tmp_path_factory):
     from brainsmith.plugin.discovery.shared_index import load_key
 

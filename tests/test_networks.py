@@ -376,4 +376,6 @@ def test_cli_builds_the_residual_example_against_torch_and_exits_0(tmp_path):
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "verified    9 step(s)" in result.stdout and "your vectors max error" in result.stdout
+    assert (
+        "verified    each of 9 steps run" in result.stdout and "on your 8 vectors" in result.stdout
+    )

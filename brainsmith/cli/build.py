@@ -234,7 +234,9 @@ def print_summary(report: BuildReport) -> None:
     _print_outcome(out, report, warning_lines(report), len(skipped))
     _print_performance(out, report)
     _print_resources(out, report)
-    _print_verification(out, report["steps"], report.get("verify_tolerance"))
+    _print_verification(
+        out, report["steps"], report.get("verify_tolerance"), report.get("verify", "final")
+    )
     _print_finn_warnings(out, report.get("warnings", []))
     rtlsim = report.get("rtlsim")
     if rtlsim:
@@ -308,8 +310,11 @@ def _print_resources(out: Console, report: BuildReport) -> None:
         out.print(f"              {missing}", markup=False)
 
 
-def _print_verification(out: Console, steps: list[StepEntry], tolerance: Tolerance | None) -> None:
-    """How many steps were verified, the largest error found, and the rounding ties."""
+def _print_verification(
+    out: Console, steps: list[StepEntry], tolerance: Tolerance | None, mode: str
+) -> None:
+    """What was verified in words (the final model, or each step run), the largest error
+    found, and the rounding ties."""
     checks = [s["verification"] for s in steps if s.get("verification")]
     if not checks:
         out.print("  verified    no (verify: none)")
@@ -318,19 +323,23 @@ def _print_verification(out: Console, steps: list[StepEntry], tolerance: Toleran
     user = [c["user"] for c in checks if "user" in c]
     unchanged = sum(1 for c in checks if c.get("unchanged"))
     rerun = f" ({unchanged} unchanged, not re-run)" if unchanged else ""
+    mine = f"your {user[-1].get('samples', 0)} vectors" if user else ""
+    worst_mine = f"{max(u.get('max_error', 0.0) for u in user):.2g}" if user else ""
     if generated:
+        what = f"each of {len(checks)} steps run{rerun}" if mode == "each" else "the final model"
         worst = max(c.get("max_error", 0.0) for c in generated)
         text = (
-            f"  verified    {len(checks)} step(s){rerun}, max error {worst:.2g} on "
-            f"{generated[-1].get('samples', 0)} inputs"
+            f"  verified    {what}: max error {worst:.2g} on "
+            f"{generated[-1].get('samples', 0)} generated inputs"
         )
+        if user:
+            text += f", {worst_mine} on {mine}"
     else:
-        text = "  verified    your vectors only (verify: none)"
-    if user:
-        text += f"; your vectors max error {max(u.get('max_error', 0.0) for u in user):.2g}"
+        text = f"  verified    the final model against {mine} only (verify: none): max error "
+        text += worst_mine
     if tolerance and tolerance.get("atol") is not None:
         text += f" (atol {tolerance['atol']:g}, rtol {tolerance['rtol']:g})"
-    else:
+    elif generated:
         text += "; 0 errors in quantizer steps"
     out.print(text)
     tied = [(s["name"], s["verification"]) for s in steps if s.get("verification", {}).get("ties")]
