@@ -187,9 +187,10 @@ def html_view(result: BuildResult) -> str:
     if result.status == "stopped":
         lines = [f"{_stopped_at(report)}: a checkpoint in {result.output_dir}"]
     link = None
-    if result.html_path:
+    if result.html_path:  # relative inside the working folder, else a file URI
         relative = os.path.relpath(result.html_path)
-        link = Path(result.html_path).as_uri() if relative.startswith("..") else relative
+        outside = relative == os.pardir or relative.startswith(os.pardir + os.sep)
+        link = Path(result.html_path).absolute().as_uri() if outside else relative
     return first_screen(report, link, lines)
 
 

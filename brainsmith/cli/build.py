@@ -59,8 +59,16 @@ if TYPE_CHECKING:
     help="FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (overrides the blueprint's build.fpga_part "
     "or board).",
 )
-@click.option("--clock-ns", type=float, help="Target clock period in ns (build.clock_ns).")
-@click.option("--target-fps", type=int, help="Throughput to fold for (build.target_fps).")
+@click.option(
+    "--clock-ns",
+    type=float,
+    help="Target clock period in ns, 0.1 to 1,000,000 (build.clock_ns).",
+)
+@click.option(
+    "--target-fps",
+    type=int,
+    help="Throughput to fold for, frames per second, 1 to 10**12 (build.target_fps).",
+)
 @click.option(
     "--synth",
     is_flag=True,

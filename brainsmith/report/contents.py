@@ -235,7 +235,8 @@ def brainsmith_estimates(
         except Exception:  # a node without an op class: FINN did not estimate it either
             continue
         own = type(op).__module__.split(".")[0] == "brainsmith"
-        found[node.name] = (rtl_costs.estimate(op, part), "brainsmith" if own else "finn")
+        estimated = rtl_costs.estimate(op, part, model, report=True)
+        found[node.name] = (estimated, "brainsmith" if own else "finn")
     return found
 
 
@@ -584,18 +585,22 @@ def write_html(
     target's line, the dataflow picture, links to the files ``folder`` holds. ``worker``: a
     chart worker that may have drawn the charts already; ``log`` takes a chart's traceback."""
     from brainsmith.report.charts import render_charts
-    from brainsmith.report.html import render
+    from brainsmith.report.html import MALFORMED, render
     from brainsmith.report.picture import dataflow_svg
 
     goal = report.get("target")
-    rows, allowed = chart_rows(report.get("layers", [])), goal["target_cycles"] if goal else None
     try:
+        rows = chart_rows(report.get("layers", []))
+        allowed = goal["target_cycles"] if goal else None
         charts = worker.charts(rows, allowed) if worker else render_charts(rows, allowed)
     except Exception:  # a chart problem must not hide the build's result
         charts = {}
         if log is not None:
             traceback.print_exc(file=log)
-    picture = dataflow_svg(report)
+    try:
+        picture = dataflow_svg(report)
+    except MALFORMED:  # report.json's layers not as brainsmith writes them: no picture
+        picture = None
     if picture:
         write_text(os.path.join(folder, "dataflow.svg"), picture)
     here: BuildReport = {**report, "output_dir": os.path.abspath(folder)}  # its files' links

@@ -19,7 +19,7 @@ from brainsmith.report.units import RESOURCES, bits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Literal
 
     from brainsmith.frameworks.finn.facts import Resource
@@ -47,19 +47,44 @@ def render(report: BuildReport, charts: dict[str, str], picture: str | None = No
     return template.substitute(
         title=_e(f"brainsmith build: {report.get('name', '')}"),
         status=_e(status),
-        error=_error(report.get("error"), status),
-        verdict=_verdict(report),
-        warnings=_warnings(report),
-        summary=_summary(report),
+        error=_drawn("error", lambda: _error(report.get("error"), status)),
+        verdict=_drawn("performance", lambda: _verdict(report)),
+        warnings=_drawn("warnings", lambda: _warnings(report)),
+        summary=_drawn("summary", lambda: _summary(report), row=True),
         dataflow=_dataflow(picture),
-        steps=_steps(report.get("steps", [])),
-        layers=_layers(report.get("layers", []), goal.get("target_cycles") if goal else None),
+        steps=_drawn("steps", lambda: _steps(report.get("steps", [])), row=True),
+        layers=_drawn(
+            "layers",
+            lambda: _layers(report.get("layers", []), goal.get("target_cycles") if goal else None),
+        ),
         charts=_charts(charts),
-        rtlsim=rtlsim_html(report.get("rtlsim")),
-        finn_warnings=_finn_warnings(report.get("warnings", []), goal),
-        blueprint=_e(json.dumps(report.get("blueprint", {}), indent=2)),
-        versions=_e(", ".join(f"{k} {v}" for k, v in report.get("versions", {}).items())),
+        rtlsim=_drawn("rtlsim", lambda: rtlsim_html(report.get("rtlsim"))),
+        finn_warnings=_drawn("warnings", lambda: _finn_warnings(report.get("warnings", []), goal)),
+        blueprint=_drawn(
+            "blueprint", lambda: _e(json.dumps(report.get("blueprint", {}), indent=2))
+        ),
+        versions=_drawn(
+            "versions",
+            lambda: _e(", ".join(f"{k} {v}" for k, v in report.get("versions", {}).items())),
+        ),
     )
+
+
+# What drawing a section raises when report.json holds there what brainsmith never writes
+# (text where a number belongs, a list for an object): a report from elsewhere.
+MALFORMED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
+
+
+def _drawn(part: str, draw: Callable[[], str], row: bool = False) -> str:
+    """``draw()``, or a line naming report.json's ``part`` when it is not as brainsmith
+    writes it (``row``: as a table row), so one malformed section never stops the page."""
+    try:
+        return draw()
+    except MALFORMED:
+        text = f"report.json's {_e(part)} is not as brainsmith writes it: not shown"
+        if row:
+            return f"<tr><td colspan='6' class='none'>{text}</td></tr>"
+        return f"<p class='none'>{text}</p>"
 
 
 def _template() -> str:
@@ -83,10 +108,13 @@ def first_screen(report: BuildReport, link: str | None = None, lines: Sequence[s
     body = string.Template(top).substitute(
         title=_e(f"brainsmith build: {report.get('name', '')}"),
         status=_e(status),
-        error="".join(f"<p>{_e(line)}</p>" for line in lines) + _error(report.get("error"), status),
-        verdict=_verdict(report),
-        warnings=_warnings(report),
-        summary=_summary(report, files=False) if "performance" in report else "",
+        error="".join(f"<p>{_e(line)}</p>" for line in lines)
+        + _drawn("error", lambda: _error(report.get("error"), status)),
+        verdict=_drawn("performance", lambda: _verdict(report)),
+        warnings=_drawn("warnings", lambda: _warnings(report)),
+        summary=_drawn("summary", lambda: _summary(report, files=False), row=True)
+        if "performance" in report
+        else "",
     )
     more = f"<p>The full report: <a href='{_e(_href(link))}'>report.html</a></p>" if link else ""
     return f"<div class='{SCOPE}'><style>{_scoped(style)}</style>{body}{more}</div>"
@@ -107,8 +135,8 @@ def _href(link: str) -> str:
     """``link`` (a ``file:`` URI or a relative path) as a link that can only be a file: a
     relative path whose first part holds a colon (a folder named ``javascript:x``) would be
     read as a URL scheme, so it starts with ``./``."""
-    if link.startswith("file://"):
-        return quote(link, safe=":/")
+    if link.startswith("file://"):  # Path.as_uri(): percent-encoded already
+        return quote(link, safe=":/%")
     return "./" + quote(link.removeprefix("./"), safe="/")
 
 
@@ -283,7 +311,8 @@ def _verdict(report: BuildReport) -> str:
     lines = [f"<span class='big'>{_e(number(fps))} fps</span> estimated"]
     if goal:
         verdict = "met" if goal["met"] else "missed"
-        share = fps / goal["target_fps"] * 100 if goal.get("target_fps") else None
+        ratio, wanted = finite(fps), finite(goal.get("target_fps"))
+        share = ratio / wanted * 100 if ratio is not None and wanted else None
         lines[0] += (
             f" <span class='pill {verdict}'>target {_e(number(goal['target_fps']))} fps "
             f"{verdict}{f' ({share:.0f} %)' if share and not goal['met'] else ''}</span>"
@@ -291,8 +320,9 @@ def _verdict(report: BuildReport) -> str:
     rtlsim = report.get("rtlsim")
     stitched = rtlsim.get("stitched") if rtlsim else None
     measured = stitched.get("cycles_per_frame") if stitched else None
+    measured = finite(measured)
     if measured:
-        clock = report.get("clock_ns")
+        clock = finite(report.get("clock_ns"))
         pace = f" ({number(1e9 / clock / measured)} fps at the clock)" if clock else ""
         lines.append(_e(f"measured in simulation: {number(measured)} cycles per frame{pace}"))
     limited = _limited_by(perf, goal)
@@ -328,7 +358,7 @@ def _utilisation_bars(report: BuildReport) -> str:
     incomplete = report.get("incomplete") or {}
     meters = []
     for key in RESOURCES:
-        share = percent.get(key)
+        share = finite(percent.get(key))
         if share is None:
             continue
         amount = amount_text(key, totals.get(key), incomplete)
@@ -479,20 +509,20 @@ def _check(label: str, check: Verification) -> str:
     errors = check.get("errors")
     verdict = "ok" if check.get("ok") else "MISMATCH (beyond tolerance)"
     text = (
-        f"{label}: {verdict}, max error {check.get('max_error', 0):.3g} on "
-        f"{check.get('samples', 0)} input(s)"
+        f"{label}: {verdict}, max error {number(check.get('max_error', 0))} on "
+        f"{number(check.get('samples', 0))} input(s)"
     )
     if errors:
         text += f", {errors} error(s)"
     if check.get("max_steps") is not None:
-        text += f" ({check['max_steps']:.3g} steps)"
+        text += f" ({number(check['max_steps'])} steps)"
     if check.get("ties"):
         text += f", {check['ties']} rounding tie(s), worst {check.get('worst_tie', '')}"
     return text
 
 
 def _steps(steps: list[StepEntry]) -> str:
-    longest = max([s.get("seconds") or 0 for s in steps] + [1e-9])
+    longest = max([finite(s.get("seconds")) or 0 for s in steps] + [1e-9])
     rows = []
     for index, step in enumerate(steps, 1):
         check = step.get("verification")
@@ -501,7 +531,7 @@ def _steps(steps: list[StepEntry]) -> str:
             parts.append(_check("your vectors", check["user"]))
         if step.get("reason"):
             parts.append(step["reason"])
-        seconds = step.get("seconds")
+        seconds = finite(step.get("seconds"))
         bar = f"<span class='bar' style='width:{60 * (seconds or 0) / longest:.0f}px'></span>"
         model = step.get("model")
         cells = [
@@ -550,7 +580,7 @@ def _layers(layers: list[Layer], target_cycles: int | None = None) -> str:
             f"<td>{_types(layer)}</td>",
             f"<td>{_joined(layer.get('mem_mode'), layer.get('ram_style'), sep=', ')}</td>",
         ]
-        cycles = layer.get("cycles")
+        cycles = finite(layer.get("cycles"))
         if not layer.get("estimated"):
             cells.append(
                 f"<td colspan='{len(RESOURCES) + 1}' class='none'>no FINN estimate "
@@ -628,9 +658,9 @@ def _charts(charts: dict[str, str]) -> str:
 
 
 def _finn_warnings(warnings: list[FinnWarning], goal: Target | None = None) -> str:
-    superseded = (goal.get("finn_warnings_superseded") if goal else None) or 0
+    superseded = finite(goal.get("finn_warnings_superseded") if goal else None) or 0
     note = (
-        f"<p class='none'>{superseded} warning(s) FINN's folding logged before the folding "
+        f"<p class='none'>{_e(number(superseded))} warning(s) FINN's folding logged before the folding "
         "was final are left out: the final cycle estimates (layers above) supersede them; "
         "build.log has them all.</p>"
         if superseded
@@ -640,7 +670,7 @@ def _finn_warnings(warnings: list[FinnWarning], goal: Target | None = None) -> s
         return f"<h2>Warnings in build.log (0)</h2>{note}" if note else ""
     rows = "".join(
         f"<tr><td>{_e(w['level'])}</td><td>{_e(w['source'])}</td><td>{_e(w['message'])}</td>"
-        f"<td class='num'>{w['count']}</td></tr>"
+        f"<td class='num'>{_e(number(w.get('count')))}</td></tr>"
         for w in warnings
     )
     return (

@@ -56,13 +56,13 @@ def rtlsim_html(section: RtlsimSection | None) -> str:
             _compile_note(layer),
             note,
         ]
-        css = status.replace(" ", "-") if status != "failed" else "failed"
+        css = html.escape(str(status).replace(" ", "-"))
         rows.append(
             f"<tr class='{css}'>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
         )
     return (
-        f"<h2>RTL simulation</h2>\n<p>{html.escape(section.get('summary', ''))} — "
-        f"{html.escape(section.get('tool', ''))}, {section.get('seconds', 0):.1f} s. Each RTL "
+        f"<h2>RTL simulation</h2>\n<p>{html.escape(str(section.get('summary', '')))} — "
+        f"{html.escape(str(section.get('tool', '')))}, {_seconds(section.get('seconds', 0))} s. Each RTL "
         "layer is driven with its own inputs from the Python execution and compared bit "
         "for bit; cycles per frame are measured between consecutive frames.</p>\n"
         "<div class='scroll'><table>\n"
@@ -82,17 +82,17 @@ def stitched_html(stitched: Stitched | None) -> str:
     status = stitched.get("status", "")
     if status != "match":
         return (
-            f"<h3>Stitched partition</h3><p>{html.escape(status)}: "
-            f"{html.escape(stitched.get('reason', ''))}</p>"
+            f"<h3>Stitched partition</h3><p>{html.escape(str(status))}: "
+            f"{html.escape(str(stitched.get('reason', '')))}</p>"
         )
     fifos = "".join(
-        f"<tr><td>{html.escape(f['name'])}</td><td>{html.escape(f['after'])}</td>"
-        f"<td>{html.escape(f['before'])}</td><td>{_number(f.get('max_occupancy'))}</td></tr>"
+        f"<tr><td>{html.escape(str(f['name']))}</td><td>{html.escape(str(f['after']))}</td>"
+        f"<td>{html.escape(str(f['before']))}</td><td>{_number(f.get('max_occupancy'))}</td></tr>"
         for f in stitched.get("fifos", [])
     )
     return (
-        f"<h3>Stitched partition</h3><p>{stitched['layers']} layers (with the width "
-        f"converters and FIFOs FINN inserts) match Python on {stitched['frames']} "
+        f"<h3>Stitched partition</h3><p>{_number(stitched['layers'])} layers (with the width "
+        f"converters and FIFOs FINN inserts) match Python on {_number(stitched['frames'])} "
         "frames: "
         f"{_number(stitched['cycles_per_frame'])} cycles/frame "
         f"({_number(stitched['fps'])} fps), latency {_number(stitched['latency_cycles'])} "
@@ -106,7 +106,10 @@ def stitched_html(stitched: Stitched | None) -> str:
 
 def percent(error: float | None) -> str:
     """An estimate error as ``+1.2%`` (``-`` when unknown)."""
-    return "-" if error is None else f"{error:+.1%}"
+    from brainsmith.report.html import finite
+
+    value = finite(error)
+    return "-" if value is None else f"{value:+.1%}"
 
 
 def estimate_note(stitched: Mapping[str, object]) -> str:
@@ -117,7 +120,11 @@ def estimate_note(stitched: Mapping[str, object]) -> str:
     return f"; {text} (its slowest layer's cycles per frame)" if text else ""
 
 
-def _number(value: float | None) -> str:
+def _number(value: object) -> str:
+    """``1,234`` or ``1,234.5``; "-" for none and for what is not a finite number."""
+    from brainsmith.report.html import finite
+
+    value = finite(value)
     if value is None:
         return "-"
     return (
@@ -125,7 +132,14 @@ def _number(value: float | None) -> str:
     )
 
 
+def _seconds(value: object) -> str:
+    from brainsmith.report.html import finite
+
+    seconds = finite(value)
+    return "-" if seconds is None else f"{seconds:.1f}"
+
+
 def _compile_note(layer: RtlsimLayer) -> str:
     if layer.get("compile_seconds") is None:
         return "-"
-    return "cached" if layer.get("compile_cached") else f"{layer['compile_seconds']:.1f} s"
+    return "cached" if layer.get("compile_cached") else f"{_seconds(layer['compile_seconds'])} s"
