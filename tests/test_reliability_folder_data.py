@@ -219,6 +219,7 @@ def leaves(node: object, path: tuple = ()) -> list[tuple]:
 
 
 @pytest.mark.slow
+@pytest.mark.wide  # breadth: some 900 pages per value over a synthesised and simulated build
 @pytest.mark.xdist_group("synthesis")
 @pytest.mark.parametrize("value", [MARKUP, float("nan"), [MARKUP]], ids=["markup", "nan", "list"])
 def test_every_value_of_a_real_report_replaced_never_becomes_markup_or_stops_the_page(
