@@ -20,10 +20,11 @@ import onnx
 import pytest
 from onnx import helper
 
+from tests.support.farm import all_rtl_mlp
+
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
 BLUEPRINTS = REPO / "blueprints"
-PART = "xczu7ev-ffvc1156-2-e"
 HLS = "finn.custom_op.fpgadataflow.hls"
 COMMANDS = ("synth", "verify-rtl", "run")
 
@@ -33,14 +34,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 @pytest.fixture(scope="module")
 def built(hub, farm) -> Path:
     """The run's build of the shipped MLP, every layer RTL, for an UltraScale+ part."""
-    result = farm.build(
-        MODELS / "mlp_4bit.onnx",
-        BLUEPRINTS / "mlp.yaml",
-        options={"fpga_part": PART},
-        prefer="rtl",
-        verify="none",
-    )
-    return Path(result.output_dir)
+    return all_rtl_mlp(farm)
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ import psutil
 import pytest
 
 from brainsmith.rtlsim.sources import LayerDesign
+from tests.support.farm import all_rtl_mlp
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -408,14 +409,7 @@ def test_an_address_space_limit_too_low_for_the_runtime_is_named():
 @pytest.fixture(scope="module")
 def built(hub, farm) -> Path:
     """The run's all-RTL build of the shipped MLP for an UltraScale+ part."""
-    result = farm.build(
-        MODELS / "mlp_4bit.onnx",
-        BLUEPRINTS / "mlp.yaml",
-        options={"fpga_part": PART},
-        prefer="rtl",
-        verify="none",
-    )
-    return Path(result.output_dir)
+    return all_rtl_mlp(farm)
 
 
 @pytest.fixture

@@ -111,3 +111,20 @@ def changed(root: Path) -> list[str]:
             if wrote.get(path) != now.get(path):
                 found.append(f"{folder.name}/{path}")
     return found
+
+
+REPO = Path(__file__).resolve().parents[2]
+ULTRASCALE_PLUS = "xczu7ev-ffvc1156-2-e"
+
+
+def all_rtl_mlp(farm: BuildFarm) -> Path:
+    """The run's build of the shipped MLP with every layer RTL, for an UltraScale+ part
+    (what ``synth`` and ``verify-rtl`` take), unverified."""
+    result = farm.build(
+        REPO / "examples" / "models" / "mlp_4bit.onnx",
+        REPO / "blueprints" / "mlp.yaml",
+        options={"fpga_part": ULTRASCALE_PLUS},
+        prefer="rtl",
+        verify="none",
+    )
+    return Path(result.output_dir)
