@@ -15,7 +15,11 @@ layer had (``HANDWRITTEN``). ``CHECKS`` are fitted the same way to compare with 
 does estimate; they are not shipped. ``VVAU_rtl`` is not swept: FINN specialises it only
 for Versal parts, which Yosys does not map.
 
-    .venv/bin/python -m benchmarks.synth_fit
+    .venv/bin/python -m benchmarks.synth_fit [--kinds Thresholding_rtl,...]
+
+``--kinds`` synthesises only those kinds' points again and takes the others' counts from the
+previous benchmarks/results/synth_fit.json (every model is fitted again). ``SYNTH_FIT_JOBS``
+(default 1) Yosys runs at once.
 
 Writes the coefficients to brainsmith/frameworks/finn/rtl_costs.json and every point, each
 fit's error and the previous estimate's error to benchmarks/results/synth_fit.json.
@@ -23,6 +27,7 @@ fit's error and the previous estimate's error to benchmarks/results/synth_fit.js
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -41,6 +46,7 @@ PART = "xczu7ev-ffvc1156-2-e"
 FAMILY = "xcup"
 HW = "finn.custom_op.fpgadataflow"
 COSTS = REPO / "brainsmith" / "frameworks" / "finn" / "rtl_costs.json"
+JOBS = int(os.environ.get("SYNTH_FIT_JOBS", "1"))  # Yosys runs at once
 
 
 @dataclass
@@ -109,12 +115,22 @@ def mvau(mw: int, mh: int, simd: int, pe: int, wbits: int, abits: int):
     )  # fmt: skip
 
 
-def thresholding(channels: int, pe: int, ibits: int, obits: int):
-    from qonnx.core.datatype import DataType
-    from qonnx.util.basic import gen_finn_dt_tensor
-
+def thresholding(
+    channels: int, pe: int, ibits: int, obits: int, floats: bool = False, shared: bool = False
+):
+    """FINN's RTL thresholds: ``floats`` takes float32 inputs (a float network's input
+    quantizer), ``shared`` one row of thresholds for every channel (a per-tensor scale).
+    The thresholds are a trained network's: a uniform quantizer's, evenly spaced, with a
+    random scale and offset per row (a folded batch norm's)."""
     idt, odt, steps = f"INT{ibits}", f"UINT{obits}", 2**obits - 1
-    thresholds = np.sort(gen_finn_dt_tensor(DataType[idt], [channels, steps]), axis=1)
+    rows = 1 if shared else channels
+    top = 4.0 if floats else float(2 ** (ibits - 1) - 1)
+    scale = np.random.uniform(0.2, 1.0, [rows, 1]) * 2 * top / (steps + 1)
+    offset = np.random.uniform(-0.5, 0.5, [rows, 1]) * scale * steps / 4
+    thresholds = offset + scale * (np.arange(steps) - steps / 2 + 0.5)
+    bounded = np.clip(np.round(thresholds), -top - 1, top)  # within the input's type
+    thresholds = thresholds.astype(np.float32) if floats else bounded
+    idt = "FLOAT32" if floats else idt
     return _model(
         "Thresholding", [("x", [1, channels])], [("y", [1, channels])], {"x": idt, "t": idt},
         {"t": thresholds}, NumChannels=channels, PE=pe, numSteps=steps, inputDataType=idt,
@@ -300,6 +316,17 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
             (64, 16, 6, 3, False),
             (16, 2, 16, 4, True),
         )
+    ]
+    + [  # float inputs (32 bits), thresholds shared by every channel (per-tensor scale)
+        ({"channels": c, "pe": p, "ibits": i, "obits": o, "floats": f, "shared": h}, held)
+        for c, p, i, o, f, h, held in (
+            (64, 1, 32, 8, True, True, False),
+            (16, 4, 32, 8, True, True, False),
+            (32, 2, 32, 4, True, False, False),
+            (32, 1, 16, 8, False, True, False),
+            (8, 1, 32, 6, True, False, True),
+            (32, 1, 17, 4, False, False, True),
+        )
     ],
     "ConvolutionInputGenerator_rtl": [
         ({"channels": c, "simd": s, "kernel": k, "dim": d, "bits": b}, held)
@@ -461,10 +488,6 @@ CHECKS: dict[str, dict[str, tuple[str, ...]]] = {
     "StreamingFIFO_rtl": {"LUT": ("in_width", "1")},
     "StreamingDataWidthConverter_rtl": {"LUT": ("in_width", "out_width", "1")},
     "MVAU_rtl": {"DSP": ("PE*SIMD",)},
-    "Thresholding_rtl": {"LUT": ("PE*in_bits*out_bits", "PE*in_bits", "1")},
-    "ConvolutionInputGenerator_rtl": {
-        "LUT": ("SIMD*in_bits", "kernel*ifm_width*channels*in_bits", "1")
-    },
 }
 
 
@@ -502,7 +525,7 @@ HANDWRITTEN = {
 
 # -- synthesis -------------------------------------------------------------------------------
 def synthesise(points: list[tuple[Point, object]], workdir: str) -> None:
-    """Yosys' counts of every point's layer, two at a time (each cached by content)."""
+    """Yosys' counts of every point's layer, ``JOBS`` at a time (each cached by content)."""
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
 
     from brainsmith.synthesis.run import cache_root, synthesise_layer
@@ -520,7 +543,7 @@ def synthesise(points: list[tuple[Point, object]], workdir: str) -> None:
         folder = os.path.join(workdir, f"{index:03d}")
         return point, synthesise_layer(design, FAMILY, yosys, root, folder)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
         for point, result in pool.map(one, designs):
             if result.counts is None:
                 raise RuntimeError(f"{point.kind} {point.attributes}: {result.reason}")
@@ -619,6 +642,11 @@ def main() -> int:
     from brainsmith.frameworks.finn.rtl_costs import TERMS, features
     from brainsmith.plugin import get_registry
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kinds", help="comma-separated kinds to synthesise again")
+    args = parser.parse_args()
+    again = set(args.kinds.split(",")) if args.kinds else set(SWEEP)
+    previous = json.loads((HERE / "results" / "synth_fit.json").read_text())["points"]
     prepare_finn()
     for name in (
         "DuplicateStreamsRTL",
@@ -633,15 +661,23 @@ def main() -> int:
     load_before = list(os.getloadavg())
     points: list[tuple[Point, object]] = []
     for kind, sweep in SWEEP.items():
+        if kind not in again:  # the previous sweep's counts
+            for old in (x for x in previous if x["kind"] == kind):
+                found = Point(kind, old["attributes"], old["held_out"], old["features"])
+                found.counts, found.finn, found.cached = old["counts"], old["finn"], True
+                found.seconds = old["seconds"]
+                points.append((found, None))
+            continue
         for index, (attributes, held_out) in enumerate(sweep):
             np.random.seed(index)  # the same weights and thresholds, so the cache holds
             model = BUILDERS[kind](**attributes)
             op = getCustomOp(model.graph.node[0])
             extra = tuple(t for terms in CHECKS.get(kind, {}).values() for t in terms)
-            point = Point(kind, attributes, held_out, features(op, extra), finn=finn_estimate(op))
+            found = features(op, extra, model)
+            point = Point(kind, attributes, held_out, found, finn=finn_estimate(op))
             points.append((point, model))
     with tempfile.TemporaryDirectory(prefix="brainsmith-synth-fit-") as workdir:
-        synthesise([(p, m) for p, m in points], workdir)
+        synthesise([(p, m) for p, m in points if m is not None], workdir)
     load_after = list(os.getloadavg())
     seconds = time.perf_counter() - began
     by_kind: dict[str, list[Point]] = {}
@@ -682,7 +718,7 @@ def main() -> int:
                 "benchmark": "synth_fit",
                 "part": PART,
                 "family": FAMILY,
-                "jobs": 2,
+                "jobs": JOBS,
                 "seconds": round(seconds, 1),
                 "synthesised": sum(not p.cached for p, _ in points),
                 "cached": sum(p.cached for p, _ in points),

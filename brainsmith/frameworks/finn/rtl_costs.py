@@ -59,10 +59,21 @@ ESTIMATED_BY = "brainsmith"
 # the LUTs of brainsmith's own RTL layers where the fit beats their hand-written estimate
 TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {"LUT": ("PE*SIMD", "PE*SIMD*w_bits", "PE*SIMD*in_bits", "PE*acc_bits", "1")},
-    "Thresholding_rtl": {"DSP": ("1",)},
-    "ConvolutionInputGenerator_rtl": {"DSP": ("1",)},
+    "Thresholding_rtl": {
+        "DSP": ("1",),
+        "LUT": ("PE*in_bits*out_bits", "threshold_rows*out_bits*t_bits", "1"),
+    },
+    "ConvolutionInputGenerator_rtl": {
+        "DSP": ("1",),
+        "LUT": ("SIMD*in_bits", "kernel*ifm_width*channels*in_bits", "1"),
+    },
     "StreamingFIFO_rtl": {"DSP": ("1",)},
-    "StreamingDataWidthConverter_rtl": {"BRAM_18K": ("1",), "URAM": ("1",), "DSP": ("1",)},
+    "StreamingDataWidthConverter_rtl": {
+        "BRAM_18K": ("1",),
+        "URAM": ("1",),
+        "DSP": ("1",),
+        "LUT": ("in_width", "out_width", "1"),
+    },
     "FMPadding_rtl": {
         "LUT": ("SIMD*in_bits", "1"),
         "BRAM_18K": ("1",),
@@ -79,8 +90,18 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
-# kind -> resources whose count brainsmith gives in place of FINN's estimate
-REPLACED: dict[str, tuple[str, ...]] = {"MVAU_rtl": ("DSP",)}
+# kind -> resources whose count brainsmith gives in place of FINN's estimate, and those of them
+# the report replaces but the folding search does not yet (FINN's LUT estimates of these kinds
+# are off by 50 % to 20x on the Yosys sweep: a float input's thresholds, fifo.sv's storage)
+REPLACED: dict[str, tuple[str, ...]] = {
+    "MVAU_rtl": ("DSP",),
+    "Thresholding_rtl": ("LUT",),
+    "ConvolutionInputGenerator_rtl": ("LUT",),
+    "StreamingDataWidthConverter_rtl": ("LUT",),
+}
+REPORT_ONLY: frozenset[str] = frozenset(
+    ("Thresholding_rtl", "ConvolutionInputGenerator_rtl", "StreamingDataWidthConverter_rtl")
+)
 
 
 @cache
@@ -95,33 +116,43 @@ def kinds() -> tuple[str, ...]:
     return tuple(coefficients())
 
 
-def features(layer: Any, extra: tuple[str, ...] = ()) -> dict[str, float]:
-    """The terms of ``layer``'s kind (and ``extra`` terms), from its attributes and types."""
+def features(layer: Any, extra: tuple[str, ...] = (), model: Any = None) -> dict[str, float]:
+    """The terms of ``layer``'s kind (and ``extra`` terms), from its attributes and types
+    (and ``model``'s initializers: whether thresholds are shared by every channel)."""
     kind = layer.onnx_node.op_type
     wanted = {term for terms in TERMS.get(kind, {}).values() for term in terms} | set(extra)
-    return {term: _term(term, layer) for term in sorted(wanted)}
+    return {term: _term(term, layer, model) for term in sorted(wanted)}
 
 
-def fitted(layer: Any, resource: str) -> float | None:
-    """The fitted model's count of ``resource`` in ``layer``; None without a model."""
+def fitted(layer: Any, resource: str, graph: Any = None) -> float | None:
+    """The fitted model's count of ``resource`` in ``layer`` (of ``graph``, where known);
+    None without a model."""
     model = coefficients().get(layer.onnx_node.op_type, {}).get(resource)
     if model is None:
         return None
-    found = {term: _term(term, layer) for term in model["terms"]}
+    found = {term: _term(term, layer, graph) for term in model["terms"]}
     value = sum(c * found[t] for c, t in zip(model["coefficients"], model["terms"], strict=True))
     return float(round(max(0.0, value)))  # a count of cells
 
 
-def estimate(layer: Any, part: str | None = None) -> dict[str, float]:
+def estimate(
+    layer: Any, part: str | None = None, model: Any = None, report: bool = False
+) -> dict[str, float]:
     """brainsmith's estimate of each resource FINN does not estimate in ``layer`` (a FINN
     CustomOp), and on ``part`` the counts that replace FINN's (``REPLACED``); empty for a kind
     without a model and for brainsmith's own layers, whose estimation methods give their
-    fitted models themselves (``fitted``)."""
+    fitted models themselves (``fitted``). ``model`` (the layer's graph) tells whether a
+    matrix layer's weights are narrow range, as FINN's code generation does, and whether
+    thresholds are shared by every channel; ``report``: also the LUT models the report
+    gives in place of FINN's (``REPORT_ONLY``)."""
     if own(layer):
         return {}
+    kind = layer.onnx_node.op_type
     result: dict[str, float] = {}
-    for resource in coefficients().get(layer.onnx_node.op_type, {}):
-        value = fitted(layer, resource)
+    for resource in coefficients().get(kind, {}):
+        if resource == "LUT" and kind in REPORT_ONLY and not report:
+            continue
+        value = fitted(layer, resource, model)
         if value is not None:
             result[resource] = value
     if "LUT" in result and _weights_in_luts(layer):
@@ -130,7 +161,7 @@ def estimate(layer: Any, part: str | None = None) -> dict[str, float]:
         width = simd * pe * _bits(layer, "w_bits")
         result["LUT"] += lutram_luts(depth, width, seven_series=(part or "").startswith("xc7"))
     if part and layer.onnx_node.op_type == "MVAU_rtl":
-        dsps = mvau_dsps(layer, part)
+        dsps = mvau_dsps(layer, part, narrow_weights(layer, model))
         if dsps is not None:
             result["DSP"] = dsps
     return result
@@ -148,11 +179,12 @@ def lutram_luts(depth: int, width: int, seven_series: bool = False) -> float:
     return float(width * (banks * words // 64 + math.ceil((banks - 1) / 2)))
 
 
-def mvau_dsps(layer: Any, part: str) -> float | None:
+def mvau_dsps(layer: Any, part: str, narrow: bool = False) -> float | None:
     """The DSP slices FINN's RTL matrix unit instantiates on ``part`` (``mvu.sv``): per SIMD
     lane a chain of ``ceil(PE / lanes)`` DSPs, where one DSP's A input (25 bits on DSP48E1,
-    27 on DSP48E2) holds the weight and ``lanes - 1`` further products of ``w + a - 1`` bits.
-    Weights are taken as full range (one bit less room: never fewer DSPs than FINN builds).
+    27 on DSP48E2) holds the weight and ``lanes - 1`` further products of ``w + a - 1`` bits,
+    less one bit unless the weights are ``narrow`` range (``NARROW_WEIGHTS``: the lane count
+    differs on DSP48E1, e.g. 4-bit weights and activations: 3 lanes full range, 4 narrow).
     None where this is not the unit FINN instantiates: Versal's DSP58 and a tiled unit."""
     from finn.util.basic import get_dsp_block
 
@@ -161,12 +193,26 @@ def mvau_dsps(layer: Any, part: str) -> float | None:
         return None
     datapath = 27 if block == "DSP48E2" else 25
     weight, activation = _bits(layer, "w_bits"), _bits(layer, "in_bits")
-    room = datapath - 1 - weight
+    room = datapath - (0 if narrow else 1) - weight
     lanes = 1 if datapath == weight else 1 + max(0, room) // (weight + activation - 1)
     simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
     if layer.get_nodeattr("pumpedCompute"):
         simd = (simd + simd % 2) // 2  # an odd SIMD is padded to even, then halved
     return float(simd * math.ceil(pe / lanes))
+
+
+def narrow_weights(layer: Any, model: Any) -> bool:
+    """Whether FINN generates ``layer``'s matrix unit for narrow-range weights (no weight is
+    its type's minimum; constant weights in the layer): as FINN's ``generate_hdl`` decides.
+    False (full range: never fewer DSPs than FINN builds) without the model's weights."""
+    import numpy as np
+
+    if model is None or layer.get_nodeattr("mem_mode") in ("dynamic", "external_mem"):
+        return False
+    weights = model.get_initializer(layer.onnx_node.input[1])
+    if weights is None:
+        return False
+    return bool(np.min(weights) != layer.get_input_datatype(1).min())
 
 
 def own(layer: Any) -> bool:
@@ -183,14 +229,18 @@ def _weights_in_luts(layer: Any) -> bool:
     )
 
 
-def _name(layer: Any, name: str) -> float:
+def _name(layer: Any, name: str, graph: Any = None) -> float:
     """One factor of a term (see the module's docstring)."""
     types = layer.get_nodeattr_types()
     if name == "1":
         return 1.0
+    if name == "threshold_rows":  # rows of thresholds: one per PE where all share one
+        found = None if graph is None else graph.get_initializer(layer.onnx_node.input[1])
+        shared = found is not None and found.ndim == 2 and found.shape[0] == 1
+        return float(layer.get_nodeattr("PE" if shared else "NumChannels"))
     if name in ("PE", "SIMD", "K"):
         return float(layer.get_nodeattr(name)) if name in types else 1.0
-    if name in ("in_bits", "w_bits", "acc_bits", "out_bits"):
+    if name in ("in_bits", "w_bits", "acc_bits", "out_bits", "t_bits"):
         return float(_bits(layer, name))
     if name == "channels":
         found = next(a for a in ("NumChannels", "IFMChannels", "Channels", "Labels") if a in types)
@@ -224,6 +274,8 @@ def _bits(layer: Any, name: str) -> int:
         return int(layer.get_input_datatype(0).bitwidth())
     if name == "w_bits":
         return int(layer.get_input_datatype(1).bitwidth()) if "weightDataType" in types else 0
+    if name == "t_bits":
+        return int(DataType[layer.get_nodeattr("weightDataType")].bitwidth())
     if name == "acc_bits" and "accDataType" in types:
         return int(DataType[layer.get_nodeattr("accDataType")].bitwidth())
     if name == "acc_bits" and hasattr(layer, "accumulator_bits"):
@@ -231,5 +283,5 @@ def _bits(layer: Any, name: str) -> int:
     return int(layer.get_output_datatype().bitwidth())
 
 
-def _term(term: str, layer: Any) -> float:
-    return math.prod(_name(layer, name) for name in term.split("*"))
+def _term(term: str, layer: Any, graph: Any = None) -> float:
+    return math.prod(_name(layer, name, graph) for name in term.split("*"))

@@ -1,0 +1,247 @@
+"""The first screen's LUT and DSP estimates against Yosys' counts, per layer and per network.
+
+README's quick-start network (``my_net.onnx``, exported by README's Python block) and the
+shipped 4-bit MLP (``examples/models/mlp_4bit.onnx`` with ``blueprints/mlp.yaml``), each
+built with ``--prefer rtl --synth --verify none`` for a 7-series part (the Pynq-Z1's
+``xc7z020clg400-1``) and an UltraScale+ part (``xczu7ev-ffvc1156-2-e``), one fresh
+``brainsmith build`` process at a time. From each report.json: every layer's estimate (and
+who made it, ``estimated_by``) beside Yosys' count, and the estimated and measured totals of
+the synthesised layers (the numbers the build's summary prints). Also the host's cost of the
+quick-start network's float input quantizer (the layer ``Thresholding_rtl_0`` otherwise
+builds), to compare with what it costs in hardware.
+
+    .venv/bin/python -m benchmarks.estimate_accuracy [--before OLD.json]
+
+Writes benchmarks/results/estimate_accuracy.json (every layer's estimate and count, the
+totals, the load, the machine) and its section of benchmarks/RESULTS.md (with ``--before``:
+beside the network totals of an earlier run's results). Yosys' counts are cached by content
+(``brainsmith.synthesis``), so a second run synthesises nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.first_hour import update_results, watching_load
+from benchmarks.machine import machine_info
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULT = HERE / "results" / "estimate_accuracy.json"
+HEADING = "## Estimates against Yosys on the first screen (python -m benchmarks.estimate_accuracy)"
+BIN = Path(sys.executable).parent
+PARTS = {"7-series": "xc7z020clg400-1", "UltraScale+": "xczu7ev-ffvc1156-2-e"}
+KEYS = ("LUT", "DSP")
+
+
+def quick_start_python() -> str:
+    """README's quick-start Python block (it exports my_net.onnx, x.npy and y.npy)."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Quick start") : text.index("## The two commands")]
+    (python,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    return python
+
+
+def networks(folder: Path) -> dict[str, list[str]]:
+    """Each network's model and blueprint arguments (the quick-start one exported here)."""
+    subprocess.run([sys.executable, "-c", quick_start_python()], cwd=folder, check=True,
+                   capture_output=True)  # fmt: skip
+    return {
+        "quick_start": [str(folder / "my_net.onnx")],
+        "mlp_4bit": [
+            str(REPO / "examples" / "models" / "mlp_4bit.onnx"),
+            str(REPO / "blueprints" / "mlp.yaml"),
+        ],
+    }
+
+
+def build(arguments: list[str], part: str, out: Path) -> dict:
+    """One fresh ``brainsmith build`` with synthesis; its report.json and wall seconds."""
+    argv = [str(BIN / "brainsmith"), "build", *arguments, "--prefer", "rtl", "--part", part,
+            "--synth", "--verify", "none", "-o", str(out)]  # fmt: skip
+    began = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{shlex.join(argv)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    report: dict = json.loads((out / "report.json").read_text())
+    return {"report": report, "seconds": round(time.perf_counter() - began, 1)}
+
+
+def layers(report: dict) -> list[dict]:
+    """Per synthesised layer: its kind, folding, estimate (and its source) and Yosys' count."""
+    counted = {x["name"]: x for x in report["synthesis"]["layers"] if x.get("counts")}
+    found = []
+    for layer in report["layers"]:
+        synthesised = counted.get(layer["name"])
+        if synthesised is None:
+            continue
+        counts = synthesised["counts"]
+        found.append(
+            {
+                "name": layer["name"],
+                "kind": synthesised["op_type"],
+                "estimate": {key: layer.get(key) for key in KEYS},
+                "estimated_by": {key: layer.get("estimated_by", {}).get(key) for key in KEYS},
+                "yosys": {
+                    **{key: counts[key] for key in KEYS},
+                    "BRAM_18K": counts["BRAM_18K"] + 2 * counts["BRAM_36K"],
+                    "FF": counts["FF"],
+                },
+            }
+        )
+    return found
+
+
+def error(estimate: float | None, measured: float) -> float | None:
+    """(estimate - count) / count; None without an estimate or where Yosys counts 0."""
+    if estimate is None or not measured:
+        return None
+    return round((estimate - measured) / measured, 4)
+
+
+def host_quantizer_seconds(frames: int = 100_000) -> float:
+    """Seconds per frame the host takes to quantise a frame of 64 float32 inputs to INT8 as
+    the quick-start network's first layer does (scale, round half to even, clip), numpy,
+    over ``frames`` frames at once."""
+    import numpy as np
+
+    x = np.random.default_rng(0).uniform(-1, 1, (frames, 64)).astype(np.float32)
+    began = time.perf_counter()
+    np.clip(np.round(x / np.float32(0.0078125)), -128, 127).astype(np.int8)
+    return (time.perf_counter() - began) / frames
+
+
+def measure() -> dict:
+    results: list[dict] = []
+    record: dict = {}
+    with tempfile.TemporaryDirectory(prefix="brainsmith-bench-") as tmp:
+        folder = Path(tmp)
+        found = networks(folder)
+        with watching_load(record):
+            for network, arguments in found.items():
+                for family, part in PARTS.items():
+                    run = build(arguments, part, folder / f"{network}-{family}")
+                    report, synthesis = run["report"], run["report"]["synthesis"]
+                    results.append(
+                        {
+                            "network": network,
+                            "family": family,
+                            "part": part,
+                            "seconds": run["seconds"],
+                            "layers": layers(report),
+                            "estimated": {k: synthesis["estimated"].get(k) for k in KEYS},
+                            "yosys": {k: synthesis["totals"].get(k) for k in KEYS},
+                            "error": {k: synthesis["estimate_error"].get(k) for k in KEYS},
+                        }
+                    )
+                    print(network, family, results[-1]["estimated"], results[-1]["yosys"])
+    return {
+        "benchmark": "estimate_accuracy",
+        "runs": results,
+        "host_quantizer_s_per_frame": host_quantizer_seconds(),
+        "load": record,
+        "machine": machine_info(),
+        "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:+.0f} %"
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def section(data: dict) -> list[str]:
+    """The RESULTS.md section of ``data``."""
+    machine, load = data["machine"], data["load"]
+    lines = [
+        HEADING,
+        "",
+        "README's quick-start network and the shipped 4-bit MLP (`blueprints/mlp.yaml`), each "
+        "built with `--prefer rtl --synth --verify none` for a 7-series and an UltraScale+ "
+        "part, one fresh process at a time; Yosys (`synth_xilinx`, out of context) counts "
+        "every RTL layer. The estimate is the build's (report.json, the summary's "
+        "`estimated ... for the same layers`); the error is (estimate - count) / count. "
+        f"{machine['cpu_count']} cores ({machine['cpu']}); 1-minute load average "
+        f"{load.get('load_before', '?')} before, {load.get('load_after', '?')} after; "
+        f"measured {data['measured']}.",
+        "",
+        "| network | part | LUT estimate / Yosys | error | before | DSP estimate / Yosys "
+        "| error | before |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    before = {(r["network"], r["part"]): r for r in data.get("before", [])}
+    for run in data["runs"]:
+        est, yos, err = run["estimated"], run["yosys"], run["error"]
+        old = before.get((run["network"], run["part"]), {"estimated": {}, "error": {}})
+        was = {
+            key: f"{_count(old['estimated'].get(key))} ({_percent(old['error'].get(key))})"
+            if key in old["estimated"]
+            else "-"
+            for key in KEYS
+        }
+        lines.append(
+            f"| {run['network']} | {run['part']} | {_count(est['LUT'])} / {_count(yos['LUT'])} "
+            f"| {_percent(err['LUT'])} | {was['LUT']} | {_count(est['DSP'])} / "
+            f"{_count(yos['DSP'])} | {_percent(err['DSP'])} | {was['DSP']} |"
+        )
+    lines += [
+        "",
+        "Per layer (estimate by `estimated_by`, Yosys' count):",
+        "",
+        "| network | part | layer | LUT (by) | LUT error | DSP (by) | DSP error |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for run in data["runs"]:
+        for layer in run["layers"]:
+            est, by, yos = layer["estimate"], layer["estimated_by"], layer["yosys"]
+            lines.append(
+                f"| {run['network']} | {run['part']} | {layer['name']} "
+                f"| {_count(est['LUT'])} / {yos['LUT']:,} ({by['LUT']}) "
+                f"| {_percent(error(est['LUT'], yos['LUT']))} "
+                f"| {_count(est['DSP'])} / {yos['DSP']} ({by['DSP']}) "
+                f"| {_percent(error(est['DSP'], yos['DSP']))} |"
+            )
+    per_frame = data["host_quantizer_s_per_frame"]
+    lines += [
+        "",
+        f"The quick-start network's float input quantizer on the host instead (numpy: scale, "
+        f"round, clip 64 float32 values to INT8, 100,000 frames at once): "
+        f"{per_frame * 1e9:,.0f} ns per frame on this machine.",
+    ]
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, help="an earlier run's results, to compare")
+    args = parser.parse_args()
+    data = measure()
+    if args.before:
+        earlier = json.loads(args.before.read_text())
+        data["before"] = [
+            {k: run[k] for k in ("network", "part", "estimated", "yosys", "error")}
+            for run in earlier["runs"]
+        ]
+        data["before_measured"] = earlier["measured"]
+    RESULT.write_text(json.dumps(data, indent=2) + "\n")
+    update_results(section(data), HEADING)
+    print("\n".join(section(data)))
+    print(f"-> {RESULT.relative_to(REPO)}, benchmarks/RESULTS.md")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    sys.exit(main())
