@@ -70,10 +70,12 @@ def test_a_brainsmith_rtl_layer_s_luts_are_its_fitted_model(layers, kind):
     assert rtl_costs.estimate(layer) == {}  # its own method gives it: counted once
 
 
-def test_the_rtl_sliding_window_s_dsps_are_fitted_and_its_luts_stay_finn_s(layers):
+def test_the_rtl_sliding_window_s_dsps_are_fitted_and_the_report_takes_its_fitted_luts(layers):
     _, swg = layers["ConvolutionInputGenerator_rtl"]
-    assert rtl_costs.estimate(swg) == {"DSP": 0.0}
-    assert "LUT" not in rtl_costs.TERMS["ConvolutionInputGenerator_rtl"]  # FINN's model stays
+    assert rtl_costs.estimate(swg) == {"DSP": 0.0}  # the folding search keeps FINN's LUTs
+    found = rtl_costs.estimate(swg, report=True)  # FINN's buffer-as-LUTs is +93 % off
+    assert found["LUT"] == rtl_costs.fitted(swg, "LUT") and found["LUT"] > 0
+    assert "LUT" in rtl_costs.REPLACED["ConvolutionInputGenerator_rtl"]
 
 
 def test_report_json_takes_the_fitted_estimates_and_says_who_made_them(layers, tmp_path):
@@ -91,8 +93,11 @@ def test_report_json_takes_the_fitted_estimates_and_says_who_made_them(layers, t
     swg = found["ConvolutionInputGenerator_rtl"]["layers"][0]
     assert swg["DSP"] == 0 and swg["not_estimated"] == []
     assert swg["estimated_by"] == {
-        "LUT": "finn", "BRAM_18K": "finn", "URAM": "finn", "DSP": "brainsmith",
+        "LUT": "brainsmith", "BRAM_18K": "finn", "URAM": "finn", "DSP": "brainsmith",
     }  # fmt: skip
+    _, layer = layers["ConvolutionInputGenerator_rtl"]
+    assert swg["LUT"] == rtl_costs.fitted(layer, "LUT")
+    assert found["ConvolutionInputGenerator_rtl"]["totals"]["LUT"] == swg["LUT"]  # in place
     for kind in ("IntAdd_rtl", "Pool_rtl"):
         report = found[kind]
         (row,) = report["layers"]
