@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-wide test-big test-fast test-profile bench bench-synth networks models dist known-facts fuzz lint setup browser simulator redis
+.PHONY: demo test test-wide test-big test-fast test-profile bench bench-synth networks models dist known-facts fuzz lint setup browser simulator redis jupyter notebook
 
 setup:
 	@$(BOOT)
@@ -63,6 +63,14 @@ models: setup  ## the example models (conv nets and zoo exported with Brevitas) 
 	@$(PY) -m examples.make_models
 	@$(PY) -m examples.brevitas_models
 	@$(PY) -m examples.zoo $(ZOO)
+
+# JupyterLab is not part of make setup: make notebook installs it into .venv on first use.
+JUPYTERLAB ?= jupyterlab>=4.2,<5
+jupyter: setup  ## JupyterLab into .venv, once (not part of make setup)
+	@$(PY) -c "import jupyterlab" 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check "$(JUPYTERLAB)"
+
+notebook: jupyter  ## open examples/quickstart.ipynb in JupyterLab (installed into .venv the first time)
+	@$(VENV)/bin/jupyter lab examples/quickstart.ipynb
 
 dist: setup  ## brainsmith's wheel and sdist -> dist/
 	@$(PY) -m scripts.dist

