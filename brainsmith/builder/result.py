@@ -154,8 +154,8 @@ def summary(result: BuildResult) -> str:
 
 
 def _figures(report: BuildReport) -> list[str]:
-    from brainsmith.report.html import finite, number, total_text
-    from brainsmith.report.units import RESOURCES
+    from brainsmith.report.html import number, total_text
+    from brainsmith.report.units import RESOURCES, finite
 
     perf, goal = report.get("performance") or {}, report.get("target")
     fps = f"{number(perf.get('estimated_fps'))} fps"

@@ -29,7 +29,7 @@ from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.errors import OPTIONS, BuildError, option
 from brainsmith.builder.flow import run_steps
-from brainsmith.builder.intake import InputError, check_model, load_vectors
+from brainsmith.builder.intake import InputError, check_model, kernel_domains, load_vectors
 from brainsmith.builder.outdir import (
     OutputFolder,
     default_output_dir,
@@ -254,24 +254,13 @@ def check_inputs(
             "pass both files, or neither",
         )
     try:
-        checked = check_model(model, _kernel_domains())
+        checked = check_model(model, kernel_domains())
         vectors = (
             load_vectors(checked, input_npy, expected_npy) if input_npy and expected_npy else None
         )
     except InputError as exc:
         raise BuildError.setup(exc.reason, exc.hint) from exc
     return checked, vectors
-
-
-def _kernel_domains() -> set[str]:
-    """The node domains registered kernels declare (their QONNX custom-op modules)."""
-    from brainsmith.plugin import get_registry
-
-    return {
-        str(spec.metadata["domain"])
-        for spec in get_registry().specs("kernel")
-        if spec.metadata.get("domain")
-    }
 
 
 def _execute(run: BuildRun) -> BuildResult:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import os
 import re
 import string
@@ -15,7 +14,7 @@ from urllib.parse import quote
 from brainsmith.frameworks.finn.facts import step_label
 from brainsmith.report.measured import as_estimated, error_line, measured_line, unsynthesised
 from brainsmith.report.rtl_tables import rtlsim_html
-from brainsmith.report.units import RESOURCES, bits
+from brainsmith.report.units import RESOURCES, bits, finite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -142,15 +141,6 @@ def _href(link: str) -> str:
 
 def _e(value: object) -> str:
     return html.escape(str(value))
-
-
-def finite(value: object) -> float | None:
-    """``value`` when it is a finite number (an int as large as a float can be), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, int):
-        return value if abs(value) < 10**300 else None
-    return value if math.isfinite(value) else None
 
 
 def number(value: object, unit: str = "") -> str:

@@ -106,7 +106,7 @@ def stitched_html(stitched: Stitched | None) -> str:
 
 def percent(error: float | None) -> str:
     """An estimate error as ``+1.2%`` (``-`` when unknown)."""
-    from brainsmith.report.html import finite
+    from brainsmith.report.units import finite
 
     value = finite(error)
     return "-" if value is None else f"{value:+.1%}"
@@ -122,7 +122,7 @@ def estimate_note(stitched: Mapping[str, object]) -> str:
 
 def _number(value: object) -> str:
     """``1,234`` or ``1,234.5``; "-" for none and for what is not a finite number."""
-    from brainsmith.report.html import finite
+    from brainsmith.report.units import finite
 
     value = finite(value)
     if value is None:
@@ -133,7 +133,7 @@ def _number(value: object) -> str:
 
 
 def _seconds(value: object) -> str:
-    from brainsmith.report.html import finite
+    from brainsmith.report.units import finite
 
     seconds = finite(value)
     return "-" if seconds is None else f"{seconds:.1f}"

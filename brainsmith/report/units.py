@@ -3,9 +3,11 @@ QONNX data types."""
 
 from __future__ import annotations
 
+import math
+
 from brainsmith.frameworks.finn.facts import RESOURCES
 
-__all__ = ["RESOURCES", "bits"]
+__all__ = ["RESOURCES", "bits", "finite"]
 
 
 def bits(datatype: str | None) -> int | None:
@@ -18,3 +20,12 @@ def bits(datatype: str | None) -> int | None:
         return int(DataType[datatype].bitwidth())
     except (KeyError, ValueError):
         return None
+
+
+def finite(value: object) -> float | None:
+    """``value`` when it is a finite number (an int as large as a float can be), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int):
+        return value if abs(value) < 10**300 else None
+    return value if math.isfinite(value) else None
