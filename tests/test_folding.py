@@ -214,10 +214,10 @@ def test_memories_are_spread_over_lut_ram_and_block_ram_on_the_users_part(wide_m
 
 
 def test_a_design_over_the_part_is_an_error_unless_the_blueprint_accepts_it(wide_mlp, tmp_path):
-    """FINN's SetFolding does not fit a design to the part: the wide MLP at 400,000 fps for a
+    """FINN's SetFolding does not fit a design to the part: the wide MLP at 600,000 fps for a
     PYNQ-Z1's xc7z020 needs more LUTs than it has. The estimates step says so and stops
     (before: exit 0 with a warning); ``allow_over_part`` builds it, and the report warns."""
-    options = {"fpga_part": "xc7z020clg400-1", "target_fps": 400_000,
+    options = {"fpga_part": "xc7z020clg400-1", "target_fps": 600_000,
                "folding": {"search": "finn"}}  # fmt: skip
     with pytest.raises(BuildError) as caught:
         brainsmith.build(str(wide_mlp), None, str(tmp_path / "out"), verify="none",
