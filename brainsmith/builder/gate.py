@@ -230,10 +230,10 @@ def _shown(value: object) -> str:
 
 # -- final.onnx and final_parent.onnx -------------------------------------------------------
 def _load(path: str, name: str) -> tuple[onnx.ModelProto | None, list[str]]:
-    from brainsmith.builder.intake import InputError, _load
+    from brainsmith.builder.intake import InputError, load_model_bounded
 
     try:
-        return _load(path), []
+        return load_model_bounded(path), []
     except InputError as exc:
         return None, [f"{name}: {exc.reason}"]
 
@@ -247,13 +247,13 @@ def model_problems(
     from brainsmith.builder.intake import (
         KNOWN_DOMAINS,
         InputError,
-        _check_attribute_sizes,
-        _check_node_count,
+        check_attribute_sizes,
+        check_node_count,
     )
 
     try:
-        _check_node_count(proto, name)
-        _check_attribute_sizes(proto, name)
+        check_node_count(proto, name)
+        check_attribute_sizes(proto, name)
     except InputError as exc:
         return [exc.reason]
     allowed = set(KNOWN_DOMAINS) | domains
@@ -336,9 +336,9 @@ def _hardware(node: onnx.NodeProto) -> bool:
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    from brainsmith.builder.intake import _nodes
+    from brainsmith.builder.intake import all_nodes
 
-    yield from _nodes(graph)
+    yield from all_nodes(graph)
 
 
 def _domains() -> set[str]:

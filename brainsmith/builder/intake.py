@@ -89,14 +89,14 @@ def check_model(
     domains (those of registered kernels)."""
     if isinstance(model, str | os.PathLike):
         path = os.fspath(model)
-        proto = _load(path)
+        proto = load_model_bounded(path)
     else:
         import copy
 
         path, proto = "", copy.deepcopy(model.model)
     name = os.path.basename(path) or "the model"
-    _check_node_count(proto, name)
-    _check_attribute_sizes(proto, name)
+    check_node_count(proto, name)
+    check_attribute_sizes(proto, name)
     graph = proto.graph
     inputs = graph_inputs(proto)
     if not graph.node or not inputs or not graph.output:
@@ -134,7 +134,8 @@ def kernel_domains() -> set[str]:
     }
 
 
-def _load(path: str) -> onnx.ModelProto:
+def load_model_bounded(path: str) -> onnx.ModelProto:
+    """Load ``path`` with intake's bounds (size, external data only inside its folder); InputError else."""
     import onnx
     from onnx.external_data_helper import load_external_data_for_model
 
@@ -193,9 +194,10 @@ def _check_external_data(proto: onnx.ModelProto, path: str) -> None:
             )
 
 
-def _check_node_count(proto: onnx.ModelProto, name: str) -> None:
+def check_node_count(proto: onnx.ModelProto, name: str) -> None:
+    """Refuse a graph (subgraphs counted) with more nodes than the configured limit."""
     limit = _max_nodes()
-    count = sum(1 for _ in _nodes(proto.graph))
+    count = sum(1 for _ in all_nodes(proto.graph))
     if count > limit:
         raise InputError(
             "model",
@@ -229,13 +231,13 @@ def _limit(variable: str, default: int, what: str) -> int:
     return value
 
 
-def _check_attribute_sizes(proto: onnx.ModelProto, name: str) -> None:
+def check_attribute_sizes(proto: onnx.ModelProto, name: str) -> None:
     """Refuse a node attribute over the limit (subgraphs' nodes are checked one by one)."""
     from onnx import AttributeProto
 
     limit = _limit("BRAINSMITH_MAX_ATTRIBUTE_BYTES", MAX_ATTRIBUTE_BYTES, "a size in bytes")
     subgraphs = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
-    for node in _nodes(proto.graph):
+    for node in all_nodes(proto.graph):
         if node.op_type == "Constant" and node.domain in ONNX_DOMAINS:
             continue
         for attribute in node.attribute:
@@ -282,18 +284,18 @@ def graph_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     return [i for i in proto.graph.input if i.name not in initializers]
 
 
-def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+def all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
     """Every node of ``graph`` and of its subgraphs (If/Loop/Scan bodies)."""
     for node in graph.node:
         yield node
         for attribute in node.attribute:
             for sub in (*([attribute.g] if attribute.HasField("g") else []), *attribute.graphs):
-                yield from _nodes(sub)
+                yield from all_nodes(sub)
 
 
 def _check_domains(proto: onnx.ModelProto, name: str, allowed: Set[str]) -> None:
     unknown: dict[str, onnx.NodeProto] = {}
-    for node in _nodes(proto.graph):
+    for node in all_nodes(proto.graph):
         if node.domain not in allowed:
             unknown.setdefault(node.domain, node)
     if unknown:
@@ -309,7 +311,7 @@ def _check_domains(proto: onnx.ModelProto, name: str, allowed: Set[str]) -> None
 
 
 def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
-    ops = {n.op_type for n in _nodes(proto.graph)}
+    ops = {n.op_type for n in all_nodes(proto.graph)}
     annotated = any(
         p.key == "finn_datatype" and not p.value.startswith("FLOAT")
         for a in proto.graph.quantization_annotation
