@@ -143,6 +143,12 @@ def _e(value: object) -> str:
     return html.escape(str(value))
 
 
+def breakable(text: str) -> str:
+    """``text`` escaped, with a line break allowed after each ``/`` and ``_``: a long path
+    wraps at its folders, and words only at their spaces."""
+    return re.sub(r"([/_])", r"\1<wbr>", _e(text))
+
+
 def number(value: object, unit: str = "") -> str:
     """Whole numbers with thousands separators, others to 3 significant digits; "-" for none
     and for anything that is not a finite number (a report from elsewhere may hold text
@@ -659,7 +665,8 @@ def _finn_warnings(warnings: list[FinnWarning], goal: Target | None = None) -> s
     if not warnings:
         return f"<h2>Warnings in build.log (0)</h2>{note}" if note else ""
     rows = "".join(
-        f"<tr><td>{_e(w['level'])}</td><td>{_e(w['source'])}</td><td>{_e(w['message'])}</td>"
+        f"<tr><td>{_e(w['level'])}</td><td>{_e(w['source'])}</td>"
+        f"<td class='message'>{breakable(w['message'])}</td>"
         f"<td class='num'>{_e(number(w.get('count')))}</td></tr>"
         for w in warnings
     )

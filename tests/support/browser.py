@@ -57,6 +57,43 @@ def layout(page: Path, selectors: list[str], scratch: Path, width: int = 1280) -
     return json.loads(found.group(1).replace("&quot;", '"'))
 
 
+BROKEN_WORDS = """<pre id='words-probe'></pre><script>
+var broken = [];
+document.querySelectorAll(SELECTOR).forEach(function (cell) {
+  var walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (var node = walk.nextNode(); node; node = walk.nextNode()) {
+    var word = /[A-Za-z]+/g, m;
+    while ((m = word.exec(node.data)) !== null) {
+      var range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      var tops = new Set(Array.from(range.getClientRects()).map(function (r) { return Math.round(r.top); }));
+      if (tops.size > 1) broken.push(m[0]);
+    }
+  }
+});
+document.getElementById('words-probe').textContent = 'WORDS ' + JSON.stringify(broken);
+</script>"""
+
+
+def broken_words(page: Path, selector: str, scratch: Path, width: int = 1280) -> list[str]:
+    """The words (runs of letters) in the elements ``selector`` picks that ``page`` at ``width``
+    pixels splits over two lines."""
+    probe = BROKEN_WORDS.replace("SELECTOR", json.dumps(selector))
+    copy = page.with_name(f".words-{page.name}")
+    copy.write_text(page.read_text().replace("</body>", probe + "</body>"))
+    try:
+        dom = subprocess.run(
+            [*_flags(scratch / "profile", width, 900), "--dump-dom", copy.as_uri()],
+            capture_output=True, text=True, timeout=120, check=False,
+        ).stdout  # fmt: skip
+    finally:
+        copy.unlink()
+    found = re.search(r"WORDS (\[.*?\])</pre>", dom)
+    assert found, dom[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"'))
+
+
 def screenshot(page: Path, name: str, scratch: Path, width: int = 1280, height: int = 1800) -> Path:
     """A screenshot of ``page`` kept as a test artefact; its path."""
     folder = Path(os.environ.get("BRAINSMITH_SCREENSHOTS", REPO / "build-out" / "screenshots"))

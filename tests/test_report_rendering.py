@@ -1,0 +1,45 @@
+"""How report.html and the terminal summary show a build's figures, from report.json contents
+as a build writes them (README's quick-start network on the default part): words kept whole,
+Python's own noise left out, charts in whole blocks with every layer named, measured and
+estimated resources on rows of their own, percentages not rounded up, latency beside fps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brainsmith.report.html import render
+from tests.support.browser import broken_words
+
+SITE = "/work/main/.venv/lib/python3.11/site-packages"
+CODE = "/home/me/my_net_build/finn/build/code_gen_ipgen_MVAU_hls_0_17ztf73n"
+WARNINGS = [  # README's quick-start build.log, as finn_warnings reads it
+    {"level": "WARNING", "source": "UserWarning", "count": 1,
+     "message": "The GemmToMatMul transformation only offers explicit support for version 9 of "
+                "the Gemm node, but the ONNX version of the supplied model is 20. Thus the "
+                "transformation may fail or return incomplete results. "
+                f"({SITE}/qonnx/transformation/gemm_to_matmul.py:57)"},
+    {"level": "WARNING", "source": "UserWarning", "count": 1,
+     "message": f"Assuming 2D input is NC ({SITE}/qonnx/transformation/infer_data_layouts.py:160)"},
+    {"level": "WARNING", "source": "finn_logger", "count": 1,
+     "message": "ElementwiseMul_0: lhs_dtype changing from INT32 to INT12"},
+    {"level": "WARNING", "source": "ResourceWarning", "count": 1,
+     "message": f"unclosed file <_io.TextIOWrapper name='{CODE}/top_MVAU_hls_0.cpp' mode='w' "
+                f"encoding='UTF-8'> ({SITE}/finn/custom_op/fpgadataflow/hlsbackend.py:165)"},
+]  # fmt: skip
+
+
+def report(**parts: object) -> dict:
+    """A finished build's report.json with ``parts`` in place of its own."""
+    found: dict = {"name": "my_net", "status": "ok", "steps": [], "layers": [], **parts}
+    return found
+
+
+@pytest.mark.slow  # Chromium
+@pytest.mark.parametrize("width", [1280, 900])
+def test_the_warnings_table_breaks_no_word(tmp_path: Path, width: int):
+    """Levels, sources and the words of messages stay whole; a path wraps at its slashes."""
+    page = tmp_path / "report.html"
+    page.write_text(render(report(warnings=WARNINGS), {}))
+    assert broken_words(page, "table.log td", tmp_path, width) == []
