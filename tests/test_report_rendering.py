@@ -5,10 +5,12 @@ estimated resources on rows of their own, percentages not rounded up, latency be
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
+from brainsmith.report.contents import finn_warnings
 from brainsmith.report.html import render
 from tests.support.browser import broken_words
 
@@ -43,3 +45,32 @@ def test_the_warnings_table_breaks_no_word(tmp_path: Path, width: int):
     page = tmp_path / "report.html"
     page.write_text(render(report(warnings=WARNINGS), {}))
     assert broken_words(page, "table.log td", tmp_path, width) == []
+
+
+def package_folder(name: str) -> str:
+    """Where the installed package ``name`` is."""
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin is not None
+    return str(Path(spec.origin).parent)
+
+
+def test_resource_warnings_of_finn_and_qonnx_are_left_out_of_the_report(tmp_path: Path):
+    """FINN leaves a file open for each HLS layer it writes code for: Python's ResourceWarning,
+    nothing a user can act on, stays in build.log only; a plugin's is reported, one row for
+    the files it left open from one line of code."""
+    finn, qonnx = package_folder("finn"), package_folder("qonnx")
+    plugin = "/home/me/plugins/my_kernel.py:12"
+    log = tmp_path / "build.log"
+    log.write_text(
+        f"WARNING UserWarning: Assuming 2D input is NC ({qonnx}/transformation/infer_data_layouts.py:160)\n"
+        "WARNING finn_logger: ElementwiseMul_0: lhs_dtype changing from INT32 to INT12\n"
+        f"WARNING ResourceWarning: unclosed file <_io.TextIOWrapper name='{CODE}/top_MVAU_hls_0.cpp' "
+        f"mode='w' encoding='UTF-8'> ({finn}/custom_op/fpgadataflow/hlsbackend.py:165)\n"
+        f"WARNING ResourceWarning: unclosed file <_io.TextIOWrapper name='{CODE}/hls_syn_MVAU_hls_0.tcl' "
+        f"mode='w' encoding='UTF-8'> ({finn}/custom_op/fpgadataflow/hlsbackend.py:202)\n"
+        f"WARNING ResourceWarning: unclosed <socket.socket fd=3> ({qonnx}/util/basic.py:40)\n"
+        f"WARNING ResourceWarning: unclosed file <_io.TextIOWrapper name='/tmp/a.v'> ({plugin})\n"
+        f"WARNING ResourceWarning: unclosed file <_io.TextIOWrapper name='/tmp/b.v'> ({plugin})\n"
+    )  # fmt: skip
+    found = [(w["source"], w["count"]) for w in finn_warnings(str(log))]
+    assert found == [("UserWarning", 1), ("finn_logger", 1), ("ResourceWarning", 2)]

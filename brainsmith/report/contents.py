@@ -68,6 +68,7 @@ WEIGHTED = ("MVAU", "VVAU")  # Thresholding's "weightDataType" is its thresholds
 LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
 MAX_WARNINGS = 100
 QUOTED_PATH = re.compile(r"'/[^']*'")
+WARNED_AT = re.compile(r"\(([^()]+):\d+\)$")  # a Python warning's "(file:line)"
 
 # What FINN does not estimate, per op type as it stands in the graph (kernel_backend), read
 # from its classes in finn/custom_op/fpgadataflow/ (finn-plus 1.6): a class that does not
@@ -527,7 +528,8 @@ def utilisation(part: str | None, totals: dict[str, float]) -> Utilisation:
 
 def finn_warnings(log_path: str) -> list[FinnWarning]:
     """Distinct warnings and errors logged to build.log, with how often each came (those that
-    differ only in a quoted file path as one, ``same_warning``); a message that begins on the
+    differ only in a quoted file path as one, ``same_warning``), but for the ResourceWarnings
+    raised in FINN's and QONNX's code (files they leave open); a message that begins on the
     lines after its ``WARNING source:`` line is taken from there, one that goes on in indented
     lines (FINN's) is taken whole."""
     found: dict[tuple[str, str], FinnWarning] = {}
@@ -536,11 +538,14 @@ def finn_warnings(log_path: str) -> list[FinnWarning]:
             lines = [line.rstrip("\n") for line in handle]
     except OSError:
         return []
+    quiet = framework_folders()
     for index, line in enumerate(lines):
         match = LOG_LINE.match(line)
         if match is None:
             continue
         level, source, message = match.groups()
+        if source == "ResourceWarning" and _warned_in(message, quiet):
+            continue  # Python's note of a file FINN or QONNX left open: build.log keeps it
         if not message.strip():
             message = " ".join(_continuation(lines, index + 1))
         else:  # a message of several lines (FINN's): its indented lines after the first
@@ -558,9 +563,33 @@ def finn_warnings(log_path: str) -> list[FinnWarning]:
     return list(found.values())[:MAX_WARNINGS]
 
 
+def framework_folders() -> tuple[str, ...]:
+    """The folders of the installed FINN and QONNX packages, each ending in a separator."""
+    import importlib.util
+
+    found: list[str] = []
+    for name in ("finn", "qonnx"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None:
+            found += spec.submodule_search_locations or []
+    return tuple(os.path.join(os.path.realpath(folder), "") for folder in found)
+
+
+def _warned_in(message: str, folders: tuple[str, ...]) -> bool:
+    """Whether the Python warning ``message`` (ending "(file:line)") came from ``folders``."""
+    site = WARNED_AT.search(message)
+    if site is None or not folders:
+        return False
+    return os.path.realpath(site[1]).startswith(folders)
+
+
 def same_warning(message: str) -> str:
     """``message`` with its quoted absolute paths as '…': what a warning logged from one
-    place once per file (FINN's ``ResourceWarning: unclosed file``, say) says every time."""
+    place once per file (a plugin's ``ResourceWarning: unclosed file``, say) says every
+    time."""
     return QUOTED_PATH.sub("'…'", message)
 
 
