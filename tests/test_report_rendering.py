@@ -6,10 +6,12 @@ estimated resources on rows of their own, percentages not rounded up, latency be
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
 
+from brainsmith.report.charts import render_charts
 from brainsmith.report.contents import finn_warnings
 from brainsmith.report.html import render
 from tests.support.browser import broken_words
@@ -29,6 +31,16 @@ WARNINGS = [  # README's quick-start build.log, as finn_warnings reads it
     {"level": "WARNING", "source": "ResourceWarning", "count": 1,
      "message": f"unclosed file <_io.TextIOWrapper name='{CODE}/top_MVAU_hls_0.cpp' mode='w' "
                 f"encoding='UTF-8'> ({SITE}/finn/custom_op/fpgadataflow/hlsbackend.py:165)"},
+]  # fmt: skip
+
+LAYERS = [  # its layers' estimates, as the charts get them
+    {"name": "Thresholding_rtl_0", "LUT": 434, "BRAM_18K": 0, "URAM": 0, "DSP": 0, "cycles": 64},
+    {"name": "MVAU_hls_0", "LUT": 371, "BRAM_18K": 1, "URAM": 0, "DSP": 0, "cycles": 2048},
+    {"name": "MVAU_rtl_0", "LUT": 84, "BRAM_18K": 1, "URAM": 0, "DSP": 1, "cycles": 320},
+    {"name": "ElementwiseMul_rtl_0", "LUT": 0, "BRAM_18K": 1, "URAM": 0, "DSP": None,
+     "cycles": 10, "not_estimated": ["DSP"]},
+    {"name": "ElementwiseAdd_rtl_0", "LUT": 0, "BRAM_18K": 1, "URAM": 0, "DSP": None,
+     "cycles": 10, "not_estimated": ["DSP"]},
 ]  # fmt: skip
 
 
@@ -74,3 +86,26 @@ def test_resource_warnings_of_finn_and_qonnx_are_left_out_of_the_report(tmp_path
     )  # fmt: skip
     found = [(w["source"], w["count"]) for w in finn_warnings(str(log))]
     assert found == [("UserWarning", 1), ("finn_logger", 1), ("ResourceWarning", 2)]
+
+
+def chart_texts(svg: str) -> dict[str, list[str]]:
+    """Per chart of a figure, by its title's first word: the texts drawn in it (the SVG
+    names each text it draws as paths in a comment, a chart's title after its ticks)."""
+    charts: dict[str, list[str]] = {}
+    drawn: list[str] = []
+    for text in (t.strip() for t in re.findall(r"<!-- (.*?) -->", svg)):
+        if " (total " in text:
+            charts[text.split()[0]], drawn = drawn, []
+        else:
+            drawn.append(text)
+    return charts
+
+
+def test_every_resource_chart_names_the_layers_and_counts_whole_blocks():
+    charts = chart_texts(render_charts(LAYERS)["resources"])
+    assert sorted(charts) == ["BRAM_18K", "DSP", "LUT"]  # no layer uses URAM
+    names = [layer["name"] for layer in LAYERS]
+    for resource, texts in charts.items():
+        assert [t for t in texts if t in names] == names, resource
+        ticks = [t for t in texts if t not in names and t != "not estimated"]
+        assert ticks and all(re.fullmatch(r"\d[\d,]*", t) for t in ticks), (resource, ticks)

@@ -24,6 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from brainsmith.frameworks.finn.facts import Resource
@@ -59,28 +60,44 @@ def _value(layer: ChartRow, key: Literal[Resource, "cycles"]) -> float:
     return float(layer.get(key) or 0)
 
 
-def _figure(width: float, height: float, names: list[str], bottom: float) -> Figure:
-    """A figure with room for the layer names on the left (fixed margins: a layout engine
-    costs more than the drawing)."""
+PLOT = 3.4  # inches: the least width of one chart's bars
+EDGE = 0.3  # inches: the right margin
+
+
+def _figure(height: float, names: list[str], bottom: float, columns: int = 1) -> Figure:
+    """A figure of ``columns`` charts side by side, each with room for the layer names on its
+    left (fixed margins: a layout engine costs more than the drawing); 9 inches wide, wider
+    when the names need it."""
     from matplotlib.figure import Figure
 
+    label = 0.3 + 0.065 * max(len(n) for n in names)
+    width = max(9.0, columns * (label + PLOT) + EDGE)
+    plot = (width - EDGE) / columns - label  # one chart's bars
     figure = Figure(figsize=(width, height))
-    left = (0.3 + 0.065 * max(len(n) for n in names)) / width
     figure.subplots_adjust(
-        left=min(left, 0.5),
-        right=0.97,
+        left=label / width,
+        right=1 - EDGE / width,
         top=1 - 0.35 / height,
         bottom=bottom / height,
         hspace=0.9 / height * 2,
-        wspace=0.12,
+        wspace=label / plot,
     )
     return figure
 
 
+def _whole(ax: Axes) -> None:
+    """Ticks at whole numbers, with thousands separators: blocks, LUTs, cycles."""
+    from matplotlib.ticker import MaxNLocator, StrMethodFormatter
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+
+
 def _resources(names: list[str], layers: list[ChartRow], used: list[Resource]) -> str:
-    rows = (len(used) + 1) // 2
-    figure = _figure(9, max(1.6, rows * (0.7 + 0.25 * len(names))), names, bottom=0.35)
-    axes = figure.subplots(rows, min(len(used), 2), sharey=True, squeeze=False).ravel()
+    """One chart per resource, two side by side, each naming the layers."""
+    rows, columns = (len(used) + 1) // 2, min(len(used), 2)
+    figure = _figure(max(1.6, rows * (0.7 + 0.25 * len(names))), names, 0.35, columns)
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
     for ax in axes[len(used) :]:
         ax.set_visible(False)
     for ax, resource in zip(axes, used, strict=False):
@@ -94,16 +111,17 @@ def _resources(names: list[str], layers: list[ChartRow], used: list[Resource]) -
         total = f"at least {sum(values):g}" if partial else f"{sum(values):g}"
         ax.set_title(f"{resource} (total {total})", fontsize=10)
         ax.set_xlim(left=0, right=max([*values, 1.0]) * 1.05)
+        _whole(ax)
+        ax.invert_yaxis()  # first layer on top
         ax.tick_params(labelsize=8)
         ax.grid(axis="x", alpha=0.3)
-    axes[0].invert_yaxis()  # shared: once for all four, first layer on top
     return _svg(figure)
 
 
 def _cycles(names: list[str], values: list[float], target: float | None) -> str:
     """Cycles per layer; with a target, the cycles it allows as a line and the layers over
     it in red."""
-    figure = _figure(9, 0.9 + 0.3 * len(names), names, bottom=0.5)
+    figure = _figure(0.9 + 0.3 * len(names), names, bottom=0.5)
     ax = figure.subplots()
     colors = [OVER if target and value > target else COLOR for value in values]
     ax.barh(names, values, color=colors)
@@ -112,6 +130,7 @@ def _cycles(names: list[str], values: list[float], target: float | None) -> str:
         ax.text(target, -0.6, f" target: {target:,.0f}", color=OVER, fontsize=8, va="bottom")
         ax.set_xlim(0, max([*values, target]) * 1.08)
     ax.invert_yaxis()
+    _whole(ax)
     ax.set_xlabel("expected cycles per frame", fontsize=9)
     ax.tick_params(labelsize=8)
     ax.grid(axis="x", alpha=0.3)
