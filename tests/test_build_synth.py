@@ -80,11 +80,12 @@ def test_the_summary_and_the_page_say_what_was_measured_and_what_estimated(synth
     assert f"{count} of {count} layers synthesised" in measured
     assert any(line.startswith("  estimated   LUT ") for line in stdout.splitlines())
     page = (out / "report.html").read_text()
-    assert "<b>measured</b> (Yosys synth_xilinx, out of context)" in page
-    assert "<th>measured (Yosys)</th>" in page and "estimated by FINN" in page
+    lut = report["synthesis"]["totals"]["LUT"]
+    assert f"<tr><th>resources (measured by Yosys)</th><td>LUT {lut:,}, FF " in page
+    assert f"<tr><th>resources (estimated)</th><td>LUT {report['totals']['LUT']:,} (" in page
+    assert "<th>measured (Yosys)</th>" in page
     # the meters: the share of the part measured beside the share estimated, FF included
     assert f"measured share of {PART} (Yosys synth_xilinx, out of context)</div>" in page
-    lut = report["synthesis"]["totals"]["LUT"]
     assert f"</span></span> {lut:,} (" in page and "<b>FF</b> <span class='track measured'>" in page
     # the picture: each layer's LUTs as synthesised
     matrix = next(x for x in report["layers"] if x["op_type"] == "MVAU")

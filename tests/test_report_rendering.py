@@ -43,6 +43,33 @@ LAYERS = [  # its layers' estimates, as the charts get them
      "cycles": 10, "not_estimated": ["DSP"]},
 ]  # fmt: skip
 
+ZU7EV = {
+    "part": "xczu7ev-ffvc1156-2-e",
+    "source": "finn/util/platforms.py",
+    "available": {"LUT": 230000, "FF": 460000, "BRAM_18K": 610, "URAM": 92, "DSP": 1728},
+    "percent": {"LUT": 0.23, "FF": None, "BRAM_18K": 0.33, "URAM": 0.0, "DSP": 0.06},
+}
+MEASURED = {  # --synth: Yosys' counts of the same layers
+    "tool": "Yosys 0.70", "part": "xczu7ev-ffvc1156-2-e", "family": "xcup", "seconds": 41.1,
+    "complete": True,
+    "totals": {"LUT": 485, "FF": 1061, "CARRY": 44, "DSP": 1, "BRAM_18K": 1, "BRAM_36K": 0,
+               "URAM": 0},
+    "estimated": {"LUT": 520.0, "BRAM_18K": 2.0, "URAM": 0.0, "DSP": 1.0},
+    "estimate_error": {"LUT": 0.0722, "BRAM_18K": 1.0, "DSP": 0.0},
+    "layers": [
+        {"name": name, "op_type": name[:-2], "status": "synthesised", "reason": "",
+         "counts": counts, "seconds": 20.0, "cached": False, "fixes": [], "log": None}
+        for name, counts in (
+            ("Thresholding_rtl_0", {"LUT": 374, "FF": 783, "CARRY": 28, "DSP": 0,
+                                    "BRAM_18K": 0, "BRAM_36K": 0, "URAM": 0}),
+            ("MVAU_rtl_0", {"LUT": 111, "FF": 278, "CARRY": 16, "DSP": 1, "BRAM_18K": 1,
+                            "BRAM_36K": 0, "URAM": 0}),
+        )
+    ],
+}  # fmt: skip
+ESTIMATED = {"totals": {"LUT": 520, "BRAM_18K": 2, "URAM": 0, "DSP": 1}, "incomplete": {},
+             "utilisation": ZU7EV, "fpga_part": ZU7EV["part"], "clock_ns": 5.0}  # fmt: skip
+
 
 def report(**parts: object) -> dict:
     """A finished build's report.json with ``parts`` in place of its own."""
@@ -109,3 +136,26 @@ def test_every_resource_chart_names_the_layers_and_counts_whole_blocks():
         assert [t for t in texts if t in names] == names, resource
         ticks = [t for t in texts if t not in names and t != "not estimated"]
         assert ticks and all(re.fullmatch(r"\d[\d,]*", t) for t in ticks), (resource, ticks)
+
+
+def summary_rows(page: str) -> dict[str, str]:
+    """The summary table of report.html: each row's heading and its cell's markup."""
+    table = page.split('<table class="summary">', 1)[1].split("</table>", 1)[0]
+    return dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", table))
+
+
+def test_measured_and_estimated_resources_are_rows_of_their_own():
+    """With ``--synth`` the row called estimated holds the estimates only, the measured
+    counts have a row that says so."""
+    rows = summary_rows(render(report(**ESTIMATED, synthesis=MEASURED), {}))
+    estimated = rows["resources (estimated)"]
+    assert estimated.startswith("LUT 520 (0.23 %), BRAM_18K 2 (0.33 %)"), estimated
+    assert "485" not in estimated and "Yosys" not in estimated
+    measured = rows["resources (measured by Yosys)"]
+    assert measured.startswith("LUT 485, FF 1,061, CARRY 44, BRAM_18K 1, URAM 0, DSP 1")
+    assert list(rows).index("resources (measured by Yosys)") < list(rows).index(
+        "resources (estimated)"
+    )
+    without = summary_rows(render(report(**ESTIMATED), {}))
+    assert "resources (measured by Yosys)" not in without
+    assert without["resources (estimated)"].startswith("LUT 520 (0.23 %)")

@@ -431,11 +431,18 @@ def _summary(report: BuildReport, files: bool = True) -> str:
         ("estimated throughput", throughput),
         *[("bottleneck", _e(line)) for line in [bottleneck_line(goal)] if line],
         ("estimated latency", _e(number(latency / 1000, " µs") if latency else "-")),
-        ("resources (estimated)", _resources(report)),
+        *_resource_rows(report),
         ("build time", _e(number(report.get("seconds"), " s"))),
         *([("files", _files(report))] if files else []),
     ]
     return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+
+
+def _resource_rows(report: BuildReport) -> list[tuple[str, str]]:
+    """The summary's resource rows: Yosys' counts when synthesised, then the estimates."""
+    section = report.get("synthesis")
+    measured = [("resources (measured by Yosys)", _measured(section))] if section else []
+    return [*measured, ("resources (estimated)", _resources(report))]
 
 
 def _resources(report: BuildReport) -> str:
@@ -458,18 +465,17 @@ def _resources(report: BuildReport) -> str:
         note = f"no resource table for part {use.get('part') or '-'}: no percentages"
     missing = incomplete_line(report)
     text = ", ".join(parts) + (f"<br>{_e(missing)}" if missing else "")
-    text += f"<br><span class='none'>{_e(note)}</span>"
-    section = report.get("synthesis")
-    return _measured(section) + "<br>estimated by FINN: " + text if section else text
+    return text + f"<br><span class='none'>{_e(note)}</span>"
 
 
 def _measured(section: SynthesisSection) -> str:
     """Yosys' totals, the estimates' error against them and what was not synthesised."""
-    lines = [f"<b>measured</b> (Yosys synth_xilinx, out of context): {_e(measured_line(section))}"]
+    lines = [_e(measured_line(section))]
     error = error_line(section)
     if error:
         lines.append(_e(error))
     lines += [f"<span class='none'>not synthesised: {_e(x)}</span>" for x in unsynthesised(section)]
+    lines.append("<span class='none'>Yosys synth_xilinx, each layer out of context</span>")
     return "<br>".join(lines)
 
 
