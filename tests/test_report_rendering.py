@@ -47,7 +47,7 @@ ZU7EV = {
     "part": "xczu7ev-ffvc1156-2-e",
     "source": "finn/util/platforms.py",
     "available": {"LUT": 230000, "FF": 460000, "BRAM_18K": 610, "URAM": 92, "DSP": 1728},
-    "percent": {"LUT": 0.23, "FF": None, "BRAM_18K": 0.33, "URAM": 0.0, "DSP": 0.06},
+    "percent": {"LUT": 0.96, "FF": None, "BRAM_18K": 0.33, "URAM": 0.0, "DSP": 0.06},
 }
 MEASURED = {  # --synth: Yosys' counts of the same layers
     "tool": "Yosys 0.70", "part": "xczu7ev-ffvc1156-2-e", "family": "xcup", "seconds": 41.1,
@@ -67,8 +67,13 @@ MEASURED = {  # --synth: Yosys' counts of the same layers
         )
     ],
 }  # fmt: skip
-ESTIMATED = {"totals": {"LUT": 520, "BRAM_18K": 2, "URAM": 0, "DSP": 1}, "incomplete": {},
+ESTIMATED = {"totals": {"LUT": 2208, "BRAM_18K": 2, "URAM": 0, "DSP": 1}, "incomplete": {},
              "utilisation": ZU7EV, "fpga_part": ZU7EV["part"], "clock_ns": 5.0}  # fmt: skip
+
+PERFORMANCE = {"estimated_fps": 97656.25, "estimated_latency_ns": 12260.0, "max_cycles": 2048,
+               "max_cycles_layer": "MVAU_hls_0", "critical_path_cycles": 2452}  # fmt: skip
+FINISHED = {"seconds": 12.3, "setup_seconds": 3.9, "output_dir": "/home/me/my_net_build",
+            "performance": PERFORMANCE, **ESTIMATED}  # fmt: skip
 
 
 def report(**parts: object) -> dict:
@@ -149,7 +154,7 @@ def test_measured_and_estimated_resources_are_rows_of_their_own():
     counts have a row that says so."""
     rows = summary_rows(render(report(**ESTIMATED, synthesis=MEASURED), {}))
     estimated = rows["resources (estimated)"]
-    assert estimated.startswith("LUT 520 (0.23 %), BRAM_18K 2 (0.33 %)"), estimated
+    assert estimated.startswith("LUT 2,208 (0.96 %), BRAM_18K 2 (0.33 %)"), estimated
     assert "485" not in estimated and "Yosys" not in estimated
     measured = rows["resources (measured by Yosys)"]
     assert measured.startswith("LUT 485, FF 1,061, CARRY 44, BRAM_18K 1, URAM 0, DSP 1")
@@ -158,4 +163,32 @@ def test_measured_and_estimated_resources_are_rows_of_their_own():
     )
     without = summary_rows(render(report(**ESTIMATED), {}))
     assert "resources (measured by Yosys)" not in without
-    assert without["resources (estimated)"].startswith("LUT 520 (0.23 %)")
+    assert without["resources (estimated)"].startswith("LUT 2,208 (0.96 %)")
+
+
+def terminal_summary(found: dict, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The lines ``brainsmith build`` prints when the build of ``found`` ends."""
+    from brainsmith.cli.build import print_summary
+
+    capsys.readouterr()
+    print_summary(found)  # type: ignore[arg-type]
+    return capsys.readouterr().out.splitlines()
+
+
+def test_percentages_are_not_rounded_up(capsys: pytest.CaptureFixture[str]):
+    """0.96 % of the part is 0.96 %, not 1.0 %, in the terminal and on the page."""
+    lines = terminal_summary(report(**FINISHED), capsys)
+    resources = next(line for line in lines if line.startswith("  resources"))
+    assert "LUT 2,208 (0.96 %), BRAM_18K 2 (0.33 %), URAM 0 (0.00 %)" in resources, resources
+    page = render(report(**FINISHED), {})
+    verdict = page.split("<div class='verdict'>", 1)[1].split("</div></div>", 1)[0]
+    assert "2,208 (0.96 %)" in verdict
+    assert "(0.96 %)" in summary_rows(page)["resources (estimated)"]
+
+
+def test_a_share_is_never_rounded_to_a_figure_it_does_not_reach():
+    from brainsmith.report.units import percent
+
+    assert percent(0.96) == "0.96 %" and percent(99.96) == "99.96 %"
+    assert percent(133.07) == "133.07 %" and percent(0.0) == "0.00 %"
+    assert percent(0.0, used=3) == "< 0.01 %"  # three LUTs of a part with millions

@@ -374,13 +374,15 @@ def _resources(
     totals: dict[str, float], use: Utilisation | None, incomplete: dict[str, list[str]]
 ) -> str:
     from brainsmith.report.html import total_text
+    from brainsmith.report.units import percent
 
-    percent = (use.get("percent") if use else None) or {}
+    shares = (use.get("percent") if use else None) or {}
     parts = []
     for key, value in totals.items():
-        share = f" ({percent[key]:.1f} %)" if percent.get(key) is not None else ""
-        parts.append(f"{total_text(key, value, incomplete)}{share}")
-    where = f" of {use['part']}" if use and percent else ""
+        share = shares.get(key)
+        shown = f" ({percent(share, value)})" if share is not None else ""
+        parts.append(f"{total_text(key, value, incomplete)}{shown}")
+    where = f" of {use['part']}" if use and shares else ""
     return ", ".join(parts) + where
 
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from brainsmith.frameworks.finn.facts import step_label
 from brainsmith.report.measured import as_estimated, error_line, measured_line, unsynthesised
 from brainsmith.report.rtl_tables import rtlsim_html
-from brainsmith.report.units import RESOURCES, bits, finite
+from brainsmith.report.units import RESOURCES, bits, finite, percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -219,13 +219,13 @@ def warning_lines(report: BuildReport) -> list[str]:
 def over_part_line(report: BuildReport) -> str:
     """The resources the design is estimated to use more of than the part has ("" if none)."""
     use = report.get("utilisation")
-    percent = (use.get("percent") if use else None) or {}
-    over = {key: share for key, share in percent.items() if share is not None and share > 100}
+    shares = (use.get("percent") if use else None) or {}
+    over = {key: share for key, share in shares.items() if share is not None and share > 100}
     if not over or not use:
         return ""
     totals = report.get("totals", {})
     items = ", ".join(
-        f"{key} {number(totals.get(key))} ({share:.0f} %)" for key, share in over.items()
+        f"{key} {number(totals.get(key))} ({percent(share)})" for key, share in over.items()
     )
     return (
         f"the design does not fit {use['part']}: it is estimated to use {items} of the part; "
@@ -311,7 +311,7 @@ def _verdict(report: BuildReport) -> str:
         share = ratio / wanted * 100 if ratio is not None and wanted else None
         lines[0] += (
             f" <span class='pill {verdict}'>target {_e(number(goal['target_fps']))} fps "
-            f"{verdict}{f' ({share:.0f} %)' if share and not goal['met'] else ''}</span>"
+            f"{verdict}{f' ({percent(share)})' if share and not goal['met'] else ''}</span>"
         )
     rtlsim = report.get("rtlsim")
     stitched = rtlsim.get("stitched") if rtlsim else None
@@ -350,18 +350,18 @@ def _limited_by(perf: Performance, goal: Target | None) -> str | None:
 def _utilisation_bars(report: BuildReport) -> str:
     """One meter per resource: the share of the part the estimate takes."""
     use, totals = report.get("utilisation") or {}, report.get("totals") or {}
-    percent = use.get("percent") or {}
+    shares = use.get("percent") or {}
     incomplete = report.get("incomplete") or {}
     meters = []
     for key in RESOURCES:
-        share = finite(percent.get(key))
+        share = finite(shares.get(key))
         if share is None:
             continue
         amount = amount_text(key, totals.get(key), incomplete)
         meters.append(
             f"<span class='meter'><b>{_e(key)}</b> <span class='track'><span "
             f"style='width:{min(100.0, share):.2f}%'></span></span> "
-            f"{_e(amount)} ({share:.2f} %)</span>"
+            f"{_e(amount)} ({percent(share, finite(totals.get(key)))})</span>"
         )
     if not meters:
         return ""
@@ -387,7 +387,7 @@ def _measured_bars(report: BuildReport) -> str:
         meters.append(
             f"<span class='meter'><b>{_e(key)}</b> <span class='track measured'><span "
             f"style='width:{min(100.0, share):.2f}%'></span></span> "
-            f"{_e(prefix + number(counts[key]))} ({share:.2f} %)</span>"
+            f"{_e(prefix + number(counts[key]))} ({percent(share, counts[key])})</span>"
         )
     why = "" if section["complete"] else '; "at least": some layers are not synthesised'
     return (
@@ -450,12 +450,13 @@ def _resources(report: BuildReport) -> str:
     incomplete = report.get("incomplete") or {}
     if not totals:
         return NONE
-    percent = use.get("percent") or {}
+    shares = use.get("percent") or {}
     parts = []
     for key in RESOURCES:
         text = total_text(key, totals.get(key), incomplete)
-        if percent.get(key) is not None:
-            text += f" ({percent[key]:.2f} %)"
+        share = shares.get(key)
+        if share is not None:
+            text += f" ({percent(share, finite(totals.get(key)))})"
         parts.append(_e(text))
     available = use.get("available")
     if available:
