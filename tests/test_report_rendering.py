@@ -171,7 +171,7 @@ def terminal_summary(found: dict, capsys: pytest.CaptureFixture[str]) -> list[st
     from brainsmith.cli.build import print_summary
 
     capsys.readouterr()
-    print_summary(found)  # type: ignore[arg-type]
+    print_summary(found)
     return capsys.readouterr().out.splitlines()
 
 
@@ -192,3 +192,33 @@ def test_a_share_is_never_rounded_to_a_figure_it_does_not_reach():
     assert percent(0.96) == "0.96 %" and percent(99.96) == "99.96 %"
     assert percent(133.07) == "133.07 %" and percent(0.0) == "0.00 %"
     assert percent(0.0, used=3) == "< 0.01 %"  # three LUTs of a part with millions
+
+
+SIMULATED = {"tool": "Verilator 5", "ok": True, "seconds": 20.0, "summary": "all match",
+             "layers": [], "stitched": {"status": "match", "frames": 16, "cycles_per_frame": 2048.0,
+                                        "latency_cycles": 2310, "latency_ns": 11550.0}}  # fmt: skip
+
+
+def first_card_line(page: str) -> str:
+    """The first line of report.html's first card, as text."""
+    line = page.split("<div class='verdict'><div>", 1)[1].split("</div>", 1)[0]
+    return re.sub(r"<[^>]+>", "", line)
+
+
+@pytest.mark.parametrize(
+    ("rtlsim", "said"),
+    [
+        (None, "latency 12.3 µs (2,452 cycles at 5 ns, estimated)"),
+        (SIMULATED, "latency 11.6 µs (2,310 cycles at 5 ns, measured in simulation; "
+                    "estimated 2,452 cycles)"),
+    ],
+)  # fmt: skip
+def test_latency_is_beside_fps_on_the_first_card_and_in_the_first_lines(
+    rtlsim: dict | None, said: str, capsys: pytest.CaptureFixture[str]
+):
+    found = report(**FINISHED, rtlsim=rtlsim)
+    line = first_card_line(render(found, {}))
+    assert line.startswith("97,656 fps estimated") and line.endswith(f" · {said}"), line
+    lines = terminal_summary(found, capsys)
+    start = next(i for i, x in enumerate(lines) if x.startswith("  throughput  97,656 fps"))
+    assert lines[start + 1] == "  " + said.replace("latency ", "latency     ", 1)

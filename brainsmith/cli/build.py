@@ -272,11 +272,11 @@ def _print_outcome(out: Console, report: BuildReport, warnings: list[str], skipp
 
 
 def _print_performance(out: Console, report: BuildReport) -> None:
-    """The estimated throughput (and whether it meets the target), the bottleneck, latency."""
-    from brainsmith.report.html import bottleneck_line, number
+    """The estimated throughput (and whether it meets the target), latency, the bottleneck."""
+    from brainsmith.report.html import bottleneck_line, latency_text, number
 
     perf = report.get("performance", {})
-    fps, latency = perf.get("estimated_fps"), perf.get("estimated_latency_ns")
+    fps, latency = perf.get("estimated_fps"), latency_text(report)
     goal = report.get("target")
     if fps:
         verdict = ""
@@ -286,11 +286,11 @@ def _print_performance(out: Console, report: BuildReport) -> None:
         out.print(
             f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
         )
+    if latency:
+        out.print(f"  latency     {latency}", markup=False)
     bottleneck = bottleneck_line(goal)
     if bottleneck:
         out.print(f"  bottleneck  {bottleneck}", markup=False)
-    if latency:
-        out.print(f"  latency     {number(latency / 1000)} µs (estimated)")
 
 
 def _print_resources(out: Console, report: BuildReport) -> None:
