@@ -204,7 +204,7 @@ _given_up: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # timed out, m
 
 
 @contextlib.contextmanager
-def import_turn(wait: float = IMPORT_TURN_WAIT) -> Iterator[None]:
+def import_turn(wait: float | None = None) -> Iterator[None]:
     """Plugin imports in this process take turns.
 
     Python 3.11's per-module import locks see deadlocks where there are none when threads
@@ -214,12 +214,13 @@ def import_turn(wait: float = IMPORT_TURN_WAIT) -> Iterator[None]:
     ``wait`` seconds (an import that hangs, a plugin that loads plugins from a thread of its
     own while being imported) is taken anyway, so a wait here is bounded. A turn held by an
     import that its load timeout gave up on is not waited for at all: that import may never
-    end, and the plugins loaded after it must not pay for it."""
+    end, and the plugins loaded after it must not pay for it. ``wait`` defaults to
+    ``IMPORT_TURN_WAIT``."""
     global _holder
     if _holder in _given_up:
         turn = _IMPORTING.acquire(blocking=False)
     else:
-        turn = _IMPORTING.acquire(timeout=wait)
+        turn = _IMPORTING.acquire(timeout=IMPORT_TURN_WAIT if wait is None else wait)
     outer = _holder
     if turn:
         _holder = threading.current_thread()
