@@ -60,6 +60,7 @@ def test_a_pip_that_sees_only_the_default_index_gets_the_cpu_torch_or_stops(tmp_
         assert said in result.stderr, result.stderr[-3000:]
 
 
+@pytest.mark.wide  # a fallback's breadth: the default resolve is checked in make test
 def test_a_folder_holding_the_cpu_wheel_is_the_documented_fallback(tmp_path):
     """Without PyPI's CUDA packages or PyTorch's index: ``PIP_FIND_LINKS`` naming a folder with
     the CPU wheel (here the folder this machine's pip takes it from)."""
@@ -74,6 +75,7 @@ def test_a_folder_holding_the_cpu_wheel_is_the_documented_fallback(tmp_path):
     assert [name for name in found if name.startswith(("nvidia-", "triton", "cuda-"))] == []
 
 
+@pytest.mark.wide  # an optional install; the notebook's cells run in test_quickstart_notebook
 def test_make_notebook_installs_jupyter_on_demand_and_the_notebook_runs_in_it(tmp_path):
     """``make jupyter`` (what ``make notebook`` runs before opening JupyterLab) installs
     JupyterLab into a virtualenv that lacks it, and the quickstart notebook executes there
