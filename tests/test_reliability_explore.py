@@ -94,6 +94,8 @@ VARIANT_TIMEOUT = 30
 # From the start of the command to its refusal of a bad scheduler: the probe's own deadline
 # (CONNECT_TIMEOUT, plus a 2 s backstop), and time for a loaded machine to start the command.
 NETWORK_SECONDS = CONNECT_TIMEOUT + 2 + 30
+SHORT_CONNECT = 2.0  # --scheduler-timeout where the default's bound is not what a test checks
+SHORT_NETWORK_SECONDS = SHORT_CONNECT + 2 + 30
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("explore")]
 
@@ -430,18 +432,22 @@ def hostile(request) -> Iterator[str]:
     yield from (_redis() if request.param == "redis" else _serve(request.param))
 
 
-def test_a_scheduler_that_is_not_dask_is_refused_within_seconds(hostile, tmp_path):
+def test_a_scheduler_that_is_not_dask_is_refused_within_seconds(hostile, tmp_path, request):
+    """Within the default 10 s for a silent server; the others with --scheduler-timeout 2."""
     space = tmp_path / "space.yaml"
     space.write_text(SPACE.replace("steps: [hang_here, cleanup, qonnx_to_finn]\n", ""))
     out = tmp_path / "out"
+    default = request.node.callspec.params["hostile"] == "silent"
+    limit = NETWORK_SECONDS if default else SHORT_NETWORK_SECONDS
     began = time.monotonic()
-    process = cli("explore", MLP, str(space), "-o", str(out), "--scheduler", hostile)
+    shorter = [] if default else ["--scheduler-timeout", str(SHORT_CONNECT)]
+    process = cli("explore", MLP, str(space), "-o", str(out), "--scheduler", hostile, *shorter)
     _, stderr, _ = wait_for_exit(process, 2 * NETWORK_SECONDS)
     seconds = time.monotonic() - began
     assert process.returncode == 2, stderr
     assert f"the Dask scheduler at {hostile}" in stderr and "Traceback" not in stderr
     assert "dask scheduler" in stderr  # what to check: the address it printed
-    assert seconds < NETWORK_SECONDS, f"refused after {seconds:.0f} s"
+    assert seconds < limit, f"refused after {seconds:.0f} s"
     assert set(os.listdir(out)) <= {".brainsmith-build", ".brainsmith-reserve"}  # nothing ran
     assert not Path(f"{out}.lock").exists()
 
@@ -454,12 +460,32 @@ def test_a_scheduler_file_naming_a_silent_server_is_refused_within_seconds(tmp_p
         space.write_text(SPACE.replace("steps: [hang_here, cleanup, qonnx_to_finn]\n", ""))
         began = time.monotonic()
         process = cli(
-            "explore", MLP, str(space), "-o", str(tmp_path / "o"), "--scheduler", str(info)
-        )
+            "explore", MLP, str(space), "-o", str(tmp_path / "o"), "--scheduler", str(info),
+            "--scheduler-timeout", str(SHORT_CONNECT),
+        )  # fmt: skip
         _, stderr, _ = wait_for_exit(process, 2 * NETWORK_SECONDS)
         assert process.returncode == 2, stderr
         assert address in stderr and str(info) in stderr
-        assert time.monotonic() - began < NETWORK_SECONDS
+        assert f"no answer within {SHORT_CONNECT:g} s" in stderr
+        assert time.monotonic() - began < SHORT_NETWORK_SECONDS
+
+
+def test_a_scheduler_timeout_without_a_scheduler_is_refused_before_anything_runs(tmp_path):
+    from brainsmith.dse import ExploreError, explore
+
+    with pytest.raises(ExploreError) as caught:
+        explore(
+            MLP,
+            str(REPO / "blueprints" / "mlp_explore.yaml"),
+            str(tmp_path / "o"),
+            scheduler_timeout=5,
+        )
+    assert "--scheduler-timeout is for an existing cluster" in caught.value.reason
+    with pytest.raises(ExploreError) as caught:
+        explore(MLP, str(REPO / "blueprints" / "mlp_explore.yaml"), str(tmp_path / "o"),
+                scheduler="tcp://127.0.0.1:9", scheduler_timeout=float("nan"))  # fmt: skip
+    assert "not a number of seconds from 0 to 3600" in caught.value.reason
+    assert not (tmp_path / "o").exists()
 
 
 # -- the variant cap -------------------------------------------------------------------------

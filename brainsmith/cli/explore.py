@@ -32,6 +32,12 @@ from brainsmith.cli.output import console
     help="Run on an existing Dask cluster: its scheduler's address (or scheduler JSON file). "
     "Workers must see the output folder at the same path.",
 )
+@click.option(
+    "--scheduler-timeout",
+    type=click.FloatRange(min=0, max=3600, min_open=True),
+    metavar="SECONDS",
+    help="Seconds to reach the --scheduler and hear it answer before giving up  [default: 10].",
+)
 @click.option("--resume", is_flag=True, help="Keep what an earlier run into OUTPUT finished.")
 @click.option(
     "--force", is_flag=True, help="Use a non-empty output folder by moving it aside first."
@@ -69,6 +75,7 @@ def explore(
     output_dir: str | None,
     workers: int | None,
     scheduler: str | None,
+    scheduler_timeout: float | None,
     resume: bool,
     force: bool,
     input_npy: str | None,
@@ -110,6 +117,7 @@ def explore(
                 progress=not quiet,
                 metrics_port=metrics_port,
                 variant_timeout=variant_timeout,
+                scheduler_timeout=scheduler_timeout,
             )
     except ExploreError as exc:
         click.echo(f"error: {exc.message()}", err=True)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 Started = Callable[[str], None]
 Done = Callable[[NodeResult], None]
-CONNECT_TIMEOUT = 10  # seconds to reach a scheduler and hear it answer, all told
+CONNECT_TIMEOUT = 10.0  # default seconds to reach a scheduler and hear it answer, all told
 WORKER_TIMEOUT = 60  # seconds to wait for a first worker of an existing cluster
 RESTART_TIMEOUT = 30  # seconds for a worker to restart after a segment ran out of time
 POLL = 0.2  # seconds between looks at the running segments
@@ -83,6 +83,7 @@ class DaskCluster:
         workers: int | None = None,
         scheduler: str | None = None,
         limit: float | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         from distributed import Client
 
@@ -96,7 +97,7 @@ class DaskCluster:
         self.deaths: WorkerDeaths | None = None  # the local workers' exit statuses
         logging.getLogger("distributed").setLevel(logging.ERROR)
         if scheduler:
-            self.client = _connect(scheduler)
+            self.client = _connect(scheduler, connect_timeout)
             self.description = {"executor": "dask", "scheduler": scheduler}
         else:
             self.cluster = _local_cluster(workers or default_workers())
@@ -319,16 +320,16 @@ def _lost(task: NodeTask, future) -> NodeResult:
     return NodeResult(task.id, "failed", task.folder, task.key, error=error)
 
 
-def _connect(given: str):
+def _connect(given: str, timeout: float = CONNECT_TIMEOUT):
     """A client of the scheduler at ``given`` (an address or scheduler file), or
-    ExecutorError within about CONNECT_TIMEOUT seconds."""
+    ExecutorError within about ``timeout`` seconds."""
     from distributed import Client
 
     address = _address(given)
     where = address if address == given else f"{address} (from {given})"
-    _probe(address, where)
+    _probe(address, where, timeout)
     try:
-        return Client(address, timeout=CONNECT_TIMEOUT)
+        return Client(address, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as exc:
         raise _unreachable(where, str(exc)) from None
 
@@ -352,18 +353,18 @@ def _address(given: str) -> str:
     return address
 
 
-def _probe(address: str, where: str) -> None:
-    """Connect and ask the scheduler who it is, all within CONNECT_TIMEOUT seconds: a
+def _probe(address: str, where: str, timeout: float) -> None:
+    """Connect and ask the scheduler who it is, all within ``timeout`` seconds: a
     server that never accepts, accepts and says nothing, or answers garbage is refused."""
     answer: list[object] = []
-    thread = threading.Thread(target=_identity, args=(address, answer), daemon=True)
+    thread = threading.Thread(target=_identity, args=(address, answer, timeout), daemon=True)
     thread.start()
-    thread.join(CONNECT_TIMEOUT + 2)  # the thread keeps its own deadline; this is a backstop
+    thread.join(timeout + 2)  # the thread keeps its own deadline; this is a backstop
     found = answer[0] if answer else TimeoutError()
     if isinstance(found, dict) and found.get("type") == "Scheduler":
         return
     if isinstance(found, TimeoutError):
-        problem = f"no answer within {CONNECT_TIMEOUT} s"
+        problem = f"no answer within {timeout:g} s"
     elif isinstance(found, OSError):
         problem = str(found)[:300]
     else:  # garbage (a frame of 3 EiB ...), or another service's reply
@@ -372,7 +373,7 @@ def _probe(address: str, where: str) -> None:
     raise _unreachable(where, problem)
 
 
-def _identity(address: str, answer: list[object]) -> None:
+def _identity(address: str, answer: list[object], timeout: float) -> None:
     """``answer.append(the scheduler's identity)``, or the exception that prevented it."""
     import asyncio
 
@@ -381,7 +382,7 @@ def _identity(address: str, answer: list[object]) -> None:
         from distributed.security import Security
 
         arguments = Security().get_connection_args("client")
-        comm = await connect(address, timeout=CONNECT_TIMEOUT, **arguments)
+        comm = await connect(address, timeout=timeout, **arguments)
         try:
             await comm.write({"op": "identity", "reply": True})
             return await comm.read()
@@ -389,7 +390,7 @@ def _identity(address: str, answer: list[object]) -> None:
             comm.abort()
 
     try:
-        answer.append(asyncio.run(asyncio.wait_for(ask(), CONNECT_TIMEOUT)))
+        answer.append(asyncio.run(asyncio.wait_for(ask(), timeout)))
     except BaseException as exc:  # handed to the waiting thread
         answer.append(exc)
 

@@ -69,6 +69,7 @@ def explore(
     progress: bool = False,
     metrics_port: int | None = None,
     variant_timeout: float | None = None,
+    scheduler_timeout: float | None = None,
 ) -> ExploreResult:
     """Build each variant of ``blueprint``'s design space on ``model`` into ``output_dir``.
 
@@ -78,13 +79,15 @@ def explore(
     keep what an earlier run into the same folder finished. ``metrics_port``: serve
     Prometheus metrics on 127.0.0.1:PORT while the exploration runs. ``variant_timeout``:
     seconds a segment may run before it is stopped and its variants recorded as timed out
-    (needs worker processes). SIGINT and SIGTERM stop the exploration (see
+    (needs worker processes). ``scheduler_timeout``: seconds to reach ``scheduler`` and hear
+    it answer (default 10). SIGINT and SIGTERM stop the exploration (see
     ``brainsmith.dse.stopping``); one output folder takes one exploration at a time.
     Raises ExploreError.
     """
     started = time.perf_counter()
     _refuse_in_a_starting_worker(sys._getframe(1).f_globals)
     _check_options(workers, scheduler, variant_timeout)
+    _check_scheduler_timeout(scheduler, scheduler_timeout)
     _check_inputs(model, input_npy, expected_npy)
     loaded = _load(blueprint)
     variants = _variants(loaded)
@@ -102,6 +105,7 @@ def explore(
         _prepare(folder, resume, force)
         run = Exploration(loaded, variants, roots, folder, os.path.abspath(model), vectors)
         run.variant_timeout = variant_timeout
+        run.scheduler_timeout = scheduler_timeout
         if resume:
             run.adopt_finished()
         if metrics_port is not None:
@@ -151,6 +155,21 @@ def _check_options(
             "--variant-timeout needs worker processes: a variant running in this process "
             "(--workers 0) cannot be stopped",
             "use --workers 1 (or more), or leave --variant-timeout out",
+        )
+
+
+def _check_scheduler_timeout(scheduler: str | None, seconds: float | None) -> None:
+    if seconds is None:
+        return
+    if not 0 < seconds <= 3600:  # (NaN too)
+        raise ExploreError(
+            f"--scheduler-timeout is {seconds}, not a number of seconds from 0 to 3600",
+            "e.g. --scheduler-timeout 30",
+        )
+    if not scheduler:
+        raise ExploreError(
+            "--scheduler-timeout is for an existing cluster: a local one is started, not reached",
+            "pass --scheduler too, or leave --scheduler-timeout out",
         )
 
 
@@ -212,6 +231,7 @@ class Exploration:
         self.status = "running"
         self.signum: int = signal.SIGINT  # what interrupted it
         self.variant_timeout: float | None = None
+        self.scheduler_timeout: float | None = None  # seconds to reach --scheduler
         self.running: dict[str, float] = {}  # segments under way -> when they started
         self.started = time.perf_counter()
         self.writing = threading.Lock()  # explore.json: the main thread's, or abandon()'s
@@ -274,7 +294,7 @@ class Exploration:
         executor = None
         if tasks:  # a cluster that cannot start stops here: nothing ran, nothing is written
             try:
-                executor = _executor(self.folder, workers, scheduler, tasks, self.variant_timeout)
+                executor = _executor(self.folder, workers, scheduler, tasks, self)
             except KeyboardInterrupt as exc:
                 signum = getattr(exc, "signum", signal.SIGINT)
                 raise ExploreError(
@@ -420,8 +440,14 @@ def _label(node: Segment) -> str:
     return f"{node.id} {choices}"
 
 
-def _executor(folder: str, workers: int | None, scheduler: str | None, tasks, limit: float | None):
-    from brainsmith.dse.executor import DaskCluster, ExecutorError, InProcess, default_workers
+def _executor(folder: str, workers: int | None, scheduler: str | None, tasks, run: Exploration):
+    from brainsmith.dse.executor import (
+        CONNECT_TIMEOUT,
+        DaskCluster,
+        ExecutorError,
+        InProcess,
+        default_workers,
+    )
 
     if workers == 0:
         return InProcess()
@@ -434,7 +460,13 @@ def _executor(folder: str, workers: int | None, scheduler: str | None, tasks, li
         ) from None
     tails = sum(task.stop is None for task, _ in tasks)
     try:
-        return DaskCluster(folder, workers or min(default_workers(), tails), scheduler, limit)
+        return DaskCluster(
+            folder,
+            workers or min(default_workers(), tails),
+            scheduler,
+            run.variant_timeout,
+            run.scheduler_timeout or CONNECT_TIMEOUT,
+        )
     except ExecutorError as exc:
         raise ExploreError(exc.reason, exc.hint) from None
 
