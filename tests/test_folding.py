@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -226,6 +227,7 @@ def test_a_design_over_the_part_is_an_error_unless_the_blueprint_accepts_it(wide
     assert error.step == "estimates", error
     assert error.reason.startswith("the design does not fit xc7z020clg400-1: it is estimated to")
     assert "LUT " in error.reason and "MVAU_hls" in error.reason, error.reason
+    assert re.search(r"LUT [\d,]+ \(\d+\.\d\d % of the part; ", error.reason), error.reason
     assert "build.allow_over_part: true" in error.hint
     result = brainsmith.build(
         str(wide_mlp),

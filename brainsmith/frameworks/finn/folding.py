@@ -351,7 +351,8 @@ class _Search:
                 used[kind] = used.get(kind, 0.0) + found[key]
             largest = sorted(used.items(), key=lambda item: -item[1])[:3]
             kinds = ", ".join(f"{k} x{count[k]} {v:,.0f}" for k, v in largest if v)
-            shown.append(f"{key} {totals[key]:,.0f} ({self.share(totals, key):.0%}; {kinds})")
+            share = 100 * self.share(totals, key)  # two decimals, as the report's shares
+            shown.append(f"{key} {totals[key]:,.0f} ({share:.2f} % of the part; {kinds})")
         return "; ".join(shown)
 
     def totals(self, model) -> dict[str, float]:
