@@ -8,7 +8,11 @@ the clone (docs/blueprints.md's board example also finds an empty ``folding.json
 
 - ``python``: run in a fresh interpreter. A block whose first line is ``# file: PATH`` is
   written to PATH instead. ``<!-- continues -->`` on the line before the fence runs the block
-  in the same interpreter as the document's python block before it.
+  in the same interpreter as the document's python block before it. A comment after a
+  ``print(...)`` shows what it prints: ``# -> OUTPUT`` is compared with the printed lines (in
+  order; ``...`` stands for any text, for what varies), ``# e.g. OUTPUT`` is illustrative, and
+  any other comment there fails. A block not run that shows output names in its marker the
+  test that compares it.
 - ``sh``/``bash``: line by line. ``make TARGET`` is not run (the target must exist),
   ``. FILE`` activates a file of the clone (it must exist), ``xdg-open FILE`` is not run (the
   file must exist), ``export VAR=VALUE`` sets VAR for the document's later blocks; any other
@@ -30,7 +34,9 @@ docs/your-network.md) is run once: its result and the files it wrote are reused.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -39,6 +45,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tokenize
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -180,6 +187,76 @@ def chains(doc_blocks: list[Block]) -> list[list[Block]]:
     return groups
 
 
+@dataclass(frozen=True)
+class Shown:
+    """A ``print(...)`` line of a python block with a comment after it."""
+
+    where: str  # the document and line
+    call: str  # the print call
+    comment: str
+
+    @property
+    def output(self) -> str | None:
+        """The output the comment shows, or None for a comment that does not say ``# -> ``."""
+        arrow = re.fullmatch(r"#\s*->\s?(.*)", self.comment)
+        return arrow[1].rstrip() if arrow else None
+
+    @property
+    def illustrative(self) -> bool:
+        return self.comment.startswith("# e.g.")
+
+
+def shown(block: Block) -> list[Shown]:
+    """Each ``print(...)`` statement of the python block with a comment on its last line."""
+    try:
+        tree = ast.parse(block.body)
+        tokens = list(tokenize.generate_tokens(io.StringIO(block.body).readline))
+    except (SyntaxError, tokenize.TokenError):
+        return []
+    comments = {t.start[0]: t.string for t in tokens if t.type == tokenize.COMMENT}
+    doc, found = block.doc.relative_to(REPO), []
+    for node in ast.walk(tree):
+        call = node.value if isinstance(node, ast.Expr) else None
+        end = getattr(node, "end_lineno", None) or 0
+        is_print = isinstance(call, ast.Call) and getattr(call.func, "id", "") == "print"
+        if is_print and (comment := comments.get(end)):
+            code = ast.get_source_segment(block.body, node) or ""
+            found.append(Shown(f"{doc}:{block.line + end - 1}", code, comment))
+    return sorted(found, key=lambda item: int(item.where.rpartition(":")[2]))
+
+
+def matches(output: str, line: str) -> bool:
+    """Whether a printed ``line`` is the shown ``output``, ``...`` standing for any text."""
+    pattern = ".*".join(re.escape(part) for part in output.split("..."))
+    return re.fullmatch(pattern, line.rstrip()) is not None
+
+
+def output_problems(said: list[Shown], stdout: str) -> list[str]:
+    """Where the shown outputs (``# -> ``) are not printed, in their order, in ``stdout``."""
+    printed, problems, at = stdout.splitlines(), [], 0
+    for item in said:
+        if item.output is None:
+            continue
+        found = next((i for i in range(at, len(printed)) if matches(item.output, printed[i])), None)
+        if found is None:
+            rest = "\n".join(printed[at:]) or "(nothing)"
+            problems.append(f"{item.where}: shows {item.output!r}; printed:\n{rest}")
+        else:
+            at = found + 1
+    return problems
+
+
+def printed(block: Block, namespace: dict[str, object]) -> str:
+    """What the block's print lines that show output print, run in ``namespace``: for a block
+    not run, compared with the values of a run made elsewhere."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for item in shown(block):
+            if item.output is not None:
+                exec(item.call, dict(namespace))
+    return out.getvalue()
+
+
 def script(chain: list[Block]) -> str:
     """The chain's code, each block at its line of the document (so tracebacks name them)."""
     code = ""
@@ -283,6 +360,9 @@ class DocRun:
         result = self.step([sys.executable, "-c", script(chain)], same=same)
         lines = "+".join(str(block.line - 1) for block in chain)
         self.expect(result, 0, chain[0].where, f"python block (line {lines})")
+        said = [item for block in chain for item in shown(block)]
+        for issue in output_problems(said, result.stdout) if result.returncode == 0 else []:
+            self.failures.append(f"python block (line {lines}), {issue}")
 
     def write(self, block: Block, name: str | None = None) -> None:
         """The block as the file its first line names (or ``name``), inside the folder."""
@@ -398,6 +478,32 @@ def test_every_block_is_accounted_for():
         if (issue := problem(command))
     ]
     assert issues == [], "\n".join(issues)
+
+
+def test_shown_output_is_compared():
+    """Every output a python block shows after a ``print(...)`` is ``# -> OUTPUT``, compared
+    with what the block prints, or ``# e.g. OUTPUT``, illustrative; a block not run that shows
+    output names in its marker a test that compares it (one that calls ``output_problems`` and
+    names the document)."""
+    wrong = []
+    for block in all_blocks():
+        if block.lang != "python":
+            continue
+        for item in shown(block):
+            if item.output is None and not item.illustrative:
+                wrong.append(
+                    f"{item.where}: {item.comment!r} after a print: "
+                    "write the output as '# -> OUTPUT' (compared) or '# e.g. OUTPUT' (illustrative)"
+                )
+        if block.kind == "run" or all(item.output is None for item in shown(block)):
+            continue
+        tests = [REPO / name for name in re.findall(r"tests/\w+\.py", block.marker)]
+        texts = [test.read_text() for test in tests if test.is_file()]
+        if not any("output_problems" in text and block.doc.name in text for text in texts):
+            wrong.append(
+                f"{block.where}: shows output but is not run and names no test comparing it"
+            )
+    assert wrong == [], "\n".join(wrong)
 
 
 def test_make_and_activate_lines_name_real_things():

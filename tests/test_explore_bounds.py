@@ -271,3 +271,17 @@ def test_the_documented_summary_is_what_mlp_explore_prints(explored, capsys):
     kinds = ("counted", "pareto", "not", "no", "constraints")
     judged = [x for x in documented if x.split()[0] in kinds]
     assert len(judged) == 5 and judged == [x for x in printed if x in judged], printed
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("explore-bounds")  # one exploration per process
+def test_the_documented_python_example_prints_what_mlp_explore_gives(explored):
+    """docs/explore.md's python example (not run there: it explores on a local cluster) shows
+    what its print lines print for this exploration of the same model and blueprint."""
+    from tests.test_docs_blocks import blocks, output_problems, printed, shown
+
+    doc = REPO / "docs" / "explore.md"
+    (block,) = [b for b in blocks(doc) if b.lang == "python" and "mlp_explore.yaml" in b.body]
+    assert '"examples/models/mlp_4bit.onnx", "blueprints/mlp_explore.yaml"' in block.body
+    assert len([item for item in shown(block) if item.output is not None]) == 3
+    assert output_problems(shown(block), printed(block, {"result": explored})) == []
