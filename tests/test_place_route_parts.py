@@ -1,0 +1,85 @@
+"""Lattice ECP5 part names read for nextpnr-ecp5, nextpnr's report read, and the source fixes
+a Lattice part needs: fast, no tools run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brainsmith.place_route.ecp5 import PlaceRouteError, parse_report
+from brainsmith.place_route.parts import UnknownPart, ecp5_part
+from brainsmith.place_route.sources import behavioural_by_default, block_ram_for_ultra
+from brainsmith.synthesis.sources import read_layer_file
+
+REPORT = Path(__file__).parent / "data" / "nextpnr_ecp5_mlp_report.json"
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("LFE5U-85F-6BG381C", ["--85k", "--package", "CABGA381", "--speed", "6"]),
+        ("lfe5u-25f-8mg285i", ["--25k", "--package", "CSFBGA285", "--speed", "8"]),
+        ("LFE5U-12F-6TG144C", ["--12k", "--package", "TQFP144", "--speed", "6"]),
+        ("LFE5UM-45F-7BG554I", ["--um-45k", "--package", "CABGA554", "--speed", "7"]),
+        ("LFE5UM5G-85F-8BG756C", ["--um5g-85k", "--package", "CABGA756", "--speed", "8"]),
+    ],
+)
+def test_a_lattice_part_name_gives_nextpnrs_device_package_and_speed(name, arguments):
+    assert ecp5_part(name).arguments() == arguments
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "xczu7ev-ffvc1156-2-e",  # not Lattice
+        "LFE5U-65F-6BG381C",  # no such size
+        "LFE5UM-12F-6BG256C",  # the UM family has no 12F
+        "LFE5UM5G-85F-6BG381C",  # 5G parts are speed 8 only
+        "LFE5U-85F-6QQ381C",  # no such package
+        "LFE5U-85F-6BG381C; echo",
+    ],
+)
+def test_an_unknown_part_lists_the_known_ones(name):
+    with pytest.raises(UnknownPart) as error:
+        ecp5_part(name)
+    assert "LFE5U-85F-6BG381C" in str(error.value) and "CABGA" in str(error.value)
+
+
+def test_nextpnrs_report_gives_fmax_per_clock_and_the_devices_own_totals():
+    fmax, resources = parse_report(str(REPORT))
+    assert set(fmax) == {"ap_clk"} and 50 < fmax["ap_clk"] < 300
+    assert resources["TRELLIS_COMB"]["available"] == 83_640  # ECP5-85F's logic cells
+    assert resources["MULT18X18D"] == {"used": 23, "available": 156}
+    assert resources["DP16KD"]["available"] == 208
+    assert all(r["used"] <= r["available"] for r in resources.values())
+
+
+def test_a_report_that_is_not_nextpnrs_is_refused(tmp_path):
+    bad = tmp_path / "report.json"
+    bad.write_text(json.dumps({"fmax": {"ap_clk": {}}, "utilization": {}}))
+    with pytest.raises(PlaceRouteError, match="cannot be read"):
+        parse_report(str(bad))
+
+
+def finn_rtl(*parts: str) -> str:
+    from brainsmith.place_route.sources import finn_rtllib
+
+    path = str(Path(finn_rtllib(), *parts))
+    return read_layer_file(path, str(Path(path).parent), "RTL file").decode()
+
+
+def test_ultraram_fifos_are_kept_in_block_ram():
+    text = finn_rtl("fifo", "hdl", "fifo.sv")
+    fixed = block_ram_for_ultra(text)
+    assert '"ultra";' in text and '"ultra";' not in fixed
+    assert 'RAM_STYLE == "ultra"? "block"' in fixed
+    assert block_ram_for_ultra("module m; endmodule") == "module m; endmodule"
+
+
+def test_finns_matrix_unit_is_behavioural_unless_an_instance_chooses():
+    text = finn_rtl("mvu", "mvu_vvu_axi.sv")
+    fixed = behavioural_by_default(text)
+    assert "FORCE_BEHAVIORAL = 0" in text and "FORCE_BEHAVIORAL = 0" not in fixed
+    assert fixed.count("FORCE_BEHAVIORAL = 1") == text.count("FORCE_BEHAVIORAL = 0")
