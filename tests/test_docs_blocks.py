@@ -23,8 +23,10 @@ the clone (docs/blueprints.md's board example also finds an empty ``folding.json
   ``brainsmith blueprint validate``; one that starts ``# expect-error: MESSAGE`` must fail
   with that message. A block that starts ``# blueprints/NAME.yaml`` is an excerpt of that
   shipped file, which is validated. Other YAML is parsed, as is ``toml``.
-- ``console``, ``text`` and unlabelled blocks are output or synopses, not run; a few figures
-  of shipped examples' output are compared with the real output.
+- ``console``, ``text`` and unlabelled blocks are output or synopses, not run. A console block
+  that shows a command's output says on the line before the fence
+  ``<!-- output compared by tests/NAME.py -->``, a test that compares it with the real output
+  and names the document, or ``<!-- output illustrative: REASON -->``.
 - ``<!-- not run: REASON -->`` on the line before the fence: not run, for that reason.
 
 A command or python block run again on a folder in the same state (README's quick start and
@@ -64,7 +66,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BIN = Path(sys.executable).parent
 TIMEOUT = 600  # seconds per command or python block
 FENCE = re.compile(r"( *)(`{3,}|~{3,})([\w+-]*)\s*")
-MARKER = re.compile(r"\s*<!-- (continues|not run: .+?) -->\s*")
+MARKER = re.compile(r"\s*<!-- (continues|not run: .+?|output .+?) -->\s*")
 SHELL = {"sh", "bash", "shell"}
 OUTPUT = {"console", "text", ""}
 PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*(\.[a-z]+)?|.*[\[\]|].*|.*\.\.\..*")
@@ -78,7 +80,7 @@ class Block:
     line: int  # the body's first line, 1-based
     lang: str
     body: str
-    marker: str  # "", "continues" or "not run: REASON"
+    marker: str  # "", "continues", "not run: REASON" or "output ..." (of a console block)
 
     @property
     def where(self) -> str:
@@ -497,12 +499,48 @@ def test_shown_output_is_compared():
                 )
         if block.kind == "run" or all(item.output is None for item in shown(block)):
             continue
-        tests = [REPO / name for name in re.findall(r"tests/\w+\.py", block.marker)]
-        texts = [test.read_text() for test in tests if test.is_file()]
-        if not any("output_problems" in text and block.doc.name in text for text in texts):
+        if not names_a_test_of(block.marker, block.doc, "output_problems"):
             wrong.append(
                 f"{block.where}: shows output but is not run and names no test comparing it"
             )
+    assert wrong == [], "\n".join(wrong)
+
+
+def shows_output(console: str) -> bool:
+    """Whether a console block shows output after a ``$ `` command (not only commands)."""
+    continued = False
+    for line in console.splitlines():
+        if line.startswith("$ ") or continued:
+            continued = line.rstrip().endswith("\\")
+        elif line.strip():
+            return True
+    return False
+
+
+def names_a_test_of(marker: str, doc: Path, needs: str = "") -> bool:
+    """Whether ``marker`` names a test file of the clone that names ``doc`` (and ``needs``)."""
+    for name in re.findall(r"tests/\w+\.py", marker):
+        text = (REPO / name).read_text() if (REPO / name).is_file() else ""
+        if doc.name in text and needs in text:
+            return True
+    return False
+
+
+def test_console_output_is_compared_or_illustrative():
+    """A console block that shows output names the test comparing it with the real output, or
+    says it is illustrative and why."""
+    wrong = [
+        f"{block.where}: shows output: mark it <!-- output compared by tests/NAME.py --> "
+        "or <!-- output illustrative: REASON -->"
+        for block in all_blocks()
+        if block.lang == "console"
+        and shows_output(block.body)
+        and not block.marker.startswith("output illustrative: ")
+        and not (
+            block.marker.startswith("output compared by ")
+            and names_a_test_of(block.marker, block.doc)
+        )
+    ]
     assert wrong == [], "\n".join(wrong)
 
 
