@@ -27,6 +27,10 @@ COMMANDS = {
         "brainsmith.cli.synth:synth",
         "Synthesise a build's RTL layers with Yosys: LUT, FF, DSP, BRAM per layer.",
     ),
+    "place-route": (
+        "brainsmith.cli.place_route:place_route",
+        "Place and route a whole all-RTL build for a Lattice ECP5 part: Fmax, resources.",
+    ),
     "new": ("brainsmith.cli.new:new", "Start a plugin package (a hardware layer) from a template."),
 }
 

@@ -1,0 +1,111 @@
+"""``brainsmith place-route BUILD_DIR --part PART``: place and route a whole all-RTL build for a
+Lattice ECP5 part with Yosys and nextpnr."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@click.command("place-route")
+@click.argument("build_dir", type=click.Path(file_okay=False))
+@click.option(
+    "--part",
+    required=True,
+    help="A Lattice ECP5 part, e.g. LFE5U-85F-6BG381C (LFE5U/LFE5UM/LFE5UM5G, 12F-85F).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def place_route(build_dir: str, part: str, as_json: bool) -> None:
+    """Synthesise the whole accelerator of the all-RTL build in BUILD_DIR (Yosys synth_ecp5)
+    and place and route it (nextpnr-ecp5, out of context) for a Lattice ECP5 PART at the
+    build's own clock; show the Fmax reached, whether the clock is met, and the resources
+    used of the part's.
+
+    \b
+    The build must have every layer in RTL (brainsmith build --prefer rtl) for an AMD part
+    other than Versal, so that its stitched accelerator (finn/stitched_rtl/) exists. Results
+    are cached by content. They go to BUILD_DIR/place_route/report.json; the tools' run
+    (sources, script, logs) to BUILD_DIR/place_route/run/.
+
+    \b
+    Exit codes: 0 placed and routed, the clock met; 3 placed and routed, the clock missed;
+    1 Yosys or nextpnr failed (its first error and log are shown); 2 BUILD_DIR, the part or
+    the tools cannot be used; 130/143 interrupted (its tool runs are stopped).
+
+    \b
+    Example:
+      brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml --prefer rtl \\
+          --part xczu7ev-ffvc1156-2-e -o out/mlp
+      brainsmith place-route out/mlp --part LFE5U-85F-6BG381C
+    """
+    from brainsmith import interrupts
+    from brainsmith.cli.output import echo, print_json
+    from brainsmith.cli.synth import _exit, _take
+    from brainsmith.commands.place_route import place_route_build_folder
+    from brainsmith.commands.rtl_verification import FolderError
+    from brainsmith.folder_lock import FolderLock
+    from brainsmith.terminal import console
+
+    status = console(file=sys.stderr, highlight=False)
+    lock = FolderLock(build_dir, "place and route")
+    try:
+        with interrupts.handled():
+            if os.path.isdir(build_dir):
+                _take(lock)
+            data = place_route_build_folder(
+                build_dir,
+                part,
+                note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+            )
+    except FolderError as exc:
+        echo(f"error: {exc.reason}", err=True)
+        if exc.hint:
+            echo(f"  try: {exc.hint}", err=True)
+        _exit(exc.exit_code)
+        return
+    except interrupts.BuildInterrupted as exc:
+        echo(f"error: place and route interrupted ({exc.name}); its runs were stopped", err=True)
+        _exit(128 + exc.signum)
+        return
+    finally:
+        lock.release()
+    if as_json:
+        print_json(data)
+    else:
+        print_result(data)
+    _exit(0 if data["met"] else 3)
+
+
+def print_result(data: dict[str, Any]) -> None:
+    """Fmax per clock against the constraint, then each resource used of the part's."""
+    from brainsmith.cli.output import console
+
+    out = console()
+    constraint = data["constraint_mhz"]
+    for clock, mhz in sorted(data["fmax_mhz"].items()):
+        verdict = "met" if mhz >= constraint else "NOT met"
+        out.print(
+            f"{clock}: {mhz:.1f} MHz reached, {constraint:g} MHz asked "
+            f"({data['clock_ns']:g} ns): {verdict}",
+            markup=False,
+        )
+    for name, counts in sorted(data["resources"].items()):
+        if counts["used"]:
+            share = 100.0 * counts["used"] / counts["available"] if counts["available"] else 0.0
+            out.print(
+                f"  {name:<16} {counts['used']:>8,} of {counts['available']:>8,} ({share:.1f} %)",
+                markup=False,
+            )
+    timing = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in data["seconds"].items())
+    cached = " (cached)" if data["cached"] else ""
+    out.print(
+        f"{data['part']}, out of context; {timing}{cached}; {data['tools']['nextpnr']}",
+        markup=False,
+        soft_wrap=True,
+    )

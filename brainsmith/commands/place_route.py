@@ -1,0 +1,80 @@
+"""``brainsmith place-route BUILD_DIR --part PART``: place and route a whole all-RTL build for
+a Lattice ECP5 part with Yosys and nextpnr (``brainsmith.place_route``), out of context, at
+the build's own clock. The result goes to BUILD_DIR/place_route/report.json (written whole or
+not at all); the tools' run folder (sources, script, logs, nextpnr's report) to
+BUILD_DIR/place_route/run/.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+from brainsmith.commands.rtl_verification import (
+    CHANGED_HINT,
+    FolderError,
+    _read_report,
+    gated_models,
+    unrecorded_hdl,
+)
+from brainsmith.files import write_text
+
+RESULT = os.path.join("place_route", "report.json")
+WORKDIR = os.path.join("place_route", "run")
+
+
+def place_route_build_folder(
+    folder: str, part_name: str, *, note: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Place and route ``folder``'s stitched accelerator for ``part_name``; returns what it
+    wrote to ``folder``/place_route/report.json. FolderError (``reason``, ``hint``) for an
+    unknown part, a folder that fails the gate or has no stitched accelerator, a missing
+    tool, or a failed run (its log named)."""
+    from brainsmith.place_route import PlaceRouteError, UnknownPart, ecp5_part, place_route
+    from brainsmith.place_route.ecp5 import find_nextpnr
+    from brainsmith.place_route.sources import stitched_design
+    from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+
+    try:
+        part = ecp5_part(part_name)
+    except UnknownPart as exc:
+        raise FolderError(str(exc), "--part LFE5U-85F-6BG381C") from None
+    report = _read_report(folder)
+    model, _ = gated_models(folder)  # before anything is read or written
+    for problem in unrecorded_hdl(model, folder, None):
+        raise FolderError(problem, CHANGED_HINT.format(verb="place and route"))
+    try:
+        family_of(str(report.get("fpga_part") or ""))
+    except NotSynthesisable:
+        raise FolderError(
+            f"the build is for {report.get('fpga_part')!r}: FINN's matrix units for it "
+            "instantiate AMD primitives with no model Yosys maps to another vendor's part",
+            f"build with --prefer rtl --part {ULTRASCALE_PLUS_PART} and place that folder",
+        ) from None
+    clock_ns = report.get("clock_ns")
+    if not isinstance(clock_ns, (int, float)) or not math.isfinite(clock_ns) or clock_ns <= 0:
+        raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
+    try:
+        design = stitched_design(folder)
+        if note is not None:
+            note("starting Yosys and nextpnr (the first runs after installing take minutes)")
+        yosys, nextpnr = find_yosys(), find_nextpnr()
+        if note is not None:
+            note(f"synthesising (synth_ecp5) and placing and routing for {part.name}")
+        result = place_route(
+            design, part, 1000.0 / clock_ns, os.path.join(folder, WORKDIR), yosys, nextpnr
+        )
+    except YosysMissing as exc:
+        raise FolderError(str(exc), exc.hint) from exc
+    except PlaceRouteError as exc:
+        raise FolderError(str(exc), exc.hint, exit_code=1) from exc
+    except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
+        raise FolderError(str(exc), "build the model again with --prefer rtl") from exc
+    data = {"clock_ns": clock_ns, **result.as_dict()}
+    os.makedirs(os.path.dirname(os.path.join(folder, RESULT)), exist_ok=True)
+    write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
+    return data
