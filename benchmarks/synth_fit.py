@@ -46,6 +46,8 @@ PART = "xczu7ev-ffvc1156-2-e"
 FAMILY = "xcup"
 HW = "finn.custom_op.fpgadataflow"
 COSTS = REPO / "brainsmith" / "frameworks" / "finn" / "rtl_costs.json"
+# kinds also synthesised for 7-series (``counts_xc7``), to check their models there too
+SEVEN_SERIES = ("StreamingFIFO_rtl", "StreamingDataWidthConverter_rtl")
 JOBS = int(os.environ.get("SYNTH_FIT_JOBS", "1"))  # Yosys runs at once
 
 
@@ -58,6 +60,7 @@ class Point:
     held_out: bool
     features: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    counts_xc7: dict[str, int] = field(default_factory=dict)
     finn: dict[str, float | None] = field(default_factory=dict)
     seconds: float = 0.0
     cached: bool = False
@@ -415,9 +418,19 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
             (300, 16, 4, 8, False),
             (600, 16, 8, 4, False),
             (1000, 8, 4, 8, False),
+            (8, 20, 10, 4, False),
+            (40, 16, 2, 4, False),
+            (60, 16, 4, 4, False),
+            (120, 16, 2, 4, False),
+            (250, 48, 12, 4, False),
+            (400, 72, 18, 4, False),
+            (700, 64, 16, 4, False),
+            (1500, 16, 4, 4, False),
             (24, 24, 6, 4, True),
             (150, 24, 4, 6, True),
             (500, 32, 8, 4, True),
+            (90, 40, 10, 4, True),
+            (1200, 32, 8, 4, True),
         )
     ],
     "StreamingDataWidthConverter_rtl": [  # widths one of which divides the other
@@ -429,8 +442,14 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
             (32, 16, 4, 8, False),
             (24, 3, 12, 2, False),
             (12, 12, 4, 6, False),
+            (16, 4, 2, 4, False),
+            (32, 16, 2, 4, False),
+            (16, 1, 8, 4, False),
+            (40, 20, 4, 2, False),
             (48, 8, 24, 4, True),
             (20, 10, 2, 8, True),
+            (24, 12, 2, 4, True),
+            (36, 6, 18, 4, True),
         )
     ],
     "FMPadding_rtl": [
@@ -482,8 +501,9 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
 }
 
 
-# What FINN does estimate, fitted the same way to compare with: not shipped (FINN's own
-# estimates stay).
+# Fitted the same way to compare with, not shipped: MVAU_rtl's DSPs (counted as its RTL
+# packs them instead), and linear models of the stream widths alone for the FIFO and the
+# converter, which do not follow fifo.sv's storage or vpc.sv's rotation.
 CHECKS: dict[str, dict[str, tuple[str, ...]]] = {
     "StreamingFIFO_rtl": {"LUT": ("in_width", "1")},
     "StreamingDataWidthConverter_rtl": {"LUT": ("in_width", "out_width", "1")},
@@ -536,17 +556,23 @@ def synthesise(points: list[tuple[Point, object]], workdir: str) -> None:
     designs = []
     for index, (point, model) in enumerate(points):
         prepared = model.transform(PrepareIP(PART, 5.0))
-        designs.append((point, synthesis_design(prepared, prepared.graph.node[0]), index))
+        design = synthesis_design(prepared, prepared.graph.node[0])
+        designs.append((point, design, FAMILY, index))
+        if point.kind in SEVEN_SERIES:
+            designs.append((point, design, "xc7", index))
 
     def one(item):
-        point, design, index = item
-        folder = os.path.join(workdir, f"{index:03d}")
-        return point, synthesise_layer(design, FAMILY, yosys, root, folder)
+        point, design, family, index = item
+        folder = os.path.join(workdir, f"{index:03d}-{family}")
+        return point, family, synthesise_layer(design, family, yosys, root, folder)
 
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        for point, result in pool.map(one, designs):
+        for point, family, result in pool.map(one, designs):
             if result.counts is None:
                 raise RuntimeError(f"{point.kind} {point.attributes}: {result.reason}")
+            if family != FAMILY:
+                point.counts_xc7 = dict(result.counts)
+                continue
             point.counts = dict(result.counts)
             point.seconds, point.cached = result.seconds or 0.0, result.cached
             print(f"{point.kind} {point.attributes}: {result.counts} ({point.seconds:.1f} s)")
@@ -665,6 +691,7 @@ def main() -> int:
             for old in (x for x in previous if x["kind"] == kind):
                 found = Point(kind, old["attributes"], old["held_out"], old["features"])
                 found.counts, found.finn, found.cached = old["counts"], old["finn"], True
+                found.counts_xc7 = old.get("counts_xc7", {})
                 found.seconds = old["seconds"]
                 points.append((found, None))
             continue
@@ -733,6 +760,7 @@ def main() -> int:
                         "held_out": p.held_out,
                         "features": p.features,
                         "counts": p.counts,
+                        **({"counts_xc7": p.counts_xc7} if p.counts_xc7 else {}),
                         "finn": p.finn,
                         "seconds": round(p.seconds, 2),
                     }
@@ -820,23 +848,30 @@ def section(data: dict) -> list[str]:
         "LUT-RAM's LUTs per bit fall with the word's width, which the model does not see: the "
         "held-out DCR row of 24-bit beats is the one furthest off.",
         "",
-        "The LUT models of Thresholding_rtl, ConvolutionInputGenerator_rtl and "
-        "StreamingDataWidthConverter_rtl are the report's in place of FINN's "
-        "(`rtl_costs.REPLACED`; the folding search keeps FINN's). Thresholding_rtl is swept "
-        "with a trained network's thresholds (evenly spaced per row), float32 inputs and "
-        "thresholds shared by every channel (a per-tensor scale: `threshold_rows` is then the "
-        "PE count); FINN counts its threshold memory as LUT-RAM, once per channel. Of its "
-        "points, 9 of 11 are within 25 %; the converter's held-out points are 31 % and 34 % "
-        "off (its multiplexers depend on the widths' ratio, not only the widths).",
+        "The LUT models of Thresholding_rtl, ConvolutionInputGenerator_rtl, "
+        "StreamingDataWidthConverter_rtl and StreamingFIFO_rtl are the report's in place of "
+        "FINN's (`rtl_costs.REPLACED`; the folding search keeps FINN's). Thresholding_rtl is "
+        "swept with a trained network's thresholds (evenly spaced per row), float32 inputs "
+        "and thresholds shared by every channel (a per-tensor scale: `threshold_rows` is then "
+        "the PE count); FINN counts its threshold memory as LUT-RAM, once per channel. Of its "
+        "points, 9 of 11 are within 25 %.",
         "",
-        "Fitted the same way to compare, not shipped: what FINN does estimate (FINN's own "
-        "estimates stay). The FIFOs were synthesised again with finn-rtllib's `RAM_STYLE` "
-        "attributes in the spelling Yosys reads: fifo.sv keeps up to 64 words in registers, "
-        "up to about 200 in LUT-RAM and more in block RAM, and neither a linear model of the "
-        "stream width nor FINN's follows that choice, so FINN's FIFO estimates stay. The "
-        "shipped models have no memory with that attribute (the matrix unit is swept without "
-        "its weight memory). VVAU_rtl is not swept: FINN specialises a VVAU to RTL only for "
-        "Versal parts (its RTL is built on DSP58), and Yosys maps no Versal family.",
+        "fifo.sv picks its storage by depth, width and `ram_style` (FINN's `get_ram_style`): "
+        "a shift register up to 33 words (64 below 12 bits), which Yosys builds of flip-flops "
+        "and a multiplexer per bit (LUTs grow with width x depth), LUT-RAM up to 257 words, "
+        "block RAM beyond (its LUTs a constant, and a multiplexer per bit where the memory is "
+        "split in two). The model has a constant and a slope per storage; a linear model of "
+        "the stream width alone (below) does not follow that choice. The width converter "
+        "(vpc.sv) rotates a wider input's lanes through a multiplexer per input bit with as "
+        "many inputs as the input has lanes of the widths' greatest common divisor "
+        "(`dwc_rotation`); a widening converter has none, which a linear model of the two "
+        "widths (below) does not see. Both kinds' points are also synthesised for 7-series "
+        "(`counts_xc7` in synth_fit.json); tests/test_rtl_costs.py checks each within 25 %.",
+        "",
+        "Fitted the same way to compare, not shipped: MVAU_rtl's DSPs (counted as its RTL "
+        "packs them instead) and linear models of the stream widths alone. VVAU_rtl is not "
+        "swept: FINN specialises a VVAU to RTL only for Versal parts (its RTL is built on "
+        "DSP58), and Yosys maps no Versal family.",
         "",
         *table(data["checks"]),
     ]

@@ -10,7 +10,10 @@ Two kinds of model, each a linear model of a layer's folding and bit widths,
   ``StreamingFIFO_rtl`` (FINN has no DSP model for them; the fit is 0), the block RAM,
   UltraRAM and DSPs of ``StreamingDataWidthConverter_rtl`` and everything of
   ``FMPadding_rtl`` (FINN has no model for it). ``estimate`` gives these; the report and the
-  folding search add them to FINN's estimates.
+  folding search add them to FINN's estimates. It also gives the LUTs of
+  ``Thresholding_rtl``, ``ConvolutionInputGenerator_rtl``, ``StreamingFIFO_rtl`` and
+  ``StreamingDataWidthConverter_rtl``, which the report gives in place of FINN's
+  (``REPORT_ONLY``).
 - the LUTs of brainsmith's own RTL layers (``DuplicateStreams_rtl``, ``Pool_rtl``,
   ``IntAdd_rtl``, ``GlobalAccPool_rtl``, ``LabelSelect_rtl``, ``WidthConverter_rtl``,
   ``StreamingDepthToSpace_rtl``), which
@@ -18,7 +21,7 @@ Two kinds of model, each a linear model of a layer's folding and bit widths,
   (benchmarks/RESULTS.md). Their backends' ``lut_estimation`` is ``fitted(layer, "LUT")``, so
   FINN's own estimate step reports them.
 
-FINN's estimates stay wherever FINN has a model. The terms:
+Elsewhere FINN's estimates stay where FINN has a model. The terms:
 
 - ``PE``, ``SIMD``, ``K``: the folding (1 where a layer has no such attribute) and
   LabelSelect's K; ``in_bits``, ``w_bits``, ``acc_bits``, ``out_bits``: the input, weight,
@@ -27,6 +30,12 @@ FINN's estimates stay wherever FINN has a model. The terms:
   size and first dimension; ``ifm_width``: the input's width in pixels; ``streams``: the
   output streams; ``row_bits``: the bits of one input row (pixels x channels x input bits),
   ``element_row_bits`` the same where a DepthToSpace reads them by element (else 0);
+- a FIFO's storage as ``fifo.sv`` picks it by depth, width and ``ram_style``: the indicators
+  ``srl`` (shift register), ``lutram`` (LUT-RAM) and ``bram`` (block RAM or UltraRAM), so that
+  each storage has its own constant and slope; ``fifo_width`` the stream's width padded to
+  bytes, ``fifo_words`` the words the storage holds, ``bram_split`` a memory split in two;
+- a width converter's (``vpc.sv``) ``dwc_buffer`` (input plus output width) and
+  ``dwc_rotation`` (the multiplexers rotating a wide input's lanes);
 - products such as ``PE*SIMD`` (multiply lanes) multiply those names; ``1`` is a constant.
 
 A matrix layer whose weights are kept in distributed RAM also has its weights in LUTs
@@ -67,12 +76,22 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
         "DSP": ("1",),
         "LUT": ("SIMD*in_bits", "kernel*ifm_width*channels*in_bits", "1"),
     },
-    "StreamingFIFO_rtl": {"DSP": ("1",)},
+    "StreamingFIFO_rtl": {
+        "DSP": ("1",),
+        "LUT": (
+            "srl",
+            "srl*fifo_width*fifo_words",
+            "lutram",
+            "lutram*fifo_width*fifo_words",
+            "bram",
+            "bram_split*fifo_width",
+        ),
+    },
     "StreamingDataWidthConverter_rtl": {
         "BRAM_18K": ("1",),
         "URAM": ("1",),
         "DSP": ("1",),
-        "LUT": ("in_width", "out_width", "1"),
+        "LUT": ("dwc_rotation", "dwc_buffer", "1"),
     },
     "FMPadding_rtl": {
         "LUT": ("SIMD*in_bits", "1"),
@@ -92,15 +111,22 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
 
 # kind -> resources whose count brainsmith gives in place of FINN's estimate, and those of them
 # the report replaces but the folding search does not yet (FINN's LUT estimates of these kinds
-# are off by 50 % to 20x on the Yosys sweep: a float input's thresholds, fifo.sv's storage)
+# are off by 50 % to 20x on the Yosys sweep: a float input's thresholds, a converter's
+# rotation, a FIFO's shift register)
 REPLACED: dict[str, tuple[str, ...]] = {
     "MVAU_rtl": ("DSP",),
     "Thresholding_rtl": ("LUT",),
     "ConvolutionInputGenerator_rtl": ("LUT",),
     "StreamingDataWidthConverter_rtl": ("LUT",),
+    "StreamingFIFO_rtl": ("LUT",),
 }
 REPORT_ONLY: frozenset[str] = frozenset(
-    ("Thresholding_rtl", "ConvolutionInputGenerator_rtl", "StreamingDataWidthConverter_rtl")
+    (
+        "Thresholding_rtl",
+        "ConvolutionInputGenerator_rtl",
+        "StreamingDataWidthConverter_rtl",
+        "StreamingFIFO_rtl",
+    )
 )
 
 
@@ -259,11 +285,67 @@ def _name(layer: Any, name: str, graph: Any = None) -> float:
     if name == "element_row_bits":  # row buffers read by element: CRD lanes r*r apart
         by_element = layer.get_nodeattr("Mode") == "CRD" and layer.get_nodeattr("SIMD") > 1
         return _name(layer, "row_bits") if by_element else 0.0
+    if name in ("srl", "lutram", "bram", "bram_split", "fifo_words"):
+        return _fifo(layer, name)
+    if name == "fifo_width":  # fifo.sv stores the stream padded to whole bytes
+        return float(layer.get_instream_width_padded())
+    if name in ("dwc_rotation", "dwc_buffer"):
+        return _dwc(layer, name)
     if name == "in_width":
         return float(layer.get_instream_width(0))
     if name == "out_width":
         return float(layer.get_outstream_width(0))
     raise KeyError(f"no term factor {name!r}")
+
+
+def _fifo(layer: Any, name: str) -> float:
+    """fifo.sv's storage (FINN's ``get_ram_style``: ``srl``, ``distributed``, ``block`` or
+    ``ultra``) as indicators, ``bram_split`` where the block RAM's depth is split in two
+    memories (a power of two and a smaller one), and ``fifo_words``: the words the storage
+    holds (the shift register's ``depth - 1``, at least 4; LUT-RAM's ``depth - 1`` rounded up
+    to a power of two; the block RAMs' words)."""
+    style, depth = layer.get_ram_style(), int(layer.get_nodeattr("depth"))
+    memory = style in ("block", "ultra")
+    if name in ("srl", "lutram", "bram"):
+        wanted = {"srl": ("srl",), "lutram": ("distributed",), "bram": ("block", "ultra")}
+        return float(style in wanted[name])
+    low, high = _memory_bits(depth)
+    if name == "bram_split":
+        return float(memory and high > 0)
+    if style == "srl":
+        return float(max(depth - 1, 4))
+    if style == "distributed":
+        return float(2 ** math.ceil(math.log2(max(depth - 1, 1))))
+    return float(2**low + (2**high if high else 0))
+
+
+def _memory_bits(depth: int) -> tuple[int, int]:
+    """fifo.sv's address bits of a block RAM FIFO's memories (``INIT_ABITS``): ``depth - 1``
+    words, split into a power of two and a smaller power of two where that saves a primitive
+    (the second is 0 where not split)."""
+    words = max(depth - 1, 2)
+    low, high = math.ceil(math.log2(words)), 0
+    if low > 9:
+        rest = math.ceil(math.log2(words - 2 ** (low - 1)))
+        if rest < low - 1:
+            low, high = low - 1, max(rest, 1)
+    return low, high
+
+
+def _dwc(layer: Any, name: str) -> float:
+    """The RTL converter's (``vpc.sv``) cost terms, for input and output widths ``i`` and
+    ``o`` whose greatest common divisor is ``g``: ``dwc_buffer``, its buffer of ``i + o``
+    bits; ``dwc_rotation``, the barrel rotating the input's ``i / g`` lanes where there are
+    more than one (a narrowing converter), ``i`` multiplexers of that many inputs and their
+    select bits, each a tree of LUT6s."""
+    in_width, out_width = layer.get_instream_width(0), layer.get_outstream_width(0)
+    if name == "dwc_buffer":
+        return float(in_width + out_width)
+    lanes = in_width // math.gcd(in_width, out_width)
+    if lanes <= 1:
+        return 0.0
+    inputs = lanes + math.ceil(math.log2(lanes)) + 1  # data and signed select bits
+    return float(in_width * math.ceil((inputs - 1) / 5))
 
 
 def _bits(layer: Any, name: str) -> int:
