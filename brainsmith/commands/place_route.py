@@ -59,7 +59,7 @@ def place_route_build_folder(
     if not isinstance(clock_ns, (int, float)) or not math.isfinite(clock_ns) or clock_ns <= 0:
         raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
     try:
-        design = stitched_design(folder)
+        design = stitched_design(folder, str(report.get("output_dir") or ""))
         if note is not None:
             note("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), find_nextpnr()

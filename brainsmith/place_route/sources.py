@@ -119,9 +119,11 @@ def _inside(path: str, folder: str) -> bool:
     return path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def stitched_design(folder: str) -> StitchedDesign:
+def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
     """The stitched accelerator of the build in ``folder`` (already through the gate), fixed
-    for Yosys and a Lattice part; MissingSources naming what cannot be used."""
+    for Yosys and a Lattice part; MissingSources naming what cannot be used. A path into
+    ``built_in`` (the folder the build was made in, its report's ``output_dir``) is read in
+    ``folder``: a moved or copied build reads its own files."""
     listing = os.path.join(folder, FILES)
     try:
         raw = read_regular(listing, MAX_LIST_BYTES)
@@ -139,6 +141,8 @@ def stitched_design(folder: str) -> StitchedDesign:
         path = line.strip()
         if not path:
             continue
+        if built_in and _inside(path, built_in.rstrip(os.sep)):
+            path = os.path.join(os.path.abspath(folder), path[len(built_in.rstrip(os.sep)) + 1 :])
         real = os.path.realpath(path)
         if not os.path.isabs(path) or not (_inside(real, build) or _inside(real, library)):
             raise MissingSources(

@@ -1,0 +1,85 @@
+"""brainsmith place-route on the shipped MLP's all-RTL build: synth_ecp5 and nextpnr-ecp5 run
+for real (out of context, an ECP5-85F), the result checked against the part and the build's
+clock, and a second run served from the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.farm import all_rtl_mlp
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
+PART = "LFE5U-85F-6BG381C"
+
+
+def place_route(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+    env.pop("BRAINSMITH_PLACE_ROUTE_CACHE", None)  # this module's own cache, counted here
+    return subprocess.run(
+        [sys.executable, "-m", "brainsmith", "place-route", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="module")
+def placed(hub, farm, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess, float]:
+    """A private copy of the run's all-RTL MLP build, placed and routed once."""
+    base = tmp_path_factory.mktemp("place-route")
+    folder = Path(shutil.copytree(all_rtl_mlp(farm), base / "mlp", symlinks=True))
+    cache = base / "cache"
+    cache.mkdir(mode=0o700)
+    began = time.perf_counter()
+    result = place_route(folder, cache, "--part", PART)
+    return folder, cache, result, time.perf_counter() - began
+
+
+def test_the_mlp_is_placed_and_routed_for_an_ecp5_at_the_builds_clock(placed):
+    folder, _, result, _ = placed
+    assert result.returncode in (0, 3), result.stderr  # 3: placed, the clock missed
+    data = json.loads((folder / "place_route" / "report.json").read_text())
+    clock_ns = json.loads((folder / "report.json").read_text())["clock_ns"]
+    assert data["constraint_mhz"] == pytest.approx(1000 / clock_ns)
+    assert set(data["fmax_mhz"]) == {"ap_clk"} and data["fmax_mhz"]["ap_clk"] > 0
+    assert data["met"] == (data["fmax_mhz"]["ap_clk"] >= data["constraint_mhz"])
+    assert result.returncode == (0 if data["met"] else 3)
+    resources = data["resources"]
+    assert resources["TRELLIS_COMB"]["available"] == 83_640  # the 85F's logic cells
+    assert all(0 <= r["used"] <= r["available"] for r in resources.values())
+    assert resources["TRELLIS_COMB"]["used"] > 1000 and resources["MULT18X18D"]["used"] > 0
+    assert data["cells"]["LUT4"] > 0 and data["seconds"]["nextpnr"] > 0
+    assert "fifo.sv: block_ram_for_ultra" in data["fixes"]
+    assert "MHz reached" in result.stdout and "TRELLIS_COMB" in result.stdout
+
+
+def test_a_second_run_is_served_from_the_cache(placed):
+    folder, cache, first, cold = placed
+    before = json.loads((folder / "place_route" / "report.json").read_text())
+    began = time.perf_counter()
+    result = place_route(folder, cache, "--part", PART)
+    warm = time.perf_counter() - began
+    assert result.returncode == first.returncode, result.stderr
+    again = json.loads((folder / "place_route" / "report.json").read_text())
+    assert again["cached"] and {**again, "cached": False} == before
+    assert warm < cold / 3, (warm, cold)
+    entries = list((cache / "place_route").glob("*.json"))
+    assert len(entries) == 1 and (cache / "place_route").stat().st_mode & 0o077 == 0
+
+
+def test_an_unknown_part_lists_the_known_ones_and_writes_nothing(placed):
+    folder, cache, _, _ = placed
+    report = folder / "place_route" / "report.json"
+    before = report.read_bytes()
+    result = place_route(folder, cache, "--part", "LFE5U-65F-6BG381C")
+    assert result.returncode == 2 and "LFE5U-85F-6BG381C" in result.stderr
+    assert report.read_bytes() == before
