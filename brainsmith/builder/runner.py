@@ -17,17 +17,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import shutil
 import sys
 import time
 import traceback
 from dataclasses import replace
-from typing import cast
 
 from brainsmith import interrupts
-from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
-from brainsmith.builder.errors import OPTIONS, BuildError, option
+from brainsmith.builder.errors import BuildError, option
 from brainsmith.builder.flow import run_steps
 from brainsmith.builder.intake import InputError, check_model, kernel_domains, load_vectors
 from brainsmith.builder.outdir import (
@@ -38,33 +35,25 @@ from brainsmith.builder.outdir import (
 )
 from brainsmith.builder.reporting import write_reports
 from brainsmith.builder.result import BuildResult
+from brainsmith.builder.shaping import finn_config, resolve_steps, shape_plan
 from brainsmith.builder.state import BuildLog, BuildRun, Step, StepRecord
 from brainsmith.files import save_model
 from brainsmith.folder_lock import FolderBusy, FolderLock
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import BuildContext, running
-from brainsmith.planning.plan import BuildPlan, PlanError, load_plan
-from brainsmith.plugin.names import short_name
 from brainsmith.report.console import Progress
-
-DEFAULT_BLUEPRINT = os.path.join(PACKAGED_BLUEPRINTS, "default.yaml")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
 
-    from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.intake import CheckedModel
-    from brainsmith.builder.state import StepFunction
+    from brainsmith.builder.shaping import BuildOverrides
     from brainsmith.planning.plan import BlueprintSource
     from brainsmith.report.schema import StoppedReport
     from brainsmith.verification.verifier import Vectors, Verifier
-
-    # ``build:`` options given by name, checked before they replace the blueprint's
-    BuildOverrides = dict[str, Any]
 
 
 def build(
@@ -84,7 +73,7 @@ def build(
     exclude: Sequence[str] = (),
 ) -> BuildResult:
     """Build ``model`` (path or ModelWrapper) with ``blueprint`` (path, Blueprint or BuildPlan;
-    None: the default blueprint, ``DEFAULT_BLUEPRINT``).
+    None: the default blueprint, ``shaping.DEFAULT_BLUEPRINT``).
 
     ``output_dir`` defaults to the blueprint's ``build.output_dir``, else a fresh
     ``build-out/<name>-<timestamp>``. A non-empty folder is refused unless ``force`` and
@@ -103,8 +92,7 @@ def build(
     """
     started = time.perf_counter()
     with interrupts.handled():
-        plan = plan_for(DEFAULT_BLUEPRINT if blueprint is None else blueprint, verify)
-        plan = excluding(with_overrides(plan, options or {}, prefer), exclude)
+        plan = shape_plan(blueprint, verify, options, prefer, exclude)
         if blueprint is None and isinstance(model, str | os.PathLike):
             plan = replace(plan, name=_build_name(model))
         checked, vectors = check_inputs(model, input_npy, expected_npy)
@@ -151,97 +139,11 @@ def _locked(folder: str) -> FolderLock:
     return lock
 
 
-def plan_for(blueprint: BlueprintSource, verify: str | None) -> BuildPlan:
-    from brainsmith.blueprint.choices import VERIFY_MODES
-    from brainsmith.plugin.errors import PluginError
-
-    try:
-        plan = load_plan(blueprint)
-    except (PlanError, PluginError, OSError) as exc:
-        raise BuildError.setup(
-            f"blueprint {blueprint}: {exc}",
-            "fix the blueprint (brainsmith blueprint validate FILE)",
-        ) from exc
-    if plan.options is None:
-        raise BuildError.setup(
-            f"blueprint {plan.name} has no build: section",
-            "add build: with fpga_part (or board) and target_fps",
-        )
-    if not plan.steps:
-        raise BuildError.setup(
-            f"blueprint {plan.name} leaves no step to run",
-            "list at least one installed step, or drop steps: for the standard flow",
-        )
-    if verify is not None:
-        if verify not in VERIFY_MODES:
-            raise BuildError.setup(
-                f"{option('verify')} must be one of {', '.join(VERIFY_MODES)}, not {verify!r}",
-            )
-        plan = replace(plan, options=replace(plan.build, verify=verify))
-    return plan
-
-
 def _build_name(model: str | os.PathLike[str]) -> str:
     """A build of the default blueprint is named after its model file."""
     stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
     cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in stem).lstrip("._-")
     return cleaned[:100] or "default"
-
-
-def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None) -> BuildPlan:
-    """``plan`` with command-line choices over the blueprint's, checked as a blueprint's are; a
-    part replaces a board."""
-    from brainsmith.blueprint.choices import PREFERENCES
-    from brainsmith.blueprint.options import check_given
-
-    if prefer is not None and prefer not in PREFERENCES:
-        raise BuildError.setup(
-            f"{option('prefer')} must be one of {', '.join(PREFERENCES)}, not {prefer!r}",
-        )
-    given, problems = check_given(
-        {key: value for key, value in options.items() if value is not None}
-    )
-    if problems:
-        raise BuildError.setup(
-            "; ".join(
-                f"{_spelled(key)}: {message}"
-                for key, found in problems.items()
-                for message in found
-            )
-        )
-    if "fpga_part" in given:
-        given["board"] = None
-    recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
-    if given:
-        plan = replace(plan, options=replace(plan.build, **given))
-        recorded["build"] = plan.build.to_dict()
-    if prefer is not None:
-        plan = replace(plan, prefer=prefer)
-        recorded.setdefault("hw_compiler", {})["prefer"] = prefer
-    return replace(plan, blueprint=recorded)
-
-
-def _spelled(key: str) -> str:
-    """How the caller wrote build option ``key``: ``--target-fps`` or ``options['target_fps']``."""
-    flag = {"fpga_part": "part"}.get(key, key.replace("_", "-"))
-    return option(flag) if flag in OPTIONS else f"options[{key!r}]"
-
-
-def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
-    """``plan`` without the kernels ``names`` (``--exclude``), or a setup BuildError naming
-    the one no installed kernel has."""
-    from brainsmith.planning.plan import without_kernels
-    from brainsmith.plugin.errors import PluginError
-
-    if not names:
-        return plan
-    try:
-        return without_kernels(plan, names)
-    except PluginError as exc:
-        raise BuildError.setup(
-            f"{option('exclude')}: {exc}",
-            "name an installed kernel (brainsmith plugins list --type kernel)",
-        ) from exc
 
 
 def check_inputs(
@@ -341,70 +243,6 @@ def _report_failure(run: BuildRun, error: BuildError) -> None:
         with contextlib.suppress(OSError):  # report.json says "running"; the caller learns why
             write_reports(run, None, "failed", error=error)
         interrupts.settled()
-
-
-def resolve_steps(plan: BuildPlan) -> list[Step]:
-    from brainsmith.frameworks.finn.env import vivado_available
-    from brainsmith.frameworks.finn.tables import TOOL_STEPS
-    from brainsmith.plugin import get_registry
-    from brainsmith.plugin.errors import PluginError
-
-    registry = get_registry()
-    steps = []
-    for name in plan.steps:
-        try:
-            spec = plan.spec("step", name)
-            tool_step = spec.framework == "finn" and spec.name in TOOL_STEPS
-            missing = [t for t in spec.metadata.get("tools", []) if shutil.which(t) is None]
-            step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)
-            if missing:
-                step.skip_reason = f"needs {', '.join(missing)} on PATH"
-            elif tool_step and not vivado_available():  # runs for some models only
-                step.deferred = spec
-            else:
-                step.fn = cast("StepFunction", registry.load(spec))
-        except PluginError as exc:
-            raise BuildError.setup(str(exc), "fix the blueprint's steps") from exc
-        steps.append(step)
-    return steps
-
-
-def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
-    from brainsmith.frameworks.finn.env import prepare_finn
-
-    prepare_finn()
-    import finn.custom_op.fpgadataflow  # noqa: F401 - FINN's layers load during setup, not a step
-    from finn.builder.build_dataflow_config import DataflowBuildConfig, DataflowOutputType
-    from finn.util.exception import FINNConfigurationError
-
-    from brainsmith.frameworks.finn.tables import STEP_OUTPUTS
-
-    options = plan.build
-    wanted = ["estimate_reports"]
-    for name in plan.steps:
-        wanted += STEP_OUTPUTS.get(short_name(name), ())
-    outputs = [DataflowOutputType(value) for value in dict.fromkeys(wanted)]
-    cfg = DataflowBuildConfig(
-        output_dir=finn_dir,
-        synth_clk_period_ns=float(options.clock_ns),
-        fpga_part=options.fpga_part,
-        board=options.board,
-        target_fps=int(options.target_fps) if options.target_fps else None,
-        mvau_wwidth_max=options.folding.mvau_wwidth_max,
-        folding_config_file=options.folding_config,
-        specialize_layers_config_file=options.specialize_config,
-        generate_outputs=outputs,
-        # RTL-only matrix kernels need separate threshold layers; FINN's own steps then agree.
-        standalone_thresholds=plan.needs_standalone_thresholds(),
-    )
-    try:
-        fpga_part(cfg)
-    except FINNConfigurationError as exc:
-        raise BuildError.setup(
-            str(exc),
-            "set build.fpga_part, or a board FINN knows",
-        ) from exc
-    return cfg
 
 
 def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:

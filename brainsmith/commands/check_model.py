@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.intake import CheckedModel
-    from brainsmith.builder.runner import BuildOverrides
+    from brainsmith.builder.shaping import BuildOverrides
     from brainsmith.files import Json
     from brainsmith.planning.advice import Taker
     from brainsmith.planning.plan import BlueprintSource, BuildPlan
@@ -95,17 +95,11 @@ def check(
 ) -> CheckResult:
     """Check ``model`` (a path) against ``blueprint`` (None: the default), with ``build``'s
     overrides. BuildError for a model or blueprint that cannot be read (exit code 2)."""
-    from brainsmith.builder.runner import (
-        DEFAULT_BLUEPRINT,
-        check_inputs,
-        excluding,
-        plan_for,
-        with_overrides,
-    )
+    from brainsmith.builder.runner import check_inputs
+    from brainsmith.builder.shaping import shape_plan
 
     began = time.perf_counter()
-    plan = plan_for(blueprint or DEFAULT_BLUEPRINT, "none")
-    plan = excluding(with_overrides(plan, options or {}, prefer), exclude)
+    plan = shape_plan(blueprint or None, "none", options, prefer, exclude)
     checked, _ = check_inputs(model, None, None)
     result = CheckResult(str(model), plan.path or str(blueprint))
     with tempfile.TemporaryDirectory(prefix="brainsmith-check-") as scratch:
@@ -115,7 +109,7 @@ def check(
 
 
 def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: str) -> None:
-    from brainsmith.builder.runner import finn_config, resolve_steps
+    from brainsmith.builder.shaping import finn_config, resolve_steps
     from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
     from brainsmith.planning.context import BuildContext, running
 
