@@ -114,6 +114,27 @@ def test_the_sized_fifos_keep_the_pace_frame_after_frame(sized, tmp_path):
     assert found["frames"] >= FRAMES + found["latency_cycles"] // found["interval"]
 
 
+def test_a_simulation_that_progresses_is_not_stopped_by_the_clock(sized, tmp_path, monkeypatch):
+    """A correct design simulates for as long as its frames take: a stall is counted in
+    simulated cycles without an output beat, never in seconds (before, 600 s of wall time
+    failed the full-size CNV folded for no target, 28.9M cycles per frame, in its check).
+    The 16 frames here take far longer than the 10 ms the old limit is lowered to."""
+    from brainsmith.frameworks.finn.layers import require_layers
+    from brainsmith.rtlsim import stimulus
+    from brainsmith.rtlsim.layers import layer_tensors
+    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.steps.fifos import random_frames
+
+    monkeypatch.setattr(stimulus, "RUN_TIMEOUT", 0.01, raising=False)
+    model = ModelWrapper(str(sized / "final.onnx"))
+    require_layers(model, "final.onnx")
+    contexts = layer_tensors(model, random_frames(model, 16), str(tmp_path / "python"))
+    part = "xcvc1902-vsva2197-2MP-e-S"
+    result = simulate_partition(model, contexts, str(tmp_path / "sim"), part, 5.0, bounded=True)
+    assert result["status"] == "match", result
+    assert result["frames"] == 16 and result["simulate_seconds"] > 0.01
+
+
 def test_a_design_with_hls_layers_is_refused_with_the_fix():
     from onnx import TensorProto, helper
     from qonnx.util.basic import qonnx_make_model

@@ -3,7 +3,8 @@
 Their output is read as it comes, at most a given number of bytes in all, and kept in
 memory or written to a log: RTL that prints without end (a ``$display`` in a loop) or
 macros that expand without end cannot fill the memory or the disk. A process that prints
-more, or runs longer than its time limit, is killed.
+more, or runs longer than its time limit (if it has one), is killed; so is one whose wait
+is interrupted (Ctrl-C, or SIGTERM raised as an exception).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def run_bounded(
     command: Sequence[str],
     *,
     cwd: str,
-    timeout: float,
+    timeout: float | None,
     limit: int,
     env: Mapping[str, str] | None = None,
     log: BinaryIO | None = None,
@@ -68,7 +69,7 @@ def run_bounded(
     there as they come (stderr with stdout), at most ``limit`` bytes in all.
 
     Raises TooMuchOutput when it prints more, ``subprocess.TimeoutExpired`` when it runs
-    longer than ``timeout`` seconds; the process is killed first.
+    longer than ``timeout`` seconds (None: no limit); the process is killed first.
     """
     process = subprocess.Popen(
         list(command),
@@ -81,16 +82,16 @@ def run_bounded(
     streams = [stream for stream in (process.stdout, process.stderr) if stream is not None]
     kept = [bytearray() for _ in streams]  # stdout, stderr (without a log)
     index = {stream.fileno(): number for number, stream in enumerate(streams)}
-    deadline = time.monotonic() + timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
     printed = 0
     try:
         with selectors.DefaultSelector() as selector:
             for stream in streams:
                 selector.register(stream, selectors.EVENT_READ)
             while selector.get_map():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise subprocess.TimeoutExpired(list(command), timeout)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise subprocess.TimeoutExpired(list(command), timeout or 0.0)
                 for key, _ in selector.select(left):
                     chunk = os.read(key.fd, CHUNK)
                     if not chunk:
@@ -105,7 +106,9 @@ def run_bounded(
                     if printed > limit:
                         last = chunk if log is not None else kept[index[key.fd]]
                         raise TooMuchOutput(limit, bytes(last))
-        returncode = process.wait(max(0.0, deadline - time.monotonic()))
+        returncode = process.wait(
+            None if deadline is None else max(0.0, deadline - time.monotonic())
+        )
     finally:
         if process.poll() is None:
             process.kill()
