@@ -135,6 +135,19 @@ def test_a_simulation_that_progresses_is_not_stopped_by_the_clock(sized, tmp_pat
     assert result["frames"] == 16 and result["simulate_seconds"] > 0.01
 
 
+def test_the_frames_sizing_simulates_follow_the_pipeline_depth_however_long_a_frame_is():
+    """As many frames as the pipeline holds when its first frame leaves (latency over pace)
+    plus ``FRAMES``, for short frames and for frames of 28.9M cycles alike (before, frames
+    that long were cut to ``FRAMES`` whatever the depth: FIFOs sized on a pipeline still
+    filling)."""
+    from brainsmith.steps.fifos import steady_frames
+
+    for pace in (1_800, 28_900_000):
+        for held in (1, 3, 9):
+            free = {"cycles_per_frame": pace, "latency_cycles": held * pace - pace // 2}
+            assert steady_frames(free) == held + FRAMES, (pace, held)
+
+
 def test_a_design_with_hls_layers_is_refused_with_the_fix():
     from onnx import TensorProto, helper
     from qonnx.util.basic import qonnx_make_model

@@ -158,7 +158,7 @@ def size_fifos(model, cfg):
     estimate = max(int(getCustomOp(n).get_exp_cycles()) for n in full.graph.node)
     free = _simulated(full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate)
     runs, compile_seconds = free["runs"], free["compile_seconds"]  # the one compile
-    more = steady_frames(free, estimate) - len(contexts)
+    more = steady_frames(free) - len(contexts)
     if more > 0:  # the pipeline holds more frames than were run: FIFOs fill further in it
         contexts += layer_tensors(full, random_frames(full, more), python + "-steady")
         free = _simulated(
@@ -215,15 +215,16 @@ def _record_path(cfg) -> str:
     return os.path.join(cfg.output_dir, "report", RECORD)
 
 
-def steady_frames(free: dict, estimate: int) -> int:
+def steady_frames(free: dict) -> int:
     """Frames to simulate for each FIFO to reach its steady fill: as many as the pipeline
-    holds when the first frame leaves it (its latency over its pace), plus ``FRAMES``;
-    within ``CYCLE_BUDGET`` at the estimated pace."""
+    holds when the first frame leaves it (its latency over its pace, both measured in
+    ``free``), plus ``FRAMES``. However long a frame is: fewer would size the FIFOs of a
+    pipeline still filling, and more only repeat the steady state (the cost of long frames
+    is weighed once, before sizing: ``_over_budget``)."""
     pace, latency = free.get("cycles_per_frame"), free.get("latency_cycles")
     if not pace or not latency:
         return FRAMES
-    in_flight = math.ceil(latency / pace)
-    return min(in_flight + FRAMES, max(FRAMES, CYCLE_BUDGET // max(1, estimate)))
+    return math.ceil(latency / pace) + FRAMES
 
 
 def random_frames(model, count: int) -> list[list]:
