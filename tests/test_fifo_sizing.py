@@ -148,6 +148,38 @@ def test_the_frames_sizing_simulates_follow_the_pipeline_depth_however_long_a_fr
             assert steady_frames(free) == held + FRAMES, (pace, held)
 
 
+def test_the_check_of_a_design_with_long_frames_simulates_the_frames_it_needs(
+    sized, tmp_path, monkeypatch
+):
+    """The stitched check runs every verification frame while they are short; when they are
+    long (here: ``CHECK_CYCLES`` lowered below the residual's 16 frames) only those the
+    pipeline can hold (its layers' cycles over the slowest layer's) plus ``CHECK_MARGIN``,
+    and the FIFOs and converters checked within it are recorded with that many frames."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.frameworks.finn.layers import require_layers
+    from brainsmith.rtlsim import partition
+    from brainsmith.rtlsim.layers import STITCHED_ONLY, simulate_design
+    from brainsmith.steps.fifos import random_frames
+
+    model = ModelWrapper(str(sized / "final.onnx"))
+    require_layers(model, "final.onnx")
+    cycles = [int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node]
+    held = -(-sum(cycles) // max(cycles))
+    assert partition.frames_to_check(model, 16) == 16  # short frames: every one
+    monkeypatch.setattr(partition, "CHECK_CYCLES", 4 * max(cycles))
+    assert partition.frames_to_check(model, 16) == held + partition.CHECK_MARGIN < 16
+    samples = random_frames(model, 16)
+    stitch = ("xcvc1902-vsva2197-2MP-e-S", 5.0)
+    result = simulate_design(model, samples, str(tmp_path), stitch=stitch, whole_first=True)
+    assert result.ok and result.stitched is not None, result.summary()
+    assert result.stitched["status"] == "match"
+    assert result.stitched["frames"] == held + partition.CHECK_MARGIN
+    within = [x for x in result.layers if x.reason == STITCHED_ONLY]
+    assert within and {x.frames for x in within} == {held + partition.CHECK_MARGIN}
+    assert partition.frames_to_check(model, 3) == 3  # never more than were given
+
+
 def test_a_design_with_hls_layers_is_refused_with_the_fix():
     from onnx import TensorProto, helper
     from qonnx.util.basic import qonnx_make_model

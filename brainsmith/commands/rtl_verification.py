@@ -89,7 +89,7 @@ def verify_build_folder(
     with open(log_path, "w") as log, contain_finn_output(log):
         vectors = _inputs(report, parent or model, samples, input_npy)
         try:
-            result = _simulate(model, vectors, workdir, parent, report, only, note)
+            result = _simulate(model, vectors, workdir, parent, report, only, note, bool(input_npy))
         except ToolchainError as exc:
             raise FolderError(str(exc), "install Verilator (make setup)") from exc
         except UnsafeSource as exc:
@@ -175,6 +175,7 @@ def _simulate(
     report: BuildReport,
     only: list[str] | None,
     note: Callable[[str], None] | None,
+    users: bool,
 ) -> DesignResult:
     from brainsmith.rtlsim import simulate_design
 
@@ -187,6 +188,7 @@ def _simulate(
         note=note,
         # a finished build names its part (the blueprint's, or its board's)
         stitch=None if only else (cast("str", report["fpga_part"]), float(report["clock_ns"])),
+        every_frame=users,  # the user's vectors, every one; generated ones as many as needed
     )
 
 

@@ -125,6 +125,7 @@ def simulate_design(
     note: Callable[[str], None] | None = None,
     stitch: tuple[str, float] | None = None,
     whole_first: bool = False,
+    every_frame: bool = False,
 ) -> DesignResult:
     """Simulate each hardware layer of ``model`` (or those named in ``only``) on ``samples``
     (inputs of ``parent`` if given, else of ``model``); per-layer files go to
@@ -133,7 +134,9 @@ def simulate_design(
     its FIFOs of the depths the model gives them (FINN's where it has none yet), and its
     ``PLUMBING`` layers alone only if the whole does not match. ``whole_first``: the whole
     partition before any layer, and every layer alone only if the whole does not match
-    (to find the layer that differs); a match then checks them all at once.
+    (to find the layer that differs); a match then checks them all at once. The whole
+    partition runs on the frames it needs (``frames_to_check``: all of them unless they
+    are long), or with ``every_frame`` (the user's own vectors) on all.
 
     Raises ``ToolchainError`` when Verilator cannot be used at all.
     """
@@ -151,14 +154,15 @@ def simulate_design(
     args = (model, contexts, toolchain, workdir, note)
     result.layers += _simulate_layers([n for n in layers if n not in deferred], *args)
     if stitch is not None and result.ok and layers:
-        from brainsmith.rtlsim.partition import simulate_partition
+        from brainsmith.rtlsim.partition import frames_to_check, simulate_partition
 
         if note is not None:
             note("RTL simulation of the stitched partition")
         folder = os.path.join(workdir, "stitched")
-        result.stitched = simulate_partition(model, contexts, folder, *stitch, bounded=True)
+        count = len(contexts) if every_frame else frames_to_check(model, len(contexts))
+        result.stitched = simulate_partition(model, contexts[:count], folder, *stitch, bounded=True)
     if (result.stitched or {}).get("status") == MATCH:  # checked within the whole
-        frames = len(contexts)
+        frames = (result.stitched or {}).get("frames", len(contexts))
         result.layers += [
             LayerResult(node.name, node.op_type, MATCH, STITCHED_ONLY, frames) for node in deferred
         ]

@@ -40,6 +40,28 @@ from brainsmith.rtlsim.sources import (
     layer_design,
 )
 
+# The stitched check simulates every verification frame while they take at most this many
+# cycles at FINN's estimated pace (the slowest layer's cycles per frame); beyond, only the
+# frames it needs (``frames_to_check``): a design folded for no target may take tens of
+# millions of cycles per frame, and each frame beyond those it needs costs as much again.
+CHECK_CYCLES = 20_000_000
+CHECK_MARGIN = 2  # frames beyond those the pipeline holds: one entering it full, one after
+
+
+def frames_to_check(model, offered: int) -> int:
+    """How many of ``offered`` frames the stitched check of ``model`` simulates: all while
+    they take at most ``CHECK_CYCLES`` at FINN's estimated pace; else as many as the
+    pipeline holds at once plus ``CHECK_MARGIN``. It holds at most its layers' cycles (a
+    frame's latency, each layer in turn) over the slowest layer's (its pace); those frames
+    overlap in it in every way they can, and later ones only repeat that at the same cost."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    cycles = [int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node]
+    pace = max(cycles, default=0)
+    if pace <= 0 or offered * pace <= CHECK_CYCLES:
+        return offered
+    return min(offered, math.ceil(sum(cycles) / pace) + CHECK_MARGIN)
+
 
 def simulate_partition(
     model,
