@@ -426,11 +426,18 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
             (400, 72, 18, 4, False),
             (700, 64, 16, 4, False),
             (1500, 16, 4, 4, False),
+            (2, 4, 2, 4, False),
+            (2, 32, 8, 4, False),
+            (3, 96, 24, 4, False),
+            (5, 48, 12, 4, False),
+            (12, 32, 8, 4, False),
             (24, 24, 6, 4, True),
             (150, 24, 4, 6, True),
             (500, 32, 8, 4, True),
             (90, 40, 10, 4, True),
             (1200, 32, 8, 4, True),
+            (4, 64, 16, 4, True),
+            (16, 8, 2, 4, True),
         )
     ],
     "StreamingDataWidthConverter_rtl": [  # widths one of which divides the other

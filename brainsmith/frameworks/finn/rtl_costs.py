@@ -80,6 +80,7 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
         "DSP": ("1",),
         "LUT": (
             "srl",
+            "srl*fifo_width",
             "srl*fifo_width*fifo_words",
             "lutram",
             "lutram*fifo_width*fifo_words",
