@@ -241,3 +241,11 @@ def test_finns_domains_and_resource_keys_are_defined_once_in_frameworks_finn():
         for line, what in _fact_literals(ast.parse(path.read_text()))
     }
     assert inside == {}, "define them in brainsmith/frameworks/finn/facts.py only"
+
+
+def test_the_build_pipeline_picture_is_drawn_from_the_code(hub):
+    """docs/architecture.md's build pipeline is what ``scripts.pipeline_picture`` draws from
+    the default blueprint's plan today (run it after changing the steps)."""
+    from scripts.pipeline_picture import DOC, block
+
+    assert block() in DOC.read_text(), "run: python -m scripts.pipeline_picture"
