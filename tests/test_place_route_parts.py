@@ -83,3 +83,26 @@ def test_finns_matrix_unit_is_behavioural_unless_an_instance_chooses():
     fixed = behavioural_by_default(text)
     assert "FORCE_BEHAVIORAL = 0" in text and "FORCE_BEHAVIORAL = 0" not in fixed
     assert fixed.count("FORCE_BEHAVIORAL = 1") == text.count("FORCE_BEHAVIORAL = 0")
+
+
+def test_a_stitched_file_list_naming_a_file_outside_the_build_is_refused(tmp_path):
+    from brainsmith.place_route.sources import FILES, stitched_design
+    from brainsmith.synthesis.sources import MissingSources
+
+    listing = tmp_path / FILES
+    listing.parent.mkdir(parents=True)
+    listing.write_text("/etc/passwd\n")
+    with pytest.raises(MissingSources, match="neither in the build folder nor in FINN"):
+        stitched_design(str(tmp_path))
+    listing.write_text(f"{tmp_path}/finn/../../outside.sv\n")
+    with pytest.raises(MissingSources, match="neither in the build folder"):
+        stitched_design(str(tmp_path))
+
+
+def test_a_damaged_cache_entry_is_removed_not_used(tmp_path):
+    from brainsmith.place_route.ecp5 import _read_cached
+
+    entry = tmp_path / "entry.json"
+    for content in ("not json", json.dumps({"key": "k", "result": {"part": 1}})):
+        entry.write_text(content)
+        assert _read_cached(str(entry), "k") is None and not entry.exists()
