@@ -160,6 +160,29 @@ def test_a_process_that_repeats_a_line_is_stopped_naming_the_line(tmp_path):
     assert message.endswith(" times)") and "flood" not in message
 
 
+def test_a_process_without_a_time_limit_is_killed_when_interrupted(tmp_path):
+    """A simulation has no wall-clock limit (a stall is counted in simulated cycles); Ctrl-C
+    (SIGINT, here sent by a timer) still ends the wait and kills the process."""
+    import os
+    import signal
+    import sys
+    import threading
+    import time
+
+    from brainsmith.rtlsim.processes import run_bounded
+
+    marker = tmp_path / "pid"
+    code = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    began = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_bounded([sys.executable, "-c", code], cwd=str(tmp_path), timeout=None, limit=2**20)
+    assert 1.5 < time.monotonic() - began < 30
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(int(marker.read_text()), 0)
+
+
 def test_changed_rtl_is_simulated_only_when_asked_and_with_a_warning(copy, hub):
     path = code_dir(copy, "Thresholding_rtl_1") / "Thresholding_rtl_1.v"
     inject(path, "\t// edited by hand")
