@@ -83,3 +83,50 @@ def test_an_unknown_part_lists_the_known_ones_and_writes_nothing(placed):
     result = place_route(folder, cache, "--part", "LFE5U-65F-6BG381C")
     assert result.returncode == 2 and "LFE5U-85F-6BG381C" in result.stderr
     assert report.read_bytes() == before
+
+
+def tools_of(folder: Path) -> list[str]:
+    """The processes whose run folder is ``folder`` (Yosys or nextpnr, by their mount)."""
+    mount = f"YOWASP_MOUNT=/design={folder}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if mount in environ.read_bytes().split(b"\0"):
+                found.append(environ.parent.name)
+        except OSError:
+            continue
+    return found
+
+
+def test_sigterm_while_placing_stops_nextpnr_and_writes_no_result(placed, tmp_path):
+    import signal
+
+    source, _, _, _ = placed
+    folder = Path(
+        shutil.copytree(
+            source, tmp_path / "mlp", symlinks=True, ignore=shutil.ignore_patterns("place_route")
+        )
+    )
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+    env.pop("BRAINSMITH_PLACE_ROUTE_CACHE", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "brainsmith", "place-route", str(folder), "--part", PART],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    log = folder / "place_route" / "run" / "nextpnr.log"
+    deadline = time.monotonic() + 300
+    while not log.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)  # nextpnr running
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143, err
+    assert "interrupted (SIGTERM)" in err
+    assert not (folder / "place_route" / "report.json").exists()
+    assert not list((cache / "place_route").glob("*.json"))
+    assert tools_of(folder / "place_route" / "run") == []

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -227,18 +228,24 @@ def place_route(
     _stage(design, workdir)
     processes = Processes()
     seconds: dict[str, float] = {}
+    # each tool waited for on a worker thread: an interruption (raised in this thread) stops
+    # it through ``processes`` while it is still registered there
+    pool = ThreadPoolExecutor(max_workers=1)
     try:
         began = time.perf_counter()
-        code, log = run_yosys(workdir, timeout, processes)
+        code, log = pool.submit(run_yosys, workdir, timeout, processes).result()
         seconds["synth_ecp5"] = time.perf_counter() - began
         if code != 0 or not os.path.isfile(os.path.join(workdir, "design.json")):
             raise PlaceRouteError(f"synth_ecp5: {failure(code, log, timeout)}", f"see {log}")
         began = time.perf_counter()
-        code, log = _run_nextpnr(workdir, nextpnr_arguments(part, mhz), timeout, processes)
+        arguments = nextpnr_arguments(part, mhz)
+        code, log = pool.submit(_run_nextpnr, workdir, arguments, timeout, processes).result()
         seconds["nextpnr"] = time.perf_counter() - began
     except BaseException:
         processes.stop()
         raise
+    finally:
+        pool.shutdown(wait=True)
     report = os.path.join(workdir, "report.json")
     if code != 0 or not os.path.isfile(report):
         reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
