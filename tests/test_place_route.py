@@ -130,3 +130,20 @@ def test_sigterm_while_placing_stops_nextpnr_and_writes_no_result(placed, tmp_pa
     assert not (folder / "place_route" / "report.json").exists()
     assert not list((cache / "place_route").glob("*.json"))
     assert tools_of(folder / "place_route" / "run") == []
+
+
+def test_a_shared_cache_folder_is_refused_with_exit_2(placed, tmp_path):
+    folder, _, _, _ = placed
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    env = {**os.environ, "BRAINSMITH_PLACE_ROUTE_CACHE": str(shared)}
+    result = subprocess.run(
+        [sys.executable, "-m", "brainsmith", "place-route", str(folder), "--part", PART],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "BRAINSMITH_PLACE_ROUTE_CACHE" in result.stderr

@@ -34,7 +34,7 @@ def place_route_build_folder(
     unknown part, a folder that fails the gate or has no stitched accelerator, a missing
     tool, or a failed run (its log named)."""
     from brainsmith.place_route import PlaceRouteError, UnknownPart, ecp5_part, place_route
-    from brainsmith.place_route.ecp5 import find_nextpnr
+    from brainsmith.place_route.ecp5 import NotUsable, find_nextpnr
     from brainsmith.place_route.sources import stitched_design
     from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
     from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
@@ -69,6 +69,8 @@ def place_route_build_folder(
             design, part, 1000.0 / clock_ns, os.path.join(folder, WORKDIR), yosys, nextpnr
         )
     except YosysMissing as exc:
+        raise FolderError(str(exc), exc.hint) from exc
+    except NotUsable as exc:
         raise FolderError(str(exc), exc.hint) from exc
     except PlaceRouteError as exc:
         raise FolderError(str(exc), exc.hint, exit_code=1) from exc

