@@ -16,8 +16,14 @@ from brainsmith.frameworks.finn.facts import is_hardware
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
+
+    import onnx
+    from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.planning.plan import BuildPlan
 
 
 # What to do about nodes no kernel takes, by op type (the rest get the generic advice).
@@ -68,7 +74,7 @@ PER_CHANNEL_HINT = (
 PASS_THROUGH = ("Transpose", "Shuffle", "Reshape", "Flatten", "Squeeze", "Unsqueeze")
 
 
-def per_channel_scale(model, name: str) -> str:
+def per_channel_scale(model: ModelWrapper, name: str) -> str:
     """The multiplication by a constant of more than one value (``Mul``, or the FINN layer
     made of it) that ``name`` comes from through layout changes only ("" if none)."""
     producer = model.find_producer(name)
@@ -100,12 +106,12 @@ class Taker:
         return f"by {self.transform}{after}{', '.join(self.rewrites)}"
 
 
-def placement(model) -> dict[str, str]:
+def placement(model: ModelWrapper) -> dict[str, str]:
     """Node name -> "hardware", "before" (host, feeding the accelerator), "after" (host,
     reading from it), "between" (blocking) or "host" (not connected to hardware)."""
     upstream = _reach(model, forward=False)
     downstream = _reach(model, forward=True)
-    where = {}
+    where: dict[str, str] = {}
     for node in model.graph.node:
         if is_hardware(node):
             where[node.name] = "hardware"
@@ -120,22 +126,22 @@ def placement(model) -> dict[str, str]:
     return where
 
 
-def blocking_nodes(model) -> list:
+def blocking_nodes(model: ModelWrapper) -> list[onnx.NodeProto]:
     """The non-hardware nodes with hardware layers both upstream and downstream."""
     where = placement(model)
     return [n for n in model.graph.node if where[n.name] == "between"]
 
 
-def _reach(model, forward: bool) -> dict[str, bool]:
+def _reach(model: ModelWrapper, forward: bool) -> dict[str, bool]:
     """Node name -> whether a hardware layer lies downstream (``forward``) or upstream."""
     producers = {out: n for n in model.graph.node for out in n.output}
-    consumers: dict[str, list] = {}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in model.graph.node:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
     memo: dict[str, bool] = {}
 
-    def neighbours(node) -> list:
+    def neighbours(node: onnx.NodeProto) -> list[onnx.NodeProto]:
         if forward:
             return [c for out in node.output for c in consumers.get(out, ())]
         return [producers[i] for i in node.input if i in producers]
@@ -146,7 +152,9 @@ def _reach(model, forward: bool) -> dict[str, bool]:
     return memo
 
 
-def takers(before, cfg, unselected_only: bool = False) -> dict[str, list[Taker]]:
+def takers(
+    before: ModelWrapper, cfg: DataflowBuildConfig, unselected_only: bool = False
+) -> dict[str, list[Taker]]:
     """Output tensor name -> the kernels that convert its producer in ``before`` (the model
     as the conversion found it), whether selected or not (``unselected_only``: only the
     kernels the plan does not select are tried)."""
@@ -190,7 +198,7 @@ def takers(before, cfg, unselected_only: bool = False) -> dict[str, list[Taker]]
 
 
 def _converted_by(
-    before, name: str, args: dict, rewrites: tuple[str, ...] = ()
+    before: ModelWrapper, name: str, args: dict[str, object], rewrites: tuple[str, ...] = ()
 ) -> dict[str, set[str]]:
     """Output tensors of ``before``'s nodes that transform ``name`` (after ``rewrites``)
     turns into hardware, with the hardware op types that took them. A rewrite may rename a
@@ -226,10 +234,10 @@ def _converted_by(
     return {out: taken[n.name] for n in before.graph.node if n.name in taken for out in n.output}
 
 
-def float_operands(model, node) -> list[str]:
+def float_operands(model: ModelWrapper, node: onnx.NodeProto) -> list[str]:
     """``node``'s computed inputs that carry floating-point values, each as ``tensor (from
     producer)``: what keeps a matrix product or softmax from an integer kernel."""
-    found = []
+    found: list[str] = []
     for name in node.input:
         if not name or model.get_initializer(name) is not None:
             continue
@@ -240,7 +248,7 @@ def float_operands(model, node) -> list[str]:
     return found
 
 
-def fork_hint(plan) -> str:
+def fork_hint(plan: BuildPlan) -> str:
     """What to do about a fork: DuplicateStreams copies the stream."""
     if "finn:DuplicateStreams" in plan.excluded:
         return "remove finn:DuplicateStreams from the blueprint's exclude (it copies the stream)"
@@ -250,10 +258,10 @@ def fork_hint(plan) -> str:
     )
 
 
-def fork_problems(model) -> dict[str, str]:
+def fork_problems(model: ModelWrapper) -> dict[str, str]:
     """Hardware node name -> why its output cannot feed several hardware layers as it is
     (a stream has one reader; FINN's DuplicateStreams copies it; see ``fork_hint``)."""
-    problems = {}
+    problems: dict[str, str] = {}
     for node in model.graph.node:
         if not is_hardware(node):
             continue
@@ -269,7 +277,11 @@ def fork_problems(model) -> dict[str, str]:
 
 
 def explain_blocking(
-    before, nodes, cfg, found: dict[str, list[Taker]] | None = None, converted=None
+    before: ModelWrapper,
+    nodes: Iterable[onnx.NodeProto],
+    cfg: DataflowBuildConfig,
+    found: dict[str, list[Taker]] | None = None,
+    converted: ModelWrapper | None = None,
 ) -> list[str]:
     """One line per blocking node of the ``converted`` model: which kernel and transform
     would convert it (``found``: ``takers(before, cfg)`` when already known)."""
@@ -283,7 +295,13 @@ def explain_blocking(
     ]
 
 
-def advice(node, found: dict[str, list[Taker]], model=None, converted=None, plan=None) -> str:
+def advice(
+    node: onnx.NodeProto,
+    found: dict[str, list[Taker]],
+    model: ModelWrapper | None = None,
+    converted: ModelWrapper | None = None,
+    plan: BuildPlan | None = None,
+) -> str:
     """What would convert ``node`` (selected or not), or that nothing installed would; with
     ``model``, its floating-point operands are named; with the ``converted`` model (and the
     ``plan``), the kernels that took its neighbours."""
@@ -342,14 +360,16 @@ def advice(node, found: dict[str, list[Taker]], model=None, converted=None, plan
     )
 
 
-def neighbour_kernels(node, converted, plan=None) -> list[str]:
+def neighbour_kernels(
+    node: onnx.NodeProto, converted: ModelWrapper, plan: BuildPlan | None = None
+) -> list[str]:
     """The kernels that made the hardware layers next to ``node`` in ``converted``."""
     names = [*node.input, *node.output]
     around = [
         n for n in converted.graph.node
         if is_hardware(n) and n is not node and set(names) & {*n.input, *n.output}
     ]  # fmt: skip
-    kernels = []
+    kernels: list[str] = []
     for layer in around:
         kernel = plan.kernel_for(layer.op_type) if plan is not None else None
         kernels.append(kernel.name if kernel is not None else f"finn:{layer.op_type}")

@@ -13,19 +13,25 @@ from dataclasses import dataclass, field
 
 from brainsmith.planning.advice import blocking_nodes, explain_blocking, takers
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import onnx
+    from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
+
 
 @dataclass
 class HostTail:
     """The nodes that stay on the host, taken from the streamlined ``model``."""
 
-    model: object  # the streamlined model (ModelWrapper) the nodes come from
+    model: ModelWrapper  # the streamlined model the nodes come from
     names: list[str] = field(default_factory=list)  # in the model's (topological) order
     note: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.names)
 
-    def attach(self, parent):
+    def attach(self, parent: ModelWrapper) -> ModelWrapper:
         """``parent`` (the accelerator in its graph) followed by the tail's nodes, with the
         model's own outputs."""
         source, graph = self.model.graph, parent.graph
@@ -51,7 +57,9 @@ class HostTail:
         return parent
 
 
-def split_host_tail(model, converted, cfg):
+def split_host_tail(
+    model: ModelWrapper, converted: ModelWrapper, cfg: DataflowBuildConfig
+) -> tuple[ModelWrapper, HostTail]:
     """(head, tail): ``model`` without the nodes that must stay on the host — the blocking
     nodes of ``converted`` (its hardware conversion) and everything downstream of them —
     and those nodes. The tail is empty when nothing blocks, or when an installed kernel
@@ -98,7 +106,7 @@ def split_host_tail(model, converted, cfg):
     return head, HostTail(model, order, note)
 
 
-def downstream(model, names: set[str]) -> set[str]:
+def downstream(model: ModelWrapper, names: set[str]) -> set[str]:
     """``names`` and every node that reads, directly or not, what they produce."""
     found = set(names)
     tainted = {out for n in model.graph.node if n.name in names for out in n.output}
@@ -109,7 +117,7 @@ def downstream(model, names: set[str]) -> set[str]:
     return found
 
 
-def _value_info(model, name: str):
+def _value_info(model: ModelWrapper, name: str) -> onnx.ValueInfoProto:
     from onnx import TensorProto, helper
 
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, model.get_tensor_shape(name))
