@@ -32,7 +32,7 @@ def _scale_of(model: ModelWrapper, node: NodeProto | None) -> tuple[str, np.ndar
 
 def _constant(model: ModelWrapper, values: np.ndarray) -> str:
     """A new initializer holding ``values`` (a scale's may be shared with other nodes)."""
-    name = model.make_new_valueinfo_name()
+    name: str = model.make_new_valueinfo_name()
     model.set_initializer(name, values)
     return name
 
@@ -55,13 +55,16 @@ def _covering(types: list[DataType]) -> DataType:
     return DataType.get_smallest_possible(-high - 1) if low < 0 else DataType["INT32"]
 
 
-def _join_first(model: ModelWrapper, concat: NodeProto, producers: list, sources: list[str]) -> str:
+def _join_first(
+    model: ModelWrapper, concat: NodeProto, producers: list[NodeProto], sources: list[str]
+) -> str:
     """``concat`` joins ``sources`` (what its ``producers``, one per input, read) and the
     first producer moves after it, reading the join (its first input) and writing what the
     join wrote; the other producers go. The join's integers get the narrowest type holding
     every source's. Returns the joined tensor."""
     types = [model.get_tensor_datatype(source) for source in sources]
-    joined, result = model.make_new_valueinfo_name(), concat.output[0]
+    joined: str = model.make_new_valueinfo_name()
+    result = concat.output[0]
     concat.input[:] = sources
     concat.output[0] = joined
     producers[0].input[0], producers[0].output[0] = joined, result
@@ -77,7 +80,7 @@ def _join_first(model: ModelWrapper, concat: NodeProto, producers: list, sources
     stage="streamline",
     description="Join the integers before their scales: Concat(x*a, y*b) -> Concat(x, y)*[a|b]",
 )
-class MoveScalesPastConcat(Transformation):
+class MoveScalesPastConcat(Transformation):  # type: ignore[misc]
     """``Concat(x₀·a₀, x₁·a₁, …)`` becomes ``Concat(x₀, x₁, …)·c``, where ``c`` holds each
     branch's scale over that branch's part of the joined axis (a scalar when all are equal).
 
@@ -111,7 +114,7 @@ class MoveScalesPastConcat(Transformation):
         axis = get_by_name(concat.attribute, "axis").i % len(shapes[0])
         parts = [np.broadcast_to(c, shape) for (_, c), shape in zip(scales, shapes, strict=True)]
         constant = _squeezed(np.concatenate(parts, axis=axis).astype(np.float32))
-        producers[0].input[:] = ["", _constant(model, constant)]  # type: ignore[union-attr]
+        producers[0].input[:] = ["", _constant(model, constant)]
         joined = _join_first(model, concat, producers, [source for source, _ in scales])
         model.set_tensor_shape(joined, model.get_tensor_shape(concat.output[0]))
         return True
@@ -122,7 +125,7 @@ class MoveScalesPastConcat(Transformation):
     stage="streamline",
     description="Concat(T(x), T(y)) -> T(Concat(x, y)) when every branch has the same transpose",
 )
-class MoveTransposesPastConcat(Transformation):
+class MoveTransposesPastConcat(Transformation):  # type: ignore[misc]
     """``Concat(T(x), T(y), …)`` with one permutation on every branch becomes
     ``T(Concat(x, y, …))`` along the permuted axis, so a join of channels-last branches
     happens channels-last (FINN's ``MoveTransposePastJoinConcat`` does not compare the
@@ -140,7 +143,7 @@ class MoveTransposesPastConcat(Transformation):
         producers = [model.find_producer(name) for name in concat.input]
         if any(p is None or p.op_type != "Transpose" for p in producers):
             return False
-        perms = [list(get_by_name(p.attribute, "perm").ints) for p in producers]  # type: ignore[union-attr]
+        perms = [list(get_by_name(p.attribute, "perm").ints) for p in producers]
         outputs = {o.name for o in model.graph.output}
         if any(perm != perms[0] for perm in perms) or any(
             len(model.find_consumers(name) or []) != 1 or name in outputs for name in concat.input
@@ -148,7 +151,7 @@ class MoveTransposesPastConcat(Transformation):
             return False
         axis = get_by_name(concat.attribute, "axis")
         axis.i = perms[0][axis.i % len(perms[0])]
-        _join_first(model, concat, producers, [p.input[0] for p in producers])  # type: ignore[union-attr]
+        _join_first(model, concat, producers, [p.input[0] for p in producers])
         return True
 
 
@@ -157,7 +160,7 @@ class MoveTransposesPastConcat(Transformation):
     stage="streamline",
     description="T(Mul(x, c)) -> Mul(T(x), T(c)): a per-channel scale moved past a transpose",
 )
-class MoveScalePastTranspose(Transformation):
+class MoveScalePastTranspose(Transformation):  # type: ignore[misc]
     """``T(x·c)`` becomes ``T(x)·T(c)`` for a constant ``c`` of any broadcastable shape
     (FINN's ``MoveScalarLinearPastInvariants`` moves scalars only): the per-channel scale a
     join of differently scaled branches leaves between two transposes moves on to the

@@ -16,7 +16,7 @@ from brainsmith.transforms.graph_rewrite import add_initializer, drop_initialize
     stage="topology_opt",
     description="Replace Div by a float constant with Mul by its reciprocal",
 )
-class ConvertDivToMul(Transformation):
+class ConvertDivToMul(Transformation):  # type: ignore[misc]
     """Replace ``Div(x, c)`` by ``Mul(x, 1/c)`` for a float constant ``c`` without zeros.
 
     Streamlining moves and absorbs Mul nodes (into thresholds, past MatMul) but not Div.

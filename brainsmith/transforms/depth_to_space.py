@@ -60,7 +60,7 @@ def _channel_constant(values: np.ndarray, rank: int) -> np.ndarray | None:
     description="DepthToSpace then thresholds or a channelwise Mul/Add -> the same per input "
     "channel, then DepthToSpace",
 )
-class MoveChannelwiseBeforeDepthToSpace(Transformation):
+class MoveChannelwiseBeforeDepthToSpace(Transformation):  # type: ignore[misc]
     """``f(DepthToSpace(x))`` becomes ``DepthToSpace(f'(x))`` for a MultiThreshold, or a
     Mul or Add by a scalar or per-channel constant, ``f``: its row for output channel c
     repeated for the r * r input channels that land in c. The DepthToSpace must be read by
@@ -126,7 +126,7 @@ class MoveChannelwiseBeforeDepthToSpace(Transformation):
     description="A CRD DepthToSpace after a thresholded MatMul -> DCR, the MatMul's columns and "
     "the thresholds' rows reordered",
 )
-class DepthToSpaceInWeightOrder(Transformation):
+class DepthToSpaceInWeightOrder(Transformation):  # type: ignore[misc]
     """A DepthToSpace in CRD order (torch's PixelShuffle) reading a channels-last
     ``MatMul`` (a lowered convolution) through its thresholds and a transpose becomes one in
     DCR order, with the MatMul's weight columns and the thresholds' rows reordered to match:
@@ -182,7 +182,7 @@ class DepthToSpaceInWeightOrder(Transformation):
     description="Transpose to channels-first then DepthToSpace -> StreamingDepthToSpace layer "
     "then the transpose",
 )
-class InferDepthToSpace(Transformation):
+class InferDepthToSpace(Transformation):  # type: ignore[misc]
     """A DepthToSpace of integers that reads a channels-last tensor through a transpose
     becomes a channels-last ``StreamingDepthToSpace`` layer followed by that transpose (which
     cancels against a transpose back to channels-last after it)."""
@@ -230,7 +230,9 @@ class InferDepthToSpace(Transformation):
         return True
 
     @staticmethod
-    def _transpose_after(model, node, layer, layer_output: str, index: int) -> None:
+    def _transpose_after(
+        model: ModelWrapper, node: NodeProto, layer: NodeProto, layer_output: str, index: int
+    ) -> None:
         """Back to channels-first for the DepthToSpace's readers, or straight to the readers
         of a transpose back to channels-last."""
         result = node.output[0]

@@ -26,7 +26,7 @@ ONNX_DEFAULTS = {"axis": -1, "epsilon": 1e-5}  # FINN's InferLayerNorm fails whe
     stage="topology_opt",
     description="Split LayerNormalization into a plain norm (scale 1, bias 0) plus Mul and Add",
 )
-class ExpandNorms(Transformation):
+class ExpandNorms(Transformation):  # type: ignore[misc]
     """Split LayerNormalization into a plain norm plus Mul (scale) and Add (bias).
 
     FINN's ``InferLayerNorm`` only converts a LayerNormalization whose scale is all ones,

@@ -22,7 +22,7 @@ COMBINE = {"Add": np.add, "Mul": np.multiply}
     stage="topology_opt",
     description="Fold Add(Add(x, a), b) into Add(x, a+b) and Mul(Mul(x, a), b) into Mul(x, a*b)",
 )
-class MergeOpChains(Transformation):
+class MergeOpChains(Transformation):  # type: ignore[misc]
     """Fold constant Add->Add and Mul->Mul chains into one Add or Mul with a combined constant.
 
     Affine extraction (ExpandNorms), scale handling and Div conversion leave such chains;
@@ -80,5 +80,7 @@ def _split_constant(model: ModelWrapper, node: NodeProto) -> tuple[str, str] | N
 
 def _combine(op_type: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if np.issubdtype(a.dtype, np.floating):
-        return COMBINE[op_type](a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
-    return COMBINE[op_type](a, b).astype(a.dtype)  # integer wrap-around is associative too
+        wide: np.ndarray = COMBINE[op_type](a.astype(np.float64), b.astype(np.float64))
+        return wide.astype(a.dtype)
+    combined: np.ndarray = COMBINE[op_type](a, b)
+    return combined.astype(a.dtype)  # integer wrap-around is associative too

@@ -15,7 +15,7 @@ from brainsmith.transforms.graph_rewrite import bypass_node
     stage="cleanup",
     description="Remove Identity nodes and Dropout nodes that run in inference mode",
 )
-class RemoveInferenceNoOps(Transformation):
+class RemoveInferenceNoOps(Transformation):  # type: ignore[misc]
     """Remove Identity nodes and Dropout nodes that run in inference mode.
 
     Both copy their input at inference time but are not FINN kernels, so one left between

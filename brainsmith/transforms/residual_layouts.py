@@ -27,7 +27,7 @@ TO_NHWC = [0, 2, 3, 1]
     stage="streamline",
     description="FINN's MoveTransposePastJoinAdd for joins whose operands nodes produce",
 )
-class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):
+class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):  # type: ignore[misc]
     """FINN's ``MoveTransposePastJoinAdd`` for joins whose operands nodes produce.
 
     FINN's takes an add whose first operand is the graph input (a residual from the input)
@@ -69,7 +69,7 @@ class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):
     stage="streamline",
     description="Do the add of a transposed and an untransposed branch in the transposed layout",
 )
-class MoveAddIntoTransposedLayout(Transformation):
+class MoveAddIntoTransposedLayout(Transformation):  # type: ignore[misc]
     """An add of a transposed branch and an untransposed one done in the transposed layout.
 
     A residual whose body runs in another layout (NHWC convolutions beside an NCHW skip):
@@ -144,7 +144,7 @@ def _rewrite(
     stage="streamline",
     description="Move channels-last transposes before the thresholds that feed them",
 )
-class MoveTransposesBeforeThresholds(Transformation):
+class MoveTransposesBeforeThresholds(Transformation):  # type: ignore[misc]
     """Channels-last transposes moved before the thresholds that feed them.
 
     ``T(MultiThreshold(x))`` with every reader of the thresholds a ``[0, 2, 3, 1]``

@@ -25,7 +25,7 @@ ELEMENTWISE = ("Mul", "Div", "Add", "Sub")
     description="Split a matrix product whose output is only sliced (packed q/k/v) into one "
     "product per slice",
 )
-class SplitPackedProjections(Transformation):
+class SplitPackedProjections(Transformation):  # type: ignore[misc]
     """Replace ``MatMul(x, W)`` (then elementwise ops with constants), read only by
     ``Slice`` nodes along its last axis, by one ``MatMul(x, W[:, a:b])`` per slice.
 
@@ -136,7 +136,7 @@ def _sliceable(constant: np.ndarray, width: int) -> bool:
 
 
 def _constant_slice(model: ModelWrapper, node: NodeProto, start: int, end: int) -> str:
-    name = node.input[1] if _data_first(model, node) else node.input[0]
+    name: str = node.input[1] if _data_first(model, node) else node.input[0]
     constant = model.get_initializer(name)
     if constant.size == 1:
         return name
