@@ -24,15 +24,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    import onnx
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.transformation.base import Transformation
+
+    from brainsmith.planning.plan import BuildPlan
 
 
 prepare_finn()
 
 
 @step(name="cleanup", description="QONNX clean-up: shapes, constants, unique readable names")
-def cleanup(model, cfg):
+def cleanup(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """QONNX clean-up: shapes, constant folding, unique node and readable tensor names."""
     from qonnx.util.cleanup import cleanup_model
 
@@ -40,7 +44,7 @@ def cleanup(model, cfg):
 
 
 @step(name="qonnx_to_finn", description="Convert QONNX quantizers to FINN-ONNX and tidy up")
-def qonnx_to_finn(model, cfg):
+def qonnx_to_finn(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Convert Quant/BipolarQuant/Trunc nodes to FINN-ONNX (MultiThreshold), then tidy up;
     average pools keep the truncation Brevitas exported (``fix_average_pools``)."""
     from brainsmith.frameworks.finn import steps as finn_steps
@@ -51,7 +55,7 @@ def qonnx_to_finn(model, cfg):
 
 
 @step(name="streamline", description="Blueprint pre_hw transforms, then FINN streamlining")
-def streamline(model, cfg):
+def streamline(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Apply the blueprint's ``pre_hw`` transforms, make 1D networks 2D, move scales past
     depthwise convolutions (refusing zero-padded binarized ones, which FINN computes wrongly),
     then FINN's streamlining (lowering convolutions to matrix products), then move scales
@@ -78,7 +82,7 @@ def streamline(model, cfg):
     name="hardware_inference",
     description="Convert to the blueprint's kernels only, then split off the dataflow partition",
 )
-def hardware_inference(model, cfg):
+def hardware_inference(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Run each selected kernel's infer transform, then create the dataflow partition.
 
     Thresholds stay separate Thresholding layers when ``cfg.standalone_thresholds`` is set
@@ -132,14 +136,14 @@ def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrappe
     load_layers(plan)
     standalone = cfg.standalone_thresholds or plan.needs_standalone_thresholds()
 
-    def make(name: str):
+    def make(name: str) -> Transformation:
         return _transform_class(plan, name)(**transform_args(name, cfg, plan))
 
     names = plan.infer_transforms(standalone)
     return convert_to_hw(model, names, make, plan.rewrites()).transform(InferShapes())
 
 
-def _check_converted(before, model, cfg) -> None:
+def _check_converted(before: ModelWrapper, model: ModelWrapper, cfg: DataflowBuildConfig) -> None:
     """Fail naming every node that would split the accelerator, with what would take it."""
     from brainsmith.planning.advice import blocking_nodes, explain_blocking
 
@@ -166,7 +170,7 @@ def _check_converted(before, model, cfg) -> None:
         )
 
 
-def _check_host_nodes(parent) -> None:
+def _check_host_nodes(parent: ModelWrapper) -> None:
     """Fail naming every node around the accelerator that the host cannot run."""
     from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
 
@@ -180,7 +184,7 @@ def _check_host_nodes(parent) -> None:
         )
 
 
-def _partition(model, cfg):
+def _partition(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     from finn.analysis.fpgadataflow.unsupported_layers import unsupported_layers
     from finn.transformation.fpgadataflow.create_dataflow_partition import (
         CreateDataflowPartition,
@@ -213,7 +217,7 @@ def _partition(model, cfg):
     return ModelWrapper(getCustomOp(partitions[0]).get_nodeattr("model"))
 
 
-def _check_forks(model, plan) -> None:
+def _check_forks(model: ModelWrapper, plan: BuildPlan) -> None:
     """A hardware layer's output read by several hardware layers needs a DuplicateStreams."""
     from brainsmith.planning.advice import fork_hint, fork_problems
 
@@ -226,7 +230,7 @@ def _check_forks(model, plan) -> None:
     name="specialize",
     description="Choose HLS or RTL per layer from the blueprint's allowed backends",
 )
-def specialize(model, cfg):
+def specialize(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Set ``preferred_impl_style`` per layer (``BuildPlan.style_for``), then FINN's
     SpecializeLayers.
 
@@ -286,7 +290,7 @@ def _say_backends(
             context_of(cfg).notes.append(f"{name}: {reason}")
 
 
-def load_layers(plan, model=None) -> None:
+def load_layers(plan: BuildPlan, model: ModelWrapper | None = None) -> None:
     """Load the plan's kernels and their backends (and the plugins ``model``'s layers
     record), so QONNX and FINN know their layers before conversion and specialisation."""
     from brainsmith.frameworks.finn.layers import (
@@ -312,12 +316,12 @@ def load_layers(plan, model=None) -> None:
         ) from exc
 
 
-def set_backend_styles(model, plan) -> dict[str, str]:
+def set_backend_styles(model: ModelWrapper, plan: BuildPlan) -> dict[str, str]:
     """Set each hardware layer's ``preferred_impl_style`` as ``plan.style_for`` says;
     returns layer name -> the style set ("" where FINN's rule chooses)."""
     from qonnx.custom_op.registry import getCustomOp
 
-    styles = {}
+    styles: dict[str, str] = {}
     for node in model.graph.node:
         if node.domain == HW_DOMAIN:
             styles[node.name] = plan.style_for(node.op_type) or _unasked(node.op_type, plan)
@@ -326,7 +330,7 @@ def set_backend_styles(model, plan) -> dict[str, str]:
     return styles
 
 
-def integer_adds_in_rtl(model, styles: dict[str, str]) -> list[str]:
+def integer_adds_in_rtl(model: ModelWrapper, styles: dict[str, str]) -> list[str]:
     """ElementwiseAdd layers to be RTL whose operands are integer streams (FINN's RTL adder
     takes floats, so FINN would make them HLS) become brainsmith's ``IntAdd``; returns their
     names."""
@@ -335,7 +339,7 @@ def integer_adds_in_rtl(model, styles: dict[str, str]) -> list[str]:
     from brainsmith.kernels.int_add import IntAdd
     from brainsmith.plugin import get_registry
 
-    changed = []
+    changed: list[str] = []
     for node in model.graph.node:
         wanted = node.domain == HW_DOMAIN and node.op_type == "ElementwiseAdd"
         if wanted and styles.get(node.name) == "rtl" and IntAdd.takes(getCustomOp(node)):
@@ -348,7 +352,7 @@ def integer_adds_in_rtl(model, styles: dict[str, str]) -> list[str]:
     return changed
 
 
-def _unasked(op_type: str, plan) -> str:
+def _unasked(op_type: str, plan: BuildPlan) -> str:
     """``"hls"`` where the RTL layer of ``op_type`` is a plugin's alternative (a backend below
     NORMAL priority, such as brainsmith's RTL for FINN's HLS-only layers) that the blueprint
     neither lists nor prefers; ``""`` lets FINN's rule choose (RTL wherever it exists)."""
@@ -362,7 +366,7 @@ def _unasked(op_type: str, plan) -> str:
     return "" if kernel is not None and spec.qualified_name in kernel.backends else "hls"
 
 
-def _check_backends(model, plan, decomposed_later: bool = True) -> None:
+def _check_backends(model: ModelWrapper, plan: BuildPlan, decomposed_later: bool = True) -> None:
     """Every hardware layer has an allowed HLS/RTL backend (or, with ``decomposed_later``,
     is a kernel a later step replaces, such as FINN's Shuffle)."""
     for node in model.graph.node:
@@ -383,7 +387,7 @@ def _check_backends(model, plan, decomposed_later: bool = True) -> None:
             )
 
 
-def _check_implemented(node, decomposed_later: bool, model) -> None:
+def _check_implemented(node: onnx.NodeProto, decomposed_later: bool, model: ModelWrapper) -> None:
     from brainsmith.plugin import get_registry
 
     registry = get_registry()
@@ -409,7 +413,7 @@ def _check_implemented(node, decomposed_later: bool, model) -> None:
     name="folding",
     description="Fold to target_fps, apply a folding config, minimise bit widths, post_hw",
 )
-def folding(model, cfg):
+def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Parallelise to ``cfg.target_fps`` at the configured clock (brainsmith's folding
     search, or FINN's SetFolding with ``build.folding.search: finn``), apply a folding
     config file if given, minimise bit widths, decompose Shuffle layers into implementable
@@ -436,7 +440,7 @@ def folding(model, cfg):
     return model
 
 
-def legal_folding(model):
+def legal_folding(model: ModelWrapper) -> ModelWrapper:
     """Raise SIMD where FINN's code generation would refuse the folding: an HLS matrix
     layer needs SIMD >= MW / 1024 (its input buffer), which a build without target_fps (or
     a hand-written folding config) can miss on wide layers. SIMD becomes the smallest
@@ -453,7 +457,7 @@ def legal_folding(model):
 
 
 @step(name="estimates", description="Per-layer resource and cycle estimates, fps and latency")
-def estimates(model, cfg):
+def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Write FINN's analytical estimate reports (resources, cycles, performance) to the
     report folder of ``cfg.output_dir``."""
     from brainsmith.frameworks.finn.folding import over_the_part
@@ -474,14 +478,14 @@ def estimates(model, cfg):
 
 
 @step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")
-def codegen(model, cfg):
+def codegen(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Generate each layer's HLS code and RTL sources (no Xilinx tools needed)."""
     from brainsmith.frameworks.finn.steps import hw_codegen
 
     return hw_codegen(model, cfg)
 
 
-def apply_transforms(model, plan, phase: str):
+def apply_transforms(model: ModelWrapper, plan: BuildPlan, phase: str) -> ModelWrapper:
     """Apply the plan's transforms of ``phase`` (``pre_hw``, ``post_hw``) in order."""
     for ref in getattr(plan, phase):
         try:
@@ -495,7 +499,7 @@ def apply_transforms(model, plan, phase: str):
     return model
 
 
-def _transform_class(plan, name: str) -> Any:
+def _transform_class(plan: BuildPlan, name: str) -> Any:
     """The transform the plan names ``name`` (resolved with the plan, imported on first use)."""
     from brainsmith.plugin import get_registry
 

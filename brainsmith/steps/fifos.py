@@ -46,12 +46,21 @@ RECORD = "fifo_sizing.json"
 # FINN's estimated pace): a design folded for no target may need tens of millions per frame
 CYCLE_BUDGET = 20_000_000
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+    from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.files import Json
+    from brainsmith.planning.plan import BuildPlan
+
 
 @step(
     name="fifo_depths",
     description="Size FIFOs by simulation in Verilator when every layer is RTL; else FINN's depths",
 )
-def fifo_depths(model, cfg):
+def fifo_depths(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """``size_fifos`` where the design can be sized; else the model as it is, with the
     reason in the report (a note and ``report/fifo_sizing.json``)."""
     reason = sizing_unavailable(model, context_of(cfg).plan) or _over_budget(model)
@@ -72,7 +81,7 @@ class NotSizable(StepError):
     keeps FINN's depths; an explicit ``size_fifos`` fails with it."""
 
 
-def sizing_unavailable(model, plan=None) -> str:
+def sizing_unavailable(model: ModelWrapper, plan: BuildPlan | None = None) -> str:
     """Why ``model``'s FIFOs cannot be sized by simulation ("" when they can); advice to
     prefer RTL only where ``plan`` did not ask for it already."""
     from brainsmith.rtlsim.partition import unstitchable
@@ -94,7 +103,7 @@ def sizing_unavailable(model, plan=None) -> str:
     return ""
 
 
-def _rtl_advice(model, plan) -> str:
+def _rtl_advice(model: ModelWrapper, plan: BuildPlan | None) -> str:
     """Build with ``prefer: rtl`` where ``plan`` (None: unknown) left an HLS layer of
     ``model`` to another rule; else where each one's reason is said."""
     unasked = [
@@ -110,7 +119,7 @@ def _rtl_advice(model, plan) -> str:
     )
 
 
-def _over_budget(model) -> str:
+def _over_budget(model: ModelWrapper) -> str:
     """Why simulating ``model``'s frames would take too long ("" when it would not)."""
     from qonnx.custom_op.registry import getCustomOp
 
@@ -129,7 +138,7 @@ def _over_budget(model) -> str:
     name="size_fifos",
     description="Size FIFOs by simulating the whole accelerator in Verilator (no Vivado)",
 )
-def size_fifos(model, cfg):
+def size_fifos(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Insert width converters and FIFOs, size the FIFOs by simulation, prove the depths."""
     from qonnx.custom_op.registry import getCustomOp
 
@@ -211,23 +220,24 @@ def size_fifos(model, cfg):
     return full
 
 
-def _record_path(cfg) -> str:
+def _record_path(cfg: DataflowBuildConfig) -> str:
     return os.path.join(cfg.output_dir, "report", RECORD)
 
 
-def steady_frames(free: dict) -> int:
+def steady_frames(free: Json) -> int:
     """Frames to simulate for each FIFO to reach its steady fill: as many as the pipeline
     holds when the first frame leaves it (its latency over its pace, both measured in
     ``free``), plus ``FRAMES``. However long a frame is: fewer would size the FIFOs of a
     pipeline still filling, and more only repeat the steady state (the cost of long frames
     is weighed once, before sizing: ``_over_budget``)."""
-    pace, latency = free.get("cycles_per_frame"), free.get("latency_cycles")
+    pace: float | None = free.get("cycles_per_frame")
+    latency: float | None = free.get("latency_cycles")
     if not pace or not latency:
         return FRAMES
     return math.ceil(latency / pace) + FRAMES
 
 
-def random_frames(model, count: int) -> list[list]:
+def random_frames(model: ModelWrapper, count: int) -> list[list[np.ndarray]]:
     """``count`` frames of random values of the model's input type."""
     from qonnx.util.basic import gen_finn_dt_tensor
 
@@ -240,7 +250,14 @@ def random_frames(model, count: int) -> list[list]:
     ]
 
 
-def _simulated(model, contexts, workdir: str, part: str, clock: float, interval: int) -> dict:
+def _simulated(
+    model: ModelWrapper,
+    contexts: list[dict[str, np.ndarray]],
+    workdir: str,
+    part: str,
+    clock: float,
+    interval: int,
+) -> Json:
     """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0) the
     FIFOs of their depths, flat out: its result, whose outputs must be ``contexts``'."""
     from brainsmith.rtlsim.partition import run_partition
