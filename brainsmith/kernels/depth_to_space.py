@@ -17,6 +17,11 @@ from qonnx.core.datatype import DataType
 
 from brainsmith.plugin import kernel
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import onnx
+    from qonnx.core.modelwrapper import ModelWrapper
+
 MODES = ("CRD", "DCR")
 
 
@@ -42,11 +47,11 @@ def depth_to_space(x: np.ndarray, block: int, mode: str) -> np.ndarray:
     folding={"SIMD": "NumChannels"},
     description="DepthToSpace (PixelShuffle) on a channels-last stream, two input rows buffered",
 )
-class StreamingDepthToSpace(HWCustomOp):
+class StreamingDepthToSpace(HWCustomOp):  # type: ignore[misc]
     """DepthToSpace of a channels-last stream: ``(N, HI, WI, C*r*r)`` to
     ``(N, HI*r, WI*r, C)``, SIMD of the ``C`` output channels per beat."""
 
-    def get_nodeattr_types(self):
+    def get_nodeattr_types(self) -> dict[str, tuple[object, ...]]:
         return {
             "HI": ("i", True, 0),  # input rows
             "WI": ("i", True, 0),  # input pixels per row
@@ -61,42 +66,44 @@ class StreamingDepthToSpace(HWCustomOp):
 
     @property
     def block(self) -> int:
-        return self.get_nodeattr("BlockSize")
+        block: int = self.get_nodeattr("BlockSize")
+        return block
 
-    def get_normal_input_shape(self, ind=0):
+    def get_normal_input_shape(self, ind: int = 0) -> tuple[int, ...]:
         r = self.block
         return (self.get_nodeattr("batchSize"), self.get_nodeattr("HI"), self.get_nodeattr("WI"),
                 self.get_nodeattr("NumChannels") * r * r)  # fmt: skip
 
-    def get_normal_output_shape(self, ind=0):
+    def get_normal_output_shape(self, ind: int = 0) -> tuple[int, ...]:
         r = self.block
         return (self.get_nodeattr("batchSize"), self.get_nodeattr("HI") * r,
                 self.get_nodeattr("WI") * r, self.get_nodeattr("NumChannels"))  # fmt: skip
 
-    def get_folded_input_shape(self, ind=0):
+    def get_folded_input_shape(self, ind: int = 0) -> tuple[int, ...]:
         *outer, depth = self.get_normal_input_shape()
         simd = self.get_nodeattr("SIMD")
         return (*outer, depth // simd, simd)
 
-    def get_folded_output_shape(self, ind=0):
+    def get_folded_output_shape(self, ind: int = 0) -> tuple[int, ...]:
         *outer, channels = self.get_normal_output_shape()
         simd = self.get_nodeattr("SIMD")
         return (*outer, channels // simd, simd)
 
-    def get_exp_cycles(self):
+    def get_exp_cycles(self) -> int:
         """One output beat per cycle once the first input row is in (two row buffers)."""
         return int(np.prod(self.get_folded_output_shape()[:-1]))
 
-    def infer_node_datatype(self, model):
+    def infer_node_datatype(self, model: ModelWrapper) -> None:
         datatype = model.get_tensor_datatype(self.onnx_node.input[0])
         self.set_nodeattr("inputDataType", datatype.name)
         model.set_tensor_datatype(self.onnx_node.output[0], datatype)
 
-    def make_shape_compatible_op(self, model):
-        return super().make_const_shape_op(self.get_normal_output_shape())
+    def make_shape_compatible_op(self, model: ModelWrapper) -> onnx.NodeProto:
+        shape_op: onnx.NodeProto = super().make_const_shape_op(self.get_normal_output_shape())
+        return shape_op
 
-    def verify_node(self):
-        problems = []
+    def verify_node(self) -> list[str]:
+        problems: list[str] = []
         channels, simd = self.get_nodeattr("NumChannels"), self.get_nodeattr("SIMD")
         if channels % simd:
             problems.append(f"SIMD {simd} does not divide the {channels} output channels")
@@ -104,22 +111,23 @@ class StreamingDepthToSpace(HWCustomOp):
             problems.append(f"BlockSize {self.block} is not a whole factor")
         return problems
 
-    def get_input_datatype(self, ind=0):
+    def get_input_datatype(self, ind: int = 0) -> DataType:
         return DataType[self.get_nodeattr("inputDataType")]
 
-    def get_output_datatype(self, ind=0):
+    def get_output_datatype(self, ind: int = 0) -> DataType:
         return self.get_input_datatype()
 
-    def get_instream_width(self, ind=0):
-        return self.get_input_datatype().bitwidth() * self.get_nodeattr("SIMD")
+    def get_instream_width(self, ind: int = 0) -> int:
+        width: int = self.get_input_datatype().bitwidth() * self.get_nodeattr("SIMD")
+        return width
 
-    def get_outstream_width(self, ind=0):
+    def get_outstream_width(self, ind: int = 0) -> int:
         return self.get_instream_width()
 
-    def get_number_output_values(self):
+    def get_number_output_values(self) -> int:
         return int(np.prod(self.get_folded_output_shape()[:-1]))
 
-    def execute_node(self, context, graph):
+    def execute_node(self, context: dict[str, np.ndarray], graph: onnx.GraphProto) -> None:
         node = self.onnx_node
         x = np.asarray(context[node.input[0]]).reshape(self.get_normal_input_shape())
         result = depth_to_space(x, self.block, self.get_nodeattr("Mode"))

@@ -19,18 +19,19 @@ from brainsmith.plugin import kernel
     domain="finn.custom_op.fpgadataflow",
     description="ElementwiseAdd of two integer streams (any widths and signedness), for RTL",
 )
-class IntAdd(ElementwiseAdd):
+class IntAdd(ElementwiseAdd):  # type: ignore[misc]
     """FINN's ElementwiseAdd of two integer streams of one shape, made an RTL layer."""
 
     @staticmethod
-    def takes(layer) -> bool:
+    def takes(layer: ElementwiseAdd) -> bool:
         """Whether an ElementwiseAdd ``layer`` (a FINN op) can become an IntAdd."""
         styles = {layer.get_nodeattr("lhs_style"), layer.get_nodeattr("rhs_style")}
         shapes = [list(layer.get_nodeattr(n)) for n in ("lhs_shape", "rhs_shape", "out_shape")]
         types = [layer.get_input_datatype(0), layer.get_input_datatype(1)]
-        return (
+        fits: bool = (
             styles == {"input"}
             and shapes[0] == shapes[1] == shapes[2]
             and all(t.is_integer() and t.bitwidth() <= 31 for t in types)
             and layer.get_output_datatype().bitwidth() <= 32
         )
+        return fits

@@ -14,7 +14,7 @@ from brainsmith.plugin import kernel
     infer_transform="finn:InferLayerNorm",
     description="LayerNormalization without affine (run ExpandNorms first) as FINN's LayerNorm",
 )
-class LayerNorm(FINNLayerNorm):
+class LayerNorm(FINNLayerNorm):  # type: ignore[misc]
     """LayerNormalization over the last axis, without affine, as FINN's LayerNorm.
 
     FINN's ``InferLayerNorm`` only converts an opset-17 LayerNormalization whose scale is

@@ -14,7 +14,7 @@ from brainsmith.plugin import kernel
     infer_transform="finn:InferQuantizedMatrixVectorActivation",
     description="Quantized MatMul (integer inputs and weights) as FINN's MVAU",
 )
-class MatMul(MVAU):
+class MatMul(MVAU):  # type: ignore[misc]
     """Quantized MatMul as FINN's MVAU: integer activations times integer weights.
 
     FINN's ``InferQuantizedMatrixVectorActivation`` turns a MatMul whose input and weight

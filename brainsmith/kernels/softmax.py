@@ -14,7 +14,7 @@ from brainsmith.plugin import kernel
     infer_transform="finn:InferHWSoftmax",
     description="Softmax over the last axis as FINN's HWSoftmax (float32 output)",
 )
-class Softmax(HWSoftmax):
+class Softmax(HWSoftmax):  # type: ignore[misc]
     """Softmax over the last axis as FINN's HWSoftmax, with a float32 output.
 
     FINN's ``InferHWSoftmax`` converts every ONNX Softmax whose input shape is known; the
