@@ -21,13 +21,14 @@ from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from brainsmith.files import Json
     from brainsmith.report.schema import BuildReport
 
 PLUMBING = ("StreamingFIFO", "StreamingDataWidthConverter")  # op types outside the compute
 SIZING_RECORD = os.path.join("finn", "report", "fifo_sizing.json")  # steps/fifos.py writes it
 
 
-def counted(report: BuildReport, folder: str) -> dict:
+def counted(report: BuildReport, folder: str) -> Json:
     """How ``report``'s totals were counted (``folder``: the build's): ``fifo_depths`` (sized
     by simulation, sized by FINN with Vivado, or FINN's), whether ``fifos`` and
     ``width_converters`` are layers of the design (in its totals), ``resources``
@@ -45,7 +46,7 @@ def counted(report: BuildReport, folder: str) -> dict:
             float(layer.get(key) or 0) for layer in layers if layer.get("op_type") in PLUMBING
         )
         compute[key] = None if total is None else _number(float(total) - plumbing)
-    entry: dict = {
+    entry: Json = {
         "fifo_depths": _depths(report, folder),
         "fifos": fifos,
         "width_converters": converters,
@@ -70,7 +71,7 @@ def _depths(report: BuildReport, folder: str) -> str:
     return "FINN's"
 
 
-def tag(entry: dict) -> str:
+def tag(entry: Json) -> str:
     """What a variant's totals hold beyond its compute layers, in a few characters:
     "+FIFOs +DWCs", "+FIFOs", "+DWCs" or "compute only"."""
     parts = [name for key, name in (("fifos", "+FIFOs"), ("width_converters", "+DWCs"))
@@ -78,7 +79,7 @@ def tag(entry: dict) -> str:
     return " ".join(parts) or "compute only"
 
 
-def label(entry: dict) -> str:
+def label(entry: Json) -> str:
     """The same in words, with where the FIFO depths come from."""
     held = [name for key, name in (("fifos", "FIFOs"), ("width_converters", "width converters"))
             if entry.get(key)]  # fmt: skip
@@ -89,13 +90,13 @@ def label(entry: dict) -> str:
     return f"compute layers only ({depths}: FIFOs and width converters not in the design yet)"
 
 
-def _key(entry: dict) -> tuple:
+def _key(entry: Json) -> tuple[bool, bool, str | None]:
     """What makes two variants' totals comparable: the same kinds of layers counted."""
     found = entry.get("counting") or {}
     return (bool(found.get("fifos")), bool(found.get("width_converters")), found.get("resources"))
 
 
-def compare(entries: list[dict]) -> dict:
+def compare(entries: list[Json]) -> Json:
     """Set each entry's ``compared`` (the metrics ranking, plots and means use: its totals,
     or with variants counted differently, its compute layers' resources) and return
     explore.json's ``counting``: ``alike``, ``compared_on`` ("totals" or "compute layers"),
@@ -105,7 +106,7 @@ def compare(entries: list[dict]) -> dict:
         (e for e in entries if e.get("status") == "ok" and e.get("metrics")),
         key=lambda e: e["index"],
     )
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple[bool, bool, str | None], list[Json]] = {}
     for entry in built:
         groups.setdefault(_key(entry), []).append(entry)
     known = [g for g in groups.values() if g[0].get("counting")]
@@ -127,7 +128,7 @@ def compare(entries: list[dict]) -> dict:
     }
 
 
-def differs(kinds: list[dict]) -> str:
+def differs(kinds: list[Json]) -> str:
     """e.g. "not like for like: v00 counts compute layers, FIFOs and width converters (FIFOs
     sized by simulation); v01, v02 count compute layers only (...); LUT, BRAM_18K, URAM and
     DSP compared on compute layers only (FIFOs and width converters left out)"."""

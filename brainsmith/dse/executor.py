@@ -32,6 +32,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from distributed import Client, Future, LocalCluster
+
+    from brainsmith.files import Json
+
 
 Started = Callable[[str], None]
 Done = Callable[[NodeResult], None]
@@ -61,7 +65,11 @@ class InProcess:
     description: dict[str, str | int] = {"executor": "in-process", "workers": 1}
 
     def run(
-        self, tasks: list[tuple[NodeTask, str | None]], done: dict, started: Started, finished: Done
+        self,
+        tasks: list[tuple[NodeTask, str | None]],
+        done: dict[str, NodeResult],
+        started: Started,
+        finished: Done,
     ) -> None:
         results = dict(done)
         for task, parent in tasks:
@@ -92,7 +100,7 @@ class DaskCluster:
         self.topic = f"brainsmith-explore-{uuid.uuid4().hex[:12]}"
         self.limit = limit  # seconds a segment may run; then its worker is restarted
         self.began: dict[str, tuple[float, str]] = {}  # segment -> (start, worker address)
-        self.starts: dict[str, dict] = {}  # segment -> its last start's announcement
+        self.starts: dict[str, Json] = {}  # segment -> its last start's announcement
         self.stopped: dict[str, NodeResult] = {}  # segments stopped for running too long
         self.deaths: WorkerDeaths | None = None  # the local workers' exit statuses
         logging.getLogger("distributed").setLevel(logging.ERROR)
@@ -146,9 +154,13 @@ class DaskCluster:
         self.description["workers"] = len(seen)
 
     def run(
-        self, tasks: list[tuple[NodeTask, str | None]], done: dict, started: Started, finished: Done
+        self,
+        tasks: list[tuple[NodeTask, str | None]],
+        done: dict[str, NodeResult],
+        started: Started,
+        finished: Done,
     ) -> None:
-        def announced(event: tuple) -> None:
+        def announced(event: tuple[float, Json]) -> None:
             message = event[1]
             self.began[message["started"]] = (time.monotonic(), message.get("worker", ""))
             self.starts[message["started"]] = message
@@ -165,7 +177,7 @@ class DaskCluster:
         by_id: dict[str, NodeTask] = {}
         for task, parent in tasks:
             task.topic = self.topic
-            argument = futures[parent] if parent in futures else done.get(parent)
+            argument = futures[parent] if parent in futures else done.get(parent or "")
             futures[task.id] = self.client.submit(
                 run_node, task, argument, key=f"{self.topic}-{task.id}", pure=False
             )
@@ -196,7 +208,9 @@ class DaskCluster:
             with contextlib.suppress(Exception):
                 self.client.unsubscribe_topic(self.topic)
 
-    def _settle(self, pending: dict[str, Any], tasks: dict[str, NodeTask]) -> Iterator[tuple]:
+    def _settle(
+        self, pending: dict[str, Any], tasks: dict[str, NodeTask]
+    ) -> Iterator[tuple[str, Future[NodeResult]]]:
         """Yield ``(segment id, future)`` as each ends; stop those over the time limit."""
         while pending:
             ended = [node for node, future in pending.items() if future.done()]
@@ -218,7 +232,7 @@ class DaskCluster:
             and now - self.began[node][0] > self.limit
         ]  # fmt: skip
 
-    def _stop(self, task: NodeTask, future) -> None:
+    def _stop(self, task: NodeTask, future: Future[NodeResult]) -> None:
         """Cancel a segment that ran out of time and restart the worker running it (Python
         cannot stop a running task otherwise); segments below it fail with it."""
         began, worker = self.began[task.id]
@@ -230,7 +244,9 @@ class DaskCluster:
                     [worker], timeout=RESTART_TIMEOUT, raise_for_error=False
                 )
 
-    def _alone(self, task: NodeTask, parent: NodeResult | None, futures: dict) -> NodeResult:
+    def _alone(
+        self, task: NodeTask, parent: NodeResult | None, futures: dict[str, Future[NodeResult]]
+    ) -> NodeResult:
         """Run again, by itself, a segment Dask lost with a dying worker before it started.
 
         A worker that dies (a crash, the out-of-memory killer) takes down every segment the
@@ -252,9 +268,10 @@ class DaskCluster:
         if _killed(future):
             return self._crashed(task)
         try:
-            return future.result()
+            result: NodeResult = future.result()
         except Exception:
             return _lost(task, future)
+        return result
 
     def _crashed(self, task: NodeTask) -> NodeResult:
         """A segment whose worker died running it, failed in the step it was in."""
@@ -300,14 +317,14 @@ def _timed_out(task: NodeTask, limit: float, seconds: float) -> NodeResult:
     return result
 
 
-def _killed(future) -> bool:
+def _killed(future: Future[NodeResult]) -> bool:
     """Whether ``future`` failed because the worker running it died (Dask's KilledWorker)."""
     from distributed import KilledWorker
 
     return future.status == "error" and isinstance(future.exception(), KilledWorker)
 
 
-def _lost(task: NodeTask, future) -> NodeResult:
+def _lost(task: NodeTask, future: Future[NodeResult]) -> NodeResult:
     """A task Dask could not finish for another reason than its worker's death: it was
     cancelled, or Dask itself failed it."""
     if future.status == "cancelled":
@@ -320,7 +337,7 @@ def _lost(task: NodeTask, future) -> NodeResult:
     return NodeResult(task.id, "failed", task.folder, task.key, error=error)
 
 
-def _connect(given: str, timeout: float = CONNECT_TIMEOUT):
+def _connect(given: str, timeout: float = CONNECT_TIMEOUT) -> Client:
     """A client of the scheduler at ``given`` (an address or scheduler file), or
     ExecutorError within about ``timeout`` seconds."""
     from distributed import Client
@@ -404,7 +421,7 @@ def _unreachable(where: str, problem: str) -> ExecutorError:
     )
 
 
-def _local_cluster(workers: int):
+def _local_cluster(workers: int) -> LocalCluster:
     """A local cluster of ``workers`` processes with one thread each (FINN builds are
     single-threaded Python; one build per process keeps FINN's global settings apart),
     whose scheduler tries a segment whose worker died once more, not Dask's default 3 times."""
@@ -427,7 +444,7 @@ def _local_cluster(workers: int):
 
 
 @contextlib.contextmanager
-def _workers_must_start():
+def _workers_must_start() -> Iterator[None]:
     """Dask's "Nanny failed to start" as an ExecutorError with what usually causes it."""
     try:
         yield
@@ -443,7 +460,7 @@ def _workers_must_start():
 
 
 @contextlib.contextmanager
-def _sigint_ignored():
+def _sigint_ignored() -> Iterator[None]:
     """Processes started in the block inherit an ignored SIGINT (the main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -18,11 +18,20 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from brainsmith.dse.tasks import NodeResult, NodeTask, load_result
 from brainsmith.dse.tree import Segment, build_tree, root_key, step_keys
 from brainsmith.dse.variants import Variant
 from brainsmith.errors import BrainsmithError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.blueprint.model import Blueprint
+    from brainsmith.dse.executor import DaskCluster, InProcess
+    from brainsmith.dse.progress import ExploreProgress
+    from brainsmith.files import Json
+    from brainsmith.metrics import ExploreMetrics
 
 
 class ExploreError(BrainsmithError):
@@ -42,22 +51,23 @@ class ExploreResult:
     """A finished exploration: its folder and explore.json's content."""
 
     output_dir: str
-    data: dict
+    data: Json
     json_path: str
     html_path: str
 
     @property
-    def variants(self) -> list[dict]:
-        return self.data["variants"]
+    def variants(self) -> list[Json]:
+        variants: list[Json] = self.data["variants"]
+        return variants
 
     @property
-    def pareto(self) -> list[dict]:
+    def pareto(self) -> list[Json]:
         return [v for v in self.variants if v["pareto"]]
 
 
 def explore(
     model: str,
-    blueprint,
+    blueprint: str | os.PathLike[str] | Blueprint,
     output_dir: str | None = None,
     *,
     workers: int | None = None,
@@ -120,7 +130,7 @@ def explore(
     return run.result
 
 
-def _refuse_in_a_starting_worker(caller: dict) -> None:
+def _refuse_in_a_starting_worker(caller: Json) -> None:
     """A worker process of the local cluster runs the user's script again, as
     ``__mp_main__``, while it starts; an unguarded ``explore(...)`` there (``caller``: the
     calling code's globals) would start an exploration inside each worker."""
@@ -195,7 +205,7 @@ def _locked(folder: str) -> Iterator[None]:
         lock.release()
 
 
-def _serve_metrics(port: int, name: str):
+def _serve_metrics(port: int, name: str) -> ExploreMetrics:
     from brainsmith.metrics import ExploreMetrics
 
     try:
@@ -212,12 +222,12 @@ class Exploration:
 
     def __init__(
         self,
-        blueprint,
+        blueprint: Blueprint,
         variants: list[Variant],
         roots: list[Segment],
         folder: str,
         model: str,
-        vectors,
+        vectors: tuple[str, str] | None,
     ) -> None:
         self.blueprint = blueprint
         self.variants = variants
@@ -235,10 +245,10 @@ class Exploration:
         self.running: dict[str, float] = {}  # segments under way -> when they started
         self.started = time.perf_counter()
         self.writing = threading.Lock()  # explore.json: the main thread's, or abandon()'s
-        self.executor_facts: dict = {}
+        self.executor_facts: Json = {}
         self.setup_seconds = 0.0  # until the executor was ready
         self.teardown_seconds = 0.0  # stopping it
-        self.metrics = None  # brainsmith.metrics.ExploreMetrics with --metrics-port
+        self.metrics: ExploreMetrics | None = None  # with --metrics-port
         self.result: ExploreResult | None = None
 
     def node_folder(self, node: Segment) -> str:
@@ -366,7 +376,7 @@ class Exploration:
             "  try: continue with the same command and --resume"
         )
 
-    def _started(self, node: str, display) -> None:
+    def _started(self, node: str, display: ExploreProgress) -> None:
         self.running[node] = time.perf_counter()
         display.started(node)
 
@@ -381,7 +391,7 @@ class Exploration:
                     if not found.failed_in:
                         self.ran.add(node.id)
 
-    def _finished(self, result: NodeResult, display) -> None:
+    def _finished(self, result: NodeResult, display: ExploreProgress) -> None:
         self.results[result.id] = result
         if self.metrics is not None:
             shared = self.nodes[result.id].shared
@@ -440,7 +450,13 @@ def _label(node: Segment) -> str:
     return f"{node.id} {choices}"
 
 
-def _executor(folder: str, workers: int | None, scheduler: str | None, tasks, run: Exploration):
+def _executor(
+    folder: str,
+    workers: int | None,
+    scheduler: str | None,
+    tasks: list[tuple[NodeTask, str | None]],
+    run: Exploration,
+) -> InProcess | DaskCluster:
     from brainsmith.dse.executor import (
         CONNECT_TIMEOUT,
         DaskCluster,
@@ -485,12 +501,12 @@ def _check_inputs(model: str, input_npy: str | None, expected_npy: str | None) -
             raise ExploreError(f"file {path} does not exist", "check the path")
 
 
-def _load(blueprint):
+def _load(blueprint: str | os.PathLike[str] | Blueprint) -> Blueprint:
     from brainsmith.blueprint import BlueprintError, load_blueprint
     from brainsmith.plugin.errors import PluginError
 
     if hasattr(blueprint, "design_space"):
-        return blueprint
+        return cast("Blueprint", blueprint)
     try:
         return load_blueprint(str(blueprint))
     except BlueprintError as exc:
@@ -503,7 +519,7 @@ def _load(blueprint):
         ) from exc
 
 
-def _variants(blueprint) -> list[Variant]:
+def _variants(blueprint: Blueprint) -> list[Variant]:
     from brainsmith.dse.variants import SpaceError, expand
     from brainsmith.planning.plan import PlanError
 

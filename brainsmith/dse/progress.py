@@ -9,6 +9,10 @@ import threading
 import time
 from typing import TextIO
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rich.console import Group
+
 
 class ExploreProgress:
     """Receives segment events; ``ExploreProgress.silent()`` ignores them."""
@@ -98,7 +102,7 @@ class ExploreProgress:
         except (OSError, ValueError):  # a closed pipe must not stop the exploration
             pass
 
-    def _view(self):
+    def _view(self) -> Group:
         """The display; reads copies (a copy of a dict is atomic), as the refresh thread
         calls it without the lock."""
         from rich.console import Group

@@ -17,12 +17,20 @@ from brainsmith.dse.results import effects, judge, lower_bounds, metrics, varian
 from brainsmith.dse.tree import counts, render
 from brainsmith.plugin.names import short_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.dse.exploration import Exploration
+    from brainsmith.dse.tree import Segment
+    from brainsmith.dse.variants import Variant
+    from brainsmith.files import Json
 
-def assemble(run, started: float | None) -> dict:
+
+def assemble(run: Exploration, started: float | None) -> Json:
     """explore.json's content for ``run`` (an ``Exploration``)."""
     from brainsmith.report.contents import versions
 
     space = run.blueprint.design_space
+    assert space is not None  # expand refused a blueprint without one
     variants = [_variant(run, v) for v in run.variants]
     counting = compare(variants)
     judge(variants, space.search)
@@ -57,11 +65,11 @@ def assemble(run, started: float | None) -> dict:
     }
 
 
-def _variant(run, variant) -> dict:
+def _variant(run: Exploration, variant: Variant) -> Json:
     node = run.nodes[variant.id]
     result = run.results.get(variant.id)
     folder = os.path.relpath(run.node_folder(node), run.folder)
-    entry = {
+    entry: Json = {
         "id": variant.id,
         "index": variant.index,
         "choices": variant.choices,
@@ -97,7 +105,7 @@ def _variant(run, variant) -> dict:
     return entry
 
 
-def _segment(run, node) -> dict:
+def _segment(run: Exploration, node: Segment) -> Json:
     result = run.results.get(node.id)
     if result is None:
         status = "cancelled" if run.status == "interrupted" else "pending"
@@ -120,7 +128,7 @@ def _segment(run, node) -> dict:
     }
 
 
-def _usage(run) -> dict:
+def _usage(run: Exploration) -> Json:
     uses = 0
     steps_without = 0
     for variant in run.variants:
@@ -144,7 +152,7 @@ def _usage(run) -> dict:
     }
 
 
-def _tree(run) -> list[str]:
+def _tree(run: Exploration) -> list[str]:
     tree = counts(run.roots)
     head = (
         f"{tree.variants} variants, {tree.segments} segments ({tree.shared} shared): "

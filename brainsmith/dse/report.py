@@ -19,6 +19,7 @@ from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from brainsmith.files import Json
     from brainsmith.report.schema import BuildReport
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 520, 340, 78, 18, 16, 46
@@ -56,7 +57,7 @@ def metric_text(report: BuildReport) -> str:
     return "  ".join(parts)
 
 
-def write_report(data: dict, path: str) -> None:
+def write_report(data: Json, path: str) -> None:
     variants = data["variants"]
     ok = [v for v in variants if v["status"] == "ok"]
     failed = [v for v in variants if v["status"] == "failed"]
@@ -125,7 +126,7 @@ ESTIMATES = (
 )
 
 
-def _unranked(built: list[dict]) -> dict[str, list[str]]:
+def _unranked(built: list[Json]) -> dict[str, list[str]]:
     """The variants not ranked (each design once), by reason."""
     found: dict[str, list[str]] = {}
     for v in sorted(built, key=lambda v: v["index"]):
@@ -134,7 +135,7 @@ def _unranked(built: list[dict]) -> dict[str, list[str]]:
     return found
 
 
-def _front(variants: list[dict], unranked: dict[str, list[str]]) -> str:
+def _front(variants: list[Json], unranked: dict[str, list[str]]) -> str:
     front = ", ".join(v["id"] for v in variants if v["pareto"])
     if not unranked:
         return front or "-"
@@ -154,7 +155,7 @@ def _unranked_note(unranked: dict[str, list[str]]) -> str:
     )
 
 
-def _table(variants: list[dict], data: dict) -> str:
+def _table(variants: list[Json], data: Json) -> str:
     dims = list(data["dimensions"])
     constraints = data["constraints"]
     unlike = (data.get("counting") or {}).get("alike") is False
@@ -188,7 +189,7 @@ def _table(variants: list[dict], data: dict) -> str:
     return f"<div class='scroll'><table class='variants'><tr>{header}</tr>{''.join(rows)}</table></div>"
 
 
-def _counted_cell(counted: dict) -> tuple[str, str]:
+def _counted_cell(counted: Json) -> tuple[str, str]:
     """What a variant's totals hold beyond its compute layers, titled in words."""
     if not counted:
         return "-", ""
@@ -196,7 +197,7 @@ def _counted_cell(counted: dict) -> tuple[str, str]:
     return f"<span class='counted' title='{title}'>{html.escape(counted['tag'])}</span>", ""
 
 
-def _counting_legend(counting: dict) -> str:
+def _counting_legend(counting: Json) -> str:
     """The legend's line on variants counted differently."""
     kinds = "; ".join(
         f"{k['tag']}: {', '.join(k['variants'])}, {k['label']}" for k in counting["kinds"]
@@ -209,7 +210,7 @@ def _counting_legend(counting: dict) -> str:
     )
 
 
-def _rank(variant: dict) -> tuple[str, str]:
+def _rank(variant: Json) -> tuple[str, str]:
     if variant.get("unranked"):
         title = html.escape(variant["unranked"], quote=True)
         return f"<span class='unranked' title='{title}'>not ranked</span>", ""
@@ -225,7 +226,7 @@ def _metric_cell(value: object, metric: str, bounds: dict[str, list[str]]) -> tu
     return f"<span class='bound' title='{title}'>{_amount(value, True)}</span>", "num"
 
 
-def _link(variant: dict) -> str:
+def _link(variant: Json) -> str:
     """The variant's id, linked to its build report when there is one; a variant that built
     the same design as another says which."""
     name = html.escape(variant["id"])
@@ -247,7 +248,7 @@ def _percent_cell(
     return f"<span class='bound'>≥ {value:.2f} %</span>", "num"
 
 
-def _effects(effects: list[dict]) -> str:
+def _effects(effects: list[Json]) -> str:
     """What each dimension's choices did: mean metrics per value, and whether the choice
     changed the design at all."""
     if not effects:
@@ -300,7 +301,7 @@ def _effects(effects: list[dict]) -> str:
     )
 
 
-def _check(check: dict | None) -> tuple[str, str]:
+def _check(check: Json | None) -> tuple[str, str]:
     if check is None:
         return "", ""
     if check["ok"] is None:
@@ -311,7 +312,7 @@ def _check(check: dict | None) -> tuple[str, str]:
     return "<span class='miss'>fail</span>", ""
 
 
-def _failures(failed: list[dict]) -> str:
+def _failures(failed: list[Json]) -> str:
     if not failed:
         return ""
     items = []
@@ -328,7 +329,7 @@ def _failures(failed: list[dict]) -> str:
     return f"<h2>Failed variants</h2><ul>{''.join(items)}</ul>"
 
 
-def _plot(variants: list[dict], data: dict, resource: str) -> str:
+def _plot(variants: list[Json], data: Json, resource: str) -> str:
     points = [
         v
         for v in variants
@@ -420,7 +421,9 @@ def _bound_arrows(variant: str, cx: float, cy: float, right: bool, up: bool) -> 
     return f"<path class='bound' data-bound='{variant}' d='{''.join(paths)}'/>"
 
 
-def _constraint_lines(constraints: list[str], resource: str, x_axis, y_axis) -> list[str]:
+def _constraint_lines(
+    constraints: list[str], resource: str, x_axis: _Axis, y_axis: _Axis
+) -> list[str]:
     lines = []
     for text in constraints:
         metric, _, written = text.split(" ", 2)

@@ -28,7 +28,10 @@ from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.blueprint.space import Constraint
+    from collections.abc import Iterable
+
+    from brainsmith.blueprint.space import Constraint, Search
+    from brainsmith.files import Json
     from brainsmith.report.schema import BuildReport
 
 METRIC_NAMES = ("fps", "latency_ns", *RESOURCES)
@@ -59,7 +62,7 @@ def bound_reason(metric: str, layers: list[str]) -> str:
     return f"{metric} is a lower bound ({named} not estimated by FINN)"
 
 
-def verdict(constraint: Constraint, found: dict, bounds: dict[str, list[str]]) -> dict:
+def verdict(constraint: Constraint, found: Json, bounds: dict[str, list[str]]) -> Json:
     """``{constraint, ok, reason}``: ``ok`` is None (not judged, ``reason`` says why) when
     the metric is a lower bound that does not decide the constraint."""
     ok: bool | None = constraint.holds(found)
@@ -72,7 +75,7 @@ def verdict(constraint: Constraint, found: dict, bounds: dict[str, list[str]]) -
     return {"constraint": str(constraint), "ok": ok, "reason": reason}
 
 
-def unranked(entry: dict, objectives: list[tuple[str, str]]) -> str | None:
+def unranked(entry: Json, objectives: list[tuple[str, str]]) -> str | None:
     """Why a built variant is not ranked: its objectives that are lower bounds; None when
     every objective is a number."""
     bounds = entry.get("lower_bounds") or {}
@@ -107,7 +110,7 @@ def variant_facts(report: BuildReport) -> dict[str, object]:
     }
 
 
-def judge(entries: list[dict], search) -> None:
+def judge(entries: list[Json], search: Search) -> None:
     """Fill in ``constraints``, ``feasible`` (None: a constraint not judged), ``unranked``
     (why not), ``pareto``, ``front``, ``rank`` and ``same_design_as`` of each variant entry
     (``search`` is the blueprint's ``Search``); entries without metrics are not judged."""
@@ -122,7 +125,7 @@ def judge(entries: list[dict], search) -> None:
         entry["same_design_as"] = None
         entry["same_design"] = []
     every = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
-    first: dict[str, dict] = {}
+    first: dict[str, Json] = {}
     for entry in sorted(every, key=lambda e: e["index"]):
         twin = first.setdefault(entry.get("design") or entry["id"], entry)
         if twin is not entry:
@@ -155,8 +158,8 @@ def judge(entries: list[dict], search) -> None:
 
 
 def effects(
-    entries: list[dict], dimensions: dict[str, list], compared_on: str = "totals"
-) -> list[dict]:
+    entries: list[Json], dimensions: dict[str, list[object]], compared_on: str = "totals"
+) -> list[Json]:
     """Per dimension: for each of its values, how many variants built with it, their mean
     metrics (of each variant's ``compared`` figures: ``compared_on`` says which) and which
     of these means are lower bounds (a mean over a lower bound is one); and how many pairs
@@ -165,9 +168,12 @@ def effects(
     built = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
     found = []
     for label in dimensions:
-        key = lambda e, label=label: json.dumps(  # noqa: E731  # the other choices
-            {k: v for k, v in e["choices"].items() if k != label}, sort_keys=True, default=str
-        )
+
+        def key(e: Json, label: str = label) -> str:  # the other choices
+            return json.dumps(
+                {k: v for k, v in e["choices"].items() if k != label}, sort_keys=True, default=str
+            )
+
         values = []
         for value in dimensions[label]:
             group = [e for e in built if _shown(e["choices"].get(label)) == _shown(value)]
@@ -193,29 +199,29 @@ def _shown(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _mean(values) -> float | None:
+def _mean(values: Iterable[float | None]) -> float | None:
     numbers = [float(v) for v in values if v is not None]
     return sum(numbers) / len(numbers) if numbers else None
 
 
-def _value(entry: dict, metric: str, goal: str) -> float:
-    value = (entry.get("compared") or entry["metrics"]).get(metric)  # like for like
+def _value(entry: Json, metric: str, goal: str) -> float:
+    value: float | None = (entry.get("compared") or entry["metrics"]).get(metric)  # like for like
     if value is None:
         return float("inf")  # a missing value is the worst
     return -value if goal == "max" else value
 
 
-def _objective_key(entry: dict, objectives: list[tuple[str, str]]) -> tuple:
+def _objective_key(entry: Json, objectives: list[tuple[str, str]]) -> tuple[float, ...]:
     return (*(_value(entry, m, g) for m, g in objectives), entry["index"])
 
 
-def dominates(a: dict, b: dict, objectives: list[tuple[str, str]]) -> bool:
+def dominates(a: Json, b: Json, objectives: list[tuple[str, str]]) -> bool:
     """``a`` is at least as good as ``b`` in every objective and better in one."""
     pairs = [(_value(a, m, g), _value(b, m, g)) for m, g in objectives]
     return all(x <= y for x, y in pairs) and any(x < y for x, y in pairs)
 
 
-def fronts(entries: list[dict], objectives: list[tuple[str, str]]) -> list[list[dict]]:
+def fronts(entries: list[Json], objectives: list[tuple[str, str]]) -> list[list[Json]]:
     """Non-dominated sorting: the Pareto front, then the front of what is left, ..."""
     left, layers = list(entries), []
     while left:
@@ -225,7 +231,7 @@ def fronts(entries: list[dict], objectives: list[tuple[str, str]]) -> list[list[
     return layers
 
 
-def write_json(data: dict, path: str) -> None:
+def write_json(data: Json, path: str) -> None:
     """Write ``path`` atomically, so a reader never sees half a file."""
     temporary = f"{path}.tmp-{os.getpid()}"
     with open(temporary, "w") as handle:

@@ -22,6 +22,7 @@ from brainsmith.planning.plan import BuildPlan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from brainsmith.files import Json
     from brainsmith.report.schema import BuildReport
 
 NODE_FILE = "explore-node.json"
@@ -57,7 +58,7 @@ class NodeResult:
     key: str = ""
     seconds: float = 0.0
     checkpoint: str = ""
-    error: dict | None = None
+    error: Json | None = None
     failed_in: str = ""
     report: BuildReport | None = field(default=None, repr=False)
     worker: str = ""
@@ -102,7 +103,7 @@ def load_result(folder: str, key: str) -> NodeResult | None:
     return result
 
 
-def final(error: dict | None) -> bool:
+def final(error: Json | None) -> bool:
     """Whether a failure is final, kept by --resume: not one that ran out of time or whose
     worker died running it (--resume runs those again)."""
     return not (error or {}).get("timed_out") and not (error or {}).get("worker_died")
@@ -238,7 +239,7 @@ def warm_up() -> None:
     render_charts([{"name": "warm-up", "LUT": 1, "cycles": 1}])  # matplotlib and its fonts
 
 
-def check_worker(folder: str) -> dict:
+def check_worker(folder: str) -> Json:
     """What a worker sees: the output folder, brainsmith's version, Python's."""
     import platform
 

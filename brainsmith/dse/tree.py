@@ -14,13 +14,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from brainsmith.dse.variants import Variant
 from brainsmith.frameworks.finn.facts import step_label
 from brainsmith.planning.plan import BuildPlan
 from brainsmith.plugin.names import short_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.blueprint.model import Blueprint
 
 
 def _infer(plan: BuildPlan) -> object:
@@ -155,12 +159,12 @@ class Segment:
             node = node.parent
         return chain[::-1]
 
-    def walk(self):
+    def walk(self) -> Iterator[Segment]:
         yield self
         for child in self.children:
             yield from child.walk()
 
-    def fixed(self) -> dict:
+    def fixed(self) -> dict[str, object]:
         """The choices all variants here share and the parent's do not."""
         mine = _common(self.variants)
         theirs = _common(self.parent.variants) if self.parent else {}
@@ -170,7 +174,7 @@ class Segment:
 _MISSING = object()
 
 
-def _common(variants: list[Variant]) -> dict:
+def _common(variants: list[Variant]) -> dict[str, object]:
     first = variants[0].choices
     return {k: v for k, v in first.items() if all(x.choices.get(k) == v for x in variants)}
 
@@ -182,7 +186,7 @@ def build_tree(variants: list[Variant]) -> list[Segment]:
     return roots
 
 
-def _split(group: list[Variant], depth: int, parent: Segment | None, roots: list) -> None:
+def _split(group: list[Variant], depth: int, parent: Segment | None, roots: list[Segment]) -> None:
     if len(group) == 1:
         _attach(Segment(depth, len(group[0].keys), group, parent), parent, roots)
         return
@@ -201,7 +205,7 @@ def _split(group: list[Variant], depth: int, parent: Segment | None, roots: list
         _split(bucket, common, node, roots)
 
 
-def _attach(node: Segment, parent: Segment | None, roots: list) -> None:
+def _attach(node: Segment, parent: Segment | None, roots: list[Segment]) -> None:
     (parent.children if parent is not None else roots).append(node)
 
 
@@ -259,12 +263,13 @@ def show(value: object) -> str:
     return str(value)
 
 
-def describe_space(blueprint) -> list[str]:
+def describe_space(blueprint: Blueprint) -> list[str]:
     """The variant count and the execution tree of a design-space blueprint, as text."""
     from brainsmith.dse.variants import expand
 
-    space = blueprint.design_space
     variants = expand(blueprint)
+    space = blueprint.design_space
+    assert space is not None  # expand refused a blueprint without one
     if blueprint.build is None and not any(d.section == "build" for d in space.dimensions):
         return [f"design space: {len(variants)} variants; no tree: the blueprint has no build:"]
     for variant in variants:

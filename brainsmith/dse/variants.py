@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from brainsmith.errors import BrainsmithError
 from brainsmith.planning.plan import BuildPlan, plan_from_blueprint
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.blueprint.model import Blueprint
+
 
 @dataclass
 class Variant:
@@ -14,7 +18,7 @@ class Variant:
 
     index: int
     id: str
-    choices: dict
+    choices: dict[str, object]
     plan: BuildPlan
     keys: list[str] = field(default_factory=list)  # per step: what it has computed so far
 
@@ -28,7 +32,7 @@ class SpaceError(BrainsmithError, ValueError):
     """A blueprint that cannot be explored; the message says why."""
 
 
-def expand(blueprint) -> list[Variant]:
+def expand(blueprint: Blueprint) -> list[Variant]:
     """The variants ``blueprint`` (a loaded ``Blueprint``) picks, in order; the count is
     checked against ``MAX_VARIANTS`` before any is made."""
     from brainsmith.blueprint.space import MAX_VARIANTS
