@@ -5,6 +5,7 @@ estimated resources on rows of their own, percentages not rounded up, latency be
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import re
 from pathlib import Path
@@ -222,3 +223,32 @@ def test_latency_is_beside_fps_on_the_first_card_and_in_the_first_lines(
     lines = terminal_summary(found, capsys)
     start = next(i for i, x in enumerate(lines) if x.startswith("  throughput  97,656 fps"))
     assert lines[start + 1] == "  " + said.replace("latency ", "latency     ", 1)
+
+
+VERSAL = {**ESTIMATED, "fpga_part": "xcvc1902-vsva2197-2MP-e-S", "utilisation": None}
+
+
+@pytest.mark.parametrize(
+    ("parts", "said"),
+    [
+        (ESTIMATED, "the resources are estimates: brainsmith synth /home/me/my_net_build counts "
+                    "the RTL layers with Yosys; no tool checked the 5 ns clock"),
+        (VERSAL, "the resources are estimates Yosys cannot count for xcvc1902-vsva2197-2MP-e-S "
+                 "(no Versal family): build for an UltraScale+ part with --synth to measure them "
+                 "(--part xczu7ev-ffvc1156-2-e); no tool checked the 5 ns clock"),
+        ({**ESTIMATED, "synthesis": MEASURED}, "no tool checked the 5 ns clock"),
+    ],
+)  # fmt: skip
+def test_the_first_screen_says_which_figures_no_tool_checked_and_how_to_measure_them(
+    parts: dict, said: str, capsys: pytest.CaptureFixture[str]
+):
+    """A default build's LUT and DSP are estimates and its clock an assumption: the terminal
+    summary and report.html's first card say so, and how to measure them here."""
+    found = report(**{**FINISHED, **parts})
+    lines = terminal_summary(found, capsys)
+    unchecked = [line for line in lines if line.startswith("  unchecked   ")]
+    assert len(unchecked) == 1 and unchecked[0].startswith(f"  unchecked   {said}"), lines
+    assert unchecked[0].endswith("(no place and route ran)")
+    page = render(found, {})
+    verdict = page.split("<div class='verdict'>", 1)[1].split("</div></div>", 1)[0]
+    assert f"unchecked: {said}" in html.unescape(re.sub(r"<[^>]+>", "", verdict))

@@ -316,6 +316,11 @@ def _print_resources(out: Console, report: BuildReport) -> None:
     missing = incomplete_line(report)
     if missing:
         out.print(f"              {missing}", markup=False)
+    from brainsmith.report.measured import unchecked
+
+    note = unchecked(report)
+    if note:
+        out.print(f"  unchecked   {note}", markup=False)
 
 
 def _print_verification(

@@ -355,6 +355,11 @@ def _verdict(report: BuildReport) -> str:
         lines.append(_e(f"on the CPU, outside the accelerator: {kinds}"))
     elif cpu:
         lines.append("every node is in the accelerator")
+    from brainsmith.report.measured import unchecked
+
+    note = unchecked(report)
+    if note:
+        lines.append(f"<span class='none'>unchecked: {_e(note)}</span>")
     items = "".join(f"<div>{line}</div>" for line in lines)
     return f"<div class='verdict'>{items}{_utilisation_bars(report)}</div>"
 

@@ -14,7 +14,13 @@ from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report.schema import Layer, MeasuredLayer, SynthesisLayer, SynthesisSection
+    from brainsmith.report.schema import (
+        BuildReport,
+        Layer,
+        MeasuredLayer,
+        SynthesisLayer,
+        SynthesisSection,
+    )
     from brainsmith.synthesis import DesignSynthesis
 
 SYNTHESISED = "synthesised"
@@ -131,3 +137,25 @@ def unsynthesised(section: SynthesisSection) -> list[str]:
         for x in section["layers"]
         if x["status"] != SYNTHESISED
     ]
+
+
+def unchecked(report: BuildReport) -> str | None:
+    """What on the first screen no tool checked, and how to measure it: the resources when
+    Yosys did not count them (a Versal part it cannot map says so), and the clock, which
+    nothing here places and routes for an AMD part."""
+    from brainsmith.report.units import finite
+    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
+
+    clock = finite(report.get("clock_ns"))
+    said = [f"no tool checked the {clock:g} ns clock (no place and route ran)"] if clock else []
+    part = report.get("fpga_part") or ""
+    if not report.get("synthesis") and report.get("totals") and part:
+        try:
+            family_of(part)
+            said.insert(0, "the resources are estimates: brainsmith synth "
+                        f"{report.get('output_dir', 'BUILD_DIR')} counts the RTL layers with Yosys")  # fmt: skip
+        except NotSynthesisable:
+            said.insert(0, f"the resources are estimates Yosys cannot count for {part} (no Versal "
+                        f"family): build for an UltraScale+ part with --synth to measure them "
+                        f"(--part {ULTRASCALE_PLUS_PART})")  # fmt: skip
+    return "; ".join(said) or None
