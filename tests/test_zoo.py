@@ -64,11 +64,10 @@ VARIANTS = {
     "act_bits=7, packed_in_proj=True)",
 }
 PACKED = "encoder_packed_h5_w5a7"
-# Other sizes and widths of a kind make test builds fresh already: make test-wide (fresh
-# encoders in make test: the packed one here, the transformer blueprint's).
+# Other sizes and widths of a kind make test builds fresh already: make test-wide.
 WIDE_VARIANTS = {"tfc_w2a2", "tfc_w8a8", "lfc_w1a1_narrow", "tfc_w2a1", "mobilenet_w5a3_stride2",
                  "kws_w1a1", "resnet_w3a6", "residual_w6a2", "encoder_w6a5", "two_heads_w3a2",
-                 "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5", "encoder_h4_w6a6"}  # fmt: skip
+                 "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5"}  # fmt: skip
 BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 

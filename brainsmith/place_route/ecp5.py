@@ -42,7 +42,7 @@ from brainsmith.synthesis.sources import (
     plain_top,
     primitive_library,
 )
-from brainsmith.synthesis.yosys import Processes, Yosys, failure, first_error
+from brainsmith.synthesis.yosys import Processes, Yosys, failure, first_error, run_mounted
 from brainsmith.synthesis.yosys import run as run_yosys
 
 FORMAT = "1"  # bump when what a cached result holds changes
@@ -285,29 +285,7 @@ def _run_nextpnr(
 ) -> tuple[int | None, str]:
     """nextpnr-ecp5 with ``folder`` as its only folder; (exit code or None when stopped,
     log path)."""
-    folder = os.path.abspath(folder)
-    log = os.path.join(folder, "nextpnr.log")
-    env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
-    with open(log, "w") as out:
-        process = processes.start(
-            [*NEXTPNR, *arguments],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            cwd=folder,
-        )
-        if process is None:
-            return None, log
-        try:
-            code: int | None = process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            code = None
-        finally:
-            processes.done(process)
-    return code, log
+    return run_mounted([*NEXTPNR, *arguments], folder, "nextpnr.log", timeout, processes)
 
 
 def _read_cached(entry: str, key: str) -> PlaceRouteResult | None:

@@ -260,13 +260,25 @@ def run(
     ``processes``); the log goes to ``folder``/yosys.log. Returns (exit code, negative for
     a signal, log path); the code is None when stopped after ``timeout`` or by
     ``processes.stop()``."""
-    folder = os.path.abspath(folder)
-    log = os.path.join(folder, "yosys.log")
-    env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
     processes = processes or Processes()
+    code, log = run_mounted(
+        [*RUN, "-s", f"{MOUNT}/run.ys"], folder, "yosys.log", timeout, processes
+    )
+    return None if processes.stopped else code, log
+
+
+def run_mounted(
+    command: list[str], folder: str, log_name: str, timeout: float, processes: Processes
+) -> tuple[int | None, str]:
+    """``command`` (a YoWASP tool) with ``folder`` mounted as its only folder, among
+    ``processes``, its output to ``folder``/``log_name``; (exit code, None when stopped after
+    ``timeout`` or not started because ``processes`` were stopped; log path)."""
+    folder = os.path.abspath(folder)
+    log = os.path.join(folder, log_name)
+    env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
     with open(log, "w") as out:
         process = processes.start(
-            [*RUN, "-s", f"{MOUNT}/run.ys"],
+            command,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -283,7 +295,7 @@ def run(
             code = None
         finally:
             processes.done(process)
-    return None if processes.stopped else code, log
+    return code, log
 
 
 def failure(code: int | None, log: str, timeout: float) -> str:
