@@ -342,6 +342,7 @@ def test_a_design_too_slow_to_simulate_keeps_finn_s_depths_and_says_how_to_size_
     assert "36,864 cycles per frame" in reason and "--target-fps" in reason, reason
 
 
+@pytest.mark.wide  # a whole ResNet-8 in RTL; sizing's fallback on the small nets is make test's
 def test_a_design_whose_sized_simulation_crashes_builds_with_finn_s_depths(hub, tmp_path):
     """The zoo's ResNet-8 in RTL at 100,000 fps (float ElementwiseMul layers, simulated in
     exact single precision): sized or not, the default flow builds; a simulation that crashes (FINN's

@@ -98,6 +98,7 @@ def tools_of(folder: Path) -> list[str]:
     return found
 
 
+@pytest.mark.wide  # a second place and route, stopped; make test places and routes once
 def test_sigterm_while_placing_stops_nextpnr_and_writes_no_result(placed, tmp_path):
     import signal
 

@@ -290,16 +290,27 @@ def test_a_real_build_passes_the_gate_moved_and_copied(built, tmp_path):
     assert shape == BuildResult.load(built).run(np.zeros((1, 64), dtype=np.float32)).shape
 
 
-def test_synth_refuses_hdl_the_build_did_not_generate_unless_asked(copy):
-    """synth checks the HDL against the build's record, as verify-rtl does: a changed file
-    is refused before Yosys runs; with --allow-changed-rtl it is synthesised and named."""
+def changed_by_hand(copy: Path) -> Path:
+    """The build's MVAU_rtl_0 wrapper with a line added after the build, as a user edits it."""
     rtl = next((copy / "finn").rglob("MVAU_rtl_0_wrapper.v"))
     rtl.write_text(rtl.read_text() + "\n// changed by hand\n")
+    return rtl
+
+
+def test_synth_refuses_hdl_the_build_did_not_generate(copy):
+    """synth checks the HDL against the build's record, as verify-rtl does: a changed file
+    is refused before Yosys runs, naming the option that allows it."""
+    rtl = changed_by_hand(copy)
     result = use("synth", copy)
     assert result.returncode == 2, result.stderr
     assert f"{rtl} differs from what the build generated" in result.stderr
     assert "--allow-changed-rtl to synthesise" in result.stderr
     assert not (copy / "synthesis").exists()
+
+
+@pytest.mark.wide  # every layer synthesised (30 s); the refusal above is make test's
+def test_synth_with_allow_changed_rtl_synthesises_the_changed_hdl_and_names_it(copy):
+    rtl = changed_by_hand(copy)
     allowed = subprocess.run(
         [sys.executable, "-m", "brainsmith", "synth", str(copy), "--allow-changed-rtl"],
         capture_output=True,

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import pytest
 
 
-def breadth(values: Iterable, keep: int = 2) -> list:
+def breadth(values: Iterable, keep: int = 1) -> list:
     """``values`` for ``parametrize``: the first ``keep`` run in ``make test``, the others in
     ``make test-wide`` (tuples are one value per argument)."""
     return [
