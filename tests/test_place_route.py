@@ -33,19 +33,18 @@ def place_route(folder: Path, cache: Path, *args: str) -> subprocess.CompletedPr
 
 
 @pytest.fixture(scope="module")
-def placed(hub, farm, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess, float]:
+def placed(hub, farm, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
     """A private copy of the run's all-RTL MLP build, placed and routed once."""
     base = tmp_path_factory.mktemp("place-route")
     folder = Path(shutil.copytree(all_rtl_mlp(farm), base / "mlp", symlinks=True))
     cache = base / "cache"
     cache.mkdir(mode=0o700)
-    began = time.perf_counter()
     result = place_route(folder, cache, "--part", PART)
-    return folder, cache, result, time.perf_counter() - began
+    return folder, cache, result
 
 
 def test_the_mlp_is_placed_and_routed_for_an_ecp5_at_the_builds_clock(placed):
-    folder, _, result, _ = placed
+    folder, _, result = placed
     assert result.returncode in (0, 3), result.stderr  # 3: placed, the clock missed
     data = json.loads((folder / "place_route" / "report.json").read_text())
     clock_ns = json.loads((folder / "report.json").read_text())["clock_ns"]
@@ -63,21 +62,20 @@ def test_the_mlp_is_placed_and_routed_for_an_ecp5_at_the_builds_clock(placed):
 
 
 def test_a_second_run_is_served_from_the_cache(placed):
-    folder, cache, first, cold = placed
+    folder, cache, first = placed
     before = json.loads((folder / "place_route" / "report.json").read_text())
-    began = time.perf_counter()
+    logs = {log: log.stat().st_mtime_ns for log in (folder / "place_route").rglob("*.log")}
     result = place_route(folder, cache, "--part", PART)
-    warm = time.perf_counter() - began
     assert result.returncode == first.returncode, result.stderr
     again = json.loads((folder / "place_route" / "report.json").read_text())
     assert again["cached"] and {**again, "cached": False} == before
-    assert warm < cold / 3, (warm, cold)
+    assert logs and {log: log.stat().st_mtime_ns for log in logs} == logs  # no tool ran again
     entries = list((cache / "place_route").glob("*.json"))
     assert len(entries) == 1 and (cache / "place_route").stat().st_mode & 0o077 == 0
 
 
 def test_an_unknown_part_lists_the_known_ones_and_writes_nothing(placed):
-    folder, cache, _, _ = placed
+    folder, cache, _ = placed
     report = folder / "place_route" / "report.json"
     before = report.read_bytes()
     result = place_route(folder, cache, "--part", "LFE5U-65F-6BG381C")
@@ -102,7 +100,7 @@ def tools_of(folder: Path) -> list[str]:
 def test_sigterm_while_placing_stops_nextpnr_and_writes_no_result(placed, tmp_path):
     import signal
 
-    source, _, _, _ = placed
+    source, _, _ = placed
     folder = Path(
         shutil.copytree(
             source, tmp_path / "mlp", symlinks=True, ignore=shutil.ignore_patterns("place_route")
@@ -134,7 +132,7 @@ def test_sigterm_while_placing_stops_nextpnr_and_writes_no_result(placed, tmp_pa
 
 
 def test_a_shared_cache_folder_is_refused_with_exit_2(placed, tmp_path):
-    folder, _, _, _ = placed
+    folder, _, _ = placed
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
