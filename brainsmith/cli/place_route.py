@@ -3,7 +3,6 @@ Lattice ECP5 part with Yosys and nextpnr."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
@@ -44,37 +43,22 @@ def place_route(build_dir: str, part: str, as_json: bool) -> None:
           --part xczu7ev-ffvc1156-2-e -o out/mlp
       brainsmith place-route out/mlp --part LFE5U-85F-6BG381C
     """
-    from brainsmith import interrupts
-    from brainsmith.cli.output import echo, print_json
-    from brainsmith.cli.synth import _exit, _take
+    from brainsmith.cli.output import print_json
+    from brainsmith.cli.synth import _exit, on_build_folder
     from brainsmith.commands.place_route import place_route_build_folder
-    from brainsmith.commands.rtl_verification import FolderError
-    from brainsmith.folder_lock import FolderLock
     from brainsmith.terminal import console
 
     status = console(file=sys.stderr, highlight=False)
-    lock = FolderLock(build_dir, "place and route")
-    try:
-        with interrupts.handled():
-            if os.path.isdir(build_dir):
-                _take(lock)
-            data = place_route_build_folder(
-                build_dir,
-                part,
-                note=None if as_json else lambda text: status.print(text + " ...", markup=False),
-            )
-    except FolderError as exc:
-        echo(f"error: {exc.reason}", err=True)
-        if exc.hint:
-            echo(f"  try: {exc.hint}", err=True)
-        _exit(exc.exit_code)
-        return
-    except interrupts.BuildInterrupted as exc:
-        echo(f"error: place and route interrupted ({exc.name}); its runs were stopped", err=True)
-        _exit(128 + exc.signum)
-        return
-    finally:
-        lock.release()
+    data = on_build_folder(
+        build_dir,
+        "place and route",
+        "its runs were stopped",
+        lambda: place_route_build_folder(
+            build_dir,
+            part,
+            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+        ),
+    )
     if as_json:
         print_json(data)
     else:

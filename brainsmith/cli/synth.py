@@ -9,8 +9,10 @@ import click
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
+    from brainsmith.files import Json
     from brainsmith.folder_lock import FolderLock
 
 
@@ -56,38 +58,23 @@ def synth(build_dir: str, jobs: int, allow_changed: bool, as_json: bool) -> None
           --part xczu7ev-ffvc1156-2-e -o out/mlp
       brainsmith synth out/mlp
     """
-    from brainsmith import interrupts
     from brainsmith.cli.output import echo, print_json
-    from brainsmith.commands.rtl_verification import FolderError
     from brainsmith.commands.synthesis import synthesise_build_folder
-    from brainsmith.folder_lock import FolderLock
     from brainsmith.terminal import console
 
     status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
-    lock = FolderLock(build_dir, "synthesis")  # the lock build and explore take
-    try:
-        with interrupts.handled():
-            if os.path.isdir(build_dir):
-                _take(lock)
-            data = synthesise_build_folder(
-                build_dir,
-                jobs=jobs,
-                allow_changed=allow_changed,
-                warn=lambda text: echo(f"warning: {text}", err=True),
-                note=None if as_json else lambda text: status.print(text + " ...", markup=False),
-            )
-    except FolderError as exc:
-        echo(f"error: {exc.reason}", err=True)
-        if exc.hint:
-            echo(f"  try: {exc.hint}", err=True)
-        _exit(exc.exit_code)
-        return
-    except interrupts.BuildInterrupted as exc:
-        echo(f"error: synthesis interrupted ({exc.name}); its Yosys runs were stopped", err=True)
-        _exit(128 + exc.signum)
-        return
-    finally:
-        lock.release()
+    data = on_build_folder(
+        build_dir,
+        "synthesis",
+        "its Yosys runs were stopped",
+        lambda: synthesise_build_folder(
+            build_dir,
+            jobs=jobs,
+            allow_changed=allow_changed,
+            warn=lambda text: echo(f"warning: {text}", err=True),
+            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+        ),
+    )
     if as_json:
         print_json(data)
     else:
@@ -102,6 +89,35 @@ def synth(build_dir: str, jobs: int, allow_changed: bool, as_json: bool) -> None
         echo("error: no layer was synthesised (the reasons are above)", err=True)
         _exit(2)
     _exit(0)
+
+
+def on_build_folder(build_dir: str, doing: str, stopped: str, work: Callable[[], Json]) -> Json:
+    """``work()`` on ``build_dir`` under its folder lock (the lock build and explore take),
+    SIGINT/SIGTERM turned into an interrupt; a FolderError or an interrupt is printed and
+    exits (its code, or 128 + the signal), naming ``doing`` and what ``stopped``."""
+    from brainsmith import interrupts
+    from brainsmith.cli.output import echo
+    from brainsmith.commands.rtl_verification import FolderError
+    from brainsmith.folder_lock import FolderLock
+
+    lock = FolderLock(build_dir, doing)
+    try:
+        with interrupts.handled():
+            if os.path.isdir(build_dir):
+                _take(lock)
+            return work()
+    except FolderError as exc:
+        echo(f"error: {exc.reason}", err=True)
+        if exc.hint:
+            echo(f"  try: {exc.hint}", err=True)
+        _exit(exc.exit_code)
+        raise  # (_exit does not return)
+    except interrupts.BuildInterrupted as exc:
+        echo(f"error: {doing} interrupted ({exc.name}); {stopped}", err=True)
+        _exit(128 + exc.signum)
+        raise
+    finally:
+        lock.release()
 
 
 def _take(lock: FolderLock) -> None:
