@@ -1,0 +1,136 @@
+"""ECP5 boards read from amaranth-boards' platform descriptions: the part, the oscillator, the
+USB UART and, where the board has them, a reset button and an LED. Nothing here types a pin:
+each comes from the platform class's ``resources``, ``default_clk``, ``default_rst``,
+``device``, ``package`` and ``speed``. amaranth is imported only when a board is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from brainsmith.errors import BrainsmithError
+
+INSTALL_HINT = "pip install 'brainsmith[lattice]' (amaranth-boards; make setup installs it)"
+# name -> (amaranth_boards module, platform class, USB UART's top baud rate)
+BOARDS: dict[str, tuple[str, str, int]] = {
+    "ulx3s-12f": ("ulx3s", "ULX3S_12F_Platform", 3_000_000),
+    "ulx3s-25f": ("ulx3s", "ULX3S_25F_Platform", 3_000_000),
+    "ulx3s-45f": ("ulx3s", "ULX3S_45F_Platform", 3_000_000),
+    "ulx3s-85f": ("ulx3s", "ULX3S_85F_Platform", 3_000_000),
+    "orangecrab-r0.2-25f": ("orangecrab_r0_2", "OrangeCrabR0_2_25FPlatform", 115_200),
+    "orangecrab-r0.2-85f": ("orangecrab_r0_2", "OrangeCrabR0_2_85FPlatform", 115_200),
+    "versa-ecp5": ("versa_ecp5", "VersaECP5Platform", 115_200),
+    "versa-ecp5-5g": ("versa_ecp5_5g", "VersaECP55GPlatform", 115_200),
+    "ecp5-5g-evn": ("ecp5_5g_evn", "ECP55GEVNPlatform", 115_200),
+}
+GRADE = "C"  # amaranth names no temperature grade; timing is the same for C and I
+
+
+class BoardError(BrainsmithError):
+    """A board that is unknown, cannot be read, or lacks what the host link needs."""
+
+    def __init__(self, reason: str, hint: str = "") -> None:
+        super().__init__(reason)
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One board pin: its ball (``G2``), its attributes for the LPF (``IO_TYPE``,
+    ``PULLMODE``...) and whether the signal is active low on the board."""
+
+    site: str
+    attrs: dict[str, str] = field(default_factory=dict)
+    active_low: bool = False
+
+    @property
+    def io_type(self) -> str:
+        return self.attrs.get("IO_TYPE", "")
+
+
+@dataclass(frozen=True)
+class Board:
+    """What a board top needs of a board."""
+
+    name: str
+    part: str  # a Lattice part name ``brainsmith.place_route.ecp5_part`` reads
+    clock: Pin
+    clock_mhz: float
+    uart_rx: Pin  # the FPGA's receive pin (the host sends on it)
+    uart_tx: Pin
+    baud: int  # the fastest rate the board's USB UART takes
+    reset: Pin | None = None
+    led: Pin | None = None
+
+
+def known() -> str:
+    return ", ".join(BOARDS)
+
+
+def board(name: str) -> Board:
+    """The board called ``name`` (see ``BOARDS``); BoardError listing the known names for an
+    unknown one, or naming what is missing."""
+    key = name.strip().lower()
+    if key not in BOARDS:
+        raise BoardError(f"{name!r} is not a known board; known boards: {known()}")
+    module, cls, baud = BOARDS[key]
+    try:
+        platform = getattr(importlib.import_module(f"amaranth_boards.{module}"), cls)()
+    except ImportError as exc:
+        raise BoardError(f"amaranth-boards cannot be imported ({exc})", INSTALL_HINT) from None
+    return _read(key, platform, baud)
+
+
+def _read(name: str, platform: Any, baud: int) -> Board:
+    part = f"{platform.device}-{platform.speed}{platform.package}{GRADE}"
+    clock_resource = platform.lookup(platform.default_clk, 0)
+    if clock_resource.clock is None:
+        raise BoardError(f"{name}: its clock {platform.default_clk} has no frequency")
+    clock = _pin(platform, clock_resource)
+    names = {resource.name for resource in platform.resources.values()}
+    if "uart" not in names:
+        raise BoardError(
+            f"{name} has no UART in its amaranth-boards description (its USB port is the "
+            "FPGA's own), so the host link cannot reach it",
+            f"use a board with a USB UART: {', '.join(k for k in BOARDS if 'orangecrab' not in k)}",
+        )
+    uart = platform.lookup("uart", 0)
+    reset_name = getattr(platform, "default_rst", None) or ("button" if "button" in names else "")
+    reset = _pin(platform, platform.lookup(reset_name, 0)) if reset_name else None
+    led = _pin(platform, platform.lookup("led", 0)) if "led" in names else None
+    return Board(
+        name=name,
+        part=part,
+        clock=clock,
+        clock_mhz=clock_resource.clock.frequency / 1e6,
+        uart_rx=_pin(platform, uart, "rx"),
+        uart_tx=_pin(platform, uart, "tx"),
+        baud=baud,
+        reset=reset,
+        led=led,
+    )
+
+
+def _pin(platform: Any, resource: Any, subsignal: str = "") -> Pin:
+    """The first pin of ``resource`` (of its ``subsignal``), attributes merged outer to
+    inner as amaranth merges them (a callable attribute is asked of the platform)."""
+    from amaranth.build.dsl import DiffPairs, Pins, Subsignal
+
+    attrs = dict(resource.attrs)
+    ios = resource.ios
+    if subsignal:
+        inner = next(io for io in ios if isinstance(io, Subsignal) and io.name == subsignal)
+        attrs.update(inner.attrs)
+        ios = inner.ios
+    io = ios[0]
+    if isinstance(io, DiffPairs):
+        io = io.p  # the LPF places the P side; nextpnr pairs the N
+    if not isinstance(io, Pins):
+        raise BoardError(f"{resource.name} {subsignal} is not a pin amaranth-boards describes")
+    values = {k: str(v(platform) if callable(v) else v) for k, v in attrs.items()}
+    return Pin(io.names[0], values, bool(io.invert))
+
+
+__all__ = ["BOARDS", "Board", "BoardError", "Pin", "board"]
