@@ -10,8 +10,10 @@ one, is lit while the design runs (out of reset).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from brainsmith.board.boards import Board
 from brainsmith.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
@@ -72,6 +74,18 @@ def accelerator_ports(text: str) -> Ports:
             "build a model with one input and one output",
         )
     return Ports(ports)
+
+
+def frame_words(model: Any) -> tuple[int, int]:
+    """(input, output) stream words per frame of a stitched dataflow ``model`` (a qonnx
+    ``ModelWrapper`` of FINN layers): its first layer's folded input shape and its last
+    layer's folded output shape, without their last (per-word) dimension."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    first, last = getCustomOp(model.graph.node[0]), getCustomOp(model.graph.node[-1])
+    words = [math.prod(first.get_folded_input_shape()[:-1]),
+             math.prod(last.get_folded_output_shape()[:-1])]  # fmt: skip
+    return int(words[0]), int(words[1])
 
 
 def baud_rate(clock_mhz: float, fastest: int) -> int:
@@ -163,4 +177,12 @@ endmodule
 """
 
 
-__all__ = ["Ports", "TopError", "accelerator_ports", "baud_rate", "board_top", "clocks_per_bit"]
+__all__ = [
+    "Ports",
+    "TopError",
+    "accelerator_ports",
+    "baud_rate",
+    "board_top",
+    "clocks_per_bit",
+    "frame_words",
+]

