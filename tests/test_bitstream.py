@@ -235,3 +235,11 @@ def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(
     assert all(0 <= r["used"] <= r["available"] for r in result.resources.values())
     assert result.fmax_mhz and all(f > 0 for f in result.fmax_mhz.values())
     print(json.dumps({**result.as_dict(), "in_words": in_words, "out_words": out_words}))
+
+
+def test_without_amaranth_boards_a_board_names_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "amaranth_boards.ulx3s", None)  # import fails
+    with pytest.raises(BoardError) as raised:
+        board("ulx3s-85f")
+    assert "amaranth-boards cannot be imported" in str(raised.value)
+    assert "pip install 'brainsmith[lattice]'" in raised.value.hint
