@@ -1,1 +1,4 @@
-"""A stitched accelerator on a real ECP5 board, reached from the host over a UART."""
+"""Running a built accelerator on a board: ``rtl/`` holds the host link's SystemVerilog (a
+UART, frames with a CRC, the accelerator's AXI streams), ``link`` the host side of it;
+``boards`` reads ECP5 boards from amaranth-boards, ``constraints`` writes their LPF, ``pll``
+sets the PLL for the design clock and ``top`` makes the board top around the accelerator."""

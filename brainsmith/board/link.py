@@ -1,0 +1,243 @@
+"""The host side of ``brainsmith_host_link`` (``rtl/host_link.sv``): frames over a UART.
+
+Both directions send ``SYNC 0xB5 | TYPE | SEQ | LEN (2 B LE) | PAYLOAD | CRC (2 B LE)``, the
+CRC-16/CCITT-FALSE of TYPE, SEQ, LEN and PAYLOAD; a reply echoes its request's SEQ. The
+transport is any object with ``write(bytes)`` and ``read(n) -> bytes`` that returns fewer than
+``n`` bytes when it times out (a ``serial.Serial`` with a ``timeout``, for one): nothing here
+imports pyserial.
+
+The link keeps one request while it answers another, so ``Link.infer_many`` keeps two
+outstanding. A frame that stalls mid-way for ``TIMEOUT_BYTES`` byte times is dropped with
+error 4: after a lost byte, the link answers the next frame once that has passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from brainsmith.errors import BrainsmithError
+
+SYNC = 0xB5
+IDENTIFY, INFER = 0x01, 0x02
+IDENTITY, RESULT, ERROR = 0x81, 0x82, 0xEE
+VERSION = 1
+MAGIC = b"BSMH"
+TIMEOUT_BYTES = 1024  # host_link.sv's TIMEOUT_BYTES
+ERRORS = {1: "bad CRC", 2: "wrong length", 3: "unknown type", 4: "byte timeout", 5: "busy"}
+NAMES = {IDENTIFY: "IDENTIFY", INFER: "INFER", IDENTITY: "IDENTIFY reply",
+         RESULT: "INFER reply", ERROR: "error"}  # fmt: skip
+HEADER = 5  # SYNC, TYPE, SEQ, LEN
+
+
+class LinkError(BrainsmithError, RuntimeError):
+    """The link answered with an error, something other than was expected, or nothing."""
+
+
+class Transport(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+def crc16(data: bytes, crc: int = 0xFFFF) -> int:
+    """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, no xorout)."""
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+    return crc
+
+
+def encode(kind: int, seq: int, payload: bytes = b"") -> bytes:
+    """One frame: SYNC, ``kind``, ``seq``, LEN, ``payload`` and the CRC."""
+    if len(payload) > 0xFFFF:
+        raise LinkError(f"a payload of {len(payload)} bytes does not fit LEN's 16 bits")
+    body = bytes((kind & 0xFF, seq & 0xFF)) + len(payload).to_bytes(2, "little") + payload
+    return bytes((SYNC,)) + body + crc16(body).to_bytes(2, "little")
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: int
+    seq: int
+    payload: bytes
+
+
+class Decoder:
+    """Frames from a byte stream: bytes before a SYNC are skipped; a frame whose CRC does not
+    match is dropped, as long as its LEN says, and raises ``LinkError``."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.skipped = 0
+
+    def needed(self) -> int:
+        """Bytes still missing from the frame under way (at least 1)."""
+        start = self.buffer.find(SYNC)
+        if start < 0:
+            return HEADER
+        have = len(self.buffer) - start
+        if have < HEADER:
+            return HEADER - have
+        length = int.from_bytes(self.buffer[start + 3 : start + 5], "little")
+        return max(1, HEADER + length + 2 - have)
+
+    def feed(self, data: bytes) -> list[Frame]:
+        self.buffer += data
+        frames = []
+        while (start := self.buffer.find(SYNC)) >= 0 or self.buffer:
+            if start < 0:
+                start = len(self.buffer)
+            self.skipped += start
+            del self.buffer[:start]
+            if len(self.buffer) < HEADER:
+                break
+            end = HEADER + int.from_bytes(self.buffer[3:5], "little") + 2
+            if len(self.buffer) < end:
+                break
+            frame, self.buffer = bytes(self.buffer[:end]), self.buffer[end:]
+            got, wanted = int.from_bytes(frame[-2:], "little"), crc16(frame[1:-2])
+            if got != wanted:
+                raise LinkError(
+                    f"a frame with a bad CRC: expected 0x{wanted:04X}, got 0x{got:04X} "
+                    f"({frame.hex(' ')})"
+                )
+            frames.append(Frame(frame[1], frame[2], frame[HEADER:-2]))
+        return frames
+
+
+def read_frame(transport: Transport, decoder: Decoder | None = None) -> Frame:
+    """The next frame from ``transport``, reading no byte beyond it; ``LinkError`` when the
+    transport times out first (naming what did come back) or the CRC does not match."""
+    decoder = decoder or Decoder()
+    got = bytearray()
+    while True:
+        data = transport.read(decoder.needed())
+        if not data:
+            raise LinkError(
+                f"timed out waiting for a frame; got {len(got)} bytes: {bytes(got).hex(' ')}"
+            )
+        got += data
+        frames = decoder.feed(data)
+        if frames:
+            return frames[0]
+
+
+def expect(frame: Frame, kind: int, seq: int) -> bytes:
+    """The payload of ``frame``, a ``kind`` reply to request ``seq``; else ``LinkError``."""
+    if frame.kind == ERROR and frame.payload:
+        code = frame.payload[0]
+        raise LinkError(
+            f"expected the {NAMES.get(kind, hex(kind))} to request {seq}, got error {code} "
+            f"({ERRORS.get(code, 'unknown')}) to request {frame.seq}"
+        )
+    if (frame.kind, frame.seq) != (kind, seq):
+        raise LinkError(
+            f"expected the {NAMES.get(kind, hex(kind))} to request {seq}, got "
+            f"{NAMES.get(frame.kind, hex(frame.kind))} to request {frame.seq}"
+        )
+    return frame.payload
+
+
+def word_bytes(bits: int) -> int:
+    return (bits + 7) // 8
+
+
+def words_to_bytes(words: Sequence[int], bits: int) -> bytes:
+    """``words`` of ``bits`` each, ``word_bytes(bits)`` bytes apiece, little-endian."""
+    size = word_bytes(bits)
+    for word in words:
+        if not 0 <= word < 1 << bits:
+            raise LinkError(f"word {word} does not fit {bits} bits")
+    return b"".join(word.to_bytes(size, "little") for word in words)
+
+
+def bytes_to_words(data: bytes, bits: int) -> list[int]:
+    """The words ``words_to_bytes`` made ``data`` of (bits beyond ``bits`` are dropped)."""
+    size = word_bytes(bits)
+    if len(data) % size:
+        raise LinkError(f"{len(data)} bytes are not a whole number of {size}-byte words")
+    mask = (1 << bits) - 1
+    return [int.from_bytes(data[i : i + size], "little") & mask for i in range(0, len(data), size)]
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What IDENTIFY returns: the accelerator's streams and the link's clocking."""
+
+    version: int
+    in_bits: int
+    out_bits: int
+    in_words: int
+    out_words: int
+    clks_per_bit: int
+    design_hash: str  # hex digest
+
+    @classmethod
+    def parse(cls, payload: bytes) -> Identity:
+        if len(payload) != 53 or payload[:4] != MAGIC:
+            raise LinkError(
+                f"expected a 53-byte IDENTIFY reply starting {MAGIC!r}, got {payload.hex(' ')}"
+            )
+        in_bits, out_bits, in_words, out_words, clks_per_bit = (
+            int.from_bytes(payload[a:b], "little")
+            for a, b in ((5, 7), (7, 9), (9, 13), (13, 17), (17, 21))
+        )
+        return cls(payload[4], in_bits, out_bits, in_words, out_words, clks_per_bit,
+                   payload[21:].hex())  # fmt: skip
+
+    def request(self, words: Sequence[int]) -> bytes:
+        """An INFER payload of one frame, ``words`` of ``in_bits``."""
+        if len(words) != self.in_words:
+            raise LinkError(f"expected {self.in_words} input words, got {len(words)}")
+        return words_to_bytes(words, self.in_bits)
+
+    def result(self, payload: bytes) -> tuple[list[int], int]:
+        """(output words, cycles) of an INFER reply's payload."""
+        size = self.out_words * word_bytes(self.out_bits) + 4
+        if len(payload) != size:
+            raise LinkError(f"expected a {size}-byte INFER reply, got {len(payload)} bytes")
+        return bytes_to_words(payload[:-4], self.out_bits), int.from_bytes(payload[-4:], "little")
+
+
+class Link:
+    """Requests over ``transport``, numbered by SEQ; ``identify`` first, then ``infer``."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self.decoder = Decoder()
+        self.seq = 0
+        self.identity: Identity | None = None
+
+    def send(self, kind: int, payload: bytes = b"") -> int:
+        self.seq = (self.seq + 1) & 0xFF
+        self.transport.write(encode(kind, self.seq, payload))
+        return self.seq
+
+    def reply(self, kind: int, seq: int) -> bytes:
+        return expect(read_frame(self.transport, self.decoder), kind, seq)
+
+    def identify(self) -> Identity:
+        self.identity = Identity.parse(self.reply(IDENTITY, self.send(IDENTIFY)))
+        if self.identity.version != VERSION:
+            raise LinkError(f"expected protocol version {VERSION}, got {self.identity.version}")
+        return self.identity
+
+    def infer(self, words: Sequence[int]) -> tuple[list[int], int]:
+        """(output words, cycles) of one frame."""
+        return self.infer_many([words])[0]
+
+    def infer_many(self, frames: Iterable[Sequence[int]]) -> list[tuple[list[int], int]]:
+        """(output words, cycles) of each frame, two requests outstanding at a time."""
+        identity = self.identity or self.identify()
+        results: list[tuple[list[int], int]] = []
+        waiting: list[int] = []
+        for words in frames:
+            if len(waiting) == 2:
+                results.append(identity.result(self.reply(RESULT, waiting.pop(0))))
+            waiting.append(self.send(INFER, identity.request(words)))
+        for seq in waiting:
+            results.append(identity.result(self.reply(RESULT, seq)))
+        return results

@@ -1,0 +1,327 @@
+// Host link: a host PC drives a dataflow accelerator (AXI-stream in0/out0) over a UART.
+//
+// Frames, both directions: SYNC 8'hB5 | TYPE | SEQ | LEN (2 B, LE: payload bytes) | PAYLOAD |
+// CRC (2 B, LE), the CRC-16/CCITT-FALSE of TYPE, SEQ, LEN and PAYLOAD; a reply echoes SEQ.
+//   8'h01 IDENTIFY (LEN 0) -> 8'h81: "BSMH", version 1, IN_BITS (2 B), OUT_BITS (2 B),
+//         IN_WORDS (4 B), OUT_WORDS (4 B), CLKS_PER_BIT (4 B), DESIGN_HASH (32 B, MSB first)
+//   8'h02 INFER (one frame: IN_WORDS words of IN_BYTES bytes, LE) -> 8'h82: OUT_WORDS words of
+//         OUT_BYTES bytes, LE, then 4 B LE: cycles from the first input word accepted to the
+//         last output word
+//   error -> 8'hEE, 1 B: 1 bad CRC, 2 wrong length, 3 unknown type, 4 timeout (a frame
+//         stalled for TIMEOUT_BYTES byte times is dropped), 5 busy (an INFER while two
+//         requests are outstanding; its payload was not kept)
+// Bytes before a SYNC are skipped. Requests are received while a reply goes out: the link
+// holds one request while it answers another (two RAM banks for INFER payloads), so a host
+// may keep two requests outstanding; a frame that completes while both places are taken is
+// dropped without a reply. An INFER's outputs are kept in a RAM as they come (s_tready is high
+// until the frame's last output word), so the cycle count is the accelerator's own, and the
+// reply goes out once the frame is done.
+module brainsmith_host_link #(
+  parameter int CLKS_PER_BIT = 868,      // design clock / baud rate, >= 4
+  parameter int IN_BITS  = 8,            // accelerator input stream TDATA width (FINN pads to a multiple of 8)
+  parameter int OUT_BITS = 8,            // accelerator output stream TDATA width (multiple of 8)
+  parameter int IN_WORDS  = 1,           // input stream words per frame (one inference)
+  parameter int OUT_WORDS = 1,           // output stream words per frame
+  parameter logic [255:0] DESIGN_HASH = '0  // sha-256 of the design, returned by IDENTIFY
+) (
+  input  logic clk,
+  input  logic rst_n,                    // synchronous, active low
+  input  logic uart_rx,                  // from the host (idle high)
+  output logic uart_tx,                  // to the host (idle high)
+  output logic [IN_BITS-1:0]  m_tdata,   // to the accelerator's in0_V
+  output logic                m_tvalid,
+  input  logic                m_tready,
+  input  logic [OUT_BITS-1:0] s_tdata,   // from the accelerator's out0_V
+  input  logic                s_tvalid,
+  output logic                s_tready
+);
+  localparam int IN_BYTES = (IN_BITS + 7) / 8;
+  localparam int OUT_BYTES = (OUT_BITS + 7) / 8;
+  localparam int IN_LEN = IN_WORDS * IN_BYTES;  // an INFER request's payload
+  localparam int OUT_DATA = OUT_WORDS * OUT_BYTES;
+  localparam int OUT_LEN = OUT_DATA + 4;  // an INFER reply's payload
+  localparam int ID_LEN = 53;
+  localparam int TIMEOUT_BYTES = 1024;  // 3.4 ms at 3 Mbaud: longer than a USB frame's gap
+  localparam int TIMEOUT = TIMEOUT_BYTES * 10 * CLKS_PER_BIT;
+  localparam int TW = $clog2(TIMEOUT + 1);
+  localparam int IAW = $clog2(2 * IN_WORDS);  // two banks of IN_WORDS words
+  localparam int IWW = $clog2(IN_WORDS + 1);
+  localparam int OWW = $clog2(OUT_WORDS + 1);
+  localparam int IBW = IN_BYTES > 1 ? $clog2(IN_BYTES) : 1;
+  localparam int OBW = OUT_BYTES > 1 ? $clog2(OUT_BYTES) : 1;
+
+  localparam logic [7:0] SYNC = 8'hB5;
+  localparam logic [7:0] IDENTIFY = 8'h01, INFER = 8'h02, ERROR = 8'hEE;
+  localparam logic [7:0] BAD_CRC = 8'd1, BAD_LENGTH = 8'd2, BAD_TYPE = 8'd3, TIMED_OUT = 8'd4,
+                         BUSY = 8'd5;
+
+  if (CLKS_PER_BIT < 4) begin : g_too_fast
+    $error("brainsmith_host_link: CLKS_PER_BIT must be at least 4");
+  end
+  if (IN_LEN > 65535 || OUT_LEN > 65535) begin : g_too_long
+    $error("brainsmith_host_link: a frame's payload must fit LEN's 16 bits");
+  end
+
+  function automatic logic [8*ID_LEN-1:0] identity();
+    logic [8*ID_LEN-1:0] v = '0;
+    v[31:0] = "HMSB";  // "BSMH", first byte lowest
+    v[39:32] = 8'd1;  // protocol version
+    v[40 +: 16] = 16'(IN_BITS);
+    v[56 +: 16] = 16'(OUT_BITS);
+    v[72 +: 32] = 32'(IN_WORDS);
+    v[104 +: 32] = 32'(OUT_WORDS);
+    v[136 +: 32] = 32'(CLKS_PER_BIT);
+    for (int j = 0; j < 32; j++) v[(21 + j) * 8 +: 8] = DESIGN_HASH[255 - 8 * j -: 8];
+    return v;
+  endfunction
+  localparam logic [8*ID_LEN-1:0] ID_PAYLOAD = identity();
+
+  // ---- UART ------------------------------------------------------------------------------
+  logic [7:0] rx_data, tx_data;
+  logic rx_valid, tx_valid, tx_ready;
+
+  brainsmith_uart_rx #(.CLKS_PER_BIT(CLKS_PER_BIT)) u_rx (
+    .clk, .rst_n, .rx(uart_rx), .data(rx_data), .valid(rx_valid)
+  );
+  brainsmith_uart_tx #(.CLKS_PER_BIT(CLKS_PER_BIT)) u_tx (
+    .clk, .rst_n, .data(tx_data), .valid(tx_valid), .ready(tx_ready), .tx(uart_tx)
+  );
+
+  // ---- the pending request: filled by the parser, emptied by the executor ------------------
+  typedef enum logic [1:0] {DO_IDENTIFY, DO_INFER, DO_ERROR} kind_t;
+  logic c_valid, c_bank;
+  kind_t c_kind;
+  logic [7:0] c_seq, c_code;
+  logic push, pop;
+  kind_t push_kind;
+  logic [7:0] push_code;
+
+  // ---- parser -----------------------------------------------------------------------------
+  typedef enum logic [2:0] {P_HUNT, P_TYPE, P_SEQ, P_LEN0, P_LEN1, P_PAYLOAD, P_CRC0, P_CRC1}
+    pstate_t;
+  pstate_t p_state;
+  logic [7:0] p_type, p_seq, p_crc_low;
+  logic [15:0] p_len, p_count, p_crc, p_crc_next;
+  logic [TW-1:0] p_idle;
+  logic p_store, w_bank;
+  logic [IBW-1:0] p_lane;
+  logic [IWW-1:0] p_word;
+  logic [IAW-1:0] p_addr;
+
+  brainsmith_crc16 u_rx_crc (.crc(p_crc), .data(rx_data), .next(p_crc_next));
+
+  assign p_addr = w_bank ? IAW'(IN_WORDS) + IAW'(p_word) : IAW'(p_word);
+
+  // what a complete frame asks for (at its last CRC byte)
+  always_comb begin
+    push = 1'b0;
+    push_kind = DO_ERROR;
+    push_code = '0;
+    if (p_state == P_CRC1 && rx_valid) begin
+      push = !c_valid;
+      if ({rx_data, p_crc_low} != p_crc) push_code = BAD_CRC;
+      else if (p_type != IDENTIFY && p_type != INFER) push_code = BAD_TYPE;
+      else if (p_len != (p_type == INFER ? 16'(IN_LEN) : 16'd0)) push_code = BAD_LENGTH;
+      else if (p_type == INFER && !p_store) push_code = BUSY;
+      else push_kind = p_type == INFER ? DO_INFER : DO_IDENTIFY;
+    end else if (p_state != P_HUNT && p_idle == TW'(TIMEOUT)) begin
+      push = !c_valid;
+      push_code = TIMED_OUT;
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      p_state <= P_HUNT;
+      p_idle <= '0;
+      w_bank <= 1'b0;
+      c_valid <= 1'b0;
+    end else begin
+      if (pop) c_valid <= 1'b0;
+      if (push) begin  // only when the slot is empty, so never in the cycle of a pop
+        c_valid <= 1'b1;
+        c_kind <= push_kind;
+        c_seq <= p_seq;
+        c_code <= push_code;
+        c_bank <= w_bank;
+        if (push_kind == DO_INFER) w_bank <= !w_bank;
+      end
+      p_idle <= p_state == P_HUNT || rx_valid ? '0 : p_idle + 1'b1;
+      if (p_state != P_HUNT && p_idle == TW'(TIMEOUT)) p_state <= P_HUNT;
+      else if (rx_valid) begin
+        if (p_state != P_CRC0 && p_state != P_CRC1) p_crc <= p_crc_next;
+        case (p_state)
+          P_HUNT: if (rx_data == SYNC) begin
+            p_state <= P_TYPE;
+            p_crc <= 16'hFFFF;
+          end
+          P_TYPE: begin
+            p_type <= rx_data;
+            p_state <= P_SEQ;
+          end
+          P_SEQ: begin
+            p_seq <= rx_data;
+            p_state <= P_LEN0;
+          end
+          P_LEN0: begin
+            p_len[7:0] <= rx_data;
+            p_state <= P_LEN1;
+          end
+          P_LEN1: begin
+            p_len[15:8] <= rx_data;
+            // an INFER's payload is kept when a bank is free: no request is pending
+            p_store <= p_type == INFER && {rx_data, p_len[7:0]} == 16'(IN_LEN) && !c_valid;
+            p_count <= '0;
+            p_lane <= '0;
+            p_word <= '0;
+            p_state <= {rx_data, p_len[7:0]} == 0 ? P_CRC0 : P_PAYLOAD;
+          end
+          P_PAYLOAD: begin
+            p_count <= p_count + 1'b1;
+            if (p_count + 1'b1 == p_len) p_state <= P_CRC0;
+            if (p_lane == IBW'(IN_BYTES - 1)) begin
+              p_lane <= '0;
+              p_word <= p_word + 1'b1;
+            end else p_lane <= p_lane + 1'b1;
+          end
+          P_CRC0: begin
+            p_crc_low <= rx_data;
+            p_state <= P_CRC1;
+          end
+          default: p_state <= P_HUNT;  // P_CRC1: the frame is complete
+        endcase
+      end
+    end
+  end
+
+  // ---- input RAM: two banks of IN_WORDS words, written a byte at a time ----------------------
+  logic [8*IN_BYTES-1:0] in_ram[2 * IN_WORDS];
+  logic [8*IN_BYTES-1:0] in_word;
+  logic [IAW-1:0] f_addr;
+  logic f_load;
+
+  always_ff @(posedge clk) begin
+    if (rx_valid && p_state == P_PAYLOAD && p_store)
+      for (int lane = 0; lane < IN_BYTES; lane++)
+        if (p_lane == IBW'(lane)) in_ram[p_addr][8 * lane +: 8] <= rx_data;
+    if (f_load) in_word <= in_ram[f_addr];
+  end
+
+  // ---- executor: one request at a time --------------------------------------------------------
+  typedef enum logic [3:0] {T_IDLE, T_RUN, T_SYNC, T_TYPE, T_SEQ, T_LEN0, T_LEN1, T_PAYLOAD,
+                            T_CRC0, T_CRC1} tstate_t;
+  tstate_t t_state;
+  kind_t e_kind;
+  logic [7:0] e_seq, e_code, t_byte;
+  logic e_bank;
+  logic [15:0] t_len, t_count, t_crc, t_crc_next;
+  logic [IWW-1:0] f_word;  // input words loaded
+  logic [OWW-1:0] o_word;  // output words received
+  logic [OWW-1:0] t_word;  // output word being sent
+  logic [OBW-1:0] t_lane;
+  logic [31:0] cycles, t_cycles;
+  logic counting, started;
+  logic [8*OUT_BYTES-1:0] out_ram[OUT_WORDS];
+  logic [8*OUT_BYTES-1:0] out_word;
+  logic m_fire, s_fire, last_out;
+
+  assign pop = t_state == T_IDLE && c_valid;
+  assign m_fire = m_tvalid && m_tready;
+  assign s_fire = s_tvalid && s_tready;
+  assign last_out = s_fire && o_word == OWW'(OUT_WORDS - 1);
+  assign s_tready = t_state == T_RUN && o_word != OWW'(OUT_WORDS);
+  assign f_load = t_state == T_RUN && f_word != IWW'(IN_WORDS) && (!m_tvalid || m_tready);
+  assign f_addr = e_bank ? IAW'(IN_WORDS) + IAW'(f_word) : IAW'(f_word);
+  assign m_tdata = in_word[IN_BITS-1:0];
+
+  always_ff @(posedge clk) begin
+    if (s_fire) out_ram[o_word] <= (8 * OUT_BYTES)'(s_tdata);
+    out_word <= out_ram[t_word];
+  end
+
+  always_comb begin
+    case (t_state)
+      T_SYNC: t_byte = SYNC;
+      T_TYPE: t_byte = e_kind == DO_IDENTIFY ? 8'h81 : e_kind == DO_INFER ? 8'h82 : ERROR;
+      T_SEQ: t_byte = e_seq;
+      T_LEN0: t_byte = t_len[7:0];
+      T_LEN1: t_byte = t_len[15:8];
+      T_PAYLOAD:
+        if (e_kind == DO_IDENTIFY) t_byte = ID_PAYLOAD[8 * t_count[5:0] +: 8];
+        else if (e_kind == DO_ERROR) t_byte = e_code;
+        else if (t_count < 16'(OUT_DATA)) t_byte = out_word[8 * t_lane +: 8];
+        else t_byte = t_cycles[7:0];
+      T_CRC0: t_byte = t_crc[7:0];
+      default: t_byte = t_crc[15:8];
+    endcase
+  end
+  assign tx_data = t_byte;
+  assign tx_valid = t_state >= T_SYNC;
+
+  brainsmith_crc16 u_tx_crc (.crc(t_crc), .data(t_byte), .next(t_crc_next));
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      t_state <= T_IDLE;
+      m_tvalid <= 1'b0;
+      counting <= 1'b0;
+    end else begin
+      if (f_load) begin
+        m_tvalid <= 1'b1;
+        f_word <= f_word + 1'b1;
+      end else if (m_tready) m_tvalid <= 1'b0;
+      if (s_fire) o_word <= o_word + 1'b1;
+      // cycles: from the first input word accepted to the frame's last output word
+      if (counting && cycles != '1) cycles <= cycles + 1'b1;
+      if (m_fire && !started) begin
+        started <= 1'b1;
+        counting <= 1'b1;
+        cycles <= 32'd1;
+      end
+      if (last_out) begin
+        counting <= 1'b0;
+        t_cycles <= m_fire && !started ? '0 : cycles;
+      end
+      case (t_state)
+        T_IDLE: if (c_valid) begin
+          e_kind <= c_kind;
+          e_seq <= c_seq;
+          e_code <= c_code;
+          e_bank <= c_bank;
+          f_word <= '0;
+          o_word <= '0;
+          started <= 1'b0;
+          t_len <= c_kind == DO_IDENTIFY ? 16'(ID_LEN) : c_kind == DO_INFER ? 16'(OUT_LEN) : 16'd1;
+          t_state <= c_kind == DO_INFER ? T_RUN : T_SYNC;
+        end
+        T_RUN:  // every input word taken and every output word kept
+          if (f_word == IWW'(IN_WORDS) && !m_tvalid && o_word == OWW'(OUT_WORDS))
+            t_state <= T_SYNC;
+        default: if (tx_ready) begin
+          if (t_state != T_SYNC && t_state != T_CRC0) t_crc <= t_crc_next;  // TYPE..PAYLOAD
+          case (t_state)
+            T_SYNC: begin
+              t_crc <= 16'hFFFF;
+              t_count <= '0;
+              t_word <= '0;
+              t_lane <= '0;
+              t_state <= T_TYPE;
+            end
+            T_LEN1: t_state <= T_PAYLOAD;
+            T_PAYLOAD: begin
+              t_count <= t_count + 1'b1;
+              if (t_count + 1'b1 == t_len) t_state <= T_CRC0;
+              if (t_count >= 16'(OUT_DATA)) t_cycles <= t_cycles >> 8;
+              if (t_lane == OBW'(OUT_BYTES - 1)) begin
+                t_lane <= '0;
+                t_word <= t_word + 1'b1;
+              end else t_lane <= t_lane + 1'b1;
+            end
+            T_CRC1: t_state <= T_IDLE;
+            default: t_state <= tstate_t'(t_state + 1'b1);
+          endcase
+        end
+      endcase
+    end
+  end
+endmodule

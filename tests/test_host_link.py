@@ -1,0 +1,292 @@
+"""The host link (brainsmith/board): link.py's frames in Python, and brainsmith_host_link in
+Verilator with a bit-level UART on one side (tests/data/host_link/uart_tb.cpp, driven by
+link.py over pipes) and an accelerator on the other: a stand-in that stalls at random, and the
+shipped MLP's stitched all-RTL accelerator (slow)."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import subprocess
+from importlib.resources import files as package_files
+from pathlib import Path
+
+import pytest
+
+from brainsmith.board import link
+from brainsmith.board.link import Decoder, Identity, Link, LinkError, crc16, encode
+from brainsmith.errors import BrainsmithError
+
+DATA = Path(__file__).parent / "data" / "host_link"
+RTL = package_files("brainsmith.board") / "rtl"
+LINK_SOURCES = ["crc16.sv", "uart_rx.sv", "uart_tx.sv", "host_link.sv"]
+CPB = 8  # clocks per bit in simulation
+READ_CYCLES = 400_000  # a read gives up after this many cycles: beyond the link's timeout
+STANDIN = {"CLKS_PER_BIT": CPB, "IN_BITS": 12, "OUT_BITS": 24, "IN_WORDS": 6, "OUT_WORDS": 3}
+STANDIN_HASH = hashlib.sha256(b"standin").hexdigest()
+
+
+# ---- link.py ---------------------------------------------------------------------------------
+
+
+def test_crc16_is_ccitt_false():
+    assert crc16(b"123456789") == 0x29B1
+    assert crc16(b"") == 0xFFFF
+
+
+def test_a_frame_round_trips_through_the_decoder_with_garbage_before_it():
+    frame = encode(link.INFER, 7, bytes([0xB5, 0, 1, 2]))
+    assert frame[:5] == bytes([0xB5, 0x02, 7, 4, 0])
+    decoder = Decoder()
+    assert decoder.feed(b"\x00\x11" + frame[:6]) == []  # garbage, then half a frame
+    assert decoder.feed(frame[6:] + frame) == [link.Frame(0x02, 7, bytes([0xB5, 0, 1, 2]))] * 2
+    assert decoder.skipped == 2
+    bad = bytearray(frame)
+    bad[-3] ^= 1
+    with pytest.raises(LinkError, match="bad CRC"):
+        decoder.feed(bytes(bad) + frame)
+    assert decoder.feed(b"") == [link.Frame(0x02, 7, bytes([0xB5, 0, 1, 2]))]  # resumed
+
+
+def test_a_bad_crc_names_both_values():
+    frame = bytearray(encode(link.IDENTIFY, 1))
+    frame[-1] ^= 0xFF
+    with pytest.raises(LinkError, match=r"expected 0x[0-9A-F]{4}, got 0x[0-9A-F]{4}") as caught:
+        Decoder().feed(bytes(frame))
+    assert isinstance(caught.value, BrainsmithError)
+
+
+class Replay:
+    """A transport that returns given bytes, then nothing (a timeout)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.written = data, b""
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def read(self, size: int) -> bytes:
+        got, self.data = self.data[:size], self.data[size:]
+        return got
+
+
+def test_a_short_read_and_an_error_reply_are_clear():
+    frame = encode(link.RESULT, 3, b"\x01\x02\x03\x04\x05")
+    with pytest.raises(LinkError, match="timed out waiting for a frame; got 6 bytes: b5 82"):
+        link.read_frame(Replay(frame[:6]))
+    after = Replay(frame + b"tail")
+    assert link.read_frame(after).payload == b"\x01\x02\x03\x04\x05" and after.data == b"tail"
+    error = link.read_frame(Replay(encode(link.ERROR, 3, b"\x01")))
+    with pytest.raises(LinkError, match=r"INFER reply to request 3, got error 1 \(bad CRC\)"):
+        link.expect(error, link.RESULT, 3)
+    with pytest.raises(LinkError, match="INFER reply to request 4, got INFER reply to request 3"):
+        link.expect(link.Frame(link.RESULT, 3, b""), link.RESULT, 4)
+
+
+def test_words_and_bytes_round_trip():
+    words = [0, 1, 0xABC, 0xFFF]
+    data = link.words_to_bytes(words, 12)
+    assert data == bytes([0, 0, 1, 0, 0xBC, 0x0A, 0xFF, 0x0F])
+    assert link.bytes_to_words(data, 12) == words
+    assert link.bytes_to_words(link.words_to_bytes([5, 2**31], 32), 32) == [5, 2**31]
+    with pytest.raises(LinkError, match="does not fit 12 bits"):
+        link.words_to_bytes([4096], 12)
+
+
+def test_an_identity_parses_and_builds_requests():
+    payload = (
+        b"BSMH\x01" + (12).to_bytes(2, "little") + (24).to_bytes(2, "little")
+        + (6).to_bytes(4, "little") + (3).to_bytes(4, "little") + (8).to_bytes(4, "little")
+        + bytes.fromhex(STANDIN_HASH)
+    )  # fmt: skip
+    identity = Identity.parse(payload)
+    assert identity == Identity(1, 12, 24, 6, 3, 8, STANDIN_HASH)
+    assert len(identity.request(range(6))) == 12
+    assert identity.result(bytes(range(9)) + (77).to_bytes(4, "little")) == (
+        [0x020100, 0x050403, 0x080706], 77)  # fmt: skip
+    with pytest.raises(LinkError, match="expected 6 input words, got 2"):
+        identity.request([1, 2])
+    with pytest.raises(LinkError, match="53-byte IDENTIFY reply"):
+        Identity.parse(payload[:-1])
+
+
+# ---- the RTL in Verilator --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"IN_BITS": 32, "IN_WORDS": 64, "OUT_BITS": 16, "OUT_WORDS": 10}, {"CLKS_PER_BIT": 4}],
+    ids=["defaults", "mlp", "fastest"],
+)
+def test_the_link_is_lint_clean(params):
+    """Verilator's -Wall finds nothing (but the brainsmith_ prefix the file names lack)."""
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    toolchain = find_toolchain()
+    sources = [str(RTL / name) for name in LINK_SOURCES]
+    given = [f"-G{key}={value}" for key, value in params.items()]
+    command = [toolchain.verilator, "--lint-only", "-Wall", "-Wno-DECLFILENAME", *given,
+               "--top-module", "brainsmith_host_link", *sources]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env=toolchain.env)
+    assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr
+
+
+def top_module(accelerator: str, params: dict[str, int], design_hash: str) -> str:
+    """``tb_top``: the host link wired to ``accelerator``'s in0_V/out0_V."""
+    given = ", ".join(f".{k}({v})" for k, v in params.items())
+    in_bits, out_bits = params["IN_BITS"], params["OUT_BITS"]
+    return f"""
+module tb_top (input logic clk, input logic rst_n, input logic uart_rx, output logic uart_tx);
+  logic [{in_bits - 1}:0] in_data;
+  logic [{out_bits - 1}:0] out_data;
+  logic in_valid, in_ready, out_valid, out_ready;
+  brainsmith_host_link #({given}, .DESIGN_HASH(256'h{design_hash})) link (
+    .clk, .rst_n, .uart_rx, .uart_tx,
+    .m_tdata(in_data), .m_tvalid(in_valid), .m_tready(in_ready),
+    .s_tdata(out_data), .s_tvalid(out_valid), .s_tready(out_ready));
+  {accelerator} accelerator (
+    .ap_clk(clk), .ap_rst_n(rst_n),
+    .in0_V_TDATA(in_data), .in0_V_TVALID(in_valid), .in0_V_TREADY(in_ready),
+    .out0_V_TDATA(out_data), .out0_V_TVALID(out_valid), .out0_V_TREADY(out_ready));
+endmodule
+"""
+
+
+def verilate(sources: list[Path], top: str, folder: Path) -> Path:
+    """The simulator of ``sources`` + ``top`` (tb_top.sv) + uart_tb.cpp, built in ``folder``
+    with the project's Verilator and flags."""
+    from brainsmith.rtlsim.compile import CXX_FLAGS, make_command
+    from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, find_toolchain
+
+    toolchain = find_toolchain()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tb_top.sv").write_text(top)
+    obj = folder / "obj"
+    command = [toolchain.verilator, *VERILATOR_FLAGS, "--top-module", "tb_top",
+               "-CFLAGS", CXX_FLAGS, "--Mdir", str(obj), "-o", "sim",
+               *map(str, sources), str(folder / "tb_top.sv"), str(DATA / "uart_tb.cpp")]  # fmt: skip
+    for step in (command, make_command(str(obj))):
+        result = subprocess.run(step, capture_output=True, text=True, env=toolchain.env,
+                                timeout=900)  # fmt: skip
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return obj / "sim"
+
+
+class Simulation:
+    """A link.py transport onto the simulated UART: ``read`` runs the simulation until the
+    bytes came or ``READ_CYCLES`` passed (a timeout)."""
+
+    def __init__(self, executable: Path) -> None:
+        self.process = subprocess.Popen(
+            [str(executable), str(CPB)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self.framing_errors = 0
+        self.cycle = 0
+
+    def command(self, line: str) -> str:
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        return self.process.stdout.readline()
+
+    def write(self, data: bytes) -> None:
+        assert self.process.stdin
+        self.process.stdin.write(f"W {data.hex()}\n")
+
+    def read(self, size: int) -> bytes:
+        data, cycle, errors = self.command(f"R {size} {READ_CYCLES}").split()
+        self.cycle, self.framing_errors = int(cycle), int(errors)
+        return b"" if data == "-" else bytes.fromhex(data)
+
+    def idle(self, cycles: int) -> None:
+        self.cycle = int(self.command(f"I {cycles}"))
+
+    def close(self) -> None:
+        self.process.communicate("Q\n", timeout=30)  # and closes the pipes
+
+
+def standin_outputs(words: list[int]) -> list[int]:
+    pairs = zip(words[::2], words[1::2], strict=True)
+    return [(a * 3 + b * 5 + 7) % (1 << STANDIN["OUT_BITS"]) for a, b in pairs]
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory) -> Path:
+    sources = [Path(str(RTL / name)) for name in LINK_SOURCES] + [DATA / "standin.sv"]
+    top = top_module("standin_accel", STANDIN, STANDIN_HASH)
+    return verilate(sources, top, tmp_path_factory.mktemp("standin"))
+
+
+@pytest.fixture
+def sim(standin):
+    simulation = Simulation(standin)
+    yield simulation
+    simulation.close()
+    assert simulation.framing_errors == 0
+
+
+def frames(count: int, seed: int = 1) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(1 << STANDIN["IN_BITS"]) for _ in range(6)] for _ in range(count)]
+
+
+def test_identify_returns_the_hash_and_parameters(sim):
+    identity = Link(sim).identify()
+    assert identity == Identity(1, 12, 24, 6, 3, CPB, STANDIN_HASH)
+
+
+def test_infer_returns_each_frames_outputs_and_its_cycles(sim):
+    host = Link(sim)
+    inputs = frames(5)
+    results = host.infer_many(inputs)  # two requests outstanding: sent while replies go out
+    assert [outputs for outputs, _ in results] == [standin_outputs(f) for f in inputs]
+    for _, cycles in results:  # 6 words in, 3 out, 5 cycles' latency each, random stalls
+        assert 5 + 5 < cycles < 200
+    assert host.infer(inputs[0])[0] == standin_outputs(inputs[0])
+
+
+def test_a_corrupted_byte_gets_a_crc_error_and_the_next_frame_works(sim):
+    host = Link(sim)
+    identity = host.identify()
+    request = bytearray(encode(link.INFER, 9, identity.request(frames(1)[0])))
+    request[8] ^= 0x10
+    sim.write(bytes(request))
+    with pytest.raises(LinkError, match=r"got error 1 \(bad CRC\) to request 9"):
+        host.reply(link.RESULT, 9)
+    words = frames(1, seed=2)[0]
+    assert host.infer(words)[0] == standin_outputs(words)
+
+
+def test_a_truncated_frame_times_out_and_the_next_frame_works(sim):
+    host = Link(sim)
+    identity = host.identify()
+    sim.write(encode(link.INFER, 9, identity.request(frames(1)[0]))[:-5])  # bytes lost
+    began = sim.cycle
+    with pytest.raises(LinkError, match=r"got error 4 \(byte timeout\) to request 9"):
+        host.reply(link.RESULT, 9)
+    assert sim.cycle - began >= link.TIMEOUT_BYTES * 10 * CPB
+    words = frames(1, seed=3)[0]
+    assert host.infer(words)[0] == standin_outputs(words)
+
+
+def test_bytes_before_a_sync_are_skipped(sim):
+    host = Link(sim)
+    sim.write(bytes([0x00, 0xFF, 0x12, 0x81, 0x5A]))
+    assert host.identify().design_hash == STANDIN_HASH
+    sim.write(b"noise without a sync byte")
+    words = frames(1, seed=4)[0]
+    assert host.infer(words)[0] == standin_outputs(words)
+
+
+def test_a_wrong_length_and_an_unknown_type_are_errors(sim):
+    host = Link(sim)
+    sim.write(encode(link.IDENTIFY, 5, b"x"))
+    with pytest.raises(LinkError, match=r"got error 2 \(wrong length\) to request 5"):
+        host.reply(link.IDENTITY, 5)
+    sim.write(encode(link.INFER, 6, bytes(11)))
+    with pytest.raises(LinkError, match=r"got error 2 \(wrong length\) to request 6"):
+        host.reply(link.RESULT, 6)
+    sim.write(encode(0x33, 7))
+    with pytest.raises(LinkError, match=r"got error 3 \(unknown type\) to request 7"):
+        host.reply(link.IDENTITY, 7)
+    assert host.identify().in_words == 6
