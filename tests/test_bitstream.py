@@ -243,3 +243,20 @@ def test_without_amaranth_boards_a_board_names_how_to_install_it(monkeypatch):
         board("ulx3s-85f")
     assert "amaranth-boards cannot be imported" in str(raised.value)
     assert "pip install 'brainsmith[lattice]'" in raised.value.hint
+
+
+@pytest.mark.slow
+def test_a_design_that_misses_its_clock_still_gets_its_bitstream(tools, private_cache, tmp_path):
+    from brainsmith.place_route.bitstream import bitstream
+    from brainsmith.place_route.sources import StitchedDesign
+
+    slow = ACCELERATOR.replace(  # two multipliers and an adder in one cycle
+        "data <= {8'd0, in0_V_TDATA} + 16'd1;",
+        "data <= {8'd0, in0_V_TDATA} * {8'd0, in0_V_TDATA} * data + data;",
+    )
+    design = StitchedDesign("accelerator", [("accelerator.sv", slow)], [], [])
+    folder = tmp_path / "run"
+    result = bitstream(design, board("ulx3s-85f"), 400, str(folder), *tools)
+    assert not result.met and result.status == "timing not met"
+    assert min(result.fmax_mhz.values()) < result.clock_mhz == 400
+    check_bitstream(result, folder)
