@@ -190,14 +190,14 @@ def test_a_tiny_accelerator_becomes_a_ulx3s_bitstream_and_a_second_run_is_cached
 
     design = StitchedDesign("accelerator", [("accelerator.sv", ACCELERATOR)], [], [])
     folder = tmp_path / "run"
-    first = bitstream(design, board("ulx3s-85f"), 60, str(folder), *tools, in_words=4)
+    first = bitstream(design, board("ulx3s-85f"), 60, str(folder), *tools, in_words=4, out_words=1)
     check_bitstream(first, folder)
     assert first.clock_mhz == 60 and first.baud == 3_000_000 and first.clocks_per_bit == 20
     assert (folder / "src" / "board_top.sv").is_file() and (folder / "board.lpf").is_file()
     assert not first.cached and first.met  # a few hundred cells at 60 MHz
     (folder / "accelerator.bit").unlink()
     logs = {log: log.stat().st_mtime_ns for log in folder.glob("*.log")}
-    again = bitstream(design, board("ulx3s-85f"), 60, str(folder), *tools, in_words=4)
+    again = bitstream(design, board("ulx3s-85f"), 60, str(folder), *tools, in_words=4, out_words=1)
     assert again.cached and {**again.as_dict(), "cached": False} == first.as_dict()
     assert hashlib.sha256((folder / "accelerator.bit").read_bytes()).hexdigest() == first.sha256
     assert {log: log.stat().st_mtime_ns for log in logs} == logs  # no tool ran again
@@ -256,7 +256,9 @@ def test_a_design_that_misses_its_clock_still_gets_its_bitstream(tools, private_
     )
     design = StitchedDesign("accelerator", [("accelerator.sv", slow)], [], [])
     folder = tmp_path / "run"
-    result = bitstream(design, board("ulx3s-85f"), 400, str(folder), *tools)
+    result = bitstream(
+        design, board("ulx3s-85f"), 400, str(folder), *tools, in_words=1, out_words=1
+    )
     assert not result.met and result.status == "timing not met"
     assert min(result.fmax_mhz.values()) < result.clock_mhz == 400
     check_bitstream(result, folder)

@@ -13,6 +13,7 @@ The result and the bitstream are cached by content like ``place_route``'s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.resources
 import os
@@ -161,8 +162,8 @@ def board_design(
     board: Board,
     mhz: float,
     *,
-    in_words: int = 1,
-    out_words: int = 1,
+    in_words: int,
+    out_words: int,
     baud: int | None = None,
     link: list[tuple[str, str]] | None = None,
 ) -> BitstreamDesign:
@@ -189,8 +190,8 @@ def bitstream(
     yosys: Yosys,
     nextpnr: Nextpnr,
     *,
-    in_words: int = 1,
-    out_words: int = 1,
+    in_words: int,
+    out_words: int,
     baud: int | None = None,
     name: str = "accelerator",
     link: list[tuple[str, str]] | None = None,
@@ -293,7 +294,7 @@ def _from_cache(entry: str, cached_bit: str, key: str, path: str) -> BitstreamRe
         usable = write_atomic(os.path.dirname(path) or ".", path, content)
     if not usable:
         for stale in (entry, cached_bit):
-            if os.path.lexists(stale):
+            with contextlib.suppress(OSError):
                 os.unlink(stale)
         return None
     return result
