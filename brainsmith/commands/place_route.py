@@ -11,7 +11,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from brainsmith.commands.rtl_verification import (
     CHANGED_HINT,
@@ -26,6 +26,31 @@ RESULT = os.path.join("place_route", "report.json")
 WORKDIR = os.path.join("place_route", "run")
 
 
+def placeable_build(folder: str, verb: str) -> tuple[dict[str, Any], Any, float]:
+    """(report, final model, clock in ns) of a build whose stitched accelerator Yosys can map
+    to a Lattice part; FolderError when the folder fails the gate, its RTL is not what the
+    build wrote, it is for a part whose RTL names AMD primitives, or it names no clock."""
+    from brainsmith.synthesis import NotSynthesisable, family_of
+    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+
+    report = _read_report(folder)
+    model, _ = gated_models(folder)  # before anything is read or written
+    for problem in unrecorded_hdl(model, folder, None):
+        raise FolderError(problem, CHANGED_HINT.format(verb=verb))
+    try:
+        family_of(str(report.get("fpga_part") or ""))
+    except NotSynthesisable:
+        raise FolderError(
+            f"the build is for {report.get('fpga_part')!r}: FINN's matrix units for it "
+            "instantiate AMD primitives with no model Yosys maps to another vendor's part",
+            f"build with --prefer rtl --part {ULTRASCALE_PLUS_PART} and {verb} that folder",
+        ) from None
+    clock_ns = report.get("clock_ns")
+    if not isinstance(clock_ns, (int, float)) or not math.isfinite(clock_ns) or clock_ns <= 0:
+        raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
+    return cast("dict[str, Any]", report), model, clock_ns
+
+
 def place_route_build_folder(
     folder: str, part_name: str, *, note: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
@@ -36,28 +61,13 @@ def place_route_build_folder(
     from brainsmith.place_route import PlaceRouteError, UnknownPart, ecp5_part, place_route
     from brainsmith.place_route.ecp5 import NotUsable, find_nextpnr
     from brainsmith.place_route.sources import stitched_design
-    from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
-    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+    from brainsmith.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
     try:
         part = ecp5_part(part_name)
     except UnknownPart as exc:
         raise FolderError(str(exc), "--part LFE5U-85F-6BG381C") from None
-    report = _read_report(folder)
-    model, _ = gated_models(folder)  # before anything is read or written
-    for problem in unrecorded_hdl(model, folder, None):
-        raise FolderError(problem, CHANGED_HINT.format(verb="place and route"))
-    try:
-        family_of(str(report.get("fpga_part") or ""))
-    except NotSynthesisable:
-        raise FolderError(
-            f"the build is for {report.get('fpga_part')!r}: FINN's matrix units for it "
-            "instantiate AMD primitives with no model Yosys maps to another vendor's part",
-            f"build with --prefer rtl --part {ULTRASCALE_PLUS_PART} and place that folder",
-        ) from None
-    clock_ns = report.get("clock_ns")
-    if not isinstance(clock_ns, (int, float)) or not math.isfinite(clock_ns) or clock_ns <= 0:
-        raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
+    report, _, clock_ns = placeable_build(folder, "place and route")
     try:
         design = stitched_design(folder, str(report.get("output_dir") or ""))
         if note is not None:
