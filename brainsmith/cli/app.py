@@ -31,6 +31,10 @@ COMMANDS = {
         "brainsmith.cli.place_route:place_route",
         "Place and route a whole all-RTL build for a Lattice ECP5 part: Fmax, resources.",
     ),
+    "bitstream": (
+        "brainsmith.cli.bitstream:bitstream",
+        "Make a whole all-RTL build into an ECP5 board's bitstream behind the UART host link.",
+    ),
     "new": ("brainsmith.cli.new:new", "Start a plugin package (a hardware layer) from a template."),
 }
 

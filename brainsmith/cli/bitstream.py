@@ -1,0 +1,102 @@
+"""``brainsmith bitstream BUILD_DIR --board BOARD``: a whole all-RTL build made into an ECP5
+board's bitstream behind brainsmith's UART host link."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@click.command("bitstream")
+@click.argument("build_dir", type=click.Path(file_okay=False))
+@click.option(
+    "--board",
+    "board_name",
+    required=True,
+    help="An ECP5 board from amaranth-boards: ulx3s-12f/25f/45f/85f, versa-ecp5, "
+    "versa-ecp5-5g, ecp5-5g-evn.",
+)
+@click.option(
+    "--mhz",
+    type=click.FloatRange(min=3.125, max=400.0),
+    default=None,
+    help="The design clock (the PLL makes the nearest it can); default: the build's clock.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool) -> None:
+    """Make the whole accelerator of the all-RTL build in BUILD_DIR into a bitstream for an
+    ECP5 BOARD, behind brainsmith's UART host link: Yosys synth_ecp5, nextpnr-ecp5 with the
+    board's pins, ecppack. Shows the clock the PLL makes, the Fmax reached and the resources
+    used.
+
+    \b
+    The board's pins and oscillator come from amaranth-boards; the link's words per frame
+    from the build's model. Results and bitstreams are cached by content. The report goes to
+    BUILD_DIR/bitstream/report.json, the bitstream and the tools' run to
+    BUILD_DIR/bitstream/run/ (BOARD.bit).
+
+    \b
+    Exit codes: 0 bitstream written, the clock met; 3 bitstream written, the clock missed
+    (ask a lower --mhz); 1 a tool failed (its first error and log are shown); 2 BUILD_DIR,
+    the board, the clock or the tools cannot be used; 130/143 interrupted.
+
+    \b
+    Example:
+      brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml --prefer rtl \\
+          --part xczu7ev-ffvc1156-2-e -o out/mlp
+      brainsmith bitstream out/mlp --board ulx3s-85f --mhz 50
+    """
+    from brainsmith.cli.output import print_json
+    from brainsmith.cli.synth import _exit, on_build_folder
+    from brainsmith.commands.bitstream import bitstream_build_folder
+    from brainsmith.terminal import console
+
+    status = console(file=sys.stderr, highlight=False)
+    data = on_build_folder(
+        build_dir,
+        "make a bitstream",
+        "its runs were stopped",
+        lambda: bitstream_build_folder(
+            build_dir,
+            board_name,
+            mhz,
+            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+        ),
+    )
+    if as_json:
+        print_json(data)
+    else:
+        print_result(data)
+    _exit(0 if data["met"] else 3)
+
+
+def print_result(data: dict[str, Any]) -> None:
+    """The bitstream, the clock against the Fmax reached, the resources used."""
+    from brainsmith.cli.output import console
+
+    out = console()
+    out.print(f"{data['bitstream']} (sha256 {data['sha256'][:16]}...)", markup=False)
+    clock = data["clock_mhz"]
+    for name, mhz in sorted(data["fmax_mhz"].items()):
+        verdict = "met" if mhz >= clock else "NOT met: ask a lower --mhz"
+        out.print(f"{name}: {mhz:.1f} MHz reached, {clock:.6g} MHz made: {verdict}", markup=False)
+    for name, counts in sorted(data["resources"].items()):
+        if counts["used"]:
+            share = 100.0 * counts["used"] / counts["available"] if counts["available"] else 0.0
+            out.print(
+                f"  {name:<16} {counts['used']:>8,} of {counts['available']:>8,} ({share:.1f} %)",
+                markup=False,
+            )
+    timing = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in data["seconds"].items())
+    out.print(
+        f"{data['board']} ({data['part']}), UART {data['baud']} baud, "
+        f"{data['in_words']} words in and {data['out_words']} out a frame; {timing}"
+        + (" (cached)" if data["cached"] else ""),
+        markup=False,
+        soft_wrap=True,
+    )
