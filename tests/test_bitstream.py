@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -207,34 +208,49 @@ def test_a_tiny_accelerator_becomes_a_ulx3s_bitstream_and_a_second_run_is_cached
 @pytest.mark.slow
 @pytest.mark.xdist_group("synthesis")
 def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(
-    hub, farm, tools, private_cache, tmp_path
+    hub, farm, private_cache, tmp_path
 ):
     import json
+    import shutil
 
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.board.top import frame_words
-    from brainsmith.place_route.bitstream import bitstream
     from brainsmith.place_route.sources import stitched_design
     from tests.support.farm import all_rtl_mlp
 
-    build = all_rtl_mlp(farm)
-    report = json.loads((build / "report.json").read_text())
-    design = stitched_design(str(build), str(report.get("output_dir") or ""))
-    in_words, out_words = frame_words(ModelWrapper(str(build / "final.onnx")))
-    folder = tmp_path / "run"
-    result = bitstream(design, board("ulx3s-85f"), 50, str(folder), *tools,
-                       in_words=in_words, out_words=out_words, name="mlp")  # fmt: skip
+    build = Path(shutil.copytree(all_rtl_mlp(farm), tmp_path / "mlp", symlinks=True))
+    command = [sys.executable, "-m", "brainsmith", "bitstream", str(build), "--board",
+               "ulx3s-85f", "--mhz", "50"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+    data = json.loads((build / "bitstream" / "report.json").read_text())
+    assert done.returncode == (0 if data["met"] else 3), done.stderr
+    folder = build / "bitstream" / "run"
+    result = SimpleNamespace(**data)
     check_bitstream(result, folder)
-    assert Path(result.bitstream) == folder / "mlp.bit" and result.clock_mhz == 50
+    assert Path(data["bitstream"]) == folder / "ulx3s-85f.bit" and data["clock_mhz"] == 50
+    words = frame_words(ModelWrapper(str(build / "final.onnx")))  # its folded streams
+    assert (data["in_words"], data["out_words"]) == words and words[0] > 1
     top = (folder / "src" / "board_top.sv").read_text()
-    assert f".IN_WORDS({in_words}), .OUT_WORDS({out_words})" in top
+    assert f".IN_WORDS({words[0]}), .OUT_WORDS({words[1]})" in top
+    design = stitched_design(
+        str(build), json.loads((build / "report.json").read_text())["output_dir"]
+    )
     assert f"256'h{design.digest()}" in top
-    assert result.resources["TRELLIS_COMB"]["used"] > 1000
-    assert result.resources["MULT18X18D"]["used"] > 0 and result.cells["LUT4"] > 0
-    assert all(0 <= r["used"] <= r["available"] for r in result.resources.values())
-    assert result.fmax_mhz and all(f > 0 for f in result.fmax_mhz.values())
-    print(json.dumps({**result.as_dict(), "in_words": in_words, "out_words": out_words}))
+    resources = data["resources"]
+    assert resources["TRELLIS_COMB"]["used"] > 1000 and resources["MULT18X18D"]["used"] > 0
+    assert all(0 <= r["used"] <= r["available"] for r in resources.values())
+    assert data["cells"]["LUT4"] > 0 and data["fmax_mhz"]
+    assert "MHz reached" in done.stdout and "ulx3s-85f.bit" in done.stdout
+    print(json.dumps(data))
+
+
+def test_an_unknown_board_is_refused_with_exit_2_naming_the_known_ones(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "brainsmith", "bitstream", str(tmp_path), "--board", "ulx3s"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "ulx3s-85f" in done.stderr
 
 
 def test_without_amaranth_boards_a_board_names_how_to_install_it(monkeypatch):
