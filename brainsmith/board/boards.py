@@ -6,7 +6,6 @@ each comes from the platform class's ``resources``, ``default_clk``, ``default_r
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,10 +76,18 @@ def board(name: str) -> Board:
         raise BoardError(f"{name!r} is not a known board; known boards: {known()}")
     module, cls, baud = BOARDS[key]
     try:
-        platform = getattr(importlib.import_module(f"amaranth_boards.{module}"), cls)()
+        platform = getattr(_modules()[module], cls)()
     except ImportError as exc:
         raise BoardError(f"amaranth-boards cannot be imported ({exc})", INSTALL_HINT) from None
     return _read(key, platform, baud)
+
+
+def _modules() -> dict[str, Any]:
+    """amaranth-boards' ECP5 board modules (imports amaranth)."""
+    from amaranth_boards import ecp5_5g_evn, orangecrab_r0_2, ulx3s, versa_ecp5, versa_ecp5_5g
+
+    return {module.__name__.rpartition(".")[2]: module
+            for module in (ecp5_5g_evn, orangecrab_r0_2, ulx3s, versa_ecp5, versa_ecp5_5g)}  # fmt: skip
 
 
 def _read(name: str, platform: Any, baud: int) -> Board:
