@@ -294,6 +294,22 @@ def test_a_wrong_length_and_an_unknown_type_are_errors(sim):
     assert host.identify().in_words == 6
 
 
+def test_a_request_beyond_the_two_the_link_holds_is_refused_and_the_link_goes_on(sim):
+    """The link answers IDENTIFY 1 (60 bytes) while it holds IDENTIFY 2 (7 bytes). An INFER
+    right behind them finds both places taken and is dropped unanswered; one that starts
+    before IDENTIFY 1's reply is out (41 bytes later) and ends after it is refused as busy."""
+    host = Link(sim)
+    identity = host.identify()
+    for gap, answer in ((0, None), (41, r"error 5 \(busy\)")):
+        request = encode(link.INFER, 3, identity.request(frames(1)[0]))
+        sim.write(encode(link.IDENTIFY, 1) + encode(link.IDENTIFY, 2) + bytes(gap) + request)
+        assert [Identity.parse(host.reply(link.IDENTITY, seq)) for seq in (1, 2)] == [identity] * 2
+        with pytest.raises(LinkError, match=answer or "timed out waiting for a frame; got 0 "):
+            host.reply(link.RESULT, 3)
+        words = frames(1, seed=5)[0]
+        assert host.infer(words)[0] == standin_outputs(words)
+
+
 # ---- the shipped MLP's stitched accelerator (slow) --------------------------------------------
 
 
