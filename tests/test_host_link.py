@@ -28,6 +28,12 @@ STANDIN = {"CLKS_PER_BIT": CPB, "IN_BITS": 12, "OUT_BITS": 24, "IN_WORDS": 6, "O
 STANDIN_HASH = hashlib.sha256(b"standin").hexdigest()
 
 
+def simulated(test):
+    """A test that runs a Verilator simulation: slow (make test-fast runs no simulator), on
+    the worker of the run's other simulations."""
+    return pytest.mark.slow(pytest.mark.xdist_group("rtlsim")(test))
+
+
 # ---- link.py ---------------------------------------------------------------------------------
 
 
@@ -232,11 +238,13 @@ def frames(count: int, seed: int = 1) -> list[list[int]]:
     return [[rng.randrange(1 << STANDIN["IN_BITS"]) for _ in range(6)] for _ in range(count)]
 
 
+@simulated
 def test_identify_returns_the_hash_and_parameters(sim):
     identity = Link(sim).identify()
     assert identity == Identity(1, 12, 24, 6, 3, CPB, STANDIN_HASH)
 
 
+@simulated
 def test_infer_returns_each_frames_outputs_and_its_cycles(sim):
     host = Link(sim)
     inputs = frames(5)
@@ -247,6 +255,7 @@ def test_infer_returns_each_frames_outputs_and_its_cycles(sim):
     assert host.infer(inputs[0])[0] == standin_outputs(inputs[0])
 
 
+@simulated
 def test_a_corrupted_byte_gets_a_crc_error_and_the_next_frame_works(sim):
     host = Link(sim)
     identity = host.identify()
@@ -259,6 +268,7 @@ def test_a_corrupted_byte_gets_a_crc_error_and_the_next_frame_works(sim):
     assert host.infer(words)[0] == standin_outputs(words)
 
 
+@simulated
 def test_a_truncated_frame_times_out_and_the_next_frame_works(sim):
     host = Link(sim)
     identity = host.identify()
@@ -271,6 +281,7 @@ def test_a_truncated_frame_times_out_and_the_next_frame_works(sim):
     assert host.infer(words)[0] == standin_outputs(words)
 
 
+@simulated
 def test_bytes_before_a_sync_are_skipped(sim):
     host = Link(sim)
     sim.write(bytes([0x00, 0xFF, 0x12, 0x81, 0x5A]))
@@ -280,6 +291,7 @@ def test_bytes_before_a_sync_are_skipped(sim):
     assert host.infer(words)[0] == standin_outputs(words)
 
 
+@simulated
 def test_a_wrong_length_and_an_unknown_type_are_errors(sim):
     host = Link(sim)
     sim.write(encode(link.IDENTIFY, 5, b"x"))
@@ -294,6 +306,7 @@ def test_a_wrong_length_and_an_unknown_type_are_errors(sim):
     assert host.identify().in_words == 6
 
 
+@simulated
 def test_a_request_beyond_the_two_the_link_holds_is_refused_and_the_link_goes_on(sim):
     """The link answers IDENTIFY 1 (60 bytes) while it holds IDENTIFY 2 (7 bytes). An INFER
     right behind them finds both places taken and is dropped unanswered; one that starts
@@ -357,8 +370,7 @@ def mlp(farm, tmp_path_factory):
     return executable, params, design_hash.hexdigest(), model, build
 
 
-@pytest.mark.slow
-@pytest.mark.xdist_group("rtlsim")
+@simulated
 def test_the_mlp_answers_through_the_link_as_in_python(mlp, tmp_path):
     from qonnx.custom_op.registry import getCustomOp
 
