@@ -6,11 +6,13 @@ shipped MLP's stitched all-RTL accelerator (slow)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import subprocess
 from importlib.resources import files as package_files
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from brainsmith.board import link
@@ -24,6 +26,12 @@ CPB = 8  # clocks per bit in simulation
 READ_CYCLES = 400_000  # a read gives up after this many cycles: beyond the link's timeout
 STANDIN = {"CLKS_PER_BIT": CPB, "IN_BITS": 12, "OUT_BITS": 24, "IN_WORDS": 6, "OUT_WORDS": 3}
 STANDIN_HASH = hashlib.sha256(b"standin").hexdigest()
+
+
+def simulated(test):
+    """A test that runs a Verilator simulation: slow (make test-fast runs no simulator), on
+    the worker of the run's other simulations."""
+    return pytest.mark.slow(pytest.mark.xdist_group("rtlsim")(test))
 
 
 # ---- link.py ---------------------------------------------------------------------------------
@@ -230,11 +238,13 @@ def frames(count: int, seed: int = 1) -> list[list[int]]:
     return [[rng.randrange(1 << STANDIN["IN_BITS"]) for _ in range(6)] for _ in range(count)]
 
 
+@simulated
 def test_identify_returns_the_hash_and_parameters(sim):
     identity = Link(sim).identify()
     assert identity == Identity(1, 12, 24, 6, 3, CPB, STANDIN_HASH)
 
 
+@simulated
 def test_infer_returns_each_frames_outputs_and_its_cycles(sim):
     host = Link(sim)
     inputs = frames(5)
@@ -245,6 +255,7 @@ def test_infer_returns_each_frames_outputs_and_its_cycles(sim):
     assert host.infer(inputs[0])[0] == standin_outputs(inputs[0])
 
 
+@simulated
 def test_a_corrupted_byte_gets_a_crc_error_and_the_next_frame_works(sim):
     host = Link(sim)
     identity = host.identify()
@@ -257,6 +268,7 @@ def test_a_corrupted_byte_gets_a_crc_error_and_the_next_frame_works(sim):
     assert host.infer(words)[0] == standin_outputs(words)
 
 
+@simulated
 def test_a_truncated_frame_times_out_and_the_next_frame_works(sim):
     host = Link(sim)
     identity = host.identify()
@@ -269,6 +281,7 @@ def test_a_truncated_frame_times_out_and_the_next_frame_works(sim):
     assert host.infer(words)[0] == standin_outputs(words)
 
 
+@simulated
 def test_bytes_before_a_sync_are_skipped(sim):
     host = Link(sim)
     sim.write(bytes([0x00, 0xFF, 0x12, 0x81, 0x5A]))
@@ -278,6 +291,7 @@ def test_bytes_before_a_sync_are_skipped(sim):
     assert host.infer(words)[0] == standin_outputs(words)
 
 
+@simulated
 def test_a_wrong_length_and_an_unknown_type_are_errors(sim):
     host = Link(sim)
     sim.write(encode(link.IDENTIFY, 5, b"x"))
@@ -290,3 +304,109 @@ def test_a_wrong_length_and_an_unknown_type_are_errors(sim):
     with pytest.raises(LinkError, match=r"got error 3 \(unknown type\) to request 7"):
         host.reply(link.IDENTITY, 7)
     assert host.identify().in_words == 6
+
+
+@simulated
+def test_a_request_beyond_the_two_the_link_holds_is_refused_and_the_link_goes_on(sim):
+    """The link answers IDENTIFY 1 (60 bytes) while it holds IDENTIFY 2 (7 bytes). An INFER
+    right behind them finds both places taken and is dropped unanswered; one that starts
+    before IDENTIFY 1's reply is out (41 bytes later) and ends after it is refused as busy."""
+    host = Link(sim)
+    identity = host.identify()
+    for gap, answer in ((0, None), (41, r"error 5 \(busy\)")):
+        request = encode(link.INFER, 3, identity.request(frames(1)[0]))
+        sim.write(encode(link.IDENTIFY, 1) + encode(link.IDENTIFY, 2) + bytes(gap) + request)
+        assert [Identity.parse(host.reply(link.IDENTITY, seq)) for seq in (1, 2)] == [identity] * 2
+        with pytest.raises(LinkError, match=answer or "timed out waiting for a frame; got 0 "):
+            host.reply(link.RESULT, 3)
+        words = frames(1, seed=5)[0]
+        assert host.infer(words)[0] == standin_outputs(words)
+
+
+# ---- the shipped MLP's stitched accelerator (slow) --------------------------------------------
+
+
+def stitched(build: Path, folder: Path) -> tuple[list[Path], dict[str, int], object]:
+    """The sources of ``build``'s stitched accelerator as Verilator compiles them (packages
+    first, parameter files by absolute path), the link's parameters for it and its model."""
+    from finn_xsi.srcutil import order_pkg_first
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.rtlsim.sources import verilator_ready
+
+    listed = (build / "finn" / "stitched_rtl" / "files.f").read_text().split()
+    folder.mkdir(parents=True, exist_ok=True)
+    sources = []
+    for index, path in enumerate(order_pkg_first(listed)):
+        copy = folder / f"{index:02d}_{Path(path).name}"
+        copy.write_text(verilator_ready(path, Path(path).read_text()))
+        sources.append(copy)
+    model = ModelWrapper(str(build / "final.onnx"))
+    first, last = getCustomOp(model.graph.node[0]), getCustomOp(model.graph.node[-1])
+    params = {
+        "CLKS_PER_BIT": CPB,
+        "IN_BITS": first.get_instream_width(),
+        "OUT_BITS": last.get_outstream_width(),
+        "IN_WORDS": int(np.prod(first.get_folded_input_shape()[:-1])),
+        "OUT_WORDS": int(np.prod(last.get_folded_output_shape()[:-1])),
+    }
+    return sources, params, model
+
+
+@pytest.fixture(scope="module")
+def mlp(farm, tmp_path_factory):
+    """The link and the all-RTL MLP's stitched accelerator, compiled: (simulator, link
+    parameters, design hash, model, build folder)."""
+    from tests.support.farm import all_rtl_mlp
+
+    build = all_rtl_mlp(farm)
+    folder = tmp_path_factory.mktemp("mlp")
+    sources, params, model = stitched(build, folder / "rtl")
+    design_hash = hashlib.sha256((build / "finn/stitched_rtl/accelerator.sv").read_bytes())
+    top = top_module("accelerator", params, design_hash.hexdigest())
+    link_sources = [Path(str(RTL / name)) for name in LINK_SOURCES]
+    executable = verilate([*sources, *link_sources], top, folder / "sim")
+    return executable, params, design_hash.hexdigest(), model, build
+
+
+@simulated
+def test_the_mlp_answers_through_the_link_as_in_python(mlp, tmp_path):
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.rtlsim.layers import layer_tensors
+    from brainsmith.rtlsim.packing import pack_beats, unpack_beats
+    from brainsmith.steps.fifos import random_frames
+
+    executable, params, design_hash, model, build = mlp
+    first, last = getCustomOp(model.graph.node[0]), getCustomOp(model.graph.node[-1])
+    source, sink = model.graph.input[0].name, model.graph.output[0].name
+    contexts = layer_tensors(model, random_frames(model, 3), str(tmp_path / "python"))
+    requests = [
+        pack_beats(
+            np.asarray(context[source], np.float32).reshape(first.get_folded_input_shape()),
+            first.get_input_datatype(),
+            params["IN_BITS"],
+        )
+        for context in contexts
+    ]
+    simulation = Simulation(executable)
+    try:
+        host = Link(simulation)
+        identity = host.identify()
+        assert identity == Identity(
+            1, *(params[k] for k in ("IN_BITS", "OUT_BITS", "IN_WORDS", "OUT_WORDS")), CPB,
+            design_hash,
+        )  # fmt: skip
+        results = host.infer_many(requests)
+    finally:
+        simulation.close()
+    assert simulation.framing_errors == 0
+    for (outputs, _), context in zip(results, contexts, strict=True):
+        got = unpack_beats(
+            outputs, last.get_output_datatype(), last.get_folded_output_shape(), params["OUT_BITS"]
+        )
+        assert np.array_equal(got.reshape(context[sink].shape), context[sink])
+    sized = json.loads((build / "finn/report/fifo_sizing.json").read_text())
+    for _, cycles in results:  # flat out, as the FIFO sizing's own simulation fed it
+        assert sized["latency_cycles"] / 2 < cycles < 2 * sized["latency_cycles"]

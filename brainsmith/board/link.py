@@ -7,8 +7,9 @@ transport is any object with ``write(bytes)`` and ``read(n) -> bytes`` that retu
 imports pyserial.
 
 The link keeps one request while it answers another, so ``Link.infer_many`` keeps two
-outstanding. A frame that stalls mid-way for ``TIMEOUT_BYTES`` byte times is dropped with
-error 4: after a lost byte, the link answers the next frame once that has passed.
+outstanding; the transport's read timeout must cover a request going out and its reply
+coming back. A frame with no byte for ``TIMEOUT_BYTES`` byte times is dropped with error 4, so
+a host that lost bytes of a frame reads that error before it sends the next one.
 """
 
 from __future__ import annotations

@@ -6,16 +6,16 @@
 //         IN_WORDS (4 B), OUT_WORDS (4 B), CLKS_PER_BIT (4 B), DESIGN_HASH (32 B, MSB first)
 //   8'h02 INFER (one frame: IN_WORDS words of IN_BYTES bytes, LE) -> 8'h82: OUT_WORDS words of
 //         OUT_BYTES bytes, LE, then 4 B LE: cycles from the first input word accepted to the
-//         last output word
-//   error -> 8'hEE, 1 B: 1 bad CRC, 2 wrong length, 3 unknown type, 4 timeout (a frame
-//         stalled for TIMEOUT_BYTES byte times is dropped), 5 busy (an INFER while two
-//         requests are outstanding; its payload was not kept)
+//         last output word (0 in the same cycle; it stops at 2^32-1)
+//   error -> 8'hEE, 1 B: 1 bad CRC, 2 wrong length, 3 unknown type, 4 timeout (a frame with
+//         no byte for TIMEOUT_BYTES byte times is dropped), 5 busy (an INFER that began while
+//         another request was waiting: its payload was not kept)
 // Bytes before a SYNC are skipped. Requests are received while a reply goes out: the link
 // holds one request while it answers another (two RAM banks for INFER payloads), so a host
 // may keep two requests outstanding; a frame that completes while both places are taken is
 // dropped without a reply. An INFER's outputs are kept in a RAM as they come (s_tready is high
 // until the frame's last output word), so the cycle count is the accelerator's own, and the
-// reply goes out once the frame is done.
+// reply goes out once the frame is done. uart_rx is synchronised here: it may come from a pin.
 module brainsmith_host_link #(
   parameter int CLKS_PER_BIT = 868,      // design clock / baud rate, >= 4
   parameter int IN_BITS  = 8,            // accelerator input stream TDATA width (FINN pads to a multiple of 8)
