@@ -610,6 +610,23 @@ def test_the_build_summary_and_results_in_build_md_are_the_shipped_mlps(tmp_path
         assert eval(expression, {"result": result}) == ast.literal_eval(value), expression
 
 
+def test_the_python_examples_of_build_md_leave_what_they_say(tmp_path_factory):
+    """docs/build.md's python examples, run once above, leave what the text around them says:
+    a reopened build runs 8 inputs into 8 outputs of 10 classes, FINN's own builder writes its
+    per-layer estimates, and the A2Q export with its weights baked computes what torch did."""
+    import numpy as np
+
+    from brainsmith.builder import BuildResult
+    from examples.zoo import verify
+
+    folder = doc_run(REPO / "docs" / "build.md", tmp_path_factory).folder
+    assert len([b for b in blocks(REPO / "docs" / "build.md") if b.lang == "python"]) == 4
+    x = np.random.default_rng(0).uniform(-1, 1, size=(8, 64)).astype(np.float32)
+    assert BuildResult.load(folder / "out" / "mlp").run(x).shape == (8, 10)
+    assert (folder / "out/finn/report/estimate_layer_resources.json").is_file()
+    assert verify(folder / "espcn_a2q.onnx") == 0.0
+
+
 def test_the_validate_output_in_blueprints_md_is_real(tmp_path_factory):
     """The lines docs/blueprints.md shows ``brainsmith blueprint validate`` print are printed,
     for its own example (my-mlp.yaml) and the shipped blueprints."""

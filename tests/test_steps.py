@@ -5,8 +5,6 @@ passed through the config."""
 from __future__ import annotations
 
 import inspect
-import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -127,26 +125,3 @@ def test_brainsmith_steps_run_inside_finns_own_builder(tmp_path):
     for name in (*STEPS[:5], "step_minimize_bit_width", "estimates"):
         assert (saved / f"{name}.onnx").is_file(), name
     assert (Path(cfg.output_dir) / "report" / "estimate_layer_cycles.json").is_file()
-
-
-def test_python_examples_in_docs_build_md_run(tmp_path):
-    from tests.conftest import run_python
-
-    blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "build.md").read_text(), re.S)
-    assert len(blocks) == 4
-    for name in ("examples", "blueprints"):
-        (tmp_path / name).symlink_to(REPO / name)
-    checks = (
-        "\nassert result.status == 'ok' and result.performance['estimated_fps'] > 0\n"
-        "assert set(result.totals) == {'LUT', 'BRAM_18K', 'URAM', 'DSP'}\n",
-        "\nassert result.run(x).shape == (8, 10)\n",  # the build above, reopened in a new process
-        "\nimport os\nassert os.path.isfile('out/finn/report/estimate_layer_resources.json')\n",
-        # the A2Q export with its weights baked computes what torch computed
-        "\nfrom pathlib import Path\nfrom examples.zoo import verify\n"
-        "assert verify(Path('espcn_a2q.onnx')) == 0.0\n",
-    )
-    for index, (block, check) in enumerate(zip(blocks, checks, strict=True)):
-        result = run_python(block + check, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
-        if index != 0:
-            shutil.rmtree(tmp_path / "out", ignore_errors=True)
