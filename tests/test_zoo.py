@@ -490,8 +490,11 @@ FRESH_CONV_NETWORKS = ["residual_w6a2", "cnv_w3a5_pool", "kws_w2a3_padded"]
 @pytest.mark.xdist_group("zoo-fresh")
 @pytest.mark.parametrize(
     "name",
-    wide(CONV_NETWORKS + FRESH_CONV_NETWORKS, ["resnet8", "residual_w6a2", "kws_w2a3_padded"]),
-)  # (ResNet-8 all RTL is built by test_fifo_sizing too)
+    wide(
+        CONV_NETWORKS + FRESH_CONV_NETWORKS,
+        ["resnet8", "residual_w6a2", "kws_w2a3_padded", "cnv_w3a5_pool"],
+    ),
+)  # (ResNet-8 and a pooled CNV all RTL are built by test_fifo_sizing too)
 def test_prefer_rtl_makes_every_layer_rtl(request, tmp_path, name):
     """--prefer rtl: thresholds become their own layers so 4-bit matrix layers can be RTL;
     pooling, which FINN has only in HLS, is brainsmith's RTL; the layout changes of a
