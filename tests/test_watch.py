@@ -133,3 +133,26 @@ def test_brainsmith_plugins_watch_without_folders_says_what_to_set():
     _out, err = process.communicate(timeout=120)
     assert process.returncode == 2
     assert "no plugin folders to watch" in err and "BRAINSMITH_PLUGIN_DIRS" in err
+
+
+def test_an_edit_in_the_same_second_at_the_same_size_serves_the_new_code(
+    plugin_folder, monkeypatch
+):
+    """Python takes a module's bytecode as current while the source's whole seconds and size
+    are those it was compiled from: an edit within the same second that keeps the size
+    (VERSION = 1 -> 2) must still be served, with bytecode written as users' Pythons write it."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = plugin_folder("quick.py", plugin("Quick", 1))
+    second = int(path.stat().st_mtime)
+    os.utime(path, ns=(second * 10**9 + 100_000_000,) * 2)
+    manager = get_plugin_manager()
+    assert transforms.Quick.VERSION == 1
+    cached = sys.modules[transforms.Quick.__module__].__cached__
+    assert cached and os.path.isfile(cached)  # compiled and written
+    changes: queue.Queue = queue.Queue()
+    with manager.watch(on_change=changes.put):
+        path.write_text(plugin("Quick", 2))
+        os.utime(path, ns=(second * 10**9 + 600_000_000,) * 2)
+        change = next_change(changes, "Quick")
+    assert change.reloaded == ("transform user:Quick",)
+    assert transforms.Quick.VERSION == 2

@@ -10,13 +10,14 @@ the same thing without ambiguity.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import zlib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
@@ -186,4 +187,16 @@ def forget(folder: str | None = None) -> list[str]:
     ]
     for name in [*doomed, *aliases]:
         sys.modules.pop(name, None)
+    discard_bytecode(doomed.values())
     return sorted(doomed)
+
+
+def discard_bytecode(modules: Iterable[ModuleType]) -> None:
+    """Remove the bytecode files of ``modules``, dropped because their code changed: Python
+    takes bytecode as current while the source's whole seconds and size are those it was
+    compiled from, so an edit within the same second that keeps the size would be missed."""
+    for module in modules:
+        cached = getattr(module, "__cached__", None)
+        if isinstance(cached, str):
+            with contextlib.suppress(OSError):  # absent, or a folder this user cannot write
+                os.unlink(cached)

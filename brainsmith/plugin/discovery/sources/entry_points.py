@@ -341,8 +341,10 @@ def _plugins_of(
 
 def forget_modules(packages: list[str]) -> None:
     """Drop imported modules of ``packages`` so that their next import reads the new code."""
-    for name in [n for n in sys.modules if n.partition(".")[0] in packages]:
-        sys.modules.pop(name, None)
+    from brainsmith.plugin.discovery.folders import discard_bytecode
+
+    names = [n for n in sys.modules if n.partition(".")[0] in packages]
+    discard_bytecode([module for n in names if (module := sys.modules.pop(n, None)) is not None])
 
 
 def _decorated(module: object, framework: str, problems: list[Any]) -> list[list[Any]]:
