@@ -19,6 +19,7 @@ import pytest
 from brainsmith.builder import BuildError
 from brainsmith.builder.outdir import prepare_output_dir
 from tests.support.models import MLP, REPO
+from tests.support.tiers import wide
 
 BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
 MARKER = ".brainsmith-build"  # what marks a folder as made by brainsmith build
@@ -259,7 +260,7 @@ def check_outcome(folder: Path, result: subprocess.CompletedProcess) -> dict | N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("limit_kib", [9, 13, 30])
+@pytest.mark.parametrize("limit_kib", wide([9, 13, 30], [13]))  # 13: a step's model, as 9
 def test_file_size_limit_fails_the_build_with_a_report(tmp_path, limit_kib):
     """ulimit -f: at 9 and 13 KiB a step's model cannot be written, at 30 KiB report.html."""
     out = tmp_path / "out"
@@ -279,7 +280,7 @@ def test_a_limit_below_the_reserve_refuses_the_folder_up_front(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("size", ["100k", "200k", "400k"])
+@pytest.mark.parametrize("size", wide(["100k", "200k", "400k"], ["200k"]))
 def test_full_disk_fails_the_build_with_a_report(tmp_path, size):
     """A real tmpfs of ``size`` fills up in different steps; each time report.json says
     failed with the reason, and nothing cut off is left."""

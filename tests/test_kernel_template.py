@@ -20,6 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 from tests.conftest import run_python
 from tests.support.packages import PIP, PluginVenv, build_wheel, pip_install_target
 from tests.support.processes import run_brainsmith
+from tests.support.tiers import wide
 
 OP_TYPE = "AcmeSat"  # a name of the test's own: the docs' example is AcmeClip
 DIST, MODULE = "acme-sat", "acme_sat"
@@ -219,7 +220,7 @@ def test_a_target_out_of_reach_names_the_layer_and_its_declared_folding(installe
 
 # -- pip install -e, as the command prints it ---------------------------------------------
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["default", "compat", "strict"])
+@pytest.mark.parametrize("mode", wide(["default", "compat", "strict"], ["compat", "strict"]))
 def test_the_printed_editable_install_finds_the_kernel_and_its_tests_pass(tmp_path, mode):
     """``brainsmith new kernel AcmeClip``, the pip command it prints, then ``pytest tests`` and
     ``brainsmith plugins`` in the package folder, in a virtualenv of their own, for each of

@@ -17,6 +17,7 @@ import pytest
 
 import brainsmith
 from brainsmith.rtlsim.layers import PLUMBING
+from tests.support.tiers import wide
 from tests.test_rtlsim import code_dir, verify_rtl
 
 REPO = Path(__file__).resolve().parents[1]
@@ -299,7 +300,7 @@ SIZED = "steps: [cleanup, qonnx_to_finn, streamline, hardware_inference, special
 SIZED += " estimates, codegen, size_fifos]\n"
 
 
-@pytest.mark.parametrize("size", ["64k", "512k", "1500k"])
+@pytest.mark.parametrize("size", wide(["64k", "512k", "1500k"], ["1500k"]))
 def test_a_full_disk_under_the_fifo_sizing_compile_exits_2_naming_the_disk(hub, tmp_path, size):
     """The compiled simulators' folder on a real tmpfs of ``size``: full while the sources are
     copied (our write), while Verilator writes its C++ (it says nothing and exits 0; make then
