@@ -13,6 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# the module fixture is made once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("build-cli")
+
 REPO = Path(__file__).resolve().parents[1]
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
 BLUEPRINT = REPO / "blueprints" / "mlp.yaml"

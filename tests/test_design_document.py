@@ -17,7 +17,11 @@ REPO = Path(__file__).resolve().parents[1]
 ZOO = REPO / "examples" / "models" / "zoo"
 HW = "finn.custom_op.fpgadataflow"
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.xdist_group("design-document"),
+]
 
 
 def build_steps() -> list:

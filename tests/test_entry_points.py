@@ -8,6 +8,9 @@ import pytest
 
 from tests.support.packages import PluginVenv, build_wheel, write_project
 
+# the module fixture is made once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("entry-points")
+
 GOOD = '''
 from qonnx.transformation.base import Transformation
 from brainsmith.plugin.core import kernel, step, transform

@@ -18,6 +18,9 @@ from brainsmith.plugins import transforms
 from tests.conftest import run_python
 from tests.support.packages import PluginVenv, build_wheel, pip_install_target, write_project
 
+# the module fixture is made once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("index-freshness")
+
 PLUGINS = """
 from qonnx.transformation.base import Transformation
 from brainsmith.plugin.core import transform

@@ -22,6 +22,9 @@ from tests.support.packages import PIP, PluginVenv, build_wheel, pip_install_tar
 from tests.support.processes import run_brainsmith
 from tests.support.tiers import wide
 
+# the module fixture is made once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("kernel-template")
+
 OP_TYPE = "AcmeSat"  # a name of the test's own: the docs' example is AcmeClip
 DIST, MODULE = "acme-sat", "acme_sat"
 TIMEOUT = 600

@@ -18,6 +18,9 @@ from onnx import TensorProto, helper
 from tests.support.packages import build_wheel, pip_install_target
 from tests.support.processes import run_brainsmith
 
+# the module fixture is made once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("kernel-template-two")
+
 OP_TYPE, DIST, MODULE = "AcmeLow", "acme-low", "acme_low"
 TIMEOUT = 600
 SHARED = ["pyproject.toml", f"{MODULE}/__init__.py", f"{MODULE}/rtl.py", "tests/conftest.py"]

@@ -20,7 +20,7 @@ from tests.conftest import REPO
 ZOO = REPO / "examples" / "models" / "zoo"
 MODEL = ZOO / "two_heads.onnx"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("multi-output")]
 
 
 @pytest.fixture(scope="module")

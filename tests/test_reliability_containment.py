@@ -23,6 +23,9 @@ from brainsmith.plugins import transforms
 from tests.conftest import REPO
 from tests.support.packages import PluginVenv, build_wheel, write_project
 
+# the module fixture is made once: every test of the module on one worker
+pytestmark = pytest.mark.xdist_group("reliability-containment")
+
 GOOD_PACKAGE = '''
 from qonnx.transformation.base import Transformation
 from brainsmith.plugin.core import transform

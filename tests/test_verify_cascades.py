@@ -29,7 +29,10 @@ from tests.support.models import deep_ties
 
 MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
 # FINN's conversion annotates signed thresholds' counts INT before the Add of their bias
-pytestmark = pytest.mark.filterwarnings("ignore:The values of tensor MultiThreshold_:UserWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:The values of tensor MultiThreshold_:UserWarning"),
+    pytest.mark.xdist_group("verify-cascades"),
+]
 
 SHAPES = {  # layers, channels, image (0: a matrix product), seed
     "mlp_8x32": (8, 32, 0, 0),
