@@ -410,6 +410,9 @@ def _verdict(report: BuildReport) -> str:
         clock = finite(report.get("clock_ns"))
         pace = f" ({number(1e9 / clock / measured)} fps at the clock)" if clock else ""
         lines.append(_e(f"measured in simulation: {number(measured)} cycles per frame{pace}"))
+    bitstream = report.get("bitstream")
+    if bitstream:
+        lines += [_e(line) for line in bitstream_lines(bitstream)[:2]]
     limited = _limited_by(perf, goal)
     if limited:
         lines.append(_e(limited))
