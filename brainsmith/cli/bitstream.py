@@ -81,7 +81,9 @@ def print_result(data: dict[str, Any]) -> None:
     from brainsmith.cli.output import console
 
     out = console()
-    out.print(f"{data['bitstream']} (sha256 {data['sha256'][:16]}...)", markup=False)
+    out.print(
+        f"{data['bitstream']} (sha256 {data['sha256'][:16]}...)", markup=False, soft_wrap=True
+    )
     clock = data["clock_mhz"]
     for name, mhz in sorted(data["fmax_mhz"].items()):
         verdict = "met" if mhz >= clock else "NOT met: ask a lower --mhz"

@@ -314,7 +314,9 @@ def _print_performance(out: Console, report: BuildReport) -> None:
             verdict = f"; target {number(goal['target_fps'])} fps {state}"
         if clocked:
             asked = f"{number(1000 / report['clock_ns'])} MHz"
-            out.print(f"  estimated   {number(fps)} fps at the {asked} asked (FINN{verdict})")
+            out.print(
+                f"  estimated   {number(fps)} fps at the {asked} asked (FINN's estimate{verdict})"
+            )
         else:
             out.print(
                 f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
