@@ -139,3 +139,51 @@ def test_a_second_identical_build_reuses_the_cached_bitstream(farm, tmp_path):
     assert bit_logs(Path(again.output_dir)) == {}  # no tool ran: no log written
     bit = Path(again.output_dir) / "bitstream" / "ulx3s-85f.bit"
     assert hashlib.sha256(bit.read_bytes()).hexdigest() == first["sha256"]
+
+
+def missed_clock_report(tmp_path: Path) -> dict:
+    """A report.json as a build with --bitstream writes it when nextpnr misses the clock."""
+    section = {
+        "bitstream": "bitstream/ulx3s-85f.bit", "board": "ulx3s-85f",
+        "part": "LFE5U-85F-6BG381C", "clock_mhz": 200.0, "met": False,
+        "status": "timing not met", "fmax_mhz": {"clk": 52.5},
+    }  # fmt: skip
+    estimate = {"estimated_fps": 5e6, "max_cycles": 40, "critical_path_cycles": 136}
+    rtlsim = {"stitched": {"cycles_per_frame": 41.0, "latency_cycles": 147}}
+    return {"section": section, "estimate": estimate, "rtlsim": rtlsim, "folder": str(tmp_path)}
+
+
+def test_a_missed_clock_gives_the_figures_at_the_fmax_reached_and_says_so_first(tmp_path):
+    from brainsmith.builder.bitstream import performance_at_clock
+    from brainsmith.report.html import clocked_lines, warning_lines
+    from brainsmith.report.measured import unchecked
+
+    given = missed_clock_report(tmp_path)
+    section = given["section"]
+    clocked = performance_at_clock(section, given["estimate"], given["rtlsim"], given["folder"])
+    assert clocked is not None and clocked["clock_mhz"] == 52.5
+    assert clocked["fps"] == pytest.approx(52.5e6 / 41, rel=1e-6)
+    assert clocked["latency_ns"] == pytest.approx(147 * 1000 / 52.5, abs=0.1)
+    assert "timing not met" in clocked["clock_note"] and "52.5 MHz" in clocked["clock_note"]
+    report = {"bitstream": section, "performance": {**clocked, **given["estimate"]}}
+    assert clocked_lines(report)[0].startswith(f"{round(52.5e6 / 41):,} fps at 52.5 MHz")
+    assert warning_lines(report)[0].startswith("timing not met on ulx3s-85f: nextpnr reached")
+    assert unchecked(report).startswith("the clock was checked by nextpnr: 200 MHz not met")
+
+
+def test_without_a_simulation_the_cycles_are_finns_estimate_and_say_so(tmp_path):
+    from brainsmith.builder.bitstream import performance_at_clock
+
+    given = missed_clock_report(tmp_path)
+    section = {**given["section"], "met": True, "clock_mhz": 50.0, "fmax_mhz": {"clk": 60.0}}
+    clocked = performance_at_clock(section, given["estimate"], None, given["folder"])
+    assert clocked is not None and clocked["clock_mhz"] == 50.0 and clocked["clock_note"] is None
+    assert (clocked["cycles_per_frame"], clocked["cycles_source"]) == (40, "estimate")
+    assert clocked["fps_source"] == "nextpnr clock, estimate cycles"
+    (tmp_path / "fifo_sizing.json").write_text(
+        json.dumps({"sized": True, "cycles_per_frame": 42.0, "latency_cycles": 150})
+    )
+    sized = performance_at_clock(section, given["estimate"], None, given["folder"])
+    assert sized is not None and (sized["cycles_per_frame"], sized["cycles_source"]) == (
+        42.0, "Verilator"
+    )  # fmt: skip
