@@ -130,6 +130,8 @@ def private_environment(tmp_path_factory, simulators, syntheses):
 def _share_tool_caches(patch: pytest.MonkeyPatch, simulators: Path, syntheses: Path) -> None:
     patch.setenv("BRAINSMITH_RTLSIM_CACHE", str(simulators))
     patch.setenv("BRAINSMITH_SYNTHESIS_CACHE", str(syntheses))
+    # bitstreams too: the MLP is placed once a run (tests/test_bitstream*.py)
+    patch.setenv("BRAINSMITH_BITSTREAM_CACHE", str(_private(simulators.parent / "bitstream")))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -207,35 +207,41 @@ def test_a_tiny_accelerator_becomes_a_ulx3s_bitstream_and_a_second_run_is_cached
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("synthesis")
-def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(
-    hub, farm, private_cache, tmp_path
-):
+def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(hub, farm, tmp_path):
+    """Of the MLP built for the board (``build.bitstream``, tests/test_bitstream_build.py) at
+    its clock: the run's shared bitstream cache serves what the build placed."""
     import json
     import shutil
 
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.board.top import frame_words
+    from brainsmith.place_route.bitstream import board_design
     from brainsmith.place_route.sources import stitched_design
-    from tests.support.farm import all_rtl_mlp
+    from tests.support.farm import lattice_mlp
 
-    build = Path(shutil.copytree(all_rtl_mlp(farm), tmp_path / "mlp", symlinks=True))
+    build = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "mlp", symlinks=True))
+    built = json.loads((build / "report.json").read_text())["bitstream"]
+    shutil.rmtree(build / "bitstream")
     command = [sys.executable, "-m", "brainsmith", "bitstream", str(build), "--board",
-               "ulx3s-85f", "--mhz", "50"]  # fmt: skip
+               "ulx3s-85f"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=1200)
     data = json.loads((build / "bitstream" / "report.json").read_text())
     assert done.returncode == (0 if data["met"] else 3), done.stderr
+    assert data["cached"] and data["sha256"] == built["sha256"]  # placed once a run
     folder = build / "bitstream" / "run"
     result = SimpleNamespace(**data)
     check_bitstream(result, folder)
-    assert Path(data["bitstream"]) == folder / "ulx3s-85f.bit" and data["clock_mhz"] == 50
+    assert Path(data["bitstream"]) == build / "bitstream" / "ulx3s-85f.bit"
+    assert data["clock_mhz"] == 50
     words = frame_words(ModelWrapper(str(build / "final.onnx")))  # its folded streams
     assert (data["in_words"], data["out_words"]) == words and words[0] > 1
-    top = (folder / "src" / "board_top.sv").read_text()
-    assert f".IN_WORDS({words[0]}), .OUT_WORDS({words[1]})" in top
     design = stitched_design(
         str(build), json.loads((build / "report.json").read_text())["output_dir"]
     )
+    target = board_design(design, board("ulx3s-85f"), 50, in_words=words[0], out_words=words[1])
+    top = dict(target.full.sources)["board_top.sv"]
+    assert f".IN_WORDS({words[0]}), .OUT_WORDS({words[1]})" in top
     assert f"256'h{design.digest()}" in top
     resources = data["resources"]
     assert resources["TRELLIS_COMB"]["used"] > 1000 and resources["MULT18X18D"]["used"] > 0

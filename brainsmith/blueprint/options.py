@@ -24,7 +24,8 @@ VERIFY_RTOL = 1e-5
 PROJECT_MARKERS = (".git", ".hg", ".brainsmith", "pyproject.toml")
 BUILD_KEYS = {
     "fpga_part": "the FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (or board, not both)",
-    "board": "a board name such as Pynq-Z1 or U250 (or fpga_part, not both)",
+    "board": "a board name: FINN's, such as Pynq-Z1 or U250, or a Lattice ECP5 board brainsmith "
+    "makes bitstreams for, such as ulx3s-85f (or fpga_part, not both)",
     "clock_ns": "the target clock period in nanoseconds, from 0.1 (10 GHz) to 1,000,000",
     "target_fps": "a whole number of frames per second, from 1 to 10**12",
     "verify": "one of " + ", ".join(VERIFY_MODES),
@@ -39,6 +40,8 @@ BUILD_KEYS = {
     "output_dir": "a folder inside the blueprint's project, relative to the blueprint",
     "synth": "true to synthesise every RTL layer with Yosys after the last step (7-series, "
     "UltraScale or UltraScale+ parts), or false",
+    "bitstream": "true to make a bitstream for the Lattice board (build.board) after the last "
+    "step, with Yosys and nextpnr-ecp5, or false",
     "size_fifos": "true (default) to size the FIFOs of an all-RTL design by simulating it in "
     "Verilator (the fifo_depths step), or false to keep FINN's depths",
     "allow_over_part": "true to build a design estimated to need more of a resource than the "
@@ -83,6 +86,7 @@ class BuildOptions:
     specialize_config: str | None = None
     output_dir: str | None = None
     synth: bool = False  # every RTL layer synthesised with Yosys after the last step
+    bitstream: bool = False  # the Lattice board's bitstream made after the last step
     size_fifos: bool = True  # the fifo_depths step sizes an all-RTL design's FIFOs
     allow_over_part: bool = False  # a design estimated over the part builds, with a warning
 
@@ -94,6 +98,8 @@ class BuildOptions:
             del data["folding"]
         if not self.synth:
             del data["synth"]
+        if not self.bitstream:
+            del data["bitstream"]
         if self.size_fifos:
             del data["size_fifos"]
         if not self.allow_over_part:
@@ -216,15 +222,22 @@ def _check_part_and_board(check: Checker, values: dict[str, Any]) -> None:
 
 def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     """(option, problem, expected, hint) for ``fpga_part`` and ``board`` in ``values``, as
-    each framework adapter judges them; one problem per option."""
+    each framework adapter judges them; one problem per option. A Lattice board
+    (``LATTICE_BOARDS``) is brainsmith's own: no adapter judges it; an unknown board is
+    told of them too."""
+    from brainsmith.blueprint.choices import LATTICE_BOARDS, lattice_board
     from brainsmith.plugin.adapters import adapter_classes
 
     part, board = values.get("fpga_part"), values.get("board")
+    if lattice_board(board):
+        board = None
     if not (part or board):
         return []
     found: dict[str, tuple[str, str, str, str]] = {}
     for adapter in adapter_classes():
         for key, problem, expected, hint in adapter.target_problems(part, board):
+            if key == "board":
+                expected += "; or a Lattice ECP5 board: " + ", ".join(LATTICE_BOARDS)
             if values.get(key) is not None:
                 found.setdefault(key, (key, problem, expected, hint))
     return list(found.values())
@@ -290,6 +303,7 @@ BUILD_CHECKS: dict[str, OptionCheck] = {
     "specialize_config": _existing_file,
     "output_dir": _output_dir,
     "synth": Checker.flag,
+    "bitstream": Checker.flag,
     "size_fifos": Checker.flag,
     "allow_over_part": Checker.flag,
 }

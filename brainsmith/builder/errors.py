@@ -26,6 +26,8 @@ OPTIONS = {  # option: (command line, Python API)
     "clock-ns": ("--clock-ns", "options['clock_ns']"),
     "target-fps": ("--target-fps", "options['target_fps']"),
     "synth": ("--synth", "options['synth']"),
+    "board": ("--board", "options['board']"),
+    "bitstream": ("--bitstream", "options['bitstream']"),
 }
 _COMMAND_LINE = contextvars.ContextVar("brainsmith_command_line", default=False)
 

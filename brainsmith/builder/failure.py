@@ -38,11 +38,12 @@ def fail(
     reason: str,
     hint: str,
     exit_code: int = 1,
+    name: str = "finish",
 ) -> NoReturn:
-    """Record step ``index`` (None: after the steps) as failed, write the reports, raise."""
+    """Record step ``index`` (None: the stage ``name`` after the steps) as failed, write the
+    reports, raise."""
     from brainsmith.builder.reporting import write_reports
 
-    name = "finish"
     if index is not None:
         record = run.records[index]
         record.status, record.reason, name = "failed", reason, record.name

@@ -176,6 +176,10 @@ def inside(path: str, folder: str) -> bool:
 
 
 # -- report.json ----------------------------------------------------------------------------
+# performance's labels of where a figure at the clock nextpnr reached comes from (--bitstream)
+PERFORMANCE_TEXTS = ("fps_source", "latency_source", "clock_source", "cycles_source", "clock_note")
+
+
 def report_problems(report: Json) -> list[str]:
     """What in report.json has the wrong type: the status, texts that reach paths and tools,
     the clock and the performance figures (numbers, finite, or null)."""
@@ -200,7 +204,12 @@ def report_problems(report: Json) -> list[str]:
         problems.append("report.json: performance is not an object")
     elif performance:
         for key, value in performance.items():
-            if key != "max_cycles_layer" and value is not None and not _number(value):
+            if key in PERFORMANCE_TEXTS:
+                if value is not None and not (isinstance(value, str) and _printable(value)):
+                    problems.append(
+                        f"report.json: performance.{key} {_shown(value)} is not a line of text"
+                    )
+            elif key != "max_cycles_layer" and value is not None and not _number(value):
                 problems.append(f"report.json: performance.{key} {_shown(value)} is not a number")
             if key == "max_cycles_layer" and value is not None and not _identifier(value):
                 problems.append(

@@ -40,11 +40,19 @@ def assemble(
     setup_seconds: float | None = None,
 ) -> BuildReport:
     """The report of ``run`` (a ``BuildRun``) as written to report.json."""
-    from brainsmith.frameworks.finn.parts import boards
+    from brainsmith.builder.lattice import estimate_part, recorded_part
 
     options = run.plan.build
-    part = options.fpga_part or boards().get(options.board or "")
+    part = estimate_part(options)  # FINN's, or its stand-in for a Lattice board
     found = estimates(run.report_dir, model, run.output_dir, part)
+    if run.bitstream is not None:
+        from brainsmith.builder.bitstream import performance_at_clock
+
+        clocked = performance_at_clock(
+            run.bitstream, found["performance"], run.rtlsim, run.report_dir
+        )
+        if clocked is not None:
+            found["performance"] = {**clocked, **found["performance"]}
     parent = run.context.dataflow_parent
     if run.log is not None:
         run.log.flush()
@@ -69,7 +77,7 @@ def assemble(
         "blueprint_path": run.plan.path,
         "output_dir": run.output_dir,
         "moved_aside": run.folder.moved_aside,
-        "fpga_part": part,
+        "fpga_part": recorded_part(options),
         "board": options.board,
         "clock_ns": options.clock_ns,
         "target_fps": options.target_fps,
@@ -79,6 +87,7 @@ def assemble(
         "seconds": round(time.perf_counter() - run.started_at, 3),
         "setup_seconds": round(setup_seconds, 3) if setup_seconds is not None else None,
         "notes": [
+            *run.plan.notes,
             *run.notes,
             *run.context.notes,
             *scaling_note(cpu),
@@ -92,6 +101,7 @@ def assemble(
         "generated_code": "finn/build",
         "rtlsim": run.rtlsim,
         "synthesis": compare(found["layers"], run.synthesis) if run.synthesis else None,
+        "bitstream": run.bitstream,
         "blueprint": run.plan.blueprint,
         "versions": versions(),
     }

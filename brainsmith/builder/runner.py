@@ -27,6 +27,7 @@ from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkp
 from brainsmith.builder.errors import BuildError, option
 from brainsmith.builder.flow import run_steps
 from brainsmith.builder.intake import InputError, check_model, kernel_domains, load_vectors
+from brainsmith.builder.lattice import check_bitstream_tools
 from brainsmith.builder.outdir import (
     OutputFolder,
     default_output_dir,
@@ -95,6 +96,7 @@ def build(
         plan = shape_plan(blueprint, verify, options, prefer, exclude)
         if blueprint is None and isinstance(model, str | os.PathLike):
             plan = replace(plan, name=_build_name(model))
+        check_bitstream_tools(plan.build)
         checked, vectors = check_inputs(model, input_npy, expected_npy)
         folder = output_dir or plan.build.output_dir or default_output_dir(plan.name)
         out, run = None, None
@@ -310,6 +312,8 @@ def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildRe
         fail_output(run, model, None, exc, "writing the final models")
     if run.plan.build.synth:
         _measure(run, model)
+    if run.plan.build.bitstream:
+        _bitstream(run, model)
 
     def verdict_due() -> None:  # last moment a signal still interrupts the build
         interrupts.check()
@@ -342,6 +346,19 @@ def _measure(run: BuildRun, model: ModelWrapper) -> None:
         fail(run, model, None, exc.reason, exc.hint, exit_code=exc.exit_code)
     except OSError as exc:
         fail_output(run, model, None, exc, "synthesising the RTL layers")
+
+
+def _bitstream(run: BuildRun, model: ModelWrapper) -> None:
+    """``build.bitstream``: the Lattice board's bitstream into the report."""
+    from brainsmith.builder.bitstream import make_bitstream
+    from brainsmith.builder.failure import fail, fail_output
+
+    try:
+        make_bitstream(run, model)
+    except BuildError as exc:
+        fail(run, model, None, exc.reason, exc.hint, exit_code=exc.exit_code, name=exc.step)
+    except OSError as exc:
+        fail_output(run, model, None, exc, "making the bitstream")
 
 
 def record_layer_plugins(run: BuildRun, model: ModelWrapper) -> None:

@@ -14,6 +14,7 @@ from typing import cast
 
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.builder.errors import OPTIONS, BuildError, option
+from brainsmith.builder.lattice import check_part_and_board, finn_target, lattice_plan
 from brainsmith.builder.state import Step
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.plan import BuildPlan, PlanError, load_plan
@@ -99,8 +100,15 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
                 for message in found
             )
         )
+    check_part_and_board(given.get("fpga_part"), given.get("board", plan.build.board))
+    if given.get("fpga_part") and given.get("board"):
+        raise BuildError.setup(
+            f"{option('part')} and {option('board')} are both given", "give one of them"
+        )
     if "fpga_part" in given:
         given["board"] = None
+    elif given.get("board"):
+        given["fpga_part"] = None
     recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
     if given:
         plan = replace(plan, options=replace(plan.build, **given))
@@ -108,7 +116,7 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
     if prefer is not None:
         plan = replace(plan, prefer=prefer)
         recorded.setdefault("hw_compiler", {})["prefer"] = prefer
-    return replace(plan, blueprint=recorded)
+    return lattice_plan(replace(plan, blueprint=recorded))
 
 
 def _spelled(key: str) -> str:
@@ -171,6 +179,7 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
     from brainsmith.frameworks.finn.tables import STEP_OUTPUTS
 
     options = plan.build
+    part, board = finn_target(options)
     wanted = ["estimate_reports"]
     for name in plan.steps:
         wanted += STEP_OUTPUTS.get(short_name(name), ())
@@ -178,8 +187,8 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
     cfg = DataflowBuildConfig(
         output_dir=finn_dir,
         synth_clk_period_ns=float(options.clock_ns),
-        fpga_part=options.fpga_part,
-        board=options.board,
+        fpga_part=part,
+        board=board,
         target_fps=int(options.target_fps) if options.target_fps else None,
         mvau_wwidth_max=options.folding.mvau_wwidth_max,
         folding_config_file=options.folding_config,

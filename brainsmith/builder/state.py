@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from brainsmith.plugin.spec import PluginSpec
     from brainsmith.report.charts import ChartWorker
     from brainsmith.report.schema import (
+        BitstreamSection,
         BuildReport,
         RtlsimSection,
         StepEntry,
@@ -104,6 +105,7 @@ class BuildRun:
     stop_after: int | None = None  # run only the steps before this index
     rtlsim: RtlsimSection | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
     synthesis: SynthesisSection | None = None  # build.synth: Yosys' counts per layer
+    bitstream: BitstreamSection | None = None  # build.bitstream: the board's bitstream
 
     @property
     def output_dir(self) -> str:

@@ -37,8 +37,9 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
     \b
     The board's pins and oscillator come from amaranth-boards; the link's words per frame
     from the build's model. Results and bitstreams are cached by content. The report goes to
-    BUILD_DIR/bitstream/report.json, the bitstream and the tools' run to
-    BUILD_DIR/bitstream/run/ (BOARD.bit).
+    BUILD_DIR/bitstream/report.json, the bitstream to BUILD_DIR/bitstream/BOARD.bit, the
+    tools' run to BUILD_DIR/bitstream/run/. `brainsmith build --board BOARD --bitstream`
+    does the same as part of the build.
 
     \b
     Exit codes: 0 bitstream written, the clock met; 3 bitstream written, the clock missed
@@ -80,7 +81,9 @@ def print_result(data: dict[str, Any]) -> None:
     from brainsmith.cli.output import console
 
     out = console()
-    out.print(f"{data['bitstream']} (sha256 {data['sha256'][:16]}...)", markup=False)
+    out.print(
+        f"{data['bitstream']} (sha256 {data['sha256'][:16]}...)", markup=False, soft_wrap=True
+    )
     clock = data["clock_mhz"]
     for name, mhz in sorted(data["fmax_mhz"].items()):
         verdict = "met" if mhz >= clock else "NOT met: ask a lower --mhz"

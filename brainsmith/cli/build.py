@@ -60,6 +60,14 @@ if TYPE_CHECKING:
     "or board).",
 )
 @click.option(
+    "--board",
+    "board",
+    metavar="BOARD",
+    help="A board instead of a part (build.board): one of FINN's (Pynq-Z1, U250, ...) or a "
+    "Lattice ECP5 board brainsmith makes bitstreams for (ulx3s-85f, ...; every layer RTL, "
+    "FINN folding for a stand-in 7-series part).",
+)
+@click.option(
     "--clock-ns",
     type=float,
     help="Target clock period in ns, 0.1 to 1,000,000 (build.clock_ns).",
@@ -76,6 +84,14 @@ if TYPE_CHECKING:
     help="After the last step, synthesise every RTL layer with Yosys (out of context; "
     "7-series, UltraScale, UltraScale+ parts) and report its counts beside the estimates "
     "(build.synth).",
+)
+@click.option(
+    "--bitstream",
+    is_flag=True,
+    default=None,
+    help="After the last step, make the Lattice board's bitstream behind brainsmith's UART "
+    "host link with Yosys and nextpnr-ecp5 at the build's clock: BUILD/bitstream/BOARD.bit "
+    "(build.bitstream; needs --board with a Lattice board).",
 )
 @click.option(
     "--size-fifos/--no-size-fifos",
@@ -125,9 +141,11 @@ def build(
     expected_npy: str | None,
     verify: str | None,
     fpga_part: str | None,
+    board: str | None,
     clock_ns: float | None,
     target_fps: int | None,
     synth: bool | None,
+    bitstream: bool | None,
     size_fifos: bool | None,
     allow_over_part: bool | None,
     prefer: str | None,
@@ -143,14 +161,17 @@ def build(
     for what each node will become).
 
     \b
-    Exit codes: 0 built; 1 a step or verification failed; 2 bad model, blueprint,
-    vectors or output folder (or a full disk); 130 interrupted (SIGINT), 143 (SIGTERM).
+    Exit codes: 0 built (with --bitstream also when the clock is missed: the summary says
+    so first); 1 a step, verification or the bitstream's tools failed; 2 bad model,
+    blueprint, vectors or output folder (or a full disk); 130 interrupted (SIGINT), 143
+    (SIGTERM).
 
     \b
     Example:
       brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml -o out/mlp
       brainsmith build model.onnx --target-fps 100000 --input x.npy --expected y.npy
       brainsmith build model.onnx --prefer rtl --part xczu7ev-ffvc1156-2-e --synth
+      brainsmith build examples/models/mlp_4bit.onnx --board ulx3s-85f --bitstream
     """
     from brainsmith import interrupts
     from brainsmith.builder import BuildError
@@ -176,9 +197,11 @@ def build(
                 verify=verify,
                 options={
                     "fpga_part": fpga_part,
+                    "board": board,
                     "clock_ns": clock_ns,
                     "target_fps": target_fps,
                     "synth": synth,
+                    "bitstream": bitstream,
                     "size_fifos": size_fifos,
                     "allow_over_part": allow_over_part,
                 },
@@ -272,22 +295,34 @@ def _print_outcome(out: Console, report: BuildReport, warnings: list[str], skipp
 
 
 def _print_performance(out: Console, report: BuildReport) -> None:
-    """The estimated throughput (and whether it meets the target), latency, the bottleneck."""
-    from brainsmith.report.html import bottleneck_line, latency_text, number
+    """The throughput (at the clock nextpnr reached, when a bitstream was made, then the
+    estimate at the clock asked), whether it meets the target, latency, the bottleneck."""
+    from brainsmith.report.html import bottleneck_line, clocked_lines, latency_text, number
 
     perf = report.get("performance", {})
     fps, latency = perf.get("estimated_fps"), latency_text(report)
     goal = report.get("target")
+    clocked = clocked_lines(report)
+    if clocked:
+        out.print(f"  throughput  {clocked[0]}", markup=False)
+        if clocked[1]:
+            out.print(f"  latency     {clocked[1]}", markup=False)
     if fps:
         verdict = ""
         if goal:
             state = "met" if goal["met"] else "[bold red]MISSED[/bold red]"
             verdict = f"; target {number(goal['target_fps'])} fps {state}"
-        out.print(
-            f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
-        )
+        if clocked:
+            asked = f"{number(1000 / report['clock_ns'])} MHz"
+            out.print(
+                f"  estimated   {number(fps)} fps at the {asked} asked (FINN's estimate{verdict})"
+            )
+        else:
+            out.print(
+                f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
+            )
     if latency:
-        out.print(f"  latency     {latency}", markup=False)
+        out.print(f"  {'' if clocked else 'latency':<11} {latency}", markup=False)
     bottleneck = bottleneck_line(goal)
     if bottleneck:
         out.print(f"  bottleneck  {bottleneck}", markup=False)
@@ -311,7 +346,13 @@ def _print_resources(out: Console, report: BuildReport) -> None:
             out.print(f"              {error}", markup=False)
         for line in unsynthesised(section):
             out.print(f"              not synthesised: {line}", markup=False)
-    label = "estimated" if section else "resources"
+    bitstream = report.get("bitstream")
+    if bitstream:
+        from brainsmith.report.html import bitstream_lines
+
+        for index, line in enumerate(bitstream_lines(bitstream)):
+            out.print(f"  {'' if index else 'bitstream':<11} {line}", markup=False)
+    label = "estimated" if section or bitstream else "resources"
     out.print(f"  {label:<11} " + _resources(totals, report.get("utilisation"), partial))
     missing = incomplete_line(report)
     if missing:

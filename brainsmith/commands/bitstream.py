@@ -1,7 +1,8 @@
 """``brainsmith bitstream BUILD_DIR --board BOARD``: a whole all-RTL build made into a board's
 bitstream behind the host link (``brainsmith.place_route.bitstream``), at the build's own
-clock or the one asked for. The result goes to BUILD_DIR/bitstream/report.json (written whole
-or not at all); the tools' run folder and the bitstream (``<board>.bit``) to
+clock or the one asked for (``brainsmith.place_route.board_run``, which ``build.bitstream``
+uses too). The result goes to BUILD_DIR/bitstream/report.json (written whole or not at all),
+the bitstream to BUILD_DIR/bitstream/<board>.bit, the tools' run folder to
 BUILD_DIR/bitstream/run/.
 """
 
@@ -33,12 +34,7 @@ def bitstream_build_folder(
     folder that fails the gate or has no stitched accelerator, a missing tool, or a failed
     run (its log named)."""
     from brainsmith.board.boards import BoardError, board
-    from brainsmith.board.pll import PllError
-    from brainsmith.board.top import TopError, frame_words
-    from brainsmith.place_route.bitstream import BitstreamError, bitstream
-    from brainsmith.place_route.ecp5 import NotUsable, PlaceRouteError, find_nextpnr
-    from brainsmith.place_route.sources import stitched_design
-    from brainsmith.synthesis import NotSynthesisable, YosysMissing, find_yosys
+    from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
 
     try:
         target = board(board_name)
@@ -46,26 +42,12 @@ def bitstream_build_folder(
         raise FolderError(str(exc), exc.hint or "--board ulx3s-85f") from None
     report, model, clock_ns = placeable_build(folder, "make a bitstream of")
     try:
-        design = stitched_design(folder, str(report.get("output_dir") or ""))
-        in_words, out_words = frame_words(model)
-        if note is not None:
-            note("starting Yosys and nextpnr (the first runs after installing take minutes)")
-        yosys, nextpnr = find_yosys(), find_nextpnr()
-        if note is not None:
-            note(f"synthesising, placing and routing and packing for {target.name}")
-        result = bitstream(
-            design, target, mhz or 1000.0 / clock_ns, os.path.join(folder, WORKDIR), yosys,
-            nextpnr, in_words=in_words, out_words=out_words, name=target.name,
+        data = bitstream_of_build(
+            folder, str(report.get("output_dir") or ""), model, target,
+            mhz or 1000.0 / clock_ns, os.path.join(folder, WORKDIR), note,
         )  # fmt: skip
-    except (PllError, TopError) as exc:
-        raise FolderError(str(exc), exc.hint) from exc
-    except (YosysMissing, NotUsable) as exc:
-        raise FolderError(str(exc), exc.hint) from exc
-    except (BitstreamError, PlaceRouteError) as exc:
-        raise FolderError(str(exc), exc.hint, exit_code=1) from exc
-    except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
-        raise FolderError(str(exc), "build the model again with --prefer rtl") from exc
-    data = {"in_words": in_words, "out_words": out_words, **result.as_dict()}
+    except BoardRunError as exc:
+        raise FolderError(str(exc), exc.hint, exit_code=1 if exc.failed else 2) from exc
     os.makedirs(os.path.dirname(os.path.join(folder, RESULT)), exist_ok=True)
     write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
     return data

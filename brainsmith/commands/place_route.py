@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from brainsmith.commands.rtl_verification import (
@@ -38,7 +38,8 @@ def placeable_build(folder: str, verb: str) -> tuple[dict[str, Any], Any, float]
     for problem in unrecorded_hdl(model, folder, None):
         raise FolderError(problem, CHANGED_HINT.format(verb=verb))
     try:
-        family_of(str(report.get("fpga_part") or ""))
+        if not _lattice_build(report):
+            family_of(str(report.get("fpga_part") or ""))
     except NotSynthesisable:
         raise FolderError(
             f"the build is for {report.get('fpga_part')!r}: FINN's matrix units for it "
@@ -49,6 +50,14 @@ def placeable_build(folder: str, verb: str) -> tuple[dict[str, Any], Any, float]
     if not isinstance(clock_ns, (int, float)) or not math.isfinite(clock_ns) or clock_ns <= 0:
         raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
     return cast("dict[str, Any]", report), model, clock_ns
+
+
+def _lattice_build(report: Mapping[str, Any]) -> bool:
+    """A build for a Lattice board (``build.board``): FINN's RTL for its stand-in 7-series
+    part, its ``fpga_part`` the board's ECP5 part."""
+    from brainsmith.blueprint.choices import lattice_board
+
+    return lattice_board(report.get("board")) is not None
 
 
 def place_route_build_folder(

@@ -123,6 +123,7 @@ class BuildPlan:
     steps: list[str] = field(default_factory=lambda: standard_steps())
     options: BuildOptions | None = None  # None: the blueprint has no build: section
     blueprint: Json = field(default_factory=dict)  # the resolved blueprint, for the report
+    notes: list[str] = field(default_factory=list)  # what shaping the plan changed, for the report
     # "type:name" of each plugin the plan names -> the spec resolved when it was made
     resolved: dict[str, PluginSpec] = field(default_factory=dict, compare=False, repr=False)
 

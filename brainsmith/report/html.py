@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from brainsmith.frameworks.finn.facts import Resource
     from brainsmith.report.schema import (
+        BitstreamSection,
         BuildErrorEntry,
         BuildReport,
         FinnWarning,
@@ -206,6 +207,14 @@ def warning_lines(report: BuildReport) -> list[str]:
     over = over_part_line(report)
     if over:
         lines.append(over)
+    bitstream = report.get("bitstream")
+    if bitstream and not bitstream["met"]:
+        fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
+        lines.append(
+            f"timing not met on {bitstream['board']}: nextpnr reached {fmax:.1f} MHz, below the "
+            f"{bitstream['clock_mhz']:g} MHz clock; the bitstream {bitstream['bitstream']} is "
+            f"written, but run it at {fmax:.1f} MHz or less (or build with a longer clock_ns)"
+        )
     missing = [layer["name"] for layer in report.get("layers", []) if not layer.get("estimated")]
     if missing and report.get("status") == "ok":
         lines.append(
@@ -278,6 +287,52 @@ def latency_text(report: BuildReport) -> str | None:
     return f"{number(nanoseconds / 1000, ' µs')} (estimated)" if nanoseconds else None
 
 
+def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
+    """Throughput and latency at the clock the design runs at, with their sources, when a
+    bitstream was made: ("12,345 fps at 48.0 MHz (nextpnr clock, Verilator cycles)",
+    "20.8 µs (1,000 cycles at 48.0 MHz; nextpnr clock, Verilator cycles)"); else None."""
+    perf = report.get("performance") or {}
+    fps, mhz = finite(perf.get("fps")), finite(perf.get("clock_mhz"))
+    if not fps or not mhz:
+        return None
+    first = f"{number(fps)} fps at {mhz:.1f} MHz ({perf.get('fps_source', '')})"
+    if perf.get("clock_note"):
+        first += f"; {perf['clock_note']}"
+    nanoseconds = finite(perf.get("latency_ns"))
+    latency = None
+    if nanoseconds:
+        latency = (
+            f"{number(nanoseconds / 1000, ' µs')} ({number(perf.get('latency_cycles'))} cycles "
+            f"at {mhz:.1f} MHz; {perf.get('latency_source', '')})"
+        )
+    return first, latency
+
+
+def bitstream_lines(section: BitstreamSection) -> list[str]:
+    """The bitstream in three lines: where and its timing, the resources nextpnr reports
+    used, the seconds per stage and the link."""
+    fmax = min(section["fmax_mhz"].values(), default=0.0)
+    used = [
+        f"{name} {counts['used']:,} of {counts['available']:,}"
+        + (
+            f" ({percent(100 * counts['used'] / counts['available'])})"
+            if counts["available"]
+            else ""
+        )
+        for name, counts in sorted(section["resources"].items())
+        if counts["used"]
+    ]
+    stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in section["seconds"].items())
+    return [
+        f"{section['bitstream']} for {section['board']} ({section['part']}): "
+        f"{section['status']}, {fmax:.1f} MHz reached at {section['clock_mhz']:g} MHz (nextpnr)"
+        + (" (cached)" if section["cached"] else ""),
+        "used: " + ", ".join(used),
+        f"{stages}; UART {section['baud']:,} baud, {section['in_words']} words in and "
+        f"{section['out_words']} out a frame",
+    ]
+
+
 def total_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
     """One resource total: "LUT 552", or "LUT at least 552" when layers are not estimated."""
     return f"{key} {amount_text(key, value, incomplete)}"
@@ -327,6 +382,15 @@ def _verdict(report: BuildReport) -> str:
     if perf is None or fps is None:
         return ""
     lines = [f"<span class='big'>{_e(number(fps))} fps</span> estimated"]
+    clocked = clocked_lines(report)
+    if clocked:
+        at = finite(report.get("clock_ns"))
+        asked = f" at {number(1000 / at)} MHz" if at else ""
+        big, _, said = clocked[0].partition(" fps")
+        lines = [
+            f"<span class='big'>{_e(big)} fps</span>{_e(said)} · estimated "
+            f"{_e(number(fps))} fps{_e(asked)}"
+        ]
     if goal:
         verdict = "met" if goal["met"] else "missed"
         ratio, wanted = finite(fps), finite(goal.get("target_fps"))
@@ -335,7 +399,7 @@ def _verdict(report: BuildReport) -> str:
             f" <span class='pill {verdict}'>target {_e(number(goal['target_fps']))} fps "
             f"{verdict}{f' ({percent(share)})' if share and not goal['met'] else ''}</span>"
         )
-    latency = latency_text(report)
+    latency = (clocked[1] if clocked else None) or latency_text(report)
     if latency:
         lines[0] += f" · latency {_e(latency)}"
     rtlsim = report.get("rtlsim")
@@ -346,6 +410,9 @@ def _verdict(report: BuildReport) -> str:
         clock = finite(report.get("clock_ns"))
         pace = f" ({number(1e9 / clock / measured)} fps at the clock)" if clock else ""
         lines.append(_e(f"measured in simulation: {number(measured)} cycles per frame{pace}"))
+    bitstream = report.get("bitstream")
+    if bitstream:
+        lines += [_e(line) for line in bitstream_lines(bitstream)[:2]]
     limited = _limited_by(perf, goal)
     if limited:
         lines.append(_e(limited))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import cast
 
+from brainsmith.blueprint.choices import lattice_board
 from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
@@ -141,14 +142,28 @@ def unsynthesised(section: SynthesisSection) -> list[str]:
 
 def unchecked(report: BuildReport) -> str | None:
     """What on the first screen no tool checked, and how to measure it: the resources when
-    Yosys did not count them (a Versal part it cannot map says so), and the clock, which
-    nothing here places and routes for an AMD part."""
+    neither Yosys nor nextpnr counted them (a Versal part Yosys cannot map says so), and the
+    clock, which nothing here places and routes for an AMD part; nextpnr's verdict on the
+    clock where a bitstream was made."""
     from brainsmith.report.units import finite
     from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
 
+    bitstream = report.get("bitstream")
+    if bitstream:
+        fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
+        verdict = "met" if bitstream["met"] else "not met"
+        return (
+            f"the clock was checked by nextpnr: {bitstream['clock_mhz']:g} MHz {verdict} "
+            f"({fmax:.1f} MHz reached); FINN's estimates are for its stand-in part"
+        )
     clock = finite(report.get("clock_ns"))
     said = [f"no tool checked the {clock:g} ns clock (no place and route ran)"] if clock else []
     part = report.get("fpga_part") or ""
+    if lattice_board(report.get("board")):
+        folder = report.get("output_dir", "BUILD_DIR")
+        return "; ".join([*said, "the resources are FINN's estimates for a stand-in AMD part: "
+                          f"brainsmith bitstream {folder} --board {report.get('board')} "
+                          "measures both with nextpnr"])  # fmt: skip
     if not report.get("synthesis") and report.get("totals") and part:
         try:
             family_of(part)

@@ -180,13 +180,67 @@ class ChartRow(TypedDict):
 
 
 class Performance(TypedDict):
-    """``performance``: FINN's estimate_network_performance.json (None where it has none)."""
+    """``performance``: FINN's estimate_network_performance.json (None where it has none),
+    led by the figures at the clock nextpnr reached when a bitstream was made."""
+
+    fps: NotRequired[float]
+    fps_source: NotRequired[str]
+    latency_ns: NotRequired[float | None]
+    latency_source: NotRequired[str]
+    clock_mhz: NotRequired[float]
+    clock_source: NotRequired[str]
+    cycles_per_frame: NotRequired[float]
+    cycles_source: NotRequired[str]
+    latency_cycles: NotRequired[float | None]
+    clock_note: NotRequired[str | None]
 
     estimated_fps: float | None
     estimated_latency_ns: float | None
     max_cycles: int | None
     max_cycles_layer: str | None
     critical_path_cycles: int | None
+
+
+class ClockedPerformance(TypedDict):
+    """What leads ``performance`` when a bitstream was made
+    (``builder.bitstream.performance_at_clock``): fps and latency at the clock the design
+    runs at, each with its source ("nextpnr" clock; "Verilator" or "estimate" cycles)."""
+
+    fps: float
+    fps_source: str
+    latency_ns: float | None
+    latency_source: str
+    clock_mhz: float  # the PLL's clock, or the Fmax reached when timing is not met
+    clock_source: str
+    cycles_per_frame: float
+    cycles_source: str
+    latency_cycles: float | None
+    clock_note: str | None  # timing not met: at which clock the figures are
+
+
+class BitstreamSection(TypedDict):
+    """``bitstream`` (build.bitstream): ``BitstreamResult.as_dict()`` with the host link's
+    words per frame, the bitstream's path relative to the output folder."""
+
+    in_words: int
+    out_words: int
+    bitstream: str
+    sha256: str
+    board: str
+    part: str
+    asked_mhz: float
+    clock_mhz: float  # what the PLL makes: nextpnr's constraint
+    baud: int
+    clocks_per_bit: int
+    fmax_mhz: dict[str, float]  # per clock domain, as nextpnr reports it
+    resources: dict[str, dict[str, int]]  # per cell type: used, available
+    seconds: dict[str, float]  # synth, place_route, pack, unpack
+    tools: dict[str, str]
+    cells: dict[str, int]
+    fixes: list[str]
+    cached: bool
+    met: bool
+    status: str  # timing met | timing not met
 
 
 class SlowLayer(TypedDict):
@@ -404,5 +458,6 @@ class BuildReport(Estimates):
     generated_code: str  # finn/build
     rtlsim: RtlsimSection | None
     synthesis: NotRequired[SynthesisSection | None]
+    bitstream: NotRequired[BitstreamSection | None]
     blueprint: dict[str, object]  # the resolved blueprint, as YAML data
     versions: dict[str, str]

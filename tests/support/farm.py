@@ -128,3 +128,18 @@ def all_rtl_mlp(farm: BuildFarm) -> Path:
         verify="none",
     )
     return Path(result.output_dir)
+
+
+LATTICE_MLP_CLOCK_NS = 20.0  # 50 MHz: what the ECP5-85F's fabric makes of the MLP
+
+
+def lattice_mlp(farm: BuildFarm) -> Path:
+    """The run's build of the shipped MLP for a ULX3S-85F with its bitstream (``build.board``
+    a Lattice board, ``build.bitstream``) at 50 MHz, unverified."""
+    result = farm.build(
+        REPO / "examples" / "models" / "mlp_4bit.onnx",
+        REPO / "blueprints" / "mlp.yaml",
+        options={"board": "ulx3s-85f", "bitstream": True, "clock_ns": LATTICE_MLP_CLOCK_NS},
+        verify="none",
+    )
+    return Path(result.output_dir)

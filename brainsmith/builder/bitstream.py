@@ -1,0 +1,128 @@
+"""``build.bitstream``: after the last step, the stitched accelerator made into the Lattice
+board's bitstream behind the host link (``brainsmith.place_route.board_run``, as ``brainsmith
+bitstream`` makes it) at the build's clock: ``BUILD/bitstream/<board>.bit``, its run folder
+``BUILD/bitstream/run/`` and report.json's ``bitstream``. A missed clock is a result, not a
+failure; a tool that fails fails the build with its first error and log.
+
+``performance_at_clock`` turns the result into the throughput and latency at the clock the
+design runs at (the PLL's, or the Fmax nextpnr reached when it is lower), from the cycles the
+stitched simulation measured (Verilator) or else FINN's estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from brainsmith.blueprint.choices import lattice_board
+from brainsmith.builder.errors import BuildError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.state import BuildRun
+    from brainsmith.report.schema import (
+        BitstreamSection,
+        ClockedPerformance,
+        Performance,
+        RtlsimSection,
+    )
+
+WORKDIR = os.path.join("bitstream", "run")
+FIFO_RECORD = "fifo_sizing.json"  # brainsmith.steps.fifos.RECORD, in FINN's report folder
+
+
+def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
+    """The board's bitstream of ``run``'s stitched design into ``run.bitstream``; BuildError
+    (exit 1) when it cannot be made."""
+    from brainsmith.board.boards import BoardError, board
+    from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
+
+    began = time.perf_counter()
+    name = lattice_board(run.plan.build.board) or ""
+    try:
+        target = board(name)
+    except BoardError as exc:
+        raise BuildError("bitstream", str(exc), exc.hint) from exc
+    mhz = 1000.0 / run.plan.build.clock_ns
+    run.progress.note(f"placing and routing for {name} at {mhz:g} MHz ...")
+    try:
+        data = bitstream_of_build(
+            run.output_dir, "", model, target, mhz, run.path(WORKDIR),
+            lambda text: run.progress.note(text + " ..."),
+        )  # fmt: skip
+    except BoardRunError as exc:
+        raise BuildError("bitstream", str(exc), exc.hint) from exc
+    data["bitstream"] = os.path.relpath(data["bitstream"], run.output_dir)
+    run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words
+    fmax = min(data["fmax_mhz"].values(), default=0.0)
+    run.progress.note(
+        f"bitstream {data['bitstream']}: {data['status']} ({fmax:.1f} MHz reached, "
+        f"{data['clock_mhz']:g} MHz made) in {time.perf_counter() - began:.1f} s"
+        + (" (cached)" if data["cached"] else "")
+    )
+
+
+def clock_run_at(section: BitstreamSection) -> float:
+    """The clock the design runs at: the PLL's, or the Fmax reached when that is lower."""
+    fmax = min(section["fmax_mhz"].values(), default=0.0)
+    return section["clock_mhz"] if section["met"] or not fmax else min(section["clock_mhz"], fmax)
+
+
+def performance_at_clock(
+    section: BitstreamSection,
+    estimate: Performance,
+    rtlsim: RtlsimSection | None,
+    report_dir: str,
+) -> ClockedPerformance | None:
+    """fps and latency at the clock the design runs at, each with its source: the cycles the
+    stitched simulation measured (``rtlsim``, else the FIFO sizing's record in
+    ``report_dir``: "Verilator"), else FINN's estimate ("estimate"); None without cycles."""
+    measured = _simulated(rtlsim, report_dir)
+    cycles = measured.get("cycles_per_frame") or estimate.get("max_cycles")
+    latency = measured.get("latency_cycles") or estimate.get("critical_path_cycles")
+    if not cycles:
+        return None
+    mhz = clock_run_at(section)
+    cycles_source = "Verilator" if measured.get("cycles_per_frame") else "estimate"
+    latency_source = "Verilator" if measured.get("latency_cycles") else "estimate"
+    note = None
+    if not section["met"]:
+        note = (
+            f"timing not met: the figures are at the {mhz:.1f} MHz nextpnr reached, not the "
+            f"{section['clock_mhz']:g} MHz the PLL makes"
+        )
+    return {
+        "fps": round(mhz * 1e6 / cycles, 1),
+        "fps_source": f"nextpnr clock, {cycles_source} cycles",
+        "latency_ns": round(latency * 1000.0 / mhz, 1) if latency else None,
+        "latency_source": f"nextpnr clock, {latency_source} cycles",
+        "clock_mhz": round(mhz, 3),
+        "clock_source": "nextpnr",
+        "cycles_per_frame": cycles,
+        "cycles_source": cycles_source,
+        "latency_cycles": latency,
+        "clock_note": note,
+    }
+
+
+def _simulated(rtlsim: RtlsimSection | None, report_dir: str) -> dict[str, Any]:
+    """Cycles per frame and latency of the stitched simulation: verify-rtl's, else the
+    FIFO sizing's ({} when neither simulated the design)."""
+    stitched = rtlsim.get("stitched") if rtlsim else None
+    if stitched and stitched.get("cycles_per_frame"):
+        return {
+            "cycles_per_frame": stitched.get("cycles_per_frame"),
+            "latency_cycles": stitched.get("latency_cycles"),
+        }
+    try:
+        with open(os.path.join(report_dir, FIFO_RECORD)) as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict) or not record.get("sized"):
+        return {}
+    return {key: record.get(key) for key in ("cycles_per_frame", "latency_cycles")}

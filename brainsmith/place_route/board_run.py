@@ -1,0 +1,85 @@
+"""A build folder's stitched accelerator made into a board's bitstream: what ``brainsmith
+bitstream BUILD_DIR`` and ``brainsmith build --bitstream`` share. The tools run in
+``<workdir>`` (``BUILD_DIR/bitstream/run``); the bitstream lands beside it, as
+``BUILD_DIR/bitstream/<board>.bit``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from brainsmith.errors import BrainsmithError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.board.boards import Board
+
+HLS_SHOWN = 5
+
+
+class BoardRunError(BrainsmithError):
+    """No bitstream: ``reason``, ``hint``; ``failed`` when a tool failed (not the inputs)."""
+
+    def __init__(self, reason: str, hint: str = "", failed: bool = False) -> None:
+        super().__init__(reason)
+        self.hint = hint
+        self.failed = failed
+
+
+def hls_layers(model: Any) -> list[str]:
+    """The names of ``model``'s HLS layers (a Lattice part has no HLS flow)."""
+    return [node.name for node in model.graph.node if node.domain.endswith(".hls")]
+
+
+def bitstream_of_build(
+    folder: str,
+    built_in: str,
+    model: Any,
+    target: Board,
+    mhz: float,
+    workdir: str,
+    note: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """``folder``'s stitched accelerator (``model`` its final model; paths into ``built_in``
+    read in ``folder``) as ``target``'s bitstream at the PLL clock nearest ``mhz``: the
+    BitstreamResult's dict with the link's words per frame. BoardRunError for an HLS layer,
+    a clock the PLL cannot make, a missing tool, or a failed run (its first error, its log)."""
+    from brainsmith.board.pll import PllError
+    from brainsmith.board.top import TopError, frame_words
+    from brainsmith.place_route.bitstream import bitstream
+    from brainsmith.place_route.ecp5 import NotUsable, PlaceRouteError, find_nextpnr
+    from brainsmith.place_route.sources import stitched_design
+    from brainsmith.synthesis import NotSynthesisable, YosysMissing, find_yosys
+
+    hls = hls_layers(model)
+    if hls:
+        shown = ", ".join(hls[:HLS_SHOWN]) + (" ..." if len(hls) > HLS_SHOWN else "")
+        raise BoardRunError(
+            f"the design has HLS layers ({shown}): only an all-RTL design becomes a bitstream "
+            "for a Lattice part",
+            "build the model again with --prefer rtl; where RTL was asked already, these "
+            "layers have no RTL backend: leave their kernels to the host (--exclude KERNEL) or "
+            "use a blueprint of RTL kernels (blueprints/mlp.yaml)",
+        )
+    say = note or (lambda _: None)
+    try:
+        design = stitched_design(folder, built_in)
+        in_words, out_words = frame_words(model)
+        say("starting Yosys and nextpnr (the first runs after installing take minutes)")
+        yosys, nextpnr = find_yosys(), find_nextpnr()
+        say(f"synthesising, placing and routing for {target.name}")
+        result = bitstream(
+            design, target, mhz, workdir, yosys, nextpnr,
+            in_words=in_words, out_words=out_words, name=target.name,
+        )  # fmt: skip
+    except (PllError, TopError, YosysMissing, NotUsable) as exc:
+        raise BoardRunError(str(exc), exc.hint) from exc
+    except PlaceRouteError as exc:  # BitstreamError: a tool failed
+        raise BoardRunError(str(exc), exc.hint, failed=True) from exc
+    except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
+        raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
+    path = os.path.join(os.path.dirname(workdir), os.path.basename(result.bitstream))
+    os.replace(result.bitstream, path)
+    result.bitstream = path
+    return {"in_words": in_words, "out_words": out_words, **result.as_dict()}

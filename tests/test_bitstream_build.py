@@ -1,0 +1,189 @@
+"""``brainsmith build MODEL --board ulx3s-85f --bitstream``: a Lattice board as the build's
+board (FINN folding for a stand-in AMD part, every layer RTL) and the board's bitstream made
+after the steps, its figures leading the report; run for real on the shipped MLP (one build
+a test run, its bitstream cached with the run's other bitstreams), and the errors that stop
+such a build before it begins."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.farm import LATTICE_MLP_CLOCK_NS, REPO, lattice_mlp
+
+MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
+
+
+def build_command(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "brainsmith", "build", str(MLP), "-o", str(tmp_path / "out")]
+    return subprocess.run(
+        [*command, *arguments], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
+
+
+def test_an_unknown_board_lists_finns_boards_and_the_lattice_ones(tmp_path):
+    done = build_command(tmp_path, "--board", "ulx3s-65f")
+    assert done.returncode == 2, done.stderr
+    assert "Pynq-Z1" in done.stderr and "Lattice ECP5 board: ulx3s-12f" in done.stderr
+    assert "ulx3s-85f" in done.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("board", [[], ["--board", "Pynq-Z1"]])
+def test_a_bitstream_without_a_lattice_board_is_refused_naming_the_boards(tmp_path, board):
+    done = build_command(tmp_path, *board, "--bitstream")
+    assert done.returncode == 2, done.stderr
+    assert "build.bitstream needs a Lattice ECP5 board" in done.stderr
+    assert "ulx3s-85f" in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_lattice_board_beside_an_amd_part_is_refused(tmp_path):
+    done = build_command(tmp_path, "--board", "ulx3s-85f", "--part", "xc7z020clg400-1")
+    assert done.returncode == 2, done.stderr
+    assert "the Lattice board ulx3s-85f and the part xc7z020clg400-1 are both set" in done.stderr
+    assert "drop --part" in done.stderr
+
+
+def test_a_blueprints_lattice_board_folds_for_the_stand_in_with_every_layer_rtl(tmp_path):
+    from brainsmith.builder.lattice import STAND_IN_PART, finn_target
+    from brainsmith.builder.shaping import shape_plan
+
+    blueprint = tmp_path / "lattice.yaml"
+    blueprint.write_text(
+        "name: lattice\nextends: brainsmith:base\nhw_compiler: {prefer: hls}\n"
+        "build: {fpga_part: null, board: ULX3S-85F, bitstream: true}\n"
+    )
+    plan = shape_plan(str(blueprint))
+    assert (plan.build.board, plan.build.bitstream, plan.prefer) == ("ulx3s-85f", True, "rtl")
+    assert finn_target(plan.build) == (STAND_IN_PART, None)
+    assert plan.blueprint["hw_compiler"]["prefer"] == "rtl"
+    assert any("prefer: hls became rtl" in note for note in plan.notes)
+    assert any(
+        f"FINN folded for {STAND_IN_PART} (LUT6 estimates)" in n and "nextpnr's" in n
+        for n in plan.notes
+    )
+
+
+def bit_logs(folder: Path) -> dict[Path, int]:
+    return {log: log.stat().st_mtime_ns for log in (folder / "bitstream").rglob("*.log")}
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("synthesis")
+def test_the_mlp_is_built_into_a_ulx3s_85f_bitstream_with_fps_at_the_clock_reached(farm, capsys):
+    from brainsmith.cli.build import print_summary
+    from brainsmith.report.measured import unchecked
+
+    folder = lattice_mlp(farm)
+    report = json.loads((folder / "report.json").read_text())
+    section = report["bitstream"]
+    bit = folder / section["bitstream"]
+    assert section["bitstream"] == "bitstream/ulx3s-85f.bit" and bit.is_file()
+    assert hashlib.sha256(bit.read_bytes()).hexdigest() == section["sha256"]
+    assert (folder / "bitstream" / "run" / "nextpnr.log").is_file()
+    assert report["fpga_part"] == section["part"] == "LFE5U-85F-6BG381C"
+    assert report["board"] == section["board"] == "ulx3s-85f"
+    assert section["clock_mhz"] == 1000 / LATTICE_MLP_CLOCK_NS and section["fmax_mhz"]
+    assert set(section["seconds"]) >= {"synth", "place_route", "pack"}
+    assert set(section["tools"]) == {"yosys", "nextpnr", "ecppack"}
+    assert section["status"] == ("timing met" if section["met"] else "timing not met")
+    assert section["resources"]["TRELLIS_COMB"]["used"] > 1000
+    assert all(0 <= r["used"] <= r["available"] for r in section["resources"].values())
+    assert section["in_words"] > 1 and section["baud"] == 3_000_000
+    assert any("FINN folded for xc7z020clg400-1 (LUT6 estimates)" in n for n in report["notes"])
+
+    perf = report["performance"]
+    fmax = min(section["fmax_mhz"].values())
+    clock = section["clock_mhz"] if section["met"] else min(section["clock_mhz"], fmax)
+    assert list(perf)[:2] == ["fps", "fps_source"] and perf["clock_mhz"] == clock
+    assert perf["cycles_source"] == "Verilator"  # the FIFO sizing simulated the design
+    assert perf["fps"] == pytest.approx(clock * 1e6 / perf["cycles_per_frame"], rel=1e-3)
+    assert perf["fps_source"] == "nextpnr clock, Verilator cycles"
+    verdict = "met" if section["met"] else "not met"
+    assert unchecked(report).startswith(
+        f"the clock was checked by nextpnr: {section['clock_mhz']:g} MHz {verdict}"
+    )
+
+    print_summary(report)
+    screen = capsys.readouterr().out.splitlines()
+    throughput = next(i for i, line in enumerate(screen) if "throughput" in line)
+    assert f"fps at {clock:.1f} MHz (nextpnr clock, Verilator cycles)" in screen[throughput]
+    asked = f"fps at the {1000 / LATTICE_MLP_CLOCK_NS:g} MHz asked (FINN's estimate"
+    assert screen[throughput + 2].startswith("  estimated") and asked in screen[throughput + 2]
+    assert any("bitstream/ulx3s-85f.bit for ulx3s-85f" in line for line in screen)
+    if not section["met"]:  # said in the first lines
+        assert any("timing not met" in line for line in screen[:4])
+    page = (folder / "report.html").read_text()
+    assert "nextpnr clock, Verilator cycles" in page and "checked by nextpnr" in page
+    print(json.dumps({"bitstream": section, "performance": perf}))
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("synthesis")
+def test_a_second_identical_build_reuses_the_cached_bitstream(farm, tmp_path):
+    import brainsmith
+
+    first = json.loads((lattice_mlp(farm) / "report.json").read_text())["bitstream"]
+    again = brainsmith.build(
+        str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "again"),
+        options={"board": "ulx3s-85f", "bitstream": True, "clock_ns": LATTICE_MLP_CLOCK_NS},
+        verify="none",
+    )  # fmt: skip
+    section = again.report["bitstream"]
+    assert section["cached"] and section["sha256"] == first["sha256"]
+    assert {**section, "cached": False} == {**first, "cached": False}
+    assert bit_logs(Path(again.output_dir)) == {}  # no tool ran: no log written
+    bit = Path(again.output_dir) / "bitstream" / "ulx3s-85f.bit"
+    assert hashlib.sha256(bit.read_bytes()).hexdigest() == first["sha256"]
+
+
+def missed_clock_report(tmp_path: Path) -> dict:
+    """A report.json as a build with --bitstream writes it when nextpnr misses the clock."""
+    section = {
+        "bitstream": "bitstream/ulx3s-85f.bit", "board": "ulx3s-85f",
+        "part": "LFE5U-85F-6BG381C", "clock_mhz": 200.0, "met": False,
+        "status": "timing not met", "fmax_mhz": {"clk": 52.5},
+    }  # fmt: skip
+    estimate = {"estimated_fps": 5e6, "max_cycles": 40, "critical_path_cycles": 136}
+    rtlsim = {"stitched": {"cycles_per_frame": 41.0, "latency_cycles": 147}}
+    return {"section": section, "estimate": estimate, "rtlsim": rtlsim, "folder": str(tmp_path)}
+
+
+def test_a_missed_clock_gives_the_figures_at_the_fmax_reached_and_says_so_first(tmp_path):
+    from brainsmith.builder.bitstream import performance_at_clock
+    from brainsmith.report.html import clocked_lines, warning_lines
+    from brainsmith.report.measured import unchecked
+
+    given = missed_clock_report(tmp_path)
+    section = given["section"]
+    clocked = performance_at_clock(section, given["estimate"], given["rtlsim"], given["folder"])
+    assert clocked is not None and clocked["clock_mhz"] == 52.5
+    assert clocked["fps"] == pytest.approx(52.5e6 / 41, rel=1e-6)
+    assert clocked["latency_ns"] == pytest.approx(147 * 1000 / 52.5, abs=0.1)
+    assert "timing not met" in clocked["clock_note"] and "52.5 MHz" in clocked["clock_note"]
+    report = {"bitstream": section, "performance": {**clocked, **given["estimate"]}}
+    assert clocked_lines(report)[0].startswith(f"{round(52.5e6 / 41):,} fps at 52.5 MHz")
+    assert warning_lines(report)[0].startswith("timing not met on ulx3s-85f: nextpnr reached")
+    assert unchecked(report).startswith("the clock was checked by nextpnr: 200 MHz not met")
+
+
+def test_without_a_simulation_the_cycles_are_finns_estimate_and_say_so(tmp_path):
+    from brainsmith.builder.bitstream import performance_at_clock
+
+    given = missed_clock_report(tmp_path)
+    section = {**given["section"], "met": True, "clock_mhz": 50.0, "fmax_mhz": {"clk": 60.0}}
+    clocked = performance_at_clock(section, given["estimate"], None, given["folder"])
+    assert clocked is not None and clocked["clock_mhz"] == 50.0 and clocked["clock_note"] is None
+    assert (clocked["cycles_per_frame"], clocked["cycles_source"]) == (40, "estimate")
+    assert clocked["fps_source"] == "nextpnr clock, estimate cycles"
+    (tmp_path / "fifo_sizing.json").write_text(
+        json.dumps({"sized": True, "cycles_per_frame": 42.0, "latency_cycles": 150})
+    )
+    sized = performance_at_clock(section, given["estimate"], None, given["folder"])
+    assert sized is not None and (sized["cycles_per_frame"], sized["cycles_source"]) == (
+        42.0, "Verilator"
+    )  # fmt: skip
