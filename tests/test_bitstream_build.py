@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.farm import LATTICE_MLP_CLOCK_NS, REPO, lattice_mlp
+from tests.support.farm import LATTICE_MLP_CLOCK_NS, LATTICE_MLP_OPTIONS, REPO, lattice_mlp
 
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
 
@@ -122,7 +122,7 @@ def test_the_mlp_is_built_into_a_ulx3s_85f_bitstream_with_fps_at_the_clock_reach
     print(json.dumps({"bitstream": section, "performance": perf}))
 
 
-@pytest.mark.slow
+@pytest.mark.wide  # make test: brainsmith bitstream on the same design is served by the cache
 @pytest.mark.xdist_group("synthesis")
 def test_a_second_identical_build_reuses_the_cached_bitstream(farm, tmp_path):
     import brainsmith
@@ -130,7 +130,7 @@ def test_a_second_identical_build_reuses_the_cached_bitstream(farm, tmp_path):
     first = json.loads((lattice_mlp(farm) / "report.json").read_text())["bitstream"]
     again = brainsmith.build(
         str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "again"),
-        options={"board": "ulx3s-85f", "bitstream": True, "clock_ns": LATTICE_MLP_CLOCK_NS},
+        options=LATTICE_MLP_OPTIONS,
         verify="none",
     )  # fmt: skip
     section = again.report["bitstream"]
