@@ -104,6 +104,7 @@ def test_the_mlp_is_placed_and_routed_behind_the_host_link_on_a_lifcl_40(hub, fa
     assert len(data["fmax_mhz"]) == 1 and min(data["fmax_mhz"].values()) > 0
     assert result.returncode == (0 if data["met"] else 3)
     resources = data["resources"]
+    assert data["family"] == "Nexus" and data["logic"] == "OXIDE_COMB"
     assert resources["OXIDE_COMB"]["available"] == 32_256  # the LIFCL-40's, as nextpnr counts
     assert all(0 <= r["used"] <= r["available"] for r in resources.values())
     assert resources["OXIDE_COMB"]["used"] > 1000 and resources["SEIO33_CORE"]["used"] == 3

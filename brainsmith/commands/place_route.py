@@ -1,8 +1,9 @@
 """``brainsmith place-route BUILD_DIR --part PART``: place and route a whole all-RTL build for
 a Lattice part (ECP5 out of context, Nexus behind the host link; ``brainsmith.place_route``'s
-families) with Yosys and nextpnr, at the build's own clock or ``mhz``. The result goes to BUILD_DIR/place_route/report.json (written whole or
-not at all); the tools' run folder (sources, script, logs, nextpnr's report) to
-BUILD_DIR/place_route/run/.
+families) with Yosys and nextpnr, at the build's own clock or ``mhz``. The result, with the
+family and the resource that counts its logic cells (``logic``), goes to
+BUILD_DIR/place_route/report.json (written whole or not at all); the tools' run folder
+(sources, script, logs, nextpnr's report) to BUILD_DIR/place_route/run/.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def place_route_build_folder(
         raise FolderError(str(exc), exc.hint, exit_code=1) from exc
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise FolderError(str(exc), "build the model again with --prefer rtl") from exc
-    data = {"clock_ns": clock_ns, **result.as_dict()}
+    data = {"clock_ns": clock_ns, "family": family.name, "logic": family.logic, **result.as_dict()}
     os.makedirs(os.path.dirname(os.path.join(folder, RESULT)), exist_ok=True)
     write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
     return data
