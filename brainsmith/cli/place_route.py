@@ -1,5 +1,5 @@
 """``brainsmith place-route BUILD_DIR --part PART``: place and route a whole all-RTL build for a
-Lattice ECP5 part with Yosys and nextpnr."""
+Lattice ECP5 or Nexus part with Yosys and nextpnr."""
 
 from __future__ import annotations
 
@@ -17,14 +17,19 @@ if TYPE_CHECKING:
 @click.option(
     "--part",
     required=True,
-    help="A Lattice ECP5 part, e.g. LFE5U-85F-6BG381C (LFE5U/LFE5UM/LFE5UM5G, 12F-85F).",
+    help="A Lattice ECP5 part, e.g. LFE5U-85F-6BG381C (LFE5U/LFE5UM/LFE5UM5G, 12F-85F), or a "
+    "Nexus part, e.g. LIFCL-40-9BG400C (CrossLink-NX LIFCL-17/40, Certus-NX LFD2NX-40).",
+)
+@click.option(
+    "--mhz", type=float, default=None, help="The clock to meet (default: the build's clock)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def place_route(build_dir: str, part: str, as_json: bool) -> None:
-    """Synthesise the whole accelerator of the all-RTL build in BUILD_DIR (Yosys synth_ecp5)
-    and place and route it (nextpnr-ecp5, out of context) for a Lattice ECP5 PART at the
-    build's own clock; show the Fmax reached, whether the clock is met, and the resources
-    used of the part's.
+def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> None:
+    """Synthesise the whole accelerator of the all-RTL build in BUILD_DIR (Yosys synth_ecp5
+    or synth_nexus) and place and route it (nextpnr-ecp5 out of context; nextpnr-nexus, which
+    has no such mode, behind brainsmith's host link with its clock and UART on pins of the
+    package) for a Lattice PART at the build's own clock; show the Fmax reached, whether the
+    clock is met, and the resources used of the part's.
 
     \b
     The build must have every layer in RTL (brainsmith build --prefer rtl) for an AMD part
@@ -42,6 +47,7 @@ def place_route(build_dir: str, part: str, as_json: bool) -> None:
       brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml --prefer rtl \\
           --part xczu7ev-ffvc1156-2-e -o out/mlp
       brainsmith place-route out/mlp --part LFE5U-85F-6BG381C
+      brainsmith place-route out/mlp --part LIFCL-40-9BG400C
     """
     from brainsmith.cli.output import print_json
     from brainsmith.cli.synth import _exit, on_build_folder
@@ -56,6 +62,7 @@ def place_route(build_dir: str, part: str, as_json: bool) -> None:
         lambda: place_route_build_folder(
             build_dir,
             part,
+            mhz=mhz,
             note=None if as_json else lambda text: status.print(text + " ...", markup=False),
         ),
     )
@@ -76,7 +83,7 @@ def print_result(data: dict[str, Any]) -> None:
         verdict = "met" if mhz >= constraint else "NOT met"
         out.print(
             f"{clock}: {mhz:.1f} MHz reached, {constraint:g} MHz asked "
-            f"({data['clock_ns']:g} ns): {verdict}",
+            f"({1000 / constraint:.3g} ns): {verdict}",
             markup=False,
         )
     for name, counts in sorted(data["resources"].items()):
@@ -89,7 +96,8 @@ def print_result(data: dict[str, Any]) -> None:
     timing = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in data["seconds"].items())
     cached = " (cached)" if data["cached"] else ""
     out.print(
-        f"{data['part']}, out of context; {timing}{cached}; {data['tools']['nextpnr']}",
+        f"{data['part']}, {data.get('placed', 'out of context')}; {timing}{cached}; "
+        f"{data['tools']['nextpnr']}",
         markup=False,
         soft_wrap=True,
     )

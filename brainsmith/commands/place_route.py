@@ -1,8 +1,9 @@
 """``brainsmith place-route BUILD_DIR --part PART``: place and route a whole all-RTL build for
-a Lattice ECP5 part with Yosys and nextpnr (``brainsmith.place_route``), out of context, at
-the build's own clock. The result goes to BUILD_DIR/place_route/report.json (written whole or
-not at all); the tools' run folder (sources, script, logs, nextpnr's report) to
-BUILD_DIR/place_route/run/.
+a Lattice part (ECP5 out of context, Nexus behind the host link; ``brainsmith.place_route``'s
+families) with Yosys and nextpnr, at the build's own clock or ``mhz``. The result, with the
+family and the resource that counts its logic cells (``logic``), goes to
+BUILD_DIR/place_route/report.json (written whole or not at all); the tools' run folder
+(sources, script, logs, nextpnr's report) to BUILD_DIR/place_route/run/.
 """
 
 from __future__ import annotations
@@ -61,32 +62,41 @@ def _lattice_build(report: Mapping[str, Any]) -> bool:
 
 
 def place_route_build_folder(
-    folder: str, part_name: str, *, note: Callable[[str], None] | None = None
+    folder: str,
+    part_name: str,
+    *,
+    mhz: float | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Place and route ``folder``'s stitched accelerator for ``part_name``; returns what it
-    wrote to ``folder``/place_route/report.json. FolderError (``reason``, ``hint``) for an
-    unknown part, a folder that fails the gate or has no stitched accelerator, a missing
-    tool, or a failed run (its log named)."""
-    from brainsmith.place_route import PlaceRouteError, UnknownPart, ecp5_part, place_route
-    from brainsmith.place_route.ecp5 import NotUsable, find_nextpnr
+    """Place and route ``folder``'s stitched accelerator for ``part_name`` at ``mhz`` (the
+    build's clock when None); returns what it wrote to ``folder``/place_route/report.json.
+    FolderError (``reason``, ``hint``) for an unknown part, a folder that fails the gate or
+    has no stitched accelerator, a missing tool, or a failed run (its log named)."""
+    from brainsmith.board.top import frame_words
+    from brainsmith.place_route import PlaceRouteError, UnknownPart, place_route
+    from brainsmith.place_route.families import target
+    from brainsmith.place_route.flow import NotUsable, find_nextpnr
     from brainsmith.place_route.sources import stitched_design
     from brainsmith.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
     try:
-        part = ecp5_part(part_name)
+        family, part = target(part_name)
     except UnknownPart as exc:
-        raise FolderError(str(exc), "--part LFE5U-85F-6BG381C") from None
-    report, _, clock_ns = placeable_build(folder, "place and route")
+        raise FolderError(str(exc), "--part LFE5U-85F-6BG381C or --part LIFCL-40-9BG400C") from None
+    if mhz is not None and not (math.isfinite(mhz) and mhz > 0):
+        raise FolderError(f"--mhz {mhz:g} is not a clock", "--mhz 100")
+    report, model, clock_ns = placeable_build(folder, "place and route")
     try:
         design = stitched_design(folder, str(report.get("output_dir") or ""))
         if note is not None:
             note("starting Yosys and nextpnr (the first runs after installing take minutes)")
-        yosys, nextpnr = find_yosys(), find_nextpnr()
+        yosys, nextpnr = find_yosys(), find_nextpnr(family)
         if note is not None:
-            note(f"synthesising (synth_ecp5) and placing and routing for {part.name}")
+            note(f"synthesising ({family.synth}) and placing and routing for {part.name}")
         result = place_route(
-            design, part, 1000.0 / clock_ns, os.path.join(folder, WORKDIR), yosys, nextpnr
-        )
+            design, part, mhz or 1000.0 / clock_ns, os.path.join(folder, WORKDIR), yosys,
+            nextpnr, family=family, frame=frame_words(model),
+        )  # fmt: skip
     except YosysMissing as exc:
         raise FolderError(str(exc), exc.hint) from exc
     except NotUsable as exc:
@@ -95,7 +105,7 @@ def place_route_build_folder(
         raise FolderError(str(exc), exc.hint, exit_code=1) from exc
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise FolderError(str(exc), "build the model again with --prefer rtl") from exc
-    data = {"clock_ns": clock_ns, **result.as_dict()}
+    data = {"clock_ns": clock_ns, "family": family.name, "logic": family.logic, **result.as_dict()}
     os.makedirs(os.path.dirname(os.path.join(folder, RESULT)), exist_ok=True)
     write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
     return data

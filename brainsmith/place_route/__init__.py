@@ -1,22 +1,26 @@
-"""Open-source place and route of a whole all-RTL accelerator for Lattice ECP5 (Yosys
-``synth_ecp5`` and ``nextpnr-ecp5``, out of context): the achieved Fmax against the build's
-clock and the resources the part has. ``parts`` reads a Lattice part name, ``sources``
-gathers the stitched design with the synthesis fixes, ``ecp5`` runs the tools and caches;
-``bitstream`` makes a board's bitstream with the host link in front (``brainsmith.board``).
+"""Open-source place and route of a whole all-RTL accelerator for Lattice parts (Yosys and
+nextpnr, no vendor tool): the achieved Fmax against the build's clock and the resources the
+part has. ``families`` is the table of target families (``ecp5``: out of context; ``nexus``:
+behind the host link on the part's pins), ``parts`` reads Lattice part names, ``sources``
+gathers the stitched design with the synthesis fixes, ``flow`` runs the tools and caches;
+``bitstream`` makes an ECP5 board's bitstream with the host link in front (``brainsmith.board``).
 """
 
 from brainsmith.place_route.bitstream import BitstreamError, BitstreamResult, bitstream
-from brainsmith.place_route.ecp5 import PlaceRouteError, PlaceRouteResult, place_route
-from brainsmith.place_route.parts import Ecp5Part, UnknownPart, ecp5_part
+from brainsmith.place_route.flow import Family, PlaceRouteError, PlaceRouteResult, place_route
+from brainsmith.place_route.parts import Ecp5Part, NexusPart, UnknownPart, ecp5_part, nexus_part
 
 __all__ = [
     "BitstreamError",
     "BitstreamResult",
     "Ecp5Part",
+    "Family",
+    "NexusPart",
     "PlaceRouteError",
     "PlaceRouteResult",
     "UnknownPart",
     "bitstream",
     "ecp5_part",
+    "nexus_part",
     "place_route",
 ]

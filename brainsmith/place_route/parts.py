@@ -1,6 +1,8 @@
-"""Lattice ECP5 parts as nextpnr-ecp5 names them: a part name such as ``LFE5U-85F-6BG381C``
-read as its device (``--85k``), speed grade (``--speed 6``) and package (``--package
-CABGA381``), from the fields of Lattice's ordering code (ECP5 family data sheet, FPGA-DS-02012).
+"""Lattice parts as nextpnr names them, from the fields of Lattice's ordering code: an ECP5
+name such as ``LFE5U-85F-6BG381C`` read as its device (``--85k``), speed grade (``--speed 6``)
+and package (``--package CABGA381``) (ECP5 family data sheet, FPGA-DS-02012); a Nexus name
+such as ``LIFCL-40-9BG400C`` checked against the devices and packages nextpnr-nexus has and
+passed whole (``--device``).
 """
 
 from __future__ import annotations
@@ -76,3 +78,59 @@ def ecp5_part(name: str) -> Ecp5Part:
     if package is None:
         raise UnknownPart(f"{match['package']!r} is not an ECP5 package; {known_parts()}")
     return Ecp5Part(name.strip().upper(), f"{prefix}{size}k", speed, f"{package}{match['pins']}")
+
+
+# Lattice Nexus devices nextpnr-nexus places (its --list-devices) -> their packages
+NEXUS_DEVICES: dict[str, tuple[str, ...]] = {
+    "LIFCL-17": ("BG256", "MG121", "SG72", "UWG72"),
+    "LIFCL-40": ("BG256", "BG400", "MG121", "MG289", "SG72"),
+    "LFD2NX-40": ("BG196", "BG256", "MG121"),
+}
+NEXUS_SPEEDS = (7, 8, 9)
+NEXUS_PART = re.compile(
+    r"(?P<device>(?:LIFCL|LFD2NX)-\d+)-(?P<speed>\d)(?P<package>[A-Z]+\d+)"
+    r"(?P<grade>[CI])(?P<sample>ES2?)?",
+    re.I,
+)
+NEXUS_EXAMPLES = ("LIFCL-40-9BG400C", "LIFCL-17-8SG72C", "LFD2NX-40-8BG256I")
+
+
+@dataclass(frozen=True)
+class NexusPart:
+    """One Nexus part (CrossLink-NX LIFCL, Certus-NX LFD2NX): nextpnr-nexus takes its whole
+    name as ``--device``."""
+
+    name: str  # "LIFCL-40-9BG400C"
+    device: str  # "LIFCL-40"
+    speed: int
+    package: str  # the ordering code's short package name, "BG400"
+
+    def arguments(self) -> list[str]:
+        return ["--device", self.name]
+
+
+def known_nexus_parts() -> str:
+    """What a Nexus part name is made of, for an error message."""
+    devices = "; ".join(f"{device} in {'/'.join(packages)}"
+                        for device, packages in NEXUS_DEVICES.items())  # fmt: skip
+    return (
+        f"Nexus parts are DEVICE-SPEEDPACKAGEGRADE: {devices}; speed "
+        f"{'/'.join(map(str, NEXUS_SPEEDS))}; grade C or I (ES/ES2 samples), e.g. "
+        + ", ".join(NEXUS_EXAMPLES)
+    )
+
+
+def nexus_part(name: str) -> NexusPart:
+    """``name`` (a Lattice Nexus part name, any case) as nextpnr-nexus places it; UnknownPart
+    listing the known parts otherwise."""
+    match = NEXUS_PART.fullmatch(name.strip())
+    if match is None:
+        raise UnknownPart(f"{name!r} is not a Nexus part name; {known_nexus_parts()}")
+    device, package = match["device"].upper(), match["package"].upper()
+    if device not in NEXUS_DEVICES:
+        raise UnknownPart(f"nextpnr-nexus places no {device}; {known_nexus_parts()}")
+    if int(match["speed"]) not in NEXUS_SPEEDS:
+        raise UnknownPart(f"{device} has no speed grade {match['speed']}; {known_nexus_parts()}")
+    if package not in NEXUS_DEVICES[device]:
+        raise UnknownPart(f"{device} comes in no {package} package; {known_nexus_parts()}")
+    return NexusPart(name.strip().upper(), device, int(match["speed"]), package)

