@@ -182,7 +182,7 @@ def check_bitstream(result, folder: Path) -> None:
     assert result.resources["TRELLIS_IO"]["used"] >= 5  # oscillator, UART, button, LED
 
 
-@pytest.mark.slow
+@pytest.mark.wide  # make test: the MLP's bitstream, made once and then served by the cache
 def test_a_tiny_accelerator_becomes_a_ulx3s_bitstream_and_a_second_run_is_cached(
     tools, private_cache, tmp_path
 ):
