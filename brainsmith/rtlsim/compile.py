@@ -108,9 +108,16 @@ def _names(design: LayerDesign) -> list[tuple[str, str]]:
     return named
 
 
+def _testbench(design: LayerDesign) -> tuple[str, str]:
+    """(file name, text) of the C++ testbench: the design's own, else ``testbench.cpp``."""
+    if design.testbench is not None:
+        return design.testbench
+    return "testbench.cpp", package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text()
+
+
 def cache_key(design: LayerDesign, toolchain: Toolchain) -> str:
     digest = hashlib.sha256()
-    testbench = package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text()
+    testbench = _testbench(design)[1]  # (the same key as before for testbench.cpp)
     parts = [
         FORMAT,
         toolchain.version,
@@ -231,9 +238,10 @@ def _build(
         paths.append(path)
     with open(os.path.join(source_dir, "tb_ports.h"), "w") as handle:
         handle.write(testbench_header(design))
-    testbench = os.path.join(source_dir, "testbench.cpp")
+    name, text = _testbench(design)
+    testbench = os.path.join(source_dir, name)
     with open(testbench, "w") as handle:
-        handle.write(package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text())
+        handle.write(text)
     origins = {os.path.join(source_dir, name): path for name, path in _names(design)}
     readable = [design.code_dir, *(os.path.dirname(path) for path in design.files)]
     try:

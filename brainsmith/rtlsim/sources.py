@@ -88,6 +88,7 @@ class LayerDesign:
     generated: dict[str, str] = field(default_factory=dict)  # file name -> text
     probes: list[str] = field(default_factory=list)  # top outputs read once at the end
     depths: list[str] = field(default_factory=list)  # top inputs set before reset (FIFO depths)
+    testbench: tuple[str, str] | None = None  # (file name, C++): another than testbench.cpp
 
 
 def layer_design(model, node, simulated: bool = True) -> LayerDesign:
