@@ -40,6 +40,7 @@ class RunFigures:
     bytes_per_frame: int  # an INFER and its reply, on the wire
     in_bytes: int  # the INFER frame's bytes
     clock_mhz: float
+    clock: str = ""  # where the clock comes from
     simulated: bool = False
     port: str = ""
     baud: int = 0
@@ -85,7 +86,10 @@ class Board:
                 "plug the board in and give its UART: --port /dev/ttyUSB0 (ls /dev/ttyUSB*)",
             )
         self.streams = streams(folder)
-        self.baud = self.baud or bitstream_baud(folder) or DEFAULT_BAUD
+        self.baud = self.baud or int(bitstream_figure(folder, "baud") or DEFAULT_BAUD)
+        pll = None if self.simulated else bitstream_figure(folder, "clock_mhz")
+        self.clock_mhz = pll or self.streams.clock_mhz
+        self.clock = "the bitstream's clock" if pll else "the build's clock"
         if self.timeout is None:
             wire = 2 * self.streams.bytes_per_frame * 10 / self.baud
             self.timeout = 1.0 + 4 * wire
@@ -147,7 +151,8 @@ class Board:
             cycles=[cycles for _, cycles in results],
             bytes_per_frame=self.streams.bytes_per_frame,
             in_bytes=HEADER + self.streams.in_words * word_bytes(self.streams.in_bits) + 2,
-            clock_mhz=self.streams.clock_mhz,
+            clock_mhz=self.clock_mhz,
+            clock=self.clock,
             simulated=self.simulated,
             port=self.port,
             baud=self.baud or 0,
@@ -209,16 +214,18 @@ def open_port(port: str, baud: int, timeout: float) -> Any:
     return opened
 
 
-def bitstream_baud(folder: str) -> int | None:
-    """The baud rate of the build's bitstream (``bitstream/report.json``), if it has one."""
+def bitstream_figure(folder: str, key: str) -> float | None:
+    """``key`` (``baud``, ``clock_mhz``) of the build's bitstream (``bitstream/report.json``,
+    written by ``brainsmith bitstream``), if it has one."""
     import json
 
     try:
         with open(os.path.join(folder, "bitstream", "report.json")) as handle:
-            baud = json.load(handle).get("baud")
+            value = json.load(handle).get(key)
     except (OSError, ValueError, AttributeError):
         return None
-    return int(baud) if isinstance(baud, int) and baud > 0 else None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    return float(value) if ok else None
 
 
-__all__ = ["Board", "DriverError", "RunFigures", "bitstream_baud", "open_port"]
+__all__ = ["Board", "DriverError", "RunFigures", "bitstream_figure", "open_port"]

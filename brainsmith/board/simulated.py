@@ -10,6 +10,7 @@ dies: it asks for SIGKILL at its parent's death).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -89,7 +90,9 @@ def compile_board(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> str:
         shutil.rmtree(workdir, ignore_errors=True)
         raise DriverError(str(exc), "make setup (installs Verilator)") from None
     except CompileError as exc:
-        raise DriverError(f"the simulated board does not compile: {exc}", f"see {exc.log}") from None
+        raise DriverError(
+            f"the simulated board does not compile: {exc}", f"see {exc.log}"
+        ) from None
     shutil.rmtree(workdir, ignore_errors=True)
     return compiled.executable
 
@@ -157,10 +160,8 @@ class SimulatedBoard:
             self.process.kill()
             self.process.wait()
         for fd in self.fds:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self.fds = []
         if self.log:
             Path(self.log).unlink(missing_ok=True)

@@ -158,7 +158,7 @@ class Host:
             parent, nodes[split + 1 :], [partition.output[0]], [parent.graph.output[0].name]
         )
 
-    def before(self, samples: np.ndarray) -> list[np.ndarray]:
+    def before(self, samples: list[np.ndarray]) -> list[np.ndarray]:
         """The accelerator's input of each of ``samples`` (the design's inputs)."""
         return _run(self.head, samples)
 
@@ -205,7 +205,7 @@ def _subgraph(parent: Any, nodes: list[Any], inputs: list[str], outputs: list[st
     return part
 
 
-def _run(part: Any, frames: Any) -> list[np.ndarray]:
+def _run(part: Any, frames: list[np.ndarray]) -> list[np.ndarray]:
     if part is None:
         return [np.asarray(frame, dtype=np.float32) for frame in frames]
     from brainsmith.verification.verifier import run

@@ -69,11 +69,17 @@ class BuildResult:
         (the folder may have moved); ResultError when it holds no build."""
         return load(output_dir, cls)
 
-    def run(self, x: np.ndarray) -> np.ndarray:
+    def run(self, x: np.ndarray, device: str | None = None) -> np.ndarray:
         """The built design's outputs for ``x``: one input, or several on axis 0 (as
         ``--input`` files hold them), run in Python through the whole built graph, host
         nodes around the accelerator included; ResultError for a build without a design,
-        a folder no longer there or a wrong shape."""
+        a folder no longer there or a wrong shape. With ``device`` (a serial port: a board
+        flashed with this build), the accelerator runs there (``brainsmith.board.driver``)."""
+        if device is not None:
+            from brainsmith.board.driver import Board
+
+            with Board(self, device) as board:
+                return board.run(x)
         return run(self, x)
 
     def __repr__(self) -> str:
