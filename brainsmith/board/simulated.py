@@ -69,11 +69,14 @@ module {TOP} (input logic clk, input logic rst_n, input logic uart_rx, output lo
     .out0_V_TDATA(out_tdata), .out0_V_TVALID(out_tvalid), .out0_V_TREADY(out_tready){probes});
 endmodule
 """
-    testbench = package_files("brainsmith.board").joinpath("sim", "uart_pty.cpp").read_text()
+    sim = package_files("brainsmith.board").joinpath("sim")
+    testbench = [
+        (name, sim.joinpath(name).read_text()) for name in ("uart_pty.cpp", "uart_bench.h")
+    ]
     return LayerDesign(
         node="simulated board", op_type="board top", top=TOP, code_dir="", files=files,
         inputs=[], outputs=[], generated={f"{TOP}.sv": top},
-        testbench=("uart_pty.cpp", testbench),
+        testbench=testbench,
     )  # fmt: skip
 
 

@@ -5,11 +5,10 @@
 //
 //   sim <master fd> <clocks per bit> <quiet cycles>
 //
-// Bytes read from the terminal go out on uart_rx 8N1 back to back, as a USB UART sends
-// them; uart_tx is decoded bit by bit (each bit sampled at its middle) and written to the
-// terminal. The clock runs while the line is busy and for <quiet cycles> after its last
-// byte (the accelerator answering, or the link's byte timeout), then the simulation sleeps
-// until the host writes again. It prints "ready" once out of reset and exits when the
+// Bytes read from the terminal go to the UART's pins (uart_bench.h) and bytes decoded from
+// uart_tx are written to the terminal. The clock runs while the line is busy and for <quiet
+// cycles> after its last byte (the accelerator answering, or the link's byte timeout), then
+// the simulation sleeps until the host writes again. It prints "ready" once out of reset and exits when the
 // terminal is closed or its parent process ends.
 #include <fcntl.h>
 #include <poll.h>
@@ -21,86 +20,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
-#include <vector>
 
-#include "Vtop.h"
-#include "verilated.h"
-
-struct Bench {
-    VerilatedContext context;
-    Vtop top{&context};
-    int cpb;
-    uint64_t cycle = 0, last_activity = 0;
-    std::deque<uint8_t> to_link;
-    std::vector<uint8_t> from_link;
-    int tx_bits = 0, tx_count = 0;  // bits of the byte left, cycles of this bit left
-    uint16_t tx_frame = 0;
-    int rx_phase = -1, rx_count = 0;  // -1 idle, else bits sampled
-    uint16_t rx_bits = 0;
-    uint64_t framing_errors = 0;
-
-    explicit Bench(int clocks) : cpb(clocks) {}
-
-    bool line_busy() const {
-        return !to_link.empty() || tx_bits > 0 || tx_count > 0 || rx_phase >= 0;
-    }
-
-    void drive() {
-        if (tx_count == 0 && tx_bits == 0 && !to_link.empty()) {
-            tx_frame = static_cast<uint16_t>(0x200 | (to_link.front() << 1));  // stop, data, start
-            to_link.pop_front();
-            tx_bits = 10;
-            last_activity = cycle;
-        }
-        if (tx_count == 0 && tx_bits > 0) {
-            top.uart_rx = tx_frame & 1;
-            tx_frame >>= 1;
-            tx_bits--;
-            tx_count = cpb;
-        }
-        if (tx_count == 0) top.uart_rx = 1;
-        if (tx_count > 0) tx_count--;
-    }
-
-    void sample() {
-        int line = top.uart_tx;
-        if (rx_phase < 0) {
-            if (!line) {
-                rx_phase = 0;
-                rx_count = cpb / 2;  // the middle of the start bit
-                rx_bits = 0;
-                last_activity = cycle;
-            }
-            return;
-        }
-        if (--rx_count > 0) return;
-        if (rx_phase == 0 && line) {  // a glitch
-            rx_phase = -1;
-            return;
-        }
-        if (rx_phase >= 1 && rx_phase <= 8) rx_bits |= line << (rx_phase - 1);
-        if (rx_phase == 9) {
-            if (line) from_link.push_back(static_cast<uint8_t>(rx_bits));
-            else framing_errors++;
-            rx_phase = -1;
-            last_activity = cycle;
-            return;
-        }
-        rx_phase++;
-        rx_count = cpb;
-    }
-
-    void tick() {
-        drive();
-        top.clk = 0;
-        top.eval();
-        top.clk = 1;
-        top.eval();
-        sample();
-        cycle++;
-    }
-};
+#include "uart_bench.h"
 
 // Moves bytes between the terminal and the bench's queues; false once the terminal is gone.
 static bool exchange(int fd, Bench& bench) {
@@ -115,7 +36,10 @@ static bool exchange(int fd, Bench& bench) {
         return false;  // EIO: the terminal's other side is closed for good
     }
     while (!bench.from_link.empty()) {
-        ssize_t put = write(fd, bench.from_link.data(), bench.from_link.size());
+        size_t size = 0;
+        for (; size < sizeof buffer && size < bench.from_link.size(); size++)
+            buffer[size] = bench.from_link[size];
+        ssize_t put = write(fd, buffer, size);
         if (put > 0) {
             bench.from_link.erase(bench.from_link.begin(), bench.from_link.begin() + put);
             continue;
