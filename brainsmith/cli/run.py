@@ -124,6 +124,6 @@ def print_outcome(outcome: RunOutcome, output_npy: str | None) -> None:
     if outcome.compared:
         lines.append(f"outputs {outcome.compared}")
     if output_npy:
-        lines.append(f"outputs ({outcome.outputs.shape}) written to {output_npy}")
+        lines.append(f"outputs (shape {outcome.outputs.shape}) written to {output_npy}")
     for line in lines:
         out.print(line, markup=False, soft_wrap=True)
