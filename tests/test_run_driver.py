@@ -195,8 +195,8 @@ def test_a_board_holding_another_design_is_refused_by_identify(mlp, farm, tmp_pa
     with SimulatedBoard(str(build)) as port:
         with pytest.raises(DriverError, match="the board holds another design") as caught:
             Board(str(copy), port, timeout=30, simulated=True)
-        assert caught.value.hint.startswith("brainsmith flash BUILD")
-        assert port in caught.value.reason
+        assert caught.value.reason.startswith(f"{port}: the board holds another design (hash ")
+        assert caught.value.reason.endswith(f": brainsmith flash {copy}")
         result, x = BuildResult.load(build), np.load(vectors / "x.npy")[:2]
         assert np.array_equal(result.run(x, device=port), result.run(x))  # the board goes on
     shutil.rmtree(copy)

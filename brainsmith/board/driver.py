@@ -23,7 +23,10 @@ from brainsmith.board.streams import DriverError, Host, Streams, streams
 
 DEFAULT_BAUD = 3_000_000  # the ULX3S's USB UART; a build's bitstream/report.json says its own
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (pyserial; make setup installs it)"
-FLASH_HINT = "brainsmith flash BUILD (write this build's bitstream to the board)"
+FLASH_HINT = (
+    "flash writes the build's bitstream to the board (brainsmith bitstream BUILD --board "
+    "BOARD makes it)"
+)
 QUIET_HINT = (
     "check that the board is powered, holds a bitstream of this build (brainsmith flash "
     "BUILD) and that the port and --baud are its UART's"
@@ -90,9 +93,10 @@ class Board:
         pll = None if self.simulated else bitstream_figure(folder, "clock_mhz")
         self.clock_mhz = pll or self.streams.clock_mhz
         self.clock = "the bitstream's clock" if pll else "the build's clock"
-        if self.timeout is None:
+        if self.timeout is None:  # two frames on the wire and through the accelerator
             wire = 2 * self.streams.bytes_per_frame * 10 / self.baud
-            self.timeout = 1.0 + 4 * wire
+            hz = self.clock_mhz * 1e6 or 1e6
+            self.timeout = 1.0 + 4 * (wire + 2 * self.streams.latency_cycles() / hz)
         self.serial = open_port(self.port, self.baud, self.timeout)
         self.link = Link(self.serial)
         try:
@@ -111,7 +115,7 @@ class Board:
         if found.design_hash != wanted.design_hash:
             raise DriverError(
                 f"{self.port}: the board holds another design (hash {found.design_hash[:16]}), "
-                f"this build is {wanted.design_hash[:16]}",
+                f"this build is {wanted.design_hash[:16]}: brainsmith flash {wanted.folder}",
                 FLASH_HINT,
             )
         have = (found.in_bits, found.out_bits, found.in_words, found.out_words)

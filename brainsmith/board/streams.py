@@ -113,8 +113,13 @@ def streams(folder: str) -> Streams:
     except (NotSynthesisable, TopError) as exc:
         raise DriverError(str(exc), REBUILD) from None
     source, sink = model.graph.input[0].name, model.graph.output[0].name
-    first = getCustomOp(next(n for n in model.graph.node if source in n.input))
-    last = getCustomOp(next(n for n in model.graph.node if sink in n.output))
+    reader = next((n for n in model.graph.node if source in n.input), None)
+    writer = next((n for n in model.graph.node if sink in n.output), None)
+    if reader is None or writer is None:
+        raise DriverError(
+            "final.onnx has no layer that reads its input or writes its output", REBUILD
+        )
+    first, last = getCustomOp(reader), getCustomOp(writer)
     clock_ns = float(report.get("clock_ns") or 0.0)
     return Streams(
         folder=os.path.abspath(folder),
