@@ -58,7 +58,7 @@ def layer_streams(folded: tuple[int, ...], name: str) -> tuple[Streams, int]:
     width = (folded[-1] * bits + 7) // 8 * 8  # padded to whole bytes, as FINN's streams are
     layer = Layer(folded, dtype, width)
     words = int(np.prod(folded[:-1]))
-    built = Streams("", width, width, words, words, "0" * 64, 100.0, layer, layer, None, None)
+    built = Streams("", "", width, width, words, words, "0" * 64, 100.0, layer, layer, None, None)
     return built, width
 
 

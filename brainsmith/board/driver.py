@@ -131,21 +131,21 @@ class Board:
     def run(self, x: np.ndarray) -> np.ndarray:
         """The design's outputs for ``x`` (one input, or several on axis 0), in the shape
         ``BuildResult.run`` returns; ``last`` holds what the run measured."""
-        from brainsmith.builder.result import ResultError, _sample_shape, _samples
+        from brainsmith.builder.inputs import ResultError, sample_shape, samples
 
         host = Host(self.streams)
         try:
-            samples, single = _samples(host.runnable, np.asarray(x))
+            given, single = samples(host.runnable, np.asarray(x))
         except ResultError as exc:
             raise DriverError(exc.reason, exc.hint) from None
-        inputs = host.before([sample[0] for sample in samples])
+        inputs = host.before([sample[0] for sample in given])
         requests = [self.streams.pack(frame) for frame in inputs]
         began = time.perf_counter()
         results = self.infer(requests)
         seconds = time.perf_counter() - began
         outputs = host.after([self.streams.unpack(words) for words, _ in results])
         name = host.runnable.graph.output[0].name
-        shape = _sample_shape(host.runnable, name)
+        shape = sample_shape(host.runnable, name)
         got = np.stack([np.asarray(o).reshape(shape) for o in outputs])
         from brainsmith.board.link import HEADER, word_bytes
 

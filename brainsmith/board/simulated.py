@@ -35,10 +35,8 @@ def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesig
     it was built in read in its folder now), the host link and a top wiring them, with
     ``uart_pty.cpp`` for its testbench."""
     from brainsmith.board.top import accelerator_ports
-    from brainsmith.commands.rtl_verification import _read_report
 
-    folder = build.folder
-    built_in = str(_read_report(folder).get("output_dir") or "").rstrip(os.sep)
+    folder, built_in = build.folder, build.built_in.rstrip(os.sep)
     listing = Path(folder, "finn", "stitched_rtl", "files.f").read_text().split()
     files = []
     for path in listing:

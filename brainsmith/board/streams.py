@@ -39,6 +39,7 @@ class Streams:
     """The accelerator of one build as the host link carries it."""
 
     folder: str
+    built_in: str  # the folder it was built in (its report's output_dir): files.f names it
     in_bits: int
     out_bits: int
     in_words: int
@@ -93,19 +94,15 @@ def streams(folder: str) -> Streams:
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.board.top import TopError, accelerator_ports
-    from brainsmith.commands.rtl_verification import FolderError, _read_report, gated_models
     from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.place_route.sources import stitched_design
     from brainsmith.synthesis import NotSynthesisable
 
-    try:
-        report = _read_report(folder)
-        model, parent = gated_models(folder)
-    except FolderError as exc:
-        raise DriverError(exc.reason, exc.hint) from None
+    report, model, parent = _opened(folder)
+    built_in = str(report.get("output_dir") or "")
     prepare_finn()
     try:
-        design = stitched_design(folder, str(report.get("output_dir") or ""))
+        design = stitched_design(folder, built_in)
         text = next(text for _, text in design.sources if "module accelerator" in text)
         ports = accelerator_ports(text)
     except StopIteration:
@@ -123,6 +120,7 @@ def streams(folder: str) -> Streams:
     clock_ns = float(report.get("clock_ns") or 0.0)
     return Streams(
         folder=os.path.abspath(folder),
+        built_in=built_in,
         in_bits=ports.in_bits,
         out_bits=ports.out_bits,
         in_words=math.prod(first.get_folded_input_shape(0)[:-1]),
@@ -137,6 +135,28 @@ def streams(folder: str) -> Streams:
 
 
 REBUILD = "build the model again with --prefer rtl (every layer RTL)"
+
+
+def _opened(folder: str) -> tuple[dict[str, Any], Any, Any]:
+    """(report, final model, parent graph) of the build in ``folder``, through the gate
+    (``brainsmith.builder.gate``); DriverError naming what is wrong."""
+    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
+    from brainsmith.files import DamagedFile
+
+    try:
+        opened = open_build_folder(folder)
+    except FileNotFoundError:
+        raise DriverError(
+            f"{folder} is not a brainsmith build folder (no report.json)",
+            "give the output folder of brainsmith build (its -o OUTDIR)",
+        ) from None
+    except (DamagedFile, OSError) as exc:
+        raise DriverError(f"the build's report cannot be read: {exc}", REBUILD) from None
+    except UntrustedFolder as exc:
+        raise DriverError(exc.reason, exc.hint) from None
+    if opened.model is None:
+        raise DriverError(f"the build in {folder} has no final.onnx", REBUILD)
+    return dict(opened.report), opened.model, opened.parent
 
 
 class Host:
