@@ -192,13 +192,15 @@ def test_a_board_holding_another_design_is_refused_by_identify(mlp, farm, tmp_pa
     accelerator = copy / "finn" / "stitched_rtl" / "accelerator.sv"
     text = accelerator.read_text()
     accelerator.write_text(text.replace("// Generated", "// generated", 1))
-    with SimulatedBoard(str(build)) as port:
+    simulation = SimulatedBoard(str(build))
+    with simulation as port:
         with pytest.raises(DriverError, match="the board holds another design") as caught:
             Board(str(copy), port, timeout=30, simulated=True)
         assert caught.value.reason.startswith(f"{port}: the board holds another design (hash ")
         assert caught.value.reason.endswith(f": brainsmith flash {copy}")
         result, x = BuildResult.load(build), np.load(vectors / "x.npy")[:2]
         assert np.array_equal(result.run(x, device=port), result.run(x))  # the board goes on
+    assert simulation.process is not None and simulation.process.poll() is not None  # killed
     shutil.rmtree(copy)
 
 
