@@ -170,8 +170,9 @@ def verilate(sources: list[Path], top: str, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tb_top.sv").write_text(top)
     obj = folder / "obj"
+    bench = package_files("brainsmith.board") / "sim"  # uart_bench.h
     command = [toolchain.verilator, *VERILATOR_FLAGS, "--top-module", "tb_top",
-               "-CFLAGS", CXX_FLAGS, "--Mdir", str(obj), "-o", "sim",
+               "-CFLAGS", f"{CXX_FLAGS} -I{bench}", "--Mdir", str(obj), "-o", "sim",
                *map(str, sources), str(folder / "tb_top.sv"), str(DATA / "uart_tb.cpp")]  # fmt: skip
     for step in (command, make_command(str(obj))):
         result = subprocess.run(step, capture_output=True, text=True, env=toolchain.env,

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.builder.inputs import ResultError as ResultError
+from brainsmith.builder.inputs import sample_shape as _sample_shape
+from brainsmith.builder.inputs import samples as _samples
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,20 +26,8 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.checkpoint import Checkpoint
     from brainsmith.report.schema import BuildReport, Performance, StoppedReport
-    from brainsmith.verification.verifier import Sample
 
 REBUILD = "build it again with brainsmith.build(model, blueprint, output_dir)"
-
-
-class ResultError(BrainsmithError):
-    """A build result that cannot be loaded or run: ``reason``, and ``hint`` what to do."""
-
-    def __init__(self, reason: str, hint: str = "") -> None:
-        super().__init__(reason)
-        self.reason, self.hint = reason, hint
-
-    def __str__(self) -> str:
-        return f"{self.reason}\n  try: {self.hint}" if self.hint else self.reason
 
 
 @dataclass
@@ -69,11 +59,17 @@ class BuildResult:
         (the folder may have moved); ResultError when it holds no build."""
         return load(output_dir, cls)
 
-    def run(self, x: np.ndarray) -> np.ndarray:
+    def run(self, x: np.ndarray, device: str | None = None) -> np.ndarray:
         """The built design's outputs for ``x``: one input, or several on axis 0 (as
         ``--input`` files hold them), run in Python through the whole built graph, host
         nodes around the accelerator included; ResultError for a build without a design,
-        a folder no longer there or a wrong shape."""
+        a folder no longer there or a wrong shape. With ``device`` (a serial port: a board
+        flashed with this build), the accelerator runs there (``brainsmith.board.driver``)."""
+        if device is not None:
+            from brainsmith.board.driver import Board
+
+            with Board(self, device) as board:
+                return board.run(x)
         return run(self, x)
 
     def __repr__(self) -> str:
@@ -273,68 +269,4 @@ def _one_input_and_output(model: ModelWrapper) -> None:
             f"run takes one array and returns one: this design has the inputs "
             f"{', '.join(inputs)} and the outputs {', '.join(outputs)}",
             "run final_parent.onnx with FINN's execute_onnx, as brainsmith.verification.verifier.run does",
-        )
-
-
-def _samples(model: ModelWrapper, x: np.ndarray) -> tuple[list[Sample], bool]:
-    """``x`` as samples of ``model``'s input, and whether it was one without a batch axis."""
-    import numpy as np
-
-    from brainsmith.frameworks.finn.execution import graph_inputs
-
-    name = graph_inputs(model)[0].name
-    shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))
-    per_input = _sample_shape(model, name)
-    if x.dtype.kind not in "biuf" or x.size == 0:
-        raise ResultError(
-            f"run(x): x holds {x.size} {x.dtype} value(s); the design's input {name} takes "
-            "real numbers",
-            f"give a numeric array of shape {per_input} or (N, {_dims(per_input)})",
-        )
-    if x.ndim and _same(x.shape[1:], per_input):
-        batch, single = x.reshape(-1, *per_input), False
-    elif _same(x.shape, per_input):
-        batch, single = x.reshape(1, *per_input), True
-    else:
-        raise ResultError(
-            f"run(x): x has shape {x.shape}, but the design's input {name} has shape {shape}",
-            f"give an array of shape (N, {_dims(per_input)}) for N inputs, or {per_input} for one",
-        )
-    values = batch.astype(np.float32)
-    _check_range(model, name, values)
-    return [(v.reshape(shape),) for v in values], single
-
-
-def _sample_shape(model: ModelWrapper, name: str) -> tuple[int, ...]:
-    """One input's (or output's) shape without the model's batch axis of 1."""
-    shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))
-    return shape[1:] if len(shape) > 1 and shape[0] == 1 else shape
-
-
-def _same(given: tuple[int, ...], wanted: tuple[int, ...]) -> bool:
-    """Equal up to axes of size 1 (a step may add one: a 1D network made 2D)."""
-    return [d for d in given if d != 1] == [d for d in wanted if d != 1]
-
-
-def _dims(shape: tuple[int, ...]) -> str:
-    return ", ".join(map(str, shape))
-
-
-def _check_range(model: ModelWrapper, name: str, values: np.ndarray) -> None:
-    """Values for an integer-typed input must be whole numbers in its range."""
-    import numpy as np
-
-    dtype = model.get_tensor_datatype(name)
-    if not dtype.is_integer():
-        return
-    if dtype.name == "BIPOLAR":
-        inside = bool(np.all(np.abs(values) == 1))
-    else:
-        whole = bool(np.all(values == np.round(values)))
-        inside = whole and dtype.min() <= values.min() and values.max() <= dtype.max()
-    if not inside:
-        raise ResultError(
-            f"run(x): x holds values from {values.min():g} to {values.max():g}, outside the "
-            f"design input {name}'s data type {dtype.name}",
-            f"give whole numbers from {dtype.min():g} to {dtype.max():g}",
         )

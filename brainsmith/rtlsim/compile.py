@@ -108,9 +108,19 @@ def _names(design: LayerDesign) -> list[tuple[str, str]]:
     return named
 
 
+def _testbench(design: LayerDesign) -> list[tuple[str, str]]:
+    """(file name, text) of the C++ testbench, compiled, and the headers it includes: the
+    design's own, else ``testbench.cpp``."""
+    if design.testbench:
+        return design.testbench
+    text = package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text()
+    return [("testbench.cpp", text)]
+
+
 def cache_key(design: LayerDesign, toolchain: Toolchain) -> str:
     digest = hashlib.sha256()
-    testbench = package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text()
+    files = _testbench(design)  # (testbench.cpp's key is its text, as before)
+    testbench = files[0][1] if len(files) == 1 else "\0".join(t for f in files for t in f)
     parts = [
         FORMAT,
         toolchain.version,
@@ -231,9 +241,11 @@ def _build(
         paths.append(path)
     with open(os.path.join(source_dir, "tb_ports.h"), "w") as handle:
         handle.write(testbench_header(design))
-    testbench = os.path.join(source_dir, "testbench.cpp")
-    with open(testbench, "w") as handle:
-        handle.write(package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text())
+    bench = _testbench(design)
+    for name, text in bench:
+        with open(os.path.join(source_dir, name), "w") as handle:
+            handle.write(text)
+    testbench = os.path.join(source_dir, bench[0][0])
     origins = {os.path.join(source_dir, name): path for name, path in _names(design)}
     readable = [design.code_dir, *(os.path.dirname(path) for path in design.files)]
     try:

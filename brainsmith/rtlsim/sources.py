@@ -88,6 +88,9 @@ class LayerDesign:
     generated: dict[str, str] = field(default_factory=dict)  # file name -> text
     probes: list[str] = field(default_factory=list)  # top outputs read once at the end
     depths: list[str] = field(default_factory=list)  # top inputs set before reset (FIFO depths)
+    # (file name, text) of another C++ testbench than testbench.cpp: the first is compiled,
+    # the others (headers it includes) are written beside it
+    testbench: list[tuple[str, str]] | None = None
 
 
 def layer_design(model, node, simulated: bool = True) -> LayerDesign:

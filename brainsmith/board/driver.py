@@ -1,0 +1,235 @@
+"""The host driver of a board that holds a build's accelerator behind the host link.
+
+``Board(build, port)`` opens the board's serial port (pyserial, imported here only),
+IDENTIFYs the board (its design hash must be the build's, its words those of the build's
+streams) and ``run(x)`` runs inputs in the user's shape: the host nodes before the
+accelerator in Python, each frame packed into stream words as the simulation packs it,
+INFER frames sent two outstanding, the replies unpacked and the host nodes after it run;
+``last`` keeps what the run measured. Every read has a time limit: a board that does not
+answer is an error naming the port and the frame, never a hang.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from brainsmith.board.link import INFER, RESULT, Identity, Link, LinkError
+from brainsmith.board.streams import DriverError, Host, Streams, streams
+
+DEFAULT_BAUD = 3_000_000  # the ULX3S's USB UART; a build's bitstream/report.json says its own
+INSTALL_HINT = "pip install 'brainsmith[lattice]' (pyserial; make setup installs it)"
+FLASH_HINT = (
+    "flash writes the build's bitstream to the board (brainsmith bitstream BUILD --board "
+    "BOARD makes it)"
+)
+QUIET_HINT = (
+    "check that the board is powered, holds a bitstream of this build (brainsmith flash "
+    "BUILD) and that the port and --baud are its UART's"
+)
+
+
+@dataclass
+class RunFigures:
+    """What one ``Board.run`` measured."""
+
+    frames: int
+    seconds: float  # wall clock from the first INFER sent to the last reply read
+    cycles: list[int]  # the accelerator's own count per frame (first input to last output)
+    bytes_per_frame: int  # an INFER and its reply, on the wire
+    in_bytes: int  # the INFER frame's bytes
+    clock_mhz: float
+    clock: str = ""  # where the clock comes from
+    simulated: bool = False
+    port: str = ""
+    baud: int = 0
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cycles_per_frame(self) -> float:
+        return float(np.median(self.cycles)) if self.cycles else 0.0
+
+    @property
+    def accelerator_fps(self) -> float:
+        """Frames per second at the accelerator's own cycles per frame and the clock."""
+        cycles = self.cycles_per_frame
+        return self.clock_mhz * 1e6 / cycles if cycles else 0.0
+
+    def wire_fps(self, baud: int) -> float:
+        """Frames per second the link would carry at ``baud`` (10 bits a byte, 8N1)."""
+        return baud / (10 * self.bytes_per_frame)
+
+
+@dataclass
+class Board:
+    """A board on ``port`` running the accelerator of the build in ``build`` (a folder or a
+    ``BuildResult``); ``timeout`` bounds each read in seconds (default: from the baud)."""
+
+    build: Any
+    port: str
+    baud: int | None = None
+    timeout: float | None = None
+    simulated: bool = False
+    streams: Streams = field(init=False)
+    identity: Identity = field(init=False)
+    last: RunFigures | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        folder = str(getattr(self.build, "output_dir", self.build))
+        if not os.path.exists(self.port):
+            raise DriverError(
+                f"{self.port}: no such serial port",
+                "plug the board in and give its UART: --port /dev/ttyUSB0 (ls /dev/ttyUSB*)",
+            )
+        self.streams = streams(folder)
+        self.baud = self.baud or int(bitstream_figure(folder, "baud") or DEFAULT_BAUD)
+        pll = None if self.simulated else bitstream_figure(folder, "clock_mhz")
+        self.clock_mhz = pll or self.streams.clock_mhz
+        self.clock = "the bitstream's clock" if pll else "the build's clock"
+        if self.timeout is None:  # two frames on the wire and through the accelerator
+            wire = 2 * self.streams.bytes_per_frame * 10 / self.baud
+            hz = self.clock_mhz * 1e6 or 1e6
+            self.timeout = 1.0 + 4 * (wire + 2 * self.streams.latency_cycles() / hz)
+        self.serial = open_port(self.port, self.baud, self.timeout)
+        self.link = Link(self.serial)
+        try:
+            self.identity = self.identify()
+        except BaseException:
+            self.close()
+            raise
+
+    def identify(self) -> Identity:
+        """The board's IDENTIFY reply; DriverError unless it holds this build's design."""
+        try:
+            found = self.link.identify()
+        except LinkError as exc:
+            raise DriverError(f"{self.port}: IDENTIFY: {exc}", QUIET_HINT, 1) from None
+        wanted = self.streams
+        if found.design_hash != wanted.design_hash:
+            raise DriverError(
+                f"{self.port}: the board holds another design (hash {found.design_hash[:16]}), "
+                f"this build is {wanted.design_hash[:16]}: brainsmith flash {wanted.folder}",
+                FLASH_HINT,
+            )
+        have = (found.in_bits, found.out_bits, found.in_words, found.out_words)
+        need = (wanted.in_bits, wanted.out_bits, wanted.in_words, wanted.out_words)
+        if have != need:
+            raise DriverError(
+                f"{self.port}: the board's link carries {_words(*have)}; this build's "
+                f"accelerator needs {_words(*need)}",
+                FLASH_HINT,
+            )
+        return found
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """The design's outputs for ``x`` (one input, or several on axis 0), in the shape
+        ``BuildResult.run`` returns; ``last`` holds what the run measured."""
+        from brainsmith.builder.inputs import ResultError, sample_shape, samples
+
+        host = Host(self.streams)
+        try:
+            given, single = samples(host.runnable, np.asarray(x))
+        except ResultError as exc:
+            raise DriverError(exc.reason, exc.hint) from None
+        inputs = host.before([sample[0] for sample in given])
+        requests = [self.streams.pack(frame) for frame in inputs]
+        began = time.perf_counter()
+        results = self.infer(requests)
+        seconds = time.perf_counter() - began
+        outputs = host.after([self.streams.unpack(words) for words, _ in results])
+        name = host.runnable.graph.output[0].name
+        shape = sample_shape(host.runnable, name)
+        got = np.stack([np.asarray(o).reshape(shape) for o in outputs])
+        from brainsmith.board.link import HEADER, word_bytes
+
+        self.last = RunFigures(
+            frames=len(requests),
+            seconds=seconds,
+            cycles=[cycles for _, cycles in results],
+            bytes_per_frame=self.streams.bytes_per_frame,
+            in_bytes=HEADER + self.streams.in_words * word_bytes(self.streams.in_bits) + 2,
+            clock_mhz=self.clock_mhz,
+            clock=self.clock,
+            simulated=self.simulated,
+            port=self.port,
+            baud=self.baud or 0,
+        )
+        return got[0] if single else got
+
+    def infer(self, frames: list[list[int]]) -> list[tuple[list[int], int]]:
+        """(output words, cycles) of each frame's words, two requests outstanding."""
+        results: list[tuple[list[int], int]] = []
+        waiting: list[tuple[int, int]] = []  # (frame, SEQ)
+        for index, words in enumerate(frames):
+            if len(waiting) == 2:
+                results.append(self._reply(*waiting.pop(0)))
+            try:
+                waiting.append((index, self.link.send(INFER, self.identity.request(words))))
+            except (LinkError, OSError) as exc:
+                raise DriverError(f"{self.port}: frame {index}: {exc}", QUIET_HINT, 1) from None
+        for index, seq in waiting:
+            results.append(self._reply(index, seq))
+        return results
+
+    def _reply(self, index: int, seq: int) -> tuple[list[int], int]:
+        try:
+            return self.identity.result(self.link.reply(RESULT, seq))
+        except LinkError as exc:
+            raise DriverError(f"{self.port}: frame {index}: {exc}", QUIET_HINT, 1) from None
+
+    def close(self) -> None:
+        serial = getattr(self, "serial", None)
+        if serial is not None:
+            serial.close()
+
+    def __enter__(self) -> Board:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _words(in_bits: int, out_bits: int, in_words: int, out_words: int) -> str:
+    return f"{in_words} words of {in_bits} bits in and {out_words} of {out_bits} out a frame"
+
+
+def open_port(port: str, baud: int, timeout: float) -> Any:
+    """``port`` opened with pyserial, 8N1 at ``baud``, reads and writes limited to
+    ``timeout`` seconds, anything waiting in it dropped."""
+    try:
+        import serial
+    except ImportError:
+        raise DriverError("pyserial is not installed", INSTALL_HINT) from None
+    try:
+        opened = serial.Serial(port, baud, timeout=timeout, write_timeout=timeout)
+        opened.reset_input_buffer()
+    except (serial.SerialException, OSError, ValueError) as exc:
+        raise DriverError(
+            f"{port} cannot be opened: {exc}",
+            "give the board's UART (ls /dev/ttyUSB*); on Linux join the dialout group",
+        ) from None
+    return opened
+
+
+def bitstream_figure(folder: str, key: str) -> float | None:
+    """``key`` (``baud``, ``clock_mhz``) of the build's bitstream (``bitstream/report.json``,
+    written by ``brainsmith bitstream``), if it has one."""
+    import json
+
+    try:
+        with open(os.path.join(folder, "bitstream", "report.json")) as handle:
+            value = json.load(handle).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    return float(value) if ok else None
+
+
+__all__ = ["Board", "DriverError", "RunFigures", "bitstream_figure", "open_port"]

@@ -1,0 +1,241 @@
+"""What the driver needs of an all-RTL build: the accelerator's streams as the host link
+frames them (TDATA widths from ``accelerator.sv``, words per frame from ``final.onnx``), the
+design hash a board built from it reports (``stitched_design(...).digest()``, as
+``brainsmith bitstream`` puts it into the board top), the packing of a frame into stream
+words, bit for bit as the simulation packs it (``brainsmith.rtlsim.packing`` on the folded
+shape: element 0 in the lowest bits, each word padded to the TDATA width), and the nodes that
+stay on the host before and after the accelerator (``final_parent.onnx``), run as
+``BuildResult.run`` runs them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from brainsmith.errors import BrainsmithError
+
+PARTITION = "StreamingDataflowPartition"
+
+
+class DriverError(BrainsmithError):
+    """The driver cannot run this build on this board: ``reason``, ``hint`` what to do,
+    ``exit_code`` for the command line (2: cannot start, 1: ran and failed)."""
+
+    def __init__(self, reason: str, hint: str = "", exit_code: int = 2) -> None:
+        super().__init__(reason)
+        self.reason, self.hint, self.exit_code = reason, hint, exit_code
+
+    def __str__(self) -> str:
+        return f"{self.reason}\n  try: {self.hint}" if self.hint else self.reason
+
+
+@dataclass
+class Streams:
+    """The accelerator of one build as the host link carries it."""
+
+    folder: str
+    built_in: str  # the folder it was built in (its report's output_dir): files.f names it
+    in_bits: int
+    out_bits: int
+    in_words: int
+    out_words: int
+    design_hash: str
+    clock_mhz: float  # the build's clock (a bitstream's PLL may make another)
+    first: Any  # the FINN op that reads the accelerator's input stream
+    last: Any  # the one that writes its output stream
+    model: Any  # final.onnx
+    parent: Any  # final_parent.onnx, or None
+
+    def pack(self, array: np.ndarray) -> list[int]:
+        """One frame (the accelerator input's values) as ``in_words`` stream words."""
+        from brainsmith.rtlsim.packing import pack_beats
+
+        shape = self.first.get_folded_input_shape(0)
+        folded = np.asarray(array, dtype=np.float32).reshape(shape)
+        try:
+            words = pack_beats(folded, self.first.get_input_datatype(0), self.in_bits)
+        except ValueError as exc:
+            raise DriverError(f"an input frame cannot be packed: {exc}", "") from None
+        return [int(word) for word in words]
+
+    def unpack(self, words: list[int]) -> np.ndarray:
+        """The accelerator output's values of one frame's ``out_words`` words."""
+        from brainsmith.rtlsim.packing import unpack_beats
+
+        shape = tuple(self.last.get_folded_output_shape(0))
+        array = unpack_beats(
+            words, self.last.get_output_datatype(0), shape, self.last.get_outstream_width(0)
+        )
+        return np.asarray(array, dtype=np.float32).reshape(self.last.get_normal_output_shape(0))
+
+    @property
+    def bytes_per_frame(self) -> int:
+        """Bytes on the wire for one INFER and its reply, frame headers and CRCs included."""
+        from brainsmith.board.link import HEADER, word_bytes
+
+        request = HEADER + self.in_words * word_bytes(self.in_bits) + 2
+        return request + HEADER + self.out_words * word_bytes(self.out_bits) + 4 + 2
+
+    def latency_cycles(self) -> int:
+        """FINN's estimate of one frame's cycles through every layer (an upper bound)."""
+        from qonnx.custom_op.registry import getCustomOp
+
+        return sum(int(getCustomOp(node).get_exp_cycles()) for node in self.model.graph.node)
+
+
+def streams(folder: str) -> Streams:
+    """The ``Streams`` of the build in ``folder`` (through the gate); DriverError when it
+    has no stitched accelerator of one stream in and one out."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.board.top import TopError, accelerator_ports
+    from brainsmith.frameworks.finn.env import prepare_finn
+    from brainsmith.place_route.sources import stitched_design
+    from brainsmith.synthesis import NotSynthesisable
+
+    report, model, parent = _opened(folder)
+    built_in = str(report.get("output_dir") or "")
+    prepare_finn()
+    try:
+        design = stitched_design(folder, built_in)
+        text = next(text for _, text in design.sources if "module accelerator" in text)
+        ports = accelerator_ports(text)
+    except StopIteration:
+        raise DriverError("the stitched design has no module accelerator", REBUILD) from None
+    except (NotSynthesisable, TopError) as exc:
+        raise DriverError(str(exc), REBUILD) from None
+    source, sink = model.graph.input[0].name, model.graph.output[0].name
+    reader = next((n for n in model.graph.node if source in n.input), None)
+    writer = next((n for n in model.graph.node if sink in n.output), None)
+    if reader is None or writer is None:
+        raise DriverError(
+            "final.onnx has no layer that reads its input or writes its output", REBUILD
+        )
+    first, last = getCustomOp(reader), getCustomOp(writer)
+    clock_ns = float(report.get("clock_ns") or 0.0)
+    return Streams(
+        folder=os.path.abspath(folder),
+        built_in=built_in,
+        in_bits=ports.in_bits,
+        out_bits=ports.out_bits,
+        in_words=math.prod(first.get_folded_input_shape(0)[:-1]),
+        out_words=math.prod(last.get_folded_output_shape(0)[:-1]),
+        design_hash=design.digest(),
+        clock_mhz=1000.0 / clock_ns if clock_ns > 0 else 0.0,
+        first=first,
+        last=last,
+        model=model,
+        parent=parent,
+    )
+
+
+REBUILD = "build the model again with --prefer rtl (every layer RTL)"
+
+
+def _opened(folder: str) -> tuple[dict[str, Any], Any, Any]:
+    """(report, final model, parent graph) of the build in ``folder``, through the gate
+    (``brainsmith.builder.gate``); DriverError naming what is wrong."""
+    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
+    from brainsmith.files import DamagedFile
+
+    try:
+        opened = open_build_folder(folder)
+    except FileNotFoundError:
+        raise DriverError(
+            f"{folder} is not a brainsmith build folder (no report.json)",
+            "give the output folder of brainsmith build (its -o OUTDIR)",
+        ) from None
+    except (DamagedFile, OSError) as exc:
+        raise DriverError(f"the build's report cannot be read: {exc}", REBUILD) from None
+    except UntrustedFolder as exc:
+        raise DriverError(exc.reason, exc.hint) from None
+    if opened.model is None:
+        raise DriverError(f"the build in {folder} has no final.onnx", REBUILD)
+    return dict(opened.report), opened.model, opened.parent
+
+
+class Host:
+    """The nodes of ``final_parent.onnx`` before the accelerator (``before``) and after it
+    (``after``), each run in Python for all frames at once as ``BuildResult.run`` runs the
+    whole graph; without a parent graph both pass the frames through."""
+
+    def __init__(self, streams: Streams) -> None:
+        from brainsmith.frameworks.finn.execution import fix_python_execution
+
+        fix_python_execution()
+        parent, model = streams.parent, streams.model
+        self.head: Any = None
+        self.tail: Any = None
+        if parent is None or not parent.get_nodes_by_op_type(PARTITION):
+            self.runnable: Any = model
+            return
+        self.runnable = parent
+        nodes = list(parent.graph.node)
+        split = next(i for i, n in enumerate(nodes) if n.op_type == PARTITION)
+        partition = nodes[split]
+        self.head = _subgraph(parent, nodes[:split], _inputs(parent), [partition.input[0]])
+        self.tail = _subgraph(
+            parent, nodes[split + 1 :], [partition.output[0]], [parent.graph.output[0].name]
+        )
+
+    def before(self, samples: list[np.ndarray]) -> list[np.ndarray]:
+        """The accelerator's input of each of ``samples`` (the design's inputs)."""
+        return _run(self.head, samples)
+
+    def after(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
+        """The design's output of each of the accelerator's ``outputs``."""
+        return _run(self.tail, outputs)
+
+
+def _shape(model: Any, name: str) -> tuple[int, ...]:
+    return tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))
+
+
+def _inputs(model: Any) -> list[str]:
+    from brainsmith.frameworks.finn.execution import graph_inputs
+
+    return [value.name for value in graph_inputs(model)]
+
+
+def _subgraph(parent: Any, nodes: list[Any], inputs: list[str], outputs: list[str]) -> Any:
+    """``parent`` with only ``nodes``, from the tensors ``inputs`` to ``outputs``; None
+    without nodes (the accelerator's stream is the design's own)."""
+    import copy
+
+    from onnx import TensorProto, helper
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    if not nodes:
+        return None
+    part = ModelWrapper(copy.deepcopy(parent.model))
+    graph = part.graph
+    del graph.node[:]
+    graph.node.extend(copy.deepcopy(nodes))
+    values = {name: helper.make_tensor_value_info(name, TensorProto.FLOAT, _shape(parent, name))
+              for name in (*inputs, *outputs)}  # fmt: skip
+    initializers = {t.name for t in graph.initializer}
+    kept = [value for value in graph.input if value.name in initializers]
+    del graph.input[:]
+    graph.input.extend([values[name] for name in inputs] + kept)
+    del graph.output[:]
+    graph.output.extend(values[name] for name in outputs)
+    others = [value for value in graph.value_info if value.name not in values]
+    del graph.value_info[:]
+    graph.value_info.extend(others)
+    return part
+
+
+def _run(part: Any, frames: list[np.ndarray]) -> list[np.ndarray]:
+    if part is None:
+        return [np.asarray(frame, dtype=np.float32) for frame in frames]
+    from brainsmith.verification.verifier import run
+
+    return [outputs[0] for outputs in run(part, [(np.asarray(f, np.float32),) for f in frames])]
+
+
+__all__ = ["DriverError", "Host", "Streams", "streams"]

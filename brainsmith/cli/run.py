@@ -1,0 +1,129 @@
+"""``brainsmith run BUILD_DIR --port PORT | --simulate``: a build's design run on a board (or a
+simulated one) through brainsmith's UART host link."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.commands.run import RunOutcome
+
+
+@click.command("run")
+@click.argument("build_dir", type=click.Path(file_okay=False))
+@click.option("--port", default=None, help="The board's serial port (its USB UART).")
+@click.option(
+    "--simulate",
+    is_flag=True,
+    help="Run on a simulated board instead: the link and the accelerator in Verilator behind "
+    "a pseudo-terminal, driven as a port is.",
+)
+@click.option("--input", "input_npy", default=None, help="Inputs (.npy), one or several on axis 0.")
+@click.option("--expected", "expected_npy", default=None, help="Expected outputs (.npy).")
+@click.option("--output", "output_npy", default=None, help="Write the outputs here (.npy).")
+@click.option(
+    "--baud",
+    type=click.IntRange(min=1200),
+    default=None,
+    help="The port's rate; default: the build's bitstream's (bitstream/report.json), else 3000000.",
+)
+def run(
+    build_dir: str,
+    port: str | None,
+    simulate: bool,
+    input_npy: str | None,
+    expected_npy: str | None,
+    output_npy: str | None,
+    baud: int | None,
+) -> None:
+    """Run the design of the all-RTL build in BUILD_DIR on a board through brainsmith's UART
+    host link: the board must hold this build's bitstream (IDENTIFY checks its design
+    hash). The host nodes before and after the accelerator run in Python; each frame goes
+    to the board as stream words; the outputs come back in the shape BuildResult.run gives.
+
+    \b
+    Without --input, 8 inputs are drawn from the input's data type. Shows frames per
+    second over the link (wall clock) and the accelerator's own cycles per frame.
+
+    \b
+    Exit codes: 0 ran (and the outputs equal --expected); 1 the outputs differ, or the
+    board stopped answering; 2 the build, the port or the board cannot be used (another
+    design on it: flash this build); 130/143 interrupted.
+
+    \b
+    Examples:
+      brainsmith run out/mlp --port /dev/ttyUSB0 --input x.npy --expected y.npy
+      brainsmith run out/mlp --simulate --input x.npy
+    """
+    from brainsmith import interrupts
+    from brainsmith.board.streams import DriverError
+    from brainsmith.cli.output import echo
+    from brainsmith.cli.synth import _exit
+    from brainsmith.commands.run import run_build_folder
+    from brainsmith.terminal import console
+
+    if (port is None) == (not simulate):
+        echo("error: give either --port PORT or --simulate", err=True)
+        _exit(2)
+    status = console(file=sys.stderr, highlight=False)
+    try:
+        with interrupts.handled():
+            outcome = run_build_folder(
+                build_dir, port=port, simulate=simulate, input_npy=input_npy,
+                expected_npy=expected_npy, output_npy=output_npy, baud=baud,
+                note=lambda text: status.print(text + " ...", markup=False),
+            )  # fmt: skip
+    except DriverError as exc:
+        echo(f"error: {exc.reason}", err=True)
+        if exc.hint:
+            echo(f"  try: {exc.hint}", err=True)
+        _exit(exc.exit_code)
+        raise
+    except interrupts.BuildInterrupted as exc:
+        echo(f"error: run interrupted ({exc.name}); the board was let go", err=True)
+        _exit(128 + exc.signum)
+        raise
+    print_outcome(outcome, output_npy)
+    _exit(0)
+
+
+def summary(outcome: RunOutcome) -> list[str]:
+    """The run's lines: where, how fast over the link, the accelerator's own pace."""
+    figures = outcome.figures
+    where = (
+        f"simulated board ({figures.port}, {outcome.clks_per_bit} clocks per bit)"
+        if figures.simulated
+        else f"{figures.port} at {figures.baud:,} baud"
+    )
+    clock = figures.clock_mhz
+    pace = (
+        f"{figures.accelerator_fps:,.0f} frames/s at {clock:.6g} MHz ({figures.clock})"
+        if clock
+        else "the build names no clock"
+    )
+    bits = "simulated, wall clock" if figures.simulated else "wall clock"
+    in_bytes, out_bytes = figures.in_bytes, figures.bytes_per_frame - figures.in_bytes
+    return [
+        f"{where}: design {outcome.design_hash[:16]}, this build's",
+        f"{figures.frames} frames in {figures.seconds:.3f} s: {figures.fps:,.1f} frames/s "
+        f"over the link ({bits})",
+        f"accelerator: {figures.cycles_per_frame:,.0f} cycles a frame (its own count), {pace}",
+        f"at 3,000,000 baud the link would carry {figures.wire_fps(3_000_000):,.0f} frames/s "
+        f"({figures.bytes_per_frame} bytes a frame: {in_bytes} in, {out_bytes} out)",
+    ]
+
+
+def print_outcome(outcome: RunOutcome, output_npy: str | None) -> None:
+    from brainsmith.cli.output import console
+
+    out = console()
+    lines = summary(outcome)
+    if outcome.compared:
+        lines.append(f"outputs {outcome.compared}")
+    if output_npy:
+        lines.append(f"outputs (shape {outcome.outputs.shape}) written to {output_npy}")
+    for line in lines:
+        out.print(line, markup=False, soft_wrap=True)

@@ -1,0 +1,140 @@
+"""``brainsmith run BUILD_DIR --port PORT`` (or ``--simulate``): a build's design run on a
+board through the host link (``brainsmith.board.driver``), its outputs compared with
+``--expected`` (exact for integer outputs, within verification's float tolerance else) or
+written to ``--output``, with what the run measured.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from brainsmith.board.driver import Board, RunFigures
+from brainsmith.board.streams import DriverError
+
+GENERATED_FRAMES = 8  # inputs drawn from the input's data type when none are given
+
+
+@dataclass
+class RunOutcome:
+    """A finished run: its figures, the outputs and how they compare."""
+
+    figures: RunFigures
+    outputs: np.ndarray
+    design_hash: str
+    clks_per_bit: int
+    compared: str  # "" without --expected, else what they were compared with
+
+
+def run_build_folder(
+    folder: str,
+    *,
+    port: str | None = None,
+    simulate: bool = False,
+    input_npy: str | None = None,
+    expected_npy: str | None = None,
+    output_npy: str | None = None,
+    baud: int | None = None,
+    note: Callable[[str], None] | None = None,
+) -> RunOutcome:
+    """Run ``folder``'s design on the board at ``port`` or a simulated one; DriverError
+    (``exit_code`` 2: cannot start, 1: the link failed or the outputs differ)."""
+    from contextlib import ExitStack
+
+    x = _load(input_npy, "--input") if input_npy else None
+    expected = _load(expected_npy, "--expected") if expected_npy else None
+    with ExitStack() as stack:
+        if simulate:
+            from brainsmith.board.simulated import SimulatedBoard
+
+            if note is not None:
+                note("compiling the simulated board (Verilator; cached by content)")
+            port = stack.enter_context(SimulatedBoard(folder))
+        if port is None:
+            raise DriverError("no board: give --port PORT or --simulate", "--port /dev/ttyUSB0")
+        timeout = 30.0 if simulate else None  # a simulated byte takes ~80 cycles of Verilator
+        board = stack.enter_context(Board(folder, port, baud, timeout, simulated=simulate))
+        if x is None:
+            x = _generated(board)
+        if note is not None:
+            note(f"running {len(x) if x.ndim > 1 else 1} frames on {port}")
+        outputs = board.run(x)
+        assert board.last is not None
+        figures = board.last
+    compared = ""
+    if expected is not None and expected_npy is not None:
+        exact, name = _output(board)
+        compare(outputs, expected, exact, expected_npy, name)
+        compared = f"equal to {expected_npy}" + (" (exact)" if exact else "")
+    if output_npy:
+        np.save(output_npy, outputs)
+    return RunOutcome(figures, outputs, board.identity.design_hash,
+                      board.identity.clks_per_bit, compared)  # fmt: skip
+
+
+def _load(path: str, option: str) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise DriverError(f"{option} {path} cannot be read: {exc}", "give a NumPy .npy") from None
+    if array.dtype.kind not in "biuf":
+        raise DriverError(f"{option} {path} holds {array.dtype}, not numbers", "")
+    return np.asarray(array)
+
+
+def _generated(board: Board) -> np.ndarray:
+    """GENERATED_FRAMES inputs drawn from the design input's data type (seed 0)."""
+    from brainsmith.board.streams import Host
+    from brainsmith.verification.verifier import generate_inputs
+
+    runnable = Host(board.streams).runnable
+    return np.stack([s[0] for s in generate_inputs(runnable, GENERATED_FRAMES)])
+
+
+def _output(board: Board) -> tuple[bool, str]:
+    """(whether the design's output is of an integer data type, its name)."""
+    from brainsmith.board.streams import Host
+
+    runnable = Host(board.streams).runnable
+    name = runnable.graph.output[0].name
+    return bool(runnable.get_tensor_datatype(name).is_integer()), name
+
+
+def compare(
+    got: np.ndarray, expected: np.ndarray, exact: bool, path: str, name: str = "output"
+) -> None:
+    """DriverError (exit 1) naming the first frame and output element that differ: exactly
+    for an integer output, else beyond verification's float tolerance (``FLOAT_RTOL`` of
+    the largest expected value, plus ``VERIFY_RTOL`` of each)."""
+    from brainsmith.blueprint.options import VERIFY_RTOL
+    from brainsmith.verification.verifier import FLOAT_RTOL
+
+    if expected.size != got.size:
+        raise DriverError(
+            f"--expected {path} has {expected.size} values, the run gave {got.size} "
+            f"(outputs of shape {got.shape})",
+            "give one expected output per input",
+        )
+    frames = got.reshape(len(got) if got.ndim > 1 else 1, -1).astype(np.float64)
+    wanted = expected.reshape(frames.shape).astype(np.float64)
+    tolerance = 0.0 if exact else FLOAT_RTOL * float(np.abs(wanted).max(initial=0.0))
+    beyond = np.abs(frames - wanted) > tolerance + (0.0 if exact else VERIFY_RTOL) * np.abs(wanted)
+    beyond |= np.isnan(frames) != np.isnan(wanted)
+    if not beyond.any():
+        return
+    frame, index = (int(i) for i in np.argwhere(beyond)[0])
+    rule = "exactly" if exact else f"within {tolerance:.3g}"
+    raise DriverError(
+        f"frame {frame}, output {name}[{index}]: got {frames[frame, index]:g}, expected "
+        f"{wanted[frame, index]:g} ({int(beyond.sum())} of {beyond.size} elements differ "
+        f"{rule}; {int(beyond.any(axis=1).sum())} of {len(frames)} frames)",
+        f"compare with brainsmith.BuildResult.load(BUILD).run(x); is {os.path.basename(path)} "
+        "the expected output of this --input?",
+        exit_code=1,
+    )
+
+
+__all__ = ["RunOutcome", "compare", "run_build_folder"]

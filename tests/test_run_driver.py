@@ -1,0 +1,223 @@
+"""The board driver (brainsmith/board/driver.py, ``brainsmith run``): frames packed as the
+simulation packs them (fast), and the shipped MLP's all-RTL build run on a simulated board
+(the host link and the stitched accelerator in Verilator behind a pseudo-terminal, opened
+with pyserial as a port is), bit for bit as ``BuildResult.run`` (slow: one compile)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from brainsmith.board.link import bytes_to_words, words_to_bytes
+from brainsmith.board.streams import DriverError, Streams
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def simulated(test):
+    """A test that runs a Verilator simulation: slow, on the worker of the other ones."""
+    return pytest.mark.slow(pytest.mark.xdist_group("rtlsim")(test))
+
+
+class Layer:
+    """The stream methods of a FINN layer that the driver asks of its first and last one."""
+
+    def __init__(self, folded: tuple[int, ...], dtype, width: int) -> None:
+        self.folded, self.dtype, self.width = folded, dtype, width
+
+    def get_folded_input_shape(self, index: int = 0):
+        return self.folded
+
+    get_folded_output_shape = get_folded_input_shape
+
+    def get_input_datatype(self, index: int = 0):
+        return self.dtype
+
+    get_output_datatype = get_input_datatype
+
+    def get_instream_width(self, index: int = 0) -> int:
+        return self.width
+
+    get_outstream_width = get_instream_width
+
+    def get_normal_output_shape(self, index: int = 0):
+        return (1, int(np.prod(self.folded)))
+
+
+def layer_streams(folded: tuple[int, ...], name: str) -> tuple[Streams, int]:
+    from qonnx.core.datatype import DataType
+
+    dtype = DataType[name]
+    bits = 1 if name == "BIPOLAR" else dtype.bitwidth()
+    width = (folded[-1] * bits + 7) // 8 * 8  # padded to whole bytes, as FINN's streams are
+    layer = Layer(folded, dtype, width)
+    words = int(np.prod(folded[:-1]))
+    built = Streams("", "", width, width, words, words, "0" * 64, 100.0, layer, layer, None, None)
+    return built, width
+
+
+def draw(name: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    from qonnx.core.datatype import DataType
+
+    rng = np.random.default_rng(seed)
+    if name == "BIPOLAR":
+        return rng.choice([-1.0, 1.0], size=shape).astype(np.float32)
+    if name == "FLOAT32":
+        return rng.standard_normal(shape).astype(np.float32)
+    dtype = DataType[name]
+    return rng.integers(int(dtype.min()), int(dtype.max()) + 1, size=shape).astype(np.float32)
+
+
+PACKED = [("INT4", (1, 16, 4)), ("UINT8", (1, 8, 3)), ("INT3", (1, 4, 5)),
+          ("BIPOLAR", (1, 6, 11)), ("INT16", (1, 5, 2)), ("FLOAT32", (1, 64, 1))]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, folded", PACKED)
+def test_a_frame_packs_as_finn_packs_it_and_round_trips(name, folded):
+    """The words of a frame are FINN's stream words (element 0 in the lowest bits, padded to
+    the TDATA width), their bytes FINN's packed bytes of each word, little-endian, and they
+    come back as the frame."""
+    from finn.util.data_packing import finnpy_to_packed_bytearray, npy_to_rtlsim_input
+
+    built, width = layer_streams(folded, name)
+    frame = draw(name, folded, seed=len(name))
+    words = built.pack(frame)
+    assert words == [int(w) for w in npy_to_rtlsim_input(frame, built.first.dtype, width)]
+    data = words_to_bytes(words, width)
+    finn = finnpy_to_packed_bytearray(frame, built.first.dtype, True, True)
+    assert data == finn.tobytes()
+    back = built.unpack(bytes_to_words(data, width))
+    assert np.array_equal(back.reshape(folded), frame)
+
+
+def test_a_value_outside_the_input_type_is_refused():
+    built, _ = layer_streams((1, 4, 2), "INT4")
+    with pytest.raises(DriverError, match="cannot be packed"):
+        built.pack(np.full((1, 4, 2), 9.0, np.float32))
+
+
+def test_a_missing_port_is_named_and_exits_2_at_once(tmp_path):
+    began = time.monotonic()
+    result = brainsmith("run", str(tmp_path), "--port", "/nonexistent")
+    assert result.returncode == 2, result.stderr
+    assert "/nonexistent: no such serial port" in result.stderr
+    assert time.monotonic() - began < 30
+
+
+def test_the_expected_outputs_are_compared_exactly_or_within_the_float_tolerance():
+    from brainsmith.commands.run import compare
+
+    got = np.arange(12, dtype=np.float32).reshape(3, 4)
+    compare(got, got.copy(), True, "y.npy", "out")
+    compare(got, got * (1 + 1e-6), False, "y.npy", "out")
+    wrong = got.copy()
+    wrong[1, 2] += 1
+    with pytest.raises(DriverError, match=r"frame 1, output out\[2\]: got 6, expected 7") as e:
+        compare(got, wrong, True, "y.npy", "out")
+    assert e.value.exit_code == 1
+
+
+def brainsmith(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "brainsmith", *args], capture_output=True, text=True,
+        timeout=600, cwd=REPO,
+    )  # fmt: skip
+
+
+# ---- the shipped MLP on a simulated board (slow) ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mlp(hub, farm, tmp_path_factory):
+    """(the all-RTL MLP's build, inputs, BuildResult.run's outputs for them)."""
+    from brainsmith.builder.result import BuildResult
+    from tests.support.farm import all_rtl_mlp
+
+    build = all_rtl_mlp(farm)
+    folder = tmp_path_factory.mktemp("vectors")
+    shipped = REPO / "examples" / "models" / "mlp_4bit_input.npy"
+    if shipped.is_file():
+        x = np.load(shipped)
+    else:
+        x = np.random.default_rng(5).uniform(-1, 1, (6, 64)).astype(np.float32)
+    np.save(folder / "x.npy", x)
+    y = BuildResult.load(build).run(x)
+    np.save(folder / "y.npy", y)
+    return build, folder, y
+
+
+@simulated
+def test_run_on_a_simulated_board_gives_what_python_gives_bit_for_bit(mlp, tmp_path):
+    build, vectors, y = mlp
+    result = brainsmith(
+        "run", str(build), "--simulate", "--input", str(vectors / "x.npy"),
+        "--expected", str(vectors / "y.npy"), "--output", str(tmp_path / "got.npy"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert np.array_equal(np.load(tmp_path / "got.npy"), y)
+    assert "simulated board" in result.stdout and f"outputs equal to {vectors}" in result.stdout
+    assert "cycles a frame (its own count)" in result.stdout
+
+
+@simulated
+def test_a_wrong_expected_output_names_the_first_frame_and_output_that_differ(mlp, tmp_path):
+    build, vectors, y = mlp
+    wrong = y.copy()
+    wrong[1, 3] += 1
+    np.save(tmp_path / "wrong.npy", wrong)
+    result = brainsmith(
+        "run", str(build), "--simulate", "--input", str(vectors / "x.npy"),
+        "--expected", str(tmp_path / "wrong.npy"),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "error: frame 1, output global_out[3]: got" in result.stderr
+
+
+@simulated
+def test_a_board_holding_another_design_is_refused_by_identify(mlp, farm, tmp_path):
+    """The simulated board holds the MLP; a copy whose accelerator differs in one byte has
+    another design hash, and the driver stops at IDENTIFY."""
+    from brainsmith.board.driver import Board
+    from brainsmith.board.simulated import SimulatedBoard
+    from brainsmith.builder.result import BuildResult
+
+    build, vectors, _ = mlp
+    copy = Path(farm.copy(BuildResult.load(build), tmp_path / "copy").output_dir)
+    accelerator = copy / "finn" / "stitched_rtl" / "accelerator.sv"
+    text = accelerator.read_text()
+    accelerator.write_text(text.replace("// Generated", "// generated", 1))
+    simulation = SimulatedBoard(str(build))
+    with simulation as port:
+        with pytest.raises(DriverError, match="the board holds another design") as caught:
+            Board(str(copy), port, timeout=30, simulated=True)
+        assert caught.value.reason.startswith(f"{port}: the board holds another design (hash ")
+        assert caught.value.reason.endswith(f": brainsmith flash {copy}")
+        result, x = BuildResult.load(build), np.load(vectors / "x.npy")[:2]
+        assert np.array_equal(result.run(x, device=port), result.run(x))  # the board goes on
+    assert simulation.process is not None and simulation.process.poll() is not None  # killed
+    shutil.rmtree(copy)
+
+
+@simulated
+def test_a_board_that_does_not_answer_is_a_timeout_naming_the_port_not_a_hang(mlp):
+    import os
+
+    from brainsmith.board.driver import Board
+
+    build, _, _ = mlp
+    master, slave = os.openpty()  # nobody on the other side
+    try:
+        began = time.monotonic()
+        port = os.ttyname(slave)
+        with pytest.raises(DriverError, match=f"{port}: IDENTIFY: timed out waiting") as caught:
+            Board(str(build), port, timeout=0.5)
+        assert caught.value.exit_code == 1 and time.monotonic() - began < 30
+    finally:
+        os.close(master)
+        os.close(slave)
