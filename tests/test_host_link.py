@@ -371,6 +371,7 @@ def mlp(farm, tmp_path_factory):
     return executable, params, design_hash.hexdigest(), model, build
 
 
+@pytest.mark.wide  # make test: brainsmith run --simulate, the MLP behind the link (test_run_driver)
 @simulated
 def test_the_mlp_answers_through_the_link_as_in_python(mlp, tmp_path):
     from qonnx.custom_op.registry import getCustomOp

@@ -33,16 +33,25 @@ def place_route(folder: Path, cache: Path, *args: str) -> subprocess.CompletedPr
 
 
 @pytest.fixture(scope="module")
-def placed(hub, farm, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
-    """A private copy of the run's all-RTL MLP build, placed and routed once."""
+def unplaced(hub, farm, tmp_path_factory) -> tuple[Path, Path]:
+    """A private copy of the run's all-RTL MLP build and an empty cache of the module's own."""
     base = tmp_path_factory.mktemp("place-route")
     folder = Path(shutil.copytree(all_rtl_mlp(farm), base / "mlp", symlinks=True))
     cache = base / "cache"
     cache.mkdir(mode=0o700)
-    result = place_route(folder, cache, "--part", PART)
-    return folder, cache, result
+    return folder, cache
 
 
+@pytest.fixture(scope="module")
+def placed(unplaced) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    """That copy placed and routed once. make test places and routes the MLP as a board's
+    bitstream (tests/test_bitstream_build.py), through the same stages; out of context here,
+    in make test-wide."""
+    folder, cache = unplaced
+    return folder, cache, place_route(folder, cache, "--part", PART)
+
+
+@pytest.mark.wide
 def test_the_mlp_is_placed_and_routed_for_an_ecp5_at_the_builds_clock(placed):
     folder, _, result = placed
     assert result.returncode in (0, 3), result.stderr  # 3: placed, the clock missed
@@ -61,6 +70,7 @@ def test_the_mlp_is_placed_and_routed_for_an_ecp5_at_the_builds_clock(placed):
     assert "MHz reached" in result.stdout and "TRELLIS_COMB" in result.stdout
 
 
+@pytest.mark.wide
 def test_a_second_run_is_served_from_the_cache(placed):
     folder, cache, first = placed
     before = json.loads((folder / "place_route" / "report.json").read_text())
@@ -74,13 +84,11 @@ def test_a_second_run_is_served_from_the_cache(placed):
     assert len(entries) == 1 and (cache / "place_route").stat().st_mode & 0o077 == 0
 
 
-def test_an_unknown_part_lists_the_known_ones_and_writes_nothing(placed):
-    folder, cache, _ = placed
-    report = folder / "place_route" / "report.json"
-    before = report.read_bytes()
+def test_an_unknown_part_lists_the_known_ones_and_writes_nothing(unplaced):
+    folder, cache = unplaced
     result = place_route(folder, cache, "--part", "LFE5U-65F-6BG381C")
     assert result.returncode == 2 and "LFE5U-85F-6BG381C" in result.stderr
-    assert report.read_bytes() == before
+    assert not (folder / "place_route").exists()
 
 
 def tools_of(folder: Path) -> list[str]:
@@ -131,8 +139,8 @@ def test_sigterm_while_placing_stops_nextpnr_and_writes_no_result(placed, tmp_pa
     assert tools_of(folder / "place_route" / "run") == []
 
 
-def test_a_shared_cache_folder_is_refused_with_exit_2(placed, tmp_path):
-    folder, _, _ = placed
+def test_a_shared_cache_folder_is_refused_with_exit_2(unplaced, tmp_path):
+    folder, _ = unplaced
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
