@@ -79,6 +79,7 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
 def print_result(data: dict[str, Any]) -> None:
     """The bitstream, the clock against the Fmax reached, the resources used."""
     from brainsmith.cli.output import console
+    from brainsmith.cli.place_route import print_resources
 
     out = console()
     out.print(
@@ -88,14 +89,7 @@ def print_result(data: dict[str, Any]) -> None:
     for name, mhz in sorted(data["fmax_mhz"].items()):
         verdict = "met" if mhz >= clock else "NOT met: ask a lower --mhz"
         out.print(f"{name}: {mhz:.1f} MHz reached, {clock:.6g} MHz made: {verdict}", markup=False)
-    for name, counts in sorted(data["resources"].items()):
-        if counts["used"]:
-            share = 100.0 * counts["used"] / counts["available"] if counts["available"] else 0.0
-            out.print(
-                f"  {name:<16} {counts['used']:>8,} of {counts['available']:>8,} ({share:.1f} %)",
-                markup=False,
-            )
-    timing = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in data["seconds"].items())
+    timing = print_resources(out, data)
     out.print(
         f"{data['board']} ({data['part']}), UART {data['baud']} baud, "
         f"{data['in_words']} words in and {data['out_words']} out a frame; {timing}"

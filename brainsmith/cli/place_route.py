@@ -86,14 +86,7 @@ def print_result(data: dict[str, Any]) -> None:
             f"({1000 / constraint:.3g} ns): {verdict}",
             markup=False,
         )
-    for name, counts in sorted(data["resources"].items()):
-        if counts["used"]:
-            share = 100.0 * counts["used"] / counts["available"] if counts["available"] else 0.0
-            out.print(
-                f"  {name:<16} {counts['used']:>8,} of {counts['available']:>8,} ({share:.1f} %)",
-                markup=False,
-            )
-    timing = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in data["seconds"].items())
+    timing = print_resources(out, data)
     cached = " (cached)" if data["cached"] else ""
     out.print(
         f"{data['part']}, {data.get('placed', 'out of context')}; {timing}{cached}; "
@@ -101,3 +94,16 @@ def print_result(data: dict[str, Any]) -> None:
         markup=False,
         soft_wrap=True,
     )
+
+
+def print_resources(out: Any, data: dict[str, Any]) -> str:
+    """Each resource the router counts used, of the part's; returns the seconds per stage as
+    one line's text."""
+    for name, counts in sorted(data["resources"].items()):
+        if counts["used"]:
+            share = 100.0 * counts["used"] / counts["available"] if counts["available"] else 0.0
+            out.print(
+                f"  {name:<16} {counts['used']:>8,} of {counts['available']:>8,} ({share:.1f} %)",
+                markup=False,
+            )
+    return ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in data["seconds"].items())
