@@ -44,6 +44,8 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.explore --runs 3
 	@$(PY) -m benchmarks.rtlsim
 	@$(PY) -m benchmarks.synth
+	@$(PY) -m benchmarks.place_route
+	@$(PY) -m benchmarks.bitstream
 	@$(PY) -m benchmarks.shared_index
 	@$(PY) -m benchmarks.first_hour
 	@$(PY) -m benchmarks.run
