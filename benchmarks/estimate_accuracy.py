@@ -74,11 +74,15 @@ def networks(folder: Path, names: tuple[str, ...] = DEFAULT) -> dict[str, list[s
 
 
 def build(arguments: list[str], part: str, out: Path) -> dict:
-    """One fresh ``brainsmith build`` with synthesis; its report.json and wall seconds."""
+    """One fresh ``brainsmith build`` with synthesis; its report.json and wall seconds. The
+    build imports this checkout's brainsmith (the environment's may be another worktree's)."""
     argv = [str(BIN / "brainsmith"), "build", *arguments, "--prefer", "rtl", "--part", part,
             "--synth", "--verify", "none", "-o", str(out)]  # fmt: skip
+    path = os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))
     began = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path}
+    )
     if done.returncode:
         raise SystemExit(f"{shlex.join(argv)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     report: dict = json.loads((out / "report.json").read_text())
