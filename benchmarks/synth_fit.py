@@ -119,12 +119,20 @@ def mvau(mw: int, mh: int, simd: int, pe: int, wbits: int, abits: int):
 
 
 def thresholding(
-    channels: int, pe: int, ibits: int, obits: int, floats: bool = False, shared: bool = False
+    channels: int,
+    pe: int,
+    ibits: int,
+    obits: int,
+    floats: bool = False,
+    shared: bool = False,
+    po2: bool = False,
 ):
     """FINN's RTL thresholds: ``floats`` takes float32 inputs (a float network's input
     quantizer), ``shared`` one row of thresholds for every channel (a per-tensor scale).
     The thresholds are a trained network's: a uniform quantizer's, evenly spaced, with a
-    random scale and offset per row (a folded batch norm's)."""
+    random scale and offset per row (a folded batch norm's); ``po2``: Brevitas' input
+    quantizer of a power-of-two scale, ``(k - N / 2) / 2**(obits - 1)`` (README's
+    quick-start network), whose float thresholds have few mantissa bits."""
     idt, odt, steps = f"INT{ibits}", f"UINT{obits}", 2**obits - 1
     rows = 1 if shared else channels
     top = 4.0 if floats else float(2 ** (ibits - 1) - 1)
@@ -133,6 +141,9 @@ def thresholding(
     thresholds = offset + scale * (np.arange(steps) - steps / 2 + 0.5)
     bounded = np.clip(np.round(thresholds), -top - 1, top)  # within the input's type
     thresholds = thresholds.astype(np.float32) if floats else bounded
+    if po2:
+        thresholds = np.tile((np.arange(steps) - steps / 2) / 2 ** (obits - 1), (rows, 1))
+        thresholds = thresholds.astype(np.float32)
     idt = "FLOAT32" if floats else idt
     return _model(
         "Thresholding", [("x", [1, channels])], [("y", [1, channels])], {"x": idt, "t": idt},
@@ -330,6 +341,31 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
             (8, 1, 32, 6, True, False, True),
             (32, 1, 17, 4, False, False, True),
         )
+    ]
+    + [  # memories of every depth: constant (one word), LUT-RAM of 1 to 8 LUTs per bit
+        ({"channels": c, "pe": p, "ibits": i, "obits": o, "floats": f, "shared": h}, held)
+        for c, p, i, o, f, h, held in (
+            (64, 1, 32, 4, True, True, False),
+            (16, 16, 8, 4, False, False, False),
+            (64, 1, 8, 4, False, False, False),
+            (32, 4, 8, 6, False, False, True),
+            (16, 2, 32, 2, True, True, True),
+        )
+    ]
+    + [  # a power-of-two scale's float thresholds (Brevitas' input quantizer)
+        (
+            {
+                "channels": c,
+                "pe": 1,
+                "ibits": 32,
+                "obits": o,
+                "floats": True,
+                "shared": True,
+                "po2": True,
+            },
+            held,
+        )
+        for c, o, held in ((64, 8, False), (32, 6, True))
     ],
     "ConvolutionInputGenerator_rtl": [
         ({"channels": c, "simd": s, "kernel": k, "dim": d, "bits": b}, held)
@@ -858,10 +894,21 @@ def section(data: dict) -> list[str]:
         "The LUT models of Thresholding_rtl, ConvolutionInputGenerator_rtl, "
         "StreamingDataWidthConverter_rtl and StreamingFIFO_rtl are the report's in place of "
         "FINN's (`rtl_costs.REPLACED`; the folding search keeps FINN's). Thresholding_rtl is "
-        "swept with a trained network's thresholds (evenly spaced per row), float32 inputs "
-        "and thresholds shared by every channel (a per-tensor scale: `threshold_rows` is then "
-        "the PE count); FINN counts its threshold memory as LUT-RAM, once per channel. Of its "
-        "points, 9 of 11 are within 25 %.",
+        "swept with a trained network's thresholds (evenly spaced per row), float32 inputs, "
+        "thresholds shared by every channel (a per-tensor scale, which FINN builds as PE "
+        "channels) and Brevitas' power-of-two scale (`po2`); FINN counts its threshold memory "
+        "as LUT-RAM, once per channel. thresholding.sv searches in one stage per output bit, "
+        "each a comparator of the thresholds' width and a memory per PE of the thresholds "
+        "the stage compares with, 2^stage words per channel the PE serves. A memory of one or "
+        "two words is a constant or a bit of the address, and a bit the same in every word a "
+        "constant: the model counts per threshold bit a comparator per stage, and of the "
+        "deeper memories the bits that differ between words (`memory_bits`, a LUT each up to "
+        "64 words; `deep_bits` once per further 64 words), read from the layer's thresholds. "
+        "The model before (comparators of the input's width per stage, and the thresholds' "
+        "bits) counted every stage's memory alike: the MLP's input quantizer (15 float "
+        "thresholds shared by 64 channels, 4 stages whose memories hold 1 to 8 words) was "
+        "53 % over, its sweep point 49 %, and a power-of-two scale's float thresholds (`po2`, "
+        "few mantissa bits, as README's quick-start network has them) 44 % over.",
         "",
         "fifo.sv picks its storage by depth, width and `ram_style` (FINN's `get_ram_style`): "
         "a shift register up to 33 words (64 below 12 bits), which Yosys builds of flip-flops "
