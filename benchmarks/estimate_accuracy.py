@@ -249,6 +249,7 @@ def section(data: dict) -> list[str]:
             f"| {_percent(err['LUT'])} | {was['LUT']} | {_count(est['DSP'])} / "
             f"{_count(yos['DSP'])} | {_percent(err['DSP'])} | {was['DSP']} |"
         )
+    lines += ["", *_off(data["runs"])]
     lines += [
         "",
         "Per layer (estimate by `estimated_by`, Yosys' count):",
@@ -274,6 +275,28 @@ def section(data: dict) -> list[str]:
         f"{per_frame * 1e9:,.0f} ns per frame on this machine.",
     ]
     return lines
+
+
+def _off(runs: list[dict], bound: float = 0.25) -> list[str]:
+    """The layers whose LUT estimate is more than ``bound`` off Yosys' count, by kind."""
+    kinds: dict[str, list[str]] = {}
+    for run in runs:
+        for layer in run["layers"]:
+            found = error(layer["estimate"]["LUT"], layer["yosys"]["LUT"])
+            if found is not None and abs(found) > bound:
+                kinds.setdefault(layer["kind"], []).append(
+                    f"{run['network']} {run['family']} {layer['name']} "
+                    f"{_count(layer['estimate']['LUT'])} / {layer['yosys']['LUT']:,} "
+                    f"({_percent(found)})"
+                )
+    if not kinds:
+        return [f"Every layer's LUT estimate is within {100 * bound:.0f} % of Yosys' count."]
+    return [
+        f"Layers whose LUT estimate is more than {100 * bound:.0f} % off Yosys' count "
+        "(estimate / count):",
+        "",
+        *(f"- {kind}: {'; '.join(found)}" for kind, found in kinds.items()),
+    ]
 
 
 def main() -> int:
