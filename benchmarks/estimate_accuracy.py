@@ -10,7 +10,11 @@ the synthesised layers (the numbers the build's summary prints). Also the host's
 quick-start network's float input quantizer (the layer ``Thresholding_rtl_0`` otherwise
 builds), to compare with what it costs in hardware.
 
-    .venv/bin/python -m benchmarks.estimate_accuracy [--before OLD.json]
+    .venv/bin/python -m benchmarks.estimate_accuracy [--before OLD.json] [--networks ...]
+
+``--networks cnv conv_pad residual`` measures the shipped networks held out of every fit
+(``examples/models/<name>.onnx`` with ``blueprints/<name>.yaml``) instead; the runs of
+networks not measured are kept from the previous results, each with its own load and time.
 
 Writes benchmarks/results/estimate_accuracy.json (every layer's estimate and count, the
 totals, the load, the machine) and its section of benchmarks/RESULTS.md (with ``--before``:
@@ -41,6 +45,10 @@ HEADING = "## Estimates against Yosys on the first screen (python -m benchmarks.
 BIN = Path(sys.executable).parent
 PARTS = {"7-series": "xc7z020clg400-1", "UltraScale+": "xczu7ev-ffvc1156-2-e"}
 KEYS = ("LUT", "DSP")
+# the shipped networks and their blueprints: the MLP, and networks held out of every fit
+SHIPPED = {"mlp_4bit": "mlp", "cnv": "cnv", "conv_pad": "conv_pad", "residual": "residual"}
+DEFAULT = ("quick_start", "mlp_4bit")
+HELD_OUT = ("cnv", "conv_pad", "residual")
 
 
 def quick_start_python() -> str:
@@ -51,25 +59,30 @@ def quick_start_python() -> str:
     return python
 
 
-def networks(folder: Path) -> dict[str, list[str]]:
-    """Each network's model and blueprint arguments (the quick-start one exported here)."""
-    subprocess.run([sys.executable, "-c", quick_start_python()], cwd=folder, check=True,
-                   capture_output=True)  # fmt: skip
-    return {
-        "quick_start": [str(folder / "my_net.onnx")],
-        "mlp_4bit": [
-            str(REPO / "examples" / "models" / "mlp_4bit.onnx"),
-            str(REPO / "blueprints" / "mlp.yaml"),
-        ],
-    }
+def networks(folder: Path, names: tuple[str, ...] = DEFAULT) -> dict[str, list[str]]:
+    """Each of ``names``' model and blueprint arguments (the quick-start one exported here)."""
+    if "quick_start" in names:
+        subprocess.run([sys.executable, "-c", quick_start_python()], cwd=folder, check=True,
+                       capture_output=True)  # fmt: skip
+    found = {"quick_start": [str(folder / "my_net.onnx")]}
+    for name, blueprint in SHIPPED.items():
+        found[name] = [
+            str(REPO / "examples" / "models" / f"{name}.onnx"),
+            str(REPO / "blueprints" / f"{blueprint}.yaml"),
+        ]
+    return {name: found[name] for name in names}
 
 
 def build(arguments: list[str], part: str, out: Path) -> dict:
-    """One fresh ``brainsmith build`` with synthesis; its report.json and wall seconds."""
+    """One fresh ``brainsmith build`` with synthesis; its report.json and wall seconds. The
+    build imports this checkout's brainsmith (the environment's may be another worktree's)."""
     argv = [str(BIN / "brainsmith"), "build", *arguments, "--prefer", "rtl", "--part", part,
             "--synth", "--verify", "none", "-o", str(out)]  # fmt: skip
+    path = os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))
     began = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path}
+    )
     if done.returncode:
         raise SystemExit(f"{shlex.join(argv)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     report: dict = json.loads((out / "report.json").read_text())
@@ -120,12 +133,14 @@ def host_quantizer_seconds(frames: int = 100_000) -> float:
     return (time.perf_counter() - began) / frames
 
 
-def measure() -> dict:
+def measure(names: tuple[str, ...] = DEFAULT) -> dict:
+    """Build and synthesise ``names`` for each part, one fresh process at a time."""
     results: list[dict] = []
     record: dict = {}
+    measured = time.strftime("%Y-%m-%d %H:%M:%S")
     with tempfile.TemporaryDirectory(prefix="brainsmith-bench-") as tmp:
         folder = Path(tmp)
-        found = networks(folder)
+        found = networks(folder, names)
         with watching_load(record):
             for network, arguments in found.items():
                 for family, part in PARTS.items():
@@ -136,6 +151,7 @@ def measure() -> dict:
                             "network": network,
                             "family": family,
                             "part": part,
+                            "held_out": network in HELD_OUT,
                             "seconds": run["seconds"],
                             "layers": layers(report),
                             "estimated": {k: synthesis["estimated"].get(k) for k in KEYS},
@@ -144,14 +160,34 @@ def measure() -> dict:
                         }
                     )
                     print(network, family, results[-1]["estimated"], results[-1]["yosys"])
+    for run in results:  # each run's conditions, kept where later runs measure others
+        run["load"], run["measured"] = record, measured
     return {
         "benchmark": "estimate_accuracy",
         "runs": results,
         "host_quantizer_s_per_frame": host_quantizer_seconds(),
         "load": record,
         "machine": machine_info(),
-        "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "measured": measured,
     }
+
+
+def merged(data: dict, earlier: dict) -> dict:
+    """``data`` with ``earlier``'s runs of the networks ``data`` did not measure (each run
+    keeps its own load and time), in the order of ``DEFAULT`` and ``HELD_OUT``."""
+    fresh = {run["network"] for run in data["runs"]}
+    kept = [
+        {
+            **run,
+            "load": run.get("load", earlier["load"]),
+            "measured": run.get("measured", earlier["measured"]),
+        }
+        for run in earlier["runs"]
+        if run["network"] not in fresh
+    ]
+    order = {name: index for index, name in enumerate((*DEFAULT, *HELD_OUT))}
+    runs = sorted([*kept, *data["runs"]], key=lambda run: order.get(run["network"], len(order)))
+    return {**data, "runs": runs}
 
 
 def _percent(value: float | None) -> str:
@@ -164,18 +200,35 @@ def _count(value: float | None) -> str:
 
 def section(data: dict) -> list[str]:
     """The RESULTS.md section of ``data``."""
-    machine, load = data["machine"], data["load"]
+    machine = data["machine"]
+    batches: dict[str, dict] = {}  # each time runs were measured: its networks and load
+    for run in data["runs"]:
+        batch = batches.setdefault(run.get("measured", data["measured"]), {"networks": []})
+        batch["load"] = run.get("load", data["load"])
+        if run["network"] not in batch["networks"]:
+            batch["networks"].append(run["network"])
+    conditions = "; ".join(
+        f"{', '.join(batch['networks'])} measured {when}, 1-minute load average "
+        f"{batch['load'].get('load_before', '?')} before, {batch['load'].get('load_after', '?')} "
+        "after"
+        for when, batch in batches.items()
+    )
+    held_out = sorted({run["network"] for run in data["runs"] if run.get("held_out")})
     lines = [
         HEADING,
         "",
-        "README's quick-start network and the shipped 4-bit MLP (`blueprints/mlp.yaml`), each "
-        "built with `--prefer rtl --synth --verify none` for a 7-series and an UltraScale+ "
-        "part, one fresh process at a time; Yosys (`synth_xilinx`, out of context) counts "
-        "every RTL layer. The estimate is the build's (report.json, the summary's "
+        "README's quick-start network and the shipped 4-bit MLP (`blueprints/mlp.yaml`)"
+        + (
+            f", and the shipped networks no model was fitted to ({', '.join(held_out)}: "
+            "`examples/models/<name>.onnx` with `blueprints/<name>.yaml`)"
+            if held_out
+            else ""
+        )
+        + ", each built with `--prefer rtl --synth --verify none` for a 7-series and an "
+        "UltraScale+ part, one fresh process at a time; Yosys (`synth_xilinx`, out of context) "
+        "counts every RTL layer. The estimate is the build's (report.json, the summary's "
         "`estimated ... for the same layers`); the error is (estimate - count) / count. "
-        f"{machine['cpu_count']} cores ({machine['cpu']}); 1-minute load average "
-        f"{load.get('load_before', '?')} before, {load.get('load_after', '?')} after; "
-        f"measured {data['measured']}.",
+        f"{machine['cpu_count']} cores ({machine['cpu']}); {conditions}.",
         "",
         "| network | part | LUT estimate / Yosys | error | before | DSP estimate / Yosys "
         "| error | before |",
@@ -196,6 +249,7 @@ def section(data: dict) -> list[str]:
             f"| {_percent(err['LUT'])} | {was['LUT']} | {_count(est['DSP'])} / "
             f"{_count(yos['DSP'])} | {_percent(err['DSP'])} | {was['DSP']} |"
         )
+    lines += ["", *_off(data["runs"])]
     lines += [
         "",
         "Per layer (estimate by `estimated_by`, Yosys' count):",
@@ -223,11 +277,39 @@ def section(data: dict) -> list[str]:
     return lines
 
 
+def _off(runs: list[dict], bound: float = 0.25) -> list[str]:
+    """The layers whose LUT estimate is more than ``bound`` off Yosys' count, by kind."""
+    kinds: dict[str, list[str]] = {}
+    for run in runs:
+        for layer in run["layers"]:
+            found = error(layer["estimate"]["LUT"], layer["yosys"]["LUT"])
+            if found is not None and abs(found) > bound:
+                kinds.setdefault(layer["kind"], []).append(
+                    f"{run['network']} {run['family']} {layer['name']} "
+                    f"{_count(layer['estimate']['LUT'])} / {layer['yosys']['LUT']:,} "
+                    f"({_percent(found)})"
+                )
+    if not kinds:
+        return [f"Every layer's LUT estimate is within {100 * bound:.0f} % of Yosys' count."]
+    return [
+        f"Layers whose LUT estimate is more than {100 * bound:.0f} % off Yosys' count "
+        "(estimate / count):",
+        "",
+        *(f"- {kind}: {'; '.join(found)}" for kind, found in kinds.items()),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="an earlier run's results, to compare")
+    parser.add_argument(
+        "--networks", nargs="+", default=list(DEFAULT), choices=["quick_start", *SHIPPED],
+        help="networks to measure (the others' runs are kept from the previous results)",
+    )  # fmt: skip
     args = parser.parse_args()
-    data = measure()
+    data = measure(tuple(args.networks))
+    if RESULT.exists():
+        data = merged(data, json.loads(RESULT.read_text()))
     if args.before:
         earlier = json.loads(args.before.read_text())
         data["before"] = [

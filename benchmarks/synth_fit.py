@@ -119,25 +119,40 @@ def mvau(mw: int, mh: int, simd: int, pe: int, wbits: int, abits: int):
 
 
 def thresholding(
-    channels: int, pe: int, ibits: int, obits: int, floats: bool = False, shared: bool = False
+    channels: int,
+    pe: int,
+    ibits: int,
+    obits: int,
+    floats: bool = False,
+    shared: bool = False,
+    po2: bool = False,
+    tbits: int = 0,
 ):
     """FINN's RTL thresholds: ``floats`` takes float32 inputs (a float network's input
     quantizer), ``shared`` one row of thresholds for every channel (a per-tensor scale).
     The thresholds are a trained network's: a uniform quantizer's, evenly spaced, with a
-    random scale and offset per row (a folded batch norm's)."""
+    random scale and offset per row (a folded batch norm's); ``po2``: Brevitas' input
+    quantizer of a power-of-two scale, ``(k - N / 2) / 2**(obits - 1)`` (README's
+    quick-start network), whose float thresholds have few mantissa bits; ``tbits``:
+    thresholds narrower than the input (a layer whose thresholds span less than its input's
+    range: the RTL saturates the input to the thresholds' width)."""
     idt, odt, steps = f"INT{ibits}", f"UINT{obits}", 2**obits - 1
+    tdt = f"INT{tbits}" if tbits else idt
     rows = 1 if shared else channels
-    top = 4.0 if floats else float(2 ** (ibits - 1) - 1)
+    top = 4.0 if floats else float(2 ** ((tbits or ibits) - 1) - 1)
     scale = np.random.uniform(0.2, 1.0, [rows, 1]) * 2 * top / (steps + 1)
     offset = np.random.uniform(-0.5, 0.5, [rows, 1]) * scale * steps / 4
     thresholds = offset + scale * (np.arange(steps) - steps / 2 + 0.5)
-    bounded = np.clip(np.round(thresholds), -top - 1, top)  # within the input's type
+    bounded = np.clip(np.round(thresholds), -top - 1, top)  # within the thresholds' type
     thresholds = thresholds.astype(np.float32) if floats else bounded
-    idt = "FLOAT32" if floats else idt
+    if po2:
+        thresholds = np.tile((np.arange(steps) - steps / 2) / 2 ** (obits - 1), (rows, 1))
+        thresholds = thresholds.astype(np.float32)
+    idt, tdt = ("FLOAT32", "FLOAT32") if floats else (idt, tdt)
     return _model(
-        "Thresholding", [("x", [1, channels])], [("y", [1, channels])], {"x": idt, "t": idt},
+        "Thresholding", [("x", [1, channels])], [("y", [1, channels])], {"x": idt, "t": tdt},
         {"t": thresholds}, NumChannels=channels, PE=pe, numSteps=steps, inputDataType=idt,
-        weightDataType=idt, outputDataType=odt, numInputVectors=[1],
+        weightDataType=tdt, outputDataType=odt, numInputVectors=[1],
     )  # fmt: skip
 
 
@@ -329,6 +344,42 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
             (32, 1, 16, 8, False, True, False),
             (8, 1, 32, 6, True, False, True),
             (32, 1, 17, 4, False, False, True),
+        )
+    ]
+    + [  # memories of every depth: constant (one word), LUT-RAM of 1 to 8 LUTs per bit
+        ({"channels": c, "pe": p, "ibits": i, "obits": o, "floats": f, "shared": h}, held)
+        for c, p, i, o, f, h, held in (
+            (64, 1, 32, 4, True, True, False),
+            (16, 16, 8, 4, False, False, False),
+            (64, 1, 8, 4, False, False, False),
+            (32, 4, 8, 6, False, False, True),
+            (16, 2, 32, 2, True, True, True),
+        )
+    ]
+    + [  # a power-of-two scale's float thresholds (Brevitas' input quantizer)
+        (
+            {
+                "channels": c,
+                "pe": 1,
+                "ibits": 32,
+                "obits": o,
+                "floats": True,
+                "shared": True,
+                "po2": True,
+            },
+            held,
+        )
+        for c, o, held in ((64, 8, False), (32, 6, True))
+    ]
+    + [  # small layers, and thresholds narrower than the input (which the RTL saturates)
+        ({"channels": c, "pe": p, "ibits": i, "obits": o, "shared": h, "tbits": t}, held)
+        for c, p, i, o, h, t, held in (
+            (8, 1, 4, 4, False, 0, False),
+            (8, 1, 5, 4, True, 0, False),
+            (8, 1, 13, 4, False, 10, False),
+            (16, 4, 12, 3, False, 8, False),
+            (8, 1, 4, 4, True, 0, True),
+            (32, 2, 12, 4, False, 9, True),
         )
     ],
     "ConvolutionInputGenerator_rtl": [
@@ -858,10 +909,25 @@ def section(data: dict) -> list[str]:
         "The LUT models of Thresholding_rtl, ConvolutionInputGenerator_rtl, "
         "StreamingDataWidthConverter_rtl and StreamingFIFO_rtl are the report's in place of "
         "FINN's (`rtl_costs.REPLACED`; the folding search keeps FINN's). Thresholding_rtl is "
-        "swept with a trained network's thresholds (evenly spaced per row), float32 inputs "
-        "and thresholds shared by every channel (a per-tensor scale: `threshold_rows` is then "
-        "the PE count); FINN counts its threshold memory as LUT-RAM, once per channel. Of its "
-        "points, 9 of 11 are within 25 %.",
+        "swept with a trained network's thresholds (evenly spaced per row), float32 inputs, "
+        "thresholds shared by every channel (a per-tensor scale, which FINN builds as PE "
+        "channels) and Brevitas' power-of-two scale (`po2`); FINN counts its threshold memory "
+        "as LUT-RAM, once per channel. thresholding.sv searches in one stage per output bit, "
+        "each a comparator of the thresholds' width and a memory per PE of the thresholds "
+        "the stage compares with, 2^stage words per channel the PE serves. A memory of one or "
+        "two words is a constant or a bit of the address, and a bit the same in every word a "
+        "constant: the model counts per threshold bit a comparator per stage, against such a "
+        "constant (`constant_stages`) or a memory (`memory_stages`), the memories' bits that "
+        "differ between words (`memory_bits`, a LUT each up to 64 words; `deep_bits` once per "
+        "further 64 words), read from the layer's thresholds, the input's saturation to "
+        "thresholds narrower than it (`saturated`) and the control. The model before "
+        "(comparators of the input's width per stage, the thresholds' bits and a constant) "
+        "counted every stage's memory alike and every bit as stored: 6 of these 24 points "
+        "beyond 25 %, the MLP's input quantizer (15 float thresholds shared by 64 channels, 4 "
+        "stages whose memories hold 1 to 8 words) 53 % over, its sweep point 49 %, a "
+        "power-of-two scale's float thresholds (`po2`, few mantissa bits, as README's "
+        "quick-start network has them) 44 %. Now 23 of 24 are within 21 %, and 8 PEs of 2-bit "
+        "outputs 26 % over.",
         "",
         "fifo.sv picks its storage by depth, width and `ram_style` (FINN's `get_ram_style`): "
         "a shift register up to 33 words (64 below 12 bits), which Yosys builds of flip-flops "

@@ -1,8 +1,9 @@
 """The first screen's LUT and DSP estimates against Yosys' counts committed by
 ``benchmarks/estimate_accuracy.py`` (README's quick-start network and the shipped MLP, on a
-7-series and an UltraScale+ part) and ``benchmarks/synth_fit.py`` (single layers): each
-network's LUT and DSP estimates within 15 % of Yosys, every layer's DSPs and a 7-series
-matrix layer's as Yosys counts them, thresholds within 30 %; and one layer synthesised
+7-series and an UltraScale+ part; the shipped networks held out of every fit in make
+test-wide) and ``benchmarks/synth_fit.py`` (single layers): each network's LUT and DSP
+estimates within 15 % of Yosys, every layer's DSPs and a 7-series matrix layer's as Yosys
+counts them, thresholds within 26 % (the sweep's and the networks'); and one layer synthesised
 here."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def exported(tmp_path_factory) -> dict[str, list[str]]:
     """The networks' build arguments (README's quick-start network exported here)."""
     from benchmarks.estimate_accuracy import networks
 
-    return networks(tmp_path_factory.mktemp("networks"))
+    return networks(tmp_path_factory.mktemp("networks"), tuple(dict.fromkeys(n for n, _ in RUNS)))
 
 
 def built(exported: dict[str, list[str]], network: str, part: str, folder: Path) -> dict:
@@ -40,13 +41,25 @@ def built(exported: dict[str, list[str]], network: str, part: str, folder: Path)
     return report
 
 
-@pytest.mark.parametrize("network, part", sorted(RUNS))
+@pytest.mark.parametrize(
+    "network, part",
+    [  # the networks held out of every fit (CNV and the others) in make test-wide
+        pytest.param(*key, marks=[pytest.mark.wide] if RUNS[key].get("held_out") else [])
+        for key in sorted(RUNS)
+    ],
+)
 def test_a_network_s_estimate_is_within_15_percent_of_yosys(hub, exported, tmp_path, network, part):
     run = RUNS[(network, part)]
     report = built(exported, network, part, tmp_path / "out")
     estimates = {layer["name"]: layer for layer in report["layers"]}
     for layer in run["layers"]:  # each layer's DSPs as Yosys counts them
         assert estimates[layer["name"]]["DSP"] == layer["yosys"]["DSP"], layer
+    for layer in (x for x in run["layers"] if x["kind"] == "Thresholding_rtl"):
+        # within 26 %: the MLP's input quantizer (15 float thresholds shared by 64 channels,
+        # memories of 1 to 8 words) was 230 LUTs against 150 before the memories' depth and
+        # differing bits were counted, now 188 (+25 %)
+        estimated, measured = estimates[layer["name"]]["LUT"], layer["yosys"]["LUT"]
+        assert abs(estimated - measured) <= 0.26 * measured, (layer["name"], estimated)
     for key in ("DSP", "LUT"):
         measured = sum(layer["yosys"][key] for layer in run["layers"])
         estimated = sum(estimates[layer["name"]][key] for layer in run["layers"])
@@ -92,18 +105,20 @@ def report_luts(model) -> float:
     return float(found.get("LUT", layer.lut_estimation("xczu7ev-ffvc1156-2-e")))
 
 
-def test_every_thresholding_layer_of_the_sweep_is_within_30_percent_of_yosys(hub):
-    """Integer and float inputs, thresholds per channel and shared (synth_fit.json's counts):
-    9 of 11 within 25 %, the others 26 % and 27 % off. FINN's estimate is its threshold memory
-    in LUT-RAM, up to 15x the count (a float input's 255 thresholds shared by every channel,
+def test_every_thresholding_layer_of_the_sweep_is_within_26_percent_of_yosys(hub):
+    """Integer and float inputs, thresholds per channel and shared, random and power-of-two
+    scales, thresholds narrower than the input, memories of one word to 8 LUTs per bit, small
+    layers (synth_fit.json's counts): 23 of 24 within 21 %, 8 PEs of 2-bit outputs 26 % over
+    (the model before: 6 beyond 25 %, up to +104 %). FINN's estimate is its threshold memory
+    in LUT-RAM, up to 22x the count (a float input's 255 thresholds shared by every channel,
     which FINN counts once per channel)."""
     sweep = json.loads((REPO / "benchmarks" / "results" / "synth_fit.json").read_text())
     points = [p for p in sweep["points"] if p["kind"] == "Thresholding_rtl"]
-    assert any(p["attributes"].get("floats") for p in points)
+    assert any(p["attributes"].get("po2") for p in points) and len(points) >= 24
     for index, point in enumerate(points):
         estimated = report_luts(thresholds_layer(point["attributes"], index))
         measured = point["counts"]["LUT"]
-        assert abs(estimated - measured) <= 0.30 * measured, (point["attributes"], estimated)
+        assert abs(estimated - measured) <= 0.26 * measured, (point["attributes"], estimated)
 
 
 def test_a_float_input_s_thresholds_synthesised_here_are_within_25_percent(hub, tmp_path):

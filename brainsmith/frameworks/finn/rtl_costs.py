@@ -30,6 +30,11 @@ Elsewhere FINN's estimates stay where FINN has a model. The terms:
   size and first dimension; ``ifm_width``: the input's width in pixels; ``streams``: the
   output streams; ``row_bits``: the bits of one input row (pixels x channels x input bits),
   ``element_row_bits`` the same where a DepthToSpace reads them by element (else 0);
+- a threshold layer's binary search (``thresholding.sv``): ``t_bits`` the thresholds' width,
+  a comparator per output bit against a memory of one or two words (``constant_stages``) or
+  more (``memory_stages``), ``memory_bits`` and ``deep_bits`` the bits of the deeper memories
+  that differ between their words (read from the layer's thresholds), once and once per
+  further 64 words, ``saturated`` thresholds narrower than the input;
 - a FIFO's storage as ``fifo.sv`` picks it by depth, width and ``ram_style``: the indicators
   ``srl`` (shift register), ``lutram`` (LUT-RAM) and ``bram`` (block RAM or UltraRAM), so that
   each storage has its own constant and slope; ``fifo_width`` the stream's width padded to
@@ -70,7 +75,14 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {"LUT": ("PE*SIMD", "PE*SIMD*w_bits", "PE*SIMD*in_bits", "PE*acc_bits", "1")},
     "Thresholding_rtl": {
         "DSP": ("1",),
-        "LUT": ("PE*in_bits*out_bits", "threshold_rows*out_bits*t_bits", "1"),
+        "LUT": (
+            "PE*t_bits*constant_stages",
+            "PE*t_bits*memory_stages",
+            "memory_bits",
+            "deep_bits",
+            "PE*t_bits*saturated",
+            "1",
+        ),
     },
     "ConvolutionInputGenerator_rtl": {
         "DSP": ("1",),
@@ -261,10 +273,8 @@ def _name(layer: Any, name: str, graph: Any = None) -> float:
     types = layer.get_nodeattr_types()
     if name == "1":
         return 1.0
-    if name == "threshold_rows":  # rows of thresholds: one per PE where all share one
-        found = None if graph is None else graph.get_initializer(layer.onnx_node.input[1])
-        shared = found is not None and found.ndim == 2 and found.shape[0] == 1
-        return float(layer.get_nodeattr("PE" if shared else "NumChannels"))
+    if name in ("constant_stages", "memory_stages", "memory_bits", "deep_bits", "saturated"):
+        return _threshold_memories(layer, graph, name)
     if name in ("PE", "SIMD", "K"):
         return float(layer.get_nodeattr(name)) if name in types else 1.0
     if name in ("in_bits", "w_bits", "acc_bits", "out_bits", "t_bits"):
@@ -318,6 +328,59 @@ def _fifo(layer: Any, name: str) -> float:
     if style == "distributed":
         return float(2 ** math.ceil(math.log2(max(depth - 1, 1))))
     return float(2**low + (2**high if high else 0))
+
+
+def _threshold_memories(layer: Any, graph: Any, name: str) -> float:
+    """thresholding.sv's binary search: a stage per output bit (``clog2(N + 1)`` for N
+    thresholds), each a comparator of the thresholds' width (``t_bits``) and a memory per
+    PE of the thresholds the stage compares with, ``2**stage`` words per channel the PE
+    serves (one row where every channel shares one, which FINN builds as PE channels). A
+    memory of one or two words is a constant or a bit of the address (``constant_stages``;
+    ``memory_stages`` the others), and a bit the same in every word a constant:
+    ``memory_bits`` are the bits of the deeper memories that differ between their words (a
+    LUT each up to 64 words), ``deep_bits`` those bits once per further 64 words; without the
+    thresholds (``graph``), every bit differs. ``saturated``: integer thresholds narrower than
+    the input, to whose range the RTL saturates the input."""
+    import numpy as np
+    from qonnx.core.datatype import DataType
+
+    steps = int(layer.get_nodeattr("numSteps"))
+    stages = math.ceil(math.log2(steps + 1))
+    pe, channels = layer.get_nodeattr("PE"), layer.get_nodeattr("NumChannels")
+    kind = DataType[layer.get_nodeattr("weightDataType")]
+    bits = kind.bitwidth()
+    if name == "saturated":
+        return float(kind.is_integer() and _bits(layer, "in_bits") > bits)
+    found = None if graph is None else graph.get_initializer(layer.onnx_node.input[1])
+    rows = None if found is None else np.asarray(found).reshape(-1, found.shape[-1])
+    if rows is not None and rows.shape[0] == 1:  # shared: one row per PE
+        rows = np.repeat(rows, pe, axis=0)
+    fold = channels // pe if rows is None else rows.shape[0] // pe
+    deeper = sum(fold * 2**stage > 2 for stage in range(stages))
+    if name in ("constant_stages", "memory_stages"):
+        return float(deeper if name == "memory_stages" else stages - deeper)
+    total = 0.0
+    for stage in range(stages):
+        depth = fold * 2**stage
+        if depth <= 2:
+            continue
+        luts = 1 if name == "memory_bits" else math.ceil(depth / 64) - 1
+        if rows is None:
+            total += pe * bits * luts
+            continue
+        # the thresholds the stage compares with: the midpoints of its 2**stage intervals
+        columns = [(2 * j + 1) * 2 ** (stages - 1 - stage) - 1 for j in range(2**stage)]
+        columns = [c for c in columns if c < rows.shape[1]]
+        words = rows[:, columns]
+        if kind.is_integer():
+            words = words.astype(np.int64) & ((1 << bits) - 1)
+        else:
+            words = words.astype(np.float32).view(np.uint32).astype(np.int64)
+        for lane in range(pe):  # a PE's channels: every PE-th row
+            mine = words[lane::pe].reshape(-1)
+            differing = int(np.bitwise_or.reduce(mine ^ mine[0]))
+            total += bin(differing).count("1") * luts
+    return total
 
 
 def _memory_bits(depth: int) -> tuple[int, int]:
