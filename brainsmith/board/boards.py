@@ -24,6 +24,15 @@ BOARDS: dict[str, tuple[str, str, int]] = {
     "versa-ecp5-5g": ("versa_ecp5_5g", "VersaECP55GPlatform", 115_200),
     "ecp5-5g-evn": ("ecp5_5g_evn", "ECP55GEVNPlatform", 115_200),
 }
+# name -> openFPGALoader's name for the board (its src/board.hpp, doc/board-compatibility-list.md);
+# a board missing here has no entry of its own there, and brainsmith flash refuses it
+LOADER_BOARDS: dict[str, str] = {
+    "ulx3s-12f": "ulx3s",
+    "ulx3s-25f": "ulx3s",
+    "ulx3s-45f": "ulx3s",
+    "ulx3s-85f": "ulx3s",
+    "ecp5-5g-evn": "ecp5_evn",
+}
 GRADE = "C"  # amaranth names no temperature grade; timing is the same for C and I
 
 
@@ -140,4 +149,4 @@ def _pin(platform: Any, resource: Any, subsignal: str = "") -> Pin:
     return Pin(io.names[0], values, bool(io.invert))
 
 
-__all__ = ["BOARDS", "Board", "BoardError", "Pin", "board"]
+__all__ = ["BOARDS", "LOADER_BOARDS", "Board", "BoardError", "Pin", "board"]

@@ -35,6 +35,10 @@ COMMANDS = {
         "brainsmith.cli.bitstream:bitstream",
         "Make a whole all-RTL build into an ECP5 board's bitstream behind the UART host link.",
     ),
+    "flash": (
+        "brainsmith.cli.flash:flash",
+        "Load a build's bitstream onto its board with openFPGALoader (SRAM, or --flash).",
+    ),
     "run": (
         "brainsmith.cli.run:run",
         "Run a build's design on a board (or a simulated one) through the UART host link.",

@@ -1,0 +1,108 @@
+"""``brainsmith flash BUILD_DIR``: a build's bitstream (``BUILD_DIR/bitstream/<board>.bit``,
+described by ``BUILD_DIR/bitstream/report.json`` from ``brainsmith bitstream``, else by the
+``bitstream`` section of report.json from ``brainsmith build --bitstream``) loaded onto its board with openFPGALoader
+(``brainsmith.board.flash``), once the folder passed the gate and the file is the one the
+report's SHA-256 names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from typing import Any
+
+from brainsmith.commands.rtl_verification import FolderError
+
+RESULT = os.path.join("bitstream", "report.json")
+
+
+def flash_build_folder(
+    folder: str, *, to_flash: bool = False, cable: str | None = None, dry_run: bool = False
+) -> dict[str, Any]:
+    """Load ``folder``'s bitstream onto its board (SRAM, or flash with ``to_flash``); with
+    ``dry_run`` only the command. Returns the command, the bitstream, its board and SHA-256,
+    ``to_flash`` and what openFPGALoader printed (empty in a dry run). FolderError (``exit_code`` 2: no usable bitstream, no
+    openFPGALoader; 1: openFPGALoader failed)."""
+    from brainsmith.board.flash import FlashError, load, loader_command
+
+    board, bit, digest = build_bitstream(folder)
+    try:
+        command = loader_command(board, bit, to_flash=to_flash, cable=cable)
+        printed = "" if dry_run else load(command)
+    except FlashError as exc:
+        raise FolderError(exc.reason, exc.hint, exc.exit_code) from None
+    return {"command": command, "bitstream": bit, "board": board, "sha256": digest,
+            "to_flash": to_flash, "printed": printed}  # fmt: skip
+
+
+def build_bitstream(folder: str) -> tuple[str, str, str]:
+    """(board, absolute path of the .bit, its SHA-256) of ``folder``'s bitstream; FolderError
+    (exit 2) when the folder fails the gate, has none, or its .bit is not the one made."""
+    from brainsmith.board.boards import BOARDS
+    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
+    from brainsmith.files import DamagedFile, read_json
+
+    root = os.path.abspath(folder)
+    try:
+        opened = open_build_folder(root, models=False)
+    except FileNotFoundError:
+        raise FolderError(
+            f"{folder} is not a brainsmith build folder (no report.json)",
+            "give the output folder of brainsmith build (its -o OUTDIR)",
+        ) from None
+    except (UntrustedFolder, DamagedFile) as exc:
+        hint = getattr(exc, "hint", "") or "build it again"
+        raise FolderError(getattr(exc, "reason", str(exc)), hint) from None
+    path = os.path.join(root, RESULT)
+    built_for = opened.report.get("board") or "BOARD"
+    remake = f"make it again: brainsmith bitstream {folder} --board {built_for}"
+    section: object = opened.report.get("bitstream")  # brainsmith build --bitstream's
+    data: dict[str, Any]
+    if os.path.lexists(path):  # brainsmith bitstream's, made after the build
+        try:
+            data = read_json(path)
+        except (DamagedFile, OSError) as exc:
+            raise FolderError(f"the bitstream's report cannot be read: {exc}", remake) from None
+    elif isinstance(section, dict):
+        data, path = section, os.path.join(root, "report.json")
+    else:
+        raise FolderError(
+            f"the build in {folder} has no bitstream (no {RESULT}, no bitstream in its "
+            "report.json)",
+            f"brainsmith bitstream {folder} --board {built_for}, or build with --board "
+            f"{built_for} --bitstream",
+        )
+    board, digest = data.get("board"), data.get("sha256")
+    if not isinstance(board, str) or board not in BOARDS:  # also keeps the path's name plain
+        raise FolderError(f"{path} names no board brainsmith knows ({board!r})", remake)
+    remake = f"make it again: brainsmith bitstream {folder} --board {board}"
+    if not isinstance(digest, str) or len(digest) != 64:
+        raise FolderError(f"{path} names no SHA-256 of the bitstream", remake)
+    bit = os.path.join(root, "bitstream", f"{board}.bit")
+    found = _sha256(bit, root, remake)
+    if found != digest.lower():
+        raise FolderError(
+            f"{bit} changed after it was made: its SHA-256 is {found}, {os.path.relpath(path, root)} says {digest}",
+            remake,
+        )
+    return board, bit, found
+
+
+def _sha256(bit: str, root: str, remake: str) -> str:
+    """The SHA-256 of ``bit``: a regular file inside ``root`` itself, not a link."""
+    try:
+        status = os.lstat(bit)
+    except OSError:
+        raise FolderError(f"{bit} is missing", remake) from None
+    real, home = os.path.realpath(bit), os.path.realpath(root)
+    if not stat.S_ISREG(status.st_mode) or os.path.commonpath([real, home]) != home:
+        raise FolderError(f"{bit} is not a regular file in the build folder", remake)
+    digest = hashlib.sha256()
+    with os.fdopen(os.open(bit, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+        for chunk in iter(lambda: handle.read(2**20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+__all__ = ["build_bitstream", "flash_build_folder"]
