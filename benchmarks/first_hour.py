@@ -403,6 +403,16 @@ def update_results(lines: list[str], heading: str = HEADING) -> None:
     path.write_text(text[:start] + body + ("\n" + rest if rest else ""))
 
 
+def publish(data: dict, lines: list[str], result: Path, heading: str) -> int:
+    """Write a benchmark's ``data`` to ``result`` and its section ``lines`` to RESULTS.md
+    under ``heading``; print the section. Returns 0, a benchmark's exit code."""
+    result.write_text(json.dumps(data, indent=2) + "\n")
+    update_results(lines, heading)
+    print("\n".join(lines))
+    print(f"-> {result.relative_to(HERE.parent)}, benchmarks/RESULTS.md")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(

@@ -130,14 +130,10 @@ def section(data: dict) -> list[str]:
 
 
 def main() -> int:
-    from benchmarks.first_hour import update_results
+    from benchmarks.first_hour import publish
 
     data = measure()
-    RESULT.write_text(json.dumps(data, indent=2) + "\n")
-    update_results(section(data), HEADING)
-    print("\n".join(section(data)))
-    print(f"-> {RESULT.relative_to(REPO)}, benchmarks/RESULTS.md")
-    return 0
+    return publish(data, section(data), RESULT, HEADING)
 
 
 if __name__ == "__main__":
