@@ -7,7 +7,7 @@ are spread over the workers: "(none)") and per module. Wall time, CPU time of py
 workers and every process they waited for, and the load average are recorded beside them.
 
     .venv/bin/python -m benchmarks.suite_profile --tier test [--label after]
-    .venv/bin/python -m benchmarks.suite_profile --tier test --junit run.xml --wall 3338
+    .venv/bin/python -m benchmarks.suite_profile --tier test --junit run.xml --wall 3338 [--note TEXT]
 
 ``--junit`` reads a report an earlier run of the same command wrote (``--wall`` its wall
 seconds) instead of running. Writes benchmarks/results/suite_profile.json (one entry per
@@ -173,13 +173,22 @@ def main() -> int:
     parser.add_argument("--label", default="", help="kept beside other runs of the tier")
     parser.add_argument("--junit", type=Path, help="read this report instead of running")
     parser.add_argument("--wall", type=float, default=0.0, help="with --junit: its wall seconds")
+    parser.add_argument("--note", default="", help="what a reader should know about the run")
     args = parser.parse_args()
     target = TARGETS[args.tier]
     if args.junit:
-        extra = {"command": f"pytest {shlex.join(pytest_words(target))}", "load": "not recorded"}
-        result = profile(read_junit(args.junit), args.wall, extra)
+        cases = read_junit(args.junit)
+        counts = {kind: sum(c["outcome"] == kind for c in cases)
+                  for kind in ("failure", "error", "passed", "skipped")}  # fmt: skip
+        words = {"failure": "failed", "error": "errors"}
+        summary = ", ".join(f"{n} {words.get(k, k)}" for k, n in counts.items() if n)
+        extra = {"command": f"pytest {shlex.join(pytest_words(target))}", "load": "not recorded",
+                 "summary": summary}  # fmt: skip
+        result = profile(cases, args.wall, extra)
     else:
         result = run(target)
+    if args.note:
+        result["note"] = args.note
     old = json.loads(RESULT.read_text()) if RESULT.exists() else {}
     key = f"make {target}" + (f" · {args.label}" if args.label else "")
     data = {"benchmark": "suite_profile", "runs": {**old.get("runs", {}), key: result},
