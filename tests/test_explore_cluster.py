@@ -19,6 +19,7 @@ MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
 SPACE = f"""\
 name: mlp_cluster
 extends: {REPO / "blueprints" / "mlp.yaml"}
+build: {{size_fifos: false}}  # FINN's FIFO depths: the sizing is test_fifo_sizing's
 design_space:
   backends: {{matmul: [rtl, hls]}}
   build: {{target_fps: [100000, 1000000]}}

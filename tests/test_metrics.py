@@ -85,7 +85,7 @@ def free_port() -> int:
 def test_a_running_exploration_serves_its_metrics(tmp_path):
     space = tmp_path / "space.yaml"
     space.write_text(
-        f"name: small\nextends: {BLUEPRINT}\ndesign_space:\n  build: {{target_fps: [100000, 1000000]}}\n"
+        f"name: small\nextends: {BLUEPRINT}\nbuild: {{size_fifos: false}}\ndesign_space:\n  build: {{target_fps: [100000, 1000000]}}\n"
     )
     port = free_port()
     process = brainsmith("explore", MLP, str(space), "-o", str(tmp_path / "out"), "--workers",

@@ -131,9 +131,9 @@ def all_rtl_mlp(farm: BuildFarm) -> Path:
 
 
 LATTICE_MLP_CLOCK_NS = 20.0  # 50 MHz: what the ECP5-85F's fabric makes of the MLP
-# folded for 100,000 fps (500 cycles a frame at 50 MHz): a small design, placed in seconds
+# folded for 20,000 fps (2,500 cycles a frame at 50 MHz): 3,700 cells, placed and routed in 20 s
 LATTICE_MLP_OPTIONS = {
-    "board": "ulx3s-85f", "bitstream": True, "clock_ns": LATTICE_MLP_CLOCK_NS, "target_fps": 100_000,
+    "board": "ulx3s-85f", "bitstream": True, "clock_ns": LATTICE_MLP_CLOCK_NS, "target_fps": 20_000,
 }  # fmt: skip
 
 
