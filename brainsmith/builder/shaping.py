@@ -144,6 +144,7 @@ def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
 
 def resolve_steps(plan: BuildPlan) -> list[Step]:
     from brainsmith.frameworks.finn.env import vivado_available
+    from brainsmith.frameworks.finn.steps import LEAN_STEPS
     from brainsmith.frameworks.finn.tables import TOOL_STEPS
     from brainsmith.plugin import get_registry
     from brainsmith.plugin.errors import PluginError
@@ -158,6 +159,8 @@ def resolve_steps(plan: BuildPlan) -> list[Step]:
             step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)
             if missing:
                 step.skip_reason = f"needs {', '.join(missing)} on PATH"
+            elif tool_step and spec.name in LEAN_STEPS:  # FINN's body, its builder not imported
+                step.fn = cast("StepFunction", LEAN_STEPS[spec.name])
             elif tool_step and not vivado_available():  # runs for some models only
                 step.deferred = spec
             else:
