@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
 BLUEPRINTS = REPO / "blueprints"
 HLS = "finn.custom_op.fpgadataflow.hls"
-COMMANDS = ("synth", "verify-rtl", "run")
+COMMANDS = ("synth", "verify-rtl", "run", "export")
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 
@@ -64,7 +64,7 @@ def set_string(model: onnx.ModelProto, name: str, attribute: str, value: str) ->
 
 
 def use(command: str, folder: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``brainsmith synth``/``verify-rtl`` on ``folder``, or ``BuildResult.load(folder).run``
+    """``brainsmith synth``/``verify-rtl``/``export`` on ``folder``, or ``BuildResult.load(folder).run``
     on one input of zeros, in a fresh process."""
     if command == "run":
         code = (
@@ -77,6 +77,8 @@ def use(command: str, folder: Path, cwd: Path | None = None) -> subprocess.Compl
             "    print(exc, file=sys.stderr); sys.exit(2)\n"
         )
         argv = [sys.executable, "-c", code]
+    elif command == "export":
+        argv = [sys.executable, "-m", "brainsmith", "export", str(folder), f"{folder}-export"]
     else:
         argv = [sys.executable, "-m", "brainsmith", command, str(folder)]
     return subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=300)
@@ -214,13 +216,14 @@ FILE_TRICKS: dict[str, tuple[Callable[[Path], None], str]] = {
 
 
 @pytest.mark.parametrize("trick", FILE_TRICKS)
-@pytest.mark.parametrize("command", ["synth", "verify-rtl"])
+@pytest.mark.parametrize("command", ["synth", "verify-rtl", "export"])
 def test_a_file_that_is_not_the_folders_own_is_refused_unread(copy, command, trick):
     make, reason = FILE_TRICKS[trick]
     make(copy)
     result = use(command, copy)  # a FIFO read would block: the timeout would end the test
     refused(result, reason)
     assert not (copy / "synthesis").exists() and "root:" not in result.stderr + result.stdout
+    assert not Path(f"{copy}-export").exists()
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ class Streams:
     last: Any  # the one that writes its output stream
     model: Any  # final.onnx
     parent: Any  # final_parent.onnx, or None
+    fpga_part: str = ""  # the part it was built for (its report's fpga_part)
 
     def pack(self, array: np.ndarray) -> list[int]:
         """One frame (the accelerator input's values) as ``in_words`` stream words."""
@@ -95,12 +96,17 @@ def streams(folder: str) -> Streams:
 
     from brainsmith.board.top import TopError, accelerator_ports
     from brainsmith.frameworks.finn.env import prepare_finn
+    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
     from brainsmith.place_route.sources import stitched_design
     from brainsmith.synthesis import NotSynthesisable
 
     report, model, parent = _opened(folder)
     built_in = str(report.get("output_dir") or "")
     prepare_finn()
+    try:  # the plugins that provide its layers (brainsmith's Pool_rtl, a package's)
+        require_layers(model, os.path.join(folder, "final.onnx"))
+    except LayerPluginError as exc:
+        raise DriverError(exc.reason, exc.hint) from None
     try:
         design = stitched_design(folder, built_in)
         text = next(text for _, text in design.sources if "module accelerator" in text)
@@ -131,6 +137,7 @@ def streams(folder: str) -> Streams:
         last=last,
         model=model,
         parent=parent,
+        fpga_part=str(report.get("fpga_part") or ""),
     )
 
 
@@ -185,11 +192,11 @@ class Host:
 
     def before(self, samples: list[np.ndarray]) -> list[np.ndarray]:
         """The accelerator's input of each of ``samples`` (the design's inputs)."""
-        return _run(self.head, samples)
+        return run_graph(self.head, samples)
 
     def after(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
         """The design's output of each of the accelerator's ``outputs``."""
-        return _run(self.tail, outputs)
+        return run_graph(self.tail, outputs)
 
 
 def _shape(model: Any, name: str) -> tuple[int, ...]:
@@ -230,7 +237,9 @@ def _subgraph(parent: Any, nodes: list[Any], inputs: list[str], outputs: list[st
     return part
 
 
-def _run(part: Any, frames: list[np.ndarray]) -> list[np.ndarray]:
+def run_graph(part: Any, frames: list[np.ndarray]) -> list[np.ndarray]:
+    """``part``'s first output for each of ``frames`` (its first input), run in Python;
+    without a graph (None) the frames themselves."""
     if part is None:
         return [np.asarray(frame, dtype=np.float32) for frame in frames]
     from brainsmith.verification.verifier import run
@@ -238,4 +247,4 @@ def _run(part: Any, frames: list[np.ndarray]) -> list[np.ndarray]:
     return [outputs[0] for outputs in run(part, [(np.asarray(f, np.float32),) for f in frames])]
 
 
-__all__ = ["DriverError", "Host", "Streams", "streams"]
+__all__ = ["DriverError", "Host", "Streams", "run_graph", "streams"]

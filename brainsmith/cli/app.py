@@ -43,6 +43,10 @@ COMMANDS = {
         "brainsmith.cli.run:run",
         "Run a build's design on a board (or a simulated one) through the UART host link.",
     ),
+    "export": (
+        "brainsmith.cli.export:export",
+        "Copy a build's accelerator to a folder that simulates and packages alone.",
+    ),
     "new": ("brainsmith.cli.new:new", "Start a plugin package (a hardware layer) from a template."),
 }
 

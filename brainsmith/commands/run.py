@@ -44,8 +44,8 @@ def run_build_folder(
     (``exit_code`` 2: cannot start, 1: the link failed or the outputs differ)."""
     from contextlib import ExitStack
 
-    x = _load(input_npy, "--input") if input_npy else None
-    expected = _load(expected_npy, "--expected") if expected_npy else None
+    x = load_array(input_npy, "--input") if input_npy else None
+    expected = load_array(expected_npy, "--expected") if expected_npy else None
     with ExitStack() as stack:
         if simulate:
             from brainsmith.board.simulated import SimulatedBoard
@@ -75,7 +75,8 @@ def run_build_folder(
                       board.identity.clks_per_bit, compared)  # fmt: skip
 
 
-def _load(path: str, option: str) -> np.ndarray:
+def load_array(path: str, option: str) -> np.ndarray:
+    """The NumPy array in ``path`` (no pickles), of numbers; DriverError naming ``option``."""
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -137,4 +138,4 @@ def compare(
     )
 
 
-__all__ = ["RunOutcome", "compare", "run_build_folder"]
+__all__ = ["RunOutcome", "compare", "load_array", "run_build_folder"]

@@ -147,3 +147,11 @@ def lattice_mlp(farm: BuildFarm) -> Path:
         verify="none",
     )
     return Path(result.output_dir)
+
+
+def all_rtl_conv(farm: BuildFarm) -> Path:
+    """The run's build of the shipped padded convolution net (``conv_pad.onnx``) with every
+    layer RTL, as ``brainsmith build MODEL --prefer rtl`` makes it, unverified."""
+    result = farm.build(REPO / "examples" / "models" / "conv_pad.onnx", None,
+                        prefer="rtl", verify="none")  # fmt: skip
+    return Path(result.output_dir)

@@ -1,0 +1,69 @@
+"""``brainsmith export BUILD_DIR DEST``: a build's whole accelerator as a folder that works
+without the build, brainsmith or the machine it was built on."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("export")
+@click.argument("build_dir", type=click.Path(file_okay=False))
+@click.argument("dest", type=click.Path(file_okay=False))
+@click.option(
+    "--frames",
+    type=click.IntRange(min=1, max=10_000),
+    default=8,
+    show_default=True,
+    help="Generated inputs (seed 0, from the input's data type) replayed by sim.sh.",
+)
+@click.option("--input", "input_npy", default=None, help="Replay these inputs (.npy) instead.")
+def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> None:
+    """Export the whole accelerator of the all-RTL build in BUILD_DIR to the new folder DEST:
+    every RTL source copied (FINN's text), rtl/files.f with relative paths, a clean top
+    (ap_clk, ap_rst_n, the AXI streams in0_V and out0_V), the layers' weight and threshold
+    files, a Verilator testbench replaying the build's vectors (./sim.sh prints PASS or the
+    first difference) and a Vivado script that packages the IP (untested: no Vivado here).
+
+    \b
+    DEST must not exist; it appears complete or not at all.
+
+    \b
+    Exit codes: 0 exported; 2 BUILD_DIR is not an all-RTL build, DEST exists, or --input
+    cannot be read; 130/143 interrupted (nothing is left behind).
+
+    \b
+    Example:
+      brainsmith build examples/models/conv_pad.onnx --prefer rtl -o out/conv
+      brainsmith export out/conv handoff/conv && handoff/conv/sim.sh
+    """
+    from brainsmith import interrupts
+    from brainsmith.board.streams import DriverError
+    from brainsmith.cli.output import console, echo
+    from brainsmith.cli.synth import _exit
+    from brainsmith.commands.run import load_array
+    from brainsmith.export import ExportError, export_build
+
+    try:
+        with interrupts.handled():
+            x = load_array(input_npy, "--input") if input_npy else None
+            done = export_build(build_dir, dest, frames=frames, x=x)
+    except (DriverError, ExportError) as exc:
+        echo(f"error: {exc.reason}", err=True)
+        if exc.hint:
+            echo(f"  try: {exc.hint}", err=True)
+        _exit(2)
+        raise
+    except interrupts.BuildInterrupted as exc:
+        echo(f"error: export interrupted ({exc.name}); {dest} was not written", err=True)
+        _exit(128 + exc.signum)
+        raise
+    changed = f"; Verilator reads {len(done.changes)} changed" if done.changes else ""
+    console().print(
+        f"exported {done.top} to {done.folder}: {done.sources} sources, "
+        f"{done.parameter_files} parameter files, {done.frames} frames of vectors{changed}\n"
+        f"  simulate: {done.folder}/sim.sh   package for Vivado (untested here): "
+        f"vivado -mode batch -source {done.folder}/vivado/package_ip.tcl",
+        markup=False,
+        soft_wrap=True,
+    )
+    _exit(0)

@@ -1,0 +1,335 @@
+"""A build's whole accelerator as a folder that works without the build, its machine or
+brainsmith: every RTL source copied (FINN's text, parameter-file paths made relative), a
+relative file list, a clean top (clock, reset, one AXI stream in and one out), the layers'
+parameter files, a Verilator testbench replaying the build's vectors (``./sim.sh`` prints
+PASS or the first difference) and a Vivado script that packages the IP (untested here).
+
+Verilator needs a few of FINN's files changed (``brainsmith.rtlsim.sources``'s fixes); a
+synthesis tool reads FINN's own text. So ``rtl/`` holds FINN's text and ``sim/rtl/`` only
+the files the simulation changes, each change named in ``manifest.json``. The folder is
+written beside its destination and renamed into place when complete: a failure or an
+interrupt leaves no half-written export, and an existing destination is never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from importlib.resources import files as package_files
+from typing import TYPE_CHECKING
+
+from brainsmith.errors import BrainsmithError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from brainsmith.board.streams import Streams
+
+TOP = "brainsmith_accelerator"
+GAUGE = "fifo_gauge.sv"  # the FIFO sizing's unbounded FIFO, selected only while sizing
+DEFAULT_FRAMES = 8
+IDLE_LIMIT = 1_000_000  # cycles without an output word before sim.sh gives up
+
+
+class ExportError(BrainsmithError):
+    """The build cannot be exported to that folder: ``reason``, ``hint`` what to do."""
+
+    def __init__(self, reason: str, hint: str = "") -> None:
+        super().__init__(reason)
+        self.reason, self.hint = reason, hint
+
+    def __str__(self) -> str:
+        return f"{self.reason}\n  try: {self.hint}" if self.hint else self.reason
+
+
+@dataclass
+class Source:
+    """One RTL file of the export: its name, FINN's text, and the simulation's if changed."""
+
+    name: str
+    text: str
+    sim_text: str | None = None
+    changes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What ``export_build`` wrote."""
+
+    folder: str
+    top: str
+    sources: int
+    parameter_files: int
+    frames: int
+    changes: list[str]
+
+
+def export_build(
+    build: str, destination: str, frames: int = DEFAULT_FRAMES, x: np.ndarray | None = None
+) -> Exported:
+    """Export the all-RTL build in ``build`` to the new folder ``destination``, with
+    ``frames`` generated inputs (seed 0) or the inputs ``x`` as its vectors; ExportError
+    (or the driver's DriverError for a build it cannot read) naming what is wrong."""
+    from brainsmith.board.streams import streams
+
+    target = os.path.abspath(destination)
+    if os.path.lexists(target):
+        raise ExportError(f"{destination} exists", "give a folder that does not exist yet")
+    design = streams(build)
+    sources, data = _sources(design)
+    inputs, expected = _vectors(design, frames, x)
+    parent = os.path.dirname(target)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"cannot create {parent} ({exc.strerror or exc})") from None
+    stage = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", dir=parent)
+    try:
+        _write(stage, design, sources, data, inputs, expected)
+        os.chmod(stage, 0o755)
+        os.rename(stage, target)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    changes = sorted({change for source in sources for change in source.changes})
+    return Exported(target, TOP, len(sources), len(data), len(inputs), changes)
+
+
+def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
+    """The RTL files of ``files.f`` (FINN's text and, where it differs, the simulation's) and
+    the parameter files of each layer's code folder, as (``data/dN/name``, bytes)."""
+    from brainsmith.files import DamagedFile, read_regular
+    from brainsmith.place_route.sources import FILES, MAX_LIST_BYTES, finn_rtllib
+    from brainsmith.rtlsim.sources import VERILATOR_FIXES, localised_paths, verilator_ready
+    from brainsmith.synthesis.sources import MissingSources, plain_file_name, read_layer_file
+
+    folder, built_in = design.folder, design.built_in.rstrip(os.sep)
+    listing = os.path.join(folder, FILES)
+    try:
+        lines = read_regular(listing, MAX_LIST_BYTES).decode("utf-8", "replace").split()
+    except (DamagedFile, OSError) as exc:
+        raise ExportError(f"{listing} cannot be read ({exc})", REBUILD) from None
+    build, library = os.path.realpath(folder), finn_rtllib()
+    sources: list[Source] = []
+    data: list[tuple[str, bytes]] = []
+    tags: dict[str, str] = {}
+    for path in lines:
+        if built_in and path.startswith(built_in + os.sep):
+            path = os.path.join(folder, path[len(built_in) + 1 :])
+        if os.path.basename(path) == GAUGE:
+            continue
+        real, code_dir = os.path.realpath(path), os.path.dirname(path)
+        if not (real.startswith(build + os.sep) or real.startswith(library + os.sep)):
+            raise ExportError(f"{listing} lists {path}, outside the build and FINN", REBUILD)
+        try:
+            original = read_layer_file(path, code_dir, "RTL file").decode("utf-8", "replace")
+            name = plain_file_name(os.path.basename(path))
+        except MissingSources as exc:
+            raise ExportError(str(exc), REBUILD) from None
+        text, sim_text = original, verilator_ready(path, original, code_dir)
+        if real.startswith(build + os.sep):
+            if code_dir not in tags:
+                tags[code_dir] = tag = f"d{len(tags)}"
+                data += _parameter_files(code_dir, tag)
+            relative = f'"data/{tags[code_dir]}/'
+            text = localised_paths(original, code_dir).replace('"./', relative)
+            sim_text = sim_text.replace('"./', relative)
+        while any(source.name == name for source in sources):
+            name = f"_{name}"
+        fix = VERILATOR_FIXES.get(os.path.basename(path))
+        changes = [f"{name}: {fix.__name__ if fix else 'exact_single_precision'}"]
+        sources.append(Source(name, text, None if sim_text == text else sim_text,
+                              [] if sim_text == text else changes))  # fmt: skip
+    if not sources:
+        raise ExportError(f"{listing} lists no file", REBUILD)
+    return sources, data
+
+
+def _parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
+    from brainsmith.synthesis.sources import plain_file_name, read_layer_file
+
+    return [
+        (f"{tag}/{plain_file_name(name)}", read_layer_file(os.path.join(code_dir, name),
+                                                           code_dir, "parameter file"))
+        for name in sorted(os.listdir(code_dir))
+        if name.endswith(".dat")
+    ]  # fmt: skip
+
+
+def _vectors(
+    design: Streams, frames: int, x: np.ndarray | None
+) -> tuple[list[list[int]], list[list[int]]]:
+    """Per frame, the input stream's words and the output words the build's Python execution
+    of the accelerator (``final.onnx``) gives for them."""
+    import numpy as np
+
+    from brainsmith.board.streams import Host, run_graph
+    from brainsmith.builder.inputs import ResultError, samples
+    from brainsmith.frameworks.finn.env import contain_finn_output
+    from brainsmith.frameworks.finn.execution import runnable_copy
+    from brainsmith.rtlsim.packing import pack_beats
+    from brainsmith.verification.verifier import generate_inputs
+
+    host = Host(design)
+    if x is None:
+        if frames < 1:
+            raise ExportError(f"--frames {frames}: give at least one frame")
+        chosen = [sample[0] for sample in generate_inputs(host.runnable, frames)]
+    else:
+        try:
+            chosen = [sample[0] for sample in samples(host.runnable, x)[0]]
+        except ResultError as exc:
+            raise ExportError(exc.reason.replace("run(x): x", "--input"), exc.hint) from None
+    accelerated = host.before(chosen)
+    with contain_finn_output(io.StringIO()):
+        outputs = run_graph(runnable_copy(design.model), accelerated)
+    last = design.last
+    shape = last.get_folded_output_shape(0)
+    expected = [
+        [int(w) for w in pack_beats(np.asarray(out, np.float32).reshape(shape),
+                                    last.get_output_datatype(0), design.out_bits)]
+        for out in outputs
+    ]  # fmt: skip
+    return [design.pack(frame) for frame in accelerated], expected
+
+
+def _write(
+    stage: str,
+    design: Streams,
+    sources: list[Source],
+    data: list[tuple[str, bytes]],
+    inputs: list[list[int]],
+    expected: list[list[int]],
+) -> None:
+    from brainsmith.board.top import accelerator_ports
+    from brainsmith.rtlsim.compile import testbench_header
+    from brainsmith.rtlsim.sources import LayerDesign, Stream
+
+    accelerator = next((s.text for s in sources if s.name == "accelerator.sv"), "")
+    probes = accelerator_ports(accelerator).probes
+    top = _top(design, probes)
+    out_words = sum(len(frame) for frame in expected)
+    put = _Writer(stage)
+    for source in sources:
+        put.text(f"rtl/{source.name}", source.text)
+        if source.sim_text is not None:
+            put.text(f"sim/rtl/{source.name}", source.sim_text)
+    put.text(f"rtl/{TOP}.sv", top)
+    names = [*(s.name for s in sources), f"{TOP}.sv"]
+    put.text("rtl/files.f", "".join(f"rtl/{name}\n" for name in names))
+    changed = {s.name for s in sources if s.sim_text is not None}
+    put.text("sim/files.f", "".join(
+        f"{'sim/rtl' if name in changed else 'rtl'}/{name}\n" for name in names))  # fmt: skip
+    for name, content in data:
+        put.bytes(f"data/{name}", content)
+    header = LayerDesign(node=TOP, op_type="exported accelerator", top=TOP, code_dir="",
+                         files=[], inputs=[Stream("in0_V", 0, design.in_bits)],
+                         outputs=[Stream("out0_V", 0, design.out_bits)])  # fmt: skip
+    put.text("sim/tb_ports.h", testbench_header(header))
+    bench = package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text()
+    put.text("sim/testbench.cpp", bench)
+    put.text("sim/in0_V.hex", "".join(f"{w:x}\n" for frame in inputs for w in frame))
+    put.text("sim/expected.hex", "".join(f"{w:x}\n" for frame in expected for w in frame))
+    shipped = package_files("brainsmith.export").joinpath("files")
+    values = {"@TOP@": TOP, "@OUTPUT_BEATS@": str(out_words), "@IDLE_LIMIT@": str(IDLE_LIMIT),
+              "@OUT_WORDS@": str(design.out_words), "@FRAMES@": str(len(inputs)),
+              "@PART@": design.fpga_part}  # fmt: skip
+    put.text("sim.sh", _filled(shipped.joinpath("sim.sh").read_text(), values), mode=0o755)
+    tcl = _filled(shipped.joinpath("package_ip.tcl").read_text(), values)
+    put.text("vivado/package_ip.tcl", tcl)
+    put.text("README.md", _readme(design, len(inputs), sorted(changed)))
+    manifest = {
+        "top": TOP,
+        "design_hash": design.design_hash,
+        "part": design.fpga_part,
+        "clock_ns": round(1000 / design.clock_mhz, 6) if design.clock_mhz else None,
+        "streams": {"in0_V": {"bits": design.in_bits, "words_per_frame": design.in_words},
+                    "out0_V": {"bits": design.out_bits, "words_per_frame": design.out_words}},
+        "frames": len(inputs),
+        "simulation_changes": sorted({c for s in sources for c in s.changes}),
+        "files": put.digests,
+    }  # fmt: skip
+    put.text("manifest.json", json.dumps(manifest, indent=1) + "\n")
+
+
+def _top(design: Streams, probes: list[str]) -> str:
+    unused = "".join(f",\n\t\t.{name}()" for name in probes)
+    return f"""// Generated by brainsmith export: the accelerator with a clock, an active-low reset and
+// one AXI stream in (in0_V) and one out (out0_V); design {design.design_hash[:16]}.
+module {TOP} (
+\tinput ap_clk,
+\tinput ap_rst_n,
+\tinput [{design.in_bits - 1}:0] in0_V_TDATA,
+\tinput in0_V_TVALID,
+\toutput in0_V_TREADY,
+\toutput [{design.out_bits - 1}:0] out0_V_TDATA,
+\toutput out0_V_TVALID,
+\tinput out0_V_TREADY
+);
+\taccelerator core (
+\t\t.ap_clk(ap_clk), .ap_rst_n(ap_rst_n),
+\t\t.in0_V_TDATA(in0_V_TDATA), .in0_V_TVALID(in0_V_TVALID), .in0_V_TREADY(in0_V_TREADY),
+\t\t.out0_V_TDATA(out0_V_TDATA), .out0_V_TVALID(out0_V_TVALID), .out0_V_TREADY(out0_V_TREADY){unused}
+\t);
+endmodule
+"""
+
+
+def _filled(text: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        text = text.replace(key, value)
+    return text
+
+
+def _readme(design: Streams, frames: int, changed: list[str]) -> str:
+    changes = ", ".join(changed) or "none"
+    return f"""# {TOP}
+
+The whole accelerator of a brainsmith build, exported with `brainsmith export`: it needs
+neither the build folder nor brainsmith.
+
+- `rtl/`: every source (FINN's text; parameter files named relative to this folder) and
+  `rtl/{TOP}.sv`, the top: `ap_clk`, `ap_rst_n` (active low), the input stream `in0_V`
+  ({design.in_bits} bits, {design.in_words} words a frame) and the output stream `out0_V`
+  ({design.out_bits} bits, {design.out_words} words a frame). `rtl/files.f` lists them in
+  compile order.
+- `data/`: the layers' weight and threshold files, read with `$readmemh` relative to this
+  folder (run tools from here).
+- `./sim.sh`: compiles the design in Verilator 5 with `sim/testbench.cpp` and replays
+  {frames} frames (`sim/in0_V.hex`), comparing every output word with `sim/expected.hex`,
+  the build's Python execution of the same frames. It prints PASS or the first difference.
+  `sim/rtl/` holds the files Verilator reads changed ({changes}); see `manifest.json`.
+- `vivado/package_ip.tcl`: packages the IP for `{design.fpga_part}`
+  (`vivado -mode batch -source vivado/package_ip.tcl`). It is untested: the machines
+  brainsmith is tested on have no Vivado.
+- `manifest.json`: the design's hash, streams, part and clock, and each file's SHA-256.
+"""
+
+
+class _Writer:
+    """Files written under one folder, each with its SHA-256 recorded."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.digests: dict[str, str] = {}
+
+    def bytes(self, name: str, content: bytes, mode: int = 0o644) -> None:
+        path = os.path.join(self.root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(content)
+        os.chmod(path, mode)
+        self.digests[name] = hashlib.sha256(content).hexdigest()
+
+    def text(self, name: str, text: str, mode: int = 0o644) -> None:
+        self.bytes(name, text.encode(), mode)
+
+
+REBUILD = "build the model again with --prefer rtl (every layer RTL)"
+
+__all__ = ["ExportError", "Exported", "export_build"]

@@ -1,0 +1,114 @@
+"""``brainsmith export BUILD DEST``: an all-RTL build's accelerator as a folder that simulates
+on its own (``./sim.sh``) after the build is gone, with FINN's text for synthesis tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.farm import REPO, all_rtl_conv
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
+MODELS = REPO / "examples" / "models"
+
+
+def export(build: Path, dest: Path, *options: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "brainsmith", "export", str(build), str(dest), *options]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def sim(folder: Path) -> subprocess.CompletedProcess:
+    """``./sim.sh`` as a user runs it, with the Verilator brainsmith uses."""
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    toolchain = find_toolchain()
+    env = {**toolchain.env, "VERILATOR": toolchain.verilator}
+    return subprocess.run(["./sim.sh"], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def handed_off(hub, farm, tmp_path_factory):
+    """The conv net exported from a private copy of its build with the net's own inputs,
+    then moved to another folder and the build deleted."""
+    root = tmp_path_factory.mktemp("export")
+    build = root / "build"
+    shutil.copytree(all_rtl_conv(farm), build, symlinks=True)
+    done = export(build, root / "out" / "conv", "--input", str(MODELS / "conv_pad_input.npy"))
+    assert done.returncode == 0, done.stderr
+    assert "exported brainsmith_accelerator to" in done.stdout and "sim.sh" in done.stdout
+    shutil.rmtree(build)
+    moved = Path(shutil.copytree(root / "out" / "conv", root / "elsewhere" / "conv"))
+    shutil.rmtree(root / "out")
+    return moved
+
+
+def test_the_exported_conv_net_simulates_on_its_own_after_the_build_is_gone(handed_off):
+    frames = len(np.load(MODELS / "conv_pad_input.npy"))
+    done = sim(handed_off)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"PASS: {frames} frames,"), done.stdout
+
+
+def test_the_export_names_only_its_own_files_and_a_clean_top(handed_off):
+    manifest = json.loads((handed_off / "manifest.json").read_text())
+    import hashlib
+
+    for name, digest in manifest["files"].items():
+        assert hashlib.sha256((handed_off / name).read_bytes()).hexdigest() == digest, name
+    for listing in ("rtl/files.f", "sim/files.f"):
+        listed = (handed_off / listing).read_text().split()
+        assert listed and all(not os.path.isabs(p) and (handed_off / p).is_file() for p in listed)
+    texts = [p.read_text(errors="replace") for p in (handed_off / "rtl").iterdir()]
+    assert not any("site-packages" in t or "/tmp/" in t or "pytest-of" in t for t in texts)
+    assert not (handed_off / "rtl" / "fifo_gauge.sv").exists()  # the FIFO sizing's gauge
+    top = (handed_off / "rtl" / "brainsmith_accelerator.sv").read_text()
+    header = top.split("module brainsmith_accelerator (", 1)[1].split(");", 1)[0]
+    ports = [line.split()[-1].rstrip(",") for line in header.strip().splitlines()]
+    assert ports == ["ap_clk", "ap_rst_n", "in0_V_TDATA", "in0_V_TVALID", "in0_V_TREADY",
+                     "out0_V_TDATA", "out0_V_TVALID", "out0_V_TREADY"]  # fmt: skip
+    assert manifest["streams"]["in0_V"]["bits"] == int(top.split("input [")[1].split(":")[0]) + 1
+    assert list((handed_off / "data").rglob("*.dat"))  # weights and thresholds
+    changed = {p.name for p in (handed_off / "sim" / "rtl").iterdir()}
+    assert changed == {c.split(":")[0] for c in manifest["simulation_changes"]} and changed
+    tcl = (handed_off / "vivado" / "package_ip.tcl").read_text()
+    assert "untested" in tcl and "ipx::package_project" in tcl and manifest["part"] in tcl
+
+
+def test_a_changed_weight_in_the_export_is_caught_naming_the_first_word(handed_off, tmp_path):
+    copy = Path(shutil.copytree(handed_off, tmp_path / "conv"))
+    weights = sorted(copy.glob("data/*/memblock.dat"))[0]
+    lines = weights.read_text().splitlines()
+    first = lines[0]
+    lines[0] = first[:-1] + ("0" if first[-1] != "0" else "1")  # one weight bit pattern changed
+    weights.write_text("\n".join(lines) + "\n")
+    done = sim(copy)
+    assert done.returncode == 1 and done.stdout.startswith("FAIL: output word "), done.stdout
+    assert "expected" in done.stdout
+
+
+def test_an_existing_destination_or_a_folder_that_is_no_build_is_refused(farm, tmp_path):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "mine.txt").write_text("keep me")
+    done = export(all_rtl_conv(farm), taken)
+    assert done.returncode == 2 and f"{taken} exists" in done.stderr
+    assert [p.name for p in taken.iterdir()] == ["mine.txt"]
+    done = export(tmp_path / "nothing", tmp_path / "dest")
+    assert done.returncode == 2 and "not a brainsmith build folder" in done.stderr
+    assert not (tmp_path / "dest").exists()
+
+
+def test_inputs_of_the_wrong_shape_leave_no_folder_behind(farm, tmp_path):
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.zeros((2, 3), np.float32))
+    done = export(all_rtl_conv(farm), tmp_path / "dest", "--input", str(bad))
+    assert done.returncode == 2 and "error:" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.npy"]
