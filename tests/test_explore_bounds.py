@@ -157,12 +157,9 @@ def explored(tmp_path_factory):
             patch.setenv("BRAINSMITH_CACHE_DIR", str(root))
             patch.setenv("BRAINSMITH_CONFIG", str(root / "config.yaml"))
             reset_plugin_system()
-            space = root / "mlp_explore.yaml"  # the shipped space with FINN's FIFO depths
-            space.write_text(
-                f"extends: {REPO / 'blueprints' / 'mlp_explore.yaml'}\n"
-                "build: {size_fifos: false}\n"
+            result = brainsmith.explore(
+                MLP, str(REPO / "blueprints" / "mlp_explore.yaml"), str(root / "out"), workers=0
             )
-            result = brainsmith.explore(MLP, str(space), str(root / "out"), workers=0)
         reset_plugin_system()
         return result
 
