@@ -238,6 +238,16 @@ def test_a_folder_that_is_not_a_finished_build_is_refused(tmp_path):
     assert "is not a brainsmith build folder (no report.json)" in result.stderr
 
 
+@slow
+def test_the_blocks_of_synthesis_md_run(tmp_path_factory):
+    """docs/synthesis.md's commands, as tests/test_docs_blocks.py runs every document's, on
+    this worker: its Yosys runs are the shipped MLP's, which the shared cache then serves."""
+    from tests.test_docs_blocks import doc_run
+
+    run = doc_run(REPO / "docs" / "synthesis.md", tmp_path_factory)
+    assert run.failures == [], "\n\n".join(run.failures)
+
+
 def test_the_boards_table_of_the_docs_is_brainsmiths_own():
     from brainsmith.frameworks.finn.parts import boards, part_resources
 
