@@ -187,3 +187,34 @@ def test_without_a_simulation_the_cycles_are_finns_estimate_and_say_so(tmp_path)
     assert sized is not None and (sized["cycles_per_frame"], sized["cycles_source"]) == (
         42.0, "Verilator"
     )  # fmt: skip
+
+
+def test_with_no_blueprint_a_lattice_board_leaves_layers_it_cannot_have_to_the_host():
+    """The default flow turns the output's float scale and bias into FINN's elementwise layers,
+    whose RTL needs a Versal part: for a Lattice board check shows them on the host, after
+    the accelerator, and every hardware layer RTL (they once became HLS layers that ended the
+    build at its bitstream)."""
+    command = [sys.executable, "-m", "brainsmith", "check", str(MLP), "--board", "ulx3s-85f",
+               "--json"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    nodes = json.loads(done.stdout)["nodes"]
+    hardware = [n for n in nodes if n["placement"] == "hardware"]
+    assert hardware and all(n["backend"].endswith("_rtl") for n in hardware), hardware
+    host = {n["op_type"]: n["reason"] for n in nodes if n["placement"] != "hardware"}
+    assert set(host) == {"Mul", "Add"} and all("after the accelerator" in r for r in host.values())
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("synthesis")
+def test_with_no_blueprint_the_mlp_becomes_the_same_bitstream(farm, tmp_path):
+    """``brainsmith build MODEL --board ulx3s-85f --bitstream`` with no blueprint makes the
+    design blueprints/mlp.yaml makes: the run's bitstream cache serves it."""
+    import brainsmith
+
+    first = json.loads((lattice_mlp(farm) / "report.json").read_text())["bitstream"]
+    built = brainsmith.build(str(MLP), None, str(tmp_path / "out"), options=LATTICE_MLP_OPTIONS,
+                             verify="none")  # fmt: skip
+    section = built.report["bitstream"]
+    assert built.report["status"] == "ok" and section["sha256"] == first["sha256"]
+    assert any("has no HLS flow" in note for note in built.report["notes"])

@@ -15,11 +15,18 @@ from brainsmith.builder.errors import BuildError, option
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.blueprint.options import BuildOptions
-    from brainsmith.planning.plan import BuildPlan
+    from brainsmith.planning.plan import BuildPlan, PlannedKernel
 
 # The 7-series part nearest an ECP5-85F: DSP48E1 slices for FINN's choices of multiplier,
 # 53,200 LUT6 and 140 BRAM36 beside the ECP5-85F's 83,640 LUT4, 156 MULT18 and 208 EBR
 STAND_IN_PART = "xc7z020clg400-1"
+# FINN's RTL backends that need a Versal part (DSP58, DSPFP32): FINN gives the stand-in part
+# their HLS variant instead, which no Lattice part can have.
+VERSAL_ONLY_RTL = frozenset(
+    f"finn:{op}_rtl"
+    for op in ("ElementwiseAdd", "ElementwiseSub", "ElementwiseMul", "LayerNorm", "HWSoftmax",
+               "PWPolyF")
+)  # fmt: skip
 
 
 def check_part_and_board(part: str | None, board: str | None) -> None:
@@ -56,10 +63,39 @@ def lattice_plan(plan: BuildPlan) -> BuildPlan:
         if plan.prefer == "hls":
             notes.append(f"prefer: hls became rtl: {name} is a Lattice board, with no HLS flow")
         recorded = {**recorded, "hw_compiler": {**recorded.get("hw_compiler", {}), "prefer": "rtl"}}
-    options = replace(options, board=name)
-    return replace(
-        plan, options=options, prefer="rtl", blueprint=recorded, notes=[*plan.notes, *notes]
+    plan = replace(plan, options=replace(options, board=name), prefer="rtl", blueprint=recorded)
+    return _without_hls_only_kernels(replace(plan, notes=[*plan.notes, *notes]), name)
+
+
+def _without_hls_only_kernels(plan: BuildPlan, board: str) -> BuildPlan:
+    """``plan`` without its kernels that have no RTL backend a Lattice part can have (none,
+    or only FINN's Versal-only ones): their layers stay on the host, before or after the
+    accelerator, instead of becoming HLS layers that end the build at its bitstream."""
+    from brainsmith.planning.plan import without_kernels
+    from brainsmith.plugin.availability import backends_of
+    from brainsmith.plugin.errors import PluginError
+
+    def has_rtl(kernel: PlannedKernel) -> bool:
+        try:
+            backends = backends_of(kernel.name)
+        except PluginError:  # none of its own: a build step replaces its layers (Shuffle)
+            return True
+        return any(
+            backend.metadata.get("backend_type") == "rtl"
+            and backend.qualified_name not in VERSAL_ONLY_RTL
+            and (not kernel.backends or backend.qualified_name in kernel.backends)
+            for backend in backends
+        )
+
+    hls_only = [kernel.name for kernel in plan.kernels or () if not has_rtl(kernel)]
+    if not hls_only:
+        return plan
+    kept = without_kernels(plan, hls_only)
+    note = (
+        f"{board} has no HLS flow: {len(hls_only)} kernel(s) with no RTL backend for a Lattice "
+        "part are excluded, their layers left to the host (brainsmith check shows which)"
     )
+    return replace(kept, notes=[*kept.notes, note])
 
 
 def finn_target(options: BuildOptions) -> tuple[str | None, str | None]:

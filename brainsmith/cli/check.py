@@ -29,6 +29,12 @@ HEAD = ("node", "op type", "kernel", "backend")  # then the reason, "why"
 @click.argument("blueprint", type=click.Path(dir_okay=False), required=False)
 @click.option("--part", "fpga_part", metavar="PART", help="FPGA part (as for build).")
 @click.option(
+    "--board",
+    metavar="BOARD",
+    help="A board instead of a part (as for build): one of FINN's (Pynq-Z1, U250, ...) or a "
+    "Lattice ECP5 board (ulx3s-85f, ...; every layer RTL).",
+)
+@click.option(
     "--prefer",
     type=click.Choice(PREFERENCES),
     help="Backend type for layers that can have either (as for build).",
@@ -40,8 +46,8 @@ HEAD = ("node", "op type", "kernel", "backend")  # then the reason, "why"
     help="Never use this kernel (repeatable; as for build).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document, for tools.")
-def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str | None,
-          exclude: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
+def check(model: str, blueprint: str | None, fpga_part: str | None, board: str | None,
+          prefer: str | None, exclude: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
     """Show what each node of MODEL will become with BLUEPRINT (default: the default
     blueprint), in seconds: no code is generated.
 
@@ -61,8 +67,9 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, prefer: str 
     with command_line_names():
         try:
             result = run_check(
-                model, blueprint, options={"fpga_part": fpga_part}, prefer=prefer, exclude=exclude
-            )
+                model, blueprint, options={"fpga_part": fpga_part, "board": board},
+                prefer=prefer, exclude=exclude,
+            )  # fmt: skip
         except BuildError as exc:
             echo(f"error: {exc.message()}", err=True)
             sys.exit(exc.exit_code)
