@@ -410,3 +410,50 @@ def test_cli_explores_and_prints_the_pareto_front(hub, in_process, space, tmp_pa
     for variant in in_process.pareto:
         assert f"pareto      {variant['id']}" in stdout
     assert f"report      {out}/report.html" in stdout
+
+
+LATTICE_SPACE = f"""\
+name: mlp_lattice
+extends: {REPO / "blueprints" / "mlp.yaml"}
+build: {{size_fifos: false, clock_ns: 20}}
+design_space:
+  build: {{target_fps: [10000, 20000]}}
+"""
+
+
+def test_board_builds_every_variant_for_that_board(tmp_path):
+    """``explore --board ulx3s-85f``: each variant is a build for the board, as ``build
+    --board`` makes it (its ECP5 part in the report, every layer RTL)."""
+    space = tmp_path / "space.yaml"
+    space.write_text(LATTICE_SPACE)
+    out = tmp_path / "out"
+    code, _, err = run_brainsmith("explore", MLP, str(space), "-o", str(out), "--workers", "0",
+                                  "--board", "ulx3s-85f", "-q")  # fmt: skip
+    assert code == 0, err
+    variants = json.loads((out / "explore.json").read_text())["variants"]
+    assert len(variants) == 2
+    for variant in variants:
+        report = json.loads((out / variant["folder"] / "report.json").read_text())
+        assert (report["fpga_part"], report["board"]) == ("LFE5U-85F-6BG381C", "ulx3s-85f")
+        assert {layer["backend"] for layer in report["layers"]} == {"rtl"}
+
+
+@pytest.mark.parametrize(
+    ("space", "flags", "said"),
+    [
+        (LATTICE_SPACE, ["--board", "ulx3s-86f"], "Lattice ECP5 board: ulx3s-12f"),
+        (LATTICE_SPACE.replace("target_fps: [10000, 20000]", "fpga_part: [xc7z020clg400-1, "
+                               "xczu7ev-ffvc1156-2-e]"),
+         ["--board", "ulx3s-85f"], "--board and the design space's build.fpga_part both"),
+        (LATTICE_SPACE, ["--board", "ulx3s-85f", "--part", "xc7z020clg400-1"], "both"),
+    ],
+    ids=["unknown", "space-varies-it", "part-and-board"],
+)  # fmt: skip
+def test_a_target_that_cannot_be_used_is_refused_before_anything_runs(tmp_path, space, flags,
+                                                                      said):  # fmt: skip
+    path = tmp_path / "space.yaml"
+    path.write_text(space)
+    code, _, err = run_brainsmith("explore", MLP, str(path), "-o", str(tmp_path / "out"),
+                                  "--workers", "0", *flags)  # fmt: skip
+    assert code == 2 and said in err, err
+    assert not (tmp_path / "out").exists()

@@ -68,6 +68,18 @@ from brainsmith.cli.output import console
     help="Stop a variant (or a segment variants share) that runs longer, record it as timed "
     "out and go on; needs worker processes (not --workers 0).",
 )
+@click.option(
+    "--part",
+    "fpga_part",
+    metavar="PART",
+    help="Build every variant for this FPGA part instead of the blueprint's (as for build).",
+)
+@click.option(
+    "--board",
+    metavar="BOARD",
+    help="Build every variant for this board instead (as for build): one of FINN's or a "
+    "Lattice ECP5 board (ulx3s-85f, ...; every layer RTL).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
 def explore(
     model: str,
@@ -82,6 +94,8 @@ def explore(
     expected_npy: str | None,
     metrics_port: int | None,
     variant_timeout: float | None,
+    fpga_part: str | None,
+    board: str | None,
     quiet: bool,
 ) -> None:
     """Build every variant of BLUEPRINT's design_space on MODEL; rank them and draw the
@@ -118,6 +132,8 @@ def explore(
                 metrics_port=metrics_port,
                 variant_timeout=variant_timeout,
                 scheduler_timeout=scheduler_timeout,
+                fpga_part=fpga_part,
+                board=board,
             )
     except ExploreError as exc:
         click.echo(f"error: {exc.message()}", err=True)

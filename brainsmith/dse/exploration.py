@@ -80,6 +80,8 @@ def explore(
     metrics_port: int | None = None,
     variant_timeout: float | None = None,
     scheduler_timeout: float | None = None,
+    fpga_part: str | None = None,
+    board: str | None = None,
 ) -> ExploreResult:
     """Build each variant of ``blueprint``'s design space on ``model`` into ``output_dir``.
 
@@ -90,7 +92,9 @@ def explore(
     Prometheus metrics on 127.0.0.1:PORT while the exploration runs. ``variant_timeout``:
     seconds a segment may run before it is stopped and its variants recorded as timed out
     (needs worker processes). ``scheduler_timeout``: seconds to reach ``scheduler`` and hear
-    it answer (default 10). SIGINT and SIGTERM stop the exploration (see
+    it answer (default 10). ``fpga_part`` or ``board``: every variant built for that part or
+    board instead of the blueprint's (a Lattice board: every layer RTL, as for ``build``).
+    SIGINT and SIGTERM stop the exploration (see
     ``brainsmith.dse.stopping``); one output folder takes one exploration at a time.
     Raises ExploreError.
     """
@@ -100,7 +104,7 @@ def explore(
     _check_scheduler_timeout(scheduler, scheduler_timeout)
     _check_inputs(model, input_npy, expected_npy)
     loaded = _load(blueprint)
-    variants = _variants(loaded)
+    variants = _targeted(_variants(loaded), fpga_part, board)
     vectors = (
         (os.path.abspath(input_npy), os.path.abspath(expected_npy))
         if input_npy and expected_npy
@@ -540,6 +544,31 @@ def _variants(blueprint: Blueprint) -> list[Variant]:
             "add build: with fpga_part (or board) and target_fps",
         )
     return variants
+
+
+def _targeted(variants: list[Variant], part: str | None, board: str | None) -> list[Variant]:
+    """``variants`` built for ``part`` or ``board`` (``--part``, ``--board``) instead of the
+    blueprint's, checked as ``build`` checks them; ExploreError when the design space itself
+    varies the target (the variants would become the same) or the target is refused."""
+    from dataclasses import replace
+
+    from brainsmith.builder.errors import BuildError, option
+    from brainsmith.builder.shaping import with_overrides
+
+    if not part and not board:
+        return variants
+    given = option("part") if part else option("board")
+    varied = sorted({k for v in variants for k in v.choices if k.endswith(("fpga_part", "board"))})
+    if varied:
+        raise ExploreError(
+            f"{given} and the design space's {', '.join(varied)} both choose the target",
+            f"drop {given}, or the design space's {varied[0]}",
+        )
+    try:
+        overrides = {"fpga_part": part, "board": board}
+        return [replace(v, plan=with_overrides(v.plan, overrides, None)) for v in variants]
+    except BuildError as exc:
+        raise ExploreError(exc.reason, exc.hint) from None
 
 
 def _default_folder(name: str) -> str:
