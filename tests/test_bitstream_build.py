@@ -218,3 +218,22 @@ def test_with_no_blueprint_the_mlp_becomes_the_same_bitstream(farm, tmp_path):
     section = built.report["bitstream"]
     assert built.report["status"] == "ok" and section["sha256"] == first["sha256"]
     assert any("has no HLS flow" in note for note in built.report["notes"])
+
+
+@pytest.mark.wide  # make test: the conv net's sources as Yosys reads them (tests/test_export.py)
+@pytest.mark.xdist_group("synthesis")
+def test_a_conv_net_with_pooling_becomes_a_ulx3s_85f_bitstream(tmp_path):
+    """The shipped padded conv net (two of brainsmith's RTL pooling layers, sliding windows,
+    matrix layers) with no blueprint: placed, routed and packed at 50 MHz, timing met."""
+    import brainsmith
+
+    built = brainsmith.build(
+        str(REPO / "examples" / "models" / "conv_pad.onnx"), None, str(tmp_path / "out"),
+        options={"board": "ulx3s-85f", "bitstream": True, "clock_ns": 20.0}, verify="none",
+    )  # fmt: skip
+    section = built.report["bitstream"]
+    assert built.report["status"] == "ok" and section["met"], section
+    assert {layer["backend"] for layer in built.report["layers"]} == {"rtl"}
+    assert section["resources"]["DP16KD"]["used"] > 0
+    bit = Path(built.output_dir) / section["bitstream"]
+    assert hashlib.sha256(bit.read_bytes()).hexdigest() == section["sha256"]

@@ -112,3 +112,24 @@ def test_inputs_of_the_wrong_shape_leave_no_folder_behind(farm, tmp_path):
     done = export(all_rtl_conv(farm), tmp_path / "dest", "--input", str(bad))
     assert done.returncode == 2 and "error:" in done.stderr, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.npy"]
+
+
+def modules(texts) -> list[str]:
+    import re
+
+    return [name for text in texts for name in re.findall(r"^\s*module\s+(\w+)", text, re.M)]
+
+
+def test_a_module_each_pool_layer_copies_is_read_once(farm, handed_off):
+    """The conv net's two pooling layers each copy brainsmith's ``bs_pool.sv`` into their
+    code folder: Yosys (the bitstream) and the export read it once, as a synthesis tool
+    refuses a second definition of a module."""
+    from brainsmith.place_route.sources import stitched_design
+
+    build = all_rtl_conv(farm)
+    built_in = json.loads((build / "report.json").read_text())["output_dir"]
+    for found in (
+        modules(text for _, text in stitched_design(str(build), built_in).sources),
+        modules(p.read_text() for p in (handed_off / "rtl").iterdir() if p.suffix in {".v", ".sv"}),
+    ):
+        assert "bs_pool" in found and len(found) == len(set(found)), sorted(found)

@@ -139,6 +139,8 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
             relative = f'"data/{tags[code_dir]}/'
             text = localised_paths(original, code_dir).replace('"./', relative)
             sim_text = sim_text.replace('"./', relative)
+        if any(s.name == name and s.text == text for s in sources):
+            continue  # a layer's copy of a module another layer brought
         while any(source.name == name for source in sources):
             name = f"_{name}"
         fix = VERILATOR_FIXES.get(os.path.basename(path))

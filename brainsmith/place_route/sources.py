@@ -4,7 +4,9 @@
 (``LATTICE_FIXES``), and each layer's parameter files.
 
 Every listed file must be a regular file inside the build folder or inside FINN's installed
-``finn-rtllib`` (a folder from elsewhere cannot make Yosys read any other file). Layers name
+``finn-rtllib`` (a folder from elsewhere cannot make Yosys read any other file). A module
+each layer of a kind copies into its own code folder (brainsmith's ``bs_pool.sv``) is read
+once: Yosys refuses a second definition. Layers name
 their parameter files alike (each matrix layer's ``memblock.dat``), so each code folder's
 files go to their own folder, ``data/d<N>/``, and that folder's sources name them there. AMD primitives that
 FINN's RTL names in branches a build does not take (``mvu.sv``'s ``LUT6_2`` and ``DSP48E2``
@@ -136,6 +138,7 @@ def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
     data: list[tuple[str, bytes]] = []
     fixes: list[str] = []
     seen: set[str] = set()
+    included: set[tuple[str, str]] = set()  # (file name, text): each module once
     code_dirs: dict[str, str] = {}  # code folder in the build -> its data folder
     for line in raw.decode("utf-8", errors="replace").splitlines():
         path = line.strip()
@@ -152,9 +155,6 @@ def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
         code_dir = os.path.dirname(path)
         text = read_layer_file(path, code_dir, "RTL file").decode("utf-8", errors="replace")
         name = os.path.basename(path)
-        while name in seen:
-            name = f"_{name}"
-        seen.add(plain_file_name(name))
         text = yosys_ready(path, text, code_dir, fixes)
         for fix in LATTICE_FIXES.get(os.path.basename(path), ()):
             fixed = fix(text)
@@ -166,6 +166,12 @@ def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
                 code_dirs[code_dir] = tag = f"d{len(code_dirs)}"
                 data += _parameter_files(code_dir, tag)
             text = text.replace(f'"{MOUNT}/{DATA}/', f'"{MOUNT}/{DATA}/{code_dirs[code_dir]}/')
+        if (name, text) in included:  # a layer's copy of a module another layer brought
+            continue
+        included.add((name, text))
+        while name in seen:
+            name = f"_{name}"
+        seen.add(plain_file_name(name))
         sources.append((name, text))
     if not sources:
         raise MissingSources(f"{listing} lists no file; {REBUILD}")
