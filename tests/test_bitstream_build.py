@@ -189,20 +189,28 @@ def test_without_a_simulation_the_cycles_are_finns_estimate_and_say_so(tmp_path)
     )  # fmt: skip
 
 
-def test_with_no_blueprint_a_lattice_board_leaves_layers_it_cannot_have_to_the_host():
-    """The default flow turns the output's float scale and bias into FINN's elementwise layers,
-    whose RTL needs a Versal part: for a Lattice board check shows them on the host, after
-    the accelerator, and every hardware layer RTL (they once became HLS layers that ended the
-    build at its bitstream)."""
-    command = [sys.executable, "-m", "brainsmith", "check", str(MLP), "--board", "ulx3s-85f",
+@pytest.mark.parametrize(
+    ("model", "host"),
+    [("mlp_4bit", {"Mul": "after", "Add": "after"}),
+     ("residual", {"Transpose": "before", "Mul": "after"})],
+)  # fmt: skip
+def test_with_no_blueprint_a_lattice_board_leaves_layers_it_cannot_have_to_the_host(model, host):
+    """The default flow turns a classifier's float output scale and bias into FINN's
+    elementwise layers, whose RTL needs a Versal part: for a Lattice board check shows them on
+    the host and every hardware layer RTL (they once became HLS layers that ended the build at
+    its bitstream), while a residual sum of two integer streams stays hardware, as
+    brainsmith's IntAdd."""
+    path = REPO / "examples" / "models" / f"{model}.onnx"
+    command = [sys.executable, "-m", "brainsmith", "check", str(path), "--board", "ulx3s-85f",
                "--json"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     nodes = json.loads(done.stdout)["nodes"]
     hardware = [n for n in nodes if n["placement"] == "hardware"]
     assert hardware and all(n["backend"].endswith("_rtl") for n in hardware), hardware
-    host = {n["op_type"]: n["reason"] for n in nodes if n["placement"] != "hardware"}
-    assert set(host) == {"Mul", "Add"} and all("after the accelerator" in r for r in host.values())
+    assert {n["op_type"]: n["placement"] for n in nodes if n["placement"] != "hardware"} == host
+    adds = [n["backend"] for n in hardware if n["op_type"] == "ElementwiseAdd"]
+    assert adds == (["IntAdd_rtl"] if model == "residual" else [])
 
 
 @pytest.mark.slow
@@ -220,15 +228,17 @@ def test_with_no_blueprint_the_mlp_becomes_the_same_bitstream(farm, tmp_path):
     assert any("has no HLS flow" in note for note in built.report["notes"])
 
 
-@pytest.mark.wide  # make test: the conv net's sources as Yosys reads them (tests/test_export.py)
+@pytest.mark.wide  # make test: their sources as Yosys reads them, their checks (above)
 @pytest.mark.xdist_group("synthesis")
-def test_a_conv_net_with_pooling_becomes_a_ulx3s_85f_bitstream(tmp_path):
+@pytest.mark.parametrize("model", ["conv_pad", "residual"])
+def test_a_conv_or_residual_net_becomes_a_ulx3s_85f_bitstream(tmp_path, model):
     """The shipped padded conv net (two of brainsmith's RTL pooling layers, sliding windows,
-    matrix layers) with no blueprint: placed, routed and packed at 50 MHz, timing met."""
+    matrix layers) and residual block (a fork, an integer sum, global pooling) with no
+    blueprint: placed, routed and packed at 50 MHz, timing met."""
     import brainsmith
 
     built = brainsmith.build(
-        str(REPO / "examples" / "models" / "conv_pad.onnx"), None, str(tmp_path / "out"),
+        str(REPO / "examples" / "models" / f"{model}.onnx"), None, str(tmp_path / "out"),
         options={"board": "ulx3s-85f", "bitstream": True, "clock_ns": 20.0}, verify="none",
     )  # fmt: skip
     section = built.report["bitstream"]

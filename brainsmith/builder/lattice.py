@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from brainsmith.blueprint.options import BuildOptions
     from brainsmith.planning.plan import BuildPlan, PlannedKernel
 
+# FINN's kernels whose integer layers brainsmith's specialize step makes its own RTL layers
+# (steps/dataflow.py; on a Lattice board only those are inferred, frameworks/finn/recipe.py)
+INTEGER_RTL = frozenset({"finn:ElementwiseAdd"})  # two integer streams: IntAdd
 # The 7-series part nearest an ECP5-85F: DSP48E1 slices for FINN's choices of multiplier,
 # 53,200 LUT6 and 140 BRAM36 beside the ECP5-85F's 83,640 LUT4, 156 MULT18 and 208 EBR
 STAND_IN_PART = "xc7z020clg400-1"
@@ -76,6 +79,8 @@ def _without_hls_only_kernels(plan: BuildPlan, board: str) -> BuildPlan:
     from brainsmith.plugin.errors import PluginError
 
     def has_rtl(kernel: PlannedKernel) -> bool:
+        if kernel.name in INTEGER_RTL:
+            return True
         try:
             backends = backends_of(kernel.name)
         except PluginError:  # none of its own: a build step replaces its layers (Shuffle)

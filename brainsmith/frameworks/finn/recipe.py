@@ -355,12 +355,17 @@ def fix_layouts(model):
 
 def transform_args(name: str, cfg, plan) -> dict:
     """Constructor arguments FINN's own flow passes to an infer transform, plus the
-    blueprint's filters."""
+    blueprint's filters (and a Lattice board's: integer adds only)."""
+    from brainsmith.blueprint.choices import lattice_board
+
     short = short_name(name)
     if short == "InferRequantLayer":
         return {"bitwidth_threshold": cfg.requant_bitwidth_threshold}
     if short == "InferElementwiseBinaryOperation":
-        return {"_filter": elementwise_filter(plan.elementwise_ops())}
+        wanted = elementwise_filter(plan.elementwise_ops())
+        if lattice_board(plan.build.board if plan.options is not None else None):
+            wanted = _integer_adds_only(wanted)
+        return {"_filter": wanted}
     if short == "InferShuffle":
         return {"_filter": shuffle_filter(cfg.infer_shuffle_skip_first)}
     return {}
@@ -419,6 +424,21 @@ def elementwise_filter(op_types: set[str] | None) -> Callable[..., bool]:
         )
 
     return wanted
+
+
+def _integer_adds_only(wanted: Callable[..., bool]) -> Callable[..., bool]:
+    """``wanted`` narrowed to what a Lattice part can have of FINN's elementwise layers: the
+    sum of two integer streams (brainsmith's RTL ``IntAdd``). FINN's other elementwise RTL
+    takes floats on a Versal part only; those operations stay on the host."""
+
+    def integer_add(model, node) -> bool:
+        if node.op_type != "Add" or not wanted(model, node):
+            return False
+        streams = [name for name in node.input if model.get_initializer(name) is None]
+        types = [model.get_tensor_datatype(name) for name in node.input]
+        return len(streams) == 2 and all(t is not None and t.is_integer() for t in types)
+
+    return integer_add
 
 
 def _tidy(model):
