@@ -209,6 +209,8 @@ def test_with_no_blueprint_a_lattice_board_leaves_layers_it_cannot_have_to_the_h
     hardware = [n for n in nodes if n["placement"] == "hardware"]
     assert hardware and all(n["backend"].endswith("_rtl") for n in hardware), hardware
     assert {n["op_type"]: n["placement"] for n in nodes if n["placement"] != "hardware"} == host
+    (scale,) = [n["reason"] for n in nodes if n["op_type"] == "Mul"]
+    assert "ulx3s-85f has no HLS flow" in scale and "blueprint" not in scale, scale
     adds = [n["backend"] for n in hardware if n["op_type"] == "ElementwiseAdd"]
     assert adds == (["IntAdd_rtl"] if model == "residual" else [])
 

@@ -96,6 +96,8 @@ def _without_hls_only_kernels(plan: BuildPlan, board: str) -> BuildPlan:
     if not hls_only:
         return plan
     kept = without_kernels(plan, hls_only)
+    why = f"{board} has no HLS flow and it has no RTL backend for a Lattice part"
+    kept = replace(kept, exclusions={**kept.exclusions, **dict.fromkeys(hls_only, why)})
     note = (
         f"{board} has no HLS flow: {len(hls_only)} kernel(s) with no RTL backend for a Lattice "
         "part are excluded, their layers left to the host (brainsmith check shows which)"

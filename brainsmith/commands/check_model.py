@@ -202,7 +202,7 @@ def _would_take(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> str:
         return ""
     names = ", ".join(f"{t.kernel} ({t.by})" for t in unselected)
     if all(t.excluded for t in unselected):
-        return f"; {names} would take it, but the blueprint excludes it"
+        return f"; {names} would take it, but {unselected[0].exclusion}"
     return f"; {names} would take it: add it to the blueprint's kernels, or use kernels: auto"
 
 

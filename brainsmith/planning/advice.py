@@ -96,6 +96,12 @@ class Taker:
     excluded: bool = False
     instead_of: str = ""  # a listed kernel building the same layers without this transform
     rewrites: tuple[str, ...] = ()  # what the kernel runs first to expose its pattern
+    excluded_why: str = ""  # why it is excluded when the blueprint did not exclude it
+
+    @property
+    def exclusion(self) -> str:
+        """Why it is not used: the plan's reason, else the blueprint's exclude."""
+        return self.excluded_why or "the blueprint excludes it"
 
     @property
     def by(self) -> str:
@@ -192,6 +198,7 @@ def takers(
                         if listed.get(op_type) != spec.qualified_name
                         else "",
                         rewrites,
+                        plan.exclusions.get(spec.qualified_name, ""),
                     )
                     found.setdefault(tensor, []).append(taker)
     return found
@@ -333,6 +340,8 @@ def advice(
     excluded = [t for t in unselected if t.excluded]
     if excluded:
         names = ", ".join(t.kernel for t in excluded)
+        if all(t.excluded_why for t in excluded):
+            return f"{names} would convert it, but {excluded[0].exclusion}"
         return f"{names} would convert it, but the blueprint excludes it: remove it from exclude"
     swaps = [t for t in unselected if t.instead_of]
     if swaps:

@@ -118,6 +118,8 @@ class BuildPlan:
     kernels: list[PlannedKernel] | None = None  # None: every kernel FINN can infer
     prefer: str = "auto"  # auto | rtl | hls, for layers the blueprint does not pin
     excluded: list[str] = field(default_factory=list)  # kernels the blueprint excludes
+    # why a kernel is excluded when the blueprint did not say so (a Lattice board's)
+    exclusions: dict[str, str] = field(default_factory=dict)
     pre_hw: list[TransformRef] = field(default_factory=list)
     post_hw: list[TransformRef] = field(default_factory=list)
     steps: list[str] = field(default_factory=lambda: standard_steps())
