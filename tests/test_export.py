@@ -133,3 +133,19 @@ def test_a_module_each_pool_layer_copies_is_read_once(farm, handed_off):
         modules(p.read_text() for p in (handed_off / "rtl").iterdir() if p.suffix in {".v", ".sv"}),
     ):
         assert "bs_pool" in found and len(found) == len(set(found)), sorted(found)
+
+
+def test_the_build_names_its_whole_design_and_how_to_export_it(farm, capsys):
+    """report.json, report.html and the summary say where the whole accelerator is and that
+    brainsmith export takes it off the machine."""
+    from brainsmith.cli.build import print_summary
+
+    build = all_rtl_conv(farm)
+    report = json.loads((build / "report.json").read_text())
+    assert report["stitched_rtl"] == "finn/stitched_rtl/files.f"
+    assert (build / report["stitched_rtl"]).is_file()
+    page = (build / "report.html").read_text()
+    assert "href='finn/stitched_rtl/'" in page and "brainsmith export" in page
+    print_summary(report)
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  design")]
+    assert f"brainsmith export {build} DEST" in line

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from brainsmith.report.schema import BuildReport, ShortReport, Status
 
 
+# The whole accelerator in RTL (the FIFO sizing writes it; brainsmith export copies it out)
+STITCHED_RTL = "finn/stitched_rtl/files.f"
+
+
 def assemble(
     run: BuildRun,
     model: ModelWrapper | None,
@@ -99,6 +103,7 @@ def assemble(
         "utilisation": utilisation(part, found["totals"]),
         "warnings": warnings,
         "generated_code": "finn/build",
+        "stitched_rtl": STITCHED_RTL if os.path.isfile(run.path(STITCHED_RTL)) else None,
         "rtlsim": run.rtlsim,
         "synthesis": compare(found["layers"], run.synthesis) if run.synthesis else None,
         "bitstream": run.bitstream,

@@ -275,6 +275,10 @@ def print_summary(report: BuildReport) -> None:
     for step in skipped:
         name = step_label(step["name"])
         out.print(f"  skipped     {name}: {step.get('reason', '')}", markup=False)
+    if report.get("stitched_rtl"):
+        folder = report["output_dir"]
+        out.print(f"  design      {folder}/finn/stitched_rtl/: the whole accelerator in RTL; "
+                  f"brainsmith export {folder} DEST takes it off this machine", markup=False)  # fmt: skip
     out.print(f"  report      {report['output_dir']}/report.html", markup=False)
 
 

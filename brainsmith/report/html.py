@@ -578,6 +578,10 @@ def _measured(section: SynthesisSection) -> str:
 
 
 FINN_FILES = (  # (path in the output folder, what it is)
+    (
+        "finn/stitched_rtl/",
+        "the whole accelerator in RTL (brainsmith export takes it off this machine)",
+    ),
     ("finn/auto_folding_config.json", "folding config (edit it to fold by hand)"),
     ("finn/report/op_and_param_counts.json", "MACs and parameters per layer"),
     ("finn/report/", "FINN's reports"),

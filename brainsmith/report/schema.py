@@ -456,6 +456,7 @@ class BuildReport(Estimates):
     utilisation: Utilisation
     warnings: list[FinnWarning]
     generated_code: str  # finn/build
+    stitched_rtl: NotRequired[str | None]  # finn/stitched_rtl/files.f of an all-RTL design
     rtlsim: RtlsimSection | None
     synthesis: NotRequired[SynthesisSection | None]
     bitstream: NotRequired[BitstreamSection | None]
