@@ -166,6 +166,22 @@ def test_run_on_a_simulated_board_gives_what_python_gives_bit_for_bit(mlp, tmp_p
 
 
 @simulated
+def test_a_conv_net_with_plugin_layers_runs_on_a_simulated_board_as_torch_computed_it(farm):
+    """The shipped padded conv net, all RTL: its pooling layers are brainsmith's (a plugin's
+    layer type, loaded before the driver reads the design), its inputs and torch's outputs the
+    shipped vectors, exactly."""
+    from tests.support.farm import all_rtl_conv
+
+    models = REPO / "examples" / "models"
+    result = brainsmith(
+        "run", str(all_rtl_conv(farm)), "--simulate", "--input", str(models / "conv_pad_input.npy"),
+        "--expected", str(models / "conv_pad_expected.npy"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "8 frames in" in result.stdout and "outputs equal to" in result.stdout
+
+
+@simulated
 def test_a_wrong_expected_output_names_the_first_frame_and_output_that_differ(mlp, tmp_path):
     build, vectors, y = mlp
     wrong = y.copy()
