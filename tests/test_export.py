@@ -149,3 +149,18 @@ def test_the_build_names_its_whole_design_and_how_to_export_it(farm, capsys):
     print_summary(report)
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  design")]
     assert f"brainsmith export {build} DEST" in line
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [({}, "it has HLS layers (MVAU_hls_0"),
+     ({"prefer": "rtl", "options": {"size_fifos": False}}, "were not sized by simulation")],
+    ids=["hls-layers", "fifos-not-sized"],
+)  # fmt: skip
+def test_a_build_without_a_whole_rtl_design_is_refused_saying_why(farm, tmp_path, options, said):
+    build = farm.build(REPO / "examples" / "models" / "mlp_4bit.onnx", None, verify="none",
+                       **options)  # fmt: skip
+    done = export(Path(build.output_dir), tmp_path / "dest")
+    assert done.returncode == 2 and "has no whole accelerator in RTL" in done.stderr
+    assert said in done.stderr and "--prefer rtl" in done.stderr, done.stderr
+    assert not (tmp_path / "dest").exists()

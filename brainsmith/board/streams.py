@@ -102,6 +102,7 @@ def streams(folder: str) -> Streams:
 
     report, model, parent = _opened(folder)
     built_in = str(report.get("output_dir") or "")
+    _has_whole_design(folder, report)
     prepare_finn()
     try:  # the plugins that provide its layers (brainsmith's Pool_rtl, a package's)
         require_layers(model, os.path.join(folder, "final.onnx"))
@@ -142,6 +143,24 @@ def streams(folder: str) -> Streams:
 
 
 REBUILD = "build the model again with --prefer rtl (every layer RTL)"
+
+
+def _has_whole_design(folder: str, report: dict[str, Any]) -> None:
+    """DriverError naming why the build has no whole accelerator in RTL (its HLS layers, or
+    no FIFO sizing) when ``finn/stitched_rtl/files.f`` is missing."""
+    if os.path.isfile(os.path.join(folder, "finn", "stitched_rtl", "files.f")):
+        return
+    layers = report.get("layers") or []
+    hls = [str(x.get("name")) for x in layers if isinstance(x, dict) and x.get("backend") == "hls"]
+    why = (
+        f"it has HLS layers ({', '.join(hls[:3])}{', ...' if len(hls) > 3 else ''})"
+        if hls
+        else "its FIFOs were not sized by simulation (build.size_fifos), which writes it"
+    )
+    raise DriverError(
+        f"the build in {folder} has no whole accelerator in RTL (finn/stitched_rtl/): {why}",
+        REBUILD + ", and leave build.size_fifos on",
+    )
 
 
 def _opened(folder: str) -> tuple[dict[str, Any], Any, Any]:
