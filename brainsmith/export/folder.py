@@ -126,16 +126,17 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
         real, code_dir = os.path.realpath(path), os.path.dirname(path)
         if not (real.startswith(build + os.sep) or real.startswith(library + os.sep)):
             raise ExportError(f"{listing} lists {path}, outside the build and FINN", REBUILD)
+        inside = real.startswith(build + os.sep)
         try:
             original = read_layer_file(path, code_dir, "RTL file").decode("utf-8", "replace")
             name = plain_file_name(os.path.basename(path))
+            if inside and code_dir not in tags:
+                tags[code_dir] = f"d{len(tags)}"
+                data += _parameter_files(code_dir, tags[code_dir])
         except MissingSources as exc:
             raise ExportError(str(exc), REBUILD) from None
         text, sim_text = original, verilator_ready(path, original, code_dir)
-        if real.startswith(build + os.sep):
-            if code_dir not in tags:
-                tags[code_dir] = tag = f"d{len(tags)}"
-                data += _parameter_files(code_dir, tag)
+        if inside:
             relative = f'"data/{tags[code_dir]}/'
             text = localised_paths(original, code_dir).replace('"./', relative)
             sim_text = sim_text.replace('"./', relative)
