@@ -232,11 +232,11 @@ def test_with_no_blueprint_the_mlp_becomes_the_same_bitstream(farm, tmp_path):
 
 @pytest.mark.wide  # make test: their sources as Yosys reads them, their checks (above)
 @pytest.mark.xdist_group("synthesis")
-@pytest.mark.parametrize("model", ["conv_pad", "residual", "cnv"])
+@pytest.mark.parametrize("model", ["conv_pad", "residual", "cnv", "zoo/kws_conv1d"])
 def test_a_conv_or_residual_net_becomes_a_ulx3s_85f_bitstream(tmp_path, model):
     """The shipped padded conv net (two of brainsmith's RTL pooling layers, sliding windows,
-    matrix layers), residual block (a fork, an integer sum, global pooling) and CNV with no
-    blueprint: placed, routed and packed at 50 MHz, timing met."""
+    matrix layers), residual block (a fork, an integer sum, global pooling), CNV and a 1-D
+    keyword-spotting net with no blueprint: placed, routed and packed at 50 MHz, timing met."""
     import brainsmith
 
     built = brainsmith.build(
