@@ -164,3 +164,23 @@ def test_a_build_without_a_whole_rtl_design_is_refused_saying_why(farm, tmp_path
     assert done.returncode == 2 and "has no whole accelerator in RTL" in done.stderr
     assert said in done.stderr and "--prefer rtl" in done.stderr, done.stderr
     assert not (tmp_path / "dest").exists()
+
+
+def test_a_forged_build_cannot_make_the_export_run_a_command(farm, tmp_path):
+    """A layer's RTL given a ``$system`` call, or report.json a part that would be Tcl, is
+    refused with the task or the field named; no folder is written and nothing runs."""
+    marker = tmp_path / "ran"
+    build = Path(shutil.copytree(all_rtl_conv(farm), tmp_path / "build", symlinks=True))
+    layer = next(build.glob("finn/build/code_gen_ipgen_Thresholding_rtl_0_*/Thresholding_rtl_0.v"))
+    text = layer.read_text()
+    layer.write_text(text.replace("endmodule", f'initial $system("id > {marker}");\nendmodule', 1))
+    done = export(build, tmp_path / "dest")
+    assert done.returncode == 2 and "$system" in done.stderr, done.stderr
+    assert not (tmp_path / "dest").exists() and not marker.exists()
+    layer.write_text(text)
+    report = json.loads((build / "report.json").read_text())
+    report["fpga_part"] = 'xc7"; exec touch ' + str(marker) + '; "'
+    (build / "report.json").write_text(json.dumps(report))
+    done = export(build, tmp_path / "dest")
+    assert done.returncode == 2 and "is not a part name" in done.stderr, done.stderr
+    assert not (tmp_path / "dest").exists()

@@ -8,7 +8,9 @@ Verilator needs a few of FINN's files changed (``brainsmith.rtlsim.sources``'s f
 synthesis tool reads FINN's own text. So ``rtl/`` holds FINN's text and ``sim/rtl/`` only
 the files the simulation changes, each change named in ``manifest.json``. The folder is
 written beside its destination and renamed into place when complete: a failure or an
-interrupt leaves no half-written export, and an existing destination is never touched.
+interrupt leaves no half-written export, and an existing destination is never touched. The
+build folder is untrusted: its files pass the build-folder gate, the part it names must be a
+part name, and what ``sim.sh`` compiles is screened as every simulation here is.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from brainsmith.board.streams import Streams
 
 TOP = "brainsmith_accelerator"
+PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # what report.json's fpga_part may be
 GAUGE = "fifo_gauge.sv"  # the FIFO sizing's unbounded FIFO, selected only while sizing
 DEFAULT_FRAMES = 8
 IDLE_LIMIT = 1_000_000  # cycles without an output word before sim.sh gives up
@@ -81,6 +85,10 @@ def export_build(
     if os.path.lexists(target):
         raise ExportError(f"{destination} exists", "give a folder that does not exist yet")
     design = streams(build)
+    if design.fpga_part and not PART.fullmatch(design.fpga_part):  # into the Vivado script
+        raise ExportError(
+            f"report.json's fpga_part {design.fpga_part!r} is not a part name", REBUILD
+        )
     sources, data = _sources(design)
     inputs, expected = _vectors(design, frames, x)
     parent = os.path.dirname(target)
@@ -91,6 +99,7 @@ def export_build(
     stage = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", dir=parent)
     try:
         _write(stage, design, sources, data, inputs, expected)
+        _screen(stage)
         os.chmod(stage, 0o755)
         os.rename(stage, target)
     except BaseException:
@@ -258,6 +267,24 @@ def _write(
         "files": put.digests,
     }  # fmt: skip
     put.text("manifest.json", json.dumps(manifest, indent=1) + "\n")
+
+
+def _screen(stage: str) -> None:
+    """ExportError when the sources ``sim.sh`` compiles would reach the host when simulated
+    (``$system``, file writes, ...: ``brainsmith.rtlsim.screen``, as every simulation here is
+    screened): a build folder made elsewhere must not run commands where it is simulated."""
+    from brainsmith.rtlsim.screen import PreprocessError, UnsafeSource, screen
+    from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
+
+    with open(os.path.join(stage, "sim", "files.f")) as handle:
+        listed = handle.read().split()
+    paths = [os.path.join(stage, name) for name in listed]
+    try:
+        screen(paths, find_toolchain(), stage, dict(zip(paths, listed, strict=True)))
+    except ToolchainError as exc:
+        raise ExportError(f"the export's RTL cannot be checked: {exc}", "make setup") from None
+    except (UnsafeSource, PreprocessError) as exc:
+        raise ExportError(f"the build's RTL cannot be exported: {exc}", REBUILD) from None
 
 
 def _top(design: Streams, probes: list[str]) -> str:
