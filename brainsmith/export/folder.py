@@ -113,7 +113,12 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
     """The RTL files of ``files.f`` (FINN's text and, where it differs, the simulation's) and
     the parameter files of each layer's code folder, as (``data/dN/name``, bytes)."""
     from brainsmith.files import DamagedFile, read_regular
-    from brainsmith.place_route.sources import FILES, MAX_LIST_BYTES, finn_rtllib
+    from brainsmith.place_route.sources import (
+        FILES,
+        MAX_LIST_BYTES,
+        finn_rtllib,
+        parameter_files,
+    )
     from brainsmith.rtlsim.sources import VERILATOR_FIXES, localised_paths, verilator_ready
     from brainsmith.synthesis.sources import MissingSources, plain_file_name, read_layer_file
 
@@ -141,7 +146,7 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
             name = plain_file_name(os.path.basename(path))
             if inside and code_dir not in tags:
                 tags[code_dir] = f"d{len(tags)}"
-                data += _parameter_files(code_dir, tags[code_dir])
+                data += parameter_files(code_dir, tags[code_dir])
         except MissingSources as exc:
             raise ExportError(str(exc), REBUILD) from None
         text, sim_text = original, verilator_ready(path, original, code_dir)
@@ -160,17 +165,6 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
     if not sources:
         raise ExportError(f"{listing} lists no file", REBUILD)
     return sources, data
-
-
-def _parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
-    from brainsmith.synthesis.sources import plain_file_name, read_layer_file
-
-    return [
-        (f"{tag}/{plain_file_name(name)}", read_layer_file(os.path.join(code_dir, name),
-                                                           code_dir, "parameter file"))
-        for name in sorted(os.listdir(code_dir))
-        if name.endswith(".dat")
-    ]  # fmt: skip
 
 
 def _vectors(

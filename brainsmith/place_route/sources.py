@@ -164,7 +164,7 @@ def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
         if _inside(real, build):
             if code_dir not in code_dirs:
                 code_dirs[code_dir] = tag = f"d{len(code_dirs)}"
-                data += _parameter_files(code_dir, tag)
+                data += parameter_files(code_dir, tag)
             text = text.replace(f'"{MOUNT}/{DATA}/', f'"{MOUNT}/{DATA}/{code_dirs[code_dir]}/')
         if (name, text) in included:  # a layer's copy of a module another layer brought
             continue
@@ -179,7 +179,9 @@ def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
     return StitchedDesign(TOP, sources, data, used, sorted(set(fixes)))
 
 
-def _parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
+def parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
+    """(``tag/name``, bytes) of each ``.dat`` a layer's code folder holds (its weights and
+    thresholds), read as layer files are; MissingSources naming one that cannot be."""
     found = []
     for name in sorted(os.listdir(code_dir)):
         if name.endswith(".dat"):
@@ -189,4 +191,4 @@ def _parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
     return found
 
 
-__all__ = ["MAX_FILE_BYTES", "StitchedDesign", "stitched_design"]
+__all__ = ["MAX_FILE_BYTES", "StitchedDesign", "parameter_files", "stitched_design"]
