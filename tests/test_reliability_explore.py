@@ -90,7 +90,7 @@ STOP_SECONDS = 120
 # --variant-timeout of the time limit test: well above what v00's segment takes on a loaded
 # machine (a second or two; FINN's import too, should it land in the segment), well below
 # HANG_SECONDS.
-VARIANT_TIMEOUT = 20
+VARIANT_TIMEOUT = 30
 # From the start of the command to its refusal of a bad scheduler: the probe's own deadline
 # (CONNECT_TIMEOUT, plus a 2 s backstop), and time for a loaded machine to start the command.
 NETWORK_SECONDS = CONNECT_TIMEOUT + 2 + 30
