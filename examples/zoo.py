@@ -22,6 +22,9 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``mobilenet_block``: MobileNet-v1 stem and two depthwise-separable blocks as brevitas's
   quant_mobilenet_v1 4b (8-bit stem weights, per-channel scales, TruncAvgPool2d with floor).
 - ``kws_conv1d``: keyword spotting on 10 MFCCs x 49 frames with Conv1d and MaxPool1d.
+- ``ds_cnn``: MLPerf Tiny's keyword spotting DS-CNN (16 channels where it has 64): a 10x4
+  stride-2 stem, four depthwise-separable blocks, a 25x5 TruncAvgPool2d rounding to nearest.
+- ``tcn``: a temporal convolutional net: dilated Conv1d (1, 2, 4, 8), AdaptiveAvgPool1d(1).
 - ``quartznet``: a QuartzNet-like speech encoder: 1D depthwise-separable blocks with residuals.
 - ``resnet8``: ResNet stem and two basic blocks as bnn_pynq's ResNet-18 (shared add
   quantizers, a 1x1 stride-2 shortcut, TruncAvgPool2d).
@@ -396,6 +399,96 @@ def kws_conv1d(
     return torch.nn.Sequential(*layers), (1, coefficients, frames)
 
 
+def ds_cnn(
+    channels: int = 16,
+    blocks: int = 4,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    round_pool: bool = True,
+    coefficients: int = 10,
+    frames: int = 49,
+    classes: int = 12,
+) -> Network:
+    """MLPerf Tiny's keyword spotting DS-CNN on ``frames`` x ``coefficients`` MFCCs: a 10x4
+    stride-2 stem convolution (padded to ceil(size / 2)), ``blocks`` depthwise-separable
+    blocks (3x3 depthwise, 1x1 pointwise, each with batch norm and ReLU), TruncAvgPool2d over
+    the whole (non-square) map, rounding to nearest as Brevitas does by default (floor unless
+    ``round_pool``), and a classifier. MLPerf Tiny's reference has 64 channels."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    def unit(cin: int, cout: int, kernel: Any, stride: int = 1, padding: Any = 0, groups: int = 1):
+        conv = qnn.QuantConv2d(
+            cin, cout, kernel, stride=stride, padding=padding, groups=groups, bias=False,
+            **_weights(weight_bits, per_channel=True),
+        )  # fmt: skip
+        return [conv, nn.BatchNorm2d(cout), _act(act_bits)]
+
+    height, width = (frames - 1) // 2 + 1, (coefficients - 1) // 2 + 1
+    pad = (((height - 1) * 2 + 10 - frames + 1) // 2, ((width - 1) * 2 + 4 - coefficients + 1) // 2)
+    layers = [_act(8, signed=True), *unit(1, channels, (10, 4), 2, pad)]
+    for _ in range(blocks):
+        layers += [
+            *unit(channels, channels, 3, padding=1, groups=channels),
+            *unit(channels, channels, 1),
+        ]
+    layers += [
+        qnn.TruncAvgPool2d(
+            kernel_size=(height, width),
+            stride=1,
+            bit_width=act_bits,
+            float_to_int_impl_type="ROUND" if round_pool else "FLOOR",
+        ),
+        nn.Flatten(),
+        qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits)),
+    ]
+    return torch.nn.Sequential(*layers), (1, 1, frames, coefficients)
+
+
+def tcn(
+    channels: int = 16,
+    dilations: tuple[int, ...] = (1, 2, 4, 8),
+    kernel: int = 3,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    features: int = 8,
+    frames: int = 64,
+    classes: int = 6,
+) -> Network:
+    """A temporal convolutional net for audio or sensor streams on ``features`` x ``frames``:
+    per entry of ``dilations`` a Conv1d with that dilation (padded to keep the length), batch
+    norm and ReLU, then ``AdaptiveAvgPool1d(1)`` (exported as GlobalAveragePool, in float)
+    and a classifier."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    layers: list[nn.Module] = [_act(8, signed=True)]
+    width = features
+    for dilation in dilations:
+        layers += [
+            qnn.QuantConv1d(
+                width,
+                channels,
+                kernel,
+                dilation=dilation,
+                padding=dilation * (kernel // 2),
+                bias=False,
+                **_weights(weight_bits, per_channel=True),
+            ),
+            nn.BatchNorm1d(channels),
+            _act(act_bits),
+        ]
+        width = channels
+    layers += [
+        nn.AdaptiveAvgPool1d(1),
+        nn.Flatten(),
+        qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits)),
+    ]
+    return torch.nn.Sequential(*layers), (1, features, frames)
+
+
 def quartznet(
     channels: tuple[int, ...] = (24, 24),
     kernels: tuple[int, ...] = (5, 7),
@@ -474,13 +567,15 @@ def resnet8(
     image: int = 16,
     classes: int = 10,
     repeats: int = 1,
+    round_pool: bool = False,
 ) -> Network:
     """A stem and ``repeats`` basic blocks per entry of ``channels`` (the first of each stride
     2 from the second entry on, with a 1x1 convolution shortcut where the shape changes; a
     ResNet-18 for CIFAR: ``channels=(64, 128, 256, 512), repeats=2, image=32``), laid out as
     bnn_pynq's ResNet-18: the
     body's last quantizer is the one that quantized the skip operand (or the shortcut's), and
-    TruncAvgPool2d (8-bit floor) pools globally before a classifier with a 32-bit bias."""
+    TruncAvgPool2d (8-bit; floor, or to nearest with ``round_pool`` as MLPerf Tiny's Brevitas
+    export does by default) pools globally before a classifier with a 32-bit bias."""
     _torch()  # before torch loads (the inductor cache)
     import brevitas.nn as qnn
     from brevitas.quant import Int32Bias, TruncTo8bit
@@ -529,7 +624,9 @@ def resnet8(
                 size = (size - 1) // 2 + 1 if index else size
             self.blocks = nn.Sequential(*blocks)
             self.pool = qnn.TruncAvgPool2d(
-                kernel_size=size, trunc_quant=TruncTo8bit, float_to_int_impl_type="FLOOR"
+                kernel_size=size,
+                trunc_quant=TruncTo8bit,
+                float_to_int_impl_type="ROUND" if round_pool else "FLOOR",
             )
             self.flatten = nn.Flatten()
             self.head = qnn.QuantLinear(
@@ -984,6 +1081,12 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
         True,
     ),
     "resnet8": (resnet8, "ResNet stem + 2 basic blocks (1x1 stride-2 shortcut), 4-bit", True),
+    "ds_cnn": (
+        ds_cnn,
+        "MLPerf Tiny's DS-CNN: 10x4 stride-2 stem, 4 depthwise-separable blocks, 25x5 round pool",
+        True,
+    ),
+    "tcn": (tcn, "temporal conv net: Conv1d dilations 1/2/4/8, AdaptiveAvgPool1d(1), 4-bit", True),
     "residual_identity": (residual_identity, "residual block adding its quantized input", True),
     "encoder_mlp": (encoder_mlp, "transformer MLP: LayerNorm, 32-64-32 linear, 4-bit", True),
     "two_heads": (two_heads, "a conv trunk forked into two classifier heads (2 outputs)", True),

@@ -59,6 +59,15 @@ VARIANTS = {
     "upsample_x3_w6a3": "upsample(channels=6, scale=3, weight_bits=6, act_bits=3, image=4)",
     "espcn_x3_w3a5": "espcn(channels=(12, 6), scale=3, weight_bits=3, act_bits=5, colours=2, "
     "image=5, last_per_channel=True)",
+    # average pools as Brevitas exports them: rounding to nearest, windows not square
+    "ds_cnn_floor_w3a3": "ds_cnn(channels=8, blocks=2, weight_bits=3, act_bits=3, "
+    "round_pool=False, coefficients=8, frames=30)",
+    "mobilenet_round_w3a5": "mobilenet_block(channels=(8, 16, 16), strides=(2, 1), "
+    "weight_bits=3, act_bits=5, round_pool=True, image=10)",
+    "resnet_round_w4a3": "resnet8(channels=(8, 12), weight_bits=4, act_bits=3, image=10, "
+    "round_pool=True)",
+    "tcn_d3_w3a5": "tcn(channels=12, dilations=(1, 3, 9), kernel=5, weight_bits=3, act_bits=5, "
+    "features=6, frames=40)",
     # Brevitas's default attention: q, k and v from one projection, then three Slices
     "encoder_packed_h5_w5a7": "encoder(dim=40, heads=5, hidden=56, sequence=7, weight_bits=5, "
     "act_bits=7, packed_in_proj=True)",
@@ -67,7 +76,8 @@ PACKED = "encoder_packed_h5_w5a7"
 # Other sizes and widths of a kind make test builds fresh already: make test-wide.
 WIDE_VARIANTS = {"tfc_w2a2", "tfc_w8a8", "lfc_w1a1_narrow", "tfc_w2a1", "mobilenet_w5a3_stride2",
                  "kws_w1a1", "resnet_w3a6", "residual_w6a2", "encoder_w6a5", "two_heads_w3a2",
-                 "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5"}  # fmt: skip
+                 "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5", "mobilenet_round_w3a5",
+                 "resnet_round_w4a3", "tcn_d3_w3a5"}  # fmt: skip
 BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 
@@ -483,7 +493,7 @@ def test_model_made_2d_beforehand_is_accepted_and_builds(hub, tmp_path):
     assert any("dilations/strides/pads" in note for note in built.report.get("notes", []))
 
 
-CONV_NETWORKS = ["kws_conv1d", "residual_identity", "mobilenet_block", "resnet8"]
+CONV_NETWORKS = ["kws_conv1d", "residual_identity", "mobilenet_block", "resnet8", "tcn"]
 FRESH_CONV_NETWORKS = ["residual_w6a2", "cnv_w3a5_pool", "kws_w2a3_padded"]
 
 
@@ -492,7 +502,7 @@ FRESH_CONV_NETWORKS = ["residual_w6a2", "cnv_w3a5_pool", "kws_w2a3_padded"]
     "name",
     wide(
         CONV_NETWORKS + FRESH_CONV_NETWORKS,
-        ["resnet8", "residual_w6a2", "kws_w2a3_padded", "cnv_w3a5_pool"],
+        ["resnet8", "residual_w6a2", "kws_w2a3_padded", "cnv_w3a5_pool", "tcn"],
     ),
 )  # (ResNet-8 and a pooled CNV all RTL are built by test_fifo_sizing too)
 def test_prefer_rtl_makes_every_layer_rtl(request, tmp_path, name):

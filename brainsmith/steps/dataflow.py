@@ -49,7 +49,9 @@ def qonnx_to_finn(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper
     average pools keep the truncation Brevitas exported (``fix_average_pools``)."""
     from brainsmith.frameworks.finn import steps as finn_steps
     from brainsmith.frameworks.finn.recipe import average_pool_widths, fix_average_pools
+    from brainsmith.plugins import transforms as tfm
 
+    model = model.transform(tfm.TruncAvgPoolToThresholds())
     widths = average_pool_widths(model)
     return finn_steps.tidy_up(fix_average_pools(finn_steps.qonnx_to_finn(model, cfg), widths))
 
@@ -70,11 +72,13 @@ def streamline(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
         streamline_joins,
         streamline_residuals,
     )
+    from brainsmith.plugins import transforms as tfm
 
     model = apply_transforms(model, context_of(cfg).plan, "pre_hw")
     model = streamline_depthwise(lift_1d(model))
     refuse_padded_bipolar(model)
-    model = streamline_residuals(finn_steps.streamline(model))
+    model = finn_steps.streamline(model).transform(tfm.AveragePoolToSumPool())
+    model = streamline_residuals(model)
     return channels_last(streamline_joins(model))
 
 

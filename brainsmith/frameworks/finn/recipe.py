@@ -103,7 +103,10 @@ def lift_1d(model):
 
     if not has_1d_windows(model):
         return model
+    disguised = _disguise_average_pools(model)
     lifted = model.transform(Change3DTo4DTensors())
+    for graph in (model, lifted):
+        _undisguise_average_pools(graph, disguised)
     complete_window_attributes(lifted.graph)
     if has_1d_windows(lifted):
         unsupported = ", ".join(sorted(set(_find_invalid_nodes(model))))
@@ -115,6 +118,46 @@ def lift_1d(model):
             model,
         )
     return lifted
+
+
+def _disguise_average_pools(model) -> dict[str, str]:
+    """Give each 1D ``AveragePool``/``GlobalAveragePool`` the op type ``MaxPool`` (a global
+    one a whole-length window); returns node name -> original op type.
+
+    QONNX's Change3DTo4DTensors refuses a graph with either, although it makes a MaxPool 2D
+    by extending the window attributes the two share (a global pool has none), and ONNX
+    infers the same shapes for both. The disguise is undone right after the lifting.
+    """
+    from onnx import helper
+
+    disguised = {}
+    for node in model.graph.node:
+        if node.op_type not in ("AveragePool", "GlobalAveragePool") or not node.name:
+            continue
+        shape = model.get_tensor_shape(node.input[0])
+        if shape is None or len(shape) != 3:
+            continue
+        if node.op_type == "GlobalAveragePool":
+            node.attribute.append(helper.make_attribute("kernel_shape", [shape[2]]))
+        present = {a.name for a in node.attribute}  # ONNX's defaults, which QONNX reads
+        for name, value in (("pads", [0, 0]), ("strides", [1])):
+            if name not in present:
+                node.attribute.append(helper.make_attribute(name, value))
+        disguised[node.name] = node.op_type
+        node.op_type = "MaxPool"
+    return disguised
+
+
+def _undisguise_average_pools(model, disguised: dict[str, str]) -> None:
+    """Give the nodes ``_disguise_average_pools`` renamed their own op types back."""
+    for node in model.graph.node:
+        original = disguised.get(node.name)
+        if original is None:
+            continue
+        node.op_type = original
+        if original == "GlobalAveragePool":  # it has no window attributes
+            for attribute in list(node.attribute):
+                node.attribute.remove(attribute)
 
 
 def refuse_padded_bipolar(model) -> None:
