@@ -24,6 +24,7 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``kws_conv1d``: keyword spotting on 10 MFCCs x 49 frames with Conv1d and MaxPool1d.
 - ``ds_cnn``: MLPerf Tiny's keyword spotting DS-CNN (16 channels where it has 64): a 10x4
   stride-2 stem, four depthwise-separable blocks, a 25x5 TruncAvgPool2d rounding to nearest.
+- ``unet``: a 2-level U-Net for segmentation: Concat skips sharing their quantizers.
 - ``tcn``: a temporal convolutional net: dilated Conv1d (1, 2, 4, 8), AdaptiveAvgPool1d(1).
 - ``quartznet``: a QuartzNet-like speech encoder: 1D depthwise-separable blocks with residuals.
 - ``resnet8``: ResNet stem and two basic blocks as bnn_pynq's ResNet-18 (shared add
@@ -869,6 +870,67 @@ def upsample(
     return Upsampled(), (1, 3, image, image)
 
 
+def unet(
+    channels: tuple[int, ...] = (8, 16),
+    bottom: int = 32,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    image: int = 32,
+    classes: int = 2,
+) -> Network:
+    """A U-Net for segmentation, one level per entry of ``channels``: down, a 3x3
+    convolution, batch norm and ReLU whose output is kept as the level's skip, then 2x2 max
+    pooling; a ``bottom`` convolution; up, nearest-neighbour 2x upsampling, a 1x1 convolution
+    to the level's width quantized by the skip's own quantizer (Brevitas's ``cat`` needs one
+    scale), ``torch.cat`` with the skip and a 3x3 convolution; a 1x1 head to ``classes``
+    maps."""
+    torch = _torch()
+    from torch import nn
+
+    def unit(cin: int, cout: int, kernel: int) -> list[nn.Module]:
+        return [_conv(cin, cout, kernel, weight_bits), nn.BatchNorm2d(cout)]
+
+    widths = [3, *channels]
+
+    class UNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant_in = _act(8, signed=True)
+            self.down = nn.ModuleList(
+                nn.Sequential(*unit(a, b, 3)) for a, b in itertools.pairwise(widths)
+            )
+            self.skips = nn.ModuleList(_act(act_bits) for _ in channels)  # shared with the up path
+            self.pool = nn.MaxPool2d(2)
+            self.bottom = nn.Sequential(
+                *unit(channels[-1], bottom, 3), _act(act_bits, quant_tensor=False)
+            )
+            self.upsample = nn.Upsample(scale_factor=2, mode="nearest")
+            ups = [bottom, *channels[:0:-1]]  # what each level's up path receives, deepest first
+            self.reduce = nn.ModuleList(
+                nn.Sequential(*unit(cin, width, 1))
+                for cin, width in zip(ups, channels[::-1], strict=True)
+            )
+            self.merge = nn.ModuleList(
+                nn.Sequential(*unit(2 * width, width, 3), _act(act_bits, quant_tensor=False))
+                for width in channels[::-1]
+            )
+            self.head = _conv(channels[0], classes, 1, weight_bits)
+
+        def forward(self, x):
+            x, kept = self.quant_in(x), []
+            for conv, skip in zip(self.down, self.skips, strict=True):
+                x = skip(conv(x))
+                kept.append(x)
+                x = self.pool(x)
+            x = self.bottom(x)
+            for step, level in enumerate(reversed(range(len(channels)))):
+                up = self.skips[level](self.reduce[step](self.upsample(x)))
+                x = self.merge[step](torch.cat([up, kept[level]], dim=1))
+            return self.head(x)
+
+    return UNet(), (1, 3, image, image)
+
+
 def espcn(
     channels: tuple[int, ...] = (16, 8),
     scale: int = 2,
@@ -1086,6 +1148,7 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
         "MLPerf Tiny's DS-CNN: 10x4 stride-2 stem, 4 depthwise-separable blocks, 25x5 round pool",
         True,
     ),
+    "unet": (unet, "2-level U-Net 32x32: max pool down, nearest upsampling up, Concat skips", True),
     "tcn": (tcn, "temporal conv net: Conv1d dilations 1/2/4/8, AdaptiveAvgPool1d(1), 4-bit", True),
     "residual_identity": (residual_identity, "residual block adding its quantized input", True),
     "encoder_mlp": (encoder_mlp, "transformer MLP: LayerNorm, 32-64-32 linear, 4-bit", True),

@@ -68,6 +68,10 @@ VARIANTS = {
     "round_pool=True)",
     "tcn_d3_w3a5": "tcn(channels=12, dilations=(1, 3, 9), kernel=5, weight_bits=3, act_bits=5, "
     "features=6, frames=40)",
+    # U-Nets: a skip read by the next level and by a Concat, at other depths and widths
+    "unet_d3_w3a5": "unet(channels=(6, 10, 12), bottom=16, weight_bits=3, act_bits=5, image=16)",
+    "unet_d1_w5a2": "unet(channels=(12,), bottom=8, weight_bits=5, act_bits=2, image=12, "
+    "classes=3)",
     # Brevitas's default attention: q, k and v from one projection, then three Slices
     "encoder_packed_h5_w5a7": "encoder(dim=40, heads=5, hidden=56, sequence=7, weight_bits=5, "
     "act_bits=7, packed_in_proj=True)",
@@ -77,7 +81,7 @@ PACKED = "encoder_packed_h5_w5a7"
 WIDE_VARIANTS = {"tfc_w2a2", "tfc_w8a8", "lfc_w1a1_narrow", "tfc_w2a1", "mobilenet_w5a3_stride2",
                  "kws_w1a1", "resnet_w3a6", "residual_w6a2", "encoder_w6a5", "two_heads_w3a2",
                  "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5", "mobilenet_round_w3a5",
-                 "resnet_round_w4a3", "tcn_d3_w3a5"}  # fmt: skip
+                 "resnet_round_w4a3", "tcn_d3_w3a5", "unet_d1_w5a2"}  # fmt: skip
 BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 
@@ -217,6 +221,29 @@ def test_a_concat_of_branches_and_an_upsampling_are_hardware_layers(zoo, name):
     assert_joined_in_hardware(zoo[name], name)
 
 
+UNET_LEVELS = {"unet": 2, "unet_d3_w3a5": 3, "unet_d1_w5a2": 1}
+
+
+def assert_skips_joined_in_hardware(result, levels: int) -> None:
+    """Each level's skip feeds its pool and its Concat in hardware (the stream duplicated),
+    each up path is an upsampling layer; the host keeps the layout changes of the input and
+    of the image output, and the output's scale."""
+    for op_type in ("StreamingConcat_hls", "UpsampleNearestNeighbour_hls", "Pool_hls"):
+        assert len(layers(result, op_type)) == levels, op_type
+    assert len(layers(result, "DuplicateStreams_hls")) == levels
+    host = [(n["op_type"], n["side"]) for n in result.report["cpu_nodes"]["nodes"]]
+    assert sorted(host) == [("Mul", "after"), ("Transpose", "after"), ("Transpose", "before")]
+
+
+@pytest.mark.xdist_group("zoo")
+def test_a_unet_s_skips_keep_their_producers_and_are_joined_in_hardware(zoo):
+    """A skip's quantizer is read by the next level and by the Concat of the up path. Before,
+    its scale, moved past the fork, stayed in front of the channels-last max pool:
+    everything after ran on the host and ``hardware_inference`` removed the Concat's
+    producer ("left tensors that no node produces")."""
+    assert_skips_joined_in_hardware(zoo["unet"], UNET_LEVELS["unet"])
+
+
 @pytest.mark.xdist_group("zoo")
 def test_encoder_attention_softmax_and_norms_are_hardware_layers(zoo):
     """Multi-head attention: the q/k/v and output projections, scores and weighted values
@@ -297,6 +324,8 @@ def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(request, tmp_pat
     assert_built_and_matches_torch(result)
     if name in JOIN_LAYERS:
         assert_joined_in_hardware(result, name)
+    if name in UNET_LEVELS:
+        assert_skips_joined_in_hardware(result, UNET_LEVELS[name])
     if name in BIPOLAR_BEFORE_WEIGHTS:  # 2x - 1 moved into the next layer, past its pools
         after = {n["op_type"] for n in result.report["cpu_nodes"]["nodes"] if n["side"] == "after"}
         assert after <= {"Mul"}, after  # at most the output's scale stays on the host

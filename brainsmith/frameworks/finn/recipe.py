@@ -276,6 +276,7 @@ def streamline_joins(model):
         AbsorbTransposeIntoMultiThreshold,
         AbsorbTransposeIntoResize,
     )
+    from finn.transformation.streamline.reorder import MoveScalesPastIm2Col
     from qonnx.transformation.infer_data_layouts import InferDataLayouts
 
     from brainsmith.plugins import transforms as tfm
@@ -287,6 +288,8 @@ def streamline_joins(model):
         tfm.MoveScalesPastConcat,
         tfm.MoveTransposesPastConcat,
         tfm.MoveScalePastTranspose,
+        tfm.MoveScalesPastMaxPoolNHWC,  # a skip's scale, moved past its fork, on to the layer
+        MoveScalesPastIm2Col,
         AbsorbTransposeIntoResize,
         AbsorbConsecutiveTransposes,
     )
