@@ -22,6 +22,7 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``mobilenet_block``: MobileNet-v1 stem and two depthwise-separable blocks as brevitas's
   quant_mobilenet_v1 4b (8-bit stem weights, per-channel scales, TruncAvgPool2d with floor).
 - ``kws_conv1d``: keyword spotting on 10 MFCCs x 49 frames with Conv1d and MaxPool1d.
+- ``jet_tagger``: hls4ml's and LogicNets' jet-substructure tagger, 16-64-32-32-5 (6-bit).
 - ``ds_cnn``: MLPerf Tiny's keyword spotting DS-CNN (16 channels where it has 64): a 10x4
   stride-2 stem, four depthwise-separable blocks, a 25x5 TruncAvgPool2d rounding to nearest.
 - ``unet``: a 2-level U-Net for segmentation: Concat skips sharing their quantizers.
@@ -398,6 +399,36 @@ def kws_conv1d(
         qnn.QuantLinear(features * length, classes, bias=False, **_weights(weight_bits)),
     ]
     return torch.nn.Sequential(*layers), (1, coefficients, frames)
+
+
+def jet_tagger(
+    hidden: tuple[int, ...] = (64, 32, 32),
+    weight_bits: int = 6,
+    act_bits: int = 6,
+    features: int = 16,
+    classes: int = 5,
+) -> Network:
+    """The LHC jet-substructure tagger of hls4ml's and LogicNets' benchmark: ``features``
+    high-level inputs, [linear (with bias) -> batch norm -> ReLU] per entry of ``hidden``,
+    and a classifier with a bias (its softmax is left to the host), at ``weight_bits`` and
+    ``act_bits`` with Brevitas's default float scales."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from brevitas.quant import Int32Bias
+    from torch import nn
+
+    def linear(cin: int, cout: int) -> nn.Module:
+        return qnn.QuantLinear(
+            cin, cout, bias=True, bias_quant=Int32Bias, **_weights(weight_bits)
+        )
+
+    layers: list[nn.Module] = [_act(act_bits, signed=True)]
+    width = features
+    for out in hidden:
+        layers += [linear(width, out), nn.BatchNorm1d(out), _act(act_bits)]
+        width = out
+    layers.append(linear(width, classes))
+    return torch.nn.Sequential(*layers), (1, features)
 
 
 def ds_cnn(
@@ -1143,6 +1174,7 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
         True,
     ),
     "resnet8": (resnet8, "ResNet stem + 2 basic blocks (1x1 stride-2 shortcut), 4-bit", True),
+    "jet_tagger": (jet_tagger, "LHC jet tagger 16-64-32-32-5 with batch norm, 6-bit", True),
     "ds_cnn": (
         ds_cnn,
         "MLPerf Tiny's DS-CNN: 10x4 stride-2 stem, 4 depthwise-separable blocks, 25x5 round pool",

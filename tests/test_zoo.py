@@ -328,7 +328,7 @@ def test_fresh_export_nobody_tuned_for_builds_and_matches_torch(request, tmp_pat
         assert_skips_joined_in_hardware(result, UNET_LEVELS[name])
     if name in BIPOLAR_BEFORE_WEIGHTS:  # 2x - 1 moved into the next layer, past its pools
         after = {n["op_type"] for n in result.report["cpu_nodes"]["nodes"] if n["side"] == "after"}
-        assert after <= {"Mul"}, after  # at most the output's scale stays on the host
+        assert after <= {"Mul", "Add"}, after  # only the output's scale and bias on the host
 
 
 @pytest.mark.xdist_group("zoo-fresh")
@@ -522,7 +522,15 @@ def test_model_made_2d_beforehand_is_accepted_and_builds(hub, tmp_path):
     assert any("dilations/strides/pads" in note for note in built.report.get("notes", []))
 
 
-CONV_NETWORKS = ["kws_conv1d", "residual_identity", "mobilenet_block", "resnet8", "tcn"]
+CONV_NETWORKS = [
+    "kws_conv1d",
+    "residual_identity",
+    "mobilenet_block",
+    "resnet8",
+    "tcn",
+    "jet_tagger",
+]
+BIASED_CLASSIFIERS = ("mobilenet_block", "resnet8", "jet_tagger")  # a classifier with a bias
 FRESH_CONV_NETWORKS = ["residual_w6a2", "cnv_w3a5_pool", "kws_w2a3_padded"]
 
 
@@ -545,6 +553,10 @@ def test_prefer_rtl_makes_every_layer_rtl(request, tmp_path, name):
     backends = {(layer["op_type"], layer["backend"]) for layer in result.report["layers"]}
     assert {backend for _, backend in backends} == {"rtl"}, sorted(backends)
     assert ("MVAU", "rtl") in backends and ("Thresholding", "rtl") in backends
+    if name in BIASED_CLASSIFIERS:  # the output's scale and bias stay on the host, as in FINN
+        assert not {op for op, _ in backends if op.startswith("Elementwise")}, backends
+        after = [n["op_type"] for n in result.report["cpu_nodes"]["nodes"] if n["side"] == "after"]
+        assert after == ["Mul", "Add"], after
     # all RTL, so the default flow sizes the FIFOs by simulation: float layers (a residual's
     # scale, ElementwiseMul) are simulated in exact single precision, and the sized design
     # keeps pace and matches Python bit for bit

@@ -456,8 +456,9 @@ def feeds_only_the_output(model, node) -> bool:
 
 def elementwise_filter(op_types: set[str] | None) -> Callable[..., bool]:
     """A node filter for ``InferElementwiseBinaryOperation``: the selected operations only,
-    never a floating-point multiplication at the graph's end (dequantisation stays on the
-    host). ``None`` keeps FINN's default (every operation)."""
+    never the output's dequantisation (floating-point scales and offsets by constants that
+    only the graph's outputs read: a classifier's scale and bias), which stays on the host
+    as in FINN's flows. ``None`` keeps FINN's default (every operation)."""
     if op_types is None:
         return lambda *_: True
     from finn.transformation.fpgadataflow.convert_to_hw.elementwise_binary_operation import (
@@ -465,11 +466,34 @@ def elementwise_filter(op_types: set[str] | None) -> Callable[..., bool]:
     )
 
     def wanted(model, node) -> bool:
-        return node.op_type in op_types and InferElementwiseBinaryOperation.reject_output_dequant(
-            model, node
+        return (
+            node.op_type in op_types
+            and InferElementwiseBinaryOperation.reject_output_dequant(model, node)
+            and not output_dequantisation(model, node)
         )
 
     return wanted
+
+
+def output_dequantisation(model, node) -> bool:
+    """Whether ``node`` is part of the output's dequantisation: constant scales and offsets
+    that turn integers (a classifier's accumulators) into the floating-point outputs, read
+    by such operations and layout changes alone. Arithmetic on floats (a LayerNorm's affine
+    part at an encoder's end) is not."""
+    from qonnx.core.datatype import DataType
+
+    float_result = model.get_tensor_datatype(node.output[0]) == DataType["FLOAT32"]
+    if node.op_type not in SCALES or not float_result or not feeds_only_the_output(model, node):
+        return False
+    source = node
+    while source is not None and source.op_type in SCALES and _constant_operands(model, source):
+        tensor = source.input[0]
+        source = model.find_producer(tensor)
+    return model.get_tensor_datatype(tensor).is_integer()
+
+
+def _constant_operands(model, node) -> bool:
+    return all(model.get_initializer(name) is not None for name in node.input[1:])
 
 
 def _integer_adds_only(wanted: Callable[..., bool]) -> Callable[..., bool]:
