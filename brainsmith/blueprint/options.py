@@ -28,6 +28,9 @@ BUILD_KEYS = {
     "makes bitstreams for, such as ulx3s-85f (or fpga_part, not both)",
     "clock_ns": "the target clock period in nanoseconds, from 0.1 (10 GHz) to 1,000,000",
     "target_fps": "a whole number of frames per second, from 1 to 10**12",
+    "target_latency_ns": "the most time one frame may take through the accelerator, in "
+    "nanoseconds (FINN's estimate: the sum of layer cycles on the slowest path), from 0.1 "
+    "to 10**12",
     "verify": "one of " + ", ".join(VERIFY_MODES),
     "verify_samples": f"a whole number of random inputs, 1 to {MAX_VERIFY_SAMPLES}",
     "verify_atol": "an absolute tolerance of verification, a number >= 0 (default: none; "
@@ -76,6 +79,7 @@ class BuildOptions:
     board: str | None = None
     clock_ns: float = 10.0
     target_fps: int | None = None
+    target_latency_ns: float | None = None  # folding also meets this estimated latency
     verify: str = "final"  # each | final | rtlsim | none (see VERIFY_MODES)
     verify_samples: int = 16
     verify_atol: float | None = None  # |actual - expected| <= atol + rtol * |expected|;
@@ -266,6 +270,7 @@ def _folding(check: Checker, path: Path, value: object, expected: str) -> Foldin
 
 CLOCK_NS = (0.1, 1e6)  # a clock period a build can target, in ns: 10 GHz to 1 kHz
 MAX_FPS = 10**12  # beyond any design: a larger target only overflows the folding's sums
+LATENCY_NS = (0.1, 1e12)  # a frame's latency a build can target, in ns
 
 
 def _within(
@@ -292,6 +297,9 @@ BUILD_CHECKS: dict[str, OptionCheck] = {
     "board": Checker.text,
     "clock_ns": lambda check, at, value, expected: _within(check, at, value, expected, CLOCK_NS),
     "target_fps": lambda check, at, value, expected: check.whole(at, value, expected, MAX_FPS),
+    "target_latency_ns": lambda check, at, value, expected: _within(
+        check, at, value, expected, LATENCY_NS
+    ),
     "verify": lambda check, at, value, _: check.choice(at, value, VERIFY_MODES),
     "verify_samples": lambda check, at, value, expected: check.whole(
         at, value, expected, MAX_VERIFY_SAMPLES

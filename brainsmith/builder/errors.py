@@ -25,6 +25,7 @@ OPTIONS = {  # option: (command line, Python API)
     "part": ("--part", "options['fpga_part']"),
     "clock-ns": ("--clock-ns", "options['clock_ns']"),
     "target-fps": ("--target-fps", "options['target_fps']"),
+    "target-latency-ns": ("--target-latency", "options['target_latency_ns']"),
     "synth": ("--synth", "options['synth']"),
     "board": ("--board", "options['board']"),
     "bitstream": ("--bitstream", "options['bitstream']"),

@@ -13,6 +13,7 @@ from brainsmith.report.contents import (
     cpu_nodes,
     estimates,
     finn_warnings,
+    latency_target,
     reassess_warnings,
     scaling_note,
     target,
@@ -99,6 +100,9 @@ def assemble(
         "steps": [r.as_dict() for r in run.records],
         **found,
         "target": goal,
+        "latency_target": latency_target(
+            found["performance"], options.target_latency_ns, run.rtlsim, options.clock_ns
+        ),
         "cpu_nodes": cpu,
         "utilisation": utilisation(part, found["totals"]),
         "warnings": warnings,

@@ -78,6 +78,15 @@ if TYPE_CHECKING:
     help="Throughput to fold for, frames per second, 1 to 10**12 (build.target_fps).",
 )
 @click.option(
+    "--target-latency",
+    "target_latency_ns",
+    type=float,
+    metavar="NS",
+    help="The most time one frame may take through the accelerator, in ns: folds further "
+    "until FINN's latency estimate (layer cycles summed on the slowest path) meets it "
+    "(build.target_latency_ns).",
+)
+@click.option(
     "--synth",
     is_flag=True,
     default=None,
@@ -144,6 +153,7 @@ def build(
     board: str | None,
     clock_ns: float | None,
     target_fps: int | None,
+    target_latency_ns: float | None,
     synth: bool | None,
     bitstream: bool | None,
     size_fifos: bool | None,
@@ -200,6 +210,7 @@ def build(
                     "board": board,
                     "clock_ns": clock_ns,
                     "target_fps": target_fps,
+                    "target_latency_ns": target_latency_ns,
                     "synth": synth,
                     "bitstream": bitstream,
                     "size_fifos": size_fifos,

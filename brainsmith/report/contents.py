@@ -48,8 +48,10 @@ if TYPE_CHECKING:
         Layer,
         LayerAttribute,
         LayerFacts,
+        LatencyTarget,
         Performance,
         Read,
+        RtlsimSection,
         Target,
         Utilisation,
     )
@@ -468,6 +470,31 @@ def target(
     if goal["limit"] is not None and folding is not None:
         goal["folding_search"] = folding["search"]
     return goal
+
+
+def latency_target(
+    performance: Performance,
+    target_ns: float | None,
+    rtlsim: RtlsimSection | None = None,
+    clock_ns: float = 0.0,
+) -> LatencyTarget | None:
+    """Whether a frame's latency meets ``target_ns``: as simulated when the whole design
+    was (Verilator), else as FINN estimates it; None without a target or an estimate."""
+    estimated, cycles = performance.get("estimated_latency_ns"), performance.get(
+        "critical_path_cycles"
+    )
+    if not target_ns or estimated is None or cycles is None:
+        return None
+    stitched = (rtlsim or {}).get("stitched") or {}
+    simulated = stitched.get("latency_cycles")
+    measured = simulated * clock_ns if simulated and clock_ns else None
+    return {
+        "target_latency_ns": target_ns,
+        "estimated_latency_ns": estimated,
+        "critical_path_cycles": cycles,
+        "measured_latency_ns": measured,
+        "met": (measured if measured is not None else estimated) <= target_ns,
+    }
 
 
 def bottleneck_limit(

@@ -275,16 +275,23 @@ def latency_text(report: BuildReport) -> str | None:
     simulated = finite(stitched.get("latency_cycles")) if stitched else None
     estimated = finite(perf.get("critical_path_cycles"))
     cycles = simulated or estimated
+    goal = report.get("latency_target")
+    verdict = ""
+    if goal:
+        basis = "measured" if goal.get("measured_latency_ns") is not None else "estimated"
+        verdict = f"; target {number(goal['target_latency_ns'])} ns {basis} " + (
+            "met" if goal["met"] else "MISSED"
+        )
     if clock and cycles:
         source = "measured in simulation" if simulated else "estimated"
         if simulated and estimated:
             source += f"; estimated {number(estimated)} cycles"
         return (
             f"{number(cycles * clock / 1000, ' µs')} ({number(cycles)} cycles at "
-            f"{number(clock)} ns, {source})"
+            f"{number(clock)} ns, {source}{verdict})"
         )
     nanoseconds = finite(perf.get("estimated_latency_ns"))
-    return f"{number(nanoseconds / 1000, ' µs')} (estimated)" if nanoseconds else None
+    return f"{number(nanoseconds / 1000, ' µs')} (estimated{verdict})" if nanoseconds else None
 
 
 def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:

@@ -266,6 +266,18 @@ class Target(TypedDict):
     finn_warnings_superseded: NotRequired[int]  # set by ``builder.reporting.assemble``
 
 
+class LatencyTarget(TypedDict):
+    """``latency_target``: a frame's latency asked (``build.target_latency_ns``), FINN's
+    estimate of it after folding (the layer cycles summed on the slowest path, which the
+    folding meets) and, when the whole design was simulated, the latency measured."""
+
+    target_latency_ns: float
+    estimated_latency_ns: float
+    critical_path_cycles: int
+    measured_latency_ns: float | None  # the whole design simulated in Verilator
+    met: bool  # the measured latency when there is one, else the estimate
+
+
 class CpuNode(TypedDict):
     """A node outside the accelerator, before or after it."""
 
@@ -452,6 +464,7 @@ class BuildReport(Estimates):
     notes: list[str]
     steps: list[StepEntry]
     target: Target | None
+    latency_target: NotRequired[LatencyTarget | None]  # with build.target_latency_ns
     cpu_nodes: CpuNodes | None
     utilisation: Utilisation
     warnings: list[FinnWarning]

@@ -419,7 +419,8 @@ def _check_implemented(node: onnx.NodeProto, decomposed_later: bool, model: Mode
 )
 def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Parallelise to ``cfg.target_fps`` at the configured clock (brainsmith's folding
-    search, or FINN's SetFolding with ``build.folding.search: finn``), apply a folding
+    search, or FINN's SetFolding with ``build.folding.search: finn``) and, with
+    ``build.target_latency_ns``, further until a frame's estimated latency meets it; apply a folding
     config file if given, minimise bit widths, decompose Shuffle layers into implementable
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
     every layer must then have a backend."""
@@ -429,8 +430,12 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     context = context_of(cfg)
     plan = context.plan
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
+    options = plan.options
     model, context.folding = fold_for_target(
-        model, cfg, plan.options.folding if plan.options else None
+        model,
+        cfg,
+        options.folding if options else None,
+        options.target_latency_ns if options else None,
     )
     model = finn_steps.apply_folding_config(model, cfg)
     model = legal_folding(model)

@@ -81,6 +81,17 @@ class FoldingRecord(TypedDict):
     limit: str | None
     totals: NotRequired[dict[str, float]]
     utilisation: NotRequired[float]
+    latency: NotRequired[LatencyFolding]
+
+
+class LatencyFolding(TypedDict):
+    """How the folding met a latency target: the cycles one frame may take through the
+    pipeline, the estimated critical path (FINN's sum of layer cycles), the per-layer budget."""
+
+    target_cycles: int
+    critical_path_cycles: int
+    layer_budget: int
+    met: bool
 
 
 @dataclass
@@ -124,6 +135,50 @@ def fold(model, target_cycles: int, part: str, available: dict[str, int] | None,
     if available:
         cycles = _spread(search, model, budget)
     return search.result(model, target_cycles, first, cycles, needed, max_utilisation)
+
+
+def fold_for_latency(
+    model, latency_cycles: int, part: str, available: dict[str, int] | None, budget: int
+) -> LatencyFolding:
+    """Fold ``model`` in place (further than ``budget`` cycles per layer where needed) so a
+    frame's estimated latency, the sum of layer cycles along the slowest path, is at most
+    ``latency_cycles``: the largest per-layer budget that does so, so the cheapest such
+    folding of this search; the fastest folding when none does."""
+    search = _Search(part, available or {})
+
+    def path(per_layer: int) -> int:
+        search.apply(model, per_layer)
+        return critical_path_cycles(model)
+
+    high = max(1, min(budget, latency_cycles))
+    if path(high) > latency_cycles:
+        low = 1
+        if path(low) <= latency_cycles:
+            while high - low > 1:  # path(low) meets the target, path(high) does not
+                middle = (low + high) // 2
+                low, high = (middle, high) if path(middle) <= latency_cycles else (low, middle)
+        high = low
+        path(high)
+    reached = critical_path_cycles(model)
+    return {
+        "target_cycles": latency_cycles,
+        "critical_path_cycles": reached,
+        "layer_budget": high,
+        "met": reached <= latency_cycles,
+    }
+
+
+def critical_path_cycles(model) -> int:
+    """A frame's estimated latency as FINN's ``dataflow_performance`` computes it: the
+    largest sum of layer cycles along a path from the input to an output."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    reached: dict[str, int] = {}
+    for node in model.graph.node:
+        before = [reached.get(p.name, 0) for p in model.find_direct_predecessors(node) or []]
+        cycles = int(getCustomOp(node).get_exp_cycles()) if is_hardware(node) else 0
+        reached[node.name] = cycles + max(before, default=0)
+    return max(reached.values(), default=0)
 
 
 def over_the_part(model, part: str) -> str:

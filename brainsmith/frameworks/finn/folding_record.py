@@ -29,19 +29,23 @@ FOLDING_ATTRIBUTES = (
 
 
 def fold_for_target(
-    model, cfg, options: FoldingOptions | None
+    model, cfg, options: FoldingOptions | None, latency_ns: float | None = None
 ) -> tuple[ModelWrapper, FoldingRecord | None]:
     """Fold ``model`` for ``cfg.target_fps`` as ``options`` say (None: the defaults, as in
-    FINN's own builder); the model and the record (unchanged, and None, without a target)."""
+    FINN's own builder), then further where a frame must take at most ``latency_ns``
+    (brainsmith's search); the model and the record (unchanged, and None, without a target)."""
     from brainsmith.blueprint.options import FoldingOptions
 
     options = options or FoldingOptions()
-    target = cycles_per_frame(cfg)
-    if target is None:
+    latency = int(latency_ns // cfg.synth_clk_period_ns) if latency_ns else None
+    throughput = cycles_per_frame(cfg)
+    if throughput is None and latency is None:
         return model, None
+    # a latency alone: no layer may take longer than the whole frame
+    target = throughput if throughput is not None else max(1, cast(int, latency))
     from brainsmith.frameworks.finn.folding import layer_cycles
 
-    if options.search == "finn":
+    if options.search == "finn" and throughput is not None:
         from finn.builder.build_dataflow_steps import step_target_fps_parallelization
 
         record = finn_record(model, target, options.mvau_wwidth_max)
@@ -60,9 +64,33 @@ def fold_for_target(
         found = part_resources(part)
         record = fold(model, target, part, found[0] if found else None,
                       options.max_utilisation).to_dict()  # fmt: skip
+    if latency is not None:
+        record = _fold_for_latency(model, cfg, record, latency, target)
+    if options.search != "finn" or throughput is None or latency is not None:
         write_json(os.path.join(cfg.output_dir, "auto_folding_config.json"), folding_config(model))
     write_json(os.path.join(cfg.output_dir, "report", RECORD), record)
     return model, record
+
+
+def _fold_for_latency(
+    model, cfg, record: FoldingRecord, latency: int, budget: int
+) -> FoldingRecord:
+    """``record`` after folding ``model`` further (brainsmith's search, whichever folded
+    first) so that a frame takes at most ``latency`` cycles through the pipeline."""
+    from brainsmith.frameworks.finn.folding import fold_for_latency, layer_cycles
+    from brainsmith.frameworks.finn.parts import part_resources
+
+    part = fpga_part(cfg)
+    found = part_resources(part)
+    reached = fold_for_latency(model, latency, part, found[0] if found else None, budget)
+    cycles = layer_cycles(model)
+    limits = {name: entry["limit"] for name, entry in record["layers"].items()}
+    return {
+        **record,
+        "latency": reached,
+        "cycles": max(cycles.values(), default=0),
+        "layers": {name: {"cycles": c, "limit": limits.get(name)} for name, c in cycles.items()},
+    }
 
 
 def follow_decomposition(model, cfg, record: FoldingRecord | None) -> FoldingRecord | None:
