@@ -1,7 +1,8 @@
 """The networks that build: the shipped example models with their blueprints, and the network
 zoo (examples/zoo.py, Brevitas exports) with no blueprint at a 100,000 fps target; each
 verified after every step (and, for the Brevitas exports, against the torch model's own
-outputs), with FINN's own builder on the same model beside it.
+outputs), with FINN's own builder on the same model beside it. fps, latency (FINN's critical
+path: layer cycles summed) and resources are FINN's estimates at 5 ns.
 
     .venv/bin/python -m benchmarks.networks [--no-finn] [MODEL ...]      (make networks)
 
@@ -83,6 +84,7 @@ def build_one(model: str, blueprint: str | None, folder: Path) -> dict:
         "status": result.status,
         "layers": len(result.report.get("layers", [])),
         "fps": result.performance.get("estimated_fps"),
+        "latency_ns": result.performance.get("estimated_latency_ns"),
         "totals": result.totals,
         "steps_verified": len(checks),
         "max_error": max(c["max_error"] for c in checks),
@@ -104,11 +106,15 @@ def _number(value) -> str:
     return f"{value:,.0f}" if isinstance(value, int | float) else "—"
 
 
+def _latency(nanoseconds) -> str:
+    return f"{nanoseconds / 1000:,.1f} µs" if isinstance(nanoseconds, int | float) else "—"
+
+
 def table(rows: list[dict], descriptions: dict[str, str]) -> str:
     lines = [
-        "| model | kind | blueprint | builds | fps | LUT | DSP | max error (steps) | vs torch "
-        "| FINN's builder: builds | fps | LUT | DSP |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+        "| model | kind | blueprint | builds | fps | latency | LUT | DSP | max error (steps) "
+        "| vs torch | FINN's builder: builds | fps | LUT | DSP |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for row in rows:
         finn = row.get("finn") or {}
@@ -123,14 +129,15 @@ def table(rows: list[dict], descriptions: dict[str, str]) -> str:
         if row["status"] != "ok":
             lines.append(
                 f"| {name} | {descriptions[row['model']]} | {blueprint} | **no** "
-                f"| — | — | — | — | — {finn_cells}"
+                f"| — | — | — | — | — | — {finn_cells}"
             )
             continue
         totals = row["totals"]
         torch = f"{row['max_error_vs_torch']:.1e}" if row["max_error_vs_torch"] is not None else "—"
         lines.append(
             f"| {name} | {descriptions[row['model']]} | {blueprint} | yes "
-            f"| {_number(row['fps'])} | {_number(totals['LUT'])} | {_number(totals['DSP'])} "
+            f"| {_number(row['fps'])} | {_latency(row.get('latency_ns'))} "
+            f"| {_number(totals['LUT'])} | {_number(totals['DSP'])} "
             f"| {row['max_error']:.1e} ({row['steps_verified']}) | {torch} {finn_cells}"
         )
     return "\n".join(lines)
