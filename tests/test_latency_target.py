@@ -85,9 +85,9 @@ def test_build_target_latency_from_the_command_line_is_reported_with_its_verdict
     assert goal["met"] and goal["estimated_latency_ns"] <= 400
     folding = json.loads((out / "finn" / "report" / "folding.json").read_text())
     assert folding["latency"]["target_cycles"] == 80  # 400 ns at 5 ns
-    assert folding["latency"]["critical_path_cycles"] == report["performance"][
-        "critical_path_cycles"
-    ]
+    assert (
+        folding["latency"]["critical_path_cycles"] == report["performance"]["critical_path_cycles"]
+    )
     latency = next(line for line in stdout.splitlines() if line.strip().startswith("latency"))
     assert "target 400 ns estimated met" in latency, latency
     assert report["blueprint"]["build"]["target_latency_ns"] == 400

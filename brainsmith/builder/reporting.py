@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from brainsmith.files import write_text
 from brainsmith.report.contents import (
+    accelerator_macs,
     cpu_nodes,
     estimates,
     finn_warnings,
@@ -71,7 +72,7 @@ def assemble(
     warnings, superseded = reassess_warnings(finn_warnings(run.path("build.log")), goal)
     if goal is not None:
         goal["finn_warnings_superseded"] = superseded
-    cpu = cpu_nodes(parent) if model is not None else None
+    cpu = cpu_nodes(parent, accelerator_macs(run.report_dir)) if model is not None else None
     return {
         "name": run.plan.name,
         "status": status,

@@ -383,8 +383,10 @@ def _datatype(model: ModelWrapper, tensor: str) -> str | None:
         return None
 
 
-def cpu_nodes(parent: ModelWrapper | None) -> CpuNodes | None:
-    """The nodes outside the accelerator (the dataflow parent graph), by op type."""
+def cpu_nodes(parent: ModelWrapper | None, accelerator_macs: float = 0.0) -> CpuNodes | None:
+    """The nodes outside the accelerator (the dataflow parent graph), by op type, and the
+    host's share of the network's multiply-accumulates (``accelerator_macs``: FINN's count
+    for the accelerator's layers)."""
     if parent is None:
         return None
     order = [n.op_type for n in parent.graph.node]
@@ -405,13 +407,53 @@ def cpu_nodes(parent: ModelWrapper | None) -> CpuNodes | None:
         record["side"] == "after" and _output_scaling(parent, node)
         for node, record in zip(outside, nodes, strict=True)
     )
+    host = sum(host_macs(parent, node) for node in outside)
+    total = host + accelerator_macs
     return {
         "count": len(nodes),
         "op_types": by_type,
         "nodes": nodes,
         "model": "final_parent.onnx",
         "output_scaling": scaling,
+        "host_macs": host,
+        "host_share": round(host / total, 4) if total else None,
     }
+
+
+MAC_OPS = ("MatMul", "Gemm", "Conv")
+
+
+def host_macs(model: ModelWrapper, node: onnx.NodeProto) -> int:
+    """Multiply-accumulates one frame costs ``node`` on the host (matrix products and
+    convolutions; other nodes count 0)."""
+    if node.op_type not in MAC_OPS:
+        return 0
+    shape_in, shape_out = model.get_tensor_shape(node.input[0]), model.get_tensor_shape(
+        node.output[0]
+    )
+    weights = model.get_tensor_shape(node.input[1])
+    if not shape_in or not shape_out or not weights:
+        return 0
+    outputs = 1
+    for size in shape_out:
+        outputs *= int(size)
+    if node.op_type == "Conv":  # each output sums C_in / groups x kernel products
+        per_output = 1
+        for size in weights[1:]:
+            per_output *= int(size)
+        return outputs * per_output
+    transposed = any(a.name == "transA" and a.i for a in node.attribute)
+    return outputs * int(shape_in[-2] if transposed else shape_in[-1])
+
+
+def accelerator_macs(report_dir: str) -> float:
+    """FINN's multiply-accumulate count of the accelerator's layers (op_and_param_counts)."""
+    try:
+        with open(os.path.join(report_dir, "op_and_param_counts.json")) as f:
+            total = json.load(f).get("total", {})
+    except (OSError, ValueError):
+        return 0.0
+    return float(sum(v for k, v in total.items() if k.startswith("op_mac")))
 
 
 SCALING_OPS = ("Mul", "Div", "Add", "Sub")

@@ -294,6 +294,8 @@ class CpuNodes(TypedDict):
     nodes: list[CpuNode]
     model: str  # final_parent.onnx
     output_scaling: NotRequired[bool]  # only the output's constant scale and bias, after it
+    host_macs: NotRequired[int]  # multiply-accumulates a frame costs the host
+    host_share: NotRequired[float | None]  # of the network's (FINN's count in hardware)
 
 
 class Utilisation(TypedDict):
