@@ -418,9 +418,7 @@ def jet_tagger(
     from torch import nn
 
     def linear(cin: int, cout: int) -> nn.Module:
-        return qnn.QuantLinear(
-            cin, cout, bias=True, bias_quant=Int32Bias, **_weights(weight_bits)
-        )
+        return qnn.QuantLinear(cin, cout, bias=True, bias_quant=Int32Bias, **_weights(weight_bits))
 
     layers: list[nn.Module] = [_act(act_bits, signed=True)]
     width = features

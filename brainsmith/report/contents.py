@@ -45,10 +45,10 @@ if TYPE_CHECKING:
         DatatypeKey,
         Estimates,
         FinnWarning,
+        LatencyTarget,
         Layer,
         LayerAttribute,
         LayerFacts,
-        LatencyTarget,
         Performance,
         Read,
         RtlsimSection,
@@ -428,8 +428,9 @@ def host_macs(model: ModelWrapper, node: onnx.NodeProto) -> int:
     convolutions; other nodes count 0)."""
     if node.op_type not in MAC_OPS:
         return 0
-    shape_in, shape_out = model.get_tensor_shape(node.input[0]), model.get_tensor_shape(
-        node.output[0]
+    shape_in, shape_out = (
+        model.get_tensor_shape(node.input[0]),
+        model.get_tensor_shape(node.output[0]),
     )
     weights = model.get_tensor_shape(node.input[1])
     if not shape_in or not shape_out or not weights:
@@ -522,8 +523,9 @@ def latency_target(
 ) -> LatencyTarget | None:
     """Whether a frame's latency meets ``target_ns``: as simulated when the whole design
     was (Verilator), else as FINN estimates it; None without a target or an estimate."""
-    estimated, cycles = performance.get("estimated_latency_ns"), performance.get(
-        "critical_path_cycles"
+    estimated, cycles = (
+        performance.get("estimated_latency_ns"),
+        performance.get("critical_path_cycles"),
     )
     if not target_ns or estimated is None or cycles is None:
         return None

@@ -191,11 +191,7 @@ def warning_lines(report: BuildReport) -> list[str]:
     if cpu and cpu["count"] and not cpu.get("output_scaling"):  # (that is a note)
         types = ", ".join(f"{t} x{n}" if n > 1 else t for t, n in cpu["op_types"].items())
         share = cpu.get("host_share")
-        work = (
-            f"; they do {share:.0%} of the network's multiply-accumulates"
-            if share
-            else ""
-        )
+        work = f"; they do {share:.0%} of the network's multiply-accumulates" if share else ""
         lines.append(
             f"{cpu['count']} node(s) stay on the CPU, outside the accelerator: {types} "
             f"(see {cpu['model']}){work}"
