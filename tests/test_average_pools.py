@@ -6,6 +6,7 @@ computes the mean's thresholds exactly."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from qonnx.core.onnx_exec import execute_onnx
 from qonnx.transformation.infer_shapes import InferShapes
 from qonnx.util.basic import qonnx_make_model
 
+from brainsmith.frameworks.finn.steps import qonnx_to_finn
 from brainsmith.transforms.average_pools import AveragePoolToSumPool, TruncAvgPoolToThresholds
 
 QONNX = "qonnx.custom_op.general"
@@ -59,7 +61,7 @@ def inputs(shape, bits: int, signed: bool, seed: int = 0) -> np.ndarray:
     """Every integer of the input's range (and beyond it, clipped) times the scale."""
     low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
     rng = np.random.default_rng(seed)
-    ints = rng.integers(low - 1, high + 2, size=(8, *shape[1:]))
+    ints = rng.integers(low - 1, high + 2, size=(32, *shape[1:]))
     ints[0].flat[: high - low + 1] = np.arange(low, high + 1)[: ints[0].size]
     ints[1] = high  # the largest sum: the clamp
     return (ints * 0.3).astype(np.float32)
@@ -78,6 +80,7 @@ CASES = {  # name: (shape, kernel, strides, rounding, bits, signed, out_bits)
     "3x3-ceil": ([1, 2, 6, 6], [3, 3], [3, 3], "CEIL", 2, 0, 4),
     "1d-round": ([1, 3, 12], [4], [2], "ROUND", 4, 1, 4),
     "1d-global-floor": ([1, 5, 10], [10], [1], "FLOOR", 3, 0, 6),
+    "6x6-global-round": ([1, 16, 6, 6], [6, 6], [1, 1], "ROUND", 4, 0, 4),
 }
 
 
@@ -91,6 +94,10 @@ def test_a_truncated_average_pool_becomes_thresholds_that_compute_as_qonnx(name)
     ops = [n.op_type for n in rewritten.graph.node]
     assert "Trunc" not in ops and "MultiThreshold" in ops, ops
     assert np.array_equal(run(rewritten, x), want)
+    # and after FINN's conversion of the quantizers, whose scales make the window's sum a
+    # whole number only to single precision
+    converted = qonnx_to_finn(rewritten, SimpleNamespace(max_multithreshold_bit_width=8))
+    assert np.array_equal(run(converted, x), want)
     if len(kernel) == 1:
         return  # a 1D pool is lowered once the network is made 2D (test_zoo's tcn, ds_cnn)
     # and as FINN's accumulating pool will read it: a window sum of integers

@@ -124,7 +124,9 @@ def _rewrite(model: ModelWrapper, pool: NodeProto, trunc: NodeProto) -> bool:
     if np.any(np.diff(levels) < 0):
         return False
     low, high = int(levels[0]), int(levels[-1])
-    thresholds = [float(sums[np.argmax(levels >= level)]) for level in range(low + 1, high + 1)]
+    # half a step below each sum where the level steps up: the float mean times the window
+    # is that whole number only to single precision (22.999998 for 23)
+    steps = [float(sums[np.argmax(levels >= level)]) - 0.5 for level in range(low + 1, high + 1)]
     signed = bool(trunc_attrs.get_nodeattr("signed"))
     out_dtype = DataType[f"{'INT' if signed else 'UINT'}{int(out_bits)}"]
 
@@ -134,13 +136,13 @@ def _rewrite(model: ModelWrapper, pool: NodeProto, trunc: NodeProto) -> bool:
         to_int.output[0], DataType.get_smallest_possible(smallest if smallest < 0 else largest)
     )
     to_sum = _scalar_node(model, "Mul", pool.output[0], float(window), "avgpool_sum")
-    steps = add_initializer(
-        model, f"{trunc.name or 'Trunc'}_thresholds", np.array([thresholds], dtype=np.float32)
+    thresholds = add_initializer(
+        model, f"{trunc.name or 'Trunc'}_thresholds", np.array([steps], dtype=np.float32)
     )
     counted = unique_tensor_name(model, f"{pool.output[0]}_levels")
     threshold = helper.make_node(
         "MultiThreshold",
-        [to_sum.output[0], steps],
+        [to_sum.output[0], thresholds],
         [counted],
         domain=QONNX_DOMAIN,
         out_dtype=out_dtype.name,
