@@ -68,6 +68,12 @@ VARIANTS = {
     "round_pool=True)",
     "tcn_d3_w3a5": "tcn(channels=12, dilations=(1, 3, 9), kernel=5, weight_bits=3, act_bits=5, "
     "features=6, frames=40)",
+    # MLPerf Tiny's reference networks at their own sizes, exported with Brevitas's defaults
+    "resnet8_mlperf_tiny": "resnet8(channels=(16, 32, 64), image=32, round_pool=True)",
+    "ds_cnn_mlperf_tiny": "ds_cnn(channels=64, blocks=4)",
+    "mobilenet_v1_025_vww": "mobilenet_block(channels=(8, 16, 32, 32, 64, 64, 128, 128, 128, "
+    "128, 128, 128, 256, 256), strides=(1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 2, 1), "
+    "round_pool=True, image=96, classes=2)",
     # U-Nets: a skip read by the next level and by a Concat, at other depths and widths
     "unet_d3_w3a5": "unet(channels=(6, 10, 12), bottom=16, weight_bits=3, act_bits=5, image=16)",
     "unet_d1_w5a2": "unet(channels=(12,), bottom=8, weight_bits=5, act_bits=2, image=12, "
@@ -81,7 +87,8 @@ PACKED = "encoder_packed_h5_w5a7"
 WIDE_VARIANTS = {"tfc_w2a2", "tfc_w8a8", "lfc_w1a1_narrow", "tfc_w2a1", "mobilenet_w5a3_stride2",
                  "kws_w1a1", "resnet_w3a6", "residual_w6a2", "encoder_w6a5", "two_heads_w3a2",
                  "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5", "mobilenet_round_w3a5",
-                 "resnet_round_w4a3", "tcn_d3_w3a5", "unet_d1_w5a2"}  # fmt: skip
+                 "resnet_round_w4a3", "tcn_d3_w3a5", "unet_d1_w5a2", "resnet8_mlperf_tiny",
+                 "ds_cnn_mlperf_tiny", "mobilenet_v1_025_vww"}  # fmt: skip
 BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 

@@ -151,6 +151,32 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
                 result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
                 return
         result.nodes = verdicts(model, cfg)
+        if result.ok:
+            result.error = _conversion_error(steps[names.index(FRONT_END)], model, cfg)
+
+
+def _conversion_error(step, model: ModelWrapper, cfg: DataflowBuildConfig) -> str:
+    """Why the build's own conversion step fails on ``model`` ("" when it does not): the
+    step run on a copy, its graph and the graph around the accelerator checked as the build
+    checks them, so check never calls ready a model the build cannot convert."""
+    import copy
+
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.planning.context import context_of
+
+    before = streams(model, None)
+    try:
+        function = step.function()
+        converted = function(ModelWrapper(copy.deepcopy(model.model)), cfg)
+    except StepError as exc:
+        return f"step {step.name} would fail: {exc.reason}; try: {exc.hint}"
+    except Exception as exc:
+        transform, node = failing_transform(exc)
+        where = f" in {transform}" + (f" on node {node}" if node else "") if transform else ""
+        return f"step {step.name} would fail{where}: {type(exc).__name__}: {exc}"
+    broken = wiring_error(step.name, converted, context_of(cfg).dataflow_parent, before)
+    return f"{broken}; try: report it with the model" if broken else ""
 
 
 def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
