@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.intake import CheckedModel
     from brainsmith.builder.shaping import BuildOverrides
+    from brainsmith.builder.state import Step
     from brainsmith.files import Json
     from brainsmith.planning.advice import Taker
     from brainsmith.planning.plan import BlueprintSource, BuildPlan
@@ -155,7 +156,7 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
             result.error = _conversion_error(steps[names.index(FRONT_END)], model, cfg)
 
 
-def _conversion_error(step, model: ModelWrapper, cfg: DataflowBuildConfig) -> str:
+def _conversion_error(step: Step, model: ModelWrapper, cfg: DataflowBuildConfig) -> str:
     """Why the build's own conversion step fails on ``model`` ("" when it does not): the
     step run on a copy, its graph and the graph around the accelerator checked as the build
     checks them, so check never calls ready a model the build cannot convert."""
@@ -168,6 +169,8 @@ def _conversion_error(step, model: ModelWrapper, cfg: DataflowBuildConfig) -> st
     before = streams(model, None)
     try:
         function = step.function()
+        if function is None:
+            return ""
         converted = function(ModelWrapper(copy.deepcopy(model.model)), cfg)
     except StepError as exc:
         return f"step {step.name} would fail: {exc.reason}; try: {exc.hint}"

@@ -529,8 +529,8 @@ def latency_target(
     )
     if not target_ns or estimated is None or cycles is None:
         return None
-    stitched = (rtlsim or {}).get("stitched") or {}
-    simulated = stitched.get("latency_cycles")
+    stitched = rtlsim["stitched"] if rtlsim else None
+    simulated = stitched.get("latency_cycles") if stitched else None
     measured = simulated * clock_ns if simulated and clock_ns else None
     return {
         "target_latency_ns": target_ns,

@@ -152,7 +152,7 @@ def _rewrite(model: ModelWrapper, pool: NodeProto, trunc: NodeProto) -> bool:
     model.set_tensor_datatype(counted, out_dtype)
     rescale = helper.make_node(
         "Mul",
-        [counted, add_initializer(model, "avgpool_out_scale", np.float32(out_scale))],
+        [counted, add_initializer(model, "avgpool_out_scale", np.array(out_scale, np.float32))],
         [trunc.output[0]],
     )
     at = list(model.graph.node).index(pool)
