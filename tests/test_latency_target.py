@@ -91,3 +91,29 @@ def test_build_target_latency_from_the_command_line_is_reported_with_its_verdict
     latency = next(line for line in stdout.splitlines() if line.strip().startswith("latency"))
     assert "target 400 ns estimated met" in latency, latency
     assert report["blueprint"]["build"]["target_latency_ns"] == 400
+
+
+def test_a_latency_target_and_a_crashed_simulation_are_on_the_first_screen():
+    """The latency verdict uses the simulated latency when there is one; a design that crashed
+    in its whole simulation (FINN's VVAU_rtl asserting under back-pressure, in an all-RTL
+    DS-CNN) is a warning, not a note, since it may not work on a board."""
+    from brainsmith.report.contents import latency_target
+    from brainsmith.report.html import latency_text, warning_lines
+    from brainsmith.rtlsim.sources import CRASHED
+
+    performance = {"estimated_latency_ns": 330.0, "critical_path_cycles": 66}
+    rtlsim = {"stitched": {"latency_cycles": 141}}
+    goal = latency_target(performance, 400.0, rtlsim, 5.0)
+    assert goal == {"target_latency_ns": 400.0, "estimated_latency_ns": 330.0,
+                    "critical_path_cycles": 66, "measured_latency_ns": 705.0, "met": False}  # fmt: skip
+    report = {"performance": performance, "clock_ns": 5.0, "rtlsim": rtlsim, "latency_target": goal}
+    assert latency_text(report).endswith("estimated 66 cycles; target 400 ns measured MISSED)")
+    assert latency_target(performance, 400.0)["met"] is True  # not simulated: the estimate
+    crash = (f"FIFO depths: FINN's, not sized by simulation: {CRASHED} (sized FIFOs): the "
+             "simulator exited with code 1: \n[0] %Error: mvu_vvu_axi.sv:376: Assertion failed")  # fmt: skip
+    lines = warning_lines({"notes": [crash]})
+    assert lines == [
+        f"{CRASHED} (sized FIFOs): the simulator exited with code 1: %Error: mvu_vvu_axi.sv:376: "
+        "Assertion failed; it may not work on a board (brainsmith verify-rtl BUILD simulates "
+        "each layer on its own)"
+    ]

@@ -15,6 +15,7 @@ from brainsmith.frameworks.finn.facts import step_label
 from brainsmith.report.measured import as_estimated, error_line, measured_line, unsynthesised
 from brainsmith.report.rtl_tables import rtlsim_html
 from brainsmith.report.units import RESOURCES, bits, finite, percent
+from brainsmith.rtlsim.sources import CRASHED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -195,6 +196,14 @@ def warning_lines(report: BuildReport) -> list[str]:
         lines.append(
             f"{cpu['count']} node(s) stay on the CPU, outside the accelerator: {types} "
             f"(see {cpu['model']}){work}"
+        )
+    crashed = next((note for note in report.get("notes", []) if CRASHED in note), None)
+    if crashed:
+        what = " ".join((CRASHED + crashed.partition(CRASHED)[2]).replace("[0] ", "").split())
+        what = what if len(what) <= 240 else what[:239] + "…"
+        lines.append(
+            f"{what}; it may not work on a board (brainsmith verify-rtl BUILD simulates each "
+            "layer on its own)"
         )
     goal = report.get("target")
     if goal and not goal["met"]:

@@ -41,6 +41,8 @@ from brainsmith.rtlsim.single_precision import exact_single_precision
 
 # How a layer or a stitched partition came out of simulation.
 MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
+# how a build's notes say that the whole design crashed (an assertion, say) when simulated
+CRASHED = "the whole accelerator crashed in its simulation"
 
 HLS_REASON = "HLS layer: its RTL comes from Vitis HLS synthesis (not available here)"
 

@@ -37,7 +37,7 @@ from brainsmith.frameworks.finn.folding_record import write_json
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
-from brainsmith.rtlsim.sources import MATCH
+from brainsmith.rtlsim.sources import CRASHED, MATCH
 
 FRAMES = 4  # random frames per simulation, beyond those the pipeline holds at once
 ATTEMPTS = 3  # bounded re-simulations before giving up
@@ -269,8 +269,13 @@ def _simulated(
     status = result.get("status")
     if status in ("not simulated", "failed"):  # not run, or crashed: no verdict on results
         kind = "sized" if bounded else "unbounded"
+        reason = str(result.get("reason", ""))
+        if status == "failed":
+            reason = f"{CRASHED} ({kind} FIFOs): {reason.removeprefix('crashed: ')}"
+        else:
+            reason = f"the {kind} simulation {status}: {reason}"
         raise NotSizable(
-            f"the {kind} simulation {status}: {result.get('reason', '')}",
+            reason,
             "run brainsmith verify-rtl on the build folder to find the layer",
         )
     if status != MATCH or not result.get("cycles_per_frame"):
