@@ -25,6 +25,7 @@ from qonnx.custom_op.registry import getCustomOp
 from qonnx.transformation.base import Transformation
 from qonnx.transformation.infer_shapes import InferShapes
 
+from brainsmith.frameworks.finn.recipe import node_int, node_ints
 from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import add_initializer, unique_tensor_name
 
@@ -60,19 +61,9 @@ class TruncAvgPoolToThresholds(Transformation):  # type: ignore[misc]
         return model, False  # one pass rewrites every pair
 
 
-def _ints(node: NodeProto, name: str, default: list[int] | None = None) -> list[int]:
-    found = [list(a.ints) for a in node.attribute if a.name == name]
-    return found[0] if found else list(default or [])
-
-
-def _int(node: NodeProto, name: str, default: int) -> int:
-    found = [a.i for a in node.attribute if a.name == name]
-    return found[0] if found else default
-
-
 def _finn_converts(pool: NodeProto, trunc: NodeProto) -> bool:
     """Whether FINN's ``AvgPoolAndTruncToQuantAvgPool`` takes the pair (and computes it)."""
-    kernel = _ints(pool, "kernel_shape")
+    kernel = node_ints(pool, "kernel_shape")
     rounding = getCustomOp(trunc).get_nodeattr("rounding_mode").upper()
     return rounding == "FLOOR" and len(kernel) == 2 and kernel[0] == kernel[1]
 
@@ -103,10 +94,10 @@ def _rewrite(model: ModelWrapper, pool: NodeProto, trunc: NodeProto) -> bool:
         return False
     scale_in, smallest, largest = quantizer
     scale, zero, in_bits, out_scale, out_bits = (float(c.item()) for c in constants)
-    pads = _ints(pool, "pads")
-    if zero != 0 or (any(pads) and not _int(pool, "count_include_pad", 0)):
+    pads = node_ints(pool, "pads")
+    if zero != 0 or (any(pads) and not node_int(pool, "count_include_pad", 0)):
         return False  # zero points and border windows of fewer values are not this one's
-    window = int(np.prod(_ints(pool, "kernel_shape")))
+    window = int(np.prod(node_ints(pool, "kernel_shape")))
     sums = np.arange(window * smallest, window * largest + 1)
     trunc_attrs = getCustomOp(trunc)
     levels = trunc_v2(
@@ -196,11 +187,11 @@ class AveragePoolToSumPool(Transformation):  # type: ignore[misc]
 
 
 def _lower(model: ModelWrapper, pool: NodeProto, source: DataType, shape: list[int]) -> None:
-    pads = _ints(pool, "pads", [0, 0, 0, 0])
-    if any(pads) and not _int(pool, "count_include_pad", 0):
+    pads = node_ints(pool, "pads", [0, 0, 0, 0])
+    if any(pads) and not node_int(pool, "count_include_pad", 0):
         return
-    kernel = _ints(pool, "kernel_shape")
-    strides = _ints(pool, "strides", [1, 1])
+    kernel = node_ints(pool, "kernel_shape")
+    strides = node_ints(pool, "strides", [1, 1])
     _, channels, _, _ = shape
     _, _, out_h, out_w = model.get_tensor_shape(pool.output[0])
     window = int(np.prod(kernel))

@@ -55,7 +55,7 @@ def average_pool_widths(model) -> dict[str, tuple[int, int]]:
         if trunc is None or trunc.op_type != "Trunc" or len(trunc.input) < 4:
             continue
         bits = model.get_initializer(trunc.input[3])
-        kernel = _ints(pool, "kernel_shape")
+        kernel = node_ints(pool, "kernel_shape")
         if bits is not None and bits.size == 1 and kernel:
             widths[trunc.output[0]] = (int(bits.item()), int(np.prod(kernel)))
     return widths
@@ -87,7 +87,7 @@ def has_1d_windows(model) -> bool:
     """True when a convolution or pooling slides over one spatial axis (N, C, L tensors)."""
     windows = ("Conv", "MaxPool", "AveragePool")
     return any(
-        n.op_type in windows and len(_ints(n, "kernel_shape")) == 1 for n in model.graph.node
+        n.op_type in windows and len(node_ints(n, "kernel_shape")) == 1 for n in model.graph.node
     )
 
 
@@ -169,7 +169,7 @@ def refuse_padded_bipolar(model) -> None:
     from brainsmith.errors import StepError
 
     for conv in model.get_nodes_by_op_type("Conv"):
-        pads = _ints(conv, "pads")
+        pads = node_ints(conv, "pads")
         source = model.find_producer(conv.input[0])
         while source is not None and source.op_type in ("MaxPool", "Transpose", "Reshape"):
             source = model.find_producer(source.input[0])
@@ -186,9 +186,16 @@ def refuse_padded_bipolar(model) -> None:
             )
 
 
-def _ints(node, name: str) -> list[int]:
-    """The ints of ``node``'s attribute ``name`` ([] when it has none)."""
-    return next((list(a.ints) for a in node.attribute if a.name == name), [])
+def node_ints(node: onnx.NodeProto, name: str, default: list[int] | None = None) -> list[int]:
+    """The ints of ``node``'s attribute ``name`` (``default``, else [], when it has none)."""
+    found = [list(a.ints) for a in node.attribute if a.name == name]
+    return found[0] if found else list(default or [])
+
+
+def node_int(node: onnx.NodeProto, name: str, default: int) -> int:
+    """The int of ``node``'s attribute ``name`` (``default`` when it has none)."""
+    found = [a.i for a in node.attribute if a.name == name]
+    return found[0] if found else default
 
 
 def has_depthwise_convs(model) -> bool:
