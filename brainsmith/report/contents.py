@@ -451,10 +451,14 @@ def accelerator_macs(report_dir: str) -> float:
     """FINN's multiply-accumulate count of the accelerator's layers (op_and_param_counts)."""
     try:
         with open(os.path.join(report_dir, "op_and_param_counts.json")) as f:
-            total = json.load(f).get("total", {})
+            counted = json.load(f)
     except (OSError, ValueError):
         return 0.0
-    return float(sum(v for k, v in total.items() if k.startswith("op_mac")))
+    total = counted.get("total") if isinstance(counted, dict) else None
+    if not isinstance(total, dict):
+        return 0.0
+    counts = [v for k, v in total.items() if k.startswith("op_mac") and isinstance(v, int | float)]
+    return float(sum(counts))
 
 
 SCALING_OPS = ("Mul", "Div", "Add", "Sub")
