@@ -69,8 +69,9 @@ class RunFigures:
 
 @dataclass
 class Board:
-    """A board on ``port`` running the accelerator of the build in ``build`` (a folder or a
-    ``BuildResult``); ``timeout`` bounds each read in seconds (default: from the baud)."""
+    """A board on ``port`` running the accelerator of the build in ``build`` (a folder, a
+    ``BuildResult`` or its ``Streams``); ``timeout`` bounds each read in seconds (default:
+    from the baud)."""
 
     build: Any
     port: str
@@ -82,13 +83,16 @@ class Board:
     last: RunFigures | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        folder = str(getattr(self.build, "output_dir", self.build))
         if not os.path.exists(self.port):
             raise DriverError(
                 f"{self.port}: no such serial port",
                 "plug the board in and give its UART: --port /dev/ttyUSB0 (ls /dev/ttyUSB*)",
             )
-        self.streams = streams(folder)
+        if isinstance(self.build, Streams):
+            self.streams = self.build
+        else:
+            self.streams = streams(str(getattr(self.build, "output_dir", self.build)))
+        folder = self.streams.folder
         self.baud = self.baud or int(bitstream_figure(folder, "baud") or DEFAULT_BAUD)
         pll = None if self.simulated else bitstream_figure(folder, "clock_mhz")
         self.clock_mhz = pll or self.streams.clock_mhz

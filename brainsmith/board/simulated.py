@@ -78,34 +78,43 @@ endmodule
     )  # fmt: skip
 
 
-def compile_board(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> str:
-    """The simulated board's executable, from rtlsim's compile cache or compiled now;
-    DriverError with the compiler's first error (its log kept) when it does not compile."""
+def compile_board(
+    build: Streams, clks_per_bit: int = CLKS_PER_BIT, design: LayerDesign | None = None
+) -> str:
+    """The simulated board's executable (``design``, the build's RTL board when None), from
+    rtlsim's compile cache or compiled now; DriverError with the compiler's first error (its
+    log kept) when it does not compile."""
     from brainsmith.rtlsim.compile import CompileError, compile_layer
     from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
     workdir = tempfile.mkdtemp(prefix="brainsmith-board-")
     try:
-        compiled = compile_layer(board_design(build, clks_per_bit), find_toolchain(), workdir)
+        design = design or board_design(build, clks_per_bit)
+        compiled = compile_layer(design, find_toolchain(), workdir)
     except ToolchainError as exc:
         shutil.rmtree(workdir, ignore_errors=True)
         raise DriverError(str(exc), "make setup (installs Verilator)") from None
     except CompileError as exc:
-        raise DriverError(
-            f"the simulated board does not compile: {exc}", f"see {exc.log}"
-        ) from None
+        raise DriverError(f"the {design.node} does not compile: {exc}", f"see {exc.log}") from None
     shutil.rmtree(workdir, ignore_errors=True)
     return compiled.executable
 
 
 class SimulatedBoard:
-    """The build in ``folder`` on a simulated board; ``with SimulatedBoard(folder) as port``
-    gives the pseudo-terminal to open as the board's serial port."""
+    """The build in ``folder`` (or its ``Streams``) on a simulated board (``design``: another
+    top than the build's RTL behind the link, such as its bitstream's netlist); ``with
+    SimulatedBoard(folder) as port`` gives the pseudo-terminal to open as the board's serial
+    port."""
 
-    def __init__(self, folder: str, clks_per_bit: int = CLKS_PER_BIT) -> None:
-        self.build = streams(folder)
+    def __init__(
+        self,
+        folder: str | Streams,
+        clks_per_bit: int = CLKS_PER_BIT,
+        design: LayerDesign | None = None,
+    ) -> None:
+        self.build = folder if isinstance(folder, Streams) else streams(folder)
         self.clks_per_bit = clks_per_bit
-        self.executable = compile_board(self.build, clks_per_bit)
+        self.executable = compile_board(self.build, clks_per_bit, design)
         self.process: subprocess.Popen[bytes] | None = None
         self.fds: list[int] = []
         self.log = ""

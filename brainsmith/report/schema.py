@@ -218,6 +218,21 @@ class ClockedPerformance(TypedDict):
     clock_note: str | None  # timing not met: at which clock the figures are
 
 
+class NetlistCheckSection(TypedDict):
+    """``bitstream.netlist_check``: the netlist the bitstream was placed from, simulated at
+    gate level (Verilator, the ECP5's cell models) behind the host link, answered
+    ``frames`` frames of ``words`` output words each; ``passed`` when every word equals the
+    RTL simulation's. ``ran`` is False, with the ``reason``, when it could not run."""
+
+    ran: bool
+    passed: bool
+    frames: int
+    words: int
+    seconds: float
+    first_difference: str
+    reason: str
+
+
 class BitstreamSection(TypedDict):
     """``bitstream`` (build.bitstream): ``BitstreamResult.as_dict()`` with the host link's
     words per frame, the bitstream's path relative to the output folder."""
@@ -238,6 +253,8 @@ class BitstreamSection(TypedDict):
     tools: dict[str, str]
     cells: dict[str, int]
     fixes: list[str]
+    netlist: str  # Yosys' netlist, relative to the output folder
+    netlist_check: NotRequired[NetlistCheckSection]
     cached: bool
     met: bool
     status: str  # timing met | timing not met

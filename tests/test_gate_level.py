@@ -1,0 +1,200 @@
+"""The gate-level check (``brainsmith.board.gate_level``): the ECP5 cell models brainsmith
+adds to Yosys' (DP16KD block RAM, MULT18X18D) compute what the RTL Yosys mapped onto them
+computes, in every mode ``synth_ecp5`` uses; the shipped MLP's bitstream netlist answers as
+its RTL, and a netlist with one LUT's function inverted is caught, naming the first
+differing output word."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.farm import lattice_mlp
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
+
+# Memories and products as FINN's RTL writes them, each next to what Yosys maps it to
+DESIGNS = """
+module rom9 (input clk, input [10:0] addr, output reg [8:0] q);  // x9 reads (weights)
+  reg [8:0] mem [0:2047];
+  initial for (int i = 0; i < 2048; i++) mem[i] = 9'((i * 37 + 11) % 512);
+  always @(posedge clk) q <= mem[addr];
+endmodule
+module rom4 (input clk, input [11:0] addr, output reg [3:0] q);  // x4 reads
+  reg [3:0] mem [0:4095];
+  initial for (int i = 0; i < 4096; i++) mem[i] = 4'((i * 7 + i / 5) % 16);
+  always @(posedge clk) q <= mem[addr];
+endmodule
+module sdp36 (input clk, input we, input [8:0] wa, input [35:0] wd, input [8:0] ra,
+              output reg [35:0] q);  // the pseudo-dual-port x36 mode (the host link's buffers)
+  reg [35:0] mem [0:511];
+  always @(posedge clk) begin if (we) mem[wa] <= wd; q <= mem[ra]; end
+endmodule
+module tdp18 (input clk, input we, input [1:0] be, input [9:0] a, input [17:0] d,
+              input [9:0] b, output reg [17:0] qa, output reg [17:0] qb);  // bytes, two ports
+  reg [17:0] mem [0:1023];
+  always @(posedge clk) begin
+    if (we && be[0]) mem[a][8:0] <= d[8:0];
+    if (we && be[1]) mem[a][17:9] <= d[17:9];
+    qa <= mem[a];
+  end
+  always @(posedge clk) qb <= mem[b];
+endmodule
+module mul (input clk, input signed [7:0] a, input signed [9:0] b, input [11:0] c,
+            input [15:0] e, output reg signed [17:0] p, output reg [27:0] u);
+  always @(posedge clk) begin p <= a * b; u <= c * e; end
+endmodule
+"""
+
+BENCH = """
+module bench;
+  logic clk = 0, we = 0;
+  logic [1:0] be = 0;
+  logic [11:0] addr = 0;
+  logic [8:0] wa = 0, ra = 0;
+  logic [9:0] a = 0, b = 0;
+  logic [35:0] wd = 0;
+  logic [17:0] d = 0;
+  logic signed [7:0] x = 0;
+  logic signed [9:0] y = 0;
+  logic [11:0] c = 0;
+  logic [15:0] e = 0;
+  wire [8:0] r9 [2];
+  wire [3:0] r4 [2];
+  wire [35:0] r36 [2];
+  wire [17:0] qa [2], qb [2], p [2];
+  wire [27:0] u [2];
+  rom9 rom9_rtl (.clk, .addr(addr[10:0]), .q(r9[0]));
+  rom9_gates rom9_net (.clk, .addr(addr[10:0]), .q(r9[1]));
+  rom4 rom4_rtl (.clk, .addr, .q(r4[0]));
+  rom4_gates rom4_net (.clk, .addr, .q(r4[1]));
+  sdp36 sdp_rtl (.clk, .we, .wa, .wd, .ra, .q(r36[0]));
+  sdp36_gates sdp_net (.clk, .we, .wa, .wd, .ra, .q(r36[1]));
+  tdp18 tdp_rtl (.clk, .we, .be, .a, .d, .b, .qa(qa[0]), .qb(qb[0]));
+  tdp18_gates tdp_net (.clk, .we, .be, .a, .d, .b, .qa(qa[1]), .qb(qb[1]));
+  mul mul_rtl (.clk, .a(x), .b(y), .c, .e, .p(p[0]), .u(u[0]));
+  mul_gates mul_net (.clk, .a(x), .b(y), .c, .e, .p(p[1]), .u(u[1]));
+  int differences = 0;
+  initial begin
+    for (int cycle = 0; cycle < 4000; cycle++) begin
+      #1 clk = 1;
+      #1 clk = 0;
+      if (cycle > 1200 && {r9[0], r4[0], r36[0], qa[0], qb[0], p[0], u[0]} !==
+                          {r9[1], r4[1], r36[1], qa[1], qb[1], p[1], u[1]}) begin
+        differences++;
+        if (differences < 5)
+          $display("cycle %0d: rtl %h %h %h %h %h %h %h, netlist %h %h %h %h %h %h %h", cycle,
+                   r9[0], r4[0], r36[0], qa[0], qb[0], p[0], u[0],
+                   r9[1], r4[1], r36[1], qa[1], qb[1], p[1], u[1]);
+      end
+      addr = 12'($urandom);
+      we = cycle < 1100 ? 1'b1 : 1'($urandom);
+      be = cycle < 1100 ? 2'b11 : 2'($urandom);
+      wa = cycle < 1100 ? 9'(cycle) : 9'($urandom);
+      a = cycle < 1100 ? 10'(cycle) : 10'($urandom);
+      ra = 9'($urandom);
+      b = 10'($urandom);
+      wd = {4'($urandom), $urandom};
+      d = 18'($urandom);
+      x = 8'($urandom);
+      y = 10'($urandom);
+      c = 12'($urandom);
+      e = 16'($urandom);
+    end
+    $display("differences %0d", differences);
+    $finish;
+  end
+endmodule
+"""
+
+
+def yosys_netlist(folder: Path, top: str) -> str:
+    """``top`` of DESIGNS mapped by ``synth_ecp5``, renamed ``<top>_gates``; its cell types."""
+    from brainsmith.synthesis.yosys import RUN
+
+    script = (f"read_verilog -sv {folder}/designs.sv; synth_ecp5 -top {top}; "
+              f"rename {top} {top}_gates; write_verilog -noattr {folder}/{top}_gates.v")  # fmt: skip
+    done = subprocess.run(
+        [*RUN, "-q", "-p", script], capture_output=True, text=True, timeout=600, cwd=folder,
+        env={**os.environ, "YOWASP_MOUNT": f"{folder}={folder}"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return (folder / f"{top}_gates.v").read_text()
+
+
+def test_the_cell_models_compute_what_the_rtl_yosys_mapped_onto_them_computes(tmp_path):
+    from brainsmith.board.gate_level import ecp5_cell_models, lattice_models
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    (tmp_path / "designs.sv").write_text(DESIGNS)
+    netlists = {
+        top: yosys_netlist(tmp_path, top) for top in ("rom9", "rom4", "sdp36", "tdp18", "mul")
+    }
+    widths = {top: set(re.findall(r"\.DATA_WIDTH_[AB]\(32'd(\d+)\)", text))
+              for top, text in netlists.items()}  # fmt: skip
+    assert {"9"} <= widths["rom9"] and {"4"} <= widths["rom4"] and "36" in widths["sdp36"]
+    assert "18" in widths["tdp18"]
+    assert len(re.findall(r"^\s*MULT18X18D\b", netlists["mul"], re.M)) == 2
+    (tmp_path / "cells.v").write_text(ecp5_cell_models())
+    (tmp_path / "models.v").write_text(lattice_models())
+    (tmp_path / "bench.sv").write_text(BENCH)
+    toolchain = find_toolchain()
+    sources = ["bench.sv", "designs.sv", *(f"{top}_gates.v" for top in netlists), "cells.v",
+               "models.v"]  # fmt: skip
+    compiled = subprocess.run(
+        [toolchain.verilator, "--binary", "--timing", "-j", "2", "-Wno-fatal", "-Wno-lint",
+         "-Wno-style", "-CFLAGS", "-std=c++20 -fcoroutines", "--top-module", "bench",
+         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",  # as brainsmith.rtlsim.compile makes
+         "-o", "bench", *sources],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path, env=toolchain.env,
+    )  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    ran = subprocess.run([tmp_path / "obj_dir" / "bench"], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert "differences 0" in ran.stdout, ran.stdout[-3000:]
+
+
+def test_the_mlps_bitstream_netlist_answers_as_its_rtl_at_gate_level(farm, capsys):
+    from brainsmith.cli.build import print_summary
+
+    folder = lattice_mlp(farm)
+    report = json.loads((folder / "report.json").read_text())
+    section = report["bitstream"]
+    check = section["netlist_check"]
+    assert check["ran"] and check["passed"], check
+    assert check["frames"] == 4 and check["words"] > 1 and not check["first_difference"]
+    assert (folder / section["netlist"]).is_file()
+    print_summary(report)
+    said = "netlist: 4 frames at gate level (Verilator, ECP5 cell models) bit for bit equal"
+    assert said in capsys.readouterr().out
+    assert said in (folder / "report.html").read_text()
+
+
+def test_a_netlist_with_one_lut_inverted_is_caught_naming_the_first_differing_word(farm, tmp_path):
+    from brainsmith.board.boards import board
+    from brainsmith.board.gate_level import check_netlist
+    from brainsmith.board.streams import streams
+
+    folder = lattice_mlp(farm)
+    section = json.loads((folder / "report.json").read_text())["bitstream"]
+    text = (folder / section["netlist"]).read_text()
+    # a matrix layer's adder tree, the lowest bit of a lane's sum: every output depends on it
+    found = re.search(
+        r"LUT4 #\(\s*\.INIT\(16'h([0-9a-f]{4})\)\s*\) \\(\S*reduce\.sum0_TRELLIS_FF_Q_DI_\S*)", text
+    )
+    assert found, "no LUT of a matrix layer's adder tree"
+    inverted = f"{~int(found[1], 16) & 0xFFFF:04x}"
+    mutated = tmp_path / "netlist.v"
+    mutated.write_text(text[: found.start(1)] + inverted + text[found.end(1) :])
+    check = check_netlist(streams(str(folder)), str(mutated), board(section["board"]),
+                          section["clocks_per_bit"])  # fmt: skip
+    assert not check.passed, f"inverting {found[2]} changed no output"
+    assert re.fullmatch(
+        r"frame \d+, output word \d+: the netlist gave 0x[0-9a-f]+, the RTL 0x[0-9a-f]+",
+        check.first_difference,
+    ), check.first_difference
