@@ -87,9 +87,9 @@ def compile_board(
     from brainsmith.rtlsim.compile import CompileError, compile_layer
     from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
+    design = design or board_design(build, clks_per_bit)
     workdir = tempfile.mkdtemp(prefix="brainsmith-board-")
     try:
-        design = design or board_design(build, clks_per_bit)
         compiled = compile_layer(design, find_toolchain(), workdir)
     except ToolchainError as exc:
         shutil.rmtree(workdir, ignore_errors=True)
