@@ -236,7 +236,8 @@ def test_with_no_blueprint_the_mlp_becomes_the_same_bitstream(farm, tmp_path):
 def test_a_conv_or_residual_net_becomes_a_ulx3s_85f_bitstream(tmp_path, model):
     """The shipped padded conv net (two of brainsmith's RTL pooling layers, sliding windows,
     matrix layers), residual block (a fork, an integer sum, global pooling), CNV and a 1-D
-    keyword-spotting net with no blueprint: placed, routed and packed at 50 MHz, timing met."""
+    keyword-spotting net with no blueprint: placed, routed and packed at 50 MHz, timing met,
+    each netlist answering as its RTL at gate level."""
     import brainsmith
 
     built = brainsmith.build(
@@ -247,5 +248,7 @@ def test_a_conv_or_residual_net_becomes_a_ulx3s_85f_bitstream(tmp_path, model):
     assert built.report["status"] == "ok" and section["met"], section
     assert {layer["backend"] for layer in built.report["layers"]} == {"rtl"}
     assert section["resources"]["DP16KD"]["used"] > 0
+    check = section["netlist_check"]  # the mapped logic answers as the RTL, at gate level
+    assert check["ran"] and check["passed"] and check["frames"] == 4, check
     bit = Path(built.output_dir) / section["bitstream"]
     assert hashlib.sha256(bit.read_bytes()).hexdigest() == section["sha256"]
