@@ -196,13 +196,21 @@ def test_a_tiny_accelerator_becomes_a_ulx3s_bitstream_and_a_second_run_is_cached
     assert first.clock_mhz == 60 and first.baud == 3_000_000 and first.clocks_per_bit == 20
     assert (folder / "src" / "board_top.sv").is_file() and (folder / "board.lpf").is_file()
     assert not first.cached and first.met  # a few hundred cells at 60 MHz
+    netlist = (folder / "netlist.v").read_text()  # Yosys' mapped board top
+    assert "module board_top" in netlist and first.netlist == str(folder / "netlist.v")
     (folder / "accelerator.bit").unlink()
+    (folder / "netlist.v").unlink()
     logs = {log: log.stat().st_mtime_ns for log in folder.glob("*.log")}
     again = bitstream(design, board("ulx3s-85f"), 60, str(folder), *tools, in_words=4, out_words=1)
     assert again.cached and {**again.as_dict(), "cached": False} == first.as_dict()
     assert hashlib.sha256((folder / "accelerator.bit").read_bytes()).hexdigest() == first.sha256
     assert {log: log.stat().st_mtime_ns for log in logs} == logs  # no tool ran again
-    assert sorted(p.suffix for p in private_cache.iterdir()) == [".bit", ".json"]
+    assert (folder / "netlist.v").read_text() == netlist  # restored from the cache
+    assert sorted(p.name.split(".", 1)[1] for p in private_cache.iterdir()) == [
+        "bit",
+        "json",
+        "netlist.gz",
+    ]
 
 
 @pytest.mark.slow

@@ -95,6 +95,10 @@ def test_the_mlp_is_built_into_a_ulx3s_85f_bitstream_with_fps_at_the_clock_reach
     assert all(0 <= r["used"] <= r["available"] for r in section["resources"].values())
     assert section["in_words"] > 1 and section["baud"] == 3_000_000
     assert any("FINN folded for xc7z020clg400-1 (LUT6 estimates)" in n for n in report["notes"])
+    path = section["critical_path"]  # the slowest clock's, its ends named by layer
+    layers = {layer["name"] for layer in report["layers"]} | {"host link", "board top"}
+    assert path["start"] in layers and path["end"] in layers, path
+    assert 1000 / path["delay_ns"] == pytest.approx(min(section["fmax_mhz"].values()), rel=1e-3)
 
     perf = report["performance"]
     fmax = min(section["fmax_mhz"].values())
@@ -115,6 +119,9 @@ def test_the_mlp_is_built_into_a_ulx3s_85f_bitstream_with_fps_at_the_clock_reach
     asked = f"fps at the {1000 / LATTICE_MLP_CLOCK_NS:g} MHz asked (FINN's estimate"
     assert screen[throughput + 2].startswith("  estimated") and asked in screen[throughput + 2]
     assert any("bitstream/ulx3s-85f.bit for ulx3s-85f" in line for line in screen)
+    assert any(
+        line.strip().startswith("critical path ") and path["start"] in line for line in screen
+    )
     if not section["met"]:  # said in the first lines
         assert any("timing not met" in line for line in screen[:4])
     page = (folder / "report.html").read_text()

@@ -67,6 +67,11 @@ def test_the_mlp_is_placed_and_routed_for_an_ecp5_at_the_builds_clock(placed):
     assert resources["TRELLIS_COMB"]["used"] > 1000 and resources["MULT18X18D"]["used"] > 0
     assert data["cells"]["LUT4"] > 0 and data["seconds"]["nextpnr"] > 0
     assert "fifo.sv: block_ram_for_ultra" in data["fixes"]
+    path = data["critical_path"]  # named by layer: the instances of accelerator.sv
+    layers = {layer["name"] for layer in json.loads((folder / "report.json").read_text())["layers"]}
+    assert path["start"] in layers and path["end"] in layers and path["clock"] == "ap_clk"
+    assert 1000 / path["delay_ns"] == pytest.approx(data["fmax_mhz"]["ap_clk"], rel=1e-3)
+    assert "critical path " in result.stdout
     assert "MHz reached" in result.stdout and "TRELLIS_COMB" in result.stdout
 
 

@@ -79,7 +79,7 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
 def print_result(data: dict[str, Any]) -> None:
     """The bitstream, the clock against the Fmax reached, the resources used."""
     from brainsmith.cli.output import console
-    from brainsmith.cli.place_route import print_resources
+    from brainsmith.cli.place_route import print_critical_path, print_resources
 
     out = console()
     out.print(
@@ -89,6 +89,7 @@ def print_result(data: dict[str, Any]) -> None:
     for name, mhz in sorted(data["fmax_mhz"].items()):
         verdict = "met" if mhz >= clock else "NOT met: ask a lower --mhz"
         out.print(f"{name}: {mhz:.1f} MHz reached, {clock:.6g} MHz made: {verdict}", markup=False)
+    print_critical_path(out, data)
     timing = print_resources(out, data)
     out.print(
         f"{data['board']} ({data['part']}), UART {data['baud']} baud, "

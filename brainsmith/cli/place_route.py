@@ -86,6 +86,7 @@ def print_result(data: dict[str, Any]) -> None:
             f"({1000 / constraint:.3g} ns): {verdict}",
             markup=False,
         )
+    print_critical_path(out, data)
     timing = print_resources(out, data)
     cached = " (cached)" if data["cached"] else ""
     out.print(
@@ -94,6 +95,14 @@ def print_result(data: dict[str, Any]) -> None:
         markup=False,
         soft_wrap=True,
     )
+
+
+def print_critical_path(out: Any, data: dict[str, Any]) -> None:
+    """The slowest clock's critical path, named by layer, when nextpnr reported one."""
+    from brainsmith.place_route.critical_path import path_text
+
+    if data.get("critical_path"):
+        out.print(f"critical path {path_text(data['critical_path'])}", markup=False)
 
 
 def print_resources(out: Any, data: dict[str, Any]) -> str:

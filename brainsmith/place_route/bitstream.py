@@ -30,6 +30,7 @@ from brainsmith.board.boards import Board
 from brainsmith.board.constraints import lpf
 from brainsmith.board.pll import pll
 from brainsmith.board.top import accelerator_ports, baud_rate, board_top, clocks_per_bit
+from brainsmith.place_route.critical_path import CriticalPath, named_critical_path
 from brainsmith.place_route.ecp5 import (
     FORMAT,
     SEED,
@@ -89,6 +90,7 @@ class BitstreamResult:
     cells: dict[str, int] = field(default_factory=dict)
     fixes: list[str] = field(default_factory=list)
     netlist: str = ""  # Yosys' netlist the bitstream was placed from
+    critical_path: CriticalPath | None = None  # of the slowest clock, named by layer
     cached: bool = False
 
     @property
@@ -252,11 +254,12 @@ def bitstream(
     _unpacked_device(os.path.join(workdir, "unpacked.config"), board.part)
     os.replace(os.path.join(workdir, partial), path)
     fmax, resources = parse_report(os.path.join(workdir, "report.json"))
+    slowest = named_critical_path(os.path.join(workdir, "report.json"), fmax, design.sources)
     result = BitstreamResult(
         path, hashlib.sha256(content).hexdigest(), board.name, board.part, mhz,
         target.clock_mhz, target.baud, target.clocks_per_bit, fmax, resources,
         stages.seconds, tools, cell_counts(os.path.join(workdir, "stat.json")),
-        list(design.fixes), os.path.join(workdir, NETLIST),
+        list(design.fixes), os.path.join(workdir, NETLIST), slowest,
     )  # fmt: skip
     with open(result.netlist, "rb") as handle:
         netlist = gzip.compress(handle.read(), compresslevel=6)

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
+from brainsmith.place_route.critical_path import CriticalPath, named_critical_path
 from brainsmith.place_route.sources import StitchedDesign
 from brainsmith.synthesis.sources import (
     DATA,
@@ -46,7 +47,7 @@ from brainsmith.synthesis.sources import (
 from brainsmith.synthesis.yosys import Processes, Yosys, failure, first_error, run_mounted
 from brainsmith.synthesis.yosys import run as run_yosys
 
-FORMAT = "1"  # bump when what a cached result holds changes
+FORMAT = "2"  # bump when what a cached result holds changes
 TIMEOUT = 3600.0  # seconds per tool run
 VERSION_TIMEOUT = 600.0  # the first run compiles the WebAssembly
 SEED = 1  # nextpnr's placement seed: the same design places the same way
@@ -139,6 +140,7 @@ class PlaceRouteResult:
     cells: dict[str, int] = field(default_factory=dict)  # synth_<family>'s cells by type
     fixes: list[str] = field(default_factory=list)
     placed: str = "out of context"  # or behind the host link on the part's pins
+    critical_path: CriticalPath | None = None  # of the slowest clock, named by layer
     cached: bool = False
 
     @property
@@ -322,6 +324,7 @@ def place_route(
     result = PlaceRouteResult(
         part.name, mhz, fmax, resources, seconds, tools,
         cell_counts(os.path.join(workdir, "stat.json")), list(design.fixes), placed.placed,
+        named_critical_path(report, fmax, design.sources),
     )  # fmt: skip
     _write_cached(root, entry, key, result)
     return result
@@ -421,6 +424,9 @@ def _result(data: dict[str, Any]) -> PlaceRouteResult:
         cells={str(k): int(v) for k, v in data["cells"].items()},
         fixes=[str(fix) for fix in data["fixes"]],
         placed=str(data.get("placed", "out of context")),
+        critical_path=data.get("critical_path")
+        if isinstance(data.get("critical_path"), dict)
+        else None,
     )
     return result
 

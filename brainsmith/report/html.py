@@ -351,11 +351,20 @@ def bitstream_lines(section: BitstreamSection) -> list[str]:
         f"{section['bitstream']} for {section['board']} ({section['part']}): "
         f"{section['status']}, {fmax:.1f} MHz reached at {section['clock_mhz']:g} MHz (nextpnr)"
         + (" (cached)" if section["cached"] else ""),
+        critical_path_line(section),
         netlist_line(section),
         "used: " + ", ".join(used),
         f"{stages}; UART {section['baud']:,} baud, {section['in_words']} words in and "
         f"{section['out_words']} out a frame",
     ]
+
+
+def critical_path_line(section: BitstreamSection) -> str:
+    """Where the slowest clock's critical path runs, by layer (nextpnr)."""
+    from brainsmith.place_route.critical_path import path_text
+
+    path = section.get("critical_path")
+    return f"critical path {path_text(path)} (nextpnr)" if path else "critical path: not reported"
 
 
 def netlist_line(section: BitstreamSection) -> str:
@@ -452,7 +461,7 @@ def _verdict(report: BuildReport) -> str:
         lines.append(_e(f"measured in simulation: {number(measured)} cycles per frame{pace}"))
     bitstream = report.get("bitstream")
     if bitstream:
-        lines += [_e(line) for line in bitstream_lines(bitstream)[:3]]
+        lines += [_e(line) for line in bitstream_lines(bitstream)[:4]]
     limited = _limited_by(perf, goal)
     if limited:
         lines.append(_e(limited))

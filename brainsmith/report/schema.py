@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
+from brainsmith.place_route.critical_path import CriticalPath
+
 # The node attributes a layer's entry copies (``report.LAYER_ATTRIBUTES``)
 LayerAttribute = Literal["PE", "SIMD", "mem_mode", "ram_style", "resType", "depth"]
 # A layer's data types and their bit widths (``report.DATATYPE_BITS``)
@@ -255,6 +257,7 @@ class BitstreamSection(TypedDict):
     fixes: list[str]
     netlist: str  # Yosys' netlist, relative to the output folder
     netlist_check: NotRequired[NetlistCheckSection]
+    critical_path: CriticalPath | None  # the slowest clock's, its ends named by layer
     cached: bool
     met: bool
     status: str  # timing met | timing not met

@@ -1,0 +1,114 @@
+"""The critical path nextpnr reports, named by layer: its ``--report`` JSON lists, per pair
+of clock edges, the slowest path as a chain of cells (clock-to-Q, logic, routing, setup).
+The path of the slowest clock (one clock at both ends) is the one that sets the Fmax; its
+first and last cells are named after the layer they belong to: the stitched accelerator's
+instances are ``n<i>`` (``accelerator.sv``: ``<module> n<i> (...)``), behind the host link
+``accelerator.n<i>``; the link's cells are ``link.*``; everything else is the board top.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+INSTANCE = re.compile(r"^\s*(\w+)\s+(n\d+)\s*\(", re.M)
+MAX_REPORT_BYTES = 64 * 2**20
+WRAPPER = "_rtlsim_top"  # brainsmith's wrapper of a layer with streamed parameters
+
+
+class CriticalPath(TypedDict):
+    """The slowest path of the slowest clock: from which layer to which, its delay."""
+
+    clock: str
+    delay_ns: float
+    start: str  # the layer (or "host link", "board top") the path starts in
+    end: str
+    start_cell: str
+    end_cell: str
+    steps: int  # nextpnr's path elements: clock-to-Q, each logic and routing hop, setup
+
+
+def layer_instances(accelerator: str) -> dict[str, str]:
+    """``accelerator.sv``'s instance names and the layer each is (``n3`` ->
+    ``MVAU_rtl_0``)."""
+    return {name: module.removesuffix(WRAPPER) for module, name in INSTANCE.findall(accelerator)}
+
+
+def layer_of(cell: str, instances: Mapping[str, str]) -> str:
+    """The layer a placed cell belongs to (``accelerator.n17.impl.x_FF`` ->
+    ``ConvolutionInputGenerator_rtl_1``)."""
+    path = cell.removeprefix("accelerator.")
+    head = path.split(".", 1)[0]
+    if head in instances:
+        return instances[head]
+    if cell.startswith("link."):
+        return "host link"
+    return "accelerator" if cell.startswith("accelerator.") else "board top"
+
+
+def critical_path(
+    report: Mapping[str, Any], fmax: Mapping[str, float], instances: Mapping[str, str]
+) -> CriticalPath | None:
+    """The critical path of the clock with the lowest Fmax in nextpnr's ``report``; None
+    when the report lists no path within one clock."""
+    if not fmax:
+        return None
+    clock = min(fmax, key=lambda name: fmax[name])
+    for entry in report.get("critical_paths") or []:
+        if not isinstance(entry, dict):
+            continue
+        ends = [str(entry.get(side, "")).split(" ", 1)[-1] for side in ("from", "to")]
+        path = entry.get("path")
+        if ends != [clock, clock] or not isinstance(path, Sequence) or not path:
+            continue
+        try:
+            first, last = str(path[0]["from"]["cell"]), str(path[-1]["to"]["cell"])
+            delay = sum(float(step.get("delay", 0.0)) for step in path)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return {
+            "clock": clock,
+            "delay_ns": round(delay, 3),
+            "start": layer_of(first, instances),
+            "end": layer_of(last, instances),
+            "start_cell": first,
+            "end_cell": last,
+            "steps": len(path),
+        }
+    return None
+
+
+def named_critical_path(
+    report_path: str, fmax: Mapping[str, float], sources: Sequence[tuple[str, str]]
+) -> CriticalPath | None:
+    """The critical path in nextpnr's report at ``report_path``, its ends named after the
+    layers of the stitched design's ``sources``; None when it cannot be read."""
+    from brainsmith.files import DamagedFile, read_json
+
+    accelerator = next((text for _, text in sources if "module accelerator" in text), "")
+    try:
+        report = read_json(report_path, MAX_REPORT_BYTES)
+    except (DamagedFile, OSError, ValueError):
+        return None
+    return critical_path(report, fmax, layer_instances(accelerator))
+
+
+def path_text(path: CriticalPath) -> str:
+    """ "within ConvolutionInputGenerator_rtl_1, 13.1 ns" or "from A to B, 9.6 ns"."""
+    where = (
+        f"within {path['start']}"
+        if path["start"] == path["end"]
+        else f"from {path['start']} to {path['end']}"
+    )
+    return f"{where}, {path['delay_ns']:.2f} ns ({path['steps']} steps)"
+
+
+__all__ = [
+    "CriticalPath",
+    "critical_path",
+    "layer_instances",
+    "layer_of",
+    "named_critical_path",
+    "path_text",
+]
