@@ -19,8 +19,10 @@ from tests.support.farm import LATTICE_MLP_CLOCK_NS, LATTICE_MLP_OPTIONS, REPO, 
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
 
 
-def build_command(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "brainsmith", "build", str(MLP), "-o", str(tmp_path / "out")]
+def build_command(
+    tmp_path: Path, *arguments: str, model: Path = MLP
+) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "brainsmith", "build", str(model), "-o", str(tmp_path / "out")]
     return subprocess.run(
         [*command, *arguments], capture_output=True, text=True, timeout=300, cwd=REPO
     )
@@ -194,6 +196,28 @@ def test_without_a_simulation_the_cycles_are_finns_estimate_and_say_so(tmp_path)
     assert sized is not None and (sized["cycles_per_frame"], sized["cycles_source"]) == (
         42.0, "Verilator"
     )  # fmt: skip
+
+
+def test_a_binary_mlp_for_a_lattice_board_blocks_at_specialize_naming_its_hls_layers(tmp_path):
+    """FINN's RTL matrix layer takes no 1-bit (XNOR) operands, so a binary TFC's matrix
+    layers can only be HLS, which no Lattice part has: check marks each BLOCKS (it once said
+    "ready to build"), and the build stops at specialize, naming them, instead of after every
+    later step at its bitstream."""
+    path = REPO / "examples" / "models" / "zoo" / "tfc_w1a1.onnx"
+    command = [sys.executable, "-m", "brainsmith", "check", str(path), "--board", "ulx3s-85f",
+               "--json"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    blocking = [n for n in result["nodes"] if n["placement"] == "backend"]
+    assert [n["name"] for n in blocking] == ["MVAU_0", "MVAU_1", "MVAU_2", "MVAU_3"]
+    assert all(n["reason"].startswith("ulx3s-85f has no HLS flow, and ") for n in blocking)
+    assert not result["ok"]
+    built = build_command(tmp_path, "--board", "ulx3s-85f", "--bitstream", model=path)
+    assert built.returncode == 1, built.stderr
+    assert "build failed in step 'specialize': ulx3s-85f has no HLS flow" in built.stderr
+    assert "MVAU_0, MVAU_1, MVAU_2, MVAU_3: prefer: rtl, but no RTL variant" in built.stderr
+    assert not (tmp_path / "out" / "bitstream").exists()
 
 
 @pytest.mark.parametrize(

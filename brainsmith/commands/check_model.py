@@ -184,11 +184,13 @@ def _conversion_error(step: Step, model: ModelWrapper, cfg: DataflowBuildConfig)
 
 def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
     """Convert ``before`` with the plan's kernels and judge every node."""
+    from brainsmith.blueprint.choices import lattice_board
     from brainsmith.planning.advice import advice, fork_hint, fork_problems, placement, takers
     from brainsmith.planning.context import context_of
     from brainsmith.steps.dataflow import infer_hardware
 
     plan = context_of(cfg).plan
+    board = lattice_board(plan.build.board)  # no HLS flow: an HLS layer blocks
     model = infer_hardware(before, cfg)
     where = placement(model)
     forks = fork_problems(model)
@@ -208,6 +210,9 @@ def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict
             if node.name in forks:
                 verdict.placement = "fork"
                 verdict.reason = f"its {forks[node.name]}: {fork_hint(plan)}"
+            elif style == "hls" and board is not None:
+                verdict.placement = "backend"
+                verdict.reason = f"{board} has no HLS flow, and {verdict.reason}"
             elif style in ("hls", "rtl") and allowed and style not in allowed:
                 verdict.placement = "backend"
                 verdict.reason = (

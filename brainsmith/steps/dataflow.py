@@ -267,7 +267,38 @@ def specialize(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
         model = model.transform(transform)
     _check_backends(model, plan)
     _say_backends(model, cfg, asked, refused)
+    _check_board_has_hls(model, cfg, asked, refused)
     return model
+
+
+def _check_board_has_hls(
+    model: ModelWrapper,
+    cfg: DataflowBuildConfig,
+    asked: dict[str, tuple[str, str, str, str]],
+    refused: dict[str, str],
+) -> None:
+    """A StepError naming every HLS layer when the build's board is a Lattice one: it has no
+    HLS flow, so such a layer would stop the bitstream after every later step."""
+    from brainsmith.blueprint.choices import lattice_board
+    from brainsmith.planning.backend_reason import backend_reason
+
+    board = lattice_board(context_of(cfg).plan.build.board)
+    hls = [n for n in model.graph.node if BACKEND_STYLES.get(n.domain) == "hls"]
+    if board is None or not hls:
+        return
+    part = fpga_part(cfg)
+    layers: dict[str, list[str]] = {}  # why -> the layers it holds for
+    for node in hls:
+        name, op_type, style, why = asked.get(node.output[0], (node.name, node.op_type, "", ""))
+        reason = backend_reason(op_type, style, why, node.op_type, part, refused.get(name, ""))
+        layers.setdefault(reason, []).append(name)
+    raise StepError(
+        f"{board} has no HLS flow, but {len(hls)} layer(s) can only be HLS: "
+        + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in layers.items()),
+        "a Lattice board needs every layer in RTL: change these layers' data types as FINN "
+        "says, or build for an AMD part (--part) instead of the board",
+        model,
+    )
 
 
 def _say_backends(
