@@ -283,3 +283,59 @@ def test_a_conv_or_residual_net_becomes_a_ulx3s_85f_bitstream(tmp_path, model):
     assert check["ran"] and check["passed"] and check["frames"] == 4, check
     bit = Path(built.output_dir) / section["bitstream"]
     assert hashlib.sha256(bit.read_bytes()).hexdigest() == section["sha256"]
+
+
+def bitstream_report(met: bool, fmax: float, clock_ns: float = 5.0, rounds: int = 2) -> dict:
+    """report.json's fields a refold round reads, as a build with --bitstream writes them."""
+    section = {"met": met, "fmax_mhz": {"clk": fmax}, "clock_mhz": 1000 / clock_ns,
+               "refold_rounds": rounds}  # fmt: skip
+    return {"status": "ok", "clock_ns": clock_ns, "bitstream": section}
+
+
+def test_a_missed_clock_is_folded_again_just_below_the_fmax_reached_a_few_rounds_at_most():
+    from brainsmith.builder.refold import MARGIN, next_clock_ns
+
+    missed = bitstream_report(False, 100.806)
+    assert next_clock_ns(missed, 0) == 10.45  # 1000 / (100.806 * 0.95), up to 0.01 ns
+    assert 1000 / next_clock_ns(missed, 0) < 100.806 * (1 - MARGIN) + 0.1
+    assert next_clock_ns(missed, 1) == 10.45 and next_clock_ns(missed, 2) is None
+    assert next_clock_ns(bitstream_report(True, 120.0), 0) is None  # met: nothing to do
+    assert next_clock_ns(bitstream_report(False, 100.806, rounds=0), 0) is None  # never
+    assert next_clock_ns(bitstream_report(False, 99.0, clock_ns=20.0), 0) is None  # no slower
+    assert next_clock_ns({**missed, "status": "failed"}, 0) is None
+    assert next_clock_ns({"status": "ok", "clock_ns": 5.0}, 0) is None  # no bitstream
+
+
+@pytest.mark.parametrize("rounds", ["-1", "6", "two"])
+def test_refold_rounds_outside_0_to_5_is_refused_before_the_build(tmp_path, rounds):
+    done = build_command(tmp_path, "--board", "ulx3s-85f", "--bitstream", "--refold-rounds", rounds)
+    assert done.returncode == 2, done.stderr
+    assert ("--refold-rounds" in done.stderr) and not (tmp_path / "out").exists()
+
+
+@pytest.mark.wide  # two whole builds with their bitstreams: about two and a half minutes
+@pytest.mark.xdist_group("synthesis")
+def test_a_bitstream_that_misses_its_clock_is_built_again_for_a_clock_that_closes(tmp_path):
+    """The MLP asked for 200 MHz on the ECP5 reaches about 100: the build folds again for a
+    clock 5 % below that and makes a bitstream whose PLL clock nextpnr meets; the first
+    round is in ``bitstream.refolds`` and the summary, and its folder is gone."""
+    import brainsmith
+
+    built = brainsmith.build(
+        str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "out"),
+        options={"board": "ulx3s-85f", "bitstream": True, "clock_ns": 5.0, "target_fps": 20_000},
+        verify="none",
+    )  # fmt: skip
+    report = built.report
+    section = report["bitstream"]
+    (first, *later) = section["refolds"]
+    assert first["clock_mhz"] == 200 and not first["met"] and first["fmax_mhz"] < 190
+    assert report["clock_ns"] > 5.0 and 1000 / report["clock_ns"] < first["fmax_mhz"]
+    assert section["met"] or len(later) + 1 == section["refold_rounds"], section
+    if section["met"]:  # the figures are at the PLL's clock, which closes
+        assert report["performance"]["clock_mhz"] == pytest.approx(section["clock_mhz"], rel=1e-4)
+    assert report["target"]["met"]  # 20,000 fps still met at the slower clock
+    assert not list(tmp_path.glob("out.round-*")), list(tmp_path.iterdir())
+    from brainsmith.report.html import bitstream_lines
+
+    assert any(line.startswith("round 1: 200 MHz asked") for line in bitstream_lines(section))

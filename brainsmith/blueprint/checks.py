@@ -104,10 +104,10 @@ class Checker:
         return None
 
     def whole(
-        self, path: Path, value: object, expected: str, high: int | None = None
+        self, path: Path, value: object, expected: str, high: int | None = None, minimum: int = 1
     ) -> int | None:
-        """A whole number from 1 to ``high``."""
-        if isinstance(value, int) and whole(1, high)(value) is not INVALID:
+        """A whole number from ``minimum`` (1) to ``high``."""
+        if isinstance(value, int) and whole(minimum, high)(value) is not INVALID:
             return value
         self._numeric(path, value, expected)
         return None

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 
 MAX_VERIFY_SAMPLES = 100_000
+MAX_REFOLD_ROUNDS = 5
 VERIFY_RTOL = 1e-5
 PROJECT_MARKERS = (".git", ".hg", ".brainsmith", "pyproject.toml")
 BUILD_KEYS = {
@@ -45,6 +46,9 @@ BUILD_KEYS = {
     "UltraScale or UltraScale+ parts), or false",
     "bitstream": "true to make a bitstream for the Lattice board (build.board) after the last "
     "step, with Yosys and nextpnr-ecp5, or false",
+    "refold_rounds": f"how many times a bitstream that misses its clock is built again, folded "
+    f"for the clock nextpnr reached: a whole number, 0 (never) to {MAX_REFOLD_ROUNDS} "
+    f"(default 2)",
     "size_fifos": "true (default) to size the FIFOs of an all-RTL design by simulating it in "
     "Verilator (the fifo_depths step), or false to keep FINN's depths",
     "allow_over_part": "true to build a design estimated to need more of a resource than the "
@@ -91,6 +95,7 @@ class BuildOptions:
     output_dir: str | None = None
     synth: bool = False  # every RTL layer synthesised with Yosys after the last step
     bitstream: bool = False  # the Lattice board's bitstream made after the last step
+    refold_rounds: int = 2  # builds again at the clock nextpnr reached, when it missed
     size_fifos: bool = True  # the fifo_depths step sizes an all-RTL design's FIFOs
     allow_over_part: bool = False  # a design estimated over the part builds, with a warning
 
@@ -104,6 +109,8 @@ class BuildOptions:
             del data["synth"]
         if not self.bitstream:
             del data["bitstream"]
+        if not self.bitstream or self.refold_rounds == BuildOptions.refold_rounds:
+            del data["refold_rounds"]
         if self.size_fifos:
             del data["size_fifos"]
         if not self.allow_over_part:
@@ -312,6 +319,9 @@ BUILD_CHECKS: dict[str, OptionCheck] = {
     "output_dir": _output_dir,
     "synth": Checker.flag,
     "bitstream": Checker.flag,
+    "refold_rounds": lambda check, at, value, expected: check.whole(
+        at, value, expected, MAX_REFOLD_ROUNDS, minimum=0
+    ),
     "size_fifos": Checker.flag,
     "allow_over_part": Checker.flag,
 }

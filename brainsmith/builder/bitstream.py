@@ -65,6 +65,8 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         f"{time.perf_counter() - began:.1f} s" + (" (cached)" if data["cached"] else "")
     )
     data["netlist_check"] = check_netlist(run, model, target, data)
+    data["refold_rounds"] = run.plan.build.refold_rounds
+    data["refolds"] = list(run.refolds)
     for key in ("bitstream", "netlist"):
         data[key] = os.path.relpath(data[key], run.output_dir)
     run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words

@@ -29,6 +29,7 @@ OPTIONS = {  # option: (command line, Python API)
     "synth": ("--synth", "options['synth']"),
     "board": ("--board", "options['board']"),
     "bitstream": ("--bitstream", "options['bitstream']"),
+    "refold-rounds": ("--refold-rounds", "options['refold_rounds']"),
 }
 _COMMAND_LINE = contextvars.ContextVar("brainsmith_command_line", default=False)
 

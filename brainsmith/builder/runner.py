@@ -91,6 +91,44 @@ def build(
     build, ``model`` still being the original model (the verification reference). See
     ``brainsmith.builder.checkpoint``.
     """
+    from brainsmith.builder.refold import refolded
+
+    given = dict(options or {})
+
+    def once(
+        folder: str | None, clock: dict[str, float], refolds: list[dict[str, object]]
+    ) -> BuildResult:
+        return _build_once(
+            model, blueprint, folder, input_npy=input_npy, expected_npy=expected_npy,
+            force=force and not refolds, verify=verify, options={**given, **clock},
+            prefer=prefer, progress=progress, start=start, stop_after=stop_after,
+            exclude=exclude, refolds=refolds,
+        )  # fmt: skip
+
+    first = once(output_dir, {}, [])
+    return refolded(
+        first, lambda clock_ns, rounds: once(first.output_dir, {"clock_ns": clock_ns}, rounds)
+    )
+
+
+def _build_once(
+    model: str | os.PathLike[str] | ModelWrapper,
+    blueprint: BlueprintSource | None,
+    output_dir: str | None,
+    *,
+    input_npy: str | None,
+    expected_npy: str | None,
+    force: bool,
+    verify: str | None,
+    options: BuildOverrides | None,
+    prefer: str | None,
+    progress: bool,
+    start: Checkpoint | None,
+    stop_after: int | None,
+    exclude: Sequence[str],
+    refolds: list[dict[str, object]],
+) -> BuildResult:
+    """One build (``build``'s, its rounds of ``refolds`` so far recorded in its bitstream)."""
     started = time.perf_counter()
     with interrupts.handled():
         plan = shape_plan(blueprint, verify, options, prefer, exclude)
@@ -114,6 +152,14 @@ def build(
             user = (str(input_npy), str(expected_npy)) if input_npy else None
             run = BuildRun(plan, out, checked, display, plan.build.verify, user, vectors)
             run.started_at, run.resumed_from, run.stop_after = started, start, stop_after
+            run.refolds = refolds
+            if refolds:
+                last = refolds[-1]
+                display.note(
+                    f"timing not met: {last['clock_mhz']:g} MHz asked, {last['fmax_mhz']:.1f} MHz "
+                    f"reached; building again folded for {plan_clock(plan, options)} ns "
+                    f"(round {len(refolds) + 1})"
+                )
             return _execute(run)
         except KeyboardInterrupt as exc:
             raise _interrupted(run, out, exc) from None
@@ -127,6 +173,12 @@ def build(
             if run is not None:
                 _close(run)
             lock.release()
+
+
+def plan_clock(plan: object, options: BuildOverrides | None) -> object:
+    """The clock period a round folds for: its options' (the plan's otherwise)."""
+    given = (options or {}).get("clock_ns")
+    return given if given is not None else getattr(getattr(plan, "build", None), "clock_ns", "")
 
 
 def _locked(folder: str) -> FolderLock:

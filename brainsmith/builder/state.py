@@ -106,6 +106,7 @@ class BuildRun:
     rtlsim: RtlsimSection | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
     synthesis: SynthesisSection | None = None  # build.synth: Yosys' counts per layer
     bitstream: BitstreamSection | None = None  # build.bitstream: the board's bitstream
+    refolds: list[dict[str, object]] = field(default_factory=list)  # rounds that missed
 
     @property
     def output_dir(self) -> str:

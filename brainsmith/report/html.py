@@ -353,9 +353,19 @@ def bitstream_lines(section: BitstreamSection) -> list[str]:
         + (" (cached)" if section["cached"] else ""),
         critical_path_line(section),
         netlist_line(section),
+        *refold_lines(section),
         "used: " + ", ".join(used),
         f"{stages}; UART {section['baud']:,} baud, {section['in_words']} words in and "
         f"{section['out_words']} out a frame",
+    ]
+
+
+def refold_lines(section: BitstreamSection) -> list[str]:
+    """The rounds that missed their clock before this build, each built again slower."""
+    return [
+        f"round {index}: {done['clock_mhz']:g} MHz asked, {done['fmax_mhz']:.1f} MHz reached "
+        f"(nextpnr): folded again for a clock below it"
+        for index, done in enumerate(section.get("refolds") or [], start=1)
     ]
 
 

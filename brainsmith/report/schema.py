@@ -235,6 +235,15 @@ class NetlistCheckSection(TypedDict):
     reason: str
 
 
+class RefoldRound(TypedDict):
+    """A round whose bitstream missed its clock: built again folded for a slower one."""
+
+    clock_ns: float
+    clock_mhz: float  # what its PLL made
+    fmax_mhz: float  # what nextpnr reached
+    met: bool
+
+
 class BitstreamSection(TypedDict):
     """``bitstream`` (build.bitstream): ``BitstreamResult.as_dict()`` with the host link's
     words per frame, the bitstream's path relative to the output folder."""
@@ -258,6 +267,8 @@ class BitstreamSection(TypedDict):
     netlist: str  # Yosys' netlist, relative to the output folder
     netlist_check: NotRequired[NetlistCheckSection]
     critical_path: CriticalPath | None  # the slowest clock's, its ends named by layer
+    refold_rounds: NotRequired[int]  # build.refold_rounds
+    refolds: NotRequired[list[RefoldRound]]  # the rounds that missed their clock before this
     cached: bool
     met: bool
     status: str  # timing met | timing not met

@@ -1,0 +1,79 @@
+"""``build.refold_rounds``: a bitstream that misses its clock is built again, the whole build
+folded for a clock a little below the Fmax nextpnr reached (``MARGIN``), so the fps the report
+leads with is met at a clock that closes, and the bitstream's PLL makes that clock. A few
+rounds at most; each round's clock and Fmax are kept in ``bitstream.refolds``.
+
+The round that missed is moved aside (``<folder>.round-N``) while the next one builds into the
+folder, and removed when it is done; a round that fails leaves the one before it there,
+named in the error.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+from brainsmith.builder.errors import BuildError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.builder.result import BuildResult
+
+MARGIN = 0.05  # the next round asks for a clock this much below the Fmax reached
+
+
+def next_clock_ns(report: Any, rounds_done: int) -> float | None:
+    """The clock period (ns) the next round folds for, or None when the bitstream met its
+    clock, the rounds are used up or a slower clock would not help."""
+    section = report.get("bitstream") if report.get("status") == "ok" else None
+    if not section or section["met"] or rounds_done >= section.get("refold_rounds", 0):
+        return None
+    fmax = min(section["fmax_mhz"].values(), default=0.0)
+    if not fmax > 0:
+        return None
+    clock_ns = math.ceil(1000.0 / (fmax * (1.0 - MARGIN)) * 100) / 100
+    return clock_ns if clock_ns > float(report.get("clock_ns") or 0.0) else None
+
+
+def round_record(report: Any) -> dict[str, Any]:
+    """What one round that missed its clock reached: its clock, the PLL's and the Fmax."""
+    section = report["bitstream"]
+    return {
+        "clock_ns": report["clock_ns"],
+        "clock_mhz": section["clock_mhz"],
+        "fmax_mhz": round(min(section["fmax_mhz"].values()), 3),
+        "met": section["met"],
+    }
+
+
+def refolded(
+    first: BuildResult, build_at: Callable[[float, list[dict[str, Any]]], BuildResult]
+) -> BuildResult:
+    """``first``, or the build of the last round ``build_at(clock_ns, rounds so far)`` made
+    while the bitstream misses its clock and rounds remain."""
+    result, rounds = first, list[dict[str, Any]]()
+    while (clock_ns := next_clock_ns(result.report, len(rounds))) is not None:
+        rounds.append(round_record(result.report))
+        folder = result.output_dir
+        aside = f"{folder}.round-{len(rounds)}"
+        shutil.rmtree(aside, ignore_errors=True)
+        os.replace(folder, aside)
+        try:
+            result = build_at(clock_ns, list(rounds))
+        except BuildError as exc:
+            raise BuildError(
+                exc.step,
+                f"{exc.reason} (building again at {clock_ns:g} ns, as the bitstream at "
+                f"{rounds[-1]['clock_mhz']:g} MHz reached {rounds[-1]['fmax_mhz']:g} MHz)",
+                f"{exc.hint}; the build that missed its clock is in {aside}",
+                exit_code=exc.exit_code,
+                report=exc.report,
+            ) from exc
+        shutil.rmtree(aside, ignore_errors=True)
+    return result
+
+
+__all__ = ["MARGIN", "next_clock_ns", "refolded", "round_record"]
