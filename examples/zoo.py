@@ -17,6 +17,7 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``cnv_w1a1``/``cnv_w2a2``: FINN's CNV for CIFAR-10 as brevitas_examples/bnn_pynq builds it
   (constant-scale quantizers, bipolar at 1 bit; without its final scalar TensorNorm).
 - ``tfc_w1a1``: FINN's TFC for MNIST (bnn_pynq FC with three hidden layers of 64).
+- ``tfc_w2a2``: the same with 2-bit weights, activations and input (finn-plus's TFC-w2a2).
 - ``tfc_w1a1_bnn_pynq``: the same as bnn_pynq's ``forward`` writes it (a Reshape and ``2x - 1`` at the
   input), as FINN's own TFC test models are exported.
 - ``mobilenet_block``: MobileNet-v1 stem and two depthwise-separable blocks as brevitas's
@@ -1155,6 +1156,11 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
     "cnv_w1a1": (lambda: cnv(1, 1), "FINN's CNV (CIFAR-10), 1-bit weights and activations", False),
     "cnv_w2a2": (lambda: cnv(2, 2), "FINN's CNV (CIFAR-10), 2-bit weights and activations", False),
     "tfc_w1a1": (tfc, "FINN's TFC (MNIST), 3 x 64 neurons, 1-bit weights and activations", True),
+    "tfc_w2a2": (
+        lambda: tfc(2, 2, 2),
+        "FINN's TFC (MNIST), 3 x 64 neurons, 2-bit weights, activations and input",
+        True,
+    ),
     "tfc_w1a1_bnn_pynq": (
         lambda: tfc(bnn_pynq_input=True),
         "FINN's TFC-w1a1 as bnn_pynq writes it: a Reshape and 2x - 1 at the input",

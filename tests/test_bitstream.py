@@ -6,6 +6,7 @@ accelerator and on the shipped MLP's all-RTL build for a ULX3S-85F."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -292,3 +293,38 @@ def test_a_design_that_misses_its_clock_still_gets_its_bitstream(tools, private_
     assert not result.met and result.status == "timing not met"
     assert min(result.fmax_mhz.values()) < result.clock_mhz == 400
     check_bitstream(result, folder)
+
+
+NARROW_PRODUCTS = """
+module products (input clk, input [15:0] x, input [15:0] w2, input [15:0] w4,
+                 output reg [23:0] y2, output reg [31:0] y4);
+  // 4 lanes: 4-bit activations times 2-bit weights (LUTs), and times 4-bit weights (blocks)
+  always @(posedge clk) begin
+    y2 <= x[3:0] * w2[1:0] + x[7:4] * w2[3:2] + x[11:8] * w2[5:4] + x[15:12] * w2[7:6];
+    y4 <= x[3:0] * w4[3:0] + x[7:4] * w4[7:4] + x[11:8] * w4[11:8] + x[15:12] * w4[15:12];
+  end
+endmodule
+"""
+
+
+@pytest.mark.slow
+def test_products_with_a_2_bit_factor_are_luts_and_wider_ones_multiplier_blocks(tmp_path):
+    """brainsmith's synth_ecp5 keeps a product with a factor of 2 bits or less out of the
+    MULT18X18D blocks (synth_ecp5 alone gives each its own block: a TFC-w2a2 ran out of
+    them); 4-bit products still take blocks."""
+    from brainsmith.place_route.ecp5 import synthesis
+    from brainsmith.synthesis.yosys import RUN
+
+    (tmp_path / "products.v").write_text(NARROW_PRODUCTS)
+    commands = [f"read_verilog {tmp_path}/products.v",
+                *synthesis("products", f"{tmp_path}/products.json"),
+                f"tee -q -o {tmp_path}/stat.txt stat"]  # fmt: skip
+    done = subprocess.run(
+        [*RUN, "-q", "-p", "; ".join(commands)], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "YOWASP_MOUNT": f"{tmp_path}={tmp_path}"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (tmp_path / "products.json").read_text()
+    blocks = json.loads(text)["modules"]["products"]["cells"].values()
+    multipliers = [cell for cell in blocks if cell["type"] == "MULT18X18D"]
+    assert len(multipliers) == 4, len(multipliers)  # the four 4-bit lanes, not the 2-bit ones

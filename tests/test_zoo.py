@@ -168,7 +168,7 @@ def zoo(hub, farm) -> ZooBuilds:
 
 
 @pytest.mark.xdist_group("zoo")
-@pytest.mark.parametrize("name", wide(SMALL, [LARGEST]))
+@pytest.mark.parametrize("name", wide(SMALL, [LARGEST, "tfc_w2a2"]))  # tfc_w1a1's class
 def test_zoo_network_builds_with_no_blueprint_and_matches_torch(zoo, name):
     assert_built_and_matches_torch(zoo[name])
 

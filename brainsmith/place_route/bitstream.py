@@ -48,6 +48,7 @@ from brainsmith.place_route.ecp5 import (
     write_entry,
     yosys_script,
 )
+from brainsmith.place_route.ecp5 import synthesis as ecp5_synthesis
 from brainsmith.place_route.parts import ecp5_part
 from brainsmith.place_route.sources import StitchedDesign
 from brainsmith.synthesis.sources import MOUNT
@@ -155,7 +156,7 @@ class BitstreamDesign:
     constraints: str  # the LPF
 
     def script(self) -> str:
-        synthesis = [f"synth_ecp5 -top {TOP} -json {MOUNT}/design.json",
+        synthesis = [*ecp5_synthesis(TOP, f"{MOUNT}/design.json"),
                      f"write_verilog -noattr {MOUNT}/{NETLIST}"]  # fmt: skip
         return yosys_script(self.full, LATTICE_CELLS, synthesis)
 
