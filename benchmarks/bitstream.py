@@ -9,7 +9,8 @@ cache).
 Each build is a fresh ``brainsmith build`` process with a private cache. Writes
 benchmarks/results/bitstream.json and its section of benchmarks/RESULTS.md: the whole
 command's wall and CPU seconds, the seconds of each tool stage, the clock made and the Fmax
-reached, fps and latency at that clock, and the resources nextpnr reports.
+reached, fps and latency at that clock, the gate-level check's seconds (compiling the
+netlist's simulator, then from rtlsim's cache) and the resources nextpnr reports.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ def measure() -> dict:
         "fmax_mhz": bit["fmax_mhz"],
         "met": bit["met"],
         "stages_s": bit["seconds"],
+        "netlist_check_s": bit["netlist_check"]["seconds"],
+        "netlist_check_passed": bit["netlist_check"]["passed"],
+        "cached_netlist_check_s": warm["bitstream"]["netlist_check"]["seconds"],
+        "critical_path": bit.get("critical_path"),
         "build_s": round(cold_s, 2),
         "build_cpu_s": round(cold_cpu, 2),
         "cached_build_s": round(warm_s, 2),
@@ -91,6 +96,8 @@ def measure() -> dict:
 
 def section(data: dict) -> list[str]:
     """RESULTS.md's section."""
+    from brainsmith.place_route.critical_path import path_text
+
     res, stages = data["resources"], data["stages_s"]
     fmax = ", ".join(f"{mhz:.1f} MHz" for mhz in data["fmax_mhz"].values())
     used = ", ".join(f"{name} {r['used']:,} of {r['available']:,}" for name, r in res.items())
@@ -105,16 +112,23 @@ def section(data: dict) -> list[str]:
         f"{data['load_average_after'][0]:.1f} after):",
         "",
         "| model to bitstream (CPU) | again, cached | synth_ecp5 | nextpnr | ecppack | ecpunpack "
-        "| clock made | Fmax reached | fps at that clock | latency |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| gate-level check (again) | clock made | Fmax reached | fps at that clock | latency |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {data['build_s']:.1f} s ({data['build_cpu_s']:.1f} s) | {data['cached_build_s']:.1f} s "
         f"| {stages.get('synth', 0):.1f} s | {stages.get('place_route', 0):.1f} s "
         f"| {stages.get('pack', 0):.1f} s | {stages.get('unpack', 0):.1f} s "
+        f"| {data['netlist_check_s']:.1f} s ({data['cached_netlist_check_s']:.1f} s), "
+        f"{'passed' if data['netlist_check_passed'] else 'FAILED'} "
         f"| {data['clock_mhz']:g} MHz ({'met' if data['met'] else 'missed'}) | {fmax} "
         f"| {data['fps']:,.0f} ({data['fps_source']}) | {data['latency_ns'] / 1000:.2f} µs |",
         "",
         f"Resources (nextpnr, of the part's own totals): {used}. The design includes the host "
-        "link and the board top (PLL, reset).",
+        "link and the board top (PLL, reset)."
+        + (
+            f" Critical path (nextpnr): {path_text(data['critical_path'])}."
+            if data.get("critical_path")
+            else ""
+        ),
     ]
 
 
