@@ -49,6 +49,7 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.synth
 	@$(PY) -m benchmarks.place_route
 	@$(PY) -m benchmarks.bitstream
+	@$(PY) -m benchmarks.link
 	@$(PY) -m benchmarks.shared_index
 	@$(PY) -m benchmarks.first_hour
 	@$(PY) -m benchmarks.run
