@@ -4,11 +4,12 @@ ECP5's cell models, behind the same bit-level UART as ``brainsmith run --simulat
 answer the driver's frames with the RTL simulation's output words, bit for bit.
 
 The cell models are Yosys' own (``share/ecp5/cells_sim.v``: LUT4, the flip-flops, carry
-chains, LUT-RAM, DP16KD block RAM), its includes inlined; Yosys declares MULT18X18D and
-EHXPLLL as blackboxes only, so brainsmith adds models of the modes its designs use
-(``lattice_models``): the multiplier with every register bypassed, as ``synth_ecp5`` maps a
-product (any other mode stops the simulation), and the PLL passing its input clock through,
-locked after a few cycles (a clock's period means nothing to a cycle-based simulation).
+chains, LUT-RAM), its includes inlined. Yosys declares the block RAM (DP16KD) without
+behaviour and MULT18X18D and EHXPLLL as blackboxes, so brainsmith adds models of the modes
+``synth_ecp5`` maps to: the block RAM as ``brams_map_16kd.v`` uses it (``block_ram``), the
+multiplier with every register bypassed and the PLL passing its input clock through, locked
+after a few cycles (``lattice_models``; a clock's period means nothing to a cycle-based
+simulation). Any other mode stops the simulation rather than being guessed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ FRAMES = 4  # frames both simulated boards answer, drawn from the input's data t
 READ_SECONDS = 120.0  # the driver's limit on each read: a gate-level byte is slow to simulate
 INCLUDE = re.compile(r'^\s*`include\s+"([\w.]+)"\s*$', re.M)
 BYPASSED = ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")
-MODELLED = ("MULT18X18D", "EHXPLLL")
 
 
 @dataclass

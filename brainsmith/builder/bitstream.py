@@ -1,8 +1,11 @@
 """``build.bitstream``: after the last step, the stitched accelerator made into the Lattice
 board's bitstream behind the host link (``brainsmith.place_route.board_run``, as ``brainsmith
 bitstream`` makes it) at the build's clock: ``BUILD/bitstream/<board>.bit``, its run folder
-``BUILD/bitstream/run/`` and report.json's ``bitstream``. A missed clock is a result, not a
-failure; a tool that fails fails the build with its first error and log.
+``BUILD/bitstream/run/`` and report.json's ``bitstream``; then its netlist is checked at gate
+level against the RTL (``brainsmith.board.gate_level``: a difference fails the build). A
+missed clock is a result, not a failure (``brainsmith.builder.refold`` builds again for a
+slower clock, as ``build.refold_rounds`` allows); a tool that fails fails the build with its
+first error and log.
 
 ``performance_at_clock`` turns the result into the throughput and latency at the clock the
 design runs at (the PLL's, or the Fmax nextpnr reached when it is lower), from the cycles the
