@@ -282,7 +282,8 @@ def _check_board_has_hls(
     from brainsmith.blueprint.choices import lattice_board
     from brainsmith.planning.backend_reason import backend_reason
 
-    board = lattice_board(context_of(cfg).plan.build.board)
+    options = context_of(cfg).plan.options  # None: FINN's own builder with a plain config
+    board = lattice_board(options.board) if options is not None else None
     hls = [n for n in model.graph.node if BACKEND_STYLES.get(n.domain) == "hls"]
     if board is None or not hls:
         return
