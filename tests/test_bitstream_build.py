@@ -264,7 +264,7 @@ def test_with_no_blueprint_the_mlp_becomes_the_same_bitstream(farm, tmp_path):
 
 
 @pytest.mark.wide  # make test: their sources as Yosys reads them, their checks (above)
-@pytest.mark.xdist_group("synthesis")
+@pytest.mark.xdist_group("bitstream-networks")  # beside the synthesis group, not after it
 @pytest.mark.parametrize("model", ["conv_pad", "residual", "cnv", "zoo/kws_conv1d"])
 def test_a_conv_or_residual_net_becomes_a_ulx3s_85f_bitstream(tmp_path, model):
     """The shipped padded conv net (two of brainsmith's RTL pooling layers, sliding windows,
@@ -344,7 +344,7 @@ def test_a_bitstream_that_misses_its_clock_is_built_again_for_a_clock_that_close
 
 
 @pytest.mark.wide  # a whole build with its bitstream and gate-level check: about 4 minutes
-@pytest.mark.xdist_group("synthesis")
+@pytest.mark.xdist_group("bitstream-networks")
 def test_a_tfc_w2a2_becomes_a_ulx3s_85f_bitstream_matching_torch(tmp_path):
     """FINN's TFC-w2a2 (zoo, a fresh Brevitas export): every layer RTL, verified against
     torch's outputs, placed and routed at 50 MHz with timing met; its 2-bit products are LUTs,
