@@ -26,7 +26,8 @@ from brainsmith.rtlsim.sources import LayerDesign
 NETLIST = "netlist.v"  # Yosys' netlist of the board top, in the bitstream's run folder
 TOP = "brainsmith_sim_board"
 FRAMES = 4  # frames both simulated boards answer, drawn from the input's data type (seed 0)
-READ_SECONDS = 120.0  # the driver's limit on each read: a gate-level byte is slow to simulate
+READ_SECONDS = 900.0  # the driver's limit on each read: a gate-level frame is slow to
+# simulate (a TFC-w2a2's took about a minute on a loaded 2-core machine); a hang still ends
 INCLUDE = re.compile(r'^\s*`include\s+"([\w.]+)"\s*$', re.M)
 BYPASSED = ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")
 

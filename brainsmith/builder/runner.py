@@ -157,7 +157,7 @@ def _build_once(
                 last = refolds[-1]
                 display.note(
                     f"timing not met: {last['clock_mhz']:g} MHz asked, {last['fmax_mhz']:.1f} MHz "
-                    f"reached; building again folded for {plan_clock(plan, options)} ns "
+                    f"reached; building again folded for {(options or {}).get('clock_ns')} ns "
                     f"(round {len(refolds) + 1})"
                 )
             return _execute(run)
@@ -173,12 +173,6 @@ def _build_once(
             if run is not None:
                 _close(run)
             lock.release()
-
-
-def plan_clock(plan: object, options: BuildOverrides | None) -> object:
-    """The clock period a round folds for: its options' (the plan's otherwise)."""
-    given = (options or {}).get("clock_ns")
-    return given if given is not None else getattr(getattr(plan, "build", None), "clock_ns", "")
 
 
 def _locked(folder: str) -> FolderLock:
