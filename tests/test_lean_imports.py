@@ -23,6 +23,49 @@ def test_import_brainsmith_and_plugins_is_lean():
     assert result.stdout.strip() == "[]"
 
 
+# What ``import brainsmith.plugins`` adds to a fresh interpreter's modules today. A change may
+# rename one of these (a module moved), never add one: the hub's start-up stays this small.
+PLUGINS_IMPORT_BRAINSMITH = (
+    "brainsmith",
+    "brainsmith.errors",
+    "brainsmith.plugin",
+    "brainsmith.plugin.adapters",
+    "brainsmith.plugin.collections",
+    "brainsmith.plugin.config",
+    "brainsmith.plugin.discovery",
+    "brainsmith.plugin.discovery.index",
+    "brainsmith.plugin.discovery.stamps",
+    "brainsmith.plugin.discovery.store",
+    "brainsmith.plugin.discovery.trust",
+    "brainsmith.plugin.errors",
+    "brainsmith.plugin.log",
+    "brainsmith.plugin.manager",
+    "brainsmith.plugin.memo",
+    "brainsmith.plugin.metadata",
+    "brainsmith.plugin.refresher",
+    "brainsmith.plugin.registry",
+    "brainsmith.plugin.spec",
+    "brainsmith.plugin.values",
+    "brainsmith.plugins",
+)
+PLUGINS_IMPORT_OTHERS = ("__future__", "errno")
+
+
+def test_import_brainsmith_plugins_adds_no_module():
+    result = run_python("""
+        import sys
+        before = set(sys.modules)
+        import brainsmith.plugins
+        print(" ".join(sorted(set(sys.modules) - before)))
+    """)
+    assert result.returncode == 0, result.stderr
+    added = set(result.stdout.split())
+    ours = {m for m in added if m.partition(".")[0] == "brainsmith"}
+    assert sorted(ours - set(PLUGINS_IMPORT_BRAINSMITH)) == []
+    assert len(ours) <= len(PLUGINS_IMPORT_BRAINSMITH)
+    assert sorted(added - ours - set(PLUGINS_IMPORT_OTHERS)) == []
+
+
 def test_listing_brainsmith_plugins_is_lean():
     result = run_python(f"""
         import sys
