@@ -67,7 +67,7 @@ class IsolatedHub:
 def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache: Path, config: Path) -> None:
     """Point brainsmith at ``cache`` and ``config`` (written empty if missing) and clear every
     other setting brainsmith reads from the environment (``plugin.config.ENV_VARS``)."""
-    from brainsmith.plugin.config import ENV_VARS
+    from brainsmith.plugin.settings.config import ENV_VARS
 
     if not config.exists():
         config.write_text("plugin_system: {}\n")

@@ -7,7 +7,6 @@ import os
 import pytest
 
 from brainsmith.plugin import PluginNotFoundError, backend
-from brainsmith.plugin.availability import PluginUnavailableError
 from brainsmith.plugin.lifecycle import (
     auto_select,
     backend_preferences,
@@ -15,6 +14,7 @@ from brainsmith.plugin.lifecycle import (
     priority,
     switch_backend,
 )
+from brainsmith.plugin.lifecycle.availability import PluginUnavailableError
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import backends
 

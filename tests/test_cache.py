@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.plugin import memo
+from brainsmith.plugin.settings import memo
 from tests.conftest import run_python
 
 pytestmark = pytest.mark.cold_cache  # these tests start from an empty cache directory

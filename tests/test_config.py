@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from brainsmith.plugin.config import load_config
 from brainsmith.plugin.errors import ConfigError
+from brainsmith.plugin.settings.config import load_config
 
 
 def write_config(tmp_path, monkeypatch, text: str):

@@ -38,8 +38,8 @@ def test_every_error_class_derives_from_brainsmith_error(path, name):
 
 
 def test_a_config_error_names_its_file_and_key(tmp_path, monkeypatch):
-    from brainsmith.plugin.config import load_config
     from brainsmith.plugin.errors import ConfigError
+    from brainsmith.plugin.settings.config import load_config
 
     config = tmp_path / "config.yaml"
     config.write_text("plugin_system:\n  cache_ttl: soon\n")

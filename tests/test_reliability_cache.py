@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.plugin import memo
-from brainsmith.plugin.config import load_config, memo_folder
 from brainsmith.plugin.discovery.folders import package_name
 from brainsmith.plugin.discovery.index import index_name
 from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
+from brainsmith.plugin.settings import memo
+from brainsmith.plugin.settings.config import load_config, memo_folder
 from brainsmith.plugins import transforms
 from tests.conftest import REPO, run_python
 
@@ -186,7 +186,7 @@ WRONGLY_TYPED = {  # id -> metadata entry of one record
 }
 USE_ALL = """
 from brainsmith.plugins import transforms
-from brainsmith.plugin.availability import is_available
+from brainsmith.plugin.lifecycle.availability import is_available
 from brainsmith.plugin.manager import get_plugin_manager
 for spec in get_plugin_manager().registry().specs():
     is_available(spec)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.plugin import memo
 from brainsmith.plugin.discovery.folders import package_name
 from brainsmith.plugin.discovery.index import index_name
+from brainsmith.plugin.settings import memo
 from tests.conftest import REPO, run_python
 
 PACKAGE = REPO / "brainsmith"
@@ -52,7 +52,7 @@ UNSAFE_YAML = {f"yaml.{n}" for n in ("Loader", "FullLoader", "UnsafeLoader", "CL
 
 # Every place that may turn a name or a file into running code, and why it is safe there.
 AUDITED = {
-    ("brainsmith/plugin/memo.py", "marshal.loads"): (
+    ("brainsmith/plugin/settings/memo.py", "marshal.loads"): (
         "reads the discovery index: marshal builds plain data, never runs code, and decode() "
         "type-checks the record"
     ),

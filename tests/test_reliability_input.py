@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from brainsmith.blueprint import Blueprint, BlueprintError, load_blueprint
-from brainsmith.plugin.config import CONFIG_KEYS, ENV_VARS, PluginConfig, load_config
 from brainsmith.plugin.errors import ConfigError
+from brainsmith.plugin.settings.config import CONFIG_KEYS, ENV_VARS, PluginConfig, load_config
 from brainsmith.safe_yaml import MAX_BYTES, MAX_DEPTH, MAX_NODES
 from tests.conftest import run_python
 from tests.test_blueprint_support import use_toy_registry
@@ -69,7 +69,7 @@ def peak_kib():
                 return int(line.split()[1])
 
 from brainsmith.blueprint import BlueprintError, load_blueprint
-from brainsmith.plugin.config import load_config
+from brainsmith.plugin.settings.config import load_config
 from brainsmith.plugin.errors import ConfigError
 
 path = os.environ["PROBE_FILE"]

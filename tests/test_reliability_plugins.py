@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from brainsmith.plugin.config import load_config
 from brainsmith.plugin.errors import ConfigError, PluginLoadError
 from brainsmith.plugin.manager import get_plugin_manager
+from brainsmith.plugin.settings.config import load_config
 from brainsmith.plugins import steps, transforms
 from tests.conftest import run_python
 

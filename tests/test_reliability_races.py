@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from brainsmith.plugin import memo
+from brainsmith.plugin.settings import memo
 
 PROCESSES = 8
 THREADS = 16

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.plugin import memo
 from brainsmith.plugin.discovery.index import index_name
 from brainsmith.plugin.discovery.shared_index import PREFIX
+from brainsmith.plugin.settings import memo
 from tests.conftest import run_python
 from tests.support.processes import free_port
 from tests.test_shared_index import REPORT
@@ -368,7 +368,7 @@ RACER = """
 import importlib.util, json, os, sys, threading, tempfile
 sys.setswitchinterval(1e-5)
 from brainsmith.plugin import log
-from brainsmith.plugin.config import load_config
+from brainsmith.plugin.settings.config import load_config
 from brainsmith.plugin.discovery.index import discover
 
 config = load_config()

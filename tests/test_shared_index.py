@@ -134,7 +134,7 @@ def test_a_cache_backend_that_is_no_redis_url_names_the_key(tmp_path):
 def test_an_oversized_shared_index_is_not_downloaded_whole(tmp_path, redis_url):
     import redis
 
-    from brainsmith.plugin.memo import MAX_BYTES
+    from brainsmith.plugin.settings.memo import MAX_BYTES
 
     redis.Redis.from_url(redis_url).set(PREFIX + index_name(), b"[" + b" " * (MAX_BYTES + 1))
     # its size is asked first: nothing is downloaded, well within the 1 s deadline

@@ -7,7 +7,8 @@ import math
 import pytest
 
 from brainsmith.blueprint import options
-from brainsmith.plugin import config, metadata, values
+from brainsmith.plugin import metadata, values
+from brainsmith.plugin.settings import config
 
 INVALID = values.INVALID
 

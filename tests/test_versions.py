@@ -11,8 +11,8 @@ import brainsmith
 from brainsmith.cli import cli
 from brainsmith.plugin import PluginLoadError
 from brainsmith.plugin.lifecycle import VersionInfo
+from brainsmith.plugin.lifecycle.versions import incompatibility, package_metadata
 from brainsmith.plugin.manager import get_plugin_manager
-from brainsmith.plugin.versions import incompatibility, package_metadata
 from brainsmith.plugins import transforms
 
 TOO_NEW = """

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brainsmith.plugin.config import ENV_VARS
+from brainsmith.plugin.settings.config import ENV_VARS
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 

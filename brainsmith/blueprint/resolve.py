@@ -21,7 +21,7 @@ from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.plugin.views import RegistryView
+    from brainsmith.plugin.services.views import RegistryView
 
 
 # The logger docs/blueprints.md names (the package's name before it left the plugin hub).

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 
-from brainsmith.plugin import log, memo
+from brainsmith.plugin import log
 from brainsmith.plugin.collections import PluginCollection
 from brainsmith.plugin.discovery.stamps import digest32, stamp_paths, unchanged
+from brainsmith.plugin.settings import memo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -75,8 +75,8 @@ def _without_hls_only_kernels(plan: BuildPlan, board: str) -> BuildPlan:
     or only FINN's Versal-only ones): their layers stay on the host, before or after the
     accelerator, instead of becoming HLS layers that end the build at its bitstream."""
     from brainsmith.planning.plan import without_kernels
-    from brainsmith.plugin.availability import backends_of
     from brainsmith.plugin.errors import PluginError
+    from brainsmith.plugin.lifecycle.availability import backends_of
 
     def has_rtl(kernel: PlannedKernel) -> bool:
         if kernel.name in INTEGER_RTL:

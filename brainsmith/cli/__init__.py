@@ -28,8 +28,8 @@ def main() -> None:
 
 
 def _top_level_help() -> str:
-    from brainsmith.plugin import memo
     from brainsmith.plugin.discovery.stamps import stamp_paths
+    from brainsmith.plugin.settings import memo
     from brainsmith.version import __version__
 
     here = os.path.dirname(os.path.abspath(__file__))

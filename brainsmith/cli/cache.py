@@ -30,7 +30,7 @@ def clear() -> None:
         fail(str(exc))
     where = manager.config.cache_dir
     if manager.config.project_file:
-        from brainsmith.plugin.config import memo_folder
+        from brainsmith.plugin.settings.config import memo_folder
 
         where += f" and {memo_folder(manager.config.project_file)}"
     console().print(f"removed {removed} cache file(s) from {where}", markup=False)
@@ -41,8 +41,8 @@ def info() -> None:
     """Show the cache directory, TTL and brainsmith's files in it."""
     import os
 
-    from brainsmith.plugin import memo
     from brainsmith.plugin.manager import get_plugin_manager
+    from brainsmith.plugin.settings import memo
 
     config = get_plugin_manager().config
     out = console()

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from brainsmith.plugin.records import PerformanceStats
+    from brainsmith.plugin.services.records import PerformanceStats
 
 
 @click.group()

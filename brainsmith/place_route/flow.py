@@ -270,7 +270,7 @@ def cache_root(
 ) -> str:
     """The private cache folder ``name`` (or the one ``variable`` names); NotUsable when it is
     not this user's alone."""
-    from brainsmith.plugin.memo import tool_cache
+    from brainsmith.plugin.settings.memo import tool_cache
 
     root, problem = tool_cache(name, variable, what)
     if root is None:

@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
 
 # The lifecycle API, served by brainsmith.plugin.lifecycle (and, deprecated, from here).
 LIFECYCLE_EXPORTS = {
-    "VersionInfo": "brainsmith.plugin.versions",
+    "VersionInfo": "brainsmith.plugin.lifecycle.versions",
     "BundleInfo": "brainsmith.plugin.lifecycle.bundles",
     "BundleBuilder": "brainsmith.plugin.lifecycle.bundles",
     "PluginBundle": "brainsmith.plugin.lifecycle.bundles",
@@ -66,12 +66,12 @@ LIFECYCLE_EXPORTS = {
     "get_plugin_info": "brainsmith.plugin.lifecycle.pathload",
     "is_plugin_loaded": "brainsmith.plugin.lifecycle.pathload",
     "list_plugins": "brainsmith.plugin.lifecycle.pathload",
-    "is_available": "brainsmith.plugin.availability",
-    "auto_select": "brainsmith.plugin.availability",
-    "switch_backend": "brainsmith.plugin.availability",
-    "backend_preferences": "brainsmith.plugin.availability",
-    "priority": "brainsmith.plugin.availability",
-    "PluginUnavailableError": "brainsmith.plugin.availability",
+    "is_available": "brainsmith.plugin.lifecycle.availability",
+    "auto_select": "brainsmith.plugin.lifecycle.availability",
+    "switch_backend": "brainsmith.plugin.lifecycle.availability",
+    "backend_preferences": "brainsmith.plugin.lifecycle.availability",
+    "priority": "brainsmith.plugin.lifecycle.availability",
+    "PluginUnavailableError": "brainsmith.plugin.lifecycle.availability",
     "KernelBuilder": "brainsmith.plugin.lifecycle.kernel_builder",
     "register_example_kernels": "brainsmith.plugin.lifecycle.kernel_builder",
     "list_custom_kernels": "brainsmith.plugin.lifecycle.kernel_builder",

@@ -170,7 +170,7 @@ class PluginCollection:
 
         ``available_only`` keeps plugins whose version, ``requires`` and ``tools`` fit here."""
         if available_only:
-            from brainsmith.plugin.availability import is_available
+            from brainsmith.plugin.lifecycle.availability import is_available
 
             return sorted({s.name for s in self.specs() if is_available(s)[0]})
         if self._subset is not None:

@@ -8,10 +8,10 @@ import _thread
 import sys
 
 from brainsmith.plugin import log
-from brainsmith.plugin.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.errors import ConfigError, PluginMetadataError
 from brainsmith.plugin.refresher import Refresher
 from brainsmith.plugin.registry import Registry, RegistryChanges
+from brainsmith.plugin.settings.config import DISCOVERY_MODES, PluginConfig, load_config
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
-    from brainsmith.plugin.instances import InstanceCache
-    from brainsmith.plugin.records import Health, PerformanceStats
-    from brainsmith.plugin.views import RegistryView
-    from brainsmith.plugin.watch import PluginWatcher
+    from brainsmith.plugin.services.instances import InstanceCache
+    from brainsmith.plugin.services.records import Health, PerformanceStats
+    from brainsmith.plugin.services.views import RegistryView
+    from brainsmith.plugin.services.watch import PluginWatcher
 
 
 class PluginManager:
@@ -80,7 +80,7 @@ class PluginManager:
         if isinstance(modes, str):
             modes = [modes]
         if modes is not None:
-            from brainsmith.plugin.config import deprecated_mode
+            from brainsmith.plugin.settings.config import deprecated_mode
 
             _check_modes(modes)
             deprecated_mode("discover_plugins(modes=...)")
@@ -89,7 +89,7 @@ class PluginManager:
         key = (_frozen(modes), _frozen(types), _frozen(frameworks))
         view = self._views.get(key)
         if view is None:
-            from brainsmith.plugin.views import make_view
+            from brainsmith.plugin.services.views import make_view
 
             view = self._views[key] = make_view(registry, types, frameworks)
         return view
@@ -148,7 +148,7 @@ class PluginManager:
             with get_plugin_manager().watch(print):
                 ...  # edit plugin files; tfm.X serves the new code
         """
-        from brainsmith.plugin.watch import PluginWatcher
+        from brainsmith.plugin.services.watch import PluginWatcher
 
         folders = self.config.plugin_dirs
         if not folders:
@@ -217,7 +217,7 @@ class PluginManager:
 
     def _instance_cache(self) -> InstanceCache:
         if self._instances is None:
-            from brainsmith.plugin.instances import InstanceCache
+            from brainsmith.plugin.services.instances import InstanceCache
 
             with self._refresher.lock:
                 if self._instances is None:
@@ -234,8 +234,8 @@ class PluginManager:
         or lookup scans again, into the same registry: loaded plugins of unchanged files stay
         loaded. Returns files removed; CacheDirectoryError when the cache directory is not the
         user's own."""
-        from brainsmith.plugin import memo
-        from brainsmith.plugin.config import memo_folder
+        from brainsmith.plugin.settings import memo
+        from brainsmith.plugin.settings.config import memo_folder
 
         with self._refresher.lock:
             self._refresher.next_check = 0.0
@@ -248,7 +248,7 @@ class PluginManager:
 
     def get_performance_stats(self) -> PerformanceStats:
         """Plugin counts, plus (with ``performance_tracking``) discovery statistics."""
-        from brainsmith.plugin.health import performance_stats
+        from brainsmith.plugin.services.health import performance_stats
 
         registry = self.registry()
         instances = len(self._instances) if self._instances is not None else 0
@@ -257,7 +257,7 @@ class PluginManager:
         )
 
     def health_check(self) -> Health:
-        from brainsmith.plugin.health import health, unhealthy
+        from brainsmith.plugin.services.health import health, unhealthy
 
         try:
             registry = self.registry()

@@ -108,7 +108,7 @@ def validate_metadata(plugin_type: str, given: dict[str, Any]) -> tuple[dict[str
             problems.append(f"'{key}' is required for @{plugin_type} ({allowed[key]})")
     for key in ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version"):
         if key in metadata:
-            from brainsmith.plugin.versions import check_version_text
+            from brainsmith.plugin.lifecycle.versions import check_version_text
 
             error = check_version_text(key, metadata[key])
             if error:
@@ -219,7 +219,7 @@ def record_metadata_problem(plugin_type: str, metadata: object) -> str | None:
             if METADATA_CHECKS[key](value) is INVALID:
                 return f"'{key}' must be {allowed[key]}, got {shown(value)}"
             if key in ("min_brainsmith_version", "max_brainsmith_version", "brainsmith_version"):
-                from brainsmith.plugin.versions import check_version_text
+                from brainsmith.plugin.lifecycle.versions import check_version_text
 
                 error = check_version_text(key, value)
                 if error:

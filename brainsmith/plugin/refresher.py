@@ -12,7 +12,6 @@ import sys
 import time
 
 from brainsmith.plugin import log
-from brainsmith.plugin.discovery.index import DiscoveryResult, Found, discover
 from brainsmith.plugin.discovery.trust import BUILTIN_FRAMEWORKS
 from brainsmith.plugin.registry import Registry, RegistryChanges
 from brainsmith.plugin.spec import PluginProblem, PluginSpec
@@ -22,7 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from brainsmith.plugin.config import PluginConfig
+    from brainsmith.plugin.discovery.index import DiscoveryResult
+    from brainsmith.plugin.settings.config import PluginConfig
 
     Decorated = tuple[str, object, dict[str, Any], str]  # type, object, metadata, "file:line"
 
@@ -102,6 +102,8 @@ class Refresher:
         return registry, changes
 
     def _discover(self, first: bool) -> DiscoveryResult:
+        from brainsmith.plugin.discovery.index import discover  # not on the everyday import
+
         config = self._config()
         self.discovering = _thread.get_ident()
         try:
@@ -123,6 +125,8 @@ class Refresher:
         if not (first or fresh or result.problems) and _same_records(self.states, result):
             changes = RegistryChanges()  # a recheck that found nothing new
         else:
+            from brainsmith.plugin.discovery.index import Found
+
             found = Found(result.states, self._config())
             found.problems += [PluginProblem(*p) for p in result.problems]  # shared index
             # A first discovery leaves brainsmith's, QONNX's and FINN's records to be
@@ -225,7 +229,7 @@ class Refresher:
         module = getattr(obj, "__module__", "") or ""
         target = f"{module}:{getattr(obj, '__qualname__', '')}"
         known = [s for s in registry.by_target(target) if s.type == plugin_type]
-        from brainsmith.plugin.versions import incompatibility
+        from brainsmith.plugin.lifecycle.versions import incompatibility
 
         reason = incompatibility(metadata)
         error = f"unavailable: {reason}" if reason else None

@@ -505,8 +505,8 @@ class Registry:
         """``spec``'s record said other than its source (``differs``): named in the problems,
         the index rebuilt; PluginLoadError if the source's version range excludes this
         brainsmith."""
+        from brainsmith.plugin.lifecycle.versions import incompatibility
         from brainsmith.plugin.loading import DISAGREES
-        from brainsmith.plugin.versions import incompatibility
 
         plugin = f"{spec.type} {spec.qualified_name}"
         reason = f"{DISAGREES} ({differs}); the source's metadata is used and the cache rebuilt"

@@ -8,7 +8,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.records import Problem
+    from brainsmith.plugin.services.records import Problem
 
 
 PLUGIN_TYPES = ("transform", "kernel", "backend", "step")

@@ -157,7 +157,7 @@ def runtime_key(toolchain: Toolchain) -> str:
 def cache_root() -> str:
     """``BRAINSMITH_RTLSIM_CACHE`` if set (simulators shared by builds with other caches),
     else ``<brainsmith cache>/rtlsim``; created private (0700); refuses a shared one."""
-    from brainsmith.plugin.memo import tool_cache
+    from brainsmith.plugin.settings.memo import tool_cache
 
     root, problem = tool_cache("rtlsim", RTLSIM_CACHE_VARIABLE, "compile cache")
     if root is None:

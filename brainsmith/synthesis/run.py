@@ -122,7 +122,7 @@ SYNTHESIS_CACHE_VARIABLE = "BRAINSMITH_SYNTHESIS_CACHE"
 def cache_root() -> str:
     """``BRAINSMITH_SYNTHESIS_CACHE`` if set (results shared by builds with other caches),
     else ``<brainsmith cache>/synthesis``; created private (0700); refuses a shared one."""
-    from brainsmith.plugin.memo import tool_cache
+    from brainsmith.plugin.settings.memo import tool_cache
 
     root, problem = tool_cache("synthesis", SYNTHESIS_CACHE_VARIABLE, "synthesis cache")
     if root is None:

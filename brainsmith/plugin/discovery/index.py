@@ -24,11 +24,11 @@ from brainsmith.plugin.adapters import (
     adapter_files,
     reads_with,
 )
-from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.discovery import stamps
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.discovery.store import ORIGIN, index_stores
 from brainsmith.plugin.discovery.trust import SourceCheck
+from brainsmith.plugin.settings.config import PluginConfig
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 
 TYPE_CHECKING = False
@@ -80,7 +80,7 @@ def index_name() -> str:
 def forget_index(directory: str) -> None:
     """Delete this environment's index and its scan data in ``directory`` (a record disagreed
     with its plugin's source): the next discovery scans every source afresh, reusing nothing."""
-    from brainsmith.plugin import memo
+    from brainsmith.plugin.settings import memo
 
     name = index_name()
     for stem in (name, f"{name}-files"):
@@ -183,7 +183,7 @@ def _with_shared(
         return index
     if fetched is None:
         return None
-    from brainsmith.plugin.config import masked_url
+    from brainsmith.plugin.settings.config import masked_url
 
     copy = _usable(fetched, f"shared index {name} at {masked_url(shared.url)}")
     implausible = _implausible(copy) if copy is not None else None
@@ -207,7 +207,7 @@ def _fetch(shared: RedisStore, name: str, stamp: list[Any], result: DiscoveryRes
 
 
 def _refuse(url: str, reason: str, result: DiscoveryResult) -> None:
-    from brainsmith.plugin.config import masked_url
+    from brainsmith.plugin.settings.config import masked_url
 
     culprit = f"shared index at {masked_url(url)}"
     log.warning("%s: %s", culprit, reason)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import threading
 
 from brainsmith.plugin import log
-from brainsmith.plugin.config import masked_url
-from brainsmith.plugin.memo import MAX_BYTES, is_plain
+from brainsmith.plugin.settings.config import masked_url
+from brainsmith.plugin.settings.memo import MAX_BYTES, is_plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

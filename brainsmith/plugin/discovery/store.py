@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from brainsmith.plugin import memo
+from brainsmith.plugin.settings import memo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.config import PluginConfig
+    from brainsmith.plugin.settings.config import PluginConfig
 
 
 class IndexStore(ABC):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from brainsmith.plugin.config import PluginConfig
 from brainsmith.plugin.metadata import COMMON_KEYS, RECORD_KEYS, TYPE_KEYS, record_metadata_problem
+from brainsmith.plugin.settings.config import PluginConfig
 from brainsmith.plugin.spec import MAX_TARGET, PLUGIN_TYPES, PluginProblem, PluginSpec
 from brainsmith.plugin.values import MAX_NAME
 
@@ -149,7 +149,7 @@ class SourceCheck:
                 reason = f"index names {spec.target}, outside this source; ignored"
                 return PluginProblem(self.source, spec.qualified_name, reason)
             if not VERSION_KEYS.isdisjoint(spec.metadata):
-                from brainsmith.plugin.versions import incompatibility
+                from brainsmith.plugin.lifecycle.versions import incompatibility
 
                 unfit = incompatibility(spec.metadata)
                 if unfit:

@@ -16,12 +16,14 @@ __all__ = sorted(_EXPORTS)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the lazy names, for type checkers
-    from brainsmith.plugin.availability import PluginUnavailableError as PluginUnavailableError
-    from brainsmith.plugin.availability import auto_select as auto_select
-    from brainsmith.plugin.availability import backend_preferences as backend_preferences
-    from brainsmith.plugin.availability import is_available as is_available
-    from brainsmith.plugin.availability import priority as priority
-    from brainsmith.plugin.availability import switch_backend as switch_backend
+    from brainsmith.plugin.lifecycle.availability import (
+        PluginUnavailableError as PluginUnavailableError,
+    )
+    from brainsmith.plugin.lifecycle.availability import auto_select as auto_select
+    from brainsmith.plugin.lifecycle.availability import backend_preferences as backend_preferences
+    from brainsmith.plugin.lifecycle.availability import is_available as is_available
+    from brainsmith.plugin.lifecycle.availability import priority as priority
+    from brainsmith.plugin.lifecycle.availability import switch_backend as switch_backend
     from brainsmith.plugin.lifecycle.bundles import BundleBuilder as BundleBuilder
     from brainsmith.plugin.lifecycle.bundles import BundleInfo as BundleInfo
     from brainsmith.plugin.lifecycle.bundles import BundleRegistry as BundleRegistry
@@ -48,7 +50,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from brainsmith.plugin.lifecycle.pathload import load_plugin as load_plugin
     from brainsmith.plugin.lifecycle.pathload import reload_plugin as reload_plugin
     from brainsmith.plugin.lifecycle.pathload import unload_plugin as unload_plugin
-    from brainsmith.plugin.versions import VersionInfo as VersionInfo
+    from brainsmith.plugin.lifecycle.versions import VersionInfo as VersionInfo
 
 _lazy, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)
 

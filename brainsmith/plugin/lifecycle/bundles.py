@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from brainsmith.plugin.containment import origin
 from brainsmith.plugin.errors import PluginError, PluginLoadError, PluginNotFoundError
 from brainsmith.plugin.lifecycle import oplock
+from brainsmith.plugin.lifecycle.versions import VersionInfo, incompatibility
 from brainsmith.plugin.manager import get_plugin_manager, report_problem
 from brainsmith.plugin.registry import Source
 from brainsmith.plugin.spec import PluginSpec
-from brainsmith.plugin.versions import VersionInfo, incompatibility
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class BundleBuilder:
         except ValueError as exc:
             raise PluginError(f"plugin '{name}': {exc}") from None
         if fields.get("brainsmith_version"):
-            from brainsmith.plugin.versions import check_version_text
+            from brainsmith.plugin.lifecycle.versions import check_version_text
 
             error = check_version_text("brainsmith_version", fields["brainsmith_version"])
             if error:

@@ -34,10 +34,10 @@ from brainsmith.plugin.lifecycle.bundles import (
     run_hook,
     withdraw,
 )
+from brainsmith.plugin.lifecycle.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_metadata
 from brainsmith.plugin.manager import RESET_HOOKS, get_plugin_manager, report_problem
 from brainsmith.plugin.registry import Source
 from brainsmith.plugin.spec import PluginSpec
-from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VersionInfo, package_metadata
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

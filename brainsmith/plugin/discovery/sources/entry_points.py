@@ -386,7 +386,11 @@ def _reason(exc: BaseException) -> str:
 
 def _declared_versions(module: object, framework: str, problems: list[Any]) -> dict[str, Any]:
     """Version constraints of the package's ``BRAINSMITH_PLUGIN`` dict, for each of its plugins."""
-    from brainsmith.plugin.versions import PACKAGE_ATTRIBUTE, VERSION_KEYS, package_metadata
+    from brainsmith.plugin.lifecycle.versions import (
+        PACKAGE_ATTRIBUTE,
+        VERSION_KEYS,
+        package_metadata,
+    )
 
     declared = getattr(module, PACKAGE_ATTRIBUTE, None)
     if declared is None:

@@ -8,11 +8,11 @@ import sys
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from brainsmith.plugin.config import PluginConfig
     from brainsmith.plugin.discovery.index import DiscoveryResult
-    from brainsmith.plugin.records import Health, PerformanceStats, Problem
     from brainsmith.plugin.refresher import DiscoveryStats
     from brainsmith.plugin.registry import Registry
+    from brainsmith.plugin.services.records import Health, PerformanceStats, Problem
+    from brainsmith.plugin.settings.config import PluginConfig
     from brainsmith.plugin.spec import PluginSpec
 
 
@@ -65,8 +65,8 @@ def health(registry: Registry, config: PluginConfig) -> Health:
     """Which frameworks registered plugins, which plugins are broken or shadowed, whether the
     cache folder is usable: "healthy", "degraded" (something broken) or "unhealthy" (no
     framework at all)."""
-    from brainsmith.plugin import memo
     from brainsmith.plugin.registry import shadowed_reason
+    from brainsmith.plugin.settings import memo
 
     frameworks = {
         fw: any(s.framework == fw for s in registry.specs())

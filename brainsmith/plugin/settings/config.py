@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from brainsmith.plugin import memo
 from brainsmith.plugin.errors import ConfigError
-from brainsmith.plugin.memo import default_cache_dir
+from brainsmith.plugin.settings import memo
+from brainsmith.plugin.settings.memo import default_cache_dir
 from brainsmith.plugin.values import (
     INVALID,
     boolean,
