@@ -7,8 +7,14 @@ from __future__ import annotations
 
 __all__ = ["__version__", "build", "explore"]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the lazy names, for type checkers
+    from brainsmith.builder import build as build
+    from brainsmith.dse import explore as explore
+    from brainsmith.version import __version__ as __version__
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> object:
     if name == "__version__":
         from brainsmith.version import __version__
 

@@ -16,19 +16,36 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-_tracer: list = []  # [tracer or None], resolved once per process
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from opentelemetry.trace import Tracer
+    from prometheus_client import CollectorRegistry
+
+    from brainsmith.plugin.services.records import PerformanceStats
+
+    Report = Mapping[str, Any]  # a build's report.json as read: JSON, checked where used
+
+    class HubFigures(PerformanceStats):
+        """The hub's statistics and the number of problems its health reports."""
+
+        problems: int
 
 
-def tracer():
+_tracer: list[Tracer | None] = []  # [tracer or None], resolved once per process
+
+
+def tracer() -> Tracer | None:
     """The OpenTelemetry tracer brainsmith reports to, or None when tracing is off."""
     if not _tracer:
         _tracer.append(_resolve_tracer())
     return _tracer[0]
 
 
-def _resolve_tracer():
+def _resolve_tracer() -> Tracer | None:
     exporter = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
     installed = "opentelemetry.trace" in sys.modules
     if not installed and exporter in ("", "none"):
@@ -89,7 +106,7 @@ def span(name: str, **attributes: object) -> Iterator[None]:
         yield
 
 
-def _plain(attributes: dict) -> dict:
+def _plain(attributes: dict[str, object]) -> dict[str, str | int | float | bool]:
     return {
         k: v if isinstance(v, str | int | float | bool) else str(v) for k, v in attributes.items()
     }
@@ -98,7 +115,7 @@ def _plain(attributes: dict) -> dict:
 # -- Prometheus ------------------------------------------------------------------------------
 
 
-def build_registry(report: dict, hub: dict | None = None):
+def build_registry(report: Report, hub: HubFigures | None = None) -> CollectorRegistry:
     """A ``CollectorRegistry`` with a build's figures (from its report.json) and the hub's."""
     from prometheus_client import CollectorRegistry, Gauge
 
@@ -136,7 +153,7 @@ def build_registry(report: dict, hub: dict | None = None):
     return registry
 
 
-def add_hub(registry, hub: dict) -> None:
+def add_hub(registry: CollectorRegistry, hub: HubFigures) -> None:
     """The plugin hub's figures (``PluginManager.get_performance_stats()`` and health)."""
     from prometheus_client import Gauge
 
@@ -160,7 +177,7 @@ def add_hub(registry, hub: dict) -> None:
         Gauge(name, text, registry=registry).set(float(value or 0))
 
 
-def hub_figures() -> dict:
+def hub_figures() -> HubFigures:
     """The hub's statistics plus the number of problems its health reports."""
     from brainsmith.plugin.manager import get_plugin_manager
 
@@ -193,7 +210,7 @@ def textfile_problem(path: str) -> str | None:
     return None
 
 
-def write_textfile(path: str, report: dict) -> None:
+def write_textfile(path: str, report: Report) -> None:
     """Write a build's metrics (and the hub's) to ``path`` in Prometheus' text format."""
     from prometheus_client import write_to_textfile
 

@@ -29,6 +29,17 @@ from pathlib import Path
 
 import pytest
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    import numpy as np
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.plugin.manager import PluginManager
+    from brainsmith.plugin.registry import Registry
+    from brainsmith.rtlsim.layers import DesignResult
+
 
 class IsolatedHub:
     """The plugin manager of one test, plus helpers to add plugin folders."""
@@ -39,12 +50,12 @@ class IsolatedHub:
         self._folders: list[str] = []
 
     @property
-    def manager(self):
+    def manager(self) -> PluginManager:
         from brainsmith.plugin.manager import get_plugin_manager
 
         return get_plugin_manager()
 
-    def registry(self):
+    def registry(self) -> Registry:
         """The registry (discovering on first use)."""
         return self.manager.registry()
 
@@ -66,7 +77,7 @@ class IsolatedHub:
 
 def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache: Path, config: Path) -> None:
     """Point brainsmith at ``cache`` and ``config`` (written empty if missing) and clear every
-    other setting brainsmith reads from the environment (``plugin.config.ENV_VARS``)."""
+    other setting brainsmith reads from the environment (``plugin.settings.config.ENV_VARS``)."""
     from brainsmith.plugin.settings.config import ENV_VARS
 
     if not config.exists():
@@ -89,7 +100,9 @@ class RTLSimulation:
         self.clock_ns = clock_ns
         self.runs = 0
 
-    def __call__(self, model, samples):
+    def __call__(
+        self, model: ModelWrapper, samples: Sequence[Sequence[np.ndarray]]
+    ) -> DesignResult:
         """Generate the HDL of ``model``'s RTL layers (FINN's ``PrepareIP``) and simulate each
         on ``samples`` (per frame, one array per model input); returns the
         ``brainsmith.rtlsim.layers.DesignResult``."""
@@ -120,7 +133,7 @@ def rtl_simulation(tmp_path: Path) -> RTLSimulation:
 
 
 @pytest.fixture
-def brainsmith_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def brainsmith_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[IsolatedHub]:
     """An isolated brainsmith plugin hub for one test."""
     cache = tmp_path / "brainsmith-cache"
     cache.mkdir(mode=0o700)

@@ -20,7 +20,7 @@ class IntAddRTL(IntAdd, HandwrittenRTL):
 
     core = "bs_int_add"
 
-    def get_nodeattr_types(self):
+    def get_nodeattr_types(self) -> dict[str, tuple[object, ...]]:
         return {**IntAdd.get_nodeattr_types(self), **RTLBackend.get_nodeattr_types(self)}
 
     def core_parameters(self) -> dict[str, int]:
@@ -34,5 +34,5 @@ class IntAddRTL(IntAdd, HandwrittenRTL):
             "OUT_BITS": self.get_output_datatype().bitwidth(),
         }
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         return self.fitted_luts()

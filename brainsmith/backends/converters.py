@@ -20,11 +20,16 @@ from finn.custom_op.fpgadataflow.streamingdatawidthconverter import (
 from brainsmith.backends.handwritten import HandwrittenRTL
 from brainsmith.frameworks.finn.facts import RTL_DOMAIN
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+
 OP_TYPE = "WidthConverter_rtl"
 DOMAIN = RTL_DOMAIN
 
 
-class WidthConverter_rtl(HandwrittenRTL, StreamingDataWidthConverter_rtl):
+class WidthConverter_rtl(HandwrittenRTL, StreamingDataWidthConverter_rtl):  # type: ignore[misc]
     """FINN's StreamingDataWidthConverter in brainsmith's full-rate SystemVerilog."""
 
     core = "bs_width_converter"
@@ -32,7 +37,7 @@ class WidthConverter_rtl(HandwrittenRTL, StreamingDataWidthConverter_rtl):
     def core_parameters(self) -> dict[str, int]:
         return {"IBITS": self.get_instream_width(), "OBITS": self.get_outstream_width()}
 
-    def execute_node(self, context, graph):
+    def execute_node(self, context: dict[str, np.ndarray], graph: onnx.GraphProto) -> None:
         StreamingDataWidthConverter.execute_node(self, context, graph)  # Python in every mode
 
     def get_exp_cycles(self) -> int:
@@ -43,14 +48,14 @@ class WidthConverter_rtl(HandwrittenRTL, StreamingDataWidthConverter_rtl):
         beats_out = int(np.prod(self.get_folded_output_shape()[:-1]))
         return max(beats_in, beats_out)
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         return self.fitted_luts()
 
 
-def needs_full_rate(op) -> bool:
+def needs_full_rate(op: StreamingDataWidthConverter) -> bool:
     """Whether FINN's converter ``op`` would run below one beat per cycle."""
     wide, narrow = sorted((op.get_instream_width(), op.get_outstream_width()), reverse=True)
-    return wide % narrow != 0
+    return bool(wide % narrow != 0)
 
 
 def register() -> None:

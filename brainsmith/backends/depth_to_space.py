@@ -22,7 +22,7 @@ class StreamingDepthToSpaceRTL(StreamingDepthToSpace, HandwrittenRTL):
 
     core = "bs_depth_to_space"
 
-    def get_nodeattr_types(self):
+    def get_nodeattr_types(self) -> dict[str, tuple[object, ...]]:
         return {**StreamingDepthToSpace.get_nodeattr_types(self),
                 **RTLBackend.get_nodeattr_types(self)}  # fmt: skip
 
@@ -41,7 +41,7 @@ class StreamingDepthToSpaceRTL(StreamingDepthToSpace, HandwrittenRTL):
             "CRD": int(self.get_nodeattr("Mode") == "CRD"),
         }
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         """The row buffers in LUT-RAM and the address counters: the model fitted to Yosys'
         counts (``rtl_costs``; by element, CRD at SIMD > 1, costs the most)."""
         return self.fitted_luts()

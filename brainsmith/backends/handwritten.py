@@ -16,10 +16,14 @@ from pathlib import Path
 
 from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
 HDL = Path(__file__).parent / "hdl"
 
 
-class HandwrittenRTL(RTLBackend):
+class HandwrittenRTL(RTLBackend):  # type: ignore[misc]
     """Mixin for an RTL backend of a FINN kernel: ``class PoolRTL(Pool, HandwrittenRTL)``."""
 
     core = ""  # the SystemVerilog module in brainsmith/backends/hdl/<core>.sv
@@ -29,7 +33,7 @@ class HandwrittenRTL(RTLBackend):
         constant such as ``64'h...`` for a packed array)."""
         raise NotImplementedError
 
-    def generate_hdl(self, model, fpgapart, clk):
+    def generate_hdl(self, model: ModelWrapper, fpgapart: str, clk: float) -> None:
         folder = Path(self.get_nodeattr("code_gen_dir_ipgen"))
         top = self.get_verilog_top_module_name()
         shutil.copy(HDL / f"{self.core}.sv", folder / f"{self.core}.sv")
@@ -66,7 +70,7 @@ class HandwrittenRTL(RTLBackend):
             + "\n    );\nendmodule\n"
         )
 
-    def input_links(self, inputs: list) -> tuple[list[str], list[str]]:
+    def input_links(self, inputs: list[tuple[str, int]]) -> tuple[list[str], list[str]]:
         """(declarations and assignments, core port links) for the inputs: each of FINN's
         wired to core input ``s<i>_*``, TDATA without its padding to whole bytes."""
         links = []
@@ -77,7 +81,7 @@ class HandwrittenRTL(RTLBackend):
                       f"        .s{index}_tready({name}_TREADY)"]  # fmt: skip
         return [], links
 
-    def output_links(self, outputs: list) -> tuple[list[str], list[str]]:
+    def output_links(self, outputs: list[tuple[str, int]]) -> tuple[list[str], list[str]]:
         """(declarations and assignments, core port links) for the outputs: each core
         output ``m<i>_*`` wired to FINN's, TDATA zero-extended to whole bytes."""
         wires, links = [], []
@@ -90,14 +94,14 @@ class HandwrittenRTL(RTLBackend):
                       f"        .m{index}_tready({name}_TREADY)"]  # fmt: skip
         return wires, links
 
-    def get_rtl_file_list(self, abspath=False):
+    def get_rtl_file_list(self, abspath: bool = False) -> list[str]:
         files = [f"{self.core}.sv", f"{self.get_verilog_top_module_name()}.v"]
         if not abspath:
             return files
         folder = Path(self.get_nodeattr("code_gen_dir_ipgen"))
         return [str(folder / name) for name in files]
 
-    def code_generation_ipi(self):
+    def code_generation_ipi(self) -> list[str]:
         """Vivado IP integrator commands that add this layer to a block design."""
         commands = [f"add_files -norecurse {path}" for path in self.get_rtl_file_list(abspath=True)]
         top = self.get_nodeattr("gen_top_module")
@@ -113,11 +117,11 @@ class HandwrittenRTL(RTLBackend):
             raise LookupError(f"no fitted LUT model for {self.onnx_node.op_type}")
         return int(found)
 
-    def bram_estimation(self, fpgapart=None):
+    def bram_estimation(self, fpgapart: str | None = None) -> int:
         return 0
 
-    def uram_estimation(self, fpgapart=None):
+    def uram_estimation(self, fpgapart: str | None = None) -> int:
         return 0
 
-    def dsp_estimation(self, fpgapart=None):
+    def dsp_estimation(self, fpgapart: str | None = None) -> int:
         return 0

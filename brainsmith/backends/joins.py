@@ -23,7 +23,7 @@ LUTRAM_BITS = 64  # bits one LUT holds as distributed RAM with an asynchronous r
     priority="LOW",
     description="RTL StreamingConcat (brainsmith's SystemVerilog): inputs in turn, no buffering",
 )
-class StreamingConcatRTL(StreamingConcat, HandwrittenRTL):
+class StreamingConcatRTL(StreamingConcat, HandwrittenRTL):  # type: ignore[misc]
     """FINN's StreamingConcat in SystemVerilog: for each vector, each input's beats in turn,
     every element extended to the output's type."""
 
@@ -45,7 +45,7 @@ class StreamingConcatRTL(StreamingConcat, HandwrittenRTL):
             "SIGNED": f"{count}'b" + "".join("1" if t.signed() else "0" for t in reversed(types)),
         }
 
-    def input_links(self, inputs: list) -> tuple[list[str], list[str]]:
+    def input_links(self, inputs: list[tuple[str, int]]) -> tuple[list[str], list[str]]:
         """Every input's TDATA packed into the core's ``s_tdata``, the first lowest."""
         count = len(inputs)
         widths = [self.get_instream_width(i) for i in range(count)]
@@ -64,11 +64,12 @@ class StreamingConcatRTL(StreamingConcat, HandwrittenRTL):
         ]
         return wires, links
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         """A multiplexer of the inputs per output bit and the turn counters (not fitted to
         synthesis)."""
         count = len(self.onnx_node.input)
-        return math.ceil(self.get_outstream_width() * (count - 1) / 2) + 40
+        width: int = self.get_outstream_width()
+        return math.ceil(width * (count - 1) / 2) + 40
 
 
 @backend(
@@ -78,7 +79,7 @@ class StreamingConcatRTL(StreamingConcat, HandwrittenRTL):
     priority="LOW",
     description="RTL UpsampleNearestNeighbour (brainsmith's SystemVerilog): whole factors, a row buffer",
 )
-class UpsampleNearestNeighbourRTL(UpsampleNearestNeighbour, HandwrittenRTL):
+class UpsampleNearestNeighbourRTL(UpsampleNearestNeighbour, HandwrittenRTL):  # type: ignore[misc]
     """FINN's UpsampleNearestNeighbour in SystemVerilog for whole scale factors: one input
     row buffered, each pixel repeated across and each row down, one beat per cycle."""
 
@@ -106,9 +107,10 @@ class UpsampleNearestNeighbourRTL(UpsampleNearestNeighbour, HandwrittenRTL):
             "SW": columns,
         }
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         """The row buffer in LUT-RAM, its read multiplexer and the counters (not fitted to
         synthesis)."""
-        words = self.get_nodeattr("WI") * self.get_nodeattr("NumChannels")
-        width = self.get_instream_width()
-        return math.ceil(words * self.get_input_datatype().bitwidth() / LUTRAM_BITS) + width + 60
+        words: int = self.get_nodeattr("WI") * self.get_nodeattr("NumChannels")
+        width: int = self.get_instream_width()
+        bits: int = self.get_input_datatype().bitwidth()
+        return math.ceil(words * bits / LUTRAM_BITS) + width + 60

@@ -15,7 +15,7 @@ from brainsmith.plugin import backend
     priority="LOW",
     description="RTL LabelSelect (brainsmith's SystemVerilog): indices of the K largest values",
 )
-class LabelSelectRTL(LabelSelect, HandwrittenRTL):
+class LabelSelectRTL(LabelSelect, HandwrittenRTL):  # type: ignore[misc]
     """FINN's LabelSelect in SystemVerilog: a sorted list of K, PE values placed per beat;
     equal values keep the lower index first, as ONNX TopK does."""
 
@@ -40,11 +40,12 @@ class LabelSelectRTL(LabelSelect, HandwrittenRTL):
     def get_exp_cycles(self) -> int:
         """A beat per fold; the K indices leave while the next vector arrives, so with K
         above the folds the output sets the pace."""
-        folds = self.get_nodeattr("Labels") // self.get_nodeattr("PE")
+        folds: int = self.get_nodeattr("Labels") // self.get_nodeattr("PE")
         vectors = 1
         for count in self.get_nodeattr("numInputVectors"):
             vectors *= count
-        return vectors * max(folds, self.get_nodeattr("K"))
+        k: int = self.get_nodeattr("K")
+        return vectors * max(folds, k)
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         return self.fitted_luts()

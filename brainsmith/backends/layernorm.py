@@ -15,7 +15,7 @@ from brainsmith.plugin import backend
     backend_type="hls",
     description="HLS implementation of LayerNorm (FINN LayerNorm_hls)",
 )
-class LayerNormHLS(LayerNorm, LayerNorm_hls):
+class LayerNormHLS(LayerNorm, LayerNorm_hls):  # type: ignore[misc]
     """HLS implementation of the LayerNorm kernel (FINN's LayerNorm_hls)."""
 
 
@@ -25,5 +25,5 @@ class LayerNormHLS(LayerNorm, LayerNorm_hls):
     backend_type="rtl",
     description="RTL implementation of LayerNorm (FINN LayerNorm_rtl; float32 datapath)",
 )
-class LayerNormRTL(LayerNorm, LayerNorm_rtl):
+class LayerNormRTL(LayerNorm, LayerNorm_rtl):  # type: ignore[misc]
     """RTL implementation of the LayerNorm kernel (FINN's LayerNorm_rtl), a float32 datapath."""

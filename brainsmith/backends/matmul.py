@@ -15,7 +15,7 @@ from brainsmith.plugin import backend
     backend_type="hls",
     description="HLS implementation of matmul (FINN MVAU_hls; thresholds can be fused)",
 )
-class MatMulHLS(MatMul, MVAU_hls):
+class MatMulHLS(MatMul, MVAU_hls):  # type: ignore[misc]
     """HLS implementation of the matmul kernel (FINN's MVAU_hls), which can fuse thresholds."""
 
 
@@ -25,5 +25,5 @@ class MatMulHLS(MatMul, MVAU_hls):
     backend_type="rtl",
     description="RTL implementation of matmul (FINN MVAU_rtl; DSP-packed, no fused thresholds)",
 )
-class MatMulRTL(MatMul, MVAU_rtl):
+class MatMulRTL(MatMul, MVAU_rtl):  # type: ignore[misc]
     """RTL implementation of the matmul kernel (FINN's MVAU_rtl), packing products into DSPs."""

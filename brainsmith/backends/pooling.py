@@ -21,7 +21,7 @@ FUNCTIONS = {"MaxPool": 0, "AccPool": 1, "QuantAvgPool": 2}
     priority="LOW",
     description="RTL Pool (brainsmith's SystemVerilog): max, sum or shifted-sum pooling",
 )
-class PoolRTL(Pool, HandwrittenRTL):
+class PoolRTL(Pool, HandwrittenRTL):  # type: ignore[misc]
     """FINN's Pool (MaxPool, AccPool, QuantAvgPool) in SystemVerilog, fed by a depthwise
     sliding window: per channel fold, the window's beats one after another (the order
     brainsmith's Python execution of the generator and the pool already use)."""
@@ -50,7 +50,8 @@ class PoolRTL(Pool, HandwrittenRTL):
 
     def accumulator_bits(self) -> int:
         window = int(np.prod(self.get_nodeattr("KernelSize")))
-        return self.get_input_datatype().bitwidth() + math.ceil(math.log2(window)) + 1
+        bits: int = self.get_input_datatype().bitwidth()
+        return bits + math.ceil(math.log2(window)) + 1
 
     def shift(self) -> int:
         """QuantAvgPool's right shift, as FINN's Python execution computes it."""
@@ -58,9 +59,10 @@ class PoolRTL(Pool, HandwrittenRTL):
             return 0
         window = int(np.prod(self.get_nodeattr("KernelSize")))
         largest = (2 ** self.get_input_datatype().bitwidth() - 1) * window
-        return max(0, int(largest).bit_length() - self.get_output_datatype().bitwidth())
+        bits: int = self.get_output_datatype().bitwidth()
+        return max(0, int(largest).bit_length() - bits)
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         return self.fitted_luts()
 
 
@@ -71,7 +73,7 @@ class PoolRTL(Pool, HandwrittenRTL):
     priority="LOW",
     description="RTL GlobalAccPool (brainsmith's SystemVerilog): sums over every pixel",
 )
-class GlobalAccPoolRTL(GlobalAccPool, HandwrittenRTL):
+class GlobalAccPoolRTL(GlobalAccPool, HandwrittenRTL):  # type: ignore[misc]
     """FINN's GlobalAccPool in SystemVerilog: one running sum per channel."""
 
     core = "bs_global_acc_pool"
@@ -88,5 +90,5 @@ class GlobalAccPoolRTL(GlobalAccPool, HandwrittenRTL):
             "SIGNED": int(self.get_input_datatype().signed()),
         }
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         return self.fitted_luts()

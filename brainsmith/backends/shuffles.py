@@ -5,6 +5,7 @@ without an HLS layer and simulate whole in Verilator."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from finn.custom_op.fpgadataflow.outer_shuffle import OuterShuffle
 
@@ -22,7 +23,7 @@ BRAM_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36
     priority="LOW",
     description="RTL OuterShuffle (brainsmith's SystemVerilog): outer permutation, two frame buffers",
 )
-class OuterShuffleRTL(OuterShuffle, HandwrittenRTL):
+class OuterShuffleRTL(OuterShuffle, HandwrittenRTL):  # type: ignore[misc]
     """FINN's OuterShuffle in SystemVerilog: a frame written in input order into one of two
     buffers while the other is read in output order, one SIMD-wide beat per cycle."""
 
@@ -46,7 +47,8 @@ class OuterShuffleRTL(OuterShuffle, HandwrittenRTL):
         return [loop for loop in beats if loop[0] > 1] or [(1, 1)]
 
     def words(self) -> int:
-        return math.prod(self.get_nodeattr("transpose_in_shape")) // self.get_nodeattr("SIMD")
+        words: int = math.prod(self.get_nodeattr("transpose_in_shape")) // self.get_nodeattr("SIMD")
+        return words
 
     def core_parameters(self) -> dict[str, int | str]:
         loops = self.loops()
@@ -58,21 +60,23 @@ class OuterShuffleRTL(OuterShuffle, HandwrittenRTL):
             "STRIDES": packed_constant(stride for _, stride in loops),
         }
 
-    def get_exp_cycles(self):
+    def get_exp_cycles(self) -> int:
         """A frame per WORDS cycles once the first frame is in (two frame buffers)."""
         return self.words()
 
-    def bram_estimation(self, fpgapart=None):
+    def bram_estimation(self, fpgapart: str | None = None) -> int:
         """Two frames of WIDTH-bit beats in 18K block RAMs, at the best aspect ratio."""
-        width, depth = self.get_instream_width(), 2 * self.words()
+        width: int = self.get_instream_width()
+        depth = 2 * self.words()
         return min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM_SHAPES)
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         """The address counters and the two-beat output buffer (not fitted to synthesis)."""
-        return 40 * len(self.loops()) + 2 * self.get_instream_width()
+        width: int = self.get_instream_width()
+        return 40 * len(self.loops()) + 2 * width
 
 
-def packed_constant(values) -> str:
+def packed_constant(values: Iterable[int]) -> str:
     """32-bit values as one Verilog constant, the first in the lowest bits."""
     items = list(values)
     number = sum(value << (32 * index) for index, value in enumerate(items))

@@ -15,7 +15,7 @@ from brainsmith.plugin import backend
     backend_type="hls",
     description="HLS implementation of softmax (FINN HWSoftmax_hls)",
 )
-class SoftmaxHLS(Softmax, HWSoftmax_hls):
+class SoftmaxHLS(Softmax, HWSoftmax_hls):  # type: ignore[misc]
     """HLS implementation of the softmax kernel (FINN's HWSoftmax_hls)."""
 
 
@@ -25,5 +25,5 @@ class SoftmaxHLS(Softmax, HWSoftmax_hls):
     backend_type="rtl",
     description="RTL implementation of softmax (FINN HWSoftmax_rtl; float32 datapath)",
 )
-class SoftmaxRTL(Softmax, HWSoftmax_rtl):
+class SoftmaxRTL(Softmax, HWSoftmax_rtl):  # type: ignore[misc]
     """RTL implementation of the softmax kernel (FINN's HWSoftmax_rtl), a float32 datapath."""

@@ -15,7 +15,7 @@ from brainsmith.plugin import backend
     priority="LOW",
     description="RTL DuplicateStreams (brainsmith's SystemVerilog): one input to N outputs",
 )
-class DuplicateStreamsRTL(DuplicateStreams, HandwrittenRTL):
+class DuplicateStreamsRTL(DuplicateStreams, HandwrittenRTL):  # type: ignore[misc]
     """FINN's DuplicateStreams in SystemVerilog: each beat to every output, no buffering."""
 
     core = "bs_duplicate_streams"
@@ -23,7 +23,7 @@ class DuplicateStreamsRTL(DuplicateStreams, HandwrittenRTL):
     def core_parameters(self) -> dict[str, int]:
         return {"WIDTH": self.get_instream_width(), "N": self.get_num_output_streams()}
 
-    def output_links(self, outputs: list) -> tuple[list[str], list[str]]:
+    def output_links(self, outputs: list[tuple[str, int]]) -> tuple[list[str], list[str]]:
         width = self.get_outstream_width()
         count = len(outputs)
         wires = [
@@ -44,5 +44,5 @@ class DuplicateStreamsRTL(DuplicateStreams, HandwrittenRTL):
         ]
         return wires, links
 
-    def lut_estimation(self, fpgapart=None):
+    def lut_estimation(self, fpgapart: str | None = None) -> int:
         return self.fitted_luts()

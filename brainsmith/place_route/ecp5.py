@@ -96,6 +96,7 @@ __all__ = [
     "FORMAT",
     "SEED",
     "TIMEOUT",
+    "Nextpnr",
     "NotUsable",
     "PlaceRouteError",
     "PlaceRouteResult",
