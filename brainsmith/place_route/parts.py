@@ -47,6 +47,36 @@ class Ecp5Part:
         return [f"--{self.device}", "--package", self.package, "--speed", str(self.speed)]
 
 
+def _naming(
+    family: str,
+    layout: str,
+    parts: str,
+    speeds: tuple[int, ...],
+    rest: str,
+    examples: tuple[str, ...],
+) -> str:
+    """What a part name of ``family`` is made of, for an error message."""
+    return (
+        f"{family} parts are {layout}: {parts}; speed {'/'.join(map(str, speeds))}; {rest}, "
+        "e.g. " + ", ".join(examples)
+    )
+
+
+def _read(pattern: re.Pattern[str], name: str, family: str, known: str) -> re.Match[str]:
+    """``name`` matched whole by ``pattern``; UnknownPart listing the ``known`` parts otherwise."""
+    match = pattern.fullmatch(name.strip())
+    if match is None:
+        raise UnknownPart(f"{name!r} is not {family} part name; {known}")
+    return match
+
+
+def _refuse_first(problems: tuple[tuple[bool, str], ...], known: str) -> None:
+    """UnknownPart for the first of ``problems`` (found, what is wrong) that was found."""
+    for found, what in problems:
+        if found:
+            raise UnknownPart(f"{what}; {known}")
+
+
 def known_parts() -> str:
     """What an ECP5 part name is made of, for an error message."""
     families = ", ".join(
@@ -54,29 +84,30 @@ def known_parts() -> str:
         for family, (_, sizes) in FAMILIES.items()
     )
     packages = ", ".join(f"{code} ({name})" for code, name in PACKAGES.items())
-    return (
-        f"ECP5 parts are FAMILY-SIZE-SPEEDPACKAGEPINSGRADE: {families}; speed "
-        f"{'/'.join(map(str, SPEEDS))}; packages {packages}; grade C or I, e.g. "
-        + ", ".join(EXAMPLES)
-    )
+    rest = f"packages {packages}; grade C or I"
+    return _naming("ECP5", "FAMILY-SIZE-SPEEDPACKAGEPINSGRADE", families, SPEEDS, rest, EXAMPLES)
 
 
 def ecp5_part(name: str) -> Ecp5Part:
     """``name`` (a Lattice ECP5 part name, any case) as nextpnr-ecp5 places it; UnknownPart
     listing the known parts otherwise."""
-    match = PART.fullmatch(name.strip())
-    if match is None:
-        raise UnknownPart(f"{name!r} is not an ECP5 part name; {known_parts()}")
+    known = known_parts()
+    match = _read(PART, name, "an ECP5", known)
     family = match["family"].upper()
     prefix, sizes = FAMILIES[family]
     size, speed = int(match["size"]), int(match["speed"])
     package = PACKAGES.get(match["package"].upper())
-    if size not in sizes:
-        raise UnknownPart(f"{family} comes in no {size}F size; {known_parts()}")
-    if speed not in SPEEDS or (family == "LFE5UM5G" and speed != 8):
-        raise UnknownPart(f"{family} has no speed grade {speed}; {known_parts()}")
-    if package is None:
-        raise UnknownPart(f"{match['package']!r} is not an ECP5 package; {known_parts()}")
+    _refuse_first(
+        (
+            (size not in sizes, f"{family} comes in no {size}F size"),
+            (
+                speed not in SPEEDS or (family == "LFE5UM5G" and speed != 8),
+                f"{family} has no speed grade {speed}",
+            ),
+            (package is None, f"{match['package']!r} is not an ECP5 package"),
+        ),
+        known,
+    )
     return Ecp5Part(name.strip().upper(), f"{prefix}{size}k", speed, f"{package}{match['pins']}")
 
 
@@ -113,24 +144,26 @@ def known_nexus_parts() -> str:
     """What a Nexus part name is made of, for an error message."""
     devices = "; ".join(f"{device} in {'/'.join(packages)}"
                         for device, packages in NEXUS_DEVICES.items())  # fmt: skip
-    return (
-        f"Nexus parts are DEVICE-SPEEDPACKAGEGRADE: {devices}; speed "
-        f"{'/'.join(map(str, NEXUS_SPEEDS))}; grade C or I (ES/ES2 samples), e.g. "
-        + ", ".join(NEXUS_EXAMPLES)
-    )
+    rest = "grade C or I (ES/ES2 samples)"
+    return _naming("Nexus", "DEVICE-SPEEDPACKAGEGRADE", devices, NEXUS_SPEEDS, rest, NEXUS_EXAMPLES)
 
 
 def nexus_part(name: str) -> NexusPart:
     """``name`` (a Lattice Nexus part name, any case) as nextpnr-nexus places it; UnknownPart
     listing the known parts otherwise."""
-    match = NEXUS_PART.fullmatch(name.strip())
-    if match is None:
-        raise UnknownPart(f"{name!r} is not a Nexus part name; {known_nexus_parts()}")
+    known = known_nexus_parts()
+    match = _read(NEXUS_PART, name, "a Nexus", known)
     device, package = match["device"].upper(), match["package"].upper()
     if device not in NEXUS_DEVICES:
-        raise UnknownPart(f"nextpnr-nexus places no {device}; {known_nexus_parts()}")
-    if int(match["speed"]) not in NEXUS_SPEEDS:
-        raise UnknownPart(f"{device} has no speed grade {match['speed']}; {known_nexus_parts()}")
-    if package not in NEXUS_DEVICES[device]:
-        raise UnknownPart(f"{device} comes in no {package} package; {known_nexus_parts()}")
+        raise UnknownPart(f"nextpnr-nexus places no {device}; {known}")
+    _refuse_first(
+        (
+            (
+                int(match["speed"]) not in NEXUS_SPEEDS,
+                f"{device} has no speed grade {match['speed']}",
+            ),
+            (package not in NEXUS_DEVICES[device], f"{device} comes in no {package} package"),
+        ),
+        known,
+    )
     return NexusPart(name.strip().upper(), device, int(match["speed"]), package)
