@@ -32,7 +32,7 @@ from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE, first_doc_line, validat
 
 # The decorated object comes back unchanged, and type checkers keep its type.
 C = TypeVar("C", bound=type)
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 @overload
@@ -71,7 +71,7 @@ def step(target: F | None = None, /, **metadata: Any) -> Any:
     return _decorate("step", target, metadata)
 
 
-def _decorate(plugin_type: str, target: object, given: dict[str, Any]) -> Any:
+def _decorate(plugin_type: str, target: object, given: dict[str, object]) -> Any:
     frame = sys._getframe(2)
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     if target is not None and (isinstance(target, str) or given):
@@ -145,7 +145,7 @@ def _is_transformation(cls: type) -> bool:
     )
 
 
-def _accepts_two_args(fn: Callable[..., Any]) -> bool:
+def _accepts_two_args(fn: Callable[..., object]) -> bool:
     import inspect
 
     try:

@@ -163,7 +163,7 @@ class PluginManager:
 
     # -- decorators report here ------------------------------------------------------------
     def on_decorated(
-        self, plugin_type: str, obj: object, metadata: dict[str, Any], where: str
+        self, plugin_type: str, obj: object, metadata: dict[str, object], where: str
     ) -> None:
         self._refresher.decorated(plugin_type, obj, metadata, where)
 
@@ -297,7 +297,9 @@ def get_plugin_manager() -> PluginManager:
     return manager
 
 
-def register_decorated(plugin_type: str, obj: object, metadata: dict[str, Any], where: str) -> None:
+def register_decorated(
+    plugin_type: str, obj: object, metadata: dict[str, object], where: str
+) -> None:
     get_plugin_manager().on_decorated(plugin_type, obj, metadata, where)
 
 

@@ -93,23 +93,23 @@ class PluginBundle:
 
     def __init__(self, info: BundleInfo) -> None:
         self.info = info
-        self.initialize_fn: Callable[..., Any] | None = None
-        self.cleanup_fn: Callable[..., Any] | None = None
-        self.custom_operations_fn: Callable[..., Any] | None = None
+        self.initialize_fn: Callable[..., object] | None = None
+        self.cleanup_fn: Callable[..., object] | None = None
+        self.custom_operations_fn: Callable[..., object] | None = None
 
     @property
     def name(self) -> str:
         return self.info.name
 
-    def set_initialize_fn(self, fn: Callable[..., Any]) -> PluginBundle:
+    def set_initialize_fn(self, fn: Callable[..., object]) -> PluginBundle:
         self.initialize_fn = _callable(self, "initialize", fn)
         return self
 
-    def set_cleanup_fn(self, fn: Callable[..., Any]) -> PluginBundle:
+    def set_cleanup_fn(self, fn: Callable[..., object]) -> PluginBundle:
         self.cleanup_fn = _callable(self, "cleanup", fn)
         return self
 
-    def set_custom_operations_fn(self, fn: Callable[..., Any]) -> PluginBundle:
+    def set_custom_operations_fn(self, fn: Callable[..., object]) -> PluginBundle:
         self.custom_operations_fn = _callable(self, "custom operations", fn)
         return self
 
@@ -364,7 +364,7 @@ def withdraw(specs: list[PluginSpec]) -> None:
     get_plugin_manager().remove_runtime(specs)
 
 
-def run_hook(plugin: PluginBundle, stage: str, fn: Callable[..., Any], *args: object) -> object:
+def run_hook(plugin: PluginBundle, stage: str, fn: Callable[..., object], *args: object) -> object:
     """Call a plugin's hook; a failure becomes PluginLifecycleError and a health problem."""
     from brainsmith.plugin.containment import PluginExit, contained
 
@@ -389,7 +389,7 @@ def not_found(name: str, known: list[str], what: str = "plugin package") -> Plug
     )
 
 
-def _callable(plugin: PluginBundle, what: str, fn: object) -> Callable[..., Any]:
+def _callable(plugin: PluginBundle, what: str, fn: object) -> Callable[..., object]:
     if not callable(fn):
         raise PluginError(
             f"plugin '{plugin.name}': the {what} function must be callable, got {fn!r}"

@@ -18,7 +18,10 @@ from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Iterable
+    from typing import Any, SupportsInt
+
+    Shape = Iterable[SupportsInt]  # what a shape inference returns
 
     from brainsmith.plugin.registry import Registry
 
@@ -48,7 +51,7 @@ class CustomKernel:
         self.description = builder._description
         if builder._execute is None:  # build() refuses such a builder before this
             raise PluginError(f"kernel '{builder._name}' has no execute function")
-        self._execute: Callable[..., Any] = builder._execute
+        self._execute: Callable[..., object] = builder._execute
         self._infer_shape = builder._infer_shape
         self._infer_datatype = builder._infer_datatype
         self._validate = builder._validate
@@ -121,7 +124,7 @@ class CustomKernel:
         attrs = {**self.attributes, **(attrs or {})}
         return str(self._guarded("infer_datatype", self._infer_datatype, *datatypes, **attrs))
 
-    def _guarded(self, stage: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _guarded(self, stage: str, fn: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except PluginError:
@@ -158,27 +161,27 @@ class KernelBuilder:
         self._name, self._num_inputs = name, num_inputs
         self._attributes: dict[str, object] = {}
         self._description = ""
-        self._execute: Callable[..., Any] | None = None
-        self._infer_shape: Callable[..., Any] | None = None
-        self._infer_datatype: Callable[..., Any] | None = None
-        self._validate: Callable[..., Any] | None = None
+        self._execute: Callable[..., object] | None = None
+        self._infer_shape: Callable[..., Shape] | None = None
+        self._infer_datatype: Callable[..., object] | None = None
+        self._validate: Callable[..., object] | None = None
 
-    def execute(self, fn: Callable[..., Any]) -> KernelBuilder:
+    def execute(self, fn: Callable[..., object]) -> KernelBuilder:
         """``fn(*arrays, **attributes) -> array``: the kernel's reference behaviour."""
         self._execute = fn
         return self
 
-    def infer_shape(self, fn: Callable[..., Any]) -> KernelBuilder:
+    def infer_shape(self, fn: Callable[..., Shape]) -> KernelBuilder:
         """``fn(*input_shapes, **attributes) -> output shape`` (default: broadcasting)."""
         self._infer_shape = fn
         return self
 
-    def infer_datatype(self, fn: Callable[..., Any]) -> KernelBuilder:
+    def infer_datatype(self, fn: Callable[..., object]) -> KernelBuilder:
         """``fn(*input_datatype_names, **attributes) -> name`` such as ``"FLOAT32"``."""
         self._infer_datatype = fn
         return self
 
-    def validate(self, fn: Callable[..., Any]) -> KernelBuilder:
+    def validate(self, fn: Callable[..., object]) -> KernelBuilder:
         """``fn(*arrays, **attributes)`` raising ValueError/TypeError for bad inputs."""
         self._validate = fn
         return self

@@ -10,7 +10,7 @@ from typing import Any
 
 from brainsmith.plugin.spec import PluginSpec
 
-Key = tuple[str, str, tuple[Any, ...]]
+Key = tuple[str, str, tuple[object, ...]]
 
 
 class InstanceCache:
@@ -25,7 +25,9 @@ class InstanceCache:
     def __len__(self) -> int:
         return len(self._instances)
 
-    def get(self, spec: PluginSpec, make: Callable[..., object], kwargs: dict[str, Any]) -> object:
+    def get(
+        self, spec: PluginSpec, make: Callable[..., object], kwargs: dict[str, object]
+    ) -> object:
         """The shared ``make(**kwargs)`` of ``spec``."""
         key = (spec.type, spec.qualified_name, _freeze(kwargs))
         with self._lock:
@@ -51,7 +53,7 @@ class InstanceCache:
                 self._instances.pop(key, None)
 
 
-def _freeze(kwargs: dict[str, Any]) -> tuple[Any, ...]:
+def _freeze(kwargs: dict[str, object]) -> tuple[object, ...]:
     """``kwargs`` as a hashable key (an unhashable value by its ``repr``)."""
     items = []
     for key, value in sorted(kwargs.items()):

@@ -46,7 +46,7 @@ class PluginWatcher:
         self,
         manager: PluginManager,
         folders: tuple[str, ...],
-        on_change: Callable[..., Any] | None = None,
+        on_change: Callable[..., object] | None = None,
         debounce: float = 0.2,
     ) -> None:
         self.manager = manager

@@ -24,8 +24,6 @@ from brainsmith.plugin.values import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from brainsmith.plugin.values import Check
 
 
@@ -92,7 +90,7 @@ class PluginConfig:
     def framework_enabled(self, framework: str) -> bool:
         return self.frameworks is None or framework in self.frameworks
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in self.__slots__}
 
 
@@ -133,7 +131,7 @@ def load_config(start: str | None = None) -> PluginConfig:
     return config
 
 
-def read_project_section(path: str) -> dict[str, Any]:
+def read_project_section(path: str) -> dict[str, object]:
     """The ``plugin_system`` mapping of a project config file.
 
     Its parsed form is memoised beside the file, in ``.brainsmith/__pycache__/config.bsm``
@@ -162,7 +160,7 @@ def memo_folder(path: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(path)), "__pycache__")
 
 
-def _parse_project_file(path: str) -> dict[str, Any]:
+def _parse_project_file(path: str) -> dict[str, object]:
     from brainsmith.safe_yaml import YAMLInputError, load_yaml_file
 
     try:
