@@ -19,6 +19,12 @@ import numpy as np
 
 from brainsmith.errors import BrainsmithError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import onnx
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
+    from qonnx.core.modelwrapper import ModelWrapper
+
 PARTITION = "StreamingDataflowPartition"
 
 
@@ -46,10 +52,10 @@ class Streams:
     out_words: int
     design_hash: str
     clock_mhz: float  # the build's clock (a bitstream's PLL may make another)
-    first: Any  # the FINN op that reads the accelerator's input stream
-    last: Any  # the one that writes its output stream
-    model: Any  # final.onnx
-    parent: Any  # final_parent.onnx, or None
+    first: HWCustomOp  # the FINN op that reads the accelerator's input stream
+    last: HWCustomOp  # the one that writes its output stream
+    model: ModelWrapper  # final.onnx
+    parent: ModelWrapper | None  # final_parent.onnx, or None
     fpga_part: str = ""  # the part it was built for (its report's fpga_part)
 
     def pack(self, array: np.ndarray) -> list[int]:
@@ -96,7 +102,9 @@ def streams(folder: str) -> Streams:
     return streams_of(folder, report, model, parent)
 
 
-def streams_of(folder: str, report: dict[str, Any], model: Any, parent: Any) -> Streams:
+def streams_of(
+    folder: str, report: dict[str, Any], model: ModelWrapper, parent: ModelWrapper | None
+) -> Streams:
     """The ``Streams`` of the build in ``folder`` from its report, final model and parent
     graph (a build still running gives its own); DriverError as ``streams``."""
     from qonnx.custom_op.registry import getCustomOp
@@ -169,7 +177,7 @@ def _has_whole_design(folder: str, report: dict[str, Any]) -> None:
     )
 
 
-def _opened(folder: str) -> tuple[dict[str, Any], Any, Any]:
+def _opened(folder: str) -> tuple[dict[str, Any], ModelWrapper, ModelWrapper | None]:
     """(report, final model, parent graph) of the build in ``folder``, through the gate
     (``brainsmith.builder.gate``); DriverError naming what is wrong."""
     from brainsmith.builder.gate import UntrustedFolder, open_build_folder
@@ -201,10 +209,10 @@ class Host:
 
         fix_python_execution()
         parent, model = streams.parent, streams.model
-        self.head: Any = None
-        self.tail: Any = None
+        self.head: ModelWrapper | None = None
+        self.tail: ModelWrapper | None = None
         if parent is None or not parent.get_nodes_by_op_type(PARTITION):
-            self.runnable: Any = model
+            self.runnable: ModelWrapper = model
             return
         self.runnable = parent
         nodes = list(parent.graph.node)
@@ -224,17 +232,19 @@ class Host:
         return run_graph(self.tail, outputs)
 
 
-def _shape(model: Any, name: str) -> tuple[int, ...]:
+def _shape(model: ModelWrapper, name: str) -> tuple[int, ...]:
     return tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))
 
 
-def _inputs(model: Any) -> list[str]:
+def _inputs(model: ModelWrapper) -> list[str]:
     from brainsmith.frameworks.finn.execution import graph_inputs
 
     return [value.name for value in graph_inputs(model)]
 
 
-def _subgraph(parent: Any, nodes: list[Any], inputs: list[str], outputs: list[str]) -> Any:
+def _subgraph(
+    parent: ModelWrapper, nodes: list[onnx.NodeProto], inputs: list[str], outputs: list[str]
+) -> ModelWrapper | None:
     """``parent`` with only ``nodes``, from the tensors ``inputs`` to ``outputs``; None
     without nodes (the accelerator's stream is the design's own)."""
     import copy
@@ -262,7 +272,7 @@ def _subgraph(parent: Any, nodes: list[Any], inputs: list[str], outputs: list[st
     return part
 
 
-def run_graph(part: Any, frames: list[np.ndarray]) -> list[np.ndarray]:
+def run_graph(part: ModelWrapper | None, frames: list[np.ndarray]) -> list[np.ndarray]:
     """``part``'s first output for each of ``frames`` (its first input), run in Python;
     without a graph (None) the frames themselves."""
     if part is None:

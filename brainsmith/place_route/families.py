@@ -6,12 +6,14 @@ module with its ``Family`` and one more entry here.
 
 from __future__ import annotations
 
-from typing import Any
-
 from brainsmith.place_route.ecp5 import ECP5
 from brainsmith.place_route.flow import Family
 from brainsmith.place_route.nexus import NEXUS
 from brainsmith.place_route.parts import UnknownPart
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.place_route.parts import Part
 
 FAMILIES: tuple[Family, ...] = (ECP5, NEXUS)
 
@@ -21,7 +23,7 @@ def known_forms() -> str:
     return " | ".join(family.known() for family in FAMILIES)
 
 
-def target(name: str) -> tuple[Family, Any]:
+def target(name: str) -> tuple[Family, Part]:
     """(family, part) of the part called ``name``; UnknownPart listing the known forms (the
     claiming family's alone when ``name`` starts as one of its parts)."""
     for family in FAMILIES:

