@@ -14,7 +14,7 @@ from brainsmith.errors import BrainsmithError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import IO, Any
 
     import numpy as np
     from qonnx.core.modelwrapper import ModelWrapper
@@ -169,7 +169,7 @@ def read_npz(path: str, limit: int = MAX_ARRAY_BYTES) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _read_array(handle: Any, path: str, size: int, limit: int) -> np.ndarray:
+def _read_array(handle: IO[bytes], path: str, size: int, limit: int) -> np.ndarray:
     """The array ``handle`` holds (``size`` bytes in all), checked from its header first."""
     import numpy as np
     from numpy.lib import format as npy

@@ -14,7 +14,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
+
+    UnraisableHook = Callable[[UnraisableHookArgs], object]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -95,12 +100,12 @@ def handled() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def _quiet_interruption(hook: Callable[[Any], object]) -> Callable[[Any], object]:
+def _quiet_interruption(hook: UnraisableHook) -> UnraisableHook:
     """``hook`` for everything but a BuildInterrupted raised where it cannot propagate (a
     callback from C code while FINN loads): Python would print its traceback, yet the build
     reports the interruption once ``check()`` raises it again."""
 
-    def unraisable(info: Any) -> object:
+    def unraisable(info: UnraisableHookArgs) -> object:
         if isinstance(info.exc_value, BuildInterrupted):
             return None
         return hook(info)
