@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import TypeVar, overload
 
 from brainsmith.plugin.errors import PluginMetadataError
 from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE, first_doc_line, validate_metadata
@@ -38,8 +38,8 @@ F = TypeVar("F", bound=Callable[..., object])
 @overload
 def transform(target: C, /) -> C: ...
 @overload
-def transform(target: None = None, /, **metadata: Any) -> Callable[[C], C]: ...
-def transform(target: C | None = None, /, **metadata: Any) -> Any:
+def transform(target: None = None, /, **metadata: object) -> Callable[[C], C]: ...
+def transform(target: C | None = None, /, **metadata: object) -> object:
     """Register a QONNX ``Transformation`` subclass as a transform plugin."""
     return _decorate("transform", target, metadata)
 
@@ -47,8 +47,8 @@ def transform(target: C | None = None, /, **metadata: Any) -> Any:
 @overload
 def kernel(target: C, /) -> C: ...
 @overload
-def kernel(target: None = None, /, **metadata: Any) -> Callable[[C], C]: ...
-def kernel(target: C | None = None, /, **metadata: Any) -> Any:
+def kernel(target: None = None, /, **metadata: object) -> Callable[[C], C]: ...
+def kernel(target: C | None = None, /, **metadata: object) -> object:
     """Register a hardware kernel class."""
     return _decorate("kernel", target, metadata)
 
@@ -56,8 +56,8 @@ def kernel(target: C | None = None, /, **metadata: Any) -> Any:
 @overload
 def backend(target: C, /) -> C: ...
 @overload
-def backend(target: None = None, /, **metadata: Any) -> Callable[[C], C]: ...
-def backend(target: C | None = None, /, **metadata: Any) -> Any:
+def backend(target: None = None, /, **metadata: object) -> Callable[[C], C]: ...
+def backend(target: C | None = None, /, **metadata: object) -> object:
     """Register an HLS or RTL backend class of a kernel."""
     return _decorate("backend", target, metadata)
 
@@ -65,13 +65,13 @@ def backend(target: C | None = None, /, **metadata: Any) -> Any:
 @overload
 def step(target: F, /) -> F: ...
 @overload
-def step(target: None = None, /, **metadata: Any) -> Callable[[F], F]: ...
-def step(target: F | None = None, /, **metadata: Any) -> Any:
+def step(target: None = None, /, **metadata: object) -> Callable[[F], F]: ...
+def step(target: F | None = None, /, **metadata: object) -> object:
     """Register a build step ``fn(model, cfg) -> model``."""
     return _decorate("step", target, metadata)
 
 
-def _decorate(plugin_type: str, target: object, given: dict[str, object]) -> Any:
+def _decorate(plugin_type: str, target: object, given: dict[str, object]) -> object:
     frame = sys._getframe(2)
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     if target is not None and (isinstance(target, str) or given):
@@ -87,7 +87,7 @@ def _decorate(plugin_type: str, target: object, given: dict[str, object]) -> Any
             f"{where}: invalid @{plugin_type}: " + "; ".join(problems), where, plugin_type
         )
 
-    def apply(obj: Any) -> Any:
+    def apply(obj: object) -> object:
         _check_target(plugin_type, obj, where)
         full = dict(metadata)
         full.setdefault("name", getattr(obj, "__name__", ""))
