@@ -118,14 +118,20 @@ class MoveScalesPastConcat(Transformation):  # type: ignore[misc]
         return model.transform(SortGraph(), make_deepcopy=False, cleanup=False), True
 
 
-def _move_scales(model: ModelWrapper, concat: NodeProto) -> bool:
+def _branch_scales(model: ModelWrapper, concat: NodeProto) -> list[Scale] | None:
+    """Each branch's scale, when every branch of the join is one."""
     producers = _branches(model, concat)
     if producers is None:
-        return False
+        return None
     found = [_scale_of(model, producer) for producer in producers]
     scales = [s for s in found if s is not None]
+    return scales if len(scales) == len(found) else None
+
+
+def _move_scales(model: ModelWrapper, concat: NodeProto) -> bool:
+    scales = _branch_scales(model, concat)
     shapes = [model.get_tensor_shape(name) for name in concat.input]
-    if len(scales) != len(found) or any(shape is None for shape in shapes):
+    if scales is None or any(shape is None for shape in shapes):
         return False
     axis = get_by_name(concat.attribute, "axis").i % len(shapes[0])
     parts = [np.broadcast_to(s.constant, shape) for s, shape in zip(scales, shapes, strict=True)]
@@ -155,14 +161,21 @@ class MoveTransposesPastConcat(Transformation):  # type: ignore[misc]
         return model.transform(SortGraph(), make_deepcopy=False, cleanup=False), True
 
 
-def _move_transposes(model: ModelWrapper, concat: NodeProto) -> bool:
+def _branch_transposes(model: ModelWrapper, concat: NodeProto) -> list[NodeProto] | None:
+    """The branches' transposes, when every branch of the join is one of one permutation."""
     producers = _branches(model, concat) or []
     transposes = [p for p in producers if p is not None and p.op_type == "Transpose"]
     if not producers or len(transposes) != len(producers):
+        return None
+    perms = [perm_of(t) for t in transposes]
+    return transposes if all(perm == perms[0] for perm in perms) else None
+
+
+def _move_transposes(model: ModelWrapper, concat: NodeProto) -> bool:
+    transposes = _branch_transposes(model, concat)
+    if transposes is None:
         return False
     perms = [perm_of(t) for t in transposes]
-    if any(perm != perms[0] for perm in perms):
-        return False
     axis = get_by_name(concat.attribute, "axis")
     axis.i = perms[0][axis.i % len(perms[0])]
     _join_first(model, concat, transposes, [t.input[0] for t in transposes])

@@ -44,8 +44,13 @@ def _movable_scale(model: ModelWrapper, pool: NodeProto) -> NodeProto | None:
     channels = (model.get_tensor_shape(pool.input[0]) or [0])[-1]
     if factor is None or np.any(factor < 0) or scale.output[0] in graph_output_names(model):
         return None
+    return scale if _scalar_or_per_channel(factor, channels) else None
+
+
+def _scalar_or_per_channel(factor: np.ndarray, channels: int) -> bool:
+    """Whether ``factor`` is one value, or one per channel along the last axis."""
     one_per_channel = factor.size <= 1 or factor.shape[-1] == channels
-    return scale if factor.size in (1, channels) and one_per_channel else None
+    return factor.size in (1, channels) and one_per_channel
 
 
 def _move(model: ModelWrapper, pool: NodeProto) -> bool:
