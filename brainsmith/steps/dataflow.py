@@ -12,6 +12,8 @@ without one they behave like FINN's defaults.
 
 from __future__ import annotations
 
+from typing import cast
+
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN, is_hardware
@@ -22,7 +24,7 @@ from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
 
     import onnx
     from finn.builder.build_dataflow_config import DataflowBuildConfig
@@ -540,8 +542,9 @@ def apply_transforms(model: ModelWrapper, plan: BuildPlan, phase: str) -> ModelW
     return model
 
 
-def _transform_class(plan: BuildPlan, name: str) -> Any:
+def _transform_class(plan: BuildPlan, name: str) -> Callable[..., Transformation]:
     """The transform the plan names ``name`` (resolved with the plan, imported on first use)."""
     from brainsmith.plugin import get_registry
 
-    return get_registry().load(plan.spec("transform", name))
+    loaded = get_registry().load(plan.spec("transform", name))
+    return cast("Callable[..., Transformation]", loaded)

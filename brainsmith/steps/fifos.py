@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass
 
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.folding_record import write_json
@@ -50,6 +51,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import numpy as np
     from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
@@ -140,10 +142,41 @@ def _over_budget(model: ModelWrapper) -> str:
 )
 def size_fifos(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Insert width converters and FIFOs, size the FIFOs by simulation, prove the depths."""
-    from qonnx.custom_op.registry import getCustomOp
-
-    from brainsmith.rtlsim.layers import layer_tensors
     from brainsmith.rtlsim.partition import with_converters_and_fifos
+
+    _require_sizable(model, cfg)
+    began = time.perf_counter()
+    part, clock = fpga_part(cfg), float(cfg.synth_clk_period_ns)
+    folder = os.path.join(cfg.output_dir, "fifo_sizing")
+    full = with_converters_and_fifos(model, os.path.join(folder, "code"), part, clock)
+    bench = Bench(full, folder, part, clock)
+    free = _unbounded(bench)
+    sized = _bounded(bench, free)
+    for layer in sized.fifos.values():
+        layer.code_generation_ipgen(full, part, clock)  # FINN's fifo.sv of the sized depth
+    written = _stitched(bench, cfg.output_dir)
+    record = {
+        "sized": True,
+        "stitched_rtl": [os.path.relpath(path, cfg.output_dir) for path in written],
+        "frames": len(free.contexts),
+        "estimated_cycles_per_frame": free.estimate,
+        "interval": free.result["cycles_per_frame"],
+        "cycles_per_frame": sized.result["cycles_per_frame"],
+        "latency_cycles": sized.result["latency_cycles"],
+        "fifos": [{**f, "depth": sized.depths[f["name"]]} for f in free.result["fifos"]],
+        "total_depth": sum(sized.depths.values()),
+        "attempts": sized.attempts,
+        "matches_python": free.result["status"] == MATCH,
+        "compile_seconds": free.compile_seconds,
+        "simulations": free.runs + len(sized.attempts),
+        "seconds": round(time.perf_counter() - began, 3),
+    }
+    write_json(_record_path(cfg), record)
+    return full
+
+
+def _require_sizable(model: ModelWrapper, cfg: DataflowBuildConfig) -> None:
+    """Raise ``StepError`` unless every layer is RTL and the simulator is there."""
     from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
@@ -158,66 +191,108 @@ def size_fifos(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
         find_toolchain()
     except ToolchainError as exc:
         raise StepError(f"FIFOs cannot be sized: {exc}", exc.hint) from exc
-    began = time.perf_counter()
-    part, clock = fpga_part(cfg), float(cfg.synth_clk_period_ns)
-    folder = os.path.join(cfg.output_dir, "fifo_sizing")
-    full = with_converters_and_fifos(model, os.path.join(folder, "code"), part, clock)
-    python = os.path.join(folder, "python")
-    contexts = layer_tensors(full, random_frames(full, FRAMES), python)
-    estimate = max(int(getCustomOp(n).get_exp_cycles()) for n in full.graph.node)
-    free = _simulated(full, contexts, os.path.join(folder, "unbounded"), part, clock, estimate)
+
+
+@dataclass(frozen=True)
+class Bench:
+    """The design with width converters and FIFOs (``model``), simulated under ``folder``."""
+
+    model: ModelWrapper
+    folder: str
+    part: str
+    clock: float
+
+    def frames(self, count: int, name: str) -> list[dict[str, np.ndarray]]:
+        """Every layer's tensors on ``count`` random frames (Python run in ``name``)."""
+        from brainsmith.rtlsim.layers import layer_tensors
+
+        frames = random_frames(self.model, count)
+        tensors: list[dict[str, np.ndarray]] = layer_tensors(
+            self.model, frames, os.path.join(self.folder, name)
+        )
+        return tensors
+
+    def simulate(self, contexts: list[dict[str, np.ndarray]], name: str, interval: int) -> Json:
+        """``_simulated`` in the folder ``name``."""
+        workdir = os.path.join(self.folder, name)
+        return _simulated(self.model, contexts, workdir, self.part, self.clock, interval)
+
+
+@dataclass
+class Unbounded:
+    """The simulation with unbounded FIFOs (``result``) at FINN's ``estimate`` of the
+    slowest layer's cycles per frame, on ``contexts``: ``runs`` simulations after one
+    compile of ``compile_seconds``."""
+
+    result: Json
+    contexts: list[dict[str, np.ndarray]]
+    estimate: int
+    runs: int
+    compile_seconds: float
+
+
+def _unbounded(bench: Bench) -> Unbounded:
+    """Unbounded FIFOs, simulated again on more frames where the pipeline holds more than
+    were run (the FIFOs fill further in it)."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    contexts = bench.frames(FRAMES, "python")
+    estimate = max(int(getCustomOp(n).get_exp_cycles()) for n in bench.model.graph.node)
+    free = bench.simulate(contexts, "unbounded", estimate)
     runs, compile_seconds = free["runs"], free["compile_seconds"]  # the one compile
     more = steady_frames(free) - len(contexts)
-    if more > 0:  # the pipeline holds more frames than were run: FIFOs fill further in it
-        contexts += layer_tensors(full, random_frames(full, more), python + "-steady")
-        free = _simulated(
-            full, contexts, os.path.join(folder, "unbounded-steady"), part, clock, estimate
-        )
+    if more > 0:
+        contexts += bench.frames(more, "python-steady")
+        free = bench.simulate(contexts, "unbounded-steady", estimate)
         runs += free["runs"]
-    depths = {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free["fifos"]}
-    fifos = {n.name: getCustomOp(n) for n in full.graph.node if n.name in depths}
+    return Unbounded(free, contexts, estimate, runs, compile_seconds)
+
+
+@dataclass(frozen=True)
+class Sized:
+    """The depths that keep the unbounded pace (``result``: their simulation), the FIFO
+    layers set to them and every attempt's depths and pace."""
+
+    depths: dict[str, int]
+    result: Json
+    fifos: dict[str, HWCustomOp]
+    attempts: list[Json]
+
+
+def _bounded(bench: Bench, free: Unbounded) -> Sized:
+    """Each FIFO as deep as it filled, doubled until the design keeps its unbounded pace
+    (``ATTEMPTS`` at most)."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    depths = {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free.result["fifos"]}
+    fifos = {n.name: getCustomOp(n) for n in bench.model.graph.node if n.name in depths}
     attempts = []
+    pace = free.result["cycles_per_frame"]
     for attempt in range(1, ATTEMPTS + 1):
         for name, layer in fifos.items():
             layer.set_nodeattr("depth", depths[name])
-        workdir = os.path.join(folder, f"bounded-{attempt}")
-        sized = _simulated(full, contexts, workdir, part, clock, 0)
+        sized = bench.simulate(free.contexts, f"bounded-{attempt}", 0)
         attempts.append({"depths": dict(depths), "cycles_per_frame": sized["cycles_per_frame"]})
-        if sized["cycles_per_frame"] <= free["cycles_per_frame"] + 1:
-            break
+        if sized["cycles_per_frame"] <= pace + 1:
+            return Sized(depths, sized, fifos, attempts)
         depths = {name: 2 * depth for name, depth in depths.items()}
-    else:
-        raise StepError(
-            f"the FIFOs sized by simulation lower the throughput: {free['cycles_per_frame']:,.0f}"
-            f" cycles/frame with unbounded FIFOs, {sized['cycles_per_frame']:,.0f} with depths "
-            f"doubled {ATTEMPTS - 1} times (see {folder})",
-            "report this design; meanwhile use finn:step_set_fifo_depths with Vivado",
-            full,
-        )
-    for layer in fifos.values():
-        layer.code_generation_ipgen(full, part, clock)  # FINN's fifo.sv of the sized depth
+    raise StepError(
+        f"the FIFOs sized by simulation lower the throughput: {pace:,.0f}"
+        f" cycles/frame with unbounded FIFOs, {sized['cycles_per_frame']:,.0f} with depths "
+        f"doubled {ATTEMPTS - 1} times (see {bench.folder})",
+        "report this design; meanwhile use finn:step_set_fifo_depths with Vivado",
+        bench.model,
+    )
+
+
+def _stitched(bench: Bench, output_dir: str) -> list[str]:
+    """The stitched design's SystemVerilog written to ``output_dir``/stitched_rtl."""
     from brainsmith.rtlsim.partition import stitched_design, write_stitched
 
-    design, _ = stitched_design(full, os.path.join(folder, "code"), part, clock)
-    written = write_stitched(design, os.path.join(cfg.output_dir, "stitched_rtl"))
-    record = {
-        "sized": True,
-        "stitched_rtl": [os.path.relpath(path, cfg.output_dir) for path in written],
-        "frames": len(contexts),
-        "estimated_cycles_per_frame": estimate,
-        "interval": free["cycles_per_frame"],
-        "cycles_per_frame": sized["cycles_per_frame"],
-        "latency_cycles": sized["latency_cycles"],
-        "fifos": [{**f, "depth": depths[f["name"]]} for f in free["fifos"]],
-        "total_depth": sum(depths.values()),
-        "attempts": attempts,
-        "matches_python": free["status"] == MATCH,
-        "compile_seconds": compile_seconds,
-        "simulations": runs + len(attempts),
-        "seconds": round(time.perf_counter() - began, 3),
-    }
-    write_json(_record_path(cfg), record)
-    return full
+    code = os.path.join(bench.folder, "code")
+    design, _ = stitched_design(bench.model, code, bench.part, bench.clock)
+    written: list[str] = write_stitched(design, os.path.join(output_dir, "stitched_rtl"))
+    return written
 
 
 def _record_path(cfg: DataflowBuildConfig) -> str:

@@ -15,6 +15,8 @@ makes the (integer) ``AveragePool`` a sliding window and a ``ReduceSum``, which 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from onnx import NodeProto, helper
 from qonnx.core.datatype import DataType
@@ -27,7 +29,12 @@ from qonnx.transformation.infer_shapes import InferShapes
 
 from brainsmith.frameworks.finn.recipe import node_int, node_ints
 from brainsmith.plugin import transform
-from brainsmith.transforms.graph_rewrite import add_initializer, unique_tensor_name
+from brainsmith.transforms.graph_rewrite import (
+    add_initializer,
+    rewrite_each,
+    sole_reader,
+    unique_tensor_name,
+)
 
 QONNX_DOMAIN = "qonnx.custom_op.general"
 
@@ -50,13 +57,7 @@ class TruncAvgPoolToThresholds(Transformation):  # type: ignore[misc]
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        rewritten = False
-        for pool in list(model.get_nodes_by_op_type("AveragePool")):
-            consumers = model.find_consumers(pool.output[0]) or []
-            pair = len(consumers) == 1 and consumers[0].op_type == "Trunc"
-            if pair and not _finn_converts(pool, consumers[0]):
-                rewritten |= _rewrite(model, pool, consumers[0])
-        if rewritten:
+        if rewrite_each(model, "AveragePool", _rewrite):
             model = model.transform(InferShapes())
         return model, False  # one pass rewrites every pair
 
@@ -68,9 +69,39 @@ def _finn_converts(pool: NodeProto, trunc: NodeProto) -> bool:
     return rounding == "FLOOR" and len(kernel) == 2 and kernel[0] == kernel[1]
 
 
-def _quantizer(model: ModelWrapper, tensor: str) -> tuple[float, int, int] | None:
-    """(scale, smallest, largest integer) of the per-tensor ``Quant`` (zero point 0) that
-    produces ``tensor``."""
+@dataclass(frozen=True)
+class Quantizer:
+    """The scale and integer range of a per-tensor ``Quant`` with zero point 0."""
+
+    scale: float
+    smallest: int
+    largest: int
+
+
+@dataclass(frozen=True)
+class TruncatedPool:
+    """An ``AveragePool -> Trunc`` pair of a quantizer's integers, with the ``Trunc``'s
+    constants (its zero point 0) and the window size."""
+
+    pool: NodeProto
+    trunc: NodeProto
+    quantizer: Quantizer
+    scale: float
+    zero: float
+    in_bits: float
+    out_scale: float
+    out_bits: float
+    window: int
+
+    @property
+    def sums(self) -> np.ndarray:
+        """Every sum of a window of the quantizer's integers."""
+        q = self.quantizer
+        return np.arange(self.window * q.smallest, self.window * q.largest + 1)
+
+
+def _quantizer(model: ModelWrapper, tensor: str) -> Quantizer | None:
+    """The per-tensor ``Quant`` (zero point 0) that produces ``tensor``."""
     producer = model.find_producer(tensor)
     if producer is None or producer.op_type != "Quant":
         return None
@@ -80,53 +111,82 @@ def _quantizer(model: ModelWrapper, tensor: str) -> tuple[float, int, int] | Non
     quant = getCustomOp(producer)
     signed, narrow = quant.get_nodeattr("signed"), quant.get_nodeattr("narrow")
     width = int(bits.item())
-    return (
+    return Quantizer(
         float(scale.item()),
         int(min_int(signed, narrow, width)),
         int(max_int(signed, narrow, width)),
     )
 
 
-def _rewrite(model: ModelWrapper, pool: NodeProto, trunc: NodeProto) -> bool:
+def _truncated_pool(model: ModelWrapper, pool: NodeProto, trunc: NodeProto) -> TruncatedPool | None:
     quantizer = _quantizer(model, pool.input[0])
     constants = [model.get_initializer(name) for name in trunc.input[1:]]
     if quantizer is None or any(c is None or c.size != 1 for c in constants):
-        return False
-    scale_in, smallest, largest = quantizer
+        return None
     scale, zero, in_bits, out_scale, out_bits = (float(c.item()) for c in constants)
-    pads = node_ints(pool, "pads")
-    if zero != 0 or (any(pads) and not node_int(pool, "count_include_pad", 0)):
-        return False  # zero points and border windows of fewer values are not this one's
+    if zero != 0 or _pads_averaged_apart(pool):
+        return None  # zero points and border windows of fewer values are not this one's
     window = int(np.prod(node_ints(pool, "kernel_shape")))
-    sums = np.arange(window * smallest, window * largest + 1)
-    trunc_attrs = getCustomOp(trunc)
+    return TruncatedPool(pool, trunc, quantizer, scale, zero, in_bits, out_scale, out_bits, window)
+
+
+def _pads_averaged_apart(pool: NodeProto) -> bool:
+    """Whether ``pool`` pads and averages a border window over fewer values."""
+    return any(node_ints(pool, "pads")) and not node_int(pool, "count_include_pad", 0)
+
+
+def _levels(found: TruncatedPool) -> np.ndarray:
+    """The output integer QONNX's ``Trunc`` gives for each window sum."""
+    trunc_attrs = getCustomOp(found.trunc)
     levels = trunc_v2(
-        (sums * scale_in / window).astype(np.float32),
-        np.float32(scale),
-        np.float32(zero),
-        np.float32(in_bits),
+        (found.sums * found.quantizer.scale / found.window).astype(np.float32),
+        np.float32(found.scale),
+        np.float32(found.zero),
+        np.float32(found.in_bits),
         trunc_attrs.get_nodeattr("narrow"),
         trunc_attrs.get_nodeattr("signed"),
-        np.float32(out_scale),
-        np.float32(out_bits),
+        np.float32(found.out_scale),
+        np.float32(found.out_bits),
         trunc_attrs.get_nodeattr("rounding_mode"),
     )
-    levels = np.round(levels / out_scale).astype(np.int64)
+    rounded: np.ndarray = np.round(levels / found.out_scale).astype(np.int64)
+    return rounded
+
+
+def _rewrite(model: ModelWrapper, pool: NodeProto) -> bool:
+    consumers = model.find_consumers(pool.output[0]) or []
+    trunc = consumers[0] if len(consumers) == 1 else None
+    if trunc is None or trunc.op_type != "Trunc" or _finn_converts(pool, trunc):
+        return False
+    found = _truncated_pool(model, pool, trunc)
+    if found is None:
+        return False
+    levels = _levels(found)
     if np.any(np.diff(levels) < 0):
         return False
+    _insert_thresholds(model, found, levels)
+    return True
+
+
+def _insert_thresholds(model: ModelWrapper, found: TruncatedPool, levels: np.ndarray) -> None:
+    """``Mul(1/s) -> pool -> Mul(K) -> MultiThreshold -> Mul(output scale)`` in place of
+    the pair, the thresholds stepping where ``levels`` do."""
+    pool, trunc, quantizer = found.pool, found.trunc, found.quantizer
     low, high = int(levels[0]), int(levels[-1])
     # half a step below each sum where the level steps up: the float mean times the window
     # is that whole number only to single precision (22.999998 for 23)
+    sums = found.sums
     steps = [float(sums[np.argmax(levels >= level)]) - 0.5 for level in range(low + 1, high + 1)]
-    signed = bool(trunc_attrs.get_nodeattr("signed"))
-    out_dtype = DataType[f"{'INT' if signed else 'UINT'}{int(out_bits)}"]
+    signed = bool(getCustomOp(trunc).get_nodeattr("signed"))
+    out_dtype = DataType[f"{'INT' if signed else 'UINT'}{int(found.out_bits)}"]
 
-    to_int = _scalar_node(model, "Mul", pool.input[0], 1.0 / scale_in, "avgpool_int")
+    to_int = _scalar_node(model, "Mul", pool.input[0], 1.0 / quantizer.scale, "avgpool_int")
     pool.input[0] = to_int.output[0]
+    smallest, largest = quantizer.smallest, quantizer.largest
     model.set_tensor_datatype(
         to_int.output[0], DataType.get_smallest_possible(smallest if smallest < 0 else largest)
     )
-    to_sum = _scalar_node(model, "Mul", pool.output[0], float(window), "avgpool_sum")
+    to_sum = _scalar_node(model, "Mul", pool.output[0], float(found.window), "avgpool_sum")
     thresholds = add_initializer(
         model, f"{trunc.name or 'Trunc'}_thresholds", np.array([steps], dtype=np.float32)
     )
@@ -141,18 +201,14 @@ def _rewrite(model: ModelWrapper, pool: NodeProto, trunc: NodeProto) -> bool:
         name=f"{trunc.name or 'Trunc'}_MultiThreshold",
     )
     model.set_tensor_datatype(counted, out_dtype)
-    rescale = helper.make_node(
-        "Mul",
-        [counted, add_initializer(model, "avgpool_out_scale", np.array(out_scale, np.float32))],
-        [trunc.output[0]],
-    )
+    out_scale = add_initializer(model, "avgpool_out_scale", np.array(found.out_scale, np.float32))
+    rescale = helper.make_node("Mul", [counted, out_scale], [trunc.output[0]])
     at = list(model.graph.node).index(pool)
     model.graph.node.insert(at, to_int)
     at = list(model.graph.node).index(trunc)
     model.graph.node.remove(trunc)
     for offset, node in enumerate((to_sum, threshold, rescale)):
         model.graph.node.insert(at + offset, node)
-    return True
 
 
 def _scalar_node(
@@ -178,33 +234,93 @@ class AveragePoolToSumPool(Transformation):  # type: ignore[misc]
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        for pool in list(model.get_nodes_by_op_type("AveragePool")):
-            source = model.get_tensor_datatype(pool.input[0])
-            shape = model.get_tensor_shape(pool.input[0])
-            if source.is_integer() and shape is not None and len(shape) == 4:
-                _lower(model, pool, source, shape)
+        rewrite_each(model, "AveragePool", _lower)
         return model, False
 
 
-def _lower(model: ModelWrapper, pool: NodeProto, source: DataType, shape: list[int]) -> None:
-    pads = node_ints(pool, "pads", [0, 0, 0, 0])
-    if any(pads) and not node_int(pool, "count_include_pad", 0):
-        return
-    kernel = node_ints(pool, "kernel_shape")
-    strides = node_ints(pool, "strides", [1, 1])
-    _, channels, _, _ = shape
+@dataclass(frozen=True)
+class Windows:
+    """The geometry of an NCHW ``AveragePool`` named ``name`` (batch 1)."""
+
+    name: str
+    channels: int
+    height: int
+    width: int
+    out_h: int
+    out_w: int
+    kernel: list[int]
+    strides: list[int]
+    pads: list[int]
+
+    @property
+    def window(self) -> int:
+        return int(np.prod(self.kernel))
+
+    def sums_shape(self) -> list[int]:
+        """The channels-last shape of the window sums."""
+        return [1, self.out_h, self.out_w, self.channels]
+
+
+def _windows(model: ModelWrapper, pool: NodeProto, shape: list[int]) -> Windows:
+    _, channels, height, width = shape
     _, _, out_h, out_w = model.get_tensor_shape(pool.output[0])
-    window = int(np.prod(kernel))
+    return Windows(
+        name=pool.name or "AveragePool",
+        channels=channels,
+        height=height,
+        width=width,
+        out_h=out_h,
+        out_w=out_w,
+        kernel=node_ints(pool, "kernel_shape"),
+        strides=node_ints(pool, "strides", [1, 1]),
+        pads=node_ints(pool, "pads", [0, 0, 0, 0]),
+    )
+
+
+def _sum_type(source: DataType, window: int) -> DataType:
+    """The narrowest integer type holding every sum of ``window`` values of ``source``."""
     low, high = window * int(source.min()), window * int(source.max())
     total = DataType.get_smallest_possible(low if abs(low) > abs(high) else high)
     if low < 0 and not total.signed():
         total = DataType.get_smallest_possible(-high - 1)
+    return total
 
-    name = pool.name or "AveragePool"
-    nhwc = _tensor(model, f"{name}_nhwc", [1, shape[2], shape[3], channels], source)
+
+def _lower(model: ModelWrapper, pool: NodeProto) -> bool:
+    """``pool`` as window sums, when it averages a 4D tensor of integers."""
+    source = model.get_tensor_datatype(pool.input[0])
+    shape = model.get_tensor_shape(pool.input[0])
+    if not source.is_integer() or shape is None or len(shape) != 4:
+        return False
+    if _pads_averaged_apart(pool):
+        return False
+    windows = _windows(model, pool, shape)
+    total = _sum_type(source, windows.window)
+    nodes, summed = _window_sums(model, pool, windows, source, total)
+    reader = sole_reader(model, pool.output[0])
+    at = list(model.graph.node).index(pool)
+    model.graph.node.remove(pool)
+    if reader is not None and reader.op_type == "MultiThreshold":
+        _thresholds_on_sums(model, reader, summed, windows.window, windows.sums_shape())
+    else:
+        nodes.extend(_mean_of_sums(model, pool, windows, summed, total))
+    for offset, node in enumerate(nodes):
+        model.graph.node.insert(at + offset, node)
+    return True
+
+
+def _window_sums(
+    model: ModelWrapper, pool: NodeProto, windows: Windows, source: DataType, total: DataType
+) -> tuple[list[NodeProto], str]:
+    """``Transpose -> Im2Col -> Reshape -> ReduceSum`` from ``pool``'s input, and the
+    channels-last sums they write."""
+    name, channels, window = windows.name, windows.channels, windows.window
+    out_h, out_w = windows.out_h, windows.out_w
+    nhwc_shape = [1, windows.height, windows.width, channels]
+    nhwc = _tensor(model, f"{name}_nhwc", nhwc_shape, source)
     columns = _tensor(model, f"{name}_windows", [1, out_h, out_w, window * channels], source)
     grouped = _tensor(model, f"{name}_grouped", [1, out_h, out_w, window, channels], source)
-    summed = _tensor(model, f"{name}_sum", [1, out_h, out_w, channels], total)
+    summed = _tensor(model, f"{name}_sum", windows.sums_shape(), total)
     group_shape = add_initializer(
         model, f"{name}_group_shape", np.array([1, out_h, out_w, window, channels], np.int64)
     )
@@ -216,33 +332,30 @@ def _lower(model: ModelWrapper, pool: NodeProto, source: DataType, shape: list[i
             [nhwc],
             [columns],
             domain=QONNX_DOMAIN,
-            stride=strides,
-            kernel_size=kernel,
-            pad_amount=pads,
+            stride=windows.strides,
+            kernel_size=windows.kernel,
+            pad_amount=windows.pads,
             pad_value=0,
             depthwise=1,
-            input_shape=f"(1,{shape[2]},{shape[3]},{channels})",
+            input_shape=f"(1,{windows.height},{windows.width},{channels})",
             name=f"Im2Col_{name}",
         ),
         helper.make_node("Reshape", [columns, group_shape], [grouped]),
         helper.make_node("ReduceSum", [grouped, axes], [summed], keepdims=0),
     ]
-    readers = model.find_consumers(pool.output[0]) or []
-    outputs = {t.name for t in model.graph.output}
-    at = list(model.graph.node).index(pool)
-    model.graph.node.remove(pool)
-    if (
-        len(readers) == 1
-        and readers[0].op_type == "MultiThreshold"
-        and pool.output[0] not in outputs
-    ):
-        _thresholds_on_sums(model, readers[0], summed, window, [1, out_h, out_w, channels])
-    else:
-        back = _tensor(model, f"{name}_sum_nchw", [1, channels, out_h, out_w], total)
-        nodes.append(helper.make_node("Transpose", [summed], [back], perm=[0, 3, 1, 2]))
-        nodes.append(_rescale(model, back, pool.output[0], 1.0 / window))
-    for offset, node in enumerate(nodes):
-        model.graph.node.insert(at + offset, node)
+    return nodes, summed
+
+
+def _mean_of_sums(
+    model: ModelWrapper, pool: NodeProto, windows: Windows, summed: str, total: DataType
+) -> list[NodeProto]:
+    """Back to channels first, then divided by the window: what ``pool`` wrote."""
+    shape = [1, windows.channels, windows.out_h, windows.out_w]
+    back = _tensor(model, f"{windows.name}_sum_nchw", shape, total)
+    return [
+        helper.make_node("Transpose", [summed], [back], perm=[0, 3, 1, 2]),
+        _rescale(model, back, pool.output[0], 1.0 / windows.window),
+    ]
 
 
 def _thresholds_on_sums(

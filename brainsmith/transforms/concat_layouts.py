@@ -6,6 +6,8 @@ that absorb them, so the join reads integer streams along the channel (last) axi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from onnx import NodeProto
 from qonnx.core.datatype import DataType
@@ -17,17 +19,27 @@ from qonnx.transformation.infer_shapes import InferShapes
 from qonnx.util.basic import get_by_name
 
 from brainsmith.plugin import transform
+from brainsmith.transforms.graph_rewrite import perm_of, rewrite_first, sole_reader
 
 
-def _scale_of(model: ModelWrapper, node: NodeProto | None) -> tuple[str, np.ndarray] | None:
-    """(the streamed input, the constant) of a ``Mul`` by a constant, else None."""
+@dataclass(frozen=True)
+class Scale:
+    """A ``Mul`` (``node``) of the streamed tensor ``source`` by a constant."""
+
+    node: NodeProto
+    source: str
+    constant: np.ndarray
+
+
+def _scale_of(model: ModelWrapper, node: NodeProto | None) -> Scale | None:
+    """The scale of a ``Mul`` by a constant, else None."""
     if node is None or node.op_type != "Mul" or len(node.input) != 2:
         return None
     constants = [model.get_initializer(name) for name in node.input]
     if (constants[0] is None) == (constants[1] is None):
         return None
     side = 0 if constants[0] is None else 1
-    return node.input[side], np.asarray(constants[1 - side], dtype=np.float32)
+    return Scale(node, node.input[side], np.asarray(constants[1 - side], dtype=np.float32))
 
 
 def _constant(model: ModelWrapper, values: np.ndarray) -> str:
@@ -75,6 +87,14 @@ def _join_first(
     return joined
 
 
+def _branches(model: ModelWrapper, concat: NodeProto) -> list[NodeProto | None] | None:
+    """The producers of a join of two or more inputs each read by the join alone (and no
+    graph output), else None."""
+    if len(concat.input) < 2 or any(sole_reader(model, name) is None for name in concat.input):
+        return None
+    return [model.find_producer(name) for name in concat.input]
+
+
 @transform(
     name="MoveScalesPastConcat",
     stage="streamline",
@@ -92,32 +112,35 @@ class MoveScalesPastConcat(Transformation):  # type: ignore[misc]
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        for node in model.graph.node:
-            if node.op_type == "Concat" and len(node.input) > 1 and self._move(model, node):
-                model = model.transform(InferShapes())
-                model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
-                return model, True
-        return model, False
+        if not rewrite_first(model, "Concat", _move_scales):
+            return model, False
+        model = model.transform(InferShapes())
+        return model.transform(SortGraph(), make_deepcopy=False, cleanup=False), True
 
-    def _move(self, model: ModelWrapper, concat: NodeProto) -> bool:
-        producers = [model.find_producer(name) for name in concat.input]
-        found = [_scale_of(model, producer) for producer in producers]
-        scales = [s for s in found if s is not None]
-        outputs = {o.name for o in model.graph.output}
-        if len(scales) != len(found) or any(
-            len(model.find_consumers(name) or []) != 1 or name in outputs for name in concat.input
-        ):
-            return False
-        shapes = [model.get_tensor_shape(name) for name in concat.input]
-        if any(shape is None for shape in shapes):
-            return False
-        axis = get_by_name(concat.attribute, "axis").i % len(shapes[0])
-        parts = [np.broadcast_to(c, shape) for (_, c), shape in zip(scales, shapes, strict=True)]
-        constant = _squeezed(np.concatenate(parts, axis=axis).astype(np.float32))
-        producers[0].input[:] = ["", _constant(model, constant)]
-        joined = _join_first(model, concat, producers, [source for source, _ in scales])
-        model.set_tensor_shape(joined, model.get_tensor_shape(concat.output[0]))
-        return True
+
+def _branch_scales(model: ModelWrapper, concat: NodeProto) -> list[Scale] | None:
+    """Each branch's scale, when every branch of the join is one."""
+    producers = _branches(model, concat)
+    if producers is None:
+        return None
+    found = [_scale_of(model, producer) for producer in producers]
+    scales = [s for s in found if s is not None]
+    return scales if len(scales) == len(found) else None
+
+
+def _move_scales(model: ModelWrapper, concat: NodeProto) -> bool:
+    scales = _branch_scales(model, concat)
+    shapes = [model.get_tensor_shape(name) for name in concat.input]
+    if scales is None or any(shape is None for shape in shapes):
+        return False
+    axis = get_by_name(concat.attribute, "axis").i % len(shapes[0])
+    parts = [np.broadcast_to(s.constant, shape) for s, shape in zip(scales, shapes, strict=True)]
+    constant = _squeezed(np.concatenate(parts, axis=axis).astype(np.float32))
+    scales[0].node.input[:] = ["", _constant(model, constant)]
+    muls = [s.node for s in scales]
+    joined = _join_first(model, concat, muls, [s.source for s in scales])
+    model.set_tensor_shape(joined, model.get_tensor_shape(concat.output[0]))
+    return True
 
 
 @transform(
@@ -132,27 +155,31 @@ class MoveTransposesPastConcat(Transformation):  # type: ignore[misc]
     permutations it checks). Each transpose must be read by the join alone."""
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        for node in model.graph.node:
-            if node.op_type == "Concat" and len(node.input) > 1 and self._move(model, node):
-                model = model.transform(InferShapes()).transform(InferDataLayouts())
-                model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
-                return model, True
-        return model, False
+        if not rewrite_first(model, "Concat", _move_transposes):
+            return model, False
+        model = model.transform(InferShapes()).transform(InferDataLayouts())
+        return model.transform(SortGraph(), make_deepcopy=False, cleanup=False), True
 
-    def _move(self, model: ModelWrapper, concat: NodeProto) -> bool:
-        producers = [model.find_producer(name) for name in concat.input]
-        if any(p is None or p.op_type != "Transpose" for p in producers):
-            return False
-        perms = [list(get_by_name(p.attribute, "perm").ints) for p in producers]
-        outputs = {o.name for o in model.graph.output}
-        if any(perm != perms[0] for perm in perms) or any(
-            len(model.find_consumers(name) or []) != 1 or name in outputs for name in concat.input
-        ):
-            return False
-        axis = get_by_name(concat.attribute, "axis")
-        axis.i = perms[0][axis.i % len(perms[0])]
-        _join_first(model, concat, producers, [p.input[0] for p in producers])
-        return True
+
+def _branch_transposes(model: ModelWrapper, concat: NodeProto) -> list[NodeProto] | None:
+    """The branches' transposes, when every branch of the join is one of one permutation."""
+    producers = _branches(model, concat) or []
+    transposes = [p for p in producers if p is not None and p.op_type == "Transpose"]
+    if not producers or len(transposes) != len(producers):
+        return None
+    perms = [perm_of(t) for t in transposes]
+    return transposes if all(perm == perms[0] for perm in perms) else None
+
+
+def _move_transposes(model: ModelWrapper, concat: NodeProto) -> bool:
+    transposes = _branch_transposes(model, concat)
+    if transposes is None:
+        return False
+    perms = [perm_of(t) for t in transposes]
+    axis = get_by_name(concat.attribute, "axis")
+    axis.i = perms[0][axis.i % len(perms[0])]
+    _join_first(model, concat, transposes, [t.input[0] for t in transposes])
+    return True
 
 
 @transform(
@@ -168,24 +195,26 @@ class MoveScalePastTranspose(Transformation):  # type: ignore[misc]
     the transpose alone."""
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        outputs = {o.name for o in model.graph.output}
-        for mul in model.graph.node:
-            scale = _scale_of(model, mul)
-            readers = model.find_consumers(mul.output[0]) or []
-            if scale is None or len(readers) != 1 or readers[0].op_type != "Transpose":
-                continue
-            transpose = readers[0]
-            source, constant = scale
-            perm = list(get_by_name(transpose.attribute, "perm").ints)
-            if constant.ndim > len(perm) or mul.output[0] in outputs:
-                continue
-            full = constant.reshape((1,) * (len(perm) - constant.ndim) + constant.shape)
-            moved, result = mul.output[0], transpose.output[0]
-            transpose.input[0], transpose.output[0] = source, moved
-            mul.input[:] = [moved, _constant(model, full.transpose(perm).copy())]
-            mul.output[0] = result
-            model.set_tensor_shape(moved, model.get_tensor_shape(result))
-            model.set_tensor_datatype(moved, model.get_tensor_datatype(source))
-            model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
-            return model.transform(InferShapes()).transform(InferDataLayouts()), True
-        return model, False
+        if not rewrite_first(model, "Mul", _move_scale_past_transpose):
+            return model, False
+        model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
+        return model.transform(InferShapes()).transform(InferDataLayouts()), True
+
+
+def _move_scale_past_transpose(model: ModelWrapper, mul: NodeProto) -> bool:
+    scale = _scale_of(model, mul)
+    transpose = sole_reader(model, mul.output[0])
+    if scale is None or transpose is None or transpose.op_type != "Transpose":
+        return False
+    perm = perm_of(transpose)
+    constant = scale.constant
+    if constant.ndim > len(perm):
+        return False
+    full = constant.reshape((1,) * (len(perm) - constant.ndim) + constant.shape)
+    moved, result = mul.output[0], transpose.output[0]
+    transpose.input[0], transpose.output[0] = scale.source, moved
+    mul.input[:] = [moved, _constant(model, full.transpose(perm).copy())]
+    mul.output[0] = result
+    model.set_tensor_shape(moved, model.get_tensor_shape(result))
+    model.set_tensor_datatype(moved, model.get_tensor_datatype(scale.source))
+    return True

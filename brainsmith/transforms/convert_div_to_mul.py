@@ -8,7 +8,11 @@ from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.transformation.base import Transformation
 
 from brainsmith.plugin import transform
-from brainsmith.transforms.graph_rewrite import add_initializer, drop_initializer_if_unused
+from brainsmith.transforms.graph_rewrite import (
+    add_initializer,
+    drop_initializer_if_unused,
+    rewrite_each,
+)
 
 
 @transform(
@@ -25,18 +29,17 @@ class ConvertDivToMul(Transformation):  # type: ignore[misc]
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        for node in model.graph.node:
-            if node.op_type == "Div" and node.domain in ("", "ai.onnx"):
-                _convert(model, node)
+        rewrite_each(model, "Div", _convert, onnx_only=True)
         return model, False  # one pass converts every eligible Div
 
 
-def _convert(model: ModelWrapper, node: NodeProto) -> None:
+def _convert(model: ModelWrapper, node: NodeProto) -> bool:
     divisor = model.get_initializer(node.input[1])
     if divisor is None or not np.issubdtype(divisor.dtype, np.floating) or np.any(divisor == 0):
-        return
+        return False
     reciprocal = (1.0 / divisor.astype(np.float64)).astype(divisor.dtype)
     old = node.input[1]
     node.op_type = "Mul"
     node.input[1] = add_initializer(model, f"{old}_reciprocal", reciprocal)
     drop_initializer_if_unused(model, old)
+    return True

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from onnx import NodeProto, TensorProto, helper
@@ -14,6 +15,7 @@ from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import (
     add_initializer,
     drop_initializer_if_unused,
+    rewrite_each,
     unique_tensor_name,
 )
 
@@ -45,51 +47,76 @@ class ExpandNorms(Transformation):  # type: ignore[misc]
         self.mode = mode
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        modified = False
-        for node in list(model.graph.node):
-            if node.op_type == "LayerNormalization" and node.domain in ("", "ai.onnx"):
-                modified |= self._expand(model, node)
-        if modified:
+        if rewrite_each(model, "LayerNormalization", self._expand, onnx_only=True):
             model = model.transform(InferShapes())
         return model, False
 
     def _expand(self, model: ModelWrapper, node: NodeProto) -> bool:
-        scale = model.get_initializer(node.input[1])
-        has_bias = len(node.input) > 2 and node.input[2] != ""
-        bias = model.get_initializer(node.input[2]) if has_bias else None
-        if scale is None or (has_bias and bias is None):
-            return False  # a computed scale/bias cannot be checked or moved safely
-        affine_ops = [("Mul", node.input[1])] if not np.all(scale == 1) else []
-        if bias is not None and np.any(bias):
-            affine_ops.append(("Add", node.input[2]))
-        if self.mode == "affine" and not affine_ops and has_bias and _explicit_attributes(node):
-            return False  # already in the form FINN converts
-        if self.mode == "primitive" and not _primitives_compute_the_same(model, node):
+        norm = _norm(model, node)
+        if norm is None or not self._takes(model, norm):
             return False
         originals = list(node.input[1:])
         result = node.output[0]
-        normed = unique_tensor_name(model, f"{result}_normed") if affine_ops else result
+        normed = unique_tensor_name(model, f"{result}_normed") if norm.affine else result
         index = _position(model, node)
         if self.mode == "affine":
-            _make_plain(model, node, scale, bias)
+            _make_plain(model, node, norm.scale, norm.bias)
             node.output[0] = normed
             new_nodes: list[NodeProto] = []
             index += 1
         else:
             new_nodes = _primitive_norm(model, node, normed)
             model.graph.node.remove(node)
-        tail = normed
-        for position, (op_type, parameter) in enumerate(affine_ops):
-            last = position == len(affine_ops) - 1
-            out = result if last else unique_tensor_name(model, f"{result}_scaled")
-            label = f"{node.name or result}_{'scale' if op_type == 'Mul' else 'bias'}"
-            new_nodes.append(helper.make_node(op_type, [tail, parameter], [out], name=label))
-            tail = out
+        new_nodes.extend(_affine_nodes(model, norm, normed, result))
         for shift, new in enumerate(new_nodes):
             model.graph.node.insert(index + shift, new)
         for name in originals:
             drop_initializer_if_unused(model, name)
         return True
+
+    def _takes(self, model: ModelWrapper, norm: Norm) -> bool:
+        """Whether this mode rewrites ``norm``: one not yet in the form FINN converts
+        (affine), one the primitive ops compute exactly (primitive)."""
+        if self.mode == "affine":
+            return bool(norm.affine) or not norm.has_bias or not _explicit_attributes(norm.node)
+        return _primitives_compute_the_same(model, norm.node)
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A LayerNormalization with constant scale and bias, and the ``(op_type, parameter)``
+    of the Mul and Add that take its affine part out (none for a unit scale, zero bias)."""
+
+    node: NodeProto
+    scale: np.ndarray
+    bias: np.ndarray | None
+    has_bias: bool
+    affine: list[tuple[str, str]]
+
+
+def _norm(model: ModelWrapper, node: NodeProto) -> Norm | None:
+    scale = model.get_initializer(node.input[1])
+    has_bias = len(node.input) > 2 and node.input[2] != ""
+    bias = model.get_initializer(node.input[2]) if has_bias else None
+    if scale is None or (has_bias and bias is None):
+        return None  # a computed scale/bias cannot be checked or moved safely
+    affine = [("Mul", node.input[1])] if not np.all(scale == 1) else []
+    if bias is not None and np.any(bias):
+        affine.append(("Add", node.input[2]))
+    return Norm(node, scale, bias, has_bias, affine)
+
+
+def _affine_nodes(model: ModelWrapper, norm: Norm, normed: str, result: str) -> list[NodeProto]:
+    """The Mul and Add from ``normed`` to ``result`` that apply ``norm``'s scale and bias."""
+    nodes = []
+    tail = normed
+    for position, (op_type, parameter) in enumerate(norm.affine):
+        last = position == len(norm.affine) - 1
+        out = result if last else unique_tensor_name(model, f"{result}_scaled")
+        label = f"{norm.node.name or result}_{'scale' if op_type == 'Mul' else 'bias'}"
+        nodes.append(helper.make_node(op_type, [tail, parameter], [out], name=label))
+        tail = out
+    return nodes
 
 
 def _make_plain(
@@ -131,6 +158,15 @@ def _position(model: ModelWrapper, node: NodeProto) -> int:
     raise ValueError(f"node {node.name!r} is not in the graph")
 
 
+@dataclass(frozen=True)
+class Reduction:
+    """How a ReduceMean gets its axes: as an input (opset 18 on) or as an attribute
+    (``axes``; None adds no attribute)."""
+
+    inputs: list[str]
+    axes: list[int] | None
+
+
 def _primitive_norm(model: ModelWrapper, node: NodeProto, out: str) -> list[NodeProto]:
     """(x - mean) / sqrt(var + eps) over the normalized axes, in standard ONNX ops."""
     x, base = node.input[0], node.output[0]
@@ -140,16 +176,16 @@ def _primitive_norm(model: ModelWrapper, node: NodeProto, out: str) -> list[Node
     eps = np.array(attrs.get("epsilon", 1e-5), dtype=np.float32)
     if model.get_opset_imports().get("", 17) >= 18:  # ReduceMean's axes became an input
         axes_name = add_initializer(model, f"{base}_axes", np.array(axes, dtype=np.int64))
-        reduce: dict[str, Any] = {"inputs": [axes_name], "attrs": {}}
+        reduce = Reduction(inputs=[axes_name], axes=None)
     else:
-        reduce = {"inputs": [], "attrs": {"axes": axes}}
+        reduce = Reduction(inputs=[], axes=axes)
 
     def name(suffix: str) -> str:
         return unique_tensor_name(model, f"{base}_{suffix}")
 
     def reduce_mean(source: str, target: str) -> NodeProto:
-        inputs = [source, *reduce["inputs"]]
-        return helper.make_node("ReduceMean", inputs, [target], keepdims=1, **reduce["attrs"])
+        inputs = [source, *reduce.inputs]
+        return helper.make_node("ReduceMean", inputs, [target], keepdims=1, axes=reduce.axes)
 
     mean, centred, squared, var = name("mean"), name("centred"), name("squared"), name("var")
     shifted, std = name("var_eps"), name("std")

@@ -10,6 +10,7 @@ from qonnx.transformation.base import Transformation
 from qonnx.transformation.infer_shapes import InferShapes
 
 from brainsmith.plugin import transform
+from brainsmith.transforms.graph_rewrite import graph_output_names, rewrite_each
 
 
 @transform(
@@ -27,25 +28,34 @@ class MoveScalesPastMaxPoolNHWC(Transformation):  # type: ignore[misc]
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        moved = False
-        for node in list(model.graph.node):
-            if node.op_type == "MaxPoolNHWC":
-                moved |= _move(model, node)
+        moved = rewrite_each(model, "MaxPoolNHWC", _move)
         if moved:
             model = model.transform(InferShapes())
         return model, moved
 
 
-def _move(model: ModelWrapper, pool: NodeProto) -> bool:
+def _movable_scale(model: ModelWrapper, pool: NodeProto) -> NodeProto | None:
+    """The ``Mul`` by a non-negative scalar or per-channel constant that feeds ``pool``
+    alone (and no graph output), else None."""
     scale = model.find_producer(pool.input[0])
     if scale is None or scale.op_type != "Mul" or model.is_fork_node(scale):
-        return False
+        return None
     factor = model.get_initializer(scale.input[1])
-    outputs = {t.name for t in model.graph.output}
     channels = (model.get_tensor_shape(pool.input[0]) or [0])[-1]
-    if factor is None or np.any(factor < 0) or scale.output[0] in outputs:
-        return False
-    if factor.size not in (1, channels) or (factor.size > 1 and factor.shape[-1] != channels):
+    if factor is None or np.any(factor < 0) or scale.output[0] in graph_output_names(model):
+        return None
+    return scale if _scalar_or_per_channel(factor, channels) else None
+
+
+def _scalar_or_per_channel(factor: np.ndarray, channels: int) -> bool:
+    """Whether ``factor`` is one value, or one per channel along the last axis."""
+    one_per_channel = factor.size <= 1 or factor.shape[-1] == channels
+    return factor.size in (1, channels) and one_per_channel
+
+
+def _move(model: ModelWrapper, pool: NodeProto) -> bool:
+    scale = _movable_scale(model, pool)
+    if scale is None:
         return False
     source, between, result = scale.input[0], scale.output[0], pool.output[0]
     pool.input[0], pool.output[0] = source, between

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from onnx import NodeProto
 from qonnx.core.modelwrapper import ModelWrapper
@@ -9,6 +11,7 @@ from qonnx.transformation.base import Transformation
 
 from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import (
+    ONNX_DOMAINS,
     add_initializer,
     drop_initializer_if_unused,
     graph_io_names,
@@ -37,44 +40,72 @@ class MergeOpChains(Transformation):  # type: ignore[misc]
         return model, False  # every chain has been folded
 
 
+@dataclass(frozen=True)
+class ConstantOperand:
+    """A binary node's dynamic input and its constant one."""
+
+    dynamic: str
+    constant: str
+
+
+@dataclass(frozen=True)
+class Chain:
+    """``second(first(x, a), b)``, two nodes of one type, each with a constant operand."""
+
+    first: NodeProto
+    second: NodeProto
+    x: str
+    a: str
+    b: str
+
+
 def _merge_one(model: ModelWrapper) -> bool:
     protected = graph_io_names(model)
     for first in model.graph.node:
-        if first.op_type not in COMBINE or first.domain not in ("", "ai.onnx"):
-            continue
-        split = _split_constant(model, first)
-        if split is None or first.output[0] in protected:
-            continue
-        consumers = model.find_consumers(first.output[0])
-        if len(consumers) != 1 or consumers[0].op_type != first.op_type:
-            continue
-        second = consumers[0]
-        if second.domain != first.domain:
-            continue
-        second_split = _split_constant(model, second)
-        if second_split is None or second_split[0] != first.output[0]:
-            continue
-        (x, a_name), (_, b_name) = split, second_split
-        a, b = model.get_initializer(a_name), model.get_initializer(b_name)
-        combined = _combine(first.op_type, a, b)
-        second.input[0] = x
-        second.input[1] = add_initializer(model, f"{b_name}_merged", combined)
-        model.graph.node.remove(first)
-        for name in (a_name, b_name):
-            drop_initializer_if_unused(model, name)
-        return True
+        chain = _chain_from(model, first, protected)
+        if chain is not None:
+            _fold(model, chain)
+            return True
     return False
 
 
-def _split_constant(model: ModelWrapper, node: NodeProto) -> tuple[str, str] | None:
-    """(dynamic input, constant input) of a binary node with exactly one initializer."""
+def _chain_from(model: ModelWrapper, first: NodeProto, protected: set[str]) -> Chain | None:
+    """The chain ``first`` starts, when its result is read by its like alone."""
+    if first.op_type not in COMBINE or first.domain not in ONNX_DOMAINS:
+        return None
+    split = _split_constant(model, first)
+    if split is None or first.output[0] in protected:
+        return None
+    consumers = model.find_consumers(first.output[0])
+    second = consumers[0] if len(consumers) == 1 else None
+    if second is None or (second.op_type, second.domain) != (first.op_type, first.domain):
+        return None
+    second_split = _split_constant(model, second)
+    if second_split is None or second_split.dynamic != first.output[0]:
+        return None
+    return Chain(first, second, split.dynamic, split.constant, second_split.constant)
+
+
+def _fold(model: ModelWrapper, chain: Chain) -> None:
+    """One node computing ``chain``: the second reads ``x`` and the combined constant."""
+    a, b = model.get_initializer(chain.a), model.get_initializer(chain.b)
+    combined = _combine(chain.first.op_type, a, b)
+    chain.second.input[0] = chain.x
+    chain.second.input[1] = add_initializer(model, f"{chain.b}_merged", combined)
+    model.graph.node.remove(chain.first)
+    for name in (chain.a, chain.b):
+        drop_initializer_if_unused(model, name)
+
+
+def _split_constant(model: ModelWrapper, node: NodeProto) -> ConstantOperand | None:
+    """The operands of a binary node with exactly one initializer."""
     if len(node.input) != 2:
         return None
     left, right = (model.get_initializer(name) is not None for name in node.input)
     if right and not left:
-        return node.input[0], node.input[1]
+        return ConstantOperand(node.input[0], node.input[1])
     if left and not right:
-        return node.input[1], node.input[0]
+        return ConstantOperand(node.input[1], node.input[0])
     return None
 
 

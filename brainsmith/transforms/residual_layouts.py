@@ -5,6 +5,8 @@ layout changes on the host or cancels instead of becoming shuffle layers."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from finn.transformation.streamline.reorder import MoveOpPastFork, MoveTransposePastJoinAdd
 from onnx import NodeProto, helper
 from qonnx.core.datatype import DataType
@@ -15,9 +17,14 @@ from qonnx.transformation.general import SortGraph
 from qonnx.transformation.infer_data_layouts import InferDataLayouts
 from qonnx.transformation.infer_datatypes import InferDataTypes
 from qonnx.transformation.infer_shapes import InferShapes
-from qonnx.util.basic import get_by_name
 
 from brainsmith.plugin import transform
+from brainsmith.transforms.graph_rewrite import (
+    graph_output_names,
+    perm_of,
+    rename_inputs,
+    rewrite_first,
+)
 
 TO_NHWC = [0, 2, 3, 1]
 
@@ -40,28 +47,38 @@ class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):  # type: ignor
     def are_producers_identical(self, model: ModelWrapper, producers: list[NodeProto]) -> bool:
         if {p.op_type for p in producers} != {"Transpose"}:
             return False
-        perms = {tuple(get_by_name(p.attribute, "perm").ints) for p in producers}
+        perms = {tuple(perm_of(p)) for p in producers}
         return len(perms) == 1
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
         modified = False
         for node in model.graph.node:
-            if node.op_type not in self.join_node_op or not model.is_join_node(node):
+            producers = self._identical_producers(model, node)
+            if producers is None:
                 continue
-            producers = [model.find_producer(name) for name in node.input]
-            if None in producers or producers[0].op_type not in self.ops_to_move:
-                continue  # an operand no node produces: nothing to move past the add
-            if not self.are_producers_identical(model, producers):
-                continue
-            for producer in producers:
-                if model.is_fork_node(producer) and not model.is_join_node(producer):
-                    return model.transform(MoveOpPastFork(self.ops_to_move)), True
+            if any(_forks(model, producer) for producer in producers):
+                return model.transform(MoveOpPastFork(self.ops_to_move)), True
             modified = self.move_node(model, node, producers) or modified
         if modified:
             model = model.transform(InferDataLayouts())
             model = model.transform(InferShapes()).transform(InferDataTypes())
             model = model.transform(SortGraph(), make_deepcopy=False, cleanup=False)
         return model, modified
+
+    def _identical_producers(self, model: ModelWrapper, node: NodeProto) -> list[NodeProto] | None:
+        """The producers of a join's operands, when they are identical nodes to move."""
+        if node.op_type not in self.join_node_op or not model.is_join_node(node):
+            return None
+        found = [model.find_producer(name) for name in node.input]
+        producers = [p for p in found if p is not None]
+        if len(producers) != len(found) or producers[0].op_type not in self.ops_to_move:
+            return None  # an operand no node produces: nothing to move past the add
+        return producers if self.are_producers_identical(model, producers) else None
+
+
+def _forks(model: ModelWrapper, node: NodeProto) -> bool:
+    """Whether ``node`` forks (and does not join)."""
+    return bool(model.is_fork_node(node) and not model.is_join_node(node))
 
 
 @transform(
@@ -82,53 +99,70 @@ class MoveAddIntoTransposedLayout(Transformation):  # type: ignore[misc]
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        for node in model.graph.node:
-            if node.op_type != "Add" or len(node.input) != 2:
-                continue
-            if any(model.get_initializer(name) is not None for name in node.input):
-                continue  # a bias, not a join
-            producers = [model.find_producer(name) for name in node.input]
-            kinds = [p is not None and p.op_type == "Transpose" for p in producers]
-            if kinds.count(True) != 1:
-                continue
-            side = kinds.index(True)
-            transpose, other = producers[side], node.input[1 - side]
-            if transpose is None or len(model.find_consumers(transpose.output[0]) or []) != 1:
-                continue
-            out_shape = model.get_tensor_shape(node.output[0])
-            if model.get_tensor_shape(other) != out_shape:
-                continue  # broadcasting: the layouts of the operands differ anyway
-            perm = list(get_by_name(transpose.attribute, "perm").ints)
-            inverse = [perm.index(axis) for axis in range(len(perm))]
-            if not _has_twin(model, other, inverse):
-                continue  # nothing to merge with: the rewrite would only move transposes
-            _rewrite(model, node, transpose, side, other, inverse)
-            return model.transform(InferShapes()).transform(InferDataTypes()), True
-        return model, False
+        if not rewrite_first(model, "Add", _move_add):
+            return model, False
+        return model.transform(InferShapes()).transform(InferDataTypes()), True
+
+
+@dataclass(frozen=True)
+class TransposedAdd:
+    """``Add(T(p), other)`` (operands in either order: the transpose's is ``side``), ``T``
+    read by the add alone, ``other`` of the add's shape; ``inverse`` undoes ``T``."""
+
+    add: NodeProto
+    transpose: NodeProto
+    side: int
+    other: str
+    inverse: list[int]
+
+
+def _move_add(model: ModelWrapper, add: NodeProto) -> bool:
+    found = _transposed_add(model, add)
+    if found is None or not _has_twin(model, found.other, found.inverse):
+        return False  # nothing to merge with: the rewrite would only move transposes
+    _rewrite(model, found)
+    return True
+
+
+def _transposed_add(model: ModelWrapper, add: NodeProto) -> TransposedAdd | None:
+    side = _transposed_side(model, add)
+    if side is None:
+        return None
+    transpose, other = model.find_producer(add.input[side]), add.input[1 - side]
+    if transpose is None or len(model.find_consumers(transpose.output[0]) or []) != 1:
+        return None
+    if model.get_tensor_shape(other) != model.get_tensor_shape(add.output[0]):
+        return None  # broadcasting: the layouts of the operands differ anyway
+    perm = perm_of(transpose)
+    inverse = [perm.index(axis) for axis in range(len(perm))]
+    return TransposedAdd(add, transpose, side, other, inverse)
+
+
+def _transposed_side(model: ModelWrapper, add: NodeProto) -> int | None:
+    """Which operand of a join of two (no bias) a transpose produces, when one alone does."""
+    if len(add.input) != 2 or any(model.get_initializer(name) is not None for name in add.input):
+        return None
+    producers = [model.find_producer(name) for name in add.input]
+    kinds = [p is not None and p.op_type == "Transpose" for p in producers]
+    return kinds.index(True) if kinds.count(True) == 1 else None
 
 
 def _has_twin(model: ModelWrapper, tensor: str, perm: list[int]) -> bool:
     """Whether ``tensor`` already has a reader that transposes it by ``perm``."""
     return any(
-        reader.op_type == "Transpose" and list(get_by_name(reader.attribute, "perm").ints) == perm
+        reader.op_type == "Transpose" and perm_of(reader) == perm
         for reader in model.find_consumers(tensor) or []
     )
 
 
-def _rewrite(
-    model: ModelWrapper,
-    add: NodeProto,
-    transpose: NodeProto,
-    side: int,
-    other: str,
-    inverse: list[int],
-) -> None:
+def _rewrite(model: ModelWrapper, found: TransposedAdd) -> None:
     """``Add(T(p), other)`` -> ``T(Add(p, T⁻¹(other)))``, reusing the transpose node."""
+    add, transpose = found.add, found.transpose
     source = transpose.input[0]
     back = model.make_new_valueinfo_name()
-    undo = helper.make_node("Transpose", [other], [back], perm=inverse)
+    undo = helper.make_node("Transpose", [found.other], [back], perm=found.inverse)
     summed = model.make_new_valueinfo_name()
-    inputs = [source, back] if side == 0 else [back, source]
+    inputs = [source, back] if found.side == 0 else [back, source]
     result = add.output[0]
     add.input[0], add.input[1] = inputs
     add.output[0] = summed
@@ -156,26 +190,30 @@ class MoveTransposesBeforeThresholds(Transformation):  # type: ignore[misc]
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        outputs = {o.name for o in model.graph.output}
-        for node in model.graph.node:
-            if node.op_type != "MultiThreshold" or node.output[0] in outputs:
-                continue
-            if not _channels_first(model, node):
-                continue
-            shape = model.get_tensor_shape(node.input[0])
-            readers = model.find_consumers(node.output[0]) or []
-            if shape is None or len(shape) != 4 or not readers:
-                continue
-            if not all(
-                r.op_type == "Transpose"
-                and list(get_by_name(r.attribute, "perm").ints) == TO_NHWC
-                and r.output[0] not in outputs
-                for r in readers
-            ):
-                continue
-            _move_before(model, node, readers, shape)
-            return model.transform(InferDataTypes()), True
-        return model, False
+        if not rewrite_first(model, "MultiThreshold", _move_transposes_before):
+            return model, False
+        return model.transform(InferDataTypes()), True
+
+
+def _move_transposes_before(model: ModelWrapper, node: NodeProto) -> bool:
+    outputs = graph_output_names(model)
+    if node.output[0] in outputs or not _channels_first(model, node):
+        return False
+    shape = model.get_tensor_shape(node.input[0])
+    readers = model.find_consumers(node.output[0]) or []
+    if shape is None or len(shape) != 4 or not readers:
+        return False
+    if not all(_to_nhwc(reader, outputs) for reader in readers):
+        return False
+    _move_before(model, node, readers, shape)
+    return True
+
+
+def _to_nhwc(node: NodeProto, outputs: set[str]) -> bool:
+    """Whether ``node`` is a transpose to channels last that writes no graph output."""
+    return (
+        node.op_type == "Transpose" and perm_of(node) == TO_NHWC and node.output[0] not in outputs
+    )
 
 
 def _move_before(
@@ -197,10 +235,7 @@ def _move_before(
     kept = readers[0].output[0]
     node.output[0] = kept
     for reader in readers[1:]:
-        for consumer in model.find_consumers(reader.output[0]) or []:
-            for index, name in enumerate(consumer.input):
-                if name == reader.output[0]:
-                    consumer.input[index] = kept
+        rename_inputs(model.find_consumers(reader.output[0]) or [], reader.output[0], kept)
     for reader in readers:
         graph.node.remove(reader)
 

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from onnx import NodeProto, helper
 from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.transformation.base import Transformation
+from qonnx.transformation.infer_datatypes import InferDataTypes
+from qonnx.transformation.infer_shapes import InferShapes
 
 from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import (
     add_initializer,
     drop_initializer_if_unused,
+    graph_output_names,
+    rewrite_each,
     unique_tensor_name,
 )
 
@@ -37,46 +43,62 @@ class SplitPackedProjections(Transformation):  # type: ignore[misc]
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
-        from qonnx.transformation.infer_datatypes import InferDataTypes
-        from qonnx.transformation.infer_shapes import InferShapes
-
-        split = False
-        for node in list(model.graph.node):
-            split = (node.op_type == "MatMul" and _split(model, node)) or split
-        if split:  # the new tensors' shapes and types
+        if rewrite_each(model, "MatMul", _split):  # the new tensors' shapes and types
             model = model.transform(InferShapes()).transform(InferDataTypes())
         return model, False
 
 
-def _split(model: ModelWrapper, product: NodeProto) -> bool:
+@dataclass(frozen=True)
+class Columns:
+    """A ``Slice`` node taking the columns ``start:end`` of the packed product."""
+
+    node: NodeProto
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class PackedProjection:
+    """``product`` (then the elementwise ``chain``), read by the ``slices`` alone."""
+
+    product: NodeProto
+    chain: list[NodeProto]
+    slices: list[Columns]
+
+
+def _packed_projection(model: ModelWrapper, product: NodeProto) -> PackedProjection | None:
     weight = model.get_initializer(product.input[1])
     if weight is None or weight.ndim != 2:
-        return False
+        return None
     width = weight.shape[1]
     chain, tensor = _elementwise_chain(model, product, width)
-    slices = model.find_consumers(tensor) or []
-    if not slices or any(_columns(model, s, width) is None for s in slices):
+    readers = model.find_consumers(tensor) or []
+    found = [_columns(model, reader, width) for reader in readers]
+    slices = [s for s in found if s is not None]
+    if not slices or len(slices) != len(found) or tensor in graph_output_names(model):
+        return None
+    return PackedProjection(product, chain, slices)
+
+
+def _split(model: ModelWrapper, product: NodeProto) -> bool:
+    packed = _packed_projection(model, product)
+    if packed is None:
         return False
-    if tensor in {o.name for o in model.graph.output}:
-        return False
-    for piece in slices:
-        start, end = _columns(model, piece, width)  # type: ignore[misc]
-        position = list(model.graph.node).index(piece)
-        for offset, new in enumerate(_one_slice(model, product, chain, piece, start, end)):
+    for piece in packed.slices:
+        position = list(model.graph.node).index(piece.node)
+        for offset, new in enumerate(_one_slice(model, packed, piece)):
             model.graph.node.insert(position + offset, new)
-        model.graph.node.remove(piece)
-    for old in (*reversed(chain), product):
+        model.graph.node.remove(piece.node)
+    for old in (*reversed(packed.chain), product):
         model.graph.node.remove(old)
         for name in old.input:
             drop_initializer_if_unused(model, name)
     return True
 
 
-def _one_slice(
-    model: ModelWrapper, product: NodeProto, chain: list[NodeProto], piece: NodeProto,
-    start: int, end: int,
-) -> list[NodeProto]:  # fmt: skip
-    """The product of ``piece``'s columns and ``chain`` on them, writing ``piece``'s output."""
+def _one_slice(model: ModelWrapper, packed: PackedProjection, piece: Columns) -> list[NodeProto]:
+    """The product of ``piece``'s columns and the chain on them, writing ``piece``'s output."""
+    product, chain, start, end = packed.product, packed.chain, piece.start, piece.end
     weight = product.input[1]
     name = f"{product.name}_{start}_{end}"
     columns = add_initializer(
@@ -84,7 +106,7 @@ def _one_slice(
     )
     model.set_tensor_datatype(columns, model.get_tensor_datatype(weight))
     tensors = [unique_tensor_name(model, f"{name}_out{i}") for i in range(len(chain))]
-    tensors.append(piece.output[0])
+    tensors.append(piece.node.output[0])
     nodes = [helper.make_node("MatMul", [product.input[0], columns], [tensors[0]], name=name)]
     for index, step in enumerate(chain):
         constant = _constant_slice(model, step, start, end)
@@ -143,17 +165,31 @@ def _constant_slice(model: ModelWrapper, node: NodeProto, start: int, end: int) 
     return add_initializer(model, f"{name}_{start}_{end}", constant[..., start:end])
 
 
-def _columns(model: ModelWrapper, node: NodeProto, width: int) -> tuple[int, int] | None:
-    """(start, end) of a ``Slice`` taking contiguous columns of the last axis; else None."""
+def _columns(model: ModelWrapper, node: NodeProto, width: int) -> Columns | None:
+    """The columns a ``Slice`` takes, contiguous along the last axis; else None."""
+    parameters = _slice_parameters(model, node)
+    if parameters is None:
+        return None
+    starts, ends, axes, steps = parameters
+    rank = len(model.get_tensor_shape(node.input[0]) or ())
+    if steps != 1 or axes not in (-1, rank - 1):
+        return None
+    start, end = _clamped(starts, width), _clamped(ends, width)
+    return Columns(node, start, end) if start < end else None
+
+
+def _slice_parameters(model: ModelWrapper, node: NodeProto) -> list[int] | None:
+    """Starts, ends, axes and steps (1 when absent) of a ``Slice`` whose each is one
+    constant; else None."""
     if node.op_type != "Slice" or len(node.input) < 4:
         return None
     values = [model.get_initializer(name) for name in node.input[1:]]
     if any(v is None or v.size != 1 for v in values):
         return None
-    starts, ends, axes = (int(v.reshape(-1)[0]) for v in values[:3])
-    steps = int(values[3].reshape(-1)[0]) if len(values) > 3 else 1
-    rank = len(model.get_tensor_shape(node.input[0]) or ())
-    if steps != 1 or axes not in (-1, rank - 1):
-        return None
-    start, end = (max(0, min(width, v + width if v < 0 else v)) for v in (starts, ends))
-    return (start, end) if start < end else None
+    parameters = [int(v.reshape(-1)[0]) for v in values[:4]]
+    return parameters if len(parameters) == 4 else [*parameters, 1]
+
+
+def _clamped(index: int, width: int) -> int:
+    """A slice bound (negative from the end) as a column within ``[0, width]``."""
+    return max(0, min(width, index + width if index < 0 else index))

@@ -14,6 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import numpy as np
+from onnx import helper
+from qonnx.core import execute_custom_node
+from qonnx.core.datatype import DataType
+from qonnx.custom_op.registry import is_custom_op
+from qonnx.util.basic import (
+    get_preferred_qonnx_opset,
+    get_sanitize_quant_tensors,
+    qonnx_make_model,
+)
+
+from brainsmith.frameworks.finn.execution import sanitize_value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,21 +42,14 @@ class NodeMajor:
     does, unless QONNX's sanitising is switched off), and where each tensor is used last."""
 
     def __init__(self, model: ModelWrapper) -> None:
-        from qonnx.util.basic import get_sanitize_quant_tensors
-
         self.model = model
         self.nodes = list(model.graph.node)
-        infos = {
-            v.name: v for v in (*model.graph.input, *model.graph.output, *model.graph.value_info)
-        }
+        graph = model.graph
+        infos = {v.name: v for v in (*graph.input, *graph.output, *graph.value_info)}
         self.runners = [node_runner(model, node, infos) for node in self.nodes]
         self.integers = integer_datatypes(model) if get_sanitize_quant_tensors() != 0 else {}
         self.outputs = [o.name for o in model.graph.output]
-        last = {name: index for index, node in enumerate(self.nodes) for name in node.input}
-        self.dead: list[list[str]] = [[] for _ in self.nodes]  # tensors used last by each node
-        for name, index in last.items():
-            if name not in self.outputs:
-                self.dead[index].append(name)
+        self.dead = _last_uses(self.nodes, self.outputs)  # tensors used last by each node
 
     def run(self, feeds: list[Context], drop: bool = False) -> list[Context]:
         """Every node on every sample's context (the graph's other tensors zero to begin
@@ -66,24 +70,38 @@ class NodeMajor:
         return contexts
 
 
+def _last_uses(nodes: list[onnx.NodeProto], outputs: list[str]) -> list[list[str]]:
+    """Per node, the tensors (graph outputs aside) no later node reads."""
+    last = {name: index for index, node in enumerate(nodes) for name in node.input}
+    dead: list[list[str]] = [[] for _ in nodes]
+    for name, index in last.items():
+        if name not in outputs:
+            dead[index].append(name)
+    return dead
+
+
 def integer_datatypes(model: ModelWrapper) -> dict[str, BaseDataType]:
     """Tensor name -> its QONNX datatype, for the tensors annotated with an integer one
     (``ModelWrapper.get_tensor_datatype``'s answer for each: the first annotation)."""
-    from qonnx.core.datatype import DataType
-
     found: dict[str, BaseDataType] = {}
     seen: set[str] = set()  # QONNX reads a tensor's first annotation only
     for annotation in model.graph.quantization_annotation:
         if annotation.tensor_name in seen:
             continue
         seen.add(annotation.tensor_name)
-        for pair in annotation.quant_parameter_tensor_names:
-            if pair.key == "finn_datatype":
-                datatype = DataType[pair.value]
-                if datatype.is_integer():
-                    found[annotation.tensor_name] = datatype
-                break
+        name = _datatype_name(annotation)
+        datatype = None if name is None else DataType[name]
+        if datatype is not None and datatype.is_integer():
+            found[annotation.tensor_name] = datatype
     return found
+
+
+def _datatype_name(annotation: onnx.TensorAnnotation) -> str | None:
+    """The first ``finn_datatype`` an annotation gives, if any."""
+    for pair in annotation.quant_parameter_tensor_names:
+        if pair.key == "finn_datatype":
+            return str(pair.value)
+    return None
 
 
 def check_integers(
@@ -92,8 +110,6 @@ def check_integers(
     """QONNX's ``sanitize_quant_values`` on ``names`` with their datatypes given: values off
     their integer datatype are rounded (with QONNX's warning), a rounding error above QONNX's
     threshold is an error."""
-    from brainsmith.frameworks.finn.execution import sanitize_value
-
     for name in names:
         datatype = integers.get(name)
         if datatype is not None:
@@ -106,12 +122,6 @@ def node_runner(
     """``run(context)`` executing ``node`` as QONNX's ``execute_node`` does: a custom op by
     its class, a standard one in onnxruntime as a single-node model (made here, once);
     ``infos``: the model's value infos by tensor name."""
-    import onnxruntime
-    from onnx import helper
-    from qonnx.core import execute_custom_node
-    from qonnx.custom_op.registry import is_custom_op
-    from qonnx.util.basic import get_preferred_qonnx_opset, qonnx_make_model
-
     graph = model.graph
     opsets = {o.domain: o.version for o in model.model.opset_import}
     opset = opsets.get(node.domain, get_preferred_qonnx_opset())
@@ -119,6 +129,15 @@ def node_runner(
         return lambda context: execute_custom_node.execute_custom_node(
             node, context, graph, onnx_opset_version=opset
         )
+    return _onnxruntime_runner(node, infos, opset)
+
+
+def _onnxruntime_runner(
+    node: onnx.NodeProto, infos: dict[str, onnx.ValueInfoProto], opset: int
+) -> Runner:
+    """A standard ``node`` run in onnxruntime as a single-node model of ``opset``."""
+    import onnxruntime  # heavy, and only for the standard nodes of a flat model
+
     inputs = [infos[name] for name in dict.fromkeys(node.input) if name in infos]
     outputs = [infos[name] for name in dict.fromkeys(node.output) if name in infos]
     single = qonnx_make_model(helper.make_graph([node], "single-node-exec", inputs, outputs))

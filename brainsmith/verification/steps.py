@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
+from qonnx.custom_op.general.intquant import max_int, min_int, resolve_rounding_mode
 
 from brainsmith.verification.node_major import check_integers
 
@@ -74,6 +75,11 @@ class Tie:
     rule: str  # how the two sides may round it
     gap: float = 0.0  # distance to the boundary, in steps relative to max(1, |pre|)
 
+    @property
+    def key(self) -> tuple[int, int]:
+        """The quantizer and element: the tie whatever its value."""
+        return self.node, self.element
+
 
 def _rounding(node: onnx.NodeProto) -> str:
     for attribute in node.attribute:
@@ -94,16 +100,7 @@ def quantize(
     x = np.asarray(context[node.input[0]], dtype=np.float32)
     scale = np.asarray(context[node.input[1]], dtype=np.float32)
     if node.op_type == "BipolarQuant":
-        pre = np.broadcast_to(x / scale, x.shape)
-        ties = np.abs(pre) <= TIE_EPSILON
-        sign = np.where(x >= 0.0, 1.0, -1.0).astype(np.float32)
-        if flip is not None and flip.size:
-            flat = sign.reshape(-1)
-            chosen = flip[ties.reshape(-1)[flip]]
-            flat[chosen] = -flat[chosen]
-        return np.asarray(sign * scale, dtype=np.float32), pre, ties
-    from qonnx.custom_op.general.intquant import max_int, min_int, resolve_rounding_mode
-
+        return _bipolar(x, scale, flip)
     zero = np.asarray(context[node.input[2]], dtype=np.float32)
     bits = int(np.asarray(context[node.input[3]]).item())
     signed, narrow = _attribute(node, "signed", 1), _attribute(node, "narrow", 0)
@@ -120,12 +117,33 @@ def quantize(
     other = np.clip(other, low, high)
     ties = near & (other != rounded)
     if flip is not None and flip.size:
-        flat = rounded.reshape(-1).copy()
-        chosen = flip[ties.reshape(-1)[flip]]
-        flat[chosen] = other.reshape(-1)[chosen]
-        rounded = flat.reshape(rounded.shape)
+        rounded = _flipped(rounded, other, ties, flip)
     out = ((rounded - zero) * scale).astype(np.float32)
     return out, pre, ties
+
+
+def _bipolar(
+    x: np.ndarray, scale: np.ndarray, flip: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``quantize`` for a ``BipolarQuant``: the sign, ties at 0."""
+    pre = np.broadcast_to(x / scale, x.shape)
+    ties = np.abs(pre) <= TIE_EPSILON
+    sign = np.where(x >= 0.0, 1.0, -1.0).astype(np.float32)
+    if flip is not None and flip.size:
+        flat = sign.reshape(-1)
+        chosen = flip[ties.reshape(-1)[flip]]
+        flat[chosen] = -flat[chosen]
+    return np.asarray(sign * scale, dtype=np.float32), pre, ties
+
+
+def _flipped(
+    rounded: np.ndarray, other: np.ndarray, ties: np.ndarray, flip: np.ndarray
+) -> np.ndarray:
+    """``rounded`` with the tie elements among ``flip`` taking their ``other`` value."""
+    flat = rounded.reshape(-1).copy()
+    chosen = flip[ties.reshape(-1)[flip]]
+    flat[chosen] = other.reshape(-1)[chosen]
+    return flat.reshape(rounded.shape)
 
 
 def rule(node: onnx.NodeProto, pre: float, rounded_up_in_reference: bool) -> str:
@@ -143,32 +161,41 @@ def rule(node: onnx.NodeProto, pre: float, rounded_up_in_reference: bool) -> str
 def output_steps(model: ModelWrapper) -> list[float | None]:
     """Per graph output, the step of the quantizer that makes it, scaled by any constant
     scalar ``Mul``/``Div`` after it; None for a float output (or a per-channel scale)."""
-    steps: list[float | None] = []
-    for output in model.graph.output:
-        factor, name, step = 1.0, output.name, None
-        while True:
-            node = model.find_producer(name)
-            if node is None:
-                break
-            if node.op_type in PASS_THROUGH:
-                name = node.input[0]
-                continue
-            if node.op_type in ("Mul", "Div"):
-                constant = model.get_initializer(node.input[1])
-                if constant is None or np.size(constant) != 1:
-                    break
-                value = float(np.asarray(constant).item())
-                factor *= value if node.op_type == "Mul" else 1.0 / value
-                name = node.input[0]
-                continue
-            if node.op_type in QUANTIZERS:
-                scale = model.get_initializer(node.input[1])
-                if scale is not None and np.size(scale) == 1:
-                    unit = 2.0 if node.op_type == "BipolarQuant" else 1.0
-                    step = abs(factor * unit * float(np.asarray(scale).item()))
-            break
-        steps.append(step)
-    return steps
+    return [_output_step(model, output.name) for output in model.graph.output]
+
+
+def _output_step(model: ModelWrapper, name: str) -> float | None:
+    factor = 1.0
+    while (node := model.find_producer(name)) is not None:
+        if node.op_type in PASS_THROUGH:
+            name = node.input[0]
+            continue
+        if node.op_type not in ("Mul", "Div"):
+            return _quantizer_step(model, node, factor)
+        scale = _constant_scale(model, node)
+        if scale is None:
+            return None
+        factor *= scale
+        name = node.input[0]
+    return None
+
+
+def _constant_scale(model: ModelWrapper, node: onnx.NodeProto) -> float | None:
+    """The factor a ``Mul`` or ``Div`` by a constant scalar scales by, else None."""
+    constant = model.get_initializer(node.input[1])
+    if constant is None or np.size(constant) != 1:
+        return None
+    value = float(np.asarray(constant).item())
+    return value if node.op_type == "Mul" else 1.0 / value
+
+
+def _quantizer_step(model: ModelWrapper, node: onnx.NodeProto, factor: float) -> float | None:
+    """The step of a per-tensor quantizer ``node`` times ``factor``; None for another node."""
+    scale = model.get_initializer(node.input[1]) if node.op_type in QUANTIZERS else None
+    if scale is None or np.size(scale) != 1:
+        return None
+    unit = 2.0 if node.op_type == "BipolarQuant" else 1.0
+    return abs(factor * unit * float(np.asarray(scale).item()))
 
 
 class Reference:
@@ -197,24 +224,37 @@ class Reference:
         indices) the other way. The ties found, per sample (kept as
         ``ties`` when nothing was flipped)."""
         found: list[list[Tie]] = [[] for _ in contexts]
-        for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
-            dead = self.dead[index]
+        for index, execute in enumerate(self.runners):
             for sample, context in enumerate(contexts):
-                check_integers(self.integers, node.input, context)
-                if node.op_type in QUANTIZERS:
-                    flip = None if flips is None else flips[sample].get(index)
-                    out, pre, ties = quantize(node, context, flip)
-                    context[node.output[0]] = out
-                    if index not in self.constant:
-                        found[sample] += self._record(index, node, out, pre, ties)
-                else:
-                    execute(context)
-                check_integers(self.integers, node.output, context)
-                for name in dead:
+                flipped = None if flips is None else flips[sample]
+                found[sample] += self._run_node(index, execute, context, flipped)
+                for name in self.dead[index]:
                     context.pop(name, None)
         if flips is None:
             self.ties = found
         return found
+
+    def _run_node(
+        self,
+        index: int,
+        execute: Callable[[Context], None],
+        context: Context,
+        flips: dict[int, np.ndarray] | None,
+    ) -> list[Tie]:
+        """Run node ``index`` on ``context`` (a quantizer rounding the tie elements of
+        ``flips`` the other way); the ties it records."""
+        node = self.nodes[index]
+        check_integers(self.integers, node.input, context)
+        recorded = []
+        if node.op_type in QUANTIZERS:
+            out, pre, ties = quantize(node, context, None if flips is None else flips.get(index))
+            context[node.output[0]] = out
+            if index not in self.constant:
+                recorded = self._record(index, node, out, pre, ties)
+        else:
+            execute(context)
+        check_integers(self.integers, node.output, context)
+        return recorded
 
     def _record(
         self,
@@ -247,19 +287,29 @@ class Reference:
         for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
             check_integers(self.integers, node.input, context)
             if node.op_type in QUANTIZERS:
-                out, pre, ties = quantize(node, context)
-                if ties.any() and index not in self.constant:
-                    candidates = np.flatnonzero(ties.reshape(-1))
-                    other = quantize(node, context, candidates)[0]
-                    flip = counterparts.sides(out, other, ties, context[node.input[1]])
-                    if flip.size:
-                        out = quantize(node, context, flip)[0]
-                        flipped += self._record(index, node, other, pre, _mask(ties, flip))
-                context[node.output[0]] = out
+                flipped += self._follow_quantizer(index, context, counterparts)
             else:
                 execute(context)
             check_integers(self.integers, node.output, context)
         return [np.asarray(context[o]) for o in self.outputs], flipped
+
+    def _follow_quantizer(
+        self, index: int, context: Context, counterparts: Counterparts
+    ) -> list[Tie]:
+        """Quantizer ``index`` on ``context``, each tie rounded as its counterpart in the
+        followed run has it; the ties flipped."""
+        node = self.nodes[index]
+        out, pre, ties = quantize(node, context)
+        flipped = []
+        if ties.any() and index not in self.constant:
+            candidates = np.flatnonzero(ties.reshape(-1))
+            other = quantize(node, context, candidates)[0]
+            flip = counterparts.sides(out, other, ties, context[node.input[1]])
+            if flip.size:
+                out = quantize(node, context, flip)[0]
+                flipped = self._record(index, node, other, pre, _mask(ties, flip))
+        context[node.output[0]] = out
+        return flipped
 
     def run_sample(
         self, feed: Context, flips: dict[int, np.ndarray]
@@ -298,16 +348,30 @@ class Counterparts:
         for value in self.by_size.get(out.size, ()):
             for layout in _layouts(value, out.shape):
                 for form, unit in ((out, other), (out / scale, other / scale)):
-                    form = np.broadcast_to(form, out.shape).reshape(-1).astype(np.float64)
-                    unit = np.broadcast_to(unit, out.shape).reshape(-1).astype(np.float64)
-                    noise = FOLLOW_NOISE * max(float(np.max(np.abs(form))), 1e-30)
-                    same = np.abs(layout - form) <= noise
-                    if not same[~tied].all():
-                        continue
-                    flipped = ~same & (np.abs(layout - unit) <= noise)
-                    if (same | flipped)[tied].all():
-                        return np.flatnonzero(flipped)
+                    flipped = _flipped_in(layout, form, unit, tied, out.shape)
+                    if flipped is not None:
+                        return flipped
         return np.zeros(0, dtype=np.int64)
+
+
+def _flipped_in(
+    layout: np.ndarray,
+    form: np.ndarray,
+    unit: np.ndarray,
+    tied: np.ndarray,
+    shape: tuple[int, ...],
+) -> np.ndarray | None:
+    """Flat indices of the tie elements (``tied``) the flattened counterpart ``layout`` has
+    as ``unit`` (every tie flipped) instead of ``form``, when it is ``form`` at every other
+    element and one of the two at each tie; else None."""
+    form = np.broadcast_to(form, shape).reshape(-1).astype(np.float64)
+    unit = np.broadcast_to(unit, shape).reshape(-1).astype(np.float64)
+    noise = FOLLOW_NOISE * max(float(np.max(np.abs(form))), 1e-30)
+    same = np.abs(layout - form) <= noise
+    if not same[~tied].all():
+        return None
+    flipped = ~same & (np.abs(layout - unit) <= noise)
+    return np.flatnonzero(flipped) if (same | flipped)[tied].all() else None
 
 
 # The largest difference, relative to a tensor's largest value, of a counterpart's element
@@ -378,81 +442,152 @@ def explain(
         return []  # the reference's own outputs
     if not ties:
         return None
-    if run is not None:
-        outputs, followed = reference.follow(feed, run)
-        if followed and distance(outputs) == 0.0:
-            return followed
+    direct = _followed_or_by_rule(reference, feed, ties, distance, run)
+    if direct is not None:
+        return direct
+    runs = Runs(reference, feed, distance)
+    nearby = Nearby(reference, expected, got) if got is not None else None
+    closest = _closest_first(runs, nearby)
+    if closest is not None or len(ties) > SEARCH_TIE_LIMIT:
+        return closest
+    return _search(runs, {}, -1)
+
+
+def _followed_or_by_rule(
+    reference: Reference,
+    feed: Context,
+    ties: list[Tie],
+    distance: Callable[[list[np.ndarray]], float],
+    run: Context | None,
+) -> list[Tie] | None:
+    """The ties the model's own run flipped, then those FINN's thresholds' rule flips,
+    then all: the first that reproduces the outputs, else None."""
+    followed = _followed(reference, feed, distance, run)
+    if followed is not None:
+        return followed
     half_up = [t for t in ties if t.rule in ("half-even vs half-up", "sign at 0")]
     for start in [half_up, ties] if half_up and len(half_up) < len(ties) else [ties]:
         if distance(reference.run_sample(feed, grouped(start))[0]) == 0.0:
             return start
-    tries = [0]
-    nearby = Nearby(reference, expected, got) if got is not None else None
-    closest = _closest_first(reference, feed, distance, tries, nearby)
-    if closest is not None or len(ties) > SEARCH_TIE_LIMIT:
-        return closest
-
-    def search(chosen: dict[tuple[int, int], Tie], after: int) -> list[Tie] | None:
-        if tries[0] >= MAX_TRIES:
-            return None
-        tries[0] += 1
-        outputs, found = reference.run_sample(feed, grouped(list(chosen.values())))
-        if distance(outputs) == 0.0:
-            return [
-                t
-                for t in chosen.values()
-                if any(t.node == f.node and t.element == f.element for f in found)
-            ]
-        open_ties = [t for t in found if t.node > after]
-        if not open_ties:
-            return None
-        node = min(t.node for t in open_ties)
-        group = [t for t in open_ties if t.node == node]
-        for subset in _subsets(group):
-            result = search({**chosen, **{(t.node, t.element): t for t in subset}}, node)
-            if result is not None:
-                return result
-        return None
-
-    return search({}, -1)
+    return None
 
 
-def _closest_first(
+def _followed(
     reference: Reference,
     feed: Context,
     distance: Callable[[list[np.ndarray]], float],
-    tries: list[int],
-    nearby: Nearby | None = None,
+    run: Context | None,
 ) -> list[Tie] | None:
+    """The ties the model's run (``run``) flipped, when following it reproduces the
+    outputs; else None."""
+    if run is None:
+        return None
+    outputs, followed = reference.follow(feed, run)
+    return followed if followed and distance(outputs) == 0.0 else None
+
+
+@dataclass
+class Runs:
+    """Runs of the reference on one sample with ties flipped, ``MAX_TRIES`` at most."""
+
+    reference: Reference
+    feed: Context
+    distance: Callable[[list[np.ndarray]], float]
+    tries: int = 0
+
+    def exhausted(self) -> bool:
+        return self.tries >= MAX_TRIES
+
+    def run(self, flipped: list[Tie]) -> tuple[float, list[Tie]]:
+        """How far the outputs are with ``flipped`` rounded the other way, and the ties of
+        that run (one try)."""
+        self.tries += 1
+        outputs, found = self.reference.run_sample(self.feed, grouped(flipped))
+        return self.distance(outputs), found
+
+
+def _search(runs: Runs, chosen: dict[tuple[int, int], Tie], after: int) -> list[Tie] | None:
+    """In node order: at the first quantizer after ``after`` with ties open, each subset of
+    them flipped on top of ``chosen``, the later quantizers' ties found anew in each run."""
+    if runs.exhausted():
+        return None
+    score, found = runs.run(list(chosen.values()))
+    if score == 0.0:
+        still = {f.key for f in found}
+        return [t for t in chosen.values() if t.key in still]
+    group = _first_open(found, after)
+    if not group:
+        return None
+    for subset in _subsets(group):
+        result = _search(runs, {**chosen, **{t.key: t for t in subset}}, group[0].node)
+        if result is not None:
+            return result
+    return None
+
+
+def _first_open(found: list[Tie], after: int) -> list[Tie]:
+    """The ties of the first quantizer after node ``after`` with any ([] without one)."""
+    open_ties = [t for t in found if t.node > after]
+    if not open_ties:
+        return []
+    node = min(t.node for t in open_ties)
+    return [t for t in open_ties if t.node == node]
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A tie tried flipped: how far the outputs then are, and the ties of that run."""
+
+    score: float
+    tie: Tie
+    ran: list[Tie]
+
+
+def _closest_first(runs: Runs, nearby: Nearby | None = None) -> list[Tie] | None:
     """Flips kept one at a time: of the ``CLOSEST`` open ties nearest their boundaries (half
     of them, where ``nearby`` is given, the nearest of those where the outputs differ), the
     one whose flip brings the outputs closest, while each brings them closer."""
     chosen: dict[tuple[int, int], Tie] = {}
-    outputs, found = reference.run_sample(feed, {})
-    current = distance(outputs)
-
+    outputs, found = runs.reference.run_sample(runs.feed, {})
+    current = runs.distance(outputs)
     for _ in range(MAX_FLIPS):
-        by_gap = sorted((t for t in found if (t.node, t.element) not in chosen),
-                        key=lambda t: t.gap)  # fmt: skip
-        near = [t for t in by_gap if nearby(t)][: CLOSEST // 2] if nearby else []
-        open_ties = [*near, *(t for t in by_gap if t not in near)][:CLOSEST]
-        best: tuple[float, Tie, list[Tie]] | None = None
-        for tie in open_ties:
-            if tries[0] >= MAX_TRIES:
-                return None
-            tries[0] += 1
-            outputs, ran = reference.run_sample(feed, grouped([*chosen.values(), tie]))
-            score = distance(outputs)
-            if score == 0.0:
-                kept = {**chosen, (tie.node, tie.element): tie}
-                return [t for t in ran if (t.node, t.element) in kept]
-            if best is None or score < best[0]:
-                best = (score, tie, ran)
-        if best is None or best[0] >= current:
+        best = _best_flip(runs, chosen, _candidates(found, chosen, nearby))
+        if best is None:
             return None
-        current, found = best[0], best[2]
-        chosen[(best[1].node, best[1].element)] = best[1]
+        if best.score == 0.0:
+            kept = {**chosen, best.tie.key: best.tie}
+            return [t for t in best.ran if t.key in kept]
+        if best.score >= current:
+            return None
+        current, found = best.score, best.ran
+        chosen[best.tie.key] = best.tie
     return None
+
+
+def _candidates(
+    found: list[Tie], chosen: dict[tuple[int, int], Tie], nearby: Nearby | None
+) -> list[Tie]:
+    """The ``CLOSEST`` open ties to try, half of them where the outputs differ (``nearby``)."""
+    by_gap = sorted((t for t in found if t.key not in chosen), key=lambda t: t.gap)
+    near = [t for t in by_gap if nearby(t)][: CLOSEST // 2] if nearby else []
+    return [*near, *(t for t in by_gap if t not in near)][:CLOSEST]
+
+
+def _best_flip(
+    runs: Runs, chosen: dict[tuple[int, int], Tie], candidates: list[Tie]
+) -> Flip | None:
+    """The candidate whose flip (on top of ``chosen``) brings the outputs closest, the first
+    that reproduces them; None without candidates or once the runs are spent."""
+    best: Flip | None = None
+    for tie in candidates:
+        if runs.exhausted():
+            return None
+        score, ran = runs.run([*chosen.values(), tie])
+        if score == 0.0:
+            return Flip(score, tie, ran)
+        if best is None or score < best.score:
+            best = Flip(score, tie, ran)
+    return best
 
 
 class Nearby:
@@ -467,24 +602,18 @@ class Nearby:
         self.nodes = reference.nodes
         self.positions: list[tuple[int, set[int]]] = []  # (axis length, differing positions)
         for want, have in zip(expected, got, strict=True):
-            want = np.asarray(want, dtype=np.float64)
-            have = np.asarray(have, dtype=np.float64).reshape(want.shape)
-            scale = float(np.max(np.abs(want))) if want.size else 0.0
-            differs = np.abs(want - have) > NEARBY_NOISE * max(scale, 1e-30)
-            for axis, length in enumerate(want.shape):
-                if length < 2:
-                    continue
-                others = tuple(a for a in range(want.ndim) if a != axis)
-                where = set(np.flatnonzero(np.any(differs, axis=others)).tolist())
-                if where and len(where) <= length // 2:  # an axis that tells positions apart
-                    self.positions.append((length, where))
+            self.positions += _differing_positions(want, have)
         self.shapes: dict[int, tuple[int, ...]] = {}
 
+    def _shape(self, node: int) -> tuple[int, ...]:
+        """The shape of quantizer ``node``'s output (() when unknown)."""
+        if node not in self.shapes:
+            shape = self.model.get_tensor_shape(self.nodes[node].output[0])
+            self.shapes[node] = tuple(shape or ())
+        return self.shapes[node]
+
     def __call__(self, tie: Tie) -> bool:
-        if tie.node not in self.shapes:
-            shape = self.model.get_tensor_shape(self.nodes[tie.node].output[0])
-            self.shapes[tie.node] = tuple(shape or ())
-        shape = self.shapes[tie.node]
+        shape = self._shape(tie.node)
         if not shape or int(np.prod(shape)) <= tie.element:
             return False
         index = np.unravel_index(tie.element, shape)
@@ -493,6 +622,27 @@ class Nearby:
             for length, where in self.positions
             for size, at in zip(shape, index, strict=True)
         )
+
+
+def _differing_positions(want: np.ndarray, have: np.ndarray) -> list[tuple[int, set[int]]]:
+    """Per axis of an output that tells positions apart (at most half of them differ): its
+    length and the positions where ``have`` differs from ``want``."""
+    want = np.asarray(want, dtype=np.float64)
+    have = np.asarray(have, dtype=np.float64).reshape(want.shape)
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    differs = np.abs(want - have) > NEARBY_NOISE * max(scale, 1e-30)
+    positions = []
+    for axis, length in enumerate(want.shape):
+        where = _positions_along(differs, axis) if length >= 2 else set()
+        if where and len(where) <= length // 2:
+            positions.append((length, where))
+    return positions
+
+
+def _positions_along(differs: np.ndarray, axis: int) -> set[int]:
+    """The positions along ``axis`` where any element differs."""
+    others = tuple(a for a in range(differs.ndim) if a != axis)
+    return set(np.flatnonzero(np.any(differs, axis=others)).tolist())
 
 
 NEARBY_NOISE = 1e-6  # of the largest output: a smaller difference is not a differing position

@@ -38,6 +38,7 @@ import hashlib
 from dataclasses import dataclass, replace
 
 import numpy as np
+from onnx import numpy_helper
 
 from brainsmith.blueprint.options import VERIFY_RTOL
 from brainsmith.frameworks.finn.execution import graph_inputs, in_parent, runnable_copy
@@ -166,20 +167,31 @@ def _draw(
 def _quant_range(model: ModelWrapper, name: str) -> tuple[float, float]:
     """The range a ``Quant`` consumer of a float input represents, one step wider each side."""
     for node in model.find_consumers(name) or ():
-        if node.op_type != "Quant" or node.input[0] != name:
-            continue
-        scale, zero, bits = (model.get_initializer(t) for t in node.input[1:4])
-        if scale is None or zero is None or bits is None or np.size(scale) != 1:
-            break
-        attrs = {a.name: a.i for a in node.attribute}
-        bits = int(np.asarray(bits).item())
-        if attrs.get("signed", 1):
-            low, high = -(2 ** (bits - 1)) + attrs.get("narrow", 0), 2 ** (bits - 1) - 1
-        else:
-            low, high = 0, 2**bits - 1 - attrs.get("narrow", 0)
-        s, z = float(np.asarray(scale).item()), float(np.asarray(zero).item())
-        return (low - 1 - z) * s, (high + 1 - z) * s
+        if node.op_type == "Quant" and node.input[0] == name:
+            represented = _represented(model, node)
+            return represented if represented is not None else (-1.0, 1.0)
     return -1.0, 1.0
+
+
+def _represented(model: ModelWrapper, quant: onnx.NodeProto) -> tuple[float, float] | None:
+    """The range ``quant`` represents, one step wider each side; None without a constant
+    per-tensor scale, zero point and width."""
+    scale, zero, bits = (model.get_initializer(t) for t in quant.input[1:4])
+    if scale is None or zero is None or bits is None or np.size(scale) != 1:
+        return None
+    low, high = _integer_range(quant, int(np.asarray(bits).item()))
+    s, z = float(np.asarray(scale).item()), float(np.asarray(zero).item())
+    return (low - 1 - z) * s, (high + 1 - z) * s
+
+
+def _integer_range(quant: onnx.NodeProto, bits: int) -> tuple[int, int]:
+    """The smallest and largest integer of ``quant`` at ``bits`` (signed unless it says not,
+    narrow if it says so)."""
+    attrs = {a.name: a.i for a in quant.attribute}
+    narrow = attrs.get("narrow", 0)
+    if attrs.get("signed", 1):
+        return -(2 ** (bits - 1)) + narrow, 2 ** (bits - 1) - 1
+    return 0, 2**bits - 1 - narrow
 
 
 def run(
@@ -193,9 +205,7 @@ def run(
     if _flat(model):
         contexts = (prepared or NodeMajor(model)).run(feeds, drop=True)
     else:
-        from finn.core.onnx_exec import execute_onnx
-
-        contexts = [execute_onnx(model, feed) for feed in feeds]
+        contexts = _run_in_finn(model, feeds)
     return [[np.asarray(context[o]) for o in outputs] for context in contexts]
 
 
@@ -207,14 +217,27 @@ def run_all(model: ModelWrapper, sample: Sample, prepared: NodeMajor | None = No
     if _flat(model):
         context = (prepared or NodeMajor(model)).run([feed])[0]
     else:
-        from finn.core.onnx_exec import execute_onnx
-        from qonnx.custom_op.registry import getCustomOp
-
-        for node in model.get_nodes_by_op_type("StreamingDataflowPartition"):
-            getCustomOp(node).set_nodeattr("return_full_exec_context", 1)
-        context = execute_onnx(model, feed, return_full_exec_context=True)
+        context = _every_tensor_in_finn(model, feed)
     given = {*feed, *(t.name for t in model.graph.initializer)}
     return {name: value for name, value in context.items() if name not in given}
+
+
+def _run_in_finn(model: ModelWrapper, feeds: list[Context]) -> list[Context]:
+    """Each feed run one at a time through FINN's executor."""
+    from finn.core.onnx_exec import execute_onnx
+
+    return [execute_onnx(model, feed) for feed in feeds]
+
+
+def _every_tensor_in_finn(model: ModelWrapper, feed: Context) -> Context:
+    """Every tensor FINN's executor computes on ``feed``, inside the partitions too."""
+    from finn.core.onnx_exec import execute_onnx
+    from qonnx.custom_op.registry import getCustomOp
+
+    for node in model.get_nodes_by_op_type("StreamingDataflowPartition"):
+        getCustomOp(node).set_nodeattr("return_full_exec_context", 1)
+    context: Context = execute_onnx(model, feed, return_full_exec_context=True)
+    return context
 
 
 def _flat(model: ModelWrapper) -> bool:
@@ -225,6 +248,139 @@ def _flat(model: ModelWrapper) -> bool:
         node.op_type in partitions or any(a.type in (5, 10) for a in node.attribute)
         for node in model.graph.node
     )
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Per output: its quantizer step (None for a float output), the unit a difference is
+    measured in (the step, else the largest expected value, else 1) and the absolute
+    tolerance; ``rtol`` of the reference value is allowed on top."""
+
+    steps: list[float | None]
+    units: list[float]
+    atols: list[float]
+    rtol: float
+
+    def distance_to(self, target: Outputs) -> Distance:
+        """How far outputs are from ``target``: the sum of the differences beyond the
+        tolerances, in units."""
+
+        def distance(outputs: Outputs) -> float:
+            total = 0.0
+            for o, (want, ref) in enumerate(zip(target, outputs, strict=True)):
+                want = np.asarray(want, dtype=np.float64)
+                ref = np.asarray(ref, dtype=np.float64).reshape(want.shape)
+                beyond = np.abs(want - ref) - self.atols[o] - self.rtol * np.abs(ref)
+                total += float(np.sum(np.maximum(beyond, 0.0))) / self.units[o]
+            return total
+
+        return distance
+
+
+def _tolerances(
+    expected: list[Outputs], atol: float | None, rtol: float, steps: list[float | None] | None
+) -> Tolerances:
+    """``atol`` for every output when given, else ``STEP_NOISE`` of its step or
+    ``FLOAT_RTOL`` of its largest expected value (over the samples)."""
+    count = len(expected[0])
+    steps = steps if steps is not None and len(steps) == count else [None] * count
+    largest = [max(_largest(s[o]) for s in expected) for o in range(count)]
+    units = [step or largest[o] or 1.0 for o, step in enumerate(steps)]
+    atols = [_atol(atol, step, largest[o]) for o, step in enumerate(steps)]
+    return Tolerances(steps, units, atols, rtol)
+
+
+def _largest(values: np.ndarray) -> float:
+    """The largest magnitude in ``values`` (0 when empty)."""
+    return float(np.max(np.abs(values))) if values.size else 0.0
+
+
+def _atol(atol: float | None, step: float | None, largest: float) -> float:
+    """``atol`` when given, else ``STEP_NOISE`` of the step or ``FLOAT_RTOL`` of the largest
+    expected value."""
+    if atol is not None:
+        return atol
+    return STEP_NOISE * step if step else FLOAT_RTOL * largest
+
+
+@dataclass(frozen=True)
+class SampleDifference:
+    """One sample's outputs against the expected ones: the outputs in the expected shapes,
+    the largest difference of each, and how many elements differ beyond the tolerances."""
+
+    shaped: list[np.ndarray]
+    tops: list[float]
+    differing: int
+
+    def size(self, tolerances: Tolerances) -> float:
+        """The largest difference, in units."""
+        return max([0.0, *(top / tolerances.units[o] for o, top in enumerate(self.tops))])
+
+
+def _size_mismatch(got_outputs: Outputs, want_outputs: Outputs) -> int | None:
+    """The size of the first expected output the model's output does not match in size."""
+    for got, want in zip(got_outputs, want_outputs, strict=True):
+        if got.size != want.size:
+            return int(want.size)
+    return None
+
+
+def _difference(
+    got_outputs: Outputs, want_outputs: Outputs, tolerances: Tolerances
+) -> SampleDifference:
+    shaped, tops, differing = [], [], 0
+    for o, (got, want) in enumerate(zip(got_outputs, want_outputs, strict=True)):
+        got, want = got.reshape(want.shape).astype(np.float64), want.astype(np.float64)
+        shaped.append(got)
+        diff = np.nan_to_num(np.abs(got - want), nan=np.inf)  # a NaN is no match
+        tops.append(float(np.max(diff)) if got.size else 0.0)
+        beyond = diff > tolerances.atols[o] + tolerances.rtol * np.abs(want)
+        differing += int(np.count_nonzero(beyond))
+    return SampleDifference(shaped, tops, differing)
+
+
+@dataclass
+class Tally:
+    """What a comparison found so far (see ``Check``)."""
+
+    worst: float = 0.0
+    worst_steps: float | None = None
+    errors: int = 0
+    ties: int = 0
+    tie_samples: int = 0
+    worst_tie: str = ""
+    worst_tie_size: float = -1.0
+
+    def measure(self, difference: SampleDifference, steps: list[float | None]) -> None:
+        """The largest differences, absolute and in steps."""
+        for o, top in enumerate(difference.tops):
+            self.worst, step = max(self.worst, top), steps[o]
+            if step:
+                self.worst_steps = max(self.worst_steps or 0.0, top / step)
+
+    def tied(
+        self, sample: int, found: list[Tie], size: float, describe: Callable[[Tie], str] | None
+    ) -> None:
+        """A sample whose difference the ties ``found`` explain (``size`` in units)."""
+        self.ties, self.tie_samples = self.ties + len(found), self.tie_samples + 1
+        if size > self.worst_tie_size and describe is not None:
+            self.worst_tie_size = size
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            self.worst_tie = f"sample {sample}: {describe(found[0])}{more}"
+
+    def check(self, label: str, samples: int) -> Check:
+        return Check(
+            label,
+            samples,
+            self.worst,
+            self.errors == 0,
+            False,
+            self.worst_steps,
+            self.errors,
+            self.ties,
+            self.tie_samples,
+            self.worst_tie,
+        )
 
 
 def compare(
@@ -245,74 +401,27 @@ def compare(
     their differing elements counts as an error)."""
     if not expected:
         return Check(label, 0, 0.0, True)
-    count = len(expected[0])
-    steps = steps if steps is not None and len(steps) == count else [None] * count
-    largest = [max(float(np.max(np.abs(s[o]))) if s[o].size else 0.0 for s in expected)
-               for o in range(count)]  # fmt: skip
-    units = [step or largest[o] or 1.0 for o, step in enumerate(steps)]
-    tolerances = [
-        atol if atol is not None else (STEP_NOISE * step if step else FLOAT_RTOL * largest[o])
-        for o, step in enumerate(steps)
-    ]
-    worst, worst_steps, errors, ties, tie_samples = 0.0, None, 0, 0, 0
-    worst_tie, worst_tie_size = "", -1.0
-
-    def distance_to(target: Outputs) -> Distance:
-        def distance(outputs: Outputs) -> float:
-            total = 0.0
-            for o, (want, ref) in enumerate(zip(target, outputs, strict=True)):
-                want = np.asarray(want, dtype=np.float64)
-                ref = np.asarray(ref, dtype=np.float64).reshape(want.shape)
-                beyond = np.abs(want - ref) - tolerances[o] - rtol * np.abs(ref)
-                total += float(np.sum(np.maximum(beyond, 0.0))) / units[o]
-            return total
-
-        return distance
-
+    tolerances = _tolerances(expected, atol, rtol, steps)
+    tally = Tally()
     for sample, (got_outputs, want_outputs) in enumerate(zip(actual, expected, strict=True)):
-        differing, size = 0, 0.0
-        shaped = []
-        for o, (got, want) in enumerate(zip(got_outputs, want_outputs, strict=True)):
-            if got.size != want.size:
-                return Check(label, len(actual), float("inf"), False, errors=max(1, want.size))
-            got, want = got.reshape(want.shape).astype(np.float64), want.astype(np.float64)
-            shaped.append(got)
-            diff = np.nan_to_num(np.abs(got - want), nan=np.inf)  # a NaN is no match
-            top = float(np.max(diff)) if got.size else 0.0
-            worst, size = max(worst, top), max(size, top / units[o])
-            step = steps[o]
-            if step:
-                worst_steps = max(worst_steps or 0.0, top / step)
-            differing += int(np.count_nonzero(diff > tolerances[o] + rtol * np.abs(want)))
-        if not differing:
+        mismatch = _size_mismatch(got_outputs, want_outputs)
+        if mismatch is not None:
+            return Check(label, len(actual), float("inf"), False, errors=max(1, mismatch))
+        difference = _difference(got_outputs, want_outputs, tolerances)
+        tally.measure(difference, tolerances.steps)
+        if not difference.differing:
             continue
-
         found = None
-        if explainer is not None and not errors:  # after one error the check has failed
+        if explainer is not None and not tally.errors:  # after one error the check has failed
+            to_model = tolerances.distance_to(difference.shaped)
             found = explainer(
-                sample, got_outputs, want_outputs, distance_to(shaped), distance_to(want_outputs)
+                sample, got_outputs, want_outputs, to_model, tolerances.distance_to(want_outputs)
             )
         if found is None:
-            errors += differing
-            continue
-        ties, tie_samples = ties + len(found), tie_samples + 1
-        if size > worst_tie_size and describe is not None:
-            worst_tie_size = size
-            worst_tie = f"sample {sample}: {describe(found[0])}" + (
-                f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            )
-    return Check(
-        label,
-        len(actual),
-        worst,
-        errors == 0,
-        False,
-        worst_steps,
-        errors,
-        ties,
-        tie_samples,
-        worst_tie,
-    )
+            tally.errors += difference.differing
+        else:
+            tally.tied(sample, found, difference.size(tolerances), describe)
+    return tally.check(label, len(actual))
 
 
 class Verifier:
@@ -491,34 +600,58 @@ def computation_key(
     return digest.hexdigest()
 
 
+class TensorNumbers:
+    """Tensors numbered by first use; an initializer's content goes into the digest where
+    it is first used."""
+
+    def __init__(self, graph: onnx.GraphProto, digest: hashlib._Hash) -> None:
+        self.initializers = {t.name: t for t in graph.initializer}
+        self.digest = digest
+        self.numbers: dict[str, int] = {}
+
+    def __call__(self, name: str) -> str:
+        if not name:
+            return "-"
+        if name not in self.numbers:
+            self.numbers[name] = len(self.numbers)
+            if name in self.initializers:  # weights by content, where they are first used
+                array = numpy_helper.to_array(self.initializers[name])
+                self.digest.update(f"init {array.dtype} {array.shape}".encode())
+                self.digest.update(array.tobytes())
+        return str(self.numbers[name])
+
+
 def _digest_graph(
     graph: onnx.GraphProto, digest: hashlib._Hash, skip: frozenset[str] | set[str] = frozenset()
 ) -> None:
-    from onnx import numpy_helper
-
-    initializers = {t.name: t for t in graph.initializer}
-    numbers: dict[str, int] = {}
-
-    def number(name: str) -> str:
-        if not name:
-            return "-"
-        if name not in numbers:
-            numbers[name] = len(numbers)
-            if name in initializers:  # weights by content, where they are first used
-                array = numpy_helper.to_array(initializers[name])
-                digest.update(f"init {array.dtype} {array.shape}".encode())
-                digest.update(array.tobytes())
-        return str(numbers[name])
-
+    number = TensorNumbers(graph, digest)
     for tensor in graph.input:
         digest.update(f"in {number(tensor.name)} {tensor.type}".encode())
     for node in graph.node:
-        inputs = " ".join(number(name) for name in node.input)
-        outputs = " ".join(number(name) for name in node.output)
-        digest.update(f"node {node.domain} {node.op_type} {inputs} > {outputs}".encode())
-        for attribute in sorted(node.attribute, key=lambda a: a.name):
-            if attribute.name not in NOT_COMPUTED and attribute.name not in skip:
-                digest.update(attribute.SerializeToString(deterministic=True))
+        _digest_node(node, number, digest, skip)
+    _digest_annotations(graph, number.numbers, digest)
+    digest.update(b"|")
+
+
+def _digest_node(
+    node: onnx.NodeProto,
+    number: TensorNumbers,
+    digest: hashlib._Hash,
+    skip: frozenset[str] | set[str],
+) -> None:
+    """A node's domain, op type, numbered tensors and computed attributes."""
+    inputs = " ".join(number(name) for name in node.input)
+    outputs = " ".join(number(name) for name in node.output)
+    digest.update(f"node {node.domain} {node.op_type} {inputs} > {outputs}".encode())
+    for attribute in sorted(node.attribute, key=lambda a: a.name):
+        if attribute.name not in NOT_COMPUTED and attribute.name not in skip:
+            digest.update(attribute.SerializeToString(deterministic=True))
+
+
+def _digest_annotations(
+    graph: onnx.GraphProto, numbers: dict[str, int], digest: hashlib._Hash
+) -> None:
+    """The shapes and datatypes of the numbered tensors."""
     shapes = {numbers[i.name]: str(i.type) for i in (*graph.value_info, *graph.output)
               if i.name in numbers}  # fmt: skip
     types = {
@@ -528,4 +661,3 @@ def _digest_graph(
     }
     digest.update(repr(sorted(shapes.items())).encode())
     digest.update(repr(sorted(types.items())).encode())
-    digest.update(b"|")
