@@ -123,7 +123,7 @@ def _prepare() -> None:
         "TORCHINDUCTOR_CACHE_DIR", os.path.join(os.environ["FINN_BUILD_DIR"], "torchinductor")
     )
     try:
-        from brainsmith.frameworks.finn import linear_passes, tensor_names
+        from brainsmith.frameworks.finn.passes import linear_passes, tensor_names
 
         tensor_names.install()
         linear_passes.install()

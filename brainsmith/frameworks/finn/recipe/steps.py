@@ -46,7 +46,7 @@ def qonnx_to_finn(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper
     )
     from qonnx.util.cleanup import cleanup_model
 
-    from brainsmith.frameworks.finn.rounding import (
+    from brainsmith.frameworks.finn.passes.rounding import (
         half_even_quantizers,
         round_thresholds_half_even,
     )

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.blueprint.options import FoldingOptions
-    from brainsmith.frameworks.finn.folding import FoldingRecord
+    from brainsmith.frameworks.finn.folding.search import FoldingRecord
 
 RECORD = "folding.json"
 FOLDING_ATTRIBUTES = (
@@ -43,7 +43,7 @@ def fold_for_target(
         return model, None
     # a latency alone: no layer may take longer than the whole frame
     target = throughput if throughput is not None else max(1, cast(int, latency))
-    from brainsmith.frameworks.finn.folding import layer_cycles
+    from brainsmith.frameworks.finn.folding.search import layer_cycles
 
     if options.search == "finn" and throughput is not None:
         from finn.builder.build_dataflow_steps import step_target_fps_parallelization
@@ -57,7 +57,7 @@ def fold_for_target(
         }
         record["cycles"] = max(final.values(), default=0)
     else:
-        from brainsmith.frameworks.finn.folding import fold
+        from brainsmith.frameworks.finn.folding.search import fold
         from brainsmith.frameworks.finn.parts import part_resources
 
         part = fpga_part(cfg)
@@ -77,7 +77,7 @@ def _fold_for_latency(
 ) -> FoldingRecord:
     """``record`` after folding ``model`` further (brainsmith's search, whichever folded
     first) so that a frame takes at most ``latency`` cycles through the pipeline."""
-    from brainsmith.frameworks.finn.folding import fold_for_latency, layer_cycles
+    from brainsmith.frameworks.finn.folding.search import fold_for_latency, layer_cycles
     from brainsmith.frameworks.finn.parts import part_resources
 
     part = fpga_part(cfg)
@@ -140,7 +140,7 @@ def finn_record(model, target: int, wwidth_max: int) -> FoldingRecord:
     from finn.transformation.fpgadataflow.set_folding import SetFolding
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.frameworks.finn.folding import MATRIX_LAYERS, layer_cycles, other_limit
+    from brainsmith.frameworks.finn.folding.search import MATRIX_LAYERS, layer_cycles, other_limit
 
     folded = copy.deepcopy(model).transform(
         SetFolding(target, mvau_wwidth_max=wwidth_max, two_pass_relaxation=False)

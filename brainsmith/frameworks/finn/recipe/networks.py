@@ -345,7 +345,7 @@ def convert_to_hw(
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.reorder import MoveScalarLinearPastInvariants
 
-    from brainsmith.frameworks.finn.flatten import RemoveFlattenForks
+    from brainsmith.frameworks.finn.passes.flatten import RemoveFlattenForks
 
     first = [*rewrites, *(n for n in names if short_name(n) in SCALE_LEAVING_TRANSFORMS)]
     last = [n for n in names if short_name(n) in LAYOUT_TRANSFORMS]
@@ -399,7 +399,7 @@ def fix_layouts(model):
     from qonnx.transformation.infer_shapes import InferShapes
 
     model = model.transform(AbsorbConsecutiveTransposes())
-    from brainsmith.frameworks.finn.flatten import RemoveFlattenForks
+    from brainsmith.frameworks.finn.passes.flatten import RemoveFlattenForks
 
     model = model.transform(RemoveFlattenForks())
     model = _tidy(model).transform(InferDataLayouts()).transform(InferShapes())
