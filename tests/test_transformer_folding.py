@@ -143,7 +143,7 @@ def test_the_folding_record_names_the_layers_final_onnx_has(encoder, tmp_path):
     no later model has, so the report could not say why the bottleneck was slow)."""
     from finn.builder.build_dataflow_config import DataflowBuildConfig
 
-    from brainsmith.frameworks.finn.folding.record import follow_decomposition
+    from brainsmith.frameworks.finn.folding.target import follow_decomposition
     from brainsmith.frameworks.finn.recipe.steps import transpose_decomposition
 
     model = copy.deepcopy(encoder)

@@ -456,7 +456,7 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     config file if given, minimise bit widths, decompose Shuffle layers into implementable
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
     every layer must then have a backend."""
-    from brainsmith.frameworks.finn.folding.record import fold_for_target, follow_decomposition
+    from brainsmith.frameworks.finn.folding.target import fold_for_target, follow_decomposition
     from brainsmith.frameworks.finn.recipe import steps as finn_steps
 
     context = context_of(cfg)

@@ -12,17 +12,25 @@ weights of each matrix layer (``MVAU``) that reads it. Anything else is left as 
 from __future__ import annotations
 
 import numpy as np
+from finn.util.fpgadataflow import is_fpgadataflow_node
 from qonnx.transformation.base import Transformation
 from qonnx.util.basic import get_by_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from onnx import NodeProto
+    from qonnx.core.modelwrapper import ModelWrapper
 
 NHWC_TO_NCHW = [0, 3, 1, 2]
 
 
-class RemoveFlattenForks(Transformation):
+class RemoveFlattenForks(Transformation):  # type: ignore[misc]
     """Remove each Flatten (or flattening Reshape) whose every reader is a hardware layer,
     with the transpose before it absorbed into each reader's weights."""
 
-    def apply(self, model):
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
         for node in list(model.graph.node):
             flattening = node.op_type in ("Flatten", "Reshape") and _flattens(model, node)
             if flattening and _remove(model, node):
@@ -30,16 +38,14 @@ class RemoveFlattenForks(Transformation):
         return model, False
 
 
-def _flattens(model, node) -> bool:
+def _flattens(model: ModelWrapper, node: NodeProto) -> bool:
     before, after = model.get_tensor_shape(node.input[0]), model.get_tensor_shape(node.output[0])
     return bool(before and after and len(after) == 2 and before[0] == after[0])
 
 
-def _remove(model, flatten) -> bool:
+def _remove(model: ModelWrapper, flatten: NodeProto) -> bool:
     """Remove ``flatten`` (and a transpose before it) if every reader takes it."""
-    from finn.util.fpgadataflow import is_fpgadataflow_node
-
-    readers = model.find_consumers(flatten.output[0]) or []
+    readers: list[NodeProto] = model.find_consumers(flatten.output[0]) or []
     producer = model.find_producer(flatten.input[0])
     outputs = {t.name for t in model.graph.output}
     if not readers or producer is None or flatten.output[0] in outputs:
@@ -50,42 +56,71 @@ def _remove(model, flatten) -> bool:
         _rewire(readers, flatten.output[0], flatten.input[0])
         model.graph.node.remove(flatten)
         return True
-    if producer.op_type != "Transpose" or _perm(producer) != NHWC_TO_NCHW:
+    return _absorb_transpose(model, flatten, producer, readers)
+
+
+def _absorb_transpose(
+    model: ModelWrapper, flatten: NodeProto, transpose: NodeProto, readers: list[NodeProto]
+) -> bool:
+    """Remove ``flatten`` and the channels-last to channels-first ``transpose`` before it,
+    with the transpose absorbed into each reader's weights, if every reader can take it."""
+    matrices = _absorbing_weights(model, flatten, transpose, readers)
+    if matrices is None:
         return False
-    source = model.find_producer(producer.input[0])
-    shape = model.get_tensor_shape(producer.input[0])
-    alone = (model.find_consumers(producer.output[0]) or []) == [flatten]
-    if not (source is not None and is_fpgadataflow_node(source) and alone and shape):
-        return False
-    weights = [_weights(model, reader) for reader in readers]
-    matrices = [w for w in weights if w is not None]
-    if len(matrices) != len(readers) or len({r.input[1] for r in readers}) != len(readers):
-        return False  # a reader without its own weights cannot absorb the transpose
-    _, height, width, channels = shape
+    _, height, width, channels = model.get_tensor_shape(transpose.input[0])
     for reader, matrix in zip(readers, matrices, strict=True):
         rows, cols = matrix.shape  # channels-first order of the rows -> channels-last
         permuted = matrix.reshape(channels, height, width, cols).transpose(1, 2, 0, 3)
         model.set_initializer(reader.input[1], permuted.reshape(rows, cols))
-    _rewire(readers, flatten.output[0], producer.input[0])
+    _rewire(readers, flatten.output[0], transpose.input[0])
     model.graph.node.remove(flatten)
-    model.graph.node.remove(producer)
+    model.graph.node.remove(transpose)
     return True
 
 
-def _weights(model, reader) -> np.ndarray | None:
+def _absorbing_weights(
+    model: ModelWrapper, flatten: NodeProto, transpose: NodeProto, readers: list[NodeProto]
+) -> list[np.ndarray] | None:
+    """Each reader's own weight matrix, when ``transpose`` is a channels-last to
+    channels-first transpose of a hardware layer's output read by ``flatten`` alone and
+    every reader is a matrix layer with weights of its own; else None."""
+    if not _hardware_to_channels_first(model, transpose, flatten):
+        return None
+    weights = [_weights(model, reader) for reader in readers]
+    matrices = [w for w in weights if w is not None]
+    if len(matrices) != len(readers) or len({r.input[1] for r in readers}) != len(readers):
+        return None  # a reader without its own weights cannot absorb the transpose
+    return matrices
+
+
+def _hardware_to_channels_first(
+    model: ModelWrapper, transpose: NodeProto, flatten: NodeProto
+) -> bool:
+    """Whether ``transpose`` turns a hardware layer's channels-last output channels-first
+    for ``flatten`` alone."""
+    if transpose.op_type != "Transpose" or _perm(transpose) != NHWC_TO_NCHW:
+        return False
+    source = model.find_producer(transpose.input[0])
+    shape = model.get_tensor_shape(transpose.input[0])
+    alone = (model.find_consumers(transpose.output[0]) or []) == [flatten]
+    return bool(source is not None and is_fpgadataflow_node(source) and alone and shape)
+
+
+def _weights(model: ModelWrapper, reader: NodeProto) -> np.ndarray | None:
     """The weight matrix of a matrix layer ``reader`` (None for any other reader)."""
     if not reader.op_type.startswith("MVAU") or len(reader.input) < 2:
         return None
-    return model.get_initializer(reader.input[1])
+    found: np.ndarray | None = model.get_initializer(reader.input[1])
+    return found
 
 
-def _rewire(readers, old: str, new: str) -> None:
+def _rewire(readers: Sequence[NodeProto], old: str, new: str) -> None:
     for reader in readers:
         for index, name in enumerate(reader.input):
             if name == old:
                 reader.input[index] = new
 
 
-def _perm(node) -> list[int]:
+def _perm(node: NodeProto) -> list[int]:
     attribute = get_by_name(node.attribute, "perm")
     return list(attribute.ints) if attribute is not None else []
