@@ -23,6 +23,7 @@ import threading
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.facts import HW_DOMAIN, LAYER_DOMAINS
 from brainsmith.frameworks.finn.tables import is_custom_op_class
+from brainsmith.plugin.errors import PluginError, PluginNotFoundError
 from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
@@ -84,8 +85,6 @@ def on_layer_loaded(registry: Registry, spec: PluginSpec, obj: object) -> None:
         _register_once(place, obj, spec)
         _seen[key] = obj
     for kernel in _kernels_of(registry, spec) if spec.type == "backend" else ():
-        from brainsmith.plugin.errors import PluginError
-
         with contextlib.suppress(PluginError):  # a broken kernel fails where it is used
             registry.load(kernel)  # a backend's layers run as its kernel's in Python
 
@@ -122,8 +121,6 @@ def _short(spec: PluginSpec) -> str:
 def _decomposed_kernels(registry: Registry, kernels: Iterable[str]) -> set[str]:
     """The names of the kernels the planned ``kernels`` are decomposed into by a later step
     (``decomposes_into``: FINN's Shuffle into InnerShuffle and OuterShuffle)."""
-    from brainsmith.plugin.errors import PluginNotFoundError
-
     parts: set[str] = set()
     for name in kernels:
         try:
@@ -136,8 +133,6 @@ def _decomposed_kernels(registry: Registry, kernels: Iterable[str]) -> set[str]:
 
 def _kernel_of(registry: Registry, spec: PluginSpec) -> PluginSpec | None:
     """The kernel a backend implements: its own framework's first, then by priority."""
-    from brainsmith.plugin.errors import PluginNotFoundError
-
     name = str(spec.metadata.get("kernel", ""))
     tries = [name] if ":" in name else [f"{spec.framework}:{name}", name]
     for wanted in tries:
@@ -267,8 +262,6 @@ def register_finn_layers(op_types: Iterable[str], registry: Registry | None = No
     transforms find the layers they create. Returns the op types imported."""
     from qonnx.custom_op.registry import is_custom_op
 
-    from brainsmith.plugin.errors import PluginError
-
     registry = registry or _registry()
     imported = []
     for op_type in dict.fromkeys(op_types):
@@ -346,8 +339,6 @@ def _load_provider(
 ) -> str | None:
     """Load the plugin recorded for ``op_type``, else any plugin whose layer it is; the
     reason it failed, or None."""
-    from brainsmith.plugin.errors import PluginError
-
     try:
         for spec in _providers_of(registry, domain, op_type, entry):
             registry.load(spec)

@@ -15,6 +15,7 @@ import os
 import re
 
 from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES
+from brainsmith.plugin.discovery.sources.adapters import locate_package
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,8 +92,6 @@ def part_resources(part: str) -> tuple[dict[str, int], str] | None:
 @functools.cache
 def _tables() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     """(board -> part, device -> resources) from FINN's sources."""
-    from brainsmith.plugin.discovery.sources.adapters import locate_package
-
     folder = locate_package("finn")
     if folder is None:
         return {}, {}

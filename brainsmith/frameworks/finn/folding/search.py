@@ -187,8 +187,6 @@ def fold_for_latency(
 def critical_path_cycles(model: ModelWrapper) -> int:
     """A frame's estimated latency as FINN's ``dataflow_performance`` computes it: the
     largest sum of layer cycles along a path from the input to an output."""
-    from qonnx.custom_op.registry import getCustomOp
-
     reached: dict[str, int] = {}
     for node in model.graph.node:
         before = [reached.get(p.name, 0) for p in model.find_direct_predecessors(node) or []]

@@ -33,11 +33,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 
+from qonnx.core.datatype import DataType
+from qonnx.core.modelwrapper import ModelWrapper
+from qonnx.transformation import general
+from qonnx.transformation.infer_data_layouts import InferDataLayouts
+from qonnx.transformation.infer_datatypes import InferDataTypes
+from qonnx.util.basic import get_by_name
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from onnx import GraphProto, NodeProto, StringStringEntryProto, TensorAnnotation
     from qonnx.core.datatype import BaseDataType
-    from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.transformation.base import Transformation
 
     Apply = Callable[[Transformation, ModelWrapper], tuple[ModelWrapper, bool]]  # its apply
@@ -183,8 +189,6 @@ def shapes_specified(self: ModelWrapper, fix_missing_init_shape: bool = False) -
 def annotations_by_name(model: ModelWrapper) -> Iterator[None]:
     """While inside, ``model`` finds and adds datatype and layout annotations by name (a tensor
     annotated twice, which QONNX's lookups refuse, leaves ``model`` as it is)."""
-    from qonnx.core.datatype import DataType
-    from qonnx.util.basic import get_by_name
 
     annotations = model.graph.quantization_annotation
     found: dict[str, TensorAnnotation] = {}
@@ -271,10 +275,6 @@ def by_name(qonnx_apply: Apply) -> Apply:
 
 def install() -> None:
     """Make QONNX's passes the linear-time ones (idempotent)."""
-    from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.transformation import general
-    from qonnx.transformation.infer_data_layouts import InferDataLayouts
-    from qonnx.transformation.infer_datatypes import InferDataTypes
 
     replacements = [
         (general.SortGraph, "apply", sort_graph),

@@ -14,6 +14,8 @@ the first of two uses of a name in one node (``Mul(x, x)``) both are renamed her
 
 from __future__ import annotations
 
+from qonnx.transformation.general import GiveReadableTensorNames
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -85,7 +87,6 @@ def _apply(self: Transformation, model: ModelWrapper) -> tuple[ModelWrapper, boo
 
 def install() -> None:
     """Make QONNX's ``GiveReadableTensorNames`` the one-pass renaming (idempotent)."""
-    from qonnx.transformation.general import GiveReadableTensorNames
 
     if getattr(GiveReadableTensorNames.apply, MARK, False):
         return
