@@ -51,7 +51,7 @@ def foldings(target: int):
     """(label, function folding a model in place) for each folding compared."""
     from finn.transformation.fpgadataflow.set_folding import SetFolding
 
-    from brainsmith.frameworks.finn.folding import fold
+    from brainsmith.frameworks.finn.folding.search import fold
     from brainsmith.frameworks.finn.parts import part_resources
 
     available = part_resources(PART)[0]
@@ -73,7 +73,7 @@ def foldings(target: int):
 def measure(model, label: str, folding) -> dict:
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.frameworks.finn.folding import COSTED, estimate, layer_cycles
+    from brainsmith.frameworks.finn.folding.search import COSTED, estimate, layer_cycles
     from brainsmith.frameworks.finn.parts import part_resources
 
     began = time.perf_counter()

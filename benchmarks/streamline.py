@@ -1,6 +1,6 @@
 """What the ``streamline`` step costs on a transformer, with QONNX's tensor renaming,
 clean-up and datatype and layout inference and with brainsmith's
-(``brainsmith.frameworks.finn.tensor_names``: one pass; ``linear_passes``: linear time):
+(``brainsmith.frameworks.finn.passes.tensor_names``: one pass; ``linear_passes``: linear time):
 the zoo's BERT-tiny (or another model) converted to FINN-ONNX once, then streamlined in fresh
 processes, alternating, checking that both give the same model byte for byte.
 
@@ -34,7 +34,7 @@ from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.transformation.infer_shapes import InferShapes
 from brainsmith.frameworks.finn.env import prepare_finn
 prepare_finn()
-from brainsmith.frameworks.finn import steps
+from brainsmith.frameworks.finn.recipe import steps
 model = steps.tidy_up(ModelWrapper({model!r}).transform(InferShapes()))
 steps.qonnx_to_finn(model, SimpleNamespace(max_multithreshold_bit_width=8)).save({out!r})
 print(0)
@@ -44,13 +44,13 @@ STREAMLINE = """
 import hashlib, time
 from qonnx.core.modelwrapper import ModelWrapper
 if {qonnx!r}:
-    import brainsmith.frameworks.finn.linear_passes as passes
-    import brainsmith.frameworks.finn.tensor_names as names
+    import brainsmith.frameworks.finn.passes.linear_passes as passes
+    import brainsmith.frameworks.finn.passes.tensor_names as names
     names.install = passes.install = lambda: None  # keep QONNX's own passes
 from brainsmith.frameworks.finn.env import prepare_finn
 prepare_finn()
-from brainsmith.frameworks.finn import steps
-from brainsmith.frameworks.finn.recipe import channels_last, streamline_joins, streamline_residuals
+from brainsmith.frameworks.finn.recipe import steps
+from brainsmith.frameworks.finn.recipe.networks import channels_last, streamline_joins, streamline_residuals
 model = ModelWrapper({path!r})
 began = time.perf_counter()
 model = channels_last(streamline_joins(streamline_residuals(steps.streamline(model))))

@@ -1,7 +1,7 @@
 """Rounding ties of the conversion to FINN's thresholds, before and after brainsmith's
 thresholds round half to even: each network's cleaned QONNX model converted by FINN's
 ``ConvertQONNXtoFINN`` alone and by brainsmith's ``qonnx_to_finn`` (the same conversion,
-then ``brainsmith.frameworks.finn.rounding``), each checked against the reference on the
+then ``brainsmith.frameworks.finn.passes.rounding``), each checked against the reference on the
 16 seeded generated inputs a build verifies with: ties, samples with ties, errors, the
 largest difference (in output steps where the output is quantized) and the worst tie.
 
@@ -44,7 +44,7 @@ def measured(name: str) -> dict:
     from qonnx.util.cleanup import cleanup_model
 
     from benchmarks.verify_cost import model_path
-    from brainsmith.frameworks.finn.steps import qonnx_to_finn
+    from brainsmith.frameworks.finn.recipe.steps import qonnx_to_finn
     from brainsmith.verification.verifier import Verifier
 
     reference = cleanup_model(ModelWrapper(str(model_path(name))))

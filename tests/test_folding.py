@@ -15,8 +15,8 @@ from qonnx.core.modelwrapper import ModelWrapper
 import brainsmith
 from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.builder import BuildError
-from brainsmith.frameworks.finn.folding import COSTED, estimate, fold, layer_cycles
-from brainsmith.frameworks.finn.folding_record import finn_record
+from brainsmith.frameworks.finn.folding.search import COSTED, estimate, fold, layer_cycles
+from brainsmith.frameworks.finn.folding.target import finn_record
 from brainsmith.frameworks.finn.parts import part_resources
 from tests.support.models import export_zoo
 

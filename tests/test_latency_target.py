@@ -13,7 +13,7 @@ from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
 from brainsmith.blueprint.options import check_given
-from brainsmith.frameworks.finn.folding import (
+from brainsmith.frameworks.finn.folding.search import (
     COSTED,
     critical_path_cycles,
     fold_for_latency,
@@ -38,7 +38,7 @@ def specialized(hub, tmp_path_factory):
 
 
 def test_a_tighter_latency_folds_further_and_each_target_is_met(specialized):
-    from brainsmith.frameworks.finn.folding import _Search
+    from brainsmith.frameworks.finn.folding.search import _Search
 
     reached, costs = [], []
     for target in (400, 120, 40, 20):

@@ -22,7 +22,7 @@ PASSES = ["SortGraph", "GiveUniqueParameterTensors", "SortCommutativeInputsIniti
 
 
 def installed():
-    from brainsmith.frameworks.finn import linear_passes
+    from brainsmith.frameworks.finn.passes import linear_passes
 
     linear_passes.install()
 
@@ -87,7 +87,7 @@ def models():
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.transformation.infer_shapes import InferShapes
 
-    from brainsmith.frameworks.finn import steps
+    from brainsmith.frameworks.finn.recipe import steps
 
     made = []
     cfg = SimpleNamespace(max_multithreshold_bit_width=8)

@@ -68,7 +68,7 @@ def test_finn_s_flatten_removal_loses_a_head_and_brainsmith_s_keeps_both(streaml
     other still reads; RemoveFlattenForks absorbs the transpose into both heads' weights."""
     from finn.transformation.move_reshape import RemoveCNVtoFCFlatten
 
-    from brainsmith.frameworks.finn.flatten import RemoveFlattenForks
+    from brainsmith.frameworks.finn.passes.flatten import RemoveFlattenForks
 
     hardware = converted(streamlined)
     assert [n.op_type for n in hardware.graph.node].count("Flatten") == 1

@@ -249,7 +249,7 @@ def summary(report: dict, capsys) -> str:
 
 
 def test_the_folding_records_limit_is_shown_next_to_the_bottleneck(cnv, tmp_path, capsys):
-    from brainsmith.frameworks.finn.folding_record import read_record
+    from brainsmith.frameworks.finn.folding.record import read_record
     from brainsmith.report.contents import target
     from brainsmith.report.html import render
 
@@ -301,7 +301,7 @@ def test_of_layers_tied_at_the_slowest_the_report_names_the_one_folding_names(cn
 
 
 def test_a_record_of_another_folding_or_a_broken_one_adds_nothing(cnv, tmp_path):
-    from brainsmith.frameworks.finn.folding_record import read_record
+    from brainsmith.frameworks.finn.folding.record import read_record
     from brainsmith.report.contents import bottleneck_limit
 
     _, report, _, _ = cnv

@@ -14,7 +14,7 @@ from qonnx.core.onnx_exec import execute_onnx
 from qonnx.transformation.infer_shapes import InferShapes
 from qonnx.util.basic import qonnx_make_model
 
-from brainsmith.frameworks.finn.steps import qonnx_to_finn
+from brainsmith.frameworks.finn.recipe.steps import qonnx_to_finn
 
 pytestmark = pytest.mark.filterwarnings("ignore:The values of tensor MultiThreshold_:UserWarning")
 

@@ -96,7 +96,7 @@ def test_an_all_rtl_mlp_has_a_complete_lut_total_with_its_sources(mlp_report):
 def test_the_folding_search_costs_an_rtl_matrix_layer_s_luts(hub):
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.frameworks.finn.folding import estimate, fold
+    from brainsmith.frameworks.finn.folding.search import estimate, fold
     from brainsmith.frameworks.finn.parts import part_resources
 
     model = mvau(mw=64, mh=32, simd=1, pe=1, wbits=4, abits=4)
@@ -120,7 +120,7 @@ def test_an_rtl_matrix_layer_s_dsps_are_counted_as_its_rtl_packs_them(hub):
     (2x on every 8-bit layer), and the folding search and the report use it."""
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.frameworks.finn.folding import estimate
+    from brainsmith.frameworks.finn.folding.search import estimate
 
     sweep = json.loads((REPO / "benchmarks" / "results" / "synth_fit.json").read_text())
     points = [p for p in sweep["points"] if p["kind"] == "MVAU_rtl"]

@@ -54,7 +54,7 @@ def transpose(source: str, target: str):
 
 @pytest.mark.parametrize("order", ["input first", "input second"])
 def test_an_add_of_the_graph_input_and_a_transposed_branch_is_left_alone(order):
-    from brainsmith.frameworks.finn.recipe import streamline_residuals
+    from brainsmith.frameworks.finn.recipe.networks import streamline_residuals
     from brainsmith.transforms.residual_layouts import MoveTransposePastProducedJoinAdd
 
     operands = ["x", "t"] if order == "input first" else ["t", "x"]
@@ -234,7 +234,7 @@ def test_a_residual_fork_of_nchw_thresholds_runs_channels_last_and_the_add_too()
     NHWC body (a transpose) and the skip of an NCHW add. Afterwards the transposes are one,
     before the thresholds at the graph input, the add runs NHWC, and the graph computes
     the same."""
-    from brainsmith.frameworks.finn.recipe import channels_last, streamline_residuals
+    from brainsmith.frameworks.finn.recipe.networks import channels_last, streamline_residuals
 
     first, first_rows = threshold("x", "a", 4)
     model = model_of(
@@ -257,7 +257,7 @@ def test_a_residual_fork_of_nchw_thresholds_runs_channels_last_and_the_add_too()
 
 
 def test_twin_transposes_of_forked_thresholds_become_one_before_them():
-    from brainsmith.frameworks.finn.recipe import channels_last
+    from brainsmith.frameworks.finn.recipe.networks import channels_last
 
     first, rows = threshold("x", "a", 4)
     model = model_of(
@@ -277,7 +277,7 @@ def test_twin_transposes_of_forked_thresholds_become_one_before_them():
 
 
 def test_thresholds_read_by_something_else_too_keep_their_layout():
-    from brainsmith.frameworks.finn.recipe import channels_last
+    from brainsmith.frameworks.finn.recipe.networks import channels_last
 
     first, rows = threshold("x", "a", 4)
     model = model_of(
@@ -300,7 +300,7 @@ def test_thresholds_read_by_something_else_too_keep_their_layout():
 def test_channels_last_thresholds_per_channel_are_not_moved():
     """Thresholds already reading NHWC per channel: a transpose after them cannot move
     before them without reading other rows, so nothing changes."""
-    from brainsmith.frameworks.finn.recipe import channels_last
+    from brainsmith.frameworks.finn.recipe.networks import channels_last
 
     first, rows = threshold("x", "a", 5, layout="NHWC")
     model = model_of(

@@ -27,7 +27,7 @@ def both(model):
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.transformation.general import GiveReadableTensorNames
 
-    from brainsmith.frameworks.finn import tensor_names
+    from brainsmith.frameworks.finn.passes import tensor_names
 
     tensor_names.install()
     theirs = ModelWrapper(copy.deepcopy(model.model))
@@ -42,7 +42,7 @@ def test_the_names_are_qonnx_s_on_exports_and_streamlined_models(path):
     from qonnx.transformation.general import GiveUniqueNodeNames
     from qonnx.transformation.infer_shapes import InferShapes
 
-    from brainsmith.frameworks.finn import steps
+    from brainsmith.frameworks.finn.recipe import steps
 
     exported = ModelWrapper(str(REPO / path)).transform(InferShapes())
     cfg = SimpleNamespace(max_multithreshold_bit_width=8)

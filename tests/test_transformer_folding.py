@@ -14,7 +14,7 @@ import pytest
 from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
-from brainsmith.frameworks.finn.folding import fold, layer_cycles, searched_folding
+from brainsmith.frameworks.finn.folding.search import fold, layer_cycles, searched_folding
 from brainsmith.frameworks.finn.parts import part_resources
 from tests.test_zoo import assert_built_and_matches_torch, build, export
 
@@ -91,7 +91,7 @@ def test_threshold_memories_move_to_block_ram_where_the_part_is_short_of_luts(en
     and the search named "the part" without moving them)."""
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.frameworks.finn.folding import estimate
+    from brainsmith.frameworks.finn.folding.search import estimate
 
     short_of_luts = {**AVAILABLE, "LUT": 40_000, "BRAM_18K": 20_000, "URAM": 0}
 
@@ -143,8 +143,8 @@ def test_the_folding_record_names_the_layers_final_onnx_has(encoder, tmp_path):
     no later model has, so the report could not say why the bottleneck was slow)."""
     from finn.builder.build_dataflow_config import DataflowBuildConfig
 
-    from brainsmith.frameworks.finn.folding_record import follow_decomposition
-    from brainsmith.frameworks.finn.steps import transpose_decomposition
+    from brainsmith.frameworks.finn.folding.target import follow_decomposition
+    from brainsmith.frameworks.finn.recipe.steps import transpose_decomposition
 
     model = copy.deepcopy(encoder)
     record = fold(model, TARGET, PART, AVAILABLE, max_utilisation=0.002).to_dict()

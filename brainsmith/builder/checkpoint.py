@@ -157,7 +157,7 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.errors import BuildError
-    from brainsmith.frameworks.finn.folding_record import read_record
+    from brainsmith.frameworks.finn.folding.record import read_record
 
     names = [r.name for r in checkpoint.records]
     if names != [s.name for s in steps[: len(names)]]:

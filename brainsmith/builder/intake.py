@@ -112,7 +112,7 @@ def check_model(
     _check_quantized(proto, name)
     checked = CheckedModel(proto, path)
     _fix_batch_axis(checked, name)
-    from brainsmith.frameworks.finn.recipe import complete_window_attributes
+    from brainsmith.frameworks.finn.recipe.networks import complete_window_attributes
 
     repaired = complete_window_attributes(proto.graph)
     if repaired:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from brainsmith.planning.plan import BuildPlan, PlannedKernel
 
 # FINN's kernels whose integer layers brainsmith's specialize step makes its own RTL layers
-# (steps/dataflow.py; on a Lattice board only those are inferred, frameworks/finn/recipe.py)
+# (steps/dataflow.py; on a Lattice board only those are inferred, frameworks/finn/recipe/networks.py)
 INTEGER_RTL = frozenset({"finn:ElementwiseAdd"})  # two integer streams: IntAdd
 # The 7-series part nearest an ECP5-85F: DSP48E1 slices for FINN's choices of multiplier,
 # 53,200 LUT6 and 140 BRAM36 beside the ECP5-85F's 83,640 LUT4, 156 MULT18 and 208 EBR

@@ -144,7 +144,7 @@ def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
 
 def resolve_steps(plan: BuildPlan) -> list[Step]:
     from brainsmith.frameworks.finn.env import vivado_available
-    from brainsmith.frameworks.finn.steps import LEAN_STEPS
+    from brainsmith.frameworks.finn.recipe.steps import LEAN_STEPS
     from brainsmith.frameworks.finn.tables import TOOL_STEPS
     from brainsmith.plugin import get_registry
     from brainsmith.plugin.errors import PluginError

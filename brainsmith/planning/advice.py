@@ -164,7 +164,7 @@ def takers(
     """Output tensor name -> the kernels that convert its producer in ``before`` (the model
     as the conversion found it), whether selected or not (``unselected_only``: only the
     kernels the plan does not select are tried)."""
-    from brainsmith.frameworks.finn.recipe import transform_args
+    from brainsmith.frameworks.finn.recipe.networks import transform_args
     from brainsmith.planning.context import context_of
     from brainsmith.planning.plan import BuildPlan, infer_transforms_of
     from brainsmith.plugin import get_registry

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.frameworks.finn.folding import FoldingRecord
+    from brainsmith.frameworks.finn.folding.search import FoldingRecord
 
 PLAIN_FINN_ATTRIBUTE = "brainsmith"  # the default context of a plain FINN build
 

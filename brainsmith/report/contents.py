@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from brainsmith.files import Json
     from brainsmith.frameworks.finn.facts import Resource
-    from brainsmith.frameworks.finn.folding import FoldingRecord
+    from brainsmith.frameworks.finn.folding.search import FoldingRecord
     from brainsmith.report.charts import ChartWorker
     from brainsmith.report.schema import (
         BitsKey,

@@ -49,8 +49,8 @@ def cleanup(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
 def qonnx_to_finn(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Convert Quant/BipolarQuant/Trunc nodes to FINN-ONNX (MultiThreshold), then tidy up;
     average pools keep the truncation Brevitas exported (``fix_average_pools``)."""
-    from brainsmith.frameworks.finn import steps as finn_steps
-    from brainsmith.frameworks.finn.recipe import average_pool_widths, fix_average_pools
+    from brainsmith.frameworks.finn.recipe import steps as finn_steps
+    from brainsmith.frameworks.finn.recipe.networks import average_pool_widths, fix_average_pools
     from brainsmith.plugins import transforms as tfm
 
     model = model.transform(tfm.TruncAvgPoolToThresholds())
@@ -65,8 +65,8 @@ def streamline(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     then FINN's streamlining (lowering convolutions to matrix products), then move scales
     past residual forks and joins and layout changes before the thresholds feeding them,
     and bring concatenations and nearest-neighbour upsampling to integers channels-last."""
-    from brainsmith.frameworks.finn import steps as finn_steps
-    from brainsmith.frameworks.finn.recipe import (
+    from brainsmith.frameworks.finn.recipe import steps as finn_steps
+    from brainsmith.frameworks.finn.recipe.networks import (
         channels_last,
         lift_1d,
         refuse_padded_bipolar,
@@ -106,7 +106,7 @@ def hardware_inference(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWr
     Returns the partition (the accelerator); the graph around it is kept as
     ``context_of(cfg).dataflow_parent``.
     """
-    from brainsmith.frameworks.finn.steps import minimize_bit_width, unfinished_streamlining
+    from brainsmith.frameworks.finn.recipe.steps import minimize_bit_width, unfinished_streamlining
     from brainsmith.planning.host_tail import split_host_tail
 
     unfinished = unfinished_streamlining(model)
@@ -136,7 +136,7 @@ def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrappe
     own where its ``infer_order`` puts them), and FINN's layout fix-ups."""
     from qonnx.transformation.infer_shapes import InferShapes
 
-    from brainsmith.frameworks.finn.recipe import convert_to_hw, transform_args
+    from brainsmith.frameworks.finn.recipe.networks import convert_to_hw, transform_args
 
     plan = context_of(cfg).plan
     load_layers(plan)
@@ -458,8 +458,8 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     config file if given, minimise bit widths, decompose Shuffle layers into implementable
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
     every layer must then have a backend."""
-    from brainsmith.frameworks.finn import steps as finn_steps
-    from brainsmith.frameworks.finn.folding_record import fold_for_target, follow_decomposition
+    from brainsmith.frameworks.finn.folding.target import fold_for_target, follow_decomposition
+    from brainsmith.frameworks.finn.recipe import steps as finn_steps
 
     context = context_of(cfg)
     plan = context.plan
@@ -503,8 +503,8 @@ def legal_folding(model: ModelWrapper) -> ModelWrapper:
 def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Write FINN's analytical estimate reports (resources, cycles, performance) to the
     report folder of ``cfg.output_dir``."""
-    from brainsmith.frameworks.finn.folding import over_the_part
-    from brainsmith.frameworks.finn.steps import estimate_reports
+    from brainsmith.frameworks.finn.folding.search import over_the_part
+    from brainsmith.frameworks.finn.recipe.steps import estimate_reports
 
     model = estimate_reports(model, cfg)
     over = over_the_part(model, fpga_part(cfg))
@@ -523,7 +523,7 @@ def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
 @step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")
 def codegen(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Generate each layer's HLS code and RTL sources (no Xilinx tools needed)."""
-    from brainsmith.frameworks.finn.steps import hw_codegen
+    from brainsmith.frameworks.finn.recipe.steps import hw_codegen
 
     return hw_codegen(model, cfg)
 

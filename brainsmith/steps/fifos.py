@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 
 from brainsmith.errors import StepError
-from brainsmith.frameworks.finn.folding_record import write_json
+from brainsmith.frameworks.finn.folding.record import write_json
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import context_of
 from brainsmith.plugin import step

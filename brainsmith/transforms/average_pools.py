@@ -27,7 +27,7 @@ from qonnx.custom_op.registry import getCustomOp
 from qonnx.transformation.base import Transformation
 from qonnx.transformation.infer_shapes import InferShapes
 
-from brainsmith.frameworks.finn.recipe import node_int, node_ints
+from brainsmith.frameworks.finn.recipe.networks import node_int, node_ints
 from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import (
     add_initializer,

@@ -2,7 +2,7 @@
 scales moved past the join (one per channel of the joined tensor), the branches' identical
 layout transposes moved after it, and scales moved past the transposes to the thresholds
 that absorb them, so the join reads integer streams along the channel (last) axis. Run by the
-``streamline`` step's join loop (``frameworks/finn/recipe.py``)."""
+``streamline`` step's join loop (``frameworks/finn/recipe/networks.py``)."""
 
 from __future__ import annotations
 

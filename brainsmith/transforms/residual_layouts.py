@@ -1,5 +1,5 @@
 """Layout rewrites for residual networks, run by the ``streamline`` step's residual loop
-(``frameworks/finn/recipe.py``): transposes moved past joins, adds done in the transposed
+(``frameworks/finn/recipe/networks.py``): transposes moved past joins, adds done in the transposed
 layout, and channels-last transposes moved before the thresholds that feed them, so the
 layout changes on the host or cancels instead of becoming shuffle layers."""
 

@@ -21,6 +21,8 @@ from brainsmith.plugin.discovery.sources.pyscan import dotted, scan_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from brainsmith.plugin.discovery.sources.adapters import TargetProblem
     from brainsmith.plugin.registry import Registry
     from brainsmith.plugin.spec import PluginSpec
@@ -109,39 +111,53 @@ class FINNAdapter(FrameworkAdapter):
 
             on_layer_loaded(registry, spec, obj)
 
-    def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict:
+    def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict[str, Any]:
         return file_facts(tree, module, is_package)
 
-    def extra_specs(self, state: dict, index: ClassIndex) -> list[list]:
-        where: dict[str, tuple[str, int, str]] = {}  # dotted -> (source, line, doc)
-        for rel, (*_, data) in state.get("files", {}).items():
-            if "error" in data:
-                continue
-            for name, (_, line, doc) in data["classes"].items():
-                where[f"{data['module']}.{name}"] = (os.path.join(state["root"], rel), line, doc)
-            for name, (line, doc) in data["functions"].items():
-                where[f"{data['module']}.{name}"] = (os.path.join(state["root"], rel), line, doc)
-        records: list[list] = []
+    def extra_specs(self, state: dict[str, Any], index: ClassIndex) -> list[list[Any]]:
+        where = _definitions(state)
+        records: list[list[Any]] = []
         for *_, data in state.get("files", {}).values():
             for registry, key, cls in data.get("registered", []):
                 real = index.resolve(cls) or cls
-                source, line, doc = where.get(real, ("", 0, ""))
-                meta = {"description": doc, "line": line, "stage": "fpgadataflow"}
-                if registry == HW_DOMAIN:
-                    meta["domain"] = HW_DOMAIN
-                    if key in FINN_DECOMPOSED:  # built from other kernels' layers
-                        meta["decomposes_into"] = list(FINN_DECOMPOSED[key])
-                    records.append(["kernel", key, "finn", _target(real), meta, source])
-                else:
-                    style = BACKEND_STYLES[registry]
-                    meta.update(kernel=_kernel_of(key, style), backend_type=style, domain=registry)
-                    records.append(["backend", key, "finn", _target(real), meta, source])
+                records.append(_layer_record(registry, key, real, where))
             for name, fn in data.get("steps", []):
                 real = _resolve_function(fn, index)
                 source, line, doc = where.get(real, ("", 0, ""))
                 meta = {"description": doc, "line": line, "stage": "build"}
                 records.append(["step", name, "finn", _target(real), meta, source])
         return records
+
+
+Definitions = dict[str, tuple[str, int, str]]  # dotted name -> (source, line, doc)
+
+
+def _definitions(state: dict[str, Any]) -> Definitions:
+    """Where each class and function of the scanned files is defined, and its doc."""
+    where: Definitions = {}
+    for rel, (*_, data) in state.get("files", {}).items():
+        if "error" in data:
+            continue
+        source = os.path.join(state["root"], rel)
+        for name, (_, line, doc) in data["classes"].items():
+            where[f"{data['module']}.{name}"] = (source, line, doc)
+        for name, (line, doc) in data["functions"].items():
+            where[f"{data['module']}.{name}"] = (source, line, doc)
+    return where
+
+
+def _layer_record(registry: str, key: str, real: str, where: Definitions) -> list[Any]:
+    """A registered custom op's spec record: a kernel (FINN's hardware layer) or a backend."""
+    source, line, doc = where.get(real, ("", 0, ""))
+    meta: dict[str, object] = {"description": doc, "line": line, "stage": "fpgadataflow"}
+    if registry == HW_DOMAIN:
+        meta["domain"] = HW_DOMAIN
+        if key in FINN_DECOMPOSED:  # built from other kernels' layers
+            meta["decomposes_into"] = list(FINN_DECOMPOSED[key])
+        return ["kernel", key, "finn", _target(real), meta, source]
+    style = BACKEND_STYLES[registry]
+    meta.update(kernel=_kernel_of(key, style), backend_type=style, domain=registry)
+    return ["backend", key, "finn", _target(real), meta, source]
 
 
 def _kernel_of(key: str, style: str) -> str:
@@ -164,45 +180,66 @@ def _target(dotted_name: str) -> str:
     return f"{module}:{name}"
 
 
-def file_facts(tree: ast.Module, module: str, is_package: bool) -> dict:
+def file_facts(tree: ast.Module, module: str, is_package: bool) -> dict[str, Any]:
     """Per-file facts: classes and imports, plus FINN's registrations (custom ops, steps)."""
     data = scan_tree(tree, module, is_package)
-    imports = data["imports"]
-    registered: list[list] = []  # [registry module, key, dotted class]
-    steps: list[list] = []  # [step name, function name]
+    imports: dict[str, str] = data["imports"]
+    registered: list[list[object]] = []  # [registry module, key, dotted class]
+    steps: list[list[str]] = []  # [step name, function name]
     for node in tree.body:
         if isinstance(node, ast.ClassDef | ast.FunctionDef):
-            for deco in node.decorator_list:
-                func = deco.func if isinstance(deco, ast.Call) else deco
-                name = dotted(func, imports, module) or ""
-                if name.endswith(".register_custom_op") and name[:-19] in REGISTRY_MODULES:
-                    registered.append([name[:-19], node.name, f"{module}.{node.name}"])
-                elif name == STEP_REGISTRAR and isinstance(deco, ast.Call):
-                    steps.append([_step_name(deco, node.name), f"{module}.{node.name}"])
+            _decorated(node, imports, module, registered, steps)
         elif module in REGISTRY_MODULES and isinstance(node, ast.Assign):
-            target = node.targets[0]
-            if (
-                isinstance(target, ast.Subscript)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == "custom_op"
-                and isinstance(target.slice, ast.Constant)
-            ):
-                value = dotted(node.value, imports, module)
-                if value:
-                    registered.append([module, target.slice.value, value])
+            registered.extend(_assigned_op(node, imports, module))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            # register_build_dataflow_step()(step_fn)
-            outer = node.value
-            if (
-                isinstance(outer.func, ast.Call)
-                and outer.args
-                and dotted(outer.func.func, imports, module) == STEP_REGISTRAR
-            ):
-                fn = dotted(outer.args[0], imports, module) or ""
-                steps.append([_step_name(outer.func, fn.rpartition(".")[2]), fn])
+            steps.extend(_registered_step(node.value, imports, module))
     data["registered"] = registered
     data["steps"] = steps
     return data
+
+
+def _decorated(
+    node: ast.ClassDef | ast.FunctionDef,
+    imports: dict[str, str],
+    module: str,
+    registered: list[list[object]],
+    steps: list[list[str]],
+) -> None:
+    """``@register_custom_op`` classes into ``registered``, ``@register_build_dataflow_step``
+    functions into ``steps``."""
+    for deco in node.decorator_list:
+        func = deco.func if isinstance(deco, ast.Call) else deco
+        name = dotted(func, imports, module) or ""
+        if name.endswith(".register_custom_op") and name[:-19] in REGISTRY_MODULES:
+            registered.append([name[:-19], node.name, f"{module}.{node.name}"])
+        elif name == STEP_REGISTRAR and isinstance(deco, ast.Call):
+            steps.append([_step_name(deco, node.name), f"{module}.{node.name}"])
+
+
+def _assigned_op(node: ast.Assign, imports: dict[str, str], module: str) -> list[list[object]]:
+    """A registry module's ``custom_op["Name"] = Class``: [[module, name, dotted class]]."""
+    target = node.targets[0]
+    if not (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "custom_op"
+        and isinstance(target.slice, ast.Constant)
+    ):
+        return []
+    value = dotted(node.value, imports, module)
+    return [[module, target.slice.value, value]] if value else []
+
+
+def _registered_step(outer: ast.Call, imports: dict[str, str], module: str) -> list[list[str]]:
+    """``register_build_dataflow_step(...)(step_fn)``: [[step name, dotted function]]."""
+    if not (
+        isinstance(outer.func, ast.Call)
+        and outer.args
+        and dotted(outer.func.func, imports, module) == STEP_REGISTRAR
+    ):
+        return []
+    fn = dotted(outer.args[0], imports, module) or ""
+    return [[_step_name(outer.func, fn.rpartition(".")[2]), fn]]
 
 
 def _step_name(call: ast.Call, default: str) -> str:

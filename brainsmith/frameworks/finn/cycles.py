@@ -28,15 +28,18 @@ from brainsmith.frameworks.finn.facts import HW_DOMAIN
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
     from types import ModuleType
+
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
 
 INNER_SHUFFLE = f"{HW_DOMAIN}.inner_shuffle"  # FINN's module of the layer
 MARK = "_brainsmith_cycles"
 
 
-def inner_shuffle_cycles(self) -> int:
+def inner_shuffle_cycles(self: HWCustomOp) -> int:
     """Two cycles per beat of the frame, once the first page is in."""
-    beats = math.prod(self.get_nodeattr("transpose_in_shape")) // self.get_nodeattr("SIMD")
+    beats: int = math.prod(self.get_nodeattr("transpose_in_shape")) // self.get_nodeattr("SIMD")
     return 2 * beats
 
 
@@ -59,7 +62,9 @@ def install() -> None:
 class _OnImport(importlib.abc.MetaPathFinder):
     """Finds FINN's module as Python would, and corrects it once it has run."""
 
-    def find_spec(self, name: str, path: Sequence[str] | None, target=None):
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
         if name != INNER_SHUFFLE:
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)

@@ -54,8 +54,8 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
-from typing import TextIO
+from collections.abc import Callable, Iterator
+from typing import NoReturn, TextIO
 
 _prepared = False
 _prepare_lock = threading.RLock()
@@ -123,7 +123,7 @@ def _prepare() -> None:
         "TORCHINDUCTOR_CACHE_DIR", os.path.join(os.environ["FINN_BUILD_DIR"], "torchinductor")
     )
     try:
-        from brainsmith.frameworks.finn import linear_passes, tensor_names
+        from brainsmith.frameworks.finn.passes import linear_passes, tensor_names
 
         tensor_names.install()
         linear_passes.install()
@@ -143,8 +143,8 @@ def _prepare() -> None:
             setattr(xsi, name, _needs_vivado(name))
 
 
-def _needs_vivado(name: str):
-    def unavailable(*args: object, **kwargs: object):
+def _needs_vivado(name: str) -> Callable[..., NoReturn]:
+    def unavailable(*args: object, **kwargs: object) -> NoReturn:
         raise RuntimeError(
             f"finn.xsi.{name}: RTL simulation needs Vivado's XSI; set XILINX_VIVADO "
             "(source Vivado's settings64.sh) to use it"
@@ -159,7 +159,7 @@ def vivado_available() -> bool:
 
 
 @contextlib.contextmanager
-def preserve_process_io():
+def preserve_process_io() -> Iterator[None]:
     """Restore ``sys.stdout``/``sys.stderr`` and the root logger after a FINN call."""
     import logging
 
@@ -194,8 +194,15 @@ def contain_finn_output(stream: TextIO | io.TextIOBase) -> Iterator[None]:
             stream.flush()
 
 
-def _warning_writer(stream: TextIO | io.TextIOBase):
-    def show(message, category, filename, lineno, file=None, line=None) -> None:
+def _warning_writer(stream: TextIO | io.TextIOBase) -> Callable[..., None]:
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         stream.write(f"WARNING {category.__name__}: {message} ({filename}:{lineno})\n")
 
     return show
@@ -235,7 +242,8 @@ def run_finn_builder(model_path: str, cfg: object) -> int:
         builder.get_vivado_root = lambda: ""
     try:
         with preserve_process_io():
-            return builder.build_dataflow_cfg(model_path, cfg)
+            code: int = builder.build_dataflow_cfg(model_path, cfg)
+            return code
     finally:
         builder.get_vivado_root = original
         finn_logging.set_console(console)

@@ -47,12 +47,16 @@ from brainsmith.frameworks.finn.facts import HLS_DOMAIN, HW_DOMAIN, RTL_DOMAIN
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
-    from typing import Any
 
     import numpy as np
     import onnx
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
     from qonnx.core.datatype import BaseDataType
     from qonnx.core.modelwrapper import ModelWrapper
+
+    Context = dict[str, np.ndarray]  # an execution context: tensor name -> value
+    ExecuteNode = Callable[[HWCustomOp, Context, onnx.GraphProto], None]
+    Patch = Callable[[ExecuteNode], ExecuteNode]  # a layer's execute_node -> the fixed one
 
 
 FIX_MARK = "_brainsmith_fix"
@@ -135,7 +139,7 @@ def sanitize_value(
     execution_context[name] = updated
 
 
-def _patch(cls: Any, make: Callable[[Any], Any]) -> None:
+def _patch(cls: type[HWCustomOp], make: Patch) -> None:
     if getattr(cls.execute_node, FIX_MARK, False):
         return
     patched = make(cls.execute_node)
@@ -143,7 +147,7 @@ def _patch(cls: Any, make: Callable[[Any], Any]) -> None:
     cls.execute_node = patched
 
 
-def interleave(values, channels: int, simd: int):
+def interleave(values: np.ndarray, channels: int, simd: int) -> np.ndarray:
     """(..., kernel positions x channels) -> the hardware's (..., fold, position, simd)."""
     lead, width = values.shape[:-1], values.shape[-1]
     positions = width // channels
@@ -151,7 +155,7 @@ def interleave(values, channels: int, simd: int):
     return folded.reshape(*lead, width)
 
 
-def deinterleave(values, channels: int, pe: int):
+def deinterleave(values: np.ndarray, channels: int, pe: int) -> np.ndarray:
     """The inverse of ``interleave``."""
     lead, width = values.shape[:-1], values.shape[-1]
     positions = width // channels
@@ -159,8 +163,8 @@ def deinterleave(values, channels: int, pe: int):
     return plain.reshape(*lead, width)
 
 
-def _mvau_channels_last(original):
-    def execute_node(self, context, graph) -> None:
+def _mvau_channels_last(original: ExecuteNode) -> ExecuteNode:
+    def execute_node(self: HWCustomOp, context: Context, graph: onnx.GraphProto) -> None:
         shape = self.get_normal_input_shape()
         plain = (
             len(shape) == 3
@@ -174,7 +178,8 @@ def _mvau_channels_last(original):
             )
         )
         if not plain:
-            return original(self, context, graph)
+            original(self, context, graph)
+            return
         import numpy as np
         from qonnx.custom_op.general.multithreshold import multithreshold
 
@@ -188,8 +193,8 @@ def _mvau_channels_last(original):
     return execute_node
 
 
-def _generic_swg_interleaved(original):
-    def execute_node(self, context, graph) -> None:
+def _generic_swg_interleaved(original: ExecuteNode) -> ExecuteNode:
+    def execute_node(self: HWCustomOp, context: Context, graph: onnx.GraphProto) -> None:
         original(self, context, graph)
         generic = self.onnx_node.op_type == "ConvolutionInputGenerator"  # not the _rtl subclass
         channels, simd = self.get_nodeattr("IFMChannels"), self.get_nodeattr("SIMD")
@@ -200,11 +205,12 @@ def _generic_swg_interleaved(original):
     return execute_node
 
 
-def _pool_reads_interleaved(original):
-    def execute_node(self, context, graph) -> None:
+def _pool_reads_interleaved(original: ExecuteNode) -> ExecuteNode:
+    def execute_node(self: HWCustomOp, context: Context, graph: onnx.GraphProto) -> None:
         channels, pe = self.get_nodeattr("Channels"), self.get_nodeattr("PE")
         if pe >= channels:
-            return original(self, context, graph)
+            original(self, context, graph)
+            return
         name = self.onnx_node.input[0]
         stream = context[name]
         context[name] = deinterleave(stream, channels, pe)
@@ -216,16 +222,17 @@ def _pool_reads_interleaved(original):
     return execute_node
 
 
-def _as_its_rtl(compute: Callable[[Any, np.ndarray], np.ndarray]) -> Callable[[Any], Any]:
+def _as_its_rtl(compute: Callable[[HWCustomOp, np.ndarray], np.ndarray]) -> Patch:
     """An RTL float layer's ``execute_node`` that, within ``float_units.rtl_arithmetic()``,
     gives ``compute(layer, input)``, what its RTL computes."""
 
-    def make(original):
-        def execute_node(self, context, graph) -> None:
+    def make(original: ExecuteNode) -> ExecuteNode:
+        def execute_node(self: HWCustomOp, context: Context, graph: onnx.GraphProto) -> None:
             from brainsmith.frameworks.finn import float_units
 
             if self.get_nodeattr("exec_mode") == "rtlsim" or not float_units.in_rtl_arithmetic():
-                return original(self, context, graph)
+                original(self, context, graph)
+            return
             node = self.onnx_node
             values = compute(self, context[node.input[0]])
             context[node.output[0]] = values.reshape(context[node.output[0]].shape)
@@ -235,13 +242,13 @@ def _as_its_rtl(compute: Callable[[Any, np.ndarray], np.ndarray]) -> Callable[[A
     return make
 
 
-def _softmax(layer: Any, values: np.ndarray) -> np.ndarray:
+def _softmax(layer: HWCustomOp, values: np.ndarray) -> np.ndarray:
     from brainsmith.frameworks.finn.float_units import softmax
 
     return softmax(values, layer.get_input_datatype().is_integer())
 
 
-def _layer_norm(layer: Any, values: np.ndarray) -> np.ndarray:
+def _layer_norm(layer: HWCustomOp, values: np.ndarray) -> np.ndarray:
     from brainsmith.frameworks.finn.float_units import layer_norm
 
     return layer_norm(values, layer.get_nodeattr("SIMD"))

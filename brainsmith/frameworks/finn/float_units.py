@@ -91,7 +91,8 @@ def softmax(x: np.ndarray, integers: bool = False) -> np.ndarray:
         exp = _fixed_point(_exp(shifted))
         exp = np.where(infinite, np.where(_bits(x) == 0x7F800000, 1 << FRACTION_BITS, 0), exp)
         total = _sum_to_float(exp.sum(axis=-1, keepdims=True, dtype=np.int64))
-        return _as_float(exp) * _reciprocal(total)
+        probabilities: np.ndarray = _as_float(exp) * _reciprocal(total)
+        return probabilities
 
 
 def layer_norm(x: np.ndarray, simd: int) -> np.ndarray:
@@ -101,7 +102,8 @@ def layer_norm(x: np.ndarray, simd: int) -> np.ndarray:
         x = np.asarray(x, F32)
         centred = x - _mean(x, simd)
         variance = _mean(centred * centred, simd)
-        return centred * _inverse_square_root(variance)
+        normalised: np.ndarray = centred * _inverse_square_root(variance)
+        return normalised
 
 
 def to_float(x: np.ndarray) -> np.ndarray:
@@ -110,7 +112,8 @@ def to_float(x: np.ndarray) -> np.ndarray:
     magnitude = np.abs(values)
     extra = np.maximum(_bit_length(magnitude) - 24, 0)
     magnitude = (magnitude >> extra) << extra
-    return (np.sign(values) * magnitude).astype(F32)
+    converted: np.ndarray = (np.sign(values) * magnitude).astype(F32)
+    return converted
 
 
 def _bits(x: np.ndarray) -> np.ndarray:

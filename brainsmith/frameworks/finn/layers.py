@@ -23,15 +23,31 @@ import threading
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.facts import HW_DOMAIN, LAYER_DOMAINS
 from brainsmith.frameworks.finn.tables import is_custom_op_class
+from brainsmith.plugin.errors import PluginError, PluginNotFoundError
 from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
+    from collections.abc import Iterable, Sequence
+    from typing import Protocol
+
+    from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.plugin.registry import Registry
     from brainsmith.plugin.spec import PluginSpec
+
+    class PlannedKernel(Protocol):
+        """What this module reads of a build plan's kernel (``planning.plan``)."""
+
+        name: str
+        backends: list[str]
+
+    class BuildPlan(Protocol):
+        """What this module reads of a build plan (``planning.plan.BuildPlan``)."""
+
+        @property
+        def kernels(self) -> Sequence[PlannedKernel] | None: ...
+
 
 PROVIDERS_KEY = "brainsmith.layer_plugins"  # model metadata: op type -> its plugin (JSON)
 BUILTIN = ("finn", "qonnx")  # frameworks whose layers FINN registers itself
@@ -65,17 +81,19 @@ def on_layer_loaded(registry: Registry, spec: PluginSpec, obj: object) -> None:
     place = layer_place(registry, spec)
     if place is None:
         return
-    domain, op_type = place
     with _lock:
-        held = _ours.get(place)
-        if held is None or not (held[0] is obj or held[0].__bases__ == (obj,)):
-            _register(domain, op_type, obj, spec, replacing=held is not None)
+        _register_once(place, obj, spec)
         _seen[key] = obj
     for kernel in _kernels_of(registry, spec) if spec.type == "backend" else ():
-        from brainsmith.plugin.errors import PluginError
-
         with contextlib.suppress(PluginError):  # a broken kernel fails where it is used
             registry.load(kernel)  # a backend's layers run as its kernel's in Python
+
+
+def _register_once(place: tuple[str, str], obj: type, spec: PluginSpec) -> None:
+    """Register ``obj`` at ``place`` unless it (or the subclass named for it) is there."""
+    held = _ours.get(place)
+    if held is None or not (held[0] is obj or held[0].__bases__ == (obj,)):
+        _register(*place, obj, spec, replacing=held is not None)
 
 
 def layer_place(registry: Registry, spec: PluginSpec) -> tuple[str, str] | None:
@@ -100,11 +118,9 @@ def _short(spec: PluginSpec) -> str:
     return short_name(str(spec.metadata.get("kernel", "")))
 
 
-def _decomposed_kernels(registry: Registry, kernels: dict[str, Any]) -> set[str]:
+def _decomposed_kernels(registry: Registry, kernels: Iterable[str]) -> set[str]:
     """The names of the kernels the planned ``kernels`` are decomposed into by a later step
     (``decomposes_into``: FINN's Shuffle into InnerShuffle and OuterShuffle)."""
-    from brainsmith.plugin.errors import PluginNotFoundError
-
     parts: set[str] = set()
     for name in kernels:
         try:
@@ -117,8 +133,6 @@ def _decomposed_kernels(registry: Registry, kernels: dict[str, Any]) -> set[str]
 
 def _kernel_of(registry: Registry, spec: PluginSpec) -> PluginSpec | None:
     """The kernel a backend implements: its own framework's first, then by priority."""
-    from brainsmith.plugin.errors import PluginNotFoundError
-
     name = str(spec.metadata.get("kernel", ""))
     tries = [name] if ":" in name else [f"{spec.framework}:{name}", name]
     for wanted in tries:
@@ -151,7 +165,7 @@ def registered_layers() -> dict[str, PluginSpec]:
 
 
 # -- what a build records ------------------------------------------------------------------
-def providers(model: Any) -> dict[str, dict[str, str]]:
+def providers(model: ModelWrapper) -> dict[str, dict[str, str]]:
     """Op type -> its plugin (``type``, ``plugin``, ``distribution``, ``version``,
     ``source``) for each layer of ``model`` that a plugin provides rather than FINN."""
     mine = registered_layers()
@@ -176,7 +190,9 @@ def describe(spec: PluginSpec) -> dict[str, str]:
     return entry
 
 
-def stamp(model: Any, found: dict[str, dict[str, str]] | None = None) -> dict[str, dict[str, str]]:
+def stamp(
+    model: ModelWrapper, found: dict[str, dict[str, str]] | None = None
+) -> dict[str, dict[str, str]]:
     """Record ``providers(model)`` (merged with what the model records) in its metadata."""
     merged = {**recorded(model), **(providers(model) if found is None else found)}
     if merged:
@@ -184,7 +200,7 @@ def stamp(model: Any, found: dict[str, dict[str, str]] | None = None) -> dict[st
     return merged
 
 
-def recorded(model: Any) -> dict[str, dict[str, str]]:
+def recorded(model: ModelWrapper) -> dict[str, dict[str, str]]:
     """The providers ``model``'s metadata records (empty when none or unreadable)."""
     text = model.get_metadata_prop(PROVIDERS_KEY)
     try:
@@ -206,7 +222,7 @@ def note_lines(found: dict[str, dict[str, str]]) -> list[str]:
 
 
 # -- what a fresh process does -------------------------------------------------------------
-def load_plan_layers(plan: Any, registry: Registry | None = None) -> list[str]:
+def load_plan_layers(plan: BuildPlan, registry: Registry | None = None) -> list[str]:
     """Load the kernels of ``plan`` (a ``BuildPlan``) and every backend of them, so their
     layers are registered before conversion and specialisation; returns their names."""
     if plan.kernels is None:
@@ -216,22 +232,27 @@ def load_plan_layers(plan: Any, registry: Registry | None = None) -> list[str]:
     parts = _decomposed_kernels(registry, kernels)
     loaded = []
     for spec in [*registry.specs("kernel"), *registry.specs("backend")]:
-        if spec.framework in BUILTIN:
-            continue
-        if spec.type == "kernel":
-            wanted = spec.qualified_name in kernels
-        else:  # the backends the blueprint allows, or all of an unrestricted kernel's
-            kernel = _kernel_of(registry, spec)
-            choice = kernels.get(kernel.qualified_name) if kernel is not None else None
-            wanted = choice is not None and spec.qualified_name in (
-                choice.backends or [spec.qualified_name]
-            )
-            # and those of the kernels a planned one becomes (a Shuffle's OuterShuffle)
-            wanted = wanted or (choice is None and kernel is not None and kernel.name in parts)
-        if wanted:
+        if spec.framework not in BUILTIN and _planned(registry, spec, kernels, parts):
             registry.load(spec)
             loaded.append(spec.qualified_name)
     return loaded
+
+
+def _planned(
+    registry: Registry, spec: PluginSpec, kernels: dict[str, PlannedKernel], parts: set[str]
+) -> bool:
+    """Whether a kernel or backend spec is one the plan's ``kernels`` use: a planned
+    kernel, a backend the blueprint allows (all of an unrestricted kernel's), or a backend
+    of the kernels a planned one becomes (``parts``: a Shuffle's OuterShuffle)."""
+    if spec.type == "kernel":
+        return spec.qualified_name in kernels
+    kernel = _kernel_of(registry, spec)
+    if kernel is None:
+        return False
+    choice = kernels.get(kernel.qualified_name)
+    if choice is None:
+        return kernel.name in parts
+    return spec.qualified_name in (choice.backends or [spec.qualified_name])
 
 
 def register_finn_layers(op_types: Iterable[str], registry: Registry | None = None) -> list[str]:
@@ -240,8 +261,6 @@ def register_finn_layers(op_types: Iterable[str], registry: Registry | None = No
     ``Reshape`` is known only once something imports the RTL backends), so FINN's infer
     transforms find the layers they create. Returns the op types imported."""
     from qonnx.custom_op.registry import is_custom_op
-
-    from brainsmith.plugin.errors import PluginError
 
     registry = registry or _registry()
     imported = []
@@ -256,7 +275,9 @@ def register_finn_layers(op_types: Iterable[str], registry: Registry | None = No
     return imported
 
 
-def require_layers(model: Any, label: str, extra: dict | None = None) -> list[str]:
+def require_layers(
+    model: ModelWrapper, label: str, extra: dict[str, dict[str, str]] | None = None
+) -> list[str]:
     """Load the plugins that provide ``model``'s hardware layers (``label`` names the model
     in messages; ``extra`` adds providers recorded elsewhere, e.g. checkpoint.json).
     Returns the plugins loaded; LayerPluginError naming the layer type and the missing
@@ -264,10 +285,7 @@ def require_layers(model: Any, label: str, extra: dict | None = None) -> list[st
     from qonnx.custom_op.registry import is_custom_op
 
     known = {**(extra or {}), **recorded(model)}
-    missing: dict[str, tuple[str, str]] = {}
-    for node in model.graph.node:
-        if node.domain in LAYER_DOMAINS and node.op_type not in missing:
-            missing.setdefault(node.op_type, (node.domain, node.name))
+    missing = _hardware_layers(model)
     for op_type in missing.keys() & INSERTED_LAYERS:
         module, _, function = INSERTED_LAYERS[op_type].partition(":")
         getattr(importlib.import_module(module), function)()
@@ -281,46 +299,74 @@ def require_layers(model: Any, label: str, extra: dict | None = None) -> list[st
         problem = _load_provider(registry, domain, op_type, entry, loaded)
         if problem is None and is_custom_op(domain, op_type):
             continue
-        where = f"layer {node} ({op_type}) of {label}"
-        if entry:
-            raise LayerPluginError(
-                f"{where} is provided by {_provider(entry)}, which cannot be loaded: "
-                f"{problem or 'it did not register ' + op_type}",
-                _install_hint(entry),
-            )
-        raise LayerPluginError(
-            f"{where}: no installed plugin provides layer type {op_type} "
-            f"in domain {domain}{': ' + problem if problem else ''}",
-            "install the plugin package that provides it (brainsmith plugins list --type "
-            "kernel shows what is installed)",
-        )
+        raise _unprovided(f"layer {node} ({op_type}) of {label}", domain, op_type, entry, problem)
     return loaded
 
 
+def _hardware_layers(model: ModelWrapper) -> dict[str, tuple[str, str]]:
+    """Each hardware layer type of ``model`` -> (its domain, the first node of it)."""
+    found: dict[str, tuple[str, str]] = {}
+    for node in model.graph.node:
+        if node.domain in LAYER_DOMAINS:
+            found.setdefault(node.op_type, (node.domain, node.name))
+    return found
+
+
+def _unprovided(
+    where: str, domain: str, op_type: str, entry: dict[str, str] | None, problem: str | None
+) -> LayerPluginError:
+    """The error for a layer type whose provider (recorded in ``entry``, or none) failed."""
+    if entry:
+        return LayerPluginError(
+            f"{where} is provided by {_provider(entry)}, which cannot be loaded: "
+            f"{problem or 'it did not register ' + op_type}",
+            _install_hint(entry),
+        )
+    return LayerPluginError(
+        f"{where}: no installed plugin provides layer type {op_type} "
+        f"in domain {domain}{': ' + problem if problem else ''}",
+        "install the plugin package that provides it (brainsmith plugins list --type "
+        "kernel shows what is installed)",
+    )
+
+
 def _load_provider(
-    registry: Registry, domain: str, op_type: str, entry: dict | None, loaded: list[str]
+    registry: Registry,
+    domain: str,
+    op_type: str,
+    entry: dict[str, str] | None,
+    loaded: list[str],
 ) -> str | None:
     """Load the plugin recorded for ``op_type``, else any plugin whose layer it is; the
     reason it failed, or None."""
-    from brainsmith.plugin.errors import PluginError
-
     try:
-        if entry and entry.get("plugin") and entry.get("type") in ("kernel", "backend"):
-            spec = registry.find(entry["type"], entry["plugin"])
-            specs = [spec] + ([] if spec.type == "kernel" else _kernels_of(registry, spec))
-        else:
-            specs = [
-                s
-                for s in [*registry.specs("kernel"), *registry.specs("backend")]
-                if s.framework not in BUILTIN and layer_place(registry, s) == (domain, op_type)
-            ]
-            specs += [k for s in specs if s.type == "backend" for k in _kernels_of(registry, s)]
-        for spec in specs:
+        for spec in _providers_of(registry, domain, op_type, entry):
             registry.load(spec)
             loaded.append(spec.qualified_name)
     except PluginError as exc:
         return str(exc)
     return None
+
+
+def _providers_of(
+    registry: Registry, domain: str, op_type: str, entry: dict[str, str] | None
+) -> list[PluginSpec]:
+    """The plugin recorded in ``entry`` (a backend with its kernel), else every plugin whose
+    layer is ``op_type`` in ``domain`` (backends with their kernels)."""
+    if entry and entry.get("plugin") and entry.get("type") in ("kernel", "backend"):
+        spec = registry.find(entry["type"], entry["plugin"])
+        return [spec] + ([] if spec.type == "kernel" else _kernels_of(registry, spec))
+    specs = _plugin_layers(registry, domain, op_type)
+    return specs + [k for s in specs if s.type == "backend" for k in _kernels_of(registry, s)]
+
+
+def _plugin_layers(registry: Registry, domain: str, op_type: str) -> list[PluginSpec]:
+    """The plugins' kernels and backends whose layer is ``op_type`` in ``domain``."""
+    return [
+        s
+        for s in [*registry.specs("kernel"), *registry.specs("backend")]
+        if s.framework not in BUILTIN and layer_place(registry, s) == (domain, op_type)
+    ]
 
 
 def _kernels_of(registry: Registry, backend: PluginSpec) -> list[PluginSpec]:

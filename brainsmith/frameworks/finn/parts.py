@@ -15,9 +15,11 @@ import os
 import re
 
 from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES
+from brainsmith.plugin.discovery.sources.adapters import locate_package
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import TypeGuard
 
 
@@ -90,8 +92,6 @@ def part_resources(part: str) -> tuple[dict[str, int], str] | None:
 @functools.cache
 def _tables() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     """(board -> part, device -> resources) from FINN's sources."""
-    from brainsmith.plugin.discovery.sources.adapters import locate_package
-
     folder = locate_package("finn")
     if folder is None:
         return {}, {}
@@ -126,14 +126,9 @@ def _platforms(tree: ast.Module) -> dict[str, tuple[int, ...]]:
     """Board -> total LUT/FF/BRAM_18K/URAM/DSP over its SLRs (``platforms["B"] = Class``)."""
     per_class = {}
     for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for item in node.body:
-            if isinstance(item, ast.FunctionDef) and item.name == "compute_resources":
-                returned = [s.value for s in item.body if isinstance(s, ast.Return) and s.value]
-                rows = _literal(returned[-1]) if returned else None
-                if _is_table(rows):
-                    per_class[node.name] = tuple(sum(column) for column in zip(*rows, strict=True))
+        rows = _resource_rows(node) if isinstance(node, ast.ClassDef) else None
+        if isinstance(node, ast.ClassDef) and _is_table(rows):
+            per_class[node.name] = tuple(sum(column) for column in zip(*rows, strict=True))
     return {
         key: per_class[value.id]
         for key, value, table in _subscript_assignments(tree)
@@ -141,7 +136,18 @@ def _platforms(tree: ast.Module) -> dict[str, tuple[int, ...]]:
     }
 
 
-def _subscript_assignments(tree: ast.Module):
+def _resource_rows(platform: ast.ClassDef) -> object:
+    """What a platform class's last ``compute_resources`` returns, as a literal (None when
+    it has none or returns something else)."""
+    rows: object = None
+    for item in platform.body:
+        if isinstance(item, ast.FunctionDef) and item.name == "compute_resources":
+            returned = [s.value for s in item.body if isinstance(s, ast.Return) and s.value]
+            rows = _literal(returned[-1]) if returned else None
+    return rows
+
+
+def _subscript_assignments(tree: ast.Module) -> Iterator[tuple[str, ast.expr, str]]:
     for node in tree.body:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
@@ -157,28 +163,58 @@ def _subscript_assignments(tree: ast.Module):
 
 def _literal(node: ast.expr) -> object:
     """Numbers, lists, ``a * b`` / ``a + b`` and ``[row for i in range(n)]``; None otherwise."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-        return node.value
-    if isinstance(node, ast.List):
-        items = [_literal(e) for e in node.elts]
-        return None if any(i is None for i in items) else items
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult | ast.Add):
-        left, right = _literal(node.left), _literal(node.right)
-        if not isinstance(left, int | float) or not isinstance(right, int | float):
-            return None
-        return left * right if isinstance(node.op, ast.Mult) else left + right
-    if isinstance(node, ast.ListComp) and len(node.generators) == 1:
-        loop = node.generators[0].iter
-        if (
-            isinstance(loop, ast.Call)
-            and isinstance(loop.func, ast.Name)
-            and loop.func.id == "range"
-            and len(loop.args) == 1
-            and isinstance(count := _literal(loop.args[0]), int)
-        ):
-            row = _literal(node.elt)
-            return None if row is None else [row] * count
-    return None
+    read = _LITERALS.get(type(node))
+    return None if read is None else read(node)
+
+
+def _number(node: ast.expr) -> object:
+    assert isinstance(node, ast.Constant)
+    return node.value if isinstance(node.value, int | float) else None
+
+
+def _list(node: ast.expr) -> object:
+    assert isinstance(node, ast.List)
+    items = [_literal(e) for e in node.elts]
+    return None if any(i is None for i in items) else items
+
+
+def _arithmetic(node: ast.expr) -> object:
+    """``a * b`` or ``a + b`` of two numbers."""
+    assert isinstance(node, ast.BinOp)
+    left, right = _literal(node.left), _literal(node.right)
+    if not isinstance(left, int | float) or not isinstance(right, int | float):
+        return None
+    if isinstance(node.op, ast.Mult):
+        return left * right
+    return left + right if isinstance(node.op, ast.Add) else None
+
+
+def _repeated_row(node: ast.expr) -> object:
+    """``[row for i in range(n)]``: ``n`` copies of the row."""
+    assert isinstance(node, ast.ListComp)
+    count = _range_count(node.generators[0].iter) if len(node.generators) == 1 else None
+    if count is None:
+        return None
+    row = _literal(node.elt)
+    return None if row is None else [row] * count
+
+
+def _range_count(loop: ast.expr) -> int | None:
+    """``n`` of ``range(n)`` with a literal ``n``; None for any other loop."""
+    if not (isinstance(loop, ast.Call) and isinstance(loop.func, ast.Name)):
+        return None
+    if loop.func.id != "range" or len(loop.args) != 1:
+        return None
+    count = _literal(loop.args[0])
+    return count if isinstance(count, int) else None
+
+
+_LITERALS: dict[type[ast.expr], Callable[[ast.expr], object]] = {
+    ast.Constant: _number,
+    ast.List: _list,
+    ast.BinOp: _arithmetic,
+    ast.ListComp: _repeated_row,
+}
 
 
 def _is_table(rows: object) -> TypeGuard[list[list[int]]]:

@@ -65,7 +65,24 @@ from importlib.resources import files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import TypedDict
+
+    import numpy as np
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
+    from qonnx.core.datatype import BaseDataType
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    class FittedModel(TypedDict):
+        """One resource's linear model of a layer kind (``rtl_costs.json``)."""
+
+        terms: list[str]
+        coefficients: list[float]
+        mean_error: float
+        max_error: float
+        held_out_max_error: float
+
+    Factor = Callable[[HWCustomOp, str, ModelWrapper | None], float]  # one factor of a term
 
 ESTIMATED_BY = "brainsmith"
 
@@ -144,10 +161,10 @@ REPORT_ONLY: frozenset[str] = frozenset(
 
 
 @cache
-def coefficients() -> dict[str, dict[str, dict[str, Any]]]:
+def coefficients() -> dict[str, dict[str, FittedModel]]:
     """The fitted models from ``rtl_costs.json`` (read once): kind -> resource -> model."""
     text = files("brainsmith.frameworks.finn").joinpath("rtl_costs.json").read_text()
-    kinds: dict[str, dict[str, dict[str, Any]]] = json.loads(text)["kinds"]
+    kinds: dict[str, dict[str, FittedModel]] = json.loads(text)["kinds"]
     return kinds
 
 
@@ -155,7 +172,9 @@ def kinds() -> tuple[str, ...]:
     return tuple(coefficients())
 
 
-def features(layer: Any, extra: tuple[str, ...] = (), model: Any = None) -> dict[str, float]:
+def features(
+    layer: HWCustomOp, extra: tuple[str, ...] = (), model: ModelWrapper | None = None
+) -> dict[str, float]:
     """The terms of ``layer``'s kind (and ``extra`` terms), from its attributes and types
     (and ``model``'s initializers: whether thresholds are shared by every channel)."""
     kind = layer.onnx_node.op_type
@@ -163,7 +182,7 @@ def features(layer: Any, extra: tuple[str, ...] = (), model: Any = None) -> dict
     return {term: _term(term, layer, model) for term in sorted(wanted)}
 
 
-def fitted(layer: Any, resource: str, graph: Any = None) -> float | None:
+def fitted(layer: HWCustomOp, resource: str, graph: ModelWrapper | None = None) -> float | None:
     """The fitted model's count of ``resource`` in ``layer`` (of ``graph``, where known);
     None without a model."""
     model = coefficients().get(layer.onnx_node.op_type, {}).get(resource)
@@ -175,7 +194,10 @@ def fitted(layer: Any, resource: str, graph: Any = None) -> float | None:
 
 
 def estimate(
-    layer: Any, part: str | None = None, model: Any = None, report: bool = False
+    layer: HWCustomOp,
+    part: str | None = None,
+    model: ModelWrapper | None = None,
+    report: bool = False,
 ) -> dict[str, float]:
     """brainsmith's estimate of each resource FINN does not estimate in ``layer`` (a FINN
     CustomOp), and on ``part`` the counts that replace FINN's (``REPLACED``); empty for a kind
@@ -195,15 +217,27 @@ def estimate(
         if value is not None:
             result[resource] = value
     if "LUT" in result and _weights_in_luts(layer):
-        simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
-        depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
-        width = simd * pe * _bits(layer, "w_bits")
-        result["LUT"] += lutram_luts(depth, width, seven_series=(part or "").startswith("xc7"))
-    if part and layer.onnx_node.op_type == "MVAU_rtl":
-        dsps = mvau_dsps(layer, part, narrow_weights(layer, model))
-        if dsps is not None:
-            result["DSP"] = dsps
+        result["LUT"] += _weight_memory_luts(layer, part)
+    dsps = _matrix_dsps(layer, part, model)
+    if dsps is not None:
+        result["DSP"] = dsps
     return result
+
+
+def _matrix_dsps(layer: HWCustomOp, part: str | None, model: ModelWrapper | None) -> float | None:
+    """An RTL matrix layer's DSPs on ``part`` (``mvau_dsps``); None for any other layer,
+    or without a part."""
+    if not part or layer.onnx_node.op_type != "MVAU_rtl":
+        return None
+    return mvau_dsps(layer, part, narrow_weights(layer, model))
+
+
+def _weight_memory_luts(layer: HWCustomOp, part: str | None) -> float:
+    """The LUTs of a matrix layer's weights in LUT-RAM (``lutram_luts``)."""
+    simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
+    depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
+    width = simd * pe * _bits(layer, "w_bits")
+    return lutram_luts(depth, width, seven_series=(part or "").startswith("xc7"))
 
 
 def lutram_luts(depth: int, width: int, seven_series: bool = False) -> float:
@@ -218,7 +252,7 @@ def lutram_luts(depth: int, width: int, seven_series: bool = False) -> float:
     return float(width * (banks * words // 64 + math.ceil((banks - 1) / 2)))
 
 
-def mvau_dsps(layer: Any, part: str, narrow: bool = False) -> float | None:
+def mvau_dsps(layer: HWCustomOp, part: str, narrow: bool = False) -> float | None:
     """The DSP slices FINN's RTL matrix unit instantiates on ``part`` (``mvu.sv``): per SIMD
     lane a chain of ``ceil(PE / lanes)`` DSPs, where one DSP's A input (25 bits on DSP48E1,
     27 on DSP48E2) holds the weight and ``lanes - 1`` further products of ``w + a - 1`` bits,
@@ -240,7 +274,7 @@ def mvau_dsps(layer: Any, part: str, narrow: bool = False) -> float | None:
     return float(simd * math.ceil(pe / lanes))
 
 
-def narrow_weights(layer: Any, model: Any) -> bool:
+def narrow_weights(layer: HWCustomOp, model: ModelWrapper | None) -> bool:
     """Whether FINN generates ``layer``'s matrix unit for narrow-range weights (no weight is
     its type's minimum; constant weights in the layer): as FINN's ``generate_hdl`` decides.
     False (full range: never fewer DSPs than FINN builds) without the model's weights."""
@@ -254,12 +288,12 @@ def narrow_weights(layer: Any, model: Any) -> bool:
     return bool(np.min(weights) != layer.get_input_datatype(1).min())
 
 
-def own(layer: Any) -> bool:
+def own(layer: HWCustomOp) -> bool:
     """Whether ``layer`` is one of brainsmith's own layers (not FINN's)."""
     return type(layer).__module__.split(".")[0] == "brainsmith"
 
 
-def _weights_in_luts(layer: Any) -> bool:
+def _weights_in_luts(layer: HWCustomOp) -> bool:
     types = layer.get_nodeattr_types()
     return (
         "mem_mode" in types
@@ -268,48 +302,106 @@ def _weights_in_luts(layer: Any) -> bool:
     )
 
 
-def _name(layer: Any, name: str, graph: Any = None) -> float:
+def _name(layer: HWCustomOp, name: str, graph: ModelWrapper | None = None) -> float:
     """One factor of a term (see the module's docstring)."""
+    factor = _FACTORS.get(name)
+    if factor is None:
+        raise KeyError(f"no term factor {name!r}")
+    return factor(layer, name, graph)
+
+
+def _one(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    return 1.0
+
+
+def _folding(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    """``PE``, ``SIMD`` or ``K``: the attribute, 1 for a layer without it."""
+    return float(layer.get_nodeattr(name)) if name in layer.get_nodeattr_types() else 1.0
+
+
+def _width_bits(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    return float(_bits(layer, name))
+
+
+def _channels(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
     types = layer.get_nodeattr_types()
-    if name == "1":
-        return 1.0
-    if name in ("constant_stages", "memory_stages", "memory_bits", "deep_bits", "saturated"):
-        return _threshold_memories(layer, graph, name)
-    if name in ("PE", "SIMD", "K"):
-        return float(layer.get_nodeattr(name)) if name in types else 1.0
-    if name in ("in_bits", "w_bits", "acc_bits", "out_bits", "t_bits"):
-        return float(_bits(layer, name))
-    if name == "channels":
-        found = next(a for a in ("NumChannels", "IFMChannels", "Channels", "Labels") if a in types)
-        return float(layer.get_nodeattr(found))
-    if name in ("window", "kernel"):
-        found = next(a for a in ("ConvKernelDim", "KernelSize") if a in types)
-        dims = [int(x) for x in layer.get_nodeattr(found)]
-        return float(math.prod(dims) if name == "window" else dims[0])
-    if name == "ifm_width":
-        return float(layer.get_nodeattr("IFMDim")[-1])
-    if name == "streams":
-        return float(layer.get_nodeattr("NumOutputStreams"))
-    if name == "row_bits":
-        *_, width, channels = layer.get_normal_input_shape()
-        return float(width * channels * _bits(layer, "in_bits"))
-    if name == "element_row_bits":  # row buffers read by element: CRD lanes r*r apart
-        by_element = layer.get_nodeattr("Mode") == "CRD" and layer.get_nodeattr("SIMD") > 1
-        return _name(layer, "row_bits") if by_element else 0.0
-    if name in ("srl", "lutram", "bram", "bram_split", "fifo_words"):
-        return _fifo(layer, name)
-    if name == "fifo_width":  # fifo.sv stores the stream padded to whole bytes
+    found = next(a for a in ("NumChannels", "IFMChannels", "Channels", "Labels") if a in types)
+    return float(layer.get_nodeattr(found))
+
+
+def _window(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    """``window``: the sliding window's positions; ``kernel``: its first dimension."""
+    types = layer.get_nodeattr_types()
+    found = next(a for a in ("ConvKernelDim", "KernelSize") if a in types)
+    dims = [int(x) for x in layer.get_nodeattr(found)]
+    return float(math.prod(dims) if name == "window" else dims[0])
+
+
+def _row_bits(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    *_, width, channels = layer.get_normal_input_shape()
+    return float(width * channels * _bits(layer, "in_bits"))
+
+
+def _element_row_bits(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    """Row buffers read by element: CRD lanes r*r apart."""
+    by_element = layer.get_nodeattr("Mode") == "CRD" and layer.get_nodeattr("SIMD") > 1
+    return _row_bits(layer, "row_bits", None) if by_element else 0.0
+
+
+def _attribute(attribute: str, index: int | None = None) -> Factor:
+    """A factor that is ``attribute`` (its ``index``-th value)."""
+
+    def factor(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+        value = layer.get_nodeattr(attribute)
+        return float(value if index is None else value[index])
+
+    return factor
+
+
+def _stream_width(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    """``fifo_width``: the stream padded to whole bytes, as fifo.sv stores it; ``in_width``
+    and ``out_width``: the streams' widths."""
+    if name == "fifo_width":
         return float(layer.get_instream_width_padded())
-    if name in ("dwc_rotation", "dwc_buffer"):
-        return _dwc(layer, name)
     if name == "in_width":
         return float(layer.get_instream_width(0))
-    if name == "out_width":
-        return float(layer.get_outstream_width(0))
-    raise KeyError(f"no term factor {name!r}")
+    return float(layer.get_outstream_width(0))
 
 
-def _fifo(layer: Any, name: str) -> float:
+def _threshold_factor(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    return _threshold_memories(layer, graph, name)
+
+
+def _fifo_factor(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    return _fifo(layer, name)
+
+
+def _dwc_factor(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    return _dwc(layer, name)
+
+
+_FACTORS: dict[str, Factor] = {
+    "1": _one,
+    **dict.fromkeys(
+        ("constant_stages", "memory_stages", "memory_bits", "deep_bits", "saturated"),
+        _threshold_factor,
+    ),
+    **dict.fromkeys(("PE", "SIMD", "K"), _folding),
+    **dict.fromkeys(("in_bits", "w_bits", "acc_bits", "out_bits", "t_bits"), _width_bits),
+    "channels": _channels,
+    "window": _window,
+    "kernel": _window,
+    "ifm_width": _attribute("IFMDim", -1),
+    "streams": _attribute("NumOutputStreams"),
+    "row_bits": _row_bits,
+    "element_row_bits": _element_row_bits,
+    **dict.fromkeys(("srl", "lutram", "bram", "bram_split", "fifo_words"), _fifo_factor),
+    **dict.fromkeys(("fifo_width", "in_width", "out_width"), _stream_width),
+    **dict.fromkeys(("dwc_rotation", "dwc_buffer"), _dwc_factor),
+}
+
+
+def _fifo(layer: HWCustomOp, name: str) -> float:
     """fifo.sv's storage (FINN's ``get_ram_style``: ``srl``, ``distributed``, ``block`` or
     ``ultra``) as indicators, ``bram_split`` where the block RAM's depth is split in two
     memories (a power of two and a smaller one), and ``fifo_words``: the words the storage
@@ -330,7 +422,7 @@ def _fifo(layer: Any, name: str) -> float:
     return float(2**low + (2**high if high else 0))
 
 
-def _threshold_memories(layer: Any, graph: Any, name: str) -> float:
+def _threshold_memories(layer: HWCustomOp, graph: ModelWrapper | None, name: str) -> float:
     """thresholding.sv's binary search: a stage per output bit (``clog2(N + 1)`` for N
     thresholds), each a comparator of the thresholds' width (``t_bits``) and a memory per
     PE of the thresholds the stage compares with, ``2**stage`` words per channel the PE
@@ -341,7 +433,6 @@ def _threshold_memories(layer: Any, graph: Any, name: str) -> float:
     LUT each up to 64 words), ``deep_bits`` those bits once per further 64 words; without the
     thresholds (``graph``), every bit differs. ``saturated``: integer thresholds narrower than
     the input, to whose range the RTL saturates the input."""
-    import numpy as np
     from qonnx.core.datatype import DataType
 
     steps = int(layer.get_nodeattr("numSteps"))
@@ -351,35 +442,63 @@ def _threshold_memories(layer: Any, graph: Any, name: str) -> float:
     bits = kind.bitwidth()
     if name == "saturated":
         return float(kind.is_integer() and _bits(layer, "in_bits") > bits)
-    found = None if graph is None else graph.get_initializer(layer.onnx_node.input[1])
-    rows = None if found is None else np.asarray(found).reshape(-1, found.shape[-1])
-    if rows is not None and rows.shape[0] == 1:  # shared: one row per PE
-        rows = np.repeat(rows, pe, axis=0)
+    rows = _threshold_rows(layer, graph, pe)
     fold = channels // pe if rows is None else rows.shape[0] // pe
     deeper = sum(fold * 2**stage > 2 for stage in range(stages))
     if name in ("constant_stages", "memory_stages"):
         return float(deeper if name == "memory_stages" else stages - deeper)
-    total = 0.0
-    for stage in range(stages):
-        depth = fold * 2**stage
-        if depth <= 2:
-            continue
-        luts = 1 if name == "memory_bits" else math.ceil(depth / 64) - 1
-        if rows is None:
-            total += pe * bits * luts
-            continue
-        # the thresholds the stage compares with: the midpoints of its 2**stage intervals
-        columns = [(2 * j + 1) * 2 ** (stages - 1 - stage) - 1 for j in range(2**stage)]
-        columns = [c for c in columns if c < rows.shape[1]]
-        words = rows[:, columns]
-        if kind.is_integer():
-            words = words.astype(np.int64) & ((1 << bits) - 1)
-        else:
-            words = words.astype(np.float32).view(np.uint32).astype(np.int64)
-        for lane in range(pe):  # a PE's channels: every PE-th row
-            mine = words[lane::pe].reshape(-1)
-            differing = int(np.bitwise_or.reduce(mine ^ mine[0]))
-            total += bin(differing).count("1") * luts
+    return float(
+        sum(_stage_luts(name, rows, fold, stage, stages, kind, pe) for stage in range(stages))
+    )
+
+
+def _stage_luts(
+    name: str,
+    rows: np.ndarray | None,
+    fold: int,
+    stage: int,
+    stages: int,
+    kind: BaseDataType,
+    pe: int,
+) -> int:
+    """One stage's ``memory_bits`` or ``deep_bits`` (none for a constant stage)."""
+    depth = fold * 2**stage
+    if depth <= 2:
+        return 0
+    luts = 1 if name == "memory_bits" else math.ceil(depth / 64) - 1
+    if rows is None:
+        return int(pe * kind.bitwidth() * luts)
+    return _differing_bits(rows, stage, stages, kind, pe) * luts
+
+
+def _threshold_rows(layer: HWCustomOp, graph: ModelWrapper | None, pe: int) -> np.ndarray | None:
+    """The thresholds, a row per channel (a shared row repeated per PE); None without
+    ``graph`` or its initializer."""
+    import numpy as np
+
+    found = None if graph is None else graph.get_initializer(layer.onnx_node.input[1])
+    rows = None if found is None else np.asarray(found).reshape(-1, found.shape[-1])
+    if rows is not None and rows.shape[0] == 1:  # shared: one row per PE
+        rows = np.repeat(rows, pe, axis=0)
+    return rows
+
+
+def _differing_bits(rows: np.ndarray, stage: int, stages: int, kind: BaseDataType, pe: int) -> int:
+    """Per PE, the bits that differ between the words of the stage's memory, summed."""
+    import numpy as np
+
+    # the thresholds the stage compares with: the midpoints of its 2**stage intervals
+    columns = [(2 * j + 1) * 2 ** (stages - 1 - stage) - 1 for j in range(2**stage)]
+    words = rows[:, [c for c in columns if c < rows.shape[1]]]
+    if kind.is_integer():
+        words = words.astype(np.int64) & ((1 << kind.bitwidth()) - 1)
+    else:
+        words = words.astype(np.float32).view(np.uint32).astype(np.int64)
+    total = 0
+    for lane in range(pe):  # a PE's channels: every PE-th row
+        mine = words[lane::pe].reshape(-1)
+        differing = int(np.bitwise_or.reduce(mine ^ mine[0]))
+        total += bin(differing).count("1")
     return total
 
 
@@ -396,7 +515,7 @@ def _memory_bits(depth: int) -> tuple[int, int]:
     return low, high
 
 
-def _dwc(layer: Any, name: str) -> float:
+def _dwc(layer: HWCustomOp, name: str) -> float:
     """The RTL converter's (``vpc.sv``) cost terms, for input and output widths ``i`` and
     ``o`` whose greatest common divisor is ``g``: ``dwc_buffer``, its buffer of ``i + o``
     bits; ``dwc_rotation``, the barrel rotating the input's ``i / g`` lanes where there are
@@ -412,7 +531,7 @@ def _dwc(layer: Any, name: str) -> float:
     return float(in_width * math.ceil((inputs - 1) / 5))
 
 
-def _bits(layer: Any, name: str) -> int:
+def _bits(layer: HWCustomOp, name: str) -> int:
     from qonnx.core.datatype import DataType
 
     types = layer.get_nodeattr_types()
@@ -429,5 +548,5 @@ def _bits(layer: Any, name: str) -> int:
     return int(layer.get_output_datatype().bitwidth())
 
 
-def _term(term: str, layer: Any, graph: Any = None) -> float:
+def _term(term: str, layer: HWCustomOp, graph: ModelWrapper | None = None) -> float:
     return math.prod(_name(layer, name, graph) for name in term.split("*"))

@@ -16,6 +16,7 @@ import numpy as np
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
 HALF_EVEN_MODES = ("ROUND", "HALF_EVEN")
@@ -28,16 +29,24 @@ def half_even_quantizers(model: ModelWrapper) -> dict[str, tuple[np.ndarray, flo
     with a positive scale and a scalar zero point."""
     found: dict[str, tuple[np.ndarray, float]] = {}
     for node in model.graph.node:
-        if node.op_type != "Quant" or model.get_initializer(node.input[0]) is not None:
-            continue
-        mode = next((a.s.decode() for a in node.attribute if a.name == "rounding_mode"), "ROUND")
-        scale, zero = model.get_initializer(node.input[1]), model.get_initializer(node.input[2])
-        if mode.upper() not in HALF_EVEN_MODES or scale is None or zero is None:
-            continue
-        if np.size(zero) != 1 or np.any(scale <= 0):
-            continue
-        found[node.output[0]] = (np.asarray(scale, dtype=np.float64), float(np.asarray(zero)))
+        quantizer = _half_even(model, node) if node.op_type == "Quant" else None
+        if quantizer is not None:
+            found[node.output[0]] = quantizer
     return found
+
+
+def _half_even(model: ModelWrapper, quant: NodeProto) -> tuple[np.ndarray, float] | None:
+    """An activation ``Quant``'s (scale, zero point) when it rounds half to even with a
+    positive scale and a scalar zero point; else None."""
+    if model.get_initializer(quant.input[0]) is not None:
+        return None  # a weight quantizer
+    mode = next((a.s.decode() for a in quant.attribute if a.name == "rounding_mode"), "ROUND")
+    scale, zero = model.get_initializer(quant.input[1]), model.get_initializer(quant.input[2])
+    if mode.upper() not in HALF_EVEN_MODES or scale is None or zero is None:
+        return None
+    if np.size(zero) != 1 or np.any(scale <= 0):
+        return None
+    return np.asarray(scale, dtype=np.float64), float(np.asarray(zero))
 
 
 def round_thresholds_half_even(

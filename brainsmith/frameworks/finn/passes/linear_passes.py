@@ -33,38 +33,81 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 
+from qonnx.core.datatype import DataType
+from qonnx.core.modelwrapper import ModelWrapper
+from qonnx.transformation import general
+from qonnx.transformation.infer_data_layouts import InferDataLayouts
+from qonnx.transformation.infer_datatypes import InferDataTypes
+from qonnx.util.basic import get_by_name
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from onnx import GraphProto, StringStringEntryProto, TensorAnnotation
+    from onnx import GraphProto, NodeProto, StringStringEntryProto, TensorAnnotation
     from qonnx.core.datatype import BaseDataType
-    from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.transformation.base import Transformation
+
+    Apply = Callable[[Transformation, ModelWrapper], tuple[ModelWrapper, bool]]  # its apply
 
 MARK = "_brainsmith_linear"
 
 
 def topological_order(graph: GraphProto) -> list[int] | None:
     """Indices of ``graph``'s nodes in ``SortGraph``'s order, or None for a cycle."""
+    needs = _dependencies(graph)
+    level = _levels(needs)
+    if level is None:
+        return None
+    return sorted(needs, key=lambda index: (level[index], index))
+
+
+def _dependencies(graph: GraphProto) -> dict[int, set[int]]:
+    """Each sorted node's index -> the indices of the nodes it reads, as QONNX's toposort
+    sees them (a node reading neither a node nor a graph input or initializer is left out)."""
     nodes = list(graph.node)
-    producer: dict[str, int] = {}
-    for index, node in enumerate(nodes):
-        for name in node.output:
-            producer.setdefault(name, index)  # find_producer: the first in the graph
+    producer = _producers(nodes)
     sources = {t.name for t in graph.initializer} | {t.name for t in graph.input}
     needs: dict[int, set[int]] = {}
     for index, node in enumerate(nodes):
-        before = {producer[name] for name in node.input if name in producer}
-        if before:
-            needs[index] = before - {index}  # toposort ignores a node's own output
-        elif any(name in sources for name in node.input):
-            needs[index] = set()
-    for before in list(needs.values()):
-        for index in before:
-            needs.setdefault(index, set())  # toposort: a dependency is an item
+        before = _reads(node, index, producer, sources)
+        if before is not None:
+            needs[index] = before
+    for index in {index for before in needs.values() for index in before}:
+        needs.setdefault(index, set())  # toposort: a dependency is an item
+    return needs
+
+
+def _reads(
+    node: NodeProto, index: int, producer: dict[str, int], sources: set[str]
+) -> set[int] | None:
+    """The indices of the nodes ``node`` reads (not itself: toposort ignores a node's own
+    output); empty when it reads only ``sources``; None when it reads neither."""
+    before = {producer[name] for name in node.input if name in producer}
+    if before:
+        return before - {index}
+    return set() if any(name in sources for name in node.input) else None
+
+
+def _producers(nodes: list[NodeProto]) -> dict[str, int]:
+    """Each tensor -> the index of its first producer in the graph (find_producer's)."""
+    producer: dict[str, int] = {}
+    for index, node in enumerate(nodes):
+        for name in node.output:
+            producer.setdefault(name, index)
+    return producer
+
+
+def _readers(needs: dict[int, set[int]]) -> dict[int, list[int]]:
+    """Each node's index -> the indices of the nodes that read it."""
     readers: dict[int, list[int]] = {index: [] for index in needs}
     for index, before in needs.items():
         for earlier in before:
             readers[earlier].append(index)
+    return readers
+
+
+def _levels(needs: dict[int, set[int]]) -> dict[int, int] | None:
+    """Each node's level (the longest chain of nodes before it), or None for a cycle."""
+    readers = _readers(needs)
     waiting = {index: len(before) for index, before in needs.items()}
     level = dict.fromkeys(needs, 0)
     ready = [index for index, count in waiting.items() if count == 0]
@@ -74,9 +117,7 @@ def topological_order(graph: GraphProto) -> list[int] | None:
             waiting[reader] -= 1
             if waiting[reader] == 0:
                 ready.append(reader)
-    if len(ready) != len(needs):
-        return None
-    return sorted(needs, key=lambda index: (level[index], index))
+    return level if len(ready) == len(needs) else None
 
 
 def sort_graph(self: Transformation, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
@@ -85,7 +126,8 @@ def sort_graph(self: Transformation, model: ModelWrapper) -> tuple[ModelWrapper,
         return model, False  # as QONNX's: nothing to sort
     order = topological_order(graph)
     if order is None:
-        return type(self).qonnx_apply(self, model)  # a cycle: QONNX's error
+        sorted_by_qonnx: tuple[ModelWrapper, bool] = type(self).qonnx_apply(self, model)
+        return sorted_by_qonnx  # a cycle: QONNX's error
     nodes = list(graph.node)
     in_order = [nodes[index] for index in order]
     del graph.node[:]
@@ -147,8 +189,6 @@ def shapes_specified(self: ModelWrapper, fix_missing_init_shape: bool = False) -
 def annotations_by_name(model: ModelWrapper) -> Iterator[None]:
     """While inside, ``model`` finds and adds datatype and layout annotations by name (a tensor
     annotated twice, which QONNX's lookups refuse, leaves ``model`` as it is)."""
-    from qonnx.core.datatype import DataType
-    from qonnx.util.basic import get_by_name
 
     annotations = model.graph.quantization_annotation
     found: dict[str, TensorAnnotation] = {}
@@ -164,7 +204,10 @@ def annotations_by_name(model: ModelWrapper) -> Iterator[None]:
         return annotation if annotation is not None and annotation.tensor_name == name else None
 
     def key_of(annotation: TensorAnnotation, key: str) -> StringStringEntryProto | None:
-        return get_by_name(annotation.quant_parameter_tensor_names, key, "key")
+        entry: StringStringEntryProto | None = get_by_name(
+            annotation.quant_parameter_tensor_names, key, "key"
+        )
+        return entry
 
     def added(name: str) -> None:
         if indexed(name) is None and len(annotations) and annotations[-1].tensor_name == name:
@@ -188,10 +231,13 @@ def annotations_by_name(model: ModelWrapper) -> Iterator[None]:
 
     def get_tensor_layout(name: str) -> list[str] | None:
         annotation = indexed(name)
+        layout: list[str] | None
         if annotation is None:
-            return kind.get_tensor_layout(model, name)
+            layout = kind.get_tensor_layout(model, name)
+            return layout
         known = key_of(annotation, "tensor_layout")
-        return None if known is None else literal_eval(known.value)  # a list of strings
+        layout = None if known is None else literal_eval(known.value)  # a list of strings
+        return layout
 
     def set_tensor_layout(name: str, layout: list[str]) -> None:
         annotation = indexed(name)
@@ -216,22 +262,19 @@ def annotations_by_name(model: ModelWrapper) -> Iterator[None]:
             vars(model).pop(name, None)
 
 
-def by_name(qonnx_apply: Callable) -> Callable:
+def by_name(qonnx_apply: Apply) -> Apply:
     """``qonnx_apply`` run with the model's annotations found by name."""
 
     def apply(self: Transformation, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
         with annotations_by_name(model):
-            return qonnx_apply(self, model)
+            applied = qonnx_apply(self, model)
+        return applied
 
     return apply
 
 
 def install() -> None:
     """Make QONNX's passes the linear-time ones (idempotent)."""
-    from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.transformation import general
-    from qonnx.transformation.infer_data_layouts import InferDataLayouts
-    from qonnx.transformation.infer_datatypes import InferDataTypes
 
     replacements = [
         (general.SortGraph, "apply", sort_graph),

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.transformation.base import Transformation
 
 QONNX_QUANTIZERS = ("BipolarQuant", "BinaryQuant", "Quant", "Trunc")
 FOLDING_RECORD = (  # the attributes FINN writes back after applying a folding config
@@ -46,7 +48,7 @@ def qonnx_to_finn(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper
     )
     from qonnx.util.cleanup import cleanup_model
 
-    from brainsmith.frameworks.finn.rounding import (
+    from brainsmith.frameworks.finn.passes.rounding import (
         half_even_quantizers,
         round_thresholds_half_even,
     )
@@ -140,7 +142,7 @@ def minimize_bit_width(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWr
     from finn.transformation.streamline.round_thresholds import RoundAndClipThresholds
     from qonnx.transformation.infer_datatypes import InferDataTypes
 
-    def apply(*transforms) -> None:
+    def apply(*transforms: Transformation) -> None:
         nonlocal model
         for transform in transforms:
             model = model.transform(transform, apply_to_subgraphs=True)
@@ -311,12 +313,13 @@ def _loop_bodies(model: ModelWrapper) -> list[ModelWrapper]:
     return [_body(node) for node in model.get_nodes_by_op_type("FINNLoop")]
 
 
-def _body(node) -> ModelWrapper:
+def _body(node: NodeProto) -> ModelWrapper:
     from qonnx.custom_op.registry import getCustomOp
 
-    return getCustomOp(node).get_nodeattr("body")
+    body: ModelWrapper = getCustomOp(node).get_nodeattr("body")
+    return body
 
 
-def _write(path: Path, value) -> None:
+def _write(path: Path, value: object) -> None:
     with path.open("w") as file:
         json.dump(value, file, indent=2)

@@ -14,9 +14,15 @@ the first of two uses of a name in one node (``Mul(x, x)``) both are renamed her
 
 from __future__ import annotations
 
+from qonnx.transformation.general import GiveReadableTensorNames
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from onnx import GraphProto, ValueInfoProto
     from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.transformation.base import Transformation
 
 MARK = "_brainsmith_one_pass"
 
@@ -28,7 +34,16 @@ def readable_names(model: ModelWrapper) -> dict[str, str]:
     every = [*graph.value_info, *graph.input, *graph.output]  # QONNX's first pass, in order
     for index, tensor in enumerate(every):
         names.setdefault(tensor.name, f"tensor_{index}")
+    names.update(_node_names(graph))
+    names.update(_port_names(graph.input, "global_in"))
+    names.update(_port_names(graph.output, "global_out"))
+    return names
+
+
+def _node_names(graph: GraphProto) -> dict[str, str]:
+    """Each node's outputs and parameters named after the node, in the graph's order."""
     initializers = {t.name for t in graph.initializer}
+    names: dict[str, str] = {}
     for node in graph.node:
         for index, name in enumerate(node.output):
             if name:
@@ -36,11 +51,15 @@ def readable_names(model: ModelWrapper) -> dict[str, str]:
         params = [name for name in node.input if name in initializers]
         for index, name in enumerate(params):
             names[name] = f"{node.name}_param{index}"
-    for index, tensor in enumerate(graph.input):
-        names[tensor.name] = "global_in" if index == 0 else f"global_in_{index}"
-    for index, tensor in enumerate(graph.output):
-        names[tensor.name] = "global_out" if index == 0 else f"global_out_{index}"
     return names
+
+
+def _port_names(tensors: Iterable[ValueInfoProto], prefix: str) -> dict[str, str]:
+    """The graph's inputs or outputs: ``prefix``, then ``prefix_1``, ``prefix_2``..."""
+    return {
+        tensor.name: prefix if index == 0 else f"{prefix}_{index}"
+        for index, tensor in enumerate(tensors)
+    }
 
 
 def rename_all(model: ModelWrapper, names: dict[str, str]) -> None:
@@ -58,7 +77,7 @@ def rename_all(model: ModelWrapper, names: dict[str, str]) -> None:
                     ports[index] = names[name]
 
 
-def _apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+def _apply(self: Transformation, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
     model = model.cleanup()  # as QONNX's, whose first pass is a transform with clean-up
     if any(not node.name for node in model.graph.node):
         raise AssertionError("Found empty node name")  # as QONNX's
@@ -68,7 +87,6 @@ def _apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
 
 def install() -> None:
     """Make QONNX's ``GiveReadableTensorNames`` the one-pass renaming (idempotent)."""
-    from qonnx.transformation.general import GiveReadableTensorNames
 
     if getattr(GiveReadableTensorNames.apply, MARK, False):
         return

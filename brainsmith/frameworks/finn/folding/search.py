@@ -29,17 +29,29 @@ as a share of the part. The result names the bottleneck layer and what limits it
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, NotRequired, TypedDict
 
+from finn.transformation.fpgadataflow.set_folding import SetFolding
+from finn.util.basic import is_versal
+from qonnx.custom_op.registry import getCustomOp
+
+from brainsmith.frameworks.finn import rtl_costs
 from brainsmith.frameworks.finn.facts import ESTIMATION_METHODS, RESOURCES, is_hardware
 from brainsmith.frameworks.finn.parts import part_resources
+from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
+    from qonnx.core.modelwrapper import ModelWrapper
+
+Attributes = dict[str, int | str]  # a layer's folding attributes and their values
 
 MATRIX_LAYERS = ("MVAU_hls", "MVAU_rtl")
 THRESHOLD_LAYERS = ("Thresholding_rtl",)  # PE and the memory of their thresholds searched
@@ -57,7 +69,7 @@ REFERENCE_PART = "xcvc1902-vsva2197-2MP-e-S"  # the scale of costs on a part wit
 class Choice:
     """A matrix layer's folding, its cycles and its estimated resources."""
 
-    attributes: dict[str, Any]
+    attributes: Attributes
     cycles: int
     resources: dict[str, float]
 
@@ -119,8 +131,8 @@ class FoldingResult:
         }
 
 
-def fold(model, target_cycles: int, part: str, available: dict[str, int] | None,
-         max_utilisation: float = 0.9):  # fmt: skip
+def fold(model: ModelWrapper, target_cycles: int, part: str, available: dict[str, int] | None,
+         max_utilisation: float = 0.9) -> FoldingResult:  # fmt: skip
     """Fold ``model`` in place for ``target_cycles`` per frame on ``part`` (whose resources
     are ``available``); returns a FoldingResult."""
     search = _Search(part, available or {})
@@ -138,7 +150,11 @@ def fold(model, target_cycles: int, part: str, available: dict[str, int] | None,
 
 
 def fold_for_latency(
-    model, latency_cycles: int, part: str, available: dict[str, int] | None, budget: int
+    model: ModelWrapper,
+    latency_cycles: int,
+    part: str,
+    available: dict[str, int] | None,
+    budget: int,
 ) -> LatencyFolding:
     """Fold ``model`` in place (further than ``budget`` cycles per layer where needed) so a
     frame's estimated latency, the sum of layer cycles along the slowest path, is at most
@@ -168,11 +184,9 @@ def fold_for_latency(
     }
 
 
-def critical_path_cycles(model) -> int:
+def critical_path_cycles(model: ModelWrapper) -> int:
     """A frame's estimated latency as FINN's ``dataflow_performance`` computes it: the
     largest sum of layer cycles along a path from the input to an output."""
-    from qonnx.custom_op.registry import getCustomOp
-
     reached: dict[str, int] = {}
     for node in model.graph.node:
         before = [reached.get(p.name, 0) for p in model.find_direct_predecessors(node) or []]
@@ -181,7 +195,7 @@ def critical_path_cycles(model) -> int:
     return max(reached.values(), default=0)
 
 
-def over_the_part(model, part: str) -> str:
+def over_the_part(model: ModelWrapper, part: str) -> str:
     """What ``model`` is estimated to need beyond ``part`` (each resource over 100 %, with
     the layer kinds using most of it); "" when it fits or the part's resources are not known."""
     found = part_resources(part)
@@ -191,33 +205,18 @@ def over_the_part(model, part: str) -> str:
     return f"the design does not fit {part}: it is estimated to need {over}" if over else ""
 
 
-def _spread(search: _Search, model, budget: int) -> dict[str, int]:
+def _spread(search: _Search, model: ModelWrapper, budget: int) -> dict[str, int]:
     """Move layers to other foldings that meet ``budget`` (weights from LUT-RAM to block
     RAM, say) while each move lowers the design's most used resource, as a share of the
     part: the cheapest folding of each layer alone can spend one resource where another is
     left unused. Kept only if the most used resource drops by ``SPREAD_GAIN`` of the part or
     more. Returns each layer's cycles."""
-    from qonnx.custom_op.registry import getCustomOp
-
     layers = {name: getCustomOp(model.get_node_from_name(name)) for name in search.chosen}
     chosen = dict(search.chosen)
     totals: dict[str, float] = dict(search.totals(model))
     start = peak = search.peak(totals)
     for _ in range(SPREAD_MOVES):
-        top = max(
-            (k for k in COSTED if search.available.get(k)), key=lambda k: search.share(totals, k)
-        )
-        move: tuple[float, str, Choice, dict[str, float]] | None = None
-        for name, current in chosen.items():
-            for option in search.options[name]:
-                if option.cycles > budget or option.resources[top] >= current.resources[top]:
-                    continue
-                after: dict[str, float] = {
-                    k: totals[k] - current.resources[k] + option.resources[k] for k in COSTED
-                }
-                lowered = search.peak(after)
-                if lowered < (move[0] if move else peak):
-                    move = (lowered, name, option, after)
+        move = _best_move(search, chosen, totals, budget, peak)
         if move is None:
             break
         peak, name, chosen[name], totals = move
@@ -228,7 +227,30 @@ def _spread(search: _Search, model, budget: int) -> dict[str, int]:
     return layer_cycles(model)
 
 
-def _fitting_budget(search: _Search, model, low: int, ceiling: float) -> int:
+_Move = tuple[float, str, Choice, dict[str, float]]  # the peak after it, the layer, its folding
+
+
+def _best_move(
+    search: _Search, chosen: dict[str, Choice], totals: dict[str, float], budget: int, peak: float
+) -> _Move | None:
+    """The one layer's move to another folding within ``budget`` that lowers the most used
+    resource (as a share of the part) the furthest below ``peak``; None when none does."""
+    top = max((k for k in COSTED if search.available.get(k)), key=lambda k: search.share(totals, k))
+    move: _Move | None = None
+    for name, current in chosen.items():
+        for option in search.options[name]:
+            if option.cycles > budget or option.resources[top] >= current.resources[top]:
+                continue
+            after: dict[str, float] = {
+                k: totals[k] - current.resources[k] + option.resources[k] for k in COSTED
+            }
+            lowered = search.peak(after)
+            if lowered < (move[0] if move else peak):
+                move = (lowered, name, option, after)
+    return move
+
+
+def _fitting_budget(search: _Search, model: ModelWrapper, low: int, ceiling: float) -> int:
     """The smallest cycle budget >= ``low`` whose folding fits ``ceiling`` of the part."""
     high = low
     while True:  # grow until it fits (or the design is fully folded: nothing is smaller)
@@ -248,8 +270,6 @@ def _fitting_budget(search: _Search, model, low: int, ceiling: float) -> int:
 
 class _Search:
     def __init__(self, part: str, available: dict[str, int]) -> None:
-        from finn.util.basic import is_versal
-
         self.part = part
         self.available = available
         # a part without a resource table is costed at a reference part's scale, not fitted
@@ -260,11 +280,8 @@ class _Search:
         self.options: dict[str, list[Choice]] = {}  # each layer's foldings, estimated once
         self.chosen: dict[str, Choice] = {}  # each matrix or declared layer's, by apply()
 
-    def apply(self, model, budget: int) -> dict[str, int]:
+    def apply(self, model: ModelWrapper, budget: int) -> dict[str, int]:
         """Fold every layer for ``budget`` cycles; returns each layer's cycles."""
-        from finn.transformation.fpgadataflow.set_folding import SetFolding
-        from qonnx.custom_op.registry import getCustomOp
-
         with _quiet_finn():  # its warnings are about matrix layers folded again below
             folding = SetFolding(budget, mvau_wwidth_max=WIDEST_STREAM, two_pass_relaxation=False)
             model.transform(folding, make_deepcopy=False, cleanup=False)  # in place
@@ -278,64 +295,63 @@ class _Search:
                 _restore(layer, choice.attributes)
         return layer_cycles(model)
 
-    def choice(self, name: str, layer, budget: int) -> tuple[Choice, str | None]:
+    def choice(self, name: str, layer: HWCustomOp, budget: int) -> tuple[Choice, str | None]:
         """The cheapest folding of a matrix, threshold or declared layer within ``budget``
         cycles, else the fastest legal one and why no faster one is legal."""
         searched = searched_folding(layer)
         if name not in self.options:
-            if layer.onnx_node.op_type in MATRIX_LAYERS:
-                self.options[name] = list(self._candidates(layer))
-            elif layer.onnx_node.op_type in THRESHOLD_LAYERS:
-                self.options[name] = list(self._threshold_candidates(layer))
-            else:
-                current = {key: layer.get_nodeattr(key) for key in searched}
-                with _quiet_finn():  # FINN's shuffle estimates warn about Vivado each time
-                    costed = [self._legal(layer, a) for a in _searched_candidates(layer, searched)]
-                legal = [c for c in costed if c is not None]
-                self.options[name] = legal or [self._costed(layer, current)]
+            self.options[name] = self._options(layer, searched)
         candidates = self.options[name]
         meeting = [c for c in candidates if c.cycles <= budget]
-        limit = None
         if meeting and searched:  # the least parallel of the cheapest (an estimate may be 0)
-            best = min(meeting, key=lambda c: (self.cost(c), math.prod(c.attributes.values())))
+            best = min(meeting, key=lambda c: (self.cost(c), _parallelism(c)))
         elif meeting:
             best = min(meeting, key=lambda c: (self.cost(c), c.cycles))
         else:
             best = min(candidates, key=lambda c: (c.cycles, self.cost(c)))
-            limit = _searched_limit(layer, searched, best) if searched else None
         _restore(layer, best.attributes)
-        if limit is None and not meeting:
-            threshold = layer.onnx_node.op_type in THRESHOLD_LAYERS
-            limit = other_limit(layer) if threshold else _matrix_limit(layer, best)
-        return best, limit
+        return best, None if meeting else _limit(layer, searched, best)
 
-    def _candidates(self, layer):
-        mw, mh = layer.get_nodeattr("MW"), layer.get_nodeattr("MH")
-        hls = layer.onnx_node.op_type == "MVAU_hls"
-        weight_bits = layer.get_input_datatype(1).bitwidth()
-        input_bits = layer.get_input_datatype(0).bitwidth()
-        output_bits = layer.get_output_datatype().bitwidth()
-        mode = layer.get_nodeattr("mem_mode")
-        streamed = mode in STREAMED_OPERAND  # a computed operand (attention): no memory to pick
-        for simd in _divisors(mw):
-            if simd * input_bits > WIDEST_STREAM or (hls and simd * HLS_INPUT_BUFFER < mw):
+    def _options(self, layer: HWCustomOp, searched: dict[str, tuple[str, int]]) -> list[Choice]:
+        """Every folding of a matrix, threshold or declared layer, estimated."""
+        if layer.onnx_node.op_type in MATRIX_LAYERS:
+            return list(self._candidates(layer))
+        if layer.onnx_node.op_type in THRESHOLD_LAYERS:
+            return list(self._threshold_candidates(layer))
+        current = {key: layer.get_nodeattr(key) for key in searched}
+        with _quiet_finn():  # FINN's shuffle estimates warn about Vivado each time
+            costed = [self._legal(layer, a) for a in _searched_candidates(searched)]
+        legal = [c for c in costed if c is not None]
+        return legal or [self._costed(layer, current)]
+
+    def _candidates(self, layer: HWCustomOp) -> Iterator[Choice]:
+        shape = _MatrixShape.of(layer)
+        for simd in _divisors(shape.mw):
+            if simd * shape.input_bits > WIDEST_STREAM or (
+                shape.hls and simd * HLS_INPUT_BUFFER < shape.mw
+            ):
                 continue
-            for pe in _divisors(mh):
-                if pe * output_bits > WIDEST_STREAM:
-                    break
-                stream = pe * simd * weight_bits
-                if streamed and stream > WIDEST_STREAM:
-                    break
-                memories = (
-                    [(mode, layer.get_nodeattr("ram_style"))]
-                    if streamed
-                    else _memories(hls, stream, self.uram_weights)
-                )
-                for memory, ram in memories:
-                    attributes = {"SIMD": simd, "PE": pe, "mem_mode": memory, "ram_style": ram}
-                    yield self._costed(layer, attributes)
+            for pe, memory, ram in self._pe_and_memories(layer, shape, simd):
+                attributes: Attributes = {"SIMD": simd, "PE": pe, "mem_mode": memory}
+                yield self._costed(layer, {**attributes, "ram_style": ram})
 
-    def _threshold_candidates(self, layer):
+    def _pe_and_memories(
+        self, layer: HWCustomOp, shape: _MatrixShape, simd: int
+    ) -> Iterator[tuple[int, str, str]]:
+        """(PE, mem_mode, ram_style) a matrix layer may take with ``simd``."""
+        for pe in _divisors(shape.mh):
+            stream = pe * simd * shape.weight_bits
+            if pe * shape.output_bits > WIDEST_STREAM or (
+                shape.streamed and stream > WIDEST_STREAM
+            ):
+                break
+            if shape.streamed:  # a computed operand (attention): no memory to pick
+                yield pe, shape.mode, layer.get_nodeattr("ram_style")
+                continue
+            for memory, ram in _memories(shape.hls, stream, self.uram_weights):
+                yield pe, memory, ram
+
+    def _threshold_candidates(self, layer: HWCustomOp) -> Iterator[Choice]:
         """Each PE dividing a threshold layer's channels, with its thresholds in the memory
         FINN picks by depth (LUT-RAM for shallow ones), in block RAM, or (on a Versal part
         with UltraRAM) in UltraRAM: ``depth_trigger_bram`` / ``depth_trigger_uram``."""
@@ -344,17 +360,21 @@ class _Search:
             memories.append((1, 1))
         for pe in _divisors(int(layer.get_nodeattr("NumChannels"))):
             for bram, uram in memories:
-                attributes = {"PE": pe, "depth_trigger_bram": bram, "depth_trigger_uram": uram}
+                attributes: Attributes = {
+                    "PE": pe,
+                    "depth_trigger_bram": bram,
+                    "depth_trigger_uram": uram,
+                }
                 choice = self._legal(layer, attributes)
                 if choice is not None:
                     yield choice
 
-    def _costed(self, layer, attributes: dict[str, Any]) -> Choice:
+    def _costed(self, layer: HWCustomOp, attributes: Attributes) -> Choice:
         for name, value in attributes.items():
             layer.set_nodeattr(name, value)
         return Choice(attributes, int(layer.get_exp_cycles()), estimate(layer, self.part))
 
-    def _legal(self, layer, attributes: dict[str, Any]) -> Choice | None:
+    def _legal(self, layer: HWCustomOp, attributes: Attributes) -> Choice | None:
         """``attributes`` costed, or None where FINN refuses them (a stream wider than it
         builds, a folding its cycle model or shapes reject)."""
         try:
@@ -380,17 +400,13 @@ class _Search:
             (self.share(totals, key) for key in COSTED if self.available.get(key)), default=0.0
         )
 
-    def utilisation(self, model) -> float:
+    def utilisation(self, model: ModelWrapper) -> float:
         """The largest fraction of any resource of the part the design is estimated to use."""
         return self.peak(self.totals(model))
 
-    def overuse(self, model, ceiling: float) -> str:
+    def overuse(self, model: ModelWrapper, ceiling: float) -> str:
         """Each resource the design uses over ``ceiling`` of the part, with its share and
         the layer kinds using most of it: ``DSP 2,100 (107 %; MVAU_rtl x12 1,460, ...)``."""
-        from collections import Counter
-
-        from qonnx.custom_op.registry import getCustomOp
-
         layers = [
             (node.op_type, estimate(getCustomOp(node), self.part))
             for node in model.graph.node
@@ -399,20 +415,25 @@ class _Search:
         count = Counter(kind for kind, _ in layers)
         totals: dict[str, float] = {k: sum(f[k] for _, f in layers) for k in COSTED}
         over = [k for k in COSTED if self.available.get(k) and self.share(totals, k) > ceiling]
-        shown = []
-        for key in over:
-            used: dict[str, float] = {}
-            for kind, found in layers:
-                used[kind] = used.get(kind, 0.0) + found[key]
-            largest = sorted(used.items(), key=lambda item: -item[1])[:3]
-            kinds = ", ".join(f"{k} x{count[k]} {v:,.0f}" for k, v in largest if v)
-            share = 100 * self.share(totals, key)  # two decimals, as the report's shares
-            shown.append(f"{key} {totals[key]:,.0f} ({share:.2f} % of the part; {kinds})")
-        return "; ".join(shown)
+        return "; ".join(self._overused(key, layers, count, totals) for key in over)
 
-    def totals(self, model) -> dict[str, float]:
-        from qonnx.custom_op.registry import getCustomOp
+    def _overused(
+        self,
+        key: str,
+        layers: list[tuple[str, dict[str, float]]],
+        count: Counter[str],
+        totals: dict[str, float],
+    ) -> str:
+        """``key``'s total, its share of the part, and the layer kinds using most of it."""
+        used: dict[str, float] = {}
+        for kind, found in layers:
+            used[kind] = used.get(kind, 0.0) + found[key]
+        largest = sorted(used.items(), key=lambda item: -item[1])[:3]
+        kinds = ", ".join(f"{k} x{count[k]} {v:,.0f}" for k, v in largest if v)
+        share = 100 * self.share(totals, key)  # two decimals, as the report's shares
+        return f"{key} {totals[key]:,.0f} ({share:.2f} % of the part; {kinds})"
 
+    def totals(self, model: ModelWrapper) -> dict[str, float]:
         totals: dict[str, float] = dict.fromkeys(COSTED, 0.0)
         for node in model.graph.node:
             if is_hardware(node):
@@ -420,12 +441,10 @@ class _Search:
                     totals[key] += value
         return totals
 
-    def result(self, model, target: int, first: dict[str, int], cycles: dict[str, int],
-               needed: str, ceiling: float) -> FoldingResult:  # fmt: skip
+    def result(self, model: ModelWrapper, target: int, first: dict[str, int],
+               cycles: dict[str, int], needed: str, ceiling: float) -> FoldingResult:  # fmt: skip
         """What was chosen; the bottleneck is the slowest layer at the target (after the
         balancing pass many layers take as long as it does)."""
-        from qonnx.custom_op.registry import getCustomOp
-
         slowest = max(cycles.values(), default=0)
         found = FoldingResult(target, slowest)
         found.totals = {key: round(value, 1) for key, value in self.totals(model).items()}
@@ -452,10 +471,8 @@ class _Search:
         return found
 
 
-def layer_cycles(model) -> dict[str, int]:
+def layer_cycles(model: ModelWrapper) -> dict[str, int]:
     """Each hardware layer's estimated cycles per frame."""
-    from qonnx.custom_op.registry import getCustomOp
-
     return {
         node.name: int(getCustomOp(node).get_exp_cycles())
         for node in model.graph.node
@@ -463,12 +480,10 @@ def layer_cycles(model) -> dict[str, int]:
     }
 
 
-def declared_folding(layer) -> dict[str, str]:
+def declared_folding(layer: HWCustomOp) -> dict[str, str]:
     """``{folding attribute: the attribute it divides}`` a plugin's kernel declares with
     ``@kernel(folding=...)`` (found on the layer's class or the kernel class it derives
     from); empty for FINN's layers."""
-    from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
-
     for cls in type(layer).__mro__:
         marker = cls.__dict__.get(PLUGIN_ATTRIBUTE)
         if isinstance(marker, dict) and marker.get("type") == "kernel":
@@ -476,7 +491,7 @@ def declared_folding(layer) -> dict[str, str]:
     return {}
 
 
-def searched_folding(layer) -> dict[str, tuple[str, int]]:
+def searched_folding(layer: HWCustomOp) -> dict[str, tuple[str, int]]:
     """``{folding attribute: (what it divides, its size)}`` of a layer brainsmith's search
     folds besides the matrix layers: the attributes a plugin's kernel declares, and the PE
     or SIMD of a layer FINN's ``SetFolding`` leaves at 1 (``unfolded_by_finn``) over the
@@ -532,18 +547,32 @@ FOLDED_BY_FINN = frozenset(
 BOUND_FOLDING = frozenset({"Pool_rtl"})
 
 
-def _searched_candidates(layer, searched: dict[str, tuple[str, int]]):
+def _searched_candidates(searched: dict[str, tuple[str, int]]) -> Iterator[Attributes]:
     """Every combination of divisors of the searched attributes' sizes (the smallest first,
     at most MAX_CANDIDATES)."""
-    import itertools
-
     options = [_divisors(size) for _, size in searched.values()]
     combinations = itertools.product(*options)
     for values in itertools.islice(combinations, MAX_CANDIDATES):
         yield dict(zip(searched, values, strict=True))
 
 
-def _searched_limit(layer, searched: dict[str, tuple[str, int]], fastest: Choice) -> str:
+def _limit(layer: HWCustomOp, searched: dict[str, tuple[str, int]], fastest: Choice) -> str:
+    """Why no faster folding of ``layer`` than ``fastest`` is legal."""
+    if searched:
+        return _searched_limit(layer, searched, fastest)
+    if layer.onnx_node.op_type in THRESHOLD_LAYERS:
+        return other_limit(layer)
+    return _matrix_limit(layer, fastest)
+
+
+def _parallelism(choice: Choice) -> int:
+    """The product of a searched folding's attributes (all numbers)."""
+    return math.prod(int(value) for value in choice.attributes.values())
+
+
+def _searched_limit(
+    layer: HWCustomOp, searched: dict[str, tuple[str, int]], fastest: Choice
+) -> str:
     parts = [
         f"{name} {fastest.attributes[name]} of {whole} {size}"
         for name, (whole, size) in searched.items()
@@ -557,12 +586,10 @@ def _searched_limit(layer, searched: dict[str, tuple[str, int]], fastest: Choice
     )
 
 
-def estimate(layer, part: str) -> dict[str, float]:
+def estimate(layer: HWCustomOp, part: str) -> dict[str, float]:
     """``layer``'s LUT, BRAM_18K, URAM and DSP use on ``part``: FINN's estimates, and
     brainsmith's (``rtl_costs``) of what FINN does not estimate (an RTL matrix layer's LUTs)
     or estimates as it does not build (an RTL matrix layer's DSPs)."""
-    from brainsmith.frameworks.finn import rtl_costs
-
     found: dict[str, float] = {}
     for key, method in ESTIMATION_METHODS.items():
         try:
@@ -573,19 +600,20 @@ def estimate(layer, part: str) -> dict[str, float]:
     return {**found, **rtl_costs.estimate(layer, part)}
 
 
-def _call(layer, method: str, part: str) -> float:
+def _call(layer: HWCustomOp, method: str, part: str) -> float:
     function = getattr(layer, method)
     try:
-        return function(part)
+        found: float = function(part)
     except TypeError:  # some layers' estimations take no part
-        return function()
+        found = function()
+    return found
 
 
 STREAMED_OPERAND = ("dynamic", "external")
 THRESHOLD_NEVER = 2**31 - 1  # a depth trigger no memory reaches
 
 
-def _memories(hls: bool, stream: int, uram: bool):
+def _memories(hls: bool, stream: int, uram: bool) -> Iterator[tuple[str, str]]:
     """(mem_mode, ram_style) a matrix layer may keep its weights in."""
     if stream <= WIDEST_STREAM or not hls:
         yield "internal_decoupled", "block"
@@ -596,7 +624,7 @@ def _memories(hls: bool, stream: int, uram: bool):
         yield "internal_embedded", "auto"
 
 
-def _matrix_limit(layer, fastest: Choice) -> str:
+def _matrix_limit(layer: HWCustomOp, fastest: Choice) -> str:
     mw, mh = layer.get_nodeattr("MW"), layer.get_nodeattr("MH")
     simd, pe = fastest.attributes["SIMD"], fastest.attributes["PE"]
     if simd == mw and pe == mh:
@@ -613,17 +641,17 @@ def _matrix_limit(layer, fastest: Choice) -> str:
     )
 
 
-def other_limit(layer) -> str:
+def other_limit(layer: HWCustomOp) -> str:
     attributes = {name: layer.get_nodeattr(name) for name in ("PE", "SIMD") if _has(layer, name)}
     shown = ", ".join(f"{name} {value}" for name, value in attributes.items())
     return f"{layer.onnx_node.op_type} at its most parallel folding ({shown}) under FINN's rules"
 
 
-def _has(layer, name: str) -> bool:
+def _has(layer: HWCustomOp, name: str) -> bool:
     return name in layer.get_nodeattr_types()
 
 
-def _restore(layer, attributes: dict[str, Any]) -> None:
+def _restore(layer: HWCustomOp, attributes: Attributes) -> None:
     for name, value in attributes.items():
         layer.set_nodeattr(name, value)
 
@@ -631,6 +659,35 @@ def _restore(layer, attributes: dict[str, Any]) -> None:
 def _divisors(number: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(number) + 1) if number % d == 0]
     return sorted({*small, *(number // d for d in small)})
+
+
+@dataclass
+class _MatrixShape:
+    """What a matrix layer's foldings depend on."""
+
+    mw: int
+    mh: int
+    hls: bool
+    weight_bits: int
+    input_bits: int
+    output_bits: int
+    mode: str
+
+    @classmethod
+    def of(cls, layer: HWCustomOp) -> _MatrixShape:
+        return cls(
+            mw=layer.get_nodeattr("MW"),
+            mh=layer.get_nodeattr("MH"),
+            hls=layer.onnx_node.op_type == "MVAU_hls",
+            weight_bits=layer.get_input_datatype(1).bitwidth(),
+            input_bits=layer.get_input_datatype(0).bitwidth(),
+            output_bits=layer.get_output_datatype().bitwidth(),
+            mode=layer.get_nodeattr("mem_mode"),
+        )
+
+    @property
+    def streamed(self) -> bool:
+        return self.mode in STREAMED_OPERAND
 
 
 class _quiet_finn:

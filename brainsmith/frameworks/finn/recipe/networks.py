@@ -24,7 +24,27 @@ from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Protocol
+
     import onnx
+    from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.transformation.base import Transformation
+
+    from brainsmith.blueprint.options import BuildOptions
+
+    class BuildPlan(Protocol):
+        """What the recipe reads of a build plan (``planning.plan.BuildPlan``)."""
+
+        @property
+        def options(self) -> BuildOptions | None: ...
+
+        @property
+        def build(self) -> BuildOptions: ...
+
+        def elementwise_ops(self) -> set[str] | None: ...
+
+    NodeFilter = Callable[[ModelWrapper, onnx.NodeProto], bool]  # which nodes a transform takes
 
 # Run after the layout fix-ups (they convert what the fix-ups leave, as in FINN).
 LAYOUT_TRANSFORMS = ("InferReshape", "InferSqueeze", "InferUnsqueeze", "InferShuffle")
@@ -33,7 +53,7 @@ SCALE_LEAVING_TRANSFORMS = ("InferGlobalAccPoolLayer",)
 RESIDUAL_ROUNDS = 4  # FINN's ResNet-50 recipe iterates four times
 
 
-def has_branches(model) -> bool:
+def has_branches(model: ModelWrapper) -> bool:
     """True when a computed tensor feeds several nodes (a fork, as in a residual block)."""
     initializers = {t.name for t in model.graph.initializer}
     seen: set[str] = set()
@@ -47,7 +67,7 @@ def has_branches(model) -> bool:
     return False
 
 
-def average_pool_widths(model) -> dict[str, tuple[int, int]]:
+def average_pool_widths(model: ModelWrapper) -> dict[str, tuple[int, int]]:
     """Output tensor of each AveragePool -> Trunc pair -> (Trunc input bits, window size)."""
     widths = {}
     for pool in model.get_nodes_by_op_type("AveragePool"):
@@ -61,7 +81,7 @@ def average_pool_widths(model) -> dict[str, tuple[int, int]]:
     return widths
 
 
-def fix_average_pools(model, widths: dict[str, tuple[int, int]]):
+def fix_average_pools(model: ModelWrapper, widths: dict[str, tuple[int, int]]) -> ModelWrapper:
     """Give each QuantAvgPool2d the input width that reproduces Brevitas's truncation.
 
     FINN derives it as floor(log2(2^trunc_bits / window)), which is one bit short when the
@@ -83,7 +103,7 @@ def fix_average_pools(model, widths: dict[str, tuple[int, int]]):
     return model
 
 
-def has_1d_windows(model) -> bool:
+def has_1d_windows(model: ModelWrapper) -> bool:
     """True when a convolution or pooling slides over one spatial axis (N, C, L tensors)."""
     windows = ("Conv", "MaxPool", "AveragePool")
     return any(
@@ -91,7 +111,7 @@ def has_1d_windows(model) -> bool:
     )
 
 
-def lift_1d(model):
+def lift_1d(model: ModelWrapper) -> ModelWrapper:
     """Make a 1D network 2D ([N, C, L] -> [N, C, L, 1], QONNX's Change3DTo4DTensors), as
     FINN's sliding-window layers are 2D; verification compares in each model's own shape."""
     from qonnx.transformation.change_3d_tensors_to_4d import (
@@ -120,7 +140,7 @@ def lift_1d(model):
     return lifted
 
 
-def _disguise_average_pools(model) -> dict[str, str]:
+def _disguise_average_pools(model: ModelWrapper) -> dict[str, str]:
     """Give each 1D ``AveragePool``/``GlobalAveragePool`` the op type ``MaxPool`` (a global
     one a whole-length window); returns node name -> original op type.
 
@@ -148,7 +168,7 @@ def _disguise_average_pools(model) -> dict[str, str]:
     return disguised
 
 
-def _undisguise_average_pools(model, disguised: dict[str, str]) -> None:
+def _undisguise_average_pools(model: ModelWrapper, disguised: dict[str, str]) -> None:
     """Give the nodes ``_disguise_average_pools`` renamed their own op types back."""
     for node in model.graph.node:
         original = disguised.get(node.name)
@@ -160,7 +180,7 @@ def _undisguise_average_pools(model, disguised: dict[str, str]) -> None:
                 node.attribute.remove(attribute)
 
 
-def refuse_padded_bipolar(model) -> None:
+def refuse_padded_bipolar(model: ModelWrapper) -> None:
     """Fail, naming the layer, when a zero-padded convolution reads bipolar (+-1)
     activations: FINN's XNOR/popcount layers encode -1 as bit 0, so they cannot represent
     the 0 of the padding, and the border would compute wrongly."""
@@ -198,7 +218,7 @@ def node_int(node: onnx.NodeProto, name: str, default: int) -> int:
     return found[0] if found else default
 
 
-def has_depthwise_convs(model) -> bool:
+def has_depthwise_convs(model: ModelWrapper) -> bool:
     """True when a Conv has one group per input channel (a depthwise convolution)."""
     for node in model.get_nodes_by_op_type("Conv"):
         groups = next((a.i for a in node.attribute if a.name == "group"), 1)
@@ -208,7 +228,7 @@ def has_depthwise_convs(model) -> bool:
     return False
 
 
-def streamline_depthwise(model):
+def streamline_depthwise(model: ModelWrapper) -> ModelWrapper:
     """Move the channelwise scales in front of depthwise convolutions past them, into the
     next thresholds (FINN's MobileNet recipe), so every depthwise convolution sees
     integers; before FINN's streamlining lowers the convolutions."""
@@ -225,7 +245,7 @@ def streamline_depthwise(model):
     return model
 
 
-def streamline_residuals(model):
+def streamline_residuals(model: ModelWrapper) -> ModelWrapper:
     """Move scales and biases past forks and joins until the graph stops changing."""
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.absorb import (
@@ -271,7 +291,7 @@ def streamline_residuals(model):
 MOVED_LAYOUTS = ("Concat", "Resize", "Upsample", "DepthToSpace")  # what streamline_joins moves
 
 
-def streamline_joins(model):
+def streamline_joins(model: ModelWrapper) -> ModelWrapper:
     """Bring each ``Concat``, nearest-neighbour ``Resize`` and ``DepthToSpace`` to integers
     channels-last, as FINN's ``StreamingConcat`` and ``UpsampleNearestNeighbour`` and
     brainsmith's ``StreamingDepthToSpace`` take them: branch scales moved past the join (one
@@ -290,7 +310,7 @@ def streamline_joins(model):
 
     if not any(n.op_type in MOVED_LAYOUTS for n in model.graph.node):
         return model
-    moves = (
+    moves: tuple[type[Transformation], ...] = (
         tfm.MoveChannelwiseBeforeDepthToSpace,
         tfm.MoveScalesPastConcat,
         tfm.MoveTransposesPastConcat,
@@ -315,7 +335,7 @@ def streamline_joins(model):
     return model.transform(InferDataLayouts())
 
 
-def channels_last(model):
+def channels_last(model: ModelWrapper) -> ModelWrapper:
     """Move channels-last transposes before the thresholds that feed them, cancelling
     transpose pairs, until nothing moves (each move changes a threshold to NHWC, so this
     ends): the layout change then happens on the host or not at all, not in shuffle layers."""
@@ -333,8 +353,11 @@ def channels_last(model):
 
 
 def convert_to_hw(
-    model, names: list[str], make: Callable[[str], object], rewrites: Sequence[str] = ()
-):
+    model: ModelWrapper,
+    names: list[str],
+    make: Callable[[str], Transformation],
+    rewrites: Sequence[str] = (),
+) -> ModelWrapper:
     """Apply the kernels' ``rewrites``, then the infer transforms ``names`` (FINN's order)
     and FINN's layout fix-ups.
 
@@ -342,20 +365,12 @@ def convert_to_hw(
     Rewrites and the transforms that leave a scale behind are followed by streamlining when
     they changed the graph, so the scales they move reach the thresholds.
     """
-    from finn.transformation.streamline import Streamline
-    from finn.transformation.streamline.reorder import MoveScalarLinearPastInvariants
-
-    from brainsmith.frameworks.finn.flatten import RemoveFlattenForks
+    from brainsmith.frameworks.finn.passes.flatten import RemoveFlattenForks
 
     first = [*rewrites, *(n for n in names if short_name(n) in SCALE_LEAVING_TRANSFORMS)]
     last = [n for n in names if short_name(n) in LAYOUT_TRANSFORMS]
     middle = [n for n in names if n not in first and n not in last]
-    if first:
-        before = model.graph.SerializeToString()
-        for name in first:
-            model = model.transform(make(name))
-        if model.graph.SerializeToString() != before:
-            model = model.transform(MoveScalarLinearPastInvariants()).transform(Streamline())
+    model = _streamlined_after(model, [make(name) for name in first])
     for name in middle:
         model = model.transform(make(name))
         if short_name(name) == "InferConvInpGen":
@@ -367,7 +382,23 @@ def convert_to_hw(
     return _tidy(model)
 
 
-def pad_streamed_operand_vectors(model) -> list[str]:
+def _streamlined_after(model: ModelWrapper, transforms: list[Transformation]) -> ModelWrapper:
+    """``transforms`` applied, then the scales they leave streamlined into the next layers
+    if they changed the graph."""
+    from finn.transformation.streamline import Streamline
+    from finn.transformation.streamline.reorder import MoveScalarLinearPastInvariants
+
+    if not transforms:
+        return model
+    before = model.graph.SerializeToString()
+    for transform in transforms:
+        model = model.transform(transform)
+    if model.graph.SerializeToString() != before:
+        model = model.transform(MoveScalarLinearPastInvariants()).transform(Streamline())
+    return model
+
+
+def pad_streamed_operand_vectors(model: ModelWrapper) -> list[str]:
     """Give each matrix layer of two streams (an attention product, ``mem_mode: dynamic``)
     at least three ``numInputVectors`` (batch, heads, rows); returns the layers changed.
 
@@ -391,7 +422,7 @@ def pad_streamed_operand_vectors(model) -> list[str]:
     return changed
 
 
-def fix_layouts(model):
+def fix_layouts(model: ModelWrapper) -> ModelWrapper:
     """FINN's clean-up after conversion: cancel transpose pairs, absorb the transpose and
     flatten between the last convolution and the fully connected layers reading it."""
     from finn.transformation.streamline.absorb import AbsorbConsecutiveTransposes
@@ -399,14 +430,14 @@ def fix_layouts(model):
     from qonnx.transformation.infer_shapes import InferShapes
 
     model = model.transform(AbsorbConsecutiveTransposes())
-    from brainsmith.frameworks.finn.flatten import RemoveFlattenForks
+    from brainsmith.frameworks.finn.passes.flatten import RemoveFlattenForks
 
     model = model.transform(RemoveFlattenForks())
     model = _tidy(model).transform(InferDataLayouts()).transform(InferShapes())
     return model
 
 
-def transform_args(name: str, cfg, plan) -> dict:
+def transform_args(name: str, cfg: DataflowBuildConfig, plan: BuildPlan) -> dict[str, object]:
     """Constructor arguments FINN's own flow passes to an infer transform, plus the
     blueprint's filters (and a Lattice board's: integer adds only)."""
     from brainsmith.blueprint.choices import lattice_board
@@ -424,7 +455,7 @@ def transform_args(name: str, cfg, plan) -> dict:
     return {}
 
 
-def shuffle_filter(skip_first: bool) -> Callable[..., bool]:
+def shuffle_filter(skip_first: bool) -> NodeFilter:
     """A node filter for ``InferShuffle``: never a transpose whose result only the host reads
     after the accelerator (the output's layout change, a free copy on the host but two
     frame buffers in hardware), and with ``skip_first`` (FINN's default) not the graph's
@@ -432,7 +463,7 @@ def shuffle_filter(skip_first: bool) -> Callable[..., bool]:
 
     from finn.transformation.fpgadataflow.convert_to_hw.shuffle import skip_first_node_transpose
 
-    def wanted(model, node) -> bool:
+    def wanted(model: ModelWrapper, node: onnx.NodeProto) -> bool:
         if feeds_only_the_output(model, node):
             return False
         return not skip_first or skip_first_node_transpose(model, node)
@@ -444,7 +475,7 @@ SCALES = ("Mul", "Add", "Sub", "Div")  # by a constant: the output's dequantisat
 OUTPUT_SIDE = (*SCALES, "Reshape", "Transpose", "Flatten", "Squeeze")
 
 
-def feeds_only_the_output(model, node) -> bool:
+def feeds_only_the_output(model: ModelWrapper, node: onnx.NodeProto) -> bool:
     """Whether ``node``'s result reaches a graph output through layout changes and constant
     scales or offsets alone (what stays on the host after the accelerator)."""
     outputs = {o.name for o in model.graph.output}
@@ -461,7 +492,7 @@ def feeds_only_the_output(model, node) -> bool:
     return True
 
 
-def elementwise_filter(op_types: set[str] | None) -> Callable[..., bool]:
+def elementwise_filter(op_types: set[str] | None) -> NodeFilter:
     """A node filter for ``InferElementwiseBinaryOperation``: the selected operations only,
     never the output's dequantisation (floating-point scales and offsets by constants that
     only the graph's outputs read: a classifier's scale and bias), which stays on the host
@@ -472,7 +503,7 @@ def elementwise_filter(op_types: set[str] | None) -> Callable[..., bool]:
         InferElementwiseBinaryOperation,
     )
 
-    def wanted(model, node) -> bool:
+    def wanted(model: ModelWrapper, node: onnx.NodeProto) -> bool:
         return (
             node.op_type in op_types
             and InferElementwiseBinaryOperation.reject_output_dequant(model, node)
@@ -482,7 +513,7 @@ def elementwise_filter(op_types: set[str] | None) -> Callable[..., bool]:
     return wanted
 
 
-def output_dequantisation(model, node) -> bool:
+def output_dequantisation(model: ModelWrapper, node: onnx.NodeProto) -> bool:
     """Whether ``node`` is part of the output's dequantisation: constant scales and offsets
     that turn integers (a classifier's accumulators) into the floating-point outputs, read
     by such operations and layout changes alone. Arithmetic on floats (a LayerNorm's affine
@@ -496,19 +527,20 @@ def output_dequantisation(model, node) -> bool:
     while source is not None and source.op_type in SCALES and _constant_operands(model, source):
         tensor = source.input[0]
         source = model.find_producer(tensor)
-    return model.get_tensor_datatype(tensor).is_integer()
+    integer: bool = model.get_tensor_datatype(tensor).is_integer()
+    return integer
 
 
-def _constant_operands(model, node) -> bool:
+def _constant_operands(model: ModelWrapper, node: onnx.NodeProto) -> bool:
     return all(model.get_initializer(name) is not None for name in node.input[1:])
 
 
-def _integer_adds_only(wanted: Callable[..., bool]) -> Callable[..., bool]:
+def _integer_adds_only(wanted: NodeFilter) -> NodeFilter:
     """``wanted`` narrowed to what a Lattice part can have of FINN's elementwise layers: the
     sum of two integer streams (brainsmith's RTL ``IntAdd``). FINN's other elementwise RTL
     takes floats on a Versal part only; those operations stay on the host."""
 
-    def integer_add(model, node) -> bool:
+    def integer_add(model: ModelWrapper, node: onnx.NodeProto) -> bool:
         if node.op_type != "Add" or not wanted(model, node):
             return False
         streams = [name for name in node.input if model.get_initializer(name) is None]
@@ -518,7 +550,7 @@ def _integer_adds_only(wanted: Callable[..., bool]) -> Callable[..., bool]:
     return integer_add
 
 
-def _tidy(model):
+def _tidy(model: ModelWrapper) -> ModelWrapper:
     from qonnx.transformation.general import GiveUniqueNodeNames
     from qonnx.transformation.infer_datatypes import InferDataTypes
 
@@ -533,28 +565,36 @@ def complete_window_attributes(graph: onnx.GraphProto) -> list[str]:
     onnxruntime then refuses the model ("dilations has incorrect size") although FINN
     reads it. The added axis gets dilation 1, stride 1 and no padding.
     """
-    from onnx import helper
-
     completed = []
     for node in graph.node:
         attrs = {a.name: a for a in node.attribute}
         kernel = attrs.get("kernel_shape")
         if node.op_type not in WINDOW_OPS or kernel is None:
             continue
-        rank, before = len(kernel.ints), node.SerializeToString()
-        for name in ("dilations", "strides"):
-            if name in attrs and len(attrs[name].ints) < rank:
-                attrs[name].ints.extend([1] * (rank - len(attrs[name].ints)))
-        pads = attrs.get("pads")
-        if pads is not None and 0 < len(pads.ints) < 2 * rank:
-            half = len(pads.ints) // 2
-            begins, ends = list(pads.ints[:half]), list(pads.ints[half:])
-            missing = [0] * (rank - half)
-            node.attribute.remove(pads)
-            node.attribute.append(helper.make_attribute("pads", begins + missing + ends + missing))
+        before = node.SerializeToString()
+        _complete_window(node, attrs, len(kernel.ints))
         if node.SerializeToString() != before:
             completed.append(node.name or node.op_type)
     return completed
+
+
+def _complete_window(
+    node: onnx.NodeProto, attrs: dict[str, onnx.AttributeProto], rank: int
+) -> None:
+    """Extend ``node``'s ``dilations``/``strides`` (by 1) and ``pads`` (by 0) to ``rank``
+    kernel axes."""
+    from onnx import helper
+
+    for name in ("dilations", "strides"):
+        if name in attrs and len(attrs[name].ints) < rank:
+            attrs[name].ints.extend([1] * (rank - len(attrs[name].ints)))
+    pads = attrs.get("pads")
+    if pads is not None and 0 < len(pads.ints) < 2 * rank:
+        half = len(pads.ints) // 2
+        begins, ends = list(pads.ints[:half]), list(pads.ints[half:])
+        missing = [0] * (rank - half)
+        node.attribute.remove(pads)
+        node.attribute.append(helper.make_attribute("pads", begins + missing + ends + missing))
 
 
 WINDOW_OPS = ("Conv", "MaxPool", "AveragePool", "MaxPoolNHWC")
