@@ -199,7 +199,7 @@ def test_a_resource_finn_does_not_estimate_is_labelled_not_drawn_as_zero():
 def test_layers_without_estimates_are_shown_not_dropped(built, tmp_path):
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.report.contents import estimates
+    from brainsmith.frameworks.finn.estimation.estimates import estimates
     from brainsmith.report.html import render
 
     _, report, _, out, _ = built
@@ -280,7 +280,7 @@ def test_report_with_warnings_renders_in_chromium(built, tmp_path):
 
 
 def test_a_warning_whose_message_follows_on_the_next_lines_is_shown_whole(tmp_path):
-    from brainsmith.report.contents import finn_warnings
+    from brainsmith.frameworks.finn.build_log import finn_warnings
 
     log = tmp_path / "build.log"
     log.write_text(
