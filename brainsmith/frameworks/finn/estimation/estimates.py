@@ -81,15 +81,21 @@ def _layer(
         "URAM": _amount(found, "URAM", missing),
         "DSP": _amount(found, "DSP", missing),
         "not_estimated": list(missing),
-        "estimated_by": {
-            key: "brainsmith" if key in filled else ours.source
-            for key in RESOURCES
-            if key not in missing and listed
-        },
+        "estimated_by": _estimated_by(filled, ours.source, missing) if listed else {},
         "cycles": number(reports.cycles.get(name)) if estimated else None,
         **counts(reports.counts.get(name)),
     }
     return layer, added
+
+
+def _estimated_by(
+    filled: dict[str, float], source: str, missing: tuple[str, ...]
+) -> dict[str, str]:
+    """Per resource a layer has an estimate of: "brainsmith" for brainsmith's numbers (in
+    ``filled``), else ``source``."""
+    return {
+        key: "brainsmith" if key in filled else source for key in RESOURCES if key not in missing
+    }
 
 
 def _filled(

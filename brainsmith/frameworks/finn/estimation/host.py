@@ -66,16 +66,19 @@ def host_macs(model: ModelWrapper, node: onnx.NodeProto) -> int:
     convolutions; other nodes count 0)."""
     if node.op_type not in MAC_OPS:
         return 0
-    shape_in = model.get_tensor_shape(node.input[0])
-    shape_out = model.get_tensor_shape(node.output[0])
-    weights = model.get_tensor_shape(node.input[1])
+    tensors = (node.input[0], node.output[0], node.input[1])
+    shape_in, shape_out, weights = (model.get_tensor_shape(tensor) for tensor in tensors)
     if not shape_in or not shape_out or not weights:
         return 0
-    outputs = math.prod(int(size) for size in shape_out)
-    if node.op_type == "Conv":  # each output sums C_in / groups x kernel products
-        return outputs * math.prod(int(size) for size in weights[1:])
+    return math.prod(int(size) for size in shape_out) * _per_output(node, shape_in, weights)
+
+
+def _per_output(node: onnx.NodeProto, shape_in: list[int], weights: list[int]) -> int:
+    """The products each output of ``node`` sums."""
+    if node.op_type == "Conv":  # C_in / groups x kernel products
+        return math.prod(int(size) for size in weights[1:])
     transposed = any(a.name == "transA" and a.i for a in node.attribute)
-    return outputs * int(shape_in[-2] if transposed else shape_in[-1])
+    return int(shape_in[-2] if transposed else shape_in[-1])
 
 
 def _output_scaling(parent: ModelWrapper, node: onnx.NodeProto) -> bool:
