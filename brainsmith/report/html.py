@@ -349,27 +349,16 @@ def _dataflow(picture: str | None) -> str:
 
 def _summary(report: BuildReport, files: bool = True) -> str:
     """The summary table's rows; ``files``: with the row of links into the folder."""
-    perf = report.get("performance", {})
     goal = report.get("target")
-    throughput = number(perf.get("estimated_fps"), " fps")
-    if goal:
-        verdict = "met" if goal["met"] else "missed"
-        throughput += (
-            f" <span class='{verdict}'>(target {_e(number(goal['target_fps']))} fps "
-            f"{verdict})</span>"
-        )
     clock = finite(report.get("clock_ns"))
+    board = f" (board {_e(report['board'])})" if report.get("board") else ""
     rows = [
         ("status", _e(report.get("status", ""))),
         ("model", _e(report.get("model", ""))),
         ("blueprint", _e(report.get("blueprint_path", ""))),
-        (
-            "FPGA part",
-            _e(report.get("fpga_part") or "-")
-            + (f" (board {_e(report['board'])})" if report.get("board") else ""),
-        ),
+        ("FPGA part", _e(report.get("fpga_part") or "-") + board),
         ("clock", _e(f"{clock} ns ({number(1000 / clock)} MHz)" if clock else "-")),
-        ("estimated throughput", throughput),
+        ("estimated throughput", _throughput(report.get("performance", {}), goal)),
         *[("bottleneck", _e(line)) for line in [bottleneck_line(goal)] if line],
         ("latency", _e(latency_text(report) or "-")),
         *_resource_rows(report),
@@ -377,6 +366,17 @@ def _summary(report: BuildReport, files: bool = True) -> str:
         *([("files", _files(report))] if files else []),
     ]
     return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+
+
+def _throughput(perf: Performance | dict[str, object], goal: Target | None) -> str:
+    """The estimated fps, and whether the target is met."""
+    throughput = number(perf.get("estimated_fps"), " fps")
+    if not goal:
+        return throughput
+    verdict = "met" if goal["met"] else "missed"
+    return throughput + (
+        f" <span class='{verdict}'>(target {_e(number(goal['target_fps']))} fps {verdict})</span>"
+    )
 
 
 def _resource_rows(report: BuildReport) -> list[tuple[str, str]]:
@@ -436,14 +436,19 @@ def _files(report: BuildReport) -> str:
     names = ["final.onnx", "final_parent.onnx", "build.log", "report.json"]
     folder = report.get("output_dir", "")
     links = [_link(n) for n in names if os.path.exists(os.path.join(folder, n))]
-    models = os.path.join(folder, "intermediate_models")
-    failed = sorted(n for n in _listing(models) if n.endswith("_failed.onnx"))
-    links += [_link(f"intermediate_models/{n}", f"{n} (the failed step's model)") for n in failed]
+    links += _failed_models(folder)
     links += [_link(p, text) for p, text in FINN_FILES if os.path.exists(os.path.join(folder, p))]
     code = report.get("generated_code")
     if code and os.path.isdir(os.path.join(folder, code)):
         links.append(_link(code + "/", "generated code"))
     return " · ".join(links) or NONE
+
+
+def _failed_models(folder: str) -> list[str]:
+    """Links to the models of failed steps in ``folder``'s intermediate_models."""
+    models = os.path.join(folder, "intermediate_models")
+    failed = sorted(n for n in _listing(models) if n.endswith("_failed.onnx"))
+    return [_link(f"intermediate_models/{n}", f"{n} (the failed step's model)") for n in failed]
 
 
 def _listing(folder: str) -> list[str]:

@@ -161,9 +161,7 @@ def latency_text(report: BuildReport) -> str | None:
     "12.3 µs (2,452 cycles at 5 ns, estimated)"; measured when the stitched design was
     simulated, with the estimate beside it."""
     perf, clock = report.get("performance") or {}, finite(report.get("clock_ns"))
-    rtlsim = report.get("rtlsim")
-    stitched = rtlsim.get("stitched") if rtlsim else None
-    simulated = finite(stitched.get("latency_cycles")) if stitched else None
+    simulated = _simulated_latency(report)
     estimated = finite(perf.get("critical_path_cycles"))
     cycles = simulated or estimated
     verdict = _latency_verdict(report)
@@ -177,6 +175,13 @@ def latency_text(report: BuildReport) -> str | None:
         )
     nanoseconds = finite(perf.get("estimated_latency_ns"))
     return f"{number(nanoseconds / 1000, ' µs')} (estimated{verdict})" if nanoseconds else None
+
+
+def _simulated_latency(report: BuildReport) -> float | None:
+    """A frame's latency in cycles when the whole design was simulated."""
+    rtlsim = report.get("rtlsim")
+    stitched = rtlsim.get("stitched") if rtlsim else None
+    return finite(stitched.get("latency_cycles")) if stitched else None
 
 
 def _latency_verdict(report: BuildReport) -> str:
