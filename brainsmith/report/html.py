@@ -37,7 +37,7 @@ from brainsmith.report.units import RESOURCES, finite, percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Literal
 
     from brainsmith.frameworks.finn.facts import Resource
@@ -277,12 +277,12 @@ VERDICT_LINES = (_simulated_pace, _bitstream_summary, _limit_line, _cpu_summary,
 
 def _limited_by(perf: Performance, goal: Target | None) -> str | None:
     """``limited by <layer>: <cycles> cycles per frame (the target allows ...); <limit>``."""
-    slowest = (goal.get("bottleneck") if goal else None) or perf.get("max_cycles_layer")
+    said: Mapping[str, object] = goal or {}
+    slowest = said.get("bottleneck") or perf.get("max_cycles_layer")
     if not slowest:
         return None
-    cycles = (goal.get("bottleneck_cycles") if goal else None) or perf.get("max_cycles")
-    allowed = goal.get("target_cycles") if goal else None
-    limit = goal.get("limit") if goal else None
+    cycles = said.get("bottleneck_cycles") or perf.get("max_cycles")
+    allowed, limit = said.get("target_cycles"), said.get("limit")
     text = f"limited by {slowest}: {number(cycles)} cycles per frame"
     text += f" (the target allows {number(allowed)})" if allowed else ""
     return text + (f"; {limit}" if limit else "")
@@ -392,13 +392,7 @@ def _resources(report: BuildReport) -> str:
     if not totals:
         return NONE
     shares = use.get("percent") or {}
-    parts = []
-    for key in RESOURCES:
-        text = total_text(key, totals.get(key), incomplete)
-        share = shares.get(key)
-        if share is not None:
-            text += f" ({percent(share, finite(totals.get(key)))})"
-        parts.append(_e(text))
+    parts = [_e(_total(key, totals.get(key), shares.get(key), incomplete)) for key in RESOURCES]
     available = use.get("available")
     if available:
         parts.append(_e(f"FF not estimated by FINN (part has {number(available['FF'])})"))
@@ -408,6 +402,12 @@ def _resources(report: BuildReport) -> str:
     missing = incomplete_line(report)
     text = ", ".join(parts) + (f"<br>{_e(missing)}" if missing else "")
     return text + f"<br><span class='none'>{_e(note)}</span>"
+
+
+def _total(key: str, value: object, share: float | None, incomplete: dict[str, list[str]]) -> str:
+    """ "LUT at least 552 (1.04 %)": a resource's total and its share of the part."""
+    text = total_text(key, value, incomplete)
+    return text + (f" ({percent(share, finite(value))})" if share is not None else "")
 
 
 def _measured(section: SynthesisSection) -> str:

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
         Layer,
         MeasuredLayer,
         SynthesisLayer,
+        SynthesisRun,
         SynthesisSection,
     )
     from brainsmith.synthesis import DesignSynthesis
+    from brainsmith.synthesis.run import LayerSynthesis
 
 SYNTHESISED = "synthesised"
 
@@ -36,10 +38,7 @@ def synthesis_section(result: DesignSynthesis, folder: str) -> SynthesisSection:
             "status": layer.status,
             "reason": layer.reason,
             "counts": layer.counts,
-            "seconds": None if layer.seconds is None else round(layer.seconds, 2),
-            "cached": layer.cached,
-            "fixes": layer.fixes,
-            "log": os.path.relpath(layer.log, folder) if layer.log else None,
+            **synthesis_run(layer, folder),
         }
         for layer in result.layers
     ]
@@ -53,6 +52,17 @@ def synthesis_section(result: DesignSynthesis, folder: str) -> SynthesisSection:
         "estimated": {},
         "estimate_error": {},
         "layers": layers,
+    }
+
+
+def synthesis_run(layer: LayerSynthesis, folder: str) -> SynthesisRun:
+    """How ``layer``'s synthesis ran: its seconds, whether cached, the fixes its sources
+    needed, its log relative to ``folder``."""
+    return {
+        "seconds": None if layer.seconds is None else round(layer.seconds, 2),
+        "cached": layer.cached,
+        "fixes": layer.fixes,
+        "log": os.path.relpath(layer.log, folder) if layer.log else None,
     }
 
 

@@ -91,7 +91,17 @@ class MeasuredLayer(Layer):
     estimate_error: NotRequired[dict[str, float]]  # (estimate - measured) / measured
 
 
-class SynthesisLayer(TypedDict):
+class SynthesisRun(TypedDict):
+    """How a layer's synthesis ran (``measured.synthesis_run``), in report.json and
+    synthesis.json alike."""
+
+    seconds: float | None
+    cached: bool
+    fixes: list[str]
+    log: str | None  # Yosys' log of a failed layer, relative to the output folder
+
+
+class SynthesisLayer(SynthesisRun):
     """A layer of ``synthesis``: Yosys' counts, or why there are none."""
 
     name: str
@@ -99,10 +109,6 @@ class SynthesisLayer(TypedDict):
     status: str  # synthesised | not synthesised | failed
     reason: str
     counts: dict[str, int] | None
-    seconds: float | None
-    cached: bool
-    fixes: list[str]
-    log: str | None  # Yosys' log of a failed layer, relative to the output folder
 
 
 class SynthesisSection(TypedDict):
