@@ -3,6 +3,7 @@ SetFolding warnings that the final cycle estimates supersede."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from typing import TypedDict
@@ -94,8 +95,6 @@ def _count(
 
 def framework_folders() -> tuple[str, ...]:
     """The folders of the installed FINN and QONNX packages, each ending in a separator."""
-    import importlib.util
-
     found: list[str] = []
     for name in ("finn", "qonnx"):
         try:

@@ -11,6 +11,7 @@ from brainsmith.frameworks.finn.estimation.finn_reports import FinnReports, coun
 from brainsmith.frameworks.finn.estimation.layer_facts import layer_attributes
 from brainsmith.frameworks.finn.facts import RESOURCES
 from brainsmith.frameworks.finn.rtl_costs import REPLACED
+from brainsmith.frameworks.finn.rtl_costs import estimate as rtl_estimate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -150,8 +151,6 @@ def brainsmith_estimates(model: ModelWrapper, part: str | None = None) -> dict[s
     rest: "brainsmith" for brainsmith's own layers (their estimation methods), else "finn"."""
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.frameworks.finn import rtl_costs
-
     found: dict[str, Ours] = {}
     for node in model.graph.node:
         try:
@@ -159,6 +158,6 @@ def brainsmith_estimates(model: ModelWrapper, part: str | None = None) -> dict[s
         except Exception:  # a node without an op class: FINN did not estimate it either
             continue
         own = type(op).__module__.split(".")[0] == "brainsmith"
-        numbers = rtl_costs.estimate(op, part, model, report=True)
+        numbers = rtl_estimate(op, part, model, report=True)
         found[node.name] = Ours(numbers, "brainsmith" if own else "finn")
     return found
