@@ -14,18 +14,24 @@ from __future__ import annotations
 import io
 import json
 import os
+import platform
 import traceback
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import cast
 
 from brainsmith.files import write_text
 from brainsmith.frameworks.finn.build_log import superseded
-from brainsmith.frameworks.finn.facts import allowed_cycles
+from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES, allowed_cycles
+from brainsmith.frameworks.finn.parts import part_resources
+from brainsmith.report.charts import ChartWorker, render_charts
+from brainsmith.report.html import MALFORMED, render
+from brainsmith.report.picture import dataflow_svg
+from brainsmith.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.frameworks.finn.folding import FoldingRecord
-    from brainsmith.report.charts import ChartWorker
     from brainsmith.report.schema import (
         BuildReport,
         ChartRow,
@@ -184,9 +190,6 @@ def reassess_warnings(
 
 def utilisation(part: str | None, totals: dict[str, float]) -> Utilisation:
     """Estimated use of the part's resources in percent (FF: FINN does not estimate it)."""
-    from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES
-    from brainsmith.frameworks.finn.parts import part_resources
-
     found = part_resources(part) if part else None
     if found is None:
         return {"part": part, "available": None, "percent": None, "source": None}
@@ -209,9 +212,6 @@ def write_html(
     """report.html (and dataflow.svg) of ``report`` in ``folder``, whole: the charts with the
     target's line, the dataflow picture, links to the files ``folder`` holds. ``worker``: a
     chart worker that may have drawn the charts already; ``log`` takes a chart's traceback."""
-    from brainsmith.report.html import MALFORMED, render
-    from brainsmith.report.picture import dataflow_svg
-
     charts = _charts(report, worker, log)
     try:
         picture = dataflow_svg(report)
@@ -228,8 +228,6 @@ def _charts(
 ) -> dict[str, str]:
     """The charts of ``report`` (drawn by ``worker`` when there is one); none when drawing
     fails (the traceback to ``log``): a chart problem must not hide the build's result."""
-    from brainsmith.report.charts import render_charts
-
     goal = report.get("target")
     try:
         rows = chart_rows(report.get("layers", []))
@@ -247,11 +245,6 @@ def to_json(report: Mapping[str, object]) -> str:
 
 def versions() -> dict[str, str]:
     """Versions of brainsmith, FINN, QONNX and Python."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    from brainsmith.version import __version__
-
     found = {"brainsmith": __version__}
     for label, dist in (("finn", "finn-plus"), ("qonnx", "qonnx")):
         try:

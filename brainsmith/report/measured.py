@@ -12,6 +12,8 @@ from typing import cast
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.frameworks.finn.facts import RESOURCES
+from brainsmith.report.units import finite
+from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -164,8 +166,6 @@ def unchecked(report: BuildReport) -> str | None:
     neither Yosys nor nextpnr counted them (a Versal part Yosys cannot map says so), and the
     clock, which nothing here places and routes for an AMD part; nextpnr's verdict on the
     clock where a bitstream was made."""
-    from brainsmith.report.units import finite
-
     bitstream = report.get("bitstream")
     if bitstream:
         fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
@@ -189,8 +189,6 @@ def unchecked(report: BuildReport) -> str | None:
 
 def _unmeasured(part: str, folder: str) -> str:
     """How to measure the resources estimated for ``part``, or why Yosys cannot."""
-    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
-
     try:
         family_of(part)
     except NotSynthesisable:

@@ -4,6 +4,7 @@ clocked figures, the bitstream's lines, the resource totals."""
 
 from __future__ import annotations
 
+from brainsmith.place_route.critical_path import path_text
 from brainsmith.report.units import bits, finite, percent
 from brainsmith.rtlsim.sources import CRASHED
 
@@ -255,8 +256,6 @@ def refold_lines(section: BitstreamSection) -> list[str]:
 
 def critical_path_line(section: BitstreamSection) -> str:
     """Where the slowest clock's critical path runs, by layer (nextpnr)."""
-    from brainsmith.place_route.critical_path import path_text
-
     path = section.get("critical_path")
     return f"critical path {path_text(path)} (nextpnr)" if path else "critical path: not reported"
 
