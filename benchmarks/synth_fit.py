@@ -639,8 +639,8 @@ def synthesise(points: list[tuple[Point, object]], workdir: str) -> None:
 def finn_estimate(op) -> dict[str, float | None]:
     """FINN's estimate of each resource (the layer's own for brainsmith's layers, its
     hand-written one for the LUTs of ``HANDWRITTEN``); None where it has no model."""
+    from brainsmith.frameworks.finn.estimation.coverage import NOT_ESTIMATED
     from brainsmith.frameworks.finn.facts import ESTIMATION_METHODS
-    from brainsmith.report.contents import NOT_ESTIMATED
 
     missing = NOT_ESTIMATED.get(op.onnx_node.op_type, ())
     found: dict[str, float | None] = {}

@@ -166,8 +166,8 @@ def missed_clock_report(tmp_path: Path) -> dict:
 
 def test_a_missed_clock_gives_the_figures_at_the_fmax_reached_and_says_so_first(tmp_path):
     from brainsmith.builder.bitstream import performance_at_clock
-    from brainsmith.report.html import clocked_lines, warning_lines
     from brainsmith.report.measured import unchecked
+    from brainsmith.report.text import clocked_lines, warning_lines
 
     given = missed_clock_report(tmp_path)
     section = given["section"]
@@ -338,7 +338,7 @@ def test_a_bitstream_that_misses_its_clock_is_built_again_for_a_clock_that_close
         assert report["performance"]["clock_mhz"] == pytest.approx(section["clock_mhz"], rel=1e-4)
     assert report["target"]["met"]  # 20,000 fps still met at the slower clock
     assert not list(tmp_path.glob("out.round-*")), list(tmp_path.iterdir())
-    from brainsmith.report.html import bitstream_lines
+    from brainsmith.report.text import bitstream_lines
 
     assert any(line.startswith("round 1: 200 MHz asked") for line in bitstream_lines(section))
 

@@ -254,7 +254,7 @@ def vectors_of(result) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_result_repr_is_one_line_with_the_headline_figures(mlp):
-    from brainsmith.report.html import number
+    from brainsmith.report.text import number
 
     text = repr(mlp)
     fps = number(mlp.performance["estimated_fps"])

@@ -199,7 +199,7 @@ def test_a_resource_finn_does_not_estimate_is_labelled_not_drawn_as_zero():
 def test_layers_without_estimates_are_shown_not_dropped(built, tmp_path):
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.report.contents import estimates
+    from brainsmith.frameworks.finn.estimation.estimates import estimates
     from brainsmith.report.html import render
 
     _, report, _, out, _ = built
@@ -221,7 +221,7 @@ def test_layers_without_estimates_are_shown_not_dropped(built, tmp_path):
 
 
 def test_numbers_are_formatted_one_way():
-    from brainsmith.report.html import number
+    from brainsmith.report.text import number
 
     assert number(1562500.0, " fps") == "1,562,500 fps"
     assert number(3571428.57) == "3,571,429"
@@ -280,7 +280,7 @@ def test_report_with_warnings_renders_in_chromium(built, tmp_path):
 
 
 def test_a_warning_whose_message_follows_on_the_next_lines_is_shown_whole(tmp_path):
-    from brainsmith.report.contents import finn_warnings
+    from brainsmith.frameworks.finn.build_log import finn_warnings
 
     log = tmp_path / "build.log"
     log.write_text(
@@ -294,7 +294,7 @@ def test_a_warning_whose_message_follows_on_the_next_lines_is_shown_whole(tmp_pa
 
 
 def test_first_screen_says_if_it_is_fast_enough_what_limits_it_and_what_it_costs(built):
-    from brainsmith.report.html import number
+    from brainsmith.report.text import number
 
     _, report, html, _, _ = built
     goal, start = report["target"], html.index("<div class='verdict'>")

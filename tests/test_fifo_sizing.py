@@ -15,7 +15,7 @@ import pytest
 from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
-from brainsmith.report.html import warning_lines
+from brainsmith.report.text import warning_lines
 from brainsmith.rtlsim.sources import CRASHED
 from brainsmith.steps.fifos import FRAMES
 from tests.conftest import REPO, once

@@ -81,7 +81,7 @@ def test_the_rtl_sliding_window_s_dsps_are_fitted_and_the_report_takes_its_fitte
 def test_report_json_takes_the_fitted_estimates_and_says_who_made_them(layers, tmp_path):
     from finn.analysis.fpgadataflow.res_estimation import res_estimation
 
-    from brainsmith.report.contents import estimates
+    from brainsmith.frameworks.finn.estimation.estimates import estimates
 
     found = {}
     for kind in ("ConvolutionInputGenerator_rtl", "IntAdd_rtl", "Pool_rtl"):

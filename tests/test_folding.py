@@ -236,7 +236,7 @@ def test_a_design_over_the_part_is_an_error_unless_the_blueprint_accepts_it(wide
         verify="none",
         options={**options, "allow_over_part": True},
     )
-    from brainsmith.report.html import warning_lines
+    from brainsmith.report.text import warning_lines
 
     report = json.loads(Path(result.report_path).read_text())
     over = [line for line in warning_lines(report) if "does not fit" in line]

@@ -60,7 +60,7 @@ def test_a_node_no_kernel_takes_runs_on_the_host_and_its_share_of_the_work_is_sa
      ('{"total": [1]}', 0.0), ("not json", 0.0), ("[]", 0.0)],
 )  # fmt: skip
 def test_a_damaged_count_file_counts_what_is_a_number_and_never_fails(tmp_path, written, counted):
-    from brainsmith.report.contents import accelerator_macs
+    from brainsmith.frameworks.finn.estimation.finn_reports import accelerator_macs
 
     (tmp_path / "op_and_param_counts.json").write_text(written)
     assert accelerator_macs(str(tmp_path)) == counted

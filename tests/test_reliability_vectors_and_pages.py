@@ -121,7 +121,8 @@ def test_verify_rtl_input_that_cannot_be_used_is_named_not_a_traceback(built, tm
     ids=["markup", "text", "inf", "nan", "huge-int", "list", "object"],
 )
 def test_text_where_a_report_has_a_number_never_reaches_a_page(value):
-    from brainsmith.report.html import first_screen, number
+    from brainsmith.report.html import first_screen
+    from brainsmith.report.text import number
 
     assert number(value) == "-"
     report = {

@@ -102,7 +102,7 @@ def test_the_not_estimated_table_is_what_finns_code_says(cnv):
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.report.contents import NOT_ESTIMATED
+    from brainsmith.frameworks.finn.estimation.coverage import NOT_ESTIMATED
 
     expected = {**finn_stubs(), "MVAU_rtl": ("LUT",), "VVAU_rtl": ("LUT",)}
     assert {k: set(v) for k, v in NOT_ESTIMATED.items()} == {k: set(v) for k, v in expected.items()}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from brainsmith.frameworks.finn.build_log import finn_warnings
 from brainsmith.report.charts import render_charts
-from brainsmith.report.contents import finn_warnings
 from brainsmith.report.html import render
 from tests.support.browser import broken_words
 

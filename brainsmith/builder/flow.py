@@ -209,12 +209,14 @@ def _adopt_finn_parent(run: BuildRun) -> None:
 
 def _start_charts(run: BuildRun, model: ModelWrapper) -> None:
     """Hand the layers to the chart worker as soon as the estimates exist."""
+    from brainsmith.frameworks.finn.estimation.estimates import estimates
+    from brainsmith.frameworks.finn.estimation.finn_reports import RESOURCE_FILE
     from brainsmith.frameworks.finn.facts import allowed_cycles
-    from brainsmith.report import contents as report
+    from brainsmith.report.contents import chart_rows
 
-    resources = os.path.join(run.report_dir, report.RESOURCE_FILE)
+    resources = os.path.join(run.report_dir, RESOURCE_FILE)
     if run.charts is not None and run.charts.layers is None and os.path.isfile(resources):
-        layers = report.estimates(run.report_dir, model)["layers"]
+        layers = estimates(run.report_dir, model)["layers"]
         options = run.plan.build
         allowed = allowed_cycles(options.target_fps, options.clock_ns)
-        run.charts.submit(report.chart_rows(layers), allowed)
+        run.charts.submit(chart_rows(layers), allowed)

@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 
 from brainsmith.files import write_text
+from brainsmith.frameworks.finn.build_log import finn_warnings
+from brainsmith.frameworks.finn.estimation.estimates import estimates
+from brainsmith.frameworks.finn.estimation.finn_reports import accelerator_macs
+from brainsmith.frameworks.finn.estimation.host import cpu_nodes
 from brainsmith.report.contents import (
-    accelerator_macs,
-    cpu_nodes,
-    estimates,
-    finn_warnings,
     latency_target,
     reassess_warnings,
     scaling_note,

@@ -150,7 +150,7 @@ def summary(result: BuildResult) -> str:
 
 
 def _figures(report: BuildReport) -> list[str]:
-    from brainsmith.report.html import number, total_text
+    from brainsmith.report.text import number, total_text
     from brainsmith.report.units import RESOURCES, finite
 
     perf, goal = report.get("performance") or {}, report.get("target")

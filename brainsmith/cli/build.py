@@ -278,7 +278,7 @@ def print_summary(report: BuildReport) -> None:
     """The build's outcome in a few lines: warnings first, then performance, resources,
     verification and files."""
     from brainsmith.frameworks.finn.facts import step_label
-    from brainsmith.report.html import warning_lines
+    from brainsmith.report.text import warning_lines
 
     out = console()
     out.soft_wrap = True
@@ -322,7 +322,7 @@ def _print_outcome(out: Console, report: BuildReport, warnings: list[str], skipp
 def _print_performance(out: Console, report: BuildReport) -> None:
     """The throughput (at the clock nextpnr reached, when a bitstream was made, then the
     estimate at the clock asked), whether it meets the target, latency, the bottleneck."""
-    from brainsmith.report.html import bottleneck_line, clocked_lines, latency_text, number
+    from brainsmith.report.text import bottleneck_line, clocked_lines, latency_text, number
 
     perf = report.get("performance", {})
     fps, latency = perf.get("estimated_fps"), latency_text(report)
@@ -355,7 +355,7 @@ def _print_performance(out: Console, report: BuildReport) -> None:
 
 def _print_resources(out: Console, report: BuildReport) -> None:
     """The estimated resources with their share of the part, and what they leave out."""
-    from brainsmith.report.html import incomplete_line
+    from brainsmith.report.text import incomplete_line
 
     totals = report.get("totals", {})
     if not totals:
@@ -373,7 +373,7 @@ def _print_resources(out: Console, report: BuildReport) -> None:
             out.print(f"              not synthesised: {line}", markup=False)
     bitstream = report.get("bitstream")
     if bitstream:
-        from brainsmith.report.html import bitstream_lines
+        from brainsmith.report.text import bitstream_lines
 
         for index, line in enumerate(bitstream_lines(bitstream)):
             out.print(f"  {'' if index else 'bitstream':<11} {line}", markup=False)
@@ -444,7 +444,7 @@ def _print_finn_warnings(out: Console, warnings: list[FinnWarning]) -> None:
 def _resources(
     totals: dict[str, float], use: Utilisation | None, incomplete: dict[str, list[str]]
 ) -> str:
-    from brainsmith.report.html import total_text
+    from brainsmith.report.text import total_text
     from brainsmith.report.units import percent
 
     shares = (use.get("percent") if use else None) or {}

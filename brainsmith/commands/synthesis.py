@@ -23,6 +23,7 @@ from brainsmith.commands.rtl_verification import (
 )
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.frameworks.finn.facts import RESOURCES
+from brainsmith.report.measured import synthesis_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -140,10 +141,7 @@ def as_json(result: DesignSynthesis, report: BuildReport, folder: str) -> dict[s
                 "reason": layer.reason,
                 "counts": layer.counts,
                 "other_cells": layer.other,
-                "seconds": None if layer.seconds is None else round(layer.seconds, 2),
-                "cached": layer.cached,
-                "fixes": layer.fixes,
-                "log": os.path.relpath(layer.log, folder) if layer.log else None,
+                **synthesis_run(layer, folder),
                 "finn_estimate": None if estimate is None else _finns(estimate),
             }
         )

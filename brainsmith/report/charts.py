@@ -44,6 +44,13 @@ def render_charts(layers: list[ChartRow], target_cycles: int | None = None) -> d
     cycles = [_value(layer, "cycles") for layer in layers]
     if not layers or not (used or any(cycles)):
         return {}
+    return _drawn(layers, used, cycles, target_cycles)
+
+
+def _drawn(
+    layers: list[ChartRow], used: list[Resource], cycles: list[float], target_cycles: int | None
+) -> dict[str, str]:
+    """The resources chart of the ``used`` resources and the cycles chart, each if drawn."""
     import matplotlib
 
     matplotlib.use("Agg")

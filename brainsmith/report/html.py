@@ -12,19 +12,36 @@ from typing import cast
 from urllib.parse import quote
 
 from brainsmith.frameworks.finn.facts import step_label
-from brainsmith.report.measured import as_estimated, error_line, measured_line, unsynthesised
+from brainsmith.report.measured import (
+    as_estimated,
+    error_line,
+    measured_line,
+    unchecked,
+    unsynthesised,
+)
 from brainsmith.report.rtl_tables import rtlsim_html
-from brainsmith.report.units import RESOURCES, bits, finite, percent
-from brainsmith.rtlsim.sources import CRASHED
+from brainsmith.report.text import (
+    amount_text,
+    bitstream_lines,
+    bottleneck_line,
+    clocked_lines,
+    counted,
+    datatype,
+    incomplete_line,
+    latency_text,
+    number,
+    total_text,
+    warning_lines,
+)
+from brainsmith.report.units import RESOURCES, finite, percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Literal
 
     from brainsmith.frameworks.finn.facts import Resource
     from brainsmith.report.schema import (
-        BitstreamSection,
         BuildErrorEntry,
         BuildReport,
         FinnWarning,
@@ -151,24 +168,6 @@ def breakable(text: str) -> str:
     return re.sub(r"([/_])", r"\1<wbr>", _e(text))
 
 
-def number(value: object, unit: str = "") -> str:
-    """Whole numbers with thousands separators, others to 3 significant digits; "-" for none
-    and for anything that is not a finite number (a report from elsewhere may hold text
-    where a number belongs: it never reaches a page)."""
-    value = finite(value)
-    if value is None:
-        return "-"
-    if float(value).is_integer() or abs(value) >= 1000:
-        return f"{round(value):,}{unit}"
-    return f"{value:.3g}{unit}"
-
-
-def datatype(name: str) -> str:
-    """A data type with its bit width where the name does not say it: BIPOLAR (1 bit)."""
-    width = bits(name)
-    return f"{name} ({width} bit)" if width and str(width) not in name else name
-
-
 def _link(path: str, text: str | None = None) -> str:
     return f"<a href='{_e(quote(path))}'>{_e(text or path)}</a>"
 
@@ -185,244 +184,6 @@ def _error(error: BuildErrorEntry | None, status: str) -> str:
     )
 
 
-def warning_lines(report: BuildReport) -> list[str]:
-    """What an engineer must know before trusting the numbers, in plain text."""
-    lines = []
-    cpu = report.get("cpu_nodes")
-    if cpu and cpu["count"] and not cpu.get("output_scaling"):  # (that is a note)
-        types = ", ".join(f"{t} x{n}" if n > 1 else t for t, n in cpu["op_types"].items())
-        share = cpu.get("host_share")
-        work = f"; they do {share:.0%} of the network's multiply-accumulates" if share else ""
-        lines.append(
-            f"{cpu['count']} node(s) stay on the CPU, outside the accelerator: {types} "
-            f"(see {cpu['model']}){work}"
-        )
-    crashed = next((note for note in report.get("notes", []) if CRASHED in note), None)
-    if crashed:
-        what = " ".join((CRASHED + crashed.partition(CRASHED)[2]).replace("[0] ", "").split())
-        what = what if len(what) <= 240 else what[:239] + "…"
-        lines.append(
-            f"{what}; it may not work on a board (brainsmith verify-rtl BUILD simulates each "
-            "layer on its own)"
-        )
-    goal = report.get("target")
-    if goal and not goal["met"]:
-        lines.append(
-            f"target {number(goal['target_fps'])} fps missed: estimated "
-            f"{number(goal['estimated_fps'])} fps; the slowest layer {goal['bottleneck']} takes "
-            f"{number(goal['bottleneck_cycles'])} cycles per frame, the target allows "
-            f"{number(goal['target_cycles'])}"
-        )
-    if goal and goal.get("over_target"):
-        lines.append(over_target_line(goal))
-    over = over_part_line(report)
-    if over:
-        lines.append(over)
-    bitstream = report.get("bitstream")
-    if bitstream and not bitstream["met"]:
-        fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
-        lines.append(
-            f"timing not met on {bitstream['board']}: nextpnr reached {fmax:.1f} MHz, below the "
-            f"{bitstream['clock_mhz']:g} MHz clock; the bitstream {bitstream['bitstream']} is "
-            f"written, but run it at {fmax:.1f} MHz or less (or build with a longer clock_ns)"
-        )
-    check = bitstream.get("netlist_check") if bitstream else None
-    if check and not check["ran"]:
-        lines.append(
-            f"the bitstream's netlist was not checked at gate level: {check['reason']}; the "
-            "RTL was verified, the logic Yosys mapped it to was not"
-        )
-    missing = [layer["name"] for layer in report.get("layers", []) if not layer.get("estimated")]
-    if missing and report.get("status") == "ok":
-        lines.append(
-            f"{len(missing)} layer(s) have no FINN estimate and are not in the totals: "
-            + ", ".join(missing[:5])
-            + (", ..." if len(missing) > 5 else "")
-        )
-    return lines
-
-
-def over_part_line(report: BuildReport) -> str:
-    """The resources the design is estimated to use more of than the part has ("" if none)."""
-    use = report.get("utilisation")
-    shares = (use.get("percent") if use else None) or {}
-    over = {key: share for key, share in shares.items() if share is not None and share > 100}
-    if not over or not use:
-        return ""
-    totals = report.get("totals", {})
-    items = ", ".join(
-        f"{key} {number(totals.get(key))} ({percent(share)})" for key, share in over.items()
-    )
-    return (
-        f"the design does not fit {use['part']}: it is estimated to use {items} of the part; "
-        "lower build.target_fps (--target-fps) or choose a larger part (--part); brainsmith's "
-        "folding search (build.folding.search: brainsmith) fits a design to "
-        "build.folding.max_utilisation of the part"
-    )
-
-
-def over_target_line(goal: Target, shown: int = 5) -> str:
-    """The layers slower than the target allows, with their final cycles."""
-    slow = goal["over_target"] or []
-    names = ", ".join(f"{x['name']} {number(x['cycles'])}" for x in slow[:shown])
-    return (
-        f"after folding, {len(slow)} layer(s) take more than the "
-        f"{number(goal['target_cycles'])} cycles per frame the target allows: {names}"
-        + (", ..." if len(slow) > shown else "")
-    )
-
-
-def bottleneck_line(goal: Target | None) -> str | None:
-    """The bottleneck and why it cannot go faster, when the folding search recorded it."""
-    if not goal or not goal.get("limit"):
-        return None
-    return (
-        f"{goal['bottleneck']} takes {number(goal['bottleneck_cycles'])} cycles per frame: "
-        f"{goal['limit']}"
-    )
-
-
-def latency_text(report: BuildReport) -> str | None:
-    """One frame's latency in time and in cycles at the clock, and where it comes from:
-    "12.3 µs (2,452 cycles at 5 ns, estimated)"; measured when the stitched design was
-    simulated, with the estimate beside it."""
-    perf, clock = report.get("performance") or {}, finite(report.get("clock_ns"))
-    rtlsim = report.get("rtlsim")
-    stitched = rtlsim.get("stitched") if rtlsim else None
-    simulated = finite(stitched.get("latency_cycles")) if stitched else None
-    estimated = finite(perf.get("critical_path_cycles"))
-    cycles = simulated or estimated
-    goal = report.get("latency_target")
-    verdict = ""
-    if goal:
-        basis = "measured" if goal.get("measured_latency_ns") is not None else "estimated"
-        verdict = f"; target {number(goal['target_latency_ns'])} ns {basis} " + (
-            "met" if goal["met"] else "MISSED"
-        )
-    if clock and cycles:
-        source = "measured in simulation" if simulated else "estimated"
-        if simulated and estimated:
-            source += f"; estimated {number(estimated)} cycles"
-        return (
-            f"{number(cycles * clock / 1000, ' µs')} ({number(cycles)} cycles at "
-            f"{number(clock)} ns, {source}{verdict})"
-        )
-    nanoseconds = finite(perf.get("estimated_latency_ns"))
-    return f"{number(nanoseconds / 1000, ' µs')} (estimated{verdict})" if nanoseconds else None
-
-
-def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
-    """Throughput and latency at the clock the design runs at, with their sources, when a
-    bitstream was made: ("12,345 fps at 48.0 MHz (nextpnr clock, Verilator cycles)",
-    "20.8 µs (1,000 cycles at 48.0 MHz; nextpnr clock, Verilator cycles)"); else None."""
-    perf = report.get("performance") or {}
-    fps, mhz = finite(perf.get("fps")), finite(perf.get("clock_mhz"))
-    if not fps or not mhz:
-        return None
-    first = f"{number(fps)} fps at {mhz:.1f} MHz ({perf.get('fps_source', '')})"
-    if perf.get("clock_note"):
-        first += f"; {perf['clock_note']}"
-    nanoseconds = finite(perf.get("latency_ns"))
-    latency = None
-    if nanoseconds:
-        latency = (
-            f"{number(nanoseconds / 1000, ' µs')} ({number(perf.get('latency_cycles'))} cycles "
-            f"at {mhz:.1f} MHz; {perf.get('latency_source', '')})"
-        )
-    return first, latency
-
-
-def bitstream_lines(section: BitstreamSection) -> list[str]:
-    """The bitstream in three lines: where and its timing, the resources nextpnr reports
-    used, the seconds per stage and the link."""
-    fmax = min(section["fmax_mhz"].values(), default=0.0)
-    used = [
-        f"{name} {counts['used']:,} of {counts['available']:,}"
-        + (
-            f" ({percent(100 * counts['used'] / counts['available'])})"
-            if counts["available"]
-            else ""
-        )
-        for name, counts in sorted(section["resources"].items())
-        if counts["used"]
-    ]
-    stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in section["seconds"].items())
-    return [
-        f"{section['bitstream']} for {section['board']} ({section['part']}): "
-        f"{section['status']}, {fmax:.1f} MHz reached at {section['clock_mhz']:g} MHz (nextpnr)"
-        + (" (cached)" if section["cached"] else ""),
-        critical_path_line(section),
-        netlist_line(section),
-        *refold_lines(section),
-        "used: " + ", ".join(used),
-        f"{stages}; UART {section['baud']:,} baud, {section['in_words']} words in and "
-        f"{section['out_words']} out a frame",
-    ]
-
-
-def refold_lines(section: BitstreamSection) -> list[str]:
-    """The rounds that missed their clock before this build, each built again slower."""
-    return [
-        f"round {index}: {done['clock_mhz']:g} MHz asked, {done['fmax_mhz']:.1f} MHz reached "
-        f"(nextpnr): folded again for a clock below it"
-        for index, done in enumerate(section.get("refolds") or [], start=1)
-    ]
-
-
-def critical_path_line(section: BitstreamSection) -> str:
-    """Where the slowest clock's critical path runs, by layer (nextpnr)."""
-    from brainsmith.place_route.critical_path import path_text
-
-    path = section.get("critical_path")
-    return f"critical path {path_text(path)} (nextpnr)" if path else "critical path: not reported"
-
-
-def netlist_line(section: BitstreamSection) -> str:
-    """What the gate-level check of the bitstream's netlist found."""
-    check = section.get("netlist_check")
-    if check is None:
-        return "netlist: not checked at gate level"
-    if not check["ran"]:
-        return f"netlist: not checked at gate level: {check['reason']}"
-    verdict = "bit for bit equal to" if check["passed"] else "different from"
-    return (
-        f"netlist: {check['frames']} frames at gate level (Verilator, ECP5 cell models) "
-        f"{verdict} the RTL simulation"
-        + (f": {check['first_difference']}" if check["first_difference"] else "")
-    )
-
-
-def total_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
-    """One resource total: "LUT 552", or "LUT at least 552" when layers are not estimated."""
-    return f"{key} {amount_text(key, value, incomplete)}"
-
-
-def amount_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
-    """A resource total's amount: "552", or "at least 552" when layers are not estimated."""
-    return f"at least {number(value)}" if incomplete.get(key) else number(value)
-
-
-def incomplete_line(report: BuildReport) -> str | None:
-    """Which layers FINN does not estimate, per resource, by kind: "LUT of Pool_hls x2"."""
-    incomplete = report.get("incomplete") or {}
-    if not incomplete:
-        return None
-    kinds = {layer["name"]: _kind(layer) for layer in report.get("layers", [])}
-    parts = []
-    for key, names in incomplete.items():
-        counts: dict[str, int] = {}
-        for name in names:
-            counts[kinds.get(name) or name] = counts.get(kinds.get(name) or name, 0) + 1
-        listed = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items())
-        parts.append(f"{key} of {listed}")
-    return "not estimated by FINN, so not in these totals: " + "; ".join(parts)
-
-
-def _kind(layer: Layer) -> str:
-    kind = layer.get("op_type") or ""
-    return f"{kind}_{layer['backend']}" if kind and layer.get("backend") else kind
-
-
 def _warnings(report: BuildReport) -> str:
     """The warnings box, then the notes box (information, styled as such)."""
     boxes = []
@@ -436,68 +197,92 @@ def _warnings(report: BuildReport) -> str:
 def _verdict(report: BuildReport) -> str:
     """The first screen: is it fast enough, what limits it, what it costs, what stays on
     the CPU."""
-    perf, goal = report.get("performance"), report.get("target")
+    perf = report.get("performance")
     fps = perf.get("estimated_fps") if perf else None
     if perf is None or fps is None:
         return ""
-    lines = [f"<span class='big'>{_e(number(fps))} fps</span> estimated"]
-    clocked = clocked_lines(report)
-    if clocked:
-        at = finite(report.get("clock_ns"))
-        asked = f" at {number(1000 / at)} MHz" if at else ""
-        big, _, said = clocked[0].partition(" fps")
-        lines = [
-            f"<span class='big'>{_e(big)} fps</span>{_e(said)} · estimated "
-            f"{_e(number(fps))} fps{_e(asked)}"
-        ]
-    if goal:
-        verdict = "met" if goal["met"] else "missed"
-        ratio, wanted = finite(fps), finite(goal.get("target_fps"))
-        share = ratio / wanted * 100 if ratio is not None and wanted else None
-        lines[0] += (
-            f" <span class='pill {verdict}'>target {_e(number(goal['target_fps']))} fps "
-            f"{verdict}{f' ({percent(share)})' if share and not goal['met'] else ''}</span>"
-        )
-    latency = (clocked[1] if clocked else None) or latency_text(report)
-    if latency:
-        lines[0] += f" · latency {_e(latency)}"
-    rtlsim = report.get("rtlsim")
-    stitched = rtlsim.get("stitched") if rtlsim else None
-    measured = stitched.get("cycles_per_frame") if stitched else None
-    measured = finite(measured)
-    if measured:
-        clock = finite(report.get("clock_ns"))
-        pace = f" ({number(1e9 / clock / measured)} fps at the clock)" if clock else ""
-        lines.append(_e(f"measured in simulation: {number(measured)} cycles per frame{pace}"))
-    bitstream = report.get("bitstream")
-    if bitstream:
-        lines += [_e(line) for line in bitstream_lines(bitstream)[:4]]
-    limited = _limited_by(perf, goal)
-    if limited:
-        lines.append(_e(limited))
-    cpu = report.get("cpu_nodes")
-    if cpu and cpu.get("count"):
-        kinds = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in cpu["op_types"].items())
-        lines.append(_e(f"on the CPU, outside the accelerator: {kinds}"))
-    elif cpu:
-        lines.append("every node is in the accelerator")
-    from brainsmith.report.measured import unchecked
-
-    note = unchecked(report)
-    if note:
-        lines.append(f"<span class='none'>unchecked: {_e(note)}</span>")
+    lines = [_headline(report, fps)]
+    for more in VERDICT_LINES:
+        lines += more(report)
     items = "".join(f"<div>{line}</div>" for line in lines)
     return f"<div class='verdict'>{items}{_utilisation_bars(report)}</div>"
 
 
+def _headline(report: BuildReport, fps: float) -> str:
+    """The verdict's first line: fps (at the clock reached, with a bitstream), the target's
+    pill, the latency."""
+    clocked = clocked_lines(report)
+    line = f"<span class='big'>{_e(number(fps))} fps</span> estimated"
+    if clocked:
+        at = finite(report.get("clock_ns"))
+        asked = f" at {number(1000 / at)} MHz" if at else ""
+        big, _, said = clocked[0].partition(" fps")
+        line = (
+            f"<span class='big'>{_e(big)} fps</span>{_e(said)} · estimated "
+            f"{_e(number(fps))} fps{_e(asked)}"
+        )
+    line += _target_pill(report.get("target"), fps)
+    latency = (clocked[1] if clocked else None) or latency_text(report)
+    return line + (f" · latency {_e(latency)}" if latency else "")
+
+
+def _target_pill(goal: Target | None, fps: float) -> str:
+    """ " target 1,000 fps met" as a pill; missed, with the share reached."""
+    if not goal:
+        return ""
+    verdict = "met" if goal["met"] else "missed"
+    ratio, wanted = finite(fps), finite(goal.get("target_fps"))
+    share = ratio / wanted * 100 if ratio is not None and wanted else None
+    return (
+        f" <span class='pill {verdict}'>target {_e(number(goal['target_fps']))} fps "
+        f"{verdict}{f' ({percent(share)})' if share and not goal['met'] else ''}</span>"
+    )
+
+
+def _simulated_pace(report: BuildReport) -> list[str]:
+    rtlsim = report.get("rtlsim")
+    stitched = rtlsim.get("stitched") if rtlsim else None
+    measured = finite(stitched.get("cycles_per_frame") if stitched else None)
+    if not measured:
+        return []
+    clock = finite(report.get("clock_ns"))
+    pace = f" ({number(1e9 / clock / measured)} fps at the clock)" if clock else ""
+    return [_e(f"measured in simulation: {number(measured)} cycles per frame{pace}")]
+
+
+def _bitstream_summary(report: BuildReport) -> list[str]:
+    bitstream = report.get("bitstream")
+    return [_e(line) for line in bitstream_lines(bitstream)[:4]] if bitstream else []
+
+
+def _limit_line(report: BuildReport) -> list[str]:
+    limited = _limited_by(report["performance"], report.get("target"))
+    return [_e(limited)] if limited else []
+
+
+def _cpu_summary(report: BuildReport) -> list[str]:
+    cpu = report.get("cpu_nodes")
+    if cpu and cpu.get("count"):
+        return [_e(f"on the CPU, outside the accelerator: {counted(cpu['op_types'])}")]
+    return ["every node is in the accelerator"] if cpu else []
+
+
+def _unchecked_line(report: BuildReport) -> list[str]:
+    note = unchecked(report)
+    return [f"<span class='none'>unchecked: {_e(note)}</span>"] if note else []
+
+
+VERDICT_LINES = (_simulated_pace, _bitstream_summary, _limit_line, _cpu_summary, _unchecked_line)
+
+
 def _limited_by(perf: Performance, goal: Target | None) -> str | None:
     """``limited by <layer>: <cycles> cycles per frame (the target allows ...); <limit>``."""
-    slowest = (goal.get("bottleneck") if goal else None) or perf.get("max_cycles_layer")
+    said: Mapping[str, object] = goal or {}
+    slowest = said.get("bottleneck") or perf.get("max_cycles_layer")
     if not slowest:
         return None
-    cycles = (goal.get("bottleneck_cycles") if goal else None) or perf.get("max_cycles")
-    allowed = goal.get("target_cycles") if goal else None
-    limit = goal.get("limit") if goal else None
+    cycles = said.get("bottleneck_cycles") or perf.get("max_cycles")
+    allowed, limit = said.get("target_cycles"), said.get("limit")
     text = f"limited by {slowest}: {number(cycles)} cycles per frame"
     text += f" (the target allows {number(allowed)})" if allowed else ""
     return text + (f"; {limit}" if limit else "")
@@ -564,27 +349,16 @@ def _dataflow(picture: str | None) -> str:
 
 def _summary(report: BuildReport, files: bool = True) -> str:
     """The summary table's rows; ``files``: with the row of links into the folder."""
-    perf = report.get("performance", {})
     goal = report.get("target")
-    throughput = number(perf.get("estimated_fps"), " fps")
-    if goal:
-        verdict = "met" if goal["met"] else "missed"
-        throughput += (
-            f" <span class='{verdict}'>(target {_e(number(goal['target_fps']))} fps "
-            f"{verdict})</span>"
-        )
     clock = finite(report.get("clock_ns"))
+    board = f" (board {_e(report['board'])})" if report.get("board") else ""
     rows = [
         ("status", _e(report.get("status", ""))),
         ("model", _e(report.get("model", ""))),
         ("blueprint", _e(report.get("blueprint_path", ""))),
-        (
-            "FPGA part",
-            _e(report.get("fpga_part") or "-")
-            + (f" (board {_e(report['board'])})" if report.get("board") else ""),
-        ),
+        ("FPGA part", _e(report.get("fpga_part") or "-") + board),
         ("clock", _e(f"{clock} ns ({number(1000 / clock)} MHz)" if clock else "-")),
-        ("estimated throughput", throughput),
+        ("estimated throughput", _throughput(report.get("performance", {}), goal)),
         *[("bottleneck", _e(line)) for line in [bottleneck_line(goal)] if line],
         ("latency", _e(latency_text(report) or "-")),
         *_resource_rows(report),
@@ -592,6 +366,17 @@ def _summary(report: BuildReport, files: bool = True) -> str:
         *([("files", _files(report))] if files else []),
     ]
     return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+
+
+def _throughput(perf: Performance | dict[str, object], goal: Target | None) -> str:
+    """The estimated fps, and whether the target is met."""
+    throughput = number(perf.get("estimated_fps"), " fps")
+    if not goal:
+        return throughput
+    verdict = "met" if goal["met"] else "missed"
+    return throughput + (
+        f" <span class='{verdict}'>(target {_e(number(goal['target_fps']))} fps {verdict})</span>"
+    )
 
 
 def _resource_rows(report: BuildReport) -> list[tuple[str, str]]:
@@ -607,13 +392,7 @@ def _resources(report: BuildReport) -> str:
     if not totals:
         return NONE
     shares = use.get("percent") or {}
-    parts = []
-    for key in RESOURCES:
-        text = total_text(key, totals.get(key), incomplete)
-        share = shares.get(key)
-        if share is not None:
-            text += f" ({percent(share, finite(totals.get(key)))})"
-        parts.append(_e(text))
+    parts = [_e(_total(key, totals.get(key), shares.get(key), incomplete)) for key in RESOURCES]
     available = use.get("available")
     if available:
         parts.append(_e(f"FF not estimated by FINN (part has {number(available['FF'])})"))
@@ -623,6 +402,12 @@ def _resources(report: BuildReport) -> str:
     missing = incomplete_line(report)
     text = ", ".join(parts) + (f"<br>{_e(missing)}" if missing else "")
     return text + f"<br><span class='none'>{_e(note)}</span>"
+
+
+def _total(key: str, value: object, share: float | None, incomplete: dict[str, list[str]]) -> str:
+    """ "LUT at least 552 (1.04 %)": a resource's total and its share of the part."""
+    text = total_text(key, value, incomplete)
+    return text + (f" ({percent(share, finite(value))})" if share is not None else "")
 
 
 def _measured(section: SynthesisSection) -> str:
@@ -651,14 +436,19 @@ def _files(report: BuildReport) -> str:
     names = ["final.onnx", "final_parent.onnx", "build.log", "report.json"]
     folder = report.get("output_dir", "")
     links = [_link(n) for n in names if os.path.exists(os.path.join(folder, n))]
-    models = os.path.join(folder, "intermediate_models")
-    failed = sorted(n for n in _listing(models) if n.endswith("_failed.onnx"))
-    links += [_link(f"intermediate_models/{n}", f"{n} (the failed step's model)") for n in failed]
+    links += _failed_models(folder)
     links += [_link(p, text) for p, text in FINN_FILES if os.path.exists(os.path.join(folder, p))]
     code = report.get("generated_code")
     if code and os.path.isdir(os.path.join(folder, code)):
         links.append(_link(code + "/", "generated code"))
     return " · ".join(links) or NONE
+
+
+def _failed_models(folder: str) -> list[str]:
+    """Links to the models of failed steps in ``folder``'s intermediate_models."""
+    models = os.path.join(folder, "intermediate_models")
+    failed = sorted(n for n in _listing(models) if n.endswith("_failed.onnx"))
+    return [_link(f"intermediate_models/{n}", f"{n} (the failed step's model)") for n in failed]
 
 
 def _listing(folder: str) -> list[str]:
@@ -686,31 +476,36 @@ def _check(label: str, check: Verification) -> str:
 
 def _steps(steps: list[StepEntry]) -> str:
     longest = max([finite(s.get("seconds")) or 0 for s in steps] + [1e-9])
-    rows = []
-    for index, step in enumerate(steps, 1):
-        check = step.get("verification")
-        parts = [_check("generated inputs", check)] if check and "samples" in check else []
-        if check and "user" in check:
-            parts.append(_check("your vectors", check["user"]))
-        if step.get("reason"):
-            parts.append(step["reason"])
-        seconds = finite(step.get("seconds"))
-        bar = f"<span class='bar' style='width:{60 * (seconds or 0) / longest:.0f}px'></span>"
-        model = step.get("model")
-        cells = [
-            str(index),
-            _e(step_label(step["name"])),
-            _e(step.get("status", "")),
-            f"{bar} {_e(number(seconds, ' s'))}" if seconds is not None else NONE,
-            _e("; ".join(parts)) or NONE,
-            _link(model, os.path.basename(model)) if model else NONE,
-        ]
-        status = _e(step.get("status", ""))
-        tds = [
-            f"<td class='time'>{c}</td>" if i == 3 else f"<td>{c}</td>" for i, c in enumerate(cells)
-        ]
-        rows.append(f"<tr class='{status}'>" + "".join(tds) + "</tr>")
-    return "".join(rows)
+    return "".join(_step_row(index, step, longest) for index, step in enumerate(steps, 1))
+
+
+def _step_row(index: int, step: StepEntry, longest: float) -> str:
+    """A step's row: its number, name, status, time (a bar scaled to ``longest``), its
+    checks or why it was skipped, and its saved model."""
+    seconds = finite(step.get("seconds"))
+    bar = f"<span class='bar' style='width:{60 * (seconds or 0) / longest:.0f}px'></span>"
+    model = step.get("model")
+    cells = [
+        str(index),
+        _e(step_label(step["name"])),
+        _e(step.get("status", "")),
+        f"{bar} {_e(number(seconds, ' s'))}" if seconds is not None else NONE,
+        _e("; ".join(_step_notes(step))) or NONE,
+        _link(model, os.path.basename(model)) if model else NONE,
+    ]
+    tds = [f"<td class='time'>{c}</td>" if i == 3 else f"<td>{c}</td>" for i, c in enumerate(cells)]
+    return f"<tr class='{_e(step.get('status', ''))}'>" + "".join(tds) + "</tr>"
+
+
+def _step_notes(step: StepEntry) -> list[str]:
+    """A step's checks (generated inputs, the user's vectors) and its reason."""
+    check = step.get("verification")
+    parts = [_check("generated inputs", check)] if check and "samples" in check else []
+    if check and "user" in check:
+        parts.append(_check("your vectors", check["user"]))
+    if step.get("reason"):
+        parts.append(step["reason"])
+    return parts
 
 
 LAYER_HEAD = ("layer (its code)", "kernel", "PE/SIMD", "data types", "memory", *RESOURCES,
@@ -732,36 +527,41 @@ def _layers(layers: list[Layer], target_cycles: int | None = None) -> str:
     measured = any("measured" in layer for layer in layers)
     if measured:
         head += "<th>measured (Yosys)</th>"
-    rows = []
-    for layer in layers:
-        code = layer.get("code")
-        name = _link(code + "/", layer["name"]) if code else _e(layer["name"])
-        cells = [
-            f"<td class='name'>{name}</td>",
-            f"<td>{_joined(layer.get('op_type'), layer.get('backend'))}</td>",
-            f"<td class='num'>{_folding(layer)}</td>",
-            f"<td>{_types(layer)}</td>",
-            f"<td>{_joined(layer.get('mem_mode'), layer.get('ram_style'), sep=', ')}</td>",
-        ]
-        cycles = finite(layer.get("cycles"))
-        if not layer.get("estimated"):
-            cells.append(
-                f"<td colspan='{len(RESOURCES) + 1}' class='none'>no FINN estimate "
-                "(resources and cycles) for this layer</td>"
-            )
-        elif target_cycles and (cycles or 0) > target_cycles:
-            title = f"over the {number(target_cycles)} cycles the target allows"
-            cells += [f"<td class='num'>{_cell(layer, key)}</td>" for key in RESOURCES]
-            cells.append(f"<td class='num missed' title='{title}'>{_cell(layer, 'cycles')}</td>")
-        else:
-            cells += [f"<td class='num'>{_cell(layer, key)}</td>" for key in RESOURCES]
-            cells.append(f"<td class='num'>{_cell(layer, 'cycles')}</td>")
-        cells += [f"<td class='num'>{_cell(layer, key)}</td>" for key in ("MACs", "params")]
-        if measured:
-            cells.append(f"<td>{_yosys(cast('MeasuredLayer', layer))}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    table = f"<table class='layers'><tr>{head}</tr>{''.join(rows)}</table>"
+    rows = "".join(_layer_row(layer, target_cycles, measured) for layer in layers)
+    table = f"<table class='layers'><tr>{head}</tr>{rows}</table>"
     return f"<div class='scroll'>{table}</div>"
+
+
+def _layer_row(layer: Layer, target_cycles: int | None, measured: bool) -> str:
+    code = layer.get("code")
+    name = _link(code + "/", layer["name"]) if code else _e(layer["name"])
+    cells = [
+        f"<td class='name'>{name}</td>",
+        f"<td>{_joined(layer.get('op_type'), layer.get('backend'))}</td>",
+        f"<td class='num'>{_folding(layer)}</td>",
+        f"<td>{_types(layer)}</td>",
+        f"<td>{_joined(layer.get('mem_mode'), layer.get('ram_style'), sep=', ')}</td>",
+        *_estimate_cells(layer, target_cycles),
+        *(f"<td class='num'>{_cell(layer, key)}</td>" for key in ("MACs", "params")),
+    ]
+    if measured:
+        cells.append(f"<td>{_yosys(cast('MeasuredLayer', layer))}</td>")
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def _estimate_cells(layer: Layer, target_cycles: int | None) -> list[str]:
+    """A layer's resources and cycles (in red over what the target allows), or that FINN has
+    no estimate for it."""
+    if not layer.get("estimated"):
+        return [
+            f"<td colspan='{len(RESOURCES) + 1}' class='none'>no FINN estimate "
+            "(resources and cycles) for this layer</td>"
+        ]
+    cells = [f"<td class='num'>{_cell(layer, key)}</td>" for key in RESOURCES]
+    if target_cycles and (finite(layer.get("cycles")) or 0) > target_cycles:
+        title = f"over the {number(target_cycles)} cycles the target allows"
+        return [*cells, f"<td class='num missed' title='{title}'>{_cell(layer, 'cycles')}</td>"]
+    return [*cells, f"<td class='num'>{_cell(layer, 'cycles')}</td>"]
 
 
 def _yosys(layer: MeasuredLayer) -> str:

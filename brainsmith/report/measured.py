@@ -12,6 +12,8 @@ from typing import cast
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.frameworks.finn.facts import RESOURCES
+from brainsmith.report.units import finite
+from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,9 +22,11 @@ if TYPE_CHECKING:
         Layer,
         MeasuredLayer,
         SynthesisLayer,
+        SynthesisRun,
         SynthesisSection,
     )
     from brainsmith.synthesis import DesignSynthesis
+    from brainsmith.synthesis.run import LayerSynthesis
 
 SYNTHESISED = "synthesised"
 
@@ -36,10 +40,7 @@ def synthesis_section(result: DesignSynthesis, folder: str) -> SynthesisSection:
             "status": layer.status,
             "reason": layer.reason,
             "counts": layer.counts,
-            "seconds": None if layer.seconds is None else round(layer.seconds, 2),
-            "cached": layer.cached,
-            "fixes": layer.fixes,
-            "log": os.path.relpath(layer.log, folder) if layer.log else None,
+            **synthesis_run(layer, folder),
         }
         for layer in result.layers
     ]
@@ -53,6 +54,17 @@ def synthesis_section(result: DesignSynthesis, folder: str) -> SynthesisSection:
         "estimated": {},
         "estimate_error": {},
         "layers": layers,
+    }
+
+
+def synthesis_run(layer: LayerSynthesis, folder: str) -> SynthesisRun:
+    """How ``layer``'s synthesis ran: its seconds, whether cached, the fixes its sources
+    needed, its log relative to ``folder``."""
+    return {
+        "seconds": None if layer.seconds is None else round(layer.seconds, 2),
+        "cached": layer.cached,
+        "fixes": layer.fixes,
+        "log": os.path.relpath(layer.log, folder) if layer.log else None,
     }
 
 
@@ -74,28 +86,12 @@ def compare(layers: list[Layer], section: SynthesisSection) -> SynthesisSection:
     """Each layer of ``layers`` gets its ``measured`` counts and ``estimate_error``; the
     section gets the estimates of the synthesised layers (where every one has one) and the
     error of their total."""
-    measured = {
-        layer["name"]: layer["counts"]
-        for layer in section["layers"]
-        if layer["status"] == SYNTHESISED and layer["counts"] is not None
-    }
+    measured = synthesised_counts(section)
     sums: dict[str, float | None] = dict.fromkeys(RESOURCES, 0.0)
     for entry in layers:
         counts = measured.get(entry["name"])
-        if counts is None:
-            continue
-        layer = cast("MeasuredLayer", entry)
-        layer["measured"] = counts
-        mapped = as_estimated(counts)
-        errors: dict[str, float] = {}
-        for key in RESOURCES:
-            value = None if key in layer.get("not_estimated", ()) else layer.get(key)
-            error = estimate_error(value, mapped[key])
-            if error is not None:
-                errors[key] = error
-            total = sums[key]
-            sums[key] = None if value is None or total is None else total + value
-        layer["estimate_error"] = errors
+        if counts is not None:
+            _measure(cast("MeasuredLayer", entry), counts, sums)
     if len(measured) != sum(1 for layer in layers if layer["name"] in measured):
         sums = dict.fromkeys(RESOURCES)  # a synthesised layer the report does not list
     mapped_totals = as_estimated(section["totals"])
@@ -106,6 +102,31 @@ def compare(layers: list[Layer], section: SynthesisSection) -> SynthesisSection:
         if (error := estimate_error(sums[key], mapped_totals[key])) is not None
     }
     return section
+
+
+def synthesised_counts(section: SynthesisSection) -> dict[str, dict[str, int]]:
+    """Yosys' counts per synthesised layer."""
+    return {
+        layer["name"]: layer["counts"]
+        for layer in section["layers"]
+        if layer["status"] == SYNTHESISED and layer["counts"] is not None
+    }
+
+
+def _measure(layer: MeasuredLayer, counts: dict[str, int], sums: dict[str, float | None]) -> None:
+    """Give ``layer`` Yosys' ``counts`` and its estimates' errors; add its estimates to
+    ``sums`` (a resource it has no estimate of makes the sum None)."""
+    layer["measured"] = counts
+    mapped = as_estimated(counts)
+    errors: dict[str, float] = {}
+    for key in RESOURCES:
+        value = None if key in layer.get("not_estimated", ()) else layer.get(key)
+        error = estimate_error(value, mapped[key])
+        if error is not None:
+            errors[key] = error
+        total = sums[key]
+        sums[key] = None if value is None or total is None else total + value
+    layer["estimate_error"] = errors
 
 
 def measured_line(section: SynthesisSection) -> str:
@@ -145,9 +166,6 @@ def unchecked(report: BuildReport) -> str | None:
     neither Yosys nor nextpnr counted them (a Versal part Yosys cannot map says so), and the
     clock, which nothing here places and routes for an AMD part; nextpnr's verdict on the
     clock where a bitstream was made."""
-    from brainsmith.report.units import finite
-    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
-
     bitstream = report.get("bitstream")
     if bitstream:
         fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
@@ -158,19 +176,25 @@ def unchecked(report: BuildReport) -> str | None:
         )
     clock = finite(report.get("clock_ns"))
     said = [f"no tool checked the {clock:g} ns clock (no place and route ran)"] if clock else []
-    part = report.get("fpga_part") or ""
     if lattice_board(report.get("board")):
         folder = report.get("output_dir", "BUILD_DIR")
         return "; ".join([*said, "the resources are FINN's estimates for a stand-in AMD part: "
                           f"brainsmith bitstream {folder} --board {report.get('board')} "
                           "measures both with nextpnr"])  # fmt: skip
+    part = report.get("fpga_part") or ""
     if not report.get("synthesis") and report.get("totals") and part:
-        try:
-            family_of(part)
-            said.insert(0, "the resources are estimates: brainsmith synth "
-                        f"{report.get('output_dir', 'BUILD_DIR')} counts the RTL layers with Yosys")  # fmt: skip
-        except NotSynthesisable:
-            said.insert(0, f"the resources are estimates Yosys cannot count for {part} (no Versal "
-                        f"family): build for an UltraScale+ part with --synth to measure them "
-                        f"(--part {ULTRASCALE_PLUS_PART})")  # fmt: skip
+        said.insert(0, _unmeasured(part, report.get("output_dir", "BUILD_DIR")))
     return "; ".join(said) or None
+
+
+def _unmeasured(part: str, folder: str) -> str:
+    """How to measure the resources estimated for ``part``, or why Yosys cannot."""
+    try:
+        family_of(part)
+    except NotSynthesisable:
+        return (f"the resources are estimates Yosys cannot count for {part} (no Versal "
+                f"family): build for an UltraScale+ part with --synth to measure them "
+                f"(--part {ULTRASCALE_PLUS_PART})")  # fmt: skip
+    return (
+        f"the resources are estimates: brainsmith synth {folder} counts the RTL layers with Yosys"
+    )

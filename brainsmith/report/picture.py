@@ -8,6 +8,7 @@ the columns wrap into rows."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from html import escape
 from typing import cast
 
@@ -32,49 +33,97 @@ def dataflow_svg(report: BuildReport) -> str | None:
     by_name = {x["name"]: x for x in layers}
     shown = [x for x in layers if x.get("op_type") not in PLUMBING]
     edges = [edge for x in shown for edge in _streams_into(x, by_name)]
-    place = _layout(shown, edges)
-    rows = 1 + max(row for row, _, _ in place.values()) if place else 1
+    before, after = _cpu_sides(report)
+    frame = _Frame.around(_layout(shown, edges), bool(before), bool(after))
+    slowest = _slowest(report)
+    return "".join(
+        [
+            *frame.opening(len(shown)),
+            *_cpu_boxes(frame, before, after),
+            *_edges(frame, edges),
+            *(_layer(x, *frame.box(x["name"]), x["name"] == slowest) for x in shown),
+            "</svg>",
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The picture's geometry: each layer's place, each row's top, the accelerator's box
+    (``top``, ``body`` high) and the whole picture's size."""
+
+    place: Place
+    origin: dict[int, float]
+    top: float
+    body: float
+    width: float
+    height: float
+
+    @classmethod
+    def around(cls, place: Place, before: bool, after: bool) -> _Frame:
+        """The frame for layers at ``place``, with room for the CPU's nodes before and after."""
+        rows = 1 + max(row for row, _, _ in place.values()) if place else 1
+        lanes = _lanes(place)
+        top = PAD + (BOX_H / 2 + GAP_Y if before else 0)
+        width = PAD * 2 + GAP_X + COLUMNS * (BOX_W + GAP_X) - GAP_X / 2
+        heights = [max(lanes.get(r, 1), 1) * (BOX_H + 12) + GAP_Y for r in range(rows)]
+        body = sum(heights) + PAD
+        height = top + body + (BOX_H / 2 + GAP_Y if after else 0) + PAD
+        origin = {r: top + PAD + sum(heights[:r]) for r in range(rows)}
+        return cls(place, origin, top, body, width, height)
+
+    def box(self, name: str) -> tuple[float, float]:
+        """The top left corner of layer ``name``'s box."""
+        row, column, lane = self.place[name]
+        return PAD + GAP_X + column * (BOX_W + GAP_X), self.origin[row] + lane * (BOX_H + 12)
+
+    def opening(self, count: int) -> list[str]:
+        """The SVG's head and the accelerator's dashed box of ``count`` layers."""
+        width, height, top = self.width, self.height, self.top
+        return [
+            f"<svg xmlns='http://www.w3.org/2000/svg' class='dataflow' width='{width:.0f}' "
+            f"height='{height:.0f}' viewBox='0 0 {width:.0f} {height:.0f}' font-family='sans-serif'>",
+            "<defs><marker id='arrow' viewBox='0 0 8 8' refX='8' refY='4' markerWidth='7' "
+            "markerHeight='7' orient='auto'><path d='M0,0 L8,4 L0,8 z' fill='#666'/></marker></defs>",
+            f"<rect x='{PAD}' y='{top}' width='{width - 2 * PAD:.0f}' height='{self.body:.0f}' rx='8' "
+            "fill='none' stroke='#3569a8' stroke-dasharray='6 4'/>",
+            _text(PAD + 8, top + 14, f"accelerator: {count} layers", 11, "#3569a8", bold=True),
+        ]
+
+
+def _cpu_sides(report: BuildReport) -> tuple[list[CpuNode], list[CpuNode]]:
+    """The nodes on the CPU before the accelerator, and after it."""
     on_cpu = report.get("cpu_nodes")
     cpu = on_cpu["nodes"] if on_cpu else []
     before = [n for n in cpu if n.get("side") == "before"]
-    after = [n for n in cpu if n.get("side") != "before"]
-    lanes = _lanes(place)
-    top = PAD + (BOX_H / 2 + GAP_Y if before else 0)
-    width = PAD * 2 + GAP_X + COLUMNS * (BOX_W + GAP_X) - GAP_X / 2
-    heights = [max(lanes.get(r, 1), 1) * (BOX_H + 12) + GAP_Y for r in range(rows)]
-    body = sum(heights) + PAD
-    height = top + body + (BOX_H / 2 + GAP_Y if after else 0) + PAD
-    origin = {r: top + PAD + sum(heights[:r]) for r in range(rows)}
+    return before, [n for n in cpu if n.get("side") != "before"]
 
-    def box(name: str) -> tuple[float, float]:
-        row, column, lane = place[name]
-        return PAD + GAP_X + column * (BOX_W + GAP_X), origin[row] + lane * (BOX_H + 12)
 
-    parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='dataflow' width='{width:.0f}' "
-        f"height='{height:.0f}' viewBox='0 0 {width:.0f} {height:.0f}' font-family='sans-serif'>",
-        "<defs><marker id='arrow' viewBox='0 0 8 8' refX='8' refY='4' markerWidth='7' "
-        "markerHeight='7' orient='auto'><path d='M0,0 L8,4 L0,8 z' fill='#666'/></marker></defs>",
-        f"<rect x='{PAD}' y='{top}' width='{width - 2 * PAD:.0f}' height='{body:.0f}' rx='8' "
-        "fill='none' stroke='#3569a8' stroke-dasharray='6 4'/>",
-        _text(PAD + 8, top + 14, f"accelerator: {len(shown)} layers", 11, "#3569a8", bold=True),
-    ]
-    if before:
-        parts.append(_cpu_box(PAD, PAD, width, before, "on the CPU, before"))
-    if after:
-        parts.append(_cpu_box(PAD, top + body + GAP_Y / 2, width, after, "on the CPU, after"))
-    into: dict[str, int] = {}
-    for source, target, labels in edges:
-        if source in place and target in place:
-            count = sum(1 for _, t, _ in edges if t == target)
-            slot = into[target] = into.get(target, 0) + 1  # several inputs enter apart
-            parts.append(_edge(box(source), box(target), labels, slot / (count + 1)))
+def _slowest(report: BuildReport) -> str | None:
+    """The bottleneck: the target's, else FINN's slowest layer."""
     goal, performance = report.get("target"), report.get("performance")
-    slowest = (goal and goal["bottleneck"]) or (performance and performance["max_cycles_layer"])
-    for layer in shown:
-        parts.append(_layer(layer, *box(layer["name"]), layer["name"] == slowest))
-    parts.append("</svg>")
-    return "".join(parts)
+    return (goal and goal["bottleneck"]) or (performance and performance["max_cycles_layer"])
+
+
+def _cpu_boxes(frame: _Frame, before: list[CpuNode], after: list[CpuNode]) -> list[str]:
+    """The CPU's nodes above and below the accelerator."""
+    boxes = [_cpu_box(PAD, PAD, frame.width, before, "on the CPU, before")] if before else []
+    if after:
+        y = frame.top + frame.body + GAP_Y / 2
+        boxes.append(_cpu_box(PAD, y, frame.width, after, "on the CPU, after"))
+    return boxes
+
+
+def _edges(frame: _Frame, edges: list[Edge]) -> list[str]:
+    """The streams between shown layers; several inputs of a layer enter it apart."""
+    into: dict[str, int] = {}
+    drawn = []
+    for source, target, labels in edges:
+        if source in frame.place and target in frame.place:
+            count = sum(1 for _, t, _ in edges if t == target)
+            slot = into[target] = into.get(target, 0) + 1
+            drawn.append(_edge(frame.box(source), frame.box(target), labels, slot / (count + 1)))
+    return drawn
 
 
 Edge = tuple[str, str, tuple[str, str]]  # source, target, (width, FIFO depths)
@@ -85,19 +134,26 @@ def _streams_into(layer: Layer, by_name: dict[str, Layer]) -> list[Edge]:
     converters: the labels give the width read and the FIFO depths on the way."""
     edges = []
     for read in layer.get("reads", []):
-        source, bits = read.get("from"), read.get("bits")
-        fifos: list[int] = []
-        while source is not None and source in by_name:
-            plumbing = by_name[source]
-            if plumbing.get("op_type") not in PLUMBING:
-                break
-            if plumbing.get("op_type") == "StreamingFIFO" and plumbing.get("depth"):
-                fifos.append(int(plumbing["depth"]))
-            upstream = plumbing.get("reads")
-            source = upstream[0].get("from") if upstream else None
+        source, fifos = _upstream(read.get("from"), by_name)
+        bits = read.get("bits")
         depths = f"FIFO {'+'.join(str(d) for d in reversed(fifos))}" if fifos else ""
         edges.append((source or "", layer["name"], (f"{bits} b" if bits else "", depths)))
     return edges
+
+
+def _upstream(source: str | None, by_name: dict[str, Layer]) -> tuple[str | None, list[int]]:
+    """The layer a stream from ``source`` comes from through FIFOs and width converters, and
+    the FIFOs' depths on the way (nearest first)."""
+    fifos: list[int] = []
+    while source is not None and source in by_name:
+        plumbing = by_name[source]
+        if plumbing.get("op_type") not in PLUMBING:
+            break
+        if plumbing.get("op_type") == "StreamingFIFO" and plumbing.get("depth"):
+            fifos.append(int(plumbing["depth"]))
+        upstream = plumbing.get("reads")
+        source = upstream[0].get("from") if upstream else None
+    return source, fifos
 
 
 def _layout(layers: list[Layer], edges: list[Edge]) -> Place:
@@ -130,45 +186,58 @@ def _lanes(place: Place) -> dict[int, int]:
 
 
 def _layer(layer: Layer, x: float, y: float, slowest: bool) -> str:
-    kind = SHORT_KINDS.get(layer.get("op_type") or "?", layer.get("op_type") or "?")
     backend = layer.get("backend") or ""
-    folding = " ".join(
-        f"{k} {v}" for k, v in (("PE", layer.get("PE")), ("SIMD", layer.get("SIMD"))) if v
-    )
-    cycles = layer.get("cycles")
-    timing = f"{cycles:,.0f} cycles" if isinstance(cycles, int | float) else "no estimate"
     measured = cast("MeasuredLayer", layer).get("measured")
-    if measured:  # synthesised: what the layer takes, beside its time
-        timing += f" · {measured['LUT']:,} LUT" + (
-            f" {measured['DSP']} DSP" if measured["DSP"] else ""
-        )
     stroke = "stroke='#b3261e' stroke-width='2.5'" if slowest else "stroke='#777'"
-    title = layer["name"] + (
-        " · measured (Yosys): " + ", ".join(f"{k} {v:,}" for k, v in measured.items() if v)
-        if measured
-        else ""
-    )
     return (
-        f"<g><title>{escape(title)}</title>"
+        f"<g><title>{escape(_title(layer['name'], measured))}</title>"
         f"<rect x='{x}' y='{y}' width='{BOX_W}' height='{BOX_H}' rx='5' "
         f"fill='{FILL.get(backend, '#eee')}' {stroke}/>"
         + _text(x + 6, y + 15, _short(layer["name"], 27), 11, "#222", bold=True)
         + _text(
             x + 6,
             y + 30,
-            _short(" · ".join(p for p in (kind, backend, folding) if p), 30),
+            _short(_kind_line(layer), 30),
             10,
             "#444",
         )
         + _text(
             x + 6,
             y + 46,
-            timing + (" · bottleneck" if slowest else ""),
+            _timing(layer, measured) + (" · bottleneck" if slowest else ""),
             10,
             "#b3261e" if slowest else "#444",
             bold=slowest,
         )
         + "</g>"
+    )
+
+
+def _kind_line(layer: Layer) -> str:
+    """``MVAU · rtl · PE 4 SIMD 8``."""
+    kind = SHORT_KINDS.get(layer.get("op_type") or "?", layer.get("op_type") or "?")
+    folding = " ".join(
+        f"{k} {v}" for k, v in (("PE", layer.get("PE")), ("SIMD", layer.get("SIMD"))) if v
+    )
+    return " · ".join(p for p in (kind, layer.get("backend") or "", folding) if p)
+
+
+def _timing(layer: Layer, measured: dict[str, int] | None) -> str:
+    """A layer's cycles and, synthesised, the LUTs and DSPs it takes."""
+    cycles = layer.get("cycles")
+    timing = f"{cycles:,.0f} cycles" if isinstance(cycles, int | float) else "no estimate"
+    if not measured:
+        return timing
+    dsps = f" {measured['DSP']} DSP" if measured["DSP"] else ""
+    return timing + f" · {measured['LUT']:,} LUT" + dsps
+
+
+def _title(name: str, measured: dict[str, int] | None) -> str:
+    """A layer's tooltip: its name and, synthesised, Yosys' counts."""
+    if not measured:
+        return name
+    return (
+        name + " · measured (Yosys): " + ", ".join(f"{k} {v:,}" for k, v in measured.items() if v)
     )
 
 

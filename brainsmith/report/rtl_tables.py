@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from typing import cast
 
+from brainsmith.report.units import finite
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -106,8 +108,6 @@ def stitched_html(stitched: Stitched | None) -> str:
 
 def percent(error: float | None) -> str:
     """An estimate error as ``+1.2%`` (``-`` when unknown)."""
-    from brainsmith.report.units import finite
-
     value = finite(error)
     return "-" if value is None else f"{value:+.1%}"
 
@@ -122,8 +122,6 @@ def estimate_note(stitched: Mapping[str, object]) -> str:
 
 def _number(value: object) -> str:
     """``1,234`` or ``1,234.5``; "-" for none and for what is not a finite number."""
-    from brainsmith.report.units import finite
-
     value = finite(value)
     if value is None:
         return "-"
@@ -133,8 +131,6 @@ def _number(value: object) -> str:
 
 
 def _seconds(value: object) -> str:
-    from brainsmith.report.units import finite
-
     seconds = finite(value)
     return "-" if seconds is None else f"{seconds:.1f}"
 

@@ -1,5 +1,6 @@
-"""report.json as types: the records ``brainsmith.report.contents`` writes and the summary,
-report.html, the dataflow picture, ``brainsmith verify-rtl`` and explore read.
+"""report.json as types: the records the build writes (``builder.reporting.assemble``) and the
+summary, report.html, the dataflow picture, ``brainsmith verify-rtl`` and explore read. The
+estimates' records are ``frameworks/finn/estimation/records.py``'s, named here too.
 
 The report stays a plain dict (written with ``json``, read back from disk), so these are
 TypedDicts. They exist for the type checker only: every module names them under
@@ -14,13 +15,20 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
+from brainsmith.frameworks.finn.build_log import FinnWarning as FinnWarning
+from brainsmith.frameworks.finn.estimation.records import BitsKey as BitsKey
+from brainsmith.frameworks.finn.estimation.records import Counts as Counts
+from brainsmith.frameworks.finn.estimation.records import CpuNode as CpuNode
+from brainsmith.frameworks.finn.estimation.records import CpuNodes as CpuNodes
+from brainsmith.frameworks.finn.estimation.records import DatatypeKey as DatatypeKey
+from brainsmith.frameworks.finn.estimation.records import Estimates as Estimates
+from brainsmith.frameworks.finn.estimation.records import Layer as Layer
+from brainsmith.frameworks.finn.estimation.records import LayerAttribute as LayerAttribute
+from brainsmith.frameworks.finn.estimation.records import LayerFacts as LayerFacts
+from brainsmith.frameworks.finn.estimation.records import Performance as Performance
+from brainsmith.frameworks.finn.estimation.records import Read as Read
 from brainsmith.place_route.critical_path import CriticalPath
 
-# The node attributes a layer's entry copies (``report.LAYER_ATTRIBUTES``)
-LayerAttribute = Literal["PE", "SIMD", "mem_mode", "ram_style", "resType", "depth"]
-# A layer's data types and their bit widths (``report.DATATYPE_BITS``)
-DatatypeKey = Literal["input_datatype", "weight_datatype", "output_datatype"]
-BitsKey = Literal["input_bits", "weight_bits", "output_bits"]
 # A written report's status: ``running`` from the start, the verdict at the end
 Status = Literal["running", "ok", "failed", "interrupted"]
 # A step's status: ``pending`` until it runs
@@ -76,56 +84,6 @@ class StepEntry(TypedDict):
     model: NotRequired[str]  # the step's saved model, relative to the output folder
 
 
-# A stream a layer reads: from which layer (None: the accelerator's input), how many bits
-Read = TypedDict("Read", {"from": str | None, "bits": int | None})
-
-
-class _Described(TypedDict):
-    """What the graph says about a layer (``report.layer_attributes``); without a model
-    only ``op_type`` and ``backend``, both empty."""
-
-    op_type: str  # the kernel, without its backend suffix
-    backend: str  # hls | rtl | ""
-    input_datatype: NotRequired[str | None]
-    output_datatype: NotRequired[str | None]
-    PE: NotRequired[int]
-    SIMD: NotRequired[int]
-    mem_mode: NotRequired[str]
-    ram_style: NotRequired[str]
-    resType: NotRequired[str]
-    depth: NotRequired[int]
-    weight_datatype: NotRequired[str]
-    input_bits: NotRequired[int | None]
-    weight_bits: NotRequired[int | None]
-    output_bits: NotRequired[int | None]
-    reads: NotRequired[list[Read]]
-    code: NotRequired[str]  # its generated code, relative to the output folder
-
-
-class LayerFacts(_Described):
-    """``report.layer_attributes``' entry of a node; a plugin's layer also names the
-    resources it leaves to FINN's placeholder estimate."""
-
-    not_estimated: NotRequired[list[str]]
-
-
-class Layer(_Described):
-    """One of ``layers``: the facts, then the estimates (None where there is none): FINN's,
-    or brainsmith's (``frameworks/finn/rtl_costs.py``) where FINN has none."""
-
-    name: str
-    estimated: bool  # FINN estimated its resources or cycles
-    LUT: float | None
-    BRAM_18K: float | None
-    URAM: float | None
-    DSP: float | None
-    not_estimated: list[str]  # the resources neither FINN nor brainsmith estimates
-    estimated_by: dict[str, str]  # per resource estimated: "finn" or "brainsmith"
-    cycles: float | None
-    MACs: float | None  # per frame, from op_and_param_counts.json
-    params: float | None
-
-
 class MeasuredLayer(Layer):
     """A layer of a build with ``build.synth``: also Yosys' counts, and the estimates' error."""
 
@@ -133,7 +91,17 @@ class MeasuredLayer(Layer):
     estimate_error: NotRequired[dict[str, float]]  # (estimate - measured) / measured
 
 
-class SynthesisLayer(TypedDict):
+class SynthesisRun(TypedDict):
+    """How a layer's synthesis ran (``measured.synthesis_run``), in report.json and
+    synthesis.json alike."""
+
+    seconds: float | None
+    cached: bool
+    fixes: list[str]
+    log: str | None  # Yosys' log of a failed layer, relative to the output folder
+
+
+class SynthesisLayer(SynthesisRun):
     """A layer of ``synthesis``: Yosys' counts, or why there are none."""
 
     name: str
@@ -141,10 +109,6 @@ class SynthesisLayer(TypedDict):
     status: str  # synthesised | not synthesised | failed
     reason: str
     counts: dict[str, int] | None
-    seconds: float | None
-    cached: bool
-    fixes: list[str]
-    log: str | None  # Yosys' log of a failed layer, relative to the output folder
 
 
 class SynthesisSection(TypedDict):
@@ -161,15 +125,8 @@ class SynthesisSection(TypedDict):
     layers: list[SynthesisLayer]
 
 
-class Counts(TypedDict):
-    """A layer's multiply-accumulates per frame and parameters (``report._counts``)."""
-
-    MACs: float | None
-    params: float | None
-
-
 class ChartRow(TypedDict):
-    """What the charts draw of an estimated layer (``report.chart_rows`` writes every key;
+    """What the charts draw of an estimated layer (``contents.chart_rows`` writes every key;
     the charts take a missing number as 0)."""
 
     name: str
@@ -179,28 +136,6 @@ class ChartRow(TypedDict):
     DSP: NotRequired[float | None]
     cycles: NotRequired[float | None]
     not_estimated: NotRequired[list[str] | None]
-
-
-class Performance(TypedDict):
-    """``performance``: FINN's estimate_network_performance.json (None where it has none),
-    led by the figures at the clock nextpnr reached when a bitstream was made."""
-
-    fps: NotRequired[float]
-    fps_source: NotRequired[str]
-    latency_ns: NotRequired[float | None]
-    latency_source: NotRequired[str]
-    clock_mhz: NotRequired[float]
-    clock_source: NotRequired[str]
-    cycles_per_frame: NotRequired[float]
-    cycles_source: NotRequired[str]
-    latency_cycles: NotRequired[float | None]
-    clock_note: NotRequired[str | None]
-
-    estimated_fps: float | None
-    estimated_latency_ns: float | None
-    max_cycles: int | None
-    max_cycles_layer: str | None
-    critical_path_cycles: int | None
 
 
 class ClockedPerformance(TypedDict):
@@ -309,26 +244,6 @@ class LatencyTarget(TypedDict):
     met: bool  # the measured latency when there is one, else the estimate
 
 
-class CpuNode(TypedDict):
-    """A node outside the accelerator, before or after it."""
-
-    name: str
-    op_type: str
-    side: Literal["before", "after"]
-
-
-class CpuNodes(TypedDict):
-    """``cpu_nodes``: the nodes of the dataflow parent graph, and how many of each type."""
-
-    count: int
-    op_types: dict[str, int]
-    nodes: list[CpuNode]
-    model: str  # final_parent.onnx
-    output_scaling: NotRequired[bool]  # only the output's constant scale and bias, after it
-    host_macs: NotRequired[int]  # multiply-accumulates a frame costs the host
-    host_share: NotRequired[float | None]  # of the network's (FINN's count in hardware)
-
-
 class Utilisation(TypedDict):
     """``utilisation``: the part's resources (None without a table) and the estimate's
     share in percent (None for a resource FINN does not estimate, FF)."""
@@ -337,15 +252,6 @@ class Utilisation(TypedDict):
     available: dict[str, int] | None
     percent: dict[str, float | None] | None
     source: str | None
-
-
-class FinnWarning(TypedDict):
-    """One of ``warnings``: a distinct warning or error in build.log."""
-
-    level: str  # WARNING | ERROR | CRITICAL
-    source: str  # the logger
-    message: str
-    count: int
 
 
 class FifoFill(TypedDict):
@@ -436,16 +342,6 @@ class Tolerance(TypedDict):
 
     atol: float | None
     rtol: float
-
-
-class Estimates(TypedDict):
-    """What ``report.estimates`` reads from FINN's reports: every layer, the totals (empty
-    without estimates), per resource the layers its total leaves out, performance."""
-
-    layers: list[Layer]
-    totals: dict[str, float]
-    incomplete: dict[str, list[str]]
-    performance: Performance
 
 
 class ShortStep(TypedDict):

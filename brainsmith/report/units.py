@@ -5,21 +5,10 @@ from __future__ import annotations
 
 import math
 
+from brainsmith.frameworks.finn.estimation.layer_facts import bits
 from brainsmith.frameworks.finn.facts import RESOURCES
 
 __all__ = ["RESOURCES", "bits", "finite", "percent"]
-
-
-def bits(datatype: str | None) -> int | None:
-    """The bit width of a QONNX data type name."""
-    if not datatype:
-        return None
-    from qonnx.core.datatype import DataType
-
-    try:
-        return int(DataType[datatype].bitwidth())
-    except (KeyError, ValueError):
-        return None
 
 
 def finite(value: object) -> float | None:

@@ -1,0 +1,317 @@
+"""The report in plain text, shared by report.html and the terminal summary: numbers, data
+types, the warnings an engineer must read before trusting the numbers, latency and the
+clocked figures, the bitstream's lines, the resource totals."""
+
+from __future__ import annotations
+
+from brainsmith.place_route.critical_path import path_text
+from brainsmith.report.units import bits, finite, percent
+from brainsmith.rtlsim.sources import CRASHED
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.report.schema import BitstreamSection, BuildReport, Layer, Target
+
+
+def number(value: object, unit: str = "") -> str:
+    """Whole numbers with thousands separators, others to 3 significant digits; "-" for none
+    and for anything that is not a finite number (a report from elsewhere may hold text
+    where a number belongs: it never reaches a page)."""
+    value = finite(value)
+    if value is None:
+        return "-"
+    if float(value).is_integer() or abs(value) >= 1000:
+        return f"{round(value):,}{unit}"
+    return f"{value:.3g}{unit}"
+
+
+def datatype(name: str) -> str:
+    """A data type with its bit width where the name does not say it: BIPOLAR (1 bit)."""
+    width = bits(name)
+    return f"{name} ({width} bit)" if width and str(width) not in name else name
+
+
+def warning_lines(report: BuildReport) -> list[str]:
+    """What an engineer must know before trusting the numbers, in plain text."""
+    found = (line(report) for line in WARNINGS)
+    return [line for line in found if line]
+
+
+def counted(kinds: dict[str, int]) -> str:
+    """``{"Mul": 2, "Add": 1}`` as "Mul x2, Add"."""
+    return ", ".join(f"{kind} x{n}" if n > 1 else kind for kind, n in kinds.items())
+
+
+def _cpu_line(report: BuildReport) -> str | None:
+    cpu = report.get("cpu_nodes")
+    if not cpu or not cpu["count"] or cpu.get("output_scaling"):  # (that is a note)
+        return None
+    share = cpu.get("host_share")
+    work = f"; they do {share:.0%} of the network's multiply-accumulates" if share else ""
+    return (
+        f"{cpu['count']} node(s) stay on the CPU, outside the accelerator: "
+        f"{counted(cpu['op_types'])} (see {cpu['model']}){work}"
+    )
+
+
+def _crash_line(report: BuildReport) -> str | None:
+    crashed = next((note for note in report.get("notes", []) if CRASHED in note), None)
+    if not crashed:
+        return None
+    what = " ".join((CRASHED + crashed.partition(CRASHED)[2]).replace("[0] ", "").split())
+    what = what if len(what) <= 240 else what[:239] + "…"
+    return (
+        f"{what}; it may not work on a board (brainsmith verify-rtl BUILD simulates each "
+        "layer on its own)"
+    )
+
+
+def _missed_target_line(report: BuildReport) -> str | None:
+    goal = report.get("target")
+    if not goal or goal["met"]:
+        return None
+    return (
+        f"target {number(goal['target_fps'])} fps missed: estimated "
+        f"{number(goal['estimated_fps'])} fps; the slowest layer {goal['bottleneck']} takes "
+        f"{number(goal['bottleneck_cycles'])} cycles per frame, the target allows "
+        f"{number(goal['target_cycles'])}"
+    )
+
+
+def _over_target_line(report: BuildReport) -> str | None:
+    goal = report.get("target")
+    return over_target_line(goal) if goal and goal.get("over_target") else None
+
+
+def _timing_line(report: BuildReport) -> str | None:
+    bitstream = report.get("bitstream")
+    if not bitstream or bitstream["met"]:
+        return None
+    fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
+    return (
+        f"timing not met on {bitstream['board']}: nextpnr reached {fmax:.1f} MHz, below the "
+        f"{bitstream['clock_mhz']:g} MHz clock; the bitstream {bitstream['bitstream']} is "
+        f"written, but run it at {fmax:.1f} MHz or less (or build with a longer clock_ns)"
+    )
+
+
+def _netlist_line(report: BuildReport) -> str | None:
+    bitstream = report.get("bitstream")
+    check = bitstream.get("netlist_check") if bitstream else None
+    if not check or check["ran"]:
+        return None
+    return (
+        f"the bitstream's netlist was not checked at gate level: {check['reason']}; the "
+        "RTL was verified, the logic Yosys mapped it to was not"
+    )
+
+
+def _unestimated_line(report: BuildReport) -> str | None:
+    missing = [layer["name"] for layer in report.get("layers", []) if not layer.get("estimated")]
+    if not missing or report.get("status") != "ok":
+        return None
+    return (
+        f"{len(missing)} layer(s) have no FINN estimate and are not in the totals: "
+        + ", ".join(missing[:5])
+        + (", ..." if len(missing) > 5 else "")
+    )
+
+
+def over_part_line(report: BuildReport) -> str:
+    """The resources the design is estimated to use more of than the part has ("" if none)."""
+    use = report.get("utilisation")
+    shares = (use.get("percent") if use else None) or {}
+    over = {key: share for key, share in shares.items() if share is not None and share > 100}
+    if not over or not use:
+        return ""
+    totals = report.get("totals", {})
+    items = ", ".join(
+        f"{key} {number(totals.get(key))} ({percent(share)})" for key, share in over.items()
+    )
+    return (
+        f"the design does not fit {use['part']}: it is estimated to use {items} of the part; "
+        "lower build.target_fps (--target-fps) or choose a larger part (--part); brainsmith's "
+        "folding search (build.folding.search: brainsmith) fits a design to "
+        "build.folding.max_utilisation of the part"
+    )
+
+
+def over_target_line(goal: Target, shown: int = 5) -> str:
+    """The layers slower than the target allows, with their final cycles."""
+    slow = goal["over_target"] or []
+    names = ", ".join(f"{x['name']} {number(x['cycles'])}" for x in slow[:shown])
+    return (
+        f"after folding, {len(slow)} layer(s) take more than the "
+        f"{number(goal['target_cycles'])} cycles per frame the target allows: {names}"
+        + (", ..." if len(slow) > shown else "")
+    )
+
+
+def bottleneck_line(goal: Target | None) -> str | None:
+    """The bottleneck and why it cannot go faster, when the folding search recorded it."""
+    if not goal or not goal.get("limit"):
+        return None
+    return (
+        f"{goal['bottleneck']} takes {number(goal['bottleneck_cycles'])} cycles per frame: "
+        f"{goal['limit']}"
+    )
+
+
+def latency_text(report: BuildReport) -> str | None:
+    """One frame's latency in time and in cycles at the clock, and where it comes from:
+    "12.3 µs (2,452 cycles at 5 ns, estimated)"; measured when the stitched design was
+    simulated, with the estimate beside it."""
+    perf, clock = report.get("performance") or {}, finite(report.get("clock_ns"))
+    simulated = _simulated_latency(report)
+    estimated = finite(perf.get("critical_path_cycles"))
+    cycles = simulated or estimated
+    verdict = _latency_verdict(report)
+    if clock and cycles:
+        source = "measured in simulation" if simulated else "estimated"
+        if simulated and estimated:
+            source += f"; estimated {number(estimated)} cycles"
+        return (
+            f"{number(cycles * clock / 1000, ' µs')} ({number(cycles)} cycles at "
+            f"{number(clock)} ns, {source}{verdict})"
+        )
+    nanoseconds = finite(perf.get("estimated_latency_ns"))
+    return f"{number(nanoseconds / 1000, ' µs')} (estimated{verdict})" if nanoseconds else None
+
+
+def _simulated_latency(report: BuildReport) -> float | None:
+    """A frame's latency in cycles when the whole design was simulated."""
+    rtlsim = report.get("rtlsim")
+    stitched = rtlsim.get("stitched") if rtlsim else None
+    return finite(stitched.get("latency_cycles")) if stitched else None
+
+
+def _latency_verdict(report: BuildReport) -> str:
+    """ "; target 20 ns estimated met", or "" without a latency target."""
+    goal = report.get("latency_target")
+    if not goal:
+        return ""
+    basis = "measured" if goal.get("measured_latency_ns") is not None else "estimated"
+    return f"; target {number(goal['target_latency_ns'])} ns {basis} " + (
+        "met" if goal["met"] else "MISSED"
+    )
+
+
+def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
+    """Throughput and latency at the clock the design runs at, with their sources, when a
+    bitstream was made: ("12,345 fps at 48.0 MHz (nextpnr clock, Verilator cycles)",
+    "20.8 µs (1,000 cycles at 48.0 MHz; nextpnr clock, Verilator cycles)"); else None."""
+    perf = report.get("performance") or {}
+    fps, mhz = finite(perf.get("fps")), finite(perf.get("clock_mhz"))
+    if not fps or not mhz:
+        return None
+    first = f"{number(fps)} fps at {mhz:.1f} MHz ({perf.get('fps_source', '')})"
+    if perf.get("clock_note"):
+        first += f"; {perf['clock_note']}"
+    nanoseconds = finite(perf.get("latency_ns"))
+    latency = None
+    if nanoseconds:
+        latency = (
+            f"{number(nanoseconds / 1000, ' µs')} ({number(perf.get('latency_cycles'))} cycles "
+            f"at {mhz:.1f} MHz; {perf.get('latency_source', '')})"
+        )
+    return first, latency
+
+
+def bitstream_lines(section: BitstreamSection) -> list[str]:
+    """The bitstream in three lines: where and its timing, the resources nextpnr reports
+    used, the seconds per stage and the link."""
+    fmax = min(section["fmax_mhz"].values(), default=0.0)
+    used = [
+        f"{name} {counts['used']:,} of {counts['available']:,}"
+        + (
+            f" ({percent(100 * counts['used'] / counts['available'])})"
+            if counts["available"]
+            else ""
+        )
+        for name, counts in sorted(section["resources"].items())
+        if counts["used"]
+    ]
+    stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in section["seconds"].items())
+    return [
+        f"{section['bitstream']} for {section['board']} ({section['part']}): "
+        f"{section['status']}, {fmax:.1f} MHz reached at {section['clock_mhz']:g} MHz (nextpnr)"
+        + (" (cached)" if section["cached"] else ""),
+        critical_path_line(section),
+        netlist_line(section),
+        *refold_lines(section),
+        "used: " + ", ".join(used),
+        f"{stages}; UART {section['baud']:,} baud, {section['in_words']} words in and "
+        f"{section['out_words']} out a frame",
+    ]
+
+
+def refold_lines(section: BitstreamSection) -> list[str]:
+    """The rounds that missed their clock before this build, each built again slower."""
+    return [
+        f"round {index}: {done['clock_mhz']:g} MHz asked, {done['fmax_mhz']:.1f} MHz reached "
+        f"(nextpnr): folded again for a clock below it"
+        for index, done in enumerate(section.get("refolds") or [], start=1)
+    ]
+
+
+def critical_path_line(section: BitstreamSection) -> str:
+    """Where the slowest clock's critical path runs, by layer (nextpnr)."""
+    path = section.get("critical_path")
+    return f"critical path {path_text(path)} (nextpnr)" if path else "critical path: not reported"
+
+
+def netlist_line(section: BitstreamSection) -> str:
+    """What the gate-level check of the bitstream's netlist found."""
+    check = section.get("netlist_check")
+    if check is None:
+        return "netlist: not checked at gate level"
+    if not check["ran"]:
+        return f"netlist: not checked at gate level: {check['reason']}"
+    verdict = "bit for bit equal to" if check["passed"] else "different from"
+    return (
+        f"netlist: {check['frames']} frames at gate level (Verilator, ECP5 cell models) "
+        f"{verdict} the RTL simulation"
+        + (f": {check['first_difference']}" if check["first_difference"] else "")
+    )
+
+
+def total_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
+    """One resource total: "LUT 552", or "LUT at least 552" when layers are not estimated."""
+    return f"{key} {amount_text(key, value, incomplete)}"
+
+
+def amount_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
+    """A resource total's amount: "552", or "at least 552" when layers are not estimated."""
+    return f"at least {number(value)}" if incomplete.get(key) else number(value)
+
+
+def incomplete_line(report: BuildReport) -> str | None:
+    """Which layers FINN does not estimate, per resource, by kind: "LUT of Pool_hls x2"."""
+    incomplete = report.get("incomplete") or {}
+    if not incomplete:
+        return None
+    kinds = {layer["name"]: _kind(layer) for layer in report.get("layers", [])}
+    parts = []
+    for key, names in incomplete.items():
+        counts: dict[str, int] = {}
+        for name in names:
+            counts[kinds.get(name) or name] = counts.get(kinds.get(name) or name, 0) + 1
+        parts.append(f"{key} of {counted(counts)}")
+    return "not estimated by FINN, so not in these totals: " + "; ".join(parts)
+
+
+def _kind(layer: Layer) -> str:
+    kind = layer.get("op_type") or ""
+    return f"{kind}_{layer['backend']}" if kind and layer.get("backend") else kind
+
+
+WARNINGS = (  # warning_lines' lines, in order
+    _cpu_line,
+    _crash_line,
+    _missed_target_line,
+    _over_target_line,
+    over_part_line,
+    _timing_line,
+    _netlist_line,
+    _unestimated_line,
+)
