@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from brainsmith.blueprint.choices import PREFERENCES, VERIFY_MODES
 from brainsmith.cli.output import console, echo
+from brainsmith.cli.shared import exit_now, output_option, quiet_option, vector_options
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,27 +24,10 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("blueprint", type=click.Path(dir_okay=False), required=False)
-@click.option(
-    "-o",
-    "--output",
-    "output_dir",
-    type=click.Path(file_okay=False),
-    help="Output folder (default: the blueprint's build.output_dir, else "
-    "build-out/<name>-<timestamp>).",
+@output_option(
+    "Output folder (default: the blueprint's build.output_dir, else build-out/<name>-<timestamp>)."
 )
-@click.option(
-    "--input",
-    "input_npy",
-    type=click.Path(dir_okay=False),
-    help="Input vectors (.npy) to check at every verification, with --expected.",
-)
-@click.option(
-    "--expected",
-    "expected_npy",
-    type=click.Path(dir_okay=False),
-    help="Expected outputs for --input: an .npy, or for a model with several outputs an .npz "
-    "of one array per output (in the model's order, or keyed by output name).",
-)
+@vector_options("Input vectors (.npy) to check at every verification, with --expected.")
 @click.option(
     "--verify",
     type=click.Choice(VERIFY_MODES),
@@ -149,7 +131,7 @@ if TYPE_CHECKING:
     help="Also write the build's metrics here in Prometheus' text format (for "
     "node_exporter's textfile collector), whether the build succeeds or fails at a step.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
+@quiet_option()
 def build(
     model: str,
     blueprint: str | None,
@@ -203,7 +185,7 @@ def build(
         problem = textfile_problem(metrics_file)
         if problem:
             echo(f"error: --metrics-file {metrics_file}: {problem}", err=True)
-            _exit(2)
+            exit_now(2)
     with interrupts.handled(), command_line_names():
         try:
             result = run_build(
@@ -234,13 +216,13 @@ def build(
             echo(f"error: {exc.message()}", err=True)
             if metrics_file and exc.report:
                 _write_metrics(metrics_file, exc.report)
-            _exit(exc.exit_code)
+            exit_now(exc.exit_code)
         except KeyboardInterrupt as exc:  # before the build began: nothing was written
             signum = getattr(exc, "signum", 2)
             name = getattr(exc, "name", "SIGINT")
             click.echo(f"error: build interrupted by {name} before it began; nothing was written",
                        err=True)  # fmt: skip
-            _exit(128 + signum)
+            exit_now(128 + signum)
         if result.report["status"] != "stopped":  # (never: the command has no stop_after)
             print_summary(result.report)
         if metrics_file:
@@ -251,7 +233,7 @@ def build(
                 "the build is complete and was not interrupted",
                 err=True,
             )
-    _exit(0)
+    exit_now(0)
 
 
 def _write_metrics(path: str, report_json: str) -> None:
@@ -265,13 +247,6 @@ def _write_metrics(path: str, report_json: str) -> None:
             write_textfile(path, json.load(handle))
     except (OSError, ValueError) as exc:
         echo(f"warning: metrics not written to {path}: {exc}", err=True)
-
-
-def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn.env import fast_exit
-
-    fast_exit(code)  # skips the slow interpreter teardown after FINN when run as a program
-    sys.exit(code)
 
 
 def print_summary(report: BuildReport) -> None:

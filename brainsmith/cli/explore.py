@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import signal
-import sys
 
 import click
 
 from brainsmith.cli.output import console
+from brainsmith.cli.shared import exit_now, output_option, quiet_option, vector_options
 
 
 @click.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("blueprint", type=click.Path(dir_okay=False))
-@click.option(
-    "-o",
-    "--output",
-    "output_dir",
-    type=click.Path(file_okay=False),
-    help="Output folder (default: build-out/<name>-explore-<timestamp>).",
-)
+@output_option("Output folder (default: build-out/<name>-explore-<timestamp>).")
 @click.option(
     "--workers",
     type=click.IntRange(min=0),
@@ -42,19 +36,7 @@ from brainsmith.cli.output import console
 @click.option(
     "--force", is_flag=True, help="Use a non-empty output folder by moving it aside first."
 )
-@click.option(
-    "--input",
-    "input_npy",
-    type=click.Path(dir_okay=False),
-    help="Input vectors (.npy) every variant's verification checks, with --expected.",
-)
-@click.option(
-    "--expected",
-    "expected_npy",
-    type=click.Path(dir_okay=False),
-    help="Expected outputs for --input: an .npy, or for a model with several outputs an .npz "
-    "of one array per output (in the model's order, or keyed by output name).",
-)
+@vector_options("Input vectors (.npy) every variant's verification checks, with --expected.")
 @click.option(
     "--metrics-port",
     type=click.IntRange(1, 65535),
@@ -80,7 +62,7 @@ from brainsmith.cli.output import console
     help="Build every variant for this board instead (as for build): one of FINN's or a "
     "Lattice ECP5 board (ulx3s-85f, ...; every layer RTL).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
+@quiet_option()
 def explore(
     model: str,
     blueprint: str,
@@ -137,21 +119,14 @@ def explore(
             )
     except ExploreError as exc:
         click.echo(f"error: {exc.message()}", err=True)
-        _exit(exc.exit_code)
+        exit_now(exc.exit_code)
     except KeyboardInterrupt as exc:  # before the exploration began: nothing ran
         signum = getattr(exc, "signum", signal.SIGINT)
         name = signal.Signals(signum).name
         click.echo(f"error: exploration interrupted by {name} before it began", err=True)
-        _exit(128 + signum)
+        exit_now(128 + signum)
     print_summary(result.data)
-    _exit(0 if any(v["status"] == "ok" for v in result.variants) else 1)
-
-
-def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn.env import fast_exit
-
-    fast_exit(code)
-    sys.exit(code)
+    exit_now(0 if any(v["status"] == "ok" for v in result.variants) else 1)
 
 
 def print_summary(data: dict) -> None:

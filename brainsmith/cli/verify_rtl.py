@@ -6,9 +6,12 @@ import sys
 
 import click
 
+from brainsmith.cli.output import print_json
+from brainsmith.cli.shared import build_dir_argument, error_exit, exit_now, json_option
+
 
 @click.command("verify-rtl")
-@click.argument("build_dir", type=click.Path(file_okay=False))
+@build_dir_argument
 @click.option(
     "--samples",
     type=click.IntRange(1, 100_000),
@@ -34,7 +37,7 @@ import click
     "or that it has no record of, each named in a warning. RTL that runs commands or writes "
     "files is refused regardless.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@json_option("Print the results as JSON.")
 def verify_rtl(
     build_dir: str,
     samples: int | None,
@@ -65,7 +68,6 @@ def verify_rtl(
     Example:
       brainsmith verify-rtl build-out/mlp-20250101-120000
     """
-    from brainsmith.cli.output import echo, print_json
     from brainsmith.commands.rtl_verification import FolderError, verify_build_folder
     from brainsmith.report.rtl_tables import layer_problem
     from brainsmith.terminal import console
@@ -82,10 +84,7 @@ def verify_rtl(
             warn=lambda text: status.print(f"warning: {text}", markup=False, soft_wrap=True),
         )
     except FolderError as exc:
-        echo(f"error: {exc.reason}", err=True)
-        if exc.hint:
-            echo(f"  try: {exc.hint}", err=True)
-        _exit(exc.exit_code)
+        error_exit(exc.reason, exc.hint, exc.exit_code)
     if as_json:
         print_json(result.as_dict())
     else:
@@ -102,8 +101,8 @@ def verify_rtl(
             "error: no layer was simulated, so nothing was checked (the reasons are above)",
             err=True,
         )
-        _exit(2)
-    _exit(0 if result.ok else 1)
+        exit_now(2)
+    exit_now(0 if result.ok else 1)
 
 
 def print_table(result) -> None:
@@ -162,10 +161,3 @@ def print_table(result) -> None:
 
 def _number(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
-
-
-def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn.env import fast_exit
-
-    fast_exit(code)
-    sys.exit(code)
