@@ -10,6 +10,10 @@ import click
 from brainsmith.blueprint.choices import PREFERENCES
 from brainsmith.cli.output import console, echo
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.commands.check_model import CheckResult
+
 PLACES = {  # padded to one width: rich markup is not counted
     "hardware": "[green]hardware[/green]",
     "before": "    host",
@@ -83,7 +87,7 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, board: str |
     sys.exit(0 if result.ok else 1)
 
 
-def show(result) -> None:
+def show(result: CheckResult) -> None:
     from rich.markup import escape
 
     out = console()

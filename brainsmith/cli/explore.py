@@ -9,6 +9,10 @@ import click
 from brainsmith.cli.output import console
 from brainsmith.cli.shared import exit_now, output_option, quiet_option, vector_options
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.files import Json
+
 
 @click.command()
 @click.argument("model", type=click.Path(dir_okay=False))
@@ -129,7 +133,7 @@ def explore(
     exit_now(0 if any(v["status"] == "ok" for v in result.variants) else 1)
 
 
-def print_summary(data: dict) -> None:
+def print_summary(data: Json) -> None:
     """The exploration in a few lines: counts, reuse, how the variants were counted where
     they differ, the best variants, the files."""
     from brainsmith.frameworks.finn.facts import step_label
@@ -195,7 +199,7 @@ def print_summary(data: dict) -> None:
     out.print(f"  report      {data['output_dir']}/report.html", markup=False)
 
 
-def _metrics(v: dict, compute: bool = False) -> str:
+def _metrics(v: Json, compute: bool = False) -> str:
     """``1,250,000 fps, LUT 1,469, DSP 7, BRAM_18K 0``; with ``compute``, each resource's
     compute layers beside its total where they differ: ``LUT 1,469 (compute 1,174)``."""
     m, bounds = v["metrics"] or {}, v.get("lower_bounds") or {}
@@ -213,7 +217,7 @@ def _ids(ids: list[str]) -> str:
     return ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
 
 
-def _constraints(built: list[dict], constraints: list[str]) -> str:
+def _constraints(built: list[Json], constraints: list[str]) -> str:
     """How the built variants fare against the constraints, e.g. "4 of 12 built variants meet
     LUT <= 20000; 2 miss one; 6 not judged: their LUT is a lower bound"."""
     met = sum(v["feasible"] is True for v in built)

@@ -13,7 +13,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from brainsmith.files import Json
     from brainsmith.plugin.records import PerformanceStats
+    from brainsmith.plugin.registry import Registry, RegistryChanges
+    from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
 
 @click.group()
@@ -61,7 +64,7 @@ def list_plugins(
         _print_problems(problems, show_all)
 
 
-def _print_specs(specs: list) -> None:
+def _print_specs(specs: list[PluginSpec]) -> None:
     """A table on a terminal; elsewhere plain aligned lines, nothing cut."""
     from rich.text import Text
 
@@ -84,7 +87,7 @@ def _print_specs(specs: list) -> None:
     out.print(table)
 
 
-def _print_problems(problems: list, show_all: bool) -> None:
+def _print_problems(problems: list[PluginProblem], show_all: bool) -> None:
     """Every problem with its reason (``--all``), else a line on stderr naming them."""
     if show_all:
         console().print(f"[yellow]{len(problems)} problem(s):[/yellow]")
@@ -148,7 +151,7 @@ def info(name: str, plugin_type: str | None, load: bool, as_json: bool) -> None:
         raise SystemExit(1)
 
 
-def _print_info(payload: list[dict]) -> None:
+def _print_info(payload: list[Json]) -> None:
     from rich.markup import escape
 
     out = console()
@@ -245,7 +248,7 @@ def _counts_table(data: PerformanceStats) -> Table:
 
     from brainsmith.terminal import table as data_table
 
-    table = data_table(box=None, pad_edge=False)
+    table: Table = data_table(box=None, pad_edge=False)
     for column in ("type", "plugins", "", "framework", "plugins"):
         table.add_column(column, justify="right" if column == "plugins" else "left")
     pairs = zip_longest(data["plugins_by_type"].items(), data["plugins_by_framework"].items())
@@ -260,7 +263,7 @@ def _discovery_table(data: PerformanceStats) -> Table:
     """This process's discovery: its time, the index cache, memory, per-source times."""
     from brainsmith.terminal import table as data_table
 
-    table = data_table(box=None, pad_edge=False, show_header=False)
+    table: Table = data_table(box=None, pad_edge=False, show_header=False)
     table.add_column()
     table.add_column()
     where = "shared (Redis)" if data["index_from_shared_cache"] else "local"
@@ -290,7 +293,7 @@ def watch() -> None:
     from brainsmith.plugin.errors import ConfigError, PluginError
     from brainsmith.plugin.manager import get_plugin_manager
 
-    def report(changes) -> None:
+    def report(changes: RegistryChanges) -> None:
         for line in changes.lines():
             echo(line)
         sys.stdout.flush()
@@ -312,7 +315,7 @@ def watch() -> None:
         watcher.stop()
 
 
-def _closest_miss(registry, types: list[str], name: str) -> str:
+def _closest_miss(registry: Registry, types: list[str], name: str) -> str:
     """The not-found message of the type whose plugin names come closest to ``name``."""
     import difflib
 
@@ -327,7 +330,7 @@ def _closest_miss(registry, types: list[str], name: str) -> str:
     return registry.not_found_message(best, name)
 
 
-def _registry_or_exit():
+def _registry_or_exit() -> Registry:
     from brainsmith.plugin.errors import ConfigError
     from brainsmith.plugin.manager import get_plugin_manager
 

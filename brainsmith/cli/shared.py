@@ -14,13 +14,18 @@ from brainsmith.cli.output import echo, print_json
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import NoReturn, TypeVar
+    from typing import NoReturn, Protocol, TypeVar
 
     from brainsmith.files import Json
     from brainsmith.folder_lock import FolderLock
 
     Command = TypeVar("Command", bound=Callable[..., object])
-    Decorator = Callable[[Command], Command]
+
+    class Decorator(Protocol):
+        """An option added to a command."""
+
+        def __call__(self, command: Command, /) -> Command: ...
+
 
 build_dir_argument = click.argument("build_dir", type=click.Path(file_okay=False))
 """``BUILD_DIR``: the folder of a finished build that a command works on."""
@@ -31,17 +36,17 @@ EXPECTED_HELP = (
 )
 
 
-def json_option(text: str) -> Decorator[Command]:
+def json_option(text: str) -> Decorator:
     """``--json`` (``as_json``): print the result as JSON instead of in words."""
     return click.option("--json", "as_json", is_flag=True, help=text)
 
 
-def output_option(text: str) -> Decorator[Command]:
+def output_option(text: str) -> Decorator:
     """``-o/--output`` (``output_dir``): the folder a build or exploration writes."""
     return click.option("-o", "--output", "output_dir", type=click.Path(file_okay=False), help=text)
 
 
-def vector_options(input_text: str) -> Decorator[Command]:
+def vector_options(input_text: str) -> Decorator:
     """``--input`` and ``--expected`` (``input_npy``, ``expected_npy``): the vectors a
     build's verification checks."""
     given = click.option("--input", "input_npy", type=click.Path(dir_okay=False), help=input_text)
@@ -55,7 +60,7 @@ def vector_options(input_text: str) -> Decorator[Command]:
     return both
 
 
-def quiet_option() -> Decorator[Command]:
+def quiet_option() -> Decorator:
     """``-q/--quiet``: no progress display."""
     return click.option(
         "--quiet", "-q", is_flag=True, help="No progress display; only the summary."

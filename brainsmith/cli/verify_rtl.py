@@ -9,6 +9,10 @@ import click
 from brainsmith.cli.output import print_json
 from brainsmith.cli.shared import build_dir_argument, error_exit, exit_now, json_option
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.rtlsim.layers import DesignResult
+
 
 @click.command("verify-rtl")
 @build_dir_argument
@@ -42,7 +46,7 @@ def verify_rtl(
     build_dir: str,
     samples: int | None,
     input_npy: str | None,
-    layers: tuple,
+    layers: tuple[str, ...],
     allow_changed: bool,
     as_json: bool,
 ) -> None:
@@ -105,7 +109,7 @@ def verify_rtl(
     exit_now(0 if result.ok else 1)
 
 
-def print_table(result) -> None:
+def print_table(result: DesignResult) -> None:
     """One row per layer, then a line for each layer that needs a word of explanation."""
     from brainsmith.cli.output import console
     from brainsmith.report.rtl_tables import estimate_note, layer_problem, percent
@@ -159,5 +163,5 @@ def print_table(result) -> None:
     out.print(f"{result.summary()} ({result.tool}, {result.seconds:.1f} s)", markup=False)
 
 
-def _number(value) -> str:
+def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
