@@ -116,8 +116,18 @@ class Blueprint:
         data: dict[str, Any] = {"name": self.name}
         if self.description:
             data["description"] = self.description
+        data["hw_compiler"] = self._hw_compiler()
+        data["steps"] = [s.qualified_name for s in self.steps]
+        if self.build is not None:
+            data["build"] = self.build.to_dict()
+        if self.design_space is not None:
+            data.update(self.design_space.to_dict())
+        return data
+
+    def _hw_compiler(self) -> dict[str, Any]:
+        """``hw_compiler``: the kernels, transforms, preference and exclusions."""
         kernels: list[Any] = [_kernel_entry(choice) for choice in self.kernels]
-        data["hw_compiler"] = {
+        section: dict[str, Any] = {
             "kernels": ["auto", *kernels] if self.auto_kernels else kernels,
             "transforms": [s.qualified_name for s in self.transforms],
             "transforms_phased": {
@@ -126,15 +136,10 @@ class Blueprint:
             },
         }
         if self.prefer != "auto":
-            data["hw_compiler"]["prefer"] = self.prefer
+            section["prefer"] = self.prefer
         if self.exclude:
-            data["hw_compiler"]["exclude"] = [s.qualified_name for s in self.exclude]
-        data["steps"] = [s.qualified_name for s in self.steps]
-        if self.build is not None:
-            data["build"] = self.build.to_dict()
-        if self.design_space is not None:
-            data.update(self.design_space.to_dict())
-        return data
+            section["exclude"] = [s.qualified_name for s in self.exclude]
+        return section
 
 
 def _kernel_entry(choice: KernelChoice) -> dict[str, Any]:

@@ -167,7 +167,7 @@ def _steps(check: Checker, value: object) -> tuple[Ref, ...]:
 
 def _refs(check: Checker, path: Path, value: object, kind: str) -> tuple[Ref, ...]:
     if not isinstance(value, list):
-        check.wrong(path, value, f"a list of {kind} names, e.g. [{_example(kind)}]")
+        check.wrong(path, value, f"a list of {kind} names, e.g. [{LISTINGS[kind].example}]")
         return ()
     found = (_ref(check, (*path, i), item, kind) for i, item in enumerate(value))
     return tuple(ref for ref in found if ref is not None)
@@ -176,7 +176,7 @@ def _refs(check: Checker, path: Path, value: object, kind: str) -> tuple[Ref, ..
 def _ref(
     check: Checker, path: Path, value: object, kind: str, optional_ok: bool = True
 ) -> Ref | None:
-    expected = f"a {kind} name such as {_example(kind)}"
+    expected = f"a {kind} name such as {LISTINGS[kind].example}"
     if optional_ok:
         expected += " (a leading ~ makes it optional)"
     if not isinstance(value, str) or not value.strip() or not value.isprintable():
@@ -216,21 +216,29 @@ def _kernels(check: Checker, value: object) -> Iterator[KernelRef]:
             if ref is not None:
                 yield KernelRef(ref, None)
             continue
-        entry = check.mapping(at, item, KERNEL_KEYS)
-        if "kernel" not in entry:
-            if len(entry) == len(item):  # not already reported as unknown keys
-                check.fail(
-                    at,
-                    f"{label(at)} has no 'kernel' key",
-                    "{kernel: NAME, backends: [hls | rtl | BACKEND, ...]}",
-                )
-            continue
-        ref = _ref(check, (*at, "kernel"), entry["kernel"], "kernel")
-        backends = None
-        if "backends" in entry:
-            backends = _backends(check, (*at, "backends"), entry["backends"])
-        if ref is not None and (backends is None or backends):
-            yield KernelRef(ref, backends)
+        found = _kernel_entry(check, at, item)
+        if found is not None:
+            yield found
+
+
+def _kernel_entry(check: Checker, at: Path, item: dict[Any, Any]) -> KernelRef | None:
+    """``{kernel: NAME, backends: [...]}``; None when it has a problem (reported)."""
+    entry = check.mapping(at, item, KERNEL_KEYS)
+    if "kernel" not in entry:
+        if len(entry) == len(item):  # not already reported as unknown keys
+            check.fail(
+                at,
+                f"{label(at)} has no 'kernel' key",
+                "{kernel: NAME, backends: [hls | rtl | BACKEND, ...]}",
+            )
+        return None
+    ref = _ref(check, (*at, "kernel"), entry["kernel"], "kernel")
+    backends = None
+    if "backends" in entry:
+        backends = _backends(check, (*at, "backends"), entry["backends"])
+    if ref is not None and (backends is None or backends):
+        return KernelRef(ref, backends)
+    return None
 
 
 def _backends(check: Checker, path: Path, value: object) -> tuple[Ref, ...]:
@@ -244,10 +252,17 @@ def _backends(check: Checker, path: Path, value: object) -> tuple[Ref, ...]:
     return tuple(found) if len(found) == len(refs) else ()
 
 
-def _example(kind: str) -> str:
-    return {
-        "kernel": "matmul",
-        "transform": "ExpandNorms",
-        "step": "streamline",
-        "backend": "hls, rtl or MatMulRTL",
-    }[kind]
+@dataclass(frozen=True)
+class Listing:
+    """Where a blueprint lists plugins of one type, and an example of their names."""
+
+    section: str
+    example: str
+
+
+LISTINGS = {
+    "kernel": Listing("hw_compiler.kernels", "matmul"),
+    "transform": Listing("hw_compiler.transforms", "ExpandNorms"),
+    "step": Listing("steps", "streamline"),
+    "backend": Listing("a kernel's backends", "hls, rtl or MatMulRTL"),
+}
