@@ -15,7 +15,7 @@ from brainsmith.cli.shared import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from brainsmith.files import Json
 
 
 @click.command("bitstream")
@@ -75,7 +75,7 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
     finish_timed(data, as_json, print_result)
 
 
-def print_result(data: dict[str, Any]) -> None:
+def print_result(data: Json) -> None:
     """The bitstream, the clock against the Fmax reached, the resources used."""
     from brainsmith.cli.output import console
     from brainsmith.cli.place_route import print_critical_path, print_resources

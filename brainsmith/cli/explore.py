@@ -136,8 +136,6 @@ def explore(
 def print_summary(data: Json) -> None:
     """The exploration in a few lines: counts, reuse, how the variants were counted where
     they differ, the best variants, the files."""
-    from brainsmith.frameworks.finn.facts import step_label
-
     out = console()
     out.soft_wrap = True
     variants = data["variants"]
@@ -149,54 +147,81 @@ def print_summary(data: Json) -> None:
         f"variants built, {len(failed)} failed, in {seconds:.1f} s",
         highlight=False,
     )
-    out.print(
-        f"  segments    {data['segments_run']} run, {data['segments_reused']} reused "
-        f"({data['steps_run']} step runs instead of {data['steps_without_reuse']})",
-        markup=False,
-    )
+    for line in _summary_lines(data, ok, failed):
+        out.print(line, markup=False)
+
+
+def _summary_lines(data: Json, ok: list[Json], failed: list[Json]) -> list[str]:
     counting = data.get("counting") or {}
     unlike = counting.get("alike") is False
-    if unlike:
-        out.print(f"  counted     {counting['differs']}", markup=False)
+    return [
+        f"  segments    {data['segments_run']} run, {data['segments_reused']} reused "
+        f"({data['steps_run']} step runs instead of {data['steps_without_reuse']})",
+        *([f"  counted     {counting['differs']}"] if unlike else []),
+        *_ranking_lines(data["variants"], ok, unlike),
+        *_no_effect_lines(data.get("effects") or []),
+        *(
+            [f"  constraints {_constraints(ok, data['constraints'])}"]
+            if data["constraints"]
+            else []
+        ),
+        *_failed_lines(failed[:5]),
+        f"  results     {data['output_dir']}/explore.json",
+        f"  report      {data['output_dir']}/report.html",
+    ]
+
+
+def _ranking_lines(variants: list[Json], ok: list[Json], unlike: bool) -> list[str]:
+    """The Pareto front (at most ten), or why there is none; the variants not ranked."""
     pareto = [v for v in variants if v["pareto"]]
-    for v in pareto[:10]:
-        choices = " ".join(f"{k}={_text(x)}" for k, x in v["choices"].items())
-        same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
-        shown = _metrics(v, unlike)
-        if unlike and v.get("counting"):
-            shown += f" [{v['counting']['tag']}]"
-        out.print(f"  pareto      {v['id']}{same}  {shown}  {choices}", markup=False)
-    unranked: dict[str, list[str]] = {}
-    for v in ok:
-        if v.get("unranked") and not v.get("same_design_as"):
-            unranked.setdefault(v["unranked"], []).append(v["id"])
+    lines = [_pareto_line(v, unlike) for v in pareto[:10]]
+    unranked = _unranked(ok)
     if unranked and not pareto:
-        out.print(
+        lines.append(
             "  pareto      none: no variant that meets every constraint has a number for every "
-            "objective",
-            markup=False,
+            "objective"
         )
-    for reason, ids in unranked.items():
-        out.print(f"  not ranked  {_ids(sorted(ids))}: {reason}", markup=False)
-    for effect in data.get("effects") or []:
-        if effect["changed_nothing"]:
-            out.print(
-                f"  no effect   {effect['dimension']}: the variants that differ only there "
-                "built the same design",
-                markup=False,
-            )
-    if data["constraints"]:
-        out.print(f"  constraints {_constraints(ok, data['constraints'])}", markup=False)
-    for v in failed[:5]:
+    lines += [f"  not ranked  {_ids(sorted(ids))}: {why}" for why, ids in unranked.items()]
+    return lines
+
+
+def _unranked(built: list[Json]) -> dict[str, list[str]]:
+    """The variants not ranked (each design once), by reason."""
+    found: dict[str, list[str]] = {}
+    for v in built:
+        if v.get("unranked") and not v.get("same_design_as"):
+            found.setdefault(v["unranked"], []).append(v["id"])
+    return found
+
+
+def _pareto_line(v: Json, unlike: bool) -> str:
+    choices = " ".join(f"{k}={_text(x)}" for k, x in v["choices"].items())
+    same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
+    shown = _metrics(v, unlike)
+    if unlike and v.get("counting"):
+        shown += f" [{v['counting']['tag']}]"
+    return f"  pareto      {v['id']}{same}  {shown}  {choices}"
+
+
+def _no_effect_lines(effects: list[Json]) -> list[str]:
+    return [
+        f"  no effect   {effect['dimension']}: the variants that differ only there built the "
+        "same design"
+        for effect in effects
+        if effect["changed_nothing"]
+    ]
+
+
+def _failed_lines(failed: list[Json]) -> list[str]:
+    from brainsmith.frameworks.finn.facts import step_label
+
+    lines = []
+    for v in failed:
         error = v["error"] or {}
         where = f" (shared segment {v['failed_in']})" if v["failed_in"] else ""
         step = step_label(str(error.get("step")))
-        out.print(
-            f"  failed      {v['id']}: {step}{where}: {error.get('reason')}",
-            markup=False,
-        )
-    out.print(f"  results     {data['output_dir']}/explore.json", markup=False)
-    out.print(f"  report      {data['output_dir']}/report.html", markup=False)
+        lines.append(f"  failed      {v['id']}: {step}{where}: {error.get('reason')}")
+    return lines
 
 
 def _metrics(v: Json, compute: bool = False) -> str:
@@ -205,12 +230,14 @@ def _metrics(v: Json, compute: bool = False) -> str:
     m, bounds = v["metrics"] or {}, v.get("lower_bounds") or {}
     layers = ((v.get("counting") or {}).get("compute") or {}) if compute else {}
     fps = f"{m['fps']:,.0f} fps" if m.get("fps") else "- fps"
-    return fps + "".join(
-        f", {k} {'≥ ' if k in bounds else ''}{m[k]:,}"
-        + (f" (compute {layers[k]:,})" if layers.get(k) not in (None, m[k]) else "")
-        for k in ("LUT", "DSP", "BRAM_18K")
-        if m.get(k) is not None
-    )
+    shown = [k for k in ("LUT", "DSP", "BRAM_18K") if m.get(k) is not None]
+    return fps + "".join(_resource(k, m[k], k in bounds, layers.get(k)) for k in shown)
+
+
+def _resource(name: str, total: float, bound: bool, compute: float | None) -> str:
+    """``, LUT ≥ 1,469 (compute 1,174)``: the compute layers' figure where it differs."""
+    beside = f" (compute {compute:,})" if compute not in (None, total) else ""
+    return f", {name} {'≥ ' if bound else ''}{total:,}{beside}"
 
 
 def _ids(ids: list[str]) -> str:
@@ -227,12 +254,16 @@ def _constraints(built: list[Json], constraints: list[str]) -> str:
         text += f"; {missed} miss one"
     unjudged = [v for v in built if v["feasible"] is None]
     if unjudged:
-        metrics = {c["constraint"].split()[0]: None for v in unjudged for c in v["constraints"]
-                   if c["ok"] is None}  # fmt: skip
-        named = " and ".join(metrics)
-        bound = "are lower bounds" if len(metrics) > 1 else "is a lower bound"
-        text += f"; {len(unjudged)} not judged: their {named} {bound}"
+        text += f"; {len(unjudged)} not judged: {_unjudged(unjudged)}"
     return text
+
+
+def _unjudged(unjudged: list[Json]) -> str:
+    """``their LUT is a lower bound``: the metrics of the constraints not judged."""
+    metrics = {c["constraint"].split()[0]: None for v in unjudged for c in v["constraints"]
+               if c["ok"] is None}  # fmt: skip
+    bound = "are lower bounds" if len(metrics) > 1 else "is a lower bound"
+    return f"their {' and '.join(metrics)} {bound}"
 
 
 def _text(value: object) -> str:

@@ -15,7 +15,9 @@ from brainsmith.cli.shared import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from rich.console import Console
+
+    from brainsmith.files import Json
 
 
 @click.command("place-route")
@@ -72,7 +74,7 @@ def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> 
     finish_timed(data, as_json, print_result)
 
 
-def print_result(data: dict[str, Any]) -> None:
+def print_result(data: Json) -> None:
     """Fmax per clock against the constraint, then each resource used of the part's."""
     from brainsmith.cli.output import console
 
@@ -96,7 +98,7 @@ def print_result(data: dict[str, Any]) -> None:
     )
 
 
-def print_critical_path(out: Any, data: dict[str, Any]) -> None:
+def print_critical_path(out: Console, data: Json) -> None:
     """The slowest clock's critical path, named by layer, when nextpnr reported one."""
     from brainsmith.place_route.critical_path import path_text
 
@@ -104,7 +106,7 @@ def print_critical_path(out: Any, data: dict[str, Any]) -> None:
         out.print(f"critical path {path_text(data['critical_path'])}", markup=False)
 
 
-def print_resources(out: Any, data: dict[str, Any]) -> str:
+def print_resources(out: Console, data: Json) -> str:
     """Each resource the router counts used, of the part's; returns the seconds per stage as
     one line's text."""
     for name, counts in sorted(data["resources"].items()):

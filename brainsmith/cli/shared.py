@@ -9,12 +9,15 @@ import sys
 
 import click
 
-from brainsmith.cli.output import echo, print_json
+from brainsmith.cli.output import console, echo, print_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn, Protocol, TypeVar
+
+    from rich.console import Console
+    from rich.table import Table
 
     from brainsmith.files import Json
     from brainsmith.folder_lock import FolderLock
@@ -58,6 +61,11 @@ def vector_options(input_text: str) -> Decorator:
         return given(expected(command))
 
     return both
+
+
+def override_flag(name: str, text: str) -> Decorator:
+    """A flag that, given, sets a blueprint option; absent (None), the blueprint's stands."""
+    return click.option(name, is_flag=True, default=None, help=text)
 
 
 def quiet_option() -> Decorator:
@@ -129,6 +137,25 @@ def _take(lock: FolderLock) -> None:
         raise FolderError(exc.reason, hint) from None
     except OSError as exc:
         raise FolderError(f"cannot lock {lock.folder} ({exc.strerror or exc})", "") from exc
+
+
+def print_layers(table: Table, notes: list[str]) -> Console:
+    """A table of layers, 132 columns wide off a terminal (a log file or pipe: room for
+    whole layer names), then its notes; returns the console for what follows."""
+    out = console()
+    if not out.is_terminal:
+        out.width = 132
+    out.print(table)
+    for note in notes:
+        out.print(note, markup=False, soft_wrap=True)
+    return out
+
+
+def time_cell(seconds: float | None, cached: bool | None) -> str:
+    """A table's time cell: ``-`` (did not run), ``cached``, or ``12.3 s``."""
+    if seconds is None:
+        return "-"
+    return "cached" if cached else f"{seconds:.1f} s"
 
 
 def finish_timed(data: Json, as_json: bool, print_result: Callable[[Json], None]) -> NoReturn:

@@ -10,12 +10,14 @@ from brainsmith.cli.shared import (
     exit_now,
     json_option,
     on_build_folder,
+    print_layers,
     status_note,
+    time_cell,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from brainsmith.files import Json
 
 
 @click.command("synth")
@@ -79,16 +81,21 @@ def synth(build_dir: str, jobs: int, allow_changed: bool, as_json: bool) -> None
         print_json(data)
     else:
         print_table(data)
-    failed = [layer for layer in data["layers"] if layer["status"] == "failed"]
+    exit_now(_outcome(data["layers"]))
+
+
+def _outcome(layers: list[Json]) -> int:
+    """Each failed layer on stderr; the exit code: 1 a layer failed, 2 none synthesised."""
+    failed = [layer for layer in layers if layer["status"] == "failed"]
     for layer in failed:
         log = f" (log: {layer['log']})" if layer["log"] else ""
         echo(f"error: layer {layer['name']} ({layer['op_type']}): {layer['reason']}{log}", err=True)
     if failed:
-        exit_now(1)
-    if not any(layer["status"] == "synthesised" for layer in data["layers"]):
+        return 1
+    if not any(layer["status"] == "synthesised" for layer in layers):
         echo("error: no layer was synthesised (the reasons are above)", err=True)
-        exit_now(2)
-    exit_now(0)
+        return 2
+    return 0
 
 
 def _pair(estimate: float | None, count: int | None) -> str:
@@ -97,9 +104,8 @@ def _pair(estimate: float | None, count: int | None) -> str:
     return f"{left} / {right}"
 
 
-def print_table(data: dict[str, Any]) -> None:
+def print_table(data: Json) -> None:
     """One row per layer (FINN's estimate / Yosys' count), the totals, then the reasons."""
-    from brainsmith.cli.output import console
     from brainsmith.synthesis.yosys import COUNTS
     from brainsmith.terminal import table as data_table
 
@@ -116,11 +122,7 @@ def print_table(data: dict[str, Any]) -> None:
             layer["name"],
             layer["status"],
             *_cells(finn, counts if layer["counts"] else None, shown),
-            "-"
-            if layer["seconds"] is None
-            else "cached"
-            if layer["cached"]
-            else f"{layer['seconds']:.1f} s",
+            time_cell(layer["seconds"], layer["cached"]),
         )
         if layer["status"] != "synthesised":
             notes.append(
@@ -129,12 +131,7 @@ def print_table(data: dict[str, Any]) -> None:
     table.add_row(
         "total", "", *_cells(data["finn_totals"], data["totals"], shown), f"{data['seconds']:.1f} s"
     )
-    out = console()
-    if not out.is_terminal:
-        out.width = 132
-    out.print(table)
-    for note in notes:
-        out.print(note, markup=False, soft_wrap=True)
+    out = print_layers(table, notes)
     out.print(
         f"FINN estimate / Yosys count ({data['yosys']}, synth_xilinx -family {data['family']} "
         f"for {data['part']}, out of context, no place and route); BRAM_18K counts a "
@@ -144,7 +141,7 @@ def print_table(data: dict[str, Any]) -> None:
     )
 
 
-def _cells(finn: dict[str, Any], counts: dict[str, int] | None, shown: list[str]) -> list[str]:
+def _cells(finn: dict[str, float], counts: dict[str, int] | None, shown: list[str]) -> list[str]:
     """Per column: FINN's estimate / Yosys' count where FINN estimates it, else the count."""
     cells = []
     for key in shown:

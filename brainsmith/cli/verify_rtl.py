@@ -7,7 +7,14 @@ import sys
 import click
 
 from brainsmith.cli.output import print_json
-from brainsmith.cli.shared import build_dir_argument, error_exit, exit_now, json_option
+from brainsmith.cli.shared import (
+    build_dir_argument,
+    error_exit,
+    exit_now,
+    json_option,
+    print_layers,
+    time_cell,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,7 +80,6 @@ def verify_rtl(
       brainsmith verify-rtl build-out/mlp-20250101-120000
     """
     from brainsmith.commands.rtl_verification import FolderError, verify_build_folder
-    from brainsmith.report.rtl_tables import layer_problem
     from brainsmith.terminal import console
 
     status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
@@ -93,6 +99,13 @@ def verify_rtl(
         print_json(result.as_dict())
     else:
         print_table(result)
+    exit_now(_outcome(result))
+
+
+def _outcome(result: DesignResult) -> int:
+    """Each failed layer on stderr; the exit code: 1 a layer failed, 2 none simulated."""
+    from brainsmith.report.rtl_tables import layer_problem
+
     for layer in result.layers:
         if layer.failed:
             click.echo(
@@ -105,13 +118,12 @@ def verify_rtl(
             "error: no layer was simulated, so nothing was checked (the reasons are above)",
             err=True,
         )
-        exit_now(2)
-    exit_now(0 if result.ok else 1)
+        return 2
+    return 0 if result.ok else 1
 
 
 def print_table(result: DesignResult) -> None:
     """One row per layer, then a line for each layer that needs a word of explanation."""
-    from brainsmith.cli.output import console
     from brainsmith.report.rtl_tables import estimate_note, layer_problem, percent
     from brainsmith.terminal import table as data_table
 
@@ -128,21 +140,12 @@ def print_table(result: DesignResult) -> None:
             _number(layer.estimated_cycles),
             percent(layer.estimate_error),
             _number(layer.latency_cycles),
-            "-"
-            if layer.compile_seconds is None
-            else "cached"
-            if layer.compile_cached
-            else f"{layer.compile_seconds:.1f} s",
+            time_cell(layer.compile_seconds, layer.compile_cached),
         )
         if layer.status != "match":
             note = layer_problem(layer) if layer.status == "mismatch" else layer.reason
             notes.append(f"  {layer.name} ({layer.op_type}): {layer.status}: {note}")
-    out = console()
-    if not out.is_terminal:
-        out.width = 132  # a log file or pipe: room for whole layer names
-    out.print(table)
-    for note in notes:
-        out.print(note, markup=False, soft_wrap=True)
+    out = print_layers(table, notes)
     stitched = result.stitched or {}
     if stitched.get("status") == "match":
         fills = ", ".join(f"{f['name']} {f['max_occupancy']}" for f in stitched["fifos"])
