@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from brainsmith.files import Json
+
 
 PER_FILE_KEYS = ("name", "description", "extends")
 MAX_EXTENDS = 16
@@ -70,32 +72,39 @@ class Document:
         self.complete = complete  # False when a base could not be read
         self.top = sources[0]
         self.origin: dict[Path, Source] = {(): self.top}
-        self.data: dict[str, Any] = {}
+        self.data: Json = {}
         for source in reversed(sources):
             body = {k: v for k, v in source.data.items() if k not in PER_FILE_KEYS}
             self.data = self._overlay(self.data, body, source, ())
 
-    def _overlay(
-        self, base: dict[str, Any], child: dict[str, Any], source: Source, path: Path
-    ) -> dict[str, Any]:
+    def _overlay(self, base: Json, child: Json, source: Source, path: Path) -> Json:
         merged = dict(base)
         for key, value in child.items():
             at = (*path, key)
             if isinstance(value, dict) and isinstance(merged.get(key), dict):
-                inherited = self.source_of(at)
-                for kept in merged[key]:  # inherited keys stay located in the base
-                    self.origin.setdefault((*at, kept), inherited)
-                merged[key] = self._overlay(merged[key], value, source, at)
-                self.origin[at] = source
+                merged[key] = self._overlay_mapping(merged[key], value, source, at)
                 continue
-            for stale in [p for p in self.origin if len(p) > len(at) and p[: len(at)] == at]:
-                del self.origin[stale]
+            self._forget_below(at)
             self.origin[at] = source
             if value is None:
                 merged.pop(key, None)
             else:
                 merged[key] = value
         return merged
+
+    def _overlay_mapping(self, base: Json, child: Json, source: Source, at: Path) -> Json:
+        """A mapping the child file extends: merged key by key."""
+        inherited = self.source_of(at)
+        for kept in base:  # inherited keys stay located in the base
+            self.origin.setdefault((*at, kept), inherited)
+        merged = self._overlay(base, child, source, at)
+        self.origin[at] = source
+        return merged
+
+    def _forget_below(self, at: Path) -> None:
+        """The origins of what lay below ``at``, which the child replaces whole."""
+        for stale in [p for p in self.origin if len(p) > len(at) and p[: len(at)] == at]:
+            del self.origin[stale]
 
     def source_of(self, path: Path) -> Source:
         for size in range(len(path), -1, -1):

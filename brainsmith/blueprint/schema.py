@@ -16,7 +16,8 @@ from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_build
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
+
+    from brainsmith.files import Json
 
 
 TOP_KEYS = {
@@ -122,7 +123,7 @@ def outline(doc: Document, diag: Diagnostics) -> Outline:
     )
 
 
-def _per_file(doc: Document) -> dict[str, Any]:
+def _per_file(doc: Document) -> Json:
     return {k: v for k, v in doc.top.data.items() if k in PER_FILE_KEYS}
 
 
@@ -221,7 +222,7 @@ def _kernels(check: Checker, value: object) -> Iterator[KernelRef]:
             yield found
 
 
-def _kernel_entry(check: Checker, at: Path, item: dict[Any, Any]) -> KernelRef | None:
+def _kernel_entry(check: Checker, at: Path, item: dict[object, object]) -> KernelRef | None:
     """``{kernel: NAME, backends: [...]}``; None when it has a problem (reported)."""
     entry = check.mapping(at, item, KERNEL_KEYS)
     if "kernel" not in entry:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from brainsmith.blueprint.checks import Checker, label
-from brainsmith.blueprint.document import Document
+from brainsmith.blueprint.document import Document, Path
 from brainsmith.blueprint.errors import Diagnostics, describe, quote
 from brainsmith.blueprint.model import KernelChoice
 from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_option
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from brainsmith.blueprint.model import Blueprint
     from brainsmith.blueprint.options import BuildOptions
     from brainsmith.blueprint.resolve import Resolver
+    from brainsmith.files import Json
     from brainsmith.plugin.spec import PluginSpec
 
 
@@ -79,6 +80,14 @@ class Dimension:
     shown: tuple[Any, ...]
     kernel: PluginSpec | None = None  # section backends: the kernel whose backends vary
 
+    def written(self) -> list[object]:
+        """The alternatives as plain data: option values (build.folding's as mappings), or
+        qualified plugin names."""
+        if self.section == "build":
+            return [vars(v).copy() if hasattr(v, "__dataclass_fields__") else v
+                    for v in self.values]  # fmt: skip
+        return [[s.qualified_name for s in specs] for specs in self.values]
+
     @property
     def label(self) -> str:
         return f"{self.section}.{self.name.rpartition(':')[2]}"
@@ -93,7 +102,7 @@ class Constraint:
     def __str__(self) -> str:
         return f"{self.metric} {self.op} {self.bound:g}"
 
-    def holds(self, metrics: dict[str, Any]) -> bool:
+    def holds(self, metrics: Json) -> bool:
         value = metrics.get(self.metric)
         return value is not None and OPERATORS[self.op](value, self.bound)
 
@@ -158,7 +167,7 @@ class DesignSpace:
         """The plain blueprint (no design space) of variant ``index``."""
         kernels = list(blueprint.kernels)
         phased = dict(blueprint.transforms_phased)
-        options: dict[str, Any] = {}
+        options: Json = {}
         for dimension, pick in zip(self.dimensions, self.digits(index), strict=True):
             value = dimension.values[pick]
             if dimension.section == "backends":
@@ -179,18 +188,13 @@ class DesignSpace:
             design_space=None,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Json:
         """``design_space`` and ``search`` as plain data, names qualified."""
-        space: dict[str, Any] = {}
+        space: Json = {}
         for d in self.dimensions:
-            if d.section == "build":  # build.folding's alternatives are mappings
-                values = [vars(v).copy() if hasattr(v, "__dataclass_fields__") else v
-                          for v in d.values]  # fmt: skip
-            else:
-                values = [[s.qualified_name for s in specs] for specs in d.values]
-            space.setdefault(d.section, {})[d.name] = values
+            space.setdefault(d.section, {})[d.name] = d.written()
         search = self.search
-        found: dict[str, Any] = {"strategy": search.strategy}
+        found: Json = {"strategy": search.strategy}
         if search.strategy == "random":
             found.update(max_variants=search.max_variants, seed=search.seed)
         found["constraints"] = [str(c) for c in search.constraints]
@@ -297,14 +301,14 @@ def _capped(check: Checker, value: int) -> int:
     return value
 
 
-def _alternatives(check: Checker, path: tuple[Any, ...], value: object, example: str) -> list[Any]:
+def _alternatives(check: Checker, path: Path, value: object, example: str) -> list[Any]:
     if not isinstance(value, list) or not value:
         check.wrong(path, value, f"a non-empty list of alternatives, e.g. {example}")
         return []
     return value
 
 
-def _unique(check: Checker, path: tuple[Any, ...], values: list[Any]) -> bool:
+def _unique(check: Checker, path: Path, values: list[Any]) -> bool:
     """True when no alternative repeats an earlier one (each repeat is reported)."""
     ok = True
     for index, value in enumerate(values):
@@ -348,7 +352,7 @@ def _backends(
 def _space_kernel(
     check: Checker,
     resolver: Resolver,
-    at: tuple[Any, ...],
+    at: Path,
     chosen: dict[PluginSpec, KernelChoice] | None,
 ) -> PluginSpec | None:
     """The kernel a ``design_space.backends`` key names; it must be one of ``chosen`` (the
@@ -368,7 +372,7 @@ def _space_kernel(
 
 
 def _backend_alternatives(
-    check: Checker, resolver: Resolver, at: tuple[Any, ...], alternatives: object
+    check: Checker, resolver: Resolver, at: Path, alternatives: object
 ) -> tuple[list[tuple[PluginSpec, ...]], list[Any]]:
     """Each alternative's backends, and the alternative as written (one that names no usable
     backend is left out, and reported)."""
@@ -391,7 +395,7 @@ def _options(check: Checker, section: object, build: BuildOptions | None) -> lis
     dimensions = []
     for key, alternatives in given.items():
         at = (*path, key)
-        if not _may_vary(check, at, given, build):
+        if not _may_vary(check, key, given, build):
             continue
         example = "[10000, 1000000]" if key == "target_fps" else "[a, b]"
         items = _alternatives(check, at, alternatives, example)
@@ -401,12 +405,10 @@ def _options(check: Checker, section: object, build: BuildOptions | None) -> lis
     return dimensions
 
 
-def _may_vary(
-    check: Checker, at: tuple[Any, ...], given: dict[str, Any], build: BuildOptions | None
-) -> bool:
-    """Whether the build option at ``at`` may vary: not output_dir, nor the part or board
+def _may_vary(check: Checker, key: str, given: Json, build: BuildOptions | None) -> bool:
+    """Whether the build option ``key`` may vary: not output_dir, nor the part or board
     while build sets the other (reported)."""
-    key = at[-1]
+    at = ("design_space", "build", key)
     if key == "output_dir":
         check.fail(
             at,
@@ -443,7 +445,7 @@ def _phases(check: Checker, resolver: Resolver, section: object) -> list[Dimensi
 
 
 def _transform_alternatives(
-    check: Checker, resolver: Resolver, at: tuple[Any, ...], items: list[Any]
+    check: Checker, resolver: Resolver, at: Path, items: list[Any]
 ) -> tuple[list[tuple[PluginSpec, ...]], list[list[Any]]]:
     """Each alternative's transforms (those not installed left out), and the alternative as
     written (one not a list of names is left out, and reported)."""
@@ -459,7 +461,7 @@ def _transform_alternatives(
 
 
 def _names(
-    check: Checker, path: tuple[Any, ...], value: object, kind: str, allow_empty: bool
+    check: Checker, path: Path, value: object, kind: str, allow_empty: bool
 ) -> list[Ref] | None:
     """One alternative: a name or a list of names (``~`` optional for transforms)."""
     items = [value] if isinstance(value, str) else value
@@ -478,7 +480,7 @@ def _names(
     return refs
 
 
-def _name(item: object, kind: str, at: tuple[Any, ...]) -> Ref | None:
+def _name(item: object, kind: str, at: Path) -> Ref | None:
     """One name of an alternative (``~NAME``: optional, for transforms); None when it is no
     printable name."""
     optional = kind == "transform" and isinstance(item, str) and item.startswith("~")
@@ -496,7 +498,7 @@ def _search(check: Checker, section: object) -> Search:
         chosen = check.choice((*path, "strategy"), given["strategy"], ("exhaustive", "random"))
         strategy = chosen or "exhaustive"
 
-    found: dict[str, Any] = {"strategy": strategy, **_sampling(check, given, strategy)}
+    found: Json = {"strategy": strategy, **_sampling(check, given, strategy)}
     if strategy == "random" and "max_variants" not in given:
         check.fail(
             path, "search.strategy random needs max_variants", "e.g. max_variants: 20", key=True
@@ -507,7 +509,7 @@ def _search(check: Checker, section: object) -> Search:
     return Search(**found)
 
 
-def _sampling(check: Checker, given: dict[str, Any], strategy: str) -> dict[str, int]:
+def _sampling(check: Checker, given: Json, strategy: str) -> dict[str, int]:
     """``max_variants`` and ``seed``, which only a random search takes."""
     found: dict[str, int] = {}
     for key in ("max_variants", "seed"):
