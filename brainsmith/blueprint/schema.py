@@ -177,9 +177,7 @@ def _refs(check: Checker, path: Path, value: object, kind: str) -> tuple[Ref, ..
 def _ref(
     check: Checker, path: Path, value: object, kind: str, optional_ok: bool = True
 ) -> Ref | None:
-    expected = f"a {kind} name such as {LISTINGS[kind].example}"
-    if optional_ok:
-        expected += " (a leading ~ makes it optional)"
+    expected = _name_expected(kind, optional_ok)
     if not isinstance(value, str) or not value.strip() or not value.isprintable():
         check.wrong(path, value, expected)
         return None
@@ -192,6 +190,12 @@ def _ref(
         check.wrong(path, value, expected)
         return None
     return Ref(text, optional, path)
+
+
+def _name_expected(kind: str, optional_ok: bool) -> str:
+    """What a name of a ``kind`` plugin should look like."""
+    expected = f"a {kind} name such as {LISTINGS[kind].example}"
+    return expected + " (a leading ~ makes it optional)" if optional_ok else expected
 
 
 def _prefer(check: Checker, value: object) -> str:
