@@ -11,7 +11,7 @@ from brainsmith.plugin.values import INVALID, whole
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from brainsmith.files import Json
 
 
 def label(path: Path) -> str:
@@ -38,7 +38,7 @@ class Checker:
     def wrong(self, path: Path, value: object, expected: str) -> None:
         self.fail(path, f"{label(path)} is {describe(value)}", expected)
 
-    def mapping(self, path: Path, value: object, keys: dict[str, str]) -> dict[str, Any]:
+    def mapping(self, path: Path, value: object, keys: dict[str, str]) -> Json:
         """The known keys of the mapping at ``path``; unknown keys are reported."""
         if not isinstance(value, dict):
             self.wrong(path, value, f"a mapping of {', '.join(keys)}")

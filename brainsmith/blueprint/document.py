@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from brainsmith.files import Json
+
 
 PER_FILE_KEYS = ("name", "description", "extends")
 MAX_EXTENDS = 16
@@ -70,32 +72,39 @@ class Document:
         self.complete = complete  # False when a base could not be read
         self.top = sources[0]
         self.origin: dict[Path, Source] = {(): self.top}
-        self.data: dict[str, Any] = {}
+        self.data: Json = {}
         for source in reversed(sources):
             body = {k: v for k, v in source.data.items() if k not in PER_FILE_KEYS}
             self.data = self._overlay(self.data, body, source, ())
 
-    def _overlay(
-        self, base: dict[str, Any], child: dict[str, Any], source: Source, path: Path
-    ) -> dict[str, Any]:
+    def _overlay(self, base: Json, child: Json, source: Source, path: Path) -> Json:
         merged = dict(base)
         for key, value in child.items():
             at = (*path, key)
             if isinstance(value, dict) and isinstance(merged.get(key), dict):
-                inherited = self.source_of(at)
-                for kept in merged[key]:  # inherited keys stay located in the base
-                    self.origin.setdefault((*at, kept), inherited)
-                merged[key] = self._overlay(merged[key], value, source, at)
-                self.origin[at] = source
+                merged[key] = self._overlay_mapping(merged[key], value, source, at)
                 continue
-            for stale in [p for p in self.origin if len(p) > len(at) and p[: len(at)] == at]:
-                del self.origin[stale]
+            self._forget_below(at)
             self.origin[at] = source
             if value is None:
                 merged.pop(key, None)
             else:
                 merged[key] = value
         return merged
+
+    def _overlay_mapping(self, base: Json, child: Json, source: Source, at: Path) -> Json:
+        """A mapping the child file extends: merged key by key."""
+        inherited = self.source_of(at)
+        for kept in base:  # inherited keys stay located in the base
+            self.origin.setdefault((*at, kept), inherited)
+        merged = self._overlay(base, child, source, at)
+        self.origin[at] = source
+        return merged
+
+    def _forget_below(self, at: Path) -> None:
+        """The origins of what lay below ``at``, which the child replaces whole."""
+        for stale in [p for p in self.origin if len(p) > len(at) and p[: len(at)] == at]:
+            del self.origin[stale]
 
     def source_of(self, path: Path) -> Source:
         for size in range(len(path), -1, -1):
@@ -145,60 +154,71 @@ def read_document(path: str, diag: Diagnostics) -> Document | None:
             break
         sources.append(source)
         seen.add(os.path.realpath(source.path))
-        extends = source.data.get("extends")
-        if extends is None:
+        extended = _extended(source, diag)
+        if extended is None:
             break
-        requested_at = locate_in(source, ("extends",))
-        if not isinstance(extends, str) or not extends.strip() or _bad_path(extends):
-            diag.error(
-                requested_at,
-                f"'extends' is {quote(extends)}",
-                "the path of another blueprint file, relative to this one, or brainsmith:NAME",
-            )
-            break
-        if is_packaged_reference(extends):
-            found = packaged_path(extends)
-            if found is None:
-                _unknown_packaged(extends, requested_at, diag)
-                break
-            display = found
-        else:
-            display = os.path.normpath(os.path.join(os.path.dirname(display), extends))
-        if os.path.realpath(display) in seen:
-            loop = " -> ".join([*(s.display for s in sources), display])
-            diag.error(
-                requested_at,
-                f"'extends' cycle: {loop}",
-                "a chain of blueprints that ends in one without 'extends'",
-            )
-            break
-        if len(sources) > MAX_EXTENDS:
-            diag.error(
-                requested_at,
-                f"'extends' chain is longer than {MAX_EXTENDS} files",
-                "a shorter chain of bases",
-            )
+        display, requested_at = extended
+        if not _may_follow(display, requested_at, sources, seen, diag):
             break
     if not sources:
         return None
     return Document(sources, complete=len(diag.problems) == before)
 
 
+def _extended(source: Source, diag: Diagnostics) -> tuple[str, Where] | None:
+    """The file ``source`` extends and where it says so; None when it extends none, or names
+    it wrongly (reported)."""
+    extends = source.data.get("extends")
+    if extends is None:
+        return None
+    requested_at = locate_in(source, ("extends",))
+    if not isinstance(extends, str) or not extends.strip() or _bad_path(extends):
+        diag.error(
+            requested_at,
+            f"'extends' is {quote(extends)}",
+            "the path of another blueprint file, relative to this one, or brainsmith:NAME",
+        )
+        return None
+    if not is_packaged_reference(extends):
+        return os.path.normpath(
+            os.path.join(os.path.dirname(source.display), extends)
+        ), requested_at
+    found = packaged_path(extends)
+    if found is None:
+        _unknown_packaged(extends, requested_at, diag)
+        return None
+    return found, requested_at
+
+
+def _may_follow(
+    display: str, requested_at: Where, sources: list[Source], seen: set[str], diag: Diagnostics
+) -> bool:
+    """Whether the chain may go on to ``display``: not a cycle, not too long (reported)."""
+    if os.path.realpath(display) in seen:
+        loop = " -> ".join([*(s.display for s in sources), display])
+        diag.error(
+            requested_at,
+            f"'extends' cycle: {loop}",
+            "a chain of blueprints that ends in one without 'extends'",
+        )
+        return False
+    if len(sources) > MAX_EXTENDS:
+        diag.error(
+            requested_at,
+            f"'extends' chain is longer than {MAX_EXTENDS} files",
+            "a shorter chain of bases",
+        )
+        return False
+    return True
+
+
 def _read(display: str, requested_at: Where | None, diag: Diagnostics) -> Source | None:
-    where = requested_at or (display, 0, 0)
     try:
-        mode = os.stat(display).st_mode  # through symbolic links: what would be read
+        mode: int | None = os.stat(display).st_mode  # through symbolic links: what would be read
     except OSError:
         mode = None
     if mode is None or not stat.S_ISREG(mode):
-        if mode is None:
-            what = "file not found"
-            hint = _missing_hint(display, requested_at[0]) if requested_at else ""
-        else:  # it exists: suggesting another name would not help
-            what, hint = f"{file_kind(mode)}, not a regular file", ""
-        diag.error(
-            where, f"cannot read {quote(display, 1000)}: {what}", "a blueprint YAML file", hint
-        )
+        _not_a_file(display, requested_at, mode, diag)
         return None
     try:
         text = read_text(display)
@@ -216,6 +236,19 @@ def _read(display: str, requested_at: Where | None, diag: Diagnostics) -> Source
         )
         return None
     return source
+
+
+def _not_a_file(
+    display: str, requested_at: Where | None, mode: int | None, diag: Diagnostics
+) -> None:
+    """The error for a path that is missing (with the name it may mean) or not a file."""
+    where = requested_at or (display, 0, 0)
+    if mode is None:
+        what = "file not found"
+        hint = _missing_hint(display, requested_at[0]) if requested_at else ""
+    else:  # it exists: suggesting another name would not help
+        what, hint = f"{file_kind(mode)}, not a regular file", ""
+    diag.error(where, f"cannot read {quote(display, 1000)}: {what}", "a blueprint YAML file", hint)
 
 
 def _yaml_problem(message: str, display: str) -> tuple[Where, str]:

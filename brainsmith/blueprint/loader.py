@@ -38,20 +38,7 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
     exclude = _specs(resolver, "kernel", shape.exclude)
     transforms = _specs(resolver, "transform", shape.transforms)
     phased = {phase: _specs(resolver, "transform", shape.phased[phase]) for phase in PHASES}
-    if shape.steps is not None:
-        steps = _specs(resolver, "step", shape.steps)
-        if shape.steps and not steps and not diag.problems:
-            diag.error(
-                doc.locate(("steps",)),
-                "none of the steps is installed (all are optional and missing): the build "
-                "would do nothing",
-                "at least one installed step",
-            )
-    elif doc.complete:  # brainsmith's standard flow
-        defaults = [Ref(name, False, ("steps",)) for name in DEFAULT_STEPS]
-        steps = _specs(resolver, "step", defaults, default=True)
-    else:
-        steps = ()  # a base that could not be read may list them
+    steps = _steps(resolver, doc, diag, shape.steps)
     space = read_design_space(doc, diag, resolver, kernels, shape.build, shape.auto_kernels)
     _raise_sorted(diag, doc)
     return Blueprint(
@@ -139,6 +126,26 @@ def _specs(
 
     found = (resolver.find(kind, ref, default) for ref in refs)
     return tuple(spec for spec in found if spec is not None)
+
+
+def _steps(
+    resolver: Resolver, doc: Document, diag: Diagnostics, listed: tuple[Ref, ...] | None
+) -> tuple[PluginSpec, ...]:
+    """The steps ``listed``, or without a list brainsmith's standard flow."""
+    if listed is not None:
+        steps = _specs(resolver, "step", listed)
+        if listed and not steps and not diag.problems:
+            diag.error(
+                doc.locate(("steps",)),
+                "none of the steps is installed (all are optional and missing): the build "
+                "would do nothing",
+                "at least one installed step",
+            )
+        return steps
+    if doc.complete:  # brainsmith's standard flow
+        defaults = [Ref(name, False, ("steps",)) for name in DEFAULT_STEPS]
+        return _specs(resolver, "step", defaults, default=True)
+    return ()  # a base that could not be read may list them
 
 
 def _raise_sorted(diag: Diagnostics, doc: Document) -> None:

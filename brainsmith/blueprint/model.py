@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from brainsmith.blueprint.space import DesignSpace
+    from brainsmith.files import Json
 
 
 class KernelChoice(NamedTuple):
@@ -111,13 +112,23 @@ class Blueprint:
             "step": tuple(dict.fromkeys(self.steps)),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Json:
         """The resolved blueprint as plain data: qualified names, absolute paths, no ``extends``."""
-        data: dict[str, Any] = {"name": self.name}
+        data: Json = {"name": self.name}
         if self.description:
             data["description"] = self.description
+        data["hw_compiler"] = self._hw_compiler()
+        data["steps"] = [s.qualified_name for s in self.steps]
+        if self.build is not None:
+            data["build"] = self.build.to_dict()
+        if self.design_space is not None:
+            data.update(self.design_space.to_dict())
+        return data
+
+    def _hw_compiler(self) -> Json:
+        """``hw_compiler``: the kernels, transforms, preference and exclusions."""
         kernels: list[Any] = [_kernel_entry(choice) for choice in self.kernels]
-        data["hw_compiler"] = {
+        section: Json = {
             "kernels": ["auto", *kernels] if self.auto_kernels else kernels,
             "transforms": [s.qualified_name for s in self.transforms],
             "transforms_phased": {
@@ -126,19 +137,14 @@ class Blueprint:
             },
         }
         if self.prefer != "auto":
-            data["hw_compiler"]["prefer"] = self.prefer
+            section["prefer"] = self.prefer
         if self.exclude:
-            data["hw_compiler"]["exclude"] = [s.qualified_name for s in self.exclude]
-        data["steps"] = [s.qualified_name for s in self.steps]
-        if self.build is not None:
-            data["build"] = self.build.to_dict()
-        if self.design_space is not None:
-            data.update(self.design_space.to_dict())
-        return data
+            section["exclude"] = [s.qualified_name for s in self.exclude]
+        return section
 
 
-def _kernel_entry(choice: KernelChoice) -> dict[str, Any]:
-    entry: dict[str, Any] = {"kernel": choice.kernel.qualified_name}
+def _kernel_entry(choice: KernelChoice) -> Json:
+    entry: Json = {"kernel": choice.kernel.qualified_name}
     if choice.backends:  # a kernel without backends: nothing to restrict
         entry["backends"] = [b.qualified_name for b in choice.backends]
     return entry

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from brainsmith.blueprint.document import Document, Path
+    from brainsmith.files import Json
 
     OptionCheck = Callable[[Checker, Path, object, str], object]  # None: reported invalid
 
@@ -99,23 +100,25 @@ class BuildOptions:
     size_fifos: bool = True  # the fifo_depths step sizes an all-RTL design's FIFOs
     allow_over_part: bool = False  # a design estimated over the part builds, with a warning
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Json:
         """The options that are set, as plain YAML/JSON data (``folding`` when not the
         default)."""
         data = {key: value for key, value in asdict(self).items() if value is not None}
-        if self.folding == FoldingOptions():
-            del data["folding"]
-        if not self.synth:
-            del data["synth"]
-        if not self.bitstream:
-            del data["bitstream"]
-        if not self.bitstream or self.refold_rounds == BuildOptions.refold_rounds:
-            del data["refold_rounds"]
-        if self.size_fifos:
-            del data["size_fifos"]
-        if not self.allow_over_part:
-            del data["allow_over_part"]
+        for key in self._unwritten():
+            del data[key]
         return data
+
+    def _unwritten(self) -> list[str]:
+        """The options at their default, which the written blueprint leaves out."""
+        left_out = {
+            "folding": self.folding == FoldingOptions(),
+            "synth": not self.synth,
+            "bitstream": not self.bitstream,
+            "refold_rounds": not self.bitstream or self.refold_rounds == BuildOptions.refold_rounds,
+            "size_fifos": self.size_fifos,
+            "allow_over_part": not self.allow_over_part,
+        }
+        return [key for key, unwritten in left_out.items() if unwritten]
 
 
 def check_build(check: Checker, section: object, complete: bool) -> BuildOptions | None:
@@ -153,10 +156,10 @@ class GivenChecker(Checker):
 GIVEN_KEYS = tuple(key for key in BUILD_KEYS if key != "output_dir")
 
 
-def check_given(given: Mapping[str, object]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+def check_given(given: Mapping[str, object]) -> tuple[Json, dict[str, list[str]]]:
     """Build options given by name, checked as a blueprint's are: (the values as checked,
     per option the problems). An unknown name is a problem of that name."""
-    values: dict[str, Any] = {}
+    values: Json = {}
     problems: dict[str, list[str]] = {}
     for key, value in given.items():
         if key not in GIVEN_KEYS:
@@ -224,7 +227,7 @@ def _output_dir(check: Checker, at: Path, value: object, expected: str) -> str |
     return full
 
 
-def _check_part_and_board(check: Checker, values: dict[str, Any]) -> None:
+def _check_part_and_board(check: Checker, values: Json) -> None:
     """``fpga_part`` and ``board`` against what each framework adapter builds for."""
     for key, problem, expected, hint in target_problems(values):
         check.fail(("build", key), problem, expected, hint)
@@ -254,7 +257,7 @@ def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]
     return list(found.values())
 
 
-def check_option(check: Checker, path: tuple[Any, ...], key: str, value: object) -> object:
+def check_option(check: Checker, path: Path, key: str, value: object) -> object:
     """One build option's value, validated (None when invalid: the problem is reported)."""
     return BUILD_CHECKS[key](check, path, value, BUILD_KEYS[key])
 
@@ -266,7 +269,7 @@ def _existing_file(check: Checker, at: Path, value: object, expected: str) -> st
 def _folding(check: Checker, path: Path, value: object, expected: str) -> FoldingOptions | None:
     given = check.mapping(path, value, FOLDING_KEYS)
     before = len(check.diag.problems)
-    values: dict[str, Any] = {
+    values: Json = {
         key: FOLDING_CHECKS[key](check, (*path, key), item, FOLDING_KEYS[key])
         for key, item in given.items()
     }
@@ -332,7 +335,7 @@ FOLDING_CHECKS: dict[str, OptionCheck] = {
 }
 
 
-def _check_target(check: Checker, given: dict[str, Any]) -> None:
+def _check_target(check: Checker, given: Json) -> None:
     if "fpga_part" in given and "board" in given:
         doc = check.doc
         part, board = ("build", "fpga_part"), ("build", "board")

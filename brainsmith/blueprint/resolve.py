@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
-from brainsmith.blueprint.document import Document
+from brainsmith.blueprint.document import Document, Where
 from brainsmith.blueprint.errors import Diagnostics, quote
 from brainsmith.blueprint.model import KernelChoice, SkippedPlugin
-from brainsmith.blueprint.schema import KernelRef, Ref
+from brainsmith.blueprint.schema import LISTINGS, KernelRef, Ref
 from brainsmith.plugin.adapters import install_hint
 from brainsmith.plugin.metadata import BACKEND_TYPES
 from brainsmith.plugin.names import split_name, suggest
@@ -66,21 +66,27 @@ class Resolver:
                 "%s:%d:%d: optional %s '%s' skipped: %s", *where, kind, ref.text, reason
             )
             return None
-        if spec is not None:
-            miss = Miss(
-                f"{kind} {spec.qualified_name} is {spec.error}", f"a {kind} that is available here"
-            )
-        elif ambiguous is not None:
-            miss = ambiguous
-        elif default:
-            miss = Miss(
-                f"the default step {quote(ref.text)} is not registered",
-                "brainsmith's standard steps to be installed, or an explicit 'steps:' list",
-            )
-        else:
-            miss = self._missing(kind, ref.text)
+        miss = self._miss(kind, ref.text, spec, ambiguous, default)
         self.diag.error(where, miss.what, miss.expected, miss.hint)
         return None
+
+    def _miss(
+        self, kind: str, text: str, spec: PluginSpec | None, ambiguous: Miss | None, default: bool
+    ) -> Miss:
+        """Why ``text`` names no plugin that can be used: unavailable, ambiguous, a default
+        step not registered, or missing."""
+        if spec is not None:
+            return Miss(
+                f"{kind} {spec.qualified_name} is {spec.error}", f"a {kind} that is available here"
+            )
+        if ambiguous is not None:
+            return ambiguous
+        if default:
+            return Miss(
+                f"the default step {quote(text)} is not registered",
+                "brainsmith's standard steps to be installed, or an explicit 'steps:' list",
+            )
+        return self._missing(kind, text)
 
     def kernel(self, ref: KernelRef) -> KernelChoice | None:
         spec = self.find("kernel", ref.kernel)
@@ -114,16 +120,7 @@ class Resolver:
         expected = f"hls, rtl or one of {kernel.qualified_name}'s backends ({names})"
         wanted = ref.text.lower()
         if wanted in BACKEND_TYPES:
-            found = [b for b in available if b.metadata.get("backend_type") == wanted]
-            if not found:
-                have = ", ".join(f"{b.name} ({b.metadata.get('backend_type')})" for b in available)
-                self.diag.error(
-                    where,
-                    f"kernel {kernel.qualified_name} has no {wanted} backend "
-                    f"(it has: {have or 'none'})",
-                    expected,
-                )
-            return found
+            return self._of_type(kernel, available, wanted, (where, expected))
         backend, ambiguous = self._lookup("backend", ref.text)
         if backend is None:
             miss = ambiguous or self._missing("backend", ref.text)
@@ -140,6 +137,25 @@ class Resolver:
             )
             return []
         return [backend]
+
+    def _of_type(
+        self,
+        kernel: PluginSpec,
+        available: list[PluginSpec],
+        wanted: str,
+        error_at: tuple[Where, str],
+    ) -> list[PluginSpec]:
+        """The kernel's backends of type ``wanted`` (hls, rtl); an error when it has none."""
+        found = [b for b in available if b.metadata.get("backend_type") == wanted]
+        if not found:
+            where, expected = error_at
+            have = ", ".join(f"{b.name} ({b.metadata.get('backend_type')})" for b in available)
+            self.diag.error(
+                where,
+                f"kernel {kernel.qualified_name} has no {wanted} backend (it has: {have or 'none'})",
+                expected,
+            )
+        return found
 
     def _lookup(self, kind: str, text: str) -> tuple[PluginSpec | None, Miss | None]:
         """The spec ``text`` names, or None and (when ambiguous ignoring case) why."""
@@ -170,18 +186,10 @@ class Resolver:
         framework, name = split_name(text)
         listing = f"brainsmith plugins list --type {kind}"
         expected = f"a registered {kind} such as {' or '.join(map(quote, EXAMPLES[kind]))}"
-        frameworks = self.registry.frameworks()
-        unknown = bool(framework) and framework.lower() not in {f.lower() for f in frameworks}
-        hint = self.registry.disabled.get(framework) or install_hint(framework)
-        if unknown and hint:
-            return Miss(f"no {kind} named {quote(text)}: {hint}", expected)
-        hint = suggest(framework, frameworks) if unknown and ":" not in framework else ""
-        if hint:
-            return Miss(
-                f"no framework named {quote(framework)} (in {quote(text)})",
-                f"one of {', '.join(frameworks)}",
-                hint,
-            )
+        unknown = self._unknown(framework)
+        miss = self._unknown_framework(kind, text, framework, expected) if unknown else None
+        if miss is not None:
+            return miss
         if unknown or _looks_like_import_path(text):
             what = (
                 f"{quote(text)} is not a registered {kind}; a blueprint names registered "
@@ -194,25 +202,38 @@ class Resolver:
         hint = suggest(name, pool) or self._other_type(kind, text)
         return Miss(f"no {kind} named {quote(name)}{where}", f"{expected} ({listing})", hint)
 
+    def _unknown(self, framework: str) -> bool:
+        """A framework named, and none of that name (in any case) registered."""
+        known = {f.lower() for f in self.registry.frameworks()}
+        return bool(framework) and framework.lower() not in known
+
+    def _unknown_framework(
+        self, kind: str, text: str, framework: str, expected: str
+    ) -> Miss | None:
+        """A framework not registered: how to install it, or the one it may mean."""
+        frameworks = self.registry.frameworks()
+        hint = self.registry.disabled.get(framework) or install_hint(framework)
+        if hint:
+            return Miss(f"no {kind} named {quote(text)}: {hint}", expected)
+        hint = suggest(framework, frameworks) if ":" not in framework else ""
+        if hint:
+            return Miss(
+                f"no framework named {quote(framework)} (in {quote(text)})",
+                f"one of {', '.join(frameworks)}",
+                hint,
+            )
+        return None
+
     def _other_type(self, kind: str, text: str) -> str:
         for other in PLUGIN_TYPES:
             if other != kind and (self._exists(other, text)):
-                return f"; {quote(text)} is a {other}: list it under {_section(other)}"
+                return f"; {quote(text)} is a {other}: list it under {LISTINGS[other].section}"
         return ""
 
     def _exists(self, kind: str, text: str) -> bool:
         return self._exact(kind, text) is not None or bool(
             self.registry.find_case_insensitive(kind, text)
         )
-
-
-def _section(kind: str) -> str:
-    return {
-        "kernel": "hw_compiler.kernels",
-        "transform": "hw_compiler.transforms",
-        "step": "steps",
-        "backend": "a kernel's backends",
-    }[kind]
 
 
 def _looks_like_import_path(text: str) -> bool:

@@ -16,7 +16,8 @@ from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_build
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
+
+    from brainsmith.files import Json
 
 
 TOP_KEYS = {
@@ -122,7 +123,7 @@ def outline(doc: Document, diag: Diagnostics) -> Outline:
     )
 
 
-def _per_file(doc: Document) -> dict[str, Any]:
+def _per_file(doc: Document) -> Json:
     return {k: v for k, v in doc.top.data.items() if k in PER_FILE_KEYS}
 
 
@@ -167,7 +168,7 @@ def _steps(check: Checker, value: object) -> tuple[Ref, ...]:
 
 def _refs(check: Checker, path: Path, value: object, kind: str) -> tuple[Ref, ...]:
     if not isinstance(value, list):
-        check.wrong(path, value, f"a list of {kind} names, e.g. [{_example(kind)}]")
+        check.wrong(path, value, f"a list of {kind} names, e.g. [{LISTINGS[kind].example}]")
         return ()
     found = (_ref(check, (*path, i), item, kind) for i, item in enumerate(value))
     return tuple(ref for ref in found if ref is not None)
@@ -176,9 +177,7 @@ def _refs(check: Checker, path: Path, value: object, kind: str) -> tuple[Ref, ..
 def _ref(
     check: Checker, path: Path, value: object, kind: str, optional_ok: bool = True
 ) -> Ref | None:
-    expected = f"a {kind} name such as {_example(kind)}"
-    if optional_ok:
-        expected += " (a leading ~ makes it optional)"
+    expected = _name_expected(kind, optional_ok)
     if not isinstance(value, str) or not value.strip() or not value.isprintable():
         check.wrong(path, value, expected)
         return None
@@ -191,6 +190,12 @@ def _ref(
         check.wrong(path, value, expected)
         return None
     return Ref(text, optional, path)
+
+
+def _name_expected(kind: str, optional_ok: bool) -> str:
+    """What a name of a ``kind`` plugin should look like."""
+    expected = f"a {kind} name such as {LISTINGS[kind].example}"
+    return expected + " (a leading ~ makes it optional)" if optional_ok else expected
 
 
 def _prefer(check: Checker, value: object) -> str:
@@ -216,21 +221,29 @@ def _kernels(check: Checker, value: object) -> Iterator[KernelRef]:
             if ref is not None:
                 yield KernelRef(ref, None)
             continue
-        entry = check.mapping(at, item, KERNEL_KEYS)
-        if "kernel" not in entry:
-            if len(entry) == len(item):  # not already reported as unknown keys
-                check.fail(
-                    at,
-                    f"{label(at)} has no 'kernel' key",
-                    "{kernel: NAME, backends: [hls | rtl | BACKEND, ...]}",
-                )
-            continue
-        ref = _ref(check, (*at, "kernel"), entry["kernel"], "kernel")
-        backends = None
-        if "backends" in entry:
-            backends = _backends(check, (*at, "backends"), entry["backends"])
-        if ref is not None and (backends is None or backends):
-            yield KernelRef(ref, backends)
+        found = _kernel_entry(check, at, item)
+        if found is not None:
+            yield found
+
+
+def _kernel_entry(check: Checker, at: Path, item: dict[object, object]) -> KernelRef | None:
+    """``{kernel: NAME, backends: [...]}``; None when it has a problem (reported)."""
+    entry = check.mapping(at, item, KERNEL_KEYS)
+    if "kernel" not in entry:
+        if len(entry) == len(item):  # not already reported as unknown keys
+            check.fail(
+                at,
+                f"{label(at)} has no 'kernel' key",
+                "{kernel: NAME, backends: [hls | rtl | BACKEND, ...]}",
+            )
+        return None
+    ref = _ref(check, (*at, "kernel"), entry["kernel"], "kernel")
+    backends = None
+    if "backends" in entry:
+        backends = _backends(check, (*at, "backends"), entry["backends"])
+    if ref is not None and (backends is None or backends):
+        return KernelRef(ref, backends)
+    return None
 
 
 def _backends(check: Checker, path: Path, value: object) -> tuple[Ref, ...]:
@@ -244,10 +257,17 @@ def _backends(check: Checker, path: Path, value: object) -> tuple[Ref, ...]:
     return tuple(found) if len(found) == len(refs) else ()
 
 
-def _example(kind: str) -> str:
-    return {
-        "kernel": "matmul",
-        "transform": "ExpandNorms",
-        "step": "streamline",
-        "backend": "hls, rtl or MatMulRTL",
-    }[kind]
+@dataclass(frozen=True)
+class Listing:
+    """Where a blueprint lists plugins of one type, and an example of their names."""
+
+    section: str
+    example: str
+
+
+LISTINGS = {
+    "kernel": Listing("hw_compiler.kernels", "matmul"),
+    "transform": Listing("hw_compiler.transforms", "ExpandNorms"),
+    "step": Listing("steps", "streamline"),
+    "backend": Listing("a kernel's backends", "hls, rtl or MatMulRTL"),
+}

@@ -99,23 +99,31 @@ def _remembered(
     payload = memo.read(_name(path), [path, *key], quiet=True)
     if not isinstance(payload, dict) or not unchanged(payload.get("files")):
         return None
-    chosen: dict[str, list[PluginSpec]] = {}
-    for kind, names in payload.get("chosen", {}).items():
-        if kind not in COLLECTION_NAMES or not isinstance(names, list):
-            return None
-        specs = []
-        for name in names:
-            framework, _, short = str(name).partition(":")
-            spec = next(
-                (s for s in registry.candidates(kind, short) if s.framework == framework), None
-            )
-            if spec is None:
-                return None
-            specs.append(spec)
-        chosen[kind] = specs
+    chosen = _chosen(payload.get("chosen", {}), registry)
+    if chosen is None:
+        return None
     for line in payload.get("skipped", ()):
         log.info("%s", line)
     return chosen
+
+
+def _chosen(recorded: dict[str, object], registry: Registry) -> dict[str, list[PluginSpec]] | None:
+    """The plugins a remembered selection names, by kind; None when one is gone."""
+    chosen: dict[str, list[PluginSpec]] = {}
+    for kind, names in recorded.items():
+        if kind not in COLLECTION_NAMES or not isinstance(names, list):
+            return None
+        specs = [_spec(registry, kind, str(name)) for name in names]
+        if None in specs:
+            return None
+        chosen[kind] = [spec for spec in specs if spec is not None]
+    return chosen
+
+
+def _spec(registry: Registry, kind: str, qualified: str) -> PluginSpec | None:
+    """The registered plugin of this qualified name, or None (the selection is stale)."""
+    framework, _, short = qualified.partition(":")
+    return next((s for s in registry.candidates(kind, short) if s.framework == framework), None)
 
 
 def _remember(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from brainsmith.blueprint.checks import Checker, label
-from brainsmith.blueprint.document import Document
+from brainsmith.blueprint.document import Document, Path
 from brainsmith.blueprint.errors import Diagnostics, describe, quote
 from brainsmith.blueprint.model import KernelChoice
 from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_option
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from brainsmith.blueprint.model import Blueprint
     from brainsmith.blueprint.options import BuildOptions
     from brainsmith.blueprint.resolve import Resolver
+    from brainsmith.files import Json
     from brainsmith.plugin.spec import PluginSpec
 
 
@@ -79,6 +80,14 @@ class Dimension:
     shown: tuple[Any, ...]
     kernel: PluginSpec | None = None  # section backends: the kernel whose backends vary
 
+    def written(self) -> list[object]:
+        """The alternatives as plain data: option values (build.folding's as mappings), or
+        qualified plugin names."""
+        if self.section == "build":
+            return [vars(v).copy() if hasattr(v, "__dataclass_fields__") else v
+                    for v in self.values]  # fmt: skip
+        return [[s.qualified_name for s in specs] for specs in self.values]
+
     @property
     def label(self) -> str:
         return f"{self.section}.{self.name.rpartition(':')[2]}"
@@ -93,7 +102,7 @@ class Constraint:
     def __str__(self) -> str:
         return f"{self.metric} {self.op} {self.bound:g}"
 
-    def holds(self, metrics: dict[str, Any]) -> bool:
+    def holds(self, metrics: Json) -> bool:
         value = metrics.get(self.metric)
         return value is not None and OPERATORS[self.op](value, self.bound)
 
@@ -158,19 +167,11 @@ class DesignSpace:
         """The plain blueprint (no design space) of variant ``index``."""
         kernels = list(blueprint.kernels)
         phased = dict(blueprint.transforms_phased)
-        options: dict[str, Any] = {}
+        options: Json = {}
         for dimension, pick in zip(self.dimensions, self.digits(index), strict=True):
             value = dimension.values[pick]
             if dimension.section == "backends":
-                listed = any(k.kernel.qualified_name == dimension.name for k in kernels)
-                kernels = [
-                    KernelChoice(k.kernel, value)
-                    if k.kernel.qualified_name == dimension.name
-                    else k
-                    for k in kernels
-                ]
-                if not listed and dimension.kernel is not None:  # an auto kernel, pinned
-                    kernels.append(KernelChoice(dimension.kernel, value))
+                kernels = _with_backends(kernels, dimension, value)
             elif dimension.section == "build":
                 options[dimension.name] = value
             else:
@@ -187,23 +188,33 @@ class DesignSpace:
             design_space=None,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Json:
         """``design_space`` and ``search`` as plain data, names qualified."""
-        space: dict[str, Any] = {}
+        space: Json = {}
         for d in self.dimensions:
-            if d.section == "build":  # build.folding's alternatives are mappings
-                values = [vars(v).copy() if hasattr(v, "__dataclass_fields__") else v
-                          for v in d.values]  # fmt: skip
-            else:
-                values = [[s.qualified_name for s in specs] for specs in d.values]
-            space.setdefault(d.section, {})[d.name] = values
+            space.setdefault(d.section, {})[d.name] = d.written()
         search = self.search
-        found: dict[str, Any] = {"strategy": search.strategy}
+        found: Json = {"strategy": search.strategy}
         if search.strategy == "random":
             found.update(max_variants=search.max_variants, seed=search.seed)
         found["constraints"] = [str(c) for c in search.constraints]
         found["objectives"] = dict(search.objectives)
         return {"design_space": space, "search": found}
+
+
+def _with_backends(
+    kernels: list[KernelChoice], dimension: Dimension, value: Any
+) -> list[KernelChoice]:
+    """``kernels`` with the dimension's kernel given the backends ``value``; an auto kernel
+    not listed is pinned, added with them."""
+    listed = any(k.kernel.qualified_name == dimension.name for k in kernels)
+    chosen = [
+        KernelChoice(k.kernel, value) if k.kernel.qualified_name == dimension.name else k
+        for k in kernels
+    ]
+    if not listed and dimension.kernel is not None:  # an auto kernel, pinned
+        chosen.append(KernelChoice(dimension.kernel, value))
+    return chosen
 
 
 def read_design_space(
@@ -229,6 +240,21 @@ def read_design_space(
                 key=True,
             )
         return None
+    return _space(check, resolver, section, search, kernels, build, auto_kernels)
+
+
+def _space(
+    check: Checker,
+    resolver: Resolver,
+    section: object,
+    search: object,
+    kernels: tuple[KernelChoice, ...],
+    build: BuildOptions | None,
+    auto_kernels: bool,
+) -> DesignSpace:
+    """The design space of ``design_space:`` (``section``) and ``search:``, over the
+    blueprint's kernels and build options."""
+    diag = check.diag
     given = check.mapping(("design_space",), section, SPACE_KEYS)
     before = len(diag.problems)
     dimensions = [
@@ -245,7 +271,13 @@ def read_design_space(
         )
     found = _search(check, {} if search is None else search)
     space = DesignSpace(tuple(dimensions), found)
-    if found.strategy == "exhaustive" and dimensions and space.size > MAX_EXHAUSTIVE:
+    _check_size(check, space)
+    return space
+
+
+def _check_size(check: Checker, space: DesignSpace) -> None:
+    """An exhaustive search of more than ``MAX_EXHAUSTIVE`` variants is reported."""
+    if space.search.strategy == "exhaustive" and space.dimensions and space.size > MAX_EXHAUSTIVE:
         check.fail(
             ("design_space",),
             f"design_space has {space.size:,} variants, more than exhaustive search runs "
@@ -253,7 +285,6 @@ def read_design_space(
             "fewer alternatives, or search: {strategy: random, max_variants: N}",
             key=True,
         )
-    return space
 
 
 def _capped(check: Checker, value: int) -> int:
@@ -270,14 +301,14 @@ def _capped(check: Checker, value: int) -> int:
     return value
 
 
-def _alternatives(check: Checker, path: tuple[Any, ...], value: object, example: str) -> list[Any]:
+def _alternatives(check: Checker, path: Path, value: object, example: str) -> list[Any]:
     if not isinstance(value, list) or not value:
         check.wrong(path, value, f"a non-empty list of alternatives, e.g. {example}")
         return []
     return value
 
 
-def _unique(check: Checker, path: tuple[Any, ...], values: list[Any]) -> bool:
+def _unique(check: Checker, path: Path, values: list[Any]) -> bool:
     """True when no alternative repeats an earlier one (each repeat is reported)."""
     ok = True
     for index, value in enumerate(values):
@@ -307,32 +338,55 @@ def _backends(
     dimensions = []
     for name, alternatives in section.items():
         at = (*path, name)
-        kernel = resolver.find("kernel", Ref(str(name), False, at)) if name else None
+        kernel = _space_kernel(check, resolver, at, chosen if not auto_kernels else None)
         if kernel is None:
             continue
-        if kernel not in chosen and not auto_kernels:
-            listed = ", ".join(k.qualified_name for k in chosen) or "none"
-            check.fail(
-                at,
-                f"kernel {kernel.qualified_name} is not one of the blueprint's kernels ({listed})",
-                "a kernel listed in hw_compiler.kernels",
-                key=True,
-            )
-            continue
-        values, shown = [], []
-        for index, item in enumerate(_alternatives(check, at, alternatives, "[rtl, hls]")):
-            refs = _names(check, (*at, index), item, "backend", allow_empty=False)
-            if refs is None:
-                continue
-            choice = resolver.kernel(KernelRef(Ref(str(name), False, at), tuple(refs)))
-            if choice is not None and choice.backends:
-                values.append(choice.backends)
-                shown.append(item if isinstance(item, str) else ",".join(item))
+        values, shown = _backend_alternatives(check, resolver, at, alternatives)
         if values and len(values) == len(alternatives) and _unique(check, at, values):
             dimensions.append(
                 Dimension("backends", kernel.qualified_name, tuple(values), tuple(shown), kernel)
             )
     return dimensions
+
+
+def _space_kernel(
+    check: Checker,
+    resolver: Resolver,
+    at: Path,
+    chosen: dict[PluginSpec, KernelChoice] | None,
+) -> PluginSpec | None:
+    """The kernel a ``design_space.backends`` key names; it must be one of ``chosen`` (the
+    blueprint's kernels) unless they are auto (None)."""
+    name = at[-1]
+    kernel = resolver.find("kernel", Ref(str(name), False, at)) if name else None
+    if kernel is None or chosen is None or kernel in chosen:
+        return kernel
+    listed = ", ".join(k.qualified_name for k in chosen) or "none"
+    check.fail(
+        at,
+        f"kernel {kernel.qualified_name} is not one of the blueprint's kernels ({listed})",
+        "a kernel listed in hw_compiler.kernels",
+        key=True,
+    )
+    return None
+
+
+def _backend_alternatives(
+    check: Checker, resolver: Resolver, at: Path, alternatives: object
+) -> tuple[list[tuple[PluginSpec, ...]], list[Any]]:
+    """Each alternative's backends, and the alternative as written (one that names no usable
+    backend is left out, and reported)."""
+    name = at[-1]
+    values, shown = [], []
+    for index, item in enumerate(_alternatives(check, at, alternatives, "[rtl, hls]")):
+        refs = _names(check, (*at, index), item, "backend", allow_empty=False)
+        if refs is None:
+            continue
+        choice = resolver.kernel(KernelRef(Ref(str(name), False, at), tuple(refs)))
+        if choice is not None and choice.backends:
+            values.append(choice.backends)
+            shown.append(item if isinstance(item, str) else ",".join(item))
+    return values, shown
 
 
 def _options(check: Checker, section: object, build: BuildOptions | None) -> list[Dimension]:
@@ -341,24 +395,7 @@ def _options(check: Checker, section: object, build: BuildOptions | None) -> lis
     dimensions = []
     for key, alternatives in given.items():
         at = (*path, key)
-        if key == "output_dir":
-            check.fail(
-                at,
-                "design_space.build.output_dir cannot vary: each variant builds in its own "
-                "folder of the exploration's output",
-                "brainsmith explore -o OUT",
-                key=True,
-            )
-            continue
-        other = {"fpga_part": "board", "board": "fpga_part"}.get(key)
-        if other and build is not None and getattr(build, other) and other not in given:
-            check.fail(
-                at,
-                f"design_space.build.{key} varies while build sets {other}, so a variant would "
-                "set both",
-                f"vary {other} instead, or set build.{other}: null",
-                key=True,
-            )
+        if not _may_vary(check, key, given, build):
             continue
         example = "[10000, 1000000]" if key == "target_fps" else "[a, b]"
         items = _alternatives(check, at, alternatives, example)
@@ -368,28 +405,63 @@ def _options(check: Checker, section: object, build: BuildOptions | None) -> lis
     return dimensions
 
 
+def _may_vary(check: Checker, key: str, given: Json, build: BuildOptions | None) -> bool:
+    """Whether the build option ``key`` may vary: not output_dir, nor the part or board
+    while build sets the other (reported)."""
+    at = ("design_space", "build", key)
+    if key == "output_dir":
+        check.fail(
+            at,
+            "design_space.build.output_dir cannot vary: each variant builds in its own "
+            "folder of the exploration's output",
+            "brainsmith explore -o OUT",
+            key=True,
+        )
+        return False
+    other = {"fpga_part": "board", "board": "fpga_part"}.get(key)
+    if other and build is not None and getattr(build, other) and other not in given:
+        check.fail(
+            at,
+            f"design_space.build.{key} varies while build sets {other}, so a variant would "
+            "set both",
+            f"vary {other} instead, or set build.{other}: null",
+            key=True,
+        )
+        return False
+    return True
+
+
 def _phases(check: Checker, resolver: Resolver, section: object) -> list[Dimension]:
     path = ("design_space", "transforms_phased")
     given = check.mapping(path, section, PHASES)
     dimensions = []
     for phase, alternatives in given.items():
         at = (*path, phase)
-        values, shown = [], []
         items = _alternatives(check, at, alternatives, "[[], [MinimizeAccumulatorWidth]]")
-        for index, item in enumerate(items):
-            refs = _names(check, (*at, index), item, "transform", allow_empty=True)
-            if refs is None:
-                continue
-            specs = (resolver.find("transform", ref) for ref in refs)
-            values.append(tuple(s for s in specs if s is not None))
-            shown.append([item] if isinstance(item, str) else list(item))
+        values, shown = _transform_alternatives(check, resolver, at, items)
         if values and len(values) == len(items) and _unique(check, at, shown):
             dimensions.append(Dimension("transforms_phased", phase, tuple(values), tuple(shown)))
     return dimensions
 
 
+def _transform_alternatives(
+    check: Checker, resolver: Resolver, at: Path, items: list[Any]
+) -> tuple[list[tuple[PluginSpec, ...]], list[list[Any]]]:
+    """Each alternative's transforms (those not installed left out), and the alternative as
+    written (one not a list of names is left out, and reported)."""
+    values, shown = [], []
+    for index, item in enumerate(items):
+        refs = _names(check, (*at, index), item, "transform", allow_empty=True)
+        if refs is None:
+            continue
+        specs = (resolver.find("transform", ref) for ref in refs)
+        values.append(tuple(s for s in specs if s is not None))
+        shown.append([item] if isinstance(item, str) else list(item))
+    return values, shown
+
+
 def _names(
-    check: Checker, path: tuple[Any, ...], value: object, kind: str, allow_empty: bool
+    check: Checker, path: Path, value: object, kind: str, allow_empty: bool
 ) -> list[Ref] | None:
     """One alternative: a name or a list of names (``~`` optional for transforms)."""
     items = [value] if isinstance(value, str) else value
@@ -400,13 +472,22 @@ def _names(
     refs = []
     for index, item in enumerate(items):
         at = path if isinstance(value, str) else (*path, index)
-        optional = kind == "transform" and isinstance(item, str) and item.startswith("~")
-        text = item[1:] if optional else item
-        if not isinstance(text, str) or not text.strip() or not text.isprintable():
+        ref = _name(item, kind, at)
+        if ref is None:
             check.wrong(at, item, expected)
             return None
-        refs.append(Ref(text, optional, at))
+        refs.append(ref)
     return refs
+
+
+def _name(item: object, kind: str, at: Path) -> Ref | None:
+    """One name of an alternative (``~NAME``: optional, for transforms); None when it is no
+    printable name."""
+    optional = kind == "transform" and isinstance(item, str) and item.startswith("~")
+    text = item[1:] if optional and isinstance(item, str) else item
+    if not isinstance(text, str) or not text.strip() or not text.isprintable():
+        return None
+    return Ref(text, optional, at)
 
 
 def _search(check: Checker, section: object) -> Search:
@@ -417,18 +498,7 @@ def _search(check: Checker, section: object) -> Search:
         chosen = check.choice((*path, "strategy"), given["strategy"], ("exhaustive", "random"))
         strategy = chosen or "exhaustive"
 
-    found: dict[str, Any] = {"strategy": strategy}
-    for key in ("max_variants", "seed"):
-        if key not in given:
-            continue
-        if strategy != "random":
-            check.fail((*path, key), f"search.{key} applies to strategy: random", key=True)
-            continue
-        value = given[key]
-        if key == "seed" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            found[key] = value
-        else:
-            found[key] = _capped(check, check.whole((*path, key), value, SEARCH_KEYS[key]) or 0)
+    found: Json = {"strategy": strategy, **_sampling(check, given, strategy)}
     if strategy == "random" and "max_variants" not in given:
         check.fail(
             path, "search.strategy random needs max_variants", "e.g. max_variants: 20", key=True
@@ -437,6 +507,24 @@ def _search(check: Checker, section: object) -> Search:
     if "objectives" in given:
         found["objectives"] = _objectives(check, given["objectives"])
     return Search(**found)
+
+
+def _sampling(check: Checker, given: Json, strategy: str) -> dict[str, int]:
+    """``max_variants`` and ``seed``, which only a random search takes."""
+    found: dict[str, int] = {}
+    for key in ("max_variants", "seed"):
+        if key not in given:
+            continue
+        at = ("search", key)
+        if strategy != "random":
+            check.fail(at, f"search.{key} applies to strategy: random", key=True)
+            continue
+        value = given[key]
+        if key == "seed" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            found[key] = value
+        else:
+            found[key] = _capped(check, check.whole(at, value, SEARCH_KEYS[key]) or 0)
+    return found
 
 
 def _constraints(check: Checker, value: object) -> tuple[Constraint, ...]:

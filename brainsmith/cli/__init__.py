@@ -11,10 +11,6 @@ from __future__ import annotations
 import os
 import sys
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import click
-
 HELP_FLAGS = (["--help"], ["-h"])
 
 
@@ -62,10 +58,11 @@ def _width() -> int:
     return min(columns, 80)
 
 
-def __getattr__(name: str) -> click.Group | object:
+def __getattr__(name: str) -> object:
     """The click group and its helpers, from ``brainsmith.cli.app`` (imported on first use)."""
     if name in ("cli", "run", "LazyGroup", "COMMANDS", "_foreign_exit", "top_level_help"):
         from brainsmith.cli import app
 
-        return getattr(app, name)
+        found: object = getattr(app, name)
+        return found
     raise AttributeError(f"module 'brainsmith.cli' has no attribute {name!r}")

@@ -59,7 +59,8 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, _, attr = COMMANDS[name][0].partition(":")
-        return getattr(importlib.import_module(module), attr)
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):

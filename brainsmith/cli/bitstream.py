@@ -3,17 +3,23 @@ board's bitstream behind brainsmith's UART host link."""
 
 from __future__ import annotations
 
-import sys
-
 import click
+
+from brainsmith.cli.shared import (
+    build_dir_argument,
+    finish_timed,
+    json_option,
+    on_build_folder,
+    status_note,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from brainsmith.files import Json
 
 
 @click.command("bitstream")
-@click.argument("build_dir", type=click.Path(file_okay=False))
+@build_dir_argument
 @click.option(
     "--board",
     "board_name",
@@ -27,7 +33,7 @@ if TYPE_CHECKING:
     default=None,
     help="The design clock (the PLL makes the nearest it can); default: the build's clock.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool) -> None:
     """Make the whole accelerator of the all-RTL build in BUILD_DIR into a bitstream for an
     ECP5 BOARD, behind brainsmith's UART host link: Yosys synth_ecp5, nextpnr-ecp5 with the
@@ -52,12 +58,9 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
           --part xczu7ev-ffvc1156-2-e -o out/mlp
       brainsmith bitstream out/mlp --board ulx3s-85f --mhz 50
     """
-    from brainsmith.cli.output import print_json
-    from brainsmith.cli.synth import _exit, on_build_folder
     from brainsmith.commands.bitstream import bitstream_build_folder
-    from brainsmith.terminal import console
 
-    status = console(file=sys.stderr, highlight=False)
+    note = status_note(as_json)
     data = on_build_folder(
         build_dir,
         "make a bitstream",
@@ -66,17 +69,13 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
             build_dir,
             board_name,
             mhz,
-            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+            note=note,
         ),
     )
-    if as_json:
-        print_json(data)
-    else:
-        print_result(data)
-    _exit(0 if data["met"] else 3)
+    finish_timed(data, as_json, print_result)
 
 
-def print_result(data: dict[str, Any]) -> None:
+def print_result(data: Json) -> None:
     """The bitstream, the clock against the Fmax reached, the resources used."""
     from brainsmith.cli.output import console
     from brainsmith.cli.place_route import print_critical_path, print_resources

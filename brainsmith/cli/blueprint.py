@@ -8,6 +8,12 @@ import click
 
 from brainsmith.cli.output import fail, print_json
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from brainsmith.blueprint import Blueprint
+
 
 @click.group()
 def blueprint() -> None:
@@ -34,17 +40,22 @@ def validate(files: tuple[str, ...]) -> None:
             continue
         for note in loaded.skipped:
             click.echo(str(note))
-        counts = {kind: len(specs) for kind, specs in loaded.specs().items()}
-        summary = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
-        if loaded.auto_kernels:
-            summary = summary.replace("kernels,", "kernels listed + auto,", 1)
-            summary = summary.replace("kernel,", "kernel listed + auto,", 1)
-        if loaded.design_space is not None:
-            summary += f", {loaded.design_space.count} variants"
-        click.echo(f"{path}: ok ({summary})")
+        click.echo(f"{path}: ok ({_summary(loaded)})")
     if failed:
         click.echo(f"{failed} of {len(files)} blueprint(s) have errors", err=True)
         sys.exit(1)
+
+
+def _summary(loaded: Blueprint) -> str:
+    """``3 transforms, 2 kernels listed + auto, 4 backends, 12 steps, 8 variants``."""
+    counts = {kind: len(specs) for kind, specs in loaded.specs().items()}
+    summary = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items())
+    if loaded.auto_kernels:
+        summary = summary.replace("kernels,", "kernels listed + auto,", 1)
+        summary = summary.replace("kernel,", "kernel listed + auto,", 1)
+    if loaded.design_space is not None:
+        summary += f", {loaded.design_space.count} variants"
+    return summary
 
 
 @blueprint.command("show")
@@ -73,22 +84,23 @@ def show(file: str, as_json: bool) -> None:
 
     click.echo(yaml.safe_dump(loaded.to_dict(), sort_keys=False, allow_unicode=True), nl=False)
     if loaded.design_space is not None:
-        for line in _space_lines(loaded):
+        for line in _space_lines(loaded, loaded.design_space.count):
             click.echo(f"# {line}")
 
 
-def _space_lines(loaded) -> list[str]:
-    """The variant count and execution tree, or why there is none (as YAML comments)."""
+def _space_lines(loaded: Blueprint, count: int) -> list[str]:
+    """The variant count and execution tree, or why there is none (as YAML comments);
+    ``count`` variants."""
     from brainsmith.dse.tree import describe_space
     from brainsmith.planning.plan import PlanError
 
     try:
         return describe_space(loaded)
     except PlanError as exc:
-        return [f"design space: {loaded.design_space.count} variants; no tree: {exc}"]
+        return [f"design space: {count} variants; no tree: {exc}"]
 
 
-def _guarded(load, path: str):
+def _guarded(load: Callable[[str], Blueprint], path: str) -> Blueprint:
     """Configuration problems are not the blueprint's: report them and exit 2."""
     from brainsmith.plugin.errors import ConfigError
 

@@ -2,50 +2,42 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from brainsmith.blueprint.choices import PREFERENCES, VERIFY_MODES
 from brainsmith.cli.output import console, echo
+from brainsmith.cli.shared import (
+    exit_now,
+    output_option,
+    override_flag,
+    quiet_option,
+    vector_options,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
+    from brainsmith.builder import BuildResult
     from brainsmith.report.schema import (
         BuildReport,
         FinnWarning,
         StepEntry,
         Tolerance,
         Utilisation,
+        Verification,
     )
 
 
 @click.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("blueprint", type=click.Path(dir_okay=False), required=False)
-@click.option(
-    "-o",
-    "--output",
-    "output_dir",
-    type=click.Path(file_okay=False),
-    help="Output folder (default: the blueprint's build.output_dir, else "
-    "build-out/<name>-<timestamp>).",
+@output_option(
+    "Output folder (default: the blueprint's build.output_dir, else build-out/<name>-<timestamp>)."
 )
-@click.option(
-    "--input",
-    "input_npy",
-    type=click.Path(dir_okay=False),
-    help="Input vectors (.npy) to check at every verification, with --expected.",
-)
-@click.option(
-    "--expected",
-    "expected_npy",
-    type=click.Path(dir_okay=False),
-    help="Expected outputs for --input: an .npy, or for a model with several outputs an .npz "
-    "of one array per output (in the model's order, or keyed by output name).",
-)
+@vector_options("Input vectors (.npy) to check at every verification, with --expected.")
 @click.option(
     "--verify",
     type=click.Choice(VERIFY_MODES),
@@ -86,19 +78,15 @@ if TYPE_CHECKING:
     "until FINN's latency estimate (layer cycles summed on the slowest path) meets it "
     "(build.target_latency_ns).",
 )
-@click.option(
+@override_flag(
     "--synth",
-    is_flag=True,
-    default=None,
-    help="After the last step, synthesise every RTL layer with Yosys (out of context; "
+    "After the last step, synthesise every RTL layer with Yosys (out of context; "
     "7-series, UltraScale, UltraScale+ parts) and report its counts beside the estimates "
     "(build.synth).",
 )
-@click.option(
+@override_flag(
     "--bitstream",
-    is_flag=True,
-    default=None,
-    help="After the last step, make the Lattice board's bitstream behind brainsmith's UART "
+    "After the last step, make the Lattice board's bitstream behind brainsmith's UART "
     "host link with Yosys and nextpnr-ecp5 at the build's clock: BUILD/bitstream/BOARD.bit "
     "(build.bitstream; needs --board with a Lattice board).",
 )
@@ -116,11 +104,9 @@ if TYPE_CHECKING:
     help="Size the FIFOs of an all-RTL design by simulating it in Verilator (the default), "
     "or keep FINN's depths (build.size_fifos).",
 )
-@click.option(
+@override_flag(
     "--allow-over-part",
-    is_flag=True,
-    default=None,
-    help="Build a design estimated to need more of a resource than the part has, with a "
+    "Build a design estimated to need more of a resource than the part has, with a "
     "warning; without it the estimates step fails (build.allow_over_part).",
 )
 @click.option(
@@ -149,7 +135,7 @@ if TYPE_CHECKING:
     help="Also write the build's metrics here in Prometheus' text format (for "
     "node_exporter's textfile collector), whether the build succeeds or fails at a step.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
+@quiet_option()
 def build(
     model: str,
     blueprint: str | None,
@@ -193,20 +179,27 @@ def build(
       brainsmith build examples/models/mlp_4bit.onnx --board ulx3s-85f --bitstream
     """
     from brainsmith import interrupts
-    from brainsmith.builder import BuildError
     from brainsmith.builder import build as run_build
     from brainsmith.builder.errors import command_line_names
 
     if metrics_file:
-        from brainsmith.metrics import textfile_problem
-
-        problem = textfile_problem(metrics_file)
-        if problem:
-            echo(f"error: --metrics-file {metrics_file}: {problem}", err=True)
-            _exit(2)
+        _check_metrics_file(metrics_file)
+    options: dict[str, object] = {
+        "fpga_part": fpga_part,
+        "board": board,
+        "clock_ns": clock_ns,
+        "target_fps": target_fps,
+        "target_latency_ns": target_latency_ns,
+        "synth": synth,
+        "bitstream": bitstream,
+        "refold_rounds": refold_rounds,
+        "size_fifos": size_fifos,
+        "allow_over_part": allow_over_part,
+    }
     with interrupts.handled(), command_line_names():
-        try:
-            result = run_build(
+        result = _built(
+            metrics_file,
+            lambda: run_build(
                 model,
                 blueprint,
                 output_dir,
@@ -214,33 +207,12 @@ def build(
                 expected_npy=expected_npy,
                 force=force,
                 verify=verify,
-                options={
-                    "fpga_part": fpga_part,
-                    "board": board,
-                    "clock_ns": clock_ns,
-                    "target_fps": target_fps,
-                    "target_latency_ns": target_latency_ns,
-                    "synth": synth,
-                    "bitstream": bitstream,
-                    "refold_rounds": refold_rounds,
-                    "size_fifos": size_fifos,
-                    "allow_over_part": allow_over_part,
-                },
+                options=options,
                 prefer=prefer,
                 progress=not quiet,
                 exclude=exclude,
-            )
-        except BuildError as exc:
-            echo(f"error: {exc.message()}", err=True)
-            if metrics_file and exc.report:
-                _write_metrics(metrics_file, exc.report)
-            _exit(exc.exit_code)
-        except KeyboardInterrupt as exc:  # before the build began: nothing was written
-            signum = getattr(exc, "signum", 2)
-            name = getattr(exc, "name", "SIGINT")
-            click.echo(f"error: build interrupted by {name} before it began; nothing was written",
-                       err=True)  # fmt: skip
-            _exit(128 + signum)
+            ),
+        )
         if result.report["status"] != "stopped":  # (never: the command has no stop_after)
             print_summary(result.report)
         if metrics_file:
@@ -251,7 +223,37 @@ def build(
                 "the build is complete and was not interrupted",
                 err=True,
             )
-    _exit(0)
+    exit_now(0)
+
+
+def _check_metrics_file(path: str) -> None:
+    """Exit 2 before building when the metrics could not be written to ``path``."""
+    from brainsmith.metrics import textfile_problem
+
+    problem = textfile_problem(path)
+    if problem:
+        echo(f"error: --metrics-file {path}: {problem}", err=True)
+        exit_now(2)
+
+
+def _built(metrics_file: str | None, work: Callable[[], BuildResult]) -> BuildResult:
+    """``work()``'s build; a BuildError (its metrics written when it has a report) or an
+    interrupt before the build began is printed, and exits."""
+    from brainsmith.builder import BuildError
+
+    try:
+        return work()
+    except BuildError as exc:
+        echo(f"error: {exc.message()}", err=True)
+        if metrics_file and exc.report:
+            _write_metrics(metrics_file, exc.report)
+        exit_now(exc.exit_code)
+    except KeyboardInterrupt as exc:  # before the build began: nothing was written
+        signum = getattr(exc, "signum", 2)
+        name = getattr(exc, "name", "SIGINT")
+        click.echo(f"error: build interrupted by {name} before it began; nothing was written",
+                   err=True)  # fmt: skip
+        exit_now(128 + signum)
 
 
 def _write_metrics(path: str, report_json: str) -> None:
@@ -265,13 +267,6 @@ def _write_metrics(path: str, report_json: str) -> None:
             write_textfile(path, json.load(handle))
     except (OSError, ValueError) as exc:
         echo(f"warning: metrics not written to {path}: {exc}", err=True)
-
-
-def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn.env import fast_exit
-
-    fast_exit(code)  # skips the slow interpreter teardown after FINN when run as a program
-    sys.exit(code)
 
 
 def print_summary(report: BuildReport) -> None:
@@ -322,71 +317,85 @@ def _print_outcome(out: Console, report: BuildReport, warnings: list[str], skipp
 def _print_performance(out: Console, report: BuildReport) -> None:
     """The throughput (at the clock nextpnr reached, when a bitstream was made, then the
     estimate at the clock asked), whether it meets the target, latency, the bottleneck."""
-    from brainsmith.report.text import bottleneck_line, clocked_lines, latency_text, number
+    from brainsmith.report.text import bottleneck_line, clocked_lines, latency_text
 
-    perf = report.get("performance", {})
-    fps, latency = perf.get("estimated_fps"), latency_text(report)
-    goal = report.get("target")
+    fps, latency = report.get("performance", {}).get("estimated_fps"), latency_text(report)
     clocked = clocked_lines(report)
     if clocked:
         out.print(f"  throughput  {clocked[0]}", markup=False)
         if clocked[1]:
             out.print(f"  latency     {clocked[1]}", markup=False)
     if fps:
-        verdict = ""
-        if goal:
-            state = "met" if goal["met"] else "[bold red]MISSED[/bold red]"
-            verdict = f"; target {number(goal['target_fps'])} fps {state}"
-        if clocked:
-            asked = f"{number(1000 / report['clock_ns'])} MHz"
-            out.print(
-                f"  estimated   {number(fps)} fps at the {asked} asked (FINN's estimate{verdict})"
-            )
-        else:
-            out.print(
-                f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
-            )
+        out.print(_estimate(report, fps, bool(clocked)))
     if latency:
         out.print(f"  {'' if clocked else 'latency':<11} {latency}", markup=False)
-    bottleneck = bottleneck_line(goal)
+    bottleneck = bottleneck_line(report.get("target"))
     if bottleneck:
         out.print(f"  bottleneck  {bottleneck}", markup=False)
 
 
+def _estimate(report: BuildReport, fps: float, clocked: bool) -> str:
+    """FINN's estimated throughput, and whether it meets the target (rich markup)."""
+    from brainsmith.report.text import number
+
+    goal = report.get("target")
+    verdict = ""
+    if goal:
+        state = "met" if goal["met"] else "[bold red]MISSED[/bold red]"
+        verdict = f"; target {number(goal['target_fps'])} fps {state}"
+    if clocked:
+        asked = f"{number(1000 / report['clock_ns'])} MHz"
+        return f"  estimated   {number(fps)} fps at the {asked} asked (FINN's estimate{verdict})"
+    return f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
+
+
 def _print_resources(out: Console, report: BuildReport) -> None:
     """The estimated resources with their share of the part, and what they leave out."""
-    from brainsmith.report.text import incomplete_line
-
     totals = report.get("totals", {})
     if not totals:
         return
+    for line in [*_measured_lines(report), *_bitstream_lines(report)]:
+        out.print(line, markup=False)
+    label = "estimated" if report.get("synthesis") or report.get("bitstream") else "resources"
     partial = report.get("incomplete") or {}
-    section = report.get("synthesis")
-    if section:
-        from brainsmith.report.measured import error_line, measured_line, unsynthesised
-
-        out.print(f"  measured    {measured_line(section)}", markup=False)
-        error = error_line(section)
-        if error:
-            out.print(f"              {error}", markup=False)
-        for line in unsynthesised(section):
-            out.print(f"              not synthesised: {line}", markup=False)
-    bitstream = report.get("bitstream")
-    if bitstream:
-        from brainsmith.report.text import bitstream_lines
-
-        for index, line in enumerate(bitstream_lines(bitstream)):
-            out.print(f"  {'' if index else 'bitstream':<11} {line}", markup=False)
-    label = "estimated" if section or bitstream else "resources"
     out.print(f"  {label:<11} " + _resources(totals, report.get("utilisation"), partial))
-    missing = incomplete_line(report)
-    if missing:
-        out.print(f"              {missing}", markup=False)
-    from brainsmith.report.measured import unchecked
+    for line in _left_out_lines(report):
+        out.print(line, markup=False)
 
-    note = unchecked(report)
-    if note:
-        out.print(f"  unchecked   {note}", markup=False)
+
+def _left_out_lines(report: BuildReport) -> list[str]:
+    """What the estimates leave out, and what was not checked."""
+    from brainsmith.report.measured import unchecked
+    from brainsmith.report.text import incomplete_line
+
+    missing, note = incomplete_line(report), unchecked(report)
+    return [*([f"              {missing}"] if missing else []),
+            *([f"  unchecked   {note}"] if note else [])]  # fmt: skip
+
+
+def _measured_lines(report: BuildReport) -> list[str]:
+    """Yosys' counts, their error, the layers not synthesised."""
+    section = report.get("synthesis")
+    if not section:
+        return []
+    from brainsmith.report.measured import error_line, measured_line, unsynthesised
+
+    error = error_line(section)
+    return [
+        f"  measured    {measured_line(section)}",
+        *([f"              {error}"] if error else []),
+        *(f"              not synthesised: {line}" for line in unsynthesised(section)),
+    ]
+
+
+def _bitstream_lines(report: BuildReport) -> list[str]:
+    bitstream = report.get("bitstream")
+    if not bitstream:
+        return []
+    from brainsmith.report.text import bitstream_lines
+
+    lines = bitstream_lines(bitstream)
+    return [f"  {'' if index else 'bitstream':<11} {line}" for index, line in enumerate(lines)]
 
 
 def _print_verification(
@@ -399,36 +408,53 @@ def _print_verification(
         out.print("  verified    no (verify: none)")
         return
     generated = [c for c in checks if "samples" in c]
-    user = [c["user"] for c in checks if "user" in c]
-    unchanged = sum(1 for c in checks if c.get("unchanged"))
-    rerun = f" ({unchanged} unchanged, not re-run)" if unchanged else ""
-    mine = f"your {user[-1].get('samples', 0)} vectors" if user else ""
-    worst_mine = f"{max(u.get('max_error', 0.0) for u in user):.2g}" if user else ""
-    if generated:
-        what = f"each of {len(checks)} steps run{rerun}" if mode == "each" else "the final model"
-        worst = max(c.get("max_error", 0.0) for c in generated)
-        text = (
-            f"  verified    {what}: max error {worst:.2g} on "
-            f"{generated[-1].get('samples', 0)} generated inputs"
-        )
-        if user:
-            text += f", {worst_mine} on {mine}"
-    else:
-        text = f"  verified    the final model against {mine} only (verify: none): max error "
-        text += worst_mine
+    text = _verified(checks, generated, mode)
     if tolerance and tolerance.get("atol") is not None:
         text += f" (atol {tolerance['atol']:g}, rtol {tolerance['rtol']:g})"
     elif generated:
         text += "; 0 errors in quantizer steps"
     out.print(text)
+    for line in _tie_lines(steps):
+        out.print(line, markup=False)
+
+
+def _verified(checks: list[Verification], generated: list[Verification], mode: str) -> str:
+    """``  verified    the final model: max error 0 on 64 generated inputs, 0 on your 8
+    vectors``."""
+    mine, worst_mine = _user_vectors(checks)
+    if not generated:
+        return f"  verified    the final model against {mine} only (verify: none): max error {worst_mine}"
+    unchanged = sum(1 for c in checks if c.get("unchanged"))
+    rerun = f" ({unchanged} unchanged, not re-run)" if unchanged else ""
+    what = f"each of {len(checks)} steps run{rerun}" if mode == "each" else "the final model"
+    worst = max(c.get("max_error", 0.0) for c in generated)
+    text = (
+        f"  verified    {what}: max error {worst:.2g} on "
+        f"{generated[-1].get('samples', 0)} generated inputs"
+    )
+    return text + (f", {worst_mine} on {mine}" if mine else "")
+
+
+def _user_vectors(checks: list[Verification]) -> tuple[str, str]:
+    """``your 8 vectors`` and the largest error on them; empty without --input."""
+    user = [c["user"] for c in checks if "user" in c]
+    if not user:
+        return "", ""
+    return (
+        f"your {user[-1].get('samples', 0)} vectors",
+        f"{max(u.get('max_error', 0.0) for u in user):.2g}",
+    )
+
+
+def _tie_lines(steps: list[StepEntry]) -> list[str]:
+    """The steps whose check met rounding ties (not those left unchanged)."""
     tied = [(s["name"], s["verification"]) for s in steps if s.get("verification", {}).get("ties")]
-    for name, check in tied:
-        if not check.get("unchanged"):
-            out.print(
-                f"              {name}: {check['ties']} rounding tie(s) in "
-                f"{check.get('tie_samples', 0)} input(s), worst {check.get('worst_tie', '')}",
-                markup=False,
-            )
+    return [
+        f"              {name}: {check['ties']} rounding tie(s) in "
+        f"{check.get('tie_samples', 0)} input(s), worst {check.get('worst_tie', '')}"
+        for name, check in tied
+        if not check.get("unchanged")
+    ]
 
 
 def _print_finn_warnings(out: Console, warnings: list[FinnWarning]) -> None:

@@ -10,6 +10,12 @@ import click
 from brainsmith.blueprint.choices import PREFERENCES
 from brainsmith.cli.output import console, echo
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from brainsmith.commands.check_model import CheckResult, NodeVerdict
+
 PLACES = {  # padded to one width: rich markup is not counted
     "hardware": "[green]hardware[/green]",
     "before": "    host",
@@ -83,21 +89,11 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, board: str |
     sys.exit(0 if result.ok else 1)
 
 
-def show(result) -> None:
+def show(result: CheckResult) -> None:
     from rich.markup import escape
 
     out = console()
-    rows = [
-        (n.name, n.op_type, n.kernel or "-", n.backend or "-", n.placement, n.reason)
-        for n in result.nodes
-    ]
-    widths = [max([len(r[i]) for r in rows] + [len(HEAD[i])]) for i in range(4)]
-    head = "  ".join(h.ljust(w) for h, w in zip(HEAD, widths, strict=True))
-    out.print(f"[bold]   place  {escape(head)}  why[/bold]", soft_wrap=True)
-    for name, op, kernel, backend, placement, reason in rows:
-        cells = [name, op, kernel, backend]
-        text = "  ".join(escape(c.ljust(w)) for c, w in zip(cells, widths, strict=True))
-        out.print(f"{PLACES[placement]}  {text}  {escape(reason)}", soft_wrap=True)
+    _print_nodes(out, result.nodes)
     hardware = sum(n.placement == "hardware" for n in result.nodes)
     host = sum(n.placement in ("before", "after", "host", "tail") for n in result.nodes)
     out.print(
@@ -107,24 +103,49 @@ def show(result) -> None:
     if result.error:
         out.print(f"[bold red]error[/bold red] {escape(result.error)}", soft_wrap=True)
     elif result.blocking:
-        places = {n.placement for n in result.blocking}
-        if places == {"unrunnable"}:
-            out.print("[bold red]the build would stop[/bold red]: the host cannot run the nodes "
-                      "marked BLOCKS")  # fmt: skip
-        else:
-            step = "specialize" if places == {"backend"} else "hardware_inference"
-            out.print(
-                f"[bold red]the build would stop at {step}[/bold red] (the nodes marked BLOCKS)"
-            )
-    elif hardware:
-        tail = sum(n.placement in ("tail", "after") for n in result.nodes)
-        starts = ", ".join(n.name for n in result.nodes if n.placement == "tail")
-        if starts:
-            out.print(
-                f"[yellow]ready to build[/yellow], with {tail} node(s) on the host after the "
-                f"accelerator, from {escape(starts)} on (no hardware layer computes it)"
-            )
-        else:
-            out.print("[green]ready to build[/green]")
+        out.print(_blocked(result.blocking))
     else:
-        out.print("[bold red]no node becomes hardware[/bold red]: add kernels or use kernels: auto")
+        out.print(_ready(result.nodes) if hardware else NO_HARDWARE)
+
+
+NO_HARDWARE = "[bold red]no node becomes hardware[/bold red]: add kernels or use kernels: auto"
+
+
+def _print_nodes(out: Console, nodes: list[NodeVerdict]) -> None:
+    """One line per node: where it goes, its kernel and backend, and why."""
+    from rich.markup import escape
+
+    rows = [(n.name, n.op_type, n.kernel or "-", n.backend or "-", n.placement, n.reason)
+            for n in nodes]  # fmt: skip
+    widths = [max([len(r[i]) for r in rows] + [len(HEAD[i])]) for i in range(4)]
+    head = "  ".join(h.ljust(w) for h, w in zip(HEAD, widths, strict=True))
+    out.print(f"[bold]   place  {escape(head)}  why[/bold]", soft_wrap=True)
+    for name, op, kernel, backend, placement, reason in rows:
+        cells = [name, op, kernel, backend]
+        text = "  ".join(escape(c.ljust(w)) for c, w in zip(cells, widths, strict=True))
+        out.print(f"{PLACES[placement]}  {text}  {escape(reason)}", soft_wrap=True)
+
+
+def _blocked(blocking: list[NodeVerdict]) -> str:
+    """Where the build would stop."""
+    places = {n.placement for n in blocking}
+    if places == {"unrunnable"}:
+        return (
+            "[bold red]the build would stop[/bold red]: the host cannot run the nodes marked BLOCKS"
+        )
+    step = "specialize" if places == {"backend"} else "hardware_inference"
+    return f"[bold red]the build would stop at {step}[/bold red] (the nodes marked BLOCKS)"
+
+
+def _ready(nodes: list[NodeVerdict]) -> str:
+    """Ready to build, naming the nodes left on the host after the accelerator."""
+    from rich.markup import escape
+
+    tail = sum(n.placement in ("tail", "after") for n in nodes)
+    starts = ", ".join(n.name for n in nodes if n.placement == "tail")
+    if not starts:
+        return "[green]ready to build[/green]"
+    return (
+        f"[yellow]ready to build[/yellow], with {tail} node(s) on the host after the "
+        f"accelerator, from {escape(starts)} on (no hardware layer computes it)"
+    )

@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import signal
-import sys
 
 import click
 
 from brainsmith.cli.output import console
+from brainsmith.cli.shared import exit_now, output_option, quiet_option, vector_options
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.files import Json
 
 
 @click.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("blueprint", type=click.Path(dir_okay=False))
-@click.option(
-    "-o",
-    "--output",
-    "output_dir",
-    type=click.Path(file_okay=False),
-    help="Output folder (default: build-out/<name>-explore-<timestamp>).",
-)
+@output_option("Output folder (default: build-out/<name>-explore-<timestamp>).")
 @click.option(
     "--workers",
     type=click.IntRange(min=0),
@@ -42,19 +40,7 @@ from brainsmith.cli.output import console
 @click.option(
     "--force", is_flag=True, help="Use a non-empty output folder by moving it aside first."
 )
-@click.option(
-    "--input",
-    "input_npy",
-    type=click.Path(dir_okay=False),
-    help="Input vectors (.npy) every variant's verification checks, with --expected.",
-)
-@click.option(
-    "--expected",
-    "expected_npy",
-    type=click.Path(dir_okay=False),
-    help="Expected outputs for --input: an .npy, or for a model with several outputs an .npz "
-    "of one array per output (in the model's order, or keyed by output name).",
-)
+@vector_options("Input vectors (.npy) every variant's verification checks, with --expected.")
 @click.option(
     "--metrics-port",
     type=click.IntRange(1, 65535),
@@ -80,7 +66,7 @@ from brainsmith.cli.output import console
     help="Build every variant for this board instead (as for build): one of FINN's or a "
     "Lattice ECP5 board (ulx3s-85f, ...; every layer RTL).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress display; only the summary.")
+@quiet_option()
 def explore(
     model: str,
     blueprint: str,
@@ -137,28 +123,19 @@ def explore(
             )
     except ExploreError as exc:
         click.echo(f"error: {exc.message()}", err=True)
-        _exit(exc.exit_code)
+        exit_now(exc.exit_code)
     except KeyboardInterrupt as exc:  # before the exploration began: nothing ran
         signum = getattr(exc, "signum", signal.SIGINT)
         name = signal.Signals(signum).name
         click.echo(f"error: exploration interrupted by {name} before it began", err=True)
-        _exit(128 + signum)
+        exit_now(128 + signum)
     print_summary(result.data)
-    _exit(0 if any(v["status"] == "ok" for v in result.variants) else 1)
+    exit_now(0 if any(v["status"] == "ok" for v in result.variants) else 1)
 
 
-def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn.env import fast_exit
-
-    fast_exit(code)
-    sys.exit(code)
-
-
-def print_summary(data: dict) -> None:
+def print_summary(data: Json) -> None:
     """The exploration in a few lines: counts, reuse, how the variants were counted where
     they differ, the best variants, the files."""
-    from brainsmith.frameworks.finn.facts import step_label
-
     out = console()
     out.soft_wrap = True
     variants = data["variants"]
@@ -170,75 +147,104 @@ def print_summary(data: dict) -> None:
         f"variants built, {len(failed)} failed, in {seconds:.1f} s",
         highlight=False,
     )
-    out.print(
-        f"  segments    {data['segments_run']} run, {data['segments_reused']} reused "
-        f"({data['steps_run']} step runs instead of {data['steps_without_reuse']})",
-        markup=False,
-    )
+    for line in _summary_lines(data, ok, failed):
+        out.print(line, markup=False)
+
+
+def _summary_lines(data: Json, ok: list[Json], failed: list[Json]) -> list[str]:
     counting = data.get("counting") or {}
     unlike = counting.get("alike") is False
-    if unlike:
-        out.print(f"  counted     {counting['differs']}", markup=False)
+    return [
+        f"  segments    {data['segments_run']} run, {data['segments_reused']} reused "
+        f"({data['steps_run']} step runs instead of {data['steps_without_reuse']})",
+        *([f"  counted     {counting['differs']}"] if unlike else []),
+        *_ranking_lines(data["variants"], ok, unlike),
+        *_no_effect_lines(data.get("effects") or []),
+        *(
+            [f"  constraints {_constraints(ok, data['constraints'])}"]
+            if data["constraints"]
+            else []
+        ),
+        *_failed_lines(failed[:5]),
+        f"  results     {data['output_dir']}/explore.json",
+        f"  report      {data['output_dir']}/report.html",
+    ]
+
+
+def _ranking_lines(variants: list[Json], ok: list[Json], unlike: bool) -> list[str]:
+    """The Pareto front (at most ten), or why there is none; the variants not ranked."""
     pareto = [v for v in variants if v["pareto"]]
-    for v in pareto[:10]:
-        choices = " ".join(f"{k}={_text(x)}" for k, x in v["choices"].items())
-        same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
-        shown = _metrics(v, unlike)
-        if unlike and v.get("counting"):
-            shown += f" [{v['counting']['tag']}]"
-        out.print(f"  pareto      {v['id']}{same}  {shown}  {choices}", markup=False)
-    unranked: dict[str, list[str]] = {}
-    for v in ok:
-        if v.get("unranked") and not v.get("same_design_as"):
-            unranked.setdefault(v["unranked"], []).append(v["id"])
+    lines = [_pareto_line(v, unlike) for v in pareto[:10]]
+    unranked = _unranked(ok)
     if unranked and not pareto:
-        out.print(
+        lines.append(
             "  pareto      none: no variant that meets every constraint has a number for every "
-            "objective",
-            markup=False,
+            "objective"
         )
-    for reason, ids in unranked.items():
-        out.print(f"  not ranked  {_ids(sorted(ids))}: {reason}", markup=False)
-    for effect in data.get("effects") or []:
-        if effect["changed_nothing"]:
-            out.print(
-                f"  no effect   {effect['dimension']}: the variants that differ only there "
-                "built the same design",
-                markup=False,
-            )
-    if data["constraints"]:
-        out.print(f"  constraints {_constraints(ok, data['constraints'])}", markup=False)
-    for v in failed[:5]:
+    lines += [f"  not ranked  {_ids(sorted(ids))}: {why}" for why, ids in unranked.items()]
+    return lines
+
+
+def _unranked(built: list[Json]) -> dict[str, list[str]]:
+    """The variants not ranked (each design once), by reason."""
+    found: dict[str, list[str]] = {}
+    for v in built:
+        if v.get("unranked") and not v.get("same_design_as"):
+            found.setdefault(v["unranked"], []).append(v["id"])
+    return found
+
+
+def _pareto_line(v: Json, unlike: bool) -> str:
+    choices = " ".join(f"{k}={_text(x)}" for k, x in v["choices"].items())
+    same = f" (same design: {', '.join(v['same_design'])})" if v.get("same_design") else ""
+    shown = _metrics(v, unlike)
+    if unlike and v.get("counting"):
+        shown += f" [{v['counting']['tag']}]"
+    return f"  pareto      {v['id']}{same}  {shown}  {choices}"
+
+
+def _no_effect_lines(effects: list[Json]) -> list[str]:
+    return [
+        f"  no effect   {effect['dimension']}: the variants that differ only there built the "
+        "same design"
+        for effect in effects
+        if effect["changed_nothing"]
+    ]
+
+
+def _failed_lines(failed: list[Json]) -> list[str]:
+    from brainsmith.frameworks.finn.facts import step_label
+
+    lines = []
+    for v in failed:
         error = v["error"] or {}
         where = f" (shared segment {v['failed_in']})" if v["failed_in"] else ""
         step = step_label(str(error.get("step")))
-        out.print(
-            f"  failed      {v['id']}: {step}{where}: {error.get('reason')}",
-            markup=False,
-        )
-    out.print(f"  results     {data['output_dir']}/explore.json", markup=False)
-    out.print(f"  report      {data['output_dir']}/report.html", markup=False)
+        lines.append(f"  failed      {v['id']}: {step}{where}: {error.get('reason')}")
+    return lines
 
 
-def _metrics(v: dict, compute: bool = False) -> str:
+def _metrics(v: Json, compute: bool = False) -> str:
     """``1,250,000 fps, LUT 1,469, DSP 7, BRAM_18K 0``; with ``compute``, each resource's
     compute layers beside its total where they differ: ``LUT 1,469 (compute 1,174)``."""
     m, bounds = v["metrics"] or {}, v.get("lower_bounds") or {}
     layers = ((v.get("counting") or {}).get("compute") or {}) if compute else {}
     fps = f"{m['fps']:,.0f} fps" if m.get("fps") else "- fps"
-    return fps + "".join(
-        f", {k} {'≥ ' if k in bounds else ''}{m[k]:,}"
-        + (f" (compute {layers[k]:,})" if layers.get(k) not in (None, m[k]) else "")
-        for k in ("LUT", "DSP", "BRAM_18K")
-        if m.get(k) is not None
-    )
+    shown = [k for k in ("LUT", "DSP", "BRAM_18K") if m.get(k) is not None]
+    return fps + "".join(_resource(k, m[k], k in bounds, layers.get(k)) for k in shown)
+
+
+def _resource(name: str, total: float, bound: bool, compute: float | None) -> str:
+    """``, LUT ≥ 1,469 (compute 1,174)``: the compute layers' figure where it differs."""
+    beside = f" (compute {compute:,})" if compute not in (None, total) else ""
+    return f", {name} {'≥ ' if bound else ''}{total:,}{beside}"
 
 
 def _ids(ids: list[str]) -> str:
     return ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
 
 
-def _constraints(built: list[dict], constraints: list[str]) -> str:
+def _constraints(built: list[Json], constraints: list[str]) -> str:
     """How the built variants fare against the constraints, e.g. "4 of 12 built variants meet
     LUT <= 20000; 2 miss one; 6 not judged: their LUT is a lower bound"."""
     met = sum(v["feasible"] is True for v in built)
@@ -248,12 +254,16 @@ def _constraints(built: list[dict], constraints: list[str]) -> str:
         text += f"; {missed} miss one"
     unjudged = [v for v in built if v["feasible"] is None]
     if unjudged:
-        metrics = {c["constraint"].split()[0]: None for v in unjudged for c in v["constraints"]
-                   if c["ok"] is None}  # fmt: skip
-        named = " and ".join(metrics)
-        bound = "are lower bounds" if len(metrics) > 1 else "is a lower bound"
-        text += f"; {len(unjudged)} not judged: their {named} {bound}"
+        text += f"; {len(unjudged)} not judged: {_unjudged(unjudged)}"
     return text
+
+
+def _unjudged(unjudged: list[Json]) -> str:
+    """``their LUT is a lower bound``: the metrics of the constraints not judged."""
+    metrics = {c["constraint"].split()[0]: None for v in unjudged for c in v["constraints"]
+               if c["ok"] is None}  # fmt: skip
+    bound = "are lower bounds" if len(metrics) > 1 else "is a lower bound"
+    return f"their {' and '.join(metrics)} {bound}"
 
 
 def _text(value: object) -> str:

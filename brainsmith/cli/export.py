@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import click
 
+from brainsmith.cli.shared import build_dir_argument, error_exit, exit_now
+
 
 @click.command("export")
-@click.argument("build_dir", type=click.Path(file_okay=False))
+@build_dir_argument
 @click.argument("dest", type=click.Path(file_okay=False))
 @click.option(
     "--frames",
@@ -39,7 +41,6 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
     from brainsmith import interrupts
     from brainsmith.board.streams import DriverError
     from brainsmith.cli.output import console, echo
-    from brainsmith.cli.synth import _exit
     from brainsmith.commands.run import load_array
     from brainsmith.export import ExportError, export_build
 
@@ -48,15 +49,10 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
             x = load_array(input_npy, "--input") if input_npy else None
             done = export_build(build_dir, dest, frames=frames, x=x)
     except (DriverError, ExportError) as exc:
-        echo(f"error: {exc.reason}", err=True)
-        if exc.hint:
-            echo(f"  try: {exc.hint}", err=True)
-        _exit(2)
-        raise
+        error_exit(exc.reason, exc.hint, 2)
     except interrupts.BuildInterrupted as exc:
         echo(f"error: export interrupted ({exc.name}); {dest} was not written", err=True)
-        _exit(128 + exc.signum)
-        raise
+        exit_now(128 + exc.signum)
     changed = f"; Verilator reads {len(done.changes)} changed" if done.changes else ""
     console().print(
         f"exported {done.top} to {done.folder}: {done.sources} sources, "
@@ -66,4 +62,4 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
         markup=False,
         soft_wrap=True,
     )
-    _exit(0)
+    exit_now(0)

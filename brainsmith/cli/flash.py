@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import click
 
+from brainsmith.cli.shared import build_dir_argument, exit_now, on_build_folder
+
 
 @click.command("flash")
-@click.argument("build_dir", type=click.Path(file_okay=False))
+@build_dir_argument
 @click.option(
     "--flash",
     "to_flash",
@@ -44,7 +46,6 @@ def flash(build_dir: str, to_flash: bool, cable: str | None, dry_run: bool) -> N
     """
     from brainsmith.board.flash import shown
     from brainsmith.cli.output import console
-    from brainsmith.cli.synth import _exit, on_build_folder
     from brainsmith.commands.flash import flash_build_folder
 
     done = on_build_folder(
@@ -64,4 +65,4 @@ def flash(build_dir: str, to_flash: bool, cable: str | None, dry_run: bool) -> N
             markup=False,
             soft_wrap=True,
         )
-    _exit(0)
+    exit_now(0)

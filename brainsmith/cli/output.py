@@ -7,12 +7,19 @@ import sys
 
 import click
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
-def console(stderr: bool = False):
+    from rich.console import Console
+
+
+def console(stderr: bool = False) -> Console:
     """The commands' rich console: what it prints goes through ``terminal.printable``."""
     from brainsmith.terminal import console as safe_console
 
-    return safe_console(stderr=stderr, highlight=False, soft_wrap=False)
+    shown: Console = safe_console(stderr=stderr, highlight=False, soft_wrap=False)
+    return shown
 
 
 def echo(text: str, err: bool = False) -> None:
@@ -26,6 +33,6 @@ def print_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1) -> NoReturn:
     echo(f"error: {message}", err=True)
     sys.exit(code)

@@ -3,17 +3,25 @@ Lattice ECP5 or Nexus part with Yosys and nextpnr."""
 
 from __future__ import annotations
 
-import sys
-
 import click
+
+from brainsmith.cli.shared import (
+    build_dir_argument,
+    finish_timed,
+    json_option,
+    on_build_folder,
+    status_note,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from rich.console import Console
+
+    from brainsmith.files import Json
 
 
 @click.command("place-route")
-@click.argument("build_dir", type=click.Path(file_okay=False))
+@build_dir_argument
 @click.option(
     "--part",
     required=True,
@@ -23,7 +31,7 @@ if TYPE_CHECKING:
 @click.option(
     "--mhz", type=float, default=None, help="The clock to meet (default: the build's clock)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> None:
     """Synthesise the whole accelerator of the all-RTL build in BUILD_DIR (Yosys synth_ecp5
     or synth_nexus) and place and route it (nextpnr-ecp5 out of context; nextpnr-nexus, which
@@ -49,12 +57,9 @@ def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> 
       brainsmith place-route out/mlp --part LFE5U-85F-6BG381C
       brainsmith place-route out/mlp --part LIFCL-40-9BG400C
     """
-    from brainsmith.cli.output import print_json
-    from brainsmith.cli.synth import _exit, on_build_folder
     from brainsmith.commands.place_route import place_route_build_folder
-    from brainsmith.terminal import console
 
-    status = console(file=sys.stderr, highlight=False)
+    note = status_note(as_json)
     data = on_build_folder(
         build_dir,
         "place and route",
@@ -63,17 +68,13 @@ def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> 
             build_dir,
             part,
             mhz=mhz,
-            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+            note=note,
         ),
     )
-    if as_json:
-        print_json(data)
-    else:
-        print_result(data)
-    _exit(0 if data["met"] else 3)
+    finish_timed(data, as_json, print_result)
 
 
-def print_result(data: dict[str, Any]) -> None:
+def print_result(data: Json) -> None:
     """Fmax per clock against the constraint, then each resource used of the part's."""
     from brainsmith.cli.output import console
 
@@ -97,7 +98,7 @@ def print_result(data: dict[str, Any]) -> None:
     )
 
 
-def print_critical_path(out: Any, data: dict[str, Any]) -> None:
+def print_critical_path(out: Console, data: Json) -> None:
     """The slowest clock's critical path, named by layer, when nextpnr reported one."""
     from brainsmith.place_route.critical_path import path_text
 
@@ -105,7 +106,7 @@ def print_critical_path(out: Any, data: dict[str, Any]) -> None:
         out.print(f"critical path {path_text(data['critical_path'])}", markup=False)
 
 
-def print_resources(out: Any, data: dict[str, Any]) -> str:
+def print_resources(out: Console, data: Json) -> str:
     """Each resource the router counts used, of the part's; returns the seconds per stage as
     one line's text."""
     for name, counts in sorted(data["resources"].items()):

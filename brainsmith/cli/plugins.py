@@ -13,7 +13,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from brainsmith.plugin.services.records import PerformanceStats
+    from brainsmith.files import Json
+    from brainsmith.plugin.registry import Registry, RegistryChanges
+    from brainsmith.plugin.services.records import Health, PerformanceStats
+    from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
 
 @click.group()
@@ -44,24 +47,44 @@ def list_plugins(
     """List registered plugins (one plain line each when the output is not a terminal)."""
     registry = _registry_or_exit()
     specs = registry.specs(plugin_type, framework)
-    problems = [p for p in registry.problems if framework is None or p.source == framework]
-    if framework and not specs and not problems and framework not in registry.frameworks():
-        known = ", ".join(registry.frameworks()) or "none"
-        fail(f"no plugins from framework '{framework}' (known frameworks: {known})")
-    if not show_all:
-        specs = [s for s in specs if not (s.error or "").startswith("unavailable:")]
-    specs.sort(key=lambda s: (PLUGIN_TYPES.index(s.type), s.framework, s.name.lower()))
+    problems = _problems(registry, framework)
+    if framework and not specs and not problems:
+        _known_framework(registry, framework)
+    specs = _listed(specs, show_all)
     if as_json:
         print_json([s.as_dict() for s in specs])
-    elif specs:
-        _print_specs(specs)
-    else:
-        echo(f"no working plugins from framework '{framework}'" if framework else "no plugins")
-    if problems and not as_json:
+        return
+    _print_listing(specs, framework)
+    if problems:
         _print_problems(problems, show_all)
 
 
-def _print_specs(specs: list) -> None:
+def _problems(registry: Registry, framework: str | None) -> list[PluginProblem]:
+    return [p for p in registry.problems if framework is None or p.source == framework]
+
+
+def _print_listing(specs: list[PluginSpec], framework: str | None) -> None:
+    if specs:
+        _print_specs(specs)
+    else:
+        echo(f"no working plugins from framework '{framework}'" if framework else "no plugins")
+
+
+def _known_framework(registry: Registry, framework: str) -> None:
+    """Fails naming the known frameworks when ``framework`` is not one of them."""
+    if framework not in registry.frameworks():
+        known = ", ".join(registry.frameworks()) or "none"
+        fail(f"no plugins from framework '{framework}' (known frameworks: {known})")
+
+
+def _listed(specs: list[PluginSpec], show_all: bool) -> list[PluginSpec]:
+    """By type, framework and name; without ``show_all``, only the available ones."""
+    if not show_all:
+        specs = [s for s in specs if not (s.error or "").startswith("unavailable:")]
+    return sorted(specs, key=lambda s: (PLUGIN_TYPES.index(s.type), s.framework, s.name.lower()))
+
+
+def _print_specs(specs: list[PluginSpec]) -> None:
     """A table on a terminal; elsewhere plain aligned lines, nothing cut."""
     from rich.text import Text
 
@@ -69,11 +92,7 @@ def _print_specs(specs: list) -> None:
 
     out = console()
     if not out.is_terminal:
-        rows = [(s.type, s.name, s.framework, s.error or s.description) for s in specs]
-        widths = [max(len(r[i]) for r in [HEAD, *rows]) for i in range(3)]
-        echo(f"{len(specs)} plugins")
-        for row in [HEAD, *rows]:
-            echo("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[3]]))
+        _print_plain(specs)
         return
     table = data_table(title=f"{len(specs)} plugins", title_justify="left")
     for column in HEAD:
@@ -84,7 +103,16 @@ def _print_specs(specs: list) -> None:
     out.print(table)
 
 
-def _print_problems(problems: list, show_all: bool) -> None:
+def _print_plain(specs: list[PluginSpec]) -> None:
+    """One aligned line per plugin, its description whole."""
+    rows = [(s.type, s.name, s.framework, s.error or s.description) for s in specs]
+    widths = [max(len(r[i]) for r in [HEAD, *rows]) for i in range(3)]
+    echo(f"{len(specs)} plugins")
+    for row in [HEAD, *rows]:
+        echo("  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[3]]))
+
+
+def _print_problems(problems: list[PluginProblem], show_all: bool) -> None:
     """Every problem with its reason (``--all``), else a line on stderr naming them."""
     if show_all:
         console().print(f"[yellow]{len(problems)} problem(s):[/yellow]")
@@ -115,40 +143,53 @@ def info(name: str, plugin_type: str | None, load: bool, as_json: bool) -> None:
     NAME may be short (Streamline) or qualified (finn:Streamline). With --load the exit
     code is 1 when the plugin fails to import.
     """
-    from brainsmith.plugin.errors import PluginError, PluginNotFoundError
-
     registry = _registry_or_exit()
     types = [plugin_type] if plugin_type else list(PLUGIN_TYPES)
+    found = _found(registry, types, name)
+    if not found:
+        fail(_closest_miss(registry, types, name))
+    loaded = [_info_entry(registry, spec, load) for spec in found]
+    payload = [entry for entry, _ in loaded]
+    if as_json:
+        print_json(payload if len(payload) > 1 else payload[0])
+    else:
+        _print_info(payload)
+    if any(failed for _, failed in loaded):
+        raise SystemExit(1)
+
+
+def _found(registry: Registry, types: list[str], name: str) -> list[PluginSpec]:
+    """The plugin named ``name`` of each of ``types`` (any case when not exactly)."""
+    from brainsmith.plugin.errors import PluginNotFoundError
+
     found = []
     for t in types:
         try:
             found.append(registry.find(t, name))
         except PluginNotFoundError:
             found.extend(registry.find_case_insensitive(t, name)[:1])
-    if not found:
-        fail(_closest_miss(registry, types, name))
-    payload = []
+    return found
+
+
+def _info_entry(registry: Registry, spec: PluginSpec, load: bool) -> tuple[Json, bool]:
+    """The spec as a dict, after loading it (``load``), with the others of its name; and
+    whether it failed to load."""
+    from brainsmith.plugin.errors import PluginError
+
     failed = False
-    for spec in found:
-        if load:
-            try:
-                registry.load(spec)
-            except PluginError:
-                failed = True  # shown as the plugin's status below
-        entry = spec.as_dict()
-        entry["also_provided_by"] = [
-            s.qualified_name for s in registry.candidates(spec.type, spec.name) if s is not spec
-        ]
-        payload.append(entry)
-    if as_json:
-        print_json(payload if len(payload) > 1 else payload[0])
-    else:
-        _print_info(payload)
-    if failed:
-        raise SystemExit(1)
+    if load:
+        try:
+            registry.load(spec)
+        except PluginError:
+            failed = True  # shown as the plugin's status below
+    entry = spec.as_dict()
+    entry["also_provided_by"] = [
+        s.qualified_name for s in registry.candidates(spec.type, spec.name) if s is not spec
+    ]
+    return entry, failed
 
 
-def _print_info(payload: list[dict]) -> None:
+def _print_info(payload: list[Json]) -> None:
     from rich.markup import escape
 
     out = console()
@@ -189,25 +230,29 @@ def health(as_json: bool) -> None:
     if as_json:
         print_json(report)
     else:
-        out = console()
-        color = {"healthy": "green", "degraded": "yellow", "unhealthy": "red"}[report["status"]]
-        out.print(f"status: [{color}]{report['status']}[/{color}]")
-        out.print(f"plugins: {report.get('plugin_count', 0)}")
-        frameworks = ", ".join(
-            f"{fw} {'yes' if ok else 'no'}" for fw, ok in report["frameworks"].items()
-        )
-        out.print(f"frameworks: {frameworks}", markup=False)
-        for fw, hint in report.get("missing_frameworks", {}).items():
-            out.print(f"  {fw}: {hint}", markup=False)
-        cache = "yes" if report["cache_available"] else "no (results are not persisted)"
-        out.print(f"cache: {cache} ({report.get('cache_dir', '')})", markup=False)
-        if report.get("error"):
-            out.print(f"error: {report['error']}", markup=False)
-        for problem in report["broken_plugins"]:
-            out.print(f"  broken: {problem['plugin']}: {problem['reason']}", markup=False)
-        for line in report.get("shadowed_plugins", []):
-            out.print(f"  shadowed: {line}", markup=False, soft_wrap=True)
+        _print_health(report)
     raise SystemExit({"healthy": 0, "degraded": 1, "unhealthy": 2}[report["status"]])
+
+
+def _print_health(report: Health) -> None:
+    out = console()
+    color = {"healthy": "green", "degraded": "yellow", "unhealthy": "red"}[report["status"]]
+    out.print(f"status: [{color}]{report['status']}[/{color}]")
+    out.print(f"plugins: {report.get('plugin_count', 0)}")
+    frameworks = ", ".join(
+        f"{fw} {'yes' if ok else 'no'}" for fw, ok in report["frameworks"].items()
+    )
+    out.print(f"frameworks: {frameworks}", markup=False)
+    for fw, hint in report.get("missing_frameworks", {}).items():
+        out.print(f"  {fw}: {hint}", markup=False)
+    cache = "yes" if report["cache_available"] else "no (results are not persisted)"
+    out.print(f"cache: {cache} ({report.get('cache_dir', '')})", markup=False)
+    if report.get("error"):
+        out.print(f"error: {report['error']}", markup=False)
+    for problem in report["broken_plugins"]:
+        out.print(f"  broken: {problem['plugin']}: {problem['reason']}", markup=False)
+    for line in report.get("shadowed_plugins", []):
+        out.print(f"  shadowed: {line}", markup=False, soft_wrap=True)
 
 
 @plugins.command("stats")
@@ -245,7 +290,7 @@ def _counts_table(data: PerformanceStats) -> Table:
 
     from brainsmith.terminal import table as data_table
 
-    table = data_table(box=None, pad_edge=False)
+    table: Table = data_table(box=None, pad_edge=False)
     for column in ("type", "plugins", "", "framework", "plugins"):
         table.add_column(column, justify="right" if column == "plugins" else "left")
     pairs = zip_longest(data["plugins_by_type"].items(), data["plugins_by_framework"].items())
@@ -260,7 +305,7 @@ def _discovery_table(data: PerformanceStats) -> Table:
     """This process's discovery: its time, the index cache, memory, per-source times."""
     from brainsmith.terminal import table as data_table
 
-    table = data_table(box=None, pad_edge=False, show_header=False)
+    table: Table = data_table(box=None, pad_edge=False, show_header=False)
     table.add_column()
     table.add_column()
     where = "shared (Redis)" if data["index_from_shared_cache"] else "local"
@@ -290,7 +335,7 @@ def watch() -> None:
     from brainsmith.plugin.errors import ConfigError, PluginError
     from brainsmith.plugin.manager import get_plugin_manager
 
-    def report(changes) -> None:
+    def report(changes: RegistryChanges) -> None:
         for line in changes.lines():
             echo(line)
         sys.stdout.flush()
@@ -312,7 +357,7 @@ def watch() -> None:
         watcher.stop()
 
 
-def _closest_miss(registry, types: list[str], name: str) -> str:
+def _closest_miss(registry: Registry, types: list[str], name: str) -> str:
     """The not-found message of the type whose plugin names come closest to ``name``."""
     import difflib
 
@@ -327,7 +372,7 @@ def _closest_miss(registry, types: list[str], name: str) -> str:
     return registry.not_found_message(best, name)
 
 
-def _registry_or_exit():
+def _registry_or_exit() -> Registry:
     from brainsmith.plugin.errors import ConfigError
     from brainsmith.plugin.manager import get_plugin_manager
 

@@ -7,13 +7,15 @@ import sys
 
 import click
 
+from brainsmith.cli.shared import build_dir_argument, error_exit, exit_now
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.commands.run import RunOutcome
 
 
 @click.command("run")
-@click.argument("build_dir", type=click.Path(file_okay=False))
+@build_dir_argument
 @click.option("--port", default=None, help="The board's serial port (its USB UART).")
 @click.option(
     "--simulate",
@@ -61,13 +63,12 @@ def run(
     from brainsmith import interrupts
     from brainsmith.board.streams import DriverError
     from brainsmith.cli.output import echo
-    from brainsmith.cli.synth import _exit
     from brainsmith.commands.run import run_build_folder
     from brainsmith.terminal import console
 
     if (port is None) == (not simulate):
         echo("error: give either --port PORT or --simulate", err=True)
-        _exit(2)
+        exit_now(2)
     status = console(file=sys.stderr, highlight=False)
     try:
         with interrupts.handled():
@@ -77,17 +78,12 @@ def run(
                 note=lambda text: status.print(text + " ...", markup=False),
             )  # fmt: skip
     except DriverError as exc:
-        echo(f"error: {exc.reason}", err=True)
-        if exc.hint:
-            echo(f"  try: {exc.hint}", err=True)
-        _exit(exc.exit_code)
-        raise
+        error_exit(exc.reason, exc.hint, exc.exit_code)
     except interrupts.BuildInterrupted as exc:
         echo(f"error: run interrupted ({exc.name}); the board was let go", err=True)
-        _exit(128 + exc.signum)
-        raise
+        exit_now(128 + exc.signum)
     print_outcome(outcome, output_npy)
-    _exit(0)
+    exit_now(0)
 
 
 def summary(outcome: RunOutcome) -> list[str]:

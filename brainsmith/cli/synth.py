@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import click
+
+from brainsmith.cli.output import echo, print_json
+from brainsmith.cli.shared import (
+    build_dir_argument,
+    exit_now,
+    json_option,
+    on_build_folder,
+    print_layers,
+    status_note,
+    time_cell,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
     from brainsmith.files import Json
-    from brainsmith.folder_lock import FolderLock
 
 
 @click.command("synth")
-@click.argument("build_dir", type=click.Path(file_okay=False))
+@build_dir_argument
 @click.option(
     "--jobs",
     "-j",
@@ -33,7 +37,7 @@ if TYPE_CHECKING:
     help="Synthesise HDL files that differ from the build's record of them (edited by hand) "
     "or that it has no record of, each named in a warning.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print synthesis.json instead of a table.")
+@json_option("Print synthesis.json instead of a table.")
 def synth(build_dir: str, jobs: int, allow_changed: bool, as_json: bool) -> None:
     """Synthesise every RTL layer of the build in BUILD_DIR with Yosys (synth_xilinx, out of
     context) and show its LUT, FF, CARRY, DSP, BRAM and URAM beside FINN's estimates.
@@ -58,11 +62,9 @@ def synth(build_dir: str, jobs: int, allow_changed: bool, as_json: bool) -> None
           --part xczu7ev-ffvc1156-2-e -o out/mlp
       brainsmith synth out/mlp
     """
-    from brainsmith.cli.output import echo, print_json
     from brainsmith.commands.synthesis import synthesise_build_folder
-    from brainsmith.terminal import console
 
-    status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
+    note = status_note(as_json)
     data = on_build_folder(
         build_dir,
         "synthesis",
@@ -72,66 +74,28 @@ def synth(build_dir: str, jobs: int, allow_changed: bool, as_json: bool) -> None
             jobs=jobs,
             allow_changed=allow_changed,
             warn=lambda text: echo(f"warning: {text}", err=True),
-            note=None if as_json else lambda text: status.print(text + " ...", markup=False),
+            note=note,
         ),
     )
     if as_json:
         print_json(data)
     else:
         print_table(data)
-    failed = [layer for layer in data["layers"] if layer["status"] == "failed"]
+    exit_now(_outcome(data["layers"]))
+
+
+def _outcome(layers: list[Json]) -> int:
+    """Each failed layer on stderr; the exit code: 1 a layer failed, 2 none synthesised."""
+    failed = [layer for layer in layers if layer["status"] == "failed"]
     for layer in failed:
         log = f" (log: {layer['log']})" if layer["log"] else ""
         echo(f"error: layer {layer['name']} ({layer['op_type']}): {layer['reason']}{log}", err=True)
     if failed:
-        _exit(1)
-    if not any(layer["status"] == "synthesised" for layer in data["layers"]):
+        return 1
+    if not any(layer["status"] == "synthesised" for layer in layers):
         echo("error: no layer was synthesised (the reasons are above)", err=True)
-        _exit(2)
-    _exit(0)
-
-
-def on_build_folder(build_dir: str, doing: str, stopped: str, work: Callable[[], Json]) -> Json:
-    """``work()`` on ``build_dir`` under its folder lock (the lock build and explore take),
-    SIGINT/SIGTERM turned into an interrupt; a FolderError or an interrupt is printed and
-    exits (its code, or 128 + the signal), naming ``doing`` and what ``stopped``."""
-    from brainsmith import interrupts
-    from brainsmith.cli.output import echo
-    from brainsmith.commands.rtl_verification import FolderError
-    from brainsmith.folder_lock import FolderLock
-
-    lock = FolderLock(build_dir, doing)
-    try:
-        with interrupts.handled():
-            if os.path.isdir(build_dir):
-                _take(lock)
-            return work()
-    except FolderError as exc:
-        echo(f"error: {exc.reason}", err=True)
-        if exc.hint:
-            echo(f"  try: {exc.hint}", err=True)
-        _exit(exc.exit_code)
-        raise  # (_exit does not return)
-    except interrupts.BuildInterrupted as exc:
-        echo(f"error: {doing} interrupted ({exc.name}); {stopped}", err=True)
-        _exit(128 + exc.signum)
-        raise
-    finally:
-        lock.release()
-
-
-def _take(lock: FolderLock) -> None:
-    """``lock`` held; FolderError (exit 2) naming its holder when another has it."""
-    from brainsmith.commands.rtl_verification import FolderError
-    from brainsmith.folder_lock import FolderBusy
-
-    try:
-        lock.acquire()
-    except FolderBusy as exc:
-        hint = "wait for it to finish (or stop it), then synthesise again"
-        raise FolderError(exc.reason, hint) from None
-    except OSError as exc:
-        raise FolderError(f"cannot lock {lock.folder} ({exc.strerror or exc})", "") from exc
+        return 2
+    return 0
 
 
 def _pair(estimate: float | None, count: int | None) -> str:
@@ -140,9 +104,8 @@ def _pair(estimate: float | None, count: int | None) -> str:
     return f"{left} / {right}"
 
 
-def print_table(data: dict[str, Any]) -> None:
+def print_table(data: Json) -> None:
     """One row per layer (FINN's estimate / Yosys' count), the totals, then the reasons."""
-    from brainsmith.cli.output import console
     from brainsmith.synthesis.yosys import COUNTS
     from brainsmith.terminal import table as data_table
 
@@ -159,11 +122,7 @@ def print_table(data: dict[str, Any]) -> None:
             layer["name"],
             layer["status"],
             *_cells(finn, counts if layer["counts"] else None, shown),
-            "-"
-            if layer["seconds"] is None
-            else "cached"
-            if layer["cached"]
-            else f"{layer['seconds']:.1f} s",
+            time_cell(layer["seconds"], layer["cached"]),
         )
         if layer["status"] != "synthesised":
             notes.append(
@@ -172,12 +131,7 @@ def print_table(data: dict[str, Any]) -> None:
     table.add_row(
         "total", "", *_cells(data["finn_totals"], data["totals"], shown), f"{data['seconds']:.1f} s"
     )
-    out = console()
-    if not out.is_terminal:
-        out.width = 132
-    out.print(table)
-    for note in notes:
-        out.print(note, markup=False, soft_wrap=True)
+    out = print_layers(table, notes)
     out.print(
         f"FINN estimate / Yosys count ({data['yosys']}, synth_xilinx -family {data['family']} "
         f"for {data['part']}, out of context, no place and route); BRAM_18K counts a "
@@ -187,7 +141,7 @@ def print_table(data: dict[str, Any]) -> None:
     )
 
 
-def _cells(finn: dict[str, Any], counts: dict[str, int] | None, shown: list[str]) -> list[str]:
+def _cells(finn: dict[str, float], counts: dict[str, int] | None, shown: list[str]) -> list[str]:
     """Per column: FINN's estimate / Yosys' count where FINN estimates it, else the count."""
     cells = []
     for key in shown:
@@ -199,10 +153,3 @@ def _cells(finn: dict[str, Any], counts: dict[str, int] | None, shown: list[str]
         else:
             cells.append("-" if value is None else f"{value:,}")
     return cells
-
-
-def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn.env import fast_exit
-
-    fast_exit(code)
-    sys.exit(code)

@@ -6,9 +6,23 @@ import sys
 
 import click
 
+from brainsmith.cli.output import print_json
+from brainsmith.cli.shared import (
+    build_dir_argument,
+    error_exit,
+    exit_now,
+    json_option,
+    print_layers,
+    time_cell,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.rtlsim.layers import DesignResult
+
 
 @click.command("verify-rtl")
-@click.argument("build_dir", type=click.Path(file_okay=False))
+@build_dir_argument
 @click.option(
     "--samples",
     type=click.IntRange(1, 100_000),
@@ -34,12 +48,12 @@ import click
     "or that it has no record of, each named in a warning. RTL that runs commands or writes "
     "files is refused regardless.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@json_option("Print the results as JSON.")
 def verify_rtl(
     build_dir: str,
     samples: int | None,
     input_npy: str | None,
-    layers: tuple,
+    layers: tuple[str, ...],
     allow_changed: bool,
     as_json: bool,
 ) -> None:
@@ -65,9 +79,7 @@ def verify_rtl(
     Example:
       brainsmith verify-rtl build-out/mlp-20250101-120000
     """
-    from brainsmith.cli.output import echo, print_json
     from brainsmith.commands.rtl_verification import FolderError, verify_build_folder
-    from brainsmith.report.rtl_tables import layer_problem
     from brainsmith.terminal import console
 
     status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected
@@ -82,14 +94,18 @@ def verify_rtl(
             warn=lambda text: status.print(f"warning: {text}", markup=False, soft_wrap=True),
         )
     except FolderError as exc:
-        echo(f"error: {exc.reason}", err=True)
-        if exc.hint:
-            echo(f"  try: {exc.hint}", err=True)
-        _exit(exc.exit_code)
+        error_exit(exc.reason, exc.hint, exc.exit_code)
     if as_json:
         print_json(result.as_dict())
     else:
         print_table(result)
+    exit_now(_outcome(result))
+
+
+def _outcome(result: DesignResult) -> int:
+    """Each failed layer on stderr; the exit code: 1 a layer failed, 2 none simulated."""
+    from brainsmith.report.rtl_tables import layer_problem
+
     for layer in result.layers:
         if layer.failed:
             click.echo(
@@ -102,13 +118,12 @@ def verify_rtl(
             "error: no layer was simulated, so nothing was checked (the reasons are above)",
             err=True,
         )
-        _exit(2)
-    _exit(0 if result.ok else 1)
+        return 2
+    return 0 if result.ok else 1
 
 
-def print_table(result) -> None:
+def print_table(result: DesignResult) -> None:
     """One row per layer, then a line for each layer that needs a word of explanation."""
-    from brainsmith.cli.output import console
     from brainsmith.report.rtl_tables import estimate_note, layer_problem, percent
     from brainsmith.terminal import table as data_table
 
@@ -125,21 +140,12 @@ def print_table(result) -> None:
             _number(layer.estimated_cycles),
             percent(layer.estimate_error),
             _number(layer.latency_cycles),
-            "-"
-            if layer.compile_seconds is None
-            else "cached"
-            if layer.compile_cached
-            else f"{layer.compile_seconds:.1f} s",
+            time_cell(layer.compile_seconds, layer.compile_cached),
         )
         if layer.status != "match":
             note = layer_problem(layer) if layer.status == "mismatch" else layer.reason
             notes.append(f"  {layer.name} ({layer.op_type}): {layer.status}: {note}")
-    out = console()
-    if not out.is_terminal:
-        out.width = 132  # a log file or pipe: room for whole layer names
-    out.print(table)
-    for note in notes:
-        out.print(note, markup=False, soft_wrap=True)
+    out = print_layers(table, notes)
     stitched = result.stitched or {}
     if stitched.get("status") == "match":
         fills = ", ".join(f"{f['name']} {f['max_occupancy']}" for f in stitched["fifos"])
@@ -160,12 +166,5 @@ def print_table(result) -> None:
     out.print(f"{result.summary()} ({result.tool}, {result.seconds:.1f} s)", markup=False)
 
 
-def _number(value) -> str:
+def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
-
-
-def _exit(code: int) -> None:
-    from brainsmith.frameworks.finn.env import fast_exit
-
-    fast_exit(code)
-    sys.exit(code)

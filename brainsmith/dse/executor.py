@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from brainsmith.files import Json
 
 
+Tasks = list[tuple[NodeTask, str | None]]  # the segments to run, each with its parent's id
+Results = dict[str, NodeResult]  # the segments finished, by id
 Started = Callable[[str], None]
 Done = Callable[[NodeResult], None]
 CONNECT_TIMEOUT = 10.0  # default seconds to reach a scheduler and hear it answer, all told
@@ -64,13 +66,7 @@ class InProcess:
 
     description: dict[str, str | int] = {"executor": "in-process", "workers": 1}
 
-    def run(
-        self,
-        tasks: list[tuple[NodeTask, str | None]],
-        done: dict[str, NodeResult],
-        started: Started,
-        finished: Done,
-    ) -> None:
+    def run(self, tasks: Tasks, done: Results, started: Started, finished: Done) -> None:
         results = dict(done)
         for task, parent in tasks:
             started(task.id)
@@ -153,13 +149,7 @@ class DaskCluster:
             )
         self.description["workers"] = len(seen)
 
-    def run(
-        self,
-        tasks: list[tuple[NodeTask, str | None]],
-        done: dict[str, NodeResult],
-        started: Started,
-        finished: Done,
-    ) -> None:
+    def run(self, tasks: Tasks, done: Results, started: Started, finished: Done) -> None:
         def announced(event: tuple[float, Json]) -> None:
             message = event[1]
             self.began[message["started"]] = (time.monotonic(), message.get("worker", ""))

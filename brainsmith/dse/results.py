@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass, field, fields
 
 from brainsmith.frameworks.finn.facts import RESOURCES
 
@@ -110,51 +111,105 @@ def variant_facts(report: BuildReport) -> dict[str, object]:
     }
 
 
-def judge(entries: list[Json], search: Search) -> None:
-    """Fill in ``constraints``, ``feasible`` (None: a constraint not judged), ``unranked``
-    (why not), ``pareto``, ``front``, ``rank`` and ``same_design_as`` of each variant entry
-    (``search`` is the blueprint's ``Search``); entries without metrics are not judged."""
-    objectives = list(search.objectives)
-    for entry in entries:
-        entry["pareto"] = False
-        entry["rank"] = None
-        entry["front"] = None
-        entry["unranked"] = None
-        entry["constraints"] = []
-        entry["feasible"] = False
-        entry["same_design_as"] = None
-        entry["same_design"] = []
-    every = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
-    first: dict[str, Json] = {}
-    for entry in sorted(every, key=lambda e: e["index"]):
-        twin = first.setdefault(entry.get("design") or entry["id"], entry)
-        if twin is not entry:
-            entry["same_design_as"] = twin["id"]
-            twin["same_design"].append(entry["id"])
-    built = [e for e in every if e["same_design_as"] is None]
-    for entry in every:
+@dataclass
+class Verdict:
+    """What judging made of one variant: its keys in explore.json, in this order."""
+
+    pareto: bool = False
+    rank: int | None = None
+    front: int | None = None  # its Pareto front among the variants judged alike (1: the front)
+    unranked: str | None = None  # why it is not ranked (an objective is a lower bound)
+    constraints: list[Json] = field(default_factory=list)  # one ``verdict`` per constraint
+    feasible: bool | None = False  # None: a constraint not judged
+    same_design_as: str | None = None  # the variant of the same design that stands for it
+    same_design: list[str] = field(default_factory=list)  # the variants it stands for
+
+    def as_json(self) -> Json:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def weigh(self, entry: Json, search: Search) -> None:
+        """Its constraints, whether it meets them, and why it is not ranked."""
         bounds = entry.get("lower_bounds") or {}
-        entry["constraints"] = [verdict(c, entry["metrics"], bounds) for c in search.constraints]
-        found = [c["ok"] for c in entry["constraints"]]
-        entry["feasible"] = False if False in found else (None if None in found else True)
-        entry["unranked"] = unranked(entry, objectives)
+        self.constraints = [verdict(c, entry["metrics"], bounds) for c in search.constraints]
+        found = [c["ok"] for c in self.constraints]
+        self.feasible = False if False in found else (None if None in found else True)
+        self.unranked = unranked(entry, list(search.objectives))
+
+
+def judge(entries: list[Json], search: Search) -> dict[str, Verdict]:
+    """Judge each variant entry (``search`` is the blueprint's ``Search``) and write its
+    ``Verdict`` into it: ``constraints``, ``feasible``, ``unranked``, ``pareto``, ``front``,
+    ``rank`` and ``same_design_as``; entries without metrics are not judged."""
+    verdicts = judgements(entries, search)
+    for entry in entries:
+        entry.update(verdicts[entry["id"]].as_json())
+    return verdicts
+
+
+def judgements(entries: list[Json], search: Search) -> dict[str, Verdict]:
+    """Each entry's ``Verdict`` by id; the entries are only read."""
+    verdicts = {e["id"]: Verdict() for e in entries}
+    judged = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
+    _pair_twins(judged, verdicts)
+    for entry in judged:
+        verdicts[entry["id"]].weigh(entry, search)
+    ordered = _order(judged, verdicts, list(search.objectives))
+    judged_ids = {e["id"] for e in judged}
+    rest = sorted((e for e in entries if e["id"] not in judged_ids), key=lambda e: e["index"])
+    for rank, entry in enumerate(ordered + rest, 1):
+        verdicts[entry["id"]].rank = rank
+    return verdicts
+
+
+def _order(
+    judged: list[Json], verdicts: dict[str, Verdict], objectives: list[tuple[str, str]]
+) -> list[Json]:
+    """The judged variants in rank order: those that meet every constraint, those with a
+    constraint not judged, those that miss one; each design's twins right after it, on its
+    front."""
+    built = [e for e in judged if verdicts[e["id"]].same_design_as is None]
     ordered = []
     for state in (True, None, False):
-        group = [e for e in built if e["feasible"] is state]
-        ranked = [e for e in group if not e["unranked"]]
-        for depth, front in enumerate(fronts(ranked, objectives), 1):
-            for member in front:
-                member["front"] = depth
-                member["pareto"] = state is True and depth == 1
-            ordered += sorted(front, key=lambda e: _objective_key(e, objectives))
-        ordered += sorted((e for e in group if e["unranked"]), key=lambda e: e["index"])
-    copies = {e["id"]: e for e in every if e["same_design_as"]}
-    ordered = [x for e in ordered for x in [e, *(copies[i] for i in e["same_design"])]]
-    for copy in copies.values():
-        copy["front"] = next(e for e in every if e["id"] == copy["same_design_as"])["front"]
-    rest = sorted((e for e in entries if e not in every), key=lambda e: e["index"])
-    for rank, entry in enumerate(ordered + rest, 1):
-        entry["rank"] = rank
+        group = [e for e in built if verdicts[e["id"]].feasible is state]
+        ordered += _ranked(group, verdicts, objectives, pareto=state is True)
+    return _with_twins(ordered, judged, verdicts)
+
+
+def _with_twins(
+    ordered: list[Json], judged: list[Json], verdicts: dict[str, Verdict]
+) -> list[Json]:
+    """``ordered`` with each variant's twins (the same design) right after it, on its front."""
+    by_id = {e["id"]: e for e in judged}
+    for twin in verdicts.values():
+        if twin.same_design_as:
+            twin.front = verdicts[twin.same_design_as].front
+    return [x for e in ordered for x in [e, *(by_id[i] for i in verdicts[e["id"]].same_design)]]
+
+
+def _pair_twins(judged: list[Json], verdicts: dict[str, Verdict]) -> None:
+    """Variants that built the same design: the first (by index) stands for the others."""
+    first: dict[str, str] = {}
+    for entry in sorted(judged, key=lambda e: e["index"]):
+        twin = first.setdefault(entry.get("design") or entry["id"], entry["id"])
+        if twin != entry["id"]:
+            verdicts[entry["id"]].same_design_as = twin
+            verdicts[twin].same_design.append(entry["id"])
+
+
+def _ranked(
+    group: list[Json], verdicts: dict[str, Verdict], objectives: list[tuple[str, str]], pareto: bool
+) -> list[Json]:
+    """``group`` in rank order: by Pareto front, then by the objectives in the order written,
+    then those not ranked; ``pareto``: the group's first front is the Pareto front."""
+    ordered = []
+    ranked = [e for e in group if not verdicts[e["id"]].unranked]
+    for depth, front in enumerate(fronts(ranked, objectives), 1):
+        for member in front:
+            verdicts[member["id"]].front = depth
+            verdicts[member["id"]].pareto = pareto and depth == 1
+        ordered += sorted(front, key=lambda e: _objective_key(e, objectives))
+    unranked = (e for e in group if verdicts[e["id"]].unranked)
+    return ordered + sorted(unranked, key=lambda e: e["index"])
 
 
 def effects(
@@ -167,32 +222,43 @@ def effects(
     choice changed nothing)."""
     built = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
     found = []
-    for label in dimensions:
-
-        def key(e: Json, label: str = label) -> str:  # the other choices
-            return json.dumps(
-                {k: v for k, v in e["choices"].items() if k != label}, sort_keys=True, default=str
-            )
-
-        values = []
-        for value in dimensions[label]:
-            group = [e for e in built if _shown(e["choices"].get(label)) == _shown(value)]
-            means = {
-                m: _mean((e.get("compared") or e["metrics"]).get(m) for e in group)
-                for m in EFFECT_METRICS
-            }
-            bounds = [e.get("lower_bounds") or {} for e in group]
-            bounded = [m for m in EFFECT_METRICS if any(m in b for b in bounds)]
-            values.append(
-                {"value": value, "variants": len(group), **means, "lower_bounds": bounded}
-            )
-        pairs = [(a, b) for i, a in enumerate(built) for b in built[i + 1 :]
-                 if key(a) == key(b) and a["choices"].get(label) != b["choices"].get(label)]  # fmt: skip
+    for label, values in dimensions.items():
+        pairs = _pairs(built, label)
         same = sum(1 for a, b in pairs if a.get("design") and a.get("design") == b.get("design"))
-        found.append({"dimension": label, "values": values, "pairs": len(pairs),
-                      "same_design_pairs": same, "changed_nothing": bool(pairs) and same == len(pairs),
+        found.append({"dimension": label, "values": [_value_effect(built, label, v) for v in values],
+                      "pairs": len(pairs), "same_design_pairs": same,
+                      "changed_nothing": bool(pairs) and same == len(pairs),
                       "compared_on": compared_on})  # fmt: skip
     return found
+
+
+def _value_effect(built: list[Json], label: str, value: object) -> Json:
+    """How many variants built with ``label`` at ``value``, their means, which are bounds."""
+    group = [e for e in built if _shown(e["choices"].get(label)) == _shown(value)]
+    return {"value": value, "variants": len(group), **_means(group),
+            "lower_bounds": _bounded(group)}  # fmt: skip
+
+
+def _means(group: list[Json]) -> dict[str, float | None]:
+    """The mean of each of ``EFFECT_METRICS`` over ``group``'s ``compared`` figures."""
+    compared = [e.get("compared") or e["metrics"] for e in group]
+    return {m: _mean(c.get(m) for c in compared) for m in EFFECT_METRICS}
+
+
+def _bounded(group: list[Json]) -> list[str]:
+    """Those of ``EFFECT_METRICS`` that are a lower bound in one of ``group``."""
+    bounds = [e.get("lower_bounds") or {} for e in group]
+    return [m for m in EFFECT_METRICS if any(m in b for b in bounds)]
+
+
+def _pairs(built: list[Json], label: str) -> list[tuple[Json, Json]]:
+    """The pairs of variants that differ in ``label`` only."""
+
+    def others(e: Json) -> str:  # the other choices
+        return _shown({k: v for k, v in e["choices"].items() if k != label})
+
+    return [(a, b) for i, a in enumerate(built) for b in built[i + 1 :]
+            if others(a) == others(b) and a["choices"].get(label) != b["choices"].get(label)]  # fmt: skip
 
 
 def _shown(value: object) -> str:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from brainsmith.board.streams import Streams
+    from brainsmith.files import Json
 
 TOP = "brainsmith_accelerator"
 PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # what report.json's fpga_part may be
@@ -112,59 +113,93 @@ def export_build(
 def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
     """The RTL files of ``files.f`` (FINN's text and, where it differs, the simulation's) and
     the parameter files of each layer's code folder, as (``data/dN/name``, bytes)."""
-    from brainsmith.files import DamagedFile, read_regular
-    from brainsmith.place_route.sources import (
-        FILES,
-        MAX_LIST_BYTES,
-        finn_rtllib,
-        parameter_files,
-    )
-    from brainsmith.rtlsim.sources import VERILATOR_FIXES, localised_paths, verilator_ready
-    from brainsmith.synthesis.sources import MissingSources, plain_file_name, read_layer_file
+    from brainsmith.place_route.sources import FILES
 
-    folder, built_in = design.folder, design.built_in.rstrip(os.sep)
-    listing = os.path.join(folder, FILES)
+    listing = os.path.join(design.folder, FILES)
+    collected = _Collected(design.folder, listing)
+    for path in _listed(listing, design.folder, design.built_in.rstrip(os.sep)):
+        collected.add(path)
+    if not collected.sources:
+        raise ExportError(f"{listing} lists no file", REBUILD)
+    return collected.sources, collected.data
+
+
+def _listed(listing: str, folder: str, built_in: str) -> list[str]:
+    """The paths ``files.f`` lists, those of the folder the build ran in moved to ``folder``;
+    the FIFO sizing's gauge left out."""
+    from brainsmith.files import DamagedFile, read_regular
+    from brainsmith.place_route.sources import MAX_LIST_BYTES
+
     try:
         lines = read_regular(listing, MAX_LIST_BYTES).decode("utf-8", "replace").split()
     except (DamagedFile, OSError) as exc:
         raise ExportError(f"{listing} cannot be read ({exc})", REBUILD) from None
-    build, library = os.path.realpath(folder), finn_rtllib()
-    sources: list[Source] = []
-    data: list[tuple[str, bytes]] = []
-    tags: dict[str, str] = {}
+    paths = []
     for path in lines:
         if built_in and path.startswith(built_in + os.sep):
             path = os.path.join(folder, path[len(built_in) + 1 :])
-        if os.path.basename(path) == GAUGE:
-            continue
-        real, code_dir = os.path.realpath(path), os.path.dirname(path)
-        if not (real.startswith(build + os.sep) or real.startswith(library + os.sep)):
-            raise ExportError(f"{listing} lists {path}, outside the build and FINN", REBUILD)
-        inside = real.startswith(build + os.sep)
+        if os.path.basename(path) != GAUGE:
+            paths.append(path)
+    return paths
+
+
+class _Collected:
+    """The sources and parameter files gathered from a build folder's file list."""
+
+    def __init__(self, folder: str, listing: str) -> None:
+        from brainsmith.place_route.sources import finn_rtllib
+
+        self.build, self.library, self.listing = os.path.realpath(folder), finn_rtllib(), listing
+        self.sources: list[Source] = []
+        self.data: list[tuple[str, bytes]] = []
+        self.tags: dict[str, str] = {}  # a layer's code folder -> its folder under data/
+
+    def add(self, path: str) -> None:
+        """The RTL file at ``path`` (and its layer's parameter files, once per layer)."""
+        from brainsmith.rtlsim.sources import VERILATOR_FIXES
+
+        code_dir = os.path.dirname(path)
+        inside = self._inside(path)
+        name, text, sim_text = self._read(path, code_dir, inside)
+        if any(s.name == name and s.text == text for s in self.sources):
+            return  # a layer's copy of a module another layer brought
+        while any(source.name == name for source in self.sources):
+            name = f"_{name}"
+        fix = VERILATOR_FIXES.get(os.path.basename(path))
+        changes = [f"{name}: {fix.__name__ if fix else 'exact_single_precision'}"]
+        same = sim_text == text
+        self.sources.append(Source(name, text, None if same else sim_text, [] if same else changes))
+
+    def _inside(self, path: str) -> bool:
+        """Whether ``path`` is the build's (else FINN's library); ExportError when neither."""
+        real = os.path.realpath(path)
+        if real.startswith(self.build + os.sep):
+            return True
+        if real.startswith(self.library + os.sep):
+            return False
+        raise ExportError(f"{self.listing} lists {path}, outside the build and FINN", REBUILD)
+
+    def _read(self, path: str, code_dir: str, inside: bool) -> tuple[str, str, str]:
+        """The file's name, FINN's text and the simulation's, their parameter-file paths
+        made relative (``data/dN/``) for a file of the build."""
+        from brainsmith.place_route.sources import parameter_files
+        from brainsmith.rtlsim.sources import localised_paths, verilator_ready
+        from brainsmith.synthesis.sources import MissingSources, plain_file_name, read_layer_file
+
         try:
             original = read_layer_file(path, code_dir, "RTL file").decode("utf-8", "replace")
             name = plain_file_name(os.path.basename(path))
-            if inside and code_dir not in tags:
-                tags[code_dir] = f"d{len(tags)}"
-                data += parameter_files(code_dir, tags[code_dir])
+            if inside and code_dir not in self.tags:
+                self.tags[code_dir] = f"d{len(self.tags)}"
+                self.data += parameter_files(code_dir, self.tags[code_dir])
         except MissingSources as exc:
             raise ExportError(str(exc), REBUILD) from None
         text, sim_text = original, verilator_ready(path, original, code_dir)
         if inside:
-            relative = f'"data/{tags[code_dir]}/'
+            relative = f'"data/{self.tags[code_dir]}/'
             text = localised_paths(original, code_dir).replace('"./', relative)
             sim_text = sim_text.replace('"./', relative)
-        if any(s.name == name and s.text == text for s in sources):
-            continue  # a layer's copy of a module another layer brought
-        while any(source.name == name for source in sources):
-            name = f"_{name}"
-        fix = VERILATOR_FIXES.get(os.path.basename(path))
-        changes = [f"{name}: {fix.__name__ if fix else 'exact_single_precision'}"]
-        sources.append(Source(name, text, None if sim_text == text else sim_text,
-                              [] if sim_text == text else changes))  # fmt: skip
-    if not sources:
-        raise ExportError(f"{listing} lists no file", REBUILD)
-    return sources, data
+        return name, text, sim_text
 
 
 def _vectors(
@@ -212,15 +247,22 @@ def _write(
     inputs: list[list[int]],
     expected: list[list[int]],
 ) -> None:
-    from brainsmith.board.top import accelerator_ports
-    from brainsmith.rtlsim.compile import testbench_header
-    from brainsmith.rtlsim.sources import LayerDesign, Stream
-
-    accelerator = next((s.text for s in sources if s.name == "accelerator.sv"), "")
-    probes = accelerator_ports(accelerator).probes
-    top = _top(design, probes)
-    out_words = sum(len(frame) for frame in expected)
     put = _Writer(stage)
+    changed = _write_rtl(put, design, sources)
+    for name, content in data:
+        put.bytes(f"data/{name}", content)
+    _write_bench(put, design, inputs, expected)
+    _write_scripts(put, design, len(inputs), sum(len(frame) for frame in expected))
+    put.text("README.md", _readme(design, len(inputs), sorted(changed)))
+    put.text(
+        "manifest.json", json.dumps(_manifest(design, sources, len(inputs), put), indent=1) + "\n"
+    )
+
+
+def _write_rtl(put: _Writer, design: Streams, sources: list[Source]) -> set[str]:
+    """rtl/ (FINN's text, the clean top, files.f) and sim/rtl/ (the files the simulation
+    changes, sim/files.f); returns the names of those changed."""
+    top = _clean_top(design, sources)
     for source in sources:
         put.text(f"rtl/{source.name}", source.text)
         if source.sim_text is not None:
@@ -231,8 +273,24 @@ def _write(
     changed = {s.name for s in sources if s.sim_text is not None}
     put.text("sim/files.f", "".join(
         f"{'sim/rtl' if name in changed else 'rtl'}/{name}\n" for name in names))  # fmt: skip
-    for name, content in data:
-        put.bytes(f"data/{name}", content)
+    return changed
+
+
+def _clean_top(design: Streams, sources: list[Source]) -> str:
+    """The top around the accelerator, its debug probes left unconnected."""
+    from brainsmith.board.top import accelerator_ports
+
+    accelerator = next((s.text for s in sources if s.name == "accelerator.sv"), "")
+    return _top(design, accelerator_ports(accelerator).probes)
+
+
+def _write_bench(
+    put: _Writer, design: Streams, inputs: list[list[int]], expected: list[list[int]]
+) -> None:
+    """The Verilator testbench, its ports and the vectors it replays."""
+    from brainsmith.rtlsim.compile import testbench_header
+    from brainsmith.rtlsim.sources import LayerDesign, Stream
+
     header = LayerDesign(node=TOP, op_type="exported accelerator", top=TOP, code_dir="",
                          files=[], inputs=[Stream("in0_V", 0, design.in_bits)],
                          outputs=[Stream("out0_V", 0, design.out_bits)])  # fmt: skip
@@ -241,26 +299,32 @@ def _write(
     put.text("sim/testbench.cpp", bench)
     put.text("sim/in0_V.hex", "".join(f"{w:x}\n" for frame in inputs for w in frame))
     put.text("sim/expected.hex", "".join(f"{w:x}\n" for frame in expected for w in frame))
+
+
+def _write_scripts(put: _Writer, design: Streams, frames: int, out_words: int) -> None:
+    """sim.sh and the Vivado packaging script, filled in from the shipped templates."""
     shipped = package_files("brainsmith.export").joinpath("files")
     values = {"@TOP@": TOP, "@OUTPUT_BEATS@": str(out_words), "@IDLE_LIMIT@": str(IDLE_LIMIT),
-              "@OUT_WORDS@": str(design.out_words), "@FRAMES@": str(len(inputs)),
+              "@OUT_WORDS@": str(design.out_words), "@FRAMES@": str(frames),
               "@PART@": design.fpga_part}  # fmt: skip
     put.text("sim.sh", _filled(shipped.joinpath("sim.sh").read_text(), values), mode=0o755)
     tcl = _filled(shipped.joinpath("package_ip.tcl").read_text(), values)
     put.text("vivado/package_ip.tcl", tcl)
-    put.text("README.md", _readme(design, len(inputs), sorted(changed)))
-    manifest = {
+
+
+def _manifest(design: Streams, sources: list[Source], frames: int, put: _Writer) -> Json:
+    """manifest.json: the design, its streams, the simulation's changes, every file's hash."""
+    return {
         "top": TOP,
         "design_hash": design.design_hash,
         "part": design.fpga_part,
         "clock_ns": round(1000 / design.clock_mhz, 6) if design.clock_mhz else None,
         "streams": {"in0_V": {"bits": design.in_bits, "words_per_frame": design.in_words},
                     "out0_V": {"bits": design.out_bits, "words_per_frame": design.out_words}},
-        "frames": len(inputs),
+        "frames": frames,
         "simulation_changes": sorted({c for s in sources for c in s.changes}),
         "files": put.digests,
     }  # fmt: skip
-    put.text("manifest.json", json.dumps(manifest, indent=1) + "\n")
 
 
 def _screen(stage: str) -> None:
