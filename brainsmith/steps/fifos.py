@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.files import Json
     from brainsmith.planning.plan import BuildPlan
+    from brainsmith.rtlsim.results import Stitched
 
 
 @step(
@@ -183,7 +183,7 @@ def size_fifos(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
         workdir = os.path.join(folder, f"bounded-{attempt}")
         sized = _simulated(full, contexts, workdir, part, clock, 0)
         attempts.append({"depths": dict(depths), "cycles_per_frame": sized["cycles_per_frame"]})
-        if sized["cycles_per_frame"] <= free["cycles_per_frame"] + 1:
+        if (sized.get("cycles_per_frame") or 0) <= (free.get("cycles_per_frame") or 0) + 1:
             break
         depths = {name: 2 * depth for name, depth in depths.items()}
     else:
@@ -224,7 +224,7 @@ def _record_path(cfg: DataflowBuildConfig) -> str:
     return os.path.join(cfg.output_dir, "report", RECORD)
 
 
-def steady_frames(free: Json) -> int:
+def steady_frames(free: Stitched) -> int:
     """Frames to simulate for each FIFO to reach its steady fill: as many as the pipeline
     holds when the first frame leaves it (its latency over its pace, both measured in
     ``free``), plus ``FRAMES``. However long a frame is: fewer would size the FIFOs of a
@@ -257,13 +257,13 @@ def _simulated(
     part: str,
     clock: float,
     interval: int,
-) -> Json:
+) -> Stitched:
     """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0) the
     FIFOs of their depths, flat out: its result, whose outputs must be ``contexts``'."""
-    from brainsmith.rtlsim.partition import run_partition
+    from brainsmith.rtlsim.partition import simulate_partition
 
     bounded = interval == 0
-    result, _ = run_partition(
+    result = simulate_partition(
         model, contexts, workdir, part, clock, bounded=bounded, interval=interval
     )
     status = result.get("status")
