@@ -131,14 +131,14 @@ def _unbounded(out: Path) -> float | None:
 
     from brainsmith.frameworks.finn.layers import require_layers
     from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.partition import run_partition
+    from brainsmith.rtlsim.partition import simulate_partition
     from brainsmith.steps.fifos import FRAMES, random_frames
 
     model = ModelWrapper(str(out / "final.onnx"))
     require_layers(model, "final.onnx")
     work = out / "unbounded"
     contexts = layer_tensors(model, random_frames(model, FRAMES), str(work / "python"))
-    result, _ = run_partition(model, contexts, str(work), PART, CLOCK_NS, interval=0)
+    result = simulate_partition(model, contexts, str(work), PART, CLOCK_NS, interval=0)
     return result.get("cycles_per_frame")
 
 

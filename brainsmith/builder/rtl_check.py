@@ -76,8 +76,8 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
                 f"{_code_dir(model, layer.name)} do not compute what the layer computes in "
                 f"Python; stream files and logs are in {os.path.join(workdir, layer.name)}",
             )
-    stitched = result.stitched or {}
-    if stitched.get("status") in ("mismatch", "failed"):
+    stitched = result.stitched
+    if stitched is not None and stitched["status"] in ("mismatch", "failed"):
         raise StepError(
             f"RTL simulation of the stitched partition: {stitched['reason']}",
             f"every layer matches on its own; stream files and logs are in "

@@ -39,6 +39,7 @@ from typing import BinaryIO
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.plugin.settings.memo import tool_cache
 from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.screen import PreprocessError, screen
 from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
@@ -157,8 +158,6 @@ def runtime_key(toolchain: Toolchain) -> str:
 def cache_root() -> str:
     """``BRAINSMITH_RTLSIM_CACHE`` if set (simulators shared by builds with other caches),
     else ``<brainsmith cache>/rtlsim``; created private (0700); refuses a shared one."""
-    from brainsmith.plugin.settings.memo import tool_cache
-
     root, problem = tool_cache("rtlsim", RTLSIM_CACHE_VARIABLE, "compile cache")
     if root is None:
         raise ToolchainError(problem)
@@ -167,7 +166,7 @@ def cache_root() -> str:
 
 def compile_layer(design: LayerDesign, toolchain: Toolchain, workdir: str) -> Compiled:
     """The executable for ``design``: from the cache, or compiled now (log in ``workdir``)."""
-    from filelock import FileLock
+    from filelock import FileLock  # (not at start-up: report.html reads this package)
 
     began = time.perf_counter()
     key = cache_key(design, toolchain)
@@ -203,24 +202,37 @@ def _full_disk_named(root: str, workdir: str) -> Iterator[None]:
     except DiskFull:
         raise
     except (CompileError, OSError) as exc:
-        temporary = tempfile.gettempdir()
-        folders = {
-            root: f", or set {RTLSIM_CACHE_VARIABLE} to a folder on another disk",
-            workdir: "",
-            temporary: ", or set TMPDIR to a folder on another disk",
-        }
-        code = exc.errno if isinstance(exc, OSError) and exc.errno in FULL_DISKS else None
-        said = isinstance(exc, CompileError) and _says_disk_full(exc.log)
-        full = [folder for folder in folders if disk_full(folder)]
-        if not full and not code and not said:
+        full = _disk_full(exc, root, workdir)
+        if full is None:
             raise
-        folder = (full or [root])[0]
-        hint = f"free space on that disk (df -h {folder}){folders[folder]}"
-        raise DiskFull(folder, hint, code or errno.ENOSPC) from exc
+        raise full from exc
 
 
-def _says_disk_full(log: str) -> bool:
-    """Whether the compile log ``log`` says a disk (or quota) was full."""
+def _disk_full(exc: CompileError | OSError, root: str, workdir: str) -> DiskFull | None:
+    """``exc`` as DiskFull naming the disk that filled up (the cache's ``root``, the log's
+    ``workdir`` or the temporary folder's); None where no disk did."""
+    folders = {
+        root: f", or set {RTLSIM_CACHE_VARIABLE} to a folder on another disk",
+        workdir: "",
+        tempfile.gettempdir(): ", or set TMPDIR to a folder on another disk",
+    }
+    code = _full_disk_code(exc)
+    full = [folder for folder in folders if disk_full(folder)]
+    if not full and not code and not _says_disk_full(exc):
+        return None
+    folder = (full or [root])[0]
+    hint = f"free space on that disk (df -h {folder}){folders[folder]}"
+    return DiskFull(folder, hint, code or errno.ENOSPC)
+
+
+def _full_disk_code(exc: CompileError | OSError) -> int | None:
+    """The error number of an OSError for a full disk (or quota); else None."""
+    return exc.errno if isinstance(exc, OSError) and exc.errno in FULL_DISKS else None
+
+
+def _says_disk_full(exc: CompileError | OSError) -> bool:
+    """Whether the compile log of a CompileError says a disk (or quota) was full."""
+    log = exc.log if isinstance(exc, CompileError) else ""
     if not log or not os.path.isfile(log):
         return False
     said = [os.strerror(code) for code in FULL_DISKS]
@@ -231,21 +243,11 @@ def _says_disk_full(log: str) -> bool:
 def _build(
     design: LayerDesign, toolchain: Toolchain, stage: str, workdir: str, runtime: str
 ) -> None:
+    """The executable ``stage``/sim of ``design``: its sources written and screened,
+    Verilator and make run (their output in ``workdir``/compile.log), the run-time library
+    taken from ``runtime`` where it is kept there, and kept there where it is not."""
     source_dir = os.path.join(stage, "src")
-    os.makedirs(source_dir)
-    paths = []
-    for name, text in _sources(design):
-        path = os.path.join(source_dir, name)
-        with open(path, "w") as handle:
-            handle.write(text)
-        paths.append(path)
-    with open(os.path.join(source_dir, "tb_ports.h"), "w") as handle:
-        handle.write(testbench_header(design))
-    bench = _testbench(design)
-    for name, text in bench:
-        with open(os.path.join(source_dir, name), "w") as handle:
-            handle.write(text)
-    testbench = os.path.join(source_dir, bench[0][0])
+    paths, testbench = _write_sources(design, source_dir)
     origins = {os.path.join(source_dir, name): path for name, path in _names(design)}
     readable = [design.code_dir, *(os.path.dirname(path) for path in design.files)]
     try:
@@ -267,22 +269,46 @@ def _build(
         *paths,
         testbench,
     ]
-    make = make_command(obj)
     log = os.path.join(workdir, "compile.log")
     os.makedirs(workdir, exist_ok=True)
     with open(log, "wb") as out:
         result = _run(verilate, out, toolchain, stage)
         if result == 0:
-            for name in RUNTIME_OBJECTS:  # newer than the makefiles now, so make keeps them
-                with contextlib.suppress(OSError):
-                    shutil.copyfile(os.path.join(runtime, name), os.path.join(obj, name))
-            result = _run(make, out, toolchain, stage)
+            _copy_runtime(runtime, obj)
+            result = _run(make_command(obj), out, toolchain, stage)
     if result != 0 or not os.path.isfile(os.path.join(obj, "sim")):
         raise CompileError(_first_error(log, source_dir), log)
     os.replace(os.path.join(obj, "sim"), os.path.join(stage, "sim"))
     if not os.path.isdir(runtime):
         _keep_runtime(obj, runtime)
     shutil.rmtree(obj, ignore_errors=True)
+
+
+def _write_sources(design: LayerDesign, source_dir: str) -> tuple[list[str], str]:
+    """(the RTL files, the testbench) of ``design`` written into ``source_dir``, with
+    ``tb_ports.h`` and the headers the testbench includes."""
+    os.makedirs(source_dir)
+    paths = []
+    for name, text in _sources(design):
+        paths.append(_write(source_dir, name, text))
+    _write(source_dir, "tb_ports.h", testbench_header(design))
+    bench = [_write(source_dir, name, text) for name, text in _testbench(design)]
+    return paths, bench[0]
+
+
+def _write(folder: str, name: str, text: str) -> str:
+    path = os.path.join(folder, name)
+    with open(path, "w") as handle:
+        handle.write(text)
+    return path
+
+
+def _copy_runtime(runtime: str, obj: str) -> None:
+    """Verilator's run-time objects kept in ``runtime`` copied into ``obj`` (newer than the
+    makefiles now, so make keeps them); none where they are not kept."""
+    for name in RUNTIME_OBJECTS:
+        with contextlib.suppress(OSError):
+            shutil.copyfile(os.path.join(runtime, name), os.path.join(obj, name))
 
 
 def make_command(obj: str) -> list[str]:

@@ -10,20 +10,37 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from brainsmith.frameworks.finn.facts import is_hardware
+from brainsmith.rtlsim.compile import CompileError, compile_layer
 from brainsmith.rtlsim.sources import (
     FAILED,
     MATCH,
     MISMATCH,
     NOT_SIMULATED,
+    LayerDesign,
+    MissingCode,
+    NotSimulated,
     estimate_error,
+    layer_design,
 )
+from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
+from brainsmith.rtlsim.verilator import Toolchain, find_toolchain
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
+    from onnx import NodeProto
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.rtlsim.results import Mismatch, Stitched
+
+Tensors = dict[str, np.ndarray]  # every tensor of one sample's Python execution, by name
 
 
 @dataclass
@@ -35,7 +52,7 @@ class LayerResult:
     status: str  # match | mismatch | failed | not simulated
     reason: str = ""
     frames: int = 0
-    first_mismatch: dict | None = None
+    first_mismatch: Mismatch | None = None
     cycles_per_frame: float | None = None
     latency_cycles: int | None = None
     estimated_cycles: int | None = None
@@ -52,7 +69,7 @@ class LayerResult:
     def failed(self) -> bool:
         return self.status in (MISMATCH, FAILED)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         entry = {k: v for k, v in self.__dict__.items() if v is not None and v != ""}
         if self.estimate_error is not None:
             entry["estimate_error"] = self.estimate_error
@@ -66,11 +83,16 @@ class DesignResult:
     tool: str
     layers: list[LayerResult] = field(default_factory=list)
     seconds: float = 0.0
-    stitched: dict | None = None  # brainsmith.rtlsim.partition.simulate_partition's result
+    stitched: Stitched | None = None  # brainsmith.rtlsim.partition.simulate_partition's
+
+    @property
+    def stitched_status(self) -> str:
+        """The stitched partition's status; "" where it was not simulated."""
+        return self.stitched["status"] if self.stitched is not None else ""
 
     @property
     def ok(self) -> bool:
-        stitched_failed = (self.stitched or {}).get("status") in (MISMATCH, FAILED)
+        stitched_failed = self.stitched_status in (MISMATCH, FAILED)
         return not stitched_failed and not any(layer.failed for layer in self.layers)
 
     def count(self, status: str) -> int:
@@ -86,18 +108,9 @@ class DesignResult:
         for status in (MISMATCH, FAILED, NOT_SIMULATED):
             if self.count(status):
                 parts.append(f"{self.count(status)} {status}")
-        text = ", ".join(parts)
-        stitched = self.stitched or {}
-        if stitched.get("status") == MATCH:
-            text += (
-                f"; stitched partition matches, {stitched['cycles_per_frame']:,.0f} "
-                f"cycles/frame{_against(stitched)}, latency {stitched['latency_cycles']:,} cycles"
-            )
-        elif stitched:
-            text += f"; stitched partition {stitched['status']}"
-        return text
+        return ", ".join(parts) + _stitched_summary(self.stitched)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {
             "tool": self.tool,
             "ok": self.ok,
@@ -108,6 +121,18 @@ class DesignResult:
         }
 
 
+def _stitched_summary(stitched: Stitched | None) -> str:
+    """The summary's words on the stitched partition ("" where it was not simulated)."""
+    if not stitched:
+        return ""
+    if stitched["status"] != MATCH:
+        return f"; stitched partition {stitched['status']}"
+    return (
+        f"; stitched partition matches, {stitched['cycles_per_frame']:,.0f} "
+        f"cycles/frame{_against(stitched)}, latency {stitched['latency_cycles']:,} cycles"
+    )
+
+
 # Layers that only move data (FIFOs, width converters): in a design simulated whole they are
 # checked within it, and simulated alone only when the whole does not match.
 PLUMBING = ("StreamingFIFO", "StreamingDataWidthConverter")
@@ -116,10 +141,10 @@ LAYERS_AT_ONCE = min(2, os.cpu_count() or 1)  # layers compiled and simulated si
 
 
 def simulate_design(
-    model,
-    samples,
+    model: ModelWrapper,
+    samples: Sequence[Sequence[np.ndarray]],
     workdir: str,
-    parent=None,
+    parent: ModelWrapper | None = None,
     *,
     only: set[str] | None = None,
     note: Callable[[str], None] | None = None,
@@ -140,54 +165,150 @@ def simulate_design(
 
     Raises ``ToolchainError`` when Verilator cannot be used at all.
     """
-    from brainsmith.rtlsim.verilator import find_toolchain
-
     began = time.perf_counter()
     toolchain = find_toolchain()
-    contexts = layer_tensors(model, samples, workdir, parent)
+    alone = _Alone(model, layer_tensors(model, samples, workdir, parent), toolchain, workdir, note)
     result = DesignResult(toolchain.label)
-    layers = [n for n in model.graph.node if is_hardware(n)]
-    layers = [n for n in layers if only is None or n.name in only]
-    deferred = [
-        n for n in layers if stitch is not None and (whole_first or n.op_type.startswith(PLUMBING))
-    ]
-    args = (model, contexts, toolchain, workdir, note)
-    result.layers += _simulate_layers([n for n in layers if n not in deferred], *args)
+    layers = _hardware(model, only)
+    deferred = _deferred(layers, stitch is not None, whole_first)
+    result.layers += alone.simulate([n for n in layers if n not in deferred])
     if stitch is not None and result.ok and layers:
-        from brainsmith.rtlsim.partition import frames_to_check, simulate_partition
-
-        if note is not None:
-            note("RTL simulation of the stitched partition")
-        folder = os.path.join(workdir, "stitched")
-        count = len(contexts) if every_frame else frames_to_check(model, len(contexts))
-        result.stitched = simulate_partition(model, contexts[:count], folder, *stitch, bounded=True)
-    if (result.stitched or {}).get("status") == MATCH:  # checked within the whole
-        frames = (result.stitched or {}).get("frames", len(contexts))
-        result.layers += [
-            LayerResult(node.name, node.op_type, MATCH, STITCHED_ONLY, frames) for node in deferred
-        ]
-    else:
-        result.layers += _simulate_layers(deferred, *args)
+        result.stitched = alone.whole(stitch, every_frame)
+    result.layers += alone.unless_matched(deferred, result.stitched)
     order = {node.name: index for index, node in enumerate(layers)}
     result.layers.sort(key=lambda layer: order[layer.name])
     result.seconds = time.perf_counter() - began
     return result
 
 
-def _simulate_layers(nodes, model, contexts, toolchain, workdir, note) -> list[LayerResult]:
-    """Each of ``nodes`` simulated alone, ``LAYERS_AT_ONCE`` at a time."""
-    with ThreadPoolExecutor(max_workers=LAYERS_AT_ONCE) as pool:  # compiles are processes
-        futures = {
-            pool.submit(_simulate_layer, model, node, contexts, toolchain, workdir): node
-            for node in nodes
-        }
-        for number, future in enumerate(as_completed(futures), 1):
-            if note is not None:
-                note(f"RTL simulation {number}/{len(nodes)}: {futures[future].name}")
-        return [future.result() for future in futures]
+def _hardware(model: ModelWrapper, only: set[str] | None) -> list[NodeProto]:
+    """The hardware layers of ``model`` (those named in ``only``, if given)."""
+    return [n for n in model.graph.node if is_hardware(n) and (only is None or n.name in only)]
 
 
-def _against(stitched: dict) -> str:
+def _deferred(layers: list[NodeProto], stitched: bool, whole_first: bool) -> list[NodeProto]:
+    """The layers simulated alone only where the stitched partition does not match."""
+    if not stitched:
+        return []
+    return [n for n in layers if whole_first or n.op_type.startswith(PLUMBING)]
+
+
+@dataclass(frozen=True)
+class _Alone:
+    """Layers of ``model`` simulated each on its own (or the whole partition at once) on the
+    tensors of its Python execution (``contexts``), with ``toolchain``, below ``workdir``."""
+
+    model: ModelWrapper
+    contexts: list[Tensors]
+    toolchain: Toolchain
+    workdir: str
+    note: Callable[[str], None] | None
+
+    def simulate(self, nodes: list[NodeProto]) -> list[LayerResult]:
+        """Each of ``nodes`` simulated alone, ``LAYERS_AT_ONCE`` at a time."""
+        with ThreadPoolExecutor(max_workers=LAYERS_AT_ONCE) as pool:  # compiles are processes
+            futures = {pool.submit(self.layer, node): node for node in nodes}
+            for number, future in enumerate(as_completed(futures), 1):
+                if self.note is not None:
+                    self.note(f"RTL simulation {number}/{len(nodes)}: {futures[future].name}")
+            return [future.result() for future in futures]
+
+    def whole(self, stitch: tuple[str, float], every_frame: bool) -> Stitched:
+        """The whole partition for (FPGA part, clock in ns) ``stitch``, its FIFOs bounded,
+        on every frame or those it needs."""
+        from brainsmith.rtlsim.partition import frames_to_check, simulate_partition
+
+        if self.note is not None:
+            self.note("RTL simulation of the stitched partition")
+        folder = os.path.join(self.workdir, "stitched")
+        offered = len(self.contexts)
+        count = offered if every_frame else frames_to_check(self.model, offered)
+        return simulate_partition(self.model, self.contexts[:count], folder, *stitch, bounded=True)
+
+    def unless_matched(
+        self, nodes: list[NodeProto], stitched: Stitched | None
+    ) -> list[LayerResult]:
+        """``nodes`` as checked within the ``stitched`` partition where it matches; else
+        each simulated alone."""
+        if stitched is None or stitched["status"] != MATCH:
+            return self.simulate(nodes)
+        frames = stitched.get("frames", len(self.contexts))
+        return [LayerResult(n.name, n.op_type, MATCH, STITCHED_ONLY, frames) for n in nodes]
+
+    def layer(self, node: NodeProto) -> LayerResult:
+        """``node`` compiled and simulated alone, compared with Python."""
+        result = LayerResult(node.name, node.op_type, NOT_SIMULATED)
+        found = _design(self.model, node, result)
+        if found is None:
+            return result
+        op, design = found
+        folder = os.path.join(self.workdir, node.name)
+        try:
+            compiled = compile_layer(design, self.toolchain, folder)
+        except CompileError as exc:  # a layer that can be simulated here but was not: a failure
+            result.status, result.reason = (
+                FAILED,
+                f"{self.toolchain.label} cannot compile it: {exc}",
+            )
+            if exc.log:
+                result.reason += f" (log: {exc.log})"
+            return result
+        result.compile_seconds = round(compiled.seconds, 3)
+        result.compile_cached = compiled.cached
+        self._run(node, op, design, compiled.executable, result)
+        return result
+
+    def _run(
+        self,
+        node: NodeProto,
+        op: HWCustomOp,
+        design: LayerDesign,
+        executable: str,
+        result: LayerResult,
+    ) -> None:
+        """``executable`` run on the layer's frames; its outcome in ``result``."""
+        frames = [
+            [context[node.input[s.index]] for s in design.inputs] for context in self.contexts
+        ]
+        wanted = [
+            [context[node.output[s.index]] for s in design.outputs] for context in self.contexts
+        ]
+        result.frames = len(frames)
+        began = time.perf_counter()
+        try:
+            wave = simulate(design, op, executable, frames, os.path.join(self.workdir, node.name))
+        except SimulationFailed as exc:
+            result.status, result.reason = FAILED, str(exc)
+            return
+        finally:
+            result.simulate_seconds = round(time.perf_counter() - began, 3)
+        result.cycles_per_frame = wave.cycles_per_frame
+        result.latency_cycles = wave.latency_cycles
+        result.first_mismatch = first_difference(wave.outputs, wanted, design)
+        result.status = MISMATCH if result.first_mismatch else MATCH
+
+
+def _design(
+    model: ModelWrapper, node: NodeProto, result: LayerResult
+) -> tuple[HWCustomOp, LayerDesign] | None:
+    """(FINN's op, the design) of ``node``, its estimated cycles in ``result``; None, with
+    the reason in ``result``, where it cannot be simulated."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    try:
+        op = getCustomOp(node)
+        result.estimated_cycles = int(op.get_exp_cycles())
+        return op, layer_design(model, node)
+    except MissingCode as exc:  # recorded but gone: nothing was checked, and that is a failure
+        result.status, result.reason = FAILED, str(exc)
+    except NotSimulated as exc:
+        result.reason = str(exc)
+    except Exception as exc:  # an op FINN cannot instantiate has nothing to simulate
+        result.reason = f"no FINN class for {node.op_type}: {exc}"
+    return None
+
+
+def _against(stitched: Stitched) -> str:
     text = against_estimate(stitched)
     return f" ({text})" if text else ""
 
@@ -204,7 +325,12 @@ def against_estimate(stitched: Mapping[str, object]) -> str:
     )
 
 
-def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, np.ndarray]]:
+def layer_tensors(
+    model: ModelWrapper,
+    samples: Sequence[Sequence[np.ndarray]],
+    workdir: str,
+    parent: ModelWrapper | None = None,
+) -> list[Tensors]:
     """Every tensor of ``model`` for each sample, from its Python execution (FINN's RTL float
     layers computing as their RTL does: ``float_units``)."""
     from finn.core.onnx_exec import execute_onnx
@@ -230,73 +356,29 @@ def layer_tensors(model, samples, workdir: str, parent=None) -> list[dict[str, n
     return contexts
 
 
-def _simulate_layer(model, node, contexts, toolchain, workdir: str) -> LayerResult:
-    from qonnx.custom_op.registry import getCustomOp
-
-    from brainsmith.rtlsim.compile import CompileError, compile_layer
-    from brainsmith.rtlsim.sources import MissingCode, NotSimulated, layer_design
-    from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
-
-    result = LayerResult(node.name, node.op_type, NOT_SIMULATED)
-    try:
-        op = getCustomOp(node)
-        result.estimated_cycles = int(op.get_exp_cycles())
-        design = layer_design(model, node)
-    except MissingCode as exc:  # recorded but gone: nothing was checked, and that is a failure
-        result.status, result.reason = FAILED, str(exc)
-        return result
-    except NotSimulated as exc:
-        result.reason = str(exc)
-        return result
-    except Exception as exc:  # an op FINN cannot instantiate has nothing to simulate
-        result.reason = f"no FINN class for {node.op_type}: {exc}"
-        return result
-    folder = os.path.join(workdir, node.name)
-    try:
-        compiled = compile_layer(design, toolchain, folder)
-    except CompileError as exc:  # a layer that can be simulated here but was not: a failure
-        result.status, result.reason = FAILED, f"{toolchain.label} cannot compile it: {exc}"
-        if exc.log:
-            result.reason += f" (log: {exc.log})"
-        return result
-    result.compile_seconds = round(compiled.seconds, 3)
-    result.compile_cached = compiled.cached
-    frames = [[context[node.input[s.index]] for s in design.inputs] for context in contexts]
-    wanted = [[context[node.output[s.index]] for s in design.outputs] for context in contexts]
-    result.frames = len(frames)
-    began = time.perf_counter()
-    try:
-        wave = simulate(design, op, compiled.executable, frames, folder)
-    except SimulationFailed as exc:
-        result.status, result.reason = FAILED, str(exc)
-        return result
-    finally:
-        result.simulate_seconds = round(time.perf_counter() - began, 3)
-    result.cycles_per_frame = wave.cycles_per_frame
-    result.latency_cycles = wave.latency_cycles
-    result.first_mismatch = first_difference(wave.outputs, wanted, design)
-    result.status = MISMATCH if result.first_mismatch else MATCH
-    return result
-
-
-def first_difference(got, want, design) -> dict | None:
-    """The first element (frame, output, index) where ``got`` and ``want`` differ, or None."""
+def first_difference(
+    got: list[list[np.ndarray]], want: list[list[np.ndarray]], design: LayerDesign
+) -> Mismatch | None:
+    """The first element (frame, output, index) where ``got`` and ``want`` differ, and how
+    many differ; None where none does."""
     differing = 0
-    first = None
+    first: tuple[int, str, tuple[int, ...], float, float] | None = None
     for frame, (got_frame, want_frame) in enumerate(zip(got, want, strict=True)):
         for stream, a, b in zip(design.outputs, got_frame, want_frame, strict=True):
-            b = np.asarray(b, dtype=np.float32).reshape(a.shape)
-            wrong = np.argwhere(a != b)
+            expected = np.asarray(b, dtype=np.float32).reshape(a.shape)
+            wrong = np.argwhere(a != expected)
             differing += len(wrong)
             if first is None and len(wrong):
                 index = tuple(int(i) for i in wrong[0])
-                first = {
-                    "frame": frame,
-                    "output": stream.port,
-                    "index": list(index),
-                    "got": float(a[index]),
-                    "expected": float(b[index]),
-                }
-    if first is not None:
-        first["differing_elements"] = differing
-    return first
+                first = (frame, stream.port, index, float(a[index]), float(expected[index]))
+    if first is None:
+        return None
+    frame, port, index, value, expected_value = first
+    return {
+        "frame": frame,
+        "output": port,
+        "index": list(index),
+        "got": value,
+        "expected": expected_value,
+        "differing_elements": differing,
+    }

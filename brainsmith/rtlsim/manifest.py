@@ -15,7 +15,12 @@ import os
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.files import read_json
+from brainsmith.files import read_json, write_text
+from brainsmith.rtlsim.sources import finn_rtllib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
 
 NAME = "hdl_manifest.json"
 FORMAT = 1
@@ -35,10 +40,8 @@ class Manifest:
     files: dict[str, str]
 
 
-def record(model, finn_dir: str) -> str:
+def record(model: ModelWrapper, finn_dir: str) -> str:
     """Write the manifest of ``model``'s generated HDL into ``finn_dir``; returns its path."""
-    from brainsmith.files import write_text
-
     root = os.path.realpath(finn_dir)
     files: dict[str, str] = {}
     for folder in _code_folders(model):
@@ -78,10 +81,8 @@ def check(path: str, folder: str, manifest: Manifest | None) -> str:
     """Why the HDL file ``path`` is not what the build in ``folder`` generated ("" if it is):
     a file of the installed finn-rtllib passes; one of the build folder must be recorded
     with its hash; anything else is refused."""
-    from finn.util.settings import get_settings
-
     real = os.path.realpath(path)
-    if inside(real, os.path.realpath(get_settings().finn_rtllib)):
+    if inside(real, os.path.realpath(finn_rtllib())):
         return ""
     if not inside(real, os.path.realpath(folder)):
         return f"{real} is outside the build folder {folder} and FINN's finn-rtllib"
@@ -109,7 +110,7 @@ def inside(path: str, folder: str) -> bool:
     return os.path.commonpath([path, folder]) == folder
 
 
-def _code_folders(model) -> list[str]:
+def _code_folders(model: ModelWrapper) -> list[str]:
     folders = []
     for node in model.graph.node:
         for attribute in node.attribute:

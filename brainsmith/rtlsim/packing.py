@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qonnx.core.datatype import BaseDataType
 
-def pack_beats(array: np.ndarray, dtype, stream_bits: int) -> list[int]:
+
+def pack_beats(array: np.ndarray, dtype: BaseDataType, stream_bits: int) -> list[int]:
     """One integer per beat: the innermost dimension of ``array`` packed, ``dtype`` bits per
     element (two's complement; bipolar -1/+1 as 0/1)."""
     if not dtype.is_integer():
@@ -36,13 +40,18 @@ def pack_beats(array: np.ndarray, dtype, stream_bits: int) -> list[int]:
     return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
 
-def unpack_beats(beats: list[int], dtype, shape: tuple[int, ...], stream_bits: int) -> np.ndarray:
+def unpack_beats(
+    beats: list[int], dtype: BaseDataType, shape: tuple[int, ...], stream_bits: int
+) -> np.ndarray:
     """The array of ``shape`` (its innermost dimension: the elements of one beat) that
     ``beats`` carry; bits beyond the elements (padding to the stream width) are ignored."""
     if not dtype.is_integer():
         from finn.util.data_packing import rtlsim_output_to_npy
 
-        return rtlsim_output_to_npy(beats, None, dtype, shape, stream_bits, dtype.bitwidth())
+        unpacked: np.ndarray = rtlsim_output_to_npy(
+            beats, None, dtype, shape, stream_bits, dtype.bitwidth()
+        )
+        return unpacked
     width = 1 if dtype.get_canonical_name() == "BIPOLAR" else dtype.bitwidth()
     elements = shape[-1]
     used = width * elements
@@ -57,4 +66,5 @@ def unpack_beats(beats: list[int], dtype, shape: tuple[int, ...], stream_bits: i
         ints = 2 * ints - 1
     elif dtype.signed():
         ints = np.where(ints >= 1 << (width - 1), ints - (1 << width), ints)
-    return ints.astype(np.float32).reshape(shape)
+    values: np.ndarray = ints.astype(np.float32).reshape(shape)
+    return values

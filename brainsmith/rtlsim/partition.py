@@ -21,12 +21,14 @@ import copy
 import math
 import os
 import time
-from dataclasses import replace
-from importlib.resources import files as package_files
+from dataclasses import dataclass
 
 import numpy as np
+from qonnx.core.modelwrapper import ModelWrapper
+from qonnx.custom_op.registry import getCustomOp
 
 from brainsmith.frameworks.finn.facts import frames_per_second
+from brainsmith.rtlsim.compile import Compiled, CompileError, compile_layer
 from brainsmith.rtlsim.sources import (
     ESTIMATE_TOLERANCE,
     FAILED,
@@ -35,10 +37,21 @@ from brainsmith.rtlsim.sources import (
     NOT_SIMULATED,
     LayerDesign,
     NotSimulated,
-    Stream,
     estimate_error,
     layer_design,
 )
+from brainsmith.rtlsim.stimulus import SimulationFailed, Waveform, simulate
+from brainsmith.rtlsim.stitching import as_layer_design, stitch
+from brainsmith.rtlsim.verilator import find_toolchain
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
+    from onnx import NodeProto
+
+    from brainsmith.rtlsim.results import FifoFill, OutputDifference, Stitched
 
 # The stitched check simulates every verification frame while they take at most this many
 # cycles at FINN's estimated pace (the slowest layer's cycles per frame); beyond, only the
@@ -48,47 +61,36 @@ CHECK_CYCLES = 20_000_000
 CHECK_MARGIN = 2  # frames beyond those the pipeline holds: one entering it full, one after
 
 
-def frames_to_check(model, offered: int) -> int:
+def frames_to_check(model: ModelWrapper, offered: int) -> int:
     """How many of ``offered`` frames the stitched check of ``model`` simulates: all while
     they take at most ``CHECK_CYCLES`` at FINN's estimated pace; else as many as the
     pipeline holds at once plus ``CHECK_MARGIN``. It holds at most its layers' cycles (a
     frame's latency, each layer in turn) over the slowest layer's (its pace); those frames
     overlap in it in every way they can, and later ones only repeat that at the same cost."""
-    from qonnx.custom_op.registry import getCustomOp
-
-    cycles = [int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node]
+    cycles = _cycles(model.graph.node)
     pace = max(cycles, default=0)
     if pace <= 0 or offered * pace <= CHECK_CYCLES:
         return offered
     return min(offered, math.ceil(sum(cycles) / pace) + CHECK_MARGIN)
 
 
+def _cycles(nodes: Sequence[NodeProto]) -> list[int]:
+    """FINN's estimated cycles per frame of each of ``nodes``."""
+    return [int(getCustomOp(node).get_exp_cycles()) for node in nodes]
+
+
 def simulate_partition(
-    model,
-    contexts,
+    model: ModelWrapper,
+    contexts: list[dict[str, np.ndarray]],
     workdir: str,
     fpga_part: str,
     clock_ns: float,
     bounded: bool = False,
     interval: int | None = None,
-) -> dict:
-    """Simulate ``model`` (the dataflow partition) end to end on the samples whose Python
-    tensors are ``contexts``; returns the report.json ``stitched`` section (``run_partition``
-    without float layers)."""
-    return run_partition(model, contexts, workdir, fpga_part, clock_ns, bounded, interval)[0]
-
-
-def run_partition(
-    model,
-    contexts,
-    workdir: str,
-    fpga_part: str,
-    clock_ns: float,
-    bounded: bool = False,
-    interval: int | None = None,
-) -> tuple[dict, list[np.ndarray]]:
-    """Simulate ``model`` end to end on ``contexts``' inputs, compared with their outputs:
-    (the report.json ``stitched`` section, the simulated outputs of each frame).
+) -> Stitched:
+    """Simulate ``model`` (the dataflow partition) end to end on the inputs of ``contexts``
+    (the Python tensors of each sample), compared with their outputs: the report.json
+    ``stitched`` section.
 
     The FIFOs hold at most their ``depth`` with ``bounded`` (a FIFO too shallow shows as a
     lower throughput or a stall), else they are unbounded; either way the design is the same
@@ -99,87 +101,143 @@ def run_partition(
     frames would only pile up in front of the slowest layer); with ``interval`` 0 only flat
     out; with a positive one only at that pace, and once more at its own where it could not
     keep up."""
-    from brainsmith.rtlsim.compile import CompileError, compile_layer
-    from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
-    from brainsmith.rtlsim.verilator import find_toolchain
-
     began = time.perf_counter()
-    result: dict = {"status": NOT_SIMULATED}
     try:
-        stitched, chain = _stitch(model, os.path.join(workdir, "code"), fpga_part, clock_ns)
+        design, chain = _stitch(model, os.path.join(workdir, "code"), fpga_part, clock_ns)
     except NotSimulated as exc:
-        result["reason"] = str(exc)
-        return result, []
-    from qonnx.custom_op.registry import getCustomOp
-
-    source, sink = model.graph.input[0].name, model.graph.output[0].name
-    first = getCustomOp(next(n for n in chain if source in n.input))
-    last = getCustomOp(next(n for n in chain if sink in n.output))
+        return {"status": NOT_SIMULATED, "reason": str(exc)}
     toolchain = find_toolchain()
     try:
-        compiled = compile_layer(stitched, toolchain, workdir)
+        compiled = compile_layer(design, toolchain, workdir)
     except CompileError as exc:  # it could be simulated here, but was not: a failure
-        result.update(status=FAILED, reason=f"{toolchain.label} cannot compile it: {exc}")
-        return result, []
-    result.update(compile_seconds=round(compiled.seconds, 3), compile_cached=compiled.cached)
-    frames = [[context[source]] for context in contexts]
-    wanted = [context[sink] for context in contexts]
-    cycles = [int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node]
-    estimate = sum(cycles)
-    depths = fifo_depths(chain) if bounded else {}
-    runs = 0
-
-    def run(pace: int = 0):
-        nonlocal runs
-        runs += 1
-        return simulate(
-            stitched, (first, last), compiled.executable, frames, workdir, estimate, pace, depths
-        )
-
+        return {"status": FAILED, "reason": f"{toolchain.label} cannot compile it: {exc}"}
+    runs = _Runs.of(model, contexts, chain, design, compiled.executable, workdir, bounded)
     try:
-        if not interval:  # flat out: the design's own pace; then at it: the fills
-            wave = paced = run()
-            if wave.cycles_per_frame and interval is None and not bounded:
-                paced = run(math.ceil(wave.cycles_per_frame))
-        else:
-            wave = paced = run(interval)
-            if wave.cycles_per_frame and wave.cycles_per_frame > interval + 1:
-                wave = paced = run(math.ceil(wave.cycles_per_frame))
+        wave, paced = runs.waves(interval)
     except SimulationFailed as exc:
-        result.update(status=FAILED, reason=str(exc))
-        return result, []
-    got = [outputs[0] for outputs in wave.outputs]
-    differing = [i for i, (a, b) in enumerate(zip(got, wanted, strict=True)) if _differs(a, b)]
-    result.update(
-        status=MISMATCH if differing else MATCH,
-        frames=len(frames),
-        layers=len(chain),
-        fifos_bounded=bounded,
-        runs=runs,
-        cycles_per_frame=wave.cycles_per_frame,
-        estimated_cycles_per_frame=max(cycles, default=0),  # FINN's: the slowest layer's
-        latency_cycles=paced.latency_cycles,
-        fps=round(frames_per_second(wave.cycles_per_frame, clock_ns), 1)
-        if wave.cycles_per_frame
-        else None,
-        latency_ns=round(paced.latency_cycles * clock_ns, 1) if paced.latency_cycles else None,
-        fifos=_fifos(chain, paced.probes, depths),
-        simulate_seconds=round(time.perf_counter() - began, 3),
-    )
-    error = estimate_error(wave.cycles_per_frame, result["estimated_cycles_per_frame"])
-    if error is not None:
-        result.update(
-            estimate_error=error,
-            estimate_tolerance=ESTIMATE_TOLERANCE,
-            within_tolerance=abs(error) <= ESTIMATE_TOLERANCE,
+        return {
+            "status": FAILED,
+            "compile_seconds": round(compiled.seconds, 3),
+            "compile_cached": compiled.cached,
+            "reason": str(exc),
+        }
+    measured = _Measured(runs, wave, paced, compiled, clock_ns)
+    wanted = [context[model.graph.output[0].name] for context in contexts]
+    return measured.compared(wanted, chain, _cycles(model.graph.node), began)
+
+
+@dataclass
+class _Runs:
+    """The compiled stitched design run on the frames (each a list of its input), counted."""
+
+    design: LayerDesign
+    ops: tuple[HWCustomOp, HWCustomOp]  # the layers reading its input and writing its output
+    executable: str
+    frames: list[list[np.ndarray]]
+    workdir: str
+    estimate: int  # FINN's estimated latency: how long it may go without output
+    bounded: bool
+    depths: dict[str, int]  # with ``bounded``: each FIFO's depth input (else all unbounded)
+    count: int = 0
+
+    @classmethod
+    def of(
+        cls,
+        model: ModelWrapper,
+        contexts: list[dict[str, np.ndarray]],
+        chain: list[NodeProto],
+        design: LayerDesign,
+        executable: str,
+        workdir: str,
+        bounded: bool,
+    ) -> _Runs:
+        source, sink = model.graph.input[0].name, model.graph.output[0].name
+        first = getCustomOp(next(n for n in chain if source in n.input))
+        last = getCustomOp(next(n for n in chain if sink in n.output))
+        frames = [[context[source]] for context in contexts]
+        estimate = sum(_cycles(model.graph.node))
+        depths = fifo_depths(chain) if bounded else {}
+        return cls(design, (first, last), executable, frames, workdir, estimate, bounded, depths)
+
+    def run(self, pace: int = 0) -> Waveform:
+        """One simulation, frames offered every ``pace`` cycles (0: flat out)."""
+        self.count += 1
+        return simulate(
+            self.design,
+            self.ops,
+            self.executable,
+            self.frames,
+            self.workdir,
+            self.estimate,
+            pace,
+            self.depths,
         )
-    if differing:
-        result["difference"] = output_difference(got, wanted)
-        result["reason"] = f"frames {differing} differ from the Python execution"
-    return result, got
+
+    def waves(self, interval: int | None) -> tuple[Waveform, Waveform]:
+        """(the run whose pace and outputs count, the run whose latency and fills count):
+        see ``simulate_partition``."""
+        if interval:
+            return self._at(interval)
+        wave = self.run()
+        if wave.cycles_per_frame and interval is None and not self.bounded:
+            return wave, self.run(math.ceil(wave.cycles_per_frame))
+        return wave, wave
+
+    def _at(self, interval: int) -> tuple[Waveform, Waveform]:
+        """At ``interval``, and again at its own pace where it could not keep up."""
+        wave = self.run(interval)
+        if wave.cycles_per_frame and wave.cycles_per_frame > interval + 1:
+            wave = self.run(math.ceil(wave.cycles_per_frame))
+        return wave, wave
 
 
-def output_difference(got: list[np.ndarray], wanted: list) -> dict:
+@dataclass(frozen=True)
+class _Measured:
+    """What the runs of a compiled stitched design measured."""
+
+    runs: _Runs
+    wave: Waveform  # its pace and outputs
+    paced: Waveform  # its latency and FIFO fills
+    compiled: Compiled
+    clock_ns: float
+
+    def compared(
+        self, wanted: list[np.ndarray], chain: list[NodeProto], cycles: list[int], began: float
+    ) -> Stitched:
+        """The report.json section: the outputs compared with ``wanted``, the pace with
+        FINN's estimate (the slowest of ``cycles``), every FIFO of ``chain``."""
+        got = [outputs[0] for outputs in self.wave.outputs]
+        differing = [i for i, (a, b) in enumerate(zip(got, wanted, strict=True)) if _differs(a, b)]
+        pace, latency = self.wave.cycles_per_frame, self.paced.latency_cycles
+        estimated = max(cycles, default=0)  # FINN's: the slowest layer's
+        result: Stitched = {
+            "status": MISMATCH if differing else MATCH,
+            "compile_seconds": round(self.compiled.seconds, 3),
+            "compile_cached": self.compiled.cached,
+            "frames": len(self.runs.frames),
+            "layers": len(chain),
+            "fifos_bounded": self.runs.bounded,
+            "runs": self.runs.count,
+            "cycles_per_frame": pace,
+            "estimated_cycles_per_frame": estimated,
+            "latency_cycles": latency,
+            "fps": round(frames_per_second(pace, self.clock_ns), 1) if pace else None,
+            "latency_ns": round(latency * self.clock_ns, 1) if latency else None,
+            "fifos": _fifos(chain, self.paced.probes, self.runs.depths),
+            "simulate_seconds": round(time.perf_counter() - began, 3),
+        }
+        error = estimate_error(pace, estimated)
+        if error is not None:
+            result["estimate_error"] = error
+            result["estimate_tolerance"] = ESTIMATE_TOLERANCE
+            result["within_tolerance"] = abs(error) <= ESTIMATE_TOLERANCE
+        if differing:
+            result["difference"] = output_difference(got, wanted)
+            result["reason"] = f"frames {differing} differ from the Python execution"
+        return result
+
+
+def output_difference(got: list[np.ndarray], wanted: list[np.ndarray]) -> OutputDifference:
     """How far simulated outputs are from Python's: elements that differ (of how many) and
     the largest difference."""
     a = np.concatenate([np.ravel(x) for x in got])
@@ -198,22 +256,47 @@ def output_difference(got: list[np.ndarray], wanted: list) -> dict:
     }
 
 
-def fifo_depths(chain) -> dict[str, int]:
+def fifo_depths(chain: Sequence[NodeProto]) -> dict[str, int]:
     """The stitched design's depth inputs set to each FIFO node's ``depth``."""
-    from qonnx.custom_op.registry import getCustomOp
-
     return {
         f"depth_{node.name}": int(getCustomOp(node).get_nodeattr("depth"))
         for node in chain
-        if node.op_type.startswith("StreamingFIFO")
+        if _is_fifo(node)
     }
+
+
+def _is_fifo(node: NodeProto) -> bool:
+    return node.op_type.startswith("StreamingFIFO")
 
 
 def _differs(got: np.ndarray, want: np.ndarray) -> bool:
     return not np.array_equal(got, np.asarray(want, dtype=np.float32).reshape(got.shape))
 
 
-def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool = False):
+def _fifos(
+    chain: Sequence[NodeProto], probes: dict[str, int], depths: dict[str, int]
+) -> list[FifoFill]:
+    """Per FIFO: where it sits, the largest fill seen (with unbounded FIFOs: the depth it
+    needs) and, when bounded, its depth."""
+    writers = {tensor: node.name for node in chain for tensor in node.output}
+    readers = {tensor: node.name for node in chain for tensor in node.input}
+    fifos = []
+    for node in filter(_is_fifo, chain):
+        fifo: FifoFill = {
+            "name": node.name,
+            "after": writers.get(node.input[0], "(input)"),
+            "before": readers.get(node.output[0], "(output)"),
+            "max_occupancy": probes.get(f"maxcount_{node.name}"),
+        }
+        if depths:
+            fifo["depth"] = depths[f"depth_{node.name}"]
+        fifos.append(fifo)
+    return fifos
+
+
+def _stitch(
+    model: ModelWrapper, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool = False
+) -> tuple[LayerDesign, list[NodeProto]]:
     """(the stitched LayerDesign, its nodes in graph order). Its FIFOs take their depth when
     the simulation starts (``brainsmith_fifo_sim``); with ``fixed`` they are FINN's
     ``fifo.sv`` of their ``depth``, for synthesis and other simulators."""
@@ -221,35 +304,21 @@ def _stitch(model, code_dir: str, fpga_part: str, clock_ns: float, fixed: bool =
     if reason:
         raise NotSimulated(reason)
     try:
-        full = _with_converters_and_fifos(model, code_dir, fpga_part, clock_ns)
+        full = with_converters_and_fifos(model, code_dir, fpga_part, clock_ns)
     except Exception as exc:  # FINN's transforms reject the design: say so, do not crash
         raise NotSimulated(
             f"FINN could not insert width converters and FIFOs: {type(exc).__name__}: {exc}"
         ) from exc
     nodes = list(full.graph.node)
     designs = [layer_design(full, node) for node in nodes]
-    if fixed:
-        for design in designs:
-            if design.op_type.startswith("StreamingFIFO"):
-                _with_depth(design)
-    widths: dict[str, int] = {}  # tensor -> the width of the stream its producer writes
-    for node, design in zip(nodes, designs, strict=True):
-        if design.clk2x == "double":
-            raise NotSimulated(f"{node.name} is double-pumped (needs ap_clk2x)")
-        for stream in design.outputs:
-            widths[node.output[stream.index]] = stream.width
-    for node, design in zip(nodes, designs, strict=True):
-        for stream in design.inputs:
-            tensor = node.input[stream.index]
-            if tensor in widths and widths[tensor] != stream.width:
-                raise NotSimulated(
-                    f"{tensor} is {widths[tensor]} bits wide where it is written and "
-                    f"{stream.width} where {node.name} reads it"
-                )
-    return _top(full, nodes, designs, runtime_depths=not fixed), nodes
+    for design in designs if fixed else ():
+        if design.op_type.startswith("StreamingFIFO"):
+            _with_depth(design)
+    source, sink = full.graph.input[0].name, full.graph.output[0].name
+    return as_layer_design(stitch(source, sink, nodes, designs, runtime_depths=not fixed)), nodes
 
 
-def unstitchable(model) -> str:
+def unstitchable(model: ModelWrapper) -> str:
     """Why ``model`` cannot be simulated whole ("" when it can): HLS layers, more than one
     input or output stream, a layer that cannot be simulated, a tensor read twice without
     a ``DuplicateStreams``."""
@@ -259,21 +328,28 @@ def unstitchable(model) -> str:
         return f"HLS layers ({', '.join(hls[:5])}{more}) have no RTL without Vitis HLS"
     if len(model.graph.input) != 1 or len(model.graph.output) != 1:
         return "the partition has more than one input or output stream"
-    for node in model.graph.node:
-        try:
-            layer_design(model, node)
-        except NotSimulated as exc:
-            return f"{node.name}: {exc}"
-        for tensor in node.output:
-            if len(model.find_consumers(tensor) or []) > 1:
-                return (
-                    f"{node.name}'s output {tensor} is read by more than one layer without a "
-                    "DuplicateStreams layer"
-                )
+    return next(filter(None, (_unstitchable_layer(model, n) for n in model.graph.node)), "")
+
+
+def _unstitchable_layer(model: ModelWrapper, node: NodeProto) -> str:
+    """Why ``node`` cannot be stitched ("" when it can): it cannot be simulated, or its
+    output is read by more than one layer."""
+    try:
+        layer_design(model, node)
+    except NotSimulated as exc:
+        return f"{node.name}: {exc}"
+    for tensor in node.output:
+        if len(model.find_consumers(tensor) or []) > 1:
+            return (
+                f"{node.name}'s output {tensor} is read by more than one layer without a "
+                "DuplicateStreams layer"
+            )
     return ""
 
 
-def stitched_design(model, code_dir: str, fpga_part: str, clock_ns: float):
+def stitched_design(
+    model: ModelWrapper, code_dir: str, fpga_part: str, clock_ns: float
+) -> tuple[LayerDesign, list[NodeProto]]:
     """(the whole partition as one LayerDesign with FINN's FIFOs of their depths, its nodes);
     NotSimulated when it cannot be stitched, with the reason."""
     return _stitch(model, code_dir, fpga_part, clock_ns, fixed=True)
@@ -310,41 +386,47 @@ def _with_depth(design: LayerDesign) -> None:
     design.generated[f"{design.top}_bounded.v"] = text
 
 
-def with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: float):
+def with_converters_and_fifos(
+    model: ModelWrapper, code_dir: str, fpga_part: str, clock_ns: float
+) -> ModelWrapper:
     """``model`` with FINN's width converters and FIFOs (RTL) where they are missing, the new
     layers' code generated below ``code_dir``."""
-    return _with_converters_and_fifos(model, code_dir, fpga_part, clock_ns)
-
-
-def _with_converters_and_fifos(model, code_dir: str, fpga_part: str, clock_ns: float):
     from finn.transformation.fpgadataflow.insert_dwc import InsertDWC
     from finn.transformation.fpgadataflow.insert_fifo import InsertFIFO
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
-    from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.backends import converters
 
     full = ModelWrapper(copy.deepcopy(model.model))
     known = {node.name for node in full.graph.node}
     full = full.transform(InsertDWC()).transform(InsertFIFO(create_shallow_fifos=True))
-    for node in full.graph.node:
-        if node.name not in known:
-            getCustomOp(node).set_nodeattr("preferred_impl_style", "rtl")
-            _in_tensor_shape(full, node, getCustomOp(node))
+    for node in _inserted(full, known):
+        getCustomOp(node).set_nodeattr("preferred_impl_style", "rtl")
+        _in_tensor_shape(full, node, getCustomOp(node))
     full = full.transform(SpecializeLayers(fpga_part))
-    from brainsmith.backends import converters
-
     converters.register()
-    for node in full.graph.node:
-        if node.name not in known:
-            op = getCustomOp(node)
-            if node.op_type == "StreamingDataWidthConverter_rtl" and converters.needs_full_rate(op):
-                node.op_type = converters.OP_TYPE
-                op = getCustomOp(node)
-            folder = os.path.join(code_dir, node.name)
-            os.makedirs(folder, exist_ok=True)
-            op.set_nodeattr("code_gen_dir_ipgen", folder)
-            op.code_generation_ipgen(full, fpga_part, clock_ns)
+    for node in _inserted(full, known):
+        if node.op_type == "StreamingDataWidthConverter_rtl" and converters.needs_full_rate(
+            getCustomOp(node)
+        ):
+            node.op_type = converters.OP_TYPE
+        _generate(full, node, os.path.join(code_dir, node.name), fpga_part, clock_ns)
     return full
+
+
+def _inserted(model: ModelWrapper, known: set[str]) -> list[NodeProto]:
+    """The nodes of ``model`` whose names are not ``known``: those FINN inserted."""
+    return [node for node in model.graph.node if node.name not in known]
+
+
+def _generate(
+    model: ModelWrapper, node: NodeProto, folder: str, fpga_part: str, clock_ns: float
+) -> None:
+    """``node``'s code generated into ``folder``."""
+    op = getCustomOp(node)
+    os.makedirs(folder, exist_ok=True)
+    op.set_nodeattr("code_gen_dir_ipgen", folder)
+    op.code_generation_ipgen(model, fpga_part, clock_ns)
 
 
 SHAPE_ATTRIBUTES = {
@@ -353,7 +435,7 @@ SHAPE_ATTRIBUTES = {
 }
 
 
-def _in_tensor_shape(model, node, op) -> None:
+def _in_tensor_shape(model: ModelWrapper, node: NodeProto, op: HWCustomOp) -> None:
     """A converter or FIFO FINN inserted takes the shape of the tensor it passes on where
     FINN gave it the same values in another shape: the shape its neighbour reports, which
     for an attention product is (batch, heads, rows, columns) where the tensor is (heads,
@@ -365,131 +447,3 @@ def _in_tensor_shape(model, node, op) -> None:
             op.set_nodeattr(name, shape)
             if list(model.get_tensor_shape(node.output[0])) == given:
                 model.set_tensor_shape(node.output[0], shape)
-
-
-def _top(model, nodes, designs: list[LayerDesign], runtime_depths: bool) -> LayerDesign:
-    """One module with every layer's top, wired by the tensors they share: the partition's
-    input tensor is the module's ``in0_V``, its output tensor ``out0_V``; with
-    ``runtime_depths`` each FIFO is a ``brainsmith_fifo_sim`` whose depth is the input
-    ``depth_<name>`` (0: unbounded)."""
-    source, sink = model.graph.input[0].name, model.graph.output[0].name
-    files, generated, lines, probes, depths = [], {}, [], [], []
-    if runtime_depths and any(d.op_type.startswith("StreamingFIFO") for d in designs):
-        files.append(str(package_files("brainsmith.rtlsim").joinpath("fifo_sim.sv")))
-    signals = {source: "in0_V", sink: "out0_V"}
-    first = last = None
-    for node, design in zip(nodes, designs, strict=True):
-        if runtime_depths and design.op_type.startswith("StreamingFIFO"):
-            design = replace(design, files=[], generated={})  # brainsmith_fifo_sim instead
-        files += [f for f in design.files if f not in files]
-        generated.update(design.generated)
-        for stream in design.outputs:
-            tensor = node.output[stream.index]
-            if tensor == sink:
-                last = stream
-            elif tensor not in signals:
-                signals[tensor] = f"w{len(signals) - 1}"
-                lines += [
-                    f"\twire [{stream.width - 1}:0] {signals[tensor]}_TDATA;",
-                    f"\twire {signals[tensor]}_TVALID, {signals[tensor]}_TREADY;",
-                ]
-        first = first or next((s for s in design.inputs if node.input[s.index] == source), None)
-    if first is None or last is None:
-        raise NotSimulated("no layer reads the partition's input or writes its output")
-    ports = [
-        "input ap_clk",
-        "input ap_rst_n",
-        f"input [{first.width - 1}:0] in0_V_TDATA",
-        "input in0_V_TVALID",
-        "output in0_V_TREADY",
-        f"output [{last.width - 1}:0] out0_V_TDATA",
-        "output out0_V_TVALID",
-        "input out0_V_TREADY",
-    ]
-    for index, (node, design) in enumerate(zip(nodes, designs, strict=True)):
-        fifo = design.op_type.startswith("StreamingFIFO")
-        tensors = [node.input[s.index] for s in design.inputs]
-        for tensor in tensors + [node.output[s.index] for s in design.outputs]:
-            if tensor not in signals:
-                raise NotSimulated(f"{tensor}, read by {node.name}, is written by no layer")
-        if fifo:
-            probe = f"maxcount_{design.node}"
-            ports.append(f"output [31:0] {probe}")
-            probes.append(probe)
-        if fifo and runtime_depths:
-            depths.append(f"depth_{design.node}")
-            ports.append(f"input [31:0] depth_{design.node}")
-            lines += _fifo_instance(index, design, signals[node.input[0]], signals[node.output[0]])
-            continue
-        connections = ["\t\t.ap_clk(ap_clk), .ap_rst_n(ap_rst_n)"]
-        if design.clk2x == "same":
-            connections.append("\t\t.ap_clk2x(ap_clk)")
-        if fifo:
-            connections.append(f"\t\t.count(), .maxcount(maxcount_{design.node})")
-        streams = [(s, node.input[s.index]) for s in design.inputs]
-        streams += [(s, node.output[s.index]) for s in design.outputs]
-        for stream, tensor in streams:
-            wire = signals[tensor]
-            connections.append(
-                f"\t\t.{stream.port}_TDATA({wire}_TDATA), .{stream.port}_TVALID({wire}_TVALID), "
-                f".{stream.port}_TREADY({wire}_TREADY)"
-            )
-        lines += [f"\t{design.top} n{index} (", ",\n".join(connections), "\t);"]
-    text = "\n".join(
-        [
-            "// Generated by brainsmith.rtlsim: the dataflow partition, layer by layer.",
-            "module stitched_rtlsim_top (",
-            ",\n".join(f"\t{p}" for p in ports),
-            ");",
-            *lines,
-            "endmodule",
-            "",
-        ]
-    )
-    generated["stitched_rtlsim_top.sv"] = text
-    return LayerDesign(
-        node="stitched partition",
-        op_type=f"{len(nodes)} layers",
-        top="stitched_rtlsim_top",
-        code_dir="",
-        files=files,
-        inputs=[Stream("in0_V", 0, first.width)],
-        outputs=[Stream("out0_V", 0, last.width)],
-        generated=generated,
-        probes=probes,
-        depths=depths,
-    )
-
-
-def _fifo_instance(index: int, design: LayerDesign, source: str, sink: str) -> list[str]:
-    """A ``brainsmith_fifo_sim`` between the wires ``source`` and ``sink``."""
-    width = design.inputs[0].width
-    return [
-        f"\tbrainsmith_fifo_sim #(.WIDTH({width})) n{index} (",
-        "\t\t.clk(ap_clk), .rst(!ap_rst_n), "
-        f".limit(depth_{design.node}), .maxcount(maxcount_{design.node}),",
-        f"\t\t.idat({source}_TDATA), .ivld({source}_TVALID), .irdy({source}_TREADY),",
-        f"\t\t.odat({sink}_TDATA), .ovld({sink}_TVALID), .ordy({sink}_TREADY)",
-        "\t);",
-    ]
-
-
-def _fifos(chain, probes: dict[str, int], depths: dict[str, int]) -> list[dict]:
-    """Per FIFO: where it sits, the largest fill seen (with unbounded FIFOs: the depth it
-    needs) and, when bounded, its depth."""
-    writers = {tensor: node.name for node in chain for tensor in node.output}
-    readers = {tensor: node.name for node in chain for tensor in node.input}
-    fifos = []
-    for node in chain:
-        if not node.op_type.startswith("StreamingFIFO"):
-            continue
-        fifos.append(
-            {
-                "name": node.name,
-                "after": writers.get(node.input[0], "(input)"),
-                "before": readers.get(node.output[0], "(output)"),
-                "max_occupancy": probes.get(f"maxcount_{node.name}"),
-                **({"depth": depths[f"depth_{node.name}"]} if depths else {}),
-            }
-        )
-    return fifos

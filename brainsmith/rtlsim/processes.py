@@ -13,9 +13,10 @@ import os
 import selectors
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 MIB = 2**20
 CHUNK = 64 * 1024
@@ -36,8 +37,6 @@ class TooMuchOutput(Exception):
 def most_repeated(printed: bytes, shown: int = 200) -> str:
     """``the line printed most often: "<line>" (N times)`` for the line ``printed`` repeats
     most (cut to ``shown`` characters); empty if no line repeats."""
-    from collections import Counter
-
     lines = Counter(printed.decode(errors="replace").splitlines())
     line, count = max(lines.items(), key=lambda item: item[1], default=("", 0))
     if count < 2:
@@ -80,40 +79,80 @@ def run_bounded(
         env=env,
     )
     streams = [stream for stream in (process.stdout, process.stderr) if stream is not None]
-    kept = [bytearray() for _ in streams]  # stdout, stderr (without a log)
-    index = {stream.fileno(): number for number, stream in enumerate(streams)}
-    deadline = None if timeout is None else time.monotonic() + timeout
-    printed = 0
+    output = _Output(streams, limit, log)
+    deadline = _Deadline.after(list(command), timeout)
     try:
-        with selectors.DefaultSelector() as selector:
-            for stream in streams:
-                selector.register(stream, selectors.EVENT_READ)
-            while selector.get_map():
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise subprocess.TimeoutExpired(list(command), timeout or 0.0)
-                for key, _ in selector.select(left):
-                    chunk = os.read(key.fd, CHUNK)
-                    if not chunk:
-                        selector.unregister(key.fileobj)
-                        continue
-                    room = max(0, limit - printed)
-                    printed += len(chunk)
-                    if log is not None:
-                        log.write(chunk[:room])
-                    else:
-                        kept[index[key.fd]] += chunk[:room]
-                    if printed > limit:
-                        last = chunk if log is not None else kept[index[key.fd]]
-                        raise TooMuchOutput(limit, bytes(last))
-        returncode = process.wait(
-            None if deadline is None else max(0.0, deadline - time.monotonic())
-        )
+        _read(streams, output, deadline)
+        left = deadline.left()
+        returncode = process.wait(None if left is None else max(0.0, left))
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
         for stream in streams:
             stream.close()
-    stdout, stderr = [bytes(text).decode(errors="replace") for text in (*kept, b"")[:2]]
-    return Finished(returncode, stdout, stderr)
+    return Finished(returncode, *output.texts())
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    """When ``command``, given ``timeout`` seconds (None: no limit), is out of time."""
+
+    command: list[str]
+    timeout: float | None
+    at: float | None  # time.monotonic()
+
+    @classmethod
+    def after(cls, command: list[str], timeout: float | None) -> _Deadline:
+        return cls(command, timeout, None if timeout is None else time.monotonic() + timeout)
+
+    def left(self) -> float | None:
+        """Seconds left (None: no limit)."""
+        return None if self.at is None else self.at - time.monotonic()
+
+    def check(self) -> float | None:
+        """Seconds left; ``subprocess.TimeoutExpired`` when none are."""
+        left = self.left()
+        if left is not None and left <= 0:
+            raise subprocess.TimeoutExpired(self.command, self.timeout or 0.0)
+        return left
+
+
+class _Output:
+    """What the process printed: kept per stream (stdout, stderr), or written to ``log``,
+    at most ``limit`` bytes in all."""
+
+    def __init__(self, streams: list[IO[bytes]], limit: int, log: BinaryIO | None) -> None:
+        self.kept = {stream.fileno(): bytearray() for stream in streams}
+        self.limit, self.log, self.printed = limit, log, 0
+
+    def take(self, fd: int, chunk: bytes) -> None:
+        """``chunk`` read from ``fd``; TooMuchOutput once more than ``limit`` was printed."""
+        room = max(0, self.limit - self.printed)
+        self.printed += len(chunk)
+        if self.log is not None:
+            self.log.write(chunk[:room])
+        else:
+            self.kept[fd] += chunk[:room]
+        if self.printed > self.limit:
+            last = chunk if self.log is not None else self.kept[fd]
+            raise TooMuchOutput(self.limit, bytes(last))
+
+    def texts(self) -> tuple[str, str]:
+        """(stdout, stderr) as kept ("" for a stream written to the log)."""
+        stdout, stderr = [bytes(t).decode(errors="replace") for t in (*self.kept.values(), b"")[:2]]
+        return stdout, stderr
+
+
+def _read(streams: list[IO[bytes]], output: _Output, deadline: _Deadline) -> None:
+    """Every chunk of ``streams`` into ``output`` until they close or ``deadline`` passes."""
+    with selectors.DefaultSelector() as selector:
+        for stream in streams:
+            selector.register(stream, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select(deadline.check()):
+                chunk = os.read(key.fd, CHUNK)
+                if chunk:
+                    output.take(key.fd, chunk)
+                else:
+                    selector.unregister(key.fileobj)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
@@ -85,6 +85,12 @@ def screen(
     names = origins or {}
     sources = Sources(paths, cwd, readable)
     _refuse([found for path in paths for found in sources.includes(path)], names)
+    _refuse(list(host_access(_preprocessed(paths, toolchain, cwd), sources)), names)
+
+
+def _preprocessed(paths: list[str], toolchain: Toolchain, cwd: str) -> str:
+    """What Verilator's preprocessor makes of ``paths`` (with the defines every compile
+    has); PreprocessError when it fails, takes too long or prints too much."""
     defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
     try:
         result = run_bounded(
@@ -103,7 +109,7 @@ def screen(
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if "%Error" in line]
         raise PreprocessError((errors or [result.stderr.strip() or "failed"])[0])
-    _refuse(list(host_access(result.stdout, sources)), names)
+    return result.stdout
 
 
 def _refuse(findings: list[tuple[Token, str]], names: dict[str, str]) -> None:
@@ -179,25 +185,47 @@ def _names_outside(token: Token, sources: Sources) -> bool:
 
 
 def _verdict(token: Token, tokens: list[Token], index: int) -> str:
+    """Why ``token`` (at ``index`` of ``tokens``) reaches the host ("" when it does not)."""
+    judge = VERDICTS.get(token.kind)
+    return judge(token, tokens, index) if judge is not None else ""
+
+
+def _task_verdict(token: Token, tokens: list[Token], index: int) -> str:
     text = token.text
-    if token.kind == "task":
-        if text in TASKS:
-            return f"{text} {TASKS[text]}"
-        if re.fullmatch(r"\$c\d*|\$cpure", text):
-            return f"{text} {CODE}"
-        if text == "$fopen" and not _read_only(_arguments(tokens, index)):
-            return f'{text} opens a file for writing (only a literal "r" or "rb" is simulated)'
-        if text == "$dumpfile" and not _inside(_arguments(tokens, index)):
-            return f"{text} writes a waveform outside the simulation folder"
-    elif token.kind == "unterminated":
-        return "a string without its closing quote (no compiler reads it)"
-    elif token.kind == "directive" and text.startswith("`systemc_"):
+    if text in TASKS:
+        return f"{text} {TASKS[text]}"
+    if re.fullmatch(r"\$c\d*|\$cpure", text):
         return f"{text} {CODE}"
-    elif token.kind == "word" and text in ("import", "export"):
-        after = _next(tokens, index)
-        if after is not None and after.kind == "string" and after.text.startswith('"DPI'):
-            return f"{text} {after.text} calls C code of this machine"
+    if text == "$fopen" and not _read_only(_arguments(tokens, index)):
+        return f'{text} opens a file for writing (only a literal "r" or "rb" is simulated)'
+    if text == "$dumpfile" and not _inside(_arguments(tokens, index)):
+        return f"{text} writes a waveform outside the simulation folder"
     return ""
+
+
+def _unterminated_verdict(token: Token, tokens: list[Token], index: int) -> str:
+    return "a string without its closing quote (no compiler reads it)"
+
+
+def _directive_verdict(token: Token, tokens: list[Token], index: int) -> str:
+    return f"{token.text} {CODE}" if token.text.startswith("`systemc_") else ""
+
+
+def _word_verdict(token: Token, tokens: list[Token], index: int) -> str:
+    if token.text not in ("import", "export"):
+        return ""
+    after = _next(tokens, index)
+    if after is not None and after.kind == "string" and after.text.startswith('"DPI'):
+        return f"{token.text} {after.text} calls C code of this machine"
+    return ""
+
+
+VERDICTS: dict[str, Callable[[Token, list[Token], int], str]] = {
+    "task": _task_verdict,
+    "unterminated": _unterminated_verdict,
+    "directive": _directive_verdict,
+    "word": _word_verdict,
+}
 
 
 def _tokens(text: str, written: str = "") -> Iterator[Token]:
@@ -228,17 +256,24 @@ def _arguments(tokens: list[Token], index: int) -> list[list[Token]] | None:
     arguments: list[list[Token]] = [[]]
     depth = 0
     for token in tokens[index + 2 :]:
-        if token.text in "([{" and token.kind == "other":
-            depth += 1
-        elif token.text in ")]}" and token.kind == "other":
-            if depth == 0:
-                return arguments
-            depth -= 1
-        elif token.text == "," and depth == 0:
+        nesting = _nesting(token)
+        if nesting < 0 and depth == 0:
+            return arguments
+        depth += nesting
+        if nesting == 0 and depth == 0 and token.text == ",":
             arguments.append([])
-            continue
-        arguments[-1].append(token)
+        else:
+            arguments[-1].append(token)
     return None
+
+
+def _nesting(token: Token) -> int:
+    """1 for an opening bracket, -1 for a closing one, else 0."""
+    if token.kind != "other":
+        return 0
+    if token.text in "([{":
+        return 1
+    return -1 if token.text in ")]}" else 0
 
 
 def _literal(argument: list[Token]) -> str | None:

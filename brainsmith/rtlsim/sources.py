@@ -39,6 +39,12 @@ from dataclasses import dataclass, field
 
 from brainsmith.rtlsim.single_precision import exact_single_precision
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
+    from onnx import NodeProto
+    from qonnx.core.modelwrapper import ModelWrapper
+
 # How a layer or a stitched partition came out of simulation.
 MATCH, MISMATCH, FAILED, NOT_SIMULATED = "match", "mismatch", "failed", "not simulated"
 # how a build's notes say that the whole design crashed (an assertion, say) when simulated
@@ -95,10 +101,35 @@ class LayerDesign:
     testbench: list[tuple[str, str]] | None = None
 
 
-def layer_design(model, node, simulated: bool = True) -> LayerDesign:
+def layer_design(model: ModelWrapper, node: NodeProto, simulated: bool = True) -> LayerDesign:
     """The design of ``node`` (a ModelWrapper node); raises NotSimulated with the reason.
     ``simulated=False`` (for synthesis): without the checks that only simulation needs
     (parameters streamed in)."""
+    op = _rtl_op(node)
+    code_dir = str(op.get_nodeattr("code_gen_dir_ipgen") or "")
+    if not code_dir:
+        raise NotSimulated("no generated RTL (code_gen_dir_ipgen is empty); run the codegen step")
+    if not os.path.isdir(code_dir):
+        raise MissingCode(f"no generated RTL: {code_dir} does not exist")
+    files = _rtl_files(op)
+    interfaces = op.get_verilog_top_module_intf_names()
+    inputs = [_stream(port, width) for port, width in interfaces["s_axis"]]
+    outputs = [_stream(port, width) for port, width in interfaces["m_axis"]]
+    if simulated:
+        _require_stored_parameters(model, node, op, inputs)
+    if interfaces.get("aximm"):
+        raise NotSimulated("the layer reads parameters over AXI-MM from external memory")
+    top = str(op.get_nodeattr("gen_top_module") or op.get_verilog_top_module_name())
+    _require_ports(files, top, ["ap_clk", "ap_rst_n"] + [s.port for s in inputs + outputs])
+    design = LayerDesign(
+        node.name, node.op_type, top, os.path.abspath(code_dir), files, inputs, outputs
+    )
+    _with_feeder_or_clock(design, op, code_dir)
+    return design
+
+
+def _rtl_op(node: NodeProto) -> RTLBackend:
+    """FINN's op of ``node``; NotSimulated unless it is an RTL layer."""
     from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
     from qonnx.custom_op.registry import getCustomOp
 
@@ -110,43 +141,44 @@ def layer_design(model, node, simulated: bool = True) -> LayerDesign:
         raise NotSimulated(f"no FINN class for {node.op_type}: {exc}") from exc
     if not isinstance(op, RTLBackend):
         raise NotSimulated(f"{node.op_type} is not an RTL layer")
-    code_dir = str(op.get_nodeattr("code_gen_dir_ipgen") or "")
-    if not code_dir:
-        raise NotSimulated("no generated RTL (code_gen_dir_ipgen is empty); run the codegen step")
-    if not os.path.isdir(code_dir):
-        raise MissingCode(f"no generated RTL: {code_dir} does not exist")
+    return op
+
+
+def _rtl_files(op: RTLBackend) -> list[str]:
+    """FINN's list of the layer's RTL files, each of them there; NotSimulated otherwise."""
     try:
         files = [str(f) for f in op.get_rtl_file_list(abspath=True)]
     except Exception as exc:  # FINN's list needs attributes that codegen sets
         raise NotSimulated(f"FINN cannot list its RTL files: {exc}") from exc
     _require(files)
-    interfaces = op.get_verilog_top_module_intf_names()
-    inputs = [_stream(port, width) for port, width in interfaces["s_axis"]]
-    outputs = [_stream(port, width) for port, width in interfaces["m_axis"]]
-    for stream in inputs if simulated else ():
+    return files
+
+
+def _require_stored_parameters(
+    model: ModelWrapper, node: NodeProto, op: RTLBackend, inputs: list[Stream]
+) -> None:
+    """NotSimulated where an input stream carries a parameter (streamed in, not stored)."""
+    for stream in inputs:
         if model.get_initializer(node.input[stream.index]) is not None:
             raise NotSimulated(
                 f"input {stream.port} carries the parameter {node.input[stream.index]} "
                 f"(mem_mode {_attr(op, 'mem_mode')!r}); only parameters stored in the "
                 "layer are simulated"
             )
-    if interfaces.get("aximm"):
-        raise NotSimulated("the layer reads parameters over AXI-MM from external memory")
-    top = str(op.get_nodeattr("gen_top_module") or op.get_verilog_top_module_name())
-    _require_ports(files, top, ["ap_clk", "ap_rst_n"] + [s.port for s in inputs + outputs])
-    design = LayerDesign(
-        node.name, node.op_type, top, os.path.abspath(code_dir), files, inputs, outputs
-    )
+
+
+def _with_feeder_or_clock(design: LayerDesign, op: RTLBackend, code_dir: str) -> None:
+    """``design`` with what feeds its core as in FINN's stitched design: the weight streamer
+    (``internal_decoupled``) or the operand loader (``dynamic``); else its ``ap_clk2x``."""
     pumped = bool(_attr(op, "pumpedCompute") or _attr(op, "pumpedMemory"))
-    streamer = _memstream_wrapper(code_dir, node.name)
-    loader = os.path.join(code_dir, f"{node.name}_dynamic_load_wrapper.v")
+    streamer = _memstream_wrapper(code_dir, design.node)
+    loader = os.path.join(code_dir, f"{design.node}_dynamic_load_wrapper.v")
     if _attr(op, "mem_mode") == "internal_decoupled" and streamer:
         _with_weight_streamer(design, op, streamer, pumped)
     elif _attr(op, "mem_mode") == "dynamic" and os.path.isfile(loader):
         _with_operand_loader(design, op, loader)
-    elif _has_port(files, top, "ap_clk2x"):
+    elif _has_port(design.files, design.top, "ap_clk2x"):
         design.clk2x = "double" if pumped else "same"
-    return design
 
 
 def _stream(port: str, width: int) -> Stream:
@@ -156,7 +188,7 @@ def _stream(port: str, width: int) -> Stream:
     return Stream(port, int(match.group(1)), int(width))
 
 
-def _attr(op, name: str):
+def _attr(op: RTLBackend, name: str) -> object:
     return op.get_nodeattr(name) if name in op.get_nodeattr_types() else None
 
 
@@ -204,36 +236,37 @@ def _require_ports(files: list[str], module: str, ports: list[str]) -> None:
         )
 
 
+AXI_SIGNALS = ("TDATA", "TVALID", "TREADY")
+
+
 def _ports_and_wiring(design: LayerDesign, pumped: bool = False) -> tuple[list[str], list[str]]:
     """The port list of a top around ``design``'s core (its clocks and streams) and the
     connections of the core's streams to the top's ports of the same names."""
     ports = ["input ap_clk", "input ap_rst_n"] + (["input ap_clk2x"] if pumped else [])
-    wiring = []
     for stream in design.inputs:
-        ports += [
-            f"input [{stream.width - 1}:0] {stream.port}_TDATA",
-            f"input {stream.port}_TVALID",
-            f"output {stream.port}_TREADY",
-        ]
-        wiring += [f".{stream.port}_{s}({stream.port}_{s})" for s in ("TDATA", "TVALID", "TREADY")]
+        ports += _stream_ports(stream, "input", "output")
     for stream in design.outputs:
-        ports += [
-            f"output [{stream.width - 1}:0] {stream.port}_TDATA",
-            f"output {stream.port}_TVALID",
-            f"input {stream.port}_TREADY",
-        ]
-        wiring += [f".{stream.port}_{s}({stream.port}_{s})" for s in ("TDATA", "TVALID", "TREADY")]
+        ports += _stream_ports(stream, "output", "input")
+    streams = design.inputs + design.outputs
+    wiring = [f".{s.port}_{x}({s.port}_{x})" for s in streams for x in AXI_SIGNALS]
     return ports, wiring
 
 
-def _with_operand_loader(design: LayerDesign, op, loader: str) -> None:
+def _stream_ports(stream: Stream, forward: str, backward: str) -> list[str]:
+    """An AXI stream's ports: data and valid in the ``forward`` direction, ready back."""
+    return [
+        f"{forward} [{stream.width - 1}:0] {stream.port}_TDATA",
+        f"{forward} {stream.port}_TVALID",
+        f"{backward} {stream.port}_TREADY",
+    ]
+
+
+def _with_operand_loader(design: LayerDesign, op: RTLBackend, loader: str) -> None:
     """Wire ``<layer>_dynamic_load_wrapper`` into the second input of a matrix layer of two
     streams, as FINN's IPI does: the operand arrives once per head, PE values a beat, and
     the loader (FINN's ``dynamic_load``, double-buffered) replays it for every input vector
     as the PE x SIMD beats the core reads."""
-    from finn.util.settings import get_settings
-
-    extra = [loader, os.path.join(get_settings().finn_rtllib, "dynload", "hdl", "dynamic_load.sv")]
+    extra = [loader, os.path.join(finn_rtllib(), "dynload", "hdl", "dynamic_load.sv")]
     _require(extra)
     operand = next(s for s in design.inputs if s.index == 1).port
     loader_instance = [
@@ -250,11 +283,9 @@ def _with_operand_loader(design: LayerDesign, op, loader: str) -> None:
     design.clk2x = "none"
 
 
-def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) -> None:
+def _with_weight_streamer(design: LayerDesign, op: RTLBackend, streamer: str, pumped: bool) -> None:
     """Wire ``<layer>_memstream_wrapper`` into the core's weight input, as FINN's IPI does."""
-    from finn.util.settings import get_settings
-
-    rtllib = get_settings().finn_rtllib
+    rtllib = finn_rtllib()
     extra = [
         streamer,
         os.path.join(rtllib, "axi", "hdl", "axilite.sv"),
@@ -281,6 +312,13 @@ def _with_weight_streamer(design: LayerDesign, op, streamer: str, pumped: bool) 
     )  # fmt: skip
     design.files += extra
     design.clk2x = "double" if pumped else "none"
+
+
+def finn_rtllib() -> str:
+    """FINN's ``finn-rtllib`` folder, as its settings name it."""
+    from finn.util.settings import get_settings
+
+    return str(get_settings().finn_rtllib)
 
 
 def _feed_core(
@@ -444,7 +482,7 @@ BINOPF_CHECKS = r"always_ff @\(posedge clk\) begin\s*automatic logic \[1:0\]\s+m
 BINOPF_WARNING = r'assert\(!\((\w+) & msk\)\) else \$warning\(("%m generated [\w ]+\.")\);'
 
 
-def _warned_once(found: re.Match) -> str:
+def _warned_once(found: re.Match[str]) -> str:
     flag, message = found.group(1), found.group(2)
     return (
         f"if(({flag} & msk) && !Warned_{flag}) begin  // brainsmith.rtlsim: once\n"

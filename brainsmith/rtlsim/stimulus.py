@@ -24,8 +24,14 @@ import numpy as np
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.rtlsim.packing import pack_beats, unpack_beats
-from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
+from brainsmith.rtlsim.processes import MIB, Finished, TooMuchOutput, run_bounded
 from brainsmith.rtlsim.sources import LayerDesign
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
 
 OUTPUT_LIMIT = 16 * MIB  # what a simulation may print: the testbench's few lines, FINN's notes
 MIN_IDLE_CYCLES = 10_000
@@ -50,7 +56,7 @@ class Waveform:
 
 def simulate(
     design: LayerDesign,
-    op,
+    op: HWCustomOp | tuple[HWCustomOp, HWCustomOp],
     executable: str,
     frames: list[list[np.ndarray]],
     workdir: str,
@@ -68,10 +74,10 @@ def simulate(
     A simulation that fails while the disk of ``workdir`` is full raises DiskFull.
     """
     workdir = os.path.abspath(workdir)
+    op_in, op_out = op if isinstance(op, tuple) else (op, op)
+    run = _Run(design, op_in, op_out, executable, frames, workdir)
     try:
-        return _simulate(
-            design, op, executable, frames, workdir, estimated_cycles, interval, depths
-        )
+        return run.waveform(estimated_cycles, interval, depths or {})
     except (SimulationFailed, OSError, ValueError, IndexError) as exc:  # its files cut off?
         if isinstance(exc, DiskFull) or not disk_full(workdir):
             raise
@@ -79,42 +85,124 @@ def simulate(
         raise DiskFull(workdir, code=code if code in FULL_DISKS else errno.ENOSPC) from exc
 
 
-def _simulate(
-    design: LayerDesign,
-    op,
-    executable: str,
-    frames: list[list[np.ndarray]],
-    workdir: str,
-    estimated_cycles: int | None,
-    interval: int,
-    depths: dict[str, int] | None,
-) -> Waveform:
-    op_in, op_out = op if isinstance(op, tuple) else (op, op)
-    if estimated_cycles is None:
-        estimated_cycles = int(op_in.get_exp_cycles() or 0)
-    os.makedirs(workdir, exist_ok=True)
-    for position, stream in enumerate(design.inputs):
-        shape = op_in.get_folded_input_shape(stream.index)
-        dtype = op_in.get_input_datatype(stream.index)
-        bits = op_in.get_instream_width(stream.index)
-        with open(os.path.join(workdir, f"{stream.port}.hex"), "w") as handle:
-            for frame in frames:
-                array = np.asarray(frame[position], dtype=np.float32).reshape(shape)
-                handle.writelines(f"{beat:x}\n" for beat in pack_beats(array, dtype, bits))
-    with open(os.path.join(workdir, "depths"), "w") as handle:
-        handle.writelines(f"{(depths or {}).get(name, 0)}\n" for name in design.depths)
-    beats_out = [_beats(op_out.get_folded_output_shape(s.index)) for s in design.outputs]
-    idle = idle_cycles(estimated_cycles)
-    command = [executable, workdir, *(str(b * len(frames)) for b in beats_out), str(idle)]
-    if interval:
-        command += [str(interval)]
-        command += [str(_beats(op_in.get_folded_input_shape(s.index))) for s in design.inputs]
-    try:  # in the code folder: the RTL reads ./<parameter>.dat
-        result = run_bounded(
-            command, cwd=design.code_dir or workdir, timeout=None, limit=OUTPUT_LIMIT
-        )
-    except TooMuchOutput as exc:
-        raise SimulationFailed(f"the simulation of {design.node} {exc}") from exc
+def idle_cycles(estimated_cycles: int) -> int:
+    """Cycles without an output beat after which a design whose frames FINN estimates at
+    ``estimated_cycles`` (its latency, for a chain of layers) counts as stalled."""
+    return max(MIN_IDLE_CYCLES, IDLE_FACTOR * estimated_cycles)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One simulation of ``design`` (``executable``) on ``frames``, its files in ``workdir``."""
+
+    design: LayerDesign
+    op_in: HWCustomOp  # the op whose input streams these are
+    op_out: HWCustomOp  # and of the output streams
+    executable: str
+    frames: list[list[np.ndarray]]
+    workdir: str
+
+    def waveform(
+        self, estimated_cycles: int | None, interval: int, depths: dict[str, int]
+    ) -> Waveform:
+        """Run it, stalled after ``idle_cycles`` of ``estimated_cycles`` (default: the op's
+        estimate) without output, frames offered every ``interval`` cycles (0: flat out),
+        the FIFOs of ``depths``; what came out."""
+        if estimated_cycles is None:
+            estimated_cycles = int(self.op_in.get_exp_cycles() or 0)
+        os.makedirs(self.workdir, exist_ok=True)
+        self._write_inputs()
+        with open(os.path.join(self.workdir, "depths"), "w") as handle:
+            handle.writelines(f"{depths.get(name, 0)}\n" for name in self.design.depths)
+        outputs = self.design.outputs
+        beats_out = [_beats(self.op_out.get_folded_output_shape(s.index)) for s in outputs]
+        idle = idle_cycles(estimated_cycles)
+        command = self._command(beats_out, idle, interval)
+        stdout = self._run(command, idle)
+        found = re.search(r"^cycles (\d+)$", stdout, re.M)
+        total = int(found.group(1)) if found else 0
+        read = [_read_beats(os.path.join(self.workdir, f"{s.port}.hex")) for s in outputs]
+        frames = self._outputs([values for _, values in read], beats_out)
+        ends = self._last_beats([cycles for cycles, _ in read], beats_out)
+        return Waveform(frames, total, *self._latency_and_interval(ends), _probes(stdout))
+
+    def _command(self, beats_out: list[int], idle: int, interval: int) -> list[str]:
+        """The testbench's command line: its folder, the output beats it waits for on each
+        stream, the cycles without output that stall it; with an ``interval``, that and the
+        input beats of a frame on each stream."""
+        waited = [str(beats * len(self.frames)) for beats in beats_out]
+        command = [self.executable, self.workdir, *waited, str(idle)]
+        if not interval:
+            return command
+        inputs = self.design.inputs
+        folded = [self.op_in.get_folded_input_shape(s.index) for s in inputs]
+        return [*command, str(interval), *(str(_beats(shape)) for shape in folded)]
+
+    def _write_inputs(self) -> None:
+        """Each input stream's beats, frame after frame, packed as FINN packs them."""
+        for position, stream in enumerate(self.design.inputs):
+            shape = self.op_in.get_folded_input_shape(stream.index)
+            dtype = self.op_in.get_input_datatype(stream.index)
+            bits = self.op_in.get_instream_width(stream.index)
+            with open(os.path.join(self.workdir, f"{stream.port}.hex"), "w") as handle:
+                for frame in self.frames:
+                    array = np.asarray(frame[position], dtype=np.float32).reshape(shape)
+                    handle.writelines(f"{beat:x}\n" for beat in pack_beats(array, dtype, bits))
+
+    def _run(self, command: list[str], idle: int) -> str:
+        """Run ``command`` in the code folder (the RTL reads ./<parameter>.dat); what it
+        printed. SimulationFailed where it printed too much, missed a parameter file,
+        stalled or crashed."""
+        try:
+            result = run_bounded(
+                command, cwd=self.design.code_dir or self.workdir, timeout=None, limit=OUTPUT_LIMIT
+            )
+        except TooMuchOutput as exc:
+            raise SimulationFailed(f"the simulation of {self.design.node} {exc}") from exc
+        _require_finished(result, idle)
+        return result.stdout
+
+    def _outputs(self, values: list[list[int]], beats_out: list[int]) -> list[list[np.ndarray]]:
+        """Per frame, per output stream: the stream's beats (``values``) unpacked, in the
+        node's shape."""
+        outputs: list[list[np.ndarray]] = [[] for _ in self.frames]
+        for stream, beats, per_frame in zip(self.design.outputs, values, beats_out, strict=True):
+            dtype = self.op_out.get_output_datatype(stream.index)
+            shape = self.op_out.get_folded_output_shape(stream.index)
+            normal = tuple(self.op_out.get_normal_output_shape(stream.index))
+            bits = self.op_out.get_outstream_width(stream.index)
+            for index, output in enumerate(outputs):
+                array = unpack_beats(
+                    beats[index * per_frame : (index + 1) * per_frame], dtype, shape, bits
+                )
+                output.append(np.asarray(array, dtype=np.float32).reshape(normal))
+        return outputs
+
+    def _last_beats(self, cycles: list[list[int]], beats_out: list[int]) -> list[int]:
+        """Per frame, the cycle of its last output beat on any stream (``cycles``: each
+        stream's beats' cycles)."""
+        ends = [
+            [stream[(k + 1) * per_frame - 1] for k in range(len(self.frames))]
+            for stream, per_frame in zip(cycles, beats_out, strict=True)
+        ]
+        return [max(frame) for frame in zip(*ends, strict=True)]
+
+    def _latency_and_interval(self, last_beats: list[int]) -> tuple[int | None, float | None]:
+        """(the first frame's latency: its first input beat to its last output beat, the
+        cycles between consecutive frames' last beats)."""
+        latency = interval = None
+        if last_beats and self.design.inputs:
+            path = os.path.join(self.workdir, f"{self.design.inputs[0].port}.cycles")
+            first_in = _first_accepted(path)
+            latency = last_beats[0] - first_in + 1 if first_in is not None else None
+        if len(last_beats) > 1:
+            interval = (last_beats[-1] - last_beats[0]) / (len(last_beats) - 1)
+        return latency, interval
+
+
+def _require_finished(result: Finished, idle: int) -> None:
+    """SimulationFailed where the simulation missed a parameter file, stalled (no output
+    for ``idle`` cycles) or crashed."""
     for line in (result.stdout + result.stderr).splitlines():
         if "$readmem" in line:  # Verilator warns and goes on with zeros; that is no result
             raise SimulationFailed(f"cannot read a parameter file: {line.strip()}")
@@ -127,43 +215,15 @@ def _simulate(
             f"crashed: the simulator exited with code {result.returncode}: "
             f"{(result.stderr or result.stdout).strip()[-300:]}"
         )
-    return _collect(design, op_out, frames, beats_out, workdir, result.stdout)
 
 
-def idle_cycles(estimated_cycles: int) -> int:
-    """Cycles without an output beat after which a design whose frames FINN estimates at
-    ``estimated_cycles`` (its latency, for a chain of layers) counts as stalled."""
-    return max(MIN_IDLE_CYCLES, IDLE_FACTOR * estimated_cycles)
+def _probes(stdout: str) -> dict[str, int]:
+    """The TB_PROBES values the testbench printed at the end."""
+    return {m.group(1): int(m.group(2), 16) for m in PROBE.finditer(stdout)}
 
 
-def _beats(folded_shape) -> int:
+def _beats(folded_shape: Sequence[int]) -> int:
     return int(np.prod(folded_shape[:-1]))
-
-
-def _collect(design, op, frames, beats_out, workdir: str, stdout: str) -> Waveform:
-    outputs: list[list[np.ndarray]] = [[] for _ in frames]
-    last_beats = None
-    for stream, per_frame in zip(design.outputs, beats_out, strict=True):
-        cycles, values = _read_beats(os.path.join(workdir, f"{stream.port}.hex"))
-        dtype = op.get_output_datatype(stream.index)
-        shape = op.get_folded_output_shape(stream.index)
-        normal = tuple(op.get_normal_output_shape(stream.index))
-        for index in range(len(frames)):
-            chunk = values[index * per_frame : (index + 1) * per_frame]
-            array = unpack_beats(chunk, dtype, shape, op.get_outstream_width(stream.index))
-            outputs[index].append(np.asarray(array, dtype=np.float32).reshape(normal))
-        frame_ends = [cycles[(k + 1) * per_frame - 1] for k in range(len(frames))]
-        last_beats = frame_ends if last_beats is None else list(map(max, last_beats, frame_ends))
-    found = re.search(r"^cycles (\d+)$", stdout, re.M)
-    total = int(found.group(1)) if found else 0
-    latency = interval = None
-    if last_beats and design.inputs:
-        first_in = _first_accepted(os.path.join(workdir, f"{design.inputs[0].port}.cycles"))
-        latency = last_beats[0] - first_in + 1 if first_in is not None else None
-    if last_beats and len(last_beats) > 1:
-        interval = (last_beats[-1] - last_beats[0]) / (len(last_beats) - 1)
-    probes = {m.group(1): int(m.group(2), 16) for m in PROBE.finditer(stdout)}
-    return Waveform(outputs, total, latency, interval, probes)
 
 
 def _read_beats(path: str) -> tuple[list[int], list[int]]:

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from brainsmith.files import Json
     from brainsmith.planning.plan import BuildPlan
+    from brainsmith.rtlsim.results import Stitched
 
 
 @step(
@@ -273,7 +274,7 @@ def _bounded(bench: Bench, free: Unbounded) -> Sized:
             layer.set_nodeattr("depth", depths[name])
         sized = bench.simulate(free.contexts, f"bounded-{attempt}", 0)
         attempts.append({"depths": dict(depths), "cycles_per_frame": sized["cycles_per_frame"]})
-        if sized["cycles_per_frame"] <= pace + 1:
+        if (sized.get("cycles_per_frame") or 0) <= pace + 1:
             return Sized(depths, sized, fifos, attempts)
         depths = {name: 2 * depth for name, depth in depths.items()}
     raise StepError(
@@ -299,7 +300,7 @@ def _record_path(cfg: DataflowBuildConfig) -> str:
     return os.path.join(cfg.output_dir, "report", RECORD)
 
 
-def steady_frames(free: Json) -> int:
+def steady_frames(free: Stitched) -> int:
     """Frames to simulate for each FIFO to reach its steady fill: as many as the pipeline
     holds when the first frame leaves it (its latency over its pace, both measured in
     ``free``), plus ``FRAMES``. However long a frame is: fewer would size the FIFOs of a
@@ -332,13 +333,13 @@ def _simulated(
     part: str,
     clock: float,
     interval: int,
-) -> Json:
+) -> Stitched:
     """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0) the
     FIFOs of their depths, flat out: its result, whose outputs must be ``contexts``'."""
-    from brainsmith.rtlsim.partition import run_partition
+    from brainsmith.rtlsim.partition import simulate_partition
 
     bounded = interval == 0
-    result, _ = run_partition(
+    result = simulate_partition(
         model, contexts, workdir, part, clock, bounded=bounded, interval=interval
     )
     status = result.get("status")

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.plugin.settings.memo import tool_cache
 from brainsmith.synthesis.families import NotSynthesisable, family_of
 from brainsmith.synthesis.sources import (
     DATA,
@@ -122,8 +123,6 @@ SYNTHESIS_CACHE_VARIABLE = "BRAINSMITH_SYNTHESIS_CACHE"
 def cache_root() -> str:
     """``BRAINSMITH_SYNTHESIS_CACHE`` if set (results shared by builds with other caches),
     else ``<brainsmith cache>/synthesis``; created private (0700); refuses a shared one."""
-    from brainsmith.plugin.settings.memo import tool_cache
-
     root, problem = tool_cache("synthesis", SYNTHESIS_CACHE_VARIABLE, "synthesis cache")
     if root is None:
         hint = "set BRAINSMITH_CACHE_DIR to a folder of your own"
@@ -225,28 +224,49 @@ def synthesise_layer(
     else:
         if note is not None:
             note(f"synthesising {design.node} ({design.op_type})")
-        workdir = os.path.dirname(os.path.abspath(folder))
+        code, log = _run_staged(design, family, folder, timeout, processes)
         try:
-            _stage(design, family, folder)
-            code, log = run_yosys(folder, timeout, processes)
-        except OSError as exc:
-            if exc.errno in FULL_DISKS or disk_full(workdir):
-                full = exc.errno if exc.errno in FULL_DISKS else errno.ENOSPC
-                raise DiskFull(workdir, code=full) from exc
-            raise
-        stat_json = os.path.join(folder, "stat.json")
-        if code != 0 and disk_full(workdir):  # Yosys could not write its output
-            raise DiskFull(workdir)
-        try:
-            if code != 0 or not os.path.isfile(stat_json):
-                raise MissingSources(failure(code, log, timeout))
-            result.counts, result.other = counts(stat_json)
+            result.counts, result.other = _counted(code, log, folder, timeout)
         except MissingSources as exc:
             result.status, result.log, result.reason = FAILED, log, str(exc)
         else:
             _write_cached(root, entry, key, result.counts, result.other)
     result.seconds = time.perf_counter() - began
     return result
+
+
+def _run_staged(
+    design: SynthesisDesign,
+    family: str,
+    folder: str,
+    timeout: float,
+    processes: Processes | None,
+) -> tuple[int | None, str]:
+    """Yosys run on ``design`` staged in ``folder``: (its exit code, its log). DiskFull
+    when the disk of ``folder`` fills up."""
+    workdir = os.path.dirname(os.path.abspath(folder))
+    try:
+        _stage(design, family, folder)
+        code, log = run_yosys(folder, timeout, processes)
+    except OSError as exc:
+        if exc.errno in FULL_DISKS or disk_full(workdir):
+            full = exc.errno if exc.errno in FULL_DISKS else errno.ENOSPC
+            raise DiskFull(workdir, code=full) from exc
+        raise
+    if code != 0 and disk_full(workdir):  # Yosys could not write its output
+        raise DiskFull(workdir)
+    return code, log
+
+
+def _counted(
+    code: int | None, log: str, folder: str, timeout: float
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(resource counts, other cells) of a Yosys run in ``folder`` that exited with
+    ``code``; MissingSources saying why there are none."""
+    stat_json = os.path.join(folder, "stat.json")
+    if code != 0 or not os.path.isfile(stat_json):
+        raise MissingSources(failure(code, log, timeout))
+    return counts(stat_json)
 
 
 def _stage(design: SynthesisDesign, family: str, folder: str) -> None:

@@ -109,6 +109,14 @@ def plain_file_name(name: str) -> str:
     return name
 
 
+def plain_names(top: str, files: list[str]) -> None:
+    """UnsafeName unless ``top`` is a plain identifier and every one of ``files`` a plain
+    file name: the names a Yosys script reads."""
+    plain_top(top)
+    for name in files:
+        plain_file_name(name)
+
+
 def read_layer_file(path: str, code_dir: str, what: str) -> bytes:
     """The bytes of ``path`` (``what``: "RTL file", "parameter file"): a regular file of at
     most ``MAX_FILE_BYTES``, and in ``code_dir`` only if it stays there (no link out).

