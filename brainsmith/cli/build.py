@@ -195,7 +195,7 @@ def build(
     from brainsmith import interrupts
     from brainsmith.builder import BuildError
     from brainsmith.builder import build as run_build
-    from brainsmith.builder.errors import command_line_names
+    from brainsmith.planning.errors import command_line_names
 
     if metrics_file:
         from brainsmith.metrics import textfile_problem
