@@ -22,7 +22,7 @@ from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Sequence
 
     from brainsmith.blueprint import Blueprint
     from brainsmith.files import Json
@@ -236,35 +236,12 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
             f"{blueprint.name} describes a design space of {len(space.indices())} variants, "
             "not one design; build them all with brainsmith explore MODEL BLUEPRINT -o OUT"
         )
-    kernels = []
-    for spec, backend_specs in blueprint.kernels:
-        names = infer_transforms_of(spec)
-        if not names:
-            raise PlanError(
-                f"kernel {spec.qualified_name} has no infer_transform, so the build cannot "
-                f"convert ONNX nodes to it; give its @kernel an infer_transform= "
-                f"(a transform plugin name) or remove it from the blueprint",
-                spec.qualified_name,
-            )
-        kernels.append(
-            PlannedKernel.of(
-                spec,
-                names,
-                backends=[b.qualified_name for b in backend_specs],
-                backend_types=list(
-                    dict.fromkeys(b.metadata.get("backend_type", "") for b in backend_specs)
-                ),
-            )
-        )
+    kernels = [_planned(spec, backends) for spec, backends in blueprint.kernels]
     if blueprint.auto_kernels:
         kernels += auto_kernels(kernels, blueprint.exclude)
     phased = blueprint.transforms_phased
     options = blueprint.build
-    steps = [s.qualified_name for s in blueprint.steps]
-    resolved = {f"step:{s.qualified_name}": s for s in blueprint.steps}
-    if [s.name for s in blueprint.steps] == list(STANDARD_STEPS):
-        steps = standard_steps(options.board if options else None)
-        resolved.update({f"step:{s.name}": s for s in blueprint.steps})
+    steps, resolved = _steps_of(blueprint)
     for phase in ("pre_hw", "post_hw"):
         resolved.update({f"transform:{s.qualified_name}": s for s in phased.get(phase, ())})
     return BuildPlan(
@@ -279,6 +256,39 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
         options=options,
         blueprint=blueprint.to_dict(),
         resolved=resolved,
+    )
+
+
+def _steps_of(blueprint: Blueprint) -> tuple[list[str], dict[str, PluginSpec]]:
+    """(the blueprint's steps, "step:name" -> spec): the standard flow gets the hardware
+    steps after it (with a board: bitfile, driver, package)."""
+    steps = [s.qualified_name for s in blueprint.steps]
+    resolved = {f"step:{s.qualified_name}": s for s in blueprint.steps}
+    if [s.name for s in blueprint.steps] == list(STANDARD_STEPS):
+        options = blueprint.build
+        steps = standard_steps(options.board if options else None)
+        resolved.update({f"step:{s.name}": s for s in blueprint.steps})
+    return steps, resolved
+
+
+def _planned(spec: PluginSpec, backend_specs: Sequence[PluginSpec]) -> PlannedKernel:
+    """The blueprint's kernel ``spec`` with its allowed ``backend_specs``; PlanError for a
+    kernel with no infer transform."""
+    names = infer_transforms_of(spec)
+    if not names:
+        raise PlanError(
+            f"kernel {spec.qualified_name} has no infer_transform, so the build cannot "
+            f"convert ONNX nodes to it; give its @kernel an infer_transform= "
+            f"(a transform plugin name) or remove it from the blueprint",
+            spec.qualified_name,
+        )
+    return PlannedKernel.of(
+        spec,
+        names,
+        backends=[b.qualified_name for b in backend_specs],
+        backend_types=list(
+            dict.fromkeys(b.metadata.get("backend_type", "") for b in backend_specs)
+        ),
     )
 
 
@@ -345,19 +355,19 @@ def without_kernels(plan: BuildPlan, names: Collection[str]) -> BuildPlan:
     specs = [get_registry().find("kernel", name) for name in names]
     gone = {spec.qualified_name for spec in specs}
     ops = {str(spec.metadata.get("op_type") or spec.name) for spec in specs}
-    kernels = [
-        k for k in plan.kernels or () if k.name not in gone and (k.pinned or k.op_type not in ops)
-    ]
+    kept = None if plan.kernels is None else [k for k in plan.kernels if _kept(k, gone, ops)]
     recorded = dict(plan.blueprint)
     compiler = dict(recorded.get("hw_compiler") or {})
     compiler["exclude"] = list(dict.fromkeys([*compiler.get("exclude", ()), *sorted(gone)]))
     recorded["hw_compiler"] = compiler
-    return replace(
-        plan,
-        kernels=None if plan.kernels is None else kernels,
-        excluded=list(dict.fromkeys([*plan.excluded, *sorted(gone)])),
-        blueprint=recorded,
-    )
+    excluded = list(dict.fromkeys([*plan.excluded, *sorted(gone)]))
+    return replace(plan, kernels=kept, excluded=excluded, blueprint=recorded)
+
+
+def _kept(kernel: PlannedKernel, gone: set[str], ops: set[str]) -> bool:
+    """Whether ``kernel`` stays when the kernels ``gone`` are excluded: not one of them, and
+    listed by the blueprint or building none of their ``ops``."""
+    return kernel.name not in gone and (kernel.pinned or kernel.op_type not in ops)
 
 
 def load_plan(blueprint: BlueprintSource) -> BuildPlan:

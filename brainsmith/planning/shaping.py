@@ -89,6 +89,20 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
         raise BuildError.setup(
             f"{option('prefer')} must be one of {', '.join(PREFERENCES)}, not {prefer!r}",
         )
+    given = _checked_options(options, plan.build.board)
+    recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
+    if given:
+        plan = replace(plan, options=replace(plan.build, **given))
+        recorded["build"] = plan.build.to_dict()
+    if prefer is not None:
+        plan = replace(plan, prefer=prefer)
+        recorded.setdefault("hw_compiler", {})["prefer"] = prefer
+    return lattice_plan(replace(plan, blueprint=recorded))
+
+
+def _checked_options(options: BuildOverrides, board: str | None) -> BuildOverrides:
+    """The ``build:`` ``options`` given (None: not given), checked as a blueprint's are, with
+    a part replacing the blueprint's ``board`` and a board its part."""
     given, problems = check_given(
         {key: value for key, value in options.items() if value is not None}
     )
@@ -100,7 +114,7 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
                 for message in found
             )
         )
-    check_part_and_board(given.get("fpga_part"), given.get("board", plan.build.board))
+    check_part_and_board(given.get("fpga_part"), given.get("board", board))
     if given.get("fpga_part") and given.get("board"):
         raise BuildError.setup(
             f"{option('part')} and {option('board')} are both given", "give one of them"
@@ -109,14 +123,7 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
         given["board"] = None
     elif given.get("board"):
         given["fpga_part"] = None
-    recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
-    if given:
-        plan = replace(plan, options=replace(plan.build, **given))
-        recorded["build"] = plan.build.to_dict()
-    if prefer is not None:
-        plan = replace(plan, prefer=prefer)
-        recorded.setdefault("hw_compiler", {})["prefer"] = prefer
-    return lattice_plan(replace(plan, blueprint=recorded))
+    return given
 
 
 def _spelled(key: str) -> str:
@@ -160,30 +167,33 @@ class Step:
 
 
 def resolve_steps(plan: BuildPlan) -> list[Step]:
+    """The plan's steps, each with its function, deferred, or why it is skipped; a setup
+    BuildError for a step the blueprint names that cannot be loaded."""
+    try:
+        return [_resolved(plan.spec("step", name)) for name in plan.steps]
+    except PluginError as exc:
+        raise BuildError.setup(str(exc), "fix the blueprint's steps") from exc
+
+
+def _resolved(spec: PluginSpec) -> Step:
+    """Step ``spec``: skipped when a tool it needs is not on PATH; FINN's hardware steps run
+    FINN's body where brainsmith has it, else are loaded when they run without Vivado."""
     from brainsmith.frameworks.finn.env import vivado_available
     from brainsmith.frameworks.finn.steps import LEAN_STEPS
     from brainsmith.frameworks.finn.tables import TOOL_STEPS
 
-    registry = get_registry()
-    steps = []
-    for name in plan.steps:
-        try:
-            spec = plan.spec("step", name)
-            tool_step = spec.framework == "finn" and spec.name in TOOL_STEPS
-            missing = [t for t in spec.metadata.get("tools", []) if shutil.which(t) is None]
-            step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)
-            if missing:
-                step.skip_reason = f"needs {', '.join(missing)} on PATH"
-            elif tool_step and spec.name in LEAN_STEPS:  # FINN's body, its builder not imported
-                step.fn = cast("StepFunction", LEAN_STEPS[spec.name])
-            elif tool_step and not vivado_available():  # runs for some models only
-                step.deferred = spec
-            else:
-                step.fn = cast("StepFunction", registry.load(spec))
-        except PluginError as exc:
-            raise BuildError.setup(str(exc), "fix the blueprint's steps") from exc
-        steps.append(step)
-    return steps
+    tool_step = spec.framework == "finn" and spec.name in TOOL_STEPS
+    missing = [t for t in spec.metadata.get("tools", []) if shutil.which(t) is None]
+    step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)
+    if missing:
+        step.skip_reason = f"needs {', '.join(missing)} on PATH"
+    elif tool_step and spec.name in LEAN_STEPS:  # FINN's body, its builder not imported
+        step.fn = cast("StepFunction", LEAN_STEPS[spec.name])
+    elif tool_step and not vivado_available():  # runs for some models only
+        step.deferred = spec
+    else:
+        step.fn = cast("StepFunction", get_registry().load(spec))
+    return step
 
 
 def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
