@@ -86,7 +86,7 @@ def main() -> int:
     import brainsmith
     from benchmarks.first_hour import update_results
     from benchmarks.machine import machine_info
-    from brainsmith.builder.gate import open_build_folder
+    from brainsmith.intake.gate import open_build_folder
 
     with tempfile.TemporaryDirectory(prefix="brainsmith-gate-") as tmp:
         honest = Path(tmp) / "mlp"

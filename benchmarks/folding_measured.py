@@ -41,7 +41,7 @@ def built(name: str, folder: Path, label: str, fps: int, search: str) -> dict:
     """``name`` built at ``fps`` with ``search``'s folding and synthesised: its facts."""
     import brainsmith
     from benchmarks.verify_cost import model_path
-    from brainsmith.builder.errors import BuildError
+    from brainsmith.planning.errors import BuildError
 
     tag = f"{name.replace('/', '-')}-{search}"
     cache = folder / f"cache-{tag}"

@@ -131,7 +131,7 @@ def network(name: str, folder: Path) -> dict:
     """Build ``name`` with synthesis, then synthesise it again warm; the facts of both."""
     import brainsmith
     from benchmarks.verify_cost import model_path
-    from brainsmith.builder.errors import BuildError
+    from brainsmith.planning.errors import BuildError
 
     model, blueprint = NETWORKS[name]
     cache = folder / f"cache-{name}"

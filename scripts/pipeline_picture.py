@@ -17,8 +17,8 @@ DOC = REPO / "docs" / "architecture.md"
 BEGIN = "<!-- pipeline: drawn by python -m scripts.pipeline_picture -->"
 END = "<!-- /pipeline -->"
 AROUND_BEFORE = [
-    ("shape the plan", "builder/shaping.py", "blueprint + --part, --target-fps, --prefer, --verify"),
-    ("check the inputs", "builder/intake.py", "model and vectors, before FINN loads or a file is written"),
+    ("shape the plan", "planning/shaping.py", "blueprint + --part, --target-fps, --prefer, --verify"),
+    ("check the inputs", "intake/model.py", "model and vectors, before FINN loads or a file is written"),
     ("the step loop", "builder/flow.py", "after each step: wiring checked, model saved, checked (verify: each)"),
 ]  # fmt: skip
 AROUND_AFTER = [
@@ -29,8 +29,8 @@ AROUND_AFTER = [
 
 def picture() -> str:
     """The pipeline of the default blueprint, as text."""
-    from brainsmith.builder.shaping import shape_plan
     from brainsmith.frameworks.finn.tables import TOOL_STEPS
+    from brainsmith.planning.shaping import shape_plan
     from brainsmith.plugin.names import short_name
 
     plan = shape_plan(None)

@@ -51,8 +51,8 @@ def test_a_lattice_board_beside_an_amd_part_is_refused(tmp_path):
 
 
 def test_a_blueprints_lattice_board_folds_for_the_stand_in_with_every_layer_rtl(tmp_path):
-    from brainsmith.builder.lattice import STAND_IN_PART, finn_target
-    from brainsmith.builder.shaping import shape_plan
+    from brainsmith.planning.lattice import STAND_IN_PART, finn_target
+    from brainsmith.planning.shaping import shape_plan
 
     blueprint = tmp_path / "lattice.yaml"
     blueprint.write_text(

@@ -195,8 +195,8 @@ def test_options_given_to_the_api_are_checked_as_a_blueprints_are():
     a nested option becomes the blueprint's typed value."""
     from brainsmith.blueprint.options import FoldingOptions
     from brainsmith.builder import BuildError
-    from brainsmith.builder.shaping import DEFAULT_BLUEPRINT, with_overrides
     from brainsmith.planning.plan import load_plan
+    from brainsmith.planning.shaping import DEFAULT_BLUEPRINT, with_overrides
 
     plan = load_plan(DEFAULT_BLUEPRINT)
     for given, message in [

@@ -120,7 +120,7 @@ def test_float_model_is_told_to_quantize_before_finn_loads(tmp_path):
 
 
 def test_float_model_with_only_float_kernels_passes_the_front_door(tmp_path):
-    from brainsmith.builder.intake import check_model
+    from brainsmith.intake.model import check_model
 
     checked = check_model(float_norm_softmax(tmp_path / "norm.onnx"))
     assert checked.notes == []

@@ -280,7 +280,7 @@ def test_a_real_build_passes_the_gate_moved_and_copied(built, tmp_path):
     """The gate refuses forgeries, not builds: the run's build, copied elsewhere, opens, its
     code paths now inside the copy, and runs."""
     from brainsmith.builder import BuildResult
-    from brainsmith.builder.gate import open_build_folder
+    from brainsmith.intake.gate import open_build_folder
 
     copied = Path(shutil.copytree(built, tmp_path / "elsewhere"))
     opened = open_build_folder(copied)

@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import brainsmith
 from brainsmith.builder.checkpoint import FILE, Checkpoint
-from brainsmith.builder.intake import (
+from brainsmith.intake.model import (
     MAX_ATTRIBUTE_BYTES,
     MAX_MODEL_BYTES,
     MAX_NODES,

@@ -14,8 +14,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from brainsmith.builder import wiring
-from brainsmith.builder.intake import InputError, check_model
+from brainsmith.intake import wiring
+from brainsmith.intake.model import InputError, check_model
 from tests.support.processes import run_brainsmith
 
 REPO = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.util.cleanup import cleanup_model
 
 import brainsmith
-from brainsmith.builder.shaping import DEFAULT_BLUEPRINT
+from brainsmith.planning.shaping import DEFAULT_BLUEPRINT
 from brainsmith.verification.verifier import Verifier
 from tests.conftest import once
 from tests.support.models import export_zoo

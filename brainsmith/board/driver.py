@@ -135,7 +135,7 @@ class Board:
     def run(self, x: np.ndarray) -> np.ndarray:
         """The design's outputs for ``x`` (one input, or several on axis 0), in the shape
         ``BuildResult.run`` returns; ``last`` holds what the run measured."""
-        from brainsmith.builder.inputs import ResultError, sample_shape, samples
+        from brainsmith.intake.inputs import ResultError, sample_shape, samples
 
         host = Host(self.streams)
         try:

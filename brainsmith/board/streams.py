@@ -179,9 +179,9 @@ def _has_whole_design(folder: str, report: dict[str, Any]) -> None:
 
 def _opened(folder: str) -> tuple[dict[str, Any], ModelWrapper, ModelWrapper | None]:
     """(report, final model, parent graph) of the build in ``folder``, through the gate
-    (``brainsmith.builder.gate``); DriverError naming what is wrong."""
-    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
+    (``brainsmith.intake.gate``); DriverError naming what is wrong."""
     from brainsmith.files import DamagedFile
+    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
     try:
         opened = open_build_folder(folder)

@@ -7,10 +7,10 @@ intermediate models, report.json and report.html. See docs/build.md.
 
 from __future__ import annotations
 
-from brainsmith.builder.errors import BuildError
 from brainsmith.builder.result import BuildResult, ResultError
 from brainsmith.builder.runner import build
 from brainsmith.builder.state import StepRecord
 from brainsmith.errors import StepError
+from brainsmith.planning.errors import BuildError
 
 __all__ = ["BuildError", "BuildResult", "ResultError", "StepError", "StepRecord", "build"]

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from brainsmith.blueprint.choices import lattice_board
-from brainsmith.builder.errors import BuildError
+from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from brainsmith.builder.failure import fail, fail_output
-from brainsmith.builder.state import BuildRun, Step
+from brainsmith.builder.state import BuildRun
+from brainsmith.planning.shaping import Step
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def verify_step(
     """Verify the model after step ``index``; on a mismatch (or a model that cannot run),
     fail the first step whose saved model differs, traced back when earlier steps were not
     verified as they ran."""
-    from brainsmith.builder.errors import option
+    from brainsmith.planning.errors import option
 
     began = time.perf_counter()
     try:
@@ -121,7 +122,7 @@ def _export_differs(
 ) -> NoReturn:  # fmt: skip
     """The first model checked already differs from the user's outputs: the exported model
     as QONNX executes it, before any step changed what it computes, is not what torch gave."""
-    from brainsmith.builder.errors import option
+    from brainsmith.planning.errors import option
 
     expected = run.user_vectors[1] if run.user_vectors else ""
     outputs = verifier.user[1] if verifier.user else []

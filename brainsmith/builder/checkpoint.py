@@ -22,7 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.state import BuildRun, Step
+    from brainsmith.builder.state import BuildRun
+    from brainsmith.planning.shaping import Step
 
 FILE = "checkpoint.json"
 VERSION = 1
@@ -156,8 +157,8 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
     reports; returns its model."""
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.errors import BuildError
     from brainsmith.frameworks.finn.folding.record import read_record
+    from brainsmith.planning.errors import BuildError
 
     names = [r.name for r in checkpoint.records]
     if names != [s.name for s in steps[: len(names)]]:
@@ -185,9 +186,9 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
 def require_layers_of(model: ModelWrapper, checkpoint: Checkpoint) -> None:
     """Load the plugins providing the checkpoint model's layers; a BuildError naming the
     layer type and the missing package otherwise."""
-    from brainsmith.builder.errors import BuildError
     from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+    from brainsmith.planning.errors import BuildError
 
     prepare_finn()
     try:

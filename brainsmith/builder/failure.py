@@ -7,10 +7,10 @@ import errno
 import os
 
 from brainsmith import interrupts
-from brainsmith.builder.errors import BuildError
 from brainsmith.builder.outdir import DISK_FULL, os_problem
 from brainsmith.builder.state import BuildRun
 from brainsmith.files import disk_full
+from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -15,11 +15,12 @@ from brainsmith.builder.blame import (
     verify_step,
 )
 from brainsmith.builder.failure import OUTPUT_ERRORS, fail, fail_output
-from brainsmith.builder.state import BuildRun, Step
-from brainsmith.builder.wiring import streams, wiring_error
+from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
 from brainsmith.files import DiskFull, disk_full, save_model
+from brainsmith.intake.wiring import streams, wiring_error
 from brainsmith.metrics import span
+from brainsmith.planning.shaping import Step
 from brainsmith.plugin.containment import PluginExit, contained
 
 TYPE_CHECKING = False

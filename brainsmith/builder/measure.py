@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from brainsmith.builder.errors import BuildError
+from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

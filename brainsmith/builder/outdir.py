@@ -20,7 +20,7 @@ import shutil
 import time
 from dataclasses import dataclass
 
-from brainsmith.builder.errors import BuildError, option
+from brainsmith.planning.errors import BuildError, option
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from brainsmith.builder.errors import BuildError
+from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.errors import BuildError
     from brainsmith.builder.state import BuildRun
+    from brainsmith.planning.errors import BuildError
     from brainsmith.report.schema import BuildReport, ShortReport, Status
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from brainsmith.builder.inputs import ResultError as ResultError
-from brainsmith.builder.inputs import sample_shape as _sample_shape
-from brainsmith.builder.inputs import samples as _samples
+from brainsmith.intake.inputs import ResultError as ResultError
+from brainsmith.intake.inputs import sample_shape as _sample_shape
+from brainsmith.intake.inputs import samples as _samples
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,10 +101,10 @@ def load(folder: str | os.PathLike[str], result: type[BuildResult]) -> BuildResu
 
 
 def _finished(folder: str, report_path: str, result: type[BuildResult]) -> BuildResult:
-    """A finished build, through the gate (``builder.gate``): a folder from elsewhere is
+    """A finished build, through the gate (``intake.gate``): a folder from elsewhere is
     untrusted input, its names, paths and domains checked before anything uses them."""
-    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
     from brainsmith.files import DamagedFile
+    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
     try:
         opened = open_build_folder(folder)
@@ -217,9 +217,9 @@ def _design(result: BuildResult) -> tuple[ModelWrapper, ModelWrapper | None]:
     """The final model and the graph around it, as the folder holds them now (through the
     gate), with the plugins of their layers loaded."""
     _check_runnable(result)
-    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
     from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
     try:
         opened = open_build_folder(result.output_dir)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 import traceback
 
-from brainsmith.builder.errors import BuildError
 from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
 from brainsmith.files import DiskFull
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.planning.errors import BuildError
 from brainsmith.report.rtl_tables import layer_problem, rtlsim_section
 
 TYPE_CHECKING = False

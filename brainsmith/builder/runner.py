@@ -24,9 +24,7 @@ from dataclasses import replace
 
 from brainsmith import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
-from brainsmith.builder.errors import BuildError, option
 from brainsmith.builder.flow import run_steps
-from brainsmith.builder.intake import InputError, check_model, kernel_domains, load_vectors
 from brainsmith.builder.lattice import check_bitstream_tools
 from brainsmith.builder.outdir import (
     OutputFolder,
@@ -36,12 +34,14 @@ from brainsmith.builder.outdir import (
 )
 from brainsmith.builder.reporting import write_reports
 from brainsmith.builder.result import BuildResult
-from brainsmith.builder.shaping import finn_config, resolve_steps, shape_plan
-from brainsmith.builder.state import BuildLog, BuildRun, Step, StepRecord
+from brainsmith.builder.state import BuildLog, BuildRun, StepRecord
 from brainsmith.files import save_model
 from brainsmith.folder_lock import FolderBusy, FolderLock
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.intake.model import check_inputs
 from brainsmith.planning.context import BuildContext, running
+from brainsmith.planning.errors import BuildError, option
+from brainsmith.planning.shaping import Step, finn_config, resolve_steps, shape_plan
 from brainsmith.report.console import Progress
 
 TYPE_CHECKING = False
@@ -50,11 +50,10 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.intake import CheckedModel
-    from brainsmith.builder.shaping import BuildOverrides
     from brainsmith.planning.plan import BlueprintSource
+    from brainsmith.planning.shaping import BuildOverrides
     from brainsmith.report.schema import StoppedReport
-    from brainsmith.verification.verifier import Vectors, Verifier
+    from brainsmith.verification.verifier import Verifier
 
 
 def build(
@@ -192,25 +191,6 @@ def _build_name(model: str | os.PathLike[str]) -> str:
     stem = os.path.splitext(os.path.basename(os.fspath(model)))[0]
     cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in stem).lstrip("._-")
     return cleaned[:100] or "default"
-
-
-def check_inputs(
-    model: str | os.PathLike[str] | ModelWrapper, input_npy: str | None, expected_npy: str | None
-) -> tuple[CheckedModel, Vectors | None]:
-    """The front door: model and vectors checked before FINN loads and anything is written."""
-    if (input_npy is None) != (expected_npy is None):
-        raise BuildError.setup(
-            f"{option('input')} and {option('expected')} must be given together",
-            "pass both files, or neither",
-        )
-    try:
-        checked = check_model(model, kernel_domains())
-        vectors = (
-            load_vectors(checked, input_npy, expected_npy) if input_npy and expected_npy else None
-        )
-    except InputError as exc:
-        raise BuildError.setup(exc.reason, exc.hint) from exc
-    return checked, vectors
 
 
 def _execute(run: BuildRun) -> BuildResult:

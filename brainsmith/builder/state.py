@@ -12,21 +12,20 @@ import time
 from dataclasses import dataclass, field
 from typing import cast
 
-from brainsmith.builder.intake import CheckedModel
 from brainsmith.builder.outdir import OutputFolder
+from brainsmith.intake.model import CheckedModel
 from brainsmith.planning.context import BuildContext
 from brainsmith.planning.plan import BuildPlan
 from brainsmith.report.console import Progress
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.checkpoint import Checkpoint
-    from brainsmith.plugin.spec import PluginSpec
     from brainsmith.report.charts import ChartWorker
     from brainsmith.report.schema import (
         BitstreamSection,
@@ -38,9 +37,6 @@ if TYPE_CHECKING:
         Verification,
     )
     from brainsmith.verification.verifier import Vectors
-
-    # A step as FINN calls it: (model, cfg) -> model
-    StepFunction = Callable[[ModelWrapper, DataflowBuildConfig], ModelWrapper]
 
 
 @dataclass
@@ -57,28 +53,6 @@ class StepRecord:
 
     def as_dict(self) -> StepEntry:
         return cast("StepEntry", {k: v for k, v in self.__dict__.items() if v not in (None, "")})
-
-
-@dataclass
-class Step:
-    """A step of the plan, resolved: its function, or why it is skipped."""
-
-    name: str
-    plugin: str
-    fn: StepFunction | None = None
-    skip_reason: str = ""
-    verifiable: bool = True  # False for FINN's hardware steps (Vivado products)
-    deferred: PluginSpec | None = None  # loaded when it runs (see ``function``)
-
-    def function(self) -> StepFunction | None:
-        """The step's function; a deferred one (a FINN hardware step without its tool,
-        which runs only for some models) is loaded now: loading one imports all of FINN's
-        builder."""
-        if self.fn is None and self.deferred is not None:
-            from brainsmith.plugin import get_registry
-
-            self.fn = cast("StepFunction", get_registry().load(self.deferred))
-        return self.fn
 
 
 @dataclass

@@ -180,7 +180,7 @@ def build(
     """
     from brainsmith import interrupts
     from brainsmith.builder import build as run_build
-    from brainsmith.builder.errors import command_line_names
+    from brainsmith.planning.errors import command_line_names
 
     if metrics_file:
         _check_metrics_file(metrics_file)

@@ -67,8 +67,8 @@ def check(model: str, blueprint: str | None, fpga_part: str | None, board: str |
     2 bad model or blueprint; 130 interrupted (SIGINT).
     """
     from brainsmith.builder import BuildError
-    from brainsmith.builder.errors import command_line_names
     from brainsmith.commands.check_model import check as run_check
+    from brainsmith.planning.errors import command_line_names
 
     with command_line_names():
         try:

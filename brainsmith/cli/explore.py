@@ -98,9 +98,9 @@ def explore(
       brainsmith explore MODEL BLUEPRINT -o /shared/dse --scheduler tcp://10.0.0.5:8786
       brainsmith explore MODEL BLUEPRINT -o out/dse --resume
     """
-    from brainsmith.builder.errors import command_line_names
     from brainsmith.dse import ExploreError
     from brainsmith.dse import explore as run_explore
+    from brainsmith.planning.errors import command_line_names
 
     try:
         with command_line_names():

@@ -10,16 +10,31 @@ kernel that would take it (selected or not) and the transform that does it.
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
+from brainsmith.blueprint.choices import lattice_board
 from brainsmith.builder.blame import failing_transform
-from brainsmith.builder.errors import BuildError
-from brainsmith.builder.wiring import streams, wiring_error
 from brainsmith.errors import StepError
+from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.intake.model import check_inputs
+from brainsmith.intake.wiring import streams, wiring_error
+from brainsmith.planning.advice import (
+    Taker,
+    advice,
+    fork_hint,
+    fork_problems,
+    placement,
+    takers,
+)
+from brainsmith.planning.context import BuildContext, context_of, running
+from brainsmith.planning.errors import BuildError
+from brainsmith.planning.host_tail import downstream
+from brainsmith.planning.shaping import finn_config, resolve_steps, shape_plan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,12 +44,10 @@ if TYPE_CHECKING:
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.intake import CheckedModel
-    from brainsmith.builder.shaping import BuildOverrides
-    from brainsmith.builder.state import Step
     from brainsmith.files import Json
-    from brainsmith.planning.advice import Taker
+    from brainsmith.intake.model import CheckedModel
     from brainsmith.planning.plan import BlueprintSource, BuildPlan
+    from brainsmith.planning.shaping import BuildOverrides, Step
 
 FRONT_END = "hardware_inference"  # check runs the steps before this one
 # Placements that stop the build: a node left between hardware layers, a hardware layer
@@ -96,9 +109,6 @@ def check(
 ) -> CheckResult:
     """Check ``model`` (a path) against ``blueprint`` (None: the default), with ``build``'s
     overrides. BuildError for a model or blueprint that cannot be read (exit code 2)."""
-    from brainsmith.builder.runner import check_inputs
-    from brainsmith.builder.shaping import shape_plan
-
     began = time.perf_counter()
     plan = shape_plan(blueprint or None, "none", options, prefer, exclude)
     checked, _ = check_inputs(model, None, None)
@@ -110,9 +120,7 @@ def check(
 
 
 def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: str) -> None:
-    from brainsmith.builder.shaping import finn_config, resolve_steps
-    from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
-    from brainsmith.planning.context import BuildContext, running
+    from qonnx.core.modelwrapper import ModelWrapper
 
     steps = resolve_steps(plan)
     names = [s.name for s in steps]
@@ -126,67 +134,68 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
     log = open(os.path.join(scratch, "build.log"), "w")  # noqa: SIM115 - closed below
     with log, contain_finn_output(log), generated_code_dir(finn), running(BuildContext(plan)):
         cfg = finn_config(plan, finn)
-        from qonnx.core.modelwrapper import ModelWrapper
-
-        model = ModelWrapper(checked.proto)
-        for step in steps[: names.index(FRONT_END)]:
-            before = streams(model, None)
-            try:
-                function = step.function()
-                model = function(model, cfg) if function is not None else model
-            except StepError as exc:  # reported; the nodes so far are still shown
-                result.error = f"step {step.name} failed: {exc.reason}; try: {exc.hint}"
-                result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
-                return
-            except Exception as exc:
-                transform, node = failing_transform(exc)
-                where = (
-                    f" in {transform}" + (f" on node {node}" if node else "") if transform else ""
-                )
-                result.error = f"step {step.name} failed{where}: {type(exc).__name__}: {exc}"
-                result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
-                return
-            broken = wiring_error(step.name, model, None, before)
-            if broken:  # named before the next step spins on a loop
-                result.error = f"{broken}; try: remove the step, or report it with the model"
-                result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
-                return
+        front = steps[: names.index(FRONT_END)]
+        model, result.error = _front_end(front, ModelWrapper(checked.proto), cfg)
+        if result.error:  # reported; the nodes so far are still shown
+            result.nodes = [NodeVerdict(n.name, n.op_type, "host") for n in model.graph.node]
+            return
         result.nodes = verdicts(model, cfg)
         if result.ok:
             result.error = _conversion_error(steps[names.index(FRONT_END)], model, cfg)
+
+
+def _front_end(
+    steps: list[Step], model: ModelWrapper, cfg: DataflowBuildConfig
+) -> tuple[ModelWrapper, str]:
+    """``steps`` run on ``model``, each checked for wiring as the build checks it: (the
+    model so far, why a step failed or broke it; "" when none did)."""
+    for step in steps:
+        before = streams(model, None)
+        try:
+            model = _ran(step, model, cfg)
+        except Exception as exc:
+            return model, _failure(step, exc, "failed")
+        broken = wiring_error(step.name, model, None, before)
+        if broken:  # named before the next step spins on a loop
+            return model, f"{broken}; try: remove the step, or report it with the model"
+    return model, ""
+
+
+def _ran(step: Step, model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
+    """``model`` after ``step`` (unchanged by a step with no function)."""
+    function = step.function()
+    return function(model, cfg) if function is not None else model
+
+
+def _failure(step: Step, exc: Exception, failed: str) -> str:
+    """How ``step`` ``failed`` ("failed", "would fail") with ``exc``: a StepError's reason
+    and hint, else the transform and node it failed in."""
+    if isinstance(exc, StepError):
+        return f"step {step.name} {failed}: {exc.reason}; try: {exc.hint}"
+    transform, node = failing_transform(exc)
+    where = f" in {transform}" + (f" on node {node}" if node else "") if transform else ""
+    return f"step {step.name} {failed}{where}: {type(exc).__name__}: {exc}"
 
 
 def _conversion_error(step: Step, model: ModelWrapper, cfg: DataflowBuildConfig) -> str:
     """Why the build's own conversion step fails on ``model`` ("" when it does not): the
     step run on a copy, its graph and the graph around the accelerator checked as the build
     checks them, so check never calls ready a model the build cannot convert."""
-    import copy
-
     from qonnx.core.modelwrapper import ModelWrapper
-
-    from brainsmith.planning.context import context_of
 
     before = streams(model, None)
     try:
-        function = step.function()
-        if function is None:
+        if step.function() is None:
             return ""
-        converted = function(ModelWrapper(copy.deepcopy(model.model)), cfg)
-    except StepError as exc:
-        return f"step {step.name} would fail: {exc.reason}; try: {exc.hint}"
+        converted = _ran(step, ModelWrapper(copy.deepcopy(model.model)), cfg)
     except Exception as exc:
-        transform, node = failing_transform(exc)
-        where = f" in {transform}" + (f" on node {node}" if node else "") if transform else ""
-        return f"step {step.name} would fail{where}: {type(exc).__name__}: {exc}"
+        return _failure(step, exc, "would fail")
     broken = wiring_error(step.name, converted, context_of(cfg).dataflow_parent, before)
     return f"{broken}; try: report it with the model" if broken else ""
 
 
 def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
     """Convert ``before`` with the plan's kernels and judge every node."""
-    from brainsmith.blueprint.choices import lattice_board
-    from brainsmith.planning.advice import advice, fork_hint, fork_problems, placement, takers
-    from brainsmith.planning.context import context_of
     from brainsmith.steps.dataflow import infer_hardware
 
     plan = context_of(cfg).plan
@@ -202,29 +211,41 @@ def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict
     for node in model.graph.node:
         verdict = NodeVerdict(node.name, node.op_type, where[node.name])
         if verdict.placement == "hardware":
-            kernel = plan.kernel_for(node.op_type)
-            verdict.kernel = kernel.name if kernel is not None else f"finn:{node.op_type}"
-            verdict.backend, verdict.reason = backends.get(node.name, ("", ""))
-            style = verdict.backend.rpartition("_")[2]
-            allowed = kernel.backend_types if kernel is not None else []
-            if node.name in forks:
-                verdict.placement = "fork"
-                verdict.reason = f"its {forks[node.name]}: {fork_hint(plan)}"
-            elif style == "hls" and board is not None:
-                verdict.placement = "backend"
-                verdict.reason = f"{board} has no HLS flow, and {verdict.reason}"
-            elif style in ("hls", "rtl") and allowed and style not in allowed:
-                verdict.placement = "backend"
-                verdict.reason = (
-                    f"FINN can build it only as {verdict.backend}, but the blueprint allows "
-                    f"{'/'.join(allowed)} for {verdict.kernel}: allow {style} for it"
-                )
+            _judge_hardware(verdict, plan, backends.get(node.name, ("", "")), forks, board)
         elif verdict.placement == "between":
             verdict.reason = advice(node, found, model, model, plan)
         else:
             verdict.reason = HOST_REASONS[verdict.placement] + _would_take(node, found)
         nodes.append(verdict)
     return _unrunnable(model, _host_tail(model, nodes, found))
+
+
+def _judge_hardware(
+    verdict: NodeVerdict,
+    plan: BuildPlan,
+    backend: tuple[str, str],
+    forks: dict[str, str],
+    board: str | None,
+) -> None:
+    """A hardware layer's kernel and ``backend`` (op type, why); it blocks when its output
+    forks, when ``board`` has no HLS flow for it, or when the blueprint forbids its backend."""
+    kernel = plan.kernel_for(verdict.op_type)
+    verdict.kernel = kernel.name if kernel is not None else f"finn:{verdict.op_type}"
+    verdict.backend, verdict.reason = backend
+    style = verdict.backend.rpartition("_")[2]
+    allowed = kernel.backend_types if kernel is not None else []
+    if verdict.name in forks:
+        verdict.placement = "fork"
+        verdict.reason = f"its {forks[verdict.name]}: {fork_hint(plan)}"
+    elif style == "hls" and board is not None:
+        verdict.placement = "backend"
+        verdict.reason = f"{board} has no HLS flow, and {verdict.reason}"
+    elif style in ("hls", "rtl") and allowed and style not in allowed:
+        verdict.placement = "backend"
+        verdict.reason = (
+            f"FINN can build it only as {verdict.backend}, but the blueprint allows "
+            f"{'/'.join(allowed)} for {verdict.kernel}: allow {style} for it"
+        )
 
 
 def _would_take(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> str:
@@ -245,14 +266,9 @@ def _host_tail(
 ) -> list[NodeVerdict]:
     """When no installed kernel converts any blocking node, the build keeps them and every
     node after them on the host, after the accelerator (``brainsmith.planning.host_tail``)."""
-    from brainsmith.planning.host_tail import downstream
-
-    starts = [n for n in nodes if n.placement == "between"]
-    if not starts or any(n.placement in BLOCKING and n.placement != "between" for n in nodes):
+    starts = _tail_starts(model, nodes, found)
+    if not starts:
         return nodes
-    outputs = {n.name: list(n.output) for n in model.graph.node}
-    if any(found.get(out) for n in starts for out in outputs[n.name]):
-        return nodes  # a kernel the blueprint could select converts one: it blocks
     tail = downstream(model, {n.name for n in starts})
     first = ", ".join(n.name for n in starts)
     for verdict in nodes:
@@ -265,6 +281,20 @@ def _host_tail(
             verdict.placement, verdict.kernel, verdict.backend = "after", "", ""
             verdict.reason = f"on the host, after {first} (which no hardware layer computes)"
     return nodes
+
+
+def _tail_starts(
+    model: ModelWrapper, nodes: list[NodeVerdict], found: dict[str, list[Taker]]
+) -> list[NodeVerdict]:
+    """The nodes left between hardware layers that start a host tail: all of them, when
+    nothing else blocks and no kernel the blueprint could select converts any; else none."""
+    starts = [n for n in nodes if n.placement == "between"]
+    if any(n.placement in BLOCKING and n.placement != "between" for n in nodes):
+        return []
+    outputs = {n.name: list(n.output) for n in model.graph.node}
+    if any(found.get(out) for n in starts for out in outputs[n.name]):
+        return []  # a kernel the blueprint could select converts one: it blocks
+    return starts
 
 
 def _unrunnable(model: ModelWrapper, nodes: list[NodeVerdict]) -> list[NodeVerdict]:
@@ -286,13 +316,10 @@ def _unrunnable(model: ModelWrapper, nodes: list[NodeVerdict]) -> list[NodeVerdi
 def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[str, tuple[str, str]]:
     """Hardware node name -> (backend op type, why), as the ``specialize`` step would choose
     (``brainsmith.planning.backend_reason`` says why, as the build does)."""
-    import copy
-
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
-    from brainsmith.planning.context import context_of
     from brainsmith.steps.dataflow import integer_adds_in_rtl, set_backend_styles
 
     plan, part = context_of(cfg).plan, fpga_part(cfg)

@@ -14,6 +14,10 @@ from typing import Any
 
 from brainsmith.commands.rtl_verification import FolderError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.intake.gate import BuildFolder
+
 RESULT = os.path.join("bitstream", "report.json")
 
 
@@ -40,41 +44,12 @@ def build_bitstream(folder: str) -> tuple[str, str, str]:
     """(board, absolute path of the .bit, its SHA-256) of ``folder``'s bitstream; FolderError
     (exit 2) when the folder fails the gate, has none, or its .bit is not the one made."""
     from brainsmith.board.boards import BOARDS
-    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
-    from brainsmith.files import DamagedFile, read_json
 
     root = os.path.abspath(folder)
-    try:
-        opened = open_build_folder(root, models=False)
-    except FileNotFoundError:
-        raise FolderError(
-            f"{folder} is not a brainsmith build folder (no report.json)",
-            "give the output folder of brainsmith build (its -o OUTDIR)",
-        ) from None
-    except (UntrustedFolder, DamagedFile) as exc:
-        hint = getattr(exc, "hint", "") or "build it again"
-        raise FolderError(getattr(exc, "reason", str(exc)), hint) from None
-    path = os.path.join(root, RESULT)
-    built_for = opened.report.get("board") or "BOARD"
-    remake = f"make it again: brainsmith bitstream {folder} --board {built_for}"
-    section: object = opened.report.get("bitstream")  # brainsmith build --bitstream's
-    data: dict[str, Any]
-    if os.path.lexists(path):  # brainsmith bitstream's, made after the build
-        try:
-            data = read_json(path)
-        except (DamagedFile, OSError) as exc:
-            raise FolderError(f"the bitstream's report cannot be read: {exc}", remake) from None
-    elif isinstance(section, dict):
-        data, path = section, os.path.join(root, "report.json")
-    else:
-        raise FolderError(
-            f"the build in {folder} has no bitstream (no {RESULT}, no bitstream in its "
-            "report.json)",
-            f"brainsmith bitstream {folder} --board {built_for}, or build with --board "
-            f"{built_for} --bitstream",
-        )
+    data, path, built_for = _bitstream_record(folder, root)
     board, digest = data.get("board"), data.get("sha256")
     if not isinstance(board, str) or board not in BOARDS:  # also keeps the path's name plain
+        remake = f"make it again: brainsmith bitstream {folder} --board {built_for}"
         raise FolderError(f"{path} names no board brainsmith knows ({board!r})", remake)
     remake = f"make it again: brainsmith bitstream {folder} --board {board}"
     if not isinstance(digest, str) or len(digest) != 64:
@@ -87,6 +62,48 @@ def build_bitstream(folder: str) -> tuple[str, str, str]:
             remake,
         )
     return board, bit, found
+
+
+def _opened(folder: str, root: str) -> BuildFolder:
+    """``root`` through the gate (its report only); FolderError saying what it refused."""
+    from brainsmith.files import DamagedFile
+    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
+
+    try:
+        return open_build_folder(root, models=False)
+    except FileNotFoundError:
+        raise FolderError(
+            f"{folder} is not a brainsmith build folder (no report.json)",
+            "give the output folder of brainsmith build (its -o OUTDIR)",
+        ) from None
+    except (UntrustedFolder, DamagedFile) as exc:
+        hint = getattr(exc, "hint", "") or "build it again"
+        raise FolderError(getattr(exc, "reason", str(exc)), hint) from None
+
+
+def _bitstream_record(folder: str, root: str) -> tuple[dict[str, Any], str, str]:
+    """(what records ``folder``'s bitstream, the file it is in, the board the build names):
+    ``brainsmith bitstream``'s report, made after the build, else report.json's
+    ``bitstream`` (``build --bitstream``)."""
+    from brainsmith.files import DamagedFile, read_json
+
+    opened = _opened(folder, root)
+    path = os.path.join(root, RESULT)
+    built_for = opened.report.get("board") or "BOARD"
+    section: object = opened.report.get("bitstream")
+    if os.path.lexists(path):
+        try:
+            return read_json(path), path, built_for
+        except (DamagedFile, OSError) as exc:
+            remake = f"make it again: brainsmith bitstream {folder} --board {built_for}"
+            raise FolderError(f"the bitstream's report cannot be read: {exc}", remake) from None
+    if isinstance(section, dict):
+        return section, os.path.join(root, "report.json"), built_for
+    raise FolderError(
+        f"the build in {folder} has no bitstream (no {RESULT}, no bitstream in its report.json)",
+        f"brainsmith bitstream {folder} --board {built_for}, or build with --board "
+        f"{built_for} --bitstream",
+    )
 
 
 def _sha256(bit: str, root: str, remake: str) -> str:

@@ -19,12 +19,49 @@ from brainsmith.commands.rtl_verification import (
     FolderError,
     _read_report,
     gated_models,
+    quiet,
     unrecorded_hdl,
 )
 from brainsmith.files import write_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.place_route.flow import Family
+    from brainsmith.place_route.parts import Ecp5Part, NexusPart
+
 RESULT = os.path.join("place_route", "report.json")
 WORKDIR = os.path.join("place_route", "run")
+
+
+def _target(part_name: str, mhz: float | None) -> tuple[Family, Ecp5Part | NexusPart]:
+    """The family and part ``part_name`` names; FolderError for an unknown part or a clock
+    ``mhz`` that is not one."""
+    from brainsmith.place_route import UnknownPart
+    from brainsmith.place_route.families import target
+
+    try:
+        family, part = target(part_name)
+    except UnknownPart as exc:
+        raise FolderError(str(exc), "--part LFE5U-85F-6BG381C or --part LIFCL-40-9BG400C") from None
+    if mhz is not None and not (math.isfinite(mhz) and mhz > 0):
+        raise FolderError(f"--mhz {mhz:g} is not a clock", "--mhz 100")
+    return family, part
+
+
+def _tool_error(exc: Exception) -> FolderError | None:
+    """The FolderError for a place-and-route run that failed with ``exc`` (None for an
+    unforeseen exception)."""
+    from brainsmith.place_route import PlaceRouteError
+    from brainsmith.place_route.flow import NotUsable
+    from brainsmith.synthesis import NotSynthesisable, YosysMissing
+
+    if isinstance(exc, YosysMissing | NotUsable):
+        return FolderError(str(exc), exc.hint)
+    if isinstance(exc, PlaceRouteError):
+        return FolderError(str(exc), exc.hint, exit_code=1)
+    if isinstance(exc, NotSynthesisable):  # MissingSources: the stitched design cannot be read
+        return FolderError(str(exc), "build the model again with --prefer rtl")
+    return None
 
 
 def placeable_build(folder: str, verb: str) -> tuple[dict[str, Any], Any, float]:
@@ -73,38 +110,28 @@ def place_route_build_folder(
     FolderError (``reason``, ``hint``) for an unknown part, a folder that fails the gate or
     has no stitched accelerator, a missing tool, or a failed run (its log named)."""
     from brainsmith.board.top import frame_words
-    from brainsmith.place_route import PlaceRouteError, UnknownPart, place_route
-    from brainsmith.place_route.families import target
-    from brainsmith.place_route.flow import NotUsable, find_nextpnr
+    from brainsmith.place_route import place_route
+    from brainsmith.place_route.flow import find_nextpnr
     from brainsmith.place_route.sources import stitched_design
-    from brainsmith.synthesis import NotSynthesisable, YosysMissing, find_yosys
+    from brainsmith.synthesis import find_yosys
 
-    try:
-        family, part = target(part_name)
-    except UnknownPart as exc:
-        raise FolderError(str(exc), "--part LFE5U-85F-6BG381C or --part LIFCL-40-9BG400C") from None
-    if mhz is not None and not (math.isfinite(mhz) and mhz > 0):
-        raise FolderError(f"--mhz {mhz:g} is not a clock", "--mhz 100")
+    family, part = _target(part_name, mhz)
     report, model, clock_ns = placeable_build(folder, "place and route")
+    say = note or quiet
     try:
         design = stitched_design(folder, str(report.get("output_dir") or ""))
-        if note is not None:
-            note("starting Yosys and nextpnr (the first runs after installing take minutes)")
+        say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), find_nextpnr(family)
-        if note is not None:
-            note(f"synthesising ({family.synth}) and placing and routing for {part.name}")
+        say(f"synthesising ({family.synth}) and placing and routing for {part.name}")
         result = place_route(
             design, part, mhz or 1000.0 / clock_ns, os.path.join(folder, WORKDIR), yosys,
             nextpnr, family=family, frame=frame_words(model),
         )  # fmt: skip
-    except YosysMissing as exc:
-        raise FolderError(str(exc), exc.hint) from exc
-    except NotUsable as exc:
-        raise FolderError(str(exc), exc.hint) from exc
-    except PlaceRouteError as exc:
-        raise FolderError(str(exc), exc.hint, exit_code=1) from exc
-    except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
-        raise FolderError(str(exc), "build the model again with --prefer rtl") from exc
+    except Exception as exc:
+        error = _tool_error(exc)
+        if error is None:
+            raise
+        raise error from exc
     data = {"clock_ns": clock_ns, "family": family.name, "logic": family.logic, **result.as_dict()}
     os.makedirs(os.path.dirname(os.path.join(folder, RESULT)), exist_ok=True)
     write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")

@@ -19,7 +19,7 @@ import contextlib
 import os
 import traceback
 from collections.abc import Callable
-from typing import cast
+from typing import TextIO, cast
 
 import numpy as np
 
@@ -61,7 +61,6 @@ def verify_build_folder(
     named to ``warn``."""
     from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
     from brainsmith.rtlsim import ToolchainError, find_toolchain
-    from brainsmith.rtlsim.screen import UnsafeSource
 
     report = _read_report(folder)
     model, parent = gated_models(folder)
@@ -71,18 +70,8 @@ def verify_build_folder(
         raise FolderError(str(exc), "install Verilator (make setup)") from exc
     prepare_finn()
     _require_layers(model, folder)
-    names = {n.name for n in model.graph.node}
-    unknown = sorted(set(only or ()) - names)
-    if unknown:
-        raise FolderError(
-            f"no layer named {', '.join(unknown)} in {folder}/final.onnx",
-            "pick from: " + ", ".join(n.name for n in model.graph.node),
-        )
-    for problem in unrecorded_hdl(model, folder, only):
-        if not allow_changed:
-            raise FolderError(problem, CHANGED_HINT.format(verb="simulate"))
-        if warn is not None:
-            warn(f"{problem}; simulated as it is (--allow-changed-rtl)")
+    _check_layer_names(model, folder, only)
+    refuse_changed_hdl(model, folder, only, "simulate", allow_changed, warn or quiet)
     workdir = os.path.join(folder, *WORKDIR)
     os.makedirs(workdir, exist_ok=True)
     log_path = os.path.join(workdir, "verify-rtl.log")
@@ -90,27 +79,64 @@ def verify_build_folder(
         vectors = _inputs(report, parent or model, samples, input_npy)
         try:
             result = _simulate(model, vectors, workdir, parent, report, only, note, bool(input_npy))
-        except ToolchainError as exc:
-            raise FolderError(str(exc), "install Verilator (make setup)") from exc
-        except UnsafeSource as exc:
-            raise FolderError(
-                str(exc), "remove the task from the RTL, or build the design again"
-            ) from exc
-        except DiskFull as exc:
-            raise FolderError(exc.reason, exc.hint) from exc
-        except Exception as exc:  # the simulation could not run at all: say why, keep the log
-            traceback.print_exc(file=log)
-            raise FolderError(
-                f"RTL simulation could not run: {type(exc).__name__}: {exc}", f"see {log_path}"
-            ) from exc
+        except Exception as exc:
+            raise _simulation_error(exc, log, log_path) from exc
     _update_report(folder, report, result)
     return result
 
 
+def _check_layer_names(model: ModelWrapper, folder: str, only: list[str] | None) -> None:
+    """FolderError naming the layers of ``only`` final.onnx does not have."""
+    unknown = sorted(set(only or ()) - {n.name for n in model.graph.node})
+    if unknown:
+        raise FolderError(
+            f"no layer named {', '.join(unknown)} in {folder}/final.onnx",
+            "pick from: " + ", ".join(n.name for n in model.graph.node),
+        )
+
+
+def _simulation_error(exc: Exception, log: TextIO, log_path: str) -> FolderError:
+    """The FolderError for a simulation that failed with ``exc``; an unforeseen one (the
+    simulation could not run at all) says why and keeps its traceback in the log."""
+    from brainsmith.rtlsim import ToolchainError
+    from brainsmith.rtlsim.screen import UnsafeSource
+
+    if isinstance(exc, ToolchainError):
+        return FolderError(str(exc), "install Verilator (make setup)")
+    if isinstance(exc, UnsafeSource):
+        return FolderError(str(exc), "remove the task from the RTL, or build the design again")
+    if isinstance(exc, DiskFull):
+        return FolderError(exc.reason, exc.hint)
+    traceback.print_exc(file=log)
+    return FolderError(
+        f"RTL simulation could not run: {type(exc).__name__}: {exc}", f"see {log_path}"
+    )
+
+
+def quiet(message: str) -> None:
+    """A note or a warning nobody is shown."""
+
+
+def refuse_changed_hdl(
+    model: ModelWrapper,
+    folder: str,
+    only: list[str] | None,
+    verb: str,
+    allow_changed: bool = False,
+    warn: Callable[[str], None] = quiet,
+) -> None:
+    """FolderError for the first HDL file to ``verb`` that the build did not generate; with
+    ``allow_changed``, each named to ``warn`` instead."""
+    for problem in unrecorded_hdl(model, folder, only):
+        if not allow_changed:
+            raise FolderError(problem, CHANGED_HINT.format(verb=verb))
+        warn(f"{problem}; {verb.removesuffix('e')}ed as it is (--allow-changed-rtl)")
+
+
 def gated_models(folder: str) -> tuple[ModelWrapper, ModelWrapper | None]:
     """``folder``'s final model and the graph around it, once the folder passed the gate
-    (``brainsmith.builder.gate``); FolderError listing what it refused otherwise."""
-    from brainsmith.builder.gate import UntrustedFolder, open_build_folder
+    (``brainsmith.intake.gate``); FolderError listing what it refused otherwise."""
+    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
     try:
         opened = open_build_folder(folder)
@@ -221,22 +247,37 @@ def _inputs(
     report: BuildReport, model: ModelWrapper, samples: int | None, input_npy: str | None
 ) -> list[Sample]:
     """The verification inputs: from ``input_npy``, else regenerated like the build's."""
+    if input_npy:
+        frames = _user_inputs(model, input_npy)
+        return frames[:samples] if samples else frames
+    return _regenerated(report, samples)
+
+
+def _user_inputs(model: ModelWrapper, input_npy: str) -> list[Sample]:
+    """``input_npy``'s frames for ``model``'s one input."""
     from brainsmith.frameworks.finn.execution import graph_inputs
+
+    inputs = graph_inputs(model)
+    if len(inputs) != 1:
+        raise FolderError(f"--input needs a single-input model; this one has {len(inputs)}")
+    shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(inputs[0].name))
+    x = _input_array(input_npy).astype(np.float32)
+    size = int(np.prod(shape))
+    if x.size == 0 or x.size % size:
+        raise FolderError(
+            f"{input_npy} has shape {x.shape}, not a whole number of inputs of shape {shape}"
+        )
+    return [(s,) for s in x.reshape(-1, *shape)]
+
+
+def _regenerated(report: BuildReport, samples: int | None) -> list[Sample]:
+    """The build's own verification inputs, generated again from its original model."""
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.util.cleanup import cleanup_model
+
+    from brainsmith.intake.model import InputError, check_model, kernel_domains
     from brainsmith.verification.verifier import generate_inputs
 
-    if input_npy:
-        inputs = graph_inputs(model)
-        if len(inputs) != 1:
-            raise FolderError(f"--input needs a single-input model; this one has {len(inputs)}")
-        shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(inputs[0].name))
-        x = _input_array(input_npy).astype(np.float32)
-        size = int(np.prod(shape))
-        if x.size == 0 or x.size % size:
-            raise FolderError(
-                f"{input_npy} has shape {x.shape}, not a whole number of inputs of shape {shape}"
-            )
-        frames: list[Sample] = [(s,) for s in x.reshape(-1, *shape)]
-        return frames[:samples] if samples else frames
     original = report.get("model", "")
     if not original or not os.path.isfile(original):
         raise FolderError(
@@ -244,11 +285,6 @@ def _inputs(
             "regenerate the verification inputs",
             "pass --input X.npy with inputs for the model",
         )
-    from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.util.cleanup import cleanup_model
-
-    from brainsmith.builder.intake import InputError, check_model, kernel_domains
-
     try:  # named by report.json: checked as build checks a model (domains are imported)
         checked = check_model(original, kernel_domains())
     except InputError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,25 +43,14 @@ def run_build_folder(
 ) -> RunOutcome:
     """Run ``folder``'s design on the board at ``port`` or a simulated one; DriverError
     (``exit_code`` 2: cannot start, 1: the link failed or the outputs differ)."""
-    from contextlib import ExitStack
-
     x = load_array(input_npy, "--input") if input_npy else None
     expected = load_array(expected_npy, "--expected") if expected_npy else None
+    say = note or (lambda message: None)
     with ExitStack() as stack:
-        if simulate:
-            from brainsmith.board.simulated import SimulatedBoard
-
-            if note is not None:
-                note("compiling the simulated board (Verilator; cached by content)")
-            port = stack.enter_context(SimulatedBoard(folder))
-        if port is None:
-            raise DriverError("no board: give --port PORT or --simulate", "--port /dev/ttyUSB0")
-        timeout = 30.0 if simulate else None  # a simulated byte takes ~80 cycles of Verilator
-        board = stack.enter_context(Board(folder, port, baud, timeout, simulated=simulate))
+        board = _board(stack, folder, port, simulate, baud, say)
         if x is None:
             x = _generated(board)
-        if note is not None:
-            note(f"running {len(x) if x.ndim > 1 else 1} frames on {port}")
+        say(f"running {len(x) if x.ndim > 1 else 1} frames on {board.port}")
         outputs = board.run(x)
         assert board.last is not None
         figures = board.last
@@ -73,6 +63,26 @@ def run_build_folder(
         np.save(output_npy, outputs)
     return RunOutcome(figures, outputs, board.identity.design_hash,
                       board.identity.clks_per_bit, compared)  # fmt: skip
+
+
+def _board(
+    stack: ExitStack,
+    folder: str,
+    port: str | None,
+    simulate: bool,
+    baud: int | None,
+    note: Callable[[str], None],
+) -> Board:
+    """The board at ``port``, or a simulated one (compiled first), open within ``stack``."""
+    if simulate:
+        from brainsmith.board.simulated import SimulatedBoard
+
+        note("compiling the simulated board (Verilator; cached by content)")
+        port = stack.enter_context(SimulatedBoard(folder))
+    if port is None:
+        raise DriverError("no board: give --port PORT or --simulate", "--port /dev/ttyUSB0")
+    timeout = 30.0 if simulate else None  # a simulated byte takes ~80 cycles of Verilator
+    return stack.enter_context(Board(folder, port, baud, timeout, simulated=simulate))
 
 
 def load_array(path: str, option: str) -> np.ndarray:

@@ -15,11 +15,11 @@ import os
 from collections.abc import Callable
 
 from brainsmith.commands.rtl_verification import (
-    CHANGED_HINT,
     FolderError,
     _read_report,
     gated_models,
-    unrecorded_hdl,
+    quiet,
+    refuse_changed_hdl,
 )
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.frameworks.finn.facts import RESOURCES
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from brainsmith.report.schema import BuildReport, Layer
     from brainsmith.synthesis import DesignSynthesis
+    from brainsmith.synthesis.yosys import Yosys
 
 RESULT = "synthesis.json"
 WORKDIR = "synthesis"
@@ -48,47 +49,22 @@ def synthesise_build_folder(
 ) -> dict[str, Any]:
     """Synthesise ``folder``'s RTL layers; returns what it wrote to ``folder``/synthesis.json.
     Raises FolderError (``reason``, ``hint``) for a folder that is not a finished build or
-    fails the gate (``builder.gate``), HDL the build did not generate (unless
+    fails the gate (``intake.gate``), HDL the build did not generate (unless
     ``allow_changed``: then each file is named to ``warn``), a missing Yosys or a part Yosys
     cannot map."""
     from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
-    from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
-    from brainsmith.synthesis.run import CacheError, synthesise_design
 
     report = _read_report(folder)
     model, _ = gated_models(folder)  # before anything is written into the folder
     with contain_finn_output(io.StringIO()):
         prepare_finn()
     _require_layers(model, folder)
-    for problem in unrecorded_hdl(model, folder, None):
-        if not allow_changed:
-            raise FolderError(problem, CHANGED_HINT.format(verb="synthesise"))
-        if warn is not None:
-            warn(f"{problem}; synthesised as it is (--allow-changed-rtl)")
-    part = report.get("fpga_part") or ""
-    if not part:
-        raise FolderError(f"{folder}/report.json names no fpga_part", "build it again")
-    try:
-        family_of(part)
-    except NotSynthesisable as exc:
-        hint = f"brainsmith build MODEL BLUEPRINT --part {_part_hint()}"
-        raise FolderError(str(exc), hint) from None
-    try:
-        if note is not None:
-            note("starting Yosys (the first run after installing takes about a minute)")
-        yosys = find_yosys()
-    except YosysMissing as exc:
-        raise FolderError(str(exc), exc.hint) from exc
+    refuse_changed_hdl(model, folder, None, "synthesise", allow_changed, warn or quiet)
+    part = _synthesisable_part(report, folder)
+    yosys = _yosys(note or quiet)
     workdir = os.path.join(folder, WORKDIR)
     try:
-        os.makedirs(workdir, exist_ok=True)
-        log_path = os.path.join(workdir, "synth.log")
-        with open(log_path, "w") as log, contain_finn_output(log):
-            try:
-                result = synthesise_design(model, part, workdir, yosys, jobs=jobs, note=note)
-            except CacheError as exc:
-                hint = "set BRAINSMITH_CACHE_DIR to a folder of your own"
-                raise FolderError(str(exc), hint) from exc
+        result = _synthesised(model, part, workdir, yosys, jobs, note)
         data = as_json(result, report, folder)
         write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
     except DiskFull as exc:
@@ -99,6 +75,54 @@ def synthesise_build_folder(
         full = DiskFull(workdir, code=exc.errno if exc.errno in FULL_DISKS else errno.ENOSPC)
         raise FolderError(full.reason, full.hint) from exc
     return data
+
+
+def _synthesisable_part(report: BuildReport, folder: str) -> str:
+    """The part the build names, if Yosys can map to it; FolderError otherwise."""
+    from brainsmith.synthesis import NotSynthesisable, family_of
+
+    part = report.get("fpga_part") or ""
+    if not part:
+        raise FolderError(f"{folder}/report.json names no fpga_part", "build it again")
+    try:
+        family_of(part)
+    except NotSynthesisable as exc:
+        hint = f"brainsmith build MODEL BLUEPRINT --part {_part_hint()}"
+        raise FolderError(str(exc), hint) from None
+    return part
+
+
+def _yosys(note: Callable[[str], None]) -> Yosys:
+    """Yosys, started; FolderError saying how to install it when it is missing."""
+    from brainsmith.synthesis import YosysMissing, find_yosys
+
+    try:
+        note("starting Yosys (the first run after installing takes about a minute)")
+        return find_yosys()
+    except YosysMissing as exc:
+        raise FolderError(str(exc), exc.hint) from exc
+
+
+def _synthesised(
+    model: ModelWrapper,
+    part: str,
+    workdir: str,
+    yosys: Yosys,
+    jobs: int,
+    note: Callable[[str], None] | None,
+) -> DesignSynthesis:
+    """Every RTL layer of ``model`` through Yosys, logged to ``workdir``/synth.log."""
+    from brainsmith.frameworks.finn.env import contain_finn_output
+    from brainsmith.synthesis.run import CacheError, synthesise_design
+
+    os.makedirs(workdir, exist_ok=True)
+    log_path = os.path.join(workdir, "synth.log")
+    with open(log_path, "w") as log, contain_finn_output(log):
+        try:
+            return synthesise_design(model, part, workdir, yosys, jobs=jobs, note=note)
+        except CacheError as exc:
+            hint = "set BRAINSMITH_CACHE_DIR to a folder of your own"
+            raise FolderError(str(exc), hint) from exc
 
 
 def _finns(layer: Layer) -> dict[str, float | None]:

@@ -552,8 +552,8 @@ def _targeted(variants: list[Variant], part: str | None, board: str | None) -> l
     varies the target (the variants would become the same) or the target is refused."""
     from dataclasses import replace
 
-    from brainsmith.builder.errors import BuildError, option
-    from brainsmith.builder.shaping import with_overrides
+    from brainsmith.planning.errors import BuildError, option
+    from brainsmith.planning.shaping import with_overrides
 
     if not part and not board:
         return variants
@@ -580,8 +580,8 @@ def _default_folder(name: str) -> str:
 def _prepare(folder: str, resume: bool, force: bool) -> None:
     """Make ``folder`` ready; errors name the options as the caller gave them (the command
     sets ``command_line_names``)."""
-    from brainsmith.builder.errors import BuildError, option
     from brainsmith.builder.outdir import prepare_output_dir
+    from brainsmith.planning.errors import BuildError, option
 
     if resume and force:
         raise ExploreError(

@@ -210,9 +210,9 @@ def _vectors(
     import numpy as np
 
     from brainsmith.board.streams import Host, run_graph
-    from brainsmith.builder.inputs import ResultError, samples
     from brainsmith.frameworks.finn.env import contain_finn_output
     from brainsmith.frameworks.finn.execution import runnable_copy
+    from brainsmith.intake.inputs import ResultError, samples
     from brainsmith.rtlsim.packing import pack_beats
     from brainsmith.verification.verifier import generate_inputs
 

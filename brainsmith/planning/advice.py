@@ -166,7 +166,7 @@ def takers(
     kernels the plan does not select are tried)."""
     from brainsmith.frameworks.finn.recipe.networks import transform_args
     from brainsmith.planning.context import context_of
-    from brainsmith.planning.plan import BuildPlan, infer_transforms_of
+    from brainsmith.planning.plan import BuildPlan, infer_transforms_of, op_type_of
     from brainsmith.plugin import get_registry
 
     plan = context_of(cfg).plan
@@ -177,7 +177,7 @@ def takers(
     for spec in get_registry().specs("kernel"):
         if spec.error:
             continue
-        op_type = str(spec.metadata.get("op_type") or spec.name)
+        op_type = op_type_of(spec)
         rewrites = tuple(str(r) for r in spec.metadata.get("rewrites", ()))
         for name in infer_transforms_of(spec):
             chosen = plan.kernels is None or (op_type, name) in selected

@@ -11,18 +11,25 @@ skipped otherwise.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from brainsmith.blueprint.options import BuildOptions
 from brainsmith.blueprint.schema import DEFAULT_STEPS
-from brainsmith.errors import BrainsmithError
-from brainsmith.frameworks.finn.tables import INFER_ORDER, INFER_TRANSFORMS, infer_order
-from brainsmith.plugin.names import short_name
+from brainsmith.errors import BrainsmithError, SkippedKernelWarning
+from brainsmith.frameworks.finn.tables import (
+    AUTO_SKIPPED,
+    INFER_ORDER,
+    INFER_TRANSFORMS,
+    infer_order,
+)
+from brainsmith.plugin import get_registry
+from brainsmith.plugin.names import short_name, suggest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Sequence
 
     from brainsmith.blueprint import Blueprint
     from brainsmith.files import Json
@@ -77,15 +84,13 @@ class PlannedKernel:
         order = str(spec.metadata.get("infer_order", "last"))
         anchor = order.partition(":")[2]
         if anchor and anchor not in INFER_ORDER:
-            from brainsmith.plugin.names import suggest
-
             raise PlanError(
                 f"kernel {spec.qualified_name} has infer_order={order!r}, but {anchor} is not one "
                 f"of FINN's infer transforms{suggest(anchor, list(INFER_ORDER))}; use 'first', "
                 f"'last' or one of: {', '.join(INFER_ORDER)}",
                 spec.qualified_name,
             )
-        op_type = str(spec.metadata.get("op_type") or spec.name)
+        op_type = op_type_of(spec)
         rewrites = [str(name) for name in spec.metadata.get("rewrites", ())]
         made = cls(spec.qualified_name, op_type, names, rewrites=rewrites, infer_order=order)
         return replace(made, **given) if given else made
@@ -135,8 +140,6 @@ class BuildPlan:
         key = f"{plugin_type}:{name}"
         found = self.resolved.get(key)
         if found is None:
-            from brainsmith.plugin import get_registry
-
             found = self.resolved[key] = get_registry().find(plugin_type, name)
         return found
 
@@ -236,35 +239,12 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
             f"{blueprint.name} describes a design space of {len(space.indices())} variants, "
             "not one design; build them all with brainsmith explore MODEL BLUEPRINT -o OUT"
         )
-    kernels = []
-    for spec, backend_specs in blueprint.kernels:
-        names = infer_transforms_of(spec)
-        if not names:
-            raise PlanError(
-                f"kernel {spec.qualified_name} has no infer_transform, so the build cannot "
-                f"convert ONNX nodes to it; give its @kernel an infer_transform= "
-                f"(a transform plugin name) or remove it from the blueprint",
-                spec.qualified_name,
-            )
-        kernels.append(
-            PlannedKernel.of(
-                spec,
-                names,
-                backends=[b.qualified_name for b in backend_specs],
-                backend_types=list(
-                    dict.fromkeys(b.metadata.get("backend_type", "") for b in backend_specs)
-                ),
-            )
-        )
+    kernels = [_planned(spec, backends) for spec, backends in blueprint.kernels]
     if blueprint.auto_kernels:
         kernels += auto_kernels(kernels, blueprint.exclude)
     phased = blueprint.transforms_phased
     options = blueprint.build
-    steps = [s.qualified_name for s in blueprint.steps]
-    resolved = {f"step:{s.qualified_name}": s for s in blueprint.steps}
-    if [s.name for s in blueprint.steps] == list(STANDARD_STEPS):
-        steps = standard_steps(options.board if options else None)
-        resolved.update({f"step:{s.name}": s for s in blueprint.steps})
+    steps, resolved = _steps_of(blueprint)
     for phase in ("pre_hw", "post_hw"):
         resolved.update({f"transform:{s.qualified_name}": s for s in phased.get(phase, ())})
     return BuildPlan(
@@ -280,6 +260,44 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
         blueprint=blueprint.to_dict(),
         resolved=resolved,
     )
+
+
+def _steps_of(blueprint: Blueprint) -> tuple[list[str], dict[str, PluginSpec]]:
+    """(the blueprint's steps, "step:name" -> spec): the standard flow gets the hardware
+    steps after it (with a board: bitfile, driver, package)."""
+    steps = [s.qualified_name for s in blueprint.steps]
+    resolved = {f"step:{s.qualified_name}": s for s in blueprint.steps}
+    if [s.name for s in blueprint.steps] == list(STANDARD_STEPS):
+        options = blueprint.build
+        steps = standard_steps(options.board if options else None)
+        resolved.update({f"step:{s.name}": s for s in blueprint.steps})
+    return steps, resolved
+
+
+def _planned(spec: PluginSpec, backend_specs: Sequence[PluginSpec]) -> PlannedKernel:
+    """The blueprint's kernel ``spec`` with its allowed ``backend_specs``; PlanError for a
+    kernel with no infer transform."""
+    names = infer_transforms_of(spec)
+    if not names:
+        raise PlanError(
+            f"kernel {spec.qualified_name} has no infer_transform, so the build cannot "
+            f"convert ONNX nodes to it; give its @kernel an infer_transform= "
+            f"(a transform plugin name) or remove it from the blueprint",
+            spec.qualified_name,
+        )
+    return PlannedKernel.of(
+        spec,
+        names,
+        backends=[b.qualified_name for b in backend_specs],
+        backend_types=list(
+            dict.fromkeys(b.metadata.get("backend_type", "") for b in backend_specs)
+        ),
+    )
+
+
+def op_type_of(spec: PluginSpec) -> str:
+    """The op type the layers of kernel ``spec`` have: its declared ``op_type``, else its name."""
+    return str(spec.metadata.get("op_type") or spec.name)
 
 
 def infer_transforms_of(spec: PluginSpec) -> list[str]:
@@ -298,66 +316,71 @@ def auto_kernels(
     """``kernels: auto``: every installed kernel with an infer transform and a backend,
     besides the ``listed`` ones and the ``exclude``d; one choice per op type (the
     transforms of kernels building the same layers are merged), any backend allowed."""
-    from brainsmith.frameworks.finn.tables import AUTO_SKIPPED
-    from brainsmith.plugin import get_registry
-
     registry = get_registry()
     excluded = {spec.qualified_name for spec in exclude}
-    excluded_ops = {spec.metadata.get("op_type") or spec.name for spec in exclude}
-    taken = {k.op_type for k in listed}
+    closed = {k.op_type for k in listed} | {op_type_of(spec) for spec in exclude}
     with_backend = {str(b.metadata.get("kernel", "")) for b in registry.specs("backend")}
     found: dict[str, PlannedKernel] = {}
     for spec in registry.specs("kernel"):
-        op_type = str(spec.metadata.get("op_type") or spec.name)
+        op_type = op_type_of(spec)
         names = infer_transforms_of(spec)
-        skipped = spec.framework == "finn" and spec.name in AUTO_SKIPPED
-        if not names or skipped or spec.error or spec.qualified_name in excluded:
+        if op_type in closed or not _auto_takes(spec, names, excluded, with_backend):
             continue
-        if op_type in taken or op_type in excluded_ops:
+        planned = _auto_planned(spec, names)
+        if planned is None:
             continue
-        own = {spec.name, spec.qualified_name} & with_backend
-        if not own and not spec.metadata.get("decomposes_into"):
-            continue
-        try:
-            planned = PlannedKernel.of(spec, names, pinned=False)
-        except PlanError as exc:  # one broken package does not stop every build
-            import warnings
-
-            from brainsmith.errors import SkippedKernelWarning
-
-            warnings.warn(f"kernels: auto leaves out {exc}", SkippedKernelWarning, stacklevel=2)
-            continue
-        if op_type in found:
-            merged = found[op_type]
+        merged = found.setdefault(op_type, planned)
+        if merged is not planned:  # kernels building the same layers: their transforms merged
             merged.infer_transforms = list(dict.fromkeys([*merged.infer_transforms, *names]))
             merged.rewrites = list(dict.fromkeys([*merged.rewrites, *planned.rewrites]))
-            continue
-        found[op_type] = planned
     return list(found.values())
+
+
+def _auto_planned(spec: PluginSpec, names: list[str]) -> PlannedKernel | None:
+    """Kernel ``spec`` as ``kernels: auto`` adds it; None, with a SkippedKernelWarning, for
+    one whose declarations the plan cannot use (one broken package does not stop every
+    build)."""
+    try:
+        return PlannedKernel.of(spec, names, pinned=False)
+    except PlanError as exc:
+        # stacklevel 3: the line that asked for the plan, as when auto_kernels warned itself
+        warnings.warn(f"kernels: auto leaves out {exc}", SkippedKernelWarning, stacklevel=3)
+        return None
+
+
+def _auto_takes(
+    spec: PluginSpec, names: list[str], excluded: set[str], with_backend: set[str]
+) -> bool:
+    """Whether ``kernels: auto`` takes kernel ``spec`` (converting with ``names``): loaded,
+    not ``excluded`` nor one FINN's own flow leaves out, with a backend of its own or
+    decomposing into other layers."""
+    skipped = spec.framework == "finn" and spec.name in AUTO_SKIPPED
+    if not names or skipped or spec.error or spec.qualified_name in excluded:
+        return False
+    own = {spec.name, spec.qualified_name} & with_backend
+    return bool(own or spec.metadata.get("decomposes_into"))
 
 
 def without_kernels(plan: BuildPlan, names: Collection[str]) -> BuildPlan:
     """``plan`` with the kernels ``names`` excluded as the blueprint's ``exclude`` would:
     gone if listed, and no kernel added by ``kernels: auto`` builds their op types.
     PluginNotFoundError (with a suggestion) for a name no installed kernel has."""
-    from brainsmith.plugin import get_registry
-
     specs = [get_registry().find("kernel", name) for name in names]
     gone = {spec.qualified_name for spec in specs}
-    ops = {str(spec.metadata.get("op_type") or spec.name) for spec in specs}
-    kernels = [
-        k for k in plan.kernels or () if k.name not in gone and (k.pinned or k.op_type not in ops)
-    ]
+    ops = {op_type_of(spec) for spec in specs}
+    kept = None if plan.kernels is None else [k for k in plan.kernels if _kept(k, gone, ops)]
     recorded = dict(plan.blueprint)
     compiler = dict(recorded.get("hw_compiler") or {})
     compiler["exclude"] = list(dict.fromkeys([*compiler.get("exclude", ()), *sorted(gone)]))
     recorded["hw_compiler"] = compiler
-    return replace(
-        plan,
-        kernels=None if plan.kernels is None else kernels,
-        excluded=list(dict.fromkeys([*plan.excluded, *sorted(gone)])),
-        blueprint=recorded,
-    )
+    excluded = list(dict.fromkeys([*plan.excluded, *sorted(gone)]))
+    return replace(plan, kernels=kept, excluded=excluded, blueprint=recorded)
+
+
+def _kept(kernel: PlannedKernel, gone: set[str], ops: set[str]) -> bool:
+    """Whether ``kernel`` stays when the kernels ``gone`` are excluded: not one of them, and
+    listed by the blueprint or building none of their ``ops``."""
+    return kernel.name not in gone and (kernel.pinned or kernel.op_type not in ops)
 
 
 def load_plan(blueprint: BlueprintSource) -> BuildPlan:

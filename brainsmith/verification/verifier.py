@@ -449,7 +449,7 @@ class Verifier:
         self.samples = generate_inputs(reference, samples, seed) if generated else []
         self.generated = generated
         self.expected = run(self.reference, self.samples) if self.samples else []
-        self.user = user  # (samples, expected outputs) from brainsmith.builder.intake, or None
+        self.user = user  # (samples, expected outputs) from brainsmith.intake.model, or None
         # per sample set ("generated", "user"): the reference's feeds and ties, traced node by
         # node only once a sample of the set differs (a build without differences never does)
         self._traces: dict[str, tuple[list[Context], list[list[Tie]]]] = {}

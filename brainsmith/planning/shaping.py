@@ -9,31 +9,37 @@ from __future__ import annotations
 import copy
 import os
 import shutil
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import cast
 
+from brainsmith.blueprint.choices import PREFERENCES, VERIFY_MODES
+from brainsmith.blueprint.options import check_given
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
-from brainsmith.builder.errors import OPTIONS, BuildError, option
-from brainsmith.builder.lattice import check_part_and_board, finn_target, lattice_plan
-from brainsmith.builder.state import Step
 from brainsmith.frameworks.finn.resolvers import fpga_part
-from brainsmith.planning.plan import BuildPlan, PlanError, load_plan
+from brainsmith.planning.errors import OPTIONS, BuildError, option
+from brainsmith.planning.lattice import check_part_and_board, finn_target, lattice_plan
+from brainsmith.planning.plan import BuildPlan, PlanError, load_plan, without_kernels
+from brainsmith.plugin import get_registry
+from brainsmith.plugin.errors import PluginError
 from brainsmith.plugin.names import short_name
 
 DEFAULT_BLUEPRINT = os.path.join(PACKAGED_BLUEPRINTS, "default.yaml")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from finn.builder.build_dataflow_config import DataflowBuildConfig
+    from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.builder.state import StepFunction
     from brainsmith.planning.plan import BlueprintSource
+    from brainsmith.plugin.spec import PluginSpec
 
     # ``build:`` options given by name, checked before they replace the blueprint's
     BuildOverrides = dict[str, Any]
+    # A step as FINN calls it: (model, cfg) -> model
+    StepFunction = Callable[[ModelWrapper, DataflowBuildConfig], ModelWrapper]
 
 
 def shape_plan(
@@ -50,9 +56,6 @@ def shape_plan(
 
 
 def plan_for(blueprint: BlueprintSource, verify: str | None) -> BuildPlan:
-    from brainsmith.blueprint.choices import VERIFY_MODES
-    from brainsmith.plugin.errors import PluginError
-
     try:
         plan = load_plan(blueprint)
     except (PlanError, PluginError, OSError) as exc:
@@ -82,13 +85,24 @@ def plan_for(blueprint: BlueprintSource, verify: str | None) -> BuildPlan:
 def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None) -> BuildPlan:
     """``plan`` with command-line choices over the blueprint's, checked as a blueprint's are; a
     part replaces a board."""
-    from brainsmith.blueprint.choices import PREFERENCES
-    from brainsmith.blueprint.options import check_given
-
     if prefer is not None and prefer not in PREFERENCES:
         raise BuildError.setup(
             f"{option('prefer')} must be one of {', '.join(PREFERENCES)}, not {prefer!r}",
         )
+    given = _checked_options(options, plan.build.board)
+    recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
+    if given:
+        plan = replace(plan, options=replace(plan.build, **given))
+        recorded["build"] = plan.build.to_dict()
+    if prefer is not None:
+        plan = replace(plan, prefer=prefer)
+        recorded.setdefault("hw_compiler", {})["prefer"] = prefer
+    return lattice_plan(replace(plan, blueprint=recorded))
+
+
+def _checked_options(options: BuildOverrides, board: str | None) -> BuildOverrides:
+    """The ``build:`` ``options`` given (None: not given), checked as a blueprint's are, with
+    a part replacing the blueprint's ``board`` and a board its part."""
     given, problems = check_given(
         {key: value for key, value in options.items() if value is not None}
     )
@@ -100,7 +114,7 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
                 for message in found
             )
         )
-    check_part_and_board(given.get("fpga_part"), given.get("board", plan.build.board))
+    check_part_and_board(given.get("fpga_part"), given.get("board", board))
     if given.get("fpga_part") and given.get("board"):
         raise BuildError.setup(
             f"{option('part')} and {option('board')} are both given", "give one of them"
@@ -109,14 +123,7 @@ def with_overrides(plan: BuildPlan, options: BuildOverrides, prefer: str | None)
         given["board"] = None
     elif given.get("board"):
         given["fpga_part"] = None
-    recorded = copy.deepcopy(plan.blueprint)  # what report.json says was built
-    if given:
-        plan = replace(plan, options=replace(plan.build, **given))
-        recorded["build"] = plan.build.to_dict()
-    if prefer is not None:
-        plan = replace(plan, prefer=prefer)
-        recorded.setdefault("hw_compiler", {})["prefer"] = prefer
-    return lattice_plan(replace(plan, blueprint=recorded))
+    return given
 
 
 def _spelled(key: str) -> str:
@@ -128,9 +135,6 @@ def _spelled(key: str) -> str:
 def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
     """``plan`` without the kernels ``names`` (``--exclude``), or a setup BuildError naming
     the one no installed kernel has."""
-    from brainsmith.planning.plan import without_kernels
-    from brainsmith.plugin.errors import PluginError
-
     if not names:
         return plan
     try:
@@ -142,33 +146,54 @@ def excluding(plan: BuildPlan, names: Sequence[str]) -> BuildPlan:
         ) from exc
 
 
+@dataclass
+class Step:
+    """A step of the plan, resolved: its function, or why it is skipped."""
+
+    name: str
+    plugin: str
+    fn: StepFunction | None = None
+    skip_reason: str = ""
+    verifiable: bool = True  # False for FINN's hardware steps (Vivado products)
+    deferred: PluginSpec | None = None  # loaded when it runs (see ``function``)
+
+    def function(self) -> StepFunction | None:
+        """The step's function; a deferred one (a FINN hardware step without its tool,
+        which runs only for some models) is loaded now: loading one imports all of FINN's
+        builder."""
+        if self.fn is None and self.deferred is not None:
+            self.fn = cast("StepFunction", get_registry().load(self.deferred))
+        return self.fn
+
+
 def resolve_steps(plan: BuildPlan) -> list[Step]:
+    """The plan's steps, each with its function, deferred, or why it is skipped; a setup
+    BuildError for a step the blueprint names that cannot be loaded."""
+    try:
+        return [_resolved(plan.spec("step", name)) for name in plan.steps]
+    except PluginError as exc:
+        raise BuildError.setup(str(exc), "fix the blueprint's steps") from exc
+
+
+def _resolved(spec: PluginSpec) -> Step:
+    """Step ``spec``: skipped when a tool it needs is not on PATH; FINN's hardware steps run
+    FINN's body where brainsmith has it, else are loaded when they run without Vivado."""
     from brainsmith.frameworks.finn.env import vivado_available
     from brainsmith.frameworks.finn.recipe.steps import LEAN_STEPS
     from brainsmith.frameworks.finn.tables import TOOL_STEPS
-    from brainsmith.plugin import get_registry
-    from brainsmith.plugin.errors import PluginError
 
-    registry = get_registry()
-    steps = []
-    for name in plan.steps:
-        try:
-            spec = plan.spec("step", name)
-            tool_step = spec.framework == "finn" and spec.name in TOOL_STEPS
-            missing = [t for t in spec.metadata.get("tools", []) if shutil.which(t) is None]
-            step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)
-            if missing:
-                step.skip_reason = f"needs {', '.join(missing)} on PATH"
-            elif tool_step and spec.name in LEAN_STEPS:  # FINN's body, its builder not imported
-                step.fn = cast("StepFunction", LEAN_STEPS[spec.name])
-            elif tool_step and not vivado_available():  # runs for some models only
-                step.deferred = spec
-            else:
-                step.fn = cast("StepFunction", registry.load(spec))
-        except PluginError as exc:
-            raise BuildError.setup(str(exc), "fix the blueprint's steps") from exc
-        steps.append(step)
-    return steps
+    tool_step = spec.framework == "finn" and spec.name in TOOL_STEPS
+    missing = [t for t in spec.metadata.get("tools", []) if shutil.which(t) is None]
+    step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)
+    if missing:
+        step.skip_reason = f"needs {', '.join(missing)} on PATH"
+    elif tool_step and spec.name in LEAN_STEPS:  # FINN's body, its builder not imported
+        step.fn = cast("StepFunction", LEAN_STEPS[spec.name])
+    elif tool_step and not vivado_available():  # runs for some models only
+        step.deferred = spec
+    else:
+        step.fn = cast("StepFunction", get_registry().load(spec))
+    return step
 
 
 def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:

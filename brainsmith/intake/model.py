@@ -22,9 +22,10 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from brainsmith.builder.errors import option
 from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.facts import LAYER_DOMAINS, is_hardware
+from brainsmith.intake.wiring import cycle, describe, given_and_produced
+from brainsmith.planning.errors import BuildError, option
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -80,6 +81,25 @@ class CheckedModel:
     proto: onnx.ModelProto
     path: str  # "" for a model given as a ModelWrapper
     notes: list[str] = field(default_factory=list)
+
+
+def check_inputs(
+    model: str | os.PathLike[str] | ModelWrapper, input_npy: str | None, expected_npy: str | None
+) -> tuple[CheckedModel, Vectors | None]:
+    """The front door: model and vectors checked before FINN loads and anything is written."""
+    if (input_npy is None) != (expected_npy is None):
+        raise BuildError.setup(
+            f"{option('input')} and {option('expected')} must be given together",
+            "pass both files, or neither",
+        )
+    try:
+        checked = check_model(model, kernel_domains())
+        vectors = (
+            load_vectors(checked, input_npy, expected_npy) if input_npy and expected_npy else None
+        )
+    except InputError as exc:
+        raise BuildError.setup(exc.reason, exc.hint) from exc
+    return checked, vectors
 
 
 def check_model(
@@ -336,7 +356,6 @@ def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
 def _check_wiring(proto: onnx.ModelProto, name: str) -> None:
     """Refuse a loop (FINN's passes would never finish on it) and a tensor both produced by a
     node and given as an initializer or input."""
-    from brainsmith.builder.wiring import cycle, describe, given_and_produced
 
     loop = cycle(proto.graph)
     if loop is not None:

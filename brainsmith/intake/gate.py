@@ -1,0 +1,357 @@
+"""The gate every build folder passes before brainsmith reads it. A folder travels (a
+colleague's, a CI artefact, a download), so its files are untrusted input: strings in
+report.json, final.onnx and final_parent.onnx become folder names, paths, tool scripts,
+module imports and programs to run unless they are checked first.
+
+``open_build_folder`` checks, before any FINN code runs and before anything is written:
+
+- its files: each a regular file or a folder (a link only to a place inside the folder, no
+  FIFO, device or socket), at most ``MAX_FILE_BYTES`` each, at most ``MAX_ENTRIES`` in all;
+- report.json: a bounded JSON object (``files.read_json``) whose fields that reach paths,
+  tools and pages have their types, numbers finite;
+- final.onnx and final_parent.onnx (intake's loader: bounded, external data inside): every
+  node named by a plain identifier, once (a layer's name becomes a folder name), every
+  name-like attribute (``gen_top_module``) one too; every domain standard ONNX, QONNX, FINN
+  or a registered kernel's (QONNX imports a node's domain as a Python module); every path
+  attribute absolute and inside the folder (one into the folder the build was made in is
+  taken from this one); no program, simulator library or log file named (FINN would run,
+  load or write it); hardware layers only in final.onnx, the graph around it holding the
+  partition and the host's nodes.
+
+Every problem found goes into one ``UntrustedFolder`` error (exit 2); a refused folder is
+left as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from typing import cast
+
+from brainsmith.errors import BrainsmithError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import onnx
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.files import Json
+    from brainsmith.report.schema import BuildReport
+
+MAX_ENTRIES = 200_000  # files and folders; a build of the largest network has a few thousand
+MAX_FILE_BYTES = 2**31 - 1  # what an ONNX model can hold; weight files are far smaller
+MAX_PROBLEMS_SHOWN = 12
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+REBUILD = "build the model again (brainsmith build MODEL BLUEPRINT -o FOLDER) and use that folder"
+
+# node attributes that name a folder or file of the build (FINN's code folders, a
+# partition's model): absolute, and inside the folder once moved into it
+PATH_ATTRIBUTES = (
+    "code_gen_dir_ipgen",
+    "ipgen_path",
+    "ip_path",
+    "code_gen_dir_cppsim",
+    "iteration_context_path",
+    "model",
+)
+# node attributes that make FINN run a program, load a library or write a file
+RUN_ATTRIBUTES = ("executable_path", "rtlsim_so", "rtlsim_trace", "debug_log_path")
+# node attributes that become module or instance names in generated code and tool scripts
+NAME_ATTRIBUTES = ("gen_top_module", "instance_name")
+STATUSES = ("ok", "failed", "interrupted", "running")
+TEXT_FIELDS = ("name", "output_dir", "fpga_part", "board", "model", "blueprint_path")
+
+
+class UntrustedFolder(BrainsmithError):
+    """A build folder refused by the gate: ``reason`` lists every problem, ``hint`` what
+    to do; ``problems`` holds them one by one."""
+
+    def __init__(self, folder: str, problems: list[str]) -> None:
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        more = len(problems) - len(shown)
+        count = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+        lines = [f"build folder {folder} cannot be used ({count}):"]
+        lines += [f"  {problem}" for problem in shown]
+        if more:
+            lines.append(f"  ... and {more} more")
+        self.reason = "\n".join(lines)
+        self.hint = REBUILD
+        self.folder, self.problems = folder, problems
+        super().__init__(self.reason)
+
+
+@dataclass
+class BuildFolder:
+    """A folder that passed the gate: its report, final model (code paths pointing into the
+    folder) and the graph around it (None when the build has none)."""
+
+    path: str
+    report: BuildReport
+    model: ModelWrapper | None
+    parent: ModelWrapper | None
+
+
+def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> BuildFolder:
+    """``folder``'s report and (with ``models``, for a build that finished) its final models,
+    once every check above holds; UntrustedFolder listing each problem otherwise. A missing or damaged report.json
+    is the caller's to explain (``FileNotFoundError``, ``DamagedFile``)."""
+    from brainsmith.files import read_json
+
+    path = os.path.abspath(folder)
+    root = os.path.realpath(path)
+    bad = dict(file_problems(root))
+    problems = list(bad.values())
+    report_path = os.path.join(path, "report.json")
+    if not os.path.lexists(report_path):
+        raise FileNotFoundError(report_path)
+    report = {} if "report.json" in bad else read_json(report_path)
+    problems += report_problems(report)
+    protos: dict[str, onnx.ModelProto] = {}
+    if models and report.get("status") == "ok":
+        for name in ("final.onnx", "final_parent.onnx"):
+            if name not in bad and os.path.isfile(os.path.join(path, name)):
+                proto, found = _load(os.path.join(path, name), name)
+                problems += found
+                if proto is not None:
+                    protos[name] = proto
+        built_in = str(report.get("output_dir") or "")
+        for name, proto in protos.items():
+            problems += model_problems(proto, name, path, built_in, _domains())
+    if problems:
+        raise UntrustedFolder(path, problems)
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    final, parent = protos.get("final.onnx"), protos.get("final_parent.onnx")
+    return BuildFolder(
+        path,
+        cast("BuildReport", report),
+        None if final is None else ModelWrapper(final),
+        None if parent is None else ModelWrapper(parent),
+    )
+
+
+# -- the files ------------------------------------------------------------------------------
+def file_problems(root: str) -> Iterator[tuple[str, str]]:
+    """(path relative to ``root``, problem) for each entry that is not a regular file or
+    folder, a link out of it, too large, or beyond ``MAX_ENTRIES``. Links are not followed."""
+    count = 0
+    for folder, folders, files in os.walk(root):
+        for name in (*folders, *files):
+            count += 1
+            if count > MAX_ENTRIES:
+                yield "", f"the folder holds more than {MAX_ENTRIES:,} files and folders"
+                return
+            path = os.path.join(folder, name)
+            shown = os.path.relpath(path, root)
+            try:
+                status = os.lstat(path)
+            except OSError:
+                continue  # gone meanwhile: nothing to read
+            if stat.S_ISLNK(status.st_mode):
+                target = os.path.realpath(path)
+                if not inside(target, root):
+                    yield shown, f"{shown}: a link out of the folder (to {target})"
+                elif os.path.exists(target) and not _plain(os.stat(target).st_mode):
+                    yield shown, f"{shown}: a link to a FIFO, device or socket"
+            elif not _plain(status.st_mode):
+                yield shown, f"{shown}: not a regular file (a FIFO, device or socket)"
+            elif stat.S_ISREG(status.st_mode) and status.st_size > MAX_FILE_BYTES:
+                yield (
+                    shown,
+                    f"{shown}: {status.st_size:,} bytes, over the limit of {MAX_FILE_BYTES:,}",
+                )
+
+
+def _plain(mode: int) -> bool:
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or below it (both absolute)."""
+    return os.path.commonpath([path, folder]) == folder
+
+
+# -- report.json ----------------------------------------------------------------------------
+# performance's labels of where a figure at the clock nextpnr reached comes from (--bitstream)
+PERFORMANCE_TEXTS = ("fps_source", "latency_source", "clock_source", "cycles_source", "clock_note")
+
+
+def report_problems(report: Json) -> list[str]:
+    """What in report.json has the wrong type: the status, texts that reach paths and tools,
+    the clock and the performance figures (numbers, finite, or null)."""
+    if not report:
+        return []
+    problems = []
+    if report.get("status") not in STATUSES:
+        problems.append(
+            f"report.json: status {_shown(report.get('status'))} is not one of {', '.join(STATUSES)}"
+        )
+    for key in TEXT_FIELDS:
+        value = report.get(key)
+        if value is not None and not (isinstance(value, str) and _printable(value)):
+            problems.append(f"report.json: {key} {_shown(value)} is not a line of text")
+    from brainsmith.blueprint.options import CLOCK_NS
+
+    clock = report.get("clock_ns")
+    if clock is not None and not (_number(clock) and CLOCK_NS[0] <= clock <= CLOCK_NS[1]):
+        problems.append(f"report.json: clock_ns {_shown(clock)} is not a clock period in ns")
+    performance = report.get("performance")
+    if performance is not None and not isinstance(performance, dict):
+        problems.append("report.json: performance is not an object")
+    elif performance:
+        for key, value in performance.items():
+            if key in PERFORMANCE_TEXTS:
+                if value is not None and not (isinstance(value, str) and _printable(value)):
+                    problems.append(
+                        f"report.json: performance.{key} {_shown(value)} is not a line of text"
+                    )
+            elif key != "max_cycles_layer" and value is not None and not _number(value):
+                problems.append(f"report.json: performance.{key} {_shown(value)} is not a number")
+            if key == "max_cycles_layer" and value is not None and not _identifier(value):
+                problems.append(
+                    f"report.json: performance.{key} {_shown(value)} is not a layer name"
+                )
+    return problems
+
+
+def _number(value: object) -> bool:
+    import math
+
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _printable(text: str) -> bool:
+    return len(text) <= 4096 and text.isprintable()
+
+
+def _identifier(value: object) -> bool:
+    return isinstance(value, str) and IDENTIFIER.fullmatch(value) is not None
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+# -- final.onnx and final_parent.onnx -------------------------------------------------------
+def _load(path: str, name: str) -> tuple[onnx.ModelProto | None, list[str]]:
+    from brainsmith.intake.model import InputError, load_model_bounded
+
+    try:
+        return load_model_bounded(path), []
+    except InputError as exc:
+        return None, [f"{name}: {exc.reason}"]
+
+
+def model_problems(
+    proto: onnx.ModelProto, name: str, folder: str, built_in: str, domains: set[str]
+) -> list[str]:
+    """What in ``proto`` (the file ``name`` of ``folder``) would become a path, an import, a
+    tool command or a program; code paths into ``built_in`` (the folder the build was made
+    in) are pointed into ``folder`` in ``proto`` itself."""
+    from brainsmith.intake.model import (
+        KNOWN_DOMAINS,
+        InputError,
+        check_attribute_sizes,
+        check_node_count,
+    )
+
+    try:
+        check_node_count(proto, name)
+        check_attribute_sizes(proto, name)
+    except InputError as exc:
+        return [exc.reason]
+    allowed = set(KNOWN_DOMAINS) | domains
+    root = os.path.realpath(folder)
+    problems: list[str] = []
+    seen: set[str] = set()
+    for node in _all_nodes(proto.graph):
+        where = f"{name}: node {_shown(node.name)} ({_shown(node.op_type)[1:-1]})"
+        if not _identifier(node.name):
+            problems.append(f"{where}: its name is not a plain identifier (letters, digits, _)")
+        elif node.name in seen:
+            problems.append(f"{where}: another node has the same name")
+        seen.add(node.name)
+        if node.domain not in allowed:
+            problems.append(
+                f"{where}: domain {_shown(node.domain)} is neither standard ONNX, QONNX, FINN "
+                "nor a registered kernel's (it would be imported as a Python module)"
+            )
+        if name == "final_parent.onnx" and _hardware(node):
+            problems.append(
+                f"{where}: a hardware layer outside the accelerator (final.onnx holds them)"
+            )
+        problems += [f"{where}: {p}" for p in _attribute_problems(node, folder, root, built_in)]
+    return problems
+
+
+def _attribute_problems(node: onnx.NodeProto, folder: str, root: str, built_in: str) -> list[str]:
+    problems = []
+    for attribute in node.attribute:
+        if attribute.name in PATH_ATTRIBUTES + RUN_ATTRIBUTES + NAME_ATTRIBUTES:
+            raw = attribute.s
+            if not raw:
+                continue
+            try:
+                value = raw.decode()
+            except UnicodeDecodeError:
+                problems.append(f"attribute {attribute.name} is not text")
+                continue
+            if attribute.name in RUN_ATTRIBUTES:
+                problems.append(
+                    f"attribute {attribute.name} names {_shown(value)}, a file FINN would run, "
+                    "load or write; a build leaves it empty"
+                )
+            elif attribute.name in NAME_ATTRIBUTES:
+                if not _identifier(value):
+                    problems.append(
+                        f"attribute {attribute.name} {_shown(value)} is not a plain identifier"
+                    )
+            else:
+                moved, problem = own_path(value, folder, root, built_in)
+                if problem:
+                    problems.append(f"attribute {attribute.name} {problem}")
+                else:
+                    attribute.s = moved.encode()
+    return problems
+
+
+def own_path(path: str, folder: str, root: str, built_in: str) -> tuple[str, str]:
+    """``path`` inside ``folder`` (one into ``built_in``, the folder the build was made in,
+    or elsewhere taken from this folder's finn/build), or why it cannot be."""
+    if "\0" in path or not path.isprintable():
+        return "", f"{_shown(path)} is not a path"
+    if not os.path.isabs(path):
+        return "", f"{_shown(path)} is a relative path; a build writes absolute ones"
+    if not inside(os.path.realpath(path), root):
+        if built_in and os.path.isabs(built_in) and inside(os.path.normpath(path), built_in):
+            path = os.path.join(folder, os.path.relpath(os.path.normpath(path), built_in))
+        else:
+            path = os.path.join(folder, "finn", "build", os.path.basename(os.path.normpath(path)))
+    if not inside(os.path.realpath(path), root):
+        return "", f"{_shown(path)} leads out of the folder"
+    return path, ""
+
+
+def _hardware(node: onnx.NodeProto) -> bool:
+    """One of FINN's hardware layers (a partition of them is not one)."""
+    from brainsmith.frameworks.finn.facts import is_hardware
+
+    return is_hardware(node) and node.op_type != "StreamingDataflowPartition"
+
+
+def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    from brainsmith.intake.model import all_nodes
+
+    yield from all_nodes(graph)
+
+
+def _domains() -> set[str]:
+    """The node domains registered kernels declare."""
+    from brainsmith.intake.model import kernel_domains
+
+    return kernel_domains()

@@ -1,0 +1,110 @@
+"""The plan of a build for a Lattice ECP5 board (``build.board: ulx3s-85f``): FINN, which
+decides for AMD parts only, folds and estimates for a stand-in AMD part; every layer is RTL
+(Lattice parts have no HLS flow), kernels without an RTL backend for a Lattice part are left
+out; ``build.bitstream`` needs such a board."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from brainsmith.blueprint.choices import LATTICE_BOARDS, lattice_board
+from brainsmith.planning.errors import BuildError, option
+from brainsmith.planning.plan import without_kernels
+from brainsmith.plugin.errors import PluginError
+from brainsmith.plugin.lifecycle.availability import backends_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.blueprint.options import BuildOptions
+    from brainsmith.planning.plan import BuildPlan, PlannedKernel
+
+# FINN's kernels whose integer layers brainsmith's specialize step makes its own RTL layers
+# (steps/dataflow.py; on a Lattice board only those are inferred, frameworks/finn/recipe/networks.py)
+INTEGER_RTL = frozenset({"finn:ElementwiseAdd"})  # two integer streams: IntAdd
+# The 7-series part nearest an ECP5-85F: DSP48E1 slices for FINN's choices of multiplier,
+# 53,200 LUT6 and 140 BRAM36 beside the ECP5-85F's 83,640 LUT4, 156 MULT18 and 208 EBR
+STAND_IN_PART = "xc7z020clg400-1"
+# FINN's RTL backends that need a Versal part (DSP58, DSPFP32): FINN gives the stand-in part
+# their HLS variant instead, which no Lattice part can have.
+VERSAL_ONLY_RTL = frozenset(
+    f"finn:{op}_rtl"
+    for op in ("ElementwiseAdd", "ElementwiseSub", "ElementwiseMul", "LayerNorm", "HWSoftmax",
+               "PWPolyF")
+)  # fmt: skip
+
+
+def check_part_and_board(part: str | None, board: str | None) -> None:
+    """A setup BuildError when an AMD ``part`` is given beside a Lattice ``board``."""
+    name = lattice_board(board)
+    if name and part:
+        raise BuildError.setup(
+            f"the Lattice board {name} and the part {part} are both set: a Lattice board's "
+            f"part is its own ECP5 part (FINN folds for the stand-in {STAND_IN_PART})",
+            f"drop {option('part')} to build for {name}, or name no Lattice board",
+        )
+
+
+def lattice_plan(plan: BuildPlan) -> BuildPlan:
+    """``plan`` for its Lattice board (none: as it is): every layer RTL, with notes saying
+    so and what FINN folds for; a setup BuildError for ``build.bitstream`` without a
+    Lattice board."""
+    options = plan.build
+    name = lattice_board(options.board)
+    if name is None:
+        if options.bitstream:
+            raise BuildError.setup(
+                "build.bitstream needs a Lattice ECP5 board (build.board), "
+                + (f"not the FINN board {options.board}" if options.board else "and none is set"),
+                "set one of " + ", ".join(LATTICE_BOARDS) + " (--board ulx3s-85f)",
+            )
+        return plan
+    notes = [
+        f"FINN folded for {STAND_IN_PART} (LUT6 estimates), a stand-in for {name}'s ECP5 part; "
+        "the ECP5 figures are nextpnr's"
+    ]
+    recorded = plan.blueprint
+    if plan.prefer != "rtl":
+        if plan.prefer == "hls":
+            notes.append(f"prefer: hls became rtl: {name} is a Lattice board, with no HLS flow")
+        recorded = {**recorded, "hw_compiler": {**recorded.get("hw_compiler", {}), "prefer": "rtl"}}
+    plan = replace(plan, options=replace(options, board=name), prefer="rtl", blueprint=recorded)
+    return _without_hls_only_kernels(replace(plan, notes=[*plan.notes, *notes]), name)
+
+
+def _without_hls_only_kernels(plan: BuildPlan, board: str) -> BuildPlan:
+    """``plan`` without its kernels that have no RTL backend a Lattice part can have (none,
+    or only FINN's Versal-only ones): their layers stay on the host, before or after the
+    accelerator, instead of becoming HLS layers that end the build at its bitstream."""
+
+    def has_rtl(kernel: PlannedKernel) -> bool:
+        if kernel.name in INTEGER_RTL:
+            return True
+        try:
+            backends = backends_of(kernel.name)
+        except PluginError:  # none of its own: a build step replaces its layers (Shuffle)
+            return True
+        return any(
+            backend.metadata.get("backend_type") == "rtl"
+            and backend.qualified_name not in VERSAL_ONLY_RTL
+            and (not kernel.backends or backend.qualified_name in kernel.backends)
+            for backend in backends
+        )
+
+    hls_only = [kernel.name for kernel in plan.kernels or () if not has_rtl(kernel)]
+    if not hls_only:
+        return plan
+    kept = without_kernels(plan, hls_only)
+    why = f"{board} has no HLS flow and it has no RTL backend for a Lattice part"
+    kept = replace(kept, exclusions={**kept.exclusions, **dict.fromkeys(hls_only, why)})
+    note = (
+        f"{board} has no HLS flow: {len(hls_only)} kernel(s) with no RTL backend for a Lattice "
+        "part are excluded, their layers left to the host (brainsmith check shows which)"
+    )
+    return replace(kept, notes=[*kept.notes, note])
+
+
+def finn_target(options: BuildOptions) -> tuple[str | None, str | None]:
+    """(fpga_part, board) FINN is given: the stand-in part for a Lattice board."""
+    if lattice_board(options.board):
+        return STAND_IN_PART, None
+    return options.fpga_part, options.board
