@@ -52,6 +52,7 @@ bench: setup redis  ## performance benchmarks -> benchmarks/RESULTS.md
 	@$(PY) -m benchmarks.link
 	@$(PY) -m benchmarks.shared_index
 	@$(PY) -m benchmarks.first_hour
+	@$(PY) -m benchmarks.house
 	@$(PY) -m benchmarks.run
 
 bench-synth: setup  ## Yosys on the shipped networks, foldings compared by synthesis (about two hours) -> benchmarks/RESULTS.md
