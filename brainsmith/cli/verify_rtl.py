@@ -146,8 +146,8 @@ def print_table(result: DesignResult) -> None:
             note = layer_problem(layer) if layer.status == "mismatch" else layer.reason
             notes.append(f"  {layer.name} ({layer.op_type}): {layer.status}: {note}")
     out = print_layers(table, notes)
-    stitched = result.stitched or {}
-    if stitched.get("status") == "match":
+    stitched = result.stitched
+    if stitched and stitched.get("status") == "match":
         fills = ", ".join(f"{f['name']} {f['max_occupancy']}" for f in stitched["fifos"])
         out.print(
             f"stitched partition ({stitched['layers']} layers with width converters and FIFOs): "

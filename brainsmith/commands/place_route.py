@@ -27,13 +27,13 @@ from brainsmith.files import write_text
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.place_route.flow import Family
-    from brainsmith.place_route.parts import Ecp5Part, NexusPart
+    from brainsmith.place_route.parts import Part
 
 RESULT = os.path.join("place_route", "report.json")
 WORKDIR = os.path.join("place_route", "run")
 
 
-def _target(part_name: str, mhz: float | None) -> tuple[Family, Ecp5Part | NexusPart]:
+def _target(part_name: str, mhz: float | None) -> tuple[Family, Part]:
     """The family and part ``part_name`` names; FolderError for an unknown part or a clock
     ``mhz`` that is not one."""
     from brainsmith.place_route import UnknownPart

@@ -213,7 +213,7 @@ class Bench:
         )
         return tensors
 
-    def simulate(self, contexts: list[dict[str, np.ndarray]], name: str, interval: int) -> Json:
+    def simulate(self, contexts: list[dict[str, np.ndarray]], name: str, interval: int) -> Stitched:
         """``_simulated`` in the folder ``name``."""
         workdir = os.path.join(self.folder, name)
         return _simulated(self.model, contexts, workdir, self.part, self.clock, interval)
@@ -225,7 +225,7 @@ class Unbounded:
     slowest layer's cycles per frame, on ``contexts``: ``runs`` simulations after one
     compile of ``compile_seconds``."""
 
-    result: Json
+    result: Stitched
     contexts: list[dict[str, np.ndarray]]
     estimate: int
     runs: int
@@ -255,7 +255,7 @@ class Sized:
     layers set to them and every attempt's depths and pace."""
 
     depths: dict[str, int]
-    result: Json
+    result: Stitched
     fifos: dict[str, HWCustomOp]
     attempts: list[Json]
 
@@ -268,7 +268,7 @@ def _bounded(bench: Bench, free: Unbounded) -> Sized:
     depths = {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free.result["fifos"]}
     fifos = {n.name: getCustomOp(n) for n in bench.model.graph.node if n.name in depths}
     attempts = []
-    pace = free.result["cycles_per_frame"]
+    pace = free.result.get("cycles_per_frame") or 0
     for attempt in range(1, ATTEMPTS + 1):
         for name, layer in fifos.items():
             layer.set_nodeattr("depth", depths[name])
