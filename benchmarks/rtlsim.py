@@ -131,7 +131,7 @@ def _unbounded(out: Path) -> float | None:
 
     from brainsmith.frameworks.finn.layers import require_layers
     from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import FRAMES, random_frames
 
     model = ModelWrapper(str(out / "final.onnx"))

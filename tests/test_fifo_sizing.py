@@ -78,7 +78,7 @@ def test_fifos_too_shallow_stall_the_bounded_simulation(sized, tmp_path):
 
     from brainsmith.frameworks.finn.layers import require_layers
     from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
     model = ModelWrapper(str(sized / "final.onnx"))
@@ -102,7 +102,7 @@ def test_the_sized_fifos_keep_the_pace_frame_after_frame(sized, tmp_path):
     and an encoder whose pipeline held 6 ran 11.6 % under its pace over 16)."""
     from brainsmith.frameworks.finn.layers import require_layers
     from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
     found = record(sized)
@@ -124,7 +124,7 @@ def test_a_simulation_that_progresses_is_not_stopped_by_the_clock(sized, tmp_pat
     from brainsmith.frameworks.finn.layers import require_layers
     from brainsmith.rtlsim import stimulus
     from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
     monkeypatch.setattr(stimulus, "RUN_TIMEOUT", 0.01, raising=False)
@@ -160,8 +160,8 @@ def test_the_check_of_a_design_with_long_frames_simulates_the_frames_it_needs(
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.frameworks.finn.layers import require_layers
-    from brainsmith.rtlsim import partition
     from brainsmith.rtlsim.layers import STITCHED_ONLY, simulate_design
+    from brainsmith.rtlsim.stitched import partition
     from brainsmith.steps.fifos import random_frames
 
     model = ModelWrapper(str(sized / "final.onnx"))
@@ -288,7 +288,7 @@ def test_fifos_one_shallower_than_sized_keep_the_pace_the_margin_measured(defaul
 
     from brainsmith.frameworks.finn.layers import require_layers
     from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
     model = ModelWrapper(str(default_flow / "final.onnx"))

@@ -1,6 +1,7 @@
 """report.json as types: the records the build writes (``builder.reporting.assemble``) and the
 summary, report.html, the dataflow picture, ``brainsmith verify-rtl`` and explore read. The
-estimates' records are ``frameworks/finn/estimation/records.py``'s, named here too.
+estimates' records are ``frameworks/finn/estimation/records.py``'s, the stitched simulation's
+``rtlsim/stitched/results.py``'s, named here too.
 
 The report stays a plain dict (written with ``json``, read back from disk), so these are
 TypedDicts. They exist for the type checker only: every module names them under
@@ -28,6 +29,10 @@ from brainsmith.frameworks.finn.estimation.records import LayerFacts as LayerFac
 from brainsmith.frameworks.finn.estimation.records import Performance as Performance
 from brainsmith.frameworks.finn.estimation.records import Read as Read
 from brainsmith.place_route.critical_path import CriticalPath
+from brainsmith.rtlsim.stitched.results import FifoFill as FifoFill
+from brainsmith.rtlsim.stitched.results import Mismatch as Mismatch
+from brainsmith.rtlsim.stitched.results import OutputDifference as OutputDifference
+from brainsmith.rtlsim.stitched.results import Stitched as Stitched
 
 # A written report's status: ``running`` from the start, the verdict at the end
 Status = Literal["running", "ok", "failed", "interrupted"]
@@ -252,58 +257,6 @@ class Utilisation(TypedDict):
     available: dict[str, int] | None
     percent: dict[str, float | None] | None
     source: str | None
-
-
-class FifoFill(TypedDict):
-    """A FIFO of the stitched simulation: between which layers, its largest fill."""
-
-    name: str
-    after: str
-    before: str
-    max_occupancy: int | None
-
-
-class OutputDifference(TypedDict):
-    """How far simulated outputs are from Python's."""
-
-    differing_elements: int
-    elements: int
-    max_difference: float
-    largest_expected: float
-
-
-class Stitched(TypedDict):
-    """``rtlsim.stitched`` (``brainsmith.rtlsim.partition.simulate_partition``): the
-    whole partition simulated, or why not."""
-
-    status: str  # match | mismatch | failed | not simulated
-    reason: NotRequired[str]
-    difference: NotRequired[OutputDifference]  # where the outputs differ from Python's
-    compile_seconds: NotRequired[float]
-    compile_cached: NotRequired[bool]
-    frames: NotRequired[int]
-    layers: NotRequired[int]
-    cycles_per_frame: NotRequired[float | None]
-    estimated_cycles_per_frame: NotRequired[int]
-    latency_cycles: NotRequired[int | None]
-    fps: NotRequired[float | None]
-    latency_ns: NotRequired[float | None]
-    fifos: NotRequired[list[FifoFill]]
-    simulate_seconds: NotRequired[float]
-    estimate_error: NotRequired[float]
-    estimate_tolerance: NotRequired[float]
-    within_tolerance: NotRequired[bool]
-
-
-class Mismatch(TypedDict):
-    """A layer's first output element that differs from Python, and how many differ."""
-
-    frame: int
-    output: str  # the output stream's port
-    index: list[int]
-    got: float
-    expected: float
-    differing_elements: int
 
 
 class RtlsimLayer(TypedDict):

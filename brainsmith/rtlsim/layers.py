@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.rtlsim.results import Mismatch, Stitched
+    from brainsmith.rtlsim.stitched.results import Mismatch, Stitched
 
 Tensors = dict[str, np.ndarray]  # every tensor of one sample's Python execution, by name
 
@@ -83,7 +83,7 @@ class DesignResult:
     tool: str
     layers: list[LayerResult] = field(default_factory=list)
     seconds: float = 0.0
-    stitched: Stitched | None = None  # brainsmith.rtlsim.partition.simulate_partition's
+    stitched: Stitched | None = None  # stitched.partition.simulate_partition's
 
     @property
     def stitched_status(self) -> str:
@@ -155,7 +155,7 @@ def simulate_design(
     """Simulate each hardware layer of ``model`` (or those named in ``only``) on ``samples``
     (inputs of ``parent`` if given, else of ``model``); per-layer files go to
     ``workdir/<layer>/``; ``note`` hears what is being done. With ``stitch`` (FPGA part,
-    clock in ns) the whole partition is simulated too (``brainsmith.rtlsim.partition``),
+    clock in ns) the whole partition is simulated too (``brainsmith.rtlsim.stitched.partition``),
     its FIFOs of the depths the model gives them (FINN's where it has none yet), and its
     ``PLUMBING`` layers alone only if the whole does not match. ``whole_first``: the whole
     partition before any layer, and every layer alone only if the whole does not match
@@ -216,7 +216,7 @@ class _Alone:
     def whole(self, stitch: tuple[str, float], every_frame: bool) -> Stitched:
         """The whole partition for (FPGA part, clock in ns) ``stitch``, its FIFOs bounded,
         on every frame or those it needs."""
-        from brainsmith.rtlsim.partition import frames_to_check, simulate_partition
+        from brainsmith.rtlsim.stitched.partition import frames_to_check, simulate_partition
 
         if self.note is not None:
             self.note("RTL simulation of the stitched partition")

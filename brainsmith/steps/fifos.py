@@ -3,7 +3,7 @@
 FINN's ``step_set_fifo_depths`` sizes FIFOs by simulating the stitched design in Vivado's
 XSI. ``size_fifos`` does it in Verilator on a design whose layers are all RTL: FINN's width
 converters and FIFOs are inserted and the design is compiled once, with FIFO depths set when
-a simulation starts (``brainsmith.rtlsim.partition``). It runs on random frames of its input
+a simulation starts (``rtlsim.stitched.partition``). It runs on random frames of its input
 type with unbounded FIFOs, one frame offered per FINN's estimated interval (the slowest
 layer's cycles; per its own pace where it cannot keep up), and each FIFO gets the largest
 fill it reached (at least 2, what FINN's ``fifo.sv`` takes). A pipeline holding more frames
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
     from brainsmith.files import Json
     from brainsmith.planning.plan import BuildPlan
-    from brainsmith.rtlsim.results import Stitched
+    from brainsmith.rtlsim.stitched.results import Stitched
 
 
 @step(
@@ -87,7 +87,7 @@ class NotSizable(StepError):
 def sizing_unavailable(model: ModelWrapper, plan: BuildPlan | None = None) -> str:
     """Why ``model``'s FIFOs cannot be sized by simulation ("" when they can); advice to
     prefer RTL only where ``plan`` did not ask for it already."""
-    from brainsmith.rtlsim.partition import unstitchable
+    from brainsmith.rtlsim.stitched.partition import unstitchable
     from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
@@ -143,7 +143,7 @@ def _over_budget(model: ModelWrapper) -> str:
 )
 def size_fifos(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Insert width converters and FIFOs, size the FIFOs by simulation, prove the depths."""
-    from brainsmith.rtlsim.partition import with_converters_and_fifos
+    from brainsmith.rtlsim.stitched.partition import with_converters_and_fifos
 
     _require_sizable(model, cfg)
     began = time.perf_counter()
@@ -288,7 +288,7 @@ def _bounded(bench: Bench, free: Unbounded) -> Sized:
 
 def _stitched(bench: Bench, output_dir: str) -> list[str]:
     """The stitched design's SystemVerilog written to ``output_dir``/stitched_rtl."""
-    from brainsmith.rtlsim.partition import stitched_design, write_stitched
+    from brainsmith.rtlsim.stitched.partition import stitched_design, write_stitched
 
     code = os.path.join(bench.folder, "code")
     design, _ = stitched_design(bench.model, code, bench.part, bench.clock)
@@ -336,7 +336,7 @@ def _simulated(
 ) -> Stitched:
     """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0) the
     FIFOs of their depths, flat out: its result, whose outputs must be ``contexts``'."""
-    from brainsmith.rtlsim.partition import simulate_partition
+    from brainsmith.rtlsim.stitched.partition import simulate_partition
 
     bounded = interval == 0
     result = simulate_partition(

@@ -186,7 +186,7 @@ def as_layer_design(partition: StitchedPartition) -> LayerDesign:
 
 def fifo_sim_source() -> str:
     """The path of ``fifo_sim.sv`` (``brainsmith_fifo_sim``)."""
-    return str(package_files("brainsmith.rtlsim").joinpath("fifo_sim.sv"))
+    return str(package_files("brainsmith.rtlsim.stitched").joinpath("fifo_sim.sv"))
 
 
 def render_top(partition: StitchedPartition) -> str:

@@ -41,7 +41,7 @@ from brainsmith.rtlsim.sources import (
     layer_design,
 )
 from brainsmith.rtlsim.stimulus import SimulationFailed, Waveform, simulate
-from brainsmith.rtlsim.stitching import as_layer_design, stitch
+from brainsmith.rtlsim.stitched.design import as_layer_design, stitch
 from brainsmith.rtlsim.verilator import find_toolchain
 
 TYPE_CHECKING = False
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
     from onnx import NodeProto
 
-    from brainsmith.rtlsim.results import FifoFill, OutputDifference, Stitched
+    from brainsmith.rtlsim.stitched.results import FifoFill, OutputDifference, Stitched
 
 # The stitched check simulates every verification frame while they take at most this many
 # cycles at FINN's estimated pace (the slowest layer's cycles per frame); beyond, only the

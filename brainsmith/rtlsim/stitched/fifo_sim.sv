@@ -1,4 +1,4 @@
-// A FIFO for simulating the stitched accelerator (brainsmith.rtlsim.partition) whose depth is
+// A FIFO for simulating the stitched accelerator (rtlsim.stitched.partition) whose depth is
 // set when the simulation starts, so that one compile of the whole design serves FIFO sizing
 // (unbounded, measuring each FIFO's largest fill), the re-run with the sized depths and the
 // final check.
