@@ -112,12 +112,7 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
     problems += report_problems(report)
     protos: dict[str, onnx.ModelProto] = {}
     if models and report.get("status") == "ok":
-        for name in ("final.onnx", "final_parent.onnx"):
-            if name not in bad and os.path.isfile(os.path.join(path, name)):
-                proto, found = _load(os.path.join(path, name), name)
-                problems += found
-                if proto is not None:
-                    protos[name] = proto
+        protos = _final_models(path, bad, problems)
         built_in = str(report.get("output_dir") or "")
         for name, proto in protos.items():
             problems += model_problems(proto, name, path, built_in, _domains())
@@ -134,6 +129,22 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
     )
 
 
+def _final_models(
+    path: str, bad: dict[str, str], problems: list[str]
+) -> dict[str, onnx.ModelProto]:
+    """final.onnx and final_parent.onnx of ``path`` that load (those ``bad`` names skipped);
+    why one does not is added to ``problems``."""
+    protos: dict[str, onnx.ModelProto] = {}
+    for name in ("final.onnx", "final_parent.onnx"):
+        if name in bad or not os.path.isfile(os.path.join(path, name)):
+            continue
+        proto, found = _load(os.path.join(path, name), name)
+        problems += found
+        if proto is not None:
+            protos[name] = proto
+    return protos
+
+
 # -- the files ------------------------------------------------------------------------------
 def file_problems(root: str) -> Iterator[tuple[str, str]]:
     """(path relative to ``root``, problem) for each entry that is not a regular file or
@@ -147,23 +158,33 @@ def file_problems(root: str) -> Iterator[tuple[str, str]]:
                 return
             path = os.path.join(folder, name)
             shown = os.path.relpath(path, root)
-            try:
-                status = os.lstat(path)
-            except OSError:
-                continue  # gone meanwhile: nothing to read
-            if stat.S_ISLNK(status.st_mode):
-                target = os.path.realpath(path)
-                if not inside(target, root):
-                    yield shown, f"{shown}: a link out of the folder (to {target})"
-                elif os.path.exists(target) and not _plain(os.stat(target).st_mode):
-                    yield shown, f"{shown}: a link to a FIFO, device or socket"
-            elif not _plain(status.st_mode):
-                yield shown, f"{shown}: not a regular file (a FIFO, device or socket)"
-            elif stat.S_ISREG(status.st_mode) and status.st_size > MAX_FILE_BYTES:
-                yield (
-                    shown,
-                    f"{shown}: {status.st_size:,} bytes, over the limit of {MAX_FILE_BYTES:,}",
-                )
+            problem = _entry_problem(path, root)
+            if problem:
+                yield shown, f"{shown}: {problem}"
+
+
+def _entry_problem(path: str, root: str) -> str:
+    """What is wrong with the entry ``path`` of ``root`` ("" when nothing, or it is gone)."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return ""  # gone meanwhile: nothing to read
+    if stat.S_ISLNK(status.st_mode):
+        return _link_problem(path, root)
+    if not _plain(status.st_mode):
+        return "not a regular file (a FIFO, device or socket)"
+    if stat.S_ISREG(status.st_mode) and status.st_size > MAX_FILE_BYTES:
+        return f"{status.st_size:,} bytes, over the limit of {MAX_FILE_BYTES:,}"
+    return ""
+
+
+def _link_problem(path: str, root: str) -> str:
+    target = os.path.realpath(path)
+    if not inside(target, root):
+        return f"a link out of the folder (to {target})"
+    if os.path.exists(target) and not _plain(os.stat(target).st_mode):
+        return "a link to a FIFO, device or socket"
+    return ""
 
 
 def _plain(mode: int) -> bool:
@@ -185,37 +206,62 @@ def report_problems(report: Json) -> list[str]:
     the clock and the performance figures (numbers, finite, or null)."""
     if not report:
         return []
-    problems = []
-    if report.get("status") not in STATUSES:
-        problems.append(
-            f"report.json: status {_shown(report.get('status'))} is not one of {', '.join(STATUSES)}"
-        )
-    for key in TEXT_FIELDS:
-        value = report.get(key)
-        if value is not None and not (isinstance(value, str) and _printable(value)):
-            problems.append(f"report.json: {key} {_shown(value)} is not a line of text")
+    return [
+        *_status_problems(report.get("status")),
+        *_text_problems(report),
+        *_clock_problems(report.get("clock_ns")),
+        *_performance_problems(report.get("performance")),
+    ]
+
+
+def _status_problems(status: object) -> list[str]:
+    if status in STATUSES:
+        return []
+    return [f"report.json: status {_shown(status)} is not one of {', '.join(STATUSES)}"]
+
+
+def _text_problems(report: Json) -> list[str]:
+    return [
+        f"report.json: {key} {_shown(value)} is not a line of text"
+        for key in TEXT_FIELDS
+        if not _optional_text(value := report.get(key))
+    ]
+
+
+def _clock_problems(clock: object) -> list[str]:
     from brainsmith.blueprint.options import CLOCK_NS
 
-    clock = report.get("clock_ns")
-    if clock is not None and not (_number(clock) and CLOCK_NS[0] <= clock <= CLOCK_NS[1]):
-        problems.append(f"report.json: clock_ns {_shown(clock)} is not a clock period in ns")
-    performance = report.get("performance")
-    if performance is not None and not isinstance(performance, dict):
-        problems.append("report.json: performance is not an object")
-    elif performance:
-        for key, value in performance.items():
-            if key in PERFORMANCE_TEXTS:
-                if value is not None and not (isinstance(value, str) and _printable(value)):
-                    problems.append(
-                        f"report.json: performance.{key} {_shown(value)} is not a line of text"
-                    )
-            elif key != "max_cycles_layer" and value is not None and not _number(value):
-                problems.append(f"report.json: performance.{key} {_shown(value)} is not a number")
-            if key == "max_cycles_layer" and value is not None and not _identifier(value):
-                problems.append(
-                    f"report.json: performance.{key} {_shown(value)} is not a layer name"
-                )
-    return problems
+    if clock is None or (_number(clock) and CLOCK_NS[0] <= cast("float", clock) <= CLOCK_NS[1]):
+        return []
+    return [f"report.json: clock_ns {_shown(clock)} is not a clock period in ns"]
+
+
+def _performance_problems(performance: object) -> list[str]:
+    if performance is None:
+        return []
+    if not isinstance(performance, dict):
+        return ["report.json: performance is not an object"]
+    return [
+        f"report.json: performance.{key} {_shown(value)} {problem}"
+        for key, value in performance.items()
+        if (problem := _figure_problem(key, value))
+    ]
+
+
+def _figure_problem(key: str, value: object) -> str:
+    """Why performance's ``key`` cannot hold ``value`` ("" when it can): a label of where a
+    figure comes from is a line of text, the slowest layer a name, every other a number."""
+    if value is None:
+        return ""
+    if key in PERFORMANCE_TEXTS:
+        return "" if _optional_text(value) else "is not a line of text"
+    if key == "max_cycles_layer":
+        return "" if _identifier(value) else "is not a layer name"
+    return "" if _number(value) else "is not a number"
+
+
+def _optional_text(value: object) -> bool:
+    return value is None or (isinstance(value, str) and _printable(value))
 
 
 def _number(value: object) -> bool:
