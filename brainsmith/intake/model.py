@@ -330,16 +330,21 @@ def _check_domains(proto: onnx.ModelProto, name: str, allowed: Set[str]) -> None
         )
 
 
-def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
-    ops = {n.op_type for n in all_nodes(proto.graph)}
-    annotated = any(
+def _integer_annotated(proto: onnx.ModelProto) -> bool:
+    """Whether a tensor of ``proto`` is annotated with a FINN data type other than a float."""
+    return any(
         p.key == "finn_datatype" and not p.value.startswith("FLOAT")
         for a in proto.graph.quantization_annotation
         for p in a.quant_parameter_tensor_names
     )
-    hardware = any(is_hardware(n) for n in proto.graph.node)
+
+
+def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
+    ops = {n.op_type for n in all_nodes(proto.graph)}
     needs = sorted(ops & set(QUANTIZED_ONLY))
-    if ops & set(QUANTIZERS) or annotated or hardware or not needs:
+    if ops & set(QUANTIZERS) or _integer_annotated(proto) or not needs:
+        return
+    if any(is_hardware(n) for n in proto.graph.node):
         return
     qdq = ops & {"QuantizeLinear", "DequantizeLinear"}
     raise InputError(
@@ -379,34 +384,57 @@ def _check_wiring(proto: onnx.ModelProto, name: str) -> None:
 def _fix_batch_axis(checked: CheckedModel, name: str) -> None:
     """Set a dynamic first axis of the inputs and outputs to 1; refuse other dynamic axes."""
     graph = checked.proto.graph
-    batch_names = set()
+    outputs = {o.name for o in graph.output}
+    fixed = False
     for tensor in (*graph_inputs(checked.proto), *graph.output):
-        if not tensor.type.HasField("tensor_type") or not tensor.type.tensor_type.HasField("shape"):
-            continue
-        for axis, dim in enumerate(tensor.type.tensor_type.shape.dim):
-            if dim.HasField("dim_value") and dim.dim_value > 0:
-                continue
-            label = dim.dim_param or "?"
-            if axis != 0:
-                raise InputError(
-                    "model",
-                    f"{name}: tensor {tensor.name} has a dynamic axis {axis} ('{label}'); FINN "
-                    "builds hardware for fixed shapes",
-                    "export the model with fixed shapes (torch.onnx.export without "
-                    "dynamic_axes, or set the shape with qonnx's set_tensor_shape)",
-                )
-            batch_names.add(dim.dim_param)
-            dim.Clear()
-            dim.dim_value = 1
-            if tensor in graph.input or tensor.name not in {o.name for o in graph.output}:
-                checked.notes.append(
-                    f"input {tensor.name} had a dynamic batch axis ('{label}'); it was fixed to "
-                    "1, as FINN builds hardware that takes one sample at a time"
-                )
-    if batch_names:  # intermediate shapes are inferred again from the fixed inputs
+        fixed |= _fix_tensor_batch_axis(checked, tensor, name, outputs)
+    if fixed:  # intermediate shapes are inferred again from the fixed inputs
         keep = [v for v in graph.value_info if not _dynamic(v)]
         del graph.value_info[:]
         graph.value_info.extend(keep)
+
+
+def _fix_tensor_batch_axis(
+    checked: CheckedModel, tensor: onnx.ValueInfoProto, name: str, outputs: set[str]
+) -> bool:
+    """Fix ``tensor``'s dynamic first axis to 1 (noted for an input), refuse another dynamic
+    axis; whether an axis was fixed."""
+    fixed = False
+    for axis, dim in _dynamic_axes(tensor):
+        label = dim.dim_param or "?"
+        if axis != 0:
+            raise _dynamic_axis_error(name, tensor.name, axis, label)
+        dim.Clear()
+        dim.dim_value = 1
+        fixed = True
+        if tensor in checked.proto.graph.input or tensor.name not in outputs:
+            checked.notes.append(
+                f"input {tensor.name} had a dynamic batch axis ('{label}'); it was fixed to "
+                "1, as FINN builds hardware that takes one sample at a time"
+            )
+    return fixed
+
+
+def _dynamic_axes(
+    tensor: onnx.ValueInfoProto,
+) -> Iterator[tuple[int, onnx.TensorShapeProto.Dimension]]:
+    """(axis, dimension) of each axis of ``tensor`` without a fixed size (none without a
+    shape)."""
+    if not tensor.type.HasField("tensor_type") or not tensor.type.tensor_type.HasField("shape"):
+        return
+    for axis, dim in enumerate(tensor.type.tensor_type.shape.dim):
+        if not (dim.HasField("dim_value") and dim.dim_value > 0):
+            yield axis, dim
+
+
+def _dynamic_axis_error(name: str, tensor: str, axis: int, label: str) -> InputError:
+    return InputError(
+        "model",
+        f"{name}: tensor {tensor} has a dynamic axis {axis} ('{label}'); FINN "
+        "builds hardware for fixed shapes",
+        "export the model with fixed shapes (torch.onnx.export without "
+        "dynamic_axes, or set the shape with qonnx's set_tensor_shape)",
+    )
 
 
 def _dynamic(value_info: onnx.ValueInfoProto) -> bool:
@@ -449,21 +477,31 @@ def load_vectors(checked: CheckedModel, input_path: str, expected_path: str) -> 
 def _expected_arrays(path: str, names: list[str]) -> dict[str, np.ndarray]:
     """Each output's expected array: ``path``'s one array (one output), or its ``.npz``
     archive's array of that output's name."""
-    flag = option("expected")
     how = (
         "save one array per output in the model's order, numpy.savez(path, "
         f"{', '.join(f'y{i}' for i in range(len(names)))}), or keyed by output name, "
         f"numpy.savez(path, **{{{', '.join(f'{n!r}: ...' for n in names)}}})"
     )
     if not _is_archive(path):
-        if len(names) != 1:
-            raise InputError(
-                "expected",
-                f"{flag} {path} is one array, but the model has {len(names)} outputs "
-                f"({', '.join(names)})",
-                how,
-            )
-        return {names[0]: _array("expected", path)}
+        return _one_expected_array(path, names, how)
+    return _archived_expected_arrays(path, names, how)
+
+
+def _one_expected_array(path: str, names: list[str], how: str) -> dict[str, np.ndarray]:
+    """``path``'s one array as the only output's; refused for a model with more outputs."""
+    if len(names) != 1:
+        raise InputError(
+            "expected",
+            f"{option('expected')} {path} is one array, but the model has {len(names)} outputs "
+            f"({', '.join(names)})",
+            how,
+        )
+    return {names[0]: _array("expected", path)}
+
+
+def _archived_expected_arrays(path: str, names: list[str], how: str) -> dict[str, np.ndarray]:
+    """The ``.npz`` archive's arrays by output name: saved in the outputs' order unnamed, or
+    named after them, each output once and nothing else."""
     arrays = _archive("expected", path)
     positional = [f"arr_{i}" for i in range(len(names))]  # numpy.savez's unnamed arrays
     if sorted(arrays) == sorted(positional):
@@ -473,13 +511,18 @@ def _expected_arrays(path: str, names: list[str]) -> dict[str, np.ndarray]:
     if missing or unknown:
         raise InputError(
             "expected",
-            f"{flag} {path} holds the arrays {', '.join(sorted(arrays)) or 'none'}, but the "
-            f"model's outputs are {', '.join(names)}"
-            + (f" (missing: {', '.join(missing)})" if missing else "")
-            + (f" (not outputs: {', '.join(unknown)})" if unknown else ""),
+            f"{option('expected')} {path} holds the arrays {', '.join(sorted(arrays)) or 'none'}, "
+            f"but the model's outputs are {', '.join(names)}"
+            + _listed("missing", missing)
+            + _listed("not outputs", unknown),
             how,
         )
     return arrays
+
+
+def _listed(what: str, names: list[str]) -> str:
+    """``names`` in brackets after ``what`` ("" without names)."""
+    return f" ({what}: {', '.join(names)})" if names else ""
 
 
 def _expected(
@@ -607,11 +650,9 @@ def _split(
     )
 
 
-def _check_range(proto: onnx.ModelProto, tensor: str, samples: list[np.ndarray], path: str) -> None:
-    """Values of an integer-typed input must be integers of that type's range."""
-    import numpy as np
-
-    name = next(
+def _annotated_type(proto: onnx.ModelProto, tensor: str) -> str | None:
+    """The FINN data type ``tensor`` is annotated with, None without one."""
+    return next(
         (
             p.value
             for a in proto.graph.quantization_annotation
@@ -621,6 +662,13 @@ def _check_range(proto: onnx.ModelProto, tensor: str, samples: list[np.ndarray],
         ),
         None,
     )
+
+
+def _check_range(proto: onnx.ModelProto, tensor: str, samples: list[np.ndarray], path: str) -> None:
+    """Values of an integer-typed input must be integers of that type's range."""
+    import numpy as np
+
+    name = _annotated_type(proto, tensor)
     if name is None:
         return
     from qonnx.core.datatype import DataType
