@@ -112,10 +112,7 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
     problems += report_problems(report)
     protos: dict[str, onnx.ModelProto] = {}
     if models and report.get("status") == "ok":
-        protos = _final_models(path, bad, problems)
-        built_in = str(report.get("output_dir") or "")
-        for name, proto in protos.items():
-            problems += model_problems(proto, name, path, built_in, _domains())
+        protos = _checked_models(path, bad, str(report.get("output_dir") or ""), problems)
     if problems:
         raise UntrustedFolder(path, problems)
     from qonnx.core.modelwrapper import ModelWrapper
@@ -127,6 +124,17 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
         None if final is None else ModelWrapper(final),
         None if parent is None else ModelWrapper(parent),
     )
+
+
+def _checked_models(
+    path: str, bad: dict[str, str], built_in: str, problems: list[str]
+) -> dict[str, onnx.ModelProto]:
+    """The final models of ``path`` (built in ``built_in``), each checked; what is wrong with
+    them is added to ``problems``."""
+    protos = _final_models(path, bad, problems)
+    for name, proto in protos.items():
+        problems += model_problems(proto, name, path, built_in, _domains())
+    return protos
 
 
 def _final_models(
@@ -317,53 +325,60 @@ def model_problems(
     seen: set[str] = set()
     for node in _all_nodes(proto.graph):
         where = f"{name}: node {_shown(node.name)} ({_shown(node.op_type)[1:-1]})"
-        if not _identifier(node.name):
-            problems.append(f"{where}: its name is not a plain identifier (letters, digits, _)")
-        elif node.name in seen:
-            problems.append(f"{where}: another node has the same name")
-        seen.add(node.name)
-        if node.domain not in allowed:
-            problems.append(
-                f"{where}: domain {_shown(node.domain)} is neither standard ONNX, QONNX, FINN "
-                "nor a registered kernel's (it would be imported as a Python module)"
-            )
-        if name == "final_parent.onnx" and _hardware(node):
-            problems.append(
-                f"{where}: a hardware layer outside the accelerator (final.onnx holds them)"
-            )
+        problems += [f"{where}: {p}" for p in _node_problems(node, name, seen, allowed)]
         problems += [f"{where}: {p}" for p in _attribute_problems(node, folder, root, built_in)]
+    return problems
+
+
+def _node_problems(node: onnx.NodeProto, name: str, seen: set[str], allowed: set[str]) -> list[str]:
+    """What is wrong with ``node`` of the file ``name`` itself: its name (``seen`` before it
+    is added to), its domain (one of ``allowed``), a hardware layer outside the accelerator."""
+    problems = []
+    if not _identifier(node.name):
+        problems.append("its name is not a plain identifier (letters, digits, _)")
+    elif node.name in seen:
+        problems.append("another node has the same name")
+    seen.add(node.name)
+    if node.domain not in allowed:
+        problems.append(
+            f"domain {_shown(node.domain)} is neither standard ONNX, QONNX, FINN nor a "
+            "registered kernel's (it would be imported as a Python module)"
+        )
+    if name == "final_parent.onnx" and _hardware(node):
+        problems.append("a hardware layer outside the accelerator (final.onnx holds them)")
     return problems
 
 
 def _attribute_problems(node: onnx.NodeProto, folder: str, root: str, built_in: str) -> list[str]:
     problems = []
     for attribute in node.attribute:
-        if attribute.name in PATH_ATTRIBUTES + RUN_ATTRIBUTES + NAME_ATTRIBUTES:
-            raw = attribute.s
-            if not raw:
-                continue
-            try:
-                value = raw.decode()
-            except UnicodeDecodeError:
-                problems.append(f"attribute {attribute.name} is not text")
-                continue
-            if attribute.name in RUN_ATTRIBUTES:
-                problems.append(
-                    f"attribute {attribute.name} names {_shown(value)}, a file FINN would run, "
-                    "load or write; a build leaves it empty"
-                )
-            elif attribute.name in NAME_ATTRIBUTES:
-                if not _identifier(value):
-                    problems.append(
-                        f"attribute {attribute.name} {_shown(value)} is not a plain identifier"
-                    )
-            else:
-                moved, problem = own_path(value, folder, root, built_in)
-                if problem:
-                    problems.append(f"attribute {attribute.name} {problem}")
-                else:
-                    attribute.s = moved.encode()
+        if attribute.name not in PATH_ATTRIBUTES + RUN_ATTRIBUTES + NAME_ATTRIBUTES:
+            continue
+        problem = _attribute_problem(attribute, folder, root, built_in) if attribute.s else ""
+        if problem:
+            problems.append(f"attribute {attribute.name} {problem}")
     return problems
+
+
+def _attribute_problem(
+    attribute: onnx.AttributeProto, folder: str, root: str, built_in: str
+) -> str:
+    """Why ``attribute`` (one that names a file, a program or a module) cannot stay as it
+    is ("" when it can; a path into the build's folder is pointed into ``folder``)."""
+    try:
+        value = attribute.s.decode()
+    except UnicodeDecodeError:
+        return "is not text"
+    if attribute.name in RUN_ATTRIBUTES:
+        return (
+            f"names {_shown(value)}, a file FINN would run, load or write; a build leaves it empty"
+        )
+    if attribute.name in NAME_ATTRIBUTES:
+        return "" if _identifier(value) else f"{_shown(value)} is not a plain identifier"
+    moved, problem = own_path(value, folder, root, built_in)
+    if not problem:
+        attribute.s = moved.encode()
+    return problem
 
 
 def own_path(path: str, folder: str, root: str, built_in: str) -> tuple[str, str]:
@@ -374,13 +389,18 @@ def own_path(path: str, folder: str, root: str, built_in: str) -> tuple[str, str
     if not os.path.isabs(path):
         return "", f"{_shown(path)} is a relative path; a build writes absolute ones"
     if not inside(os.path.realpath(path), root):
-        if built_in and os.path.isabs(built_in) and inside(os.path.normpath(path), built_in):
-            path = os.path.join(folder, os.path.relpath(os.path.normpath(path), built_in))
-        else:
-            path = os.path.join(folder, "finn", "build", os.path.basename(os.path.normpath(path)))
+        path = _moved_in(path, folder, built_in)
     if not inside(os.path.realpath(path), root):
         return "", f"{_shown(path)} leads out of the folder"
     return path, ""
+
+
+def _moved_in(path: str, folder: str, built_in: str) -> str:
+    """``path`` (outside ``folder``) in ``folder``: at its place in the folder the build was
+    made in, ``built_in``, or else in finn/build."""
+    if built_in and os.path.isabs(built_in) and inside(os.path.normpath(path), built_in):
+        return os.path.join(folder, os.path.relpath(os.path.normpath(path), built_in))
+    return os.path.join(folder, "finn", "build", os.path.basename(os.path.normpath(path)))
 
 
 def _hardware(node: onnx.NodeProto) -> bool:
