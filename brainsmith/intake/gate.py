@@ -34,7 +34,7 @@ from brainsmith.errors import BrainsmithError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     import onnx
     from qonnx.core.modelwrapper import ModelWrapper
@@ -99,16 +99,11 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
     """``folder``'s report and (with ``models``, for a build that finished) its final models,
     once every check above holds; UntrustedFolder listing each problem otherwise. A missing or damaged report.json
     is the caller's to explain (``FileNotFoundError``, ``DamagedFile``)."""
-    from brainsmith.files import read_json
-
     path = os.path.abspath(folder)
     root = os.path.realpath(path)
     bad = dict(file_problems(root))
     problems = list(bad.values())
-    report_path = os.path.join(path, "report.json")
-    if not os.path.lexists(report_path):
-        raise FileNotFoundError(report_path)
-    report = {} if "report.json" in bad else read_json(report_path)
+    report = _read_report(path, "report.json" in bad)
     problems += report_problems(report)
     protos: dict[str, onnx.ModelProto] = {}
     if models and report.get("status") == "ok":
@@ -124,6 +119,16 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
         None if final is None else ModelWrapper(final),
         None if parent is None else ModelWrapper(parent),
     )
+
+
+def _read_report(path: str, refused: bool) -> Json:
+    """``path``'s report.json (an empty one if its file was ``refused``)."""
+    from brainsmith.files import read_json
+
+    report_path = os.path.join(path, "report.json")
+    if not os.path.lexists(report_path):
+        raise FileNotFoundError(report_path)
+    return {} if refused else read_json(report_path)
 
 
 def _checked_models(
@@ -261,11 +266,8 @@ def _figure_problem(key: str, value: object) -> str:
     figure comes from is a line of text, the slowest layer a name, every other a number."""
     if value is None:
         return ""
-    if key in PERFORMANCE_TEXTS:
-        return "" if _optional_text(value) else "is not a line of text"
-    if key == "max_cycles_layer":
-        return "" if _identifier(value) else "is not a layer name"
-    return "" if _number(value) else "is not a number"
+    kind, fits = FIGURE_KINDS.get(key, ("a number", _number))
+    return "" if fits(value) else f"is not {kind}"
 
 
 def _optional_text(value: object) -> bool:
@@ -289,6 +291,13 @@ def _identifier(value: object) -> bool:
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+# performance's figures that are not numbers: what each is, and the check of its value
+FIGURE_KINDS: dict[str, tuple[str, Callable[[object], bool]]] = {
+    **{key: ("a line of text", _optional_text) for key in PERFORMANCE_TEXTS},
+    "max_cycles_layer": ("a layer name", _identifier),
+}
 
 
 # -- final.onnx and final_parent.onnx -------------------------------------------------------

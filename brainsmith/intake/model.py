@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     import numpy as np
     import onnx
+    from qonnx.core.datatype import BaseDataType
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.verification.verifier import Vectors
@@ -263,19 +264,24 @@ def check_attribute_sizes(proto: onnx.ModelProto, name: str) -> None:
         for attribute in node.attribute:
             if attribute.type in subgraphs:
                 continue
-            size = attribute.ByteSize()
-            if size > limit:
-                raise InputError(
-                    "model",
-                    f"{name}: node {node.name or '(unnamed)'} ({node.op_type}) has attribute "
-                    f"'{attribute.name}' of {size:,} bytes ({_holds(attribute)}), over the limit "
-                    f"of {limit:,} bytes for one attribute: FINN's and QONNX's passes copy and "
-                    "print every node, hundreds of times a build, so it would take minutes to "
-                    "hours",
-                    "keep large data in an initializer (a tensor input of the node) or remove "
-                    "the attribute; raise the limit with BRAINSMITH_MAX_ATTRIBUTE_BYTES if the "
-                    "model is what you mean to build",
-                )
+            if attribute.ByteSize() > limit:
+                raise _attribute_too_large(name, node, attribute, limit)
+
+
+def _attribute_too_large(
+    name: str, node: onnx.NodeProto, attribute: onnx.AttributeProto, limit: int
+) -> InputError:
+    return InputError(
+        "model",
+        f"{name}: node {node.name or '(unnamed)'} ({node.op_type}) has attribute "
+        f"'{attribute.name}' of {attribute.ByteSize():,} bytes ({_holds(attribute)}), over the "
+        f"limit of {limit:,} bytes for one attribute: FINN's and QONNX's passes copy and "
+        "print every node, hundreds of times a build, so it would take minutes to "
+        "hours",
+        "keep large data in an initializer (a tensor input of the node) or remove "
+        "the attribute; raise the limit with BRAINSMITH_MAX_ATTRIBUTE_BYTES if the "
+        "model is what you mean to build",
+    )
 
 
 def _holds(attribute: onnx.AttributeProto) -> str:
@@ -506,6 +512,14 @@ def _archived_expected_arrays(path: str, names: list[str], how: str) -> dict[str
     positional = [f"arr_{i}" for i in range(len(names))]  # numpy.savez's unnamed arrays
     if sorted(arrays) == sorted(positional):
         return {name: arrays[key] for name, key in zip(names, positional, strict=True)}
+    _check_archive_names(path, arrays, names, how)
+    return arrays
+
+
+def _check_archive_names(
+    path: str, arrays: dict[str, np.ndarray], names: list[str], how: str
+) -> None:
+    """Refuse an archive whose arrays are not named after the outputs, each once."""
     missing = [n for n in names if n not in arrays]
     unknown = sorted(set(arrays) - set(names))
     if missing or unknown:
@@ -517,7 +531,6 @@ def _archived_expected_arrays(path: str, names: list[str], how: str) -> dict[str
             + _listed("not outputs", unknown),
             how,
         )
-    return arrays
 
 
 def _listed(what: str, names: list[str]) -> str:
@@ -637,7 +650,7 @@ def _split(
             f"the model's tensor {tensor} has no fixed shape to check {option(what)} against",
             "export the model with fixed shapes",
         )
-    per_sample = [shape] + ([shape[1:]] if shape and shape[0] == 1 else [])
+    per_sample = _sample_shapes(shape)
     if data.shape in per_sample:
         return [data.reshape(shape).astype(np.float32)]
     if data.ndim >= 1 and data.shape[1:] in per_sample:
@@ -648,6 +661,11 @@ def _split(
         f"{option(what)} {path} has shape {data.shape}, but the model's {tensor} has shape {shape}",
         f"give an array of shape {shape} or {accepted} for N samples",
     )
+
+
+def _sample_shapes(shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The shapes one sample may have: ``shape``, and without a first axis of 1."""
+    return [shape] + ([shape[1:]] if shape and shape[0] == 1 else [])
 
 
 def _annotated_type(proto: onnx.ModelProto, tensor: str) -> str | None:
@@ -669,25 +687,35 @@ def _check_range(proto: onnx.ModelProto, tensor: str, samples: list[np.ndarray],
     import numpy as np
 
     name = _annotated_type(proto, tensor)
-    if name is None:
-        return
-    from qonnx.core.datatype import DataType
-
-    try:
-        dtype = DataType[name]
-    except KeyError:
-        return
-    if not dtype.is_integer():
+    dtype = None if name is None else _integer_type(name)
+    if name is None or dtype is None:
         return
     values = np.stack(samples)
-    whole = bool(np.all(values == np.round(values)))
-    inside = dtype.min() <= values.min() and values.max() <= dtype.max()
-    if name == "BIPOLAR":
-        inside = bool(np.all(np.abs(values) == 1))
-    if not (whole and inside):
+    if not _fits(values, dtype, name == "BIPOLAR"):
         raise InputError(
             "input",
             f"{option('input')} {path} holds values outside the model input's data type "
             f"{name} (from {values.min():g} to {values.max():g})",
             f"give whole numbers from {dtype.min():g} to {dtype.max():g}",
         )
+
+
+def _integer_type(name: str) -> BaseDataType | None:
+    """QONNX's integer data type ``name``, None for another or an unknown one."""
+    from qonnx.core.datatype import DataType
+
+    try:
+        dtype = DataType[name]
+    except KeyError:
+        return None
+    return dtype if dtype.is_integer() else None
+
+
+def _fits(values: np.ndarray, dtype: BaseDataType, bipolar: bool) -> bool:
+    """Whether ``values`` are whole numbers of ``dtype``'s range (each -1 or 1 if ``bipolar``)."""
+    import numpy as np
+
+    whole = bool(np.all(values == np.round(values)))
+    if bipolar:
+        return whole and bool(np.all(np.abs(values) == 1))
+    return whole and bool(dtype.min() <= values.min() and values.max() <= dtype.max())

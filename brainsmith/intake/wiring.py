@@ -25,6 +25,7 @@ LISTED = 5  # problems of one kind named in a message
 LOOP_SHOWN = 6  # nodes of a long loop named at each end
 CONSTANT_OPS = ("Constant",)
 AROUND = " (around the accelerator)"
+WHERE = {"model": "", "parent": AROUND}  # after a problem of each graph
 
 
 class Loop(NamedTuple):
@@ -73,20 +74,16 @@ def _sources(graph: GraphProto) -> set[str]:
 
 def given_and_produced(graph: GraphProto) -> list[str]:
     """Each "node N produces T, which is also the initializer T" (or a graph input)."""
-    initializers = {t.name for t in graph.initializer}
-    inputs = {t.name for t in graph.input}
-    problems = []
-    for index, node in enumerate(graph.node):
-        for name in node.output:
-            if name in initializers:
-                problems.append(
-                    f"node {label(node, index)} produces {name}, which is also the initializer {name}"
-                )
-            elif name in inputs:
-                problems.append(
-                    f"node {label(node, index)} produces {name}, which is also the graph's input {name}"
-                )
-    return problems
+    given = {t.name: f"the graph's input {t.name}" for t in graph.input}
+    given |= {
+        t.name: f"the initializer {t.name}" for t in graph.initializer
+    }  # an initializer's name wins
+    return [
+        f"node {label(node, index)} produces {name}, which is also {given[name]}"
+        for index, node in enumerate(graph.node)
+        for name in node.output
+        if name in given
+    ]
 
 
 def cycle(graph: GraphProto) -> Loop | None:
@@ -295,7 +292,7 @@ def wiring_error(
     for role, wrapper in (("model", model), ("parent", parent)):
         if wrapper is None:
             continue
-        where = AROUND if role == "parent" else ""
+        where = WHERE[role]
         for kind, problems in _graph_problems(wrapper, role, before).items():
             kinds.setdefault(kind, []).extend(p + where for p in problems)
     parts = [_part(kind, problems) for kind, problems in kinds.items() if problems]
