@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     import numpy as np
     import onnx
+    from onnx.external_data_helper import ExternalDataInfo
     from qonnx.core.datatype import BaseDataType
     from qonnx.core.modelwrapper import ModelWrapper
 
@@ -108,16 +109,32 @@ def check_model(
 ) -> CheckedModel:
     """Load and check ``model`` (a path or ModelWrapper); ``domains`` are extra allowed node
     domains (those of registered kernels)."""
-    if isinstance(model, str | os.PathLike):
-        path = os.fspath(model)
-        proto = load_model_bounded(path)
-    else:
-        import copy
-
-        path, proto = "", copy.deepcopy(model.model)
+    path, proto = _loaded(model)
     name = os.path.basename(path) or "the model"
     check_node_count(proto, name)
     check_attribute_sizes(proto, name)
+    _check_graph(proto, name)
+    _check_domains(proto, name, set(KNOWN_DOMAINS) | set(domains))
+    _check_wiring(proto, name)
+    _check_quantized(proto, name)
+    checked = CheckedModel(proto, path)
+    _fix_batch_axis(checked, name)
+    _complete_windows(checked)
+    return checked
+
+
+def _loaded(model: str | os.PathLike[str] | ModelWrapper) -> tuple[str, onnx.ModelProto]:
+    """(path, a proto of its own) of ``model``: a file loaded, a ModelWrapper's copied."""
+    if isinstance(model, str | os.PathLike):
+        path = os.fspath(model)
+        return path, load_model_bounded(path)
+    import copy
+
+    return "", copy.deepcopy(model.model)
+
+
+def _check_graph(proto: onnx.ModelProto, name: str) -> None:
+    """Refuse a model without nodes, inputs or outputs."""
     graph = proto.graph
     inputs = graph_inputs(proto)
     if not graph.node or not inputs or not graph.output:
@@ -128,20 +145,18 @@ def check_model(
             "give the .onnx file exported from your network (e.g. with "
             "brevitas.export.export_qonnx)",
         )
-    _check_domains(proto, name, set(KNOWN_DOMAINS) | set(domains))
-    _check_wiring(proto, name)
-    _check_quantized(proto, name)
-    checked = CheckedModel(proto, path)
-    _fix_batch_axis(checked, name)
+
+
+def _complete_windows(checked: CheckedModel) -> None:
+    """Complete the window attributes of a 1D layer made 2D, with a note naming the layers."""
     from brainsmith.frameworks.finn.recipe.networks import complete_window_attributes
 
-    repaired = complete_window_attributes(proto.graph)
+    repaired = complete_window_attributes(checked.proto.graph)
     if repaired:
         checked.notes.append(
             f"{', '.join(repaired)}: dilations/strides/pads had fewer entries than the kernel "
             "has axes (a 1D layer made 2D); completed with the neutral values"
         )
-    return checked
 
 
 def kernel_domains() -> set[str]:
@@ -198,12 +213,7 @@ def _check_external_data(proto: onnx.ModelProto, path: str) -> None:
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
         info = ExternalDataInfo(tensor)
-        if info.length is not None:
-            total += info.length
-        else:  # the rest of the file from the offset: what onnx would read
-            file = os.path.join(folder, info.location)
-            stored = os.path.getsize(file) if os.path.isfile(file) else 0
-            total += max(0, stored - (info.offset or 0))
+        total += _external_bytes(info, folder)
         if total > MAX_MODEL_BYTES:
             raise InputError(
                 "model",
@@ -213,6 +223,16 @@ def _check_external_data(proto: onnx.ModelProto, path: str) -> None:
                 "check the external data files next to the model (a wrong 'length' or a file "
                 "that is not the weights), or export the model again",
             )
+
+
+def _external_bytes(info: ExternalDataInfo, folder: str) -> int:
+    """The bytes onnx would read for ``info``: its length, else the rest of its file (in
+    ``folder``) from the offset."""
+    if info.length is not None:
+        return int(info.length)
+    file = os.path.join(folder, info.location)
+    stored = os.path.getsize(file) if os.path.isfile(file) else 0
+    return max(0, stored - (info.offset or 0))
 
 
 def check_node_count(proto: onnx.ModelProto, name: str) -> None:
