@@ -34,7 +34,7 @@ from brainsmith.errors import BrainsmithError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     import onnx
     from qonnx.core.modelwrapper import ModelWrapper
@@ -99,28 +99,15 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
     """``folder``'s report and (with ``models``, for a build that finished) its final models,
     once every check above holds; UntrustedFolder listing each problem otherwise. A missing or damaged report.json
     is the caller's to explain (``FileNotFoundError``, ``DamagedFile``)."""
-    from brainsmith.files import read_json
-
     path = os.path.abspath(folder)
     root = os.path.realpath(path)
     bad = dict(file_problems(root))
     problems = list(bad.values())
-    report_path = os.path.join(path, "report.json")
-    if not os.path.lexists(report_path):
-        raise FileNotFoundError(report_path)
-    report = {} if "report.json" in bad else read_json(report_path)
+    report = _read_report(path, "report.json" in bad)
     problems += report_problems(report)
     protos: dict[str, onnx.ModelProto] = {}
     if models and report.get("status") == "ok":
-        for name in ("final.onnx", "final_parent.onnx"):
-            if name not in bad and os.path.isfile(os.path.join(path, name)):
-                proto, found = _load(os.path.join(path, name), name)
-                problems += found
-                if proto is not None:
-                    protos[name] = proto
-        built_in = str(report.get("output_dir") or "")
-        for name, proto in protos.items():
-            problems += model_problems(proto, name, path, built_in, _domains())
+        protos = _checked_models(path, bad, str(report.get("output_dir") or ""), problems)
     if problems:
         raise UntrustedFolder(path, problems)
     from qonnx.core.modelwrapper import ModelWrapper
@@ -132,6 +119,43 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
         None if final is None else ModelWrapper(final),
         None if parent is None else ModelWrapper(parent),
     )
+
+
+def _read_report(path: str, refused: bool) -> Json:
+    """``path``'s report.json (an empty one if its file was ``refused``)."""
+    from brainsmith.files import read_json
+
+    report_path = os.path.join(path, "report.json")
+    if not os.path.lexists(report_path):
+        raise FileNotFoundError(report_path)
+    return {} if refused else read_json(report_path)
+
+
+def _checked_models(
+    path: str, bad: dict[str, str], built_in: str, problems: list[str]
+) -> dict[str, onnx.ModelProto]:
+    """The final models of ``path`` (built in ``built_in``), each checked; what is wrong with
+    them is added to ``problems``."""
+    protos = _final_models(path, bad, problems)
+    for name, proto in protos.items():
+        problems += model_problems(proto, name, path, built_in, _domains())
+    return protos
+
+
+def _final_models(
+    path: str, bad: dict[str, str], problems: list[str]
+) -> dict[str, onnx.ModelProto]:
+    """final.onnx and final_parent.onnx of ``path`` that load (those ``bad`` names skipped);
+    why one does not is added to ``problems``."""
+    protos: dict[str, onnx.ModelProto] = {}
+    for name in ("final.onnx", "final_parent.onnx"):
+        if name in bad or not os.path.isfile(os.path.join(path, name)):
+            continue
+        proto, found = _load(os.path.join(path, name), name)
+        problems += found
+        if proto is not None:
+            protos[name] = proto
+    return protos
 
 
 # -- the files ------------------------------------------------------------------------------
@@ -147,23 +171,33 @@ def file_problems(root: str) -> Iterator[tuple[str, str]]:
                 return
             path = os.path.join(folder, name)
             shown = os.path.relpath(path, root)
-            try:
-                status = os.lstat(path)
-            except OSError:
-                continue  # gone meanwhile: nothing to read
-            if stat.S_ISLNK(status.st_mode):
-                target = os.path.realpath(path)
-                if not inside(target, root):
-                    yield shown, f"{shown}: a link out of the folder (to {target})"
-                elif os.path.exists(target) and not _plain(os.stat(target).st_mode):
-                    yield shown, f"{shown}: a link to a FIFO, device or socket"
-            elif not _plain(status.st_mode):
-                yield shown, f"{shown}: not a regular file (a FIFO, device or socket)"
-            elif stat.S_ISREG(status.st_mode) and status.st_size > MAX_FILE_BYTES:
-                yield (
-                    shown,
-                    f"{shown}: {status.st_size:,} bytes, over the limit of {MAX_FILE_BYTES:,}",
-                )
+            problem = _entry_problem(path, root)
+            if problem:
+                yield shown, f"{shown}: {problem}"
+
+
+def _entry_problem(path: str, root: str) -> str:
+    """What is wrong with the entry ``path`` of ``root`` ("" when nothing, or it is gone)."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return ""  # gone meanwhile: nothing to read
+    if stat.S_ISLNK(status.st_mode):
+        return _link_problem(path, root)
+    if not _plain(status.st_mode):
+        return "not a regular file (a FIFO, device or socket)"
+    if stat.S_ISREG(status.st_mode) and status.st_size > MAX_FILE_BYTES:
+        return f"{status.st_size:,} bytes, over the limit of {MAX_FILE_BYTES:,}"
+    return ""
+
+
+def _link_problem(path: str, root: str) -> str:
+    target = os.path.realpath(path)
+    if not inside(target, root):
+        return f"a link out of the folder (to {target})"
+    if os.path.exists(target) and not _plain(os.stat(target).st_mode):
+        return "a link to a FIFO, device or socket"
+    return ""
 
 
 def _plain(mode: int) -> bool:
@@ -185,37 +219,59 @@ def report_problems(report: Json) -> list[str]:
     the clock and the performance figures (numbers, finite, or null)."""
     if not report:
         return []
-    problems = []
-    if report.get("status") not in STATUSES:
-        problems.append(
-            f"report.json: status {_shown(report.get('status'))} is not one of {', '.join(STATUSES)}"
-        )
-    for key in TEXT_FIELDS:
-        value = report.get(key)
-        if value is not None and not (isinstance(value, str) and _printable(value)):
-            problems.append(f"report.json: {key} {_shown(value)} is not a line of text")
+    return [
+        *_status_problems(report.get("status")),
+        *_text_problems(report),
+        *_clock_problems(report.get("clock_ns")),
+        *_performance_problems(report.get("performance")),
+    ]
+
+
+def _status_problems(status: object) -> list[str]:
+    if status in STATUSES:
+        return []
+    return [f"report.json: status {_shown(status)} is not one of {', '.join(STATUSES)}"]
+
+
+def _text_problems(report: Json) -> list[str]:
+    return [
+        f"report.json: {key} {_shown(value)} is not a line of text"
+        for key in TEXT_FIELDS
+        if not _optional_text(value := report.get(key))
+    ]
+
+
+def _clock_problems(clock: object) -> list[str]:
     from brainsmith.blueprint.options import CLOCK_NS
 
-    clock = report.get("clock_ns")
-    if clock is not None and not (_number(clock) and CLOCK_NS[0] <= clock <= CLOCK_NS[1]):
-        problems.append(f"report.json: clock_ns {_shown(clock)} is not a clock period in ns")
-    performance = report.get("performance")
-    if performance is not None and not isinstance(performance, dict):
-        problems.append("report.json: performance is not an object")
-    elif performance:
-        for key, value in performance.items():
-            if key in PERFORMANCE_TEXTS:
-                if value is not None and not (isinstance(value, str) and _printable(value)):
-                    problems.append(
-                        f"report.json: performance.{key} {_shown(value)} is not a line of text"
-                    )
-            elif key != "max_cycles_layer" and value is not None and not _number(value):
-                problems.append(f"report.json: performance.{key} {_shown(value)} is not a number")
-            if key == "max_cycles_layer" and value is not None and not _identifier(value):
-                problems.append(
-                    f"report.json: performance.{key} {_shown(value)} is not a layer name"
-                )
-    return problems
+    if clock is None or (_number(clock) and CLOCK_NS[0] <= cast("float", clock) <= CLOCK_NS[1]):
+        return []
+    return [f"report.json: clock_ns {_shown(clock)} is not a clock period in ns"]
+
+
+def _performance_problems(performance: object) -> list[str]:
+    if performance is None:
+        return []
+    if not isinstance(performance, dict):
+        return ["report.json: performance is not an object"]
+    return [
+        f"report.json: performance.{key} {_shown(value)} {problem}"
+        for key, value in performance.items()
+        if (problem := _figure_problem(key, value))
+    ]
+
+
+def _figure_problem(key: str, value: object) -> str:
+    """Why performance's ``key`` cannot hold ``value`` ("" when it can): a label of where a
+    figure comes from is a line of text, the slowest layer a name, every other a number."""
+    if value is None:
+        return ""
+    kind, fits = FIGURE_KINDS.get(key, ("a number", _number))
+    return "" if fits(value) else f"is not {kind}"
+
+
+def _optional_text(value: object) -> bool:
+    return value is None or (isinstance(value, str) and _printable(value))
 
 
 def _number(value: object) -> bool:
@@ -235,6 +291,13 @@ def _identifier(value: object) -> bool:
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+# performance's figures that are not numbers: what each is, and the check of its value
+FIGURE_KINDS: dict[str, tuple[str, Callable[[object], bool]]] = {
+    **{key: ("a line of text", _optional_text) for key in PERFORMANCE_TEXTS},
+    "max_cycles_layer": ("a layer name", _identifier),
+}
 
 
 # -- final.onnx and final_parent.onnx -------------------------------------------------------
@@ -271,53 +334,60 @@ def model_problems(
     seen: set[str] = set()
     for node in _all_nodes(proto.graph):
         where = f"{name}: node {_shown(node.name)} ({_shown(node.op_type)[1:-1]})"
-        if not _identifier(node.name):
-            problems.append(f"{where}: its name is not a plain identifier (letters, digits, _)")
-        elif node.name in seen:
-            problems.append(f"{where}: another node has the same name")
-        seen.add(node.name)
-        if node.domain not in allowed:
-            problems.append(
-                f"{where}: domain {_shown(node.domain)} is neither standard ONNX, QONNX, FINN "
-                "nor a registered kernel's (it would be imported as a Python module)"
-            )
-        if name == "final_parent.onnx" and _hardware(node):
-            problems.append(
-                f"{where}: a hardware layer outside the accelerator (final.onnx holds them)"
-            )
+        problems += [f"{where}: {p}" for p in _node_problems(node, name, seen, allowed)]
         problems += [f"{where}: {p}" for p in _attribute_problems(node, folder, root, built_in)]
+    return problems
+
+
+def _node_problems(node: onnx.NodeProto, name: str, seen: set[str], allowed: set[str]) -> list[str]:
+    """What is wrong with ``node`` of the file ``name`` itself: its name (``seen`` before it
+    is added to), its domain (one of ``allowed``), a hardware layer outside the accelerator."""
+    problems = []
+    if not _identifier(node.name):
+        problems.append("its name is not a plain identifier (letters, digits, _)")
+    elif node.name in seen:
+        problems.append("another node has the same name")
+    seen.add(node.name)
+    if node.domain not in allowed:
+        problems.append(
+            f"domain {_shown(node.domain)} is neither standard ONNX, QONNX, FINN nor a "
+            "registered kernel's (it would be imported as a Python module)"
+        )
+    if name == "final_parent.onnx" and _hardware(node):
+        problems.append("a hardware layer outside the accelerator (final.onnx holds them)")
     return problems
 
 
 def _attribute_problems(node: onnx.NodeProto, folder: str, root: str, built_in: str) -> list[str]:
     problems = []
     for attribute in node.attribute:
-        if attribute.name in PATH_ATTRIBUTES + RUN_ATTRIBUTES + NAME_ATTRIBUTES:
-            raw = attribute.s
-            if not raw:
-                continue
-            try:
-                value = raw.decode()
-            except UnicodeDecodeError:
-                problems.append(f"attribute {attribute.name} is not text")
-                continue
-            if attribute.name in RUN_ATTRIBUTES:
-                problems.append(
-                    f"attribute {attribute.name} names {_shown(value)}, a file FINN would run, "
-                    "load or write; a build leaves it empty"
-                )
-            elif attribute.name in NAME_ATTRIBUTES:
-                if not _identifier(value):
-                    problems.append(
-                        f"attribute {attribute.name} {_shown(value)} is not a plain identifier"
-                    )
-            else:
-                moved, problem = own_path(value, folder, root, built_in)
-                if problem:
-                    problems.append(f"attribute {attribute.name} {problem}")
-                else:
-                    attribute.s = moved.encode()
+        if attribute.name not in PATH_ATTRIBUTES + RUN_ATTRIBUTES + NAME_ATTRIBUTES:
+            continue
+        problem = _attribute_problem(attribute, folder, root, built_in) if attribute.s else ""
+        if problem:
+            problems.append(f"attribute {attribute.name} {problem}")
     return problems
+
+
+def _attribute_problem(
+    attribute: onnx.AttributeProto, folder: str, root: str, built_in: str
+) -> str:
+    """Why ``attribute`` (one that names a file, a program or a module) cannot stay as it
+    is ("" when it can; a path into the build's folder is pointed into ``folder``)."""
+    try:
+        value = attribute.s.decode()
+    except UnicodeDecodeError:
+        return "is not text"
+    if attribute.name in RUN_ATTRIBUTES:
+        return (
+            f"names {_shown(value)}, a file FINN would run, load or write; a build leaves it empty"
+        )
+    if attribute.name in NAME_ATTRIBUTES:
+        return "" if _identifier(value) else f"{_shown(value)} is not a plain identifier"
+    moved, problem = own_path(value, folder, root, built_in)
+    if not problem:
+        attribute.s = moved.encode()
+    return problem
 
 
 def own_path(path: str, folder: str, root: str, built_in: str) -> tuple[str, str]:
@@ -328,13 +398,18 @@ def own_path(path: str, folder: str, root: str, built_in: str) -> tuple[str, str
     if not os.path.isabs(path):
         return "", f"{_shown(path)} is a relative path; a build writes absolute ones"
     if not inside(os.path.realpath(path), root):
-        if built_in and os.path.isabs(built_in) and inside(os.path.normpath(path), built_in):
-            path = os.path.join(folder, os.path.relpath(os.path.normpath(path), built_in))
-        else:
-            path = os.path.join(folder, "finn", "build", os.path.basename(os.path.normpath(path)))
+        path = _moved_in(path, folder, built_in)
     if not inside(os.path.realpath(path), root):
         return "", f"{_shown(path)} leads out of the folder"
     return path, ""
+
+
+def _moved_in(path: str, folder: str, built_in: str) -> str:
+    """``path`` (outside ``folder``) in ``folder``: at its place in the folder the build was
+    made in, ``built_in``, or else in finn/build."""
+    if built_in and os.path.isabs(built_in) and inside(os.path.normpath(path), built_in):
+        return os.path.join(folder, os.path.relpath(os.path.normpath(path), built_in))
+    return os.path.join(folder, "finn", "build", os.path.basename(os.path.normpath(path)))
 
 
 def _hardware(node: onnx.NodeProto) -> bool:

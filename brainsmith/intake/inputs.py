@@ -40,18 +40,25 @@ def samples(model: ModelWrapper, x: np.ndarray) -> tuple[list[Sample], bool]:
             "real numbers",
             f"give a numeric array of shape {per_input} or (N, {_dims(per_input)})",
         )
-    if x.ndim and _same(x.shape[1:], per_input):
-        batch, single = x.reshape(-1, *per_input), False
-    elif _same(x.shape, per_input):
-        batch, single = x.reshape(1, *per_input), True
-    else:
-        raise ResultError(
-            f"run(x): x has shape {x.shape}, but the design's input {name} has shape {shape}",
-            f"give an array of shape (N, {_dims(per_input)}) for N inputs, or {per_input} for one",
-        )
+    batch, single = _batch(x, per_input, name, shape)
     values = batch.astype(np.float32)
     _check_range(model, name, values)
     return [(v.reshape(shape),) for v in values], single
+
+
+def _batch(
+    x: np.ndarray, per_input: tuple[int, ...], name: str, shape: tuple[int, ...]
+) -> tuple[np.ndarray, bool]:
+    """``x`` as a batch of inputs ``name`` (of ``per_input`` each; the model's ``shape``), and
+    whether it was one input without a batch axis."""
+    if x.ndim and _same(x.shape[1:], per_input):
+        return x.reshape(-1, *per_input), False
+    if _same(x.shape, per_input):
+        return x.reshape(1, *per_input), True
+    raise ResultError(
+        f"run(x): x has shape {x.shape}, but the design's input {name} has shape {shape}",
+        f"give an array of shape (N, {_dims(per_input)}) for N inputs, or {per_input} for one",
+    )
 
 
 def sample_shape(model: ModelWrapper, name: str) -> tuple[int, ...]:

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     import numpy as np
     import onnx
+    from onnx.external_data_helper import ExternalDataInfo
+    from qonnx.core.datatype import BaseDataType
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.verification.verifier import Vectors
@@ -107,16 +109,32 @@ def check_model(
 ) -> CheckedModel:
     """Load and check ``model`` (a path or ModelWrapper); ``domains`` are extra allowed node
     domains (those of registered kernels)."""
-    if isinstance(model, str | os.PathLike):
-        path = os.fspath(model)
-        proto = load_model_bounded(path)
-    else:
-        import copy
-
-        path, proto = "", copy.deepcopy(model.model)
+    path, proto = _loaded(model)
     name = os.path.basename(path) or "the model"
     check_node_count(proto, name)
     check_attribute_sizes(proto, name)
+    _check_graph(proto, name)
+    _check_domains(proto, name, set(KNOWN_DOMAINS) | set(domains))
+    _check_wiring(proto, name)
+    _check_quantized(proto, name)
+    checked = CheckedModel(proto, path)
+    _fix_batch_axis(checked, name)
+    _complete_windows(checked)
+    return checked
+
+
+def _loaded(model: str | os.PathLike[str] | ModelWrapper) -> tuple[str, onnx.ModelProto]:
+    """(path, a proto of its own) of ``model``: a file loaded, a ModelWrapper's copied."""
+    if isinstance(model, str | os.PathLike):
+        path = os.fspath(model)
+        return path, load_model_bounded(path)
+    import copy
+
+    return "", copy.deepcopy(model.model)
+
+
+def _check_graph(proto: onnx.ModelProto, name: str) -> None:
+    """Refuse a model without nodes, inputs or outputs."""
     graph = proto.graph
     inputs = graph_inputs(proto)
     if not graph.node or not inputs or not graph.output:
@@ -127,20 +145,18 @@ def check_model(
             "give the .onnx file exported from your network (e.g. with "
             "brevitas.export.export_qonnx)",
         )
-    _check_domains(proto, name, set(KNOWN_DOMAINS) | set(domains))
-    _check_wiring(proto, name)
-    _check_quantized(proto, name)
-    checked = CheckedModel(proto, path)
-    _fix_batch_axis(checked, name)
+
+
+def _complete_windows(checked: CheckedModel) -> None:
+    """Complete the window attributes of a 1D layer made 2D, with a note naming the layers."""
     from brainsmith.frameworks.finn.recipe.networks import complete_window_attributes
 
-    repaired = complete_window_attributes(proto.graph)
+    repaired = complete_window_attributes(checked.proto.graph)
     if repaired:
         checked.notes.append(
             f"{', '.join(repaired)}: dilations/strides/pads had fewer entries than the kernel "
             "has axes (a 1D layer made 2D); completed with the neutral values"
         )
-    return checked
 
 
 def kernel_domains() -> set[str]:
@@ -197,12 +213,7 @@ def _check_external_data(proto: onnx.ModelProto, path: str) -> None:
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
         info = ExternalDataInfo(tensor)
-        if info.length is not None:
-            total += info.length
-        else:  # the rest of the file from the offset: what onnx would read
-            file = os.path.join(folder, info.location)
-            stored = os.path.getsize(file) if os.path.isfile(file) else 0
-            total += max(0, stored - (info.offset or 0))
+        total += _external_bytes(info, folder)
         if total > MAX_MODEL_BYTES:
             raise InputError(
                 "model",
@@ -212,6 +223,16 @@ def _check_external_data(proto: onnx.ModelProto, path: str) -> None:
                 "check the external data files next to the model (a wrong 'length' or a file "
                 "that is not the weights), or export the model again",
             )
+
+
+def _external_bytes(info: ExternalDataInfo, folder: str) -> int:
+    """The bytes onnx would read for ``info``: its length, else the rest of its file (in
+    ``folder``) from the offset."""
+    if info.length is not None:
+        return int(info.length)
+    file = os.path.join(folder, info.location)
+    stored = os.path.getsize(file) if os.path.isfile(file) else 0
+    return max(0, stored - (info.offset or 0))
 
 
 def check_node_count(proto: onnx.ModelProto, name: str) -> None:
@@ -263,19 +284,24 @@ def check_attribute_sizes(proto: onnx.ModelProto, name: str) -> None:
         for attribute in node.attribute:
             if attribute.type in subgraphs:
                 continue
-            size = attribute.ByteSize()
-            if size > limit:
-                raise InputError(
-                    "model",
-                    f"{name}: node {node.name or '(unnamed)'} ({node.op_type}) has attribute "
-                    f"'{attribute.name}' of {size:,} bytes ({_holds(attribute)}), over the limit "
-                    f"of {limit:,} bytes for one attribute: FINN's and QONNX's passes copy and "
-                    "print every node, hundreds of times a build, so it would take minutes to "
-                    "hours",
-                    "keep large data in an initializer (a tensor input of the node) or remove "
-                    "the attribute; raise the limit with BRAINSMITH_MAX_ATTRIBUTE_BYTES if the "
-                    "model is what you mean to build",
-                )
+            if attribute.ByteSize() > limit:
+                raise _attribute_too_large(name, node, attribute, limit)
+
+
+def _attribute_too_large(
+    name: str, node: onnx.NodeProto, attribute: onnx.AttributeProto, limit: int
+) -> InputError:
+    return InputError(
+        "model",
+        f"{name}: node {node.name or '(unnamed)'} ({node.op_type}) has attribute "
+        f"'{attribute.name}' of {attribute.ByteSize():,} bytes ({_holds(attribute)}), over the "
+        f"limit of {limit:,} bytes for one attribute: FINN's and QONNX's passes copy and "
+        "print every node, hundreds of times a build, so it would take minutes to "
+        "hours",
+        "keep large data in an initializer (a tensor input of the node) or remove "
+        "the attribute; raise the limit with BRAINSMITH_MAX_ATTRIBUTE_BYTES if the "
+        "model is what you mean to build",
+    )
 
 
 def _holds(attribute: onnx.AttributeProto) -> str:
@@ -330,16 +356,21 @@ def _check_domains(proto: onnx.ModelProto, name: str, allowed: Set[str]) -> None
         )
 
 
-def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
-    ops = {n.op_type for n in all_nodes(proto.graph)}
-    annotated = any(
+def _integer_annotated(proto: onnx.ModelProto) -> bool:
+    """Whether a tensor of ``proto`` is annotated with a FINN data type other than a float."""
+    return any(
         p.key == "finn_datatype" and not p.value.startswith("FLOAT")
         for a in proto.graph.quantization_annotation
         for p in a.quant_parameter_tensor_names
     )
-    hardware = any(is_hardware(n) for n in proto.graph.node)
+
+
+def _check_quantized(proto: onnx.ModelProto, name: str) -> None:
+    ops = {n.op_type for n in all_nodes(proto.graph)}
     needs = sorted(ops & set(QUANTIZED_ONLY))
-    if ops & set(QUANTIZERS) or annotated or hardware or not needs:
+    if ops & set(QUANTIZERS) or _integer_annotated(proto) or not needs:
+        return
+    if any(is_hardware(n) for n in proto.graph.node):
         return
     qdq = ops & {"QuantizeLinear", "DequantizeLinear"}
     raise InputError(
@@ -379,34 +410,57 @@ def _check_wiring(proto: onnx.ModelProto, name: str) -> None:
 def _fix_batch_axis(checked: CheckedModel, name: str) -> None:
     """Set a dynamic first axis of the inputs and outputs to 1; refuse other dynamic axes."""
     graph = checked.proto.graph
-    batch_names = set()
+    outputs = {o.name for o in graph.output}
+    fixed = False
     for tensor in (*graph_inputs(checked.proto), *graph.output):
-        if not tensor.type.HasField("tensor_type") or not tensor.type.tensor_type.HasField("shape"):
-            continue
-        for axis, dim in enumerate(tensor.type.tensor_type.shape.dim):
-            if dim.HasField("dim_value") and dim.dim_value > 0:
-                continue
-            label = dim.dim_param or "?"
-            if axis != 0:
-                raise InputError(
-                    "model",
-                    f"{name}: tensor {tensor.name} has a dynamic axis {axis} ('{label}'); FINN "
-                    "builds hardware for fixed shapes",
-                    "export the model with fixed shapes (torch.onnx.export without "
-                    "dynamic_axes, or set the shape with qonnx's set_tensor_shape)",
-                )
-            batch_names.add(dim.dim_param)
-            dim.Clear()
-            dim.dim_value = 1
-            if tensor in graph.input or tensor.name not in {o.name for o in graph.output}:
-                checked.notes.append(
-                    f"input {tensor.name} had a dynamic batch axis ('{label}'); it was fixed to "
-                    "1, as FINN builds hardware that takes one sample at a time"
-                )
-    if batch_names:  # intermediate shapes are inferred again from the fixed inputs
+        fixed |= _fix_tensor_batch_axis(checked, tensor, name, outputs)
+    if fixed:  # intermediate shapes are inferred again from the fixed inputs
         keep = [v for v in graph.value_info if not _dynamic(v)]
         del graph.value_info[:]
         graph.value_info.extend(keep)
+
+
+def _fix_tensor_batch_axis(
+    checked: CheckedModel, tensor: onnx.ValueInfoProto, name: str, outputs: set[str]
+) -> bool:
+    """Fix ``tensor``'s dynamic first axis to 1 (noted for an input), refuse another dynamic
+    axis; whether an axis was fixed."""
+    fixed = False
+    for axis, dim in _dynamic_axes(tensor):
+        label = dim.dim_param or "?"
+        if axis != 0:
+            raise _dynamic_axis_error(name, tensor.name, axis, label)
+        dim.Clear()
+        dim.dim_value = 1
+        fixed = True
+        if tensor in checked.proto.graph.input or tensor.name not in outputs:
+            checked.notes.append(
+                f"input {tensor.name} had a dynamic batch axis ('{label}'); it was fixed to "
+                "1, as FINN builds hardware that takes one sample at a time"
+            )
+    return fixed
+
+
+def _dynamic_axes(
+    tensor: onnx.ValueInfoProto,
+) -> Iterator[tuple[int, onnx.TensorShapeProto.Dimension]]:
+    """(axis, dimension) of each axis of ``tensor`` without a fixed size (none without a
+    shape)."""
+    if not tensor.type.HasField("tensor_type") or not tensor.type.tensor_type.HasField("shape"):
+        return
+    for axis, dim in enumerate(tensor.type.tensor_type.shape.dim):
+        if not (dim.HasField("dim_value") and dim.dim_value > 0):
+            yield axis, dim
+
+
+def _dynamic_axis_error(name: str, tensor: str, axis: int, label: str) -> InputError:
+    return InputError(
+        "model",
+        f"{name}: tensor {tensor} has a dynamic axis {axis} ('{label}'); FINN "
+        "builds hardware for fixed shapes",
+        "export the model with fixed shapes (torch.onnx.export without "
+        "dynamic_axes, or set the shape with qonnx's set_tensor_shape)",
+    )
 
 
 def _dynamic(value_info: onnx.ValueInfoProto) -> bool:
@@ -449,37 +503,59 @@ def load_vectors(checked: CheckedModel, input_path: str, expected_path: str) -> 
 def _expected_arrays(path: str, names: list[str]) -> dict[str, np.ndarray]:
     """Each output's expected array: ``path``'s one array (one output), or its ``.npz``
     archive's array of that output's name."""
-    flag = option("expected")
     how = (
         "save one array per output in the model's order, numpy.savez(path, "
         f"{', '.join(f'y{i}' for i in range(len(names)))}), or keyed by output name, "
         f"numpy.savez(path, **{{{', '.join(f'{n!r}: ...' for n in names)}}})"
     )
     if not _is_archive(path):
-        if len(names) != 1:
-            raise InputError(
-                "expected",
-                f"{flag} {path} is one array, but the model has {len(names)} outputs "
-                f"({', '.join(names)})",
-                how,
-            )
-        return {names[0]: _array("expected", path)}
+        return _one_expected_array(path, names, how)
+    return _archived_expected_arrays(path, names, how)
+
+
+def _one_expected_array(path: str, names: list[str], how: str) -> dict[str, np.ndarray]:
+    """``path``'s one array as the only output's; refused for a model with more outputs."""
+    if len(names) != 1:
+        raise InputError(
+            "expected",
+            f"{option('expected')} {path} is one array, but the model has {len(names)} outputs "
+            f"({', '.join(names)})",
+            how,
+        )
+    return {names[0]: _array("expected", path)}
+
+
+def _archived_expected_arrays(path: str, names: list[str], how: str) -> dict[str, np.ndarray]:
+    """The ``.npz`` archive's arrays by output name: saved in the outputs' order unnamed, or
+    named after them, each output once and nothing else."""
     arrays = _archive("expected", path)
     positional = [f"arr_{i}" for i in range(len(names))]  # numpy.savez's unnamed arrays
     if sorted(arrays) == sorted(positional):
         return {name: arrays[key] for name, key in zip(names, positional, strict=True)}
+    _check_archive_names(path, arrays, names, how)
+    return arrays
+
+
+def _check_archive_names(
+    path: str, arrays: dict[str, np.ndarray], names: list[str], how: str
+) -> None:
+    """Refuse an archive whose arrays are not named after the outputs, each once."""
     missing = [n for n in names if n not in arrays]
     unknown = sorted(set(arrays) - set(names))
     if missing or unknown:
         raise InputError(
             "expected",
-            f"{flag} {path} holds the arrays {', '.join(sorted(arrays)) or 'none'}, but the "
-            f"model's outputs are {', '.join(names)}"
-            + (f" (missing: {', '.join(missing)})" if missing else "")
-            + (f" (not outputs: {', '.join(unknown)})" if unknown else ""),
+            f"{option('expected')} {path} holds the arrays {', '.join(sorted(arrays)) or 'none'}, "
+            f"but the model's outputs are {', '.join(names)}"
+            + _listed("missing", missing)
+            + _listed("not outputs", unknown),
             how,
         )
-    return arrays
+
+
+def _listed(what: str, names: list[str]) -> str:
+    """``names`` in brackets after ``what`` ("" without names)."""
+    return f" ({what}: {', '.join(names)})" if names else ""
 
 
 def _expected(
@@ -594,7 +670,7 @@ def _split(
             f"the model's tensor {tensor} has no fixed shape to check {option(what)} against",
             "export the model with fixed shapes",
         )
-    per_sample = [shape] + ([shape[1:]] if shape and shape[0] == 1 else [])
+    per_sample = _sample_shapes(shape)
     if data.shape in per_sample:
         return [data.reshape(shape).astype(np.float32)]
     if data.ndim >= 1 and data.shape[1:] in per_sample:
@@ -607,11 +683,14 @@ def _split(
     )
 
 
-def _check_range(proto: onnx.ModelProto, tensor: str, samples: list[np.ndarray], path: str) -> None:
-    """Values of an integer-typed input must be integers of that type's range."""
-    import numpy as np
+def _sample_shapes(shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The shapes one sample may have: ``shape``, and without a first axis of 1."""
+    return [shape] + ([shape[1:]] if shape and shape[0] == 1 else [])
 
-    name = next(
+
+def _annotated_type(proto: onnx.ModelProto, tensor: str) -> str | None:
+    """The FINN data type ``tensor`` is annotated with, None without one."""
+    return next(
         (
             p.value
             for a in proto.graph.quantization_annotation
@@ -621,25 +700,42 @@ def _check_range(proto: onnx.ModelProto, tensor: str, samples: list[np.ndarray],
         ),
         None,
     )
-    if name is None:
-        return
-    from qonnx.core.datatype import DataType
 
-    try:
-        dtype = DataType[name]
-    except KeyError:
-        return
-    if not dtype.is_integer():
+
+def _check_range(proto: onnx.ModelProto, tensor: str, samples: list[np.ndarray], path: str) -> None:
+    """Values of an integer-typed input must be integers of that type's range."""
+    import numpy as np
+
+    name = _annotated_type(proto, tensor)
+    dtype = None if name is None else _integer_type(name)
+    if name is None or dtype is None:
         return
     values = np.stack(samples)
-    whole = bool(np.all(values == np.round(values)))
-    inside = dtype.min() <= values.min() and values.max() <= dtype.max()
-    if name == "BIPOLAR":
-        inside = bool(np.all(np.abs(values) == 1))
-    if not (whole and inside):
+    if not _fits(values, dtype, name == "BIPOLAR"):
         raise InputError(
             "input",
             f"{option('input')} {path} holds values outside the model input's data type "
             f"{name} (from {values.min():g} to {values.max():g})",
             f"give whole numbers from {dtype.min():g} to {dtype.max():g}",
         )
+
+
+def _integer_type(name: str) -> BaseDataType | None:
+    """QONNX's integer data type ``name``, None for another or an unknown one."""
+    from qonnx.core.datatype import DataType
+
+    try:
+        dtype = DataType[name]
+    except KeyError:
+        return None
+    return dtype if dtype.is_integer() else None
+
+
+def _fits(values: np.ndarray, dtype: BaseDataType, bipolar: bool) -> bool:
+    """Whether ``values`` are whole numbers of ``dtype``'s range (each -1 or 1 if ``bipolar``)."""
+    import numpy as np
+
+    whole = bool(np.all(values == np.round(values)))
+    if bipolar:
+        return whole and bool(np.all(np.abs(values) == 1))
+    return whole and bool(dtype.min() <= values.min() and values.max() <= dtype.max())

@@ -25,6 +25,7 @@ LISTED = 5  # problems of one kind named in a message
 LOOP_SHOWN = 6  # nodes of a long loop named at each end
 CONSTANT_OPS = ("Constant",)
 AROUND = " (around the accelerator)"
+WHERE = {"model": "", "parent": AROUND}  # after a problem of each graph
 
 
 class Loop(NamedTuple):
@@ -54,8 +55,7 @@ def unproduced(model: ModelWrapper) -> list[str]:
     """Each "node N reads T" (and "the graph's output T") where nothing produces T: no node,
     graph input or initializer."""
     graph = model.graph
-    known = {t.name for t in graph.input} | {t.name for t in graph.initializer}
-    known |= {name for node in graph.node for name in node.output}
+    known = _sources(graph)
     problems = [
         f"node {node.name} reads {name}"
         for node in graph.node
@@ -66,22 +66,24 @@ def unproduced(model: ModelWrapper) -> list[str]:
     return problems
 
 
+def _sources(graph: GraphProto) -> set[str]:
+    """Every tensor ``graph`` gives or produces: inputs, initializers and nodes' outputs."""
+    known = {t.name for t in graph.input} | {t.name for t in graph.initializer}
+    return known | {name for node in graph.node for name in node.output}
+
+
 def given_and_produced(graph: GraphProto) -> list[str]:
     """Each "node N produces T, which is also the initializer T" (or a graph input)."""
-    initializers = {t.name for t in graph.initializer}
-    inputs = {t.name for t in graph.input}
-    problems = []
-    for index, node in enumerate(graph.node):
-        for name in node.output:
-            if name in initializers:
-                problems.append(
-                    f"node {label(node, index)} produces {name}, which is also the initializer {name}"
-                )
-            elif name in inputs:
-                problems.append(
-                    f"node {label(node, index)} produces {name}, which is also the graph's input {name}"
-                )
-    return problems
+    given = {t.name: f"the graph's input {t.name}" for t in graph.input}
+    given |= {
+        t.name: f"the initializer {t.name}" for t in graph.initializer
+    }  # an initializer's name wins
+    return [
+        f"node {label(node, index)} produces {name}, which is also {given[name]}"
+        for index, node in enumerate(graph.node)
+        for name in node.output
+        if name in given
+    ]
 
 
 def cycle(graph: GraphProto) -> Loop | None:
@@ -89,28 +91,51 @@ def cycle(graph: GraphProto) -> Loop | None:
     whose inputs are all ready; each node left reads a node left, so walking back from one
     through such inputs reaches a loop."""
     nodes = list(graph.node)
+    producers = _producers(nodes)
+    left = _kahn_left(_edges(nodes, producers))
+    if not left:
+        return None
+    return _walk_back(nodes, producers, {*left}, left[0])
+
+
+def _producers(nodes: list[NodeProto]) -> dict[str, list[int]]:
+    """Each tensor -> the positions of the nodes producing it."""
     producers: dict[str, list[int]] = {}
     for index, node in enumerate(nodes):
         for name in node.output:
             if name:
                 producers.setdefault(name, []).append(index)
-    waiting = [0] * len(nodes)
-    readers: list[list[int]] = [[] for _ in nodes]
+    return producers
+
+
+@dataclass
+class _Edges:
+    """For each node: how many inputs it still waits for, and the nodes reading its outputs."""
+
+    waiting: list[int]
+    readers: list[list[int]]
+
+
+def _edges(nodes: list[NodeProto], producers: dict[str, list[int]]) -> _Edges:
+    edges = _Edges([0] * len(nodes), [[] for _ in nodes])
     for index, node in enumerate(nodes):
-        for name in node.input:
-            for producer in producers.get(name, ()) if name else ():
-                waiting[index] += 1
-                readers[producer].append(index)
+        for name in filter(None, node.input):
+            for producer in producers.get(name, ()):
+                edges.waiting[index] += 1
+                edges.readers[producer].append(index)
+    return edges
+
+
+def _kahn_left(edges: _Edges) -> list[int]:
+    """The nodes Kahn's algorithm cannot remove (each waits for a node on or after a loop)."""
+    waiting = edges.waiting
     ready = [i for i, count in enumerate(waiting) if count == 0]
     while ready:
-        for reader in readers[ready.pop()]:
+        for reader in edges.readers[ready.pop()]:
             waiting[reader] -= 1
             if waiting[reader] == 0:
                 ready.append(reader)
-    left = [i for i, count in enumerate(waiting) if count > 0]
-    if not left:
-        return None
-    return _walk_back(nodes, producers, {*left}, left[0])
+    return [i for i, count in enumerate(waiting) if count > 0]
 
 
 def _walk_back(
@@ -159,26 +184,33 @@ def streams(model: ModelWrapper, parent: ModelWrapper | None) -> Streams:
     ``parent``) stream: taken before a step, which may change the model in place."""
     found = Streams()
     for role, wrapper in (("model", model), ("parent", parent)):
-        if wrapper is None:
-            continue
-        graph = wrapper.graph
-        hardware = {
-            name: label(node, index)
-            for index, node in enumerate(graph.node)
-            if is_hardware(node)
-            for name in node.output
-            if name
-        }
-        for name, layer in hardware.items():  # the model's layer, not the partition node
-            found.tensors.setdefault(name, layer)
-        for index, node in enumerate(graph.node):
-            for position, name in enumerate(node.input):
-                if name in hardware:
-                    found.reads[(label(node, index), position)] = name
-        for position, output in enumerate(graph.output):
-            if output.name in hardware:
-                found.outputs[(role, position)] = output.name
+        if wrapper is not None:
+            _add_streams(found, role, wrapper.graph)
     return found
+
+
+def _hardware_outputs(graph: GraphProto) -> dict[str, str]:
+    """Each tensor a hardware layer of ``graph`` produces -> that layer."""
+    return {
+        name: label(node, index)
+        for index, node in enumerate(graph.node)
+        if is_hardware(node)
+        for name in node.output
+        if name
+    }
+
+
+def _add_streams(found: Streams, role: str, graph: GraphProto) -> None:
+    hardware = _hardware_outputs(graph)
+    for name, layer in hardware.items():  # the model's layer, not the partition node
+        found.tensors.setdefault(name, layer)
+    for index, node in enumerate(graph.node):
+        for position, name in enumerate(node.input):
+            if name in hardware:
+                found.reads[(label(node, index), position)] = name
+    for position, output in enumerate(graph.output):
+        if output.name in hardware:
+            found.outputs[(role, position)] = output.name
 
 
 def constants(graph: GraphProto) -> set[str]:
@@ -193,37 +225,62 @@ def constants(graph: GraphProto) -> set[str]:
     return names
 
 
+@dataclass
+class _ConstantStreams:
+    """The constants of a graph read where hardware layers streamed ``before``; ``named``:
+    the streams a problem already names."""
+
+    fixed: set[str]
+    before: Streams
+    named: set[str] = field(default_factory=set)
+
+    def stream(self, tensor: str) -> str:
+        return f"{tensor}, the stream of hardware layer {self.before.tensors[tensor]}"
+
+    def read(self, reader: str, position: int, name: str) -> list[str]:
+        """The problem of ``reader`` reading constant ``name`` at ``position``, if any."""
+        was = self.before.reads.get((reader, position))
+        if was is None or name not in self.fixed:
+            return []
+        self.named.add(was)
+        now = "now a constant" if name == was else f"replaced by the constant {name}"
+        return [f"node {reader} reads {self.stream(was)}, {now}"]
+
+    def output(self, role: str, position: int, name: str) -> list[str]:
+        """The problem of the graph's output ``position`` being constant ``name``, if any."""
+        was = self.before.outputs.get((role, position))
+        if was is None or name not in self.fixed:
+            return []
+        self.named.add(was)
+        if name == was:
+            return [f"the graph's output {self.stream(was)}, is now a constant"]
+        return [f"the graph's output {name} is a constant in place of {self.stream(was)}"]
+
+    def unnamed(self) -> list[str]:
+        """The streams now constant that no problem above names."""
+        return [
+            f"{self.stream(tensor)}, is now a constant"
+            for tensor in sorted(self.fixed & self.before.tensors.keys())
+            if tensor not in self.named
+        ]
+
+
 def constant_streams(graph: GraphProto, role: str, before: Streams) -> list[str]:
     """Each place of ``graph`` where a constant is read in place of what a hardware layer
     streamed there ``before``."""
-    fixed = constants(graph)
-    problems, named = [], set()
-
-    def stream(tensor: str) -> str:
-        return f"{tensor}, the stream of hardware layer {before.tensors[tensor]}"
-
-    for index, node in enumerate(graph.node):
-        for position, name in enumerate(node.input):
-            was = before.reads.get((label(node, index), position))
-            if was is not None and name in fixed:
-                now = "now a constant" if name == was else f"replaced by the constant {name}"
-                problems.append(f"node {label(node, index)} reads {stream(was)}, {now}")
-                named.add(was)
-    for position, output in enumerate(graph.output):
-        was = before.outputs.get((role, position))
-        if was is not None and output.name in fixed:
-            now = "is now a constant" if output.name == was else "is a constant in place of"
-            if output.name == was:
-                problems.append(f"the graph's output {stream(was)}, {now}")
-            else:
-                problems.append(f"the graph's output {output.name} {now} {stream(was)}")
-            named.add(was)
-    problems += [
-        f"{stream(tensor)}, is now a constant"
-        for tensor in sorted(fixed & before.tensors.keys())
-        if tensor not in named
+    check = _ConstantStreams(constants(graph), before)
+    problems = [
+        problem
+        for index, node in enumerate(graph.node)
+        for position, name in enumerate(node.input)
+        for problem in check.read(label(node, index), position, name)
     ]
-    return problems
+    problems += [
+        problem
+        for position, output in enumerate(graph.output)
+        for problem in check.output(role, position, output.name)
+    ]
+    return problems + check.unnamed()
 
 
 def wiring_error(
@@ -235,19 +292,25 @@ def wiring_error(
     for role, wrapper in (("model", model), ("parent", parent)):
         if wrapper is None:
             continue
-        where = AROUND if role == "parent" else ""
-        graph = wrapper.graph
-        found = {
-            "unproduced": unproduced(wrapper),
-            "given": given_and_produced(graph),
-            "constant": constant_streams(graph, role, before) if before is not None else [],
-        }
-        loop = cycle(graph)
-        found["loop"] = [describe(loop)] if loop is not None else []
-        for kind, problems in found.items():
+        where = WHERE[role]
+        for kind, problems in _graph_problems(wrapper, role, before).items():
             kinds.setdefault(kind, []).extend(p + where for p in problems)
     parts = [_part(kind, problems) for kind, problems in kinds.items() if problems]
     return f"step {step} left {'; and '.join(parts)}" if parts else ""
+
+
+def _graph_problems(
+    wrapper: ModelWrapper, role: str, before: Streams | None
+) -> dict[str, list[str]]:
+    """Each kind of wiring problem (the keys of ``WHY``, in order) -> those of one graph."""
+    graph = wrapper.graph
+    loop = cycle(graph)
+    return {
+        "unproduced": unproduced(wrapper),
+        "given": given_and_produced(graph),
+        "constant": constant_streams(graph, role, before) if before is not None else [],
+        "loop": [describe(loop)] if loop is not None else [],
+    }
 
 
 WHY = {
