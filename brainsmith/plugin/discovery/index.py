@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from brainsmith.plugin.discovery.sources import Source
+    from brainsmith.plugin.discovery.stamps import Survey
     from brainsmith.plugin.discovery.store import FileStore, IndexStore, RedisStore
 
 
@@ -165,7 +166,7 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
 def _with_shared(
     index: dict[str, Any] | None,
     name: str,
-    stamp: list[Any],
+    stamp: list[object],
     shared: RedisStore,
     result: DiscoveryResult,
 ) -> dict[str, Any] | None:
@@ -194,7 +195,7 @@ def _with_shared(
     return copy
 
 
-def _fetch(shared: RedisStore, name: str, stamp: list[Any], result: DiscoveryResult) -> object:
+def _fetch(shared: RedisStore, name: str, stamp: list[object], result: DiscoveryResult) -> object:
     """What Redis holds under ``name``, or None (refusals are warnings and problems of
     ``result``)."""
     from brainsmith.plugin.discovery.shared_index import Refused
@@ -251,7 +252,7 @@ def _implausible(index: dict[str, Any]) -> str | None:
 class ScanData:
     """The per-file scan data beside the index: read from disk only when a source needs it."""
 
-    def __init__(self, name: str, stamp: list[Any], store: IndexStore, exists: bool) -> None:
+    def __init__(self, name: str, stamp: list[object], store: IndexStore, exists: bool) -> None:
         self._where = (f"{name}-files", stamp)
         self._store = store
         self._data: dict[str, Any] | None = None if exists else {}
@@ -262,7 +263,7 @@ class ScanData:
             self._data = data if isinstance(data, dict) else {}
         return self._data
 
-    def of(self, source_id: str) -> Callable[[], Any]:
+    def of(self, source_id: str) -> Callable[[], object]:
         """A loader of one source's scan data (called only if the source needs it)."""
         return lambda: self.all().get(source_id)
 
@@ -300,7 +301,7 @@ def _is_time(value: object) -> bool:
 MAX_TIME = 1 << 34  # seconds since 1970: the year 2514
 
 
-def _what_moved(before: object, now: list[Any]) -> set[str]:
+def _what_moved(before: object, now: Survey) -> set[str]:
     """Which path-dependent sources the environment's changes concern."""
     moved = set()
     if stamps.distributions(before) != stamps.distributions(now):
@@ -393,8 +394,8 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
 
 def _write(
     name: str,
-    stamp: list[Any],
-    surveyed: list[Any],
+    stamp: list[object],
+    surveyed: Survey,
     stored: dict[str, Any],
     scan_data: ScanData,
     result: DiscoveryResult,
@@ -426,7 +427,7 @@ def _write(
 def _publish(
     shared: RedisStore,
     name: str,
-    stamp: list[Any],
+    stamp: list[object],
     payload: dict[str, Any],
     result: DiscoveryResult,
 ) -> None:
@@ -464,9 +465,9 @@ class Found:
 
     def __init__(self, states: dict[str, Any], config: PluginConfig) -> None:
         self.problems: list[PluginProblem] = []
-        self._first: list[tuple[SourceCheck, Any]] = []
-        self._later: list[tuple[SourceCheck, list[Any]]] = []  # per source, ungrouped
-        self._groups: dict[tuple[str, str], list[tuple[SourceCheck, Any]]] | None = None
+        self._first: list[tuple[SourceCheck, object]] = []
+        self._later: list[tuple[SourceCheck, list[object]]] = []  # per source, ungrouped
+        self._groups: dict[tuple[str, str], list[tuple[SourceCheck, object]]] | None = None
         self._lazy: set[str] = set()  # the sources checked on use
         first_keys: dict[tuple[str, str], None] = {}  # (ordered: problems keep their order)
         for source_id, state in states.items():
@@ -494,7 +495,7 @@ class Found:
 
             self.problems += [PluginProblem(*record) for record in module_clashes(folders)]
 
-    def _grouped(self) -> dict[tuple[str, str], list[tuple[SourceCheck, Any]]]:
+    def _grouped(self) -> dict[tuple[str, str], list[tuple[SourceCheck, object]]]:
         """The unchecked records by group (one with no group waits for ``take()``)."""
         if self._groups is None:
             self._groups = {}
@@ -538,7 +539,11 @@ class Found:
     def groups_naming(self, target: str) -> list[tuple[str, str]]:
         """The unchecked groups with a record whose target is ``target``."""
         groups = self._grouped()
-        return [k for k, entries in groups.items() if any(r[3] == target for _, r in entries)]
+        return [
+            k
+            for k, entries in groups.items()
+            if any(isinstance(r, list) and r[3] == target for _, r in entries)
+        ]
 
     def may_hold(self, framework: str) -> bool:
         """Whether unchecked records may give plugins of ``framework``."""
@@ -558,7 +563,7 @@ def _group(record: object) -> tuple[str, str] | None:
 
 
 def _checked(
-    entries: list[tuple[SourceCheck, Any]],
+    entries: list[tuple[SourceCheck, object]],
 ) -> tuple[list[PluginSpec], list[PluginProblem]]:
     specs: list[PluginSpec] = []
     problems: list[PluginProblem] = []
@@ -580,7 +585,7 @@ def _scanner_stamp() -> int:
     paths = [os.path.normpath(os.path.join(here, name)) for name in names] + adapter_files()
     sources = os.path.join(here, "sources")
     paths += [os.path.join(sources, n) for n in sorted(os.listdir(sources)) if n.endswith(".py")]
-    return int(sum(entry[1] for entry in stamp_paths(paths))) & 0xFFFFFFFFFFFF
+    return sum(int(entry[1]) for entry in stamp_paths(paths)) & 0xFFFFFFFFFFFF
 
 
 def _brainsmith_version() -> str:

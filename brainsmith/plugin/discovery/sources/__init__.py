@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     State = dict[str, Any]  # a source's record in the discovery index
-    StoredScan = Callable[[], State | None]  # loads the per-file scan data stored with it
+    StoredScan = Callable[[], object]  # loads the per-file scan data stored with it (unchecked)
 
     class Source(Protocol):
         def scan(
