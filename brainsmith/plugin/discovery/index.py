@@ -34,11 +34,18 @@ from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import TypedDict, TypeGuard
 
-    from brainsmith.plugin.discovery.sources import Source
+    from brainsmith.plugin.discovery.sources import Row, Source, State
     from brainsmith.plugin.discovery.stamps import Survey
     from brainsmith.plugin.discovery.store import FileStore, IndexStore, RedisStore
+
+    class Index(TypedDict):
+        """What the index file holds (its keys in the order written)."""
+
+        created: float
+        environment: Survey
+        sources: dict[str, State]
 
 
 INDEX_FORMAT = 2
@@ -61,7 +68,7 @@ class DiscoveryResult:
     )
 
     def __init__(self) -> None:
-        self.states: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, State] = {}
         self.source_ms: dict[str, float] = {}
         self.cache = "miss"  # hit | revalidated | miss | disabled
         self.changed: set[str] = set()  # sources whose scan data changed
@@ -164,12 +171,12 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
 
 
 def _with_shared(
-    index: dict[str, Any] | None,
+    index: Index | None,
     name: str,
     stamp: list[object],
     shared: RedisStore,
     result: DiscoveryResult,
-) -> dict[str, Any] | None:
+) -> Index | None:
     """The local index (its states from Redis checked again), or the shared one if there is
     no local index and Redis holds a good one."""
     origins = _origins(index)
@@ -227,7 +234,7 @@ def _origins(index: object) -> set[str]:
     }
 
 
-def _implausible(index: dict[str, Any]) -> str | None:
+def _implausible(index: Index) -> str | None:
     """Why a shared index cannot be what a scan wrote: a source that always has plugins lists
     none (its records were emptied), or a distribution with entry points has neither a plugin
     nor a problem. None when nothing is wrong that can be seen without a scan."""
@@ -255,9 +262,9 @@ class ScanData:
     def __init__(self, name: str, stamp: list[object], store: IndexStore, exists: bool) -> None:
         self._where = (f"{name}-files", stamp)
         self._store = store
-        self._data: dict[str, Any] | None = None if exists else {}
+        self._data: dict[str, object] | None = None if exists else {}
 
-    def all(self) -> dict[str, Any]:
+    def all(self) -> dict[str, object]:
         if self._data is None:
             data = self._store.load(*self._where)
             self._data = data if isinstance(data, dict) else {}
@@ -268,20 +275,13 @@ class ScanData:
         return lambda: self.all().get(source_id)
 
 
-def _usable(index: object, where: str) -> dict[str, Any] | None:
+def _usable(index: object, where: str) -> Index | None:
     """``index`` if it has the shape this code writes (else None: rebuilt whole), without the
     states whose numbers no clock or file system gives (each a warning: that source is
     rescanned). Read from a cache file or Redis, a number is never used unchecked."""
-    if not isinstance(index, dict) or not isinstance(index.get("sources"), dict):
-        return None
-    if not isinstance(index.get("environment"), list):
+    if not _shaped(index):
         return None
     sources = index["sources"]
-    if not all(
-        isinstance(state, dict) and isinstance(state.get("specs", []), list)
-        for state in sources.values()
-    ):
-        return None
     for source_id, state in list(sources.items()):
         if not _is_time(state.get("checked")) or not stamps.in_range(state.get("stamp", [])):
             log.warning("%s: source %s holds a time or stamp out of range; rescanning it",
@@ -291,6 +291,18 @@ def _usable(index: object, where: str) -> dict[str, Any] | None:
         log.warning("%s: sys.path stamps out of range; rescanning what depends on them", where)
         index["environment"] = []
     return index
+
+
+def _shaped(index: object) -> TypeGuard[Index]:
+    """``index`` has the shape this code writes (its numbers still unchecked)."""
+    if not isinstance(index, dict) or not isinstance(index.get("sources"), dict):
+        return False
+    if not isinstance(index.get("environment"), list):
+        return False
+    return all(
+        isinstance(state, dict) and isinstance(state.get("specs", []), list)
+        for state in index["sources"].values()
+    )
 
 
 def _is_time(value: object) -> bool:
@@ -324,7 +336,7 @@ def _still_valid(source_id: str, state: object, now: float, ttl: float, moved: s
 
 def _rescan(
     stale: list[str],
-    stored: dict[str, Any],
+    stored: dict[str, State],
     scan_data: ScanData,
     now: float,
     ttl: float,
@@ -371,11 +383,11 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
     if not redo:
         return
     t0 = time.perf_counter()
-    scanned = {}
+    scanned: dict[str, State] = {}
     for adapter in ADAPTERS:
         state = result.states.get(adapter)
         if state is not None and not state.get("failed"):
-            files = state["files"] if "files" in state else scan_data.of(adapter)()
+            files: object = state["files"] if "files" in state else scan_data.of(adapter)()
             scanned[adapter] = {**state, "files": files if isinstance(files, dict) else {}}
     for cls in adapter_classes():
         state = scanned.get(cls.framework)
@@ -396,7 +408,7 @@ def _write(
     name: str,
     stamp: list[object],
     surveyed: Survey,
-    stored: dict[str, Any],
+    stored: dict[str, State],
     scan_data: ScanData,
     result: DiscoveryResult,
     local: FileStore,
@@ -409,8 +421,8 @@ def _write(
     for _, source_id in folders[: max(0, len(folders) - KEPT_FOLDERS)]:
         del others[source_id]
     states = {**others, **result.states}
-    light = {k: {f: v for f, v in st.items() if f != "files"} for k, st in states.items()}
-    payload = {"created": time.time(), "environment": surveyed, "sources": light}
+    light = {k: _without_files(st) for k, st in states.items()}
+    payload: Index = {"created": time.time(), "environment": surveyed, "sources": light}
     written = local.save(name, stamp, payload)
     if shared is not None and (result.changed or not result.shared):
         _publish(shared, name, stamp, payload, result)
@@ -424,11 +436,18 @@ def _write(
     return True
 
 
+def _without_files(state: State) -> State:
+    """``state`` without its scan data (kept beside the index)."""
+    light = state.copy()
+    light.pop("files", None)
+    return light
+
+
 def _publish(
     shared: RedisStore,
     name: str,
     stamp: list[object],
-    payload: dict[str, Any],
+    payload: Index,
     result: DiscoveryResult,
 ) -> None:
     """Publish the index through Redis (signed, with a key); nothing when the key file is
@@ -463,10 +482,10 @@ class Found:
     no type and name to group it by can only be a problem: ``take()`` reports it.
     """
 
-    def __init__(self, states: dict[str, Any], config: PluginConfig) -> None:
+    def __init__(self, states: dict[str, State], config: PluginConfig) -> None:
         self.problems: list[PluginProblem] = []
         self._first: list[tuple[SourceCheck, object]] = []
-        self._later: list[tuple[SourceCheck, list[object]]] = []  # per source, ungrouped
+        self._later: list[tuple[SourceCheck, list[Row]]] = []  # per source, ungrouped
         self._groups: dict[tuple[str, str], list[tuple[SourceCheck, object]]] | None = None
         self._lazy: set[str] = set()  # the sources checked on use
         first_keys: dict[tuple[str, str], None] = {}  # (ordered: problems keep their order)
@@ -519,6 +538,7 @@ class Found:
         self, kind: str | None = None, name: str | None = None
     ) -> tuple[list[PluginSpec], list[PluginProblem]]:
         """Check the unchecked records of group (``kind``, ``name``), of type ``kind``, or all."""
+        entries: list[tuple[SourceCheck, object]]
         if kind is None:
             entries = [(check, record) for check, records in self._later for record in records]
             for group in (self._groups or {}).values():

@@ -11,7 +11,7 @@ from brainsmith.plugin.settings import memo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
 
     from brainsmith.plugin.settings.config import PluginConfig
 
@@ -24,7 +24,7 @@ class IndexStore(ABC):
         """The payload saved under ``name`` with ``stamp``; None when there is none."""
 
     @abstractmethod
-    def save(self, name: str, stamp: list[object], payload: dict[str, Any]) -> bool:
+    def save(self, name: str, stamp: list[object], payload: Mapping[str, object]) -> bool:
         """Keep ``payload`` under ``name``; False when it cannot be kept."""
 
 
@@ -37,7 +37,7 @@ class FileStore(IndexStore):
     def load(self, name: str, stamp: list[object]) -> object:
         return memo.read(name, stamp, self.directory)
 
-    def save(self, name: str, stamp: list[object], payload: dict[str, Any]) -> bool:
+    def save(self, name: str, stamp: list[object], payload: Mapping[str, object]) -> bool:
         return memo.write(name, stamp, payload, self.directory)
 
 
@@ -68,13 +68,13 @@ class RedisStore(IndexStore):
                     state[ORIGIN] = fetched.digest
         return fetched.payload
 
-    def save(self, name: str, stamp: list[object], payload: dict[str, Any]) -> bool:
+    def save(self, name: str, stamp: list[object], payload: Mapping[str, object]) -> bool:
         from brainsmith.plugin.discovery import shared_index
 
         key = self._key()
-        sources = {
-            k: {f: v for f, v in st.items() if f != ORIGIN} for k, st in payload["sources"].items()
-        }
+        states = payload["sources"]
+        assert isinstance(states, dict)  # an index: what ``index`` saves
+        sources = {k: {f: v for f, v in st.items() if f != ORIGIN} for k, st in states.items()}
         return shared_index.write(self.url, name, stamp, {**payload, "sources": sources}, key)
 
     def _key(self) -> bytes | None:

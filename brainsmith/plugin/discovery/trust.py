@@ -19,14 +19,14 @@ from brainsmith.plugin.values import MAX_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from brainsmith.plugin.discovery.sources import State
 
 
 BUILTIN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
 OWN_PACKAGES = ("transforms", "kernels", "backends", "steps")  # brainsmith's plugin packages
 
 
-def from_source(spec: PluginSpec, source: str, state: dict[str, Any], config: PluginConfig) -> bool:
+def from_source(spec: PluginSpec, source: str, state: State, config: PluginConfig) -> bool:
     """True when ``source`` (whose index state is ``state``) could have written ``spec``;
     a plugin folder's source is ``user:<folder>``."""
     if source.startswith("user:"):
@@ -82,7 +82,7 @@ def _in_plugin_folder(spec: PluginSpec, folder: str, config: PluginConfig) -> bo
     return module_of(folder, rel) == spec.module and os.path.isfile(spec.source)
 
 
-def _declared_by_a_distribution(spec: PluginSpec, state: dict[str, Any]) -> bool:
+def _declared_by_a_distribution(spec: PluginSpec, state: State) -> bool:
     """A pip package's module belongs to a package an entry point of the distribution whose
     name is the record's framework declares (a built-in framework's name is never one)."""
     from brainsmith.plugin.names import normalise
@@ -122,7 +122,7 @@ class SourceCheck:
         "state",
     )
 
-    def __init__(self, source: str, state: dict[str, Any], config: PluginConfig) -> None:
+    def __init__(self, source: str, state: State, config: PluginConfig) -> None:
         self.source = source
         self.state = state
         self.config = config
@@ -131,11 +131,12 @@ class SourceCheck:
         # names a module's dotted name has at least (brainsmith's: below a plugin package).
         self._prefix, self._folder, self._depth = "", "", 2
         self._sources_optional = source != "brainsmith"  # a framework's records may omit it
+        root = state.get("root")
         if source == "brainsmith":
             package = os.path.dirname(brainsmith_roots()[0][0])
             self._prefix, self._folder, self._depth = "brainsmith", package + os.sep, 3
-        elif source in BUILTIN_FRAMEWORKS and isinstance(state.get("root"), str):
-            self._prefix, self._folder = source, state["root"] + os.sep
+        elif source in BUILTIN_FRAMEWORKS and isinstance(root, str):
+            self._prefix, self._folder = source, root + os.sep
 
     def check(self, record: object) -> PluginSpec | PluginProblem | None:
         spec = self._quick(record) if self._prefix else None

@@ -26,9 +26,25 @@ from brainsmith.plugin.names import normalise
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
-    from typing import Any, TypeGuard
+    from typing import Any, TypedDict, TypeGuard
 
-    from brainsmith.plugin.discovery.sources import State, StoredScan
+    from brainsmith.plugin.discovery.sources import Row, State, StoredScan
+    from brainsmith.plugin.discovery.stamps import Stamp
+
+    class Listed(TypedDict):
+        """An installed distribution with plugin entry points, as ``read_listing`` finds it."""
+
+        name: str
+        version: str
+        rows: list[list[str]]  # [distribution, version, entry point name, value]
+        source: list[str]  # the values of its ``brainsmith.plugin_packages`` entry points
+
+    class Distribution(Listed):
+        """A distribution's record in the scan data: what reading it gave."""
+
+        stamp: list[Stamp]
+        specs: list[Row]
+        problems: list[Row]
 
 
 GROUP = "brainsmith.plugins"  # modules imported to read their plugins
@@ -36,14 +52,14 @@ SOURCE_GROUP = "brainsmith.plugin_packages"  # packages read from source, import
 GROUPS = (GROUP, SOURCE_GROUP)
 
 
-def read_listing() -> tuple[dict[str, Any], list[Any]]:
+def read_listing() -> tuple[dict[str, Listed], list[Row]]:
     """``({metadata folder: {"name", "version", "rows"}}, problem records)`` of every installed
     distribution with ``brainsmith.plugins`` entry points (the first of a name on ``sys.path``
     wins, as for imports). Rows are ``[distribution, version, entry point name, value]``."""
     from importlib.metadata import distributions
 
-    found: dict[str, dict[str, Any]] = {}
-    problems: list[list[Any]] = []
+    found: dict[str, Listed] = {}
+    problems: list[Row] = []
     seen: set[str] = set()
     for dist in distributions():
         where = str(getattr(dist, "_path", "") or "")
@@ -116,7 +132,7 @@ class EntryPointSource:
         dists = known.get("dists") if isinstance(known, dict) else None
         dists = dists if isinstance(dists, dict) else {}
         found, problems = read_listing()
-        state_dists: dict[str, dict[str, Any]] = {}
+        state_dists: dict[str, Distribution] = {}
         for where, info in found.items():
             old = dists.get(where)
             if (
@@ -131,7 +147,7 @@ class EntryPointSource:
                 state_dists[where] = self._load(where, info)
         return summarise(state_dists, problems)
 
-    def _load(self, where: str, info: dict[str, Any]) -> dict[str, Any]:
+    def _load(self, where: str, info: Listed) -> Distribution:
         """Import one distribution's entry-point modules and read its decorated plugins."""
         rows = info["rows"]
         framework = normalise(info["name"])
@@ -139,8 +155,8 @@ class EntryPointSource:
         if self.reload_modules:
             forget_modules(tops)
         invalidate_import_caches()
-        specs: list[list[Any]] = []
-        problems: list[list[Any]] = []
+        specs: list[Row] = []
+        problems: list[Row] = []
         stamp = stamp_paths(stamped_files(where))  # before anything is read
         imported = [row for row in rows if row[3] not in info["source"]]
         imported_tops = {top_package(row[3]) for row in imported}
@@ -164,7 +180,9 @@ class EntryPointSource:
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
 
 
-def _read_package(value: str, framework: str, where: str) -> tuple[list[Any], list[Any], list[Any]]:
+def _read_package(
+    value: str, framework: str, where: str
+) -> tuple[list[Row], list[Row], list[Stamp]]:
     """(spec records, problems, stamps) of the package ``value`` names, read from source
     (``brainsmith.plugin_packages``); found without importing it, on ``sys.path`` or through
     the editable import hook of its distribution (metadata folder ``where``)."""
@@ -225,7 +243,7 @@ def _package_folder(name: str, where: str) -> tuple[str | None, str, list[str]]:
     return None, error, hooks
 
 
-def _complete(record: object) -> TypeGuard[dict[str, Any]]:
+def _complete(record: object) -> TypeGuard[Distribution]:
     """A distribution's record in the scan data has every field ``summarise`` reads (it was
     read from a cache file another process may have written)."""
     fields = ("rows", "source", "stamp", "specs", "problems")
@@ -256,7 +274,7 @@ def invalidate_import_caches() -> None:
         namespace_path._epoch += 1  # type: ignore[union-attr]  # namespace packages look again
 
 
-def summarise(dists: dict[str, Any], problems: list[Any]) -> dict[str, Any]:
+def summarise(dists: dict[str, Distribution], problems: list[Row]) -> State:
     """The source state: what each distribution gave, plus the listing's own problems."""
     packages = {}  # top-level package -> the stamp of its distribution (what a reload checks)
     for d in dists.values():

@@ -73,7 +73,7 @@ class FolderSource:
         """Rescan the folders; files whose stamp is unchanged reuse ``scan_data()``."""
         old = scan_data() if previous is not None else None
         old = old if isinstance(old, dict) else {}
-        state: dict[str, Any] = {"files": {}, "specs": [], "problems": [], "stamp": []}
+        state: State = {"files": {}, "specs": [], "problems": [], "stamp": []}
         for root, prefix in self.roots:
             if not os.path.isdir(root):
                 reason = f"plugin folder {root} does not exist (check plugin_dirs)"
@@ -93,7 +93,7 @@ class FolderSource:
         return state
 
 
-def plain_imports_of(folder: str, files: dict[str, Any]) -> dict[str, Any]:
+def plain_imports_of(folder: str, files: dict[str, Any]) -> State:
     """What a folder offers to, and takes from, plain imports (``import helpers``): the names
     of its top-level modules, what an installed module of the same name would shadow, and the
     top-level names each file imports. ``module_clashes`` turns these into problems."""
@@ -132,7 +132,7 @@ def installed_module(name: str) -> str:
     return f"the installed module {name} ({where})"
 
 
-def module_clashes(folders: list[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
+def module_clashes(folders: list[tuple[str, State]]) -> list[list[str]]:
     """Problems for plain imports in plugin folders that reach a module other than the one
     beside the importing file, or that two folders both provide (in configured order)."""
     providers: dict[str, list[str]] = {}
