@@ -238,21 +238,34 @@ def _implausible(index: Index) -> str | None:
     """Why a shared index cannot be what a scan wrote: a source that always has plugins lists
     none (its records were emptied), or a distribution with entry points has neither a plugin
     nor a problem. None when nothing is wrong that can be seen without a scan."""
-    from brainsmith.plugin.names import normalise
-
     for source_id, state in index["sources"].items():
         if state.get("failed"):
             continue
-        specs = state.get("specs", [])
-        installed = bool(state.get("stamp"))
-        if not specs and (source_id == "brainsmith" or (source_id in ADAPTERS and installed)):
-            return f"source {source_id} lists no plugins although it always has some"
-        if source_id == "entry_points":
-            listed = {normalise(str(row[0])) for row in state.get("listing", []) if row}
-            seen = {str(r[2]) for r in specs if isinstance(r, list) and len(r) > 2}
-            seen |= {str(p[0]) for p in state.get("problems", []) if isinstance(p, list) and p}
-            if listed - seen:
-                return f"distribution {sorted(listed - seen)[0]} has entry points but no plugins"
+        reason = _emptied(source_id, state)
+        if reason is None and source_id == "entry_points":
+            reason = _unaccounted(state)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _emptied(source_id: str, state: State) -> str | None:
+    """brainsmith, or an installed framework, with no plugin records."""
+    always_some = source_id == "brainsmith" or (source_id in ADAPTERS and bool(state.get("stamp")))
+    if state.get("specs", []) or not always_some:
+        return None
+    return f"source {source_id} lists no plugins although it always has some"
+
+
+def _unaccounted(state: State) -> str | None:
+    """A distribution listed with entry points that gave neither a plugin nor a problem."""
+    from brainsmith.plugin.names import normalise
+
+    listed = {normalise(str(row[0])) for row in state.get("listing", []) if row}
+    seen = {str(r[2]) for r in state.get("specs", []) if isinstance(r, list) and len(r) > 2}
+    seen |= {str(p[0]) for p in state.get("problems", []) if isinstance(p, list) and p}
+    if listed - seen:
+        return f"distribution {sorted(listed - seen)[0]} has entry points but no plugins"
     return None
 
 
@@ -273,6 +286,15 @@ class ScanData:
     def of(self, source_id: str) -> Callable[[], object]:
         """A loader of one source's scan data (called only if the source needs it)."""
         return lambda: self.all().get(source_id)
+
+    def save(self, states: dict[str, State], result: DiscoveryResult) -> None:
+        """Keep the scan data of the sources in ``states``, this discovery's afresh (written
+        only when a source changed or was dropped)."""
+        if not result.changed and not set(self.all()) - set(states):
+            return
+        merged = {k: v for k, v in self.all().items() if k in states}
+        merged.update({k: st["files"] for k, st in result.states.items() if "files" in st})
+        self._store.save(*self._where, merged)
 
 
 def _usable(index: object, where: str) -> Index | None:
@@ -416,11 +438,7 @@ def _write(
 ) -> bool:
     """Persist the merged index: this discovery's states, plus those of sources it did not
     read (a disabled framework, another project's plugin folders: the newest few)."""
-    others = {k: v for k, v in stored.items() if k not in result.states and isinstance(v, dict)}
-    folders = sorted((v.get("checked", 0), k) for k, v in others.items() if k.startswith("user:"))
-    for _, source_id in folders[: max(0, len(folders) - KEPT_FOLDERS)]:
-        del others[source_id]
-    states = {**others, **result.states}
+    states = _merged(stored, result)
     light = {k: _without_files(st) for k, st in states.items()}
     payload: Index = {"created": time.time(), "environment": surveyed, "sources": light}
     written = local.save(name, stamp, payload)
@@ -428,12 +446,17 @@ def _write(
         _publish(shared, name, stamp, payload, result)
     if not written:
         return False
-    scanned = {k: st["files"] for k, st in result.states.items() if "files" in st}
-    if result.changed or set(scan_data.all()) - set(states):
-        merged = {k: v for k, v in scan_data.all().items() if k in states}
-        merged.update(scanned)
-        local.save(f"{name}-files", stamp, merged)
+    scan_data.save(states, result)
     return True
+
+
+def _merged(stored: dict[str, State], result: DiscoveryResult) -> dict[str, State]:
+    """This discovery's states, after those kept of the sources it did not read."""
+    others = {k: v for k, v in stored.items() if k not in result.states and isinstance(v, dict)}
+    folders = sorted((v.get("checked", 0), k) for k, v in others.items() if k.startswith("user:"))
+    for _, source_id in folders[: max(0, len(folders) - KEPT_FOLDERS)]:
+        del others[source_id]
+    return {**others, **result.states}
 
 
 def _without_files(state: State) -> State:
