@@ -130,23 +130,12 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     name = index_name()
     stamp = [INDEX_FORMAT, _brainsmith_version(), name, _scanner_stamp()]
     local, shared = index_stores(config)
-    index = _usable(local.load(name, stamp), f"discovery index {name}")
-    if shared is not None:
-        index = _with_shared(index, name, stamp, shared, result)
-    if index is None:
-        log.debug("discovery index %s: none usable, scanning", name)
+    index = _index(name, stamp, local, shared, result)
     stored = index["sources"] if index else {}
     before = index["environment"] if index else None
     now_environment = stamps.survey(before)
-    moved = _what_moved(before, now_environment)
     now = time.time()
-    stale = []
-    for source_id in source_ids(config):
-        state = stored.get(source_id)
-        if isinstance(state, dict) and _still_valid(source_id, state, now, config.cache_ttl, moved):
-            result.states[source_id] = state
-        else:
-            stale.append(source_id)
+    stale = _stale(config, stored, _what_moved(before, now_environment), now, result)
     if not stale:
         result.cache = "hit"
         log.debug("discovery index %s: within the TTL and unchanged, reused", name)
@@ -160,6 +149,41 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
             result.cache = "disabled"
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
+
+
+def _index(
+    name: str,
+    stamp: list[object],
+    local: FileStore,
+    shared: RedisStore | None,
+    result: DiscoveryResult,
+) -> Index | None:
+    """This environment's index: the local one (its states from Redis checked again), else
+    the shared one; None when neither is usable."""
+    index = _usable(local.load(name, stamp), f"discovery index {name}")
+    if shared is not None:
+        index = _with_shared(index, name, stamp, shared, result)
+    if index is None:
+        log.debug("discovery index %s: none usable, scanning", name)
+    return index
+
+
+def _stale(
+    config: PluginConfig,
+    stored: dict[str, State],
+    moved: set[str],
+    now: float,
+    result: DiscoveryResult,
+) -> list[str]:
+    """The sources of ``config`` to rescan; the states of the others go to ``result``."""
+    stale = []
+    for source_id in source_ids(config):
+        state = stored.get(source_id)
+        if isinstance(state, dict) and _still_valid(source_id, state, now, config.cache_ttl, moved):
+            result.states[source_id] = state
+        else:
+            stale.append(source_id)
+    return stale
 
 
 # -- the shared index: read when there is no local one, never trusted beyond its data --------------
@@ -561,23 +585,28 @@ class Found:
         self, kind: str | None = None, name: str | None = None
     ) -> tuple[list[PluginSpec], list[PluginProblem]]:
         """Check the unchecked records of group (``kind``, ``name``), of type ``kind``, or all."""
-        entries: list[tuple[SourceCheck, object]]
-        if kind is None:
-            entries = [(check, record) for check, records in self._later for record in records]
-            for group in (self._groups or {}).values():
-                entries += group
-            entries += self._first
-            self._later, self._first = [], []
-            self._groups = {} if self._groups is not None else None
-        else:
-            groups = self._grouped()
-            if name is not None:
-                entries = groups.pop((kind, name), [])
-            else:
-                keys = [key for key in groups if key[0] == kind]
-                entries = [entry for key in keys for entry in groups.pop(key)]
+        entries = self._all() if kind is None else self._of(kind, name)
         self._count -= len(entries)
         return _checked(entries)
+
+    def _all(self) -> list[tuple[SourceCheck, object]]:
+        """Every unchecked record, taken."""
+        entries: list[tuple[SourceCheck, object]]
+        entries = [(check, record) for check, records in self._later for record in records]
+        for group in (self._groups or {}).values():
+            entries += group
+        entries += self._first
+        self._later, self._first = [], []
+        self._groups = {} if self._groups is not None else None
+        return entries
+
+    def _of(self, kind: str, name: str | None) -> list[tuple[SourceCheck, object]]:
+        """The unchecked records of group (``kind``, ``name``), or of type ``kind``, taken."""
+        groups = self._grouped()
+        if name is not None:
+            return groups.pop((kind, name), [])
+        keys = [key for key in groups if key[0] == kind]
+        return [entry for key in keys for entry in groups.pop(key)]
 
     def groups_naming(self, target: str) -> list[tuple[str, str]]:
         """The unchecked groups with a record whose target is ``target``."""

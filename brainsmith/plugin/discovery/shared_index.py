@@ -87,12 +87,26 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
     if not (raw and isinstance(raw, bytes)):
         return None
     import hashlib
+
+    record = _decoded(raw, f"shared index {name} at {masked_url(url)}")
+    if record is None or record[0] != stamp:
+        return None  # (another brainsmith version or scanner: not an error)
+    payload = record[1]
+    signature = payload.pop(SIGNATURE, None)
+    if key is not None:
+        _check_signature(signature, key, name, stamp, payload)
+    return Fetched(payload, hashlib.sha256(raw).hexdigest(), key is not None)
+
+
+def _decoded(raw: bytes, what: str) -> tuple[object, dict[str, object]] | None:
+    """``(stamp, payload)`` of a value read from Redis; None (after a warning) for one that
+    is not JSON of that shape."""
     import json
 
     try:
         record = json.loads(raw)
     except (ValueError, RecursionError):  # (RecursionError: nested beyond Python's limit)
-        log.warning("shared index %s at %s is not JSON; ignored", name, masked_url(url))
+        log.warning("%s is not JSON; ignored", what)
         return None
     if not (
         isinstance(record, list)
@@ -100,21 +114,22 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
         and isinstance(record[1], dict)
         and is_plain(record)
     ):
-        log.warning("shared index %s at %s holds unexpected data; ignored", name, masked_url(url))
+        log.warning("%s holds unexpected data; ignored", what)
         return None
-    if record[0] != stamp:
-        return None  # another brainsmith version or scanner: not an error
-    payload = record[1]
-    signature = payload.pop(SIGNATURE, None)
-    if key is not None:
-        if not isinstance(signature, str):
-            raise Refused("not signed with the key of plugin_system.cache_key_file; ignored")
-        import hmac
+    return record[0], record[1]
 
-        expected = sign(key, name, stamp, payload).encode()
-        if not hmac.compare_digest(signature.encode("utf-8", "replace"), expected):
-            raise Refused("signature does not match; ignored")
-    return Fetched(payload, hashlib.sha256(raw).hexdigest(), key is not None)
+
+def _check_signature(
+    signature: object, key: bytes, name: str, stamp: object, payload: dict[str, object]
+) -> None:
+    """Raises ``Refused`` unless ``signature`` is ``payload``'s with ``key``."""
+    if not isinstance(signature, str):
+        raise Refused("not signed with the key of plugin_system.cache_key_file; ignored")
+    import hmac
+
+    expected = sign(key, name, stamp, payload).encode()
+    if not hmac.compare_digest(signature.encode("utf-8", "replace"), expected):
+        raise Refused("signature does not match; ignored")
 
 
 def write(
