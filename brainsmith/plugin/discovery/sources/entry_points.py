@@ -25,6 +25,7 @@ from brainsmith.plugin.names import normalise
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from importlib.metadata import Distribution as Installed
     from importlib.metadata import EntryPoint
     from typing import Any, TypedDict, TypeGuard
 
@@ -64,8 +65,7 @@ def read_listing() -> tuple[dict[str, Listed], list[Row]]:
     for dist in distributions():
         where = str(getattr(dist, "_path", "") or "")
         try:
-            entries = [(ep.name, ep.value, ep.group) for ep in dist.entry_points]
-            entries = [entry for entry in entries if entry[2] in GROUPS]
+            entries = _plugin_entries(dist)
         except Exception as exc:  # one unreadable distribution never hides the others
             problems.append(
                 ["entry_points", f"installation {where}", f"unreadable entry points: {exc}"]
@@ -73,13 +73,8 @@ def read_listing() -> tuple[dict[str, Listed], list[Row]]:
             continue
         if not entries:
             continue
-        name: str | None
-        version: str | None
-        try:
-            name, version = dist.metadata["Name"], dist.version
-        except Exception:
-            name = version = None
-        if not isinstance(name, str) or not name.strip():
+        name, version = _identity(dist)
+        if name is None:
             problems.append(
                 [
                     "entry_points",
@@ -92,11 +87,27 @@ def read_listing() -> tuple[dict[str, Listed], list[Row]]:
         if normalise(name) in seen:
             continue
         seen.add(normalise(name))
-        version = str(version or "")
         rows = sorted([name, version, ep_name, value] for ep_name, value, _ in entries)
         from_source = sorted(value for _, value, group in entries if group == SOURCE_GROUP)
         found[where] = {"name": name, "version": version, "rows": rows, "source": from_source}
     return found, problems
+
+
+def _plugin_entries(dist: Installed) -> list[tuple[str, str, str]]:
+    """``(name, value, group)`` of a distribution's entry points in brainsmith's groups."""
+    entries = [(ep.name, ep.value, ep.group) for ep in dist.entry_points]
+    return [entry for entry in entries if entry[2] in GROUPS]
+
+
+def _identity(dist: Installed) -> tuple[str | None, str]:
+    """A distribution's name (None when its metadata names none) and version."""
+    try:
+        name, version = dist.metadata["Name"], dist.version
+    except Exception:
+        return None, ""
+    if not isinstance(name, str) or not name.strip():
+        return None, ""
+    return name, str(version or "")
 
 
 def listing() -> list[list[str]]:
