@@ -167,18 +167,18 @@ class SourceCheck:
         if type(record) is not list or len(record) != 6:
             return None
         kind, name, framework, target, metadata, source = record
-        if (
-            framework != self.source
-            or kind not in PLUGIN_TYPES
-            or type(name) is not str
-            or type(target) is not str
-            or type(source) is not str
-            or type(metadata) is not dict
-            or not 0 < len(name) <= MAX_NAME
-            or len(target) > MAX_TARGET
-            or not (name.isascii() and target.isascii() and name.isidentifier())
-        ):
+        if framework != self.source or not _plain(kind, name, target, metadata, source):
             return None
+        parts = self._own_module(target)
+        if parts is None or not self._own_file(source, parts):
+            return None
+        if not PLAIN_KEYS.issuperset(metadata) or record_metadata_problem(kind, metadata):
+            return None
+        return PluginSpec.of_record(record)
+
+    def _own_module(self, target: str) -> list[str] | None:
+        """The dotted parts of ``target``'s module when it is one of this source's package;
+        None otherwise (or for an unusual name)."""
         module, colon, qualname = target.partition(":")
         parts = module.split(".")
         if (
@@ -191,13 +191,30 @@ class SourceCheck:
             return None
         if self._depth == 3 and parts[1] not in OWN_PACKAGES:  # brainsmith's plugin packages
             return None
-        if source or not self._sources_optional:
-            base = self._folder + os.sep.join(parts[1:])
-            if source != base + ".py" and source != base + os.sep + "__init__.py":
-                return None
-        if not PLAIN_KEYS.issuperset(metadata) or record_metadata_problem(kind, metadata):
-            return None
-        return PluginSpec.of_record(record)
+        return parts
+
+    def _own_file(self, source: str, parts: list[str]) -> bool:
+        """``source`` is the file of the module ``parts`` name (or may be omitted)."""
+        if not source and self._sources_optional:
+            return True
+        base = self._folder + os.sep.join(parts[1:])
+        return source == base + ".py" or source == base + os.sep + "__init__.py"
+
+
+def _plain(kind: object, name: object, target: object, metadata: object, source: object) -> bool:
+    """A record's fields have the types and plain values the quick path takes."""
+    return (
+        kind in PLUGIN_TYPES
+        and type(name) is str
+        and type(target) is str
+        and type(source) is str
+        and type(metadata) is dict
+        and 0 < len(name) <= MAX_NAME
+        and len(target) <= MAX_TARGET
+        and name.isascii()
+        and target.isascii()
+        and name.isidentifier()
+    )
 
 
 # Metadata keys the quick path takes: all but a version range (checked and compared with
