@@ -545,21 +545,23 @@ class Found:
                 self._later.append((check, records))
                 self._lazy.add(source_id)
                 continue
-            for record in records:
-                key = _group(record)
-                if key is not None:
-                    first_keys[key] = None
-                self._first.append((check, record))
+            first_keys.update(dict.fromkeys(self._add_first(check, records)))
         self._count = len(self._first) + sum(len(records) for _, records in self._later)
         if first_keys:  # the records of brainsmith, QONNX and FINN that share their names
             groups = self._grouped()
             for key in first_keys:
                 self._first += groups.pop(key, [])
-        folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
-        if folders:
-            from brainsmith.plugin.discovery.sources.modules import module_clashes
+        self.problems += _folder_clashes(states, config)
 
-            self.problems += [PluginProblem(*record) for record in module_clashes(folders)]
+    def _add_first(self, check: SourceCheck, records: list[Row]) -> list[tuple[str, str]]:
+        """Take ``records`` to be checked at once; the groups they join."""
+        keys = []
+        for record in records:
+            key = _group(record)
+            if key is not None:
+                keys.append(key)
+            self._first.append((check, record))
+        return keys
 
     def _grouped(self) -> dict[tuple[str, str], list[tuple[SourceCheck, object]]]:
         """The unchecked records by group (one with no group waits for ``take()``)."""
@@ -624,6 +626,16 @@ class Found:
     def __len__(self) -> int:
         """The records still unchecked."""
         return self._count
+
+
+def _folder_clashes(states: dict[str, State], config: PluginConfig) -> list[PluginProblem]:
+    """The plain imports of the configured plugin folders that reach another module."""
+    folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
+    if not folders:
+        return []
+    from brainsmith.plugin.discovery.sources.modules import module_clashes
+
+    return [PluginProblem(*record) for record in module_clashes(folders)]
 
 
 def _group(record: object) -> tuple[str, str] | None:
