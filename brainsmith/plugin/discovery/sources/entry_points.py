@@ -181,14 +181,18 @@ class EntryPointSource:
             specs.extend(found)
             problems.extend(read)
             stamp += stamps
-        modules = sorted(
-            file
-            for name, module in list(sys.modules.items())
-            if name.partition(".")[0] in imported_tops
-            and isinstance(file := getattr(module, "__file__", None), str)
-        )
-        stamp += stamp_paths(modules)
+        stamp += stamp_paths(_module_files(imported_tops))
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
+
+
+def _module_files(tops: set[str]) -> list[str]:
+    """The files of the imported modules of the top-level packages ``tops``, sorted."""
+    return sorted(
+        file
+        for name, module in list(sys.modules.items())
+        if name.partition(".")[0] in tops
+        and isinstance(file := getattr(module, "__file__", None), str)
+    )
 
 
 def _read_package(
