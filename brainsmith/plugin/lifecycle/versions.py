@@ -125,8 +125,8 @@ def incompatibility(metadata: dict[str, Any], version: str | None = None) -> str
         version = __version__
     current = VersionInfo.parse(version)
     try:
-        low = _bound(metadata, "min_brainsmith_version")
-        high = _bound(metadata, "max_brainsmith_version")
+        low = _bound(metadata.get("min_brainsmith_version"))
+        high = _bound(metadata.get("max_brainsmith_version"))
     except ValueError as exc:
         return str(exc)
     return _outside(current, version, low, high) or _unmatched(
@@ -134,8 +134,7 @@ def incompatibility(metadata: dict[str, Any], version: str | None = None) -> str
     )
 
 
-def _bound(metadata: dict[str, Any], key: str) -> VersionInfo | None:
-    value = metadata.get(key)
+def _bound(value: VersionInfo | str | None) -> VersionInfo | None:
     return VersionInfo.coerce(value) if value else None
 
 
