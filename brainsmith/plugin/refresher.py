@@ -18,7 +18,7 @@ from brainsmith.plugin.spec import PluginProblem, PluginSpec
 
 TYPE_CHECKING = False  # (``typing`` stays out of the everyday import)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from brainsmith.plugin.discovery.index import DiscoveryResult
@@ -291,7 +291,7 @@ def _same_records(states: dict[str, dict[str, Any]], result: DiscoveryResult) ->
     )
 
 
-def _code(state: dict[str, Any]) -> list[Any]:
+def _code(state: Mapping[str, Any]) -> list[Any]:
     """The stamps of a folder source's Python files (its folders change with bytecode caches)."""
     return [entry for entry in state.get("stamp", ()) if str(entry[0]).endswith(".py")]
 

@@ -23,6 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from brainsmith.plugin.discovery.sources import State
     from brainsmith.plugin.discovery.sources.adapters import TargetProblem
     from brainsmith.plugin.registry import Registry
     from brainsmith.plugin.spec import PluginSpec
@@ -114,7 +115,7 @@ class FINNAdapter(FrameworkAdapter):
     def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict[str, Any]:
         return file_facts(tree, module, is_package)
 
-    def extra_specs(self, state: dict[str, Any], index: ClassIndex) -> list[list[Any]]:
+    def extra_specs(self, state: State, index: ClassIndex) -> list[list[Any]]:
         where = _definitions(state)
         records: list[list[Any]] = []
         for *_, data in state.get("files", {}).values():
@@ -132,13 +133,13 @@ class FINNAdapter(FrameworkAdapter):
 Definitions = dict[str, tuple[str, int, str]]  # dotted name -> (source, line, doc)
 
 
-def _definitions(state: dict[str, Any]) -> Definitions:
+def _definitions(state: State) -> Definitions:
     """Where each class and function of the scanned files is defined, and its doc."""
     where: Definitions = {}
     for rel, (*_, data) in state.get("files", {}).items():
         if "error" in data:
             continue
-        source = os.path.join(state["root"], rel)
+        source = os.path.join(state["root"] or "", rel)
         for name, (_, line, doc) in data["classes"].items():
             where[f"{data['module']}.{name}"] = (source, line, doc)
         for name, (line, doc) in data["functions"].items():

@@ -34,10 +34,18 @@ from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import TypedDict, TypeGuard
 
-    from brainsmith.plugin.discovery.sources import Source
+    from brainsmith.plugin.discovery.sources import Row, Source, State
+    from brainsmith.plugin.discovery.stamps import Survey
     from brainsmith.plugin.discovery.store import FileStore, IndexStore, RedisStore
+
+    class Index(TypedDict):
+        """What the index file holds (its keys in the order written)."""
+
+        created: float
+        environment: Survey
+        sources: dict[str, State]
 
 
 INDEX_FORMAT = 2
@@ -60,7 +68,7 @@ class DiscoveryResult:
     )
 
     def __init__(self) -> None:
-        self.states: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, State] = {}
         self.source_ms: dict[str, float] = {}
         self.cache = "miss"  # hit | revalidated | miss | disabled
         self.changed: set[str] = set()  # sources whose scan data changed
@@ -122,23 +130,12 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     name = index_name()
     stamp = [INDEX_FORMAT, _brainsmith_version(), name, _scanner_stamp()]
     local, shared = index_stores(config)
-    index = _usable(local.load(name, stamp), f"discovery index {name}")
-    if shared is not None:
-        index = _with_shared(index, name, stamp, shared, result)
-    if index is None:
-        log.debug("discovery index %s: none usable, scanning", name)
+    index = _index(name, stamp, local, shared, result)
     stored = index["sources"] if index else {}
     before = index["environment"] if index else None
     now_environment = stamps.survey(before)
-    moved = _what_moved(before, now_environment)
     now = time.time()
-    stale = []
-    for source_id in source_ids(config):
-        state = stored.get(source_id)
-        if isinstance(state, dict) and _still_valid(source_id, state, now, config.cache_ttl, moved):
-            result.states[source_id] = state
-        else:
-            stale.append(source_id)
+    stale = _stale(config, stored, _what_moved(before, now_environment), now, result)
     if not stale:
         result.cache = "hit"
         log.debug("discovery index %s: within the TTL and unchanged, reused", name)
@@ -154,6 +151,41 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
     return result
 
 
+def _index(
+    name: str,
+    stamp: list[object],
+    local: FileStore,
+    shared: RedisStore | None,
+    result: DiscoveryResult,
+) -> Index | None:
+    """This environment's index: the local one (its states from Redis checked again), else
+    the shared one; None when neither is usable."""
+    index = _usable(local.load(name, stamp), f"discovery index {name}")
+    if shared is not None:
+        index = _with_shared(index, name, stamp, shared, result)
+    if index is None:
+        log.debug("discovery index %s: none usable, scanning", name)
+    return index
+
+
+def _stale(
+    config: PluginConfig,
+    stored: dict[str, State],
+    moved: set[str],
+    now: float,
+    result: DiscoveryResult,
+) -> list[str]:
+    """The sources of ``config`` to rescan; the states of the others go to ``result``."""
+    stale = []
+    for source_id in source_ids(config):
+        state = stored.get(source_id)
+        if isinstance(state, dict) and _still_valid(source_id, state, now, config.cache_ttl, moved):
+            result.states[source_id] = state
+        else:
+            stale.append(source_id)
+    return stale
+
+
 # -- the shared index: read when there is no local one, never trusted beyond its data --------------
 # An index read from Redis is used only after its signature (with a key) and its plausibility
 # are checked. Without a key, each of its states is kept locally marked with the SHA-256 of what
@@ -163,12 +195,12 @@ def discover(config: PluginConfig, reload_modules: bool = False) -> DiscoveryRes
 
 
 def _with_shared(
-    index: dict[str, Any] | None,
+    index: Index | None,
     name: str,
-    stamp: list[Any],
+    stamp: list[object],
     shared: RedisStore,
     result: DiscoveryResult,
-) -> dict[str, Any] | None:
+) -> Index | None:
     """The local index (its states from Redis checked again), or the shared one if there is
     no local index and Redis holds a good one."""
     origins = _origins(index)
@@ -194,7 +226,7 @@ def _with_shared(
     return copy
 
 
-def _fetch(shared: RedisStore, name: str, stamp: list[Any], result: DiscoveryResult) -> object:
+def _fetch(shared: RedisStore, name: str, stamp: list[object], result: DiscoveryResult) -> object:
     """What Redis holds under ``name``, or None (refusals are warnings and problems of
     ``result``)."""
     from brainsmith.plugin.discovery.shared_index import Refused
@@ -226,61 +258,76 @@ def _origins(index: object) -> set[str]:
     }
 
 
-def _implausible(index: dict[str, Any]) -> str | None:
+def _implausible(index: Index) -> str | None:
     """Why a shared index cannot be what a scan wrote: a source that always has plugins lists
     none (its records were emptied), or a distribution with entry points has neither a plugin
     nor a problem. None when nothing is wrong that can be seen without a scan."""
-    from brainsmith.plugin.names import normalise
-
     for source_id, state in index["sources"].items():
         if state.get("failed"):
             continue
-        specs = state.get("specs", [])
-        installed = bool(state.get("stamp"))
-        if not specs and (source_id == "brainsmith" or (source_id in ADAPTERS and installed)):
-            return f"source {source_id} lists no plugins although it always has some"
-        if source_id == "entry_points":
-            listed = {normalise(str(row[0])) for row in state.get("listing", []) if row}
-            seen = {str(r[2]) for r in specs if isinstance(r, list) and len(r) > 2}
-            seen |= {str(p[0]) for p in state.get("problems", []) if isinstance(p, list) and p}
-            if listed - seen:
-                return f"distribution {sorted(listed - seen)[0]} has entry points but no plugins"
+        reason = _emptied(source_id, state)
+        if reason is None and source_id == "entry_points":
+            reason = _unaccounted(state)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _emptied(source_id: str, state: State) -> str | None:
+    """brainsmith, or an installed framework, with no plugin records."""
+    always_some = source_id == "brainsmith" or (source_id in ADAPTERS and bool(state.get("stamp")))
+    if state.get("specs", []) or not always_some:
+        return None
+    return f"source {source_id} lists no plugins although it always has some"
+
+
+def _unaccounted(state: State) -> str | None:
+    """A distribution listed with entry points that gave neither a plugin nor a problem."""
+    from brainsmith.plugin.names import normalise
+
+    listed = {normalise(str(row[0])) for row in state.get("listing", []) if row}
+    seen = {str(r[2]) for r in state.get("specs", []) if isinstance(r, list) and len(r) > 2}
+    seen |= {str(p[0]) for p in state.get("problems", []) if isinstance(p, list) and p}
+    if listed - seen:
+        return f"distribution {sorted(listed - seen)[0]} has entry points but no plugins"
     return None
 
 
 class ScanData:
     """The per-file scan data beside the index: read from disk only when a source needs it."""
 
-    def __init__(self, name: str, stamp: list[Any], store: IndexStore, exists: bool) -> None:
+    def __init__(self, name: str, stamp: list[object], store: IndexStore, exists: bool) -> None:
         self._where = (f"{name}-files", stamp)
         self._store = store
-        self._data: dict[str, Any] | None = None if exists else {}
+        self._data: dict[str, object] | None = None if exists else {}
 
-    def all(self) -> dict[str, Any]:
+    def all(self) -> dict[str, object]:
         if self._data is None:
             data = self._store.load(*self._where)
             self._data = data if isinstance(data, dict) else {}
         return self._data
 
-    def of(self, source_id: str) -> Callable[[], Any]:
+    def of(self, source_id: str) -> Callable[[], object]:
         """A loader of one source's scan data (called only if the source needs it)."""
         return lambda: self.all().get(source_id)
 
+    def save(self, states: dict[str, State], result: DiscoveryResult) -> None:
+        """Keep the scan data of the sources in ``states``, this discovery's afresh (written
+        only when a source changed or was dropped)."""
+        if not result.changed and not set(self.all()) - set(states):
+            return
+        merged = {k: v for k, v in self.all().items() if k in states}
+        merged.update({k: st["files"] for k, st in result.states.items() if "files" in st})
+        self._store.save(*self._where, merged)
 
-def _usable(index: object, where: str) -> dict[str, Any] | None:
+
+def _usable(index: object, where: str) -> Index | None:
     """``index`` if it has the shape this code writes (else None: rebuilt whole), without the
     states whose numbers no clock or file system gives (each a warning: that source is
     rescanned). Read from a cache file or Redis, a number is never used unchecked."""
-    if not isinstance(index, dict) or not isinstance(index.get("sources"), dict):
-        return None
-    if not isinstance(index.get("environment"), list):
+    if not _shaped(index):
         return None
     sources = index["sources"]
-    if not all(
-        isinstance(state, dict) and isinstance(state.get("specs", []), list)
-        for state in sources.values()
-    ):
-        return None
     for source_id, state in list(sources.items()):
         if not _is_time(state.get("checked")) or not stamps.in_range(state.get("stamp", [])):
             log.warning("%s: source %s holds a time or stamp out of range; rescanning it",
@@ -292,6 +339,18 @@ def _usable(index: object, where: str) -> dict[str, Any] | None:
     return index
 
 
+def _shaped(index: object) -> TypeGuard[Index]:
+    """``index`` has the shape this code writes (its numbers still unchecked)."""
+    if not isinstance(index, dict) or not isinstance(index.get("sources"), dict):
+        return False
+    if not isinstance(index.get("environment"), list):
+        return False
+    return all(
+        isinstance(state, dict) and isinstance(state.get("specs", []), list)
+        for state in index["sources"].values()
+    )
+
+
 def _is_time(value: object) -> bool:
     """A time in seconds a clock can give (not NaN, infinite, negative or ages away)."""
     return type(value) in (int, float) and 0 <= value <= MAX_TIME  # type: ignore[operator]
@@ -300,7 +359,7 @@ def _is_time(value: object) -> bool:
 MAX_TIME = 1 << 34  # seconds since 1970: the year 2514
 
 
-def _what_moved(before: object, now: list[Any]) -> set[str]:
+def _what_moved(before: object, now: Survey) -> set[str]:
     """Which path-dependent sources the environment's changes concern."""
     moved = set()
     if stamps.distributions(before) != stamps.distributions(now):
@@ -323,7 +382,7 @@ def _still_valid(source_id: str, state: object, now: float, ttl: float, moved: s
 
 def _rescan(
     stale: list[str],
-    stored: dict[str, Any],
+    stored: dict[str, State],
     scan_data: ScanData,
     now: float,
     ttl: float,
@@ -370,11 +429,11 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
     if not redo:
         return
     t0 = time.perf_counter()
-    scanned = {}
+    scanned: dict[str, State] = {}
     for adapter in ADAPTERS:
         state = result.states.get(adapter)
         if state is not None and not state.get("failed"):
-            files = state["files"] if "files" in state else scan_data.of(adapter)()
+            files: object = state["files"] if "files" in state else scan_data.of(adapter)()
             scanned[adapter] = {**state, "files": files if isinstance(files, dict) else {}}
     for cls in adapter_classes():
         state = scanned.get(cls.framework)
@@ -393,9 +452,9 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
 
 def _write(
     name: str,
-    stamp: list[Any],
-    surveyed: list[Any],
-    stored: dict[str, Any],
+    stamp: list[object],
+    surveyed: Survey,
+    stored: dict[str, State],
     scan_data: ScanData,
     result: DiscoveryResult,
     local: FileStore,
@@ -403,31 +462,39 @@ def _write(
 ) -> bool:
     """Persist the merged index: this discovery's states, plus those of sources it did not
     read (a disabled framework, another project's plugin folders: the newest few)."""
-    others = {k: v for k, v in stored.items() if k not in result.states and isinstance(v, dict)}
-    folders = sorted((v.get("checked", 0), k) for k, v in others.items() if k.startswith("user:"))
-    for _, source_id in folders[: max(0, len(folders) - KEPT_FOLDERS)]:
-        del others[source_id]
-    states = {**others, **result.states}
-    light = {k: {f: v for f, v in st.items() if f != "files"} for k, st in states.items()}
-    payload = {"created": time.time(), "environment": surveyed, "sources": light}
+    states = _merged(stored, result)
+    light = {k: _without_files(st) for k, st in states.items()}
+    payload: Index = {"created": time.time(), "environment": surveyed, "sources": light}
     written = local.save(name, stamp, payload)
     if shared is not None and (result.changed or not result.shared):
         _publish(shared, name, stamp, payload, result)
     if not written:
         return False
-    scanned = {k: st["files"] for k, st in result.states.items() if "files" in st}
-    if result.changed or set(scan_data.all()) - set(states):
-        merged = {k: v for k, v in scan_data.all().items() if k in states}
-        merged.update(scanned)
-        local.save(f"{name}-files", stamp, merged)
+    scan_data.save(states, result)
     return True
+
+
+def _merged(stored: dict[str, State], result: DiscoveryResult) -> dict[str, State]:
+    """This discovery's states, after those kept of the sources it did not read."""
+    others = {k: v for k, v in stored.items() if k not in result.states and isinstance(v, dict)}
+    folders = sorted((v.get("checked", 0), k) for k, v in others.items() if k.startswith("user:"))
+    for _, source_id in folders[: max(0, len(folders) - KEPT_FOLDERS)]:
+        del others[source_id]
+    return {**others, **result.states}
+
+
+def _without_files(state: State) -> State:
+    """``state`` without its scan data (kept beside the index)."""
+    light = state.copy()
+    light.pop("files", None)
+    return light
 
 
 def _publish(
     shared: RedisStore,
     name: str,
-    stamp: list[Any],
-    payload: dict[str, Any],
+    stamp: list[object],
+    payload: Index,
     result: DiscoveryResult,
 ) -> None:
     """Publish the index through Redis (signed, with a key); nothing when the key file is
@@ -462,11 +529,11 @@ class Found:
     no type and name to group it by can only be a problem: ``take()`` reports it.
     """
 
-    def __init__(self, states: dict[str, Any], config: PluginConfig) -> None:
+    def __init__(self, states: dict[str, State], config: PluginConfig) -> None:
         self.problems: list[PluginProblem] = []
-        self._first: list[tuple[SourceCheck, Any]] = []
-        self._later: list[tuple[SourceCheck, list[Any]]] = []  # per source, ungrouped
-        self._groups: dict[tuple[str, str], list[tuple[SourceCheck, Any]]] | None = None
+        self._first: list[tuple[SourceCheck, object]] = []
+        self._later: list[tuple[SourceCheck, list[Row]]] = []  # per source, ungrouped
+        self._groups: dict[tuple[str, str], list[tuple[SourceCheck, object]]] | None = None
         self._lazy: set[str] = set()  # the sources checked on use
         first_keys: dict[tuple[str, str], None] = {}  # (ordered: problems keep their order)
         for source_id, state in states.items():
@@ -478,23 +545,25 @@ class Found:
                 self._later.append((check, records))
                 self._lazy.add(source_id)
                 continue
-            for record in records:
-                key = _group(record)
-                if key is not None:
-                    first_keys[key] = None
-                self._first.append((check, record))
+            first_keys.update(dict.fromkeys(self._add_first(check, records)))
         self._count = len(self._first) + sum(len(records) for _, records in self._later)
         if first_keys:  # the records of brainsmith, QONNX and FINN that share their names
             groups = self._grouped()
             for key in first_keys:
                 self._first += groups.pop(key, [])
-        folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
-        if folders:
-            from brainsmith.plugin.discovery.sources.modules import module_clashes
+        self.problems += _folder_clashes(states, config)
 
-            self.problems += [PluginProblem(*record) for record in module_clashes(folders)]
+    def _add_first(self, check: SourceCheck, records: list[Row]) -> list[tuple[str, str]]:
+        """Take ``records`` to be checked at once; the groups they join."""
+        keys = []
+        for record in records:
+            key = _group(record)
+            if key is not None:
+                keys.append(key)
+            self._first.append((check, record))
+        return keys
 
-    def _grouped(self) -> dict[tuple[str, str], list[tuple[SourceCheck, Any]]]:
+    def _grouped(self) -> dict[tuple[str, str], list[tuple[SourceCheck, object]]]:
         """The unchecked records by group (one with no group waits for ``take()``)."""
         if self._groups is None:
             self._groups = {}
@@ -518,27 +587,37 @@ class Found:
         self, kind: str | None = None, name: str | None = None
     ) -> tuple[list[PluginSpec], list[PluginProblem]]:
         """Check the unchecked records of group (``kind``, ``name``), of type ``kind``, or all."""
-        if kind is None:
-            entries = [(check, record) for check, records in self._later for record in records]
-            for group in (self._groups or {}).values():
-                entries += group
-            entries += self._first
-            self._later, self._first = [], []
-            self._groups = {} if self._groups is not None else None
-        else:
-            groups = self._grouped()
-            if name is not None:
-                entries = groups.pop((kind, name), [])
-            else:
-                keys = [key for key in groups if key[0] == kind]
-                entries = [entry for key in keys for entry in groups.pop(key)]
+        entries = self._all() if kind is None else self._of(kind, name)
         self._count -= len(entries)
         return _checked(entries)
+
+    def _all(self) -> list[tuple[SourceCheck, object]]:
+        """Every unchecked record, taken."""
+        entries: list[tuple[SourceCheck, object]]
+        entries = [(check, record) for check, records in self._later for record in records]
+        for group in (self._groups or {}).values():
+            entries += group
+        entries += self._first
+        self._later, self._first = [], []
+        self._groups = {} if self._groups is not None else None
+        return entries
+
+    def _of(self, kind: str, name: str | None) -> list[tuple[SourceCheck, object]]:
+        """The unchecked records of group (``kind``, ``name``), or of type ``kind``, taken."""
+        groups = self._grouped()
+        if name is not None:
+            return groups.pop((kind, name), [])
+        keys = [key for key in groups if key[0] == kind]
+        return [entry for key in keys for entry in groups.pop(key)]
 
     def groups_naming(self, target: str) -> list[tuple[str, str]]:
         """The unchecked groups with a record whose target is ``target``."""
         groups = self._grouped()
-        return [k for k, entries in groups.items() if any(r[3] == target for _, r in entries)]
+        return [
+            k
+            for k, entries in groups.items()
+            if any(isinstance(r, list) and r[3] == target for _, r in entries)
+        ]
 
     def may_hold(self, framework: str) -> bool:
         """Whether unchecked records may give plugins of ``framework``."""
@@ -547,6 +626,16 @@ class Found:
     def __len__(self) -> int:
         """The records still unchecked."""
         return self._count
+
+
+def _folder_clashes(states: dict[str, State], config: PluginConfig) -> list[PluginProblem]:
+    """The plain imports of the configured plugin folders that reach another module."""
+    folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
+    if not folders:
+        return []
+    from brainsmith.plugin.discovery.sources.modules import module_clashes
+
+    return [PluginProblem(*record) for record in module_clashes(folders)]
 
 
 def _group(record: object) -> tuple[str, str] | None:
@@ -558,7 +647,7 @@ def _group(record: object) -> tuple[str, str] | None:
 
 
 def _checked(
-    entries: list[tuple[SourceCheck, Any]],
+    entries: list[tuple[SourceCheck, object]],
 ) -> tuple[list[PluginSpec], list[PluginProblem]]:
     specs: list[PluginSpec] = []
     problems: list[PluginProblem] = []
@@ -580,7 +669,7 @@ def _scanner_stamp() -> int:
     paths = [os.path.normpath(os.path.join(here, name)) for name in names] + adapter_files()
     sources = os.path.join(here, "sources")
     paths += [os.path.join(sources, n) for n in sorted(os.listdir(sources)) if n.endswith(".py")]
-    return int(sum(entry[1] for entry in stamp_paths(paths))) & 0xFFFFFFFFFFFF
+    return sum(int(entry[1]) for entry in stamp_paths(paths)) & 0xFFFFFFFFFFFF
 
 
 def _brainsmith_version() -> str:

@@ -26,8 +26,19 @@ from brainsmith.plugin.settings.memo import MAX_BYTES, is_plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+    from collections.abc import Callable, Mapping
+    from typing import Protocol, TypeVar
+
+    from redis import Redis
+
+    Reply = TypeVar("Reply")
+
+    class Connection(Protocol):
+        """What the handshake uses of a redis-py connection."""
+
+        def on_connect(self) -> None: ...
+        def send_command(self, *args: object) -> None: ...
+        def read_response(self) -> object: ...
 
 
 TIMEOUT = 1.0  # seconds: deadline of connecting (lookup, TCP, TLS, AUTH, SELECT) and one command
@@ -44,7 +55,7 @@ class Fetched:
 
     __slots__ = ("digest", "payload", "signed")
 
-    def __init__(self, payload: dict[str, Any], digest: str, signed: bool) -> None:
+    def __init__(self, payload: dict[str, object], digest: str, signed: bool) -> None:
         self.payload = payload
         self.digest = digest
         self.signed = signed
@@ -61,7 +72,7 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
     """The index stored under ``name`` if its stamp equals ``stamp`` (and, with ``key``, it
     is signed with it); None when there is none. Raises ``Refused`` for a forged one."""
 
-    def fetch(redis: Any) -> object:
+    def fetch(redis: Redis) -> object:
         """The value, never more than MAX_BYTES + 1 of it; nothing when it is larger."""
         if redis.strlen(PREFIX + name) > MAX_BYTES:
             return TOO_LARGE
@@ -76,12 +87,26 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
     if not (raw and isinstance(raw, bytes)):
         return None
     import hashlib
+
+    record = _decoded(raw, f"shared index {name} at {masked_url(url)}")
+    if record is None or record[0] != stamp:
+        return None  # (another brainsmith version or scanner: not an error)
+    payload = record[1]
+    signature = payload.pop(SIGNATURE, None)
+    if key is not None:
+        _check_signature(signature, key, name, stamp, payload)
+    return Fetched(payload, hashlib.sha256(raw).hexdigest(), key is not None)
+
+
+def _decoded(raw: bytes, what: str) -> tuple[object, dict[str, object]] | None:
+    """``(stamp, payload)`` of a value read from Redis; None (after a warning) for one that
+    is not JSON of that shape."""
     import json
 
     try:
         record = json.loads(raw)
     except (ValueError, RecursionError):  # (RecursionError: nested beyond Python's limit)
-        log.warning("shared index %s at %s is not JSON; ignored", name, masked_url(url))
+        log.warning("%s is not JSON; ignored", what)
         return None
     if not (
         isinstance(record, list)
@@ -89,24 +114,27 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
         and isinstance(record[1], dict)
         and is_plain(record)
     ):
-        log.warning("shared index %s at %s holds unexpected data; ignored", name, masked_url(url))
+        log.warning("%s holds unexpected data; ignored", what)
         return None
-    if record[0] != stamp:
-        return None  # another brainsmith version or scanner: not an error
-    payload = record[1]
-    signature = payload.pop(SIGNATURE, None)
-    if key is not None:
-        if not isinstance(signature, str):
-            raise Refused("not signed with the key of plugin_system.cache_key_file; ignored")
-        import hmac
-
-        expected = sign(key, name, stamp, payload).encode()
-        if not hmac.compare_digest(signature.encode("utf-8", "replace"), expected):
-            raise Refused("signature does not match; ignored")
-    return Fetched(payload, hashlib.sha256(raw).hexdigest(), key is not None)
+    return record[0], record[1]
 
 
-def write(url: str, name: str, stamp: object, payload: dict[str, Any], key: bytes | None) -> bool:
+def _check_signature(
+    signature: object, key: bytes, name: str, stamp: object, payload: dict[str, object]
+) -> None:
+    """Raises ``Refused`` unless ``signature`` is ``payload``'s with ``key``."""
+    if not isinstance(signature, str):
+        raise Refused("not signed with the key of plugin_system.cache_key_file; ignored")
+    import hmac
+
+    expected = sign(key, name, stamp, payload).encode()
+    if not hmac.compare_digest(signature.encode("utf-8", "replace"), expected):
+        raise Refused("signature does not match; ignored")
+
+
+def write(
+    url: str, name: str, stamp: object, payload: Mapping[str, object], key: bytes | None
+) -> bool:
     """Publish ``payload`` under ``name`` (signed with ``key`` if given); False (after a
     warning) when Redis cannot be used."""
     import json
@@ -136,7 +164,7 @@ def clear(url: str) -> int:
     """Delete every shared index at ``url``; returns how many."""
     from functools import partial
 
-    def delete_page(cursor: int, redis: Any) -> tuple[int, int]:
+    def delete_page(cursor: int, redis: Redis) -> tuple[int, int]:
         cursor, keys = redis.scan(cursor, match=PREFIX + "*", count=500)
         return int(cursor), int(redis.delete(*keys)) if keys else 0
 
@@ -181,7 +209,7 @@ def load_key(path: str) -> bytes:
     return secret
 
 
-def _call(url: str, what: str, command: Callable[[Any], Any]) -> Any:
+def _call(url: str, what: str, command: Callable[[Redis], Reply]) -> Reply | None:
     """``command(client)`` on a redis-py client of ``url`` within ``TIMEOUT`` (connecting
     included), or None after a warning when Redis is missing, down, slow or no Redis. The
     command runs in a thread of its own; at the deadline its socket is shut down, which ends it."""
@@ -193,10 +221,12 @@ def _call(url: str, what: str, command: Callable[[Any], Any]) -> Any:
         from redis.retry import Retry
     except ImportError:
         reason = "the redis package is not installed (pip install 'brainsmith[cluster]')"
-        return _give_up(url, what, reason)
+        _give_up(url, what, reason)
+        return None
     late = threading.Event()
-    clients: list[Any] = []
-    done: list[tuple[bool, Any]] = []
+    clients: list[Redis] = []
+    replies: list[Reply] = []
+    failures: list[Exception] = []
 
     def run() -> None:
         try:
@@ -209,9 +239,9 @@ def _call(url: str, what: str, command: Callable[[Any], Any]) -> Any:
                 redis_connect_func=lambda connection: _handshake(connection, late),
             )
             clients.append(client)
-            done.append((True, command(client)))
+            replies.append(command(client))
         except Exception as exc:  # whatever a peer that is no Redis makes redis-py raise
-            done.append((False, exc))
+            failures.append(exc)
 
     worker = threading.Thread(target=run, name="brainsmith-redis", daemon=True)
     worker.start()
@@ -219,15 +249,17 @@ def _call(url: str, what: str, command: Callable[[Any], Any]) -> Any:
     late.set()  # (before closing: a connection made after the close refuses to start)
     for client in clients:
         client.close()  # shuts down its sockets, which ends a worker still waiting on one
-    if not done:
-        return _give_up(url, what, f"TimeoutError: no complete reply within {TIMEOUT} s")
-    succeeded, value = done[0]
-    if succeeded:
-        return value
-    return _give_up(url, what, f"{type(value).__name__}: {value or 'no reason given'}")
+    if replies:
+        return replies[0]
+    if not failures:
+        _give_up(url, what, f"TimeoutError: no complete reply within {TIMEOUT} s")
+        return None
+    value = failures[0]
+    _give_up(url, what, f"{type(value).__name__}: {value or 'no reason given'}")
+    return None
 
 
-def _handshake(connection: Any, late: threading.Event) -> None:
+def _handshake(connection: Connection, late: threading.Event) -> None:
     """redis-py's start of a connection (AUTH, SELECT), then a PING that only a Redis server
     answers with PONG; refused once the deadline has passed."""
     import redis

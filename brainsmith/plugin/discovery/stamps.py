@@ -14,7 +14,10 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import TypeGuard
+
+    Stamp = list[str | int]  # [path, mtime_ns, size, inode, ctime_ns]
+    Survey = list[list[object]]  # a folder's stamp, its distributions, its framework packages
 
 
 MISSING = (0, -1, 0, 0)
@@ -27,7 +30,7 @@ def digest32(text: str) -> int:
     return int.from_bytes(text.encode(), "little") % 4294967291
 
 
-def stamp_of(path: str) -> list[Any]:
+def stamp_of(path: str) -> Stamp:
     try:
         st = os.stat(path)
     except (OSError, ValueError):
@@ -35,7 +38,7 @@ def stamp_of(path: str) -> list[Any]:
     return [path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
 
 
-def stamp_paths(paths: list[str]) -> list[Any]:
+def stamp_paths(paths: list[str]) -> list[Stamp]:
     """The stamp of each path, in order."""
     return [stamp_of(path) for path in paths]
 
@@ -113,7 +116,7 @@ METADATA_DIRS = (".dist-info", ".egg-info")
 FRAMEWORK_PACKAGES = ("finn", "qonnx")
 
 
-def survey(previous: object = None) -> list[list[Any]]:
+def survey(previous: object = None) -> Survey:
     """``[[folder, mtime_ns, size, inode, ctime_ns, distributions, framework packages], ...]``
     for ``sys.path`` in order; ``distributions`` is ``[[name, inode, mtime_ns], ...]``."""
     known = {}
@@ -130,12 +133,12 @@ def survey(previous: object = None) -> list[list[Any]]:
     return found
 
 
-def _contents(folder: str) -> tuple[list[Any], list[str]]:
+def _contents(folder: str) -> tuple[list[list[str | int]], list[str]]:
     try:
         names = os.listdir(folder)
     except (OSError, ValueError):
         return [], []
-    dists = []
+    dists: list[list[str | int]] = []
     for name in sorted(n for n in names if n.endswith(METADATA_DIRS)):
         try:
             st = os.stat(os.path.join(folder, name))
@@ -147,17 +150,21 @@ def _contents(folder: str) -> tuple[list[Any], list[str]]:
     return dists, packages
 
 
-def distributions(environment: Any) -> list[Any]:
+def distributions(environment: object) -> list[object]:
     """The distributions of an environment, folder by folder: what entry points depend on."""
-    return [[e[0], e[5]] for e in environment or () if e[5]] if _valid(environment) else [None]
+    if not _valid(environment):
+        return [None]
+    return [[e[0], e[5]] for e in environment if e[5]]
 
 
-def framework_packages(environment: Any) -> list[Any]:
+def framework_packages(environment: object) -> list[object]:
     """Where QONNX and FINN packages lie on ``sys.path``: what the adapters depend on."""
-    return [[e[0], e[6]] for e in environment or () if e[6]] if _valid(environment) else [None]
+    if not _valid(environment):
+        return [None]
+    return [[e[0], e[6]] for e in environment if e[6]]
 
 
-def _valid(environment: object) -> bool:
+def _valid(environment: object) -> TypeGuard[Survey]:
     return isinstance(environment, list) and all(
         isinstance(e, list) and len(e) == 7 for e in environment
     )

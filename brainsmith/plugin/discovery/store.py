@@ -11,7 +11,7 @@ from brainsmith.plugin.settings import memo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
 
     from brainsmith.plugin.settings.config import PluginConfig
 
@@ -20,11 +20,11 @@ class IndexStore(ABC):
     """A payload per name, valid for one stamp."""
 
     @abstractmethod
-    def load(self, name: str, stamp: list[Any]) -> object:
+    def load(self, name: str, stamp: list[object]) -> object:
         """The payload saved under ``name`` with ``stamp``; None when there is none."""
 
     @abstractmethod
-    def save(self, name: str, stamp: list[Any], payload: dict[str, Any]) -> bool:
+    def save(self, name: str, stamp: list[object], payload: Mapping[str, object]) -> bool:
         """Keep ``payload`` under ``name``; False when it cannot be kept."""
 
 
@@ -34,10 +34,10 @@ class FileStore(IndexStore):
     def __init__(self, directory: str) -> None:
         self.directory = directory
 
-    def load(self, name: str, stamp: list[Any]) -> object:
+    def load(self, name: str, stamp: list[object]) -> object:
         return memo.read(name, stamp, self.directory)
 
-    def save(self, name: str, stamp: list[Any], payload: dict[str, Any]) -> bool:
+    def save(self, name: str, stamp: list[object], payload: Mapping[str, object]) -> bool:
         return memo.write(name, stamp, payload, self.directory)
 
 
@@ -55,7 +55,7 @@ class RedisStore(IndexStore):
         self.url = url
         self.key_file = key_file
 
-    def load(self, name: str, stamp: list[Any]) -> object:
+    def load(self, name: str, stamp: list[object]) -> object:
         from brainsmith.plugin.discovery import shared_index
 
         fetched = shared_index.read(self.url, name, stamp, self._key())
@@ -68,13 +68,13 @@ class RedisStore(IndexStore):
                     state[ORIGIN] = fetched.digest
         return fetched.payload
 
-    def save(self, name: str, stamp: list[Any], payload: dict[str, Any]) -> bool:
+    def save(self, name: str, stamp: list[object], payload: Mapping[str, object]) -> bool:
         from brainsmith.plugin.discovery import shared_index
 
         key = self._key()
-        sources = {
-            k: {f: v for f, v in st.items() if f != ORIGIN} for k, st in payload["sources"].items()
-        }
+        states = payload["sources"]
+        assert isinstance(states, dict)  # an index: what ``index`` saves
+        sources = {k: {f: v for f, v in st.items() if f != ORIGIN} for k, st in states.items()}
         return shared_index.write(self.url, name, stamp, {**payload, "sources": sources}, key)
 
     def _key(self) -> bytes | None:

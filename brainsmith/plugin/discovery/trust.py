@@ -19,14 +19,14 @@ from brainsmith.plugin.values import MAX_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from brainsmith.plugin.discovery.sources import State
 
 
 BUILTIN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
 OWN_PACKAGES = ("transforms", "kernels", "backends", "steps")  # brainsmith's plugin packages
 
 
-def from_source(spec: PluginSpec, source: str, state: dict[str, Any], config: PluginConfig) -> bool:
+def from_source(spec: PluginSpec, source: str, state: State, config: PluginConfig) -> bool:
     """True when ``source`` (whose index state is ``state``) could have written ``spec``;
     a plugin folder's source is ``user:<folder>``."""
     if source.startswith("user:"):
@@ -82,7 +82,7 @@ def _in_plugin_folder(spec: PluginSpec, folder: str, config: PluginConfig) -> bo
     return module_of(folder, rel) == spec.module and os.path.isfile(spec.source)
 
 
-def _declared_by_a_distribution(spec: PluginSpec, state: dict[str, Any]) -> bool:
+def _declared_by_a_distribution(spec: PluginSpec, state: State) -> bool:
     """A pip package's module belongs to a package an entry point of the distribution whose
     name is the record's framework declares (a built-in framework's name is never one)."""
     from brainsmith.plugin.names import normalise
@@ -122,7 +122,7 @@ class SourceCheck:
         "state",
     )
 
-    def __init__(self, source: str, state: dict[str, Any], config: PluginConfig) -> None:
+    def __init__(self, source: str, state: State, config: PluginConfig) -> None:
         self.source = source
         self.state = state
         self.config = config
@@ -131,11 +131,12 @@ class SourceCheck:
         # names a module's dotted name has at least (brainsmith's: below a plugin package).
         self._prefix, self._folder, self._depth = "", "", 2
         self._sources_optional = source != "brainsmith"  # a framework's records may omit it
+        root = state.get("root")
         if source == "brainsmith":
             package = os.path.dirname(brainsmith_roots()[0][0])
             self._prefix, self._folder, self._depth = "brainsmith", package + os.sep, 3
-        elif source in BUILTIN_FRAMEWORKS and isinstance(state.get("root"), str):
-            self._prefix, self._folder = source, state["root"] + os.sep
+        elif source in BUILTIN_FRAMEWORKS and isinstance(root, str):
+            self._prefix, self._folder = source, root + os.sep
 
     def check(self, record: object) -> PluginSpec | PluginProblem | None:
         spec = self._quick(record) if self._prefix else None
@@ -166,18 +167,18 @@ class SourceCheck:
         if type(record) is not list or len(record) != 6:
             return None
         kind, name, framework, target, metadata, source = record
-        if (
-            framework != self.source
-            or kind not in PLUGIN_TYPES
-            or type(name) is not str
-            or type(target) is not str
-            or type(source) is not str
-            or type(metadata) is not dict
-            or not 0 < len(name) <= MAX_NAME
-            or len(target) > MAX_TARGET
-            or not (name.isascii() and target.isascii() and name.isidentifier())
-        ):
+        if framework != self.source or not _plain(kind, name, target, metadata, source):
             return None
+        parts = self._own_module(target)
+        if parts is None or not self._own_file(source, parts):
+            return None
+        if not PLAIN_KEYS.issuperset(metadata) or record_metadata_problem(kind, metadata):
+            return None
+        return PluginSpec.of_record(record)
+
+    def _own_module(self, target: str) -> list[str] | None:
+        """The dotted parts of ``target``'s module when it is one of this source's package;
+        None otherwise (or for an unusual name)."""
         module, colon, qualname = target.partition(":")
         parts = module.split(".")
         if (
@@ -190,13 +191,30 @@ class SourceCheck:
             return None
         if self._depth == 3 and parts[1] not in OWN_PACKAGES:  # brainsmith's plugin packages
             return None
-        if source or not self._sources_optional:
-            base = self._folder + os.sep.join(parts[1:])
-            if source != base + ".py" and source != base + os.sep + "__init__.py":
-                return None
-        if not PLAIN_KEYS.issuperset(metadata) or record_metadata_problem(kind, metadata):
-            return None
-        return PluginSpec.of_record(record)
+        return parts
+
+    def _own_file(self, source: str, parts: list[str]) -> bool:
+        """``source`` is the file of the module ``parts`` name (or may be omitted)."""
+        if not source and self._sources_optional:
+            return True
+        base = self._folder + os.sep.join(parts[1:])
+        return source == base + ".py" or source == base + os.sep + "__init__.py"
+
+
+def _plain(kind: object, name: object, target: object, metadata: object, source: object) -> bool:
+    """A record's fields have the types and plain values the quick path takes."""
+    return (
+        kind in PLUGIN_TYPES
+        and type(name) is str
+        and type(target) is str
+        and type(source) is str
+        and type(metadata) is dict
+        and 0 < len(name) <= MAX_NAME
+        and len(target) <= MAX_TARGET
+        and name.isascii()
+        and target.isascii()
+        and name.isidentifier()
+    )
 
 
 # Metadata keys the quick path takes: all but a version range (checked and compared with

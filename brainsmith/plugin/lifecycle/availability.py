@@ -26,7 +26,6 @@ from brainsmith.plugin.spec import PluginSpec
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
 
     from brainsmith.plugin.registry import Registry
 
@@ -52,20 +51,29 @@ def is_available(plugin: PluginSpec | str, name: str | None = None) -> tuple[boo
     spec = plugin if isinstance(plugin, PluginSpec) else _registry().find(plugin, name or "")
     if spec.error and spec.error.startswith("unavailable:"):
         return False, spec.error.partition(":")[2].strip()
+    missing = _missing(spec)
+    if missing:
+        return False, missing
+    check = getattr(spec.obj, "check_available", None) if spec.obj is not None else None
+    if callable(check):
+        return _run_check(spec, check)
+    return True, "available"
+
+
+def _missing(spec: PluginSpec) -> str:
+    """What ``spec`` requires that is missing: a Python package or a tool on PATH ("" for
+    nothing)."""
     missing = [r for r in spec.metadata.get("requires", ()) if not _importable(r)]
     if missing:
         names = ", ".join(missing)
-        return False, f"needs Python package(s) {names} (pip install {' '.join(missing)})"
+        return f"needs Python package(s) {names} (pip install {' '.join(missing)})"
     import shutil
 
     absent = [t for t in spec.metadata.get("tools", ()) if shutil.which(t) is None]
     if absent:
         names = ", ".join(absent)
-        return False, f"needs {names} on PATH (install it or source its settings script)"
-    check = getattr(spec.obj, "check_available", None) if spec.obj is not None else None
-    if callable(check):
-        return _run_check(spec, check)
-    return True, "available"
+        return f"needs {names} on PATH (install it or source its settings script)"
+    return ""
 
 
 def backends_of(kernel: str) -> list[PluginSpec]:
@@ -85,7 +93,7 @@ def backends_of(kernel: str) -> list[PluginSpec]:
         )
     order = registry.frameworks()
 
-    def rank(spec: PluginSpec) -> tuple[Any, ...]:
+    def rank(spec: PluginSpec) -> tuple[int, int, int, str]:
         style = spec.metadata.get("backend_type")
         tie = BACKEND_TYPES.index(style) if style in BACKEND_TYPES else len(BACKEND_TYPES)
         place = order.index(spec.framework) if spec.framework in order else len(order)

@@ -322,21 +322,9 @@ def contributions(
             spec = kernel_builder.spec_for(item, framework)
             old += kernel_builder.displaced(spec)
         elif isinstance(getattr(item, PLUGIN_ATTRIBUTE, None), dict):
-            info = getattr(item, PLUGIN_ATTRIBUTE)
             target = f"{item.__module__}:{item.__qualname__}"
-            metadata = {k: v for k, v in info.items() if k not in ("type", "name")}
-            spec = PluginSpec(info["type"], info["name"], framework, target, metadata)
-            spec.obj = item
-            reason = incompatibility(metadata)
-            spec.error = f"unavailable: {reason}" if reason else None
-            for known in registry.by_target(target):
-                owner = registry.owner(known.framework)
-                if known.type == spec.type and owner and known.framework != framework:
-                    raise PluginError(
-                        f"plugin '{plugin.name}': {known.qualified_name} already belongs to "
-                        f"{owner.label}"
-                    )
-                old += [known] if known.type == spec.type else []
+            spec = _decorated_spec(item, getattr(item, PLUGIN_ATTRIBUTE), framework, target)
+            old += _replaced(plugin, spec, registry)
         else:
             raise PluginError(
                 f"plugin '{plugin.name}': custom operation {index} ({item!r}) is neither a "
@@ -344,6 +332,30 @@ def contributions(
             )
         specs.append(spec)
     return specs, old
+
+
+def _decorated_spec(item: object, info: dict[str, Any], framework: str, target: str) -> PluginSpec:
+    """The spec of a decorated ``item`` (its decorator's ``info``) that ``framework`` adds."""
+    metadata = {k: v for k, v in info.items() if k not in ("type", "name")}
+    spec = PluginSpec(info["type"], info["name"], framework, target, metadata)
+    spec.obj = item
+    reason = incompatibility(metadata)
+    spec.error = f"unavailable: {reason}" if reason else None
+    return spec
+
+
+def _replaced(plugin: PluginBundle, spec: PluginSpec, registry: Registry) -> list[PluginSpec]:
+    """The registered specs of ``spec``'s target and type, which it replaces; raises
+    ``PluginError`` for one that another package owns."""
+    old: list[PluginSpec] = []
+    for known in registry.by_target(spec.target):
+        owner = registry.owner(known.framework)
+        if known.type == spec.type and owner and known.framework != spec.framework:
+            raise PluginError(
+                f"plugin '{plugin.name}': {known.qualified_name} already belongs to {owner.label}"
+            )
+        old += [known] if known.type == spec.type else []
+    return old
 
 
 def contribute(source: str, specs: list[PluginSpec], old: list[PluginSpec]) -> None:

@@ -216,6 +216,33 @@ def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> Bu
     return BundleInfo(name=name, path=path, **fields)
 
 
+def _installed(
+    module: ModuleType, name: str, path: str, source: str, declared: dict[str, Any] | None
+) -> tuple[BundleInfo, PluginBundle | None]:
+    """The info of a plugin run from ``path`` as ``module``, and its bundle (installed as
+    ``source``) if it defines one; else its info is what it (or ``declared``) states."""
+    attribute = getattr(module, PACKAGE_ATTRIBUTE, None)
+    plugin = attribute if isinstance(attribute, PluginBundle) else None
+    if plugin is not None:
+        info = replace(plugin.info, name=name, path=path)
+        install(plugin, framework_name(name), source)
+    else:
+        if declared is None and attribute is not None:
+            declared = _checked(name, attribute, f"{path}: {PACKAGE_ATTRIBUTE}")
+        info = _info(name, declared or {}, path)
+    if not info.description:
+        info = replace(info, description=(module.__doc__ or "").strip().partition("\n")[0])
+    return info, plugin
+
+
+def _import_failure(exc: Exception) -> str:
+    """Why importing a plugin failed, as a problem says it."""
+    if isinstance(exc, PluginExit):
+        return f"importing it {exc}"
+    where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
+    return f"importing it raised {type(exc).__name__}: {exc}{where}"
+
+
 def _load(
     path: str, kind: str, name: str, module_name: str, declared: dict[str, Any] | None
 ) -> LoadedPlugin:
@@ -232,17 +259,7 @@ def _load(
     try:
         with contained():
             _run_module(module)
-            attribute = getattr(module, PACKAGE_ATTRIBUTE, None)
-            plugin = attribute if isinstance(attribute, PluginBundle) else None
-            if plugin is not None:
-                info = replace(plugin.info, name=name, path=path)
-                install(plugin, framework, source)
-            else:
-                if declared is None and attribute is not None:
-                    declared = _checked(name, attribute, f"{path}: {PACKAGE_ATTRIBUTE}")
-                info = _info(name, declared or {}, path)
-            if not info.description:
-                info = replace(info, description=(module.__doc__ or "").strip().partition("\n")[0])
+            info, plugin = _installed(module, name, path, source, declared)
     except BaseException as exc:  # undone whatever happened, a real Ctrl-C included
         withdraw(manager.registry().specs(framework=framework))
         _forget_modules(module_name)
@@ -252,11 +269,7 @@ def _load(
             exc, PluginLoadError | PluginLifecycleError
         ):
             raise
-        if isinstance(exc, PluginExit):
-            reason = f"importing it {exc}"
-        else:
-            where = "" if isinstance(exc, PluginError) else f" ({origin(exc)})"
-            reason = f"importing it raised {type(exc).__name__}: {exc}{where}"
+        reason = _import_failure(exc)
         report_problem(framework, f"plugin {name}", reason)
         raise PluginLoadError(f"cannot load plugin '{name}' from {path}: {reason}") from exc
     specs = manager.registry().specs(framework=framework)

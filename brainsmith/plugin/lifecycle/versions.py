@@ -124,14 +124,24 @@ def incompatibility(metadata: dict[str, Any], version: str | None = None) -> str
 
         version = __version__
     current = VersionInfo.parse(version)
-
     try:
-        low = metadata.get("min_brainsmith_version")
-        low = VersionInfo.coerce(low) if low else None
-        high = metadata.get("max_brainsmith_version")
-        high = VersionInfo.coerce(high) if high else None
+        low = _bound(metadata.get("min_brainsmith_version"))
+        high = _bound(metadata.get("max_brainsmith_version"))
     except ValueError as exc:
         return str(exc)
+    return _outside(current, version, low, high) or _unmatched(
+        metadata.get("brainsmith_version"), version
+    )
+
+
+def _bound(value: VersionInfo | str | None) -> VersionInfo | None:
+    return VersionInfo.coerce(value) if value else None
+
+
+def _outside(
+    current: VersionInfo, version: str, low: VersionInfo | None, high: VersionInfo | None
+) -> str | None:
+    """Why ``current`` is outside the declared bounds (``low`` alone: its major release)."""
     if low and current < low:
         return f"needs brainsmith >= {low}, this is {version}"
     if high and current > high:
@@ -141,16 +151,21 @@ def incompatibility(metadata: dict[str, Any], version: str | None = None) -> str
             f"needs brainsmith {low.major}.x (>= {low}), this is {version}; "
             "declare max_brainsmith_version if it also works here"
         )
-    spec = metadata.get("brainsmith_version")
-    if spec:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    return None
 
-        try:
-            allowed = SpecifierSet(spec)
-        except InvalidSpecifier:
-            return f"invalid brainsmith_version specifier {spec!r}"
-        if not allowed.contains(version, prereleases=True):
-            return f"needs brainsmith {spec}, this is {version}"
+
+def _unmatched(spec: str | None, version: str) -> str | None:
+    """Why ``version`` does not satisfy the PEP 440 specifier ``spec`` (if one is declared)."""
+    if not spec:
+        return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        allowed = SpecifierSet(spec)
+    except InvalidSpecifier:
+        return f"invalid brainsmith_version specifier {spec!r}"
+    if not allowed.contains(version, prereleases=True):
+        return f"needs brainsmith {spec}, this is {version}"
     return None
 
 

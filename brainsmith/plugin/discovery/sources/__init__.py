@@ -12,10 +12,31 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Protocol
+    from typing import Any, Protocol, TypedDict
 
-    State = dict[str, Any]  # a source's record in the discovery index
-    StoredScan = Callable[[], State | None]  # loads the per-file scan data stored with it
+    from brainsmith.plugin.discovery.stamps import Stamp
+
+    Row = list[object]  # a spec or problem record: its fields are checked where it is read
+
+    class State(TypedDict, total=False):
+        """A source's record in the discovery index (every source writes the first five)."""
+
+        specs: list[Row]
+        problems: list[Row]
+        stamp: list[Stamp]
+        checked: float
+        files: dict[str, Any]  # the per-file scan data, its shape the source's own
+        failed: bool  # the scan raised: retried after the TTL or when sys.path changes
+        root: str | None  # QONNX and FINN: the installed package folder
+        editable: bool
+        listing: list[list[str]]  # entry points: [distribution, version, name, value]
+        provides: list[str]  # a plugin folder: its top-level module names,
+        shadowed: dict[str, str]  # what they shadow,
+        imports: dict[str, list[str]]  # and the top-level names each file imports
+        packages: dict[str, list[Stamp]]  # entry points: top-level package -> its stamps
+        origin: str  # the digest of the shared index the state was read from
+
+    StoredScan = Callable[[], object]  # loads the per-file scan data stored with it (unchecked)
 
     class Source(Protocol):
         def scan(

@@ -189,7 +189,7 @@ class FrameworkAdapter:
         """Per-file facts: classes, functions and imports (a framework adds its registrations)."""
         return scan_tree(tree, module, is_package)
 
-    def index(self, states: list[dict[str, Any]]) -> ClassIndex:
+    def index(self, states: list[State]) -> ClassIndex:
         index = ClassIndex()
         for state in states:
             for *_, data in state.get("files", {}).values():
@@ -197,9 +197,7 @@ class FrameworkAdapter:
                     index.add_module(data["module"], data)
         return index
 
-    def specs(
-        self, state: dict[str, Any], index: ClassIndex
-    ) -> tuple[list[list[Any]], list[list[Any]]]:
+    def specs(self, state: State, index: ClassIndex) -> tuple[list[list[Any]], list[list[Any]]]:
         """Spec records and problem records for this framework."""
         specs: list[list[Any]] = []
         problems: list[list[Any]] = []
@@ -208,7 +206,7 @@ class FrameworkAdapter:
                 problems.append([self.framework, rel, data["error"]])
                 continue
             module = data["module"]
-            source = os.path.join(state["root"], rel)
+            source = os.path.join(state["root"] or "", rel)
             for name, (_, line, doc) in data["classes"].items():
                 if index.is_subclass(f"{module}.{name}"):
                     stage = stage_of(module, rel.endswith("__init__.py"))
@@ -219,5 +217,5 @@ class FrameworkAdapter:
         specs.extend(self.extra_specs(state, index))
         return specs, problems
 
-    def extra_specs(self, state: dict[str, Any], index: ClassIndex) -> list[list[Any]]:
+    def extra_specs(self, state: State, index: ClassIndex) -> list[list[Any]]:
         return []

@@ -25,10 +25,27 @@ from brainsmith.plugin.names import normalise
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from importlib.metadata import Distribution as Installed
     from importlib.metadata import EntryPoint
-    from typing import Any, TypeGuard
+    from typing import Any, TypedDict, TypeGuard
 
-    from brainsmith.plugin.discovery.sources import State, StoredScan
+    from brainsmith.plugin.discovery.sources import Row, State, StoredScan
+    from brainsmith.plugin.discovery.stamps import Stamp
+
+    class Listed(TypedDict):
+        """An installed distribution with plugin entry points, as ``read_listing`` finds it."""
+
+        name: str
+        version: str
+        rows: list[list[str]]  # [distribution, version, entry point name, value]
+        source: list[str]  # the values of its ``brainsmith.plugin_packages`` entry points
+
+    class Distribution(Listed):
+        """A distribution's record in the scan data: what reading it gave."""
+
+        stamp: list[Stamp]
+        specs: list[Row]
+        problems: list[Row]
 
 
 GROUP = "brainsmith.plugins"  # modules imported to read their plugins
@@ -36,20 +53,19 @@ SOURCE_GROUP = "brainsmith.plugin_packages"  # packages read from source, import
 GROUPS = (GROUP, SOURCE_GROUP)
 
 
-def read_listing() -> tuple[dict[str, Any], list[Any]]:
+def read_listing() -> tuple[dict[str, Listed], list[Row]]:
     """``({metadata folder: {"name", "version", "rows"}}, problem records)`` of every installed
     distribution with ``brainsmith.plugins`` entry points (the first of a name on ``sys.path``
     wins, as for imports). Rows are ``[distribution, version, entry point name, value]``."""
     from importlib.metadata import distributions
 
-    found: dict[str, dict[str, Any]] = {}
-    problems: list[list[Any]] = []
+    found: dict[str, Listed] = {}
+    problems: list[Row] = []
     seen: set[str] = set()
     for dist in distributions():
         where = str(getattr(dist, "_path", "") or "")
         try:
-            entries = [(ep.name, ep.value, ep.group) for ep in dist.entry_points]
-            entries = [entry for entry in entries if entry[2] in GROUPS]
+            entries = _plugin_entries(dist)
         except Exception as exc:  # one unreadable distribution never hides the others
             problems.append(
                 ["entry_points", f"installation {where}", f"unreadable entry points: {exc}"]
@@ -57,13 +73,8 @@ def read_listing() -> tuple[dict[str, Any], list[Any]]:
             continue
         if not entries:
             continue
-        name: str | None
-        version: str | None
-        try:
-            name, version = dist.metadata["Name"], dist.version
-        except Exception:
-            name = version = None
-        if not isinstance(name, str) or not name.strip():
+        name, version = _identity(dist)
+        if name is None:
             problems.append(
                 [
                     "entry_points",
@@ -76,11 +87,27 @@ def read_listing() -> tuple[dict[str, Any], list[Any]]:
         if normalise(name) in seen:
             continue
         seen.add(normalise(name))
-        version = str(version or "")
         rows = sorted([name, version, ep_name, value] for ep_name, value, _ in entries)
         from_source = sorted(value for _, value, group in entries if group == SOURCE_GROUP)
         found[where] = {"name": name, "version": version, "rows": rows, "source": from_source}
     return found, problems
+
+
+def _plugin_entries(dist: Installed) -> list[tuple[str, str, str]]:
+    """``(name, value, group)`` of a distribution's entry points in brainsmith's groups."""
+    entries = [(ep.name, ep.value, ep.group) for ep in dist.entry_points]
+    return [entry for entry in entries if entry[2] in GROUPS]
+
+
+def _identity(dist: Installed) -> tuple[str | None, str]:
+    """A distribution's name (None when its metadata names none) and version."""
+    try:
+        name, version = dist.metadata["Name"], dist.version
+    except Exception:
+        return None, ""
+    if not isinstance(name, str) or not name.strip():
+        return None, ""
+    return name, str(version or "")
 
 
 def listing() -> list[list[str]]:
@@ -116,7 +143,7 @@ class EntryPointSource:
         dists = known.get("dists") if isinstance(known, dict) else None
         dists = dists if isinstance(dists, dict) else {}
         found, problems = read_listing()
-        state_dists: dict[str, dict[str, Any]] = {}
+        state_dists: dict[str, Distribution] = {}
         for where, info in found.items():
             old = dists.get(where)
             if (
@@ -131,7 +158,7 @@ class EntryPointSource:
                 state_dists[where] = self._load(where, info)
         return summarise(state_dists, problems)
 
-    def _load(self, where: str, info: dict[str, Any]) -> dict[str, Any]:
+    def _load(self, where: str, info: Listed) -> Distribution:
         """Import one distribution's entry-point modules and read its decorated plugins."""
         rows = info["rows"]
         framework = normalise(info["name"])
@@ -139,8 +166,8 @@ class EntryPointSource:
         if self.reload_modules:
             forget_modules(tops)
         invalidate_import_caches()
-        specs: list[list[Any]] = []
-        problems: list[list[Any]] = []
+        specs: list[Row] = []
+        problems: list[Row] = []
         stamp = stamp_paths(stamped_files(where))  # before anything is read
         imported = [row for row in rows if row[3] not in info["source"]]
         imported_tops = {top_package(row[3]) for row in imported}
@@ -154,17 +181,23 @@ class EntryPointSource:
             specs.extend(found)
             problems.extend(read)
             stamp += stamps
-        modules = sorted(
-            file
-            for name, module in list(sys.modules.items())
-            if name.partition(".")[0] in imported_tops
-            and isinstance(file := getattr(module, "__file__", None), str)
-        )
-        stamp += stamp_paths(modules)
+        stamp += stamp_paths(_module_files(imported_tops))
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
 
 
-def _read_package(value: str, framework: str, where: str) -> tuple[list[Any], list[Any], list[Any]]:
+def _module_files(tops: set[str]) -> list[str]:
+    """The files of the imported modules of the top-level packages ``tops``, sorted."""
+    return sorted(
+        file
+        for name, module in list(sys.modules.items())
+        if name.partition(".")[0] in tops
+        and isinstance(file := getattr(module, "__file__", None), str)
+    )
+
+
+def _read_package(
+    value: str, framework: str, where: str
+) -> tuple[list[Row], list[Row], list[Stamp]]:
     """(spec records, problems, stamps) of the package ``value`` names, read from source
     (``brainsmith.plugin_packages``); found without importing it, on ``sys.path`` or through
     the editable import hook of its distribution (metadata folder ``where``)."""
@@ -225,7 +258,7 @@ def _package_folder(name: str, where: str) -> tuple[str | None, str, list[str]]:
     return None, error, hooks
 
 
-def _complete(record: object) -> TypeGuard[dict[str, Any]]:
+def _complete(record: object) -> TypeGuard[Distribution]:
     """A distribution's record in the scan data has every field ``summarise`` reads (it was
     read from a cache file another process may have written)."""
     fields = ("rows", "source", "stamp", "specs", "problems")
@@ -256,7 +289,7 @@ def invalidate_import_caches() -> None:
         namespace_path._epoch += 1  # type: ignore[union-attr]  # namespace packages look again
 
 
-def summarise(dists: dict[str, Any], problems: list[Any]) -> dict[str, Any]:
+def summarise(dists: dict[str, Distribution], problems: list[Row]) -> State:
     """The source state: what each distribution gave, plus the listing's own problems."""
     packages = {}  # top-level package -> the stamp of its distribution (what a reload checks)
     for d in dists.values():

@@ -73,7 +73,7 @@ class FolderSource:
         """Rescan the folders; files whose stamp is unchanged reuse ``scan_data()``."""
         old = scan_data() if previous is not None else None
         old = old if isinstance(old, dict) else {}
-        state: dict[str, Any] = {"files": {}, "specs": [], "problems": [], "stamp": []}
+        state: State = {"files": {}, "specs": [], "problems": [], "stamp": []}
         for root, prefix in self.roots:
             if not os.path.isdir(root):
                 reason = f"plugin folder {root} does not exist (check plugin_dirs)"
@@ -93,7 +93,7 @@ class FolderSource:
         return state
 
 
-def plain_imports_of(folder: str, files: dict[str, Any]) -> dict[str, Any]:
+def plain_imports_of(folder: str, files: dict[str, Any]) -> State:
     """What a folder offers to, and takes from, plain imports (``import helpers``): the names
     of its top-level modules, what an installed module of the same name would shadow, and the
     top-level names each file imports. ``module_clashes`` turns these into problems."""
@@ -103,7 +103,12 @@ def plain_imports_of(folder: str, files: dict[str, Any]) -> dict[str, Any]:
         owner = installed_module(name)
         if owner:
             shadowed[name] = owner
-    package = plugin_folders.package_name(folder)
+    imports = _plain_imports(files, plugin_folders.package_name(folder))
+    return {"provides": provides, "shadowed": shadowed, "imports": imports}
+
+
+def _plain_imports(files: dict[str, Any], package: str) -> dict[str, list[str]]:
+    """The top-level names each file imports, but its own ``package``."""
     imports: dict[str, list[str]] = {}
     for rel, (*_, data) in sorted(files.items()):
         if "error" in data:
@@ -112,8 +117,7 @@ def plain_imports_of(folder: str, files: dict[str, Any]) -> dict[str, Any]:
         heads = sorted(h for h in tops if h and h != package and h.isidentifier())
         if heads:
             imports[rel] = heads
-
-    return {"provides": provides, "shadowed": shadowed, "imports": imports}
+    return imports
 
 
 def installed_module(name: str) -> str:
@@ -132,7 +136,7 @@ def installed_module(name: str) -> str:
     return f"the installed module {name} ({where})"
 
 
-def module_clashes(folders: list[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
+def module_clashes(folders: list[tuple[str, State]]) -> list[list[str]]:
     """Problems for plain imports in plugin folders that reach a module other than the one
     beside the importing file, or that two folders both provide (in configured order)."""
     providers: dict[str, list[str]] = {}
@@ -146,23 +150,26 @@ def module_clashes(folders: list[tuple[str, dict[str, Any]]]) -> list[list[Any]]
         own = set(state.get("provides", ()))
         for rel, names in state.get("imports", {}).items():
             for name in names:
-                found = providers.get(name, [])
-                if not found:
-                    continue
-                winner = shadowed.get(name) or _module_path(found[0], name)
-                where = os.path.join(folder, rel)
-                if name in own and (name in shadowed or found[0] != folder):
-                    reason = (
-                        f"`import {name}` gets {winner}, not {name} beside it; "
-                        f"write `from . import {name}`"
-                    )
-                elif name not in own and len(found) > 1 and name not in shadowed:
-                    others = ", ".join(_module_path(f, name) for f in found[1:])
-                    reason = f"`import {name}` gets {winner}; {others} has that name too"
-                else:
-                    continue
-                problems.append(["user", where, reason])
+                reason = _clash(name, folder, name in own, providers.get(name, []), shadowed)
+                if reason:
+                    problems.append(["user", os.path.join(folder, rel), reason])
     return problems
+
+
+def _clash(
+    name: str, folder: str, own: bool, found: list[str], shadowed: dict[str, str]
+) -> str | None:
+    """Why a plain ``import name`` in ``folder`` (which provides it when ``own``) reaches
+    another module than meant; None when it does not. ``found``: the folders providing it."""
+    if not found:
+        return None
+    winner = shadowed.get(name) or _module_path(found[0], name)
+    if own and (name in shadowed or found[0] != folder):
+        return f"`import {name}` gets {winner}, not {name} beside it; write `from . import {name}`"
+    if not own and len(found) > 1 and name not in shadowed:
+        others = ", ".join(_module_path(f, name) for f in found[1:])
+        return f"`import {name}` gets {winner}; {others} has that name too"
+    return None
 
 
 def _module_path(folder: str, name: str) -> str:

@@ -28,7 +28,7 @@ MAX_SOURCE_BYTES = 8 * 2**20
 def scan_folder(
     root: str,
     prefix: str,
-    previous: dict[str, Any] | None,
+    previous: object,
     extract: Extract,
     known: KnownFacts | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
