@@ -54,15 +54,23 @@ def run_build_folder(
         outputs = board.run(x)
         assert board.last is not None
         figures = board.last
-    compared = ""
-    if expected is not None and expected_npy is not None:
-        exact, name = _output(board)
-        compare(outputs, expected, exact, expected_npy, name)
-        compared = f"equal to {expected_npy}" + (" (exact)" if exact else "")
+    compared = _compared(board, outputs, expected, expected_npy)
     if output_npy:
         np.save(output_npy, outputs)
     return RunOutcome(figures, outputs, board.identity.design_hash,
                       board.identity.clks_per_bit, compared)  # fmt: skip
+
+
+def _compared(
+    board: Board, outputs: np.ndarray, expected: np.ndarray | None, expected_npy: str | None
+) -> str:
+    """``outputs`` compared with ``expected`` (DriverError when they differ): what they
+    were compared with ("" without --expected)."""
+    if expected is None or expected_npy is None:
+        return ""
+    exact, name = _output(board)
+    compare(outputs, expected, exact, expected_npy, name)
+    return f"equal to {expected_npy}" + (" (exact)" if exact else "")
 
 
 def _board(

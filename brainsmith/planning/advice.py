@@ -158,6 +158,42 @@ def _reach(model: ModelWrapper, forward: bool) -> dict[str, bool]:
     return memo
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """An installed kernel's infer transform, to try on a model."""
+
+    kernel: str  # qualified name
+    op_type: str
+    transform: str
+    rewrites: tuple[str, ...]  # what the kernel runs first to expose its pattern
+
+
+def candidates() -> list[Candidate]:
+    """Every infer transform of every installed kernel that loads."""
+    from brainsmith.planning.plan import infer_transforms_of, op_type_of
+    from brainsmith.plugin import get_registry
+
+    return [
+        Candidate(spec.qualified_name, op_type_of(spec), name,
+                  tuple(str(r) for r in spec.metadata.get("rewrites", ())))
+        for spec in get_registry().specs("kernel") if not spec.error
+        for name in infer_transforms_of(spec)
+    ]  # fmt: skip
+
+
+def as_taker(candidate: Candidate, plan: BuildPlan) -> Taker:
+    """``candidate`` as the plan sees it: selected, excluded, or in place of a listed one."""
+    c = candidate
+    selected = plan.kernels is None or any(
+        k.op_type == c.op_type and c.transform in k.infer_transforms for k in plan.kernels
+    )
+    pinned = [k.name for k in plan.kernels or () if k.pinned and k.op_type == c.op_type]
+    listed = pinned[-1] if pinned else ""  # the last one listed for its op type
+    instead_of = listed if listed != c.kernel else ""
+    return Taker(c.kernel, c.transform, selected, c.kernel in plan.excluded, instead_of,
+                 c.rewrites, plan.exclusions.get(c.kernel, ""))  # fmt: skip
+
+
 def takers(
     before: ModelWrapper, cfg: DataflowBuildConfig, unselected_only: bool = False
 ) -> dict[str, list[Taker]]:
@@ -166,41 +202,24 @@ def takers(
     kernels the plan does not select are tried)."""
     from brainsmith.frameworks.finn.recipe.networks import transform_args
     from brainsmith.planning.context import context_of
-    from brainsmith.planning.plan import BuildPlan, infer_transforms_of, op_type_of
-    from brainsmith.plugin import get_registry
+    from brainsmith.planning.plan import BuildPlan
 
     plan = context_of(cfg).plan
-    selected = {(k.op_type, t) for k in plan.kernels or () for t in k.infer_transforms}
-    listed = {k.op_type: k.name for k in plan.kernels or () if k.pinned}
     made: dict[str, dict[str, set[str]]] = {}
     found: dict[str, list[Taker]] = {}
-    for spec in get_registry().specs("kernel"):
-        if spec.error:
+    for candidate in candidates():
+        taker = as_taker(candidate, plan)
+        if unselected_only and taker.selected:
             continue
-        op_type = op_type_of(spec)
-        rewrites = tuple(str(r) for r in spec.metadata.get("rewrites", ()))
-        for name in infer_transforms_of(spec):
-            chosen = plan.kernels is None or (op_type, name) in selected
-            if unselected_only and chosen:
-                continue
-            key = f"{name} {rewrites}"
-            if key not in made:
-                args = transform_args(name, cfg, BuildPlan())
-                made[key] = _converted_by(before, name, args, rewrites)
-            for tensor, op_types in made[key].items():
-                if op_type in op_types:
-                    taker = Taker(
-                        spec.qualified_name,
-                        name,
-                        chosen,
-                        spec.qualified_name in plan.excluded,
-                        listed.get(op_type, "")
-                        if listed.get(op_type) != spec.qualified_name
-                        else "",
-                        rewrites,
-                        plan.exclusions.get(spec.qualified_name, ""),
-                    )
-                    found.setdefault(tensor, []).append(taker)
+        name, rewrites = candidate.transform, candidate.rewrites
+        key = f"{name} {rewrites}"
+        if key not in made:
+            made[key] = _converted_by(
+                before, name, transform_args(name, cfg, BuildPlan()), rewrites
+            )
+        for tensor, op_types in made[key].items():
+            if candidate.op_type in op_types:
+                found.setdefault(tensor, []).append(taker)
     return found
 
 
@@ -210,6 +229,18 @@ def _converted_by(
     """Output tensors of ``before``'s nodes that transform ``name`` (after ``rewrites``)
     turns into hardware, with the hardware op types that took them. A rewrite may rename a
     node's outputs; its nodes are followed by name (a rewrite keeps the names it moves)."""
+    try:
+        rewritten, after = _trial(before, name, args, rewrites)
+    except Exception:  # a transform that cannot run on this model takes nothing
+        return {}
+    taken = _taken(rewritten, after)  # node name in ``rewritten`` -> op types that took it
+    return {out: taken[n.name] for n in before.graph.node if n.name in taken for out in n.output}
+
+
+def _trial(
+    before: ModelWrapper, name: str, args: dict[str, object], rewrites: tuple[str, ...]
+) -> tuple[ModelWrapper, ModelWrapper]:
+    """(``before`` after ``rewrites``, that after transform ``name``), on copies."""
     import copy
 
     from qonnx.core.modelwrapper import ModelWrapper
@@ -217,19 +248,21 @@ def _converted_by(
     from brainsmith.plugin import get_registry
 
     registry = get_registry()
-    try:
-        rewritten = ModelWrapper(copy.deepcopy(before.model))
-        for rewrite in rewrites:
-            rewritten = rewritten.transform(
-                cast("Callable[..., Any]", registry.get("transform", rewrite))()
-            )
-        transform = cast("Callable[..., Any]", registry.get("transform", name))(**args)
-        after = ModelWrapper(copy.deepcopy(rewritten.model)).transform(transform)
-    except Exception:  # a transform that cannot run on this model takes nothing
-        return {}
+    rewritten = ModelWrapper(copy.deepcopy(before.model))
+    for rewrite in rewrites:
+        rewritten = rewritten.transform(
+            cast("Callable[..., Any]", registry.get("transform", rewrite))()
+        )
+    transform = cast("Callable[..., Any]", registry.get("transform", name))(**args)
+    return rewritten, ModelWrapper(copy.deepcopy(rewritten.model)).transform(transform)
+
+
+def _taken(rewritten: ModelWrapper, after: ModelWrapper) -> dict[str, set[str]]:
+    """Node name in ``rewritten`` -> the hardware op types in ``after`` that took it (a node
+    whose outputs are all gone was absorbed into a new layer: any of them)."""
     made = {out: n.op_type for n in after.graph.node if is_hardware(n) for out in n.output}
     remaining = {out for n in after.graph.node for out in n.output}
-    taken: dict[str, set[str]] = {}  # node name in ``rewritten`` -> op types that took it
+    taken: dict[str, set[str]] = {}
     for node in rewritten.graph.node:
         if is_hardware(node):
             continue
@@ -238,7 +271,7 @@ def _converted_by(
             hits = set(made.values())
         if hits:
             taken[node.name] = hits
-    return {out: taken[n.name] for n in before.graph.node if n.name in taken for out in n.output}
+    return taken
 
 
 def float_operands(model: ModelWrapper, node: onnx.NodeProto) -> list[str]:
@@ -314,46 +347,102 @@ def advice(
     ``plan``), the kernels that took its neighbours."""
     options = list(dict.fromkeys(t for out in node.output for t in found.get(out, ())))
     if not options:
-        hint = NO_KERNEL_HINTS.get(node.op_type, "")
-        text = f"no installed plugin implements {node.op_type}"
-        floats = float_operands(model, node) if model is not None else []
-        if floats:
-            text += f"; floating-point operand{'s' if len(floats) > 1 else ''}: "
-            text += ", ".join(floats)
-            hint = FLOAT_HINTS.get(node.op_type, hint)
-            scales = (
-                [per_channel_scale(model, i) for i in node.input]
-                if node.op_type == "MatMul"
-                else []
-            )
-            if any(scales):
-                text += f"; per-channel scale: {', '.join(s for s in scales if s)}"
-                hint = PER_CHANNEL_HINT
-        constants = [
-            i for i in node.input if model is not None and model.get_initializer(i) is not None
-        ]
-        if constants and node.op_type in CONSTANT_HINTS:
-            text += f"; constant input{'s' if len(constants) > 1 else ''}: {', '.join(constants)}"
-            hint = CONSTANT_HINTS[node.op_type]
-        return f"{text} ({hint})" if hint else text
+        return no_kernel_advice(node, model)
     unselected = [t for t in options if not t.selected]
+    for decide in (_excluded_advice, _swap_advice, _add_advice):
+        text = decide(unselected)
+        if text:
+            return text
+    return _order_advice(node, options, converted, plan)
+
+
+@dataclass(frozen=True)
+class Clue:
+    """Something about a node no kernel takes: what it is, and the hint it calls for ("":
+    the hint so far stands)."""
+
+    text: str
+    hint: str = ""
+
+
+def no_kernel_advice(node: onnx.NodeProto, model: ModelWrapper | None) -> str:
+    """That no installed kernel implements ``node``, with what in ``model`` keeps it off
+    the hardware and what to do about it."""
+    text = f"no installed plugin implements {node.op_type}"
+    hint = NO_KERNEL_HINTS.get(node.op_type, "")
+    for clue in _clues(node, model) if model is not None else []:
+        text += f"; {clue.text}"
+        hint = clue.hint or hint
+    return f"{text} ({hint})" if hint else text
+
+
+def _clues(node: onnx.NodeProto, model: ModelWrapper) -> list[Clue]:
+    """Its floating-point operands (and a per-channel scale reaching a matrix product), and
+    a constant joined to the stream."""
+    constants = [i for i in node.input if model.get_initializer(i) is not None]
+    if not constants or node.op_type not in CONSTANT_HINTS:
+        return _float_clues(node, model)
+    text = f"constant input{_s(constants)}: {', '.join(constants)}"
+    return [*_float_clues(node, model), Clue(text, CONSTANT_HINTS[node.op_type])]
+
+
+def _float_clues(node: onnx.NodeProto, model: ModelWrapper) -> list[Clue]:
+    """Its floating-point operands, and a per-channel scale that reaches a matrix product."""
+    floats = float_operands(model, node)
+    if not floats:
+        return []
+    clues = [Clue(f"floating-point operand{_s(floats)}: {', '.join(floats)}",
+                  FLOAT_HINTS.get(node.op_type, ""))]  # fmt: skip
+    scales = [per_channel_scale(model, i) for i in node.input] if node.op_type == "MatMul" else []
+    if any(scales):
+        clues.append(Clue(f"per-channel scale: {', '.join(s for s in scales if s)}",
+                          PER_CHANNEL_HINT))  # fmt: skip
+    return clues
+
+
+def _s(items: list[str]) -> str:
+    return "s" if len(items) > 1 else ""
+
+
+def _excluded_advice(unselected: list[Taker]) -> str:
+    """Kernels that would convert it but are excluded: why, or to remove the exclude."""
     excluded = [t for t in unselected if t.excluded]
-    if excluded:
-        names = ", ".join(t.kernel for t in excluded)
-        if all(t.excluded_why for t in excluded):
-            return f"{names} would convert it, but {excluded[0].exclusion}"
-        return f"{names} would convert it, but the blueprint excludes it: remove it from exclude"
+    if not excluded:
+        return ""
+    names = ", ".join(t.kernel for t in excluded)
+    if all(t.excluded_why for t in excluded):
+        return f"{names} would convert it, but {excluded[0].exclusion}"
+    return f"{names} would convert it, but the blueprint excludes it: remove it from exclude"
+
+
+def _swap_advice(unselected: list[Taker]) -> str:
+    """A kernel that would convert it in place of a listed one building the same layers."""
     swaps = [t for t in unselected if t.instead_of]
-    if swaps:
-        t = swaps[0]
-        return (
-            f"{t.kernel} would convert it ({t.by}); the blueprint's {t.instead_of} "
-            f"builds the same layers without that transform: list {t.kernel} instead of "
-            f"{t.instead_of}, with the same backends"
-        )
-    if unselected:
-        names = ", ".join(f"{t.kernel} ({t.by})" for t in unselected)
-        return f"add kernel {names} to the blueprint's kernels, or use kernels: auto"
+    if not swaps:
+        return ""
+    t = swaps[0]
+    return (
+        f"{t.kernel} would convert it ({t.by}); the blueprint's {t.instead_of} "
+        f"builds the same layers without that transform: list {t.kernel} instead of "
+        f"{t.instead_of}, with the same backends"
+    )
+
+
+def _add_advice(unselected: list[Taker]) -> str:
+    """Kernels the blueprint does not select that would convert it: add them."""
+    if not unselected:
+        return ""
+    names = ", ".join(f"{t.kernel} ({t.by})" for t in unselected)
+    return f"add kernel {names} to the blueprint's kernels, or use kernels: auto"
+
+
+def _order_advice(
+    node: onnx.NodeProto,
+    options: list[Taker],
+    converted: ModelWrapper | None,
+    plan: BuildPlan | None,
+) -> str:
+    """Selected kernels convert it alone, but earlier transforms took its neighbours."""
     names = ", ".join(f"{t.kernel} ({t.by})" for t in options)
     takers_of = neighbour_kernels(node, converted, plan) if converted is not None else []
     culprit = (

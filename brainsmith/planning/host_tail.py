@@ -15,9 +15,14 @@ from brainsmith.planning.advice import blocking_nodes, explain_blocking, takers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
     import onnx
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.planning.advice import Taker
 
 
 @dataclass
@@ -37,24 +42,33 @@ class HostTail:
         source, graph = self.model.graph, parent.graph
         nodes = [n for n in source.node if n.name in self.names]
         used = {name for n in nodes for name in (*n.input, *n.output)}
-        have = {t.name for t in graph.initializer}
-        graph.initializer.extend(
-            copy.deepcopy(t) for t in source.initializer if t.name in used and t.name not in have
-        )
+        _add_missing(graph.initializer, source.initializer, _names(graph.initializer), used)
         boundary = list(graph.output)  # what the accelerator hands the tail
         del graph.output[:]
         graph.output.extend(copy.deepcopy(o) for o in source.output)
-        known = {v.name for v in (*graph.input, *graph.output, *graph.value_info)}
-        for info in [*boundary, *(v for v in source.value_info if v.name in used)]:
-            if info.name not in known:
-                graph.value_info.append(copy.deepcopy(info))
-                known.add(info.name)
+        known = _names([*graph.input, *graph.output, *graph.value_info])
+        _add_missing(graph.value_info, boundary, known)
+        _add_missing(graph.value_info, source.value_info, known, used)
         annotated = {a.tensor_name for a in graph.quantization_annotation}
-        for annotation in source.quantization_annotation:
-            if annotation.tensor_name in used and annotation.tensor_name not in annotated:
-                graph.quantization_annotation.append(copy.deepcopy(annotation))
+        _add_missing(graph.quantization_annotation, source.quantization_annotation, annotated, used)
         graph.node.extend(copy.deepcopy(n) for n in nodes)
         return parent
+
+
+def _names(items: Iterable[Any]) -> set[str]:
+    return {item.name for item in items}
+
+
+def _add_missing(
+    into: Any, items: Iterable[Any], have: set[str], wanted: set[str] | None = None
+) -> None:
+    """Copies of ``items`` (named by ``name`` or ``tensor_name``) appended to ``into``: those
+    ``wanted`` (all when None) not in ``have``, each name once."""
+    for item in items:
+        name = getattr(item, "tensor_name", None) or item.name
+        if name not in have and (wanted is None or name in wanted):
+            into.append(copy.deepcopy(item))
+            have.add(name)
 
 
 def split_host_tail(
@@ -65,37 +79,10 @@ def split_host_tail(
     and those nodes. The tail is empty when nothing blocks, or when an installed kernel
     would convert a blocking node (the blueprint leaves it out or excludes it): then the
     build stops and says which kernel to add."""
-    from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.transformation.infer_shapes import InferShapes
-
-    blocking = blocking_nodes(converted)
-    if not blocking:
-        return model, HostTail(model)
-    found = takers(model, cfg)
-    if any(found.get(out) for n in blocking for out in n.output):
-        return model, HostTail(model)  # a kernel would convert it: the build says which
-    made = {out for n in blocking for out in n.output}  # (the conversion renames nodes)
-    seeds = {n.name for n in model.graph.node if made & set(n.output)}
+    seeds, found = _seeds(model, converted, cfg)
     if not seeds:
         return model, HostTail(model)
     tail = downstream(model, seeds)
-    head = ModelWrapper(copy.deepcopy(model.model))
-    graph = head.graph
-    produced_in_tail = {out for n in graph.node if n.name in tail for out in n.output}
-    kept = [n for n in graph.node if n.name not in tail]
-    read_by_tail = {name for n in graph.node if n.name in tail for name in n.input}
-    boundary = [name for n in kept for name in n.output if name in read_by_tail]
-    del graph.node[:]
-    graph.node.extend(kept)
-    outputs = [o for o in graph.output if o.name not in produced_in_tail]
-    del graph.output[:]
-    graph.output.extend(outputs)
-    for name in dict.fromkeys(boundary):  # a tensor the tail reads: an output of the head
-        infos = [v for v in graph.value_info if v.name == name]
-        for info in infos:
-            graph.value_info.remove(info)
-        graph.output.append(infos[0] if infos else _value_info(head, name))
-    head = head.transform(InferShapes())
     order = [n.name for n in model.graph.node if n.name in tail]
     first = [n for n in model.graph.node if n.name in seeds]  # named as in final_parent.onnx
     why = "; ".join(explain_blocking(model, first, cfg, found))
@@ -103,7 +90,64 @@ def split_host_tail(
         f"{len(order)} node(s) run on the host after the accelerator, from the first node that "
         f"cannot be a hardware layer on: {why}"
     )
-    return head, HostTail(model, order, note)
+    return _head(model, tail), HostTail(model, order, note)
+
+
+def _seeds(
+    model: ModelWrapper, converted: ModelWrapper, cfg: DataflowBuildConfig
+) -> tuple[set[str], dict[str, list[Taker]]]:
+    """The nodes of ``model`` that start the tail (none when nothing blocks in
+    ``converted``, or when an installed kernel would convert a blocking node: then the build
+    says which), and the kernels that take ``model``'s nodes."""
+    blocking = blocking_nodes(converted)
+    if not blocking:
+        return set(), {}
+    found = takers(model, cfg)
+    made = {out for n in blocking for out in n.output}  # (the conversion renames nodes)
+    if any(found.get(out) for out in made):
+        return set(), found
+    return {n.name for n in model.graph.node if made & set(n.output)}, found
+
+
+def _head(model: ModelWrapper, tail: set[str]) -> ModelWrapper:
+    """A copy of ``model`` without the ``tail`` nodes; what the tail reads from the rest
+    becomes its outputs."""
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.transformation.infer_shapes import InferShapes
+
+    head = ModelWrapper(copy.deepcopy(model.model))
+    boundary = _cut(head.graph, tail)
+    for name in dict.fromkeys(boundary):  # a tensor the tail reads: an output of the head
+        head.graph.output.append(_take_value_info(head, name))
+    return head.transform(InferShapes())
+
+
+def _cut(graph: onnx.GraphProto, tail: set[str]) -> list[str]:
+    """``graph`` without the ``tail`` nodes and the outputs they make; returns what the
+    tail reads from the nodes kept."""
+    produced_in_tail, read_by_tail = _tail_tensors(graph, tail)
+    kept = [n for n in graph.node if n.name not in tail]
+    del graph.node[:]
+    graph.node.extend(kept)
+    outputs = [o for o in graph.output if o.name not in produced_in_tail]
+    del graph.output[:]
+    graph.output.extend(outputs)
+    return [name for n in kept for name in n.output if name in read_by_tail]
+
+
+def _tail_tensors(graph: onnx.GraphProto, tail: set[str]) -> tuple[set[str], set[str]]:
+    """What the ``tail`` nodes of ``graph`` produce, and what they read."""
+    nodes = [n for n in graph.node if n.name in tail]
+    return {out for n in nodes for out in n.output}, {name for n in nodes for name in n.input}
+
+
+def _take_value_info(model: ModelWrapper, name: str) -> onnx.ValueInfoProto:
+    """``name``'s value info, removed from ``model``'s (made from its shape if absent)."""
+    graph = model.graph
+    infos = [v for v in graph.value_info if v.name == name]
+    for info in infos:
+        graph.value_info.remove(info)
+    return infos[0] if infos else _value_info(model, name)
 
 
 def downstream(model: ModelWrapper, names: set[str]) -> set[str]:
