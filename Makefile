@@ -88,6 +88,6 @@ known-facts: setup  ## ship the per-file facts of the installed QONNX/FINN (afte
 fuzz: setup  ## long property-based runs (>= 10,000 cases each)
 	@BRAINSMITH_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -m fuzz
 
-lint: setup  ## ruff, and mypy (strict on brainsmith/plugin, brainsmith/blueprint and brainsmith/builder, default elsewhere)
+lint: setup  ## ruff, and mypy (strict on all of brainsmith, unreachable code an error)
 	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 	@$(VENV)/bin/mypy

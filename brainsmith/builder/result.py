@@ -153,7 +153,7 @@ def _figures(report: BuildReport) -> list[str]:
     from brainsmith.report.text import number, total_text
     from brainsmith.report.units import RESOURCES, finite
 
-    perf, goal = report.get("performance") or {}, report.get("target")
+    perf, goal = report.get("performance") or {}, report.get("target")  # type: ignore[unreachable]  # a report.json read back may lack it
     fps = f"{number(perf.get('estimated_fps'))} fps"
     if goal and not goal["met"]:
         fps += f" (target {number(goal['target_fps'])} missed)"

@@ -228,8 +228,9 @@ def _check_external_data(proto: onnx.ModelProto, path: str) -> None:
 def _external_bytes(info: ExternalDataInfo, folder: str) -> int:
     """The bytes onnx would read for ``info``: its length, else the rest of its file (in
     ``folder``) from the offset."""
-    if info.length is not None:
-        return int(info.length)
+    length: int | None = info.length  # None when the model gives no length
+    if length is not None:
+        return int(length)
     file = os.path.join(folder, info.location)
     stored = os.path.getsize(file) if os.path.isfile(file) else 0
     return max(0, stored - (info.offset or 0))

@@ -290,7 +290,7 @@ def _limited_by(perf: Performance, goal: Target | None) -> str | None:
 
 def _utilisation_bars(report: BuildReport) -> str:
     """One meter per resource: the share of the part the estimate takes."""
-    use, totals = report.get("utilisation") or {}, report.get("totals") or {}
+    use, totals = report.get("utilisation") or {}, report.get("totals") or {}  # type: ignore[unreachable]  # a report.json read back may lack it
     shares = use.get("percent") or {}
     incomplete = report.get("incomplete") or {}
     meters = []
@@ -315,7 +315,7 @@ def _utilisation_bars(report: BuildReport) -> str:
 
 def _measured_bars(report: BuildReport) -> str:
     """One meter per resource Yosys counted (FF too): the share of the part synthesis takes."""
-    section, available = report.get("synthesis"), (report.get("utilisation") or {}).get("available")
+    section, available = report.get("synthesis"), (report.get("utilisation") or {}).get("available")  # type: ignore[unreachable]  # a report.json read back may lack it
     if not section or not available:
         return ""
     counts = {**as_estimated(section["totals"]), "FF": section["totals"].get("FF", 0)}
@@ -387,7 +387,7 @@ def _resource_rows(report: BuildReport) -> list[tuple[str, str]]:
 
 
 def _resources(report: BuildReport) -> str:
-    totals, use = report.get("totals", {}), report.get("utilisation") or {}
+    totals, use = report.get("totals", {}), report.get("utilisation") or {}  # type: ignore[unreachable]  # a report.json read back may lack it
     incomplete = report.get("incomplete") or {}
     if not totals:
         return NONE

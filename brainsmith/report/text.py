@@ -161,7 +161,7 @@ def latency_text(report: BuildReport) -> str | None:
     """One frame's latency in time and in cycles at the clock, and where it comes from:
     "12.3 µs (2,452 cycles at 5 ns, estimated)"; measured when the stitched design was
     simulated, with the estimate beside it."""
-    perf, clock = report.get("performance") or {}, finite(report.get("clock_ns"))
+    perf, clock = report.get("performance") or {}, finite(report.get("clock_ns"))  # type: ignore[unreachable]  # a report.json read back may lack it
     simulated = _simulated_latency(report)
     estimated = finite(perf.get("critical_path_cycles"))
     cycles = simulated or estimated
@@ -200,7 +200,7 @@ def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
     """Throughput and latency at the clock the design runs at, with their sources, when a
     bitstream was made: ("12,345 fps at 48.0 MHz (nextpnr clock, Verilator cycles)",
     "20.8 µs (1,000 cycles at 48.0 MHz; nextpnr clock, Verilator cycles)"); else None."""
-    perf = report.get("performance") or {}
+    perf = report.get("performance") or {}  # type: ignore[unreachable]  # a report.json read back may lack it
     fps, mhz = finite(perf.get("fps")), finite(perf.get("clock_mhz"))
     if not fps or not mhz:
         return None

@@ -91,8 +91,8 @@ def prepare_finn() -> None:
     if _prepared:
         return
     with _prepare_lock:  # a second thread waits until the first has finished preparing
-        if _prepared:
-            return
+        if _prepared:  # the thread before us may have set it
+            return  # type: ignore[unreachable]
         if _preparing == threading.get_ident():
             from brainsmith.errors import BrainsmithError
 

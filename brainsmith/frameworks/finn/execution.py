@@ -232,7 +232,7 @@ def _as_its_rtl(compute: Callable[[HWCustomOp, np.ndarray], np.ndarray]) -> Patc
 
             if self.get_nodeattr("exec_mode") == "rtlsim" or not float_units.in_rtl_arithmetic():
                 original(self, context, graph)
-            return
+                return
             node = self.onnx_node
             values = compute(self, context[node.input[0]])
             context[node.output[0]] = values.reshape(context[node.output[0]].shape)

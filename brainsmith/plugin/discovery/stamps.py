@@ -92,7 +92,8 @@ def search_path() -> list[str]:
     """``sys.path`` as absolute folders, in order (``""`` is the working directory)."""
     cwd = None
     entries: list[str] = []
-    for entry in sys.path:
+    path: list[object] = list(sys.path)  # anything may be appended to sys.path
+    for entry in path:
         if not isinstance(entry, str):
             continue
         if not entry or not os.path.isabs(entry):

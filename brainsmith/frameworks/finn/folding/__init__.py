@@ -7,7 +7,6 @@ SetFolding run, the record handed to the build and written to ``folding.json``).
 
 from __future__ import annotations
 
-import importlib
 import warnings
 
 
@@ -15,7 +14,8 @@ def __getattr__(name: str) -> object:
     """The search's public names at their old path, with a deprecation warning."""
     if name.startswith("_") or name in ("search", "record"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    search = importlib.import_module(f"{__name__}.search")
+    from brainsmith.frameworks.finn.folding import search
+
     if not hasattr(search, name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     warnings.warn(
