@@ -9,10 +9,12 @@ blueprint selects it or not.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import cast
 
 from brainsmith.frameworks.finn.facts import is_hardware
+from brainsmith.plugin import get_registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,13 +79,19 @@ PASS_THROUGH = ("Transpose", "Shuffle", "Reshape", "Flatten", "Squeeze", "Unsque
 def per_channel_scale(model: ModelWrapper, name: str) -> str:
     """The multiplication by a constant of more than one value (``Mul``, or the FINN layer
     made of it) that ``name`` comes from through layout changes only ("" if none)."""
-    producer = model.find_producer(name)
-    while producer is not None and producer.op_type in PASS_THROUGH:
-        producer = model.find_producer(producer.input[0])
+    producer = _through_layout_changes(model, name)
     if producer is None or producer.op_type not in ("Mul", "ElementwiseMul"):
         return ""
     constants = [model.get_initializer(i) for i in producer.input]
     return producer.name if any(c is not None and c.size > 1 for c in constants) else ""
+
+
+def _through_layout_changes(model: ModelWrapper, name: str) -> onnx.NodeProto | None:
+    """The first node up from tensor ``name`` that is not a layout change (None: none)."""
+    producer: onnx.NodeProto | None = model.find_producer(name)
+    while producer is not None and producer.op_type in PASS_THROUGH:
+        producer = model.find_producer(producer.input[0])
+    return producer
 
 
 @dataclass(frozen=True)
@@ -112,24 +120,24 @@ class Taker:
         return f"by {self.transform}{after}{', '.join(self.rewrites)}"
 
 
+# A host node's place by (hardware upstream, hardware downstream)
+PLACES = {
+    (True, True): "between",
+    (False, True): "before",
+    (True, False): "after",
+    (False, False): "host",
+}
+
+
 def placement(model: ModelWrapper) -> dict[str, str]:
     """Node name -> "hardware", "before" (host, feeding the accelerator), "after" (host,
     reading from it), "between" (blocking) or "host" (not connected to hardware)."""
     upstream = _reach(model, forward=False)
     downstream = _reach(model, forward=True)
-    where: dict[str, str] = {}
-    for node in model.graph.node:
-        if is_hardware(node):
-            where[node.name] = "hardware"
-        elif upstream[node.name] and downstream[node.name]:
-            where[node.name] = "between"
-        elif downstream[node.name]:
-            where[node.name] = "before"
-        elif upstream[node.name]:
-            where[node.name] = "after"
-        else:
-            where[node.name] = "host"
-    return where
+    return {
+        n.name: "hardware" if is_hardware(n) else PLACES[upstream[n.name], downstream[n.name]]
+        for n in model.graph.node
+    }
 
 
 def blocking_nodes(model: ModelWrapper) -> list[onnx.NodeProto]:
@@ -140,22 +148,27 @@ def blocking_nodes(model: ModelWrapper) -> list[onnx.NodeProto]:
 
 def _reach(model: ModelWrapper, forward: bool) -> dict[str, bool]:
     """Node name -> whether a hardware layer lies downstream (``forward``) or upstream."""
+    neighbours = _consumers(model) if forward else _producers(model)
+    memo: dict[str, bool] = {}
+    order = list(zip(model.graph.node, neighbours, strict=True))  # inputs come first
+    for node, around in order if not forward else reversed(order):
+        memo[node.name] = any(is_hardware(n) or memo.get(n.name, False) for n in around)
+    return memo
+
+
+def _producers(model: ModelWrapper) -> list[list[onnx.NodeProto]]:
+    """For each node in order: the nodes that produce its inputs."""
     producers = {out: n for n in model.graph.node for out in n.output}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
+    return [[producers[i] for i in n.input if i in producers] for n in model.graph.node]
+
+
+def _consumers(model: ModelWrapper) -> list[list[onnx.NodeProto]]:
+    """For each node in order: the nodes that read its outputs."""
+    readers: dict[str, list[onnx.NodeProto]] = {}
     for node in model.graph.node:
         for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    memo: dict[str, bool] = {}
-
-    def neighbours(node: onnx.NodeProto) -> list[onnx.NodeProto]:
-        if forward:
-            return [c for out in node.output for c in consumers.get(out, ())]
-        return [producers[i] for i in node.input if i in producers]
-
-    order = list(model.graph.node)  # topological: a node's inputs come first
-    for node in order if not forward else reversed(order):
-        memo[node.name] = any(is_hardware(n) or memo.get(n.name, False) for n in neighbours(node))
-    return memo
+            readers.setdefault(name, []).append(node)
+    return [[c for out in n.output for c in readers.get(out, ())] for n in model.graph.node]
 
 
 @dataclass(frozen=True)
@@ -171,7 +184,6 @@ class Candidate:
 def candidates() -> list[Candidate]:
     """Every infer transform of every installed kernel that loads."""
     from brainsmith.planning.plan import infer_transforms_of, op_type_of
-    from brainsmith.plugin import get_registry
 
     return [
         Candidate(spec.qualified_name, op_type_of(spec), name,
@@ -184,14 +196,23 @@ def candidates() -> list[Candidate]:
 def as_taker(candidate: Candidate, plan: BuildPlan) -> Taker:
     """``candidate`` as the plan sees it: selected, excluded, or in place of a listed one."""
     c = candidate
-    selected = plan.kernels is None or any(
+    return Taker(c.kernel, c.transform, _selected(c, plan), c.kernel in plan.excluded,
+                 _listed_instead(c, plan), c.rewrites, plan.exclusions.get(c.kernel, ""))  # fmt: skip
+
+
+def _selected(c: Candidate, plan: BuildPlan) -> bool:
+    """Whether the plan's kernels run ``c``'s transform (every kernel: ``kernels: auto``)."""
+    return plan.kernels is None or any(
         k.op_type == c.op_type and c.transform in k.infer_transforms for k in plan.kernels
     )
+
+
+def _listed_instead(c: Candidate, plan: BuildPlan) -> str:
+    """The kernel the blueprint lists last for ``c``'s op type when it is not ``c``'s
+    ("" otherwise)."""
     pinned = [k.name for k in plan.kernels or () if k.pinned and k.op_type == c.op_type]
-    listed = pinned[-1] if pinned else ""  # the last one listed for its op type
-    instead_of = listed if listed != c.kernel else ""
-    return Taker(c.kernel, c.transform, selected, c.kernel in plan.excluded, instead_of,
-                 c.rewrites, plan.exclusions.get(c.kernel, ""))  # fmt: skip
+    listed = pinned[-1] if pinned else ""
+    return listed if listed != c.kernel else ""
 
 
 def takers(
@@ -241,11 +262,8 @@ def _trial(
     before: ModelWrapper, name: str, args: dict[str, object], rewrites: tuple[str, ...]
 ) -> tuple[ModelWrapper, ModelWrapper]:
     """(``before`` after ``rewrites``, that after transform ``name``), on copies."""
-    import copy
 
     from qonnx.core.modelwrapper import ModelWrapper
-
-    from brainsmith.plugin import get_registry
 
     registry = get_registry()
     rewritten = ModelWrapper(copy.deepcopy(before.model))
@@ -260,32 +278,43 @@ def _trial(
 def _taken(rewritten: ModelWrapper, after: ModelWrapper) -> dict[str, set[str]]:
     """Node name in ``rewritten`` -> the hardware op types in ``after`` that took it (a node
     whose outputs are all gone was absorbed into a new layer: any of them)."""
-    made = {out: n.op_type for n in after.graph.node if is_hardware(n) for out in n.output}
+    made = _made(after)
     remaining = {out for n in after.graph.node for out in n.output}
-    taken: dict[str, set[str]] = {}
-    for node in rewritten.graph.node:
-        if is_hardware(node):
-            continue
-        hits = {made[out] for out in node.output if out in made}
-        if not hits and not set(node.output) & remaining:  # absorbed into a new layer
-            hits = set(made.values())
-        if hits:
-            taken[node.name] = hits
-    return taken
+    nodes = [n for n in rewritten.graph.node if not is_hardware(n)]
+    return {n.name: hits for n in nodes if (hits := _took(n, made, remaining))}
+
+
+def _made(after: ModelWrapper) -> dict[str, str]:
+    """Tensor name -> the op type of the hardware layer in ``after`` that writes it."""
+    return {out: n.op_type for n in after.graph.node if is_hardware(n) for out in n.output}
+
+
+def _took(node: onnx.NodeProto, made: dict[str, str], remaining: set[str]) -> set[str]:
+    """The hardware op types that took ``node``: those ``made`` under its outputs' names,
+    else, when none of its outputs is ``remaining`` (absorbed into a new layer), any."""
+    hits = {made[out] for out in node.output if out in made}
+    if not hits and not set(node.output) & remaining:
+        return set(made.values())
+    return hits
 
 
 def float_operands(model: ModelWrapper, node: onnx.NodeProto) -> list[str]:
     """``node``'s computed inputs that carry floating-point values, each as ``tensor (from
     producer)``: what keeps a matrix product or softmax from an integer kernel."""
-    found: list[str] = []
-    for name in node.input:
-        if not name or model.get_initializer(name) is not None:
-            continue
-        if model.get_tensor_datatype(name).is_integer():
-            continue
-        producer = model.find_producer(name)
-        found.append(f"{name} (from {producer.name if producer else 'the graph input'})")
-    return found
+    return [_from(model, name) for name in node.input if _computed_float(model, name)]
+
+
+def _computed_float(model: ModelWrapper, name: str) -> bool:
+    """Whether tensor ``name`` is computed (not a constant) and carries floating point."""
+    if not name or model.get_initializer(name) is not None:
+        return False
+    return not model.get_tensor_datatype(name).is_integer()
+
+
+def _from(model: ModelWrapper, name: str) -> str:
+    """``name (from producer)``, or ``(from the graph input)``."""
+    producer = model.find_producer(name)
+    return f"{name} (from {producer.name if producer else 'the graph input'})"
 
 
 def fork_hint(plan: BuildPlan) -> str:
@@ -301,19 +330,23 @@ def fork_hint(plan: BuildPlan) -> str:
 def fork_problems(model: ModelWrapper) -> dict[str, str]:
     """Hardware node name -> why its output cannot feed several hardware layers as it is
     (a stream has one reader; FINN's DuplicateStreams copies it; see ``fork_hint``)."""
-    problems: dict[str, str] = {}
-    for node in model.graph.node:
-        if not is_hardware(node):
-            continue
-        for name in node.output:
-            readers = [n for n in model.find_consumers(name) or () if is_hardware(n)]
-            if len(readers) > 1:
-                names = ", ".join(n.name for n in readers)
-                problems[node.name] = (
-                    f"output feeds {len(readers)} hardware layers ({names}), but a stream has "
-                    "one reader"
-                )
-    return problems
+    hardware = [n for n in model.graph.node if is_hardware(n)]
+    return {n.name: problem for n in hardware if (problem := _fork(model, n))}
+
+
+def _fork(model: ModelWrapper, node: onnx.NodeProto) -> str:
+    """Why ``node``'s output cannot feed the several hardware layers that read it (its last
+    such output; "" when none forks)."""
+    problem = ""
+    for name in node.output:
+        readers = [n for n in model.find_consumers(name) or () if is_hardware(n)]
+        if len(readers) > 1:
+            names = ", ".join(n.name for n in readers)
+            problem = (
+                f"output feeds {len(readers)} hardware layers ({names}), but a stream has "
+                "one reader"
+            )
+    return problem
 
 
 def explain_blocking(
@@ -345,7 +378,7 @@ def advice(
     """What would convert ``node`` (selected or not), or that nothing installed would; with
     ``model``, its floating-point operands are named; with the ``converted`` model (and the
     ``plan``), the kernels that took its neighbours."""
-    options = list(dict.fromkeys(t for out in node.output for t in found.get(out, ())))
+    options = options_for(node, found)
     if not options:
         return no_kernel_advice(node, model)
     unselected = [t for t in options if not t.selected]
@@ -354,6 +387,11 @@ def advice(
         if text:
             return text
     return _order_advice(node, options, converted, plan)
+
+
+def options_for(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> list[Taker]:
+    """The kernels in ``found`` that would take ``node``, once each, in order."""
+    return list(dict.fromkeys(t for out in node.output for t in found.get(out, ())))
 
 
 @dataclass(frozen=True)
@@ -467,8 +505,10 @@ def neighbour_kernels(
         n for n in converted.graph.node
         if is_hardware(n) and n is not node and set(names) & {*n.input, *n.output}
     ]  # fmt: skip
-    kernels: list[str] = []
-    for layer in around:
-        kernel = plan.kernel_for(layer.op_type) if plan is not None else None
-        kernels.append(kernel.name if kernel is not None else f"finn:{layer.op_type}")
-    return list(dict.fromkeys(kernels))
+    return list(dict.fromkeys(_kernel_name(layer.op_type, plan) for layer in around))
+
+
+def _kernel_name(op_type: str, plan: BuildPlan | None) -> str:
+    """The plan's kernel for ``op_type``, else FINN's own (``finn:op_type``)."""
+    kernel = plan.kernel_for(op_type) if plan is not None else None
+    return kernel.name if kernel is not None else f"finn:{op_type}"

@@ -60,17 +60,23 @@ def finn_refusals() -> Iterator[dict[str, str]]:
 def asked_reason(node: onnx.NodeProto, style: str, plan: BuildPlan) -> str:
     """Who asked for ``style`` for ``node`` (before specialisation): the blueprint's pin, its
     ``prefer``, the default rule; for MVAU/VVAU left to FINN's rule, that rule ("" otherwise)."""
+    if not style:
+        return _finn_rule(node)
+    kernel = plan.kernel_for(node.op_type)
+    if kernel is not None and len(set(kernel.backend_types)) == 1:
+        return f"pinned to {style} by the blueprint"
+    if style == plan.style_for(node.op_type):
+        return f"prefer: {style}"
+    return _unasked_reason(node.op_type, style)
+
+
+def _finn_rule(node: onnx.NodeProto) -> str:
+    """FINN's rule for an MVAU/VVAU ``node`` no one asked a style for ("" for other layers:
+    said from the backend chosen)."""
     from qonnx.custom_op.registry import getCustomOp
 
-    kernel = plan.kernel_for(node.op_type)
-    if style and kernel is not None and len(set(kernel.backend_types)) == 1:
-        return f"pinned to {style} by the blueprint"
-    if style and style == plan.style_for(node.op_type):
-        return f"prefer: {style}"
-    if style:
-        return _unasked_reason(node.op_type, style)
     if node.op_type not in ("MVAU", "VVAU"):
-        return ""  # said from the backend chosen
+        return ""
     inst = getCustomOp(node)
     bits = min(inst.get_input_datatype(0).bitwidth(), inst.get_input_datatype(1).bitwidth())
     if inst.get_nodeattr("noActivation") == 0:
@@ -88,9 +94,7 @@ def backend_reason(
     it (``asked_reason``), ``finn_says`` FINN's whole warning when it refused RTL."""
     got = backend.rpartition("_")[2]
     if asked and got != asked:
-        if got == "hls":
-            return f"{why_asked}, but {rtl_refusal(op_type, part, finn_says)}"
-        return f"{why_asked}, but FINN has no HLS variant of {op_type}"
+        return f"{why_asked}, but {_refusal(op_type, got, part, finn_says)}"
     if why_asked:
         return why_asked
     if got == "hls" and finn_says:
@@ -98,17 +102,24 @@ def backend_reason(
     return _default_reason(backend)
 
 
+def _refusal(op_type: str, got: str, part: str, finn_says: str) -> str:
+    """Why FINN made a layer of ``op_type`` ``got`` (hls/rtl) against what was asked."""
+    if got == "hls":
+        return rtl_refusal(op_type, part, finn_says)
+    return f"FINN has no HLS variant of {op_type}"
+
+
 def rtl_refusal(op_type: str, part: str, finn_says: str) -> str:
     """Why FINN made a layer of ``op_type`` HLS for ``part``, from its whole warning."""
     from finn.util.basic import is_versal
 
     explanation = FINN_FALLBACK.sub("", " ".join(finn_says.split())) if finn_says else ""
-    if explanation and VERSAL.search(explanation) and not is_versal(part):
+    if not explanation:
+        return f"FINN has no RTL variant of {op_type}"
+    if VERSAL.search(explanation) and not is_versal(part):
         layers = "elementwise layers" if op_type.startswith("Elementwise") else f"{op_type} layer"
         return f"no RTL variant of {op_type} for this part: FINN's RTL {layers} need a Versal part"
-    if explanation:
-        return f"no RTL variant of {op_type} for this layer: FINN says: {explanation}"
-    return f"FINN has no RTL variant of {op_type}"
+    return f"no RTL variant of {op_type} for this layer: FINN says: {explanation}"
 
 
 def _default_reason(backend: str) -> str:

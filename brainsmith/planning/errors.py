@@ -80,18 +80,21 @@ class BuildError(BrainsmithError):
         return self.exit_code > 128
 
     def message(self) -> str:
-        from brainsmith.frameworks.finn.facts import step_label
-
-        step = step_label(self.step)
-        if self.interrupted:
-            where = "" if self.step == "setup" else f" in step '{step}'"
-            text = f"build interrupted{where}: {self.reason}"
-        elif self.step == "setup":
-            text = f"cannot build: {self.reason}"
-        else:
-            text = f"build failed in step '{step}': {self.reason}"
+        text = self._headline()
         if self.hint:
             text += f"\n  try: {self.hint}"
         if self.report:
             text += f"\n  report: {self.report}"
         return text
+
+    def _headline(self) -> str:
+        """What happened: interrupted, refused before it started, or failed in a step."""
+        from brainsmith.frameworks.finn.facts import step_label
+
+        step = step_label(self.step)
+        if self.interrupted:
+            where = "" if self.step == "setup" else f" in step '{step}'"
+            return f"build interrupted{where}: {self.reason}"
+        if self.step == "setup":
+            return f"cannot build: {self.reason}"
+        return f"build failed in step '{step}': {self.reason}"

@@ -15,8 +15,10 @@ from brainsmith.planning.advice import blocking_nodes, explain_blocking, takers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
+    from collections.abc import Iterable, MutableSequence
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
     import onnx
     from finn.builder.build_dataflow_config import DataflowBuildConfig
@@ -41,11 +43,10 @@ class HostTail:
         model's own outputs."""
         source, graph = self.model.graph, parent.graph
         nodes = [n for n in source.node if n.name in self.names]
-        used = {name for n in nodes for name in (*n.input, *n.output)}
+        used = _tensors(nodes)
         _add_missing(graph.initializer, source.initializer, _names(graph.initializer), used)
         boundary = list(graph.output)  # what the accelerator hands the tail
-        del graph.output[:]
-        graph.output.extend(copy.deepcopy(o) for o in source.output)
+        _replace(graph.output, [copy.deepcopy(o) for o in source.output])
         known = _names([*graph.input, *graph.output, *graph.value_info])
         _add_missing(graph.value_info, boundary, known)
         _add_missing(graph.value_info, source.value_info, known, used)
@@ -53,6 +54,17 @@ class HostTail:
         _add_missing(graph.quantization_annotation, source.quantization_annotation, annotated, used)
         graph.node.extend(copy.deepcopy(n) for n in nodes)
         return parent
+
+
+def _tensors(nodes: Iterable[onnx.NodeProto]) -> set[str]:
+    """The tensors ``nodes`` read or write."""
+    return {name for n in nodes for name in (*n.input, *n.output)}
+
+
+def _replace(repeated: MutableSequence[T], items: list[T]) -> None:
+    """The ``repeated`` field (of a graph) holding ``items`` instead."""
+    del repeated[:]
+    repeated.extend(items)
 
 
 def _names(items: Iterable[Any]) -> set[str]:
@@ -106,7 +118,12 @@ def _seeds(
     made = {out for n in blocking for out in n.output}  # (the conversion renames nodes)
     if any(found.get(out) for out in made):
         return set(), found
-    return {n.name for n in model.graph.node if made & set(n.output)}, found
+    return _producing(model, made), found
+
+
+def _producing(model: ModelWrapper, tensors: set[str]) -> set[str]:
+    """The nodes of ``model`` that write one of ``tensors``."""
+    return {n.name for n in model.graph.node if tensors & set(n.output)}
 
 
 def _head(model: ModelWrapper, tail: set[str]) -> ModelWrapper:
@@ -127,11 +144,8 @@ def _cut(graph: onnx.GraphProto, tail: set[str]) -> list[str]:
     tail reads from the nodes kept."""
     produced_in_tail, read_by_tail = _tail_tensors(graph, tail)
     kept = [n for n in graph.node if n.name not in tail]
-    del graph.node[:]
-    graph.node.extend(kept)
-    outputs = [o for o in graph.output if o.name not in produced_in_tail]
-    del graph.output[:]
-    graph.output.extend(outputs)
+    _replace(graph.node, kept)
+    _replace(graph.output, [o for o in graph.output if o.name not in produced_in_tail])
     return [name for n in kept for name in n.output if name in read_by_tail]
 
 

@@ -51,12 +51,7 @@ def lattice_plan(plan: BuildPlan) -> BuildPlan:
     options = plan.build
     name = lattice_board(options.board)
     if name is None:
-        if options.bitstream:
-            raise BuildError.setup(
-                "build.bitstream needs a Lattice ECP5 board (build.board), "
-                + (f"not the FINN board {options.board}" if options.board else "and none is set"),
-                "set one of " + ", ".join(LATTICE_BOARDS) + " (--board ulx3s-85f)",
-            )
+        _refuse_bitstream(options)
         return plan
     notes = [
         f"FINN folded for {STAND_IN_PART} (LUT6 estimates), a stand-in for {name}'s ECP5 part; "
@@ -71,26 +66,38 @@ def lattice_plan(plan: BuildPlan) -> BuildPlan:
     return _without_hls_only_kernels(replace(plan, notes=[*plan.notes, *notes]), name)
 
 
+def _refuse_bitstream(options: BuildOptions) -> None:
+    """A setup BuildError when ``options`` ask for a bitstream (not for a Lattice board)."""
+    if options.bitstream:
+        raise BuildError.setup(
+            "build.bitstream needs a Lattice ECP5 board (build.board), "
+            + (f"not the FINN board {options.board}" if options.board else "and none is set"),
+            "set one of " + ", ".join(LATTICE_BOARDS) + " (--board ulx3s-85f)",
+        )
+
+
+def _has_lattice_rtl(kernel: PlannedKernel) -> bool:
+    """Whether ``kernel`` has an RTL backend a Lattice part can have (not FINN's Versal-only
+    ones), among those the blueprint allows, or needs none."""
+    if kernel.name in INTEGER_RTL:
+        return True
+    try:
+        backends = backends_of(kernel.name)
+    except PluginError:  # none of its own: a build step replaces its layers (Shuffle)
+        return True
+    return any(
+        backend.metadata.get("backend_type") == "rtl"
+        and backend.qualified_name not in VERSAL_ONLY_RTL
+        and (not kernel.backends or backend.qualified_name in kernel.backends)
+        for backend in backends
+    )
+
+
 def _without_hls_only_kernels(plan: BuildPlan, board: str) -> BuildPlan:
     """``plan`` without its kernels that have no RTL backend a Lattice part can have (none,
     or only FINN's Versal-only ones): their layers stay on the host, before or after the
     accelerator, instead of becoming HLS layers that end the build at its bitstream."""
-
-    def has_rtl(kernel: PlannedKernel) -> bool:
-        if kernel.name in INTEGER_RTL:
-            return True
-        try:
-            backends = backends_of(kernel.name)
-        except PluginError:  # none of its own: a build step replaces its layers (Shuffle)
-            return True
-        return any(
-            backend.metadata.get("backend_type") == "rtl"
-            and backend.qualified_name not in VERSAL_ONLY_RTL
-            and (not kernel.backends or backend.qualified_name in kernel.backends)
-            for backend in backends
-        )
-
-    hls_only = [kernel.name for kernel in plan.kernels or () if not has_rtl(kernel)]
+    hls_only = [kernel.name for kernel in plan.kernels or () if not _has_lattice_rtl(kernel)]
     if not hls_only:
         return plan
     kept = without_kernels(plan, hls_only)

@@ -15,6 +15,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from brainsmith.blueprint import load_blueprint
 from brainsmith.blueprint.options import BuildOptions
 from brainsmith.blueprint.schema import DEFAULT_STEPS
 from brainsmith.errors import BrainsmithError, SkippedKernelWarning
@@ -29,7 +30,7 @@ from brainsmith.plugin.names import short_name, suggest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
     from brainsmith.blueprint import Blueprint
     from brainsmith.files import Json
@@ -245,8 +246,7 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
     phased = blueprint.transforms_phased
     options = blueprint.build
     steps, resolved = _steps_of(blueprint)
-    for phase in ("pre_hw", "post_hw"):
-        resolved.update({f"transform:{s.qualified_name}": s for s in phased.get(phase, ())})
+    resolved.update(_phased_transforms(phased))
     return BuildPlan(
         name=blueprint.name,
         path=blueprint.path,
@@ -260,6 +260,15 @@ def plan_from_blueprint(blueprint: Blueprint) -> BuildPlan:
         blueprint=blueprint.to_dict(),
         resolved=resolved,
     )
+
+
+def _phased_transforms(phased: Mapping[str, Sequence[PluginSpec]]) -> dict[str, PluginSpec]:
+    """The blueprint's ``pre_hw`` and ``post_hw`` transforms by ``transform:name``."""
+    return {
+        f"transform:{s.qualified_name}": s
+        for phase in ("pre_hw", "post_hw")
+        for s in phased.get(phase, ())
+    }
 
 
 def _steps_of(blueprint: Blueprint) -> tuple[list[str], dict[str, PluginSpec]]:
@@ -316,24 +325,40 @@ def auto_kernels(
     """``kernels: auto``: every installed kernel with an infer transform and a backend,
     besides the ``listed`` ones and the ``exclude``d; one choice per op type (the
     transforms of kernels building the same layers are merged), any backend allowed."""
-    registry = get_registry()
-    excluded = {spec.qualified_name for spec in exclude}
-    closed = {k.op_type for k in listed} | {op_type_of(spec) for spec in exclude}
-    with_backend = {str(b.metadata.get("kernel", "")) for b in registry.specs("backend")}
     found: dict[str, PlannedKernel] = {}
-    for spec in registry.specs("kernel"):
-        op_type = op_type_of(spec)
-        names = infer_transforms_of(spec)
-        if op_type in closed or not _auto_takes(spec, names, excluded, with_backend):
-            continue
+    for op_type, spec, names in _auto_taken(listed, exclude):
         planned = _auto_planned(spec, names)
         if planned is None:
             continue
         merged = found.setdefault(op_type, planned)
         if merged is not planned:  # kernels building the same layers: their transforms merged
-            merged.infer_transforms = list(dict.fromkeys([*merged.infer_transforms, *names]))
-            merged.rewrites = list(dict.fromkeys([*merged.rewrites, *planned.rewrites]))
+            _merge(merged, planned)
     return list(found.values())
+
+
+def _auto_taken(
+    listed: list[PlannedKernel], exclude: Collection[PluginSpec]
+) -> list[tuple[str, PluginSpec, list[str]]]:
+    """(op type, spec, infer transforms) of each installed kernel ``kernels: auto`` takes,
+    in the registry's order: none for an op type ``listed`` or ``exclude``d kernels build."""
+    registry = get_registry()
+    excluded = {spec.qualified_name for spec in exclude}
+    closed = {k.op_type for k in listed} | {op_type_of(spec) for spec in exclude}
+    with_backend = {str(b.metadata.get("kernel", "")) for b in registry.specs("backend")}
+    taken = []
+    for spec in registry.specs("kernel"):
+        op_type, names = op_type_of(spec), infer_transforms_of(spec)
+        if op_type not in closed and _auto_takes(spec, names, excluded, with_backend):
+            taken.append((op_type, spec, names))
+    return taken
+
+
+def _merge(kernel: PlannedKernel, other: PlannedKernel) -> None:
+    """``other``'s transforms and rewrites added to ``kernel``'s (both build the same layers)."""
+    kernel.infer_transforms = list(
+        dict.fromkeys([*kernel.infer_transforms, *other.infer_transforms])
+    )
+    kernel.rewrites = list(dict.fromkeys([*kernel.rewrites, *other.rewrites]))
 
 
 def _auto_planned(spec: PluginSpec, names: list[str]) -> PlannedKernel | None:
@@ -369,12 +394,17 @@ def without_kernels(plan: BuildPlan, names: Collection[str]) -> BuildPlan:
     gone = {spec.qualified_name for spec in specs}
     ops = {op_type_of(spec) for spec in specs}
     kept = None if plan.kernels is None else [k for k in plan.kernels if _kept(k, gone, ops)]
+    excluded = list(dict.fromkeys([*plan.excluded, *sorted(gone)]))
+    return replace(plan, kernels=kept, excluded=excluded, blueprint=_recorded(plan, gone))
+
+
+def _recorded(plan: BuildPlan, gone: set[str]) -> Json:
+    """``plan``'s recorded blueprint with the kernels ``gone`` added to its exclude."""
     recorded = dict(plan.blueprint)
     compiler = dict(recorded.get("hw_compiler") or {})
     compiler["exclude"] = list(dict.fromkeys([*compiler.get("exclude", ()), *sorted(gone)]))
     recorded["hw_compiler"] = compiler
-    excluded = list(dict.fromkeys([*plan.excluded, *sorted(gone)]))
-    return replace(plan, kernels=kept, excluded=excluded, blueprint=recorded)
+    return recorded
 
 
 def _kept(kernel: PlannedKernel, gone: set[str], ops: set[str]) -> bool:
@@ -389,6 +419,5 @@ def load_plan(blueprint: BlueprintSource) -> BuildPlan:
         return blueprint
     if hasattr(blueprint, "kernels") and hasattr(blueprint, "to_dict"):
         return plan_from_blueprint(cast("Blueprint", blueprint))  # recognised by its attributes
-    from brainsmith.blueprint import load_blueprint
 
     return plan_from_blueprint(load_blueprint(str(blueprint)))

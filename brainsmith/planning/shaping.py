@@ -16,6 +16,7 @@ from brainsmith.blueprint.choices import PREFERENCES, VERIFY_MODES
 from brainsmith.blueprint.options import check_given
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.frameworks.finn.tables import STEP_OUTPUTS, TOOL_STEPS
 from brainsmith.planning.errors import OPTIONS, BuildError, option
 from brainsmith.planning.lattice import check_part_and_board, finn_target, lattice_plan
 from brainsmith.planning.plan import BuildPlan, PlanError, load_plan, without_kernels
@@ -27,7 +28,7 @@ DEFAULT_BLUEPRINT = os.path.join(PACKAGED_BLUEPRINTS, "default.yaml")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     from finn.builder.build_dataflow_config import DataflowBuildConfig
@@ -107,23 +108,29 @@ def _checked_options(options: BuildOverrides, board: str | None) -> BuildOverrid
         {key: value for key, value in options.items() if value is not None}
     )
     if problems:
-        raise BuildError.setup(
-            "; ".join(
-                f"{_spelled(key)}: {message}"
-                for key, found in problems.items()
-                for message in found
-            )
-        )
+        raise BuildError.setup(_problems(problems))
     check_part_and_board(given.get("fpga_part"), given.get("board", board))
     if given.get("fpga_part") and given.get("board"):
         raise BuildError.setup(
             f"{option('part')} and {option('board')} are both given", "give one of them"
         )
+    _replace_target(given)
+    return given
+
+
+def _problems(problems: Mapping[str, Sequence[str]]) -> str:
+    """Every problem with the options given, each named as the caller wrote the option."""
+    return "; ".join(
+        f"{_spelled(key)}: {message}" for key, found in problems.items() for message in found
+    )
+
+
+def _replace_target(given: BuildOverrides) -> None:
+    """A part given replaces the blueprint's board; a board given, its part."""
     if "fpga_part" in given:
         given["board"] = None
     elif given.get("board"):
         given["fpga_part"] = None
-    return given
 
 
 def _spelled(key: str) -> str:
@@ -178,22 +185,30 @@ def resolve_steps(plan: BuildPlan) -> list[Step]:
 def _resolved(spec: PluginSpec) -> Step:
     """Step ``spec``: skipped when a tool it needs is not on PATH; FINN's hardware steps run
     FINN's body where brainsmith has it, else are loaded when they run without Vivado."""
-    from brainsmith.frameworks.finn.env import vivado_available
-    from brainsmith.frameworks.finn.recipe.steps import LEAN_STEPS
-    from brainsmith.frameworks.finn.tables import TOOL_STEPS
-
     tool_step = spec.framework == "finn" and spec.name in TOOL_STEPS
     missing = [t for t in spec.metadata.get("tools", []) if shutil.which(t) is None]
     step = Step(spec.name, spec.qualified_name, verifiable=not tool_step)
     if missing:
         step.skip_reason = f"needs {', '.join(missing)} on PATH"
-    elif tool_step and spec.name in LEAN_STEPS:  # FINN's body, its builder not imported
-        step.fn = cast("StepFunction", LEAN_STEPS[spec.name])
-    elif tool_step and not vivado_available():  # runs for some models only
-        step.deferred = spec
+    elif tool_step:
+        _tool_step(step, spec)
     else:
         step.fn = cast("StepFunction", get_registry().load(spec))
     return step
+
+
+def _tool_step(step: Step, spec: PluginSpec) -> None:
+    """FINN's hardware ``step`` (``spec``): FINN's body where brainsmith has it (its builder
+    not imported), else loaded now with Vivado or when it runs without (some models only)."""
+    from brainsmith.frameworks.finn.env import vivado_available
+    from brainsmith.frameworks.finn.recipe.steps import LEAN_STEPS
+
+    if spec.name in LEAN_STEPS:
+        step.fn = cast("StepFunction", LEAN_STEPS[spec.name])
+    elif not vivado_available():
+        step.deferred = spec
+    else:
+        step.fn = cast("StepFunction", get_registry().load(spec))
 
 
 def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
@@ -203,8 +218,6 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
     import finn.custom_op.fpgadataflow  # noqa: F401 - FINN's layers load during setup, not a step
     from finn.builder.build_dataflow_config import DataflowBuildConfig, DataflowOutputType
     from finn.util.exception import FINNConfigurationError
-
-    from brainsmith.frameworks.finn.tables import STEP_OUTPUTS
 
     options = plan.build
     part, board = finn_target(options)
