@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any
 
+from brainsmith.board.boards import BoardError, board
 from brainsmith.commands.place_route import placeable_build
 from brainsmith.commands.rtl_verification import FolderError
 from brainsmith.files import write_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.files import Json
 
 RESULT = os.path.join("bitstream", "report.json")
 WORKDIR = os.path.join("bitstream", "run")
@@ -27,13 +31,12 @@ def bitstream_build_folder(
     mhz: float | None = None,
     *,
     note: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> Json:
     """Make ``folder``'s stitched accelerator into a bitstream for ``board_name`` at ``mhz``
     (the build's clock when None); returns what it wrote to ``folder``/bitstream/report.json.
     FolderError (``reason``, ``hint``) for an unknown board, a clock the PLL cannot make, a
     folder that fails the gate or has no stitched accelerator, a missing tool, or a failed
     run (its log named)."""
-    from brainsmith.board.boards import BoardError, board
     from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
 
     try:

@@ -28,9 +28,11 @@ from brainsmith.planning.advice import (
     advice,
     fork_hint,
     fork_problems,
+    options_for,
     placement,
     takers,
 )
+from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
 from brainsmith.planning.context import BuildContext, context_of, running
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.host_tail import downstream
@@ -54,6 +56,8 @@ FRONT_END = "hardware_inference"  # check runs the steps before this one
 # whose output forks without DuplicateStreams, one whose only backend the blueprint forbids,
 # a node left on the host that the host's executor cannot run.
 BLOCKING = ("between", "fork", "backend", "unrunnable")
+BLOCKING_ELSEWHERE = tuple(p for p in BLOCKING if p != "between")
+ON_HOST = ("before", "after", "host", "tail")
 HOST_REASONS = {
     "before": "on the host, before the accelerator (its input side)",
     "after": "on the host, after the accelerator (it reads the accelerator's output)",
@@ -232,33 +236,45 @@ def _judge_hardware(
     kernel = plan.kernel_for(verdict.op_type)
     verdict.kernel = kernel.name if kernel is not None else f"finn:{verdict.op_type}"
     verdict.backend, verdict.reason = backend
-    style = verdict.backend.rpartition("_")[2]
-    allowed = kernel.backend_types if kernel is not None else []
     if verdict.name in forks:
         verdict.placement = "fork"
         verdict.reason = f"its {forks[verdict.name]}: {fork_hint(plan)}"
-    elif style == "hls" and board is not None:
-        verdict.placement = "backend"
-        verdict.reason = f"{board} has no HLS flow, and {verdict.reason}"
-    elif style in ("hls", "rtl") and allowed and style not in allowed:
-        verdict.placement = "backend"
-        verdict.reason = (
-            f"FINN can build it only as {verdict.backend}, but the blueprint allows "
-            f"{'/'.join(allowed)} for {verdict.kernel}: allow {style} for it"
-        )
+        return
+    allowed = kernel.backend_types if kernel is not None else []
+    forbidden = _forbidden_backend(verdict, allowed, board)
+    if forbidden:
+        verdict.placement, verdict.reason = "backend", forbidden
+
+
+def _forbidden_backend(verdict: NodeVerdict, allowed: Sequence[str], board: str | None) -> str:
+    """Why ``verdict``'s backend cannot be built: ``board`` has no HLS flow, or the blueprint
+    ``allowed`` other backends for its kernel ("" when it can)."""
+    style = verdict.backend.rpartition("_")[2]
+    if style == "hls" and board is not None:
+        return f"{board} has no HLS flow, and {verdict.reason}"
+    if style not in ("hls", "rtl") or not allowed or style in allowed:
+        return ""
+    return (
+        f"FINN can build it only as {verdict.backend}, but the blueprint allows "
+        f"{'/'.join(allowed)} for {verdict.kernel}: allow {style} for it"
+    )
 
 
 def _would_take(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> str:
     """For a host node: the installed kernels the blueprint does not select that would take
     it, and how to select them ("" if none)."""
-    options = list(dict.fromkeys(t for out in node.output for t in found.get(out, ())))
-    unselected = [t for t in options if not t.selected]
+    unselected = _unselected_takers(node, found)
     if not unselected:
         return ""
     names = ", ".join(f"{t.kernel} ({t.by})" for t in unselected)
     if all(t.excluded for t in unselected):
         return f"; {names} would take it, but {unselected[0].exclusion}"
     return f"; {names} would take it: add it to the blueprint's kernels, or use kernels: auto"
+
+
+def _unselected_takers(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> list[Taker]:
+    """The kernels that would take ``node`` that the blueprint does not select, once each."""
+    return [t for t in options_for(node, found) if not t.selected]
 
 
 def _host_tail(
@@ -272,15 +288,20 @@ def _host_tail(
     tail = downstream(model, {n.name for n in starts})
     first = ", ".join(n.name for n in starts)
     for verdict in nodes:
-        if verdict.name in tail and verdict.placement == "between":
-            verdict.placement = "tail"
-            verdict.reason += (
-                f"; the build runs it and the {len(tail) - 1} node(s) after it on the host"
-            )
-        elif verdict.name in tail:
-            verdict.placement, verdict.kernel, verdict.backend = "after", "", ""
-            verdict.reason = f"on the host, after {first} (which no hardware layer computes)"
+        if verdict.name in tail:
+            _left_on_host(verdict, len(tail) - 1, first)
     return nodes
+
+
+def _left_on_host(verdict: NodeVerdict, after: int, first: str) -> None:
+    """``verdict`` in a host tail that starts at ``first``: a tail start (``after`` nodes
+    follow it) keeps its reason, a node after it is on the host after the accelerator."""
+    if verdict.placement == "between":
+        verdict.placement = "tail"
+        verdict.reason += f"; the build runs it and the {after} node(s) after it on the host"
+        return
+    verdict.placement, verdict.kernel, verdict.backend = "after", "", ""
+    verdict.reason = f"on the host, after {first} (which no hardware layer computes)"
 
 
 def _tail_starts(
@@ -288,13 +309,20 @@ def _tail_starts(
 ) -> list[NodeVerdict]:
     """The nodes left between hardware layers that start a host tail: all of them, when
     nothing else blocks and no kernel the blueprint could select converts any; else none."""
-    starts = [n for n in nodes if n.placement == "between"]
-    if any(n.placement in BLOCKING and n.placement != "between" for n in nodes):
+    if any(n.placement in BLOCKING_ELSEWHERE for n in nodes):
         return []
-    outputs = {n.name: list(n.output) for n in model.graph.node}
-    if any(found.get(out) for n in starts for out in outputs[n.name]):
+    starts = [n for n in nodes if n.placement == "between"]
+    if _selectable_kernel_takes(model, starts, found):
         return []  # a kernel the blueprint could select converts one: it blocks
     return starts
+
+
+def _selectable_kernel_takes(
+    model: ModelWrapper, starts: list[NodeVerdict], found: dict[str, list[Taker]]
+) -> bool:
+    """Whether a kernel the blueprint could select converts one of ``starts``."""
+    outputs = {n.name: n.output for n in model.graph.node}
+    return any(found.get(out) for n in starts for out in outputs[n.name])
 
 
 def _unrunnable(model: ModelWrapper, nodes: list[NodeVerdict]) -> list[NodeVerdict]:
@@ -304,9 +332,7 @@ def _unrunnable(model: ModelWrapper, nodes: list[NodeVerdict]) -> list[NodeVerdi
     opsets = {o.domain: o.version for o in model.model.opset_import}
     host = {n.name: n for n in model.graph.node}
     for verdict in nodes:
-        if verdict.placement not in ("before", "after", "host", "tail"):
-            continue
-        why = host_cannot_run(host[verdict.name], opsets)
+        why = host_cannot_run(host[verdict.name], opsets) if verdict.placement in ON_HOST else ""
         if why:
             verdict.placement, verdict.kernel, verdict.backend = "unrunnable", "", ""
             verdict.reason = f"the host runs it with {HOST_EXECUTOR}, but {why}: {HOST_ADVICE}"
@@ -319,15 +345,12 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
     from brainsmith.steps.dataflow import integer_adds_in_rtl, set_backend_styles
 
     plan, part = context_of(cfg).plan, fpga_part(cfg)
     trial = ModelWrapper(copy.deepcopy(model.model))
     styles = set_backend_styles(trial, plan)
-    why = {
-        n.name: asked_reason(n, styles[n.name], plan) for n in trial.graph.node if n.name in styles
-    }
+    why = _asked_reasons(trial, styles, plan)
     integer_adds_in_rtl(trial, styles)  # as the step does
     try:
         with finn_refusals() as refused:
@@ -336,16 +359,33 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
         return {name: ("?", f"cannot specialise: {exc}") for name in why}
     if len(trial.graph.node) != len(model.graph.node):  # not one for one: no prediction
         return {name: ("?", reason) for name, reason in why.items()}
-    found = {}
-    for node, chosen in zip(model.graph.node, trial.graph.node, strict=True):
-        if node.name not in why:
-            continue
-        if chosen.domain == node.domain:  # not specialised: a later step decomposes it (Shuffle)
-            found[node.name] = ("-", "decomposed into other layers when folded")
-        else:
-            reason = backend_reason(
-                node.op_type, styles[node.name], why[node.name], chosen.op_type, part,
-                refused.get(node.name, ""),
-            )  # fmt: skip
-            found[node.name] = (chosen.op_type, reason)
-    return found
+    pairs = zip(model.graph.node, trial.graph.node, strict=True)
+    return {
+        node.name: _chosen(node, chosen, styles[node.name], why[node.name], part, refused)
+        for node, chosen in pairs
+        if node.name in why
+    }
+
+
+def _asked_reasons(trial: ModelWrapper, styles: dict[str, str], plan: BuildPlan) -> dict[str, str]:
+    """Hardware node name -> who asked for its backend style (``asked_reason``)."""
+    return {
+        n.name: asked_reason(n, styles[n.name], plan) for n in trial.graph.node if n.name in styles
+    }
+
+
+def _chosen(
+    node: onnx.NodeProto,
+    chosen: onnx.NodeProto,
+    style: str,
+    asked: str,
+    part: str,
+    refused: dict[str, str],
+) -> tuple[str, str]:
+    """(backend op type, why) ``node`` became ``chosen`` when specialised for ``part``."""
+    if chosen.domain == node.domain:  # not specialised: a later step decomposes it (Shuffle)
+        return ("-", "decomposed into other layers when folded")
+    reason = backend_reason(
+        node.op_type, style, asked, chosen.op_type, part, refused.get(node.name, "")
+    )
+    return (chosen.op_type, reason)

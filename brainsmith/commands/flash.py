@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from typing import Any
 
+from brainsmith.board.boards import BOARDS
 from brainsmith.commands.rtl_verification import FolderError
+from brainsmith.files import DamagedFile, read_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from brainsmith.files import Json
     from brainsmith.intake.gate import BuildFolder
 
 RESULT = os.path.join("bitstream", "report.json")
@@ -23,7 +25,7 @@ RESULT = os.path.join("bitstream", "report.json")
 
 def flash_build_folder(
     folder: str, *, to_flash: bool = False, cable: str | None = None, dry_run: bool = False
-) -> dict[str, Any]:
+) -> Json:
     """Load ``folder``'s bitstream onto its board (SRAM, or flash with ``to_flash``); with
     ``dry_run`` only the command. Returns the command, the bitstream, its board and SHA-256,
     ``to_flash`` and what openFPGALoader printed (empty in a dry run). FolderError (``exit_code`` 2: no usable bitstream, no
@@ -43,8 +45,6 @@ def flash_build_folder(
 def build_bitstream(folder: str) -> tuple[str, str, str]:
     """(board, absolute path of the .bit, its SHA-256) of ``folder``'s bitstream; FolderError
     (exit 2) when the folder fails the gate, has none, or its .bit is not the one made."""
-    from brainsmith.board.boards import BOARDS
-
     root = os.path.abspath(folder)
     data, path, built_for = _bitstream_record(folder, root)
     board, digest = data.get("board"), data.get("sha256")
@@ -66,7 +66,6 @@ def build_bitstream(folder: str) -> tuple[str, str, str]:
 
 def _opened(folder: str, root: str) -> BuildFolder:
     """``root`` through the gate (its report only); FolderError saying what it refused."""
-    from brainsmith.files import DamagedFile
     from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
     try:
@@ -81,12 +80,10 @@ def _opened(folder: str, root: str) -> BuildFolder:
         raise FolderError(getattr(exc, "reason", str(exc)), hint) from None
 
 
-def _bitstream_record(folder: str, root: str) -> tuple[dict[str, Any], str, str]:
+def _bitstream_record(folder: str, root: str) -> tuple[Json, str, str]:
     """(what records ``folder``'s bitstream, the file it is in, the board the build names):
     ``brainsmith bitstream``'s report, made after the build, else report.json's
     ``bitstream`` (``build --bitstream``)."""
-    from brainsmith.files import DamagedFile, read_json
-
     opened = _opened(folder, root)
     path = os.path.join(root, RESULT)
     built_for = opened.report.get("board") or "BOARD"

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
-from typing import Any, cast
+from collections.abc import Callable
 
+from brainsmith.blueprint.choices import lattice_board
+from brainsmith.board.top import frame_words
 from brainsmith.commands.rtl_verification import (
     CHANGED_HINT,
     FolderError,
@@ -23,11 +24,20 @@ from brainsmith.commands.rtl_verification import (
     unrecorded_hdl,
 )
 from brainsmith.files import write_text
+from brainsmith.place_route import PlaceRouteError, UnknownPart, place_route
+from brainsmith.place_route.flow import NotUsable, find_nextpnr
+from brainsmith.place_route.sources import stitched_design
+from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.files import Json
     from brainsmith.place_route.flow import Family
     from brainsmith.place_route.parts import Part
+    from brainsmith.report.schema import BuildReport
 
 RESULT = os.path.join("place_route", "report.json")
 WORKDIR = os.path.join("place_route", "run")
@@ -36,7 +46,6 @@ WORKDIR = os.path.join("place_route", "run")
 def _target(part_name: str, mhz: float | None) -> tuple[Family, Part]:
     """The family and part ``part_name`` names; FolderError for an unknown part or a clock
     ``mhz`` that is not one."""
-    from brainsmith.place_route import UnknownPart
     from brainsmith.place_route.families import target
 
     try:
@@ -51,10 +60,6 @@ def _target(part_name: str, mhz: float | None) -> tuple[Family, Part]:
 def _tool_error(exc: Exception) -> FolderError | None:
     """The FolderError for a place-and-route run that failed with ``exc`` (None for an
     unforeseen exception)."""
-    from brainsmith.place_route import PlaceRouteError
-    from brainsmith.place_route.flow import NotUsable
-    from brainsmith.synthesis import NotSynthesisable, YosysMissing
-
     if isinstance(exc, YosysMissing | NotUsable):
         return FolderError(str(exc), exc.hint)
     if isinstance(exc, PlaceRouteError):
@@ -64,37 +69,42 @@ def _tool_error(exc: Exception) -> FolderError | None:
     return None
 
 
-def placeable_build(folder: str, verb: str) -> tuple[dict[str, Any], Any, float]:
+def placeable_build(folder: str, verb: str) -> tuple[BuildReport, ModelWrapper, float]:
     """(report, final model, clock in ns) of a build whose stitched accelerator Yosys can map
     to a Lattice part; FolderError when the folder fails the gate, its RTL is not what the
     build wrote, it is for a part whose RTL names AMD primitives, or it names no clock."""
-    from brainsmith.synthesis import NotSynthesisable, family_of
-    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
-
     report = _read_report(folder)
     model, _ = gated_models(folder)  # before anything is read or written
     for problem in unrecorded_hdl(model, folder, None):
         raise FolderError(problem, CHANGED_HINT.format(verb=verb))
+    if not _lattice_build(report):
+        _refuse_amd_primitives(str(report.get("fpga_part") or ""), report.get("fpga_part"), verb)
+    return report, model, _clock_ns(report.get("clock_ns"), folder)
+
+
+def _refuse_amd_primitives(part: str, named: object, verb: str) -> None:
+    """FolderError when Yosys cannot map FINN's RTL for ``part`` (the report names
+    ``named``): its matrix units instantiate AMD primitives."""
     try:
-        if not _lattice_build(report):
-            family_of(str(report.get("fpga_part") or ""))
+        family_of(part)
     except NotSynthesisable:
         raise FolderError(
-            f"the build is for {report.get('fpga_part')!r}: FINN's matrix units for it "
+            f"the build is for {named!r}: FINN's matrix units for it "
             "instantiate AMD primitives with no model Yosys maps to another vendor's part",
             f"build with --prefer rtl --part {ULTRASCALE_PLUS_PART} and {verb} that folder",
         ) from None
-    clock_ns = report.get("clock_ns")
+
+
+def _clock_ns(clock_ns: object, folder: str) -> float:
+    """The build's clock period ``clock_ns`` (report.json's); FolderError when it is none."""
     if not isinstance(clock_ns, (int, float)) or not math.isfinite(clock_ns) or clock_ns <= 0:
         raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
-    return cast("dict[str, Any]", report), model, clock_ns
+    return clock_ns
 
 
-def _lattice_build(report: Mapping[str, Any]) -> bool:
+def _lattice_build(report: BuildReport) -> bool:
     """A build for a Lattice board (``build.board``): FINN's RTL for its stand-in 7-series
     part, its ``fpga_part`` the board's ECP5 part."""
-    from brainsmith.blueprint.choices import lattice_board
-
     return lattice_board(report.get("board")) is not None
 
 
@@ -104,17 +114,11 @@ def place_route_build_folder(
     *,
     mhz: float | None = None,
     note: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> Json:
     """Place and route ``folder``'s stitched accelerator for ``part_name`` at ``mhz`` (the
     build's clock when None); returns what it wrote to ``folder``/place_route/report.json.
     FolderError (``reason``, ``hint``) for an unknown part, a folder that fails the gate or
     has no stitched accelerator, a missing tool, or a failed run (its log named)."""
-    from brainsmith.board.top import frame_words
-    from brainsmith.place_route import place_route
-    from brainsmith.place_route.flow import find_nextpnr
-    from brainsmith.place_route.sources import stitched_design
-    from brainsmith.synthesis import find_yosys
-
     family, part = _target(part_name, mhz)
     report, model, clock_ns = placeable_build(folder, "place and route")
     say = note or quiet

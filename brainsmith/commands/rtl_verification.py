@@ -25,16 +25,23 @@ import numpy as np
 
 from brainsmith.builder.rtl_check import WORKDIR
 from brainsmith.errors import BrainsmithError
-from brainsmith.files import DamagedFile, DiskFull, read_json
+from brainsmith.files import DamagedFile, DiskFull, read_json, read_npy, read_npz, write_text
+from brainsmith.intake.model import InputError, check_model, kernel_domains
+from brainsmith.report.contents import to_json, write_html
 from brainsmith.report.rtl_tables import rtlsim_section
-from brainsmith.rtlsim.manifest import NAME, inside
+from brainsmith.rtlsim import ToolchainError, find_toolchain, simulate_design
+from brainsmith.rtlsim.manifest import NAME, ManifestError, check, inside, load
+from brainsmith.rtlsim.screen import UnsafeSource
+from brainsmith.rtlsim.sources import NotSimulated, layer_design
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.intake.model import CheckedModel
     from brainsmith.report.schema import BuildReport
     from brainsmith.rtlsim.layers import DesignResult
+    from brainsmith.rtlsim.manifest import Manifest
     from brainsmith.verification.verifier import Sample
 
 
@@ -60,7 +67,6 @@ def verify_build_folder(
     ``allow_changed`` simulates HDL files the build did not generate as they are, each
     named to ``warn``."""
     from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
-    from brainsmith.rtlsim import ToolchainError, find_toolchain
 
     report = _read_report(folder)
     model, parent = gated_models(folder)
@@ -98,9 +104,6 @@ def _check_layer_names(model: ModelWrapper, folder: str, only: list[str] | None)
 def _simulation_error(exc: Exception, log: TextIO, log_path: str) -> FolderError:
     """The FolderError for a simulation that failed with ``exc``; an unforeseen one (the
     simulation could not run at all) says why and keeps its traceback in the log."""
-    from brainsmith.rtlsim import ToolchainError
-    from brainsmith.rtlsim.screen import UnsafeSource
-
     if isinstance(exc, ToolchainError):
         return FolderError(str(exc), "install Verilator (make setup)")
     if isinstance(exc, UnsafeSource):
@@ -165,26 +168,31 @@ CHANGED_HINT = (
 
 def unrecorded_hdl(model: ModelWrapper, folder: str, only: list[str] | None) -> list[str]:
     """Why each HDL file the simulation would compile is not what the build generated."""
-    from brainsmith.rtlsim.manifest import ManifestError, check, load
-    from brainsmith.rtlsim.sources import NotSimulated, layer_design
-
     finn_dir = os.path.join(folder, "finn")
     try:
         manifest = load(finn_dir)
     except ManifestError as exc:
         return [f"the record of generated RTL {os.path.join(finn_dir, NAME)} is damaged: {exc}"]
-    problems = [] if manifest else [MISSING.format(folder=folder)]
-    root = os.path.realpath(folder)
+    if manifest is None:  # said once, for every file inside the folder
+        root = os.path.realpath(folder)
+        outside = [p for p in _compiled(model, only) if not inside(os.path.realpath(p), root)]
+        return [MISSING.format(folder=folder), *_unchecked(outside, folder, None)]
+    return _unchecked(_compiled(model, only), folder, manifest)
+
+
+def _unchecked(paths: list[str], folder: str, manifest: Manifest | None) -> list[str]:
+    """Why each of ``paths`` is not what ``manifest`` records (``rtlsim.manifest.check``)."""
+    return [problem for path in paths if (problem := check(path, folder, manifest))]
+
+
+def _compiled(model: ModelWrapper, only: list[str] | None) -> list[str]:
+    """The HDL files, sorted, that simulating ``model``'s layers (``only`` these) compiles."""
     files: set[str] = set()
     for node in model.graph.node:
         if not only or node.name in only:
             with contextlib.suppress(NotSimulated):  # a layer that is not compiled
                 files.update(layer_design(model, node).files)
-    for path in sorted(files):
-        if manifest is None and inside(os.path.realpath(path), root):
-            continue  # said once above
-        problems += filter(None, [check(path, folder, manifest)])
-    return problems
+    return sorted(files)
 
 
 MISSING = (
@@ -203,8 +211,6 @@ def _simulate(
     note: Callable[[str], None] | None,
     users: bool,
 ) -> DesignResult:
-    from brainsmith.rtlsim import simulate_design
-
     return simulate_design(
         model,
         vectors,
@@ -233,14 +239,19 @@ def _read_report(folder: str) -> BuildReport:
             "this folder's report.json is damaged: build the model again (brainsmith build)",
         ) from None
     if not os.path.isfile(os.path.join(folder, "final.onnx")):
-        error = report.get("error")
-        step = error.get("step", "?") if error else "?"
-        raise FolderError(
-            f"the build in {folder} did not finish (failed in step "
-            f"{step!r}): there is no final.onnx to simulate",
-            "fix the build and run it again",
-        )
+        raise _unfinished(folder, report)
     return report
+
+
+def _unfinished(folder: str, report: BuildReport) -> FolderError:
+    """The FolderError for a build that stopped before writing final.onnx."""
+    error = report.get("error")
+    step = error.get("step", "?") if error else "?"
+    return FolderError(
+        f"the build in {folder} did not finish (failed in step "
+        f"{step!r}): there is no final.onnx to simulate",
+        "fix the build and run it again",
+    )
 
 
 def _inputs(
@@ -262,12 +273,16 @@ def _user_inputs(model: ModelWrapper, input_npy: str) -> list[Sample]:
         raise FolderError(f"--input needs a single-input model; this one has {len(inputs)}")
     shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(inputs[0].name))
     x = _input_array(input_npy).astype(np.float32)
-    size = int(np.prod(shape))
-    if x.size == 0 or x.size % size:
+    if not _whole_frames(x.size, int(np.prod(shape))):
         raise FolderError(
             f"{input_npy} has shape {x.shape}, not a whole number of inputs of shape {shape}"
         )
     return [(s,) for s in x.reshape(-1, *shape)]
+
+
+def _whole_frames(size: int, frame: int) -> bool:
+    """Whether ``size`` values are one or more whole frames of ``frame`` values."""
+    return size > 0 and size % frame == 0
 
 
 def _regenerated(report: BuildReport, samples: int | None) -> list[Sample]:
@@ -275,57 +290,64 @@ def _regenerated(report: BuildReport, samples: int | None) -> list[Sample]:
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.util.cleanup import cleanup_model
 
-    from brainsmith.intake.model import InputError, check_model, kernel_domains
     from brainsmith.verification.verifier import generate_inputs
 
-    original = report.get("model", "")
+    checked = _original_model(report.get("model", ""))
+    reference = cleanup_model(ModelWrapper(checked.proto))
+    return generate_inputs(reference, samples or int(report.get("verify_samples") or 16), seed=0)
+
+
+def _original_model(original: str) -> CheckedModel:
+    """The build's original model, named by report.json, checked as build checks a model
+    (its domains imported); FolderError when it is gone or fails the check."""
     if not original or not os.path.isfile(original):
         raise FolderError(
             f"the build's original model {original or '(none recorded)'} is not there to "
             "regenerate the verification inputs",
             "pass --input X.npy with inputs for the model",
         )
-    try:  # named by report.json: checked as build checks a model (domains are imported)
-        checked = check_model(original, kernel_domains())
+    try:
+        return check_model(original, kernel_domains())
     except InputError as exc:
         raise FolderError(
             f"the build's original model {original}: {exc.reason}",
             "pass --input X.npy with inputs for the model",
         ) from None
-    reference = cleanup_model(ModelWrapper(checked.proto))
-    return generate_inputs(reference, samples or int(report.get("verify_samples") or 16), seed=0)
 
 
 def _input_array(path: str) -> np.ndarray:
     """``--input``'s array: a .npy, or an .npz holding one array; bounded from its headers
     (``files.read_npy``/``read_npz``), real numbers, never unpickled."""
-    from brainsmith.files import read_npy, read_npz
-
-    how = "give a .npy file saved with numpy.save(path, inputs)"
-    try:
-        if not os.path.isfile(path):
-            there = "is not a regular file" if os.path.exists(path) else "does not exist"
-            raise FolderError(f"--input {path} {there}", how)
-        with open(path, "rb") as handle:
-            archive = handle.read(2) == b"PK"
-        arrays = {"": read_npy(path)} if not archive else read_npz(path)
-    except (DamagedFile, OSError) as exc:
-        raise FolderError(f"--input {exc}", how) from None
+    arrays = _input_arrays(path)
     if any(a.dtype.kind == "f" and not np.isfinite(a).all() for a in arrays.values()):
         raise FolderError(f"--input {path} holds NaN or infinite values", "give finite numbers")
     if len(arrays) != 1:
         raise FolderError(
             f"--input {path} is an .npz archive of {len(arrays)} arrays "
             f"({', '.join(sorted(arrays)) or 'none'}); verify-rtl takes one array of inputs",
-            how,
+            INPUT_HOW,
         )
     return next(iter(arrays.values()))
 
 
-def _update_report(folder: str, report: BuildReport, result: DesignResult) -> None:
-    from brainsmith.files import write_text
-    from brainsmith.report.contents import to_json, write_html
+INPUT_HOW = "give a .npy file saved with numpy.save(path, inputs)"
 
+
+def _input_arrays(path: str) -> dict[str, np.ndarray]:
+    """The arrays in ``--input`` ``path`` by name ("" for a .npy); FolderError when it is
+    not a regular file or cannot be read."""
+    try:
+        if not os.path.isfile(path):
+            there = "is not a regular file" if os.path.exists(path) else "does not exist"
+            raise FolderError(f"--input {path} {there}", INPUT_HOW)
+        with open(path, "rb") as handle:
+            archive = handle.read(2) == b"PK"
+        return {"": read_npy(path)} if not archive else read_npz(path)
+    except (DamagedFile, OSError) as exc:
+        raise FolderError(f"--input {exc}", INPUT_HOW) from None
+
+
+def _update_report(folder: str, report: BuildReport, result: DesignResult) -> None:
     report["rtlsim"] = rtlsim_section(result)
     write_text(os.path.join(folder, "report.json"), to_json(report))
     write_html(folder, report)

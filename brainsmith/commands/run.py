@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from brainsmith.board.driver import Board, RunFigures
-from brainsmith.board.streams import DriverError
+from brainsmith.board.streams import DriverError, Host
 
 GENERATED_FRAMES = 8  # inputs drawn from the input's data type when none are given
 
@@ -48,17 +48,24 @@ def run_build_folder(
     say = note or (lambda message: None)
     with ExitStack() as stack:
         board = _board(stack, folder, port, simulate, baud, say)
-        if x is None:
-            x = _generated(board)
-        say(f"running {len(x) if x.ndim > 1 else 1} frames on {board.port}")
-        outputs = board.run(x)
-        assert board.last is not None
-        figures = board.last
+        outputs, figures = _ran(board, x, say)
     compared = _compared(board, outputs, expected, expected_npy)
     if output_npy:
         np.save(output_npy, outputs)
     return RunOutcome(figures, outputs, board.identity.design_hash,
                       board.identity.clks_per_bit, compared)  # fmt: skip
+
+
+def _ran(
+    board: Board, x: np.ndarray | None, say: Callable[[str], None]
+) -> tuple[np.ndarray, RunFigures]:
+    """(the outputs, what the run measured) of ``board`` run on ``x`` (None: generated)."""
+    if x is None:
+        x = _generated(board)
+    say(f"running {len(x) if x.ndim > 1 else 1} frames on {board.port}")
+    outputs = board.run(x)
+    assert board.last is not None
+    return outputs, board.last
 
 
 def _compared(
@@ -106,7 +113,6 @@ def load_array(path: str, option: str) -> np.ndarray:
 
 def _generated(board: Board) -> np.ndarray:
     """GENERATED_FRAMES inputs drawn from the design input's data type (seed 0)."""
-    from brainsmith.board.streams import Host
     from brainsmith.verification.verifier import generate_inputs
 
     runnable = Host(board.streams).runnable
@@ -115,8 +121,6 @@ def _generated(board: Board) -> np.ndarray:
 
 def _output(board: Board) -> tuple[bool, str]:
     """(whether the design's output is of an integer data type, its name)."""
-    from brainsmith.board.streams import Host
-
     runnable = Host(board.streams).runnable
     name = runnable.graph.output[0].name
     return bool(runnable.get_tensor_datatype(name).is_integer()), name
@@ -128,9 +132,6 @@ def compare(
     """DriverError (exit 1) naming the first frame and output element that differ: exactly
     for an integer output, else beyond verification's float tolerance (``FLOAT_RTOL`` of
     the largest expected value, plus ``VERIFY_RTOL`` of each)."""
-    from brainsmith.blueprint.options import VERIFY_RTOL
-    from brainsmith.verification.verifier import FLOAT_RTOL
-
     if expected.size != got.size:
         raise DriverError(
             f"--expected {path} has {expected.size} values, the run gave {got.size} "
@@ -139,9 +140,7 @@ def compare(
         )
     frames = got.reshape(len(got) if got.ndim > 1 else 1, -1).astype(np.float64)
     wanted = expected.reshape(frames.shape).astype(np.float64)
-    tolerance = 0.0 if exact else FLOAT_RTOL * float(np.abs(wanted).max(initial=0.0))
-    beyond = np.abs(frames - wanted) > tolerance + (0.0 if exact else VERIFY_RTOL) * np.abs(wanted)
-    beyond |= np.isnan(frames) != np.isnan(wanted)
+    tolerance, beyond = _beyond(frames, wanted, exact)
     if not beyond.any():
         return
     frame, index = (int(i) for i in np.argwhere(beyond)[0])
@@ -154,6 +153,20 @@ def compare(
         "the expected output of this --input?",
         exit_code=1,
     )
+
+
+def _beyond(frames: np.ndarray, wanted: np.ndarray, exact: bool) -> tuple[float, np.ndarray]:
+    """(the absolute tolerance, where ``frames`` differ from ``wanted`` beyond it): none for
+    an ``exact`` comparison, else ``FLOAT_RTOL`` of the largest wanted value plus
+    ``VERIFY_RTOL`` of each; a NaN matches only a NaN."""
+    from brainsmith.blueprint.options import VERIFY_RTOL
+    from brainsmith.verification.verifier import FLOAT_RTOL
+
+    tolerance = 0.0 if exact else FLOAT_RTOL * float(np.abs(wanted).max(initial=0.0))
+    relative = 0.0 if exact else VERIFY_RTOL
+    beyond = np.abs(frames - wanted) > tolerance + relative * np.abs(wanted)
+    beyond |= np.isnan(frames) != np.isnan(wanted)
+    return tolerance, beyond
 
 
 __all__ = ["RunOutcome", "compare", "load_array", "run_build_folder"]

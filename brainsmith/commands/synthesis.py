@@ -17,6 +17,7 @@ from collections.abc import Callable
 from brainsmith.commands.rtl_verification import (
     FolderError,
     _read_report,
+    _require_layers,
     gated_models,
     quiet,
     refuse_changed_hdl,
@@ -24,15 +25,17 @@ from brainsmith.commands.rtl_verification import (
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.frameworks.finn.facts import RESOURCES
 from brainsmith.report.measured import synthesis_run
+from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+from brainsmith.synthesis.run import CacheError, synthesise_design
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.files import Json
     from brainsmith.report.schema import BuildReport, Layer
-    from brainsmith.synthesis import DesignSynthesis
+    from brainsmith.synthesis import DesignSynthesis, LayerSynthesis
     from brainsmith.synthesis.yosys import Yosys
 
 RESULT = "synthesis.json"
@@ -46,7 +49,7 @@ def synthesise_build_folder(
     note: Callable[[str], None] | None = None,
     allow_changed: bool = False,
     warn: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> Json:
     """Synthesise ``folder``'s RTL layers; returns what it wrote to ``folder``/synthesis.json.
     Raises FolderError (``reason``, ``hint``) for a folder that is not a finished build or
     fails the gate (``intake.gate``), HDL the build did not generate (unless
@@ -70,32 +73,36 @@ def synthesise_build_folder(
     except DiskFull as exc:
         raise FolderError(exc.reason, exc.hint) from exc
     except OSError as exc:
-        if exc.errno not in FULL_DISKS and not disk_full(workdir):
+        full = _full_disk(exc, workdir)
+        if full is None:
             raise
-        full = DiskFull(workdir, code=exc.errno if exc.errno in FULL_DISKS else errno.ENOSPC)
         raise FolderError(full.reason, full.hint) from exc
     return data
 
 
+def _full_disk(exc: OSError, workdir: str) -> DiskFull | None:
+    """The DiskFull that ``exc`` means when the disk holding ``workdir`` is full (None when
+    it is not)."""
+    if exc.errno in FULL_DISKS:
+        return DiskFull(workdir, code=exc.errno)
+    return DiskFull(workdir, code=errno.ENOSPC) if disk_full(workdir) else None
+
+
 def _synthesisable_part(report: BuildReport, folder: str) -> str:
     """The part the build names, if Yosys can map to it; FolderError otherwise."""
-    from brainsmith.synthesis import NotSynthesisable, family_of
-
     part = report.get("fpga_part") or ""
     if not part:
         raise FolderError(f"{folder}/report.json names no fpga_part", "build it again")
     try:
         family_of(part)
     except NotSynthesisable as exc:
-        hint = f"brainsmith build MODEL BLUEPRINT --part {_part_hint()}"
+        hint = f"brainsmith build MODEL BLUEPRINT --part {ULTRASCALE_PLUS_PART}"
         raise FolderError(str(exc), hint) from None
     return part
 
 
 def _yosys(note: Callable[[str], None]) -> Yosys:
     """Yosys, started; FolderError saying how to install it when it is missing."""
-    from brainsmith.synthesis import YosysMissing, find_yosys
-
     try:
         note("starting Yosys (the first run after installing takes about a minute)")
         return find_yosys()
@@ -113,7 +120,6 @@ def _synthesised(
 ) -> DesignSynthesis:
     """Every RTL layer of ``model`` through Yosys, logged to ``workdir``/synth.log."""
     from brainsmith.frameworks.finn.env import contain_finn_output
-    from brainsmith.synthesis.run import CacheError, synthesise_design
 
     os.makedirs(workdir, exist_ok=True)
     log_path = os.path.join(workdir, "synth.log")
@@ -136,39 +142,10 @@ def _finns(layer: Layer) -> dict[str, float | None]:
     }
 
 
-def _part_hint() -> str:
-    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
-
-    return ULTRASCALE_PLUS_PART
-
-
-def _require_layers(model: ModelWrapper, folder: str) -> None:
-    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
-
-    try:
-        require_layers(model, os.path.join(folder, "final.onnx"))
-    except LayerPluginError as exc:
-        raise FolderError(exc.reason, exc.hint) from exc
-
-
-def as_json(result: DesignSynthesis, report: BuildReport, folder: str) -> dict[str, Any]:
+def as_json(result: DesignSynthesis, report: BuildReport, folder: str) -> Json:
     """synthesis.json: per layer its status, reason, Yosys' counts and FINN's estimate."""
     estimates = {layer["name"]: layer for layer in report.get("layers") or []}
-    layers = []
-    for layer in result.layers:
-        estimate = estimates.get(layer.name)
-        layers.append(
-            {
-                "name": layer.name,
-                "op_type": layer.op_type,
-                "status": layer.status,
-                "reason": layer.reason,
-                "counts": layer.counts,
-                "other_cells": layer.other,
-                **synthesis_run(layer, folder),
-                "finn_estimate": None if estimate is None else _finns(estimate),
-            }
-        )
+    layers = [_layer_json(layer, estimates.get(layer.name), folder) for layer in result.layers]
     return {
         "part": result.part,
         "family": result.family,
@@ -180,7 +157,21 @@ def as_json(result: DesignSynthesis, report: BuildReport, folder: str) -> dict[s
     }
 
 
-def _finn_total(layers: list[dict[str, Any]], key: str) -> float | None:
+def _layer_json(layer: LayerSynthesis, estimate: Layer | None, folder: str) -> Json:
+    """One layer of synthesis.json, beside FINN's ``estimate`` for it (None: no estimate)."""
+    return {
+        "name": layer.name,
+        "op_type": layer.op_type,
+        "status": layer.status,
+        "reason": layer.reason,
+        "counts": layer.counts,
+        "other_cells": layer.other,
+        **synthesis_run(layer, folder),
+        "finn_estimate": None if estimate is None else _finns(estimate),
+    }
+
+
+def _finn_total(layers: list[Json], key: str) -> float | None:
     """FINN's estimate summed over the synthesised layers; None if one has no estimate."""
     values = [
         (layer["finn_estimate"] or {}).get(key)
