@@ -12,14 +12,19 @@ without one they behave like FINN's defaults.
 
 from __future__ import annotations
 
+import logging
 from typing import cast
 
+from brainsmith.blueprint.choices import lattice_board
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN, is_hardware
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
 from brainsmith.planning.context import context_of
-from brainsmith.plugin import step
+from brainsmith.plugin import get_registry, step
+from brainsmith.plugin.errors import PluginError
+from brainsmith.plugin.metadata import PRIORITY_LEVELS
 from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
@@ -281,19 +286,15 @@ def _check_board_has_hls(
 ) -> None:
     """A StepError naming every HLS layer when the build's board is a Lattice one: it has no
     HLS flow, so such a layer would stop the bitstream after every later step."""
-    from brainsmith.blueprint.choices import lattice_board
-    from brainsmith.planning.backend_reason import backend_reason
-
-    options = context_of(cfg).plan.options  # None: FINN's own builder with a plain config
-    board = lattice_board(options.board) if options is not None else None
+    board = _lattice_board(cfg)
     hls = [n for n in model.graph.node if BACKEND_STYLES.get(n.domain) == "hls"]
     if board is None or not hls:
         return
     part = fpga_part(cfg)
     layers: dict[str, list[str]] = {}  # why -> the layers it holds for
     for node in hls:
-        name, op_type, style, why = asked.get(node.output[0], (node.name, node.op_type, "", ""))
-        reason = backend_reason(op_type, style, why, node.op_type, part, refused.get(name, ""))
+        asking = asked.get(node.output[0], (node.name, node.op_type, "", ""))
+        name, reason = _backend_reason(node, asking, part, refused)
         layers.setdefault(reason, []).append(name)
     raise StepError(
         f"{board} has no HLS flow, but {len(hls)} layer(s) can only be HLS: "
@@ -304,6 +305,23 @@ def _check_board_has_hls(
     )
 
 
+def _lattice_board(cfg: DataflowBuildConfig) -> str | None:
+    """The build's Lattice board (None: none, or FINN's own builder with a plain config)."""
+    options = context_of(cfg).plan.options
+    return lattice_board(options.board) if options is not None else None
+
+
+def _backend_reason(
+    node: onnx.NodeProto, asking: tuple[str, str, str, str], part: str, refused: dict[str, str]
+) -> tuple[str, str]:
+    """(layer name, why ``node`` got its backend), from what was ``asking`` for it before
+    specialisation (name, op type, style, who asked) and what FINN ``refused``."""
+    from brainsmith.planning.backend_reason import backend_reason
+
+    name, op_type, style, why = asking
+    return name, backend_reason(op_type, style, why, node.op_type, part, refused.get(name, ""))
+
+
 def _say_backends(
     model: ModelWrapper,
     cfg: DataflowBuildConfig,
@@ -312,17 +330,13 @@ def _say_backends(
 ) -> None:
     """Each layer's backend and why to build.log (``backend_reason``, as ``brainsmith check``
     says it); a note for each layer that did not get the style the blueprint asked for."""
-    import logging
-
-    from brainsmith.planning.backend_reason import backend_reason
-
     log = logging.getLogger("brainsmith.specialize")
     part = fpga_part(cfg)
     for node in model.graph.node:
         if node.domain not in BACKEND_STYLES or not node.output or node.output[0] not in asked:
             continue
-        name, op_type, style, why = asked[node.output[0]]
-        reason = backend_reason(op_type, style, why, node.op_type, part, refused.get(name, ""))
+        style = asked[node.output[0]][2]
+        name, reason = _backend_reason(node, asked[node.output[0]], part, refused)
         log.info("%s is %s: %s", name, node.op_type, reason)
         if style and BACKEND_STYLES[node.domain] != style:
             context_of(cfg).notes.append(f"{name}: {reason}")
@@ -337,8 +351,6 @@ def load_layers(plan: BuildPlan, model: ModelWrapper | None = None) -> None:
         register_finn_layers,
         require_layers,
     )
-    from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
-    from brainsmith.plugin.errors import PluginError
 
     try:
         load_plan_layers(plan)
@@ -372,16 +384,7 @@ def integer_adds_in_rtl(model: ModelWrapper, styles: dict[str, str]) -> list[str
     """ElementwiseAdd layers to be RTL whose operands are integer streams (FINN's RTL adder
     takes floats, so FINN would make them HLS) become brainsmith's ``IntAdd``; returns their
     names."""
-    from qonnx.custom_op.registry import getCustomOp
-
-    from brainsmith.kernels.int_add import IntAdd
-    from brainsmith.plugin import get_registry
-
-    changed: list[str] = []
-    for node in model.graph.node:
-        wanted = node.domain == HW_DOMAIN and node.op_type == "ElementwiseAdd"
-        if wanted and styles.get(node.name) == "rtl" and IntAdd.takes(getCustomOp(node)):
-            changed.append(node.name)
+    changed = [n.name for n in model.graph.node if _integer_rtl_add(n, styles)]
     if changed:
         get_registry().get("backend", "brainsmith:IntAddRTL")  # registers IntAdd(_rtl)
         for node in model.graph.node:
@@ -390,12 +393,21 @@ def integer_adds_in_rtl(model: ModelWrapper, styles: dict[str, str]) -> list[str
     return changed
 
 
+def _integer_rtl_add(node: onnx.NodeProto, styles: dict[str, str]) -> bool:
+    """Whether ``node`` is an ElementwiseAdd to be RTL that ``IntAdd`` takes."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.kernels.int_add import IntAdd
+
+    wanted = node.domain == HW_DOMAIN and node.op_type == "ElementwiseAdd"
+    return wanted and styles.get(node.name) == "rtl" and IntAdd.takes(getCustomOp(node))
+
+
 def _unasked(op_type: str, plan: BuildPlan) -> str:
     """``"hls"`` where the RTL layer of ``op_type`` is a plugin's alternative (a backend below
     NORMAL priority, such as brainsmith's RTL for FINN's HLS-only layers) that the blueprint
     neither lists nor prefers; ``""`` lets FINN's rule choose (RTL wherever it exists)."""
     from brainsmith.frameworks.finn.layers import registered_layers
-    from brainsmith.plugin.metadata import PRIORITY_LEVELS
 
     spec = registered_layers().get(f"{op_type}_rtl")
     if spec is None or spec.metadata.get("priority", 50) >= PRIORITY_LEVELS["NORMAL"]:
@@ -411,23 +423,27 @@ def _check_backends(model: ModelWrapper, plan: BuildPlan, decomposed_later: bool
         if node.domain == HW_DOMAIN:
             _check_implemented(node, decomposed_later, model)
         style = BACKEND_STYLES.get(node.domain)
-        if style is None:
-            continue
-        kernel = plan.kernel_for(node.op_type.rpartition("_")[0])
-        if kernel is not None and kernel.backend_types and style not in kernel.backend_types:
-            allowed = ", ".join(kernel.backends) or "/".join(kernel.backend_types)
-            raise StepError(
-                f"layer {node.name} could only be specialised as {node.op_type} ({style}), but "
-                f"the blueprint allows {allowed} for kernel {kernel.name}",
-                f"allow a {style} backend for {kernel.name} in the blueprint, or change the "
-                "layer so FINN can implement it with the allowed backend",
-                model,
-            )
+        if style is not None:
+            _check_allowed(node, style, plan, model)
+
+
+def _check_allowed(node: onnx.NodeProto, style: str, plan: BuildPlan, model: ModelWrapper) -> None:
+    """A StepError when the blueprint does not allow ``style`` (hls/rtl) for the kernel of
+    ``node``, a specialised layer."""
+    kernel = plan.kernel_for(node.op_type.rpartition("_")[0])
+    if kernel is None or not kernel.backend_types or style in kernel.backend_types:
+        return
+    allowed = ", ".join(kernel.backends) or "/".join(kernel.backend_types)
+    raise StepError(
+        f"layer {node.name} could only be specialised as {node.op_type} ({style}), but "
+        f"the blueprint allows {allowed} for kernel {kernel.name}",
+        f"allow a {style} backend for {kernel.name} in the blueprint, or change the "
+        "layer so FINN can implement it with the allowed backend",
+        model,
+    )
 
 
 def _check_implemented(node: onnx.NodeProto, decomposed_later: bool, model: ModelWrapper) -> None:
-    from brainsmith.plugin import get_registry
-
     registry = get_registry()
     kernel = next(iter(registry.candidates("kernel", node.op_type)), None)
     if decomposed_later and kernel is not None and kernel.metadata.get("decomposes_into"):
@@ -544,7 +560,5 @@ def apply_transforms(model: ModelWrapper, plan: BuildPlan, phase: str) -> ModelW
 
 def _transform_class(plan: BuildPlan, name: str) -> Callable[..., Transformation]:
     """The transform the plan names ``name`` (resolved with the plan, imported on first use)."""
-    from brainsmith.plugin import get_registry
-
     loaded = get_registry().load(plan.spec("transform", name))
     return cast("Callable[..., Transformation]", loaded)

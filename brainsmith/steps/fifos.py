@@ -38,7 +38,9 @@ from brainsmith.frameworks.finn.folding.record import write_json
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
+from brainsmith.rtlsim.layers import layer_tensors
 from brainsmith.rtlsim.sources import CRASHED, MATCH
+from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
 FRAMES = 4  # random frames per simulation, beyond those the pipeline holds at once
 ATTEMPTS = 3  # bounded re-simulations before giving up
@@ -88,7 +90,6 @@ def sizing_unavailable(model: ModelWrapper, plan: BuildPlan | None = None) -> st
     """Why ``model``'s FIFOs cannot be sized by simulation ("" when they can); advice to
     prefer RTL only where ``plan`` did not ask for it already."""
     from brainsmith.rtlsim.stitched.partition import unstitchable
-    from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
     if hls:
@@ -178,8 +179,6 @@ def size_fifos(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
 
 def _require_sizable(model: ModelWrapper, cfg: DataflowBuildConfig) -> None:
     """Raise ``StepError`` unless every layer is RTL and the simulator is there."""
-    from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
-
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
     if hls:
         raise StepError(
@@ -205,8 +204,6 @@ class Bench:
 
     def frames(self, count: int, name: str) -> list[dict[str, np.ndarray]]:
         """Every layer's tensors on ``count`` random frames (Python run in ``name``)."""
-        from brainsmith.rtlsim.layers import layer_tensors
-
         frames = random_frames(self.model, count)
         tensors: list[dict[str, np.ndarray]] = layer_tensors(
             self.model, frames, os.path.join(self.folder, name)
@@ -265,7 +262,7 @@ def _bounded(bench: Bench, free: Unbounded) -> Sized:
     (``ATTEMPTS`` at most)."""
     from qonnx.custom_op.registry import getCustomOp
 
-    depths = {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free.result["fifos"]}
+    depths = _filled(free.result)
     fifos = {n.name: getCustomOp(n) for n in bench.model.graph.node if n.name in depths}
     attempts = []
     pace = free.result.get("cycles_per_frame") or 0
@@ -277,7 +274,18 @@ def _bounded(bench: Bench, free: Unbounded) -> Sized:
         if (sized.get("cycles_per_frame") or 0) <= pace + 1:
             return Sized(depths, sized, fifos, attempts)
         depths = {name: 2 * depth for name, depth in depths.items()}
-    raise StepError(
+    raise _slower(bench, pace, sized)
+
+
+def _filled(free: Stitched) -> dict[str, int]:
+    """FIFO name -> as deep as it filled unbounded (2 at least)."""
+    return {f["name"]: max(2, int(f["max_occupancy"] or 0)) for f in free["fifos"]}
+
+
+def _slower(bench: Bench, pace: float, sized: Stitched) -> StepError:
+    """The StepError for FIFOs whose last depths (``sized``) still lose the unbounded
+    ``pace``."""
+    return StepError(
         f"the FIFOs sized by simulation lower the throughput: {pace:,.0f}"
         f" cycles/frame with unbounded FIFOs, {sized['cycles_per_frame']:,.0f} with depths "
         f"doubled {ATTEMPTS - 1} times (see {bench.folder})",
