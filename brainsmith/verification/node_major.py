@@ -61,13 +61,21 @@ class NodeMajor:
         contexts = [{**empty, **feed} for feed in feeds]
         for node, execute, dead in zip(self.nodes, self.runners, self.dead, strict=True):
             for context in contexts:
-                check_integers(self.integers, node.input, context)
-                execute(context)
-                check_integers(self.integers, node.output, context)
-                if drop:
-                    for name in dead:
-                        context.pop(name, None)
+                self._execute(node, execute, context)
+                _drop(context, dead if drop else [])
         return contexts
+
+    def _execute(self, node: onnx.NodeProto, execute: Runner, context: Context) -> None:
+        """``node`` run on ``context``, its integer inputs and outputs checked."""
+        check_integers(self.integers, node.input, context)
+        execute(context)
+        check_integers(self.integers, node.output, context)
+
+
+def _drop(context: Context, dead: list[str]) -> None:
+    """The ``dead`` tensors removed from ``context`` (those it has)."""
+    for name in dead:
+        context.pop(name, None)
 
 
 def _last_uses(nodes: list[onnx.NodeProto], outputs: list[str]) -> list[list[str]]:
@@ -89,11 +97,17 @@ def integer_datatypes(model: ModelWrapper) -> dict[str, BaseDataType]:
         if annotation.tensor_name in seen:
             continue
         seen.add(annotation.tensor_name)
-        name = _datatype_name(annotation)
-        datatype = None if name is None else DataType[name]
-        if datatype is not None and datatype.is_integer():
+        datatype = _integer_datatype(annotation)
+        if datatype is not None:
             found[annotation.tensor_name] = datatype
     return found
+
+
+def _integer_datatype(annotation: onnx.TensorAnnotation) -> BaseDataType | None:
+    """The integer QONNX datatype ``annotation`` gives (None: none, or not an integer one)."""
+    name = _datatype_name(annotation)
+    datatype = None if name is None else DataType[name]
+    return datatype if datatype is not None and datatype.is_integer() else None
 
 
 def _datatype_name(annotation: onnx.TensorAnnotation) -> str | None:

@@ -465,11 +465,17 @@ def _followed_or_by_rule(
     followed = _followed(reference, feed, distance, run)
     if followed is not None:
         return followed
-    half_up = [t for t in ties if t.rule in ("half-even vs half-up", "sign at 0")]
-    for start in [half_up, ties] if half_up and len(half_up) < len(ties) else [ties]:
+    for start in _by_rule(ties):
         if distance(reference.run_sample(feed, grouped(start))[0]) == 0.0:
             return start
     return None
+
+
+def _by_rule(ties: list[Tie]) -> list[list[Tie]]:
+    """The flips to try: those FINN's thresholds' rule makes (every half-even tie rounded
+    up, every sign at 0 negative) when they are not all of ``ties``, then all of them."""
+    half_up = [t for t in ties if t.rule in ("half-even vs half-up", "sign at 0")]
+    return [half_up, ties] if half_up and len(half_up) < len(ties) else [ties]
 
 
 def _followed(
@@ -513,16 +519,27 @@ def _search(runs: Runs, chosen: dict[tuple[int, int], Tie], after: int) -> list[
         return None
     score, found = runs.run(list(chosen.values()))
     if score == 0.0:
-        still = {f.key for f in found}
-        return [t for t in chosen.values() if t.key in still]
+        return _still_ties(chosen, found)
     group = _first_open(found, after)
-    if not group:
-        return None
+    return _search_group(runs, chosen, group) if group else None
+
+
+def _search_group(
+    runs: Runs, chosen: dict[tuple[int, int], Tie], group: list[Tie]
+) -> list[Tie] | None:
+    """Each subset of one quantizer's open ties (``group``) flipped on top of ``chosen`` and
+    searched on from there: the first that reproduces the outputs, else None."""
     for subset in _subsets(group):
         result = _search(runs, {**chosen, **{t.key: t for t in subset}}, group[0].node)
         if result is not None:
             return result
     return None
+
+
+def _still_ties(chosen: dict[tuple[int, int], Tie], found: list[Tie]) -> list[Tie]:
+    """The ``chosen`` flips that are ties in the run that ``found`` them."""
+    still = {f.key for f in found}
+    return [t for t in chosen.values() if t.key in still]
 
 
 def _first_open(found: list[Tie], after: int) -> list[Tie]:
@@ -569,8 +586,13 @@ def _candidates(
 ) -> list[Tie]:
     """The ``CLOSEST`` open ties to try, half of them where the outputs differ (``nearby``)."""
     by_gap = sorted((t for t in found if t.key not in chosen), key=lambda t: t.gap)
-    near = [t for t in by_gap if nearby(t)][: CLOSEST // 2] if nearby else []
+    near = _nearest_where_differing(by_gap, nearby) if nearby else []
     return [*near, *(t for t in by_gap if t not in near)][:CLOSEST]
+
+
+def _nearest_where_differing(by_gap: list[Tie], nearby: Nearby) -> list[Tie]:
+    """Half of ``CLOSEST`` of the ties ``by_gap`` that lie where the outputs differ."""
+    return [t for t in by_gap if nearby(t)][: CLOSEST // 2]
 
 
 def _best_flip(

@@ -41,7 +41,12 @@ import numpy as np
 from onnx import numpy_helper
 
 from brainsmith.blueprint.options import VERIFY_RTOL
-from brainsmith.frameworks.finn.execution import graph_inputs, in_parent, runnable_copy
+from brainsmith.frameworks.finn.execution import (
+    fix_python_execution,
+    graph_inputs,
+    in_parent,
+    runnable_copy,
+)
 from brainsmith.verification.node_major import NodeMajor
 from brainsmith.verification.steps import Reference, Tie, explain, output_steps
 
@@ -284,10 +289,15 @@ def _tolerances(
     ``FLOAT_RTOL`` of its largest expected value (over the samples)."""
     count = len(expected[0])
     steps = steps if steps is not None and len(steps) == count else [None] * count
-    largest = [max(_largest(s[o]) for s in expected) for o in range(count)]
+    largest = _largest_per_output(expected, count)
     units = [step or largest[o] or 1.0 for o, step in enumerate(steps)]
     atols = [_atol(atol, step, largest[o]) for o, step in enumerate(steps)]
     return Tolerances(steps, units, atols, rtol)
+
+
+def _largest_per_output(expected: list[Outputs], count: int) -> list[float]:
+    """Per output of the ``count``: its largest magnitude over the ``expected`` samples."""
+    return [max(_largest(s[o]) for s in expected) for o in range(count)]
 
 
 def _largest(values: np.ndarray) -> float:
@@ -413,15 +423,26 @@ def compare(
             continue
         found = None
         if explainer is not None and not tally.errors:  # after one error the check has failed
-            to_model = tolerances.distance_to(difference.shaped)
-            found = explainer(
-                sample, got_outputs, want_outputs, to_model, tolerances.distance_to(want_outputs)
-            )
+            found = _explained(explainer, sample, got_outputs, want_outputs, difference, tolerances)
         if found is None:
             tally.errors += difference.differing
         else:
             tally.tied(sample, found, difference.size(tolerances), describe)
     return tally.check(label, len(actual))
+
+
+def _explained(
+    explainer: Explainer,
+    sample: int,
+    got: Outputs,
+    want: Outputs,
+    difference: SampleDifference,
+    tolerances: Tolerances,
+) -> list[Tie] | None:
+    """The reference ties ``explainer`` finds reproducing sample ``sample``'s outputs ``got``
+    (None: none do)."""
+    to_model = tolerances.distance_to(difference.shaped)
+    return explainer(sample, got, want, to_model, tolerances.distance_to(want))
 
 
 class Verifier:
@@ -439,8 +460,6 @@ class Verifier:
         rtol: float = VERIFY_RTOL,
         generated: bool = True,
     ) -> None:
-        from brainsmith.frameworks.finn.execution import fix_python_execution
-
         fix_python_execution()
         self.reference = reference
         self.atol, self.rtol = atol, rtol
