@@ -15,6 +15,7 @@ import html
 from brainsmith.dse.report.plots import plot
 from brainsmith.dse.report.tables import effects_table, link, variants_table
 from brainsmith.dse.report.text import amount, number
+from brainsmith.dse.results import lower_bounds, metrics
 from brainsmith.frameworks.finn.facts import step_label
 
 TYPE_CHECKING = False
@@ -62,8 +63,6 @@ LEGEND = (
 
 def metric_text(report: BuildReport) -> str:
     """``fps 1,250,000  LUT ≥ 552  DSP 7`` for a build's report (≥: a lower bound)."""
-    from brainsmith.dse.results import lower_bounds, metrics
-
     found, bounds = metrics(report), lower_bounds(report)
     parts = [f"{name} {amount(found[name], name in bounds)}" for name in ("fps", "LUT", "DSP")]
     return "  ".join(parts)
@@ -78,6 +77,7 @@ def write_report(data: Json, path: str) -> None:
         for k, v in _summary(data, unranked)
     )
     plots = "".join(plot(variants, data, resource) for resource in ("LUT", "DSP"))
+    versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(f"brainsmith explore: {data['name']}")}</title>
@@ -89,7 +89,7 @@ def write_report(data: Json, path: str) -> None:
 {effects_table(data.get("effects") or [])}
 {_failures(failed)}
 <h2>Execution tree</h2><pre>{html.escape(chr(10).join(data["tree"]))}</pre>
-<p>{html.escape(", ".join(f"{k} {v}" for k, v in data["versions"].items()))}</p>
+<p>{html.escape(versions)}</p>
 </body></html>
 """
     with open(path, "w") as handle:
@@ -98,7 +98,6 @@ def write_report(data: Json, path: str) -> None:
 
 def _summary(data: Json, unranked: dict[str, list[str]]) -> list[tuple[str, object]]:
     """The summary table's rows: what was explored, how, and what came of it."""
-    counting = data.get("counting") or {}
     return [
         ("status", data["status"]),
         ("model", data["model"]),
@@ -108,16 +107,25 @@ def _summary(data: Json, unranked: dict[str, list[str]]) -> list[tuple[str, obje
         *(("not ranked", f"{', '.join(ids)}: {reason}") for reason, ids in unranked.items()),
         ("objectives", ", ".join(f"{k} {g}" for k, g in data["objectives"].items())),
         ("constraints", ", ".join(data["constraints"]) or "none"),
-        (
-            "segments",
-            f"{data['segments_run']} run, {data['segments_reused']} reused; "
-            f"{data['steps_run']} step runs instead of {data['steps_without_reuse']}",
-        ),
+        ("segments", _segments(data)),
         ("executor", ", ".join(f"{k} {v}" for k, v in data["executor"].items()) or "-"),
         ("time", f"{number(data['timings']['seconds'])} s"),
         ("estimates", ESTIMATES),
-        *((("counted", counting["differs"]),) if counting.get("alike") is False else ()),
+        *_counted_row(data.get("counting") or {}),
     ]
+
+
+def _segments(data: Json) -> str:
+    """``3 run, 2 reused; 12 step runs instead of 20``."""
+    return (
+        f"{data['segments_run']} run, {data['segments_reused']} reused; "
+        f"{data['steps_run']} step runs instead of {data['steps_without_reuse']}"
+    )
+
+
+def _counted_row(counting: Json) -> list[tuple[str, object]]:
+    """The summary's row on how the variants were counted, when not all alike."""
+    return [("counted", counting["differs"])] if counting.get("alike") is False else []
 
 
 def _variant_counts(data: Json) -> str:
@@ -188,15 +196,18 @@ def _unranked_note(unranked: dict[str, list[str]]) -> str:
 def _failures(failed: list[Json]) -> str:
     if not failed:
         return ""
-    items = []
-    for v in failed:
-        error = v["error"] or {}
-        where = f" (in shared segment {v['failed_in']})" if v["failed_in"] else ""
-        items.append(
-            f"<li>{link(v)}: step "
-            f"{html.escape(step_label(str(error.get('step', ''))))}{html.escape(where)}: "
-            f"{html.escape(str(error.get('reason', '')))}"
-            + (f"<br>try: {html.escape(error['hint'])}" if error.get("hint") else "")
-            + "</li>"
-        )
-    return f"<h2>Failed variants</h2><ul>{''.join(items)}</ul>"
+    items = "".join(_failure(v) for v in failed)
+    return f"<h2>Failed variants</h2><ul>{items}</ul>"
+
+
+def _failure(v: Json) -> str:
+    """A failed variant's item: its step, where it failed, the reason and the hint."""
+    error = v["error"] or {}
+    where = f" (in shared segment {v['failed_in']})" if v["failed_in"] else ""
+    return (
+        f"<li>{link(v)}: step "
+        f"{html.escape(step_label(str(error.get('step', ''))))}{html.escape(where)}: "
+        f"{html.escape(str(error.get('reason', '')))}"
+        + (f"<br>try: {html.escape(error['hint'])}" if error.get("hint") else "")
+        + "</li>"
+    )

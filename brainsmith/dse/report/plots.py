@@ -27,8 +27,7 @@ def plot(variants: list[Json], data: Json, resource: str) -> str:
     title = f"fps against {resource}{' (compute layers)' if unlike else ''}"
     if not points:
         return f"<figure><figcaption>{title}</figcaption><p>No built variants.</p></figure>"
-    xs = [float((v.get("compared") or v["metrics"])[resource]) for v in points]
-    ys = [float(v["metrics"]["fps"]) for v in points]
+    xs, ys = _coordinates(points, resource)
     x_axis = Axis(xs, LEFT, WIDTH - RIGHT)
     y_axis = Axis(ys, HEIGHT - BOTTOM, TOP)
     parts = [
@@ -43,6 +42,12 @@ def plot(variants: list[Json], data: Json, resource: str) -> str:
     parts += _points(points, xs, ys, (x_axis, y_axis), resource, unlike)
     parts.append("</svg>")
     return f"<figure><figcaption>{title}</figcaption>{''.join(parts)}</figure>"
+
+
+def _coordinates(points: list[Json], resource: str) -> tuple[list[float], list[float]]:
+    """(``resource`` as compared, fps) of each point."""
+    xs = [float((v.get("compared") or v["metrics"])[resource]) for v in points]
+    return xs, [float(v["metrics"]["fps"]) for v in points]
 
 
 def _points(

@@ -86,12 +86,17 @@ def _end_cells(v: Json, columns: Columns) -> list[Cell]:
 def _metric_cells(v: Json, compute: tuple[str, ...]) -> list[Cell]:
     """The metrics, the compute layers' resources, the share of the part's LUTs."""
     found, bounds = v["metrics"] or {}, v.get("lower_bounds") or {}
-    layers = (v.get("counting") or {}).get("compute") or {}
+    layers = _compute_layers(v)
     return [
         *(_metric_cell(found.get(m), m, bounds) for m in METRIC_NAMES),
         *(_metric_cell(layers.get(r), r, bounds) for r in compute),
         _percent_cell((v.get("utilisation") or {}).get("LUT"), "LUT", bounds),
     ]
+
+
+def _compute_layers(v: Json) -> Json:
+    """The resources of ``v``'s compute layers (empty when it was not counted apart)."""
+    return (v.get("counting") or {}).get("compute") or {}
 
 
 def _counted_cell(counted: Json) -> Cell:
@@ -171,12 +176,18 @@ def effects_table(effects: list[Json]) -> str:
     on = " (compute layers)" if compute else ""
     head = ("<tr><th>dimension</th><th>choice</th><th>built</th><th>mean fps</th>"
             f"<th>mean LUT{on}</th><th>mean DSP{on}</th><th>effect</th></tr>")  # fmt: skip
-    bounded = any(v.get("lower_bounds") for e in effects for v in e["values"])
-    note = (BOUNDED_NOTE if bounded else "") + (COMPUTE_NOTE if compute else "")
+    note = _effects_notes(effects, compute)
     return (
         "<h2>What each choice changed</h2><div class='scroll'><table class='effects'>"
         f"{head}{''.join(rows)}</table></div>{note}"
     )
+
+
+def _effects_notes(effects: list[Json], compute: bool) -> str:
+    """The notes under the effects table: means that are lower bounds, means of compute
+    layers (``compute``)."""
+    bounded = any(v.get("lower_bounds") for e in effects for v in e["values"])
+    return (BOUNDED_NOTE if bounded else "") + (COMPUTE_NOTE if compute else "")
 
 
 def _effect(effect: Json) -> str:
@@ -198,12 +209,16 @@ def _effect_rows(effect: Json) -> list[str]:
     last = f"<td {spans}>{html.escape(_effect(effect))}</td>"
     rows = []
     for index, value in enumerate(values):
-        means = "".join(
-            f"<td class='num'>{amount(value[m], m in value.get('lower_bounds', []))}</td>"
-            for m in ("fps", "LUT", "DSP")
-        )
         rows.append(
             f"<tr>{'' if index else first}<td>{html.escape(choice(value['value']))}</td>"
-            f"<td class='num'>{value['variants']}</td>{means}{'' if index else last}</tr>"
+            f"<td class='num'>{value['variants']}</td>{_means(value)}{'' if index else last}</tr>"
         )
     return rows
+
+
+def _means(value: Json) -> str:
+    """The cells of one choice's mean fps, LUT and DSP ("≥" for a lower bound)."""
+    return "".join(
+        f"<td class='num'>{amount(value[m], m in value.get('lower_bounds', []))}</td>"
+        for m in ("fps", "LUT", "DSP")
+    )
