@@ -22,7 +22,7 @@ from brainsmith.frameworks.finn.facts import RESOURCES
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.files import Json
-    from brainsmith.report.schema import BuildReport
+    from brainsmith.report.schema import BuildReport, Layer
 
 PLUMBING = ("StreamingFIFO", "StreamingDataWidthConverter")  # op types outside the compute
 SIZING_RECORD = os.path.join("finn", "report", "fifo_sizing.json")  # steps/fifos.py writes it
@@ -38,21 +38,13 @@ def counted(report: BuildReport, folder: str) -> Json:
     kinds = {layer.get("op_type") for layer in layers}
     fifos = "StreamingFIFO" in kinds
     converters = fifos or "StreamingDataWidthConverter" in kinds  # inserted with the FIFOs
-    totals = report.get("totals") or {}
-    compute: dict[str, float | None] = {}
-    for key in RESOURCES:
-        total = totals.get(key)
-        plumbing = sum(
-            float(layer.get(key) or 0) for layer in layers if layer.get("op_type") in PLUMBING
-        )
-        compute[key] = None if total is None else _number(float(total) - plumbing)
     entry: Json = {
         "fifo_depths": _depths(report, folder),
         "fifos": fifos,
         "width_converters": converters,
         "resources": "estimated",
         "measured": bool(report.get("synthesis")),
-        "compute": compute,
+        "compute": _compute_totals(report, layers),
     }
     entry["tag"], entry["label"] = tag(entry), label(entry)
     return entry
@@ -90,6 +82,20 @@ def label(entry: Json) -> str:
     return f"compute layers only ({depths}: FIFOs and width converters not in the design yet)"
 
 
+def _compute_totals(report: BuildReport, layers: list[Layer]) -> dict[str, float | None]:
+    """Per resource: ``report``'s total less its FIFOs' and width converters' (None where
+    the report has no total)."""
+    totals = report.get("totals") or {}
+    compute: dict[str, float | None] = {}
+    for key in RESOURCES:
+        total = totals.get(key)
+        plumbing = sum(
+            float(layer.get(key) or 0) for layer in layers if layer.get("op_type") in PLUMBING
+        )
+        compute[key] = None if total is None else _number(float(total) - plumbing)
+    return compute
+
+
 def _key(entry: Json) -> tuple[bool, bool, str | None]:
     """What makes two variants' totals comparable: the same kinds of layers counted."""
     found = entry.get("counting") or {}
@@ -102,6 +108,21 @@ def compare(entries: list[Json]) -> Json:
     explore.json's ``counting``: ``alike``, ``compared_on`` ("totals" or "compute layers"),
     ``kinds`` (each with its ``tag``, ``label`` and ``variants``) and ``differs`` (what
     differs, in words; "" when alike)."""
+    groups = _counted_alike(entries)
+    alike = len(groups) <= 1
+    for entry in entries:
+        entry["compared"] = _compared(entry, alike)
+    kinds = [_kind(g) for g in groups if g[0].get("counting")]
+    return {
+        "alike": alike,
+        "compared_on": "totals" if alike else "compute layers",
+        "kinds": kinds,
+        "differs": "" if alike else differs(kinds),
+    }
+
+
+def _counted_alike(entries: list[Json]) -> list[list[Json]]:
+    """The built entries with metrics, in index order, grouped by how they were counted."""
     built = sorted(
         (e for e in entries if e.get("status") == "ok" and e.get("metrics")),
         key=lambda e: e["index"],
@@ -109,23 +130,22 @@ def compare(entries: list[Json]) -> Json:
     groups: dict[tuple[bool, bool, str | None], list[Json]] = {}
     for entry in built:
         groups.setdefault(_key(entry), []).append(entry)
-    known = [g for g in groups.values() if g[0].get("counting")]
-    alike = len(groups) <= 1
-    for entry in entries:
-        found = entry.get("metrics")
-        compute = (entry.get("counting") or {}).get("compute") or {}
-        entry["compared"] = found if alike or not found else {**found, **compute}
-    kinds = [
-        {"tag": tag(g[0]["counting"]), "label": label(g[0]["counting"]),
-         "variants": [e["id"] for e in g]}
-        for g in known
-    ]  # fmt: skip
-    return {
-        "alike": alike,
-        "compared_on": "totals" if alike else "compute layers",
-        "kinds": kinds,
-        "differs": "" if alike else differs(kinds),
-    }
+    return list(groups.values())
+
+
+def _compared(entry: Json, alike: bool) -> Json | None:
+    """What ``entry`` is compared on: its metrics, with its compute layers' resources in
+    place of the totals when the variants were not counted ``alike``."""
+    found: Json | None = entry.get("metrics")
+    if alike or not found:
+        return found
+    return {**found, **((entry.get("counting") or {}).get("compute") or {})}
+
+
+def _kind(group: list[Json]) -> Json:
+    """One way of counting: its ``tag``, ``label`` and the ``variants`` counted so."""
+    counting = group[0]["counting"]
+    return {"tag": tag(counting), "label": label(counting), "variants": [e["id"] for e in group]}
 
 
 def differs(kinds: list[Json]) -> str:

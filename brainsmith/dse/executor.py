@@ -27,11 +27,10 @@ from collections.abc import Callable, Iterator
 from brainsmith.dse.crashes import WorkerDeaths, crashed
 from brainsmith.dse.tasks import NodeResult, NodeTask, check_worker, run_node, warm_up
 from brainsmith.files import read_json
+from brainsmith.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from distributed import Client, Future, LocalCluster
 
     from brainsmith.files import Json
@@ -122,7 +121,6 @@ class DaskCluster:
                 f"the Dask scheduler at {self.client.scheduler.address} has no workers",
                 f"start workers with: dask worker {self.client.scheduler.address} --nthreads 1",
             ) from None
-        from brainsmith.version import __version__
 
         try:
             seen = self.client.run(
@@ -150,43 +148,23 @@ class DaskCluster:
         self.description["workers"] = len(seen)
 
     def run(self, tasks: Tasks, done: Results, started: Started, finished: Done) -> None:
-        def announced(event: tuple[float, Json]) -> None:
-            message = event[1]
-            self.began[message["started"]] = (time.monotonic(), message.get("worker", ""))
-            self.starts[message["started"]] = message
-            started(message["started"])
-
-        self.client.subscribe_topic(self.topic, announced)
+        self.client.subscribe_topic(self.topic, lambda event: self._announced(event, started))
         # Every worker loads FINN at once, instead of when its first segment arrives.
         warm = [
             self.client.submit(warm_up, workers=[w], allow_other_workers=False, pure=False)
             for w in self.client.scheduler_info()["workers"]
         ]
-        futures: dict[str, Any] = {}
-        parents: dict[str, str | None] = {}
-        by_id: dict[str, NodeTask] = {}
-        for task, parent in tasks:
-            task.topic = self.topic
-            argument = futures[parent] if parent in futures else done.get(parent or "")
-            futures[task.id] = self.client.submit(
-                run_node, task, argument, key=f"{self.topic}-{task.id}", pure=False
-            )
-            parents[task.id], by_id[task.id] = parent, task
+        futures, parents, by_id = self._submit(tasks, done)
         results: dict[str, NodeResult] = dict(done)
         died: list[NodeTask] = []
         try:
             for node, future in self._settle(dict(futures), by_id):
-                if node in self.stopped:
-                    results[node] = self.stopped[node]
-                    finished(results[node])
-                elif future.status == "finished":
-                    results[node] = future.result()
-                    finished(results[node])
-                elif node in self.began and _killed(future):  # it ran when its worker died
-                    results[node] = self._crashed(by_id[node])
-                    finished(results[node])
-                else:
+                result = self._settled(node, future, by_id[node])
+                if result is None:
                     died.append(by_id[node])
+                    continue
+                results[node] = result
+                finished(result)
             died.sort(key=lambda t: list(futures).index(t.id))  # parents first
             for task in died:
                 results[task.id] = self._alone(task, results.get(parents[task.id] or ""), futures)
@@ -198,8 +176,43 @@ class DaskCluster:
             with contextlib.suppress(Exception):
                 self.client.unsubscribe_topic(self.topic)
 
+    def _announced(self, event: tuple[float, Json], started: Started) -> None:
+        """A worker's message that it started a segment: when, where, and ``started``."""
+        message = event[1]
+        self.began[message["started"]] = (time.monotonic(), message.get("worker", ""))
+        self.starts[message["started"]] = message
+        started(message["started"])
+
+    def _submit(
+        self, tasks: Tasks, done: Results
+    ) -> tuple[dict[str, Future[NodeResult]], dict[str, str | None], dict[str, NodeTask]]:
+        """Every segment submitted after its parent (its future, else its result in
+        ``done``): (the futures, each one's parent, the segments, by id)."""
+        futures: dict[str, Future[NodeResult]] = {}
+        parents: dict[str, str | None] = {}
+        by_id: dict[str, NodeTask] = {}
+        for task, parent in tasks:
+            task.topic = self.topic
+            argument = futures[parent] if parent in futures else done.get(parent or "")
+            futures[task.id] = self.client.submit(
+                run_node, task, argument, key=f"{self.topic}-{task.id}", pure=False
+            )
+            parents[task.id], by_id[task.id] = parent, task
+        return futures, parents, by_id
+
+    def _settled(self, node: str, future: Future[NodeResult], task: NodeTask) -> NodeResult | None:
+        """How segment ``node`` ended: stopped, finished, or crashed with its worker; None
+        when Dask lost it with a dying worker before it started (run again alone)."""
+        if node in self.stopped:
+            return self.stopped[node]
+        if future.status == "finished":
+            return future.result()
+        if node in self.began and _killed(future):  # it ran when its worker died
+            return self._crashed(task)
+        return None
+
     def _settle(
-        self, pending: dict[str, Any], tasks: dict[str, NodeTask]
+        self, pending: dict[str, Future[NodeResult]], tasks: dict[str, NodeTask]
     ) -> Iterator[tuple[str, Future[NodeResult]]]:
         """Yield ``(segment id, future)`` as each ends; stop those over the time limit."""
         while pending:
@@ -211,7 +224,7 @@ class DaskCluster:
                     self._stop(tasks[node], pending[node])
                 time.sleep(POLL)
 
-    def _overdue(self, pending: dict[str, Any]) -> list[str]:
+    def _overdue(self, pending: dict[str, Future[NodeResult]]) -> list[str]:
         if self.limit is None:
             return []
         now = time.monotonic()

@@ -17,13 +17,16 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
+from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.dse.tasks import NodeResult, NodeTask, load_result
-from brainsmith.dse.tree import Segment, build_tree, root_key, step_keys
-from brainsmith.dse.variants import Variant
+from brainsmith.dse.tree import Segment, build_tree, root_key, show, step_keys
+from brainsmith.dse.variants import SpaceError, Variant, expand
 from brainsmith.errors import BrainsmithError
+from brainsmith.planning.plan import PlanError
+from brainsmith.plugin.errors import PluginError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -305,28 +308,12 @@ class Exploration:
         from brainsmith.dse.progress import ExploreProgress
 
         tasks = self.tasks()
-        executor = None
-        if tasks:  # a cluster that cannot start stops here: nothing ran, nothing is written
-            try:
-                executor = _executor(self.folder, workers, scheduler, tasks, self)
-            except KeyboardInterrupt as exc:
-                signum = getattr(exc, "signum", signal.SIGINT)
-                raise ExploreError(
-                    f"interrupted by {signal.Signals(signum).name} while the Dask cluster started",
-                    "run the command again",
-                    128 + signum,
-                ) from None
-            self.executor_facts = executor.description
+        executor = self._started_executor(workers, scheduler, tasks)
         self.setup_seconds = time.perf_counter() - started
         display = ExploreProgress.silent()
         try:
             if progress:
-                display = ExploreProgress(
-                    {n.id: _label(n) for n in self.nodes.values()},
-                    {n.id: [v.id for v in n.variants] for n in self.nodes.values()},
-                    title=f"brainsmith explore {self.blueprint.name}: {len(self.variants)} variants "
-                    f"-> {self.folder}",
-                )
+                display = self._progress()
             if executor is not None:
                 self._write(None)  # "running", every variant pending: visible from the start
                 executor.run(
@@ -341,21 +328,57 @@ class Exploration:
             self.status = "interrupted"
         finally:
             display.close()
-            if executor is not None:
-                stopping = time.perf_counter()
-                executor.close()
-                self.teardown_seconds = time.perf_counter() - stopping
-            if self.status == "interrupted":
-                self._collect_late()
-            elif self.status == "running":  # an unexpected error: keep what finished
-                self.status = "failed"
-            self.result = self._write(started)
+            self._wind_down(executor, started)
         if self.status == "interrupted":
             raise ExploreError(
                 f"{self._interrupted()}; the rest were cancelled",
                 "continue with the same command and --resume",
                 exit_code=128 + self.signum,
             )
+
+    def _started_executor(
+        self, workers: int | None, scheduler: str | None, tasks: list[tuple[NodeTask, str | None]]
+    ) -> DaskCluster | InProcess | None:
+        """The executor for ``tasks`` (None without any); a cluster that cannot start stops
+        here: nothing ran, nothing is written."""
+        if not tasks:
+            return None
+        try:
+            executor = _executor(self.folder, workers, scheduler, tasks, self)
+        except KeyboardInterrupt as exc:
+            signum = getattr(exc, "signum", signal.SIGINT)
+            raise ExploreError(
+                f"interrupted by {signal.Signals(signum).name} while the Dask cluster started",
+                "run the command again",
+                128 + signum,
+            ) from None
+        self.executor_facts = executor.description
+        return executor
+
+    def _progress(self) -> ExploreProgress:
+        """The progress display: a line per segment, with the variants it builds."""
+        from brainsmith.dse.progress import ExploreProgress
+
+        return ExploreProgress(
+            {n.id: _label(n) for n in self.nodes.values()},
+            {n.id: [v.id for v in n.variants] for n in self.nodes.values()},
+            title=f"brainsmith explore {self.blueprint.name}: {len(self.variants)} variants "
+            f"-> {self.folder}",
+        )
+
+    def _wind_down(self, executor: DaskCluster | InProcess | None, started: float) -> None:
+        """The executor closed (its teardown timed), the segments that finished meanwhile
+        collected after an interrupt, an unexpected error recorded as failed, and the record
+        written."""
+        if executor is not None:
+            stopping = time.perf_counter()
+            executor.close()
+            self.teardown_seconds = time.perf_counter() - stopping
+        if self.status == "interrupted":
+            self._collect_late()
+        elif self.status == "running":  # an unexpected error: keep what finished
+            self.status = "failed"
+        self.result = self._write(started)
 
     def _interrupted(self) -> str:
         done = sum(r.id in self.results for r in self.variants)
@@ -403,19 +426,7 @@ class Exploration:
         if not result.failed_in:
             self.ran.add(result.id)
         node = self.nodes[result.id]
-        settled = {}
-        if not node.shared:
-            settled = {node.id: result.status}
-        elif result.status == "failed":
-            settled = {v.id: "failed" for v in node.variants}
-        summary = ""
-        if result.status == "failed" and not result.failed_in and result.error:
-            summary = f"{result.error['step']}: {result.error['reason']}"[:160]
-        elif not node.shared and result.report:
-            from brainsmith.dse.report import metric_text
-
-            summary = metric_text(result.report)
-        display.finished(result.id, result.status, summary, settled)
+        display.finished(result.id, result.status, _summary(node, result), _settled(node, result))
         if not node.shared:
             self._write(None)
 
@@ -436,6 +447,26 @@ class Exploration:
         return ExploreResult(self.folder, data, json_path, html_path)
 
 
+def _settled(node: Segment, result: NodeResult) -> dict[str, str]:
+    """Variant id -> status, for the variants ``result`` (of ``node``) settles: its own, or
+    every variant below a shared segment that failed."""
+    if not node.shared:
+        return {node.id: result.status}
+    return {v.id: "failed" for v in node.variants} if result.status == "failed" else {}
+
+
+def _summary(node: Segment, result: NodeResult) -> str:
+    """The progress line's summary of ``result``: where a segment failed, or a variant's
+    metrics ("" otherwise)."""
+    if result.status == "failed" and not result.failed_in and result.error:
+        return f"{result.error['step']}: {result.error['reason']}"[:160]
+    if not node.shared and result.report:
+        from brainsmith.dse.report import metric_text
+
+        return metric_text(result.report)
+    return ""
+
+
 def _say(text: str) -> None:
     """Write to the process's standard error (a build in this process may have redirected
     ``sys.stderr`` to its log)."""
@@ -446,7 +477,6 @@ def _say(text: str) -> None:
 def _label(node: Segment) -> str:
     if node.shared:
         return f"{node.id} steps {node.start + 1}-{node.stop} for {len(node.variants)} variants"
-    from brainsmith.dse.tree import show
 
     choices = " ".join(
         f"{k.partition('.')[2]}={show(v)}" for k, v in node.variants[0].choices.items()
@@ -506,9 +536,6 @@ def _check_inputs(model: str, input_npy: str | None, expected_npy: str | None) -
 
 
 def _load(blueprint: str | os.PathLike[str] | Blueprint) -> Blueprint:
-    from brainsmith.blueprint import BlueprintError, load_blueprint
-    from brainsmith.plugin.errors import PluginError
-
     if hasattr(blueprint, "design_space"):
         return cast("Blueprint", blueprint)
     try:
@@ -524,9 +551,6 @@ def _load(blueprint: str | os.PathLike[str] | Blueprint) -> Blueprint:
 
 
 def _variants(blueprint: Blueprint) -> list[Variant]:
-    from brainsmith.dse.variants import SpaceError, expand
-    from brainsmith.planning.plan import PlanError
-
     try:
         variants = expand(blueprint)
     except SpaceError as exc:
@@ -550,7 +574,6 @@ def _targeted(variants: list[Variant], part: str | None, board: str | None) -> l
     """``variants`` built for ``part`` or ``board`` (``--part``, ``--board``) instead of the
     blueprint's, checked as ``build`` checks them; ExploreError when the design space itself
     varies the target (the variants would become the same) or the target is refused."""
-    from dataclasses import replace
 
     from brainsmith.planning.errors import BuildError, option
     from brainsmith.planning.shaping import with_overrides

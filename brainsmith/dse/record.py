@@ -20,6 +20,7 @@ from brainsmith.plugin.names import short_name
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.dse.exploration import Exploration
+    from brainsmith.dse.tasks import NodeResult
     from brainsmith.dse.tree import Segment
     from brainsmith.dse.variants import Variant
     from brainsmith.files import Json
@@ -73,9 +74,7 @@ def _variant(run: Exploration, variant: Variant) -> Json:
         "id": variant.id,
         "index": variant.index,
         "choices": variant.choices,
-        "status": result.status
-        if result
-        else ("cancelled" if run.status == "interrupted" else "pending"),
+        "status": result.status if result else _not_run(run),
         "metrics": None,
         "lower_bounds": {},
         "counting": None,
@@ -95,20 +94,31 @@ def _variant(run: Exploration, variant: Variant) -> Json:
         entry["counting"] = counted(result.report, os.path.join(run.folder, folder))
         entry.update(variant_facts(result.report))
     if result.status == "failed":
-        entry["error"] = result.error
-        entry["failed_in"] = result.failed_in
-        report = (result.error or {}).get("report")
-        if report:  # where the failing step's report is (a shared segment's, maybe)
-            entry["report"] = os.path.relpath(report[: -len(".json")] + ".html", run.folder)
-        if not os.path.isfile(os.path.join(run.folder, entry["report"])):
-            entry["report"] = ""  # it failed before a report could be written
+        _failed(entry, result, run.folder)
     return entry
+
+
+def _not_run(run: Exploration) -> str:
+    """The status of what has no result: cancelled by an interrupt, else still pending."""
+    return "cancelled" if run.status == "interrupted" else "pending"
+
+
+def _failed(entry: Json, result: NodeResult, explored: str) -> None:
+    """A failed variant's ``entry``: its error, the segment it failed in, and the report of
+    the failing step (a shared segment's, maybe; "" when none was written)."""
+    entry["error"] = result.error
+    entry["failed_in"] = result.failed_in
+    report = (result.error or {}).get("report")
+    if report:
+        entry["report"] = os.path.relpath(report[: -len(".json")] + ".html", explored)
+    if not os.path.isfile(os.path.join(explored, entry["report"])):
+        entry["report"] = ""  # it failed before a report could be written
 
 
 def _segment(run: Exploration, node: Segment) -> Json:
     result = run.results.get(node.id)
     if result is None:
-        status = "cancelled" if run.status == "interrupted" else "pending"
+        status = _not_run(run)
     elif result.reused:
         status = "reused"
     else:

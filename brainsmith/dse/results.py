@@ -154,11 +154,15 @@ def judgements(entries: list[Json], search: Search) -> dict[str, Verdict]:
     for entry in judged:
         verdicts[entry["id"]].weigh(entry, search)
     ordered = _order(judged, verdicts, list(search.objectives))
-    judged_ids = {e["id"] for e in judged}
-    rest = sorted((e for e in entries if e["id"] not in judged_ids), key=lambda e: e["index"])
-    for rank, entry in enumerate(ordered + rest, 1):
+    for rank, entry in enumerate(ordered + _unjudged(entries, judged), 1):
         verdicts[entry["id"]].rank = rank
     return verdicts
+
+
+def _unjudged(entries: list[Json], judged: list[Json]) -> list[Json]:
+    """The entries not ``judged`` (not built, or without metrics), in index order."""
+    judged_ids = {e["id"] for e in judged}
+    return sorted((e for e in entries if e["id"] not in judged_ids), key=lambda e: e["index"])
 
 
 def _order(
@@ -221,15 +225,21 @@ def effects(
     of variants that differ only in this dimension built the same design (all of them: the
     choice changed nothing)."""
     built = [e for e in entries if e["status"] == "ok" and e.get("metrics")]
-    found = []
-    for label, values in dimensions.items():
-        pairs = _pairs(built, label)
-        same = sum(1 for a, b in pairs if a.get("design") and a.get("design") == b.get("design"))
-        found.append({"dimension": label, "values": [_value_effect(built, label, v) for v in values],
-                      "pairs": len(pairs), "same_design_pairs": same,
-                      "changed_nothing": bool(pairs) and same == len(pairs),
-                      "compared_on": compared_on})  # fmt: skip
-    return found
+    return [
+        _dimension_effect(built, label, values, compared_on) for label, values in dimensions.items()
+    ]
+
+
+def _dimension_effect(
+    built: list[Json], label: str, values: list[object], compared_on: str
+) -> Json:
+    """One dimension's effects: per value, and over the pairs differing only in it."""
+    pairs = _pairs(built, label)
+    same = sum(1 for a, b in pairs if a.get("design") and a.get("design") == b.get("design"))
+    return {"dimension": label, "values": [_value_effect(built, label, v) for v in values],
+            "pairs": len(pairs), "same_design_pairs": same,
+            "changed_nothing": bool(pairs) and same == len(pairs),
+            "compared_on": compared_on}  # fmt: skip
 
 
 def _value_effect(built: list[Json], label: str, value: object) -> Json:

@@ -76,22 +76,31 @@ class Stopping:
         signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # the main thread takes them
         assert self._sockets is not None
         reader = self._sockets[0]
-        first: tuple[int, float] | None = None
         try:
-            while True:
-                wait = None if first is None else max(0.0, first[1] + self.grace - time.monotonic())
-                ready, _, _ = select.select([reader], [], [], wait)
-                if not ready:  # the grace is over
-                    return self._give_up(first[0] if first else signal.SIGINT)
-                data = reader.recv(64)
-                if not data:
-                    return  # the exploration stopped by itself
-                for signum in (s for s in data if s in SIGNALS):
-                    if first is not None:
-                        return self._give_up(first[0])
-                    first = (signum, time.monotonic())
+            self._wait_for_signals(reader)
         finally:
             reader.close()
+
+    def _wait_for_signals(self, reader: socket.socket) -> None:
+        """Until the exploration stops by itself (the stream ends): after a first signal,
+        give up at a second one or once the grace is over."""
+        first: tuple[int, float] | None = None
+        while True:
+            ready, _, _ = select.select([reader], [], [], self._wait(first))
+            if not ready:  # the grace is over
+                return self._give_up(first[0] if first else signal.SIGINT)
+            data = reader.recv(64)
+            if not data:
+                return  # the exploration stopped by itself
+            for signum in _signals(data):
+                if first is not None:
+                    return self._give_up(first[0])
+                first = (signum, time.monotonic())
+
+    def _wait(self, first: tuple[int, float] | None) -> float | None:
+        """How long to wait for the next signal: for ever before the ``first`` (signal,
+        when), then what is left of the grace."""
+        return None if first is None else max(0.0, first[1] + self.grace - time.monotonic())
 
     def _give_up(self, signum: int) -> None:
         with self._lock:
@@ -104,3 +113,8 @@ class Stopping:
                     with contextlib.suppress(OSError, ValueError):
                         stream.flush()
                 os._exit(128 + signum)
+
+
+def _signals(data: bytes) -> list[int]:
+    """The stopping signals among the bytes the signal handler wrote (one per signal)."""
+    return [s for s in data if s in SIGNALS]

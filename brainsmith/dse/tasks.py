@@ -86,21 +86,28 @@ def load_result(folder: str, key: str) -> NodeResult | None:
     result.folder = folder  # where it is now (the output may have moved)
     if result.checkpoint:
         result.checkpoint = folder
-    if result.status == "ok" and result.checkpoint:
+    if result.status == "ok" and not _products_load(result, folder):
+        return None
+    result.reused = True
+    return result
+
+
+def _products_load(result: NodeResult, folder: str) -> bool:
+    """Whether what a finished segment left in ``folder`` loads: its checkpoint (a shared
+    segment's), else its build report (a variant's, then kept in ``result``)."""
+    if result.checkpoint:
         from brainsmith.builder.checkpoint import Checkpoint
 
         try:
             Checkpoint.load(result.checkpoint, within=exploration_folder(folder))
         except ValueError:
-            return None
-    if result.status == "ok" and not result.checkpoint:
-        report = os.path.join(folder, "report.json")
-        try:
-            result.report = cast("BuildReport", read_json(report))
-        except (OSError, ValueError):
-            return None
-    result.reused = True
-    return result
+            return False
+        return True
+    try:
+        result.report = cast("BuildReport", read_json(os.path.join(folder, "report.json")))
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def final(error: Json | None) -> bool:

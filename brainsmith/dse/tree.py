@@ -17,8 +17,9 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from brainsmith.dse.variants import Variant
+from brainsmith.dse.variants import Variant, expand
 from brainsmith.frameworks.finn.facts import step_label
+from brainsmith.frameworks.finn.tables import TOOL_STEPS
 from brainsmith.planning.plan import BuildPlan
 from brainsmith.plugin.names import short_name
 
@@ -90,8 +91,6 @@ def qualified_step(name: str) -> str:
 
 def step_keys(plan: BuildPlan, root: str) -> list[str]:
     """Per step, a hash of everything the model after that step depends on."""
-    from brainsmith.frameworks.finn.tables import TOOL_STEPS
-
     options = plan.build
     names = [qualified_step(s) for s in plan.steps]
     checked = [i for i, n in enumerate(names) if short_name(n) not in TOOL_STEPS]
@@ -265,8 +264,6 @@ def show(value: object) -> str:
 
 def describe_space(blueprint: Blueprint) -> list[str]:
     """The variant count and the execution tree of a design-space blueprint, as text."""
-    from brainsmith.dse.variants import expand
-
     variants = expand(blueprint)
     space = blueprint.design_space
     assert space is not None  # expand refused a blueprint without one

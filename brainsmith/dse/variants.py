@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from brainsmith.blueprint.space import MAX_VARIANTS
 from brainsmith.errors import BrainsmithError
 from brainsmith.planning.plan import BuildPlan, plan_from_blueprint
 
@@ -35,8 +36,6 @@ class SpaceError(BrainsmithError, ValueError):
 def expand(blueprint: Blueprint) -> list[Variant]:
     """The variants ``blueprint`` (a loaded ``Blueprint``) picks, in order; the count is
     checked against ``MAX_VARIANTS`` before any is made."""
-    from brainsmith.blueprint.space import MAX_VARIANTS
-
     space = blueprint.design_space
     if space is None:
         raise SpaceError(
