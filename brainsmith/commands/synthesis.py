@@ -173,12 +173,17 @@ def _layer_json(layer: LayerSynthesis, estimate: Layer | None, folder: str) -> J
 
 def _finn_total(layers: list[Json], key: str) -> float | None:
     """FINN's estimate summed over the synthesised layers; None if one has no estimate."""
-    values = [
-        (layer["finn_estimate"] or {}).get(key)
-        for layer in layers
-        if layer["status"] == "synthesised"
-    ]
+    values = _synthesised_estimates(layers, key)
     known = [float(value) for value in values if value is not None]
     if not values or len(known) < len(values):
         return None
     return sum(known)
+
+
+def _synthesised_estimates(layers: list[Json], key: str) -> list[float | None]:
+    """FINN's estimate of ``key`` for each synthesised layer (None where it has none)."""
+    return [
+        (layer["finn_estimate"] or {}).get(key)
+        for layer in layers
+        if layer["status"] == "synthesised"
+    ]
