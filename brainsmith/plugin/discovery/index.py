@@ -13,6 +13,7 @@ again from that scan data (never copied from the old index).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -28,8 +29,10 @@ from brainsmith.plugin.discovery import stamps
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.discovery.store import ORIGIN, index_stores
 from brainsmith.plugin.discovery.trust import SourceCheck
-from brainsmith.plugin.settings.config import PluginConfig
+from brainsmith.plugin.settings import memo
+from brainsmith.plugin.settings.config import PluginConfig, masked_url
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
+from brainsmith.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,8 +91,6 @@ def index_name() -> str:
 def forget_index(directory: str) -> None:
     """Delete this environment's index and its scan data in ``directory`` (a record disagreed
     with its plugin's source): the next discovery scans every source afresh, reusing nothing."""
-    from brainsmith.plugin.settings import memo
-
     name = index_name()
     for stem in (name, f"{name}-files"):
         memo.remove_if_ours(memo.path_for(stem, directory))
@@ -224,8 +225,6 @@ def _shared_copy(
     fetched: object, name: str, shared: RedisStore, result: DiscoveryResult
 ) -> Index | None:
     """The index Redis held, if it has this code's shape and could be what a scan wrote."""
-    from brainsmith.plugin.settings.config import masked_url
-
     copy = _usable(fetched, f"shared index {name} at {masked_url(shared.url)}")
     implausible = _implausible(copy) if copy is not None else None
     if implausible:
@@ -248,8 +247,6 @@ def _fetch(shared: RedisStore, name: str, stamp: list[object], result: Discovery
 
 
 def _refuse(url: str, reason: str, result: DiscoveryResult) -> None:
-    from brainsmith.plugin.settings.config import masked_url
-
     culprit = f"shared index at {masked_url(url)}"
     log.warning("%s: %s", culprit, reason)
     result.problems.append(["shared", culprit, reason])
@@ -707,8 +704,6 @@ def _checked(
 
 def _scanner_stamp() -> int:
     """Changes whenever the code that reads plugin sources changes (editable installs)."""
-    import os
-
     here = os.path.dirname(os.path.abspath(__file__))  # brainsmith/plugin/discovery
     names = ("index.py", "folders.py", "stamps.py", "../metadata.py", "../spec.py")
     paths = [os.path.normpath(os.path.join(here, name)) for name in names] + adapter_files()
@@ -718,6 +713,4 @@ def _scanner_stamp() -> int:
 
 
 def _brainsmith_version() -> str:
-    from brainsmith.version import __version__
-
     return __version__
