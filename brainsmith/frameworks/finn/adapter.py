@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.discovery.sources import State
+    from brainsmith.plugin.discovery.sources import ModuleFacts, State
     from brainsmith.plugin.discovery.sources.adapters import TargetProblem
     from brainsmith.plugin.registry import Registry
     from brainsmith.plugin.spec import PluginSpec
@@ -112,7 +112,7 @@ class FINNAdapter(FrameworkAdapter):
 
             on_layer_loaded(registry, spec, obj)
 
-    def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict[str, Any]:
+    def extract(self, tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
         return file_facts(tree, module, is_package)
 
     def extra_specs(self, state: State, index: ClassIndex) -> list[list[Any]]:
@@ -181,7 +181,7 @@ def _target(dotted_name: str) -> str:
     return f"{module}:{name}"
 
 
-def file_facts(tree: ast.Module, module: str, is_package: bool) -> dict[str, Any]:
+def file_facts(tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
     """Per-file facts: classes and imports, plus FINN's registrations (custom ops, steps)."""
     data = scan_tree(tree, module, is_package)
     imports: dict[str, str] = data["imports"]

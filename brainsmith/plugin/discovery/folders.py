@@ -49,14 +49,17 @@ def top_level_names(folder: str) -> list[str]:
         entries = sorted(os.listdir(folder))
     except OSError:
         return []
-    names = []
-    for entry in entries:
-        stem, dot, ext = entry.partition(".")
-        if stem == "__init__" or not stem.isidentifier():
-            continue
-        if (dot and ext == "py") or (not dot and os.path.isdir(os.path.join(folder, entry))):
-            names.append(stem)
-    return names
+    return [stem for entry in entries if (stem := _importable_stem(folder, entry))]
+
+
+def _importable_stem(folder: str, entry: str) -> str:
+    """The name ``import NAME`` finds the folder entry ``entry`` by ("" for none)."""
+    stem, dot, ext = entry.partition(".")
+    if stem == "__init__" or not stem.isidentifier():
+        return ""
+    if (dot and ext == "py") or (not dot and os.path.isdir(os.path.join(folder, entry))):
+        return stem
+    return ""
 
 
 class PluginFolderFinder:
@@ -173,12 +176,7 @@ def drop_dead_aliases() -> None:
 def forget(folder: str | None = None) -> list[str]:
     """Drop a folder's imported modules (every plugin folder's when ``folder`` is None) and
     the plain-name aliases of them; returns their names."""
-    package = package_name(folder) if folder is not None else ""
-    doomed = {
-        name: module
-        for name, module in list(sys.modules.items())
-        if (name.startswith(PREFIX) if folder is None else name.partition(".")[0] == package)
-    }
+    doomed = _folder_modules(folder)
     identities = {id(module) for module in doomed.values()}
     aliases = [
         name
@@ -189,6 +187,14 @@ def forget(folder: str | None = None) -> list[str]:
         sys.modules.pop(name, None)
     discard_bytecode(doomed.values())
     return sorted(doomed)
+
+
+def _folder_modules(folder: str | None) -> dict[str, ModuleType]:
+    """The imported modules of the plugin folder ``folder`` (of every one when None)."""
+    if folder is None:
+        return {n: m for n, m in list(sys.modules.items()) if n.startswith(PREFIX)}
+    package = package_name(folder)
+    return {n: m for n, m in list(sys.modules.items()) if n.partition(".")[0] == package}
 
 
 def discard_bytecode(modules: Iterable[ModuleType]) -> None:

@@ -13,6 +13,7 @@ again from that scan data (never copied from the old index).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -28,8 +29,10 @@ from brainsmith.plugin.discovery import stamps
 from brainsmith.plugin.discovery.stamps import stamp_paths, unchanged
 from brainsmith.plugin.discovery.store import ORIGIN, index_stores
 from brainsmith.plugin.discovery.trust import SourceCheck
-from brainsmith.plugin.settings.config import PluginConfig
+from brainsmith.plugin.settings import memo
+from brainsmith.plugin.settings.config import PluginConfig, masked_url
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginProblem, PluginSpec
+from brainsmith.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,8 +91,6 @@ def index_name() -> str:
 def forget_index(directory: str) -> None:
     """Delete this environment's index and its scan data in ``directory`` (a record disagreed
     with its plugin's source): the next discovery scans every source afresh, reusing nothing."""
-    from brainsmith.plugin.settings import memo
-
     name = index_name()
     for stem in (name, f"{name}-files"):
         memo.remove_if_ours(memo.path_for(stem, directory))
@@ -102,10 +103,14 @@ def source_ids(config: PluginConfig) -> list[str]:
     ids = ["brainsmith"] if enabled("brainsmith") else []
     if enabled("user"):
         ids += [f"user:{folder}" for folder in config.plugin_dirs]
-    ids.append("entry_points")
-    wanted = {name for name in ADAPTERS if enabled(name)}
+    return [*ids, "entry_points", *_adapter_ids(config)]
+
+
+def _adapter_ids(config: PluginConfig) -> list[str]:
+    """The frameworks enabled, and those they are read with, in ADAPTERS order."""
+    wanted = {name for name in ADAPTERS if config.framework_enabled(name)}
     wanted |= {other for name in wanted for other in reads_with(name)}
-    return ids + [name for name in ADAPTERS if name in wanted]
+    return [name for name in ADAPTERS if name in wanted]
 
 
 def make_source(source_id: str, reload_modules: bool = False) -> Source:
@@ -213,10 +218,13 @@ def _with_shared(
             log.debug("shared index %s changed or gone: rescanning what came from it", name)
             index = {**index, "sources": kept}
         return index
-    if fetched is None:
-        return None
-    from brainsmith.plugin.settings.config import masked_url
+    return None if fetched is None else _shared_copy(fetched, name, shared, result)
 
+
+def _shared_copy(
+    fetched: object, name: str, shared: RedisStore, result: DiscoveryResult
+) -> Index | None:
+    """The index Redis held, if it has this code's shape and could be what a scan wrote."""
     copy = _usable(fetched, f"shared index {name} at {masked_url(shared.url)}")
     implausible = _implausible(copy) if copy is not None else None
     if implausible:
@@ -239,8 +247,6 @@ def _fetch(shared: RedisStore, name: str, stamp: list[object], result: Discovery
 
 
 def _refuse(url: str, reason: str, result: DiscoveryResult) -> None:
-    from brainsmith.plugin.settings.config import masked_url
-
     culprit = f"shared index at {masked_url(url)}"
     log.warning("%s: %s", culprit, reason)
     result.problems.append(["shared", culprit, reason])
@@ -286,11 +292,16 @@ def _unaccounted(state: State) -> str | None:
     from brainsmith.plugin.names import normalise
 
     listed = {normalise(str(row[0])) for row in state.get("listing", []) if row}
-    seen = {str(r[2]) for r in state.get("specs", []) if isinstance(r, list) and len(r) > 2}
-    seen |= {str(p[0]) for p in state.get("problems", []) if isinstance(p, list) and p}
-    if listed - seen:
-        return f"distribution {sorted(listed - seen)[0]} has entry points but no plugins"
+    missing = listed - _accounted(state)
+    if missing:
+        return f"distribution {sorted(missing)[0]} has entry points but no plugins"
     return None
+
+
+def _accounted(state: State) -> set[str]:
+    """The frameworks the state has a plugin or a problem of."""
+    seen = {str(r[2]) for r in state.get("specs", []) if isinstance(r, list) and len(r) > 2}
+    return seen | {str(p[0]) for p in state.get("problems", []) if isinstance(p, list) and p}
 
 
 class ScanData:
@@ -398,28 +409,47 @@ def _rescan(
         source = make_source(source_id, reload_modules)
         if not within_ttl:
             result.checked.add(source_id)
-        try:
-            state = source.scan(previous, not within_ttl, scan_data.of(source_id))
-        except Exception as exc:  # one broken source never stops discovery
-            log.warning("plugin source %s failed: %s: %s", source_id, type(exc).__name__, exc)
-            state = {
-                "specs": [],
-                "stamp": [],
-                "failed": True,  # retried after the TTL, or when sys.path changes
-                "checked": time.time(),
-                "problems": [[source_id, source_id, f"{type(exc).__name__}: {exc}"]],
-            }
+        state = _scanned(source, source_id, previous, not within_ttl, scan_data)
         result.imported |= getattr(source, "imported", set())
-        if state is previous:
-            log.debug("source %s: still valid for this sys.path", source_id)
-        elif previous is None or state.get("files") != scan_data.of(source_id)():
-            result.changed.add(source_id)
-            log.debug("source %s: scanned", source_id)
-        else:
-            log.debug("source %s: revalidated, unchanged", source_id)
+        _note(source_id, state, previous, scan_data, result)
         result.states[source_id] = state
         result.source_ms[source_id] = (time.perf_counter() - t0) * 1000
     _derive_adapter_specs(scan_data, result)
+
+
+def _scanned(
+    source: Source, source_id: str, previous: State | None, full: bool, scan_data: ScanData
+) -> State:
+    """The source's new state; a failed one when its scan raised (one broken source never
+    stops discovery)."""
+    try:
+        return source.scan(previous, full, scan_data.of(source_id))
+    except Exception as exc:
+        log.warning("plugin source %s failed: %s: %s", source_id, type(exc).__name__, exc)
+        return {
+            "specs": [],
+            "stamp": [],
+            "failed": True,  # retried after the TTL, or when sys.path changes
+            "checked": time.time(),
+            "problems": [[source_id, source_id, f"{type(exc).__name__}: {exc}"]],
+        }
+
+
+def _note(
+    source_id: str,
+    state: State,
+    previous: State | None,
+    scan_data: ScanData,
+    result: DiscoveryResult,
+) -> None:
+    """Count the source as changed when its scan data differs from what was kept."""
+    if state is previous:
+        log.debug("source %s: still valid for this sys.path", source_id)
+    elif previous is None or state.get("files") != scan_data.of(source_id)():
+        result.changed.add(source_id)
+        log.debug("source %s: scanned", source_id)
+    else:
+        log.debug("source %s: revalidated, unchanged", source_id)
 
 
 def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
@@ -429,12 +459,7 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
     if not redo:
         return
     t0 = time.perf_counter()
-    scanned: dict[str, State] = {}
-    for adapter in ADAPTERS:
-        state = result.states.get(adapter)
-        if state is not None and not state.get("failed"):
-            files: object = state["files"] if "files" in state else scan_data.of(adapter)()
-            scanned[adapter] = {**state, "files": files if isinstance(files, dict) else {}}
+    scanned = _adapter_states(scan_data, result)
     for cls in adapter_classes():
         state = scanned.get(cls.framework)
         if state is None:
@@ -448,6 +473,17 @@ def _derive_adapter_specs(scan_data: ScanData, result: DiscoveryResult) -> None:
             "problems": problems,
         }
     result.source_ms[sorted(redo)[0]] += (time.perf_counter() - t0) * 1000
+
+
+def _adapter_states(scan_data: ScanData, result: DiscoveryResult) -> dict[str, State]:
+    """The frameworks' states that did not fail, each with its scan data."""
+    scanned: dict[str, State] = {}
+    for adapter in ADAPTERS:
+        state = result.states.get(adapter)
+        if state is not None and not state.get("failed"):
+            files: object = state["files"] if "files" in state else scan_data.of(adapter)()
+            scanned[adapter] = {**state, "files": files if isinstance(files, dict) else {}}
+    return scanned
 
 
 def _write(
@@ -537,8 +573,7 @@ class Found:
         self._lazy: set[str] = set()  # the sources checked on use
         first_keys: dict[tuple[str, str], None] = {}  # (ordered: problems keep their order)
         for source_id, state in states.items():
-            for problem in state.get("problems", []):
-                self.problems.append(PluginProblem(*[str(part) for part in problem[:3]]))
+            self.problems += _problems_of(state)
             check = SourceCheck(source_id, state, config)
             records = state.get("specs", [])
             if source_id in CHECKED_ON_USE and records:
@@ -628,6 +663,13 @@ class Found:
         return self._count
 
 
+def _problems_of(state: State) -> list[PluginProblem]:
+    """The problems a source's scan recorded."""
+    return [
+        PluginProblem(*[str(part) for part in problem[:3]]) for problem in state.get("problems", [])
+    ]
+
+
 def _folder_clashes(states: dict[str, State], config: PluginConfig) -> list[PluginProblem]:
     """The plain imports of the configured plugin folders that reach another module."""
     folders = [(f, states[f"user:{f}"]) for f in config.plugin_dirs if f"user:{f}" in states]
@@ -662,8 +704,6 @@ def _checked(
 
 def _scanner_stamp() -> int:
     """Changes whenever the code that reads plugin sources changes (editable installs)."""
-    import os
-
     here = os.path.dirname(os.path.abspath(__file__))  # brainsmith/plugin/discovery
     names = ("index.py", "folders.py", "stamps.py", "../metadata.py", "../spec.py")
     paths = [os.path.normpath(os.path.join(here, name)) for name in names] + adapter_files()
@@ -673,6 +713,4 @@ def _scanner_stamp() -> int:
 
 
 def _brainsmith_version() -> str:
-    from brainsmith.version import __version__
-
     return __version__

@@ -18,7 +18,13 @@ never a failed command or a hang.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import os
+import stat
 import threading
+from functools import partial
 
 from brainsmith.plugin import log
 from brainsmith.plugin.settings.config import masked_url
@@ -86,7 +92,6 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
         return None
     if not (raw and isinstance(raw, bytes)):
         return None
-    import hashlib
 
     record = _decoded(raw, f"shared index {name} at {masked_url(url)}")
     if record is None or record[0] != stamp:
@@ -101,7 +106,6 @@ def read(url: str, name: str, stamp: object, key: bytes | None) -> Fetched | Non
 def _decoded(raw: bytes, what: str) -> tuple[object, dict[str, object]] | None:
     """``(stamp, payload)`` of a value read from Redis; None (after a warning) for one that
     is not JSON of that shape."""
-    import json
 
     try:
         record = json.loads(raw)
@@ -125,7 +129,6 @@ def _check_signature(
     """Raises ``Refused`` unless ``signature`` is ``payload``'s with ``key``."""
     if not isinstance(signature, str):
         raise Refused("not signed with the key of plugin_system.cache_key_file; ignored")
-    import hmac
 
     expected = sign(key, name, stamp, payload).encode()
     if not hmac.compare_digest(signature.encode("utf-8", "replace"), expected):
@@ -137,7 +140,6 @@ def write(
 ) -> bool:
     """Publish ``payload`` under ``name`` (signed with ``key`` if given); False (after a
     warning) when Redis cannot be used."""
-    import json
 
     if key is not None:
         payload = {**payload, SIGNATURE: sign(key, name, stamp, payload)}
@@ -149,9 +151,6 @@ def write(
 
 def sign(key: bytes, name: str, stamp: object, payload: object) -> str:
     """HMAC-SHA256 of the index's name, stamp and payload (canonical JSON), in hex."""
-    import hashlib
-    import hmac
-    import json
 
     try:
         body = json.dumps([name, stamp, payload], sort_keys=True, separators=(",", ":"))
@@ -162,7 +161,6 @@ def sign(key: bytes, name: str, stamp: object, payload: object) -> str:
 
 def clear(url: str) -> int:
     """Delete every shared index at ``url``; returns how many."""
-    from functools import partial
 
     def delete_page(cursor: int, redis: Redis) -> tuple[int, int]:
         cursor, keys = redis.scan(cursor, match=PREFIX + "*", count=500)
@@ -182,8 +180,6 @@ def load_key(path: str) -> bytes:
     """The secret in key file ``path`` (surrounding whitespace removed). Raises ``Refused``
     unless it is a regular file of this user's that nobody else may read, as cache files are
     checked."""
-    import os
-    import stat
 
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:

@@ -61,14 +61,19 @@ def unchanged(stamps: object) -> bool:
             if size == -1:
                 continue
             return False
-        if (
-            st.st_mtime_ns != mtime
-            or st.st_size != size
-            or st.st_ino != inode
-            or st.st_ctime_ns != ctime
-        ):
+        if _differs(st, mtime, size, inode, ctime):
             return False
     return True
+
+
+def _differs(st: os.stat_result, mtime: object, size: object, inode: object, ctime: object) -> bool:
+    """The file's stat is not the one recorded."""
+    return (
+        st.st_mtime_ns != mtime
+        or st.st_size != size
+        or st.st_ino != inode
+        or st.st_ctime_ns != ctime
+    )
 
 
 STAT_RANGE = range(-(1 << 63), 1 << 64)  # what st_mtime_ns, st_size, st_ino, st_ctime_ns can be
@@ -77,15 +82,14 @@ STAT_RANGE = range(-(1 << 63), 1 << 64)  # what st_mtime_ns, st_size, st_ino, st
 def in_range(stamps: object) -> bool:
     """True when ``stamps`` is a list of stamps whose numbers ``os.stat`` could have given
     (read from a cache file or Redis: a huge or non-integer number is refused, never used)."""
-    if not isinstance(stamps, list):
+    return isinstance(stamps, list) and all(_stamp_in_range(entry) for entry in stamps)
+
+
+def _stamp_in_range(entry: object) -> bool:
+    """``[path, mtime_ns, size, inode, ctime_ns]`` with numbers ``os.stat`` could give."""
+    if not (isinstance(entry, list) and len(entry) >= 5 and isinstance(entry[0], str)):
         return False
-    for entry in stamps:
-        if not (isinstance(entry, list) and len(entry) >= 5 and isinstance(entry[0], str)):
-            return False
-        for number in entry[1:5]:
-            if type(number) is not int or number not in STAT_RANGE:
-                return False
-    return True
+    return all(type(number) is int and number in STAT_RANGE for number in entry[1:5])
 
 
 def search_path() -> list[str]:

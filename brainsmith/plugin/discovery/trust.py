@@ -35,8 +35,12 @@ def from_source(spec: PluginSpec, source: str, state: State, config: PluginConfi
         return False  # only configured plugin folders are imported as folder packages
     if source == "entry_points":
         return _declared_by_a_distribution(spec, state)
-    if spec.framework != source:
-        return False
+    return spec.framework == source and _in_framework(spec, source, state)
+
+
+def _in_framework(spec: PluginSpec, source: str, state: State) -> bool:
+    """The record's module is a file of brainsmith's own plugin packages, or of the installed
+    framework ``source`` (QONNX, FINN)."""
     if source == "brainsmith":
         return bool(spec.source) and _file_of_module(spec, brainsmith_roots())
     root = state.get("root")  # QONNX and FINN: the installed package folder
@@ -76,28 +80,37 @@ def _in_plugin_folder(spec: PluginSpec, folder: str, config: PluginConfig) -> bo
         return False
     if spec.metadata.get("plugin_dir") != folder:
         return False
-    rel = os.path.relpath(spec.source, folder) if spec.source else os.pardir
+    rel = _python_file_in(folder, spec.source)
+    return rel is not None and module_of(folder, rel) == spec.module and os.path.isfile(spec.source)
+
+
+def _python_file_in(folder: str, source: str) -> str | None:
+    """The path of ``source`` inside ``folder`` when it is a ``.py`` file below it."""
+    rel = os.path.relpath(source, folder) if source else os.pardir
     if rel.startswith(os.pardir) or os.path.isabs(rel) or not rel.endswith(".py"):
-        return False
-    return module_of(folder, rel) == spec.module and os.path.isfile(spec.source)
+        return None
+    return rel
 
 
 def _declared_by_a_distribution(spec: PluginSpec, state: State) -> bool:
     """A pip package's module belongs to a package an entry point of the distribution whose
     name is the record's framework declares (a built-in framework's name is never one)."""
-    from brainsmith.plugin.names import normalise
-
     if spec.framework in BUILTIN_FRAMEWORKS:
         return False
     top = spec.module.partition(".")[0]
-    for row in state.get("listing", []):
-        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(f, str) for f in row)):
-            continue
-        dist, _version, name, value = row
-        declared = value.partition(":")[0].strip().partition(".")[0]
-        if declared == top and normalise(dist or name) == spec.framework:
-            return True
-    return False
+    return any(_declares(row, top, spec.framework) for row in state.get("listing", []))
+
+
+def _declares(row: object, top: str, framework: str) -> bool:
+    """The entry-point row ``[distribution, version, name, value]`` of ``framework`` names a
+    module of the top-level package ``top``."""
+    from brainsmith.plugin.names import normalise
+
+    if not (isinstance(row, list) and len(row) == 4 and all(isinstance(f, str) for f in row)):
+        return False
+    dist, _version, name, value = row
+    declared = value.partition(":")[0].strip().partition(".")[0]
+    return declared == top and normalise(dist or name) == framework
 
 
 class SourceCheck:

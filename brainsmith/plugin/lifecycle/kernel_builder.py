@@ -18,12 +18,46 @@ from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any, SupportsInt
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Protocol, SupportsInt
 
-    Shape = Iterable[SupportsInt]  # what a shape inference returns
+    import numpy as np
+    from numpy.typing import NDArray
+    from onnx import GraphProto, ModelProto, NodeProto
 
     from brainsmith.plugin.registry import Registry
+
+    Shape = Iterable[SupportsInt]  # what a shape inference returns
+    Array = NDArray[np.generic]  # a kernel's input or output
+    AttrType = tuple[str, bool, object]  # QONNX's (code, required, default) of an attribute
+
+    class Named(Protocol):
+        """A QONNX ``DataType``, as far as a kernel reads it."""
+
+        @property
+        def name(self) -> str: ...
+
+    class TensorModel(Protocol):
+        """QONNX's ``ModelWrapper`` (untyped), as the inferences of a kernel's op use it."""
+
+        @property
+        def model(self) -> ModelProto: ...
+
+        def get_tensor_shape(self, name: str) -> list[int] | None: ...
+
+        def get_tensor_datatype(self, name: str) -> Named: ...
+
+        def set_tensor_datatype(self, name: str, datatype: object) -> None: ...
+
+    class OpNode(Protocol):
+        """QONNX's ``CustomOp`` (untyped), as the methods of a kernel's op class use it."""
+
+        @property
+        def onnx_node(self) -> NodeProto: ...
+
+        def get_nodeattr(self, name: str) -> object: ...
+
+        def make_const_shape_op(self, shape: tuple[int, ...]) -> NodeProto: ...
 
 
 DOMAIN = "brainsmith.custom_op"
@@ -58,7 +92,7 @@ class CustomKernel:
         self.framework = ""  # set when registered
         self.op_class = _make_op_class(self)
 
-    def __call__(self, *inputs: object, **attributes: object) -> Any:
+    def __call__(self, *inputs: object, **attributes: object) -> Array:
         """Validate ``inputs`` and run the kernel; returns a numpy array."""
         import numpy as np
 
@@ -73,7 +107,7 @@ class CustomKernel:
             )
         return result
 
-    def check_inputs(self, inputs: tuple[Any, ...] | list[Any], attrs: dict[str, Any]) -> list[Any]:
+    def check_inputs(self, inputs: Sequence[object], attrs: Mapping[str, object]) -> list[Array]:
         """Numpy arrays of ``inputs``, or KernelInputError saying what was expected."""
         import numpy as np
 
@@ -100,31 +134,35 @@ class CustomKernel:
         return arrays
 
     def output_shape(
-        self, shapes: list[tuple[Any, ...]], attrs: dict[str, Any] | None = None
+        self, shapes: Sequence[Shape], attrs: Mapping[str, object] | None = None
     ) -> tuple[int, ...]:
         """The output shape for input ``shapes`` (default: numpy broadcasting)."""
         import numpy as np
 
         attrs = {**self.attributes, **(attrs or {})}
-        shapes = [tuple(int(d) for d in s) for s in shapes]
+        dims = [tuple(int(d) for d in s) for s in shapes]
         try:
             if self._infer_shape is None:
-                return tuple(np.broadcast_shapes(*shapes))
-            return tuple(int(d) for d in self._infer_shape(*shapes, **attrs))
+                return tuple(np.broadcast_shapes(*dims))
+            return tuple(int(d) for d in self._infer_shape(*dims, **attrs))
         except (ValueError, TypeError) as exc:
-            shown = ", ".join(str(s) for s in shapes)
+            shown = ", ".join(str(s) for s in dims)
             raise KernelInputError(
                 f"kernel '{self.name}': input shapes {shown} are not accepted: {exc}"
             ) from exc
 
-    def output_datatype(self, datatypes: list[str], attrs: dict[str, Any] | None = None) -> str:
+    def output_datatype(
+        self, datatypes: list[str], attrs: Mapping[str, object] | None = None
+    ) -> str:
         """The QONNX datatype name of the output (default: FLOAT32)."""
         if self._infer_datatype is None:
             return "FLOAT32"
         attrs = {**self.attributes, **(attrs or {})}
         return str(self._guarded("infer_datatype", self._infer_datatype, *datatypes, **attrs))
 
-    def _guarded(self, stage: str, fn: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
+    def _guarded(
+        self, stage: str, fn: Callable[..., object], *args: object, **kwargs: object
+    ) -> object:
         try:
             return fn(*args, **kwargs)
         except PluginError:
@@ -309,7 +347,7 @@ def get_custom_kernel(name: str) -> CustomKernel:
     return kernel
 
 
-def execute_kernel(name: str, inputs: list[Any], **attributes: object) -> Any:
+def execute_kernel(name: str, inputs: Sequence[object], **attributes: object) -> Array:
     """Run a registered custom kernel on numpy arrays."""
     return get_custom_kernel(name)(*inputs, **attributes)
 
@@ -338,26 +376,26 @@ def _make_op_class(kernel: CustomKernel) -> type:
         for name, value in kernel.attributes.items()
     }
 
-    def attrs(op: Any) -> dict[str, Any]:
+    def attrs(op: OpNode) -> dict[str, object]:
         return {name: op.get_nodeattr(name) for name in kernel.attributes}
 
-    def get_nodeattr_types(self: Any) -> dict[str, Any]:
+    def get_nodeattr_types(self: OpNode) -> dict[str, AttrType]:
         return dict(attr_types)
 
-    def make_shape_compatible_op(self: Any, model: Any) -> Any:
+    def make_shape_compatible_op(self: OpNode, model: TensorModel) -> NodeProto:
         shapes = _input_shapes(model, list(self.onnx_node.input), kernel.name)
         return self.make_const_shape_op(kernel.output_shape(shapes, attrs(self)))
 
-    def infer_node_datatype(self: Any, model: Any) -> None:
+    def infer_node_datatype(self: OpNode, model: TensorModel) -> None:
         names = [model.get_tensor_datatype(name).name for name in self.onnx_node.input]
         result = kernel.output_datatype(names, attrs(self))
         model.set_tensor_datatype(self.onnx_node.output[0], DataType[result])
 
-    def execute_node(self: Any, context: dict[str, Any], graph: Any) -> None:
+    def execute_node(self: OpNode, context: dict[str, Array], graph: GraphProto) -> None:
         inputs = [context[name] for name in self.onnx_node.input]
         context[self.onnx_node.output[0]] = kernel(*inputs, **attrs(self))
 
-    def verify_node(self: Any) -> list[str]:
+    def verify_node(self: OpNode) -> list[str]:
         found = len(self.onnx_node.input)
         if found != kernel.num_inputs:
             return [f"{kernel.name}: expected {kernel.num_inputs} inputs, found {found}"]
@@ -384,21 +422,27 @@ def register_example_kernels() -> list[str]:
 
     import numpy as np
 
-    def floating(*arrays: Any, **_attrs: Any) -> None:
+    def floating(*arrays: Array, **_attrs: object) -> None:
         for index, array in enumerate(arrays):
             if array.dtype.kind != "f":
                 raise TypeError(f"input {index} must be a float array, got {array.dtype}")
 
-    def norm_params(x: Any, scale: Any, bias: Any, **_attrs: Any) -> None:
+    def norm_params(x: Array, scale: Array, bias: Array, **_attrs: object) -> None:
         floating(x, scale, bias)
         for label, array in (("scale", scale), ("bias", bias)):
             if array.shape != x.shape[-1:]:
                 raise ValueError(f"{label} must have shape {x.shape[-1:]}, got {array.shape}")
 
-    def layer_norm(x: Any, scale: Any, bias: Any, epsilon: float) -> Any:
+    def layer_norm(
+        x: NDArray[np.floating],
+        scale: NDArray[np.floating],
+        bias: NDArray[np.floating],
+        epsilon: float,
+    ) -> NDArray[np.floating]:
         mean = x.mean(axis=-1, keepdims=True)
         var = x.var(axis=-1, keepdims=True)
-        return (x - mean) / np.sqrt(var + epsilon) * scale + bias
+        normalised: NDArray[np.floating] = (x - mean) / np.sqrt(var + epsilon) * scale + bias
+        return normalised
 
     erf = np.vectorize(math.erf, otypes=[float])
     kernels = [
@@ -426,7 +470,7 @@ def register_example_kernels() -> list[str]:
     return [builder._name for builder in kernels]
 
 
-def _input_shapes(model: Any, names: list[str], kernel: str) -> list[Any]:
+def _input_shapes(model: TensorModel, names: list[str], kernel: str) -> list[list[int]]:
     """Input shapes for shape inference; QONNX hides custom ops node by node, so shapes of
     tensors made by standard ops earlier in the graph come from ONNX shape inference."""
     shapes = [model.get_tensor_shape(name) for name in names]
@@ -439,7 +483,7 @@ def _input_shapes(model: Any, names: list[str], kernel: str) -> list[Any]:
     missing = [name for name, shape in zip(names, shapes, strict=True) if shape is None]
     if missing:
         raise KernelInputError(f"kernel '{kernel}': unknown shape of input {', '.join(missing)}")
-    return shapes
+    return [shape for shape in shapes if shape is not None]
 
 
 def _kernels() -> dict[str, PluginSpec]:

@@ -56,7 +56,7 @@ class LoadedPlugin:
     info: BundleInfo
     kind: str  # file | package | extension
     module_name: str
-    modules: dict[str, Any]
+    modules: dict[str, ModuleType]
     specs: list[PluginSpec]
     plugin: PluginBundle | None
 
@@ -163,7 +163,7 @@ def _source_file(path: str, kind: str) -> str:
     return os.path.join(path, "__init__.py") if kind == "package" else path
 
 
-def _static_metadata(path: str, kind: str, name: str) -> dict[str, Any] | None:
+def _static_metadata(path: str, kind: str, name: str) -> dict[str, str] | None:
     """A literal ``BRAINSMITH_PLUGIN`` dict, checked before the code runs (Python only)."""
     if kind == "extension":
         return None
@@ -193,7 +193,7 @@ def _static_metadata(path: str, kind: str, name: str) -> dict[str, Any] | None:
     return None
 
 
-def _checked(name: str, declared: object, where: str) -> dict[str, Any]:
+def _checked(name: str, declared: object, where: str) -> dict[str, str]:
     metadata, problems = package_metadata(declared, where)
     if problems:
         raise PluginLoadError(f"cannot load plugin '{name}': " + "; ".join(problems))
@@ -205,7 +205,7 @@ def _checked(name: str, declared: object, where: str) -> dict[str, Any]:
     return metadata
 
 
-def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> BundleInfo:
+def _info(name: str, metadata: dict[str, str], path: str, where: str = "") -> BundleInfo:
     try:
         fields: dict[str, Any] = {
             k: VersionInfo.parse(v) if k.endswith("version") and k != "brainsmith_version" else v
@@ -217,7 +217,7 @@ def _info(name: str, metadata: dict[str, Any], path: str, where: str = "") -> Bu
 
 
 def _installed(
-    module: ModuleType, name: str, path: str, source: str, declared: dict[str, Any] | None
+    module: ModuleType, name: str, path: str, source: str, declared: dict[str, str] | None
 ) -> tuple[BundleInfo, PluginBundle | None]:
     """The info of a plugin run from ``path`` as ``module``, and its bundle (installed as
     ``source``) if it defines one; else its info is what it (or ``declared``) states."""
@@ -244,7 +244,7 @@ def _import_failure(exc: Exception) -> str:
 
 
 def _load(
-    path: str, kind: str, name: str, module_name: str, declared: dict[str, Any] | None
+    path: str, kind: str, name: str, module_name: str, declared: dict[str, str] | None
 ) -> LoadedPlugin:
     framework = framework_name(name)
     source = f"path:{framework}"

@@ -53,7 +53,7 @@ class VersionInfo:
         return cls(*parts)
 
     @classmethod
-    def coerce(cls, value: VersionInfo | str | tuple[Any, ...]) -> VersionInfo:
+    def coerce(cls, value: VersionInfo | str | tuple[int, ...]) -> VersionInfo:
         """A VersionInfo from a VersionInfo, ``"1.2.0"`` or ``(1, 2, 0)``."""
         if isinstance(value, VersionInfo):
             return value
@@ -169,11 +169,11 @@ def _unmatched(spec: str | None, version: str) -> str | None:
     return None
 
 
-def package_metadata(declared: object, where: str) -> tuple[dict[str, Any], list[str]]:
+def package_metadata(declared: object, where: str) -> tuple[dict[str, str], list[str]]:
     """Validate a ``BRAINSMITH_PLUGIN`` dict; return (metadata, problems naming ``where``)."""
     if not isinstance(declared, dict):
         return {}, [f"{where}: {PACKAGE_ATTRIBUTE} must be a dict of {', '.join(PACKAGE_KEYS)}"]
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, str] = {}
     problems: list[str] = []
     for key, value in declared.items():
         if key not in PACKAGE_KEYS:

@@ -24,6 +24,8 @@ from brainsmith.plugin.values import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from brainsmith.plugin.values import Check
 
 
@@ -98,12 +100,21 @@ def find_project_file(start: str | None = None) -> str | None:
     """The nearest ``.brainsmith/config.yaml`` at or above ``start`` (default: the cwd)."""
     explicit = os.environ.get("BRAINSMITH_CONFIG")
     if explicit:
-        if not os.path.isfile(explicit):
-            raise ConfigError(
-                f"BRAINSMITH_CONFIG names {explicit!r}, which is not a file", "BRAINSMITH_CONFIG"
-            )
-        return os.path.abspath(explicit)
-    here = os.path.abspath(start or os.getcwd())
+        return _named_config(explicit)
+    return _nearest_config(os.path.abspath(start or os.getcwd()))
+
+
+def _named_config(explicit: str) -> str:
+    """The file ``BRAINSMITH_CONFIG`` names, which must be one."""
+    if not os.path.isfile(explicit):
+        raise ConfigError(
+            f"BRAINSMITH_CONFIG names {explicit!r}, which is not a file", "BRAINSMITH_CONFIG"
+        )
+    return os.path.abspath(explicit)
+
+
+def _nearest_config(here: str) -> str | None:
+    """The ``.brainsmith/config.yaml`` of ``here`` or of the nearest folder above it."""
     while True:
         candidate = os.path.join(here, ".brainsmith", "config.yaml")
         if os.path.isfile(candidate):
@@ -167,6 +178,11 @@ def _parse_project_file(path: str) -> dict[str, object]:
         document = load_yaml_file(path)
     except YAMLInputError as exc:
         raise ConfigError(str(exc), path) from None
+    return _plugin_section(document, path)
+
+
+def _plugin_section(document: object, path: str) -> dict[str, object]:
+    """The ``plugin_system`` mapping of the parsed config file ``path`` ({} when absent)."""
     if document is None:
         return {}
     if not isinstance(document, dict):
@@ -182,6 +198,12 @@ def _parse_project_file(path: str) -> dict[str, object]:
             path,
             "plugin_system",
         )
+    _check_keys(section, path)
+    return section
+
+
+def _check_keys(section: dict[object, object], path: str) -> None:
+    """Refuse a key of ``plugin_system`` that is none of CONFIG_KEYS."""
     unknown = [key for key in section if key not in CONFIG_KEYS]
     if unknown:
         raise ConfigError(
@@ -189,7 +211,6 @@ def _parse_project_file(path: str) -> dict[str, object]:
             path,
             f"plugin_system.{unknown[0]}",
         )
-    return section
 
 
 def deprecated_mode(where: str) -> None:
@@ -209,21 +230,37 @@ def deprecated_mode(where: str) -> None:
 
 
 def _from_env(key: str, raw: str) -> object:
-    if key == "debug":
-        lowered = raw.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-        return raw
-    if key in ("cache_ttl", "load_timeout"):
-        try:
-            return float(raw)
-        except ValueError:
-            return raw
-    if key == "plugin_dirs":
-        return [part for part in raw.split(os.pathsep) if part]
+    """An environment variable's text as the value of ``key`` (checked like the file's)."""
+    parse = ENV_PARSERS.get(key)
+    return raw if parse is None else parse(raw)
+
+
+def _env_boolean(raw: str) -> object:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
     return raw
+
+
+def _env_number(raw: str) -> object:
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+def _env_folders(raw: str) -> object:
+    return [part for part in raw.split(os.pathsep) if part]
+
+
+ENV_PARSERS: dict[str, Callable[[str], object]] = {  # the rest are taken as text
+    "debug": _env_boolean,
+    "cache_ttl": _env_number,
+    "load_timeout": _env_number,
+    "plugin_dirs": _env_folders,
+}
 
 
 def _cache_backend(value: object) -> object:

@@ -20,11 +20,6 @@ import stat
 from brainsmith.plugin import log
 from brainsmith.plugin.errors import CacheDirectoryError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-
 MAGIC = b"BSMEMO1\n"
 MAX_BYTES = 64 << 20  # a memo file is at most a few MB; anything larger is not ours
 ORPHAN_AGE = 600  # seconds after which a temp file is an orphan even if its pid is alive
@@ -148,9 +143,32 @@ def read_regular_file(path: str, limit: int = MAX_BYTES) -> bytes | None:
     A symbolic link, FIFO, device or socket is refused without blocking (``O_NOFOLLOW``,
     ``O_NONBLOCK``, then ``fstat``), as is anything larger than the limit: a damaged or
     planted cache file costs a warning and a rescan, never memory, time or a hang."""
+    fd = _open_cache_file(path)
+    if fd is None:
+        return None
+    try:
+        problem = _file_problem(os.fstat(fd), limit)
+        if problem:
+            log.warning("cache file %s %s; ignoring it", path, problem)
+            return None
+        data = _read_upto(fd, limit + 1)
+    except OSError as exc:
+        log.warning("cache file %s is unreadable (%s); ignoring it", path, exc.strerror)
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # it grew while being read
+        log.warning("cache file %s is larger than %d MiB; ignoring it", path, limit >> 20)
+        return None
+    return data
+
+
+def _open_cache_file(path: str) -> int | None:
+    """A descriptor of ``path`` opened without following a link or blocking on a FIFO; None
+    (and a warning unless it is missing) when it cannot be opened."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+        return os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -159,30 +177,19 @@ def read_regular_file(path: str, limit: int = MAX_BYTES) -> bytes | None:
         else:
             log.warning("cache file %s is unreadable (%s); ignoring it", path, exc.strerror)
         return None
-    try:
-        st = os.fstat(fd)
-        problem = _file_problem(st, limit)
-        if problem:
-            log.warning("cache file %s %s; ignoring it", path, problem)
-            return None
-        chunks = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-    except OSError as exc:
-        log.warning("cache file %s is unreadable (%s); ignoring it", path, exc.strerror)
-        return None
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limit:  # it grew while being read
-        log.warning("cache file %s is larger than %d MiB; ignoring it", path, limit >> 20)
-        return None
-    return data
+
+
+def _read_upto(fd: int, size: int) -> bytes:
+    """At most ``size`` bytes of ``fd``, read in chunks of 1 MiB."""
+    chunks = []
+    remaining = size
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
 
 
 def _file_problem(st: os.stat_result, limit: int) -> str | None:
@@ -195,7 +202,7 @@ def _file_problem(st: os.stat_result, limit: int) -> str | None:
     return None
 
 
-def decode(raw: bytes, path: str) -> tuple[Any, ...] | None:
+def decode(raw: bytes, path: str) -> tuple[object, object] | None:
     """Decode a memo file; a foreign, truncated or corrupt file yields None and a warning."""
     if not raw.startswith(MAGIC):
         log.warning("cache file %s has an unknown format; discarding it", path)
@@ -241,30 +248,40 @@ def write(
     path = path_for(name, directory)
     tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
     try:
-        data = MAGIC + marshal.dumps([_plainify(stamp), _plainify(payload)])
-        if len(data) > MAX_BYTES:
-            raise ValueError(f"{len(data) >> 20} MiB is over the {MAX_BYTES >> 20} MiB limit")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(tmp, flags, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        _store(MAGIC + marshal.dumps([_plainify(stamp), _plainify(payload)]), tmp, path)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         report = log.debug if quiet else log.warning
         report("could not write cache file %s (%s); continuing without it", path, reason)
-        try:  # noqa: SIM105 - contextlib costs milliseconds on every warm start
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         return False
     remove_orphans(directory)
     return True
+
+
+def _store(data: bytes, tmp: str, path: str) -> None:
+    """Write ``data`` to the new file ``tmp``, then move it to ``path`` (raises OSError, or
+    ValueError for data over the size limit)."""
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"{len(data) >> 20} MiB is over the {MAX_BYTES >> 20} MiB limit")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _unlink(path: str) -> None:
+    """Remove ``path`` if it is there."""
+    try:  # noqa: SIM105 - contextlib costs milliseconds on every warm start
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def remove_orphans(directory: str) -> int:
@@ -278,14 +295,19 @@ def remove_orphans(directory: str) -> int:
         if pid is None or pid == os.getpid():
             continue
         full = os.path.join(directory, name)
-        try:
-            young = now - os.lstat(full).st_mtime < ORPHAN_AGE
-        except OSError:
-            continue
-        if young and _alive(pid):
-            continue  # another process is writing it right now
-        removed += remove_if_ours(full)
+        if not _in_use(full, pid, now):
+            removed += remove_if_ours(full)
     return removed
+
+
+def _in_use(path: str, pid: int, now: float) -> bool:
+    """The temp file ``path`` is gone, or young and its writer ``pid`` alive (another
+    process is writing it right now)."""
+    try:
+        young = now - os.lstat(path).st_mtime < ORPHAN_AGE
+    except OSError:
+        return True
+    return young and _alive(pid)
 
 
 def remove_all(directory: str | None = None) -> int:
@@ -328,11 +350,18 @@ def temp_file_pid(name: str) -> int | None:
         return None
     base, _, tail = name[:-4].rpartition(".")
     pid, _, token = tail.partition("-")
-    if not (is_memo_name(base) and pid.isascii() and pid.isdigit() and len(pid) <= 10):
-        return None
-    if len(token) > 32 or not all(c in "0123456789abcdef" for c in token):
-        return None
-    return int(pid)
+    if is_memo_name(base) and _is_pid(pid) and _is_token(token):
+        return int(pid)
+    return None
+
+
+def _is_pid(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 10
+
+
+def _is_token(text: str) -> bool:
+    """The random part of a temp file's name: at most 32 lowercase hex digits."""
+    return len(text) <= 32 and all(c in "0123456789abcdef" for c in text)
 
 
 def _is_stem(stem: str) -> bool:
@@ -390,9 +419,7 @@ def _listdir(directory: str) -> list[str]:
 
 
 def _plainify(value: object) -> object:
-    if isinstance(value, tuple):
-        return [_plainify(v) for v in value]
-    if isinstance(value, list):
+    if isinstance(value, tuple | list):
         return [_plainify(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plainify(v) for k, v in value.items()}

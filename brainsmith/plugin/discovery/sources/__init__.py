@@ -18,6 +18,21 @@ if TYPE_CHECKING:
 
     Row = list[object]  # a spec or problem record: its fields are checked where it is read
 
+    class ModuleFacts(TypedDict, total=False):
+        """What a scan reads from one Python file without importing it (plain JSON data)."""
+
+        module: str
+        imports: dict[str, str]  # local name -> the dotted name it refers to
+        classes: dict[str, list[object]]  # name -> [resolved bases, line, first doc line]
+        functions: dict[str, list[object]]  # name -> [line, first doc line]
+        plugins: list[list[object]]  # [type, name, kind, line, keywords, error, first doc line]
+        registered: list[list[object]]  # a framework's own facts (FINN: its custom ops
+        steps: list[list[str]]  # and build steps)
+        error: str  # alone: why the file was not read
+
+    # a scanned file: [mtime_ns, size, inode, ctime_ns, sha256 of the content, its facts]
+    ScannedFile = list[int | str | ModuleFacts]
+
     class State(TypedDict, total=False):
         """A source's record in the discovery index (every source writes the first five)."""
 

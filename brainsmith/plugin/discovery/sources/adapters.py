@@ -9,13 +9,19 @@ the hub asks a framework what only it knows (``plugin/adapters.py`` names the ad
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib.util
+import json
 import os
+import sys
 import time
 
+from brainsmith.plugin.discovery.sources import pyscan
 from brainsmith.plugin.discovery.sources.classindex import ClassIndex
 from brainsmith.plugin.discovery.sources.distributions import is_editable, owner_of, stamped_files
 from brainsmith.plugin.discovery.sources.package_scan import (
     KnownFacts,
+    facts_of,
     folder_stamps,
     scan_folder,
 )
@@ -26,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.discovery.sources import State, StoredScan
+    from brainsmith.plugin.discovery.sources import ModuleFacts, Row, State, StoredScan
     from brainsmith.plugin.spec import PluginSpec
 
     # (build option, problem, what is expected, a suggestion or "")
@@ -35,8 +41,6 @@ if TYPE_CHECKING:
 
 def locate_package(name: str) -> str | None:
     """The folder of an installed top-level package, found without importing it."""
-    import importlib.util
-
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
@@ -101,11 +105,6 @@ class FrameworkAdapter:
     def scanner_digest(cls) -> str:
         """Changes whenever the code that extracts per-file facts changes: facts shipped by
         another scanner are never used."""
-        import hashlib
-        import sys
-
-        from brainsmith.plugin.discovery.sources import pyscan
-
         digest = hashlib.sha256()
         for path in (__file__, pyscan.__file__, sys.modules[cls.__module__].__file__ or ""):
             with open(path, "rb") as handle:
@@ -118,8 +117,6 @@ class FrameworkAdapter:
         content has that digest is not parsed (empty when none is shipped or it is stale)."""
         if not cls.known_facts_file:
             return {}
-        import json
-
         try:
             with open(cls.known_facts_file, encoding="utf-8") as handle:
                 shipped = json.load(handle)
@@ -133,14 +130,12 @@ class FrameworkAdapter:
     def write_known_facts(self) -> int:
         """Write the facts of every file of the installed tree to ``known_facts_file``
         (parsed afresh); returns the number of files."""
-        import hashlib
-        import json
-
         if self.root is None:
             raise FileNotFoundError(f"{self.framework} is not installed")
         files, _ = scan_folder(self.root, self.framework, None, self.extract)
         known = {}
-        for rel, (*_, facts) in sorted(files.items()):
+        for rel, entry in sorted(files.items()):
+            facts = facts_of(entry)
             if "error" not in facts:
                 with open(os.path.join(self.root, rel), "rb") as handle:
                     known[rel] = [hashlib.sha256(handle.read()).hexdigest(), facts]
@@ -167,16 +162,18 @@ class FrameworkAdapter:
         if self.root is None:
             return {"root": None, "files": {}, "specs": [], "problems": [], "stamp": [],
                     "checked": time.time()}  # fmt: skip
-        old = scan_data() if previous is not None else None
-        known = self.known_facts()
-        files, walked = scan_folder(self.root, self.framework, old, self.extract, known)
-        owner = owner_of(self.root)
+        return self._scanned(self.root, scan_data() if previous is not None else None)
+
+    def _scanned(self, root: str, old: object) -> State:
+        """The state of the tree at ``root``, reusing the facts of ``old`` scan data."""
+        files, walked = scan_folder(root, self.framework, old, self.extract, self.known_facts())
+        owner = owner_of(root)
         editable = owner is None or is_editable(owner)
-        stamp = stamp_paths([self.root, *(stamped_files(owner) if owner else [])])
+        stamp = stamp_paths([root, *(stamped_files(owner) if owner else [])])
         if editable:
-            stamp += folder_stamps(self.root, files, walked)
+            stamp += folder_stamps(root, files, walked)
         return {
-            "root": self.root,
+            "root": root,
             "editable": editable,
             "files": files,
             "specs": [],
@@ -185,7 +182,7 @@ class FrameworkAdapter:
             "checked": time.time(),
         }
 
-    def extract(self, tree: ast.Module, module: str, is_package: bool) -> dict[str, Any]:
+    def extract(self, tree: ast.Module, module: str, is_package: bool) -> ModuleFacts:
         """Per-file facts: classes, functions and imports (a framework adds its registrations)."""
         return scan_tree(tree, module, is_package)
 
@@ -197,10 +194,10 @@ class FrameworkAdapter:
                     index.add_module(data["module"], data)
         return index
 
-    def specs(self, state: State, index: ClassIndex) -> tuple[list[list[Any]], list[list[Any]]]:
+    def specs(self, state: State, index: ClassIndex) -> tuple[list[Row], list[Row]]:
         """Spec records and problem records for this framework."""
-        specs: list[list[Any]] = []
-        problems: list[list[Any]] = []
+        specs: list[Row] = []
+        problems: list[Row] = []
         for rel, (*_, data) in sorted(state.get("files", {}).items()):
             if "error" in data:
                 problems.append([self.framework, rel, data["error"]])
@@ -217,5 +214,5 @@ class FrameworkAdapter:
         specs.extend(self.extra_specs(state, index))
         return specs, problems
 
-    def extra_specs(self, state: State, index: ClassIndex) -> list[list[Any]]:
+    def extra_specs(self, state: State, index: ClassIndex) -> list[Row]:
         return []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from brainsmith.plugin.discovery.sources import ModuleFacts
 
 
 TRANSFORMATION = "qonnx.transformation.base.Transformation"
@@ -14,11 +14,11 @@ class ClassIndex:
     """Every top-level class of a set of scanned modules, addressable by dotted name."""
 
     def __init__(self) -> None:
-        self.modules: dict[str, dict[str, Any]] = {}  # module -> scan data
-        self.classes: dict[str, list[Any]] = {}  # dotted -> [bases, line, doc]
+        self.modules: dict[str, ModuleFacts] = {}  # module -> scan data
+        self.classes: dict[str, list[object]] = {}  # dotted -> [bases, line, doc]
         self._memo: dict[str, bool] = {}
 
-    def add_module(self, module: str, data: dict[str, Any]) -> None:
+    def add_module(self, module: str, data: ModuleFacts) -> None:
         self.modules[module] = data
         for name, info in data.get("classes", {}).items():
             self.classes[f"{module}.{name}"] = info
@@ -37,19 +37,23 @@ class ClassIndex:
 
     def is_subclass(self, dotted: str, base: str = TRANSFORMATION) -> bool:
         key = f"{dotted}<{base}"
-        if key in self._memo:
-            return self._memo[key]
-        self._memo[key] = False  # guards against cycles
-        result = False
-        for parent in self.classes.get(dotted, [[]])[0]:
-            if parent == base:
-                result = True
-                break
-            real = self.resolve(parent)
-            if real == base or (
-                real is not None and real != dotted and self.is_subclass(real, base)
-            ):
-                result = True
-                break
-        self._memo[key] = result
-        return result
+        if key not in self._memo:
+            self._memo[key] = False  # guards against cycles
+            parents = self.bases(dotted)
+            self._memo[key] = any(self._derives(p, dotted, base) for p in parents)
+        return self._memo[key]
+
+    def bases(self, dotted: str) -> list[str]:
+        """The bases (as the scan resolved them) of the class ``dotted``."""
+        info = self.classes.get(dotted)
+        bases = info[0] if info else []
+        return [b for b in bases if isinstance(b, str)] if isinstance(bases, list) else []
+
+    def _derives(self, parent: str, dotted: str, base: str) -> bool:
+        """``parent``, a base of ``dotted``, is ``base`` or a subclass of it."""
+        if parent == base:
+            return True
+        real = self.resolve(parent)
+        if real == base:
+            return True
+        return real is not None and real != dotted and self.is_subclass(real, base)

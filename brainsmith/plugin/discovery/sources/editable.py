@@ -12,10 +12,13 @@ puts the project folder on ``sys.path``, ``strict`` a folder of links to the sou
 from __future__ import annotations
 
 import ast
+import csv
 import os
 import re
 import shlex
 import sys
+
+from brainsmith.plugin.discovery.sources.distributions import editable_project
 
 FINDER = re.compile(r"__editable___\w+_finder\.py")
 
@@ -47,8 +50,6 @@ def locate(name: str, dist_path: str) -> tuple[str | None, str, list[str]]:
 
 def finder_files(dist_path: str) -> list[str]:
     """The setuptools editable finder modules the distribution's ``RECORD`` lists."""
-    import csv
-
     site = os.path.dirname(dist_path)
     try:
         with open(os.path.join(dist_path, "RECORD"), encoding="utf-8", newline="") as handle:
@@ -67,20 +68,34 @@ def mapping(finder: str) -> dict[str, str]:
     except (OSError, SyntaxError, ValueError):
         return {}
     for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        if any(isinstance(t, ast.Name) and t.id == "MAPPING" for t in targets):
-            try:
-                found = ast.literal_eval(value)
-            except ValueError:
-                return {}
-            if isinstance(found, dict):
-                return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+        value = _assigned(node, "MAPPING")
+        table = None if value is None else _literal_mapping(value)
+        if table is not None:
+            return table
     return {}
+
+
+def _assigned(node: ast.stmt, name: str) -> ast.expr | None:
+    """The value the statement ``node`` assigns to ``name``, if it does."""
+    if isinstance(node, ast.Assign):
+        targets, value = node.targets, node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        targets, value = [node.target], node.value
+    else:
+        return None
+    named = any(isinstance(t, ast.Name) and t.id == name for t in targets)
+    return value if named else None
+
+
+def _literal_mapping(value: ast.expr) -> dict[str, str] | None:
+    """The ``{str: str}`` items of a dict literal; {} for no literal, None for another one."""
+    try:
+        found = ast.literal_eval(value)
+    except ValueError:
+        return {}
+    if not isinstance(found, dict):
+        return None
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def active(finder: str) -> bool:
@@ -91,8 +106,6 @@ def active(finder: str) -> bool:
 
 def reinstall(dist_path: str) -> str:
     """The advice for a distribution installed in editable mode that cannot be read."""
-    from brainsmith.plugin.discovery.sources.distributions import editable_project
-
     project = shlex.quote(editable_project(dist_path) or "<project folder>")
     python = shlex.quote(sys.executable)
     return (

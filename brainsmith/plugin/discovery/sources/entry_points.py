@@ -27,7 +27,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from importlib.metadata import Distribution as Installed
     from importlib.metadata import EntryPoint
-    from typing import Any, TypedDict, TypeGuard
+    from typing import TypedDict, TypeGuard
+
+    from stevedore.extension import Extension
 
     from brainsmith.plugin.discovery.sources import Row, State, StoredScan
     from brainsmith.plugin.discovery.stamps import Stamp
@@ -64,33 +66,35 @@ def read_listing() -> tuple[dict[str, Listed], list[Row]]:
     seen: set[str] = set()
     for dist in distributions():
         where = str(getattr(dist, "_path", "") or "")
-        try:
-            entries = _plugin_entries(dist)
-        except Exception as exc:  # one unreadable distribution never hides the others
-            problems.append(
-                ["entry_points", f"installation {where}", f"unreadable entry points: {exc}"]
-            )
+        listed, problem = _listed(dist, where)
+        if problem is not None:
+            problems.append(problem)
+        if listed is None or normalise(listed["name"]) in seen:
             continue
-        if not entries:
-            continue
-        name, version = _identity(dist)
-        if name is None:
-            problems.append(
-                [
-                    "entry_points",
-                    f"incomplete installation {where}",
-                    "its METADATA names no distribution (left by an interrupted pip install?); "
-                    "its entry points are skipped: reinstall the package or delete the folder",
-                ]
-            )
-            continue
-        if normalise(name) in seen:
-            continue
-        seen.add(normalise(name))
-        rows = sorted([name, version, ep_name, value] for ep_name, value, _ in entries)
-        from_source = sorted(value for _, value, group in entries if group == SOURCE_GROUP)
-        found[where] = {"name": name, "version": version, "rows": rows, "source": from_source}
+        seen.add(normalise(listed["name"]))
+        found[where] = listed
     return found, problems
+
+
+def _listed(dist: Installed, where: str) -> tuple[Listed | None, Row | None]:
+    """A distribution's plugin entry points (None when it has none), or the problem that
+    hides them (one unreadable distribution never hides the others)."""
+    try:
+        entries = _plugin_entries(dist)
+    except Exception as exc:
+        return None, ["entry_points", f"installation {where}", f"unreadable entry points: {exc}"]
+    if not entries:
+        return None, None
+    name, version = _identity(dist)
+    if name is None:
+        reason = (
+            "its METADATA names no distribution (left by an interrupted pip install?); "
+            "its entry points are skipped: reinstall the package or delete the folder"
+        )
+        return None, ["entry_points", f"incomplete installation {where}", reason]
+    rows = sorted([name, version, ep_name, value] for ep_name, value, _ in entries)
+    from_source = sorted(value for _, value, group in entries if group == SOURCE_GROUP)
+    return {"name": name, "version": version, "rows": rows, "source": from_source}, None
 
 
 def _plugin_entries(dist: Installed) -> list[tuple[str, str, str]]:
@@ -139,23 +143,12 @@ class EntryPointSource:
     ) -> State:
         """Read the installed entry points again; a distribution whose listing and stamps are
         unchanged (and that loaded without problems) reuses its record in ``scan_data()``."""
-        known = scan_data() if previous is not None else None
-        dists = known.get("dists") if isinstance(known, dict) else None
-        dists = dists if isinstance(dists, dict) else {}
+        dists = _stored_dists(scan_data() if previous is not None else None)
         found, problems = read_listing()
         state_dists: dict[str, Distribution] = {}
         for where, info in found.items():
             old = dists.get(where)
-            if (
-                _complete(old)
-                and old["rows"] == info["rows"]
-                and old["source"] == info["source"]
-                and not old["problems"]
-                and unchanged(old["stamp"])
-            ):
-                state_dists[where] = old
-            else:
-                state_dists[where] = self._load(where, info)
+            state_dists[where] = old if _still_valid(old, info) else self._load(where, info)
         return summarise(state_dists, problems)
 
     def _load(self, where: str, info: Listed) -> Distribution:
@@ -166,16 +159,12 @@ class EntryPointSource:
         if self.reload_modules:
             forget_modules(tops)
         invalidate_import_caches()
-        specs: list[Row] = []
         problems: list[Row] = []
         stamp = stamp_paths(stamped_files(where))  # before anything is read
         imported = [row for row in rows if row[3] not in info["source"]]
         imported_tops = {top_package(row[3]) for row in imported}
-        if imported:
-            for extension in _load_entry_points(imported, framework, problems):
-                entry_point = extension.entry_point
-                specs.extend(_plugins_of(extension.plugin, entry_point, framework, problems))
-            self.imported.update(imported_tops)
+        specs = _imported_specs(imported, framework, problems) if imported else []
+        self.imported.update(imported_tops)
         for value in info["source"]:
             found, read, stamps = _read_package(value, framework, where)
             specs.extend(found)
@@ -183,6 +172,15 @@ class EntryPointSource:
             stamp += stamps
         stamp += stamp_paths(_module_files(imported_tops))
         return {**info, "stamp": stamp, "specs": specs, "problems": problems}
+
+
+def _imported_specs(rows: list[list[str]], framework: str, problems: list[Row]) -> list[Row]:
+    """Spec records of the entry points ``rows`` (of ``brainsmith.plugins``): their modules
+    imported, their decorated plugins read; failures are added to ``problems``."""
+    specs: list[Row] = []
+    for extension in _load_entry_points(rows, framework, problems):
+        specs.extend(_plugins_of(extension.plugin, extension.entry_point, framework, problems))
+    return specs
 
 
 def _module_files(tops: set[str]) -> list[str]:
@@ -258,6 +256,24 @@ def _package_folder(name: str, where: str) -> tuple[str | None, str, list[str]]:
     return None, error, hooks
 
 
+def _stored_dists(known: object) -> dict[str, object]:
+    """The distributions' records in the scan data (unchecked: read from a cache file)."""
+    dists = known.get("dists") if isinstance(known, dict) else None
+    return dists if isinstance(dists, dict) else {}
+
+
+def _still_valid(old: object, info: Listed) -> TypeGuard[Distribution]:
+    """``old``, a distribution's record in the scan data, holds for its listing ``info``: the
+    same entry points, loaded without problems, from files that have not changed since."""
+    return (
+        _complete(old)
+        and old["rows"] == info["rows"]
+        and old["source"] == info["source"]
+        and not old["problems"]
+        and unchanged(old["stamp"])
+    )
+
+
 def _complete(record: object) -> TypeGuard[Distribution]:
     """A distribution's record in the scan data has every field ``summarise`` reads (it was
     read from a cache file another process may have written)."""
@@ -271,33 +287,35 @@ def invalidate_import_caches() -> None:
     discovery, ``load_plugin``, any library) deleted the same entry first; the "no finder"
     entries of ``sys.path`` folders that do not exist come back with every import. Here an
     entry is removed with ``pop``, and every finder's own cache is cleared."""
-    import importlib.machinery
-
     for path, finder in list(sys.path_importer_cache.items()):
         if finder is None or not os.path.isabs(path):
             sys.path_importer_cache.pop(path, None)
         elif hasattr(finder, "invalidate_caches"):
             finder.invalidate_caches()
-    for meta_finder in list(sys.meta_path):
-        if meta_finder is importlib.machinery.PathFinder:
-            continue  # done above
-        if hasattr(meta_finder, "invalidate_caches"):
-            meta_finder.invalidate_caches()
+    _invalidate_meta_path()
     bootstrap = sys.modules.get("importlib._bootstrap_external")
     namespace_path = getattr(bootstrap, "_NamespacePath", None)
     if isinstance(getattr(namespace_path, "_epoch", None), int):
         namespace_path._epoch += 1  # type: ignore[union-attr]  # namespace packages look again
 
 
+def _invalidate_meta_path() -> None:
+    """Clear the caches of the finders on ``sys.meta_path`` (``PathFinder``'s are those of
+    ``sys.path_importer_cache``)."""
+    import importlib.machinery
+
+    for meta_finder in list(sys.meta_path):
+        if meta_finder is importlib.machinery.PathFinder:
+            continue
+        if hasattr(meta_finder, "invalidate_caches"):
+            meta_finder.invalidate_caches()
+
+
 def summarise(dists: dict[str, Distribution], problems: list[Row]) -> State:
     """The source state: what each distribution gave, plus the listing's own problems."""
-    packages = {}  # top-level package -> the stamp of its distribution (what a reload checks)
-    for d in dists.values():
-        for top in sorted({top_package(value) for *_, value in d["rows"]}):
-            packages[top] = d["stamp"]
     return {
         "files": {"dists": dists},
-        "packages": packages,
+        "packages": _packages(dists),
         "listing": sorted(row for d in dists.values() for row in d["rows"]),
         "specs": [spec for d in dists.values() for spec in d["specs"]],
         "problems": [*problems, *(p for d in dists.values() for p in d["problems"])],
@@ -306,7 +324,18 @@ def summarise(dists: dict[str, Distribution], problems: list[Row]) -> State:
     }
 
 
-def _load_entry_points(rows: list[Any], framework: str, problems: list[Any]) -> list[Any]:
+def _packages(dists: dict[str, Distribution]) -> dict[str, list[Stamp]]:
+    """Top-level package -> the stamp of its distribution (what a reload checks)."""
+    packages: dict[str, list[Stamp]] = {}
+    for d in dists.values():
+        for top in sorted({top_package(value) for *_, value in d["rows"]}):
+            packages[top] = d["stamp"]
+    return packages
+
+
+def _load_entry_points(
+    rows: list[list[str]], framework: str, problems: list[Row]
+) -> list[Extension[object]]:
     """stevedore's extensions for ``rows``; each failure becomes a problem naming the package."""
     from importlib.metadata import EntryPoint
 
@@ -319,7 +348,7 @@ def _load_entry_points(rows: list[Any], framework: str, problems: list[Any]) -> 
         raises ``KeyboardInterrupt`` or fails an ``assert`` at import is reported like any
         other broken package (stevedore lets those three through its failure callback)."""
 
-        def load(self) -> Any:
+        def load(self) -> object:
             try:
                 with contained():
                     return super().load()
@@ -328,7 +357,7 @@ def _load_entry_points(rows: list[Any], framework: str, problems: list[Any]) -> 
 
     entry_points = [Contained(name=name, value=value, group=GROUP) for _, _, name, value in rows]
 
-    class Listed(ExtensionManager["Any"]):
+    class Listed(ExtensionManager[object]):
         """stevedore over the entry points read here (its own listing is cached per process
         and on disk by float32 mtimes, so it can miss installs)."""
 
@@ -352,8 +381,8 @@ def _load_entry_points(rows: list[Any], framework: str, problems: list[Any]) -> 
 
 
 def _plugins_of(
-    module: object, entry_point: EntryPoint, framework: str, problems: list[Any]
-) -> list[list[Any]]:
+    module: object, entry_point: EntryPoint, framework: str, problems: list[Row]
+) -> list[Row]:
     """Spec records of the decorated plugins in an entry point's module namespace."""
     try:
         specs = _decorated(module, framework, problems)
@@ -380,12 +409,12 @@ def forget_modules(packages: list[str]) -> None:
     discard_bytecode([module for n in names if (module := sys.modules.pop(n, None)) is not None])
 
 
-def _decorated(module: object, framework: str, problems: list[Any]) -> list[list[Any]]:
+def _decorated(module: object, framework: str, problems: list[Row]) -> list[Row]:
     """Spec records of the decorated plugins in an entry point's module namespace."""
     from brainsmith.plugin.containment import contained
     from brainsmith.plugin.metadata import PLUGIN_ATTRIBUTE
 
-    specs: list[list[Any]] = []
+    specs: list[Row] = []
     with contained():
         declared = _declared_versions(module, framework, problems)
         for obj in list(vars(module).values()) if hasattr(module, "__dict__") else []:
@@ -417,7 +446,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _declared_versions(module: object, framework: str, problems: list[Any]) -> dict[str, Any]:
+def _declared_versions(module: object, framework: str, problems: list[Row]) -> dict[str, str]:
     """Version constraints of the package's ``BRAINSMITH_PLUGIN`` dict, for each of its plugins."""
     from brainsmith.plugin.lifecycle.versions import (
         PACKAGE_ATTRIBUTE,

@@ -7,29 +7,37 @@ hub can list them without importing anything. A user plugin folder is a package 
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import sys
 import time
 
 from brainsmith.plugin.discovery import folders as plugin_folders
-from brainsmith.plugin.discovery.sources.package_scan import folder_stamps, scan_folder
+from brainsmith.plugin.discovery.sources.package_scan import facts_of, folder_stamps, scan_folder
 from brainsmith.plugin.discovery.sources.pyscan import scan_tree
 from brainsmith.plugin.discovery.stamps import stamp_paths
+from brainsmith.plugin.discovery.trust import brainsmith_roots
 from brainsmith.plugin.metadata import validate_metadata
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.plugin.discovery.sources import State, StoredScan
+    from brainsmith.plugin.discovery.sources import (
+        ModuleFacts,
+        Row,
+        ScannedFile,
+        State,
+        StoredScan,
+    )
 
 
 def plugin_records(
     framework: str, root: str, files: dict[str, Any], plugin_dir: str | None = None
-) -> tuple[list[list[Any]], list[list[Any]]]:
+) -> tuple[list[Row], list[Row]]:
     """(spec records, problem records) for the decorated plugins found in ``files``."""
-    specs: list[list[Any]] = []
-    problems: list[list[Any]] = []
+    specs: list[Row] = []
+    problems: list[Row] = []
     for rel, (*_, data) in sorted(files.items()):
         source = os.path.join(root, rel)
         if "error" in data:
@@ -93,7 +101,7 @@ class FolderSource:
         return state
 
 
-def plain_imports_of(folder: str, files: dict[str, Any]) -> State:
+def plain_imports_of(folder: str, files: dict[str, ScannedFile]) -> State:
     """What a folder offers to, and takes from, plain imports (``import helpers``): the names
     of its top-level modules, what an installed module of the same name would shadow, and the
     top-level names each file imports. ``module_clashes`` turns these into problems."""
@@ -107,25 +115,28 @@ def plain_imports_of(folder: str, files: dict[str, Any]) -> State:
     return {"provides": provides, "shadowed": shadowed, "imports": imports}
 
 
-def _plain_imports(files: dict[str, Any], package: str) -> dict[str, list[str]]:
+def _plain_imports(files: dict[str, ScannedFile], package: str) -> dict[str, list[str]]:
     """The top-level names each file imports, but its own ``package``."""
     imports: dict[str, list[str]] = {}
-    for rel, (*_, data) in sorted(files.items()):
-        if "error" in data:
-            continue
-        tops = {target.partition(".")[0] for target in data.get("imports", {}).values()}
-        heads = sorted(h for h in tops if h and h != package and h.isidentifier())
+    for rel, entry in sorted(files.items()):
+        heads = _imported_heads(facts_of(entry), package)
         if heads:
             imports[rel] = heads
     return imports
+
+
+def _imported_heads(data: ModuleFacts, package: str) -> list[str]:
+    """The top-level names a file imports, but its own ``package`` (none if unread)."""
+    if "error" in data:
+        return []
+    tops = {target.partition(".")[0] for target in data.get("imports", {}).values()}
+    return sorted(h for h in tops if h and h != package and h.isidentifier())
 
 
 def installed_module(name: str) -> str:
     """Who answers a plain ``import name`` before any plugin folder ("" for nobody)."""
     if name in sys.stdlib_module_names:
         return f"the standard library's {name}"
-    import importlib.machinery
-
     try:
         spec = importlib.machinery.PathFinder.find_spec(name)
     except (ImportError, ValueError):
@@ -166,10 +177,10 @@ def _clash(
     winner = shadowed.get(name) or _module_path(found[0], name)
     if own and (name in shadowed or found[0] != folder):
         return f"`import {name}` gets {winner}, not {name} beside it; write `from . import {name}`"
-    if not own and len(found) > 1 and name not in shadowed:
-        others = ", ".join(_module_path(f, name) for f in found[1:])
-        return f"`import {name}` gets {winner}; {others} has that name too"
-    return None
+    if own or len(found) < 2 or name in shadowed:
+        return None
+    others = ", ".join(_module_path(f, name) for f in found[1:])
+    return f"`import {name}` gets {winner}; {others} has that name too"
 
 
 def _module_path(folder: str, name: str) -> str:
@@ -178,8 +189,6 @@ def _module_path(folder: str, name: str) -> str:
 
 
 def brainsmith_source() -> FolderSource:
-    from brainsmith.plugin.discovery.trust import brainsmith_roots
-
     return FolderSource("brainsmith", brainsmith_roots())
 
 

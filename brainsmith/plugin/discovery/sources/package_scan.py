@@ -13,11 +13,14 @@ from brainsmith.plugin.discovery.stamps import stamp_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import TypeGuard
+
+    from brainsmith.plugin.discovery.sources import ModuleFacts, ScannedFile
+    from brainsmith.plugin.discovery.stamps import Stamp
 
 
-Extract = Callable[[ast.Module, str, bool], "dict[str, Any]"]  # per-file facts
-KnownFacts = dict[str, list["Any"]]  # relpath -> [sha256 of the content, its facts]
+Extract = Callable[[ast.Module, str, bool], "ModuleFacts"]  # per-file facts
+KnownFacts = dict[str, list["str | ModuleFacts"]]  # relpath -> [sha256 of the content, facts]
 SKIP_DIRS = {"__pycache__", "tests", "test"}
 parsed_files = 0  # files read and parsed in this process (the rest were reused from the index)
 # The largest module of a package worth scanning; beyond it a file is named, not read (the
@@ -31,7 +34,7 @@ def scan_folder(
     previous: object,
     extract: Extract,
     known: KnownFacts | None = None,
-) -> tuple[dict[str, Any], list[Any]]:
+) -> tuple[dict[str, ScannedFile], list[Stamp]]:
     """``({relpath: [mtime_ns, size, inode, ctime_ns, sha256, data]}, [folder stamps])`` below
     ``root``.
 
@@ -53,45 +56,65 @@ def scan_folder(
     reached twice would be two modules with the same plugins).
     """
     previous = previous if isinstance(previous, dict) else {}
-    files: dict[str, list[Any]] = {}
-    folders: list[Any] = []
+    known = known or {}
+    files: dict[str, ScannedFile] = {}
+    folders: list[Stamp] = []
     for dirpath, filenames, links_out, folder_stamp in _walk(root):
         folders.append(folder_stamp)
         for name, target in links_out:
             full = os.path.join(dirpath, name)
-            try:
-                st = os.stat(full)
-            except OSError:
-                continue
-            reason = f"{full}: a link out of the package (to {target}); not read"
-            identity = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
-            files[os.path.relpath(full, root)] = [*identity, "", {"error": reason}]
+            identity = _identity(full)
+            if identity is not None:
+                reason = f"{full}: a link out of the package (to {target}); not read"
+                files[os.path.relpath(full, root)] = [*identity, "", {"error": reason}]
         for filename in filenames:
             full = os.path.join(dirpath, filename)
             rel = os.path.relpath(full, root)
-            try:
-                st = os.stat(full)
-            except OSError:
-                continue
-            identity = [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
-            module = module_name_for(rel)
-            module = f"{prefix}.{module}".strip(".") if prefix else module
-            reusable = [*_facts(previous.get(rel)), *_facts((known or {}).get(rel))]
-            files[rel] = [*identity, *_extract(full, module, extract, reusable)]
+            identity = _identity(full)
+            if identity is not None:
+                reusable = [*_facts(previous.get(rel)), *_facts(known.get(rel))]
+                facts = _extract(full, _module_of(rel, prefix), extract, reusable)
+                files[rel] = [*identity, *facts]
     return files, folders
 
 
-def _facts(entry: object) -> list[tuple[str, dict[str, Any]]]:
+def _identity(path: str) -> list[int] | None:
+    """``[mtime_ns, size, inode, ctime_ns]`` of ``path`` (None when it is gone)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
+
+
+def _module_of(rel: str, prefix: str) -> str:
+    """The dotted module name of the file ``rel`` below the package ``prefix``."""
+    module = module_name_for(rel)
+    return f"{prefix}.{module}".strip(".") if prefix else module
+
+
+def facts_of(entry: ScannedFile) -> ModuleFacts:
+    """The facts of a scanned file (its last field)."""
+    facts = entry[-1]
+    return facts if isinstance(facts, dict) else {"error": f"no facts, but {facts!r}"}
+
+
+def _facts(entry: object) -> list[tuple[str, ModuleFacts]]:
     """``[(sha256, facts)]`` of a scan-data entry or shipped ``[sha256, facts]`` (read from a
     cache file: anything else is no entry)."""
     if isinstance(entry, list) and len(entry) in (2, 6):
         digest, facts = entry[-2:]
-        if isinstance(digest, str) and digest and isinstance(facts, dict):
+        if isinstance(digest, str) and digest and _is_facts(facts):
             return [(digest, facts)]
     return []
 
 
-def _walk(root: str) -> Iterator[tuple[str, list[str], list[tuple[str, str]], list[Any]]]:
+def _is_facts(value: object) -> TypeGuard[ModuleFacts]:
+    """Facts read from a cache file are a dict (their fields are checked where they are read)."""
+    return isinstance(value, dict)
+
+
+def _walk(root: str) -> Iterator[tuple[str, list[str], list[tuple[str, str]], Stamp]]:
     """``(folder, sorted Python file names, [(name, real path)] of the links in it that lead
     out of root, stamp taken before listing it)`` for ``root`` and the package folders below
     it, top down. No link to a folder is followed. A link to a module outside root is read
@@ -102,34 +125,55 @@ def _walk(root: str) -> Iterator[tuple[str, list[str], list[tuple[str, str]], li
     while pending:
         folder = pending.pop()
         stamp = stamp_of(folder)
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError:
+        listing = _listing(folder, real_root)
+        if listing is None:
             continue
-        subfolders, names, out = [], [], []
-        for entry in entries:
-            try:
-                link = entry.is_symlink()
-                is_folder = entry.is_dir()  # of a link: what it leads to
-            except OSError:
-                continue
-            if not (_walked(entry.name) if is_folder else entry.name.endswith(".py")):
-                continue
-            if link:
-                target = os.path.realpath(entry.path)
-                if inside(target, real_root):
-                    continue
-                if is_folder:
-                    out.append((entry.name, target))
-                else:
-                    names.append(entry.name)
-            elif is_folder:
-                subfolders.append(entry.path)
-            else:
-                names.append(entry.name)
+        subfolders, names, out = listing
         yield folder, sorted(names), sorted(out), stamp
         pending.extend(sorted(subfolders, reverse=True))
+
+
+def _listing(
+    folder: str, real_root: str
+) -> tuple[list[str], list[str], list[tuple[str, str]]] | None:
+    """``(subfolders to walk, Python file names, [(name, real path)] of links out of root)``
+    in ``folder``; None when it cannot be listed."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:
+        return None
+    subfolders: list[str] = []
+    names: list[str] = []
+    out: list[tuple[str, str]] = []
+    for entry in entries:
+        kind, target = _entry_kind(entry, real_root)
+        if kind == "folder":
+            subfolders.append(entry.path)
+        elif kind == "module":
+            names.append(entry.name)
+        elif kind == "out":
+            out.append((entry.name, target))
+    return subfolders, names, out
+
+
+def _entry_kind(entry: os.DirEntry[str], real_root: str) -> tuple[str, str]:
+    """``("folder", "")`` to walk, ``("module", "")`` to read, ``("out", real path)`` for a
+    link to a folder out of root, ``("", "")`` to pass by (a link that stays inside root: its
+    target is scanned where it is)."""
+    try:
+        link = entry.is_symlink()
+        is_folder = entry.is_dir()  # of a link: what it leads to
+    except OSError:
+        return "", ""
+    if not (_walked(entry.name) if is_folder else entry.name.endswith(".py")):
+        return "", ""
+    if not link:
+        return ("folder" if is_folder else "module"), ""
+    target = os.path.realpath(entry.path)
+    if inside(target, real_root):
+        return "", ""
+    return ("out", target) if is_folder else ("module", "")
 
 
 def inside(path: str, folder: str) -> bool:
@@ -149,8 +193,8 @@ def _walked(name: str) -> bool:
 
 
 def _extract(
-    path: str, module: str, extract: Extract, reusable: list[tuple[str, dict[str, Any]]]
-) -> tuple[str, dict[str, Any]]:
+    path: str, module: str, extract: Extract, reusable: list[tuple[str, ModuleFacts]]
+) -> tuple[str, ModuleFacts]:
     """``(sha256 of the content, its facts)``: the facts of ``reusable`` made from this very
     content, else parsed (``""`` and an error for a file that cannot be read)."""
     global parsed_files
@@ -174,8 +218,13 @@ def _extract(
         return digest, {"error": f"{path}: cannot be scanned: {type(exc).__name__}: {exc}"}
 
 
-def folder_stamps(root: str, files: dict[str, Any], folders: list[Any]) -> list[Any]:
+def folder_stamps(root: str, files: dict[str, ScannedFile], folders: list[Stamp]) -> list[Stamp]:
     """Stamps of every walked folder and scanned file, as the scan saw them: notices new,
     edited and deleted files anywhere in the tree, also in folders that held no Python file
     yet, and changes made while the scan ran."""
-    return [*folders, *([os.path.join(root, rel), *files[rel][:4]] for rel in sorted(files))]
+    return [*folders, *(_file_stamp(os.path.join(root, rel), files[rel]) for rel in sorted(files))]
+
+
+def _file_stamp(path: str, entry: ScannedFile) -> Stamp:
+    """A scanned file's stamp: its path and the identity the scan took (its first fields)."""
+    return [path, *(field for field in entry[:4] if isinstance(field, int))]
