@@ -176,6 +176,7 @@ class Step:
 def resolve_steps(plan: BuildPlan) -> list[Step]:
     """The plan's steps, each with its function, deferred, or why it is skipped; a setup
     BuildError for a step the blueprint names that cannot be loaded."""
+    get_registry()  # a configuration error is raised as it is, not blamed on the steps
     try:
         return [_resolved(plan.spec("step", name)) for name in plan.steps]
     except PluginError as exc:
