@@ -67,6 +67,7 @@ def single_layer(kind: str, attributes: dict):
 # layers of no point of the sweep: products in MULT18X18D, a binary search of thresholds
 LAYERS = breadth(
     [
+        ("MVAU_rtl", {"mw": 24, "mh": 6, "simd": 6, "pe": 3, "wbits": 6, "abits": 4}),
         ("MVAU_rtl", {"mw": 40, "mh": 12, "simd": 10, "pe": 6, "wbits": 6, "abits": 4}),
         ("Thresholding_rtl", {"channels": 24, "pe": 6, "ibits": 8, "obits": 3}),
     ]
