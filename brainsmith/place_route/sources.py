@@ -27,11 +27,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brainsmith.files import DamagedFile, read_regular
+from brainsmith.synthesis.ecp5 import (
+    LATTICE_FIXES,
+    behavioural_by_default,
+    block_ram_for_ultra,
+    lattice_ready,
+)
 from brainsmith.synthesis.sources import (
     DATA,
     MAX_FILE_BYTES,
@@ -49,37 +53,6 @@ FILES = os.path.join(STITCHED, "files.f")
 TOP = "accelerator"
 MAX_LIST_BYTES = 4 * 2**20
 REBUILD = "build the model again with --prefer rtl (every layer RTL) and place that folder"
-
-ULTRA_BY_DEPTH = '/* else */                        "ultra";'
-ULTRA_BY_STYLE = 'RAM_STYLE != "auto"?              RAM_STYLE :'
-
-
-def block_ram_for_ultra(text: str) -> str:
-    """UltraRAM FIFOs (deeper than 2,028 words, or asked for) kept in block RAM (fifo.sv)."""
-    if text.count(ULTRA_BY_DEPTH) != 1 or text.count(ULTRA_BY_STYLE) != 1:
-        return text  # not the code this was written for: read it as it is
-    return text.replace(ULTRA_BY_DEPTH, '/* else */ "block"; // no UltraRAM here').replace(
-        ULTRA_BY_STYLE,
-        'RAM_STYLE == "ultra"? "block" : RAM_STYLE != "auto"? RAM_STYLE :',
-    )
-
-
-BEHAVIORAL_DEFAULT = re.compile(r"(\bbit\s+FORCE_BEHAVIORAL\s*=\s*)0\b")
-
-
-def behavioural_by_default(text: str) -> str:
-    """FINN's behavioural datapath where an instance does not choose (a layer's wrapper
-    chooses it only in simulation): its AMD DSP and LUT primitives exist on no Lattice part."""
-    return BEHAVIORAL_DEFAULT.sub(r"\g<1>1", text)
-
-
-LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
-    "fifo.sv": (block_ram_for_ultra,),
-    **dict.fromkeys(
-        ("mvu_vvu_axi.sv", "mvu.sv", "mvu_vvu_8sx9_dsp58.sv", "binopf.sv", "accuf.sv", "rsqrtf.sv"),
-        (behavioural_by_default,),
-    ),
-}
 
 
 @dataclass
@@ -156,11 +129,7 @@ def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
         text = read_layer_file(path, code_dir, "RTL file").decode("utf-8", errors="replace")
         name = os.path.basename(path)
         text = yosys_ready(path, text, code_dir, fixes)
-        for fix in LATTICE_FIXES.get(os.path.basename(path), ()):
-            fixed = fix(text)
-            if fixed != text:
-                fixes.append(f"{os.path.basename(path)}: {fix.__name__}")
-            text = fixed
+        text = lattice_ready(os.path.basename(path), text, fixes)
         if _inside(real, build):
             if code_dir not in code_dirs:
                 code_dirs[code_dir] = tag = f"d{len(code_dirs)}"
@@ -191,4 +160,12 @@ def parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
     return found
 
 
-__all__ = ["MAX_FILE_BYTES", "StitchedDesign", "parameter_files", "stitched_design"]
+__all__ = [
+    "LATTICE_FIXES",
+    "MAX_FILE_BYTES",
+    "StitchedDesign",
+    "behavioural_by_default",
+    "block_ram_for_ultra",
+    "parameter_files",
+    "stitched_design",
+]

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.frameworks.finn.folding.record import CostedPart
     from brainsmith.frameworks.finn.folding.search import FoldingRecord
 
 PLAIN_FINN_ATTRIBUTE = "brainsmith"  # the default context of a plain FINN build
@@ -35,6 +36,7 @@ class BuildContext:
     dataflow_parent: ModelWrapper | None = None  # holds the StreamingDataflowPartition
     notes: list[str] = field(default_factory=list)  # things a step wants in the report
     folding: FoldingRecord | None = None  # what the folding step reached for target_fps
+    costed_part: CostedPart | None = None  # a Lattice board's part, costed in its resources
 
 
 _RUNNING: contextvars.ContextVar[BuildContext | None] = contextvars.ContextVar(

@@ -1,5 +1,6 @@
 """The plan of a build for a Lattice ECP5 board (``build.board: ulx3s-85f``): FINN, which
-decides for AMD parts only, folds and estimates for a stand-in AMD part; every layer is RTL
+decides for AMD parts only, makes the layers and estimates for a stand-in AMD part, while the
+folding search costs the ECP5 part's own resources (``builder/lattice.py``); every layer is RTL
 (Lattice parts have no HLS flow), kernels without an RTL backend for a Lattice part are left
 out; ``build.bitstream`` needs such a board."""
 
@@ -54,8 +55,8 @@ def lattice_plan(plan: BuildPlan) -> BuildPlan:
         _refuse_bitstream(options)
         return plan
     notes = [
-        f"FINN folded for {STAND_IN_PART} (LUT6 estimates), a stand-in for {name}'s ECP5 part; "
-        "the ECP5 figures are nextpnr's"
+        f"FINN made the layers for {STAND_IN_PART}, a stand-in for {name}'s ECP5 part, and "
+        "its estimates are for the stand-in (LUT6); the ECP5 figures placed are nextpnr's"
     ]
     recorded = plan.blueprint
     if plan.prefer != "rtl":

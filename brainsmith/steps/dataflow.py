@@ -486,6 +486,7 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
         cfg,
         options.folding if options else None,
         options.target_latency_ns if options else None,
+        context.costed_part,
     )
     model = finn_steps.apply_folding_config(model, cfg)
     model = legal_folding(model)
@@ -523,13 +524,19 @@ def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     from brainsmith.frameworks.finn.recipe.steps import estimate_reports
 
     model = estimate_reports(model, cfg)
-    over = over_the_part(model, fpga_part(cfg))
-    if over and context_of(cfg).plan.build.allow_over_part:
-        context_of(cfg).notes.append(f"{over} (accepted: build.allow_over_part)")
+    context = context_of(cfg)
+    costed = context.costed_part
+    if costed is None:
+        over = over_the_part(model, fpga_part(cfg))
+    else:  # a Lattice board's part, in its own resources
+        over = over_the_part(model, costed.name, costed.available)
+    larger = "a board with a larger part (--board)" if costed else "a larger part (--part)"
+    if over and context.plan.build.allow_over_part:
+        context.notes.append(f"{over} (accepted: build.allow_over_part)")
     elif over:
         raise StepError(
             over,
-            "lower build.target_fps (--target-fps), choose a larger part (--part), or set "
+            f"lower build.target_fps (--target-fps), choose {larger}, or set "
             "build.allow_over_part: true (--allow-over-part) to build it anyway",
             model,
         )

@@ -28,10 +28,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.plugin.settings.memo import tool_cache
+from brainsmith.synthesis.ecp5 import lattice_ready
 from brainsmith.synthesis.families import NotSynthesisable, family_of
 from brainsmith.synthesis.sources import (
     DATA,
@@ -43,12 +44,14 @@ from brainsmith.synthesis.sources import (
 )
 from brainsmith.synthesis.yosys import (
     COUNTS,
+    ECP5,
     LUTRAM_LIBRARY,
     TIMEOUT,
     ULTRASCALE,
     Processes,
     Yosys,
     YosysMissing,
+    count_keys,
     counts,
     failure,
     lutram_library,
@@ -214,9 +217,10 @@ def synthesise_layer(
     """``design`` synthesised for ``family``: from the cache, or by Yosys in ``folder``
     (among ``processes``). DiskFull when the disk of ``folder`` fills up."""
     began = time.perf_counter()
+    design = for_family(design, family)
     key = cache_key(design, family, yosys)
     entry = os.path.join(root, f"{key[:40]}.json")
-    found = _read_cached(entry, key)
+    found = _read_cached(entry, key, family)
     result = LayerSynthesis(design.node, design.op_type, SYNTHESISED, fixes=design.fixes)
     if found is not None:
         result.counts, result.other = found
@@ -226,7 +230,7 @@ def synthesise_layer(
             note(f"synthesising {design.node} ({design.op_type})")
         code, log = _run_staged(design, family, folder, timeout, processes)
         try:
-            result.counts, result.other = _counted(code, log, folder, timeout)
+            result.counts, result.other = _counted(code, log, folder, timeout, family)
         except MissingSources as exc:
             result.status, result.log, result.reason = FAILED, log, str(exc)
         else:
@@ -258,15 +262,25 @@ def _run_staged(
     return code, log
 
 
+def for_family(design: SynthesisDesign, family: str) -> SynthesisDesign:
+    """``design`` as ``family`` reads it: for ECP5 with the fixes a Lattice part needs
+    (FINN's behavioural datapath, no UltraRAM: ``brainsmith.synthesis.ecp5``)."""
+    if family != ECP5:
+        return design
+    fixes = list(design.fixes)
+    sources = [(name, lattice_ready(name, text, fixes)) for name, text in design.sources]
+    return replace(design, sources=sources, fixes=fixes)
+
+
 def _counted(
-    code: int | None, log: str, folder: str, timeout: float
+    code: int | None, log: str, folder: str, timeout: float, family: str
 ) -> tuple[dict[str, int], dict[str, int]]:
     """(resource counts, other cells) of a Yosys run in ``folder`` that exited with
     ``code``; MissingSources saying why there are none."""
     stat_json = os.path.join(folder, "stat.json")
     if code != 0 or not os.path.isfile(stat_json):
         raise MissingSources(failure(code, log, timeout))
-    return counts(stat_json)
+    return counts(stat_json, family)
 
 
 def _stage(design: SynthesisDesign, family: str, folder: str) -> None:
@@ -290,7 +304,9 @@ def _stage(design: SynthesisDesign, family: str, folder: str) -> None:
             handle.write(fixed_library)
 
 
-def _read_cached(entry: str, key: str) -> tuple[dict[str, int], dict[str, int]] | None:
+def _read_cached(
+    entry: str, key: str, family: str = ""
+) -> tuple[dict[str, int], dict[str, int]] | None:
     """A cached result of ``key``; None when absent. An entry that is not a regular file of
     this user of at most ``MAX_ENTRY_BYTES`` holding counts this version wrote is removed
     (its layer is synthesised again)."""
@@ -307,7 +323,7 @@ def _read_cached(entry: str, key: str) -> tuple[dict[str, int], dict[str, int]] 
     found = other = None
     if isinstance(data, dict) and data.get("key") == key and data.get("format") == FORMAT:
         found, other = data.get("counts"), data.get("other")
-    if not _is_counts(found, set(COUNTS)) or not _is_counts(other, None):
+    if not _is_counts(found, set(count_keys(family))) or not _is_counts(other, None):
         with contextlib.suppress(OSError):
             os.unlink(entry)
         return None

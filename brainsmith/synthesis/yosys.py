@@ -11,6 +11,9 @@ package's folder) is mounted read-only (``LAUNCH``): no script can change what e
 synthesis reads. The processes of one synthesis are ``Processes``: stopped together when it
 is interrupted, so no Yosys outlives it.
 
+For family ``ecp5`` the script maps with ``synth_ecp5`` and the counts are ECP5's
+(``brainsmith.synthesis.ecp5``).
+
 The script (``script``): ``read_slang`` (SystemVerilog, one thread: the WebAssembly build
 cannot start threads) with the Xilinx primitives as blackboxes, ``synth_xilinx -flatten
 -family F`` out of context (no I/O buffers), then ``stat -json``. Counts (``counts``):
@@ -38,6 +41,7 @@ from typing import IO
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
+from brainsmith.synthesis import ecp5
 from brainsmith.synthesis.sources import DATA, MOUNT, PRIMITIVES, MissingSources, plain_names
 
 TIMEOUT = 1800.0  # seconds per layer
@@ -206,7 +210,9 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
     files = " ".join(f"{MOUNT}/src/{name}" for name in sources)
     library = f"-v {MOUNT}/{PRIMITIVES} " if primitives else ""
     synth = f"synth_xilinx -flatten -noiopad -noclkbuf -family {family} -top {top}"
-    if family in ULTRASCALE and lutram_library() is not None:
+    if family == ECP5:
+        mapping = ecp5.synthesis(top, "")
+    elif family in ULTRASCALE and lutram_library() is not None:
         mapping = [  # synth_xilinx's map_memory step, with the fixed LUT-RAM library
             f"{synth} -run begin:map_memory",
             "memory_libmap -logic-cost-rom 0.015625 "
@@ -231,6 +237,7 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
 
 
 ULTRASCALE = ("xcu", "xcup")
+ECP5 = "ecp5"  # Lattice ECP5: synth_ecp5 (``brainsmith.synthesis.ecp5``)
 LUTRAM_LIBRARY = "lutrams_xcu.txt"
 WIDE_LUTRAM = 'option "ABITS" 16 {\n\t\tabits 16;'
 
@@ -315,8 +322,14 @@ def first_error(log: str) -> str:
     return lines[-1] if lines else "Yosys wrote nothing"
 
 
-def counts(stat_json: str) -> tuple[dict[str, int], dict[str, int]]:
-    """(resource counts, other cells by type) from ``stat -json``'s file; MissingSources
+def count_keys(family: str) -> tuple[str, ...]:
+    """The resources counted for ``family``: ECP5's, else ``COUNTS``."""
+    return tuple(ecp5.CELLS) if family == ECP5 else COUNTS
+
+
+def counts(stat_json: str, family: str = "") -> tuple[dict[str, int], dict[str, int]]:
+    """(resource counts, other cells by type) from ``stat -json``'s file, as ``family``
+    counts them (ECP5's ``brainsmith.synthesis.ecp5.CELLS``, else Xilinx'); MissingSources
     when it is not the report Yosys writes."""
     cells: dict[str, int] = {}
     try:
@@ -327,6 +340,8 @@ def counts(stat_json: str) -> tuple[dict[str, int], dict[str, int]]:
                 cells[kind] = cells.get(kind, 0) + int(number)
     except (DamagedFile, OSError, AttributeError, TypeError, ValueError) as exc:
         raise MissingSources(f"Yosys' cell counts ({stat_json}) cannot be read: {exc}") from None
+    if family == ECP5:
+        return ecp5.counts(cells)
     found = dict.fromkeys(COUNTS, 0)
     other: dict[str, int] = {}
     for kind, number in sorted(cells.items()):

@@ -49,6 +49,13 @@ unit without its weight memory): the weight memory (``MW * MH / (SIMD * PE)`` wo
 ``SIMD * PE`` weights) is built as Yosys builds it, a single-port RAM of 64 bits per LUT per
 bit of the word, in banks of 512 words (256 on 7-series) with a multiplexer choosing the bank.
 
+For Lattice ECP5 parts a third set (``rtl_costs_ecp5.json``, ``ecp5_estimate``): the LUT4,
+FF, MULT18 and EBR of the kinds the folding search folds by their cost (``ECP5_KINDS``: RTL
+matrix and threshold layers) fitted the same way to Yosys ``synth_ecp5`` (``python -m
+benchmarks.synth_fit --family ecp5``; ``ECP5_TERMS``), which the folding search of a Lattice
+build costs in; a matrix layer's weight memory, which the sweep streams in, as Yosys maps it
+(``ecp5_weight_memory``). The other kinds have no ECP5 model yet.
+
 One count replaces FINN's estimate (``REPLACED``): the DSP slices of ``MVAU_rtl`` on a DSP48
 part, which FINN estimates as ``ceil(PE / 4) * SIMD`` whatever the bit widths, while its RTL
 (``mvu.sv``) packs as many PEs into one DSP as its datapath holds lanes of the product's width
@@ -160,12 +167,94 @@ REPORT_ONLY: frozenset[str] = frozenset(
 )
 
 
+# Lattice ECP5 (``rtl_costs_ecp5.json``, fitted to Yosys ``synth_ecp5`` by ``python -m
+# benchmarks.synth_fit --family ecp5``): the kinds the folding search folds by their cost
+# (``ECP5_KINDS``), their LUT4 and FF with the terms of their LUT model, MULT18 and EBR a
+# constant, but where the kind has more to count (``ECP5_OWN_TERMS``): a matrix layer's
+# products, each a MULT18X18D unless a factor has at most SOFT_PRODUCT_BITS bits (then LUTs:
+# ``hard_products``, ``soft_products``), and those Yosys adds per lane whatever the widths
+# (``PE*SIMD``: a quarter to a half of one on the sweep).
+ECP5_RESOURCES = ("LUT4", "FF", "MULT18", "EBR")
+ECP5_KINDS = ("MVAU_rtl", "Thresholding_rtl")
+SOFT_PRODUCT_BITS = 2  # brainsmith.synthesis.ecp5 keeps narrower products out of MULT18X18D
+ECP5_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "MVAU_rtl": {
+        "LUT4": (*TERMS["MVAU_rtl"]["LUT"], "PE*SIMD*soft_products"),
+        "MULT18": ("PE*SIMD*hard_products", "PE*SIMD"),
+    },
+}
+ECP5_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
+    kind: {
+        "LUT4": TERMS[kind]["LUT"],
+        "FF": TERMS[kind]["LUT"],
+        "MULT18": ("1",),
+        "EBR": ("1",),
+        **ECP5_OWN_TERMS.get(kind, {}),
+    }
+    for kind in ECP5_KINDS
+}
+# DP16KD's shapes (words, bits): 18 Kbit, 36 bits wide with one read and one write port
+EBR_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
+DPRAM_WORDS, DPRAM_BITS = 16, 4  # TRELLIS_DPR16X4, distributed RAM
+DPRAM_LUTS = 6  # LUT4s nextpnr-ecp5 counts for one TRELLIS_DPR16X4 (slices A, B and C)
+
+
 @cache
 def coefficients() -> dict[str, dict[str, FittedModel]]:
     """The fitted models from ``rtl_costs.json`` (read once): kind -> resource -> model."""
-    text = files("brainsmith.frameworks.finn").joinpath("rtl_costs.json").read_text()
+    return _shipped("rtl_costs.json")
+
+
+@cache
+def ecp5_coefficients() -> dict[str, dict[str, FittedModel]]:
+    """The ECP5 models from ``rtl_costs_ecp5.json`` (read once); {} before they are fitted."""
+    try:
+        return _shipped("rtl_costs_ecp5.json")
+    except FileNotFoundError:
+        return {}
+
+
+def _shipped(name: str) -> dict[str, dict[str, FittedModel]]:
+    text = files("brainsmith.frameworks.finn").joinpath(name).read_text()
     kinds: dict[str, dict[str, FittedModel]] = json.loads(text)["kinds"]
     return kinds
+
+
+def ecp5_estimate(layer: HWCustomOp, graph: ModelWrapper | None = None) -> dict[str, float] | None:
+    """``layer``'s LUT4, FF, MULT18 and EBR on an ECP5 part from the ECP5 models, with a
+    matrix layer's weight memory (``ecp5_weight_memory``); None for a kind without one."""
+    models = ecp5_coefficients().get(layer.onnx_node.op_type)
+    if models is None:
+        return None
+    found = {resource: _predict(models[resource], layer, graph) for resource in ECP5_RESOURCES}
+    if "mem_mode" in layer.get_nodeattr_types() and layer.get_nodeattr("mem_mode") in (
+        "internal_decoupled",
+        "internal_embedded",
+    ):
+        for resource, value in ecp5_weight_memory(layer).items():
+            found[resource] += value
+    return found
+
+
+def ecp5_weight_memory(layer: HWCustomOp) -> dict[str, float]:
+    """A matrix layer's weights on an ECP5 part, ``MW * MH / (SIMD * PE)`` words of ``SIMD *
+    PE`` weights: in distributed RAM (``ram_style: distributed``) 16x4 RAMs of
+    ``DPRAM_LUTS`` LUT4s each, with a LUT4 per bit for every two further banks of 16 words
+    (the read multiplexer); else in block RAM, the DP16KD shape that takes fewest. Not
+    swept (the sweep streams a matrix layer's weights in): as Yosys maps such memories."""
+    simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
+    depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
+    width = simd * pe * _bits(layer, "w_bits")
+    if layer.get_nodeattr("ram_style") == "distributed":
+        banks = math.ceil(depth / DPRAM_WORDS)
+        rams = banks * math.ceil(width / DPRAM_BITS)
+        return {"LUT4": float(DPRAM_LUTS * rams + width * (banks // 2))}
+    return {"EBR": float(ebr_blocks(depth, width))}
+
+
+def ebr_blocks(words: int, width: int) -> int:
+    """DP16KD blocks holding ``words`` words of ``width`` bits: the fewest of any shape."""
+    return min(math.ceil(words / deep) * math.ceil(width / wide) for deep, wide in EBR_SHAPES)
 
 
 def kinds() -> tuple[str, ...]:
@@ -186,8 +275,11 @@ def fitted(layer: HWCustomOp, resource: str, graph: ModelWrapper | None = None) 
     """The fitted model's count of ``resource`` in ``layer`` (of ``graph``, where known);
     None without a model."""
     model = coefficients().get(layer.onnx_node.op_type, {}).get(resource)
-    if model is None:
-        return None
+    return None if model is None else _predict(model, layer, graph)
+
+
+def _predict(model: FittedModel, layer: HWCustomOp, graph: ModelWrapper | None) -> float:
+    """``model``'s count for ``layer`` (of ``graph``, where known)."""
     found = {term: _term(term, layer, graph) for term in model["terms"]}
     value = sum(c * found[t] for c, t in zip(model["coefficients"], model["terms"], strict=True))
     return float(round(max(0.0, value)))  # a count of cells
@@ -380,6 +472,13 @@ def _dwc_factor(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> flo
     return _dwc(layer, name)
 
 
+def _products(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    """``soft_products``: 1 where a product's narrower factor has at most SOFT_PRODUCT_BITS
+    bits (LUTs on ECP5), else 0; ``hard_products`` the other way round (a MULT18X18D)."""
+    soft = min(_bits(layer, "w_bits"), _bits(layer, "in_bits")) <= SOFT_PRODUCT_BITS
+    return float(soft if name == "soft_products" else not soft)
+
+
 _FACTORS: dict[str, Factor] = {
     "1": _one,
     **dict.fromkeys(
@@ -398,6 +497,7 @@ _FACTORS: dict[str, Factor] = {
     **dict.fromkeys(("srl", "lutram", "bram", "bram_split", "fifo_words"), _fifo_factor),
     **dict.fromkeys(("fifo_width", "in_width", "out_width"), _stream_width),
     **dict.fromkeys(("dwc_rotation", "dwc_buffer"), _dwc_factor),
+    **dict.fromkeys(("soft_products", "hard_products"), _products),
 }
 
 

@@ -1,10 +1,12 @@
 """The folding record (``folding.json`` in FINN's report folder): written whole, and read
-back from a checkpoint a build continues. Free of FINN: ``target`` folds and records."""
+back from a checkpoint a build continues; the part a folding is costed on where it is not
+FINN's (``CostedPart``). Free of FINN: ``target`` folds and records."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import cast
 
 from brainsmith.files import write_atomically
@@ -16,6 +18,16 @@ if TYPE_CHECKING:
     from brainsmith.frameworks.finn.folding.search import FoldingRecord
 
 RECORD = "folding.json"
+
+
+@dataclass(frozen=True)
+class CostedPart:
+    """A part a folding is costed on in its own resources where FINN makes the layers for
+    another: a Lattice board's ECP5 part, its capacities read from nextpnr."""
+
+    name: str  # "LFE5U-85F-6BG381C"
+    available: dict[str, int]  # LUT4, FF, MULT18, EBR
+    source: str  # which tool said so
 
 
 def read_record(report_dir: str) -> tuple[FoldingRecord | None, str | None]:

@@ -25,6 +25,12 @@ fits is searched by bisection; then, since each layer's cheapest folding alone m
 resource while another stays unused (every weight in LUT-RAM, no block RAM), layers move to
 other foldings that meet the budget while each move lowers the design's most used resource
 as a share of the part. The result names the bottleneck layer and what limits it.
+
+What a folding costs depends on the part (``costing``): on an AMD part the LUT, BRAM_18K,
+URAM and DSP of FINN's estimates (and brainsmith's of what FINN does not estimate); on a
+Lattice ECP5 part, for which FINN makes the layers for a stand-in AMD part, the ECP5 part's
+own LUT4, FF, MULT18 and EBR from the models fitted to Yosys ``synth_ecp5``
+(``rtl_costs.ecp5_estimate``) against its capacities as nextpnr reports them.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import itertools
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, NotRequired, TypedDict
 
@@ -58,7 +64,7 @@ THRESHOLD_LAYERS = ("Thresholding_rtl",)  # PE and the memory of their threshold
 COSTED_LAYERS = MATRIX_LAYERS + THRESHOLD_LAYERS  # folded by their estimated cost
 WIDEST_STREAM = 8191  # bits: the widest HLS integer (ap_uint), FINN's MAX_ALLOWED_AP_INT_W
 HLS_INPUT_BUFFER = 1024  # an HLS matrix layer needs SIMD >= MW / 1024
-COSTED = RESOURCES  # the resources a folding's cost counts
+COSTED = RESOURCES  # the resources a folding's cost counts (an AMD part's)
 SPREAD_MOVES = 256  # layers moved to another folding to spread the resources used
 SPREAD_GAIN = 0.01  # of the part: a spread folding is kept if its most used resource is less
 MAX_CANDIDATES = 4096  # foldings of one declared layer that are estimated
@@ -93,6 +99,8 @@ class FoldingRecord(TypedDict):
     limit: str | None
     totals: NotRequired[dict[str, float]]
     utilisation: NotRequired[float]
+    part: NotRequired[str]  # the part the totals are costed for
+    available: NotRequired[dict[str, int]]  # its resources
     latency: NotRequired[LatencyFolding]
 
 
@@ -117,6 +125,8 @@ class FoldingResult:
     limit: str | None = None
     totals: dict[str, float] = field(default_factory=dict)
     utilisation: float = 0.0
+    part: str = ""
+    available: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> FoldingRecord:
         return {
@@ -128,7 +138,33 @@ class FoldingResult:
             "limit": self.limit,
             "totals": self.totals,
             "utilisation": round(self.utilisation, 4),
+            "part": self.part,
+            "available": self.available,
         }
+
+
+@dataclass(frozen=True)
+class Costing:
+    """What a folding is costed in on a part: its resources and each layer's estimate of
+    them (``estimate(layer, part)``), and the memories a threshold layer may keep its
+    thresholds in (``THRESHOLD_MEMORIES``' keys)."""
+
+    resources: tuple[str, ...]
+    estimate: Callable[[HWCustomOp, str], dict[str, float]]
+    threshold_memories: tuple[str, ...]
+
+
+LATTICE_PREFIXES = ("LFE5",)  # parts costed in their own resources (rtl_costs' ECP5 models)
+
+
+def costing(part: str) -> Costing:
+    """An ECP5 part's costing (LUT4, FF, MULT18, EBR from the models fitted to Yosys
+    ``synth_ecp5``, thresholds in the memory FINN picks by depth, as the models were
+    fitted), else an AMD part's (FINN's estimates and brainsmith's of what FINN does not
+    estimate)."""
+    if part.strip().upper().startswith(LATTICE_PREFIXES):
+        return Costing(rtl_costs.ECP5_RESOURCES, ecp5_estimate, ("by_depth",))
+    return Costing(COSTED, estimate, ("by_depth", "block", "ultra"))
 
 
 def fold(model: ModelWrapper, target_cycles: int, part: str, available: dict[str, int] | None,
@@ -195,13 +231,16 @@ def critical_path_cycles(model: ModelWrapper) -> int:
     return max(reached.values(), default=0)
 
 
-def over_the_part(model: ModelWrapper, part: str) -> str:
-    """What ``model`` is estimated to need beyond ``part`` (each resource over 100 %, with
-    the layer kinds using most of it); "" when it fits or the part's resources are not known."""
-    found = part_resources(part)
-    if found is None:
+def over_the_part(model: ModelWrapper, part: str, available: dict[str, int] | None = None) -> str:
+    """What ``model`` is estimated to need beyond ``part`` (whose resources are
+    ``available``, else FINN's table of the part): each resource over 100 %, with the layer
+    kinds using most of it; "" when it fits or the part's resources are not known."""
+    if available is None:
+        found = part_resources(part)
+        available = found[0] if found is not None else None
+    if not available:
         return ""
-    over = _Search(part, found[0]).overuse(model, 1.0)  # each layer estimated once
+    over = _Search(part, available).overuse(model, 1.0)  # each layer estimated once
     return f"the design does not fit {part}: it is estimated to need {over}" if over else ""
 
 
@@ -235,14 +274,15 @@ def _best_move(
 ) -> _Move | None:
     """The one layer's move to another folding within ``budget`` that lowers the most used
     resource (as a share of the part) the furthest below ``peak``; None when none does."""
-    top = max((k for k in COSTED if search.available.get(k)), key=lambda k: search.share(totals, k))
+    costed = search.costing.resources
+    top = max((k for k in costed if search.available.get(k)), key=lambda k: search.share(totals, k))
     move: _Move | None = None
     for name, current in chosen.items():
         for option in search.options[name]:
             if option.cycles > budget or option.resources[top] >= current.resources[top]:
                 continue
             after: dict[str, float] = {
-                k: totals[k] - current.resources[k] + option.resources[k] for k in COSTED
+                k: totals[k] - current.resources[k] + option.resources[k] for k in costed
             }
             lowered = search.peak(after)
             if lowered < (move[0] if move else peak):
@@ -272,6 +312,7 @@ class _Search:
     def __init__(self, part: str, available: dict[str, int]) -> None:
         self.part = part
         self.available = available
+        self.costing = costing(part)
         # a part without a resource table is costed at a reference part's scale, not fitted
         self.scale = available or dict(part_resources(REFERENCE_PART)[0])  # type: ignore[index]
         # URAM holds weights only where the bitstream initialises it (Versal); elsewhere
@@ -355,9 +396,10 @@ class _Search:
         """Each PE dividing a threshold layer's channels, with its thresholds in the memory
         FINN picks by depth (LUT-RAM for shallow ones), in block RAM, or (on a Versal part
         with UltraRAM) in UltraRAM: ``depth_trigger_bram`` / ``depth_trigger_uram``."""
-        memories = [(0, 0), (1, THRESHOLD_NEVER)]
-        if self.uram_weights:
-            memories.append((1, 1))
+        allowed = self.costing.threshold_memories
+        memories = [m for name, m in THRESHOLD_MEMORIES.items() if name in allowed]
+        if not self.uram_weights:
+            memories = [m for m in memories if m != THRESHOLD_MEMORIES["ultra"]]
         for pe in _divisors(int(layer.get_nodeattr("NumChannels"))):
             for bram, uram in memories:
                 attributes: Attributes = {
@@ -372,7 +414,7 @@ class _Search:
     def _costed(self, layer: HWCustomOp, attributes: Attributes) -> Choice:
         for name, value in attributes.items():
             layer.set_nodeattr(name, value)
-        return Choice(attributes, int(layer.get_exp_cycles()), estimate(layer, self.part))
+        return Choice(attributes, int(layer.get_exp_cycles()), self.estimate(layer))
 
     def _legal(self, layer: HWCustomOp, attributes: Attributes) -> Choice | None:
         """``attributes`` costed, or None where FINN refuses them (a stream wider than it
@@ -384,11 +426,17 @@ class _Search:
             return None
         return choice if max(widths) <= WIDEST_STREAM else None
 
+    def estimate(self, layer: HWCustomOp) -> dict[str, float]:
+        """``layer``'s use of the part's resources, as the part's costing estimates it."""
+        return self.costing.estimate(layer, self.part)
+
     def cost(self, choice: Choice) -> float:
         """The fractions of the part ``choice`` uses, summed (of the reference part where
         the part's resources are not known)."""
         return sum(
-            choice.resources.get(key, 0) / self.scale[key] for key in COSTED if self.scale.get(key)
+            choice.resources.get(key, 0) / self.scale[key]
+            for key in self.costing.resources
+            if self.scale.get(key)
         )
 
     def share(self, totals: dict[str, float], key: str) -> float:
@@ -396,8 +444,9 @@ class _Search:
 
     def peak(self, totals: dict[str, float]) -> float:
         """The largest fraction of any resource of the part ``totals`` use."""
+        costed = self.costing.resources
         return max(
-            (self.share(totals, key) for key in COSTED if self.available.get(key)), default=0.0
+            (self.share(totals, key) for key in costed if self.available.get(key)), default=0.0
         )
 
     def utilisation(self, model: ModelWrapper) -> float:
@@ -408,13 +457,14 @@ class _Search:
         """Each resource the design uses over ``ceiling`` of the part, with its share and
         the layer kinds using most of it: ``DSP 2,100 (107 %; MVAU_rtl x12 1,460, ...)``."""
         layers = [
-            (node.op_type, estimate(getCustomOp(node), self.part))
+            (node.op_type, self.estimate(getCustomOp(node)))
             for node in model.graph.node
             if is_hardware(node)
         ]  # estimated once, for every resource
         count = Counter(kind for kind, _ in layers)
-        totals: dict[str, float] = {k: sum(f[k] for _, f in layers) for k in COSTED}
-        over = [k for k in COSTED if self.available.get(k) and self.share(totals, k) > ceiling]
+        costed = self.costing.resources
+        totals: dict[str, float] = {k: sum(f[k] for _, f in layers) for k in costed}
+        over = [k for k in costed if self.available.get(k) and self.share(totals, k) > ceiling]
         return "; ".join(self._overused(key, layers, count, totals) for key in over)
 
     def _overused(
@@ -431,13 +481,14 @@ class _Search:
         largest = sorted(used.items(), key=lambda item: -item[1])[:3]
         kinds = ", ".join(f"{k} x{count[k]} {v:,.0f}" for k, v in largest if v)
         share = 100 * self.share(totals, key)  # two decimals, as the report's shares
-        return f"{key} {totals[key]:,.0f} ({share:.2f} % of the part; {kinds})"
+        available = self.available[key]
+        return f"{key} {totals[key]:,.0f} ({share:.2f} % of the part; {kinds}; {available:,} available)"
 
     def totals(self, model: ModelWrapper) -> dict[str, float]:
-        totals: dict[str, float] = dict.fromkeys(COSTED, 0.0)
+        totals: dict[str, float] = dict.fromkeys(self.costing.resources, 0.0)
         for node in model.graph.node:
             if is_hardware(node):
-                for key, value in estimate(getCustomOp(node), self.part).items():
+                for key, value in self.estimate(getCustomOp(node)).items():
                     totals[key] += value
         return totals
 
@@ -446,7 +497,7 @@ class _Search:
         """What was chosen; the bottleneck is the slowest layer at the target (after the
         balancing pass many layers take as long as it does)."""
         slowest = max(cycles.values(), default=0)
-        found = FoldingResult(target, slowest)
+        found = FoldingResult(target, slowest, part=self.part, available=dict(self.available))
         found.totals = {key: round(value, 1) for key, value in self.totals(model).items()}
         found.utilisation = self.utilisation(model)
         found.layers = {name: {"cycles": value, "limit": None} for name, value in cycles.items()}
@@ -600,6 +651,14 @@ def estimate(layer: HWCustomOp, part: str) -> dict[str, float]:
     return {**found, **rtl_costs.estimate(layer, part)}
 
 
+def ecp5_estimate(layer: HWCustomOp, part: str) -> dict[str, float]:
+    """``layer``'s LUT4, FF, MULT18 and EBR on the ECP5 ``part`` (``rtl_costs``' ECP5
+    models); none of each for a kind without a model (a Lattice build's layers are all RTL,
+    of the kinds the models cover)."""
+    found = rtl_costs.ecp5_estimate(layer)
+    return found if found is not None else dict.fromkeys(rtl_costs.ECP5_RESOURCES, 0.0)
+
+
 def _call(layer: HWCustomOp, method: str, part: str) -> float:
     function = getattr(layer, method)
     try:
@@ -611,6 +670,12 @@ def _call(layer: HWCustomOp, method: str, part: str) -> float:
 
 STREAMED_OPERAND = ("dynamic", "external")
 THRESHOLD_NEVER = 2**31 - 1  # a depth trigger no memory reaches
+# a threshold layer's memories: (depth_trigger_bram, depth_trigger_uram)
+THRESHOLD_MEMORIES: dict[str, tuple[int, int]] = {
+    "by_depth": (0, 0),  # as FINN picks by depth (LUT-RAM for shallow thresholds)
+    "block": (1, THRESHOLD_NEVER),
+    "ultra": (1, 1),  # Versal's UltraRAM
+}
 
 
 def _memories(hls: bool, stream: int, uram: bool) -> Iterator[tuple[str, str]]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.frameworks.finn.folding.record import CostedPart
     from brainsmith.frameworks.finn.folding.search import FoldingRecord, LayerFolding
 
 FOLDING_ATTRIBUTES = (
@@ -43,10 +44,13 @@ def fold_for_target(
     cfg: DataflowBuildConfig,
     options: FoldingOptions | None,
     latency_ns: float | None = None,
+    costed: CostedPart | None = None,
 ) -> tuple[ModelWrapper, FoldingRecord | None]:
     """Fold ``model`` for ``cfg.target_fps`` as ``options`` say (None: the defaults, as in
     FINN's own builder), then further where a frame must take at most ``latency_ns``
-    (brainsmith's search); the model and the record (unchanged, and None, without a target)."""
+    (brainsmith's search), costed on the build's part or on ``costed`` (a Lattice board's
+    part, where FINN makes the layers for a stand-in); the model and the record (unchanged,
+    and None, without a target)."""
     options = options or FoldingOptions()
     throughput, latency = _cycle_targets(cfg, latency_ns)
     if throughput is None and latency is None:
@@ -57,9 +61,9 @@ def fold_for_target(
     if by_finn:
         model, record = _finn_folding(model, cfg, target, options.mvau_wwidth_max)
     else:
-        record = _searched_folding(model, cfg, target, options.max_utilisation)
+        record = _searched_folding(model, cfg, target, options.max_utilisation, costed)
     if latency is not None:
-        record = _fold_for_latency(model, cfg, record, latency, target)
+        record = _fold_for_latency(model, cfg, record, latency, target, costed)
     _write(model, cfg, record, with_config=not by_finn or latency is not None)
     return model, record
 
@@ -83,13 +87,29 @@ def _write(
     write_json(os.path.join(cfg.output_dir, "report", RECORD), record)
 
 
-def _searched_folding(
-    model: ModelWrapper, cfg: DataflowBuildConfig, target: int, max_utilisation: float
-) -> FoldingRecord:
-    """brainsmith's search for ``target`` cycles on the build's part, and its record."""
+def costed_on(
+    cfg: DataflowBuildConfig, costed: CostedPart | None
+) -> tuple[str, dict[str, int] | None]:
+    """(part, its resources) a folding is costed on: ``costed``'s, else the build's part
+    and FINN's table of it (None when it has none)."""
+    if costed is not None:
+        return costed.name, dict(costed.available)
     part = fpga_part(cfg)
     found = part_resources(part)
-    return fold(model, target, part, found[0] if found else None, max_utilisation).to_dict()
+    return part, found[0] if found else None
+
+
+def _searched_folding(
+    model: ModelWrapper,
+    cfg: DataflowBuildConfig,
+    target: int,
+    max_utilisation: float,
+    costed: CostedPart | None,
+) -> FoldingRecord:
+    """brainsmith's search for ``target`` cycles on the build's part (or ``costed``), and
+    its record."""
+    part, available = costed_on(cfg, costed)
+    return fold(model, target, part, available, max_utilisation).to_dict()
 
 
 def _finn_folding(
@@ -116,13 +136,17 @@ def _with_limits(
 
 
 def _fold_for_latency(
-    model: ModelWrapper, cfg: DataflowBuildConfig, record: FoldingRecord, latency: int, budget: int
+    model: ModelWrapper,
+    cfg: DataflowBuildConfig,
+    record: FoldingRecord,
+    latency: int,
+    budget: int,
+    costed: CostedPart | None,
 ) -> FoldingRecord:
     """``record`` after folding ``model`` further (brainsmith's search, whichever folded
     first) so that a frame takes at most ``latency`` cycles through the pipeline."""
-    part = fpga_part(cfg)
-    found = part_resources(part)
-    reached = fold_for_latency(model, latency, part, found[0] if found else None, budget)
+    part, available = costed_on(cfg, costed)
+    reached = fold_for_latency(model, latency, part, available, budget)
     cycles = layer_cycles(model)
     return {
         **record,

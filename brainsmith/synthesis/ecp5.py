@@ -1,0 +1,119 @@
+"""Lattice ECP5 as Yosys maps it (``synth_ecp5``): the commands, the fixes FINN's RTL needs
+for a Lattice part, and the cells counted as the part's resources as nextpnr counts them.
+Shared by one layer's synthesis (``run.synthesise_layer`` with family ``ecp5``) and the
+whole accelerator's place and route (``brainsmith.place_route``).
+
+Counts (``CELLS``): ``LUT4`` are LUT4 cells, a carry cell ``CCU2C`` as the two LUT4s it
+occupies and a 16x4 distributed RAM ``TRELLIS_DPR16X4`` as the LUT4s nextpnr-ecp5 places it
+in (``DPRAM_LUTS``); ``FF`` are ``TRELLIS_FF``; ``MULT18`` the 18x18 multipliers
+``MULT18X18D``; ``EBR`` the 18 Kbit block RAMs ``DP16KD``. Every other cell (the slice
+multiplexers ``PFUMX`` and ``L6MUX21``, which take no LUT) is listed under ``other``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+# a product with a factor this narrow is made of LUTs, not a MULT18X18D; LUT4s nextpnr-ecp5
+# counts for one TRELLIS_DPR16X4 (the cost models count them alike)
+from brainsmith.frameworks.finn.rtl_costs import DPRAM_LUTS, SOFT_PRODUCT_BITS
+
+CELLS: dict[str, dict[str, int]] = {
+    "LUT4": {"LUT4": 1, "CCU2C": 2, "TRELLIS_DPR16X4": DPRAM_LUTS},
+    "FF": {"TRELLIS_FF": 1},
+    "MULT18": {"MULT18X18D": 1},
+    "EBR": {"DP16KD": 1},
+}
+
+
+def synthesis(top: str, netlist: str) -> list[str]:
+    """``synth_ecp5`` with products whose narrower factor has at most SOFT_PRODUCT_BITS bits
+    kept out of the MULT18X18D blocks: synth_ecp5 gives every product of two factors of 2 bits
+    or more one of the part's 156 (ECP5-85F), so a layer of many 2-bit lanes (a TFC-w2a2's)
+    ran out of them, where a 2-bit factor is a shift and an add in LUTs. Such products are
+    marked ``$__soft_mul`` before the multiplier mapping, which turns them back to ``$mul``
+    for the LUT mapping (as it does with products too narrow for a block). ``netlist``: the
+    JSON netlist written, none when empty."""
+    narrow = f"r:A_WIDTH<={SOFT_PRODUCT_BITS} r:B_WIDTH<={SOFT_PRODUCT_BITS} %u"
+    return [
+        f"synth_ecp5 -top {top} -run begin:coarse",
+        "proc",
+        "flatten",
+        "opt_expr",
+        "opt_clean",
+        "wreduce",
+        f"chtype -set $__soft_mul t:$mul {narrow} %i",
+        f"synth_ecp5 -top {top} -run coarse:" + (f" -json {netlist}" if netlist else ""),
+    ]
+
+
+ULTRA_BY_DEPTH = '/* else */                        "ultra";'
+ULTRA_BY_STYLE = 'RAM_STYLE != "auto"?              RAM_STYLE :'
+
+
+def block_ram_for_ultra(text: str) -> str:
+    """UltraRAM FIFOs (deeper than 2,028 words, or asked for) kept in block RAM (fifo.sv)."""
+    if text.count(ULTRA_BY_DEPTH) != 1 or text.count(ULTRA_BY_STYLE) != 1:
+        return text  # not the code this was written for: read it as it is
+    return text.replace(ULTRA_BY_DEPTH, '/* else */ "block"; // no UltraRAM here').replace(
+        ULTRA_BY_STYLE,
+        'RAM_STYLE == "ultra"? "block" : RAM_STYLE != "auto"? RAM_STYLE :',
+    )
+
+
+BEHAVIORAL_DEFAULT = re.compile(r"(\bbit\s+FORCE_BEHAVIORAL\s*=\s*)0\b")
+
+
+def behavioural_by_default(text: str) -> str:
+    """FINN's behavioural datapath where an instance does not choose (a layer's wrapper
+    chooses it only in simulation): its AMD DSP and LUT primitives exist on no Lattice part."""
+    return BEHAVIORAL_DEFAULT.sub(r"\g<1>1", text)
+
+
+# file name -> the fixes a Lattice part needs (place_route/sources.py says why)
+LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
+    "fifo.sv": (block_ram_for_ultra,),
+    **dict.fromkeys(
+        ("mvu_vvu_axi.sv", "mvu.sv", "mvu_vvu_8sx9_dsp58.sv", "binopf.sv", "accuf.sv", "rsqrtf.sv"),
+        (behavioural_by_default,),
+    ),
+}
+
+
+def lattice_ready(name: str, text: str, fixes: list[str]) -> str:
+    """``text`` of the RTL file ``name`` with each Lattice fix that changes it applied (its
+    name added to ``fixes``)."""
+    for fix in LATTICE_FIXES.get(name, ()):
+        fixed = fix(text)
+        if fixed != text:
+            fixes.append(f"{name}: {fix.__name__}")
+        text = fixed
+    return text
+
+
+def counts(cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """(LUT4, FF, MULT18, EBR as ``CELLS`` counts them, other cells by type) of Yosys'
+    ``cells`` by type."""
+    found = dict.fromkeys(CELLS, 0)
+    other: dict[str, int] = {}
+    for kind, number in sorted(cells.items()):
+        category = next((c for c, table in CELLS.items() if kind in table), None)
+        if category is None:
+            other[kind] = number
+        else:
+            found[category] += number * CELLS[category][kind]
+    return found, other
+
+
+__all__ = [
+    "CELLS",
+    "DPRAM_LUTS",
+    "LATTICE_FIXES",
+    "SOFT_PRODUCT_BITS",
+    "behavioural_by_default",
+    "block_ram_for_ultra",
+    "counts",
+    "lattice_ready",
+    "synthesis",
+]
