@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from brainsmith.blueprint.choices import lattice_board
+from brainsmith.board.boards import BoardError, board
 from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
@@ -43,7 +44,6 @@ FIFO_RECORD = "fifo_sizing.json"  # brainsmith.steps.fifos.RECORD, in FINN's rep
 def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     """The board's bitstream of ``run``'s stitched design into ``run.bitstream``; BuildError
     (exit 1) when it cannot be made."""
-    from brainsmith.board.boards import BoardError, board
     from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
 
     began = time.perf_counter()

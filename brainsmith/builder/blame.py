@@ -8,16 +8,18 @@ import os
 import time
 import traceback
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import cast
 
 from brainsmith.builder.failure import fail, fail_output
 from brainsmith.builder.state import BuildRun
+from brainsmith.planning.errors import option
 from brainsmith.planning.shaping import Step
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from typing import NoReturn, Protocol, TypeGuard
 
+    from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.report.schema import Verification
@@ -26,6 +28,16 @@ if TYPE_CHECKING:
     # Where an earlier step's saved model first differs: its index, and its failing checks
     # or the exception that stopped it from running
     Culprit = tuple[int, list[Check] | Exception]
+
+    class NamedNode(Protocol):
+        """A graph node as a traceback's frame holds it (an ONNX ``NodeProto``)."""
+
+        @property
+        def name(self) -> str: ...
+
+        @property
+        def op_type(self) -> str: ...
+
 
 NODE_VARIABLES = ("node", "n", "consumer", "producer")
 
@@ -63,55 +75,80 @@ def verify_step(
 ) -> str:
     """Verify the model after step ``index``; on a mismatch (or a model that cannot run),
     fail the first step whose saved model differs, traced back when earlier steps were not
-    verified as they ran."""
-    from brainsmith.planning.errors import option
-
+    verified as they ran. Returns what the progress display shows."""
     began = time.perf_counter()
+    checks = _checked(run, verifier, model, index, earlier)
+    generated = next((c for c in checks if c.label == "generated"), None)
+    user = next((c for c in checks if c.label == "user"), None)
+    run.records[index].verification = _verification(generated, user, began)
+    tolerance = tolerance_text(verifier.atol, verifier.rtol)
+    if generated is not None and not generated.ok:
+        culprit = first_difference(run, verifier, index, earlier)
+        _differs(run, model, index, culprit, generated, tolerance)
+    if user is not None and not user.ok:
+        _user_differs(run, model, index, user, verifier, tolerance, generated is not None)
+    return _summary(generated, user)
+
+
+def _checked(
+    run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int, earlier: Earlier | None
+) -> list[Check]:
+    """The checks of the model after step ``index``; a model that cannot run fails the first
+    step whose saved model differs, a verification model that cannot be written this step."""
     try:
-        checks = _run_check(run, verifier, model, run.context.dataflow_parent)
+        return _run_check(run, verifier, model, run.context.dataflow_parent)
     except OSError as exc:
         fail_output(run, model, index, exc, "writing the verification models")
     except Exception as exc:  # a model that cannot run fails its step
         traceback.print_exc(file=run.build_log)
         culprit = first_difference(run, verifier, index, earlier)
         _cannot_run(run, model, index, culprit, exc)
-    generated = next((c for c in checks if c.label == "generated"), None)
-    user = next((c for c in checks if c.label == "user"), None)
+
+
+def _verification(generated: Check | None, user: Check | None, began: float) -> Verification:
+    """The step's verification record: the generated inputs' check, its time, the user's."""
     result: Verification = {
         **(generated.as_dict() if generated is not None else {}),
         "seconds": round(time.perf_counter() - began, 4),
     }
     if user is not None:
         result["user"] = user.as_dict()
-    run.records[index].verification = result
-    tolerance = tolerance_text(verifier.atol, verifier.rtol)
-    if generated is not None and not generated.ok:
-        culprit = first_difference(run, verifier, index, earlier)
-        _differs(run, model, index, culprit, generated, tolerance)
-    if user is not None and not user.ok:
-        expected = run.user_vectors[1] if run.user_vectors else ""
-        if not any(r.status == "ok" and r.model for r in run.records[:index]):
-            _export_differs(run, model, index, user, verifier, tolerance)
-        matched = (
-            " (the model matched the cleaned QONNX model on generated inputs)"
-            if generated is not None
-            else ""
-        )
-        fail(
-            run,
-            model,
-            index,
-            f"verification failed: outputs differ from {option('expected')} "
-            f"{expected} by up to {user.max_error:.4g} in {user.errors} element(s) no "
-            f"rounding tie explains ({tolerance}) on {user.samples} user inputs",
-            f"check that the {option('expected')} file was produced by this model from the "
-            f"{option('input')} file{matched}",
-        )
+    return result
+
+
+def _user_differs(
+    run: BuildRun, model: ModelWrapper, index: int, user: Check, verifier: Verifier,
+    tolerance: str, generated: bool,
+) -> NoReturn:  # fmt: skip
+    """The outputs differ from the user's expected ones (``generated``: the generated inputs'
+    check passed); the exported model itself, when no step has changed it yet."""
+    expected = run.user_vectors[1] if run.user_vectors else ""
+    if not any(r.status == "ok" and r.model for r in run.records[:index]):
+        _export_differs(run, model, index, user, verifier, tolerance)
+    matched = (
+        " (the model matched the cleaned QONNX model on generated inputs)" if generated else ""
+    )
+    fail(
+        run,
+        model,
+        index,
+        f"verification failed: outputs differ from {option('expected')} "
+        f"{expected} by up to {user.max_error:.4g} in {user.errors} element(s) no "
+        f"rounding tie explains ({tolerance}) on {user.samples} user inputs",
+        f"check that the {option('expected')} file was produced by this model from the "
+        f"{option('input')} file{matched}",
+    )
+
+
+def _summary(generated: Check | None, user: Check | None) -> str:
+    """What the progress display shows of a step's passing checks."""
     checked = generated or user
-    if checked is None or checked.unchanged:
-        return "unchanged, not re-run" if checked is not None else ""
-    if generated is None and user is not None:
-        return f"user max err {user.max_error:.2g}" + _ties_text(user)
+    if checked is None:
+        return ""
+    if checked.unchanged:
+        return "unchanged, not re-run"
+    if generated is None:
+        return f"user max err {checked.max_error:.2g}" + _ties_text(checked)
     text = f"max err {checked.max_error:.2g} ({checked.samples} inputs)" + _ties_text(checked)
     return text + (f", user {user.max_error:.2g}" if user else "")
 
@@ -122,8 +159,6 @@ def _export_differs(
 ) -> NoReturn:  # fmt: skip
     """The first model checked already differs from the user's outputs: the exported model
     as QONNX executes it, before any step changed what it computes, is not what torch gave."""
-    from brainsmith.planning.errors import option
-
     expected = run.user_vectors[1] if run.user_vectors else ""
     outputs = verifier.user[1] if verifier.user else []
     largest = max((float(abs(o).max()) for sample in outputs for o in sample if o.size), default=0)
@@ -256,11 +291,15 @@ def _parent_of(
     parent = run.context.dataflow_parent
     if parent is None or index in earlier.partitioned:
         return parent if earlier.partitioned.get(index) else None
-    for node in parent.get_nodes_by_op_type("StreamingDataflowPartition"):
-        ins = [i.name for i in model.graph.input if model.get_initializer(i.name) is None]
-        if ins == list(node.input) and [o.name for o in model.graph.output] == list(node.output):
-            return parent
-    return None
+    partitions = parent.get_nodes_by_op_type("StreamingDataflowPartition")
+    return parent if any(_partition_of(model, node) for node in partitions) else None
+
+
+def _partition_of(model: ModelWrapper, partition: NodeProto) -> bool:
+    """Whether ``model``'s inputs and outputs are those of the node ``partition``."""
+    ins = [i.name for i in model.graph.input if model.get_initializer(i.name) is None]
+    outs = [o.name for o in model.graph.output]
+    return ins == list(partition.input) and outs == list(partition.output)
 
 
 def _traced(run: BuildRun, index: int, culprit: Culprit | None) -> tuple[int, str]:
@@ -369,7 +408,7 @@ def failing_node(exc: BaseException) -> str:
     return found
 
 
-def _scopes(exc: BaseException) -> Iterator[dict[str, Any]]:
+def _scopes(exc: BaseException) -> Iterator[dict[str, object]]:
     """The local variables of each frame of ``exc``'s traceback, outermost first."""
     frame_tb = exc.__traceback__
     while frame_tb is not None:
@@ -377,11 +416,17 @@ def _scopes(exc: BaseException) -> Iterator[dict[str, Any]]:
         frame_tb = frame_tb.tb_next
 
 
-def _node_in(scope: dict[str, Any]) -> Any:
-    return next((scope[k] for k in NODE_VARIABLES if hasattr(scope.get(k), "op_type")), None)
+def _node_in(scope: dict[str, object]) -> NamedNode | None:
+    """The node a frame was handling: the first of its ``NODE_VARIABLES`` with an op type."""
+    found = (scope.get(name) for name in NODE_VARIABLES)
+    return next((value for value in found if _is_node(value)), None)
 
 
-def _described(node: Any) -> str:
+def _is_node(value: object) -> TypeGuard[NamedNode]:
+    return hasattr(value, "op_type")
+
+
+def _described(node: NamedNode | None) -> str:
     return f"{node.name} ({node.op_type})" if node is not None else ""
 
 

@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 
 from brainsmith.builder.state import StepRecord
 from brainsmith.files import read_json
+from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.state import BuildRun
+    from brainsmith.files import Json
     from brainsmith.planning.shaping import Step
 
 FILE = "checkpoint.json"
@@ -74,41 +76,50 @@ class Checkpoint:
         name each other's files inside the exploration's folder)."""
         path = os.path.join(folder, FILE)
         folder = os.path.abspath(folder)
-
-        def absolute(value: object) -> str | None:
-            return os.path.normpath(os.path.join(folder, str(value))) if value else None
-
         try:
-            data = read_json(path)
-            if data.get("version") != VERSION:
-                raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
-            records = [StepRecord(**entry) for entry in data["records"]]
-            for record in records:
-                record.model = absolute(record.model) or ""
-            checkpoint = cls(
-                folder,
-                records,
-                absolute(data["model"]) or "",
-                absolute(data.get("dataflow_parent")),
-                absolute(data.get("reports")) or "",
-                _layer_plugins(data.get("layer_plugins")),
-                str(data.get("name") or ""),
-            )
+            checkpoint = cls._from_json(folder, read_json(path))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"no usable checkpoint in {folder}: {exc}") from exc
-        named = [checkpoint.model, checkpoint.dataflow_parent, checkpoint.reports]
-        named += [record.model for record in checkpoint.records]
-        outside = _outside([p for p in named if p], within or folder)
+        checkpoint._require_own_files(path, within or folder)
+        return checkpoint
+
+    @classmethod
+    def _from_json(cls, folder: str, data: Json) -> Checkpoint:
+        """The checkpoint ``data`` (checkpoint.json's) describes, its paths made absolute."""
+        if data.get("version") != VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
+        records = [StepRecord(**entry) for entry in data["records"]]
+        for record in records:
+            record.model = _in_folder(folder, record.model) or ""
+        return cls(
+            folder,
+            records,
+            _in_folder(folder, data["model"]) or "",
+            _in_folder(folder, data.get("dataflow_parent")),
+            _in_folder(folder, data.get("reports")) or "",
+            _layer_plugins(data.get("layer_plugins")),
+            str(data.get("name") or ""),
+        )
+
+    def _require_own_files(self, path: str, root: str) -> None:
+        """ValueError when the checkpoint (in ``path``) names a file outside ``root`` or a
+        model that is missing."""
+        named = [self.model, self.dataflow_parent, self.reports]
+        named += [record.model for record in self.records]
+        outside = _outside([p for p in named if p], root)
         if outside:
             raise ValueError(
-                f"checkpoint {path} names files outside {within or folder}: {', '.join(outside)}"
+                f"checkpoint {path} names files outside {root}: {', '.join(outside)}"
                 "; a checkpoint only continues from files its own build wrote"
             )
-        missing = [p for p in (checkpoint.model, checkpoint.dataflow_parent) if p]
-        missing = [p for p in missing if not os.path.isfile(p)]
+        missing = [p for p in (self.model, self.dataflow_parent) if p and not os.path.isfile(p)]
         if missing:
             raise ValueError(f"checkpoint {path} names missing files: {', '.join(missing)}")
-        return checkpoint
+
+
+def _in_folder(folder: str, value: object) -> str | None:
+    """A path checkpoint.json stores (relative to ``folder``) made absolute; None if empty."""
+    return os.path.normpath(os.path.join(folder, str(value))) if value else None
 
 
 def _layer_plugins(value: object) -> dict[str, dict[str, str]]:
@@ -158,7 +169,6 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.frameworks.finn.folding.record import read_record
-    from brainsmith.planning.errors import BuildError
 
     names = [r.name for r in checkpoint.records]
     if names != [s.name for s in steps[: len(names)]]:
@@ -188,7 +198,6 @@ def require_layers_of(model: ModelWrapper, checkpoint: Checkpoint) -> None:
     layer type and the missing package otherwise."""
     from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
-    from brainsmith.planning.errors import BuildError
 
     prepare_finn()
     try:

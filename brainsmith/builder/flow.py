@@ -18,10 +18,15 @@ from brainsmith.builder.failure import OUTPUT_ERRORS, fail, fail_output
 from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
 from brainsmith.files import DiskFull, disk_full, save_model
+from brainsmith.frameworks.finn.estimation.estimates import estimates
+from brainsmith.frameworks.finn.estimation.finn_reports import RESOURCE_FILE
+from brainsmith.frameworks.finn.facts import allowed_cycles
+from brainsmith.frameworks.finn.tables import already_done, missing_tool
 from brainsmith.intake.wiring import streams, wiring_error
 from brainsmith.metrics import span
 from brainsmith.planning.shaping import Step
 from brainsmith.plugin.containment import PluginExit, contained
+from brainsmith.report.contents import chart_rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.intake.wiring import Streams
     from brainsmith.verification.verifier import Verifier
 
 
@@ -36,34 +42,48 @@ def run_steps(
     run: BuildRun, steps: list[Step], model: ModelWrapper, verifier: Verifier | None
 ) -> ModelWrapper:
     """Run ``steps`` on ``model``; returns the last model."""
-    runnable = [i for i, s in enumerate(steps) if not s.skip_reason and s.verifiable]
-    last = runnable[-1] if runnable else -1
+    last = _last_verifiable(steps)
     try:
         os.makedirs(run.path("intermediate_models"), exist_ok=True)
     except OSError as exc:
         fail_output(run, model, None, exc, "creating intermediate_models/")
-    first = len(run.resumed_from.records) if run.resumed_from is not None else 0
-    stop = len(steps) if run.stop_after is None else min(run.stop_after, len(steps))
     partitioned: dict[int, bool] = {}  # step index -> its model is the dataflow partition
-    for index in range(first, stop):
+    for index in _to_run(run, steps):
         step = steps[index]
         if _skipped(run, step, index, model):
             continue
         model = _run_step(run, step, index, model)
         partitioned[index] = run.context.dataflow_parent is not None
         detail = ""
-        if verifier is not None and step.verifiable and (run.verify == "each" or index == last):
+        if verifier is not None and _verified(run, step, index, last):
             earlier = Earlier(steps, partitioned)
             detail = _verify_after(run, verifier, model, index, earlier, final=index == last)
         _finish_step(run, model, index, detail)
     return model
 
 
+def _last_verifiable(steps: list[Step]) -> int:
+    """The index of the last step the plan runs that can be verified; -1 if none."""
+    runnable = [i for i, s in enumerate(steps) if not s.skip_reason and s.verifiable]
+    return runnable[-1] if runnable else -1
+
+
+def _to_run(run: BuildRun, steps: list[Step]) -> range:
+    """The indices of the steps this run runs: after a checkpoint's, up to ``stop_after``."""
+    first = len(run.resumed_from.records) if run.resumed_from is not None else 0
+    stop = len(steps) if run.stop_after is None else min(run.stop_after, len(steps))
+    return range(first, stop)
+
+
+def _verified(run: BuildRun, step: Step, index: int, last: int) -> bool:
+    """Whether the model after step ``index`` is verified: each verifiable step's with
+    ``verify: each``, else the last verifiable step's (``last``)."""
+    return step.verifiable and (run.verify == "each" or index == last)
+
+
 def _skipped(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> bool:
     """Record step ``index`` as skipped if it is: the plan skips it, or it is a FINN
     hardware step whose work is done or whose tool is needed and missing."""
-    from brainsmith.frameworks.finn.tables import already_done, missing_tool
-
     if not step.verifiable:  # a FINN hardware step: done, or its tool needed and missing?
         step.skip_reason = (
             step.skip_reason or already_done(step.name, model) or missing_tool(step.name, model)
@@ -94,11 +114,7 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
             function = step.function()
             model = function(model, run.cfg) if function is not None else model
     except StepError as exc:
-        hint = exc.hint
-        if exc.model is not None:
-            saved = _save_model(run, exc.model, index, f"{step.name}_failed", had_parent)
-            hint += f"; the node names are those in {saved}"
-        fail(run, model, index, exc.reason, hint)
+        _step_refused(run, step, index, model, exc, had_parent)
     except DiskFull as exc:  # a disk the step's tools wrote to, named
         fail(run, model, index, exc.reason, exc.hint, exit_code=2)
     except OSError as exc:
@@ -112,14 +128,34 @@ def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> Mod
     if not had_parent:
         _adopt_finn_parent(run)
     record.model = _save_model(run, model, index, step.name, had_parent)
+    _require_wiring(run, step, index, model, before)
+    return model
+
+
+def _step_refused(
+    run: BuildRun, step: Step, index: int, model: ModelWrapper, exc: StepError, had_parent: bool
+) -> NoReturn:
+    """Fail step ``index`` with the reason it gave, its failing model saved if it has one."""
+    hint = exc.hint
+    if exc.model is not None:
+        saved = _save_model(run, exc.model, index, f"{step.name}_failed", had_parent)
+        hint += f"; the node names are those in {saved}"
+    fail(run, model, index, exc.reason, hint)
+
+
+def _require_wiring(
+    run: BuildRun, step: Step, index: int, model: ModelWrapper, before: Streams
+) -> None:
+    """Fail step ``index`` if it left the model or the graph around the accelerator wired
+    wrongly (``before``: where the hardware layers streamed before it)."""
     broken = wiring_error(step.name, model, run.context.dataflow_parent, before)
     if broken:
         hint = (
-            f"the graph the step left is {record.model}; the step (a plugin's) or a blueprint "
-            "transform in it may be the cause (remove it to see), else report it with the model"
+            f"the graph the step left is {run.records[index].model}; the step (a plugin's) or "
+            "a blueprint transform in it may be the cause (remove it to see), else report it "
+            "with the model"
         )
         fail(run, model, index, broken, hint)
-    return model
 
 
 def _verify_after(
@@ -210,11 +246,6 @@ def _adopt_finn_parent(run: BuildRun) -> None:
 
 def _start_charts(run: BuildRun, model: ModelWrapper) -> None:
     """Hand the layers to the chart worker as soon as the estimates exist."""
-    from brainsmith.frameworks.finn.estimation.estimates import estimates
-    from brainsmith.frameworks.finn.estimation.finn_reports import RESOURCE_FILE
-    from brainsmith.frameworks.finn.facts import allowed_cycles
-    from brainsmith.report.contents import chart_rows
-
     resources = os.path.join(run.report_dir, RESOURCE_FILE)
     if run.charts is not None and run.charts.layers is None and os.path.isfile(resources):
         layers = estimates(run.report_dir, model)["layers"]

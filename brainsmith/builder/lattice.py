@@ -9,6 +9,9 @@ import functools
 import importlib.util
 
 from brainsmith.blueprint.choices import lattice_board
+from brainsmith.board.boards import BoardError, board
+from brainsmith.frameworks.finn.parts import boards
+from brainsmith.place_route.ecp5 import INSTALL_HINT
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.lattice import finn_target
 
@@ -22,8 +25,6 @@ if TYPE_CHECKING:
 def ecp5_part(name: str) -> str:
     """The ECP5 part of Lattice board ``name``; a setup BuildError when amaranth-boards
     cannot be read."""
-    from brainsmith.board.boards import BoardError, board
-
     try:
         return board(name).part
     except BoardError as exc:
@@ -39,8 +40,6 @@ def recorded_part(options: BuildOptions) -> str | None:
 
 def estimate_part(options: BuildOptions) -> str | None:
     """The part FINN's estimates and the utilisation are for."""
-    from brainsmith.frameworks.finn.parts import boards
-
     part, board = finn_target(options)
     return part or boards().get(board or "")
 
@@ -49,8 +48,6 @@ def check_bitstream_tools(options: BuildOptions) -> None:
     """Before anything is written: a Lattice board is read (amaranth-boards); with
     ``build.bitstream`` Yosys and nextpnr-ecp5 are installed (not started). A setup
     BuildError naming what to install otherwise."""
-    from brainsmith.place_route.ecp5 import INSTALL_HINT
-
     name = lattice_board(options.board)
     if name is None:
         return

@@ -15,6 +15,11 @@ import os
 import time
 
 from brainsmith.planning.errors import BuildError
+from brainsmith.report.measured import synthesis_section
+from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+from brainsmith.synthesis.run import CacheError, cache_root, synthesise_design
+from brainsmith.synthesis.yosys import require_installed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,8 +34,6 @@ WORKDIR = "synthesis"  # each layer's Yosys run, under the output folder
 def require_synthesis(part: str | None) -> Yosys:
     """Yosys started, ready for ``part`` (``check_synthesis``); a setup BuildError saying
     what to do otherwise."""
-    from brainsmith.synthesis import YosysMissing, find_yosys
-
     check_synthesis(part)
     try:
         return find_yosys()
@@ -41,11 +44,6 @@ def require_synthesis(part: str | None) -> Yosys:
 def check_synthesis(part: str | None) -> None:
     """A setup BuildError saying what to do unless Yosys maps ``part``, its cache is a private
     folder and Yosys is installed (not started: the first start compiles its WebAssembly)."""
-    from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of
-    from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
-    from brainsmith.synthesis.run import CacheError, cache_root
-    from brainsmith.synthesis.yosys import require_installed
-
     if not part:
         raise BuildError.setup(
             "build.synth needs an FPGA part (the blueprint's fpga_part or board)",
@@ -71,8 +69,6 @@ def check_synthesis(part: str | None) -> None:
 def measure(run: BuildRun, model: ModelWrapper, part: str) -> None:
     """Synthesise ``model``'s layers for ``part`` into ``run.synthesis``."""
     from brainsmith.frameworks.finn.env import contain_finn_output
-    from brainsmith.report.measured import synthesis_section
-    from brainsmith.synthesis.run import CacheError, synthesise_design
 
     began = time.perf_counter()
     run.progress.note("starting Yosys (the first run after installing takes about a minute)")

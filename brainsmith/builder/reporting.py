@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable
 
+from brainsmith.builder.lattice import estimate_part, recorded_part
 from brainsmith.files import write_text
 from brainsmith.frameworks.finn.build_log import finn_warnings
 from brainsmith.frameworks.finn.estimation.estimates import estimates
@@ -30,8 +31,16 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.state import BuildRun
+    from brainsmith.frameworks.finn.estimation.records import Estimates
     from brainsmith.planning.errors import BuildError
-    from brainsmith.report.schema import BuildReport, ShortReport, Status
+    from brainsmith.report.schema import (
+        BuildErrorEntry,
+        BuildReport,
+        FinnWarning,
+        ShortReport,
+        Status,
+        Target,
+    )
 
 
 # The whole accelerator in RTL (the FIFO sizing writes it; brainsmith export copies it out)
@@ -46,19 +55,10 @@ def assemble(
     setup_seconds: float | None = None,
 ) -> BuildReport:
     """The report of ``run`` (a ``BuildRun``) as written to report.json."""
-    from brainsmith.builder.lattice import estimate_part, recorded_part
-
     options = run.plan.build
     part = estimate_part(options)  # FINN's, or its stand-in for a Lattice board
     found = estimates(run.report_dir, model, run.output_dir, part)
-    if run.bitstream is not None:
-        from brainsmith.builder.bitstream import performance_at_clock
-
-        clocked = performance_at_clock(
-            run.bitstream, found["performance"], run.rtlsim, run.report_dir
-        )
-        if clocked is not None:
-            found["performance"] = {**clocked, **found["performance"]}
+    _add_performance_at_clock(run, found)
     parent = run.context.dataflow_parent
     if run.log is not None:
         run.log.flush()
@@ -69,16 +69,12 @@ def assemble(
         found["layers"],
         run.context.folding,
     )
-    warnings, superseded = reassess_warnings(finn_warnings(run.path("build.log")), goal)
-    if goal is not None:
-        goal["finn_warnings_superseded"] = superseded
+    warnings = _warnings(run, goal)
     cpu = cpu_nodes(parent, accelerator_macs(run.report_dir)) if model is not None else None
     return {
         "name": run.plan.name,
         "status": status,
-        "error": {"step": error.step, "reason": error.reason, "hint": error.hint}
-        if error
-        else None,
+        "error": _error_entry(error),
         "model": os.path.abspath(run.model_path) if run.model_path else "",
         "blueprint_path": run.plan.path,
         "output_dir": run.output_dir,
@@ -115,6 +111,31 @@ def assemble(
         "blueprint": run.plan.blueprint,
         "versions": versions(),
     }
+
+
+def _add_performance_at_clock(run: BuildRun, found: Estimates) -> None:
+    """Add to ``found`` the network's figures at the clock the bitstream reached, if any."""
+    if run.bitstream is None:
+        return
+    from brainsmith.builder.bitstream import performance_at_clock
+
+    clocked = performance_at_clock(run.bitstream, found["performance"], run.rtlsim, run.report_dir)
+    if clocked is not None:
+        found["performance"] = {**clocked, **found["performance"]}
+
+
+def _warnings(run: BuildRun, goal: Target | None) -> list[FinnWarning]:
+    """FINN's warnings in build.log the final estimates do not supersede; ``goal`` records
+    how many they do."""
+    warnings, superseded = reassess_warnings(finn_warnings(run.path("build.log")), goal)
+    if goal is not None:
+        goal["finn_warnings_superseded"] = superseded
+    return warnings
+
+
+def _error_entry(error: BuildError | None) -> BuildErrorEntry | None:
+    """Where and why a build stopped, and what to try; None for one that did not fail."""
+    return {"step": error.step, "reason": error.reason, "hint": error.hint} if error else None
 
 
 def write_reports(

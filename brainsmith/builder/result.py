@@ -15,9 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from brainsmith.builder.checkpoint import Checkpoint
+from brainsmith.files import DamagedFile
 from brainsmith.intake.inputs import ResultError as ResultError
 from brainsmith.intake.inputs import sample_shape as _sample_shape
 from brainsmith.intake.inputs import samples as _samples
+from brainsmith.report.html import first_screen
+from brainsmith.report.text import number, total_text
+from brainsmith.report.units import RESOURCES, finite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -103,7 +108,6 @@ def load(folder: str | os.PathLike[str], result: type[BuildResult]) -> BuildResu
 def _finished(folder: str, report_path: str, result: type[BuildResult]) -> BuildResult:
     """A finished build, through the gate (``intake.gate``): a folder from elsewhere is
     untrusted input, its names, paths and domains checked before anything uses them."""
-    from brainsmith.files import DamagedFile
     from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
     try:
@@ -120,8 +124,6 @@ def _finished(folder: str, report_path: str, result: type[BuildResult]) -> Build
 
 def _stopped(folder: str, result: type[BuildResult]) -> BuildResult:
     from qonnx.core.modelwrapper import ModelWrapper
-
-    from brainsmith.builder.checkpoint import Checkpoint
 
     try:
         checkpoint = Checkpoint.load(folder)
@@ -150,9 +152,6 @@ def summary(result: BuildResult) -> str:
 
 
 def _figures(report: BuildReport) -> list[str]:
-    from brainsmith.report.text import number, total_text
-    from brainsmith.report.units import RESOURCES, finite
-
     perf, goal = report.get("performance") or {}, report.get("target")  # type: ignore[unreachable]  # a report.json read back may lack it
     fps = f"{number(perf.get('estimated_fps'))} fps"
     if goal and not goal["met"]:
@@ -176,8 +175,6 @@ def _shown(path: str) -> str:
 
 def html_view(result: BuildResult) -> str:
     """report.html's first screen as an HTML fragment, with a link to the page."""
-    from brainsmith.report.html import first_screen
-
     report = cast("BuildReport", result.report)  # a stopped one has only name and steps
     lines = []
     if result.status == "stopped":

@@ -13,6 +13,7 @@ from brainsmith.files import DiskFull
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.errors import BuildError
 from brainsmith.report.rtl_tables import layer_problem, rtlsim_section
+from brainsmith.rtlsim import ToolchainError, find_toolchain, simulate_design
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ WORKDIR = ("finn", "rtlsim")  # per-layer compile logs and stream files, under t
 
 def require_simulator() -> str:
     """The simulator's label; a BuildError (exit code 2) when it cannot be used."""
-    from brainsmith.rtlsim import ToolchainError, find_toolchain
-
     try:
         return find_toolchain().label
     except ToolchainError as exc:
@@ -41,7 +40,6 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
     """Simulate the RTL layers of ``model`` after step ``index``; returns the progress text.
     A StepError says why the step fails (the simulation could not run, or a layer differs)."""
     from brainsmith.frameworks.finn.env import contain_finn_output
-    from brainsmith.rtlsim import simulate_design
 
     workdir = run.path(*WORKDIR)
     try:

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from brainsmith import interrupts
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
+from brainsmith.builder.failure import fail, fail_output
 from brainsmith.builder.flow import run_steps
 from brainsmith.builder.lattice import check_bitstream_tools, costed_part
 from brainsmith.builder.outdir import (
@@ -42,7 +43,9 @@ from brainsmith.intake.model import check_inputs
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.errors import BuildError, option
 from brainsmith.planning.shaping import Step, finn_config, resolve_steps, shape_plan
+from brainsmith.report.charts import ChartWorker
 from brainsmith.report.console import Progress
+from brainsmith.rtlsim.manifest import record as record_hdl
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +53,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.planning.plan import BlueprintSource
+    from brainsmith.planning.plan import BlueprintSource, BuildPlan
     from brainsmith.planning.shaping import BuildOverrides
     from brainsmith.report.schema import StoppedReport
     from brainsmith.verification.verifier import Verifier
@@ -131,8 +134,7 @@ def _build_once(
     started = time.perf_counter()
     with interrupts.handled():
         plan = shape_plan(blueprint, verify, options, prefer, exclude)
-        if blueprint is None and isinstance(model, str | os.PathLike):
-            plan = replace(plan, name=_build_name(model))
+        plan = _named_after_model(plan, model) if blueprint is None else plan
         check_bitstream_tools(plan.build)
         checked, vectors = check_inputs(model, input_npy, expected_npy)
         folder = output_dir or plan.build.output_dir or default_output_dir(plan.name)
@@ -143,22 +145,12 @@ def _build_once(
                 out = prepare_output_dir(
                     folder, force, keep=(checked.path, plan.path, input_npy, expected_npy)
                 )
-            display = (
-                Progress(list(plan.steps), title=f"brainsmith build {plan.name} -> {folder}")
-                if progress
-                else Progress.silent()
-            )
+            display = _display(plan, folder, progress)
             user = (str(input_npy), str(expected_npy)) if input_npy else None
             run = BuildRun(plan, out, checked, display, plan.build.verify, user, vectors)
             run.started_at, run.resumed_from, run.stop_after = started, start, stop_after
             run.refolds = refolds
-            if refolds:
-                last = refolds[-1]
-                display.note(
-                    f"timing not met: {last['clock_mhz']:g} MHz asked, {last['fmax_mhz']:.1f} MHz "
-                    f"reached; building again folded for {(options or {}).get('clock_ns')} ns "
-                    f"(round {len(refolds) + 1})"
-                )
+            _note_refold(display, refolds, options)
             return _execute(run)
         except KeyboardInterrupt as exc:
             raise _interrupted(run, out, exc) from None
@@ -172,6 +164,32 @@ def _build_once(
             if run is not None:
                 _close(run)
             lock.release()
+
+
+def _named_after_model(plan: BuildPlan, model: str | os.PathLike[str] | ModelWrapper) -> BuildPlan:
+    """The default blueprint's ``plan``, named after its model file (if it is one)."""
+    return replace(plan, name=_build_name(model)) if isinstance(model, str | os.PathLike) else plan
+
+
+def _display(plan: BuildPlan, folder: str, progress: bool) -> Progress:
+    """The build's progress display: its steps as they run, or silent."""
+    if not progress:
+        return Progress.silent()
+    return Progress(list(plan.steps), title=f"brainsmith build {plan.name} -> {folder}")
+
+
+def _note_refold(
+    display: Progress, refolds: list[dict[str, object]], options: BuildOverrides | None
+) -> None:
+    """Say why the build runs again (the last of ``refolds``: timing not met), if it does."""
+    if not refolds:
+        return
+    last = refolds[-1]
+    display.note(
+        f"timing not met: {last['clock_mhz']:g} MHz asked, {last['fmax_mhz']:.1f} MHz "
+        f"reached; building again folded for {(options or {}).get('clock_ns')} ns "
+        f"(round {len(refolds) + 1})"
+    )
 
 
 def _locked(folder: str) -> FolderLock:
@@ -195,7 +213,6 @@ def _build_name(model: str | os.PathLike[str]) -> str:
 
 def _execute(run: BuildRun) -> BuildResult:
     from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
-    from brainsmith.report.charts import ChartWorker
 
     # The helper process draws while FINN loads; where FINN is loaded already, draw here.
     if "finn" not in sys.modules and run.stop_after is None:
@@ -309,9 +326,6 @@ def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
 def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildResult:
     """Write the final models, then the reports, report.json last: a signal before
     report.json says ok interrupts the build; one after it changes nothing."""
-    from brainsmith.builder.failure import fail_output
-    from brainsmith.rtlsim.manifest import record as record_hdl
-
     if run.stop_after is not None:  # a checkpoint instead of a design: no reports
         _remove(run.path("report.json"))
         checkpoint = make_checkpoint(run, model)
@@ -366,7 +380,6 @@ def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildRe
 
 def _measure(run: BuildRun, model: ModelWrapper) -> None:
     """``build.synth``: Yosys' counts of every RTL layer into the report."""
-    from brainsmith.builder.failure import fail, fail_output
     from brainsmith.builder.measure import measure
 
     try:
@@ -380,7 +393,6 @@ def _measure(run: BuildRun, model: ModelWrapper) -> None:
 def _bitstream(run: BuildRun, model: ModelWrapper) -> None:
     """``build.bitstream``: the Lattice board's bitstream into the report."""
     from brainsmith.builder.bitstream import make_bitstream
-    from brainsmith.builder.failure import fail, fail_output
 
     try:
         make_bitstream(run, model)

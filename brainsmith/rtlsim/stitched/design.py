@@ -67,10 +67,15 @@ class StitchedPartition:
     sink: Stream  # the stream writing the partition's output: out0_V's width
     runtime_depths: bool
 
+    def fifo_sim(self, layer: StitchedLayer) -> bool:
+        """Whether ``layer`` is a ``brainsmith_fifo_sim`` here: a FIFO whose depth is set
+        when the simulation starts."""
+        return layer.fifo and self.runtime_depths
+
     @property
     def simulated_fifos(self) -> bool:
         """Whether its FIFOs are ``brainsmith_fifo_sim`` (depths set when it starts)."""
-        return self.runtime_depths and any(layer.fifo for layer in self.layers)
+        return any(self.fifo_sim(layer) for layer in self.layers)
 
     @property
     def probes(self) -> list[str]:
@@ -78,9 +83,7 @@ class StitchedPartition:
 
     @property
     def depths(self) -> list[str]:
-        if not self.runtime_depths:
-            return []
-        return [f"depth_{layer.design.node}" for layer in self.layers if layer.fifo]
+        return [f"depth_{layer.design.node}" for layer in self.layers if self.fifo_sim(layer)]
 
 
 def stitch(
@@ -98,12 +101,21 @@ def stitch(
     _require_same_widths(nodes, designs)
     signals, wires = _signals(source, sink, nodes, designs)
     pairs = list(zip(nodes, designs, strict=True))
+    reading, writing = _ends(source, sink, pairs)
+    layers = [_connected(node, design, signals) for node, design in pairs]
+    return StitchedPartition(layers, wires, reading, writing, runtime_depths)
+
+
+def _ends(
+    source: str, sink: str, pairs: list[tuple[NodeProto, LayerDesign]]
+) -> tuple[Stream, Stream]:
+    """(the first stream reading the partition's input ``source``, the last writing its
+    output ``sink``); NotSimulated without either."""
     reading = [s for node, design in pairs for s in design.inputs if node.input[s.index] == source]
     writing = [s for node, design in pairs for s in design.outputs if node.output[s.index] == sink]
     if not reading or not writing:
         raise NotSimulated("no layer reads the partition's input or writes its output")
-    layers = [_connected(node, design, signals) for node, design in pairs]
-    return StitchedPartition(layers, wires, reading[0], writing[-1], runtime_depths)
+    return reading[0], writing[-1]
 
 
 def _require_one_clock(nodes: Sequence[NodeProto], designs: list[LayerDesign]) -> None:
@@ -165,7 +177,7 @@ def as_layer_design(partition: StitchedPartition) -> LayerDesign:
     files = [fifo_sim_source()] if partition.simulated_fifos else []
     generated: dict[str, str] = {}
     for layer in partition.layers:
-        if layer.fifo and partition.runtime_depths:
+        if partition.fifo_sim(layer):
             continue  # a brainsmith_fifo_sim instead
         files += [f for f in layer.design.files if f not in files]
         generated.update(layer.design.generated)
@@ -193,7 +205,7 @@ def render_top(partition: StitchedPartition) -> str:
     """The SystemVerilog of ``partition``'s top module."""
     lines = [line for wire in partition.wires for line in _declaration(wire)]
     for index, layer in enumerate(partition.layers):
-        if layer.fifo and partition.runtime_depths:
+        if partition.fifo_sim(layer):
             lines += _fifo_instance(index, layer)
         else:
             lines += _instance(index, layer)
@@ -225,7 +237,7 @@ def _ports(partition: StitchedPartition) -> list[str]:
     for layer in partition.layers:
         if layer.fifo:
             ports.append(f"output [31:0] maxcount_{layer.design.node}")
-        if layer.fifo and partition.runtime_depths:
+        if partition.fifo_sim(layer):
             ports.append(f"input [31:0] depth_{layer.design.node}")
     return ports
 

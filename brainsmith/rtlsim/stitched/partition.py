@@ -126,6 +126,14 @@ def simulate_partition(
     return measured.compared(wanted, chain, _cycles(model.graph.node), began)
 
 
+def _end_layers(model: ModelWrapper, chain: list[NodeProto]) -> tuple[HWCustomOp, HWCustomOp]:
+    """The layers of ``chain`` reading ``model``'s input and writing its output."""
+    source, sink = model.graph.input[0].name, model.graph.output[0].name
+    first = getCustomOp(next(n for n in chain if source in n.input))
+    last = getCustomOp(next(n for n in chain if sink in n.output))
+    return first, last
+
+
 @dataclass
 class _Runs:
     """The compiled stitched design run on the frames (each a list of its input), counted."""
@@ -151,13 +159,12 @@ class _Runs:
         workdir: str,
         bounded: bool,
     ) -> _Runs:
-        source, sink = model.graph.input[0].name, model.graph.output[0].name
-        first = getCustomOp(next(n for n in chain if source in n.input))
-        last = getCustomOp(next(n for n in chain if sink in n.output))
+        source = model.graph.input[0].name
         frames = [[context[source]] for context in contexts]
         estimate = sum(_cycles(model.graph.node))
         depths = fifo_depths(chain) if bounded else {}
-        return cls(design, (first, last), executable, frames, workdir, estimate, bounded, depths)
+        ends = _end_layers(model, chain)
+        return cls(design, ends, executable, frames, workdir, estimate, bounded, depths)
 
     def run(self, pace: int = 0) -> Waveform:
         """One simulation, frames offered every ``pace`` cycles (0: flat out)."""
@@ -226,15 +233,20 @@ class _Measured:
             "fifos": _fifos(chain, self.paced.probes, self.runs.depths),
             "simulate_seconds": round(time.perf_counter() - began, 3),
         }
-        error = estimate_error(pace, estimated)
-        if error is not None:
-            result["estimate_error"] = error
-            result["estimate_tolerance"] = ESTIMATE_TOLERANCE
-            result["within_tolerance"] = abs(error) <= ESTIMATE_TOLERANCE
+        _add_estimate_error(result, pace, estimated)
         if differing:
             result["difference"] = output_difference(got, wanted)
             result["reason"] = f"frames {differing} differ from the Python execution"
         return result
+
+
+def _add_estimate_error(result: Stitched, pace: float | None, estimated: int) -> None:
+    """The simulated pace's error against FINN's ``estimated`` cycles per frame, if any."""
+    error = estimate_error(pace, estimated)
+    if error is not None:
+        result["estimate_error"] = error
+        result["estimate_tolerance"] = ESTIMATE_TOLERANCE
+        result["within_tolerance"] = abs(error) <= ESTIMATE_TOLERANCE
 
 
 def output_difference(got: list[np.ndarray], wanted: list[np.ndarray]) -> OutputDifference:

@@ -17,6 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.files import Json
     from brainsmith.frameworks.finn.estimation.records import Estimates, Layer, LayerFacts
     from brainsmith.frameworks.finn.facts import Resource
 
@@ -44,20 +45,29 @@ def estimates(
         reports = with_late_layers(model, part, reports)
     described = layer_attributes(model, output_dir) if model is not None else {}
     ours = _ours(model, part, reports) if model is not None else {}
-    layers: list[Layer] = []
-    adjust: dict[str, float] = {}  # brainsmith's numbers less FINN's, per resource
-    for name in reports.layer_names(list(described)):
-        facts: LayerFacts = described.get(name, {"op_type": "", "backend": ""})
-        layer, added = _layer(name, facts, reports, ours.get(name, Ours()))
-        layers.append(layer)
-        for key, value, finns in added:  # FINN's total counts its own number, or a 0
-            adjust[key] = adjust.get(key, 0.0) + value - finns
+    layers, adjust = _layers(reports, described, ours)
     return {
         "layers": layers,
         "totals": reports.totals(adjust) if reports.resources else {},
         "incomplete": incomplete(layers) if reports.resources else {},
         "performance": reports.network_performance(),
     }
+
+
+def _layers(
+    reports: FinnReports, described: dict[str, LayerFacts], ours: dict[str, Ours]
+) -> tuple[list[Layer], dict[str, float]]:
+    """Each layer's entry, in order (``described``: the graph's, ``ours``: brainsmith's
+    estimates), and per resource brainsmith's numbers in them less FINN's."""
+    layers: list[Layer] = []
+    adjust: dict[str, float] = {}
+    for name in reports.layer_names(list(described)):
+        facts: LayerFacts = described.get(name, {"op_type": "", "backend": ""})
+        layer, added = _layer(name, facts, reports, ours.get(name, Ours()))
+        layers.append(layer)
+        for key, value, finns in added:  # FINN's total counts its own number, or a 0
+            adjust[key] = adjust.get(key, 0.0) + value - finns
+    return layers, adjust
 
 
 def _layer(
@@ -71,7 +81,6 @@ def _layer(
     filled = _filled(facts, ours.numbers, missing)
     finn = reports.resources.get(name, {})
     found = {**finn, **filled}
-    added = [(key, value, float(number(finn.get(key)) or 0)) for key, value in filled.items()]
     missing = tuple(key for key in missing if key not in filled)
     layer: Layer = {
         "name": name,
@@ -86,7 +95,13 @@ def _layer(
         "cycles": number(reports.cycles.get(name)) if estimated else None,
         **counts(reports.counts.get(name)),
     }
-    return layer, added
+    return layer, _in_place_of(filled, finn)
+
+
+def _in_place_of(filled: dict[str, float], finn: Json) -> list[tuple[str, float, float]]:
+    """Each of brainsmith's numbers (``filled``) with FINN's number it takes the place of
+    (``finn``: the layer's entry in FINN's report; 0 where it has none)."""
+    return [(key, value, float(number(finn.get(key)) or 0)) for key, value in filled.items()]
 
 
 def _estimated_by(

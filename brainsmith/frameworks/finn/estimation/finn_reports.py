@@ -42,8 +42,9 @@ class FinnReports:
     def layer_names(self, described: list[str]) -> list[str]:
         """The layers in graph order (``described``), else as the reports list them; then
         those the reports list that the graph lacks."""
-        listed = [n for n in (*self.resources, *self.cycles) if n != "total"]
-        names = described or [n for n in self.resources if n != "total"] or list(self.cycles)
+        in_resources = _layers_in(self.resources)
+        names = described or in_resources or list(self.cycles)
+        listed = [*in_resources, *_layers_in(self.cycles)]
         return names + [n for n in listed if n not in names]
 
     def totals(self, adjust: dict[str, float]) -> dict[str, float]:
@@ -79,10 +80,20 @@ def read_report(folder: str, name: str) -> Json:
         return {}
 
 
+def _layers_in(report: Json) -> list[str]:
+    """The layers a per-layer report lists (not its ``total``)."""
+    return [name for name in report if name != "total"]
+
+
 def number(value: float | str | None) -> float | int:
     """A count as FINN writes it: an int where it is whole."""
     found = float(value or 0)
     return int(found) if found.is_integer() else found
+
+
+def _numbers(found: Json) -> dict[str, float]:
+    """The entries of an op_and_param_counts.json entry that are numbers."""
+    return {k: v for k, v in found.items() if isinstance(v, int | float)}
 
 
 def _summed(numbers: dict[str, float], prefix: str) -> float | None:
@@ -94,19 +105,14 @@ def counts(found: object) -> Counts:
     op_and_param_counts.json (``op_mac_4bx8b``, ``param_weight_4b``, ... summed over types)."""
     if not isinstance(found, dict) or not found:
         return {"MACs": None, "params": None}
-    numbers = {k: v for k, v in found.items() if isinstance(v, int | float)}
+    numbers = _numbers(found)
     return {"MACs": _summed(numbers, "op_"), "params": _summed(numbers, "param_")}
 
 
 def accelerator_macs(report_dir: str) -> float:
     """FINN's multiply-accumulate count of the accelerator's layers (op_and_param_counts)."""
-    try:
-        with open(os.path.join(report_dir, COUNTS_FILE)) as f:
-            counted = json.load(f)
-    except (OSError, ValueError):
-        return 0.0
+    counted: object = read_report(report_dir, COUNTS_FILE)
     total = counted.get("total") if isinstance(counted, dict) else None
     if not isinstance(total, dict):
         return 0.0
-    macs = [v for k, v in total.items() if k.startswith("op_mac") and isinstance(v, int | float)]
-    return float(sum(macs))
+    return float(_summed(_numbers(total), "op_mac") or 0.0)

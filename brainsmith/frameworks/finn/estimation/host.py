@@ -4,6 +4,7 @@ which, before or after it, and their share of the network's multiply-accumulates
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,9 +26,7 @@ def cpu_nodes(parent: ModelWrapper | None, accelerator_macs: float = 0.0) -> Cpu
         return None
     outside = [n for n in parent.graph.node if n.op_type != PARTITION]
     nodes = _sides(parent, outside)
-    by_type: dict[str, int] = {}
-    for node in nodes:
-        by_type[node["op_type"]] = by_type.get(node["op_type"], 0) + 1
+    by_type = dict(Counter(node["op_type"] for node in nodes))
     host = sum(host_macs(parent, node) for node in outside)
     total = host + accelerator_macs
     return {

@@ -66,9 +66,7 @@ def _facts(model: ModelWrapper, node: onnx.NodeProto, output_dir: str) -> LayerF
     entry["output_datatype"] = _datatype(model, node.output[0]) if node.output else None
     op, types = _op(node)
     _copy_attributes(entry, op, types)
-    for datatype, width in DATATYPE_BITS:
-        if entry.get(datatype):
-            entry[width] = bits(entry[datatype])
+    _add_bits(entry)
     if op is not None and type(op).__module__.split(".")[0] not in FRAMEWORKS:
         entry["not_estimated"] = list(inherited_estimates(op))  # a plugin's layer
     entry["reads"] = _reads(model, node, op)
@@ -76,6 +74,13 @@ def _facts(model: ModelWrapper, node: onnx.NodeProto, output_dir: str) -> LayerF
     if code:
         entry["code"] = code
     return entry
+
+
+def _add_bits(entry: LayerFacts) -> None:
+    """The bit width of each data type ``entry`` names."""
+    for datatype, width in DATATYPE_BITS:
+        if entry.get(datatype):
+            entry[width] = bits(entry[datatype])
 
 
 def _op(node: onnx.NodeProto) -> tuple[CustomOp | None, dict[str, object]]:

@@ -47,16 +47,22 @@ def _remove(model: ModelWrapper, flatten: NodeProto) -> bool:
     """Remove ``flatten`` (and a transpose before it) if every reader takes it."""
     readers: list[NodeProto] = model.find_consumers(flatten.output[0]) or []
     producer = model.find_producer(flatten.input[0])
-    outputs = {t.name for t in model.graph.output}
-    if not readers or producer is None or flatten.output[0] in outputs:
-        return False
-    if not all(is_fpgadataflow_node(reader) for reader in readers):
+    if producer is None or not _read_by_hardware(model, flatten, readers):
         return False
     if is_fpgadataflow_node(producer):
         _rewire(readers, flatten.output[0], flatten.input[0])
         model.graph.node.remove(flatten)
         return True
     return _absorb_transpose(model, flatten, producer, readers)
+
+
+def _read_by_hardware(model: ModelWrapper, flatten: NodeProto, readers: list[NodeProto]) -> bool:
+    """Whether ``flatten``'s output, not a graph output, is read by hardware layers alone
+    (``readers``, at least one)."""
+    outputs = {t.name for t in model.graph.output}
+    if not readers or flatten.output[0] in outputs:
+        return False
+    return all(is_fpgadataflow_node(reader) for reader in readers)
 
 
 def _absorb_transpose(

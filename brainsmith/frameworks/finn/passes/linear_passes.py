@@ -154,105 +154,69 @@ def unique_parameters(self: Transformation, model: ModelWrapper) -> tuple[ModelW
 
 def initializers_last(self: Transformation, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
     initializers = {t.name for t in model.graph.initializer}
+    commutative = self.SUPPORTED_COMMUTATIVE_OPS
     modified = False
-    for node in model.graph.node:
-        if node.op_type not in self.SUPPORTED_COMMUTATIVE_OPS:
-            continue
-        dynamic = [name for name in node.input if name not in initializers]
-        inputs = [*dynamic, *(name for name in node.input if name not in dynamic)]
-        for index, name in enumerate(inputs):
-            modified |= node.input[index] != name
-            node.input[index] = name
+    for node in (node for node in model.graph.node if node.op_type in commutative):
+        modified |= _dynamic_first(node, initializers)
     return model, modified
+
+
+def _dynamic_first(node: NodeProto, initializers: set[str]) -> bool:
+    """Put ``node``'s inputs that are not ``initializers`` first, each part in its order;
+    whether that moved one."""
+    dynamic = [name for name in node.input if name not in initializers]
+    inputs = [*dynamic, *(name for name in node.input if name not in dynamic)]
+    moved = False
+    for index, name in enumerate(inputs):
+        moved |= node.input[index] != name
+        node.input[index] = name
+    return moved
 
 
 def shapes_specified(self: ModelWrapper, fix_missing_init_shape: bool = False) -> bool:
     graph = self.graph
     infos = Counter(t.name for t in chain(graph.input, graph.output, graph.value_info))
     specified = True
-    for node in graph.node:
-        for name in chain((name for name in node.input if name != ""), node.output):
-            count = infos[name]
-            if count > 1:
-                raise AssertionError("Multiple ValueInfoProto found for " + name)  # as QONNX's
-            if count == 1:
-                continue
-            shape = self.get_tensor_shape(name, fix_missing_init_shape=fix_missing_init_shape)
-            if shape is None:
-                specified = False
-            elif fix_missing_init_shape:
-                infos[name] = 1  # QONNX added the initializer's value info
+    for name in _tensor_uses(graph):
+        specified &= _shape_known(self, name, infos, fix_missing_init_shape)
     return specified
+
+
+def _tensor_uses(graph: GraphProto) -> Iterator[str]:
+    """Each node's inputs (but the empty ones) and outputs, as QONNX's check walks them."""
+    for node in graph.node:
+        yield from (name for name in node.input if name != "")
+        yield from node.output
+
+
+def _shape_known(model: ModelWrapper, name: str, infos: Counter[str], fix: bool) -> bool:
+    """Whether tensor ``name`` has a shape: a value info (``infos`` counts them), else as
+    QONNX looks it up (an initializer's, its value info added with ``fix``)."""
+    count = infos[name]
+    if count > 1:
+        raise AssertionError("Multiple ValueInfoProto found for " + name)  # as QONNX's
+    if count == 1:
+        return True
+    if model.get_tensor_shape(name, fix_missing_init_shape=fix) is None:
+        return False
+    if fix:
+        infos[name] = 1  # QONNX added the initializer's value info
+    return True
 
 
 @contextmanager
 def annotations_by_name(model: ModelWrapper) -> Iterator[None]:
     """While inside, ``model`` finds and adds datatype and layout annotations by name (a tensor
     annotated twice, which QONNX's lookups refuse, leaves ``model`` as it is)."""
-
-    annotations = model.graph.quantization_annotation
-    found: dict[str, TensorAnnotation] = {}
-    for annotation in annotations:
-        if annotation.tensor_name in found:
-            yield
-            return
-        found[annotation.tensor_name] = annotation
-    kind = type(model)
-
-    def indexed(name: str) -> TensorAnnotation | None:
-        annotation = found.get(name)
-        return annotation if annotation is not None and annotation.tensor_name == name else None
-
-    def key_of(annotation: TensorAnnotation, key: str) -> StringStringEntryProto | None:
-        entry: StringStringEntryProto | None = get_by_name(
-            annotation.quant_parameter_tensor_names, key, "key"
-        )
-        return entry
-
-    def added(name: str) -> None:
-        if indexed(name) is None and len(annotations) and annotations[-1].tensor_name == name:
-            found[name] = annotations[-1]
-
-    def get_tensor_datatype(name: str) -> BaseDataType:
-        annotation = indexed(name)
-        known = None if annotation is None else key_of(annotation, "finn_datatype")
-        if known is None:
-            return kind.get_tensor_datatype(model, name)  # from the value info, as QONNX
-        return DataType[known.value]
-
-    def set_tensor_datatype(name: str, datatype: BaseDataType | None) -> None:
-        annotation = indexed(name)
-        known = None if annotation is None else key_of(annotation, "finn_datatype")
-        if known is None or datatype is None:
-            kind.set_tensor_datatype(model, name, datatype)
-            added(name)
-        else:
-            known.value = datatype.name
-
-    def get_tensor_layout(name: str) -> list[str] | None:
-        annotation = indexed(name)
-        layout: list[str] | None
-        if annotation is None:
-            layout = kind.get_tensor_layout(model, name)
-            return layout
-        known = key_of(annotation, "tensor_layout")
-        layout = None if known is None else literal_eval(known.value)  # a list of strings
-        return layout
-
-    def set_tensor_layout(name: str, layout: list[str]) -> None:
-        annotation = indexed(name)
-        known = None if annotation is None else key_of(annotation, "tensor_layout")
-        if known is None or type(layout) is not list:
-            kind.set_tensor_layout(model, name, layout)  # QONNX's checks and additions
-            added(name)
-        else:
-            known.value = str(layout)
-
+    index = AnnotationIndex.of(model)
+    if index is None:
+        yield
+        return
     methods = {
-        "get_tensor_datatype": get_tensor_datatype,
-        "set_tensor_datatype": set_tensor_datatype,
-        "get_tensor_layout": get_tensor_layout,
-        "set_tensor_layout": set_tensor_layout,
+        "get_tensor_datatype": index.get_tensor_datatype,
+        "set_tensor_datatype": index.set_tensor_datatype,
+        "get_tensor_layout": index.get_tensor_layout,
+        "set_tensor_layout": index.set_tensor_layout,
     }
     vars(model).update(methods)
     try:
@@ -260,6 +224,77 @@ def annotations_by_name(model: ModelWrapper) -> Iterator[None]:
     finally:
         for name in methods:
             vars(model).pop(name, None)
+
+
+class AnnotationIndex:
+    """A model's datatype and layout annotations by tensor name: its lookups and changes as
+    QONNX's ``ModelWrapper`` makes them, without scanning the annotations."""
+
+    def __init__(self, model: ModelWrapper, found: dict[str, TensorAnnotation]) -> None:
+        self.model, self.found, self.kind = model, found, type(model)
+        self.annotations = model.graph.quantization_annotation
+
+    @classmethod
+    def of(cls, model: ModelWrapper) -> AnnotationIndex | None:
+        """``model``'s annotations indexed; None when a tensor is annotated twice."""
+        found: dict[str, TensorAnnotation] = {}
+        for annotation in model.graph.quantization_annotation:
+            if annotation.tensor_name in found:
+                return None
+            found[annotation.tensor_name] = annotation
+        return cls(model, found)
+
+    def get_tensor_datatype(self, name: str) -> BaseDataType:
+        known = self._entry(name, "finn_datatype")
+        if known is None:
+            return self.kind.get_tensor_datatype(self.model, name)  # the value info's, as QONNX
+        return DataType[known.value]
+
+    def set_tensor_datatype(self, name: str, datatype: BaseDataType | None) -> None:
+        known = self._entry(name, "finn_datatype")
+        if known is None or datatype is None:
+            self.kind.set_tensor_datatype(self.model, name, datatype)
+            self._added(name)
+        else:
+            known.value = datatype.name
+
+    def get_tensor_layout(self, name: str) -> list[str] | None:
+        layout: list[str] | None
+        if self._indexed(name) is None:
+            layout = self.kind.get_tensor_layout(self.model, name)
+            return layout
+        known = self._entry(name, "tensor_layout")
+        layout = None if known is None else literal_eval(known.value)  # a list of strings
+        return layout
+
+    def set_tensor_layout(self, name: str, layout: list[str]) -> None:
+        known = self._entry(name, "tensor_layout")
+        if known is None or type(layout) is not list:
+            self.kind.set_tensor_layout(self.model, name, layout)  # QONNX's checks, additions
+            self._added(name)
+        else:
+            known.value = str(layout)
+
+    def _indexed(self, name: str) -> TensorAnnotation | None:
+        """Tensor ``name``'s annotation (not one renamed since it was indexed)."""
+        annotation = self.found.get(name)
+        return annotation if annotation is not None and annotation.tensor_name == name else None
+
+    def _entry(self, name: str, key: str) -> StringStringEntryProto | None:
+        """The entry ``key`` of tensor ``name``'s annotation; None without either."""
+        annotation = self._indexed(name)
+        if annotation is None:
+            return None
+        entry: StringStringEntryProto | None = get_by_name(
+            annotation.quant_parameter_tensor_names, key, "key"
+        )
+        return entry
+
+    def _added(self, name: str) -> None:
+        """Index the annotation QONNX added for tensor ``name`` (the last one), if it did."""
+        last = self.annotations[-1] if len(self.annotations) else None
+        if self._indexed(name) is None and last is not None and last.tensor_name == name:
+            self.found[name] = last
 
 
 def by_name(qonnx_apply: Apply) -> Apply:

@@ -40,13 +40,18 @@ def _half_even(model: ModelWrapper, quant: NodeProto) -> tuple[np.ndarray, float
     positive scale and a scalar zero point; else None."""
     if model.get_initializer(quant.input[0]) is not None:
         return None  # a weight quantizer
-    mode = next((a.s.decode() for a in quant.attribute if a.name == "rounding_mode"), "ROUND")
     scale, zero = model.get_initializer(quant.input[1]), model.get_initializer(quant.input[2])
-    if mode.upper() not in HALF_EVEN_MODES or scale is None or zero is None:
+    if not _rounds_half_even(quant) or scale is None or zero is None:
         return None
     if np.size(zero) != 1 or np.any(scale <= 0):
         return None
     return np.asarray(scale, dtype=np.float64), float(np.asarray(zero))
+
+
+def _rounds_half_even(quant: NodeProto) -> bool:
+    """Whether ``quant``'s rounding mode (QONNX's default: ``ROUND``) is half to even."""
+    mode = next((a.s.decode() for a in quant.attribute if a.name == "rounding_mode"), "ROUND")
+    return mode.upper() in HALF_EVEN_MODES
 
 
 def round_thresholds_half_even(
@@ -60,16 +65,9 @@ def round_thresholds_half_even(
             continue
         quantizer = _replaced(model, node.output[0], quantizers)
         thresholds = model.get_initializer(node.input[1])
-        if quantizer is None or thresholds is None or thresholds.ndim != 2:
+        if quantizer is None or thresholds is None:
             continue
-        scale, zero = quantizer
-        per_channel = scale.reshape(-1)
-        if per_channel.size not in (1, thresholds.shape[0]):
-            continue
-        steps = thresholds.astype(np.float64) / per_channel.reshape(-1, 1) + zero
-        lower = np.floor(steps)
-        on = np.abs(steps - (lower + 0.5)) <= ON_BOUNDARY * np.maximum(1.0, np.abs(steps))
-        even = on & (np.mod(lower, 2) == 0)
+        even = _above_even(thresholds, *quantizer)
         if not even.any():
             continue
         values = thresholds.astype(np.float32)
@@ -79,16 +77,38 @@ def round_thresholds_half_even(
     return raised
 
 
+def _above_even(thresholds: np.ndarray, scale: np.ndarray, zero: float) -> np.ndarray:
+    """Which of ``thresholds`` (channels x thresholds, with a scale per channel or one for
+    all) lie on a boundary above an even integer; none for thresholds of any other shape."""
+    per_channel = scale.reshape(-1)
+    if thresholds.ndim != 2 or per_channel.size not in (1, thresholds.shape[0]):
+        return np.zeros(thresholds.shape, dtype=bool)
+    steps = thresholds.astype(np.float64) / per_channel.reshape(-1, 1) + zero
+    lower = np.floor(steps)
+    on = np.abs(steps - (lower + 0.5)) <= ON_BOUNDARY * np.maximum(1.0, np.abs(steps))
+    even: np.ndarray = on & (np.mod(lower, 2) == 0)
+    return even
+
+
 def _replaced(
     model: ModelWrapper, tensor: str, quantizers: dict[str, tuple[np.ndarray, float]]
 ) -> tuple[np.ndarray, float] | None:
     """The quantizer whose output ``tensor`` becomes through FINN's constant Add/Mul chain."""
     while tensor not in quantizers:
-        consumers = model.find_consumers(tensor) or []
-        if len(consumers) != 1 or consumers[0].op_type not in ("Add", "Mul"):
-            return None
-        step = consumers[0]
-        if step.input[0] != tensor or model.get_initializer(step.input[1]) is None:
+        step = _constant_step(model, tensor)
+        if step is None:
             return None
         tensor = step.output[0]
     return quantizers[tensor]
+
+
+def _constant_step(model: ModelWrapper, tensor: str) -> NodeProto | None:
+    """The one node reading ``tensor`` when it adds a constant to it or multiplies it by one
+    (``tensor`` first); else None."""
+    consumers = model.find_consumers(tensor) or []
+    if len(consumers) != 1 or consumers[0].op_type not in ("Add", "Mul"):
+        return None
+    step: NodeProto = consumers[0]
+    if step.input[0] != tensor or model.get_initializer(step.input[1]) is None:
+        return None
+    return step

@@ -14,13 +14,15 @@ the first of two uses of a name in one node (``Mul(x, x)``) both are renamed her
 
 from __future__ import annotations
 
+from itertools import chain
+
 from qonnx.transformation.general import GiveReadableTensorNames
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, MutableSequence
 
-    from onnx import GraphProto, ValueInfoProto
+    from onnx import GraphProto, NodeProto, ValueInfoProto
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.transformation.base import Transformation
 
@@ -45,13 +47,15 @@ def _node_names(graph: GraphProto) -> dict[str, str]:
     initializers = {t.name for t in graph.initializer}
     names: dict[str, str] = {}
     for node in graph.node:
-        for index, name in enumerate(node.output):
-            if name:
-                names[name] = f"{node.name}_out{index}"
+        names.update(_outputs_named(node))
         params = [name for name in node.input if name in initializers]
-        for index, name in enumerate(params):
-            names[name] = f"{node.name}_param{index}"
+        names.update({name: f"{node.name}_param{index}" for index, name in enumerate(params)})
     return names
+
+
+def _outputs_named(node: NodeProto) -> dict[str, str]:
+    """``node``'s outputs (but unnamed ones) named after it: ``N_out0``, ``N_out1``..."""
+    return {name: f"{node.name}_out{index}" for index, name in enumerate(node.output) if name}
 
 
 def _port_names(tensors: Iterable[ValueInfoProto], prefix: str) -> dict[str, str]:
@@ -65,16 +69,20 @@ def _port_names(tensors: Iterable[ValueInfoProto], prefix: str) -> dict[str, str
 def rename_all(model: ModelWrapper, names: dict[str, str]) -> None:
     """Apply ``names`` to every use of each tensor name in ``model``'s graph."""
     graph = model.graph
-    for container in (graph.input, graph.output, graph.value_info, graph.initializer):
-        for tensor in container:
-            tensor.name = names.get(tensor.name, tensor.name)
+    for tensor in chain(graph.input, graph.output, graph.value_info, graph.initializer):
+        tensor.name = names.get(tensor.name, tensor.name)
     for annotation in graph.quantization_annotation:
         annotation.tensor_name = names.get(annotation.tensor_name, annotation.tensor_name)
     for node in graph.node:
-        for ports in (node.input, node.output):
-            for index, name in enumerate(ports):
-                if name in names:
-                    ports[index] = names[name]
+        _rename_ports(node.input, names)
+        _rename_ports(node.output, names)
+
+
+def _rename_ports(ports: MutableSequence[str], names: dict[str, str]) -> None:
+    """Apply ``names`` to a node's inputs or outputs."""
+    for index, name in enumerate(ports):
+        if name in names:
+            ports[index] = names[name]
 
 
 def _apply(self: Transformation, model: ModelWrapper) -> tuple[ModelWrapper, bool]:

@@ -71,14 +71,22 @@ def average_pool_widths(model: ModelWrapper) -> dict[str, tuple[int, int]]:
     """Output tensor of each AveragePool -> Trunc pair -> (Trunc input bits, window size)."""
     widths = {}
     for pool in model.get_nodes_by_op_type("AveragePool"):
-        trunc = model.find_consumer(pool.output[0])
-        if trunc is None or trunc.op_type != "Trunc" or len(trunc.input) < 4:
+        trunc = _truncation_of(model, pool)
+        if trunc is None:
             continue
         bits = model.get_initializer(trunc.input[3])
         kernel = node_ints(pool, "kernel_shape")
         if bits is not None and bits.size == 1 and kernel:
             widths[trunc.output[0]] = (int(bits.item()), int(np.prod(kernel)))
     return widths
+
+
+def _truncation_of(model: ModelWrapper, pool: onnx.NodeProto) -> onnx.NodeProto | None:
+    """The ``Trunc`` (with its output bit width) reading ``pool``'s output; None without."""
+    trunc: onnx.NodeProto | None = model.find_consumer(pool.output[0])
+    if trunc is None or trunc.op_type != "Trunc" or len(trunc.input) < 4:
+        return None
+    return trunc
 
 
 def fix_average_pools(model: ModelWrapper, widths: dict[str, tuple[int, int]]) -> ModelWrapper:
@@ -96,11 +104,17 @@ def fix_average_pools(model: ModelWrapper, widths: dict[str, tuple[int, int]]) -
         key = scale.output[0] if scale is not None and scale.op_type == "Mul" else ""
         if key not in widths:
             continue
-        trunc_bits, window = widths[key]
-        fitting = [b for b in range(1, 33) if ((2**b - 1) * window).bit_length() == trunc_bits]
-        if fitting:
-            getCustomOp(node).set_nodeattr("ibits", fitting[-1])
+        bits = _input_bits(*widths[key])
+        if bits is not None:
+            getCustomOp(node).set_nodeattr("ibits", bits)
     return model
+
+
+def _input_bits(trunc_bits: int, window: int) -> int | None:
+    """The widest input whose largest sum over ``window`` values needs exactly ``trunc_bits``
+    bits; None if none does."""
+    fitting = [b for b in range(1, 33) if ((2**b - 1) * window).bit_length() == trunc_bits]
+    return fitting[-1] if fitting else None
 
 
 def has_1d_windows(model: ModelWrapper) -> bool:
@@ -148,8 +162,6 @@ def _disguise_average_pools(model: ModelWrapper) -> dict[str, str]:
     by extending the window attributes the two share (a global pool has none), and ONNX
     infers the same shapes for both. The disguise is undone right after the lifting.
     """
-    from onnx import helper
-
     disguised = {}
     for node in model.graph.node:
         if node.op_type not in ("AveragePool", "GlobalAveragePool") or not node.name:
@@ -157,15 +169,23 @@ def _disguise_average_pools(model: ModelWrapper) -> dict[str, str]:
         shape = model.get_tensor_shape(node.input[0])
         if shape is None or len(shape) != 3:
             continue
-        if node.op_type == "GlobalAveragePool":
-            node.attribute.append(helper.make_attribute("kernel_shape", [shape[2]]))
-        present = {a.name for a in node.attribute}  # ONNX's defaults, which QONNX reads
-        for name, value in (("pads", [0, 0]), ("strides", [1])):
-            if name not in present:
-                node.attribute.append(helper.make_attribute(name, value))
         disguised[node.name] = node.op_type
-        node.op_type = "MaxPool"
+        _as_max_pool(node, shape[2])
     return disguised
+
+
+def _as_max_pool(pool: onnx.NodeProto, length: int) -> None:
+    """Give the 1D average ``pool`` over ``length`` values the op type ``MaxPool`` and the
+    window attributes a MaxPool has (a global pool's window: the whole length)."""
+    from onnx import helper
+
+    if pool.op_type == "GlobalAveragePool":
+        pool.attribute.append(helper.make_attribute("kernel_shape", [length]))
+    present = {a.name for a in pool.attribute}  # ONNX's defaults, which QONNX reads
+    for name, value in (("pads", [0, 0]), ("strides", [1])):
+        if name not in present:
+            pool.attribute.append(helper.make_attribute(name, value))
+    pool.op_type = "MaxPool"
 
 
 def _undisguise_average_pools(model: ModelWrapper, disguised: dict[str, str]) -> None:
@@ -190,9 +210,7 @@ def refuse_padded_bipolar(model: ModelWrapper) -> None:
 
     for conv in model.get_nodes_by_op_type("Conv"):
         pads = node_ints(conv, "pads")
-        source = model.find_producer(conv.input[0])
-        while source is not None and source.op_type in ("MaxPool", "Transpose", "Reshape"):
-            source = model.find_producer(source.input[0])
+        source = _activation_of(model, conv)
         if not any(pads) or source is None or source.op_type != "MultiThreshold":
             continue
         if getCustomOp(source).get_nodeattr("out_dtype") == "BIPOLAR":
@@ -204,6 +222,14 @@ def refuse_padded_bipolar(model: ModelWrapper) -> None:
                 "its input activations to 2 bits or more",
                 model,
             )
+
+
+def _activation_of(model: ModelWrapper, conv: onnx.NodeProto) -> onnx.NodeProto | None:
+    """The node whose output ``conv`` reads, through pools and layout changes."""
+    source: onnx.NodeProto | None = model.find_producer(conv.input[0])
+    while source is not None and source.op_type in ("MaxPool", "Transpose", "Reshape"):
+        source = model.find_producer(source.input[0])
+    return source
 
 
 def node_ints(node: onnx.NodeProto, name: str, default: list[int] | None = None) -> list[int]:
@@ -367,9 +393,7 @@ def convert_to_hw(
     """
     from brainsmith.frameworks.finn.passes.flatten import RemoveFlattenForks
 
-    first = [*rewrites, *(n for n in names if short_name(n) in SCALE_LEAVING_TRANSFORMS)]
-    last = [n for n in names if short_name(n) in LAYOUT_TRANSFORMS]
-    middle = [n for n in names if n not in first and n not in last]
+    first, middle, last = _in_phases(names, rewrites)
     model = _streamlined_after(model, [make(name) for name in first])
     for name in middle:
         model = model.transform(make(name))
@@ -380,6 +404,15 @@ def convert_to_hw(
         model = model.transform(make(name))
     pad_streamed_operand_vectors(model)
     return _tidy(model)
+
+
+def _in_phases(names: list[str], rewrites: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """The ``rewrites`` and infer transforms ``names`` in the phases ``convert_to_hw`` runs:
+    (those leaving scales to streamline, the others, those after the layout fix-ups)."""
+    first = [*rewrites, *(n for n in names if short_name(n) in SCALE_LEAVING_TRANSFORMS)]
+    last = [n for n in names if short_name(n) in LAYOUT_TRANSFORMS]
+    middle = [n for n in names if n not in first and n not in last]
+    return first, middle, last
 
 
 def _streamlined_after(model: ModelWrapper, transforms: list[Transformation]) -> ModelWrapper:
@@ -481,15 +514,23 @@ def feeds_only_the_output(model: ModelWrapper, node: onnx.NodeProto) -> bool:
     outputs = {o.name for o in model.graph.output}
     tensor = node.output[0]
     while tensor not in outputs:
-        readers = model.find_consumers(tensor) or []
-        if len(readers) != 1 or readers[0].op_type not in OUTPUT_SIDE:
-            return False
-        reader = readers[0]
-        constants = [name for name in reader.input[1:] if model.get_initializer(name) is not None]
-        if reader.op_type in SCALES and len(constants) != len(reader.input) - 1:
+        reader = _output_side_reader(model, tensor)
+        if reader is None:
             return False
         tensor = reader.output[0]
     return True
+
+
+def _output_side_reader(model: ModelWrapper, tensor: str) -> onnx.NodeProto | None:
+    """The one node reading ``tensor`` when it is a layout change or a scale or offset by
+    constants; else None."""
+    readers = model.find_consumers(tensor) or []
+    if len(readers) != 1 or readers[0].op_type not in OUTPUT_SIDE:
+        return None
+    reader: onnx.NodeProto = readers[0]
+    if reader.op_type in SCALES and not _constant_operands(model, reader):
+        return None
+    return reader
 
 
 def elementwise_filter(op_types: set[str] | None) -> NodeFilter:
