@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from brainsmith.board.constraints import CLOCK, UART_RX, UART_TX
 from brainsmith.board.top import TopError, accelerator_ports, baud_rate, part_top
+from brainsmith.frameworks.finn.rtl_costs import SOFT_PRODUCT_BITS
 from brainsmith.place_route.bitstream import TOP, accelerator_text, link_sources
 from brainsmith.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
 from brainsmith.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
 from brainsmith.place_route.parts import NexusPart, known_nexus_parts, nexus_part
 from brainsmith.place_route.sources import StitchedDesign
-from brainsmith.synthesis.ecp5 import narrow_products_marked
 from brainsmith.synthesis.sources import MOUNT
 
 PDC = "part.pdc"
@@ -26,13 +26,19 @@ FASTEST_BAUD = 3_000_000
 def synthesis(top: str, netlist: str) -> list[str]:
     """``synth_nexus`` with its LUT mapping done by ``abc`` instead of ``abc9``: abc9 leaves
     a carry chain's first carry-in on a constant cell, which nextpnr-nexus refuses
-    (YosysHQ/yosys#4081). Products with a factor of 2 bits or less are kept out of the DSP
-    blocks, as for ECP5 (``synthesis.ecp5.narrow_products_marked``): synth_nexus gives the
-    products of a TFC-w2a2's 2-bit lanes multipliers, and the LIFCL-40's ran out. They are
-    ``$__soft_mul`` through the DSP mapping and ``$mul`` again after it."""
+    (YosysHQ/yosys#4081). Products whose narrower factor has at most SOFT_PRODUCT_BITS bits
+    are kept out of the DSP blocks, as for ECP5 (``synthesis.ecp5.synthesis``): synth_nexus
+    gives each product of a TFC-w2a2's 2-bit lanes a multiplier, and the LIFCL-40's ran out.
+    They are marked ``$__soft_mul`` through the DSP mapping and made ``$mul`` again after it."""
+    narrow = f"r:A_WIDTH<={SOFT_PRODUCT_BITS} r:B_WIDTH<={SOFT_PRODUCT_BITS} %u"
     return [
         f"synth_nexus -top {top} -run :coarse",
-        *narrow_products_marked(),
+        "proc",
+        "flatten",
+        "opt_expr",
+        "opt_clean",
+        "wreduce",
+        f"chtype -set $__soft_mul t:$mul {narrow} %i",
         f"synth_nexus -top {top} -run coarse:map_ram",
         "chtype -set $mul t:$__soft_mul",
         "alumacc",

@@ -35,20 +35,17 @@ def synthesis(top: str, netlist: str) -> list[str]:
     marked ``$__soft_mul`` before the multiplier mapping, which turns them back to ``$mul``
     for the LUT mapping (as it does with products too narrow for a block). ``netlist``: the
     JSON netlist written, none when empty."""
+    narrow = f"r:A_WIDTH<={SOFT_PRODUCT_BITS} r:B_WIDTH<={SOFT_PRODUCT_BITS} %u"
     return [
         f"synth_ecp5 -top {top} -run begin:coarse",
-        *narrow_products_marked(),
+        "proc",
+        "flatten",
+        "opt_expr",
+        "opt_clean",
+        "wreduce",
+        f"chtype -set $__soft_mul t:$mul {narrow} %i",
         f"synth_ecp5 -top {top} -run coarse:" + (f" -json {netlist}" if netlist else ""),
     ]
-
-
-def narrow_products_marked() -> list[str]:
-    """Yosys commands, run before a Lattice flow's coarse stage, that mark each product whose
-    narrower factor has at most SOFT_PRODUCT_BITS bits ``$__soft_mul``, out of the DSP
-    mapping's reach (the design flattened and its widths reduced first)."""
-    narrow = f"r:A_WIDTH<={SOFT_PRODUCT_BITS} r:B_WIDTH<={SOFT_PRODUCT_BITS} %u"
-    return ["proc", "flatten", "opt_expr", "opt_clean", "wreduce",
-            f"chtype -set $__soft_mul t:$mul {narrow} %i"]  # fmt: skip
 
 
 ULTRA_BY_DEPTH = '/* else */                        "ultra";'
