@@ -113,28 +113,3 @@ def test_the_mlp_is_placed_and_routed_behind_the_host_link_on_a_lifcl_40(hub, fa
     pdc = (folder / "place_route" / "run" / "part.pdc").read_text()
     assert "ldc_set_location -site {J2} [get_ports clk_osc]" in pdc
     assert "MHz reached" in result.stdout and "OXIDE_COMB" in result.stdout
-
-
-@pytest.mark.slow
-def test_products_with_a_2_bit_factor_are_luts_on_nexus_and_wider_ones_multipliers(tmp_path):
-    """brainsmith's synth_nexus keeps a product with a factor of 2 bits or less out of the DSP
-    blocks, as for ECP5 (synth_nexus alone gives them multipliers: the TFC-w2a2 ran out of
-    the LIFCL-40's); 4-bit products still take a block."""
-    from brainsmith.place_route.nexus import synthesis
-    from brainsmith.synthesis.yosys import RUN
-    from tests.test_bitstream import NARROW_PRODUCTS
-
-    (tmp_path / "products.v").write_text(NARROW_PRODUCTS)
-    commands = [f"read_verilog {tmp_path}/products.v",
-                *synthesis("products", f"{tmp_path}/products.json")]  # fmt: skip
-    done = subprocess.run(
-        [*RUN, "-q", "-p", "; ".join(commands)], capture_output=True, text=True, timeout=600,
-        env={**os.environ, "YOWASP_MOUNT": f"{tmp_path}={tmp_path}"},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    cells = json.loads((tmp_path / "products.json").read_text())["modules"]["products"]["cells"]
-    multipliers = [cell["type"] for cell in cells.values() if cell["type"].startswith("MULT")]
-    # synth_nexus packs each sum of four products into one multiply-add block: the 4-bit
-    # lanes' takes one, the 2-bit lanes' none (without the rule: two blocks, and no LUT)
-    assert multipliers == ["MULTADDSUB9X9WIDE"], multipliers
-    assert any(cell["type"] == "LUT4" for cell in cells.values())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from brainsmith.board.constraints import CLOCK, UART_RX, UART_TX
 from brainsmith.board.top import TopError, accelerator_ports, baud_rate, part_top
-from brainsmith.frameworks.finn.rtl_costs import SOFT_PRODUCT_BITS
 from brainsmith.place_route.bitstream import TOP, accelerator_text, link_sources
 from brainsmith.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
 from brainsmith.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
@@ -26,25 +25,9 @@ FASTEST_BAUD = 3_000_000
 def synthesis(top: str, netlist: str) -> list[str]:
     """``synth_nexus`` with its LUT mapping done by ``abc`` instead of ``abc9``: abc9 leaves
     a carry chain's first carry-in on a constant cell, which nextpnr-nexus refuses
-    (YosysHQ/yosys#4081). Products whose narrower factor has at most SOFT_PRODUCT_BITS bits
-    are kept out of the DSP blocks, as for ECP5 (``synthesis.ecp5.synthesis``): synth_nexus
-    gives each product of a TFC-w2a2's 2-bit lanes a multiplier, and the LIFCL-40's ran out.
-    They are marked ``$__soft_mul`` through the DSP mapping and made ``$mul`` again after it."""
-    narrow = f"r:A_WIDTH<={SOFT_PRODUCT_BITS} r:B_WIDTH<={SOFT_PRODUCT_BITS} %u"
+    (YosysHQ/yosys#4081)."""
     return [
-        f"synth_nexus -top {top} -run :coarse",
-        "proc",
-        "flatten",
-        "opt_expr",
-        "opt_clean",
-        "wreduce",
-        f"chtype -set $__soft_mul t:$mul {narrow} %i",
-        f"synth_nexus -top {top} -run coarse:map_ram",
-        "chtype -set $mul t:$__soft_mul",
-        "alumacc",
-        "opt",
-        "opt_clean",
-        f"synth_nexus -top {top} -run map_ram:map_luts",
+        f"synth_nexus -top {top} -run :map_luts",
         "techmap -map +/lattice/latches_map.v",
         "abc -dress -lut 4",
         "clean",
