@@ -17,7 +17,7 @@ import pytest
 from brainsmith.place_route.families import target
 from brainsmith.place_route.nexus_pins import link_pins, package_pads
 from brainsmith.place_route.parts import NEXUS_DEVICES, UnknownPart, nexus_part
-from tests.support.farm import all_rtl_mlp
+from tests.support.farm import REPO, ULTRASCALE_PLUS, all_rtl_mlp
 
 PART = "LIFCL-40-9BG400C"
 
@@ -113,3 +113,24 @@ def test_the_mlp_is_placed_and_routed_behind_the_host_link_on_a_lifcl_40(hub, fa
     pdc = (folder / "place_route" / "run" / "part.pdc").read_text()
     assert "ldc_set_location -site {J2} [get_ports clk_osc]" in pdc
     assert "MHz reached" in result.stdout and "OXIDE_COMB" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.wide
+@pytest.mark.xdist_group("synthesis")
+def test_a_tfc_w2a2_is_placed_and_routed_on_a_lifcl_40(farm, tmp_path):
+    """FINN's TFC-w2a2 (3 x 64 neurons, 2-bit weights and activations), every layer RTL and
+    folded for the build's default target, placed and routed on a LIFCL-40 within its
+    multipliers."""
+    built = farm.build(REPO / "examples" / "models" / "zoo" / "tfc_w2a2.onnx", None,
+                       options={"fpga_part": ULTRASCALE_PLUS}, prefer="rtl", verify="none")  # fmt: skip
+    folder = Path(shutil.copytree(built.output_dir, tmp_path / "tfc", symlinks=True))
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    result = place_route(folder, cache, "--part", PART)
+    assert result.returncode in (0, 3), result.stderr  # 3: placed, the clock missed
+    data = json.loads((folder / "place_route" / "report.json").read_text())
+    resources = data["resources"]
+    assert all(0 <= r["used"] <= r["available"] for r in resources.values())
+    assert 0 < resources["MULT9_CORE"]["used"] < resources["MULT9_CORE"]["available"]
+    assert resources["OXIDE_COMB"]["used"] > 1000 and min(data["fmax_mhz"].values()) > 0
