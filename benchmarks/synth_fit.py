@@ -593,13 +593,17 @@ SWEEP: dict[str, list[tuple[dict, bool]]] = {
 
 
 # Matrix layers of 2-bit products, which ECP5 makes of LUTs instead of multipliers (the
-# sweep has one): synthesised for ECP5 only, beside the sweep.
+# sweep has one), and of a SIMD not a power of two, whose adder tree registers leaves of
+# its shallower level: synthesised for ECP5 only, beside the sweep.
 ECP5_POINTS: dict[str, list[tuple[dict, bool]]] = {
     "MVAU_rtl": [
         ({"mw": mw, "mh": mh, "simd": s, "pe": p, "wbits": w, "abits": a}, held)
         for mw, mh, s, p, w, a, held in (
             (16, 16, 4, 4, 2, 2, False),
             (32, 16, 4, 8, 4, 2, True),
+            (30, 12, 6, 4, 4, 4, False),
+            (36, 8, 9, 2, 8, 4, False),
+            (20, 10, 5, 5, 6, 6, True),
         )
     ],
 }

@@ -122,7 +122,8 @@ def test_the_search_on_a_lattice_board_fits_the_parts_own_resources(hub, tmp_pat
     totals = record["totals"]
     assert set(totals) == set(available), totals  # never LUT6 figures
     assert all(totals[key] <= 0.9 * available[key] for key in available), totals
-    assert totals["MULT18"] > 0.5 * available["MULT18"], totals  # folded just enough
+    # folded just enough: twice the products, half the cycles, would be over 90 % of the part
+    assert 2 * totals["MULT18"] > 0.9 * available["MULT18"], totals
     assert record["limit"].startswith("the part: every layer folded for "), record["limit"]
     assert "MULT18 " in record["limit"] and PART in record["limit"], record["limit"]
 

@@ -14,10 +14,15 @@ beside its behavioural code, which the layer's wrapper selects) are declared as 
 as ``brainsmith synth`` declares them: one that is instantiated stays an unknown cell, which
 nextpnr refuses by name.
 
-- FINN's matrix units (``mvu_vvu_axi.sv``, ``mvu.sv``, ``mvu_vvu_8sx9_dsp58.sv``) and float
+- FINN's matrix units (``mvu_vvu_axi.sv``, ``mvu_vvu_8sx9_dsp58.sv``) and float
   units (``binopf.sv``, ``accuf.sv``, ``rsqrtf.sv``) use their behavioural datapath unless an
   instance chooses otherwise (``FORCE_BEHAVIORAL`` defaults to 1): their DSP48, DSP58,
   DSPFP32 and LUT6_2 paths name AMD primitives.
+- ``mvu.sv``: FINN's matrix core, whose 27x18 products Yosys splits over two 18x18 multipliers
+  added in the same cycle, is read as brainsmith's pipelined one (``rtl/mvu_lattice.sv``).
+- ``thresholding.sv``: threshold memories of up to 256 words go to LUTs where FINN leaves the
+  choice to the tool (a block RAM's clock-to-data delay before the compare was the next
+  slowest path).
 - ``fifo.sv``: FINN's FIFO keeps a FIFO deeper than 2,028 words in UltraRAM (its ``auto``
   rule) and keeps one in UltraRAM when its style says ``ultra``; a Lattice part has no
   UltraRAM, so both become block RAM, the memory a Lattice part has for them.

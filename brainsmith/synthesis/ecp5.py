@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from importlib.resources import files as package_files
 
 # a product with a factor this narrow is made of LUTs, not a MULT18X18D; LUT4s nextpnr-ecp5
 # counts for one TRELLIS_DPR16X4 (the cost models count them alike)
@@ -71,11 +72,58 @@ def behavioural_by_default(text: str) -> str:
     return BEHAVIORAL_DEFAULT.sub(r"\g<1>1", text)
 
 
+FINN_CORE = re.compile(r"^module mvu #\((?P<parameters>.*?)\)\((?P<ports>.*?)\);", re.S | re.M)
+CORE_PARAMETERS = ("VERSION", "PE", "SIMD", "WEIGHT_WIDTH", "ACTIVATION_WIDTH", "ACCU_WIDTH",
+                   "SIGNED_ACTIVATIONS", "NARROW_WEIGHTS", "FORCE_BEHAVIORAL")  # fmt: skip
+CORE_PORTS = ("clk", "rst", "en", "last", "zero", "w", "a", "vld", "p")
+
+
+def _names(declarations: str) -> set[str]:
+    """The names declared in a module header's list (comments dropped)."""
+    plain = re.sub(r"//[^\n]*", "", declarations)
+    return set(re.findall(r"(\w+)\s*(?:=[^,]*)?(?:,|$)", plain.strip()))
+
+
+def pipelined_core(text: str) -> str:
+    """FINN's matrix-vector core (mvu.sv) replaced by brainsmith's (``rtl/mvu_lattice.sv``):
+    the same module, parameters, ports and latency, with a registered product per weight in
+    place of FINN's 27x18 product packing several lanes, which Yosys splits over two 18x18
+    multipliers and adds in the same cycle, every matrix layer's slowest path on a Lattice
+    part."""
+    header = FINN_CORE.search(text)
+    if header is None or (_names(header["parameters"]), _names(header["ports"])) != (
+        set(CORE_PARAMETERS), set(CORE_PORTS)
+    ):
+        return text  # not the code this was written for: read it as it is
+    return package_files("brainsmith.synthesis").joinpath("rtl", "mvu_lattice.sv").read_text()
+
+
+THRESHOLD_AUTO = 'DEPTH_TRIGGER_BRAM? "distributed" : "auto";'
+LUT_RAM_DEPTH = 256  # threshold memories this deep or less: LUTs
+
+
+def threshold_memories_in_lut_ram(text: str) -> str:
+    """Threshold memories of up to LUT_RAM_DEPTH words in LUTs where FINN leaves the choice
+    to the tool (thresholding.sv): distributed RAM when the thresholds can be written, else
+    logic (a Lattice part has no LUT-ROM, so Yosys finds no distributed mapping for a ROM).
+    Yosys put a 256x9 one in a DP16KD, whose 5.6 ns from clock to data, with the compare
+    after it in the same cycle, was the MLP's slowest path on an LFE5U-85F once its matrix
+    layers were pipelined (98.8 MHz; 109.6 MHz in LUTs)."""
+    if text.count(THRESHOLD_AUTO) != 1:
+        return text  # not the code this was written for: read it as it is
+    in_luts = 'USE_CONFIG? "distributed" : "logic"'
+    return text.replace(
+        THRESHOLD_AUTO, f"DEPTH_TRIGGER_BRAM || DEPTH <= {LUT_RAM_DEPTH}? ({in_luts}) : \"auto\";"
+    )
+
+
 # file name -> the fixes a Lattice part needs (place_route/sources.py says why)
 LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
     "fifo.sv": (block_ram_for_ultra,),
+    "mvu.sv": (pipelined_core,),
+    "thresholding.sv": (threshold_memories_in_lut_ram,),
     **dict.fromkeys(
-        ("mvu_vvu_axi.sv", "mvu.sv", "mvu_vvu_8sx9_dsp58.sv", "binopf.sv", "accuf.sv", "rsqrtf.sv"),
+        ("mvu_vvu_axi.sv", "mvu_vvu_8sx9_dsp58.sv", "binopf.sv", "accuf.sv", "rsqrtf.sv"),
         (behavioural_by_default,),
     ),
 }

@@ -29,7 +29,8 @@ Elsewhere FINN's estimates stay where FINN has a model. The terms:
   widths; ``channels``: the channel (or label) count; ``window``, ``kernel``: the kernel's
   size and first dimension; ``ifm_width``: the input's width in pixels; ``streams``: the
   output streams; ``row_bits``: the bits of one input row (pixels x channels x input bits),
-  ``element_row_bits`` the same where a DepthToSpace reads them by element (else 0);
+  ``element_row_bits`` the same where a DepthToSpace reads them by element (else 0),
+  ``tree_nodes`` the registered nodes of the adder tree over SIMD products (``add_multi``);
 - a threshold layer's binary search (``thresholding.sv``): ``t_bits`` the thresholds' width,
   a comparator per output bit against a memory of one or two words (``constant_stages``) or
   more (``memory_stages``), ``memory_bits`` and ``deep_bits`` the bits of the deeper memories
@@ -171,16 +172,20 @@ REPORT_ONLY: frozenset[str] = frozenset(
 # benchmarks.synth_fit --family ecp5``): the kinds the folding search folds by their cost
 # (``ECP5_KINDS``), their LUT4 and FF with the terms of their LUT model, MULT18 and EBR a
 # constant, but where the kind has more to count (``ECP5_OWN_TERMS``): a matrix layer's
-# products, each a MULT18X18D unless a factor has at most SOFT_PRODUCT_BITS bits (then LUTs:
-# ``hard_products``, ``soft_products``), and those Yosys adds per lane whatever the widths
-# (``PE*SIMD``: a quarter to a half of one on the sweep).
+# products, each a MULT18X18D of brainsmith's core (``brainsmith/synthesis/rtl/mvu_lattice.sv``)
+# unless a factor has at most SOFT_PRODUCT_BITS bits (then LUTs: ``hard_products``,
+# ``soft_products``), and its activations, registered once for every PE.
 ECP5_RESOURCES = ("LUT4", "FF", "MULT18", "EBR")
 ECP5_KINDS = ("MVAU_rtl", "Thresholding_rtl")
 SOFT_PRODUCT_BITS = 2  # brainsmith.synthesis.ecp5 keeps narrower products out of MULT18X18D
 ECP5_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {
         "LUT4": (*TERMS["MVAU_rtl"]["LUT"], "PE*SIMD*soft_products"),
-        "MULT18": ("PE*SIMD*hard_products", "PE*SIMD"),
+        # brainsmith's core on a Lattice part: a weight and a product per lane, an activation
+        # per SIMD lane, the adder tree's registered nodes and the accumulators of each PE
+        "FF": ("PE*SIMD*w_bits", "PE*SIMD*in_bits", "SIMD*in_bits", "PE*tree_nodes",
+               "PE*acc_bits", "1"),  # fmt: skip
+        "MULT18": ("PE*SIMD*hard_products",),
     },
 }
 ECP5_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -411,6 +416,13 @@ def _folding(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
     return float(layer.get_nodeattr(name)) if name in layer.get_nodeattr_types() else 1.0
 
 
+def _tree_nodes(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    """The registered nodes of FINN's adder tree (``add_multi``) over SIMD products: every
+    node above the deepest level, leaves of a shallower level included."""
+    simd = int(_folding(layer, "SIMD", graph))
+    return float(min(2 * simd - 1, 2 ** math.ceil(math.log2(simd)) - 1)) if simd > 1 else 0.0
+
+
 def _width_bits(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
     return float(_bits(layer, name))
 
@@ -486,6 +498,7 @@ _FACTORS: dict[str, Factor] = {
         _threshold_factor,
     ),
     **dict.fromkeys(("PE", "SIMD", "K"), _folding),
+    "tree_nodes": _tree_nodes,
     **dict.fromkeys(("in_bits", "w_bits", "acc_bits", "out_bits", "t_bits"), _width_bits),
     "channels": _channels,
     "window": _window,
