@@ -183,11 +183,13 @@ def test_a_netlist_with_one_lut_inverted_is_caught_naming_the_first_differing_wo
     folder = lattice_mlp(farm)
     section = json.loads((folder / "report.json").read_text())["bitstream"]
     text = (folder / section["netlist"]).read_text()
-    # a matrix layer's adder tree, the lowest bit of a lane's sum: every output depends on it
+    # a LUT before the accumulator of a matrix layer's first PE (brainsmith's core on a Lattice
+    # part): the outputs of that PE depend on it
     found = re.search(
-        r"LUT4 #\(\s*\.INIT\(16'h([0-9a-f]{4})\)\s*\) \\(\S*reduce\.sum0_TRELLIS_FF_Q_DI_\S*)", text
+        r"LUT4 #\(\s*\.INIT\(16'h([0-9a-f]{4})\)\s*\) \\(\S*genPE\[0\]\.Acc_TRELLIS_FF_Q\S*_LUT4_Z)\s",
+        text,
     )
-    assert found, "no LUT of a matrix layer's adder tree"
+    assert found, "no LUT before a matrix layer's accumulator"
     inverted = f"{~int(found[1], 16) & 0xFFFF:04x}"
     mutated = tmp_path / "netlist.v"
     mutated.write_text(text[: found.start(1)] + inverted + text[found.end(1) :])
