@@ -92,7 +92,8 @@ def pipelined_core(text: str) -> str:
     part."""
     header = FINN_CORE.search(text)
     if header is None or (_names(header["parameters"]), _names(header["ports"])) != (
-        set(CORE_PARAMETERS), set(CORE_PORTS)
+        set(CORE_PARAMETERS),
+        set(CORE_PORTS),
     ):
         return text  # not the code this was written for: read it as it is
     return package_files("brainsmith.synthesis").joinpath("rtl", "mvu_lattice.sv").read_text()
@@ -113,7 +114,7 @@ def threshold_memories_in_lut_ram(text: str) -> str:
         return text  # not the code this was written for: read it as it is
     in_luts = 'USE_CONFIG? "distributed" : "logic"'
     return text.replace(
-        THRESHOLD_AUTO, f"DEPTH_TRIGGER_BRAM || DEPTH <= {LUT_RAM_DEPTH}? ({in_luts}) : \"auto\";"
+        THRESHOLD_AUTO, f'DEPTH_TRIGGER_BRAM || DEPTH <= {LUT_RAM_DEPTH}? ({in_luts}) : "auto";'
     )
 
 

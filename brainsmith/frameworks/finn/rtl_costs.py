@@ -183,8 +183,14 @@ ECP5_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
         "LUT4": (*TERMS["MVAU_rtl"]["LUT"], "PE*SIMD*soft_products"),
         # brainsmith's core on a Lattice part: a weight and a product per lane, an activation
         # per SIMD lane, the adder tree's registered nodes and the accumulators of each PE
-        "FF": ("PE*SIMD*w_bits", "PE*SIMD*in_bits", "SIMD*in_bits", "PE*tree_nodes",
-               "PE*acc_bits", "1"),  # fmt: skip
+        "FF": (
+            "PE*SIMD*w_bits",
+            "PE*SIMD*in_bits",
+            "SIMD*in_bits",
+            "PE*tree_nodes",
+            "PE*acc_bits",
+            "1",
+        ),
         "MULT18": ("PE*SIMD*hard_products",),
     },
 }
