@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.synthesis.ecp5 import LUT_RAM_DEPTH, lattice_ready
+from brainsmith.synthesis.ecp5 import LUT_RAM_DEPTH, SOFT_PRODUCT_BITS, lattice_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 
@@ -138,6 +138,8 @@ def test_the_lattice_fixes_apply_to_finns_files_and_leave_other_text_alone():
     ours = lattice_ready("mvu.sv", core, fixes)
     shipped = package_files("brainsmith.synthesis").joinpath("rtl", "mvu_lattice.sv")
     assert ours == shipped.read_text() and "genDSP" not in ours
+    # the core keeps out of multipliers the products the synthesis script keeps out of them
+    assert f"SOFT_BITS = {SOFT_PRODUCT_BITS};" in ours
     fixed = lattice_ready("thresholding.sv", thresholds, fixes)
     assert f"DEPTH <= {LUT_RAM_DEPTH}?" in fixed and fixed.count("\n") == thresholds.count("\n")
     assert fixes == ["mvu.sv: pipelined_core", "thresholding.sv: threshold_memories_in_lut_ram"]
