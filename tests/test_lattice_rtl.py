@@ -4,6 +4,7 @@ and the fixes apply to FINN's installed files, naming themselves, and leave othe
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 from importlib.resources import files as package_files
@@ -141,8 +142,133 @@ def test_the_lattice_fixes_apply_to_finns_files_and_leave_other_text_alone():
     # the core keeps out of multipliers the products the synthesis script keeps out of them
     assert f"SOFT_BITS = {SOFT_PRODUCT_BITS};" in ours
     fixed = lattice_ready("thresholding.sv", thresholds, fixes)
-    assert f"DEPTH <= {LUT_RAM_DEPTH}?" in fixed and fixed.count("\n") == thresholds.count("\n")
-    assert fixes == ["mvu.sv: pipelined_core", "thresholding.sv: threshold_memories_in_lut_ram"]
+    assert f"DEPTH <= {LUT_RAM_DEPTH}?" in fixed and "ThreshRead <= Threshs[addr];" in fixed
+    assert fixes == ["mvu.sv: pipelined_core", "thresholding.sv: threshold_memories_in_lut_ram",
+                     "thresholding.sv: block_ram_reads_registered"]  # fmt: skip
     changed = core.replace("input\tlogic  zero,", "input\tlogic  clear,")  # another core
     untouched: list[str] = []
     assert lattice_ready("mvu.sv", changed, untouched) == changed and untouched == []
+
+
+# (N thresholds, C channels, PE, K input bits): memories of up to 256 words in LUTs, deeper
+# ones in block RAM read through a register (the jet tagger's are up to 2,048 words)
+THRESHOLD_SHAPES = [(63, 16, 1, 12), (63, 64, 2, 15), (15, 32, 1, 9)]
+
+THRESHOLD_PAIR = """
+module tpair #(int unsigned N, C, PE, K, SEED, parameter PATH = "")(
+	input logic clk, rst, output int unsigned differences, output int unsigned outputs);
+	localparam int unsigned O = $clog2(N+1);
+	logic irdy_f, irdy_b, ivld_f, ivld_b, ordy_f, ordy_b, ovld_f, ovld_b;
+	logic [PE-1:0][K-1:0] idat_f, idat_b;
+	logic [PE-1:0][O-1:0] odat_f, odat_b;
+	int unsigned in_f = 0, in_b = 0, out_f = 0, out_b = 0;
+	logic [PE-1:0][O-1:0] seen_f[8192], seen_b[8192];
+	thresholding_finn #(.K(K), .N(N), .C(C), .PE(PE), .SIGNED(0), .THRESHOLDS_PATH(PATH),
+		.USE_CONFIG(0), .DEEP_PIPELINE(1)) finn_core (
+		.clk, .rst, .cfg_en(1'b0), .cfg_we(1'b0), .cfg_a('0), .cfg_d('0), .cfg_rack(), .cfg_q(),
+		.irdy(irdy_f), .ivld(ivld_f), .iset('0), .idat(idat_f),
+		.ordy(ordy_f), .ovld(ovld_f), .odat(odat_f));
+	thresholding #(.K(K), .N(N), .C(C), .PE(PE), .SIGNED(0), .THRESHOLDS_PATH(PATH),
+		.USE_CONFIG(0), .DEEP_PIPELINE(1)) core (
+		.clk, .rst, .cfg_en(1'b0), .cfg_we(1'b0), .cfg_a('0), .cfg_d('0), .cfg_rack(), .cfg_q(),
+		.irdy(irdy_b), .ivld(ivld_b), .iset('0), .idat(idat_b),
+		.ordy(ordy_b), .ovld(ovld_b), .odat(odat_b));
+	function automatic logic [PE-1:0][K-1:0] word(int unsigned i);
+		logic [PE-1:0][K-1:0] w;
+		for (int pe = 0; pe < PE; pe++) w[pe] = K'((i * 2654435761 + pe * 40503) >> 7);
+		return w;
+	endfunction
+	assign idat_f = word(in_f);
+	assign idat_b = word(in_b);
+	initial begin differences = 0; outputs = 0; void'($urandom(SEED)); end
+	always_ff @(posedge clk) begin
+		ivld_f <= $urandom() % 3 != 0;
+		ivld_b <= $urandom() % 3 != 0;
+		ordy_f <= $urandom() % 4 != 0;
+		ordy_b <= $urandom() % 2 != 0;
+		if (!rst) begin
+			if (ivld_f && irdy_f) in_f <= in_f + 1;
+			if (ivld_b && irdy_b) in_b <= in_b + 1;
+			if (ovld_f && ordy_f) begin seen_f[out_f % 8192] <= odat_f; out_f <= out_f + 1; end
+			if (ovld_b && ordy_b) begin seen_b[out_b % 8192] <= odat_b; out_b <= out_b + 1; end
+		end
+	end
+	final begin
+		automatic int unsigned n = out_f < out_b ? out_f : out_b;
+		for (int unsigned i = 0; i < n && i < 8192; i++) if (seen_f[i] !== seen_b[i]) differences++;
+		outputs = n;
+		$display("tpair %0d: outputs %0d differences %0d", SEED, outputs, differences);
+	end
+endmodule
+"""
+
+
+def threshold_bench(folder: Path) -> str:
+    """Each threshold shape's pair, its memories of random words in ``folder``."""
+    pairs = []
+    for i, (n, c, pe, k) in enumerate(THRESHOLD_SHAPES):
+        draw = random.Random(i)
+        stages = (n + 1).bit_length() - 1
+        for lane in range(pe):
+            for stage in range(stages):
+                words = [f"{draw.randrange(2**k):x}" for _ in range(c // pe * 2**stage)]
+                (folder / f"t{i}_threshs_{lane}_{stage}.dat").write_text("\n".join(words) + "\n")
+        pairs.append(
+            f"\ttpair #(.N({n}), .C({c}), .PE({pe}), .K({k}), .SEED({i}), "
+            f'.PATH("{folder}/t{i}_")) p{i} (.clk, .rst, .differences(), .outputs());'
+        )
+    body = "\n".join(pairs)
+    return f"""{THRESHOLD_PAIR}
+module bench;
+	logic clk = 0, rst = 1;
+{body}
+	always #5 clk = ~clk;
+	initial begin
+		repeat (20) @(posedge clk);
+		rst <= 0;
+		repeat ({CYCLES}) @(posedge clk);
+		$finish;
+	end
+endmodule
+"""
+
+
+def test_threshold_memories_read_through_a_register_answer_as_finns(tmp_path):
+    """FINN's threshold layer and the one a Lattice part reads (shallow memories in LUTs,
+    deep ones in block RAM read through one more register) give the same outputs in the same
+    order, each under its own random input and output stalls."""
+    from brainsmith.rtlsim.sources import verilator_ready
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    from brainsmith.synthesis.sources import yosys_ready
+
+    path = finn_file("thresholding", "hdl", "thresholding.sv")
+    original = path.read_text()
+    fixes: list[str] = []  # as a Lattice build reads it: brainsmith synth's fixes first
+    fixed = lattice_ready(
+        "thresholding.sv", yosys_ready(str(path), original, str(path.parent), fixes), fixes
+    )
+    assert {"thresholding.sv: threshold_memories_in_lut_ram",
+            "thresholding.sv: block_ram_reads_registered"} <= set(fixes), fixes  # fmt: skip
+    renamed = re.sub(r"^module thresholding\b", "module thresholding_finn", original, flags=re.M)
+    renamed = renamed.replace("endmodule : thresholding\n", "endmodule : thresholding_finn\n")
+    (tmp_path / "finn.sv").write_text(verilator_ready("thresholding.sv", renamed))
+    (tmp_path / "fixed.sv").write_text(verilator_ready("thresholding.sv", fixed))
+    (tmp_path / "bench.sv").write_text(threshold_bench(tmp_path))
+    toolchain = find_toolchain()
+    compiled = subprocess.run(
+        [toolchain.verilator, "--binary", "--timing", "-j", "2", "-Wno-fatal", "-Wno-lint",
+         "-Wno-style", "-CFLAGS", "-std=c++20 -fcoroutines", "--top-module", "bench",
+         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include", "-o", "bench",
+         "finn.sv", "fixed.sv", "bench.sv"],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path, env=toolchain.env,
+    )  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    ran = subprocess.run([tmp_path / "obj_dir" / "bench"], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    found = {int(i): (int(o), int(d)) for i, o, d in
+             re.findall(r"tpair (\d+): outputs (\d+) differences (\d+)", ran.stdout)}  # fmt: skip
+    assert sorted(found) == list(range(len(THRESHOLD_SHAPES))), ran.stdout[-3000:]
+    for index, (outputs, differences) in found.items():
+        assert outputs > CYCLES // 8, (THRESHOLD_SHAPES[index], outputs)
+        assert differences == 0, (THRESHOLD_SHAPES[index], ran.stdout[-3000:])

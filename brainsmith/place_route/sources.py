@@ -21,8 +21,8 @@ nextpnr refuses by name.
 - ``mvu.sv``: FINN's matrix core, whose 27x18 products Yosys splits over two 18x18 multipliers
   added in the same cycle, is read as brainsmith's pipelined one (``rtl/mvu_lattice.sv``).
 - ``thresholding.sv``: threshold memories of up to 256 words go to LUTs where FINN leaves the
-  choice to the tool (a block RAM's clock-to-data delay before the compare was the next
-  slowest path).
+  choice to the tool, and deeper ones, in block RAM, are read through one more register (a
+  block RAM's clock-to-data delay before the compare was the next slowest path).
 - ``fifo.sv``: FINN's FIFO keeps a FIFO deeper than 2,028 words in UltraRAM (its ``auto``
   rule) and keeps one in UltraRAM when its style says ``ultra``; a Lattice part has no
   UltraRAM, so both become block RAM, the memory a Lattice part has for them.

@@ -118,11 +118,72 @@ def threshold_memories_in_lut_ram(text: str) -> str:
     )
 
 
+# (FINN's text, the registered read's) in thresholding.sv, each to be found once
+REGISTERED_READS = (
+    (
+        "MAX_PENDING = (DEEP_PIPELINE+1)*M + 3;",
+        "MAX_PENDING = (DEEP_PIPELINE+2)*M + 3;  // a read register in any stage",
+    ),
+    (
+        "\t\t\tuwire  cs = (p.ptr[SN:0] == 2**SN-1);\n",
+        "\t\t\tuwire  cs = (p.ptr[SN:0] == 2**SN-1);\n"
+        '\t\t\tlocalparam bit  READ_REG = (RAM_STYLE != "distributed") && (RAM_STYLE != "logic")\n'
+        "\t\t\t\t&& !((SETS == 1) && (CF == 1) && (stage == 0));\n"
+        "\t\t\tpipe_t  pd;\t// p when its threshold is read\n"
+        "\t\t\tlogic  csd;\n"
+        "\t\t\tif(READ_REG) begin : genReadDelay\n"
+        "\t\t\t\tpipe_t  PD = '{ op: NOP, default: 'x };\n"
+        "\t\t\t\tlogic  CSD = 'x;\n"
+        "\t\t\t\talways_ff @(posedge clk) begin\n"
+        "\t\t\t\t\tif(rst)  PD <= '{ op: NOP, default: 'x };\n"
+        "\t\t\t\t\telse     PD <= p;\n"
+        "\t\t\t\t\tCSD <= cs;\n"
+        "\t\t\t\tend\n"
+        "\t\t\t\tassign  pd = PD;\n"
+        "\t\t\t\tassign  csd = CSD;\n"
+        "\t\t\tend : genReadDelay\n"
+        "\t\t\telse begin\n"
+        "\t\t\t\tassign  pd = p;\n"
+        "\t\t\t\tassign  csd = cs;\n"
+        "\t\t\tend\n",
+    ),
+    (
+        "\t\t\t\t\talways_ff @(posedge clk) begin\n"
+        "\t\t\t\t\t\tThresh <= Threshs[addr];\n"
+        "\t\t\t\t\tend\n",
+        "\t\t\t\t\tif(READ_REG) begin : genReadReg\n"
+        "\t\t\t\t\t\tval_t  ThreshRead;\n"
+        "\t\t\t\t\t\talways_ff @(posedge clk)  ThreshRead <= Threshs[addr];\n"
+        "\t\t\t\t\t\talways_ff @(posedge clk)  Thresh <= ThreshRead;\n"
+        "\t\t\t\t\tend : genReadReg\n"
+        "\t\t\t\t\telse begin\n"
+        "\t\t\t\t\t\talways_ff @(posedge clk)  Thresh <= Threshs[addr];\n"
+        "\t\t\t\t\tend\n",
+    ),
+    ("\t\t\t\t\tP <= p;\n", "\t\t\t\t\tP <= pd;\n"),
+    ("Reval <= (p.op ==? RB) && cs;", "Reval <= (pd.op ==? RB) && csd;"),
+    ("Scope <= (SCOPE_REDUCE == 0)? 1 : p.ptr[", "Scope <= (SCOPE_REDUCE == 0)? 1 : pd.ptr["),
+)
+
+
+def block_ram_reads_registered(text: str) -> str:
+    """A threshold memory left in block RAM read through one more register, the stage's
+    state delayed to meet it (thresholding.sv): a DP16KD takes 5.6 ns from clock to data,
+    and FINN compares it in the same cycle, the jet tagger's slowest path on an LFE5U-85F
+    (12.0 ns) once its shallower memories were in LUTs. The pipeline's guard counts one more
+    cycle a stage, so the output FIFO still holds every frame in flight."""
+    if any(text.count(finn) != 1 for finn, _ in REGISTERED_READS):
+        return text  # not the code this was written for: read it as it is
+    for finn, registered in REGISTERED_READS:
+        text = text.replace(finn, registered)
+    return text
+
+
 # file name -> the fixes a Lattice part needs (place_route/sources.py says why)
 LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
     "fifo.sv": (block_ram_for_ultra,),
     "mvu.sv": (pipelined_core,),
-    "thresholding.sv": (threshold_memories_in_lut_ram,),
+    "thresholding.sv": (threshold_memories_in_lut_ram, block_ram_reads_registered),
     **dict.fromkeys(
         ("mvu_vvu_axi.sv", "mvu_vvu_8sx9_dsp58.sv", "binopf.sv", "accuf.sv", "rsqrtf.sv"),
         (behavioural_by_default,),
