@@ -239,7 +239,6 @@ def test_threshold_memories_read_through_a_register_answer_as_finns(tmp_path):
     order, each under its own random input and output stalls."""
     from brainsmith.rtlsim.sources import verilator_ready
     from brainsmith.rtlsim.verilator import find_toolchain
-
     from brainsmith.synthesis.sources import yosys_ready
 
     path = finn_file("thresholding", "hdl", "thresholding.sv")
