@@ -99,9 +99,33 @@ def finn_file(*parts: str) -> Path:
     return Path(finn_rtllib(), *parts)
 
 
+def compare_in_verilator(folder: Path, sources: list[str], pair: str, shapes: list) -> None:
+    """Compile ``sources`` in ``folder`` (top module ``bench``), run them, and require each of
+    ``shapes``' pairs (the lines ``<pair> <i>: outputs <n> differences <d>``) to have given
+    outputs, with no difference between FINN's module and the one a Lattice part reads."""
+    from brainsmith.rtlsim.verilator import find_toolchain
+
+    toolchain = find_toolchain()
+    compiled = subprocess.run(
+        [toolchain.verilator, "--binary", "--timing", "-j", "2", "-Wno-fatal", "-Wno-lint",
+         "-Wno-style", "-CFLAGS", "-std=c++20 -fcoroutines", "--top-module", "bench",
+         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",  # as brainsmith.rtlsim.compile makes
+         "-o", "bench", *sources],
+        capture_output=True, text=True, timeout=900, cwd=folder, env=toolchain.env,
+    )  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    ran = subprocess.run([folder / "obj_dir" / "bench"], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    found = {int(i): (int(o), int(d)) for i, o, d in re.findall(
+        rf"{pair} (\d+): outputs (\d+) differences (\d+)", ran.stdout)}  # fmt: skip
+    assert sorted(found) == list(range(len(shapes))), ran.stdout[-3000:]
+    for index, (outputs, differences) in found.items():
+        assert outputs > CYCLES // 8, (shapes[index], outputs)  # vectors came out
+        assert differences == 0, (shapes[index], ran.stdout[-3000:])
+
+
 def test_brainsmiths_matrix_core_answers_as_finns_cycle_by_cycle(tmp_path):
     from brainsmith.rtlsim.sources import verilator_ready
-    from brainsmith.rtlsim.verilator import find_toolchain
 
     finn_core = finn_file("mvu", "mvu.sv").read_text()
     renamed = re.sub(r"^module mvu #\(", "module mvu_finn #(", finn_core, flags=re.M)
@@ -113,23 +137,12 @@ def test_brainsmiths_matrix_core_answers_as_finns_cycle_by_cycle(tmp_path):
     (tmp_path / "mvu.sv").write_text(lattice_ready("mvu.sv", finn_core, fixes))
     assert fixes == ["mvu.sv: pipelined_core"]
     (tmp_path / "bench.sv").write_text(bench(SHAPES))
-    toolchain = find_toolchain()
-    compiled = subprocess.run(
-        [toolchain.verilator, "--binary", "--timing", "-j", "2", "-Wno-fatal", "-Wno-lint",
-         "-Wno-style", "-CFLAGS", "-std=c++20 -fcoroutines", "--top-module", "bench",
-         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",  # as brainsmith.rtlsim.compile makes
-         "-o", "bench", "mvu_pkg.sv", "add_multi.sv", "mvu_finn.sv", "mvu.sv", "bench.sv"],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path, env=toolchain.env,
-    )  # fmt: skip
-    assert compiled.returncode == 0, compiled.stderr[-3000:]
-    ran = subprocess.run([tmp_path / "obj_dir" / "bench"], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
-    found = {int(i): (int(o), int(d)) for i, o, d in
-             re.findall(r"pair (\d+): outputs (\d+) differences (\d+)", ran.stdout)}  # fmt: skip
-    assert sorted(found) == list(range(len(SHAPES))), ran.stdout[-3000:]
-    for index, (outputs, differences) in found.items():
-        assert outputs > CYCLES // 8, (SHAPES[index], outputs)  # vectors came out
-        assert differences == 0, (SHAPES[index], ran.stdout[-3000:])
+    compare_in_verilator(
+        tmp_path,
+        ["mvu_pkg.sv", "add_multi.sv", "mvu_finn.sv", "mvu.sv", "bench.sv"],
+        "pair",
+        SHAPES,
+    )
 
 
 def test_the_lattice_fixes_apply_to_finns_files_and_leave_other_text_alone():
@@ -238,7 +251,6 @@ def test_threshold_memories_read_through_a_register_answer_as_finns(tmp_path):
     deep ones in block RAM read through one more register) give the same outputs in the same
     order, each under its own random input and output stalls."""
     from brainsmith.rtlsim.sources import verilator_ready
-    from brainsmith.rtlsim.verilator import find_toolchain
     from brainsmith.synthesis.sources import yosys_ready
 
     path = finn_file("thresholding", "hdl", "thresholding.sv")
@@ -254,20 +266,4 @@ def test_threshold_memories_read_through_a_register_answer_as_finns(tmp_path):
     (tmp_path / "finn.sv").write_text(verilator_ready("thresholding.sv", renamed))
     (tmp_path / "fixed.sv").write_text(verilator_ready("thresholding.sv", fixed))
     (tmp_path / "bench.sv").write_text(threshold_bench(tmp_path))
-    toolchain = find_toolchain()
-    compiled = subprocess.run(
-        [toolchain.verilator, "--binary", "--timing", "-j", "2", "-Wno-fatal", "-Wno-lint",
-         "-Wno-style", "-CFLAGS", "-std=c++20 -fcoroutines", "--top-module", "bench",
-         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include", "-o", "bench",
-         "finn.sv", "fixed.sv", "bench.sv"],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path, env=toolchain.env,
-    )  # fmt: skip
-    assert compiled.returncode == 0, compiled.stderr[-3000:]
-    ran = subprocess.run([tmp_path / "obj_dir" / "bench"], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
-    found = {int(i): (int(o), int(d)) for i, o, d in
-             re.findall(r"tpair (\d+): outputs (\d+) differences (\d+)", ran.stdout)}  # fmt: skip
-    assert sorted(found) == list(range(len(THRESHOLD_SHAPES))), ran.stdout[-3000:]
-    for index, (outputs, differences) in found.items():
-        assert outputs > CYCLES // 8, (THRESHOLD_SHAPES[index], outputs)
-        assert differences == 0, (THRESHOLD_SHAPES[index], ran.stdout[-3000:])
+    compare_in_verilator(tmp_path, ["finn.sv", "fixed.sv", "bench.sv"], "tpair", THRESHOLD_SHAPES)
