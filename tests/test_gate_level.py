@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.farm import lattice_mlp
+from tests.support.verilator import run_bench
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 
@@ -129,7 +130,6 @@ def yosys_netlist(folder: Path, top: str) -> str:
 
 def test_the_cell_models_compute_what_the_rtl_yosys_mapped_onto_them_computes(tmp_path):
     from brainsmith.board.gate_level import ecp5_cell_models, lattice_models
-    from brainsmith.rtlsim.verilator import find_toolchain
 
     (tmp_path / "designs.sv").write_text(DESIGNS)
     netlists = {
@@ -143,20 +143,10 @@ def test_the_cell_models_compute_what_the_rtl_yosys_mapped_onto_them_computes(tm
     (tmp_path / "cells.v").write_text(ecp5_cell_models())
     (tmp_path / "models.v").write_text(lattice_models())
     (tmp_path / "bench.sv").write_text(BENCH)
-    toolchain = find_toolchain()
     sources = ["bench.sv", "designs.sv", *(f"{top}_gates.v" for top in netlists), "cells.v",
                "models.v"]  # fmt: skip
-    compiled = subprocess.run(
-        [toolchain.verilator, "--binary", "--timing", "-j", "2", "-Wno-fatal", "-Wno-lint",
-         "-Wno-style", "-CFLAGS", "-std=c++20 -fcoroutines", "--top-module", "bench",
-         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",  # as brainsmith.rtlsim.compile makes
-         "-o", "bench", *sources],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path, env=toolchain.env,
-    )  # fmt: skip
-    assert compiled.returncode == 0, compiled.stderr[-3000:]
-    ran = subprocess.run([tmp_path / "obj_dir" / "bench"], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
-    assert "differences 0" in ran.stdout, ran.stdout[-3000:]
+    output = run_bench(tmp_path, sources)
+    assert "differences 0" in output, output[-3000:]
 
 
 def test_the_mlps_bitstream_netlist_answers_as_its_rtl_at_gate_level(farm, capsys):

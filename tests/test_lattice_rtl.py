@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import random
 import re
-import subprocess
 from importlib.resources import files as package_files
 from pathlib import Path
 
 import pytest
 
 from brainsmith.synthesis.ecp5 import LUT_RAM_DEPTH, SOFT_PRODUCT_BITS, lattice_ready
+from tests.support.verilator import clocked_bench, run_bench
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 
@@ -74,21 +74,10 @@ def bench(shapes: list[tuple[int, ...]]) -> str:
         f"(.clk, .rst, .differences(d[{i}]), .outputs(o[{i}]));"
         for i, (pe, simd, w, a, accu, signed, narrow) in enumerate(shapes)
     )
-    return f"""{PAIR}
-module bench;
-	logic clk = 0, rst = 1;
-	int unsigned d[{len(shapes)}], o[{len(shapes)}];
-{pairs}
-	always #5 clk = ~clk;
-	initial begin
-		repeat (20) @(posedge clk);
-		rst <= 0;
-		repeat ({CYCLES}) @(posedge clk);
-		for (int i = 0; i < {len(shapes)}; i++) $display("pair %0d: outputs %0d differences %0d", i, o[i], d[i]);
-		$finish;
-	end
-endmodule
-"""
+    declared = f"\tint unsigned d[{len(shapes)}], o[{len(shapes)}];\n{pairs}"
+    report = (f"\t\tfor (int i = 0; i < {len(shapes)}; i++) "
+              '$display("pair %0d: outputs %0d differences %0d", i, o[i], d[i]);')  # fmt: skip
+    return PAIR + clocked_bench(declared, CYCLES, report)
 
 
 def finn_file(*parts: str) -> Path:
@@ -100,28 +89,16 @@ def finn_file(*parts: str) -> Path:
 
 
 def compare_in_verilator(folder: Path, sources: list[str], pair: str, shapes: list) -> None:
-    """Compile ``sources`` in ``folder`` (top module ``bench``), run them, and require each of
-    ``shapes``' pairs (the lines ``<pair> <i>: outputs <n> differences <d>``) to have given
-    outputs, with no difference between FINN's module and the one a Lattice part reads."""
-    from brainsmith.rtlsim.verilator import find_toolchain
-
-    toolchain = find_toolchain()
-    compiled = subprocess.run(
-        [toolchain.verilator, "--binary", "--timing", "-j", "2", "-Wno-fatal", "-Wno-lint",
-         "-Wno-style", "-CFLAGS", "-std=c++20 -fcoroutines", "--top-module", "bench",
-         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",  # as brainsmith.rtlsim.compile makes
-         "-o", "bench", *sources],
-        capture_output=True, text=True, timeout=900, cwd=folder, env=toolchain.env,
-    )  # fmt: skip
-    assert compiled.returncode == 0, compiled.stderr[-3000:]
-    ran = subprocess.run([folder / "obj_dir" / "bench"], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
+    """Compile and run ``sources`` in ``folder``, and require each of ``shapes``' pairs (the
+    lines ``<pair> <i>: outputs <n> differences <d>``) to have given outputs, with no
+    difference between FINN's module and the one a Lattice part reads."""
+    output = run_bench(folder, sources)
     found = {int(i): (int(o), int(d)) for i, o, d in re.findall(
-        rf"{pair} (\d+): outputs (\d+) differences (\d+)", ran.stdout)}  # fmt: skip
-    assert sorted(found) == list(range(len(shapes))), ran.stdout[-3000:]
+        rf"{pair} (\d+): outputs (\d+) differences (\d+)", output)}  # fmt: skip
+    assert sorted(found) == list(range(len(shapes))), output[-3000:]
     for index, (outputs, differences) in found.items():
         assert outputs > CYCLES // 8, (shapes[index], outputs)  # vectors came out
-        assert differences == 0, (shapes[index], ran.stdout[-3000:])
+        assert differences == 0, (shapes[index], output[-3000:])
 
 
 def test_brainsmiths_matrix_core_answers_as_finns_cycle_by_cycle(tmp_path):
@@ -231,19 +208,7 @@ def threshold_bench(folder: Path) -> str:
             f'.PATH("{folder}/t{i}_")) p{i} (.clk, .rst, .differences(), .outputs());'
         )
     body = "\n".join(pairs)
-    return f"""{THRESHOLD_PAIR}
-module bench;
-	logic clk = 0, rst = 1;
-{body}
-	always #5 clk = ~clk;
-	initial begin
-		repeat (20) @(posedge clk);
-		rst <= 0;
-		repeat ({CYCLES}) @(posedge clk);
-		$finish;
-	end
-endmodule
-"""
+    return THRESHOLD_PAIR + clocked_bench(body, CYCLES)
 
 
 def test_threshold_memories_read_through_a_register_answer_as_finns(tmp_path):
