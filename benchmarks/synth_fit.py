@@ -190,14 +190,31 @@ def thresholding(
 
 
 def swg(channels: int, simd: int, kernel: int, dim: int, bits: int):
-    out = dim - kernel + 1
+    return window(channels, simd, (kernel, kernel), (dim, dim), (1, 1), (1, 1), 0, bits)
+
+
+def window(
+    channels: int,
+    simd: int,
+    kernel: tuple[int, int],
+    size: tuple[int, int],
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    depthwise: int,
+    bits: int,
+):
+    """A sliding window (height, width pairs) over unsigned ``bits``-bit inputs."""
+    out = [
+        (n - (k - 1) * d - 1) // s + 1
+        for n, k, s, d in zip(size, kernel, stride, dilation, strict=True)
+    ]
     idt = f"UINT{bits}"
     return _model(
-        "ConvolutionInputGenerator", [("x", [1, dim, dim, channels])],
-        [("y", [1, out, out, kernel * kernel * channels])], {"x": idt},
-        ConvKernelDim=[kernel, kernel], IFMChannels=channels, IFMDim=[dim, dim],
-        OFMDim=[out, out], SIMD=simd, Stride=[1, 1], Dilation=[1, 1], inputDataType=idt,
-        outputDataType=idt,
+        "ConvolutionInputGenerator", [("x", [1, *size, channels])],
+        [("y", [1, *out, kernel[0] * kernel[1] * channels])], {"x": idt},
+        ConvKernelDim=list(kernel), IFMChannels=channels, IFMDim=list(size), OFMDim=out,
+        SIMD=simd, Stride=list(stride), Dilation=list(dilation), depthwise=depthwise,
+        inputDataType=idt, outputDataType=idt,
     )  # fmt: skip
 
 

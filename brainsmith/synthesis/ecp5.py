@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from importlib.resources import files as package_files
 
 # a product with a factor this narrow is made of LUTs, not a MULT18X18D; LUT4s nextpnr-ecp5
 # counts for one TRELLIS_DPR16X4 (the cost models count them alike)
 from brainsmith.frameworks.finn.rtl_costs import DPRAM_LUTS, SOFT_PRODUCT_BITS
+from brainsmith.synthesis.sliding_window import sign_compared_window
 
 CELLS: dict[str, dict[str, int]] = {
     "LUT4": {"LUT4": 1, "CCU2C": 2, "TRELLIS_DPR16X4": DPRAM_LUTS},
@@ -179,9 +181,10 @@ def block_ram_reads_registered(text: str) -> str:
     return text
 
 
-# file name -> the fixes a Lattice part needs (place_route/sources.py says why)
+# file name (a shell pattern) -> the fixes a Lattice part needs (place_route/sources.py says why)
 LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
     "fifo.sv": (block_ram_for_ultra,),
+    "*_impl.sv": (sign_compared_window,),  # a sliding window layer's own file
     "mvu.sv": (pipelined_core,),
     "thresholding.sv": (threshold_memories_in_lut_ram, block_ram_reads_registered),
     **dict.fromkeys(
@@ -194,7 +197,8 @@ LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
 def lattice_ready(name: str, text: str, fixes: list[str]) -> str:
     """``text`` of the RTL file ``name`` with each Lattice fix that changes it applied (its
     name added to ``fixes``)."""
-    for fix in LATTICE_FIXES.get(name, ()):
+    named = [group for pattern, group in LATTICE_FIXES.items() if fnmatchcase(name, pattern)]
+    for fix in (fix for group in named for fix in group):
         fixed = fix(text)
         if fixed != text:
             fixes.append(f"{name}: {fix.__name__}")
