@@ -1,10 +1,12 @@
 """brainsmith place-route for Lattice Nexus: part names read and pins found in nextpnr-nexus'
 own chip database (fast), an unknown part refused listing both families' forms, and the
 shipped MLP's all-RTL build placed and routed behind the host link on a LIFCL-40 with
-synth_nexus and nextpnr-nexus run for real (make test-wide)."""
+synth_nexus and nextpnr-nexus run for real and packed into a bitstream by prjoxide (make
+test-wide)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -113,6 +115,19 @@ def test_the_mlp_is_placed_and_routed_behind_the_host_link_on_a_lifcl_40(hub, fa
     pdc = (folder / "place_route" / "run" / "part.pdc").read_text()
     assert "ldc_set_location -site {J2} [get_ports clk_osc]" in pdc
     assert "MHz reached" in result.stdout and "OXIDE_COMB" in result.stdout
+    # packed by prjoxide and read back as a LIFCL-40's; a cached run brings the bitstream back
+    assert data["bitstream"] == f"place_route/{PART}.bit" and "prjoxide" in data["tools"]["packer"]
+    bitstream = folder / data["bitstream"]
+    assert bitstream.read_bytes().startswith(b"LSCC")
+    assert hashlib.sha256(bitstream.read_bytes()).hexdigest() == data["sha256"]
+    assert data["seconds"]["pack"] > 0 and data["seconds"]["unpack"] > 0
+    unpacked = (folder / "place_route" / "run" / "unpacked.txt").read_text()
+    assert '{ oxide.device="LIFCL-40" }' in unpacked
+    assert f"bitstream place_route/{PART}.bit, packed by prjoxide" in result.stdout
+    bitstream.unlink()
+    again = place_route(folder, cache, "--part", PART)
+    assert again.returncode == result.returncode and "(cached)" in again.stdout, again.stderr
+    assert hashlib.sha256(bitstream.read_bytes()).hexdigest() == data["sha256"]
 
 
 @pytest.mark.slow
@@ -134,3 +149,27 @@ def test_a_tfc_w2a2_is_placed_and_routed_on_a_lifcl_40(farm, tmp_path):
     assert all(0 <= r["used"] <= r["available"] for r in resources.values())
     assert 0 < resources["MULT9_CORE"]["used"] < resources["MULT9_CORE"]["available"]
     assert resources["OXIDE_COMB"]["used"] > 1000 and min(data["fmax_mhz"].values()) > 0
+
+
+def test_fasm_the_packer_cannot_place_fails_naming_its_panic_and_leaves_no_bitstream(tmp_path):
+    """prjoxide, run for real on a routed design naming a tile no LIFCL-40 has: the packer's
+    own message, its log named, and no bitstream, whole or partial."""
+    from brainsmith.place_route.flow import PlaceRouteError, Stages
+    from brainsmith.place_route.nexus import NEXUS, PACKING
+
+    (tmp_path / PACKING.routed).write_text(
+        '{ oxide.device="LIFCL-40" }\n\nNO_SUCH_TILE.NO_SUCH_FEATURE\n'
+    )
+    with Stages() as stages, pytest.raises(PlaceRouteError) as error:
+        PACKING.pack(NEXUS.package, stages, str(tmp_path), PART, 600)
+    assert str(error.value).startswith("prjoxide pack: ") and "panicked at" in str(error.value)
+    assert error.value.hint == f"see {tmp_path / 'prjoxide-pack.log'}"
+    assert not [path.name for path in tmp_path.iterdir() if ".bit" in path.name]
+    assert stages.seconds["pack"] > 0 and "unpack" not in stages.seconds
+
+
+def test_a_nexus_read_back_names_its_device():
+    from brainsmith.place_route.nexus import unpacked_device
+
+    fasm = '{ oxide.device="LIFCL-40" }\n{ oxide.device_variant="" }\n\nCIB_R0C72__BANKREF0\n'
+    assert unpacked_device(fasm) == "LIFCL-40" and unpacked_device("CIB_R0C72\n") == ""

@@ -37,7 +37,9 @@ def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> 
     or synth_nexus) and place and route it (nextpnr-ecp5 out of context; nextpnr-nexus, which
     has no such mode, behind brainsmith's host link with its clock and UART on pins of the
     package) for a Lattice PART at the build's own clock; show the Fmax reached, whether the
-    clock is met, and the resources used of the part's.
+    clock is met, and the resources used of the part's. For a Nexus part the routed design is
+    also packed into a bitstream (prjoxide), read back before it is kept:
+    BUILD_DIR/place_route/PART.bit, its pins those the summary names.
 
     \b
     The build must have every layer in RTL (brainsmith build --prefer rtl) for an AMD part
@@ -96,6 +98,13 @@ def print_result(data: Json) -> None:
         markup=False,
         soft_wrap=True,
     )
+    if data.get("bitstream"):
+        out.print(
+            f"bitstream {data['bitstream']}, packed by {data['tools']['packer']} and read "
+            f"back, sha256 {data['sha256'][:16]}...",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def print_critical_path(out: Console, data: Json) -> None:

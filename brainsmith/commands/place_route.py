@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 RESULT = os.path.join("place_route", "report.json")
 WORKDIR = os.path.join("place_route", "run")
+BITSTREAM = os.path.join("place_route", "{part}.bit")  # for a family that packs (Nexus)
 
 
 def _target(part_name: str, mhz: float | None) -> tuple[Family, Part]:
@@ -127,9 +128,10 @@ def place_route_build_folder(
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), find_nextpnr(family)
         say(f"synthesising ({family.synth}) and placing and routing for {part.name}")
+        bitstream = os.path.join(folder, BITSTREAM.format(part=part.name))
         result = place_route(
             design, part, mhz or 1000.0 / clock_ns, os.path.join(folder, WORKDIR), yosys,
-            nextpnr, family=family, frame=frame_words(model),
+            nextpnr, family=family, frame=frame_words(model), bitstream=bitstream,
         )  # fmt: skip
     except Exception as exc:
         error = _tool_error(exc)
@@ -137,6 +139,8 @@ def place_route_build_folder(
             raise
         raise error from exc
     data = {"clock_ns": clock_ns, "family": family.name, "logic": family.logic, **result.as_dict()}
+    if result.bitstream:  # named from the build folder, as the export and the driver name files
+        data["bitstream"] = os.path.relpath(result.bitstream, folder)
     os.makedirs(os.path.dirname(os.path.join(folder, RESULT)), exist_ok=True)
     write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
     return data

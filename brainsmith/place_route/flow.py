@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from brainsmith.errors import BrainsmithError
@@ -49,6 +49,7 @@ from brainsmith.synthesis.yosys import run as run_yosys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from brainsmith.place_route.packing import Packing
     from brainsmith.place_route.parts import Part
 
 FORMAT = "2"  # bump when what a cached result holds changes
@@ -103,6 +104,16 @@ class Family:
     # Yosys' commands mapping the top to the netlist nextpnr reads; ``synth -top -json``'s
     # when None
     synthesise: Callable[[str, str], list[str]] | None = None
+    packing: Packing | None = None  # how a placed design becomes a bitstream, if it can
+
+    @property
+    def packer(self) -> str:
+        """The packer's name and package, as a result's tools name it ("" for none)."""
+        from importlib.metadata import version
+
+        if self.packing is None:
+            return ""
+        return f"{self.packing.tool} ({self.package} {version(self.package)})"
 
     @classmethod
     def of_nextpnr(
@@ -113,13 +124,16 @@ class Family:
         logic: str,
         prepare: Callable[[StitchedDesign, Any, float, tuple[int, int]], Placed],
         synthesise: Callable[[str, str], list[str]] | None = None,
+        packing: Packing | None = None,
     ) -> Family:
         """The family ``nextpnr-<name>`` (yowasp's) places after Yosys' ``synth_<name>``;
         ``parts``: its ``parse`` and ``known``."""
         key = name.lower()
         parse, known = parts
         synth, package, tool = f"synth_{key}", f"yowasp-nextpnr-{key}", f"nextpnr_{key}"
-        return cls(name, prefixes, parse, known, synth, package, tool, logic, prepare, synthesise)
+        return cls(
+            name, prefixes, parse, known, synth, package, tool, logic, prepare, synthesise, packing
+        )
 
     def synthesis(self, top: str) -> list[str]:
         netlist = f"{MOUNT}/design.json"
@@ -162,6 +176,8 @@ class PlaceRouteResult:
     fixes: list[str] = field(default_factory=list)
     placed: str = "out of context"  # or behind the host link on the part's pins
     critical_path: CriticalPath | None = None  # of the slowest clock, named by layer
+    bitstream: str = ""  # the packed bitstream's path, for a family that packs
+    sha256: str = ""  # the bitstream's
     cached: bool = False
 
     @property
@@ -309,19 +325,26 @@ def place_route(
     *,
     family: Family,
     frame: tuple[int, int] = (1, 1),
+    bitstream: str = "",
     timeout: float = TIMEOUT,
 ) -> PlaceRouteResult:
     """``design`` synthesised, placed and routed for ``family``'s ``part`` at ``mhz`` in
     ``workdir`` (replaced), or its cached result (``frame``: input and output stream words
-    per frame, for a family that places it behind the host link); PlaceRouteError with the
-    first error of a failed run (its log kept in ``workdir``)."""
+    per frame, for a family that places it behind the host link); for a family that packs,
+    also packed into the file ``bitstream`` (when given). PlaceRouteError with the first
+    error of a failed run (its log kept in ``workdir``)."""
     placed = family.prepare(design, part, mhz, frame)
+    packing = family.packing if bitstream else None
+    if packing is not None:
+        placed = replace(placed, arguments=[*placed.arguments, *packing.nextpnr_arguments()])
     script = yosys_script(placed.design, synthesis=family.synthesis(placed.design.top))
     tools = {"yosys": yosys.version, "nextpnr": nextpnr.version}
+    if packing is not None:
+        tools["packer"] = family.packer
     key = cache_key(placed, script, tools)
     root = cache_root()
     entry = os.path.join(root, f"{key[:40]}.json")
-    found = _read_cached(entry, key)
+    found = _read_cached(entry, key, bitstream)
     if found is not None:
         found.cached = True
         return found
@@ -336,19 +359,31 @@ def place_route(
             raise PlaceRouteError(f"{synth}: {failure(code, log, timeout)}", f"see {log}")
         arguments = [*family.command(), *placed.arguments]
         code, log = stages.run("nextpnr", run_mounted, arguments, workdir, "nextpnr.log", timeout)
-    seconds = stages.seconds
-    report = os.path.join(workdir, "report.json")
-    if code != 0 or not os.path.isfile(report):
-        reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
-        raise PlaceRouteError(f"{family.router}: {reason}", f"see {log}")
+        report = os.path.join(workdir, "report.json")
+        if code != 0 or not os.path.isfile(report):
+            reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
+            raise PlaceRouteError(f"{family.router}: {reason}", f"see {log}")
+        packed = b""
+        if packing is not None:
+            packed = packing.pack(family.package, stages, workdir, part.name, timeout)
     fmax, resources = parse_report(report)
     result = PlaceRouteResult(
-        part.name, mhz, fmax, resources, seconds, tools,
+        part.name, mhz, fmax, resources, stages.seconds, tools,
         cell_counts(os.path.join(workdir, "stat.json")), list(design.fixes), placed.placed,
         named_critical_path(report, fmax, design.sources),
     )  # fmt: skip
+    if packed:
+        result.bitstream, result.sha256 = bitstream, hashlib.sha256(packed).hexdigest()
+        if not write_atomic(os.path.dirname(bitstream) or ".", bitstream, packed):
+            raise PlaceRouteError(f"{bitstream} cannot be written", "check the disk and its rights")
+        if not write_atomic(root, _cached_bitstream(entry), packed):
+            return result  # the entry is kept only with its bitstream
     _write_cached(root, entry, key, result)
     return result
+
+
+def _cached_bitstream(entry: str) -> str:
+    return entry.removesuffix(".json") + ".bit"
 
 
 class Stages:
@@ -397,15 +432,39 @@ def _stage(design: StitchedDesign, folder: str, script: str = "") -> None:
         handle.write(script or yosys_script(design))
 
 
-def _read_cached(entry: str, key: str) -> PlaceRouteResult | None:
-    """The cached result of ``key``; None when absent or not usable (then removed)."""
+def _read_cached(entry: str, key: str, bitstream: str = "") -> PlaceRouteResult | None:
+    """The cached result of ``key`` (its bitstream, if it has one, written to ``bitstream``);
+    None when absent or not usable (then removed)."""
     data = read_entry(entry, key)
-    try:
-        return None if data is None else _result(data)
-    except (ValueError, TypeError, KeyError, AttributeError):
-        with contextlib.suppress(OSError):
-            os.unlink(entry)
+    if data is None:
         return None
+    try:
+        result: PlaceRouteResult | None = _result(data)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        result = None
+    if result is not None and result.sha256:
+        result.bitstream = bitstream
+        if not _restored(_cached_bitstream(entry), result):
+            result = None
+    if result is None:
+        for stale in (entry, _cached_bitstream(entry)):
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
+    return result
+
+
+def _restored(cached: str, result: PlaceRouteResult) -> bool:
+    """``cached`` written to ``result.bitstream`` when it is the bitstream ``result`` names."""
+    from brainsmith.place_route.packing import MAX_BITSTREAM_BYTES
+
+    try:
+        with open(cached, "rb") as handle:
+            content = handle.read(MAX_BITSTREAM_BYTES + 1)
+    except OSError:
+        return False
+    if not result.bitstream or hashlib.sha256(content).hexdigest() != result.sha256:
+        return False
+    return write_atomic(os.path.dirname(result.bitstream) or ".", result.bitstream, content)
 
 
 def read_entry(entry: str, key: str) -> dict[str, Any] | None:
@@ -448,6 +507,7 @@ def _result(data: dict[str, Any]) -> PlaceRouteResult:
         critical_path=data.get("critical_path")
         if isinstance(data.get("critical_path"), dict)
         else None,
+        sha256=str(data.get("sha256", "")),
     )
     return result
 

