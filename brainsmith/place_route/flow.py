@@ -58,6 +58,7 @@ VERSION_TIMEOUT = 600.0  # the first run compiles the WebAssembly
 SEED = 1  # nextpnr's placement seed: the same design places the same way
 MAX_REPORT_BYTES = 64 * 2**20
 MAX_ENTRY_BYTES = 1 * 2**20
+MAX_BITSTREAM_BYTES = 64 * 2**20  # a packed bitstream read back or from the cache
 CACHE_VARIABLE = "BRAINSMITH_PLACE_ROUTE_CACHE"
 LATTICE_CELLS = "/share/ecp5/cells_bb.v"  # Yosys' ECP5 blackboxes, with their parameters
 _T = TypeVar("_T")
@@ -455,8 +456,6 @@ def _read_cached(entry: str, key: str, bitstream: str = "") -> PlaceRouteResult 
 
 def _restored(cached: str, result: PlaceRouteResult) -> bool:
     """``cached`` written to ``result.bitstream`` when it is the bitstream ``result`` names."""
-    from brainsmith.place_route.packing import MAX_BITSTREAM_BYTES
-
     try:
         with open(cached, "rb") as handle:
             content = handle.read(MAX_BITSTREAM_BYTES + 1)

@@ -14,11 +14,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from brainsmith.place_route.flow import PlaceRouteError, Stages, yowasp_tool
+from brainsmith.place_route.flow import MAX_BITSTREAM_BYTES, PlaceRouteError, Stages, yowasp_tool
 from brainsmith.synthesis.sources import MOUNT
 from brainsmith.synthesis.yosys import first_error, run_mounted
 
-MAX_BITSTREAM_BYTES = 64 * 2**20
 PARTIAL = "packed.bit.partial"
 UNPACKED = "unpacked.txt"
 
@@ -82,4 +81,4 @@ def _error(log: str) -> str:
     return first_error(log)
 
 
-__all__ = ["MAX_BITSTREAM_BYTES", "Packing"]
+__all__ = ["Packing"]
