@@ -18,6 +18,9 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 
+from brainsmith.plugin import log
+from brainsmith.plugin.manager import get_plugin_manager
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -73,8 +76,6 @@ def _install_provider(exporter: str) -> None:
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError:
-            from brainsmith.plugin import log
-
             log.warning(
                 "OTEL_TRACES_EXPORTER=otlp needs the opentelemetry-exporter-otlp package; "
                 "no spans are exported"
@@ -179,8 +180,6 @@ def add_hub(registry: CollectorRegistry, hub: HubFigures) -> None:
 
 def hub_figures() -> HubFigures:
     """The hub's statistics plus the number of problems its health reports."""
-    from brainsmith.plugin.manager import get_plugin_manager
-
     manager = get_plugin_manager()
     problems = len(manager.health_check()["broken_plugins"])
     return {**manager.get_performance_stats(), "problems": problems}

@@ -29,6 +29,11 @@ from pathlib import Path
 
 import pytest
 
+from brainsmith.frameworks.finn.env import prepare_finn
+from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
+from brainsmith.plugin.settings.config import ENV_VARS
+from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -51,7 +56,6 @@ class IsolatedHub:
 
     @property
     def manager(self) -> PluginManager:
-        from brainsmith.plugin.manager import get_plugin_manager
 
         return get_plugin_manager()
 
@@ -70,16 +74,12 @@ class IsolatedHub:
 
     def reset(self) -> None:
         """Forget everything discovered so far (the next use rediscovers)."""
-        from brainsmith.plugin.manager import reset_plugin_system
-
         reset_plugin_system()
 
 
 def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache: Path, config: Path) -> None:
     """Point brainsmith at ``cache`` and ``config`` (written empty if missing) and clear every
     other setting brainsmith reads from the environment (``plugin.settings.config.ENV_VARS``)."""
-    from brainsmith.plugin.settings.config import ENV_VARS
-
     if not config.exists():
         config.write_text("plugin_system: {}\n")
     for var in (*ENV_VARS, "BRAINSMITH_RTLSIM_CACHE", "BRAINSMITH_SYNTHESIS_CACHE"):
@@ -106,8 +106,6 @@ class RTLSimulation:
         """Generate the HDL of ``model``'s RTL layers (FINN's ``PrepareIP``) and simulate each
         on ``samples`` (per frame, one array per model input); returns the
         ``brainsmith.rtlsim.layers.DesignResult``."""
-        from brainsmith.frameworks.finn.env import prepare_finn
-
         prepare_finn()
         from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
         from qonnx.transformation.general import GiveUniqueNodeNames
@@ -123,8 +121,6 @@ class RTLSimulation:
 @pytest.fixture
 def rtl_simulation(tmp_path: Path) -> RTLSimulation:
     """Verilator simulation of a model's RTL layers against Python (skipped without Verilator)."""
-    from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
-
     try:
         find_toolchain()
     except ToolchainError as exc:

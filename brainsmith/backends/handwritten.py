@@ -16,6 +16,8 @@ from pathlib import Path
 
 from finn.custom_op.fpgadataflow.rtlbackend import RTLBackend
 
+from brainsmith.frameworks.finn.rtl_costs import fitted
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
@@ -110,8 +112,6 @@ class HandwrittenRTL(RTLBackend):  # type: ignore[misc]
     def fitted_luts(self) -> int:
         """The layer's LUTs from its kind's model fitted to Yosys' counts
         (``brainsmith.frameworks.finn.rtl_costs``, ``benchmarks/synth_fit.py``)."""
-        from brainsmith.frameworks.finn.rtl_costs import fitted
-
         found = fitted(self, "LUT")
         if found is None:
             raise LookupError(f"no fitted LUT model for {self.onnx_node.op_type}")

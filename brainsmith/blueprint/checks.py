@@ -7,6 +7,7 @@ import os
 
 from brainsmith.blueprint.document import Document, Path
 from brainsmith.blueprint.errors import Diagnostics, describe, quote
+from brainsmith.plugin.names import suggest
 from brainsmith.plugin.values import INVALID, whole
 
 TYPE_CHECKING = False
@@ -59,7 +60,6 @@ class Checker:
         return known
 
     def _key_hint(self, key: object, keys: list[str]) -> str:
-        from brainsmith.plugin.names import suggest
 
         if not isinstance(key, str):
             return ""
@@ -125,7 +125,6 @@ class Checker:
     def choice(self, path: Path, value: object, choices: tuple[str, ...]) -> str | None:
         if isinstance(value, str) and value in choices:
             return value
-        from brainsmith.plugin.names import suggest
 
         hint = suggest(value, list(choices)) if isinstance(value, str) else ""
         self.fail(path, f"{label(path)} is {describe(value)}", f"one of {', '.join(choices)}", hint)

@@ -13,6 +13,7 @@ from brainsmith.blueprint.model import Blueprint, KernelChoice
 from brainsmith.blueprint.resolve import Resolver
 from brainsmith.blueprint.schema import DEFAULT_STEPS, PHASES, Ref, outline
 from brainsmith.blueprint.space import read_design_space
+from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
@@ -30,7 +31,6 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
         diag.raise_if_any()
         raise AssertionError(f"{path}: unreadable, and no problem recorded")
     shape = outline(doc, diag)
-    from brainsmith.plugin.manager import get_plugin_manager
 
     registry = get_plugin_manager().registry()
     resolver = Resolver(registry, doc, diag)

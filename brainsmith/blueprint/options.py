@@ -7,8 +7,14 @@ from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 from brainsmith.blueprint.checks import Checker, label
-from brainsmith.blueprint.choices import FOLDING_SEARCHES, VERIFY_MODES
+from brainsmith.blueprint.choices import (
+    FOLDING_SEARCHES,
+    LATTICE_BOARDS,
+    VERIFY_MODES,
+    lattice_board,
+)
 from brainsmith.blueprint.errors import Diagnostics
+from brainsmith.plugin.adapters import adapter_classes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -239,9 +245,6 @@ def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]
     each framework adapter judges them; one problem per option. A Lattice board
     (``LATTICE_BOARDS``) is brainsmith's own: no adapter judges it; an unknown board is
     told of them too."""
-    from brainsmith.blueprint.choices import LATTICE_BOARDS, lattice_board
-    from brainsmith.plugin.adapters import adapter_classes
-
     part, board = values.get("fpga_part"), values.get("board")
     if lattice_board(board):
         board = None

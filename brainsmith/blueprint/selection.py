@@ -18,6 +18,7 @@ import os
 from brainsmith.plugin import log
 from brainsmith.plugin.collections import PluginCollection
 from brainsmith.plugin.discovery.stamps import digest32, stamp_paths, unchanged
+from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugin.settings import memo
 
 TYPE_CHECKING = False
@@ -42,8 +43,6 @@ def load_blueprint_plugins(path: str | os.PathLike[str]) -> dict[str, PluginColl
         plugins = load_blueprint_plugins("blueprints/mlp.yaml")
         model = model.transform(plugins["transforms"].ExpandNorms())
     """
-    from brainsmith.plugin.manager import get_plugin_manager
-
     manager = get_plugin_manager()
     registry = manager.registry()
     path = os.path.abspath(os.fspath(path))

@@ -28,7 +28,8 @@ from brainsmith.blueprint.document import Document, Path
 from brainsmith.blueprint.errors import Diagnostics, describe, quote
 from brainsmith.blueprint.model import KernelChoice
 from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_option
-from brainsmith.blueprint.schema import PHASES, KernelRef, Ref
+from brainsmith.blueprint.schema import ELSEWHERE, PHASES, KernelRef, Ref
+from brainsmith.plugin.names import suggest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -226,8 +227,6 @@ def read_design_space(
     auto_kernels: bool = False,
 ) -> DesignSpace | None:
     """Validate and resolve ``design_space:`` and ``search:`` (None when there is none)."""
-    from brainsmith.blueprint.schema import ELSEWHERE
-
     elsewhere = {**ELSEWHERE, **{k: f"design_space.build.{k}" for k in BUILD_KEYS}}
     check = Checker(doc, diag, elsewhere)
     section, search = doc.data.get("design_space"), doc.data.get("search")
@@ -574,6 +573,5 @@ def _objectives(check: Checker, value: object) -> tuple[tuple[str, str], ...]:
 
 
 def _suggest(name: str) -> str:
-    from brainsmith.plugin.names import suggest
 
     return suggest(name, list(METRICS))

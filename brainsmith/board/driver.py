@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from brainsmith.board.link import INFER, RESULT, Identity, Link, LinkError
+from brainsmith.board.link import HEADER, INFER, RESULT, Identity, Link, LinkError, word_bytes
 from brainsmith.board.streams import DriverError, Host, Streams, streams
+from brainsmith.files import DamagedFile, read_json
+from brainsmith.intake.inputs import ResultError, sample_shape, samples
 
 DEFAULT_BAUD = 3_000_000  # the ULX3S's USB UART; a build's bitstream/report.json says its own
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (pyserial; make setup installs it)"
@@ -135,8 +137,6 @@ class Board:
     def run(self, x: np.ndarray) -> np.ndarray:
         """The design's outputs for ``x`` (one input, or several on axis 0), in the shape
         ``BuildResult.run`` returns; ``last`` holds what the run measured."""
-        from brainsmith.intake.inputs import ResultError, sample_shape, samples
-
         host = Host(self.streams)
         try:
             given, single = samples(host.runnable, np.asarray(x))
@@ -151,7 +151,6 @@ class Board:
         name = host.runnable.graph.output[0].name
         shape = sample_shape(host.runnable, name)
         got = np.stack([np.asarray(o).reshape(shape) for o in outputs])
-        from brainsmith.board.link import HEADER, word_bytes
 
         self.last = RunFigures(
             frames=len(requests),
@@ -226,8 +225,6 @@ def bitstream_figure(folder: str, key: str) -> float | None:
     """``key`` (``baud``, ``clock_mhz``) of the build's bitstream, if it has one: from
     ``bitstream/report.json`` (``brainsmith bitstream``'s, the newer when both exist), else
     from report.json's ``bitstream`` section (``build --bitstream``)."""
-    from brainsmith.files import DamagedFile, read_json
-
     for name, section in (
         (os.path.join("bitstream", "report.json"), None),
         ("report.json", "bitstream"),

@@ -11,6 +11,7 @@ import subprocess
 
 from brainsmith.board.boards import BOARDS, LOADER_BOARDS
 from brainsmith.errors import BrainsmithError
+from brainsmith.rtlsim.processes import TooMuchOutput, run_bounded
 
 LOADER = "openFPGALoader"
 INSTALL_HINT = (
@@ -74,8 +75,6 @@ def load(command: list[str], timeout: float = TIMEOUT_S) -> str:
     """Run ``command`` (from ``loader_command``, its program found on the PATH); what it
     printed. FlashError: no openFPGALoader (exit 2), it failed or ran past ``timeout`` (exit 1,
     its last lines shown). An interrupt stops it (``run_bounded`` kills it on the way out)."""
-    from brainsmith.rtlsim.processes import TooMuchOutput, run_bounded
-
     program = shutil.which(command[0])
     if program is None:
         raise FlashError(f"{command[0]} is not installed (not on the PATH)", INSTALL_HINT)

@@ -20,6 +20,8 @@ from importlib.resources import files as package_files
 
 from brainsmith.board.boards import Board
 from brainsmith.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
+from brainsmith.board.driver import Board as Driver
+from brainsmith.board.simulated import SimulatedBoard
 from brainsmith.board.streams import DriverError, Host, Streams
 from brainsmith.rtlsim.sources import LayerDesign
 
@@ -281,9 +283,6 @@ def check_netlist(
     cannot be simulated."""
     import time
     from pathlib import Path
-
-    from brainsmith.board.driver import Board as Driver
-    from brainsmith.board.simulated import SimulatedBoard
 
     began = time.perf_counter()
     unmodelled = unmodelled_modes(Path(netlist_path).read_text())

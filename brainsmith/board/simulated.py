@@ -22,7 +22,10 @@ from pathlib import Path
 
 from brainsmith.board.link import TIMEOUT_BYTES
 from brainsmith.board.streams import DriverError, Streams, streams
+from brainsmith.board.top import accelerator_ports
+from brainsmith.rtlsim.compile import CompileError, compile_layer
 from brainsmith.rtlsim.sources import LayerDesign
+from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
 CLKS_PER_BIT = 8  # the simulated UART's clocks per bit: small, so a frame takes few cycles
 START_SECONDS = 30.0  # for the compiled simulator to come out of reset and say "ready"
@@ -34,8 +37,6 @@ def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesig
     """The simulated board of ``build``: the files of its ``files.f`` (paths into the folder
     it was built in read in its folder now), the host link and a top wiring them, with
     ``uart_pty.cpp`` for its testbench."""
-    from brainsmith.board.top import accelerator_ports
-
     folder, built_in = build.folder, build.built_in.rstrip(os.sep)
     listing = Path(folder, "finn", "stitched_rtl", "files.f").read_text().split()
     files = []
@@ -84,9 +85,6 @@ def compile_board(
     """The simulated board's executable (``design``, the build's RTL board when None), from
     rtlsim's compile cache or compiled now; DriverError with the compiler's first error (its
     log kept) when it does not compile."""
-    from brainsmith.rtlsim.compile import CompileError, compile_layer
-    from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
-
     design = design or board_design(build, clks_per_bit)
     workdir = tempfile.mkdtemp(prefix="brainsmith-board-")
     try:

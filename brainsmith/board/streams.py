@@ -17,7 +17,17 @@ from typing import Any
 
 import numpy as np
 
+from brainsmith.board.link import HEADER, word_bytes
+from brainsmith.board.top import TopError, accelerator_ports
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import DamagedFile
+from brainsmith.frameworks.finn.env import prepare_finn
+from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inputs
+from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+from brainsmith.intake.gate import UntrustedFolder, open_build_folder
+from brainsmith.place_route.sources import stitched_design
+from brainsmith.rtlsim.packing import pack_beats, unpack_beats
+from brainsmith.synthesis import NotSynthesisable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,8 +70,6 @@ class Streams:
 
     def pack(self, array: np.ndarray) -> list[int]:
         """One frame (the accelerator input's values) as ``in_words`` stream words."""
-        from brainsmith.rtlsim.packing import pack_beats
-
         shape = self.first.get_folded_input_shape(0)
         folded = np.asarray(array, dtype=np.float32).reshape(shape)
         try:
@@ -72,8 +80,6 @@ class Streams:
 
     def unpack(self, words: list[int]) -> np.ndarray:
         """The accelerator output's values of one frame's ``out_words`` words."""
-        from brainsmith.rtlsim.packing import unpack_beats
-
         shape = tuple(self.last.get_folded_output_shape(0))
         array = unpack_beats(
             words, self.last.get_output_datatype(0), shape, self.last.get_outstream_width(0)
@@ -83,8 +89,6 @@ class Streams:
     @property
     def bytes_per_frame(self) -> int:
         """Bytes on the wire for one INFER and its reply, frame headers and CRCs included."""
-        from brainsmith.board.link import HEADER, word_bytes
-
         request = HEADER + self.in_words * word_bytes(self.in_bits) + 2
         return request + HEADER + self.out_words * word_bytes(self.out_bits) + 4 + 2
 
@@ -108,12 +112,6 @@ def streams_of(
     """The ``Streams`` of the build in ``folder`` from its report, final model and parent
     graph (a build still running gives its own); DriverError as ``streams``."""
     from qonnx.custom_op.registry import getCustomOp
-
-    from brainsmith.board.top import TopError, accelerator_ports
-    from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
-    from brainsmith.place_route.sources import stitched_design
-    from brainsmith.synthesis import NotSynthesisable
 
     built_in = str(report.get("output_dir") or "")
     _has_whole_design(folder, report)
@@ -180,9 +178,6 @@ def _has_whole_design(folder: str, report: dict[str, Any]) -> None:
 def _opened(folder: str) -> tuple[dict[str, Any], ModelWrapper, ModelWrapper | None]:
     """(report, final model, parent graph) of the build in ``folder``, through the gate
     (``brainsmith.intake.gate``); DriverError naming what is wrong."""
-    from brainsmith.files import DamagedFile
-    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
-
     try:
         opened = open_build_folder(folder)
     except FileNotFoundError:
@@ -205,7 +200,6 @@ class Host:
     whole graph; without a parent graph both pass the frames through."""
 
     def __init__(self, streams: Streams) -> None:
-        from brainsmith.frameworks.finn.execution import fix_python_execution
 
         fix_python_execution()
         parent, model = streams.parent, streams.model
@@ -237,7 +231,6 @@ def _shape(model: ModelWrapper, name: str) -> tuple[int, ...]:
 
 
 def _inputs(model: ModelWrapper) -> list[str]:
-    from brainsmith.frameworks.finn.execution import graph_inputs
 
     return [value.name for value in graph_inputs(model)]
 

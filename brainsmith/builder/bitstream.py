@@ -21,6 +21,7 @@ from typing import Any
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.board.boards import BoardError, board
+from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
@@ -44,8 +45,6 @@ FIFO_RECORD = "fifo_sizing.json"  # brainsmith.steps.fifos.RECORD, in FINN's rep
 def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     """The board's bitstream of ``run``'s stitched design into ``run.bitstream``; BuildError
     (exit 1) when it cannot be made."""
-    from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
-
     began = time.perf_counter()
     name = lattice_board(run.plan.build.board) or ""
     try:

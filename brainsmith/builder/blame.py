@@ -12,6 +12,7 @@ from typing import cast
 
 from brainsmith.builder.failure import fail, fail_output
 from brainsmith.builder.state import BuildRun
+from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.planning.errors import option
 from brainsmith.planning.shaping import Step
 
@@ -193,8 +194,6 @@ def measure_rtl_arithmetic(
     """On the last verified model: how far FINN's RTL softmax and LayerNorm, computing as
     their RTL does, take the outputs from the exact functions (``rtl_arithmetic`` in the
     step's verification, and a note); "" without such layers."""
-    from brainsmith.frameworks.finn.env import contain_finn_output
-
     workdir = run.path("finn", "verification")
     os.makedirs(workdir, exist_ok=True)
     began = time.perf_counter()
@@ -231,7 +230,6 @@ def tolerance_text(atol: float | None, rtol: float) -> str:
 def _run_check(
     run: BuildRun, verifier: Verifier, model: ModelWrapper, parent: ModelWrapper | None
 ) -> list[Check]:
-    from brainsmith.frameworks.finn.env import contain_finn_output
 
     workdir = run.path("finn", "verification")
     os.makedirs(workdir, exist_ok=True)

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 
 from brainsmith.builder.state import StepRecord
 from brainsmith.files import read_json
+from brainsmith.frameworks.finn.env import prepare_finn
+from brainsmith.frameworks.finn.folding.record import read_record
+from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers, stamp
 from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
@@ -138,8 +141,6 @@ def _outside(paths: list[str], root: str) -> list[str]:
 
 def make_checkpoint(run: BuildRun, model: ModelWrapper) -> Checkpoint:
     """The checkpoint of ``run`` (a ``BuildRun``) after its last step, written to its folder."""
-    from brainsmith.frameworks.finn.layers import stamp
-
     layer_plugins = stamp(model)
     if run.resumed_from is not None:
         layer_plugins = {**run.resumed_from.layer_plugins, **layer_plugins}
@@ -168,8 +169,6 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
     reports; returns its model."""
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.frameworks.finn.folding.record import read_record
-
     names = [r.name for r in checkpoint.records]
     if names != [s.name for s in steps[: len(names)]]:
         raise BuildError.setup(
@@ -196,9 +195,6 @@ def continue_from(run: BuildRun, checkpoint: Checkpoint, steps: list[Step]) -> M
 def require_layers_of(model: ModelWrapper, checkpoint: Checkpoint) -> None:
     """Load the plugins providing the checkpoint model's layers; a BuildError naming the
     layer type and the missing package otherwise."""
-    from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
-
     prepare_finn()
     try:
         require_layers(model, checkpoint.model, checkpoint.layer_plugins)

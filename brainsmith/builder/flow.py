@@ -18,9 +18,11 @@ from brainsmith.builder.failure import OUTPUT_ERRORS, fail, fail_output
 from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
 from brainsmith.files import DiskFull, disk_full, save_model
+from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.frameworks.finn.estimation.estimates import estimates
 from brainsmith.frameworks.finn.estimation.finn_reports import RESOURCE_FILE
 from brainsmith.frameworks.finn.facts import allowed_cycles
+from brainsmith.frameworks.finn.layers import stamp
 from brainsmith.frameworks.finn.tables import already_done, missing_tool
 from brainsmith.intake.wiring import streams, wiring_error
 from brainsmith.metrics import span
@@ -99,8 +101,6 @@ def _skipped(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> bool
 def _run_step(run: BuildRun, step: Step, index: int, model: ModelWrapper) -> ModelWrapper:
     """Run one step with FINN's output in build.log; record its time and save its model.
     Any failure of the step fails the build, naming the step."""
-    from brainsmith.frameworks.finn.env import contain_finn_output
-
     interrupts.check()
     run.progress.start(index)
     run.current = index
@@ -217,7 +217,6 @@ def _step_crashed(run: BuildRun, model: ModelWrapper, index: int, exc: Exception
 
 
 def _save_model(run: BuildRun, model: ModelWrapper, index: int, name: str, had_parent: bool) -> str:
-    from brainsmith.frameworks.finn.layers import stamp
 
     path = run.path("intermediate_models", f"{index + 1:02d}_{name}.onnx")
     stamp(model)  # which plugin provides each layer FINN does not have, for fresh processes

@@ -10,10 +10,14 @@ import importlib.util
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.board.boards import BoardError, board
+from brainsmith.frameworks.finn.folding.record import CostedPart
 from brainsmith.frameworks.finn.parts import boards
+from brainsmith.place_route.capacities import part_capacities
 from brainsmith.place_route.ecp5 import INSTALL_HINT
+from brainsmith.place_route.flow import PlaceRouteError
+from brainsmith.place_route.parts import ecp5_part as read_part
 from brainsmith.planning.errors import BuildError
-from brainsmith.planning.lattice import finn_target
+from brainsmith.planning.lattice import STAND_IN_PART, finn_target
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,12 +67,6 @@ def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
     """(a Lattice board's ECP5 part with its capacities from nextpnr, which the folding is
     costed on; a note) for a Lattice build: without nextpnr-ecp5, (None, a note saying the
     folding is costed on the stand-in instead). (None, None) for any other build."""
-    from brainsmith.frameworks.finn.folding.record import CostedPart
-    from brainsmith.place_route.capacities import part_capacities
-    from brainsmith.place_route.flow import PlaceRouteError
-    from brainsmith.place_route.parts import ecp5_part as read_part
-    from brainsmith.planning.lattice import STAND_IN_PART
-
     name = lattice_board(options.board)
     if name is None:
         return None, None

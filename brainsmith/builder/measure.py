@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 
+from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.planning.errors import BuildError
 from brainsmith.report.measured import synthesis_section
 from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
@@ -68,8 +69,6 @@ def check_synthesis(part: str | None) -> None:
 
 def measure(run: BuildRun, model: ModelWrapper, part: str) -> None:
     """Synthesise ``model``'s layers for ``part`` into ``run.synthesis``."""
-    from brainsmith.frameworks.finn.env import contain_finn_output
-
     began = time.perf_counter()
     run.progress.note("starting Yosys (the first run after installing takes about a minute)")
     yosys = require_synthesis(part)

@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable
 
+from brainsmith.builder.bitstream import performance_at_clock
 from brainsmith.builder.lattice import estimate_part, recorded_part
 from brainsmith.files import write_text
 from brainsmith.frameworks.finn.build_log import finn_warnings
@@ -117,7 +118,6 @@ def _add_performance_at_clock(run: BuildRun, found: Estimates) -> None:
     """Add to ``found`` the network's figures at the clock the bitstream reached, if any."""
     if run.bitstream is None:
         return
-    from brainsmith.builder.bitstream import performance_at_clock
 
     clocked = performance_at_clock(run.bitstream, found["performance"], run.rtlsim, run.report_dir)
     if clocked is not None:

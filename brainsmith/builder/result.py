@@ -15,8 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from brainsmith.board.driver import Board
 from brainsmith.builder.checkpoint import Checkpoint
 from brainsmith.files import DamagedFile
+from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
+from brainsmith.frameworks.finn.execution import executable, fix_python_execution, graph_inputs
+from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 from brainsmith.intake.inputs import ResultError as ResultError
 from brainsmith.intake.inputs import sample_shape as _sample_shape
 from brainsmith.intake.inputs import samples as _samples
@@ -71,8 +76,6 @@ class BuildResult:
         a folder no longer there or a wrong shape. With ``device`` (a serial port: a board
         flashed with this build), the accelerator runs there (``brainsmith.board.driver``)."""
         if device is not None:
-            from brainsmith.board.driver import Board
-
             with Board(self, device) as board:
                 return board.run(x)
         return run(self, x)
@@ -108,8 +111,6 @@ def load(folder: str | os.PathLike[str], result: type[BuildResult]) -> BuildResu
 def _finished(folder: str, report_path: str, result: type[BuildResult]) -> BuildResult:
     """A finished build, through the gate (``intake.gate``): a folder from elsewhere is
     untrusted input, its names, paths and domains checked before anything uses them."""
-    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
-
     try:
         opened = open_build_folder(folder)
     except (DamagedFile, OSError) as exc:
@@ -192,8 +193,6 @@ def run(result: BuildResult, x: np.ndarray) -> np.ndarray:
     """The design's outputs for ``x`` (one input, or several on axis 0)."""
     import numpy as np
 
-    from brainsmith.frameworks.finn.env import contain_finn_output
-    from brainsmith.frameworks.finn.execution import executable, fix_python_execution
     from brainsmith.verification.verifier import run as execute
 
     model, parent = _design(result)
@@ -214,9 +213,6 @@ def _design(result: BuildResult) -> tuple[ModelWrapper, ModelWrapper | None]:
     """The final model and the graph around it, as the folder holds them now (through the
     gate), with the plugins of their layers loaded."""
     _check_runnable(result)
-    from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
-    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
     try:
         opened = open_build_folder(result.output_dir)
@@ -257,7 +253,6 @@ def _check_runnable(result: BuildResult) -> None:
 
 
 def _one_input_and_output(model: ModelWrapper) -> None:
-    from brainsmith.frameworks.finn.execution import graph_inputs
 
     inputs = [i.name for i in graph_inputs(model)]
     outputs = [o.name for o in model.graph.output]

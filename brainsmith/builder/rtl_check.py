@@ -10,6 +10,7 @@ import traceback
 from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
 from brainsmith.files import DiskFull
+from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.planning.errors import BuildError
 from brainsmith.report.rtl_tables import layer_problem, rtlsim_section
@@ -39,8 +40,6 @@ def require_simulator() -> str:
 def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int) -> str:
     """Simulate the RTL layers of ``model`` after step ``index``; returns the progress text.
     A StepError says why the step fails (the simulation could not run, or a layer differs)."""
-    from brainsmith.frameworks.finn.env import contain_finn_output
-
     workdir = run.path(*WORKDIR)
     try:
         with contain_finn_output(run.build_log):

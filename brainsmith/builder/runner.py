@@ -23,21 +23,27 @@ import traceback
 from dataclasses import replace
 
 from brainsmith import interrupts
+from brainsmith.builder.bitstream import make_bitstream
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.failure import fail, fail_output
 from brainsmith.builder.flow import run_steps
 from brainsmith.builder.lattice import check_bitstream_tools, costed_part
+from brainsmith.builder.measure import check_synthesis, measure
 from brainsmith.builder.outdir import (
     OutputFolder,
     default_output_dir,
     output_error,
     prepare_output_dir,
 )
+from brainsmith.builder.refold import refolded
 from brainsmith.builder.reporting import write_reports
 from brainsmith.builder.result import BuildResult
 from brainsmith.builder.state import BuildLog, BuildRun, StepRecord
 from brainsmith.files import save_model
 from brainsmith.folder_lock import FolderBusy, FolderLock
+from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
+from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
+from brainsmith.frameworks.finn.layers import note_lines, stamp
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.intake.model import check_inputs
 from brainsmith.planning.context import BuildContext, running
@@ -93,8 +99,6 @@ def build(
     build, ``model`` still being the original model (the verification reference). See
     ``brainsmith.builder.checkpoint``.
     """
-    from brainsmith.builder.refold import refolded
-
     given = dict(options or {})
 
     def once(
@@ -212,7 +216,6 @@ def _build_name(model: str | os.PathLike[str]) -> str:
 
 
 def _execute(run: BuildRun) -> BuildResult:
-    from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
 
     # The helper process draws while FINN loads; where FINN is loaded already, draw here.
     if "finn" not in sys.modules and run.stop_after is None:
@@ -266,8 +269,6 @@ def _load(run: BuildRun, finn_dir: str) -> tuple[list[Step], ModelWrapper, Verif
     run.progress.steps[:] = [s.name for s in steps]
     run.cfg = finn_config(run.plan, finn_dir)
     if run.plan.build.synth:
-        from brainsmith.builder.measure import check_synthesis
-
         check_synthesis(fpga_part(run.cfg))  # Yosys is started after the steps
     run.context = BuildContext(run.plan)
     run.context.costed_part, costed = costed_part(run.plan.build)
@@ -300,7 +301,6 @@ def _verifier(run: BuildRun, model: ModelWrapper) -> Verifier | None:
         return None
     from qonnx.util.cleanup import cleanup_model
 
-    from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
     from brainsmith.verification.verifier import Verifier
 
     reference = cleanup_model(copy.deepcopy(model))
@@ -380,8 +380,6 @@ def _finish(run: BuildRun, model: ModelWrapper, setup_seconds: float) -> BuildRe
 
 def _measure(run: BuildRun, model: ModelWrapper) -> None:
     """``build.synth``: Yosys' counts of every RTL layer into the report."""
-    from brainsmith.builder.measure import measure
-
     try:
         measure(run, model, fpga_part(run.cfg))
     except BuildError as exc:
@@ -392,8 +390,6 @@ def _measure(run: BuildRun, model: ModelWrapper) -> None:
 
 def _bitstream(run: BuildRun, model: ModelWrapper) -> None:
     """``build.bitstream``: the Lattice board's bitstream into the report."""
-    from brainsmith.builder.bitstream import make_bitstream
-
     try:
         make_bitstream(run, model)
     except BuildError as exc:
@@ -405,8 +401,6 @@ def _bitstream(run: BuildRun, model: ModelWrapper) -> None:
 def record_layer_plugins(run: BuildRun, model: ModelWrapper) -> None:
     """Record in ``model``'s metadata (and the report's notes) which plugin provides each
     layer type FINN does not have: a fresh process reading final.onnx loads them first."""
-    from brainsmith.frameworks.finn.layers import note_lines, stamp
-
     found = stamp(model)
     run.context.notes.extend(n for n in note_lines(found) if n not in run.context.notes)
 

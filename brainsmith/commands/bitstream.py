@@ -16,6 +16,7 @@ from brainsmith.board.boards import BoardError, board
 from brainsmith.commands.place_route import placeable_build
 from brainsmith.commands.rtl_verification import FolderError
 from brainsmith.files import write_text
+from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ def bitstream_build_folder(
     FolderError (``reason``, ``hint``) for an unknown board, a clock the PLL cannot make, a
     folder that fails the gate or has no stitched accelerator, a missing tool, or a failed
     run (its log named)."""
-    from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
-
     try:
         target = board(board_name)
     except BoardError as exc:

@@ -20,6 +20,7 @@ from brainsmith.blueprint.choices import lattice_board
 from brainsmith.builder.blame import failing_transform
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
+from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_cannot_run
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.intake.model import check_inputs
 from brainsmith.intake.wiring import streams, wiring_error
@@ -37,6 +38,7 @@ from brainsmith.planning.context import BuildContext, context_of, running
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.host_tail import downstream
 from brainsmith.planning.shaping import finn_config, resolve_steps, shape_plan
+from brainsmith.steps.dataflow import infer_hardware, integer_adds_in_rtl, set_backend_styles
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -200,8 +202,6 @@ def _conversion_error(step: Step, model: ModelWrapper, cfg: DataflowBuildConfig)
 
 def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
     """Convert ``before`` with the plan's kernels and judge every node."""
-    from brainsmith.steps.dataflow import infer_hardware
-
     plan = context_of(cfg).plan
     board = lattice_board(plan.build.board)  # no HLS flow: an HLS layer blocks
     model = infer_hardware(before, cfg)
@@ -327,8 +327,6 @@ def _selectable_kernel_takes(
 
 def _unrunnable(model: ModelWrapper, nodes: list[NodeVerdict]) -> list[NodeVerdict]:
     """Nodes left on the host that its executor cannot run block the build: it runs them."""
-    from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_cannot_run
-
     opsets = {o.domain: o.version for o in model.model.opset_import}
     host = {n.name: n for n in model.graph.node}
     for verdict in nodes:
@@ -344,8 +342,6 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
     (``brainsmith.planning.backend_reason`` says why, as the build does)."""
     from finn.transformation.fpgadataflow.specialize_layers import SpecializeLayers
     from qonnx.core.modelwrapper import ModelWrapper
-
-    from brainsmith.steps.dataflow import integer_adds_in_rtl, set_backend_styles
 
     plan, part = context_of(cfg).plan, fpga_part(cfg)
     trial = ModelWrapper(copy.deepcopy(model.model))

@@ -12,8 +12,10 @@ import os
 import stat
 
 from brainsmith.board.boards import BOARDS
+from brainsmith.board.flash import FlashError, load, loader_command
 from brainsmith.commands.rtl_verification import FolderError
 from brainsmith.files import DamagedFile, read_json
+from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,8 +32,6 @@ def flash_build_folder(
     ``dry_run`` only the command. Returns the command, the bitstream, its board and SHA-256,
     ``to_flash`` and what openFPGALoader printed (empty in a dry run). FolderError (``exit_code`` 2: no usable bitstream, no
     openFPGALoader; 1: openFPGALoader failed)."""
-    from brainsmith.board.flash import FlashError, load, loader_command
-
     board, bit, digest = build_bitstream(folder)
     try:
         command = loader_command(board, bit, to_flash=to_flash, cable=cable)
@@ -66,8 +66,6 @@ def build_bitstream(folder: str) -> tuple[str, str, str]:
 
 def _opened(folder: str, root: str) -> BuildFolder:
     """``root`` through the gate (its report only); FolderError saying what it refused."""
-    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
-
     try:
         return open_build_folder(root, models=False)
     except FileNotFoundError:

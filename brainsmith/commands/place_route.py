@@ -25,6 +25,7 @@ from brainsmith.commands.rtl_verification import (
 )
 from brainsmith.files import write_text
 from brainsmith.place_route import PlaceRouteError, UnknownPart, place_route
+from brainsmith.place_route.families import target
 from brainsmith.place_route.flow import NotUsable, find_nextpnr
 from brainsmith.place_route.sources import stitched_design
 from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
@@ -47,8 +48,6 @@ BITSTREAM = os.path.join("place_route", "{part}.bit")  # for a family that packs
 def _target(part_name: str, mhz: float | None) -> tuple[Family, Part]:
     """The family and part ``part_name`` names; FolderError for an unknown part or a clock
     ``mhz`` that is not one."""
-    from brainsmith.place_route.families import target
-
     try:
         family, part = target(part_name)
     except UnknownPart as exc:

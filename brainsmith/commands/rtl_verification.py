@@ -26,6 +26,10 @@ import numpy as np
 from brainsmith.builder.rtl_check import WORKDIR
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, DiskFull, read_json, read_npy, read_npz, write_text
+from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
+from brainsmith.frameworks.finn.execution import graph_inputs
+from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 from brainsmith.intake.model import InputError, check_model, kernel_domains
 from brainsmith.report.contents import to_json, write_html
 from brainsmith.report.rtl_tables import rtlsim_section
@@ -66,8 +70,6 @@ def verify_build_folder(
     """Simulate ``folder``'s RTL layers; returns the DesignResult (report files updated).
     ``allow_changed`` simulates HDL files the build did not generate as they are, each
     named to ``warn``."""
-    from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
-
     report = _read_report(folder)
     model, parent = gated_models(folder)
     try:
@@ -139,8 +141,6 @@ def refuse_changed_hdl(
 def gated_models(folder: str) -> tuple[ModelWrapper, ModelWrapper | None]:
     """``folder``'s final model and the graph around it, once the folder passed the gate
     (``brainsmith.intake.gate``); FolderError listing what it refused otherwise."""
-    from brainsmith.intake.gate import UntrustedFolder, open_build_folder
-
     try:
         opened = open_build_folder(folder)
     except UntrustedFolder as exc:
@@ -152,8 +152,6 @@ def gated_models(folder: str) -> tuple[ModelWrapper, ModelWrapper | None]:
 
 def _require_layers(model: ModelWrapper, folder: str) -> None:
     """Load the plugins that provide final.onnx's layers (recorded by the build)."""
-    from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
-
     try:
         require_layers(model, os.path.join(folder, "final.onnx"))
     except LayerPluginError as exc:
@@ -266,8 +264,6 @@ def _inputs(
 
 def _user_inputs(model: ModelWrapper, input_npy: str) -> list[Sample]:
     """``input_npy``'s frames for ``model``'s one input."""
-    from brainsmith.frameworks.finn.execution import graph_inputs
-
     inputs = graph_inputs(model)
     if len(inputs) != 1:
         raise FolderError(f"--input needs a single-input model; this one has {len(inputs)}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from brainsmith.board.driver import Board, RunFigures
+from brainsmith.board.simulated import SimulatedBoard
 from brainsmith.board.streams import DriverError, Host
 
 GENERATED_FRAMES = 8  # inputs drawn from the input's data type when none are given
@@ -90,8 +91,6 @@ def _board(
 ) -> Board:
     """The board at ``port``, or a simulated one (compiled first), open within ``stack``."""
     if simulate:
-        from brainsmith.board.simulated import SimulatedBoard
-
         note("compiling the simulated board (Verilator; cached by content)")
         port = stack.enter_context(SimulatedBoard(folder))
     if port is None:

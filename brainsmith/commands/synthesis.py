@@ -23,6 +23,7 @@ from brainsmith.commands.rtl_verification import (
     refuse_changed_hdl,
 )
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
+from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
 from brainsmith.frameworks.finn.facts import RESOURCES
 from brainsmith.report.measured import synthesis_run
 from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
@@ -55,8 +56,6 @@ def synthesise_build_folder(
     fails the gate (``intake.gate``), HDL the build did not generate (unless
     ``allow_changed``: then each file is named to ``warn``), a missing Yosys or a part Yosys
     cannot map."""
-    from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
-
     report = _read_report(folder)
     model, _ = gated_models(folder)  # before anything is written into the folder
     with contain_finn_output(io.StringIO()):
@@ -119,8 +118,6 @@ def _synthesised(
     note: Callable[[str], None] | None,
 ) -> DesignSynthesis:
     """Every RTL layer of ``model`` through Yosys, logged to ``workdir``/synth.log."""
-    from brainsmith.frameworks.finn.env import contain_finn_output
-
     os.makedirs(workdir, exist_ok=True)
     log_path = os.path.join(workdir, "synth.log")
     with open(log_path, "w") as log, contain_finn_output(log):

@@ -21,11 +21,19 @@ from dataclasses import dataclass, replace
 from typing import cast
 
 from brainsmith.blueprint import BlueprintError, load_blueprint
+from brainsmith.builder.outdir import default_output_dir, os_problem, prepare_output_dir
+from brainsmith.dse.progress import ExploreProgress
+from brainsmith.dse.results import write_json
+from brainsmith.dse.stopping import Stopping
 from brainsmith.dse.tasks import NodeResult, NodeTask, load_result
 from brainsmith.dse.tree import Segment, build_tree, root_key, show, step_keys
 from brainsmith.dse.variants import SpaceError, Variant, expand
 from brainsmith.errors import BrainsmithError
+from brainsmith.folder_lock import FolderBusy, FolderLock
+from brainsmith.metrics import ExploreMetrics
+from brainsmith.planning.errors import BuildError, option
 from brainsmith.planning.plan import PlanError
+from brainsmith.planning.shaping import with_overrides
 from brainsmith.plugin.errors import PluginError
 
 TYPE_CHECKING = False
@@ -193,9 +201,6 @@ def _check_scheduler_timeout(scheduler: str | None, seconds: float | None) -> No
 @contextlib.contextmanager
 def _locked(folder: str) -> Iterator[None]:
     """Hold ``folder``'s exploration lock, or refuse at once (ExploreError)."""
-    from brainsmith.builder.outdir import os_problem
-    from brainsmith.folder_lock import FolderBusy, FolderLock
-
     lock = FolderLock(folder)
     try:
         lock.acquire()
@@ -213,7 +218,6 @@ def _locked(folder: str) -> Iterator[None]:
 
 
 def _serve_metrics(port: int, name: str) -> ExploreMetrics:
-    from brainsmith.metrics import ExploreMetrics
 
     try:
         return ExploreMetrics(port, name)
@@ -296,8 +300,6 @@ class Exploration:
         self, workers: int | None, scheduler: str | None, progress: bool, started: float
     ) -> None:
         """Run what is left; SIGINT/SIGTERM stop it (``Stopping``), recorded as interrupted."""
-        from brainsmith.dse.stopping import Stopping
-
         self.started = started
         with Stopping(self.abandon):
             self._execute(workers, scheduler, progress, started)
@@ -305,7 +307,6 @@ class Exploration:
     def _execute(
         self, workers: int | None, scheduler: str | None, progress: bool, started: float
     ) -> None:
-        from brainsmith.dse.progress import ExploreProgress
 
         tasks = self.tasks()
         executor = self._started_executor(workers, scheduler, tasks)
@@ -357,8 +358,6 @@ class Exploration:
 
     def _progress(self) -> ExploreProgress:
         """The progress display: a line per segment, with the variants it builds."""
-        from brainsmith.dse.progress import ExploreProgress
-
         return ExploreProgress(
             {n.id: _label(n) for n in self.nodes.values()},
             {n.id: [v.id for v in n.variants] for n in self.nodes.values()},
@@ -433,7 +432,6 @@ class Exploration:
     def _write(self, started: float | None, locked: bool = False) -> ExploreResult:
         from brainsmith.dse.record import assemble
         from brainsmith.dse.report import write_report
-        from brainsmith.dse.results import write_json
 
         if not locked:
             with self.writing:
@@ -574,10 +572,6 @@ def _targeted(variants: list[Variant], part: str | None, board: str | None) -> l
     """``variants`` built for ``part`` or ``board`` (``--part``, ``--board``) instead of the
     blueprint's, checked as ``build`` checks them; ExploreError when the design space itself
     varies the target (the variants would become the same) or the target is refused."""
-
-    from brainsmith.planning.errors import BuildError, option
-    from brainsmith.planning.shaping import with_overrides
-
     if not part and not board:
         return variants
     given = option("part") if part else option("board")
@@ -595,7 +589,6 @@ def _targeted(variants: list[Variant], part: str | None, board: str | None) -> l
 
 
 def _default_folder(name: str) -> str:
-    from brainsmith.builder.outdir import default_output_dir
 
     return default_output_dir(f"{name}-explore")
 
@@ -603,9 +596,6 @@ def _default_folder(name: str) -> str:
 def _prepare(folder: str, resume: bool, force: bool) -> None:
     """Make ``folder`` ready; errors name the options as the caller gave them (the command
     sets ``command_line_names``)."""
-    from brainsmith.builder.outdir import prepare_output_dir
-    from brainsmith.planning.errors import BuildError, option
-
     if resume and force:
         raise ExploreError(
             f"{option('resume')} and {option('force')} contradict each other", "keep one of them"

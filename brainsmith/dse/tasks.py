@@ -18,7 +18,12 @@ from dataclasses import asdict, dataclass, field
 from typing import cast
 
 from brainsmith.files import read_json
+from brainsmith.frameworks.finn.env import prepare_finn
+from brainsmith.interrupts import BuildInterrupted
+from brainsmith.metrics import span
 from brainsmith.planning.plan import BuildPlan
+from brainsmith.report.charts import render_charts
+from brainsmith.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -141,7 +146,6 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
         if finished is not None and finished.status == "ok":
             finished.reused = False
             return finished
-    from brainsmith.metrics import span
 
     with _BUILD_LOCK, span("brainsmith.segment", node=task.id, folder=task.folder):
         _announce(task.topic, task.id, task.folder)
@@ -156,7 +160,6 @@ def run_node(task: NodeTask, parent: NodeResult | None = None) -> NodeResult:
 def _build(task: NodeTask, parent: NodeResult | None) -> NodeResult:
     from brainsmith.builder import BuildError, build
     from brainsmith.builder.checkpoint import Checkpoint
-    from brainsmith.interrupts import BuildInterrupted
 
     try:
         start = None
@@ -234,8 +237,6 @@ def _worker_name() -> str:
 def warm_up() -> None:
     """Load FINN and what a build uses, so a worker's first segment does not wait for it."""
     from brainsmith.builder import runner  # noqa: F401
-    from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.report.charts import render_charts
 
     prepare_finn()
     import finn.custom_op.fpgadataflow  # noqa: F401
@@ -249,8 +250,6 @@ def warm_up() -> None:
 def check_worker(folder: str) -> Json:
     """What a worker sees: the output folder, brainsmith's version, Python's."""
     import platform
-
-    from brainsmith.version import __version__
 
     return {
         "sees_output": os.path.isdir(folder),

@@ -27,6 +27,11 @@ from importlib.resources import files as package_files
 from typing import TYPE_CHECKING
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import DamagedFile, read_regular
+from brainsmith.frameworks.finn.env import contain_finn_output
+from brainsmith.frameworks.finn.execution import runnable_copy
+from brainsmith.intake.inputs import ResultError, samples
+from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
 if TYPE_CHECKING:
     import numpy as np
@@ -127,7 +132,6 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
 def _listed(listing: str, folder: str, built_in: str) -> list[str]:
     """The paths ``files.f`` lists, those of the folder the build ran in moved to ``folder``;
     the FIFO sizing's gauge left out."""
-    from brainsmith.files import DamagedFile, read_regular
     from brainsmith.place_route.sources import MAX_LIST_BYTES
 
     try:
@@ -210,9 +214,6 @@ def _vectors(
     import numpy as np
 
     from brainsmith.board.streams import Host, run_graph
-    from brainsmith.frameworks.finn.env import contain_finn_output
-    from brainsmith.frameworks.finn.execution import runnable_copy
-    from brainsmith.intake.inputs import ResultError, samples
     from brainsmith.rtlsim.packing import pack_beats
     from brainsmith.verification.verifier import generate_inputs
 
@@ -332,7 +333,6 @@ def _screen(stage: str) -> None:
     (``$system``, file writes, ...: ``brainsmith.rtlsim.screen``, as every simulation here is
     screened): a build folder made elsewhere must not run commands where it is simulated."""
     from brainsmith.rtlsim.screen import PreprocessError, UnsafeSource, screen
-    from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
     with open(os.path.join(stage, "sim", "files.f")) as handle:
         listed = handle.read().split()

@@ -31,6 +31,17 @@ from dataclasses import dataclass
 from typing import cast
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import read_json
+from brainsmith.frameworks.finn.facts import is_hardware
+from brainsmith.intake.model import (
+    KNOWN_DOMAINS,
+    InputError,
+    all_nodes,
+    check_attribute_sizes,
+    check_node_count,
+    kernel_domains,
+    load_model_bounded,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,8 +134,6 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
 
 def _read_report(path: str, refused: bool) -> Json:
     """``path``'s report.json (an empty one if its file was ``refused``)."""
-    from brainsmith.files import read_json
-
     report_path = os.path.join(path, "report.json")
     if not os.path.lexists(report_path):
         raise FileNotFoundError(report_path)
@@ -302,7 +311,6 @@ FIGURE_KINDS: dict[str, tuple[str, Callable[[object], bool]]] = {
 
 # -- final.onnx and final_parent.onnx -------------------------------------------------------
 def _load(path: str, name: str) -> tuple[onnx.ModelProto | None, list[str]]:
-    from brainsmith.intake.model import InputError, load_model_bounded
 
     try:
         return load_model_bounded(path), []
@@ -316,13 +324,6 @@ def model_problems(
     """What in ``proto`` (the file ``name`` of ``folder``) would become a path, an import, a
     tool command or a program; code paths into ``built_in`` (the folder the build was made
     in) are pointed into ``folder`` in ``proto`` itself."""
-    from brainsmith.intake.model import (
-        KNOWN_DOMAINS,
-        InputError,
-        check_attribute_sizes,
-        check_node_count,
-    )
-
     try:
         check_node_count(proto, name)
         check_attribute_sizes(proto, name)
@@ -414,19 +415,14 @@ def _moved_in(path: str, folder: str, built_in: str) -> str:
 
 def _hardware(node: onnx.NodeProto) -> bool:
     """One of FINN's hardware layers (a partition of them is not one)."""
-    from brainsmith.frameworks.finn.facts import is_hardware
-
     return is_hardware(node) and node.op_type != "StreamingDataflowPartition"
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    from brainsmith.intake.model import all_nodes
 
     yield from all_nodes(graph)
 
 
 def _domains() -> set[str]:
     """The node domains registered kernels declare."""
-    from brainsmith.intake.model import kernel_domains
-
     return kernel_domains()

@@ -5,6 +5,7 @@ and ``ResultError``, what a build result that cannot be loaded or run raises."""
 from __future__ import annotations
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.frameworks.finn.execution import graph_inputs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,8 +29,6 @@ class ResultError(BrainsmithError):
 def samples(model: ModelWrapper, x: np.ndarray) -> tuple[list[Sample], bool]:
     """``x`` as samples of ``model``'s input, and whether it was one without a batch axis."""
     import numpy as np
-
-    from brainsmith.frameworks.finn.execution import graph_inputs
 
     name = graph_inputs(model)[0].name
     shape = tuple(int(d) if d else 1 for d in model.get_tensor_shape(name))

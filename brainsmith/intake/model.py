@@ -23,9 +23,11 @@ import os
 from dataclasses import dataclass, field
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import DamagedFile, read_npy, read_npz
 from brainsmith.frameworks.finn.facts import LAYER_DOMAINS, is_hardware
 from brainsmith.intake.wiring import cycle, describe, given_and_produced
 from brainsmith.planning.errors import BuildError, option
+from brainsmith.plugin import get_registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -161,8 +163,6 @@ def _complete_windows(checked: CheckedModel) -> None:
 
 def kernel_domains() -> set[str]:
     """The node domains registered kernels declare (their QONNX custom-op modules)."""
-    from brainsmith.plugin import get_registry
-
     return {
         str(spec.metadata["domain"])
         for spec in get_registry().specs("kernel")
@@ -600,8 +600,6 @@ def _is_archive(path: str) -> bool:
 def _archive(what: str, path: str) -> dict[str, np.ndarray]:
     """The arrays of the ``.npz`` archive ``path``, each checked as ``_array`` checks one;
     bounded from the archive's headers before anything is unpacked (``files.read_npz``)."""
-    from brainsmith.files import DamagedFile, read_npz
-
     try:
         arrays = read_npz(path)
     except (DamagedFile, OSError) as exc:
@@ -616,7 +614,6 @@ def _archive(what: str, path: str) -> dict[str, np.ndarray]:
 
 
 def _array(what: str, path: str) -> np.ndarray:
-    from brainsmith.files import DamagedFile, read_npy
 
     flag = option(what)
     save = "save a numeric array with numpy.save(path, array)"

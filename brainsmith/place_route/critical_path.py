@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from brainsmith.files import DamagedFile, read_json
+
 INSTANCE = re.compile(r"^\s*(\w+)\s+(n\d+)\s*\(", re.M)
 MAX_REPORT_BYTES = 64 * 2**20
 WRAPPER = "_rtlsim_top"  # brainsmith's wrapper of a layer with streamed parameters
@@ -84,8 +86,6 @@ def named_critical_path(
 ) -> CriticalPath | None:
     """The critical path in nextpnr's report at ``report_path``, its ends named after the
     layers of the stitched design's ``sources``; None when it cannot be read."""
-    from brainsmith.files import DamagedFile, read_json
-
     accelerator = next((text for _, text in sources if "module accelerator" in text), "")
     try:
         report = read_json(report_path, MAX_REPORT_BYTES)

@@ -35,6 +35,7 @@ from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
 from brainsmith.place_route.critical_path import CriticalPath, named_critical_path
 from brainsmith.place_route.sources import StitchedDesign
+from brainsmith.plugin.settings.memo import tool_cache
 from brainsmith.synthesis.sources import (
     DATA,
     MOUNT,
@@ -308,8 +309,6 @@ def cache_root(
 ) -> str:
     """The private cache folder ``name`` (or the one ``variable`` names); NotUsable when it is
     not this user's alone."""
-    from brainsmith.plugin.settings.memo import tool_cache
-
     root, problem = tool_cache(name, variable, what)
     if root is None:
         raise NotUsable(problem, "set BRAINSMITH_CACHE_DIR to a folder of your own")

@@ -15,6 +15,8 @@ import contextlib
 import logging
 import re
 
+from brainsmith.frameworks.finn.layers import registered_layers
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -139,8 +141,6 @@ def _default_reason(backend: str) -> str:
 def _unasked_reason(op_type: str, style: str) -> str:
     """Why a layer neither pinned nor preferred gets ``style``: the default rule keeps FINN's
     own layer where the other backend is a plugin's alternative (brainsmith's RTL pooling)."""
-    from brainsmith.frameworks.finn.layers import registered_layers
-
     other = registered_layers().get(f"{op_type}_rtl")
     name = other.qualified_name if other is not None else "the RTL alternative"
     return f"default rule: FINN's {style.upper()} layer ({name} with prefer: rtl)"

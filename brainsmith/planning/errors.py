@@ -12,6 +12,7 @@ import contextvars
 from collections.abc import Iterator
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.frameworks.finn.facts import step_label
 
 OPTIONS = {  # option: (command line, Python API)
     "output": ("-o OUTDIR", "output_dir=..."),
@@ -89,8 +90,6 @@ class BuildError(BrainsmithError):
 
     def _headline(self) -> str:
         """What happened: interrupted, refused before it started, or failed in a step."""
-        from brainsmith.frameworks.finn.facts import step_label
-
         step = step_label(self.step)
         if self.interrupted:
             where = "" if self.step == "setup" else f" in step '{step}'"

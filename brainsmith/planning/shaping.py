@@ -15,6 +15,8 @@ from typing import cast
 from brainsmith.blueprint.choices import PREFERENCES, VERIFY_MODES
 from brainsmith.blueprint.options import check_given
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
+from brainsmith.frameworks.finn.env import prepare_finn, vivado_available
+from brainsmith.frameworks.finn.recipe.steps import LEAN_STEPS
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.frameworks.finn.tables import STEP_OUTPUTS, TOOL_STEPS
 from brainsmith.planning.errors import OPTIONS, BuildError, option
@@ -201,9 +203,6 @@ def _resolved(spec: PluginSpec) -> Step:
 def _tool_step(step: Step, spec: PluginSpec) -> None:
     """FINN's hardware ``step`` (``spec``): FINN's body where brainsmith has it (its builder
     not imported), else loaded now with Vivado or when it runs without (some models only)."""
-    from brainsmith.frameworks.finn.env import vivado_available
-    from brainsmith.frameworks.finn.recipe.steps import LEAN_STEPS
-
     if spec.name in LEAN_STEPS:
         step.fn = cast("StepFunction", LEAN_STEPS[spec.name])
     elif not vivado_available():
@@ -213,7 +212,6 @@ def _tool_step(step: Step, spec: PluginSpec) -> None:
 
 
 def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
-    from brainsmith.frameworks.finn.env import prepare_finn
 
     prepare_finn()
     import finn.custom_op.fpgadataflow  # noqa: F401 - FINN's layers load during setup, not a step

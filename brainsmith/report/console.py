@@ -11,6 +11,7 @@ import time
 from typing import TextIO
 
 from brainsmith.frameworks.finn.facts import step_label
+from brainsmith.terminal import console
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ class Progress:
         self.live = None
         self.caption = ""
         self.started: dict[int, float] = {}  # running step -> when it began (monotonic)
-        from brainsmith.terminal import console
 
         self.console = console(file=self.stream, highlight=False)
         if self.console.is_terminal:

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from brainsmith.frameworks.finn.execution import executable, fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.facts import is_hardware
+from brainsmith.frameworks.finn.float_units import rtl_arithmetic
 from brainsmith.rtlsim.compile import CompileError, compile_layer
 from brainsmith.rtlsim.sources import (
     FAILED,
@@ -334,9 +336,6 @@ def layer_tensors(
     """Every tensor of ``model`` for each sample, from its Python execution (FINN's RTL float
     layers computing as their RTL does: ``float_units``)."""
     from finn.core.onnx_exec import execute_onnx
-
-    from brainsmith.frameworks.finn.execution import executable, fix_python_execution, graph_inputs
-    from brainsmith.frameworks.finn.float_units import rtl_arithmetic
 
     fix_python_execution()
     os.makedirs(workdir, exist_ok=True)

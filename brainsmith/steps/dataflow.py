@@ -18,14 +18,33 @@ from typing import cast
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
+from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
 from brainsmith.frameworks.finn.facts import BACKEND_STYLES, HW_DOMAIN, is_hardware
+from brainsmith.frameworks.finn.layers import (
+    LayerPluginError,
+    load_plan_layers,
+    register_finn_layers,
+    registered_layers,
+    require_layers,
+)
+from brainsmith.frameworks.finn.recipe import steps as finn_steps
+from brainsmith.frameworks.finn.recipe.steps import (
+    estimate_reports,
+    hw_codegen,
+    minimize_bit_width,
+    unfinished_streamlining,
+)
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
+from brainsmith.planning.advice import blocking_nodes, explain_blocking, fork_hint, fork_problems
+from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
 from brainsmith.planning.context import context_of
+from brainsmith.planning.host_tail import split_host_tail
 from brainsmith.plugin import get_registry, step
 from brainsmith.plugin.errors import PluginError
 from brainsmith.plugin.metadata import PRIORITY_LEVELS
 from brainsmith.plugin.names import short_name
+from brainsmith.plugins import transforms as tfm
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,9 +73,7 @@ def cleanup(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
 def qonnx_to_finn(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Convert Quant/BipolarQuant/Trunc nodes to FINN-ONNX (MultiThreshold), then tidy up;
     average pools keep the truncation Brevitas exported (``fix_average_pools``)."""
-    from brainsmith.frameworks.finn.recipe import steps as finn_steps
     from brainsmith.frameworks.finn.recipe.networks import average_pool_widths, fix_average_pools
-    from brainsmith.plugins import transforms as tfm
 
     model = model.transform(tfm.TruncAvgPoolToThresholds())
     widths = average_pool_widths(model)
@@ -70,7 +87,6 @@ def streamline(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     then FINN's streamlining (lowering convolutions to matrix products), then move scales
     past residual forks and joins and layout changes before the thresholds feeding them,
     and bring concatenations and nearest-neighbour upsampling to integers channels-last."""
-    from brainsmith.frameworks.finn.recipe import steps as finn_steps
     from brainsmith.frameworks.finn.recipe.networks import (
         channels_last,
         lift_1d,
@@ -79,7 +95,6 @@ def streamline(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
         streamline_joins,
         streamline_residuals,
     )
-    from brainsmith.plugins import transforms as tfm
 
     model = apply_transforms(model, context_of(cfg).plan, "pre_hw")
     model = streamline_depthwise(lift_1d(model))
@@ -111,9 +126,6 @@ def hardware_inference(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWr
     Returns the partition (the accelerator); the graph around it is kept as
     ``context_of(cfg).dataflow_parent``.
     """
-    from brainsmith.frameworks.finn.recipe.steps import minimize_bit_width, unfinished_streamlining
-    from brainsmith.planning.host_tail import split_host_tail
-
     unfinished = unfinished_streamlining(model)
     if unfinished:
         model = streamline(model, cfg)
@@ -156,8 +168,6 @@ def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrappe
 
 def _check_converted(before: ModelWrapper, model: ModelWrapper, cfg: DataflowBuildConfig) -> None:
     """Fail naming every node that would split the accelerator, with what would take it."""
-    from brainsmith.planning.advice import blocking_nodes, explain_blocking
-
     plan = context_of(cfg).plan
     selected = ", ".join(k.name for k in plan.kernels) if plan.kernels is not None else "all"
     if not any(is_hardware(n) for n in model.graph.node):
@@ -183,8 +193,6 @@ def _check_converted(before: ModelWrapper, model: ModelWrapper, cfg: DataflowBui
 
 def _check_host_nodes(parent: ModelWrapper) -> None:
     """Fail naming every node around the accelerator that the host cannot run."""
-    from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
-
     problems = host_problems(parent)
     if problems:
         raise StepError(
@@ -230,8 +238,6 @@ def _partition(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
 
 def _check_forks(model: ModelWrapper, plan: BuildPlan) -> None:
     """A hardware layer's output read by several hardware layers needs a DuplicateStreams."""
-    from brainsmith.planning.advice import fork_hint, fork_problems
-
     problems = [f"layer {name}'s {problem}" for name, problem in fork_problems(model).items()]
     if problems:
         raise StepError("; ".join(problems), fork_hint(plan), model)
@@ -254,8 +260,6 @@ def specialize(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     from qonnx.transformation.general import GiveUniqueNodeNames
     from qonnx.transformation.infer_datatypes import InferDataTypes
     from qonnx.transformation.infer_shapes import InferShapes
-
-    from brainsmith.planning.backend_reason import asked_reason, finn_refusals
 
     plan = context_of(cfg).plan
     load_layers(plan, model)
@@ -316,8 +320,6 @@ def _backend_reason(
 ) -> tuple[str, str]:
     """(layer name, why ``node`` got its backend), from what was ``asking`` for it before
     specialisation (name, op type, style, who asked) and what FINN ``refused``."""
-    from brainsmith.planning.backend_reason import backend_reason
-
     name, op_type, style, why = asking
     return name, backend_reason(op_type, style, why, node.op_type, part, refused.get(name, ""))
 
@@ -345,13 +347,6 @@ def _say_backends(
 def load_layers(plan: BuildPlan, model: ModelWrapper | None = None) -> None:
     """Load the plan's kernels and their backends (and the plugins ``model``'s layers
     record), so QONNX and FINN know their layers before conversion and specialisation."""
-    from brainsmith.frameworks.finn.layers import (
-        LayerPluginError,
-        load_plan_layers,
-        register_finn_layers,
-        require_layers,
-    )
-
     try:
         load_plan_layers(plan)
         kernels = plan.kernels
@@ -407,8 +402,6 @@ def _unasked(op_type: str, plan: BuildPlan) -> str:
     """``"hls"`` where the RTL layer of ``op_type`` is a plugin's alternative (a backend below
     NORMAL priority, such as brainsmith's RTL for FINN's HLS-only layers) that the blueprint
     neither lists nor prefers; ``""`` lets FINN's rule choose (RTL wherever it exists)."""
-    from brainsmith.frameworks.finn.layers import registered_layers
-
     spec = registered_layers().get(f"{op_type}_rtl")
     if spec is None or spec.metadata.get("priority", 50) >= PRIORITY_LEVELS["NORMAL"]:
         return ""
@@ -475,7 +468,6 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
     every layer must then have a backend."""
     from brainsmith.frameworks.finn.folding.target import fold_for_target, follow_decomposition
-    from brainsmith.frameworks.finn.recipe import steps as finn_steps
 
     context = context_of(cfg)
     plan = context.plan
@@ -521,7 +513,6 @@ def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Write FINN's analytical estimate reports (resources, cycles, performance) to the
     report folder of ``cfg.output_dir``."""
     from brainsmith.frameworks.finn.folding.search import over_the_part
-    from brainsmith.frameworks.finn.recipe.steps import estimate_reports
 
     model = estimate_reports(model, cfg)
     context = context_of(cfg)
@@ -546,8 +537,6 @@ def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
 @step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")
 def codegen(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Generate each layer's HLS code and RTL sources (no Xilinx tools needed)."""
-    from brainsmith.frameworks.finn.recipe.steps import hw_codegen
-
     return hw_codegen(model, cfg)
 
 

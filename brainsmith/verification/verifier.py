@@ -47,6 +47,7 @@ from brainsmith.frameworks.finn.execution import (
     in_parent,
     runnable_copy,
 )
+from brainsmith.frameworks.finn.float_units import RTL_FLOAT_UNITS, rtl_arithmetic
 from brainsmith.verification.node_major import NodeMajor
 from brainsmith.verification.steps import Reference, Tie, explain, output_steps
 
@@ -566,8 +567,6 @@ class Verifier:
         """The generated inputs' comparison with FINN's RTL float layers computing as their
         RTL does: how far their approximations take the outputs (no ties explained); None
         without such layers or generated inputs."""
-        from brainsmith.frameworks.finn.float_units import RTL_FLOAT_UNITS, rtl_arithmetic
-
         if not self.samples or not any(n.op_type in RTL_FLOAT_UNITS for n in model.graph.node):
             return None
         runnable = in_parent(runnable_copy(model), parent, workdir)

@@ -57,6 +57,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import NoReturn, TextIO
 
+from brainsmith.errors import BrainsmithError
+from brainsmith.frameworks.finn import cycles
+
 _prepared = False
 _prepare_lock = threading.RLock()
 _preparing: int | None = None  # the thread preparing FINN now
@@ -94,8 +97,6 @@ def prepare_finn() -> None:
         if _prepared:  # the thread before us may have set it
             return  # type: ignore[unreachable]
         if _preparing == threading.get_ident():
-            from brainsmith.errors import BrainsmithError
-
             raise BrainsmithError(shadowed_finn())
         _preparing = threading.get_ident()
         try:
@@ -129,7 +130,6 @@ def _prepare() -> None:
         linear_passes.install()
     except ImportError:
         pass  # QONNX is not installed; the caller reports that
-    from brainsmith.frameworks.finn import cycles
 
     cycles.install()
     if os.environ.get("XILINX_VIVADO"):

@@ -42,6 +42,7 @@ import copy
 import functools
 import os
 
+from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.facts import HLS_DOMAIN, HW_DOMAIN, RTL_DOMAIN
 
 TYPE_CHECKING = False
@@ -64,8 +65,6 @@ FIX_MARK = "_brainsmith_fix"
 
 def fix_python_execution() -> None:
     """Apply 1.-5. (idempotent)."""
-    from brainsmith.frameworks.finn.env import prepare_finn
-
     prepare_finn()
     from finn.custom_op.fpgadataflow.convolutioninputgenerator import ConvolutionInputGenerator
     from finn.custom_op.fpgadataflow.matrixvectoractivation import MVAU

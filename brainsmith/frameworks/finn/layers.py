@@ -24,6 +24,7 @@ from brainsmith.errors import BrainsmithError
 from brainsmith.frameworks.finn.facts import HW_DOMAIN, LAYER_DOMAINS
 from brainsmith.frameworks.finn.tables import is_custom_op_class
 from brainsmith.plugin.errors import PluginError, PluginNotFoundError
+from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
@@ -397,7 +398,6 @@ def _install_hint(entry: dict[str, str]) -> str:
 
 
 def _registry() -> Registry:
-    from brainsmith.plugin.manager import get_plugin_manager
 
     return get_plugin_manager().registry()
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from brainsmith.frameworks.finn.env import vivado_available
 from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
@@ -160,8 +161,6 @@ def already_done(step: str, model: ModelWrapper) -> str:
 
 def missing_tool(step: str, model: ModelWrapper) -> str:
     """Why FINN's build step ``step`` cannot run on ``model`` here; "" when it can."""
-    from brainsmith.frameworks.finn.env import vivado_available
-
     if step not in TOOL_STEPS or vivado_available():
         return ""
     if step == "step_hw_ipgen":

@@ -20,7 +20,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from brainsmith.blueprint.choices import lattice_board
+from brainsmith.errors import StepError
 from brainsmith.plugin.names import short_name
+from brainsmith.plugins import transforms as tfm
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -133,8 +136,6 @@ def lift_1d(model: ModelWrapper) -> ModelWrapper:
         _find_invalid_nodes,
     )
 
-    from brainsmith.errors import StepError
-
     if not has_1d_windows(model):
         return model
     disguised = _disguise_average_pools(model)
@@ -205,8 +206,6 @@ def refuse_padded_bipolar(model: ModelWrapper) -> None:
     activations: FINN's XNOR/popcount layers encode -1 as bit 0, so they cannot represent
     the 0 of the padding, and the border would compute wrongly."""
     from qonnx.custom_op.registry import getCustomOp
-
-    from brainsmith.errors import StepError
 
     for conv in model.get_nodes_by_op_type("Conv"):
         pads = node_ints(conv, "pads")
@@ -287,8 +286,6 @@ def streamline_residuals(model: ModelWrapper) -> ModelWrapper:
     )
     from finn.transformation.streamline.round_thresholds import RoundAndClipThresholds
 
-    from brainsmith.plugins import transforms as tfm
-
     if not has_branches(model):
         return model
     moves = (
@@ -332,8 +329,6 @@ def streamline_joins(model: ModelWrapper) -> ModelWrapper:
     from finn.transformation.streamline.reorder import MoveScalesPastIm2Col
     from qonnx.transformation.infer_data_layouts import InferDataLayouts
 
-    from brainsmith.plugins import transforms as tfm
-
     if not any(n.op_type in MOVED_LAYOUTS for n in model.graph.node):
         return model
     moves: tuple[type[Transformation], ...] = (
@@ -366,8 +361,6 @@ def channels_last(model: ModelWrapper) -> ModelWrapper:
     transpose pairs, until nothing moves (each move changes a threshold to NHWC, so this
     ends): the layout change then happens on the host or not at all, not in shuffle layers."""
     from finn.transformation.streamline.absorb import AbsorbConsecutiveTransposes
-
-    from brainsmith.plugins import transforms as tfm
 
     move = tfm.MoveTransposesBeforeThresholds
     for _ in range(len(model.graph.node)):
@@ -473,8 +466,6 @@ def fix_layouts(model: ModelWrapper) -> ModelWrapper:
 def transform_args(name: str, cfg: DataflowBuildConfig, plan: BuildPlan) -> dict[str, object]:
     """Constructor arguments FINN's own flow passes to an infer transform, plus the
     blueprint's filters (and a Lattice board's: integer adds only)."""
-    from brainsmith.blueprint.choices import lattice_board
-
     short = short_name(name)
     if short == "InferRequantLayer":
         return {"bitwidth_threshold": cfg.requant_bitwidth_threshold}

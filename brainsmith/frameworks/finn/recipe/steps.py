@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from brainsmith.frameworks.finn.resolvers import fpga_part, hls_clock_ns
+from brainsmith.plugins import transforms as tfm
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,8 +91,6 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
     from qonnx.transformation.general import RemoveUnusedTensors
     from qonnx.transformation.infer_data_layouts import InferDataLayouts
     from qonnx.transformation.lower_convs_to_matmul import LowerConvsToMatMul
-
-    from brainsmith.plugins import transforms as tfm
 
     model = model.transform(absorb.AbsorbScalarBiasIntoMultiThreshold())
     model = model.transform(Streamline())
