@@ -56,7 +56,6 @@ class IsolatedHub:
 
     @property
     def manager(self) -> PluginManager:
-
         return get_plugin_manager()
 
     def registry(self) -> Registry:

@@ -60,7 +60,6 @@ class Checker:
         return known
 
     def _key_hint(self, key: object, keys: list[str]) -> str:
-
         if not isinstance(key, str):
             return ""
         hint = suggest(key, keys)

@@ -123,7 +123,6 @@ def _backend_names(choice: KernelChoice) -> str:
 def _specs(
     resolver: Resolver, kind: str, refs: Iterable[Ref], default: bool = False
 ) -> tuple[PluginSpec, ...]:
-
     found = (resolver.find(kind, ref, default) for ref in refs)
     return tuple(spec for spec in found if spec is not None)
 

@@ -573,5 +573,4 @@ def _objectives(check: Checker, value: object) -> tuple[tuple[str, str], ...]:
 
 
 def _suggest(name: str) -> str:
-
     return suggest(name, list(METRICS))

@@ -200,7 +200,6 @@ class Host:
     whole graph; without a parent graph both pass the frames through."""
 
     def __init__(self, streams: Streams) -> None:
-
         fix_python_execution()
         parent, model = streams.parent, streams.model
         self.head: ModelWrapper | None = None
@@ -231,7 +230,6 @@ def _shape(model: ModelWrapper, name: str) -> tuple[int, ...]:
 
 
 def _inputs(model: ModelWrapper) -> list[str]:
-
     return [value.name for value in graph_inputs(model)]
 
 

@@ -230,7 +230,6 @@ def tolerance_text(atol: float | None, rtol: float) -> str:
 def _run_check(
     run: BuildRun, verifier: Verifier, model: ModelWrapper, parent: ModelWrapper | None
 ) -> list[Check]:
-
     workdir = run.path("finn", "verification")
     os.makedirs(workdir, exist_ok=True)
     with contain_finn_output(run.build_log):

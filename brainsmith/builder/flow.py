@@ -217,7 +217,6 @@ def _step_crashed(run: BuildRun, model: ModelWrapper, index: int, exc: Exception
 
 
 def _save_model(run: BuildRun, model: ModelWrapper, index: int, name: str, had_parent: bool) -> str:
-
     path = run.path("intermediate_models", f"{index + 1:02d}_{name}.onnx")
     stamp(model)  # which plugin provides each layer FINN does not have, for fresh processes
     try:

@@ -253,7 +253,6 @@ def _check_runnable(result: BuildResult) -> None:
 
 
 def _one_input_and_output(model: ModelWrapper) -> None:
-
     inputs = [i.name for i in graph_inputs(model)]
     outputs = [o.name for o in model.graph.output]
     if len(inputs) != 1 or len(outputs) != 1:

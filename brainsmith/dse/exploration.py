@@ -218,7 +218,6 @@ def _locked(folder: str) -> Iterator[None]:
 
 
 def _serve_metrics(port: int, name: str) -> ExploreMetrics:
-
     try:
         return ExploreMetrics(port, name)
     except OSError as exc:
@@ -307,7 +306,6 @@ class Exploration:
     def _execute(
         self, workers: int | None, scheduler: str | None, progress: bool, started: float
     ) -> None:
-
         tasks = self.tasks()
         executor = self._started_executor(workers, scheduler, tasks)
         self.setup_seconds = time.perf_counter() - started
@@ -589,7 +587,6 @@ def _targeted(variants: list[Variant], part: str | None, board: str | None) -> l
 
 
 def _default_folder(name: str) -> str:
-
     return default_output_dir(f"{name}-explore")
 
 

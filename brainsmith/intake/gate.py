@@ -311,7 +311,6 @@ FIGURE_KINDS: dict[str, tuple[str, Callable[[object], bool]]] = {
 
 # -- final.onnx and final_parent.onnx -------------------------------------------------------
 def _load(path: str, name: str) -> tuple[onnx.ModelProto | None, list[str]]:
-
     try:
         return load_model_bounded(path), []
     except InputError as exc:
@@ -419,7 +418,6 @@ def _hardware(node: onnx.NodeProto) -> bool:
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-
     yield from all_nodes(graph)
 
 

@@ -614,7 +614,6 @@ def _archive(what: str, path: str) -> dict[str, np.ndarray]:
 
 
 def _array(what: str, path: str) -> np.ndarray:
-
     flag = option(what)
     save = "save a numeric array with numpy.save(path, array)"
     if not os.path.isfile(path):

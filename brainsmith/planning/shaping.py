@@ -212,7 +212,6 @@ def _tool_step(step: Step, spec: PluginSpec) -> None:
 
 
 def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
-
     prepare_finn()
     import finn.custom_op.fpgadataflow  # noqa: F401 - FINN's layers load during setup, not a step
     from finn.builder.build_dataflow_config import DataflowBuildConfig, DataflowOutputType

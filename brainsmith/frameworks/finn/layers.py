@@ -398,7 +398,6 @@ def _install_hint(entry: dict[str, str]) -> str:
 
 
 def _registry() -> Registry:
-
     return get_plugin_manager().registry()
 
 

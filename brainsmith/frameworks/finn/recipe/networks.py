@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
         @property
         def build(self) -> BuildOptions: ...
-
         def elementwise_ops(self) -> set[str] | None: ...
 
     NodeFilter = Callable[[ModelWrapper, onnx.NodeProto], bool]  # which nodes a transform takes
