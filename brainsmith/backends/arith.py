@@ -9,14 +9,9 @@ from brainsmith.kernels.int_add import IntAdd
 from brainsmith.plugin import backend
 
 
-@backend(
-    name="IntAddRTL",
-    kernel="IntAdd",
-    backend_type="rtl",
-    description="RTL IntAdd (brainsmith's SystemVerilog): sums of two integer streams",
-)
+@backend(kernel="IntAdd", backend_type="rtl")
 class IntAddRTL(IntAdd, HandwrittenRTL):
-    """IntAdd in SystemVerilog: PE adders, one register stage."""
+    """RTL IntAdd (brainsmith's SystemVerilog): sums of two integer streams."""
 
     core = "bs_int_add"
 

@@ -10,15 +10,13 @@ from brainsmith.kernels.depth_to_space import StreamingDepthToSpace
 from brainsmith.plugin import backend
 
 
-@backend(
-    name="StreamingDepthToSpaceRTL",
-    kernel="StreamingDepthToSpace",
-    backend_type="rtl",
-    description="RTL StreamingDepthToSpace (brainsmith's SystemVerilog): two row buffers",
-)
+@backend(kernel="StreamingDepthToSpace", backend_type="rtl")
 class StreamingDepthToSpaceRTL(StreamingDepthToSpace, HandwrittenRTL):
-    """StreamingDepthToSpace in SystemVerilog: an input row written into one buffer while
-    the other is read once per output row, SIMD channels per beat."""
+    """RTL StreamingDepthToSpace (brainsmith's SystemVerilog): two row buffers.
+
+    An input row is written into one buffer while the other is read once per output row, SIMD
+    channels per beat.
+    """
 
     core = "bs_depth_to_space"
 

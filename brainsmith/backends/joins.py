@@ -16,16 +16,13 @@ from brainsmith.plugin import backend
 LUTRAM_BITS = 64  # bits one LUT holds as distributed RAM with an asynchronous read
 
 
-@backend(
-    name="StreamingConcatRTL",
-    kernel="StreamingConcat",
-    backend_type="rtl",
-    priority="LOW",
-    description="RTL StreamingConcat (brainsmith's SystemVerilog): inputs in turn, no buffering",
-)
+@backend(kernel="StreamingConcat", backend_type="rtl", priority="LOW")
 class StreamingConcatRTL(StreamingConcat, HandwrittenRTL):  # type: ignore[misc]
-    """FINN's StreamingConcat in SystemVerilog: for each vector, each input's beats in turn,
-    every element extended to the output's type."""
+    """RTL StreamingConcat (brainsmith's SystemVerilog): inputs in turn, no buffering.
+
+    For each vector, each input's beats in turn, every element extended to the output's
+    type.
+    """
 
     core = "bs_concat"
 
@@ -72,16 +69,13 @@ class StreamingConcatRTL(StreamingConcat, HandwrittenRTL):  # type: ignore[misc]
         return math.ceil(width * (count - 1) / 2) + 40
 
 
-@backend(
-    name="UpsampleNearestNeighbourRTL",
-    kernel="UpsampleNearestNeighbour",
-    backend_type="rtl",
-    priority="LOW",
-    description="RTL UpsampleNearestNeighbour (brainsmith's SystemVerilog): whole factors, a row buffer",
-)
+@backend(kernel="UpsampleNearestNeighbour", backend_type="rtl", priority="LOW")
 class UpsampleNearestNeighbourRTL(UpsampleNearestNeighbour, HandwrittenRTL):  # type: ignore[misc]
-    """FINN's UpsampleNearestNeighbour in SystemVerilog for whole scale factors: one input
-    row buffered, each pixel repeated across and each row down, one beat per cycle."""
+    """RTL UpsampleNearestNeighbour (brainsmith's SystemVerilog): whole factors, a row buffer.
+
+    For whole scale factors: one input row buffered, each pixel repeated across and each
+    row down, one beat per cycle.
+    """
 
     core = "bs_upsample"
 

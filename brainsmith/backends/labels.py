@@ -8,16 +8,13 @@ from brainsmith.backends.handwritten import HandwrittenRTL
 from brainsmith.plugin import backend
 
 
-@backend(
-    name="LabelSelectRTL",
-    kernel="LabelSelect",
-    backend_type="rtl",
-    priority="LOW",
-    description="RTL LabelSelect (brainsmith's SystemVerilog): indices of the K largest values",
-)
+@backend(kernel="LabelSelect", backend_type="rtl", priority="LOW")
 class LabelSelectRTL(LabelSelect, HandwrittenRTL):  # type: ignore[misc]
-    """FINN's LabelSelect in SystemVerilog: a sorted list of K, PE values placed per beat;
-    equal values keep the lower index first, as ONNX TopK does."""
+    """RTL LabelSelect (brainsmith's SystemVerilog): indices of the K largest values.
+
+    A sorted list of K, PE values placed per beat; equal values keep the lower index first, as
+    ONNX TopK does.
+    """
 
     core = "bs_label_select"
 

@@ -9,21 +9,11 @@ from brainsmith.kernels.layernorm import LayerNorm
 from brainsmith.plugin import backend
 
 
-@backend(
-    name="LayerNormHLS",
-    kernel="LayerNorm",
-    backend_type="hls",
-    description="HLS implementation of LayerNorm (FINN LayerNorm_hls)",
-)
+@backend(kernel="LayerNorm", backend_type="hls")
 class LayerNormHLS(LayerNorm, LayerNorm_hls):  # type: ignore[misc]
-    """HLS implementation of the LayerNorm kernel (FINN's LayerNorm_hls)."""
+    """HLS implementation of LayerNorm (FINN LayerNorm_hls)."""
 
 
-@backend(
-    name="LayerNormRTL",
-    kernel="LayerNorm",
-    backend_type="rtl",
-    description="RTL implementation of LayerNorm (FINN LayerNorm_rtl; float32 datapath)",
-)
+@backend(kernel="LayerNorm", backend_type="rtl")
 class LayerNormRTL(LayerNorm, LayerNorm_rtl):  # type: ignore[misc]
-    """RTL implementation of the LayerNorm kernel (FINN's LayerNorm_rtl), a float32 datapath."""
+    """RTL implementation of LayerNorm (FINN LayerNorm_rtl; float32 datapath)."""

@@ -9,21 +9,11 @@ from brainsmith.kernels.matmul import MatMul
 from brainsmith.plugin import backend
 
 
-@backend(
-    name="MatMulHLS",
-    kernel="matmul",
-    backend_type="hls",
-    description="HLS implementation of matmul (FINN MVAU_hls; thresholds can be fused)",
-)
+@backend(kernel="matmul", backend_type="hls")
 class MatMulHLS(MatMul, MVAU_hls):  # type: ignore[misc]
-    """HLS implementation of the matmul kernel (FINN's MVAU_hls), which can fuse thresholds."""
+    """HLS implementation of matmul (FINN MVAU_hls; thresholds can be fused)."""
 
 
-@backend(
-    name="MatMulRTL",
-    kernel="matmul",
-    backend_type="rtl",
-    description="RTL implementation of matmul (FINN MVAU_rtl; DSP-packed, no fused thresholds)",
-)
+@backend(kernel="matmul", backend_type="rtl")
 class MatMulRTL(MatMul, MVAU_rtl):  # type: ignore[misc]
-    """RTL implementation of the matmul kernel (FINN's MVAU_rtl), packing products into DSPs."""
+    """RTL implementation of matmul (FINN MVAU_rtl; DSP-packed, no fused thresholds)."""

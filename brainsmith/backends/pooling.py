@@ -14,17 +14,14 @@ from brainsmith.plugin import backend
 FUNCTIONS = {"MaxPool": 0, "AccPool": 1, "QuantAvgPool": 2}
 
 
-@backend(
-    name="PoolRTL",
-    kernel="Pool",
-    backend_type="rtl",
-    priority="LOW",
-    description="RTL Pool (brainsmith's SystemVerilog): max, sum or shifted-sum pooling",
-)
+@backend(kernel="Pool", backend_type="rtl", priority="LOW")
 class PoolRTL(Pool, HandwrittenRTL):  # type: ignore[misc]
-    """FINN's Pool (MaxPool, AccPool, QuantAvgPool) in SystemVerilog, fed by a depthwise
+    """RTL Pool (brainsmith's SystemVerilog): max, sum or shifted-sum pooling.
+
+    FINN's Pool (MaxPool, AccPool, QuantAvgPool), fed by a depthwise
     sliding window: per channel fold, the window's beats one after another (the order
-    brainsmith's Python execution of the generator and the pool already use)."""
+    brainsmith's Python execution of the generator and the pool already use).
+    """
 
     core = "bs_pool"
 
@@ -66,15 +63,9 @@ class PoolRTL(Pool, HandwrittenRTL):  # type: ignore[misc]
         return self.fitted_luts()
 
 
-@backend(
-    name="GlobalAccPoolRTL",
-    kernel="GlobalAccPool",
-    backend_type="rtl",
-    priority="LOW",
-    description="RTL GlobalAccPool (brainsmith's SystemVerilog): sums over every pixel",
-)
+@backend(kernel="GlobalAccPool", backend_type="rtl", priority="LOW")
 class GlobalAccPoolRTL(GlobalAccPool, HandwrittenRTL):  # type: ignore[misc]
-    """FINN's GlobalAccPool in SystemVerilog: one running sum per channel."""
+    """RTL GlobalAccPool (brainsmith's SystemVerilog): sums over every pixel."""
 
     core = "bs_global_acc_pool"
 

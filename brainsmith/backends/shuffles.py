@@ -16,16 +16,13 @@ from brainsmith.plugin import backend
 BRAM_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 
 
-@backend(
-    name="OuterShuffleRTL",
-    kernel="OuterShuffle",
-    backend_type="rtl",
-    priority="LOW",
-    description="RTL OuterShuffle (brainsmith's SystemVerilog): outer permutation, two frame buffers",
-)
+@backend(kernel="OuterShuffle", backend_type="rtl", priority="LOW")
 class OuterShuffleRTL(OuterShuffle, HandwrittenRTL):  # type: ignore[misc]
-    """FINN's OuterShuffle in SystemVerilog: a frame written in input order into one of two
-    buffers while the other is read in output order, one SIMD-wide beat per cycle."""
+    """RTL OuterShuffle (brainsmith's SystemVerilog): outer permutation, two frame buffers.
+
+    A frame written in input order into one of two buffers while the other is read in output
+    order, one SIMD-wide beat per cycle.
+    """
 
     core = "bs_outer_shuffle"
 

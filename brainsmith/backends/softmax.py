@@ -9,21 +9,11 @@ from brainsmith.kernels.softmax import Softmax
 from brainsmith.plugin import backend
 
 
-@backend(
-    name="SoftmaxHLS",
-    kernel="softmax",
-    backend_type="hls",
-    description="HLS implementation of softmax (FINN HWSoftmax_hls)",
-)
+@backend(kernel="softmax", backend_type="hls")
 class SoftmaxHLS(Softmax, HWSoftmax_hls):  # type: ignore[misc]
-    """HLS implementation of the softmax kernel (FINN's HWSoftmax_hls)."""
+    """HLS implementation of softmax (FINN HWSoftmax_hls)."""
 
 
-@backend(
-    name="SoftmaxRTL",
-    kernel="softmax",
-    backend_type="rtl",
-    description="RTL implementation of softmax (FINN HWSoftmax_rtl; float32 datapath)",
-)
+@backend(kernel="softmax", backend_type="rtl")
 class SoftmaxRTL(Softmax, HWSoftmax_rtl):  # type: ignore[misc]
-    """RTL implementation of the softmax kernel (FINN's HWSoftmax_rtl), a float32 datapath."""
+    """RTL implementation of softmax (FINN HWSoftmax_rtl; float32 datapath)."""

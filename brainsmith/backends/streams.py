@@ -8,15 +8,9 @@ from brainsmith.backends.handwritten import HandwrittenRTL
 from brainsmith.plugin import backend
 
 
-@backend(
-    name="DuplicateStreamsRTL",
-    kernel="DuplicateStreams",
-    backend_type="rtl",
-    priority="LOW",
-    description="RTL DuplicateStreams (brainsmith's SystemVerilog): one input to N outputs",
-)
+@backend(kernel="DuplicateStreams", backend_type="rtl", priority="LOW")
 class DuplicateStreamsRTL(DuplicateStreams, HandwrittenRTL):  # type: ignore[misc]
-    """FINN's DuplicateStreams in SystemVerilog: each beat to every output, no buffering."""
+    """RTL DuplicateStreams (brainsmith's SystemVerilog): one input to N outputs."""
 
     core = "bs_duplicate_streams"
 

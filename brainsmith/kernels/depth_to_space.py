@@ -39,17 +39,17 @@ def depth_to_space(x: np.ndarray, block: int, mode: str) -> np.ndarray:
 
 
 @kernel(
-    name="StreamingDepthToSpace",
     op_type="StreamingDepthToSpace",
     domain="finn.custom_op.fpgadataflow",
     infer_transform="brainsmith:InferDepthToSpace",
     infer_order="before:InferShuffle",  # the layout transpose it reads is its own
     folding={"SIMD": "NumChannels"},
-    description="DepthToSpace (PixelShuffle) on a channels-last stream, two input rows buffered",
 )
 class StreamingDepthToSpace(HWCustomOp):  # type: ignore[misc]
-    """DepthToSpace of a channels-last stream: ``(N, HI, WI, C*r*r)`` to
-    ``(N, HI*r, WI*r, C)``, SIMD of the ``C`` output channels per beat."""
+    """DepthToSpace (PixelShuffle) on a channels-last stream, two input rows buffered.
+
+    ``(N, HI, WI, C*r*r)`` to ``(N, HI*r, WI*r, C)``, SIMD of the ``C`` output channels per beat.
+    """
 
     def get_nodeattr_types(self) -> dict[str, tuple[object, ...]]:
         return {

@@ -13,14 +13,9 @@ from finn.custom_op.fpgadataflow.elementwise_binary import ElementwiseAdd
 from brainsmith.plugin import kernel
 
 
-@kernel(
-    name="IntAdd",
-    op_type="IntAdd",
-    domain="finn.custom_op.fpgadataflow",
-    description="ElementwiseAdd of two integer streams (any widths and signedness), for RTL",
-)
+@kernel(op_type="IntAdd", domain="finn.custom_op.fpgadataflow")
 class IntAdd(ElementwiseAdd):  # type: ignore[misc]
-    """FINN's ElementwiseAdd of two integer streams of one shape, made an RTL layer."""
+    """ElementwiseAdd of two integer streams (any widths and signedness), for RTL."""
 
     @staticmethod
     def takes(layer: ElementwiseAdd) -> bool:

@@ -8,14 +8,10 @@ from brainsmith.plugin import kernel
 
 
 @kernel(
-    name="LayerNorm",
-    op_type="LayerNorm",
-    domain="finn.custom_op.fpgadataflow",
-    infer_transform="finn:InferLayerNorm",
-    description="LayerNormalization without affine (run ExpandNorms first) as FINN's LayerNorm",
+    op_type="LayerNorm", domain="finn.custom_op.fpgadataflow", infer_transform="finn:InferLayerNorm"
 )
 class LayerNorm(FINNLayerNorm):  # type: ignore[misc]
-    """LayerNormalization over the last axis, without affine, as FINN's LayerNorm.
+    """LayerNormalization without affine (run ExpandNorms first) as FINN's LayerNorm.
 
     FINN's ``InferLayerNorm`` only converts an opset-17 LayerNormalization whose scale is
     all ones and which has an explicit zero bias; ExpandNorms produces exactly that and

@@ -12,10 +12,9 @@ from brainsmith.plugin import kernel
     op_type="MVAU",
     domain="finn.custom_op.fpgadataflow",
     infer_transform="finn:InferQuantizedMatrixVectorActivation",
-    description="Quantized MatMul (integer inputs and weights) as FINN's MVAU",
 )
 class MatMul(MVAU):  # type: ignore[misc]
-    """Quantized MatMul as FINN's MVAU: integer activations times integer weights.
+    """Quantized MatMul (integer inputs and weights) as FINN's MVAU.
 
     FINN's ``InferQuantizedMatrixVectorActivation`` turns a MatMul whose input and weight
     tensors carry integer datatypes into an ``MVAU`` node (absorbing a following

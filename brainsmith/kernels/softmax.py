@@ -12,10 +12,9 @@ from brainsmith.plugin import kernel
     op_type="HWSoftmax",
     domain="finn.custom_op.fpgadataflow",
     infer_transform="finn:InferHWSoftmax",
-    description="Softmax over the last axis as FINN's HWSoftmax (float32 output)",
 )
 class Softmax(HWSoftmax):  # type: ignore[misc]
-    """Softmax over the last axis as FINN's HWSoftmax, with a float32 output.
+    """Softmax over the last axis as FINN's HWSoftmax (float32 output).
 
     FINN's ``InferHWSoftmax`` converts every ONNX Softmax whose input shape is known; the
     input datatype (e.g. INT8 from a preceding threshold, or FLOAT32) must represent 0.
