@@ -137,6 +137,19 @@ def _model(op_type: str, inputs, outputs, datatypes: dict[str, str], initializer
     return model
 
 
+OWN_BACKENDS = ("DuplicateStreamsRTL", "PoolRTL", "IntAddRTL", "GlobalAccPoolRTL",
+                "LabelSelectRTL", "StreamingDepthToSpaceRTL")  # fmt: skip
+
+
+def register_own_backends() -> None:
+    """Load brainsmith's RTL backends the sweep builds, which registers each
+    ``<kernel>_rtl`` with FINN so that ``SpecializeLayers`` can pick it."""
+    from brainsmith.plugin import get_registry
+
+    for name in OWN_BACKENDS:
+        get_registry().get("backend", name)
+
+
 def mvau(mw: int, mh: int, simd: int, pe: int, wbits: int, abits: int):
     from qonnx.core.datatype import DataType
     from qonnx.util.basic import gen_finn_dt_tensor
@@ -794,7 +807,6 @@ def main() -> int:
     from benchmarks.machine import machine_info
     from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.frameworks.finn.rtl_costs import features
-    from brainsmith.plugin import get_registry
 
     global MODEL_PART
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -810,15 +822,7 @@ def main() -> int:
     found_before = fitting.results.is_file()
     previous = json.loads(fitting.results.read_text())["points"] if found_before else []
     prepare_finn()
-    for name in (
-        "DuplicateStreamsRTL",
-        "PoolRTL",
-        "IntAddRTL",
-        "GlobalAccPoolRTL",
-        "LabelSelectRTL",
-        "StreamingDepthToSpaceRTL",
-    ):
-        get_registry().get("backend", name)  # registers <kernel>_rtl with FINN
+    register_own_backends()
     began = time.perf_counter()
     load_before = list(os.getloadavg())
     points: list[tuple[Point, object]] = []

@@ -57,6 +57,7 @@ def single_layer(kind: str, attributes: dict):
     from brainsmith.planning.lattice import STAND_IN_PART
 
     prepare_finn()
+    sweep.register_own_backends()
     sweep.MODEL_PART = STAND_IN_PART
     try:
         return sweep.BUILDERS[kind](**attributes)
@@ -64,12 +65,32 @@ def single_layer(kind: str, attributes: dict):
         sweep.MODEL_PART = sweep.PART
 
 
-# layers of no point of the sweep: products in MULT18X18D, a binary search of thresholds
+def test_every_kind_of_the_sweep_has_an_ecp5_estimate_of_each_resource(hub):
+    """A layer of each kind, as the sweep makes it, gets a count of each ECP5 resource: a
+    layer with a ``mem_mode`` but no weights (IntAdd) included."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    import benchmarks.synth_fit as sweep
+
+    for kind in rtl_costs.ECP5_KINDS:
+        model = single_layer(kind, sweep.SWEEP[kind][0][0])
+        found = rtl_costs.ecp5_estimate(getCustomOp(model.graph.node[0]), model)
+        assert found is not None and set(found) == set(rtl_costs.ECP5_RESOURCES), (kind, found)
+        assert found["LUT4"] > 0 and all(value >= 0 for value in found.values()), (kind, found)
+
+
+# layers of no point of the sweep: products in MULT18X18D, a binary search of thresholds, a
+# sliding window, a FIFO in block RAM
 LAYERS = breadth(
     [
         ("MVAU_rtl", {"mw": 24, "mh": 6, "simd": 6, "pe": 3, "wbits": 6, "abits": 4}),
         ("MVAU_rtl", {"mw": 40, "mh": 12, "simd": 10, "pe": 6, "wbits": 6, "abits": 4}),
         ("Thresholding_rtl", {"channels": 24, "pe": 6, "ibits": 8, "obits": 3}),
+        (
+            "ConvolutionInputGenerator_rtl",
+            {"channels": 12, "simd": 6, "kernel": 3, "dim": 10, "bits": 4},
+        ),
+        ("StreamingFIFO_rtl", {"depth": 1500, "channels": 8, "pe": 8, "bits": 6}),
     ]
 )
 

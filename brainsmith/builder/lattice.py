@@ -81,6 +81,5 @@ def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
     figures = ", ".join(f"{count:,} {name}" for name, count in found.available.items())
     return CostedPart(found.part, found.available, found.source), (
         f"the folding is costed on {part} ({figures}, as {found.source} reports them) with "
-        "models fitted to Yosys synth_ecp5 (matrix and threshold layers; the other layers, "
-        "without an ECP5 model yet, count nothing)"
+        "models fitted to Yosys synth_ecp5"
     )

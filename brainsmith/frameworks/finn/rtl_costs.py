@@ -51,11 +51,10 @@ unit without its weight memory): the weight memory (``MW * MH / (SIMD * PE)`` wo
 bit of the word, in banks of 512 words (256 on 7-series) with a multiplexer choosing the bank.
 
 For Lattice ECP5 parts a third set (``rtl_costs_ecp5.json``, ``ecp5_estimate``): the LUT4,
-FF, MULT18 and EBR of the kinds the folding search folds by their cost (``ECP5_KINDS``: RTL
-matrix and threshold layers) fitted the same way to Yosys ``synth_ecp5`` (``python -m
+FF, MULT18 and EBR of every kind above (``ECP5_KINDS``) fitted the same way to Yosys ``synth_ecp5`` (``python -m
 benchmarks.synth_fit --family ecp5``; ``ECP5_TERMS``), which the folding search of a Lattice
 build costs in; a matrix layer's weight memory, which the sweep streams in, as Yosys maps it
-(``ecp5_weight_memory``). The other kinds have no ECP5 model yet.
+(``ecp5_weight_memory``).
 
 One count replaces FINN's estimate (``REPLACED``): the DSP slices of ``MVAU_rtl`` on a DSP48
 part, which FINN estimates as ``ceil(PE / 4) * SIMD`` whatever the bit widths, while its RTL
@@ -169,14 +168,14 @@ REPORT_ONLY: frozenset[str] = frozenset(
 
 
 # Lattice ECP5 (``rtl_costs_ecp5.json``, fitted to Yosys ``synth_ecp5`` by ``python -m
-# benchmarks.synth_fit --family ecp5``): the kinds the folding search folds by their cost
-# (``ECP5_KINDS``), their LUT4 and FF with the terms of their LUT model, MULT18 and EBR a
+# benchmarks.synth_fit --family ecp5``): every kind ``TERMS`` has (``ECP5_KINDS``), their LUT4 and FF with the terms of their LUT model, MULT18 and EBR a
 # constant, but where the kind has more to count (``ECP5_OWN_TERMS``): a matrix layer's
 # products, each a MULT18X18D of brainsmith's core (``brainsmith/synthesis/rtl/mvu_lattice.sv``)
 # unless a factor has at most SOFT_PRODUCT_BITS bits (then LUTs: ``hard_products``,
 # ``soft_products``), and its activations, registered once for every PE.
 ECP5_RESOURCES = ("LUT4", "FF", "MULT18", "EBR")
-ECP5_KINDS = ("MVAU_rtl", "Thresholding_rtl")
+ECP5_KINDS = tuple(TERMS)
+WEIGHTED = ("MVAU_rtl",)  # kinds whose weights ``ecp5_weight_memory`` adds to their model
 SOFT_PRODUCT_BITS = 2  # brainsmith.synthesis.ecp5 keeps narrower products out of MULT18X18D
 ECP5_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {
@@ -193,6 +192,11 @@ ECP5_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "MULT18": ("PE*SIMD*hard_products",),
     },
+    # the memories: a block-RAM FIFO's DP16KD, counted by shape; a window's and a row
+    # buffer's, which Yosys puts in block RAM, LUT-RAM or flip-flops by their size
+    "StreamingFIFO_rtl": {"EBR": ("fifo_ebr",)},
+    "ConvolutionInputGenerator_rtl": {"EBR": ("kernel*ifm_width*channels*in_bits", "1")},
+    "StreamingDepthToSpace_rtl": {"EBR": ("row_bits", "1")},
 }
 ECP5_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     kind: {
@@ -238,7 +242,7 @@ def ecp5_estimate(layer: HWCustomOp, graph: ModelWrapper | None = None) -> dict[
     if models is None:
         return None
     found = {resource: _predict(models[resource], layer, graph) for resource in ECP5_RESOURCES}
-    if "mem_mode" in layer.get_nodeattr_types() and layer.get_nodeattr("mem_mode") in (
+    if layer.onnx_node.op_type in WEIGHTED and layer.get_nodeattr("mem_mode") in (
         "internal_decoupled",
         "internal_embedded",
     ):
@@ -486,6 +490,15 @@ def _fifo_factor(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> fl
     return _fifo(layer, name)
 
 
+def _fifo_ebr(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
+    """``fifo_ebr``: the DP16KD blocks of a block-RAM FIFO's memories (none for another)."""
+    if not _fifo(layer, "bram"):
+        return 0.0
+    width = int(_stream_width(layer, "fifo_width", graph))
+    low, high = _memory_bits(int(layer.get_nodeattr("depth")))
+    return float(ebr_blocks(2**low, width) + (ebr_blocks(2**high, width) if high else 0))
+
+
 def _dwc_factor(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
     return _dwc(layer, name)
 
@@ -514,6 +527,7 @@ _FACTORS: dict[str, Factor] = {
     "row_bits": _row_bits,
     "element_row_bits": _element_row_bits,
     **dict.fromkeys(("srl", "lutram", "bram", "bram_split", "fifo_words"), _fifo_factor),
+    "fifo_ebr": _fifo_ebr,
     **dict.fromkeys(("fifo_width", "in_width", "out_width"), _stream_width),
     **dict.fromkeys(("dwc_rotation", "dwc_buffer"), _dwc_factor),
     **dict.fromkeys(("soft_products", "hard_products"), _products),
