@@ -1,10 +1,22 @@
-"""The target families ``brainsmith place-route`` knows, one entry each (a ``Family`` says
-how to synthesise, place and route, its part names and its logic cells as the router reports
-them): a part name goes to the family whose prefix it starts with. A third family is one more
-module with its ``Family`` and one more entry here.
+"""The target families ``brainsmith place-route`` knows: brainsmith's own (``BUILT_IN``: ECP5
+and Nexus) and those pip packages add. A ``Family`` says how to synthesise, place and route,
+its part names and its logic cells as the router reports them; a part name goes to the first
+family whose prefix it starts with, brainsmith's first.
+
+A package adds a family under the entry-point group ``brainsmith.families``, its object a
+``Family`` (docs/synthesis.md, "A third family")::
+
+    [project.entry-points."brainsmith.families"]
+    ice40 = "brainsmith_ice40:FAMILY"
+
+A family that cannot be loaded, is no ``Family`` or claims a prefix another family has is left
+out and named, with why, in the error of a part no family takes: the others work on.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 
 from brainsmith.place_route.ecp5 import ECP5
 from brainsmith.place_route.flow import Family
@@ -15,21 +27,62 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.place_route.parts import Part
 
-FAMILIES: tuple[Family, ...] = (ECP5, NEXUS)
+GROUP = "brainsmith.families"
+BUILT_IN: tuple[Family, ...] = (ECP5, NEXUS)
+
+
+@dataclass(frozen=True)
+class Families:
+    """The families usable in this environment, and the installed ones left out (why)."""
+
+    usable: tuple[Family, ...]
+    left_out: tuple[str, ...]
+
+    def known_forms(self) -> str:
+        """Every family's part names, for an error message."""
+        return " | ".join(family.known() for family in self.usable)
+
+
+def families() -> Families:
+    """brainsmith's families, then each one the ``brainsmith.families`` entry points name."""
+    usable, left_out = list(BUILT_IN), []
+    for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
+        dist = point.dist.name if point.dist is not None else "?"
+        where = f"the family {point.name!r} of {dist} ({point.value})"
+        try:
+            found = point.load()
+        except Exception as exc:  # a broken package leaves the others usable
+            left_out.append(f"{where} could not be loaded: {type(exc).__name__}: {exc}")
+            continue
+        if not isinstance(found, Family):
+            left_out.append(f"{where} is a {type(found).__name__}, not a Family")
+            continue
+        taken = [p for f in usable for p in f.prefixes for q in found.prefixes
+                 if p.startswith(q) or q.startswith(p)]  # fmt: skip
+        if taken:
+            left_out.append(f"{where} claims {', '.join(taken)}, which another family has")
+            continue
+        usable.append(found)
+    return Families(tuple(usable), tuple(left_out))
 
 
 def known_forms() -> str:
-    """Every family's part names, for an error message."""
-    return " | ".join(family.known() for family in FAMILIES)
+    """Every usable family's part names, for an error message."""
+    return families().known_forms()
 
 
 def target(name: str) -> tuple[Family, Part]:
     """(family, part) of the part called ``name``; UnknownPart listing the known forms (the
-    claiming family's alone when ``name`` starts as one of its parts)."""
-    for family in FAMILIES:
-        if name.strip().upper().startswith(family.prefixes):
+    claiming family's alone when ``name`` starts as one of its parts) and the installed
+    families left out."""
+    found = families()
+    for family in found.usable:
+        if name.strip().upper().startswith(tuple(p.upper() for p in family.prefixes)):
             return family, family.parse(name)
-    raise UnknownPart(f"{name!r} is not a Lattice part nextpnr places; {known_forms()}")
+    left_out = "".join(f"; left out: {why}" for why in found.left_out)
+    raise UnknownPart(
+        f"{name!r} is not a part of a family brainsmith places; {found.known_forms()}{left_out}"
+    )
 
 
-__all__ = ["FAMILIES", "known_forms", "target"]
+__all__ = ["BUILT_IN", "GROUP", "Families", "families", "known_forms", "target"]
