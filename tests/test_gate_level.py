@@ -165,6 +165,32 @@ def test_the_mlps_bitstream_netlist_answers_as_its_rtl_at_gate_level(farm, capsy
     assert said in (folder / "report.html").read_text()
 
 
+def test_a_passed_check_is_not_simulated_again_for_the_same_netlist_and_frames(farm):
+    """A cached rebuild's bitstream is the same netlist: its check is the earlier verdict,
+    kept in rtlsim's cache under the two simulators' keys and the frames sent."""
+    import os
+
+    from brainsmith.board.boards import board
+    from brainsmith.board.gate_level import VERDICT, check_netlist
+    from brainsmith.board.streams import streams
+    from brainsmith.rtlsim.compile import cache_root
+
+    folder = lattice_mlp(farm)
+    section = json.loads((folder / "report.json").read_text())["bitstream"]
+    arguments = (streams(str(folder)), str(folder / section["netlist"]), board(section["board"]),
+                 section["clocks_per_bit"])  # fmt: skip
+    first = check_netlist(*arguments)  # the build's own check may have left its verdict
+    again = check_netlist(*arguments)
+    assert first.passed and again.passed and again.cached, again
+    assert (
+        (again.frames, again.words)
+        == (first.frames, first.words)
+        == (4, section["netlist_check"]["words"])
+    )
+    verdicts = [name for name in os.listdir(cache_root()) if name.startswith(VERDICT.split("{")[0])]
+    assert verdicts, "no verdict in rtlsim's cache"
+
+
 def test_a_netlist_with_one_lut_inverted_is_caught_naming_the_first_differing_word(farm, tmp_path):
     from brainsmith.board.boards import board
     from brainsmith.board.gate_level import check_netlist
@@ -185,7 +211,7 @@ def test_a_netlist_with_one_lut_inverted_is_caught_naming_the_first_differing_wo
     mutated.write_text(text[: found.start(1)] + inverted + text[found.end(1) :])
     check = check_netlist(streams(str(folder)), str(mutated), board(section["board"]),
                           section["clocks_per_bit"])  # fmt: skip
-    assert not check.passed, f"inverting {found[2]} changed no output"
+    assert not check.passed and not check.cached, f"inverting {found[2]} changed no output"
     assert re.fullmatch(
         r"frame \d+, output word \d+: the netlist gave 0x[0-9a-f]+, the RTL 0x[0-9a-f]+",
         check.first_difference,

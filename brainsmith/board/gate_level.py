@@ -14,6 +14,9 @@ simulation). Any other mode stops the simulation rather than being guessed.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from dataclasses import dataclass
 from importlib.resources import files as package_files
@@ -21,9 +24,12 @@ from importlib.resources import files as package_files
 from brainsmith.board.boards import Board
 from brainsmith.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
 from brainsmith.board.driver import Board as Driver
-from brainsmith.board.simulated import SimulatedBoard
+from brainsmith.board.simulated import SimulatedBoard, board_design
 from brainsmith.board.streams import DriverError, Host, Streams
+from brainsmith.place_route.flow import read_entry, write_entry
+from brainsmith.rtlsim.compile import cache_key, cache_root
 from brainsmith.rtlsim.sources import LayerDesign
+from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
 NETLIST = "netlist.v"  # Yosys' netlist of the board top, in the bitstream's run folder
 TOP = "brainsmith_sim_board"
@@ -32,6 +38,8 @@ READ_SECONDS = 900.0  # the driver's limit on each read: a gate-level frame is s
 # simulate (a TFC-w2a2's took about a minute on a loaded 2-core machine); a hang still ends
 INCLUDE = re.compile(r'^\s*`include\s+"([\w.]+)"\s*$', re.M)
 BYPASSED = ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")
+VERDICT = "gate-level-{key}.json"  # a passed check, in rtlsim's cache beside the simulators
+VERDICT_FORMAT = "1"  # bump when what decides a verdict changes
 
 
 @dataclass
@@ -44,11 +52,12 @@ class NetlistCheck:
     words: int
     seconds: float
     first_difference: str = ""
+    cached: bool = False  # the verdict of an earlier check of the same simulators and frames
 
     def as_dict(self) -> dict[str, object]:
         return {"passed": self.passed, "frames": self.frames, "words": self.words,
                 "seconds": round(self.seconds, 2),
-                "first_difference": self.first_difference}  # fmt: skip
+                "first_difference": self.first_difference, "cached": self.cached}  # fmt: skip
 
 
 def ecp5_cell_models() -> str:
@@ -292,25 +301,74 @@ def check_netlist(
             "report this as a bug: the gate-level check cannot run",
         )
     requests = frame_words(build, frames)
+    netlist_board = netlist_design(netlist_path, board)
+    key = verdict_key((board_design(build), netlist_board), clocks_per_bit, requests)
+    passed_before = _verdict(key)
+    if passed_before is not None:
+        return NetlistCheck(passed=True, frames=len(requests), words=passed_before,
+                            seconds=time.perf_counter() - began, cached=True)  # fmt: skip
     with (
         SimulatedBoard(build) as port,
         Driver(build, port, timeout=READ_SECONDS, simulated=True) as driver,
     ):
         expected = [words for words, _ in driver.infer(requests)]
-    netlist = SimulatedBoard(build, clocks_per_bit, netlist_design(netlist_path, board))
+    netlist = SimulatedBoard(build, clocks_per_bit, netlist_board)
     try:  # compiled: from here on, a netlist that does not answer as the RTL fails the check
         with netlist as port, Driver(build, port, timeout=READ_SECONDS, simulated=True) as driver:
             difference = first_difference([w for w, _ in driver.infer(requests)], expected)
     except DriverError as exc:
         difference = f"the netlist did not answer as the RTL: {exc.reason}"
+    if not difference and key:
+        _keep_verdict(key, len(expected[0]))
     return NetlistCheck(
         passed=not difference, frames=len(requests), words=len(expected[0]),
         seconds=time.perf_counter() - began, first_difference=difference,
     )  # fmt: skip
 
 
+def verdict_key(
+    designs: tuple[LayerDesign, LayerDesign], clocks_per_bit: int, requests: list[list[int]]
+) -> str:
+    """What decides a check: both simulators (rtlsim's compile keys: every source, the
+    toolchain and its flags), the netlist's UART timing and the frames sent; "" without
+    Verilator (the check then fails to start and says why)."""
+    try:
+        toolchain = find_toolchain()
+    except ToolchainError:
+        return ""
+    parts = [VERDICT_FORMAT, *(cache_key(design, toolchain) for design in designs),
+             str(clocks_per_bit), json.dumps(requests)]  # fmt: skip
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode()
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def _verdict(key: str) -> int | None:
+    """The output words per frame of the passed check cached under ``key``; None when none
+    is (or the cache cannot be read: the check runs)."""
+    try:
+        root = cache_root() if key else ""
+    except ToolchainError:
+        return None
+    found = read_entry(os.path.join(root, VERDICT.format(key=key)), key) if root else None
+    words = (found or {}).get("words")
+    return words if isinstance(words, int) and words > 0 else None
+
+
+def _keep_verdict(key: str, words: int) -> None:
+    """A passed check's verdict cached under ``key`` (whole or not at all)."""
+    try:
+        root = cache_root()
+    except ToolchainError:
+        return
+    write_entry(root, os.path.join(root, VERDICT.format(key=key)), key, {"words": words})
+
+
 __all__ = [
     "NETLIST",
+    "VERDICT",
     "NetlistCheck",
     "check_netlist",
     "ecp5_cell_models",
@@ -318,4 +376,5 @@ __all__ = [
     "lattice_models",
     "netlist_design",
     "unmodelled_modes",
+    "verdict_key",
 ]

@@ -164,7 +164,9 @@ class NetlistCheckSection(TypedDict):
     """``bitstream.netlist_check``: the netlist the bitstream was placed from, simulated at
     gate level (Verilator, the ECP5's cell models) behind the host link, answered
     ``frames`` frames of ``words`` output words each; ``passed`` when every word equals the
-    RTL simulation's. ``ran`` is False, with the ``reason``, when it could not run."""
+    RTL simulation's. ``ran`` is False, with the ``reason``, when it could not run;
+    ``cached`` when the verdict is that of an earlier check of the same netlist, RTL and
+    frames (absent from reports before it)."""
 
     ran: bool
     passed: bool
@@ -173,6 +175,7 @@ class NetlistCheckSection(TypedDict):
     seconds: float
     first_difference: str
     reason: str
+    cached: bool
 
 
 class RefoldRound(TypedDict):

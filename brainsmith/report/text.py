@@ -272,7 +272,9 @@ def netlist_line(section: BitstreamSection) -> str:
         f"netlist: {check['frames']} frames at gate level (Verilator, ECP5 cell models) "
         f"{verdict} the RTL simulation"
         + (f": {check['first_difference']}" if check["first_difference"] else "")
-    )
+        + (" (verdict of an earlier check of the same netlist, RTL and frames)"
+           if check.get("cached") else "")
+    )  # fmt: skip
 
 
 def total_text(key: str, value: object, incomplete: dict[str, list[str]]) -> str:
