@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.farm import all_rtl_mlp
+from tests.support.farm import unplaced_mlp
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 PART = "LFE5U-85F-6BG381C"
@@ -35,11 +35,7 @@ def place_route(folder: Path, cache: Path, *args: str) -> subprocess.CompletedPr
 @pytest.fixture(scope="module")
 def unplaced(hub, farm, tmp_path_factory) -> tuple[Path, Path]:
     """A private copy of the run's all-RTL MLP build and an empty cache of the module's own."""
-    base = tmp_path_factory.mktemp("place-route")
-    folder = Path(shutil.copytree(all_rtl_mlp(farm), base / "mlp", symlinks=True))
-    cache = base / "cache"
-    cache.mkdir(mode=0o700)
-    return folder, cache
+    return unplaced_mlp(farm, tmp_path_factory.mktemp("place-route"))
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.farm import all_rtl_mlp
+from tests.support.farm import unplaced_mlp
 from tests.support.packages import build_wheel, pip_install_target, write_project
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
@@ -105,11 +104,7 @@ def test_a_pip_packages_family_takes_its_parts_and_the_broken_ones_are_named(ins
 @pytest.fixture(scope="module")
 def unplaced(hub, farm, tmp_path_factory) -> tuple[Path, Path]:
     """A private copy of the run's all-RTL MLP build and an empty cache."""
-    base = tmp_path_factory.mktemp("third-family")
-    folder = Path(shutil.copytree(all_rtl_mlp(farm), base / "mlp", symlinks=True))
-    cache = base / "cache"
-    cache.mkdir(mode=0o700)
-    return folder, cache
+    return unplaced_mlp(farm, tmp_path_factory.mktemp("third-family"))
 
 
 def test_an_unknown_part_lists_every_family_and_why_installed_ones_are_left_out(

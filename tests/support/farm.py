@@ -130,6 +130,15 @@ def all_rtl_mlp(farm: BuildFarm) -> Path:
     return Path(result.output_dir)
 
 
+def unplaced_mlp(farm: BuildFarm, base: Path) -> tuple[Path, Path]:
+    """A private copy of the run's all-RTL MLP build in ``base`` and an empty private cache
+    beside it, for a test that places and routes it (``BRAINSMITH_CACHE_DIR``)."""
+    folder = Path(shutil.copytree(all_rtl_mlp(farm), base / "mlp", symlinks=True))
+    cache = base / "cache"
+    cache.mkdir(mode=0o700)
+    return folder, cache
+
+
 LATTICE_MLP_CLOCK_NS = 20.0  # 50 MHz: what the ECP5-85F's fabric makes of the MLP
 # folded for 20,000 fps (2,500 cycles a frame at 50 MHz): 3,700 cells, placed and routed in 20 s
 LATTICE_MLP_OPTIONS = {
