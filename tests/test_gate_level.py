@@ -165,10 +165,11 @@ def test_the_mlps_bitstream_netlist_answers_as_its_rtl_at_gate_level(farm, capsy
     assert said in (folder / "report.html").read_text()
 
 
-def test_a_passed_check_is_not_simulated_again_for_the_same_netlist_and_frames(farm):
-    """A cached rebuild's bitstream is the same netlist: its check is the earlier verdict,
-    kept in rtlsim's cache under the two simulators' keys and the frames sent."""
-    import os
+def test_a_passed_check_is_not_simulated_again_for_the_same_netlist_and_frames(farm, tmp_path):
+    """A cached rebuild into another folder makes the same netlist: its check is the earlier
+    verdict, kept in rtlsim's cache under the design's content, both simulators' sources (the
+    folder's path taken out) and the frames sent."""
+    import shutil
 
     from brainsmith.board.boards import board
     from brainsmith.board.gate_level import VERDICT, check_netlist
@@ -177,10 +178,16 @@ def test_a_passed_check_is_not_simulated_again_for_the_same_netlist_and_frames(f
 
     folder = lattice_mlp(farm)
     section = json.loads((folder / "report.json").read_text())["bitstream"]
-    arguments = (streams(str(folder)), str(folder / section["netlist"]), board(section["board"]),
-                 section["clocks_per_bit"])  # fmt: skip
-    first = check_netlist(*arguments)  # the build's own check may have left its verdict
-    again = check_netlist(*arguments)
+    copy = Path(shutil.copytree(folder, tmp_path / "again", symlinks=True))
+    first, again = (
+        check_netlist(
+            streams(str(where)),
+            str(where / section["netlist"]),
+            board(section["board"]),
+            section["clocks_per_bit"],
+        )
+        for where in (folder, copy)
+    )  # the build's own check may have left the first one's verdict
     assert first.passed and again.passed and again.cached, again
     assert (
         (again.frames, again.words)

@@ -27,7 +27,7 @@ from brainsmith.board.driver import Board as Driver
 from brainsmith.board.simulated import SimulatedBoard, board_design
 from brainsmith.board.streams import DriverError, Host, Streams
 from brainsmith.place_route.flow import read_entry, write_entry
-from brainsmith.rtlsim.compile import cache_key, cache_root
+from brainsmith.rtlsim.compile import cache_root, source_texts
 from brainsmith.rtlsim.sources import LayerDesign
 from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
@@ -302,7 +302,7 @@ def check_netlist(
         )
     requests = frame_words(build, frames)
     netlist_board = netlist_design(netlist_path, board)
-    key = verdict_key((board_design(build), netlist_board), clocks_per_bit, requests)
+    key = verdict_key(build, (board_design(build), netlist_board), clocks_per_bit, requests)
     passed_before = _verdict(key)
     if passed_before is not None:
         return NetlistCheck(passed=True, frames=len(requests), words=passed_before,
@@ -327,17 +327,25 @@ def check_netlist(
 
 
 def verdict_key(
-    designs: tuple[LayerDesign, LayerDesign], clocks_per_bit: int, requests: list[list[int]]
+    build: Streams,
+    designs: tuple[LayerDesign, LayerDesign],
+    clocks_per_bit: int,
+    requests: list[list[int]],
 ) -> str:
-    """What decides a check: both simulators (rtlsim's compile keys: every source, the
-    toolchain and its flags), the netlist's UART timing and the frames sent; "" without
-    Verilator (the check then fails to start and says why)."""
+    """What decides a check, wherever the build's folder is: the accelerator's content hash
+    (every source and parameter file, ``Streams.design_hash``), both simulators' sources
+    with that folder's path taken out, the toolchain, the netlist's UART timing and the
+    frames sent; "" without Verilator (the check then fails to start and says why)."""
     try:
         toolchain = find_toolchain()
     except ToolchainError:
         return ""
-    parts = [VERDICT_FORMAT, *(cache_key(design, toolchain) for design in designs),
+    parts = [VERDICT_FORMAT, toolchain.version, toolchain.verilator, build.design_hash,
              str(clocks_per_bit), json.dumps(requests)]  # fmt: skip
+    for design in designs:
+        parts.append(design.top)
+        for name, text in [*source_texts(design), *(design.testbench or [])]:
+            parts += [name, text.replace(build.folder, "<build>")]
     digest = hashlib.sha256()
     for part in parts:
         data = part.encode()

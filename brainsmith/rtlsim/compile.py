@@ -85,7 +85,7 @@ def testbench_header(design: LayerDesign) -> str:
     )
 
 
-def _sources(design: LayerDesign) -> list[tuple[str, str]]:
+def source_texts(design: LayerDesign) -> list[tuple[str, str]]:
     """(file name, text) of every RTL file, packages first, names made unique."""
     named = []
     for name, path in _names(design):
@@ -133,7 +133,7 @@ def cache_key(design: LayerDesign, toolchain: Toolchain) -> str:
         testbench,
         testbench_header(design),
     ]
-    for name, text in _sources(design):
+    for name, text in source_texts(design):
         parts += [name, text]
     for part in parts:
         data = part.encode()
@@ -289,7 +289,7 @@ def _write_sources(design: LayerDesign, source_dir: str) -> tuple[list[str], str
     ``tb_ports.h`` and the headers the testbench includes."""
     os.makedirs(source_dir)
     paths = []
-    for name, text in _sources(design):
+    for name, text in source_texts(design):
         paths.append(_write(source_dir, name, text))
     _write(source_dir, "tb_ports.h", testbench_header(design))
     bench = [_write(source_dir, name, text) for name, text in _testbench(design)]
