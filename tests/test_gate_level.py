@@ -165,10 +165,33 @@ def test_the_mlps_bitstream_netlist_answers_as_its_rtl_at_gate_level(farm, capsy
     assert said in (folder / "report.html").read_text()
 
 
+def rebuilt_code_folders(folder: Path) -> dict[str, str]:
+    """FINN's code folders of ``folder`` (``code_gen_ipgen_<layer>_<8 random characters>``)
+    renamed as another build names them, every text file naming them rewritten."""
+    renamed = {}
+    for path in sorted((folder / "finn" / "build").glob("code_gen_*")):
+        new = path.name[:-8] + "renamed0"
+        path.rename(path.with_name(new))
+        renamed[path.name] = new
+    for path in folder.rglob("*"):
+        if (
+            path.is_file()
+            and not path.is_symlink()
+            and path.suffix in (".f", ".v", ".sv", ".onnx", ".json")
+        ):
+            data = path.read_bytes()
+            changed = data
+            for old, new in renamed.items():
+                changed = changed.replace(old.encode(), new.encode())
+            if changed != data:
+                path.write_bytes(changed)
+    return renamed
+
+
 def test_a_passed_check_is_not_simulated_again_for_the_same_netlist_and_frames(farm, tmp_path):
     """A cached rebuild into another folder makes the same netlist: its check is the earlier
     verdict, kept in rtlsim's cache under the design's content, both simulators' sources (the
-    folder's path taken out) and the frames sent."""
+    folder's path and FINN's random code folder names taken out) and the frames sent."""
     import shutil
 
     from brainsmith.board.boards import board
@@ -179,6 +202,8 @@ def test_a_passed_check_is_not_simulated_again_for_the_same_netlist_and_frames(f
     folder = lattice_mlp(farm)
     section = json.loads((folder / "report.json").read_text())["bitstream"]
     copy = Path(shutil.copytree(folder, tmp_path / "again", symlinks=True))
+    renamed = rebuilt_code_folders(copy)  # as a new build names them: another random suffix
+    assert renamed, "no code folder of FINN's in the copy"
     first, again = (
         check_netlist(
             streams(str(where)),

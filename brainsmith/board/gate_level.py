@@ -40,6 +40,8 @@ INCLUDE = re.compile(r'^\s*`include\s+"([\w.]+)"\s*$', re.M)
 BYPASSED = ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")
 VERDICT = "gate-level-{key}.json"  # a passed check, in rtlsim's cache beside the simulators
 VERDICT_FORMAT = "1"  # bump when what decides a verdict changes
+# FINN's per-layer code folders, named with a random suffix each build (``mkdtemp``)
+CODE_FOLDER = re.compile(r"code_gen_[A-Za-z0-9_]+/")
 
 
 @dataclass
@@ -332,10 +334,11 @@ def verdict_key(
     clocks_per_bit: int,
     requests: list[list[int]],
 ) -> str:
-    """What decides a check, wherever the build's folder is: the accelerator's content hash
-    (every source and parameter file, ``Streams.design_hash``), both simulators' sources
-    with that folder's path taken out, the toolchain, the netlist's UART timing and the
-    frames sent; "" without Verilator (the check then fails to start and says why)."""
+    """What decides a check, wherever the build's folder is and however FINN named its code
+    folders: the accelerator's content hash (every source and parameter file,
+    ``Streams.design_hash``), both simulators' sources with those paths taken out, the
+    toolchain, the netlist's UART timing and the frames sent; "" without Verilator (the
+    check then fails to start and says why)."""
     try:
         toolchain = find_toolchain()
     except ToolchainError:
@@ -345,7 +348,7 @@ def verdict_key(
     for design in designs:
         parts.append(design.top)
         for name, text in [*source_texts(design), *(design.testbench or [])]:
-            parts += [name, text.replace(build.folder, "<build>")]
+            parts += [name, CODE_FOLDER.sub("code_gen/", text.replace(build.folder, "<build>"))]
     digest = hashlib.sha256()
     for part in parts:
         data = part.encode()
