@@ -467,7 +467,7 @@ def test_every_generated_and_library_source_of_the_build_passes_the_screen(built
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.rtlsim.compile import _sources
+    from brainsmith.rtlsim.compile import source_texts
     from brainsmith.rtlsim.screen import screen
     from brainsmith.rtlsim.sources import layer_design, verilator_ready
     from brainsmith.rtlsim.verilator import find_toolchain
@@ -480,7 +480,7 @@ def test_every_generated_and_library_source_of_the_build_passes_the_screen(built
         folder = stage / node.name
         folder.mkdir(parents=True)
         paths = []
-        for name, text in _sources(layer_design(model, node)):
+        for name, text in source_texts(layer_design(model, node)):
             (folder / name).write_text(text)
             paths.append(str(folder / name))
         screen(paths, toolchain, str(folder))
