@@ -39,13 +39,11 @@ from brainsmith.transforms.graph_rewrite import (
 QONNX_DOMAIN = "qonnx.custom_op.general"
 
 
-@transform(
-    name="TruncAvgPoolToThresholds",
-    stage="topology_opt",
-    description="AveragePool -> Trunc (any rounding, any window) as a window sum and thresholds",
-)
+@transform(stage="topology_opt")
 class TruncAvgPoolToThresholds(Transformation):  # type: ignore[misc]
-    """Rewrite ``AveragePool -> Trunc`` as ``Mul(1/s) -> AveragePool -> Mul(K) ->
+    """AveragePool -> Trunc (any rounding, any window) as a window sum and thresholds.
+
+    Rewrite ``AveragePool -> Trunc`` as ``Mul(1/s) -> AveragePool -> Mul(K) ->
     MultiThreshold -> Mul(output scale)`` where FINN cannot convert it.
 
     ``s`` is the scale of the ``Quant`` that feeds the pool (zero point 0), ``K`` the window
@@ -220,13 +218,11 @@ def _scalar_node(
     return helper.make_node(op_type, [tensor, factor], [result])
 
 
-@transform(
-    name="AveragePoolToSumPool",
-    stage="streamline",
-    description="AveragePool of integers -> Im2Col, ReduceSum (FINN's accumulating Pool)",
-)
+@transform(stage="streamline")
 class AveragePoolToSumPool(Transformation):  # type: ignore[misc]
-    """Rewrite an ``AveragePool`` (NCHW) of an integer tensor as ``Transpose -> Im2Col ->
+    """AveragePool of integers -> Im2Col, ReduceSum (FINN's accumulating Pool).
+
+    Rewrite an ``AveragePool`` (NCHW) of an integer tensor as ``Transpose -> Im2Col ->
     Reshape -> ReduceSum -> Transpose`` and a division by the window size: the lowered form
     FINN's ``InferPoolFromReduce`` makes an accumulating ``Pool`` layer behind a sliding
     window. The division goes into the thresholds that read the pool (``x/K >= t`` is

@@ -13,13 +13,11 @@ from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import add_initializer, unique_tensor_name
 
 
-@transform(
-    name="BipolarThresholdsToBinary",
-    stage="streamline",
-    description="Bipolar MultiThreshold -> 0/1 MultiThreshold (UINT2), Mul 2, Add -1",
-)
+@transform(stage="streamline")
 class BipolarThresholdsToBinary(Transformation):  # type: ignore[misc]
-    """Rewrite each ``MultiThreshold`` with a bipolar output (``out_scale`` 2, ``out_bias``
+    """Bipolar MultiThreshold -> 0/1 MultiThreshold (UINT2), Mul 2, Add -1.
+
+    Rewrite each ``MultiThreshold`` with a bipolar output (``out_scale`` 2, ``out_bias``
     -1: -1 or +1) as one giving 0 or 1 followed by ``Mul 2`` and ``Add -1``. Its output is
     two bits wide (``UINT2``): FINN's matrix layers take no unsigned 1-bit operand.
 

@@ -95,13 +95,11 @@ def _branches(model: ModelWrapper, concat: NodeProto) -> list[NodeProto | None] 
     return [model.find_producer(name) for name in concat.input]
 
 
-@transform(
-    name="MoveScalesPastConcat",
-    stage="streamline",
-    description="Join the integers before their scales: Concat(x*a, y*b) -> Concat(x, y)*[a|b]",
-)
+@transform(stage="streamline")
 class MoveScalesPastConcat(Transformation):  # type: ignore[misc]
-    """``Concat(x₀·a₀, x₁·a₁, …)`` becomes ``Concat(x₀, x₁, …)·c``, where ``c`` holds each
+    """Join the integers before their scales: Concat(x*a, y*b) -> Concat(x, y)*[a|b].
+
+    ``Concat(x₀·a₀, x₁·a₁, …)`` becomes ``Concat(x₀, x₁, …)·c``, where ``c`` holds each
     branch's scale over that branch's part of the joined axis (a scalar when all are equal).
 
     Brevitas exports each quantized branch as integers times its own scale; FINN's
@@ -143,13 +141,11 @@ def _move_scales(model: ModelWrapper, concat: NodeProto) -> bool:
     return True
 
 
-@transform(
-    name="MoveTransposesPastConcat",
-    stage="streamline",
-    description="Concat(T(x), T(y)) -> T(Concat(x, y)) when every branch has the same transpose",
-)
+@transform(stage="streamline")
 class MoveTransposesPastConcat(Transformation):  # type: ignore[misc]
-    """``Concat(T(x), T(y), …)`` with one permutation on every branch becomes
+    """Concat(T(x), T(y)) -> T(Concat(x, y)) when every branch has the same transpose.
+
+    ``Concat(T(x), T(y), …)`` with one permutation on every branch becomes
     ``T(Concat(x, y, …))`` along the permuted axis, so a join of channels-last branches
     happens channels-last (FINN's ``MoveTransposePastJoinConcat`` does not compare the
     permutations it checks). Each transpose must be read by the join alone."""
@@ -182,13 +178,11 @@ def _move_transposes(model: ModelWrapper, concat: NodeProto) -> bool:
     return True
 
 
-@transform(
-    name="MoveScalePastTranspose",
-    stage="streamline",
-    description="T(Mul(x, c)) -> Mul(T(x), T(c)): a per-channel scale moved past a transpose",
-)
+@transform(stage="streamline")
 class MoveScalePastTranspose(Transformation):  # type: ignore[misc]
-    """``T(x·c)`` becomes ``T(x)·T(c)`` for a constant ``c`` of any broadcastable shape
+    """T(Mul(x, c)) -> Mul(T(x), T(c)): a per-channel scale moved past a transpose.
+
+    ``T(x·c)`` becomes ``T(x)·T(c)`` for a constant ``c`` of any broadcastable shape
     (FINN's ``MoveScalarLinearPastInvariants`` moves scalars only): the per-channel scale a
     join of differently scaled branches leaves between two transposes moves on to the
     threshold that absorbs it, and the transposes meet and cancel. The scale must be read by

@@ -15,11 +15,7 @@ from brainsmith.transforms.graph_rewrite import (
 )
 
 
-@transform(
-    name="ConvertDivToMul",
-    stage="topology_opt",
-    description="Replace Div by a float constant with Mul by its reciprocal",
-)
+@transform(stage="topology_opt")
 class ConvertDivToMul(Transformation):  # type: ignore[misc]
     """Replace ``Div(x, c)`` by ``Mul(x, 1/c)`` for a float constant ``c`` without zeros.
 

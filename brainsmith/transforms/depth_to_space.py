@@ -69,14 +69,11 @@ def _channel_constant(values: np.ndarray, rank: int) -> np.ndarray | None:
     return full.reshape(full.shape[1], 1)
 
 
-@transform(
-    name="MoveChannelwiseBeforeDepthToSpace",
-    stage="streamline",
-    description="DepthToSpace then thresholds or a channelwise Mul/Add -> the same per input "
-    "channel, then DepthToSpace",
-)
+@transform(stage="streamline")
 class MoveChannelwiseBeforeDepthToSpace(Transformation):  # type: ignore[misc]
-    """``f(DepthToSpace(x))`` becomes ``DepthToSpace(f'(x))`` for a MultiThreshold, or a
+    """DepthToSpace then a threshold or channelwise Mul/Add -> those per input channel first.
+
+    ``f(DepthToSpace(x))`` becomes ``DepthToSpace(f'(x))`` for a MultiThreshold, or a
     Mul or Add by a scalar or per-channel constant, ``f``: its row for output channel c
     repeated for the r * r input channels that land in c. The DepthToSpace must be read by
     ``f`` alone."""
@@ -151,14 +148,11 @@ def _thresholded(model: ModelWrapper, node: NodeProto) -> bool:
         node = readers[0]
 
 
-@transform(
-    name="DepthToSpaceInWeightOrder",
-    stage="streamline",
-    description="A CRD DepthToSpace after a thresholded MatMul -> DCR, the MatMul's columns and "
-    "the thresholds' rows reordered",
-)
+@transform(stage="streamline")
 class DepthToSpaceInWeightOrder(Transformation):  # type: ignore[misc]
-    """A DepthToSpace in CRD order (torch's PixelShuffle) reading a channels-last
+    """A CRD DepthToSpace after a thresholded MatMul -> DCR, the weights' columns reordered.
+
+    A DepthToSpace in CRD order (torch's PixelShuffle) reading a channels-last
     ``MatMul`` (a lowered convolution) through its thresholds and a transpose becomes one in
     DCR order, with the MatMul's weight columns and the thresholds' rows reordered to match:
     the same values, but each output beat of the layer is a run of input channels, so its
@@ -231,14 +225,11 @@ def _reorder(model: ModelWrapper, shuffle: NodeProto) -> bool:
     return True
 
 
-@transform(
-    name="InferDepthToSpace",
-    stage="fpgadataflow",
-    description="Transpose to channels-first then DepthToSpace -> StreamingDepthToSpace layer "
-    "then the transpose",
-)
+@transform(stage="fpgadataflow")
 class InferDepthToSpace(Transformation):  # type: ignore[misc]
-    """A DepthToSpace of integers that reads a channels-last tensor through a transpose
+    """Transpose to channels-first, DepthToSpace -> StreamingDepthToSpace, then the transpose.
+
+    A DepthToSpace of integers that reads a channels-last tensor through a transpose
     becomes a channels-last ``StreamingDepthToSpace`` layer followed by that transpose (which
     cancels against a transpose back to channels-last after it)."""
 

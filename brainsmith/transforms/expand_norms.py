@@ -23,11 +23,7 @@ Mode = Literal["affine", "primitive"]
 ONNX_DEFAULTS = {"axis": -1, "epsilon": 1e-5}  # FINN's InferLayerNorm fails when these are implicit
 
 
-@transform(
-    name="ExpandNorms",
-    stage="topology_opt",
-    description="Split LayerNormalization into a plain norm (scale 1, bias 0) plus Mul and Add",
-)
+@transform(stage="topology_opt")
 class ExpandNorms(Transformation):  # type: ignore[misc]
     """Split LayerNormalization into a plain norm plus Mul (scale) and Add (bias).
 

@@ -13,13 +13,11 @@ from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import graph_output_names, rewrite_each
 
 
-@transform(
-    name="MoveScalesPastMaxPoolNHWC",
-    stage="streamline",
-    description="MaxPoolNHWC(x * c) -> MaxPoolNHWC(x) * c for a non-negative scalar or channel c",
-)
+@transform(stage="streamline")
 class MoveScalesPastMaxPoolNHWC(Transformation):  # type: ignore[misc]
-    """``MaxPoolNHWC(x·c)`` becomes ``MaxPoolNHWC(x)·c`` for a constant ``c >= 0`` that is a
+    """MaxPoolNHWC(x * c) -> MaxPoolNHWC(x) * c for a non-negative scalar or channel c.
+
+    ``MaxPoolNHWC(x·c)`` becomes ``MaxPoolNHWC(x)·c`` for a constant ``c >= 0`` that is a
     scalar or one value per channel (the last axis): the maximum of scaled values is the
     scaled maximum. FINN's ``MoveMulPastMaxPool`` moves scales past channels-first pools
     only; a scale that reaches a pool after it was made channels-last (a U-Net's skip, whose

@@ -20,11 +20,7 @@ from brainsmith.transforms.graph_rewrite import (
 COMBINE = {"Add": np.add, "Mul": np.multiply}
 
 
-@transform(
-    name="MergeOpChains",
-    stage="topology_opt",
-    description="Fold Add(Add(x, a), b) into Add(x, a+b) and Mul(Mul(x, a), b) into Mul(x, a*b)",
-)
+@transform(stage="topology_opt")
 class MergeOpChains(Transformation):  # type: ignore[misc]
     """Fold constant Add->Add and Mul->Mul chains into one Add or Mul with a combined constant.
 

@@ -12,11 +12,7 @@ from brainsmith.plugin import transform
 from brainsmith.transforms.graph_rewrite import ONNX_DOMAINS, bypass_node, graph_output_names
 
 
-@transform(
-    name="RemoveInferenceNoOps",
-    stage="cleanup",
-    description="Remove Identity nodes and Dropout nodes that run in inference mode",
-)
+@transform(stage="cleanup")
 class RemoveInferenceNoOps(Transformation):  # type: ignore[misc]
     """Remove Identity nodes and Dropout nodes that run in inference mode.
 

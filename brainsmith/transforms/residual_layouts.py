@@ -29,11 +29,7 @@ from brainsmith.transforms.graph_rewrite import (
 TO_NHWC = [0, 2, 3, 1]
 
 
-@transform(
-    name="MoveTransposePastProducedJoinAdd",
-    stage="streamline",
-    description="FINN's MoveTransposePastJoinAdd for joins whose operands nodes produce",
-)
+@transform(stage="streamline")
 class MoveTransposePastProducedJoinAdd(MoveTransposePastJoinAdd):  # type: ignore[misc]
     """FINN's ``MoveTransposePastJoinAdd`` for joins whose operands nodes produce.
 
@@ -81,11 +77,7 @@ def _forks(model: ModelWrapper, node: NodeProto) -> bool:
     return bool(model.is_fork_node(node) and not model.is_join_node(node))
 
 
-@transform(
-    name="MoveAddIntoTransposedLayout",
-    stage="streamline",
-    description="Do the add of a transposed and an untransposed branch in the transposed layout",
-)
+@transform(stage="streamline")
 class MoveAddIntoTransposedLayout(Transformation):  # type: ignore[misc]
     """An add of a transposed branch and an untransposed one done in the transposed layout.
 
@@ -173,11 +165,7 @@ def _rewrite(model: ModelWrapper, found: TransposedAdd) -> None:
     graph.node.insert(list(graph.node).index(add) + 1, transpose)
 
 
-@transform(
-    name="MoveTransposesBeforeThresholds",
-    stage="streamline",
-    description="Move channels-last transposes before the thresholds that feed them",
-)
+@transform(stage="streamline")
 class MoveTransposesBeforeThresholds(Transformation):  # type: ignore[misc]
     """Channels-last transposes moved before the thresholds that feed them.
 

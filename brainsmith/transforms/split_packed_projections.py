@@ -25,14 +25,11 @@ from brainsmith.transforms.graph_rewrite import (
 ELEMENTWISE = ("Mul", "Div", "Add", "Sub")
 
 
-@transform(
-    name="SplitPackedProjections",
-    stage="topology_opt",
-    description="Split a matrix product whose output is only sliced (packed q/k/v) into one "
-    "product per slice",
-)
+@transform(stage="topology_opt")
 class SplitPackedProjections(Transformation):  # type: ignore[misc]
-    """Replace ``MatMul(x, W)`` (then elementwise ops with constants), read only by
+    """A matrix product only sliced (packed q/k/v) -> one product per slice.
+
+    Replace ``MatMul(x, W)`` (then elementwise ops with constants), read only by
     ``Slice`` nodes along its last axis, by one ``MatMul(x, W[:, a:b])`` per slice.
 
     Brevitas's ``QuantMultiheadAttention`` packs the query, key and value projections into
