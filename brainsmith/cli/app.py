@@ -32,7 +32,7 @@ COMMANDS = {
         "Place and route a whole all-RTL build for a Lattice ECP5 part: Fmax, resources.",
     ),
     "bitstream": (
-        "brainsmith.cli.bitstream:bitstream",
+        "brainsmith.cli.place_route:bitstream",
         "Make a whole all-RTL build into an ECP5 board's bitstream behind the UART host link.",
     ),
     "flash": (

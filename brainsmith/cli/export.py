@@ -39,10 +39,10 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
       brainsmith export out/conv handoff/conv && handoff/conv/sim.sh
     """
     from brainsmith import interrupts
-    from brainsmith.board.streams import DriverError
     from brainsmith.cli.output import console, echo
     from brainsmith.commands.run import load_array
     from brainsmith.export import ExportError, export_build
+    from brainsmith.hardware.board.streams import DriverError
 
     try:
         with interrupts.handled():

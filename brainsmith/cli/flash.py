@@ -44,9 +44,9 @@ def flash(build_dir: str, to_flash: bool, cable: str | None, dry_run: bool) -> N
       brainsmith flash out/mlp
       brainsmith run out/mlp --port /dev/ttyUSB0
     """
-    from brainsmith.board.flash import shown
     from brainsmith.cli.output import console
     from brainsmith.commands.flash import flash_build_folder
+    from brainsmith.hardware.board.flash import shown
 
     done = on_build_folder(
         build_dir,

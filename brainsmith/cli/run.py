@@ -61,9 +61,9 @@ def run(
       brainsmith run out/mlp --simulate --input x.npy
     """
     from brainsmith import interrupts
-    from brainsmith.board.streams import DriverError
     from brainsmith.cli.output import echo
     from brainsmith.commands.run import run_build_folder
+    from brainsmith.hardware.board.streams import DriverError
     from brainsmith.terminal import console
 
     if (port is None) == (not simulate):

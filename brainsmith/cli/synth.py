@@ -106,7 +106,7 @@ def _pair(estimate: float | None, count: int | None) -> str:
 
 def print_table(data: Json) -> None:
     """One row per layer (FINN's estimate / Yosys' count), the totals, then the reasons."""
-    from brainsmith.synthesis.yosys import COUNTS
+    from brainsmith.hardware.synthesis.yosys import COUNTS
     from brainsmith.terminal import table as data_table
 
     table = data_table(box=None, pad_edge=False)

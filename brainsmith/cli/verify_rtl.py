@@ -18,7 +18,7 @@ from brainsmith.cli.shared import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.rtlsim.layers import DesignResult
+    from brainsmith.hardware.rtlsim.layers import DesignResult
 
 
 @click.command("verify-rtl")
