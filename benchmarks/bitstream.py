@@ -149,7 +149,7 @@ def _row(name: str, entry: dict) -> str:
 
 def section(data: dict) -> list[str]:
     """RESULTS.md's section: one row per network measured, in NETWORKS' order."""
-    from brainsmith.place_route.critical_path import path_text
+    from brainsmith.hardware.place_route.critical_path import path_text
 
     entries = {n.name: data["networks"][n.name] for n in NETWORKS if n.name in data["networks"]}
     tools = next(iter(entries.values()))["tools"]

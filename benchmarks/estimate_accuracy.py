@@ -19,7 +19,7 @@ networks not measured are kept from the previous results, each with its own load
 Writes benchmarks/results/estimate_accuracy.json (every layer's estimate and count, the
 totals, the load, the machine) and its section of benchmarks/RESULTS.md (with ``--before``:
 beside the network totals of an earlier run's results). Yosys' counts are cached by content
-(``brainsmith.synthesis``), so a second run synthesises nothing.
+(``brainsmith.hardware.synthesis``), so a second run synthesises nothing.
 """
 
 from __future__ import annotations

@@ -35,9 +35,9 @@ HEADING = "## Frames through the host link (brainsmith run --simulate)"
 
 def measure() -> dict:
     from benchmarks.machine import machine_info
-    from brainsmith.board.streams import Host, streams
     from brainsmith.commands.run import run_build_folder
     from brainsmith.files import read_json
+    from brainsmith.hardware.board.streams import Host, streams
     from brainsmith.verification.verifier import generate_inputs
 
     with tempfile.TemporaryDirectory(prefix="brainsmith-link-") as tmp:

@@ -130,8 +130,8 @@ def _unbounded(out: Path) -> float | None:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.frameworks.finn.layers import require_layers
-    from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.stitched.partition import simulate_partition
+    from brainsmith.hardware.rtlsim.layers import layer_tensors
+    from brainsmith.hardware.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import FRAMES, random_frames
 
     model = ModelWrapper(str(out / "final.onnx"))

@@ -6,7 +6,7 @@ and ``FMPadding_rtl``, and brainsmith's ``DuplicateStreams_rtl``, ``Pool_rtl``,
 ``IntAdd_rtl``, ``GlobalAccPool_rtl``, ``LabelSelect_rtl``, ``WidthConverter_rtl`` and
 ``StreamingDepthToSpace_rtl``) over
 a sweep of shapes, bit widths and foldings, each synthesised by Yosys
-(``brainsmith.synthesis``, UltraScale+, cached by content: a second run is fast; random
+(``brainsmith.hardware.synthesis``, UltraScale+, cached by content: a second run is fast; random
 weights and thresholds are seeded per point, so they hit the cache too). Per kind and
 resource the model in ``brainsmith.frameworks.finn.rtl_costs.TERMS`` is fitted by least
 squares on the sweep's fitting points and checked on its held-out points, against the
@@ -28,7 +28,7 @@ fit's error and the previous estimate's error to benchmarks/results/synth_fit.js
 cost (``rtl_costs.ECP5_KINDS``, and ``ECP5_POINTS``) for Lattice ECP5 (Yosys
 ``synth_ecp5``, FINN's layers made for the stand-in part a Lattice build has,
 ``brainsmith.planning.lattice.STAND_IN_PART``), counting LUT4, FF, MULT18 and EBR as
-nextpnr does (``brainsmith.synthesis.ecp5``), and fits ``rtl_costs.ECP5_TERMS``: written to
+nextpnr does (``brainsmith.hardware.synthesis.ecp5``), and fits ``rtl_costs.ECP5_TERMS``: written to
 brainsmith/frameworks/finn/rtl_costs_ecp5.json and benchmarks/results/synth_fit_ecp5.json.
 """
 
@@ -689,9 +689,9 @@ def synthesise(
     ``also_xc7``), ``JOBS`` at a time (each cached by content)."""
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
 
-    from brainsmith.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.synthesis.sources import synthesis_design
-    from brainsmith.synthesis.yosys import find_yosys
+    from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.hardware.synthesis.sources import synthesis_design
+    from brainsmith.hardware.synthesis.yosys import find_yosys
 
     yosys, root = find_yosys(), cache_root()
     designs = []

@@ -5,13 +5,33 @@ Importing this package is cheap: plugins, QONNX and FINN load only when used.
 
 from __future__ import annotations
 
+import sys
+
 __all__ = ["__version__", "build", "explore"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the lazy names, for type checkers
+    from collections.abc import Sequence
+    from importlib.abc import Loader as _LoaderBase
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
     from brainsmith.builder import build as build
     from brainsmith.dse import explore as explore
     from brainsmith.version import __version__ as __version__
+else:
+    _LoaderBase = object  # importlib.abc costs start-up time; the protocol is enough at run time
+
+# Old names of moved packages, kept until brainsmith ``REMOVED_IN``: importing one (or one of
+# its modules) warns and gives the module of the new name, the same object, so classes and
+# state are shared with code that uses the new name.
+_MOVED = {
+    "brainsmith.plugin.blueprint": "brainsmith.blueprint",
+    "brainsmith.rtlsim": "brainsmith.hardware.rtlsim",
+    "brainsmith.synthesis": "brainsmith.hardware.synthesis",
+    "brainsmith.place_route": "brainsmith.hardware.place_route",
+    "brainsmith.board": "brainsmith.hardware.board",
+}
 
 
 def __getattr__(name: str) -> object:
@@ -28,3 +48,46 @@ def __getattr__(name: str) -> object:
 
         return explore
     raise AttributeError(f"module 'brainsmith' has no attribute {name!r}")
+
+
+def _new_name(old: str) -> str | None:
+    """``old``'s module under its new name, None when ``old`` was not moved."""
+    for before, after in _MOVED.items():
+        if old == before or old.startswith(before + "."):
+            return after + old[len(before) :]
+    return None
+
+
+class _MovedFinder(_LoaderBase):
+    """Ahead of the path on ``sys.meta_path``: an old name's module is the new name's."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if _new_name(name) is None:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(name, self)
+
+    def create_module(self, spec: ModuleSpec) -> None:
+        return None  # a placeholder, replaced by the moved module in exec_module
+
+    def exec_module(self, module: ModuleType) -> None:
+        import warnings
+        from importlib import import_module
+
+        from brainsmith.version import REMOVED_IN
+
+        new = _new_name(module.__name__) or module.__name__
+        warnings.warn(
+            f"{module.__name__} moved to {new}; the old name will be removed in brainsmith "
+            f"{REMOVED_IN}",
+            DeprecationWarning,
+            stacklevel=2,  # the importing line (the import system's frames are skipped)
+        )
+        sys.modules[module.__name__] = import_module(new)
+
+
+if not any(type(finder).__name__ == "_MovedFinder" for finder in sys.meta_path):
+    sys.meta_path.insert(0, _MovedFinder())

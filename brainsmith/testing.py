@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 
 from brainsmith.frameworks.finn.env import prepare_finn
+from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
 from brainsmith.plugin.settings.config import ENV_VARS
-from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     import numpy as np
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.hardware.rtlsim.layers import DesignResult
     from brainsmith.plugin.manager import PluginManager
     from brainsmith.plugin.registry import Registry
-    from brainsmith.rtlsim.layers import DesignResult
 
 
 class IsolatedHub:
@@ -91,7 +91,7 @@ DEFAULT_PART = "xcvc1902-vsva2197-2MP-e-S"  # brainsmith's default build part
 
 
 class RTLSimulation:
-    """Simulates a model's RTL layers in Verilator (``brainsmith.rtlsim``); one folder per call."""
+    """Simulates a model's RTL layers in Verilator (``brainsmith.hardware.rtlsim``); one folder per call."""
 
     def __init__(self, workdir: Path, part: str = DEFAULT_PART, clock_ns: float = 5.0) -> None:
         self.workdir = workdir
@@ -104,12 +104,12 @@ class RTLSimulation:
     ) -> DesignResult:
         """Generate the HDL of ``model``'s RTL layers (FINN's ``PrepareIP``) and simulate each
         on ``samples`` (per frame, one array per model input); returns the
-        ``brainsmith.rtlsim.layers.DesignResult``."""
+        ``brainsmith.hardware.rtlsim.layers.DesignResult``."""
         prepare_finn()
         from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
         from qonnx.transformation.general import GiveUniqueNodeNames
 
-        from brainsmith.rtlsim.layers import simulate_design
+        from brainsmith.hardware.rtlsim.layers import simulate_design
 
         self.runs += 1
         model = model.transform(GiveUniqueNodeNames())

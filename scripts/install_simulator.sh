@@ -18,4 +18,4 @@ if [ ${#missing[@]} -gt 0 ]; then
     scripts/apt_install.sh "Verilator" "${missing[@]}"
     installed="; installed ${missing[*]} from Debian"
 fi
-"$venv/bin/python" -c "import sys; from brainsmith.rtlsim import find_toolchain as f; t = f(); print(f'simulator: {t.label} with {t.compiler}, perl and make{sys.argv[1]}')" "$installed"
+"$venv/bin/python" -c "import sys; from brainsmith.hardware.rtlsim import find_toolchain as f; t = f(); print(f'simulator: {t.label} with {t.compiler}, perl and make{sys.argv[1]}')" "$installed"

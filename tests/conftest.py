@@ -100,7 +100,7 @@ def run_shared(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def simulators(run_shared) -> Path:
     """Verilator executables compiled once per test run for every worker, cached by content
-    (``brainsmith.rtlsim.compile`` locks each key, so two workers compile it once)."""
+    (``brainsmith.hardware.rtlsim.compile`` locks each key, so two workers compile it once)."""
     return _private(run_shared / "rtlsim")
 
 

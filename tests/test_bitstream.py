@@ -16,11 +16,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from brainsmith.board.boards import BOARDS, BoardError, board
-from brainsmith.board.constraints import lpf
-from brainsmith.board.pll import PllError, pll
-from brainsmith.board.top import TopError, accelerator_ports, baud_rate, board_top
-from brainsmith.place_route.parts import ecp5_part
+from brainsmith.hardware.board.boards import BOARDS, BoardError, board
+from brainsmith.hardware.board.constraints import lpf
+from brainsmith.hardware.board.pll import PllError, pll
+from brainsmith.hardware.board.top import TopError, accelerator_ports, baud_rate, board_top
+from brainsmith.hardware.place_route.parts import ecp5_part
 
 ACCELERATOR = """\
 module accelerator (
@@ -145,8 +145,8 @@ def test_the_board_top_sizes_the_link_from_the_accelerators_ports():
 
 @pytest.fixture(scope="module")
 def tools():
-    from brainsmith.place_route.ecp5 import find_nextpnr
-    from brainsmith.synthesis.yosys import find_yosys
+    from brainsmith.hardware.place_route.ecp5 import find_nextpnr
+    from brainsmith.hardware.synthesis.yosys import find_yosys
 
     return find_yosys(), find_nextpnr()
 
@@ -187,8 +187,8 @@ def check_bitstream(result, folder: Path) -> None:
 def test_a_tiny_accelerator_becomes_a_ulx3s_bitstream_and_a_second_run_is_cached(
     tools, private_cache, tmp_path
 ):
-    from brainsmith.place_route.bitstream import bitstream
-    from brainsmith.place_route.sources import StitchedDesign
+    from brainsmith.hardware.place_route.bitstream import bitstream
+    from brainsmith.hardware.place_route.sources import StitchedDesign
 
     design = StitchedDesign("accelerator", [("accelerator.sv", ACCELERATOR)], [], [])
     folder = tmp_path / "run"
@@ -224,9 +224,9 @@ def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(hub, farm, t
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.board.top import frame_words
-    from brainsmith.place_route.bitstream import board_design
-    from brainsmith.place_route.sources import stitched_design
+    from brainsmith.hardware.board.top import frame_words
+    from brainsmith.hardware.place_route.bitstream import board_design
+    from brainsmith.hardware.place_route.sources import stitched_design
     from tests.support.farm import lattice_mlp
 
     build = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "mlp", symlinks=True))
@@ -278,8 +278,8 @@ def test_without_amaranth_boards_a_board_names_how_to_install_it(monkeypatch):
 
 @pytest.mark.slow
 def test_a_design_that_misses_its_clock_still_gets_its_bitstream(tools, private_cache, tmp_path):
-    from brainsmith.place_route.bitstream import bitstream
-    from brainsmith.place_route.sources import StitchedDesign
+    from brainsmith.hardware.place_route.bitstream import bitstream
+    from brainsmith.hardware.place_route.sources import StitchedDesign
 
     slow = ACCELERATOR.replace(  # two multipliers and an adder in one cycle
         "data <= {8'd0, in0_V_TDATA} + 16'd1;",
@@ -312,8 +312,8 @@ def test_products_with_a_2_bit_factor_are_luts_and_wider_ones_multiplier_blocks(
     """brainsmith's synth_ecp5 keeps a product with a factor of 2 bits or less out of the
     MULT18X18D blocks (synth_ecp5 alone gives each its own block: a TFC-w2a2 ran out of
     them); 4-bit products still take blocks."""
-    from brainsmith.place_route.ecp5 import synthesis
-    from brainsmith.synthesis.yosys import RUN
+    from brainsmith.hardware.place_route.ecp5 import synthesis
+    from brainsmith.hardware.synthesis.yosys import RUN
 
     (tmp_path / "products.v").write_text(NARROW_PRODUCTS)
     commands = [f"read_verilog {tmp_path}/products.v",

@@ -25,9 +25,9 @@ ABSURD_FPS = 100_000_000  # a frame a cycle at 5 ns is 200 million
 
 
 def test_the_lfe5u_85f_capacities_are_read_from_nextpnr_once():
-    from brainsmith.place_route.capacities import part_capacities
-    from brainsmith.place_route.flow import cache_root
-    from brainsmith.place_route.parts import ecp5_part
+    from brainsmith.hardware.place_route.capacities import part_capacities
+    from brainsmith.hardware.place_route.flow import cache_root
+    from brainsmith.hardware.place_route.parts import ecp5_part
 
     found = part_capacities(ecp5_part(PART))
     # the ECP5-85F's LUTs, flip-flops, 18x18 multipliers and 18 Kbit block RAMs (FPGA-DS-02012)
@@ -102,10 +102,10 @@ def test_a_layer_synthesised_for_ecp5_is_within_the_error_its_fit_reports(
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
     from qonnx.custom_op.registry import getCustomOp
 
+    from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.hardware.synthesis.sources import synthesis_design
+    from brainsmith.hardware.synthesis.yosys import find_yosys
     from brainsmith.planning.lattice import STAND_IN_PART
-    from brainsmith.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.synthesis.sources import synthesis_design
-    from brainsmith.synthesis.yosys import find_yosys
 
     model = single_layer(kind, attributes).transform(PrepareIP(STAND_IN_PART, 5.0))
     node = model.graph.node[0]

@@ -128,9 +128,9 @@ def test_a_float_input_s_thresholds_synthesised_here_are_within_25_percent(hub, 
     import numpy as np
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
 
-    from brainsmith.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.synthesis.sources import synthesis_design
-    from brainsmith.synthesis.yosys import find_yosys
+    from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.hardware.synthesis.sources import synthesis_design
+    from brainsmith.hardware.synthesis.yosys import find_yosys
 
     attributes = {"channels": 64, "pe": 1, "ibits": 32, "obits": 8, "floats": True}
     model = thresholds_layer({**attributes, "shared": True}, 0)

@@ -15,8 +15,8 @@ import pytest
 from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
+from brainsmith.hardware.rtlsim.sources import CRASHED
 from brainsmith.report.text import warning_lines
-from brainsmith.rtlsim.sources import CRASHED
 from brainsmith.steps.fifos import FRAMES
 from tests.conftest import REPO, once
 
@@ -77,8 +77,8 @@ def test_fifos_too_shallow_stall_the_bounded_simulation(sized, tmp_path):
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.frameworks.finn.layers import require_layers
-    from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.stitched.partition import simulate_partition
+    from brainsmith.hardware.rtlsim.layers import layer_tensors
+    from brainsmith.hardware.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
     model = ModelWrapper(str(sized / "final.onnx"))
@@ -101,8 +101,8 @@ def test_the_sized_fifos_keep_the_pace_frame_after_frame(sized, tmp_path):
     sizing ran: it runs as many more as the pipeline holds at once (before: 4 frames in all,
     and an encoder whose pipeline held 6 ran 11.6 % under its pace over 16)."""
     from brainsmith.frameworks.finn.layers import require_layers
-    from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.stitched.partition import simulate_partition
+    from brainsmith.hardware.rtlsim.layers import layer_tensors
+    from brainsmith.hardware.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
     found = record(sized)
@@ -122,9 +122,9 @@ def test_a_simulation_that_progresses_is_not_stopped_by_the_clock(sized, tmp_pat
     failed the full-size CNV folded for no target, 28.9M cycles per frame, in its check).
     The 16 frames here take far longer than the 10 ms the old limit is lowered to."""
     from brainsmith.frameworks.finn.layers import require_layers
-    from brainsmith.rtlsim import stimulus
-    from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.stitched.partition import simulate_partition
+    from brainsmith.hardware.rtlsim import stimulus
+    from brainsmith.hardware.rtlsim.layers import layer_tensors
+    from brainsmith.hardware.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
     monkeypatch.setattr(stimulus, "RUN_TIMEOUT", 0.01, raising=False)
@@ -160,8 +160,8 @@ def test_the_check_of_a_design_with_long_frames_simulates_the_frames_it_needs(
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.frameworks.finn.layers import require_layers
-    from brainsmith.rtlsim.layers import STITCHED_ONLY, simulate_design
-    from brainsmith.rtlsim.stitched import partition
+    from brainsmith.hardware.rtlsim.layers import STITCHED_ONLY, simulate_design
+    from brainsmith.hardware.rtlsim.stitched import partition
     from brainsmith.steps.fifos import random_frames
 
     model = ModelWrapper(str(sized / "final.onnx"))
@@ -209,7 +209,7 @@ def test_shipped_conv_networks_in_rtl_are_sized_and_run_whole_at_their_estimate(
     every layer RTL: FIFOs sized by simulating the whole accelerator, which matches Python
     bit for bit with the sized FIFOs (else the step fails) at a pace within the report's
     stated tolerance of FINN's estimate."""
-    from brainsmith.rtlsim.sources import ESTIMATE_TOLERANCE
+    from brainsmith.hardware.rtlsim.sources import ESTIMATE_TOLERANCE
 
     blueprint = tmp_path / f"{network}_rtl.yaml"
     blueprint.write_text(
@@ -258,7 +258,7 @@ def default_flow(hub, tmp_path_factory):
 def test_the_default_flow_sizes_an_all_rtl_design_and_checks_it_with_the_same_compile(
     default_flow,
 ):
-    from brainsmith.rtlsim.sources import ESTIMATE_TOLERANCE
+    from brainsmith.hardware.rtlsim.sources import ESTIMATE_TOLERANCE
 
     found = record(default_flow)
     report = json.loads((default_flow / "report.json").read_text())
@@ -287,8 +287,8 @@ def test_fifos_one_shallower_than_sized_keep_the_pace_the_margin_measured(defaul
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.frameworks.finn.layers import require_layers
-    from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.stitched.partition import simulate_partition
+    from brainsmith.hardware.rtlsim.layers import layer_tensors
+    from brainsmith.hardware.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
     model = ModelWrapper(str(default_flow / "final.onnx"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.board.boards import BOARDS, LOADER_BOARDS
+from brainsmith.hardware.board.boards import BOARDS, LOADER_BOARDS
 
 
 def flash(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

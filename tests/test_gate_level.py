@@ -1,4 +1,4 @@
-"""The gate-level check (``brainsmith.board.gate_level``): the ECP5 cell models brainsmith
+"""The gate-level check (``brainsmith.hardware.board.gate_level``): the ECP5 cell models brainsmith
 adds to Yosys' (DP16KD block RAM, MULT18X18D) compute what the RTL Yosys mapped onto them
 computes, in every mode ``synth_ecp5`` uses; the shipped MLP's bitstream netlist answers as
 its RTL, and a netlist with one LUT's function inverted is caught, naming the first
@@ -116,7 +116,7 @@ endmodule
 
 def yosys_netlist(folder: Path, top: str) -> str:
     """``top`` of DESIGNS mapped by ``synth_ecp5``, renamed ``<top>_gates``; its cell types."""
-    from brainsmith.synthesis.yosys import RUN
+    from brainsmith.hardware.synthesis.yosys import RUN
 
     script = (f"read_verilog -sv {folder}/designs.sv; synth_ecp5 -top {top}; "
               f"rename {top} {top}_gates; write_verilog -noattr {folder}/{top}_gates.v")  # fmt: skip
@@ -129,7 +129,7 @@ def yosys_netlist(folder: Path, top: str) -> str:
 
 
 def test_the_cell_models_compute_what_the_rtl_yosys_mapped_onto_them_computes(tmp_path):
-    from brainsmith.board.gate_level import ecp5_cell_models, lattice_models
+    from brainsmith.hardware.board.gate_level import ecp5_cell_models, lattice_models
 
     (tmp_path / "designs.sv").write_text(DESIGNS)
     netlists = {
@@ -194,10 +194,10 @@ def test_a_passed_check_is_not_simulated_again_for_the_same_netlist_and_frames(f
     folder's path and FINN's random code folder names taken out) and the frames sent."""
     import shutil
 
-    from brainsmith.board.boards import board
-    from brainsmith.board.gate_level import VERDICT, check_netlist
-    from brainsmith.board.streams import streams
-    from brainsmith.rtlsim.compile import cache_root
+    from brainsmith.hardware.board.boards import board
+    from brainsmith.hardware.board.gate_level import VERDICT, check_netlist
+    from brainsmith.hardware.board.streams import streams
+    from brainsmith.hardware.rtlsim.compile import cache_root
 
     folder = lattice_mlp(farm)
     section = json.loads((folder / "report.json").read_text())["bitstream"]
@@ -224,9 +224,9 @@ def test_a_passed_check_is_not_simulated_again_for_the_same_netlist_and_frames(f
 
 
 def test_a_netlist_with_one_lut_inverted_is_caught_naming_the_first_differing_word(farm, tmp_path):
-    from brainsmith.board.boards import board
-    from brainsmith.board.gate_level import check_netlist
-    from brainsmith.board.streams import streams
+    from brainsmith.hardware.board.boards import board
+    from brainsmith.hardware.board.gate_level import check_netlist
+    from brainsmith.hardware.board.streams import streams
 
     folder = lattice_mlp(farm)
     section = json.loads((folder / "report.json").read_text())["bitstream"]

@@ -1,4 +1,4 @@
-"""The host link (brainsmith/board): link.py's frames in Python, and brainsmith_host_link in
+"""The host link (brainsmith/hardware/board): link.py's frames in Python, and brainsmith_host_link in
 Verilator with a bit-level UART on one side (tests/data/host_link/uart_tb.cpp, driven by
 link.py over pipes) and an accelerator on the other: a stand-in that stalls at random, and the
 shipped MLP's stitched all-RTL accelerator (slow)."""
@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from brainsmith.board import link
-from brainsmith.board.link import Decoder, Identity, Link, LinkError, crc16, encode
 from brainsmith.errors import BrainsmithError
+from brainsmith.hardware.board import link
+from brainsmith.hardware.board.link import Decoder, Identity, Link, LinkError, crc16, encode
 
 DATA = Path(__file__).parent / "data" / "host_link"
-RTL = package_files("brainsmith.board") / "rtl"
+RTL = package_files("brainsmith.hardware.board") / "rtl"
 LINK_SOURCES = ["crc16.sv", "uart_rx.sv", "uart_tx.sv", "host_link.sv"]
 CPB = 8  # clocks per bit in simulation
 READ_CYCLES = 400_000  # a read gives up after this many cycles: beyond the link's timeout
@@ -128,7 +128,7 @@ def test_an_identity_parses_and_builds_requests():
 )
 def test_the_link_is_lint_clean(params):
     """Verilator's -Wall finds nothing (but the brainsmith_ prefix the file names lack)."""
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     toolchain = find_toolchain()
     sources = [str(RTL / name) for name in LINK_SOURCES]
@@ -163,14 +163,14 @@ endmodule
 def verilate(sources: list[Path], top: str, folder: Path) -> Path:
     """The simulator of ``sources`` + ``top`` (tb_top.sv) + uart_tb.cpp, built in ``folder``
     with the project's Verilator and flags."""
-    from brainsmith.rtlsim.compile import CXX_FLAGS, make_command
-    from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, find_toolchain
+    from brainsmith.hardware.rtlsim.compile import CXX_FLAGS, make_command
+    from brainsmith.hardware.rtlsim.verilator import VERILATOR_FLAGS, find_toolchain
 
     toolchain = find_toolchain()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tb_top.sv").write_text(top)
     obj = folder / "obj"
-    bench = package_files("brainsmith.board") / "sim"  # uart_bench.h
+    bench = package_files("brainsmith.hardware.board") / "sim"  # uart_bench.h
     command = [toolchain.verilator, *VERILATOR_FLAGS, "--top-module", "tb_top",
                "-CFLAGS", f"{CXX_FLAGS} -I{bench}", "--Mdir", str(obj), "-o", "sim",
                *map(str, sources), str(folder / "tb_top.sv"), str(DATA / "uart_tb.cpp")]  # fmt: skip
@@ -334,7 +334,7 @@ def stitched(build: Path, folder: Path) -> tuple[list[Path], dict[str, int], obj
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.rtlsim.sources import verilator_ready
+    from brainsmith.hardware.rtlsim.sources import verilator_ready
 
     listed = (build / "finn" / "stitched_rtl" / "files.f").read_text().split()
     folder.mkdir(parents=True, exist_ok=True)
@@ -376,8 +376,8 @@ def mlp(farm, tmp_path_factory):
 def test_the_mlp_answers_through_the_link_as_in_python(mlp, tmp_path):
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.rtlsim.layers import layer_tensors
-    from brainsmith.rtlsim.packing import pack_beats, unpack_beats
+    from brainsmith.hardware.rtlsim.layers import layer_tensors
+    from brainsmith.hardware.rtlsim.packing import pack_beats, unpack_beats
     from brainsmith.steps.fifos import random_frames
 
     executable, params, design_hash, model, build = mlp

@@ -1,4 +1,4 @@
-"""The RTL a Lattice part reads in place of FINN's (``brainsmith.synthesis.ecp5``): brainsmith's
+"""The RTL a Lattice part reads in place of FINN's (``brainsmith.hardware.synthesis.ecp5``): brainsmith's
 pipelined matrix core answers as FINN's ``mvu`` cycle by cycle, for several shapes and widths,
 and the fixes apply to FINN's installed files, naming themselves, and leave other text alone."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from brainsmith.synthesis.ecp5 import LUT_RAM_DEPTH, SOFT_PRODUCT_BITS, lattice_ready
+from brainsmith.hardware.synthesis.ecp5 import LUT_RAM_DEPTH, SOFT_PRODUCT_BITS, lattice_ready
 from tests.support.verilator import clocked_bench, run_bench
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
@@ -83,7 +83,7 @@ def bench(shapes: list[tuple[int, ...]]) -> str:
 
 def finn_file(*parts: str) -> Path:
     from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.rtlsim.sources import finn_rtllib
+    from brainsmith.hardware.rtlsim.sources import finn_rtllib
 
     prepare_finn()
     return Path(finn_rtllib(), *parts)
@@ -103,7 +103,7 @@ def compare_in_verilator(folder: Path, sources: list[str], pair: str, shapes: li
 
 
 def test_brainsmiths_matrix_core_answers_as_finns_cycle_by_cycle(tmp_path):
-    from brainsmith.rtlsim.sources import verilator_ready
+    from brainsmith.hardware.rtlsim.sources import verilator_ready
 
     finn_core = finn_file("mvu", "mvu.sv").read_text()
     renamed = re.sub(r"^module mvu #\(", "module mvu_finn #(", finn_core, flags=re.M)
@@ -128,7 +128,7 @@ def test_the_lattice_fixes_apply_to_finns_files_and_leave_other_text_alone():
     thresholds = finn_file("thresholding", "hdl", "thresholding.sv").read_text()
     fixes: list[str] = []
     ours = lattice_ready("mvu.sv", core, fixes)
-    shipped = package_files("brainsmith.synthesis").joinpath("rtl", "mvu_lattice.sv")
+    shipped = package_files("brainsmith.hardware.synthesis").joinpath("rtl", "mvu_lattice.sv")
     assert ours == shipped.read_text() and "genDSP" not in ours
     # the core keeps out of multipliers the products the synthesis script keeps out of them
     assert f"SOFT_BITS = {SOFT_PRODUCT_BITS};" in ours
@@ -220,8 +220,8 @@ def test_threshold_memories_read_through_a_register_answer_as_finns(tmp_path):
     """FINN's threshold layer and the one a Lattice part reads (shallow memories in LUTs,
     deep ones in block RAM read through one more register) give the same outputs in the same
     order, each under its own random input and output stalls."""
-    from brainsmith.rtlsim.sources import verilator_ready
-    from brainsmith.synthesis.sources import yosys_ready
+    from brainsmith.hardware.rtlsim.sources import verilator_ready
+    from brainsmith.hardware.synthesis.sources import yosys_ready
 
     path = finn_file("thresholding", "hdl", "thresholding.sv")
     original = path.read_text()
@@ -316,8 +316,8 @@ def test_sliding_windows_compared_by_sign_answer_as_finns_cycle_by_cycle(tmp_pat
     """FINN's sliding window and the one a Lattice part reads (its counters' differences in
     registers, its read address wrapped by sign) take and give the same words in the same
     cycles, in six shapes, under phases of random input and output stalls."""
-    from brainsmith.rtlsim.sources import verilator_ready
-    from brainsmith.synthesis.sources import yosys_ready
+    from brainsmith.hardware.rtlsim.sources import verilator_ready
+    from brainsmith.hardware.synthesis.sources import yosys_ready
 
     finn_file("swg")  # FINN ready, its generator's templates found
     pairs = []

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.place_route.families import target
-from brainsmith.place_route.nexus_pins import link_pins, package_pads
-from brainsmith.place_route.parts import NEXUS_DEVICES, UnknownPart, nexus_part
+from brainsmith.hardware.place_route.families import target
+from brainsmith.hardware.place_route.nexus_pins import link_pins, package_pads
+from brainsmith.hardware.place_route.parts import NEXUS_DEVICES, UnknownPart, nexus_part
 from tests.support.farm import REPO, ULTRASCALE_PLUS, all_rtl_mlp
 
 PART = "LIFCL-40-9BG400C"
@@ -154,8 +154,8 @@ def test_a_tfc_w2a2_is_placed_and_routed_on_a_lifcl_40(farm, tmp_path):
 def test_fasm_the_packer_cannot_place_fails_naming_its_panic_and_leaves_no_bitstream(tmp_path):
     """prjoxide, run for real on a routed design naming a tile no LIFCL-40 has: the packer's
     own message, its log named, and no bitstream, whole or partial."""
-    from brainsmith.place_route.flow import PlaceRouteError, Stages
-    from brainsmith.place_route.nexus import NEXUS, PACKING
+    from brainsmith.hardware.place_route.flow import PlaceRouteError, Stages
+    from brainsmith.hardware.place_route.nexus import NEXUS, PACKING
 
     (tmp_path / PACKING.routed).write_text(
         '{ oxide.device="LIFCL-40" }\n\nNO_SUCH_TILE.NO_SUCH_FEATURE\n'
@@ -169,7 +169,7 @@ def test_fasm_the_packer_cannot_place_fails_naming_its_panic_and_leaves_no_bitst
 
 
 def test_a_nexus_read_back_names_its_device():
-    from brainsmith.place_route.nexus import unpacked_device
+    from brainsmith.hardware.place_route.nexus import unpacked_device
 
     fasm = '{ oxide.device="LIFCL-40" }\n{ oxide.device_variant="" }\n\nCIB_R0C72__BANKREF0\n'
     assert unpacked_device(fasm) == "LIFCL-40" and unpacked_device("CIB_R0C72\n") == ""

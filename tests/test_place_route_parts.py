@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.place_route.ecp5 import PlaceRouteError, parse_report
-from brainsmith.place_route.parts import UnknownPart, ecp5_part
-from brainsmith.place_route.sources import behavioural_by_default, block_ram_for_ultra
-from brainsmith.synthesis.sources import read_layer_file
+from brainsmith.hardware.place_route.ecp5 import PlaceRouteError, parse_report
+from brainsmith.hardware.place_route.parts import UnknownPart, ecp5_part
+from brainsmith.hardware.place_route.sources import behavioural_by_default, block_ram_for_ultra
+from brainsmith.hardware.synthesis.sources import read_layer_file
 
 REPORT = Path(__file__).parent / "data" / "nextpnr_ecp5_mlp_report.json"
 
@@ -64,7 +64,7 @@ def test_a_report_that_is_not_nextpnrs_is_refused(tmp_path):
 
 
 def finn_rtl(*parts: str) -> str:
-    from brainsmith.place_route.sources import finn_rtllib
+    from brainsmith.hardware.place_route.sources import finn_rtllib
 
     path = str(Path(finn_rtllib(), *parts))
     return read_layer_file(path, str(Path(path).parent), "RTL file").decode()
@@ -86,8 +86,8 @@ def test_finns_matrix_unit_is_behavioural_unless_an_instance_chooses():
 
 
 def test_a_stitched_file_list_naming_a_file_outside_the_build_is_refused(tmp_path):
-    from brainsmith.place_route.sources import FILES, stitched_design
-    from brainsmith.synthesis.sources import MissingSources
+    from brainsmith.hardware.place_route.sources import FILES, stitched_design
+    from brainsmith.hardware.synthesis.sources import MissingSources
 
     listing = tmp_path / FILES
     listing.parent.mkdir(parents=True)
@@ -100,7 +100,7 @@ def test_a_stitched_file_list_naming_a_file_outside_the_build_is_refused(tmp_pat
 
 
 def test_a_damaged_cache_entry_is_removed_not_used(tmp_path):
-    from brainsmith.place_route.ecp5 import _read_cached
+    from brainsmith.hardware.place_route.ecp5 import _read_cached
 
     entry = tmp_path / "entry.json"
     for content in ("not json", json.dumps({"key": "k", "result": {"part": 1}})):

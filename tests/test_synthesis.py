@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import brainsmith
-from brainsmith.rtlsim.sources import hoist_leaf_loads
-from brainsmith.synthesis.families import NotSynthesisable, family_of
-from brainsmith.synthesis.sources import (
+from brainsmith.hardware.rtlsim.sources import hoist_leaf_loads
+from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
+from brainsmith.hardware.synthesis.sources import (
     declare_before_use,
     memory_style_names,
     nettype_outside_modules,
@@ -386,7 +386,7 @@ def test_the_memory_style_fix_on_finns_weight_threshold_and_fifo_memories(parts)
 
 
 def test_layers_alike_but_for_their_names_are_one_design_to_synthesise():
-    from brainsmith.synthesis.sources import SynthesisDesign
+    from brainsmith.hardware.synthesis.sources import SynthesisDesign
 
     def fifo(name: str, depth: int) -> SynthesisDesign:
         text = f"module {name} (input x);\n  fifo #(.DEPTH({depth})) {name}_inst ();\nendmodule\n"
@@ -463,9 +463,9 @@ def test_a_narrow_weight_memory_of_640_words_in_lut_ram_is_synthesised(
 ):
     """A matrix layer whose 640 x 4-bit weights stay in distributed RAM (CNV's last layer):
     Yosys' own UltraScale LUT-RAM library offered a RAM its mapping file cannot map."""
-    from brainsmith.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.synthesis.sources import synthesis_design
-    from brainsmith.synthesis.yosys import find_yosys, lutram_library
+    from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.hardware.synthesis.sources import synthesis_design
+    from brainsmith.hardware.synthesis.yosys import find_yosys, lutram_library
 
     model = matrix_layer(64, 10, 1, 1, "distributed", seed=0)
     design = synthesis_design(model, model.graph.node[0])
@@ -488,9 +488,9 @@ def test_a_weight_memory_is_synthesised_where_its_ram_style_puts_it(
 ):
     """1,024 words of 16-bit weights: in block RAM when built so, in LUT-RAM when built
     ``distributed`` (finn-rtllib's upper-case ``RAM_STYLE`` attribute was not read)."""
-    from brainsmith.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.synthesis.sources import synthesis_design
-    from brainsmith.synthesis.yosys import find_yosys
+    from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.hardware.synthesis.sources import synthesis_design
+    from brainsmith.hardware.synthesis.yosys import find_yosys
 
     model = matrix_layer(128, 32, 2, 2, style, seed=1)
     design = synthesis_design(model, model.graph.node[0])
@@ -521,10 +521,10 @@ def test_a_tool_cache_others_can_write_is_refused_naming_its_variable(
     """``BRAINSMITH_SYNTHESIS_CACHE`` / ``BRAINSMITH_RTLSIM_CACHE``: a folder of the user's own
     is made private (0700) and used; one other users can write is refused, naming the
     variable and what to do."""
-    from brainsmith.rtlsim.compile import RTLSIM_CACHE_VARIABLE
-    from brainsmith.rtlsim.compile import cache_root as rtlsim_root
-    from brainsmith.synthesis.run import SYNTHESIS_CACHE_VARIABLE
-    from brainsmith.synthesis.run import cache_root as synthesis_root
+    from brainsmith.hardware.rtlsim.compile import RTLSIM_CACHE_VARIABLE
+    from brainsmith.hardware.rtlsim.compile import cache_root as rtlsim_root
+    from brainsmith.hardware.synthesis.run import SYNTHESIS_CACHE_VARIABLE
+    from brainsmith.hardware.synthesis.run import cache_root as synthesis_root
 
     variable, root = {
         "synthesis": (SYNTHESIS_CACHE_VARIABLE, synthesis_root),

@@ -21,8 +21,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 DEMO = """\
 from dataclasses import replace
 
-from brainsmith.place_route.ecp5 import ECP5
-from brainsmith.place_route.parts import UnknownPart, ecp5_part
+from brainsmith.hardware.place_route.ecp5 import ECP5
+from brainsmith.hardware.place_route.parts import UnknownPart, ecp5_part
 
 SIZES = ("12F", "25F", "45F", "85F")
 
@@ -41,7 +41,7 @@ def known():
 FAMILY = replace(ECP5, name="XDEMO", prefixes=("XDEMO",), parse=parse, known=known)
 """
 BROKEN = """\
-from brainsmith.place_route.ecp5 import ECP5
+from brainsmith.hardware.place_route.ecp5 import ECP5
 
 CLAIMS_ECP5 = ECP5
 raise ImportError("the vendor's place and route is not installed")
@@ -49,7 +49,7 @@ raise ImportError("the vendor's place and route is not installed")
 CLAIMS = """\
 from dataclasses import replace
 
-from brainsmith.place_route.ecp5 import ECP5
+from brainsmith.hardware.place_route.ecp5 import ECP5
 
 FAMILY = replace(ECP5, name="ECP5 again", prefixes=("LFE5U",))
 NOT_A_FAMILY = "ECP5"
@@ -89,7 +89,7 @@ def run(site: Path, *command: str, cache: Path | None = None) -> subprocess.Comp
 
 def test_a_pip_packages_family_takes_its_parts_and_the_broken_ones_are_named(installed):
     found = run(installed, "-c", (
-        "from brainsmith.place_route.families import families, target\n"
+        "from brainsmith.hardware.place_route.families import families, target\n"
         "family, part = target('xdemo-85f')\n"
         "print(family.name, part.name, [f.name for f in families().usable])\n"
         "print(target('LFE5U-85F-6BG381C')[0].name)"

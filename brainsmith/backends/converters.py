@@ -4,7 +4,7 @@ FINN's RTL converter (``dwc_axi`` over ``vpc``) moves such streams at one beat e
 cycles on the wider side: a 16-to-12-bit converter of 1,152 input beats takes 2,304 cycles
 where its 1,536 output beats need 1,536, and the stitched accelerator runs up to 1.5 times
 slower than FINN's estimate. ``bs_width_converter.sv`` keeps one beat per cycle on the
-narrower side. Stitching (``brainsmith.rtlsim.stitched.partition``) uses it for every
+narrower side. Stitching (``brainsmith.hardware.rtlsim.stitched.partition``) uses it for every
 converter whose widths are not multiples; for multiples FINN's converter is full rate and
 stays.
 """

@@ -4,7 +4,7 @@
 VERIFY_MODES = ("each", "final", "rtlsim", "none")  # rtlsim: final + Verilator per RTL layer
 PREFERENCES = ("auto", "rtl", "hls")  # hw_compiler.prefer: which backend style goes first
 FOLDING_SEARCHES = ("brainsmith", "finn")  # build.folding.search
-# build.board: the ECP5 boards brainsmith makes bitstreams for (``brainsmith.board.boards``)
+# build.board: the ECP5 boards brainsmith makes bitstreams for (``brainsmith.hardware.board.boards``)
 LATTICE_BOARDS = (
     "ulx3s-12f", "ulx3s-25f", "ulx3s-45f", "ulx3s-85f", "orangecrab-r0.2-25f",
     "orangecrab-r0.2-85f", "versa-ecp5", "versa-ecp5-5g", "ecp5-5g-evn",

@@ -1,8 +1,8 @@
 """``build.bitstream``: after the last step, the stitched accelerator made into the Lattice
-board's bitstream behind the host link (``brainsmith.place_route.board_run``, as ``brainsmith
+board's bitstream behind the host link (``brainsmith.hardware.place_route.board_run``, as ``brainsmith
 bitstream`` makes it) at the build's clock: ``BUILD/bitstream/<board>.bit``, its run folder
 ``BUILD/bitstream/run/`` and report.json's ``bitstream``; then its netlist is checked at gate
-level against the RTL (``brainsmith.board.gate_level``: a difference fails the build). A
+level against the RTL (``brainsmith.hardware.board.gate_level``: a difference fails the build). A
 missed clock is a result, not a failure (``brainsmith.builder.refold`` builds again for a
 slower clock, as ``build.refold_rounds`` allows); a tool that fails fails the build with its
 first error and log.
@@ -20,16 +20,16 @@ import time
 from typing import Any
 
 from brainsmith.blueprint.choices import lattice_board
-from brainsmith.board.boards import BoardError, board
-from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
+from brainsmith.hardware.board.boards import BoardError, board
+from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.board.boards import Board
     from brainsmith.builder.state import BuildRun
+    from brainsmith.hardware.board.boards import Board
     from brainsmith.report.schema import (
         BitstreamSection,
         ClockedPerformance,
@@ -78,10 +78,10 @@ def check_netlist(
     run: BuildRun, model: ModelWrapper, target: Board, data: dict[str, Any]
 ) -> NetlistCheckSection:
     """The bitstream's netlist checked at gate level against the RTL
-    (``brainsmith.board.gate_level``); BuildError (exit 1) when they differ. A check that
+    (``brainsmith.hardware.board.gate_level``); BuildError (exit 1) when they differ. A check that
     cannot run (no Verilator, a cell brainsmith has no model of) is reported, not fatal."""
-    from brainsmith.board.gate_level import check_netlist as check
-    from brainsmith.board.streams import DriverError, streams_of
+    from brainsmith.hardware.board.gate_level import check_netlist as check
+    from brainsmith.hardware.board.streams import DriverError, streams_of
 
     run.progress.note("checking the bitstream's netlist at gate level (Verilator) ...")
     report = {"output_dir": run.output_dir, "clock_ns": run.plan.build.clock_ns}

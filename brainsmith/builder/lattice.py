@@ -9,13 +9,13 @@ import functools
 import importlib.util
 
 from brainsmith.blueprint.choices import lattice_board
-from brainsmith.board.boards import BoardError, board
 from brainsmith.frameworks.finn.folding.record import CostedPart
 from brainsmith.frameworks.finn.parts import boards
-from brainsmith.place_route.capacities import part_capacities
-from brainsmith.place_route.ecp5 import INSTALL_HINT
-from brainsmith.place_route.flow import PlaceRouteError
-from brainsmith.place_route.parts import ecp5_part as read_part
+from brainsmith.hardware.board.boards import BoardError, board
+from brainsmith.hardware.place_route.capacities import part_capacities
+from brainsmith.hardware.place_route.ecp5 import INSTALL_HINT
+from brainsmith.hardware.place_route.flow import PlaceRouteError
+from brainsmith.hardware.place_route.parts import ecp5_part as read_part
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.lattice import STAND_IN_PART, finn_target
 

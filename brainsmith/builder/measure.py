@@ -1,5 +1,5 @@
 """``build.synth``: after the last step, every RTL layer of the design synthesised with Yosys
-out of context (``brainsmith.synthesis``, cached by content, two layers at once); the counts
+out of context (``brainsmith.hardware.synthesis``, cached by content, two layers at once); the counts
 go to report.json's ``synthesis`` and beside each layer's estimates.
 
 A part Yosys has no family for (Versal), a missing Yosys or a synthesis cache others can
@@ -15,19 +15,19 @@ import os
 import time
 
 from brainsmith.frameworks.finn.env import contain_finn_output
+from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
+from brainsmith.hardware.synthesis.run import CacheError, cache_root, synthesise_design
+from brainsmith.hardware.synthesis.yosys import require_installed
 from brainsmith.planning.errors import BuildError
 from brainsmith.report.measured import synthesis_section
-from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
-from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
-from brainsmith.synthesis.run import CacheError, cache_root, synthesise_design
-from brainsmith.synthesis.yosys import require_installed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.state import BuildRun
-    from brainsmith.synthesis.yosys import Yosys
+    from brainsmith.hardware.synthesis.yosys import Yosys
 
 WORKDIR = "synthesis"  # each layer's Yosys run, under the output folder
 

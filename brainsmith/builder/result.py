@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from brainsmith.board.driver import Board
 from brainsmith.builder.checkpoint import Checkpoint
 from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
 from brainsmith.frameworks.finn.execution import executable, fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+from brainsmith.hardware.board.driver import Board
 from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 from brainsmith.intake.inputs import ResultError as ResultError
 from brainsmith.intake.inputs import sample_shape as _sample_shape
@@ -74,7 +74,7 @@ class BuildResult:
         ``--input`` files hold them), run in Python through the whole built graph, host
         nodes around the accelerator included; ResultError for a build without a design,
         a folder no longer there or a wrong shape. With ``device`` (a serial port: a board
-        flashed with this build), the accelerator runs there (``brainsmith.board.driver``)."""
+        flashed with this build), the accelerator runs there (``brainsmith.hardware.board.driver``)."""
         if device is not None:
             with Board(self, device) as board:
                 return board.run(x)

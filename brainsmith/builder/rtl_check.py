@@ -1,5 +1,5 @@
 """``verify: rtlsim`` in a build: after the final Python check, simulate every RTL layer of
-the design with Verilator (``brainsmith.rtlsim``) on the same inputs and fail the step when
+the design with Verilator (``brainsmith.hardware.rtlsim``) on the same inputs and fail the step when
 a layer's output differs from Python or its simulation does not finish."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from brainsmith.errors import StepError
 from brainsmith.files import DiskFull
 from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.hardware.rtlsim import ToolchainError, find_toolchain, simulate_design
 from brainsmith.planning.errors import BuildError
 from brainsmith.report.rtl_tables import layer_problem, rtlsim_section
-from brainsmith.rtlsim import ToolchainError, find_toolchain, simulate_design
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -45,13 +45,13 @@ from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_d
 from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
 from brainsmith.frameworks.finn.layers import note_lines, stamp
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.hardware.rtlsim.manifest import record as record_hdl
 from brainsmith.intake.model import check_inputs
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.errors import BuildError, option
 from brainsmith.planning.shaping import Step, finn_config, resolve_steps, shape_plan
 from brainsmith.report.charts import ChartWorker
 from brainsmith.report.console import Progress
-from brainsmith.rtlsim.manifest import record as record_hdl
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -77,7 +77,9 @@ class BuildRun:
     charts: ChartWorker | None = None
     resumed_from: Checkpoint | None = None  # the checkpoint this build continues, if any
     stop_after: int | None = None  # run only the steps before this index
-    rtlsim: RtlsimSection | None = None  # verify: rtlsim results (brainsmith.rtlsim.DesignResult)
+    rtlsim: RtlsimSection | None = (
+        None  # verify: rtlsim results (brainsmith.hardware.rtlsim.DesignResult)
+    )
     synthesis: SynthesisSection | None = None  # build.synth: Yosys' counts per layer
     bitstream: BitstreamSection | None = None  # build.bitstream: the board's bitstream
     refolds: list[dict[str, object]] = field(default_factory=list)  # rounds that missed

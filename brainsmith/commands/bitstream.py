@@ -1,6 +1,6 @@
 """``brainsmith bitstream BUILD_DIR --board BOARD``: a whole all-RTL build made into a board's
-bitstream behind the host link (``brainsmith.place_route.bitstream``), at the build's own
-clock or the one asked for (``brainsmith.place_route.board_run``, which ``build.bitstream``
+bitstream behind the host link (``brainsmith.hardware.place_route.bitstream``), at the build's own
+clock or the one asked for (``brainsmith.hardware.place_route.board_run``, which ``build.bitstream``
 uses too). The result goes to BUILD_DIR/bitstream/report.json (written whole or not at all),
 the bitstream to BUILD_DIR/bitstream/<board>.bit, the tools' run folder to
 BUILD_DIR/bitstream/run/.
@@ -12,11 +12,11 @@ import json
 import os
 from collections.abc import Callable
 
-from brainsmith.board.boards import BoardError, board
 from brainsmith.commands.place_route import placeable_build
 from brainsmith.commands.rtl_verification import FolderError
 from brainsmith.files import write_text
-from brainsmith.place_route.board_run import BoardRunError, bitstream_of_build
+from brainsmith.hardware.board.boards import BoardError, board
+from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """``brainsmith flash BUILD_DIR``: a build's bitstream (``BUILD_DIR/bitstream/<board>.bit``,
 described by ``BUILD_DIR/bitstream/report.json`` from ``brainsmith bitstream``, else by the
 ``bitstream`` section of report.json from ``brainsmith build --bitstream``) loaded onto its board with openFPGALoader
-(``brainsmith.board.flash``), once the folder passed the gate and the file is the one the
+(``brainsmith.hardware.board.flash``), once the folder passed the gate and the file is the one the
 report's SHA-256 names.
 """
 
@@ -11,10 +11,10 @@ import hashlib
 import os
 import stat
 
-from brainsmith.board.boards import BOARDS
-from brainsmith.board.flash import FlashError, load, loader_command
 from brainsmith.commands.rtl_verification import FolderError
 from brainsmith.files import DamagedFile, read_json
+from brainsmith.hardware.board.boards import BOARDS
+from brainsmith.hardware.board.flash import FlashError, load, loader_command
 from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
 TYPE_CHECKING = False

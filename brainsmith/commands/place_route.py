@@ -1,5 +1,5 @@
 """``brainsmith place-route BUILD_DIR --part PART``: place and route a whole all-RTL build for
-a Lattice part (ECP5 out of context, Nexus behind the host link; ``brainsmith.place_route``'s
+a Lattice part (ECP5 out of context, Nexus behind the host link; ``brainsmith.hardware.place_route``'s
 families) with Yosys and nextpnr, at the build's own clock or ``mhz``. The result, with the
 family and the resource that counts its logic cells (``logic``), goes to
 BUILD_DIR/place_route/report.json (written whole or not at all); the tools' run folder
@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable
 
 from brainsmith.blueprint.choices import lattice_board
-from brainsmith.board.top import frame_words
 from brainsmith.commands.rtl_verification import (
     CHANGED_HINT,
     FolderError,
@@ -24,20 +23,21 @@ from brainsmith.commands.rtl_verification import (
     unrecorded_hdl,
 )
 from brainsmith.files import write_text
-from brainsmith.place_route import PlaceRouteError, UnknownPart, place_route
-from brainsmith.place_route.families import target
-from brainsmith.place_route.flow import NotUsable, find_nextpnr
-from brainsmith.place_route.sources import stitched_design
-from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
-from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
+from brainsmith.hardware.board.top import frame_words
+from brainsmith.hardware.place_route import PlaceRouteError, UnknownPart, place_route
+from brainsmith.hardware.place_route.families import target
+from brainsmith.hardware.place_route.flow import NotUsable, find_nextpnr
+from brainsmith.hardware.place_route.sources import stitched_design
+from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
-    from brainsmith.place_route.flow import Family
-    from brainsmith.place_route.parts import Part
+    from brainsmith.hardware.place_route.flow import Family
+    from brainsmith.hardware.place_route.parts import Part
     from brainsmith.report.schema import BuildReport
 
 RESULT = os.path.join("place_route", "report.json")

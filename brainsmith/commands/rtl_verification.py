@@ -10,7 +10,7 @@ the build was made in are taken from this folder (a moved or copied build), and 
 file to compile must be recorded with its hash in ``finn/hdl_manifest.json`` (written by the
 build with final.onnx) or come from the installed finn-rtllib; anything else is refused before
 Verilator runs, unless ``allow_changed`` (then each is named in a warning). RTL that would
-reach the host is refused in any case (``brainsmith.rtlsim.screen``).
+reach the host is refused in any case (``brainsmith.hardware.rtlsim.screen``).
 """
 
 from __future__ import annotations
@@ -29,23 +29,23 @@ from brainsmith.files import DamagedFile, DiskFull, read_json, read_npy, read_np
 from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
 from brainsmith.frameworks.finn.execution import graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+from brainsmith.hardware.rtlsim import ToolchainError, find_toolchain, simulate_design
+from brainsmith.hardware.rtlsim.manifest import NAME, ManifestError, check, inside, load
+from brainsmith.hardware.rtlsim.screen import UnsafeSource
+from brainsmith.hardware.rtlsim.sources import NotSimulated, layer_design
 from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 from brainsmith.intake.model import InputError, check_model, kernel_domains
 from brainsmith.report.contents import to_json, write_html
 from brainsmith.report.rtl_tables import rtlsim_section
-from brainsmith.rtlsim import ToolchainError, find_toolchain, simulate_design
-from brainsmith.rtlsim.manifest import NAME, ManifestError, check, inside, load
-from brainsmith.rtlsim.screen import UnsafeSource
-from brainsmith.rtlsim.sources import NotSimulated, layer_design
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.hardware.rtlsim.layers import DesignResult
+    from brainsmith.hardware.rtlsim.manifest import Manifest
     from brainsmith.intake.model import CheckedModel
     from brainsmith.report.schema import BuildReport
-    from brainsmith.rtlsim.layers import DesignResult
-    from brainsmith.rtlsim.manifest import Manifest
     from brainsmith.verification.verifier import Sample
 
 

@@ -1,5 +1,5 @@
 """``brainsmith run BUILD_DIR --port PORT`` (or ``--simulate``): a build's design run on a
-board through the host link (``brainsmith.board.driver``), its outputs compared with
+board through the host link (``brainsmith.hardware.board.driver``), its outputs compared with
 ``--expected`` (exact for integer outputs, within verification's float tolerance else) or
 written to ``--output``, with what the run measured.
 """
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brainsmith.board.driver import Board, RunFigures
-from brainsmith.board.simulated import SimulatedBoard
-from brainsmith.board.streams import DriverError, Host
+from brainsmith.hardware.board.driver import Board, RunFigures
+from brainsmith.hardware.board.simulated import SimulatedBoard
+from brainsmith.hardware.board.streams import DriverError, Host
 
 GENERATED_FRAMES = 8  # inputs drawn from the input's data type when none are given
 

@@ -1,7 +1,7 @@
 """``brainsmith synth BUILD_DIR``: synthesise the RTL layers of a finished build with Yosys.
 
 Every RTL layer of the build's final model is synthesised out of context for the family of
-the build's part (``brainsmith.synthesis``); the results, with FINN's estimate for each
+the build's part (``brainsmith.hardware.synthesis``); the results, with FINN's estimate for each
 layer beside them, go to BUILD_DIR/synthesis.json, and each layer's Yosys run (its fixed
 sources, script and log) to BUILD_DIR/synthesis/<layer>/.
 """
@@ -25,19 +25,19 @@ from brainsmith.commands.rtl_verification import (
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
 from brainsmith.frameworks.finn.facts import RESOURCES
+from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
+from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
+from brainsmith.hardware.synthesis.run import CacheError, synthesise_design
 from brainsmith.report.measured import synthesis_run
-from brainsmith.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
-from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART
-from brainsmith.synthesis.run import CacheError, synthesise_design
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
+    from brainsmith.hardware.synthesis import DesignSynthesis, LayerSynthesis
+    from brainsmith.hardware.synthesis.yosys import Yosys
     from brainsmith.report.schema import BuildReport, Layer
-    from brainsmith.synthesis import DesignSynthesis, LayerSynthesis
-    from brainsmith.synthesis.yosys import Yosys
 
 RESULT = "synthesis.json"
 WORKDIR = "synthesis"

@@ -4,7 +4,7 @@ relative file list, a clean top (clock, reset, one AXI stream in and one out), t
 parameter files, a Verilator testbench replaying the build's vectors (``./sim.sh`` prints
 PASS or the first difference) and a Vivado script that packages the IP (untested here).
 
-Verilator needs a few of FINN's files changed (``brainsmith.rtlsim.sources``'s fixes); a
+Verilator needs a few of FINN's files changed (``brainsmith.hardware.rtlsim.sources``'s fixes); a
 synthesis tool reads FINN's own text. So ``rtl/`` holds FINN's text and ``sim/rtl/`` only
 the files the simulation changes, each change named in ``manifest.json``. The folder is
 written beside its destination and renamed into place when complete: a failure or an
@@ -30,14 +30,14 @@ from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_regular
 from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.frameworks.finn.execution import runnable_copy
+from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 from brainsmith.intake.inputs import ResultError, samples
-from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from brainsmith.board.streams import Streams
     from brainsmith.files import Json
+    from brainsmith.hardware.board.streams import Streams
 
 TOP = "brainsmith_accelerator"
 PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # what report.json's fpga_part may be
@@ -85,7 +85,7 @@ def export_build(
     """Export the all-RTL build in ``build`` to the new folder ``destination``, with
     ``frames`` generated inputs (seed 0) or the inputs ``x`` as its vectors; ExportError
     (or the driver's DriverError for a build it cannot read) naming what is wrong."""
-    from brainsmith.board.streams import streams
+    from brainsmith.hardware.board.streams import streams
 
     target = os.path.abspath(destination)
     if os.path.lexists(target):
@@ -118,7 +118,7 @@ def export_build(
 def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
     """The RTL files of ``files.f`` (FINN's text and, where it differs, the simulation's) and
     the parameter files of each layer's code folder, as (``data/dN/name``, bytes)."""
-    from brainsmith.place_route.sources import FILES
+    from brainsmith.hardware.place_route.sources import FILES
 
     listing = os.path.join(design.folder, FILES)
     collected = _Collected(design.folder, listing)
@@ -132,7 +132,7 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
 def _listed(listing: str, folder: str, built_in: str) -> list[str]:
     """The paths ``files.f`` lists, those of the folder the build ran in moved to ``folder``;
     the FIFO sizing's gauge left out."""
-    from brainsmith.place_route.sources import MAX_LIST_BYTES
+    from brainsmith.hardware.place_route.sources import MAX_LIST_BYTES
 
     try:
         lines = read_regular(listing, MAX_LIST_BYTES).decode("utf-8", "replace").split()
@@ -151,7 +151,7 @@ class _Collected:
     """The sources and parameter files gathered from a build folder's file list."""
 
     def __init__(self, folder: str, listing: str) -> None:
-        from brainsmith.place_route.sources import finn_rtllib
+        from brainsmith.hardware.place_route.sources import finn_rtllib
 
         self.build, self.library, self.listing = os.path.realpath(folder), finn_rtllib(), listing
         self.sources: list[Source] = []
@@ -160,7 +160,7 @@ class _Collected:
 
     def add(self, path: str) -> None:
         """The RTL file at ``path`` (and its layer's parameter files, once per layer)."""
-        from brainsmith.rtlsim.sources import VERILATOR_FIXES
+        from brainsmith.hardware.rtlsim.sources import VERILATOR_FIXES
 
         code_dir = os.path.dirname(path)
         inside = self._inside(path)
@@ -186,9 +186,13 @@ class _Collected:
     def _read(self, path: str, code_dir: str, inside: bool) -> tuple[str, str, str]:
         """The file's name, FINN's text and the simulation's, their parameter-file paths
         made relative (``data/dN/``) for a file of the build."""
-        from brainsmith.place_route.sources import parameter_files
-        from brainsmith.rtlsim.sources import localised_paths, verilator_ready
-        from brainsmith.synthesis.sources import MissingSources, plain_file_name, read_layer_file
+        from brainsmith.hardware.place_route.sources import parameter_files
+        from brainsmith.hardware.rtlsim.sources import localised_paths, verilator_ready
+        from brainsmith.hardware.synthesis.sources import (
+            MissingSources,
+            plain_file_name,
+            read_layer_file,
+        )
 
         try:
             original = read_layer_file(path, code_dir, "RTL file").decode("utf-8", "replace")
@@ -213,8 +217,8 @@ def _vectors(
     of the accelerator (``final.onnx``) gives for them."""
     import numpy as np
 
-    from brainsmith.board.streams import Host, run_graph
-    from brainsmith.rtlsim.packing import pack_beats
+    from brainsmith.hardware.board.streams import Host, run_graph
+    from brainsmith.hardware.rtlsim.packing import pack_beats
     from brainsmith.verification.verifier import generate_inputs
 
     host = Host(design)
@@ -279,7 +283,7 @@ def _write_rtl(put: _Writer, design: Streams, sources: list[Source]) -> set[str]
 
 def _clean_top(design: Streams, sources: list[Source]) -> str:
     """The top around the accelerator, its debug probes left unconnected."""
-    from brainsmith.board.top import accelerator_ports
+    from brainsmith.hardware.board.top import accelerator_ports
 
     accelerator = next((s.text for s in sources if s.name == "accelerator.sv"), "")
     return _top(design, accelerator_ports(accelerator).probes)
@@ -289,14 +293,14 @@ def _write_bench(
     put: _Writer, design: Streams, inputs: list[list[int]], expected: list[list[int]]
 ) -> None:
     """The Verilator testbench, its ports and the vectors it replays."""
-    from brainsmith.rtlsim.compile import testbench_header
-    from brainsmith.rtlsim.sources import LayerDesign, Stream
+    from brainsmith.hardware.rtlsim.compile import testbench_header
+    from brainsmith.hardware.rtlsim.sources import LayerDesign, Stream
 
     header = LayerDesign(node=TOP, op_type="exported accelerator", top=TOP, code_dir="",
                          files=[], inputs=[Stream("in0_V", 0, design.in_bits)],
                          outputs=[Stream("out0_V", 0, design.out_bits)])  # fmt: skip
     put.text("sim/tb_ports.h", testbench_header(header))
-    bench = package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text()
+    bench = package_files("brainsmith.hardware.rtlsim").joinpath("testbench.cpp").read_text()
     put.text("sim/testbench.cpp", bench)
     put.text("sim/in0_V.hex", "".join(f"{w:x}\n" for frame in inputs for w in frame))
     put.text("sim/expected.hex", "".join(f"{w:x}\n" for frame in expected for w in frame))
@@ -330,9 +334,9 @@ def _manifest(design: Streams, sources: list[Source], frames: int, put: _Writer)
 
 def _screen(stage: str) -> None:
     """ExportError when the sources ``sim.sh`` compiles would reach the host when simulated
-    (``$system``, file writes, ...: ``brainsmith.rtlsim.screen``, as every simulation here is
+    (``$system``, file writes, ...: ``brainsmith.hardware.rtlsim.screen``, as every simulation here is
     screened): a build folder made elsewhere must not run commands where it is simulated."""
-    from brainsmith.rtlsim.screen import PreprocessError, UnsafeSource, screen
+    from brainsmith.hardware.rtlsim.screen import PreprocessError, UnsafeSource, screen
 
     with open(os.path.join(stage, "sim", "files.f")) as handle:
         listed = handle.read().split()

@@ -12,11 +12,13 @@ from typing import cast
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.frameworks.finn.facts import RESOURCES
+from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
 from brainsmith.report.units import finite
-from brainsmith.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from brainsmith.hardware.synthesis import DesignSynthesis
+    from brainsmith.hardware.synthesis.run import LayerSynthesis
     from brainsmith.report.schema import (
         BuildReport,
         Layer,
@@ -25,8 +27,6 @@ if TYPE_CHECKING:
         SynthesisRun,
         SynthesisSection,
     )
-    from brainsmith.synthesis import DesignSynthesis
-    from brainsmith.synthesis.run import LayerSynthesis
 
 SYNTHESISED = "synthesised"
 

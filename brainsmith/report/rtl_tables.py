@@ -12,12 +12,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from brainsmith.hardware.rtlsim.layers import DesignResult, LayerResult
     from brainsmith.report.schema import RtlsimLayer, RtlsimSection, Stitched
-    from brainsmith.rtlsim.layers import DesignResult, LayerResult
 
 
 def rtlsim_section(result: DesignResult) -> RtlsimSection:
-    """report.json's ``rtlsim``: ``result`` as ``brainsmith.rtlsim`` (untyped) writes it."""
+    """report.json's ``rtlsim``: ``result`` as ``brainsmith.hardware.rtlsim`` (untyped) writes it."""
     return cast("RtlsimSection", result.as_dict())
 
 
@@ -114,7 +114,7 @@ def percent(error: float | None) -> str:
 
 def estimate_note(stitched: Mapping[str, object]) -> str:
     """``; FINN estimated N: +x.x%, within ±10% (the slowest layer's cycles)`` or ''."""
-    from brainsmith.rtlsim.layers import against_estimate
+    from brainsmith.hardware.rtlsim.layers import against_estimate
 
     text = against_estimate(stitched)
     return f"; {text} (its slowest layer's cycles per frame)" if text else ""

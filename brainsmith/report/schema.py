@@ -1,7 +1,7 @@
 """report.json as types: the records the build writes (``builder.reporting.assemble``) and the
 summary, report.html, the dataflow picture, ``brainsmith verify-rtl`` and explore read. The
 estimates' records are ``frameworks/finn/estimation/records.py``'s, the stitched simulation's
-``rtlsim/stitched/results.py``'s, named here too.
+``hardware/rtlsim/stitched/results.py``'s, named here too.
 
 The report stays a plain dict (written with ``json``, read back from disk), so these are
 TypedDicts. They exist for the type checker only: every module names them under
@@ -28,11 +28,11 @@ from brainsmith.frameworks.finn.estimation.records import LayerAttribute as Laye
 from brainsmith.frameworks.finn.estimation.records import LayerFacts as LayerFacts
 from brainsmith.frameworks.finn.estimation.records import Performance as Performance
 from brainsmith.frameworks.finn.estimation.records import Read as Read
-from brainsmith.place_route.critical_path import CriticalPath
-from brainsmith.rtlsim.stitched.results import FifoFill as FifoFill
-from brainsmith.rtlsim.stitched.results import Mismatch as Mismatch
-from brainsmith.rtlsim.stitched.results import OutputDifference as OutputDifference
-from brainsmith.rtlsim.stitched.results import Stitched as Stitched
+from brainsmith.hardware.place_route.critical_path import CriticalPath
+from brainsmith.hardware.rtlsim.stitched.results import FifoFill as FifoFill
+from brainsmith.hardware.rtlsim.stitched.results import Mismatch as Mismatch
+from brainsmith.hardware.rtlsim.stitched.results import OutputDifference as OutputDifference
+from brainsmith.hardware.rtlsim.stitched.results import Stitched as Stitched
 
 # A written report's status: ``running`` from the start, the verdict at the end
 Status = Literal["running", "ok", "failed", "interrupted"]
@@ -263,7 +263,7 @@ class Utilisation(TypedDict):
 
 
 class RtlsimLayer(TypedDict):
-    """One of ``rtlsim.layers`` (``brainsmith.rtlsim.layers.LayerResult``: empty fields
+    """One of ``rtlsim.layers`` (``brainsmith.hardware.rtlsim.layers.LayerResult``: empty fields
     left out)."""
 
     name: str
@@ -283,7 +283,7 @@ class RtlsimLayer(TypedDict):
 
 class RtlsimSection(TypedDict):
     """``rtlsim`` with ``verify: rtlsim`` or after ``brainsmith verify-rtl``
-    (``brainsmith.rtlsim.layers.DesignResult.as_dict``)."""
+    (``brainsmith.hardware.rtlsim.layers.DesignResult.as_dict``)."""
 
     tool: str
     ok: bool

@@ -4,9 +4,9 @@ clocked figures, the bitstream's lines, the resource totals."""
 
 from __future__ import annotations
 
-from brainsmith.place_route.critical_path import path_text
+from brainsmith.hardware.place_route.critical_path import path_text
+from brainsmith.hardware.rtlsim.sources import CRASHED
 from brainsmith.report.units import bits, finite, percent
-from brainsmith.rtlsim.sources import CRASHED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.folding.record import write_json
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.hardware.rtlsim.layers import layer_tensors
+from brainsmith.hardware.rtlsim.sources import CRASHED, MATCH
+from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 from brainsmith.planning.context import context_of
 from brainsmith.plugin import step
-from brainsmith.rtlsim.layers import layer_tensors
-from brainsmith.rtlsim.sources import CRASHED, MATCH
-from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
 
 FRAMES = 4  # random frames per simulation, beyond those the pipeline holds at once
 ATTEMPTS = 3  # bounded re-simulations before giving up
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
+    from brainsmith.hardware.rtlsim.stitched.results import Stitched
     from brainsmith.planning.plan import BuildPlan
-    from brainsmith.rtlsim.stitched.results import Stitched
 
 
 @step(
@@ -89,7 +89,7 @@ class NotSizable(StepError):
 def sizing_unavailable(model: ModelWrapper, plan: BuildPlan | None = None) -> str:
     """Why ``model``'s FIFOs cannot be sized by simulation ("" when they can); advice to
     prefer RTL only where ``plan`` did not ask for it already."""
-    from brainsmith.rtlsim.stitched.partition import unstitchable
+    from brainsmith.hardware.rtlsim.stitched.partition import unstitchable
 
     hls = [n.name for n in model.graph.node if n.domain.endswith(".hls")]
     if hls:
@@ -144,7 +144,7 @@ def _over_budget(model: ModelWrapper) -> str:
 )
 def size_fifos(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Insert width converters and FIFOs, size the FIFOs by simulation, prove the depths."""
-    from brainsmith.rtlsim.stitched.partition import with_converters_and_fifos
+    from brainsmith.hardware.rtlsim.stitched.partition import with_converters_and_fifos
 
     _require_sizable(model, cfg)
     began = time.perf_counter()
@@ -296,7 +296,7 @@ def _slower(bench: Bench, pace: float, sized: Stitched) -> StepError:
 
 def _stitched(bench: Bench, output_dir: str) -> list[str]:
     """The stitched design's SystemVerilog written to ``output_dir``/stitched_rtl."""
-    from brainsmith.rtlsim.stitched.partition import stitched_design, write_stitched
+    from brainsmith.hardware.rtlsim.stitched.partition import stitched_design, write_stitched
 
     code = os.path.join(bench.folder, "code")
     design, _ = stitched_design(bench.model, code, bench.part, bench.clock)
@@ -344,7 +344,7 @@ def _simulated(
 ) -> Stitched:
     """The stitched simulation: unbounded FIFOs at ``interval`` cycles per frame, or (0) the
     FIFOs of their depths, flat out: its result, whose outputs must be ``contexts``'."""
-    from brainsmith.rtlsim.stitched.partition import simulate_partition
+    from brainsmith.hardware.rtlsim.stitched.partition import simulate_partition
 
     bounded = interval == 0
     result = simulate_partition(

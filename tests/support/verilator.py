@@ -1,5 +1,5 @@
 """A SystemVerilog test bench compiled and run with the Verilator brainsmith finds, with the
-flags brainsmith.rtlsim.compile uses: for tests that compare RTL modules cycle by cycle."""
+flags brainsmith.hardware.rtlsim.compile uses: for tests that compare RTL modules cycle by cycle."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 def run_bench(folder: Path, sources: list[str], top: str = "bench") -> str:
     """The output of ``top`` compiled from ``sources`` (files in ``folder``) and run; the
     compile's errors when it fails."""
-    from brainsmith.rtlsim.verilator import find_toolchain
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     toolchain = find_toolchain()
     compiled = subprocess.run(
         [toolchain.verilator, "--binary", "--timing", "-j", "2", "-Wno-fatal", "-Wno-lint",
          "-Wno-style", "-CFLAGS", "-std=c++20 -fcoroutines", "--top-module", top,
-         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",  # as brainsmith.rtlsim.compile makes
+         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",  # as brainsmith.hardware.rtlsim.compile makes
          "-o", top, *sources],
         capture_output=True, text=True, timeout=900, cwd=folder, env=toolchain.env,
     )  # fmt: skip

@@ -10,7 +10,7 @@ correct design could not be told from a wrong one in simulation.
 
 Within ``rtl_arithmetic()`` (the Python execution RTL simulation is compared with), each
 ``*_rtl`` layer runs the RTL's own arithmetic in NumPy, operation by operation in IEEE single
-precision (round to nearest even, as ``brainsmith.rtlsim.single_precision`` simulates every
+precision (round to nearest even, as ``brainsmith.hardware.rtlsim.single_precision`` simulates every
 ``DSPFP32`` operation), with the RTL's truncating conversions and its order of additions, so
 Verilator's outputs equal Python's bit for bit. Elsewhere (verification against the QONNX
 model and torch) they compute the exact functions, what the network is meant to compute.

@@ -170,13 +170,15 @@ REPORT_ONLY: frozenset[str] = frozenset(
 # Lattice ECP5 (``rtl_costs_ecp5.json``, fitted to Yosys ``synth_ecp5`` by ``python -m
 # benchmarks.synth_fit --family ecp5``): every kind ``TERMS`` has (``ECP5_KINDS``), their LUT4 and FF with the terms of their LUT model, MULT18 and EBR a
 # constant, but where the kind has more to count (``ECP5_OWN_TERMS``): a matrix layer's
-# products, each a MULT18X18D of brainsmith's core (``brainsmith/synthesis/rtl/mvu_lattice.sv``)
+# products, each a MULT18X18D of brainsmith's core (``brainsmith/hardware/synthesis/rtl/mvu_lattice.sv``)
 # unless a factor has at most SOFT_PRODUCT_BITS bits (then LUTs: ``hard_products``,
 # ``soft_products``), and its activations, registered once for every PE.
 ECP5_RESOURCES = ("LUT4", "FF", "MULT18", "EBR")
 ECP5_KINDS = tuple(TERMS)
 WEIGHTED = ("MVAU_rtl",)  # kinds whose weights ``ecp5_weight_memory`` adds to their model
-SOFT_PRODUCT_BITS = 2  # brainsmith.synthesis.ecp5 keeps narrower products out of MULT18X18D
+SOFT_PRODUCT_BITS = (
+    2  # brainsmith.hardware.synthesis.ecp5 keeps narrower products out of MULT18X18D
+)
 ECP5_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {
         "LUT4": (*TERMS["MVAU_rtl"]["LUT"], "PE*SIMD*soft_products"),

@@ -63,7 +63,7 @@ class Board:
     """What a board top needs of a board."""
 
     name: str
-    part: str  # a Lattice part name ``brainsmith.place_route.ecp5_part`` reads
+    part: str  # a Lattice part name ``brainsmith.hardware.place_route.ecp5_part`` reads
     clock: Pin
     clock_mhz: float
     uart_rx: Pin  # the FPGA's receive pin (the host sends on it)

@@ -5,7 +5,7 @@ frequency (``FREQUENCY PORT``), from which nextpnr derives the PLL's output cloc
 
 from __future__ import annotations
 
-from brainsmith.board.boards import Board, Pin
+from brainsmith.hardware.board.boards import Board, Pin
 
 # the board top's port names, shared with ``top``
 CLOCK, UART_RX, UART_TX, RESET, LED = "clk_osc", "uart_rx", "uart_tx", "button", "led"

@@ -18,9 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from brainsmith.board.link import HEADER, INFER, RESULT, Identity, Link, LinkError, word_bytes
-from brainsmith.board.streams import DriverError, Host, Streams, streams
 from brainsmith.files import DamagedFile, read_json
+from brainsmith.hardware.board.link import (
+    HEADER,
+    INFER,
+    RESULT,
+    Identity,
+    Link,
+    LinkError,
+    word_bytes,
+)
+from brainsmith.hardware.board.streams import DriverError, Host, Streams, streams
 from brainsmith.intake.inputs import ResultError, sample_shape, samples
 
 DEFAULT_BAUD = 3_000_000  # the ULX3S's USB UART; a build's bitstream/report.json says its own

@@ -1,6 +1,6 @@
 """A bitstream loaded onto a board with openFPGALoader: into the FPGA's SRAM (lost at power
 off) or written to its configuration flash. The board's name is openFPGALoader's
-(``brainsmith.board.boards.LOADER_BOARDS``)."""
+(``brainsmith.hardware.board.boards.LOADER_BOARDS``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import shlex
 import shutil
 import subprocess
 
-from brainsmith.board.boards import BOARDS, LOADER_BOARDS
 from brainsmith.errors import BrainsmithError
-from brainsmith.rtlsim.processes import TooMuchOutput, run_bounded
+from brainsmith.hardware.board.boards import BOARDS, LOADER_BOARDS
+from brainsmith.hardware.rtlsim.processes import TooMuchOutput, run_bounded
 
 LOADER = "openFPGALoader"
 INSTALL_HINT = (

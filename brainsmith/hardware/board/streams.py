@@ -2,7 +2,7 @@
 frames them (TDATA widths from ``accelerator.sv``, words per frame from ``final.onnx``), the
 design hash a board built from it reports (``stitched_design(...).digest()``, as
 ``brainsmith bitstream`` puts it into the board top), the packing of a frame into stream
-words, bit for bit as the simulation packs it (``brainsmith.rtlsim.packing`` on the folded
+words, bit for bit as the simulation packs it (``brainsmith.hardware.rtlsim.packing`` on the folded
 shape: element 0 in the lowest bits, each word padded to the TDATA width), and the nodes that
 stay on the host before and after the accelerator (``final_parent.onnx``), run as
 ``BuildResult.run`` runs them.
@@ -17,17 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from brainsmith.board.link import HEADER, word_bytes
-from brainsmith.board.top import TopError, accelerator_ports
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+from brainsmith.hardware.board.link import HEADER, word_bytes
+from brainsmith.hardware.board.top import TopError, accelerator_ports
+from brainsmith.hardware.place_route.sources import stitched_design
+from brainsmith.hardware.rtlsim.packing import pack_beats, unpack_beats
+from brainsmith.hardware.synthesis import NotSynthesisable
 from brainsmith.intake.gate import UntrustedFolder, open_build_folder
-from brainsmith.place_route.sources import stitched_design
-from brainsmith.rtlsim.packing import pack_beats, unpack_beats
-from brainsmith.synthesis import NotSynthesisable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,13 +1,13 @@
 """A stitched accelerator made into a bitstream for an ECP5 board, with brainsmith's host
 link in front of it: Yosys reads the accelerator, the link and the board top
-(``brainsmith.board.top``) and ``synth_ecp5 -top board_top``; nextpnr-ecp5 places and routes
+(``brainsmith.hardware.board.top``) and ``synth_ecp5 -top board_top``; nextpnr-ecp5 places and routes
 the whole chip (not out of context) with the board's pins (``--lpf``) at the PLL's clock
 and writes its configuration (``--textcfg``); ``ecppack --compress`` packs it into a
 bitstream written under a temporary name, which ``ecpunpack`` reads back before it is
 renamed to ``<name>.bit``: a stopped or failed run leaves no ``.bit``, or only a whole one.
 
 Yosys also writes the netlist it maps (``netlist.v``, the design nextpnr places) for the
-gate-level check (``brainsmith.board.gate_level``).
+gate-level check (``brainsmith.hardware.board.gate_level``).
 
 A design that misses the clock still gets its bitstream (``status``: "timing not met").
 The result, the bitstream and the netlist are cached by content like ``place_route``'s
@@ -26,12 +26,12 @@ from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from typing import Any
 
-from brainsmith.board.boards import Board
-from brainsmith.board.constraints import lpf
-from brainsmith.board.pll import pll
-from brainsmith.board.top import accelerator_ports, baud_rate, board_top, clocks_per_bit
-from brainsmith.place_route.critical_path import CriticalPath, named_critical_path
-from brainsmith.place_route.ecp5 import (
+from brainsmith.hardware.board.boards import Board
+from brainsmith.hardware.board.constraints import lpf
+from brainsmith.hardware.board.pll import pll
+from brainsmith.hardware.board.top import accelerator_ports, baud_rate, board_top, clocks_per_bit
+from brainsmith.hardware.place_route.critical_path import CriticalPath, named_critical_path
+from brainsmith.hardware.place_route.ecp5 import (
     FORMAT,
     SEED,
     TIMEOUT,
@@ -48,12 +48,12 @@ from brainsmith.place_route.ecp5 import (
     write_entry,
     yosys_script,
 )
-from brainsmith.place_route.ecp5 import synthesis as ecp5_synthesis
-from brainsmith.place_route.parts import ecp5_part
-from brainsmith.place_route.sources import StitchedDesign
-from brainsmith.synthesis.sources import MOUNT
-from brainsmith.synthesis.yosys import Yosys, failure, first_error, run_mounted
-from brainsmith.synthesis.yosys import run as run_yosys
+from brainsmith.hardware.place_route.ecp5 import synthesis as ecp5_synthesis
+from brainsmith.hardware.place_route.parts import ecp5_part
+from brainsmith.hardware.place_route.sources import StitchedDesign
+from brainsmith.hardware.synthesis.sources import MOUNT
+from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
+from brainsmith.hardware.synthesis.yosys import run as run_yosys
 
 TOP = "board_top"
 LPF = "board.lpf"
@@ -107,9 +107,9 @@ class BitstreamResult:
 
 
 def link_sources() -> list[tuple[str, str]]:
-    """brainsmith's host link RTL (``brainsmith/board/rtl/*.sv``); BitstreamError when it is
+    """brainsmith's host link RTL (``brainsmith/hardware/board/rtl/*.sv``); BitstreamError when it is
     not installed."""
-    folder = importlib.resources.files("brainsmith.board").joinpath("rtl")
+    folder = importlib.resources.files("brainsmith.hardware.board").joinpath("rtl")
     found = sorted(
         (entry.name, entry.read_text())
         for entry in (folder.iterdir() if folder.is_dir() else [])
@@ -117,7 +117,7 @@ def link_sources() -> list[tuple[str, str]]:
     )
     if not any(text.count("module brainsmith_host_link") for _, text in found):
         raise BitstreamError(
-            "brainsmith's host link (brainsmith/board/rtl/host_link.sv) is not installed",
+            "brainsmith's host link (brainsmith/hardware/board/rtl/host_link.sv) is not installed",
             "reinstall brainsmith (pip install -e .)",
         )
     return found

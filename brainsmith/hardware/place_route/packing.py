@@ -14,9 +14,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from brainsmith.place_route.flow import MAX_BITSTREAM_BYTES, PlaceRouteError, Stages, yowasp_tool
-from brainsmith.synthesis.sources import MOUNT
-from brainsmith.synthesis.yosys import first_error, run_mounted
+from brainsmith.hardware.place_route.flow import (
+    MAX_BITSTREAM_BYTES,
+    PlaceRouteError,
+    Stages,
+    yowasp_tool,
+)
+from brainsmith.hardware.synthesis.sources import MOUNT
+from brainsmith.hardware.synthesis.yosys import first_error, run_mounted
 
 PARTIAL = "packed.bit.partial"
 UNPACKED = "unpacked.txt"

@@ -1,6 +1,6 @@
 """What Yosys reads to synthesise a whole stitched accelerator for a Lattice part: the files
 ``finn/stitched_rtl/files.f`` lists, each fixed as ``brainsmith synth`` fixes it
-(``brainsmith.synthesis.sources.yosys_ready``) plus the fixes a Lattice part needs
+(``brainsmith.hardware.synthesis.sources.yosys_ready``) plus the fixes a Lattice part needs
 (``LATTICE_FIXES``), and each layer's parameter files.
 
 Every listed file must be a regular file inside the build folder or inside FINN's installed
@@ -35,13 +35,13 @@ import os
 from dataclasses import dataclass, field
 
 from brainsmith.files import DamagedFile, read_regular
-from brainsmith.synthesis.ecp5 import (
+from brainsmith.hardware.synthesis.ecp5 import (
     LATTICE_FIXES,
     behavioural_by_default,
     block_ram_for_ultra,
     lattice_ready,
 )
-from brainsmith.synthesis.sources import (
+from brainsmith.hardware.synthesis.sources import (
     DATA,
     MAX_FILE_BYTES,
     MOUNT,

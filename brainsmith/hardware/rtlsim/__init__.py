@@ -7,7 +7,7 @@ with the layer's input tensors from a Python execution of the design (``stimulus
 compares its output bit for bit (``layers``).
 """
 
-from brainsmith.rtlsim.layers import DesignResult, LayerResult, simulate_design
-from brainsmith.rtlsim.verilator import ToolchainError, find_toolchain
+from brainsmith.hardware.rtlsim.layers import DesignResult, LayerResult, simulate_design
+from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 
 __all__ = ["DesignResult", "LayerResult", "ToolchainError", "find_toolchain", "simulate_design"]

@@ -8,7 +8,7 @@ file is simulated without recompiling. Executables live in the user's private ca
 directory (``<cache>/rtlsim/<key>/sim``); each is built in a temporary folder beside it and
 renamed into place, under a lock, so a failed or interrupted compile leaves nothing behind
 and two builds compiling the same layer compile it once. Before Verilator compiles anything,
-the sources are screened (``brainsmith.rtlsim.screen``): RTL that would run commands, write
+the sources are screened (``brainsmith.hardware.rtlsim.screen``): RTL that would run commands, write
 files or read files outside the layer's folders on this machine is refused. What Verilator and
 make print goes to ``compile.log``, at most ``COMPILE_LOG_LIMIT``: a tool printing more is
 stopped. A compile that fails because a disk filled up (the cache's, the log's or the
@@ -39,11 +39,11 @@ from typing import BinaryIO
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.hardware.rtlsim.processes import MIB, TooMuchOutput, run_bounded
+from brainsmith.hardware.rtlsim.screen import PreprocessError, screen
+from brainsmith.hardware.rtlsim.sources import LayerDesign, verilator_ready
+from brainsmith.hardware.rtlsim.verilator import VERILATOR_FLAGS, Toolchain, ToolchainError
 from brainsmith.plugin.settings.memo import tool_cache
-from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
-from brainsmith.rtlsim.screen import PreprocessError, screen
-from brainsmith.rtlsim.sources import LayerDesign, verilator_ready
-from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain, ToolchainError
 
 FORMAT = "3"  # bump when the testbench protocol or what may be compiled changes
 CXX_FLAGS = "-std=c++20 -O1"
@@ -114,7 +114,7 @@ def _testbench(design: LayerDesign) -> list[tuple[str, str]]:
     design's own, else ``testbench.cpp``."""
     if design.testbench:
         return design.testbench
-    text = package_files("brainsmith.rtlsim").joinpath("testbench.cpp").read_text()
+    text = package_files("brainsmith.hardware.rtlsim").joinpath("testbench.cpp").read_text()
     return [("testbench.cpp", text)]
 
 

@@ -19,8 +19,8 @@ import numpy as np
 from brainsmith.frameworks.finn.execution import executable, fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.facts import is_hardware
 from brainsmith.frameworks.finn.float_units import rtl_arithmetic
-from brainsmith.rtlsim.compile import CompileError, compile_layer
-from brainsmith.rtlsim.sources import (
+from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer
+from brainsmith.hardware.rtlsim.sources import (
     FAILED,
     MATCH,
     MISMATCH,
@@ -31,8 +31,8 @@ from brainsmith.rtlsim.sources import (
     estimate_error,
     layer_design,
 )
-from brainsmith.rtlsim.stimulus import SimulationFailed, simulate
-from brainsmith.rtlsim.verilator import Toolchain, find_toolchain
+from brainsmith.hardware.rtlsim.stimulus import SimulationFailed, simulate
+from brainsmith.hardware.rtlsim.verilator import Toolchain, find_toolchain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.rtlsim.stitched.results import Mismatch, Stitched
+    from brainsmith.hardware.rtlsim.stitched.results import Mismatch, Stitched
 
 Tensors = dict[str, np.ndarray]  # every tensor of one sample's Python execution, by name
 
@@ -157,7 +157,7 @@ def simulate_design(
     """Simulate each hardware layer of ``model`` (or those named in ``only``) on ``samples``
     (inputs of ``parent`` if given, else of ``model``); per-layer files go to
     ``workdir/<layer>/``; ``note`` hears what is being done. With ``stitch`` (FPGA part,
-    clock in ns) the whole partition is simulated too (``brainsmith.rtlsim.stitched.partition``),
+    clock in ns) the whole partition is simulated too (``brainsmith.hardware.rtlsim.stitched.partition``),
     its FIFOs of the depths the model gives them (FINN's where it has none yet), and its
     ``PLUMBING`` layers alone only if the whole does not match. ``whole_first``: the whole
     partition before any layer, and every layer alone only if the whole does not match
@@ -218,7 +218,10 @@ class _Alone:
     def whole(self, stitch: tuple[str, float], every_frame: bool) -> Stitched:
         """The whole partition for (FPGA part, clock in ns) ``stitch``, its FIFOs bounded,
         on every frame or those it needs."""
-        from brainsmith.rtlsim.stitched.partition import frames_to_check, simulate_partition
+        from brainsmith.hardware.rtlsim.stitched.partition import (
+            frames_to_check,
+            simulate_partition,
+        )
 
         if self.note is not None:
             self.note("RTL simulation of the stitched partition")

@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.rtlsim.manifest import inside
-from brainsmith.rtlsim.processes import MIB, TooMuchOutput, run_bounded
-from brainsmith.rtlsim.verilator import VERILATOR_FLAGS, Toolchain
+from brainsmith.hardware.rtlsim.manifest import inside
+from brainsmith.hardware.rtlsim.processes import MIB, TooMuchOutput, run_bounded
+from brainsmith.hardware.rtlsim.verilator import VERILATOR_FLAGS, Toolchain
 
 PREPROCESS_TIMEOUT = 120.0
 PREPROCESS_LIMIT = 32 * MIB  # the largest design's preprocessed sources are a few MiB

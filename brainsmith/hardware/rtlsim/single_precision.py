@@ -19,7 +19,7 @@ PACKAGE = "bs_single_precision"
 
 SOURCE = f"""`ifndef BS_SINGLE_PRECISION
 `define BS_SINGLE_PRECISION
-// brainsmith.rtlsim: the 32-bit encoding of IEEE single precision to and from real.
+// brainsmith.hardware.rtlsim: the 32-bit encoding of IEEE single precision to and from real.
 package {PACKAGE};
 	function automatic real to_real(input logic [31:0] f);
 		automatic logic [7:0]  e = f[30:23];

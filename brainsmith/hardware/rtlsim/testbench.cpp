@@ -1,4 +1,4 @@
-// AXI-stream testbench for one Verilated FINN layer (brainsmith.rtlsim).
+// AXI-stream testbench for one Verilated FINN layer (brainsmith.hardware.rtlsim).
 //
 // tb_ports.h (generated per layer) names the stream ports:
 //   TB_INPUTS(X)  X(in0_V) ...     streams the testbench drives

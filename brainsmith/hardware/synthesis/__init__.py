@@ -7,9 +7,9 @@ design (``sources``: its files, fixed for Yosys on copies), runs Yosys on two at
 part is synthesised for, or why it cannot be.
 """
 
-from brainsmith.synthesis.families import NotSynthesisable, family_of
-from brainsmith.synthesis.run import DesignSynthesis, LayerSynthesis, synthesise_design
-from brainsmith.synthesis.yosys import YosysMissing, find_yosys
+from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
+from brainsmith.hardware.synthesis.run import DesignSynthesis, LayerSynthesis, synthesise_design
+from brainsmith.hardware.synthesis.yosys import YosysMissing, find_yosys
 
 __all__ = [
     "DesignSynthesis",

@@ -1,7 +1,7 @@
 """Lattice ECP5 as Yosys maps it (``synth_ecp5``): the commands, the fixes FINN's RTL needs
 for a Lattice part, and the cells counted as the part's resources as nextpnr counts them.
 Shared by one layer's synthesis (``run.synthesise_layer`` with family ``ecp5``) and the
-whole accelerator's place and route (``brainsmith.place_route``).
+whole accelerator's place and route (``brainsmith.hardware.place_route``).
 
 Counts (``CELLS``): ``LUT4`` are LUT4 cells, a carry cell ``CCU2C`` as the two LUT4s it
 occupies and a 16x4 distributed RAM ``TRELLIS_DPR16X4`` as the LUT4s nextpnr-ecp5 places it
@@ -20,7 +20,7 @@ from importlib.resources import files as package_files
 # a product with a factor this narrow is made of LUTs, not a MULT18X18D; LUT4s nextpnr-ecp5
 # counts for one TRELLIS_DPR16X4 (the cost models count them alike)
 from brainsmith.frameworks.finn.rtl_costs import DPRAM_LUTS, SOFT_PRODUCT_BITS
-from brainsmith.synthesis.sliding_window import sign_compared_window
+from brainsmith.hardware.synthesis.sliding_window import sign_compared_window
 
 CELLS: dict[str, dict[str, int]] = {
     "LUT4": {"LUT4": 1, "CCU2C": 2, "TRELLIS_DPR16X4": DPRAM_LUTS},
@@ -98,7 +98,9 @@ def pipelined_core(text: str) -> str:
         set(CORE_PORTS),
     ):
         return text  # not the code this was written for: read it as it is
-    return package_files("brainsmith.synthesis").joinpath("rtl", "mvu_lattice.sv").read_text()
+    return (
+        package_files("brainsmith.hardware.synthesis").joinpath("rtl", "mvu_lattice.sv").read_text()
+    )
 
 
 THRESHOLD_AUTO = 'DEPTH_TRIGGER_BRAM? "distributed" : "auto";'

@@ -31,10 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
-from brainsmith.plugin.settings.memo import tool_cache
-from brainsmith.synthesis.ecp5 import lattice_ready
-from brainsmith.synthesis.families import NotSynthesisable, family_of
-from brainsmith.synthesis.sources import (
+from brainsmith.hardware.synthesis.ecp5 import lattice_ready
+from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
+from brainsmith.hardware.synthesis.sources import (
     DATA,
     PRIMITIVES,
     MissingSources,
@@ -42,7 +41,7 @@ from brainsmith.synthesis.sources import (
     primitive_library,
     synthesis_design,
 )
-from brainsmith.synthesis.yosys import (
+from brainsmith.hardware.synthesis.yosys import (
     COUNTS,
     ECP5,
     LUTRAM_LIBRARY,
@@ -56,8 +55,9 @@ from brainsmith.synthesis.yosys import (
     failure,
     lutram_library,
 )
-from brainsmith.synthesis.yosys import run as run_yosys
-from brainsmith.synthesis.yosys import script as yosys_script
+from brainsmith.hardware.synthesis.yosys import run as run_yosys
+from brainsmith.hardware.synthesis.yosys import script as yosys_script
+from brainsmith.plugin.settings.memo import tool_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -264,7 +264,7 @@ def _run_staged(
 
 def for_family(design: SynthesisDesign, family: str) -> SynthesisDesign:
     """``design`` as ``family`` reads it: for ECP5 with the fixes a Lattice part needs
-    (FINN's behavioural datapath, no UltraRAM: ``brainsmith.synthesis.ecp5``)."""
+    (FINN's behavioural datapath, no UltraRAM: ``brainsmith.hardware.synthesis.ecp5``)."""
     if family != ECP5:
         return design
     fixes = list(design.fixes)

@@ -1,4 +1,4 @@
-"""What Yosys reads for one layer: the layer's RTL files (``brainsmith.rtlsim.sources``:
+"""What Yosys reads for one layer: the layer's RTL files (``brainsmith.hardware.rtlsim.sources``:
 FINN's own file list, the top module, the weight streamer of a matrix layer whose weights
 live on chip), its parameter files, and blackbox models of the Xilinx primitives it
 instantiates.
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files as package_files
 
 from brainsmith.files import DamagedFile, read_regular
-from brainsmith.rtlsim.sources import (
+from brainsmith.hardware.rtlsim.sources import (
     HLS_REASON,
     LayerDesign,
     MissingCode,
@@ -61,7 +61,7 @@ from brainsmith.rtlsim.sources import (
     layer_design,
     localised_paths,
 )
-from brainsmith.synthesis.families import NotSynthesisable
+from brainsmith.hardware.synthesis.families import NotSynthesisable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

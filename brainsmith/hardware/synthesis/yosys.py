@@ -12,7 +12,7 @@ synthesis reads. The processes of one synthesis are ``Processes``: stopped toget
 is interrupted, so no Yosys outlives it.
 
 For family ``ecp5`` the script maps with ``synth_ecp5`` and the counts are ECP5's
-(``brainsmith.synthesis.ecp5``).
+(``brainsmith.hardware.synthesis.ecp5``).
 
 The script (``script``): ``read_slang`` (SystemVerilog, one thread: the WebAssembly build
 cannot start threads) with the Xilinx primitives as blackboxes, ``synth_xilinx -flatten
@@ -41,8 +41,14 @@ from typing import IO
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
-from brainsmith.synthesis import ecp5
-from brainsmith.synthesis.sources import DATA, MOUNT, PRIMITIVES, MissingSources, plain_names
+from brainsmith.hardware.synthesis import ecp5
+from brainsmith.hardware.synthesis.sources import (
+    DATA,
+    MOUNT,
+    PRIMITIVES,
+    MissingSources,
+    plain_names,
+)
 
 TIMEOUT = 1800.0  # seconds per layer
 VERSION_TIMEOUT = 600.0  # the first run compiles the WebAssembly
@@ -237,7 +243,7 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
 
 
 ULTRASCALE = ("xcu", "xcup")
-ECP5 = "ecp5"  # Lattice ECP5: synth_ecp5 (``brainsmith.synthesis.ecp5``)
+ECP5 = "ecp5"  # Lattice ECP5: synth_ecp5 (``brainsmith.hardware.synthesis.ecp5``)
 LUTRAM_LIBRARY = "lutrams_xcu.txt"
 WIDE_LUTRAM = 'option "ABITS" 16 {\n\t\tabits 16;'
 
@@ -329,7 +335,7 @@ def count_keys(family: str) -> tuple[str, ...]:
 
 def counts(stat_json: str, family: str = "") -> tuple[dict[str, int], dict[str, int]]:
     """(resource counts, other cells by type) from ``stat -json``'s file, as ``family``
-    counts them (ECP5's ``brainsmith.synthesis.ecp5.CELLS``, else Xilinx'); MissingSources
+    counts them (ECP5's ``brainsmith.hardware.synthesis.ecp5.CELLS``, else Xilinx'); MissingSources
     when it is not the report Yosys writes."""
     cells: dict[str, int] = {}
     try:

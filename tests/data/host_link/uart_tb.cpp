@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "uart_bench.h"  // brainsmith/board/sim: the UART on the link's pins
+#include "uart_bench.h"  // brainsmith/hardware/board/sim: the UART on the link's pins
 
 int main(int argc, char** argv) {
     if (argc < 2) return 2;

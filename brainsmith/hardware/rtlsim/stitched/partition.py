@@ -28,8 +28,8 @@ from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.custom_op.registry import getCustomOp
 
 from brainsmith.frameworks.finn.facts import frames_per_second
-from brainsmith.rtlsim.compile import Compiled, CompileError, compile_layer
-from brainsmith.rtlsim.sources import (
+from brainsmith.hardware.rtlsim.compile import Compiled, CompileError, compile_layer
+from brainsmith.hardware.rtlsim.sources import (
     ESTIMATE_TOLERANCE,
     FAILED,
     MATCH,
@@ -40,9 +40,9 @@ from brainsmith.rtlsim.sources import (
     estimate_error,
     layer_design,
 )
-from brainsmith.rtlsim.stimulus import SimulationFailed, Waveform, simulate
-from brainsmith.rtlsim.stitched.design import as_layer_design, stitch
-from brainsmith.rtlsim.verilator import find_toolchain
+from brainsmith.hardware.rtlsim.stimulus import SimulationFailed, Waveform, simulate
+from brainsmith.hardware.rtlsim.stitched.design import as_layer_design, stitch
+from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
     from onnx import NodeProto
 
-    from brainsmith.rtlsim.stitched.results import FifoFill, OutputDifference, Stitched
+    from brainsmith.hardware.rtlsim.stitched.results import FifoFill, OutputDifference, Stitched
 
 # The stitched check simulates every verification frame while they take at most this many
 # cycles at FINN's estimated pace (the slowest layer's cycles per frame); beyond, only the
