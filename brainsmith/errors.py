@@ -4,6 +4,7 @@
 (the plugin, file, key, step or folder) and ``hint`` says what to do next (may be empty).
 
     BrainsmithError
+    ├── HintedError           a reason and a hint: boards, place and route, export, Yosys...
     ├── PluginError           plugin hub (brainsmith.plugin.errors): not found, load, metadata,
     │   └── BlueprintError    config, cache directory, lifecycle, kernels; blueprints
     ├── YAMLInputError        a YAML file that cannot be read safely (file, line, column)
@@ -21,6 +22,14 @@ class BrainsmithError(Exception):
     """Base of every error brainsmith raises; ``hint`` says what to do next (or is empty)."""
 
     hint: str = ""
+
+
+class HintedError(BrainsmithError):
+    """An error of a reason (its message) and a hint: what to do next (or empty)."""
+
+    def __init__(self, reason: str, hint: str = "") -> None:
+        super().__init__(reason)
+        self.reason, self.hint = reason, hint
 
 
 class StepError(BrainsmithError):

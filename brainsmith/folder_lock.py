@@ -13,16 +13,12 @@ import fcntl
 import os
 import socket
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.errors import HintedError
 
 
-class FolderBusy(BrainsmithError):
+class FolderBusy(HintedError):
     """Another build or exploration holds the folder's lock; ``reason`` and ``hint`` say which and
     what to do."""
-
-    def __init__(self, reason: str, hint: str) -> None:
-        super().__init__(reason)
-        self.reason, self.hint = reason, hint
 
 
 class FolderLock:

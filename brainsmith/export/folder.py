@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files as package_files
 from typing import TYPE_CHECKING
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.errors import HintedError
 from brainsmith.files import DamagedFile, read_regular
 from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.frameworks.finn.execution import runnable_copy
@@ -46,12 +46,8 @@ DEFAULT_FRAMES = 8
 IDLE_LIMIT = 1_000_000  # cycles without an output word before sim.sh gives up
 
 
-class ExportError(BrainsmithError):
+class ExportError(HintedError):
     """The build cannot be exported to that folder: ``reason``, ``hint`` what to do."""
-
-    def __init__(self, reason: str, hint: str = "") -> None:
-        super().__init__(reason)
-        self.reason, self.hint = reason, hint
 
     def __str__(self) -> str:
         return f"{self.reason}\n  try: {self.hint}" if self.hint else self.reason

@@ -4,7 +4,7 @@ and ``ResultError``, what a build result that cannot be loaded or run raises."""
 
 from __future__ import annotations
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.errors import HintedError
 from brainsmith.frameworks.finn.execution import graph_inputs
 
 TYPE_CHECKING = False
@@ -15,12 +15,8 @@ if TYPE_CHECKING:
     from brainsmith.verification.verifier import Sample
 
 
-class ResultError(BrainsmithError):
+class ResultError(HintedError):
     """A build result that cannot be loaded or run: ``reason``, and ``hint`` what to do."""
-
-    def __init__(self, reason: str, hint: str = "") -> None:
-        super().__init__(reason)
-        self.reason, self.hint = reason, hint
 
     def __str__(self) -> str:
         return f"{self.reason}\n  try: {self.hint}" if self.hint else self.reason

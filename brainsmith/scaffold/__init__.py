@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.errors import HintedError
 
 TEMPLATES = Path(__file__).parent
 OP_TYPE = re.compile(r"[A-Z][A-Za-z0-9]{1,63}")  # (fullmatch: no trailing newline)
@@ -34,12 +34,8 @@ SUMMARIES = {
 }
 
 
-class ScaffoldError(BrainsmithError, ValueError):
+class ScaffoldError(HintedError, ValueError):
     """A package cannot be written: a bad name or an occupied destination."""
-
-    def __init__(self, reason: str, hint: str) -> None:
-        super().__init__(reason)
-        self.hint = hint
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.errors import HintedError
 
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (amaranth-boards; make setup installs it)"
 # name -> (amaranth_boards module, platform class, USB UART's top baud rate)
@@ -36,12 +36,8 @@ LOADER_BOARDS: dict[str, str] = {
 GRADE = "C"  # amaranth names no temperature grade; timing is the same for C and I
 
 
-class BoardError(BrainsmithError):
+class BoardError(HintedError):
     """A board that is unknown, cannot be read, or lacks what the host link needs."""
-
-    def __init__(self, reason: str, hint: str = "") -> None:
-        super().__init__(reason)
-        self.hint = hint
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.errors import HintedError
 
 PFD_MHZ = (3.125, 400.0)
 VCO_MHZ = (400.0, 800.0)
@@ -22,12 +22,8 @@ OUTPUT_MHZ = (3.125, 400.0)  # CLKOP's range (ECP5 family data sheet)
 CLKI_DIVS, CLKFB_DIVS, CLKOP_DIVS = 128, 80, 128
 
 
-class PllError(BrainsmithError):
+class PllError(HintedError):
     """A clock the PLL cannot make from the board's oscillator."""
-
-    def __init__(self, reason: str, hint: str = "") -> None:
-        super().__init__(reason)
-        self.hint = hint
 
 
 @dataclass(frozen=True)

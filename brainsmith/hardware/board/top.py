@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.errors import HintedError
 from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
 from brainsmith.hardware.board.pll import Pll
@@ -31,12 +31,8 @@ PORT = re.compile(
 MODULE = re.compile(r"\bmodule\s+accelerator\s*(?:#\s*\(.*?\)\s*)?\((.*?)\);", re.S)
 
 
-class TopError(BrainsmithError):
+class TopError(HintedError):
     """A board top that cannot be made for this accelerator, board or clock."""
-
-    def __init__(self, reason: str, hint: str = "") -> None:
-        super().__init__(reason)
-        self.hint = hint
 
 
 @dataclass(frozen=True)

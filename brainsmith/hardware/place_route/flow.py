@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
-from brainsmith.errors import BrainsmithError
+from brainsmith.errors import HintedError
 from brainsmith.files import DamagedFile, read_json
 from brainsmith.hardware.place_route.critical_path import CriticalPath, named_critical_path
 from brainsmith.hardware.place_route.sources import StitchedDesign
@@ -151,12 +151,8 @@ class Family:
         return yowasp_tool(self.package.replace("-", "_"), self.tool)
 
 
-class PlaceRouteError(BrainsmithError):
+class PlaceRouteError(HintedError):
     """Place and route could not run or failed; ``hint`` says what to do."""
-
-    def __init__(self, reason: str, hint: str = "") -> None:
-        super().__init__(reason)
-        self.hint = hint
 
 
 class NotUsable(PlaceRouteError):
