@@ -19,7 +19,7 @@ import pytest
 from brainsmith.hardware.board.boards import BOARDS, BoardError, board
 from brainsmith.hardware.board.constraints import lpf
 from brainsmith.hardware.board.pll import PllError, pll
-from brainsmith.hardware.board.top import TopError, accelerator_ports, baud_rate, board_top
+from brainsmith.hardware.board.top import Link, TopError, accelerator_ports, baud_rate, board_top
 from brainsmith.hardware.place_route.parts import ecp5_part
 
 ACCELERATOR = """\
@@ -134,13 +134,19 @@ def test_the_board_top_sizes_the_link_from_the_accelerators_ports():
     baud = baud_rate(clock.output_mhz, ulx3s.baud)
     assert baud == 3_000_000 and baud_rate(10, 3_000_000) == 2_000_000  # 5 clocks a bit
     assert baud_rate(25, 115_200) == 115_200
-    text = board_top(ulx3s, clock, ports, baud=baud, in_words=3, out_words=2,
-                     design_hash="ab" * 32)  # fmt: skip
+    text = board_top(ulx3s, clock, ports, Link(baud, 3, 2, "ab" * 32))
     assert ".CLKS_PER_BIT(17), .IN_BITS(8), .OUT_BITS(16)" in text
     assert ".IN_WORDS(3), .OUT_WORDS(2)" in text and "256'h" + "ab" * 32 in text
     assert ".maxcount_StreamingFIFO_rtl_0()" in text and "~locked | button" in text
     with pytest.raises(TopError, match="lacks"):
         accelerator_ports(ACCELERATOR.replace("out0_V_TREADY", "out1_V_TREADY"))
+    for bad, said in [
+        (Link(baud, 3, 2, "AB" * 32), "not 64 lower-case hex digits"),
+        (Link(baud, 0, 2, "ab" * 32), "a frame of 0 words in and 2 out is empty"),
+        (Link(20_000_000, 3, 2, "ab" * 32), "clocks per bit at"),
+    ]:
+        with pytest.raises(TopError, match=said):
+            board_top(ulx3s, clock, ports, bad)
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,13 @@ from typing import Any
 from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import lpf
 from brainsmith.hardware.board.pll import pll
-from brainsmith.hardware.board.top import accelerator_ports, baud_rate, board_top, clocks_per_bit
+from brainsmith.hardware.board.top import (
+    Link,
+    accelerator_ports,
+    baud_rate,
+    board_top,
+    clocks_per_bit,
+)
 from brainsmith.hardware.place_route.critical_path import CriticalPath, named_critical_path
 from brainsmith.hardware.place_route.ecp5 import (
     FORMAT,
@@ -185,10 +191,7 @@ def board_design(
     clock = pll(board.clock_mhz, mhz)
     ports = accelerator_ports(accelerator_text(design))
     rate = baud or baud_rate(clock.output_mhz, board.baud)
-    top = board_top(
-        board, clock, ports, baud=rate, in_words=in_words, out_words=out_words,
-        design_hash=design.digest(),
-    )  # fmt: skip
+    top = board_top(board, clock, ports, Link(rate, in_words, out_words, design.digest()))
     sources = [*design.sources, *(link if link is not None else link_sources()), (f"{TOP}.sv", top)]
     full = StitchedDesign(TOP, sources, design.data, design.primitives, list(design.fixes))
     cycles = clocks_per_bit(clock.output_mhz, rate)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
-from brainsmith.hardware.board.top import TopError, accelerator_ports, baud_rate, part_top
+from brainsmith.hardware.board.top import Link, TopError, accelerator_ports, baud_rate, part_top
 from brainsmith.hardware.place_route.bitstream import TOP, accelerator_text, link_sources
 from brainsmith.hardware.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
 from brainsmith.hardware.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
@@ -57,8 +57,7 @@ def behind_the_link(
     try:
         ports = accelerator_ports(accelerator_text(design))
         baud = baud_rate(mhz, FASTEST_BAUD)
-        top = part_top(part.name, mhz, ports, baud=baud, in_words=frame[0],
-                       out_words=frame[1], design_hash=design.digest())  # fmt: skip
+        top = part_top(part.name, mhz, ports, Link(baud, *frame, design.digest()))
         clock, rx, tx = link_pins(part.device, part.package)
     except TopError as exc:
         raise PlaceRouteError(str(exc), exc.hint) from None
