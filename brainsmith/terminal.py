@@ -17,7 +17,8 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TextIO
 
 # C0 controls but tab and newline, DEL, C1 controls, and Unicode's bidirectional overrides
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -99,3 +100,61 @@ def table(**options: Any) -> Any:
 
 
 _Table: Any = None
+
+
+class LiveDisplay:
+    """What a long run shows as it goes: on a terminal a rich display redrawn from
+    ``render()`` ``per_second`` times (through ``console()``, so text from files stays
+    text); elsewhere one plain line per event. Writing never raises: a closed pipe must not
+    stop the run it shows."""
+
+    def __init__(
+        self,
+        stream: TextIO | None,
+        render: Callable[[], Any],
+        per_second: int,
+        title: str = "",
+        **console_options: Any,
+    ) -> None:
+        self.stream = stream or sys.stderr
+        self.console = console(file=self.stream, highlight=False, **console_options)
+        self.live: Any = None
+        if self.console.is_terminal:
+            from rich.live import Live
+
+            self.live = Live(
+                console=self.console,
+                get_renderable=render,  # redrawn on each refresh, so running times tick
+                transient=False,
+                redirect_stdout=False,  # FINN's output is redirected apart from the display
+                redirect_stderr=False,
+                refresh_per_second=per_second,
+            )
+            self.live.start()
+        elif title:
+            self.line(title)
+
+    def update(self, text: str) -> None:
+        """Redraw the display; where there is none, write ``text`` as a line."""
+        if self.live is not None:
+            self.live.refresh()
+        else:
+            self.line(text)
+
+    def refresh(self) -> None:
+        if self.live is not None:
+            self.live.refresh()
+
+    def line(self, text: str) -> None:
+        try:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def stop(self) -> None:
+        """Draw the display a last time and leave it on the screen."""
+        if self.live is not None:
+            self.live.refresh()
+            self.live.stop()
+            self.live = None

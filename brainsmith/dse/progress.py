@@ -4,10 +4,11 @@ come from Dask's thread, so every update holds a lock."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from typing import TextIO
+
+from brainsmith.terminal import LiveDisplay
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,28 +28,12 @@ class ExploreProgress:
         self.labels = labels  # segment id -> what it runs
         self.variants = variants  # segment id -> the variants it serves
         self.total = len({v for vs in variants.values() for v in vs})
-        self.stream = stream or sys.stderr
         self.title = title
         self.lock = threading.Lock()
         self.running: dict[str, float] = {}
         self.done: dict[str, str] = {}  # variant -> ok | failed
         self.recent: list[str] = []
-        self.live = None
-        from rich.console import Console
-
-        self.console = Console(file=self.stream, highlight=False, soft_wrap=True)
-        if self.console.is_terminal:
-            from rich.live import Live
-
-            self.live = Live(  # rendered afresh at each refresh, so running times tick
-                get_renderable=self._view,
-                console=self.console,
-                refresh_per_second=4,
-                transient=False,
-            )
-            self.live.start()
-        elif title:
-            self._line(title)
+        self.display = LiveDisplay(stream, self._view, 4, title, soft_wrap=True)
 
     @classmethod
     def silent(cls) -> ExploreProgress:
@@ -67,7 +52,7 @@ class ExploreProgress:
             if node in self.running or node not in self.labels:
                 return
             self.running[node] = time.monotonic()
-            self._update(f"start  {self.labels[node]}")
+            self.display.update(f"start  {self.labels[node]}")
 
     def finished(self, node: str, status: str, summary: str, variants: dict[str, str]) -> None:
         """``node`` ended with ``status``; ``variants`` maps the variants it settled to
@@ -80,27 +65,11 @@ class ExploreProgress:
                 f"  {summary}" if summary else ""
             )
             self.recent = [*self.recent[-7:], text]
-            self._update(f"{text}  [{self.counts()}]")
+            self.display.update(f"{text}  [{self.counts()}]")
 
     def close(self) -> None:
         with self.lock:
-            if self.live is not None:
-                self.live.refresh()
-                self.live.stop()
-                self.live = None
-
-    def _update(self, line: str) -> None:
-        if self.live is not None:
-            self.live.refresh()
-        else:
-            self._line(line)
-
-    def _line(self, text: str) -> None:
-        try:
-            self.stream.write(text + "\n")
-            self.stream.flush()
-        except (OSError, ValueError):  # a closed pipe must not stop the exploration
-            pass
+            self.display.stop()
 
     def _view(self) -> Group:
         """The display; reads copies (a copy of a dict is atomic), as the refresh thread

@@ -6,12 +6,11 @@ during a step (``frameworks.finn.env.contain_finn_output``) never mixes with it.
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import TextIO
 
 from brainsmith.frameworks.finn.facts import step_label
-from brainsmith.terminal import console
+from brainsmith.terminal import LiveDisplay
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,28 +26,11 @@ class Progress:
 
     def __init__(self, steps: list[str], stream: TextIO | None = None, title: str = "") -> None:
         self.steps = steps
-        self.stream = stream or sys.stderr
         self.title = title
         self.rows: list[list[str]] = [["pending", "", ""] for _ in steps]
-        self.live = None
         self.caption = ""
         self.started: dict[int, float] = {}  # running step -> when it began (monotonic)
-
-        self.console = console(file=self.stream, highlight=False)
-        if self.console.is_terminal:
-            from rich.live import Live
-
-            self.live = Live(
-                console=self.console,
-                get_renderable=self._table,  # redrawn on each refresh: a running step's time
-                transient=False,
-                redirect_stdout=False,
-                redirect_stderr=False,
-                refresh_per_second=8,
-            )
-            self.live.start()
-        elif title:
-            self._line(title)
+        self.display = LiveDisplay(stream, self._table, 8, title)
 
     @classmethod
     def silent(cls) -> Progress:
@@ -57,10 +39,7 @@ class Progress:
     def note(self, text: str) -> None:
         """A line about what happens outside the steps (e.g. loading FINN)."""
         self.caption = text
-        if self.live is not None:
-            self.live.refresh()
-        else:
-            self._line(text)
+        self.display.update(text)
 
     def start(self, index: int) -> None:
         self.caption = ""
@@ -73,28 +52,17 @@ class Progress:
         text = f"{seconds:.2f} s" if seconds is not None else ""
         self.started.pop(index, None)
         self._set(index, status, text, detail)
-        if self.live is None:
+        if self.display.live is None:
             name = step_label(self.steps[index])
             parts = [f"[{index + 1}/{len(self.steps)}] {name}: {status}", text, detail]
-            self._line("  ".join(p for p in parts if p))
+            self.display.line("  ".join(p for p in parts if p))
 
     def close(self) -> None:
-        if self.live is not None:
-            self.live.refresh()
-            self.live.stop()
-            self.live = None
+        self.display.stop()
 
     def _set(self, index: int, status: str, seconds: str, detail: str) -> None:
         self.rows[index] = [status, seconds, detail]
-        if self.live is not None:
-            self.live.refresh()
-
-    def _line(self, text: str) -> None:
-        try:
-            self.stream.write(text + "\n")
-            self.stream.flush()
-        except (OSError, ValueError):  # a closed pipe must not stop the build
-            pass
+        self.display.refresh()
 
     def _table(self, now: float | None = None) -> Table:
         """The steps so far; a running step's time is its whole seconds since it began
