@@ -13,6 +13,7 @@ without one they behave like FINN's defaults.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import cast
 
 from brainsmith.blueprint.choices import lattice_board
@@ -277,16 +278,31 @@ def specialize(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     for transform in (GiveUniqueNodeNames(), InferShapes(), InferDataTypes()):
         model = model.transform(transform)
     _check_backends(model, plan)
-    _say_backends(model, cfg, asked, refused)
-    _check_board_has_hls(model, cfg, asked, refused)
+    specialised = Specialised(asked, refused, fpga_part(cfg))
+    _say_backends(model, cfg, specialised)
+    _check_board_has_hls(model, cfg, specialised)
     return model
 
 
+@dataclass(frozen=True)
+class Specialised:
+    """What specialisation was given: per layer's output tensor, what was ``asked`` of it
+    before (name, op type, style, who asked), what FINN ``refused``, and the ``part``."""
+
+    asked: dict[str, tuple[str, str, str, str]]
+    refused: dict[str, str]
+    part: str
+
+    def reason(self, node: onnx.NodeProto) -> tuple[str, str]:
+        """(layer name, why ``node`` got its backend), as ``brainsmith check`` says it."""
+        default = (node.name, node.op_type, "", "")
+        name, op_type, style, why = self.asked.get(node.output[0], default)
+        refused = self.refused.get(name, "")
+        return name, backend_reason(op_type, style, why, node.op_type, self.part, refused)
+
+
 def _check_board_has_hls(
-    model: ModelWrapper,
-    cfg: DataflowBuildConfig,
-    asked: dict[str, tuple[str, str, str, str]],
-    refused: dict[str, str],
+    model: ModelWrapper, cfg: DataflowBuildConfig, specialised: Specialised
 ) -> None:
     """A StepError naming every HLS layer when the build's board is a Lattice one: it has no
     HLS flow, so such a layer would stop the bitstream after every later step."""
@@ -294,11 +310,9 @@ def _check_board_has_hls(
     hls = [n for n in model.graph.node if BACKEND_STYLES.get(n.domain) == "hls"]
     if board is None or not hls:
         return
-    part = fpga_part(cfg)
     layers: dict[str, list[str]] = {}  # why -> the layers it holds for
     for node in hls:
-        asking = asked.get(node.output[0], (node.name, node.op_type, "", ""))
-        name, reason = _backend_reason(node, asking, part, refused)
+        name, reason = specialised.reason(node)
         layers.setdefault(reason, []).append(name)
     raise StepError(
         f"{board} has no HLS flow, but {len(hls)} layer(s) can only be HLS: "
@@ -315,30 +329,16 @@ def _lattice_board(cfg: DataflowBuildConfig) -> str | None:
     return lattice_board(options.board) if options is not None else None
 
 
-def _backend_reason(
-    node: onnx.NodeProto, asking: tuple[str, str, str, str], part: str, refused: dict[str, str]
-) -> tuple[str, str]:
-    """(layer name, why ``node`` got its backend), from what was ``asking`` for it before
-    specialisation (name, op type, style, who asked) and what FINN ``refused``."""
-    name, op_type, style, why = asking
-    return name, backend_reason(op_type, style, why, node.op_type, part, refused.get(name, ""))
-
-
-def _say_backends(
-    model: ModelWrapper,
-    cfg: DataflowBuildConfig,
-    asked: dict[str, tuple[str, str, str, str]],
-    refused: dict[str, str],
-) -> None:
+def _say_backends(model: ModelWrapper, cfg: DataflowBuildConfig, specialised: Specialised) -> None:
     """Each layer's backend and why to build.log (``backend_reason``, as ``brainsmith check``
     says it); a note for each layer that did not get the style the blueprint asked for."""
     log = logging.getLogger("brainsmith.specialize")
-    part = fpga_part(cfg)
+    asked = specialised.asked
     for node in model.graph.node:
         if node.domain not in BACKEND_STYLES or not node.output or node.output[0] not in asked:
             continue
         style = asked[node.output[0]][2]
-        name, reason = _backend_reason(node, asked[node.output[0]], part, refused)
+        name, reason = specialised.reason(node)
         log.info("%s is %s: %s", name, node.op_type, reason)
         if style and BACKEND_STYLES[node.domain] != style:
             context_of(cfg).notes.append(f"{name}: {reason}")
