@@ -149,7 +149,7 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
           --part xczu7ev-ffvc1156-2-e -o out/mlp
       brainsmith bitstream out/mlp --board ulx3s-85f --mhz 50
     """
-    from brainsmith.commands.bitstream import bitstream_build_folder
+    from brainsmith.commands.place_route import bitstream_build_folder
 
     note = status_note(as_json)
     data = on_build_folder(

@@ -4,6 +4,10 @@ families) with Yosys and nextpnr, at the build's own clock or ``mhz``. The resul
 family and the resource that counts its logic cells (``logic``), goes to
 BUILD_DIR/place_route/report.json (written whole or not at all); the tools' run folder
 (sources, script, logs, nextpnr's report) to BUILD_DIR/place_route/run/.
+
+``brainsmith bitstream BUILD_DIR --board BOARD``: the same build made into a board's bitstream
+behind the host link (``brainsmith.hardware.place_route.board_run``, which ``build.bitstream``
+uses too), to BUILD_DIR/bitstream/: report.json, <board>.bit and the tools' run folder run/.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from brainsmith.commands.rtl_verification import (
     unrecorded_hdl,
 )
 from brainsmith.files import write_text
+from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.board.top import frame_words
 from brainsmith.hardware.place_route import PlaceRouteError, UnknownPart, place_route
+from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.hardware.place_route.families import target
 from brainsmith.hardware.place_route.flow import NotUsable, find_nextpnr
 from brainsmith.hardware.place_route.sources import stitched_design
@@ -42,6 +48,8 @@ if TYPE_CHECKING:
 
 RESULT = os.path.join("place_route", "report.json")
 WORKDIR = os.path.join("place_route", "run")
+BITSTREAM_RESULT = os.path.join("bitstream", "report.json")
+BITSTREAM_WORKDIR = os.path.join("bitstream", "run")
 BITSTREAM = os.path.join("place_route", "{part}.bit")  # for a family that packs (Nexus)
 
 
@@ -140,6 +148,38 @@ def place_route_build_folder(
     data = {"clock_ns": clock_ns, "family": family.name, "logic": family.logic, **result.as_dict()}
     if result.bitstream:  # named from the build folder, as the export and the driver name files
         data["bitstream"] = os.path.relpath(result.bitstream, folder)
-    os.makedirs(os.path.dirname(os.path.join(folder, RESULT)), exist_ok=True)
-    write_text(os.path.join(folder, RESULT), json.dumps(data, indent=2) + "\n")
+    return _written(data, os.path.join(folder, RESULT))
+
+
+def bitstream_build_folder(
+    folder: str,
+    board_name: str,
+    mhz: float | None = None,
+    *,
+    note: Callable[[str], None] | None = None,
+) -> Json:
+    """Make ``folder``'s stitched accelerator into a bitstream for ``board_name`` at ``mhz``
+    (the build's clock when None); returns what it wrote to ``folder``/bitstream/report.json.
+    FolderError (``reason``, ``hint``) for an unknown board, a clock the PLL cannot make, a
+    folder that fails the gate or has no stitched accelerator, a missing tool, or a failed
+    run (its log named)."""
+    try:
+        target = board(board_name)
+    except BoardError as exc:
+        raise FolderError(str(exc), exc.hint or "--board ulx3s-85f") from None
+    report, model, clock_ns = placeable_build(folder, "make a bitstream of")
+    try:
+        data = bitstream_of_build(
+            folder, str(report.get("output_dir") or ""), model, target,
+            mhz or 1000.0 / clock_ns, os.path.join(folder, BITSTREAM_WORKDIR), note,
+        )  # fmt: skip
+    except BoardRunError as exc:
+        raise FolderError(str(exc), exc.hint, exit_code=1 if exc.failed else 2) from exc
+    return _written(data, os.path.join(folder, BITSTREAM_RESULT))
+
+
+def _written(data: Json, path: str) -> Json:
+    """``data`` written to ``path`` as JSON, whole or not at all."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_text(path, json.dumps(data, indent=2) + "\n")
     return data
