@@ -110,14 +110,7 @@ class DesignSynthesis:
         return total
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "part": self.part,
-            "family": self.family,
-            "tool": self.tool,
-            "seconds": round(self.seconds, 2),
-            "layers": [asdict(layer) for layer in self.layers],
-            "totals": self.totals,
-        }
+        return {**asdict(self), "seconds": round(self.seconds, 2), "totals": self.totals}
 
 
 SYNTHESIS_CACHE_VARIABLE = "BRAINSMITH_SYNTHESIS_CACHE"
