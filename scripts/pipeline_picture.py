@@ -23,7 +23,11 @@ AROUND_BEFORE = [
 ]  # fmt: skip
 AROUND_AFTER = [
     ("verify", "verification/", "the final design against the model (verify: final, rtlsim)"),
+    ("synthesis", "builder/measure.py", "build.synth: each RTL layer through Yosys (hardware/synthesis/)"),
+    ("bitstream", "builder/bitstream.py", "build.bitstream: Yosys, nextpnr, the packer (hardware/place_route/); "
+     "the netlist checked at gate level (hardware/board/)"),
     ("report", "builder/reporting.py", "report.json, report.html (report/), the summary"),
+    ("fold again", "builder/refold.py", "a clock not met: the build again for the clock reached (build.refold_rounds)"),
 ]  # fmt: skip
 
 
