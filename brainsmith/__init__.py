@@ -27,6 +27,7 @@ else:
 # state are shared with code that uses the new name.
 _MOVED = {
     "brainsmith.plugin.blueprint": "brainsmith.blueprint",
+    "brainsmith.builder.gate": "brainsmith.intake.gate",
     "brainsmith.rtlsim": "brainsmith.hardware.rtlsim",
     "brainsmith.synthesis": "brainsmith.hardware.synthesis",
     "brainsmith.place_route": "brainsmith.hardware.place_route",

@@ -118,17 +118,17 @@ def test_the_blueprint_packages_old_name_warns_and_serves_the_moved_modules(monk
          "StitchedPartition"),
         ("brainsmith.synthesis.yosys", "brainsmith.hardware.synthesis.yosys", "Yosys"),
         ("brainsmith.place_route.parts", "brainsmith.hardware.place_route.parts", "Ecp5Part"),
+        ("brainsmith.builder.gate", "brainsmith.intake.gate", "open_build_folder"),
     ],
 )  # fmt: skip
-def test_a_hardware_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old, new, name):
+def test_a_moved_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old, new, name):
     import importlib
     import sys
 
     moved = importlib.import_module(new)
-    top = old.split(".")[1]
-    for loaded in [n for n in sys.modules if n.split(".")[:2] == ["brainsmith", top]]:
+    for loaded in [n for n in sys.modules if brainsmith._new_name(n)]:  # old names imported
         monkeypatch.delitem(sys.modules, loaded)
-    with pytest.warns(DeprecationWarning, match=f"brainsmith.{top} moved to brainsmith.hardware"):
+    with pytest.warns(DeprecationWarning, match=r"moved to brainsmith\.(hardware|intake)\."):
         module = importlib.import_module(old)
     assert module is moved
     assert getattr(module, name) is getattr(moved, name)
