@@ -65,8 +65,8 @@ class _MovedFinder(_LoaderBase):
     def find_spec(
         self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if _new_name(name) is None:
-            return None
+        if not name.startswith("brainsmith.") or _new_name(name) is None:
+            return None  # every import in the process asks: answer the others at once
         from importlib.machinery import ModuleSpec
 
         return ModuleSpec(name, self)
