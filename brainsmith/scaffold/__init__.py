@@ -62,27 +62,31 @@ def names_for(op_type: str, dist: str | None = None) -> Names:
         )
     module = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", op_type).lower()
     other = f"choose a more specific name, e.g. Acme{op_type}"
+    clash = _clash(op_type, module)
+    if clash:
+        raise ScaffoldError(f"kernel name {op_type!r} {clash}", other)
+    return Names(op_type, module, _free_dist(dist or module.replace("_", "-"), other))
+
+
+def _clash(op_type: str, module: str) -> str:
+    """What the layer's names would collide with ("" where nothing)."""
     if keyword.iskeyword(op_type):
-        raise ScaffoldError(f"kernel name {op_type!r} is a Python keyword", other)
+        return "is a Python keyword"
     if keyword.iskeyword(module) or keyword.issoftkeyword(module):
-        raise ScaffoldError(
-            f"kernel name {op_type!r} gives the Python package {module!r}, a Python keyword",
-            other,
-        )
+        return f"gives the Python package {module!r}, a Python keyword"
     if module in systemverilog_keywords():
-        raise ScaffoldError(
-            f"kernel name {op_type!r} gives the SystemVerilog module {module!r}, a "
-            "SystemVerilog keyword",
-            other,
-        )
+        return f"gives the SystemVerilog module {module!r}, a SystemVerilog keyword"
     found = _existing_module(module)
     if found:
-        raise ScaffoldError(
-            f"kernel name {op_type!r} gives the Python package {module!r}, which exists "
-            f"already ({found}): installing the new package would hide it",
-            other,
+        return (
+            f"gives the Python package {module!r}, which exists already ({found}): "
+            "installing the new package would hide it"
         )
-    dist = dist or module.replace("_", "-")
+    return ""
+
+
+def _free_dist(dist: str, other: str) -> str:
+    """``dist``, once it is a valid distribution name that is not installed already."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", dist):
         raise ScaffoldError(
             f"distribution name {dist!r} is not a valid package name",
@@ -91,7 +95,7 @@ def names_for(op_type: str, dist: str | None = None) -> Names:
     try:
         installed = importlib.metadata.distribution(dist)
     except importlib.metadata.PackageNotFoundError:
-        return Names(op_type, module, dist)
+        return dist
     raise ScaffoldError(
         f"distribution {dist!r} is installed already ({installed.metadata['Name']} "
         f"{installed.version}): installing the new package would replace it",
@@ -173,18 +177,24 @@ def new_kernel(
             f"{destination} already exists and is not an empty folder",
             "choose another folder with -o, or remove this one",
         )
+    _write_whole(kernel_files(names, inputs), destination)
+    return destination
+
+
+def _write_whole(files: dict[str, str], destination: Path) -> None:
+    """Write ``files`` to a temporary folder beside ``destination`` (absent or an empty
+    folder), then move it into place whole: a failure leaves nothing half-written."""
     destination.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{names.dist}-", dir=destination.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}-", dir=destination.parent))
     try:
-        for relpath, text in kernel_files(names, inputs).items():
+        for relpath, text in files.items():
             path = staging / relpath
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         os.chmod(staging, 0o755)  # mkdtemp's folder is private; a package folder is not
         if destination.exists():
-            destination.rmdir()  # empty: checked above
+            destination.rmdir()  # empty: checked by the caller
         staging.rename(destination)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return destination
