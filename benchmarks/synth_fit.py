@@ -689,8 +689,8 @@ def synthesise(
     ``also_xc7``), ``JOBS`` at a time (each cached by content)."""
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
 
+    from brainsmith.hardware.synthesis.layer_sources import synthesis_design
     from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.hardware.synthesis.sources import synthesis_design
     from brainsmith.hardware.synthesis.yosys import find_yosys
 
     yosys, root = find_yosys(), cache_root()

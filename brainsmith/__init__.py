@@ -22,9 +22,9 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
 else:
     _LoaderBase = object  # importlib.abc costs start-up time; the protocol is enough at run time
 
-# Old names of moved packages, kept until brainsmith ``REMOVED_IN``: importing one (or one of
-# its modules) warns and gives the module of the new name, the same object, so classes and
-# state are shared with code that uses the new name.
+# Old names of moved packages and modules, kept until brainsmith ``REMOVED_IN``: importing one
+# (or one of a package's modules) warns and gives the module of the new name, the same object,
+# so classes and state are shared with code that uses the new name. The longest old name wins.
 _MOVED = {
     "brainsmith.plugin.blueprint": "brainsmith.blueprint",
     "brainsmith.builder.gate": "brainsmith.intake.gate",
@@ -32,7 +32,21 @@ _MOVED = {
     "brainsmith.synthesis": "brainsmith.hardware.synthesis",
     "brainsmith.place_route": "brainsmith.hardware.place_route",
     "brainsmith.board": "brainsmith.hardware.board",
+    "brainsmith.verification.steps": "brainsmith.verification.quantizer_steps",
 }
+_RENAMED_HARDWARE_MODULES = {  # under brainsmith.hardware (or, before, brainsmith)
+    "rtlsim.sources": "rtlsim.layer_design",
+    "rtlsim.packing": "rtlsim.beats",
+    "synthesis.sources": "synthesis.layer_sources",
+    "place_route.sources": "place_route.stitched_sources",
+}
+_MOVED.update(
+    {
+        f"brainsmith{where}.{old}": f"brainsmith.hardware.{new}"
+        for old, new in _RENAMED_HARDWARE_MODULES.items()
+        for where in ("", ".hardware")
+    }
+)
 
 
 def __getattr__(name: str) -> object:
@@ -53,9 +67,12 @@ def __getattr__(name: str) -> object:
 
 def _new_name(old: str) -> str | None:
     """``old``'s module under its new name, None when ``old`` was not moved."""
-    for before, after in _MOVED.items():
-        if old == before or old.startswith(before + "."):
-            return after + old[len(before) :]
+    head, tail = old, ""
+    while head:
+        if head in _MOVED:
+            return _MOVED[head] + tail
+        head, _, last = head.rpartition(".")
+        tail = f".{last}{tail}"
     return None
 
 

@@ -194,7 +194,7 @@ def test_a_tiny_accelerator_becomes_a_ulx3s_bitstream_and_a_second_run_is_cached
     tools, private_cache, tmp_path
 ):
     from brainsmith.hardware.place_route.bitstream import bitstream
-    from brainsmith.hardware.place_route.sources import StitchedDesign
+    from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 
     design = StitchedDesign("accelerator", [("accelerator.sv", ACCELERATOR)], [], [])
     folder = tmp_path / "run"
@@ -232,7 +232,7 @@ def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(hub, farm, t
 
     from brainsmith.hardware.board.top import frame_words
     from brainsmith.hardware.place_route.bitstream import board_design
-    from brainsmith.hardware.place_route.sources import stitched_design
+    from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from tests.support.farm import lattice_mlp
 
     build = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "mlp", symlinks=True))
@@ -285,7 +285,7 @@ def test_without_amaranth_boards_a_board_names_how_to_install_it(monkeypatch):
 @pytest.mark.slow
 def test_a_design_that_misses_its_clock_still_gets_its_bitstream(tools, private_cache, tmp_path):
     from brainsmith.hardware.place_route.bitstream import bitstream
-    from brainsmith.hardware.place_route.sources import StitchedDesign
+    from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 
     slow = ACCELERATOR.replace(  # two multipliers and an adder in one cycle
         "data <= {8'd0, in0_V_TDATA} + 16'd1;",

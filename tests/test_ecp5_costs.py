@@ -102,8 +102,8 @@ def test_a_layer_synthesised_for_ecp5_is_within_the_error_its_fit_reports(
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
     from qonnx.custom_op.registry import getCustomOp
 
+    from brainsmith.hardware.synthesis.layer_sources import synthesis_design
     from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.hardware.synthesis.sources import synthesis_design
     from brainsmith.hardware.synthesis.yosys import find_yosys
     from brainsmith.planning.lattice import STAND_IN_PART
 

@@ -128,8 +128,8 @@ def test_a_float_input_s_thresholds_synthesised_here_are_within_25_percent(hub, 
     import numpy as np
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
 
+    from brainsmith.hardware.synthesis.layer_sources import synthesis_design
     from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.hardware.synthesis.sources import synthesis_design
     from brainsmith.hardware.synthesis.yosys import find_yosys
 
     attributes = {"channels": 64, "pe": 1, "ibits": 32, "obits": 8, "floats": True}

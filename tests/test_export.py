@@ -124,7 +124,7 @@ def test_a_module_each_pool_layer_copies_is_read_once(farm, handed_off):
     """The conv net's two pooling layers each copy brainsmith's ``bs_pool.sv`` into their
     code folder: Yosys (the bitstream) and the export read it once, as a synthesis tool
     refuses a second definition of a module."""
-    from brainsmith.hardware.place_route.sources import stitched_design
+    from brainsmith.hardware.place_route.stitched_sources import stitched_design
 
     build = all_rtl_conv(farm)
     built_in = json.loads((build / "report.json").read_text())["output_dir"]

@@ -15,7 +15,7 @@ import pytest
 from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
-from brainsmith.hardware.rtlsim.sources import CRASHED
+from brainsmith.hardware.rtlsim.layer_design import CRASHED
 from brainsmith.report.text import warning_lines
 from brainsmith.steps.fifos import FRAMES
 from tests.conftest import REPO, once
@@ -209,7 +209,7 @@ def test_shipped_conv_networks_in_rtl_are_sized_and_run_whole_at_their_estimate(
     every layer RTL: FIFOs sized by simulating the whole accelerator, which matches Python
     bit for bit with the sized FIFOs (else the step fails) at a pace within the report's
     stated tolerance of FINN's estimate."""
-    from brainsmith.hardware.rtlsim.sources import ESTIMATE_TOLERANCE
+    from brainsmith.hardware.rtlsim.layer_design import ESTIMATE_TOLERANCE
 
     blueprint = tmp_path / f"{network}_rtl.yaml"
     blueprint.write_text(
@@ -258,7 +258,7 @@ def default_flow(hub, tmp_path_factory):
 def test_the_default_flow_sizes_an_all_rtl_design_and_checks_it_with_the_same_compile(
     default_flow,
 ):
-    from brainsmith.hardware.rtlsim.sources import ESTIMATE_TOLERANCE
+    from brainsmith.hardware.rtlsim.layer_design import ESTIMATE_TOLERANCE
 
     found = record(default_flow)
     report = json.loads((default_flow / "report.json").read_text())

@@ -334,7 +334,7 @@ def stitched(build: Path, folder: Path) -> tuple[list[Path], dict[str, int], obj
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.custom_op.registry import getCustomOp
 
-    from brainsmith.hardware.rtlsim.sources import verilator_ready
+    from brainsmith.hardware.rtlsim.layer_design import verilator_ready
 
     listed = (build / "finn" / "stitched_rtl" / "files.f").read_text().split()
     folder.mkdir(parents=True, exist_ok=True)
@@ -376,8 +376,8 @@ def mlp(farm, tmp_path_factory):
 def test_the_mlp_answers_through_the_link_as_in_python(mlp, tmp_path):
     from qonnx.custom_op.registry import getCustomOp
 
+    from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
     from brainsmith.hardware.rtlsim.layers import layer_tensors
-    from brainsmith.hardware.rtlsim.packing import pack_beats, unpack_beats
     from brainsmith.steps.fifos import random_frames
 
     executable, params, design_hash, model, build = mlp

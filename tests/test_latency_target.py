@@ -97,7 +97,7 @@ def test_a_latency_target_and_a_crashed_simulation_are_on_the_first_screen():
     """The latency verdict uses the simulated latency when there is one; a design that crashed
     in its whole simulation (FINN's VVAU_rtl asserting under back-pressure, in an all-RTL
     DS-CNN) is a warning, not a note, since it may not work on a board."""
-    from brainsmith.hardware.rtlsim.sources import CRASHED
+    from brainsmith.hardware.rtlsim.layer_design import CRASHED
     from brainsmith.report.contents import latency_target
     from brainsmith.report.text import latency_text, warning_lines
 

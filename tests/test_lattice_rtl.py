@@ -83,7 +83,7 @@ def bench(shapes: list[tuple[int, ...]]) -> str:
 
 def finn_file(*parts: str) -> Path:
     from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.hardware.rtlsim.sources import finn_rtllib
+    from brainsmith.hardware.rtlsim.layer_design import finn_rtllib
 
     prepare_finn()
     return Path(finn_rtllib(), *parts)
@@ -103,7 +103,7 @@ def compare_in_verilator(folder: Path, sources: list[str], pair: str, shapes: li
 
 
 def test_brainsmiths_matrix_core_answers_as_finns_cycle_by_cycle(tmp_path):
-    from brainsmith.hardware.rtlsim.sources import verilator_ready
+    from brainsmith.hardware.rtlsim.layer_design import verilator_ready
 
     finn_core = finn_file("mvu", "mvu.sv").read_text()
     renamed = re.sub(r"^module mvu #\(", "module mvu_finn #(", finn_core, flags=re.M)
@@ -220,8 +220,8 @@ def test_threshold_memories_read_through_a_register_answer_as_finns(tmp_path):
     """FINN's threshold layer and the one a Lattice part reads (shallow memories in LUTs,
     deep ones in block RAM read through one more register) give the same outputs in the same
     order, each under its own random input and output stalls."""
-    from brainsmith.hardware.rtlsim.sources import verilator_ready
-    from brainsmith.hardware.synthesis.sources import yosys_ready
+    from brainsmith.hardware.rtlsim.layer_design import verilator_ready
+    from brainsmith.hardware.synthesis.layer_sources import yosys_ready
 
     path = finn_file("thresholding", "hdl", "thresholding.sv")
     original = path.read_text()
@@ -316,8 +316,8 @@ def test_sliding_windows_compared_by_sign_answer_as_finns_cycle_by_cycle(tmp_pat
     """FINN's sliding window and the one a Lattice part reads (its counters' differences in
     registers, its read address wrapped by sign) take and give the same words in the same
     cycles, in six shapes, under phases of random input and output stalls."""
-    from brainsmith.hardware.rtlsim.sources import verilator_ready
-    from brainsmith.hardware.synthesis.sources import yosys_ready
+    from brainsmith.hardware.rtlsim.layer_design import verilator_ready
+    from brainsmith.hardware.synthesis.layer_sources import yosys_ready
 
     finn_file("swg")  # FINN ready, its generator's templates found
     pairs = []

@@ -10,8 +10,11 @@ import pytest
 
 from brainsmith.hardware.place_route.ecp5 import PlaceRouteError, parse_report
 from brainsmith.hardware.place_route.parts import UnknownPart, ecp5_part
-from brainsmith.hardware.place_route.sources import behavioural_by_default, block_ram_for_ultra
-from brainsmith.hardware.synthesis.sources import read_layer_file
+from brainsmith.hardware.place_route.stitched_sources import (
+    behavioural_by_default,
+    block_ram_for_ultra,
+)
+from brainsmith.hardware.synthesis.layer_sources import read_layer_file
 
 REPORT = Path(__file__).parent / "data" / "nextpnr_ecp5_mlp_report.json"
 
@@ -64,7 +67,7 @@ def test_a_report_that_is_not_nextpnrs_is_refused(tmp_path):
 
 
 def finn_rtl(*parts: str) -> str:
-    from brainsmith.hardware.place_route.sources import finn_rtllib
+    from brainsmith.hardware.place_route.stitched_sources import finn_rtllib
 
     path = str(Path(finn_rtllib(), *parts))
     return read_layer_file(path, str(Path(path).parent), "RTL file").decode()
@@ -86,8 +89,8 @@ def test_finns_matrix_unit_is_behavioural_unless_an_instance_chooses():
 
 
 def test_a_stitched_file_list_naming_a_file_outside_the_build_is_refused(tmp_path):
-    from brainsmith.hardware.place_route.sources import FILES, stitched_design
-    from brainsmith.hardware.synthesis.sources import MissingSources
+    from brainsmith.hardware.place_route.stitched_sources import FILES, stitched_design
+    from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
     listing = tmp_path / FILES
     listing.parent.mkdir(parents=True)

@@ -119,6 +119,15 @@ def test_the_blueprint_packages_old_name_warns_and_serves_the_moved_modules(monk
         ("brainsmith.synthesis.yosys", "brainsmith.hardware.synthesis.yosys", "Yosys"),
         ("brainsmith.place_route.parts", "brainsmith.hardware.place_route.parts", "Ecp5Part"),
         ("brainsmith.builder.gate", "brainsmith.intake.gate", "open_build_folder"),
+        ("brainsmith.rtlsim.sources", "brainsmith.hardware.rtlsim.layer_design", "LayerDesign"),
+        ("brainsmith.hardware.rtlsim.sources", "brainsmith.hardware.rtlsim.layer_design",
+         "LayerDesign"),
+        ("brainsmith.rtlsim.packing", "brainsmith.hardware.rtlsim.beats", "pack_beats"),
+        ("brainsmith.hardware.synthesis.sources", "brainsmith.hardware.synthesis.layer_sources",
+         "SynthesisDesign"),
+        ("brainsmith.place_route.sources", "brainsmith.hardware.place_route.stitched_sources",
+         "StitchedDesign"),
+        ("brainsmith.verification.steps", "brainsmith.verification.quantizer_steps", "Tie"),
     ],
 )  # fmt: skip
 def test_a_moved_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old, new, name):
@@ -128,7 +137,8 @@ def test_a_moved_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old
     moved = importlib.import_module(new)
     for loaded in [n for n in sys.modules if brainsmith._new_name(n)]:  # old names imported
         monkeypatch.delitem(sys.modules, loaded)
-    with pytest.warns(DeprecationWarning, match=r"moved to brainsmith\.(hardware|intake)\."):
+    moved_to = r"moved to brainsmith\.(hardware|intake|verification)\."
+    with pytest.warns(DeprecationWarning, match=moved_to):
         module = importlib.import_module(old)
     assert module is moved
     assert getattr(module, name) is getattr(moved, name)

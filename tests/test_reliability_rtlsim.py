@@ -470,8 +470,8 @@ def test_every_generated_and_library_source_of_the_build_passes_the_screen(built
 
     from brainsmith.frameworks.finn.env import prepare_finn
     from brainsmith.hardware.rtlsim.compile import source_texts
+    from brainsmith.hardware.rtlsim.layer_design import layer_design, verilator_ready
     from brainsmith.hardware.rtlsim.screen import screen
-    from brainsmith.hardware.rtlsim.sources import layer_design, verilator_ready
     from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     prepare_finn()

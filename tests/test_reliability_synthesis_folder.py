@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from brainsmith.hardware.rtlsim.sources import LayerDesign
+from brainsmith.hardware.rtlsim.layer_design import LayerDesign
 from tests.support.farm import all_rtl_mlp
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,7 +99,7 @@ def layer(code_dir: Path, top: str = "L_0", files: list[Path] | None = None) -> 
     ],
 )
 def test_a_top_module_that_is_not_a_plain_identifier_never_reaches_the_script(tmp_path, top, shown):
-    from brainsmith.hardware.synthesis.sources import MissingSources, from_layer
+    from brainsmith.hardware.synthesis.layer_sources import MissingSources, from_layer
     from brainsmith.hardware.synthesis.yosys import script
 
     with pytest.raises(MissingSources) as found:
@@ -112,7 +112,7 @@ def test_a_top_module_that_is_not_a_plain_identifier_never_reaches_the_script(tm
 
 @pytest.mark.parametrize("name", ["a b.v", "x.v\nhelp", "x;.v", "-x.v"])
 def test_a_source_file_name_that_is_not_plain_never_reaches_the_script(tmp_path, name):
-    from brainsmith.hardware.synthesis.sources import MissingSources, from_layer
+    from brainsmith.hardware.synthesis.layer_sources import MissingSources, from_layer
     from brainsmith.hardware.synthesis.yosys import script
 
     source = tmp_path / name
@@ -162,8 +162,8 @@ def test_a_parameter_file_that_is_not_a_regular_file_of_the_layer_fails_it(tmp_p
     data = hostile(code, kind, "memblock.dat")
     out = bounded(
         f"""
-        from brainsmith.hardware.rtlsim.sources import LayerDesign
-        from brainsmith.hardware.synthesis.sources import MissingSources, from_layer
+        from brainsmith.hardware.rtlsim.layer_design import LayerDesign
+        from brainsmith.hardware.synthesis.layer_sources import MissingSources, from_layer
         design = LayerDesign("L_0", "Thing_rtl", "L_0", {str(code)!r}, [{str(code / "L_0.v")!r}],
                              [], [])
         try:
@@ -186,8 +186,8 @@ def test_an_rtl_file_that_is_not_a_regular_file_of_the_layer_fails_it(tmp_path, 
     source = hostile(code, kind, "L_0_extra.v")
     out = bounded(
         f"""
-        from brainsmith.hardware.rtlsim.sources import LayerDesign
-        from brainsmith.hardware.synthesis.sources import MissingSources, from_layer
+        from brainsmith.hardware.rtlsim.layer_design import LayerDesign
+        from brainsmith.hardware.synthesis.layer_sources import MissingSources, from_layer
         files = [{str(code / "L_0.v")!r}, {str(source)!r}]
         design = LayerDesign("L_0", "Thing_rtl", "L_0", {str(code)!r}, files, [], [])
         try:
@@ -290,7 +290,7 @@ def test_host_side_patterns_are_linear_on_hostile_text():
     out = bounded(
         """
         from brainsmith.hardware.rtlsim.screen import _tokens
-        from brainsmith.hardware.synthesis.sources import (
+        from brainsmith.hardware.synthesis.layer_sources import (
             memory_style_names, parameters_before_ports, primitives_used)
         n = 125_000
         assert memory_style_names("(*" * (n // 2)) == "(*" * (n // 2)
@@ -311,7 +311,7 @@ def test_host_side_patterns_are_linear_on_hostile_text():
 
 
 def test_real_attributes_keep_their_lower_cased_memory_styles():
-    from brainsmith.hardware.synthesis.sources import memory_style_names
+    from brainsmith.hardware.synthesis.layer_sources import memory_style_names
 
     text = '(* RAM_STYLE = RAM_STYLE *) logic m; always @(*) x = 1; (* keep, Rom_Style="a" *)'
     assert memory_style_names(text) == (
@@ -358,8 +358,8 @@ def yosys_children() -> list[psutil.Process]:
 def test_a_yosys_killed_by_a_signal_is_named(tmp_path):
     """A Yosys killed (by the kernel's out-of-memory killer, by a user) fails its layer with
     the signal as the reason, not an unrelated line of its log."""
+    from brainsmith.hardware.synthesis.layer_sources import SynthesisDesign
     from brainsmith.hardware.synthesis.run import FAILED, synthesise_layer
-    from brainsmith.hardware.synthesis.sources import SynthesisDesign
     from brainsmith.hardware.synthesis.yosys import find_yosys
 
     yosys = find_yosys()

@@ -41,8 +41,8 @@ def test_a_held_out_mvau_is_within_the_error_the_fit_reports(hub, tmp_path):
     from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
     from qonnx.custom_op.registry import getCustomOp
 
+    from brainsmith.hardware.synthesis.layer_sources import synthesis_design
     from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.hardware.synthesis.sources import synthesis_design
     from brainsmith.hardware.synthesis.yosys import find_yosys
 
     model = mvau(mw=40, mh=12, simd=10, pe=6, wbits=6, abits=4)  # no point of the sweep

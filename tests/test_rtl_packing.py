@@ -8,7 +8,7 @@ import pytest
 from finn.util.data_packing import npy_to_rtlsim_input, rtlsim_output_to_npy
 from qonnx.core.datatype import DataType
 
-from brainsmith.hardware.rtlsim.packing import pack_beats, unpack_beats
+from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
 
 TYPES = ["BIPOLAR", "BINARY", "UINT2", "INT2", "INT3", "UINT8", "INT8", "INT13", "INT32"]
 SHAPES = [(1, 4, 4, 3, 5), (2, 7, 1), (3, 64), (10, 1)]

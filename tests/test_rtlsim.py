@@ -294,7 +294,7 @@ def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, hub
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.hardware.rtlsim.compile import cache_key
-    from brainsmith.hardware.rtlsim.sources import layer_design
+    from brainsmith.hardware.rtlsim.layer_design import layer_design
     from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     mlp_copy = tmp_path / "mlp"  # a build of its own (a copy's model names the first's code)
@@ -396,8 +396,8 @@ def test_a_free_running_float_unit_warns_once_not_every_cycle(tmp_path):
     prepare_finn()
     from finn.util.settings import get_settings
 
+    from brainsmith.hardware.rtlsim.layer_design import VERILATOR_FIXES
     from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
-    from brainsmith.hardware.rtlsim.sources import VERILATOR_FIXES
     from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     library = Path(get_settings().finn_rtllib) / "layernorm" / "binopf.sv"
@@ -473,7 +473,7 @@ def test_add_multi_is_compiled_in_a_form_verilator_accepts(tmp_path):
     from finn.util.settings import get_settings
 
     from brainsmith.frameworks.finn.env import prepare_finn
-    from brainsmith.hardware.rtlsim.sources import verilator_ready
+    from brainsmith.hardware.rtlsim.layer_design import verilator_ready
     from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     prepare_finn()

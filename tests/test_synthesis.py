@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import brainsmith
-from brainsmith.hardware.rtlsim.sources import hoist_leaf_loads
+from brainsmith.hardware.rtlsim.layer_design import hoist_leaf_loads
 from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
-from brainsmith.hardware.synthesis.sources import (
+from brainsmith.hardware.synthesis.layer_sources import (
     declare_before_use,
     memory_style_names,
     nettype_outside_modules,
@@ -386,7 +386,7 @@ def test_the_memory_style_fix_on_finns_weight_threshold_and_fifo_memories(parts)
 
 
 def test_layers_alike_but_for_their_names_are_one_design_to_synthesise():
-    from brainsmith.hardware.synthesis.sources import SynthesisDesign
+    from brainsmith.hardware.synthesis.layer_sources import SynthesisDesign
 
     def fifo(name: str, depth: int) -> SynthesisDesign:
         text = f"module {name} (input x);\n  fifo #(.DEPTH({depth})) {name}_inst ();\nendmodule\n"
@@ -463,8 +463,8 @@ def test_a_narrow_weight_memory_of_640_words_in_lut_ram_is_synthesised(
 ):
     """A matrix layer whose 640 x 4-bit weights stay in distributed RAM (CNV's last layer):
     Yosys' own UltraScale LUT-RAM library offered a RAM its mapping file cannot map."""
+    from brainsmith.hardware.synthesis.layer_sources import synthesis_design
     from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.hardware.synthesis.sources import synthesis_design
     from brainsmith.hardware.synthesis.yosys import find_yosys, lutram_library
 
     model = matrix_layer(64, 10, 1, 1, "distributed", seed=0)
@@ -488,8 +488,8 @@ def test_a_weight_memory_is_synthesised_where_its_ram_style_puts_it(
 ):
     """1,024 words of 16-bit weights: in block RAM when built so, in LUT-RAM when built
     ``distributed`` (finn-rtllib's upper-case ``RAM_STYLE`` attribute was not read)."""
+    from brainsmith.hardware.synthesis.layer_sources import synthesis_design
     from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
-    from brainsmith.hardware.synthesis.sources import synthesis_design
     from brainsmith.hardware.synthesis.yosys import find_yosys
 
     model = matrix_layer(128, 32, 2, 2, style, seed=1)

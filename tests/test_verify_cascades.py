@@ -125,7 +125,7 @@ def residual():
 def test_torch_rounding_a_tie_the_other_way_is_a_tie_not_an_export_mismatch(residual):
     """Expected outputs as torch gives them when its arithmetic puts a tie of the export on
     the other side: the reference with one tie per input rounded the other way."""
-    from brainsmith.verification.steps import grouped
+    from brainsmith.verification.quantizer_steps import grouped
 
     reference, samples, tracer, feeds, ties = residual
     expected, flipped = [], 0
@@ -157,7 +157,7 @@ def test_a_torch_side_tie_is_found_among_weights_on_rounding_boundaries(residual
     no tie: with 48 weight elements moved onto half steps, torch's flip of an
     activation tie is still found (before: the closest-first search tried the weights
     first, gap 0, and the export was called a mismatch)."""
-    from brainsmith.verification.steps import grouped
+    from brainsmith.verification.quantizer_steps import grouped
 
     reference, samples, _, _, _ = residual
     halved = copy.deepcopy(reference)
@@ -192,7 +192,7 @@ def test_a_torch_side_tie_in_one_token_is_found_among_closer_ties_elsewhere(hub)
     its boundary: the search tries the ties of the tokens whose outputs differ first, as it
     does for a step's outputs (before: the 16 closest only, and the export was called a
     mismatch)."""
-    from brainsmith.verification.steps import grouped
+    from brainsmith.verification.quantizer_steps import grouped
 
     reference = cleanup_model(ModelWrapper(str(MODELS / "zoo" / "bert_tiny.onnx")))
     inputs = np.load(MODELS / "zoo" / "bert_tiny_input.npy")[:4]

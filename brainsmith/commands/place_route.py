@@ -33,7 +33,7 @@ from brainsmith.hardware.place_route import PlaceRouteError, UnknownPart, place_
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.hardware.place_route.families import target
 from brainsmith.hardware.place_route.flow import NotUsable, find_nextpnr
-from brainsmith.hardware.place_route.sources import stitched_design
+from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
 from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
 

@@ -30,9 +30,9 @@ from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
 from brainsmith.frameworks.finn.execution import graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 from brainsmith.hardware.rtlsim import ToolchainError, find_toolchain, simulate_design
+from brainsmith.hardware.rtlsim.layer_design import NotSimulated, layer_design
 from brainsmith.hardware.rtlsim.manifest import NAME, ManifestError, check, inside, load
 from brainsmith.hardware.rtlsim.screen import UnsafeSource
-from brainsmith.hardware.rtlsim.sources import NotSimulated, layer_design
 from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 from brainsmith.intake.model import InputError, check_model, kernel_domains
 from brainsmith.report.contents import to_json, write_html

@@ -4,7 +4,7 @@ relative file list, a clean top (clock, reset, one AXI stream in and one out), t
 parameter files, a Verilator testbench replaying the build's vectors (``./sim.sh`` prints
 PASS or the first difference) and a Vivado script that packages the IP (untested here).
 
-Verilator needs a few of FINN's files changed (``brainsmith.hardware.rtlsim.sources``'s fixes); a
+Verilator needs a few of FINN's files changed (``brainsmith.hardware.rtlsim.layer_design``'s fixes); a
 synthesis tool reads FINN's own text. So ``rtl/`` holds FINN's text and ``sim/rtl/`` only
 the files the simulation changes, each change named in ``manifest.json``. The folder is
 written beside its destination and renamed into place when complete: a failure or an
@@ -114,7 +114,7 @@ def export_build(
 def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
     """The RTL files of ``files.f`` (FINN's text and, where it differs, the simulation's) and
     the parameter files of each layer's code folder, as (``data/dN/name``, bytes)."""
-    from brainsmith.hardware.place_route.sources import FILES
+    from brainsmith.hardware.place_route.stitched_sources import FILES
 
     listing = os.path.join(design.folder, FILES)
     collected = _Collected(design.folder, listing)
@@ -128,7 +128,7 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
 def _listed(listing: str, folder: str, built_in: str) -> list[str]:
     """The paths ``files.f`` lists, those of the folder the build ran in moved to ``folder``;
     the FIFO sizing's gauge left out."""
-    from brainsmith.hardware.place_route.sources import MAX_LIST_BYTES
+    from brainsmith.hardware.place_route.stitched_sources import MAX_LIST_BYTES
 
     try:
         lines = read_regular(listing, MAX_LIST_BYTES).decode("utf-8", "replace").split()
@@ -147,7 +147,7 @@ class _Collected:
     """The sources and parameter files gathered from a build folder's file list."""
 
     def __init__(self, folder: str, listing: str) -> None:
-        from brainsmith.hardware.place_route.sources import finn_rtllib
+        from brainsmith.hardware.place_route.stitched_sources import finn_rtllib
 
         self.build, self.library, self.listing = os.path.realpath(folder), finn_rtllib(), listing
         self.sources: list[Source] = []
@@ -156,7 +156,7 @@ class _Collected:
 
     def add(self, path: str) -> None:
         """The RTL file at ``path`` (and its layer's parameter files, once per layer)."""
-        from brainsmith.hardware.rtlsim.sources import VERILATOR_FIXES
+        from brainsmith.hardware.rtlsim.layer_design import VERILATOR_FIXES
 
         code_dir = os.path.dirname(path)
         inside = self._inside(path)
@@ -182,9 +182,9 @@ class _Collected:
     def _read(self, path: str, code_dir: str, inside: bool) -> tuple[str, str, str]:
         """The file's name, FINN's text and the simulation's, their parameter-file paths
         made relative (``data/dN/``) for a file of the build."""
-        from brainsmith.hardware.place_route.sources import parameter_files
-        from brainsmith.hardware.rtlsim.sources import localised_paths, verilator_ready
-        from brainsmith.hardware.synthesis.sources import (
+        from brainsmith.hardware.place_route.stitched_sources import parameter_files
+        from brainsmith.hardware.rtlsim.layer_design import localised_paths, verilator_ready
+        from brainsmith.hardware.synthesis.layer_sources import (
             MissingSources,
             plain_file_name,
             read_layer_file,
@@ -214,7 +214,7 @@ def _vectors(
     import numpy as np
 
     from brainsmith.hardware.board.streams import Host, run_graph
-    from brainsmith.hardware.rtlsim.packing import pack_beats
+    from brainsmith.hardware.rtlsim.beats import pack_beats
     from brainsmith.verification.verifier import generate_inputs
 
     host = Host(design)
@@ -290,7 +290,7 @@ def _write_bench(
 ) -> None:
     """The Verilator testbench, its ports and the vectors it replays."""
     from brainsmith.hardware.rtlsim.compile import testbench_header
-    from brainsmith.hardware.rtlsim.sources import LayerDesign, Stream
+    from brainsmith.hardware.rtlsim.layer_design import LayerDesign, Stream
 
     header = LayerDesign(node=TOP, op_type="exported accelerator", top=TOP, code_dir="",
                          files=[], inputs=[Stream("in0_V", 0, design.in_bits)],

@@ -5,7 +5,7 @@ clocked figures, the bitstream's lines, the resource totals."""
 from __future__ import annotations
 
 from brainsmith.hardware.place_route.critical_path import path_text
-from brainsmith.hardware.rtlsim.sources import CRASHED
+from brainsmith.hardware.rtlsim.layer_design import CRASHED
 from brainsmith.report.units import bits, finite, percent
 
 TYPE_CHECKING = False

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.folding.record import write_json
 from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.hardware.rtlsim.layer_design import CRASHED, MATCH
 from brainsmith.hardware.rtlsim.layers import layer_tensors
-from brainsmith.hardware.rtlsim.sources import CRASHED, MATCH
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 from brainsmith.planning.context import context_of
 from brainsmith.plugin import step

@@ -12,7 +12,7 @@ each onnxruntime session made once; a partitioned one runs one sample at a time 
 FINN's executor. Tensors are compared (and inputs fed) in each model's own shape when only
 the rank differs (a 1D network made 2D).
 
-Differences are counted in quantizer steps (``brainsmith.verification.steps``): an output
+Differences are counted in quantizer steps (``brainsmith.verification.quantizer_steps``): an output
 made by a quantizer (or a constant scale of one) is compared in that quantizer's step, a
 float output within ``FLOAT_RTOL`` of its largest reference value; a sample whose outputs
 differ is explained, if it can be, by reference quantizer elements that lie on a rounding
@@ -49,7 +49,7 @@ from brainsmith.frameworks.finn.execution import (
 )
 from brainsmith.frameworks.finn.float_units import RTL_FLOAT_UNITS, rtl_arithmetic
 from brainsmith.verification.node_major import NodeMajor
-from brainsmith.verification.steps import Reference, Tie, explain, output_steps
+from brainsmith.verification.quantizer_steps import Reference, Tie, explain, output_steps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

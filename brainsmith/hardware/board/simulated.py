@@ -24,7 +24,7 @@ from brainsmith.hardware.board.link import TIMEOUT_BYTES
 from brainsmith.hardware.board.streams import DriverError, Streams, streams
 from brainsmith.hardware.board.top import accelerator_ports
 from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer
-from brainsmith.hardware.rtlsim.sources import LayerDesign
+from brainsmith.hardware.rtlsim.layer_design import LayerDesign
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 
 CLKS_PER_BIT = 8  # the simulated UART's clocks per bit: small, so a frame takes few cycles

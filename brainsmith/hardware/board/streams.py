@@ -2,7 +2,7 @@
 frames them (TDATA widths from ``accelerator.sv``, words per frame from ``final.onnx``), the
 design hash a board built from it reports (``stitched_design(...).digest()``, as
 ``brainsmith bitstream`` puts it into the board top), the packing of a frame into stream
-words, bit for bit as the simulation packs it (``brainsmith.hardware.rtlsim.packing`` on the folded
+words, bit for bit as the simulation packs it (``brainsmith.hardware.rtlsim.beats`` on the folded
 shape: element 0 in the lowest bits, each word padded to the TDATA width), and the nodes that
 stay on the host before and after the accelerator (``final_parent.onnx``), run as
 ``BuildResult.run`` runs them.
@@ -24,8 +24,8 @@ from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inp
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 from brainsmith.hardware.board.link import HEADER, word_bytes
 from brainsmith.hardware.board.top import TopError, accelerator_ports
-from brainsmith.hardware.place_route.sources import stitched_design
-from brainsmith.hardware.rtlsim.packing import pack_beats, unpack_beats
+from brainsmith.hardware.place_route.stitched_sources import stitched_design
+from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
 from brainsmith.hardware.synthesis import NotSynthesisable
 from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 

@@ -56,8 +56,8 @@ from brainsmith.hardware.place_route.ecp5 import (
 )
 from brainsmith.hardware.place_route.ecp5 import synthesis as ecp5_synthesis
 from brainsmith.hardware.place_route.parts import ecp5_part
-from brainsmith.hardware.place_route.sources import StitchedDesign
-from brainsmith.hardware.synthesis.sources import MOUNT
+from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.synthesis.layer_sources import MOUNT
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
 

@@ -49,7 +49,7 @@ def bitstream_of_build(
     from brainsmith.hardware.board.top import TopError, frame_words
     from brainsmith.hardware.place_route.bitstream import bitstream
     from brainsmith.hardware.place_route.ecp5 import NotUsable, PlaceRouteError, find_nextpnr
-    from brainsmith.hardware.place_route.sources import stitched_design
+    from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
     hls = hls_layers(model)

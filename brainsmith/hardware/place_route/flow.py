@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 from brainsmith.errors import HintedError
 from brainsmith.files import DamagedFile, read_json
 from brainsmith.hardware.place_route.critical_path import CriticalPath, named_critical_path
-from brainsmith.hardware.place_route.sources import StitchedDesign
-from brainsmith.hardware.synthesis.sources import (
+from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
     MOUNT,
     PRIMITIVES,

@@ -20,8 +20,8 @@ from brainsmith.hardware.place_route.flow import Family, Placed, PlaceRouteError
 from brainsmith.hardware.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
 from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import NexusPart, known_nexus_parts, nexus_part
-from brainsmith.hardware.place_route.sources import StitchedDesign
-from brainsmith.hardware.synthesis.sources import MOUNT
+from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
 PDC = "part.pdc"
 FASTEST_BAUD = 3_000_000

@@ -20,7 +20,7 @@ from brainsmith.hardware.place_route.flow import (
     Stages,
     yowasp_tool,
 )
-from brainsmith.hardware.synthesis.sources import MOUNT
+from brainsmith.hardware.synthesis.layer_sources import MOUNT
 from brainsmith.hardware.synthesis.yosys import first_error, run_mounted
 
 PARTIAL = "packed.bit.partial"

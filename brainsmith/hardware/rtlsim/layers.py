@@ -20,7 +20,7 @@ from brainsmith.frameworks.finn.execution import executable, fix_python_executio
 from brainsmith.frameworks.finn.facts import is_hardware
 from brainsmith.frameworks.finn.float_units import rtl_arithmetic
 from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer
-from brainsmith.hardware.rtlsim.sources import (
+from brainsmith.hardware.rtlsim.layer_design import (
     FAILED,
     MATCH,
     MISMATCH,

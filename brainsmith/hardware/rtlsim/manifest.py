@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import read_json, write_text
-from brainsmith.hardware.rtlsim.sources import finn_rtllib
+from brainsmith.hardware.rtlsim.layer_design import finn_rtllib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

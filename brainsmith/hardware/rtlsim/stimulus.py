@@ -23,9 +23,9 @@ import numpy as np
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
-from brainsmith.hardware.rtlsim.packing import pack_beats, unpack_beats
+from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
+from brainsmith.hardware.rtlsim.layer_design import LayerDesign
 from brainsmith.hardware.rtlsim.processes import MIB, Finished, TooMuchOutput, run_bounded
-from brainsmith.hardware.rtlsim.sources import LayerDesign
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

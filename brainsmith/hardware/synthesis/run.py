@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.hardware.synthesis.ecp5 import lattice_ready
 from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
-from brainsmith.hardware.synthesis.sources import (
+from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
     PRIMITIVES,
     MissingSources,

@@ -42,7 +42,7 @@ from typing import IO
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
 from brainsmith.hardware.synthesis import ecp5
-from brainsmith.hardware.synthesis.sources import (
+from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
     MOUNT,
     PRIMITIVES,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.resources import files as package_files
 
-from brainsmith.hardware.rtlsim.sources import LayerDesign, NotSimulated, Stream
+from brainsmith.hardware.rtlsim.layer_design import LayerDesign, NotSimulated, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

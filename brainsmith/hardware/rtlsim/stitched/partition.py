@@ -29,7 +29,7 @@ from qonnx.custom_op.registry import getCustomOp
 
 from brainsmith.frameworks.finn.facts import frames_per_second
 from brainsmith.hardware.rtlsim.compile import Compiled, CompileError, compile_layer
-from brainsmith.hardware.rtlsim.sources import (
+from brainsmith.hardware.rtlsim.layer_design import (
     ESTIMATE_TOLERANCE,
     FAILED,
     MATCH,

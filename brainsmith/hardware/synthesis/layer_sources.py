@@ -1,4 +1,4 @@
-"""What Yosys reads for one layer: the layer's RTL files (``brainsmith.hardware.rtlsim.sources``:
+"""What Yosys reads for one layer: the layer's RTL files (``brainsmith.hardware.rtlsim.layer_design``:
 FINN's own file list, the top module, the weight streamer of a matrix layer whose weights
 live on chip), its parameter files, and blackbox models of the Xilinx primitives it
 instantiates.
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files as package_files
 
 from brainsmith.files import DamagedFile, read_regular
-from brainsmith.hardware.rtlsim.sources import (
+from brainsmith.hardware.rtlsim.layer_design import (
     HLS_REASON,
     LayerDesign,
     MissingCode,

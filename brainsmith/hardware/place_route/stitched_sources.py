@@ -1,6 +1,6 @@
 """What Yosys reads to synthesise a whole stitched accelerator for a Lattice part: the files
 ``finn/stitched_rtl/files.f`` lists, each fixed as ``brainsmith synth`` fixes it
-(``brainsmith.hardware.synthesis.sources.yosys_ready``) plus the fixes a Lattice part needs
+(``brainsmith.hardware.synthesis.layer_sources.yosys_ready``) plus the fixes a Lattice part needs
 (``LATTICE_FIXES``), and each layer's parameter files.
 
 Every listed file must be a regular file inside the build folder or inside FINN's installed
@@ -41,7 +41,7 @@ from brainsmith.hardware.synthesis.ecp5 import (
     block_ram_for_ultra,
     lattice_ready,
 )
-from brainsmith.hardware.synthesis.sources import (
+from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
     MAX_FILE_BYTES,
     MOUNT,
