@@ -33,6 +33,8 @@ _MOVED = {
     "brainsmith.place_route": "brainsmith.hardware.place_route",
     "brainsmith.board": "brainsmith.hardware.board",
     "brainsmith.verification.steps": "brainsmith.verification.quantizer_steps",
+    "brainsmith.blueprint.model": "brainsmith.blueprint.resolved",
+    "brainsmith.plugin.blueprint.model": "brainsmith.blueprint.resolved",
 }
 _RENAMED_HARDWARE_MODULES = {  # under brainsmith.hardware (or, before, brainsmith)
     "rtlsim.sources": "rtlsim.layer_design",

@@ -128,6 +128,8 @@ def test_the_blueprint_packages_old_name_warns_and_serves_the_moved_modules(monk
         ("brainsmith.place_route.sources", "brainsmith.hardware.place_route.stitched_sources",
          "StitchedDesign"),
         ("brainsmith.verification.steps", "brainsmith.verification.quantizer_steps", "Tie"),
+        ("brainsmith.blueprint.model", "brainsmith.blueprint.resolved", "Blueprint"),
+        ("brainsmith.plugin.blueprint.model", "brainsmith.blueprint.resolved", "KernelChoice"),
     ],
 )  # fmt: skip
 def test_a_moved_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old, new, name):
@@ -137,7 +139,7 @@ def test_a_moved_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old
     moved = importlib.import_module(new)
     for loaded in [n for n in sys.modules if brainsmith._new_name(n)]:  # old names imported
         monkeypatch.delitem(sys.modules, loaded)
-    moved_to = r"moved to brainsmith\.(hardware|intake|verification)\."
+    moved_to = r"moved to brainsmith\.(hardware|intake|verification|blueprint)\."
     with pytest.warns(DeprecationWarning, match=moved_to):
         module = importlib.import_module(old)
     assert module is moved

@@ -6,7 +6,7 @@ compiler validates code (every problem reported as ``file:line:column: error: ..
     blueprint = load_blueprint("blueprints/mlp.yaml")
     for kernel, backends in blueprint.kernels: ...
 
-The resolved object is documented in ``brainsmith.blueprint.model``; the file format in
+The resolved object is documented in ``brainsmith.blueprint.resolved``; the file format in
 ``docs/blueprints.md``.
 """
 
@@ -18,12 +18,12 @@ from brainsmith.plugin.lazy import lazy_attributes
 # selection imports neither YAML nor the blueprint checker.
 _EXPORTS = {
     "DEFAULT_STEPS": "brainsmith.blueprint.schema",
-    "Blueprint": "brainsmith.blueprint.model",
+    "Blueprint": "brainsmith.blueprint.resolved",
     "BlueprintError": "brainsmith.blueprint.errors",
     "BuildOptions": "brainsmith.blueprint.options",
-    "KernelChoice": "brainsmith.blueprint.model",
+    "KernelChoice": "brainsmith.blueprint.resolved",
     "Problem": "brainsmith.blueprint.errors",
-    "SkippedPlugin": "brainsmith.blueprint.model",
+    "SkippedPlugin": "brainsmith.blueprint.resolved",
     "load_blueprint": "brainsmith.blueprint.loader",
     "load_blueprint_plugins": "brainsmith.blueprint.selection",
 }
@@ -33,10 +33,10 @@ if TYPE_CHECKING:
     from brainsmith.blueprint.errors import BlueprintError as BlueprintError
     from brainsmith.blueprint.errors import Problem as Problem
     from brainsmith.blueprint.loader import load_blueprint as load_blueprint
-    from brainsmith.blueprint.model import Blueprint as Blueprint
-    from brainsmith.blueprint.model import KernelChoice as KernelChoice
-    from brainsmith.blueprint.model import SkippedPlugin as SkippedPlugin
     from brainsmith.blueprint.options import BuildOptions as BuildOptions
+    from brainsmith.blueprint.resolved import Blueprint as Blueprint
+    from brainsmith.blueprint.resolved import KernelChoice as KernelChoice
+    from brainsmith.blueprint.resolved import SkippedPlugin as SkippedPlugin
     from brainsmith.blueprint.schema import DEFAULT_STEPS as DEFAULT_STEPS
     from brainsmith.blueprint.selection import (
         load_blueprint_plugins as load_blueprint_plugins,

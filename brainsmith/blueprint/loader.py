@@ -9,8 +9,8 @@ from types import MappingProxyType
 
 from brainsmith.blueprint.document import Document, read_document
 from brainsmith.blueprint.errors import Diagnostics
-from brainsmith.blueprint.model import Blueprint, KernelChoice
 from brainsmith.blueprint.resolve import Resolver
+from brainsmith.blueprint.resolved import Blueprint, KernelChoice
 from brainsmith.blueprint.schema import DEFAULT_STEPS, PHASES, Ref, outline
 from brainsmith.blueprint.space import read_design_space
 from brainsmith.plugin.manager import get_plugin_manager

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from brainsmith.blueprint.document import Document, Where
 from brainsmith.blueprint.errors import Diagnostics, quote
-from brainsmith.blueprint.model import KernelChoice, SkippedPlugin
+from brainsmith.blueprint.resolved import KernelChoice, SkippedPlugin
 from brainsmith.blueprint.schema import LISTINGS, KernelRef, Ref
 from brainsmith.plugin.adapters import install_hint
 from brainsmith.plugin.metadata import BACKEND_TYPES

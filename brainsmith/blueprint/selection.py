@@ -23,7 +23,7 @@ from brainsmith.plugin.settings import memo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.blueprint.model import Blueprint
+    from brainsmith.blueprint.resolved import Blueprint
     from brainsmith.plugin.manager import PluginManager
     from brainsmith.plugin.registry import Registry
     from brainsmith.plugin.spec import PluginSpec

@@ -26,8 +26,8 @@ from types import MappingProxyType
 from brainsmith.blueprint.checks import Checker, label
 from brainsmith.blueprint.document import Document, Path
 from brainsmith.blueprint.errors import Diagnostics, describe, quote
-from brainsmith.blueprint.model import KernelChoice
 from brainsmith.blueprint.options import BUILD_KEYS, BuildOptions, check_option
+from brainsmith.blueprint.resolved import KernelChoice
 from brainsmith.blueprint.schema import ELSEWHERE, PHASES, KernelRef, Ref
 from brainsmith.plugin.names import suggest
 
@@ -35,9 +35,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from brainsmith.blueprint.model import Blueprint
     from brainsmith.blueprint.options import BuildOptions
     from brainsmith.blueprint.resolve import Resolver
+    from brainsmith.blueprint.resolved import Blueprint
     from brainsmith.files import Json
     from brainsmith.plugin.spec import PluginSpec
 

@@ -38,7 +38,7 @@ from brainsmith.plugin.errors import PluginError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.blueprint.model import Blueprint
+    from brainsmith.blueprint.resolved import Blueprint
     from brainsmith.dse.executor import DaskCluster, InProcess
     from brainsmith.dse.progress import ExploreProgress
     from brainsmith.files import Json

@@ -25,7 +25,7 @@ from brainsmith.plugin.names import short_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.blueprint.model import Blueprint
+    from brainsmith.blueprint.resolved import Blueprint
 
 
 def _infer(plan: BuildPlan) -> object:

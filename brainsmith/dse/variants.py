@@ -10,7 +10,7 @@ from brainsmith.planning.plan import BuildPlan, plan_from_blueprint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.blueprint.model import Blueprint
+    from brainsmith.blueprint.resolved import Blueprint
 
 
 @dataclass
