@@ -23,8 +23,9 @@ else:
     _LoaderBase = object  # importlib.abc costs start-up time; the protocol is enough at run time
 
 # Old names of moved packages and modules, kept until brainsmith ``REMOVED_IN``: importing one
-# (or one of a package's modules) warns and gives the module of the new name, the same object,
-# so classes and state are shared with code that uses the new name. The longest old name wins.
+# (or one of a package's modules) warns and gives the module of the newest name, the same object,
+# so classes and state are shared with code that uses the new name. The longest old name wins,
+# and a name that moved twice (``brainsmith.rtlsim.sources``) follows both moves.
 _MOVED = {
     "brainsmith.plugin.blueprint": "brainsmith.blueprint",
     "brainsmith.builder.gate": "brainsmith.intake.gate",
@@ -32,23 +33,13 @@ _MOVED = {
     "brainsmith.synthesis": "brainsmith.hardware.synthesis",
     "brainsmith.place_route": "brainsmith.hardware.place_route",
     "brainsmith.board": "brainsmith.hardware.board",
+    "brainsmith.hardware.rtlsim.sources": "brainsmith.hardware.rtlsim.layer_design",
+    "brainsmith.hardware.rtlsim.packing": "brainsmith.hardware.rtlsim.beats",
+    "brainsmith.hardware.synthesis.sources": "brainsmith.hardware.synthesis.layer_sources",
+    "brainsmith.hardware.place_route.sources": "brainsmith.hardware.place_route.stitched_sources",
     "brainsmith.verification.steps": "brainsmith.verification.quantizer_steps",
     "brainsmith.blueprint.model": "brainsmith.blueprint.resolved",
-    "brainsmith.plugin.blueprint.model": "brainsmith.blueprint.resolved",
 }
-_RENAMED_HARDWARE_MODULES = {  # under brainsmith.hardware (or, before, brainsmith)
-    "rtlsim.sources": "rtlsim.layer_design",
-    "rtlsim.packing": "rtlsim.beats",
-    "synthesis.sources": "synthesis.layer_sources",
-    "place_route.sources": "place_route.stitched_sources",
-}
-_MOVED.update(
-    {
-        f"brainsmith{where}.{old}": f"brainsmith.hardware.{new}"
-        for old, new in _RENAMED_HARDWARE_MODULES.items()
-        for where in ("", ".hardware")
-    }
-)
 
 
 def __getattr__(name: str) -> object:
@@ -68,7 +59,15 @@ def __getattr__(name: str) -> object:
 
 
 def _new_name(old: str) -> str | None:
-    """``old``'s module under its new name, None when ``old`` was not moved."""
+    """``old``'s module under its newest name, None when ``old`` was not moved."""
+    new = _moved_once(old)
+    while new is not None and (newer := _moved_once(new)) is not None:
+        new = newer
+    return new
+
+
+def _moved_once(old: str) -> str | None:
+    """``old`` under the name its longest moved prefix moved to, None when there is none."""
     head, tail = old, ""
     while head:
         if head in _MOVED:

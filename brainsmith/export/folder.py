@@ -4,9 +4,10 @@ relative file list, a clean top (clock, reset, one AXI stream in and one out), t
 parameter files, a Verilator testbench replaying the build's vectors (``./sim.sh`` prints
 PASS or the first difference) and a Vivado script that packages the IP (untested here).
 
-Verilator needs a few of FINN's files changed (``brainsmith.hardware.rtlsim.layer_design``'s fixes); a
-synthesis tool reads FINN's own text. So ``rtl/`` holds FINN's text and ``sim/rtl/`` only
-the files the simulation changes, each change named in ``manifest.json``. The folder is
+Verilator needs a few of FINN's files changed (the fixes of
+``brainsmith.hardware.rtlsim.layer_design``); a synthesis tool reads FINN's own text. So
+``rtl/`` holds FINN's text and ``sim/rtl/`` only the files the simulation changes, each change
+named in ``manifest.json``. The folder is
 written beside its destination and renamed into place when complete: a failure or an
 interrupt leaves no half-written export, and an existing destination is never touched. The
 build folder is untrusted: its files pass the build-folder gate, the part it names must be a

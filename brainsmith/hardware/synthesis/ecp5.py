@@ -183,7 +183,8 @@ def block_ram_reads_registered(text: str) -> str:
     return text
 
 
-# file name (a shell pattern) -> the fixes a Lattice part needs (place_route/stitched_sources.py says why)
+# file name (a shell pattern) -> the fixes a Lattice part needs
+# (place_route/stitched_sources.py says why)
 LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
     "fifo.sv": (block_ram_for_ultra,),
     "*_impl.sv": (sign_compared_window,),  # a sliding window layer's own file

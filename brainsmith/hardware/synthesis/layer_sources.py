@@ -1,7 +1,7 @@
-"""What Yosys reads for one layer: the layer's RTL files (``brainsmith.hardware.rtlsim.layer_design``:
-FINN's own file list, the top module, the weight streamer of a matrix layer whose weights
-live on chip), its parameter files, and blackbox models of the Xilinx primitives it
-instantiates.
+"""What Yosys reads for one layer: the layer's RTL files
+(``brainsmith.hardware.rtlsim.layer_design``: FINN's own file list, the top module, the weight
+streamer of a matrix layer whose weights live on chip), its parameter files, and blackbox
+models of the Xilinx primitives it instantiates.
 
 The files are copies; FINN's installed files are never changed. Each copy is fixed for
 Yosys' SystemVerilog frontend (``read_slang``) only where a fix's pattern matches, and every
