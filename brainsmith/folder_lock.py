@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import socket
+import stat
 
 from brainsmith.errors import HintedError
 
@@ -34,7 +35,7 @@ class FolderLock:
         with contextlib.suppress(FileExistsError):  # a file there: opening says ENOTDIR
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
         while self.fd is None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -48,6 +49,30 @@ class FolderLock:
         os.ftruncate(self.fd, 0)
         holder = f"{self.user}, pid {os.getpid()} on {socket.gethostname()}"
         os.write(self.fd, f"{holder}\n".encode())
+
+    def _open(self) -> int:
+        """The lock file, opened without following a link and never blocking: a link, a
+        second name of another file, a folder or a pipe planted there is refused untouched."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            if os.path.islink(self.path) or os.path.isdir(self.path):
+                raise self._planted("a link or a folder") from None
+            raise
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            raise self._planted("not a file of its own" if stat.S_ISREG(st.st_mode) else
+                                "not a regular file")  # fmt: skip
+        return fd
+
+    def _planted(self, what: str) -> FolderBusy:
+        return FolderBusy(
+            f"the lock file of output folder {self.folder}, {self.path}, is {what}; "
+            "nothing was written through it",
+            f"remove it (rm {self.path}) if nothing of yours made it, then run again",
+        )
 
     def release(self) -> None:
         if self.fd is None:
@@ -78,7 +103,7 @@ def _holder(fd: int) -> str:
 
 def _same_file(fd: int, path: str) -> bool:
     try:
-        on_disk = os.stat(path)
+        on_disk = os.lstat(path)
     except OSError:
         return False
     mine = os.fstat(fd)
