@@ -139,6 +139,7 @@ def compare(
         )
     frames = got.reshape(len(got) if got.ndim > 1 else 1, -1).astype(np.float64)
     wanted = expected.reshape(frames.shape).astype(np.float64)
+    _refuse_non_finite(wanted, path)
     tolerance, beyond = _beyond(frames, wanted, exact)
     if not beyond.any():
         return
@@ -154,17 +155,30 @@ def compare(
     )
 
 
+def _refuse_non_finite(wanted: np.ndarray, path: str) -> None:
+    """DriverError (exit 2) when an expected value is infinite or NaN: an accelerator's
+    outputs are finite, and the tolerance must not be taken from such a value."""
+    bad = ~np.isfinite(wanted)
+    if bad.any():
+        frame, index = (int(i) for i in np.argwhere(bad)[0])
+        raise DriverError(
+            f"--expected {path} holds {int(bad.sum())} values that are not finite (the first: "
+            f"frame {frame}, element {index}, {wanted[frame, index]}); nothing was compared",
+            "give the torch model's (or BuildResult.run's) outputs for this --input",
+        )
+
+
 def _beyond(frames: np.ndarray, wanted: np.ndarray, exact: bool) -> tuple[float, np.ndarray]:
     """(the absolute tolerance, where ``frames`` differ from ``wanted`` beyond it): none for
     an ``exact`` comparison, else ``FLOAT_RTOL`` of the largest wanted value plus
-    ``VERIFY_RTOL`` of each; a NaN matches only a NaN."""
+    ``VERIFY_RTOL`` of each; a NaN got never matches."""
     from brainsmith.blueprint.options import VERIFY_RTOL
     from brainsmith.verification.verifier import FLOAT_RTOL
 
     tolerance = 0.0 if exact else FLOAT_RTOL * float(np.abs(wanted).max(initial=0.0))
     relative = 0.0 if exact else VERIFY_RTOL
     beyond = np.abs(frames - wanted) > tolerance + relative * np.abs(wanted)
-    beyond |= np.isnan(frames) != np.isnan(wanted)
+    beyond |= np.isnan(frames)  # (what is wanted is finite)
     return tolerance, beyond
 
 
