@@ -56,7 +56,7 @@ class FolderLock:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
             fd = os.open(self.path, flags, 0o644)
-        except OSError as exc:
+        except OSError:
             if os.path.islink(self.path) or os.path.isdir(self.path):
                 raise self._planted("a link or a folder") from None
             raise
