@@ -99,3 +99,54 @@ def test_huge_finite_values_keep_the_tolerance_finite_and_still_catch_zeros():
     with pytest.raises(DriverError) as differs:
         compare(np.zeros_like(expected), expected, False, "y.npy")
     assert "4 of 4 elements differ" in differs.value.reason
+
+
+# -- row: numbers at the point they enter (report file, option) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [("baud", "0.5"), ("baud", "Infinity"), ("baud", "1e300"), ("baud", "1"), ("baud", "NaN"),
+     ("baud", '"fast"'), ("clock_mhz", "1e-300"), ("clock_mhz", "-Infinity"),
+     ("clock_mhz", "true")],
+)  # fmt: skip
+def test_a_figure_of_bitstream_report_json_out_of_its_range_is_refused_by_name(tmp_path, key, text):
+    from brainsmith.hardware.board.driver import bitstream_figure
+
+    (tmp_path / "bitstream").mkdir()
+    (tmp_path / "bitstream" / "report.json").write_text(f'{{"{key}": {text}}}')
+    with pytest.raises(DriverError) as refused:
+        bitstream_figure(str(tmp_path), key)
+    assert f"{key} " in refused.value.reason and "report.json" in refused.value.reason
+    assert "brainsmith bitstream" in refused.value.hint
+
+
+def test_figures_in_range_are_read_and_a_missing_one_is_none(tmp_path):
+    from brainsmith.hardware.board.driver import bitstream_figure
+
+    (tmp_path / "bitstream").mkdir()
+    (tmp_path / "bitstream" / "report.json").write_text('{"baud": 3000000, "clock_mhz": 85.0}')
+    assert bitstream_figure(str(tmp_path), "baud") == 3_000_000
+    assert bitstream_figure(str(tmp_path), "clock_mhz") == 85.0
+    (tmp_path / "bitstream" / "report.json").write_text("{}")
+    assert bitstream_figure(str(tmp_path), "baud") is None
+
+
+@pytest.mark.parametrize("baud", [str(2**32), str(10**30), "1199", "0"])
+def test_run_refuses_a_baud_out_of_range_before_touching_anything(tmp_path, baud):
+    from tests.support.processes import invoke
+
+    ran = invoke("run", str(tmp_path), "--simulate", "--baud", baud)
+    assert ran.returncode == 2
+    assert "--baud" in ran.stderr and "12000000" in ran.stderr
+
+
+def test_the_command_line_s_baud_range_is_the_driver_s():
+    import click
+
+    from brainsmith.cli.run import run
+    from brainsmith.hardware.board.driver import BAUD_RANGE
+
+    (option,) = [p for p in run.params if p.name == "baud"]
+    assert isinstance(option.type, click.IntRange)
+    assert (option.type.min, option.type.max) == BAUD_RANGE

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 @click.option("--output", "output_npy", default=None, help="Write the outputs here (.npy).")
 @click.option(
     "--baud",
-    type=click.IntRange(min=1200),
+    type=click.IntRange(min=1_200, max=12_000_000),  # driver.BAUD_RANGE
     default=None,
     help="The port's rate; default: the build's bitstream's (bitstream/report.json), else 3000000.",
 )

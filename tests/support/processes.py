@@ -1,10 +1,68 @@
-"""The ``brainsmith`` command as a child process, its output captured as text."""
+"""The ``brainsmith`` command, in the test's own process (``invoke``) or as a child process
+(``brainsmith``, ``run_brainsmith``), its output captured as text.
+
+A test of what a command prints or refuses runs it in-process: click's runner with the
+test's environment, working folder and a fresh plugin system, as ``brainsmith ARGS`` would
+see them, without starting Python and importing FINN again. A test whose subject is the
+process itself (a signal, an exit code after FINN, start-up, the environment) starts one.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Ran:
+    """What a command did: as ``subprocess.CompletedProcess`` names it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def invoke(
+    *args: str | os.PathLike,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    input: str | None = None,
+) -> Ran:
+    """``brainsmith ARGS`` run in this process: its exit code, stdout and stderr. ``env``
+    is added to the environment and ``cwd`` entered for the run only; the plugin system is
+    reset before and after, so the command discovers as a fresh process would."""
+    from click.testing import CliRunner
+
+    from brainsmith.cli.app import cli
+    from brainsmith.plugin.manager import reset_plugin_system
+
+    runner = CliRunner()
+    with _entered(cwd):
+        reset_plugin_system()
+        try:
+            result = runner.invoke(cli, [str(a) for a in args], env=env, input=input,
+                                   catch_exceptions=False)  # fmt: skip
+        finally:
+            reset_plugin_system()
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+@contextlib.contextmanager
+def _entered(cwd: str | os.PathLike | None):
+    if cwd is None:
+        yield
+        return
+    before = os.getcwd()
+    os.chdir(Path(cwd))
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def brainsmith(*args: str, **kwargs) -> subprocess.Popen:

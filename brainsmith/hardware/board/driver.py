@@ -11,6 +11,7 @@ answer is an error naming the port and the frame, never a hang.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,9 @@ from brainsmith.hardware.board.streams import DriverError, Host, Streams, stream
 from brainsmith.intake.inputs import ResultError, sample_shape, samples
 
 DEFAULT_BAUD = 3_000_000  # the ULX3S's USB UART; a build's bitstream/report.json says its own
+BAUD_RANGE = (1_200, 12_000_000)  # serial ports' lowest common rate; an FT2232H's highest
+CLOCK_MHZ_RANGE = (1.0, 1_000.0)  # what an FPGA design's clock can be
+FIGURE_RANGES = {"baud": BAUD_RANGE, "clock_mhz": CLOCK_MHZ_RANGE}
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (pyserial; make setup installs it)"
 FLASH_HINT = (
     "flash writes the build's bitstream to the board (brainsmith bitstream BUILD --board "
@@ -103,6 +107,9 @@ class Board:
         else:
             self.streams = streams(str(getattr(self.build, "output_dir", self.build)))
         folder = self.streams.folder
+        if self.baud is not None and not within(self.baud, BAUD_RANGE):
+            raise DriverError(f"baud {self.baud!r} is not a rate from {_span(BAUD_RANGE)}",
+                              "give the board's UART rate (the bitstream's: leave it out)")  # fmt: skip
         self.baud = self.baud or int(bitstream_figure(folder, "baud") or DEFAULT_BAUD)
         pll = None if self.simulated else bitstream_figure(folder, "clock_mhz")
         self.clock_mhz = pll or self.streams.clock_mhz
@@ -242,10 +249,29 @@ def bitstream_figure(folder: str, key: str) -> float | None:
         except (OSError, DamagedFile):
             continue
         found = data.get(section) if section else data
-        value = found.get(key) if isinstance(found, dict) else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return float(value)
+        if not isinstance(found, dict) or found.get(key) is None:
+            continue
+        value, span = found[key], FIGURE_RANGES[key]
+        if not within(value, span):
+            where = name + (f" ({section} section)" if section else "")
+            raise DriverError(
+                f"{os.path.join(folder, where)}: {key} {value!r} is not a number from "
+                f"{_span(span)}; the file was changed or damaged",
+                "make the bitstream again: brainsmith bitstream BUILD",
+            )
+        return float(value)
     return None
 
 
-__all__ = ["Board", "DriverError", "RunFigures", "bitstream_figure", "open_port"]
+def within(value: object, span: tuple[float, float]) -> bool:
+    """Whether ``value`` is a finite number (not a bool) from ``span[0]`` to ``span[1]``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and span[0] <= value <= span[1]
+
+
+def _span(span: tuple[float, float]) -> str:
+    return f"{span[0]:,g} to {span[1]:,g}"
+
+
+__all__ = ["BAUD_RANGE", "Board", "DriverError", "RunFigures", "bitstream_figure", "open_port"]
