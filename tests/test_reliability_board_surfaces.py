@@ -150,3 +150,52 @@ def test_the_command_line_s_baud_range_is_the_driver_s():
     (option,) = [p for p in run.params if p.name == "baud"]
     assert isinstance(option.type, click.IntRange)
     assert (option.type.min, option.type.max) == BAUD_RANGE
+
+
+# -- row: input and output files of run and export ---------------------------------------------
+
+
+def test_an_npy_header_claiming_hundreds_of_gib_is_refused_from_its_header(tmp_path):
+    from brainsmith.commands.run import load_array
+
+    forged = tmp_path / "x.npy"
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (200000000000,), }"
+    header += " " * (118 - len(header)) + "\n"
+    forged.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+    with pytest.raises(DriverError) as refused:
+        load_array(str(forged), "--input")
+    assert "--input" in refused.value.reason and str(forged) in refused.value.reason
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_inputs_that_are_not_finite_are_refused_by_name(tmp_path, value):
+    from brainsmith.commands.run import load_array
+
+    path = tmp_path / "x.npy"
+    np.save(path, np.array([[0.5, value]], np.float32))
+    with pytest.raises(DriverError) as refused:
+        load_array(str(path), "--input", finite=True)
+    assert "not finite" in refused.value.reason
+
+
+def test_run_output_into_a_missing_folder_is_refused_before_the_run(tmp_path):
+    from tests.support.processes import invoke
+
+    missing = tmp_path / "no" / "such" / "y.npy"
+    ran = invoke("run", str(tmp_path / "build"), "--simulate", "--output", str(missing))
+    assert ran.returncode == 2
+    assert f"the folder {missing.parent} does not exist" in ran.stderr
+    assert "mkdir -p" in ran.stderr
+
+
+def test_run_output_names_the_file_numpy_writes_and_refuses_a_folder(tmp_path):
+    from brainsmith.commands.run import output_path, save_array
+
+    assert output_path(str(tmp_path / "outs")) == str(tmp_path / "outs.npy")
+    assert output_path(str(tmp_path / "y.npy")) == str(tmp_path / "y.npy")
+    (tmp_path / "taken.npy").mkdir()
+    with pytest.raises(DriverError, match="is a folder"):
+        output_path(str(tmp_path / "taken.npy"))
+    save_array(str(tmp_path / "y.npy"), np.arange(3))
+    assert np.load(tmp_path / "y.npy").tolist() == [0, 1, 2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.npy", "y.npy"]

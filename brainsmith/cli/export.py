@@ -46,7 +46,7 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
 
     try:
         with interrupts.handled():
-            x = load_array(input_npy, "--input") if input_npy else None
+            x = load_array(input_npy, "--input", finite=True) if input_npy else None
             done = export_build(build_dir, dest, frames=frames, x=x)
     except (DriverError, ExportError) as exc:
         error_exit(exc.reason, exc.hint, 2)

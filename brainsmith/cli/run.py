@@ -82,7 +82,7 @@ def run(
     except interrupts.BuildInterrupted as exc:
         echo(f"error: run interrupted ({exc.name}); the board was let go", err=True)
         exit_now(128 + exc.signum)
-    print_outcome(outcome, output_npy)
+    print_outcome(outcome)
     exit_now(0)
 
 
@@ -112,14 +112,14 @@ def summary(outcome: RunOutcome) -> list[str]:
     ]
 
 
-def print_outcome(outcome: RunOutcome, output_npy: str | None) -> None:
+def print_outcome(outcome: RunOutcome) -> None:
     from brainsmith.cli.output import console
 
     out = console()
     lines = summary(outcome)
     if outcome.compared:
         lines.append(f"outputs {outcome.compared}")
-    if output_npy:
-        lines.append(f"outputs (shape {outcome.outputs.shape}) written to {output_npy}")
+    if outcome.written:
+        lines.append(f"outputs (shape {outcome.outputs.shape}) written to {outcome.written}")
     for line in lines:
         out.print(line, markup=False, soft_wrap=True)

@@ -6,6 +6,7 @@ written to ``--output``, with what the run measured.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -29,6 +30,7 @@ class RunOutcome:
     design_hash: str
     clks_per_bit: int
     compared: str  # "" without --expected, else what they were compared with
+    written: str = ""  # where --output wrote the outputs
 
 
 def run_build_folder(
@@ -44,17 +46,18 @@ def run_build_folder(
 ) -> RunOutcome:
     """Run ``folder``'s design on the board at ``port`` or a simulated one; DriverError
     (``exit_code`` 2: cannot start, 1: the link failed or the outputs differ)."""
-    x = load_array(input_npy, "--input") if input_npy else None
+    x = load_array(input_npy, "--input", finite=True) if input_npy else None
     expected = load_array(expected_npy, "--expected") if expected_npy else None
+    target = output_path(output_npy) if output_npy else None
     say = note or (lambda message: None)
     with ExitStack() as stack:
         board = _board(stack, folder, port, simulate, baud, say)
         outputs, figures = _ran(board, x, say)
+    if target:  # before comparing: outputs that differ are the ones to look at
+        save_array(target, outputs)
     compared = _compared(board, outputs, expected, expected_npy)
-    if output_npy:
-        np.save(output_npy, outputs)
     return RunOutcome(figures, outputs, board.identity.design_hash,
-                      board.identity.clks_per_bit, compared)  # fmt: skip
+                      board.identity.clks_per_bit, compared, target or "")  # fmt: skip
 
 
 def _ran(
@@ -99,15 +102,56 @@ def _board(
     return stack.enter_context(Board(folder, port, baud, timeout, simulated=simulate))
 
 
-def load_array(path: str, option: str) -> np.ndarray:
-    """The NumPy array in ``path`` (no pickles), of numbers; DriverError naming ``option``."""
+def load_array(path: str, option: str, finite: bool = False) -> np.ndarray:
+    """The NumPy array in ``path``, read by the bounded reader (no pickles, a size its header
+    states and the file holds), of real numbers, all ``finite`` if asked; DriverError naming
+    ``option``."""
+    from brainsmith.files import DamagedFile, read_npy
+
     try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DriverError(f"{option} {path} cannot be read: {exc}", "give a NumPy .npy") from None
+        array = read_npy(path)
+    except (OSError, DamagedFile) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise DriverError(
+            f"{option} {path} cannot be read: {reason}", "give a NumPy .npy"
+        ) from None
     if array.dtype.kind not in "biuf":
         raise DriverError(f"{option} {path} holds {array.dtype}, not numbers", "")
+    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
+        bad = int((~np.isfinite(array)).sum())
+        raise DriverError(f"{option} {path} holds {bad} values that are not finite (inf or NaN)",
+                          "give inputs of the network's input range")  # fmt: skip
     return np.asarray(array)
+
+
+def output_path(path: str) -> str:
+    """Where ``--output PATH`` writes (``.npy`` added as NumPy adds it), checked before the
+    run so that its outputs are not lost after it: DriverError when its folder is missing or
+    it names a folder."""
+    target = path if path.endswith(".npy") else path + ".npy"
+    folder = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(folder):
+        raise DriverError(f"--output {path}: the folder {folder} does not exist",
+                          f"create it (mkdir -p {folder}) or write elsewhere")  # fmt: skip
+    if os.path.isdir(target):
+        raise DriverError(f"--output {path}: {target} is a folder", "name a file: --output y.npy")
+    return target
+
+
+def save_array(target: str, array: np.ndarray) -> None:
+    """``array`` written to ``target`` whole or not at all (a file beside it, then renamed)."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(target))
+    descriptor, part = tempfile.mkstemp(prefix=".output-", suffix=".npy", dir=folder)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            np.save(handle, array)
+        os.replace(part, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
 
 
 def _generated(board: Board) -> np.ndarray:
@@ -182,4 +226,4 @@ def _beyond(frames: np.ndarray, wanted: np.ndarray, exact: bool) -> tuple[float,
     return tolerance, beyond
 
 
-__all__ = ["RunOutcome", "compare", "load_array", "run_build_folder"]
+__all__ = ["RunOutcome", "compare", "load_array", "output_path", "run_build_folder"]
