@@ -199,3 +199,44 @@ def test_run_output_names_the_file_numpy_writes_and_refuses_a_folder(tmp_path):
     save_array(str(tmp_path / "y.npy"), np.arange(3))
     assert np.load(tmp_path / "y.npy").tolist() == [0, 1, 2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.npy", "y.npy"]
+
+
+# -- row: a build folder nested 1,500 folders deep ---------------------------------------------
+
+
+def deep_build(root: Path, levels: int) -> Path:
+    """A build folder (a report.json) with ``levels`` folders nested below it."""
+    root.mkdir()
+    (root / "report.json").write_text("{}")
+    descriptor = os.open(root, os.O_RDONLY)
+    try:  # each level made relative to the last: the path itself grows past PATH_MAX
+        for _ in range(levels):
+            os.mkdir("d", dir_fd=descriptor)
+            inner = os.open("d", os.O_RDONLY, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor = inner
+    finally:
+        os.close(descriptor)
+    return root
+
+
+def test_a_folder_nested_1500_deep_is_refused_by_the_gate_not_a_recursion_error(tmp_path):
+    from brainsmith.intake.gate import MAX_DEPTH, UntrustedFolder, open_build_folder
+
+    folder = deep_build(tmp_path / "build", 1500)
+    with pytest.raises(UntrustedFolder) as refused:
+        open_build_folder(folder)
+    assert f"folders nested more than {MAX_DEPTH} deep" in str(refused.value)
+
+
+def test_the_commands_on_a_deep_folder_exit_2_without_a_traceback(tmp_path):
+    from tests.support.processes import invoke
+
+    folder = deep_build(tmp_path / "build", 1500)
+    for command in (
+        ["run", str(folder), "--simulate"],
+        ["export", str(folder), str(tmp_path / "x")],
+    ):
+        ran = invoke(*command)
+        assert ran.returncode == 2, (command, ran.stdout, ran.stderr)
+        assert "nested more than" in ran.stderr, ran.stderr

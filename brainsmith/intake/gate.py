@@ -6,7 +6,8 @@ module imports and programs to run unless they are checked first.
 ``open_build_folder`` checks, before any FINN code runs and before anything is written:
 
 - its files: each a regular file or a folder (a link only to a place inside the folder, no
-  FIFO, device or socket), at most ``MAX_FILE_BYTES`` each, at most ``MAX_ENTRIES`` in all;
+  FIFO, device or socket), at most ``MAX_FILE_BYTES`` each, at most ``MAX_ENTRIES`` in all,
+  at most ``MAX_DEPTH`` folders down;
 - report.json: a bounded JSON object (``files.read_json``) whose fields that reach paths,
   tools and pages have their types, numbers finite;
 - final.onnx and final_parent.onnx (intake's loader: bounded, external data inside): every
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 
 MAX_ENTRIES = 200_000  # files and folders; a build of the largest network has a few thousand
 MAX_FILE_BYTES = 2**31 - 1  # what an ONNX model can hold; weight files are far smaller
+MAX_DEPTH = 64  # folders below the build folder; a build's own go about ten deep
 MAX_PROBLEMS_SHOWN = 12
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 REBUILD = "build the model again (brainsmith build MODEL BLUEPRINT -o FOLDER) and use that folder"
@@ -170,19 +172,29 @@ def _final_models(
 # -- the files ------------------------------------------------------------------------------
 def file_problems(root: str) -> Iterator[tuple[str, str]]:
     """(path relative to ``root``, problem) for each entry that is not a regular file or
-    folder, a link out of it, too large, or beyond ``MAX_ENTRIES``. Links are not followed."""
-    count = 0
-    for folder, folders, files in os.walk(root):
-        for name in (*folders, *files):
+    folder, a link out of it, too large, beyond ``MAX_ENTRIES`` or ``MAX_DEPTH`` folders
+    down. Links are not followed; the walk keeps its own list of folders (no recursion)."""
+    count, pending = 0, [(root, 1)]
+    while pending:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = [(entry.path, entry.is_dir(follow_symlinks=False)) for entry in listing]
+        except OSError:
+            continue  # gone meanwhile, or unreadable: nothing in it is read
+        for path, is_folder in entries:
             count += 1
             if count > MAX_ENTRIES:
                 yield "", f"the folder holds more than {MAX_ENTRIES:,} files and folders"
                 return
-            path = os.path.join(folder, name)
             shown = os.path.relpath(path, root)
             problem = _entry_problem(path, root)
+            if not problem and is_folder and depth >= MAX_DEPTH:
+                problem = f"folders nested more than {MAX_DEPTH} deep"
             if problem:
                 yield shown, f"{shown}: {problem}"
+            elif is_folder:
+                pending.append((path, depth + 1))
 
 
 def _entry_problem(path: str, root: str) -> str:
