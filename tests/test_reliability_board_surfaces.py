@@ -204,35 +204,39 @@ def test_run_output_names_the_file_numpy_writes_and_refuses_a_folder(tmp_path):
 # -- row: a build folder nested 1,500 folders deep ---------------------------------------------
 
 
-def deep_build(root: Path, levels: int) -> Path:
-    """A build folder (a report.json) with ``levels`` folders nested below it."""
+@pytest.fixture
+def deep_build(tmp_path):
+    """A build folder (a report.json) with 1,500 folders nested below it, removed after the
+    test level by level (pytest's own clean-up, shutil.rmtree, recurses and fails on it)."""
+    root = tmp_path / "build"
     root.mkdir()
     (root / "report.json").write_text("{}")
-    descriptor = os.open(root, os.O_RDONLY)
+    descriptors = [os.open(root, os.O_RDONLY)]
     try:  # each level made relative to the last: the path itself grows past PATH_MAX
-        for _ in range(levels):
-            os.mkdir("d", dir_fd=descriptor)
-            inner = os.open("d", os.O_RDONLY, dir_fd=descriptor)
-            os.close(descriptor)
-            descriptor = inner
+        for _ in range(1500):
+            os.mkdir("d", dir_fd=descriptors[-1])
+            descriptors.append(os.open("d", os.O_RDONLY, dir_fd=descriptors[-1]))
+        yield root
     finally:
-        os.close(descriptor)
-    return root
+        for inner, outer in zip(descriptors[:0:-1], descriptors[-2::-1], strict=True):
+            os.close(inner)
+            os.rmdir("d", dir_fd=outer)
+        os.close(descriptors[0])
 
 
-def test_a_folder_nested_1500_deep_is_refused_by_the_gate_not_a_recursion_error(tmp_path):
+def test_a_folder_nested_1500_deep_is_refused_by_the_gate_not_a_recursion_error(deep_build):
     from brainsmith.intake.gate import MAX_DEPTH, UntrustedFolder, open_build_folder
 
-    folder = deep_build(tmp_path / "build", 1500)
+    folder = deep_build
     with pytest.raises(UntrustedFolder) as refused:
         open_build_folder(folder)
     assert f"folders nested more than {MAX_DEPTH} deep" in str(refused.value)
 
 
-def test_the_commands_on_a_deep_folder_exit_2_without_a_traceback(tmp_path):
+def test_the_commands_on_a_deep_folder_exit_2_without_a_traceback(tmp_path, deep_build):
     from tests.support.processes import invoke
 
-    folder = deep_build(tmp_path / "build", 1500)
+    folder = deep_build
     for command in (
         ["run", str(folder), "--simulate"],
         ["export", str(folder), str(tmp_path / "x")],
@@ -240,3 +244,65 @@ def test_the_commands_on_a_deep_folder_exit_2_without_a_traceback(tmp_path):
         ran = invoke(*command)
         assert ran.returncode == 2, (command, ran.stdout, ran.stderr)
         assert "nested more than" in ran.stderr, ran.stderr
+
+
+# -- row: family plugins -----------------------------------------------------------------------
+
+ODD_FAMILIES = """\
+from dataclasses import replace
+
+from brainsmith.hardware.place_route.ecp5 import ECP5
+
+INT_PREFIXES = replace(ECP5, name="ints", prefixes=(1,))
+NO_PREFIXES = replace(ECP5, name="none", prefixes=None)
+EMPTY_PREFIXES = replace(ECP5, name="empty", prefixes=("",))
+"""
+ODD_IMPORTS = {
+    "interrupting.py": "raise KeyboardInterrupt\n",
+    "exiting.py": "import sys\nsys.exit(3)\n",
+    "hanging.py": "import time\ntime.sleep(3600)\n",
+}
+
+
+@pytest.fixture(scope="module")
+def odd_families(tmp_path_factory) -> Path:
+    """One pip-installed package of family entry points that each break in their own way."""
+    from tests.support.packages import build_wheel, pip_install_target, write_project
+
+    root = tmp_path_factory.mktemp("odd-families")
+    points = {
+        "ints": "brainsmith_odd:INT_PREFIXES", "none": "brainsmith_odd:NO_PREFIXES",
+        "empty": "brainsmith_odd:EMPTY_PREFIXES", "interrupt": "brainsmith_odd.interrupting:F",
+        "exit": "brainsmith_odd.exiting:F", "hang": "brainsmith_odd.hanging:F",
+    }  # fmt: skip
+    project = write_project(root / "src", "brainsmith-odd", "brainsmith_odd", ODD_FAMILIES,
+                            points, ODD_IMPORTS, group="brainsmith.families")  # fmt: skip
+    pip_install_target(build_wheel(project, root / "wheels"), root / "site")
+    return root / "site"
+
+
+def test_each_broken_family_plugin_is_named_and_ecp5_works_on(odd_families):
+    """A process of its own: one of the plugins hangs for an hour at import."""
+    import subprocess
+    import sys
+
+    code = (
+        "from brainsmith.hardware.place_route.families import families, target\n"
+        "found = families()\n"
+        "print([f.name for f in found.usable])\n"
+        "print(*found.left_out, sep='\\n')\n"
+        "print('TARGET', target('LFE5U-85F-6BG381C')[0].name)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(odd_families), "BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "3"}
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[0] == "['ECP5', 'Nexus']" and lines[-1] == "TARGET ECP5"
+    why = {line.split("'")[1]: line for line in lines[1:-1]}
+    assert sorted(why) == ["empty", "exit", "hang", "interrupt", "ints", "none"]
+    for name in ("ints", "none", "empty"):
+        assert "not a tuple of non-empty strings" in why[name]
+    assert "raised KeyboardInterrupt" in why["interrupt"]
+    assert "called sys.exit(3)" in why["exit"]
+    assert "ImportTimeout" in why["hang"]

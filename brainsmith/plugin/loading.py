@@ -50,7 +50,7 @@ def import_target(spec: PluginSpec, timeout: float = 0.0) -> object:
     try:
         with contained():
             prepare_import(module_name)
-            module = _import(module_name, timeout)
+            module = import_bounded(module_name, timeout)
     except ImportTimeout:
         raise PluginLoadError(
             f"cannot load {spec.type} {spec.qualified_name}: importing {module_name} "
@@ -232,7 +232,7 @@ def import_turn(wait: float | None = None) -> Iterator[None]:
             _IMPORTING.release()
 
 
-def _import(module_name: str, timeout: float) -> object:
+def import_bounded(module_name: str, timeout: float) -> object:
     """Import ``module_name`` (in its turn); a ``_DeadlockError`` is retried after the other
     import has ended."""
     module = sys.modules.get(module_name)

@@ -9,8 +9,10 @@ A package adds a family under the entry-point group ``brainsmith.families``, its
     [project.entry-points."brainsmith.families"]
     ice40 = "brainsmith_ice40:FAMILY"
 
-A family that cannot be loaded, is no ``Family`` or claims a prefix another family has is left
-out and named, with why, in the error of a part no family takes: the others work on.
+A family that cannot be loaded (an import that fails, ends the process or hangs past
+``FAMILY_LOAD_TIMEOUT``), is no ``Family``, names no part prefixes (a tuple of non-empty
+strings) or claims a prefix another family has is left out and named, with why, in the error
+of a part no family takes: the others work on.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 GROUP = "brainsmith.families"
 BUILT_IN: tuple[Family, ...] = (ECP5, NEXUS)
+FAMILY_LOAD_TIMEOUT = 30.0  # seconds; plugin_system.load_timeout when that is set
 
 
 @dataclass(frozen=True)
@@ -50,12 +53,16 @@ def families() -> Families:
         dist = point.dist.name if point.dist is not None else "?"
         where = f"the family {point.name!r} of {dist} ({point.value})"
         try:
-            found = point.load()
+            found = _loaded(point.value)
         except Exception as exc:  # a broken package leaves the others usable
             left_out.append(f"{where} could not be loaded: {type(exc).__name__}: {exc}")
             continue
         if not isinstance(found, Family):
             left_out.append(f"{where} is a {type(found).__name__}, not a Family")
+            continue
+        if not _prefixes_ok(found.prefixes):
+            left_out.append(f"{where} names its parts' prefixes as {found.prefixes!r}, not a "
+                            "tuple of non-empty strings")  # fmt: skip
             continue
         taken = [p for f in usable for p in f.prefixes for q in found.prefixes
                  if p.startswith(q) or q.startswith(p)]  # fmt: skip
@@ -64,6 +71,24 @@ def families() -> Families:
             continue
         usable.append(found)
     return Families(tuple(usable), tuple(left_out))
+
+
+def _loaded(value: str) -> object:
+    """The object an entry point's ``module:attribute`` names, imported as plugins are: an
+    attempt to end the process is an error (PluginExit), a hang one after the timeout."""
+    from brainsmith.plugin.loading import import_bounded
+    from brainsmith.plugin.settings.config import load_config
+
+    module, _, attribute = value.partition(":")
+    found = import_bounded(module.strip(), load_config().load_timeout or FAMILY_LOAD_TIMEOUT)
+    for name in attribute.strip().split(".") if attribute.strip() else ():
+        found = getattr(found, name)
+    return found
+
+
+def _prefixes_ok(prefixes: object) -> bool:
+    return (isinstance(prefixes, tuple) and bool(prefixes)
+            and all(isinstance(p, str) and p.strip() for p in prefixes))  # fmt: skip
 
 
 def known_forms() -> str:
@@ -85,4 +110,4 @@ def target(name: str) -> tuple[Family, Part]:
     )
 
 
-__all__ = ["BUILT_IN", "GROUP", "Families", "families", "known_forms", "target"]
+__all__ = ["BUILT_IN", "FAMILY_LOAD_TIMEOUT", "GROUP", "Families", "families", "known_forms", "target"]
