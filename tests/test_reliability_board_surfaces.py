@@ -306,3 +306,38 @@ def test_each_broken_family_plugin_is_named_and_ecp5_works_on(odd_families):
     assert "raised KeyboardInterrupt" in why["interrupt"]
     assert "called sys.exit(3)" in why["exit"]
     assert "ImportTimeout" in why["hang"]
+
+
+# -- row: flash loads the bytes it checked -----------------------------------------------------
+
+SWAPPING_LOADER = """#!/bin/sh
+# the build's bitstream swapped the moment the loader starts; then the hash of what it got
+printf 'swapped in' > "$SWAP"
+sha256sum "$(eval echo \\${$#})" > "$RECORD"
+"""
+
+
+def test_flash_loads_exactly_the_bytes_it_hashed_when_the_file_is_swapped(tmp_path):
+    import hashlib
+    import json
+
+    from tests.support.processes import invoke
+
+    build = tmp_path / "b"
+    (build / "bitstream").mkdir(parents=True)
+    bit = build / "bitstream" / "ulx3s-85f.bit"
+    bit.write_bytes(b"\xff\x00 the checked bitstream " * 64)
+    digest = hashlib.sha256(bit.read_bytes()).hexdigest()
+    made = {"bitstream": str(bit), "sha256": digest, "board": "ulx3s-85f"}
+    (build / "report.json").write_text(json.dumps({"status": "ok", "board": "ulx3s-85f"}))
+    (build / "bitstream" / "report.json").write_text(json.dumps(made))
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "openFPGALoader").write_text(SWAPPING_LOADER)
+    (tools / "openFPGALoader").chmod(0o755)
+    path = f"{tools}{os.pathsep}{os.environ['PATH']}"
+    record = tmp_path / "loaded.txt"
+    ran = invoke("flash", str(build), env={"PATH": path, "SWAP": str(bit), "RECORD": str(record)})
+    assert ran.returncode == 0, ran.stderr
+    assert bit.read_bytes() == b"swapped in"  # the swap happened
+    assert record.read_text().split()[0] == digest  # and the checked bytes were loaded

@@ -2,13 +2,15 @@
 described by ``BUILD_DIR/bitstream/report.json`` from ``brainsmith bitstream``, else by the
 ``bitstream`` section of report.json from ``brainsmith build --bitstream``) loaded onto its board with openFPGALoader
 (``brainsmith.hardware.board.flash``), once the folder passed the gate and the file is the one the
-report's SHA-256 names.
+report's SHA-256 names. openFPGALoader loads a private copy of exactly the bytes that were
+hashed: a file swapped in the build folder meanwhile is not loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import stat
 
 from brainsmith.commands.rtl_verification import FolderError
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from brainsmith.intake.gate import BuildFolder
 
 RESULT = os.path.join("bitstream", "report.json")
+MAX_BITSTREAM_BYTES = 64 * 2**20  # the largest ECP5's is about 2.5 MB
 
 
 def flash_build_folder(
@@ -32,19 +35,38 @@ def flash_build_folder(
     ``dry_run`` only the command. Returns the command, the bitstream, its board and SHA-256,
     ``to_flash`` and what openFPGALoader printed (empty in a dry run). FolderError (``exit_code`` 2: no usable bitstream, no
     openFPGALoader; 1: openFPGALoader failed)."""
-    board, bit, digest = build_bitstream(folder)
+    board, bit, checked = build_bitstream(folder)
+    digest = hashlib.sha256(checked).hexdigest()
     try:
         command = loader_command(board, bit, to_flash=to_flash, cable=cable)
-        printed = "" if dry_run else load(command)
+        printed = "" if dry_run else _load_copy(command, checked)
     except FlashError as exc:
         raise FolderError(exc.reason, exc.hint, exc.exit_code) from None
     return {"command": command, "bitstream": bit, "board": board, "sha256": digest,
             "to_flash": to_flash, "printed": printed}  # fmt: skip
 
 
-def build_bitstream(folder: str) -> tuple[str, str, str]:
-    """(board, absolute path of the .bit, its SHA-256) of ``folder``'s bitstream; FolderError
-    (exit 2) when the folder fails the gate, has none, or its .bit is not the one made."""
+def _load_copy(command: list[str], checked: bytes) -> str:
+    """``command`` run on a private copy of the ``checked`` bytes (its last word, the .bit,
+    replaced); what it printed."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="brainsmith-flash-") as private:  # 0700
+        copy = os.path.join(private, os.path.basename(command[-1]))
+        with open(copy, "xb") as handle:
+            handle.write(checked)
+        try:
+            return load([*command[:-1], copy])
+        except FlashError as exc:  # say the build's file, not the copy that is gone
+            shown = shlex.quote(command[-1])
+            raise FlashError(exc.reason.replace(shlex.quote(copy), shown), exc.hint,
+                             exc.exit_code) from None  # fmt: skip
+
+
+def build_bitstream(folder: str) -> tuple[str, str, bytes]:
+    """(board, absolute path of the .bit, its bytes, whose SHA-256 the report names) of
+    ``folder``'s bitstream; FolderError (exit 2) when the folder fails the gate, has none, or
+    its .bit is not the one made."""
     root = os.path.abspath(folder)
     data, path, built_for = _bitstream_record(folder, root)
     board, digest = data.get("board"), data.get("sha256")
@@ -55,13 +77,14 @@ def build_bitstream(folder: str) -> tuple[str, str, str]:
     if not isinstance(digest, str) or len(digest) != 64:
         raise FolderError(f"{path} names no SHA-256 of the bitstream", remake)
     bit = os.path.join(root, "bitstream", f"{board}.bit")
-    found = _sha256(bit, root, remake)
+    checked = _bitstream_bytes(bit, root, remake)
+    found = hashlib.sha256(checked).hexdigest()
     if found != digest.lower():
         raise FolderError(
             f"{bit} changed after it was made: its SHA-256 is {found}, {os.path.relpath(path, root)} says {digest}",
             remake,
         )
-    return board, bit, found
+    return board, bit, checked
 
 
 def _opened(folder: str, root: str) -> BuildFolder:
@@ -101,8 +124,9 @@ def _bitstream_record(folder: str, root: str) -> tuple[Json, str, str]:
     )
 
 
-def _sha256(bit: str, root: str, remake: str) -> str:
-    """The SHA-256 of ``bit``: a regular file inside ``root`` itself, not a link."""
+def _bitstream_bytes(bit: str, root: str, remake: str) -> bytes:
+    """The bytes of ``bit``: a regular file inside ``root`` itself, not a link, of at most
+    ``MAX_BITSTREAM_BYTES``."""
     try:
         status = os.lstat(bit)
     except OSError:
@@ -110,11 +134,13 @@ def _sha256(bit: str, root: str, remake: str) -> str:
     real, home = os.path.realpath(bit), os.path.realpath(root)
     if not stat.S_ISREG(status.st_mode) or os.path.commonpath([real, home]) != home:
         raise FolderError(f"{bit} is not a regular file in the build folder", remake)
-    digest = hashlib.sha256()
-    with os.fdopen(os.open(bit, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-        for chunk in iter(lambda: handle.read(2**20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    with os.fdopen(os.open(bit, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise FolderError(f"{bit} is not a regular file in the build folder", remake)
+        data = handle.read(MAX_BITSTREAM_BYTES + 1)
+    if len(data) > MAX_BITSTREAM_BYTES:
+        raise FolderError(f"{bit} is over {MAX_BITSTREAM_BYTES:,} bytes, not a bitstream", remake)
+    return data
 
 
 __all__ = ["build_bitstream", "flash_build_folder"]
