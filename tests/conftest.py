@@ -15,9 +15,16 @@ import pytest
 
 from brainsmith.testing import isolate_environment
 from tests.support.farm import BuildFarm, changed, run_folder
+from tests.support.ports import lying_port  # noqa: F401 (a fixture)
+from tests.support.tool_cache import kept_root, prune
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
+
+# pytest keeps each test module with its asserts rewritten in __pycache__ unless bytecode is
+# not to be written: with PYTHONDONTWRITEBYTECODE set (CI machines), every worker of every run
+# rewrote all of them again (seconds of CPU per process).
+sys.dont_write_bytecode = False
 
 
 # Modules whose tests install packages with pip, start many processes or servers (a killed
@@ -51,6 +58,50 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     for folder in ("brainsmith", "tests", "benchmarks", "examples", "scripts"):
         compileall.compile_dir(str(REPO / folder), quiet=1)
+    kept = kept_root()
+    for removed in prune(kept) if kept else []:
+        print(f"tool cache: removed {removed} (the least recently made)")
+
+
+def _count_spawns(event: str, args: tuple) -> None:
+    if event in SPAWN_EVENTS:
+        _SPAWNED[0] += 1
+
+
+SPAWN_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.system"}
+_SPAWNED = [0]  # processes this test process started (an audit hook counts them)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sys.addaudithook(_count_spawns)
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    mine, children = (resource.getrusage(who) for who in
+                      (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))  # fmt: skip
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
+
+
+_BEGAN = pytest.StashKey[tuple[float, int]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_BEGAN] = (_cpu_seconds(), _SPAWNED[0])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Each test's CPU seconds (its process and the children it waited for) and the
+    processes it started, as JUnit properties of its last report (``benchmarks.suite_profile``
+    reads them)."""
+    if call.when == "teardown" and _BEGAN in item.stash:
+        cpu, spawned = item.stash[_BEGAN]
+        item.user_properties.append(("cpu_s", round(_cpu_seconds() - cpu, 2)))
+        item.user_properties.append(("processes", _SPAWNED[0] - spawned))
+    yield
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -98,16 +149,22 @@ def run_shared(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def simulators(run_shared) -> Path:
-    """Verilator executables compiled once per test run for every worker, cached by content
-    (``brainsmith.hardware.rtlsim.compile`` locks each key, so two workers compile it once)."""
-    return _private(run_shared / "rtlsim")
+def tool_caches(run_shared) -> Path:
+    """The tool caches every worker shares, kept between runs (``tests.support.tool_cache``)."""
+    return kept_root() or run_shared
 
 
 @pytest.fixture(scope="session")
-def syntheses(run_shared) -> Path:
-    """Yosys results of the whole test run, shared by every worker, cached by content."""
-    return _private(run_shared / "synthesis")
+def simulators(tool_caches) -> Path:
+    """Verilator executables compiled once for every worker and later runs, cached by content
+    (``brainsmith.hardware.rtlsim.compile`` locks each key, so two workers compile it once)."""
+    return _private(tool_caches / "rtlsim")
+
+
+@pytest.fixture(scope="session")
+def syntheses(tool_caches) -> Path:
+    """Yosys results shared by every worker and later runs, cached by content."""
+    return _private(tool_caches / "synthesis")
 
 
 @pytest.fixture(scope="session")
@@ -130,9 +187,9 @@ def private_environment(tmp_path_factory, simulators, syntheses):
 def _share_tool_caches(patch: pytest.MonkeyPatch, simulators: Path, syntheses: Path) -> None:
     patch.setenv("BRAINSMITH_RTLSIM_CACHE", str(simulators))
     patch.setenv("BRAINSMITH_SYNTHESIS_CACHE", str(syntheses))
-    # bitstreams too: the MLP is placed once a run (tests/test_bitstream*.py)
+    # bitstreams too: the MLP is placed once (tests/test_bitstream*.py)
     patch.setenv("BRAINSMITH_BITSTREAM_CACHE", str(_private(simulators.parent / "bitstream")))
-    # and an ECP5 part's capacities, read from nextpnr once a run (tests/test_ecp5_costs.py)
+    # and an ECP5 part's capacities, read from nextpnr once (tests/test_ecp5_costs.py)
     patch.setenv("BRAINSMITH_PLACE_ROUTE_CACHE", str(_private(simulators.parent / "place_route")))
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from brainsmith.folder_lock import FolderBusy, FolderLock
 from brainsmith.hardware.board.streams import DriverError
+from tests.support.ports import babble, trickle
 
 # -- row: the folder lock ---------------------------------------------------------------------
 
@@ -341,3 +342,19 @@ def test_flash_loads_exactly_the_bytes_it_hashed_when_the_file_is_swapped(tmp_pa
     assert ran.returncode == 0, ran.stderr
     assert bit.read_bytes() == b"swapped in"  # the swap happened
     assert record.read_text().split()[0] == digest  # and the checked bytes were loaded
+
+
+# -- row: a board that babbles or trickles -----------------------------------------------------
+
+
+@pytest.mark.parametrize("talk", [babble, trickle], ids=["babble", "trickle"])
+def test_a_port_that_babbles_or_trickles_ends_the_exchange_at_its_deadline(lying_port, talk):
+    import serial
+
+    from brainsmith.hardware.board.link import Link, LinkError
+
+    port = serial.Serial(lying_port(talk), 115200, timeout=0.2)
+    with pytest.raises(LinkError) as failed:
+        Link(port, deadline=1.0).identify()
+    assert "no whole frame within 1 s" in str(failed.value)
+    port.close()

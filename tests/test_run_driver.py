@@ -16,6 +16,7 @@ import pytest
 
 from brainsmith.hardware.board.link import bytes_to_words, words_to_bytes
 from brainsmith.hardware.board.streams import DriverError, Streams
+from tests.support.ports import babble, trickle
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -218,6 +219,19 @@ def test_a_board_holding_another_design_is_refused_by_identify(mlp, farm, tmp_pa
         assert np.array_equal(result.run(x, device=port), result.run(x))  # the board goes on
     assert simulation.process is not None and simulation.process.poll() is not None  # killed
     shutil.rmtree(copy)
+
+
+@simulated
+@pytest.mark.parametrize("talk", [babble, trickle], ids=["babble", "trickle"])
+def test_a_board_that_babbles_or_trickles_fails_at_the_exchange_s_deadline(mlp, lying_port, talk):
+    from brainsmith.hardware.board.driver import EXCHANGE_READS, Board
+
+    build, _, _ = mlp
+    port = lying_port(talk)
+    with pytest.raises(DriverError, match=f"{port}: IDENTIFY: no whole frame within") as caught:
+        Board(str(build), port, timeout=0.5)
+    assert f"within {EXCHANGE_READS * 0.5:g} s" in caught.value.reason
+    assert caught.value.exit_code == 1
 
 
 @simulated

@@ -33,6 +33,7 @@ from brainsmith.hardware.board.streams import DriverError, Host, Streams, stream
 from brainsmith.intake.inputs import ResultError, sample_shape, samples
 
 DEFAULT_BAUD = 3_000_000  # the ULX3S's USB UART; a build's bitstream/report.json says its own
+EXCHANGE_READS = 4  # a reply must come whole within this many read timeouts
 BAUD_RANGE = (1_200, 12_000_000)  # serial ports' lowest common rate; an FT2232H's highest
 CLOCK_MHZ_RANGE = (1.0, 1_000.0)  # what an FPGA design's clock can be
 FIGURE_RANGES = {"baud": BAUD_RANGE, "clock_mhz": CLOCK_MHZ_RANGE}
@@ -119,7 +120,7 @@ class Board:
             hz = self.clock_mhz * 1e6 or 1e6
             self.timeout = 1.0 + 4 * (wire + 2 * self.streams.latency_cycles() / hz)
         self.serial = open_port(self.port, self.baud, self.timeout)
-        self.link = Link(self.serial)
+        self.link = Link(self.serial, deadline=EXCHANGE_READS * self.timeout)
         try:
             self.identity = self.identify()
         except BaseException:

@@ -14,6 +14,7 @@ a host that lost bytes of a frame reads that error before it sends the next one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -109,21 +110,34 @@ class Decoder:
         return frames
 
 
-def read_frame(transport: Transport, decoder: Decoder | None = None) -> Frame:
+def read_frame(
+    transport: Transport, decoder: Decoder | None = None, deadline: float | None = None
+) -> Frame:
     """The next frame from ``transport``, reading no byte beyond it; ``LinkError`` when the
-    transport times out first (naming what did come back) or the CRC does not match."""
+    transport times out first (naming what did come back), no whole frame came within
+    ``deadline`` seconds (a port that babbles or trickles: each read alone may succeed), or
+    the CRC does not match."""
     decoder = decoder or Decoder()
     got = bytearray()
+    end = None if deadline is None else time.monotonic() + deadline
     while True:
         data = transport.read(decoder.needed())
         if not data:
-            raise LinkError(
-                f"timed out waiting for a frame; got {len(got)} bytes: {bytes(got).hex(' ')}"
-            )
+            raise LinkError(f"timed out waiting for a frame; got {len(got)} bytes: {_shown(got)}")
         got += data
         frames = decoder.feed(data)
         if frames:
             return frames[0]
+        if end is not None and time.monotonic() > end:
+            raise LinkError(
+                f"no whole frame within {deadline:g} s: {len(got):,} bytes came, {decoder.skipped:,}"
+                f" of them before a SYNC byte; the port babbles or trickles ({_shown(got)})"
+            )
+
+
+def _shown(got: bytes | bytearray, limit: int = 64) -> str:
+    """The first ``limit`` bytes of ``got`` in hex (``...`` when there are more)."""
+    return bytes(got[:limit]).hex(" ") + (" ..." if len(got) > limit else "")
 
 
 def expect(frame: Frame, kind: int, seq: int) -> bytes:
@@ -204,10 +218,12 @@ class Identity:
 
 
 class Link:
-    """Requests over ``transport``, numbered by SEQ; ``identify`` first, then ``infer``."""
+    """Requests over ``transport``, numbered by SEQ; ``identify`` first, then ``infer``. Each
+    reply must come whole within ``deadline`` seconds (None: as long as bytes keep coming)."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, deadline: float | None = None) -> None:
         self.transport = transport
+        self.deadline = deadline
         self.decoder = Decoder()
         self.seq = 0
         self.identity: Identity | None = None
@@ -218,7 +234,7 @@ class Link:
         return self.seq
 
     def reply(self, kind: int, seq: int) -> bytes:
-        return expect(read_frame(self.transport, self.decoder), kind, seq)
+        return expect(read_frame(self.transport, self.decoder, self.deadline), kind, seq)
 
     def identify(self) -> Identity:
         self.identity = Identity.parse(self.reply(IDENTITY, self.send(IDENTIFY)))
