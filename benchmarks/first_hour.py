@@ -68,6 +68,7 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> dict:
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "exit_code": proc.returncode,
         "output": text,
+        "pid": proc.pid,
     }
 
 

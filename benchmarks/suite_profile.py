@@ -17,15 +17,18 @@ tier and label; others kept) and its section of benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shlex
+import struct
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.first_hour import timed, update_results, watching_load
@@ -36,6 +39,8 @@ REPO = HERE.parent
 RESULT = HERE / "results" / "suite_profile.json"
 HEADING = "## The test suite's time (make test, test-wide, test-fast)"
 TARGETS = {"test": "test", "wide": "test-wide", "fast": "test-fast"}
+BUDGET = REPO / "tests" / "budget.yaml"
+LONG_TEST_S = 10.0  # every test over this is kept whole in the results (the rest summed)
 SUMMARY = re.compile(r"^=* ?(\d+ (?:passed|failed).*) in [\d.]+s", re.M)
 
 
@@ -60,12 +65,15 @@ def read_junit(path: Path) -> list[dict]:
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
                 outcome, message = child.tag, (child.get("message") or "")[:300]
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         module = case.get("classname", "").split(".")
         cases.append({
             "id": f"{'.'.join(module)}::{name}",
             "module": next((m for m in module if m.startswith("test_")), module[-1]),
             "group": group or "(none)",
             "seconds": round(float(case.get("time") or 0), 2),
+            "cpu_s": float(properties.get("cpu_s") or 0),
+            "processes": int(properties.get("processes") or 0),
             "outcome": outcome,
             **({"message": message} if outcome in ("failure", "error") else {}),
         })  # fmt: skip
@@ -73,12 +81,17 @@ def read_junit(path: Path) -> list[dict]:
 
 
 def summed(cases: list[dict], by: str) -> list[dict]:
-    """Tests and seconds per value of ``by`` (group or module), the longest first."""
-    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    """Tests, seconds, CPU seconds and processes started per value of ``by`` (group or
+    module), the longest first."""
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0])
     for case in cases:
-        totals[case[by]][0] += 1
-        totals[case[by]][1] += case["seconds"]
-    rows = [{by: k, "tests": int(n), "seconds": round(s, 1)} for k, (n, s) in totals.items()]
+        row = totals[case[by]]
+        row[0] += 1
+        row[1] += case["seconds"]
+        row[2] += case.get("cpu_s", 0)
+        row[3] += case.get("processes", 0)
+    rows = [{by: k, "tests": int(n), "seconds": round(s, 1), "cpu_s": round(c, 1),
+             "processes": int(p)} for k, (n, s, c, p) in totals.items()]  # fmt: skip
     return sorted(rows, key=lambda row: -row["seconds"])
 
 
@@ -94,20 +107,74 @@ def profile(cases: list[dict], wall: float, extra: dict) -> dict:
         "groups": summed(cases, "group"),
         "modules": summed(cases, "module"),
         "longest": sorted(cases, key=lambda c: -c["seconds"])[:30],
+        "cases": [c for c in cases if max(c["seconds"], c.get("cpu_s", 0)) > LONG_TEST_S],
         "failed": [c for c in cases if c["outcome"] in ("failure", "error")],
         "measured": time.strftime("%Y-%m-%d %H:%M:%S"),
         **extra,
     }
 
 
+@contextlib.contextmanager
+def accounting(record: Path) -> Iterator[bool]:
+    """Linux process accounting into ``record`` while the block runs: a line for every
+    process that ends (threads not counted, forks without an exec counted). Needs the
+    right to switch it on (root); False when it could not be. Unlike tracing, it changes
+    nothing in the processes (signals, timing)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    record.touch(mode=0o600)
+    on = libc.acct(str(record).encode()) == 0
+    try:
+        yield on
+    finally:
+        if on:
+            libc.acct(None)
+
+
+ACCT_V3 = struct.Struct("<BBHIIIIIIfHHHHHHHH16s")  # linux/acct.h: struct acct_v3, 64 bytes
+
+
+def started(record: Path, root_pid: int) -> dict:
+    """How many processes the run started (``root_pid`` and every process whose parents at
+    exit lead to it), and how many of each name."""
+    data = record.read_bytes() if record.is_file() else b""
+    parent, names = {}, {}
+    for offset in range(0, len(data) - ACCT_V3.size + 1, ACCT_V3.size):
+        fields = ACCT_V3.unpack_from(data, offset)
+        if fields[1] != 3:  # not a version-3 record
+            continue
+        pid, ppid = fields[6], fields[7]
+        parent[pid], names[pid] = ppid, fields[-1].split(b"\0")[0].decode(errors="replace")
+    ours: dict[int, bool] = {root_pid: True}
+
+    def mine(pid: int) -> bool:
+        chain = []
+        while pid not in ours and pid in parent and len(chain) < 10_000:
+            chain.append(pid)
+            pid = parent[pid]
+        verdict = ours.get(pid, False)
+        ours.update(dict.fromkeys(chain, verdict))
+        return verdict
+
+    counted: dict[str, int] = defaultdict(int)
+    for pid in parent:
+        if mine(pid):
+            counted[names[pid]] += 1
+    top = dict(sorted(counted.items(), key=lambda kv: -kv[1])[:15])
+    return {"processes_started": sum(counted.values()), "processes_by_name": top}
+
+
 def run(target: str) -> dict:
     words = pytest_words(target)
     with tempfile.TemporaryDirectory() as folder:
-        xml = Path(folder) / "junit.xml"
+        xml, accounts = Path(folder) / "junit.xml", Path(folder) / "accounts"
         record: dict = {}
         command = [sys.executable, "-m", "pytest", *words, f"--junitxml={xml}"]
-        with watching_load(record):
+        with watching_load(record), accounting(accounts) as counting:
             ran = timed(command, dict(os.environ), REPO)  # as make runs it
+        if counting:
+            record.update(started(accounts, ran["pid"]))
         summary = SUMMARY.findall(ran["output"])
         log = RESULT.with_name(f"suite_profile_{target}.log")  # (not committed)
         log.write_text(ran["output"])
@@ -121,6 +188,48 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def read_budget() -> dict:
+    """``tests/budget.yaml``: make test's wall minutes, processes, each group's share."""
+    import yaml
+
+    return yaml.safe_load(BUDGET.read_text())
+
+
+def over_budget(run_: dict, budget: dict) -> list[str]:
+    """What in ``run_`` (a make test run) is over ``budget``, one line each."""
+    lines = []
+    if run_["wall_s"] > budget["wall_minutes"] * 60:
+        lines.append(f"the run: {_minutes(run_['wall_s'])}, over {budget['wall_minutes']} min")
+    programs = run_.get("processes_started")
+    if programs is not None and programs > budget["processes"]:
+        lines.append(f"the run started {programs} processes, over {budget['processes']}")
+    shares = budget["groups"]
+    for row in run_["groups"]:
+        share = shares.get(row["group"], shares["(none)"] if row["group"] == "(none)" else 0)
+        if row["seconds"] > share:
+            lines.append(f"group {row['group']}: {row['seconds']:.0f} worker-s, over its share "
+                         f"of {share} s (tests/budget.yaml)")  # fmt: skip
+    limit, listed = budget["test_cpu_seconds"], budget.get("long_tests") or {}
+    for case in run_.get("cases", []):
+        if max(case.get("cpu_s", 0), case["seconds"]) > limit and case["id"] not in listed:
+            lines.append(f"{case['id']}: {case.get('cpu_s', 0):.0f} CPU-s, {case['seconds']:.0f} s;"
+                         f" over {limit} s and not listed in tests/budget.yaml long_tests")  # fmt: skip
+    return lines
+
+
+def budget_table(run_: dict, budget: dict) -> list[str]:
+    """Each group's worker seconds, CPU seconds and processes beside its share."""
+    shares = budget["groups"]
+    lines = ["| group | tests | worker-s | CPU-s | processes | share | |",
+             "|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    for row in run_["groups"]:
+        share = shares.get(row["group"], 0)
+        mark = "over" if row["seconds"] > share else ""
+        lines.append(f"| {row['group']} | {row['tests']} | {row['seconds']:.0f} | "
+                     f"{row.get('cpu_s', 0):.0f} | {row.get('processes', 0)} | {share} | {mark} |")  # fmt: skip
+    return lines
+
+
 def section(data: dict) -> list[str]:
     """The RESULTS.md section of a suite_profile.json."""
     lines = [
@@ -131,8 +240,8 @@ def section(data: dict) -> list[str]:
         "call and tear-down on its worker, so a group's sum is the worker time it occupies (a group "
         "runs on one worker). Load = 1-minute load average before → after (mean during).",
         "",
-        "| tier · label | tests | wall | worker time | CPU | load | outcome |",
-        "|---|---:|---:|---:|---:|---|---|",
+        "| tier · label | tests | wall | worker time | CPU | processes started | load | outcome |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     runs = data["runs"]
     for key, run_ in runs.items():
@@ -140,10 +249,22 @@ def section(data: dict) -> list[str]:
         load = (f"{run_['load_before'][0]} → {run_['load_after'][0]} (mean {during.get('mean')})"
                 if "load_before" in run_ else run_.get("load", ""))  # fmt: skip
         cpu = f"{_minutes(run_['cpu_s'])}" if run_.get("cpu_s") else ""
+        programs = run_.get("processes_started", "")
         lines.append(f"| {key} | {run_['tests']} | {_minutes(run_['wall_s'])} | "
-                     f"{_minutes(run_['worker_s'])} | {cpu} | {load} | {run_.get('summary', '')} |")  # fmt: skip
+                     f"{_minutes(run_['worker_s'])} | {cpu} | {programs} | {load} | "
+                     f"{run_.get('summary', '')} |")  # fmt: skip
     notes = [f"- {key}: {run_['note']}" for key, run_ in runs.items() if run_.get("note")]
     lines += ["", *notes] if notes else []
+    latest = [key for key, run_ in runs.items() if key.startswith("make test") and "cases" in run_]
+    if latest:
+        run_, budget = runs[latest[-1]], read_budget()
+        lines += ["", f"{latest[-1]} against the budget of `tests/budget.yaml` ({budget['wall_minutes']}"
+                  f" min, {budget['processes']} processes; each group's share of the two workers' "
+                  "time in seconds):", "", *budget_table(run_, budget)]  # fmt: skip
+        lines += ["", *[f"- over: {line}" for line in over_budget(run_, budget)]]
+        if run_.get("processes_by_name"):
+            named = ", ".join(f"{k} {v}" for k, v in run_["processes_by_name"].items())
+            lines += ["", f"Processes it started, the most frequent: {named}."]
     groups: dict[str, dict[str, float]] = defaultdict(dict)
     for key, run_ in runs.items():
         for row in run_["groups"]:
@@ -196,6 +317,11 @@ def main() -> int:
     RESULT.write_text(json.dumps(data, indent=1) + "\n")
     update_results(section(data), HEADING)
     print("\n".join(section(data)))
+    if target == "test":
+        over = over_budget(result, read_budget())
+        print(
+            "\n".join(["", "Over make test's budget:", *over] if over else ["", "Within budget."])
+        )
     return 0 if result.get("exit_code", 0) == 0 else 1
 
 
