@@ -110,4 +110,12 @@ def target(name: str) -> tuple[Family, Part]:
     )
 
 
-__all__ = ["BUILT_IN", "FAMILY_LOAD_TIMEOUT", "GROUP", "Families", "families", "known_forms", "target"]
+__all__ = [
+    "BUILT_IN",
+    "FAMILY_LOAD_TIMEOUT",
+    "GROUP",
+    "Families",
+    "families",
+    "known_forms",
+    "target",
+]
