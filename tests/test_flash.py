@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,13 +13,18 @@ from pathlib import Path
 import pytest
 
 from brainsmith.hardware.board.boards import BOARDS, LOADER_BOARDS
+from tests.support.processes import Ran, invoke
 
 
-def flash(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith", "flash", *args],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+def flash(*args: str, env: dict[str, str] | None = None) -> Ran:
+    """``brainsmith flash ARGS`` in this process (``env``: variables to set for it)."""
+    return invoke("flash", *args, env=env)
+
+
+def flash_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``brainsmith flash ARGS`` as a process of its own, as a user's shell starts it."""
+    return subprocess.run([sys.executable, "-m", "brainsmith", "flash", *args],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
 def bitstream_folder(folder: Path, board: str = "ulx3s-85f", *, section: bool = False) -> Path:
@@ -93,7 +97,7 @@ def test_without_openfpgaloader_it_names_how_to_install_it(tmp_path):
     build = bitstream_folder(tmp_path / "b")
     empty = tmp_path / "bin"
     empty.mkdir()
-    done = flash(str(build), env={**os.environ, "PATH": str(empty)})
+    done = flash(str(build), env={"PATH": str(empty)})
     assert done.returncode == 2, done.stderr
     assert "openFPGALoader is not installed" in done.stderr
     assert "apt-get install openfpgaloader" in done.stderr and "Traceback" not in done.stderr
@@ -118,7 +122,7 @@ def test_every_loader_board_is_a_brainsmith_board_named_in_openfpgaloaders_list(
 @pytest.mark.skipif(shutil.which("openFPGALoader") is None, reason="openFPGALoader not installed")
 def test_openfpgaloader_failing_without_a_board_exits_1_with_its_last_lines(tmp_path):
     build = bitstream_folder(tmp_path / "b")
-    done = flash(str(build), "--cable", "ft2232")  # no board on the cable here
+    done = flash_process(str(build), "--cable", "ft2232")  # no board on the cable here
     assert done.returncode == 1 and "openFPGALoader failed (exit" in done.stderr
 
 

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from tests.conftest import run_python
 from tests.support.packages import PIP, PluginVenv, build_wheel, pip_install_target
-from tests.support.processes import run_brainsmith
+from tests.support.processes import invoke, run_brainsmith
 from tests.support.tiers import wide
 
 # the module fixture is made once: every test of the module on one worker
@@ -31,7 +31,14 @@ TIMEOUT = 600
 
 
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
+    """``brainsmith ARGS`` as a process of its own (a fresh environment sees the plugin)."""
     return run_brainsmith(*args, timeout=TIMEOUT, env=env or dict(os.environ), cwd=cwd)
+
+
+def new(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """``brainsmith new ARGS`` in this process: (exit code, stdout, stderr)."""
+    ran = invoke("new", *args, cwd=cwd)
+    return ran.returncode, ran.stdout, ran.stderr
 
 
 def clip_model(path: Path, shape: list[int], low: int, high: int, datatype: str) -> Path:
@@ -54,12 +61,12 @@ def clip_model(path: Path, shape: list[int], low: int, high: int, datatype: str)
 
 # -- the command ---------------------------------------------------------------------------
 def test_new_kernel_refuses_a_bad_name_and_an_occupied_folder(tmp_path):
-    code, _, err = run_cli("new", "kernel", "acme_sat", cwd=tmp_path)
+    code, _, err = new("kernel", "acme_sat", cwd=tmp_path)
     assert code == 2 and "not a CamelCase op type" in err and "AcmeClip" in err
     occupied = tmp_path / "taken"
     occupied.mkdir()
     (occupied / "notes.txt").write_text("mine")
-    code, _, err = run_cli("new", "kernel", OP_TYPE, "-o", str(occupied))
+    code, _, err = new("kernel", OP_TYPE, "-o", str(occupied))
     assert code == 2 and "already exists" in err and "-o" in err
     assert [p.name for p in occupied.iterdir()] == ["notes.txt"]  # untouched
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]  # nothing half-written
@@ -81,20 +88,20 @@ def test_new_kernel_refuses_a_bad_name_and_an_occupied_folder(tmp_path):
     ],
 )
 def test_new_kernel_refuses_a_name_that_would_hide_a_module_or_not_parse(name, words, tmp_path):
-    code, _, err = run_cli("new", "kernel", name, cwd=tmp_path)
+    code, _, err = new("kernel", name, cwd=tmp_path)
     assert code == 2 and words in err and "Traceback" not in err, err
     assert "try: choose a more specific name" in err or "CamelCase" in err
     assert not list(tmp_path.iterdir())  # nothing written
 
 
 def test_new_kernel_refuses_a_distribution_name_that_is_installed(tmp_path):
-    code, _, err = run_cli("new", "kernel", OP_TYPE, "--dist", "brainsmith", cwd=tmp_path)
+    code, _, err = new("kernel", OP_TYPE, "--dist", "brainsmith", cwd=tmp_path)
     assert code == 2 and "distribution 'brainsmith' is installed already" in err, err
     assert "would replace it" in err and not list(tmp_path.iterdir())
 
 
 def test_the_written_package_is_lint_clean_by_its_own_settings(tmp_path):
-    code, _, err = run_cli("new", "kernel", OP_TYPE, "-o", str(tmp_path / DIST))
+    code, _, err = new("kernel", OP_TYPE, "-o", str(tmp_path / DIST))
     assert code == 0, err
     ruff = [sys.executable, "-m", "ruff"]
     for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
@@ -105,7 +112,7 @@ def test_the_written_package_is_lint_clean_by_its_own_settings(tmp_path):
 
 
 def test_new_kernel_writes_the_package_named_after_the_op(tmp_path):
-    code, out, err = run_cli("new", "kernel", OP_TYPE, cwd=tmp_path)
+    code, out, err = new("kernel", OP_TYPE, cwd=tmp_path)
     assert code == 0, err
     root = tmp_path / DIST
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
@@ -134,7 +141,7 @@ def test_new_kernel_writes_the_package_named_after_the_op(tmp_path):
 def installed(tmp_path_factory) -> dict:
     """The generated package, built as a wheel and pip-installed into a folder of its own."""
     root = tmp_path_factory.mktemp("template")
-    code, _, err = run_cli("new", "kernel", OP_TYPE, "-o", str(root / DIST))
+    code, _, err = new("kernel", OP_TYPE, "-o", str(root / DIST))
     assert code == 0, err
     site = root / "site"
     pip_install_target(build_wheel(root / DIST, root / "dist"), site)
@@ -293,7 +300,7 @@ def test_an_editable_install_whose_import_hook_never_ran_is_named_with_what_to_d
     """``pip install -e --target`` used through ``PYTHONPATH``: the hook's ``.pth`` file is
     never read, so the package cannot be imported; health names it and the command to run."""
     project = tmp_path / DIST
-    code, _, err = run_cli("new", "kernel", OP_TYPE, "-o", str(project))
+    code, _, err = new("kernel", OP_TYPE, "-o", str(project))
     assert code == 0, err
     site = tmp_path / "site"
     quick = ["--no-deps", "--no-build-isolation", "--no-index"]

@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from tests.support.packages import build_wheel, pip_install_target
-from tests.support.processes import run_brainsmith
+from tests.support.processes import invoke, run_brainsmith
 
 # the module fixture is made once: every test of the module on one worker
 pytestmark = pytest.mark.xdist_group("kernel-template-two")
@@ -27,11 +27,18 @@ SHARED = ["pyproject.toml", f"{MODULE}/__init__.py", f"{MODULE}/rtl.py", "tests/
 
 
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
+    """``brainsmith ARGS`` as a process of its own (a fresh environment sees the plugin)."""
     return run_brainsmith(*args, timeout=TIMEOUT, env=env or dict(os.environ), cwd=cwd)
 
 
+def new(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """``brainsmith new ARGS`` in this process: (exit code, stdout, stderr)."""
+    ran = invoke("new", *args, cwd=cwd)
+    return ran.returncode, ran.stdout, ran.stderr
+
+
 def new_package(folder: Path, *options: str) -> Path:
-    code, _, err = run_cli("new", "kernel", OP_TYPE, "-o", str(folder), *options)
+    code, _, err = new("kernel", OP_TYPE, "-o", str(folder), *options)
     assert code == 0, err
     return folder
 
@@ -55,7 +62,7 @@ def min_model(path: Path, shape: list[int], datatypes: tuple[str, str]) -> Path:
 # -- the command ---------------------------------------------------------------------------
 def test_other_input_counts_are_refused_and_nothing_is_written(tmp_path):
     for count in ("3", "0"):
-        code, _, err = run_cli("new", "kernel", OP_TYPE, "--inputs", count, cwd=tmp_path)
+        code, _, err = new("kernel", OP_TYPE, "--inputs", count, cwd=tmp_path)
         assert code == 2 and "Invalid value for '--inputs'" in err, err
         assert f"'{count}' is not one of '1', '2'" in err, err
     assert list(tmp_path.iterdir()) == []
@@ -67,7 +74,7 @@ def test_other_input_counts_are_refused_and_nothing_is_written(tmp_path):
 
 
 def test_the_help_names_the_two_input_variant():
-    code, out, err = run_cli("new", "kernel", "--help")
+    code, out, err = new("kernel", "--help")
     assert code == 0, err
     text = " ".join(out.split())  # as click wraps it
     assert "--inputs [1|2]" in text and "ports in0_V and in1_V" in text, text
