@@ -15,7 +15,7 @@ import brainsmith
 from brainsmith.builder import BuildError
 from brainsmith.commands.check_model import check
 from tests.support.models import mlp_with
-from tests.support.processes import run_brainsmith
+from tests.support.processes import Ran, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -200,10 +200,9 @@ def test_a_step_that_fails_is_reported_with_the_nodes_so_far(hub, tmp_path):
         check(MODELS / "cnv.onnx", broken)
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [BRAINSMITH, "check", *args], capture_output=True, text=True, cwd=cwd, timeout=300
-    )
+def run_cli(*args: str, cwd: Path) -> Ran:
+    """``brainsmith check ARGS`` in this process (the Ctrl-C test below starts one)."""
+    return invoke("check", *args, cwd=cwd)
 
 
 def test_cli_names_its_columns_and_what_chose_each_backend(hub, tmp_path):
@@ -257,9 +256,9 @@ def test_a_host_node_no_executor_runs_blocks_check_and_the_build_names_it(hub, t
     assert "BLOCKS" in shown.stdout and why in shown.stdout
     for verify, code in (("final", 2), ("none", 1)):
         outdir = str(tmp_path / f"out-{verify}")
-        built = run_brainsmith("build", str(model), "-o", outdir, "--verify", verify, cwd=tmp_path)
-        assert built[0] == code, built[2]
-        assert f"{node['name']} (FrobnicateXYZ)" in built[2] and why in built[2], built[2]
+        built = invoke("build", str(model), "-o", outdir, "--verify", verify, cwd=tmp_path)
+        assert built.returncode == code, built.stderr
+        assert f"{node['name']} (FrobnicateXYZ)" in built.stderr and why in built.stderr
 
 
 WAITING_STEP = """\
