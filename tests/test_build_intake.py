@@ -4,7 +4,6 @@ loads, with an ``error: ... try: ...`` naming what is wrong, and writes nothing.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from tests.support.models import (
     mlp_with,
     node_domain,
 )
+from tests.support.processes import Ran, invoke
 
 BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
 
@@ -54,18 +54,13 @@ def build_in_process(*args: object, cwd: Path = REPO, **kwargs: object) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+def cli(*args: str, cwd: Path = REPO) -> Ran:
+    """``brainsmith ARGS`` in this process (``build_in_process`` starts one: it asks whether
+    FINN was imported)."""
+    return invoke(*args, cwd=cwd, env={"COLUMNS": "200"})
 
 
-def refused(result: subprocess.CompletedProcess, *words: str) -> None:
+def refused(result: Ran, *words: str) -> None:
     """Exit code 2, ``error:``/``try:`` on stderr mentioning ``words``, no traceback."""
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error: ") and "\n  try: " in result.stderr

@@ -19,14 +19,20 @@ import pytest
 from brainsmith.builder import BuildError
 from brainsmith.builder.outdir import prepare_output_dir
 from tests.support.models import MLP, REPO
+from tests.support.processes import Ran, invoke
 from tests.support.tiers import wide
 
 BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
+
 MARKER = ".brainsmith-build"  # what marks a folder as made by brainsmith build
 BUILD = [sys.executable, "-m", "brainsmith.cli", "build"]
 
 
-def cli(*args: str, cwd: Path = REPO, shell_prefix: str = "") -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path = REPO, shell_prefix: str = "") -> subprocess.CompletedProcess | Ran:
+    """``brainsmith build ARGS`` in this process; with ``shell_prefix`` (a limit the shell
+    sets, as ``ulimit -f 12;``) a process of its own."""
+    if not shell_prefix:
+        return invoke("build", *args, cwd=cwd, env={"COLUMNS": "200"})
     env = {**os.environ, "COLUMNS": "200", "PYTHONDONTWRITEBYTECODE": "1"}
     command = [*BUILD, *args]
     if shell_prefix:  # e.g. "ulimit -f 12; " run in the same process before brainsmith
@@ -35,7 +41,7 @@ def cli(*args: str, cwd: Path = REPO, shell_prefix: str = "") -> subprocess.Comp
     return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
 
 
-def assert_clean_error(result: subprocess.CompletedProcess, *words: str) -> None:
+def assert_clean_error(result: subprocess.CompletedProcess | Ran, *words: str) -> None:
     assert result.returncode == 2, result.stderr
     assert "\nerror: " in f"\n{result.stderr}" and "\n  try: " in result.stderr
     assert "Traceback" not in result.stderr
