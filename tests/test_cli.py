@@ -10,16 +10,18 @@ import sys
 import pytest
 
 from tests.conftest import run_python
+from tests.support.processes import Ran, invoke
 
 
-def brainsmith(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+def brainsmith(*args: str, env: dict | None = None) -> Ran:
+    """``brainsmith ARGS`` in this process, with ``env`` added to the environment."""
+    return invoke(*args, env=env)
+
+
+def brainsmith_process(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``brainsmith ARGS`` as a process of its own: Python itself prints its warnings there."""
+    return subprocess.run([sys.executable, "-m", "brainsmith", *args], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})  # fmt: skip
 
 
 def test_help_lists_commands_without_loading_the_hub():
@@ -165,7 +167,7 @@ def test_a_user_plugin_with_a_built_in_name_is_named_as_shadowed(tmp_path):
         "    def apply(self, model):\n"
         "        return model, False\n"
     )
-    result = brainsmith("plugins", "health", env={"BRAINSMITH_PLUGIN_DIRS": str(tmp_path)})
+    result = brainsmith_process("plugins", "health", env={"BRAINSMITH_PLUGIN_DIRS": str(tmp_path)})
     assert result.returncode == 0, result.stdout + result.stderr
     where = f"{tmp_path / 'norms.py'}:4"
     assert f"shadowed: transform user:ExpandNorms ({where}) is shadowed by " in result.stdout
