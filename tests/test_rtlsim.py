@@ -21,6 +21,7 @@ import pytest
 import brainsmith
 from brainsmith.builder import BuildError
 from brainsmith.hardware.rtlsim.layers import PLUMBING, STITCHED_ONLY
+from tests.support.processes import Ran, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -57,21 +58,13 @@ def mlp_copy(hub, farm, tmp_path):
     return Path(farm.copy(built, tmp_path / "mlp").output_dir)
 
 
-def verify_rtl(
-    folder: Path, *args: str, cache: Path, shared: bool = True
-) -> subprocess.CompletedProcess:
-    """``brainsmith verify-rtl`` with ``cache``; with the session's compiled simulators
-    unless not ``shared``."""
-    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
+def verify_rtl(folder: Path, *args: str, cache: Path, shared: bool = True) -> Ran:
+    """``brainsmith verify-rtl`` in this process with ``cache``; with the session's compiled
+    simulators unless not ``shared``."""
+    env: dict[str, str | None] = {"BRAINSMITH_CACHE_DIR": str(cache)}
     if not shared:
-        env.pop("BRAINSMITH_RTLSIM_CACHE", None)
-    return subprocess.run(
-        [*BRAINSMITH, "verify-rtl", str(folder), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
+        env["BRAINSMITH_RTLSIM_CACHE"] = None
+    return invoke("verify-rtl", str(folder), *args, env=env)
 
 
 def code_dir(folder: Path, layer: str) -> Path:

@@ -29,12 +29,13 @@ class Ran:
 
 def invoke(
     *args: str | os.PathLike,
-    env: dict[str, str] | None = None,
+    env: dict[str, str | None] | None = None,
     cwd: str | os.PathLike | None = None,
     input: str | None = None,
 ) -> Ran:
     """``brainsmith ARGS`` run in this process: its exit code, stdout and stderr. ``env``
-    is added to the environment and ``cwd`` entered for the run only; the plugin system is
+    is added to the environment (a None value removes a variable) and ``cwd`` entered for
+    the run only; the plugin system is
     reset before and after, so the command discovers as a fresh process would."""
     from click.testing import CliRunner
 
