@@ -4,33 +4,23 @@ Yosys, and report.json, report.html and the summary show the counts beside the e
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import once
 from tests.support.models import MLP, REPO
+from tests.support.processes import Ran, invoke
 
 PART = "xczu7ev-ffvc1156-2-e"
 BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 
 
-def build(out, *args: str, cache=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}
-    if cache is not None:
-        env["BRAINSMITH_CACHE_DIR"] = str(cache)
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith.cli", "build", str(MLP), *args, "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=1800,
-    )
+def build(out, *args: str, cache=None) -> Ran:
+    """``brainsmith build MLP ARGS -o out`` in this process."""
+    env = {"COLUMNS": "200", **({"BRAINSMITH_CACHE_DIR": str(cache)} if cache else {})}
+    return invoke("build", str(MLP), *args, "-o", str(out), env=env, cwd=REPO)
 
 
 @pytest.fixture(scope="module")

@@ -15,21 +15,17 @@ from pathlib import Path
 import pytest
 
 from tests.support.farm import unplaced_mlp
+from tests.support.processes import Ran, invoke
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 PART = "LFE5U-85F-6BG381C"
 
 
-def place_route(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
-    env.pop("BRAINSMITH_PLACE_ROUTE_CACHE", None)  # this module's own cache, counted here
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith", "place-route", str(folder), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
+def place_route(folder: Path, cache: Path, *args: str) -> Ran:
+    """``brainsmith place-route`` in this process (the Ctrl-C test below starts one), with
+    this module's own cache, counted here."""
+    env = {"BRAINSMITH_CACHE_DIR": str(cache), "BRAINSMITH_PLACE_ROUTE_CACHE": None}
+    return invoke("place-route", str(folder), *args, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +35,7 @@ def unplaced(hub, farm, tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def placed(unplaced) -> tuple[Path, Path, subprocess.CompletedProcess]:
+def placed(unplaced) -> tuple[Path, Path, Ran]:
     """That copy placed and routed once. make test places and routes the MLP as a board's
     bitstream (tests/test_bitstream_build.py), through the same stages; out of context here,
     in make test-wide."""

@@ -10,8 +10,6 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from brainsmith.hardware.synthesis.layer_sources import (
     without_recovery_watchdog,
     yosys_ready,
 )
+from tests.support.processes import Ran, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -43,16 +42,11 @@ def slow(test):
     return pytest.mark.slow(pytest.mark.xdist_group("synthesis")(test))
 
 
-def synth(folder: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
-    env.pop("BRAINSMITH_SYNTHESIS_CACHE", None)  # the module's own cache, counted by its tests
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith", "synth", str(folder), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
+def synth(folder: Path, cache: Path, *args: str) -> Ran:
+    """``brainsmith synth`` in this process, with the module's own cache, counted by its
+    tests."""
+    env = {"BRAINSMITH_CACHE_DIR": str(cache), "BRAINSMITH_SYNTHESIS_CACHE": None}
+    return invoke("synth", str(folder), *args, env=env)
 
 
 def layers(folder: Path) -> dict[str, dict]:
@@ -95,7 +89,7 @@ def mlp(hub, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def synthesised(mlp, cache) -> tuple[Path, subprocess.CompletedProcess, float]:
+def synthesised(mlp, cache) -> tuple[Path, Ran, float]:
     began = time.perf_counter()
     result = synth(mlp, cache)
     return mlp, result, time.perf_counter() - began
