@@ -358,3 +358,30 @@ def test_a_port_that_babbles_or_trickles_ends_the_exchange_at_its_deadline(lying
         Link(port, deadline=1.0).identify()
     assert "no whole frame within 1 s" in str(failed.value)
     port.close()
+
+
+# -- row: a clock out of range -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mhz", ["1e300", "inf", "nan", "0", "-5", "0.5"])
+def test_place_route_refuses_a_clock_out_of_range_before_any_tool_runs(tmp_path, mhz):
+    from tests.support.processes import invoke
+
+    ran = invoke("place-route", str(tmp_path), "--part", "LFE5U-85F-6BG381C", "--mhz", mhz)
+    assert ran.returncode == 2
+    assert "--mhz" in ran.stderr and "1.0<=x<=1000.0" in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [(["bitstream", "{tmp}", "--board", "ulx3s-85f"], "--mhz"),
+     (["explore", "{tmp}/m.onnx", "{tmp}/b.yaml", "-o", "{tmp}/out"], "--variant-timeout"),
+     (["explore", "{tmp}/m.onnx", "{tmp}/b.yaml", "-o", "{tmp}/out"], "--scheduler-timeout")],
+)  # fmt: skip
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_every_clock_and_time_option_refuses_nan_and_infinity(tmp_path, command, option, value):
+    from tests.support.processes import invoke
+
+    ran = invoke(*(word.format(tmp=tmp_path) for word in command), option, value)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert f"Invalid value for '{option}'" in ran.stderr

@@ -7,7 +7,13 @@ import signal
 import click
 
 from brainsmith.cli.output import console
-from brainsmith.cli.shared import exit_now, output_option, quiet_option, vector_options
+from brainsmith.cli.shared import (
+    FiniteRange,
+    exit_now,
+    output_option,
+    quiet_option,
+    vector_options,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +38,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--scheduler-timeout",
-    type=click.FloatRange(min=0, max=3600, min_open=True),
+    type=FiniteRange(min=0, max=3600, min_open=True),
     metavar="SECONDS",
     help="Seconds to reach the --scheduler and hear it answer before giving up  [default: 10].",
 )
@@ -49,10 +55,10 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--variant-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, max=7 * 24 * 3600, min_open=True),
     metavar="SECONDS",
-    help="Stop a variant (or a segment variants share) that runs longer, record it as timed "
-    "out and go on; needs worker processes (not --workers 0).",
+    help="Stop a variant (or a segment variants share) that runs longer (at most a week), "
+    "record it as timed out and go on; needs worker processes (not --workers 0).",
 )
 @click.option(
     "--part",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import click
 
 from brainsmith.cli.shared import (
+    FiniteRange,
     build_dir_argument,
     finish_timed,
     json_option,
@@ -31,7 +32,10 @@ if TYPE_CHECKING:
     "Nexus part, e.g. LIFCL-40-9BG400C (CrossLink-NX LIFCL-17/40, Certus-NX LFD2NX-40).",
 )
 @click.option(
-    "--mhz", type=float, default=None, help="The clock to meet (default: the build's clock)."
+    "--mhz",
+    type=FiniteRange(min=1.0, max=1000.0),
+    default=None,
+    help="The clock to meet, 1 to 1000 MHz (default: the build's clock).",
 )
 @json_option("Print the result as JSON.")
 def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> None:
@@ -120,7 +124,7 @@ def print_routed(data: Json) -> None:
 )
 @click.option(
     "--mhz",
-    type=click.FloatRange(min=3.125, max=400.0),
+    type=FiniteRange(min=3.125, max=400.0),
     default=None,
     help="The design clock (the PLL makes the nearest it can); default: the build's clock.",
 )

@@ -4,6 +4,7 @@ line starts fast)."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -166,3 +167,15 @@ def finish_timed(data: Json, as_json: bool, print_result: Callable[[Json], None]
     else:
         print_result(data)
     exit_now(0 if data["met"] else 3)
+
+
+class FiniteRange(click.FloatRange):
+    """click's FloatRange refusing NaN too (no comparison with NaN fails, so it passed)."""
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        number = float(super().convert(value, param, ctx))
+        if math.isnan(number):
+            self.fail(f"{value} is not a number in the range {self._describe_range()}.", param, ctx)
+        return number

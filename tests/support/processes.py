@@ -46,7 +46,8 @@ def invoke(
     with _entered(cwd):
         reset_plugin_system()
         try:
-            result = runner.invoke(cli, [str(a) for a in args], env=env, input=input,
+            words = [str(a) for a in args]
+            result = runner.invoke(cli, words, env=env, input=input, prog_name="brainsmith",
                                    catch_exceptions=False)  # fmt: skip
         finally:
             reset_plugin_system()
