@@ -385,3 +385,57 @@ def test_every_clock_and_time_option_refuses_nan_and_infinity(tmp_path, command,
     ran = invoke(*(word.format(tmp=tmp_path) for word in command), option, value)
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert f"Invalid value for '{option}'" in ran.stderr
+
+
+# -- row: the user's own bitstream cache -------------------------------------------------------
+
+GOOD_FIGURES = {
+    "sha256": "", "board": "ulx3s-85f", "part": "LFE5U-85F-6BG381C", "asked_mhz": 100.0,
+    "clock_mhz": 100.0, "baud": 3_000_000, "clocks_per_bit": 33, "fmax_mhz": {"clk": 120.5},
+    "resources": {}, "seconds": {}, "tools": {},
+}  # fmt: skip
+
+
+def cached_bitstream(root: Path, content: bytes, **changed) -> tuple[str, tuple[str, str]]:
+    """A bitstream cache entry as a run writes it (its .bit holding ``content``, a netlist),
+    its figures ``changed``: (the entry, (the .bit, the netlist))."""
+    import gzip
+    import hashlib
+
+    from brainsmith.hardware.place_route.flow import write_entry
+
+    bit, netlist, entry = root / "k.bit", root / "k.v.gz", root / "k.json"
+    bit.write_bytes(content)
+    netlist.write_bytes(gzip.compress(b"module board_top; endmodule\n"))
+    figures = {**GOOD_FIGURES, "sha256": hashlib.sha256(content).hexdigest(), **changed}
+    write_entry(str(root), str(entry), "k", figures)
+    return str(entry), (str(bit), str(netlist))
+
+
+BITSTREAM = b"\xff\x00 comment \x00\xff" + b"\xff\xff\xbd\xb3" + b"\x00" * 64
+
+
+@pytest.mark.parametrize(
+    ("content", "changed"),
+    [(b"#!/bin/sh\nnot a bitstream\n", {}), (BITSTREAM, {"fmax_mhz": {"clk": "fast"}}),
+     (BITSTREAM, {"fmax_mhz": {"clk": float("inf")}}), (BITSTREAM, {"clock_mhz": -1}),
+     (BITSTREAM, {"fmax_mhz": [120.5]}), (BITSTREAM, {"clocks_per_bit": 0})],
+    ids=["not-a-bitstream", "fmax-text", "fmax-inf", "clock-negative", "fmax-list", "no-bits"],
+)  # fmt: skip
+def test_a_cached_bitstream_entry_that_a_run_would_not_write_is_dropped(tmp_path, content, changed):
+    from brainsmith.hardware.place_route.bitstream import _from_cache
+
+    entry, cached = cached_bitstream(tmp_path, content, **changed)
+    out = tmp_path / "build" / "bitstream" / "ulx3s-85f.bit"
+    assert _from_cache(entry, cached, "k", str(out)) is None
+    assert not out.exists() and not any(os.path.exists(p) for p in (entry, *cached))
+
+
+def test_a_cached_bitstream_entry_a_run_wrote_is_used(tmp_path):
+    from brainsmith.hardware.place_route.bitstream import _from_cache
+
+    entry, cached = cached_bitstream(tmp_path, BITSTREAM)
+    out = tmp_path / "build" / "bitstream" / "ulx3s-85f.bit"
+    found = _from_cache(entry, cached, "k", str(out))
+    assert found is not None and found.cached and found.fmax_mhz == {"clk": 120.5}
+    assert out.read_bytes() == BITSTREAM

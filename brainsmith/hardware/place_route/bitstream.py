@@ -21,6 +21,7 @@ import contextlib
 import gzip
 import hashlib
 import importlib.resources
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
@@ -284,9 +285,36 @@ def _bitstream_bytes(path: str) -> bytes:
     """The bitstream at ``path``; BitstreamError when it does not start as an ECP5 one."""
     with open(path, "rb") as handle:
         content = handle.read(MAX_BITSTREAM_BYTES + 1)
-    if not content.startswith(PREAMBLE) or SYNC not in content[:4096]:
+    if not _looks_ecp5(content):
         raise BitstreamError(f"{path} is not an ECP5 bitstream", "report this as a bug")
     return content
+
+
+def _looks_ecp5(content: bytes) -> bool:
+    return (
+        len(content) <= MAX_BITSTREAM_BYTES
+        and content.startswith(PREAMBLE)
+        and (SYNC in content[:4096])
+    )
+
+
+def _positive(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and (math.isfinite(value) and value > 0)
+    )
+
+
+def _figures_sane(result: BitstreamResult) -> bool:
+    """Whether a cached result's numbers are what a run writes: finite, positive, of their
+    types (a cache entry of other numbers is not used)."""
+    fmax = result.fmax_mhz
+    return (
+        all(_positive(v) for v in (result.asked_mhz, result.clock_mhz, result.baud))
+        and isinstance(result.clocks_per_bit, int) and result.clocks_per_bit > 0
+        and isinstance(fmax, dict) and all(isinstance(k, str) and _positive(v) for k, v in fmax.items())
+    )  # fmt: skip
 
 
 def _unpacked_device(path: str, part: str) -> None:
@@ -315,8 +343,8 @@ def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> Bit
         with gzip.open(cached[1], "rb") as handle:
             text = handle.read(MAX_NETLIST_BYTES + 1)
         result = BitstreamResult(**{**data, "bitstream": path, "netlist": netlist, "cached": True})
-        usable = hashlib.sha256(content).hexdigest() == result.sha256
-        usable = usable and len(text) <= MAX_NETLIST_BYTES
+        usable = hashlib.sha256(content).hexdigest() == result.sha256 and _looks_ecp5(content)
+        usable = usable and len(text) <= MAX_NETLIST_BYTES and _figures_sane(result)
     except (OSError, TypeError, EOFError, gzip.BadGzipFile):
         usable = False
     if usable:
