@@ -14,12 +14,20 @@ import numpy as np
 import pytest
 
 from tests.support.farm import REPO, all_rtl_conv
+from tests.support.processes import Ran, invoke
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 MODELS = REPO / "examples" / "models"
 
 
-def export(build: Path, dest: Path, *options: str) -> subprocess.CompletedProcess:
+def export(build: Path, dest: Path, *options: str) -> Ran:
+    """``brainsmith export BUILD DEST OPTIONS`` in this process."""
+    return invoke("export", str(build), str(dest), *options)
+
+
+def export_process(build: Path, dest: Path, *options: str) -> subprocess.CompletedProcess:
+    """``brainsmith export BUILD DEST OPTIONS`` as a process of its own, as a user's shell
+    starts it."""
     command = [sys.executable, "-m", "brainsmith", "export", str(build), str(dest), *options]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
 
@@ -37,15 +45,17 @@ def sim(folder: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def handed_off(hub, farm, tmp_path_factory):
     """The conv net exported from a private copy of its build with the net's own inputs,
-    then moved to another folder and the build deleted."""
+    then moved to another folder (its name with a space) and the build deleted."""
     root = tmp_path_factory.mktemp("export")
     build = root / "build"
     shutil.copytree(all_rtl_conv(farm), build, symlinks=True)
-    done = export(build, root / "out" / "conv", "--input", str(MODELS / "conv_pad_input.npy"))
+    done = export_process(
+        build, root / "out" / "conv", "--input", str(MODELS / "conv_pad_input.npy")
+    )
     assert done.returncode == 0, done.stderr
     assert "exported brainsmith_accelerator to" in done.stdout and "sim.sh" in done.stdout
     shutil.rmtree(build)
-    moved = Path(shutil.copytree(root / "out" / "conv", root / "elsewhere" / "conv"))
+    moved = Path(shutil.copytree(root / "out" / "conv", root / "else where" / "conv"))
     shutil.rmtree(root / "out")
     return moved
 
@@ -104,6 +114,30 @@ def test_an_existing_destination_or_a_folder_that_is_no_build_is_refused(farm, t
     done = export(tmp_path / "nothing", tmp_path / "dest")
     assert done.returncode == 2 and "not a brainsmith build folder" in done.stderr
     assert not (tmp_path / "dest").exists()
+
+
+def test_two_exports_to_one_new_destination_one_is_made_the_other_refused(farm, tmp_path):
+    """Both start at once: the destination is claimed before anything is written, so the
+    second is refused cleanly and the first's folder is whole (no OSError, no folder of one
+    replaced by the other's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from brainsmith.export.folder import ExportError, export_build
+
+    build, dest = str(all_rtl_conv(farm)), str(tmp_path / "dest")
+
+    def attempt(_: int) -> str:
+        try:
+            export_build(build, dest)
+        except ExportError as exc:
+            return str(exc)
+        return "made"
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = sorted(pool.map(attempt, range(2)))
+    assert outcomes[0] == "made" and f"{dest} exists" in outcomes[1], outcomes
+    assert (tmp_path / "dest" / "sim.sh").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest"]  # no stage left behind
 
 
 def test_inputs_of_the_wrong_shape_leave_no_folder_behind(farm, tmp_path):

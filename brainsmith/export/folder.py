@@ -16,6 +16,8 @@ part name, and what ``sim.sh`` compiles is screened as every simulation here is.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -97,16 +99,29 @@ def export_build(
     parent = os.path.dirname(target)
     try:
         os.makedirs(parent, exist_ok=True)
+        os.mkdir(
+            target, 0o700
+        )  # claimed: a second export to it, or a folder made meanwhile, fails here
+    except FileExistsError:
+        raise ExportError(
+            f"{destination} exists", "give a folder that does not exist yet"
+        ) from None
     except OSError as exc:
-        raise ExportError(f"cannot create {parent} ({exc.strerror or exc})") from None
-    stage = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", dir=parent)
+        raise ExportError(f"cannot create {destination} ({exc.strerror or exc})") from None
+    stage = ""
     try:
+        stage = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", dir=parent)
         _write(stage, design, sources, data, inputs, expected)
         _screen(stage)
         os.chmod(stage, 0o755)
-        os.rename(stage, target)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
+        os.rename(stage, target)  # over the empty folder claimed above
+    except BaseException as exc:
+        if stage:
+            shutil.rmtree(stage, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.rmdir(target)  # the claim, unless something was put in it meanwhile
+        if isinstance(exc, OSError):
+            raise _failed_write(exc, destination) from None
         raise
     changes = sorted({change for source in sources for change in source.changes})
     return Exported(target, TOP, len(sources), len(data), len(inputs), changes)
@@ -327,6 +342,19 @@ def _manifest(design: Streams, sources: list[Source], frames: int, put: _Writer)
         "simulation_changes": sorted({c for s in sources for c in s.changes}),
         "files": put.digests,
     }  # fmt: skip
+
+
+def _failed_write(exc: OSError, destination: str) -> ExportError:
+    """What to tell the user when writing the export failed (nothing of it is left)."""
+    if exc.errno == errno.ENOSPC:
+        return ExportError(f"the disk of {destination} is full; nothing was left there",
+                           "free some space, or export to another disk")  # fmt: skip
+    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+        return ExportError(f"{destination} was filled by something else while exporting",
+                           "give a folder that does not exist yet")  # fmt: skip
+    return ExportError(
+        f"cannot write {destination} ({exc.strerror or exc}); nothing was left there"
+    )
 
 
 def _screen(stage: str) -> None:
