@@ -104,10 +104,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     yield
 
 
+def moved_tests() -> dict[str, str]:
+    """``tests/budget.yaml``'s ``moved``: test (module::name, a case's id optional) -> the tier
+    it runs in (wide or big) and why, kept out of make test's budget."""
+    import yaml
+
+    budget = yaml.safe_load((REPO / "tests" / "budget.yaml").read_text())
+    return dict(budget.get("moved") or {})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    moved = moved_tests()
     for item in items:
         if item.module is not None and item.module.__name__.rpartition(".")[2] in HEAVY_MODULES:
             item.add_marker(pytest.mark.slow)
+        name = f"{item.module.__name__.rpartition('.')[2]}::{item.name}" if item.module else ""
+        tier = moved.get(name) or moved.get(name.partition("[")[0])
+        if tier:
+            item.add_marker(getattr(pytest.mark, tier.split(":", 1)[0].strip()))
 
 
 @pytest.fixture(scope="session")

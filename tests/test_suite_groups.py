@@ -122,7 +122,9 @@ def test_the_profile_reads_each_test_s_group_and_seconds_from_junit_xml(tmp_path
 
     (tmp_path / "run.xml").write_text(
         '<testsuites><testsuite name="pytest">'
-        '<testcase classname="tests.test_a" name="test_x[2]@rtlsim" time="3.5"/>'
+        '<testcase classname="tests.test_a" name="test_x[2]@rtlsim" time="3.5"><properties>'
+        '<property name="cpu_s" value="3.25"/><property name="processes" value="2"/>'
+        "</properties></testcase>"
         '<testcase classname="tests.test_a" name="test_y[user@host/0]" time="1.0"/>'
         '<testcase classname="tests.test_b" name="test_z@rtlsim" time="2.0">'
         '<failure message="assert 1 == 2"/></testcase>'
@@ -135,7 +137,30 @@ def test_the_profile_reads_each_test_s_group_and_seconds_from_junit_xml(tmp_path
         ("tests.test_b::test_z", "rtlsim"),
     ]
     assert cases[2]["outcome"] == "failure" and cases[2]["message"] == "assert 1 == 2"
+    assert (cases[0]["cpu_s"], cases[0]["processes"]) == (3.25, 2)
     assert summed(cases, "group") == [
-        {"group": "rtlsim", "tests": 2, "seconds": 5.5},
-        {"group": "(none)", "tests": 1, "seconds": 1.0},
+        {"group": "rtlsim", "tests": 2, "seconds": 5.5, "cpu_s": 3.2, "processes": 2},
+        {"group": "(none)", "tests": 1, "seconds": 1.0, "cpu_s": 0.0, "processes": 0},
     ]
+
+
+def test_every_test_the_budget_names_exists_and_each_move_says_its_tier():
+    """tests/budget.yaml's ``moved`` and ``long_tests`` name real tests (a renamed test
+    would otherwise fall back into make test, or out of the list, unnoticed)."""
+    import ast
+
+    import yaml
+
+    budget = yaml.safe_load((REPO / "tests" / "budget.yaml").read_text())
+    named = [*budget["moved"], *(k.removeprefix("tests.") for k in budget["long_tests"])]
+    missing = []
+    for name in named:
+        module, _, test = name.partition("::")
+        path = REPO / "tests" / f"{module}.py"
+        defined = ({n.name for n in ast.parse(path.read_text()).body
+                    if isinstance(n, ast.FunctionDef)} if path.is_file() else set())  # fmt: skip
+        if test.partition("[")[0] not in defined:
+            missing.append(name)
+    assert missing == []
+    assert all(why.split(":")[0] in ("wide", "big") for why in budget["moved"].values())
+    assert sum(budget["groups"].values()) <= budget["wall_minutes"] * 60 * 2
