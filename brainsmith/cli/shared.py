@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -173,7 +174,7 @@ class FiniteRange(click.FloatRange):
     """click's FloatRange refusing NaN too (no comparison with NaN fails, so it passed)."""
 
     def convert(
-        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
         number = float(super().convert(value, param, ctx))
         if math.isnan(number):
