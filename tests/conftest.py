@@ -23,8 +23,14 @@ PYTHON = sys.executable
 
 # pytest keeps each test module with its asserts rewritten in __pycache__ unless bytecode is
 # not to be written: with PYTHONDONTWRITEBYTECODE set (CI machines), every worker of every run
-# rewrote all of them again (seconds of CPU per process).
+# rewrote all of them again (seconds of CPU per process). Only while collecting: the tests'
+# own plugin folders get no __pycache__ of their own.
+_WRITES_BYTECODE = sys.dont_write_bytecode
 sys.dont_write_bytecode = False
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    sys.dont_write_bytecode = _WRITES_BYTECODE
 
 
 # Modules whose tests install packages with pip, start many processes or servers (a killed
