@@ -14,7 +14,7 @@ rm -rf sim/obj sim/run && mkdir -p sim/run
 cp sim/in0_V.hex sim/run/
 "$VERILATOR" --cc --exe --build -j 2 -MAKEFLAGS CFG_CXXFLAGS_PCH_I=-include --no-timing --x-assign 0 --x-initial 0 -Wno-fatal \
     -Wno-lint -Wno-style -Wno-STMTDLY -Wno-INITIALDLY -DFINN_SIMULATION --prefix Vtop \
-    --top-module @TOP@ -CFLAGS "-std=c++20 -O1 -I.." --Mdir sim/obj -o sim \
+    --top-module @TOP@ -CFLAGS "-std=c++20 -O1 -I$(pwd)/sim" --Mdir sim/obj -o sim \
     -f sim/files.f sim/testbench.cpp >sim/verilator.log 2>&1 || {
     echo "sim.sh: Verilator could not compile the design; see sim/verilator.log" >&2
     exit 2
