@@ -282,6 +282,7 @@ def odd_families(tmp_path_factory) -> Path:
     return root / "site"
 
 
+@pytest.mark.slow  # a pip-installed package: not in make test-fast
 def test_each_broken_family_plugin_is_named_and_ecp5_works_on(odd_families):
     """A process of its own: one of the plugins hangs for an hour at import."""
     import subprocess
