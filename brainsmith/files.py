@@ -93,9 +93,16 @@ def read_json(path: str, limit: int = MAX_JSON_BYTES) -> Json:
 
 
 def write_atomically(path: str, write: Callable[[str], None]) -> None:
-    """``write(temporary_path)``, then rename it to ``path``; on error nothing is left."""
+    """``write(temporary_path)``, then rename it to ``path``; on error nothing is left. The
+    temporary file beside ``path`` is made new (exclusive, an unpredictable name), so nothing
+    planted there is written through."""
+    import tempfile
+
     folder, name = os.path.split(path)
-    temporary = os.path.join(folder, f".{name}.partial")
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{name}.", suffix=".partial", dir=folder or "."
+    )
+    os.close(descriptor)
     try:
         write(temporary)
         os.replace(temporary, path)

@@ -6,7 +6,6 @@ written to ``--output``, with what the run measured.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -140,18 +139,13 @@ def output_path(path: str) -> str:
 
 def save_array(target: str, array: np.ndarray) -> None:
     """``array`` written to ``target`` whole or not at all (a file beside it, then renamed)."""
-    import tempfile
+    from brainsmith.files import write_atomically
 
-    folder = os.path.dirname(os.path.abspath(target))
-    descriptor, part = tempfile.mkstemp(prefix=".output-", suffix=".npy", dir=folder)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
+    def write(temporary: str) -> None:
+        with open(temporary, "wb") as handle:  # (a name: np.save would add .npy)
             np.save(handle, array)
-        os.replace(part, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(part)
-        raise
+
+    write_atomically(target, write)
 
 
 def _generated(board: Board) -> np.ndarray:
