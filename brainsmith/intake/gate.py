@@ -296,9 +296,15 @@ def _optional_text(value: object) -> bool:
 
 
 def _number(value: object) -> bool:
+    """Whether ``value`` is a number (not a bool) a float holds finite."""
     import math
+    import sys
 
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, int):  # math.isfinite would raise OverflowError past a float's range
+        return abs(value) <= sys.float_info.max
+    return math.isfinite(value)
 
 
 def _printable(text: str) -> bool:
