@@ -279,6 +279,44 @@ def test_a_plugin_step_making_a_loop_is_named_before_the_next_step_runs(plugin_f
     assert found["loop_step"] == "failed" and found["qonnx_to_finn"] != "ok", found
 
 
+LOOP_TRANSFORM = """
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin import transform
+
+
+@transform(name="LoopSecondNode")
+class LoopSecondNode(Transformation):
+    \"\"\"The second node reads its own output.\"\"\"
+
+    def apply(self, model):
+        node = model.graph.node[1]
+        node.input[0] = node.output[0]
+        return model, False
+"""
+
+
+@pytest.mark.parametrize("verify", ["none", "each"])
+def test_a_blueprint_transform_making_a_loop_is_named_before_the_step_goes_on(
+    plugin_folder, tmp_path, verify
+):
+    """A ``pre_hw`` transform runs inside the streamline step: its loop is refused as it
+    returns, naming it, before FINN's passes in the same step spin on it (they did)."""
+    plugin_folder("loop_transform.py", LOOP_TRANSFORM)
+    blueprint = tmp_path / "looping.yaml"
+    blueprint.write_text(
+        f"name: looping\nextends: {MLP_BLUEPRINT}\n"
+        "hw_compiler:\n  transforms_phased:\n    pre_hw: [LoopSecondNode]\n"
+    )
+    out = tmp_path / "out"
+    code, err = cli(
+        "build", MLP, str(blueprint), "-o", str(out), "--quiet", "--verify", verify, timeout=120
+    )
+    assert code == 1, err
+    assert "pre_hw transform user:LoopSecondNode left a loop" in err, err
+    assert "reads its own output" in err, err
+    assert statuses(out)["streamline"] == "failed"
+
+
 @pytest.mark.slow
 def test_check_names_a_plugin_step_making_a_loop(plugin_folder, tmp_path):
     plugin_folder("wiring_steps.py", ZERO_STEP)

@@ -16,6 +16,8 @@ import logging
 from dataclasses import dataclass
 from typing import cast
 
+from qonnx.transformation.base import Transformation
+
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
@@ -37,6 +39,7 @@ from brainsmith.frameworks.finn.recipe.steps import (
 )
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
+from brainsmith.intake.wiring import cycle, describe
 from brainsmith.planning.advice import blocking_nodes, explain_blocking, fork_hint, fork_problems
 from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
 from brainsmith.planning.context import context_of
@@ -54,7 +57,6 @@ if TYPE_CHECKING:
     import onnx
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
-    from qonnx.transformation.base import Transformation
 
     from brainsmith.planning.plan import BuildPlan
 
@@ -161,7 +163,8 @@ def infer_hardware(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrappe
     standalone = cfg.standalone_thresholds or plan.needs_standalone_thresholds()
 
     def make(name: str) -> Transformation:
-        return _transform_class(plan, name)(**transform_args(name, cfg, plan))
+        made = _transform_class(plan, name)(**transform_args(name, cfg, plan))
+        return LoopChecked(made, f"transform {name}", "the kernel that declares it")
 
     names = plan.infer_transforms(standalone)
     return convert_to_hw(model, names, make, plan.rewrites()).transform(InferShapes())
@@ -550,8 +553,30 @@ def apply_transforms(model: ModelWrapper, plan: BuildPlan, phase: str) -> ModelW
                 f"{phase} transform {ref.name} cannot be created with {ref.args}: {exc}",
                 f"check the arguments of {ref.name} in the blueprint",
             ) from exc
-        model = model.transform(instance)
+        where = f"the blueprint's transforms_phased.{phase}"
+        model = model.transform(LoopChecked(instance, f"{phase} transform {ref.name}", where))
     return model
+
+
+class LoopChecked(Transformation):  # type: ignore[misc]
+    """A plugin's transform whose every pass is followed by the loop check: a loop it
+    makes fails the step, naming it, before the passes after it in the same step (and
+    qonnx's clean-up of its result) spin on the graph."""
+
+    def __init__(self, inner: Transformation, label: str, origin: str) -> None:
+        super().__init__()
+        self.inner, self.label, self.origin = inner, label, origin
+
+    def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
+        model, changed = self.inner.apply(model)
+        loop = cycle(model.graph)
+        if loop is not None:
+            raise StepError(
+                f"{self.label} left a loop in the graph: {describe(loop)} (the passes "
+                "after it would never finish)",
+                f"the transform comes from {self.origin}: remove it to see, or fix it",
+            )
+        return model, changed
 
 
 def _transform_class(plan: BuildPlan, name: str) -> Callable[..., Transformation]:
