@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,11 @@ from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugin.settings.config import load_config
 from brainsmith.plugins import steps, transforms
 from tests.conftest import run_python
+from tests.support.processes import invoke
+
+REPO = Path(__file__).resolve().parents[1]
+MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
+MLP_BLUEPRINT = REPO / "blueprints" / "mlp.yaml"
 
 GOOD = """
 from qonnx.transformation.base import Transformation
@@ -240,6 +246,73 @@ def test_two_plugins_with_one_qualified_name_keep_the_first_and_report_both(plug
     (problem,) = broken("Same")
     assert "transform user:Same is defined twice" in problem["reason"]
     assert "same_a:FromA" in problem["reason"] and "same_b:FromB" in problem["reason"]
+
+
+SHADOW = """
+import numpy as np
+from qonnx.transformation.base import Transformation
+from brainsmith.plugin.core import transform
+
+
+@transform(name="RemoveIdentityOps")
+class DoubleWeights(Transformation):
+    \"\"\"QONNX's name, another job: every float initializer doubled.\"\"\"
+
+    def apply(self, model):
+        for tensor in model.graph.initializer:
+            value = model.get_initializer(tensor.name)
+            if value.dtype == np.float32 and value.size > 1:
+                model.set_initializer(tensor.name, value * 2)
+        return model, False
+"""
+QONNX_FILE = "qonnx/transformation/remove.py"
+
+
+def shadowing_blueprint(tmp_path: Path, name: str) -> Path:
+    """The shipped MLP blueprint with transform ``name`` before streamlining."""
+    blueprint = tmp_path / "shadowed.yaml"
+    blueprint.write_text(
+        f"name: shadowed\nextends: {MLP_BLUEPRINT}\n"
+        f"hw_compiler:\n  transforms_phased:\n    pre_hw: [{name!r}]\n"
+    )
+    return blueprint
+
+
+@pytest.mark.parametrize("verify", ["none", "each"])
+def test_a_plugin_shadowing_a_qonnx_transform_stops_the_build_naming_both_files(
+    plugin_folder, tmp_path, verify
+):
+    """A blueprint's short name that a user plugin takes from QONNX is refused before any
+    step, in every verify mode (with ``none`` the plugin ran, unnamed, and the build passed)."""
+    mine = plugin_folder("shadow.py", SHADOW)
+    out = tmp_path / "out"
+    blueprint = shadowing_blueprint(tmp_path, "RemoveIdentityOps")
+    ran = invoke("build", MLP, blueprint, "-o", out, "--verify", verify)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    err = " ".join(ran.stderr.split())
+    assert f"user:RemoveIdentityOps ({mine}:7)" in err, err
+    assert "qonnx:RemoveIdentityOps (" in err and QONNX_FILE in err, err
+    assert not out.exists()
+
+
+def test_a_qualified_name_picks_either_of_the_two(plugin_folder, tmp_path):
+    plugin_folder("shadow.py", SHADOW)
+    for name in ("user:RemoveIdentityOps", "qonnx:RemoveIdentityOps"):
+        ran = invoke("blueprint", "validate", shadowing_blueprint(tmp_path, name))
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_a_plugin_taking_a_qonnx_name_is_a_warning_and_a_health_line(plugin_folder):
+    mine = plugin_folder("shadow.py", SHADOW)
+    from brainsmith.errors import DuplicatePluginWarning
+
+    with pytest.warns(DuplicatePluginWarning, match="is shadowed by user:RemoveIdentityOps") as hit:
+        assert transforms.RemoveIdentityOps.__name__ == "DoubleWeights"
+    assert (hit[0].filename, hit[0].lineno) == (str(mine), 7)
+    health = get_plugin_manager().health_check()
+    (line,) = [s for s in health["shadowed_plugins"] if "RemoveIdentityOps" in s]
+    assert line.startswith("transform qonnx:RemoveIdentityOps (") and QONNX_FILE in line, line
+    assert f"is shadowed by user:RemoveIdentityOps ({mine}:7)" in line, line
 
 
 CYCLE = """

@@ -16,7 +16,7 @@ from brainsmith.blueprint.schema import LISTINGS, KernelRef, Ref
 from brainsmith.plugin.adapters import install_hint
 from brainsmith.plugin.metadata import BACKEND_TYPES
 from brainsmith.plugin.names import split_name, suggest
-from brainsmith.plugin.registry import Registry
+from brainsmith.plugin.registry import Registry, located, taken_from_built_in
 from brainsmith.plugin.spec import PLUGIN_TYPES, PluginSpec
 
 TYPE_CHECKING = False
@@ -158,10 +158,11 @@ class Resolver:
         return found
 
     def _lookup(self, kind: str, text: str) -> tuple[PluginSpec | None, Miss | None]:
-        """The spec ``text`` names, or None and (when ambiguous ignoring case) why."""
+        """The spec ``text`` names, or None and (when ambiguous) why."""
         spec = self._exact(kind, text)
         if spec is not None:
-            return spec, None
+            shadowing = None if ":" in text else self._shadowing(kind, text)
+            return (None, shadowing) if shadowing else (spec, None)
         hits = self.registry.find_case_insensitive(kind, text)
         spellings = {s.qualified_name if ":" in text else s.name for s in hits}
         if len(spellings) == 1:
@@ -171,6 +172,22 @@ class Resolver:
             what = f"{kind} name {quote(text)} is ambiguous: ignoring case it matches {names}"
             return None, Miss(what, "the exact name of one of them")
         return None, None
+
+    def _shadowing(self, kind: str, text: str) -> Miss | None:
+        """Why short name ``text`` is ambiguous: a user's or a package's plugin takes it from
+        a built-in one (the build would silently run the other plugin); None if it is not."""
+        candidates = self.registry.candidates(kind, text)
+        hidden = taken_from_built_in(candidates)
+        if not hidden:
+            return None
+        mine = candidates[0]
+        others = ", ".join(f"{h.qualified_name} ({located(h)})" for h in hidden)
+        what = (
+            f"{kind} name {quote(text)} is ambiguous: {mine.qualified_name} "
+            f"({located(mine)}) shadows {others}"
+        )
+        names = " or ".join(quote(s.qualified_name) for s in (mine, *hidden))
+        return Miss(what, f"a qualified name: {names}")
 
     def _exact(self, kind: str, text: str) -> PluginSpec | None:
         """``Registry.find`` without building a not-found message for every miss."""

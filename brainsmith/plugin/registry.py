@@ -166,10 +166,13 @@ class Registry:
                 ", ".join(c.framework for c in candidates),
                 candidates[0].qualified_name,
             )
+            winner = candidates[0]
             for hidden in candidates[1:]:
-                if hidden.framework not in BUILT_IN and hidden.target not in self._warned:
-                    self._warned.add(hidden.target)
-                    _warn_at(hidden, shadowed_reason(hidden, candidates[0]))
+                if by_design(hidden, winner) or hidden.target in self._warned:
+                    continue
+                self._warned.add(hidden.target)
+                mine = winner if hidden.framework in BUILT_IN else hidden  # the user's file
+                _warn_at(mine, shadowed_reason(hidden, winner))
         holders = self._by_target.get(spec.target)
         if holders is None:
             self._by_target[spec.target] = [spec]
@@ -425,14 +428,12 @@ class Registry:
         return spec
 
     def shadowed(self) -> list[tuple[PluginSpec, PluginSpec]]:
-        """(plugin, the one its short name resolves to) for every user or package plugin
-        whose short name a higher-priority plugin also has."""
+        """(plugin, the one its short name resolves to) for every plugin whose short name a
+        higher-priority plugin also has, unless both are built in (brainsmith, QONNX, FINN)."""
         with self._lock:
             self._take()
             groups = [list(c) for c in self._by_name.values() if len(c) > 1]
-        return [
-            (hidden, c[0]) for c in groups for hidden in c[1:] if hidden.framework not in BUILT_IN
-        ]
+        return [(hidden, c[0]) for c in groups for hidden in c[1:] if not by_design(hidden, c[0])]
 
     def find_case_insensitive(self, type: str, name: str) -> list[PluginSpec]:
         """Specs whose short or qualified name equals ``name`` ignoring case, best first."""
@@ -561,12 +562,39 @@ def check_type(type: str) -> None:
 BUILT_IN = ("brainsmith", "qonnx", "finn")  # frameworks whose name clashes are by design
 
 
+def by_design(hidden: PluginSpec, winner: PluginSpec) -> bool:
+    """Whether ``winner`` taking ``hidden``'s short name is by design: both are built in."""
+    return hidden.framework in BUILT_IN and winner.framework in BUILT_IN
+
+
+def taken_from_built_in(candidates: list[PluginSpec]) -> list[PluginSpec]:
+    """The built-in plugins whose short name the first of ``candidates`` (best first), a
+    user's or a package's, takes: a name that must be written qualified to be clear."""
+    if not candidates or candidates[0].framework in BUILT_IN:
+        return []
+    return [c for c in candidates[1:] if c.framework in BUILT_IN]
+
+
+def located(spec: PluginSpec) -> str:
+    """Where ``spec`` is defined: its file and line, else its file or target."""
+    line = spec.metadata.get("line")
+    return f"{spec.source}:{line}" if isinstance(line, int) else spec.source or spec.target
+
+
 def shadowed_reason(hidden: PluginSpec, winner: PluginSpec) -> str:
-    line = hidden.metadata.get("line")
-    where = f"{hidden.source}:{line}" if isinstance(line, int) else hidden.source or hidden.target
+    head = (
+        f"{hidden.type} {hidden.qualified_name} ({located(hidden)}) is shadowed by "
+        f"{winner.qualified_name}"
+    )
+    if hidden.framework in BUILT_IN:  # a user's or a package's plugin took a built-in name
+        return (
+            f"{head} ({located(winner)}): the short name {hidden.name} means "
+            f"{winner.framework}'s; a blueprint must write {winner.qualified_name} or "
+            f"{hidden.qualified_name}. Rename {winner.qualified_name} with the decorator's "
+            "name= argument."
+        )
     return (
-        f"{hidden.type} {hidden.qualified_name} ({where}) is shadowed by "
-        f"{winner.qualified_name}: the short name {hidden.name} means {winner.framework}'s. "
+        f"{head}: the short name {hidden.name} means {winner.framework}'s. "
         f"Use {hidden.qualified_name}, or rename it with the decorator's name= argument."
     )
 
