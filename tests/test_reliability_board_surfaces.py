@@ -420,8 +420,10 @@ BITSTREAM = b"\xff\x00 comment \x00\xff" + b"\xff\xff\xbd\xb3" + b"\x00" * 64
     ("content", "changed"),
     [(b"#!/bin/sh\nnot a bitstream\n", {}), (BITSTREAM, {"fmax_mhz": {"clk": "fast"}}),
      (BITSTREAM, {"fmax_mhz": {"clk": float("inf")}}), (BITSTREAM, {"clock_mhz": -1}),
-     (BITSTREAM, {"fmax_mhz": [120.5]}), (BITSTREAM, {"clocks_per_bit": 0})],
-    ids=["not-a-bitstream", "fmax-text", "fmax-inf", "clock-negative", "fmax-list", "no-bits"],
+     (BITSTREAM, {"fmax_mhz": [120.5]}), (BITSTREAM, {"clocks_per_bit": 0}),
+     (BITSTREAM, {"baud": 10**400})],
+    ids=["not-a-bitstream", "fmax-text", "fmax-inf", "clock-negative", "fmax-list", "no-bits",
+         "baud-past-a-float"],
 )  # fmt: skip
 def test_a_cached_bitstream_entry_that_a_run_would_not_write_is_dropped(tmp_path, content, changed):
     from brainsmith.hardware.place_route.bitstream import _from_cache

@@ -21,7 +21,6 @@ import contextlib
 import gzip
 import hashlib
 import importlib.resources
-import math
 import os
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
@@ -61,6 +60,7 @@ from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
+from brainsmith.report.units import finite
 
 TOP = "board_top"
 LPF = "board.lpf"
@@ -299,11 +299,8 @@ def _looks_ecp5(content: bytes) -> bool:
 
 
 def _positive(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and (math.isfinite(value) and value > 0)
-    )
+    number = finite(value)  # an int past a float's range too (math.isfinite raises)
+    return number is not None and number > 0
 
 
 def _figures_sane(result: BitstreamResult) -> bool:
