@@ -38,6 +38,9 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
       brainsmith build examples/models/conv_pad.onnx --prefer rtl -o out/conv
       brainsmith export out/conv handoff/conv && handoff/conv/sim.sh
     """
+    import os
+    import shlex
+
     from brainsmith import interrupts
     from brainsmith.cli.output import console, echo
     from brainsmith.commands.run import load_array
@@ -54,11 +57,13 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
         echo(f"error: export interrupted ({exc.name}); {dest} was not written", err=True)
         exit_now(128 + exc.signum)
     changed = f"; Verilator reads {len(done.changes)} changed" if done.changes else ""
+    sim_sh = shlex.quote(os.path.join(done.folder, "sim.sh"))  # commands to paste in a shell
+    tcl = shlex.quote(os.path.join(done.folder, "vivado", "package_ip.tcl"))
     console().print(
         f"exported {done.top} to {done.folder}: {done.sources} sources, "
         f"{done.parameter_files} parameter files, {done.frames} frames of vectors{changed}\n"
-        f"  simulate: {done.folder}/sim.sh   package for Vivado (untested here): "
-        f"vivado -mode batch -source {done.folder}/vivado/package_ip.tcl",
+        f"  simulate: {sim_sh}   package for Vivado (untested here): "
+        f"vivado -mode batch -source {tcl}",
         markup=False,
         soft_wrap=True,
     )

