@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from brainsmith.blueprint.schema import DEFAULT_STEPS
-from tests.conftest import REPO, run_python
+from tests.conftest import REPO, once, run_python
 from tests.support.layers import DIST, MODULE, OP_TYPE, PLUGIN_SOURCE, int_clip_model
 from tests.support.packages import build_wheel, pip_install_target, write_project
-from tests.support.processes import run_brainsmith
+from tests.support.processes import Ran, run_brainsmith
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
 TIMEOUT = 300
@@ -30,11 +30,15 @@ BACKEND_OP = f"{OP_TYPE}_rtl"
 def package(tmp_path_factory) -> dict:
     """The plugin package built as a wheel and pip-installed into a folder of its own, and
     the model using its layer."""
-    root = tmp_path_factory.mktemp("acme")
-    wheel = build_wheel(write_project(root / "src", DIST, MODULE, PLUGIN_SOURCE), root / "dist")
-    site = root / "site"
-    pip_install_target(wheel, site)
-    return {"site": site, "model": int_clip_model(root / "clip.onnx")}
+
+    def make() -> dict:
+        root = tmp_path_factory.mktemp("acme")
+        project = write_project(root / "src", DIST, MODULE, PLUGIN_SOURCE)
+        site = root / "site"
+        pip_install_target(build_wheel(project, root / "dist"), site)
+        return {"site": site, "model": int_clip_model(root / "clip.onnx")}
+
+    return once("third-party package", make)
 
 
 def with_package(package: dict, **extra: str) -> dict:
@@ -51,52 +55,114 @@ def run_cli(*args: str, env: dict) -> tuple[int, str, str]:
     return run_brainsmith(*args, timeout=TIMEOUT, env=env)
 
 
-BUILD = """
-import json, os
+def build_in_process(env: dict, cwd: Path, **args) -> dict:
+    """``brainsmith.build(**args)`` in a fresh interpreter: its result or its BuildError."""
+    return in_one_process(env, cwd, {"build": args})["build"]
+
+
+IN_ONE_PROCESS = """
+import json, os, sys, traceback
+sys.path.insert(0, os.environ["REPO"])
 import brainsmith
 from brainsmith.builder import BuildError
 from brainsmith.builder.checkpoint import Checkpoint
+from brainsmith.plugin.manager import reset_plugin_system
+from tests.support.processes import invoke
 
-args = json.loads(os.environ["BUILD_ARGS"])
-start = Checkpoint.load(args.pop("start")) if "start" in args else None
-try:
-    result = brainsmith.build(start=start, **args)
-    print(json.dumps({"status": result.status, "output_dir": result.output_dir}))
-except BuildError as exc:
-    print(json.dumps({"step": exc.step, "reason": exc.reason, "hint": exc.hint,
-                      "exit_code": exc.exit_code}))
+done = {}
+for name, what in json.loads(os.environ["COMMANDS"]).items():
+    if isinstance(what, list):  # brainsmith WORDS, as the command line runs them
+        try:
+            ran = invoke(*what)
+            done[name] = [ran.returncode, ran.stdout, ran.stderr]
+        except BaseException:
+            done[name] = [None, "", traceback.format_exc()]
+        continue
+    args = dict(what)  # brainsmith.build(**args)
+    start = Checkpoint.load(args.pop("start")) if "start" in args else None
+    reset_plugin_system()  # discovered again, as a fresh process discovers
+    try:
+        result = brainsmith.build(start=start, **args)
+        done[name] = {"status": result.status, "output_dir": result.output_dir}
+    except BuildError as exc:
+        done[name] = {"step": exc.step, "reason": exc.reason, "hint": exc.hint,
+                      "exit_code": exc.exit_code}
+with open(os.environ["DONE"], "w") as file:
+    json.dump(done, file)
 """
 
 
-def build_in_process(env: dict, cwd: Path, **args) -> dict:
-    """``brainsmith.build(**args)`` in a fresh interpreter: its result or its BuildError."""
-    result = subprocess.run(  # this environment exactly: without_package() has no PYTHONPATH
-        [sys.executable, "-c", BUILD],
-        env={**env, "BUILD_ARGS": json.dumps(args)},
+def in_one_process(env: dict, cwd: Path, commands: dict[str, list | dict]) -> dict:
+    """Each of ``commands`` (name -> ``brainsmith`` words, or ``brainsmith.build`` keyword
+    arguments) in order, in one fresh interpreter with ``env`` exactly (without_package()
+    has no PYTHONPATH): name -> ``Ran`` for words, the build's result or BuildError for
+    arguments. One interpreter loads FINN and the plugins once for all of them."""
+    done = cwd / "done.json"
+    done.unlink(missing_ok=True)  # (a build_in_process before, in the same folder)
+    result = subprocess.run(
+        [sys.executable, "-c", IN_ONE_PROCESS],
+        env={**env, "REPO": str(REPO), "DONE": str(done),
+             "COMMANDS": json.dumps(commands, default=str)},
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+        timeout=TIMEOUT * len(commands),
+    )  # fmt: skip
+    assert result.returncode == 0 and done.is_file(), result.stderr[-3000:]
+    return {
+        name: Ran(*outcome) if isinstance(outcome, list) else outcome
+        for name, outcome in json.loads(done.read_text()).items()
+    }
 
 
 @pytest.fixture(scope="module")
-def built(package, tmp_path_factory) -> Path:
+def ran(package, clamped, tmp_path_factory) -> dict:
+    """What this module's tests read, made in one process with the package installed:
+    ``build`` (``brainsmith build clip.onnx --verify each``, no blueprint; its folder
+    ``built``), the clamped networks built, ``check`` on each model, and a build of
+    clip.onnx stopped after 5 steps (``stopped``, its checkpoint)."""
+
+    def make() -> dict:
+        root = tmp_path_factory.mktemp("ran")
+        finn_only = root / "finn_only.yaml"
+        finn_only.write_text(
+            "name: finn_only\nextends: brainsmith:base\nhw_compiler:\n"
+            "  kernels: [Thresholding, MVAU, ElementwiseMul]\n"
+        )
+        clip, clamp = str(package["model"]), str(clamped["clamped"])
+        commands: dict[str, list | dict] = {
+            "build": ["build", clip, "-o", str(root / "built"), "--verify", "each"]
+        }
+        for name, model in clamped.items():
+            vectors = [str(model.with_name(f"{name}_{kind}.npy")) for kind in ("input", "expected")]
+            commands[f"build {name}"] = [
+                "build", str(model), "-o", str(root / name), "--verify", "each",
+                "--input", vectors[0], "--expected", vectors[1],
+            ]  # fmt: skip
+        commands |= {
+            "check clip": ["check", clip, "--json"],
+            "check clamped": ["check", clamp, "--json"],
+            "check clamped finn_only": ["check", clamp, str(finn_only), "--json"],
+            "check clamped excluded": ["check", clamp, "--exclude", OP_TYPE, "--json"],
+            "check clamped misspelt": ["check", clamp, "--exclude", "AcmeClp"],
+            "stopped": {"model": clip, "output_dir": str(root / "stopped"), "stop_after": 5},
+        }
+        outcomes = in_one_process(with_package(package), root, commands)
+        return {**outcomes, "built": root / "built", "root": root}
+
+    return once("third-party commands", make)
+
+
+@pytest.fixture(scope="module")
+def built(ran) -> Path:
     """`brainsmith build clip.onnx --verify each` with the package installed, no blueprint."""
-    out = tmp_path_factory.mktemp("build") / "out"
-    code, stdout, stderr = run_cli(
-        "build",
-        str(package["model"]),
-        "-o",
-        str(out),
-        "--verify",
-        "each",
-        env=with_package(package),
-    )
+    code, stdout, stderr = astuple(ran["build"])
     assert code == 0, stdout + stderr
-    return out
+    return ran["built"]
+
+
+def astuple(ran: Ran) -> tuple[int, str, str]:
+    return ran.returncode, ran.stdout, ran.stderr
 
 
 # -- what brainsmith registers -------------------------------------------------------------
@@ -168,8 +234,8 @@ def test_a_layer_without_finns_port_names_keeps_finns_fifo_depths_and_says_why(b
     assert f"{BACKEND_OP}_0: its top module {BACKEND_OP}_0 has no port ap_clk, " in reason
 
 
-def test_check_shows_the_third_party_layer_and_its_backend(package, tmp_path):
-    code, out, err = run_cli("check", str(package["model"]), "--json", env=with_package(package))
+def test_check_shows_the_third_party_layer_and_its_backend(ran):
+    code, out, err = astuple(ran["check clip"])
     assert code == 0, out + err
     nodes = json.loads(out)["nodes"]
     assert [(n["op_type"], n["placement"], n["backend"]) for n in nodes] == [
@@ -194,24 +260,19 @@ def test_verify_rtl_without_the_package_names_the_layer_type_and_the_package(bui
     assert f"pip install {DIST}==1.0.0" in err
 
 
-def test_a_checkpoint_continues_in_a_fresh_process_that_loads_the_plugin(package, tmp_path):
+def test_a_checkpoint_continues_in_a_fresh_process_that_loads_the_plugin(package, ran, tmp_path):
     model = str(package["model"])
-    first = build_in_process(
-        with_package(package),
-        tmp_path,
-        model=model,
-        output_dir=str(tmp_path / "first"),
-        stop_after=5,
-    )
+    first = ran["stopped"]  # stopped after 5 steps with the package installed
     assert first["status"] == "stopped", first
-    saved = json.loads((tmp_path / "first" / "checkpoint.json").read_text())
+    first_folder = Path(first["output_dir"])
+    saved = json.loads((first_folder / "checkpoint.json").read_text())
     assert saved["layer_plugins"][BACKEND_OP]["distribution"] == DIST
     rest = build_in_process(
         with_package(package),
         tmp_path,
         model=model,
         output_dir=str(tmp_path / "rest"),
-        start=str(tmp_path / "first"),
+        start=str(first_folder),
         verify="each",
     )
     assert rest["status"] == "ok", rest
@@ -222,7 +283,7 @@ def test_a_checkpoint_continues_in_a_fresh_process_that_loads_the_plugin(package
         tmp_path,
         model=model,
         output_dir=str(tmp_path / "gone"),
-        start=str(tmp_path / "first"),
+        start=str(first_folder),
     )
     assert gone["step"] == "setup" and gone["exit_code"] == 2, gone
     assert f"({BACKEND_OP})" in gone["reason"] and f"pip package {DIST}" in gone["reason"]
@@ -276,33 +337,48 @@ def blueprint(tmp_path: Path, step: str) -> str:
     return str(path)
 
 
-@pytest.fixture
-def steps_folder(tmp_path) -> Path:
-    folder = tmp_path / "steps"
-    folder.mkdir()
-    (folder / "corrupting.py").write_text(STEPS)  # a user plugin folder
-    return folder
+VERIFY_MODES = ["final", "rtlsim"]
 
 
-@pytest.mark.parametrize("mode", ["final", "rtlsim"])
-def test_a_difference_found_at_the_end_names_the_step_that_made_it(
-    package, tmp_path, steps_folder, mode
-):
-    env = with_package(package, BRAINSMITH_PLUGIN_DIRS=str(steps_folder))
-    error = build_in_process(
-        env,
-        tmp_path,
-        model=str(package["model"]),
-        blueprint=blueprint(tmp_path, "narrow_clip"),
-        output_dir=str(tmp_path / "out"),
-        verify=mode,
-    )
+@pytest.fixture(scope="module")
+def corrupted(package, tmp_path_factory) -> dict:
+    """Builds with the package installed and a user plugin folder of corrupting steps, in
+    one process: ``narrow_clip`` verified in each of ``VERIFY_MODES`` and ``mislabel_half``
+    verified at every step; name -> (the build's BuildError or result, its folder)."""
+
+    def make() -> dict:
+        root = tmp_path_factory.mktemp("corrupted")
+        folder = root / "steps"
+        folder.mkdir()
+        (folder / "corrupting.py").write_text(STEPS)  # a user plugin folder
+        env = with_package(package, BRAINSMITH_PLUGIN_DIRS=str(folder))
+        model = str(package["model"])
+        builds = {
+            mode: {"model": model, "blueprint": blueprint(root, "narrow_clip"),
+                   "output_dir": str(root / mode), "verify": mode}
+            for mode in VERIFY_MODES
+        }  # fmt: skip
+        builds["mislabel_half"] = {
+            "model": model,
+            "blueprint": blueprint(root, "mislabel_half"),
+            "output_dir": str(root / "mislabel_half"),
+            "verify": "each",
+        }
+        outcomes = in_one_process(env, root, builds)
+        return {name: (outcomes[name], Path(args["output_dir"])) for name, args in builds.items()}
+
+    return once("third-party corrupted builds", make)
+
+
+@pytest.mark.parametrize("mode", VERIFY_MODES)
+def test_a_difference_found_at_the_end_names_the_step_that_made_it(corrupted, mode):
+    error, out = corrupted[mode]
     assert error.get("step") == "narrow_clip", error
     assert "verification failed" in error["reason"] and "traced back" in error["reason"]
     assert f"build.verify: {mode}" in error["reason"]
     assert "03_narrow_clip.onnx" in error["hint"] and "02_qonnx_to_finn.onnx" in error["hint"]
     assert not weakening(error["hint"])
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    report = json.loads((out / "report.json").read_text())
     steps = {s["name"]: s for s in report["steps"]}
     assert report["error"]["step"] == "narrow_clip"
     assert steps["narrow_clip"]["status"] == "failed"
@@ -311,16 +387,8 @@ def test_a_difference_found_at_the_end_names_the_step_that_made_it(
     assert steps["codegen"]["status"] == "failed" and "narrow_clip" in steps["codegen"]["reason"]
 
 
-def test_a_model_that_cannot_run_gets_advice_on_what_to_inspect(package, tmp_path, steps_folder):
-    env = with_package(package, BRAINSMITH_PLUGIN_DIRS=str(steps_folder))
-    error = build_in_process(
-        env,
-        tmp_path,
-        model=str(package["model"]),
-        blueprint=blueprint(tmp_path, "mislabel_half"),
-        output_dir=str(tmp_path / "out"),
-        verify="each",
-    )
+def test_a_model_that_cannot_run_gets_advice_on_what_to_inspect(corrupted):
+    error, _ = corrupted["mislabel_half"]
     assert error.get("step") == "mislabel_half", error
     assert "cannot be executed for verification" in error["reason"]
     assert "Rounding error" in error["reason"]
@@ -369,39 +437,35 @@ CLAMPED = {  # a Brevitas export clamping a quantized ReLU: the Clip reads the s
 
 @pytest.fixture(scope="module")
 def clamped(tmp_path_factory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("clamped")
-    lines = "".join(
-        f"zoo.export_network({name!r}, folder, seed=5, make=lambda: zoo.{call})\n"
-        for name, call in CLAMPED.items()
-    )
-    result = run_python(
-        f"from pathlib import Path\nimport examples.zoo as zoo\nfolder = Path({str(folder)!r})\n"
-        + lines,
-        cwd=REPO,
-        timeout=TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return {name: folder / f"{name}.onnx" for name in CLAMPED}
+    def make() -> dict[str, Path]:
+        folder = tmp_path_factory.mktemp("clamped")
+        lines = "".join(
+            f"zoo.export_network({name!r}, folder, seed=5, make=lambda: zoo.{call})\n"
+            for name, call in CLAMPED.items()
+        )
+        result = run_python(
+            "from pathlib import Path\nimport examples.zoo as zoo\n"
+            f"folder = Path({str(folder)!r})\n" + lines,
+            cwd=REPO,
+            timeout=TIMEOUT,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        return {name: folder / f"{name}.onnx" for name in CLAMPED}
+
+    return once("third-party clamped exports", make)
 
 
-def check_json(model: Path, env: dict, *args: str) -> list[dict]:
-    code, out, err = run_cli("check", str(model), *args, "--json", env=env)
-    assert code == 0, out + err
-    return json.loads(out)["nodes"]
+def check_json(ran: Ran) -> list[dict]:
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    return json.loads(ran.stdout)["nodes"]
 
 
 @pytest.mark.parametrize("name", list(CLAMPED))
-def test_a_kernels_rewrite_takes_a_brevitas_clamp_into_hardware_with_no_blueprint(
-    package, clamped, name, tmp_path
-):
-    model = clamped[name]
-    vectors = [str(model.with_name(f"{name}_{kind}.npy")) for kind in ("input", "expected")]
-    out = tmp_path / "out"
-    code, stdout, stderr = run_cli(
-        "build", str(model), "-o", str(out), "--verify", "each", "--input", vectors[0],
-        "--expected", vectors[1], env=with_package(package),
-    )  # fmt: skip
+def test_a_kernels_rewrite_takes_a_brevitas_clamp_into_hardware_with_no_blueprint(ran, name):
+    # brainsmith build clamped.onnx -o OUT --verify each --input X --expected Y
+    code, stdout, stderr = astuple(ran[f"build {name}"])
     assert code == 0, stdout + stderr
+    out = ran["root"] / name
     report = json.loads((out / "report.json").read_text())
     verified = [s for s in report["steps"] if "verification" in s]
     assert verified and all(s["verification"]["ok"] for s in verified)
@@ -411,32 +475,23 @@ def test_a_kernels_rewrite_takes_a_brevitas_clamp_into_hardware_with_no_blueprin
     assert "Clip" not in json.dumps(report["cpu_nodes"])
 
 
-def test_check_names_an_installed_kernel_that_would_take_a_host_node_after_its_rewrite(
-    package, clamped, tmp_path
-):
-    env = with_package(package)
-    auto = {n["op_type"]: n for n in check_json(clamped["clamped"], env)}
+def test_check_names_an_installed_kernel_that_would_take_a_host_node_after_its_rewrite(ran):
+    auto = {n["op_type"]: n for n in check_json(ran["check clamped"])}
     assert "Clip" not in auto and auto[OP_TYPE]["kernel"] == f"{DIST}:{OP_TYPE}"
-    blueprint = tmp_path / "finn_only.yaml"
-    blueprint.write_text(
-        "name: finn_only\nextends: brainsmith:base\nhw_compiler:\n"
-        "  kernels: [Thresholding, MVAU, ElementwiseMul]\n"
-    )
-    listed = {n["op_type"]: n for n in check_json(clamped["clamped"], env, str(blueprint))}
+    # with a blueprint listing FINN's kernels only (ran's finn_only.yaml)
+    listed = {n["op_type"]: n for n in check_json(ran["check clamped finn_only"])}
     reason = listed["Clip"]["reason"]
     assert listed["Clip"]["placement"] == "after", listed
     assert (
         f"{DIST}:{OP_TYPE} (by InferAcmeClip after its rewrite MoveScalarMulPastClip) would "
         "take it: add it to the blueprint's kernels" in reason
     ), reason
-    excluded = {n["op_type"]: n for n in check_json(clamped["clamped"], env, "--exclude", OP_TYPE)}
+    excluded = {n["op_type"]: n for n in check_json(ran["check clamped excluded"])}
     assert excluded["Clip"]["placement"] == "after"
     assert "would take it, but the blueprint excludes it" in excluded["Clip"]["reason"]
 
 
-def test_exclude_names_an_unknown_kernel_with_a_suggestion(package, clamped):
-    code, out, err = run_cli(
-        "check", str(clamped["clamped"]), "--exclude", "AcmeClp", env=with_package(package)
-    )
+def test_exclude_names_an_unknown_kernel_with_a_suggestion(ran):
+    code, out, err = astuple(ran["check clamped misspelt"])  # check clamped.onnx --exclude AcmeClp
     assert code == 2, out + err
     assert "--exclude" in err and "AcmeClip" in err and "Traceback" not in err
