@@ -20,8 +20,9 @@ from brainsmith.plugin.errors import PluginLoadError
 from brainsmith.plugin.lifecycle import load_plugin, reload_plugin
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugins import transforms
-from tests.conftest import REPO
+from tests.conftest import REPO, once
 from tests.support.packages import PluginVenv, build_wheel, write_project
+from tests.support.processes import invoke
 
 # the module fixture is made once: every test of the module on one worker
 pytestmark = pytest.mark.xdist_group("reliability-containment")
@@ -49,21 +50,23 @@ ENDINGS = {  # id -> module-level code of a package or plugin file that ends the
 
 @pytest.fixture(scope="module")
 def exiting_wheels(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("exiting-projects")
-    dist = root / "dist"
-    wheels = {
-        "good": build_wheel(write_project(root, "acme-good", "acme_good", GOOD_PACKAGE), dist)
-    }
-    for case, (code, _) in ENDINGS.items():
-        module = "acme_" + case.replace("-", "_")
-        wheels[case] = build_wheel(write_project(root, f"acme-{case}", module, code), dist)
-    return wheels
+    def make() -> dict[str, Path]:
+        root = tmp_path_factory.mktemp("exiting-projects")
+        dist = root / "dist"
+        good = write_project(root, "acme-good", "acme_good", GOOD_PACKAGE)
+        wheels = {"good": build_wheel(good, dist)}
+        for case, (code, _) in ENDINGS.items():
+            module = "acme_" + case.replace("-", "_")
+            wheels[case] = build_wheel(write_project(root, f"acme-{case}", module, code), dist)
+        return wheels
+
+    return once("exiting wheels", make)  # (xdist may tear a module fixture down between tests)
 
 
 @pytest.fixture(scope="module")
 def venv_with(tmp_path_factory, exiting_wheels):
     """A real virtualenv holding the good package and the package of one case."""
-    made: dict[str, PluginVenv] = {}
+    made: dict[str, PluginVenv] = once("exiting venvs", dict)
 
     def make(case: str) -> PluginVenv:
         if case not in made:
@@ -124,6 +127,7 @@ def test_build_runs_with_a_package_that_exits_at_import_installed(venv_with, tmp
         str(out),
         "--verify",
         "none",
+        "--no-size-fifos",  # (sizing simulates the design: no plugin matter)
         "--quiet",
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -252,23 +256,9 @@ def test_build_step_calling_sys_exit_fails_the_build_naming_it(plugin_folder, tm
         "steps: [cleanup, quit_step]\n"
     )
     out = tmp_path / "out"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "brainsmith.cli",
-            "build",
-            str(REPO / "examples" / "models" / "mlp_4bit.onnx"),
-            str(blueprint),
-            "-o",
-            str(out),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "250"},
-        timeout=600,
-    )
+    # in this process: a SystemExit escaping the build would end the command with code 0
+    model = REPO / "examples" / "models" / "mlp_4bit.onnx"
+    result = invoke("build", model, blueprint, "-o", out, "--quiet", env={"COLUMNS": "250"})
     assert result.returncode == 1, (result.stdout[-2000:], result.stderr[-2000:])
     assert "quit_step" in result.stderr and "called sys.exit(0)" in result.stderr
     report = json.loads((out / "report.json").read_text())
