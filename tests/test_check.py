@@ -14,6 +14,7 @@ from onnx import helper
 import brainsmith
 from brainsmith.builder import BuildError
 from brainsmith.commands.check_model import check
+from tests.conftest import once
 from tests.support.models import mlp_with
 from tests.support.processes import Ran, invoke
 
@@ -129,29 +130,42 @@ def test_attention_with_floating_point_weights_runs_from_that_product_on_on_the_
     assert all(c["ok"] for c in checks) and checks[-1]["user"]["max_error"] < 1e-4
 
 
-def test_a_class_token_concat_is_named_with_what_to_change_in_the_model(hub, tmp_path):
+EXPORTS = {  # fresh zoo exports some tests check: name -> call of an examples.zoo function
+    "class_token": "class_token(dim=12, tokens=5, act_bits=5)",
+    "qn": "quartznet(channels=(12,), kernels=(5,), per_channel_depthwise=True)",
+}
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> Path:
+    """The folder of ``EXPORTS``, exported in one process (torch and Brevitas load once)."""
+    from tests.test_zoo import export
+
+    def make() -> Path:
+        folder = tmp_path_factory.mktemp("exports")
+        export(folder, EXPORTS)
+        return folder
+
+    return once("check exports", make)
+
+
+def test_a_class_token_concat_is_named_with_what_to_change_in_the_model(hub, exports):
     """A ViT's class token is a constant prepended to the patch tokens; no FINN layer inserts
     constant tokens, so the Concat and what follows run on the host. check says it is a
     constant joined to the stream and what to change in the model (before: only "no
     installed plugin implements Concat")."""
-    from tests.test_zoo import export
-
-    export(tmp_path, {"class_token": "class_token(dim=12, tokens=5, act_bits=5)"})
-    result = check(tmp_path / "class_token.onnx")
+    result = check(exports / "class_token.onnx")
     (concat,) = [n for n in result.nodes if n.op_type == "Concat"]
     assert concat.placement == "tail" and "constant input: " in concat.reason
     assert "class token" in concat.reason and "global_pool='avg'" in concat.reason
 
 
-def test_a_per_channel_scale_into_a_pointwise_product_is_named_with_what_to_change(hub, tmp_path):
+def test_a_per_channel_scale_into_a_pointwise_product_is_named_with_what_to_change(hub, exports):
     """A depthwise 1D convolution with per-channel weight scales feeding its pointwise one
     with nothing quantized between them (QuartzNet's separable convolutions): the scale
     cannot move past the pointwise product, which runs on the host with all after it.
     check names the scale and what to change; before, it gave attention's advice."""
-    from tests.test_zoo import export
-
-    export(tmp_path, {"qn": "quartznet(channels=(12,), kernels=(5,), per_channel_depthwise=True)"})
-    result = check(tmp_path / "qn.onnx")
+    result = check(exports / "qn.onnx")
     products = [n for n in result.nodes if n.op_type == "MatMul" and n.placement != "hardware"]
     assert products and "per-channel scale: " in products[0].reason
     assert "one weight scale per tensor" in products[0].reason
