@@ -1,10 +1,12 @@
 """FIFO depths sized by simulating the whole accelerator in Verilator (``size_fifos``): on
-the shipped residual block in RTL, the depths are the fills the simulation measured, the
-design with FIFOs of exactly those depths matches Python at the same throughput, FIFOs too
-shallow are caught by the bounded simulation, and a design with HLS layers is refused. The
-default flow (no blueprint) sizes an all-RTL design the same way (``fifo_depths``), with one
-compile of the stitched design serving the sizing and the final check, and keeps FINN's
-depths, saying why, where it cannot or is told not to."""
+the smallest all-RTL design (the shipped MLP), the depths are the fills the simulation
+measured and the design with FIFOs of exactly those depths matches Python at the same
+throughput; a design with HLS layers is refused. The default flow (no blueprint) sizes an
+all-RTL design the same way (``fifo_depths``), with one compile of the stitched design
+serving the sizing and the final check, and keeps FINN's depths, saying why, where it
+cannot or is told not to; on the shipped residual block (a skip connection, whose buffer
+the sizing makes deep) FIFOs too shallow are caught by the bounded simulation and the
+sized ones keep the pace frame after frame."""
 
 from __future__ import annotations
 
@@ -23,19 +25,30 @@ from tests.conftest import REPO, once
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 
 
+SIZED_STEPS = (
+    "steps: [cleanup, qonnx_to_finn, streamline, hardware_inference, specialize, folding,"
+    " estimates, codegen, size_fifos]\n"
+)  # as blueprints/residual_rtl.yaml: size_fifos in the place of FINN's step_set_fifo_depths
+
+
 @pytest.fixture(scope="module")
 def sized(hub, tmp_path_factory):
+    """The shipped MLP (every layer RTL) with ``size_fifos`` as a blueprint step."""
+
     def make() -> Path:
-        out = tmp_path_factory.mktemp("fifos") / "out"
-        result = brainsmith.build(
-            str(REPO / "examples/models/residual.onnx"),
-            str(REPO / "blueprints/residual_rtl.yaml"),
-            str(out),
+        folder = tmp_path_factory.mktemp("fifos")
+        blueprint = folder / "mlp_sized.yaml"
+        blueprint.write_text(
+            f"name: mlp_sized\nextends: {REPO / 'blueprints/mlp.yaml'}\n{SIZED_STEPS}"
+            "build: {verify: final}\n"
         )
+        out = folder / "out"
+        result = brainsmith.build(str(REPO / "examples/models/mlp_4bit.onnx"), str(blueprint),
+                                  str(out))  # fmt: skip
         assert result.status == "ok"
         return out
 
-    return once("sized residual", make)
+    return once("sized mlp", make)
 
 
 def record(out: Path) -> dict:
@@ -45,9 +58,10 @@ def record(out: Path) -> dict:
 def test_each_fifo_gets_the_fill_it_reached_and_the_sized_design_keeps_its_pace(sized):
     found = record(sized)
     fifos = found["fifos"]
-    assert len(fifos) > 10 and found["frames"] >= FRAMES and found["sized"]
+    # a FIFO before each of the 4 layers and each width converter, and one at the output
+    assert len(fifos) > 4 and found["frames"] >= FRAMES and found["sized"]
     assert all(f["depth"] == max(2, f["max_occupancy"]) for f in fifos)
-    assert any(f["depth"] > 100 for f in fifos)  # the skip connection's buffer
+    assert any(f["depth"] > 2 for f in fifos)  # deeper than FINN's default where it filled
     assert found["total_depth"] == sum(f["depth"] for f in fifos)
     (last,) = found["attempts"]
     assert last["cycles_per_frame"] == found["cycles_per_frame"] <= found["interval"] + 1
@@ -73,7 +87,51 @@ def test_the_whole_accelerator_is_written_as_a_top_module_and_a_file_list(sized)
     assert record(sized)["stitched_rtl"][-1] == "stitched_rtl/files.f"
 
 
-def test_fifos_too_shallow_stall_the_bounded_simulation(sized, tmp_path):
+@pytest.fixture(scope="module")
+def default_flow(hub, tmp_path_factory):
+    """The shipped residual block built as the documented command does: no blueprint,
+    ``--prefer rtl --verify rtlsim``."""
+
+    def make() -> Path:
+        out = tmp_path_factory.mktemp("default") / "out"
+        models = REPO / "examples/models"
+        result = brainsmith.build(
+            str(models / "residual.onnx"), None, str(out), prefer="rtl", verify="rtlsim",
+            input_npy=str(models / "residual_input.npy"),
+            expected_npy=str(models / "residual_expected.npy"),
+        )  # fmt: skip
+        assert result.status == "ok"
+        return out
+
+    return once("residual, default flow", make)
+
+
+def test_the_default_flow_sizes_an_all_rtl_design_and_checks_it_with_the_same_compile(
+    default_flow,
+):
+    from brainsmith.hardware.rtlsim.layer_design import ESTIMATE_TOLERANCE
+
+    found = record(default_flow)
+    report = json.loads((default_flow / "report.json").read_text())
+    step = next(s for s in report["steps"] if s["name"] == "fifo_depths")
+    assert step["status"] == "ok" and found["sized"] and found["total_depth"] > 1000
+    assert any(f["depth"] > 100 for f in found["fifos"])  # the skip connection's buffer
+    skipped = {s["name"]: s.get("reason", "") for s in report["steps"] if s["status"] == "skipped"}
+    assert "sized already" in skipped["step_set_fifo_depths"]
+    stitched = report["rtlsim"]["stitched"]
+    assert stitched["status"] == "match" and stitched["fifos_bounded"]
+    assert stitched["compile_cached"]  # compiled once, by the sizing
+    assert {f["name"]: f["depth"] for f in stitched["fifos"]} == {
+        f["name"]: f["depth"] for f in found["fifos"]
+    }
+    assert abs(stitched["estimate_error"]) <= ESTIMATE_TOLERANCE
+    alone = [x for x in report["rtlsim"]["layers"] if "compile_seconds" in x]
+    plumbing = [x for x in report["rtlsim"]["layers"] if x["op_type"].startswith("StreamingFIFO")]
+    assert plumbing and all(x["status"] == "match" and "stitched" in x["reason"] for x in plumbing)
+    assert not any(x["op_type"].startswith("StreamingFIFO") for x in alone)
+
+
+def test_fifos_too_shallow_stall_the_bounded_simulation(default_flow, tmp_path):
     from qonnx.custom_op.registry import getCustomOp
 
     from brainsmith.frameworks.finn.layers import require_layers
@@ -81,7 +139,7 @@ def test_fifos_too_shallow_stall_the_bounded_simulation(sized, tmp_path):
     from brainsmith.hardware.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
-    model = ModelWrapper(str(sized / "final.onnx"))
+    model = ModelWrapper(str(default_flow / "final.onnx"))
     require_layers(model, "final.onnx")
     for node in model.graph.node:
         if node.op_type.startswith("StreamingFIFO"):
@@ -91,12 +149,12 @@ def test_fifos_too_shallow_stall_the_bounded_simulation(sized, tmp_path):
     result = simulate_partition(model, contexts, str(tmp_path / "sim"), part, 5.0, bounded=True)
     assert result["compile_cached"]  # the depths are set at run time: the sizing's executable
     stalled = result["status"] == "failed" and "stalled" in result["reason"]
-    slower = (result.get("cycles_per_frame") or 0) > record(sized)["cycles_per_frame"]
+    slower = (result.get("cycles_per_frame") or 0) > record(default_flow)["cycles_per_frame"]
     assert stalled or slower, result
     assert stalled or {f["depth"] for f in result["fifos"]} == {2}
 
 
-def test_the_sized_fifos_keep_the_pace_frame_after_frame(sized, tmp_path):
+def test_the_sized_fifos_keep_the_pace_frame_after_frame(default_flow, tmp_path):
     """The depths hold for as many frames as verify-rtl runs (16), not only for the few the
     sizing ran: it runs as many more as the pipeline holds at once (before: 4 frames in all,
     and an encoder whose pipeline held 6 ran 11.6 % under its pace over 16)."""
@@ -105,8 +163,8 @@ def test_the_sized_fifos_keep_the_pace_frame_after_frame(sized, tmp_path):
     from brainsmith.hardware.rtlsim.stitched.partition import simulate_partition
     from brainsmith.steps.fifos import random_frames
 
-    found = record(sized)
-    model = ModelWrapper(str(sized / "final.onnx"))
+    found = record(default_flow)
+    model = ModelWrapper(str(default_flow / "final.onnx"))
     require_layers(model, "final.onnx")
     contexts = layer_tensors(model, random_frames(model, 16), str(tmp_path / "python"))
     part = "xcvc1902-vsva2197-2MP-e-S"
@@ -116,7 +174,9 @@ def test_the_sized_fifos_keep_the_pace_frame_after_frame(sized, tmp_path):
     assert found["frames"] >= FRAMES + found["latency_cycles"] // found["interval"]
 
 
-def test_a_simulation_that_progresses_is_not_stopped_by_the_clock(sized, tmp_path, monkeypatch):
+def test_a_simulation_that_progresses_is_not_stopped_by_the_clock(
+    default_flow, tmp_path, monkeypatch
+):
     """A correct design simulates for as long as its frames take: a stall is counted in
     simulated cycles without an output beat, never in seconds (before, 600 s of wall time
     failed the full-size CNV folded for no target, 28.9M cycles per frame, in its check).
@@ -128,7 +188,7 @@ def test_a_simulation_that_progresses_is_not_stopped_by_the_clock(sized, tmp_pat
     from brainsmith.steps.fifos import random_frames
 
     monkeypatch.setattr(stimulus, "RUN_TIMEOUT", 0.01, raising=False)
-    model = ModelWrapper(str(sized / "final.onnx"))
+    model = ModelWrapper(str(default_flow / "final.onnx"))
     require_layers(model, "final.onnx")
     contexts = layer_tensors(model, random_frames(model, 16), str(tmp_path / "python"))
     part = "xcvc1902-vsva2197-2MP-e-S"
@@ -151,7 +211,7 @@ def test_the_frames_sizing_simulates_follow_the_pipeline_depth_however_long_a_fr
 
 
 def test_the_check_of_a_design_with_long_frames_simulates_the_frames_it_needs(
-    sized, tmp_path, monkeypatch
+    default_flow, tmp_path, monkeypatch
 ):
     """The stitched check runs every verification frame while they are short; when they are
     long (here: ``CHECK_CYCLES`` lowered below the residual's 16 frames) only those the
@@ -164,7 +224,7 @@ def test_the_check_of_a_design_with_long_frames_simulates_the_frames_it_needs(
     from brainsmith.hardware.rtlsim.stitched import partition
     from brainsmith.steps.fifos import random_frames
 
-    model = ModelWrapper(str(sized / "final.onnx"))
+    model = ModelWrapper(str(default_flow / "final.onnx"))
     require_layers(model, "final.onnx")
     cycles = [int(getCustomOp(n).get_exp_cycles()) for n in model.graph.node]
     held = -(-sum(cycles) // max(cycles))
@@ -205,7 +265,7 @@ def test_a_design_with_hls_layers_is_refused_with_the_fix():
 def test_shipped_conv_networks_in_rtl_are_sized_and_run_whole_at_their_estimate(
     hub, tmp_path, network
 ):
-    """The shipped convolutional networks (the residual block is the fixture above) with
+    """The shipped convolutional networks (the residual block is the default flow's fixture below) with
     every layer RTL: FIFOs sized by simulating the whole accelerator, which matches Python
     bit for bit with the sized FIFOs (else the step fails) at a pace within the report's
     stated tolerance of FINN's estimate."""
@@ -234,49 +294,6 @@ def test_shipped_conv_networks_in_rtl_are_sized_and_run_whole_at_their_estimate(
     depths = {x["name"]: x["depth"] for x in report["layers"] if x["op_type"] == "StreamingFIFO"}
     assert depths == {f["name"]: f["depth"] for f in found["fifos"]}
     assert all(s["verification"]["ok"] for s in report["steps"] if "verification" in s)
-
-
-@pytest.fixture(scope="module")
-def default_flow(hub, tmp_path_factory):
-    """The shipped residual block built as the documented command does: no blueprint,
-    ``--prefer rtl --verify rtlsim``."""
-
-    def make() -> Path:
-        out = tmp_path_factory.mktemp("default") / "out"
-        models = REPO / "examples/models"
-        result = brainsmith.build(
-            str(models / "residual.onnx"), None, str(out), prefer="rtl", verify="rtlsim",
-            input_npy=str(models / "residual_input.npy"),
-            expected_npy=str(models / "residual_expected.npy"),
-        )  # fmt: skip
-        assert result.status == "ok"
-        return out
-
-    return once("residual, default flow", make)
-
-
-def test_the_default_flow_sizes_an_all_rtl_design_and_checks_it_with_the_same_compile(
-    default_flow,
-):
-    from brainsmith.hardware.rtlsim.layer_design import ESTIMATE_TOLERANCE
-
-    found = record(default_flow)
-    report = json.loads((default_flow / "report.json").read_text())
-    step = next(s for s in report["steps"] if s["name"] == "fifo_depths")
-    assert step["status"] == "ok" and found["sized"] and found["total_depth"] > 1000
-    skipped = {s["name"]: s.get("reason", "") for s in report["steps"] if s["status"] == "skipped"}
-    assert "sized already" in skipped["step_set_fifo_depths"]
-    stitched = report["rtlsim"]["stitched"]
-    assert stitched["status"] == "match" and stitched["fifos_bounded"]
-    assert stitched["compile_cached"]  # compiled once, by the sizing
-    assert {f["name"]: f["depth"] for f in stitched["fifos"]} == {
-        f["name"]: f["depth"] for f in found["fifos"]
-    }
-    assert abs(stitched["estimate_error"]) <= ESTIMATE_TOLERANCE
-    alone = [x for x in report["rtlsim"]["layers"] if "compile_seconds" in x]
-    plumbing = [x for x in report["rtlsim"]["layers"] if x["op_type"].startswith("StreamingFIFO")]
-    assert plumbing and all(x["status"] == "match" and "stitched" in x["reason"] for x in plumbing)
-    assert not any(x["op_type"].startswith("StreamingFIFO") for x in alone)
 
 
 def test_fifos_one_shallower_than_sized_keep_the_pace_the_margin_measured(default_flow, tmp_path):
