@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -26,7 +25,6 @@ from tests.support.processes import Ran, invoke
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
 BLUEPRINTS = REPO / "blueprints"
-BRAINSMITH = [sys.executable, "-m", "brainsmith"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
 
@@ -283,28 +281,31 @@ def test_second_verification_of_an_unchanged_layer_does_not_recompile(mlp_copy, 
     assert oct((cache / "rtlsim").stat().st_mode & 0o777) == "0o700"
 
 
-def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, hub, tmp_path):
+def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, hub, farm, tmp_path):
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.hardware.rtlsim.compile import cache_key
     from brainsmith.hardware.rtlsim.layer_design import layer_design
     from brainsmith.hardware.rtlsim.verilator import find_toolchain
+    from brainsmith.intake.gate import open_build_folder
 
-    mlp_copy = tmp_path / "mlp"  # a build of its own (a copy's model names the first's code)
-    brainsmith.build(str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml"), str(mlp_copy))
+    # a build of its own: the run's build of the MLP (Python verification only), to read
+    other = farm.build(MODELS / "mlp_4bit.onnx", BLUEPRINTS / "mlp.yaml")
     toolchain = find_toolchain()
     keys = []
 
     def computing(model) -> list:
         return [n for n in model.graph.node if not n.op_type.startswith(PLUMBING)]
 
-    for folder in (Path(mlp.output_dir), mlp_copy):
+    for folder in (Path(mlp.output_dir), Path(other.output_dir)):
         model = ModelWrapper(str(folder / "final.onnx"))
         keys.append([cache_key(layer_design(model, n), toolchain) for n in computing(model)])
     assert keys[0] == keys[1] and len(set(keys[0])) == 4
+    mlp_copy = Path(farm.copy(other, tmp_path / "mlp").output_dir)  # its own, to change
     wrapper = code_dir(mlp_copy, "MVAU_rtl_0") / "MVAU_rtl_0_wrapper.v"
     wrapper.write_text(wrapper.read_text() + "\n// changed\n")
-    model = ModelWrapper(str(mlp_copy / "final.onnx"))
+    model = open_build_folder(mlp_copy).model  # its code read in the copy, as verify-rtl does
+    assert model is not None
     index, node = next((i, n) for i, n in enumerate(computing(model)) if n.name == "MVAU_rtl_0")
     assert cache_key(layer_design(model, node), toolchain) != keys[1][index]
 
@@ -504,13 +505,9 @@ def test_blueprint_accepts_verify_rtlsim_and_suggests_it(tmp_path):
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
     for path, mode in ((good, "rtlsim"), (bad, "rtl")):
         path.write_text(f"name: x\nextends: {BLUEPRINTS / 'mlp.yaml'}\nbuild:\n  verify: {mode}\n")
-    ok = subprocess.run(
-        [*BRAINSMITH, "blueprint", "validate", str(good)], capture_output=True, text=True
-    )
+    ok = invoke("blueprint", "validate", good)
     assert ok.returncode == 0, ok.stderr
-    wrong = subprocess.run(
-        [*BRAINSMITH, "blueprint", "validate", str(bad)], capture_output=True, text=True
-    )
+    wrong = invoke("blueprint", "validate", bad)
     assert wrong.returncode == 1 and f"{bad}:4:" in wrong.stdout
     assert "expected one of each, final, rtlsim, none; did you mean 'rtlsim'?" in wrong.stdout
 
