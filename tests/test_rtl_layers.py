@@ -469,14 +469,13 @@ def test_a_concat_or_upsampling_net_builds_all_rtl_and_simulates_whole(tmp_path,
     import json
 
     from tests.conftest import REPO
-    from tests.support.processes import brainsmith as cli
+    from tests.support.processes import invoke
 
     zoo, out = REPO / "examples/models/zoo", tmp_path / "out"
-    process = cli("build", str(zoo / f"{name}.onnx"), "-o", str(out), "--prefer", "rtl",
-                  "--verify", "rtlsim", "--input", str(zoo / f"{name}_input.npy"),
-                  "--expected", str(zoo / f"{name}_expected.npy"))  # fmt: skip
-    stdout, stderr = process.communicate(timeout=900)
-    assert process.returncode == 0, stdout + stderr
+    built = invoke("build", zoo / f"{name}.onnx", "-o", out, "--prefer", "rtl",
+                   "--verify", "rtlsim", "--input", zoo / f"{name}_input.npy",
+                   "--expected", zoo / f"{name}_expected.npy")  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
     report = json.loads((out / "report.json").read_text())
     layers = report["layers"]
     assert {layer["backend"] for layer in layers} == {"rtl"}
