@@ -21,6 +21,7 @@ import pytest
 from onnx import helper
 
 from tests.support.farm import all_rtl_mlp
+from tests.support.processes import Ran, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -63,9 +64,26 @@ def set_string(model: onnx.ModelProto, name: str, attribute: str, value: str) ->
     target.attribute.append(helper.make_attribute(attribute, value))
 
 
-def use(command: str, folder: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``brainsmith synth``/``verify-rtl``/``export`` on ``folder``, or ``BuildResult.load(folder).run``
-    on one input of zeros, in a fresh process."""
+def use(command: str, folder: Path, cwd: Path | None = None) -> Ran:
+    """``brainsmith synth``/``verify-rtl``/``export`` on ``folder`` in this process
+    (``invoke``), or ``BuildResult.load(folder).run`` on one input of zeros (a refusal: exit
+    code 2 and the error on stderr): what each refuses is the subject, not the process."""
+    if command == "run":
+        from brainsmith.builder import BuildResult
+        from brainsmith.builder.result import ResultError
+
+        try:
+            BuildResult.load(folder).run(np.zeros((1, 64), dtype=np.float32))
+        except ResultError as exc:
+            return Ran(2, "", f"{exc}\n")
+        return Ran(0, "", "")
+    if command == "export":
+        return invoke("export", folder, f"{folder}-export", cwd=cwd)
+    return invoke(command, folder, cwd=cwd)
+
+
+def use_in_a_process(command: str, folder: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """``use`` in a fresh process started in ``cwd``, whose module search path begins there."""
     if command == "run":
         code = (
             "import sys, numpy as np\n"
@@ -93,7 +111,7 @@ def snapshot(root: Path) -> dict[str, str]:
     }
 
 
-def refused(result: subprocess.CompletedProcess, *words: str) -> None:
+def refused(result: Ran | subprocess.CompletedProcess, *words: str) -> None:
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     assert "cannot be used" in result.stderr, result.stderr
     for word in words:
@@ -186,7 +204,7 @@ def test_a_domain_naming_a_module_in_the_folder_is_never_imported(copy, command)
     marker = copy / "imported.txt"
     (copy / "folder_module.py").write_text(f"open({str(marker)!r}, 'w').write('imported')\n")
     edit(copy, "final_parent.onnx", lambda m: setattr(node(m, "Mul_0"), "domain", "folder_module"))
-    result = use(command, copy, cwd=copy)  # run inside the folder: it would be importable
+    result = use_in_a_process(command, copy, cwd=copy)  # where it would be importable
     refused(result, "final_parent.onnx", "Mul_0", "'folder_module'")
     assert not marker.exists()
 
