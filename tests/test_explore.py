@@ -22,7 +22,7 @@ from brainsmith.blueprint import load_blueprint
 from brainsmith.dse import ExploreError
 from tests.support.browser import layout, screenshot
 from tests.support.processes import brainsmith as cli
-from tests.support.processes import run_brainsmith
+from tests.support.processes import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -296,7 +296,8 @@ def test_the_command_names_its_own_flags_for_a_non_empty_output_folder(space, tm
     exploration made (which --force may move aside)."""
     (tmp_path / ".brainsmith-build").write_text("made by brainsmith build\n")
     (tmp_path / "explore.json").write_text("{}")
-    code, _, err = run_brainsmith("explore", MLP, str(space), "-o", str(tmp_path), "--workers", "0")
+    ran = invoke("explore", MLP, space, "-o", tmp_path, "--workers", "0")
+    code, err = ran.returncode, ran.stderr
     assert code == 2 and "is not empty" in err, err
     for flag in ("--resume", "-o OUTDIR", "--force"):
         assert flag in err, err
@@ -338,9 +339,9 @@ def test_ctrl_c_cancels_cleanly_and_resume_finishes(hub, space, tmp_path):
     statuses = [v["status"] for v in data["variants"]]
     assert "ok" in statuses and set(statuses) <= {"ok", "cancelled"}
     assert workers and not [p for p in workers if _alive(p)]
-    resumed = cli(*command, "--resume", "--quiet")
-    stdout, stderr = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, stderr
+    resumed = invoke(*command, "--resume", "--quiet")  # the resume in this process
+    stdout = resumed.stdout
+    assert resumed.returncode == 0, resumed.stderr
     data = json.loads((out / "explore.json").read_text())
     assert [v["status"] for v in data["variants"]] == ["ok"] * 4
     assert sum(v["reused"] for v in data["variants"]) == statuses.count("ok")  # kept, not rebuilt
@@ -402,9 +403,9 @@ def test_report_html_shows_the_ranked_table_and_a_linked_pareto_plot(in_process,
 def test_cli_explores_and_prints_the_pareto_front(hub, in_process, space, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(in_process.output_dir, out, symlinks=True)
-    process = cli("explore", MLP, str(space), "-o", str(out), "--resume", "--workers", "0", "-q")
-    stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
+    ran = invoke("explore", MLP, space, "-o", out, "--resume", "--workers", "0", "-q")
+    stdout = ran.stdout
+    assert ran.returncode == 0, ran.stderr
     assert "explored mlp_small: 4 of 4 variants built, 0 failed" in stdout
     assert "segments    0 run, 0 reused" in stdout
     for variant in in_process.pareto:
@@ -427,9 +428,8 @@ def test_board_builds_every_variant_for_that_board(tmp_path):
     space = tmp_path / "space.yaml"
     space.write_text(LATTICE_SPACE)
     out = tmp_path / "out"
-    code, _, err = run_brainsmith("explore", MLP, str(space), "-o", str(out), "--workers", "0",
-                                  "--board", "ulx3s-85f", "-q")  # fmt: skip
-    assert code == 0, err
+    ran = invoke("explore", MLP, space, "-o", out, "--workers", "0", "--board", "ulx3s-85f", "-q")
+    assert ran.returncode == 0, ran.stderr
     variants = json.loads((out / "explore.json").read_text())["variants"]
     assert len(variants) == 2
     for variant in variants:
@@ -453,7 +453,6 @@ def test_a_target_that_cannot_be_used_is_refused_before_anything_runs(tmp_path, 
                                                                       said):  # fmt: skip
     path = tmp_path / "space.yaml"
     path.write_text(space)
-    code, _, err = run_brainsmith("explore", MLP, str(path), "-o", str(tmp_path / "out"),
-                                  "--workers", "0", *flags)  # fmt: skip
-    assert code == 2 and said in err, err
+    ran = invoke("explore", MLP, path, "-o", tmp_path / "out", "--workers", "0", *flags)
+    assert ran.returncode == 2 and said in ran.stderr, ran.stderr
     assert not (tmp_path / "out").exists()
