@@ -24,6 +24,7 @@ from brainsmith.dse.executor import CONNECT_TIMEOUT
 from brainsmith.dse.variants import SpaceError, expand
 from tests.support.cluster import dask_cluster
 from tests.support.processes import brainsmith as cli
+from tests.support.processes import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -277,10 +278,10 @@ def test_a_variant_over_the_time_limit_is_recorded_and_the_others_finish(stubbor
 
 
 def test_a_variant_time_limit_needs_worker_processes(plain, tmp_path):
-    process = plain.start(tmp_path / "out", "--workers", "0", "--variant-timeout", "4")
-    _, stderr, _ = wait_for_exit(process, 60)
-    assert process.returncode == 2
-    assert "--variant-timeout" in stderr and "--workers 1" in stderr
+    ran = invoke("explore", MLP, plain.blueprint, "-o", tmp_path / "out", "--quiet",
+                 "--workers", "0", "--variant-timeout", "4", env=plain.env)  # fmt: skip
+    assert ran.returncode == 2, ran.stderr
+    assert "--variant-timeout" in ran.stderr and "--workers 1" in ran.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -441,10 +442,9 @@ def test_a_scheduler_that_is_not_dask_is_refused_within_seconds(hostile, tmp_pat
     limit = NETWORK_SECONDS if default else SHORT_NETWORK_SECONDS
     began = time.monotonic()
     shorter = [] if default else ["--scheduler-timeout", str(SHORT_CONNECT)]
-    process = cli("explore", MLP, str(space), "-o", str(out), "--scheduler", hostile, *shorter)
-    _, stderr, _ = wait_for_exit(process, 2 * NETWORK_SECONDS)
-    seconds = time.monotonic() - began
-    assert process.returncode == 2, stderr
+    ran = invoke("explore", MLP, space, "-o", out, "--scheduler", hostile, *shorter)
+    seconds, stderr = time.monotonic() - began, ran.stderr
+    assert ran.returncode == 2, stderr
     assert f"the Dask scheduler at {hostile}" in stderr and "Traceback" not in stderr
     assert "dask scheduler" in stderr  # what to check: the address it printed
     assert seconds < limit, f"refused after {seconds:.0f} s"
@@ -459,12 +459,12 @@ def test_a_scheduler_file_naming_a_silent_server_is_refused_within_seconds(tmp_p
         space = tmp_path / "space.yaml"
         space.write_text(SPACE.replace("steps: [hang_here, cleanup, qonnx_to_finn]\n", ""))
         began = time.monotonic()
-        process = cli(
-            "explore", MLP, str(space), "-o", str(tmp_path / "o"), "--scheduler", str(info),
+        ran = invoke(
+            "explore", MLP, space, "-o", tmp_path / "o", "--scheduler", info,
             "--scheduler-timeout", str(SHORT_CONNECT),
         )  # fmt: skip
-        _, stderr, _ = wait_for_exit(process, 2 * NETWORK_SECONDS)
-        assert process.returncode == 2, stderr
+        stderr = ran.stderr
+        assert ran.returncode == 2, stderr
         assert address in stderr and str(info) in stderr
         assert f"no answer within {SHORT_CONNECT:g} s" in stderr
         assert time.monotonic() - began < SHORT_NETWORK_SECONDS
@@ -510,10 +510,9 @@ def test_a_random_search_over_the_variant_cap_is_refused_at_once(command, tmp_pa
     else:
         args = ["blueprint", command, str(path)]
     began = time.monotonic()
-    process = cli(*args)
-    stdout, stderr, _ = wait_for_exit(process, 60)
-    output = stdout + stderr
-    assert process.returncode == (2 if command == "explore" else 1), output
+    ran = invoke(*args)
+    output = ran.stdout + ran.stderr
+    assert ran.returncode == (2 if command == "explore" else 1), output
     assert "search.max_variants" in output and "900,000" in output and "10,000" in output
     assert f"{path}:" in output
     assert time.monotonic() - began < 30
@@ -555,8 +554,10 @@ def test_a_second_exploration_into_a_busy_folder_is_refused_and_touches_nothing(
     before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if "out" in p.parts)
     content = (out / "explore.json").read_text()
     began = time.monotonic()
-    second = plain.start(out, "--workers", "0", option)
-    _, stderr, _ = wait_for_exit(second, 60)
+    # the second in this process (its pid is not the first's)
+    second = invoke("explore", MLP, plain.blueprint, "-o", out, "--quiet", "--workers", "0",
+                    option, env=plain.env)  # fmt: skip
+    stderr = second.stderr
     assert second.returncode == 2, stderr
     assert f"output folder {out} is in use by another build or exploration" in stderr
     assert f"(exploration, pid {first.pid} on " in stderr
