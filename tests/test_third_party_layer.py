@@ -119,8 +119,7 @@ def in_one_process(env: dict, cwd: Path, commands: dict[str, list | dict]) -> di
 def ran(package, clamped, tmp_path_factory) -> dict:
     """What this module's tests read, made in one process with the package installed:
     ``build`` (``brainsmith build clip.onnx --verify each``, no blueprint; its folder
-    ``built``), the clamped networks built, ``check`` on each model, and a build of
-    clip.onnx stopped after 5 steps (``stopped``, its checkpoint)."""
+    ``built``), the clamped networks built and ``check`` on each model."""
 
     def make() -> dict:
         root = tmp_path_factory.mktemp("ran")
@@ -145,7 +144,6 @@ def ran(package, clamped, tmp_path_factory) -> dict:
             "check clamped finn_only": ["check", clamp, str(finn_only), "--json"],
             "check clamped excluded": ["check", clamp, "--exclude", OP_TYPE, "--json"],
             "check clamped misspelt": ["check", clamp, "--exclude", "AcmeClp"],
-            "stopped": {"model": clip, "output_dir": str(root / "stopped"), "stop_after": 5},
         }
         outcomes = in_one_process(with_package(package), root, commands)
         return {**outcomes, "built": root / "built", "root": root}
@@ -260,11 +258,13 @@ def test_verify_rtl_without_the_package_names_the_layer_type_and_the_package(bui
     assert f"pip install {DIST}==1.0.0" in err
 
 
-def test_a_checkpoint_continues_in_a_fresh_process_that_loads_the_plugin(package, ran, tmp_path):
+def test_a_checkpoint_continues_in_a_fresh_process_that_loads_the_plugin(package, tmp_path):
     model = str(package["model"])
-    first = ran["stopped"]  # stopped after 5 steps with the package installed
+    first_folder = tmp_path / "first"
+    first = build_in_process(
+        with_package(package), tmp_path, model=model, output_dir=str(first_folder), stop_after=5
+    )
     assert first["status"] == "stopped", first
-    first_folder = Path(first["output_dir"])
     saved = json.loads((first_folder / "checkpoint.json").read_text())
     assert saved["layer_plugins"][BACKEND_OP]["distribution"] == DIST
     rest = build_in_process(
