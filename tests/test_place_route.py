@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support.farm import unplaced_mlp
@@ -88,15 +89,16 @@ def test_an_unknown_part_lists_the_known_ones_and_writes_nothing(unplaced):
     assert not (folder / "place_route").exists()
 
 
-def tools_of(folder: Path) -> list[str]:
-    """The processes whose run folder is ``folder`` (Yosys or nextpnr, by their mount)."""
-    mount = f"YOWASP_MOUNT=/design={folder}".encode()
+def placing(process: psutil.Process) -> list[psutil.Process]:
+    """``process``'s descendants that place and route with nextpnr (not its version probe;
+    none once they have ended)."""
     found = []
-    for environ in Path("/proc").glob("[0-9]*/environ"):
+    for child in process.children(recursive=True):
         try:
-            if mount in environ.read_bytes().split(b"\0"):
-                found.append(environ.parent.name)
-        except OSError:
+            command = child.cmdline()
+            if "nextpnr" in " ".join(command) and "--version" not in command:
+                found.append(child)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
             continue
     return found
 
@@ -115,17 +117,18 @@ def test_sigterm_while_placing_stops_nextpnr_and_writes_no_result(placed, tmp_pa
     cache.mkdir(mode=0o700)
     env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
     env.pop("BRAINSMITH_PLACE_ROUTE_CACHE", None)
-    process = subprocess.Popen(
+    process = psutil.Popen(
         [sys.executable, "-m", "brainsmith", "place-route", str(folder), "--part", PART],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
-    log = folder / "place_route" / "run" / "nextpnr.log"
-    deadline = time.monotonic() + 300
-    while not log.exists() and process.poll() is None and time.monotonic() < deadline:
+    deadline, tools = time.monotonic() + 300, list[psutil.Process]()
+    while not tools and process.poll() is None and time.monotonic() < deadline:
+        tools = placing(process)
         time.sleep(0.2)
+    assert tools, process.communicate()
     time.sleep(2)  # nextpnr running
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=60)
@@ -133,7 +136,9 @@ def test_sigterm_while_placing_stops_nextpnr_and_writes_no_result(placed, tmp_pa
     assert "interrupted (SIGTERM)" in err
     assert not (folder / "place_route" / "report.json").exists()
     assert not list((cache / "place_route").glob("*.json"))
-    assert tools_of(folder / "place_route" / "run") == []
+    _, alive = psutil.wait_procs(tools, timeout=30)
+    assert not alive, f"nextpnr left running: {alive}"
+    assert (folder / "place_route" / "run" / "nextpnr.log").is_file()  # the stopped run's log
 
 
 def test_a_shared_cache_folder_is_refused_with_exit_2(unplaced, tmp_path):

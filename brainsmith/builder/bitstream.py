@@ -38,7 +38,6 @@ if TYPE_CHECKING:
         RtlsimSection,
     )
 
-WORKDIR = os.path.join("bitstream", "run")
 FIFO_RECORD = "fifo_sizing.json"  # brainsmith.steps.fifos.RECORD, in FINN's report folder
 
 
@@ -55,8 +54,7 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     run.progress.note(f"placing and routing for {name} at {mhz:g} MHz ...")
     try:
         data = bitstream_of_build(
-            run.output_dir, "", model, target, mhz, run.path(WORKDIR),
-            lambda text: run.progress.note(text + " ..."),
+            run.output_dir, "", model, target, mhz, lambda text: run.progress.note(text + " ..."),
         )  # fmt: skip
     except BoardRunError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc

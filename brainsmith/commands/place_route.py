@@ -26,7 +26,7 @@ from brainsmith.commands.rtl_verification import (
     quiet,
     unrecorded_hdl,
 )
-from brainsmith.files import write_text
+from brainsmith.files import FULL_DISKS, DiskFull
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.board.top import frame_words
 from brainsmith.hardware.place_route import PlaceRouteError, UnknownPart, place_route
@@ -36,6 +36,8 @@ from brainsmith.hardware.place_route.flow import NotUsable, find_nextpnr
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
 from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
+from brainsmith.opened_folder import FolderChanged, OpenedFolder, staged
+from brainsmith.report.units import finite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,11 +48,10 @@ if TYPE_CHECKING:
     from brainsmith.hardware.place_route.parts import Part
     from brainsmith.report.schema import BuildReport
 
-RESULT = os.path.join("place_route", "report.json")
-WORKDIR = os.path.join("place_route", "run")
-BITSTREAM_RESULT = os.path.join("bitstream", "report.json")
-BITSTREAM_WORKDIR = os.path.join("bitstream", "run")
-BITSTREAM = os.path.join("place_route", "{part}.bit")  # for a family that packs (Nexus)
+RESULT = "place_route/report.json"
+WORKDIR = "place_route/run"
+BITSTREAM_RESULT = "bitstream/report.json"
+BITSTREAM = "place_route/{part}.bit"  # for a family that packs (Nexus)
 
 
 def _target(part_name: str, mhz: float | None) -> tuple[Family, Part]:
@@ -74,6 +75,8 @@ def _tool_error(exc: Exception) -> FolderError | None:
         return FolderError(str(exc), exc.hint, exit_code=1)
     if isinstance(exc, NotSynthesisable):  # MissingSources: the stitched design cannot be read
         return FolderError(str(exc), "build the model again with --prefer rtl")
+    if isinstance(exc, FolderChanged | DiskFull):
+        return FolderError(str(exc), exc.hint)
     return None
 
 
@@ -105,9 +108,10 @@ def _refuse_amd_primitives(part: str, named: object, verb: str) -> None:
 
 def _clock_ns(clock_ns: object, folder: str) -> float:
     """The build's clock period ``clock_ns`` (report.json's); FolderError when it is none."""
-    if not isinstance(clock_ns, (int, float)) or not math.isfinite(clock_ns) or clock_ns <= 0:
+    period = finite(clock_ns)  # an int past a float's range too (math.isfinite raises)
+    if period is None or period <= 0:
         raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
-    return clock_ns
+    return period
 
 
 def _lattice_build(report: BuildReport) -> bool:
@@ -135,11 +139,15 @@ def place_route_build_folder(
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), find_nextpnr(family)
         say(f"synthesising ({family.synth}) and placing and routing for {part.name}")
-        bitstream = os.path.join(folder, BITSTREAM.format(part=part.name))
-        result = place_route(
-            design, part, mhz or 1000.0 / clock_ns, os.path.join(folder, WORKDIR), yosys,
-            nextpnr, family=family, frame=frame_words(model), bitstream=bitstream,
-        )  # fmt: skip
+        with staged(folder, WORKDIR) as stage:
+            packed = os.path.join(stage.workdir, os.path.basename(BITSTREAM.format(part=part.name)))
+            result = place_route(
+                design, part, mhz or 1000.0 / clock_ns, stage.workdir, yosys, nextpnr,
+                family=family, frame=frame_words(model), bitstream=packed,
+            )  # fmt: skip
+            stage.keep = result.cached  # no tool ran: the run folder's logs stay
+            if result.bitstream:
+                result.bitstream = stage.take(packed, BITSTREAM.format(part=part.name))
     except Exception as exc:
         error = _tool_error(exc)
         if error is None:
@@ -148,7 +156,7 @@ def place_route_build_folder(
     data = {"clock_ns": clock_ns, "family": family.name, "logic": family.logic, **result.as_dict()}
     if result.bitstream:  # named from the build folder, as the export and the driver name files
         data["bitstream"] = os.path.relpath(result.bitstream, folder)
-    return _written(data, os.path.join(folder, RESULT))
+    return _written(data, folder, RESULT)
 
 
 def bitstream_build_folder(
@@ -171,15 +179,24 @@ def bitstream_build_folder(
     try:
         data = bitstream_of_build(
             folder, str(report.get("output_dir") or ""), model, target,
-            mhz or 1000.0 / clock_ns, os.path.join(folder, BITSTREAM_WORKDIR), note,
+            mhz or 1000.0 / clock_ns, note,
         )  # fmt: skip
     except BoardRunError as exc:
         raise FolderError(str(exc), exc.hint, exit_code=1 if exc.failed else 2) from exc
-    return _written(data, os.path.join(folder, BITSTREAM_RESULT))
+    return _written(data, folder, BITSTREAM_RESULT)
 
 
-def _written(data: Json, path: str) -> Json:
-    """``data`` written to ``path`` as JSON, whole or not at all."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_text(path, json.dumps(data, indent=2) + "\n")
+def _written(data: Json, folder: str, relative: str) -> Json:
+    """``data`` written to ``folder``/``relative`` as JSON, whole or not at all, through
+    ``folder`` opened once; FolderError when a folder on the way is a link now."""
+    try:
+        with OpenedFolder(folder) as opened:
+            opened.write(relative, (json.dumps(data, indent=2) + "\n").encode())
+    except FolderChanged as exc:
+        raise FolderError(str(exc), exc.hint) from None
+    except OSError as exc:
+        if exc.errno not in FULL_DISKS:
+            raise
+        full = DiskFull(folder, code=exc.errno)
+        raise FolderError(str(full), full.hint) from None
     return data

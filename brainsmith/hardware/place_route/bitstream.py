@@ -328,7 +328,7 @@ def _unpacked_device(path: str, part: str) -> None:
 def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> BitstreamResult | None:
     """The cached result of ``key`` with its bitstream written to ``path`` and its netlist
     beside it; None when the entry, the .bit or the netlist (``cached``) is missing or they
-    do not match (then all are removed)."""
+    do not match (then all are removed), or when they cannot be written out."""
     data = read_entry(entry, key)
     if data is None:
         return None
@@ -344,15 +344,14 @@ def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> Bit
         usable = usable and len(text) <= MAX_NETLIST_BYTES and _figures_sane(result)
     except (OSError, TypeError, EOFError, gzip.BadGzipFile):
         usable = False
-    if usable:
+    if usable:  # an entry that cannot be written out (a full disk) stays for the next run
         os.makedirs(folder, exist_ok=True)
-        usable = write_atomic(folder, path, content) and write_atomic(folder, netlist, text)
-    if not usable:
-        for stale in (entry, *cached):
-            with contextlib.suppress(OSError):
-                os.unlink(stale)
-        return None
-    return result
+        written = write_atomic(folder, path, content) and write_atomic(folder, netlist, text)
+        return result if written else None
+    for stale in (entry, *cached):
+        with contextlib.suppress(OSError):
+            os.unlink(stale)
+    return None
 
 
 __all__ = ["BitstreamError", "BitstreamResult", "bitstream", "board_design", "link_sources"]

@@ -1,7 +1,8 @@
 """A build folder's stitched accelerator made into a board's bitstream: what ``brainsmith
 bitstream BUILD_DIR`` and ``brainsmith build --bitstream`` share. The tools run in
-``<workdir>`` (``BUILD_DIR/bitstream/run``); the bitstream lands beside it, as
-``BUILD_DIR/bitstream/<board>.bit``."""
+a private folder published as ``BUILD_DIR/bitstream/run`` when they end; the bitstream lands
+beside it, as ``BUILD_DIR/bitstream/<board>.bit``, written through the build folder opened once
+(``brainsmith.opened_folder``)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.files import DiskFull
+from brainsmith.opened_folder import FolderChanged, staged
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.hardware.board.boards import Board
 
 HLS_SHOWN = 5
+WORKDIR = "bitstream/run"
 
 
 class BoardRunError(BrainsmithError):
@@ -38,13 +42,13 @@ def bitstream_of_build(
     model: Any,
     target: Board,
     mhz: float,
-    workdir: str,
     note: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """``folder``'s stitched accelerator (``model`` its final model; paths into ``built_in``
     read in ``folder``) as ``target``'s bitstream at the PLL clock nearest ``mhz``: the
     BitstreamResult's dict with the link's words per frame. BoardRunError for an HLS layer,
-    a clock the PLL cannot make, a missing tool, or a failed run (its first error, its log)."""
+    a clock the PLL cannot make, a missing tool, a failed run (its first error, its log) or
+    a folder below ``folder`` changed into a link meanwhile."""
     from brainsmith.hardware.board.pll import PllError
     from brainsmith.hardware.board.top import TopError, frame_words
     from brainsmith.hardware.place_route.bitstream import bitstream
@@ -69,17 +73,19 @@ def bitstream_of_build(
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), find_nextpnr()
         say(f"synthesising, placing and routing for {target.name}")
-        result = bitstream(
-            design, target, mhz, workdir, yosys, nextpnr,
-            in_words=in_words, out_words=out_words, name=target.name,
-        )  # fmt: skip
-    except (PllError, TopError, YosysMissing, NotUsable) as exc:
+        with staged(folder, WORKDIR) as stage:
+            result = bitstream(
+                design, target, mhz, stage.workdir, yosys, nextpnr,
+                in_words=in_words, out_words=out_words, name=target.name,
+            )  # fmt: skip
+            stage.keep = result.cached  # no tool ran: the run's logs stay beside the netlist
+            name = os.path.basename(result.bitstream)
+            result.bitstream = stage.take(result.bitstream, os.path.join("bitstream", name))
+            result.netlist = stage.shown(result.netlist)
+    except (PllError, TopError, YosysMissing, NotUsable, FolderChanged, DiskFull) as exc:
         raise BoardRunError(str(exc), exc.hint) from exc
     except PlaceRouteError as exc:  # BitstreamError: a tool failed
         raise BoardRunError(str(exc), exc.hint, failed=True) from exc
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
-    path = os.path.join(os.path.dirname(workdir), os.path.basename(result.bitstream))
-    os.replace(result.bitstream, path)
-    result.bitstream = path
     return {"in_words": in_words, "out_words": out_words, **result.as_dict()}
