@@ -156,3 +156,6 @@ def test_a_shared_cache_folder_is_refused_with_exit_2(unplaced, tmp_path):
     )
     assert result.returncode == 2, result.stderr
     assert "BRAINSMITH_PLACE_ROUTE_CACHE" in result.stderr
+    # refused after FINN was loaded (the command then ends without the interpreter's
+    # teardown): the folder's lock is released all the same
+    assert not Path(f"{folder}.lock").exists()

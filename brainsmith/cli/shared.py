@@ -119,8 +119,10 @@ def on_build_folder(build_dir: str, doing: str, stopped: str, work: Callable[[],
                 _take(lock)
             return work()
     except FolderError as exc:
+        lock.release()  # before the exit, which skips the interpreter's teardown after FINN
         error_exit(exc.reason, exc.hint, exc.exit_code)
     except interrupts.BuildInterrupted as exc:
+        lock.release()
         echo(f"error: {doing} interrupted ({exc.name}); {stopped}", err=True)
         exit_now(128 + exc.signum)
     finally:
