@@ -41,6 +41,18 @@ def test_a_bitstream_without_a_lattice_board_is_refused_naming_the_boards(tmp_pa
     assert done.returncode == 2, done.stderr
     assert "build.bitstream needs a Lattice ECP5 board" in done.stderr
     assert "ulx3s-85f" in done.stderr and not (tmp_path / "out").exists()
+    assert "orangecrab" not in done.stderr  # no host link reaches it
+
+
+def test_a_bitstream_for_a_board_without_a_uart_is_refused_before_the_build(tmp_path):
+    done = build_command(tmp_path, "--board", "OrangeCrab-r0.2-85f", "--bitstream")
+    assert done.returncode == 2, done.stderr
+    assert "has no USB UART" in done.stderr and "ulx3s-85f" in done.stderr
+    assert (
+        "try: use a board with one:" in done.stderr
+        and "orangecrab" not in done.stderr.split("try:")[1]
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_lattice_board_beside_an_amd_part_is_refused(tmp_path):

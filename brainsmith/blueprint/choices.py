@@ -9,6 +9,10 @@ LATTICE_BOARDS = (
     "ulx3s-12f", "ulx3s-25f", "ulx3s-45f", "ulx3s-85f", "orangecrab-r0.2-25f",
     "orangecrab-r0.2-85f", "versa-ecp5", "versa-ecp5-5g", "ecp5-5g-evn",
 )  # fmt: skip
+# ... of which these have no USB UART (their USB port is the FPGA's own): no host link, no
+# bitstream of brainsmith's (build.bitstream)
+NO_UART_BOARDS = ("orangecrab-r0.2-25f", "orangecrab-r0.2-85f")
+LINKED_BOARDS = tuple(board for board in LATTICE_BOARDS if board not in NO_UART_BOARDS)
 
 
 def lattice_board(name: object) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from brainsmith.blueprint.choices import LATTICE_BOARDS, lattice_board
+from brainsmith.blueprint.choices import LINKED_BOARDS, NO_UART_BOARDS, lattice_board
 from brainsmith.planning.errors import BuildError, option
 from brainsmith.planning.plan import without_kernels
 from brainsmith.plugin.errors import PluginError
@@ -48,12 +48,18 @@ def check_part_and_board(part: str | None, board: str | None) -> None:
 def lattice_plan(plan: BuildPlan) -> BuildPlan:
     """``plan`` for its Lattice board (none: as it is): every layer RTL, with notes saying
     so and what FINN folds for; a setup BuildError for ``build.bitstream`` without a
-    Lattice board."""
+    Lattice board with a USB UART."""
     options = plan.build
     name = lattice_board(options.board)
     if name is None:
         _refuse_bitstream(options)
         return plan
+    if options.bitstream and name in NO_UART_BOARDS:
+        raise BuildError.setup(
+            f"build.bitstream: {name} has no USB UART (its USB port is the FPGA's own), so the "
+            "host link that carries the frames cannot reach it",
+            "use a board with one: " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f)",
+        )
     notes = [
         f"FINN made the layers for {STAND_IN_PART}, a stand-in for {name}'s ECP5 part, and "
         "its estimates are for the stand-in (LUT6); the ECP5 figures placed are nextpnr's"
@@ -73,7 +79,7 @@ def _refuse_bitstream(options: BuildOptions) -> None:
         raise BuildError.setup(
             "build.bitstream needs a Lattice ECP5 board (build.board), "
             + (f"not the FINN board {options.board}" if options.board else "and none is set"),
-            "set one of " + ", ".join(LATTICE_BOARDS) + " (--board ulx3s-85f)",
+            "set one of " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f)",
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from brainsmith.blueprint.choices import LINKED_BOARDS
 from brainsmith.errors import HintedError
 
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (amaranth-boards; make setup installs it)"
@@ -106,7 +107,7 @@ def _read(name: str, platform: Any, baud: int) -> Board:
         raise BoardError(
             f"{name} has no UART in its amaranth-boards description (its USB port is the "
             "FPGA's own), so the host link cannot reach it",
-            f"use a board with a USB UART: {', '.join(k for k in BOARDS if 'orangecrab' not in k)}",
+            f"use a board with a USB UART: {', '.join(LINKED_BOARDS)}",
         )
     uart = platform.lookup("uart", 0)
     reset_name = getattr(platform, "default_rst", None) or ("button" if "button" in names else "")
