@@ -114,27 +114,28 @@ endmodule
 """
 
 
-def yosys_netlist(folder: Path, top: str) -> str:
-    """``top`` of DESIGNS mapped by ``synth_ecp5``, renamed ``<top>_gates``; its cell types."""
+def yosys_netlists(folder: Path, tops: tuple[str, ...]) -> dict[str, str]:
+    """Each of ``tops`` of DESIGNS mapped by ``synth_ecp5``, renamed ``<top>_gates``, in one
+    Yosys run (the sources read once, each top mapped from them as read): top -> its netlist."""
     from brainsmith.hardware.synthesis.yosys import RUN
 
-    script = (f"read_verilog -sv {folder}/designs.sv; synth_ecp5 -top {top}; "
-              f"rename {top} {top}_gates; write_verilog -noattr {folder}/{top}_gates.v")  # fmt: skip
+    script = f"read_verilog -sv {folder}/designs.sv; design -save read"
+    for top in tops:
+        script += (f"; design -load read; synth_ecp5 -top {top}; rename {top} {top}_gates; "
+                   f"write_verilog -noattr {folder}/{top}_gates.v")  # fmt: skip
     done = subprocess.run(
         [*RUN, "-q", "-p", script], capture_output=True, text=True, timeout=600, cwd=folder,
         env={**os.environ, "YOWASP_MOUNT": f"{folder}={folder}"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    return (folder / f"{top}_gates.v").read_text()
+    return {top: (folder / f"{top}_gates.v").read_text() for top in tops}
 
 
 def test_the_cell_models_compute_what_the_rtl_yosys_mapped_onto_them_computes(tmp_path):
     from brainsmith.hardware.board.gate_level import ecp5_cell_models, lattice_models
 
     (tmp_path / "designs.sv").write_text(DESIGNS)
-    netlists = {
-        top: yosys_netlist(tmp_path, top) for top in ("rom9", "rom4", "sdp36", "tdp18", "mul")
-    }
+    netlists = yosys_netlists(tmp_path, ("rom9", "rom4", "sdp36", "tdp18", "mul"))
     widths = {top: set(re.findall(r"\.DATA_WIDTH_[AB]\(32'd(\d+)\)", text))
               for top, text in netlists.items()}  # fmt: skip
     assert {"9"} <= widths["rom9"] and {"4"} <= widths["rom4"] and "36" in widths["sdp36"]
