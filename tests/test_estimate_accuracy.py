@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import brainsmith
-
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 REPO = Path(__file__).resolve().parents[1]
 MEASURED = json.loads((REPO / "benchmarks" / "results" / "estimate_accuracy.json").read_text())
@@ -29,15 +27,16 @@ def exported(tmp_path_factory) -> dict[str, list[str]]:
     return networks(tmp_path_factory.mktemp("networks"), tuple(dict.fromkeys(n for n, _ in RUNS)))
 
 
-def built(exported: dict[str, list[str]], network: str, part: str, folder: Path) -> dict:
+def built(farm, exported: dict[str, list[str]], network: str, part: str) -> dict:
     """report.json of ``network`` built for ``part`` as the benchmark builds it (no synthesis,
-    which does not change the estimates)."""
+    which does not change the estimates), from the run's shared builds: one per network and
+    part, read only."""
     model, *blueprint = exported[network]
-    brainsmith.build(
-        model, blueprint[0] if blueprint else None, str(folder), options={"fpga_part": part},
+    result = farm.build(
+        model, blueprint[0] if blueprint else None, options={"fpga_part": part},
         prefer="rtl", verify="none",
     )  # fmt: skip
-    report: dict = json.loads((folder / "report.json").read_text())
+    report: dict = json.loads((Path(result.output_dir) / "report.json").read_text())
     return report
 
 
@@ -48,9 +47,9 @@ def built(exported: dict[str, list[str]], network: str, part: str, folder: Path)
         for key in sorted(RUNS)
     ],
 )
-def test_a_network_s_estimate_is_within_15_percent_of_yosys(hub, exported, tmp_path, network, part):
+def test_a_network_s_estimate_is_within_15_percent_of_yosys(hub, farm, exported, network, part):
     run = RUNS[(network, part)]
-    report = built(exported, network, part, tmp_path / "out")
+    report = built(farm, exported, network, part)
     estimates = {layer["name"]: layer for layer in report["layers"]}
     for layer in run["layers"]:  # each layer's DSPs as Yosys counts them
         assert estimates[layer["name"]]["DSP"] == layer["yosys"]["DSP"], layer
@@ -66,13 +65,13 @@ def test_a_network_s_estimate_is_within_15_percent_of_yosys(hub, exported, tmp_p
         assert abs(estimated - measured) <= 0.15 * max(measured, 1), (key, estimated, measured)
 
 
-def test_a_7_series_matrix_layer_s_dsps_are_yosys_count(hub, exported, tmp_path):
+def test_a_7_series_matrix_layer_s_dsps_are_yosys_count(hub, farm, exported):
     """The Pynq-Z1 example: MVAU_rtl_0 (PE 8, SIMD 2, 4-bit narrow-range weights and 4-bit
     activations) packs 4 products per DSP48E1 (FINN's RTL drops the sign bit's room for
     narrow weights), as Yosys counts: 4 DSPs, not 6."""
     part = "xc7z020clg400-1"
     run = RUNS[("mlp_4bit", part)]
-    report = built(exported, "mlp_4bit", part, tmp_path / "out")
+    report = built(farm, exported, "mlp_4bit", part)
     estimates = {layer["name"]: layer for layer in report["layers"]}
     matrix = [layer for layer in run["layers"] if layer["kind"] == "MVAU_rtl"]
     assert matrix
