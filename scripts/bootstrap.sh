@@ -15,7 +15,25 @@ echo "brainsmith: setting up $venv (first run only: downloads and installs QONNX
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 # CPU torch first, from PyTorch's CPU index (requirements/torch.txt), so nothing later can
 # pull in a CUDA build; PyPI's Linux torch wheels bring the CUDA libraries.
-if ! "${pip[@]}" -r requirements/torch.txt; then
+# An index that does not answer costs minutes of pip's retries, each a warning: asked once
+# here, it is left out when silent, and torch must then come from PIP_FIND_LINKS (or a mirror).
+torch_requirements=requirements/torch.txt
+if ! "$py" - <<'PROBE'
+import sys
+import urllib.request
+
+try:
+    urllib.request.urlopen("https://download.pytorch.org/whl/cpu/", timeout=15)
+except Exception:
+    sys.exit(1)
+PROBE
+then
+  echo "brainsmith: PyTorch's CPU index does not answer; looking for torch in PIP_FIND_LINKS and the other indexes" >&2
+  torch_requirements=$(mktemp)
+  trap 'rm -f "$torch_requirements"' EXIT
+  grep -v -- "--extra-index-url" requirements/torch.txt > "$torch_requirements"
+fi
+if ! "${pip[@]}" -r "$torch_requirements"; then
   echo "brainsmith: torch 2.13.0 for the CPU was not found: it is on https://download.pytorch.org/whl/cpu," >&2
   echo "  not on PyPI; without access to that index, put the wheel in a folder and run again with" >&2
   echo "  PIP_FIND_LINKS=FOLDER, or name a mirror of the index with PIP_EXTRA_INDEX_URL (docs/install.md)" >&2
