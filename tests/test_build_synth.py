@@ -84,21 +84,32 @@ def test_the_summary_and_the_page_say_what_was_measured_and_what_estimated(synth
     assert f"{matrix['name']} · measured (Yosys): LUT {matrix['measured']['LUT']:,}" in picture
 
 
-def test_a_second_build_takes_every_layer_from_the_cache(synthesised, cache, tmp_path):
+@pytest.fixture(scope="module")
+def again(tmp_path_factory, cache, synthesised):
+    """The same build again on the cache the first one filled, once per test process: the
+    second build both tests below read."""
+
+    def make() -> tuple:
+        out = tmp_path_factory.mktemp("again") / "mlp"
+        args = (str(BLUEPRINT), "--prefer", "rtl", "--part", PART, "--synth")
+        return out, build(out, *args, cache=cache)
+
+    return once("build-synth again", make)
+
+
+def test_a_second_build_takes_every_layer_from_the_cache(synthesised, again):
     _, report, _ = synthesised
-    args = (str(BLUEPRINT), "--prefer", "rtl", "--part", PART, "--synth")
-    result = build(tmp_path / "again", *args, cache=cache)
+    out, result = again
     assert result.returncode == 0, result.stderr
-    again = json.loads((tmp_path / "again" / "report.json").read_text())["synthesis"]
-    assert all(x["cached"] for x in again["layers"])
-    assert again["totals"] == report["synthesis"]["totals"]
+    second = json.loads((out / "report.json").read_text())["synthesis"]
+    assert all(x["cached"] for x in second["layers"])
+    assert second["totals"] == report["synthesis"]["totals"]
 
 
-def test_yosys_is_started_as_the_synthesis_begins_and_said_as_such(synthesised, cache, tmp_path):
+def test_yosys_is_started_as_the_synthesis_begins_and_said_as_such(again):
     """Yosys' start (long the first time after installing) is announced where it happens,
     after the last step, not shown as loading FINN and the model."""
-    args = (str(BLUEPRINT), "--prefer", "rtl", "--part", PART, "--synth")
-    result = build(tmp_path / "again", *args, cache=cache)
+    _, result = again
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()  # a pipe: one plain line per event
     starting = lines.index("starting Yosys (the first run after installing takes about a minute)")
