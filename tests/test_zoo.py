@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -93,10 +94,11 @@ WIDE_VARIANTS = {"tfc_w2a2", "tfc_w8a8", "lfc_w1a1_narrow", "tfc_w2a1", "mobilen
 BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 
-def export(folder: Path, networks: dict[str, str]) -> None:
-    """Export zoo networks (name -> call of an examples.zoo function) in one subprocess."""
+def export(folder: Path, networks: dict[str, str], raw: Collection[str] = ()) -> None:
+    """Export zoo networks (name -> call of an examples.zoo function) in one subprocess, the
+    accumulator-aware weights of those named in ``raw`` not baked."""
     lines = "\n".join(
-        f"export_network({name!r}, folder, seed=7, make=lambda: zoo.{call})"
+        f"export_network({name!r}, folder, seed=7, make=lambda: zoo.{call}, bake={name not in raw})"
         for name, call in networks.items()
     )
     result = run_python(
@@ -300,11 +302,13 @@ def test_backend_rule_puts_narrow_or_fused_matrix_layers_in_luts(zoo):
 
 
 def exported(tmp_path_factory, wide: bool) -> Path:
-    """The fresh exports of one tier (``WIDE_VARIANTS`` or the others), once per process."""
+    """The fresh exports of one tier (``WIDE_VARIANTS`` or the others), once per process;
+    make test's tier with the networks of the A2Q and refusal tests below (``EXPORTED_TOO``)."""
 
     def make() -> Path:
         folder = tmp_path_factory.mktemp("variants")
-        export(folder, {k: v for k, v in VARIANTS.items() if (k in WIDE_VARIANTS) == wide})
+        chosen = {k: v for k, v in VARIANTS.items() if (k in WIDE_VARIANTS) == wide}
+        export(folder, chosen if wide else {**chosen, **EXPORTED_TOO}, raw=["a2q_raw"])
         return folder
 
     return once(f"variants wide={wide}", make)
@@ -375,31 +379,24 @@ def test_encoder_folded_for_a_target_keeps_its_attention_products_streamed(hub, 
 
 
 A2Q = "espcn(channels=(10, 6), weight_bits=6, act_bits=6, image=6, accumulator_bits=14)"
+BNN_PAD = "cnv(1, 1, channels=(8, 8), pool_after=(0,), fc=(16,), padding=1, image=8)"
+# exported with make test's variants (one subprocess): the A2Q network raw and baked, and a
+# padded binarized convolution
+EXPORTED_TOO = {"a2q_raw": A2Q, "a2q_baked": A2Q, "bnn_pad": BNN_PAD}
 
 
 @pytest.mark.xdist_group("zoo-fresh")
-def test_an_accumulator_aware_export_builds_with_its_accumulators_once_baked(hub, tmp_path):
+def test_an_accumulator_aware_export_builds_with_its_accumulators_once_baked(variants, tmp_path):
     """Brevitas exports accumulator-aware (A2Q) weights raw, without their pre-clipping scale
     and rounding: such an export stops at its first step, the hint naming A2Q. With its
     weights baked before export it builds, matches torch after each step, and its matrix
     layers keep within the 14-bit accumulators A2Q trained for."""
-    lines = "\n".join(
-        f"export_network({name!r}, folder, seed=7, make=lambda: zoo.{A2Q}, bake={bake})"
-        for name, bake in (("raw", False), ("baked", True))
-    )
-    result = run_python(
-        "from pathlib import Path\nimport examples.zoo as zoo\n"
-        f"from examples.zoo import export_network\nfolder = Path({str(tmp_path)!r})\n{lines}\n",
-        cwd=REPO,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
     with pytest.raises(BuildError) as caught:
-        build(tmp_path / "raw.onnx", tmp_path / "raw-out")
+        build(variants / "a2q_raw.onnx", tmp_path / "raw-out")
     assert caught.value.step == "cleanup"
     assert "the exported model itself does not match" in caught.value.reason
     assert "accumulator-aware (A2Q)" in caught.value.hint
-    baked = build(tmp_path / "baked.onnx", tmp_path / "out")
+    baked = build(variants / "a2q_baked.onnx", tmp_path / "out")
     assert_built_and_matches_torch(baked)
     final = onnx.load(os.path.join(baked.output_dir, "final.onnx"))
     widths = [
@@ -413,11 +410,9 @@ def test_an_accumulator_aware_export_builds_with_its_accumulators_once_baked(hub
 
 
 @pytest.mark.xdist_group("zoo-fresh")
-def test_padded_binarized_convolution_is_refused_by_name(hub, tmp_path):
-    export(tmp_path, {"bnn_pad": "cnv(1, 1, channels=(8, 8), pool_after=(0,), fc=(16,), "
-                      "padding=1, image=8)"})  # fmt: skip
+def test_padded_binarized_convolution_is_refused_by_name(variants, tmp_path):
     with pytest.raises(BuildError) as caught:
-        build(tmp_path / "bnn_pad.onnx", tmp_path / "out")
+        build(variants / "bnn_pad.onnx", tmp_path / "out")
     assert caught.value.step == "streamline"
     assert "pads 1-bit (bipolar) activations" in caught.value.reason
     assert "without padding" in caught.value.hint
@@ -507,21 +502,18 @@ def test_expected_outputs_in_any_shape_of_the_right_size(hub, tmp_path):
 def test_model_made_2d_beforehand_is_accepted_and_builds(hub, tmp_path):
     """A 1D network converted with QONNX's Change3DTo4DTensors has 1-entry dilations, which
     onnxruntime refuses; FINN reads it, and so does the build (completing them)."""
-    result = run_python(
-        f"""
-        from qonnx.core.modelwrapper import ModelWrapper
-        from qonnx.transformation.change_3d_tensors_to_4d import Change3DTo4DTensors
-        from qonnx.util.cleanup import cleanup_model
-        from brainsmith.frameworks.finn.env import prepare_finn
-        prepare_finn()
-        from finn.transformation.qonnx.convert_qonnx_to_finn import ConvertQONNXtoFINN
-        model = cleanup_model(ModelWrapper({str(ZOO_DIR / "kws_conv1d.onnx")!r}))
-        model = model.transform(ConvertQONNXtoFINN()).transform(Change3DTo4DTensors())
-        model.save({str(tmp_path / "kws_4d.onnx")!r})
-        """,
-        cwd=REPO,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    from qonnx.core.modelwrapper import ModelWrapper
+    from qonnx.transformation.change_3d_tensors_to_4d import Change3DTo4DTensors
+    from qonnx.util.cleanup import cleanup_model
+
+    from brainsmith.frameworks.finn.env import prepare_finn
+
+    prepare_finn()
+    from finn.transformation.qonnx.convert_qonnx_to_finn import ConvertQONNXtoFINN
+
+    model = cleanup_model(ModelWrapper(str(ZOO_DIR / "kws_conv1d.onnx")))
+    model = model.transform(ConvertQONNXtoFINN()).transform(Change3DTo4DTensors())
+    model.save(str(tmp_path / "kws_4d.onnx"))
     inputs = np.load(ZOO_DIR / "kws_conv1d_input.npy")
     np.save(tmp_path / "kws_4d_input.npy", inputs[..., None])
     np.save(tmp_path / "kws_4d_expected.npy", np.load(ZOO_DIR / "kws_conv1d_expected.npy"))
@@ -577,16 +569,14 @@ def test_prefer_rtl_makes_every_layer_rtl(request, tmp_path, name):
 @pytest.mark.xdist_group("zoo-fresh")
 def test_the_transformer_blueprint_builds_a_fresh_encoder_from_the_command_line(variants, tmp_path):
     """`brainsmith build MODEL blueprints/transformer.yaml` on an encoder nobody tuned for
-    (4 heads, dimension 48, 6 bits): every node in hardware, verified after each step."""
-    import subprocess
-    import sys
+    (4 heads, dimension 48, 6 bits): every node in hardware, verified after each step. (The
+    command runs in this process: its subject is the blueprint, not the process.)"""
+    from tests.support.processes import invoke
 
     model = variants / "encoder_h4_w6a6.onnx"
-    command = [str(Path(sys.executable).with_name("brainsmith")), "build", str(model),
-               str(REPO / "blueprints" / "transformer.yaml"), "-o", str(tmp_path / "out"),
-               "--input", str(variants / "encoder_h4_w6a6_input.npy"),
-               "--expected", str(variants / "encoder_h4_w6a6_expected.npy")]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    done = invoke("build", model, REPO / "blueprints" / "transformer.yaml",
+                  "-o", tmp_path / "out", "--input", variants / "encoder_h4_w6a6_input.npy",
+                  "--expected", variants / "encoder_h4_w6a6_expected.npy")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["cpu_nodes"]["count"] == 0
