@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import importlib.resources
 import os
+import sys
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from typing import Any
@@ -60,7 +61,6 @@ from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
-from brainsmith.report.units import finite
 
 TOP = "board_top"
 LPF = "board.lpf"
@@ -72,6 +72,7 @@ SYNC = b"\xff\xff\xbd\xb3"
 CACHE_VARIABLE = "BRAINSMITH_BITSTREAM_CACHE"
 MAX_BITSTREAM_BYTES = 64 * 2**20
 MAX_NETLIST_BYTES = 512 * 2**20
+FLOAT_MAX = sys.float_info.max  # a cached figure past it is no figure a run writes
 
 
 class BitstreamError(PlaceRouteError):
@@ -299,8 +300,10 @@ def _looks_ecp5(content: bytes) -> bool:
 
 
 def _positive(value: object) -> bool:
-    number = finite(value)  # an int past a float's range too (math.isfinite raises)
-    return number is not None and number > 0
+    """A finite number above 0 (not a bool); an int past a float's range is none."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return 0 < value < FLOAT_MAX  # NaN and infinity fail too; an int compares exactly
 
 
 def _figures_sane(result: BitstreamResult) -> bool:
