@@ -14,7 +14,7 @@ from qonnx.core.modelwrapper import ModelWrapper
 
 import brainsmith
 from brainsmith.builder import BuildError
-from brainsmith.intake.wiring import unproduced
+from brainsmith.planning.wiring import unproduced
 from tests.conftest import REPO
 
 ZOO = REPO / "examples" / "models" / "zoo"

@@ -14,8 +14,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from brainsmith.intake import wiring
 from brainsmith.intake.model import InputError, check_model
+from brainsmith.planning import wiring
 from tests.support.processes import run_brainsmith
 
 REPO = Path(__file__).resolve().parents[1]

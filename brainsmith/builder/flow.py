@@ -24,9 +24,9 @@ from brainsmith.frameworks.finn.estimation.finn_reports import RESOURCE_FILE
 from brainsmith.frameworks.finn.facts import allowed_cycles
 from brainsmith.frameworks.finn.layers import stamp
 from brainsmith.frameworks.finn.tables import already_done, missing_tool
-from brainsmith.intake.wiring import streams, wiring_error
 from brainsmith.metrics import span
 from brainsmith.planning.shaping import Step
+from brainsmith.planning.wiring import streams, wiring_error
 from brainsmith.plugin.containment import PluginExit, contained
 from brainsmith.report.contents import chart_rows
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.intake.wiring import Streams
+    from brainsmith.planning.wiring import Streams
     from brainsmith.verification.verifier import Verifier
 
 

@@ -23,7 +23,6 @@ from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_d
 from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_cannot_run
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.intake.model import check_inputs
-from brainsmith.intake.wiring import streams, wiring_error
 from brainsmith.planning.advice import (
     Taker,
     advice,
@@ -38,6 +37,7 @@ from brainsmith.planning.context import BuildContext, context_of, running
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.host_tail import downstream
 from brainsmith.planning.shaping import finn_config, resolve_steps, shape_plan
+from brainsmith.planning.wiring import streams, wiring_error
 from brainsmith.steps.dataflow import infer_hardware, integer_adds_in_rtl, set_backend_styles
 
 TYPE_CHECKING = False

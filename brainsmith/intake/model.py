@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_npy, read_npz
 from brainsmith.frameworks.finn.facts import LAYER_DOMAINS, is_hardware
-from brainsmith.intake.wiring import cycle, describe, given_and_produced
 from brainsmith.planning.errors import BuildError, option
+from brainsmith.planning.wiring import cycle, describe, given_and_produced
 from brainsmith.plugin import get_registry
 
 TYPE_CHECKING = False

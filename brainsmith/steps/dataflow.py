@@ -39,11 +39,11 @@ from brainsmith.frameworks.finn.recipe.steps import (
 )
 from brainsmith.frameworks.finn.resolvers import fpga_part
 from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
-from brainsmith.intake.wiring import cycle, describe
 from brainsmith.planning.advice import blocking_nodes, explain_blocking, fork_hint, fork_problems
 from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
 from brainsmith.planning.context import context_of
 from brainsmith.planning.host_tail import split_host_tail
+from brainsmith.planning.wiring import cycle, describe
 from brainsmith.plugin import get_registry, step
 from brainsmith.plugin.errors import PluginError
 from brainsmith.plugin.metadata import PRIORITY_LEVELS
