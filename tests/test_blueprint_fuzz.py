@@ -6,30 +6,25 @@ Each test runs ``BRAINSMITH_FUZZ_EXAMPLES`` cases (200 by default; ``make fuzz``
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from brainsmith.blueprint import Blueprint, BlueprintError, load_blueprint
 from brainsmith.blueprint.options import BUILD_KEYS
 from brainsmith.blueprint.schema import HW_KEYS, KERNEL_KEYS, PHASES, TOP_KEYS
+from tests.support.fuzz import fuzz_settings
 from tests.test_blueprint_support import TOY_BLUEPRINT, use_toy_registry, write
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = int(os.environ.get("BRAINSMITH_FUZZ_EXAMPLES", "200"))
 
 
 pytestmark = pytest.mark.fuzz
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ = fuzz_settings(200)
 
 
 @pytest.fixture(autouse=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from brainsmith.commands.flash import build_bitstream
@@ -45,13 +45,9 @@ from brainsmith.hardware.board.link import (
     read_frame,
 )
 from brainsmith.hardware.board.streams import DriverError
+from tests.support.fuzz import fuzz_settings
 
-EXAMPLES = int(os.environ.get("BRAINSMITH_FUZZ_EXAMPLES", "200"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ = fuzz_settings(200)
 pytestmark = pytest.mark.fuzz
 
 SAFETY = 30.0  # a read that waits this long is a hang: it fails the test as socket.timeout

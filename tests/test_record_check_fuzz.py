@@ -12,20 +12,16 @@ import copy
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from brainsmith.plugin.discovery.index import discover
 from brainsmith.plugin.discovery.trust import SourceCheck, from_source
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugin.spec import PluginSpec
+from tests.support.fuzz import fuzz_settings
 
-EXAMPLES = int(os.environ.get("BRAINSMITH_FUZZ_EXAMPLES", "200"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ = fuzz_settings(200)
 pytestmark = pytest.mark.fuzz
 
 AWKWARD = st.one_of(

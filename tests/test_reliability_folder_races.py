@@ -105,19 +105,25 @@ def test_paths_that_leave_the_folder_are_not_paths_below_it(tmp_path):
                 opened.write(relative, b"")
 
 
-def swapping(monkeypatch, swap) -> None:
-    """The bitstream flow with ``swap()`` done first: what another writer of the build
-    folder does after the gate checked it, while Yosys and nextpnr run."""
+def bitstream_with_a_swap(build: Path, below: str, tmp_path: Path, monkeypatch):
+    """``brainsmith bitstream`` on ``build`` while its folder ``below`` is swapped for a link
+    to a victim folder: what another writer of the build folder does after the gate checked
+    it, as Yosys and nextpnr start. (the command's result, the victim's files)."""
     import importlib
 
+    from tests.support.processes import invoke
+
+    files = victim(tmp_path / "elsewhere")
     flow = importlib.import_module("brainsmith.hardware.place_route.bitstream")
     real = flow.bitstream
 
     def swapped_then_run(*arguments, **keywords):
-        swap()
+        os.rename(build / below, tmp_path / "aside")
+        (build / below).symlink_to(tmp_path / "elsewhere")
         return real(*arguments, **keywords)
 
     monkeypatch.setattr(flow, "bitstream", swapped_then_run)
+    return invoke("bitstream", str(build), "--board", "ulx3s-85f"), files
 
 
 @pytest.fixture
@@ -133,16 +139,7 @@ def board_build(farm, tmp_path) -> Path:
 def test_bitstream_s_folder_swapped_for_a_link_meanwhile_touches_nothing_outside(
     board_build, tmp_path, monkeypatch
 ):
-    from tests.support.processes import invoke
-
-    files = victim(tmp_path / "elsewhere")
-
-    def swap() -> None:
-        os.rename(board_build / "bitstream", tmp_path / "aside")
-        (board_build / "bitstream").symlink_to(tmp_path / "elsewhere")
-
-    swapping(monkeypatch, swap)
-    done = invoke("bitstream", str(board_build), "--board", "ulx3s-85f")
+    done, files = bitstream_with_a_swap(board_build, "bitstream", tmp_path, monkeypatch)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "bitstream is not a folder now" in done.stderr and "Traceback" not in done.stderr
     assert untouched(tmp_path / "elsewhere", files)
@@ -153,16 +150,7 @@ def test_bitstream_s_folder_swapped_for_a_link_meanwhile_touches_nothing_outside
 def test_bitstream_s_run_folder_swapped_for_a_link_meanwhile_touches_nothing_outside(
     board_build, tmp_path, monkeypatch
 ):
-    from tests.support.processes import invoke
-
-    files = victim(tmp_path / "elsewhere")
-
-    def swap() -> None:
-        os.rename(board_build / "bitstream" / "run", tmp_path / "aside")
-        (board_build / "bitstream" / "run").symlink_to(tmp_path / "elsewhere")
-
-    swapping(monkeypatch, swap)
-    done = invoke("bitstream", str(board_build), "--board", "ulx3s-85f")
+    done, files = bitstream_with_a_swap(board_build, "bitstream/run", tmp_path, monkeypatch)
     data = json.loads((board_build / "bitstream" / "report.json").read_text())
     assert done.returncode == (0 if data["met"] else 3), done.stdout + done.stderr
     assert untouched(tmp_path / "elsewhere", files)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from brainsmith.blueprint import Blueprint, BlueprintError, load_blueprint
@@ -24,14 +24,10 @@ from brainsmith.plugin.errors import ConfigError
 from brainsmith.plugin.settings.config import CONFIG_KEYS, ENV_VARS, PluginConfig, load_config
 from brainsmith.safe_yaml import MAX_BYTES, MAX_DEPTH, MAX_NODES
 from tests.conftest import run_python
+from tests.support.fuzz import fuzz_settings
 from tests.test_blueprint_support import use_toy_registry
 
-EXAMPLES = int(os.environ.get("BRAINSMITH_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+FUZZ = fuzz_settings(150)
 MAX_PEAK_GROWTH_KIB = 64 * 1024
 
 
