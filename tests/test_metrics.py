@@ -32,12 +32,18 @@ def samples(text: str) -> dict[tuple, float]:
     }
 
 
-def test_a_build_writes_its_metrics_as_prometheus_text(tmp_path):
+def test_a_build_writes_its_metrics_as_prometheus_text_and_exports_its_spans_before_it_exits(
+    tmp_path,
+):
+    import os
+
     metrics = tmp_path / "build.prom"
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console"}
     process = brainsmith("build", MLP, BLUEPRINT, "-o", str(tmp_path / "out"), "-q",
-                         "--metrics-file", str(metrics))  # fmt: skip
-    _, stderr = process.communicate(timeout=600)
+                         "--metrics-file", str(metrics), env=env)  # fmt: skip
+    stdout, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stderr
+    assert '"name": "brainsmith.step cleanup"' in stdout  # batched spans flushed before exiting
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     found = samples(metrics.read_text())
     for step in report["steps"]:
@@ -165,13 +171,3 @@ def test_nothing_is_imported_when_no_one_asks_for_metrics():
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
-
-
-def test_the_command_exports_its_spans_before_it_exits(tmp_path):
-    import os
-
-    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console"}
-    process = brainsmith("build", MLP, BLUEPRINT, "-o", str(tmp_path / "out"), "-q", env=env)
-    stdout, stderr = process.communicate(timeout=600)
-    assert process.returncode == 0, stderr
-    assert '"name": "brainsmith.step cleanup"' in stdout  # batched spans flushed before exiting
