@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
-    # are typed in brainsmith.report.schema)
+    # are typed in brainsmith.report_schema)
     Json = dict[str, Any]
 
 

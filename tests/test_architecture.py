@@ -137,7 +137,7 @@ def test_the_architecture_doc_names_real_paths_and_every_hub_module():
     doc = (PACKAGE.parent / "docs" / "architecture.md").read_text()
     named = set(
         re.findall(
-            r"`((?:plugin|frameworks|builder|report|planning|commands|hardware|dse|steps)/[\w/]*(?:\.py)?)`",
+            r"`((?:plugin|frameworks|builder|report|report_schema|planning|commands|hardware|dse|steps|intake)/[\w/]*(?:\.py)?)`",
             doc,
         )
     )

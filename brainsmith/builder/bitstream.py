@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.state import BuildRun
     from brainsmith.hardware.board.boards import Board
-    from brainsmith.report.schema import (
+    from brainsmith.report_schema import (
         BitstreamSection,
         ClockedPerformance,
         NetlistCheckSection,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.report.schema import Verification
+    from brainsmith.report_schema import Verification
     from brainsmith.verification.verifier import Check, Verifier
 
     # Where an earlier step's saved model first differs: its index, and its failing checks

@@ -32,11 +32,11 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.state import BuildRun
-    from brainsmith.frameworks.finn.estimation.records import Estimates
     from brainsmith.planning.errors import BuildError
-    from brainsmith.report.schema import (
+    from brainsmith.report_schema import (
         BuildErrorEntry,
         BuildReport,
+        Estimates,
         FinnWarning,
         ShortReport,
         Status,

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.builder.checkpoint import Checkpoint
-    from brainsmith.report.schema import BuildReport, Performance, StoppedReport
+    from brainsmith.report_schema import BuildReport, Performance, StoppedReport
 
 REBUILD = "build it again with brainsmith.build(model, blueprint, output_dir)"
 

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
     from brainsmith.planning.plan import BlueprintSource, BuildPlan
     from brainsmith.planning.shaping import BuildOverrides
-    from brainsmith.report.schema import StoppedReport
+    from brainsmith.report_schema import StoppedReport
     from brainsmith.verification.verifier import Verifier
 
 

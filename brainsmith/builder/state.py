@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.checkpoint import Checkpoint
     from brainsmith.report.charts import ChartWorker
-    from brainsmith.report.schema import (
+    from brainsmith.report_schema import (
         BitstreamSection,
         BuildReport,
         RtlsimSection,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from brainsmith.builder import BuildResult
-    from brainsmith.report.schema import (
+    from brainsmith.report_schema import (
         BuildReport,
         FinnWarning,
         StepEntry,

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from brainsmith.files import Json
     from brainsmith.hardware.place_route.flow import Family
     from brainsmith.hardware.place_route.parts import Part
-    from brainsmith.report.schema import BuildReport
+    from brainsmith.report_schema import BuildReport
 
 RESULT = "place_route/report.json"
 WORKDIR = "place_route/run"

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from brainsmith.hardware.rtlsim.layers import DesignResult
     from brainsmith.hardware.rtlsim.manifest import Manifest
     from brainsmith.intake.model import CheckedModel
-    from brainsmith.report.schema import BuildReport
+    from brainsmith.report_schema import BuildReport
     from brainsmith.verification.verifier import Sample
 
 

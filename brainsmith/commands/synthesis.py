@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from brainsmith.files import Json
     from brainsmith.hardware.synthesis import DesignSynthesis, LayerSynthesis
     from brainsmith.hardware.synthesis.yosys import Yosys
-    from brainsmith.report.schema import BuildReport, Layer
+    from brainsmith.report_schema import BuildReport, Layer
 
 RESULT = "synthesis.json"
 WORKDIR = "synthesis"

@@ -22,7 +22,7 @@ from brainsmith.frameworks.finn.facts import RESOURCES
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.files import Json
-    from brainsmith.report.schema import BuildReport, Layer
+    from brainsmith.report_schema import BuildReport, Layer
 
 PLUMBING = ("StreamingFIFO", "StreamingDataWidthConverter")  # op types outside the compute
 SIZING_RECORD = os.path.join("finn", "report", "fifo_sizing.json")  # steps/fifos.py writes it

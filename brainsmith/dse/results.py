@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from brainsmith.blueprint.space import Constraint, Search
     from brainsmith.files import Json
-    from brainsmith.report.schema import BuildReport
+    from brainsmith.report_schema import BuildReport
 
 METRIC_NAMES = ("fps", "latency_ns", *RESOURCES)
 EFFECT_METRICS = ("fps", "LUT", "DSP")  # the means "what each choice changed" shows

@@ -28,7 +28,7 @@ from brainsmith.version import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.files import Json
-    from brainsmith.report.schema import BuildReport
+    from brainsmith.report_schema import BuildReport
 
 NODE_FILE = "explore-node.json"
 # FINN's settings and brainsmith's output redirection are per process: one build at a time,

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
-    from brainsmith.report.schema import BuildReport
+    from brainsmith.report_schema import BuildReport
 
 MAX_ENTRIES = 200_000  # files and folders; a build of the largest network has a few thousand
 MAX_FILE_BYTES = 2**31 - 1  # what an ONNX model can hold; weight files are far smaller

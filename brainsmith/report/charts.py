@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from brainsmith.frameworks.finn.facts import Resource
-    from brainsmith.report.schema import ChartRow
+    from brainsmith.report_schema import ChartRow
 
 COLOR = "#3569a8"
 OVER = "#b3261e"  # a layer slower than the target allows

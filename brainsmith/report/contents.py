@@ -32,7 +32,7 @@ from brainsmith.version import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.frameworks.finn.folding.search import FoldingRecord
-    from brainsmith.report.schema import (
+    from brainsmith.report_schema import (
         BuildReport,
         ChartRow,
         CpuNodes,

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from brainsmith.frameworks.finn.facts import Resource
-    from brainsmith.report.schema import (
+    from brainsmith.report_schema import (
         BuildErrorEntry,
         BuildReport,
         FinnWarning,

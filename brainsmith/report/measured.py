@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.hardware.synthesis import DesignSynthesis
     from brainsmith.hardware.synthesis.run import LayerSynthesis
-    from brainsmith.report.schema import (
+    from brainsmith.report_schema import (
         BuildReport,
         Layer,
         MeasuredLayer,

@@ -14,7 +14,7 @@ from typing import cast
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report.schema import BuildReport, CpuNode, Layer, MeasuredLayer
+    from brainsmith.report_schema import BuildReport, CpuNode, Layer, MeasuredLayer
 
     Place = dict[str, tuple[int, int, int]]  # layer name -> (row, column, lane)
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from brainsmith.hardware.rtlsim.layers import DesignResult, LayerResult
-    from brainsmith.report.schema import RtlsimLayer, RtlsimSection, Stitched
+    from brainsmith.report_schema import RtlsimLayer, RtlsimSection, Stitched
 
 
 def rtlsim_section(result: DesignResult) -> RtlsimSection:

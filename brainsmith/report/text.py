@@ -10,7 +10,7 @@ from brainsmith.report.units import bits, finite, percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report.schema import BitstreamSection, BuildReport, Layer, Target
+    from brainsmith.report_schema import BitstreamSection, BuildReport, Layer, Target
 
 
 def number(value: object, unit: str = "") -> str:

@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
-    from brainsmith.hardware.rtlsim.stitched.results import Stitched
     from brainsmith.planning.plan import BuildPlan
+    from brainsmith.report_schema.stitched import Stitched
 
 
 @step(

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     import onnx
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.report.schema import Verification
+    from brainsmith.report_schema import Verification
 
 # A float output's tolerance: this fraction of its largest reference value (over the samples)
 FLOAT_RTOL = 1e-4

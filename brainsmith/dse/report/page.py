@@ -21,7 +21,7 @@ from brainsmith.frameworks.finn.facts import step_label
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.files import Json
-    from brainsmith.report.schema import BuildReport
+    from brainsmith.report_schema import BuildReport
 
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }

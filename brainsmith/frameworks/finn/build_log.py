@@ -6,12 +6,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-from typing import TypedDict
 
 LOG_LINE = re.compile(r"^(WARNING|ERROR|CRITICAL) ([\w.]+): (.*)$")
 MAX_WARNINGS = 100
 QUOTED_PATH = re.compile(r"'/[^']*'")
 WARNED_AT = re.compile(r"\(([^()]+):\d+\)$")  # a Python warning's "(file:line)"
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.report_schema import FinnWarning
 
 # FINN's warnings from SetFolding, logged while it searches, before later steps (a folding
 # config, a second pass) settle the folding: numbers of a folding that is not the final one,
@@ -24,15 +27,6 @@ FOLDING_VERDICT = re.compile(
     r"did not reach the target throughput"
     r"|SIMD parallelization for at least one node was limited by mvau_wwidth_max"
 )
-
-
-class FinnWarning(TypedDict):
-    """One of ``warnings``: a distinct warning or error in build.log."""
-
-    level: str  # WARNING | ERROR | CRITICAL
-    source: str  # the logger
-    message: str
-    count: int
 
 
 def superseded(message: str, target_missed: bool) -> bool:

@@ -37,7 +37,7 @@ from brainsmith.hardware.board.top import (
     board_top,
     clocks_per_bit,
 )
-from brainsmith.hardware.place_route.critical_path import CriticalPath, named_critical_path
+from brainsmith.hardware.place_route.critical_path import named_critical_path
 from brainsmith.hardware.place_route.ecp5 import (
     FORMAT,
     SEED,
@@ -61,6 +61,10 @@ from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.report_schema import CriticalPath
 
 TOP = "board_top"
 LPF = "board.lpf"

@@ -10,25 +10,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 from brainsmith.files import DamagedFile, read_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.report_schema import CriticalPath
 
 INSTANCE = re.compile(r"^\s*(\w+)\s+(n\d+)\s*\(", re.M)
 MAX_REPORT_BYTES = 64 * 2**20
 WRAPPER = "_rtlsim_top"  # brainsmith's wrapper of a layer with streamed parameters
-
-
-class CriticalPath(TypedDict):
-    """The slowest path of the slowest clock: from which layer to which, its delay."""
-
-    clock: str
-    delay_ns: float
-    start: str  # the layer (or "host link", "board top") the path starts in
-    end: str
-    start_cell: str
-    end_cell: str
-    steps: int  # nextpnr's path elements: clock-to-Q, each logic and routing hop, setup
 
 
 def layer_instances(accelerator: str) -> dict[str, str]:
@@ -105,7 +97,6 @@ def path_text(path: CriticalPath) -> str:
 
 
 __all__ = [
-    "CriticalPath",
     "critical_path",
     "layer_instances",
     "layer_of",

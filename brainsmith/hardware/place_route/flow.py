@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from brainsmith.errors import HintedError
 from brainsmith.files import DamagedFile, read_json
-from brainsmith.hardware.place_route.critical_path import CriticalPath, named_critical_path
+from brainsmith.hardware.place_route.critical_path import named_critical_path
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
@@ -52,6 +52,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.hardware.place_route.packing import Packing
     from brainsmith.hardware.place_route.parts import Part
+    from brainsmith.report_schema import CriticalPath
 
 FORMAT = "2"  # bump when what a cached result holds changes
 TIMEOUT = 3600.0  # seconds per tool run

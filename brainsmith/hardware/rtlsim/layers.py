@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.hardware.rtlsim.stitched.results import Mismatch, Stitched
+    from brainsmith.report_schema.stitched import Mismatch, Stitched
 
 Tensors = dict[str, np.ndarray]  # every tensor of one sample's Python execution, by name
 

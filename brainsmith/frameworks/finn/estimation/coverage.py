@@ -10,7 +10,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.custom_op.base import CustomOp
 
-    from brainsmith.frameworks.finn.estimation.records import Layer, LayerFacts
+    from brainsmith.report_schema.estimates import Layer, LayerFacts
 
 # What FINN does not estimate, per op type as it stands in the graph (kernel_backend), read
 # from its classes in finn/custom_op/fpgadataflow/ (finn-plus 1.6): a class that does not

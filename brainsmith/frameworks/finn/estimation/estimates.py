@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
-    from brainsmith.frameworks.finn.estimation.records import Estimates, Layer, LayerFacts
     from brainsmith.frameworks.finn.facts import Resource
+    from brainsmith.report_schema.estimates import Estimates, Layer, LayerFacts
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from brainsmith.frameworks.finn.facts import RESOURCES
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.files import Json
-    from brainsmith.frameworks.finn.estimation.records import Counts, Performance
+    from brainsmith.report_schema.estimates import Counts, Performance
 
 RESOURCE_FILE = "estimate_layer_resources.json"
 CYCLES_FILE = "estimate_layer_cycles.json"

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     import onnx
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.frameworks.finn.estimation.records import CpuNode, CpuNodes
+    from brainsmith.report_schema.estimates import CpuNode, CpuNodes
 
 PARTITION = "StreamingDataflowPartition"
 MAC_OPS = ("MatMul", "Gemm", "Conv")

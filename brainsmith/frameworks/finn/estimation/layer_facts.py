@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
     from qonnx.custom_op.base import CustomOp
 
-    from brainsmith.frameworks.finn.estimation.records import (
+    from brainsmith.report_schema.estimates import (
         BitsKey,
         DatatypeKey,
         LayerAttribute,

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
     from onnx import NodeProto
 
-    from brainsmith.hardware.rtlsim.stitched.results import FifoFill, OutputDifference, Stitched
+    from brainsmith.report_schema.stitched import FifoFill, OutputDifference, Stitched
 
 # The stitched check simulates every verification frame while they take at most this many
 # cycles at FINN's estimated pace (the slowest layer's cycles per frame); beyond, only the

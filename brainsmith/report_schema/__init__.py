@@ -1,11 +1,13 @@
 """report.json as types: the records the build writes (``builder.reporting.assemble``) and the
-summary, report.html, the dataflow picture, ``brainsmith verify-rtl`` and explore read. The
-estimates' records are ``frameworks/finn/estimation/records.py``'s, the stitched simulation's
-``hardware/rtlsim/stitched/results.py``'s, named here too.
+summary, report.html, the dataflow picture, ``brainsmith verify-rtl`` and explore read; the
+estimates' records in ``estimates.py``, the stitched simulation's in ``stitched.py``.
+
+A leaf: it imports nothing of brainsmith's but its own modules, so every layer may name its
+types, the one that writes a section and the ones that read it alike.
 
 The report stays a plain dict (written with ``json``, read back from disk), so these are
 TypedDicts. They exist for the type checker only: every module names them under
-``TYPE_CHECKING``, so this module is never imported at run time.
+``TYPE_CHECKING``, so this package is never imported at run time.
 
 ``NotRequired`` marks a key that a record may lack: a layer's facts are known only with a
 model, a step's time only once it ran. A full disk leaves a ``ShortReport``; a stopped
@@ -16,28 +18,36 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from brainsmith.frameworks.finn.build_log import FinnWarning as FinnWarning
-from brainsmith.frameworks.finn.estimation.records import BitsKey as BitsKey
-from brainsmith.frameworks.finn.estimation.records import Counts as Counts
-from brainsmith.frameworks.finn.estimation.records import CpuNode as CpuNode
-from brainsmith.frameworks.finn.estimation.records import CpuNodes as CpuNodes
-from brainsmith.frameworks.finn.estimation.records import DatatypeKey as DatatypeKey
-from brainsmith.frameworks.finn.estimation.records import Estimates as Estimates
-from brainsmith.frameworks.finn.estimation.records import Layer as Layer
-from brainsmith.frameworks.finn.estimation.records import LayerAttribute as LayerAttribute
-from brainsmith.frameworks.finn.estimation.records import LayerFacts as LayerFacts
-from brainsmith.frameworks.finn.estimation.records import Performance as Performance
-from brainsmith.frameworks.finn.estimation.records import Read as Read
-from brainsmith.hardware.place_route.critical_path import CriticalPath
-from brainsmith.hardware.rtlsim.stitched.results import FifoFill as FifoFill
-from brainsmith.hardware.rtlsim.stitched.results import Mismatch as Mismatch
-from brainsmith.hardware.rtlsim.stitched.results import OutputDifference as OutputDifference
-from brainsmith.hardware.rtlsim.stitched.results import Stitched as Stitched
+from brainsmith.report_schema.estimates import BitsKey as BitsKey
+from brainsmith.report_schema.estimates import Counts as Counts
+from brainsmith.report_schema.estimates import CpuNode as CpuNode
+from brainsmith.report_schema.estimates import CpuNodes as CpuNodes
+from brainsmith.report_schema.estimates import DatatypeKey as DatatypeKey
+from brainsmith.report_schema.estimates import Estimates as Estimates
+from brainsmith.report_schema.estimates import Layer as Layer
+from brainsmith.report_schema.estimates import LayerAttribute as LayerAttribute
+from brainsmith.report_schema.estimates import LayerFacts as LayerFacts
+from brainsmith.report_schema.estimates import Performance as Performance
+from brainsmith.report_schema.estimates import Read as Read
+from brainsmith.report_schema.stitched import FifoFill as FifoFill
+from brainsmith.report_schema.stitched import Mismatch as Mismatch
+from brainsmith.report_schema.stitched import OutputDifference as OutputDifference
+from brainsmith.report_schema.stitched import Stitched as Stitched
 
 # A written report's status: ``running`` from the start, the verdict at the end
 Status = Literal["running", "ok", "failed", "interrupted"]
 # A step's status: ``pending`` until it runs
 StepStatus = Literal["pending", "ok", "skipped", "failed", "interrupted"]
+
+
+class FinnWarning(TypedDict):
+    """One of ``warnings``: a distinct warning or error in build.log
+    (``frameworks.finn.build_log.finn_warnings``)."""
+
+    level: str  # WARNING | ERROR | CRITICAL
+    source: str  # the logger
+    message: str
+    count: int
 
 
 class BuildErrorEntry(TypedDict):
@@ -176,6 +186,19 @@ class NetlistCheckSection(TypedDict):
     first_difference: str
     reason: str
     cached: bool
+
+
+class CriticalPath(TypedDict):
+    """``bitstream.critical_path``: the slowest path of the slowest clock, from which layer
+    to which, its delay (``hardware.place_route.critical_path``)."""
+
+    clock: str
+    delay_ns: float
+    start: str  # the layer (or "host link", "board top") the path starts in
+    end: str
+    start_cell: str
+    end_cell: str
+    steps: int  # nextpnr's path elements: clock-to-Q, each logic and routing hop, setup
 
 
 class RefoldRound(TypedDict):

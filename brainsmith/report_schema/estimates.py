@@ -1,5 +1,5 @@
-"""The estimates as types: the records ``estimates``, ``layer_facts`` and ``host`` return,
-which report.json holds as they are (``brainsmith.report.schema`` names them too).
+"""The estimates as types: the records ``frameworks.finn.estimation``'s ``estimates``,
+``layer_facts`` and ``host`` return, which report.json holds as they are.
 
 TypedDicts for the type checker only: every module names them under ``TYPE_CHECKING``.
 """
@@ -94,8 +94,9 @@ class Performance(TypedDict):
 
 
 class Estimates(TypedDict):
-    """What ``estimates.estimates`` reads from FINN's reports: every layer, the totals (empty
-    without estimates), per resource the layers its total leaves out, performance."""
+    """What ``estimation.estimates.estimates`` reads from FINN's reports: every layer, the
+    totals (empty without estimates), per resource the layers its total leaves out,
+    performance."""
 
     layers: list[Layer]
     totals: dict[str, float]

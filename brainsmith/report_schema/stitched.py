@@ -1,6 +1,6 @@
-"""What a simulation found, as report.json holds it: the stitched partition's section
-(``Stitched``), its FIFOs (``FifoFill``), how far its outputs are from Python's
-(``OutputDifference``) and a layer's first differing element (``Mismatch``)."""
+"""What an RTL simulation found, as report.json holds it (``hardware.rtlsim``): the stitched
+partition's section (``Stitched``), its FIFOs (``FifoFill``), how far its outputs are from
+Python's (``OutputDifference``) and a layer's first differing element (``Mismatch``)."""
 
 from __future__ import annotations
 
