@@ -17,13 +17,6 @@ backends = PluginCollection("backend")
 steps = PluginCollection("step")
 
 
-def __getattr__(name: str) -> object:
-    """Lifecycle names imported from here, as before they moved: served, with a warning."""
-    from brainsmith.plugin import moved_lifecycle_name
-
-    return moved_lifecycle_name("brainsmith.plugins", name)
-
-
 __all__ = [
     "backends",
     "get_plugin_manager",

@@ -1,10 +1,9 @@
 """One public surface: brainsmith.plugin is the contract, brainsmith.plugins the everyday
-API, brainsmith.plugin.lifecycle the lifecycle API; names that moved still work, with a
-DeprecationWarning naming their new home."""
+API, brainsmith.plugin.lifecycle the lifecycle API (its names are served from there only);
+modules that moved still work, with a DeprecationWarning naming their new home."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
@@ -28,18 +27,21 @@ def test_the_contract_is_small_and_every_name_resolves():
     assert not set(brainsmith.plugin.__all__) & set(lifecycle.__all__)
 
 
-@pytest.mark.parametrize("old", ["brainsmith.plugin", "brainsmith.plugins"])
-def test_a_moved_lifecycle_name_warns_and_is_the_same_object(old):
-    module = importlib.import_module(old)
-    module.__dict__.pop("load_plugin", None)
-    with pytest.warns(
-        DeprecationWarning, match="moved to brainsmith.plugin.lifecycle.load_plugin"
-    ) as seen:
-        moved = module.load_plugin
-    assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
-    assert moved is lifecycle.load_plugin
-    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
-        module.no_such_name  # noqa: B018
+@pytest.mark.parametrize("module", [brainsmith.plugin, brainsmith.plugins])
+def test_the_lifecycle_api_is_served_by_lifecycle_only(module):
+    served = [name for name in lifecycle.__all__ if name in dir(module) or hasattr(module, name)]
+    assert served == []
+    with pytest.raises(AttributeError, match="has no attribute 'load_plugin'"):
+        module.load_plugin  # noqa: B018
+
+
+@pytest.mark.parametrize("old", ["Plugin", "PluginBuilder", "PluginInfo", "PluginRegistry"])
+def test_the_bundle_classes_old_names_are_gone(old):
+    from brainsmith.plugin.lifecycle import bundles
+
+    for module in (lifecycle, bundles, brainsmith.plugin):
+        with pytest.raises(AttributeError, match=f"has no attribute '{old}'"):
+            getattr(module, old)
 
 
 def test_deprecations_are_removed_in_the_release_they_name():
@@ -48,8 +50,7 @@ def test_deprecations_are_removed_in_the_release_they_name():
     from brainsmith.version import __version__
 
     assert Version(__version__) < Version(REMOVED_IN), (
-        "remove the deprecated lifecycle names (LIFECYCLE_EXPORTS served from brainsmith.plugin "
-        "and brainsmith.plugins) and discovery modes"
+        "remove the moved modules' old names and discovery modes"
     )
 
 
@@ -81,15 +82,6 @@ def test_the_docs_import_each_public_name_from_one_module():
     public = set(brainsmith.plugin.__all__) | set(lifecycle.__all__)
     twice = {n: m for n, m in homes.items() if n in public and len(m) > 1}
     assert twice == {}
-
-
-def test_the_old_list_plugins_says_what_it_lists_and_where_registered_plugins_are():
-    import brainsmith.plugins as everyday
-
-    everyday.__dict__.pop("list_plugins", None)
-    with pytest.warns(DeprecationWarning, match=r"loaded from paths.*transforms\.list_plugins\(\)"):
-        old = everyday.list_plugins
-    assert old is lifecycle.list_plugins
 
 
 def test_the_blueprint_packages_old_name_warns_and_serves_the_moved_modules(monkeypatch):
@@ -144,24 +136,3 @@ def test_a_moved_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old
         module = importlib.import_module(old)
     assert module is moved
     assert getattr(module, name) is getattr(moved, name)
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("Plugin", "PluginBundle"),
-        ("PluginBuilder", "BundleBuilder"),
-        ("PluginInfo", "BundleInfo"),
-        ("PluginRegistry", "BundleRegistry"),
-    ],
-)
-def test_a_bundle_class_under_its_old_name_warns_and_is_the_renamed_one(old, new):
-    from brainsmith.plugin.lifecycle import bundles
-
-    for module in (lifecycle, bundles, brainsmith.plugin):
-        with pytest.warns(
-            DeprecationWarning, match=f"{old} was renamed brainsmith.plugin.lifecycle.{new};"
-        ) as seen:
-            value = getattr(module, old)
-        assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
-        assert value is getattr(lifecycle, new)

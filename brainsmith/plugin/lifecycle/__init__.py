@@ -8,9 +8,35 @@ Names are imported on first use, so ``import brainsmith.plugin.lifecycle`` stays
 
 from __future__ import annotations
 
-from brainsmith.plugin import LIFECYCLE_EXPORTS as _EXPORTS
-from brainsmith.plugin import RENAMED_LIFECYCLE, moved_lifecycle_name
 from brainsmith.plugin.lazy import lazy_attributes
+
+_EXPORTS = {
+    "VersionInfo": "brainsmith.plugin.lifecycle.versions",
+    "BundleInfo": "brainsmith.plugin.lifecycle.bundles",
+    "BundleBuilder": "brainsmith.plugin.lifecycle.bundles",
+    "PluginBundle": "brainsmith.plugin.lifecycle.bundles",
+    "BundleRegistry": "brainsmith.plugin.lifecycle.bundles",
+    "PluginLifecycleError": "brainsmith.plugin.lifecycle.bundles",
+    "load_plugin": "brainsmith.plugin.lifecycle.pathload",
+    "unload_plugin": "brainsmith.plugin.lifecycle.pathload",
+    "reload_plugin": "brainsmith.plugin.lifecycle.pathload",
+    "get_plugin_info": "brainsmith.plugin.lifecycle.pathload",
+    "is_plugin_loaded": "brainsmith.plugin.lifecycle.pathload",
+    "list_plugins": "brainsmith.plugin.lifecycle.pathload",
+    "is_available": "brainsmith.plugin.lifecycle.availability",
+    "auto_select": "brainsmith.plugin.lifecycle.availability",
+    "switch_backend": "brainsmith.plugin.lifecycle.availability",
+    "backend_preferences": "brainsmith.plugin.lifecycle.availability",
+    "priority": "brainsmith.plugin.lifecycle.availability",
+    "PluginUnavailableError": "brainsmith.plugin.lifecycle.availability",
+    "KernelBuilder": "brainsmith.plugin.lifecycle.kernel_builder",
+    "register_example_kernels": "brainsmith.plugin.lifecycle.kernel_builder",
+    "list_custom_kernels": "brainsmith.plugin.lifecycle.kernel_builder",
+    "is_custom_kernel_registered": "brainsmith.plugin.lifecycle.kernel_builder",
+    "execute_kernel": "brainsmith.plugin.lifecycle.kernel_builder",
+    "KernelInputError": "brainsmith.plugin.lifecycle.kernel_builder",
+    "KernelExecutionError": "brainsmith.plugin.lifecycle.kernel_builder",
+}
 
 __all__ = sorted(_EXPORTS)
 
@@ -52,10 +78,4 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from brainsmith.plugin.lifecycle.pathload import unload_plugin as unload_plugin
     from brainsmith.plugin.lifecycle.versions import VersionInfo as VersionInfo
 
-_lazy, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)
-
-
-def __getattr__(name: str) -> object:
-    if name in RENAMED_LIFECYCLE:  # an old name, with a warning
-        return moved_lifecycle_name(__name__, name)
-    return _lazy(name)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, __all__)

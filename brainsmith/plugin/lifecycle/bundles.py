@@ -419,11 +419,4 @@ def _registry() -> Registry:
     return get_plugin_manager().registry()
 
 
-def __getattr__(name: str) -> object:
-    """The classes' old names (``Plugin``, ``PluginBuilder``...), with a warning."""
-    from brainsmith.plugin import moved_lifecycle_name
-
-    return moved_lifecycle_name(__name__, name, renamed_only=True)
-
-
 __all__ = ["BundleBuilder", "BundleInfo", "BundleRegistry", "PluginBundle", "PluginLifecycleError"]

@@ -2,7 +2,7 @@
 
 A plugin may declare ``min_brainsmith_version``, ``max_brainsmith_version`` (both
 ``major.minor.patch``) and ``brainsmith_version`` (a PEP 440 specifier such as ``">=0.1,<2"``)
-in its decorator, in a ``PluginInfo``, or in a module attribute
+in its decorator, in a ``BundleInfo``, or in a module attribute
 ``BRAINSMITH_PLUGIN = {...}`` of a pip package's entry-point module or a loaded file.
 A minimum alone means "this major version, from here on" (semantic versioning); add a
 maximum or a specifier to allow more.
