@@ -154,7 +154,7 @@ print(json.dumps({"repeat_discover_us": repeat * 1e6, "lookup_us": exact * 1e6,
 P3_CODE = """
 import json, sys, time
 from brainsmith.plugin.manager import get_plugin_manager
-get_plugin_manager().discover_plugins(modes=["blueprint"])
+get_plugin_manager().discover_plugins()
 t = time.perf_counter()
 from brainsmith.blueprint import load_blueprint_plugins
 load_blueprint_plugins(%r)

@@ -32,7 +32,7 @@ import pytest
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
-from brainsmith.plugin.settings.config import ENV_VARS
+from brainsmith.plugin.settings.config import ENV_VARS, REMOVED_ENV_VARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,10 +78,12 @@ class IsolatedHub:
 
 def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache: Path, config: Path) -> None:
     """Point brainsmith at ``cache`` and ``config`` (written empty if missing) and clear every
-    other setting brainsmith reads from the environment (``plugin.settings.config.ENV_VARS``)."""
+    other setting brainsmith reads from the environment (``plugin.settings.config.ENV_VARS``)
+    or refuses (``REMOVED_ENV_VARS``)."""
     if not config.exists():
         config.write_text("plugin_system: {}\n")
-    for var in (*ENV_VARS, "BRAINSMITH_RTLSIM_CACHE", "BRAINSMITH_SYNTHESIS_CACHE"):
+    tools = ("BRAINSMITH_RTLSIM_CACHE", "BRAINSMITH_SYNTHESIS_CACHE")
+    for var in (*ENV_VARS, *REMOVED_ENV_VARS, *tools):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(cache))
     monkeypatch.setenv("BRAINSMITH_CONFIG", str(config))

@@ -213,9 +213,9 @@ def test_cache_clear_removes_the_index():
 
 
 def test_bad_configuration_is_reported_without_a_traceback():
-    result = brainsmith("plugins", "list", env={"BRAINSMITH_PLUGIN_MODE": "turbo"})
+    result = brainsmith("plugins", "list", env={"BRAINSMITH_PLUGIN_DEBUG": "turbo"})
     assert result.returncode == 2
-    assert "BRAINSMITH_PLUGIN_MODE" in result.stderr and "Traceback" not in result.stderr
+    assert "BRAINSMITH_PLUGIN_DEBUG" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_plugins_info_load_exits_non_zero_when_the_plugin_fails_to_load(tmp_path):

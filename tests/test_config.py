@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from brainsmith.plugin.errors import ConfigError
@@ -18,7 +21,6 @@ def write_config(tmp_path, monkeypatch, text: str):
 def test_defaults():
     config = load_config()
     assert config.cache_ttl == 300
-    assert config.discovery_mode == "full"
     assert config.framework_priority[:2] == ("brainsmith", "user")
     assert config.framework_priority[-2:] == ("finn", "qonnx")
 
@@ -27,11 +29,11 @@ def test_project_file_values_are_used(tmp_path, monkeypatch):
     write_config(
         tmp_path,
         monkeypatch,
-        "plugin_system:\n  cache_ttl: 12\n  discovery_mode: blueprint\n"
+        "plugin_system:\n  cache_ttl: 12\n"
         "  frameworks: [brainsmith, qonnx]\n  performance_tracking: false\n",
     )
     config = load_config()
-    assert (config.cache_ttl, config.discovery_mode) == (12, "blueprint")
+    assert config.cache_ttl == 12
     assert config.frameworks == ("brainsmith", "qonnx")
     assert config.performance_tracking is False
 
@@ -39,18 +41,17 @@ def test_project_file_values_are_used(tmp_path, monkeypatch):
 def test_environment_overrides_project_file(tmp_path, monkeypatch):
     write_config(tmp_path, monkeypatch, "plugin_system:\n  cache_ttl: 12\n")
     monkeypatch.setenv("BRAINSMITH_PLUGIN_CACHE_TTL", "7")
-    monkeypatch.setenv("BRAINSMITH_PLUGIN_MODE", "selective")
     monkeypatch.setenv("BRAINSMITH_PLUGIN_DEBUG", "1")
     config = load_config()
-    assert (config.cache_ttl, config.discovery_mode, config.debug) == (7, "selective", True)
+    assert (config.cache_ttl, config.debug) == (7, True)
 
 
 def test_bad_env_value_names_variable_and_allowed_values(monkeypatch):
-    monkeypatch.setenv("BRAINSMITH_PLUGIN_MODE", "fast")
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_DEBUG", "maybe")
     with pytest.raises(ConfigError) as err:
         load_config()
-    assert "BRAINSMITH_PLUGIN_MODE" in str(err.value)
-    assert "full, blueprint, selective" in str(err.value)
+    assert "BRAINSMITH_PLUGIN_DEBUG" in str(err.value)
+    assert "true or false" in str(err.value)
 
 
 def test_bad_file_value_names_file_and_key(tmp_path, monkeypatch):
@@ -67,6 +68,47 @@ def test_unknown_key_is_an_error_with_the_allowed_keys(tmp_path, monkeypatch):
         ConfigError, match=r"unknown key plugin_system.cache_tll; allowed keys: cache_ttl"
     ):
         load_config()
+
+
+NO_MODES = (
+    "discovery modes are gone (every discovery reads the one index and imports a plugin only "
+    "when it is used); to narrow what is registered, set plugin_system.frameworks"
+)
+
+
+def test_the_removed_discovery_mode_key_is_refused_with_what_to_write_instead(
+    tmp_path, monkeypatch
+):
+    path = write_config(tmp_path, monkeypatch, "plugin_system:\n  discovery_mode: full\n")
+    with pytest.raises(ConfigError) as err:
+        load_config()
+    assert str(err.value) == (
+        f"{path}: plugin_system.discovery_mode is no longer a setting: delete it; {NO_MODES}"
+    )
+    assert (err.value.file, err.value.key) == (str(path), "plugin_system.discovery_mode")
+
+
+def test_the_removed_discovery_mode_variable_is_refused_with_what_to_do_instead(monkeypatch):
+    monkeypatch.setenv("BRAINSMITH_PLUGIN_MODE", "blueprint")
+    with pytest.raises(ConfigError) as err:
+        load_config()
+    assert str(err.value) == (
+        f"environment variable BRAINSMITH_PLUGIN_MODE is no longer read: unset it; {NO_MODES}"
+    )
+    assert err.value.file == "BRAINSMITH_PLUGIN_MODE"
+
+
+def test_the_command_line_names_a_removed_setting_without_a_traceback(tmp_path, monkeypatch):
+    path = write_config(tmp_path, monkeypatch, "plugin_system:\n  discovery_mode: blueprint\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "brainsmith.cli", "plugins", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: {path}: plugin_system.discovery_mode is no longer")
+    assert "Traceback" not in result.stderr
 
 
 def test_invalid_yaml_names_line_and_column(tmp_path, monkeypatch):

@@ -210,12 +210,9 @@ def test_reset_plugin_system_gives_a_fresh_manager():
 
 def test_discover_filters_by_type_and_framework():
     manager = get_plugin_manager()
-    registry = manager.discover_plugins(modes=["selective"], types=["kernel"], frameworks=["finn"])
+    registry = manager.discover_plugins(types=["kernel"], frameworks=["finn"])
     assert {(s.type, s.framework) for s in registry.specs()} == {("kernel", "finn")}
-    assert (
-        manager.discover_plugins(modes=["selective"], types=["kernel"], frameworks=["finn"])
-        is registry
-    )
+    assert manager.discover_plugins(types=["kernel"], frameworks=["finn"]) is registry
 
 
 def test_the_registry_owns_every_runtime_source_and_reset_empties_them(tmp_path):

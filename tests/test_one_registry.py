@@ -1,5 +1,5 @@
-"""One registry per process, one index per environment (issue case 7): discovery modes, ``types``
-and ``frameworks`` are filtered views of the process's registry; nothing replaces it, so health,
+"""One registry per process, one index per environment (issue case 7): ``types`` and
+``frameworks`` are filtered views of the process's registry; nothing replaces it, so health,
 loaded plugins and instances survive ``load_blueprint`` and filtered discoveries."""
 
 from __future__ import annotations
@@ -46,8 +46,6 @@ def hub_in_use(plugin_folder):
 
 
 FILTERED_CALLS = {
-    "blueprint-mode": lambda m, bp: m.discover_plugins(modes=["blueprint"]),
-    "selective-mode": lambda m, bp: m.discover_plugins(modes=["selective"]),
     "types": lambda m, bp: m.discover_plugins(types=["kernel"]),
     "frameworks": lambda m, bp: m.discover_plugins(frameworks=["finn"]),
     "load_blueprint": lambda m, bp: load_blueprint(bp),
@@ -98,33 +96,36 @@ def test_a_plugin_calling_filtered_discovery_at_import_breaks_nothing(plugin_fol
     assert manager.health_check()["status"] == "healthy"
 
 
-MODES = """
+FILTERS = """
 import json, os, sys
 from brainsmith.plugin.manager import get_plugin_manager
 from brainsmith.plugin.discovery.sources import package_scan
 manager = get_plugin_manager()
 counts = {}
-for modes in (["full"], ["blueprint"], ["selective"]):
-    view = manager.discover_plugins(modes=modes)
-    counts[modes[0]] = len(view.specs())
+for name, view in [
+    ("all", manager.discover_plugins()),
+    ("kernels", manager.discover_plugins(types=["kernel"])),
+    ("finn", manager.discover_plugins(frameworks=["finn"])),
+]:
+    counts[name] = len(view.specs())
 cache = os.environ["BRAINSMITH_CACHE_DIR"]
 print(json.dumps({"counts": counts, "parsed": package_scan.parsed_files,
                   "index_files": sorted(n for n in os.listdir(cache) if n.startswith("index-"))}))
 """
 
 
-@pytest.mark.parametrize("mode", ["blueprint", "selective"])
-def test_every_discovery_mode_reads_the_one_index_without_a_scan(mode):
-    result = run_python(MODES, env={"BRAINSMITH_PLUGIN_MODE": mode})
+def test_every_filtered_discovery_reads_the_one_index_without_a_scan():
+    result = run_python(FILTERS)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout.strip().splitlines()[-1])
-    assert data["parsed"] == 0  # the session's warm index served every mode
-    assert len(set(data["counts"].values())) == 1, data["counts"]
+    assert data["parsed"] == 0  # the session's warm index served every view
+    counts = data["counts"]
+    assert counts["all"] > counts["kernels"] > 0 and counts["all"] > counts["finn"] > 0, counts
     before = sorted(n for n in os.listdir(os.environ["BRAINSMITH_CACHE_DIR"]))
     assert data["index_files"] == [n for n in before if n.startswith("index-")]
 
 
-def test_blueprint_mode_imports_only_the_plugins_the_blueprint_names(plugin_folder, tmp_path):
+def test_a_blueprint_imports_only_the_plugins_it_names(plugin_folder, tmp_path):
     plugin_folder("picked.py", PLUGIN.format(name="Picked", prelude=""))
     plugin_folder("other.py", PLUGIN.format(name="Other", prelude=""))
     blueprint = write_blueprint(tmp_path)
@@ -150,9 +151,9 @@ def test_blueprint_mode_imports_only_the_plugins_the_blueprint_names(plugin_fold
                           "parsed": package_scan.parsed_files}}))
     """
     listing = "from brainsmith.plugin.manager import get_plugin_manager as g; g().registry()"
-    first = run_python(listing)  # full mode: indexes the new plugin folder
+    first = run_python(listing)  # indexes the new plugin folder
     assert first.returncode == 0, first.stderr
-    second = run_python(textwrap.dedent(code), env={"BRAINSMITH_PLUGIN_MODE": "blueprint"})
+    second = run_python(textwrap.dedent(code))
     assert second.returncode == 0, second.stderr
     data = json.loads(second.stdout.strip().splitlines()[-1])
     assert data == {"before": [], "after": ["picked.py"], "parsed": 0}

@@ -1,6 +1,7 @@
 """One public surface: brainsmith.plugin is the contract, brainsmith.plugins the everyday
 API, brainsmith.plugin.lifecycle the lifecycle API (its names are served from there only);
-modules that moved still work, with a DeprecationWarning naming their new home."""
+modules that moved still work, with a DeprecationWarning naming their new home; a removed
+argument is refused saying what to write instead."""
 
 from __future__ import annotations
 
@@ -50,26 +51,21 @@ def test_deprecations_are_removed_in_the_release_they_name():
     from brainsmith.version import __version__
 
     assert Version(__version__) < Version(REMOVED_IN), (
-        "remove the moved modules' old names and discovery modes"
+        "remove the moved modules' old names"
     )
 
 
-@pytest.mark.parametrize("how", ["setting", "argument"])
-def test_a_discovery_mode_is_deprecated_because_it_changes_nothing(how, monkeypatch):
-    from brainsmith.plugin.manager import get_plugin_manager, reset_plugin_system
+def test_a_discovery_mode_argument_is_refused_with_what_to_write_instead():
+    from brainsmith.plugin.manager import get_plugin_manager
 
-    if how == "setting":
-        monkeypatch.setenv("BRAINSMITH_PLUGIN_MODE", "blueprint")
-        reset_plugin_system()
-    with pytest.warns(DeprecationWarning, match="discovery modes are deprecated") as seen:
-        manager = get_plugin_manager()
-        full = manager.discover_plugins()
-        view = manager.discover_plugins(modes=["blueprint"]) if how == "argument" else full
-    culprit = "BRAINSMITH_PLUGIN_MODE" if how == "setting" else "discover_plugins(modes=...)"
-    assert culprit in str(seen[0].message)
-    assert sorted(s.qualified_name for s in view.specs()) == sorted(
-        s.qualified_name for s in full.specs()
-    )
+    manager = get_plugin_manager()
+    with pytest.raises(TypeError, match=r"discover_plugins\(modes=\.\.\.\) is gone") as err:
+        manager.discover_plugins(modes=["blueprint"])
+    assert "drop modes=, and narrow a discovery with types= or frameworks=" in str(err.value)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'tpyes'; it takes types="):
+        manager.discover_plugins(tpyes=["kernel"])
+    with pytest.raises(TypeError, match="positional argument"):
+        manager.discover_plugins(["blueprint"])
 
 
 def test_the_docs_import_each_public_name_from_one_module():

@@ -8,10 +8,10 @@ import _thread
 import sys
 
 from brainsmith.plugin import log
-from brainsmith.plugin.errors import ConfigError, PluginMetadataError
+from brainsmith.plugin.errors import PluginMetadataError
 from brainsmith.plugin.refresher import Refresher
 from brainsmith.plugin.registry import Registry, RegistryChanges
-from brainsmith.plugin.settings.config import DISCOVERY_MODES, PluginConfig, load_config
+from brainsmith.plugin.settings.config import PluginConfig, load_config
 from brainsmith.plugin.spec import PluginSpec
 
 TYPE_CHECKING = False
@@ -62,31 +62,26 @@ class PluginManager:
     # -- discovery -------------------------------------------------------------------------
     def discover_plugins(
         self,
-        modes: str | Iterable[str] | None = None,
+        *,
         types: Iterable[str] | None = None,
         frameworks: Iterable[str] | None = None,
+        **removed: object,
     ) -> Registry | RegistryView:
         """The registry, discovered or checked again if its TTL has passed.
 
         ``types`` and ``frameworks`` narrow what the returned view shows (``"*"`` stands for
-        pip packages); it is a view of the one process registry, never a replacement. Every
-        mode (full | blueprint | selective) reads the same index and none imports a plugin
-        before it is used, so ``modes`` is deprecated. Repeated calls cost a dictionary
-        lookup."""
+        pip packages); it is a view of the one process registry, never a replacement.
+        Repeated calls cost a dictionary lookup. Any other argument (``modes=``, which is
+        gone) is a TypeError saying what to write instead."""
+        if removed:
+            raise _unknown_argument(next(iter(removed)))
         checked = self._refresher.due()
         registry = self._refresher.current()
         if self.config.performance_tracking:
             self._refresher.stats.lookup(not checked or self._index_hit())
-        if isinstance(modes, str):
-            modes = [modes]
-        if modes is not None:
-            from brainsmith.plugin.settings.config import deprecated_mode
-
-            _check_modes(modes)
-            deprecated_mode("discover_plugins(modes=...)")
-        if modes is None and types is None and frameworks is None:
+        if types is None and frameworks is None:
             return registry
-        key = (_frozen(modes), _frozen(types), _frozen(frameworks))
+        key = (_frozen(types), _frozen(frameworks))
         view = self._views.get(key)
         if view is None:
             from brainsmith.plugin.services.views import make_view
@@ -266,13 +261,18 @@ class PluginManager:
         return health(registry, self.config)
 
 
-def _check_modes(modes: Iterable[str] | None) -> None:
-    for mode in modes or ():
-        if mode not in DISCOVERY_MODES:
-            raise ConfigError(
-                f"unknown discovery mode {mode!r}; expected one of {', '.join(DISCOVERY_MODES)}",
-                key="discovery_mode",
-            )
+def _unknown_argument(name: str) -> TypeError:
+    """The error for ``discover_plugins(name=...)``: ``modes`` is gone, naming what to write."""
+    if name == "modes":
+        return TypeError(
+            "discover_plugins(modes=...) is gone: every discovery reads the one index and "
+            "imports a plugin only when it is used; drop modes=, and narrow a discovery with "
+            "types= or frameworks="
+        )
+    return TypeError(
+        f"discover_plugins() got an unexpected keyword argument {name!r}; "
+        "it takes types= and frameworks="
+    )
 
 
 def _frozen(value: str | Iterable[str] | None) -> object:

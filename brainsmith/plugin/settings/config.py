@@ -17,7 +17,6 @@ from brainsmith.plugin.values import (
     boolean,
     list_of,
     nonempty_string,
-    one_of,
     pathname,
     seconds,
 )
@@ -29,12 +28,10 @@ if TYPE_CHECKING:
     from brainsmith.plugin.values import Check
 
 
-DISCOVERY_MODES = ("full", "blueprint", "selective")
 DEFAULT_PRIORITY = ("brainsmith", "user", "*", "finn", "qonnx")
 KNOWN_FRAMEWORKS = ("brainsmith", "user", "qonnx", "finn")
 CONFIG_KEYS = {
     "cache_ttl": "a number of seconds >= 0",
-    "discovery_mode": "one of " + ", ".join(DISCOVERY_MODES),
     "frameworks": "a list of framework names (brainsmith, user, qonnx, finn, or a distribution)",
     "framework_priority": "a list of framework names; '*' stands for external packages",
     "performance_tracking": "true or false",
@@ -47,7 +44,6 @@ CONFIG_KEYS = {
 }
 ENV_VARS = {
     "BRAINSMITH_PLUGIN_CACHE_TTL": "cache_ttl",
-    "BRAINSMITH_PLUGIN_MODE": "discovery_mode",
     "BRAINSMITH_PLUGIN_DEBUG": "debug",
     "BRAINSMITH_PLUGIN_DIRS": "plugin_dirs",
     "BRAINSMITH_CACHE_DIR": "cache_dir",
@@ -55,6 +51,14 @@ ENV_VARS = {
     "BRAINSMITH_CACHE_URL": "cache_backend",
     "BRAINSMITH_CACHE_KEY_FILE": "cache_key_file",
 }
+# Settings brainsmith no longer reads: key -> what to write instead (given one, it refuses).
+REMOVED_KEYS = {
+    "discovery_mode": (
+        "discovery modes are gone (every discovery reads the one index and imports a plugin "
+        "only when it is used); to narrow what is registered, set plugin_system.frameworks"
+    ),
+}
+REMOVED_ENV_VARS = {"BRAINSMITH_PLUGIN_MODE": "discovery_mode"}
 
 
 class PluginConfig:
@@ -66,7 +70,6 @@ class PluginConfig:
         "cache_key_file",
         "cache_ttl",
         "debug",
-        "discovery_mode",
         "framework_priority",
         "frameworks",
         "load_timeout",
@@ -77,7 +80,6 @@ class PluginConfig:
 
     def __init__(self) -> None:
         self.cache_ttl: float = 300.0
-        self.discovery_mode: str = "full"
         self.frameworks: tuple[str, ...] | None = None  # None: every framework
         self.framework_priority: tuple[str, ...] = DEFAULT_PRIORITY
         self.performance_tracking: bool = True
@@ -135,11 +137,23 @@ def load_config(start: str | None = None) -> PluginConfig:
         root = os.path.dirname(os.path.dirname(path))
         for key, value in section.items():
             _apply(config, key, value, f"{path}: plugin_system.{key}", root)
+    _refuse_removed_env_vars()
     for var, key in ENV_VARS.items():
         raw = os.environ.get(var)
         if raw is not None and raw != "":
             _apply(config, key, _from_env(key, raw), f"environment variable {var}", os.getcwd())
     return config
+
+
+def _refuse_removed_env_vars() -> None:
+    """Refuse a set environment variable of REMOVED_ENV_VARS, naming it and what to do."""
+    for var, key in REMOVED_ENV_VARS.items():
+        if os.environ.get(var):
+            raise ConfigError(
+                f"environment variable {var} is no longer read: unset it; {REMOVED_KEYS[key]}",
+                var,
+                f"plugin_system.{key}",
+            )
 
 
 def read_project_section(path: str) -> dict[str, object]:
@@ -203,7 +217,15 @@ def _plugin_section(document: object, path: str) -> dict[str, object]:
 
 
 def _check_keys(section: dict[object, object], path: str) -> None:
-    """Refuse a key of ``plugin_system`` that is none of CONFIG_KEYS."""
+    """Refuse a key of ``plugin_system`` that is none of CONFIG_KEYS (a removed one with
+    what to write instead)."""
+    for key in section:
+        if isinstance(key, str) and key in REMOVED_KEYS:
+            raise ConfigError(
+                f"{path}: plugin_system.{key} is no longer a setting: delete it; {REMOVED_KEYS[key]}",
+                path,
+                f"plugin_system.{key}",
+            )
     unknown = [key for key in section if key not in CONFIG_KEYS]
     if unknown:
         raise ConfigError(
@@ -211,22 +233,6 @@ def _check_keys(section: dict[object, object], path: str) -> None:
             path,
             f"plugin_system.{unknown[0]}",
         )
-
-
-def deprecated_mode(where: str) -> None:
-    """Discovery modes change nothing (every mode reads the one index and imports a plugin
-    only when it is used): a setting of one is deprecated."""
-    import warnings
-
-    from brainsmith.version import REMOVED_IN
-
-    warnings.warn(
-        f"{where}: discovery modes are deprecated and will be removed in brainsmith "
-        f"{REMOVED_IN}: every mode reads the same index and imports nothing before use; "
-        "narrow a discovery with types= or frameworks= instead",
-        DeprecationWarning,
-        stacklevel=4,
-    )
 
 
 def _from_env(key: str, raw: str) -> object:
@@ -269,7 +275,6 @@ def _cache_backend(value: object) -> object:
 
 CONFIG_CHECKS: dict[str, Check] = {  # what each key of CONFIG_KEYS accepts
     "cache_ttl": seconds,
-    "discovery_mode": one_of(DISCOVERY_MODES),
     "frameworks": list_of(nonempty_string),
     "framework_priority": list_of(nonempty_string),
     "performance_tracking": boolean,
@@ -294,8 +299,6 @@ def _apply(config: PluginConfig, key: str, value: object, where: str, root: str)
             f"plugin_system.{key}",
         )
     setattr(config, key, _from_root(key, checked, root))
-    if key == "discovery_mode":
-        deprecated_mode(where)
 
 
 def _from_root(key: str, value: object, root: str) -> object:
