@@ -1,10 +1,10 @@
 """One public surface: brainsmith.plugin is the contract, brainsmith.plugins the everyday
-API, brainsmith.plugin.lifecycle the lifecycle API (its names are served from there only);
-modules that moved still work, with a DeprecationWarning naming their new home; a removed
-argument is refused saying what to write instead."""
+API, brainsmith.plugin.lifecycle the lifecycle API; names that moved are gone from their old
+homes, and a removed argument is refused saying what to write instead."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -13,7 +13,8 @@ import pytest
 import brainsmith.plugin
 import brainsmith.plugins
 from brainsmith.plugin import lifecycle
-from brainsmith.version import REMOVED_IN
+from brainsmith.version import __version__
+from tests.conftest import run_python
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -45,16 +46,6 @@ def test_the_bundle_classes_old_names_are_gone(old):
             getattr(module, old)
 
 
-def test_deprecations_are_removed_in_the_release_they_name():
-    from packaging.version import Version
-
-    from brainsmith.version import __version__
-
-    assert Version(__version__) < Version(REMOVED_IN), (
-        "remove the moved modules' old names"
-    )
-
-
 def test_a_discovery_mode_argument_is_refused_with_what_to_write_instead():
     from brainsmith.plugin.manager import get_plugin_manager
 
@@ -80,55 +71,43 @@ def test_the_docs_import_each_public_name_from_one_module():
     assert twice == {}
 
 
-def test_the_blueprint_packages_old_name_warns_and_serves_the_moved_modules(monkeypatch):
-    import sys
+# Packages and modules that moved or were renamed, by their old names.
+OLD_MODULES = [
+    "brainsmith.plugin.blueprint",
+    "brainsmith.plugin.blueprint.model",
+    "brainsmith.builder.gate",
+    "brainsmith.rtlsim",
+    "brainsmith.rtlsim.sources",
+    "brainsmith.synthesis",
+    "brainsmith.place_route",
+    "brainsmith.board",
+    "brainsmith.board.driver",
+    "brainsmith.hardware.rtlsim.sources",
+    "brainsmith.hardware.rtlsim.packing",
+    "brainsmith.hardware.synthesis.sources",
+    "brainsmith.hardware.place_route.sources",
+    "brainsmith.verification.steps",
+    "brainsmith.blueprint.model",
+]
 
-    import brainsmith.blueprint
-    import brainsmith.blueprint.options
 
-    for name in [n for n in sys.modules if n.startswith("brainsmith.plugin.blueprint")]:
-        monkeypatch.delitem(sys.modules, name)
-    with pytest.warns(
-        DeprecationWarning, match="brainsmith.plugin.blueprint moved to brainsmith.blueprint"
-    ) as seen:
-        from brainsmith.plugin.blueprint import load_blueprint
-        from brainsmith.plugin.blueprint.options import BuildOptions
-    assert f"will be removed in brainsmith {REMOVED_IN}" in str(seen[0].message)
-    assert load_blueprint is brainsmith.blueprint.load_blueprint
-    assert BuildOptions is brainsmith.blueprint.options.BuildOptions
+@pytest.mark.parametrize("old", OLD_MODULES)
+def test_a_moved_modules_old_name_is_gone(old):
+    with pytest.raises(ModuleNotFoundError) as err:
+        importlib.import_module(old)
+    assert err.value.name in OLD_MODULES  # the old name itself, or the old package it is in
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "name"),
-    [
-        ("brainsmith.board.driver", "brainsmith.hardware.board.driver", "Board"),
-        ("brainsmith.rtlsim.stitched.design", "brainsmith.hardware.rtlsim.stitched.design",
-         "StitchedPartition"),
-        ("brainsmith.synthesis.yosys", "brainsmith.hardware.synthesis.yosys", "Yosys"),
-        ("brainsmith.place_route.parts", "brainsmith.hardware.place_route.parts", "Ecp5Part"),
-        ("brainsmith.builder.gate", "brainsmith.intake.gate", "open_build_folder"),
-        ("brainsmith.rtlsim.sources", "brainsmith.hardware.rtlsim.layer_design", "LayerDesign"),
-        ("brainsmith.hardware.rtlsim.sources", "brainsmith.hardware.rtlsim.layer_design",
-         "LayerDesign"),
-        ("brainsmith.rtlsim.packing", "brainsmith.hardware.rtlsim.beats", "pack_beats"),
-        ("brainsmith.hardware.synthesis.sources", "brainsmith.hardware.synthesis.layer_sources",
-         "SynthesisDesign"),
-        ("brainsmith.place_route.sources", "brainsmith.hardware.place_route.stitched_sources",
-         "StitchedDesign"),
-        ("brainsmith.verification.steps", "brainsmith.verification.quantizer_steps", "Tie"),
-        ("brainsmith.blueprint.model", "brainsmith.blueprint.resolved", "Blueprint"),
-        ("brainsmith.plugin.blueprint.model", "brainsmith.blueprint.resolved", "KernelChoice"),
-    ],
-)  # fmt: skip
-def test_a_moved_modules_old_name_warns_and_is_the_moved_module(monkeypatch, old, new, name):
-    import importlib
-    import sys
-
-    moved = importlib.import_module(new)
-    for loaded in [n for n in sys.modules if brainsmith._new_name(n)]:  # old names imported
-        monkeypatch.delitem(sys.modules, loaded)
-    moved_to = r"moved to brainsmith\.(hardware|intake|verification|blueprint)\."
-    with pytest.warns(DeprecationWarning, match=moved_to):
-        module = importlib.import_module(old)
-    assert module is moved
-    assert getattr(module, name) is getattr(moved, name)
+def test_importing_brainsmith_adds_no_import_hook_and_stays_cheap():
+    result = run_python(
+        """
+        import sys
+        before = list(sys.meta_path)
+        import brainsmith
+        added = [type(finder).__module__ for finder in sys.meta_path if finder not in before]
+        loaded = sorted(name for name in sys.modules if name.startswith("brainsmith"))
+        print(added, loaded, callable(brainsmith.build), brainsmith.__version__)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"[] ['brainsmith'] True {__version__}"
