@@ -111,3 +111,10 @@ def test_importing_brainsmith_adds_no_import_hook_and_stays_cheap():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"[] ['brainsmith'] True {__version__}"
+
+
+def test_the_folding_searchs_names_are_served_by_its_module_only():
+    import brainsmith.frameworks.finn.folding as folding
+
+    with pytest.raises(AttributeError, match="has no attribute 'FoldingRecord'"):
+        folding.FoldingRecord  # noqa: B018
