@@ -267,7 +267,7 @@ def test_optional_plugin_that_is_not_installed_is_skipped_and_logged(tmp_path, c
         steps: [toy_first]
     """,
     )
-    with caplog.at_level(logging.INFO, logger="brainsmith.plugin.blueprint"):
+    with caplog.at_level(logging.INFO, logger="brainsmith.blueprint"):
         blueprint = load_blueprint(path)
     assert names(blueprint.transforms) == ["user:ToyExpand", "user:ToyTidy"]
     skipped = blueprint.skipped[0]
@@ -277,7 +277,7 @@ def test_optional_plugin_that_is_not_installed_is_skipped_and_logged(tmp_path, c
         "not installed",
     )
     assert (skipped.file, skipped.line, skipped.column) == (str(path), 4, 7)
-    assert [r.name for r in caplog.records] == ["brainsmith.plugin.blueprint"]
+    assert [r.name for r in caplog.records] == ["brainsmith.blueprint"]
     assert f"{path}:4:7: optional transform 'NotInstalledAnywhere' skipped" in caplog.text
 
 

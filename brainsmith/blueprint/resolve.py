@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from brainsmith.plugin.services.views import RegistryView
 
 
-# The logger docs/blueprints.md names (the package's name before it left the plugin hub).
-LOGGER_NAME = "brainsmith.plugin.blueprint"
+# The logger docs/blueprints.md names.
+LOGGER_NAME = "brainsmith.blueprint"
 EXAMPLES = {
     "kernel": ("matmul", "finn:MVAU"),
     "transform": ("ExpandNorms", "finn:Streamline"),
