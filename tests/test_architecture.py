@@ -195,6 +195,35 @@ def test_imports_go_down_the_documented_layers_only():
     assert upward == [], "imports that go up the layers:\n" + "\n".join(upward)
 
 
+def commands_importing_commands(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for each module ``a`` of ``commands/`` importing another, ``b``, of it."""
+    inside = "brainsmith.commands."
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        if a.startswith(inside)
+        for b in targets
+        if b.startswith(inside)
+    )
+
+
+def test_no_command_imports_another_command():
+    """Each module of ``commands/`` is one command: what two of them share lives below them
+    (``intake/build_folder.py``), not in one of them."""
+    found = commands_importing_commands(import_graph(annotations=True))
+    assert found == [], "commands importing commands:\n" + "\n".join(found)
+
+
+def test_the_command_check_finds_a_command_importing_another():
+    graph = {
+        "brainsmith.commands.flash": {"brainsmith.commands.synthesis", "brainsmith.files"},
+        "brainsmith.commands": {"brainsmith.commands.flash"},
+        "brainsmith.cli.flash": {"brainsmith.commands.flash"},
+    }
+    found = commands_importing_commands(graph)
+    assert found == ["brainsmith.commands.flash -> brainsmith.commands.synthesis"]
+
+
 def test_the_layer_check_finds_an_import_that_goes_up():
     layers = [["cli/"], ["builder/"], ["plugin/manager", "plugin/registry"], ["errors"]]
     assert [layer_of(m, layers) for m in ("brainsmith.cli.build", "brainsmith.errors")] == [0, 3]

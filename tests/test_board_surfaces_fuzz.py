@@ -31,7 +31,6 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from brainsmith.commands.flash import build_bitstream
-from brainsmith.commands.rtl_verification import FolderError
 from brainsmith.errors import BrainsmithError
 from brainsmith.hardware.board.boards import BOARDS
 from brainsmith.hardware.board.driver import FIGURE_RANGES, bitstream_figure
@@ -45,6 +44,7 @@ from brainsmith.hardware.board.link import (
     read_frame,
 )
 from brainsmith.hardware.board.streams import DriverError
+from brainsmith.intake.build_folder import FolderError
 from tests.support.fuzz import fuzz_settings
 
 FUZZ = fuzz_settings(200)

@@ -109,8 +109,8 @@ def on_build_folder(build_dir: str, doing: str, stopped: str, work: Callable[[],
     SIGINT/SIGTERM turned into an interrupt; a FolderError or an interrupt is printed and
     exits (its code, or 128 + the signal), naming ``doing`` and what ``stopped``."""
     from brainsmith import interrupts
-    from brainsmith.commands.rtl_verification import FolderError
     from brainsmith.folder_lock import FolderLock
+    from brainsmith.intake.build_folder import FolderError
 
     lock = FolderLock(build_dir, doing)
     try:
@@ -131,8 +131,8 @@ def on_build_folder(build_dir: str, doing: str, stopped: str, work: Callable[[],
 
 def _take(lock: FolderLock) -> None:
     """``lock`` held; FolderError (exit 2) naming its holder when another has it."""
-    from brainsmith.commands.rtl_verification import FolderError
     from brainsmith.folder_lock import FolderBusy
+    from brainsmith.intake.build_folder import FolderError
 
     try:
         lock.acquire()

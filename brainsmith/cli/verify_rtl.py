@@ -79,7 +79,8 @@ def verify_rtl(
     Example:
       brainsmith verify-rtl build-out/mlp-20250101-120000
     """
-    from brainsmith.commands.rtl_verification import FolderError, verify_build_folder
+    from brainsmith.commands.rtl_verification import verify_build_folder
+    from brainsmith.intake.build_folder import FolderError
     from brainsmith.terminal import console
 
     status = console(file=sys.stderr, highlight=False)  # bound now: FINN's output is redirected

@@ -1,1 +1,3 @@
-"""The commands beside the build: ``brainsmith check`` and ``brainsmith verify-rtl``."""
+"""The commands beside the build: ``brainsmith check``, ``verify-rtl``, ``synth``,
+``place-route`` and ``bitstream``, ``flash``, ``run``. No module here imports another: what
+they share is ``brainsmith.intake.build_folder``."""

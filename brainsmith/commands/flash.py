@@ -13,10 +13,10 @@ import os
 import shlex
 import stat
 
-from brainsmith.commands.rtl_verification import FolderError
 from brainsmith.files import DamagedFile, read_json
 from brainsmith.hardware.board.boards import BOARDS
 from brainsmith.hardware.board.flash import FlashError, load, loader_command
+from brainsmith.intake.build_folder import FolderError
 from brainsmith.intake.gate import UntrustedFolder, open_build_folder
 
 TYPE_CHECKING = False

@@ -18,14 +18,6 @@ import os
 from collections.abc import Callable
 
 from brainsmith.blueprint.choices import lattice_board
-from brainsmith.commands.rtl_verification import (
-    CHANGED_HINT,
-    FolderError,
-    _read_report,
-    gated_models,
-    quiet,
-    unrecorded_hdl,
-)
 from brainsmith.files import FULL_DISKS, DiskFull
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.board.top import frame_words
@@ -36,6 +28,14 @@ from brainsmith.hardware.place_route.flow import NotUsable, find_nextpnr
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
 from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
+from brainsmith.intake.build_folder import (
+    CHANGED_HINT,
+    FolderError,
+    gated_models,
+    quiet,
+    read_report,
+    unrecorded_hdl,
+)
 from brainsmith.opened_folder import FolderChanged, OpenedFolder, staged
 from brainsmith.report.units import finite
 
@@ -84,7 +84,7 @@ def placeable_build(folder: str, verb: str) -> tuple[BuildReport, ModelWrapper, 
     """(report, final model, clock in ns) of a build whose stitched accelerator Yosys can map
     to a Lattice part; FolderError when the folder fails the gate, its RTL is not what the
     build wrote, it is for a part whose RTL names AMD primitives, or it names no clock."""
-    report = _read_report(folder)
+    report = read_report(folder)
     model, _ = gated_models(folder)  # before anything is read or written
     for problem in unrecorded_hdl(model, folder, None):
         raise FolderError(problem, CHANGED_HINT.format(verb=verb))

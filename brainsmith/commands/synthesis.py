@@ -14,20 +14,20 @@ import json
 import os
 from collections.abc import Callable
 
-from brainsmith.commands.rtl_verification import (
-    FolderError,
-    _read_report,
-    _require_layers,
-    gated_models,
-    quiet,
-    refuse_changed_hdl,
-)
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.frameworks.finn.env import contain_finn_output, prepare_finn
 from brainsmith.frameworks.finn.facts import RESOURCES
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
 from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
 from brainsmith.hardware.synthesis.run import CacheError, synthesise_design
+from brainsmith.intake.build_folder import (
+    FolderError,
+    gated_models,
+    load_layer_plugins,
+    quiet,
+    read_report,
+    refuse_changed_hdl,
+)
 from brainsmith.report.measured import synthesis_run
 
 TYPE_CHECKING = False
@@ -56,11 +56,11 @@ def synthesise_build_folder(
     fails the gate (``intake.gate``), HDL the build did not generate (unless
     ``allow_changed``: then each file is named to ``warn``), a missing Yosys or a part Yosys
     cannot map."""
-    report = _read_report(folder)
+    report = read_report(folder)
     model, _ = gated_models(folder)  # before anything is written into the folder
     with contain_finn_output(io.StringIO()):
         prepare_finn()
-    _require_layers(model, folder)
+    load_layer_plugins(model, folder)
     refuse_changed_hdl(model, folder, None, "synthesise", allow_changed, warn or quiet)
     part = _synthesisable_part(report, folder)
     yosys = _yosys(note or quiet)
