@@ -29,14 +29,14 @@ RESULT = HERE / "results" / "place_route.json"
 HEADING = "## Place and route for Lattice ECP5 (brainsmith place-route)"
 
 
-def place_route(folder: Path, cache: Path) -> tuple[float, float, dict]:
+def place_route(folder: Path, cache: Path, part: str = PART) -> tuple[float, float, dict]:
     """(wall seconds, CPU seconds of the process and its tools, its JSON output)."""
     env = {**os.environ, "BRAINSMITH_CACHE_DIR": str(cache)}
     env.pop("BRAINSMITH_PLACE_ROUTE_CACHE", None)
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "brainsmith", "place-route", str(folder), "--part", PART, "--json"],
+        [sys.executable, "-m", "brainsmith", "place-route", str(folder), "--part", part, "--json"],
         capture_output=True,
         text=True,
         env=env,

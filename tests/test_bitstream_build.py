@@ -84,6 +84,49 @@ def test_a_blueprints_lattice_board_folds_for_the_stand_in_with_every_layer_rtl(
     )
 
 
+@pytest.mark.parametrize(
+    ("blueprint", "options", "mhz"),
+    [
+        (None, {"board": "ulx3s-85f"}, 90.0),  # no clock anywhere: the family's at grade 6
+        ("mlp.yaml", {"board": "ulx3s-85f"}, 90.0),  # a blueprint without one alike
+        ("mlp.yaml", {"board": "ecp5-5g-evn"}, None),  # a grade-8 part: its own
+        (None, {"board": "ulx3s-85f", "clock_ns": 10.0}, 100.0),  # the caller's clock stays
+    ],
+)
+def test_a_board_build_with_no_clock_asks_for_what_its_speed_grade_reaches(blueprint, options, mhz):
+    """Neither blueprint nor caller names a clock: a board build asks for the clock its
+    family reaches at the part's speed grade (measured, with room to spare), not FINN's 200
+    MHz, and a note says so; a clock given is kept. An AMD part runs at FINN's 5 ns."""
+    from brainsmith.builder.lattice import board_clock
+    from brainsmith.hardware.place_route.ecp5 import CLOCK_MHZ
+    from brainsmith.planning.shaping import shape_plan
+
+    source = str(REPO / "blueprints" / blueprint) if blueprint else None
+    plan = board_clock(shape_plan(source, options=options))
+    said = [note for note in plan.notes if note.startswith("clock: ")]
+    if "clock_ns" in options:
+        assert plan.build.clock_ns == options["clock_ns"] and not said
+        return
+    grade = 8 if options["board"] == "ecp5-5g-evn" else 6
+    mhz = mhz or CLOCK_MHZ[grade]
+    assert plan.build.clock_ns == pytest.approx(1000 / mhz, abs=1e-3)
+    assert plan.blueprint["build"]["clock_ns"] == plan.build.clock_ns  # as report.json records
+    assert (
+        len(said) == 1 and f"clock: {mhz:g} MHz, what ECP5 parts of speed grade {grade}" in said[0]
+    )
+    assert "--clock-ns" in said[0]
+    amd = board_clock(shape_plan(source, options={"fpga_part": "xczu7ev-ffvc1156-2-e"}))
+    assert amd.build.clock_ns is None and amd.build.period_ns == 5.0
+
+
+def test_the_ecp5_family_has_a_clock_for_every_speed_grade_its_parts_have():
+    from brainsmith.hardware.place_route.ecp5 import ECP5
+    from brainsmith.hardware.place_route.parts import SPEEDS
+
+    assert set(ECP5.clock_mhz) == set(SPEEDS)
+    assert all(50.0 <= mhz <= 200.0 for mhz in ECP5.clock_mhz.values())
+
+
 def bit_logs(folder: Path) -> dict[Path, int]:
     return {log: log.stat().st_mtime_ns for log in (folder / "bitstream").rglob("*.log")}
 
@@ -330,6 +373,21 @@ def test_a_missed_clock_is_folded_again_just_below_the_fmax_reached_a_few_rounds
     assert next_clock_ns({"status": "ok", "clock_ns": 5.0}, 0) is None  # no bitstream
 
 
+def test_a_round_built_again_says_its_own_seconds_and_whether_its_netlist_was_checked():
+    """The build's seconds count from the command's start, so a round's own are its report's
+    less the rounds' before it; a round built again skips the gate-level check (its netlist
+    is thrown away), which ``slower_clock_ns`` tells the bitstream step before it runs."""
+    from brainsmith.builder.refold import round_record, slower_clock_ns
+
+    missed = bitstream_report(False, 100.806)
+    missed["seconds"] = 300.0
+    missed["bitstream"]["netlist_check"] = {"ran": False}
+    record = round_record(missed, 120.0)
+    assert record["seconds"] == 180.0 and record["netlist_checked"] is False
+    assert slower_clock_ns(missed["bitstream"], 5.0, 0) == 10.45
+    assert slower_clock_ns(missed["bitstream"], 5.0, 2) is None  # the last round: checked
+
+
 @pytest.mark.parametrize("rounds", ["-1", "6", "two"])
 def test_refold_rounds_outside_0_to_5_is_refused_before_the_build(tmp_path, rounds):
     done = build_command(tmp_path, "--board", "ulx3s-85f", "--bitstream", "--refold-rounds", rounds)
@@ -362,7 +420,9 @@ def test_a_bitstream_that_misses_its_clock_is_built_again_for_a_clock_that_close
     assert not list(tmp_path.glob("out.round-*")), list(tmp_path.iterdir())
     from brainsmith.report.text import bitstream_lines
 
-    assert any(line.startswith("round 1: 200 MHz asked") for line in bitstream_lines(section))
+    assert any(line.startswith("round 1: 200.0 MHz asked") for line in bitstream_lines(section))
+    assert not first["netlist_checked"] and first["seconds"] > 0  # thrown away: not checked
+    assert report["seconds"] > sum(r["seconds"] for r in section["refolds"])  # the command's
 
 
 @pytest.mark.wide  # a whole build with its bitstream and gate-level check: about 4 minutes

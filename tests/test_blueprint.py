@@ -201,11 +201,12 @@ def test_build_options_have_documented_defaults(tmp_path):
     )
     build = load_blueprint(path).build
     assert (build.clock_ns, build.target_fps, build.verify, build.verify_samples) == (
-        10.0,
+        None,  # the target's own: FINN's 5 ns here, a Lattice board's family's (builder)
         None,
         "final",
         16,
     )
+    assert build.period_ns == 5.0
     assert (build.folding_config, build.specialize_config, build.output_dir) == (None,) * 3
 
 

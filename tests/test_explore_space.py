@@ -54,7 +54,7 @@ def test_variants_are_the_product_of_the_dimensions_in_written_order():
     assert matmul.backends == ["brainsmith:MatMulHLS"] and matmul.backend_types == ["hls"]
     threshold = next(k for k in last.kernels if k.name == "finn:Thresholding")
     assert threshold.backend_types == ["rtl"]  # not varied: as the base blueprint says
-    assert last.options.target_fps == 10000000 and last.options.clock_ns == 5.0
+    assert last.options.target_fps == 10000000 and last.options.period_ns == 5.0
     assert [t.name for t in last.post_hw] == ["finn:MinimizeAccumulatorWidth"]
     assert [t.name for t in last.pre_hw] == ["brainsmith:RemoveInferenceNoOps"]
     assert last.name == "mlp_explore-v11" and "design_space" not in last.blueprint

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 MAX_VERIFY_SAMPLES = 100_000
 MAX_REFOLD_ROUNDS = 5
 VERIFY_RTOL = 1e-5
+FINN_CLOCK_NS = 5.0  # the clock period a build runs at when nothing chose one: FINN's 200 MHz
 PROJECT_MARKERS = (".git", ".hg", ".brainsmith", "pyproject.toml")
 BUILD_KEYS = {
     "fpga_part": "the FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (or board, not both)",
@@ -88,7 +89,7 @@ class BuildOptions:
 
     fpga_part: str | None = None
     board: str | None = None
-    clock_ns: float = 10.0
+    clock_ns: float | None = None  # None: the target's own (``period_ns``, builder.lattice)
     target_fps: int | None = None
     target_latency_ns: float | None = None  # folding also meets this estimated latency
     verify: str = "final"  # each | final | rtlsim | none (see VERIFY_MODES)
@@ -105,6 +106,12 @@ class BuildOptions:
     refold_rounds: int = 2  # builds again at the clock nextpnr reached, when it missed
     size_fifos: bool = True  # the fifo_depths step sizes an all-RTL design's FIFOs
     allow_over_part: bool = False  # a design estimated over the part builds, with a warning
+
+    @property
+    def period_ns(self) -> float:
+        """The clock period the build runs at: ``clock_ns``, else FINN's 5 ns (a Lattice
+        board's build sets its family's before it starts)."""
+        return FINN_CLOCK_NS if self.clock_ns is None else self.clock_ns
 
     def to_dict(self) -> Json:
         """The options that are set, as plain YAML/JSON data (``folding`` when not the

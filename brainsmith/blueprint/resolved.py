@@ -25,7 +25,7 @@
   (``DEFAULT_STEPS``) when the blueprint has no ``steps:``.
 - ``build`` (BuildOptions | None): typed ``build:`` options; None when the blueprint has no
   ``build:`` section (it can still select plugins). Fields: ``fpga_part`` / ``board``
-  (exactly one is set), ``clock_ns`` (float, 10.0), ``target_fps`` (int | None), ``verify``
+  (exactly one is set), ``clock_ns`` (float, 5.0: FINN's; a Lattice board's own when no blueprint sets it), ``target_fps`` (int | None), ``verify``
   ("each" | "final" | "none", "final"), ``verify_samples`` (int, 16), ``folding_config``,
   ``specialize_config`` (existing files), ``output_dir`` (absolute paths or None).
 - ``skipped`` (tuple[SkippedPlugin, ...]): optional ``~name`` entries that are not installed.

@@ -248,5 +248,5 @@ def _start_charts(run: BuildRun, model: ModelWrapper) -> None:
     if run.charts is not None and run.charts.layers is None and os.path.isfile(resources):
         layers = estimates(run.report_dir, model)["layers"]
         options = run.plan.build
-        allowed = allowed_cycles(options.target_fps, options.clock_ns)
+        allowed = allowed_cycles(options.target_fps, options.period_ns)
         run.charts.submit(chart_rows(layers), allowed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from dataclasses import replace
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.frameworks.finn.folding.record import CostedPart
@@ -23,6 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.blueprint.options import BuildOptions
     from brainsmith.frameworks.finn.folding.record import CostedPart
+    from brainsmith.planning.plan import BuildPlan
 
 
 @functools.cache
@@ -83,3 +85,28 @@ def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
         f"the folding is costed on {part} ({figures}, as {found.source} reports them) with "
         "models fitted to Yosys synth_ecp5"
     )
+
+
+def board_clock(plan: BuildPlan) -> BuildPlan:
+    """``plan`` asking for the clock its Lattice board's family reaches at the part's speed
+    grade with room to spare, when neither the blueprint nor the caller named one; a note
+    says which and why."""
+    name = lattice_board(plan.build.board)
+    if name is None or plan.build.clock_ns is not None:
+        return plan
+    from brainsmith.hardware.place_route.families import target
+
+    family, part = target(ecp5_part(name))
+    mhz = family.clock_mhz.get(part.speed)
+    if mhz is None:
+        return plan
+    clock_ns = round(1000.0 / mhz, 3)
+    note = (
+        f"clock: {mhz:g} MHz, what {family.name} parts of speed grade {part.speed} ({part.name}) "
+        "reach with room to spare on the networks measured (benchmarks/RESULTS.md); "
+        "--clock-ns or build.clock_ns asks for another"
+    )
+    recorded = {**plan.blueprint, "build": {**(plan.blueprint.get("build") or {}),
+                                             "clock_ns": clock_ns}}  # fmt: skip
+    options = replace(plan.build, clock_ns=clock_ns)
+    return replace(plan, options=options, blueprint=recorded, notes=[*plan.notes, note])

@@ -29,23 +29,35 @@ def next_clock_ns(report: Any, rounds_done: int) -> float | None:
     """The clock period (ns) the next round folds for, or None when the bitstream met its
     clock, the rounds are used up or a slower clock would not help."""
     section = report.get("bitstream") if report.get("status") == "ok" else None
-    if not section or section["met"] or rounds_done >= section.get("refold_rounds", 0):
+    if not section:
+        return None
+    return slower_clock_ns(section, float(report.get("clock_ns") or 0.0), rounds_done)
+
+
+def slower_clock_ns(section: Any, clock_ns: float, rounds_done: int) -> float | None:
+    """The clock period (ns) a round built at ``clock_ns`` whose bitstream ``section`` (met,
+    fmax_mhz, refold_rounds) missed is built again for; None when it is not built again."""
+    if section["met"] or rounds_done >= section.get("refold_rounds", 0):
         return None
     fmax = min(section["fmax_mhz"].values(), default=0.0)
     if not fmax > 0:
         return None
-    clock_ns = math.ceil(1000.0 / (fmax * (1.0 - MARGIN)) * 100) / 100
-    return clock_ns if clock_ns > float(report.get("clock_ns") or 0.0) else None
+    slower = math.ceil(1000.0 / (fmax * (1.0 - MARGIN)) * 100) / 100
+    return slower if slower > clock_ns else None
 
 
-def round_record(report: Any) -> dict[str, Any]:
-    """What one round that missed its clock reached: its clock, the PLL's and the Fmax."""
+def round_record(report: Any, seconds_before: float) -> dict[str, Any]:
+    """What one round that missed its clock reached: its clock, the PLL's and the Fmax, its
+    seconds (the build's, less the ``seconds_before`` of the rounds before it) and whether
+    its netlist was checked at gate level."""
     section = report["bitstream"]
     return {
         "clock_ns": report["clock_ns"],
         "clock_mhz": section["clock_mhz"],
         "fmax_mhz": round(min(section["fmax_mhz"].values()), 3),
         "met": section["met"],
+        "seconds": round(float(report.get("seconds") or 0.0) - seconds_before, 1),
+        "netlist_checked": bool((section.get("netlist_check") or {}).get("ran")),
     }
 
 
@@ -56,7 +68,7 @@ def refolded(
     while the bitstream misses its clock and rounds remain."""
     result, rounds = first, list[dict[str, Any]]()
     while (clock_ns := next_clock_ns(result.report, len(rounds))) is not None:
-        rounds.append(round_record(result.report))
+        rounds.append(round_record(result.report, sum(r["seconds"] for r in rounds)))
         folder = result.output_dir
         aside = f"{folder}.round-{len(rounds)}"
         shutil.rmtree(aside, ignore_errors=True)
@@ -76,4 +88,4 @@ def refolded(
     return result
 
 
-__all__ = ["MARGIN", "next_clock_ns", "refolded", "round_record"]
+__all__ = ["MARGIN", "next_clock_ns", "refolded", "round_record", "slower_clock_ns"]

@@ -66,7 +66,7 @@ def assemble(
     goal = target(
         found["performance"],
         options.target_fps,
-        options.clock_ns,
+        options.period_ns,
         found["layers"],
         run.context.folding,
     )
@@ -82,7 +82,7 @@ def assemble(
         "moved_aside": run.folder.moved_aside,
         "fpga_part": recorded_part(options),
         "board": options.board,
-        "clock_ns": options.clock_ns,
+        "clock_ns": options.period_ns,
         "target_fps": options.target_fps,
         "verify": run.verify,
         "verify_samples": options.verify_samples,
@@ -99,7 +99,7 @@ def assemble(
         **found,
         "target": goal,
         "latency_target": latency_target(
-            found["performance"], options.target_latency_ns, run.rtlsim, options.clock_ns
+            found["performance"], options.target_latency_ns, run.rtlsim, options.period_ns
         ),
         "cpu_nodes": cpu,
         "utilisation": utilisation(part, found["totals"]),

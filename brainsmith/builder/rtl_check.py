@@ -49,7 +49,7 @@ def rtl_check(run: BuildRun, verifier: Verifier, model: ModelWrapper, index: int
                 workdir,
                 run.context.dataflow_parent,
                 note=run.progress.note,
-                stitch=(fpga_part(run.cfg), float(run.plan.build.clock_ns)),
+                stitch=(fpga_part(run.cfg), float(run.plan.build.period_ns)),
                 whole_first=True,  # the layers alone only to find one that differs
             )
     except DiskFull:  # the build fails for the disk, with exit code 2

@@ -27,7 +27,7 @@ from brainsmith.builder.bitstream import make_bitstream
 from brainsmith.builder.checkpoint import Checkpoint, continue_from, make_checkpoint
 from brainsmith.builder.failure import fail, fail_output
 from brainsmith.builder.flow import run_steps
-from brainsmith.builder.lattice import check_bitstream_tools, costed_part
+from brainsmith.builder.lattice import board_clock, check_bitstream_tools, costed_part
 from brainsmith.builder.measure import check_synthesis, measure
 from brainsmith.builder.outdir import (
     OutputFolder,
@@ -99,7 +99,7 @@ def build(
     build, ``model`` still being the original model (the verification reference). See
     ``brainsmith.builder.checkpoint``.
     """
-    given = dict(options or {})
+    given, began = dict(options or {}), time.perf_counter()
 
     def once(
         folder: str | None, clock: dict[str, float], refolds: list[dict[str, object]]
@@ -108,7 +108,7 @@ def build(
             model, blueprint, folder, input_npy=input_npy, expected_npy=expected_npy,
             force=force and not refolds, verify=verify, options={**given, **clock},
             prefer=prefer, progress=progress, start=start, stop_after=stop_after,
-            exclude=exclude, refolds=refolds,
+            exclude=exclude, refolds=refolds, began=began,
         )  # fmt: skip
 
     first = once(output_dir, {}, [])
@@ -133,11 +133,13 @@ def _build_once(
     stop_after: int | None,
     exclude: Sequence[str],
     refolds: list[dict[str, object]],
+    began: float,
 ) -> BuildResult:
-    """One build (``build``'s, its rounds of ``refolds`` so far recorded in its bitstream)."""
-    started = time.perf_counter()
+    """One build (``build``'s, its rounds of ``refolds`` so far recorded in its bitstream;
+    its time counted from ``began``, when the command began)."""
+    started = began
     with interrupts.handled():
-        plan = shape_plan(blueprint, verify, options, prefer, exclude)
+        plan = board_clock(shape_plan(blueprint, verify, options, prefer, exclude))
         plan = _named_after_model(plan, model) if blueprint is None else plan
         check_bitstream_tools(plan.build)
         checked, vectors = check_inputs(model, input_npy, expected_npy)

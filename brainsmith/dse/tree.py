@@ -58,7 +58,7 @@ INPUTS: dict[str, Callable[[BuildPlan], object]] = {
     "infer": _infer,
     "kernels": _kernels,
     "part": lambda plan: (plan.build.fpga_part, plan.build.board),
-    "clock": lambda plan: plan.build.clock_ns,
+    "clock": lambda plan: plan.build.period_ns,
     "target_fps": lambda plan: plan.build.target_fps,
     "folding": lambda plan: sorted(vars(plan.build.folding).items()),
     "folding_config": lambda plan: _file(plan.build.folding_config),

@@ -225,7 +225,7 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
     outputs = [DataflowOutputType(value) for value in dict.fromkeys(wanted)]
     cfg = DataflowBuildConfig(
         output_dir=finn_dir,
-        synth_clk_period_ns=float(options.clock_ns),
+        synth_clk_period_ns=float(options.period_ns),
         fpga_part=part,
         board=board,
         target_fps=int(options.target_fps) if options.target_fps else None,

@@ -248,8 +248,9 @@ def bitstream_lines(section: BitstreamSection) -> list[str]:
 def refold_lines(section: BitstreamSection) -> list[str]:
     """The rounds that missed their clock before this build, each built again slower."""
     return [
-        f"round {index}: {done['clock_mhz']:g} MHz asked, {done['fmax_mhz']:.1f} MHz reached "
-        f"(nextpnr): folded again for a clock below it"
+        f"round {index}: {done['clock_mhz']:.1f} MHz asked, {done['fmax_mhz']:.1f} MHz reached "
+        "(nextpnr): folded again for a clock below it"
+        + (f" ({done['seconds']:.0f} s)" if "seconds" in done else "")
         for index, done in enumerate(section.get("refolds") or [], start=1)
     ]
 

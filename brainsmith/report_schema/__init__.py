@@ -208,6 +208,8 @@ class RefoldRound(TypedDict):
     clock_mhz: float  # what its PLL made
     fmax_mhz: float  # what nextpnr reached
     met: bool
+    seconds: NotRequired[float]  # the round's own
+    netlist_checked: NotRequired[bool]  # False: its gate-level check was skipped (thrown away)
 
 
 class BitstreamSection(TypedDict):

@@ -52,9 +52,14 @@ def out_of_context(
                   "out of context")  # fmt: skip
 
 
+# The clock a board build asks for when it names none, per speed grade (MHz): the slowest
+# network placed on a board (cnv, 109.6 MHz at grade 6) scaled by the MLP's Fmax from grade to
+# grade, less 15 %, rounded down to 5 MHz (python -m benchmarks.board_clock)
+CLOCK_MHZ = {6: 90.0, 7: 100.0, 8: 115.0}
 ECP5 = Family.of_nextpnr(
-    "ECP5", ("LFE5",), (ecp5_part, known_parts), "TRELLIS_COMB", out_of_context, synthesis
-)
+    "ECP5", ("LFE5",), (ecp5_part, known_parts), "TRELLIS_COMB", out_of_context, synthesis,
+    clock_mhz=CLOCK_MHZ,
+)  # fmt: skip
 
 
 def find_nextpnr() -> Nextpnr:

@@ -108,6 +108,9 @@ class Family:
     # when None
     synthesise: Callable[[str, str], list[str]] | None = None
     packing: Packing | None = None  # how a placed design becomes a bitstream, if it can
+    # speed grade -> the clock (MHz) a build for a board of the family asks for when it names
+    # none: what the grade reaches with room to spare, measured (benchmarks.board_clock)
+    clock_mhz: Mapping[int, float] = field(default_factory=dict)
 
     @property
     def packer(self) -> str:
@@ -128,15 +131,15 @@ class Family:
         prepare: Callable[[StitchedDesign, Any, float, tuple[int, int]], Placed],
         synthesise: Callable[[str, str], list[str]] | None = None,
         packing: Packing | None = None,
+        clock_mhz: Mapping[int, float] | None = None,
     ) -> Family:
         """The family ``nextpnr-<name>`` (yowasp's) places after Yosys' ``synth_<name>``;
         ``parts``: its ``parse`` and ``known``."""
         key = name.lower()
         parse, known = parts
         synth, package, tool = f"synth_{key}", f"yowasp-nextpnr-{key}", f"nextpnr_{key}"
-        return cls(
-            name, prefixes, parse, known, synth, package, tool, logic, prepare, synthesise, packing
-        )
+        return cls(name, prefixes, parse, known, synth, package, tool, logic, prepare,
+                   synthesise, packing, dict(clock_mhz or {}))  # fmt: skip
 
     def synthesis(self, top: str) -> list[str]:
         netlist = f"{MOUNT}/design.json"

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
         @property
         def name(self) -> str: ...
 
+        @property
+        def speed(self) -> int: ...
+
         def arguments(self) -> list[str]: ...
 
 
