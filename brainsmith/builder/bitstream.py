@@ -52,7 +52,7 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     except BoardError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
     mhz = 1000.0 / run.plan.build.period_ns
-    run.progress.note(f"placing and routing for {name} at {mhz:g} MHz ...")
+    run.progress.note(f"placing and routing for {name} at {mhz:.1f} MHz ...")
     try:
         data = bitstream_of_build(
             run.output_dir, "", model, target, mhz, lambda text: run.progress.note(text + " ..."),
