@@ -5,6 +5,7 @@ with pyserial as a port is), bit for bit as ``BuildResult.run`` (slow: one compi
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -163,7 +164,12 @@ def test_run_on_a_simulated_board_gives_what_python_gives_bit_for_bit(mlp, tmp_p
     assert result.returncode == 0, result.stderr
     assert np.array_equal(np.load(tmp_path / "got.npy"), y)
     assert "simulated board" in result.stdout and f"outputs equal to {vectors}" in result.stdout
-    assert "cycles a frame (its own count)" in result.stdout
+    # one vocabulary: latency is one frame's own count, throughput the build's interval
+    line = next(x for x in result.stdout.splitlines() if x.startswith("accelerator at "))
+    assert re.search(r"at [\d.]+ MHz \(the build's clock\): latency [\d,]+ cycles a frame "
+                     r"\(its own count, first input to last output\), [\d.,]+ µs; throughput "
+                     r"[\d,]+ frames/s streaming, a frame every [\d,]+ cycles \(the build's "
+                     r"interval, (estimate|Verilator)\)$", line), line  # fmt: skip
 
 
 @simulated

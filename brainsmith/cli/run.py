@@ -95,18 +95,22 @@ def summary(outcome: RunOutcome) -> list[str]:
         else f"{figures.port} at {figures.baud:,} baud"
     )
     clock = figures.clock_mhz
-    pace = (
-        f"{figures.accelerator_fps:,.0f} frames/s at {clock:.6g} MHz ({figures.clock})"
-        if clock
-        else "the build names no clock"
-    )
+    pace = f"latency {figures.cycles_per_frame:,.0f} cycles a frame (its own count, first input to last output)"
+    if clock:
+        pace = (f"at {clock:.1f} MHz ({figures.clock}): {pace}, {figures.latency_us:,.2f} µs")  # fmt: skip
+        if figures.throughput_fps:
+            pace += (f"; throughput {figures.throughput_fps:,.0f} frames/s streaming, a frame "
+                     f"every {figures.interval_cycles:,.0f} cycles (the build's interval, "
+                     f"{figures.interval_source or 'estimate'})")  # fmt: skip
+    else:
+        pace += "; the build names no clock"
     bits = "simulated, wall clock" if figures.simulated else "wall clock"
     in_bytes, out_bytes = figures.in_bytes, figures.bytes_per_frame - figures.in_bytes
     return [
         f"{where}: design {outcome.design_hash[:16]}, this build's",
         f"{figures.frames} frames in {figures.seconds:.3f} s: {figures.fps:,.1f} frames/s "
         f"over the link ({bits})",
-        f"accelerator: {figures.cycles_per_frame:,.0f} cycles a frame (its own count), {pace}",
+        f"accelerator {pace}",
         f"at 3,000,000 baud the link would carry {figures.wire_fps(3_000_000):,.0f} frames/s "
         f"({figures.bytes_per_frame} bytes a frame: {in_bytes} in, {out_bytes} out)",
     ]

@@ -61,6 +61,8 @@ class RunFigures:
     simulated: bool = False
     port: str = ""
     baud: int = 0
+    interval_cycles: float = 0.0  # the build's pipelined interval (Streams.interval_cycles)
+    interval_source: str = ""
 
     @property
     def fps(self) -> float:
@@ -71,9 +73,17 @@ class RunFigures:
         return float(np.median(self.cycles)) if self.cycles else 0.0
 
     @property
-    def accelerator_fps(self) -> float:
-        """Frames per second at the accelerator's own cycles per frame and the clock."""
+    def latency_us(self) -> float:
+        """One frame's time through the accelerator (its own count, first input beat to
+        last output beat) at the clock, in microseconds."""
         cycles = self.cycles_per_frame
+        return cycles / self.clock_mhz if cycles and self.clock_mhz else 0.0
+
+    @property
+    def throughput_fps(self) -> float:
+        """Frames per second when frames stream back to back: the clock over the build's
+        pipelined interval (0 without one)."""
+        cycles = self.interval_cycles
         return self.clock_mhz * 1e6 / cycles if cycles else 0.0
 
     def wire_fps(self, baud: int) -> float:
@@ -111,9 +121,9 @@ class Board:
             raise DriverError(f"baud {self.baud!r} is not a rate from {_span(BAUD_RANGE)}",
                               "give the board's UART rate (the bitstream's: leave it out)")  # fmt: skip
         self.baud = self.baud or int(bitstream_figure(folder, "baud") or DEFAULT_BAUD)
-        pll = None if self.simulated else bitstream_figure(folder, "clock_mhz")
+        pll = bitstream_figure(folder, "clock_mhz")  # the clock the design runs at
         self.clock_mhz = pll or self.streams.clock_mhz
-        self.clock = "the bitstream's clock" if pll else "the build's clock"
+        self.clock = "the bitstream's PLL" if pll else "the build's clock"
         if self.timeout is None:  # two frames on the wire and through the accelerator
             wire = 2 * self.streams.bytes_per_frame * 10 / self.baud
             hz = self.clock_mhz * 1e6 or 1e6
@@ -178,6 +188,8 @@ class Board:
             simulated=self.simulated,
             port=self.port,
             baud=self.baud or 0,
+            interval_cycles=self.streams.interval_cycles,
+            interval_source=self.streams.interval_source,
         )
         return got[0] if single else got
 

@@ -67,6 +67,11 @@ class Streams:
     model: ModelWrapper  # final.onnx
     parent: ModelWrapper | None  # final_parent.onnx, or None
     fpga_part: str = ""  # the part it was built for (its report's fpga_part)
+    # cycles from one frame to the next when frames stream back to back (the pipelined
+    # interval: the build's Verilator count, else FINN's estimate of its slowest layer; 0:
+    # neither) and where the figure comes from
+    interval_cycles: float = 0.0
+    interval_source: str = ""
 
     def pack(self, array: np.ndarray) -> list[int]:
         """One frame (the accelerator input's values) as ``in_words`` stream words."""
@@ -151,7 +156,20 @@ def streams_of(
         model=model,
         parent=parent,
         fpga_part=str(report.get("fpga_part") or ""),
+        **_interval(report),
     )
+
+
+def _interval(report: dict[str, Any]) -> dict[str, Any]:
+    """The build's pipelined interval (cycles a frame when streaming) and its source."""
+    performance = report.get("performance")
+    performance = performance if isinstance(performance, dict) else {}
+    for key, source in (("cycles_per_frame", performance.get("cycles_source")),
+                        ("max_cycles", "estimate")):  # fmt: skip
+        cycles = performance.get(key)
+        if isinstance(cycles, int | float) and math.isfinite(cycles) and cycles > 0:
+            return {"interval_cycles": float(cycles), "interval_source": str(source or "")}
+    return {}
 
 
 REBUILD = "build the model again with --prefer rtl (every layer RTL)"
