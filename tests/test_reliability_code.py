@@ -62,10 +62,6 @@ AUDITED = {
         "is served (loading.not_this_plugin), and a pip package's module only when "
         "an installed distribution declares it (loading._check_declared)"
     ),
-    ("brainsmith/plugin/__init__.py", "import_module"): (
-        "lazy public attributes: the module name comes from the constant _EXPORTS table, or is "
-        "brainsmith.plugin.lifecycle for a lifecycle name imported from its old place"
-    ),
     ("brainsmith/plugin/__init__.py", "__import__"): (
         "lazy public attributes, imported without loading importlib: the module name comes "
         "from the constant _EXPORTS table"
@@ -73,10 +69,6 @@ AUDITED = {
     ("brainsmith/plugin/lazy.py", "__import__"): (
         "lazy package attributes (brainsmith.blueprint, brainsmith.plugin.lifecycle): "
         "the module name comes from the package's constant _EXPORTS table"
-    ),
-    ("brainsmith/__init__.py", "import_module"): (
-        "an old name of a moved package: the new name is the constant MOVED table's, with the "
-        "rest of a module name the import statement already asked for"
     ),
     ("brainsmith/cli/app.py", "import_module"): (
         "lazy subcommands: the module name comes from the constant COMMANDS table"
