@@ -1,5 +1,6 @@
 """Files written whole or not at all: to a temporary name, then renamed into place, so an
-error or a full disk never leaves a cut-off file; a full disk named as such (``DiskFull``)."""
+error or a full disk never leaves a cut-off file (``write_atomically``, ``write_bytes``,
+``write_text``: the package's one atomic writer); a full disk named as such (``DiskFull``)."""
 
 from __future__ import annotations
 
@@ -92,32 +93,75 @@ def read_json(path: str, limit: int = MAX_JSON_BYTES) -> Json:
     return data
 
 
-def write_atomically(path: str, write: Callable[[str], None]) -> None:
-    """``write(temporary_path)``, then rename it to ``path``; on error nothing is left. The
-    temporary file beside ``path`` is made new (exclusive, an unpredictable name), so nothing
-    planted there is written through."""
-    import tempfile
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+PRIVATE = 0o600  # a new file's mode: the owner's alone (cache entries, tempfile's default)
+PUBLIC = 0o666  # what open() gives: anyone may read what the umask lets them
 
-    folder, name = os.path.split(path)
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{name}.", suffix=".partial", dir=folder or "."
-    )
-    os.close(descriptor)
+
+def write_atomically(
+    path: str, write: Callable[[str], None], mode: int = PRIVATE, temporary: str | None = None
+) -> None:
+    """``write(temporary)``, then rename it to ``path``; on any error the temporary file is
+    removed and the error raised. The temporary file beside ``path`` is made new (exclusive,
+    never through a link, an unpredictable name unless ``temporary`` names it) with ``mode``
+    (less the umask), so nothing planted there is written through."""
+    _replace(path, lambda descriptor, name: write(name), mode, temporary)
+
+
+def write_bytes(
+    path: str,
+    data: bytes,
+    mode: int = PRIVATE,
+    temporary: str | None = None,
+    folder: int | None = None,
+) -> None:
+    """``data`` as the file ``path``, whole or not at all (as ``write_atomically``); with
+    ``folder`` (a directory descriptor) ``path`` is a name in that folder, never a path
+    that a link swapped in above it could redirect."""
+    _replace(path, lambda descriptor, name: _write_all(descriptor, data), mode, temporary, folder)
+
+
+def write_text(path: str, text: str, mode: int = PRIVATE) -> None:
+    """``text`` (UTF-8) as the file ``path``, whole or not at all."""
+    write_bytes(path, text.encode(), mode)
+
+
+def _replace(
+    path: str,
+    fill: Callable[[int, str], None],
+    mode: int,
+    temporary: str | None = None,
+    folder: int | None = None,
+) -> None:
+    """``fill(descriptor, temporary)`` on a new temporary file, then rename it to ``path``."""
+    temporary, descriptor = _new_file(path, mode, temporary, folder)
     try:
-        write(temporary)
-        os.replace(temporary, path)
+        try:
+            fill(descriptor, temporary)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, path, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=folder)
         raise
 
 
-def write_text(path: str, text: str) -> None:
-    def write(target: str) -> None:
-        with open(target, "w", encoding="utf-8") as handle:
-            handle.write(text)
+def _new_file(path: str, mode: int, temporary: str | None, folder: int | None) -> tuple[str, int]:
+    """(``temporary`` or a new name beside ``path``, the descriptor of the file made there)."""
+    if temporary is not None:
+        return temporary, os.open(temporary, NEW_FILE, mode, dir_fd=folder)
+    parent, name = os.path.split(path)
+    while True:
+        candidate = os.path.join(parent, f".{name}.{os.urandom(6).hex()}.partial")
+        with contextlib.suppress(FileExistsError):
+            return candidate, os.open(candidate, NEW_FILE, mode, dir_fd=folder)
 
-    write_atomically(path, write)
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
 
 
 def save_model(model: ModelWrapper, path: str) -> None:

@@ -20,7 +20,7 @@ import stat
 import tempfile
 
 from brainsmith.errors import HintedError
-from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -242,25 +242,9 @@ def _new_name(fd: int, name: str) -> str:
             return candidate
 
 
-def _new_file(fd: int, name: str) -> tuple[str, int]:
-    """(a name beside ``name``, the descriptor of the new file made there exclusively)."""
-    while True:
-        candidate = _new_name(fd, name)
-        with contextlib.suppress(FileExistsError):
-            return candidate, os.open(candidate, NEW_FILE_FLAGS, 0o644, dir_fd=fd)
-
-
 def _write_at(fd: int, name: str, content: bytes) -> None:
     """``content`` as the file ``name`` in the folder ``fd``, through a new file renamed over it."""
-    temporary, descriptor = _new_file(fd, name)
-    try:
-        with os.fdopen(descriptor, "wb") as out:
-            out.write(content)
-        os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=fd)
-        raise
+    write_bytes(name, content, 0o644, folder=fd)
 
 
 def _is_folder(fd: int, name: str) -> bool:

@@ -409,7 +409,7 @@ def cached_bitstream(root: Path, content: bytes, **changed) -> tuple[str, tuple[
     bit.write_bytes(content)
     netlist.write_bytes(gzip.compress(b"module board_top; endmodule\n"))
     figures = {**GOOD_FIGURES, "sha256": hashlib.sha256(content).hexdigest(), **changed}
-    write_entry(str(root), str(entry), "k", figures)
+    write_entry(str(entry), "k", figures)
     return str(entry), (str(bit), str(netlist))
 
 

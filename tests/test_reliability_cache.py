@@ -639,8 +639,8 @@ def test_cache_clear_removes_only_the_files_brainsmith_wrote(tmp_path, monkeypat
 KILLED_AT_THE_RENAME = """
 import os, signal
 replace = os.replace
-os.replace = lambda src, dst: (
-    os.kill(os.getpid(), signal.SIGKILL) if "index-" in dst else replace(src, dst)
+os.replace = lambda src, dst, **at: (
+    os.kill(os.getpid(), signal.SIGKILL) if "index-" in dst else replace(src, dst, **at)
 )
 from brainsmith.plugin.manager import get_plugin_manager
 get_plugin_manager().registry()

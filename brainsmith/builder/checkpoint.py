@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from brainsmith.builder.state import StepRecord
-from brainsmith.files import read_json
+from brainsmith.files import PUBLIC, read_json, write_text
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.folding.record import read_record
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers, stamp
@@ -66,10 +66,7 @@ class Checkpoint:
             "name": self.name,
         }
         path = os.path.join(self.folder, FILE)
-        temporary = f"{path}.tmp-{os.getpid()}"
-        with open(temporary, "w") as handle:
-            json.dump(data, handle, indent=1)
-        os.replace(temporary, path)
+        write_text(path, json.dumps(data, indent=1), PUBLIC)
         return path
 
     @classmethod

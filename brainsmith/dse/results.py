@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field, fields
 
+from brainsmith.files import PUBLIC, write_text
 from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
@@ -309,8 +309,4 @@ def fronts(entries: list[Json], objectives: list[tuple[str, str]]) -> list[list[
 
 def write_json(data: Json, path: str) -> None:
     """Write ``path`` atomically, so a reader never sees half a file."""
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w") as handle:
-        json.dump(data, handle, indent=2, default=str)
-        handle.write("\n")
-    os.replace(temporary, path)
+    write_text(path, json.dumps(data, indent=2, default=str) + "\n", PUBLIC)

@@ -17,7 +17,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import cast
 
-from brainsmith.files import read_json
+from brainsmith.files import PUBLIC, read_json, write_text
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.interrupts import BuildInterrupted
 from brainsmith.metrics import span
@@ -74,10 +74,7 @@ class NodeResult:
         os.makedirs(self.folder, exist_ok=True)
         data = {k: v for k, v in asdict(self).items() if k != "report"}
         path = os.path.join(self.folder, NODE_FILE)
-        temporary = f"{path}.tmp-{os.getpid()}"
-        with open(temporary, "w") as handle:
-            json.dump(data, handle, indent=1)
-        os.replace(temporary, path)
+        write_text(path, json.dumps(data, indent=1), PUBLIC)
 
 
 def load_result(folder: str, key: str) -> NodeResult | None:

@@ -374,7 +374,7 @@ def _keep_verdict(key: str, words: int) -> None:
         root = cache_root()
     except ToolchainError:
         return
-    write_entry(root, os.path.join(root, VERDICT.format(key=key)), key, {"words": words})
+    write_entry(os.path.join(root, VERDICT.format(key=key)), key, {"words": words})
 
 
 __all__ = [

@@ -50,8 +50,8 @@ from brainsmith.hardware.place_route.ecp5 import (
     cell_counts,
     parse_report,
     read_entry,
+    stored,
     trellis_tool,
-    write_atomic,
     write_entry,
     yosys_script,
 )
@@ -274,9 +274,9 @@ def bitstream(
     with open(result.netlist, "rb") as handle:
         netlist = gzip.compress(handle.read(), compresslevel=6)
     # the .bit and the netlist before the entry that names them
-    if write_atomic(root, cached_bit, content) and write_atomic(root, cached_netlist, netlist):
+    if stored(cached_bit, content) and stored(cached_netlist, netlist):
         kept = {k: v for k, v in asdict(result).items() if k not in ("cached", "netlist")}
-        write_entry(root, entry, key, kept)
+        write_entry(entry, key, kept)
     return result
 
 
@@ -353,7 +353,7 @@ def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> Bit
         usable = False
     if usable:  # an entry that cannot be written out (a full disk) stays for the next run
         os.makedirs(folder, exist_ok=True)
-        written = write_atomic(folder, path, content) and write_atomic(folder, netlist, text)
+        written = stored(path, content) and stored(netlist, text)
         return result if written else None
     for stale in (entry, *cached):
         with contextlib.suppress(OSError):

@@ -94,7 +94,7 @@ def part_capacities(part: Ecp5Part, nextpnr: Nextpnr | None = None) -> Capacitie
     available = _counts(found.get("available")) if found is not None else None
     if available is None:
         available = _placed(arguments)
-        write_entry(root, entry, key, {"available": available})
+        write_entry(entry, key, {"available": available})
     named = {name: available[cell] for name, cell in RESOURCES.items()}
     return Capacities(part.name, named, f"{ECP5.router} {nextpnr.version}")
 

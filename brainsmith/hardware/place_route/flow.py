@@ -24,7 +24,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 from brainsmith.errors import HintedError
-from brainsmith.files import DamagedFile, read_json
+from brainsmith.files import DamagedFile, read_json, write_bytes
 from brainsmith.hardware.place_route.critical_path import named_critical_path
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.synthesis.layer_sources import (
@@ -374,11 +373,11 @@ def place_route(
     )  # fmt: skip
     if packed:
         result.bitstream, result.sha256 = bitstream, hashlib.sha256(packed).hexdigest()
-        if not write_atomic(os.path.dirname(bitstream) or ".", bitstream, packed):
+        if not stored(bitstream, packed):
             raise PlaceRouteError(f"{bitstream} cannot be written", "check the disk and its rights")
-        if not write_atomic(root, _cached_bitstream(entry), packed):
+        if not stored(_cached_bitstream(entry), packed):
             return result  # the entry is kept only with its bitstream
-    _write_cached(root, entry, key, result)
+    _write_cached(entry, key, result)
     return result
 
 
@@ -462,7 +461,7 @@ def _restored(cached: str, result: PlaceRouteResult) -> bool:
         return False
     if not result.bitstream or hashlib.sha256(content).hexdigest() != result.sha256:
         return False
-    return write_atomic(os.path.dirname(result.bitstream) or ".", result.bitstream, content)
+    return stored(result.bitstream, content)
 
 
 def read_entry(entry: str, key: str) -> dict[str, Any] | None:
@@ -510,26 +509,21 @@ def _result(data: dict[str, Any]) -> PlaceRouteResult:
     return result
 
 
-def _write_cached(root: str, entry: str, key: str, result: PlaceRouteResult) -> None:
-    write_entry(root, entry, key, asdict(result))
+def _write_cached(entry: str, key: str, result: PlaceRouteResult) -> None:
+    write_entry(entry, key, asdict(result))
 
 
-def write_entry(root: str, entry: str, key: str, result: dict[str, Any]) -> None:
+def write_entry(entry: str, key: str, result: dict[str, Any]) -> None:
     """``result`` cached under ``key`` in ``entry`` (written whole or not at all)."""
-    write_atomic(root, entry, json.dumps({"format": FORMAT, "key": key, "result": result}).encode())
+    stored(entry, json.dumps({"format": FORMAT, "key": key, "result": result}).encode())
 
 
-def write_atomic(root: str, path: str, content: bytes) -> bool:
-    """``content`` written to ``path`` through a temporary file in ``root``, renamed: a
-    reader sees the whole file or none; False when it could not be written."""
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=root)
+def stored(path: str, content: bytes) -> bool:
+    """``content`` written whole to the private file ``path`` (``write_bytes``): a reader
+    sees the whole file or none; False when it could not be written."""
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(content)
-        os.replace(temporary, path)
+        write_bytes(path, content)
     except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         return False
     return True
 

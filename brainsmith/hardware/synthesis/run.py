@@ -24,13 +24,12 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
-from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
 from brainsmith.hardware.synthesis.ecp5 import lattice_ready
 from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
 from brainsmith.hardware.synthesis.layer_sources import (
@@ -227,7 +226,7 @@ def synthesise_layer(
         except MissingSources as exc:
             result.status, result.log, result.reason = FAILED, log, str(exc)
         else:
-            _write_cached(root, entry, key, result.counts, result.other)
+            _write_cached(entry, key, result.counts, result.other)
     result.seconds = time.perf_counter() - began
     return result
 
@@ -345,15 +344,7 @@ def _is_counts(value: object, keys: set[str] | None) -> TypeGuard[dict[str, int]
     )
 
 
-def _write_cached(
-    root: str, entry: str, key: str, found: dict[str, int], other: dict[str, int]
-) -> None:
+def _write_cached(entry: str, key: str, found: dict[str, int], other: dict[str, int]) -> None:
     data = {"format": FORMAT, "key": key, "counts": found, "other": other}
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=root)
-    try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(data, out)
-        os.replace(temporary, entry)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+    with contextlib.suppress(OSError):
+        write_text(entry, json.dumps(data))

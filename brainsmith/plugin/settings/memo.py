@@ -3,8 +3,8 @@
 Format: a magic line, then ``marshal`` data made of plain containers and scalars
 (marshal builds data, it never runs code; readers type-check what they use, and the
 discovery index is further checked so it can only name modules of its own sources).
-Files are written to a temp file and moved into place with ``os.replace``, so readers
-never see half a file; temp files of killed writers are removed by the next write. Reads
+Files are written whole by ``brainsmith.files.write_bytes`` (a temp file moved into
+place), so readers never see half a file; temp files of killed writers are removed by the next write. Reads
 take regular files of this user only, at most 64 MiB, without following symbolic links or
 blocking on FIFOs. A directory that is missing, not ours, or writable by others disables
 persistence with one warning; it never breaks the hub, and ``remove_all`` never touches it.
@@ -253,35 +253,19 @@ def write(
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         report = log.debug if quiet else log.warning
         report("could not write cache file %s (%s); continuing without it", path, reason)
-        _unlink(tmp)
         return False
     remove_orphans(directory)
     return True
 
 
 def _store(data: bytes, tmp: str, path: str) -> None:
-    """Write ``data`` to the new file ``tmp``, then move it to ``path`` (raises OSError, or
-    ValueError for data over the size limit)."""
+    """Write ``data`` to the new private file ``tmp``, then move it to ``path`` (raises
+    OSError, or ValueError for data over the size limit)."""
+    from brainsmith.files import PRIVATE, write_bytes
+
     if len(data) > MAX_BYTES:
         raise ValueError(f"{len(data) >> 20} MiB is over the {MAX_BYTES >> 20} MiB limit")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(tmp, flags, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
-def _unlink(path: str) -> None:
-    """Remove ``path`` if it is there."""
-    try:  # noqa: SIM105 - contextlib costs milliseconds on every warm start
-        os.unlink(path)
-    except OSError:
-        pass
+    write_bytes(path, data, PRIVATE, temporary=tmp)
 
 
 def remove_orphans(directory: str) -> int:
