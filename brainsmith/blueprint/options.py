@@ -14,6 +14,7 @@ from brainsmith.blueprint.choices import (
     lattice_board,
 )
 from brainsmith.blueprint.errors import Diagnostics
+from brainsmith.clock import PERIOD_NS, Clock
 from brainsmith.plugin.adapters import adapter_classes
 
 TYPE_CHECKING = False
@@ -112,6 +113,11 @@ class BuildOptions:
         """The clock period the build runs at: ``clock_ns``, else FINN's 5 ns (a Lattice
         board's build sets its family's before it starts)."""
         return FINN_CLOCK_NS if self.clock_ns is None else self.clock_ns
+
+    @property
+    def clock(self) -> Clock:
+        """The clock the build runs at (of period ``period_ns``)."""
+        return Clock.from_ns(self.period_ns)
 
     def to_dict(self) -> Json:
         """The options that are set, as plain YAML/JSON data (``folding`` when not the
@@ -288,7 +294,6 @@ def _folding(check: Checker, path: Path, value: object, expected: str) -> Foldin
     return FoldingOptions(**values)
 
 
-CLOCK_NS = (0.1, 1e6)  # a clock period a build can target, in ns: 10 GHz to 1 kHz
 MAX_FPS = 10**12  # beyond any design: a larger target only overflows the folding's sums
 LATENCY_NS = (0.1, 1e12)  # a frame's latency a build can target, in ns
 
@@ -315,7 +320,7 @@ def _share(check: Checker, at: Path, value: object, expected: str) -> float | No
 BUILD_CHECKS: dict[str, OptionCheck] = {
     "fpga_part": Checker.text,
     "board": Checker.text,
-    "clock_ns": lambda check, at, value, expected: _within(check, at, value, expected, CLOCK_NS),
+    "clock_ns": lambda check, at, value, expected: _within(check, at, value, expected, PERIOD_NS),
     "target_fps": lambda check, at, value, expected: check.whole(at, value, expected, MAX_FPS),
     "target_latency_ns": lambda check, at, value, expected: _within(
         check, at, value, expected, LATENCY_NS

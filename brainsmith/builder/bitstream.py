@@ -21,6 +21,7 @@ from typing import Any
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.builder.refold import slower_clock_ns
+from brainsmith.clock import Clock
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.planning.errors import BuildError
@@ -51,18 +52,18 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         target = board(name)
     except BoardError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
-    mhz = 1000.0 / run.plan.build.period_ns
-    run.progress.note(f"placing and routing for {name} at {mhz:.1f} MHz ...")
+    clock = run.plan.build.clock
+    run.progress.note(f"placing and routing for {name} at {clock} ...")
     try:
         data = bitstream_of_build(
-            run.output_dir, "", model, target, mhz, lambda text: run.progress.note(text + " ..."),
+            run.output_dir, "", model, target, clock.mhz, lambda text: run.progress.note(text + " ..."),
         )  # fmt: skip
     except BoardRunError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
     fmax = min(data["fmax_mhz"].values(), default=0.0)
     run.progress.note(
         f"bitstream {os.path.relpath(data['bitstream'], run.output_dir)}: {data['status']} "
-        f"({fmax:.1f} MHz reached, {data['clock_mhz']:g} MHz made) in "
+        f"({fmax:.1f} MHz reached, {Clock.from_mhz(data['clock_mhz'])} made) in "
         f"{time.perf_counter() - began:.1f} s" + (" (cached)" if data["cached"] else "")
     )
     data["refold_rounds"] = run.plan.build.refold_rounds
@@ -137,18 +138,19 @@ def performance_at_clock(
     if not cycles:
         return None
     mhz = clock_run_at(section)
+    clock = Clock.from_mhz(mhz)
     cycles_source = "Verilator" if measured.get("cycles_per_frame") else "estimate"
     latency_source = "Verilator" if measured.get("latency_cycles") else "estimate"
     note = None
     if not section["met"]:
         note = (
-            f"timing not met: the figures are at the {mhz:.1f} MHz nextpnr reached, not the "
-            f"{section['clock_mhz']:g} MHz the PLL makes"
+            f"timing not met: the figures are at the {clock} nextpnr reached, not the "
+            f"{Clock.from_mhz(section['clock_mhz'])} the PLL makes"
         )
     return {
         "fps": round(mhz * 1e6 / cycles, 1),
         "fps_source": f"nextpnr clock, {cycles_source} cycles",
-        "latency_ns": round(latency * 1000.0 / mhz, 1) if latency else None,
+        "latency_ns": round(latency * clock.ns, 1) if latency else None,
         "latency_source": f"nextpnr clock, {latency_source} cycles",
         "clock_mhz": round(mhz, 3),
         "clock_source": "nextpnr",

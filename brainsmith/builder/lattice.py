@@ -10,6 +10,7 @@ import importlib.util
 from dataclasses import replace
 
 from brainsmith.blueprint.choices import lattice_board
+from brainsmith.clock import Clock
 from brainsmith.frameworks.finn.folding.record import CostedPart
 from brainsmith.frameworks.finn.parts import boards
 from brainsmith.hardware.board.boards import BoardError, board
@@ -100,9 +101,10 @@ def board_clock(plan: BuildPlan) -> BuildPlan:
     mhz = family.clock_mhz.get(part.speed)
     if mhz is None:
         return plan
-    clock_ns = round(1000.0 / mhz, 3)
+    clock = Clock.from_mhz(mhz)
+    clock_ns = round(clock.ns, 3)
     note = (
-        f"clock: {mhz:g} MHz, what {family.name} parts of speed grade {part.speed} ({part.name}) "
+        f"clock: {clock}, what {family.name} parts of speed grade {part.speed} ({part.name}) "
         "reach with room to spare on the networks measured (benchmarks/RESULTS.md); "
         "--clock-ns or build.clock_ns asks for another"
     )

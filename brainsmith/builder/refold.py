@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
+from brainsmith.clock import Clock
 from brainsmith.planning.errors import BuildError
 
 TYPE_CHECKING = False
@@ -42,7 +43,7 @@ def slower_clock_ns(section: Any, clock_ns: float, rounds_done: int) -> float | 
     fmax = min(section["fmax_mhz"].values(), default=0.0)
     if not fmax > 0:
         return None
-    slower = math.ceil(1000.0 / (fmax * (1.0 - MARGIN)) * 100) / 100
+    slower = math.ceil(Clock.from_mhz(fmax * (1.0 - MARGIN)).ns * 100) / 100
     return slower if slower > clock_ns else None
 
 
@@ -79,7 +80,8 @@ def refolded(
             raise BuildError(
                 exc.step,
                 f"{exc.reason} (building again at {clock_ns:g} ns, as the bitstream at "
-                f"{rounds[-1]['clock_mhz']:g} MHz reached {rounds[-1]['fmax_mhz']:g} MHz)",
+                f"{Clock.from_mhz(rounds[-1]['clock_mhz'])} reached "
+                f"{rounds[-1]['fmax_mhz']:.1f} MHz)",
                 f"{exc.hint}; the build that missed its clock is in {aside}",
                 exit_code=exc.exit_code,
                 report=exc.report,

@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 from dataclasses import replace
+from typing import cast
 
 from brainsmith import interrupts
 from brainsmith.builder.bitstream import make_bitstream
@@ -39,6 +40,7 @@ from brainsmith.builder.refold import refolded
 from brainsmith.builder.reporting import write_reports
 from brainsmith.builder.result import BuildResult
 from brainsmith.builder.state import BuildLog, BuildRun, StepRecord
+from brainsmith.clock import mhz_text
 from brainsmith.files import save_model
 from brainsmith.folder_lock import FolderBusy, FolderLock
 from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
@@ -192,7 +194,7 @@ def _note_refold(
         return
     last = refolds[-1]
     display.note(
-        f"timing not met: {last['clock_mhz']:g} MHz asked, {last['fmax_mhz']:.1f} MHz "
+        f"timing not met: {mhz_text(cast(float, last['clock_mhz']))} asked, {last['fmax_mhz']:.1f} MHz "
         f"reached; building again folded for {(options or {}).get('clock_ns')} ns "
         f"(round {len(refolds) + 1})"
     )

@@ -13,6 +13,7 @@ from brainsmith.cli.shared import (
     quiet_option,
     vector_options,
 )
+from brainsmith.clock import Clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -344,7 +345,7 @@ def _estimate(report: BuildReport, fps: float, clocked: bool) -> str:
         state = "met" if goal["met"] else "[bold red]MISSED[/bold red]"
         verdict = f"; target {number(goal['target_fps'])} fps {state}"
     if clocked:
-        asked = f"{number(1000 / report['clock_ns'])} MHz"
+        asked = str(Clock.from_ns(report["clock_ns"]))
         return f"  estimated   {number(fps)} fps at the {asked} asked (FINN's estimate{verdict})"
     return f"  throughput  {number(fps)} fps (estimated, clock {report['clock_ns']} ns{verdict})"
 

@@ -15,6 +15,7 @@ from brainsmith.cli.shared import (
     on_build_folder,
     status_note,
 )
+from brainsmith.clock import MEETABLE_MHZ, Clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--mhz",
-    type=FiniteRange(min=1.0, max=1000.0),
+    type=FiniteRange(min=MEETABLE_MHZ[0], max=MEETABLE_MHZ[1]),
     default=None,
     help="The clock to meet, 1 to 1000 MHz (default: the build's clock).",
 )
@@ -87,12 +88,12 @@ def print_routed(data: Json) -> None:
     from brainsmith.cli.output import console
 
     out = console()
-    constraint = data["constraint_mhz"]
+    constraint = Clock.from_mhz(data["constraint_mhz"])
     for clock, mhz in sorted(data["fmax_mhz"].items()):
-        verdict = "met" if mhz >= constraint else "NOT met"
+        verdict = "met" if mhz >= constraint.mhz else "NOT met"
         out.print(
-            f"{clock}: {mhz:.1f} MHz reached, {constraint:g} MHz asked "
-            f"({1000 / constraint:.3g} ns): {verdict}",
+            f"{clock}: {mhz:.1f} MHz reached, {constraint} asked "
+            f"({constraint.ns:.3g} ns): {verdict}",
             markup=False,
         )
     print_critical_path(out, data)
@@ -178,10 +179,10 @@ def print_bitstream(data: Json) -> None:
     out.print(
         f"{data['bitstream']} (sha256 {data['sha256'][:16]}...)", markup=False, soft_wrap=True
     )
-    clock = data["clock_mhz"]
+    clock = Clock.from_mhz(data["clock_mhz"])
     for name, mhz in sorted(data["fmax_mhz"].items()):
-        verdict = "met" if mhz >= clock else "NOT met: ask a lower --mhz"
-        out.print(f"{name}: {mhz:.1f} MHz reached, {clock:.6g} MHz made: {verdict}", markup=False)
+        verdict = "met" if mhz >= clock.mhz else "NOT met: ask a lower --mhz"
+        out.print(f"{name}: {mhz:.1f} MHz reached, {clock} made: {verdict}", markup=False)
     print_critical_path(out, data)
     timing = print_resources(out, data)
     out.print(

@@ -8,6 +8,7 @@ import sys
 import click
 
 from brainsmith.cli.shared import build_dir_argument, error_exit, exit_now
+from brainsmith.clock import mhz_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def summary(outcome: RunOutcome) -> list[str]:
     clock = figures.clock_mhz
     pace = f"latency {figures.cycles_per_frame:,.0f} cycles a frame (its own count, first input to last output)"
     if clock:
-        pace = (f"at {clock:.1f} MHz ({figures.clock}): {pace}, {figures.latency_us:,.2f} µs")  # fmt: skip
+        pace = (f"at {mhz_text(clock)} ({figures.clock}): {pace}, {figures.latency_us:,.2f} µs")  # fmt: skip
         if figures.throughput_fps:
             pace += (f"; throughput {figures.throughput_fps:,.0f} frames/s streaming, a frame "
                      f"every {figures.interval_cycles:,.0f} cycles (the build's interval, "

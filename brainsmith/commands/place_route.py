@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable
 
 from brainsmith.blueprint.choices import lattice_board
+from brainsmith.clock import Clock
 from brainsmith.files import FULL_DISKS, DiskFull
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.board.top import frame_words
@@ -37,7 +38,6 @@ from brainsmith.intake.build_folder import (
     unrecorded_hdl,
 )
 from brainsmith.opened_folder import FolderChanged, OpenedFolder, staged
-from brainsmith.report.units import finite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -80,8 +80,8 @@ def _tool_error(exc: Exception) -> FolderError | None:
     return None
 
 
-def placeable_build(folder: str, verb: str) -> tuple[BuildReport, ModelWrapper, float]:
-    """(report, final model, clock in ns) of a build whose stitched accelerator Yosys can map
+def placeable_build(folder: str, verb: str) -> tuple[BuildReport, ModelWrapper, Clock]:
+    """(report, final model, the build's clock) of a build whose stitched accelerator Yosys can map
     to a Lattice part; FolderError when the folder fails the gate, its RTL is not what the
     build wrote, it is for a part whose RTL names AMD primitives, or it names no clock."""
     report = read_report(folder)
@@ -90,7 +90,7 @@ def placeable_build(folder: str, verb: str) -> tuple[BuildReport, ModelWrapper, 
         raise FolderError(problem, CHANGED_HINT.format(verb=verb))
     if not _lattice_build(report):
         _refuse_amd_primitives(str(report.get("fpga_part") or ""), report.get("fpga_part"), verb)
-    return report, model, _clock_ns(report.get("clock_ns"), folder)
+    return report, model, _clock(report.get("clock_ns"), folder)
 
 
 def _refuse_amd_primitives(part: str, named: object, verb: str) -> None:
@@ -106,12 +106,12 @@ def _refuse_amd_primitives(part: str, named: object, verb: str) -> None:
         ) from None
 
 
-def _clock_ns(clock_ns: object, folder: str) -> float:
-    """The build's clock period ``clock_ns`` (report.json's); FolderError when it is none."""
-    period = finite(clock_ns)  # an int past a float's range too (math.isfinite raises)
-    if period is None or period <= 0:
+def _clock(clock_ns: object, folder: str) -> Clock:
+    """The build's clock of period ``clock_ns`` (report.json's); FolderError when it is none."""
+    clock = Clock.read_ns(clock_ns)
+    if clock is None:
         raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
-    return period
+    return clock
 
 
 def _lattice_build(report: BuildReport) -> bool:
@@ -132,7 +132,7 @@ def place_route_build_folder(
     FolderError (``reason``, ``hint``) for an unknown part, a folder that fails the gate or
     has no stitched accelerator, a missing tool, or a failed run (its log named)."""
     family, part = _target(part_name, mhz)
-    report, model, clock_ns = placeable_build(folder, "place and route")
+    report, model, clock = placeable_build(folder, "place and route")
     say = note or quiet
     try:
         design = stitched_design(folder, str(report.get("output_dir") or ""))
@@ -142,7 +142,7 @@ def place_route_build_folder(
         with staged(folder, WORKDIR) as stage:
             packed = os.path.join(stage.workdir, os.path.basename(BITSTREAM.format(part=part.name)))
             result = place_route(
-                design, part, mhz or 1000.0 / clock_ns, stage.workdir, yosys, nextpnr,
+                design, part, mhz or clock.mhz, stage.workdir, yosys, nextpnr,
                 family=family, frame=frame_words(model), bitstream=packed,
             )  # fmt: skip
             stage.keep = result.cached  # no tool ran: the run folder's logs stay
@@ -153,7 +153,7 @@ def place_route_build_folder(
         if error is None:
             raise
         raise error from exc
-    data = {"clock_ns": clock_ns, "family": family.name, "logic": family.logic, **result.as_dict()}
+    data = {"clock_ns": clock.ns, "family": family.name, "logic": family.logic, **result.as_dict()}
     if result.bitstream:  # named from the build folder, as the export and the driver name files
         data["bitstream"] = os.path.relpath(result.bitstream, folder)
     return _written(data, folder, RESULT)
@@ -175,11 +175,11 @@ def bitstream_build_folder(
         target = board(board_name)
     except BoardError as exc:
         raise FolderError(str(exc), exc.hint or "--board ulx3s-85f") from None
-    report, model, clock_ns = placeable_build(folder, "make a bitstream of")
+    report, model, clock = placeable_build(folder, "make a bitstream of")
     try:
         data = bitstream_of_build(
             folder, str(report.get("output_dir") or ""), model, target,
-            mhz or 1000.0 / clock_ns, note,
+            mhz or clock.mhz, note,
         )  # fmt: skip
     except BoardRunError as exc:
         raise FolderError(str(exc), exc.hint, exit_code=1 if exc.failed else 2) from exc

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files as package_files
 from typing import TYPE_CHECKING
 
+from brainsmith.clock import Clock
 from brainsmith.errors import HintedError
 from brainsmith.files import DamagedFile, read_regular
 from brainsmith.frameworks.finn.env import contain_finn_output
@@ -335,7 +336,7 @@ def _manifest(design: Streams, sources: list[Source], frames: int, put: _Writer)
         "top": TOP,
         "design_hash": design.design_hash,
         "part": design.fpga_part,
-        "clock_ns": round(1000 / design.clock_mhz, 6) if design.clock_mhz else None,
+        "clock_ns": round(Clock.from_mhz(design.clock_mhz).ns, 6) if design.clock_mhz else None,
         "streams": {"in0_V": {"bits": design.in_bits, "words_per_frame": design.in_words},
                     "out0_V": {"bits": design.out_bits, "words_per_frame": design.out_words}},
         "frames": frames,

@@ -263,9 +263,10 @@ def _text_problems(report: Json) -> list[str]:
 
 
 def _clock_problems(clock: object) -> list[str]:
-    from brainsmith.blueprint.options import CLOCK_NS
+    from brainsmith.clock import Clock
 
-    if clock is None or (_number(clock) and CLOCK_NS[0] <= cast("float", clock) <= CLOCK_NS[1]):
+    period = Clock.read_ns(clock)
+    if clock is None or (period is not None and period.in_range()):
         return []
     return [f"report.json: clock_ns {_shown(clock)} is not a clock period in ns"]
 

@@ -11,6 +11,7 @@ import string
 from typing import cast
 from urllib.parse import quote
 
+from brainsmith.clock import Clock
 from brainsmith.frameworks.finn.facts import step_label
 from brainsmith.report.measured import (
     as_estimated,
@@ -214,8 +215,8 @@ def _headline(report: BuildReport, fps: float) -> str:
     clocked = clocked_lines(report)
     line = f"<span class='big'>{_e(number(fps))} fps</span> estimated"
     if clocked:
-        at = finite(report.get("clock_ns"))
-        asked = f" at {number(1000 / at)} MHz" if at else ""
+        at = Clock.read_ns(report.get("clock_ns"))
+        asked = f" at {at}" if at else ""
         big, _, said = clocked[0].partition(" fps")
         line = (
             f"<span class='big'>{_e(big)} fps</span>{_e(said)} · estimated "
@@ -350,14 +351,14 @@ def _dataflow(picture: str | None) -> str:
 def _summary(report: BuildReport, files: bool = True) -> str:
     """The summary table's rows; ``files``: with the row of links into the folder."""
     goal = report.get("target")
-    clock = finite(report.get("clock_ns"))
+    clock = Clock.read_ns(report.get("clock_ns"))
     board = f" (board {_e(report['board'])})" if report.get("board") else ""
     rows = [
         ("status", _e(report.get("status", ""))),
         ("model", _e(report.get("model", ""))),
         ("blueprint", _e(report.get("blueprint_path", ""))),
         ("FPGA part", _e(report.get("fpga_part") or "-") + board),
-        ("clock", _e(f"{clock} ns ({number(1000 / clock)} MHz)" if clock else "-")),
+        ("clock", _e(f"{clock.ns} ns ({clock})" if clock else "-")),
         ("estimated throughput", _throughput(report.get("performance", {}), goal)),
         *[("bottleneck", _e(line)) for line in [bottleneck_line(goal)] if line],
         ("latency", _e(latency_text(report) or "-")),

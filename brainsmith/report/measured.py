@@ -11,6 +11,7 @@ import os
 from typing import cast
 
 from brainsmith.blueprint.choices import lattice_board
+from brainsmith.clock import Clock
 from brainsmith.frameworks.finn.facts import RESOURCES
 from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART, NotSynthesisable, family_of
 from brainsmith.report.units import finite
@@ -171,7 +172,7 @@ def unchecked(report: BuildReport) -> str | None:
         fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
         verdict = "met" if bitstream["met"] else "not met"
         return (
-            f"the clock was checked by nextpnr: {bitstream['clock_mhz']:g} MHz {verdict} "
+            f"the clock was checked by nextpnr: {Clock.from_mhz(bitstream['clock_mhz'])} {verdict} "
             f"({fmax:.1f} MHz reached); FINN's estimates are for its stand-in part"
         )
     clock = finite(report.get("clock_ns"))

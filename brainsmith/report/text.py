@@ -4,6 +4,7 @@ clocked figures, the bitstream's lines, the resource totals."""
 
 from __future__ import annotations
 
+from brainsmith.clock import Clock
 from brainsmith.hardware.place_route.critical_path import path_text
 from brainsmith.hardware.rtlsim.layer_design import CRASHED
 from brainsmith.report.units import bits, finite, percent
@@ -90,7 +91,7 @@ def _timing_line(report: BuildReport) -> str | None:
     fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
     return (
         f"timing not met on {bitstream['board']}: nextpnr reached {fmax:.1f} MHz, below the "
-        f"{bitstream['clock_mhz']:g} MHz clock; the bitstream {bitstream['bitstream']} is "
+        f"{Clock.from_mhz(bitstream['clock_mhz'])} clock; the bitstream {bitstream['bitstream']} is "
         f"written, but run it at {fmax:.1f} MHz or less (or build with a longer clock_ns)"
     )
 
@@ -201,10 +202,10 @@ def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
     bitstream was made: ("12,345 fps at 48.0 MHz (nextpnr clock, Verilator cycles)",
     "20.8 µs (1,000 cycles at 48.0 MHz; nextpnr clock, Verilator cycles)"); else None."""
     perf = report.get("performance") or {}  # type: ignore[unreachable]  # a report.json read back may lack it
-    fps, mhz = finite(perf.get("fps")), finite(perf.get("clock_mhz"))
-    if not fps or not mhz:
+    fps, clock = finite(perf.get("fps")), Clock.read_mhz(perf.get("clock_mhz"))
+    if not fps or not clock:
         return None
-    first = f"{number(fps)} fps at {mhz:.1f} MHz ({perf.get('fps_source', '')})"
+    first = f"{number(fps)} fps at {clock} ({perf.get('fps_source', '')})"
     if perf.get("clock_note"):
         first += f"; {perf['clock_note']}"
     nanoseconds = finite(perf.get("latency_ns"))
@@ -212,7 +213,7 @@ def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
     if nanoseconds:
         latency = (
             f"{number(nanoseconds / 1000, ' µs')} ({number(perf.get('latency_cycles'))} cycles "
-            f"at {mhz:.1f} MHz; {perf.get('latency_source', '')})"
+            f"at {clock}; {perf.get('latency_source', '')})"
         )
     return first, latency
 
@@ -234,7 +235,7 @@ def bitstream_lines(section: BitstreamSection) -> list[str]:
     stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in section["seconds"].items())
     return [
         f"{section['bitstream']} for {section['board']} ({section['part']}): "
-        f"{section['status']}, {fmax:.1f} MHz reached at {section['clock_mhz']:g} MHz (nextpnr)"
+        f"{section['status']}, {fmax:.1f} MHz reached at {Clock.from_mhz(section['clock_mhz'])} (nextpnr)"
         + (" (cached)" if section["cached"] else ""),
         critical_path_line(section),
         netlist_line(section),
@@ -248,7 +249,7 @@ def bitstream_lines(section: BitstreamSection) -> list[str]:
 def refold_lines(section: BitstreamSection) -> list[str]:
     """The rounds that missed their clock before this build, each built again slower."""
     return [
-        f"round {index}: {done['clock_mhz']:.1f} MHz asked, {done['fmax_mhz']:.1f} MHz reached "
+        f"round {index}: {Clock.from_mhz(done['clock_mhz'])} asked, {done['fmax_mhz']:.1f} MHz reached "
         "(nextpnr): folded again for a clock below it"
         + (f" ({done['seconds']:.0f} s)" if "seconds" in done else "")
         for index, done in enumerate(section.get("refolds") or [], start=1)

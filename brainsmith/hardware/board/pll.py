@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from brainsmith.clock import mhz_text
 from brainsmith.errors import HintedError
 
 PFD_MHZ = (3.125, 400.0)
@@ -67,7 +68,7 @@ def pll(input_mhz: float, output_mhz: float) -> Pll:
     low, high = OUTPUT_MHZ
     if not low <= output_mhz <= high:
         raise PllError(
-            f"an ECP5 PLL makes {low:g}-{high:g} MHz, not {output_mhz:g} MHz",
+            f"an ECP5 PLL makes {low:g}-{high:g} MHz, not {mhz_text(output_mhz)}",
             f"ask for a clock between {low:g} and {high:g} MHz",
         )
     f32 = np.float32

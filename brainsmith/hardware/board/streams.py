@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from brainsmith.clock import Clock
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.env import prepare_finn
@@ -141,7 +142,7 @@ def streams_of(
             "final.onnx has no layer that reads its input or writes its output", REBUILD
         )
     first, last = getCustomOp(reader), getCustomOp(writer)
-    clock_ns = float(report.get("clock_ns") or 0.0)
+    clock = Clock.read_ns(report.get("clock_ns"))
     return Streams(
         folder=os.path.abspath(folder),
         built_in=built_in,
@@ -150,7 +151,7 @@ def streams_of(
         in_words=math.prod(first.get_folded_input_shape(0)[:-1]),
         out_words=math.prod(last.get_folded_output_shape(0)[:-1]),
         design_hash=design.digest(),
-        clock_mhz=1000.0 / clock_ns if clock_ns > 0 else 0.0,
+        clock_mhz=clock.mhz if clock else 0.0,
         first=first,
         last=last,
         model=model,

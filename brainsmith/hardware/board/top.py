@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from brainsmith.clock import mhz_text
 from brainsmith.errors import HintedError
 from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
@@ -94,7 +95,9 @@ def baud_rate(clock_mhz: float, fastest: int) -> int:
         error = abs(clock_mhz * 1e6 / clocks - baud) / baud if clocks else 1.0
         if baud <= fastest and clocks >= MIN_CLOCKS_PER_BIT and error <= MAX_BAUD_ERROR:
             return baud
-    raise TopError(f"a {clock_mhz:g} MHz clock makes no standard UART rate", "ask a faster clock")
+    raise TopError(
+        f"a {mhz_text(clock_mhz)} clock makes no standard UART rate", "ask a faster clock"
+    )
 
 
 def clocks_per_bit(clock_mhz: float, baud: int) -> int:
@@ -120,7 +123,7 @@ class Link:
             raise TopError(f"a frame of {self.in_words} words in and {self.out_words} out is empty")
         cycles = clocks_per_bit(clock_mhz, self.baud)
         if cycles < MIN_CLOCKS_PER_BIT:
-            raise TopError(f"{self.baud} baud is {cycles} clocks per bit at {clock_mhz:g} MHz")
+            raise TopError(f"{self.baud} baud is {cycles} clocks per bit at {mhz_text(clock_mhz)}")
         return cycles
 
 
