@@ -259,3 +259,20 @@ def test_a_board_that_does_not_answer_is_a_timeout_naming_the_port_not_a_hang(ml
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_the_interval_a_build_folder_gives_is_a_finite_count_and_a_known_source():
+    """report.json is the build folder's word, untrusted: the pipelined interval run prints is
+    a positive finite number, and its source one of brainsmith's words, never the report's text."""
+    from brainsmith.hardware.board.streams import _interval
+
+    forged = {"cycles_per_frame": 80, "cycles_source": "\x1b[2J\x1b[31mrm -rf"}
+    assert _interval({"performance": forged}) == {
+        "interval_cycles": 80.0,
+        "interval_source": "estimate",
+    }
+    assert _interval({"performance": {"max_cycles": float("nan")}}) == {}
+    assert _interval({"performance": {"cycles_per_frame": -3, "max_cycles": "many"}}) == {}
+    assert _interval({"performance": "not a table"}) == {}
+    verilator = {"cycles_per_frame": 2048, "cycles_source": "Verilator"}
+    assert _interval({"performance": verilator})["interval_source"] == "Verilator"
