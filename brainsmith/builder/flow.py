@@ -15,6 +15,7 @@ from brainsmith.builder.blame import (
     verify_step,
 )
 from brainsmith.builder.failure import OUTPUT_ERRORS, fail, fail_output
+from brainsmith.builder.lattice import family_resources
 from brainsmith.builder.state import BuildRun
 from brainsmith.errors import StepError
 from brainsmith.files import DiskFull, disk_full, save_model
@@ -28,7 +29,7 @@ from brainsmith.metrics import span
 from brainsmith.planning.shaping import Step
 from brainsmith.planning.wiring import streams, wiring_error
 from brainsmith.plugin.containment import PluginExit, contained
-from brainsmith.report.contents import chart_rows
+from brainsmith.report.contents import chart_resources, chart_rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -249,4 +250,5 @@ def _start_charts(run: BuildRun, model: ModelWrapper) -> None:
         layers = estimates(run.report_dir, model)["layers"]
         options = run.plan.build
         allowed = allowed_cycles(options.target_fps, options.period_ns)
-        run.charts.submit(chart_rows(layers), allowed)
+        family = family_resources(options, run.context.costed_part, model, layers, None)
+        run.charts.submit(chart_rows(layers, family), allowed, chart_resources(family))

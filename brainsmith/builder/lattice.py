@@ -1,7 +1,8 @@
 """A build for a Lattice ECP5 board, after its plan (``planning/lattice.py``): report.json
 names the board's ECP5 part; the folding is costed on that part, its capacities read from
-nextpnr (``costed_part``); ``build.bitstream`` needs Yosys, nextpnr-ecp5 and
-amaranth-boards installed, checked before anything is written."""
+nextpnr (``costed_part``); report.json's ``family_resources`` gives the layers in the part's
+own resources and what nextpnr placed (``family_resources``); ``build.bitstream`` needs
+Yosys, nextpnr-ecp5 and amaranth-boards installed, checked before anything is written."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from dataclasses import replace
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.clock import Clock
+from brainsmith.frameworks.finn.estimation.estimates import family_estimates
 from brainsmith.frameworks.finn.folding.record import CostedPart
 from brainsmith.frameworks.finn.parts import boards
+from brainsmith.frameworks.finn.rtl_costs import ECP5_RESOURCES
 from brainsmith.hardware.board.boards import BoardError, board
+from brainsmith.hardware.place_route.capacities import RESOURCES as NEXTPNR_CELLS
 from brainsmith.hardware.place_route.capacities import part_capacities
-from brainsmith.hardware.place_route.ecp5 import INSTALL_HINT
+from brainsmith.hardware.place_route.ecp5 import ECP5, INSTALL_HINT
 from brainsmith.hardware.place_route.flow import PlaceRouteError
 from brainsmith.hardware.place_route.parts import ecp5_part as read_part
 from brainsmith.planning.errors import BuildError
@@ -23,9 +27,15 @@ from brainsmith.planning.lattice import STAND_IN_PART, finn_target
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from qonnx.core.modelwrapper import ModelWrapper
+
     from brainsmith.blueprint.options import BuildOptions
     from brainsmith.frameworks.finn.folding.record import CostedPart
     from brainsmith.planning.plan import BuildPlan
+    from brainsmith.report_schema import BitstreamSection, FamilyResources, Layer, PlacedCount
+
+# Where a Lattice build's figures per layer come from (report.json's family_resources)
+FITTED = "models fitted to Yosys synth_ecp5"
 
 
 @functools.cache
@@ -86,6 +96,51 @@ def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
         f"the folding is costed on {part} ({figures}, as {found.source} reports them) with "
         "models fitted to Yosys synth_ecp5"
     )
+
+
+def family_resources(
+    options: BuildOptions,
+    costed: CostedPart | None,
+    model: ModelWrapper | None,
+    layers: list[Layer],
+    bitstream: BitstreamSection | None,
+) -> FamilyResources | None:
+    """report.json's ``family_resources`` of a Lattice build: each of ``layers`` in the
+    board's part's own LUT4, FF, MULT18 and EBR (the ECP5 models, ``FITTED``), their totals,
+    the part's capacities (``costed``: as nextpnr reports them) and nextpnr's counts of the
+    ``bitstream`` placed; None for any other build, or without a model."""
+    name = lattice_board(options.board)
+    if name is None or model is None:
+        return None
+    per_layer = family_estimates(model, [layer["name"] for layer in layers])
+    resources = list(ECP5_RESOURCES)
+    totals = {key: round(sum(f[key] for f in per_layer.values() if f), 1) for key in resources}
+    return {
+        "part": ecp5_part(name),
+        "family": ECP5.name,
+        "stand_in": STAND_IN_PART,
+        "resources": resources,
+        "source": FITTED,
+        "layers": per_layer,
+        "totals": totals,
+        "incomplete": [layer for layer, found in per_layer.items() if found is None],
+        "available": dict(costed.available) if costed else None,
+        "available_source": costed.source if costed else None,
+        "placed": placed_counts(bitstream),
+    }
+
+
+def placed_counts(bitstream: BitstreamSection | None) -> dict[str, PlacedCount] | None:
+    """What nextpnr placed of LUT4, FF, MULT18 and EBR in ``bitstream`` (its cells'
+    counts under the names users see); None without a bitstream."""
+    if bitstream is None:
+        return None
+    counts = bitstream["resources"]
+    return {
+        name: {"cell": cell, "used": counts[cell]["used"], "available": counts[cell]["available"]}
+        for name, cell in NEXTPNR_CELLS.items()
+        if cell in counts
+    }
 
 
 def board_clock(plan: BuildPlan) -> BuildPlan:

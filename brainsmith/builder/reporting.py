@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 from brainsmith.builder.bitstream import performance_at_clock
-from brainsmith.builder.lattice import estimate_part, recorded_part
+from brainsmith.builder.lattice import estimate_part, family_resources, recorded_part
 from brainsmith.files import write_text
 from brainsmith.frameworks.finn.build_log import finn_warnings
 from brainsmith.frameworks.finn.estimation.estimates import estimates
@@ -72,6 +72,9 @@ def assemble(
     )
     warnings = _warnings(run, goal)
     cpu = cpu_nodes(parent, accelerator_macs(run.report_dir)) if model is not None else None
+    family = family_resources(
+        options, run.context.costed_part, model, found["layers"], run.bitstream
+    )
     return {
         "name": run.plan.name,
         "status": status,
@@ -103,6 +106,7 @@ def assemble(
         ),
         "cpu_nodes": cpu,
         "utilisation": utilisation(part, found["totals"]),
+        "family_resources": family,
         "warnings": warnings,
         "generated_code": "finn/build",
         "stitched_rtl": STITCHED_RTL if os.path.isfile(run.path(STITCHED_RTL)) else None,

@@ -159,6 +159,14 @@ def _figures(report: BuildReport) -> list[str]:
         fps += f" (target {number(goal['target_fps'])} missed)"
     latency = finite(perf.get("estimated_latency_ns"))
     figures = [fps, number(latency / 1000, " µs") if latency else "latency -"]
+    family = report.get("family_resources")
+    if family:  # a Lattice build: its part's own resources, as placed or else as estimated
+        placed = family.get("placed")
+        if placed:
+            return figures + [f"{key} {number(counts['used'])}" for key, counts in placed.items()]
+        at_least = "at least " if family.get("incomplete") else ""
+        return figures + [f"{key} {at_least}{number(family['totals'].get(key))}"
+                          for key in family["resources"]]  # fmt: skip
     totals, incomplete = report.get("totals") or {}, report.get("incomplete") or {}
     return figures + [total_text(k, totals[k], incomplete) for k in RESOURCES if k in totals]
 

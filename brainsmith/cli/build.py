@@ -351,15 +351,22 @@ def _estimate(report: BuildReport, fps: float, clocked: bool) -> str:
 
 
 def _print_resources(out: Console, report: BuildReport) -> None:
-    """The estimated resources with their share of the part, and what they leave out."""
-    totals = report.get("totals", {})
-    if not totals:
+    """The estimated resources with their share of the part, and what they leave out; a
+    Lattice build's in its part's own resources (FINN's for the stand-in are in report.html's
+    details)."""
+    from brainsmith.report.text import family_line
+
+    totals, family = report.get("totals", {}), report.get("family_resources")
+    if not totals and not family:
         return
     for line in [*_measured_lines(report), *_bitstream_lines(report)]:
         out.print(line, markup=False)
     label = "estimated" if report.get("synthesis") or report.get("bitstream") else "resources"
-    partial = report.get("incomplete") or {}
-    out.print(f"  {label:<11} " + _resources(totals, report.get("utilisation"), partial))
+    if family:
+        out.print(f"  {label:<11} {family_line(family)} ({family['source']})", markup=False)
+    else:
+        partial = report.get("incomplete") or {}
+        out.print(f"  {label:<11} " + _resources(totals, report.get("utilisation"), partial))
     for line in _left_out_lines(report):
         out.print(line, markup=False)
 
@@ -369,7 +376,14 @@ def _left_out_lines(report: BuildReport) -> list[str]:
     from brainsmith.report.measured import unchecked
     from brainsmith.report.text import incomplete_line
 
-    missing, note = incomplete_line(report), unchecked(report)
+    family = report.get("family_resources")
+    if family:  # a Lattice build: its figures are the family's, not FINN's for the stand-in
+        left_out = family.get("incomplete") or []
+        missing = (f"no {family['family']} model, so not in these totals: " + ", ".join(left_out)
+                   if left_out else None)  # fmt: skip
+    else:
+        missing = incomplete_line(report)
+    note = unchecked(report)
     return [*([f"              {missing}"] if missing else []),
             *([f"  unchecked   {note}"] if note else [])]  # fmt: skip
 
@@ -395,7 +409,10 @@ def _bitstream_lines(report: BuildReport) -> list[str]:
         return []
     from brainsmith.report.text import bitstream_lines
 
-    lines = bitstream_lines(bitstream)
+    family = report.get("family_resources")
+    lines = bitstream_lines(
+        bitstream, family.get("placed") if family else None, report.get("seconds")
+    )
     return [f"  {'' if index else 'bitstream':<11} {line}" for index, line in enumerate(lines)]
 
 

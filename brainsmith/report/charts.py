@@ -17,30 +17,34 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 from brainsmith.frameworks.finn.facts import RESOURCES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Literal
-
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from brainsmith.frameworks.finn.facts import Resource
     from brainsmith.report_schema import ChartRow
 
 COLOR = "#3569a8"
 OVER = "#b3261e"  # a layer slower than the target allows
 
 
-def render_charts(layers: list[ChartRow], target_cycles: int | None = None) -> dict[str, str]:
+def render_charts(
+    layers: list[ChartRow],
+    target_cycles: int | None = None,
+    resources: Sequence[str] = RESOURCES,
+) -> dict[str, str]:
     """``{"resources": svg, "cycles": svg}`` for the report's layers; a chart with nothing
-    to show (no layers, all zero) is left out, as are resources no layer uses. A layer FINN
-    does not estimate a resource for (its ``not_estimated``) has no bar but the words "not
-    estimated"; the total says "at least". ``target_cycles``: the cycles per frame the target
-    allows, a dashed line on the cycles chart, the bars over it red."""
-    used = [key for key in RESOURCES if any(_value(layer, key) for layer in layers)]
+    to show (no layers, all zero) is left out, as are ``resources`` (FINN's, or a Lattice
+    part's own) no layer uses. A layer with no estimate of a resource (its
+    ``not_estimated``) has no bar but the words "not estimated"; the total says "at least".
+    ``target_cycles``: the cycles per frame the target allows, a dashed line on the cycles
+    chart, the bars over it red."""
+    used = [key for key in resources if any(_value(layer, key) for layer in layers)]
     cycles = [_value(layer, "cycles") for layer in layers]
     if not layers or not (used or any(cycles)):
         return {}
@@ -48,7 +52,7 @@ def render_charts(layers: list[ChartRow], target_cycles: int | None = None) -> d
 
 
 def _drawn(
-    layers: list[ChartRow], used: list[Resource], cycles: list[float], target_cycles: int | None
+    layers: list[ChartRow], used: list[str], cycles: list[float], target_cycles: int | None
 ) -> dict[str, str]:
     """The resources chart of the ``used`` resources and the cycles chart, each if drawn."""
     import matplotlib
@@ -63,8 +67,9 @@ def _drawn(
     return charts
 
 
-def _value(layer: ChartRow, key: Literal[Resource, "cycles"]) -> float:
-    return float(layer.get(key) or 0)
+def _value(layer: ChartRow, key: str) -> float:
+    value = cast("Mapping[str, object]", layer).get(key)
+    return float(cast(float, value) or 0)
 
 
 PLOT = 3.4  # inches: the least width of one chart's bars
@@ -100,7 +105,7 @@ def _whole(ax: Axes) -> None:
     ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
 
 
-def _resources(names: list[str], layers: list[ChartRow], used: list[Resource]) -> str:
+def _resources(names: list[str], layers: list[ChartRow], used: list[str]) -> str:
     """One chart per resource, two side by side, each naming the layers."""
     rows, columns = (len(used) + 1) // 2, min(len(used), 2)
     figure = _figure(max(1.6, rows * (0.7 + 0.25 * len(names))), names, 0.35, columns)
@@ -173,6 +178,7 @@ class ChartWorker:
         self.process: subprocess.Popen[bytes] | None = None
         self.layers: list[ChartRow] | None = None
         self.target_cycles: int | None = None
+        self.resources: list[str] = list(RESOURCES)
         try:
             self.process = subprocess.Popen(
                 worker_command(),
@@ -185,27 +191,39 @@ class ChartWorker:
         except OSError:
             self.process = None
 
-    def submit(self, layers: list[ChartRow], target_cycles: int | None = None) -> None:
-        """Start drawing ``layers`` (once; later calls are ignored)."""
+    def submit(
+        self,
+        layers: list[ChartRow],
+        target_cycles: int | None = None,
+        resources: Sequence[str] = RESOURCES,
+    ) -> None:
+        """Start drawing ``layers``' ``resources`` (once; later calls are ignored)."""
         if self.layers is not None:
             return
         self.layers, self.target_cycles = layers, target_cycles
+        self.resources = list(resources)
         if self.process is not None:
             stdin = self.process.stdin
             try:
                 if stdin is not None:
-                    stdin.write(json.dumps([layers, target_cycles]).encode())
+                    stdin.write(json.dumps([layers, target_cycles, self.resources]).encode())
                     stdin.close()
                 self.process.stdin = None  # communicate() must not flush it again
             except OSError:
                 self.close()
 
-    def charts(self, layers: list[ChartRow], target_cycles: int | None = None) -> dict[str, str]:
+    def charts(
+        self,
+        layers: list[ChartRow],
+        target_cycles: int | None = None,
+        resources: Sequence[str] = RESOURCES,
+    ) -> dict[str, str]:
         """The charts for ``layers``: the worker's if it drew these, else drawn here."""
         drawn = None
-        if self.process is not None and (self.layers, self.target_cycles) == (
+        if self.process is not None and (self.layers, self.target_cycles, self.resources) == (
             layers,
             target_cycles,
+            list(resources),
         ):
             try:
                 out, _ = self.process.communicate(timeout=60)
@@ -214,7 +232,7 @@ class ChartWorker:
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
         self.close()
-        return drawn if drawn is not None else render_charts(layers, target_cycles)
+        return drawn if drawn is not None else render_charts(layers, target_cycles, resources)
 
     def close(self) -> None:
         process, self.process = self.process, None
@@ -238,8 +256,9 @@ def main() -> None:
     import matplotlib.figure
 
     render_charts([{"name": "warm-up", "LUT": 1, "cycles": 1}])  # fonts and caches, too
-    layers, target_cycles = json.loads(sys.stdin.buffer.read() or b"[[], null]")
-    sys.stdout.write(json.dumps(render_charts(layers, target_cycles)))
+    layers, target_cycles, *resources = json.loads(sys.stdin.buffer.read() or b"[[], null]")
+    drawn = render_charts(layers, target_cycles, *resources)
+    sys.stdout.write(json.dumps(drawn))
     sys.stdout.flush()
     os._exit(0)  # the build waits for this process; skip matplotlib's teardown
 

@@ -22,7 +22,7 @@ from typing import cast
 
 from brainsmith.files import write_text
 from brainsmith.frameworks.finn.build_log import superseded
-from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES, allowed_cycles
+from brainsmith.frameworks.finn.facts import PLATFORM_RESOURCES, RESOURCES, allowed_cycles
 from brainsmith.frameworks.finn.parts import part_resources
 from brainsmith.report.charts import ChartWorker, render_charts
 from brainsmith.report.html import MALFORMED, render
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         BuildReport,
         ChartRow,
         CpuNodes,
+        FamilyResources,
         FinnWarning,
         LatencyTarget,
         Layer,
@@ -47,8 +48,11 @@ if TYPE_CHECKING:
     )
 
 
-def chart_rows(layers: list[Layer]) -> list[ChartRow]:
-    """What the charts draw: the estimated layers' resources and cycles."""
+def chart_rows(layers: list[Layer], family: FamilyResources | None = None) -> list[ChartRow]:
+    """What the charts draw: the estimated layers' resources and cycles; for a Lattice build
+    (``family``) each layer's figures in its part's own resources (``chart_resources``)."""
+    if family is not None:
+        return _family_rows(layers, family)
     return [
         {
             "name": layer["name"],
@@ -62,6 +66,26 @@ def chart_rows(layers: list[Layer]) -> list[ChartRow]:
         for layer in layers
         if layer.get("estimated")
     ]
+
+
+def _family_rows(layers: list[Layer], family: FamilyResources) -> list[ChartRow]:
+    """The chart rows of a Lattice build's layers: each one's LUT4, FF, MULT18 and EBR from
+    ``family`` ("not estimated" where its kind has no model), FINN's cycles."""
+    rows: list[ChartRow] = []
+    for layer in layers:
+        found = family["layers"].get(layer["name"])
+        if found is None and layer.get("cycles") is None:
+            continue
+        row = cast("ChartRow", {"name": layer["name"], **(found or {})})
+        row["cycles"] = layer.get("cycles")
+        row["not_estimated"] = list(family["resources"]) if found is None else None
+        rows.append(row)
+    return rows
+
+
+def chart_resources(family: FamilyResources | None) -> list[str]:
+    """The resources the charts draw: a Lattice part's own (``family``), else FINN's."""
+    return list(family["resources"]) if family is not None else list(RESOURCES)
 
 
 def scaling_note(cpu: CpuNodes | None) -> list[str]:
@@ -230,9 +254,13 @@ def _charts(
     fails (the traceback to ``log``): a chart problem must not hide the build's result."""
     goal = report.get("target")
     try:
-        rows = chart_rows(report.get("layers", []))
+        family = report.get("family_resources")
+        rows = chart_rows(report.get("layers", []), family)
         allowed = goal["target_cycles"] if goal else None
-        return worker.charts(rows, allowed) if worker else render_charts(rows, allowed)
+        drawn = chart_resources(family)
+        if worker:
+            return worker.charts(rows, allowed, drawn)
+        return render_charts(rows, allowed, drawn)
     except Exception:
         if log is not None:
             traceback.print_exc(file=log)

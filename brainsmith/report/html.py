@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from brainsmith.clock import Clock
 from brainsmith.frameworks.finn.facts import step_label
+from brainsmith.report.lattice import bitstream_card, family_bars, family_rows
 from brainsmith.report.measured import (
     as_estimated,
     error_line,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from brainsmith.report_schema import (
         BuildErrorEntry,
         BuildReport,
+        FamilyResources,
         FinnWarning,
         Layer,
         MeasuredLayer,
@@ -68,15 +70,21 @@ def render(report: BuildReport, charts: dict[str, str], picture: str | None = No
         status=_e(status),
         error=_drawn("error", lambda: _error(report.get("error"), status)),
         verdict=_drawn("performance", lambda: _verdict(report)),
+        bitstream=_drawn("bitstream", lambda: bitstream_card(report)),
         warnings=_drawn("warnings", lambda: _warnings(report)),
         summary=_drawn("summary", lambda: _summary(report), row=True),
         dataflow=_dataflow(picture),
         steps=_drawn("steps", lambda: _steps(report.get("steps", [])), row=True),
         layers=_drawn(
             "layers",
-            lambda: _layers(report.get("layers", []), goal.get("target_cycles") if goal else None),
+            lambda: _layers(
+                report.get("layers", []),
+                goal.get("target_cycles") if goal else None,
+                report.get("family_resources"),
+            ),
         ),
-        charts=_charts(charts),
+        charts=_drawn("charts", lambda: _charts(charts, report.get("family_resources"))),
+        stand_in=_drawn("layers", lambda: _stand_in_details(report)),
         rtlsim=_drawn("rtlsim", lambda: rtlsim_html(report.get("rtlsim"))),
         finn_warnings=_drawn("warnings", lambda: _finn_warnings(report.get("warnings", []), goal)),
         blueprint=_drawn(
@@ -130,6 +138,7 @@ def first_screen(report: BuildReport, link: str | None = None, lines: Sequence[s
         error="".join(f"<p>{_e(line)}</p>" for line in lines)
         + _drawn("error", lambda: _error(report.get("error"), status)),
         verdict=_drawn("performance", lambda: _verdict(report)),
+        bitstream=_drawn("bitstream", lambda: bitstream_card(report)),
         warnings=_drawn("warnings", lambda: _warnings(report)),
         summary=_drawn("summary", lambda: _summary(report, files=False), row=True)
         if "performance" in report
@@ -252,8 +261,9 @@ def _simulated_pace(report: BuildReport) -> list[str]:
 
 
 def _bitstream_summary(report: BuildReport) -> list[str]:
+    """The bitstream's first line (its timing); the card below the verdict has the rest."""
     bitstream = report.get("bitstream")
-    return [_e(line) for line in bitstream_lines(bitstream)[:4]] if bitstream else []
+    return [_e(bitstream_lines(bitstream)[0])] if bitstream else []
 
 
 def _limit_line(report: BuildReport) -> list[str]:
@@ -290,7 +300,11 @@ def _limited_by(perf: Performance, goal: Target | None) -> str | None:
 
 
 def _utilisation_bars(report: BuildReport) -> str:
-    """One meter per resource: the share of the part the estimate takes."""
+    """One meter per resource: the share of the part the estimate takes (a Lattice build's
+    in its part's own resources, ``family_bars``)."""
+    family = report.get("family_resources")
+    if family:
+        return family_bars(family)
     use, totals = report.get("utilisation") or {}, report.get("totals") or {}  # type: ignore[unreachable]  # a report.json read back may lack it
     shares = use.get("percent") or {}
     incomplete = report.get("incomplete") or {}
@@ -381,7 +395,12 @@ def _throughput(perf: Performance | dict[str, object], goal: Target | None) -> s
 
 
 def _resource_rows(report: BuildReport) -> list[tuple[str, str]]:
-    """The summary's resource rows: Yosys' counts when synthesised, then the estimates."""
+    """The summary's resource rows: Yosys' counts when synthesised, then the estimates (a
+    Lattice build's: nextpnr's counts when placed, then its layers' in the part's own
+    resources)."""
+    family = report.get("family_resources")
+    if family:
+        return family_rows(family)
     section = report.get("synthesis")
     measured = [("resources (measured by Yosys)", _measured(section))] if section else []
     return [*measured, ("resources (estimated)", _resources(report))]
@@ -515,25 +534,32 @@ NUMERIC_HEAD = {"PE/SIMD", *RESOURCES, "cycles", "MACs", "params"}
 NOT_ESTIMATED = "<span class='none'>not estimated</span>"
 
 
-def _layers(layers: list[Layer], target_cycles: int | None = None) -> str:
+def _layers(
+    layers: list[Layer], target_cycles: int | None = None, family: FamilyResources | None = None
+) -> str:
     """The layer table, compact enough for a 1280-pixel window: kernel and backend, folding,
     data types and memory each in one column; the name links the layer's generated code;
-    cycles over what the target allows in red."""
+    cycles over what the target allows in red. A Lattice build's (``family``) resources are
+    its part's own."""
     if not layers:
         return "<p class='none'>No hardware layers (the build did not reach them).</p>"
+    own = tuple(family["resources"]) if family else ()
+    titles = (*LAYER_HEAD[:5], *own, *LAYER_HEAD[-3:]) if family else LAYER_HEAD
     head = "".join(
-        f"<th class='num'>{_e(t)}</th>" if t in NUMERIC_HEAD else f"<th>{_e(t)}</th>"
-        for t in LAYER_HEAD
+        f"<th class='num'>{_e(t)}</th>" if t in NUMERIC_HEAD or t in own else f"<th>{_e(t)}</th>"
+        for t in titles
     )
     measured = any("measured" in layer for layer in layers)
     if measured:
         head += "<th>measured (Yosys)</th>"
-    rows = "".join(_layer_row(layer, target_cycles, measured) for layer in layers)
+    rows = "".join(_layer_row(layer, target_cycles, measured, family) for layer in layers)
     table = f"<table class='layers'><tr>{head}</tr>{rows}</table>"
     return f"<div class='scroll'>{table}</div>"
 
 
-def _layer_row(layer: Layer, target_cycles: int | None, measured: bool) -> str:
+def _layer_row(
+    layer: Layer, target_cycles: int | None, measured: bool, family: FamilyResources | None = None
+) -> str:
     code = layer.get("code")
     name = _link(code + "/", layer["name"]) if code else _e(layer["name"])
     cells = [
@@ -542,7 +568,11 @@ def _layer_row(layer: Layer, target_cycles: int | None, measured: bool) -> str:
         f"<td class='num'>{_folding(layer)}</td>",
         f"<td>{_types(layer)}</td>",
         f"<td>{_joined(layer.get('mem_mode'), layer.get('ram_style'), sep=', ')}</td>",
-        *_estimate_cells(layer, target_cycles),
+        *(
+            _family_cells(layer, target_cycles, family)
+            if family
+            else _estimate_cells(layer, target_cycles)
+        ),
         *(f"<td class='num'>{_cell(layer, key)}</td>" for key in ("MACs", "params")),
     ]
     if measured:
@@ -559,10 +589,31 @@ def _estimate_cells(layer: Layer, target_cycles: int | None) -> list[str]:
             "(resources and cycles) for this layer</td>"
         ]
     cells = [f"<td class='num'>{_cell(layer, key)}</td>" for key in RESOURCES]
+    return [*cells, _cycles_cell(layer, target_cycles)]
+
+
+def _cycles_cell(layer: Layer, target_cycles: int | None) -> str:
+    """A layer's cycles, in red over what the target allows."""
     if target_cycles and (finite(layer.get("cycles")) or 0) > target_cycles:
         title = f"over the {number(target_cycles)} cycles the target allows"
-        return [*cells, f"<td class='num missed' title='{title}'>{_cell(layer, 'cycles')}</td>"]
-    return [*cells, f"<td class='num'>{_cell(layer, 'cycles')}</td>"]
+        return f"<td class='num missed' title='{title}'>{_cell(layer, 'cycles')}</td>"
+    return f"<td class='num'>{_cell(layer, 'cycles')}</td>"
+
+
+def _family_cells(layer: Layer, target_cycles: int | None, family: FamilyResources) -> list[str]:
+    """A Lattice build's layer: its figures in the part's own resources (the family's models
+    of its kind; none for a kind without one), then FINN's cycles."""
+    found = family["layers"].get(layer["name"])
+    if found is None:
+        cells = [f"<td colspan='{len(family['resources'])}' class='none'>no {_e(family['family'])} "
+                 "model of this layer's kind</td>"]  # fmt: skip
+    else:
+        cells = [
+            f"<td class='num'>{_e(number(found.get(key)))}</td>" for key in family["resources"]
+        ]
+    if layer.get("cycles") is None:
+        return [*cells, f"<td class='num'>{NONE}</td>"]
+    return [*cells, _cycles_cell(layer, target_cycles)]
 
 
 def _yosys(layer: MeasuredLayer) -> str:
@@ -612,9 +663,44 @@ def _cell(layer: Layer, key: Literal[Resource, "cycles", "MACs", "params"]) -> s
     return _e(number(value)) if value is not None else NONE
 
 
-def _charts(charts: dict[str, str]) -> str:
+def _stand_in_details(report: BuildReport) -> str:
+    """A Lattice build's details section: FINN's estimates for the stand-in AMD part it made
+    the layers for (LUT6, the part's 18 Kbit block RAMs, DSP slices), their totals and each
+    layer's; "" for any other build."""
+    family = report.get("family_resources")
+    if not family:
+        return ""
+    part = family["stand_in"]
+    head = "".join(f"<th class='num'>{_e(key)}</th>" for key in RESOURCES)
+    rows = "".join(
+        f"<tr><td class='name'>{_e(layer['name'])}</td>"
+        + (
+            "".join(f"<td class='num'>{_cell(layer, key)}</td>" for key in RESOURCES)
+            if layer.get("estimated")
+            else f"<td colspan='{len(RESOURCES)}' class='none'>no FINN estimate</td>"
+        )
+        + "</tr>"
+        for layer in report.get("layers", [])
+    )
+    return (
+        f"<details class='stand-in'><summary>FINN's estimates for the stand-in {_e(part)} "
+        f"(LUT6), not for {_e(family['part'])}</summary><p class='none'>FINN decides for AMD "
+        f"parts only: it made the layers for {_e(part)}, and these are its estimates there. "
+        f"The figures above are {_e(family['part'])}'s own.</p><table class='summary'><tr>"
+        f"<th>resources (estimated for {_e(part)})</th><td>{_resources(report)}</td></tr>"
+        f"</table><div class='scroll'><table class='layers'><tr><th>layer</th>{head}</tr>"
+        f"{rows}</table></div></details>"
+    )
+
+
+def _charts(charts: dict[str, str], family: FamilyResources | None = None) -> str:
     parts = []
-    if charts.get("resources"):
+    if charts.get("resources") and family:
+        parts.append(
+            f"<h2>Resources per layer (estimated for {_e(family['part'])})</h2>\n<p class='none'>"
+            f"{_e(family['source'])}</p>\n{charts['resources']}"
+        )
+    elif charts.get("resources"):
         parts.append(f"<h2>Resources per layer (estimated)</h2>\n{charts['resources']}")
     if charts.get("cycles"):
         parts.append(f"<h2>Cycles per layer (estimated)</h2>\n{charts['cycles']}")

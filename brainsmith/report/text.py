@@ -4,14 +4,21 @@ clocked figures, the bitstream's lines, the resource totals."""
 
 from __future__ import annotations
 
-from brainsmith.clock import Clock
+from brainsmith.clock import Clock, mhz_text
 from brainsmith.hardware.place_route.critical_path import path_text
 from brainsmith.hardware.rtlsim.layer_design import CRASHED
 from brainsmith.report.units import bits, finite, percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report_schema import BitstreamSection, BuildReport, Layer, Target
+    from brainsmith.report_schema import (
+        BitstreamSection,
+        BuildReport,
+        FamilyResources,
+        Layer,
+        PlacedCount,
+        Target,
+    )
 
 
 def number(value: object, unit: str = "") -> str:
@@ -119,7 +126,11 @@ def _unestimated_line(report: BuildReport) -> str | None:
 
 
 def over_part_line(report: BuildReport) -> str:
-    """The resources the design is estimated to use more of than the part has ("" if none)."""
+    """The resources the design is estimated to use more of than the part has ("" if none);
+    a Lattice build's in its part's own resources."""
+    family = report.get("family_resources")
+    if family:
+        return _over_family_line(family)
     use = report.get("utilisation")
     shares = (use.get("percent") if use else None) or {}
     over = {key: share for key, share in shares.items() if share is not None and share > 100}
@@ -134,6 +145,24 @@ def over_part_line(report: BuildReport) -> str:
         "lower build.target_fps (--target-fps) or choose a larger part (--part); brainsmith's "
         "folding search (build.folding.search: brainsmith) fits a design to "
         "build.folding.max_utilisation of the part"
+    )
+
+
+def _over_family_line(family: FamilyResources) -> str:
+    """The resources of its Lattice part the design is estimated to use more of than the
+    part has ("" if none)."""
+    available = family.get("available") or {}
+    over = []
+    for key in family["resources"]:
+        value = finite(family["totals"].get(key))
+        if value is not None and available.get(key) and value > available[key]:
+            over.append(f"{key} {number(value)} ({percent(100 * value / available[key])})")
+    if not over:
+        return ""
+    return (
+        f"the design does not fit {family['part']}: it is estimated to use {', '.join(over)} "
+        "of the part; lower build.target_fps (--target-fps) or choose a board with a larger "
+        "part (--board)"
     )
 
 
@@ -218,42 +247,110 @@ def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
     return first, latency
 
 
-def bitstream_lines(section: BitstreamSection) -> list[str]:
-    """The bitstream in three lines: where and its timing, the resources nextpnr reports
-    used, the seconds per stage and the link."""
+def bitstream_lines(
+    section: BitstreamSection,
+    placed: dict[str, PlacedCount] | None = None,
+    build_seconds: float | None = None,
+) -> list[str]:
+    """The bitstream in lines: where and its timing, the critical path, the gate-level
+    check, each refold round (``build_seconds``: the whole build's, whose rest is the last
+    round's), the resources nextpnr placed (``placed``: under the family's names), the
+    seconds per stage and the link."""
     fmax = min(section["fmax_mhz"].values(), default=0.0)
-    used = [
-        f"{name} {counts['used']:,} of {counts['available']:,}"
-        + (
-            f" ({percent(100 * counts['used'] / counts['available'])})"
-            if counts["available"]
-            else ""
-        )
-        for name, counts in sorted(section["resources"].items())
-        if counts["used"]
-    ]
-    stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in section["seconds"].items())
+    stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in stage_seconds(section))
     return [
         f"{section['bitstream']} for {section['board']} ({section['part']}): "
-        f"{section['status']}, {fmax:.1f} MHz reached at {Clock.from_mhz(section['clock_mhz'])} (nextpnr)"
+        f"{section['status']}, {mhz_text(fmax)} reached at {Clock.from_mhz(section['clock_mhz'])} (nextpnr)"
         + (" (cached)" if section["cached"] else ""),
         critical_path_line(section),
         netlist_line(section),
-        *refold_lines(section),
-        "used: " + ", ".join(used),
+        *refold_lines(section, build_seconds),
+        placed_line(section, placed),
         f"{stages}; UART {section['baud']:,} baud, {section['in_words']} words in and "
         f"{section['out_words']} out a frame",
     ]
 
 
-def refold_lines(section: BitstreamSection) -> list[str]:
-    """The rounds that missed their clock before this build, each built again slower."""
-    return [
-        f"round {index}: {Clock.from_mhz(done['clock_mhz'])} asked, {done['fmax_mhz']:.1f} MHz reached "
+# The stages of ``bitstream.seconds`` as the report names them
+STAGES = {"synth": "synthesis", "place_route": "place and route", "pack": "packing",
+          "unpack": "reading back"}  # fmt: skip
+
+
+def stage_seconds(section: BitstreamSection) -> list[tuple[str, float]]:
+    """The seconds of each stage that made the bitstream, named (``STAGES``), then the
+    gate-level check's when it ran."""
+    found = [(STAGES.get(stage, stage), seconds) for stage, seconds in section["seconds"].items()]
+    check = section.get("netlist_check")
+    if check and check["ran"]:
+        found.append(("gate-level check", check["seconds"]))
+    return found
+
+
+def placed_line(section: BitstreamSection, placed: dict[str, PlacedCount] | None = None) -> str:
+    """What nextpnr placed: ``placed`` (LUT4, FF, MULT18, EBR) with their share of the part,
+    then its other cells; without ``placed`` every cell type used, by nextpnr's names."""
+    if placed is None:
+        used = [_share_text(name, counts) for name, counts in sorted(section["resources"].items())
+                if counts["used"]]  # fmt: skip
+        return "used: " + ", ".join(used)
+    named = [_share_text(name, counts) for name, counts in placed.items()]
+    cells = {counts["cell"] for counts in placed.values()}
+    others = [f"{name} {counts['used']:,}" for name, counts in sorted(section["resources"].items())
+              if counts["used"] and name not in cells]  # fmt: skip
+    return "placed: " + ", ".join(named) + ("; other cells " + ", ".join(others) if others else "")
+
+
+def _share_text(name: str, counts: PlacedCount | dict[str, int]) -> str:
+    """ "LUT4 2,521 of 83,640 (3.01 %)"."""
+    used, available = counts["used"], counts["available"]
+    share = f" ({percent(100 * used / available, used)})" if available else ""
+    return f"{name} {used:,} of {available:,}{share}"
+
+
+def refold_lines(section: BitstreamSection, build_seconds: float | None = None) -> list[str]:
+    """Each round that missed its clock before this build, built again slower, and then
+    this build's own round (its seconds the rest of ``build_seconds``)."""
+    rounds = section.get("refolds") or []
+    lines = [
+        f"round {index}: {Clock.from_mhz(done['clock_mhz'])} asked, {mhz_text(done['fmax_mhz'])} reached "
         "(nextpnr): folded again for a clock below it"
         + (f" ({done['seconds']:.0f} s)" if "seconds" in done else "")
-        for index, done in enumerate(section.get("refolds") or [], start=1)
+        for index, done in enumerate(rounds, start=1)
     ]
+    if not rounds:
+        return lines
+    fmax = min(section["fmax_mhz"].values(), default=0.0)
+    own = last_round_seconds(section, build_seconds)
+    return [
+        *lines,
+        f"round {len(rounds) + 1}: {Clock.from_mhz(section['asked_mhz'])} asked, "
+        f"{Clock.from_mhz(section['clock_mhz'])} made, {mhz_text(fmax)} reached (nextpnr): "
+        f"{section['status']}, this bitstream" + (f" ({own:.0f} s)" if own is not None else ""),
+    ]
+
+
+def last_round_seconds(section: BitstreamSection, build_seconds: float | None) -> float | None:
+    """The seconds of the round that made ``section``'s bitstream: the build's, less the
+    rounds' before it (None without the build's)."""
+    if finite(build_seconds) is None:
+        return None
+    before = sum(finite(done.get("seconds")) or 0.0 for done in section.get("refolds") or [])
+    return max(0.0, float(build_seconds or 0.0) - before)
+
+
+def family_line(family: FamilyResources) -> str:
+    """The layers' figures in the Lattice part's own resources, with their share of it:
+    "LUT4 1,503 (1.80 %), FF 1,486 (1.78 %), MULT18 2 (1.28 %), EBR 1 (0.48 %) of
+    LFE5U-85F-6BG381C"; "at least" when layers have no model."""
+    available = family.get("available") or {}
+    prefix = "at least " if family.get("incomplete") else ""
+    parts = []
+    for key in family["resources"]:
+        value = finite(family["totals"].get(key))
+        share = 100 * value / available[key] if value is not None and available.get(key) else None
+        shown = f" ({percent(share, value)})" if share is not None else ""
+        parts.append(f"{key} {prefix}{number(value)}{shown}")
+    return ", ".join(parts) + f" of {family['part']}"
 
 
 def critical_path_line(section: BitstreamSection) -> str:

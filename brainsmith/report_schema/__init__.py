@@ -141,14 +141,19 @@ class SynthesisSection(TypedDict):
 
 
 class ChartRow(TypedDict):
-    """What the charts draw of an estimated layer (``contents.chart_rows`` writes every key;
-    the charts take a missing number as 0)."""
+    """What the charts draw of an estimated layer (``contents.chart_rows`` writes every key
+    of the resources drawn: FINN's, or a Lattice part's own; the charts take a missing number
+    as 0)."""
 
     name: str
     LUT: NotRequired[float | None]
     BRAM_18K: NotRequired[float | None]
     URAM: NotRequired[float | None]
     DSP: NotRequired[float | None]
+    LUT4: NotRequired[float | None]
+    FF: NotRequired[float | None]
+    MULT18: NotRequired[float | None]
+    EBR: NotRequired[float | None]
     cycles: NotRequired[float | None]
     not_estimated: NotRequired[list[str] | None]
 
@@ -240,6 +245,36 @@ class BitstreamSection(TypedDict):
     cached: bool
     met: bool
     status: str  # timing met | timing not met
+
+
+class PlacedCount(TypedDict):
+    """One of ``family_resources.placed``: what nextpnr placed of a resource, the part's
+    capacity, and nextpnr's name of its cell."""
+
+    cell: str  # TRELLIS_COMB, TRELLIS_FF, MULT18X18D, DP16KD
+    used: int
+    available: int
+
+
+class FamilyResources(TypedDict):
+    """``family_resources`` of a build for a Lattice board: the design in its ECP5 part's own
+    resources (``layers``, ``totals`` and ``utilisation`` hold FINN's estimates for the
+    stand-in AMD part it made the layers for). Each layer's LUT4, FF, MULT18 and EBR from the
+    models fitted to Yosys ``synth_ecp5`` (``frameworks/finn/rtl_costs.py``), their totals
+    against the part's capacities as nextpnr reports them, and what nextpnr placed when a
+    bitstream was made (``builder.lattice.family_resources``)."""
+
+    part: str  # the board's part: LFE5U-85F-6BG381C
+    family: str  # ECP5
+    stand_in: str  # the AMD part FINN made the layers for
+    resources: list[str]  # LUT4, FF, MULT18, EBR
+    source: str  # where the layers' figures come from
+    layers: dict[str, dict[str, float] | None]  # per layer; None: no model of its kind
+    totals: dict[str, float]  # of the layers with figures
+    incomplete: list[str]  # the layers without figures, left out of the totals
+    available: dict[str, int] | None  # the part's; None when nextpnr-ecp5 could not say
+    available_source: str | None  # which nextpnr said so
+    placed: dict[str, PlacedCount] | None  # nextpnr's counts of the whole bitstream
 
 
 class SlowLayer(TypedDict):
@@ -377,6 +412,7 @@ class BuildReport(Estimates):
     latency_target: NotRequired[LatencyTarget | None]  # with build.target_latency_ns
     cpu_nodes: CpuNodes | None
     utilisation: Utilisation
+    family_resources: NotRequired[FamilyResources | None]  # a Lattice board's build
     warnings: list[FinnWarning]
     generated_code: str  # finn/build
     stitched_rtl: NotRequired[str | None]  # finn/stitched_rtl/files.f of an all-RTL design
