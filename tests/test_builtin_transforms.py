@@ -90,6 +90,7 @@ def test_builtin_transforms_are_registered_with_their_stage():
             "RemoveInferenceNoOps",
             "SplitPackedProjections",
             "BipolarThresholdsToBinary",
+            "AbsorbMonotonicIntoThresholds",
         )
     }
     assert stages == {
@@ -99,6 +100,7 @@ def test_builtin_transforms_are_registered_with_their_stage():
         "MergeOpChains": "topology_opt",
         "RemoveInferenceNoOps": "cleanup",
         "BipolarThresholdsToBinary": "streamline",
+        "AbsorbMonotonicIntoThresholds": "streamline",
     }
 
 
@@ -447,3 +449,41 @@ def test_bipolar_thresholds_leave_other_activations_alone(dtype, scale, bias):
     before = sign_model(dtype, scale, bias, "MatMul")
     after = before.transform(tfm.BipolarThresholdsToBinary())
     assert after.model == before.model
+
+
+# -- AbsorbMonotonicIntoThresholds ------------------------------------------------------------
+
+
+def function_then_thresholds(op_type: str, thresholds: np.ndarray) -> ModelWrapper:
+    """``x -> op_type -> MultiThreshold(thresholds)``: a quantizer after a float function."""
+    function = helper.make_node(op_type, ["x"], ["f"], name="function")
+    counted = helper.make_node("MultiThreshold", ["f", "t"], ["y"], name="thresholds",
+                               domain="qonnx.custom_op.general", out_dtype="UINT4")  # fmt: skip
+    return make_model([function, counted], {"t": thresholds.astype(np.float32)})
+
+
+@pytest.mark.parametrize(
+    ("op_type", "levels"),
+    [
+        ("Tanh", np.linspace(-1.2, 1.2, 15)),  # beyond the range at both ends: -inf, +inf
+        ("Sigmoid", np.linspace(-0.1, 1.0, 15)),
+        ("Exp", np.linspace(-0.5, 3.0, 15)),
+        ("Softplus", np.linspace(0.0, 2.5, 15)),
+    ],
+)
+def test_a_rising_function_before_thresholds_becomes_part_of_them(op_type, levels):
+    """f then thresholds T counts what f^-1(T) counts on f's input, f removed; a threshold
+    f never reaches is never reached, one below its range always is."""
+    thresholds = np.tile(levels, (SHAPE[-1], 1))
+    before = function_then_thresholds(op_type, thresholds)
+    after = before.transform(tfm.AbsorbMonotonicIntoThresholds())
+    assert op_types(after) == ["MultiThreshold"]
+    assert after.graph.node[0].input[0] == "x"
+    assert_same_function(before, after, rtol=0, atol=0)
+
+
+def test_a_function_read_by_anything_but_thresholds_is_left_alone():
+    function = helper.make_node("Tanh", ["x"], ["f"], name="function")
+    doubled = helper.make_node("Add", ["f", "f"], ["y"], name="add")
+    model = make_model([function, doubled], {})
+    assert op_types(model.transform(tfm.AbsorbMonotonicIntoThresholds())) == ["Tanh", "Add"]

@@ -188,6 +188,59 @@ def test_excluded_join_is_named_with_how_to_bring_it_back(hub, tmp_path):
     assert "finn:ElementwiseAdd would convert it, but the blueprint excludes it" in add.reason
 
 
+def tanh_between_layers(path: Path, quantized: bool = False) -> Path:
+    """Three 4-bit layers, the middle one read through a floating-point Tanh (``quantized``:
+    with a quantizer right before and after the Tanh, as the advice says)."""
+    import numpy as np
+
+    from examples.make_models import GraphBuilder
+
+    rng = np.random.default_rng(5)
+    g = GraphBuilder()
+    tensor = g.quant("global_in", "in_quant", 0.25, 4, signed=True)
+    for layer, (fan_in, fan_out) in enumerate([(16, 16), (16, 16), (16, 8)]):
+        weight = (rng.normal(size=(fan_in, fan_out)) / 4).astype(np.float32)
+        out = "global_out" if layer == 2 else f"mm{layer}"
+        tensor = g.node("MatMul", [tensor, g.quant_weight(f"w{layer}", weight, 4)], out)
+        if layer == 0:
+            if quantized:
+                tensor = g.quant(tensor, "tanh_in", 0.125, 8, signed=True)
+            tensor = g.node("Tanh", [tensor], "tanh")
+            if quantized:
+                tensor = g.quant(tensor, "tanh_out", 0.125, 4, signed=True)
+        elif layer == 1:
+            tensor = g.quant(g.node("Relu", [tensor], "relu1"), "act1", 0.25, 4, signed=False)
+    g.model("tanh_mlp", {"global_in": [1, 16]}, {"global_out": [1, 8]}).save(str(path))
+    return path
+
+
+def test_a_float_tanh_between_layers_is_advised_in_plain_words_naming_it(hub, tmp_path):
+    """A floating-point Tanh between layers: the Tanh and the product it keeps in floating
+    point each say to put quantizers around the Tanh (named) or leave it on the host, never
+    an infer_order; followed, the advice makes the Tanh a threshold layer and the build can
+    go ahead."""
+    result = check(tanh_between_layers(tmp_path / "tanh.onnx"), options={"board": "ulx3s-85f"})
+    assert not result.ok
+    tanh = next(n for n in result.blocking if n.op_type == "Tanh")
+    assert "MatMul" in {n.op_type for n in result.blocking}
+    for node in result.blocking:
+        assert "infer_order" not in node.reason, node.reason
+        assert f"put a quantizer right before {tanh.name} and one right after it" in node.reason
+        assert "threshold (lookup) layer" in node.reason
+        assert f"leave {tanh.name} on the host" in node.reason, node.reason
+    assert "a floating-point Tanh between layers" in tanh.reason
+    matmul = next(n for n in result.blocking if n.op_type == "MatMul")
+    assert f"kept in floating point by the Tanh {tanh.name} before it" in matmul.reason
+    followed = tanh_between_layers(tmp_path / "quantized.onnx", quantized=True)
+    ready = check(followed, options={"board": "ulx3s-85f"})
+    assert ready.ok and not ready.blocking, [(n.name, n.reason) for n in ready.blocking]
+    assert not {n.op_type for n in ready.nodes} & {"Tanh", "MatMul"}
+    built = brainsmith.build(str(followed), None, str(tmp_path / "out"),
+                             options={"board": "ulx3s-85f"})  # fmt: skip
+    checked = [s["verification"] for s in built.report["steps"] if s.get("verification")]
+    assert built.status == "ok" and checked and checked[-1]["ok"] and not checked[-1]["errors"]
+
+
 def test_hardware_inference_failure_lists_every_blocking_node(hub, tmp_path):
     with pytest.raises(BuildError) as caught:
         brainsmith.build(

@@ -74,6 +74,14 @@ PER_CHANNEL_HINT = (
     "per-tensor weight quantizer, e.g. Int8WeightPerTensorFloat)"
 )
 PASS_THROUGH = ("Transpose", "Shuffle", "Reshape", "Flatten", "Squeeze", "Unsqueeze")
+# Floating-point functions of one value no integer layer computes as they are: between two
+# quantizers streamlining makes such a function a threshold layer over integers (a lookup of
+# its quantized outputs); unquantized, it keeps the scales and biases around it in floating
+# point too
+FLOAT_FUNCTIONS = frozenset({
+    "Tanh", "Sigmoid", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Elu", "Selu",
+    "Celu", "Mish", "Gelu", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Sin", "Cos",
+})  # fmt: skip
 
 
 def per_channel_scale(model: ModelWrapper, name: str) -> str:
@@ -378,6 +386,10 @@ def advice(
     """What would convert ``node`` (selected or not), or that nothing installed would; with
     ``model``, its floating-point operands are named; with the ``converted`` model (and the
     ``plan``), the kernels that took its neighbours."""
+    graph = converted if converted is not None else model
+    function = float_function(node, graph) if graph is not None else None
+    if function is not None:
+        return float_function_advice(*function)
     options = options_for(node, found)
     if not options:
         return no_kernel_advice(node, model)
@@ -387,6 +399,64 @@ def advice(
         if text:
             return text
     return _order_advice(node, options, converted, plan)
+
+
+def float_function(node: onnx.NodeProto, model: ModelWrapper) -> tuple[onnx.NodeProto, str] | None:
+    """The floating-point function (``FLOAT_FUNCTIONS``) that keeps ``node`` off the
+    hardware, and where it lies: ``node`` itself (""), or the nearest one its floating-point
+    values flow to ("after") or come from ("before") through other nodes left off the
+    hardware ("near": both ways); None when there is none."""
+    seen, queue = {node.name}, [(node, "")]
+    while queue:
+        current, where = queue.pop(0)
+        if current.op_type in FLOAT_FUNCTIONS and _float_out(model, current):
+            return current, where
+        for tensor, way in [*((i, "before") for i in current.input),
+                            *((o, "after") for o in current.output)]:  # fmt: skip
+            if not _computed_float(model, tensor):
+                continue
+            producer = model.find_producer(tensor)
+            for neighbour in [producer, *(model.find_consumers(tensor) or ())]:
+                if neighbour is None or neighbour.name in seen or is_hardware(neighbour):
+                    continue
+                seen.add(neighbour.name)
+                queue.append((neighbour, way if where in ("", way) else "near"))
+    return None
+
+
+def _float_out(model: ModelWrapper, node: onnx.NodeProto) -> bool:
+    return any(_computed_float(model, name) for name in node.output)
+
+
+def float_function_advice(function: onnx.NodeProto, where: str) -> str:
+    """What to do, in plain words, about a floating-point ``function`` between layers that
+    keeps a node off the hardware: ``function`` itself (``where`` ""), or a scale or bias
+    ``where`` ("before", "after", "near") it."""
+    from brainsmith.transforms.monotonic_thresholds import INVERSES
+
+    name, op_type = function.name, function.op_type
+    what = (
+        f"a floating-point {op_type} between layers, which no integer layer computes"
+        if not where
+        else f"kept in floating point by the {op_type} {name} {where} it, which no integer "
+        "layer computes"
+    )
+    host = (
+        f"or leave {name} on the host, at the network's start or end (the accelerator is one "
+        "unbroken chain of layers)"
+    )
+    if op_type in INVERSES:
+        return (
+            f"{what}: put a quantizer right before {name} and one right after it, as its only "
+            f"reader (a Brevitas QuantIdentity on each side), so that {name} and the quantizer "
+            f"after it become one threshold (lookup) layer over integers; {host}"
+        )
+    made = ", ".join(INVERSES)
+    return (
+        f"{what}: the build makes a threshold (lookup) layer of a {made} with a quantizer "
+        f"right before and after it, not of a {op_type}; use one of those, or a ReLU, "
+        f"{host}"
+    )
 
 
 def options_for(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> list[Taker]:

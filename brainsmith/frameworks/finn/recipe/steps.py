@@ -81,7 +81,8 @@ def tidy_up(model: ModelWrapper) -> ModelWrapper:
 
 
 def streamline(model: ModelWrapper) -> ModelWrapper:
-    """Move scales and shifts into thresholds, lowering convolutions to matrix products;
+    """Move scales and shifts into thresholds, lowering convolutions to matrix products; a
+    Tanh, Sigmoid, Exp or Softplus read by a quantizer becomes part of its thresholds;
     bipolar activations become 0/1 ones (XNOR-popcount products where both operands are
     bipolar, ``2x - 1`` moved into the next layer elsewhere)."""
     import finn.transformation.streamline.absorb as absorb
@@ -92,6 +93,7 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
     from qonnx.transformation.infer_data_layouts import InferDataLayouts
     from qonnx.transformation.lower_convs_to_matmul import LowerConvsToMatMul
 
+    model = model.transform(tfm.AbsorbMonotonicIntoThresholds())
     model = model.transform(absorb.AbsorbScalarBiasIntoMultiThreshold())
     model = model.transform(Streamline())
     if model.get_nodes_by_op_type("Conv"):
@@ -100,7 +102,7 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
                           absorb.AbsorbConsecutiveTransposes()):  # fmt: skip
             model = model.transform(transform)
     for transform in (ConvertBipolarMatMulToXnorPopcount(), tfm.BipolarThresholdsToBinary(),
-                      Streamline(),
+                      tfm.AbsorbMonotonicIntoThresholds(), Streamline(),
                       absorb.AbsorbScalarMulAddIntoTopK(), InferDataLayouts(),
                       RemoveUnusedTensors()):  # fmt: skip
         model = model.transform(transform)
