@@ -310,6 +310,29 @@ def test_same_layer_built_into_another_folder_reuses_the_compiled_model(mlp, hub
     assert cache_key(layer_design(model, node), toolchain) != keys[1][index]
 
 
+def test_a_design_of_several_folders_compiles_the_same_wherever_the_build_is(mlp, tmp_path):
+    """A stitched partition or a simulated board reads each layer's parameter files by a
+    relative name linked where it runs, so a copy of the build reuses its executable."""
+    from brainsmith.hardware.rtlsim.compile import cache_key, source_texts
+    from brainsmith.hardware.rtlsim.layer_design import LayerDesign, link_data_folders
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
+
+    copy = tmp_path / "elsewhere" / "copy"
+    shutil.copytree(mlp.output_dir, copy, symlinks=True)
+    designs = []
+    for folder in (Path(mlp.output_dir), copy):
+        files = sorted(str(p) for p in (folder / "finn" / "build").glob("code_gen_ipgen_*/*.v"))
+        designs.append(LayerDesign("stitched", "layers", "top", "", files, [], []))
+    assert cache_key(designs[0], find_toolchain()) == cache_key(designs[1], find_toolchain())
+    texts = "".join(text for _, text in source_texts(designs[1]))
+    assert str(copy) not in texts and str(mlp.output_dir) not in texts
+    assert '"data0/' in texts or '"data1/' in texts
+    link_data_folders(designs[1], str(tmp_path))
+    for folder, name in designs[1].data_folders().items():
+        assert os.path.realpath(tmp_path / name) == os.path.realpath(folder)
+        assert os.path.commonpath([folder, str(copy)]) == str(copy)
+
+
 def test_float_layers_are_simulated_in_exact_single_precision(hub, tmp_path, monkeypatch):
     """finn-rtllib's float layers compute with $bitstoshortreal/$shortrealtobits, which in
     Verilator read and write a double's bits (every value near zero): in the copy compiled

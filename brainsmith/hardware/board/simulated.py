@@ -24,7 +24,7 @@ from brainsmith.hardware.board.link import TIMEOUT_BYTES
 from brainsmith.hardware.board.streams import DriverError, Streams, streams
 from brainsmith.hardware.board.top import accelerator_ports
 from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer
-from brainsmith.hardware.rtlsim.layer_design import LayerDesign
+from brainsmith.hardware.rtlsim.layer_design import LayerDesign, link_data_folders
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 
 CLKS_PER_BIT = 8  # the simulated UART's clocks per bit: small, so a frame takes few cycles
@@ -112,8 +112,10 @@ class SimulatedBoard:
     ) -> None:
         self.build = folder if isinstance(folder, Streams) else streams(folder)
         self.clks_per_bit = clks_per_bit
-        self.executable = compile_board(self.build, clks_per_bit, design)
+        self.design = design or board_design(self.build, clks_per_bit)
+        self.executable = compile_board(self.build, clks_per_bit, self.design)
         self.process: subprocess.Popen[bytes] | None = None
+        self.folder = ""  # where it runs: its data folders linked
         self.fds: list[int] = []
         self.log = ""
 
@@ -128,11 +130,13 @@ class SimulatedBoard:
         try:
             tty.setraw(slave)
             handle, self.log = tempfile.mkstemp(prefix="brainsmith-board-", suffix=".log")
+            self.folder = tempfile.mkdtemp(prefix="brainsmith-board-")
+            link_data_folders(self.design, self.folder)  # removed with the folder
             command = [self.executable, str(master), str(self.clks_per_bit),
                        str(self.quiet_cycles())]  # fmt: skip
             self.process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=handle, stderr=handle,
-                pass_fds=(master,), cwd=tempfile.gettempdir(),
+                pass_fds=(master,), cwd=self.folder,
             )  # fmt: skip
             os.close(handle)
             self._started()
@@ -173,6 +177,8 @@ class SimulatedBoard:
         self.fds = []
         if self.log:
             Path(self.log).unlink(missing_ok=True)
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def __exit__(self, *_: object) -> None:
         self.close()

@@ -88,10 +88,12 @@ def testbench_header(design: LayerDesign) -> str:
 
 def source_texts(design: LayerDesign) -> list[tuple[str, str]]:
     """(file name, text) of every RTL file, packages first, names made unique."""
-    named = []
+    named, data = [], design.data_folders()
     for name, path in _names(design):
         with open(path, errors="replace") as handle:
-            named.append((name, verilator_ready(path, handle.read(), design.code_dir)))
+            text = handle.read()
+        data_name = data.get(os.path.dirname(os.path.abspath(path)), "")
+        named.append((name, verilator_ready(path, text, design.code_dir, data_name)))
     named += sorted(design.generated.items())
     return named
 

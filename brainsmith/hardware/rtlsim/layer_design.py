@@ -29,12 +29,18 @@ folder, so a compiled layer does not depend on where the build folder is: the sa
 built into another folder reuses it, and a moved or copied build folder reads its own
 parameter files, not those of the folder it was built in (FINN names each layer's code
 folder ``code_gen_ipgen_<layer>_<random>``, so a path into it is known by that name).
+A design of several layers' folders (a stitched partition, a simulated board) names each
+folder by a short relative name instead (``data0/``, ``data1/``: ``LayerDesign.data_folders``),
+linked to the folder in the one its simulation runs in (``link_data_folders``): its
+compiled text, and so its executable, is the same wherever the build folder is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
@@ -99,6 +105,42 @@ class LayerDesign:
     # (file name, text) of another C++ testbench than testbench.cpp: the first is compiled,
     # the others (headers it includes) are written beside it
     testbench: list[tuple[str, str]] | None = None
+
+    def data_folders(self) -> dict[str, str]:
+        """Without a code folder: the folder of each Verilog file (its parameter files'
+        folder), in compile order -> the relative name the compiled RTL reads it by."""
+        if self.code_dir:
+            return {}
+        folders = dict.fromkeys(os.path.dirname(os.path.abspath(p)) for p in self.files
+                                if p.endswith(".v"))  # fmt: skip
+        return {folder: f"data{index}" for index, folder in enumerate(folders)}
+
+
+def link_data_folders(design: LayerDesign, cwd: str) -> list[str]:
+    """In ``cwd``, where ``design``'s simulation runs: each of its data folders' names
+    (``LayerDesign.data_folders``) linked to that folder; the links."""
+    links = []
+    for folder, name in design.data_folders().items():
+        link = os.path.join(cwd, name)
+        if os.path.islink(link):
+            os.remove(link)
+        os.symlink(folder, link)
+        links.append(link)
+    return links
+
+
+@contextlib.contextmanager
+def data_folders_linked(design: LayerDesign, cwd: str) -> Iterator[None]:
+    """``link_data_folders`` while the block runs; the links removed after it (a build
+    folder keeps no link out of itself)."""
+    links: list[str] = []
+    try:
+        links = link_data_folders(design, cwd)
+        yield
+    finally:
+        for link in links:
+            with contextlib.suppress(OSError):
+                os.remove(link)
 
 
 def layer_design(model: ModelWrapper, node: NodeProto, simulated: bool = True) -> LayerDesign:
@@ -361,16 +403,17 @@ def _feed_core(
     design.top = top
 
 
-def verilator_ready(path: str, text: str, code_dir: str = "") -> str:
+def verilator_ready(path: str, text: str, code_dir: str = "", data_name: str = "") -> str:
     """``text`` of the RTL file ``path`` as compiled here: paths into ``code_dir`` made
-    ``./`` paths (without a ``code_dir``: ``./`` paths made absolute), and
-    Verilator-compatible (see the module docstring)."""
+    ``./`` paths (without a ``code_dir``: paths into the file's folder made ``data_name/``
+    paths, or absolute without one), and Verilator-compatible (see the module docstring)."""
     if code_dir:
         text = _local_paths(text, code_dir, "./")
-    elif path.endswith(".v"):  # several layers' folders: absolute, as ReplaceVerilogRelPaths does
+    elif path.endswith(".v"):  # several layers' folders
         folder = os.path.dirname(os.path.abspath(path))
-        text = text.replace('$readmemh(".', f'$readmemh("{folder}').replace('"./', f'"{folder}/')
-        text = _local_paths(text, folder, folder + os.sep)
+        prefix = data_name or folder
+        text = text.replace('$readmemh(".', f'$readmemh("{prefix}').replace('"./', f'"{prefix}/')
+        text = _local_paths(text, folder, prefix + "/")
     fix = VERILATOR_FIXES.get(os.path.basename(path))
     return exact_single_precision(fix(text) if fix else text)
 

@@ -24,7 +24,7 @@ import numpy as np
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
-from brainsmith.hardware.rtlsim.layer_design import LayerDesign
+from brainsmith.hardware.rtlsim.layer_design import LayerDesign, data_folders_linked
 from brainsmith.hardware.rtlsim.processes import MIB, Finished, TooMuchOutput, run_bounded
 
 TYPE_CHECKING = False
@@ -118,7 +118,8 @@ class _Run:
         beats_out = [_beats(self.op_out.get_folded_output_shape(s.index)) for s in outputs]
         idle = idle_cycles(estimated_cycles)
         command = self._command(beats_out, idle, interval)
-        stdout = self._run(command, idle)
+        with data_folders_linked(self.design, self.workdir):
+            stdout = self._run(command, idle)
         found = re.search(r"^cycles (\d+)$", stdout, re.M)
         total = int(found.group(1)) if found else 0
         read = [_read_beats(os.path.join(self.workdir, f"{s.port}.hex")) for s in outputs]
