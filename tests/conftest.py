@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -72,10 +73,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def _count_spawns(event: str, args: tuple) -> None:
     if event in SPAWN_EVENTS:
         _SPAWNED[0] += 1
+        _STARTED.append(_program(event, args))
+
+
+def _program(event: str, args: tuple) -> str:
+    """What a spawn started, in a word or two: the program's name, and a Python's module or
+    "-c" (a fork: "fork")."""
+    if event in ("os.fork", "os.forkpty"):
+        return "fork"
+    given = args[0] if event == "os.system" else args[1]
+    argv = given.split() if isinstance(given, (str, bytes)) else [str(a) for a in given or ()]
+    argv = [a.decode() if isinstance(a, bytes) else a for a in argv] or [str(args[0])]
+    name = os.path.basename(argv[0])
+    if name.startswith("python") and len(argv) > 1:
+        return f"{name} {argv[2] if argv[1] == '-m' and len(argv) > 2 else argv[1][:2]}"
+    return name
 
 
 SPAWN_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.system"}
 _SPAWNED = [0]  # processes this test process started (an audit hook counts them)
+_STARTED: list[str] = []  # what they were (``_program``)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -96,6 +113,7 @@ _BEGAN = pytest.StashKey[tuple[float, int]]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     item.stash[_BEGAN] = (_cpu_seconds(), _SPAWNED[0])
+    _STARTED.clear()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -107,6 +125,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         cpu, spawned = item.stash[_BEGAN]
         item.user_properties.append(("cpu_s", round(_cpu_seconds() - cpu, 2)))
         item.user_properties.append(("processes", _SPAWNED[0] - spawned))
+        if _STARTED:
+            counted = Counter(_STARTED)
+            started = ", ".join(f"{name} x{n}" for name, n in sorted(counted.items()))
+            item.user_properties.append(("started", started))
     yield
 
 
