@@ -135,17 +135,24 @@ def accounting(record: Path) -> Iterator[bool]:
 ACCT_V3 = struct.Struct("<BBHIIIIIIfHHHHHHHH16s")  # linux/acct.h: struct acct_v3, 64 bytes
 
 
+def _comp_t(value: int) -> int:
+    """linux/acct.h's comp_t: 13 bits of mantissa, 3 of base-8 exponent (clock ticks)."""
+    return (value & 0x1FFF) << (3 * (value >> 13))
+
+
 def started(record: Path, root_pid: int) -> dict:
     """How many processes the run started (``root_pid`` and every process whose parents at
-    exit lead to it), and how many of each name."""
+    exit lead to it), how many of each name and the CPU seconds of each name."""
     data = record.read_bytes() if record.is_file() else b""
-    parent, names = {}, {}
+    parent, names, cpu = {}, {}, {}
+    ticks = os.sysconf("SC_CLK_TCK")
     for offset in range(0, len(data) - ACCT_V3.size + 1, ACCT_V3.size):
         fields = ACCT_V3.unpack_from(data, offset)
         if fields[1] != 3:  # not a version-3 record
             continue
         pid, ppid = fields[6], fields[7]
         parent[pid], names[pid] = ppid, fields[-1].split(b"\0")[0].decode(errors="replace")
+        cpu[pid] = (_comp_t(fields[10]) + _comp_t(fields[11])) / ticks
     ours: dict[int, bool] = {root_pid: True}
 
     def mine(pid: int) -> bool:
@@ -158,11 +165,15 @@ def started(record: Path, root_pid: int) -> dict:
         return verdict
 
     counted: dict[str, int] = defaultdict(int)
+    seconds: dict[str, float] = defaultdict(float)
     for pid in parent:
         if mine(pid):
             counted[names[pid]] += 1
+            seconds[names[pid]] += cpu[pid]
     top = dict(sorted(counted.items(), key=lambda kv: -kv[1])[:15])
-    return {"processes_started": sum(counted.values()), "processes_by_name": top}
+    busiest = {k: round(v) for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])[:10]}
+    return {"processes_started": sum(counted.values()), "processes_by_name": top,
+            "cpu_s_by_name": busiest}  # fmt: skip
 
 
 def run(target: str) -> dict:
@@ -266,6 +277,9 @@ def section(data: dict) -> list[str]:
         if run_.get("processes_by_name"):
             named = ", ".join(f"{k} {v}" for k, v in run_["processes_by_name"].items())
             lines += ["", f"Processes it started, the most frequent: {named}."]
+        if run_.get("cpu_s_by_name"):
+            busiest = ", ".join(f"{k} {v} s" for k, v in run_["cpu_s_by_name"].items())
+            lines += ["", f"CPU seconds of the processes it started, by name: {busiest}."]
     groups: dict[str, dict[str, float]] = defaultdict(dict)
     for key, run_ in runs.items():
         for row in run_["groups"]:
