@@ -180,7 +180,9 @@ class Staging:
 @contextlib.contextmanager
 def staged(folder: str, relative: str) -> Iterator[Staging]:
     """A ``Staging`` whose ``workdir`` is published as ``folder``/``relative`` when the
-    block ends (an error leaving it names the published folder); ``folder`` is opened first.
+    block ends (an error leaving it names the published folder; one raised while ``workdir``
+    is still empty, a refusal before any tool ran, publishes nothing, so ``folder`` is left
+    as it was found); ``folder`` is opened first.
     DiskFull naming the disk that filled: the private folder's (a tool failed or a write
     there ran out of space) or the build folder's (publishing)."""
     with OpenedFolder(folder) as opened:
@@ -191,8 +193,9 @@ def staged(folder: str, relative: str) -> Iterator[Staging]:
             if not isinstance(error, DiskFull) and _filled(error, staging.workdir):
                 raise _private_disk_full() from error
             staging.rename_in(error)
-            with contextlib.suppress(OSError, FolderChanged):  # the logs of a failed run
-                staging.publish()
+            if os.listdir(staging.workdir):  # refused before anything ran: nothing to show
+                with contextlib.suppress(OSError, FolderChanged):  # the logs of a failed run
+                    staging.publish()
             raise
         else:
             try:

@@ -159,3 +159,34 @@ def test_a_shared_cache_folder_is_refused_with_exit_2(unplaced, tmp_path):
     # refused after FINN was loaded (the command then ends without the interpreter's
     # teardown): the folder's lock is released all the same
     assert not Path(f"{folder}.lock").exists()
+
+
+def tree(folder: Path) -> dict[str, int]:
+    """Every path below ``folder`` and beside it (its parent's entries), with its size."""
+    below = {str(p.relative_to(folder)): p.lstat().st_size for p in folder.rglob("*")}
+    beside = {f"../{p.name}": 0 for p in folder.parent.iterdir()}
+    return below | beside
+
+
+def test_a_refused_place_route_or_bitstream_leaves_the_folder_as_it_found_it(unplaced, tmp_path):
+    """Refused with exit 2 before any tool ran, after FINN was loaded or before: a cache
+    folder others can write, a part no family has, a board with no USB UART. Nothing is left
+    in the build folder or beside it: no run folder, no lock."""
+    folder = Path(shutil.copytree(unplaced[0], tmp_path / "mlp", symlinks=True))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    before = tree(folder)
+    refusals = [
+        ({"BRAINSMITH_PLACE_ROUTE_CACHE": str(shared)}, ["place-route", "--part", PART]),
+        ({}, ["place-route", "--part", "LFE5U-65F-6BG381C"]),
+        ({"BRAINSMITH_BITSTREAM_CACHE": str(shared)}, ["bitstream", "--board", "ulx3s-85f"]),
+        ({}, ["bitstream", "--board", "orangecrab-r0.2-85f"]),
+    ]
+    for env, (command, *args) in refusals:
+        result = subprocess.run(
+            [sys.executable, "-m", "brainsmith", command, str(folder), *args],
+            capture_output=True, text=True, env={**os.environ, **env}, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 2, (command, args, result.stderr)
+        assert tree(folder) == before, (command, args, set(tree(folder)) ^ set(before))
