@@ -274,6 +274,32 @@ def test_an_unknown_board_is_refused_with_exit_2_naming_the_known_ones(tmp_path)
     assert done.returncode == 2 and "ulx3s-85f" in done.stderr
 
 
+def _boards_named(text: str) -> set[str]:
+    return {name for name in BOARDS if name in text}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["bitstream", "{folder}", "--board", "ulx3s"],
+        ["build", "{model}", "--bitstream", "--board", "ulx3s", "-o", "{folder}/out"],
+        ["build", "{model}", "--bitstream", "-o", "{folder}/out"],
+        ["build", "{model}", "--bitstream", "--board", "orangecrab-r0.2-85f", "-o", "{folder}/o"],
+    ],
+)
+def test_a_bitstream_error_suggests_only_boards_that_make_bitstreams(command, tmp_path):
+    """Every board a refused bitstream (of ``brainsmith bitstream`` or ``build --bitstream``)
+    names as the way out is one the command then takes: one with a USB UART, never an
+    OrangeCrab (whose USB port is the FPGA's own)."""
+    model = Path(__file__).resolve().parents[1] / "examples" / "models" / "mlp_4bit.onnx"
+    args = [arg.format(folder=tmp_path, model=model) for arg in command]
+    done = subprocess.run([sys.executable, "-m", "brainsmith", *args],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    named = _boards_named(done.stderr.split("orangecrab-r0.2-85f has no", 1)[-1])
+    assert "ulx3s-85f" in named and not {n for n in named if n.startswith("orangecrab")}
+
+
 def test_without_amaranth_boards_a_board_names_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "amaranth_boards", None)  # its import fails
     with pytest.raises(BoardError) as raised:

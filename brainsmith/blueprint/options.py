@@ -10,6 +10,7 @@ from brainsmith.blueprint.checks import Checker, label
 from brainsmith.blueprint.choices import (
     FOLDING_SEARCHES,
     LATTICE_BOARDS,
+    LINKED_BOARDS,
     VERIFY_MODES,
     lattice_board,
 )
@@ -257,17 +258,19 @@ def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]
     """(option, problem, expected, hint) for ``fpga_part`` and ``board`` in ``values``, as
     each framework adapter judges them; one problem per option. A Lattice board
     (``LATTICE_BOARDS``) is brainsmith's own: no adapter judges it; an unknown board is
-    told of them too."""
+    told of them too (those with a USB UART when ``bitstream`` is set)."""
     part, board = values.get("fpga_part"), values.get("board")
     if lattice_board(board):
         board = None
     if not (part or board):
         return []
     found: dict[str, tuple[str, str, str, str]] = {}
+    boards = LINKED_BOARDS if values.get("bitstream") else LATTICE_BOARDS
+    with_uart = " with a USB UART (build.bitstream needs one)" if values.get("bitstream") else ""
     for adapter in adapter_classes():
         for key, problem, expected, hint in adapter.target_problems(part, board):
             if key == "board":
-                expected += "; or a Lattice ECP5 board: " + ", ".join(LATTICE_BOARDS)
+                expected += f"; or a Lattice ECP5 board{with_uart}: " + ", ".join(boards)
             if values.get(key) is not None:
                 found.setdefault(key, (key, problem, expected, hint))
     return list(found.values())

@@ -49,7 +49,7 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     began = time.perf_counter()
     name = lattice_board(run.plan.build.board) or ""
     try:
-        target = board(name)
+        target = board(name, linked=True)
     except BoardError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
     clock = run.plan.build.clock

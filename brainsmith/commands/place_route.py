@@ -172,7 +172,7 @@ def bitstream_build_folder(
     folder that fails the gate or has no stitched accelerator, a missing tool, or a failed
     run (its log named)."""
     try:
-        target = board(board_name)
+        target = board(board_name, linked=True)
     except BoardError as exc:
         raise FolderError(str(exc), exc.hint or "--board ulx3s-85f") from None
     report, model, clock = placeable_build(folder, "make a bitstream of")

@@ -74,10 +74,16 @@ def known() -> str:
     return ", ".join(BOARDS)
 
 
-def board(name: str) -> Board:
+def board(name: str, *, linked: bool = False) -> Board:
     """The board called ``name`` (see ``BOARDS``); BoardError listing the known names for an
-    unknown one, or naming what is missing."""
+    unknown one (``linked``: for a bitstream, those with a USB UART only, the boards a
+    bitstream is made for), or naming what is missing."""
     key = name.strip().lower()
+    if key not in BOARDS and linked:
+        raise BoardError(
+            f"{name!r} is not a board brainsmith makes bitstreams for; boards with a USB UART: "
+            f"{', '.join(LINKED_BOARDS)}"
+        )
     if key not in BOARDS:
         raise BoardError(f"{name!r} is not a known board; known boards: {known()}")
     module, cls, baud = BOARDS[key]
