@@ -15,12 +15,17 @@ PACKAGE = Path(brainsmith.__file__).parent
 REPO = PACKAGE.parent
 # Signals passed between brainsmith's own functions, never raised to a user.
 INTERNAL = {"ImportTimeout", "PluginExit", "ImportAssertion", "NotSimulated", "ExecutorError"}
+# Scripts an export carries, which run without brainsmith (the board's driver.py)
+STANDALONE = PACKAGE / "export" / "files"
 
 
 def exception_classes() -> list[tuple[str, str]]:
-    """(module path, class name) of every class in brainsmith named like an error."""
+    """(module path, class name) of every class in brainsmith named like an error, but for
+    the standalone scripts' own."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
+        if path.is_relative_to(STANDALONE):
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and node.name.endswith(("Error", "Failed")):
                 found.append((str(path.relative_to(REPO)), node.name))

@@ -3,6 +3,7 @@ on its own (``./sim.sh``) after the build is gone, with FINN's text for synthesi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.farm import REPO, all_rtl_conv
+from tests.support.farm import REPO, all_rtl_conv, lattice_mlp
 from tests.support.processes import Ran, invoke
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rtlsim")]
@@ -238,3 +239,122 @@ def test_a_source_verilator_refuses_in_an_export_prints_its_errors(handed_off, t
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert "%Error: rtl/brainsmith_accelerator.sv:" in ran.stderr, ran.stderr
     assert "syntax error" in ran.stderr, ran.stderr
+
+
+@pytest.fixture(scope="module")
+def board_handed_off(farm, tmp_path_factory):
+    """The MLP's ULX3S-85F build (with its bitstream) exported, as a process of its own, from
+    a private copy of the build into ``board exports/mlp``, then moved to another folder and
+    the build deleted."""
+    root = tmp_path_factory.mktemp("board-export")
+    build = root / "build"
+    shutil.copytree(lattice_mlp(farm), build, symlinks=True)
+    dest = root / "board exports" / "mlp"
+    done = export_process(build, dest)
+    assert done.returncode == 0, done.stderr
+    (root / "said.txt").write_text(done.stdout)
+    shutil.rmtree(build)
+    moved = Path(shutil.copytree(dest, root / "elsewhere" / "board exports" / "mlp"))
+    shutil.rmtree(root / "board exports")
+    return moved
+
+
+def test_a_board_builds_export_holds_its_bitstream_and_simulates_on_its_own(farm, board_handed_off):
+    """An export of a board build is board-shaped: the bitstream the build's report names, the
+    board's pins, no Vivado script (the part is a Lattice one), a README saying how to flash,
+    run and simulate, and ./sim.sh, the board top behind the UART in Verilator, answering the
+    host link's frames as the build's Python execution does, with the build gone."""
+    said = (board_handed_off.parents[2] / "said.txt").read_text()
+    assert "exported ulx3s-85f's bitstream and board_top to" in said, said
+    assert "openFPGALoader -b ulx3s ulx3s-85f.bit" in said, said
+    section = json.loads((lattice_mlp(farm) / "report.json").read_text())["bitstream"]
+    bit = board_handed_off / "ulx3s-85f.bit"
+    assert hashlib.sha256(bit.read_bytes()).hexdigest() == section["sha256"]
+    pins = (board_handed_off / "ulx3s-85f.lpf").read_text()
+    assert 'LOCATE COMP "uart_rx"' in pins and 'FREQUENCY PORT "clk_osc" 25 MHZ;' in pins
+    assert not (board_handed_off / "vivado").exists()
+    readme = (board_handed_off / "README.md").read_text()
+    assert "openFPGALoader -b ulx3s ulx3s-85f.bit" in readme and "./sim.sh" in readme
+    assert "python3 driver.py --port /dev/ttyUSB0" in readme
+    done = sim(board_handed_off)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("PASS: 8 frames through the host link,"), done.stdout
+
+
+def test_a_board_export_holds_the_rtl_its_bitstream_was_made_from(farm, board_handed_off):
+    """rtl/ is what Yosys read for the bitstream, in its order: the accelerator's sources as a
+    Lattice part reads them (brainsmith's matrix core, not FINN's mvu.sv), the host link and
+    the board top, whose design hash (the one IDENTIFY reports) is the digest of exactly the
+    exported accelerator; byte for byte the sources the bitstream's run staged, but for the
+    parameter files' folder."""
+    from brainsmith.hardware.place_route.stitched_sources import StitchedDesign, finn_rtllib
+    from brainsmith.hardware.synthesis.layer_sources import primitives_used
+
+    rtl = board_handed_off / "rtl"
+    names = (rtl / "files.f").read_text().split()
+    assert names[-5:] == ["rtl/crc16.sv", "rtl/host_link.sv", "rtl/uart_rx.sv", "rtl/uart_tx.sv",
+                          "rtl/board_top.sv"]  # fmt: skip
+    texts = {name: (board_handed_off / name).read_text() for name in names}
+    finn_core = (Path(finn_rtllib()) / "mvu" / "mvu.sv").read_text()
+    assert texts["rtl/mvu.sv"] != finn_core and "module mvu" in texts["rtl/mvu.sv"]
+    accelerator = [(name.removeprefix("rtl/"), text.replace('"data/', '"/design/data/'))
+                   for name, text in texts.items() if name not in names[-5:]]  # fmt: skip
+    data = sorted((str(p.relative_to(board_handed_off / "data")), p.read_bytes())
+                  for p in (board_handed_off / "data").rglob("*.dat"))  # fmt: skip
+    digest = StitchedDesign("accelerator", accelerator, data,
+                            primitives_used(t for _, t in accelerator)).digest()  # fmt: skip
+    manifest = json.loads((board_handed_off / "manifest.json").read_text())
+    assert manifest["design_hash"] == digest
+    assert f"DESIGN_HASH(256'h{digest})" in texts["rtl/board_top.sv"]
+    built = lattice_mlp(farm)
+    staged = built / "bitstream" / "run" / "src"
+    if not json.loads((built / "report.json").read_text())["bitstream"]["cached"]:
+        # a run the bitstream cache did not serve: its folder holds what Yosys read
+        for name, text in texts.items():
+            assert (staged / Path(name).name).read_text() == text.replace(
+                '"data/', '"/design/data/'
+            ), name
+
+
+def test_the_exported_driver_runs_the_board_with_python_numpy_and_pyserial_alone(
+    farm, board_handed_off
+):
+    """driver.py, with brainsmith, qonnx, FINN and onnx unimportable, identifies a board
+    holding the build's design (the simulated board, behind a pseudo-terminal as a board's
+    UART), runs the export's vectors through it, the host's nodes after the accelerator in
+    numpy, and finds the outputs the build's Python execution gives."""
+    from brainsmith.hardware.board.simulated import SimulatedBoard
+
+    alone = (
+        "import runpy, sys\n"
+        "for name in ('brainsmith', 'qonnx', 'finn', 'onnx', 'onnxruntime'):\n"
+        "    sys.modules[name] = None\n"
+        "sys.argv = ['driver.py', *sys.argv[1:]]\n"
+        "runpy.run_path('driver.py', run_name='__main__')\n"
+    )
+    out = board_handed_off.parent / "y.npy"
+    with SimulatedBoard(str(lattice_mlp(farm))) as port:
+        command = [sys.executable, "-I", "-c", alone, "--port", port, "--timeout", "30"]
+        done = subprocess.run(command, cwd=board_handed_off, capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+        given = [*command, "--input", "vectors/input.npy", "--output", str(out)]
+        ran = subprocess.run(given, cwd=board_handed_off, capture_output=True, text=True,
+                             timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "this export's (64 words of 32 bits in" in done.stdout, done.stdout
+    assert done.stdout.rstrip().endswith("PASS: 8 frames, every output equal to the expected one")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    expected = np.load(board_handed_off / "vectors" / "output.npy")
+    assert np.load(out).shape == expected.shape == (8, 10)
+    np.testing.assert_allclose(np.load(out), expected, rtol=1e-6)
+
+
+def test_a_board_build_whose_bitstream_changed_is_not_exported(farm, tmp_path):
+    build = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "build", symlinks=True))
+    bit = build / "bitstream" / "ulx3s-85f.bit"
+    content = bytearray(bit.read_bytes())
+    content[-1] ^= 1
+    bit.write_bytes(bytes(content))
+    done = export(build, tmp_path / "dest")
+    assert done.returncode == 2 and "changed after it was made" in done.stderr, done.stderr
+    assert not (tmp_path / "dest").exists()

@@ -24,7 +24,16 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
     every RTL source copied (FINN's text), rtl/files.f with relative paths, a clean top
     (ap_clk, ap_rst_n, the AXI streams in0_V and out0_V), the layers' weight and threshold
     files, a Verilator testbench replaying the build's vectors (./sim.sh prints PASS or the
-    first difference) and a Vivado script that packages the IP (untested: no Vivado here).
+    first difference) and, for an AMD part, a Vivado script that packages the IP (untested:
+    no Vivado here).
+
+    \b
+    A build with a board's bitstream (--board ulx3s-85f --bitstream, or brainsmith
+    bitstream) is exported board-shaped instead: the .bit, the board's .lpf, the RTL
+    Yosys read for it (the accelerator as a Lattice part reads it, the host link,
+    board_top.sv), driver.py (Python, numpy and pyserial: runs it over the board's
+    UART), README.md (flash, run, simulate) and ./sim.sh, the board top behind a
+    bit-level UART in Verilator.
 
     \b
     DEST must not exist; it appears complete or not at all.
@@ -58,13 +67,25 @@ def export(build_dir: str, dest: str, frames: int, input_npy: str | None) -> Non
         exit_now(128 + exc.signum)
     changed = f"; Verilator reads {len(done.changes)} changed" if done.changes else ""
     sim_sh = shlex.quote(os.path.join(done.folder, "sim.sh"))  # commands to paste in a shell
-    tcl = shlex.quote(os.path.join(done.folder, "vivado", "package_ip.tcl"))
-    console().print(
-        f"exported {done.top} to {done.folder}: {done.sources} sources, "
-        f"{done.parameter_files} parameter files, {done.frames} frames of vectors{changed}\n"
-        f"  simulate: {sim_sh}   package for Vivado (untested here): "
-        f"vivado -mode batch -source {tcl}",
-        markup=False,
-        soft_wrap=True,
-    )
+    if done.board:
+        folder = shlex.quote(done.folder)
+        said = (
+            f"exported {done.board}'s bitstream and {done.top} to {done.folder}: "
+            f"{done.bitstream}, {done.sources} sources, {done.parameter_files} parameter files, "
+            f"{done.frames} frames of vectors{changed}\n"
+            f"  flash: cd {folder} && {done.flash}\n"
+            f"  run: python3 {shlex.quote(os.path.join(done.folder, 'driver.py'))} --port "
+            f"/dev/ttyUSB0   simulate: {sim_sh}"
+        )
+    else:
+        vivado = ""
+        if done.vivado:
+            tcl = shlex.quote(os.path.join(done.folder, "vivado", "package_ip.tcl"))
+            vivado = f"   package for Vivado (untested here): vivado -mode batch -source {tcl}"
+        said = (
+            f"exported {done.top} to {done.folder}: {done.sources} sources, "
+            f"{done.parameter_files} parameter files, {done.frames} frames of vectors{changed}\n"
+            f"  simulate: {sim_sh}{vivado}"
+        )
+    console().print(said, markup=False, soft_wrap=True)
     exit_now(0)

@@ -2,7 +2,10 @@
 brainsmith: every RTL source copied (FINN's text, parameter-file paths made relative), a
 relative file list, a clean top (clock, reset, one AXI stream in and one out), the layers'
 parameter files, a Verilator testbench replaying the build's vectors (``./sim.sh`` prints
-PASS or the first difference) and a Vivado script that packages the IP (untested here).
+PASS or the first difference) and, for an AMD part, a Vivado script that packages the IP
+(untested here). A build with a board's bitstream is exported board-shaped instead
+(``brainsmith.export.board``): the bitstream, its pins, the RTL it was made from, the host
+link, a standalone driver and a simulation of the board top.
 
 Verilator needs a few of FINN's files changed (the fixes of
 ``brainsmith.hardware.rtlsim.layer_design``); a synthesis tool reads FINN's own text. So
@@ -18,19 +21,25 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import io
 import json
 import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files as package_files
 from typing import TYPE_CHECKING
 
 from brainsmith.clock import Clock
-from brainsmith.errors import HintedError
+from brainsmith.export.shared import (
+    IDLE_LIMIT,
+    Exported,
+    ExportError,
+    Vectors,
+    Writer,
+    filled,
+)
 from brainsmith.files import DamagedFile, read_regular
 from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.frameworks.finn.execution import runnable_copy
@@ -47,14 +56,6 @@ TOP = "brainsmith_accelerator"
 PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # what report.json's fpga_part may be
 GAUGE = "fifo_gauge.sv"  # the FIFO sizing's unbounded FIFO, selected only while sizing
 DEFAULT_FRAMES = 8
-IDLE_LIMIT = 1_000_000  # cycles without an output word before sim.sh gives up
-
-
-class ExportError(HintedError):
-    """The build cannot be exported to that folder: ``reason``, ``hint`` what to do."""
-
-    def __str__(self) -> str:
-        return f"{self.reason}\n  try: {self.hint}" if self.hint else self.reason
 
 
 @dataclass
@@ -65,18 +66,6 @@ class Source:
     text: str
     sim_text: str | None = None
     changes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Exported:
-    """What ``export_build`` wrote."""
-
-    folder: str
-    top: str
-    sources: int
-    parameter_files: int
-    frames: int
-    changes: list[str]
 
 
 def export_build(
@@ -95,8 +84,11 @@ def export_build(
         raise ExportError(
             f"report.json's fpga_part {design.fpga_part!r} is not a part name", REBUILD
         )
-    sources, data = _sources(design)
-    inputs, expected = _vectors(design, frames, x)
+    from brainsmith.export.board import board_build
+
+    shaped = board_build(design)
+    sources, data = ([], []) if shaped else _sources(design)
+    vectors = _vectors(design, frames, x)
     parent = os.path.dirname(target)
     try:
         os.makedirs(parent, exist_ok=True)
@@ -112,8 +104,13 @@ def export_build(
     stage = ""
     try:
         stage = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", dir=parent)
-        _write(stage, design, sources, data, inputs, expected)
-        _screen(stage)
+        if shaped:
+            from brainsmith.export.board import write_board
+
+            done = write_board(stage, design, shaped, vectors)
+        else:
+            _write(stage, design, sources, data, vectors.inputs, vectors.expected)
+            _screen(stage)
         os.chmod(stage, 0o755)
         os.rename(stage, target)  # over the empty folder claimed above
     except BaseException as exc:
@@ -124,8 +121,16 @@ def export_build(
         if isinstance(exc, OSError):
             raise _failed_write(exc, destination) from None
         raise
+    if shaped:
+        return replace(done, folder=target)
     changes = sorted({change for source in sources for change in source.changes})
-    return Exported(target, TOP, len(sources), len(data), len(inputs), changes)
+    return Exported(target, TOP, len(sources), len(data), len(vectors.inputs), changes,
+                    vivado=amd_part(design.fpga_part))  # fmt: skip
+
+
+def amd_part(part: str) -> bool:
+    """Whether ``part`` is an AMD (Xilinx) part: ``xc``, ``xq`` or ``xa`` and a device."""
+    return bool(re.match(r"x[cqa]\w", part, re.I))
 
 
 def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
@@ -223,11 +228,9 @@ class _Collected:
         return name, text, sim_text
 
 
-def _vectors(
-    design: Streams, frames: int, x: np.ndarray | None
-) -> tuple[list[list[int]], list[list[int]]]:
+def _vectors(design: Streams, frames: int, x: np.ndarray | None) -> Vectors:
     """Per frame, the input stream's words and the output words the build's Python execution
-    of the accelerator (``final.onnx``) gives for them."""
+    of the accelerator (``final.onnx``) gives for them, with the values they carry."""
     import numpy as np
 
     from brainsmith.hardware.board.streams import Host, run_graph
@@ -254,7 +257,9 @@ def _vectors(
                                     last.get_output_datatype(0), design.out_bits)]
         for out in outputs
     ]  # fmt: skip
-    return [design.pack(frame) for frame in accelerated], expected
+    outputs = [np.asarray(out, np.float32) for out in outputs]
+    return Vectors(chosen, accelerated, [design.pack(frame) for frame in accelerated], outputs,
+                   expected, host.after(outputs))  # fmt: skip
 
 
 def _write(
@@ -265,7 +270,7 @@ def _write(
     inputs: list[list[int]],
     expected: list[list[int]],
 ) -> None:
-    put = _Writer(stage)
+    put = Writer(stage)
     changed = _write_rtl(put, design, sources)
     for name, content in data:
         put.bytes(f"data/{name}", content)
@@ -277,7 +282,7 @@ def _write(
     )
 
 
-def _write_rtl(put: _Writer, design: Streams, sources: list[Source]) -> set[str]:
+def _write_rtl(put: Writer, design: Streams, sources: list[Source]) -> set[str]:
     """rtl/ (FINN's text, the clean top, files.f) and sim/rtl/ (the files the simulation
     changes, sim/files.f); returns the names of those changed."""
     top = _clean_top(design, sources)
@@ -303,7 +308,7 @@ def _clean_top(design: Streams, sources: list[Source]) -> str:
 
 
 def _write_bench(
-    put: _Writer, design: Streams, inputs: list[list[int]], expected: list[list[int]]
+    put: Writer, design: Streams, inputs: list[list[int]], expected: list[list[int]]
 ) -> None:
     """The Verilator testbench, its ports and the vectors it replays."""
     from brainsmith.hardware.rtlsim.compile import testbench_header
@@ -319,18 +324,19 @@ def _write_bench(
     put.text("sim/expected.hex", "".join(f"{w:x}\n" for frame in expected for w in frame))
 
 
-def _write_scripts(put: _Writer, design: Streams, frames: int, out_words: int) -> None:
+def _write_scripts(put: Writer, design: Streams, frames: int, out_words: int) -> None:
     """sim.sh and the Vivado packaging script, filled in from the shipped templates."""
     shipped = package_files("brainsmith.export").joinpath("files")
     values = {"@TOP@": TOP, "@OUTPUT_BEATS@": str(out_words), "@IDLE_LIMIT@": str(IDLE_LIMIT),
               "@OUT_WORDS@": str(design.out_words), "@FRAMES@": str(frames),
               "@PART@": design.fpga_part}  # fmt: skip
-    put.text("sim.sh", _filled(shipped.joinpath("sim.sh").read_text(), values), mode=0o755)
-    tcl = _filled(shipped.joinpath("package_ip.tcl").read_text(), values)
-    put.text("vivado/package_ip.tcl", tcl)
+    put.text("sim.sh", filled(shipped.joinpath("sim.sh").read_text(), values), mode=0o755)
+    if amd_part(design.fpga_part):  # Vivado packages for AMD parts only
+        tcl = filled(shipped.joinpath("package_ip.tcl").read_text(), values)
+        put.text("vivado/package_ip.tcl", tcl)
 
 
-def _manifest(design: Streams, sources: list[Source], frames: int, put: _Writer) -> Json:
+def _manifest(design: Streams, sources: list[Source], frames: int, put: Writer) -> Json:
     """manifest.json: the design, its streams, the simulation's changes, every file's hash."""
     return {
         "top": TOP,
@@ -398,12 +404,6 @@ endmodule
 """
 
 
-def _filled(text: str, values: dict[str, str]) -> str:
-    for key, value in values.items():
-        text = text.replace(key, value)
-    return text
-
-
 def _readme(design: Streams, frames: int, changed: list[str]) -> str:
     changes = ", ".join(changed) or "none"
     return f"""# {TOP}
@@ -422,32 +422,19 @@ neither the build folder nor brainsmith.
   {frames} frames (`sim/in0_V.hex`), comparing every output word with `sim/expected.hex`,
   the build's Python execution of the same frames. It prints PASS or the first difference.
   `sim/rtl/` holds the files Verilator reads changed ({changes}); see `manifest.json`.
-- `vivado/package_ip.tcl`: packages the IP for `{design.fpga_part}`
-  (`vivado -mode batch -source vivado/package_ip.tcl`). It is untested: the machines
-  brainsmith is tested on have no Vivado.
-- `manifest.json`: the design's hash, streams, part and clock, and each file's SHA-256.
+{_vivado_line(design.fpga_part)}- `manifest.json`: the design's hash, streams, part and clock, and each file's SHA-256.
 """
 
 
-class _Writer:
-    """Files written under one folder, each with its SHA-256 recorded."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.digests: dict[str, str] = {}
-
-    def bytes(self, name: str, content: bytes, mode: int = 0o644) -> None:
-        path = os.path.join(self.root, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as handle:
-            handle.write(content)
-        os.chmod(path, mode)
-        self.digests[name] = hashlib.sha256(content).hexdigest()
-
-    def text(self, name: str, text: str, mode: int = 0o644) -> None:
-        self.bytes(name, text.encode(), mode)
+def _vivado_line(part: str) -> str:
+    if not amd_part(part):
+        return ""
+    return f"""- `vivado/package_ip.tcl`: packages the IP for `{part}`
+  (`vivado -mode batch -source vivado/package_ip.tcl`). It is untested: the machines
+  brainsmith is tested on have no Vivado.
+"""
 
 
 REBUILD = "build the model again with --prefer rtl (every layer RTL)"
 
-__all__ = ["ExportError", "Exported", "export_build"]
+__all__ = ["ExportError", "Exported", "Vectors", "amd_part", "export_build"]

@@ -206,7 +206,14 @@ def lattice_models() -> str:
   initial if ({registers})
     $fatal(1, "brainsmith's MULT18X18D model has no pipeline registers");
 """
-    pll = """
+    head = "// brainsmith's models of ECP5 cells Yosys gives no simulation model of\n"
+    return head + "\n".join(
+        blackbox(name).replace("\nendmodule", body + "endmodule")
+        for name, body in (("MULT18X18D", multiplier), ("EHXPLLL", PLL))
+    )
+
+
+PLL = """
   reg [2:0] cycles = 3'd0;  // LOCK a few input clocks after start
   always @(posedge CLKI) if (cycles != 3'd7) cycles <= cycles + 3'd1;
   assign CLKOP = CLKI;
@@ -216,11 +223,13 @@ def lattice_models() -> str:
   assign LOCK = cycles == 3'd7;
   assign INTLOCK = LOCK;
 """
-    head = "// brainsmith's models of ECP5 cells Yosys gives no simulation model of\n"
-    return head + "\n".join(
-        blackbox(name).replace("\nendmodule", body + "endmodule")
-        for name, body in (("MULT18X18D", multiplier), ("EHXPLLL", pll))
-    )
+
+
+def pll_model() -> str:
+    """The EHXPLLL model of ``lattice_models`` alone: its input clock passed through, locked
+    a few cycles after start."""
+    head = "// brainsmith's model of the ECP5 PLL (EHXPLLL): its input clock passed through\n"
+    return head + blackbox("EHXPLLL").replace("\nendmodule", PLL + "endmodule") + "\n"
 
 
 def unmodelled_modes(netlist: str) -> list[str]:
@@ -386,6 +395,7 @@ __all__ = [
     "first_difference",
     "lattice_models",
     "netlist_design",
+    "pll_model",
     "unmodelled_modes",
     "verdict_key",
 ]

@@ -78,20 +78,26 @@ def screen(
     cwd: str,
     origins: dict[str, str] | None = None,
     readable: Iterable[str] = (),
+    defines: Iterable[str] | None = None,
 ) -> None:
     """Raise UnsafeSource when the RTL ``paths`` (compiled in that order, in ``cwd``) would
     reach the host; ``origins`` maps a path to the file it is a copy of, for the message;
-    ``readable``: folders besides the sources' own and ``cwd`` whose files it may read."""
+    ``readable``: folders besides the sources' own and ``cwd`` whose files it may read;
+    ``defines``: the ``-D`` flags they are compiled with (None: those every compile here
+    has)."""
     names = origins or {}
     sources = Sources(paths, cwd, readable)
     _refuse([found for path in paths for found in sources.includes(path)], names)
-    _refuse(list(host_access(_preprocessed(paths, toolchain, cwd), sources)), names)
+    _refuse(list(host_access(_preprocessed(paths, toolchain, cwd, defines), sources)), names)
 
 
-def _preprocessed(paths: list[str], toolchain: Toolchain, cwd: str) -> str:
-    """What Verilator's preprocessor makes of ``paths`` (with the defines every compile
-    has); PreprocessError when it fails, takes too long or prints too much."""
-    defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
+def _preprocessed(
+    paths: list[str], toolchain: Toolchain, cwd: str, defines: Iterable[str] | None = None
+) -> str:
+    """What Verilator's preprocessor makes of ``paths`` with ``defines`` (None: the defines
+    every compile has); PreprocessError when it fails, takes too long or prints too much."""
+    if defines is None:
+        defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
     try:
         result = run_bounded(
             [toolchain.verilator, "-E", *defines, *(_as_given(path, cwd) for path in paths)],
