@@ -76,17 +76,20 @@ class Figures:
 
 
 def function_complexities(source: str) -> list[int]:
-    """The complexity of every function, method and nested function of ``source``."""
+    """The complexity of every function, method and nested function of ``source``, each
+    once: radon lists a module's classes and, beside them, their methods, but not the
+    methods of a class inside a class."""
     found: list[int] = []
-    pending = list(cc_visit(source))
+    pending = [(block, True) for block in cc_visit(source)]
     while pending:
-        block = pending.pop()
+        block, listed = pending.pop()
         if isinstance(block, Function):
             found.append(block.complexity)
-            pending.extend(block.closures)
+            pending.extend((closure, False) for closure in block.closures)
         else:
-            pending.extend(block.methods)
-            pending.extend(getattr(block, "inner_classes", []))
+            if not listed:  # an inner class: its methods are nowhere else
+                pending.extend((method, False) for method in block.methods)
+            pending.extend((inner, False) for inner in getattr(block, "inner_classes", []))
     return found
 
 
