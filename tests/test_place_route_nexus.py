@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from brainsmith.hardware.place_route.families import target
-from brainsmith.hardware.place_route.nexus_pins import link_pins, package_pads
+from brainsmith.hardware.place_route.nexus_pins import io_type, link_pins, package_pads
 from brainsmith.hardware.place_route.parts import NEXUS_DEVICES, UnknownPart, nexus_part
 from tests.support.farm import REPO, ULTRASCALE_PLUS, all_rtl_mlp
 
@@ -82,6 +82,14 @@ def test_the_crosslink_nx_40s_bg400_pins():
     clock, rx, tx = link_pins("LIFCL-40", "BG400")
     assert (clock.pin, rx.pin, tx.pin) == ("J2", "D7", "D8")  # bank 7, 3.3 V
     assert clock.functions == ("PCLKT7_2",) and rx.bank == tx.bank == 7
+
+
+def test_a_pin_of_a_high_performance_bank_takes_its_own_1_8_v_standard():
+    """nextpnr-nexus refuses LVCMOS18 in a high-performance bank ("requires a wide-range
+    bank"): such a pin is constrained as LVCMOS18H, a wide-range one as LVCMOS33."""
+    pads = {pad.pin: pad for pad in package_pads("LIFCL-40", "BG400")}
+    assert pads["R7"].bank == 4 and io_type(pads["R7"]) == "LVCMOS18H"  # PCLKT4_3
+    assert io_type(pads["J2"]) == "LVCMOS33"
 
 
 def test_an_unknown_part_lists_the_ecp5_and_nexus_forms_with_exit_2(tmp_path):
@@ -151,6 +159,30 @@ def test_a_zoo_mlp_is_placed_and_routed_on_a_lifcl_40(model, farm, tmp_path):
     assert all(0 <= r["used"] <= r["available"] for r in resources.values())
     assert 0 < resources["MULT9_CORE"]["used"] < resources["MULT9_CORE"]["available"]
     assert resources["OXIDE_COMB"]["used"] > 1000 and min(data["fmax_mhz"].values()) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.wide
+@pytest.mark.xdist_group("synthesis")
+def test_the_mlp_built_with_no_blueprint_has_its_clock_routed_on_a_lifcl_40(farm, tmp_path):
+    """The shipped MLP built --prefer rtl with no blueprint: nextpnr-nexus' default router
+    finds no route for its clock from the pin to the clock buffer ("Failed to route arc 0.0
+    of net 'clk'", whichever PCLK pin carries it); the run routes it with router1 instead,
+    says so, and packs the bitstream."""
+    built = farm.build(REPO / "examples" / "models" / "mlp_4bit.onnx", None,
+                       options={"fpga_part": ULTRASCALE_PLUS}, prefer="rtl", verify="none")  # fmt: skip
+    folder = Path(shutil.copytree(built.output_dir, tmp_path / "mlp", symlinks=True))
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    result = place_route(folder, cache, "--part", PART)
+    assert result.returncode in (0, 3), result.stderr  # 3: placed, the clock missed
+    data = json.loads((folder / "place_route" / "report.json").read_text())
+    assert min(data["fmax_mhz"].values()) > 0 and data["resources"]["DCC"]["used"] == 1
+    assert "clk_osc on J2" in data["placed"]  # a PCLK pin: PCLKT7_2
+    if "nextpnr_rerouted" in data["seconds"]:  # router2 stopped at the clock
+        assert "routed with nextpnr --router router1" in data["placed"]
+        assert "Failed to route arc" in data["placed"] and "router1" in result.stdout
+    assert (folder / data["bitstream"]).read_bytes().startswith(b"LSCC")
 
 
 def test_fasm_the_packer_cannot_place_fails_naming_its_panic_and_leaves_no_bitstream(tmp_path):

@@ -60,6 +60,7 @@ SEED = 1  # nextpnr's placement seed: the same design places the same way
 MAX_REPORT_BYTES = 64 * 2**20
 MAX_ENTRY_BYTES = 1 * 2**20
 MAX_BITSTREAM_BYTES = 64 * 2**20  # a packed bitstream read back or from the cache
+UNROUTED = "Failed to route arc"  # nextpnr's router found no route for an arc
 CACHE_VARIABLE = "BRAINSMITH_PLACE_ROUTE_CACHE"
 LATTICE_CELLS = "/share/ecp5/cells_bb.v"  # Yosys' ECP5 blackboxes, with their parameters
 _T = TypeVar("_T")
@@ -110,6 +111,9 @@ class Family:
     # speed grade -> the clock (MHz) a build for a board of the family asks for when it names
     # none: what the grade reaches with room to spare, measured (benchmarks.board_clock)
     clock_mhz: Mapping[int, float] = field(default_factory=dict)
+    # nextpnr's arguments for a second run when its router finds no route for an arc
+    # (``UNROUTED``): another router; none: the failure stands
+    reroute: tuple[str, ...] = ()
 
     @property
     def packer(self) -> str:
@@ -131,14 +135,16 @@ class Family:
         synthesise: Callable[[str, str], list[str]] | None = None,
         packing: Packing | None = None,
         clock_mhz: Mapping[int, float] | None = None,
+        reroute: tuple[str, ...] = (),
     ) -> Family:
         """The family ``nextpnr-<name>`` (yowasp's) places after Yosys' ``synth_<name>``;
-        ``parts``: its ``parse`` and ``known``."""
+        ``parts``: its ``parse`` and ``known``; ``reroute``: nextpnr's arguments for a run
+        after one whose router found no route for an arc."""
         key = name.lower()
         parse, known = parts
         synth, package, tool = f"synth_{key}", f"yowasp-nextpnr-{key}", f"nextpnr_{key}"
         return cls(name, prefixes, parse, known, synth, package, tool, logic, prepare,
-                   synthesise, packing, dict(clock_mhz or {}))  # fmt: skip
+                   synthesise, packing, dict(clock_mhz or {}), reroute)  # fmt: skip
 
     def synthesis(self, top: str) -> list[str]:
         netlist = f"{MOUNT}/design.json"
@@ -359,6 +365,16 @@ def place_route(
         arguments = [*family.command(), *placed.arguments]
         code, log = stages.run("nextpnr", run_mounted, arguments, workdir, "nextpnr.log", timeout)
         report = os.path.join(workdir, "report.json")
+        if code not in (0, None) and family.reroute and UNROUTED in first_error(log):
+            unrouted = first_error(log).removeprefix("ERROR: ")
+            rerun = [*arguments, *family.reroute]
+            log_name = "nextpnr-rerouted.log"
+            code, log = stages.run(
+                "nextpnr_rerouted", run_mounted, rerun, workdir, log_name, timeout
+            )
+            placed = replace(placed, placed=f"{placed.placed}; routed with nextpnr "
+                             f"{' '.join(family.reroute)}, its default router having stopped "
+                             f"at \"{unrouted}\" (nextpnr.log)")  # fmt: skip
         if code != 0 or not os.path.isfile(report):
             reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
             raise PlaceRouteError(f"{family.router}: {reason}", f"see {log}")

@@ -109,8 +109,10 @@ def _pads(
 
 
 def io_type(pad: Pad) -> str:
-    """The I/O standard ``pad``'s bank takes: 3.3 V in the wide-range banks, else 1.8 V."""
-    return "LVCMOS33" if pad.bank in WIDE_RANGE_BANKS else "LVCMOS18"
+    """The I/O standard ``pad``'s bank takes: 3.3 V in the wide-range banks, else the
+    high-performance banks' own 1.8 V (``LVCMOS18H``: nextpnr-nexus refuses ``LVCMOS18`` there,
+    "requires a wide-range bank")."""
+    return "LVCMOS33" if pad.bank in WIDE_RANGE_BANKS else "LVCMOS18H"
 
 
 def link_pins(device: str, package: str) -> tuple[Pad, Pad, Pad]:
