@@ -43,7 +43,9 @@ def quick_start() -> tuple[str, str]:
     (python,) = [body for lang, body in blocks if lang == "python"]
     lines = [line.split("#")[0].strip() for lang, body in blocks if lang == "sh"
              for line in body.splitlines()]  # fmt: skip
-    (build,) = [line for line in lines if line.startswith("brainsmith build ")]
+    (build,) = [
+        line for line in lines if line.startswith("brainsmith build ") and "--board" not in line
+    ]
     return python, build
 
 
