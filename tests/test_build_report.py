@@ -373,3 +373,20 @@ def test_layers_show_macs_parameters_and_the_cycles_over_the_target(built):
     slow = [x for x in report["layers"] if (x["cycles"] or 0) > allowed]
     assert slow and html.count("class='num missed'") == len(slow)
     assert f"over the {allowed} cycles the target allows" in html
+
+
+def test_a_processs_later_builds_draw_their_charts_without_a_helper_process():
+    code = (
+        "import json\n"
+        "from brainsmith.report.charts import ChartWorker\n"
+        "rows = [{'name': 'MVAU_0', 'LUT': 10, 'BRAM_18K': 1, 'URAM': 0, 'DSP': 2, 'cycles': 8}]\n"
+        "drawn = []\n"
+        "for _ in range(3):\n"
+        "    worker = ChartWorker()\n"
+        "    drawn.append((worker.process is not None, sorted(worker.charts(rows))))\n"
+        "print(json.dumps(drawn))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True)  # fmt: skip
+    charts = ["cycles", "resources"]
+    assert json.loads(result.stdout) == [[True, charts], [False, charts], [False, charts]]

@@ -171,14 +171,22 @@ def worker_command() -> list[str]:
     return [sys.executable, flags, "-c", code, package_parent]
 
 
+_STARTED = [False]  # a chart helper was started in this process
+
+
 class ChartWorker:
-    """Draws the charts in a helper process; any failure falls back to ``render_charts``."""
+    """Draws the charts in a helper process, which imports matplotlib while the build runs;
+    any failure falls back to ``render_charts``. A process's later builds (an exploration in
+    process, a notebook) draw theirs in the process: matplotlib is imported there once."""
 
     def __init__(self) -> None:
         self.process: subprocess.Popen[bytes] | None = None
         self.layers: list[ChartRow] | None = None
         self.target_cycles: int | None = None
         self.resources: list[str] = list(RESOURCES)
+        if _STARTED[0]:
+            return
+        _STARTED[0] = True
         try:
             self.process = subprocess.Popen(
                 worker_command(),
