@@ -16,6 +16,12 @@ from brainsmith.blueprint.choices import (
 )
 from brainsmith.blueprint.errors import Diagnostics
 from brainsmith.clock import PERIOD_NS, Clock
+from brainsmith.hardware.place_route.parts import (
+    UnknownPart,
+    lattice_examples,
+    lattice_part,
+    lattice_part_name,
+)
 from brainsmith.plugin.adapters import adapter_classes
 
 TYPE_CHECKING = False
@@ -34,7 +40,9 @@ VERIFY_RTOL = 1e-5
 FINN_CLOCK_NS = 5.0  # the clock period a build runs at when nothing chose one: FINN's 200 MHz
 PROJECT_MARKERS = (".git", ".hg", ".brainsmith", "pyproject.toml")
 BUILD_KEYS = {
-    "fpga_part": "the FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (or board, not both)",
+    "fpga_part": "the FPGA part: an AMD part such as xcvc1902-vsva2197-2MP-e-S, or a Lattice "
+    "ECP5 or Nexus part such as LFE5U-85F-6BG381C or LIFCL-40-9BG400C (every layer RTL, FINN "
+    "folding for a stand-in 7-series part) (or board, not both)",
     "board": "a board name: FINN's, such as Pynq-Z1 or U250, or a Lattice ECP5 board brainsmith "
     "makes bitstreams for, such as ulx3s-85f (or fpga_part, not both)",
     "clock_ns": "the target clock period in nanoseconds, from 0.1 (10 GHz) to 1,000,000",
@@ -54,8 +62,9 @@ BUILD_KEYS = {
     "output_dir": "a folder inside the blueprint's project, relative to the blueprint",
     "synth": "true to synthesise every RTL layer with Yosys after the last step (7-series, "
     "UltraScale or UltraScale+ parts), or false",
-    "bitstream": "true to make a bitstream for the Lattice board (build.board) after the last "
-    "step, with Yosys and nextpnr-ecp5, or false",
+    "bitstream": "true to make a bitstream after the last step for the Lattice board "
+    "(build.board; Yosys and nextpnr-ecp5) or the Lattice Nexus part (build.fpga_part; Yosys, "
+    "nextpnr-nexus and prjoxide, on pins of brainsmith's choosing), or false",
     "refold_rounds": f"how many times a bitstream that misses its clock is built again, folded "
     f"for the clock nextpnr reached: a whole number, 0 (never) to {MAX_REFOLD_ROUNDS} "
     f"(default 2)",
@@ -114,6 +123,13 @@ class BuildOptions:
         """The clock period the build runs at: ``clock_ns``, else FINN's 5 ns (a Lattice
         board's build sets its family's before it starts)."""
         return FINN_CLOCK_NS if self.clock_ns is None else self.clock_ns
+
+    @property
+    def lattice(self) -> str | None:
+        """What a build for a Lattice part is for, by name: its Lattice board
+        (``ulx3s-85f``) or its ECP5 or Nexus part (``LIFCL-40-9BG400C``); None for any
+        other build."""
+        return lattice_board(self.board) or lattice_part_name(self.fpga_part)
 
     @property
     def clock(self) -> Clock:
@@ -257,20 +273,33 @@ def _check_part_and_board(check: Checker, values: Json) -> None:
 def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     """(option, problem, expected, hint) for ``fpga_part`` and ``board`` in ``values``, as
     each framework adapter judges them; one problem per option. A Lattice board
-    (``LATTICE_BOARDS``) is brainsmith's own: no adapter judges it; an unknown board is
-    told of them too (those with a USB UART when ``bitstream`` is set)."""
+    (``LATTICE_BOARDS``) or Lattice part (an ECP5 or Nexus one) is brainsmith's own: no
+    adapter judges it; an unknown board is told of the Lattice boards too (those with a USB
+    UART when ``bitstream`` is set), an unknown part of the Lattice parts."""
     part, board = values.get("fpga_part"), values.get("board")
     if lattice_board(board):
         board = None
-    if not (part or board):
-        return []
     found: dict[str, tuple[str, str, str, str]] = {}
+    if isinstance(part, str) and part.strip():
+        try:
+            if lattice_part(part) is not None:
+                part = None
+        except UnknownPart as exc:
+            found["fpga_part"] = ("fpga_part", f"build.fpga_part {part!r}: {exc}",
+                                  lattice_examples(), "")  # fmt: skip
+            part = None
+    if not (part or board):
+        return list(found.values())
     boards = LINKED_BOARDS if values.get("bitstream") else LATTICE_BOARDS
     with_uart = " with a USB UART (build.bitstream needs one)" if values.get("bitstream") else ""
     for adapter in adapter_classes():
         for key, problem, expected, hint in adapter.target_problems(part, board):
             if key == "board":
                 expected += f"; or a Lattice ECP5 board{with_uart}: " + ", ".join(boards)
+            if key == "fpga_part":
+                problem += ", nor a Lattice ECP5 or Nexus part"
+                instead = ", or a board instead"
+                expected = expected.replace(instead, "") + f"; {lattice_examples()}{instead}"
             if values.get(key) is not None:
                 found.setdefault(key, (key, problem, expected, hint))
     return list(found.values())

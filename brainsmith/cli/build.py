@@ -49,7 +49,9 @@ if TYPE_CHECKING:
     "--part",
     "fpga_part",
     metavar="PART",
-    help="FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S (overrides the blueprint's build.fpga_part "
+    help="FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S, or a Lattice ECP5 or Nexus part, e.g. "
+    "LFE5U-85F-6BG381C or LIFCL-40-9BG400C (every layer RTL, folded and costed for the part; "
+    "FINN folding for a stand-in 7-series part) (overrides the blueprint's build.fpga_part "
     "or board).",
 )
 @click.option(
@@ -89,7 +91,8 @@ if TYPE_CHECKING:
     "--bitstream",
     "After the last step, make the Lattice board's bitstream behind brainsmith's UART "
     "host link with Yosys and nextpnr-ecp5 at the build's clock: BUILD/bitstream/BOARD.bit "
-    "(build.bitstream; needs --board with a Lattice board).",
+    "(build.bitstream; needs --board with a Lattice board, or --part with a Nexus part: "
+    "nextpnr-nexus and prjoxide, pins of brainsmith's choosing, BUILD/bitstream/PART.bit).",
 )
 @click.option(
     "--refold-rounds",
@@ -178,6 +181,7 @@ def build(
       brainsmith build model.onnx --target-fps 100000 --input x.npy --expected y.npy
       brainsmith build model.onnx --prefer rtl --part xczu7ev-ffvc1156-2-e --synth
       brainsmith build examples/models/mlp_4bit.onnx --board ulx3s-85f --bitstream
+      brainsmith build examples/models/mlp_4bit.onnx --part LIFCL-40-9BG400C --bitstream
     """
     from brainsmith import interrupts
     from brainsmith.builder import build as run_build

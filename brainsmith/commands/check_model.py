@@ -16,7 +16,6 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
-from brainsmith.blueprint.choices import lattice_board
 from brainsmith.builder.blame import failing_transform
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
@@ -203,7 +202,7 @@ def _conversion_error(step: Step, model: ModelWrapper, cfg: DataflowBuildConfig)
 def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
     """Convert ``before`` with the plan's kernels and judge every node."""
     plan = context_of(cfg).plan
-    board = lattice_board(plan.build.board)  # no HLS flow: an HLS layer blocks
+    board = plan.build.lattice  # a Lattice part has no HLS flow: an HLS layer blocks
     model = infer_hardware(before, cfg)
     where = placement(model)
     forks = fork_problems(model)

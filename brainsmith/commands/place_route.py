@@ -26,6 +26,7 @@ from brainsmith.hardware.place_route import PlaceRouteError, UnknownPart, place_
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.hardware.place_route.families import target
 from brainsmith.hardware.place_route.flow import NotUsable, find_nextpnr
+from brainsmith.hardware.place_route.parts import lattice_part_name
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
 from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
@@ -115,9 +116,11 @@ def _clock(clock_ns: object, folder: str) -> Clock:
 
 
 def _lattice_build(report: BuildReport) -> bool:
-    """A build for a Lattice board (``build.board``): FINN's RTL for its stand-in 7-series
-    part, its ``fpga_part`` the board's ECP5 part."""
-    return lattice_board(report.get("board")) is not None
+    """A build for a Lattice board or part (``build.board``, ``build.fpga_part``): FINN's
+    RTL for its stand-in 7-series part, its ``fpga_part`` the Lattice part."""
+    return lattice_board(report.get("board")) is not None or bool(
+        lattice_part_name(report.get("fpga_part"))
+    )
 
 
 def place_route_build_folder(

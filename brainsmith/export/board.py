@@ -92,8 +92,9 @@ def board_build(design: Streams) -> BoardBuild | None:
     except (OSError, DamagedFile):
         report = {}
     recorded = os.path.lexists(os.path.join(folder, "bitstream", "report.json"))
-    if not recorded and not isinstance(report.get("bitstream"), dict):
-        return None
+    section = report.get("bitstream")
+    if not recorded and (not isinstance(section, dict) or section.get("board") == ""):
+        return None  # none, or a Lattice part's alone (no board): exported as any build
     try:
         name, _, checked = build_bitstream(folder)
         record = bitstream_record(folder)

@@ -32,6 +32,15 @@ def build_bitstream(folder: str) -> tuple[str, str, bytes]:
     root = os.path.abspath(folder)
     data, path, built_for = _bitstream_record(folder, root)
     board, digest = data.get("board"), data.get("sha256")
+    if board == "" and isinstance(data.get("part"), str):  # a Nexus part's, no board
+        raise FolderError(
+            f"the bitstream {data.get('bitstream')} is for the part {data['part']} alone, on "
+            f"pins of brainsmith's choosing ({str(data.get('placed', '')).split(';')[0]}), not "
+            "for a board "
+            "brainsmith knows, whose loader and pins it would use",
+            f"load it with your board's own tool, e.g. openFPGALoader -c CABLE "
+            f"{os.path.join(folder, str(data.get('bitstream')))}",
+        )
     if not isinstance(board, str) or board not in BOARDS:  # also keeps the path's name plain
         remake = f"make it again: brainsmith bitstream {folder} --board {built_for}"
         raise FolderError(f"{path} names no board brainsmith knows ({board!r})", remake)

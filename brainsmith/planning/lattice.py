@@ -1,14 +1,18 @@
-"""The plan of a build for a Lattice ECP5 board (``build.board: ulx3s-85f``): FINN, which
-decides for AMD parts only, makes the layers and estimates for a stand-in AMD part, while the
-folding search costs the ECP5 part's own resources (``builder/lattice.py``); every layer is RTL
-(Lattice parts have no HLS flow), kernels without an RTL backend for a Lattice part are left
-out; ``build.bitstream`` needs such a board."""
+"""The plan of a build for a Lattice part: a Lattice ECP5 board's (``build.board:
+ulx3s-85f``) or one named itself (``build.fpga_part: LIFCL-40-9BG400C``, an ECP5 or Nexus
+part, ``hardware/place_route/parts.py``). FINN, which decides for AMD parts only, makes the
+layers and estimates for a stand-in AMD part, while the folding search costs the Lattice
+part's own resources (``builder/lattice.py``); every layer is RTL (Lattice parts have no HLS
+flow), kernels without an RTL backend for a Lattice part are left out; ``build.bitstream``
+needs a Lattice board with a USB UART or a Lattice part (``builder/lattice.py`` refuses one
+whose family makes no bitstream without a board)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from brainsmith.blueprint.choices import LINKED_BOARDS, NO_UART_BOARDS, lattice_board
+from brainsmith.hardware.place_route.parts import NEXUS_EXAMPLES
 from brainsmith.planning.errors import BuildError, option
 from brainsmith.planning.plan import without_kernels
 from brainsmith.plugin.errors import PluginError
@@ -46,40 +50,49 @@ def check_part_and_board(part: str | None, board: str | None) -> None:
 
 
 def lattice_plan(plan: BuildPlan) -> BuildPlan:
-    """``plan`` for its Lattice board (none: as it is): every layer RTL, with notes saying
-    so and what FINN folds for; a setup BuildError for ``build.bitstream`` without a
-    Lattice board with a USB UART."""
+    """``plan`` for its Lattice board or part (none: as it is): every layer RTL, with notes
+    saying so and what FINN folds for; a setup BuildError for ``build.bitstream`` without a
+    Lattice board with a USB UART or a Lattice part."""
     options = plan.build
-    name = lattice_board(options.board)
+    name = options.lattice
     if name is None:
         _refuse_bitstream(options)
         return plan
-    if options.bitstream and name in NO_UART_BOARDS:
+    board = lattice_board(options.board)
+    if options.bitstream and board in NO_UART_BOARDS:
         raise BuildError.setup(
             f"build.bitstream: {name} has no USB UART (its USB port is the FPGA's own), so the "
             "host link that carries the frames cannot reach it",
             "use a board with one: " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f)",
         )
+    whose = f"{name}'s ECP5 part" if board else name
     notes = [
-        f"FINN made the layers for {STAND_IN_PART}, a stand-in for {name}'s ECP5 part, and "
-        "its estimates are for the stand-in (LUT6); the ECP5 figures placed are nextpnr's"
+        f"FINN made the layers for {STAND_IN_PART}, a stand-in for {whose}, and its estimates "
+        f"are for the stand-in (LUT6); the {name} figures placed are nextpnr's"
     ]
     recorded = plan.blueprint
     if plan.prefer != "rtl":
         if plan.prefer == "hls":
-            notes.append(f"prefer: hls became rtl: {name} is a Lattice board, with no HLS flow")
+            notes.append(f"prefer: hls became rtl: {name} is a Lattice part, with no HLS flow")
         recorded = {**recorded, "hw_compiler": {**recorded.get("hw_compiler", {}), "prefer": "rtl"}}
-    plan = replace(plan, options=replace(options, board=name), prefer="rtl", blueprint=recorded)
+    named = replace(options, board=name) if board else replace(options, fpga_part=name)
+    plan = replace(plan, options=named, prefer="rtl", blueprint=recorded)
     return _without_hls_only_kernels(replace(plan, notes=[*plan.notes, *notes]), name)
 
 
 def _refuse_bitstream(options: BuildOptions) -> None:
-    """A setup BuildError when ``options`` ask for a bitstream (not for a Lattice board)."""
+    """A setup BuildError when ``options`` ask for a bitstream (not for a Lattice part)."""
     if options.bitstream:
+        target = (
+            f"not the FINN board {options.board}" if options.board
+            else f"not the AMD part {options.fpga_part}" if options.fpga_part
+            else "and none is set"
+        )  # fmt: skip
         raise BuildError.setup(
-            "build.bitstream needs a Lattice ECP5 board (build.board), "
-            + (f"not the FINN board {options.board}" if options.board else "and none is set"),
-            "set one of " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f)",
+            "build.bitstream needs a Lattice ECP5 board with a USB UART (build.board) or a "
+            f"Lattice Nexus part (build.fpga_part), {target}",
+            "set one of " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f), or a Nexus "
+            f"part (--part {NEXUS_EXAMPLES[0]})",
         )
 
 
@@ -100,7 +113,7 @@ def _has_lattice_rtl(kernel: PlannedKernel) -> bool:
     )
 
 
-def _without_hls_only_kernels(plan: BuildPlan, board: str) -> BuildPlan:
+def _without_hls_only_kernels(plan: BuildPlan, target: str) -> BuildPlan:
     """``plan`` without its kernels that have no RTL backend a Lattice part can have (none,
     or only FINN's Versal-only ones): their layers stay on the host, before or after the
     accelerator, instead of becoming HLS layers that end the build at its bitstream."""
@@ -108,17 +121,17 @@ def _without_hls_only_kernels(plan: BuildPlan, board: str) -> BuildPlan:
     if not hls_only:
         return plan
     kept = without_kernels(plan, hls_only)
-    why = f"{board} has no HLS flow and it has no RTL backend for a Lattice part"
+    why = f"{target} has no HLS flow and it has no RTL backend for a Lattice part"
     kept = replace(kept, exclusions={**kept.exclusions, **dict.fromkeys(hls_only, why)})
     note = (
-        f"{board} has no HLS flow: {len(hls_only)} kernel(s) with no RTL backend for a Lattice "
+        f"{target} has no HLS flow: {len(hls_only)} kernel(s) with no RTL backend for a Lattice "
         "part are excluded, their layers left to the host (brainsmith check shows which)"
     )
     return replace(kept, notes=[*kept.notes, note])
 
 
 def finn_target(options: BuildOptions) -> tuple[str | None, str | None]:
-    """(fpga_part, board) FINN is given: the stand-in part for a Lattice board."""
-    if lattice_board(options.board):
+    """(fpga_part, board) FINN is given: the stand-in part for a Lattice board or part."""
+    if options.lattice:
         return STAND_IN_PART, None
     return options.fpga_part, options.board

@@ -12,7 +12,13 @@ from urllib.parse import quote
 
 from brainsmith.clock import Clock, mhz_text
 from brainsmith.hardware.place_route.critical_path import path_text
-from brainsmith.report.text import last_round_seconds, netlist_line, number, stage_seconds
+from brainsmith.report.text import (
+    bitstream_target,
+    last_round_seconds,
+    netlist_line,
+    number,
+    stage_seconds,
+)
 from brainsmith.report.units import finite, percent
 
 TYPE_CHECKING = False
@@ -121,7 +127,7 @@ def bitstream_card(report: BuildReport) -> str:
     cached = " (from the bitstream cache)" if section["cached"] else ""
     head = (
         f"<div><b>Bitstream</b> <a href='{_e(quote(path))}'>{_e(path)}</a> for "
-        f"{_e(section['board'])} ({_e(section['part'])}) <span class='pill {verdict}'>"
+        f"{_e(bitstream_target(section))} <span class='pill {verdict}'>"
         f"{_e(section['status'])}</span>{_e(cached)}</div>"
     )
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in _card_rows(section))

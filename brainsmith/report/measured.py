@@ -170,13 +170,14 @@ def unchecked(report: BuildReport) -> str | None:
         return None
     clock = finite(report.get("clock_ns"))
     said = [f"no tool checked the {clock:g} ns clock (no place and route ran)"] if clock else []
-    if lattice_board(report.get("board")):
+    board, family = lattice_board(report.get("board")), report.get("family_resources")
+    if board or family:  # a Lattice board's or part's build
         folder = report.get("output_dir", "BUILD_DIR")
-        family = report.get("family_resources")
         what = (f"the resources are estimates for {family['part']} ({family['source']})"
                 if family else "the resources are FINN's estimates for a stand-in AMD part")  # fmt: skip
-        return "; ".join([*said, f"{what}: brainsmith bitstream {folder} --board "
-                          f"{report.get('board')} measures both with nextpnr"])  # fmt: skip
+        how = (f"brainsmith bitstream {folder} --board {board}" if board
+               else f"brainsmith place-route {folder} --part {report.get('fpga_part')}")  # fmt: skip
+        return "; ".join([*said, f"{what}: {how} measures both with nextpnr"])
     part = report.get("fpga_part") or ""
     if not report.get("synthesis") and report.get("totals") and part:
         said.insert(0, _unmeasured(part, report.get("output_dir", "BUILD_DIR")))

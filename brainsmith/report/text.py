@@ -4,6 +4,8 @@ clocked figures, the bitstream's lines, the resource totals."""
 
 from __future__ import annotations
 
+import re
+
 from brainsmith.clock import Clock, mhz_text
 from brainsmith.hardware.place_route.critical_path import path_text
 from brainsmith.hardware.rtlsim.layer_design import CRASHED
@@ -91,13 +93,23 @@ def _over_target_line(report: BuildReport) -> str | None:
     return over_target_line(goal) if goal and goal.get("over_target") else None
 
 
+def bitstream_target(section: BitstreamSection) -> str:
+    """What a bitstream was made for: ``ulx3s-85f (LFE5U-85F-6BG381C)``, or a part alone
+    with the pins brainsmith chose (``LIFCL-40-9BG400C (no board; clk_osc on J2, ...)``)."""
+    if section["board"]:
+        return f"{section['board']} ({section['part']})"
+    pins = re.findall(r"\w+ on \w+", str(section.get("placed", "")).split(";")[0])
+    return f"{section['part']} (no board" + (f"; {', '.join(pins)})" if pins else ")")
+
+
 def _timing_line(report: BuildReport) -> str | None:
     bitstream = report.get("bitstream")
     if not bitstream or bitstream["met"]:
         return None
     fmax = min(bitstream["fmax_mhz"].values(), default=0.0)
     return (
-        f"timing not met on {bitstream['board']}: nextpnr reached {fmax:.1f} MHz, below the "
+        f"timing not met on {bitstream['board'] or bitstream['part']}: nextpnr reached "
+        f"{fmax:.1f} MHz, below the "
         f"{Clock.from_mhz(bitstream['clock_mhz'])} clock; the bitstream {bitstream['bitstream']} is "
         f"written, but run it at {fmax:.1f} MHz or less (or build with a longer clock_ns)"
     )
@@ -259,7 +271,7 @@ def bitstream_lines(
     fmax = min(section["fmax_mhz"].values(), default=0.0)
     stages = ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in stage_seconds(section))
     return [
-        f"{section['bitstream']} for {section['board']} ({section['part']}): "
+        f"{section['bitstream']} for {bitstream_target(section)}: "
         f"{section['status']}, {mhz_text(fmax)} reached at {Clock.from_mhz(section['clock_mhz'])} (nextpnr)"
         + (" (cached)" if section["cached"] else ""),
         critical_path_line(section),
@@ -273,7 +285,7 @@ def bitstream_lines(
 
 # The stages of ``bitstream.seconds`` as the report names them
 STAGES = {"synth": "synthesis", "place_route": "place and route", "pack": "packing",
-          "unpack": "reading back"}  # fmt: skip
+          "unpack": "reading back", "place_route_again": "place and route with router1"}  # fmt: skip
 
 
 def stage_seconds(section: BitstreamSection) -> list[tuple[str, float]]:

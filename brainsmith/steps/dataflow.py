@@ -18,7 +18,6 @@ from typing import cast
 
 from qonnx.transformation.base import Transformation
 
-from brainsmith.blueprint.choices import lattice_board
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_problems
@@ -307,8 +306,8 @@ class Specialised:
 def _check_board_has_hls(
     model: ModelWrapper, cfg: DataflowBuildConfig, specialised: Specialised
 ) -> None:
-    """A StepError naming every HLS layer when the build's board is a Lattice one: it has no
-    HLS flow, so such a layer would stop the bitstream after every later step."""
+    """A StepError naming every HLS layer when the build is for a Lattice board or part: it
+    has no HLS flow, so such a layer would stop the bitstream after every later step."""
     board = _lattice_board(cfg)
     hls = [n for n in model.graph.node if BACKEND_STYLES.get(n.domain) == "hls"]
     if board is None or not hls:
@@ -320,16 +319,17 @@ def _check_board_has_hls(
     raise StepError(
         f"{board} has no HLS flow, but {len(hls)} layer(s) can only be HLS: "
         + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in layers.items()),
-        "a Lattice board needs every layer in RTL: change these layers' data types as FINN "
-        "says, or build for an AMD part (--part) instead of the board",
+        "a Lattice part needs every layer in RTL: change these layers' data types as FINN "
+        "says, or build for an AMD part (--part) instead",
         model,
     )
 
 
 def _lattice_board(cfg: DataflowBuildConfig) -> str | None:
-    """The build's Lattice board (None: none, or FINN's own builder with a plain config)."""
+    """The build's Lattice board or part (None: none, or FINN's own builder with a plain
+    config)."""
     options = context_of(cfg).plan.options
-    return lattice_board(options.board) if options is not None else None
+    return options.lattice if options is not None else None
 
 
 def _say_backends(model: ModelWrapper, cfg: DataflowBuildConfig, specialised: Specialised) -> None:

@@ -1,5 +1,6 @@
 """A build folder's stitched accelerator made into a board's bitstream: what ``brainsmith
-bitstream BUILD_DIR`` and ``brainsmith build --bitstream`` share. The tools run in
+bitstream BUILD_DIR`` and ``brainsmith build --bitstream`` share; for a Lattice part whose
+family packs one without a board (Nexus), the part's own (``part_bitstream_of_build``). The tools run in
 a private folder published as ``BUILD_DIR/bitstream/run`` when they end; the bitstream lands
 beside it, as ``BUILD_DIR/bitstream/<board>.bit``, written through the build folder opened once
 (``brainsmith.opened_folder``)."""
@@ -17,6 +18,8 @@ from brainsmith.opened_folder import FolderChanged, staged
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.hardware.board.boards import Board
+    from brainsmith.hardware.place_route.flow import Family
+    from brainsmith.hardware.place_route.parts import Part
 
 HLS_SHOWN = 5
 WORKDIR = "bitstream/run"
@@ -34,6 +37,20 @@ class BoardRunError(BrainsmithError):
 def hls_layers(model: Any) -> list[str]:
     """The names of ``model``'s HLS layers (a Lattice part has no HLS flow)."""
     return [node.name for node in model.graph.node if node.domain.endswith(".hls")]
+
+
+def _refuse_hls(model: Any) -> None:
+    """BoardRunError when ``model`` has HLS layers: a Lattice part has no HLS flow."""
+    hls = hls_layers(model)
+    if hls:
+        shown = ", ".join(hls[:HLS_SHOWN]) + (" ..." if len(hls) > HLS_SHOWN else "")
+        raise BoardRunError(
+            f"the design has HLS layers ({shown}): only an all-RTL design becomes a bitstream "
+            "for a Lattice part",
+            "build the model again with --prefer rtl; where RTL was asked already, these "
+            "layers have no RTL backend: leave their kernels to the host (--exclude KERNEL) or "
+            "use a blueprint of RTL kernels (blueprints/mlp.yaml)",
+        )
 
 
 def bitstream_of_build(
@@ -56,16 +73,7 @@ def bitstream_of_build(
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
-    hls = hls_layers(model)
-    if hls:
-        shown = ", ".join(hls[:HLS_SHOWN]) + (" ..." if len(hls) > HLS_SHOWN else "")
-        raise BoardRunError(
-            f"the design has HLS layers ({shown}): only an all-RTL design becomes a bitstream "
-            "for a Lattice part",
-            "build the model again with --prefer rtl; where RTL was asked already, these "
-            "layers have no RTL backend: leave their kernels to the host (--exclude KERNEL) or "
-            "use a blueprint of RTL kernels (blueprints/mlp.yaml)",
-        )
+    _refuse_hls(model)
     say = note or (lambda _: None)
     try:
         design = stitched_design(folder, built_in)
@@ -89,3 +97,73 @@ def bitstream_of_build(
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
     return {"in_words": in_words, "out_words": out_words, **result.as_dict()}
+
+
+# place_route's stages as a board's bitstream names them (``bitstream.seconds``)
+STAGES = {"nextpnr": "place_route", "nextpnr_rerouted": "place_route_again"}
+
+
+def part_bitstream_of_build(
+    folder: str,
+    built_in: str,
+    model: Any,
+    family: Family,
+    part: Part,
+    mhz: float,
+    note: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """``folder``'s stitched accelerator (``model`` its final model) as a bitstream of the
+    Lattice ``part`` alone at ``mhz``, for a ``family`` that packs one (Nexus): behind the
+    host link on pins of brainsmith's choosing (``placed`` names them), as ``brainsmith
+    place-route`` makes it, into ``BUILD_DIR/bitstream/<part>.bit`` and its run folder
+    ``bitstream/run``. The dict a board's bitstream gives (no board, no PLL: the clock is the
+    one asked; no netlist). BoardRunError as ``bitstream_of_build``'s."""
+    from brainsmith.hardware.board.top import TopError, baud_rate, clocks_per_bit, frame_words
+    from brainsmith.hardware.place_route.flow import (
+        NotUsable,
+        PlaceRouteError,
+        find_nextpnr,
+        place_route,
+    )
+    from brainsmith.hardware.place_route.stitched_sources import stitched_design
+    from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
+
+    _refuse_hls(model)
+    say = note or (lambda _: None)
+    try:
+        design = stitched_design(folder, built_in)
+        in_words, out_words = frame_words(model)
+        say("starting Yosys and nextpnr (the first runs after installing take minutes)")
+        yosys, nextpnr = find_yosys(), find_nextpnr(family)
+        say(f"synthesising ({family.synth}), placing, routing and packing for {part.name}")
+        with staged(folder, WORKDIR) as stage:
+            packed = os.path.join(stage.workdir, f"{part.name}.bit")
+            result = place_route(
+                design, part, mhz, stage.workdir, yosys, nextpnr,
+                family=family, frame=(in_words, out_words), bitstream=packed,
+            )  # fmt: skip
+            stage.keep = result.cached  # no tool ran: the run's logs stay
+            if not result.bitstream:
+                raise PlaceRouteError(f"{family.router} packed no bitstream", f"see {WORKDIR}")
+            result.bitstream = stage.take(packed, os.path.join("bitstream", f"{part.name}.bit"))
+    except (TopError, YosysMissing, NotUsable, FolderChanged, DiskFull) as exc:
+        raise BoardRunError(str(exc), exc.hint) from exc
+    except PlaceRouteError as exc:  # a tool failed
+        raise BoardRunError(str(exc), exc.hint, failed=True) from exc
+    except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
+        raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
+    data = result.as_dict()
+    baud = baud_rate(mhz, family.link_baud) if family.link_baud else 0
+    return {
+        "in_words": in_words, "out_words": out_words,
+        "bitstream": result.bitstream, "sha256": result.sha256,
+        "board": "", "part": part.name, "asked_mhz": mhz, "clock_mhz": mhz,
+        "baud": baud, "clocks_per_bit": clocks_per_bit(mhz, baud) if baud else 0,
+        "fmax_mhz": data["fmax_mhz"], "resources": data["resources"],
+        "seconds": {STAGES.get(k, "synth" if k == family.synth else k): v
+                    for k, v in data["seconds"].items()},
+        "tools": data["tools"], "cells": data["cells"], "fixes": data["fixes"],
+        "netlist": "", "critical_path": data["critical_path"], "cached": data["cached"],
+        "met": data["met"], "status": "timing met" if data["met"] else "timing not met",
+        "placed": data["placed"],
+    }  # fmt: skip

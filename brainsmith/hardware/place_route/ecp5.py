@@ -31,7 +31,7 @@ from brainsmith.hardware.place_route.flow import (
     yowasp_tool,
 )
 from brainsmith.hardware.place_route.flow import find_nextpnr as _find_nextpnr
-from brainsmith.hardware.place_route.parts import Ecp5Part, ecp5_part, known_parts
+from brainsmith.hardware.place_route.parts import ECP5_PREFIXES, Ecp5Part, ecp5_part, known_parts
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.synthesis.ecp5 import SOFT_PRODUCT_BITS, synthesis
 
@@ -52,13 +52,45 @@ def out_of_context(
                   "out of context")  # fmt: skip
 
 
+# What a build for an ECP5 part costs its folding in (the models fitted to synth_ecp5): the
+# name users see -> nextpnr-ecp5's cell. LUT4 (a carry cell CCU2C takes two), FF, MULT18 (an
+# 18x18 multiplier), EBR (an 18 Kbit block RAM).
+RESOURCES = {"LUT4": "TRELLIS_COMB", "FF": "TRELLIS_FF", "MULT18": "MULT18X18D", "EBR": "DP16KD"}
+# Where a build's figures per layer in RESOURCES come from (frameworks/finn/rtl_costs.py)
+MODELS = "models fitted to Yosys synth_ecp5"
+# One flip-flop from an input to an output, as synth_ecp5 writes it: placed out of context,
+# nextpnr-ecp5's report gives the part's capacities (``capacities.part_capacities``)
+PROBE = {
+    "creator": "brainsmith",
+    "modules": {
+        "capacities": {
+            "attributes": {"top": "00000000000000000000000000000001"},
+            "ports": {
+                "clk": {"direction": "input", "bits": [2]},
+                "d": {"direction": "input", "bits": [3]},
+                "q": {"direction": "output", "bits": [4]},
+            },
+            "cells": {
+                "ff": {
+                    "type": "TRELLIS_FF",
+                    "parameters": {},
+                    "attributes": {},
+                    "port_directions": {"CLK": "input", "DI": "input", "Q": "output"},
+                    "connections": {"CLK": [2], "DI": [3], "Q": [4]},
+                }
+            },
+            "netnames": {"clk": {"bits": [2]}, "d": {"bits": [3]}, "q": {"bits": [4]}},
+        }
+    },
+}
+
 # The clock a board build asks for when it names none, per speed grade (MHz): the slowest
 # network placed on a board (cnv, 109.6 MHz at grade 6) scaled by the MLP's Fmax from grade to
 # grade, less 15 %, rounded down to 5 MHz (python -m benchmarks.board_clock)
 CLOCK_MHZ = {6: 90.0, 7: 100.0, 8: 115.0}
 ECP5 = Family.of_nextpnr(
-    "ECP5", ("LFE5",), (ecp5_part, known_parts), "TRELLIS_COMB", out_of_context, synthesis,
-    clock_mhz=CLOCK_MHZ,
+    "ECP5", ECP5_PREFIXES, (ecp5_part, known_parts), "TRELLIS_COMB", out_of_context, synthesis,
+    clock_mhz=CLOCK_MHZ, costed=(RESOURCES, PROBE, ("--out-of-context",), MODELS),
 )  # fmt: skip
 
 
@@ -70,6 +102,9 @@ def find_nextpnr() -> Nextpnr:
 __all__ = [
     "ECP5",
     "FORMAT",
+    "MODELS",
+    "PROBE",
+    "RESOURCES",
     "SEED",
     "SOFT_PRODUCT_BITS",
     "TIMEOUT",

@@ -111,6 +111,17 @@ class Family:
     # speed grade -> the clock (MHz) a build for a board of the family asks for when it names
     # none: what the grade reaches with room to spare, measured (benchmarks.board_clock)
     clock_mhz: Mapping[int, float] = field(default_factory=dict)
+    # what a build for one of its parts costs the folding in: the name users see -> the
+    # router's cell (LUT4 -> TRELLIS_COMB); none: a build does not fold for the family
+    resources: Mapping[str, str] = field(default_factory=dict)
+    # a netlist of one flip-flop (Yosys JSON) nextpnr places to report the part's capacities,
+    # and nextpnr's arguments for it beyond the part's own
+    probe: Mapping[str, Any] = field(default_factory=dict)
+    probe_arguments: tuple[str, ...] = ()
+    models: str = ""  # where the folding's figures per layer come from, for the report
+    # the fastest UART rate of the host link a family places a design behind (its part-level
+    # top's, ``baud_rate``); 0: placed out of context, with no link
+    link_baud: int = 0
     # nextpnr's arguments for a second run when its router finds no route for an arc
     # (``UNROUTED``): another router; none: the failure stands
     reroute: tuple[str, ...] = ()
@@ -135,16 +146,22 @@ class Family:
         synthesise: Callable[[str, str], list[str]] | None = None,
         packing: Packing | None = None,
         clock_mhz: Mapping[int, float] | None = None,
+        costed: tuple[Mapping[str, str], Mapping[str, Any], tuple[str, ...], str] | None = None,
         reroute: tuple[str, ...] = (),
+        link_baud: int = 0,
     ) -> Family:
         """The family ``nextpnr-<name>`` (yowasp's) places after Yosys' ``synth_<name>``;
-        ``parts``: its ``parse`` and ``known``; ``reroute``: nextpnr's arguments for a run
-        after one whose router found no route for an arc."""
+        ``parts``: its ``parse`` and ``known``; ``costed``: its ``resources``, ``probe``,
+        ``probe_arguments`` and ``models``; ``reroute``: nextpnr's arguments for a run after
+        one whose router found no route for an arc; ``link_baud``: its host link's fastest
+        UART rate."""
         key = name.lower()
         parse, known = parts
         synth, package, tool = f"synth_{key}", f"yowasp-nextpnr-{key}", f"nextpnr_{key}"
+        resources, probe, probe_arguments, models = costed or ({}, {}, (), "")
         return cls(name, prefixes, parse, known, synth, package, tool, logic, prepare,
-                   synthesise, packing, dict(clock_mhz or {}), reroute)  # fmt: skip
+                   synthesise, packing, dict(clock_mhz or {}), dict(resources), dict(probe),
+                   probe_arguments, models, link_baud, reroute)  # fmt: skip
 
     def synthesis(self, top: str) -> list[str]:
         netlist = f"{MOUNT}/design.json"

@@ -19,7 +19,12 @@ from brainsmith.hardware.place_route.bitstream import TOP, accelerator_text, lin
 from brainsmith.hardware.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
 from brainsmith.hardware.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
 from brainsmith.hardware.place_route.packing import Packing
-from brainsmith.hardware.place_route.parts import NexusPart, known_nexus_parts, nexus_part
+from brainsmith.hardware.place_route.parts import (
+    NEXUS_PREFIXES,
+    NexusPart,
+    known_nexus_parts,
+    nexus_part,
+)
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
@@ -80,6 +85,36 @@ def unpacked_device(fasm: str) -> str:
 # a Nexus bitstream starts with "LSCC", then its preamble
 PACKING = Packing("design.fasm", "--fasm", "prjoxide", b"LSCC", unpacked_device)
 
+# What a build for a Nexus part costs its folding in: the names and models of ECP5's
+# (``ecp5.RESOURCES``: Nexus has the same 4-input LUTs, 18x18 multipliers and 18 Kbit block
+# RAMs) -> nextpnr-nexus' cells. Its large RAM (LRAM_CORE) is not costed.
+RESOURCES = {"LUT4": "OXIDE_COMB", "FF": "OXIDE_FF", "MULT18": "MULT18_CORE", "EBR": "OXIDE_EBR"}
+MODELS = (
+    "ECP5's models fitted to Yosys synth_ecp5, Nexus having the same 4-input LUTs, 18x18 "
+    "multipliers and 18 Kbit block RAMs"
+)
+# One flip-flop with no ports (nextpnr-nexus places no unconstrained I/O and has no
+# out-of-context mode): nextpnr-nexus' report gives the part's capacities
+PROBE = {
+    "creator": "brainsmith",
+    "modules": {
+        "capacities": {
+            "attributes": {"top": "00000000000000000000000000000001"},
+            "ports": {},
+            "cells": {
+                "ff": {
+                    "type": "OXIDE_FF",
+                    "parameters": {},
+                    "attributes": {},
+                    "port_directions": {"CLK": "input", "M": "input", "Q": "output"},
+                    "connections": {"CLK": [2], "M": [3], "Q": [3]},
+                }
+            },
+            "netnames": {"clk": {"bits": [2]}, "q": {"bits": [3]}},
+        }
+    },
+}
+
 # nextpnr-nexus 0.11's default router (router2) finds no route for some netlists' clock from
 # its pin to its buffer ("Failed to route arc 0.0 of net 'clk'"), a path of three dedicated
 # pips, whichever PCLK pin carries it: seven PCLK pins on three sides of the LIFCL-40's BG400
@@ -89,13 +124,25 @@ REROUTE = ("--router", "router1")
 
 NEXUS = Family.of_nextpnr(
     "Nexus",
-    ("LIFCL", "LFD2NX"),
+    NEXUS_PREFIXES,
     (nexus_part, known_nexus_parts),
     "OXIDE_COMB",
     behind_the_link,
     synthesis,
     PACKING,
+    costed=(RESOURCES, PROBE, (), MODELS),
     reroute=REROUTE,
+    link_baud=FASTEST_BAUD,
 )
 
-__all__ = ["NEXUS", "PACKING", "REROUTE", "behind_the_link", "pdc", "unpacked_device"]
+__all__ = [
+    "MODELS",
+    "NEXUS",
+    "PACKING",
+    "PROBE",
+    "REROUTE",
+    "RESOURCES",
+    "behind_the_link",
+    "pdc",
+    "unpacked_device",
+]

@@ -1,4 +1,5 @@
-"""Lattice parts as nextpnr names them, from the fields of Lattice's ordering code: an ECP5
+"""Lattice parts as nextpnr names them, from the fields of Lattice's ordering code (a leaf:
+the blueprint's checks and the build's plan read part names here too): an ECP5
 name such as ``LFE5U-85F-6BG381C`` read as its device (``--85k``), speed grade (``--speed 6``)
 and package (``--package CABGA381``) (ECP5 family data sheet, FPGA-DS-02012); a Nexus name
 such as ``LIFCL-40-9BG400C`` checked against the devices and packages nextpnr-nexus has and
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
 
         def arguments(self) -> list[str]: ...
 
+
+# What each family's part names start with (``families.target`` reads the family's own)
+ECP5_PREFIXES = ("LFE5",)
+NEXUS_PREFIXES = ("LIFCL", "LFD2NX")
 
 # family prefix -> nextpnr's device flag prefix; the sizes each family comes in
 FAMILIES: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -183,3 +188,33 @@ def nexus_part(name: str) -> NexusPart:
         known,
     )
     return NexusPart(name.strip().upper(), device, int(match["speed"]), package)
+
+
+def lattice_part(name: str) -> Ecp5Part | NexusPart | None:
+    """The ECP5 or Nexus part ``name`` names (any case): None when it starts as neither
+    family's part names do; UnknownPart listing that family's parts when it does but names
+    none of them."""
+    upper = name.strip().upper()
+    if upper.startswith(ECP5_PREFIXES):
+        return ecp5_part(name)
+    if upper.startswith(NEXUS_PREFIXES):
+        return nexus_part(name)
+    return None
+
+
+def lattice_part_name(part: object) -> str | None:
+    """``part`` (a build's ``fpga_part``) as the ECP5 or Nexus part it names, upper case;
+    None when it names none (an AMD part, a part no family has, or nothing)."""
+    if not isinstance(part, str) or not part.strip():
+        return None
+    try:
+        found = lattice_part(part)
+    except UnknownPart:  # refused where the build's options are checked
+        return None
+    return found.name if found is not None else None
+
+
+def lattice_examples() -> str:
+    """The Lattice part names brainsmith builds for, one example of each family, for an
+    error message."""
+    return f"a Lattice ECP5 part such as {EXAMPLES[0]} or a Nexus part such as {NEXUS_EXAMPLES[0]}"

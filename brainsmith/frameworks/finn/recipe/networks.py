@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from brainsmith.blueprint.choices import lattice_board
 from brainsmith.errors import StepError
 from brainsmith.plugin.names import short_name
 from brainsmith.plugins import transforms as tfm
@@ -470,7 +469,7 @@ def transform_args(name: str, cfg: DataflowBuildConfig, plan: BuildPlan) -> dict
         return {"bitwidth_threshold": cfg.requant_bitwidth_threshold}
     if short == "InferElementwiseBinaryOperation":
         wanted = elementwise_filter(plan.elementwise_ops())
-        if lattice_board(plan.build.board if plan.options is not None else None):
+        if plan.options is not None and plan.options.lattice:
             wanted = _integer_adds_only(wanted)
         return {"_filter": wanted}
     if short == "InferShuffle":
