@@ -22,11 +22,15 @@ from brainsmith.clock import Clock
 from brainsmith.files import FULL_DISKS, DiskFull
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.board.top import frame_words
-from brainsmith.hardware.place_route import PlaceRouteError, UnknownPart, place_route
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.hardware.place_route.families import target
-from brainsmith.hardware.place_route.flow import NotUsable, find_nextpnr
-from brainsmith.hardware.place_route.parts import lattice_part_name
+from brainsmith.hardware.place_route.flow import (
+    NotUsable,
+    PlaceRouteError,
+    find_nextpnr,
+    place_route,
+)
+from brainsmith.hardware.place_route.parts import UnknownPart, lattice_part_name
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
 from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART

@@ -4,34 +4,7 @@ part has. ``families`` is the table of target families (``ecp5``: out of context
 behind the host link on the part's pins), ``parts`` reads Lattice part names, ``sources``
 gathers the stitched design with the synthesis fixes, ``flow`` runs the tools and caches;
 ``bitstream`` makes an ECP5 board's bitstream with the host link in front (``brainsmith.hardware.board``).
+
+Its modules are imported by name (``brainsmith.hardware.place_route.flow``...): the package
+imports none of them, so reading a part name (``parts``) does not load the tool chain.
 """
-
-from brainsmith.hardware.place_route.bitstream import BitstreamError, BitstreamResult, bitstream
-from brainsmith.hardware.place_route.flow import (
-    Family,
-    PlaceRouteError,
-    PlaceRouteResult,
-    place_route,
-)
-from brainsmith.hardware.place_route.parts import (
-    Ecp5Part,
-    NexusPart,
-    UnknownPart,
-    ecp5_part,
-    nexus_part,
-)
-
-__all__ = [
-    "BitstreamError",
-    "BitstreamResult",
-    "Ecp5Part",
-    "Family",
-    "NexusPart",
-    "PlaceRouteError",
-    "PlaceRouteResult",
-    "UnknownPart",
-    "bitstream",
-    "ecp5_part",
-    "nexus_part",
-    "place_route",
-]
