@@ -31,8 +31,8 @@ parameter files, not those of the folder it was built in (FINN names each layer'
 folder ``code_gen_ipgen_<layer>_<random>``, so a path into it is known by that name).
 A design of several layers' folders (a stitched partition, a simulated board) names each
 folder by a short relative name instead (``data0/``, ``data1/``: ``LayerDesign.data_folders``),
-linked to the folder in the one its simulation runs in (``link_data_folders``): its
-compiled text, and so its executable, is the same wherever the build folder is.
+a link to it in the folder its simulation runs in (``link_data_folders``): its compiled
+text, and so its executable, is the same wherever the build folder is.
 """
 
 from __future__ import annotations
