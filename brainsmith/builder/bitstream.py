@@ -65,12 +65,7 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         )  # fmt: skip
     except BoardRunError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
-    fmax = min(data["fmax_mhz"].values(), default=0.0)
-    run.progress.note(
-        f"bitstream {os.path.relpath(data['bitstream'], run.output_dir)}: {data['status']} "
-        f"({fmax:.1f} MHz reached, {Clock.from_mhz(data['clock_mhz'])} made) in "
-        f"{time.perf_counter() - began:.1f} s" + (" (cached)" if data["cached"] else "")
-    )
+    _made(run, data, began, f"{Clock.from_mhz(data['clock_mhz'])} made")
     data["refold_rounds"] = run.plan.build.refold_rounds
     if slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None:
         data["netlist_check"] = check_netlist(run, model, target, data)
@@ -101,12 +96,7 @@ def _part_bitstream(run: BuildRun, model: ModelWrapper, began: float) -> None:
         )  # fmt: skip
     except BoardRunError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
-    fmax = min(data["fmax_mhz"].values(), default=0.0)
-    run.progress.note(
-        f"bitstream {os.path.relpath(data['bitstream'], run.output_dir)}: {data['status']} "
-        f"({fmax:.1f} MHz reached, {clock} asked) in {time.perf_counter() - began:.1f} s"
-        + (" (cached)" if data["cached"] else "")
-    )
+    _made(run, data, began, f"{clock} asked")
     data["refold_rounds"] = run.plan.build.refold_rounds
     if slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None:
         reason = f"brainsmith simulates ECP5 cells at gate level, not {family.name} ones"
@@ -218,3 +208,13 @@ def _simulated(rtlsim: RtlsimSection | None, report_dir: str) -> dict[str, Any]:
     if not isinstance(record, dict) or not record.get("sized"):
         return {}
     return {key: record.get(key) for key in ("cycles_per_frame", "latency_cycles")}
+
+
+def _made(run: BuildRun, data: dict[str, Any], began: float, clock: str) -> None:
+    """The progress line of a bitstream made: its file, status, Fmax, ``clock`` and time."""
+    fmax = min(data["fmax_mhz"].values(), default=0.0)
+    run.progress.note(
+        f"bitstream {os.path.relpath(data['bitstream'], run.output_dir)}: {data['status']} "
+        f"({fmax:.1f} MHz reached, {clock}) in {time.perf_counter() - began:.1f} s"
+        + (" (cached)" if data["cached"] else "")
+    )
