@@ -164,3 +164,26 @@ def test_every_test_the_budget_names_exists_and_each_move_says_its_tier():
     assert missing == []
     assert all(why.split(":")[0] in ("wide", "big") for why in budget["moved"].values())
     assert sum(budget["groups"].values()) <= budget["wall_minutes"] * 60 * 2
+
+
+@pytest.mark.slow
+def test_a_plugin_wheel_built_once_is_reused_by_content_and_rebuilt_when_a_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from tests.support.packages import build_wheel, write_project
+
+    kept = tmp_path / "kept"
+    monkeypatch.setenv("BRAINSMITH_TEST_TOOL_CACHE", str(kept))
+    project = write_project(tmp_path / "src", "acme-wheel", "acme_wheel", "VALUE = 1\n")
+    first = build_wheel(project, tmp_path / "one")
+    assert len(list((kept / "wheels").iterdir())) == 1
+    # the same files again: the kept wheel, byte for byte, and no pip run (pip is not on the
+    # path the second time, so a build would fail)
+    monkeypatch.setattr("tests.support.packages.PIP", ["false"])
+    again = build_wheel(project, tmp_path / "two")
+    assert again.read_bytes() == first.read_bytes() and again.parent == tmp_path / "two"
+    # one file changed: another key, so pip is asked to build it (and fails here)
+    (project / "acme_wheel" / "__init__.py").write_text("VALUE = 2\n")
+    with pytest.raises(subprocess.CalledProcessError):
+        build_wheel(project, tmp_path / "three")
+    assert len(list((kept / "wheels").iterdir())) == 1

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from importlib.metadata import version
 from pathlib import Path
+
+from tests.support.tool_cache import kept_root
 
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
 
@@ -58,14 +65,47 @@ def pip_install_target(wheel: Path, target: Path) -> None:
 
 
 def build_wheel(project: Path, out: Path) -> Path:
+    """``pip wheel`` of ``project`` into ``out``. A wheel an earlier run built from the same
+    files, with the same pip, setuptools and Python, is taken from the kept tool cache
+    (``tests.support.tool_cache``) instead of being built again."""
     out.mkdir(parents=True, exist_ok=True)
+    root = kept_root()
+    kept = root / "wheels" / _wheel_key(project) if root else None
+    if kept is not None and kept.is_dir():
+        (wheel,) = kept.glob("*.whl")
+        return Path(shutil.copy2(wheel, out / wheel.name))
     subprocess.run(
         [*PIP, "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(project)],
         check=True,
         capture_output=True,
     )
     name = project.name.replace("-", "_")
-    return next(out.glob(f"{name}-*.whl"))
+    wheel = next(out.glob(f"{name}-*.whl"))
+    if kept is not None:
+        _keep(wheel, kept)
+    return wheel
+
+
+def _wheel_key(project: Path) -> str:
+    """The project's files (names and bytes) and the versions that build its wheel."""
+    digest = hashlib.sha256(f"{sys.version}|{version('pip')}|{version('setuptools')}".encode())
+    for path in sorted(p for p in project.rglob("*") if p.is_file()):
+        name = path.relative_to(project)
+        if name.parts[0] == "build" or any(part.endswith(".egg-info") for part in name.parts):
+            continue  # what a wheel build leaves in the project
+        digest.update(str(name).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _keep(wheel: Path, kept: Path) -> None:
+    """``wheel`` into ``kept`` whole or not at all: staged beside it, then renamed."""
+    kept.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=kept.parent, prefix=".staging-"))
+    shutil.copy2(wheel, staging / wheel.name)
+    try:
+        os.rename(staging, kept)
+    except OSError:  # another worker kept the same wheel first
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 class PluginVenv:

@@ -1,8 +1,9 @@
 """The test run's tool caches, kept between runs on one machine as ccache keeps compiles.
 
 Verilator executables, Yosys' counts, nextpnr's placements and bitstreams are cached by
-brainsmith under keys of their content and the tools' versions, so a run may reuse what an
-earlier run made as safely as a user's second build does. The folder is
+brainsmith, and the test plugins' wheels by ``tests.support.packages``, under keys of their
+content and the tools' versions, so a run may reuse what an earlier run made as safely as a
+user's second build does. The folder is
 ``$XDG_CACHE_HOME/brainsmith-test-tools`` (``~/.cache/...``), or ``BRAINSMITH_TEST_TOOL_CACHE``;
 it is trusted under the rules of brainsmith's own caches (a folder of this user's alone,
 created 0700), else the run keeps its tools in its own folder, as it does with
@@ -21,7 +22,7 @@ from pathlib import Path
 from brainsmith.plugin.settings.memo import default_cache_dir, dir_problem
 
 VARIABLE = "BRAINSMITH_TEST_TOOL_CACHE"
-TOOLS = ("rtlsim", "synthesis", "bitstream", "place_route")
+TOOLS = ("rtlsim", "synthesis", "bitstream", "place_route", "wheels")
 KEEP_BYTES = 6 * 1024**3
 
 
