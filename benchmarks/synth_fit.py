@@ -25,10 +25,10 @@ Writes the coefficients to brainsmith/frameworks/finn/rtl_costs.json and every p
 fit's error and the previous estimate's error to benchmarks/results/synth_fit.json.
 
 ``--family ecp5`` synthesises the same points of the kinds the folding search folds by their
-cost (``rtl_costs.ECP5_KINDS``, and ``ECP5_POINTS``) for Lattice ECP5 (Yosys
+cost (``rtl_costs.FAMILY_KINDS``, and ``ECP5_POINTS``) for Lattice ECP5 (Yosys
 ``synth_ecp5``, FINN's layers made for the stand-in part a Lattice build has,
 ``brainsmith.planning.lattice.STAND_IN_PART``), counting LUT4, FF, MULT18 and EBR as
-nextpnr does (``brainsmith.hardware.synthesis.ecp5``), and fits ``rtl_costs.ECP5_TERMS``: written to
+nextpnr does (``brainsmith.hardware.synthesis.ecp5``), and fits ``rtl_costs.FAMILY_TERMS``: written to
 brainsmith/frameworks/finn/rtl_costs_ecp5.json and benchmarks/results/synth_fit_ecp5.json.
 """
 
@@ -74,13 +74,13 @@ class Target:
 
 
 def target(family: str) -> Target:
-    from brainsmith.frameworks.finn.rtl_costs import ECP5_TERMS, TERMS
+    from brainsmith.frameworks.finn.rtl_costs import FAMILY_TERMS, TERMS
     from brainsmith.planning.lattice import STAND_IN_PART
 
     if family == "ecp5":
         costs = COSTS.with_name("rtl_costs_ecp5.json")
         results = HERE / "results" / "synth_fit_ecp5.json"
-        return Target(family, STAND_IN_PART, ECP5_TERMS, costs, results, ())
+        return Target(family, STAND_IN_PART, FAMILY_TERMS, costs, results, ())
     return Target(FAMILY, PART, TERMS, COSTS, HERE / "results" / "synth_fit.json", SEVEN_SERIES)
 
 
@@ -937,13 +937,13 @@ def main() -> int:
 
 
 def _sweep(ecp5: bool) -> dict[str, list[tuple[dict, bool]]]:
-    """The sweep's points; for ECP5 those of ``rtl_costs.ECP5_KINDS``, with ``ECP5_POINTS``
+    """The sweep's points; for ECP5 those of ``rtl_costs.FAMILY_KINDS``, with ``ECP5_POINTS``
     beside them."""
-    from brainsmith.frameworks.finn.rtl_costs import ECP5_KINDS
+    from brainsmith.frameworks.finn.rtl_costs import FAMILY_KINDS
 
     if not ecp5:
         return SWEEP
-    return {kind: [*SWEEP[kind], *ECP5_POINTS.get(kind, [])] for kind in ECP5_KINDS}
+    return {kind: [*SWEEP[kind], *ECP5_POINTS.get(kind, [])] for kind in FAMILY_KINDS}
 
 
 def _percent(value: float | None) -> str:

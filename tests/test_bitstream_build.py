@@ -218,7 +218,8 @@ def test_a_board_builds_page_shows_the_parts_own_resources_and_a_bitstream_card(
     from brainsmith.builder.result import BuildResult
     from brainsmith.cli.build import print_summary
     from brainsmith.clock import mhz_text
-    from brainsmith.frameworks.finn.rtl_costs import ecp5_estimate
+    from brainsmith.frameworks.finn.rtl_costs import family_estimate
+    from brainsmith.hardware.place_route.ecp5 import ECP5
     from brainsmith.report.text import number
 
     folder = lattice_mlp(farm)
@@ -235,7 +236,9 @@ def test_a_board_builds_page_shows_the_parts_own_resources_and_a_bitstream_card(
     names = [layer["name"] for layer in report["layers"]]
     assert list(family["layers"]) == names and not family["incomplete"]
     for name in names:  # each layer's figures are the ECP5 models' of the built layer
-        assert family["layers"][name] == ecp5_estimate(getCustomOp(nodes[name]), model), name
+        assert family["layers"][name] == family_estimate(
+            getCustomOp(nodes[name]), ECP5.cost_models, model
+        ), name
     assert family["totals"]["MULT18"] == sum(f["MULT18"] for f in family["layers"].values()) > 0
 
     page = (folder / "report.html").read_text()

@@ -13,6 +13,7 @@ import pytest
 import brainsmith
 from brainsmith.builder import BuildError
 from brainsmith.frameworks.finn import rtl_costs
+from brainsmith.hardware.place_route.ecp5 import ECP5
 from tests.support.tiers import breadth
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
@@ -40,12 +41,12 @@ def test_the_lfe5u_85f_capacities_are_read_from_nextpnr_once():
 
 
 def test_the_shipped_ecp5_models_are_the_fitted_kinds_with_their_errors():
-    shipped = rtl_costs.ecp5_coefficients()
-    assert set(shipped) == set(rtl_costs.ECP5_TERMS) == set(rtl_costs.ECP5_KINDS)
+    shipped = rtl_costs.family_coefficients(ECP5.cost_models)
+    assert set(shipped) == set(rtl_costs.FAMILY_TERMS) == set(rtl_costs.FAMILY_KINDS)
     for kind, resources in shipped.items():
-        assert tuple(resources) == rtl_costs.ECP5_RESOURCES
+        assert tuple(resources) == rtl_costs.FAMILY_RESOURCES
         for resource, model in resources.items():
-            assert tuple(model["terms"]) == rtl_costs.ECP5_TERMS[kind][resource]
+            assert tuple(model["terms"]) == rtl_costs.FAMILY_TERMS[kind][resource]
             assert len(model["coefficients"]) == len(model["terms"])
             assert model["max_error"] is not None and model["held_out_max_error"] is not None
 
@@ -72,10 +73,10 @@ def test_every_kind_of_the_sweep_has_an_ecp5_estimate_of_each_resource(hub):
 
     import benchmarks.synth_fit as sweep
 
-    for kind in rtl_costs.ECP5_KINDS:
+    for kind in rtl_costs.FAMILY_KINDS:
         model = single_layer(kind, sweep.SWEEP[kind][0][0])
-        found = rtl_costs.ecp5_estimate(getCustomOp(model.graph.node[0]), model)
-        assert found is not None and set(found) == set(rtl_costs.ECP5_RESOURCES), (kind, found)
+        found = rtl_costs.family_estimate(getCustomOp(model.graph.node[0]), ECP5.cost_models, model)
+        assert found is not None and set(found) == set(rtl_costs.FAMILY_RESOURCES), (kind, found)
         assert found["LUT4"] > 0 and all(value >= 0 for value in found.values()), (kind, found)
 
 
@@ -113,9 +114,9 @@ def test_a_layer_synthesised_for_ecp5_is_within_the_error_its_fit_reports(
     result = synthesise_layer(design, "ecp5", find_yosys(), cache_root(), str(tmp_path / "y"))
     assert result.counts is not None, result.reason
     assert set(result.counts) == {"LUT4", "FF", "MULT18", "EBR"}, result.counts
-    estimated = rtl_costs.ecp5_estimate(getCustomOp(node), model)
+    estimated = rtl_costs.family_estimate(getCustomOp(node), ECP5.cost_models, model)
     assert estimated is not None
-    for resource, fitted in rtl_costs.ecp5_coefficients()[kind].items():
+    for resource, fitted in rtl_costs.family_coefficients(ECP5.cost_models)[kind].items():
         allowed = max(fitted["max_error"], fitted["held_out_max_error"] or 0.0)
         measured = result.counts[resource]
         error = abs(estimated[resource] - measured) / max(measured, 1)

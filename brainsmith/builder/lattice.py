@@ -1,6 +1,7 @@
-"""A build for a Lattice part, after its plan (``planning/lattice.py``): a Lattice ECP5
-board's part, or the ECP5 or Nexus part the build names. report.json names that part; the
-folding is costed on it, its capacities read from the family's nextpnr (``costed_part``);
+"""A build for a Lattice part, after its plan (``planning/lattice.py``): a Lattice board's
+part, or the part of a family brainsmith places the build names. report.json names that
+part; the folding is costed on it in its family's fitted models, its capacities read from
+the family's nextpnr (``costed_part``);
 report.json's ``family_resources`` gives the layers in the part's own resources and what
 nextpnr placed (``family_resources``); ``build.bitstream`` needs Yosys and the family's
 nextpnr (and, for a board, amaranth-boards) installed, checked before anything is written."""
@@ -16,7 +17,6 @@ from brainsmith.clock import Clock
 from brainsmith.frameworks.finn.estimation.estimates import family_estimates
 from brainsmith.frameworks.finn.folding.record import CostedPart
 from brainsmith.frameworks.finn.parts import boards
-from brainsmith.frameworks.finn.rtl_costs import ECP5_RESOURCES
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.place_route.capacities import part_capacities
 from brainsmith.hardware.place_route.flow import PlaceRouteError, install_hint
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 
 
 @functools.cache
-def ecp5_part(name: str) -> str:
-    """The ECP5 part of Lattice board ``name``; a setup BuildError when amaranth-boards
-    cannot be read."""
+def board_part(name: str) -> str:
+    """The part of Lattice board ``name``; a setup BuildError when amaranth-boards cannot be
+    read."""
     try:
         return board(name).part
     except BoardError as exc:
@@ -47,11 +47,11 @@ def ecp5_part(name: str) -> str:
 
 
 def lattice_part_of(options: BuildOptions) -> str | None:
-    """The Lattice part a build is for: its Lattice board's ECP5 part (read from
-    amaranth-boards; a setup BuildError when it cannot be) or the ECP5 or Nexus part it
-    names; None for any other build."""
+    """The Lattice part a build is for: its Lattice board's part (read from amaranth-boards;
+    a setup BuildError when it cannot be) or the Lattice part it names; None for any other
+    build."""
     name = lattice_board(options.board)
-    return ecp5_part(name) if name else lattice_part_name(options.fpga_part)
+    return board_part(name) if name else lattice_part_name(options.fpga_part)
 
 
 def family_of(part: str) -> tuple[Family, Part]:
@@ -117,7 +117,7 @@ def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
             f"was costed on the stand-in {STAND_IN_PART}'s LUT6 estimates instead"
         )
     figures = ", ".join(f"{count:,} {name}" for name, count in found.available.items())
-    return CostedPart(found.part, found.available, found.source), (
+    return CostedPart(found.part, found.available, found.source, family.cost_models), (
         f"the folding is costed on {part} ({figures}, as {found.source} reports them) with "
         f"{family.models}"
     )
@@ -131,16 +131,16 @@ def family_resources(
     bitstream: BitstreamSection | None,
 ) -> FamilyResources | None:
     """report.json's ``family_resources`` of a Lattice build: each of ``layers`` in the
-    Lattice part's own LUT4, FF, MULT18 and EBR (the ECP5 models, as its family's ``models``
-    says), their totals, the part's capacities (``costed``: as nextpnr reports them) and
+    Lattice part's own resources (its family's fitted models ``cost_models``, as its
+    ``models`` says), their totals, the part's capacities (``costed``: as nextpnr reports them) and
     nextpnr's counts of the ``bitstream`` placed; None for any other build, or without a
     model."""
     part = lattice_part_of(options)
     if part is None or model is None:
         return None
     family, _ = family_of(part)
-    per_layer = family_estimates(model, [layer["name"] for layer in layers])
-    resources = list(ECP5_RESOURCES)
+    per_layer = family_estimates(model, [layer["name"] for layer in layers], family.cost_models)
+    resources = list(family.resources)
     totals = {key: round(sum(f[key] for f in per_layer.values() if f), 1) for key in resources}
     return {
         "part": part,

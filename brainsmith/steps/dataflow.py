@@ -523,7 +523,7 @@ def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     if costed is None:
         over = over_the_part(model, fpga_part(cfg))
     else:  # a Lattice board's part, in its own resources
-        over = over_the_part(model, costed.name, costed.available)
+        over = over_the_part(model, costed.name, costed.available, costed.cost_models)
     larger = "a board with a larger part (--board)" if costed else "a larger part (--part)"
     if over and context.plan.build.allow_over_part:
         context.notes.append(f"{over} (accepted: build.allow_over_part)")

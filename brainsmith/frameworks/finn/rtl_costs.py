@@ -50,11 +50,12 @@ unit without its weight memory): the weight memory (``MW * MH / (SIMD * PE)`` wo
 ``SIMD * PE`` weights) is built as Yosys builds it, a single-port RAM of 64 bits per LUT per
 bit of the word, in banks of 512 words (256 on 7-series) with a multiplexer choosing the bank.
 
-For Lattice ECP5 parts a third set (``rtl_costs_ecp5.json``, ``ecp5_estimate``): the LUT4,
-FF, MULT18 and EBR of every kind above (``ECP5_KINDS``) fitted the same way to Yosys ``synth_ecp5`` (``python -m
-benchmarks.synth_fit --family ecp5``; ``ECP5_TERMS``), which the folding search of a Lattice
-build costs in; a matrix layer's weight memory, which the sweep streams in, as Yosys maps it
-(``ecp5_weight_memory``).
+For a Lattice family a set of its own (``rtl_costs_<name>.json``, named by the family's
+``cost_models``; ``family_estimate``): the LUT4, FF, MULT18 and EBR of every kind above
+(``FAMILY_KINDS``) fitted the same way to the family's Yosys synthesis (``python -m
+benchmarks.synth_fit --family <name>``; ``FAMILY_TERMS``), which the folding search of a
+Lattice build costs in; a matrix layer's weight memory, which the sweep streams in, as Yosys
+maps it (``family_weight_memory``).
 
 One count replaces FINN's estimate (``REPLACED``): the DSP slices of ``MVAU_rtl`` on a DSP48
 part, which FINN estimates as ``ceil(PE / 4) * SIMD`` whatever the bit widths, while its RTL
@@ -167,19 +168,18 @@ REPORT_ONLY: frozenset[str] = frozenset(
 )
 
 
-# Lattice ECP5 (``rtl_costs_ecp5.json``, fitted to Yosys ``synth_ecp5`` by ``python -m
-# benchmarks.synth_fit --family ecp5``): every kind ``TERMS`` has (``ECP5_KINDS``), their LUT4 and FF with the terms of their LUT model, MULT18 and EBR a
-# constant, but where the kind has more to count (``ECP5_OWN_TERMS``): a matrix layer's
+# A Lattice family's models (``rtl_costs_<name>.json``, fitted to its Yosys synthesis by
+# ``python -m benchmarks.synth_fit --family <name>``): every kind ``TERMS`` has
+# (``FAMILY_KINDS``), their LUT4 and FF with the terms of their LUT model, MULT18 and EBR a
+# constant, but where the kind has more to count (``FAMILY_OWN_TERMS``): a matrix layer's
 # products, each a MULT18X18D of brainsmith's core (``brainsmith/hardware/synthesis/rtl/mvu_lattice.sv``)
 # unless a factor has at most SOFT_PRODUCT_BITS bits (then LUTs: ``hard_products``,
 # ``soft_products``), and its activations, registered once for every PE.
-ECP5_RESOURCES = ("LUT4", "FF", "MULT18", "EBR")
-ECP5_KINDS = tuple(TERMS)
-WEIGHTED = ("MVAU_rtl",)  # kinds whose weights ``ecp5_weight_memory`` adds to their model
-SOFT_PRODUCT_BITS = (
-    2  # brainsmith.hardware.synthesis.ecp5 keeps narrower products out of MULT18X18D
-)
-ECP5_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
+FAMILY_RESOURCES = ("LUT4", "FF", "MULT18", "EBR")
+FAMILY_KINDS = tuple(TERMS)
+WEIGHTED = ("MVAU_rtl",)  # kinds whose weights ``family_weight_memory`` adds to their model
+SOFT_PRODUCT_BITS = 2  # the family's synthesis (brainsmith.hardware.synthesis) keeps narrower products out of MULT18X18D
+FAMILY_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {
         "LUT4": (*TERMS["MVAU_rtl"]["LUT"], "PE*SIMD*soft_products"),
         # brainsmith's core on a Lattice part: a weight and a product per lane, an activation
@@ -200,20 +200,20 @@ ECP5_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "ConvolutionInputGenerator_rtl": {"EBR": ("kernel*ifm_width*channels*in_bits", "1")},
     "StreamingDepthToSpace_rtl": {"EBR": ("row_bits", "1")},
 }
-ECP5_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
+FAMILY_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     kind: {
         "LUT4": TERMS[kind]["LUT"],
         "FF": TERMS[kind]["LUT"],
         "MULT18": ("1",),
         "EBR": ("1",),
-        **ECP5_OWN_TERMS.get(kind, {}),
+        **FAMILY_OWN_TERMS.get(kind, {}),
     }
-    for kind in ECP5_KINDS
+    for kind in FAMILY_KINDS
 }
 # DP16KD's shapes (words, bits): 18 Kbit, 36 bits wide with one read and one write port
 EBR_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 DPRAM_WORDS, DPRAM_BITS = 16, 4  # TRELLIS_DPR16X4, distributed RAM
-DPRAM_LUTS = 6  # LUT4s nextpnr-ecp5 counts for one TRELLIS_DPR16X4 (slices A, B and C)
+DPRAM_LUTS = 6  # LUT4s the family's nextpnr counts for one TRELLIS_DPR16X4 (slices A, B and C)
 
 
 @cache
@@ -223,10 +223,11 @@ def coefficients() -> dict[str, dict[str, FittedModel]]:
 
 
 @cache
-def ecp5_coefficients() -> dict[str, dict[str, FittedModel]]:
-    """The ECP5 models from ``rtl_costs_ecp5.json`` (read once); {} before they are fitted."""
+def family_coefficients(name: str) -> dict[str, dict[str, FittedModel]]:
+    """A Lattice family's models ``name`` (its ``cost_models``) from ``rtl_costs_<name>.json``
+    (read once); {} before they are fitted."""
     try:
-        return _shipped("rtl_costs_ecp5.json")
+        return _shipped(f"rtl_costs_{name}.json")
     except FileNotFoundError:
         return {}
 
@@ -237,24 +238,27 @@ def _shipped(name: str) -> dict[str, dict[str, FittedModel]]:
     return kinds
 
 
-def ecp5_estimate(layer: HWCustomOp, graph: ModelWrapper | None = None) -> dict[str, float] | None:
-    """``layer``'s LUT4, FF, MULT18 and EBR on an ECP5 part from the ECP5 models, with a
-    matrix layer's weight memory (``ecp5_weight_memory``); None for a kind without one."""
-    models = ecp5_coefficients().get(layer.onnx_node.op_type)
+def family_estimate(
+    layer: HWCustomOp, cost_models: str, graph: ModelWrapper | None = None
+) -> dict[str, float] | None:
+    """``layer``'s LUT4, FF, MULT18 and EBR on a Lattice part from its family's models
+    ``cost_models``, with a matrix layer's weight memory (``family_weight_memory``); None for
+    a kind without one."""
+    models = family_coefficients(cost_models).get(layer.onnx_node.op_type)
     if models is None:
         return None
-    found = {resource: _predict(models[resource], layer, graph) for resource in ECP5_RESOURCES}
+    found = {resource: _predict(models[resource], layer, graph) for resource in FAMILY_RESOURCES}
     if layer.onnx_node.op_type in WEIGHTED and layer.get_nodeattr("mem_mode") in (
         "internal_decoupled",
         "internal_embedded",
     ):
-        for resource, value in ecp5_weight_memory(layer).items():
+        for resource, value in family_weight_memory(layer).items():
             found[resource] += value
     return found
 
 
-def ecp5_weight_memory(layer: HWCustomOp) -> dict[str, float]:
-    """A matrix layer's weights on an ECP5 part, ``MW * MH / (SIMD * PE)`` words of ``SIMD *
+def family_weight_memory(layer: HWCustomOp) -> dict[str, float]:
+    """A matrix layer's weights on a Lattice part, ``MW * MH / (SIMD * PE)`` words of ``SIMD *
     PE`` weights: in distributed RAM (``ram_style: distributed``) 16x4 RAMs of
     ``DPRAM_LUTS`` LUT4s each, with a LUT4 per bit for every two further banks of 16 words
     (the read multiplexer); else in block RAM, the DP16KD shape that takes fewest. Not
@@ -507,7 +511,7 @@ def _dwc_factor(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> flo
 
 def _products(layer: HWCustomOp, name: str, graph: ModelWrapper | None) -> float:
     """``soft_products``: 1 where a product's narrower factor has at most SOFT_PRODUCT_BITS
-    bits (LUTs on ECP5), else 0; ``hard_products`` the other way round (a MULT18X18D)."""
+    bits (LUTs on a Lattice part), else 0; ``hard_products`` the other way round (a MULT18X18D)."""
     soft = min(_bits(layer, "w_bits"), _bits(layer, "in_bits")) <= SOFT_PRODUCT_BITS
     return float(soft if name == "soft_products" else not soft)
 

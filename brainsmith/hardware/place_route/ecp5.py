@@ -58,6 +58,9 @@ def out_of_context(
 RESOURCES = {"LUT4": "TRELLIS_COMB", "FF": "TRELLIS_FF", "MULT18": "MULT18X18D", "EBR": "DP16KD"}
 # Where a build's figures per layer in RESOURCES come from (frameworks/finn/rtl_costs.py)
 MODELS = "models fitted to Yosys synth_ecp5"
+# ... by name: brainsmith/frameworks/finn/rtl_costs_ecp5.json (python -m benchmarks.synth_fit
+# --family ecp5)
+COST_MODELS = "ecp5"
 # One flip-flop from an input to an output, as synth_ecp5 writes it: placed out of context,
 # nextpnr-ecp5's report gives the part's capacities (``capacities.part_capacities``)
 PROBE = {
@@ -91,6 +94,7 @@ CLOCK_MHZ = {6: 90.0, 7: 100.0, 8: 115.0}
 ECP5 = Family.of_nextpnr(
     "ECP5", ECP5_PREFIXES, (ecp5_part, known_parts), "TRELLIS_COMB", out_of_context, synthesis,
     clock_mhz=CLOCK_MHZ, costed=(RESOURCES, PROBE, ("--out-of-context",), MODELS),
+    cost_models=COST_MODELS, gate_level=True,
 )  # fmt: skip
 
 
@@ -100,6 +104,7 @@ def find_nextpnr() -> Nextpnr:
 
 
 __all__ = [
+    "COST_MODELS",
     "ECP5",
     "FORMAT",
     "MODELS",

@@ -119,6 +119,12 @@ class Family:
     probe: Mapping[str, Any] = field(default_factory=dict)
     probe_arguments: tuple[str, ...] = ()
     models: str = ""  # where the folding's figures per layer come from, for the report
+    # the fitted cost models of ``resources`` its folding is costed with, by name
+    # (brainsmith.frameworks.finn.rtl_costs reads ``rtl_costs_<name>.json``); none: FINN's
+    cost_models: str = ""
+    # whether brainsmith has Verilator models of its cells, so a board's netlist is checked
+    # at gate level against the RTL (``brainsmith.hardware.board.gate_level``)
+    gate_level: bool = False
     # the fastest UART rate of the host link a family places a design behind (its part-level
     # top's, ``baud_rate``); 0: placed out of context, with no link
     link_baud: int = 0
@@ -149,19 +155,22 @@ class Family:
         costed: tuple[Mapping[str, str], Mapping[str, Any], tuple[str, ...], str] | None = None,
         reroute: tuple[str, ...] = (),
         link_baud: int = 0,
+        cost_models: str = "",
+        gate_level: bool = False,
     ) -> Family:
         """The family ``nextpnr-<name>`` (yowasp's) places after Yosys' ``synth_<name>``;
         ``parts``: its ``parse`` and ``known``; ``costed``: its ``resources``, ``probe``,
         ``probe_arguments`` and ``models``; ``reroute``: nextpnr's arguments for a run after
         one whose router found no route for an arc; ``link_baud``: its host link's fastest
-        UART rate."""
+        UART rate; ``cost_models``, ``gate_level``: as the fields."""
         key = name.lower()
         parse, known = parts
         synth, package, tool = f"synth_{key}", f"yowasp-nextpnr-{key}", f"nextpnr_{key}"
         resources, probe, probe_arguments, models = costed or ({}, {}, (), "")
         return cls(name, prefixes, parse, known, synth, package, tool, logic, prepare,
                    synthesise, packing, dict(clock_mhz or {}), dict(resources), dict(probe),
-                   probe_arguments, models, link_baud, reroute)  # fmt: skip
+                   probe_arguments, models, cost_models, gate_level, link_baud,
+                   reroute)  # fmt: skip
 
     def synthesis(self, top: str) -> list[str]:
         netlist = f"{MOUNT}/design.json"

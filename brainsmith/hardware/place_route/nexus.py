@@ -93,6 +93,7 @@ MODELS = (
     "ECP5's models fitted to Yosys synth_ecp5, Nexus having the same 4-input LUTs, 18x18 "
     "multipliers and 18 Kbit block RAMs"
 )
+COST_MODELS = "ecp5"  # ECP5's (``ecp5.COST_MODELS``), as MODELS says
 # One flip-flop with no ports (nextpnr-nexus places no unconstrained I/O and has no
 # out-of-context mode): nextpnr-nexus' report gives the part's capacities
 PROBE = {
@@ -133,9 +134,11 @@ NEXUS = Family.of_nextpnr(
     costed=(RESOURCES, PROBE, (), MODELS),
     reroute=REROUTE,
     link_baud=FASTEST_BAUD,
+    cost_models=COST_MODELS,
 )
 
 __all__ = [
+    "COST_MODELS",
     "MODELS",
     "NEXUS",
     "PACKING",

@@ -10,7 +10,7 @@ from brainsmith.frameworks.finn.estimation.coverage import incomplete, kind, not
 from brainsmith.frameworks.finn.estimation.finn_reports import FinnReports, counts, number
 from brainsmith.frameworks.finn.estimation.layer_facts import layer_attributes
 from brainsmith.frameworks.finn.facts import RESOURCES
-from brainsmith.frameworks.finn.rtl_costs import REPLACED, ecp5_estimate
+from brainsmith.frameworks.finn.rtl_costs import REPLACED, family_estimate
 from brainsmith.frameworks.finn.rtl_costs import estimate as rtl_estimate
 
 TYPE_CHECKING = False
@@ -178,17 +178,20 @@ def brainsmith_estimates(model: ModelWrapper, part: str | None = None) -> dict[s
     return found
 
 
-def family_estimates(model: ModelWrapper, names: list[str]) -> dict[str, dict[str, float] | None]:
-    """Per layer of ``names``: its LUT4, FF, MULT18 and EBR on a Lattice ECP5 part from the
-    models fitted to Yosys ``synth_ecp5`` (``rtl_costs.ecp5_estimate``, thresholds read from
-    ``model``), each to 0.1; None for a layer of a kind without a model (or not in ``model``)."""
+def family_estimates(
+    model: ModelWrapper, names: list[str], cost_models: str
+) -> dict[str, dict[str, float] | None]:
+    """Per layer of ``names``: its LUT4, FF, MULT18 and EBR on a Lattice part from its
+    family's fitted models ``cost_models`` (``rtl_costs.family_estimate``, thresholds read
+    from ``model``), each to 0.1; None for a layer of a kind without a model (or not in
+    ``model``)."""
     from qonnx.custom_op.registry import getCustomOp
 
     nodes = {node.name: node for node in model.graph.node}
     found: dict[str, dict[str, float] | None] = {}
     for name in names:
         try:
-            figures = ecp5_estimate(getCustomOp(nodes[name]), model)
+            figures = family_estimate(getCustomOp(nodes[name]), cost_models, model)
         except Exception:  # not in the model, no op class, or attributes a failed build left
             figures = None  # unestimated, as a kind without a model: the report is still written
         found[name] = None if figures is None else {k: round(v, 1) for k, v in figures.items()}

@@ -23,11 +23,13 @@ RECORD = "folding.json"
 @dataclass(frozen=True)
 class CostedPart:
     """A part a folding is costed on in its own resources where FINN makes the layers for
-    another: a Lattice board's ECP5 part, its capacities read from nextpnr."""
+    another: a Lattice part, its capacities read from nextpnr, its layers costed in its
+    family's fitted models."""
 
-    name: str  # "LFE5U-85F-6BG381C"
+    name: str  # the part's name, as a build names it
     available: dict[str, int]  # LUT4, FF, MULT18, EBR
     source: str  # which tool said so
+    cost_models: str  # the family's fitted cost models (``rtl_costs.family_estimate``)
 
 
 def read_record(report_dir: str) -> tuple[FoldingRecord | None, str | None]:

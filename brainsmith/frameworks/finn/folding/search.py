@@ -28,9 +28,9 @@ as a share of the part. The result names the bottleneck layer and what limits it
 
 What a folding costs depends on the part (``costing``): on an AMD part the LUT, BRAM_18K,
 URAM and DSP of FINN's estimates (and brainsmith's of what FINN does not estimate); on a
-Lattice ECP5 part, for which FINN makes the layers for a stand-in AMD part, the ECP5 part's
-own LUT4, FF, MULT18 and EBR from the models fitted to Yosys ``synth_ecp5``
-(``rtl_costs.ecp5_estimate``) against its capacities as nextpnr reports them.
+Lattice part, for which FINN makes the layers for a stand-in AMD part, the part's own LUT4,
+FF, MULT18 and EBR from its family's fitted models (``cost_models``,
+``rtl_costs.family_estimate``) against its capacities as nextpnr reports them.
 """
 
 from __future__ import annotations
@@ -154,24 +154,26 @@ class Costing:
     threshold_memories: tuple[str, ...]
 
 
-LATTICE_PREFIXES = ("LFE5",)  # parts costed in their own resources (rtl_costs' ECP5 models)
-
-
-def costing(part: str) -> Costing:
-    """An ECP5 part's costing (LUT4, FF, MULT18, EBR from the models fitted to Yosys
-    ``synth_ecp5``, thresholds in the memory FINN picks by depth, as the models were
-    fitted), else an AMD part's (FINN's estimates and brainsmith's of what FINN does not
+def costing(cost_models: str = "") -> Costing:
+    """A Lattice part's costing in its family's fitted models ``cost_models`` (LUT4, FF,
+    MULT18, EBR, thresholds in the memory FINN picks by depth, as the models were fitted),
+    else (none) an AMD part's (FINN's estimates and brainsmith's of what FINN does not
     estimate)."""
-    if part.strip().upper().startswith(LATTICE_PREFIXES):
-        return Costing(rtl_costs.ECP5_RESOURCES, ecp5_estimate, ("by_depth",))
+    if cost_models:
+        return Costing(
+            rtl_costs.FAMILY_RESOURCES,
+            lambda layer, part: family_estimate(layer, cost_models),
+            ("by_depth",),
+        )
     return Costing(COSTED, estimate, ("by_depth", "block", "ultra"))
 
 
 def fold(model: ModelWrapper, target_cycles: int, part: str, available: dict[str, int] | None,
-         max_utilisation: float = 0.9) -> FoldingResult:  # fmt: skip
+         max_utilisation: float = 0.9, cost_models: str = "") -> FoldingResult:  # fmt: skip
     """Fold ``model`` in place for ``target_cycles`` per frame on ``part`` (whose resources
-    are ``available``); returns a FoldingResult."""
-    search = _Search(part, available or {})
+    are ``available``; costed in its family's fitted models ``cost_models``, if any);
+    returns a FoldingResult."""
+    search = _Search(part, available or {}, cost_models)
     first = search.apply(model, target_cycles)
     budget = max(target_cycles, *first.values())
     cycles = first if budget == target_cycles else search.apply(model, budget)  # balanced
@@ -191,12 +193,13 @@ def fold_for_latency(
     part: str,
     available: dict[str, int] | None,
     budget: int,
+    cost_models: str = "",
 ) -> LatencyFolding:
     """Fold ``model`` in place (further than ``budget`` cycles per layer where needed) so a
     frame's estimated latency, the sum of layer cycles along the slowest path, is at most
     ``latency_cycles``: the largest per-layer budget that does so, so the cheapest such
     folding of this search; the fastest folding when none does."""
-    search = _Search(part, available or {})
+    search = _Search(part, available or {}, cost_models)
 
     def path(per_layer: int) -> int:
         search.apply(model, per_layer)
@@ -231,16 +234,22 @@ def critical_path_cycles(model: ModelWrapper) -> int:
     return max(reached.values(), default=0)
 
 
-def over_the_part(model: ModelWrapper, part: str, available: dict[str, int] | None = None) -> str:
+def over_the_part(
+    model: ModelWrapper,
+    part: str,
+    available: dict[str, int] | None = None,
+    cost_models: str = "",
+) -> str:
     """What ``model`` is estimated to need beyond ``part`` (whose resources are
-    ``available``, else FINN's table of the part): each resource over 100 %, with the layer
-    kinds using most of it; "" when it fits or the part's resources are not known."""
+    ``available``, else FINN's table of the part; costed in its family's fitted models
+    ``cost_models``, if any): each resource over 100 %, with the layer kinds using most of
+    it; "" when it fits or the part's resources are not known."""
     if available is None:
         found = part_resources(part)
         available = found[0] if found is not None else None
     if not available:
         return ""
-    over = _Search(part, available).overuse(model, 1.0)  # each layer estimated once
+    over = _Search(part, available, cost_models).overuse(model, 1.0)  # each layer estimated once
     return f"the design does not fit {part}: it is estimated to need {over}" if over else ""
 
 
@@ -309,10 +318,10 @@ def _fitting_budget(search: _Search, model: ModelWrapper, low: int, ceiling: flo
 
 
 class _Search:
-    def __init__(self, part: str, available: dict[str, int]) -> None:
+    def __init__(self, part: str, available: dict[str, int], cost_models: str = "") -> None:
         self.part = part
         self.available = available
-        self.costing = costing(part)
+        self.costing = costing(cost_models)
         # a part without a resource table is costed at a reference part's scale, not fitted
         self.scale = available or dict(part_resources(REFERENCE_PART)[0])  # type: ignore[index]
         # URAM holds weights only where the bitstream initialises it (Versal); elsewhere
@@ -651,12 +660,12 @@ def estimate(layer: HWCustomOp, part: str) -> dict[str, float]:
     return {**found, **rtl_costs.estimate(layer, part)}
 
 
-def ecp5_estimate(layer: HWCustomOp, part: str) -> dict[str, float]:
-    """``layer``'s LUT4, FF, MULT18 and EBR on the ECP5 ``part`` (``rtl_costs``' ECP5
-    models); none of each for a kind without a model (a Lattice build's layers are all RTL,
-    of the kinds the models cover)."""
-    found = rtl_costs.ecp5_estimate(layer)
-    return found if found is not None else dict.fromkeys(rtl_costs.ECP5_RESOURCES, 0.0)
+def family_estimate(layer: HWCustomOp, cost_models: str) -> dict[str, float]:
+    """``layer``'s LUT4, FF, MULT18 and EBR on a Lattice part (its family's fitted models
+    ``cost_models``, ``rtl_costs``); none of each for a kind without a model (a Lattice
+    build's layers are all RTL, of the kinds the models cover)."""
+    found = rtl_costs.family_estimate(layer, cost_models)
+    return found if found is not None else dict.fromkeys(rtl_costs.FAMILY_RESOURCES, 0.0)
 
 
 def _call(layer: HWCustomOp, method: str, part: str) -> float:

@@ -89,14 +89,15 @@ def _write(
 
 def costed_on(
     cfg: DataflowBuildConfig, costed: CostedPart | None
-) -> tuple[str, dict[str, int] | None]:
-    """(part, its resources) a folding is costed on: ``costed``'s, else the build's part
-    and FINN's table of it (None when it has none)."""
+) -> tuple[str, dict[str, int] | None, str]:
+    """(part, its resources, the fitted cost models it is costed in) a folding is costed on:
+    ``costed``'s, else the build's part, FINN's table of it (None when it has none) and
+    none (FINN's estimates)."""
     if costed is not None:
-        return costed.name, dict(costed.available)
+        return costed.name, dict(costed.available), costed.cost_models
     part = fpga_part(cfg)
     found = part_resources(part)
-    return part, found[0] if found else None
+    return part, found[0] if found else None, ""
 
 
 def _searched_folding(
@@ -108,8 +109,8 @@ def _searched_folding(
 ) -> FoldingRecord:
     """brainsmith's search for ``target`` cycles on the build's part (or ``costed``), and
     its record."""
-    part, available = costed_on(cfg, costed)
-    return fold(model, target, part, available, max_utilisation).to_dict()
+    part, available, cost_models = costed_on(cfg, costed)
+    return fold(model, target, part, available, max_utilisation, cost_models).to_dict()
 
 
 def _finn_folding(
@@ -145,8 +146,8 @@ def _fold_for_latency(
 ) -> FoldingRecord:
     """``record`` after folding ``model`` further (brainsmith's search, whichever folded
     first) so that a frame takes at most ``latency`` cycles through the pipeline."""
-    part, available = costed_on(cfg, costed)
-    reached = fold_for_latency(model, latency, part, available, budget)
+    part, available, cost_models = costed_on(cfg, costed)
+    reached = fold_for_latency(model, latency, part, available, budget, cost_models)
     cycles = layer_cycles(model)
     return {
         **record,
