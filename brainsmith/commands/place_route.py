@@ -21,7 +21,7 @@ from brainsmith.blueprint.choices import lattice_board
 from brainsmith.clock import Clock
 from brainsmith.files import FULL_DISKS, DiskFull
 from brainsmith.hardware.board.boards import BoardError, board
-from brainsmith.hardware.board.top import frame_words
+from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.hardware.place_route.families import target
 from brainsmith.hardware.place_route.flow import (
@@ -82,6 +82,8 @@ def _tool_error(exc: Exception) -> FolderError | None:
         return FolderError(str(exc), "build the model again with --prefer rtl")
     if isinstance(exc, FolderChanged | DiskFull):
         return FolderError(str(exc), exc.hint)
+    if isinstance(exc, TopError):  # no top behind the host link for this accelerator
+        return FolderError(str(exc), exc.hint, exit_code=1)
     return None
 
 
@@ -142,7 +144,8 @@ def place_route_build_folder(
     report, model, clock = placeable_build(folder, "place and route")
     say = note or quiet
     try:
-        design = stitched_design(folder, str(report.get("output_dir") or ""))
+        ports = accelerator_ports(model) if family.link_baud else None  # behind the host link
+        design = stitched_design(folder, str(report.get("output_dir") or ""), ports)
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), find_nextpnr(family)
         say(f"synthesising ({family.synth}) and placing and routing for {part.name}")

@@ -285,7 +285,7 @@ def _write(
 def _write_rtl(put: Writer, design: Streams, sources: list[Source]) -> set[str]:
     """rtl/ (FINN's text, the clean top, files.f) and sim/rtl/ (the files the simulation
     changes, sim/files.f); returns the names of those changed."""
-    top = _clean_top(design, sources)
+    top = _clean_top(design)
     for source in sources:
         put.text(f"rtl/{source.name}", source.text)
         if source.sim_text is not None:
@@ -299,12 +299,9 @@ def _write_rtl(put: Writer, design: Streams, sources: list[Source]) -> set[str]:
     return changed
 
 
-def _clean_top(design: Streams, sources: list[Source]) -> str:
+def _clean_top(design: Streams) -> str:
     """The top around the accelerator, its debug probes left unconnected."""
-    from brainsmith.hardware.board.top import accelerator_ports
-
-    accelerator = next((s.text for s in sources if s.name == "accelerator.sv"), "")
-    return _top(design, accelerator_ports(accelerator).probes)
+    return _top(design, list(design.probes))
 
 
 def _write_bench(

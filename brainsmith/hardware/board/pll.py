@@ -15,6 +15,7 @@ import numpy as np
 
 from brainsmith.clock import mhz_text
 from brainsmith.errors import HintedError
+from brainsmith.hardware.board.hdl import Instance
 
 PFD_MHZ = (3.125, 400.0)
 VCO_MHZ = (400.0, 800.0)
@@ -39,27 +40,39 @@ class Pll:
     clkop_div: int
     clkop_cphase: int
 
-    def instance(self, clkin: str, clkout: str, locked: str, name: str = "pll") -> str:
-        """The EHXPLLL instance (SystemVerilog) driving ``clkout`` and ``locked`` from
-        ``clkin``, fed back from CLKOP."""
-        return f"""\
-  (* FREQUENCY_PIN_CLKI="{self.input_mhz:g}" *)
-  (* FREQUENCY_PIN_CLKOP="{self.output_mhz:.6g}" *)
-  (* ICP_CURRENT="12" *) (* LPF_RESISTOR="8" *) (* MFG_ENABLE_FILTEROPAMP="1" *)
-  (* MFG_GMCREF_SEL="2" *)
-  EHXPLLL #(
-    .PLLRST_ENA("DISABLED"), .INTFB_WAKE("DISABLED"), .STDBY_ENABLE("DISABLED"),
-    .DPHASE_SOURCE("DISABLED"), .OUTDIVIDER_MUXA("DIVA"), .OUTDIVIDER_MUXB("DIVB"),
-    .OUTDIVIDER_MUXC("DIVC"), .OUTDIVIDER_MUXD("DIVD"),
-    .CLKI_DIV({self.clki_div}), .CLKOP_ENABLE("ENABLED"), .CLKOP_DIV({self.clkop_div}),
-    .CLKOP_CPHASE({self.clkop_cphase}), .CLKOP_FPHASE(0), .FEEDBK_PATH("CLKOP"),
-    .CLKFB_DIV({self.clkfb_div})
-  ) {name} (
-    .RST(1'b0), .STDBY(1'b0), .CLKI({clkin}), .CLKOP({clkout}), .CLKFB({clkout}),
-    .CLKINTFB(), .PHASESEL0(1'b0), .PHASESEL1(1'b0), .PHASEDIR(1'b1), .PHASESTEP(1'b1),
-    .PHASELOADREG(1'b1), .PLLWAKESYNC(1'b0), .ENCLKOP(1'b0), .LOCK({locked})
-  );
-"""
+    def instance(self, clkin: str, clkout: str, locked: str, name: str = "pll") -> Instance:
+        """The EHXPLLL instance driving ``clkout`` and ``locked`` from ``clkin``, fed back
+        from CLKOP."""
+        return Instance(
+            "EHXPLLL",
+            name,
+            attributes=(
+                (("FREQUENCY_PIN_CLKI", f"{self.input_mhz:g}"),),
+                (("FREQUENCY_PIN_CLKOP", f"{self.output_mhz:.6g}"),),
+                (("ICP_CURRENT", "12"), ("LPF_RESISTOR", "8"), ("MFG_ENABLE_FILTEROPAMP", "1")),
+                (("MFG_GMCREF_SEL", "2"),),
+            ),
+            parameters=(
+                (("PLLRST_ENA", '"DISABLED"'), ("INTFB_WAKE", '"DISABLED"'),
+                 ("STDBY_ENABLE", '"DISABLED"')),
+                (("DPHASE_SOURCE", '"DISABLED"'), ("OUTDIVIDER_MUXA", '"DIVA"'),
+                 ("OUTDIVIDER_MUXB", '"DIVB"')),
+                (("OUTDIVIDER_MUXC", '"DIVC"'), ("OUTDIVIDER_MUXD", '"DIVD"')),
+                (("CLKI_DIV", str(self.clki_div)), ("CLKOP_ENABLE", '"ENABLED"'),
+                 ("CLKOP_DIV", str(self.clkop_div))),
+                (("CLKOP_CPHASE", str(self.clkop_cphase)), ("CLKOP_FPHASE", "0"),
+                 ("FEEDBK_PATH", '"CLKOP"')),
+                (("CLKFB_DIV", str(self.clkfb_div)),),
+            ),
+            connections=(
+                (("RST", "1'b0"), ("STDBY", "1'b0"), ("CLKI", clkin), ("CLKOP", clkout),
+                 ("CLKFB", clkout)),
+                (("CLKINTFB", ""), ("PHASESEL0", "1'b0"), ("PHASESEL1", "1'b0"),
+                 ("PHASEDIR", "1'b1"), ("PHASESTEP", "1'b1")),
+                (("PHASELOADREG", "1'b1"), ("PLLWAKESYNC", "1'b0"), ("ENCLKOP", "1'b0"),
+                 ("LOCK", locked)),
+            ),
+        )  # fmt: skip
 
 
 def pll(input_mhz: float, output_mhz: float) -> Pll:

@@ -1,5 +1,5 @@
 """What the driver needs of an all-RTL build: the accelerator's streams as the host link
-frames them (TDATA widths from ``accelerator.sv``, words per frame from ``final.onnx``), the
+frames them (TDATA widths, words per frame and FIFO probes from ``final.onnx``), the
 design hash a board built from it reports (``stitched_design(...).digest()``, as
 ``brainsmith bitstream`` puts it into the board top), the packing of a frame into stream
 words, bit for bit as the simulation packs it (``brainsmith.hardware.rtlsim.beats`` on the folded
@@ -24,7 +24,7 @@ from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 from brainsmith.hardware.board.link import HEADER, word_bytes
-from brainsmith.hardware.board.top import TopError, accelerator_ports
+from brainsmith.hardware.board.top import AcceleratorPorts, TopError, accelerator_ports
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
 from brainsmith.hardware.synthesis import NotSynthesisable
@@ -73,6 +73,12 @@ class Streams:
     # neither) and where the figure comes from
     interval_cycles: float = 0.0
     interval_source: str = ""
+    probes: tuple[str, ...] = ()  # its FIFOs' fill outputs (maxcount_<layer>), left open
+
+    @property
+    def ports(self) -> AcceleratorPorts:
+        """The stitched accelerator's ports."""
+        return AcceleratorPorts(self.in_bits, self.out_bits, self.probes)
 
     def pack(self, array: np.ndarray) -> list[int]:
         """One frame (the accelerator input's values) as ``in_words`` stream words."""
@@ -127,11 +133,8 @@ def streams_of(
     except LayerPluginError as exc:
         raise DriverError(exc.reason, exc.hint) from None
     try:
-        design = stitched_design(folder, built_in)
-        text = next(text for _, text in design.sources if "module accelerator" in text)
-        ports = accelerator_ports(text)
-    except StopIteration:
-        raise DriverError("the stitched design has no module accelerator", REBUILD) from None
+        ports = accelerator_ports(model)
+        design = stitched_design(folder, built_in, ports)
     except (NotSynthesisable, TopError) as exc:
         raise DriverError(str(exc), REBUILD) from None
     source, sink = model.graph.input[0].name, model.graph.output[0].name
@@ -158,6 +161,7 @@ def streams_of(
         parent=parent,
         fpga_part=str(report.get("fpga_part") or ""),
         **_interval(report),
+        probes=ports.probes,
     )
 
 

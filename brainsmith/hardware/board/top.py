@@ -6,6 +6,10 @@ with the design clock; ``brainsmith_host_link`` turns the UART into the accelera
 input stream and its output stream back into the UART, at CLKS_PER_BIT design clocks per
 bit; the accelerator's ``maxcount_*`` FIFO probes are left open. The LED, when the board has
 one, is lit while the design runs (out of reset).
+
+The accelerator's ports come from the build's final model (``accelerator_ports``: the
+widths of the streams its first layer reads and its last layer writes, the names of its
+FIFOs), the text from the typed objects of ``brainsmith.hardware.board.hdl``.
 """
 
 from __future__ import annotations
@@ -19,17 +23,28 @@ from brainsmith.clock import mhz_text
 from brainsmith.errors import HintedError
 from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
+from brainsmith.hardware.board.hdl import (
+    Assign,
+    Blank,
+    Instance,
+    Item,
+    Logic,
+    Module,
+    Port,
+    ResetSynchroniser,
+    any_of,
+    hex_constant,
+    inverted,
+)
 from brainsmith.hardware.board.pll import Pll
 
 STANDARD_BAUDS = (3_000_000, 2_000_000, 1_000_000, 921_600, 460_800, 230_400, 115_200, 57_600)
 MIN_CLOCKS_PER_BIT = 4
 MAX_BAUD_ERROR = 0.02  # the UART's rate off by at most 2 % after rounding the clocks per bit
 # the top's ports every top has: the clock pin and the host link's UART
-LINK_PORTS = (f"input  logic {CLOCK}", f"input  logic {UART_RX}", f"output logic {UART_TX}")
-PORT = re.compile(
-    r"\b(input|output)\s+(?:wire\s+|logic\s+|reg\s+)?(?:\[\s*(\d+)\s*:\s*0\s*\]\s*)?(\w+)"
-)
-MODULE = re.compile(r"\bmodule\s+accelerator\s*(?:#\s*\(.*?\)\s*)?\((.*?)\);", re.S)
+LINK_PORTS = (Port(CLOCK, "input"), Port(UART_RX, "input"), Port(UART_TX, "output"))
+PROBE_BITS = 32  # a FIFO's largest fill, maxcount_<layer>
+FIFO = "StreamingFIFO"  # the op types of the FIFOs the stitched accelerator probes
 
 
 class TopError(HintedError):
@@ -37,42 +52,60 @@ class TopError(HintedError):
 
 
 @dataclass(frozen=True)
-class Ports:
-    """The stitched accelerator's ports: name -> (direction, width)."""
+class AcceleratorPorts:
+    """The stitched accelerator's ports beyond its clock and reset: the data bits of its
+    one input stream (``in0_V``) and one output stream (``out0_V``), and its FIFOs' fill
+    probes (``maxcount_<layer>``, left open)."""
 
-    ports: dict[str, tuple[str, int]]
+    in_bits: int
+    out_bits: int
+    probes: tuple[str, ...] = ()
 
-    @property
-    def in_bits(self) -> int:
-        return self.ports["in0_V_TDATA"][1]
+    def ports(self) -> tuple[Port, ...]:
+        """Every port of ``module accelerator``, its direction and width."""
+        return (
+            Port("ap_clk", "input"), Port("ap_rst_n", "input"),
+            Port("in0_V_TDATA", "input", self.in_bits), Port("in0_V_TVALID", "input"),
+            Port("in0_V_TREADY", "output"),
+            Port("out0_V_TDATA", "output", self.out_bits), Port("out0_V_TVALID", "output"),
+            Port("out0_V_TREADY", "input"),
+            *(Port(name, "output", PROBE_BITS) for name in self.probes),
+        )  # fmt: skip
 
-    @property
-    def out_bits(self) -> int:
-        return self.ports["out0_V_TDATA"][1]
 
-    @property
-    def probes(self) -> list[str]:
-        return [name for name in self.ports if name.startswith("maxcount_")]
+def accelerator_ports(model: Any) -> AcceleratorPorts:
+    """The ports of the accelerator stitched from ``model`` (a qonnx ``ModelWrapper`` of
+    FINN layers, the build's final model): the width of the stream its first layer reads
+    from the graph's input, of the one its last layer writes to the graph's output, and a
+    probe for each FIFO in graph order; TopError naming the streams when it has more than
+    one input or output, or naming a graph input or output no layer reads or writes."""
+    from qonnx.custom_op.registry import getCustomOp
 
-
-def accelerator_ports(text: str) -> Ports:
-    """The ports of ``module accelerator`` in ``text`` (``accelerator.sv``); TopError when
-    it is not one stream in and one out."""
-    found = MODULE.search(text)
-    if found is None:
-        raise TopError("accelerator.sv declares no module accelerator", "build the model again")
-    ports = {name: (kind, int(msb or 0) + 1) for kind, msb, name in PORT.findall(found[1])}
-    expected = ("ap_clk", "ap_rst_n", "in0_V_TDATA", "in0_V_TVALID", "in0_V_TREADY",
-                "out0_V_TDATA", "out0_V_TVALID", "out0_V_TREADY")  # fmt: skip
-    missing = [name for name in expected if name not in ports]
-    extra = [name for name in ports if name not in expected and not name.startswith("maxcount_")]
-    if missing or extra:
+    graph = model.graph
+    inputs, outputs = [t.name for t in graph.input], [t.name for t in graph.output]
+    if len(inputs) != 1 or len(outputs) != 1:
         raise TopError(
             f"the host link drives one input stream and reads one output stream; the "
-            f"accelerator {'lacks ' + ', '.join(missing) if missing else 'has ' + ', '.join(extra)}",
+            f"accelerator has {_counted(inputs, 'input')} and {_counted(outputs, 'output')}",
             "build a model with one input and one output",
         )
-    return Ports(ports)
+    reader = next(((node, list(node.input).index(inputs[0])) for node in graph.node
+                   if inputs[0] in node.input), None)  # fmt: skip
+    writer = next(((node, list(node.output).index(outputs[0])) for node in reversed(graph.node)
+                   if outputs[0] in node.output), None)  # fmt: skip
+    if reader is None or writer is None:
+        raise TopError(
+            f"no layer reads the accelerator's input {inputs[0]} or writes its output {outputs[0]}",
+            "build the model again",
+        )
+    in_bits = int(getCustomOp(reader[0]).get_instream_width_padded(reader[1]))
+    out_bits = int(getCustomOp(writer[0]).get_outstream_width_padded(writer[1]))
+    probes = tuple(f"maxcount_{n.name}" for n in graph.node if n.op_type.startswith(FIFO))
+    return AcceleratorPorts(in_bits, out_bits, probes)
+
+
+def _counted(names: list[str], kind: str) -> str:
+    return f"{len(names)} {kind}{'' if len(names) == 1 else 's'} ({', '.join(names) or 'none'})"
 
 
 def frame_words(model: Any) -> tuple[int, int]:
@@ -127,104 +160,121 @@ class Link:
         return cycles
 
 
-def board_top(board: Board, pll: Pll, ports: Ports, link: Link) -> str:
+def board_top(board: Board, pll: Pll, ports: AcceleratorPorts, link: Link) -> str:
     """``board_top.sv`` for ``board`` with the accelerator of ``ports`` at ``pll``'s clock,
     reached over ``link``."""
     cycles = link.clocks_per_bit(pll.output_mhz)
-    inputs = [*LINK_PORTS]
-    held = "~locked"
+    pins = [*LINK_PORTS]
+    held = [inverted("locked", True)]
     if board.reset is not None:
-        inputs.append(f"input  logic {RESET}")
-        held += f" | {'~' if board.reset.active_low else ''}{RESET}"
+        pins.append(Port(RESET, "input"))
+        held.append(inverted(RESET, board.reset.active_low))
+    led: list[Item] = []
     if board.led is not None:
-        inputs.append(f"output logic {LED}")
-    led = ""
-    if board.led is not None:
-        led = f"  assign {LED} = {'~' if board.led.active_low else ''}rst_n;  // lit: running\n"
-    header = f"""\
-// Generated by brainsmith.hardware.board.top for {board.name} ({board.part}): the accelerator at
-// {pll.output_mhz:.6g} MHz (EHXPLLL from the {board.clock_mhz:g} MHz oscillator), reached over
-// the host link's UART at {link.baud} baud ({cycles} clocks per bit).
-"""
-    clock = f"  logic clk, locked;\n{pll.instance(CLOCK, 'clk', 'locked')}"
-    return _top(header, inputs, clock, held, led, ports, link, cycles)
+        pins.append(Port(LED, "output"))
+        led.append(Assign(LED, inverted("rst_n", board.led.active_low), "lit: running"))
+    comment = (
+        f"Generated by brainsmith.hardware.board.top for {board.name} ({board.part}): the "
+        "accelerator at",
+        f"{pll.output_mhz:.6g} MHz (EHXPLLL from the {board.clock_mhz:g} MHz oscillator), "
+        "reached over",
+        f"the host link's UART at {link.baud} baud ({cycles} clocks per bit).",
+    )
+    clock: list[Item] = [Logic(("clk", "locked")), pll.instance(CLOCK, "clk", "locked")]
+    return _top(comment, pins, clock, any_of(held), led, ports, link, cycles)
 
 
-def part_top(part: str, clock_mhz: float, ports: Ports, link: Link) -> str:
+def part_top(part: str, clock_mhz: float, ports: AcceleratorPorts, link: Link) -> str:
     """``board_top.sv`` for a bare ``part``: the accelerator clocked straight from the clock
     pin at ``clock_mhz`` (no PLL, no button, no LED), its reset released two cycles after
     configuration; the same link as ``board_top``'s."""
     cycles = link.clocks_per_bit(clock_mhz)
-    inputs = [*LINK_PORTS]
-    header = f"""\
-// Generated by brainsmith.hardware.board.top for a bare {part}: the accelerator at {clock_mhz:.6g} MHz
-// from the clock pin, reached over the host link's UART at {link.baud} baud ({cycles} clocks per
-// bit).
-"""
-    clock = f"  logic clk;\n  assign clk = {CLOCK};\n"
-    return _top(header, inputs, clock, "1'b0", "", ports, link, cycles)
+    comment = (
+        f"Generated by brainsmith.hardware.board.top for a bare {part}: the accelerator at "
+        f"{clock_mhz:.6g} MHz",
+        f"from the clock pin, reached over the host link's UART at {link.baud} baud ({cycles} "
+        "clocks per",
+        "bit).",
+    )
+    clock: list[Item] = [Logic(("clk",)), Assign("clk", CLOCK)]
+    return _top(comment, [*LINK_PORTS], clock, any_of([]), [], ports, link, cycles)
 
 
 def _top(
-    header: str,
-    inputs: list[str],
-    clock: str,
+    comment: tuple[str, ...],
+    pins: list[Port],
+    clock: list[Item],
     held: str,
-    led: str,
-    ports: Ports,
+    led: list[Item],
+    ports: AcceleratorPorts,
     link: Link,
     cycles: int,
 ) -> str:
     """The top: ``clock`` makes ``clk``, ``held`` holds the reset, then the link and the
     accelerator."""
-    probes = "".join(f",\n    .{name}()" for name in ports.probes)
-    in_bits, out_bits = ports.in_bits, ports.out_bits
-    return f"""{header}module board_top (
-  {("," + chr(10) + "  ").join(inputs)}
-);
-{clock}
-  // reset: asserted at once while the PLL is unlocked or the button is pressed, released
-  // on the design clock two cycles after
-  logic held;
-  logic [2:0] release_n;
-  assign held = {held};
-  always_ff @(posedge clk or posedge held)
-    if (held) release_n <= '0;
-    else release_n <= {{release_n[1:0], 1'b1}};
-  logic rst_n;
-  assign rst_n = release_n[2];
-{led}
-  logic [{in_bits - 1}:0] in_tdata;
-  logic in_tvalid, in_tready;
-  logic [{out_bits - 1}:0] out_tdata;
-  logic out_tvalid, out_tready;
+    body: list[Item] = [
+        *clock, Blank(), ResetSynchroniser("clk", held), *led, Blank(),
+        *host_link(ports, link, cycles, ("clk", "rst_n", UART_RX, UART_TX)), Blank(),
+        accelerator(ports, "clk", "rst_n"),
+    ]  # fmt: skip
+    return Module("board_top", tuple(pins), tuple(body), comment).render()
 
-  brainsmith_host_link #(
-    .CLKS_PER_BIT({cycles}), .IN_BITS({in_bits}), .OUT_BITS({out_bits}),
-    .IN_WORDS({link.in_words}), .OUT_WORDS({link.out_words}), .DESIGN_HASH(256'h{link.design_hash})
-  ) link (
-    .clk(clk), .rst_n(rst_n), .uart_rx({UART_RX}), .uart_tx({UART_TX}),
-    .m_tdata(in_tdata), .m_tvalid(in_tvalid), .m_tready(in_tready),
-    .s_tdata(out_tdata), .s_tvalid(out_tvalid), .s_tready(out_tready)
-  );
 
-  accelerator accelerator (
-    .ap_clk(clk), .ap_rst_n(rst_n),
-    .in0_V_TDATA(in_tdata), .in0_V_TVALID(in_tvalid), .in0_V_TREADY(in_tready),
-    .out0_V_TDATA(out_tdata), .out0_V_TVALID(out_tvalid), .out0_V_TREADY(out_tready){probes}
-  );
-endmodule
-"""
+def host_link(
+    ports: AcceleratorPorts, link: Link, cycles: int, signals: tuple[str, str, str, str]
+) -> list[Item]:
+    """The streams between the link and the accelerator, and ``brainsmith_host_link`` at
+    ``cycles`` clocks per bit (``link.baud`` is not used) on ``signals``: its clock, its
+    reset (active low) and the UART's receive and transmit."""
+    clock, reset, rx, tx = signals
+    parameters = (
+        (("CLKS_PER_BIT", str(cycles)), ("IN_BITS", str(ports.in_bits)),
+         ("OUT_BITS", str(ports.out_bits))),
+        (("IN_WORDS", str(link.in_words)), ("OUT_WORDS", str(link.out_words)),
+         ("DESIGN_HASH", hex_constant(256, link.design_hash))),
+    )  # fmt: skip
+    connections = (
+        (("clk", clock), ("rst_n", reset), ("uart_rx", rx), ("uart_tx", tx)),
+        (("m_tdata", "in_tdata"), ("m_tvalid", "in_tvalid"), ("m_tready", "in_tready")),
+        (("s_tdata", "out_tdata"), ("s_tvalid", "out_tvalid"), ("s_tready", "out_tready")),
+    )
+    return [
+        Logic(("in_tdata",), ports.in_bits), Logic(("in_tvalid", "in_tready")),
+        Logic(("out_tdata",), ports.out_bits), Logic(("out_tvalid", "out_tready")), Blank(),
+        Instance("brainsmith_host_link", "link", connections, parameters),
+    ]  # fmt: skip
+
+
+def accelerator(ports: AcceleratorPorts, clock: str, reset: str) -> Instance:
+    """``module accelerator`` on ``clock`` and ``reset`` (active low), its streams on the
+    link's signals (``in_*``, ``out_*``), each of its probes open; TopError when
+    ``ports`` names a port twice."""
+    names = [port.name for port in ports.ports()]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise TopError(f"the accelerator names {', '.join(repeated)} twice", "build it again")
+    connections = (
+        (("ap_clk", clock), ("ap_rst_n", reset)),
+        *(
+            tuple((f"{stream}_V_{signal}", f"{link}_{signal.lower()}")
+                  for signal in ("TDATA", "TVALID", "TREADY"))
+            for stream, link in (("in0", "in"), ("out0", "out"))
+        ),
+        *(((name, ""),) for name in ports.probes),
+    )  # fmt: skip
+    return Instance("accelerator", "accelerator", connections)
 
 
 __all__ = [
+    "AcceleratorPorts",
     "Link",
-    "Ports",
     "TopError",
+    "accelerator",
     "accelerator_ports",
     "baud_rate",
     "board_top",
     "clocks_per_bit",
     "frame_words",
+    "host_link",
     "part_top",
 ]

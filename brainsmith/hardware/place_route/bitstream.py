@@ -31,8 +31,8 @@ from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import lpf
 from brainsmith.hardware.board.pll import pll
 from brainsmith.hardware.board.top import (
+    AcceleratorPorts,
     Link,
-    accelerator_ports,
     baud_rate,
     board_top,
     clocks_per_bit,
@@ -135,11 +135,14 @@ def link_sources() -> list[tuple[str, str]]:
     return found
 
 
-def accelerator_text(design: StitchedDesign) -> str:
-    for _, text in design.sources:
-        if "module accelerator" in text:
-            return text
-    raise BitstreamError("the stitched design has no module accelerator", "build it again")
+def accelerator_ports(design: StitchedDesign) -> AcceleratorPorts:
+    """The ports of ``design``'s accelerator; BitstreamError when they are not known."""
+    if design.ports is None:
+        raise BitstreamError(
+            "the stitched design's ports are not known (they come from the build's final model)",
+            "make the bitstream of a build folder",
+        )
+    return design.ports
 
 
 def nextpnr_arguments(design: BitstreamDesign) -> list[str]:
@@ -195,7 +198,7 @@ def board_design(
     """``design`` with the host link and a board top for ``board`` at the PLL clock nearest
     ``mhz`` (``baud``: the fastest standard rate the clock and the board's UART take)."""
     clock = pll(board.clock_mhz, mhz)
-    ports = accelerator_ports(accelerator_text(design))
+    ports = accelerator_ports(design)
     rate = baud or baud_rate(clock.output_mhz, board.baud)
     top = board_top(board, clock, ports, Link(rate, in_words, out_words, design.digest()))
     sources = [*design.sources, *(link if link is not None else link_sources()), (f"{TOP}.sv", top)]

@@ -67,7 +67,7 @@ def bitstream_of_build(
     a clock the PLL cannot make, a missing tool, a failed run (its first error, its log) or
     a folder below ``folder`` changed into a link meanwhile."""
     from brainsmith.hardware.board.pll import PllError
-    from brainsmith.hardware.board.top import TopError, frame_words
+    from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
     from brainsmith.hardware.place_route.bitstream import bitstream
     from brainsmith.hardware.place_route.ecp5 import NotUsable, PlaceRouteError, find_nextpnr
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
@@ -76,7 +76,7 @@ def bitstream_of_build(
     _refuse_hls(model)
     say = note or (lambda _: None)
     try:
-        design = stitched_design(folder, built_in)
+        design = stitched_design(folder, built_in, accelerator_ports(model))
         in_words, out_words = frame_words(model)
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), find_nextpnr()
@@ -118,7 +118,13 @@ def part_bitstream_of_build(
     place-route`` makes it, into ``BUILD_DIR/bitstream/<part>.bit`` and its run folder
     ``bitstream/run``. The dict a board's bitstream gives (no board, no PLL: the clock is the
     one asked; no netlist). BoardRunError as ``bitstream_of_build``'s."""
-    from brainsmith.hardware.board.top import TopError, baud_rate, clocks_per_bit, frame_words
+    from brainsmith.hardware.board.top import (
+        TopError,
+        accelerator_ports,
+        baud_rate,
+        clocks_per_bit,
+        frame_words,
+    )
     from brainsmith.hardware.place_route.flow import (
         NotUsable,
         PlaceRouteError,
@@ -131,7 +137,7 @@ def part_bitstream_of_build(
     _refuse_hls(model)
     say = note or (lambda _: None)
     try:
-        design = stitched_design(folder, built_in)
+        design = stitched_design(folder, built_in, accelerator_ports(model))
         in_words, out_words = frame_words(model)
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), find_nextpnr(family)

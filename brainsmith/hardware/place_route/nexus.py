@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
-from brainsmith.hardware.board.top import Link, TopError, accelerator_ports, baud_rate, part_top
-from brainsmith.hardware.place_route.bitstream import TOP, accelerator_text, link_sources
+from brainsmith.hardware.board.top import Link, TopError, baud_rate, part_top
+from brainsmith.hardware.place_route.bitstream import TOP, accelerator_ports, link_sources
 from brainsmith.hardware.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
 from brainsmith.hardware.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
 from brainsmith.hardware.place_route.packing import Packing
@@ -60,7 +60,7 @@ def behind_the_link(
     """The accelerator behind the host link in a part-level top at ``mhz``, its three pins
     constrained; PlaceRouteError when the top or the pins cannot be made."""
     try:
-        ports = accelerator_ports(accelerator_text(design))
+        ports = accelerator_ports(design)
         baud = baud_rate(mhz, FASTEST_BAUD)
         top = part_top(part.name, mhz, ports, Link(baud, *frame, design.digest()))
         clock, rx, tx = link_pins(part.device, part.package)

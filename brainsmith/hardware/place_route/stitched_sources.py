@@ -53,6 +53,10 @@ from brainsmith.hardware.synthesis.layer_sources import (
     yosys_ready,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.hardware.board.top import AcceleratorPorts
+
 STITCHED = os.path.join("finn", "stitched_rtl")
 FILES = os.path.join(STITCHED, "files.f")
 TOP = "accelerator"
@@ -69,6 +73,9 @@ class StitchedDesign:
     data: list[tuple[str, bytes]]  # (path under data/, content)
     primitives: list[str]  # AMD primitives named (in branches not taken), read as blackboxes
     fixes: list[str] = field(default_factory=list)
+    # its ports, from the build's final model (``top.accelerator_ports``): what a board top
+    # or a part's top behind the host link connects; None where nothing puts it behind one
+    ports: AcceleratorPorts | None = None
 
     def digest(self) -> str:
         """SHA-256 of every name, text and parameter file Yosys reads."""
@@ -99,11 +106,14 @@ def _inside(path: str, folder: str) -> bool:
     return path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
+def stitched_design(
+    folder: str, built_in: str = "", ports: AcceleratorPorts | None = None
+) -> StitchedDesign:
     """The stitched accelerator of the build in ``folder`` (already through the gate), fixed
-    for Yosys and a Lattice part; MissingSources naming what cannot be used. A path into
-    ``built_in`` (the folder the build was made in, its report's ``output_dir``) is read in
-    ``folder``: a moved or copied build reads its own files."""
+    for Yosys and a Lattice part, with its ``ports`` (from the build's final model);
+    MissingSources naming what cannot be used. A path into ``built_in`` (the folder the build
+    was made in, its report's ``output_dir``) is read in ``folder``: a moved or copied build
+    reads its own files."""
     listing = os.path.join(folder, FILES)
     try:
         raw = read_regular(listing, MAX_LIST_BYTES)
@@ -150,7 +160,7 @@ def stitched_design(folder: str, built_in: str = "") -> StitchedDesign:
     if not sources:
         raise MissingSources(f"{listing} lists no file; {REBUILD}")
     used = primitives_used(text for _, text in sources)
-    return StitchedDesign(TOP, sources, data, used, sorted(set(fixes)))
+    return StitchedDesign(TOP, sources, data, used, sorted(set(fixes)), ports)
 
 
 def parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
