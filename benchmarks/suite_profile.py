@@ -10,7 +10,7 @@ workers and every process they waited for, and the load average are recorded bes
     .venv/bin/python -m benchmarks.suite_profile --tier test --junit run.xml --wall 3338 [--note TEXT]
 
 ``--junit`` reads a report an earlier run of the same command wrote (``--wall`` its wall
-seconds) instead of running. Writes benchmarks/results/suite_profile.json (one entry per
+seconds) instead of running; ``--keep-junit PATH`` keeps a run's report, every test in it. Writes benchmarks/results/suite_profile.json (one entry per
 tier and label; others kept) and its section of benchmarks/RESULTS.md.
 """
 
@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import struct
 import sys
 import tempfile
@@ -176,7 +177,7 @@ def started(record: Path, root_pid: int) -> dict:
             "cpu_s_by_name": busiest}  # fmt: skip
 
 
-def run(target: str) -> dict:
+def run(target: str, keep_junit: Path | None = None) -> dict:
     words = pytest_words(target)
     with tempfile.TemporaryDirectory() as folder:
         xml, accounts = Path(folder) / "junit.xml", Path(folder) / "accounts"
@@ -189,6 +190,8 @@ def run(target: str) -> dict:
         summary = SUMMARY.findall(ran["output"])
         log = RESULT.with_name(f"suite_profile_{target}.log")  # (not committed)
         log.write_text(ran["output"])
+        if keep_junit is not None and xml.exists():
+            shutil.copyfile(xml, keep_junit)
         extra = {"command": f"pytest {shlex.join(words)}", "cpu_s": ran["cpu_s"],
                  "exit_code": ran["exit_code"], "summary": summary[-1] if summary else "",
                  **record}  # fmt: skip
@@ -310,6 +313,7 @@ def main() -> int:
     parser.add_argument("--junit", type=Path, help="read this report instead of running")
     parser.add_argument("--wall", type=float, default=0.0, help="with --junit: its wall seconds")
     parser.add_argument("--note", default="", help="what a reader should know about the run")
+    parser.add_argument("--keep-junit", type=Path, help="copy the run's JUnit report here")
     args = parser.parse_args()
     target = TARGETS[args.tier]
     if args.junit:
@@ -322,7 +326,7 @@ def main() -> int:
                  "summary": summary}  # fmt: skip
         result = profile(cases, args.wall, extra)
     else:
-        result = run(target)
+        result = run(target, args.keep_junit)
     if args.note:
         result["note"] = args.note
     old = json.loads(RESULT.read_text()) if RESULT.exists() else {}
