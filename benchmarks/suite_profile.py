@@ -10,8 +10,9 @@ workers and every process they waited for, and the load average are recorded bes
     .venv/bin/python -m benchmarks.suite_profile --tier test --junit run.xml --wall 3338 [--note TEXT]
 
 ``--junit`` reads a report an earlier run of the same command wrote (``--wall`` its wall
-seconds) instead of running; ``--keep-junit PATH`` keeps a run's report, every test in it. Writes benchmarks/results/suite_profile.json (one entry per
-tier and label; others kept) and its section of benchmarks/RESULTS.md.
+seconds) instead of running; ``--keep-junit PATH`` keeps a run's report, every test in it.
+Writes benchmarks/results/suite_profile.json (one entry per tier and label; others kept) and
+its section of benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
