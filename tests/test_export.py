@@ -91,7 +91,7 @@ def test_the_export_names_only_its_own_files_and_a_clean_top(handed_off):
     ports = [line.split()[-1].rstrip(",") for line in header.strip().splitlines()]
     assert ports == ["ap_clk", "ap_rst_n", "in0_V_TDATA", "in0_V_TVALID", "in0_V_TREADY",
                      "out0_V_TDATA", "out0_V_TVALID", "out0_V_TREADY"]  # fmt: skip
-    assert manifest["streams"]["in0_V"]["bits"] == int(top.split("input [")[1].split(":")[0]) + 1
+    assert manifest["streams"]["in0_V"]["bits"] == int(top.split("logic [")[1].split(":")[0]) + 1
     assert list((handed_off / "data").rglob("*.dat"))  # weights and thresholds
     changed = {p.name for p in (handed_off / "sim" / "rtl").iterdir()}
     assert changed == {c.split(":")[0] for c in manifest["simulation_changes"]} and changed

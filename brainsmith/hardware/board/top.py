@@ -245,24 +245,39 @@ def host_link(
     ]  # fmt: skip
 
 
-def accelerator(ports: AcceleratorPorts, clock: str, reset: str) -> Instance:
-    """``module accelerator`` on ``clock`` and ``reset`` (active low), its streams on the
-    link's signals (``in_*``, ``out_*``), each of its probes open; TopError when
-    ``ports`` names a port twice."""
+def accelerator(
+    ports: AcceleratorPorts, clock: str, reset: str, name: str = "accelerator", wires: str = ""
+) -> Instance:
+    """``module accelerator`` (as ``name``) on ``clock`` and ``reset`` (active low), its
+    streams on the link's signals (``in_*``, ``out_*``), or with ``wires="ports"`` on signals
+    named as its ports; each of its probes open. TopError when ``ports`` names a port
+    twice."""
     names = [port.name for port in ports.ports()]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise TopError(f"the accelerator names {', '.join(repeated)} twice", "build it again")
+
+    def wire(stream: str, link: str, signal: str) -> str:
+        return f"{stream}_V_{signal}" if wires == "ports" else f"{link}_{signal.lower()}"
+
     connections = (
         (("ap_clk", clock), ("ap_rst_n", reset)),
         *(
-            tuple((f"{stream}_V_{signal}", f"{link}_{signal.lower()}")
+            tuple((f"{stream}_V_{signal}", wire(stream, link, signal))
                   for signal in ("TDATA", "TVALID", "TREADY"))
             for stream, link in (("in0", "in"), ("out0", "out"))
         ),
-        *(((name, ""),) for name in ports.probes),
+        *(((probe, ""),) for probe in ports.probes),
     )  # fmt: skip
-    return Instance("accelerator", "accelerator", connections)
+    return Instance("accelerator", name, connections)
+
+
+def wrapper(name: str, ports: AcceleratorPorts, comment: tuple[str, ...]) -> str:
+    """A module ``name`` with the accelerator's clock, reset and streams as its ports and
+    the accelerator inside it, its probes left open."""
+    outer = tuple(port for port in ports.ports() if port.name not in ports.probes)
+    body = (accelerator(ports, "ap_clk", "ap_rst_n", "core", wires="ports"),)
+    return Module(name, outer, body, comment).render()
 
 
 __all__ = [
@@ -277,4 +292,5 @@ __all__ = [
     "frame_words",
     "host_link",
     "part_top",
+    "wrapper",
 ]
