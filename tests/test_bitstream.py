@@ -176,6 +176,30 @@ def test_the_pll_refuses_a_clock_it_cannot_make():
         pll(25, 450)
 
 
+@pytest.mark.parametrize(
+    ("target", "digest"),
+    [
+        ("ulx3s-85f", "fbaa36a3d37854b9617db7125fb865383711eddbd5abab98e6b3ad9048c07da6"),
+        ("versa-ecp5", "896e8530680f7993c35d357dc8601ff1fba03767a850b9f5a4ac56eae68edc17"),
+        ("LIFCL-40-9BG400C", "6004ba6bd7243d62743eb51713cb2be2b1a2bc1ba2bdea41a10dd759b7edcb0a"),
+    ],
+)
+def test_the_typed_tops_are_the_text_bitstreams_were_cached_under(target, digest):
+    """The SHA-256 of the tops as f-strings wrote them: a bitstream's cache key and an
+    export's check of its staged sources read this text."""
+    from brainsmith.hardware.board.top import part_top
+
+    ports = AcceleratorPorts(8, 16, ("maxcount_StreamingFIFO_rtl_0", "maxcount_F1"))
+    if target.startswith("LIFCL"):
+        text = part_top(target, 37.5, ports, Link(1_000_000, 3, 2, "cd" * 32))
+    else:
+        chosen = board(target)
+        clock = pll(chosen.clock_mhz, 50)
+        link = Link(baud_rate(clock.output_mhz, chosen.baud), 3, 2, "ab" * 32)
+        text = board_top(chosen, clock, ports, link)
+    assert hashlib.sha256(text.encode()).hexdigest() == digest
+
+
 def test_the_board_top_sizes_the_link_from_the_accelerators_ports():
     ports = PORTS
     ulx3s = board("ulx3s-85f")

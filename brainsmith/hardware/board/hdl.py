@@ -6,6 +6,13 @@ lines; ``Module.render`` writes the whole text. Nothing here knows a board: ``to
 
 An instance's parameters, connections and attributes are given in lines (a tuple of lines,
 each a tuple of pairs), so that the text keeps the layout the tops have always had.
+
+The tops are not elaborated by amaranth (``amaranth.back.verilog.convert``), though it could
+express them: it runs Yosys for each top, also where a cached bitstream is only looked up;
+its Verilog is other text than the tops builds were made from, which would change every
+bitstream's cache key and fail an export's check that its staged sources are the ones the
+build makes now; and amaranth is installed with the ``lattice`` extra only, while the
+simulated board and the export need their tops without it.
 """
 
 from __future__ import annotations
