@@ -44,7 +44,6 @@ MAX_BAUD_ERROR = 0.02  # the UART's rate off by at most 2 % after rounding the c
 # the top's ports every top has: the clock pin and the host link's UART
 LINK_PORTS = (Port(CLOCK, "input"), Port(UART_RX, "input"), Port(UART_TX, "output"))
 PROBE_BITS = 32  # a FIFO's largest fill, maxcount_<layer>
-FIFO = "StreamingFIFO"  # the op types of the FIFOs the stitched accelerator probes
 
 
 class TopError(HintedError):
@@ -81,6 +80,8 @@ def accelerator_ports(model: Any) -> AcceleratorPorts:
     one input or output, or naming a graph input or output no layer reads or writes."""
     from qonnx.custom_op.registry import getCustomOp
 
+    from brainsmith.hardware.rtlsim.stitched.design import probed
+
     graph = model.graph
     inputs, outputs = [t.name for t in graph.input], [t.name for t in graph.output]
     if len(inputs) != 1 or len(outputs) != 1:
@@ -100,7 +101,7 @@ def accelerator_ports(model: Any) -> AcceleratorPorts:
         )
     in_bits = int(getCustomOp(reader[0]).get_instream_width_padded(reader[1]))
     out_bits = int(getCustomOp(writer[0]).get_outstream_width_padded(writer[1]))
-    probes = tuple(f"maxcount_{n.name}" for n in graph.node if n.op_type.startswith(FIFO))
+    probes = tuple(f"maxcount_{n.name}" for n in graph.node if probed(n.op_type))
     return AcceleratorPorts(in_bits, out_bits, probes)
 
 
