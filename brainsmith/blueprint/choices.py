@@ -4,7 +4,7 @@
 VERIFY_MODES = ("each", "final", "rtlsim", "none")  # rtlsim: final + Verilator per RTL layer
 PREFERENCES = ("auto", "rtl", "hls")  # hw_compiler.prefer: which backend style goes first
 FOLDING_SEARCHES = ("brainsmith", "finn")  # build.folding.search
-# build.board: the ECP5 boards brainsmith makes bitstreams for (``brainsmith.hardware.board.boards``)
+# build.board: the Lattice boards brainsmith makes bitstreams for (``brainsmith.hardware.board.boards``)
 LATTICE_BOARDS = (
     "ulx3s-12f", "ulx3s-25f", "ulx3s-45f", "ulx3s-85f", "orangecrab-r0.2-25f",
     "orangecrab-r0.2-85f", "versa-ecp5", "versa-ecp5-5g", "ecp5-5g-evn",
@@ -13,6 +13,13 @@ LATTICE_BOARDS = (
 # bitstream of brainsmith's (build.bitstream)
 NO_UART_BOARDS = ("orangecrab-r0.2-25f", "orangecrab-r0.2-85f")
 LINKED_BOARDS = tuple(board for board in LATTICE_BOARDS if board not in NO_UART_BOARDS)
+# each board's family: its part's, as ``brainsmith.hardware.place_route``'s ``Family.name``
+BOARD_FAMILIES = dict.fromkeys(LATTICE_BOARDS, "ECP5")
+
+
+def board_families(boards: tuple[str, ...] = LATTICE_BOARDS) -> str:
+    """The families of ``boards`` by name, for a message."""
+    return " or ".join(dict.fromkeys(BOARD_FAMILIES[board] for board in boards))
 
 
 def lattice_board(name: object) -> str | None:

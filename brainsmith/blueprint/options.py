@@ -12,6 +12,7 @@ from brainsmith.blueprint.choices import (
     LATTICE_BOARDS,
     LINKED_BOARDS,
     VERIFY_MODES,
+    board_families,
     lattice_board,
 )
 from brainsmith.blueprint.errors import Diagnostics
@@ -19,6 +20,7 @@ from brainsmith.clock import PERIOD_NS, Clock
 from brainsmith.hardware.place_route.parts import (
     UnknownPart,
     lattice_examples,
+    lattice_families,
     lattice_part,
     lattice_part_name,
 )
@@ -127,7 +129,7 @@ class BuildOptions:
     @property
     def lattice(self) -> str | None:
         """What a build for a Lattice part is for, by name: its Lattice board
-        (``ulx3s-85f``) or its ECP5 or Nexus part (``LIFCL-40-9BG400C``); None for any
+        (``ulx3s-85f``) or its Lattice part (``LIFCL-40-9BG400C``); None for any
         other build."""
         return lattice_board(self.board) or lattice_part_name(self.fpga_part)
 
@@ -273,7 +275,7 @@ def _check_part_and_board(check: Checker, values: Json) -> None:
 def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     """(option, problem, expected, hint) for ``fpga_part`` and ``board`` in ``values``, as
     each framework adapter judges them; one problem per option. A Lattice board
-    (``LATTICE_BOARDS``) or Lattice part (an ECP5 or Nexus one) is brainsmith's own: no
+    (``LATTICE_BOARDS``) or Lattice part (of a family brainsmith places) is brainsmith's own: no
     adapter judges it; an unknown board is told of the Lattice boards too (those with a USB
     UART when ``bitstream`` is set), an unknown part of the Lattice parts."""
     part, board = values.get("fpga_part"), values.get("board")
@@ -295,9 +297,10 @@ def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]
     for adapter in adapter_classes():
         for key, problem, expected, hint in adapter.target_problems(part, board):
             if key == "board":
-                expected += f"; or a Lattice ECP5 board{with_uart}: " + ", ".join(boards)
+                expected += f"; or a Lattice {board_families(boards)} board{with_uart}: "
+                expected += ", ".join(boards)
             if key == "fpga_part":
-                problem += ", nor a Lattice ECP5 or Nexus part"
+                problem += f", nor a Lattice {lattice_families()} part"
                 instead = ", or a board instead"
                 expected = expected.replace(instead, "") + f"; {lattice_examples()}{instead}"
             if values.get(key) is not None:

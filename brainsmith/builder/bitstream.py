@@ -81,8 +81,8 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
 def _part_bitstream(run: BuildRun, model: ModelWrapper, began: float) -> None:
     """The bitstream of ``run``'s Lattice part alone (a Nexus part: its pins brainsmith's
     choice, ``part_bitstream_of_build``) into ``run.bitstream``; BuildError (exit 1) when it
-    cannot be made. Its netlist is not checked at gate level: brainsmith models ECP5 cells
-    only."""
+    cannot be made. Its netlist is not checked at gate level where brainsmith has no models
+    of its family's cells (``Family.gate_level``)."""
     from brainsmith.builder.lattice import family_of, lattice_part_of
     from brainsmith.hardware.place_route.board_run import part_bitstream_of_build
 
@@ -99,13 +99,22 @@ def _part_bitstream(run: BuildRun, model: ModelWrapper, began: float) -> None:
     _made(run, data, began, f"{clock} asked")
     data["refold_rounds"] = run.plan.build.refold_rounds
     if slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None:
-        reason = f"brainsmith simulates ECP5 cells at gate level, not {family.name} ones"
+        reason = (
+            f"brainsmith simulates {modelled_cells()} cells at gate level, not {family.name} ones"
+        )
     else:
         reason = "timing not met: the build runs again for a slower clock"
     data["netlist_check"] = unchecked(run, reason)
     data["refolds"] = list(run.refolds)
     data["bitstream"] = os.path.relpath(data["bitstream"], run.output_dir)
     run.bitstream = data  # type: ignore[assignment]  # a board's bitstream section, no board
+
+
+def modelled_cells() -> str:
+    """The families whose cells brainsmith simulates at gate level, by name."""
+    from brainsmith.hardware.place_route.families import BUILT_IN
+
+    return " and ".join(family.name for family in BUILT_IN if family.gate_level)
 
 
 def check_netlist(

@@ -1,7 +1,7 @@
 """``brainsmith place-route BUILD_DIR --part PART``: a whole all-RTL build placed and routed for
-a Lattice ECP5 or Nexus part with Yosys and nextpnr; ``brainsmith bitstream BUILD_DIR --board
-BOARD``: the same for an ECP5 board, behind brainsmith's UART host link, packed into its
-bitstream."""
+a Lattice part of a family brainsmith places, with Yosys and nextpnr; ``brainsmith bitstream
+BUILD_DIR --board BOARD``: the same for a Lattice board, behind brainsmith's UART host link,
+packed into its bitstream."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``brainsmith place-route BUILD_DIR --part PART``: place and route a whole all-RTL build for
-a Lattice part (ECP5 out of context, Nexus behind the host link; ``brainsmith.hardware.place_route``'s
-families) with Yosys and nextpnr, at the build's own clock or ``mhz``. The result, with the
+a Lattice part (out of context or behind the host link, as its family places it:
+``brainsmith.hardware.place_route``'s families) with Yosys and nextpnr, at the build's own clock or ``mhz``. The result, with the
 family and the resource that counts its logic cells (``logic``), goes to
 BUILD_DIR/place_route/report.json (written whole or not at all); the tools' run folder
 (sources, script, logs, nextpnr's report) to BUILD_DIR/place_route/run/.

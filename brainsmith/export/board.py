@@ -211,6 +211,7 @@ def exported_text(text: str) -> str:
 def _write_rtl(put: Writer, made: BitstreamDesign) -> list[str]:
     """rtl/ (the sources as Yosys read them, files.f in its order, the AMD primitives it
     read as blackboxes) and sim/rtl/ (those Verilator reads changed); the changes."""
+    from brainsmith.hardware.board.gate_level import PLL_MODEL
     from brainsmith.hardware.rtlsim.layer_design import VERILATOR_FIXES
     from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
     from brainsmith.hardware.synthesis.layer_sources import PRIMITIVES, primitive_library
@@ -230,18 +231,18 @@ def _write_rtl(put: Writer, made: BitstreamDesign) -> list[str]:
     put.text("rtl/files.f", "".join(f"rtl/{name}\n" for name, _ in made.full.sources))
     if made.full.primitives:
         put.text(f"rtl/{PRIMITIVES}", primitive_library(made.full.primitives))
-    simulated += ["sim/ecp5_pll.v", f"sim/{SIM_TOP}.sv"]
+    simulated += [f"sim/{PLL_MODEL}", f"sim/{SIM_TOP}.sv"]
     put.text("sim/files.f", "".join(f"{path}\n" for path in simulated))
     return sorted(changes)
 
 
 def _write_sim(put: Writer, design: Streams, shaped: BoardBuild, vectors: Vectors) -> None:
     """sim.sh, the board top's wrapper and PLL model, the UART bench and its frames."""
-    from brainsmith.hardware.board.gate_level import pll_model
+    from brainsmith.hardware.board.gate_level import PLL_MODEL, pll_model
     from brainsmith.hardware.board.link import TIMEOUT_BYTES, word_bytes
 
     made = shaped.made
-    put.text("sim/ecp5_pll.v", pll_model())
+    put.text(f"sim/{PLL_MODEL}", pll_model())
     put.text(f"sim/{SIM_TOP}.sv", _sim_top(shaped.board))
     shipped = package_files("brainsmith.export").joinpath("files")
     put.text("sim/board_bench.cpp", shipped.joinpath("board_bench.cpp").read_text())
@@ -562,6 +563,8 @@ def _screen(stage: str) -> None:
 
 
 def _readme(design: Streams, shaped: BoardBuild, frames: int, driver: Json) -> str:
+    from brainsmith.hardware.board.gate_level import PLL_MODEL
+
     board, made = shaped.board, shaped.made
     flash = flash_command(shaped)
     host = driver["host"]
@@ -614,7 +617,7 @@ design's hash, `{design.design_hash[:16]}`.
     ./sim.sh
 
 Verilator 5 compiles `board_top` from `rtl/` as the bitstream was made from it, its PLL
-modelled as passing the oscillator through (`sim/ecp5_pll.v`), and sends the host link's
+modelled as passing the oscillator through (`sim/{PLL_MODEL}`), and sends the host link's
 frames of the {frames} vectors over a bit-level UART at the board's {made.clocks_per_bit}
 clocks per bit: every reply must be the expected one (`sim/expected.hex`). It prints PASS with
 the accelerator's own cycle count, or FAIL and the first difference. `sim/rtl/` holds the

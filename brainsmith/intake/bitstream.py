@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from brainsmith.intake.gate import BuildFolder
 
 RESULT = os.path.join("bitstream", "report.json")
-MAX_BITSTREAM_BYTES = 64 * 2**20  # the largest ECP5's is about 2.5 MB
+MAX_BITSTREAM_BYTES = 64 * 2**20  # the largest Lattice board part's is about 2.5 MB
 
 
 def build_bitstream(folder: str) -> tuple[str, str, bytes]:

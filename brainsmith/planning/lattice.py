@@ -1,6 +1,6 @@
-"""The plan of a build for a Lattice part: a Lattice ECP5 board's (``build.board:
-ulx3s-85f``) or one named itself (``build.fpga_part: LIFCL-40-9BG400C``, an ECP5 or Nexus
-part, ``hardware/place_route/parts.py``). FINN, which decides for AMD parts only, makes the
+"""The plan of a build for a Lattice part: a Lattice board's (``build.board:
+ulx3s-85f``) or one named itself (``build.fpga_part: LIFCL-40-9BG400C``, a part of a family
+brainsmith places, ``hardware/place_route/parts.py``). FINN, which decides for AMD parts only, makes the
 layers and estimates for a stand-in AMD part, while the folding search costs the Lattice
 part's own resources (``builder/lattice.py``); every layer is RTL (Lattice parts have no HLS
 flow), kernels without an RTL backend for a Lattice part are left out; ``build.bitstream``
@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from brainsmith.blueprint.choices import LINKED_BOARDS, NO_UART_BOARDS, lattice_board
+from brainsmith.blueprint.choices import (
+    BOARD_FAMILIES,
+    LINKED_BOARDS,
+    NO_UART_BOARDS,
+    board_families,
+    lattice_board,
+)
 from brainsmith.hardware.place_route.parts import NEXUS_EXAMPLES
 from brainsmith.planning.errors import BuildError, option
 from brainsmith.planning.plan import without_kernels
@@ -26,8 +32,9 @@ if TYPE_CHECKING:
 # FINN's kernels whose integer layers brainsmith's specialize step makes its own RTL layers
 # (steps/dataflow.py; on a Lattice board only those are inferred, frameworks/finn/recipe/networks.py)
 INTEGER_RTL = frozenset({"finn:ElementwiseAdd"})  # two integer streams: IntAdd
-# The 7-series part nearest an ECP5-85F: DSP48E1 slices for FINN's choices of multiplier,
-# 53,200 LUT6 and 140 BRAM36 beside the ECP5-85F's 83,640 LUT4, 156 MULT18 and 208 EBR
+# The 7-series part nearest the largest Lattice boards' part: DSP48E1 slices for FINN's
+# choices of multiplier, 53,200 LUT6 and 140 BRAM36 beside its 83,640 LUT4, 156 MULT18 and
+# 208 EBR
 STAND_IN_PART = "xc7z020clg400-1"
 # FINN's RTL backends that need a Versal part (DSP58, DSPFP32): FINN gives the stand-in part
 # their HLS variant instead, which no Lattice part can have.
@@ -44,7 +51,8 @@ def check_part_and_board(part: str | None, board: str | None) -> None:
     if name and part:
         raise BuildError.setup(
             f"the Lattice board {name} and the part {part} are both set: a Lattice board's "
-            f"part is its own ECP5 part (FINN folds for the stand-in {STAND_IN_PART})",
+            f"part is its own {BOARD_FAMILIES[name]} part (FINN folds for the stand-in "
+            f"{STAND_IN_PART})",
             f"drop {option('part')} to build for {name}, or name no Lattice board",
         )
 
@@ -65,7 +73,7 @@ def lattice_plan(plan: BuildPlan) -> BuildPlan:
             "host link that carries the frames cannot reach it",
             "use a board with one: " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f)",
         )
-    whose = f"{name}'s ECP5 part" if board else name
+    whose = f"{name}'s {BOARD_FAMILIES[board]} part" if board else name
     notes = [
         f"FINN made the layers for {STAND_IN_PART}, a stand-in for {whose}, and its estimates "
         f"are for the stand-in (LUT6); the {name} figures placed are nextpnr's"
@@ -89,8 +97,8 @@ def _refuse_bitstream(options: BuildOptions) -> None:
             else "and none is set"
         )  # fmt: skip
         raise BuildError.setup(
-            "build.bitstream needs a Lattice ECP5 board with a USB UART (build.board) or a "
-            f"Lattice Nexus part (build.fpga_part), {target}",
+            f"build.bitstream needs a Lattice {board_families(LINKED_BOARDS)} board with a USB "
+            f"UART (build.board) or a Lattice Nexus part (build.fpga_part), {target}",
             "set one of " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f), or a Nexus "
             f"part (--part {NEXUS_EXAMPLES[0]})",
         )

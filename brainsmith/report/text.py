@@ -94,7 +94,7 @@ def _over_target_line(report: BuildReport) -> str | None:
 
 
 def bitstream_target(section: BitstreamSection) -> str:
-    """What a bitstream was made for: ``ulx3s-85f (LFE5U-85F-6BG381C)``, or a part alone
+    """What a bitstream was made for: ``BOARD (PART)``, or a part alone
     with the pins brainsmith chose (``LIFCL-40-9BG400C (no board; clk_osc on J2, ...)``)."""
     if section["board"]:
         return f"{section['board']} ({section['part']})"
@@ -352,8 +352,8 @@ def last_round_seconds(section: BitstreamSection, build_seconds: float | None) -
 
 def family_line(family: FamilyResources) -> str:
     """The layers' figures in the Lattice part's own resources, with their share of it:
-    "LUT4 1,503 (1.80 %), FF 1,486 (1.78 %), MULT18 2 (1.28 %), EBR 1 (0.48 %) of
-    LFE5U-85F-6BG381C"; "at least" when layers have no model."""
+    "LUT4 1,503 (1.80 %), FF 1,486 (1.78 %), MULT18 2 (1.28 %), EBR 1 (0.48 %) of PART";
+    "at least" when layers have no model."""
     available = family.get("available") or {}
     prefix = "at least " if family.get("incomplete") else ""
     parts = []
@@ -371,6 +371,18 @@ def critical_path_line(section: BitstreamSection) -> str:
     return f"critical path {path_text(path)} (nextpnr)" if path else "critical path: not reported"
 
 
+def cell_models(part: str) -> str:
+    """Whose cell models the gate-level check of a bitstream for ``part`` simulates: its
+    family's."""
+    from brainsmith.hardware.place_route.families import target
+    from brainsmith.hardware.place_route.parts import UnknownPart
+
+    try:
+        return f"{target(part)[0].name} cell models"
+    except UnknownPart:
+        return "cell models"
+
+
 def netlist_line(section: BitstreamSection) -> str:
     """What the gate-level check of the bitstream's netlist found."""
     check = section.get("netlist_check")
@@ -380,7 +392,8 @@ def netlist_line(section: BitstreamSection) -> str:
         return f"netlist: not checked at gate level: {check['reason']}"
     verdict = "bit for bit equal to" if check["passed"] else "different from"
     return (
-        f"netlist: {check['frames']} frames at gate level (Verilator, ECP5 cell models) "
+        f"netlist: {check['frames']} frames at gate level (Verilator, "
+        f"{cell_models(section['part'])}) "
         f"{verdict} the RTL simulation"
         + (f": {check['first_difference']}" if check["first_difference"] else "")
         + (" (verdict of an earlier check of the same netlist, RTL and frames)"

@@ -177,7 +177,7 @@ class ClockedPerformance(TypedDict):
 
 class NetlistCheckSection(TypedDict):
     """``bitstream.netlist_check``: the netlist the bitstream was placed from, simulated at
-    gate level (Verilator, the ECP5's cell models) behind the host link, answered
+    gate level (Verilator, the family's cell models) behind the host link, answered
     ``frames`` frames of ``words`` output words each; ``passed`` when every word equals the
     RTL simulation's. ``ran`` is False, with the ``reason``, when it could not run;
     ``cached`` when the verdict is that of an earlier check of the same netlist, RTL and
@@ -251,28 +251,28 @@ class PlacedCount(TypedDict):
     """One of ``family_resources.placed``: what nextpnr placed of a resource, the part's
     capacity, and nextpnr's name of its cell."""
 
-    cell: str  # TRELLIS_COMB, TRELLIS_FF, MULT18X18D, DP16KD
+    cell: str  # the family's cell as its router names it (``Family.resources``)
     used: int
     available: int
 
 
 class FamilyResources(TypedDict):
-    """``family_resources`` of a build for a Lattice board: the design in its ECP5 part's own
+    """``family_resources`` of a build for a Lattice part: the design in the part's own
     resources (``layers``, ``totals`` and ``utilisation`` hold FINN's estimates for the
-    stand-in AMD part it made the layers for). Each layer's LUT4, FF, MULT18 and EBR from the
-    models fitted to Yosys ``synth_ecp5`` (``frameworks/finn/rtl_costs.py``), their totals
+    stand-in AMD part it made the layers for). Each layer's LUT4, FF, MULT18 and EBR from its
+    family's fitted models (``frameworks/finn/rtl_costs.py``), their totals
     against the part's capacities as nextpnr reports them, and what nextpnr placed when a
     bitstream was made (``builder.lattice.family_resources``)."""
 
-    part: str  # the board's part: LFE5U-85F-6BG381C
-    family: str  # ECP5
+    part: str  # the Lattice part: the board's, or the one the build names
+    family: str  # the part's family, by name (``Family.name``)
     stand_in: str  # the AMD part FINN made the layers for
     resources: list[str]  # LUT4, FF, MULT18, EBR
     source: str  # where the layers' figures come from
     layers: dict[str, dict[str, float] | None]  # per layer; None: no model of its kind
     totals: dict[str, float]  # of the layers with figures
     incomplete: list[str]  # the layers without figures, left out of the totals
-    available: dict[str, int] | None  # the part's; None when nextpnr-ecp5 could not say
+    available: dict[str, int] | None  # the part's; None when its nextpnr could not say
     available_source: str | None  # which nextpnr said so
     placed: dict[str, PlacedCount] | None  # nextpnr's counts of the whole bitstream
 

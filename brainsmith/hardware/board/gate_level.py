@@ -42,6 +42,7 @@ BYPASSED = ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")
 VERDICT = "gate-level-{key}.json"  # a passed check, in rtlsim's cache beside the simulators
 VERDICT_FORMAT = "1"  # bump when what decides a verdict changes
 # FINN's per-layer code folders, named with a random suffix each build (``mkdtemp``)
+PLL_MODEL = "ecp5_pll.v"  # ``pll_model``'s file, as a build's export names it
 CODE_FOLDER = re.compile(r"code_gen_[A-Za-z0-9_]+/")
 
 
@@ -392,6 +393,7 @@ def _keep_verdict(key: str, words: int) -> None:
 
 __all__ = [
     "NETLIST",
+    "PLL_MODEL",
     "VERDICT",
     "NetlistCheck",
     "check_netlist",

@@ -202,6 +202,11 @@ def lattice_part(name: str) -> Ecp5Part | NexusPart | None:
     return None
 
 
+def lattice_families() -> str:
+    """The families ``lattice_part`` reads part names of, by name, for a message."""
+    return "ECP5 or Nexus"
+
+
 def lattice_part_name(part: object) -> str | None:
     """``part`` (a build's ``fpga_part``) as the ECP5 or Nexus part it names, upper case;
     None when it names none (an AMD part, a part no family has, or nothing)."""
