@@ -225,8 +225,10 @@ def over_budget(run_: dict, budget: dict) -> list[str]:
             lines.append(f"group {row['group']}: {row['seconds']:.0f} worker-s, over its share "
                          f"of {share} s (tests/budget.yaml)")  # fmt: skip
     limit, listed = budget["test_cpu_seconds"], budget.get("long_tests") or {}
+    moved = {f"tests.{name}" for name in budget.get("moved") or {}}  # in make test-wide since
     for case in run_.get("cases", []):
-        named = case["id"] in listed or case["id"].partition("[")[0] in listed  # any case
+        names = (case["id"], case["id"].partition("[")[0])  # the case, or any case of it
+        named = any(name in listed or name in moved for name in names)
         if max(case.get("cpu_s", 0), case["seconds"]) > limit and not named:
             lines.append(f"{case['id']}: {case.get('cpu_s', 0):.0f} CPU-s, {case['seconds']:.0f} s;"
                          f" over {limit} s and not listed in tests/budget.yaml long_tests")  # fmt: skip

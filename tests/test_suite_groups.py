@@ -187,3 +187,19 @@ def test_a_plugin_wheel_built_once_is_reused_by_content_and_rebuilt_when_a_file_
     with pytest.raises(subprocess.CalledProcessError):
         build_wheel(project, tmp_path / "three")
     assert len(list((kept / "wheels").iterdir())) == 1
+
+
+def test_the_budget_flags_a_long_test_unless_it_is_listed_or_moved_to_another_tier():
+    from benchmarks.suite_profile import over_budget
+
+    budget = {"wall_minutes": 15, "processes": 300, "test_cpu_seconds": 30, "groups": {"(none)": 900},
+              "long_tests": {"tests.test_a::test_listed": "why"},
+              "moved": {"test_a::test_moved": "wide: why"}}  # fmt: skip
+    cases = [{"id": f"tests.test_a::{name}", "seconds": 40.0, "cpu_s": 40.0}
+             for name in ("test_listed", "test_moved[one]", "test_new")]  # fmt: skip
+    run = {"wall_s": 600.0, "processes_started": 100, "cases": cases,
+           "groups": [{"group": "(none)", "seconds": 120.0}]}  # fmt: skip
+    assert over_budget(run, budget) == [
+        "tests.test_a::test_new: 40 CPU-s, 40 s; over 30 s and not listed in tests/budget.yaml "
+        "long_tests"
+    ]
