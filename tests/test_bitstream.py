@@ -431,3 +431,11 @@ def test_products_with_a_2_bit_factor_are_luts_and_wider_ones_multiplier_blocks(
     blocks = json.loads(text)["modules"]["products"]["cells"].values()
     multipliers = [cell for cell in blocks if cell["type"] == "MULT18X18D"]
     assert len(multipliers) == 4, len(multipliers)  # the four 4-bit lanes, not the 2-bit ones
+
+
+def test_a_fifo_whose_name_is_no_plain_identifier_gets_no_top():
+    """A build folder is untrusted: a layer name from its model never becomes SystemVerilog."""
+    model = fifo_model()
+    model.graph.node[0].name = "f); initial $finish; //"
+    with pytest.raises(TopError, match="not a plain identifier"):
+        accelerator_ports(model)

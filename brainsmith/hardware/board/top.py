@@ -44,6 +44,7 @@ MAX_BAUD_ERROR = 0.02  # the UART's rate off by at most 2 % after rounding the c
 # the top's ports every top has: the clock pin and the host link's UART
 LINK_PORTS = (Port(CLOCK, "input"), Port(UART_RX, "input"), Port(UART_TX, "output"))
 PROBE_BITS = 32  # a FIFO's largest fill, maxcount_<layer>
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a probe name the top may write
 
 
 class TopError(HintedError):
@@ -102,6 +103,10 @@ def accelerator_ports(model: Any) -> AcceleratorPorts:
     in_bits = int(getCustomOp(reader[0]).get_instream_width_padded(reader[1]))
     out_bits = int(getCustomOp(writer[0]).get_outstream_width_padded(writer[1]))
     probes = tuple(f"maxcount_{n.name}" for n in graph.node if probed(n.op_type))
+    odd = [name for name in probes if not IDENTIFIER.fullmatch(name)]
+    if odd:
+        raise TopError(f"the FIFO probe {odd[0]!r} is not a plain identifier",
+                       "build the model again")  # fmt: skip
     return AcceleratorPorts(in_bits, out_bits, probes)
 
 
