@@ -222,10 +222,10 @@ def test_the_board_top_sizes_the_link_from_the_accelerators_ports():
 
 @pytest.fixture(scope="module")
 def tools():
-    from brainsmith.hardware.place_route.ecp5 import find_nextpnr
+    from brainsmith.hardware.place_route.ecp5 import ECP5
     from brainsmith.hardware.synthesis.yosys import find_yosys
 
-    return find_yosys(), find_nextpnr()
+    return find_yosys(), ECP5.find_nextpnr()
 
 
 @pytest.fixture
@@ -415,12 +415,12 @@ def test_products_with_a_2_bit_factor_are_luts_and_wider_ones_multiplier_blocks(
     """brainsmith's synth_ecp5 keeps a product with a factor of 2 bits or less out of the
     MULT18X18D blocks (synth_ecp5 alone gives each its own block: a TFC-w2a2 ran out of
     them); 4-bit products still take blocks."""
-    from brainsmith.hardware.place_route.ecp5 import synthesis
+    from brainsmith.hardware.place_route.ecp5 import ECP5
     from brainsmith.hardware.synthesis.yosys import RUN
 
     (tmp_path / "products.v").write_text(NARROW_PRODUCTS)
     commands = [f"read_verilog {tmp_path}/products.v",
-                *synthesis("products", f"{tmp_path}/products.json"),
+                *ECP5.synthesis("products", f"{tmp_path}/products.json"),
                 f"tee -q -o {tmp_path}/stat.txt stat"]  # fmt: skip
     done = subprocess.run(
         [*RUN, "-q", "-p", "; ".join(commands)], capture_output=True, text=True, timeout=600,

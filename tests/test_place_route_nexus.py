@@ -188,8 +188,9 @@ def test_the_mlp_built_with_no_blueprint_has_its_clock_routed_on_a_lifcl_40(farm
 def test_fasm_the_packer_cannot_place_fails_naming_its_panic_and_leaves_no_bitstream(tmp_path):
     """prjoxide, run for real on a routed design naming a tile no LIFCL-40 has: the packer's
     own message, its log named, and no bitstream, whole or partial."""
-    from brainsmith.hardware.place_route.flow import PlaceRouteError, Stages
+    from brainsmith.hardware.place_route.errors import PlaceRouteError
     from brainsmith.hardware.place_route.nexus import NEXUS, PACKING
+    from brainsmith.hardware.synthesis.plan import Stages
 
     (tmp_path / PACKING.routed).write_text(
         '{ oxide.device="LIFCL-40" }\n\nNO_SUCH_TILE.NO_SUCH_FEATURE\n'

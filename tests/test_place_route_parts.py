@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from brainsmith.hardware.place_route.ecp5 import PlaceRouteError, parse_report
+from brainsmith.hardware.place_route.errors import PlaceRouteError
 from brainsmith.hardware.place_route.parts import UnknownPart, ecp5_part
+from brainsmith.hardware.place_route.report import parse_report
 from brainsmith.hardware.place_route.stitched_sources import (
     behavioural_by_default,
     block_ram_for_ultra,
@@ -103,7 +104,7 @@ def test_a_stitched_file_list_naming_a_file_outside_the_build_is_refused(tmp_pat
 
 
 def test_a_damaged_cache_entry_is_removed_not_used(tmp_path):
-    from brainsmith.hardware.place_route.ecp5 import _read_cached
+    from brainsmith.hardware.place_route.flow import _read_cached
 
     entry = tmp_path / "entry.json"
     for content in ("not json", json.dumps({"key": "k", "result": {"part": 1}})):

