@@ -14,17 +14,22 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 
 @dataclass
 class Ran:
-    """What a command did: as ``subprocess.CompletedProcess`` names it."""
+    """What a command did: as ``subprocess.CompletedProcess`` names it; it unpacks as
+    ``run_brainsmith``'s (exit code, stdout, stderr)."""
 
     returncode: int
     stdout: str
     stderr: str
+
+    def __iter__(self):
+        return iter((self.returncode, self.stdout, self.stderr))
 
 
 def invoke(
@@ -32,18 +37,22 @@ def invoke(
     env: dict[str, str | None] | None = None,
     cwd: str | os.PathLike | None = None,
     input: str | None = None,
+    logs_on_stderr: bool = False,
 ) -> Ran:
     """``brainsmith ARGS`` run in this process: its exit code, stdout and stderr. ``env``
     is added to the environment (a None value removes a variable) and ``cwd`` entered for
     the run only; the plugin system is
-    reset before and after, so the command discovers as a fresh process would."""
+    reset before and after, so the command discovers as a fresh process would. With
+    ``logs_on_stderr`` log records reach stderr as in a process of its own, whose root logger
+    has no handler (Python's last resort writes warnings there), not pytest's log capture."""
     from click.testing import CliRunner
 
     from brainsmith.cli.app import cli
     from brainsmith.plugin.manager import reset_plugin_system
 
     runner = CliRunner()
-    with _entered(cwd):
+    logs = _root_logger_bare() if logs_on_stderr else contextlib.nullcontext()
+    with _entered(cwd), _signal_handlers_kept(), logs:
         reset_plugin_system()
         try:
             words = [str(a) for a in args]
@@ -52,6 +61,40 @@ def invoke(
         finally:
             reset_plugin_system()
     return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+@contextlib.contextmanager
+def _root_logger_bare():
+    """The root logger without handlers at WARNING for the block, as a fresh process has it."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers.clear()
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+@contextlib.contextmanager
+def _signal_handlers_kept():
+    """SIGINT's and SIGTERM's handlers as they were before, whatever the command installed
+    and did not put back (a process would end with them; the test's process goes on)."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in kept.items():
+            if signal.getsignal(s) is not handler and handler is not None:
+                signal.signal(s, handler)
 
 
 @contextlib.contextmanager
