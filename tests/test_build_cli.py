@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.processes import Ran, invoke
+
 # the module fixture is made once: every test of the module on one worker
 pytestmark = pytest.mark.xdist_group("build-cli")
 
@@ -27,7 +29,13 @@ def run(args: list[str], cwd: Path = REPO, timeout: float = 300) -> subprocess.C
     return subprocess.run(args, capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
 
 
+def cli(*args: str) -> Ran:
+    """``brainsmith ARGS`` in-process, from the repository as ``run`` starts it."""
+    return invoke(*args, env={"COLUMNS": "200"}, cwd=REPO)
+
+
 def test_missing_model_exits_2_before_loading_finn(tmp_path):
+    """The module's one build in a process of its own, as a user's shell starts it."""
     result = run(
         [
             *BRAINSMITH,
@@ -48,7 +56,7 @@ def test_invalid_blueprint_exits_2_with_its_location(tmp_path):
     blueprint.write_text(
         "name: bad\nbuild:\n  fpga_part: xcvc1902-vsva2197-2MP-e-S\n  verify: sometimes\n"
     )
-    result = run([*BRAINSMITH, "build", str(MLP), str(blueprint), "-o", str(tmp_path / "out")])
+    result = cli("build", str(MLP), str(blueprint), "-o", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "bad.yaml:4:" in result.stderr and "verify" in result.stderr
 
@@ -57,7 +65,7 @@ def test_non_empty_output_folder_exits_2(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "old.txt").write_text("keep me")
-    result = run([*BRAINSMITH, "build", str(MLP), str(BLUEPRINT), "-o", str(out)])
+    result = cli("build", str(MLP), str(BLUEPRINT), "-o", str(out))
     assert result.returncode == 2
     assert "is not empty" in result.stderr and "try: choose another output folder" in result.stderr
     assert "--force" not in result.stderr  # not a folder brainsmith made: --force would refuse
@@ -69,7 +77,7 @@ def test_previous_build_folder_exits_2_and_suggests_force(tmp_path):
     out.mkdir()
     (out / ".brainsmith-build").write_text("made by brainsmith build\n")
     (out / "report.json").write_text("{}")
-    result = run([*BRAINSMITH, "build", str(MLP), str(BLUEPRINT), "-o", str(out)])
+    result = cli("build", str(MLP), str(BLUEPRINT), "-o", str(out))
     assert result.returncode == 2
     assert "is not empty" in result.stderr and "--force" in result.stderr
 
@@ -83,22 +91,19 @@ def test_wrong_expected_output_fails_naming_the_step(tmp_path):
     out_shape = model.get_tensor_shape(model.graph.output[0].name)
     np.save(tmp_path / "x.npy", np.zeros(shape, dtype=np.float32))
     np.save(tmp_path / "y.npy", np.full(out_shape, 100.0, dtype=np.float32))
-    result = run(
-        [
-            *BRAINSMITH,
-            "build",
-            str(MLP),
-            str(BLUEPRINT),
-            "-o",
-            str(tmp_path / "out"),
-            "--input",
-            str(tmp_path / "x.npy"),
-            "--expected",
-            str(tmp_path / "y.npy"),
-            "--verify",
-            "each",
-            "--quiet",
-        ]
+    result = cli(
+        "build",
+        str(MLP),
+        str(BLUEPRINT),
+        "-o",
+        str(tmp_path / "out"),
+        "--input",
+        str(tmp_path / "x.npy"),
+        "--expected",
+        str(tmp_path / "y.npy"),
+        "--verify",
+        "each",
+        "--quiet",
     )
     assert result.returncode == 1, result.stderr
     assert "build failed in step 'cleanup'" in result.stderr
@@ -153,21 +158,18 @@ def test_demo_builds_the_mlp_and_prints_a_summary(tmp_path):
 
 def test_build_without_a_blueprint_takes_overrides_from_the_command_line(tmp_path):
     out = tmp_path / "out"
-    result = run(
-        [
-            *BRAINSMITH,
-            "build",
-            str(MLP),
-            "-o",
-            str(out),
-            "--target-fps",
-            "200000",
-            "--clock-ns",
-            "4",
-            "--prefer",
-            "rtl",
-            "-q",
-        ]
+    result = cli(
+        "build",
+        str(MLP),
+        "-o",
+        str(out),
+        "--target-fps",
+        "200000",
+        "--clock-ns",
+        "4",
+        "--prefer",
+        "rtl",
+        "-q",
     )
     assert result.returncode == 0, result.stderr
     assert "built mlp_4bit" in result.stdout and "target 200,000 fps met" in result.stdout
@@ -185,7 +187,7 @@ def test_build_without_a_blueprint_takes_overrides_from_the_command_line(tmp_pat
     ],
 )
 def test_bad_overrides_exit_2_naming_the_flag(tmp_path, args, message):
-    result = run([*BRAINSMITH, "build", str(MLP), "-o", str(tmp_path / "out"), *args])
+    result = cli("build", str(MLP), "-o", str(tmp_path / "out"), *args)
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "out").exists()
 
@@ -246,10 +248,8 @@ def test_the_summary_says_in_words_what_each_verify_mode_checked(tmp_path, mlp_v
     "every step" (before: "verified    1 step(s)" for the default)."""
     x, y = mlp_vectors
     out = tmp_path / "out"
-    result = run(
-        [*BRAINSMITH, "build", str(MLP), "-o", str(out), "--input", str(x), "--expected", str(y),
-         "--verify", mode, "--no-size-fifos", "-q"]
-    )  # fmt: skip
+    result = cli("build", str(MLP), "-o", str(out), "--input", str(x), "--expected", str(y),
+                 "--verify", mode, "--no-size-fifos", "-q")  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     (line,) = [text for text in result.stdout.splitlines() if text.startswith("  verified")]
     found = re.fullmatch("  " + said, line)
