@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.support.models import MLP, REPO
-from tests.support.processes import run_brainsmith
+from tests.support.processes import invoke
 
 PART = "xczu7ev-ffvc1156-2-e"  # UltraScale+: FINN's RTL depthwise layers need a Versal
 DEPTHWISE = REPO / "examples" / "models" / "zoo" / "mobilenet_block.onnx"
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check")]
 
 
 def test_check_the_notes_and_build_log_agree_why_a_layer_is_hls(hub, tmp_path):
-    code, out, err = run_brainsmith("check", str(DEPTHWISE), *ASKED, "--json", cwd=tmp_path)
+    code, out, err = invoke("check", str(DEPTHWISE), *ASKED, "--json", cwd=tmp_path)
     assert code == 0, err
     nodes = {n["name"]: n for n in json.loads(out)["nodes"]}
     hls = {name: n["reason"] for name, n in nodes.items() if n["backend"].endswith("_hls")}
@@ -27,9 +27,7 @@ def test_check_the_notes_and_build_log_agree_why_a_layer_is_hls(hub, tmp_path):
     for reason in hls.values():
         assert "need a Versal part" in reason, reason
     outdir = tmp_path / "out"
-    code, out, err = run_brainsmith(
-        "build", str(DEPTHWISE), *ASKED, "-o", str(outdir), cwd=tmp_path
-    )
+    code, out, err = invoke("build", str(DEPTHWISE), *ASKED, "-o", str(outdir), cwd=tmp_path)
     assert code == 0, err
     report = json.loads((outdir / "report.json").read_text())
     notes = "\n".join(report["notes"])
@@ -45,9 +43,7 @@ def test_check_the_notes_and_build_log_agree_why_a_layer_is_hls(hub, tmp_path):
 
 def test_advice_to_prefer_rtl_is_given_when_it_was_not_asked(hub, tmp_path):
     outdir = tmp_path / "out"
-    code, _, err = run_brainsmith(
-        "build", str(MLP), "--part", PART, "-o", str(outdir), cwd=tmp_path
-    )
+    code, _, err = invoke("build", str(MLP), "--part", PART, "-o", str(outdir), cwd=tmp_path)
     assert code == 0, err
     notes = "\n".join(json.loads((outdir / "report.json").read_text())["notes"])
     assert "HLS layers" in notes and REPEATED.search(notes), notes
