@@ -6,7 +6,6 @@ zeros) is refused under every ``--verify`` setting, naming the step, the tensor 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from brainsmith.intake.model import InputError, check_model
 from brainsmith.planning import wiring
-from tests.support.processes import run_brainsmith
+from tests.support.processes import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -44,20 +43,22 @@ def looped(path: Path, length: int = 1) -> Path:
     return path
 
 
-def cli(*args: str, timeout: float = 120) -> tuple[int, str]:
-    """``brainsmith ARGS`` (at most ``timeout`` seconds): exit code and stderr."""
-    code, _, err = run_brainsmith(*args, timeout=timeout, env={**os.environ, "COLUMNS": "250"})
-    return code, err
+def cli(*args: str) -> tuple[int, str]:
+    """``brainsmith ARGS`` in-process: exit code and stderr (a test's ``timeout`` mark bounds a
+    loop that spins)."""
+    ran = invoke(*args, env={"COLUMNS": "250"})
+    return ran.returncode, ran.stderr
 
 
 # -- loops, at the front door ---------------------------------------------------------------------
 
 
+@pytest.mark.timeout(120)
 def test_a_self_loop_is_refused_by_build_and_check_before_any_work(tmp_path):
     model = looped(tmp_path / "selfloop.onnx")
     for command in ("build", "check"):
         extra = ["-o", str(tmp_path / "out")] if command == "build" else []
-        code, err = cli(command, str(model), *extra, timeout=60)
+        code, err = cli(command, str(model), *extra)
         assert code == 2, err
         assert "selfloop.onnx" in err and "node loop0 reads its own output t0" in err, err
         assert "Traceback" not in err
@@ -233,14 +234,12 @@ def loop_step(model, cfg):
 """
 
 
-def plugin_build(
-    plugin_folder, tmp_path, steps: str, *args: str, timeout: float = 600
-) -> tuple[int, str, Path]:
+def plugin_build(plugin_folder, tmp_path, steps: str, *args: str) -> tuple[int, str, Path]:
     plugin_folder("wiring_steps.py", ZERO_STEP)
     blueprint = tmp_path / "wired.yaml"
     blueprint.write_text(f"name: wired\nextends: {MLP_BLUEPRINT}\nsteps: [{steps}]\n")
     out = tmp_path / "out"
-    code, err = cli("build", MLP, str(blueprint), "-o", str(out), "--quiet", *args, timeout=timeout)
+    code, err = cli("build", MLP, str(blueprint), "-o", str(out), "--quiet", *args)
     return code, err, out
 
 
@@ -264,6 +263,7 @@ def test_a_plugin_step_streaming_a_constant_fails_the_build_naming_it(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_a_plugin_step_making_a_loop_is_named_before_the_next_step_runs(plugin_folder, tmp_path):
     code, err, out = plugin_build(
         plugin_folder,
@@ -271,7 +271,6 @@ def test_a_plugin_step_making_a_loop_is_named_before_the_next_step_runs(plugin_f
         "cleanup, loop_step, qonnx_to_finn, streamline",
         "--verify",
         "none",
-        timeout=300,
     )  # before: qonnx_to_finn failed in SortGraph, the loop and its step unnamed
     assert code == 1, err
     assert "step loop_step" in err and "reads its own output" in err, err
@@ -295,6 +294,7 @@ class LoopSecondNode(Transformation):
 """
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("verify", ["none", "each"])
 def test_a_blueprint_transform_making_a_loop_is_named_before_the_step_goes_on(
     plugin_folder, tmp_path, verify
@@ -308,9 +308,7 @@ def test_a_blueprint_transform_making_a_loop_is_named_before_the_step_goes_on(
         "hw_compiler:\n  transforms_phased:\n    pre_hw: [LoopSecondNode]\n"
     )
     out = tmp_path / "out"
-    code, err = cli(
-        "build", MLP, str(blueprint), "-o", str(out), "--quiet", "--verify", verify, timeout=120
-    )
+    code, err = cli("build", MLP, str(blueprint), "-o", str(out), "--quiet", "--verify", verify)
     assert code == 1, err
     assert "pre_hw transform user:LoopSecondNode left a loop" in err, err
     assert "reads its own output" in err, err
@@ -318,13 +316,14 @@ def test_a_blueprint_transform_making_a_loop_is_named_before_the_step_goes_on(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_check_names_a_plugin_step_making_a_loop(plugin_folder, tmp_path):
     plugin_folder("wiring_steps.py", ZERO_STEP)
     blueprint = tmp_path / "wired.yaml"
     blueprint.write_text(
         f"name: wired\nextends: {MLP_BLUEPRINT}\nsteps: [cleanup, loop_step, {FRONT.removeprefix('cleanup, ')}]\n"
     )
-    code, out, err = run_brainsmith("check", MLP, str(blueprint), timeout=300)
-    out += err
+    ran = invoke("check", MLP, str(blueprint))
+    code, out = ran.returncode, ran.stdout + ran.stderr
     assert code == 1, out
     assert "step loop_step" in out and "reads its own output" in out, out
