@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import io
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.support.processes import Ran, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -71,10 +71,8 @@ def test_an_array_of_what_is_not_real_numbers_is_refused_from_its_header(tmp_pat
         read_npy(str(path))
 
 
-def brainsmith(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith", *args], capture_output=True, text=True, timeout=300
-    )
+def brainsmith(*args: str) -> Ran:
+    return invoke(*args)
 
 
 def test_build_refuses_a_vector_file_claiming_745_gib_naming_it(tmp_path):
