@@ -20,7 +20,7 @@ from brainsmith.frameworks.finn.folding.search import (
     layer_cycles,
 )
 from brainsmith.frameworks.finn.parts import part_resources
-from tests.support.processes import run_brainsmith
+from tests.support.processes import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 JET = REPO / "examples" / "models" / "zoo" / "jet_tagger.onnx"
@@ -74,7 +74,7 @@ def test_the_option_is_checked_as_a_blueprint_s():
 
 def test_build_target_latency_from_the_command_line_is_reported_with_its_verdict(hub, tmp_path):
     out = tmp_path / "out"
-    code, stdout, stderr = run_brainsmith(
+    code, stdout, stderr = invoke(
         "build", str(JET), "--target-latency", "400", "--verify", "none", "-o", str(out),
         cwd=tmp_path,
     )  # fmt: skip
