@@ -9,24 +9,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.farm import LATTICE_MLP_CLOCK_NS, LATTICE_MLP_OPTIONS, REPO, lattice_mlp
+from tests.support.processes import Ran, invoke
 
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
 
 
-def build_command(
-    tmp_path: Path, *arguments: str, model: Path = MLP
-) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "brainsmith", "build", str(model), "-o", str(tmp_path / "out")]
-    return subprocess.run(
-        [*command, *arguments], capture_output=True, text=True, timeout=300, cwd=REPO
-    )
+def build_command(tmp_path: Path, *arguments: str, model: Path = MLP) -> Ran:
+    return invoke("build", str(model), "-o", str(tmp_path / "out"), *arguments, cwd=REPO)
 
 
 def test_an_unknown_board_lists_finns_boards_and_the_lattice_ones(tmp_path):
@@ -362,9 +356,7 @@ def test_a_binary_mlp_for_a_lattice_board_blocks_at_specialize_naming_its_hls_la
     "ready to build"), and the build stops at specialize, naming them, instead of after every
     later step at its bitstream."""
     path = REPO / "examples" / "models" / "zoo" / "tfc_w1a1.onnx"
-    command = [sys.executable, "-m", "brainsmith", "check", str(path), "--board", "ulx3s-85f",
-               "--json"]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = invoke("check", str(path), "--board", "ulx3s-85f", "--json")
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
     blocking = [n for n in result["nodes"] if n["placement"] == "backend"]
@@ -390,9 +382,7 @@ def test_with_no_blueprint_a_lattice_board_leaves_layers_it_cannot_have_to_the_h
     its bitstream), while a residual sum of two integer streams stays hardware, as
     brainsmith's IntAdd."""
     path = REPO / "examples" / "models" / f"{model}.onnx"
-    command = [sys.executable, "-m", "brainsmith", "check", str(path), "--board", "ulx3s-85f",
-               "--json"]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = invoke("check", str(path), "--board", "ulx3s-85f", "--json")
     assert done.returncode == 0, done.stderr
     nodes = json.loads(done.stdout)["nodes"]
     hardware = [n for n in nodes if n["placement"] == "hardware"]
