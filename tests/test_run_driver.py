@@ -18,6 +18,7 @@ import pytest
 from brainsmith.hardware.board.link import bytes_to_words, words_to_bytes
 from brainsmith.hardware.board.streams import DriverError, Streams
 from tests.support.ports import babble, trickle
+from tests.support.processes import Ran, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,6 +106,7 @@ def test_a_value_outside_the_input_type_is_refused():
 
 
 def test_a_missing_port_is_named_and_exits_2_at_once(tmp_path):
+    """The module's one ``brainsmith run`` in a process of its own, start to exit."""
     began = time.monotonic()
     result = brainsmith("run", str(tmp_path), "--port", "/nonexistent")
     assert result.returncode == 2, result.stderr
@@ -132,6 +134,10 @@ def brainsmith(*args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def in_process(*args: str) -> Ran:
+    return invoke(*args, cwd=REPO)
+
+
 # ---- the shipped MLP on a simulated board (slow) ------------------------------------------
 
 
@@ -157,7 +163,7 @@ def mlp(hub, farm, tmp_path_factory):
 @simulated
 def test_run_on_a_simulated_board_gives_what_python_gives_bit_for_bit(mlp, tmp_path):
     build, vectors, y = mlp
-    result = brainsmith(
+    result = in_process(
         "run", str(build), "--simulate", "--input", str(vectors / "x.npy"),
         "--expected", str(vectors / "y.npy"), "--output", str(tmp_path / "got.npy"),
     )  # fmt: skip
@@ -180,7 +186,7 @@ def test_a_conv_net_with_plugin_layers_runs_on_a_simulated_board_as_torch_comput
     from tests.support.farm import all_rtl_conv
 
     models = REPO / "examples" / "models"
-    result = brainsmith(
+    result = in_process(
         "run", str(all_rtl_conv(farm)), "--simulate", "--input", str(models / "conv_pad_input.npy"),
         "--expected", str(models / "conv_pad_expected.npy"),
     )  # fmt: skip
@@ -194,7 +200,7 @@ def test_a_wrong_expected_output_names_the_first_frame_and_output_that_differ(ml
     wrong = y.copy()
     wrong[1, 3] += 1
     np.save(tmp_path / "wrong.npy", wrong)
-    result = brainsmith(
+    result = in_process(
         "run", str(build), "--simulate", "--input", str(vectors / "x.npy"),
         "--expected", str(tmp_path / "wrong.npy"),
     )  # fmt: skip
