@@ -6,11 +6,8 @@ throughput warnings go stale), and their summary, report.json and report.html.""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +15,9 @@ import pytest
 from brainsmith.report.units import RESOURCES
 from tests.support.browser import layout
 from tests.support.models import MLP, REPO
+from tests.support.processes import invoke
 
 CNV = REPO / "examples" / "models" / "cnv.onnx"
-BRAINSMITH = [sys.executable, "-m", "brainsmith.cli"]
 # FINN's SetFolding first, then the blueprint's own folding: FINN's warnings are logged
 # before the folding is final.
 STEPS = ["cleanup", "qonnx_to_finn", "streamline", "hardware_inference", "specialize",
@@ -40,14 +37,8 @@ def build(work: Path, name: str, model: Path, parent: str, steps: list[str], *ar
         f"steps: {json.dumps(steps)}\nbuild:\n  verify: none\n"
     )
     out = work / name
-    result = subprocess.run(
-        [*BRAINSMITH, "build", str(model), str(blueprint), "-o", str(out), "-q", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "COLUMNS": "250"},
-        timeout=300,
-    )
+    result = invoke("build", str(model), str(blueprint), "-o", str(out), "-q", *args, cwd=REPO,
+                    env={"COLUMNS": "250"})  # fmt: skip
     assert result.returncode == 0, result.stderr
     report = json.loads((out / "report.json").read_text())
     return result, report, (out / "report.html").read_text(), out
