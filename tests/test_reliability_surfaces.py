@@ -37,7 +37,7 @@ from tests.conftest import run_python
 from tests.support.models import mlp_with
 from tests.support.packages import build_wheel, pip_install_target, write_project
 from tests.support.processes import brainsmith as brainsmith_command
-from tests.support.processes import on_terminal, run_brainsmith
+from tests.support.processes import invoke, on_terminal
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
@@ -58,21 +58,31 @@ def relu_chain(path: Path, nodes: int) -> Path:
 
 
 def run(*args: str, timeout: float = 120) -> tuple[int, str, float]:
+    """``brainsmith ARGS`` in a process of its own: exit code, stderr and seconds."""
     began = time.monotonic()
     process = brainsmith_command(*args)
     _, err = process.communicate(timeout=timeout)
     return process.returncode, err, time.monotonic() - began
 
 
+def run_here(*args: str) -> tuple[int, str, float]:
+    """``brainsmith ARGS`` in this process: exit code, stderr and seconds (a test's
+    ``timeout`` mark ends a regression that runs for minutes)."""
+    began = time.monotonic()
+    code, _, err = invoke(*args)
+    return code, err, time.monotonic() - began
+
+
 # -- models ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(240)
 def test_a_model_of_ten_thousand_nodes_is_refused_before_any_work(tmp_path):
     model = relu_chain(tmp_path / "relus.onnx", 10_000)
     assert model.stat().st_size < 300_000
     for command in ("build", "check"):
         extra = ["-o", str(tmp_path / "out")] if command == "build" else []
-        code, err, seconds = run(command, str(model), *extra)
+        code, err, seconds = run_here(command, str(model), *extra)
         assert code == 2, err
         assert f"relus.onnx has 10,000 nodes, over the limit of {MAX_NODES:,}" in err
         assert "BRAINSMITH_MAX_NODES" in err
@@ -114,6 +124,7 @@ def attribute_after_the_output(value):
     ],
     ids=["ints", "string"],
 )
+@pytest.mark.timeout(240)
 def test_a_node_attribute_of_megabytes_is_refused_naming_it_before_any_work(tmp_path, value, shown):
     """FINN's and QONNX's passes print and copy every node, attributes and all, at each of
     hundreds of passes: refused at intake, naming the node, the attribute and its size. The
@@ -121,7 +132,7 @@ def test_a_node_attribute_of_megabytes_is_refused_naming_it_before_any_work(tmp_
     model = mlp_with(tmp_path / "big.onnx", attribute_after_the_output(value))
     for command in ("check", "build"):
         extra = ["-o", str(tmp_path / "out")] if command == "build" else []
-        code, _, err = run_brainsmith(command, str(model), *extra, timeout=120)
+        code, _, err = invoke(command, str(model), *extra)
         assert code == 2, err
         assert "node tail_relu (Relu) has attribute 'big' of " in err, err
         assert f"({shown}), over the limit of {MAX_ATTRIBUTE_BYTES:,} bytes" in err, err
@@ -181,7 +192,7 @@ def test_external_data_larger_than_a_model_can_hold_is_refused_unread(tmp_path):
     onnx.save(proto, path)
     with open(tmp_path / "weights.bin", "r+b") as handle:
         handle.truncate(8 * 2**30)  # an 8 GiB sparse file: nothing on disk, all of it read
-    code, err, seconds = run("check", str(path))
+    code, err, seconds = run("check", str(path))  # a regression reads 16.8 GB: not in this process
     assert code == 2, err
     assert f"over the {MAX_MODEL_BYTES:,} bytes an ONNX model can hold; nothing was read" in err
     assert "'weights.bin' for tensor 'W'" in err
@@ -233,8 +244,8 @@ def test_a_metrics_file_that_is_not_a_regular_file_is_refused_and_left_alone(tmp
     link = tmp_path / "link.prom"
     link.symlink_to(target)
     for path, reason in ((fifo, "not a regular file"), (link, "symbolic link")):
-        code, err, _ = run("build", MLP, BLUEPRINT, "-o", str(tmp_path / "out"), "-q",
-                           "--metrics-file", str(path))  # fmt: skip
+        code, err, _ = run_here("build", MLP, BLUEPRINT, "-o", str(tmp_path / "out"), "-q",
+                                "--metrics-file", str(path))  # fmt: skip
         assert code == 2, err
         assert f"--metrics-file {path}: " in err and reason in err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # before: replaced by a regular file
@@ -482,15 +493,14 @@ def test_escape_sequences_in_names_and_errors_never_reach_the_terminal(tmp_path)
     folder = tmp_path / "plugins"
     folder.mkdir()
     (folder / f"bad{ESCAPES}.py").write_text("def broken(:\n")
-    env = {**os.environ, "BRAINSMITH_PLUGIN_DIRS": str(folder)}
+    env = {"BRAINSMITH_PLUGIN_DIRS": str(folder)}
     outputs = []
     for args in (
         ("plugins", "health"),
         ("plugins", "list"),
         ("build", str(tmp_path / f"m{ESCAPES}.onnx")),
     ):
-        process = brainsmith_command(*args, env=env)
-        out, err = process.communicate(timeout=120)
+        _, out, err = invoke(*args, env=env)
         outputs.append(out + err)
     assert "syntax error" in outputs[0] and "does not exist" in outputs[2], outputs
     for text in outputs:
