@@ -16,13 +16,13 @@ import copy
 import io
 import json
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.support.processes import Ran, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -32,14 +32,8 @@ PART = "xczu7ev-ffvc1156-2-e"
 MARKUP = "'\"><img src=x onerror=alert(1)>"
 
 
-def brainsmith(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "brainsmith", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-    )
+def brainsmith(*args: str, cwd: Path | None = None) -> Ran:
+    return invoke(*args, cwd=cwd)
 
 
 def live_markup(page: str) -> bool:
