@@ -14,6 +14,7 @@ import time
 import pytest
 
 from tests.support.models import MLP, REPO
+from tests.support.processes import invoke
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("check")]
 
@@ -36,6 +37,7 @@ RUNNING = re.compile(r"wait_here\s+(\d+) s\b")  # a whole number: still running
 
 
 def waiting_build(tmp_path) -> tuple[list[str], dict[str, str]]:
+    """The build's arguments and the variables it is given beside the test's environment."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "waiting.py").write_text(WAITING_STEP)
@@ -43,22 +45,17 @@ def waiting_build(tmp_path) -> tuple[list[str], dict[str, str]]:
     blueprint.write_text(
         f"extends: {REPO / 'blueprints' / 'mlp.yaml'}\nsteps: [cleanup, wait_here]\n"
     )
-    env = {
-        **os.environ,
-        "BRAINSMITH_PLUGIN_DIRS": str(plugins),
-        "GO": str(tmp_path / "go"),
-        "COLUMNS": "160",
-    }
-    command = [sys.executable, "-m", "brainsmith.cli", "build", str(MLP), str(blueprint)]
-    return [*command, "--verify", "none", "-o", str(tmp_path / "out")], env
+    env = {"BRAINSMITH_PLUGIN_DIRS": str(plugins), "GO": str(tmp_path / "go"), "COLUMNS": "160"}
+    return ["build", str(MLP), str(blueprint), "--verify", "none", "-o", str(tmp_path / "out")], env
 
 
 def test_a_running_step_shows_its_elapsed_seconds_on_a_terminal(hub, tmp_path):
-    command, env = waiting_build(tmp_path)
+    args, env = waiting_build(tmp_path)
     primary, secondary = pty.openpty()
     process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env=env
-    )
+        [sys.executable, "-m", "brainsmith.cli", *args],
+        stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env={**os.environ, **env},
+    )  # fmt: skip
     os.close(secondary)
     written, shown = bytearray(), ""
     deadline = time.monotonic() + 120
@@ -89,9 +86,10 @@ def test_a_running_step_shows_its_elapsed_seconds_on_a_terminal(hub, tmp_path):
 
 
 def test_progress_to_a_pipe_is_plain_lines(hub, tmp_path):
-    command, env = waiting_build(tmp_path)
+    """Not a terminal: the command in this process, its output captured."""
+    args, env = waiting_build(tmp_path)
     open(env["GO"], "w").close()
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    result = invoke(*args, env=env)
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stderr + result.stdout and "\r" not in result.stderr
     assert "[2/2] wait_here: ok" in result.stderr, result.stderr
