@@ -25,6 +25,7 @@ import pytest
 
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign
 from tests.support.farm import all_rtl_mlp
+from tests.support.processes import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -269,10 +270,9 @@ def test_build_synth_with_a_shared_cache_is_refused_before_the_first_step(tmp_pa
     shared.mkdir()
     os.chmod(shared, 0o777)
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "brainsmith", "build", str(MODELS / "mlp_4bit.onnx")]
-    command += [str(BLUEPRINTS / "mlp.yaml"), "--part", PART, "--synth", "-o", str(out), "-q"]
-    env = {**os.environ, "BRAINSMITH_SYNTHESIS_CACHE": str(shared)}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    arguments = ["build", str(MODELS / "mlp_4bit.onnx"), str(BLUEPRINTS / "mlp.yaml")]
+    arguments += ["--part", PART, "--synth", "-o", str(out), "-q"]
+    result = invoke(*arguments, env={"BRAINSMITH_SYNTHESIS_CACHE": str(shared)})
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"BRAINSMITH_SYNTHESIS_CACHE={shared} is not a folder only this user" in result.stderr
     assert "Traceback" not in result.stderr
