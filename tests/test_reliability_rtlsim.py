@@ -186,6 +186,66 @@ def test_a_process_without_a_time_limit_is_killed_when_interrupted(tmp_path):
         os.kill(int(marker.read_text()), 0)
 
 
+def test_a_process_waited_for_in_a_thread_is_killed_when_its_caller_stops_it(tmp_path):
+    """A build compiles the simulated board in a thread while nextpnr runs; when the round is
+    thrown away or the build stops, the compiler it waits for is killed within moments."""
+    import os
+    import threading
+    import time
+
+    from brainsmith.hardware.rtlsim.processes import Stopped, run_bounded
+
+    marker = tmp_path / "pid"
+    stop = threading.Event()
+    caught: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            run_bounded(["sh", "-c", f"echo $$ > {marker}; exec sleep 60"], cwd=str(tmp_path),
+                        timeout=None, limit=2**20, stop=stop)  # fmt: skip
+        except BaseException as exc:
+            caught.append(exc)
+
+    waiting = threading.Thread(target=wait)
+    waiting.start()
+    while not marker.exists() or not marker.read_text().strip():
+        time.sleep(0.05)
+    began = time.monotonic()
+    stop.set()
+    waiting.join(30)
+    assert not waiting.is_alive() and time.monotonic() - began < 5
+    assert len(caught) == 1 and isinstance(caught[0], Stopped)
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(int(marker.read_text()), 0)
+
+
+def test_a_compile_stopped_by_its_caller_leaves_nothing_in_the_cache(tmp_path, monkeypatch):
+    """A compile given up (``stop`` set) raises Stopped and keeps no simulator and no half-made
+    folder in the compile cache, so the next compile of the design starts clean."""
+    import threading
+
+    from brainsmith.hardware.rtlsim.compile import compile_layer
+    from brainsmith.hardware.rtlsim.layer_design import LayerDesign
+    from brainsmith.hardware.rtlsim.processes import Stopped
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("BRAINSMITH_RTLSIM_CACHE", str(cache))
+    design = LayerDesign(
+        node="counter", op_type="test", top="counter", code_dir="", files=[], inputs=[],
+        outputs=[], generated={"counter.sv": "module counter(input logic ap_clk, "
+                               "input logic ap_rst_n, output logic [7:0] q);\n"
+                               "always_ff @(posedge ap_clk) q <= ap_rst_n ? q + 1 : 0;\n"
+                               "endmodule\n"},
+    )  # fmt: skip
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(Stopped):
+        compile_layer(design, find_toolchain(), str(tmp_path / "work"), stop)
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []
+
+
 def test_changed_rtl_is_simulated_only_when_asked_and_with_a_warning(copy, hub):
     path = code_dir(copy, "Thresholding_rtl_1") / "Thresholding_rtl_1.v"
     inject(path, "\t// edited by hand")

@@ -16,8 +16,10 @@ stitched simulation measured (Verilator) or else FINN's estimate.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
 from typing import Any
 
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
     from brainsmith.builder.state import BuildRun
     from brainsmith.hardware.board.boards import Board
+    from brainsmith.hardware.board.streams import Streams
     from brainsmith.report_schema import (
         BitstreamSection,
         ClockedPerformance,
@@ -58,24 +61,71 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     except BoardError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
     clock = run.plan.build.clock
-    run.progress.note(f"placing and routing for {name} at {clock} ...")
+    build = _streams(run, model)
+    reference = ReferenceBoard(build)  # compiled on the core nextpnr leaves idle
     try:
-        data = bitstream_of_build(
-            run.output_dir, "", model, target, clock.mhz, lambda text: run.progress.note(text + " ..."),
-        )  # fmt: skip
-    except BoardRunError as exc:
-        raise BuildError("bitstream", str(exc), exc.hint) from exc
-    _made(run, data, began, f"{Clock.from_mhz(data['clock_mhz'])} made")
-    data["refold_rounds"] = run.plan.build.refold_rounds
-    if slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None:
-        data["netlist_check"] = check_netlist(run, model, target, data)
-    else:  # this round's netlist is thrown away
-        reason = "timing not met: the build runs again for a slower clock, whose netlist is checked"
-        data["netlist_check"] = unchecked(run, reason)
+        run.progress.note(f"placing and routing for {name} at {clock} ...")
+        try:
+            data = bitstream_of_build(
+                run.output_dir, "", model, target, clock.mhz,
+                lambda text: run.progress.note(text + " ..."),
+            )  # fmt: skip
+        except BoardRunError as exc:
+            raise BuildError("bitstream", str(exc), exc.hint) from exc
+        _made(run, data, began, f"{Clock.from_mhz(data['clock_mhz'])} made")
+        data["refold_rounds"] = run.plan.build.refold_rounds
+        if slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None:
+            data["netlist_check"] = check_netlist(run, build, target, data)
+        else:  # this round's netlist is thrown away
+            reason = (
+                "timing not met: the build runs again for a slower clock, whose netlist is checked"
+            )
+            data["netlist_check"] = unchecked(run, reason)
+    finally:
+        reference.stop()
     data["refolds"] = list(run.refolds)
     for key in ("bitstream", "netlist"):
         data[key] = os.path.relpath(data[key], run.output_dir)
     run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words
+
+
+class ReferenceBoard:
+    """The build's RTL on a simulated board, which the gate-level check compares the netlist
+    with, compiled in a thread (rtlsim's compile cache) while Yosys and nextpnr, one core
+    each, make the bitstream; the check takes it from the cache (waiting on the cache's lock
+    while it compiles). ``stop`` gives it up, its compiler killed; a compile that fails is
+    left to the check, which compiles again and says why."""
+
+    def __init__(self, build: Streams | str) -> None:
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(
+            target=self._compile, args=(build,), name="brainsmith-reference-board", daemon=True
+        )
+        if not isinstance(build, str):
+            self.thread.start()
+
+    def _compile(self, build: Streams) -> None:
+        from brainsmith.hardware.board.simulated import compile_board
+
+        with contextlib.suppress(Exception):  # the check compiles it again, and says why
+            compile_board(build, stop=self.stopped)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+
+def _streams(run: BuildRun, model: ModelWrapper) -> Streams | str:
+    """The build's streams as its host link and driver see them, or why the gate-level check
+    cannot run on it."""
+    from brainsmith.hardware.board.streams import DriverError, streams_of
+
+    report = {"output_dir": run.output_dir, "clock_ns": run.plan.build.period_ns}
+    try:
+        return streams_of(run.output_dir, report, model, run.context.dataflow_parent)
+    except DriverError as exc:
+        return exc.reason
 
 
 def _part_bitstream(run: BuildRun, model: ModelWrapper, began: float) -> None:
@@ -118,18 +168,19 @@ def modelled_cells() -> str:
 
 
 def check_netlist(
-    run: BuildRun, model: ModelWrapper, target: Board, data: dict[str, Any]
+    run: BuildRun, build: Streams | str, target: Board, data: dict[str, Any]
 ) -> NetlistCheckSection:
-    """The bitstream's netlist checked at gate level against the RTL
-    (``brainsmith.hardware.board.gate_level``); BuildError (exit 1) when they differ. A check that
-    cannot run (no Verilator, a cell brainsmith has no model of) is reported, not fatal."""
+    """The bitstream's netlist checked at gate level against the RTL of ``build`` (or why it
+    cannot be: ``brainsmith.hardware.board.gate_level``); BuildError (exit 1) when they differ.
+    A check that cannot run (no Verilator, a cell brainsmith has no model of) is reported, not
+    fatal."""
     from brainsmith.hardware.board.gate_level import check_netlist as check
-    from brainsmith.hardware.board.streams import DriverError, streams_of
+    from brainsmith.hardware.board.streams import DriverError
 
+    if isinstance(build, str):
+        return unchecked(run, build)
     run.progress.note("checking the bitstream's netlist at gate level (Verilator) ...")
-    report = {"output_dir": run.output_dir, "clock_ns": run.plan.build.period_ns}
     try:
-        build = streams_of(run.output_dir, report, model, run.context.dataflow_parent)
         found = check(build, data["netlist"], target, data["clocks_per_bit"])
     except DriverError as exc:
         return unchecked(run, exc.reason)

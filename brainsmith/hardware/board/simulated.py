@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import tty
 from importlib.resources import files as package_files
@@ -26,6 +27,7 @@ from brainsmith.hardware.board.streams import DriverError, Streams, streams
 from brainsmith.hardware.board.top import Link, accelerator, host_link
 from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign, link_data_folders
+from brainsmith.hardware.rtlsim.processes import Stopped
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 
 CLKS_PER_BIT = 8  # the simulated UART's clocks per bit: small, so a frame takes few cycles
@@ -69,20 +71,26 @@ def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesig
 
 
 def compile_board(
-    build: Streams, clks_per_bit: int = CLKS_PER_BIT, design: LayerDesign | None = None
+    build: Streams,
+    clks_per_bit: int = CLKS_PER_BIT,
+    design: LayerDesign | None = None,
+    stop: threading.Event | None = None,
 ) -> str:
     """The simulated board's executable (``design``, the build's RTL board when None), from
     rtlsim's compile cache or compiled now; DriverError with the compiler's first error (its
-    log kept) when it does not compile."""
+    log kept) when it does not compile, ``Stopped`` when ``stop`` is set meanwhile."""
     design = design or board_design(build, clks_per_bit)
     workdir = tempfile.mkdtemp(prefix="brainsmith-board-")
     try:
-        compiled = compile_layer(design, find_toolchain(), workdir)
+        compiled = compile_layer(design, find_toolchain(), workdir, stop)
     except ToolchainError as exc:
         shutil.rmtree(workdir, ignore_errors=True)
         raise DriverError(str(exc), "make setup (installs Verilator)") from None
     except CompileError as exc:
         raise DriverError(f"the {design.node} does not compile: {exc}", f"see {exc.log}") from None
+    except Stopped:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     shutil.rmtree(workdir, ignore_errors=True)
     return compiled.executable
 

@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -167,8 +168,11 @@ def cache_root() -> str:
     return root
 
 
-def compile_layer(design: LayerDesign, toolchain: Toolchain, workdir: str) -> Compiled:
-    """The executable for ``design``: from the cache, or compiled now (log in ``workdir``)."""
+def compile_layer(
+    design: LayerDesign, toolchain: Toolchain, workdir: str, stop: threading.Event | None = None
+) -> Compiled:
+    """The executable for ``design``: from the cache, or compiled now (log in ``workdir``);
+    ``Stopped`` when ``stop`` is set meanwhile (a compile in another thread given up)."""
     from filelock import FileLock  # (not at start-up: report.html reads this package)
 
     began = time.perf_counter()
@@ -185,7 +189,7 @@ def compile_layer(design: LayerDesign, toolchain: Toolchain, workdir: str) -> Co
         try:
             runtime = os.path.join(root, f"runtime-{runtime_key(toolchain)}")
             with _full_disk_named(root, workdir):  # while what filled it is still there
-                _build(design, toolchain, stage, workdir, runtime)
+                _build(design, toolchain, stage, workdir, runtime, stop)
             os.replace(stage, folder)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
@@ -244,7 +248,12 @@ def _says_disk_full(exc: CompileError | OSError) -> bool:
 
 
 def _build(
-    design: LayerDesign, toolchain: Toolchain, stage: str, workdir: str, runtime: str
+    design: LayerDesign,
+    toolchain: Toolchain,
+    stage: str,
+    workdir: str,
+    runtime: str,
+    stop: threading.Event | None = None,
 ) -> None:
     """The executable ``stage``/sim of ``design``: its sources written and screened,
     Verilator and make run (their output in ``workdir``/compile.log), the run-time library
@@ -275,10 +284,10 @@ def _build(
     log = os.path.join(workdir, "compile.log")
     os.makedirs(workdir, exist_ok=True)
     with open(log, "wb") as out:
-        result = _run(verilate, out, toolchain, stage)
+        result = _run(verilate, out, toolchain, stage, stop)
         if result == 0:
             _copy_runtime(runtime, obj)
-            result = _run(make_command(obj), out, toolchain, stage)
+            result = _run(make_command(obj), out, toolchain, stage, stop)
     if result != 0 or not os.path.isfile(os.path.join(obj, "sim")):
         raise CompileError(_first_error(log, source_dir), log)
     os.replace(os.path.join(obj, "sim"), os.path.join(stage, "sim"))
@@ -328,7 +337,13 @@ def make_command(obj: str) -> list[str]:
             f"PYTHON3={sys.executable}"]  # fmt: skip
 
 
-def _run(command: list[str], out: BinaryIO, toolchain: Toolchain, cwd: str) -> int:
+def _run(
+    command: list[str],
+    out: BinaryIO,
+    toolchain: Toolchain,
+    cwd: str,
+    stop: threading.Event | None = None,
+) -> int:
     """Run ``command`` with its output in the log ``out`` (at most ``COMPILE_LOG_LIMIT``)."""
     out.write((" ".join(command) + "\n").encode())
     tool = os.path.basename(command[0])
@@ -340,6 +355,7 @@ def _run(command: list[str], out: BinaryIO, toolchain: Toolchain, cwd: str) -> i
             limit=COMPILE_LOG_LIMIT,
             env=toolchain.env,
             log=out,
+            stop=stop,
         ).returncode
     except subprocess.TimeoutExpired as exc:
         raise CompileError(

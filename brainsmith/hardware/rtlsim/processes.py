@@ -4,7 +4,8 @@ Their output is read as it comes, at most a given number of bytes in all, and ke
 memory or written to a log: RTL that prints without end (a ``$display`` in a loop) or
 macros that expand without end cannot fill the memory or the disk. A process that prints
 more, or runs longer than its time limit (if it has one), is killed; so is one whose wait
-is interrupted (Ctrl-C, or SIGTERM raised as an exception).
+is interrupted (Ctrl-C, or SIGTERM raised as an exception), or whose caller, waiting in
+another thread, asks it to stop (``stop``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import selectors
 import subprocess
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -20,6 +22,11 @@ from typing import IO, BinaryIO
 
 MIB = 2**20
 CHUNK = 64 * 1024
+STOP_POLL = 0.2  # seconds between looks at a ``stop`` event
+
+
+class Stopped(Exception):
+    """The process was killed because its caller set ``stop``."""
 
 
 class TooMuchOutput(Exception):
@@ -63,12 +70,14 @@ def run_bounded(
     limit: int,
     env: Mapping[str, str] | None = None,
     log: BinaryIO | None = None,
+    stop: threading.Event | None = None,
 ) -> Finished:
     """Run ``command`` in ``cwd``; its stdout and stderr are kept, or with ``log`` written
     there as they come (stderr with stdout), at most ``limit`` bytes in all.
 
     Raises TooMuchOutput when it prints more, ``subprocess.TimeoutExpired`` when it runs
-    longer than ``timeout`` seconds (None: no limit); the process is killed first.
+    longer than ``timeout`` seconds (None: no limit), Stopped once ``stop`` is set; the
+    process is killed first.
     """
     process = subprocess.Popen(
         list(command),
@@ -82,7 +91,7 @@ def run_bounded(
     output = _Output(streams, limit, log)
     deadline = _Deadline.after(list(command), timeout)
     try:
-        _read(streams, output, deadline)
+        _read(streams, output, deadline, stop)
         left = deadline.left()
         returncode = process.wait(None if left is None else max(0.0, left))
     finally:
@@ -144,13 +153,21 @@ class _Output:
         return stdout, stderr
 
 
-def _read(streams: list[IO[bytes]], output: _Output, deadline: _Deadline) -> None:
-    """Every chunk of ``streams`` into ``output`` until they close or ``deadline`` passes."""
+def _read(
+    streams: list[IO[bytes]], output: _Output, deadline: _Deadline, stop: threading.Event | None
+) -> None:
+    """Every chunk of ``streams`` into ``output`` until they close, ``deadline`` passes or
+    ``stop`` is set."""
     with selectors.DefaultSelector() as selector:
         for stream in streams:
             selector.register(stream, selectors.EVENT_READ)
         while selector.get_map():
-            for key, _ in selector.select(deadline.check()):
+            wait = deadline.check()
+            if stop is not None:
+                if stop.is_set():
+                    raise Stopped(" ".join(deadline.command))
+                wait = STOP_POLL if wait is None else min(wait, STOP_POLL)
+            for key, _ in selector.select(wait):
                 chunk = os.read(key.fd, CHUNK)
                 if chunk:
                     output.take(key.fd, chunk)
