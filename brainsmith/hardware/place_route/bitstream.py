@@ -22,6 +22,7 @@ import hashlib
 import importlib.resources
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from typing import Any
@@ -206,11 +207,13 @@ def bitstream(
     name: str = "accelerator",
     link: list[tuple[str, str]] | None = None,
     timeout: float = TIMEOUT,
+    synthesised: Callable[[str, int], None] | None = None,
 ) -> BitstreamResult:
     """``design`` on ``board`` at the PLL clock nearest ``mhz``, as ``workdir``/``name``.bit
     (``workdir`` replaced by a run; a cached result only writes the .bit), with the host link
     framing ``in_words`` input and ``out_words`` output words; BitstreamError with the first
-    error of a failed run (its log kept in ``workdir``)."""
+    error of a failed run (its log kept in ``workdir``). ``synthesised`` is told the netlist
+    Yosys wrote and its link's clocks per bit as soon as it is written, before nextpnr runs."""
     target = board_design(
         design, board, mhz, in_words=in_words, out_words=out_words, baud=baud, link=link
     )
@@ -232,6 +235,8 @@ def bitstream(
         written = all(os.path.isfile(os.path.join(workdir, f)) for f in ("design.json", NETLIST))
         if code != 0 or not written:
             raise BitstreamError(f"synth_ecp5: {failure(code, log, timeout)}", f"see {log}")
+        if synthesised is not None:
+            synthesised(os.path.join(workdir, NETLIST), target.clocks_per_bit)
         command = [*ECP5.command(), *nextpnr_arguments(target)]
         code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
         _check(code, log, os.path.join(workdir, CONFIG), "nextpnr-ecp5", timeout)

@@ -60,10 +60,12 @@ def bitstream_of_build(
     target: Board,
     mhz: float,
     note: Callable[[str], None] | None = None,
+    synthesised: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
     """``folder``'s stitched accelerator (``model`` its final model; paths into ``built_in``
     read in ``folder``) as ``target``'s bitstream at the PLL clock nearest ``mhz``: the
-    BitstreamResult's dict with the link's words per frame. BoardRunError for an HLS layer,
+    BitstreamResult's dict with the link's words per frame (``synthesised``: as
+    ``bitstream``'s). BoardRunError for an HLS layer,
     a clock the PLL cannot make, a missing tool, a failed run (its first error, its log) or
     a folder below ``folder`` changed into a link meanwhile."""
     from brainsmith.hardware.board.pll import PllError
@@ -86,6 +88,7 @@ def bitstream_of_build(
             result = bitstream(
                 design, target, mhz, stage.workdir, yosys, nextpnr,
                 in_words=in_words, out_words=out_words, name=target.name,
+                synthesised=synthesised,
             )  # fmt: skip
             stage.keep = result.cached  # no tool ran: the run's logs stay beside the netlist
             name = os.path.basename(result.bitstream)
