@@ -29,6 +29,7 @@ from brainsmith.hardware.board.top import (
     board_top,
 )
 from brainsmith.hardware.place_route.parts import ecp5_part
+from tests.support.processes import invoke
 
 ACCELERATOR = """\
 module accelerator (
@@ -309,9 +310,7 @@ def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(hub, farm, t
     build = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "mlp", symlinks=True))
     built = json.loads((build / "report.json").read_text())["bitstream"]
     shutil.rmtree(build / "bitstream")
-    command = [sys.executable, "-m", "brainsmith", "bitstream", str(build), "--board",
-               "ulx3s-85f"]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+    done = invoke("bitstream", str(build), "--board", "ulx3s-85f")
     data = json.loads((build / "bitstream" / "report.json").read_text())
     assert done.returncode == (0 if data["met"] else 3), done.stderr
     assert data["cached"] and data["sha256"] == built["sha256"]  # placed once a run
@@ -338,6 +337,7 @@ def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(hub, farm, t
 
 
 def test_an_unknown_board_is_refused_with_exit_2_naming_the_known_ones(tmp_path):
+    """The module's one ``brainsmith bitstream`` in a process of its own."""
     done = subprocess.run(
         [sys.executable, "-m", "brainsmith", "bitstream", str(tmp_path), "--board", "ulx3s"],
         capture_output=True, text=True, timeout=120,
@@ -364,8 +364,7 @@ def test_a_bitstream_error_suggests_only_boards_that_make_bitstreams(command, tm
     OrangeCrab (whose USB port is the FPGA's own)."""
     model = Path(__file__).resolve().parents[1] / "examples" / "models" / "mlp_4bit.onnx"
     args = [arg.format(folder=tmp_path, model=model) for arg in command]
-    done = subprocess.run([sys.executable, "-m", "brainsmith", *args],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = invoke(*args)
     assert done.returncode == 2, done.stderr
     named = _boards_named(done.stderr.split("orangecrab-r0.2-85f has no", 1)[-1])
     assert "ulx3s-85f" in named and not {n for n in named if n.startswith("orangecrab")}
