@@ -26,6 +26,7 @@ from brainsmith.plugin.settings import memo
 from brainsmith.plugin.settings.config import load_config, memo_folder
 from brainsmith.plugins import transforms
 from tests.conftest import REPO, run_python
+from tests.support.processes import invoke
 
 PLUGIN = """
 from qonnx.transformation.base import Transformation
@@ -571,6 +572,7 @@ def test_huge_sparse_index_is_refused_in_bounded_memory():
 
 
 def brainsmith(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``brainsmith ARGS`` as a process of its own: the module's one ``cache clear`` there."""
     return subprocess.run(
         [sys.executable, "-m", "brainsmith.cli", *args],
         capture_output=True,
@@ -607,7 +609,7 @@ def test_cache_clear_leaves_a_folder_that_is_not_its_own_alone(tmp_path, owner):
     else:
         pytest.skip("changing a folder's owner needs root")
     before = sorted(os.listdir(folder))
-    result = brainsmith("cache", "clear", env={"BRAINSMITH_CACHE_DIR": str(folder)})
+    result = invoke("cache", "clear", env={"BRAINSMITH_CACHE_DIR": str(folder)})
     assert result.returncode == 1
     assert "refusing to use it" in result.stderr and "nothing was removed" in result.stderr
     assert sorted(os.listdir(folder)) == before
