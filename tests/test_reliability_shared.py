@@ -20,7 +20,7 @@ from brainsmith.plugin.discovery.index import index_name
 from brainsmith.plugin.discovery.shared_index import PREFIX
 from brainsmith.plugin.settings import memo
 from tests.conftest import run_python
-from tests.support.processes import free_port
+from tests.support.processes import free_port, invoke
 from tests.test_shared_index import REPORT
 
 pytestmark = pytest.mark.skipif(
@@ -99,7 +99,8 @@ def hostile(request):
 
 
 def brainsmith_cli(*args: str, env: dict, timeout: float = 120) -> subprocess.CompletedProcess:
-    """The ``brainsmith`` command as a child process (killed if it outlives ``timeout``)."""
+    """The ``brainsmith`` command as a child process (killed if it outlives ``timeout``): the
+    module's one, against a server that misbehaves."""
     return subprocess.run(
         [sys.executable, "-m", "brainsmith.cli", *args],
         capture_output=True,
@@ -284,7 +285,7 @@ def test_a_number_out_of_range_in_the_local_index_is_rescanned_not_fatal(field, 
         elif state.get("stamp"):
             state["stamp"][0][1] = value  # a file's mtime
     assert memo.write(name, stamp, index, directory)
-    result = brainsmith_cli("plugins", "list", env={})
+    result = invoke("plugins", "list", logs_on_stderr=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr and "Streamline" in result.stdout
     assert "out of range" in result.stderr and "rescanning" in result.stderr
