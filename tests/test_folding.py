@@ -155,7 +155,7 @@ def test_folding_settings_are_checked_where_they_are_written(tmp_path):
 
 def test_the_folding_search_is_a_design_space_dimension(tmp_path):
     """Variants that differ only in build.folding share every step before folding."""
-    from tests.support.processes import brainsmith as command
+    from tests.support.processes import invoke
 
     blueprint = tmp_path / "explore.yaml"
     blueprint.write_text(
@@ -163,9 +163,8 @@ def test_the_folding_search_is_a_design_space_dimension(tmp_path):
         "build: {target_fps: 100000}\n"
         "design_space:\n  build:\n    folding: [{search: brainsmith}, {search: finn}]\n"
     )
-    process = command("blueprint", "show", str(blueprint))
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 0, err
+    code, out, err = invoke("blueprint", "show", str(blueprint))
+    assert code == 0, err
     assert "2 variants" in out and "build.folding x2" in out
     assert "v00: steps 6-13 folding" in out and "[build.folding={'search': 'finn'}]" in out
     assert "    - search: finn\n      mvau_wwidth_max: 36\n" in out
