@@ -18,6 +18,7 @@ import brainsmith
 from brainsmith.blueprint.schema import DEFAULT_STEPS
 from brainsmith.builder import BuildError
 from tests.conftest import run_python
+from tests.support.processes import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "examples" / "models"
@@ -363,18 +364,11 @@ def test_transpose_between_layers_becomes_shuffle_hardware_that_verifies(hub, tm
 
 def test_cli_builds_the_residual_example_against_torch_and_exits_0(tmp_path):
     model = MODELS / "residual.onnx"
-    result = run_python(
-        f"""
-        import sys
-        from brainsmith.cli import main
-        sys.argv = ["brainsmith", "build", {str(model)!r}, {str(BLUEPRINTS / "residual.yaml")!r},
-                    "-o", {str(tmp_path / "out")!r},
-                    "--input", {str(MODELS / "residual_input.npy")!r},
-                    "--expected", {str(MODELS / "residual_expected.npy")!r}]
-        main()
-        """,
+    result = invoke(
+        "build", model, BLUEPRINTS / "residual.yaml", "-o", tmp_path / "out",
+        "--input", MODELS / "residual_input.npy", "--expected", MODELS / "residual_expected.npy",
         cwd=tmp_path,
-    )
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert (
         "verified    each of 9 steps run" in result.stdout and "on your 8 vectors" in result.stdout
