@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from brainsmith.plugin.errors import ConfigError
 from brainsmith.plugin.settings.config import load_config
+from tests.support.processes import invoke
 
 
 def write_config(tmp_path, monkeypatch, text: str):
@@ -100,12 +98,7 @@ def test_the_removed_discovery_mode_variable_is_refused_with_what_to_do_instead(
 
 def test_the_command_line_names_a_removed_setting_without_a_traceback(tmp_path, monkeypatch):
     path = write_config(tmp_path, monkeypatch, "plugin_system:\n  discovery_mode: blueprint\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "brainsmith.cli", "plugins", "list"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = invoke("plugins", "list")
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"error: {path}: plugin_system.discovery_mode is no longer")
     assert "Traceback" not in result.stderr
