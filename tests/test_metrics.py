@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import run_python
-from tests.support.processes import brainsmith
+from tests.support.processes import brainsmith, invoke
 
 pytestmark = pytest.mark.slow
 
@@ -71,11 +71,10 @@ def test_a_failed_build_still_writes_its_metrics(tmp_path):
     np.save(tmp_path / "x.npy", np.zeros(model.get_tensor_shape("global_in"), dtype=np.float32))
     np.save(tmp_path / "y.npy", np.full(model.get_tensor_shape("global_out"), 100.0, "float32"))
     metrics = tmp_path / "build.prom"
-    process = brainsmith("build", MLP, BLUEPRINT, "-o", str(tmp_path / "out"), "-q",
-                         "--input", str(tmp_path / "x.npy"), "--expected", str(tmp_path / "y.npy"),
-                         "--metrics-file", str(metrics))  # fmt: skip
-    _, stderr = process.communicate(timeout=600)
-    assert process.returncode == 1, stderr
+    code, _, stderr = invoke("build", MLP, BLUEPRINT, "-o", str(tmp_path / "out"), "-q",
+                             "--input", str(tmp_path / "x.npy"), "--expected",
+                             str(tmp_path / "y.npy"), "--metrics-file", str(metrics))  # fmt: skip
+    assert code == 1, stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     found = samples(metrics.read_text())
     assert found[("brainsmith_build_seconds", (("build", "mlp"), ("status", "failed")))] > 0
