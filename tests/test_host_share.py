@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from tests.support.processes import run_brainsmith
+from tests.support.processes import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 CONV_PAD = REPO / "examples" / "models" / "conv_pad.onnx"  # a Brevitas export
@@ -35,8 +35,8 @@ def with_sin_before_the_second_conv(folder: Path) -> Path:
 def test_a_node_no_kernel_takes_runs_on_the_host_and_its_share_of_the_work_is_said(hub, tmp_path):
     model = with_sin_before_the_second_conv(tmp_path)
     out = tmp_path / "out"
-    code, stdout, stderr = run_brainsmith("build", str(model), "--verify", "each", "-o", str(out),
-                                          cwd=tmp_path)  # fmt: skip
+    code, stdout, stderr = invoke("build", str(model), "--verify", "each", "-o", str(out),
+                                  cwd=tmp_path)  # fmt: skip
     assert code == 0, stderr
     report = json.loads((out / "report.json").read_text())
     assert all(s["verification"]["ok"] for s in report["steps"] if "verification" in s)
