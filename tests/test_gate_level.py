@@ -249,3 +249,26 @@ def test_a_netlist_with_one_lut_inverted_is_caught_naming_the_first_differing_wo
         r"frame \d+, output word \d+: the netlist gave 0x[0-9a-f]+, the RTL 0x[0-9a-f]+",
         check.first_difference,
     ), check.first_difference
+
+
+def test_the_simulators_compiled_meanwhile_take_a_copy_of_the_netlist_and_go_when_stopped(
+    tmp_path,
+):
+    """A board build compiles the gate-level check's simulators while nextpnr runs: the netlist
+    is copied as soon as Yosys writes it (its run folder is published, moved, when the tools
+    end), and stopping (a round thrown away, Ctrl-C) ends the thread and removes the copy."""
+    from brainsmith.builder.bitstream import Precompiled
+    from brainsmith.hardware.board.boards import board
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "netlist.v").write_text("module board_top(input clk); endmodule\n")
+    boards = Precompiled("the build has no whole design", board("ulx3s-85f", linked=True))
+    boards.synthesised(str(run / "netlist.v"), 30)
+    assert boards.netlist is not None
+    copy, clocks_per_bit = Path(boards.netlist[0]), boards.netlist[1]
+    run.rename(tmp_path / "published")
+    assert copy.read_text() == "module board_top(input clk); endmodule\n"
+    assert clocks_per_bit == 30 and copy.name == "netlist.v"
+    boards.stop()
+    assert not boards.thread.is_alive() and not copy.parent.exists()

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import tempfile
 import threading
 import time
 from typing import Any
@@ -62,13 +64,13 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
     clock = run.plan.build.clock
     build = _streams(run, model)
-    reference = ReferenceBoard(build)  # compiled on the core nextpnr leaves idle
+    boards = Precompiled(build, target)  # compiled on the core nextpnr leaves idle
     try:
         run.progress.note(f"placing and routing for {name} at {clock} ...")
         try:
             data = bitstream_of_build(
                 run.output_dir, "", model, target, clock.mhz,
-                lambda text: run.progress.note(text + " ..."),
+                lambda text: run.progress.note(text + " ..."), boards.synthesised,
             )  # fmt: skip
         except BoardRunError as exc:
             raise BuildError("bitstream", str(exc), exc.hint) from exc
@@ -82,38 +84,57 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
             )
             data["netlist_check"] = unchecked(run, reason)
     finally:
-        reference.stop()
+        boards.stop()
     data["refolds"] = list(run.refolds)
     for key in ("bitstream", "netlist"):
         data[key] = os.path.relpath(data[key], run.output_dir)
     run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words
 
 
-class ReferenceBoard:
-    """The build's RTL on a simulated board, which the gate-level check compares the netlist
-    with, compiled in a thread (rtlsim's compile cache) while Yosys and nextpnr, one core
-    each, make the bitstream; the check takes it from the cache (waiting on the cache's lock
-    while it compiles). ``stop`` gives it up, its compiler killed; a compile that fails is
-    left to the check, which compiles again and says why."""
+class Precompiled:
+    """The two simulated boards the gate-level check compares, compiled in a thread (rtlsim's
+    compile cache) while Yosys and nextpnr, one core each, make the bitstream: the RTL's from
+    the start, the netlist's as soon as Yosys has written it (``synthesised``, a copy of it
+    taken first: the run folder is published when the tools end). The check takes them from
+    the cache, waiting on its lock while one compiles. ``stop`` gives them up, the compiler
+    killed; a compile that fails is left to the check, which compiles again and says why."""
 
-    def __init__(self, build: Streams | str) -> None:
-        self.stopped = threading.Event()
+    def __init__(self, build: Streams | str, target: Board) -> None:
+        self.stopped, self.written = threading.Event(), threading.Event()
+        self.netlist: tuple[str, int] | None = None  # the copy and its clocks per bit
+        self.folder = tempfile.mkdtemp(prefix="brainsmith-netlist-")
         self.thread = threading.Thread(
-            target=self._compile, args=(build,), name="brainsmith-reference-board", daemon=True
+            target=self._compile, args=(build, target), name="brainsmith-gate-level", daemon=True
         )
         if not isinstance(build, str):
             self.thread.start()
 
-    def _compile(self, build: Streams) -> None:
+    def synthesised(self, netlist: str, clocks_per_bit: int) -> None:
+        copy = os.path.join(self.folder, os.path.basename(netlist))
+        with contextlib.suppress(OSError):
+            shutil.copyfile(netlist, copy)
+            self.netlist = (copy, clocks_per_bit)
+        self.written.set()
+
+    def _compile(self, build: Streams, target: Board) -> None:
+        from brainsmith.hardware.board.gate_level import netlist_design
         from brainsmith.hardware.board.simulated import compile_board
 
         with contextlib.suppress(Exception):  # the check compiles it again, and says why
             compile_board(build, stop=self.stopped)
+        self.written.wait()
+        if self.netlist is not None and not self.stopped.is_set():
+            netlist, clocks_per_bit = self.netlist
+            with contextlib.suppress(Exception):
+                design = netlist_design(netlist, target)
+                compile_board(build, clocks_per_bit, design, stop=self.stopped)
 
     def stop(self) -> None:
         self.stopped.set()
+        self.written.set()
         if self.thread.is_alive():
             self.thread.join()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _streams(run: BuildRun, model: ModelWrapper) -> Streams | str:
