@@ -86,7 +86,7 @@ def test_a_cached_result_adds_its_files_and_keeps_the_run_s_logs(tmp_path):
 
 
 def test_an_error_in_the_tools_names_the_published_log_and_keeps_it(tmp_path):
-    from brainsmith.hardware.place_route.flow import PlaceRouteError
+    from brainsmith.hardware.place_route.errors import PlaceRouteError
 
     build = tmp_path / "build"
     build.mkdir()

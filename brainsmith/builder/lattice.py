@@ -19,8 +19,9 @@ from brainsmith.frameworks.finn.folding.record import CostedPart
 from brainsmith.frameworks.finn.parts import boards
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.place_route.capacities import part_capacities
-from brainsmith.hardware.place_route.flow import PlaceRouteError, install_hint
+from brainsmith.hardware.place_route.errors import PlaceRouteError
 from brainsmith.hardware.place_route.parts import lattice_part_name
+from brainsmith.hardware.place_route.toolchain import install_hint
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.lattice import STAND_IN_PART, finn_target
 
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
 
     from brainsmith.blueprint.options import BuildOptions
     from brainsmith.frameworks.finn.folding.record import CostedPart
-    from brainsmith.hardware.place_route.flow import Family
     from brainsmith.hardware.place_route.parts import Part
+    from brainsmith.hardware.place_route.toolchain import Family
     from brainsmith.planning.plan import BuildPlan
     from brainsmith.report_schema import BitstreamSection, FamilyResources, Layer, PlacedCount
 

@@ -23,8 +23,9 @@ from brainsmith.files import FULL_DISKS, DiskFull
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
+from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
 from brainsmith.hardware.place_route.families import target
-from brainsmith.hardware.place_route.flow import NotUsable, PlaceRouteError, place_route
+from brainsmith.hardware.place_route.flow import place_route
 from brainsmith.hardware.place_route.parts import UnknownPart, lattice_part_name
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
@@ -44,8 +45,8 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
-    from brainsmith.hardware.place_route.flow import Family
     from brainsmith.hardware.place_route.parts import Part
+    from brainsmith.hardware.place_route.toolchain import Family
     from brainsmith.report_schema import BuildReport
 
 RESULT = "place_route/report.json"

@@ -29,8 +29,7 @@ from brainsmith.hardware.place_route.report import (
 )
 from brainsmith.hardware.place_route.staging import stage
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.place_route.toolchain import Family, Nextpnr, Placed, install_hint
-from brainsmith.hardware.synthesis.layer_sources import MissingSources
+from brainsmith.hardware.place_route.toolchain import Family, Nextpnr, Placed
 from brainsmith.hardware.synthesis.plan import Plan, Stages, read_entry, remove, stored, write_entry
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
@@ -175,17 +174,8 @@ __all__ = [
     "CACHE_VARIABLE",
     "TIMEOUT",
     "UNROUTED",
-    "Family",
-    "MissingSources",
-    "NotUsable",
-    "PlaceRouteError",
-    "PlaceRouteResult",
-    "Placed",
     "cache_root",
     "cached_bitstream",
-    "install_hint",
     "place_route",
     "plan_of",
-    "read_entry",
-    "write_entry",
 ]
