@@ -230,6 +230,37 @@ def bitstream(
         return found
     stage(target.full, workdir, target.script(), {LPF: target.constraints})
     partial = f".{name}.bit.partial"
+    seconds = _run_tools(target, workdir, partial, timeout, synthesised)
+    content = _bitstream_bytes(os.path.join(workdir, partial))
+    _unpacked_device(os.path.join(workdir, "unpacked.config"), board.part)
+    os.replace(os.path.join(workdir, partial), path)
+    fmax, resources = parse_report(os.path.join(workdir, "report.json"))
+    slowest = named_critical_path(os.path.join(workdir, "report.json"), fmax, design.sources)
+    result = BitstreamResult(
+        path, hashlib.sha256(content).hexdigest(), board.name, board.part, mhz,
+        target.clock_mhz, target.baud, target.clocks_per_bit, fmax, resources,
+        seconds, tools, cell_counts(os.path.join(workdir, "stat.json")),
+        list(design.fixes), os.path.join(workdir, NETLIST), slowest,
+    )  # fmt: skip
+    with open(result.netlist, "rb") as handle:
+        netlist = gzip.compress(handle.read(), compresslevel=6)
+    # the .bit and the netlist before the entry that names them
+    if stored(cached_bit, content) and stored(cached_netlist, netlist):
+        kept = {k: v for k, v in asdict(result).items() if k not in ("cached", "netlist")}
+        write_entry(entry, key, kept)
+    return result
+
+
+def _run_tools(
+    target: BitstreamDesign,
+    workdir: str,
+    partial: str,
+    timeout: float,
+    synthesised: Callable[[str, int], None] | None,
+) -> dict[str, float]:
+    """Yosys, nextpnr, ecppack (into ``partial``) and ecpunpack run on the staged
+    ``workdir`` one after another (``synthesised`` told of the netlist before nextpnr runs):
+    each stage's seconds; BitstreamError with the first error of a tool that failed."""
     with Stages() as stages:
         code, log = stages.run("synth", run_yosys, workdir, timeout)
         written = all(os.path.isfile(os.path.join(workdir, f)) for f in ("design.json", NETLIST))
@@ -240,35 +271,13 @@ def bitstream(
         command = [*ECP5.command(), *nextpnr_arguments(target)]
         code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
         _check(code, log, os.path.join(workdir, CONFIG), "nextpnr-ecp5", timeout)
-        command = [
-            *ECP5.yowasp("ecppack"),
-            "--compress",
-            f"{MOUNT}/{CONFIG}",
-            f"{MOUNT}/{partial}",
-        ]
+        command = [*ECP5.yowasp("ecppack"), "--compress", f"{MOUNT}/{CONFIG}", f"{MOUNT}/{partial}"]
         code, log = stages.run("pack", run_mounted, command, workdir, "ecppack.log", timeout)
         _check(code, log, os.path.join(workdir, partial), "ecppack", timeout)
         command = [*ECP5.yowasp("ecpunpack"), f"{MOUNT}/{partial}", f"{MOUNT}/unpacked.config"]
         code, log = stages.run("unpack", run_mounted, command, workdir, "ecpunpack.log", timeout)
         _check(code, log, os.path.join(workdir, "unpacked.config"), "ecpunpack", timeout)
-    content = _bitstream_bytes(os.path.join(workdir, partial))
-    _unpacked_device(os.path.join(workdir, "unpacked.config"), board.part)
-    os.replace(os.path.join(workdir, partial), path)
-    fmax, resources = parse_report(os.path.join(workdir, "report.json"))
-    slowest = named_critical_path(os.path.join(workdir, "report.json"), fmax, design.sources)
-    result = BitstreamResult(
-        path, hashlib.sha256(content).hexdigest(), board.name, board.part, mhz,
-        target.clock_mhz, target.baud, target.clocks_per_bit, fmax, resources,
-        stages.seconds, tools, cell_counts(os.path.join(workdir, "stat.json")),
-        list(design.fixes), os.path.join(workdir, NETLIST), slowest,
-    )  # fmt: skip
-    with open(result.netlist, "rb") as handle:
-        netlist = gzip.compress(handle.read(), compresslevel=6)
-    # the .bit and the netlist before the entry that names them
-    if stored(cached_bit, content) and stored(cached_netlist, netlist):
-        kept = {k: v for k, v in asdict(result).items() if k not in ("cached", "netlist")}
-        write_entry(entry, key, kept)
-    return result
+    return stages.seconds
 
 
 def _check(code: int | None, log: str, output: str, tool: str, timeout: float) -> None:

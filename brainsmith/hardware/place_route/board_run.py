@@ -19,6 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.hardware.board.boards import Board
     from brainsmith.hardware.place_route.parts import Part
+    from brainsmith.hardware.place_route.report import PlaceRouteResult
     from brainsmith.hardware.place_route.toolchain import Family
 
 HLS_SHOWN = 5
@@ -122,13 +123,7 @@ def part_bitstream_of_build(
     place-route`` makes it, into ``BUILD_DIR/bitstream/<part>.bit`` and its run folder
     ``bitstream/run``. The dict a board's bitstream gives (no board, no PLL: the clock is the
     one asked; no netlist). BoardRunError as ``bitstream_of_build``'s."""
-    from brainsmith.hardware.board.top import (
-        TopError,
-        accelerator_ports,
-        baud_rate,
-        clocks_per_bit,
-        frame_words,
-    )
+    from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
     from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
     from brainsmith.hardware.place_route.flow import place_route
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
@@ -158,6 +153,17 @@ def part_bitstream_of_build(
         raise BoardRunError(str(exc), exc.hint, failed=True) from exc
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
+    return _part_section(result, family, part, mhz, (in_words, out_words))
+
+
+def _part_section(
+    result: PlaceRouteResult, family: Family, part: Part, mhz: float, words: tuple[int, int]
+) -> dict[str, Any]:
+    """The dict a board's bitstream gives, for ``result`` packed for ``part`` alone (no board,
+    no PLL: the clock is the one asked; no netlist), its link framing ``words`` a frame."""
+    from brainsmith.hardware.board.top import baud_rate, clocks_per_bit
+
+    in_words, out_words = words
     data = result.as_dict()
     baud = baud_rate(mhz, family.link_baud) if family.link_baud else 0
     return {
