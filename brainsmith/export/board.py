@@ -342,14 +342,26 @@ def driver_spec(design: Streams, shaped: BoardBuild, vectors: Vectors) -> Json:
     }  # fmt: skip
     driver = driver_module()
     try:
-        streams = driver.Stream(spec["in"]), driver.Stream(spec["out"])
-        packed = [streams[0].pack(frame) for frame in vectors.accelerated]
-        unpacked = [streams[1].unpack(words) for words in vectors.expected]
+        _packs_as_simulated(driver, spec, vectors)
     except driver.DriverError as exc:
         spec["refused"] = exc.reason
         return spec
+    host = spec["host"]
+    if host["runs"] and not _host_agrees(driver, host, vectors):
+        host.update(runs=False, why="the driver's numpy gives other values than the build's "
+                                    "execution of the host's nodes")  # fmt: skip
+    return spec
+
+
+def _packs_as_simulated(driver: ModuleType, spec: Json, vectors: Vectors) -> None:
+    """ExportError unless the driver's streams pack the vectors' frames into the words the
+    build simulated and unpack its output words into its outputs; the driver's DriverError
+    when it cannot pack them at all."""
     import numpy as np
 
+    streams = driver.Stream(spec["in"]), driver.Stream(spec["out"])
+    packed = [streams[0].pack(frame) for frame in vectors.accelerated]
+    unpacked = [streams[1].unpack(words) for words in vectors.expected]
     same = packed == vectors.inputs and all(
         np.array_equal(got, np.asarray(want, np.float32).reshape(got.shape))
         for got, want in zip(unpacked, vectors.outputs, strict=True)
@@ -357,11 +369,6 @@ def driver_spec(design: Streams, shaped: BoardBuild, vectors: Vectors) -> Json:
     if not same:
         raise ExportError("the driver packs the streams otherwise than the build simulated "
                           "them", "report this as a bug")  # fmt: skip
-    host = spec["host"]
-    if host["runs"] and not _host_agrees(driver, host, vectors):
-        host.update(runs=False, why="the driver's numpy gives other values than the build's "
-                                    "execution of the host's nodes")  # fmt: skip
-    return spec
 
 
 def _host_agrees(driver: ModuleType, host: Json, vectors: Vectors) -> bool:
@@ -411,8 +418,6 @@ def _host_spec(design: Streams) -> Json:
     """The nodes of ``final_parent.onnx`` before and after the accelerator, with the
     constants they read; ``runs`` False (and ``why``) when one is not an operator the driver
     runs."""
-    from onnx import helper, numpy_helper
-
     from brainsmith.hardware.board.streams import PARTITION
     from brainsmith.intake.inputs import sample_shape
 
@@ -432,20 +437,7 @@ def _host_spec(design: Streams) -> Json:
     for side, chosen in (("before", nodes[:split]), ("after", nodes[split + 1 :])):
         spec[side] = []
         for node in chosen:
-            if node.op_type not in DRIVER_OPS or node.domain not in ("", "ai.onnx"):
-                spec.update(runs=False, why=f"the host's node {node.name} ({node.op_type}) is "
-                                            "not one the driver runs")  # fmt: skip
-                continue
-            attrs = {a.name: _plain(helper.get_attribute_value(a)) for a in node.attribute
-                     if a.name in DRIVER_ATTRIBUTES}  # fmt: skip
-            spec[side].append({"op": node.op_type, "name": node.name, "inputs": list(node.input),
-                               "outputs": list(node.output), "attrs": attrs})  # fmt: skip
-            for name in node.input:
-                if name in constants and name not in spec["initializers"]:
-                    array = numpy_helper.to_array(constants[name])
-                    spec["initializers"][name] = {
-                        "dtype": "int64" if array.dtype.kind in "iu" else "float32",
-                        "shape": list(array.shape), "values": array.reshape(-1).tolist()}  # fmt: skip
+            _host_node(node, constants, spec, spec[side])
     partition = nodes[split]
     source, sink = parent.graph.input[0].name, parent.graph.output[0].name
     spec.update(
@@ -457,6 +449,27 @@ def _host_spec(design: Streams) -> Json:
         accelerator_output_shape=_shape(parent, partition.output[0]),
     )  # fmt: skip
     return spec
+
+
+def _host_node(node: Any, constants: dict[str, Any], spec: Json, side: list[Json]) -> None:
+    """``node`` of the host's graph into ``side`` with the constants it reads into
+    ``spec["initializers"]``; ``spec`` marked as not run (``why``) when the driver cannot."""
+    from onnx import helper, numpy_helper
+
+    if node.op_type not in DRIVER_OPS or node.domain not in ("", "ai.onnx"):
+        spec.update(runs=False, why=f"the host's node {node.name} ({node.op_type}) is not one "
+                                    "the driver runs")  # fmt: skip
+        return
+    attrs = {a.name: _plain(helper.get_attribute_value(a)) for a in node.attribute
+             if a.name in DRIVER_ATTRIBUTES}  # fmt: skip
+    side.append({"op": node.op_type, "name": node.name, "inputs": list(node.input),
+                 "outputs": list(node.output), "attrs": attrs})  # fmt: skip
+    for name in node.input:
+        if name in constants and name not in spec["initializers"]:
+            array = numpy_helper.to_array(constants[name])
+            spec["initializers"][name] = {
+                "dtype": "int64" if array.dtype.kind in "iu" else "float32",
+                "shape": list(array.shape), "values": array.reshape(-1).tolist()}  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
