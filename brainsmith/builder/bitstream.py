@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     )
 
 FIFO_RECORD = "fifo_sizing.json"  # brainsmith.steps.fifos.RECORD, in FINN's report folder
+STOP_WAIT = 10.0  # seconds a stopped compile of the gate-level check's simulators is waited for
 
 
 def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
@@ -130,10 +131,13 @@ class Precompiled:
                 compile_board(build, clocks_per_bit, design, stop=self.stopped)
 
     def stop(self) -> None:
+        """Its compiler killed (within a fraction of a second); a thread still waiting for
+        the cache's lock, held by another process, is left after ``STOP_WAIT`` seconds: it
+        stops before compiling anything, and as a daemon it ends with the process."""
         self.stopped.set()
         self.written.set()
         if self.thread.is_alive():
-            self.thread.join()
+            self.thread.join(STOP_WAIT)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
