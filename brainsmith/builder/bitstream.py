@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from brainsmith.blueprint.choices import lattice_board
@@ -68,16 +69,10 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     boards = Precompiled(build, target)  # compiled on the core nextpnr leaves idle
     try:
         run.progress.note(f"placing and routing for {name} at {clock} ...")
-        try:
-            data = bitstream_of_build(
-                run.output_dir, "", model, target, clock.mhz,
-                lambda text: run.progress.note(text + " ..."), boards.synthesised,
-            )  # fmt: skip
-        except BoardRunError as exc:
-            raise BuildError("bitstream", str(exc), exc.hint) from exc
-        _made(run, data, began, f"{Clock.from_mhz(data['clock_mhz'])} made")
-        data["refold_rounds"] = run.plan.build.refold_rounds
-        if slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None:
+        data = _made(run, began, lambda say: bitstream_of_build(
+            run.output_dir, "", model, target, clock.mhz, say, boards.synthesised,
+        ))  # fmt: skip
+        if _kept(run, data):
             data["netlist_check"] = check_netlist(run, build, target, data)
         else:  # this round's netlist is thrown away
             reason = (
@@ -164,16 +159,10 @@ def _part_bitstream(run: BuildRun, model: ModelWrapper, began: float) -> None:
     family, part = family_of(lattice_part_of(run.plan.build) or "")
     clock = run.plan.build.clock
     run.progress.note(f"placing, routing and packing for {part.name} at {clock} ...")
-    try:
-        data = part_bitstream_of_build(
-            run.output_dir, "", model, family, part, clock.mhz,
-            lambda text: run.progress.note(text + " ..."),
-        )  # fmt: skip
-    except BoardRunError as exc:
-        raise BuildError("bitstream", str(exc), exc.hint) from exc
-    _made(run, data, began, f"{clock} asked")
-    data["refold_rounds"] = run.plan.build.refold_rounds
-    if slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None:
+    data = _made(run, began, lambda say: part_bitstream_of_build(
+        run.output_dir, "", model, family, part, clock.mhz, say,
+    ))  # fmt: skip
+    if _kept(run, data):
         reason = (
             f"brainsmith simulates {modelled_cells()} cells at gate level, not {family.name} ones"
         )
@@ -295,11 +284,29 @@ def _simulated(rtlsim: RtlsimSection | None, report_dir: str) -> dict[str, Any]:
     return {key: record.get(key) for key in ("cycles_per_frame", "latency_cycles")}
 
 
-def _made(run: BuildRun, data: dict[str, Any], began: float, clock: str) -> None:
-    """The progress line of a bitstream made: its file, status, Fmax, ``clock`` and time."""
+def _made(
+    run: BuildRun, began: float, make: Callable[[Callable[[str], None]], dict[str, Any]]
+) -> dict[str, Any]:
+    """The bitstream section ``make`` returns (given the progress line to say each stage
+    on), with the build's refold rounds; BuildError (exit 1) when it could not be made. Its
+    progress line says the file, status, Fmax, the clock (the PLL's, or the one asked for a
+    part alone) and the time."""
+    try:
+        data = make(lambda text: run.progress.note(text + " ..."))
+    except BoardRunError as exc:
+        raise BuildError("bitstream", str(exc), exc.hint) from exc
+    clock = (f"{Clock.from_mhz(data['clock_mhz'])} made" if data["board"]
+             else f"{run.plan.build.clock} asked")  # fmt: skip
     fmax = min(data["fmax_mhz"].values(), default=0.0)
     run.progress.note(
         f"bitstream {os.path.relpath(data['bitstream'], run.output_dir)}: {data['status']} "
         f"({fmax:.1f} MHz reached, {clock}) in {time.perf_counter() - began:.1f} s"
         + (" (cached)" if data["cached"] else "")
     )
+    data["refold_rounds"] = run.plan.build.refold_rounds
+    return data
+
+
+def _kept(run: BuildRun, data: dict[str, Any]) -> bool:
+    """Whether this round's bitstream is the build's: its clock met, or no round left."""
+    return slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None
