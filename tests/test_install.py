@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.packages import pip_env
+
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("install")]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +32,7 @@ def resolve(requirements: Path, report: Path, **extra: str) -> subprocess.Comple
     return subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
          "--report", str(report), "-r", str(requirements)],
-        env={**default_index_only(), **extra}, capture_output=True, text=True, timeout=900,
+        env=pip_env(base={**default_index_only(), **extra}), capture_output=True, text=True, timeout=900,
     )  # fmt: skip
 
 

@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.conftest import run_python
-from tests.support.packages import PIP, PluginVenv, build_wheel, pip_install_target
+from tests.support.packages import PIP, PluginVenv, build_wheel, pip_env, pip_install_target
 from tests.support.processes import invoke, run_brainsmith
 from tests.support.tiers import wide
 
@@ -256,7 +256,10 @@ def test_the_printed_editable_install_finds_the_kernel_and_its_tests_pass(tmp_pa
     assert install == [str(venv.python), "-m", "pip", "install", "-e", ".[test]"]
     options = [] if mode == "default" else ["--config-settings", f"editable_mode={mode}"]
     quick = ["-q", "--no-deps", "--no-build-isolation"]  # offline: all is in the environment
-    installed = run(*install, *quick, *options, cwd=project)
+    installed = subprocess.run(
+        [*install, *quick, *options], cwd=project, env=pip_env(venv.python, env),
+        capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
     assert installed.returncode == 0, installed.stdout + installed.stderr
     hooks = sorted(p.name for p in venv.site.glob("__editable__*"))
     if mode == "default":
@@ -308,6 +311,7 @@ def test_an_editable_install_whose_import_hook_never_ran_is_named_with_what_to_d
         [*PIP, "install", *quick, "--target", str(site), "-e", str(project)],
         check=True,
         capture_output=True,
+        env=pip_env(),
     )
     assert (site / f"__editable___{MODULE}_0_1_0_finder.py").is_file()
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from brainsmith.plugin.settings.config import ENV_VARS
+from tests.support.packages import pip_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
@@ -59,7 +60,7 @@ def fresh(dist, tmp_path_factory) -> Path:
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
          "--quiet", "--no-deps", "--no-index", "--disable-pip-version-check", str(wheel)],
-        check=True,
+        check=True, env=pip_env(),
     )  # fmt: skip
     deps = base / "deps"  # the development environment's packages, but brainsmith's own
     deps.mkdir()
@@ -236,7 +237,7 @@ def test_the_wheel_lines_of_install_md_resolve_to_the_cpu_torch_and_finns_requir
     result = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
          "--disable-pip-version-check", "--report", str(report), *together],
-        capture_output=True, text=True, timeout=1200,
+        capture_output=True, text=True, timeout=1200, env=pip_env(),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     chosen = {

@@ -17,6 +17,14 @@ from tests.support.tool_cache import kept_root
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
 
 
+def pip_env(python: Path | str = sys.executable, base: dict | None = None) -> dict[str, str]:
+    """``base`` (this environment) for a pip command run by ``python``, with PATH only that
+    Python's own folder. pip puts ``lsb_release -a`` and ``rustc --version`` into its user
+    agent, 18 processes a command on this machine; with neither on PATH it installs and builds
+    the same wheels (it runs the build back end by its own Python's full path)."""
+    return {**(os.environ if base is None else base), "PATH": str(Path(python).parent)}
+
+
 def write_project(
     root: Path,
     dist: str,
@@ -61,6 +69,7 @@ def pip_install_target(wheel: Path, target: Path) -> None:
         [*PIP, "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
         check=True,
         capture_output=True,
+        env=pip_env(),
     )
 
 
@@ -78,6 +87,7 @@ def build_wheel(project: Path, out: Path) -> Path:
         [*PIP, "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(project)],
         check=True,
         capture_output=True,
+        env=pip_env(),
     )
     name = project.name.replace("-", "_")
     wheel = next(out.glob(f"{name}-*.whl"))
@@ -134,6 +144,7 @@ class PluginVenv:
             [str(self.python), "-m", "pip", "--disable-pip-version-check", "-q", *args],
             check=True,
             capture_output=True,
+            env=pip_env(self.python),
         )
 
     def install(self, wheel: Path) -> None:
