@@ -61,6 +61,9 @@ class Nextpnr:
     version: str
 
 
+_STARTED: dict[tuple[str, ...], Nextpnr] = {}  # command and package version -> its answer
+
+
 def nextpnr_arguments(part_arguments: list[str], mhz: float) -> list[str]:
     """nextpnr's arguments after the part's own: the clock, the seed, the files."""
     return [
@@ -194,13 +197,24 @@ class Family:
         return self.yowasp(self.tool)
 
     def find_nextpnr(self) -> Nextpnr:
-        """Its installed nextpnr, run once; NotUsable naming how to install it."""
+        """Its installed nextpnr, run once a process for each installed version; NotUsable
+        naming how to install it."""
         import importlib.util
         from importlib.metadata import version
 
         hint, router = install_hint(self.package), self.router
         if importlib.util.find_spec(self.package.replace("-", "_")) is None:
             raise NotUsable(f"{router} is not installed in {sys.prefix}", hint)
+        key = (*self.command(), version(self.package))
+        if key not in _STARTED:
+            _STARTED[key] = self._started(hint)
+        return _STARTED[key]
+
+    def _started(self, hint: str) -> Nextpnr:
+        """``nextpnr --version``, its answer read; NotUsable when it does not run."""
+        from importlib.metadata import version
+
+        router = self.router
         try:
             result = subprocess.run(
                 [*self.command(), "--version"],

