@@ -32,6 +32,8 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``resnet8``: ResNet stem and two basic blocks as bnn_pynq's ResNet-18 (shared add
   quantizers, a 1x1 stride-2 shortcut, TruncAvgPool2d).
 - ``residual_identity``: a residual block adding its quantized input straight back.
+- ``pooled_signed``: a global average pool quantized by a signed ``QuantIdentity``, as Brevitas
+  users quantize a pooled feature: thresholds below 0 on the pool's unsigned sum.
 - ``encoder_mlp``: a transformer encoder's MLP half (LayerNorm, two linear layers).
 - ``concat_branches``: two convolution branches joined by ``torch.cat`` along the channels.
 - ``upsample``: nearest-neighbour upsampling between two convolutions.
@@ -486,11 +488,12 @@ def tcn(
     features: int = 8,
     frames: int = 64,
     classes: int = 6,
+    pool_bits: int | None = None,
 ) -> Network:
     """A temporal convolutional net for audio or sensor streams on ``features`` x ``frames``:
     per entry of ``dilations`` a Conv1d with that dilation (padded to keep the length), batch
     norm and ReLU, then ``AdaptiveAvgPool1d(1)`` (exported as GlobalAveragePool, in float)
-    and a classifier."""
+    and a classifier; ``pool_bits``: the pool quantized by a signed ``QuantIdentity``."""
     torch = _torch()
     import brevitas.nn as qnn
     from torch import nn
@@ -514,6 +517,7 @@ def tcn(
         width = channels
     layers += [
         nn.AdaptiveAvgPool1d(1),
+        *([_act(pool_bits, signed=True)] if pool_bits else []),
         nn.Flatten(),
         qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits)),
     ]
@@ -710,6 +714,47 @@ def residual_identity(
             return self.head(torch.flatten(y, 1))
 
     return ResidualIdentity(), (1, channels, image, image)
+
+
+def pooled_signed(
+    channels: int = 8,
+    weight_bits: int = 3,
+    act_bits: int = 3,
+    pool_bits: int = 3,
+    image: int = 6,
+    classes: int = 10,
+    one_d: bool = False,
+) -> Network:
+    """A convolution, batch norm and ReLU, then global average pooling followed by a signed
+    ``QuantIdentity`` of ``pool_bits`` (as Brevitas users quantize a pooled feature) and a
+    classifier: the pool's input is unsigned, the quantizer's thresholds reach below 0.
+    ``one_d``: the same on a 1-D signal (``AdaptiveAvgPool1d``), as a TCN's global pool."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    conv = qnn.QuantConv1d if one_d else qnn.QuantConv2d
+    norm = nn.BatchNorm1d if one_d else nn.BatchNorm2d
+    pool = nn.AdaptiveAvgPool1d(1) if one_d else nn.AdaptiveAvgPool2d(1)
+
+    class PooledSigned(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.Sequential(
+                _act(8, signed=True),
+                conv(3, channels, 3, padding=1, bias=False, **_weights(weight_bits)),
+                norm(channels),
+                _act(act_bits, quant_tensor=False),
+                pool,
+                _act(pool_bits, signed=True),
+            )
+            self.head = qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits))
+
+        def forward(self, x):
+            return self.head(torch.flatten(self.layers(x), 1))
+
+    shape = (1, 3, image) if one_d else (1, 3, image, image)
+    return PooledSigned(), shape
 
 
 def encoder_mlp(
@@ -1187,6 +1232,11 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
     "unet": (unet, "2-level U-Net 32x32: max pool down, nearest upsampling up, Concat skips", True),
     "tcn": (tcn, "temporal conv net: Conv1d dilations 1/2/4/8, AdaptiveAvgPool1d(1), 4-bit", True),
     "residual_identity": (residual_identity, "residual block adding its quantized input", True),
+    "pooled_signed": (
+        pooled_signed,
+        "conv, ReLU, global average pool quantized by a signed QuantIdentity, classifier, 3-bit",
+        True,
+    ),
     "encoder_mlp": (encoder_mlp, "transformer MLP: LayerNorm, 32-64-32 linear, 4-bit", True),
     "two_heads": (two_heads, "a conv trunk forked into two classifier heads (2 outputs)", True),
     "concat_branches": (

@@ -69,6 +69,11 @@ VARIANTS = {
     "round_pool=True)",
     "tcn_d3_w3a5": "tcn(channels=12, dilations=(1, 3, 9), kernel=5, weight_bits=3, act_bits=5, "
     "features=6, frames=40)",
+    # a signed quantizer after a global average pool: thresholds below 0 on an unsigned sum
+    "tcn_pool_signed_w3a4": "tcn(channels=8, dilations=(1, 2), weight_bits=3, act_bits=4, "
+    "pool_bits=3, features=4, frames=24)",
+    "pooled_signed_1d_w4a2": "pooled_signed(channels=6, weight_bits=4, act_bits=2, pool_bits=4, "
+    "image=5, one_d=True)",
     # MLPerf Tiny's reference networks at their own sizes, exported with Brevitas's defaults
     "resnet8_mlperf_tiny": "resnet8(channels=(16, 32, 64), image=32, round_pool=True)",
     "ds_cnn_mlperf_tiny": "ds_cnn(channels=64, blocks=4)",
@@ -90,7 +95,7 @@ WIDE_VARIANTS = {"tfc_w2a2", "tfc_w8a8", "lfc_w1a1_narrow", "tfc_w2a1", "mobilen
                  "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5", "mobilenet_round_w3a5",
                  "resnet_round_w4a3", "tcn_d3_w3a5", "unet_d1_w5a2", "resnet8_mlperf_tiny",
                  "ds_cnn_mlperf_tiny", "mobilenet_v1_025_vww", "unet_d3_w3a5",
-                 "ds_cnn_floor_w3a3"}  # fmt: skip
+                 "ds_cnn_floor_w3a3", "pooled_signed_1d_w4a2"}  # fmt: skip
 BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 

@@ -133,6 +133,46 @@ def unfinished_streamlining(model: ModelWrapper) -> str:
     return "; ".join(found)
 
 
+def clamp_thresholds_to_inputs(model: ModelWrapper) -> ModelWrapper:
+    """Raise each Thresholding layer's thresholds below its input's smallest value to that
+    value (and lower those above its largest to one step past it): ``x >= t`` holds for every
+    ``x`` of the input either way, so no output changes. A signed quantizer after an average
+    pool has thresholds below 0 on the pool's unsigned sum, which FINN's layer refuses.
+
+    Raises ``StepError`` naming the node where the thresholds stay below 0 on an input FINN's
+    layer takes as unsigned (its input's data type cannot bound them)."""
+    import numpy as np
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.errors import StepError
+
+    for node in model.graph.node:
+        if not node.op_type.startswith("Thresholding"):
+            continue
+        thresholds = model.get_initializer(node.input[1])
+        if thresholds is None:
+            continue
+        dtype = model.get_tensor_datatype(node.input[0])
+        if dtype.is_integer() or dtype.is_fixed_point():
+            step = dtype.scale_factor() if dtype.is_fixed_point() else 1
+            clamped = np.clip(thresholds, dtype.min(), dtype.max() + step).astype(np.float32)
+            if not np.array_equal(clamped, thresholds):
+                model.set_initializer(node.input[1], clamped)
+                thresholds = clamped
+        declared = getCustomOp(node).get_input_datatype(0)
+        if not declared.signed() and (thresholds < 0).any():
+            raise StepError(
+                f"node {node.name} ({node.op_type}) has thresholds down to "
+                f"{float(thresholds.min()):g} on an input FINN's layer takes as unsigned "
+                f"({declared.name}) but whose data type ({dtype.name}) does not bound them: "
+                "FINN's Thresholding layer needs thresholds of 0 or more on an unsigned input",
+                "quantize the tensor this node reads with an integer quantizer (a Quant node "
+                "with signed=0 bounds it at 0), or make the quantizer after it unsigned",
+                model,
+            )
+    return model
+
+
 def minimize_bit_width(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Tighten weight and accumulator widths (if ``cfg.minimize_bit_width``), then round and
     clip the thresholds to them."""
@@ -148,6 +188,7 @@ def minimize_bit_width(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWr
         for transform in transforms:
             model = model.transform(transform, apply_to_subgraphs=True)
 
+    model = clamp_thresholds_to_inputs(model)
     if cfg.minimize_bit_width:
         apply(MinimizeWeightBitWidth(), MinimizeAccumulatorWidth(), InferDataTypes())
     apply(RoundAndClipThresholds(), InferDataTypes())
