@@ -335,6 +335,31 @@ def test_the_cycles_chart_draws_the_target_and_the_layers_over_it_in_red():
     assert OVER in render_charts(chart_rows(layers), target_cycles=60)["cycles"]
 
 
+def test_charts_drawn_again_in_one_process_are_the_ones_their_layers_give():
+    """A process keeps the last charts it drew by what they show: the same layers give the
+    same charts, a layer changed in any figure its own, and at most KEPT are kept."""
+    from brainsmith.report import charts
+    from brainsmith.report.contents import chart_rows
+
+    def rows(cycles: int, lut: int = 1) -> list:
+        return chart_rows([{"name": "a", "estimated": True, "cycles": cycles, "LUT": lut}])
+
+    first = charts.render_charts(rows(90))
+    assert charts.render_charts(rows(90)) == first
+    assert charts.render_charts(rows(91))["cycles"] != first["cycles"]
+    assert charts.render_charts(rows(90, lut=7))["resources"] != first["resources"]
+    assert charts.render_charts(rows(90), target_cycles=60) != first
+    for cycles in range(100, 100 + charts.KEPT + 1):
+        charts.render_charts(rows(cycles))
+    assert len(charts._DRAWN) == charts.KEPT
+    again = charts.render_charts(rows(90))  # drawn anew once forgotten
+    assert again != first  # not kept: matplotlib names a drawing's clip paths at random
+    ids = re.compile(r'(id="|#)[a-z]+[0-9a-f]{10}')  # matplotlib's svg ids
+    assert {k: ids.sub("", v) for k, v in again.items()} == {
+        k: ids.sub("", v) for k, v in first.items()
+    }
+
+
 def test_the_page_fits_1280_pixels(built, tmp_path):
     """Wide tables (layers, steps, RTL simulation) scroll inside their own box; the page
     itself never scrolls sideways."""

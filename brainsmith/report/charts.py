@@ -6,7 +6,8 @@ orchestration, so a build starts a ``ChartWorker`` — this module run as a proc
 imports matplotlib on another core while FINN loads, and draws as soon as the estimates
 exist. The worker runs isolated (``python -I``, started in this package's folder), so a
 ``matplotlib.py`` or ``matplotlibrc`` in the user's working directory is never used.
-``render_charts`` is the same drawing in-process (the fallback).
+``render_charts`` is the same drawing in-process (where FINN is loaded already, as in an
+exploration's later builds), which keeps the last charts it drew by what they show.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import cast
 
@@ -29,6 +32,9 @@ if TYPE_CHECKING:
 
     from brainsmith.report_schema import ChartRow
 
+KEPT = 16  # charts render_charts keeps, the last drawn
+_DRAWN: OrderedDict[str, dict[str, str]] = OrderedDict()  # what they show -> the charts
+_DRAWN_LOCK = threading.Lock()
 COLOR = "#3569a8"
 OVER = "#b3261e"  # a layer slower than the target allows
 
@@ -48,7 +54,17 @@ def render_charts(
     cycles = [_value(layer, "cycles") for layer in layers]
     if not layers or not (used or any(cycles)):
         return {}
-    return _drawn(layers, used, cycles, target_cycles)
+    shown = json.dumps([layers, used, target_cycles], sort_keys=True, default=str)
+    with _DRAWN_LOCK:
+        if shown in _DRAWN:  # the same layers drawn again (a rebuild, an exploration)
+            _DRAWN.move_to_end(shown)
+            return dict(_DRAWN[shown])
+    charts = _drawn(layers, used, cycles, target_cycles)
+    with _DRAWN_LOCK:
+        _DRAWN[shown] = dict(charts)
+        while len(_DRAWN) > KEPT:
+            _DRAWN.popitem(last=False)
+    return charts
 
 
 def _drawn(
