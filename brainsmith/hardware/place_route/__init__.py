@@ -1,8 +1,8 @@
 """Open-source place and route of a whole all-RTL accelerator for Lattice parts (Yosys and
 nextpnr, no vendor tool): the achieved Fmax against the build's clock and the resources the
 part has. ``toolchain`` is what every target family shares (Yosys + nextpnr), ``ecp5`` (out
-of context) and ``nexus`` (behind the host link on the part's pins) its families and
-``families`` their table; ``parts`` reads Lattice part names, ``stitched_sources`` gathers
+of context), ``nexus`` and ``ice40`` (behind the host link, ``linked``; packed by ``packing``)
+its families and ``families`` their table; ``parts`` reads Lattice part names, ``stitched_sources`` gathers
 the stitched design with the synthesis fixes, ``staging`` writes the run folder, ``flow``
 runs the tools once per plan (``brainsmith.hardware.synthesis.plan``) and caches, ``report``
 reads what they report; ``bitstream`` makes an ECP5 board's bitstream with the host link in

