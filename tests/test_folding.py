@@ -78,6 +78,30 @@ def test_where_both_meet_the_target_brainsmith_costs_no_more(specialized):
         assert cost(ours) <= cost(finn) * 1.0001, target
 
 
+def test_kept_estimates_follow_each_change_of_a_layers_folding(specialized):
+    """A process keeps the search's estimates by the layer's kind and attributes: a layer
+    costed again after its folding changed gets its new figures, those FINN's estimate gives
+    afresh, and a second search of the same model folds every layer the same."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.frameworks.finn.folding.search import MATRIX_LAYERS, costing
+
+    model = copy.deepcopy(specialized)
+    (layer, *_) = [getCustomOp(n) for n in model.graph.node if n.op_type in MATRIX_LAYERS]
+    kept, seen = costing(), []
+    for pe in (1, layer.get_nodeattr("MH"), 1):
+        layer.set_nodeattr("PE", pe)
+        seen.append(kept.estimate(layer, PART))
+        assert seen[-1] == estimate(layer, PART), pe
+    assert seen[0] != seen[1] and seen[0] == seen[2]
+    first, second = copy.deepcopy(specialized), copy.deepcopy(specialized)
+    fold(first, 8_000, PART, AVAILABLE)
+    fold(second, 8_000, PART, AVAILABLE)
+    assert [list(n.attribute) for n in first.graph.node] == [
+        list(n.attribute) for n in second.graph.node
+    ]
+
+
 @pytest.mark.big  # FINN's full-size CNV: make test-big
 @pytest.mark.big  # FINN's full-size CNV: make test-big
 def test_weights_go_to_uram_only_where_the_bitstream_initialises_it(hub, tmp_path):

@@ -38,7 +38,8 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, NotRequired, TypedDict
@@ -162,10 +163,41 @@ def costing(cost_models: str = "") -> Costing:
     if cost_models:
         return Costing(
             rtl_costs.FAMILY_RESOURCES,
-            lambda layer, part: family_estimate(layer, cost_models),
+            lambda layer, _: _kept(layer, cost_models, lambda: family_estimate(layer, cost_models)),
             ("by_depth",),
         )
-    return Costing(COSTED, estimate, ("by_depth", "block", "ultra"))
+    return Costing(
+        COSTED, lambda layer, part: _kept(layer, part, lambda: estimate(layer, part)),
+        ("by_depth", "block", "ultra"),
+    )  # fmt: skip
+
+
+KEPT_ESTIMATES = 8192  # layer estimates a process keeps, the last made
+_ESTIMATES: OrderedDict[tuple[object, ...], dict[str, float]] = OrderedDict()
+_ESTIMATES_LOCK = threading.Lock()
+
+
+def _kept(
+    layer: HWCustomOp, costed_on: str, made: Callable[[], dict[str, float]]
+) -> dict[str, float]:
+    """``made()``, the estimate of ``layer`` on a part (or in a family's models: ``costed_on``),
+    kept by what it depends on: the layer's kind and attributes (its folding, shapes and data
+    types; the estimates read nothing else) and ``costed_on``. A search costs a layer's
+    foldings again and again, and a process's later builds (an exploration, a refold) the
+    same layers."""
+    node = layer.onnx_node
+    attributes = tuple(sorted(a.SerializeToString() for a in node.attribute))
+    key = (type(layer).__module__, type(layer).__qualname__, node.op_type, costed_on, attributes)
+    with _ESTIMATES_LOCK:
+        if key in _ESTIMATES:
+            _ESTIMATES.move_to_end(key)
+            return dict(_ESTIMATES[key])
+    found = made()
+    with _ESTIMATES_LOCK:
+        _ESTIMATES[key] = dict(found)
+        while len(_ESTIMATES) > KEPT_ESTIMATES:
+            _ESTIMATES.popitem(last=False)
+    return found
 
 
 def fold(model: ModelWrapper, target_cycles: int, part: str, available: dict[str, int] | None,
