@@ -15,7 +15,13 @@ from qonnx.core.modelwrapper import ModelWrapper
 import brainsmith
 from brainsmith.blueprint import BlueprintError, load_blueprint
 from brainsmith.builder import BuildError
-from brainsmith.frameworks.finn.folding.search import COSTED, estimate, fold, layer_cycles
+from brainsmith.frameworks.finn.folding.search import (
+    COSTED,
+    _Search,
+    estimate,
+    fold,
+    layer_cycles,
+)
 from brainsmith.frameworks.finn.folding.target import finn_record
 from brainsmith.frameworks.finn.parts import part_resources
 from tests.support.models import export_zoo
@@ -135,6 +141,33 @@ def test_a_target_out_of_reach_names_the_limiting_layer_and_limit(specialized):
     small = fold(copy.deepcopy(specialized), 2000, PART, AVAILABLE, max_utilisation=0.005)
     assert small.limit.startswith("the part:") and "max_utilisation" in small.limit
     assert small.utilisation <= 0.005 or small.cycles > 2000
+
+
+def test_a_design_over_the_part_takes_the_fastest_folding_that_fits_and_says_why(specialized):
+    """With a stated share of the part between what the target needs and the smallest
+    design, the search keeps the fastest folding that fits, 10x the smallest's frames per
+    second or more, and its limit says why it is not faster: what every layer folded for
+    the fastest its slowest layer goes needs (before: labelled with the target's cycles),
+    the folding chosen with its most used resource, and what the next faster folding
+    needs."""
+    share = 0.01
+    smallest = fold(copy.deepcopy(specialized), 2**30, PART, AVAILABLE)
+    model = copy.deepcopy(specialized)
+    result = fold(model, 100, PART, AVAILABLE, max_utilisation=share)
+    assert result.utilisation <= share and result.cycles * 10 <= smallest.cycles
+    search = _Search(PART, AVAILABLE)  # one cycle less for the slowest layer: over the share
+    assert max(search.apply(model, result.cycles - 1).values()) < result.cycles
+    assert search.utilisation(model) > share
+    balanced = re.search(r"every layer folded for ([\d,]+) cycles \(the fastest (\S+) goes\)",
+                         result.limit)  # fmt: skip
+    assert balanced and int(balanced[1].replace(",", "")) > 100, result.limit
+    chosen = f"folded for {result.cycles:,} cycles instead, the fastest folding within it ("
+    assert chosen in result.limit, result.limit
+    top = max(COSTED, key=lambda k: result.totals[k] / AVAILABLE[k] if AVAILABLE[k] else 0)
+    assert f"({top} {result.totals[top]:,.0f} of {AVAILABLE[top]:,} (" in result.limit
+    faster = re.search(r"; the next faster folding, ([\d,]+) cycles, needs (\S+) ", result.limit)
+    assert faster and int(faster[1].replace(",", "")) < result.cycles, result.limit
+    assert faster[2] in COSTED
 
 
 def test_build_uses_the_search_the_blueprint_names(hub, tmp_path):

@@ -35,6 +35,7 @@ FF, MULT18 and EBR from its family's fitted models (``cost_models``,
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import math
@@ -67,6 +68,7 @@ WIDEST_STREAM = 8191  # bits: the widest HLS integer (ap_uint), FINN's MAX_ALLOW
 HLS_INPUT_BUFFER = 1024  # an HLS matrix layer needs SIMD >= MW / 1024
 COSTED = RESOURCES  # the resources a folding's cost counts (an AMD part's)
 SPREAD_MOVES = 256  # layers moved to another folding to spread the resources used
+FASTER_STEPS = 16  # foldings tried one by one past the bisection's, each faster than the last
 SPREAD_GAIN = 0.01  # of the part: a spread folding is kept if its most used resource is less
 MAX_CANDIDATES = 4096  # foldings of one declared layer that are estimated
 REFERENCE_PART = "xcvc1902-vsva2197-2MP-e-S"  # the scale of costs on a part with no table
@@ -210,13 +212,25 @@ def fold(model: ModelWrapper, target_cycles: int, part: str, available: dict[str
     budget = max(target_cycles, *first.values())
     cycles = first if budget == target_cycles else search.apply(model, budget)  # balanced
     fitted = bool(available) and search.utilisation(model) > max_utilisation
-    needed = search.overuse(model, max_utilisation) if fitted else ""
+    short = _Shortfall(budget, search.overuse(model, max_utilisation) if fitted else "")
     if fitted:
         budget = _fitting_budget(search, model, budget, max_utilisation)
+        budget, short.faster = _fastest_fitting(search, model, budget, max_utilisation)
         cycles = search.apply(model, budget)
     if available:
         cycles = _spread(search, model, budget)
-    return search.result(model, target_cycles, first, cycles, needed, max_utilisation)
+    return search.result(model, target_cycles, first, cycles, short, max_utilisation)
+
+
+@dataclass
+class _Shortfall:
+    """Why a design over the part is folded slower than its target: the budget every layer
+    can meet (``balanced``) and what it ``needed``; what the next faster folding than the
+    one chosen needs (``faster``; with nothing fitting, what the smallest needs)."""
+
+    balanced: int
+    needed: str
+    faster: str = ""
 
 
 def fold_for_latency(
@@ -347,6 +361,31 @@ def _fitting_budget(search: _Search, model: ModelWrapper, low: int, ceiling: flo
         else:
             low = middle
     return high
+
+
+def _fastest_fitting(
+    search: _Search, model: ModelWrapper, budget: int, ceiling: float
+) -> tuple[int, str]:
+    """From the folding for ``budget``, each next faster folding (one cycle less than the
+    slowest layer's) while it fits ``ceiling`` of the part, on a copy of ``model``: the
+    budget of the fastest that fits and what the next faster one needs ("" when no folding
+    is faster; with nothing fitting, what the smallest needs)."""
+    probe = copy.deepcopy(model)
+    chosen = dict(search.chosen)  # the model's own, which apply() on the copy replaces
+    slowest = max(search.apply(probe, budget).values(), default=0)
+    why = ""
+    if search.utilisation(probe) > ceiling:
+        why = f"{slowest:,} cycles, the smallest folding, needs {search.overuse(probe, ceiling)}"
+    for _ in range(FASTER_STEPS if not why else 0):
+        faster = max(search.apply(probe, slowest - 1).values(), default=0)
+        if faster >= slowest:
+            break
+        if search.utilisation(probe) > ceiling:
+            why = f"the next faster folding, {faster:,} cycles, needs {search.overuse(probe, ceiling)}"
+            break
+        budget = slowest = faster
+    search.chosen = chosen
+    return budget, why
 
 
 class _Search:
@@ -534,23 +573,20 @@ class _Search:
         return totals
 
     def result(self, model: ModelWrapper, target: int, first: dict[str, int],
-               cycles: dict[str, int], needed: str, ceiling: float) -> FoldingResult:  # fmt: skip
+               cycles: dict[str, int], short: _Shortfall, ceiling: float) -> FoldingResult:  # fmt: skip
         """What was chosen; the bottleneck is the slowest layer at the target (after the
         balancing pass many layers take as long as it does)."""
         slowest = max(cycles.values(), default=0)
         found = FoldingResult(target, slowest, part=self.part, available=dict(self.available))
-        found.totals = {key: round(value, 1) for key, value in self.totals(model).items()}
-        found.utilisation = self.utilisation(model)
+        totals = self.totals(model)
+        found.totals = {key: round(value, 1) for key, value in totals.items()}
+        found.utilisation = self.peak(totals)
         found.layers = {name: {"cycles": value, "limit": None} for name, value in cycles.items()}
         if slowest <= target:
             return found
-        if needed:
+        if short.needed:
             found.bottleneck = max(cycles, key=cycles.__getitem__)
-            found.limit = (
-                f"the part: every layer folded for {target:,} cycles needs {needed}, more "
-                f"than {ceiling:.0%} of {self.part} (build.folding.max_utilisation); folded "
-                f"for {slowest:,} cycles instead"
-            )
+            found.limit = self._part_limit(target, first, slowest, totals, short, ceiling)
         else:
             found.bottleneck = max(first, key=first.__getitem__)
             node = model.get_node_from_name(found.bottleneck)
@@ -561,6 +597,31 @@ class _Search:
                 found.limit = other_limit(layer)
         found.layers[found.bottleneck]["limit"] = found.limit
         return found
+
+    def _part_limit(self, target: int, first: dict[str, int], slowest: int,
+                    totals: dict[str, float], short: _Shortfall, ceiling: float) -> str:  # fmt: skip
+        """The part as a design's limit: what every layer folded for the target (or for the
+        fastest its slowest layer goes) needs, the folding chosen (``slowest`` cycles,
+        ``totals``) with its most used resource, and what the next faster one needs (or,
+        nothing fitting, the smallest)."""
+        at = f"{short.balanced:,} cycles"
+        if short.balanced > target:
+            at += f" (the fastest {max(first, key=first.__getitem__)} goes)"
+        said = (
+            f"the part: every layer folded for {at} needs {short.needed}, more than "
+            f"{ceiling:.0%} of {self.part} (build.folding.max_utilisation); folded for "
+            f"{slowest:,} cycles instead"
+        )
+        if self.peak(totals) > ceiling:
+            return f"{said}: no folding fits; {short.faster}"
+        top = max((k for k in self.costing.resources if self.available.get(k)),
+                  key=lambda k: self.share(totals, k))  # fmt: skip
+        used = (
+            f"{top} {totals[top]:,.0f} of {self.available[top]:,} "
+            f"({100 * self.share(totals, top):.2f} %)"
+        )
+        said += f", the fastest folding within it ({used}, its most used resource)"
+        return f"{said}; {short.faster}" if short.faster else said
 
 
 def layer_cycles(model: ModelWrapper) -> dict[str, int]:
