@@ -724,11 +724,13 @@ def pooled_signed(
     image: int = 6,
     classes: int = 10,
     one_d: bool = False,
+    window: int | None = None,
 ) -> Network:
     """A convolution, batch norm and ReLU, then global average pooling followed by a signed
     ``QuantIdentity`` of ``pool_bits`` (as Brevitas users quantize a pooled feature) and a
     classifier: the pool's input is unsigned, the quantizer's thresholds reach below 0.
-    ``one_d``: the same on a 1-D signal (``AdaptiveAvgPool1d``), as a TCN's global pool."""
+    ``one_d``: the same on a 1-D signal (``AdaptiveAvgPool1d``), as a TCN's global pool;
+    ``window``: an ``nn.AvgPool2d`` of that window instead (exported as ``AveragePool``)."""
     torch = _torch()
     import brevitas.nn as qnn
     from torch import nn
@@ -736,6 +738,9 @@ def pooled_signed(
     conv = qnn.QuantConv1d if one_d else qnn.QuantConv2d
     norm = nn.BatchNorm1d if one_d else nn.BatchNorm2d
     pool = nn.AdaptiveAvgPool1d(1) if one_d else nn.AdaptiveAvgPool2d(1)
+    pooled = channels
+    if window:
+        pool, pooled = nn.AvgPool2d(window), channels * (image // window) ** 2
 
     class PooledSigned(nn.Module):
         def __init__(self) -> None:
@@ -748,7 +753,7 @@ def pooled_signed(
                 pool,
                 _act(pool_bits, signed=True),
             )
-            self.head = qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits))
+            self.head = qnn.QuantLinear(pooled, classes, bias=False, **_weights(weight_bits))
 
         def forward(self, x):
             return self.head(torch.flatten(self.layers(x), 1))

@@ -8,6 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import onnx
 import pytest
 from onnx import helper
 
@@ -133,6 +134,7 @@ def test_attention_with_floating_point_weights_runs_from_that_product_on_on_the_
 EXPORTS = {  # fresh zoo exports some tests check: name -> call of an examples.zoo function
     "class_token": "class_token(dim=12, tokens=5, act_bits=5)",
     "qn": "quartznet(channels=(12,), kernels=(5,), per_channel_depthwise=True)",
+    "avg_window": "pooled_signed(channels=6, weight_bits=4, act_bits=4, pool_bits=4, window=3)",
 }
 
 
@@ -170,6 +172,31 @@ def test_a_per_channel_scale_into_a_pointwise_product_is_named_with_what_to_chan
     assert products and "per-channel scale: " in products[0].reason
     assert "one weight scale per tensor" in products[0].reason
     assert "attention" not in products[0].reason
+
+
+def test_check_and_the_build_name_the_same_nodes_on_the_host_and_in_hardware(hub, exports):
+    """A windowed ``nn.AvgPool2d`` on a float operand runs on the host with all after it.
+    The build converts the nodes before it again without it: check names what the build
+    leaves, node for node (before: 6 host nodes, the converted tail's, where the build left
+    8, the streamlined model's, and a scale check called hardware that the build kept on
+    the host)."""
+    model = exports / "avg_window.onnx"
+    predicted = check(model)
+    assert predicted.ok, predicted.error
+    built = brainsmith.build(
+        str(model), None, str(exports.parent / "avg_window_build"), force=True, verify="each",
+        input_npy=str(exports / "avg_window_input.npy"),
+        expected_npy=str(exports / "avg_window_expected.npy"),
+    )  # fmt: skip
+    host = [(n["name"], n["op_type"]) for n in built.report["cpu_nodes"]["nodes"]]
+    on_host = [n for n in predicted.nodes if n.placement in ("before", "after", "tail", "host")]
+    assert sorted(host) == sorted((n.name, n.op_type) for n in on_host)
+    assert [n.op_type for n in on_host if n.placement == "tail"] == ["AveragePool"]
+    final = onnx.load(str(Path(built.output_dir) / "final.onnx"))
+    hardware = [n.backend for n in predicted.nodes if n.placement == "hardware"]
+    assert [n.op_type for n in final.graph.node] == hardware
+    checks = [s["verification"] for s in built.report["steps"] if "verification" in s]
+    assert all(c["ok"] for c in checks) and checks[-1]["user"]["max_error"] < 1e-4
 
 
 def test_excluded_kernel_is_named_with_how_to_bring_it_back(hub, tmp_path):

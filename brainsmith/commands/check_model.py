@@ -34,7 +34,7 @@ from brainsmith.planning.advice import (
 from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
 from brainsmith.planning.context import BuildContext, context_of, running
 from brainsmith.planning.errors import BuildError
-from brainsmith.planning.host_tail import downstream
+from brainsmith.planning.host_tail import HostTail, downstream, split_host_tail
 from brainsmith.planning.shaping import finn_config, resolve_steps, shape_plan
 from brainsmith.planning.wiring import streams, wiring_error
 from brainsmith.steps.dataflow import infer_hardware, integer_adds_in_rtl, set_backend_styles
@@ -200,10 +200,48 @@ def _conversion_error(step: Step, model: ModelWrapper, cfg: DataflowBuildConfig)
 
 
 def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict]:
-    """Convert ``before`` with the plan's kernels and judge every node."""
+    """Convert ``before`` with the plan's kernels and judge every node. Where nodes stay on
+    the host after the accelerator, as ``hardware_inference`` leaves them: the nodes before
+    them converted again without them (``split_host_tail``), then the tail's nodes as the
+    streamlined model has them, so check and the build name the same nodes."""
+    model = infer_hardware(before, cfg)
+    nodes, found = _judged(model, before, cfg)
+    starts = _tail_starts(model, nodes, found)
+    if not starts:
+        return _unrunnable(model, nodes)
+    head, tail = split_host_tail(before, model, cfg)
+    if not tail:  # (a kernel would take a start: _tail_starts found none then)
+        return _unrunnable(model, _host_tail(model, nodes, starts))
+    converted = infer_hardware(head, cfg)
+    kept, _ = _judged(converted, head, cfg)
+    return _unrunnable(converted, kept) + _unrunnable(before, _tail(model, before, tail, starts))
+
+
+def _tail(
+    model: ModelWrapper, before: ModelWrapper, tail: HostTail, starts: list[NodeVerdict]
+) -> list[NodeVerdict]:
+    """The ``tail``'s nodes of ``before``: each of ``starts`` (nodes of the converted
+    ``model``) with its reason, every other node on the host after them."""
+    converted = {n.name: n for n in model.graph.node}
+    reasons = {out: v.reason for v in starts for out in converted[v.name].output}
+    first = ", ".join(n.name for n in before.graph.node if set(n.output) & set(reasons))
+    nodes = []
+    for node in (n for n in before.graph.node if n.name in tail.names):
+        start = next((reasons[out] for out in node.output if out in reasons), None)
+        verdict = NodeVerdict(node.name, node.op_type, "hardware" if start is None else "between")
+        verdict.reason = start or ""
+        _left_on_host(verdict, len(tail.names) - 1, first)
+        nodes.append(verdict)
+    return nodes
+
+
+def _judged(
+    model: ModelWrapper, before: ModelWrapper, cfg: DataflowBuildConfig
+) -> tuple[list[NodeVerdict], dict[str, list[Taker]]]:
+    """Every node of ``model`` (``before`` converted) judged, and the kernels that would
+    take ``before``'s nodes left off the accelerator."""
     plan = context_of(cfg).plan
     board = plan.build.lattice  # a Lattice part has no HLS flow: an HLS layer blocks
-    model = infer_hardware(before, cfg)
     where = placement(model)
     forks = fork_problems(model)
     backends = predicted_backends(model, cfg)
@@ -220,7 +258,7 @@ def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict
         else:
             verdict.reason = HOST_REASONS[verdict.placement] + _would_take(node, found)
         nodes.append(verdict)
-    return _unrunnable(model, _host_tail(model, nodes, found))
+    return nodes, found
 
 
 def _judge_hardware(
@@ -277,13 +315,10 @@ def _unselected_takers(node: onnx.NodeProto, found: dict[str, list[Taker]]) -> l
 
 
 def _host_tail(
-    model: ModelWrapper, nodes: list[NodeVerdict], found: dict[str, list[Taker]]
+    model: ModelWrapper, nodes: list[NodeVerdict], starts: list[NodeVerdict]
 ) -> list[NodeVerdict]:
-    """When no installed kernel converts any blocking node, the build keeps them and every
-    node after them on the host, after the accelerator (``brainsmith.planning.host_tail``)."""
-    starts = _tail_starts(model, nodes, found)
-    if not starts:
-        return nodes
+    """The ``starts`` of a host tail and every node after them in ``model`` on the host,
+    after the accelerator (``brainsmith.planning.host_tail``)."""
     tail = downstream(model, {n.name for n in starts})
     first = ", ".join(n.name for n in starts)
     for verdict in nodes:
