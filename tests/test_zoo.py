@@ -95,7 +95,7 @@ WIDE_VARIANTS = {"tfc_w2a2", "tfc_w8a8", "lfc_w1a1_narrow", "tfc_w2a1", "mobilen
                  "concat_w5_a3a6", "upsample_x3_w6a3", "espcn_x3_w3a5", "mobilenet_round_w3a5",
                  "resnet_round_w4a3", "tcn_d3_w3a5", "unet_d1_w5a2", "resnet8_mlperf_tiny",
                  "ds_cnn_mlperf_tiny", "mobilenet_v1_025_vww", "unet_d3_w3a5",
-                 "ds_cnn_floor_w3a3", "pooled_signed_1d_w4a2"}  # fmt: skip
+                 "ds_cnn_floor_w3a3", "pooled_signed_1d_w4a2", "tcn_pool_signed_w3a4"}  # fmt: skip
 BIPOLAR_BEFORE_WEIGHTS = ("tfc_w2a1", "tfc_w3a2_bipolar_input", "cnv_w3a1_pooled")
 
 
