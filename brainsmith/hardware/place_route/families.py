@@ -1,5 +1,5 @@
 """The target families ``brainsmith place-route`` knows: brainsmith's own (``BUILT_IN``: ECP5,
-Nexus, iCE40) and those pip packages add. A ``Family`` says how to synthesise, place and route,
+Nexus, iCE40, Gowin) and those pip packages add. A ``Family`` says how to synthesise, place and route,
 its part names and its logic cells as the router reports them; a part name goes to the first
 family whose prefix it starts with, brainsmith's first.
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from brainsmith.hardware.place_route.ecp5 import ECP5
+from brainsmith.hardware.place_route.gowin import GOWIN
 from brainsmith.hardware.place_route.ice40 import ICE40
 from brainsmith.hardware.place_route.nexus import NEXUS
 from brainsmith.hardware.place_route.parts import UnknownPart
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from brainsmith.hardware.place_route.parts import Part
 
 GROUP = "brainsmith.families"
-BUILT_IN: tuple[Family, ...] = (ECP5, NEXUS, ICE40)
+BUILT_IN: tuple[Family, ...] = (ECP5, NEXUS, ICE40, GOWIN)
 FAMILY_LOAD_TIMEOUT = 30.0  # seconds; plugin_system.load_timeout when that is set
 
 

@@ -50,6 +50,20 @@ class Packing:
             return bool(device) and device == self.part_device(part)
         return bool(device) and part.upper().startswith(f"{device.upper()}-")
 
+    def command(
+        self, package: str, words: tuple[str, ...], files: tuple[str, str], part: str
+    ) -> list[str]:
+        """The command running ``words`` (a tool of the yowasp ``package`` and its arguments)
+        on ``files`` (source, output: names in the run folder) for ``part``."""
+        name, *arguments = words
+        tool = yowasp_tool(package.replace("-", "_"), name)
+        return [*tool, *arguments, *(f"{MOUNT}/{file}" for file in files)]
+
+    def read_device(self, workdir: str) -> str:
+        """The device the read-back in ``workdir`` names ("" when none)."""
+        with open(os.path.join(workdir, UNPACKED), errors="replace") as handle:
+            return self.device(handle.read(4096))
+
     def nextpnr_arguments(self) -> list[str]:
         return [self.argument, f"{MOUNT}/{self.routed}"]
 
@@ -57,14 +71,13 @@ class Packing:
         """The bitstream of ``workdir``'s routed design, packed and read back as one for
         ``part`` (left in ``workdir`` under a temporary name); PlaceRouteError with the
         packer's first error (its log kept) or when the read-back is not ``part``'s."""
-        module = package.replace("-", "_")
         runs = (
             ("pack", self.packer or (self.tool, "pack"), self.routed, PARTIAL),
             ("unpack", self.reader or (self.tool, "unpack"), PARTIAL, UNPACKED),
         )
-        for verb, (name, *words), source, output in runs:
-            named = " ".join((name, *words))
-            command = [*yowasp_tool(module, name), *words, f"{MOUNT}/{source}", f"{MOUNT}/{output}"]
+        for verb, words, source, output in runs:
+            named = " ".join(words)
+            command = self.command(package, words, (source, output), part)
             log_name = f"{named.replace(' ', '-')}.log"
             code, log = stages.run(verb, run_mounted, command, workdir, log_name, timeout)
             if code != 0 or not os.path.isfile(os.path.join(workdir, output)):
@@ -77,8 +90,7 @@ class Packing:
             raise PlaceRouteError(
                 f"{self.tool} wrote no bitstream it reads", "report this as a bug"
             )
-        with open(os.path.join(workdir, UNPACKED), errors="replace") as handle:
-            device = self.device(handle.read(4096))
+        device = self.read_device(workdir)
         if not self._read_as(device, part):
             reader = (self.reader or (self.tool,))[0]
             raise PlaceRouteError(

