@@ -214,16 +214,26 @@ def verdicts(before: ModelWrapper, cfg: DataflowBuildConfig) -> list[NodeVerdict
         return _unrunnable(model, _host_tail(model, nodes, starts))
     converted = infer_hardware(head, cfg)
     kept, _ = _judged(converted, head, cfg)
-    return _unrunnable(converted, kept) + _unrunnable(before, _tail(model, before, tail, starts))
+    listed = _tail(model, converted, before, tail, starts)
+    return _unrunnable(converted, kept) + _unrunnable(before, listed)
 
 
 def _tail(
-    model: ModelWrapper, before: ModelWrapper, tail: HostTail, starts: list[NodeVerdict]
+    model: ModelWrapper,
+    head: ModelWrapper,
+    before: ModelWrapper,
+    tail: HostTail,
+    starts: list[NodeVerdict],
 ) -> list[NodeVerdict]:
     """The ``tail``'s nodes of ``before``: each of ``starts`` (nodes of the converted
-    ``model``) with its reason, every other node on the host after them."""
+    ``model``) with its reason, its operands' producers named as in the converted ``head``,
+    every other node on the host after them."""
     converted = {n.name: n for n in model.graph.node}
-    reasons = {out: v.reason for v in starts for out in converted[v.name].output}
+    reasons = {
+        out: _named_as_in(head, model, converted[v.name], v.reason)
+        for v in starts
+        for out in converted[v.name].output
+    }
     first = ", ".join(n.name for n in before.graph.node if set(n.output) & set(reasons))
     nodes = []
     for node in (n for n in before.graph.node if n.name in tail.names):
@@ -233,6 +243,17 @@ def _tail(
         _left_on_host(verdict, len(tail.names) - 1, first)
         nodes.append(verdict)
     return nodes
+
+
+def _named_as_in(head: ModelWrapper, model: ModelWrapper, node: onnx.NodeProto, reason: str) -> str:
+    """``reason`` (for ``node`` of ``model``) with each operand's producer named as in
+    ``head``: "(from ElementwiseMul_0)" where the head, converted without the tail, keeps
+    that node as ``Mul_0``."""
+    for name in node.input:
+        was, now = model.find_producer(name), head.find_producer(name)
+        if was is not None and now is not None and was.name != now.name:
+            reason = reason.replace(f"(from {was.name})", f"(from {now.name})")
+    return reason
 
 
 def _judged(
