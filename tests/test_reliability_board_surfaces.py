@@ -300,7 +300,9 @@ def test_each_broken_family_plugin_is_named_and_ecp5_works_on(odd_families):
                          timeout=120)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     lines = ran.stdout.splitlines()
-    assert lines[0] == "['ECP5', 'Nexus']" and lines[-1] == "TARGET ECP5"
+    assert (
+        lines[0] == "['ECP5', 'Nexus', 'iCE40', 'Gowin', 'GateMate']" and lines[-1] == "TARGET ECP5"
+    )
     why = {line.split("'")[1]: line for line in lines[1:-1]}
     assert sorted(why) == ["empty", "exit", "hang", "interrupt", "ints", "none"]
     for name in ("ints", "none", "empty"):

@@ -96,7 +96,7 @@ def test_a_pip_packages_family_takes_its_parts_and_the_broken_ones_are_named(ins
     ))  # fmt: skip
     assert found.returncode == 0, found.stderr
     assert found.stdout.splitlines() == [
-        "XDEMO LFE5U-85F-6BG381C ['ECP5', 'Nexus', 'XDEMO']",
+        "XDEMO LFE5U-85F-6BG381C ['ECP5', 'Nexus', 'iCE40', 'Gowin', 'GateMate', 'XDEMO']",
         "ECP5",  # a package claiming ECP5's parts takes none of them
     ]
 

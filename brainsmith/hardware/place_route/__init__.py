@@ -1,7 +1,7 @@
 """Open-source place and route of a whole all-RTL accelerator for Lattice parts (Yosys and
 nextpnr, no vendor tool): the achieved Fmax against the build's clock and the resources the
 part has. ``toolchain`` is what every target family shares (Yosys + nextpnr), ``ecp5`` (out
-of context), ``nexus``, ``ice40`` and ``gowin`` (behind the host link, ``linked``; packed by ``packing``)
+of context), ``nexus``, ``ice40``, ``gowin`` and ``gatemate`` (behind the host link, ``linked``; packed by ``packing``)
 its families and ``families`` their table; ``parts`` reads Lattice part names, ``stitched_sources`` gathers
 the stitched design with the synthesis fixes, ``staging`` writes the run folder, ``flow``
 runs the tools once per plan (``brainsmith.hardware.synthesis.plan``) and caches, ``report``

@@ -1,7 +1,7 @@
 """The target families ``brainsmith place-route`` knows: brainsmith's own (``BUILT_IN``: ECP5,
-Nexus, iCE40, Gowin) and those pip packages add. A ``Family`` says how to synthesise, place and route,
-its part names and its logic cells as the router reports them; a part name goes to the first
-family whose prefix it starts with, brainsmith's first.
+Nexus, iCE40, Gowin, GateMate) and those pip packages add. A ``Family`` says how to
+synthesise, place and route, its part names and its logic cells as the router reports them; a
+part name goes to the first family whose prefix it starts with, brainsmith's first.
 
 A package adds a family under the entry-point group ``brainsmith.families``, its object a
 ``Family`` (docs/synthesis.md, "A third family")::
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from brainsmith.hardware.place_route.ecp5 import ECP5
+from brainsmith.hardware.place_route.gatemate import GATEMATE
 from brainsmith.hardware.place_route.gowin import GOWIN
 from brainsmith.hardware.place_route.ice40 import ICE40
 from brainsmith.hardware.place_route.nexus import NEXUS
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from brainsmith.hardware.place_route.parts import Part
 
 GROUP = "brainsmith.families"
-BUILT_IN: tuple[Family, ...] = (ECP5, NEXUS, ICE40, GOWIN)
+BUILT_IN: tuple[Family, ...] = (ECP5, NEXUS, ICE40, GOWIN, GATEMATE)
 FAMILY_LOAD_TIMEOUT = 30.0  # seconds; plugin_system.load_timeout when that is set
 
 

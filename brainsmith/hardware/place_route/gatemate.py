@@ -1,0 +1,166 @@
+"""Cologne Chip GateMate as a target family: Yosys ``synth_gatemate`` and nextpnr's Himbächel
+architecture for GateMate (``yowasp-nextpnr-himbaechel-gatemate``, with Project Peppercorn's
+``gmpack`` and ``gmunpack``), all from PyPI.
+
+nextpnr-himbaechel-gatemate has no out-of-context mode, so the accelerator is placed behind
+brainsmith's host link in a part-level top (``linked.behind_link``), whose three I/O nextpnr
+places itself (``--vopt allow-unconstrained``: no board in amaranth-boards has a GateMate, so
+no pins are known). nextpnr writes the routed design as configuration text (``--vopt
+out=``), ``gmpack`` packs it into a bitstream and ``gmunpack`` reads it back, naming the
+device (``.device CCGM1A1``), which must be the part.
+
+Part names are the devices nextpnr-himbaechel-gatemate has a chip database of (``PARTS``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from brainsmith.hardware.place_route.linked import behind_link
+from brainsmith.hardware.place_route.packing import Packing
+from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.staging import NETLIST
+from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
+from brainsmith.hardware.synthesis.layer_sources import MOUNT
+
+PREFIXES = ("CCGM",)
+# the devices of nextpnr-himbaechel-gatemate's chip databases (share/himbaechel/gatemate/
+# chipdb-<device>.bin; tests/test_place_route_gatemate.py reads them)
+PARTS = ("CCGM1A1", "CCGM1A2")
+FASTEST_BAUD = 3_000_000
+
+
+@dataclass(frozen=True)
+class GateMatePart:
+    """One GateMate device, as nextpnr-himbaechel-gatemate names it."""
+
+    name: str  # "CCGM1A1"
+    speed: int = 0  # none a board build asks a clock by
+
+    def arguments(self) -> list[str]:
+        return ["--device", self.name]
+
+
+def known_gatemate_parts() -> str:
+    """What a GateMate part name is, for an error message."""
+    return f"GateMate parts are the devices {' and '.join(PARTS)}, e.g. {PARTS[0]}"
+
+
+def gatemate_part(name: str) -> GateMatePart:
+    """``name`` (any case) as nextpnr-himbaechel-gatemate places it; UnknownPart listing the
+    known parts otherwise."""
+    key = name.strip().upper()
+    if key not in PARTS:
+        raise UnknownPart(f"{name!r} is not a GateMate part; {known_gatemate_parts()}")
+    return GateMatePart(key)
+
+
+class GateMateFamily(Family):
+    """GateMate: ``synth_gatemate`` with its LUT trees (``-luttree``, which
+    nextpnr-himbaechel-gatemate places) and no 8-input multiplexers, FINN's memory styles
+    left to Yosys, the accelerator placed behind the host link on pins nextpnr chooses."""
+
+    def synthesis(self, top: str, netlist: str = NETLIST) -> list[str]:
+        """``synth_gatemate`` with every memory's asked style (FINN's ``ram_style``, often
+        distributed RAM, which a GateMate does not have and Yosys then refuses to map) left
+        to its memory mapping, which puts a memory in block RAM or flip-flops by its cost."""
+        synth = f"synth_gatemate -top {top} -luttree -nomx8"
+        return [
+            f"{synth} -run :map_bram",
+            "setattr -unset ram_style t:$mem_v2",
+            f"{synth} -run map_bram: -json {netlist}",
+        ]
+
+    def prepare(
+        self, design: StitchedDesign, part: GateMatePart, mhz: float, frame: tuple[int, int]
+    ) -> Placed:
+        linked = behind_link(design, part.name, mhz, frame, self.link_baud)
+        arguments = nextpnr_arguments([*part.arguments(), "--vopt", "allow-unconstrained"], mhz)
+        placed = (f"behind the host link ({linked.baud} baud), its pins placed by "
+                  "nextpnr-himbaechel-gatemate")  # fmt: skip
+        return Placed(linked.design, {}, arguments, placed)
+
+
+class GateMatePacking(Packing):
+    """nextpnr writes the configuration through its Himbächel option ``out=``."""
+
+    def nextpnr_arguments(self) -> list[str]:
+        return ["--vopt", f"out={MOUNT}/{self.routed}"]
+
+
+def unpacked_device(text: str) -> str:
+    """The device gmunpack's read-back names (``.device CCGM1A1``)."""
+    found = re.search(r"^\.device (\S+)", text, re.M)
+    return found[1] if found else ""
+
+
+def _device(part: str) -> str:
+    return gatemate_part(part).name
+
+
+# a GateMate bitstream starts with its command CMD_PATH (0xD9 ... per gmpack)
+PACKING = GateMatePacking(
+    "design.config", "--vopt", "gmpack", b"\xd9", unpacked_device,
+    packer=("gmpack",), reader=("gmunpack",), part_device=_device,
+)  # fmt: skip
+
+# What nextpnr-himbaechel-gatemate counts of a part, by the names users see: LT (CPE_LT, a
+# LUT tree: two a programmable element, CPE), FF (CPE_FF, two a CPE), RAM (RAM_HALF: half a
+# 40 Kbit block RAM). GateMate has no hard multipliers. No folding is costed for GateMate
+# yet: these are the capacities its place and route reads.
+RESOURCES = {"LT": "CPE_LT", "FF": "CPE_FF", "RAM": "RAM_HALF"}
+MODELS = "no folding costed for GateMate: its capacities only"
+# One flip-flop with no ports: nextpnr's report gives the part's capacities
+PROBE = {
+    "creator": "brainsmith",
+    "modules": {
+        "capacities": {
+            "attributes": {"top": "00000000000000000000000000000001"},
+            "ports": {},
+            "cells": {
+                "ff": {
+                    "type": "CC_DFF",
+                    "parameters": {
+                        "CLK_INV": "0",
+                        "EN_INV": "0",
+                        "SR_INV": "0",
+                        "SR_VAL": "0",
+                    },
+                    "attributes": {},
+                    "port_directions": {
+                        "CLK": "input",
+                        "D": "input",
+                        "EN": "input",
+                        "SR": "input",
+                        "Q": "output",
+                    },
+                    "connections": {"CLK": [2], "D": [3], "EN": ["1"], "SR": ["0"], "Q": [3]},
+                }
+            },
+            "netnames": {"clk": {"bits": [2]}, "q": {"bits": [3]}},
+        }
+    },
+}
+
+GATEMATE = GateMateFamily(
+    name="GateMate", prefixes=PREFIXES, parse=gatemate_part, known=known_gatemate_parts,
+    synth="synth_gatemate", package="yowasp-nextpnr-himbaechel-gatemate",
+    tool="nextpnr_himbaechel_gatemate", logic="CPE_LT", packing=PACKING,
+    resources=RESOURCES, probe=PROBE, models=MODELS, link_baud=FASTEST_BAUD,
+)  # fmt: skip
+
+__all__ = [
+    "GATEMATE",
+    "PACKING",
+    "PARTS",
+    "PROBE",
+    "RESOURCES",
+    "GateMateFamily",
+    "GateMatePacking",
+    "GateMatePart",
+    "gatemate_part",
+    "known_gatemate_parts",
+    "unpacked_device",
+]

@@ -1,0 +1,87 @@
+"""brainsmith place-route for Cologne Chip GateMate: part names as the chip databases of
+nextpnr-himbaechel-gatemate name them, a CCGM1A1's capacities from nextpnr's report, a
+read-back's device, and the run's shipped MLP folded for a small board placed, routed behind
+the host link, packed by gmpack and read back by gmunpack with the real tools."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from brainsmith.hardware.place_route.families import target
+from brainsmith.hardware.place_route.gatemate import (
+    GATEMATE,
+    PARTS,
+    gatemate_part,
+    unpacked_device,
+)
+from brainsmith.hardware.place_route.parts import UnknownPart
+from tests.support.processes import invoke
+
+PART = "CCGM1A1"
+
+
+def test_a_gatemate_part_is_nextpnrs_device():
+    family, part = target("ccgm1a1")
+    assert family is GATEMATE and part.arguments() == ["--device", PART]
+
+
+@pytest.mark.parametrize("name", ["CCGM1A4", "CCGM1A1; echo", "CCGM"])
+def test_an_unknown_gatemate_part_lists_the_known_ones(name):
+    with pytest.raises(UnknownPart) as error:
+        gatemate_part(name)
+    assert "GateMate parts are the devices CCGM1A1 and CCGM1A2" in str(error.value)
+
+
+def test_every_part_has_a_chip_database_in_nextpnr_himbaechel_gatemate():
+    share = files("yowasp_nextpnr_himbaechel_gatemate").joinpath("share", "himbaechel", "gatemate")
+    found = {entry.name for entry in share.iterdir()}
+    assert found == {f"chipdb-{part}.bin" for part in PARTS}
+
+
+def test_a_ccgm1a1s_capacities_come_from_nextpnrs_report(tmp_path, monkeypatch):
+    from brainsmith.hardware.place_route.capacities import part_capacities
+
+    monkeypatch.setenv("BRAINSMITH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("BRAINSMITH_PLACE_ROUTE_CACHE", raising=False)
+    found = part_capacities(gatemate_part(PART), family=GATEMATE)
+    assert found.available == {"LT": 40_960, "FF": 40_960, "RAM": 64}  # two of each a CPE
+    assert found.source.startswith("nextpnr-himbaechel-gatemate ")
+
+
+def test_a_gatemate_read_back_names_its_device():
+    assert unpacked_device("bitstream: CMD_DLCU\n.device CCGM1A1\n\n.config 0\n") == PART
+    assert unpacked_device(".config 0\n") == ""
+
+
+@pytest.mark.slow
+@pytest.mark.wide  # nextpnr-himbaechel-gatemate takes 300 s of the run's 354 s here
+@pytest.mark.xdist_group("synthesis")
+def test_the_small_mlp_is_placed_routed_and_packed_on_a_ccgm1a1(farm, tmp_path):
+    """The shipped MLP as the run's ULX3S build folds it (20,000 fps), every product in CPEs
+    (GateMate has no hard multiplier)."""
+    from tests.support.farm import lattice_mlp
+
+    folder = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "mlp", symlinks=True))
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    env = {"BRAINSMITH_CACHE_DIR": str(cache), "BRAINSMITH_PLACE_ROUTE_CACHE": None}
+    ran = invoke("place-route", str(folder), "--part", PART, "--mhz", "25", env=env)
+    assert ran.returncode in (0, 3), ran.stderr  # 3: placed, the clock missed
+    data = json.loads((folder / "place_route" / "report.json").read_text())
+    assert ran.returncode == (0 if data["met"] else 3) and min(data["fmax_mhz"].values()) > 0
+    assert data["family"] == "GateMate" and data["logic"] == "CPE_LT" and data["part"] == PART
+    resources = data["resources"]
+    assert 1000 < resources["CPE_LT"]["used"] < resources["CPE_LT"]["available"] == 40_960
+    assert resources["GPIO"]["used"] == 3 and "host link" in data["placed"]
+    assert "gmpack (yowasp-nextpnr-himbaechel-gatemate " in data["tools"]["packer"]
+    content = (folder / data["bitstream"]).read_bytes()
+    assert content.startswith(b"\xd9") and hashlib.sha256(content).hexdigest() == data["sha256"]
+    unpacked = (folder / "place_route" / "run" / "unpacked.txt").read_text()
+    assert ".device CCGM1A1" in unpacked.splitlines()[:4] and data["seconds"]["unpack"] > 0
+    assert f"bitstream place_route/{PART}.bit, packed by gmpack" in ran.stdout
