@@ -135,3 +135,37 @@ def test_the_small_mlp_is_placed_routed_and_packed_on_an_ice40up5k(farm, tmp_pat
     unpacked = (folder / "place_route" / "run" / "unpacked.txt").read_text()
     assert ".device 5k" in unpacked.splitlines()[:3]
     assert f"bitstream place_route/{PART.upper()}.bit, packed by icepack" in ran.stdout
+
+
+def test_nextpnrs_utilisation_over_the_part_is_read_from_its_log(tmp_path):
+    from brainsmith.hardware.place_route.report import over_capacity
+
+    log = tmp_path / "nextpnr.log"
+    log.write_text(
+        "Info: Device utilisation:\n"
+        "Info: \t         ICESTORM_LC:    6974/   5280   132%\n"
+        "Info: \t        ICESTORM_RAM:      11/     30    36%\n"
+        "Info: \t        ICESTORM_DSP:       9/      8   112%\n"
+        "ERROR: Unable to place cell 'x', no BELs remaining to implement cell type 'ICESTORM_LC'\n"
+    )
+    assert over_capacity(str(log)) == [("ICESTORM_LC", 6974, 5280), ("ICESTORM_DSP", 9, 8)]
+    assert over_capacity(str(tmp_path / "none.log")) == []
+
+
+@pytest.mark.slow
+@pytest.mark.wide  # a synthesis and a failed placement; make test packs the folded MLP
+@pytest.mark.xdist_group("synthesis")
+def test_a_design_over_the_part_is_refused_naming_what_it_needs(farm, tmp_path):
+    """The shipped MLP as mlp.yaml folds it for an UltraScale+ part (1,000,000 fps): more
+    logic cells than an iCE40UP5K has, refused with nextpnr-ice40's counts (exit 1)."""
+    from tests.support.farm import unplaced_mlp
+
+    folder, cache = unplaced_mlp(farm, tmp_path)
+    env = {"BRAINSMITH_CACHE_DIR": str(cache), "BRAINSMITH_PLACE_ROUTE_CACHE": None}
+    ran = invoke("place-route", str(folder), "--part", PART, env=env)
+    assert ran.returncode == 1, ran.stderr
+    message = " ".join(ran.stderr.split())
+    assert re.search(
+        r"does not fit ICE40UP5K-SG48: it needs [\d,]+ ICESTORM_LC of its 5,280", message
+    )
+    assert "--target-fps" in message and not (folder / "place_route" / "report.json").exists()

@@ -24,6 +24,7 @@ from brainsmith.hardware.place_route.packing import MAX_BITSTREAM_BYTES
 from brainsmith.hardware.place_route.report import (
     PlaceRouteResult,
     cell_counts,
+    over_capacity,
     parse_report,
     result_of,
 )
@@ -113,6 +114,7 @@ def place_route(
                              f"{' '.join(family.reroute)}, its default router having stopped "
                              f"at \"{unrouted}\" (nextpnr.log)")  # fmt: skip
         if code != 0 or not os.path.isfile(report):
+            _refuse_over_capacity(log, part.name)
             reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
             raise PlaceRouteError(f"{family.router}: {reason}", f"see {log}")
         packed = b""
@@ -132,6 +134,18 @@ def place_route(
             return result  # the entry is kept only with its bitstream
     write_entry(entry, key, asdict(result))
     return result
+
+
+def _refuse_over_capacity(log: str, part: str) -> None:
+    """PlaceRouteError naming each resource the design needs more of than ``part`` has, as
+    nextpnr's log counts them, when it does."""
+    over = over_capacity(log)
+    if over:
+        needs = ", ".join(f"{used:,} {cell} of its {available:,}" for cell, used, available in over)
+        raise PlaceRouteError(
+            f"the design does not fit {part}: it needs {needs} (nextpnr's count; see {log})",
+            "fold the build for fewer frames per second (--target-fps) or place it on a larger part",
+        )
 
 
 def cached_bitstream(entry: str) -> str:

@@ -5,6 +5,7 @@ device's own totals) and Yosys' ``stat -json`` (cells by type), and the result t
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -16,6 +17,10 @@ if TYPE_CHECKING:
     from brainsmith.report_schema import CriticalPath
 
 MAX_REPORT_BYTES = 64 * 2**20
+# a line of nextpnr's "Device utilisation" table: "Info: 	  ICESTORM_LC:  6974/  5280  132%"
+UTILISATION = re.compile(
+    r"^Info:\s+(?P<cell>[A-Za-z0-9_$.]+):\s+(?P<used>\d+)/\s*(?P<available>\d+)\s+\d+%"
+)
 
 
 @dataclass
@@ -97,4 +102,21 @@ def parse_report(path: str) -> tuple[dict[str, float], dict[str, dict[str, int]]
     return fmax, resources
 
 
-__all__ = ["PlaceRouteResult", "cell_counts", "parse_report", "result_of"]
+def over_capacity(log: str) -> list[tuple[str, int, int]]:
+    """(cell, used, available) of each resource nextpnr's log counts more of than the part
+    has, in its "Device utilisation" table (a design nextpnr could not place for want of
+    them); none when the log cannot be read or no count is over."""
+    try:
+        with open(log, errors="replace") as handle:
+            text = handle.read(MAX_REPORT_BYTES)
+    except OSError:
+        return []
+    over: dict[str, tuple[str, int, int]] = {}
+    for line in text.splitlines():
+        found = UTILISATION.match(line)
+        if found and int(found["used"]) > int(found["available"]) > 0:
+            over[found["cell"]] = (found["cell"], int(found["used"]), int(found["available"]))
+    return list(over.values())
+
+
+__all__ = ["PlaceRouteResult", "cell_counts", "over_capacity", "parse_report", "result_of"]
