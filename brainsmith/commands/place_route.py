@@ -61,7 +61,7 @@ def _target(part_name: str, mhz: float | None) -> tuple[Family, Part]:
     try:
         family, part = target(part_name)
     except UnknownPart as exc:
-        raise FolderError(str(exc), "--part LFE5U-85F-6BG381C or --part LIFCL-40-9BG400C") from None
+        raise FolderError(str(exc), "--part as one of the forms named above") from None
     if mhz is not None and not (math.isfinite(mhz) and mhz > 0):
         raise FolderError(f"--mhz {mhz:g} is not a clock", "--mhz 100")
     return family, part

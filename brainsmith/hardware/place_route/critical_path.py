@@ -3,7 +3,9 @@ of clock edges, the slowest path as a chain of cells (clock-to-Q, logic, routing
 The path of the slowest clock (one clock at both ends) is the one that sets the Fmax; its
 first and last cells are named after the layer they belong to: the stitched accelerator's
 instances are ``n<i>`` (``accelerator.sv``: ``<module> n<i> (...)``), behind the host link
-``accelerator.n<i>``; the link's cells are ``link.*``; everything else is the board top.
+``accelerator.n<i>``; the link's cells are ``link.*``; everything else is the board top. A
+cell Yosys named itself (``$auto$ff.cc:337:slice$9485``, as ``synth_gatemate`` leaves the
+flip-flops) is named by the nearest net of the path that carries a design's name.
 """
 
 from __future__ import annotations
@@ -59,18 +61,31 @@ def critical_path(
         try:
             first, last = str(path[0]["from"]["cell"]), str(path[-1]["to"]["cell"])
             delay = sum(float(step.get("delay", 0.0)) for step in path)
+            start, end = _named(first, path), _named(last, path[::-1])
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return {
             "clock": clock,
             "delay_ns": round(delay, 3),
-            "start": layer_of(first, instances),
-            "end": layer_of(last, instances),
+            "start": layer_of(start, instances),
+            "end": layer_of(end, instances),
             "start_cell": first,
             "end_cell": last,
             "steps": len(path),
         }
     return None
+
+
+def _named(cell: str, steps: Sequence[Any]) -> str:
+    """``cell``, or where Yosys named it itself (``$...``) the first net of ``steps`` routed
+    with a design's name (``$memory\\accelerator.n5.x`` as ``accelerator.n5.x``)."""
+    if not cell.startswith("$"):
+        return cell
+    for step in steps:
+        net = str(step.get("net") or "").rsplit("\\", 1)[-1]
+        if step.get("type") == "routing" and net and not net.startswith("$"):
+            return net
+    return cell
 
 
 def named_critical_path(
