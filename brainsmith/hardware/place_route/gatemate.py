@@ -9,7 +9,8 @@ no pins are known). nextpnr writes the routed design as configuration text (``--
 out=``), ``gmpack`` packs it into a bitstream and ``gmunpack`` reads it back, naming the
 device (``.device CCGM1A1``), which must be the part.
 
-Part names are the devices nextpnr-himbaechel-gatemate has a chip database of (``PARTS``).
+Part names are the devices nextpnr-himbaechel-gatemate has a chip database of (``PARTS``) but
+those it does not route here (``NOT_ROUTED``: the two-die CCGM1A2).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ PREFIXES = ("CCGM",)
 # the devices of nextpnr-himbaechel-gatemate's chip databases (share/himbaechel/gatemate/
 # chipdb-<device>.bin; tests/test_place_route_gatemate.py reads them)
 PARTS = ("CCGM1A1", "CCGM1A2")
+# the devices nextpnr-himbaechel-gatemate 0.11.1 has a database of but does not route here
+NOT_ROUTED = {
+    "CCGM1A2": "its two dies stop nextpnr-himbaechel-gatemate 0.11.1 as router2 sets up (a "
+    "thrown WebAssembly exception, the shipped MLP placed on it)",
+}
 FASTEST_BAUD = 3_000_000
 
 
@@ -45,13 +51,18 @@ class GateMatePart:
 
 def known_gatemate_parts() -> str:
     """What a GateMate part name is, for an error message."""
-    return f"GateMate parts are the devices {' and '.join(PARTS)}, e.g. {PARTS[0]}"
+    placed = [part for part in PARTS if part not in NOT_ROUTED]
+    left = "".join(f", {part} not yet" for part in NOT_ROUTED)
+    return f"GateMate parts are {' and '.join(placed)}{left}; e.g. {placed[0]}"
 
 
 def gatemate_part(name: str) -> GateMatePart:
     """``name`` (any case) as nextpnr-himbaechel-gatemate places it; UnknownPart listing the
     known parts otherwise."""
     key = name.strip().upper()
+    if key in NOT_ROUTED:
+        raise UnknownPart(f"{key} is not placed by brainsmith: {NOT_ROUTED[key]}; "
+                          f"{known_gatemate_parts()}")  # fmt: skip
     if key not in PARTS:
         raise UnknownPart(f"{name!r} is not a GateMate part; {known_gatemate_parts()}")
     return GateMatePart(key)
@@ -153,6 +164,7 @@ GATEMATE = GateMateFamily(
 
 __all__ = [
     "GATEMATE",
+    "NOT_ROUTED",
     "PACKING",
     "PARTS",
     "PROBE",
