@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     required=True,
     help="A Lattice ECP5 part, e.g. LFE5U-85F-6BG381C (LFE5U/LFE5UM/LFE5UM5G, 12F-85F), a "
     "Nexus part, e.g. LIFCL-40-9BG400C (CrossLink-NX LIFCL-17/40, Certus-NX LFD2NX-40), an "
-    "iCE40 part, e.g. iCE40UP5K-SG48, a Gowin part, e.g. GW2A-LV18PG256C8/I7, or a Cologne "
-    "Chip GateMate part, CCGM1A1 or CCGM1A2.",
+    "iCE40 part, e.g. iCE40UP5K-SG48, a Gowin part, e.g. GW2A-LV18PG256C8/I7, or the Cologne "
+    "Chip GateMate CCGM1A1.",
 )
 @click.option(
     "--mhz",
