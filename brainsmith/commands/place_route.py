@@ -33,9 +33,8 @@ from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
 from brainsmith.intake.build_folder import (
     CHANGED_HINT,
     FolderError,
-    gated_models,
+    gated_build,
     quiet,
-    read_report,
     unrecorded_hdl,
 )
 from brainsmith.opened_folder import FolderChanged, OpenedFolder, staged
@@ -87,8 +86,7 @@ def placeable_build(folder: str, verb: str) -> tuple[BuildReport, ModelWrapper, 
     """(report, final model, the build's clock) of a build whose stitched accelerator Yosys can map
     to a Lattice part; FolderError when the folder fails the gate, its RTL is not what the
     build wrote, it is for a part whose RTL names AMD primitives, or it names no clock."""
-    report = read_report(folder)
-    model, _ = gated_models(folder)  # before anything is read or written
+    report, model, _ = gated_build(folder)  # before anything is read or written
     for problem in unrecorded_hdl(model, folder, None):
         raise FolderError(problem, CHANGED_HINT.format(verb=verb))
     if not _lattice_build(report):

@@ -30,10 +30,9 @@ from brainsmith.hardware.rtlsim import ToolchainError, find_toolchain, simulate_
 from brainsmith.hardware.rtlsim.screen import UnsafeSource
 from brainsmith.intake.build_folder import (
     FolderError,
-    gated_models,
+    gated_build,
     load_layer_plugins,
     quiet,
-    read_report,
     refuse_changed_hdl,
 )
 from brainsmith.intake.model import InputError, check_model, kernel_domains
@@ -63,8 +62,7 @@ def verify_build_folder(
     """Simulate ``folder``'s RTL layers; returns the DesignResult (report files updated).
     ``allow_changed`` simulates HDL files the build did not generate as they are, each
     named to ``warn``."""
-    report = read_report(folder)
-    model, parent = gated_models(folder)
+    report, model, parent = gated_build(folder)
     try:
         find_toolchain()
     except ToolchainError as exc:

@@ -22,10 +22,9 @@ from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
 from brainsmith.hardware.synthesis.run import CacheError, synthesise_design
 from brainsmith.intake.build_folder import (
     FolderError,
-    gated_models,
+    gated_build,
     load_layer_plugins,
     quiet,
-    read_report,
     refuse_changed_hdl,
 )
 from brainsmith.report.measured import synthesis_run
@@ -56,8 +55,7 @@ def synthesise_build_folder(
     fails the gate (``intake.gate``), HDL the build did not generate (unless
     ``allow_changed``: then each file is named to ``warn``), a missing Yosys or a part Yosys
     cannot map."""
-    report = read_report(folder)
-    model, _ = gated_models(folder)  # before anything is written into the folder
+    report, model, _ = gated_build(folder)  # before anything is written into the folder
     with contain_finn_output(io.StringIO()):
         prepare_finn()
     load_layer_plugins(model, folder)

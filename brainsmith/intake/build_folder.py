@@ -1,6 +1,6 @@
 """A finished build folder opened by a command (``verify-rtl``, ``synth``, ``place-route``,
-``bitstream``, ``flash``): the ``FolderError`` each raises, its report.json read, its models
-once the folder passed the gate (``gate.py``), the plugins of its layers loaded, and the HDL a
+``bitstream``, ``flash``): the ``FolderError`` each raises, its report.json and models read
+once, when the folder passed the gate (``gate.py``), the plugins of its layers loaded, and the HDL a
 command would compile checked against what the build generated (``finn/hdl_manifest.json``).
 """
 
@@ -9,10 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from typing import cast
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.files import DamagedFile, read_json
+from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 from brainsmith.hardware.rtlsim.layer_design import NotSimulated, layer_design
 from brainsmith.hardware.rtlsim.manifest import NAME, ManifestError, check, inside, load
@@ -34,27 +33,6 @@ class FolderError(BrainsmithError):
         self.reason, self.hint, self.exit_code = reason, hint, exit_code
 
 
-def read_report(folder: str) -> BuildReport:
-    """``folder``'s report.json, of a build that finished (wrote final.onnx); FolderError
-    when it is not a build folder, the report cannot be read or the build stopped early."""
-    path = os.path.join(folder, "report.json")
-    if not os.path.isfile(path):
-        raise FolderError(
-            f"{folder} is not a brainsmith build folder (no report.json)",
-            "give the output folder of brainsmith build (its -o OUTDIR)",
-        )
-    try:
-        report = cast("BuildReport", read_json(path))
-    except (DamagedFile, OSError) as exc:
-        raise FolderError(
-            f"the build's report cannot be read: {exc}",
-            "this folder's report.json is damaged: build the model again (brainsmith build)",
-        ) from None
-    if not os.path.isfile(os.path.join(folder, "final.onnx")):
-        raise _unfinished(folder, report)
-    return report
-
-
 def _unfinished(folder: str, report: BuildReport) -> FolderError:
     """The FolderError for a build that stopped before writing final.onnx."""
     error = report.get("error")
@@ -66,16 +44,30 @@ def _unfinished(folder: str, report: BuildReport) -> FolderError:
     )
 
 
-def gated_models(folder: str) -> tuple[ModelWrapper, ModelWrapper | None]:
-    """``folder``'s final model and the graph around it, once the folder passed the gate
-    (``brainsmith.intake.gate``); FolderError listing what it refused otherwise."""
+def gated_build(folder: str) -> tuple[BuildReport, ModelWrapper, ModelWrapper | None]:
+    """``folder``'s report, final model and the graph around it, each file read once, once
+    the folder passed the gate (``brainsmith.intake.gate``); FolderError for a folder that is
+    no build folder, a report that cannot be read, a build that did not finish, or what the
+    gate refused."""
     try:
         opened = open_build_folder(folder)
+    except FileNotFoundError:
+        raise FolderError(
+            f"{folder} is not a brainsmith build folder (no report.json)",
+            "give the output folder of brainsmith build (its -o OUTDIR)",
+        ) from None
     except UntrustedFolder as exc:
         raise FolderError(exc.reason, exc.hint) from None
+    except (DamagedFile, OSError) as exc:
+        raise FolderError(
+            f"the build's report cannot be read: {exc}",
+            "this folder's report.json is damaged: build the model again (brainsmith build)",
+        ) from None
+    if not os.path.isfile(os.path.join(folder, "final.onnx")):
+        raise _unfinished(folder, opened.report)
     if opened.model is None:
         raise FolderError(f"the build in {folder} has no final.onnx", "build it again")
-    return opened.model, opened.parent
+    return opened.report, opened.model, opened.parent
 
 
 def load_layer_plugins(model: ModelWrapper, folder: str) -> None:
