@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -179,7 +180,7 @@ def test_a_plugin_wheel_built_once_is_reused_by_content_and_rebuilt_when_a_file_
     assert len(list((kept / "wheels").iterdir())) == 1
     # the same files again: the kept wheel, byte for byte, and no pip run (pip is not on the
     # path the second time, so a build would fail)
-    monkeypatch.setattr("tests.support.packages.PIP", ["false"])
+    monkeypatch.setattr("tests.support.packages.PIP", [shutil.which("false")])
     again = build_wheel(project, tmp_path / "two")
     assert again.read_bytes() == first.read_bytes() and again.parent == tmp_path / "two"
     # one file changed: another key, so pip is asked to build it (and fails here)
