@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from brainsmith.hardware.place_route.parts import ECP5_PREFIXES, ecp5_part, known_parts
 from brainsmith.hardware.place_route.staging import NETLIST
-from brainsmith.hardware.place_route.toolchain import Family
+from brainsmith.hardware.place_route.toolchain import Family, flip_flop_probe
 from brainsmith.hardware.synthesis import ecp5
 
 
@@ -32,29 +32,7 @@ MODELS = "models fitted to Yosys synth_ecp5"
 COST_MODELS = "ecp5"
 # One flip-flop from an input to an output, as synth_ecp5 writes it: placed out of context,
 # nextpnr-ecp5's report gives the part's capacities (``capacities.part_capacities``)
-PROBE = {
-    "creator": "brainsmith",
-    "modules": {
-        "capacities": {
-            "attributes": {"top": "00000000000000000000000000000001"},
-            "ports": {
-                "clk": {"direction": "input", "bits": [2]},
-                "d": {"direction": "input", "bits": [3]},
-                "q": {"direction": "output", "bits": [4]},
-            },
-            "cells": {
-                "ff": {
-                    "type": "TRELLIS_FF",
-                    "parameters": {},
-                    "attributes": {},
-                    "port_directions": {"CLK": "input", "DI": "input", "Q": "output"},
-                    "connections": {"CLK": [2], "DI": [3], "Q": [4]},
-                }
-            },
-            "netnames": {"clk": {"bits": [2]}, "d": {"bits": [3]}, "q": {"bits": [4]}},
-        }
-    },
-}
+PROBE = flip_flop_probe("TRELLIS_FF", ("CLK", "DI", "Q"), ported=True)
 
 # The clock a board build asks for when it names none, per speed grade (MHz): the slowest
 # network placed on a board (cnv, 109.6 MHz at grade 6) scaled by the MLP's Fmax from grade to

@@ -23,7 +23,12 @@ from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import UnknownPart
 from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
+from brainsmith.hardware.place_route.toolchain import (
+    Family,
+    Placed,
+    flip_flop_probe,
+    nextpnr_arguments,
+)
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
 PREFIXES = ("CCGM",)
@@ -124,36 +129,12 @@ PACKING = GateMatePacking(
 RESOURCES = {"LT": "CPE_LT", "FF": "CPE_FF", "RAM": "RAM_HALF"}
 MODELS = "no folding costed for GateMate: its capacities only"
 # One flip-flop with no ports: nextpnr's report gives the part's capacities
-PROBE = {
-    "creator": "brainsmith",
-    "modules": {
-        "capacities": {
-            "attributes": {"top": "00000000000000000000000000000001"},
-            "ports": {},
-            "cells": {
-                "ff": {
-                    "type": "CC_DFF",
-                    "parameters": {
-                        "CLK_INV": "0",
-                        "EN_INV": "0",
-                        "SR_INV": "0",
-                        "SR_VAL": "0",
-                    },
-                    "attributes": {},
-                    "port_directions": {
-                        "CLK": "input",
-                        "D": "input",
-                        "EN": "input",
-                        "SR": "input",
-                        "Q": "output",
-                    },
-                    "connections": {"CLK": [2], "D": [3], "EN": ["1"], "SR": ["0"], "Q": [3]},
-                }
-            },
-            "netnames": {"clk": {"bits": [2]}, "q": {"bits": [3]}},
-        }
-    },
-}
+PROBE = flip_flop_probe(
+    "CC_DFF",
+    ("CLK", "D", "Q"),
+    tied={"EN": "1", "SR": "0"},
+    parameters=dict.fromkeys(("CLK_INV", "EN_INV", "SR_INV", "SR_VAL"), "0"),
+)
 
 GATEMATE = GateMateFamily(
     name="GateMate", prefixes=PREFIXES, parse=gatemate_part, known=known_gatemate_parts,

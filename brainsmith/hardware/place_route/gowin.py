@@ -22,7 +22,12 @@ from brainsmith.hardware.place_route.linked import behind_link, link_pins
 from brainsmith.hardware.place_route.packing import PARTIAL, Packing
 from brainsmith.hardware.place_route.parts import UnknownPart
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
+from brainsmith.hardware.place_route.toolchain import (
+    Family,
+    Placed,
+    flip_flop_probe,
+    nextpnr_arguments,
+)
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
 PREFIXES = ("GW1N", "GW2A")
@@ -160,25 +165,7 @@ RESOURCES = {"LUT4": "LUT4", "FF": "DFF", "ALU": "ALU", "MULT18": "MULT18X18", "
 MODELS = "no folding costed for Gowin: its capacities only"
 # One flip-flop with no ports (nextpnr-himbaechel-gowin places no unconstrained I/O): its
 # report gives the part's capacities
-PROBE = {
-    "creator": "brainsmith",
-    "modules": {
-        "capacities": {
-            "attributes": {"top": "00000000000000000000000000000001"},
-            "ports": {},
-            "cells": {
-                "ff": {
-                    "type": "DFF",
-                    "parameters": {},
-                    "attributes": {},
-                    "port_directions": {"CLK": "input", "D": "input", "Q": "output"},
-                    "connections": {"CLK": [2], "D": [3], "Q": [3]},
-                }
-            },
-            "netnames": {"clk": {"bits": [2]}, "q": {"bits": [3]}},
-        }
-    },
-}
+PROBE = flip_flop_probe("DFF", ("CLK", "D", "Q"))
 
 GOWIN = GowinFamily(
     name="Gowin", prefixes=PREFIXES, parse=gowin_part, known=known_gowin_parts,

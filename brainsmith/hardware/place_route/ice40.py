@@ -23,7 +23,12 @@ from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import UnknownPart
 from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
+from brainsmith.hardware.place_route.toolchain import (
+    Family,
+    Placed,
+    flip_flop_probe,
+    nextpnr_arguments,
+)
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
 PREFIXES = ("ICE40",)
@@ -159,29 +164,7 @@ RESOURCES = {
 MODELS = "no folding costed for iCE40: its capacities only"
 # One flip-flop from an input to an output, as synth_ice40 writes it: nextpnr-ice40 places
 # its pins itself, and its report gives the part's capacities
-PROBE = {
-    "creator": "brainsmith",
-    "modules": {
-        "capacities": {
-            "attributes": {"top": "00000000000000000000000000000001"},
-            "ports": {
-                "clk": {"direction": "input", "bits": [2]},
-                "d": {"direction": "input", "bits": [3]},
-                "q": {"direction": "output", "bits": [4]},
-            },
-            "cells": {
-                "ff": {
-                    "type": "SB_DFF",
-                    "parameters": {},
-                    "attributes": {},
-                    "port_directions": {"C": "input", "D": "input", "Q": "output"},
-                    "connections": {"C": [2], "D": [3], "Q": [4]},
-                }
-            },
-            "netnames": {"clk": {"bits": [2]}, "d": {"bits": [3]}, "q": {"bits": [4]}},
-        }
-    },
-}
+PROBE = flip_flop_probe("SB_DFF", ("C", "D", "Q"), ported=True)
 
 ICE40 = Ice40Family.of_nextpnr(
     "iCE40",

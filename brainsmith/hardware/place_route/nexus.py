@@ -26,7 +26,12 @@ from brainsmith.hardware.place_route.parts import (
 )
 from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.place_route.toolchain import Family, Placed, nextpnr_arguments
+from brainsmith.hardware.place_route.toolchain import (
+    Family,
+    Placed,
+    flip_flop_probe,
+    nextpnr_arguments,
+)
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
 PDC = "part.pdc"
@@ -95,25 +100,7 @@ MODELS = (
 COST_MODELS = "ecp5"  # ECP5's (``ecp5.COST_MODELS``), as MODELS says
 # One flip-flop with no ports (nextpnr-nexus places no unconstrained I/O and has no
 # out-of-context mode): nextpnr-nexus' report gives the part's capacities
-PROBE = {
-    "creator": "brainsmith",
-    "modules": {
-        "capacities": {
-            "attributes": {"top": "00000000000000000000000000000001"},
-            "ports": {},
-            "cells": {
-                "ff": {
-                    "type": "OXIDE_FF",
-                    "parameters": {},
-                    "attributes": {},
-                    "port_directions": {"CLK": "input", "M": "input", "Q": "output"},
-                    "connections": {"CLK": [2], "M": [3], "Q": [3]},
-                }
-            },
-            "netnames": {"clk": {"bits": [2]}, "q": {"bits": [3]}},
-        }
-    },
-}
+PROBE = flip_flop_probe("OXIDE_FF", ("CLK", "M", "Q"))
 
 # nextpnr-nexus 0.11's default router (router2) finds no route for some netlists' clock from
 # its pin to its buffer ("Failed to route arc 0.0 of net 'clk'"), a path of three dedicated

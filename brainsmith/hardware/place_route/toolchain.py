@@ -80,6 +80,36 @@ def nextpnr_arguments(part_arguments: list[str], mhz: float) -> list[str]:
     ]
 
 
+def flip_flop_probe(
+    cell: str,
+    pins: tuple[str, str, str],
+    ported: bool = False,
+    parameters: Mapping[str, str] | None = None,
+    tied: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Yosys JSON netlist of one flip-flop ``cell`` (its clock, data and output ``pins``),
+    which nextpnr places to report a part's capacities (``Family.probe``): from an input port
+    to an output port (``ported``: for a router that places unconstrained pins or out of
+    context), else with no ports, its output fed back to its data input; its other inputs
+    ``tied`` to a constant ("0" or "1")."""
+    clock, data, out = pins
+    inputs: dict[str, list[Any]] = {clock: [2], data: [3]}
+    inputs |= {pin: [value] for pin, value in (tied or {}).items()}
+    nets = {"clk": {"bits": [2]}, **({"d": {"bits": [3]}} if ported else {})}
+    nets["q"] = {"bits": [4 if ported else 3]}
+    ports = {name: {"direction": "output" if name == "q" else "input", **net}
+             for name, net in nets.items()} if ported else {}  # fmt: skip
+    ff = {
+        "type": cell,
+        "parameters": dict(parameters or {}),
+        "attributes": {},
+        "port_directions": {**dict.fromkeys(inputs, "input"), out: "output"},
+        "connections": {**inputs, out: nets["q"]["bits"]},
+    }
+    top = {"attributes": {"top": f"{1:032b}"}, "ports": ports, "cells": {"ff": ff}}
+    return {"creator": "brainsmith", "modules": {"capacities": {**top, "netnames": nets}}}
+
+
 @dataclass(frozen=True)
 class Family:
     """A target family: Yosys' ``synth`` and ``tool`` of the yowasp ``package`` (nextpnr)
@@ -260,6 +290,7 @@ __all__ = [
     "FamilyOfFunctions",
     "Nextpnr",
     "Placed",
+    "flip_flop_probe",
     "install_hint",
     "nextpnr_arguments",
 ]
