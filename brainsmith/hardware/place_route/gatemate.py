@@ -27,6 +27,7 @@ from brainsmith.hardware.place_route.toolchain import (
     Family,
     Placed,
     flip_flop_probe,
+    memories_by_cost,
     nextpnr_arguments,
 )
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
@@ -79,15 +80,9 @@ class GateMateFamily(Family):
     left to Yosys, the accelerator placed behind the host link on pins nextpnr chooses."""
 
     def synthesis(self, top: str, netlist: str = NETLIST) -> list[str]:
-        """``synth_gatemate`` with every memory's asked style (FINN's ``ram_style``, often
-        distributed RAM, which a GateMate does not have and Yosys then refuses to map) left
-        to its memory mapping, which puts a memory in block RAM or flip-flops by its cost."""
-        synth = f"synth_gatemate -top {top} -luttree -nomx8"
-        return [
-            f"{synth} -run :map_bram",
-            "setattr -unset ram_style t:$mem_v2",
-            f"{synth} -run map_bram: -json {netlist}",
-        ]
+        """``synth_gatemate``, each memory mapped by its cost (a GateMate has no distributed
+        RAM)."""
+        return memories_by_cost(f"synth_gatemate -top {top} -luttree -nomx8", "map_bram", netlist)
 
     def prepare(
         self, design: StitchedDesign, part: GateMatePart, mhz: float, frame: tuple[int, int]

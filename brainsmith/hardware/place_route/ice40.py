@@ -27,6 +27,7 @@ from brainsmith.hardware.place_route.toolchain import (
     Family,
     Placed,
     flip_flop_probe,
+    memories_by_cost,
     nextpnr_arguments,
 )
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
@@ -105,14 +106,9 @@ class Ice40Family(Family):
     out-of-context mode), on its board's pins where the part has one."""
 
     def synthesis(self, top: str, netlist: str = NETLIST) -> list[str]:
-        """``synth_ice40`` with every memory's asked style (FINN's ``ram_style``, often
-        distributed RAM, which an iCE40 does not have and Yosys then refuses to map) left to
-        its memory mapping, which puts a memory in block RAM or flip-flops by its cost."""
-        return [
-            f"synth_ice40 -top {top} -run :map_ram",
-            "setattr -unset ram_style t:$mem_v2",
-            f"synth_ice40 -top {top} -run map_ram: -json {netlist}",
-        ]
+        """``synth_ice40``, each memory mapped by its cost (an iCE40 has no distributed
+        RAM)."""
+        return memories_by_cost(f"synth_ice40 -top {top}", "map_ram", netlist)
 
     def prepare(
         self, design: StitchedDesign, part: Ice40Part, mhz: float, frame: tuple[int, int]
