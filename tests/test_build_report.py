@@ -352,8 +352,7 @@ def test_charts_drawn_again_in_one_process_are_the_ones_their_layers_give():
     for cycles in range(100, 100 + charts.KEPT + 1):
         charts.render_charts(rows(cycles))
     assert len(charts._DRAWN) == charts.KEPT
-    again = charts.render_charts(rows(90))  # drawn anew once forgotten
-    assert again != first  # not kept: matplotlib names a drawing's clip paths at random
+    again = charts.render_charts(rows(90))  # drawn anew once forgotten: the same but its ids
     ids = re.compile(r'(id="|#)[a-z]+[0-9a-f]{10}')  # matplotlib's svg ids
     assert {k: ids.sub("", v) for k, v in again.items()} == {
         k: ids.sub("", v) for k, v in first.items()
