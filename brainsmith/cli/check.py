@@ -106,6 +106,8 @@ def show(result: CheckResult) -> None:
         out.print(_blocked(result.blocking))
     else:
         out.print(_ready(result.nodes) if hardware else NO_HARDWARE)
+    if result.road:
+        out.print(f"[bold]to a board[/bold]: {escape(result.road)}", soft_wrap=True)
 
 
 NO_HARDWARE = "[bold red]no node becomes hardware[/bold red]: add kernels or use kernels: auto"

@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from brainsmith.builder.blame import failing_transform
+from brainsmith.commands.check_road import board_shaper, judge_again, road
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
 from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_cannot_run
@@ -41,7 +42,7 @@ from brainsmith.steps.dataflow import infer_hardware, integer_adds_in_rtl, set_b
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import onnx
     from finn.builder.build_dataflow_config import DataflowBuildConfig
@@ -85,6 +86,8 @@ class CheckResult:
     nodes: list[NodeVerdict] = field(default_factory=list)
     error: str = ""  # a front-end step that failed: nothing after it was checked
     seconds: float = 0.0
+    # whether its layers reach a board's bitstream, run --simulate and export (``check_road``)
+    road: str = ""
 
     @property
     def blocking(self) -> list[NodeVerdict]:
@@ -118,13 +121,20 @@ def check(
     plan = shape_plan(blueprint or None, "none", options, prefer, exclude)
     checked, _ = check_inputs(model, None, None)
     result = CheckResult(str(model), plan.path or str(blueprint))
+    shaped = board_shaper(blueprint, options, prefer, exclude)
     with tempfile.TemporaryDirectory(prefix="brainsmith-check-") as scratch:
-        _run(result, plan, checked, scratch)
+        _run(result, plan, checked, scratch, shaped)
     result.seconds = round(time.perf_counter() - began, 3)
     return result
 
 
-def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: str) -> None:
+def _run(
+    result: CheckResult,
+    plan: BuildPlan,
+    checked: CheckedModel,
+    scratch: str,
+    shaped: Callable[[], BuildPlan],
+) -> None:
     from qonnx.core.modelwrapper import ModelWrapper
 
     steps = resolve_steps(plan)
@@ -147,6 +157,9 @@ def _run(result: CheckResult, plan: BuildPlan, checked: CheckedModel, scratch: s
         result.nodes = verdicts(model, cfg)
         if result.ok:
             result.error = _conversion_error(steps[names.index(FRONT_END)], model, cfg)
+        if result.ok:
+            again = judge_again(model, os.path.join(scratch, "board"), verdicts)
+            result.road = road(result.nodes, plan, again, shaped)
 
 
 def _front_end(
