@@ -17,7 +17,6 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from brainsmith.builder.blame import failing_transform
-from brainsmith.commands.check_road import board_shaper, judge_again, road
 from brainsmith.errors import StepError
 from brainsmith.frameworks.finn.env import contain_finn_output, generated_code_dir
 from brainsmith.frameworks.finn.execution import HOST_ADVICE, HOST_EXECUTOR, host_cannot_run
@@ -36,6 +35,7 @@ from brainsmith.planning.backend_reason import asked_reason, backend_reason, fin
 from brainsmith.planning.context import BuildContext, context_of, running
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.host_tail import HostTail, downstream, split_host_tail
+from brainsmith.planning.road import BLOCKING, ON_HOST, board_shaper, judge_again, road
 from brainsmith.planning.shaping import finn_config, resolve_steps, shape_plan
 from brainsmith.planning.wiring import streams, wiring_error
 from brainsmith.steps.dataflow import infer_hardware, integer_adds_in_rtl, set_backend_styles
@@ -54,12 +54,9 @@ if TYPE_CHECKING:
     from brainsmith.planning.shaping import BuildOverrides, Step
 
 FRONT_END = "hardware_inference"  # check runs the steps before this one
-# Placements that stop the build: a node left between hardware layers, a hardware layer
-# whose output forks without DuplicateStreams, one whose only backend the blueprint forbids,
-# a node left on the host that the host's executor cannot run.
-BLOCKING = ("between", "fork", "backend", "unrunnable")
+# Placements that stop the build (``planning.road.BLOCKING``) other than a node left between
+# hardware layers
 BLOCKING_ELSEWHERE = tuple(p for p in BLOCKING if p != "between")
-ON_HOST = ("before", "after", "host", "tail")
 HOST_REASONS = {
     "before": "on the host, before the accelerator (its input side)",
     "after": "on the host, after the accelerator (it reads the accelerator's output)",
@@ -86,7 +83,7 @@ class CheckResult:
     nodes: list[NodeVerdict] = field(default_factory=list)
     error: str = ""  # a front-end step that failed: nothing after it was checked
     seconds: float = 0.0
-    # whether its layers reach a board's bitstream, run --simulate and export (``check_road``)
+    # whether its layers reach a board's bitstream, run --simulate and export (``planning.road``)
     road: str = ""
 
     @property

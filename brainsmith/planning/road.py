@@ -7,6 +7,7 @@ with HLS layers converts the model again as a Lattice board's build would and sa
 from __future__ import annotations
 
 import copy
+from typing import Protocol, TypeVar
 
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.errors import BuildError
@@ -19,24 +20,42 @@ if TYPE_CHECKING:
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
-    from brainsmith.commands.check_model import NodeVerdict
     from brainsmith.planning.plan import BlueprintSource, BuildPlan
     from brainsmith.planning.shaping import BuildOverrides
+
+# Where check places a node that stops the build: left between hardware layers, a hardware
+# layer whose output forks without DuplicateStreams, one whose only backend the blueprint
+# forbids, a node left on the host that the host's executor cannot run; and where it places
+# a node the host runs.
+BLOCKING = ("between", "fork", "backend", "unrunnable")
+ON_HOST = ("before", "after", "host", "tail")
 
 BOARD = "ulx3s-85f"  # the board README's quick start builds for
 # What takes a design whose every layer is RTL, with no vendor tool
 OPEN_ROAD = "a bitstream, run --simulate and export"
 
 
-def hls_layers(nodes: Sequence[NodeVerdict]) -> list[NodeVerdict]:
+class Verdict(Protocol):
+    """What check says of one node (``brainsmith.commands.check_model.NodeVerdict``)."""
+
+    name: str
+    placement: str
+    backend: str
+    reason: str
+
+
+V = TypeVar("V", bound=Verdict)
+
+
+def hls_layers(nodes: Sequence[V]) -> list[V]:
     """The hardware layers of ``nodes`` that become HLS layers."""
     return [n for n in nodes if n.placement == "hardware" and n.backend.endswith("_hls")]
 
 
 def road(
-    nodes: Sequence[NodeVerdict],
+    nodes: Sequence[V],
     plan: BuildPlan,
-    again: Callable[[BuildPlan], list[NodeVerdict] | str],
+    again: Callable[[BuildPlan], list[V] | str],
     shaped: Callable[[], BuildPlan],
 ) -> str:
     """One sentence: whether ``nodes`` (a model ready to build with ``plan``) reach a board.
@@ -64,12 +83,10 @@ def road(
     return f"{head}: {_with_board(nodes, judged)}"
 
 
-def _with_board(nodes: Sequence[NodeVerdict], judged: list[NodeVerdict]) -> str:
+def _with_board(nodes: Sequence[V], judged: list[V]) -> str:
     """What ``--board BOARD`` makes of the model: ``judged`` against the check's ``nodes``;
     ``--prefer rtl`` is named too when the board leaves no more nodes on the host (its
     kernels without an RTL backend took none of them)."""
-    from brainsmith.commands.check_model import BLOCKING, ON_HOST
-
     blocking = [n for n in judged if n.placement in BLOCKING]
     if blocking:
         names = ", ".join(n.name for n in blocking)
@@ -100,13 +117,13 @@ def _open_road(plan: BuildPlan) -> str:
 def judge_again(
     model: ModelWrapper,
     scratch: str,
-    verdicts: Callable[[ModelWrapper, DataflowBuildConfig], list[NodeVerdict]],
-) -> Callable[[BuildPlan], list[NodeVerdict] | str]:
+    verdicts: Callable[[ModelWrapper, DataflowBuildConfig], list[V]],
+) -> Callable[[BuildPlan], list[V] | str]:
     """A function judging a copy of ``model`` (after the front end) with another plan, its
     FINN output in ``scratch``; a failure is said, not raised."""
     from qonnx.core.modelwrapper import ModelWrapper
 
-    def again(plan: BuildPlan) -> list[NodeVerdict] | str:
+    def again(plan: BuildPlan) -> list[V] | str:
         with running(BuildContext(plan)):
             cfg = finn_config(plan, scratch)
             try:
