@@ -177,6 +177,17 @@ def test_the_pll_refuses_a_clock_it_cannot_make():
         pll(25, 450)
 
 
+@pytest.mark.parametrize("asked", [81.6, 126.03, 48.0, 100.0])
+def test_the_pll_at_most_makes_the_nearest_clock_not_above_the_one_asked(asked):
+    """A clock brainsmith settles on is the PLL's at or below the one asked (the nearest can
+    be above it), one the PLL makes when asked for it; the nearest, where that is not above."""
+    below, nearest = pll(25, asked, at_most=True), pll(25, asked)
+    assert below.output_mhz <= asked + 1e-4 and below.output_mhz <= nearest.output_mhz + 1e-4
+    assert pll(25, below.output_mhz).output_mhz == pytest.approx(below.output_mhz)
+    if nearest.output_mhz <= asked:
+        assert below == nearest
+
+
 @pytest.mark.parametrize(
     ("target", "digest"),
     [

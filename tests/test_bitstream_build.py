@@ -82,8 +82,8 @@ def test_a_blueprints_lattice_board_folds_for_the_stand_in_with_every_layer_rtl(
 @pytest.mark.parametrize(
     ("blueprint", "options", "mhz"),
     [
-        (None, {"board": "ulx3s-85f"}, 90.0),  # no clock anywhere: the family's at grade 6
-        ("mlp.yaml", {"board": "ulx3s-85f"}, 90.0),  # a blueprint without one alike
+        (None, {"board": "ulx3s-85f"}, 80.0),  # no clock anywhere: the family's at grade 6
+        ("mlp.yaml", {"board": "ulx3s-85f"}, 80.0),  # a blueprint without one alike
         ("mlp.yaml", {"board": "ecp5-5g-evn"}, None),  # a grade-8 part: its own
         (None, {"board": "ulx3s-85f", "clock_ns": 10.0}, 100.0),  # the caller's clock stays
     ],
@@ -106,11 +106,10 @@ def test_a_board_build_with_no_clock_asks_for_what_its_speed_grade_reaches(bluep
     mhz = mhz or CLOCK_MHZ[grade]
     assert plan.build.clock_ns == pytest.approx(1000 / mhz, abs=1e-3)
     assert plan.blueprint["build"]["clock_ns"] == plan.build.clock_ns  # as report.json records
-    assert (
-        len(said) == 1
-        and f"clock: {mhz:.1f} MHz, what ECP5 parts of speed grade {grade}" in said[0]
+    assert len(said) == 1 and said[0].startswith(
+        f"clock: {mhz:.1f} MHz, brainsmith's default for ECP5 speed grade {grade}"
     )
-    assert "--clock-ns" in said[0]
+    assert "the slowest board build measured" in said[0] and "--clock-ns" in said[0]
     amd = board_clock(shape_plan(source, options={"fpga_part": "xczu7ev-ffvc1156-2-e"}))
     assert amd.build.clock_ns is None and amd.build.period_ns == 5.0
 
@@ -121,6 +120,37 @@ def test_the_ecp5_family_has_a_clock_for_every_speed_grade_its_parts_have():
 
     assert set(ECP5.clock_mhz) == set(SPEEDS)
     assert all(50.0 <= mhz <= 200.0 for mhz in ECP5.clock_mhz.values())
+
+
+def test_a_default_clock_is_the_slowest_board_build_measured_less_the_refold_margin():
+    """The shipped MLP folded for 1,000,000 fps asked 90 MHz (the grade-6 default then) of a
+    ULX3S-85F and reached 85.9 MHz, so the build was folded again and placed twice. Each
+    default is now the slowest Fmax measured on a board at its grade (scaled from grade 6
+    where no board was placed), less the margin a refold takes, rounded down to 5 MHz: below
+    every board build measured, those of benchmarks/results too."""
+    from brainsmith.builder.refold import MARGIN
+    from brainsmith.hardware.place_route import default_clocks
+    from brainsmith.hardware.place_route.ecp5 import ECP5
+
+    table = default_clocks.DEFAULTS["ECP5"]
+    assert (
+        ECP5.clock_mhz == default_clocks.clock_mhz("ECP5") == {g: d.mhz for g, d in table.items()}
+    )
+    assert default_clocks.MARGIN == MARGIN
+    for grade, default in table.items():
+        reach = default.fmax_mhz * default.scale
+        assert reach * (1 - MARGIN) - 5 < default.mhz <= reach * (1 - MARGIN), grade
+        assert default.mhz % 5 == 0 and default.measured in default.why
+    assert table[6].fmax_mhz == 85.9 and ECP5.clock_mhz[6] * (1 + MARGIN) < 85.9
+    assert ECP5.clock_mhz[6] < ECP5.clock_mhz[7] < ECP5.clock_mhz[8]
+    results = REPO / "benchmarks" / "results"
+    boards = [min(row["fmax_mhz"], default=0.0) if isinstance(row["fmax_mhz"], dict)
+              else row["fmax_mhz"] for row in (
+        *json.loads((results / "bitstream.json").read_text())["networks"].values(),
+        *json.loads((results / "board_plain.json").read_text())["runs"].values(),
+    )]  # fmt: skip
+    assert boards and min(boards) >= table[6].fmax_mhz
+    assert default_clocks.default_clock("Nexus", 9) is None  # FINN's 5 ns: none measured
 
 
 def bit_logs(folder: Path) -> dict[Path, int]:
@@ -470,6 +500,66 @@ def test_a_round_built_again_says_its_own_seconds_and_whether_its_netlist_was_ch
     assert record["seconds"] == 180.0 and record["netlist_checked"] is False
     assert slower_clock_ns(missed["bitstream"], 5.0, 0) == 10.45
     assert slower_clock_ns(missed["bitstream"], 5.0, 2) is None  # the last round: checked
+
+
+def test_a_default_clock_missed_is_placed_again_below_the_fmax_with_the_folding_kept():
+    """At brainsmith's default clock a round that misses is made again at the PLL's clock at
+    or below the Fmax reached less the margin (81.25 MHz of the ULX3S' 25 MHz for 85.9 MHz
+    reached), its folding kept, while that folding still meets the target there; else the
+    build is folded again for the target (None)."""
+    from brainsmith.builder.refold import MARGIN, settled_mhz, settled_record
+
+    missed = {"met": False, "fmax_mhz": {"clk": 85.94}, "asked_mhz": 90.0, "clock_mhz": 90.0,
+              "refold_rounds": 2}  # fmt: skip
+    assert settled_mhz(missed, 25.0, 0, 80, 1_000_000) == 81.25 <= 85.94 * (1 - MARGIN)
+    assert settled_mhz(missed, 25.0, 0, 80, None) == 81.25  # no target: the folding stands
+    assert settled_mhz(missed, 25.0, 0, 90, 1_000_000) is None  # 902,778 fps: fold again
+    assert settled_mhz(missed, 25.0, 0, 0, 1_000_000) is None  # no cycles known: fold again
+    assert settled_mhz(missed, 25.0, 2, 80, None) is None  # the rounds are used up
+    assert settled_mhz({**missed, "met": True}, 25.0, 0, 80, None) is None
+    record = settled_record(missed, 41.04)
+    assert record == {"clock_ns": 11.111, "clock_mhz": 90.0, "fmax_mhz": 85.94, "met": False,
+                      "seconds": 41.0, "netlist_checked": False, "refolded": False}  # fmt: skip
+
+
+@pytest.mark.wide  # two places and routes of the MLP at 20,000 fps: about three minutes
+@pytest.mark.xdist_group("synthesis")
+def test_a_board_build_at_a_default_clock_it_misses_keeps_its_folding_and_places_again(
+    tmp_path, capsys, monkeypatch
+):
+    """A default the design misses (200 MHz for grade 6 here, the MLP reaching about 130):
+    the bitstream is made again at the PLL's clock below the Fmax reached, the steps not run
+    again and the folding kept (the build's clock stays the default the folding was for);
+    the first round, its netlist not checked, is in ``bitstream.refolds`` and the summary."""
+    import brainsmith
+    from brainsmith.cli.build import print_summary
+    from brainsmith.hardware.place_route.ecp5 import ECP5
+
+    monkeypatch.setitem(ECP5.clock_mhz, 6, 200.0)  # type: ignore[index]
+    built = brainsmith.build(
+        str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "out"),
+        options={"board": "ulx3s-85f", "bitstream": True, "target_fps": 20_000}, verify="none",
+    )  # fmt: skip
+    report, section = built.report, built.report["bitstream"]
+    (first,) = section["refolds"]
+    assert first["refolded"] is False and first["clock_mhz"] == 200.0 and not first["met"]
+    assert not first["netlist_checked"] and first["seconds"] > 0
+    assert section["clock_mhz"] <= first["fmax_mhz"] * 0.95 < section["clock_mhz"] * 1.03
+    assert report["clock_ns"] == 5.0 and report["target"]["met"]  # the folding for 200 MHz
+    assert section["met"] and section["netlist_check"]["ran"], section
+    assert section["asked_mhz"] == section["clock_mhz"]  # what the PLL makes, cached or not
+    assert report["performance"]["clock_mhz"] == pytest.approx(section["clock_mhz"], rel=1e-4)
+    assert [s["name"] for s in report["steps"]].count("folding") == 1
+    assert any(n.startswith("clock: 200.0 MHz, brainsmith's default") for n in report["notes"])
+    made = f"clock: the bitstream runs at {section['clock_mhz']:.1f} MHz: nextpnr reached"
+    assert any(n.startswith(made) and "20,000 fps still met" in n for n in report["notes"])
+    assert not list(tmp_path.glob("out.round-*"))
+    print_summary(report)
+    screen = capsys.readouterr().out
+    assert "round 1: 200.0 MHz asked" in screen
+    assert "placed again at a clock below it, the folding kept" in screen
+    page = (Path(built.output_dir) / "report.html").read_text()
+    assert "not met: placed again at a clock below it, the folding kept" in page
 
 
 @pytest.mark.parametrize("rounds", ["-1", "6", "two"])

@@ -24,10 +24,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from brainsmith.blueprint.choices import lattice_board
-from brainsmith.builder.refold import slower_clock_ns
+from brainsmith.builder.refold import MARGIN, settled_mhz, settled_record, slower_clock_ns
 from brainsmith.clock import Clock
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
@@ -49,12 +49,15 @@ if TYPE_CHECKING:
     )
 
 FIFO_RECORD = "fifo_sizing.json"  # brainsmith.steps.fifos.RECORD, in FINN's report folder
+ESTIMATE_RECORD = "estimate_network_performance.json"  # FINN's, in its report folder
 STOP_WAIT = 10.0  # seconds a stopped compile of the gate-level check's simulators is waited for
 
 
 def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     """The board's (or the Lattice part's) bitstream of ``run``'s stitched design into
-    ``run.bitstream``; BuildError (exit 1) when it cannot be made."""
+    ``run.bitstream``; BuildError (exit 1) when it cannot be made. At a clock brainsmith
+    chose, a bitstream that misses it is made again at a slower clock the same folding
+    reaches (``refold.settled_mhz``), the round before recorded in ``run.refolds``."""
     began = time.perf_counter()
     name = lattice_board(run.plan.build.board) or ""
     if not name:
@@ -64,15 +67,45 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         target = board(name, linked=True)
     except BoardError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
-    clock = run.plan.build.clock
     build = _streams(run, model)
+    mhz: float | None = run.plan.build.clock.mhz
+    while mhz is not None:
+        data, mhz = _board_round(run, model, target, build, mhz, began)
+        began = time.perf_counter()
+    data["refolds"] = list(run.refolds)
+    for key in ("bitstream", "netlist"):
+        data[key] = os.path.relpath(data[key], run.output_dir)
+    run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words
+
+
+def _board_round(
+    run: BuildRun,
+    model: ModelWrapper,
+    target: Board,
+    build: Streams | str,
+    mhz: float,
+    began: float,
+) -> tuple[dict[str, Any], float | None]:
+    """(one round's bitstream section at ``mhz``, the clock it is made again at or None),
+    its netlist checked at gate level when it is the build's."""
     boards = Precompiled(build, target)  # compiled on the core nextpnr leaves idle
     try:
-        run.progress.note(f"placing and routing for {name} at {clock} ...")
+        run.progress.note(f"placing and routing for {target.name} at {Clock.from_mhz(mhz)} ...")
         data = _made(run, began, lambda say: bitstream_of_build(
-            run.output_dir, "", model, target, clock.mhz, say, boards.synthesised,
+            run.output_dir, "", model, target, mhz, say, boards.synthesised,
         ))  # fmt: skip
-        if _kept(run, data):
+        again = _settled(run, data, target)
+        if again is not None:
+            clock = Clock.from_mhz(again)
+            data["netlist_check"] = unchecked(run, (
+                f"timing not met: made again at {clock}, the PLL's clock below the Fmax "
+                "reached, with the same folding; that netlist is checked"
+            ))  # fmt: skip
+            run.refolds.append(settled_record(data, _round_seconds(run)))
+            run.notes.append(_settled_note(run, data, again))
+            run.progress.note(f"placing again at {clock}, the folding kept (the clock was "
+                              "brainsmith's default) ...")  # fmt: skip
+        elif _kept(run, data):
             data["netlist_check"] = check_netlist(run, build, target, data)
         else:  # this round's netlist is thrown away
             reason = (
@@ -81,10 +114,49 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
             data["netlist_check"] = unchecked(run, reason)
     finally:
         boards.stop()
-    data["refolds"] = list(run.refolds)
-    for key in ("bitstream", "netlist"):
-        data[key] = os.path.relpath(data[key], run.output_dir)
-    run.bitstream = data  # type: ignore[assignment]  # BitstreamResult.as_dict() and words
+    return data, again
+
+
+def _settled(run: BuildRun, data: dict[str, Any], target: Board) -> float | None:
+    """The clock a round at brainsmith's default clock is made again at with its folding,
+    or None (``refold.settled_mhz``; the cycles a frame FINN's estimate or the simulation's,
+    whichever is more)."""
+    if not run.plan.clock_chosen:
+        return None
+    cycles = max(
+        float(_simulated(run.rtlsim, run.report_dir).get("cycles_per_frame") or 0),
+        float(_estimated(run.report_dir).get("max_cycles") or 0),
+    )
+    return settled_mhz(data, target.clock_mhz, len(run.refolds), cycles, run.plan.build.target_fps)
+
+
+def _settled_note(run: BuildRun, data: dict[str, Any], mhz: float) -> str:
+    """Why the bitstream runs at ``mhz``, not at the clock brainsmith chose."""
+    fps = run.plan.build.target_fps
+    return (
+        f"clock: the bitstream runs at {Clock.from_mhz(mhz)}: nextpnr reached "
+        f"{min(data['fmax_mhz'].values()):.1f} MHz of the {Clock.from_mhz(data['clock_mhz'])} "
+        f"brainsmith chose, so it was placed again at the PLL's clock {MARGIN:.0%} below that, "
+        f"the folding for {run.plan.build.clock} kept"
+        + (f" ({fps:,} fps still met)" if fps else "")
+        + " rather than the build run again for a more parallel one"
+    )
+
+
+def _round_seconds(run: BuildRun) -> float:
+    """The seconds of the round now ending: the command's so far, less the rounds' before."""
+    before = sum(float(cast(float, done.get("seconds") or 0.0)) for done in run.refolds)
+    return time.perf_counter() - run.started_at - before
+
+
+def _estimated(report_dir: str) -> dict[str, Any]:
+    """FINN's estimate of the network's performance ({} when it wrote none)."""
+    try:
+        with open(os.path.join(report_dir, ESTIMATE_RECORD)) as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 class Precompiled:

@@ -176,7 +176,9 @@ def placed_counts(
 def board_clock(plan: BuildPlan) -> BuildPlan:
     """``plan`` asking for the clock its Lattice part's family reaches at the part's speed
     grade with room to spare (where the family says), when neither the blueprint nor the
-    caller named one; a note says which and why."""
+    caller named one; a note says which and why (``default_clocks``: where it was measured)."""
+    from brainsmith.hardware.place_route.default_clocks import default_clock
+
     name = lattice_part_of(plan.build)
     if name is None or plan.build.clock_ns is not None:
         return plan
@@ -186,12 +188,15 @@ def board_clock(plan: BuildPlan) -> BuildPlan:
         return plan
     clock = Clock.from_mhz(mhz)
     clock_ns = round(clock.ns, 3)
+    basis = default_clock(family.name, part.speed)
+    why = basis.why if basis and basis.mhz == mhz else "measured by the family's plugin"
     note = (
-        f"clock: {clock}, what {family.name} parts of speed grade {part.speed} ({part.name}) "
-        "reach with room to spare on the networks measured (benchmarks/RESULTS.md); "
-        "--clock-ns or build.clock_ns asks for another"
+        f"clock: {clock}, brainsmith's default for {family.name} speed grade {part.speed} "
+        f"({part.name}), to close timing in one round: {why}; --clock-ns or "
+        "build.clock_ns asks for another"
     )
     recorded = {**plan.blueprint, "build": {**(plan.blueprint.get("build") or {}),
                                              "clock_ns": clock_ns}}  # fmt: skip
     options = replace(plan.build, clock_ns=clock_ns)
-    return replace(plan, options=options, blueprint=recorded, notes=[*plan.notes, note])
+    notes = [*plan.notes, note]
+    return replace(plan, options=options, blueprint=recorded, notes=notes, clock_chosen=True)

@@ -3,6 +3,10 @@ folded for a clock a little below the Fmax nextpnr reached (``MARGIN``), so the 
 leads with is met at a clock that closes, and the bitstream's PLL makes that clock. A few
 rounds at most; each round's clock and Fmax are kept in ``bitstream.refolds``.
 
+When the clock was brainsmith's default (no clock named), a round that misses is placed
+again at the PLL's clock below that Fmax with its folding kept (``settled_mhz``; the build's
+steps do not run again), unless that folding would then miss the target fps.
+
 The round that missed is moved aside (``<folder>.round-N``) while the next one builds into the
 folder, and removed when it is done; a round that fails leaves the one before it there,
 named in the error.
@@ -47,6 +51,44 @@ def slower_clock_ns(section: Any, clock_ns: float, rounds_done: int) -> float | 
     return slower if slower > clock_ns else None
 
 
+def settled_mhz(
+    section: Any, oscillator_mhz: float, rounds_done: int, cycles: float, target_fps: float | None
+) -> float | None:
+    """The clock (MHz) a round at brainsmith's default clock whose bitstream ``section``
+    missed is placed again at with its folding kept: the PLL's nearest at or below the Fmax
+    reached less ``MARGIN`` (from the board's ``oscillator_mhz``). None when it met, the
+    rounds are used up, or the folding's ``cycles`` a frame at that clock miss
+    ``target_fps`` (it is folded again for the target instead)."""
+    from brainsmith.hardware.board.pll import PllError, pll
+
+    if section["met"] or rounds_done >= section.get("refold_rounds", 0):
+        return None
+    fmax = min(section["fmax_mhz"].values(), default=0.0)
+    if not fmax > 0:
+        return None
+    try:
+        mhz = pll(oscillator_mhz, fmax * (1.0 - MARGIN), at_most=True).output_mhz
+    except PllError:
+        return None
+    if target_fps and not (cycles > 0 and mhz * 1e6 / cycles >= target_fps):
+        return None
+    return mhz
+
+
+def settled_record(section: Any, seconds: float) -> dict[str, Any]:
+    """A round whose bitstream ``section`` missed and was placed again slower, its folding
+    kept (``refolded`` False): as ``round_record``, with its own ``seconds``."""
+    return {
+        "clock_ns": round(Clock.from_mhz(section["asked_mhz"]).ns, 3),
+        "clock_mhz": section["clock_mhz"],
+        "fmax_mhz": round(min(section["fmax_mhz"].values()), 3),
+        "met": False,
+        "seconds": round(seconds, 1),
+        "netlist_checked": False,
+        "refolded": False,
+    }
+
+
 def round_record(report: Any, seconds_before: float) -> dict[str, Any]:
     """What one round that missed its clock reached: its clock, the PLL's and the Fmax, its
     seconds (the build's, less the ``seconds_before`` of the rounds before it) and whether
@@ -62,13 +104,38 @@ def round_record(report: Any, seconds_before: float) -> dict[str, Any]:
     }
 
 
+def refold_notes(chosen: list[str], rounds: list[dict[str, Any]], clock_ns: float) -> list[str]:
+    """The notes of a round built again at ``clock_ns`` after ``rounds``: its clock and why,
+    then how the first round's was ``chosen`` (its "clock: ..." notes, as brainsmith's
+    default says it)."""
+    if not rounds:
+        return []
+    last = rounds[-1]
+    return [
+        f"clock: {Clock.from_ns(clock_ns)}, {MARGIN:.0%} below the {last['fmax_mhz']:.1f} MHz "
+        f"round {len(rounds)} reached at {Clock.from_mhz(last['clock_mhz'])} (nextpnr): the "
+        "build was folded again for it",
+        *(f"round 1's {note}" for note in chosen),
+    ]
+
+
+def chosen_clock(report: Any) -> list[str]:
+    """A build's notes saying how its clock was chosen ("clock: ..."), as report.json has
+    them."""
+    return [note for note in report.get("notes") or [] if str(note).startswith("clock: ")]
+
+
 def refolded(
     first: BuildResult, build_at: Callable[[float, list[dict[str, Any]]], BuildResult]
 ) -> BuildResult:
     """``first``, or the build of the last round ``build_at(clock_ns, rounds so far)`` made
     while the bitstream misses its clock and rounds remain."""
-    result, rounds = first, list[dict[str, Any]]()
-    while (clock_ns := next_clock_ns(result.report, len(rounds))) is not None:
+    result = first
+    while True:  # the rounds so far: those the bitstream step placed again, then this one
+        section: Any = result.report.get("bitstream") or {}
+        rounds: list[dict[str, Any]] = list(section.get("refolds") or [])
+        if (clock_ns := next_clock_ns(result.report, len(rounds))) is None:
+            break
         rounds.append(round_record(result.report, sum(r["seconds"] for r in rounds)))
         folder = result.output_dir
         aside = f"{folder}.round-{len(rounds)}"
@@ -90,4 +157,14 @@ def refolded(
     return result
 
 
-__all__ = ["MARGIN", "next_clock_ns", "refolded", "round_record", "slower_clock_ns"]
+__all__ = [
+    "MARGIN",
+    "chosen_clock",
+    "next_clock_ns",
+    "refold_notes",
+    "refolded",
+    "round_record",
+    "settled_mhz",
+    "settled_record",
+    "slower_clock_ns",
+]

@@ -36,7 +36,7 @@ from brainsmith.builder.outdir import (
     output_error,
     prepare_output_dir,
 )
-from brainsmith.builder.refold import refolded
+from brainsmith.builder.refold import chosen_clock, refold_notes, refolded
 from brainsmith.builder.reporting import write_reports
 from brainsmith.builder.result import BuildResult
 from brainsmith.builder.state import BuildLog, BuildRun, StepRecord
@@ -104,19 +104,23 @@ def build(
     given, began = dict(options or {}), time.perf_counter()
 
     def once(
-        folder: str | None, clock: dict[str, float], refolds: list[dict[str, object]]
+        folder: str | None,
+        clock: dict[str, float],
+        refolds: list[dict[str, object]],
+        notes: list[str],
     ) -> BuildResult:
         return _build_once(
             model, blueprint, folder, input_npy=input_npy, expected_npy=expected_npy,
             force=force and not refolds, verify=verify, options={**given, **clock},
             prefer=prefer, progress=progress, start=start, stop_after=stop_after,
-            exclude=exclude, refolds=refolds, began=began,
+            exclude=exclude, refolds=refolds, began=began, notes=notes,
         )  # fmt: skip
 
-    first = once(output_dir, {}, [])
-    return refolded(
-        first, lambda clock_ns, rounds: once(first.output_dir, {"clock_ns": clock_ns}, rounds)
-    )
+    first = once(output_dir, {}, [], [])
+    chosen = chosen_clock(first.report)
+    return refolded(first, lambda clock_ns, rounds: once(
+        first.output_dir, {"clock_ns": clock_ns}, rounds, refold_notes(chosen, rounds, clock_ns)
+    ))  # fmt: skip
 
 
 def _build_once(
@@ -136,12 +140,15 @@ def _build_once(
     exclude: Sequence[str],
     refolds: list[dict[str, object]],
     began: float,
+    notes: list[str],
 ) -> BuildResult:
-    """One build (``build``'s, its rounds of ``refolds`` so far recorded in its bitstream;
-    its time counted from ``began``, when the command began)."""
+    """One build (``build``'s, its rounds of ``refolds`` so far recorded in its bitstream,
+    ``notes`` added to its plan's; its time counted from ``began``, when the command
+    began)."""
     started = began
     with interrupts.handled():
         plan = board_clock(shape_plan(blueprint, verify, options, prefer, exclude))
+        plan = replace(plan, notes=[*plan.notes, *notes])
         plan = _named_after_model(plan, model) if blueprint is None else plan
         check_bitstream_tools(plan.build)
         checked, vectors = check_inputs(model, input_npy, expected_npy)

@@ -132,6 +132,8 @@ class BuildPlan:
     options: BuildOptions | None = None  # None: the blueprint has no build: section
     blueprint: Json = field(default_factory=dict)  # the resolved blueprint, for the report
     notes: list[str] = field(default_factory=list)  # what shaping the plan changed, for the report
+    # brainsmith chose the clock, none being named (``builder.lattice.board_clock``)
+    clock_chosen: bool = False
     # "type:name" of each plugin the plan names -> the spec resolved when it was made
     resolved: dict[str, PluginSpec] = field(default_factory=dict, compare=False, repr=False)
 

@@ -16,6 +16,7 @@ from brainsmith.report.text import (
     bitstream_target,
     last_round_seconds,
     netlist_line,
+    next_round,
     number,
     stage_seconds,
 )
@@ -197,7 +198,7 @@ ROUND_HEAD = ("round", "clock asked", "PLL's clock", "Fmax (nextpnr)", "timing",
 
 
 def _rounds(report: BuildReport, section: BitstreamSection) -> str:
-    """Every round of a build folded again for a slower clock: its clock, the PLL's, the
+    """Every round of a build made again for a slower clock: its clock, the PLL's, the
     Fmax nextpnr reached, its seconds; the last is the bitstream's. "" without refolds."""
     missed = section.get("refolds") or []
     if not missed:
@@ -210,7 +211,7 @@ def _rounds(report: BuildReport, section: BitstreamSection) -> str:
         seconds = finite(done.get("seconds"))
         rows.append((
             str(index), str(Clock.from_ns(done["clock_ns"])), str(Clock.from_mhz(done["clock_mhz"])),
-            mhz_text(done["fmax_mhz"]), "not met: folded again for a slower clock",
+            mhz_text(done["fmax_mhz"]), f"not met: {next_round(done)}",
             "-" if seconds is None else f"{seconds:.0f} s", checked,
         ))  # fmt: skip
     own = last_round_seconds(section, report.get("seconds"))
@@ -229,6 +230,6 @@ def _rounds(report: BuildReport, section: BitstreamSection) -> str:
         "<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows
     )
     return (
-        "<div>Rounds: the bitstream missed its clock and the build was folded again for a "
-        f"slower one</div><table class='summary'><tr>{head}</tr>{body}</table>"
+        "<div>Rounds: the bitstream missed its clock and was made again for a slower "
+        f"one</div><table class='summary'><tr>{head}</tr>{body}</table>"
     )

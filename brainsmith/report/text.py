@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         FamilyResources,
         Layer,
         PlacedCount,
+        RefoldRound,
         Target,
     )
 
@@ -325,7 +326,7 @@ def refold_lines(section: BitstreamSection, build_seconds: float | None = None) 
     rounds = section.get("refolds") or []
     lines = [
         f"round {index}: {Clock.from_mhz(done['clock_mhz'])} asked, {mhz_text(done['fmax_mhz'])} reached "
-        "(nextpnr): folded again for a clock below it"
+        f"(nextpnr): {next_round(done)}"
         + (f" ({done['seconds']:.0f} s)" if "seconds" in done else "")
         for index, done in enumerate(rounds, start=1)
     ]
@@ -339,6 +340,14 @@ def refold_lines(section: BitstreamSection, build_seconds: float | None = None) 
         f"{Clock.from_mhz(section['clock_mhz'])} made, {mhz_text(fmax)} reached (nextpnr): "
         f"{section['status']}, this bitstream" + (f" ({own:.0f} s)" if own is not None else ""),
     ]
+
+
+def next_round(done: RefoldRound) -> str:
+    """What followed a round that missed its clock: folded again, or (its folding kept, the
+    clock brainsmith's) placed again."""
+    if done.get("refolded", True):
+        return "folded again for a clock below it"
+    return "placed again at a clock below it, the folding kept"
 
 
 def last_round_seconds(section: BitstreamSection, build_seconds: float | None) -> float | None:

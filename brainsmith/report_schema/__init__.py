@@ -207,7 +207,8 @@ class CriticalPath(TypedDict):
 
 
 class RefoldRound(TypedDict):
-    """A round whose bitstream missed its clock: built again folded for a slower one."""
+    """A round whose bitstream missed its clock: built again folded for a slower one, or
+    (``refolded`` False, a clock brainsmith chose) placed again slower with its folding."""
 
     clock_ns: float
     clock_mhz: float  # what its PLL made
@@ -215,6 +216,7 @@ class RefoldRound(TypedDict):
     met: bool
     seconds: NotRequired[float]  # the round's own
     netlist_checked: NotRequired[bool]  # False: its gate-level check was skipped (thrown away)
+    refolded: NotRequired[bool]  # False: the next round kept its folding (absent: True)
 
 
 class BitstreamSection(TypedDict):

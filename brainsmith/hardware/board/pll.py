@@ -75,9 +75,10 @@ class Pll:
         )  # fmt: skip
 
 
-def pll(input_mhz: float, output_mhz: float) -> Pll:
-    """The PLL making the clock nearest ``output_mhz`` from ``input_mhz``; PllError when
-    the asked clock is outside CLKOP's range or no divider fits."""
+def pll(input_mhz: float, output_mhz: float, at_most: bool = False) -> Pll:
+    """The PLL making the clock nearest ``output_mhz`` from ``input_mhz`` (``at_most``: the
+    nearest not above it); PllError when the asked clock is outside CLKOP's range or no
+    divider fits."""
     low, high = OUTPUT_MHZ
     if not low <= output_mhz <= high:
         raise PllError(
@@ -94,7 +95,12 @@ def pll(input_mhz: float, output_mhz: float) -> Pll:
     valid = (pfd >= PFD_MHZ[0]) & (pfd <= PFD_MHZ[1]) & (vco >= VCO_MHZ[0]) & (vco <= VCO_MHZ[1])
     if not valid.any():
         raise PllError(f"no PLL divider fits a {input_mhz:g} MHz oscillator")
-    error = np.where(valid, np.abs(fout - f32(output_mhz)), np.inf)
+    below = (fout <= f32(output_mhz)) if at_most else True
+    error = np.where(valid & below, np.abs(fout - f32(output_mhz)), np.inf)
+    if not np.isfinite(error).any():
+        raise PllError(
+            f"no PLL divider of a {input_mhz:g} MHz oscillator makes {output_mhz:g} MHz or less"
+        )
     best = error == error.min()
     distance = np.where(best, np.abs(vco - f32(VCO_OPTIMAL)), np.inf)
     index = np.unravel_index(int(np.argmin(distance)), distance.shape)  # the first nearest

@@ -226,7 +226,8 @@ def bitstream(
     )
     path = os.path.join(workdir, f"{name}.bit")
     found = _from_cache(entry, (cached_bit, cached_netlist), key, path)
-    if found is not None:
+    if found is not None:  # made at the same PLL clock, maybe asked as another
+        found.asked_mhz = float(mhz)
         return found
     stage(target.full, workdir, target.script(), {LPF: target.constraints})
     partial = f".{name}.bit.partial"

@@ -7,6 +7,7 @@ is reported. The rest is the tool chain every family shares
 
 from __future__ import annotations
 
+from brainsmith.hardware.place_route.default_clocks import clock_mhz
 from brainsmith.hardware.place_route.parts import ECP5_PREFIXES, ecp5_part, known_parts
 from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.toolchain import Family, flip_flop_probe
@@ -34,10 +35,9 @@ COST_MODELS = "ecp5"
 # nextpnr-ecp5's report gives the part's capacities (``capacities.part_capacities``)
 PROBE = flip_flop_probe("TRELLIS_FF", ("CLK", "DI", "Q"), ported=True)
 
-# The clock a board build asks for when it names none, per speed grade (MHz): the slowest
-# network placed on a board (cnv, 109.6 MHz at grade 6) scaled by the MLP's Fmax from grade to
-# grade, less 15 %, rounded down to 5 MHz (python -m benchmarks.board_clock)
-CLOCK_MHZ = {6: 90.0, 7: 100.0, 8: 115.0}
+# The clock a board build asks for when it names none, per speed grade (MHz), and where each
+# figure was measured: brainsmith.hardware.place_route.default_clocks
+CLOCK_MHZ = clock_mhz("ECP5")
 ECP5 = Ecp5Family.of_nextpnr(
     "ECP5", ECP5_PREFIXES, (ecp5_part, known_parts), "TRELLIS_COMB", clock_mhz=CLOCK_MHZ,
     costed=(RESOURCES, PROBE, ("--out-of-context",), MODELS), cost_models=COST_MODELS,

@@ -138,7 +138,7 @@ class Family:
     logic: str  # "TRELLIS_COMB"
     packing: Packing | None = None  # how a placed design becomes a bitstream, if it can
     # speed grade -> the clock (MHz) a build for a board of the family asks for when it names
-    # none: what the grade reaches with room to spare, measured (benchmarks.board_clock)
+    # none: what the grade reaches with room to spare, measured (``default_clocks``)
     clock_mhz: Mapping[int, float] = field(default_factory=dict)
     # what a build for one of its parts costs the folding in: the name users see -> the
     # router's cell (LUT4 -> TRELLIS_COMB); none: a build does not fold for the family
