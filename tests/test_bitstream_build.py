@@ -112,6 +112,11 @@ def test_a_board_build_with_no_clock_asks_for_what_its_speed_grade_reaches(bluep
     assert "the slowest board build measured" in said[0] and "--clock-ns" in said[0]
     amd = board_clock(shape_plan(source, options={"fpga_part": "xczu7ev-ffvc1156-2-e"}))
     assert amd.build.clock_ns is None and amd.build.period_ns == 5.0
+    assert not [note for note in amd.notes if note.startswith("clock: ")]
+    nexus = board_clock(shape_plan(source, options={"fpga_part": "LIFCL-40-9BG400C"}))
+    assert nexus.build.period_ns == 5.0 and not nexus.clock_chosen  # none measured: FINN's
+    (unmeasured,) = [note for note in nexus.notes if note.startswith("clock: ")]
+    assert unmeasured.startswith("clock: 200.0 MHz, FINN's default: brainsmith keeps no measured")
 
 
 def test_the_ecp5_family_has_a_clock_for_every_speed_grade_its_parts_have():
@@ -560,6 +565,28 @@ def test_a_board_build_at_a_default_clock_it_misses_keeps_its_folding_and_places
     assert "placed again at a clock below it, the folding kept" in screen
     page = (Path(built.output_dir) / "report.html").read_text()
     assert "not met: placed again at a clock below it, the folding kept" in page
+
+
+@pytest.mark.wide  # a 5,400-cell place and route: 4 to 14 minutes cold, seconds cached
+@pytest.mark.xdist_group("synthesis")
+def test_the_mlp_at_a_million_fps_meets_the_default_clock_in_one_round(tmp_path):
+    """``brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml --board ulx3s-85f
+    --bitstream``, no clock: at 90 MHz (the default before) it reached 85.9 MHz and was built
+    twice; at the default now it meets timing in the first round, the target met, its netlist
+    checked, the note saying the clock and where it was measured."""
+    import brainsmith
+    from brainsmith.hardware.place_route.ecp5 import CLOCK_MHZ
+
+    built = brainsmith.build(
+        str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "out"),
+        options={"board": "ulx3s-85f", "bitstream": True}, verify="none",
+    )  # fmt: skip
+    report, section = built.report, built.report["bitstream"]
+    assert section["met"] and not section["refolds"], section
+    assert section["clock_mhz"] == CLOCK_MHZ[6] and report["target"]["met"]
+    assert section["netlist_check"]["ran"] and section["netlist_check"]["passed"]
+    said = [note for note in report["notes"] if note.startswith("clock: ")]
+    assert said and "reached 85.9 MHz" in said[0] and "--clock-ns" in said[0], said
 
 
 @pytest.mark.parametrize("rounds", ["-1", "6", "two"])

@@ -185,7 +185,12 @@ def board_clock(plan: BuildPlan) -> BuildPlan:
     family, part = family_of(name)
     mhz = family.clock_mhz.get(part.speed)
     if mhz is None:
-        return plan
+        unmeasured = (
+            f"clock: {plan.build.clock}, FINN's default: brainsmith keeps no measured default "
+            f"for {family.name} parts of speed grade {part.speed}; --clock-ns or "
+            "build.clock_ns asks for another"
+        )
+        return replace(plan, notes=[*plan.notes, unmeasured])
     clock = Clock.from_mhz(mhz)
     clock_ns = round(clock.ns, 3)
     basis = default_clock(family.name, part.speed)
