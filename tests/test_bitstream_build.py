@@ -503,6 +503,9 @@ def test_a_round_built_again_says_its_own_seconds_and_whether_its_netlist_was_ch
     missed["bitstream"]["netlist_check"] = {"ran": False}
     record = round_record(missed, 120.0)
     assert record["seconds"] == 180.0 and record["netlist_checked"] is False
+    assert record["clock_ns"] == 5.0  # the build's clock, where the section names none asked
+    missed["bitstream"]["asked_mhz"] = 125.0  # a round placed again at a clock of its own
+    assert round_record(missed, 120.0)["clock_ns"] == 8.0
     assert slower_clock_ns(missed["bitstream"], 5.0, 0) == 10.45
     assert slower_clock_ns(missed["bitstream"], 5.0, 2) is None  # the last round: checked
 

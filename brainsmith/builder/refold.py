@@ -94,8 +94,9 @@ def round_record(report: Any, seconds_before: float) -> dict[str, Any]:
     seconds (the build's, less the ``seconds_before`` of the rounds before it) and whether
     its netlist was checked at gate level."""
     section = report["bitstream"]
+    asked = section.get("asked_mhz")  # a round placed again asked for another than the build's
     return {
-        "clock_ns": report["clock_ns"],
+        "clock_ns": round(Clock.from_mhz(asked).ns, 3) if asked else report["clock_ns"],
         "clock_mhz": section["clock_mhz"],
         "fmax_mhz": round(min(section["fmax_mhz"].values()), 3),
         "met": section["met"],
