@@ -29,7 +29,8 @@ COMMANDS = {
     ),
     "place-route": (
         "brainsmith.cli.place_route:place_route",
-        "Place and route a whole all-RTL build for a Lattice ECP5 part: Fmax, resources.",
+        "Place and route a whole all-RTL build on an ECP5, Nexus, iCE40, Gowin or GateMate "
+        "part: Fmax, resources, bitstream.",
     ),
     "bitstream": (
         "brainsmith.cli.place_route:bitstream",
