@@ -12,6 +12,7 @@ between runs found once per model instead of once per node and sample.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import cached_property
 
 import numpy as np
 from onnx import helper
@@ -51,14 +52,20 @@ class NodeMajor:
         self.outputs = [o.name for o in model.graph.output]
         self.dead = _last_uses(self.nodes, self.outputs)  # tensors used last by each node
 
+    @cached_property
+    def empty(self) -> Context:
+        """The graph's tensors as QONNX's executor starts a run (zeros, initializers as they
+        are), made once: a node puts new arrays into a context, never writes into these."""
+        empty: Context = self.model.make_empty_exec_context()
+        return empty
+
     def run(self, feeds: list[Context], drop: bool = False) -> list[Context]:
         """Every node on every sample's context (the graph's other tensors zero to begin
         with, as QONNX's executor has them); ``drop``: each tensor but the outputs dropped
         after its last use (the samples' live tensors in memory at once, not all of them)."""
         if not self.model.check_all_tensor_shapes_specified():
             raise RuntimeError("found unspecified tensor shapes, try infer_shapes")
-        empty = self.model.make_empty_exec_context()
-        contexts = [{**empty, **feed} for feed in feeds]
+        contexts = [{**self.empty, **feed} for feed in feeds]
         for node, execute, dead in zip(self.nodes, self.runners, self.dead, strict=True):
             for context in contexts:
                 self._execute(node, execute, context)

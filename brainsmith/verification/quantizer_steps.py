@@ -203,6 +203,7 @@ class Reference:
 
     def __init__(self, prepared: NodeMajor) -> None:
         self.model, self.runners = prepared.model, prepared.runners
+        self.empty = prepared.empty  # the blank context of every run, made once
         self.integers = prepared.integers  # checked after each node, as QONNX's executor
         self.nodes = prepared.nodes
         self.outputs = prepared.outputs
@@ -281,7 +282,7 @@ class Reference:
         computed tensors): at a quantizer with ties, the model tensor equal to the quantizer's
         output at every other element (``Counterparts``) decides each tie's side, so a flip
         early in a deep network is followed without searching, and the ties flipped."""
-        context = {**self.model.make_empty_exec_context(), **feed}
+        context = {**self.empty, **feed}
         counterparts = Counterparts(model)
         flipped: list[Tie] = []
         for index, (node, execute) in enumerate(zip(self.nodes, self.runners, strict=True)):
@@ -316,7 +317,7 @@ class Reference:
     ) -> tuple[list[np.ndarray], list[Tie]]:
         """Outputs of one sample with the given tie elements rounded the other way (where
         they still are ties), and the ties of this run."""
-        context = {**self.model.make_empty_exec_context(), **feed}
+        context = {**self.empty, **feed}
         ties = self.execute([context], [flips])[0]
         return [np.asarray(context[o]) for o in self.outputs], ties
 

@@ -481,7 +481,7 @@ class Verifier:
         """The reference's feeds and ties on ``samples`` (traced once per set)."""
         if name not in self._traces and self._tracer is not None:
             feeds = _feeds(self.reference, samples)
-            contexts = [{**self.reference.make_empty_exec_context(), **feed} for feed in feeds]
+            contexts = [{**self._tracer.empty, **feed} for feed in feeds]
             self._traces[name] = feeds, self._tracer.execute(contexts)
         return self._traces.get(name, ([], []))
 
