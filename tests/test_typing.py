@@ -46,11 +46,15 @@ reveal_type(KernelBuilder)
 """
 
 
-def test_decorators_keep_the_type_of_what_they_decorate(tmp_path):
+def test_decorators_keep_the_type_of_what_they_decorate(tmp_path, tool_caches):
+    """mypy keeps what it learnt of brainsmith and its imports in the run's kept tool cache
+    (it checks each file's hash before trusting an entry), so a later run checks the sample
+    alone."""
     sample = tmp_path / "sample.py"
     sample.write_text(textwrap.dedent(SAMPLE))
+    cache = tool_caches / "mypy"
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--disallow-untyped-decorators", "--no-incremental",
+        [sys.executable, "-m", "mypy", "--disallow-untyped-decorators", f"--cache-dir={cache}",
          "--follow-imports=silent", "--ignore-missing-imports", str(sample)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip

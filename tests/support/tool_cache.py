@@ -1,7 +1,8 @@
 """The test run's tool caches, kept between runs on one machine as ccache keeps compiles.
 
 Verilator executables, Yosys' counts, nextpnr's placements and bitstreams are cached by
-brainsmith, and the test plugins' wheels by ``tests.support.packages``, under keys of their
+brainsmith, the test plugins' wheels by ``tests.support.packages`` and mypy's analysis by
+mypy (``tests/test_typing.py``), under keys of their
 content and the tools' versions, so a run may reuse what an earlier run made as safely as a
 user's second build does. The folder is
 ``$XDG_CACHE_HOME/brainsmith-test-tools`` (``~/.cache/...``), or ``BRAINSMITH_TEST_TOOL_CACHE``;
@@ -22,7 +23,7 @@ from pathlib import Path
 from brainsmith.plugin.settings.memo import default_cache_dir, dir_problem
 
 VARIABLE = "BRAINSMITH_TEST_TOOL_CACHE"
-TOOLS = ("rtlsim", "synthesis", "bitstream", "place_route", "wheels")
+TOOLS = ("rtlsim", "synthesis", "bitstream", "place_route", "wheels", "mypy")
 KEEP_BYTES = 6 * 1024**3
 
 
