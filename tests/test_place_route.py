@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.farm import unplaced_mlp
+from tests.support.farm import REPO, unplaced_mlp
 from tests.support.processes import Ran, invoke
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
@@ -174,6 +174,22 @@ def tree(folder: Path) -> dict[str, int]:
     below = {str(p.relative_to(folder)): p.lstat().st_size for p in folder.rglob("*")}
     beside = {f"../{p.name}": 0 for p in folder.parent.iterdir()}
     return below | beside
+
+
+@pytest.mark.parametrize(
+    ("command", "target"),
+    [("place-route", "--part LIFCL-40-9BG400C"), ("bitstream", "--board ulx3s-85f")],
+)
+def test_a_default_build_is_pointed_to_a_build_for_the_lattice_target(farm, command, target):
+    """The default flow builds for a Versal part, whose matrix units no Lattice part can have:
+    the refusal names the build for the Lattice target itself (every layer RTL), and leaves
+    no lock beside the folder."""
+    built = farm.build(REPO / "examples" / "models" / "mlp_4bit.onnx", None, verify="none")
+    done = invoke(command, built.output_dir, *target.split())
+    assert done.returncode == 2, done.stderr
+    said = f"try: build the model for the Lattice target itself, brainsmith build MODEL {target} "
+    assert said + "(every layer RTL, folded for its part)" in done.stderr, done.stderr
+    assert not Path(f"{built.output_dir}.lock").exists()
 
 
 def test_a_refused_place_route_or_bitstream_leaves_the_folder_as_it_found_it(unplaced, tmp_path):

@@ -82,28 +82,34 @@ def _tool_error(exc: Exception) -> FolderError | None:
     return None
 
 
-def placeable_build(folder: str, verb: str) -> tuple[BuildReport, ModelWrapper, Clock]:
+def placeable_build(
+    folder: str, verb: str, lattice: str
+) -> tuple[BuildReport, ModelWrapper, Clock]:
     """(report, final model, the build's clock) of a build whose stitched accelerator Yosys can map
     to a Lattice part; FolderError when the folder fails the gate, its RTL is not what the
-    build wrote, it is for a part whose RTL names AMD primitives, or it names no clock."""
+    build wrote, it is for a part whose RTL names AMD primitives (the hint: a build with
+    ``lattice``, the build option naming the target), or it names no clock."""
     report, model, _ = gated_build(folder)  # before anything is read or written
     for problem in unrecorded_hdl(model, folder, None):
         raise FolderError(problem, CHANGED_HINT.format(verb=verb))
     if not _lattice_build(report):
-        _refuse_amd_primitives(str(report.get("fpga_part") or ""), report.get("fpga_part"), verb)
+        _refuse_amd_primitives(str(report.get("fpga_part") or ""), verb, lattice)
     return report, model, _clock(report.get("clock_ns"), folder)
 
 
-def _refuse_amd_primitives(part: str, named: object, verb: str) -> None:
-    """FolderError when Yosys cannot map FINN's RTL for ``part`` (the report names
-    ``named``): its matrix units instantiate AMD primitives."""
+def _refuse_amd_primitives(part: str, verb: str, lattice: str) -> None:
+    """FolderError when Yosys cannot map FINN's RTL for ``part``: its matrix units instantiate
+    AMD primitives. The hint: build for the Lattice target itself (``lattice``, the build
+    option naming it), or for an UltraScale+ part with every layer RTL."""
     try:
         family_of(part)
     except NotSynthesisable:
         raise FolderError(
-            f"the build is for {named!r}: FINN's matrix units for it "
+            f"the build is for {part!r}: FINN's matrix units for it "
             "instantiate AMD primitives with no model Yosys maps to another vendor's part",
-            f"build with --prefer rtl --part {ULTRASCALE_PLUS_PART} and {verb} that folder",
+            f"build the model for the Lattice target itself, brainsmith build MODEL {lattice} "
+            f"(every layer RTL, folded for its part), or with --prefer rtl --part "
+            f"{ULTRASCALE_PLUS_PART}, and {verb} that folder",
         ) from None
 
 
@@ -135,7 +141,7 @@ def place_route_build_folder(
     FolderError (``reason``, ``hint``) for an unknown part, a folder that fails the gate or
     has no stitched accelerator, a missing tool, or a failed run (its log named)."""
     family, part = _target(part_name, mhz)
-    report, model, clock = placeable_build(folder, "place and route")
+    report, model, clock = placeable_build(folder, "place and route", f"--part {part.name}")
     say = note or quiet
     try:
         ports = accelerator_ports(model) if family.link_baud else None  # behind the host link
@@ -179,7 +185,7 @@ def bitstream_build_folder(
         target = board(board_name, linked=True)
     except BoardError as exc:
         raise FolderError(str(exc), exc.hint or "--board ulx3s-85f") from None
-    report, model, clock = placeable_build(folder, "make a bitstream of")
+    report, model, clock = placeable_build(folder, "make a bitstream of", f"--board {board_name}")
     try:
         data = bitstream_of_build(
             folder, str(report.get("output_dir") or ""), model, target,
