@@ -26,6 +26,10 @@ BipolarQuant, so a 1-bit ReLU would not match its export).
 - ``jet_tagger``: hls4ml's and LogicNets' jet-substructure tagger, 16-64-32-32-5 (6-bit).
 - ``ds_cnn``: MLPerf Tiny's keyword spotting DS-CNN (16 channels where it has 64): a 10x4
   stride-2 stem, four depthwise-separable blocks, a 25x5 TruncAvgPool2d rounding to nearest.
+- ``ds_cnn_avg``: a smaller DS-CNN whose pool is ``nn.AvgPool2d`` over the map followed by a
+  signed ``QuantIdentity`` (an ``AveragePool`` on floats in the export), and a biased classifier.
+- ``mlp_mixer``: an MLP-Mixer block's channel MLP whose tokens are averaged with
+  ``x.mean(dim=1)`` (a ``ReduceMean`` on floats), then quantized and classified.
 - ``unet``: a 2-level U-Net for segmentation: Concat skips sharing their quantizers.
 - ``tcn``: a temporal convolutional net: dilated Conv1d (1, 2, 4, 8), AdaptiveAvgPool1d(1).
 - ``quartznet``: a QuartzNet-like speech encoder: 1D depthwise-separable blocks with residuals.
@@ -441,42 +445,107 @@ def ds_cnn(
     coefficients: int = 10,
     frames: int = 49,
     classes: int = 12,
+    pool: str = "trunc",
+    pool_bits: int = 4,
 ) -> Network:
     """MLPerf Tiny's keyword spotting DS-CNN on ``frames`` x ``coefficients`` MFCCs: a 10x4
     stride-2 stem convolution (padded to ceil(size / 2)), ``blocks`` depthwise-separable
-    blocks (3x3 depthwise, 1x1 pointwise, each with batch norm and ReLU), TruncAvgPool2d over
-    the whole (non-square) map, rounding to nearest as Brevitas does by default (floor unless
-    ``round_pool``), and a classifier. MLPerf Tiny's reference has 64 channels."""
+    blocks (3x3 depthwise, 1x1 pointwise, each with batch norm and ReLU), an average pool
+    over the whole (non-square) map and a classifier. MLPerf Tiny's reference has 64
+    channels. ``pool``: ``"trunc"``, a TruncAvgPool2d rounding to nearest as Brevitas does by
+    default (floor unless ``round_pool``); ``"avg"``, ``nn.AvgPool2d`` over the map (exported
+    as ``AveragePool``, in float) then a signed ``QuantIdentity`` of ``pool_bits``, as
+    Brevitas users quantize a pooled feature; ``"adaptive"``, ``nn.AdaptiveAvgPool2d(1)``
+    (a ``GlobalAveragePool``) then that quantizer; the classifier has a bias for both."""
     torch = _torch()
     import brevitas.nn as qnn
     from torch import nn
 
-    def unit(cin: int, cout: int, kernel: Any, stride: int = 1, padding: Any = 0, groups: int = 1):
+    def unit(
+        cin: int, cout: int, kernel: Any, stride: int = 1, padding: Any = 0, groups: int = 1,
+        quant_tensor: bool = True,
+    ):  # fmt: skip
         conv = qnn.QuantConv2d(
             cin, cout, kernel, stride=stride, padding=padding, groups=groups, bias=False,
             **_weights(weight_bits, per_channel=True),
         )  # fmt: skip
-        return [conv, nn.BatchNorm2d(cout), _act(act_bits)]
+        return [conv, nn.BatchNorm2d(cout), _act(act_bits, quant_tensor=quant_tensor)]
 
     height, width = (frames - 1) // 2 + 1, (coefficients - 1) // 2 + 1
     pad = (((height - 1) * 2 + 10 - frames + 1) // 2, ((width - 1) * 2 + 4 - coefficients + 1) // 2)
     layers = [_act(8, signed=True), *unit(1, channels, (10, 4), 2, pad)]
-    for _ in range(blocks):
+    for block in range(blocks):
         layers += [
             *unit(channels, channels, 3, padding=1, groups=channels),
-            *unit(channels, channels, 1),
+            *unit(channels, channels, 1, quant_tensor=pool == "trunc" or block < blocks - 1),
         ]
-    layers += [
-        qnn.TruncAvgPool2d(
-            kernel_size=(height, width),
-            stride=1,
-            bit_width=act_bits,
-            float_to_int_impl_type="ROUND" if round_pool else "FLOOR",
-        ),
-        nn.Flatten(),
-        qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits)),
-    ]
+    if pool == "trunc":
+        layers += [
+            qnn.TruncAvgPool2d(
+                kernel_size=(height, width),
+                stride=1,
+                bit_width=act_bits,
+                float_to_int_impl_type="ROUND" if round_pool else "FLOOR",
+            ),
+            nn.Flatten(),
+            qnn.QuantLinear(channels, classes, bias=False, **_weights(weight_bits)),
+        ]
+    else:
+        layers += [
+            nn.AvgPool2d((height, width)) if pool == "avg" else nn.AdaptiveAvgPool2d(1),
+            _act(pool_bits, signed=True),
+            nn.Flatten(),
+            qnn.QuantLinear(channels, classes, bias=True, **_weights(weight_bits)),
+        ]
     return torch.nn.Sequential(*layers), (1, 1, frames, coefficients)
+
+
+def mlp_mixer(
+    dim: int = 16,
+    tokens: int = 8,
+    hidden: int = 24,
+    weight_bits: int = 4,
+    act_bits: int = 4,
+    pool_bits: int = 4,
+    classes: int = 10,
+    token_mixing: bool = False,
+) -> Network:
+    """An MLP-Mixer block's channel mixing on ``tokens`` x ``dim`` (linear dim -> hidden
+    (ReLU) -> dim), then the mean over the tokens (``x.mean(dim=1)``, exported as
+    ``ReduceMean``, in float), a signed ``QuantIdentity`` of ``pool_bits`` and a classifier;
+    no norms or residuals. ``token_mixing``: first the token MLP as timm writes it (linear
+    layers on ``x.transpose(1, 2)``), which does not build yet: QONNX gives its quantizer the
+    transposed layout, and the bias absorbed into it lands on the wrong axis."""
+    torch = _torch()
+    import brevitas.nn as qnn
+    from torch import nn
+
+    class Mixer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant = _act(8, signed=True)
+            self.tokens = nn.Sequential(
+                qnn.QuantLinear(tokens, hidden, bias=True, **_weights(weight_bits)),
+                _act(act_bits),
+                qnn.QuantLinear(hidden, tokens, bias=True, **_weights(weight_bits)),
+            )
+            self.mixed = _act(act_bits, signed=True)
+            self.channels = nn.Sequential(
+                qnn.QuantLinear(dim, hidden, bias=True, **_weights(weight_bits)),
+                _act(act_bits),
+                qnn.QuantLinear(hidden, dim, bias=True, **_weights(weight_bits)),
+                _act(act_bits, signed=True, quant_tensor=False),
+            )
+            self.pooled = _act(pool_bits, signed=True)
+            self.head = qnn.QuantLinear(dim, classes, bias=True, **_weights(weight_bits))
+
+        def forward(self, x):
+            x = self.quant(x)
+            if token_mixing:
+                x = self.mixed(torch.transpose(self.tokens(torch.transpose(x, 1, 2)), 1, 2))
+            return self.head(self.pooled(self.channels(x).mean(dim=1)))
+
+    return Mixer(), (1, tokens, dim)
 
 
 def tcn(
@@ -1232,6 +1301,16 @@ ZOO: dict[str, tuple[Factory, str, bool]] = {
     "ds_cnn": (
         ds_cnn,
         "MLPerf Tiny's DS-CNN: 10x4 stride-2 stem, 4 depthwise-separable blocks, 25x5 round pool",
+        True,
+    ),
+    "ds_cnn_avg": (
+        lambda: ds_cnn(channels=8, blocks=2, frames=24, pool="avg"),
+        "a DS-CNN ending in nn.AvgPool2d over the map, a signed QuantIdentity, FC 12, 4-bit",
+        True,
+    ),
+    "mlp_mixer": (
+        mlp_mixer,
+        "an MLP-Mixer's channel MLP, mean over tokens, a signed QuantIdentity, FC 10, 4-bit",
         True,
     ),
     "unet": (unet, "2-level U-Net 32x32: max pool down, nearest upsampling up, Concat skips", True),

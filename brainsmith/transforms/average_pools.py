@@ -9,8 +9,9 @@ or ``FLOOR``), then clamped to the output width. FINN converts only the floor-ro
 the sum of integers is a whole number, and the truncation is a non-decreasing map from it to
 the output's integers, which a ``MultiThreshold`` with one integer threshold per step
 computes exactly for any rounding mode, clamp or window. ``AveragePoolToSumPool`` then
-makes the (integer) ``AveragePool`` a sliding window and a ``ReduceSum``, which FINN's
-``InferPoolFromReduce`` turns into an accumulating ``Pool`` layer.
+makes the (integer) ``AveragePool``, and a ``ReduceMean`` over a sequence's tokens or an
+image's pixels, a sliding window and a ``ReduceSum``, which FINN's ``InferPoolFromReduce``
+turns into an accumulating ``Pool`` layer.
 """
 
 from __future__ import annotations
@@ -220,17 +221,21 @@ def _scalar_node(
 
 @transform(stage="streamline")
 class AveragePoolToSumPool(Transformation):  # type: ignore[misc]
-    """AveragePool of integers -> Im2Col, ReduceSum (FINN's accumulating Pool).
+    """AveragePool or ReduceMean of integers -> Im2Col, ReduceSum (FINN's accumulating Pool).
 
     Rewrite an ``AveragePool`` (NCHW) of an integer tensor as ``Transpose -> Im2Col ->
     Reshape -> ReduceSum -> Transpose`` and a division by the window size: the lowered form
     FINN's ``InferPoolFromReduce`` makes an accumulating ``Pool`` layer behind a sliding
-    window. The division goes into the thresholds that read the pool (``x/K >= t`` is
-    ``x >= ceil(K t)`` for an integer ``x``), or stays a ``Mul`` for streamlining to move.
+    window. A ``ReduceMean`` of integers over the tokens of a ``(1, T, D)`` sequence (one
+    window of ``T x 1`` on the channels-last ``(1, T, 1, D)``) or over the pixels of an
+    NCHW image is lowered the same way, its output shape restored by a ``Reshape``. The
+    division goes into the thresholds that read the pool (``x/K >= t`` is ``x >= ceil(K t)``
+    for an integer ``x``), or stays a ``Mul`` for streamlining to move.
     """
 
     def apply(self, model: ModelWrapper) -> tuple[ModelWrapper, bool]:
         rewrite_each(model, "AveragePool", _lower)
+        rewrite_each(model, "ReduceMean", _lower)
         return model, False
 
 
@@ -247,6 +252,9 @@ class Windows:
     kernel: list[int]
     strides: list[int]
     pads: list[int]
+    # a ReduceMean's: its input channels-last (a sequence) or not, and its output's shape
+    sequence: bool = False
+    out_shape: list[int] | None = None
 
     @property
     def window(self) -> int:
@@ -282,22 +290,46 @@ def _sum_type(source: DataType, window: int) -> DataType:
     return total
 
 
+def _mean_windows(model: ModelWrapper, mean: NodeProto, shape: list[int]) -> Windows | None:
+    """A ``ReduceMean`` over a sequence's tokens or an image's pixels as one window."""
+    from brainsmith.transforms.mean_scales import averaged_axes
+
+    axes, out_shape = averaged_axes(model, mean), model.get_tensor_shape(mean.output[0])
+    if shape[0] != 1 or out_shape is None:
+        return None
+    if len(shape) == 3 and axes == [1]:  # (1, T, D): channels-last (1, T, 1, D)
+        _, tokens, channels = shape
+        return Windows(mean.name or "ReduceMean", channels, tokens, 1, 1, 1, [tokens, 1],
+                       [1, 1], [0, 0, 0, 0], sequence=True, out_shape=out_shape)  # fmt: skip
+    if len(shape) == 4 and axes == [2, 3]:
+        _, channels, height, width = shape
+        return Windows(mean.name or "ReduceMean", channels, height, width, 1, 1,
+                       [height, width], [1, 1], [0, 0, 0, 0], out_shape=out_shape)  # fmt: skip
+    return None
+
+
 def _lower(model: ModelWrapper, pool: NodeProto) -> bool:
-    """``pool`` as window sums, when it averages a 4D tensor of integers."""
+    """``pool`` as window sums, when it averages a tensor of integers."""
     source = model.get_tensor_datatype(pool.input[0])
     shape = model.get_tensor_shape(pool.input[0])
-    if not source.is_integer() or shape is None or len(shape) != 4:
+    if not source.is_integer() or shape is None:
         return False
-    if _pads_averaged_apart(pool):
+    if pool.op_type == "ReduceMean":
+        found = _mean_windows(model, pool, shape)
+        if found is None:
+            return False
+        windows = found
+    elif len(shape) != 4 or _pads_averaged_apart(pool):
         return False
-    windows = _windows(model, pool, shape)
+    else:
+        windows = _windows(model, pool, shape)
     total = _sum_type(source, windows.window)
     nodes, summed = _window_sums(model, pool, windows, source, total)
     reader = sole_reader(model, pool.output[0])
     at = list(model.graph.node).index(pool)
     model.graph.node.remove(pool)
     if reader is not None and reader.op_type == "MultiThreshold":
-        _thresholds_on_sums(model, reader, summed, windows.window, windows.sums_shape())
+        _thresholds_on_sums(model, reader, summed, windows)
     else:
         nodes.extend(_mean_of_sums(model, pool, windows, summed, total))
     for offset, node in enumerate(nodes):
@@ -321,8 +353,14 @@ def _window_sums(
         model, f"{name}_group_shape", np.array([1, out_h, out_w, window, channels], np.int64)
     )
     axes = add_initializer(model, f"{name}_axes", np.array([-2], dtype=np.int64))
+    if windows.sequence:
+        layout = helper.make_node(
+            "Reshape", [pool.input[0], _shape(model, f"{name}_nhwc_shape", nhwc_shape)], [nhwc]
+        )
+    else:
+        layout = helper.make_node("Transpose", [pool.input[0]], [nhwc], perm=[0, 2, 3, 1])
     nodes = [
-        helper.make_node("Transpose", [pool.input[0]], [nhwc], perm=[0, 2, 3, 1]),
+        layout,
         helper.make_node(
             "Im2Col",
             [nhwc],
@@ -345,20 +383,33 @@ def _window_sums(
 def _mean_of_sums(
     model: ModelWrapper, pool: NodeProto, windows: Windows, summed: str, total: DataType
 ) -> list[NodeProto]:
-    """Back to channels first, then divided by the window: what ``pool`` wrote."""
-    shape = [1, windows.channels, windows.out_h, windows.out_w]
+    """Back to ``pool``'s layout, then divided by the window: what ``pool`` wrote."""
+    shape = windows.out_shape or [1, windows.channels, windows.out_h, windows.out_w]
     back = _tensor(model, f"{windows.name}_sum_nchw", shape, total)
     return [
-        helper.make_node("Transpose", [summed], [back], perm=[0, 3, 1, 2]),
+        _restore(model, windows, summed, back),
         _rescale(model, back, pool.output[0], 1.0 / windows.window),
     ]
 
 
+def _restore(model: ModelWrapper, windows: Windows, tensor: str, result: str) -> NodeProto:
+    """The channels-last ``tensor`` of window results as the pool or mean wrote them."""
+    if windows.out_shape is None:
+        return helper.make_node("Transpose", [tensor], [result], perm=[0, 3, 1, 2])
+    shape = _shape(model, f"{windows.name}_out_shape", windows.out_shape)
+    return helper.make_node("Reshape", [tensor, shape], [result])
+
+
+def _shape(model: ModelWrapper, base: str, shape: list[int]) -> str:
+    return add_initializer(model, base, np.array(shape, dtype=np.int64))
+
+
 def _thresholds_on_sums(
-    model: ModelWrapper, reader: NodeProto, summed: str, window: int, shape: list[int]
+    model: ModelWrapper, reader: NodeProto, summed: str, windows: Windows
 ) -> None:
     """Make ``reader`` (thresholds of the mean) read the channels-last ``summed`` instead:
     thresholds times the window, rounded up, and its layout changed back after it."""
+    window, shape = windows.window, windows.sums_shape()
     scaled = model.get_initializer(reader.input[1]).astype(np.float64) * window
     nearest = np.round(scaled)  # a threshold the window divided (single precision) snaps back
     scaled = np.where(np.abs(scaled - nearest) < 1e-3, nearest, np.ceil(scaled))
@@ -371,9 +422,7 @@ def _thresholds_on_sums(
     counted = _tensor(model, f"{result}_nhwc", shape, model.get_tensor_datatype(result))
     reader.output[0] = counted
     at = list(model.graph.node).index(reader)
-    model.graph.node.insert(
-        at + 1, helper.make_node("Transpose", [counted], [result], perm=[0, 3, 1, 2])
-    )
+    model.graph.node.insert(at + 1, _restore(model, windows, counted, result))
 
 
 def _rescale(model: ModelWrapper, tensor: str, result: str, factor: float) -> NodeProto:

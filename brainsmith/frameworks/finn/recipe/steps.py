@@ -84,7 +84,8 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
     """Move scales and shifts into thresholds, lowering convolutions to matrix products; a
     Tanh, Sigmoid, Exp or Softplus read by a quantizer becomes part of its thresholds;
     bipolar activations become 0/1 ones (XNOR-popcount products where both operands are
-    bipolar, ``2x - 1`` moved into the next layer elsewhere)."""
+    bipolar, ``2x - 1`` moved into the next layer elsewhere); a scale before an average
+    pool or a mean moves past it to the next thresholds."""
     import finn.transformation.streamline.absorb as absorb
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.reorder import MakeMaxPoolNHWC
@@ -102,7 +103,7 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
                           absorb.AbsorbConsecutiveTransposes()):  # fmt: skip
             model = model.transform(transform)
     for transform in (ConvertBipolarMatMulToXnorPopcount(), tfm.BipolarThresholdsToBinary(),
-                      tfm.AbsorbMonotonicIntoThresholds(), Streamline(),
+                      tfm.AbsorbMonotonicIntoThresholds(), tfm.MoveScalesPastMeans(), Streamline(),
                       absorb.AbsorbScalarMulAddIntoTopK(), InferDataLayouts(),
                       RemoveUnusedTensors()):  # fmt: skip
         model = model.transform(transform)
