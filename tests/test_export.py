@@ -287,7 +287,8 @@ def test_a_board_export_holds_the_rtl_its_bitstream_was_made_from(farm, board_ha
     the board top, whose design hash (the one IDENTIFY reports) is the digest of exactly the
     exported accelerator; byte for byte the sources the bitstream's run staged, but for the
     parameter files' folder."""
-    from brainsmith.hardware.place_route.stitched_sources import StitchedDesign, finn_rtllib
+    from brainsmith.hardware.listing import finn_rtllib
+    from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
     from brainsmith.hardware.synthesis.layer_sources import primitives_used
 
     rtl = board_handed_off / "rtl"

@@ -68,7 +68,7 @@ def test_a_report_that_is_not_nextpnrs_is_refused(tmp_path):
 
 
 def finn_rtl(*parts: str) -> str:
-    from brainsmith.hardware.place_route.stitched_sources import finn_rtllib
+    from brainsmith.hardware.listing import finn_rtllib
 
     path = str(Path(finn_rtllib(), *parts))
     return read_layer_file(path, str(Path(path).parent), "RTL file").decode()
@@ -90,7 +90,8 @@ def test_finns_matrix_unit_is_behavioural_unless_an_instance_chooses():
 
 
 def test_a_stitched_file_list_naming_a_file_outside_the_build_is_refused(tmp_path):
-    from brainsmith.hardware.place_route.stitched_sources import FILES, stitched_design
+    from brainsmith.hardware.listing import FILES
+    from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
     listing = tmp_path / FILES

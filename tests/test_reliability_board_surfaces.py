@@ -444,3 +444,36 @@ def test_a_cached_bitstream_entry_a_run_wrote_is_used(tmp_path):
     found = _from_cache(entry, cached, "k", str(out))
     assert found is not None and found.cached and found.fmax_mhz == {"clk": 120.5}
     assert out.read_bytes() == BITSTREAM
+
+
+# -- row: one reading of a build's file list --------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("planted", ["outside", "huge"])
+def test_a_file_list_naming_a_file_outside_the_build_is_refused_by_the_simulated_board(
+    farm, tmp_path, planted
+):
+    """The simulated board (and its gate-level check) reads ``files.f`` as Yosys and export
+    read it: a path outside the build and FINN's library, or a listing past its size limit,
+    is refused naming the listing, before Verilator reads anything."""
+    import shutil
+
+    from brainsmith.hardware.board.simulated import board_design
+    from brainsmith.hardware.board.streams import streams
+    from tests.support.farm import all_rtl_mlp
+
+    copy = tmp_path / "build"
+    shutil.copytree(all_rtl_mlp(farm), copy, symlinks=True)
+    listing = copy / "finn" / "stitched_rtl" / "files.f"
+    secret = tmp_path / "secret.sv"
+    secret.write_text("module secret; endmodule\n")
+    design = streams(str(copy))
+    if planted == "outside":
+        listing.write_text(listing.read_text() + f"{secret}\n")
+    else:
+        listing.write_text(listing.read_text() + "\n" * (4 * 2**20 + 1))
+    with pytest.raises(DriverError) as refused:
+        board_design(design)
+    assert str(listing) in refused.value.reason
+    assert (str(secret) if planted == "outside" else "larger than") in refused.value.reason

@@ -40,7 +40,6 @@ from brainsmith.export.shared import (
     Writer,
     filled,
 )
-from brainsmith.files import DamagedFile, read_regular
 from brainsmith.frameworks.finn.env import contain_finn_output
 from brainsmith.frameworks.finn.execution import runnable_copy
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
@@ -135,53 +134,38 @@ def amd_part(part: str) -> bool:
 
 def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
     """The RTL files of ``files.f`` (FINN's text and, where it differs, the simulation's) and
-    the parameter files of each layer's code folder, as (``data/dN/name``, bytes)."""
-    from brainsmith.hardware.place_route.stitched_sources import FILES
-
-    listing = os.path.join(design.folder, FILES)
-    collected = _Collected(design.folder, listing)
-    for path in _listed(listing, design.folder, design.built_in.rstrip(os.sep)):
-        collected.add(path)
-    if not collected.sources:
-        raise ExportError(f"{listing} lists no file", REBUILD)
-    return collected.sources, collected.data
-
-
-def _listed(listing: str, folder: str, built_in: str) -> list[str]:
-    """The paths ``files.f`` lists, those of the folder the build ran in moved to ``folder``;
-    the FIFO sizing's gauge left out."""
-    from brainsmith.hardware.place_route.stitched_sources import MAX_LIST_BYTES
+    the parameter files of each layer's code folder, as (``data/dN/name``, bytes); the FIFO
+    sizing's gauge left out."""
+    from brainsmith.hardware.listing import listed_sources
+    from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
     try:
-        lines = read_regular(listing, MAX_LIST_BYTES).decode("utf-8", "replace").split()
-    except (DamagedFile, OSError) as exc:
-        raise ExportError(f"{listing} cannot be read ({exc})", REBUILD) from None
-    paths = []
-    for path in lines:
-        if built_in and path.startswith(built_in + os.sep):
-            path = os.path.join(folder, path[len(built_in) + 1 :])
-        if os.path.basename(path) != GAUGE:
-            paths.append(path)
-    return paths
+        listed = listed_sources(design.folder, design.built_in)
+    except MissingSources as exc:
+        raise ExportError(str(exc), REBUILD) from None
+    collected = _Collected()
+    for source in listed:
+        if source.name != GAUGE:
+            collected.add(source.path, source.in_build)
+    if not collected.sources:
+        raise ExportError(f"{design.folder}'s file list names only the FIFO sizing's", REBUILD)
+    return collected.sources, collected.data
 
 
 class _Collected:
     """The sources and parameter files gathered from a build folder's file list."""
 
-    def __init__(self, folder: str, listing: str) -> None:
-        from brainsmith.hardware.place_route.stitched_sources import finn_rtllib
-
-        self.build, self.library, self.listing = os.path.realpath(folder), finn_rtllib(), listing
+    def __init__(self) -> None:
         self.sources: list[Source] = []
         self.data: list[tuple[str, bytes]] = []
         self.tags: dict[str, str] = {}  # a layer's code folder -> its folder under data/
 
-    def add(self, path: str) -> None:
-        """The RTL file at ``path`` (and its layer's parameter files, once per layer)."""
+    def add(self, path: str, inside: bool) -> None:
+        """The RTL file at ``path`` (and, for one of the build's, its layer's parameter files,
+        once per layer)."""
         from brainsmith.hardware.rtlsim.layer_design import VERILATOR_FIXES
 
         code_dir = os.path.dirname(path)
-        inside = self._inside(path)
         name, text, sim_text = self._read(path, code_dir, inside)
         if any(s.name == name and s.text == text for s in self.sources):
             return  # a layer's copy of a module another layer brought
@@ -191,15 +175,6 @@ class _Collected:
         changes = [f"{name}: {fix.__name__ if fix else 'exact_single_precision'}"]
         same = sim_text == text
         self.sources.append(Source(name, text, None if same else sim_text, [] if same else changes))
-
-    def _inside(self, path: str) -> bool:
-        """Whether ``path`` is the build's (else FINN's library); ExportError when neither."""
-        real = os.path.realpath(path)
-        if real.startswith(self.build + os.sep):
-            return True
-        if real.startswith(self.library + os.sep):
-            return False
-        raise ExportError(f"{self.listing} lists {path}, outside the build and FINN", REBUILD)
 
     def _read(self, path: str, code_dir: str, inside: bool) -> tuple[str, str, str]:
         """The file's name, FINN's text and the simulation's, their parameter-file paths

@@ -25,28 +25,28 @@ from brainsmith.hardware.board.hdl import Blank, Module, Port
 from brainsmith.hardware.board.link import TIMEOUT_BYTES
 from brainsmith.hardware.board.streams import DriverError, Streams, streams
 from brainsmith.hardware.board.top import Link, accelerator, host_link
+from brainsmith.hardware.listing import listed_sources
 from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign, link_data_folders
 from brainsmith.hardware.rtlsim.processes import Stopped
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
+from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
 CLKS_PER_BIT = 8  # the simulated UART's clocks per bit: small, so a frame takes few cycles
 START_SECONDS = 30.0  # for the compiled simulator to come out of reset and say "ready"
 TOP = "brainsmith_sim_board"
 LINK_FILES = ("crc16.sv", "uart_rx.sv", "uart_tx.sv", "host_link.sv")
+REBUILD = "build the model again with --prefer rtl (every layer RTL) and run that folder"
 
 
 def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesign:
-    """The simulated board of ``build``: the files of its ``files.f`` (paths into the folder
-    it was built in read in its folder now), the host link and a top wiring them, with
-    ``uart_pty.cpp`` for its testbench."""
-    folder, built_in = build.folder, build.built_in.rstrip(os.sep)
-    listing = Path(folder, "finn", "stitched_rtl", "files.f").read_text().split()
-    files = []
-    for path in listing:
-        if built_in and path.startswith(built_in + os.sep):
-            path = os.path.join(folder, path[len(built_in) + 1 :])
-        files.append(path)
+    """The simulated board of ``build``: the files of its ``files.f`` (read as every tool
+    reads them, ``brainsmith.hardware.listing``), the host link and a top wiring them, with
+    ``uart_pty.cpp`` for its testbench; DriverError naming a listing that cannot be used."""
+    try:
+        files = [source.path for source in listed_sources(build.folder, build.built_in)]
+    except MissingSources as exc:
+        raise DriverError(str(exc), REBUILD) from None
     rtl = package_files("brainsmith.hardware.board").joinpath("rtl")
     files += [str(rtl.joinpath(name)) for name in LINK_FILES]
     link = Link(0, build.in_words, build.out_words, build.design_hash)

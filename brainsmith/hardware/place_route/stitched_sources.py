@@ -34,7 +34,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
-from brainsmith.files import DamagedFile, read_regular
+from brainsmith.hardware.listing import listed_sources
 from brainsmith.hardware.synthesis.ecp5 import (
     LATTICE_FIXES,
     behavioural_by_default,
@@ -57,10 +57,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.hardware.board.top import AcceleratorPorts
 
-STITCHED = os.path.join("finn", "stitched_rtl")
-FILES = os.path.join(STITCHED, "files.f")
 TOP = "accelerator"
-MAX_LIST_BYTES = 4 * 2**20
 REBUILD = "build the model again with --prefer rtl (every layer RTL) and place that folder"
 
 
@@ -91,21 +88,6 @@ class StitchedDesign:
         return digest.hexdigest()
 
 
-def finn_rtllib() -> str:
-    """FINN's installed ``finn-rtllib`` folder (its real path)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("finn")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    if not locations:
-        raise MissingSources("FINN is not installed: its RTL library cannot be read")
-    return os.path.realpath(os.path.join(locations[0], "finn-rtllib"))
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
 def stitched_design(
     folder: str, built_in: str = "", ports: AcceleratorPorts | None = None
 ) -> StitchedDesign:
@@ -114,38 +96,23 @@ def stitched_design(
     MissingSources naming what cannot be used. A path into ``built_in`` (the folder the build
     was made in, its report's ``output_dir``) is read in ``folder``: a moved or copied build
     reads its own files."""
-    listing = os.path.join(folder, FILES)
     try:
-        raw = read_regular(listing, MAX_LIST_BYTES)
-    except (DamagedFile, OSError) as exc:
-        raise MissingSources(
-            f"{listing} cannot be read ({exc}): the build has no stitched accelerator; {REBUILD}"
-        ) from None
-    build, library = os.path.realpath(folder), finn_rtllib()
+        listed = listed_sources(folder, built_in)
+    except MissingSources as exc:
+        raise MissingSources(f"{exc}; {REBUILD}") from None
     sources: list[tuple[str, str]] = []
     data: list[tuple[str, bytes]] = []
     fixes: list[str] = []
     seen: set[str] = set()
     included: set[tuple[str, str]] = set()  # (file name, text): each module once
     code_dirs: dict[str, str] = {}  # code folder in the build -> its data folder
-    for line in raw.decode("utf-8", errors="replace").splitlines():
-        path = line.strip()
-        if not path:
-            continue
-        if built_in and _inside(path, built_in.rstrip(os.sep)):
-            path = os.path.join(os.path.abspath(folder), path[len(built_in.rstrip(os.sep)) + 1 :])
-        real = os.path.realpath(path)
-        if not os.path.isabs(path) or not (_inside(real, build) or _inside(real, library)):
-            raise MissingSources(
-                f"{listing} lists {path}, which is neither in the build folder nor in FINN's "
-                f"RTL library; {REBUILD}"
-            )
-        code_dir = os.path.dirname(path)
+    for source in listed:
+        path, code_dir = source.path, source.code_dir
         text = read_layer_file(path, code_dir, "RTL file").decode("utf-8", errors="replace")
         name = os.path.basename(path)
         text = yosys_ready(path, text, code_dir, fixes)
         text = lattice_ready(os.path.basename(path), text, fixes)
-        if _inside(real, build):
+        if source.in_build:
             if code_dir not in code_dirs:
                 code_dirs[code_dir] = tag = f"d{len(code_dirs)}"
                 data += parameter_files(code_dir, tag)
@@ -157,8 +124,6 @@ def stitched_design(
             name = f"_{name}"
         seen.add(plain_file_name(name))
         sources.append((name, text))
-    if not sources:
-        raise MissingSources(f"{listing} lists no file; {REBUILD}")
     used = primitives_used(text for _, text in sources)
     return StitchedDesign(TOP, sources, data, used, sorted(set(fixes)), ports)
 

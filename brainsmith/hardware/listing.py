@@ -1,0 +1,91 @@
+"""The files an all-RTL build's accelerator is made of, ``finn/stitched_rtl/files.f``, read
+one way for every tool that reads them: Yosys and nextpnr (``place_route.stitched_sources``),
+the simulated board and its gate-level check (``board.simulated``) and ``brainsmith export``.
+
+A build folder is untrusted input. The listing is a regular file of bounded size; a path into
+the folder the build ran in (its report's ``output_dir``) is read in the folder as it is now,
+so a moved or copied build reads its own files; and every path must lead into the build folder
+or into FINN's installed ``finn-rtllib``, so a listing from elsewhere cannot make a tool read
+any other file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from brainsmith.files import DamagedFile, read_regular
+from brainsmith.hardware.synthesis.layer_sources import MissingSources
+
+STITCHED = os.path.join("finn", "stitched_rtl")
+FILES = os.path.join(STITCHED, "files.f")
+MAX_LIST_BYTES = 4 * 2**20
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One listed source: where it is read now, and whether it is the build's own (a layer's
+    generated RTL, with its parameter files beside it) or FINN's library's."""
+
+    path: str
+    in_build: bool
+
+    @property
+    def code_dir(self) -> str:
+        """The folder the file is in (a layer's code folder, for one of the build's)."""
+        return os.path.dirname(self.path)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+def finn_rtllib() -> str:
+    """FINN's installed ``finn-rtllib`` folder (its real path)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("finn")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise MissingSources("FINN is not installed: its RTL library cannot be read")
+    return os.path.realpath(os.path.join(locations[0], "finn-rtllib"))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def listed_sources(folder: str, built_in: str = "") -> list[Listed]:
+    """The sources ``folder``'s ``files.f`` lists, in its order (``built_in``: the folder the
+    build was made in, whose paths are read in ``folder``); MissingSources naming the listing
+    and the path when it cannot be read or names a file outside the build and FINN's library.
+    """
+    listing = os.path.join(folder, FILES)
+    try:
+        raw = read_regular(listing, MAX_LIST_BYTES)
+    except (DamagedFile, OSError) as exc:
+        raise MissingSources(
+            f"{listing} cannot be read ({exc}): the build has no stitched accelerator"
+        ) from None
+    build, library = os.path.realpath(folder), finn_rtllib()
+    built_in = built_in.rstrip(os.sep)
+    found = []
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        path = line.strip()
+        if not path:
+            continue
+        if built_in and _inside(path, built_in):
+            path = os.path.join(os.path.abspath(folder), path[len(built_in) + 1 :])
+        real = os.path.realpath(path)
+        if not os.path.isabs(path) or not (_inside(real, build) or _inside(real, library)):
+            raise MissingSources(
+                f"{listing} lists {path}, which is neither in the build folder nor in FINN's "
+                "RTL library"
+            )
+        found.append(Listed(path, _inside(real, build)))
+    if not found:
+        raise MissingSources(f"{listing} lists no file")
+    return found
+
+
+__all__ = ["FILES", "MAX_LIST_BYTES", "STITCHED", "Listed", "finn_rtllib", "listed_sources"]
