@@ -794,12 +794,14 @@ def pooled_signed(
     classes: int = 10,
     one_d: bool = False,
     window: int | None = None,
+    padding: int = 0,
 ) -> Network:
     """A convolution, batch norm and ReLU, then global average pooling followed by a signed
     ``QuantIdentity`` of ``pool_bits`` (as Brevitas users quantize a pooled feature) and a
     classifier: the pool's input is unsigned, the quantizer's thresholds reach below 0.
     ``one_d``: the same on a 1-D signal (``AdaptiveAvgPool1d``), as a TCN's global pool;
-    ``window``: an ``nn.AvgPool2d`` of that window instead (exported as ``AveragePool``)."""
+    ``window``: an ``nn.AvgPool2d`` of that window instead (exported as ``AveragePool``), with
+    ``padding`` averaging a border window over its values only (``count_include_pad=False``)."""
     torch = _torch()
     import brevitas.nn as qnn
     from torch import nn
@@ -809,7 +811,8 @@ def pooled_signed(
     pool = nn.AdaptiveAvgPool1d(1) if one_d else nn.AdaptiveAvgPool2d(1)
     pooled = channels
     if window:
-        pool, pooled = nn.AvgPool2d(window), channels * (image // window) ** 2
+        pool = nn.AvgPool2d(window, padding=padding, count_include_pad=not padding)
+        pooled = channels * ((image + 2 * padding) // window) ** 2
 
     class PooledSigned(nn.Module):
         def __init__(self) -> None:

@@ -134,7 +134,8 @@ def test_attention_with_floating_point_weights_runs_from_that_product_on_on_the_
 EXPORTS = {  # fresh zoo exports some tests check: name -> call of an examples.zoo function
     "class_token": "class_token(dim=12, tokens=5, act_bits=5)",
     "qn": "quartznet(channels=(12,), kernels=(5,), per_channel_depthwise=True)",
-    "avg_window": "pooled_signed(channels=6, weight_bits=4, act_bits=4, pool_bits=4, window=3)",
+    "avg_window": "pooled_signed(channels=6, weight_bits=4, act_bits=4, pool_bits=4, window=3, "
+    "padding=1)",
 }
 
 
@@ -175,11 +176,12 @@ def test_a_per_channel_scale_into_a_pointwise_product_is_named_with_what_to_chan
 
 
 def test_check_and_the_build_name_the_same_nodes_on_the_host_and_in_hardware(hub, exports):
-    """A windowed ``nn.AvgPool2d`` on a float operand runs on the host with all after it.
-    The build converts the nodes before it again without it: check names what the build
-    leaves, node for node (before: 6 host nodes, the converted tail's, where the build left
-    8, the streamlined model's, and a scale check called hardware that the build kept on
-    the host)."""
+    """A windowed ``nn.AvgPool2d`` averaging its padded border windows over their values
+    only (``count_include_pad=False``; FINN's pools count the padding) runs on the host with
+    all after it. The build converts the nodes before it again without it: check names what
+    the build leaves, node for node (before: 6 host nodes, the converted tail's, where the
+    build left 8, the streamlined model's, and a scale check called hardware that the build
+    kept on the host)."""
     model = exports / "avg_window.onnx"
     predicted = check(model)
     assert predicted.ok, predicted.error
@@ -194,8 +196,9 @@ def test_check_and_the_build_name_the_same_nodes_on_the_host_and_in_hardware(hub
     (start,) = [n for n in on_host if n.placement == "tail"]
     assert start.op_type == "AveragePool"
     (note,) = [n for n in built.report["notes"] if "run on the host after the accelerator" in n]
-    said = start.reason.split("; the build runs it")[0]  # its operand's producer as built
-    assert f"{start.name} (AveragePool): {said}" in note and "(from Mul_0)" in said, note
+    said = start.reason.split("; the build runs it")[0]
+    assert f"{start.name} (AveragePool): {said}" in note, note
+    assert "count_include_pad=True" in said, said  # what to change in the model
     final = onnx.load(str(Path(built.output_dir) / "final.onnx"))
     hardware = [n.backend for n in predicted.nodes if n.placement == "hardware"]
     assert [n.op_type for n in final.graph.node] == hardware

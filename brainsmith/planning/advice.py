@@ -39,6 +39,13 @@ NO_KERNEL_HINTS = {
     "Add": "a floating-point bias or residual add: quantize both operands with one shared "
     "quantizer",
     "Conv": "a convolution FINN could not lower to a matrix product",
+    "AveragePool": "FINN's pools sum a quantizer's integers over windows that count their "
+    "padding: quantize right before the pool (a Brevitas QuantReLU or QuantIdentity), and "
+    "pad with count_include_pad=True or not at all",
+    "ReduceMean": "FINN's pools sum a quantizer's integers over a sequence's tokens "
+    "(x.mean(dim=1) of a (batch, tokens, dim) tensor) or an image's pixels (dim=(2, 3)); "
+    "quantize right before the mean and average over those axes (a mean over the channels has "
+    "no layer)",
     "Concat": "FINN's StreamingConcat joins integer streams along the channel axis: quantize "
     "every branch right before the join (each with its own quantizer or one shared; the "
     "streamline step moves their scales past it) and join along channels",
