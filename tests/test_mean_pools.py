@@ -145,7 +145,7 @@ def assert_mean_and_classifier_in_hardware(built) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("mean_pools")
+@pytest.mark.xdist_group("mean-pools")
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_pool_or_mean_and_the_classifier_after_it_are_hardware_and_match_torch(hub, farm, name):
     """The zoo's DS-CNN with an ``nn.AvgPool2d`` and its MLP-Mixer block (before: 9 and 6
@@ -173,7 +173,7 @@ def fresh(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("mean_pools")
+@pytest.mark.xdist_group("mean-pools")
 @pytest.mark.parametrize("name", breadth(FRESH, keep=0))
 def test_other_sizes_and_widths_of_each_kind_build_and_match_torch(hub, fresh, tmp_path, name):
     """Fresh exports: a DS-CNN at other widths with a window pool and with an adaptive one, a
