@@ -509,13 +509,15 @@ def mlp_mixer(
     pool_bits: int = 4,
     classes: int = 10,
     token_mixing: bool = False,
+    mean_dim: int = 1,
 ) -> Network:
     """An MLP-Mixer block's channel mixing on ``tokens`` x ``dim`` (linear dim -> hidden
     (ReLU) -> dim), then the mean over the tokens (``x.mean(dim=1)``, exported as
     ``ReduceMean``, in float), a signed ``QuantIdentity`` of ``pool_bits`` and a classifier;
     no norms or residuals. ``token_mixing``: first the token MLP as timm writes it (linear
     layers on ``x.transpose(1, 2)``), which does not build yet: QONNX gives its quantizer the
-    transposed layout, and the bias absorbed into it lands on the wrong axis."""
+    transposed layout, and the bias absorbed into it lands on the wrong axis. ``mean_dim=2``:
+    the mean over each token's channels instead, the classifier reading ``tokens`` values."""
     torch = _torch()
     import brevitas.nn as qnn
     from torch import nn
@@ -537,13 +539,14 @@ def mlp_mixer(
                 _act(act_bits, signed=True, quant_tensor=False),
             )
             self.pooled = _act(pool_bits, signed=True)
-            self.head = qnn.QuantLinear(dim, classes, bias=True, **_weights(weight_bits))
+            pooled = dim if mean_dim == 1 else tokens
+            self.head = qnn.QuantLinear(pooled, classes, bias=True, **_weights(weight_bits))
 
         def forward(self, x):
             x = self.quant(x)
             if token_mixing:
                 x = self.mixed(torch.transpose(self.tokens(torch.transpose(x, 1, 2)), 1, 2))
-            return self.head(self.pooled(self.channels(x).mean(dim=1)))
+            return self.head(self.pooled(self.channels(x).mean(dim=mean_dim)))
 
     return Mixer(), (1, tokens, dim)
 

@@ -36,6 +36,7 @@ FRESH = {
     "avg_window_3": "pooled_signed(channels=6, weight_bits=4, act_bits=4, pool_bits=4, window=3)",
     "mixer_w5a3": "mlp_mixer(dim=12, tokens=6, hidden=20, weight_bits=5, act_bits=3, "
     "pool_bits=5, classes=7)",
+    "mixer_channel_mean": "mlp_mixer(dim=10, tokens=6, hidden=16, classes=5, mean_dim=2)",
 }
 ON_HOST = {("Transpose", "before"), ("Mul", "after"), ("Add", "after")}  # layout, output scale
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -83,9 +84,10 @@ def test_a_scale_that_varies_over_the_averaged_axis_stays():
     assert [n.op_type for n in moved.graph.node] == ["Mul", "ReduceMean"]
 
 
-def integer_mean(thresholds: np.ndarray | None) -> ModelWrapper:
-    """INT4 tokens (1 x 6 x 4) -> ReduceMean over the tokens (-> MultiThreshold)."""
-    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[1], keepdims=0)]
+def integer_mean(thresholds: np.ndarray | None, axis: int) -> ModelWrapper:
+    """INT4 tokens (1 x 6 x 4) -> ReduceMean over the tokens or the channels
+    (-> MultiThreshold)."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[axis], keepdims=0)]
     out = "m"
     if thresholds is not None:
         nodes.append(helper.make_node("MultiThreshold", ["m", "t"], ["y"], out_dtype="UINT2",
@@ -103,15 +105,25 @@ def integer_mean(thresholds: np.ndarray | None) -> ModelWrapper:
     return model.transform(InferShapes())
 
 
-@pytest.mark.parametrize("thresholds", [None, np.array([[-1.2, 0.0, 2 / 3]] * 4)])
-def test_a_mean_of_integer_tokens_becomes_a_window_sum_that_computes_the_same(thresholds):
-    """Lowered to a window of all tokens and a sum (what FINN's ``InferPoolFromReduce``
-    takes), its 1/T a Mul or in the thresholds that read it, exactly."""
-    model = integer_mean(thresholds)
+@pytest.mark.parametrize(
+    ("axis", "thresholds"),
+    [
+        (1, None),
+        (1, np.array([[-1.2, 0.0, 2 / 3]] * 4)),
+        (2, np.array([[-0.6, 0.25, 1.5]])),
+        (2, np.array([[-0.6, 0.25, 1.5]] * 6)),  # one row per token: stays a Mul
+    ],
+    ids=["tokens", "tokens-thresholds", "channels-thresholds", "channels-per-token"],
+)
+def test_a_mean_of_integer_tokens_becomes_a_window_sum_that_computes_the_same(axis, thresholds):
+    """Lowered to windows and a sum (what FINN's ``InferPoolFromReduce`` takes): one window
+    of all tokens, or one of each token's channels; its 1/K a Mul or in the thresholds that
+    read it, exactly."""
+    model = integer_mean(thresholds, axis)
     lowered = model.transform(AveragePoolToSumPool())
     ops = [n.op_type for n in lowered.graph.node]
     assert "ReduceMean" not in ops and {"Im2Col", "ReduceSum"} <= set(ops), ops
-    assert ("Mul" in ops) == (thresholds is None)
+    assert ("Mul" in ops) == (thresholds is None or thresholds.shape[0] == 6)
     rng = np.random.default_rng(2)
     for _ in range(20):
         x = {"x": rng.integers(-8, 8, size=(1, 6, 4)).astype(np.float32)}
@@ -177,7 +189,8 @@ def fresh(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("name", breadth(FRESH, keep=0))
 def test_other_sizes_and_widths_of_each_kind_build_and_match_torch(hub, fresh, tmp_path, name):
     """Fresh exports: a DS-CNN at other widths with a window pool and with an adaptive one, a
-    3x3 window pool that does not cover the map, a Mixer at other sizes."""
+    3x3 window pool that does not cover the map, a Mixer at other sizes, and one averaging
+    each token's channels."""
     from tests.test_zoo import build
 
     built = build(fresh / f"{name}.onnx", tmp_path / name)

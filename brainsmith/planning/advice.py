@@ -42,10 +42,10 @@ NO_KERNEL_HINTS = {
     "AveragePool": "FINN's pools sum a quantizer's integers over windows that count their "
     "padding: quantize right before the pool (a Brevitas QuantReLU or QuantIdentity), and "
     "pad with count_include_pad=True or not at all",
-    "ReduceMean": "FINN's pools sum a quantizer's integers over a sequence's tokens "
-    "(x.mean(dim=1) of a (batch, tokens, dim) tensor) or an image's pixels (dim=(2, 3)); "
-    "quantize right before the mean and average over those axes (a mean over the channels has "
-    "no layer)",
+    "ReduceMean": "FINN's pools sum a quantizer's integers over a sequence's tokens or each "
+    "token's channels (x.mean(dim=1) or dim=2 of a (batch, tokens, dim) tensor) or over an "
+    "image's pixels (dim=(2, 3)): quantize right before the mean and average over one of "
+    "those",
     "Concat": "FINN's StreamingConcat joins integer streams along the channel axis: quantize "
     "every branch right before the join (each with its own quantizer or one shared; the "
     "streamline step moves their scales past it) and join along channels",

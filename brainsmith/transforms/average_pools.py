@@ -9,8 +9,8 @@ or ``FLOOR``), then clamped to the output width. FINN converts only the floor-ro
 the sum of integers is a whole number, and the truncation is a non-decreasing map from it to
 the output's integers, which a ``MultiThreshold`` with one integer threshold per step
 computes exactly for any rounding mode, clamp or window. ``AveragePoolToSumPool`` then
-makes the (integer) ``AveragePool``, and a ``ReduceMean`` over a sequence's tokens or an
-image's pixels, a sliding window and a ``ReduceSum``, which FINN's ``InferPoolFromReduce``
+makes the (integer) ``AveragePool``, and a ``ReduceMean`` over a sequence's tokens, each
+token's channels or an image's pixels, a sliding window and a ``ReduceSum``, which FINN's ``InferPoolFromReduce``
 turns into an accumulating ``Pool`` layer.
 """
 
@@ -227,8 +227,9 @@ class AveragePoolToSumPool(Transformation):  # type: ignore[misc]
     Reshape -> ReduceSum -> Transpose`` and a division by the window size: the lowered form
     FINN's ``InferPoolFromReduce`` makes an accumulating ``Pool`` layer behind a sliding
     window. A ``ReduceMean`` of integers over the tokens of a ``(1, T, D)`` sequence (one
-    window of ``T x 1`` on the channels-last ``(1, T, 1, D)``) or over the pixels of an
-    NCHW image is lowered the same way, its output shape restored by a ``Reshape``. The
+    window of ``T x 1`` on the channels-last ``(1, T, 1, D)``), over each token's channels
+    (a ``1 x D`` window per token of ``(1, T, D, 1)``) or over the pixels of an NCHW image
+    is lowered the same way, its output shape restored by a ``Reshape``. The
     division goes into the thresholds that read the pool (``x/K >= t`` is ``x >= ceil(K t)``
     for an integer ``x``), or stays a ``Mul`` for streamlining to move.
     """
@@ -291,16 +292,22 @@ def _sum_type(source: DataType, window: int) -> DataType:
 
 
 def _mean_windows(model: ModelWrapper, mean: NodeProto, shape: list[int]) -> Windows | None:
-    """A ``ReduceMean`` over a sequence's tokens or an image's pixels as one window."""
+    """A ``ReduceMean`` over a sequence's tokens, each token's channels or an image's pixels
+    as windows."""
     from brainsmith.transforms.mean_scales import averaged_axes
 
     axes, out_shape = averaged_axes(model, mean), model.get_tensor_shape(mean.output[0])
     if shape[0] != 1 or out_shape is None:
         return None
+    name = mean.name or "ReduceMean"
     if len(shape) == 3 and axes == [1]:  # (1, T, D): channels-last (1, T, 1, D)
         _, tokens, channels = shape
-        return Windows(mean.name or "ReduceMean", channels, tokens, 1, 1, 1, [tokens, 1],
-                       [1, 1], [0, 0, 0, 0], sequence=True, out_shape=out_shape)  # fmt: skip
+        return Windows(name, channels, tokens, 1, 1, 1, [tokens, 1], [1, 1], [0, 0, 0, 0],
+                       sequence=True, out_shape=out_shape)  # fmt: skip
+    if len(shape) == 3 and axes == [2]:  # over each token's channels: (1, T, D, 1), 1 x D
+        _, tokens, channels = shape
+        return Windows(name, 1, tokens, channels, tokens, 1, [1, channels], [1, 1],
+                       [0, 0, 0, 0], sequence=True, out_shape=out_shape)  # fmt: skip
     if len(shape) == 4 and axes == [2, 3]:
         _, channels, height, width = shape
         return Windows(mean.name or "ReduceMean", channels, height, width, 1, 1,
@@ -328,13 +335,22 @@ def _lower(model: ModelWrapper, pool: NodeProto) -> bool:
     reader = sole_reader(model, pool.output[0])
     at = list(model.graph.node).index(pool)
     model.graph.node.remove(pool)
-    if reader is not None and reader.op_type == "MultiThreshold":
+    if reader is not None and _reads_channels(model, reader, windows):
         _thresholds_on_sums(model, reader, summed, windows)
     else:
         nodes.extend(_mean_of_sums(model, pool, windows, summed, total))
     for offset, node in enumerate(nodes):
         model.graph.node.insert(at + offset, node)
     return True
+
+
+def _reads_channels(model: ModelWrapper, reader: NodeProto, windows: Windows) -> bool:
+    """Whether ``reader`` is a threshold layer whose thresholds are one row, or one per
+    channel of the window sums."""
+    if reader.op_type != "MultiThreshold":
+        return False
+    thresholds = model.get_initializer(reader.input[1])
+    return thresholds is not None and thresholds.shape[0] in (1, windows.channels)
 
 
 def _window_sums(
@@ -344,7 +360,7 @@ def _window_sums(
     channels-last sums they write."""
     name, channels, window = windows.name, windows.channels, windows.window
     out_h, out_w = windows.out_h, windows.out_w
-    nhwc_shape = [1, windows.height, windows.width, channels]
+    nhwc_shape = [1, windows.height, windows.width, channels]  # a sequence's: a reshape
     nhwc = _tensor(model, f"{name}_nhwc", nhwc_shape, source)
     columns = _tensor(model, f"{name}_windows", [1, out_h, out_w, window * channels], source)
     grouped = _tensor(model, f"{name}_grouped", [1, out_h, out_w, window, channels], source)
