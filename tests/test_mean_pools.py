@@ -161,7 +161,8 @@ def assert_mean_and_classifier_in_hardware(built) -> None:
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_pool_or_mean_and_the_classifier_after_it_are_hardware_and_match_torch(hub, farm, name):
     """The zoo's DS-CNN with an ``nn.AvgPool2d`` and its MLP-Mixer block (before: 9 and 6
-    host nodes from the ``AveragePool`` and the ``ReduceMean`` on): built with no blueprint,
+    host nodes, the ``AveragePool`` or ``ReduceMean`` and all after it among them; now 3 and
+    2): built with no blueprint,
     verified after each step against torch, the pool and the classifier in hardware."""
     from tests.test_zoo import ZooBuilds
 
