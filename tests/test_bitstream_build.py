@@ -592,6 +592,22 @@ def test_the_mlp_at_a_million_fps_meets_the_default_clock_in_one_round(tmp_path)
     assert said and "reached 85.9 MHz" in said[0] and "--clock-ns" in said[0], said
 
 
+def test_a_refolded_build_says_its_clock_and_how_the_first_rounds_was_chosen():
+    """report.json of a round folded again says why its clock (below the Fmax the round
+    before reached) and keeps the note of how the first round's clock was chosen."""
+    from brainsmith.builder.refold import chosen_clock, refold_notes
+
+    chosen = chosen_clock({"notes": ["clock: 80.0 MHz, brainsmith's default for ...", "other"]})
+    rounds = [{"clock_mhz": 80.0, "fmax_mhz": 76.3}]
+    said = refold_notes(chosen, rounds, 13.8)
+    assert said == [
+        "clock: 72.5 MHz, 5% below the 76.3 MHz round 1 reached at 80.0 MHz (nextpnr): the "
+        "build was folded again for it",
+        "round 1's clock: 80.0 MHz, brainsmith's default for ...",
+    ]
+    assert refold_notes(chosen, [], 5.0) == [] and chosen_clock({"notes": None}) == []
+
+
 @pytest.mark.parametrize("rounds", ["-1", "6", "two"])
 def test_refold_rounds_outside_0_to_5_is_refused_before_the_build(tmp_path, rounds):
     done = build_command(tmp_path, "--board", "ulx3s-85f", "--bitstream", "--refold-rounds", rounds)
