@@ -82,6 +82,7 @@ def build(
     start: Checkpoint | None = None,
     stop_after: int | None = None,
     exclude: Sequence[str] = (),
+    started: float | None = None,
 ) -> BuildResult:
     """Build ``model`` (path or ModelWrapper) with ``blueprint`` (path, Blueprint or BuildPlan;
     None: the default blueprint, ``shaping.DEFAULT_BLUEPRINT``).
@@ -100,8 +101,12 @@ def build(
     final model and reports (``result.checkpoint``); ``start=checkpoint`` continues such a
     build, ``model`` still being the original model (the verification reference). See
     ``brainsmith.builder.checkpoint``.
+
+    The build's time counts from ``started`` (``time.perf_counter()`` when the command
+    began: ``brainsmith build`` gives its process' start), else from this call.
     """
-    given, began = dict(options or {}), time.perf_counter()
+    given = dict(options or {})
+    began = time.perf_counter() if started is None else started
 
     def once(
         folder: str | None,
