@@ -219,7 +219,8 @@ def test_latency_is_beside_fps_on_the_first_card_and_in_the_first_lines(
 ):
     found = report(**FINISHED, rtlsim=rtlsim)
     line = first_card_line(render(found, {}))
-    assert line.startswith("97,656 fps estimated") and line.endswith(f" · {said}"), line
+    head = "throughput 97,656 fps estimated (frames streaming, one every 2,048 cycles)"
+    assert line.startswith(head) and line.endswith(f" · {said}"), line
     lines = terminal_summary(found, capsys)
     start = next(i for i, x in enumerate(lines) if x.startswith("  throughput  97,656 fps"))
     assert lines[start + 1] == "  " + said.replace("latency ", "latency     ", 1)

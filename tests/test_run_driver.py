@@ -170,12 +170,12 @@ def test_run_on_a_simulated_board_gives_what_python_gives_bit_for_bit(mlp, tmp_p
     assert result.returncode == 0, result.stderr
     assert np.array_equal(np.load(tmp_path / "got.npy"), y)
     assert "simulated board" in result.stdout and f"outputs equal to {vectors}" in result.stdout
-    # one vocabulary: latency is one frame's own count, throughput the build's interval
+    # the report's words: throughput the build's interval, latency one frame's own count
     line = next(x for x in result.stdout.splitlines() if x.startswith("accelerator at "))
-    assert re.search(r"at [\d.]+ MHz \(the build's clock\): latency [\d,]+ cycles a frame "
-                     r"\(its own count, first input to last output\), [\d.,]+ µs; throughput "
-                     r"[\d,]+ frames/s streaming, a frame every [\d,]+ cycles \(the build's "
-                     r"interval, (estimate|Verilator)\)$", line), line  # fmt: skip
+    assert re.search(r"at [\d.]+ MHz \(the build's clock\): throughput [\d,]+ fps, frames "
+                     r"streaming, one every [\d,]+ cycles \(the build's interval, "
+                     r"(estimate|Verilator)\); latency [\d.,]+ µs, one frame, [\d,]+ cycles "
+                     r"from its first input to its last output \(its own count\)$", line), line  # fmt: skip
 
 
 @simulated

@@ -8,7 +8,8 @@ import sys
 import click
 
 from brainsmith.cli.shared import build_dir_argument, error_exit, exit_now
-from brainsmith.clock import mhz_text
+from brainsmith.clock import Clock
+from brainsmith.report.pace import frames_per_second, microseconds, one_frame, streaming
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ def run(
 
     \b
     Without --input, 8 inputs are drawn from the input's data type. Shows frames per
-    second over the link (wall clock) and the accelerator's own cycles per frame.
+    second over the link (wall clock) and the accelerator's throughput (frames streaming,
+    one every pipelined interval) and latency (one frame), at the bitstream's PLL clock.
 
     \b
     Exit codes: 0 ran (and the outputs equal --expected); 1 the outputs differ, or the
@@ -88,23 +90,24 @@ def run(
 
 
 def summary(outcome: RunOutcome) -> list[str]:
-    """The run's lines: where, how fast over the link, the accelerator's own pace."""
+    """The run's lines: where, how fast over the link, the accelerator's throughput and
+    latency in the report's words (``brainsmith.report.pace``)."""
     figures = outcome.figures
     where = (
         f"simulated board ({figures.port}, {outcome.clks_per_bit} clocks per bit)"
         if figures.simulated
         else f"{figures.port} at {figures.baud:,} baud"
     )
-    clock = figures.clock_mhz
-    pace = f"latency {figures.cycles_per_frame:,.0f} cycles a frame (its own count, first input to last output)"
-    if clock:
-        pace = (f"at {mhz_text(clock)} ({figures.clock}): {pace}, {figures.latency_us:,.2f} µs")  # fmt: skip
+    frame = f"{one_frame(figures.cycles_per_frame)} (its own count)"
+    if figures.clock_mhz:
+        said = [f"latency {microseconds(figures.latency_us * 1000)}, {frame}"]
         if figures.throughput_fps:
-            pace += (f"; throughput {figures.throughput_fps:,.0f} frames/s streaming, a frame "
-                     f"every {figures.interval_cycles:,.0f} cycles (the build's interval, "
-                     f"{figures.interval_source or 'estimate'})")  # fmt: skip
+            said.insert(0, f"throughput {frames_per_second(figures.throughput_fps)}, "
+                           f"{streaming(figures.interval_cycles)} (the build's interval, "
+                           f"{figures.interval_source or 'estimate'})")  # fmt: skip
+        pace = f"at {Clock.from_mhz(figures.clock_mhz)} ({figures.clock}): " + "; ".join(said)
     else:
-        pace += "; the build names no clock"
+        pace = f"latency {frame}; the build names no clock"
     bits = "simulated, wall clock" if figures.simulated else "wall clock"
     in_bytes, out_bytes = figures.in_bytes, figures.bytes_per_frame - figures.in_bytes
     return [

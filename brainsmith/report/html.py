@@ -21,6 +21,7 @@ from brainsmith.report.measured import (
     unchecked,
     unsynthesised,
 )
+from brainsmith.report.pace import streaming
 from brainsmith.report.rtl_tables import rtlsim_html
 from brainsmith.report.text import (
     amount_text,
@@ -219,16 +220,19 @@ def _verdict(report: BuildReport) -> str:
 
 
 def _headline(report: BuildReport, fps: float) -> str:
-    """The verdict's first line: fps (at the clock reached, with a bitstream), the target's
-    pill, the latency."""
+    """The verdict's first line, in ``pace``'s words: the throughput (at the clock the
+    design runs at, with a bitstream), the target's pill, the latency."""
     clocked = clocked_lines(report)
-    line = f"<span class='big'>{_e(number(fps))} fps</span> estimated"
+    interval = finite((report.get("performance") or {}).get("max_cycles"))  # type: ignore[unreachable]  # a report.json read back may lack it
+    line = f"throughput <span class='big'>{_e(number(fps))} fps</span> estimated" + (
+        f" ({_e(streaming(interval))})" if interval else ""
+    )
     if clocked:
         at = Clock.read_ns(report.get("clock_ns"))
-        asked = f" at {at}" if at else ""
+        asked = f" at the {at} asked" if at else ""
         big, _, said = clocked[0].partition(" fps")
         line = (
-            f"<span class='big'>{_e(big)} fps</span>{_e(said)} · estimated "
+            f"throughput <span class='big'>{_e(big)} fps</span>{_e(said)} · estimated "
             f"{_e(number(fps))} fps{_e(asked)}"
         )
     line += _target_pill(report.get("target"), fps)
@@ -250,14 +254,16 @@ def _target_pill(goal: Target | None, fps: float) -> str:
 
 
 def _simulated_pace(report: BuildReport) -> list[str]:
+    """The whole design's simulated interval at the clock asked (none with a bitstream: the
+    headline gives it at the clock the design runs at)."""
     rtlsim = report.get("rtlsim")
     stitched = rtlsim.get("stitched") if rtlsim else None
     measured = finite(stitched.get("cycles_per_frame") if stitched else None)
-    if not measured:
+    if not measured or clocked_lines(report):
         return []
-    clock = finite(report.get("clock_ns"))
-    pace = f" ({number(1e9 / clock / measured)} fps at the clock)" if clock else ""
-    return [_e(f"measured in simulation: {number(measured)} cycles per frame{pace}")]
+    clock = Clock.read_ns(report.get("clock_ns"))
+    pace = f" (throughput {number(clock.mhz * 1e6 / measured)} fps at {clock})" if clock else ""
+    return [_e(f"measured in simulation: {streaming(measured)}{pace}")]
 
 
 def _bitstream_summary(report: BuildReport) -> list[str]:
@@ -365,17 +371,18 @@ def _dataflow(picture: str | None) -> str:
 def _summary(report: BuildReport, files: bool = True) -> str:
     """The summary table's rows; ``files``: with the row of links into the folder."""
     goal = report.get("target")
-    clock = Clock.read_ns(report.get("clock_ns"))
     board = f" (board {_e(report['board'])})" if report.get("board") else ""
+    clocked = clocked_lines(report)
     rows = [
         ("status", _e(report.get("status", ""))),
         ("model", _e(report.get("model", ""))),
         ("blueprint", _e(report.get("blueprint_path", ""))),
         ("FPGA part", _e(report.get("fpga_part") or "-") + board),
-        ("clock", _e(f"{clock.ns} ns ({clock})" if clock else "-")),
-        ("estimated throughput", _throughput(report.get("performance", {}), goal)),
+        ("clock", _e(_clock_row(report))),
+        *([("throughput", _e(clocked[0])), ("latency", _e(clocked[1] or "-"))] if clocked else []),
+        ("estimated throughput", _throughput(report.get("performance", {}), goal, clocked)),
         *[("bottleneck", _e(line)) for line in [bottleneck_line(goal)] if line],
-        ("latency", _e(latency_text(report) or "-")),
+        ("estimated latency" if clocked else "latency", _e(latency_text(report) or "-")),
         *_resource_rows(report),
         ("build time", _e(number(report.get("seconds"), " s"))),
         *([("files", _files(report))] if files else []),
@@ -383,9 +390,24 @@ def _summary(report: BuildReport, files: bool = True) -> str:
     return "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
 
 
-def _throughput(perf: Performance | dict[str, object], goal: Target | None) -> str:
-    """The estimated fps, and whether the target is met."""
-    throughput = number(perf.get("estimated_fps"), " fps")
+def _clock_row(report: BuildReport) -> str:
+    """The clock asked, and the one the bitstream's PLL makes when a bitstream was made."""
+    clock = Clock.read_ns(report.get("clock_ns"))
+    if not clock:
+        return "-"
+    section = report.get("bitstream")
+    made = Clock.read_mhz(section.get("clock_mhz")) if section else None
+    return f"{clock.ns:g} ns ({clock})" + (f" asked; the PLL makes {made}" if made else "")
+
+
+def _throughput(
+    perf: Performance | dict[str, object], goal: Target | None, clocked: object = None
+) -> str:
+    """The estimated fps (``clocked``: beside figures at another clock, at the one asked),
+    and whether the target is met."""
+    throughput = number(perf.get("estimated_fps"), " fps") + (
+        " at the clock asked" if clocked else ""
+    )
     if not goal:
         return throughput
     verdict = "met" if goal["met"] else "missed"

@@ -9,6 +9,7 @@ import re
 from brainsmith.clock import Clock, mhz_text
 from brainsmith.hardware.place_route.critical_path import path_text
 from brainsmith.hardware.rtlsim.layer_design import CRASHED
+from brainsmith.report.pace import frames_per_second, microseconds, one_frame, streaming
 from brainsmith.report.units import bits, finite, percent
 
 TYPE_CHECKING = False
@@ -241,22 +242,24 @@ def _latency_verdict(report: BuildReport) -> str:
 
 def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
     """Throughput and latency at the clock the design runs at, with their sources, when a
-    bitstream was made: ("12,345 fps at 48.0 MHz (nextpnr clock, Verilator cycles)",
-    "20.8 µs (1,000 cycles at 48.0 MHz; nextpnr clock, Verilator cycles)"); else None."""
+    bitstream was made, in ``pace``'s words: ("12,345 fps at 48.0 MHz (nextpnr clock,
+    Verilator cycles): frames streaming, one every 3,888 cycles", "20.8 µs at 48.0 MHz
+    (nextpnr clock, Verilator cycles): one frame, 1,000 cycles from its first input to its
+    last output"); else None."""
     perf = report.get("performance") or {}  # type: ignore[unreachable]  # a report.json read back may lack it
     fps, clock = finite(perf.get("fps")), Clock.read_mhz(perf.get("clock_mhz"))
     if not fps or not clock:
         return None
-    first = f"{number(fps)} fps at {clock} ({perf.get('fps_source', '')})"
+    first = f"{frames_per_second(fps)} at {clock} ({perf.get('fps_source', '')})"
+    interval = finite(perf.get("cycles_per_frame"))
+    first += f": {streaming(interval)}" if interval else ""
     if perf.get("clock_note"):
         first += f"; {perf['clock_note']}"
-    nanoseconds = finite(perf.get("latency_ns"))
+    nanoseconds, cycles = finite(perf.get("latency_ns")), finite(perf.get("latency_cycles"))
     latency = None
     if nanoseconds:
-        latency = (
-            f"{number(nanoseconds / 1000, ' µs')} ({number(perf.get('latency_cycles'))} cycles "
-            f"at {clock}; {perf.get('latency_source', '')})"
-        )
+        latency = f"{microseconds(nanoseconds)} at {clock} ({perf.get('latency_source', '')})"
+        latency += f": {one_frame(cycles)}" if cycles else ""
     return first, latency
 
 
