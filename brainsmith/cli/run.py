@@ -51,7 +51,8 @@ def run(
     \b
     Without --input, 8 inputs are drawn from the input's data type. Shows frames per
     second over the link (wall clock) and the accelerator's throughput (frames streaming,
-    one every pipelined interval) and latency (one frame), at the bitstream's PLL clock.
+    one every pipelined interval) and latency (one frame), at the bitstream's PLL clock
+    (else the build's).
 
     \b
     Exit codes: 0 ran (and the outputs equal --expected); 1 the outputs differ, or the
