@@ -515,8 +515,7 @@ def mlp_mixer(
     (ReLU) -> dim), then the mean over the tokens (``x.mean(dim=1)``, exported as
     ``ReduceMean``, in float), a signed ``QuantIdentity`` of ``pool_bits`` and a classifier;
     no norms or residuals. ``token_mixing``: first the token MLP as timm writes it (linear
-    layers on ``x.transpose(1, 2)``), which does not build yet: QONNX gives its quantizer the
-    transposed layout, and the bias absorbed into it lands on the wrong axis. ``mean_dim=2``:
+    layers on ``x.transpose(1, 2)``, quantized after). ``mean_dim=2``:
     the mean over each token's channels instead, the classifier reading ``tokens`` values."""
     torch = _torch()
     import brevitas.nn as qnn

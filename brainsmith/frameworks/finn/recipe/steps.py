@@ -85,7 +85,8 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
     Tanh, Sigmoid, Exp or Softplus read by a quantizer becomes part of its thresholds;
     bipolar activations become 0/1 ones (XNOR-popcount products where both operands are
     bipolar, ``2x - 1`` moved into the next layer elsewhere); a scale before an average
-    pool or a mean moves past it to the next thresholds."""
+    pool or a mean moves past it to the next thresholds; a quantizer after a linear layer
+    on transposed tokens thresholds the layer's features."""
     import finn.transformation.streamline.absorb as absorb
     from finn.transformation.streamline import Streamline
     from finn.transformation.streamline.reorder import MakeMaxPoolNHWC
@@ -94,6 +95,7 @@ def streamline(model: ModelWrapper) -> ModelWrapper:
     from qonnx.transformation.infer_data_layouts import InferDataLayouts
     from qonnx.transformation.lower_convs_to_matmul import LowerConvsToMatMul
 
+    model = model.transform(tfm.ThresholdsOnLinearFeatures())
     model = model.transform(tfm.AbsorbMonotonicIntoThresholds())
     model = model.transform(absorb.AbsorbScalarBiasIntoMultiThreshold())
     model = model.transform(Streamline())
