@@ -45,9 +45,9 @@ class DefaultClock:
 
 # The shipped MLP with blueprints/mlp.yaml (1,000,000 fps) built for the ulx3s-85f
 # (LFE5U-85F-6BG381C) at 90 MHz, one run on 29 November: 85.9 MHz reached, the slowest of the
-# board builds measured at grade 6 (the others 107.7 to 126.9 MHz: the same MLP folded for
+# board builds measured at grade 6 (the others 107.7 to 131.6 MHz: the same MLP folded for
 # 81.6 MHz, the shipped networks at 100 MHz, README's quick-start network and the MLP with no
-# blueprint at 90 MHz; benchmarks/results/bitstream.json, board_plain.json)
+# blueprint at 90 and at 80 MHz; benchmarks/results/bitstream.json, board_plain.json)
 ECP5_GRADE_6 = (
     85.9,
     "the slowest board build measured at ECP5 speed grade 6 (the shipped MLP folded for "
