@@ -18,17 +18,13 @@ FINN's layer modules import torch (seconds), so each is corrected when it is imp
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import math
-import sys
 
 from brainsmith.frameworks.finn.facts import HW_DOMAIN
+from brainsmith.frameworks.finn.on_import import when_imported
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from importlib.machinery import ModuleSpec
     from types import ModuleType
 
     from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
@@ -52,29 +48,4 @@ def _correct(module: ModuleType) -> None:
 
 def install() -> None:
     """Correct FINN's ``InnerShuffle`` now if it is imported, else when it is."""
-    module = sys.modules.get(INNER_SHUFFLE)
-    if module is not None:
-        _correct(module)
-    elif not any(isinstance(finder, _OnImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _OnImport())
-
-
-class _OnImport(importlib.abc.MetaPathFinder):
-    """Finds FINN's module as Python would, and corrects it once it has run."""
-
-    def find_spec(
-        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        if name != INNER_SHUFFLE:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or not isinstance(spec.loader, importlib.abc.Loader):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            run(module)
-            _correct(module)
-
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
+    when_imported(INNER_SHUFFLE, _correct)

@@ -43,6 +43,9 @@ Used by ``brainsmith.build``:
    sklearn) takes 1-2 s. ``fast_exit(code)`` lets a finished command flush its output and
    leave with ``os._exit`` — only when the process's own stdout/stderr are in use, so a
    host that runs the command in-process (tests, click's CliRunner) is never ended.
+10. FINN packs each value of a weight or threshold memory, and of each word an RTL
+    simulation reads, into hex one ``bitstring`` object at a time (12 s for a 30,000-row
+    memory); ``brainsmith.frameworks.finn.packing`` packs the same strings in NumPy.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from collections.abc import Callable, Iterator
 from typing import NoReturn, TextIO
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.frameworks.finn import cycles
+from brainsmith.frameworks.finn import cycles, packing
 
 _prepared = False
 _prepare_lock = threading.RLock()
@@ -132,6 +135,7 @@ def _prepare() -> None:
         pass  # QONNX is not installed; the caller reports that
 
     cycles.install()
+    packing.install()
     if os.environ.get("XILINX_VIVADO"):
         return
     try:
