@@ -45,7 +45,9 @@ Used by ``brainsmith.build``:
    host that runs the command in-process (tests, click's CliRunner) is never ended.
 10. FINN packs each value of a weight or threshold memory, and of each word an RTL
     simulation reads, into hex one ``bitstring`` object at a time (12 s for a 30,000-row
-    memory); ``brainsmith.frameworks.finn.packing`` packs the same strings in NumPy.
+    memory); ``brainsmith.frameworks.finn.packing`` packs the same strings in NumPy, and
+    ``brainsmith.frameworks.finn.datatypes`` checks one threshold at a time against its
+    integer type in plain Python, as FINN asks it to.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from collections.abc import Callable, Iterator
 from typing import NoReturn, TextIO
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.frameworks.finn import cycles, packing
+from brainsmith.frameworks.finn import cycles, datatypes, packing
 
 _prepared = False
 _prepare_lock = threading.RLock()
@@ -131,6 +133,7 @@ def _prepare() -> None:
 
         tensor_names.install()
         linear_passes.install()
+        datatypes.install()
     except ImportError:
         pass  # QONNX is not installed; the caller reports that
 

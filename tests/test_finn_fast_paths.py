@@ -1,6 +1,7 @@
-"""FINN's hex packing, in NumPy: the same strings as FINN's own function for every data type,
-width, padding, order and shape FINN packs, FINN's errors where it raises, and FINN's layers
-using it once brainsmith has prepared FINN."""
+"""FINN's and QONNX's slow paths brainsmith replaces, answering as they do: the hex packing
+of memories and simulation words (the same strings for every data type, width, padding,
+order and shape FINN packs, FINN's errors where it raises, FINN's layers using it once
+brainsmith has prepared FINN), and the check of one number against an integer type."""
 
 from __future__ import annotations
 
@@ -84,3 +85,17 @@ def test_finn_s_layers_pack_with_it_once_finn_is_prepared() -> None:
     assert data_packing.pack_innermost_dim_as_hex_string is fast
     assert mvau.pack_innermost_dim_as_hex_string is fast
     assert thresholds.pack_innermost_dim_as_hex_string is fast
+
+
+@pytest.mark.parametrize("name", ["BINARY", "UINT1", "INT2", "UINT4", "INT8", "INT32", "UINT32"])
+def test_one_number_is_allowed_by_an_integer_type_as_qonnx_answers(name: str) -> None:
+    dtype = DataType[name]
+    numbers = [0, 1, -1, 2, -2, 3, 15, 16, 127, 128, -128, -129, 255, 256, 0.5, -0.5, 2**31 - 1,
+               -(2**31), 2**32 - 1, 2**32, True, np.float32(3), np.int64(7), np.float64(2.5),
+               float("nan"), float("inf"), -float("inf")]  # fmt: skip
+    for number in numbers:
+        ours, qonnx = dtype.allowed(number), type(dtype).qonnx_allowed(dtype, number)
+        assert ours == qonnx and type(ours) is type(qonnx), (name, number)
+    values = np.array(numbers[:-3], dtype=np.float64)
+    assert (dtype.allowed(values) == type(dtype).qonnx_allowed(dtype, values)).all()
+    assert np.vectorize(dtype.allowed)(values).tolist() == dtype.allowed(values).tolist()
