@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -53,12 +54,22 @@ def user_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> dict:
-    """Run cmd; its wall and CPU seconds, exit code and output (stdout + stderr)."""
+def timed(cmd: list[str], env: dict[str, str], cwd: Path, stop_after: float | None = None) -> dict:
+    """Run cmd; its wall and CPU seconds, exit code and output (stdout + stderr).
+    ``stop_after``: seconds after which cmd gets SIGINT. A Ctrl-C here stops cmd (it gets the
+    terminal's SIGINT too), not this wait, so what cmd finished is still counted."""
     with tempfile.TemporaryFile("w+") as out:
         began = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        stop = threading.Timer(stop_after or 0, os.kill, (proc.pid, signal.SIGINT))
+        if stop_after:
+            stop.start()
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            signal.signal(signal.SIGINT, before)
+            stop.cancel()
         wall = time.perf_counter() - began
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)

@@ -10,7 +10,8 @@ workers and every process they waited for, and the load average are recorded bes
     .venv/bin/python -m benchmarks.suite_profile --tier test --junit run.xml --wall 3338 [--note TEXT]
 
 ``--junit`` reads a report an earlier run of the same command wrote (``--wall`` its wall
-seconds) instead of running; ``--keep-junit PATH`` keeps a run's report, every test in it.
+seconds) instead of running; ``--keep-junit PATH`` keeps a run's report, every test in it;
+``--stop-after MINUTES`` stops a long tier with SIGINT and records the tests it ran by then.
 Writes benchmarks/results/suite_profile.json (one entry per tier and label; others kept) and
 its section of benchmarks/RESULTS.md.
 """
@@ -178,14 +179,14 @@ def started(record: Path, root_pid: int) -> dict:
             "cpu_s_by_name": busiest}  # fmt: skip
 
 
-def run(target: str, keep_junit: Path | None = None) -> dict:
+def run(target: str, keep_junit: Path | None = None, stop_after: float | None = None) -> dict:
     words = pytest_words(target)
     with tempfile.TemporaryDirectory() as folder:
         xml, accounts = Path(folder) / "junit.xml", Path(folder) / "accounts"
         record: dict = {}
         command = [sys.executable, "-m", "pytest", *words, f"--junitxml={xml}"]
         with watching_load(record), accounting(accounts) as counting:
-            ran = timed(command, dict(os.environ), REPO)  # as make runs it
+            ran = timed(command, dict(os.environ), REPO, stop_after)  # as make runs it
         if counting:
             record.update(started(accounts, ran["pid"]))
         summary = SUMMARY.findall(ran["output"])
@@ -317,6 +318,9 @@ def main() -> int:
     parser.add_argument("--wall", type=float, default=0.0, help="with --junit: its wall seconds")
     parser.add_argument("--note", default="", help="what a reader should know about the run")
     parser.add_argument("--keep-junit", type=Path, help="copy the run's JUnit report here")
+    parser.add_argument("--stop-after", type=float, metavar="MINUTES",
+                        help="stop the tier with SIGINT after this long; the tests run by then "
+                        "are recorded (so is a Ctrl-C's)")  # fmt: skip
     args = parser.parse_args()
     target = TARGETS[args.tier]
     if args.junit:
@@ -329,7 +333,8 @@ def main() -> int:
                  "summary": summary}  # fmt: skip
         result = profile(cases, args.wall, extra)
     else:
-        result = run(target, args.keep_junit)
+        stop = args.stop_after * 60 if args.stop_after else None
+        result = run(target, args.keep_junit, stop)
     if args.note:
         result["note"] = args.note
     old = json.loads(RESULT.read_text()) if RESULT.exists() else {}
