@@ -211,8 +211,10 @@ def read_budget() -> dict:
     return yaml.safe_load(BUDGET.read_text())
 
 
-def over_budget(run_: dict, budget: dict) -> list[str]:
-    """What in ``run_`` (a make test run) is over ``budget``, one line each."""
+def over_budget(run_: dict, budget: dict, tier: str = "test") -> list[str]:
+    """What in ``run_`` (a run of ``tier``: test or wide) is over ``budget``, one line each."""
+    if tier == "wide":
+        return _wide_over_budget(run_, budget)
     lines = []
     if run_["wall_s"] > budget["wall_minutes"] * 60:
         lines.append(f"the run: {_minutes(run_['wall_s'])}, over {budget['wall_minutes']} min")
@@ -233,6 +235,19 @@ def over_budget(run_: dict, budget: dict) -> list[str]:
         if max(case.get("cpu_s", 0), case["seconds"]) > limit and not named:
             lines.append(f"{case['id']}: {case.get('cpu_s', 0):.0f} CPU-s, {case['seconds']:.0f} s;"
                          f" over {limit} s and not listed in tests/budget.yaml long_tests")  # fmt: skip
+    return lines
+
+
+def _wide_over_budget(run_: dict, budget: dict) -> list[str]:
+    """make test-wide's wall minutes, and each test over the seconds a wide test may take
+    (a longer one belongs in make test-big)."""
+    lines, limit = [], budget["wide_test_seconds"]
+    if run_["wall_s"] > budget["wide_wall_minutes"] * 60:
+        lines.append(f"the run: {_minutes(run_['wall_s'])}, over {budget['wide_wall_minutes']} min")
+    for case in run_.get("cases", []):
+        if case["seconds"] > limit:
+            lines.append(f"{case['id']}: {case['seconds']:.0f} s, over {limit} s: move it to "
+                         "make test-big (tests/budget.yaml moved: \"big: why\")")  # fmt: skip
     return lines
 
 
@@ -274,13 +289,22 @@ def section(data: dict) -> list[str]:
                      f"{run_.get('summary', '')} |")  # fmt: skip
     notes = [f"- {key}: {run_['note']}" for key, run_ in runs.items() if run_.get("note")]
     lines += ["", *notes] if notes else []
-    latest = [key for key, run_ in runs.items() if key.startswith("make test") and "cases" in run_]
+    latest = [key for key, run_ in runs.items()
+              if key.partition(" · ")[0] == "make test" and "cases" in run_]  # fmt: skip
     if latest:
         run_, budget = runs[latest[-1]], read_budget()
         lines += ["", f"{latest[-1]} against the budget of `tests/budget.yaml` ({budget['wall_minutes']}"
                   f" min, {budget['processes']} processes; each group's share of the two workers' "
                   "time in seconds):", "", *budget_table(run_, budget)]  # fmt: skip
         lines += ["", *[f"- over: {line}" for line in over_budget(run_, budget)]]
+    wide = [key for key, run_ in runs.items()
+            if key.partition(" · ")[0] == "make test-wide" and "cases" in run_]  # fmt: skip
+    if wide:
+        budget = read_budget()
+        over = over_budget(runs[wide[-1]], budget, "wide")
+        lines += ["", f"{wide[-1]} against make test-wide's budget ({budget['wide_wall_minutes']} "
+                  f"min; a test over {budget['wide_test_seconds']} s belongs in make test-big): "
+                  + ("within it." if not over else ""), *[f"- over: {line}" for line in over]]  # fmt: skip
         if run_.get("processes_by_name"):
             named = ", ".join(f"{k} {v}" for k, v in run_["processes_by_name"].items())
             lines += ["", f"Processes it started, the most frequent: {named}."]
@@ -344,10 +368,12 @@ def main() -> int:
     RESULT.write_text(json.dumps(data, indent=1) + "\n")
     update_results(section(data), HEADING)
     print("\n".join(section(data)))
-    if target == "test":
-        over = over_budget(result, read_budget())
+    if args.tier in ("test", "wide"):
+        over = over_budget(result, read_budget(), args.tier)
         print(
-            "\n".join(["", "Over make test's budget:", *over] if over else ["", "Within budget."])
+            "\n".join(
+                ["", f"Over make {target}'s budget:", *over] if over else ["", "Within budget."]
+            )
         )
     return 0 if result.get("exit_code", 0) == 0 else 1
 

@@ -204,3 +204,17 @@ def test_the_budget_flags_a_long_test_unless_it_is_listed_or_moved_to_another_ti
         "tests.test_a::test_new: 40 CPU-s, 40 s; over 30 s and not listed in tests/budget.yaml "
         "long_tests"
     ]
+
+
+def test_the_wide_budget_flags_its_wall_time_and_each_test_that_belongs_in_the_big_tier():
+    from benchmarks.suite_profile import over_budget
+
+    budget = {"wide_wall_minutes": 25, "wide_test_seconds": 150}
+    cases = [{"id": "tests.test_a::test_short", "seconds": 149.0},
+             {"id": "tests.test_a::test_long[x]", "seconds": 151.0}]  # fmt: skip
+    assert over_budget({"wall_s": 1500.0, "cases": cases[:1]}, budget, "wide") == []
+    assert over_budget({"wall_s": 1501.0, "cases": cases}, budget, "wide") == [
+        "the run: 25.0 min, over 25 min",
+        "tests.test_a::test_long[x]: 151 s, over 150 s: move it to make test-big "
+        '(tests/budget.yaml moved: "big: why")',
+    ]
