@@ -70,6 +70,7 @@ def test_an_unreachable_scheduler_is_a_clear_error(tmp_path):
         brainsmith.explore(MLP, str(space), str(tmp_path / "out"), scheduler="tcp://127.0.0.1:9")
     assert caught.value.exit_code == 2
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in caught.value.reason
+    assert "nothing listens at that port" in caught.value.reason  # said at once, no retries
     assert "dask scheduler" in caught.value.hint
     assert time.monotonic() - began < 60
 

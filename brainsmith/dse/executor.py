@@ -375,7 +375,11 @@ def _address(given: str) -> str:
 
 def _probe(address: str, where: str, timeout: float) -> None:
     """Connect and ask the scheduler who it is, all within ``timeout`` seconds: a
-    server that never accepts, accepts and says nothing, or answers garbage is refused."""
+    server that never accepts, accepts and says nothing, or answers garbage is refused;
+    nothing listening is said at once (Dask's connect retries until its timeout)."""
+    refused = _refused(address)
+    if refused:
+        raise _unreachable(where, refused)
     answer: list[object] = []
     thread = threading.Thread(target=_identity, args=(address, answer, timeout), daemon=True)
     thread.start()
@@ -391,6 +395,23 @@ def _probe(address: str, where: str, timeout: float) -> None:
         kind = f" ({type(found).__name__})" if isinstance(found, BaseException) else ""
         problem = f"it answered, but not as a Dask scheduler{kind}"
     raise _unreachable(where, problem)
+
+
+def _refused(address: str) -> str:
+    """Why a ``tcp://`` address refuses a connection (nothing listens there), else ""."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not address.startswith("tcp://"):
+        return ""
+    try:
+        parts = urlsplit(address)
+        socket.create_connection((parts.hostname, parts.port), timeout=1).close()
+    except ConnectionRefusedError as exc:
+        return f"nothing listens at that port ({exc.strerror or 'connection refused'})"
+    except (OSError, ValueError):
+        return ""  # the probe itself says what it finds
+    return ""
 
 
 def _identity(address: str, answer: list[object], timeout: float) -> None:
