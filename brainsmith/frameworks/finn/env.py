@@ -44,7 +44,7 @@ Used by ``brainsmith.build``:
    leave with ``os._exit`` — only when the process's own stdout/stderr are in use, so a
    host that runs the command in-process (tests, click's CliRunner) is never ended.
 10. FINN packs each value of a weight or threshold memory, and of each word an RTL
-    simulation reads, into hex one ``bitstring`` object at a time (12 s for a 30,000-row
+    simulation reads, into hex one ``bitstring`` object at a time (7 s for a 30,000-row
     memory); ``brainsmith.frameworks.finn.packing`` packs the same strings in NumPy, and
     ``brainsmith.frameworks.finn.datatypes`` checks one threshold at a time against its
     integer type in plain Python, as FINN asks it to.
