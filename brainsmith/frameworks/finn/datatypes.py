@@ -2,10 +2,10 @@
 
 FINN checks a layer's thresholds with ``np.vectorize(dtype.allowed)``: QONNX's
 ``IntType.allowed`` once per threshold, each call three NumPy operations on a scalar (0.56 s
-for 100,000 thresholds; 0.05 s here). ``install()`` (idempotent, from ``prepare_finn``) answers a single
-number in plain Python — the same answer: an integer within the type's range, NaN and the
-infinities not — and anything else (an array) with QONNX's own code. Subclasses (fixed
-point, scaled integers) keep their own checks.
+for 100,000 thresholds; 0.05 s here). ``install()`` (idempotent, from ``prepare_finn``)
+answers a single number in plain Python — the same answer: an integer within the type's
+range, NaN and the infinities not — and anything else (an array) with QONNX's own code.
+Subclasses (fixed point, scaled integers) keep their own checks.
 """
 
 from __future__ import annotations

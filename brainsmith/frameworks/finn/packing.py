@@ -3,8 +3,9 @@
 FINN writes every weight and threshold memory it generates, and every word it feeds an RTL
 simulation, with ``finn.util.data_packing.pack_innermost_dim_as_hex_string``: one
 ``bitstring`` object per value, about 0.24 ms a row (7.2 s for a 30,000-row weight memory
-of 16 4-bit values a word; 0.06 s here, ``python -m benchmarks.finn_fast_paths``). ``install()`` (idempotent, from ``prepare_finn``) puts
-``pack_innermost_dim_as_hex_string`` below in its place, before any FINN layer imports it:
+of 16 4-bit values a word; 0.06 s here, ``python -m benchmarks.finn_fast_paths``).
+``install()`` (idempotent, from ``prepare_finn``) puts ``pack_innermost_dim_as_hex_string``
+below in its place, before any FINN layer imports it:
 the same strings in an array of the same shape and dtype. Whatever it does not cover — a
 value its type does not allow, a word wider than its padding (FINN raises for both), padding
 that is not whole hex digits, a type that is neither integer nor FLOAT32, an empty array —
