@@ -295,7 +295,7 @@ def test_each_broken_family_plugin_is_named_and_ecp5_works_on(odd_families):
         "print(*found.left_out, sep='\\n')\n"
         "print('TARGET', target('LFE5U-85F-6BG381C')[0].name)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(odd_families), "BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "3"}
+    env = {**os.environ, "PYTHONPATH": str(odd_families), "BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "5"}
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=120)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
