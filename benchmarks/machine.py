@@ -6,6 +6,9 @@ import os
 import platform
 import sys
 from importlib import metadata
+from pathlib import Path
+
+MODELS = Path(__file__).resolve().parent.parent / "examples" / "models"
 
 
 def _cpu_model() -> str:
@@ -59,3 +62,10 @@ def brainsmith_json(command: str, folder, cache) -> tuple[float, dict]:
     if result.returncode != 0:
         raise RuntimeError(f"brainsmith {command} {folder} failed:\n{result.stderr}")
     return seconds, json.loads(result.stdout)
+
+
+def example_model(name: str) -> Path:
+    """``name`` as a benchmark's ``--model`` takes it: a path to an ``.onnx`` file, or a
+    model under examples/models (``zoo/bert_tiny``)."""
+    model = Path(name)
+    return model if model.suffix == ".onnx" else MODELS / f"{name}.onnx"

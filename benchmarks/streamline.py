@@ -61,17 +61,15 @@ print(seconds)
 
 
 def main() -> int:
-    from benchmarks.machine import machine_info
+    from benchmarks.first_hour import user_env
+    from benchmarks.machine import example_model, machine_info
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model", default="zoo/bert_tiny", help="under examples/models, or a path")
     args = parser.parse_args()
-    model = Path(args.model)
-    if model.suffix != ".onnx":
-        model = REPO / "examples" / "models" / f"{args.model}.onnx"
-    env = {**os.environ}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed packages' bytecode, as users run
+    model = example_model(args.model)
+    env = user_env()  # installed packages' bytecode, as users run
     times: dict[str, list[float]] = {"qonnx": [], "brainsmith": []}
     digests: dict[str, set[str]] = {"qonnx": set(), "brainsmith": set()}
     load = os.getloadavg()
