@@ -211,11 +211,11 @@ class Precompiled:
 def _streams(run: BuildRun, model: ModelWrapper) -> Streams | str:
     """The build's streams as its host link and driver see them, or why the gate-level check
     cannot run on it."""
-    from brainsmith.hardware.board.streams import DriverError, streams_of
+    from brainsmith.hardware.board.streams import Built, DriverError, streams_of
 
-    report = {"output_dir": run.output_dir, "clock_ns": run.plan.build.period_ns}
+    built = Built(run.output_dir, run.plan.build.clock)
     try:
-        return streams_of(run.output_dir, report, model, run.context.dataflow_parent)
+        return streams_of(run.output_dir, built, model, run.context.dataflow_parent)
     except DriverError as exc:
         return exc.reason
 

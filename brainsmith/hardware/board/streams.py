@@ -111,22 +111,51 @@ class Streams:
         return sum(int(getCustomOp(node).get_exp_cycles()) for node in self.model.graph.node)
 
 
+@dataclass(frozen=True)
+class Built:
+    """What the streams of a build need of its report: the folder it was built in (its
+    ``output_dir``, which ``files.f`` names), its clock, its part, its pipelined interval
+    (cycles a frame when streaming, and the figure's source: "Verilator" or "estimate") and
+    its HLS layers (why it may have no whole accelerator in RTL)."""
+
+    built_in: str
+    clock: Clock | None
+    fpga_part: str = ""
+    interval: tuple[float, str] | None = None
+    hls_layers: tuple[str, ...] = ()
+
+    @classmethod
+    def of_report(cls, report: dict[str, Any]) -> Built:
+        """The facts ``report`` (a build's report.json, through the gate) gives."""
+        layers = report.get("layers") or []
+        hls = (
+            str(x.get("name")) for x in layers if isinstance(x, dict) and x.get("backend") == "hls"
+        )
+        return cls(
+            built_in=str(report.get("output_dir") or ""),
+            clock=Clock.read_ns(report.get("clock_ns")),
+            fpga_part=str(report.get("fpga_part") or ""),
+            interval=_interval(report),
+            hls_layers=tuple(hls),
+        )
+
+
 def streams(folder: str) -> Streams:
     """The ``Streams`` of the build in ``folder`` (through the gate); DriverError when it
     has no stitched accelerator of one stream in and one out."""
     report, model, parent = _opened(folder)
-    return streams_of(folder, report, model, parent)
+    return streams_of(folder, Built.of_report(report), model, parent)
 
 
 def streams_of(
-    folder: str, report: dict[str, Any], model: ModelWrapper, parent: ModelWrapper | None
+    folder: str, built: Built, model: ModelWrapper, parent: ModelWrapper | None
 ) -> Streams:
-    """The ``Streams`` of the build in ``folder`` from its report, final model and parent
-    graph (a build still running gives its own); DriverError as ``streams``."""
+    """The ``Streams`` of the build in ``folder`` from what its report says (``built``),
+    its final model and parent graph (a build still running gives its own); DriverError as
+    ``streams``."""
     from qonnx.custom_op.registry import getCustomOp
 
-    built_in = str(report.get("output_dir") or "")
-    _has_whole_design(folder, report)
+    _has_whole_design(folder, built.hls_layers)
     prepare_finn()
     try:  # the plugins that provide its layers (brainsmith's Pool_rtl, a package's)
         require_layers(model, os.path.join(folder, "final.onnx"))
@@ -134,7 +163,7 @@ def streams_of(
         raise DriverError(exc.reason, exc.hint) from None
     try:
         ports = accelerator_ports(model)
-        design = stitched_design(folder, built_in, ports)
+        design = stitched_design(folder, built.built_in, ports)
     except (NotSynthesisable, TopError) as exc:
         raise DriverError(str(exc), REBUILD) from None
     source, sink = model.graph.input[0].name, model.graph.output[0].name
@@ -145,27 +174,28 @@ def streams_of(
             "final.onnx has no layer that reads its input or writes its output", REBUILD
         )
     first, last = getCustomOp(reader), getCustomOp(writer)
-    clock = Clock.read_ns(report.get("clock_ns"))
+    cycles, source = built.interval or (0.0, "")
     return Streams(
         folder=os.path.abspath(folder),
-        built_in=built_in,
+        built_in=built.built_in,
         in_bits=ports.in_bits,
         out_bits=ports.out_bits,
         in_words=math.prod(first.get_folded_input_shape(0)[:-1]),
         out_words=math.prod(last.get_folded_output_shape(0)[:-1]),
         design_hash=design.digest(),
-        clock_mhz=clock.mhz if clock else 0.0,
+        clock_mhz=built.clock.mhz if built.clock else 0.0,
         first=first,
         last=last,
         model=model,
         parent=parent,
-        fpga_part=str(report.get("fpga_part") or ""),
-        **_interval(report),
+        fpga_part=built.fpga_part,
+        interval_cycles=cycles,
+        interval_source=source,
         probes=ports.probes,
     )
 
 
-def _interval(report: dict[str, Any]) -> dict[str, Any]:
+def _interval(report: dict[str, Any]) -> tuple[float, str] | None:
     """The build's pipelined interval (cycles a frame when streaming) and its source."""
     performance = report.get("performance")
     performance = performance if isinstance(performance, dict) else {}
@@ -174,20 +204,18 @@ def _interval(report: dict[str, Any]) -> dict[str, Any]:
         cycles = performance.get(key)
         if isinstance(cycles, int | float) and math.isfinite(cycles) and cycles > 0:
             known = source if source in ("Verilator", "estimate") else "estimate"  # report text
-            return {"interval_cycles": float(cycles), "interval_source": known}
-    return {}
+            return float(cycles), known
+    return None
 
 
 REBUILD = "build the model again with --prefer rtl (every layer RTL)"
 
 
-def _has_whole_design(folder: str, report: dict[str, Any]) -> None:
-    """DriverError naming why the build has no whole accelerator in RTL (its HLS layers, or
-    no FIFO sizing) when ``finn/stitched_rtl/files.f`` is missing."""
+def _has_whole_design(folder: str, hls: tuple[str, ...]) -> None:
+    """DriverError naming why the build has no whole accelerator in RTL (its ``hls``
+    layers, or no FIFO sizing) when ``finn/stitched_rtl/files.f`` is missing."""
     if os.path.isfile(os.path.join(folder, "finn", "stitched_rtl", "files.f")):
         return
-    layers = report.get("layers") or []
-    hls = [str(x.get("name")) for x in layers if isinstance(x, dict) and x.get("backend") == "hls"]
     why = (
         f"it has HLS layers ({', '.join(hls[:3])}{', ...' if len(hls) > 3 else ''})"
         if hls
@@ -297,4 +325,4 @@ def run_graph(part: ModelWrapper | None, frames: list[np.ndarray]) -> list[np.nd
     return [outputs[0] for outputs in run(part, [(np.asarray(f, np.float32),) for f in frames])]
 
 
-__all__ = ["DriverError", "Host", "Streams", "run_graph", "streams"]
+__all__ = ["Built", "DriverError", "Host", "Streams", "run_graph", "streams"]
