@@ -21,7 +21,7 @@ from brainsmith.hardware.board.link import Decoder, Identity, Link, LinkError, c
 
 DATA = Path(__file__).parent / "data" / "host_link"
 RTL = package_files("brainsmith.hardware.board") / "rtl"
-LINK_SOURCES = ["crc16.sv", "uart_rx.sv", "uart_tx.sv", "host_link.sv"]
+LINK_SOURCES = link.RTL  # the order every tool reads them in
 CPB = 8  # clocks per bit in simulation
 READ_CYCLES = 400_000  # a read gives up after this many cycles: beyond the link's timeout
 STANDIN = {"CLKS_PER_BIT": CPB, "IN_BITS": 12, "OUT_BITS": 24, "IN_WORDS": 6, "OUT_WORDS": 3}
@@ -412,3 +412,11 @@ def test_the_mlp_answers_through_the_link_as_in_python(mlp, tmp_path):
     sized = json.loads((build / "finn/report/fifo_sizing.json").read_text())
     for _, cycles in results:  # flat out, as the FIFO sizing's own simulation fed it
         assert sized["latency_cycles"] / 2 < cycles < 2 * sized["latency_cycles"]
+
+
+def test_the_link_rtl_every_tool_reads_is_every_file_of_its_folder():
+    """Yosys, Verilator and export read the link's RTL from one list (link.RTL): a file
+    added to brainsmith/hardware/board/rtl/ and not listed would be left out by all three."""
+    on_disk = sorted(entry.name for entry in RTL.iterdir() if entry.name.endswith(".sv"))
+    assert sorted(link.RTL) == on_disk
+    assert [entry.name for entry in link.rtl_files()] == list(link.RTL)

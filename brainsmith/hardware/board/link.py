@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from importlib.resources import files as package_files
+from typing import TYPE_CHECKING, Protocol
 
 from brainsmith.errors import BrainsmithError
 
@@ -31,10 +32,26 @@ ERRORS = {1: "bad CRC", 2: "wrong length", 3: "unknown type", 4: "byte timeout",
 NAMES = {IDENTIFY: "IDENTIFY", INFER: "INFER", IDENTITY: "IDENTIFY reply",
          RESULT: "INFER reply", ERROR: "error"}  # fmt: skip
 HEADER = 5  # SYNC, TYPE, SEQ, LEN
+# the link's RTL in brainsmith/hardware/board/rtl/, in the order every tool reads it
+RTL = ("crc16.sv", "host_link.sv", "uart_rx.sv", "uart_tx.sv")
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 
 class LinkError(BrainsmithError, RuntimeError):
     """The link answered with an error, something other than was expected, or nothing."""
+
+
+def rtl_files() -> list[Traversable]:
+    """The link's RTL files, in ``RTL``'s order, for Yosys, Verilator and ``export``
+    alike; FileNotFoundError naming the first one not installed."""
+    folder = package_files("brainsmith.hardware.board").joinpath("rtl")
+    found = [folder.joinpath(name) for name in RTL]
+    missing = next((entry for entry in found if not entry.is_file()), None)
+    if missing is not None:
+        raise FileNotFoundError(f"brainsmith's host link RTL ({missing}) is not installed")
+    return found
 
 
 class Transport(Protocol):

@@ -22,7 +22,7 @@ from importlib.resources import files as package_files
 from pathlib import Path
 
 from brainsmith.hardware.board.hdl import Blank, Module, Port
-from brainsmith.hardware.board.link import TIMEOUT_BYTES
+from brainsmith.hardware.board.link import TIMEOUT_BYTES, rtl_files
 from brainsmith.hardware.board.streams import DriverError, Streams, streams
 from brainsmith.hardware.board.top import Link, accelerator, host_link
 from brainsmith.hardware.listing import listed_sources
@@ -35,7 +35,6 @@ from brainsmith.hardware.synthesis.layer_sources import MissingSources
 CLKS_PER_BIT = 8  # the simulated UART's clocks per bit: small, so a frame takes few cycles
 START_SECONDS = 30.0  # for the compiled simulator to come out of reset and say "ready"
 TOP = "brainsmith_sim_board"
-LINK_FILES = ("crc16.sv", "uart_rx.sv", "uart_tx.sv", "host_link.sv")
 REBUILD = "build the model again with --prefer rtl (every layer RTL) and run that folder"
 
 
@@ -45,10 +44,11 @@ def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesig
     ``uart_pty.cpp`` for its testbench; DriverError naming a listing that cannot be used."""
     try:
         files = [source.path for source in listed_sources(build.folder, build.built_in)]
+        files += [str(entry) for entry in rtl_files()]
     except MissingSources as exc:
         raise DriverError(str(exc), REBUILD) from None
-    rtl = package_files("brainsmith.hardware.board").joinpath("rtl")
-    files += [str(rtl.joinpath(name)) for name in LINK_FILES]
+    except FileNotFoundError as exc:
+        raise DriverError(str(exc), "reinstall brainsmith (pip install -e .)") from None
     link = Link(0, build.in_words, build.out_words, build.design_hash)
     signals = ("clk", "rst_n", "uart_rx", "uart_tx")
     top = Module(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.resources
 import os
 import sys
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from typing import Any
 
 from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import lpf
+from brainsmith.hardware.board.link import rtl_files
 from brainsmith.hardware.board.pll import pll
 from brainsmith.hardware.board.top import (
     AcceleratorPorts,
@@ -109,20 +109,12 @@ class BitstreamResult:
 
 
 def link_sources() -> list[tuple[str, str]]:
-    """brainsmith's host link RTL (``brainsmith/hardware/board/rtl/*.sv``); BitstreamError when it is
-    not installed."""
-    folder = importlib.resources.files("brainsmith.hardware.board").joinpath("rtl")
-    found = sorted(
-        (entry.name, entry.read_text())
-        for entry in (folder.iterdir() if folder.is_dir() else [])
-        if entry.name.endswith(".sv")
-    )
-    if not any(text.count("module brainsmith_host_link") for _, text in found):
-        raise BitstreamError(
-            "brainsmith's host link (brainsmith/hardware/board/rtl/host_link.sv) is not installed",
-            "reinstall brainsmith (pip install -e .)",
-        )
-    return found
+    """brainsmith's host link RTL (``brainsmith.hardware.board.link.rtl_files``) as (name,
+    text); BitstreamError when it is not installed."""
+    try:
+        return [(entry.name, entry.read_text()) for entry in rtl_files()]
+    except FileNotFoundError as exc:
+        raise BitstreamError(str(exc), "reinstall brainsmith (pip install -e .)") from None
 
 
 def accelerator_ports(design: StitchedDesign) -> AcceleratorPorts:
