@@ -3,8 +3,8 @@ link in front of it: Yosys reads the accelerator, the link and the board top
 (``brainsmith.hardware.board.top``) and ``synth_ecp5 -top board_top``; nextpnr-ecp5 places and routes
 the whole chip (not out of context) with the board's pins (``--lpf``) at the PLL's clock
 and writes its configuration (``--textcfg``); ``ecppack --compress`` packs it into a
-bitstream written under a temporary name, which ``ecpunpack`` reads back before it is
-renamed to ``<name>.bit``: a stopped or failed run leaves no ``.bit``, or only a whole one.
+bitstream, which ``ecpunpack`` reads back before it is written to ``<name>.bit``
+(``ecp5.BOARD_PACKING``): a stopped or failed run leaves no ``.bit``, or only a whole one.
 
 Yosys also writes the netlist it maps (``netlist.v``, the design nextpnr places) for the
 gate-level check (``brainsmith.hardware.board.gate_level``).
@@ -38,9 +38,10 @@ from brainsmith.hardware.board.top import (
     clocks_per_bit,
 )
 from brainsmith.hardware.place_route.critical_path import named_critical_path
-from brainsmith.hardware.place_route.ecp5 import ECP5
+from brainsmith.hardware.place_route.ecp5 import BOARD_PACKING, ECP5
 from brainsmith.hardware.place_route.errors import PlaceRouteError
 from brainsmith.hardware.place_route.flow import TIMEOUT, cache_root
+from brainsmith.hardware.place_route.packing import MAX_BITSTREAM_BYTES, PARTIAL
 from brainsmith.hardware.place_route.parts import ecp5_part
 from brainsmith.hardware.place_route.report import cell_counts, parse_report
 from brainsmith.hardware.place_route.staging import NETLIST as NETLIST_JSON
@@ -58,13 +59,9 @@ if TYPE_CHECKING:
 
 TOP = "board_top"
 LPF = "board.lpf"
-CONFIG = "design.config"
 NETLIST = "netlist.v"  # Yosys' netlist of the board top, beside design.json
 LATTICE_CELLS = ("EHXPLLL",)  # what board_top instantiates of the ECP5's own cells
-PREAMBLE = b"\xff\x00"  # an ECP5 bitstream's first bytes (a comment block, then the sync word)
-SYNC = b"\xff\xff\xbd\xb3"
 CACHE_VARIABLE = "BRAINSMITH_BITSTREAM_CACHE"
-MAX_BITSTREAM_BYTES = 64 * 2**20
 MAX_NETLIST_BYTES = 512 * 2**20
 FLOAT_MAX = sys.float_info.max  # a cached figure past it is no figure a run writes
 
@@ -135,7 +132,7 @@ def nextpnr_arguments(design: BitstreamDesign) -> list[str]:
         "--timing-allow-fail",  # a missed clock is a result: its bitstream is still written
         "--seed", str(SEED),
         "--json", NETLIST_JSON,
-        "--textcfg", f"{MOUNT}/{CONFIG}",
+        *BOARD_PACKING.nextpnr_arguments(),
         "--report", f"{MOUNT}/report.json",
     ]  # fmt: skip
 
@@ -222,11 +219,10 @@ def bitstream(
         found.asked_mhz = float(mhz)
         return found
     stage(target.full, workdir, target.script(), {LPF: target.constraints})
-    partial = f".{name}.bit.partial"
-    seconds = _run_tools(target, workdir, partial, timeout, synthesised)
-    content = _bitstream_bytes(os.path.join(workdir, partial))
-    _unpacked_device(os.path.join(workdir, "unpacked.config"), board.part)
-    os.replace(os.path.join(workdir, partial), path)
+    content, seconds = _run_tools(target, workdir, timeout, synthesised)
+    if not stored(path, content):
+        raise BitstreamError(f"{path} cannot be written", "check the disk and its rights")
+    remove(os.path.join(workdir, PARTIAL))
     fmax, resources = parse_report(os.path.join(workdir, "report.json"))
     slowest = named_critical_path(os.path.join(workdir, "report.json"), fmax, design.sources)
     result = BitstreamResult(
@@ -247,13 +243,13 @@ def bitstream(
 def _run_tools(
     target: BitstreamDesign,
     workdir: str,
-    partial: str,
     timeout: float,
     synthesised: Callable[[str, int], None] | None,
-) -> dict[str, float]:
-    """Yosys, nextpnr, ecppack (into ``partial``) and ecpunpack run on the staged
-    ``workdir`` one after another (``synthesised`` told of the netlist before nextpnr runs):
-    each stage's seconds; BitstreamError with the first error of a tool that failed."""
+) -> tuple[bytes, dict[str, float]]:
+    """Yosys, nextpnr, ecppack and ecpunpack run on the staged ``workdir`` one after
+    another (``synthesised`` told of the netlist before nextpnr runs): the bitstream, read
+    back as one for the board's part, and each stage's seconds; BitstreamError with the
+    first error of a tool that failed."""
     with Stages() as stages:
         code, log = stages.run("synth", run_yosys, workdir, timeout)
         written = all(os.path.isfile(os.path.join(workdir, f)) for f in ("design.json", NETLIST))
@@ -263,37 +259,19 @@ def _run_tools(
             synthesised(os.path.join(workdir, NETLIST), target.clocks_per_bit)
         command = [*ECP5.command(), *nextpnr_arguments(target)]
         code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
-        _check(code, log, os.path.join(workdir, CONFIG), "nextpnr-ecp5", timeout)
-        command = [*ECP5.yowasp("ecppack"), "--compress", f"{MOUNT}/{CONFIG}", f"{MOUNT}/{partial}"]
-        code, log = stages.run("pack", run_mounted, command, workdir, "ecppack.log", timeout)
-        _check(code, log, os.path.join(workdir, partial), "ecppack", timeout)
-        command = [*ECP5.yowasp("ecpunpack"), f"{MOUNT}/{partial}", f"{MOUNT}/unpacked.config"]
-        code, log = stages.run("unpack", run_mounted, command, workdir, "ecpunpack.log", timeout)
-        _check(code, log, os.path.join(workdir, "unpacked.config"), "ecpunpack", timeout)
-    return stages.seconds
+        configuration = os.path.join(workdir, BOARD_PACKING.routed)
+        _check(code, log, configuration, "nextpnr-ecp5", timeout)
+        try:
+            content = BOARD_PACKING.pack(ECP5.package, stages, workdir, target.board.part, timeout)
+        except PlaceRouteError as exc:
+            raise BitstreamError(exc.reason, exc.hint) from None
+    return content, stages.seconds
 
 
 def _check(code: int | None, log: str, output: str, tool: str, timeout: float) -> None:
     if code != 0 or not os.path.isfile(output):
         reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
         raise BitstreamError(f"{tool}: {reason}", f"see {log}")
-
-
-def _bitstream_bytes(path: str) -> bytes:
-    """The bitstream at ``path``; BitstreamError when it does not start as an ECP5 one."""
-    with open(path, "rb") as handle:
-        content = handle.read(MAX_BITSTREAM_BYTES + 1)
-    if not _looks_ecp5(content):
-        raise BitstreamError(f"{path} is not an ECP5 bitstream", "report this as a bug")
-    return content
-
-
-def _looks_ecp5(content: bytes) -> bool:
-    return (
-        len(content) <= MAX_BITSTREAM_BYTES
-        and content.startswith(PREAMBLE)
-        and (SYNC in content[:4096])
-    )
 
 
 def _positive(value: object) -> bool:
@@ -314,17 +292,6 @@ def _figures_sane(result: BitstreamResult) -> bool:
     )  # fmt: skip
 
 
-def _unpacked_device(path: str, part: str) -> None:
-    """BitstreamError unless ecpunpack read the bitstream as one for ``part``'s device."""
-    with open(path, errors="replace") as handle:
-        head = handle.read(4096).split()
-    device = head[1] if len(head) > 1 and head[0] == ".device" else "no device"
-    if device.upper() != part.upper().rsplit("-", 1)[0]:
-        raise BitstreamError(
-            f"ecpunpack reads the bitstream as {device}, not {part}", "report this as a bug"
-        )
-
-
 def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> BitstreamResult | None:
     """The cached result of ``key`` with its bitstream written to ``path`` and its netlist
     beside it; None when the entry, the .bit or the netlist (``cached``) is missing or they
@@ -340,7 +307,9 @@ def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> Bit
         with gzip.open(cached[1], "rb") as handle:
             text = handle.read(MAX_NETLIST_BYTES + 1)
         result = BitstreamResult(**{**data, "bitstream": path, "netlist": netlist, "cached": True})
-        usable = hashlib.sha256(content).hexdigest() == result.sha256 and _looks_ecp5(content)
+        usable = hashlib.sha256(
+            content
+        ).hexdigest() == result.sha256 and BOARD_PACKING.reads_as_bitstream(content)
         usable = usable and len(text) <= MAX_NETLIST_BYTES and _figures_sane(result)
     except (OSError, TypeError, EOFError, gzip.BadGzipFile):
         usable = False

@@ -8,6 +8,7 @@ is reported. The rest is the tool chain every family shares
 from __future__ import annotations
 
 from brainsmith.hardware.place_route.default_clocks import clock_mhz
+from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import ECP5_PREFIXES, ecp5_part, known_parts
 from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.toolchain import Family, flip_flop_probe
@@ -38,6 +39,23 @@ PROBE = flip_flop_probe("TRELLIS_FF", ("CLK", "DI", "Q"), ported=True)
 # The clock a board build asks for when it names none, per speed grade (MHz), and where each
 # figure was measured: brainsmith.hardware.place_route.default_clocks
 CLOCK_MHZ = clock_mhz("ECP5")
+
+
+def unpacked_device(text: str) -> str:
+    """The device ecpunpack's text configuration names (``.device LFE5U-85F``; "" when none)."""
+    head = text.split()
+    return head[1] if len(head) > 1 and head[0] == ".device" else ""
+
+
+# How a board's design, placed on its pins, becomes a bitstream: nextpnr-ecp5's text
+# configuration packed by ecppack (compressed), read back by ecpunpack. ECP5 packs only a
+# board's design (``brainsmith.hardware.place_route.bitstream``), so it is not the family's
+# ``packing`` (a design placed out of context has no pins to pack).
+BOARD_PACKING = Packing(
+    routed="design.config", argument="--textcfg", tool="ecppack",
+    header=b"\xff\x00",  # a comment block, then the sync word
+    device=unpacked_device, packer=("ecppack", "--compress"), reader=("ecpunpack",),
+)  # fmt: skip
 ECP5 = Ecp5Family.of_nextpnr(
     "ECP5", ECP5_PREFIXES, (ecp5_part, known_parts), "TRELLIS_COMB", clock_mhz=CLOCK_MHZ,
     costed=(RESOURCES, PROBE, ("--out-of-context",), MODELS), cost_models=COST_MODELS,
@@ -45,4 +63,13 @@ ECP5 = Ecp5Family.of_nextpnr(
 )  # fmt: skip
 
 
-__all__ = ["CLOCK_MHZ", "COST_MODELS", "ECP5", "MODELS", "PROBE", "RESOURCES", "Ecp5Family"]
+__all__ = [
+    "BOARD_PACKING",
+    "CLOCK_MHZ",
+    "COST_MODELS",
+    "ECP5",
+    "MODELS",
+    "PROBE",
+    "RESOURCES",
+    "Ecp5Family",
+]

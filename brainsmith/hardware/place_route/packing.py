@@ -64,6 +64,10 @@ class Packing:
         with open(os.path.join(workdir, UNPACKED), errors="replace") as handle:
             return self.device(handle.read(4096))
 
+    def reads_as_bitstream(self, content: bytes) -> bool:
+        """Whether ``content`` starts as the family's bitstreams do, within the size one has."""
+        return content.startswith(self.header) and len(content) <= MAX_BITSTREAM_BYTES
+
     def nextpnr_arguments(self) -> list[str]:
         return [self.argument, f"{MOUNT}/{self.routed}"]
 
@@ -76,7 +80,7 @@ class Packing:
             ("unpack", self.reader or (self.tool, "unpack"), PARTIAL, UNPACKED),
         )
         for verb, words, source, output in runs:
-            named = " ".join(words)
+            named = " ".join(word for word in words if not word.startswith("-"))
             command = self.command(package, words, (source, output), part)
             log_name = f"{named.replace(' ', '-')}.log"
             code, log = stages.run(verb, run_mounted, command, workdir, log_name, timeout)
@@ -86,7 +90,7 @@ class Packing:
                 raise PlaceRouteError(f"{named}: {reason}", f"see {log}")
         with open(os.path.join(workdir, PARTIAL), "rb") as handle:
             content = handle.read(MAX_BITSTREAM_BYTES + 1)
-        if not content.startswith(self.header) or len(content) > MAX_BITSTREAM_BYTES:
+        if not self.reads_as_bitstream(content):
             raise PlaceRouteError(
                 f"{self.tool} wrote no bitstream it reads", "report this as a bug"
             )
