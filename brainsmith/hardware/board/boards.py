@@ -107,7 +107,7 @@ def _read(name: str, platform: Any, baud: int) -> Board:
     clock_resource = platform.lookup(platform.default_clk, 0)
     if clock_resource.clock is None:
         raise BoardError(f"{name}: its clock {platform.default_clk} has no frequency")
-    clock = _pin(platform, clock_resource)
+    clock = platform_pin(platform, clock_resource)
     names = {resource.name for resource in platform.resources.values()}
     if "uart" not in names:
         raise BoardError(
@@ -117,22 +117,22 @@ def _read(name: str, platform: Any, baud: int) -> Board:
         )
     uart = platform.lookup("uart", 0)
     reset_name = getattr(platform, "default_rst", None) or ("button" if "button" in names else "")
-    reset = _pin(platform, platform.lookup(reset_name, 0)) if reset_name else None
-    led = _pin(platform, platform.lookup("led", 0)) if "led" in names else None
+    reset = platform_pin(platform, platform.lookup(reset_name, 0)) if reset_name else None
+    led = platform_pin(platform, platform.lookup("led", 0)) if "led" in names else None
     return Board(
         name=name,
         part=part,
         clock=clock,
         clock_mhz=clock_resource.clock.frequency / 1e6,
-        uart_rx=_pin(platform, uart, "rx"),
-        uart_tx=_pin(platform, uart, "tx"),
+        uart_rx=platform_pin(platform, uart, "rx"),
+        uart_tx=platform_pin(platform, uart, "tx"),
         baud=baud,
         reset=reset,
         led=led,
     )
 
 
-def _pin(platform: Any, resource: Any, subsignal: str = "") -> Pin:
+def platform_pin(platform: Any, resource: Any, subsignal: str = "") -> Pin:
     """The first pin of ``resource`` (of its ``subsignal``), attributes merged outer to
     inner as amaranth merges them (a callable attribute is asked of the platform)."""
     from amaranth.build.dsl import DiffPairs, Pins, Subsignal
@@ -152,4 +152,4 @@ def _pin(platform: Any, resource: Any, subsignal: str = "") -> Pin:
     return Pin(io.names[0], values, bool(io.invert))
 
 
-__all__ = ["BOARDS", "LOADER_BOARDS", "Board", "BoardError", "Pin", "board"]
+__all__ = ["BOARDS", "LOADER_BOARDS", "Board", "BoardError", "Pin", "board", "platform_pin"]

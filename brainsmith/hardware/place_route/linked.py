@@ -50,7 +50,7 @@ def link_pins(module: str, platform_class: str) -> dict[str, tuple[str, dict[str
     amaranth-boards describes as ``platform_class`` of its ``module``: the board's own clock
     and USB UART, read from the platform, never typed; PlaceRouteError when it cannot be
     read."""
-    from brainsmith.hardware.board.boards import INSTALL_HINT, _pin
+    from brainsmith.hardware.board.boards import INSTALL_HINT, platform_pin
 
     try:
         found = getattr(importlib.import_module(f"amaranth_boards.{module}"), platform_class)
@@ -59,9 +59,9 @@ def link_pins(module: str, platform_class: str) -> dict[str, tuple[str, dict[str
         raise PlaceRouteError(f"amaranth-boards cannot be read ({exc})", INSTALL_HINT) from None
     uart = platform.lookup("uart", 0)
     pins = {
-        CLOCK: _pin(platform, platform.lookup(platform.default_clk, 0)),
-        UART_RX: _pin(platform, uart, "rx"),
-        UART_TX: _pin(platform, uart, "tx"),
+        CLOCK: platform_pin(platform, platform.lookup(platform.default_clk, 0)),
+        UART_RX: platform_pin(platform, uart, "rx"),
+        UART_TX: platform_pin(platform, uart, "tx"),
     }
     return {port: (pin.site, pin.attrs) for port, pin in pins.items()}
 
