@@ -264,6 +264,18 @@ def budget_table(run_: dict, budget: dict) -> list[str]:
     return lines
 
 
+def _processes(key: str, run_: dict) -> list[str]:
+    """The programs run ``key`` started most often, and their CPU seconds by name."""
+    lines = []
+    if run_.get("processes_by_name"):
+        named = ", ".join(f"{k} {v}" for k, v in run_["processes_by_name"].items())
+        lines += ["", f"Processes {key} started, the most frequent: {named}."]
+    if run_.get("cpu_s_by_name"):
+        busiest = ", ".join(f"{k} {v} s" for k, v in run_["cpu_s_by_name"].items())
+        lines += ["", f"CPU seconds of the processes {key} started, by name: {busiest}."]
+    return lines
+
+
 def section(data: dict) -> list[str]:
     """The RESULTS.md section of a suite_profile.json."""
     lines = [
@@ -297,6 +309,7 @@ def section(data: dict) -> list[str]:
                   f" min, {budget['processes']} processes; each group's share of the two workers' "
                   "time in seconds):", "", *budget_table(run_, budget)]  # fmt: skip
         lines += ["", *[f"- over: {line}" for line in over_budget(run_, budget)]]
+        lines += _processes(latest[-1], run_)
     wide = [key for key, run_ in runs.items()
             if key.partition(" · ")[0] == "make test-wide" and "cases" in run_]  # fmt: skip
     if wide:
@@ -305,12 +318,7 @@ def section(data: dict) -> list[str]:
         lines += ["", f"{wide[-1]} against make test-wide's budget ({budget['wide_wall_minutes']} "
                   f"min; a test over {budget['wide_test_seconds']} s belongs in make test-big): "
                   + ("within it." if not over else ""), *[f"- over: {line}" for line in over]]  # fmt: skip
-        if run_.get("processes_by_name"):
-            named = ", ".join(f"{k} {v}" for k, v in run_["processes_by_name"].items())
-            lines += ["", f"Processes it started, the most frequent: {named}."]
-        if run_.get("cpu_s_by_name"):
-            busiest = ", ".join(f"{k} {v} s" for k, v in run_["cpu_s_by_name"].items())
-            lines += ["", f"CPU seconds of the processes it started, by name: {busiest}."]
+        lines += _processes(wide[-1], runs[wide[-1]])
     groups: dict[str, dict[str, float]] = defaultdict(dict)
     for key, run_ in runs.items():
         for row in run_["groups"]:
