@@ -88,43 +88,13 @@ def blackbox(name: str) -> str:
     return found[0]
 
 
-def _bits(prefix: str, width: int) -> str:
-    return ", ".join(f"{prefix}{bit}" for bit in reversed(range(width)))
-
-
-def _port(side: str) -> str:
-    """One DP16KD port's behaviour (``side`` "A" or "B"): A writes 36 bits in the
-    pseudo-dual-port mode (DIB the upper half, ADA0-3 enabling its bytes), B reads them
-    (DOB the upper half)."""
-    if side == "A":
-        wide, cleared = "begin if (WEA) write36(adA, diA, diB); end", ""
-    else:
-        wide, cleared = (
-            "begin do36 <= read36(adB); end",
-            "\n      if (DATA_WIDTH_B == 36) do36 <= 36'd0;",
-        )
-    return f"""
-  wire [17:0] di{side} = {{{_bits(f"DI{side}", 18)}}};
-  wire [13:0] ad{side} = {{{_bits(f"AD{side}", 14)}}};
-  wire clk{side} = CLK{side}MUX == "INV" ? ~CLK{side} : CLK{side};
-  wire arst{side} = RESETMODE == "ASYNC" && RST{side};
-  reg [17:0] do{side} = 18'd0;
-  always @(posedge clk{side} or posedge arst{side}) begin
-    if (RST{side}) begin  // not gated by CE; a reset blocks the write
-      do{side} <= 18'd0;{cleared}
-    end else if (CE{side} && {{CS{side}2, CS{side}1, CS{side}0}} == 3'b000) begin
-      if (DATA_WIDTH_{side} == 36) {wide}
-      else if (WE{side}) begin
-        if (WRITEMODE_{side} == "READBEFOREWRITE")
-          do{side} <= read_word(DATA_WIDTH_{side}, ad{side}, mem[ad{side}[13:4]]);
-        mem[ad{side}[13:4]] <= write_word(DATA_WIDTH_{side}, ad{side}, mem[ad{side}[13:4]], di{side});
-        if (WRITEMODE_{side} == "WRITETHROUGH")
-          do{side} <= read_word(DATA_WIDTH_{side}, ad{side},
-                                write_word(DATA_WIDTH_{side}, ad{side}, mem[ad{side}[13:4]], di{side}));
-      end else do{side} <= read_word(DATA_WIDTH_{side}, ad{side}, mem[ad{side}[13:4]]);
-    end
-  end
-"""
+def behaviour(cell: str) -> str:
+    """brainsmith's behaviour of an ECP5 ``cell`` Yosys declares without one
+    (``sim/<cell>.vh``: DP16KD, MULT18X18D, EHXPLLL), the lines to put before its
+    ``endmodule``."""
+    return (
+        package_files("brainsmith.hardware.board").joinpath("sim", f"{cell.lower()}.vh").read_text()
+    )
 
 
 def block_ram() -> str:
@@ -134,104 +104,26 @@ def block_ram() -> str:
     half; 4, 2, 1: within the low 8 bits of a half, the ninth is not reachable); 36 is the
     pseudo-dual-port mode, a word pair. Reads are synchronous (REGMODE NOREG) in the port's
     write mode; the chip selects decode "0b000"."""
-    rows = "".join(
-        f"      mem[16 * {row} + i] = INITVAL_{row:02X}[i * 20 +: 18];\n" for row in range(64)
-    )
-    return f"""
-  // brainsmith: the behaviour (Yosys' cells_sim.v declares DP16KD without one)
-  reg [17:0] mem [0:1023];
-  reg [35:0] do36 = 36'd0;
-  integer i;
-  initial begin
-    for (i = 0; i < 16; i = i + 1) begin
-{rows}    end
-    if (REGMODE_A != "NOREG" || REGMODE_B != "NOREG" || CSDECODE_A != "0b000" ||
-        CSDECODE_B != "0b000" || DATA_WIDTH_B == 36 && DATA_WIDTH_A != 36)
-      $fatal(1, "brainsmith's DP16KD model: no output registers, chip selects or x36 reads alone");
-  end
-  function automatic [4:0] lane(input integer width, input [13:0] ad);  // the part's first bit
-    case (width)
-      4: lane = (ad[3] ? 5'd9 : 5'd0) + {{2'd0, ad[2], 2'd0}};
-      2: lane = (ad[3] ? 5'd9 : 5'd0) + {{2'd0, ad[2:1], 1'd0}};
-      1: lane = (ad[3] ? 5'd9 : 5'd0) + {{2'd0, ad[2:0]}};
-      default: lane = ad[3] ? 5'd9 : 5'd0;
-    endcase
-  endfunction
-  function automatic [17:0] read_word(input integer width, input [13:0] ad, input [17:0] word);
-    case (width)
-      18: read_word = word;
-      9: read_word = {{9'd0, word[lane(9, ad) +: 9]}};
-      4: read_word = {{14'd0, word[lane(4, ad) +: 4]}};
-      2: read_word = {{16'd0, word[lane(2, ad) +: 2]}};
-      default: read_word = {{17'd0, word[lane(1, ad)]}};
-    endcase
-  endfunction
-  function automatic [17:0] write_word(
-      input integer width, input [13:0] ad, input [17:0] word, input [17:0] data);
-    write_word = word;
-    case (width)
-      18: begin
-        if (ad[0]) write_word[8:0] = data[8:0];
-        if (ad[1]) write_word[17:9] = data[17:9];
-      end
-      9: write_word[lane(9, ad) +: 9] = data[8:0];
-      4: write_word[lane(4, ad) +: 4] = data[3:0];
-      2: write_word[lane(2, ad) +: 2] = data[1:0];
-      default: write_word[lane(1, ad)] = data[0];
-    endcase
-  endfunction
-  function automatic [35:0] read36(input [13:0] ad);
-    read36 = {{mem[{{ad[13:5], 1'b1}}], mem[{{ad[13:5], 1'b0}}]}};
-  endfunction
-  task automatic write36(input [13:0] ad, input [17:0] low, input [17:0] high);
-    if (ad[0]) mem[{{ad[13:5], 1'b0}}][8:0] <= low[8:0];
-    if (ad[1]) mem[{{ad[13:5], 1'b0}}][17:9] <= low[17:9];
-    if (ad[2]) mem[{{ad[13:5], 1'b1}}][8:0] <= high[8:0];
-    if (ad[3]) mem[{{ad[13:5], 1'b1}}][17:9] <= high[17:9];
-  endtask
-{_port("A")}{_port("B")}
-  assign {{{_bits("DOA", 18)}}} = DATA_WIDTH_B == 36 ? do36[17:0] : doA;
-  assign {{{_bits("DOB", 18)}}} = DATA_WIDTH_B == 36 ? do36[35:18] : doB;
-"""
+    return behaviour("DP16KD")
 
 
 def lattice_models() -> str:
     """Behavioural MULT18X18D (registers bypassed) and EHXPLLL (clock passed through) in
     the ports and parameters of Yosys' blackboxes."""
-    registers = " || ".join(f'REG_{stage}_CLK != "NONE"' for stage in BYPASSED)
-    multiplier = f"""
-  wire [17:0] a = {{{_bits("A", 18)}}};
-  wire [17:0] b = {{{_bits("B", 18)}}};
-  wire [35:0] product = $signed({{{{18{{SIGNEDA & A17}}}}, a}}) * $signed({{{{18{{SIGNEDB & B17}}}}, b}});
-  assign {{{_bits("P", 36)}}} = product;
-  assign SIGNEDP = SIGNEDA | SIGNEDB;
-  initial if ({registers})
-    $fatal(1, "brainsmith's MULT18X18D model has no pipeline registers");
-"""
     head = "// brainsmith's models of ECP5 cells Yosys gives no simulation model of\n"
     return head + "\n".join(
-        blackbox(name).replace("\nendmodule", body + "endmodule")
-        for name, body in (("MULT18X18D", multiplier), ("EHXPLLL", PLL))
+        blackbox(name).replace("\nendmodule", behaviour(name) + "endmodule")
+        for name in ("MULT18X18D", "EHXPLLL")
     )
-
-
-PLL = """
-  reg [2:0] cycles = 3'd0;  // LOCK a few input clocks after start
-  always @(posedge CLKI) if (cycles != 3'd7) cycles <= cycles + 3'd1;
-  assign CLKOP = CLKI;
-  assign CLKOS = CLKI;
-  assign CLKOS2 = CLKI;
-  assign CLKOS3 = CLKI;
-  assign LOCK = cycles == 3'd7;
-  assign INTLOCK = LOCK;
-"""
 
 
 def pll_model() -> str:
     """The EHXPLLL model of ``lattice_models`` alone: its input clock passed through, locked
     a few cycles after start."""
     head = "// brainsmith's model of the ECP5 PLL (EHXPLLL): its input clock passed through\n"
-    return head + blackbox("EHXPLLL").replace("\nendmodule", PLL + "endmodule") + "\n"
+    return (
+        head + blackbox("EHXPLLL").replace("\nendmodule", behaviour("EHXPLLL") + "endmodule") + "\n"
+    )
 
 
 def unmodelled_modes(netlist: str) -> list[str]:
