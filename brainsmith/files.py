@@ -1,6 +1,8 @@
 """Files written whole or not at all: to a temporary name, then renamed into place, so an
 error or a full disk never leaves a cut-off file (``write_atomically``, ``write_bytes``,
-``write_text``: the package's one atomic writer); a full disk named as such (``DiskFull``)."""
+``write_text``: the package's one atomic writer); a full disk named as such (``DiskFull``).
+Files read bounded and only if regular (``read_regular``), each once within ``read_once``:
+a command on a build folder checks and uses the same bytes."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import errno
 import json
 import os
 import stat
+from contextvars import ContextVar
 
 from brainsmith.errors import BrainsmithError
 
@@ -23,9 +26,11 @@ if TYPE_CHECKING:
     # A JSON object of no fixed shape: a blueprint, a file FINN wrote (report.json's parts
     # are typed in brainsmith.report_schema)
     Json = dict[str, Any]
+    from collections.abc import Iterator
 
 
 MAX_JSON_BYTES = 64 * 2**20  # report.json of the largest network is a few MiB
+MAX_SOURCE_BYTES = 256 * 2**20  # an RTL or parameter file; the largest layer's are a few MiB
 
 
 class DamagedFile(BrainsmithError, ValueError):
@@ -60,9 +65,42 @@ def disk_full(folder: str) -> bool:
     return stats.f_bavail * stats.f_frsize < FULL_DISK_BYTES
 
 
+# within ``read_once``: the folders it covers and the bytes read there so far, by path
+_READ: ContextVar[tuple[tuple[str, ...], dict[str, bytes]] | None] = ContextVar(
+    "brainsmith_read_once", default=None
+)
+
+
+@contextlib.contextmanager
+def read_once(*folders: str) -> Iterator[None]:
+    """Within it (this thread and context), ``read_regular`` opens each path below
+    ``folders`` once and answers again with the bytes it read then: what a command checked
+    of a build's generated design is what it uses, even if a file changes meanwhile. Only
+    for folders the command does not write."""
+    roots = tuple(os.path.join(os.path.abspath(folder), "") for folder in folders)
+    token = _READ.set((roots, {}))
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
 def read_regular(path: str, limit: int) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them; DamagedFile for a
-    FIFO, a device or a socket (refused without blocking on it) or a larger file."""
+    FIFO, a device or a socket (refused without blocking on it) or a larger file. Within
+    ``read_once``, a path below its folders read before gives the bytes read then."""
+    scope, key = _READ.get(), os.path.abspath(path)
+    if scope is None or not key.startswith(scope[0]):
+        return _read_regular(path, limit)
+    read = scope[1]
+    if key not in read:
+        read[key] = _read_regular(path, limit)
+    elif len(read[key]) > limit:
+        raise DamagedFile(f"{path} is larger than {limit:,} bytes")
+    return read[key]
+
+
+def _read_regular(path: str, limit: int) -> bytes:
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(descriptor, "rb") as handle:
         status = os.fstat(descriptor)

@@ -449,3 +449,44 @@ def test_a_fifo_whose_name_is_no_plain_identifier_gets_no_top():
     model.graph.node[0].name = "f); initial $finish; //"
     with pytest.raises(TopError, match="not a plain identifier"):
         accelerator_ports(model)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("synthesis")
+def test_bitstream_reads_each_file_of_the_build_folder_at_most_once(farm, tmp_path):
+    """``brainsmith bitstream`` walks the build folder once: the gate, the final model, the
+    listing and every source it names, each opened at most once (the design is described
+    once and every tool reads that description), none of them written."""
+    import shutil
+    from collections import Counter
+
+    from tests.support.farm import lattice_mlp
+
+    build = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "mlp", symlinks=True))
+    shutil.rmtree(build / "bitstream")
+    opened: list[tuple[str, object]] = []
+    watching = [True]
+
+    def hook(event: str, arguments: tuple) -> None:
+        if watching[0] and event == "open" and isinstance(arguments[0], str | bytes | os.PathLike):
+            opened.append((os.path.abspath(os.fsdecode(arguments[0])), arguments[1]))
+
+    sys.addaudithook(hook)  # a hook stays for the process: it records only during the command
+    try:
+        done = invoke("bitstream", str(build), "--board", "ulx3s-85f")
+    finally:
+        watching[0] = False
+    assert done.returncode in (0, 3), done.stderr
+    root, output = f"{build}{os.sep}", f"{build / 'bitstream'}{os.sep}"
+    inside = [(path, mode) for path, mode in opened if path.startswith(root)]
+    read = Counter(path for path, _ in inside if not path.startswith(output))
+    assert {path: times for path, times in read.items() if times > 1} == {}
+    written = [
+        path
+        for path, mode in inside
+        if not path.startswith(output) and mode not in (None, "r", "rb")
+    ]
+    assert written == []
+    names = {os.path.relpath(path, build) for path in read}
+    assert {"report.json", "final.onnx", "finn/stitched_rtl/files.f"} <= names, sorted(names)
+    print(f"{len(read)} files of the build folder read once each: {sorted(names)}")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.clock import Clock
-from brainsmith.files import FULL_DISKS, DiskFull
+from brainsmith.files import FULL_DISKS, DiskFull, read_once
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
@@ -141,11 +141,12 @@ def place_route_build_folder(
     FolderError (``reason``, ``hint``) for an unknown part, a folder that fails the gate or
     has no stitched accelerator, a missing tool, or a failed run (its log named)."""
     family, part = _target(part_name, mhz)
-    report, model, clock = placeable_build(folder, "place and route", f"--part {part.name}")
     say = note or quiet
     try:
-        ports = accelerator_ports(model) if family.link_baud else None  # behind the host link
-        design = stitched_design(folder, str(report.get("output_dir") or ""), ports)
+        with read_once(os.path.join(folder, "finn")):  # each file of the design read once
+            report, model, clock = placeable_build(folder, "place and route", f"--part {part.name}")
+            ports = accelerator_ports(model) if family.link_baud else None  # behind the link
+            design = stitched_design(folder, str(report.get("output_dir") or ""), ports)
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), family.find_nextpnr()
         say(f"synthesising ({family.synth}) and placing and routing for {part.name}")
@@ -185,14 +186,17 @@ def bitstream_build_folder(
         target = board(board_name, linked=True)
     except BoardError as exc:
         raise FolderError(str(exc), exc.hint or "--board ulx3s-85f") from None
-    report, model, clock = placeable_build(folder, "make a bitstream of", f"--board {board_name}")
-    try:
-        data = bitstream_of_build(
-            folder, str(report.get("output_dir") or ""), model, target,
-            mhz or clock.mhz, note,
-        )  # fmt: skip
-    except BoardRunError as exc:
-        raise FolderError(str(exc), exc.hint, exit_code=1 if exc.failed else 2) from exc
+    with read_once(os.path.join(folder, "finn")):  # each file of the design read once
+        report, model, clock = placeable_build(
+            folder, "make a bitstream of", f"--board {board_name}"
+        )
+        try:
+            data = bitstream_of_build(
+                folder, str(report.get("output_dir") or ""), model, target,
+                mhz or clock.mhz, note,
+            )  # fmt: skip
+        except BoardRunError as exc:
+            raise FolderError(str(exc), exc.hint, exit_code=1 if exc.failed else 2) from exc
     return _written(data, folder, BITSTREAM_RESULT)
 
 

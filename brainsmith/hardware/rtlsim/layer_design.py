@@ -43,6 +43,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from brainsmith.files import MAX_SOURCE_BYTES, read_regular
 from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
 
 TYPE_CHECKING = False
@@ -251,8 +252,7 @@ def _memstream_wrapper(code_dir: str, name: str) -> str:
 def _module_header(files: list[str], module: str) -> str | None:
     """The port list of ``module`` as written in ``files``; None where no file declares it."""
     for path in files:
-        with open(path, errors="replace") as handle:
-            text = handle.read()
+        text = read_regular(path, MAX_SOURCE_BYTES).decode(errors="replace")
         match = re.search(rf"\bmodule\s+{re.escape(module)}\b(.*?)\);", text, re.S)
         if match:
             return match.group(1)

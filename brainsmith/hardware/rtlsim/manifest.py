@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.files import read_json, write_text
+from brainsmith.files import MAX_SOURCE_BYTES, read_json, read_regular, write_text
 from brainsmith.hardware.rtlsim.layer_design import finn_rtllib
 
 TYPE_CHECKING = False
@@ -98,11 +98,8 @@ def check(path: str, folder: str, manifest: Manifest | None) -> str:
 
 
 def sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """The SHA-256 of the file ``path`` (a regular file of at most ``MAX_SOURCE_BYTES``)."""
+    return hashlib.sha256(read_regular(path, MAX_SOURCE_BYTES)).hexdigest()
 
 
 def inside(path: str, folder: str) -> bool:

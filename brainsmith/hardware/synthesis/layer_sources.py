@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.resources import files as package_files
 
-from brainsmith.files import DamagedFile, read_regular
+from brainsmith.files import MAX_SOURCE_BYTES, DamagedFile, read_regular
 from brainsmith.hardware.rtlsim.layer_design import (
     HLS_REASON,
     LayerDesign,
@@ -72,7 +72,7 @@ MOUNT = "/design"  # where Yosys sees the run folder (its only writable folder)
 DATA = "data"  # parameter files, under the run folder
 PRIMITIVES = "xilinx_primitives.v"
 HLS = "HLS: no RTL to synthesise (its RTL comes from Vitis HLS, not available here)"
-MAX_FILE_BYTES = 256 * 2**20  # an RTL or parameter file; the largest layer's are a few MiB
+MAX_FILE_BYTES = MAX_SOURCE_BYTES  # an RTL or parameter file
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
 REBUILD = "build the model again and synthesise that folder"
