@@ -85,6 +85,14 @@ def test_the_whole_accelerator_is_written_as_a_top_module_and_a_file_list(sized)
     depth = next(f["depth"] for f in record(sized)["fifos"] if f["name"] == "StreamingFIFO_rtl_2")
     assert f".DEPTH({depth})" in Path(fifo).read_text()
     assert record(sized)["stitched_rtl"][-1] == "stitched_rtl/files.f"
+    instances = json.loads((folder / "instances.json").read_text())  # n<i> -> its layer
+    layers = {x["name"] for x in json.loads((sized / "report.json").read_text())["layers"]}
+    assert (
+        instances
+        and set(instances.values()) <= layers
+        and "StreamingFIFO_rtl_2" in instances.values()
+    )
+    assert all(f" {name} (" in top for name in instances)  # each an instance of the top
 
 
 @pytest.fixture(scope="module")

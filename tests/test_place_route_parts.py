@@ -159,3 +159,23 @@ def test_a_family_is_a_tool_chain_its_subclasses_and_functions_change():
     assert isinstance(given, FamilyOfFunctions) and given.synth == "synth_ice40"
     assert given.prepare(design, part, 50, (1, 1)).placed == "by a function"
     assert given.script(design).splitlines()[1] == "synth_x top /design/design.json"
+
+
+def test_a_build_s_instance_map_is_read_as_names_only(tmp_path):
+    """instances.json is the build folder's word, untrusted: an entry that is not an
+    instance name and a layer's name (markup, escape sequences, paths) is left out, and a
+    damaged file names no layer, so a critical path's ends are never the folder's text."""
+    import json
+
+    from brainsmith.hardware.listing import STITCHED, layer_instances
+
+    folder = tmp_path / STITCHED
+    folder.mkdir(parents=True)
+    forged = {"n0": "MVAU_rtl_0", "n1": "\x1b[2J<script>", "../n2": "Thresholding_rtl_0",
+              "n3": 7, "n4": "StreamingFIFO_rtl_1"}  # fmt: skip
+    (folder / "instances.json").write_text(json.dumps(forged))
+    assert layer_instances(str(tmp_path)) == {"n0": "MVAU_rtl_0", "n4": "StreamingFIFO_rtl_1"}
+    (folder / "instances.json").write_text("[1, 2")
+    assert layer_instances(str(tmp_path)) == {}
+    (folder / "instances.json").unlink()
+    assert layer_instances(str(tmp_path)) == {}

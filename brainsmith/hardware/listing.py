@@ -12,14 +12,18 @@ any other file.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
-from brainsmith.files import DamagedFile, read_regular
+from brainsmith.files import DamagedFile, read_json, read_regular
 from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
 STITCHED = os.path.join("finn", "stitched_rtl")
 FILES = os.path.join(STITCHED, "files.f")
+INSTANCES = "instances.json"  # beside files.f: the layer each instance of the top is
 MAX_LIST_BYTES = 4 * 2**20
+INSTANCE = re.compile(r"n\d{1,6}")  # the top's instance names
+LAYER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")  # a layer's name, as ONNX nodes are named
 
 
 @dataclass(frozen=True)
@@ -88,4 +92,28 @@ def listed_sources(folder: str, built_in: str = "") -> list[Listed]:
     return found
 
 
-__all__ = ["FILES", "MAX_LIST_BYTES", "STITCHED", "Listed", "finn_rtllib", "listed_sources"]
+def layer_instances(folder: str) -> dict[str, str]:
+    """The layer each instance of ``folder``'s stitched top is (``n3`` -> ``MVAU_rtl_0``),
+    as the build wrote it beside ``files.f``; an entry that is not an instance name and a
+    layer name is left out, and a missing or damaged file gives none."""
+    try:
+        found = read_json(os.path.join(folder, STITCHED, INSTANCES), MAX_LIST_BYTES)
+    except (DamagedFile, OSError, ValueError):
+        return {}
+    return {
+        name: layer
+        for name, layer in found.items()
+        if isinstance(layer, str) and INSTANCE.fullmatch(name) and LAYER.fullmatch(layer)
+    }
+
+
+__all__ = [
+    "FILES",
+    "INSTANCES",
+    "MAX_LIST_BYTES",
+    "STITCHED",
+    "Listed",
+    "finn_rtllib",
+    "layer_instances",
+    "listed_sources",
+]

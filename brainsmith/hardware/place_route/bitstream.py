@@ -177,7 +177,10 @@ def board_design(
     rate = baud or baud_rate(clock.output_mhz, board.baud)
     top = board_top(board, clock, ports, Link(rate, in_words, out_words, design.digest()))
     sources = [*design.sources, *(link if link is not None else link_sources()), (f"{TOP}.sv", top)]
-    full = StitchedDesign(TOP, sources, design.data, design.primitives, list(design.fixes))
+    full = StitchedDesign(
+        TOP, sources, design.data, design.primitives, list(design.fixes),
+        instances=dict(design.instances),
+    )  # fmt: skip
     cycles = clocks_per_bit(clock.output_mhz, rate)
     return BitstreamDesign(full, board, mhz, clock.output_mhz, rate, cycles, lpf(board))
 
@@ -224,7 +227,7 @@ def bitstream(
         raise BitstreamError(f"{path} cannot be written", "check the disk and its rights")
     remove(os.path.join(workdir, PARTIAL))
     fmax, resources = parse_report(os.path.join(workdir, "report.json"))
-    slowest = named_critical_path(os.path.join(workdir, "report.json"), fmax, design.sources)
+    slowest = named_critical_path(os.path.join(workdir, "report.json"), fmax, design.instances)
     result = BitstreamResult(
         path, hashlib.sha256(content).hexdigest(), board.name, board.part, mhz,
         target.clock_mhz, target.baud, target.clocks_per_bit, fmax, resources,

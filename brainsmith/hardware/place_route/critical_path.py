@@ -2,15 +2,14 @@
 of clock edges, the slowest path as a chain of cells (clock-to-Q, logic, routing, setup).
 The path of the slowest clock (one clock at both ends) is the one that sets the Fmax; its
 first and last cells are named after the layer they belong to: the stitched accelerator's
-instances are ``n<i>`` (``accelerator.sv``: ``<module> n<i> (...)``), behind the host link
-``accelerator.n<i>``; the link's cells are ``link.*``; everything else is the board top. A
+instances are ``n<i>``, each a layer as the build recorded it (``StitchedDesign.instances``,
+``finn/stitched_rtl/instances.json``), behind the host link ``accelerator.n<i>``; the link's cells are ``link.*``; everything else is the board top. A
 cell Yosys named itself (``$auto$ff.cc:337:slice$9485``, as ``synth_gatemate`` leaves the
 flip-flops) is named by the nearest net of the path that carries a design's name.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,15 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.report_schema import CriticalPath
 
-INSTANCE = re.compile(r"^\s*(\w+)\s+(n\d+)\s*\(", re.M)
 MAX_REPORT_BYTES = 64 * 2**20
-WRAPPER = "_rtlsim_top"  # brainsmith's wrapper of a layer with streamed parameters
-
-
-def layer_instances(accelerator: str) -> dict[str, str]:
-    """``accelerator.sv``'s instance names and the layer each is (``n3`` ->
-    ``MVAU_rtl_0``)."""
-    return {name: module.removesuffix(WRAPPER) for module, name in INSTANCE.findall(accelerator)}
 
 
 def layer_of(cell: str, instances: Mapping[str, str]) -> str:
@@ -89,16 +80,15 @@ def _named(cell: str, steps: Sequence[Any]) -> str:
 
 
 def named_critical_path(
-    report_path: str, fmax: Mapping[str, float], sources: Sequence[tuple[str, str]]
+    report_path: str, fmax: Mapping[str, float], instances: Mapping[str, str]
 ) -> CriticalPath | None:
     """The critical path in nextpnr's report at ``report_path``, its ends named after the
-    layers of the stitched design's ``sources``; None when it cannot be read."""
-    accelerator = next((text for _, text in sources if "module accelerator" in text), "")
+    layers the stitched design's ``instances`` are; None when it cannot be read."""
     try:
         report = read_json(report_path, MAX_REPORT_BYTES)
     except (DamagedFile, OSError, ValueError):
         return None
-    return critical_path(report, fmax, layer_instances(accelerator))
+    return critical_path(report, fmax, instances)
 
 
 def path_text(path: CriticalPath) -> str:
@@ -113,7 +103,6 @@ def path_text(path: CriticalPath) -> str:
 
 __all__ = [
     "critical_path",
-    "layer_instances",
     "layer_of",
     "named_critical_path",
     "path_text",

@@ -124,7 +124,7 @@ def place_route(
     result = PlaceRouteResult(
         part.name, mhz, fmax, resources, stages.seconds, tools,
         cell_counts(os.path.join(workdir, "stat.json")), list(design.fixes), placed.placed,
-        named_critical_path(report, fmax, design.sources),
+        named_critical_path(report, fmax, design.instances),
     )  # fmt: skip
     if packed:
         result.bitstream, result.sha256 = bitstream, hashlib.sha256(packed).hexdigest()

@@ -42,7 +42,8 @@ def behind_link(
         raise PlaceRouteError(str(exc), exc.hint) from None
     sources = [*design.sources, *link_sources(), (f"{TOP}.sv", top)]
     return Linked(StitchedDesign(TOP, sources, design.data, design.primitives,
-                                 list(design.fixes)), baud)  # fmt: skip
+                                 list(design.fixes), instances=dict(design.instances)),
+                  baud)  # fmt: skip
 
 
 def link_pins(module: str, platform_class: str) -> dict[str, tuple[str, dict[str, str]]]:

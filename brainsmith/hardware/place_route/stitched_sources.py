@@ -34,7 +34,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
-from brainsmith.hardware.listing import listed_sources
+from brainsmith.hardware.listing import layer_instances, listed_sources
 from brainsmith.hardware.synthesis.ecp5 import (
     LATTICE_FIXES,
     behavioural_by_default,
@@ -73,6 +73,9 @@ class StitchedDesign:
     # its ports, from the build's final model (``top.accelerator_ports``): what a board top
     # or a part's top behind the host link connects; None where nothing puts it behind one
     ports: AcceleratorPorts | None = None
+    # the layer each instance of the accelerator is (``n3`` -> ``MVAU_rtl_0``), as the build
+    # wrote it (``listing.layer_instances``): a critical path's ends are named by it
+    instances: dict[str, str] = field(default_factory=dict)
 
     def digest(self) -> str:
         """SHA-256 of every name, text and parameter file Yosys reads."""
@@ -125,7 +128,8 @@ def stitched_design(
         seen.add(plain_file_name(name))
         sources.append((name, text))
     used = primitives_used(text for _, text in sources)
-    return StitchedDesign(TOP, sources, data, used, sorted(set(fixes)), ports)
+    instances = layer_instances(folder)
+    return StitchedDesign(TOP, sources, data, used, sorted(set(fixes)), ports, instances)
 
 
 def parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:

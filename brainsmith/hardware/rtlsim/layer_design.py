@@ -106,6 +106,8 @@ class LayerDesign:
     # (file name, text) of another C++ testbench than testbench.cpp: the first is compiled,
     # the others (headers it includes) are written beside it
     testbench: list[tuple[str, str]] | None = None
+    # a stitched design's instances of its top and the layer each is (``n3`` -> ``MVAU_rtl_0``)
+    instances: dict[str, str] = field(default_factory=dict)
 
     def data_folders(self) -> dict[str, str]:
         """Without a code folder: the folder of each Verilog file (its parameter files'

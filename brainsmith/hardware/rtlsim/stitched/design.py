@@ -188,6 +188,7 @@ def as_layer_design(partition: StitchedPartition) -> LayerDesign:
         files += [f for f in layer.design.files if f not in files]
         generated.update(layer.design.generated)
     generated[f"{TOP}.sv"] = render_top(partition)
+    instances = {f"n{index}": layer.design.node for index, layer in enumerate(partition.layers)}
     return LayerDesign(
         node="stitched partition",
         op_type=f"{len(partition.layers)} layers",
@@ -199,6 +200,7 @@ def as_layer_design(partition: StitchedPartition) -> LayerDesign:
         generated=generated,
         probes=partition.probes,
         depths=partition.depths,
+        instances=instances,
     )
 
 

@@ -18,6 +18,7 @@ design with FINN's ``fifo.sv`` of each FIFO's depth, for other simulators and sy
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import time
@@ -27,7 +28,9 @@ import numpy as np
 from qonnx.core.modelwrapper import ModelWrapper
 from qonnx.custom_op.registry import getCustomOp
 
+from brainsmith.files import write_text
 from brainsmith.frameworks.finn.facts import frames_per_second
+from brainsmith.hardware.listing import INSTANCES
 from brainsmith.hardware.rtlsim.compile import Compiled, CompileError, compile_layer
 from brainsmith.hardware.rtlsim.layer_design import (
     ESTIMATE_TOLERANCE,
@@ -370,8 +373,10 @@ def stitched_design(
 def write_stitched(design: LayerDesign, folder: str, top: str = "accelerator") -> list[str]:
     """The stitched design as plain files any simulator or synthesis tool reads: its top
     module ``<top>.sv`` (AXI-stream ``in0_V``/``out0_V``, ``ap_clk``, ``ap_rst_n``; each FIFO's
-    largest fill as a ``maxcount_*`` output), the sources generated for it, and ``files.f``
-    listing every source in compile order. Returns the paths written."""
+    largest fill as a ``maxcount_*`` output), the sources generated for it, ``files.f``
+    listing every source in compile order and ``instances.json``, the layer each instance of
+    the top is (place and route names a critical path's ends by it). Returns the paths
+    written."""
     os.makedirs(folder, exist_ok=True)
     written, listed = [], list(design.files)
     for name, text in sorted(design.generated.items()):
@@ -385,7 +390,9 @@ def write_stitched(design: LayerDesign, folder: str, top: str = "accelerator") -
     files_path = os.path.join(folder, "files.f")
     with open(files_path, "w") as handle:
         handle.write("".join(f"{path}\n" for path in listed))
-    return [*written, files_path]
+    instances = os.path.join(folder, INSTANCES)
+    write_text(instances, json.dumps(design.instances, indent=1, sort_keys=True) + "\n", 0o644)
+    return [*written, instances, files_path]  # the listing last: what tools start from
 
 
 def _with_depth(design: LayerDesign) -> None:
