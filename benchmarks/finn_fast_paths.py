@@ -12,7 +12,6 @@ Prints the medians and merges its row into benchmarks/results/finn_fast_paths.js
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -85,20 +84,16 @@ def memories(folder: str) -> str:
 
 def main() -> int:
     from benchmarks.first_hour import user_env
-    from benchmarks.machine import example_model, machine_info
+    from benchmarks.machine import machine_info, paired_run
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--model", default="zoo/tfc_w2a2", help="under examples/models, or a path")
-    args = parser.parse_args()
-    model = example_model(args.model)
+    runs, model = paired_run(__doc__.splitlines()[0], "zoo/tfc_w2a2")
     env = user_env()  # installed packages' bytecode, as users run
     load = os.getloadavg()
     single = alone()
     times: dict[str, list[float]] = {"finn": [], "brainsmith": []}
     digests: dict[str, set[str]] = {"finn": set(), "brainsmith": set()}
     with tempfile.TemporaryDirectory(prefix="brainsmith-fast-paths-") as tmp:
-        for index in range(args.runs + 1):  # run 0 warms the page cache and is discarded
+        for index in range(runs + 1):  # run 0 warms the page cache and is discarded
             for variant in times:
                 out = os.path.join(tmp, f"{variant}-{index}")
                 code = BUILD.format(finns=variant == "finn", model=str(model), out=out)
@@ -126,7 +121,7 @@ def main() -> int:
         f"packing {rows:,} rows of {values} INT4: FINN {single['packing_finn']:.2f} s, "
         f"brainsmith {single['packing_brainsmith']:.3f} s; checking {THRESHOLDS:,} thresholds: "
         f"QONNX {single['check_qonnx']:.2f} s, brainsmith {single['check_brainsmith']:.2f} s\n"
-        f"{name} built with no blueprint (process wall, median of {args.runs}): "
+        f"{name} built with no blueprint (process wall, median of {runs}): "
         f"{medians['finn']:.1f} s with FINN's own, {medians['brainsmith']:.1f} s with brainsmith's;"
         f" identical memories: {same}\n-> {out.relative_to(REPO)}"
     )

@@ -64,6 +64,18 @@ def brainsmith_json(command: str, folder, cache) -> tuple[float, dict]:
     return seconds, json.loads(result.stdout)
 
 
+def paired_run(description: str, model: str) -> tuple[int, Path]:
+    """A paired benchmark's command line (``--runs``, ``--model``, ``model`` by default):
+    the runs asked and the model (``example_model``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--model", default=model, help="under examples/models, or a path")
+    args = parser.parse_args()
+    return args.runs, example_model(args.model)
+
+
 def example_model(name: str) -> Path:
     """``name`` as a benchmark's ``--model`` takes it: a path to an ``.onnx`` file, or a
     model under examples/models (``zoo/bert_tiny``)."""

@@ -14,7 +14,6 @@ Prints the medians and merges its row into benchmarks/results/streamline.json.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -62,13 +61,9 @@ print(seconds)
 
 def main() -> int:
     from benchmarks.first_hour import user_env
-    from benchmarks.machine import example_model, machine_info
+    from benchmarks.machine import machine_info, paired_run
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--model", default="zoo/bert_tiny", help="under examples/models, or a path")
-    args = parser.parse_args()
-    model = example_model(args.model)
+    runs, model = paired_run(__doc__.splitlines()[0], "zoo/bert_tiny")
     env = user_env()  # installed packages' bytecode, as users run
     times: dict[str, list[float]] = {"qonnx": [], "brainsmith": []}
     digests: dict[str, set[str]] = {"qonnx": set(), "brainsmith": set()}
@@ -76,7 +71,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="brainsmith-streamline-") as tmp:
         converted = str(Path(tmp) / "converted.onnx")
         child(PREPARE.format(model=str(model), out=converted), env)
-        for _ in range(args.runs):
+        for _ in range(runs):
             for variant in times:
                 out = str(Path(tmp) / f"{variant}.onnx")
                 code = STREAMLINE.format(qonnx=variant == "qonnx", path=converted, out=out)
@@ -87,7 +82,7 @@ def main() -> int:
     medians = {variant: statistics.median(values) for variant, values in times.items()}
     result = {
         "model": str(model.relative_to(REPO) if model.is_relative_to(REPO) else model.name),
-        "runs": args.runs,
+        "runs": runs,
         "seconds": times,
         "median_seconds": medians,
         "speedup": medians["qonnx"] / medians["brainsmith"],
