@@ -99,3 +99,27 @@ def test_one_number_is_allowed_by_an_integer_type_as_qonnx_answers(name: str) ->
     values = np.array(numbers[:-3], dtype=np.float64)
     assert (dtype.allowed(values) == type(dtype).qonnx_allowed(dtype, values)).all()
     assert np.vectorize(dtype.allowed)(values).tolist() == dtype.allowed(values).tolist()
+
+
+def test_a_correction_runs_once_its_module_runs_and_then_the_finder_leaves(tmp_path, monkeypatch):
+    """``when_imported`` corrects a module right after it runs, before anyone imports names
+    from it, and with nothing left to correct asks no later import."""
+    import importlib
+    import sys
+
+    from brainsmith.frameworks.finn.on_import import _OnImport, when_imported
+
+    (tmp_path / "late_module_x.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "late_module_x", raising=False)
+    when_imported("late_module_x", lambda module: setattr(module, "VALUE", 2))
+    assert any(isinstance(finder, _OnImport) for finder in sys.meta_path)
+    from late_module_x import VALUE
+
+    assert VALUE == 2
+    assert not any(
+        isinstance(finder, _OnImport) and "late_module_x" in finder.corrections
+        for finder in sys.meta_path
+    )
+    assert importlib.import_module("late_module_x").VALUE == 2
+    sys.modules.pop("late_module_x", None)

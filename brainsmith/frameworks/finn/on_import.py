@@ -32,7 +32,8 @@ def when_imported(name: str, correct: Correct) -> None:
 
 
 class _OnImport(importlib.abc.MetaPathFinder):
-    """Finds the named modules as Python would, and corrects each once it has run."""
+    """Finds the named modules as Python would, and corrects each once it has run; with
+    every module corrected it leaves ``sys.meta_path``, so later imports do not ask it."""
 
     def __init__(self, corrections: dict[str, Correct]) -> None:
         self.corrections = corrections
@@ -51,6 +52,9 @@ class _OnImport(importlib.abc.MetaPathFinder):
         def exec_module(module: ModuleType) -> None:
             run(module)
             correct(module)
+            self.corrections.pop(name, None)
+            if not self.corrections and self in sys.meta_path:
+                sys.meta_path.remove(self)
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
