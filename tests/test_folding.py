@@ -299,3 +299,40 @@ def test_a_design_over_the_part_is_an_error_unless_the_blueprint_accepts_it(wide
     assert len(over) == 1 and "xc7z020clg400-1" in over[0] and "LUT" in over[0], over
     assert report["utilisation"]["percent"]["LUT"] > 100
     assert any("accepted: build.allow_over_part" in note for note in report["notes"])
+
+
+def test_with_no_target_a_network_slower_than_the_default_is_folded_for_it(hub, tmp_path):
+    """No target named: the zoo's ResNet, 589,824 cycles a frame unfolded, is folded for
+    brainsmith's default throughput (at 5 ns: 200,000 cycles), and the build says so and
+    how to ask for another; its report holds no target (the user named none)."""
+    from brainsmith.blueprint.choices import DEFAULT_FPS
+
+    model = str(REPO / "examples" / "models" / "zoo" / "resnet8.onnx")
+    options = {"size_fifos": False}
+    result = brainsmith.build(model, None, str(tmp_path / "out"), verify="none", options=options)
+    report = result.report
+    assert report["status"] == "ok" and report["target"] is None
+    assert report["performance"]["estimated_fps"] >= DEFAULT_FPS
+    note = next(n for n in report["notes"] if n.startswith("no target: "))
+    assert f"folded for {DEFAULT_FPS:,} fps, brainsmith's default" in note
+    assert "its slowest layer took 589,824 cycles a frame; 200,000 allowed" in note
+    assert "--target-fps" in note
+    record = json.loads((Path(result.output_dir) / "finn/report/folding.json").read_text())
+    assert record["target_cycles"] == 200_000 and record["cycles"] <= 200_000
+
+
+def test_with_no_target_a_network_that_meets_the_default_keeps_its_smallest_design(hub, tmp_path):
+    """The shipped MLP (2,048 cycles a frame unfolded) is faster than the default target
+    asks: no layer is folded and no folding is recorded."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    def unfolded(model: ModelWrapper) -> bool:
+        layers = [getCustomOp(n) for n in model.graph.node if n.op_type.startswith("MVAU")]
+        return bool(layers) and all(
+            layer.get_nodeattr("PE") == 1 and layer.get_nodeattr("SIMD") == 1 for layer in layers
+        )
+
+    mlp = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
+    head = brainsmith.build(mlp, None, str(tmp_path / "mlp"), stop_after=6, verify="none")
+    assert unfolded(ModelWrapper(head.checkpoint.model))
+    assert not (Path(head.output_dir) / "finn/report/folding.json").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import numpy as np
 import pytest
@@ -319,6 +320,9 @@ def test_the_residual_net_with_prefer_rtl_is_all_rtl_and_the_whole_accelerator_m
     assert abs(stitched["cycles_per_frame"] / estimated - 1) <= 0.1
     assert f"(FINN estimated {estimated:,}: " in report["rtlsim"]["summary"]
     assert "within ±10%)" in report["rtlsim"]["summary"]
+    # the check's cost, beside the build's
+    assert re.search(r"stitched partition matches on 16 frames \((compiled in [\d.]+ s|compile "
+                     r"cached), simulated in [\d.]+ s\)", report["rtlsim"]["summary"])  # fmt: skip
 
 
 @pytest.mark.parametrize("seed", breadth(range(4)))

@@ -4,6 +4,11 @@
 VERIFY_MODES = ("each", "final", "rtlsim", "none")  # rtlsim: final + Verilator per RTL layer
 PREFERENCES = ("auto", "rtl", "hls")  # hw_compiler.prefer: which backend style goes first
 FOLDING_SEARCHES = ("brainsmith", "finn")  # build.folding.search
+# What a build folds for when it names no throughput, latency or folding of its own, where
+# its design unfolded is slower: enough that a big network is not left at a crawl (FINN's
+# CNV-w2a2 unfolded: 6.9 fps), little enough that a small network keeps its smallest design
+# and a large default part is not filled for nothing (the shipped MLP would unroll fully)
+DEFAULT_FPS = 1_000
 # build.board: the Lattice boards brainsmith makes bitstreams for (``brainsmith.hardware.board.boards``)
 LATTICE_BOARDS = (
     "ulx3s-12f", "ulx3s-25f", "ulx3s-45f", "ulx3s-85f", "orangecrab-r0.2-25f",

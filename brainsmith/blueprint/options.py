@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from brainsmith.blueprint.checks import Checker, label
 from brainsmith.blueprint.choices import (
+    DEFAULT_FPS,
     FOLDING_SEARCHES,
     LATTICE_BOARDS,
     LINKED_BOARDS,
@@ -119,6 +120,14 @@ class BuildOptions:
     refold_rounds: int = 2  # builds again at the clock nextpnr reached, when it missed
     size_fifos: bool = True  # the fifo_depths step sizes an all-RTL design's FIFOs
     allow_over_part: bool = False  # a design estimated over the part builds, with a warning
+
+    @property
+    def fold_fps(self) -> int | None:
+        """The throughput the folding aims at: ``target_fps``; ``DEFAULT_FPS`` when the
+        build names no target (fps or latency) and no folding config."""
+        if self.target_fps or self.target_latency_ns or self.folding_config:
+            return self.target_fps
+        return DEFAULT_FPS
 
     @property
     def period_ns(self) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from brainsmith.blueprint.choices import PREFERENCES, VERIFY_MODES
+from brainsmith.blueprint.choices import DEFAULT_FPS, PREFERENCES, VERIFY_MODES
 from brainsmith.cli.output import console, echo
 from brainsmith.cli.shared import (
     exit_now,
@@ -70,7 +70,8 @@ if TYPE_CHECKING:
 @click.option(
     "--target-fps",
     type=int,
-    help="Throughput to fold for, frames per second, 1 to 10**12 (build.target_fps).",
+    help="Throughput to fold for, frames per second, 1 to 10**12 (build.target_fps); "
+    f"without one, {DEFAULT_FPS:,} where the unfolded design is slower.",
 )
 @click.option(
     "--target-latency",

@@ -228,7 +228,7 @@ def finn_config(plan: BuildPlan, finn_dir: str) -> DataflowBuildConfig:
         synth_clk_period_ns=float(options.period_ns),
         fpga_part=part,
         board=board,
-        target_fps=int(options.target_fps) if options.target_fps else None,
+        target_fps=options.fold_fps,
         mvau_wwidth_max=options.folding.mvau_wwidth_max,
         folding_config_file=options.folding_config,
         specialize_layers_config_file=options.specialize_config,

@@ -470,19 +470,29 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     config file if given, minimise bit widths, decompose Shuffle layers into implementable
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
     every layer must then have a backend."""
+    from brainsmith.frameworks.finn.folding.search import layer_cycles
     from brainsmith.frameworks.finn.folding.target import fold_for_target, follow_decomposition
+    from brainsmith.frameworks.finn.resolvers import cycles_per_frame
 
     context = context_of(cfg)
     plan = context.plan
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
     options = plan.options
-    model, context.folding = fold_for_target(
-        model,
-        cfg,
-        options.folding if options else None,
-        options.target_latency_ns if options else None,
-        context.costed_part,
-    )
+    kept = False  # brainsmith's default target (no target named), met unfolded
+    if options is not None and options.target_fps is None and cfg.target_fps:
+        slowest, allowed = max(layer_cycles(model).values(), default=0), cycles_per_frame(cfg)
+        kept = slowest <= allowed
+        if not kept:
+            context.notes.append(default_target_note(cfg.target_fps, slowest, allowed))
+    context.folding = None
+    if not kept:
+        model, context.folding = fold_for_target(
+            model,
+            cfg,
+            options.folding if options else None,
+            options.target_latency_ns if options else None,
+            context.costed_part,
+        )
     model = finn_steps.apply_folding_config(model, cfg)
     model = legal_folding(model)
     model = finn_steps.minimize_bit_width(model, cfg)
@@ -493,6 +503,15 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     model = apply_transforms(model, plan, "post_hw")
     _check_backends(model, plan, decomposed_later=False)
     return model
+
+
+def default_target_note(fps: int, slowest: int, allowed: int) -> str:
+    """What a build that names no target, slower unfolded than ``fps``, was folded for."""
+    return (
+        f"no target: folded for {fps:,} fps, brainsmith's default (unfolded, its slowest layer "
+        f"took {slowest:,} cycles a frame; {allowed:,} allowed at the clock); set "
+        "build.target_fps (--target-fps) for another, 1 for the smallest design"
+    )
 
 
 def legal_folding(model: ModelWrapper) -> ModelWrapper:

@@ -130,9 +130,21 @@ def _stitched_summary(stitched: Stitched | None) -> str:
     if stitched["status"] != MATCH:
         return f"; stitched partition {stitched['status']}"
     return (
-        f"; stitched partition matches, {stitched['cycles_per_frame']:,.0f} "
+        f"; stitched partition matches{_cost(stitched)}, {stitched['cycles_per_frame']:,.0f} "
         f"cycles/frame{_against(stitched)}, latency {stitched['latency_cycles']:,} cycles"
     )
+
+
+def _cost(stitched: Stitched) -> str:
+    """What the whole design's check cost: " on 16 frames (compiled in 4.1 s, simulated in
+    0.3 s)"; "compile cached" where an earlier run's simulator was used."""
+    frames, seconds = stitched.get("frames"), stitched.get("simulate_seconds")
+    if not frames or seconds is None:
+        return ""
+    compiled = stitched.get("compile_seconds")
+    made = f"compiled in {compiled:.1f} s, " if compiled is not None else ""
+    made = "compile cached, " if stitched.get("compile_cached") else made
+    return f" on {frames:,} frame{'s' if frames > 1 else ''} ({made}simulated in {seconds:.1f} s)"
 
 
 # Layers that only move data (FIFOs, width converters): in a design simulated whole they are
