@@ -151,7 +151,7 @@ def test_a_process_that_repeats_a_line_is_stopped_naming_the_line(tmp_path):
     stopped with "printed more than 16 MiB" and no word of the warning that filled them)."""
     import sys
 
-    from brainsmith.hardware.rtlsim.processes import TooMuchOutput, run_bounded
+    from brainsmith.hardware.processes import TooMuchOutput, run_bounded
 
     loop = "import itertools\nfor i in itertools.count():\n print('note' if i % 9 else 'flood')"
     with pytest.raises(TooMuchOutput) as caught:
@@ -172,7 +172,7 @@ def test_a_process_without_a_time_limit_is_killed_when_interrupted(tmp_path):
     import threading
     import time
 
-    from brainsmith.hardware.rtlsim.processes import run_bounded
+    from brainsmith.hardware.processes import run_bounded
 
     marker = tmp_path / "pid"
     code = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
@@ -193,7 +193,7 @@ def test_a_process_waited_for_in_a_thread_is_killed_when_its_caller_stops_it(tmp
     import threading
     import time
 
-    from brainsmith.hardware.rtlsim.processes import Stopped, run_bounded
+    from brainsmith.hardware.processes import Stopped, run_bounded
 
     marker = tmp_path / "pid"
     stop = threading.Event()
@@ -224,9 +224,9 @@ def test_a_compile_stopped_by_its_caller_leaves_nothing_in_the_cache(tmp_path, m
     folder in the compile cache, so the next compile of the design starts clean."""
     import threading
 
+    from brainsmith.hardware.processes import Stopped
     from brainsmith.hardware.rtlsim.compile import compile_layer
     from brainsmith.hardware.rtlsim.layer_design import LayerDesign
-    from brainsmith.hardware.rtlsim.processes import Stopped
     from brainsmith.hardware.rtlsim.verilator import find_toolchain
 
     cache = tmp_path / "cache"

@@ -11,7 +11,7 @@ import subprocess
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.hardware.board.boards import BOARDS, LOADER_BOARDS
-from brainsmith.hardware.rtlsim.processes import TooMuchOutput, run_bounded
+from brainsmith.hardware.processes import TooMuchOutput, run_bounded
 
 LOADER = "openFPGALoader"
 INSTALL_HINT = (

@@ -26,9 +26,9 @@ from brainsmith.hardware.board.link import TIMEOUT_BYTES, rtl_files
 from brainsmith.hardware.board.streams import DriverError, Streams, streams
 from brainsmith.hardware.board.top import Link, accelerator, host_link
 from brainsmith.hardware.listing import listed_sources
+from brainsmith.hardware.processes import Stopped
 from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign, link_data_folders
-from brainsmith.hardware.rtlsim.processes import Stopped
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 from brainsmith.hardware.synthesis.layer_sources import MissingSources
 

@@ -25,6 +25,7 @@ from typing import Any
 from brainsmith.hardware.place_route.errors import NotUsable
 from brainsmith.hardware.place_route.staging import NETLIST, yosys_script
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.processes import TooMuchOutput, run_bounded
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 from brainsmith.hardware.synthesis.plan import yowasp_tool
 
@@ -258,15 +259,13 @@ class Family:
 
         router = self.router
         try:
-            result = subprocess.run(
-                [*self.command(), "--version"],
-                capture_output=True,
-                text=True,
-                timeout=VERSION_TIMEOUT,
-                check=False,
+            result = run_bounded(
+                [*self.command(), "--version"], cwd=".", timeout=VERSION_TIMEOUT, limit=2**20
             )
         except subprocess.TimeoutExpired as exc:
             raise NotUsable(f"{router} --version did not answer", hint) from exc
+        except TooMuchOutput as exc:
+            raise NotUsable(f"{router} --version {exc}", hint) from exc
         line = ((result.stdout + result.stderr).strip().splitlines() or [""])[-1]
         found = re.search(r"\(Version ([^)\s]+)\)", line)
         if result.returncode != 0 or found is None:

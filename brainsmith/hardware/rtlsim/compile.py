@@ -41,8 +41,8 @@ from typing import BinaryIO
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.hardware.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign, verilator_ready
-from brainsmith.hardware.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.hardware.rtlsim.screen import PreprocessError, screen
 from brainsmith.hardware.rtlsim.verilator import VERILATOR_FLAGS, Toolchain, ToolchainError
 from brainsmith.plugin.settings.memo import tool_cache

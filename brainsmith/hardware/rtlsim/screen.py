@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.hardware.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.hardware.rtlsim.manifest import inside
-from brainsmith.hardware.rtlsim.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.hardware.rtlsim.verilator import VERILATOR_FLAGS, Toolchain
 
 PREPROCESS_TIMEOUT = 120.0

@@ -23,9 +23,9 @@ import numpy as np
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.hardware.processes import MIB, Finished, TooMuchOutput, run_bounded
 from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign, data_folders_linked
-from brainsmith.hardware.rtlsim.processes import MIB, Finished, TooMuchOutput, run_bounded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

