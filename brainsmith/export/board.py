@@ -264,17 +264,18 @@ def _sim_top(board: Board) -> str:
     """The board top as the bench drives it: its oscillator pin on the bench's clock, its
     reset button (when it has one) on the bench's reset, its LED open."""
     from brainsmith.hardware.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
+    from brainsmith.hardware.hdl import Instance, Module, Port, inverted
 
-    pins = [f".{CLOCK}(clk)", f".{UART_RX}(uart_rx)", f".{UART_TX}(uart_tx)"]
+    pins = [(CLOCK, "clk"), (UART_RX, "uart_rx"), (UART_TX, "uart_tx")]
     if board.reset is not None:
-        pins.append(f".{RESET}({'rst_n' if board.reset.active_low else '~rst_n'})")
+        pins.append((RESET, inverted("rst_n", not board.reset.active_low)))
     if board.led is not None:
-        pins.append(f".{LED}()")
-    return f"""// The exported board top ({board.name}) on the simulation bench's pins.
-module {SIM_TOP} (input logic clk, input logic rst_n, input logic uart_rx, output logic uart_tx);
-  board_top board ({", ".join(pins)});
-endmodule
-"""
+        pins.append((LED, ""))
+    ports = (Port("clk", "input"), Port("rst_n", "input"), Port("uart_rx", "input"),
+             Port("uart_tx", "output"))  # fmt: skip
+    top = Instance("board_top", "board", (tuple(pins),))
+    comment = (f"The exported board top ({board.name}) on the simulation bench's pins.",)
+    return Module(SIM_TOP, ports, (top,), comment).render()
 
 
 def link_frames(

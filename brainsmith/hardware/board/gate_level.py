@@ -24,9 +24,9 @@ from importlib.resources import files as package_files
 from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
 from brainsmith.hardware.board.driver import Board as Driver
-from brainsmith.hardware.board.hdl import Instance, Module, Port, inverted
 from brainsmith.hardware.board.simulated import SimulatedBoard, board_design
 from brainsmith.hardware.board.streams import DriverError, Host, Streams
+from brainsmith.hardware.hdl import Instance, Module, Port, inverted
 from brainsmith.hardware.rtlsim.compile import cache_root, source_texts
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain

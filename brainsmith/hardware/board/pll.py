@@ -15,7 +15,7 @@ import numpy as np
 
 from brainsmith.clock import mhz_text
 from brainsmith.errors import HintedError
-from brainsmith.hardware.board.hdl import Instance
+from brainsmith.hardware.hdl import Instance
 
 PFD_MHZ = (3.125, 400.0)
 VCO_MHZ = (400.0, 800.0)

@@ -21,10 +21,10 @@ import tty
 from importlib.resources import files as package_files
 from pathlib import Path
 
-from brainsmith.hardware.board.hdl import Blank, Module, Port
 from brainsmith.hardware.board.link import TIMEOUT_BYTES, rtl_files
 from brainsmith.hardware.board.streams import DriverError, Streams, streams
 from brainsmith.hardware.board.top import Link, accelerator, host_link
+from brainsmith.hardware.hdl import Blank, Module, Port
 from brainsmith.hardware.listing import listed_sources
 from brainsmith.hardware.processes import Stopped
 from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer

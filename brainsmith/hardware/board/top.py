@@ -9,7 +9,7 @@ one, is lit while the design runs (out of reset).
 
 The accelerator's ports come from the build's final model (``accelerator_ports``: the
 widths of the streams its first layer reads and its last layer writes, the names of its
-FIFOs), the text from the typed objects of ``brainsmith.hardware.board.hdl``.
+FIFOs), the text from the typed objects of ``brainsmith.hardware.hdl``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from brainsmith.clock import mhz_text
 from brainsmith.errors import HintedError
 from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
-from brainsmith.hardware.board.hdl import (
+from brainsmith.hardware.board.pll import Pll
+from brainsmith.hardware.hdl import (
     Assign,
     Blank,
     Instance,
@@ -36,7 +37,6 @@ from brainsmith.hardware.board.hdl import (
     hex_constant,
     inverted,
 )
-from brainsmith.hardware.board.pll import Pll
 
 STANDARD_BAUDS = (3_000_000, 2_000_000, 1_000_000, 921_600, 460_800, 230_400, 115_200, 57_600)
 MIN_CLOCKS_PER_BIT = 4

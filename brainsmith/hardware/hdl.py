@@ -1,8 +1,9 @@
-"""The SystemVerilog of brainsmith's board tops as typed objects: a module's ports (name,
+"""The SystemVerilog brainsmith generates, as typed objects: a module's ports (name,
 direction, width), the signals it declares, its instances (module, name, parameters,
 connections, attributes), assignments and the reset synchroniser, each rendering its own
-lines; ``Module.render`` writes the whole text. Nothing here knows a board: ``top`` and
-``simulated`` build these objects and render them once.
+lines; ``Module.render`` writes the whole text. Nothing here knows a board or a network: the
+board tops (``board.top``, ``board.simulated``, ``board.gate_level``) and the stitched
+accelerator (``rtlsim.stitched.design``) build these objects and render them once.
 
 An instance's parameters, connections and attributes are given in lines (a tuple of lines,
 each a tuple of pairs), so that the text keeps the layout the tops have always had.
