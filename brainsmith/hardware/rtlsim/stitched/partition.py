@@ -383,13 +383,11 @@ def write_stitched(design: LayerDesign, folder: str, top: str = "accelerator") -
         if name == f"{design.top}.sv":
             name, text = f"{top}.sv", text.replace(f"module {design.top} (", f"module {top} (")
         path = os.path.join(folder, name)
-        with open(path, "w") as handle:
-            handle.write(text)
+        write_text(path, text, 0o644)  # each file whole or not at all
         written.append(path)
         listed.append(path)
     files_path = os.path.join(folder, "files.f")
-    with open(files_path, "w") as handle:
-        handle.write("".join(f"{path}\n" for path in listed))
+    write_text(files_path, "".join(f"{path}\n" for path in listed), 0o644)
     instances = os.path.join(folder, INSTANCES)
     write_text(instances, json.dumps(design.instances, indent=1, sort_keys=True) + "\n", 0o644)
     return [*written, instances, files_path]  # the listing last: what tools start from
