@@ -465,7 +465,8 @@ def _check_implemented(node: onnx.NodeProto, decomposed_later: bool, model: Mode
 )
 def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Parallelise to ``cfg.target_fps`` at the configured clock (brainsmith's folding
-    search, or FINN's SetFolding with ``build.folding.search: finn``) and, with
+    search, or FINN's SetFolding with ``build.folding.search: finn``; with no target named,
+    brainsmith's default, which a design meeting it unfolded is left at) and, with
     ``build.target_latency_ns``, further until a frame's estimated latency meets it; apply a folding
     config file if given, minimise bit widths, decompose Shuffle layers into implementable
     ones (FINN's transpose decomposition), then the blueprint's ``post_hw`` transforms;
@@ -479,8 +480,9 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
     options = plan.options
     kept = False  # brainsmith's default target (no target named), met unfolded
-    if options is not None and options.target_fps is None and cfg.target_fps:
-        slowest, allowed = max(layer_cycles(model).values(), default=0), cycles_per_frame(cfg)
+    allowed = cycles_per_frame(cfg)
+    if options is not None and options.target_fps is None and allowed is not None:
+        slowest = max(layer_cycles(model).values(), default=0)
         kept = slowest <= allowed
         if not kept:
             context.notes.append(default_target_note(cfg.target_fps, slowest, allowed))
