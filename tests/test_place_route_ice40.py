@@ -86,7 +86,7 @@ def test_an_up5ks_capacities_come_from_nextpnr_ice40s_report(tmp_path, monkeypat
 
 def test_an_asc_icepack_cannot_read_fails_naming_icepack_and_leaves_no_bitstream(tmp_path):
     from brainsmith.hardware.place_route.errors import PlaceRouteError
-    from brainsmith.hardware.synthesis.plan import Stages
+    from brainsmith.hardware.plan import Stages
 
     (tmp_path / PACKING.routed).write_text(".device 5k\n.logic_tile 99 99\nnot a tile\n")
     with Stages() as stages, pytest.raises(PlaceRouteError) as error:

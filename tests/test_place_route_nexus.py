@@ -190,7 +190,7 @@ def test_fasm_the_packer_cannot_place_fails_naming_its_panic_and_leaves_no_bitst
     own message, its log named, and no bitstream, whole or partial."""
     from brainsmith.hardware.place_route.errors import PlaceRouteError
     from brainsmith.hardware.place_route.nexus import NEXUS, PACKING
-    from brainsmith.hardware.synthesis.plan import Stages
+    from brainsmith.hardware.plan import Stages
 
     (tmp_path / PACKING.routed).write_text(
         '{ oxide.device="LIFCL-40" }\n\nNO_SUCH_TILE.NO_SUCH_FEATURE\n'

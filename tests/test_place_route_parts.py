@@ -114,17 +114,22 @@ def test_a_damaged_cache_entry_is_removed_not_used(tmp_path):
 
 
 def test_a_plans_digest_reads_format_kind_tools_commands_and_inputs_in_order():
-    """The cache key of every run (synthesis, place and route, capacities, a bitstream): its
-    fields NUL-separated in one order, so a run keyed before keeps its key."""
+    """The cache key of every run (synthesis, place and route, capacities, a bitstream, a
+    simulator): its fields in one order, each after its length, so texts that hold the
+    separator of a joined key cannot make two plans one (a source with a NUL in it, read
+    from a build folder, once could)."""
     import hashlib
 
-    from brainsmith.hardware.synthesis.plan import Plan
+    from brainsmith.hardware.plan import Plan
 
     plan = Plan({"yosys": "Y", "nextpnr": "N"}, ["script", "--arg"], ["file", "digest"],
                 ["bitstream", "name"], "F")  # fmt: skip
-    text = "F\0bitstream\0name\0Y\0N\0script\0--arg\0file\0digest"
-    assert plan.digest() == hashlib.sha256(text.encode()).hexdigest()
+    fields = ["F", "bitstream", "name", "Y", "N", "script", "--arg", "file", "digest"]
+    framed = b"".join(len(f).to_bytes(8, "little") + f.encode() for f in fields)
+    assert plan.digest() == hashlib.sha256(framed).hexdigest()
     assert plan.entry("/c", ".bit", "p-") == f"/c/p-{plan.digest()[:40]}.bit"
+    split = [Plan({"yosys": "Y"}, ["s"], inputs) for inputs in (["a\0b", "c"], ["a", "b\0c"])]
+    assert split[0].digest() != split[1].digest()
 
 
 def test_a_family_is_a_tool_chain_its_subclasses_and_functions_change():

@@ -405,7 +405,7 @@ def cached_bitstream(root: Path, content: bytes, **changed) -> tuple[str, tuple[
     import gzip
     import hashlib
 
-    from brainsmith.hardware.synthesis.plan import write_entry
+    from brainsmith.hardware.plan import write_entry
 
     bit, netlist, entry = root / "k.bit", root / "k.v.gz", root / "k.json"
     bit.write_bytes(content)

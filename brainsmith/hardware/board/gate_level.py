@@ -27,10 +27,10 @@ from brainsmith.hardware.board.driver import Board as Driver
 from brainsmith.hardware.board.simulated import SimulatedBoard, board_design
 from brainsmith.hardware.board.streams import DriverError, Host, Streams
 from brainsmith.hardware.hdl import Instance, Module, Port, inverted
+from brainsmith.hardware.plan import read_entry, write_entry
 from brainsmith.hardware.rtlsim.compile import cache_root, source_texts
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign
 from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
-from brainsmith.hardware.synthesis.plan import read_entry, write_entry
 
 NETLIST = "netlist.v"  # Yosys' netlist of the board top, in the bitstream's run folder
 TOP = "brainsmith_sim_board"

@@ -4,7 +4,7 @@ part has. ``toolchain`` is what every target family shares (Yosys + nextpnr), ``
 of context), ``nexus``, ``ice40``, ``gowin`` and ``gatemate`` (behind the host link, ``linked``; packed by ``packing``)
 its families and ``families`` their table; ``parts`` reads Lattice part names, ``stitched_sources`` gathers
 the stitched design with the synthesis fixes, ``staging`` writes the run folder, ``flow``
-runs the tools once per plan (``brainsmith.hardware.synthesis.plan``) and caches, ``report``
+runs the tools once per plan (``brainsmith.hardware.plan``) and caches, ``report``
 reads what they report; ``bitstream`` makes an ECP5 board's bitstream with the host link in
 front (``brainsmith.hardware.board``).
 

@@ -48,8 +48,8 @@ from brainsmith.hardware.place_route.staging import NETLIST as NETLIST_JSON
 from brainsmith.hardware.place_route.staging import stage, yosys_script
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.place_route.toolchain import SEED, Nextpnr
+from brainsmith.hardware.plan import Plan, Stages, read_entry, remove, stored, write_entry
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
-from brainsmith.hardware.synthesis.plan import Plan, Stages, read_entry, remove, stored, write_entry
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
 

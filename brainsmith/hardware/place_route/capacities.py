@@ -24,9 +24,9 @@ from brainsmith.hardware.place_route.errors import PlaceRouteError
 from brainsmith.hardware.place_route.flow import cache_root
 from brainsmith.hardware.place_route.report import parse_report
 from brainsmith.hardware.place_route.toolchain import Family, Nextpnr
+from brainsmith.hardware.plan import Plan, read_entry, write_entry
 from brainsmith.hardware.processes import Processes
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
-from brainsmith.hardware.synthesis.plan import Plan, read_entry, write_entry
 from brainsmith.hardware.synthesis.yosys import first_error, run_mounted
 
 TYPE_CHECKING = False

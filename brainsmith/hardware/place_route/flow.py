@@ -31,7 +31,7 @@ from brainsmith.hardware.place_route.report import (
 from brainsmith.hardware.place_route.staging import stage
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.place_route.toolchain import Family, Nextpnr, Placed
-from brainsmith.hardware.synthesis.plan import Plan, Stages, read_entry, remove, stored, write_entry
+from brainsmith.hardware.plan import Plan, Stages, read_entry, remove, stored, write_entry
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
 from brainsmith.plugin.settings.memo import tool_cache

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from brainsmith.hardware.place_route.errors import PlaceRouteError
+from brainsmith.hardware.plan import Stages, remove, yowasp_tool
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
-from brainsmith.hardware.synthesis.plan import Stages, remove, yowasp_tool
 from brainsmith.hardware.synthesis.yosys import first_error, run_mounted
 
 PARTIAL = "packed.bit.partial"

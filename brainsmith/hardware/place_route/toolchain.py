@@ -25,9 +25,9 @@ from typing import Any
 from brainsmith.hardware.place_route.errors import NotUsable
 from brainsmith.hardware.place_route.staging import NETLIST, yosys_script
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+from brainsmith.hardware.plan import yowasp_tool
 from brainsmith.hardware.processes import TooMuchOutput, run_bounded
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
-from brainsmith.hardware.synthesis.plan import yowasp_tool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import shutil
 import subprocess
@@ -41,6 +40,7 @@ from typing import BinaryIO
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.hardware.plan import Plan
 from brainsmith.hardware.processes import MIB, TooMuchOutput, run_bounded
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign, verilator_ready
 from brainsmith.hardware.rtlsim.screen import PreprocessError, screen
@@ -123,40 +123,27 @@ def _testbench(design: LayerDesign) -> list[tuple[str, str]]:
 
 
 def cache_key(design: LayerDesign, toolchain: Toolchain) -> str:
-    digest = hashlib.sha256()
+    """The simulator's cache key: the ``Plan`` of its compile (Verilator, the compiler and
+    their flags; the top, the testbench and every source text)."""
     files = _testbench(design)  # (testbench.cpp's key is its text, as before)
     testbench = files[0][1] if len(files) == 1 else "\0".join(t for f in files for t in f)
-    parts = [
-        FORMAT,
-        toolchain.version,
-        toolchain.verilator,
-        toolchain.compiler,
-        " ".join(VERILATOR_FLAGS),
-        CXX_FLAGS,
-        design.top,
-        testbench,
-        testbench_header(design),
-    ]
-    for name, text in source_texts(design):
-        parts += [name, text]
-    for part in parts:
-        data = part.encode()
-        digest.update(len(data).to_bytes(8, "little") + data)
-    return digest.hexdigest()
+    sources = [part for pair in source_texts(design) for part in pair]
+    inputs = [design.top, testbench, testbench_header(design), *sources]
+    return _plan(toolchain, ("simulator", FORMAT), inputs).digest()
 
 
 def runtime_key(toolchain: Toolchain) -> str:
-    text = "\0".join(
-        [
-            FORMAT,
-            toolchain.version,
-            toolchain.verilator,
-            toolchain.compiler,
-            CXX_FLAGS,
-            *VERILATOR_FLAGS,
-        ]
-    )
-    return hashlib.sha256(text.encode()).hexdigest()[:40]
+    """The key of the compiled Verilator runtime every simulator of ``toolchain`` links."""
+    return _plan(toolchain, ("runtime", FORMAT)).digest()[:40]
+
+
+def _plan(toolchain: Toolchain, kind: tuple[str, ...], inputs: list[str] | None = None) -> Plan:
+    tools = {
+        "verilator": f"{toolchain.version} {toolchain.verilator}",
+        "compiler": toolchain.compiler,
+    }
+    commands = [*VERILATOR_FLAGS, CXX_FLAGS]
+    return Plan(tools, commands, inputs or [], kind)
 
 
 def cache_root() -> str:

@@ -1,6 +1,6 @@
 """Synthesise every RTL layer of a design, two at a time, each result cached by content.
 
-The cache key is the digest of the run's ``Plan`` (``brainsmith.hardware.synthesis.plan``):
+The cache key is the digest of the run's ``Plan`` (``brainsmith.hardware.plan``):
 everything that decides the counts, the Yosys version, the family, the script, the top module
 and the text of every file Yosys reads (after the fixes) with the parameter files. A result is
 a JSON file in the user's private cache directory (``<cache>/synthesis/<key>.json``, written
@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 from brainsmith.files import FULL_DISKS, DiskFull, disk_full
+from brainsmith.hardware.plan import Plan, entry_bytes, remove, stored
 from brainsmith.hardware.processes import Processes
 from brainsmith.hardware.synthesis.ecp5 import lattice_ready
 from brainsmith.hardware.synthesis.families import NotSynthesisable, family_of
@@ -39,7 +40,6 @@ from brainsmith.hardware.synthesis.layer_sources import (
     primitive_library,
     synthesis_design,
 )
-from brainsmith.hardware.synthesis.plan import Plan, entry_bytes, remove, stored
 from brainsmith.hardware.synthesis.yosys import (
     COUNTS,
     ECP5,

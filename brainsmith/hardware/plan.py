@@ -1,10 +1,11 @@
 """A tool run as a plan, its cache and its runner: what a layer's synthesis, a whole design's
-place and route, a part's capacities and a board's bitstream share.
+place and route, a part's capacities, a board's bitstream and a Verilator simulator share.
 
 A ``Plan`` is everything that decides what a run writes: the format of what is cached, the
-kind of run, the tools' versions, the commands (a Yosys script, nextpnr's arguments) and the
-inputs (the text of the files the tools read, or their digest). Its SHA-256 (``digest``) is
-the run's cache key: the run's results are entries ``<root>/<prefix><key[:40]><suffix>`` in
+kind of run, the tools' versions, the commands (a Yosys script, nextpnr's arguments,
+Verilator's flags) and the inputs (the text of the files the tools read, or their digest).
+Its SHA-256 (``digest``, over each field's length and bytes: no two plans share a key,
+whatever their texts hold) is the run's cache key: the run's results are entries ``<root>/<prefix><key[:40]><suffix>`` in
 the user's private cache, each written whole or not at all (``stored``: ``write_bytes``), so
 a plan runs once. An entry is used only when it is a regular file of this user, of bounded
 size, naming its key (``read_entry``); any other is removed.
@@ -30,7 +31,7 @@ from typing import Any, TypeVar
 from brainsmith.files import write_bytes
 from brainsmith.hardware.processes import Processes
 
-FORMAT = "2"  # bump when what a ``write_entry`` entry holds changes
+FORMAT = "3"  # bump when what a ``write_entry`` entry holds or how a key is made changes
 MAX_ENTRY_BYTES = 1 * 2**20
 _T = TypeVar("_T")
 
@@ -47,9 +48,12 @@ class Plan:
     format: str = FORMAT
 
     def digest(self) -> str:
-        """The run's cache key: SHA-256 of every field, NUL-separated."""
-        fields = [self.format, *self.kind, *self.tools.values(), *self.commands, *self.inputs]
-        return hashlib.sha256("\0".join(fields).encode()).hexdigest()
+        """The run's cache key: SHA-256 of every field, each after its length in bytes."""
+        digest = hashlib.sha256()
+        for field in (self.format, *self.kind, *self.tools.values(), *self.commands, *self.inputs):
+            data = field.encode()
+            digest.update(len(data).to_bytes(8, "little") + data)
+        return digest.hexdigest()
 
     def entry(self, root: str, suffix: str = ".json", prefix: str = "") -> str:
         """The path of the run's entry ``suffix`` in the cache folder ``root``."""
