@@ -54,25 +54,30 @@ class Item(Protocol):
 
 @dataclass(frozen=True)
 class Port:
-    """A port of a module: its name, direction and width in bits."""
+    """A port of a module: its name, direction and width in bits, declared ``logic`` or,
+    with ``plain``, as a net of the default type (``input [7:0] x``)."""
 
     name: str
     direction: Direction
     width: int = 1
+    plain: bool = False
 
     def declaration(self) -> str:
+        if self.plain:
+            return f"{self.direction} {bit_range(self.width)}{self.name}"
         return f"{self.direction:<6} logic {bit_range(self.width)}{self.name}"
 
 
 @dataclass(frozen=True)
 class Logic:
-    """Signals of one width declared together."""
+    """Signals of one width declared together, as ``logic`` or ``wire``."""
 
     names: tuple[str, ...]
     width: int = 1
+    kind: Literal["logic", "wire"] = "logic"
 
     def lines(self) -> list[str]:
-        return [f"{INDENT}logic {bit_range(self.width)}{', '.join(self.names)};"]
+        return [f"{INDENT}{self.kind} {bit_range(self.width)}{', '.join(self.names)};"]
 
 
 @dataclass(frozen=True)
@@ -156,12 +161,15 @@ def _pairs(lines: Pairs) -> list[str]:
 
 @dataclass(frozen=True)
 class Module:
-    """A module: the comment lines above it, its name, ports and body."""
+    """A module: the comment lines above it, its name, ports and body, indented by
+    ``indent`` (the stitched accelerator's top keeps the tabs it was first written with, so
+    its text, and every netlist and cache key made from it, stays the same)."""
 
     name: str
     ports: tuple[Port, ...]
     body: tuple[Item, ...]
     comment: tuple[str, ...] = ()
+    indent: str = INDENT
 
     def render(self) -> str:
         names = [port.name for port in self.ports]
@@ -170,11 +178,16 @@ class Module:
             raise ValueError(f"module {self.name} names {', '.join(repeated)} twice")
         lines = [f"// {line}" for line in self.comment]
         lines.append(f"module {self.name} (")
-        lines.append(",\n".join(f"{INDENT}{port.declaration()}" for port in self.ports))
+        lines.append(",\n".join(f"{self.indent}{port.declaration()}" for port in self.ports))
         lines.append(");")
-        lines += [line for item in self.body for line in item.lines()]
+        lines += [self._indented(line) for item in self.body for line in item.lines()]
         lines.append("endmodule")
         return "\n".join(lines) + "\n"
+
+    def _indented(self, line: str) -> str:
+        """``line`` with each leading ``INDENT`` as ``indent``."""
+        text = line.lstrip(" ")
+        return self.indent * ((len(line) - len(text)) // len(INDENT)) + text
 
 
 __all__ = [

@@ -214,31 +214,31 @@ def render_top(partition: StitchedPartition) -> str:
     """The SystemVerilog of ``partition``'s top module."""
     body: list[Item] = []
     for wire in partition.wires:
-        body += [Logic((f"{wire.name}_TDATA",), wire.width),
-                 Logic((f"{wire.name}_TVALID", f"{wire.name}_TREADY"))]  # fmt: skip
+        body += [Logic((f"{wire.name}_TDATA",), wire.width, "wire"),
+                 Logic((f"{wire.name}_TVALID", f"{wire.name}_TREADY"), 1, "wire")]  # fmt: skip
     for index, layer in enumerate(partition.layers):
         make = _fifo_instance if partition.fifo_sim(layer) else _instance
         body.append(make(index, layer))
-    return Module(TOP, _ports(partition), tuple(body), (HEADER,)).render()
+    return Module(TOP, _ports(partition), tuple(body), (HEADER,), "\t").render()
 
 
 def _ports(partition: StitchedPartition) -> tuple[Port, ...]:
     """The clock, the reset, ``in0_V`` and ``out0_V``, then each FIFO's fill (and depth)."""
     ports = [
-        Port("ap_clk", "input"),
-        Port("ap_rst_n", "input"),
-        Port(f"{SOURCE}_TDATA", "input", partition.source.width),
-        Port(f"{SOURCE}_TVALID", "input"),
-        Port(f"{SOURCE}_TREADY", "output"),
-        Port(f"{SINK}_TDATA", "output", partition.sink.width),
-        Port(f"{SINK}_TVALID", "output"),
-        Port(f"{SINK}_TREADY", "input"),
+        Port("ap_clk", "input", plain=True),
+        Port("ap_rst_n", "input", plain=True),
+        Port(f"{SOURCE}_TDATA", "input", partition.source.width, plain=True),
+        Port(f"{SOURCE}_TVALID", "input", plain=True),
+        Port(f"{SOURCE}_TREADY", "output", plain=True),
+        Port(f"{SINK}_TDATA", "output", partition.sink.width, plain=True),
+        Port(f"{SINK}_TVALID", "output", plain=True),
+        Port(f"{SINK}_TREADY", "input", plain=True),
     ]
     for layer in partition.layers:
         if layer.fifo:
-            ports.append(Port(f"maxcount_{layer.design.node}", "output", 32))
+            ports.append(Port(f"maxcount_{layer.design.node}", "output", 32, plain=True))
         if partition.fifo_sim(layer):
-            ports.append(Port(f"depth_{layer.design.node}", "input", 32))
+            ports.append(Port(f"depth_{layer.design.node}", "input", 32, plain=True))
     return tuple(ports)
 
 
