@@ -516,15 +516,18 @@ def test_a_default_clock_missed_is_placed_again_below_the_fmax_with_the_folding_
     reached), its folding kept, while that folding still meets the target there; else the
     build is folded again for the target (None)."""
     from brainsmith.builder.refold import MARGIN, settled_mhz, settled_record
+    from brainsmith.hardware.board.boards import board
 
     missed = {"met": False, "fmax_mhz": {"clk": 85.94}, "asked_mhz": 90.0, "clock_mhz": 90.0,
               "refold_rounds": 2}  # fmt: skip
-    assert settled_mhz(missed, 25.0, 0, 80, 1_000_000) == 81.25 <= 85.94 * (1 - MARGIN)
-    assert settled_mhz(missed, 25.0, 0, 80, None) == 81.25  # no target: the folding stands
-    assert settled_mhz(missed, 25.0, 0, 90, 1_000_000) is None  # 902,778 fps: fold again
-    assert settled_mhz(missed, 25.0, 0, 0, 1_000_000) is None  # no cycles known: fold again
-    assert settled_mhz(missed, 25.0, 2, 80, None) is None  # the rounds are used up
-    assert settled_mhz({**missed, "met": True}, 25.0, 0, 80, None) is None
+    ulx3s = board("ulx3s-85f")  # its 25 MHz oscillator
+    assert ulx3s.clock_mhz == 25.0
+    assert settled_mhz(missed, ulx3s, 0, 80, 1_000_000) == 81.25 <= 85.94 * (1 - MARGIN)
+    assert settled_mhz(missed, ulx3s, 0, 80, None) == 81.25  # no target: the folding stands
+    assert settled_mhz(missed, ulx3s, 0, 90, 1_000_000) is None  # 902,778 fps: fold again
+    assert settled_mhz(missed, ulx3s, 0, 0, 1_000_000) is None  # no cycles known: fold again
+    assert settled_mhz(missed, ulx3s, 2, 80, None) is None  # the rounds are used up
+    assert settled_mhz({**missed, "met": True}, ulx3s, 0, 80, None) is None
     record = settled_record(missed, 41.04)
     assert record == {"clock_ns": 11.111, "clock_mhz": 90.0, "fmax_mhz": 85.94, "met": False,
                       "seconds": 41.0, "netlist_checked": False, "refolded": False}  # fmt: skip

@@ -127,7 +127,7 @@ def _settled(run: BuildRun, data: dict[str, Any], target: Board) -> float | None
         float(_simulated(run.rtlsim, run.report_dir).get("cycles_per_frame") or 0),
         float(_estimated(run.report_dir).get("max_cycles") or 0),
     )
-    return settled_mhz(data, target.clock_mhz, len(run.refolds), cycles, run.plan.build.target_fps)
+    return settled_mhz(data, target, len(run.refolds), cycles, run.plan.build.target_fps)
 
 
 def _settled_note(run: BuildRun, data: dict[str, Any], mhz: float) -> str:

@@ -26,6 +26,7 @@ from brainsmith.planning.errors import BuildError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.builder.result import BuildResult
+    from brainsmith.hardware.board.boards import Board
 
 MARGIN = 0.05  # the next round asks for a clock this much below the Fmax reached
 
@@ -52,14 +53,14 @@ def slower_clock_ns(section: Any, clock_ns: float, rounds_done: int) -> float | 
 
 
 def settled_mhz(
-    section: Any, oscillator_mhz: float, rounds_done: int, cycles: float, target_fps: float | None
+    section: Any, board: Board, rounds_done: int, cycles: float, target_fps: float | None
 ) -> float | None:
     """The clock (MHz) a round at brainsmith's default clock whose bitstream ``section``
-    missed is placed again at with its folding kept: the PLL's nearest at or below the Fmax
-    reached less ``MARGIN`` (from the board's ``oscillator_mhz``). None when it met, the
-    rounds are used up, or the folding's ``cycles`` a frame at that clock miss
-    ``target_fps`` (it is folded again for the target instead)."""
-    from brainsmith.hardware.board.pll import PllError, pll
+    missed is placed again at with its folding kept: ``board``'s PLL's nearest at or below
+    the Fmax reached less ``MARGIN``. None when it met, the rounds are used up, or the
+    folding's ``cycles`` a frame at that clock miss ``target_fps`` (it is folded again for
+    the target instead)."""
+    from brainsmith.hardware.board.pll import PllError
 
     if section["met"] or rounds_done >= section.get("refold_rounds", 0):
         return None
@@ -67,7 +68,7 @@ def settled_mhz(
     if not fmax > 0:
         return None
     try:
-        mhz = pll(oscillator_mhz, fmax * (1.0 - MARGIN), at_most=True).output_mhz
+        mhz = board.pll(fmax * (1.0 - MARGIN), at_most=True).output_mhz
     except PllError:
         return None
     if target_fps and not (cycles > 0 and mhz * 1e6 / cycles >= target_fps):

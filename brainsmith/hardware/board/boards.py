@@ -12,6 +12,10 @@ from typing import Any
 from brainsmith.blueprint.choices import LINKED_BOARDS
 from brainsmith.errors import HintedError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.hardware.board.pll import Pll
+
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (amaranth-boards; make setup installs it)"
 # name -> (amaranth_boards module, platform class, USB UART's top baud rate)
 BOARDS: dict[str, tuple[str, str, int]] = {
@@ -68,6 +72,14 @@ class Board:
     baud: int  # the fastest rate the board's USB UART takes
     reset: Pin | None = None
     led: Pin | None = None
+
+    def pll(self, mhz: float, at_most: bool = False) -> Pll:
+        """The board's clock generator (its family's PLL: the ECP5's EHXPLLL) set to the
+        clock nearest ``mhz`` its oscillator makes (``at_most``: not above it); PllError
+        when none can."""
+        from brainsmith.hardware.board.pll import pll
+
+        return pll(self.clock_mhz, mhz, at_most)
 
 
 def known() -> str:

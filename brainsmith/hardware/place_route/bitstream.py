@@ -29,7 +29,6 @@ from typing import Any
 from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.constraints import lpf
 from brainsmith.hardware.board.link import rtl_files
-from brainsmith.hardware.board.pll import pll
 from brainsmith.hardware.board.top import (
     AcceleratorPorts,
     Link,
@@ -172,7 +171,7 @@ def board_design(
 ) -> BitstreamDesign:
     """``design`` with the host link and a board top for ``board`` at the PLL clock nearest
     ``mhz`` (``baud``: the fastest standard rate the clock and the board's UART take)."""
-    clock = pll(board.clock_mhz, mhz)
+    clock = board.pll(mhz)
     ports = accelerator_ports(design)
     rate = baud or baud_rate(clock.output_mhz, board.baud)
     top = board_top(board, clock, ports, Link(rate, in_words, out_words, design.digest()))
