@@ -550,3 +550,31 @@ def test_every_generated_and_library_source_of_the_build_passes_the_screen(built
     ready = stage / "fifo_gauge.sv"
     ready.write_text(verilator_ready(str(gauge), gauge.read_text()))
     screen([str(ready)], toolchain, str(stage))
+
+
+def test_a_netlist_larger_than_the_preprocessors_floor_passes_and_a_macro_bomb_does_not(
+    tmp_path, monkeypatch
+):
+    """A routed netlist is as large as its network (a U-Net's was over 32 MiB, and its
+    gate-level check stopped: "Verilator's preprocessor printed more than 32 MiB"): the
+    preprocessor may print a few times what the sources hold, so a large plain netlist is
+    screened (here one over a floor lowered to 512 KiB); macros that expand without end still
+    stop it, naming the line they repeat."""
+    from brainsmith.hardware.processes import MIB
+    from brainsmith.hardware.rtlsim import screen as screening
+    from brainsmith.hardware.rtlsim.screen import PreprocessError
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
+
+    monkeypatch.setattr(screening, "PREPROCESS_LIMIT", MIB // 2)
+    wires = "".join(f"  wire w{i} = a ^ w{i - 1};\n" for i in range(1, 30_000))
+    netlist = tmp_path / "netlist.v"
+    netlist.write_text(f"module netlist(input a, output y);\n  wire w0 = a;\n{wires}"
+                       "  assign y = w29999;\nendmodule\n")  # fmt: skip
+    assert netlist.stat().st_size > 1.5 * MIB // 2
+    toolchain = find_toolchain()
+    screening.screen([str(netlist)], toolchain, str(tmp_path))
+    doubling = "".join(f"`define M{i} `M{i - 1} `M{i - 1}\n" for i in range(1, 11))
+    bomb = tmp_path / "bomb.v"  # 1,000 short lines, each 1,024 tokens expanded: 2 MiB
+    bomb.write_text(f"`define M0 x\n{doubling}module bomb;\n" + "`M10\n" * 1000 + "endmodule\n")
+    with pytest.raises(PreprocessError, match=r"printed more than .*the line printed most often"):
+        screening.screen([str(bomb)], toolchain, str(tmp_path))

@@ -22,6 +22,7 @@ by a relative path or an absolute one into a ``readable`` folder (a layer's code
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -34,7 +35,11 @@ from brainsmith.hardware.rtlsim.manifest import inside
 from brainsmith.hardware.rtlsim.verilator import VERILATOR_FLAGS, Toolchain
 
 PREPROCESS_TIMEOUT = 120.0
-PREPROCESS_LIMIT = 32 * MIB  # the largest design's preprocessed sources are a few MiB
+# What Verilator's preprocessor may print: this much, or ``PREPROCESS_GROWTH`` times the
+# sources' own bytes where that is more (a routed netlist of a large network is tens of MiB
+# by itself); more is macros that expand without end
+PREPROCESS_LIMIT = 32 * MIB
+PREPROCESS_GROWTH = 4  # line markers and each include once: far less in practice
 READ_MODES = {"r", "rb"}
 COMMAND = "runs a command on this machine"
 CODE = "puts C++ code into the simulator"
@@ -103,7 +108,7 @@ def _preprocessed(
             [toolchain.verilator, "-E", *defines, *(_as_given(path, cwd) for path in paths)],
             cwd=cwd,
             timeout=PREPROCESS_TIMEOUT,
-            limit=PREPROCESS_LIMIT,
+            limit=preprocess_limit(paths, cwd),
             env=toolchain.env,
         )
     except subprocess.TimeoutExpired as exc:
@@ -116,6 +121,16 @@ def _preprocessed(
         errors = [line for line in result.stderr.splitlines() if "%Error" in line]
         raise PreprocessError((errors or [result.stderr.strip() or "failed"])[0])
     return result.stdout
+
+
+def preprocess_limit(paths: list[str], cwd: str) -> int:
+    """The bytes Verilator's preprocessor may print for ``paths`` (``PREPROCESS_LIMIT``, or
+    ``PREPROCESS_GROWTH`` times their size where that is more)."""
+    size = 0
+    for path in paths:
+        with contextlib.suppress(OSError):  # one that is not there fails the preprocessor
+            size += os.path.getsize(os.path.join(cwd, path))
+    return max(PREPROCESS_LIMIT, PREPROCESS_GROWTH * size)
 
 
 def _as_given(path: str, cwd: str) -> str:
