@@ -70,6 +70,11 @@ AUDITED = {
         "lazy package attributes (brainsmith.blueprint, brainsmith.plugin.lifecycle): "
         "the module name comes from the package's constant _EXPORTS table"
     ),
+    ("brainsmith/hardware/board/boards.py", "import_module"): (
+        "a board's amaranth-boards module: the module name comes from the constant table of "
+        "boards (blueprint.choices.BOARDS), looked up by a name checked against it, never "
+        "taken from a build folder or a blueprint"
+    ),
     ("brainsmith/hardware/place_route/linked.py", "import_module"): (
         "a board's amaranth-boards module, whose pins a part-level top is placed on: the "
         "module name comes from a family's constant table of boards (ice40.BOARDS, gowin's "

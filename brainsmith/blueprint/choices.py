@@ -9,17 +9,26 @@ FOLDING_SEARCHES = ("brainsmith", "finn")  # build.folding.search
 # CNV-w2a2 unfolded: 6.9 fps), little enough that a small network keeps its smallest design
 # and a large default part is not filled for nothing (the shipped MLP would unroll fully)
 DEFAULT_FPS = 1_000
-# build.board: the Lattice boards brainsmith makes bitstreams for (``brainsmith.hardware.board.boards``)
-LATTICE_BOARDS = (
-    "ulx3s-12f", "ulx3s-25f", "ulx3s-45f", "ulx3s-85f", "orangecrab-r0.2-25f",
-    "orangecrab-r0.2-85f", "versa-ecp5", "versa-ecp5-5g", "ecp5-5g-evn",
-)  # fmt: skip
-# ... of which these have no USB UART (their USB port is the FPGA's own): no host link, no
-# bitstream of brainsmith's (build.bitstream)
-NO_UART_BOARDS = ("orangecrab-r0.2-25f", "orangecrab-r0.2-85f")
+# build.board: every Lattice board brainsmith builds for, as data, one row each: name ->
+# (its part's family as ``brainsmith.hardware.place_route``'s ``Family.name``, the
+# amaranth-boards module and platform class describing it, its USB UART's top baud rate (0:
+# none, its USB port is the FPGA's own: no host link, no bitstream of brainsmith's), and
+# openFPGALoader's name for it ("": none of its own there, so brainsmith flash refuses it))
+BOARDS: dict[str, tuple[str, str, str, int, str]] = {
+    "ulx3s-12f": ("ECP5", "ulx3s", "ULX3S_12F_Platform", 3_000_000, "ulx3s"),
+    "ulx3s-25f": ("ECP5", "ulx3s", "ULX3S_25F_Platform", 3_000_000, "ulx3s"),
+    "ulx3s-45f": ("ECP5", "ulx3s", "ULX3S_45F_Platform", 3_000_000, "ulx3s"),
+    "ulx3s-85f": ("ECP5", "ulx3s", "ULX3S_85F_Platform", 3_000_000, "ulx3s"),
+    "orangecrab-r0.2-25f": ("ECP5", "orangecrab_r0_2", "OrangeCrabR0_2_25FPlatform", 0, ""),
+    "orangecrab-r0.2-85f": ("ECP5", "orangecrab_r0_2", "OrangeCrabR0_2_85FPlatform", 0, ""),
+    "versa-ecp5": ("ECP5", "versa_ecp5", "VersaECP5Platform", 115_200, ""),
+    "versa-ecp5-5g": ("ECP5", "versa_ecp5_5g", "VersaECP55GPlatform", 115_200, ""),
+    "ecp5-5g-evn": ("ECP5", "ecp5_5g_evn", "ECP55GEVNPlatform", 115_200, "ecp5_evn"),
+}
+LATTICE_BOARDS = tuple(BOARDS)
+NO_UART_BOARDS = tuple(name for name, row in BOARDS.items() if not row[3])
 LINKED_BOARDS = tuple(board for board in LATTICE_BOARDS if board not in NO_UART_BOARDS)
-# each board's family: its part's, as ``brainsmith.hardware.place_route``'s ``Family.name``
-BOARD_FAMILIES = dict.fromkeys(LATTICE_BOARDS, "ECP5")
+BOARD_FAMILIES = {name: row[0] for name, row in BOARDS.items()}
 
 
 def board_families(boards: tuple[str, ...] = LATTICE_BOARDS) -> str:

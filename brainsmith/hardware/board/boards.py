@@ -6,9 +6,11 @@ each comes from the platform class's ``resources``, ``default_clk``, ``default_r
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from brainsmith.blueprint.choices import BOARDS as TABLE
 from brainsmith.blueprint.choices import LINKED_BOARDS
 from brainsmith.errors import HintedError
 
@@ -17,27 +19,15 @@ if TYPE_CHECKING:
     from brainsmith.hardware.board.pll import Pll
 
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (amaranth-boards; make setup installs it)"
-# name -> (amaranth_boards module, platform class, USB UART's top baud rate)
+# name -> (amaranth_boards module, platform class, USB UART's top baud rate): the rows of the
+# one table of boards, ``brainsmith.blueprint.choices.BOARDS``
 BOARDS: dict[str, tuple[str, str, int]] = {
-    "ulx3s-12f": ("ulx3s", "ULX3S_12F_Platform", 3_000_000),
-    "ulx3s-25f": ("ulx3s", "ULX3S_25F_Platform", 3_000_000),
-    "ulx3s-45f": ("ulx3s", "ULX3S_45F_Platform", 3_000_000),
-    "ulx3s-85f": ("ulx3s", "ULX3S_85F_Platform", 3_000_000),
-    "orangecrab-r0.2-25f": ("orangecrab_r0_2", "OrangeCrabR0_2_25FPlatform", 115_200),
-    "orangecrab-r0.2-85f": ("orangecrab_r0_2", "OrangeCrabR0_2_85FPlatform", 115_200),
-    "versa-ecp5": ("versa_ecp5", "VersaECP5Platform", 115_200),
-    "versa-ecp5-5g": ("versa_ecp5_5g", "VersaECP55GPlatform", 115_200),
-    "ecp5-5g-evn": ("ecp5_5g_evn", "ECP55GEVNPlatform", 115_200),
+    name: (module, platform, baud) for name, (_, module, platform, baud, _) in TABLE.items()
 }
-# name -> openFPGALoader's name for the board (its src/board.hpp, doc/board-compatibility-list.md);
-# a board missing here has no entry of its own there, and brainsmith flash refuses it
-LOADER_BOARDS: dict[str, str] = {
-    "ulx3s-12f": "ulx3s",
-    "ulx3s-25f": "ulx3s",
-    "ulx3s-45f": "ulx3s",
-    "ulx3s-85f": "ulx3s",
-    "ecp5-5g-evn": "ecp5_evn",
-}
+# name -> openFPGALoader's name for the board (its src/board.hpp,
+# doc/board-compatibility-list.md); a board missing here has no entry of its own there, and
+# brainsmith flash refuses it
+LOADER_BOARDS: dict[str, str] = {name: row[4] for name, row in TABLE.items() if row[4]}
 GRADE = "C"  # amaranth names no temperature grade; timing is the same for C and I
 
 
@@ -99,19 +89,14 @@ def board(name: str, *, linked: bool = False) -> Board:
     if key not in BOARDS:
         raise BoardError(f"{name!r} is not a known board; known boards: {known()}")
     module, cls, baud = BOARDS[key]
-    try:
-        platform = getattr(_modules()[module], cls)()
+    try:  # the package first: a module imported before is found without it (imports amaranth)
+        importlib.import_module("amaranth_boards")
+        found = importlib.import_module(f"amaranth_boards.{module}")
     except ImportError as exc:
         raise BoardError(f"amaranth-boards cannot be imported ({exc})", INSTALL_HINT) from None
-    return _read(key, platform, baud)
-
-
-def _modules() -> dict[str, Any]:
-    """amaranth-boards' ECP5 board modules (imports amaranth)."""
-    from amaranth_boards import ecp5_5g_evn, orangecrab_r0_2, ulx3s, versa_ecp5, versa_ecp5_5g
-
-    return {module.__name__.rpartition(".")[2]: module
-            for module in (ecp5_5g_evn, orangecrab_r0_2, ulx3s, versa_ecp5, versa_ecp5_5g)}  # fmt: skip
+    if not hasattr(found, cls):
+        raise BoardError(f"amaranth-boards has no {cls} in {module}", INSTALL_HINT)
+    return _read(key, getattr(found, cls)(), baud)
 
 
 def _read(name: str, platform: Any, baud: int) -> Board:
