@@ -185,9 +185,12 @@ class Module:
         return "\n".join(lines) + "\n"
 
     def _indented(self, line: str) -> str:
-        """``line`` with each leading ``INDENT`` as ``indent``."""
+        """``line`` with each leading ``INDENT`` as ``indent`` (as it is, with ``INDENT``)."""
+        if self.indent == INDENT:
+            return line
         text = line.lstrip(" ")
-        return self.indent * ((len(line) - len(text)) // len(INDENT)) + text
+        units, rest = divmod(len(line) - len(text), len(INDENT))
+        return self.indent * units + " " * rest + text
 
 
 __all__ = [
