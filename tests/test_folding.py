@@ -336,3 +336,15 @@ def test_with_no_target_a_network_that_meets_the_default_keeps_its_smallest_desi
     head = brainsmith.build(mlp, None, str(tmp_path / "mlp"), stop_after=6, verify="none")
     assert unfolded(ModelWrapper(head.checkpoint.model))
     assert not (Path(head.output_dir) / "finn/report/folding.json").exists()
+
+
+def test_with_no_target_a_default_the_part_cannot_hold_says_why_it_falls_short(hub, tmp_path):
+    """The same ResNet for the smallest ULX3S (28 MULT18): the default asks for 80,000 cycles a
+    frame at the board's 80 MHz, the part holds 98,304, and the note says what stopped it."""
+    model = str(REPO / "examples" / "models" / "zoo" / "resnet8.onnx")
+    options = {"board": "ulx3s-12f", "size_fifos": False}
+    result = brainsmith.build(model, None, str(tmp_path / "out"), verify="none", options=options)
+    note = next(n for n in result.report["notes"] if n.startswith("no target: "))
+    assert "80,000 allowed at the clock" in note, note
+    short = re.search(r"; short of it at ([\d,]+) cycles a frame: the part: .*MULT18", note)
+    assert short and int(short[1].replace(",", "")) > 80_000, note

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from finn.builder.build_dataflow_config import DataflowBuildConfig
     from qonnx.core.modelwrapper import ModelWrapper
 
+    from brainsmith.frameworks.finn.folding.search import FoldingRecord
     from brainsmith.planning.plan import BuildPlan
 
 
@@ -479,15 +480,12 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     plan = context.plan
     _check_backends(model, plan)  # FINN's folding fails obscurely on unspecialised layers
     options = plan.options
-    kept = False  # brainsmith's default target (no target named), met unfolded
     allowed = cycles_per_frame(cfg)
-    if options is not None and options.target_fps is None and allowed is not None:
-        slowest = max(layer_cycles(model).values(), default=0)
-        kept = slowest <= allowed
-        if not kept:
-            context.notes.append(default_target_note(cfg.target_fps, slowest, allowed))
+    # brainsmith's default target (none named): a design that meets it unfolded stays so
+    default = options is not None and options.target_fps is None and allowed is not None
+    slowest = max(layer_cycles(model).values(), default=0) if default else 0
     context.folding = None
-    if not kept:
+    if not default or slowest > (allowed or 0):
         model, context.folding = fold_for_target(
             model,
             cfg,
@@ -495,6 +493,8 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
             options.target_latency_ns if options else None,
             context.costed_part,
         )
+        if default:
+            context.notes.append(default_target_note(cfg.target_fps, slowest, context.folding))
     model = finn_steps.apply_folding_config(model, cfg)
     model = legal_folding(model)
     model = finn_steps.minimize_bit_width(model, cfg)
@@ -507,13 +507,18 @@ def folding(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     return model
 
 
-def default_target_note(fps: int, slowest: int, allowed: int) -> str:
-    """What a build that names no target, slower unfolded than ``fps``, was folded for."""
-    return (
+def default_target_note(fps: int, slowest: int, record: FoldingRecord | None) -> str:
+    """What a build that names no target, slower unfolded than ``fps``, was folded for (and,
+    where the part stopped it short, why: the folding ``record``'s limit)."""
+    allowed = f"; {record['target_cycles']:,} allowed at the clock" if record else ""
+    note = (
         f"no target: folded for {fps:,} fps, brainsmith's default (unfolded, its slowest layer "
-        f"took {slowest:,} cycles a frame; {allowed:,} allowed at the clock); set "
-        "build.target_fps (--target-fps) for another, 1 for the smallest design"
+        f"took {slowest:,} cycles a frame{allowed}); set build.target_fps (--target-fps) for "
+        "another, 1 for the smallest design"
     )
+    if record and record["cycles"] > record["target_cycles"] and record.get("limit"):
+        note += f"; short of it at {record['cycles']:,} cycles a frame: {record['limit']}"
+    return note
 
 
 def legal_folding(model: ModelWrapper) -> ModelWrapper:
