@@ -15,15 +15,15 @@ from brainsmith.hardware.synthesis import yosys
 
 def test_stopping_a_job_kills_its_running_tool_and_starts_no_more(tmp_path):
     """A place and route interrupted: the tool waited for in a worker thread is killed
-    within moments (not after its 60 s), the run answers None, and a tool asked for after
-    the stop never starts."""
+    within moments (not after its 60 s), its run answers no exit code, and a tool asked for
+    after the stop never starts."""
     marker = tmp_path / "pid"
     processes = Processes()
     answers: list[object] = []
 
     def place() -> None:
         command = ["sh", "-c", f"echo $$ > {marker}; exec sleep 60"]
-        answers.append(processes.run(command, cwd=str(tmp_path), timeout=None, limit=2**20))
+        answers.append(yosys.run_mounted(command, str(tmp_path), "tool.log", 600, processes)[0])
 
     worker = threading.Thread(target=place)
     worker.start()
@@ -37,7 +37,7 @@ def test_stopping_a_job_kills_its_running_tool_and_starts_no_more(tmp_path):
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(int(marker.read_text()), 0)
     later = tmp_path / "later"
-    assert processes.run(["touch", str(later)], cwd=str(tmp_path), timeout=5, limit=1) is None
+    assert yosys.run_mounted(["touch", str(later)], str(tmp_path), "t.log", 5, processes)[0] is None
     assert not later.exists()
 
 

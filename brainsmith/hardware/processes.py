@@ -179,36 +179,16 @@ def _read(
 
 
 class Processes:
-    """The tool processes of one job: ``stop()`` kills those running (within
-    ``STOP_POLL`` seconds, each by the thread waiting for it) and starts no more."""
+    """The tool processes of one job: ``stop()`` sets ``signal``, which every ``run_bounded``
+    given it heeds (its process killed within ``STOP_POLL`` seconds by the thread waiting for
+    it); a job stopped starts no more."""
 
     def __init__(self) -> None:
-        self._stop = threading.Event()
+        self.signal = threading.Event()
 
     @property
     def stopped(self) -> bool:
-        return self._stop.is_set()
+        return self.signal.is_set()
 
     def stop(self) -> None:
-        self._stop.set()
-
-    def run(
-        self,
-        command: Sequence[str],
-        *,
-        cwd: str,
-        timeout: float | None,
-        limit: int,
-        env: Mapping[str, str] | None = None,
-        log: BinaryIO | None = None,
-    ) -> Finished | None:
-        """``run_bounded`` among these processes: None once they are stopped, before it
-        starts or while it runs."""
-        if self.stopped:
-            return None
-        try:
-            return run_bounded(
-                command, cwd=cwd, timeout=timeout, limit=limit, env=env, log=log, stop=self._stop
-            )
-        except Stopped:
-            return None
+        self.signal.set()

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
-from brainsmith.hardware.processes import Processes, TooMuchOutput, run_bounded
+from brainsmith.hardware.processes import Processes, Stopped, TooMuchOutput, run_bounded
 from brainsmith.hardware.synthesis import ecp5
 from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
@@ -251,16 +251,17 @@ def run_mounted(
     log = os.path.join(folder, log_name)
     env = {**os.environ, "YOWASP_MOUNT": f"{MOUNT}={folder}"}
     with open(log, "wb") as out:
+        if processes.stopped:
+            return None, log
         try:
-            done = processes.run(
-                command, cwd=folder, timeout=timeout, limit=MAX_LOG_BYTES, env=env, log=out
-            )
-        except subprocess.TimeoutExpired:
+            done = run_bounded(command, cwd=folder, timeout=timeout, limit=MAX_LOG_BYTES,
+                               env=env, log=out, stop=processes.signal)  # fmt: skip
+        except (subprocess.TimeoutExpired, Stopped):
             return None, log
         except TooMuchOutput as exc:  # a log line names why, for ``first_error``
             out.write(f"\nERROR: {command[-1]} {exc}\n".encode())
             return 1, log
-    return (None, log) if done is None else (done.returncode, log)
+    return done.returncode, log
 
 
 def failure(code: int | None, log: str, timeout: float) -> str:
