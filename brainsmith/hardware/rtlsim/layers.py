@@ -136,8 +136,8 @@ def _stitched_summary(stitched: Stitched | None) -> str:
 
 
 def _cost(stitched: Stitched) -> str:
-    """What the whole design's check cost: " on 16 frames (compiled in 4.1 s, simulated in
-    0.3 s)"; "compile cached" where an earlier run's simulator was used."""
+    """What the whole design's check cost: " on 16 frames (compiled in S s, simulated in
+    S s)"; "compile cached" where a simulator compiled before was used."""
     frames, seconds = stitched.get("frames"), stitched.get("simulate_seconds")
     if not frames or seconds is None:
         return ""
