@@ -3,9 +3,10 @@ of clock edges, the slowest path as a chain of cells (clock-to-Q, logic, routing
 The path of the slowest clock (one clock at both ends) is the one that sets the Fmax; its
 first and last cells are named after the layer they belong to: the stitched accelerator's
 instances are ``n<i>``, each a layer as the build recorded it (``StitchedDesign.instances``,
-``finn/stitched_rtl/instances.json``), behind the host link ``accelerator.n<i>``; the link's cells are ``link.*``; everything else is the board top. A
-cell Yosys named itself (``$auto$ff.cc:337:slice$9485``, as ``synth_gatemate`` leaves the
-flip-flops) is named by the nearest net of the path that carries a design's name.
+``finn/stitched_rtl/instances.json``), behind the host link ``accelerator.n<i>``; the link's
+cells are ``link.*``; everything else is the board top. A cell Yosys named itself
+(``$auto$ff.cc:337:slice$9485``, as ``synth_gatemate`` leaves the flip-flops) is named by the
+nearest net of the path that carries a design's name.
 """
 
 from __future__ import annotations
