@@ -19,7 +19,8 @@ import pytest
 
 from brainsmith.hardware.board.boards import BOARDS, BoardError, board
 from brainsmith.hardware.board.constraints import lpf
-from brainsmith.hardware.board.pll import PllError, pll
+from brainsmith.hardware.board.clocking import PllError
+from brainsmith.hardware.board.pll import pll
 from brainsmith.hardware.board.top import (
     AcceleratorPorts,
     Link,

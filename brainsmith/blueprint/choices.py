@@ -24,6 +24,15 @@ BOARDS: dict[str, tuple[str, str, str, int, str]] = {
     "versa-ecp5": ("ECP5", "versa_ecp5", "VersaECP5Platform", 115_200, ""),
     "versa-ecp5-5g": ("ECP5", "versa_ecp5_5g", "VersaECP55GPlatform", 115_200, ""),
     "ecp5-5g-evn": ("ECP5", "ecp5_5g_evn", "ECP55GEVNPlatform", 115_200, "ecp5_evn"),
+    "tang-primer-20k": (
+        "Gowin",
+        "tang_primer_20k",
+        "TangPrimer20kPlatform",
+        3_000_000,
+        "tangprimer20k",
+    ),
+    "tang-nano-9k": ("Gowin", "tang_nano_9k", "TangNano9kPlatform", 3_000_000, "tangnano9k"),
+    "icebreaker": ("iCE40", "icebreaker", "ICEBreakerPlatform", 3_000_000, "ice40_generic"),
 }
 LATTICE_BOARDS = tuple(BOARDS)
 NO_UART_BOARDS = tuple(name for name, row in BOARDS.items() if not row[3])

@@ -87,7 +87,14 @@ def _board_round(
     began: float,
 ) -> tuple[dict[str, Any], float | None]:
     """(one round's bitstream section at ``mhz``, the clock it is made again at or None),
-    its netlist checked at gate level when it is the build's."""
+    its netlist checked at gate level when it is the build's (and brainsmith models the
+    cells of its family)."""
+    from brainsmith.hardware.place_route.bitstream import family_of
+
+    if not family_of(target).gate_level:
+        build = (
+            f"brainsmith simulates {modelled_cells()} cells at gate level, not {target.family} ones"
+        )
     boards = Precompiled(build, target)  # compiled on the core nextpnr leaves idle
     try:
         run.progress.note(f"placing and routing for {target.name} at {Clock.from_mhz(mhz)} ...")

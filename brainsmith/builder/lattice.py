@@ -110,6 +110,12 @@ def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
     if part is None:
         return None, None
     family, parsed = family_of(part)
+    if not family.cost_models:
+        return None, (
+            f"no folding models are fitted for {family.name} parts yet: the folding was costed "
+            f"on the stand-in {STAND_IN_PART}'s LUT6 estimates, and {part}'s place and route "
+            "says whether it fits"
+        )
     try:
         found = part_capacities(parsed, family=family)
     except PlaceRouteError as exc:
@@ -118,7 +124,9 @@ def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
             f"was costed on the stand-in {STAND_IN_PART}'s LUT6 estimates instead"
         )
     figures = ", ".join(f"{count:,} {name}" for name, count in found.available.items())
-    return CostedPart(found.part, found.available, found.source, family.cost_models), (
+    # in the models' names: a Gowin BSRAM is costed as the EBR it is shaped as
+    available = {family.cost_names.get(name, name): n for name, n in found.available.items()}
+    return CostedPart(found.part, available, found.source, family.cost_models), (
         f"the folding is costed on {part} ({figures}, as {found.source} reports them) with "
         f"{family.models}"
     )
@@ -140,8 +148,12 @@ def family_resources(
     if part is None or model is None:
         return None
     family, _ = family_of(part)
-    per_layer = family_estimates(model, [layer["name"] for layer in layers], family.cost_models)
-    resources = list(family.resources)
+    estimated = family_estimates(model, [layer["name"] for layer in layers], family.cost_models)
+    named = {cost: name for name, cost in family.cost_names.items()}  # EBR -> BSRAM
+    per_layer = {layer: {named.get(k, k): v for k, v in found.items()} if found else found
+                 for layer, found in estimated.items()}  # fmt: skip
+    costs = set().union(*(found for found in per_layer.values() if found))
+    resources = [name for name in family.resources if name in costs] or list(family.resources)
     totals = {key: round(sum(f[key] for f in per_layer.values() if f), 1) for key in resources}
     return {
         "part": part,
@@ -152,7 +164,7 @@ def family_resources(
         "layers": per_layer,
         "totals": totals,
         "incomplete": [layer for layer, found in per_layer.items() if found is None],
-        "available": dict(costed.available) if costed else None,
+        "available": {named.get(k, k): v for k, v in costed.available.items()} if costed else None,
         "available_source": costed.source if costed else None,
         "placed": placed_counts(bitstream, family),
     }

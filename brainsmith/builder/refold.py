@@ -60,7 +60,7 @@ def settled_mhz(
     the Fmax reached less ``MARGIN``. None when it met, the rounds are used up, or the
     folding's ``cycles`` a frame at that clock miss ``target_fps`` (it is folded again for
     the target instead)."""
-    from brainsmith.hardware.board.pll import PllError
+    from brainsmith.hardware.board.clocking import PllError
 
     if section["met"] or rounds_done >= section.get("refold_rounds", 0):
         return None

@@ -2,7 +2,8 @@
 brainsmith or the machine it was built on.
 
 - ``<board>.bit``: the bitstream, the one the build's report names by its SHA-256;
-- ``<board>.lpf``: the board's pins and oscillator, as nextpnr placed the top with them;
+- ``<board>.lpf`` (``.cst``, ``.pcf``: its family's format): the board's pins, as nextpnr
+  placed the top with them;
 - ``rtl/``: the sources Yosys read for the bitstream, in its order (``rtl/files.f``): the
   stitched accelerator as a Lattice part reads it (``stitched_sources``: brainsmith's
   pipelined matrix core, threshold memories in LUTs...), brainsmith's host link and the
@@ -78,7 +79,7 @@ def board_build(design: Streams) -> BoardBuild | None:
     build's RTL no longer makes the design it was made from."""
     from brainsmith.files import DamagedFile, read_json
     from brainsmith.hardware.board.boards import BoardError, board
-    from brainsmith.hardware.board.pll import PllError
+    from brainsmith.hardware.board.clocking import PllError
     from brainsmith.hardware.board.top import TopError
     from brainsmith.hardware.place_route.bitstream import BitstreamError, board_design
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
@@ -103,6 +104,12 @@ def board_build(design: Streams) -> BoardBuild | None:
         raise ExportError(exc.reason, exc.hint) from None
     except BoardError as exc:
         raise ExportError(str(exc), exc.hint) from None
+    if target.family != "ECP5":
+        raise ExportError(
+            f"brainsmith exports the builds of ECP5 boards with their board, whose PLL it models "
+            f"in simulation, not yet {target.name}'s ({target.family})",
+            f"load the bitstream itself: brainsmith flash {folder}",
+        )
     remake = f"make the bitstream again: brainsmith bitstream {folder} --board {name}"
     figures = _figures(record, remake)
     if (figures["in_words"], figures["out_words"]) != (design.in_words, design.out_words):
@@ -176,14 +183,17 @@ def _same_as_staged(folder: str, made: BitstreamDesign, remake: str) -> None:
             )
 
 
+def constraints_name(shaped: BoardBuild) -> str:
+    """The export's constraints file: the board's name, its family's extension (``.lpf``)."""
+    return shaped.board.name + os.path.splitext(shaped.made.pins[0])[1]
+
+
 def write_board(stage: str, design: Streams, shaped: BoardBuild, vectors: Vectors) -> Exported:
     """The board-shaped export of ``design`` in the folder ``stage``; what it wrote."""
-    from brainsmith.hardware.board.constraints import lpf
-
     put = Writer(stage)
     board, made = shaped.board, shaped.made
     put.bytes(shaped.bit_name, shaped.bit)
-    put.text(f"{board.name}.lpf", lpf(board))
+    put.text(constraints_name(shaped), made.pins[1])
     changed = _write_rtl(put, made)
     for name, content in made.full.data:
         put.bytes(f"data/{name}", content)
@@ -546,7 +556,7 @@ def _manifest(
                       "fmax_mhz": record.get("fmax_mhz"), "status": record.get("status"),
                       "tools": record.get("tools"),
                       "netlist_checked": bool((record.get("netlist_check") or {}).get("passed"))},
-        "constraints": f"{shaped.board.name}.lpf",
+        "constraints": constraints_name(shaped),
         "flash": flash_command(shaped),
         "streams": {"in0_V": {"bits": design.in_bits, "words_per_frame": design.in_words},
                     "out0_V": {"bits": design.out_bits, "words_per_frame": design.out_words}},
@@ -640,7 +650,7 @@ files Verilator reads changed (see `manifest.json`); synthesis reads `rtl/`.
 ## What is here
 
 - `{shaped.bit_name}`: the bitstream (its SHA-256 in `manifest.json`).
-- `{board.name}.lpf`: the pins and the oscillator's frequency nextpnr placed the top with.
+- `{constraints_name(shaped)}`: the pins (and an ECP5's oscillator) nextpnr placed the top with.
 - `rtl/`: the sources Yosys read for the bitstream, in its order (`rtl/files.f`, top
   `board_top`): the accelerator as a Lattice part reads it, brainsmith's host link
   (`host_link.sv`, `uart_rx.sv`, `uart_tx.sv`, `crc16.sv`) and `board_top.sv` (the PLL, the

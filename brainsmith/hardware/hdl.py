@@ -170,6 +170,7 @@ class Module:
     body: tuple[Item, ...]
     comment: tuple[str, ...] = ()
     indent: str = INDENT
+    parameters: tuple[tuple[str, str], ...] = ()  # (name, default value)
 
     def render(self) -> str:
         names = [port.name for port in self.ports]
@@ -177,7 +178,13 @@ class Module:
         if repeated:
             raise ValueError(f"module {self.name} names {', '.join(repeated)} twice")
         lines = [f"// {line}" for line in self.comment]
-        lines.append(f"module {self.name} (")
+        if self.parameters:
+            lines.append(f"module {self.name} #(")
+            lines.append(",\n".join(f"{self.indent}parameter {name} = {value}"
+                                     for name, value in self.parameters))  # fmt: skip
+            lines.append(") (")
+        else:
+            lines.append(f"module {self.name} (")
         lines.append(",\n".join(f"{self.indent}{port.declaration()}" for port in self.ports))
         lines.append(");")
         lines += [self._indented(line) for item in self.body for line in item.lines()]

@@ -1,7 +1,8 @@
-"""ECP5 boards read from amaranth-boards' platform descriptions: the part, the oscillator, the
-USB UART and, where the board has them, a reset button and an LED. Nothing here types a pin:
-each comes from the platform class's ``resources``, ``default_clk``, ``default_rst``,
-``device``, ``package`` and ``speed``. amaranth is imported only when a board is asked for.
+"""Boards read from amaranth-boards' platform descriptions: the part, the oscillator, the
+USB UART and, where the board has them, a reset button and an LED, with the clock generator
+of the board's family (``clocking``). Nothing here types a pin: each comes from the platform
+class's ``resources``, ``default_clk``, ``default_rst``, ``device``, ``package``, ``speed``
+and ``part``. amaranth is imported only when a board is asked for.
 """
 
 from __future__ import annotations
@@ -16,19 +17,22 @@ from brainsmith.errors import HintedError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.hardware.board.pll import Pll
+    from brainsmith.hardware.board.clocking import ClockGenerator
 
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (amaranth-boards; make setup installs it)"
-# name -> (amaranth_boards module, platform class, USB UART's top baud rate): the rows of the
-# one table of boards, ``brainsmith.blueprint.choices.BOARDS``
-BOARDS: dict[str, tuple[str, str, int]] = {
-    name: (module, platform, baud) for name, (_, module, platform, baud, _) in TABLE.items()
+# name -> (family, amaranth_boards module, platform class, USB UART's top baud rate): the
+# rows of the one table of boards, ``brainsmith.blueprint.choices.BOARDS``
+BOARDS: dict[str, tuple[str, str, str, int]] = {
+    name: (family, module, platform, baud)
+    for name, (family, module, platform, baud, _) in TABLE.items()
 }
 # name -> openFPGALoader's name for the board (its src/board.hpp,
 # doc/board-compatibility-list.md); a board missing here has no entry of its own there, and
 # brainsmith flash refuses it
 LOADER_BOARDS: dict[str, str] = {name: row[4] for name, row in TABLE.items() if row[4]}
-GRADE = "C"  # amaranth names no temperature grade; timing is the same for C and I
+GRADE = "C"  # amaranth names no ECP5 temperature grade; timing is the same for C and I
+# a Gowin board's die, as its rPLL's DEVICE names it -> the family of its PLL's ranges
+GOWIN_DIES = {"GW2A-18C": "GW2A-18C", "GW1NR-9C": "GW1N-9C", "GW1N-9C": "GW1N-9C"}
 
 
 class BoardError(HintedError):
@@ -54,7 +58,7 @@ class Board:
     """What a board top needs of a board."""
 
     name: str
-    part: str  # a Lattice part name ``brainsmith.hardware.place_route.ecp5_part`` reads
+    part: str  # a part name of its family (``brainsmith.hardware.place_route.families``)
     clock: Pin
     clock_mhz: float
     uart_rx: Pin  # the FPGA's receive pin (the host sends on it)
@@ -62,11 +66,21 @@ class Board:
     baud: int  # the fastest rate the board's USB UART takes
     reset: Pin | None = None
     led: Pin | None = None
+    family: str = "ECP5"  # "ECP5", "Gowin", "iCE40"
+    die: str = ""  # a Gowin board's die ("GW2A-18C"), which sets its PLL's ranges
 
-    def pll(self, mhz: float, at_most: bool = False) -> Pll:
-        """The board's clock generator (its family's PLL: the ECP5's EHXPLLL) set to the
-        clock nearest ``mhz`` its oscillator makes (``at_most``: not above it); PllError
-        when none can."""
+    def pll(self, mhz: float, at_most: bool = False) -> ClockGenerator:
+        """The board's clock generator (its family's PLL: the ECP5's EHXPLLL, Gowin's rPLL,
+        the iCE40's SB_PLL40_PAD) set to the clock nearest ``mhz`` its oscillator makes
+        (``at_most``: not above it); PllError when none can."""
+        if self.family == "Gowin":
+            from brainsmith.hardware.board.gowin_pll import gowin_pll
+
+            return gowin_pll(self.die, self.clock_mhz, mhz, at_most)
+        if self.family == "iCE40":
+            from brainsmith.hardware.board.ice40_pll import ice40_pll
+
+            return ice40_pll(self.clock_mhz, mhz, at_most)
         from brainsmith.hardware.board.pll import pll
 
         return pll(self.clock_mhz, mhz, at_most)
@@ -88,7 +102,7 @@ def board(name: str, *, linked: bool = False) -> Board:
         )
     if key not in BOARDS:
         raise BoardError(f"{name!r} is not a known board; known boards: {known()}")
-    module, cls, baud = BOARDS[key]
+    family, module, cls, baud = BOARDS[key]
     try:  # the package first: a module imported before is found without it (imports amaranth)
         importlib.import_module("amaranth_boards")
         found = importlib.import_module(f"amaranth_boards.{module}")
@@ -96,11 +110,21 @@ def board(name: str, *, linked: bool = False) -> Board:
         raise BoardError(f"amaranth-boards cannot be imported ({exc})", INSTALL_HINT) from None
     if not hasattr(found, cls):
         raise BoardError(f"amaranth-boards has no {cls} in {module}", INSTALL_HINT)
-    return _read(key, getattr(found, cls)(), baud)
+    return _read(key, family, getattr(found, cls)(), baud)
 
 
-def _read(name: str, platform: Any, baud: int) -> Board:
-    part = f"{platform.device}-{platform.speed}{platform.package}{GRADE}"
+def part_of(family: str, platform: Any) -> tuple[str, str]:
+    """(the part, its die: a Gowin one's) of an amaranth-boards ``platform`` of ``family``,
+    named as that family's place and route reads it."""
+    if family == "Gowin":  # "GW2A-LV18PG256C8/I7": the commercial grade's name
+        return platform.part.partition("/")[0], GOWIN_DIES.get(platform.family, platform.family)
+    if family == "iCE40":
+        return f"{platform.device}-{platform.package}", ""
+    return f"{platform.device}-{platform.speed}{platform.package}{GRADE}", ""
+
+
+def _read(name: str, family: str, platform: Any, baud: int) -> Board:
+    part, die = part_of(family, platform)
     clock_resource = platform.lookup(platform.default_clk, 0)
     if clock_resource.clock is None:
         raise BoardError(f"{name}: its clock {platform.default_clk} has no frequency")
@@ -126,6 +150,8 @@ def _read(name: str, platform: Any, baud: int) -> Board:
         baud=baud,
         reset=reset,
         led=led,
+        family=family,
+        die=die,
     )
 
 

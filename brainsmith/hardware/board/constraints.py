@@ -1,9 +1,13 @@
-"""nextpnr-ecp5's constraints (Lattice LPF) for a board top: each port's ball (``LOCATE
-COMP``), its I/O standard and pull/drive attributes (``IOBUF PORT``) and the oscillator's
-frequency (``FREQUENCY PORT``), from which nextpnr derives the PLL's output clock.
+"""The constraints of a board top, in its family's place-and-route format: each port's pin
+and its I/O attributes. ECP5: Lattice LPF for nextpnr-ecp5 (``LOCATE COMP``, ``IOBUF PORT``
+and the oscillator's ``FREQUENCY PORT``, from which nextpnr derives the PLL's output clock);
+Gowin: CST for nextpnr-himbaechel-gowin (``IO_LOC``, ``IO_PORT``); iCE40: PCF for
+nextpnr-ice40 (``set_io``, a pull-up where the board asks one).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from brainsmith.hardware.board.boards import Board, Pin
 
@@ -22,7 +26,7 @@ def ports(board: Board) -> dict[str, Pin]:
 
 
 def lpf(board: Board) -> str:
-    """The LPF of ``board``'s top."""
+    """The LPF of ``board``'s top (ECP5)."""
     lines = [f"# {board.name} ({board.part}), from amaranth-boards"]
     for port, pin in ports(board).items():
         attrs = " ".join(f"{key}={value}" for key, value in sorted(pin.attrs.items()))
@@ -33,4 +37,51 @@ def lpf(board: Board) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CLOCK", "LED", "RESET", "UART_RX", "UART_TX", "lpf", "ports"]
+def cst(pins: Mapping[str, tuple[str, Mapping[str, str]]], title: str = "") -> str:
+    """Gowin's CST of ``pins`` (port -> (pin, attributes))."""
+    lines = [f"// {title}"] if title else []
+    for port, (site, attrs) in pins.items():
+        lines.append(f'IO_LOC "{port}" {site};')
+        if attrs:
+            settings = " ".join(f"{key}={value}" for key, value in sorted(attrs.items()))
+            lines.append(f'IO_PORT "{port}" {settings};')
+    return "\n".join(lines) + "\n"
+
+
+def pcf(pins: Mapping[str, tuple[str, Mapping[str, str]]], title: str = "") -> str:
+    """The iCE40's PCF of ``pins`` (port -> (pin, attributes)): a pull-up where ``PULLUP``
+    is 1; the other attributes are the pin's own (its bank's voltage, a global buffer)."""
+    lines = [f"# {title}"] if title else []
+    lines += [f"set_io{' -pullup yes' if attrs.get('PULLUP') == '1' else ''} {port} {site}"
+              for port, (site, attrs) in pins.items()]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+# family -> (the constraints file's name in the run folder, its writer for a board)
+FILES = {"ECP5": "board.lpf", "Gowin": "board.cst", "iCE40": "board.pcf"}
+
+
+def constraints(board: Board) -> tuple[str, str]:
+    """(file name, text) of ``board``'s top constraints in its family's format."""
+    title = f"{board.name} ({board.part}), from amaranth-boards"
+    pins = {port: (pin.site, pin.attrs) for port, pin in ports(board).items()}
+    if board.family == "ECP5":
+        return FILES["ECP5"], lpf(board)
+    if board.family == "Gowin":
+        return FILES["Gowin"], cst(pins, title)
+    return FILES["iCE40"], pcf(pins, title)
+
+
+__all__ = [
+    "CLOCK",
+    "FILES",
+    "LED",
+    "RESET",
+    "UART_RX",
+    "UART_TX",
+    "constraints",
+    "cst",
+    "lpf",
+    "pcf",
+    "ports",
+]

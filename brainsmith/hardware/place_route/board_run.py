@@ -69,10 +69,9 @@ def bitstream_of_build(
     ``bitstream``'s). BoardRunError for an HLS layer,
     a clock the PLL cannot make, a missing tool, a failed run (its first error, its log) or
     a folder below ``folder`` changed into a link meanwhile."""
-    from brainsmith.hardware.board.pll import PllError
+    from brainsmith.hardware.board.clocking import PllError
     from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
-    from brainsmith.hardware.place_route.bitstream import bitstream
-    from brainsmith.hardware.place_route.ecp5 import ECP5
+    from brainsmith.hardware.place_route.bitstream import bitstream, family_of
     from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
@@ -83,13 +82,14 @@ def bitstream_of_build(
         design = stitched_design(folder, built_in, accelerator_ports(model))
         in_words, out_words = frame_words(model)
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
-        yosys, nextpnr = find_yosys(), ECP5.find_nextpnr()
+        family = family_of(target)
+        yosys, nextpnr = find_yosys(), family.find_nextpnr()
         say(f"synthesising, placing and routing for {target.name}")
         with staged(folder, WORKDIR) as stage:
             result = bitstream(
                 design, target, mhz, stage.workdir, yosys, nextpnr,
                 in_words=in_words, out_words=out_words, name=target.name,
-                synthesised=synthesised,
+                synthesised=synthesised, family=family,
             )  # fmt: skip
             stage.keep = result.cached  # no tool ran: the run's logs stay beside the netlist
             name = os.path.basename(result.bitstream)

@@ -57,11 +57,25 @@ ECP5_GRADE_6 = (
 # (benchmarks/results/board_clock.json)
 ECP5_GRADE_SCALE = {6: 1.0, 7: 125.4 / 114.9, 8: 144.5 / 114.9}
 
+# Gowin, by commercial grade: GW2A-18 (C8) from the shipped MLP's board build for the Tang
+# Primer 20K (blueprints/mlp.yaml at 20 ns, its rPLL at 50.1 MHz, one run on 30 November; the
+# same design placed behind the link on the part alone: 204.9 MHz); GW1NR-9 (C6), placed on
+# the Tang Nano 9K's pins by brainsmith place-route at 27 MHz (29 November, docs/boards.md)
+GOWIN = {
+    8: DefaultClock(161.6, "the shipped MLP's board build for the Tang Primer 20K (GW2A-18, C8)"),
+    6: DefaultClock(101.6, "the shipped MLP placed on the Tang Nano 9K's pins (GW1NR-9, C6)"),
+}
+# iCE40 (no speed grade): the shipped MLP placed on the iCEBreaker's pins (iCE40UP5K-SG48) by
+# brainsmith place-route at 12 MHz (29 November, docs/boards.md)
+ICE40 = {0: DefaultClock(40.9, "the shipped MLP placed on the iCEBreaker's pins (iCE40UP5K)")}
+
 DEFAULTS: dict[str, dict[int, DefaultClock]] = {
     "ECP5": {
         grade: DefaultClock(*ECP5_GRADE_6, scale, f"grade 6 to {grade}")
         for grade, scale in ECP5_GRADE_SCALE.items()
     },
+    "Gowin": GOWIN,
+    "iCE40": ICE40,
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from brainsmith.hardware.place_route.default_clocks import clock_mhz
 from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import ECP5_PREFIXES, ecp5_part, known_parts
-from brainsmith.hardware.place_route.staging import NETLIST
+from brainsmith.hardware.place_route.staging import LATTICE_CELLS, NETLIST
 from brainsmith.hardware.place_route.toolchain import Family, flip_flop_probe
 from brainsmith.hardware.synthesis import ecp5
 
@@ -59,7 +59,8 @@ BOARD_PACKING = Packing(
 ECP5 = Ecp5Family.of_nextpnr(
     "ECP5", ECP5_PREFIXES, (ecp5_part, known_parts), "TRELLIS_COMB", clock_mhz=CLOCK_MHZ,
     costed=(RESOURCES, PROBE, ("--out-of-context",), MODELS), cost_models=COST_MODELS,
-    gate_level=True,
+    gate_level=True, pins_argument=("--lpf", "{}"), board_packing=BOARD_PACKING,
+    cell_library=LATTICE_CELLS,
 )  # fmt: skip
 
 

@@ -13,4 +13,8 @@ class NotUsable(PlaceRouteError):
     """nextpnr is missing or does not run, or the cache is not this user's alone."""
 
 
-__all__ = ["NotUsable", "PlaceRouteError"]
+class BitstreamError(PlaceRouteError):
+    """A board's bitstream could not be made; ``hint`` says what to do."""
+
+
+__all__ = ["BitstreamError", "NotUsable", "PlaceRouteError"]

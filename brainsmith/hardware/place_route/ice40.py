@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from brainsmith.hardware.board.constraints import pcf
+from brainsmith.hardware.place_route.default_clocks import clock_mhz
 from brainsmith.hardware.place_route.linked import behind_link, link_pins
 from brainsmith.hardware.place_route.packing import Packing
 from brainsmith.hardware.place_route.parts import UnknownPart
@@ -126,11 +128,7 @@ class Ice40Family(Family):
         arguments = nextpnr_arguments([*part.arguments(), "--pcf", f"{MOUNT}/{PCF}"], mhz)
         where = ", ".join(f"{port} on {site}" for port, (site, _) in pins.items())
         placed = f"behind the host link ({linked.baud} baud) on the {board[0]}'s pins: {where}"
-        constraints = "".join(
-            f"set_io{' -pullup yes' if attrs.get('PULLUP') == '1' else ''} {port} {site}\n"
-            for port, (site, attrs) in pins.items()
-        )
-        return Placed(linked.design, {PCF: constraints}, arguments, placed)
+        return Placed(linked.design, {PCF: pcf(pins)}, arguments, placed)
 
 
 def unpacked_device(asc: str) -> str:
@@ -170,6 +168,8 @@ ICE40 = Ice40Family.of_nextpnr(
     packing=PACKING,
     costed=(RESOURCES, PROBE, (), MODELS),
     link_baud=FASTEST_BAUD,
+    pins_argument=("--pcf", "{}"),
+    clock_mhz=clock_mhz("iCE40"),
 )
 
 __all__ = [

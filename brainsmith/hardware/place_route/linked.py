@@ -13,10 +13,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from brainsmith.hardware.board.constraints import CLOCK, UART_RX, UART_TX
-from brainsmith.hardware.board.top import Link, TopError, baud_rate, part_top
-from brainsmith.hardware.place_route.bitstream import TOP, accelerator_ports, link_sources
-from brainsmith.hardware.place_route.errors import PlaceRouteError
+from brainsmith.hardware.board.link import rtl_files
+from brainsmith.hardware.board.top import AcceleratorPorts, Link, TopError, baud_rate, part_top
+from brainsmith.hardware.place_route.errors import BitstreamError, PlaceRouteError
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+
+TOP = "board_top"
+
+
+def link_sources() -> list[tuple[str, str]]:
+    """brainsmith's host link RTL (``brainsmith.hardware.board.link.rtl_files``) as (name,
+    text); BitstreamError when it is not installed."""
+    try:
+        return [(entry.name, entry.read_text()) for entry in rtl_files()]
+    except FileNotFoundError as exc:
+        raise BitstreamError(str(exc), "reinstall brainsmith (pip install -e .)") from None
+
+
+def accelerator_ports(design: StitchedDesign) -> AcceleratorPorts:
+    """The ports of ``design``'s accelerator; BitstreamError when they are not known."""
+    if design.ports is None:
+        raise BitstreamError(
+            "the stitched design's ports are not known (they come from the build's final model)",
+            "make the bitstream of a build folder",
+        )
+    return design.ports
 
 
 @dataclass(frozen=True)
@@ -67,4 +88,4 @@ def link_pins(module: str, platform_class: str) -> dict[str, tuple[str, dict[str
     return {port: (pin.site, pin.attrs) for port, pin in pins.items()}
 
 
-__all__ = ["Linked", "behind_link", "link_pins"]
+__all__ = ["TOP", "Linked", "accelerator_ports", "behind_link", "link_pins", "link_sources"]

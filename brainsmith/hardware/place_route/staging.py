@@ -24,21 +24,25 @@ LATTICE_CELLS = "/share/ecp5/cells_bb.v"  # Yosys' ECP5 blackboxes, with their p
 
 
 def yosys_script(
-    design: StitchedDesign, synthesis: Sequence[str], lattice_cells: Sequence[str] = ()
+    design: StitchedDesign,
+    synthesis: Sequence[str],
+    lattice_cells: Sequence[str] = (),
+    library: str = LATTICE_CELLS,
 ) -> str:
-    """Read every source (the AMD primitives named as blackboxes, and ``lattice_cells``, ECP5
-    primitives the sources instantiate, from Yosys' own models), map the top (``synthesis``'s
-    commands), write the cell counts."""
+    """Read every source (the AMD primitives named as blackboxes, and ``lattice_cells``, a
+    family's primitives the sources instantiate, as blackboxes: from Yosys' own models in
+    ``library``, or, with none, from a declaration among the sources), map the top
+    (``synthesis``'s commands), write the cell counts."""
     files = " ".join(f"{MOUNT}/src/{plain_file_name(name)}" for name, _ in design.sources)
     blackboxes = "".join(f"--blackboxed-module {name} " for name in design.primitives)
-    library = f"-v {MOUNT}/{PRIMITIVES} {blackboxes}" if design.primitives else ""
+    read = f"-v {MOUNT}/{PRIMITIVES} {blackboxes}" if design.primitives else ""
     if lattice_cells:
-        library += f"-v {LATTICE_CELLS} " + "".join(
+        read += (f"-v {library} " if library else "") + "".join(
             f"--blackboxed-module {plain_top(name)} " for name in lattice_cells
         )
     return "\n".join(
         [
-            f"read_slang -j 1 --ignore-assertions --top {plain_top(design.top)} {library}" + files,
+            f"read_slang -j 1 --ignore-assertions --top {plain_top(design.top)} {read}" + files,
             *synthesis,
             f"tee -q -o {MOUNT}/stat.json stat -json",
             "",

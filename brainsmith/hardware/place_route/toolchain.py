@@ -152,6 +152,9 @@ class Family:
     # the fitted cost models of ``resources`` its folding is costed with, by name
     # (brainsmith.frameworks.finn.rtl_costs reads ``rtl_costs_<name>.json``); none: FINN's
     cost_models: str = ""
+    # its resources the models name otherwise: its name -> the models' (Gowin's BSRAM, an 18
+    # Kbit block RAM, is costed as ECP5's EBR)
+    cost_names: Mapping[str, str] = field(default_factory=dict)
     # whether brainsmith has Verilator models of its cells, so a board's netlist is checked
     # at gate level against the RTL (``brainsmith.hardware.board.gate_level``)
     gate_level: bool = False
@@ -161,6 +164,14 @@ class Family:
     # nextpnr's arguments for a second run when its router finds no route for an arc
     # (``flow.UNROUTED``): another router; none: the failure stands
     reroute: tuple[str, ...] = ()
+    # nextpnr's arguments naming a board top's constraints file ("{}": its path; the format
+    # is the family's, ``brainsmith.hardware.board.constraints``); none: no board bitstreams
+    pins_argument: tuple[str, ...] = ()
+    # how a board's design, placed on its pins, becomes a bitstream; none: ``packing``
+    board_packing: Packing | None = None
+    # Yosys' blackboxes of the family's cells (in its share folder), from which a board
+    # top's PLL is read; none: the PLL's declaration is read (``ClockGenerator.declaration``)
+    cell_library: str = ""
 
     @classmethod
     def of_nextpnr(
@@ -178,11 +189,15 @@ class Family:
         link_baud: int = 0,
         cost_models: str = "",
         gate_level: bool = False,
+        pins_argument: tuple[str, ...] = (),
+        board_packing: Packing | None = None,
+        cell_library: str = "",
     ) -> Family:
         """The family ``nextpnr-<name>`` (yowasp's) places after Yosys' ``synth_<name>``, of
         this class; ``parts``: its ``parse`` and ``known``; ``costed``: its ``resources``,
         ``probe``, ``probe_arguments`` and ``models``; ``reroute``, ``link_baud``,
-        ``cost_models``, ``gate_level``: as the fields. Given ``prepare`` (and
+        ``cost_models``, ``gate_level``, ``pins_argument``, ``board_packing``,
+        ``cell_library``: as the fields. Given ``prepare`` (and
         ``synthesise``: (top, netlist) -> Yosys' commands), a ``FamilyOfFunctions`` placing
         and synthesising with them."""
         key = name.lower()
@@ -194,7 +209,8 @@ class Family:
             packing=packing, clock_mhz=dict(clock_mhz or {}), resources=dict(resources),
             probe=dict(probe), probe_arguments=probe_arguments, models=models,
             cost_models=cost_models, gate_level=gate_level, link_baud=link_baud,
-            reroute=reroute,
+            reroute=reroute, pins_argument=pins_argument, board_packing=board_packing,
+            cell_library=cell_library,
         )  # fmt: skip
         if prepare is None and synthesise is None:
             return cls(**fields)
@@ -217,6 +233,21 @@ class Family:
         places it otherwise."""
         arguments = nextpnr_arguments([*part.arguments(), "--out-of-context"], mhz)
         return Placed(design, {}, arguments, "out of context")
+
+    @property
+    def makes_boards(self) -> bool:
+        """Whether it makes a board's bitstream: its pins constrained and the design packed."""
+        return bool(self.pins_argument) and self.packs_boards is not None
+
+    @property
+    def packs_boards(self) -> Packing | None:
+        """How a board's placed design becomes a bitstream."""
+        return self.board_packing or self.packing
+
+    def board_arguments(self, part: Any, constraints: str) -> list[str]:
+        """nextpnr's arguments placing a board's top on ``part`` with the pins of the
+        ``constraints`` file (a path)."""
+        return [*part.arguments(), *(word.format(constraints) for word in self.pins_argument)]
 
     @property
     def router(self) -> str:
