@@ -22,6 +22,12 @@ TIMEOUT_S = 600.0  # writing an 85F's flash takes minutes over the ULX3S's FT231
 OUTPUT_LIMIT = 8 * 2**20  # its progress bars redraw one line
 SHOWN_LINES = 12
 CABLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+# a family's bitstream format as openFPGALoader names it (``--file-type``; none: read from
+# the file's ``.bit``): Apycula's text bitstream, icepack's binary one
+FILE_TYPES = {"Gowin": "fs", "iCE40": "bin"}
+# families whose boards openFPGALoader loads through their configuration flash only (it
+# writes an iCE40's SPI flash directly, the FPGA held in reset)
+FLASH_ONLY = ("iCE40",)
 
 
 class FlashError(BrainsmithError):
@@ -54,6 +60,15 @@ def loader_command(
     """openFPGALoader's command loading ``bit`` onto ``board`` (brainsmith's name), into its
     SRAM or (``to_flash``) its configuration flash, through ``cable`` or the board's own."""
     command = [program, "-b", loader_board(board)]
+    family = BOARDS[board][0]
+    if family in FLASH_ONLY and not to_flash:
+        raise FlashError(
+            f"openFPGALoader loads an {family} board such as {board} through its configuration "
+            "flash only (it writes the SPI flash the FPGA boots from)",
+            "write it to the flash: brainsmith flash BUILD_DIR --flash",
+        )
+    if family in FILE_TYPES:
+        command += ["--file-type", FILE_TYPES[family]]
     if cable is not None:
         if not CABLE.fullmatch(cable):
             raise FlashError(

@@ -33,7 +33,7 @@ from brainsmith.hardware.board.constraints import constraints
 from brainsmith.hardware.board.top import Link, baud_rate, board_top, clocks_per_bit
 from brainsmith.hardware.place_route.critical_path import named_critical_path
 from brainsmith.hardware.place_route.errors import BitstreamError, PlaceRouteError
-from brainsmith.hardware.place_route.flow import TIMEOUT, cache_root
+from brainsmith.hardware.place_route.flow import TIMEOUT, cache_root, refuse_over_capacity
 from brainsmith.hardware.place_route.linked import TOP, accelerator_ports, link_sources
 from brainsmith.hardware.place_route.packing import MAX_BITSTREAM_BYTES, PARTIAL, Packing
 from brainsmith.hardware.place_route.report import cell_counts, parse_report
@@ -264,6 +264,11 @@ def _run_tools(
         command = [*family.command(), *nextpnr_arguments(target)]
         code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
         configuration = os.path.join(workdir, packing.routed)
+        if code != 0:
+            try:
+                refuse_over_capacity(log, target.board.part)
+            except PlaceRouteError as exc:
+                raise BitstreamError(exc.reason, exc.hint) from None
         _check(code, log, configuration, family.router, timeout)
         try:
             content = packing.pack(family.package, stages, workdir, target.board.part, timeout)

@@ -114,7 +114,7 @@ def place_route(
                              f"{' '.join(family.reroute)}, its default router having stopped "
                              f"at \"{unrouted}\" (nextpnr.log)")  # fmt: skip
         if code != 0 or not os.path.isfile(report):
-            _refuse_over_capacity(log, part.name)
+            refuse_over_capacity(log, part.name)
             reason = f"took longer than {timeout:.0f} s" if code is None else first_error(log)
             raise PlaceRouteError(f"{family.router}: {reason}", f"see {log}")
         packed = b""
@@ -136,7 +136,7 @@ def place_route(
     return result
 
 
-def _refuse_over_capacity(log: str, part: str) -> None:
+def refuse_over_capacity(log: str, part: str) -> None:
     """PlaceRouteError naming each resource the design needs more of than ``part`` has, as
     nextpnr's log counts them, when it does."""
     over = over_capacity(log)
