@@ -416,6 +416,7 @@ def cached_bitstream(root: Path, content: bytes, **changed) -> tuple[str, tuple[
 
 
 BITSTREAM = b"\xff\x00 comment \x00\xff" + b"\xff\xff\xbd\xb3" + b"\x00" * 64
+BOARD_PACKING = ECP5.packs_boards  # the ULX3S-85F's: ecppack's
 
 
 @pytest.mark.parametrize(
@@ -432,7 +433,7 @@ def test_a_cached_bitstream_entry_that_a_run_would_not_write_is_dropped(tmp_path
 
     entry, cached = cached_bitstream(tmp_path, content, **changed)
     out = tmp_path / "build" / "bitstream" / "ulx3s-85f.bit"
-    assert _from_cache(entry, cached, "k", str(out)) is None
+    assert _from_cache(entry, cached, "k", str(out), BOARD_PACKING) is None
     assert not out.exists() and not any(os.path.exists(p) for p in (entry, *cached))
 
 
@@ -441,7 +442,7 @@ def test_a_cached_bitstream_entry_a_run_wrote_is_used(tmp_path):
 
     entry, cached = cached_bitstream(tmp_path, BITSTREAM)
     out = tmp_path / "build" / "bitstream" / "ulx3s-85f.bit"
-    found = _from_cache(entry, cached, "k", str(out))
+    found = _from_cache(entry, cached, "k", str(out), BOARD_PACKING)
     assert found is not None and found.cached and found.fmax_mhz == {"clk": 120.5}
     assert out.read_bytes() == BITSTREAM
 

@@ -41,8 +41,9 @@ BOARD_FAMILIES = {name: row[0] for name, row in BOARDS.items()}
 
 
 def board_families(boards: tuple[str, ...] = LATTICE_BOARDS) -> str:
-    """The families of ``boards`` by name, for a message."""
-    return " or ".join(dict.fromkeys(BOARD_FAMILIES[board] for board in boards))
+    """The families of ``boards`` by name, for a message: "ECP5, Gowin or iCE40"."""
+    names = list(dict.fromkeys(BOARD_FAMILIES[board] for board in boards))
+    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def lattice_board(name: object) -> str | None:

@@ -46,8 +46,9 @@ BUILD_KEYS = {
     "fpga_part": "the FPGA part: an AMD part such as xcvc1902-vsva2197-2MP-e-S, or a Lattice "
     "ECP5 or Nexus part such as LFE5U-85F-6BG381C or LIFCL-40-9BG400C (every layer RTL, FINN "
     "folding for a stand-in 7-series part) (or board, not both)",
-    "board": "a board name: FINN's, such as Pynq-Z1 or U250, or a Lattice ECP5 board brainsmith "
-    "makes bitstreams for, such as ulx3s-85f (or fpga_part, not both)",
+    "board": "a board name: FINN's, such as Pynq-Z1 or U250, or an ECP5, Gowin or iCE40 board "
+    "brainsmith makes bitstreams for, such as ulx3s-85f or tang-primer-20k (or fpga_part, not "
+    "both)",
     "clock_ns": "the target clock period in nanoseconds, from 0.1 (10 GHz) to 1,000,000",
     "target_fps": "a whole number of frames per second, from 1 to 10**12",
     "target_latency_ns": "the most time one frame may take through the accelerator, in "
@@ -65,8 +66,8 @@ BUILD_KEYS = {
     "output_dir": "a folder inside the blueprint's project, relative to the blueprint",
     "synth": "true to synthesise every RTL layer with Yosys after the last step (7-series, "
     "UltraScale or UltraScale+ parts), or false",
-    "bitstream": "true to make a bitstream after the last step for the Lattice board "
-    "(build.board; Yosys and nextpnr-ecp5) or the Lattice Nexus part (build.fpga_part; Yosys, "
+    "bitstream": "true to make a bitstream after the last step for the board (build.board; "
+    "Yosys and its family's nextpnr) or the Lattice Nexus part (build.fpga_part; Yosys, "
     "nextpnr-nexus and prjoxide, on pins of brainsmith's choosing), or false",
     "refold_rounds": f"how many times a bitstream that misses its clock is built again, folded "
     f"for the clock nextpnr reached: a whole number, 0 (never) to {MAX_REFOLD_ROUNDS} "
@@ -306,7 +307,7 @@ def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]
     for adapter in adapter_classes():
         for key, problem, expected, hint in adapter.target_problems(part, board):
             if key == "board":
-                expected += f"; or a Lattice {board_families(boards)} board{with_uart}: "
+                expected += f"; or an {board_families(boards)} board{with_uart}: "
                 expected += ", ".join(boards)
             if key == "fpga_part":
                 problem += f", nor a Lattice {lattice_families()} part"

@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     "--board",
     "board",
     metavar="BOARD",
-    help="A board instead of a part (build.board): one of FINN's (Pynq-Z1, U250, ...) or a "
-    "Lattice ECP5 board brainsmith makes bitstreams for (ulx3s-85f, ...; every layer RTL, "
-    "FINN folding for a stand-in 7-series part).",
+    help="A board instead of a part (build.board): one of FINN's (Pynq-Z1, U250, ...) or an "
+    "ECP5, Gowin or iCE40 board brainsmith makes bitstreams for (ulx3s-85f, tang-primer-20k, "
+    "icebreaker, ...; every layer RTL, FINN folding for a stand-in 7-series part).",
 )
 @click.option(
     "--clock-ns",
@@ -90,9 +90,10 @@ if TYPE_CHECKING:
 )
 @override_flag(
     "--bitstream",
-    "After the last step, make the Lattice board's bitstream behind brainsmith's UART "
-    "host link with Yosys and nextpnr-ecp5 at the build's clock: BUILD/bitstream/BOARD.bit "
-    "(build.bitstream; needs --board with a Lattice board, or --part with a Nexus part: "
+    "After the last step, make the board's bitstream behind brainsmith's UART host link "
+    "with Yosys and its family's nextpnr at the build's clock: BUILD/bitstream/BOARD.bit "
+    "(build.bitstream; needs --board with an ECP5, Gowin or iCE40 board, or --part with a "
+    "Nexus part: "
     "nextpnr-nexus and prjoxide, pins of brainsmith's choosing, BUILD/bitstream/PART.bit).",
 )
 @click.option(

@@ -29,8 +29,9 @@ def flash(build_dir: str, to_flash: bool, cable: str | None, dry_run: bool) -> N
     its configuration flash. The file must be the one bitstream/report.json's SHA-256 names.
 
     \b
-    Boards: ulx3s-12f/25f/45f/85f (openFPGALoader's ulx3s), ecp5-5g-evn (ecp5_evn); the
-    Versa boards have no name in openFPGALoader: load those by hand.
+    Boards: ulx3s-12f/25f/45f/85f (openFPGALoader's ulx3s), ecp5-5g-evn (ecp5_evn),
+    tang-primer-20k, tang-nano-9k, icebreaker (ice40_generic: --flash only); the Versa
+    boards have no name in openFPGALoader: load those by hand.
 
     \b
     Exit codes: 0 loaded (or, with --dry-run, the command printed); 1 openFPGALoader failed

@@ -122,8 +122,8 @@ def print_routed(data: Json) -> None:
     "--board",
     "board_name",
     required=True,
-    help="An ECP5 board from amaranth-boards: ulx3s-12f/25f/45f/85f, versa-ecp5, "
-    "versa-ecp5-5g, ecp5-5g-evn.",
+    help="A board from amaranth-boards: ulx3s-12f/25f/45f/85f, versa-ecp5, versa-ecp5-5g, "
+    "ecp5-5g-evn (ECP5), tang-primer-20k, tang-nano-9k (Gowin), icebreaker (iCE40).",
 )
 @click.option(
     "--mhz",

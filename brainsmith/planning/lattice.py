@@ -50,10 +50,10 @@ def check_part_and_board(part: str | None, board: str | None) -> None:
     name = lattice_board(board)
     if name and part:
         raise BuildError.setup(
-            f"the Lattice board {name} and the part {part} are both set: a Lattice board's "
-            f"part is its own {BOARD_FAMILIES[name]} part (FINN folds for the stand-in "
+            f"the board {name} and the part {part} are both set: the board's part is its own "
+            f"{BOARD_FAMILIES[name]} part (FINN folds for the stand-in "
             f"{STAND_IN_PART})",
-            f"drop {option('part')} to build for {name}, or name no Lattice board",
+            f"drop {option('part')} to build for {name}, or name no board of brainsmith's",
         )
 
 
@@ -81,7 +81,7 @@ def lattice_plan(plan: BuildPlan) -> BuildPlan:
     recorded = plan.blueprint
     if plan.prefer != "rtl":
         if plan.prefer == "hls":
-            notes.append(f"prefer: hls became rtl: {name} is a Lattice part, with no HLS flow")
+            notes.append(f"prefer: hls became rtl: {name} has no HLS flow")
         recorded = {**recorded, "hw_compiler": {**recorded.get("hw_compiler", {}), "prefer": "rtl"}}
     named = replace(options, board=name) if board else replace(options, fpga_part=name)
     plan = replace(plan, options=named, prefer="rtl", blueprint=recorded)
@@ -97,7 +97,7 @@ def _refuse_bitstream(options: BuildOptions) -> None:
             else "and none is set"
         )  # fmt: skip
         raise BuildError.setup(
-            f"build.bitstream needs a Lattice {board_families(LINKED_BOARDS)} board with a USB "
+            f"build.bitstream needs an {board_families(LINKED_BOARDS)} board with a USB "
             f"UART (build.board) or a Lattice Nexus part (build.fpga_part), {target}",
             "set one of " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f), or a Nexus "
             f"part (--part {NEXUS_EXAMPLES[0]})",
