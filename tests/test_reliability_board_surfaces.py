@@ -11,6 +11,7 @@ import pytest
 
 from brainsmith.folder_lock import FolderBusy, FolderLock
 from brainsmith.hardware.board.streams import DriverError
+from brainsmith.hardware.place_route.ecp5 import BOARD_PACKING
 from tests.support.ports import babble, trickle
 
 # -- row: the folder lock ---------------------------------------------------------------------
@@ -416,7 +417,6 @@ def cached_bitstream(root: Path, content: bytes, **changed) -> tuple[str, tuple[
 
 
 BITSTREAM = b"\xff\x00 comment \x00\xff" + b"\xff\xff\xbd\xb3" + b"\x00" * 64
-BOARD_PACKING = ECP5.packs_boards  # the ULX3S-85F's: ecppack's
 
 
 @pytest.mark.parametrize(
