@@ -15,7 +15,7 @@ layer had (``HANDWRITTEN``). ``CHECKS`` are fitted the same way to compare with 
 does estimate; they are not shipped. ``VVAU_rtl`` is not swept: FINN specialises it only
 for Versal parts, which Yosys does not map.
 
-    .venv/bin/python -m benchmarks.synth_fit [--kinds Thresholding_rtl,...] [--family ecp5]
+    .venv/bin/python -m benchmarks.synth_fit [--kinds Thresholding_rtl,...] [--family ecp5|ice40]
 
 ``--kinds`` synthesises only those kinds' points again and takes the others' counts from the
 previous benchmarks/results/synth_fit.json (every model is fitted again). ``SYNTH_FIT_JOBS``
@@ -30,6 +30,10 @@ cost (``rtl_costs.FAMILY_KINDS``, and ``ECP5_POINTS``) for Lattice ECP5 (Yosys
 ``brainsmith.planning.lattice.STAND_IN_PART``), counting LUT4, FF, MULT18 and EBR as
 nextpnr does (``brainsmith.hardware.synthesis.ecp5``), and fits ``rtl_costs.FAMILY_TERMS``: written to
 brainsmith/frameworks/finn/rtl_costs_ecp5.json and benchmarks/results/synth_fit_ecp5.json.
+
+``--family ice40`` does the same for Lattice iCE40 (Yosys ``synth_ice40``, its products in
+logic cells: ``brainsmith.hardware.synthesis.ice40``) and fits ``rtl_costs.ICE40_TERMS``:
+rtl_costs_ice40.json and synth_fit_ice40.json.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ REPO = HERE.parent
 PART = "xczu7ev-ffvc1156-2-e"
 FAMILY = "xcup"
 ECP5_PART = "LFE5U-85F-6BG381C"  # the ECP5 models' part (the ULX3S-85F's): every size alike
+ICE40_PART = "iCE40UP5K-SG48"  # the iCE40 models' part (the iCEBreaker's)
+LATTICE_PARTS = {"ecp5": ECP5_PART, "ice40": ICE40_PART}
 HW = "finn.custom_op.fpgadataflow"
 COSTS = REPO / "brainsmith" / "frameworks" / "finn" / "rtl_costs.json"
 # kinds also synthesised for 7-series (``counts_xc7``), to check their models there too
@@ -74,13 +80,13 @@ class Target:
 
 
 def target(family: str) -> Target:
-    from brainsmith.frameworks.finn.rtl_costs import FAMILY_TERMS, TERMS
+    from brainsmith.frameworks.finn.rtl_costs import TERMS, TERMS_OF
     from brainsmith.planning.lattice import STAND_IN_PART
 
-    if family == "ecp5":
-        costs = COSTS.with_name("rtl_costs_ecp5.json")
-        results = HERE / "results" / "synth_fit_ecp5.json"
-        return Target(family, STAND_IN_PART, FAMILY_TERMS, costs, results, ())
+    if family in LATTICE_PARTS:
+        costs = COSTS.with_name(f"rtl_costs_{family}.json")
+        results = HERE / "results" / f"synth_fit_{family}.json"
+        return Target(family, STAND_IN_PART, TERMS_OF[family], costs, results, ())
     return Target(FAMILY, PART, TERMS, COSTS, HERE / "results" / "synth_fit.json", SEVEN_SERIES)
 
 
@@ -811,12 +817,12 @@ def main() -> int:
     global MODEL_PART
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", help="comma-separated kinds to synthesise again")
-    parser.add_argument("--family", choices=(FAMILY, "ecp5"), default=FAMILY)
+    parser.add_argument("--family", choices=(FAMILY, *LATTICE_PARTS), default=FAMILY)
     parser.add_argument("--only", type=int, help="synthesise the first N points alone, fit none")
     args = parser.parse_args()
     fitting = target(args.family)
     MODEL_PART = fitting.part
-    ecp5 = args.family == "ecp5"
+    ecp5 = args.family in LATTICE_PARTS  # a Lattice family's: its terms, no FINN checks
     sweep_points = _sweep(ecp5)
     again = set(args.kinds.split(",")) if args.kinds else set(sweep_points)
     found_before = fitting.results.is_file()
@@ -873,7 +879,7 @@ def main() -> int:
         for resource, terms in resources.items():
             checks.setdefault(kind, {})[resource] = fit(by_kind[kind], terms, resource)
     shipped = {
-        "part": ECP5_PART if ecp5 else PART,
+        "part": LATTICE_PARTS[args.family] if ecp5 else PART,
         "family": fitting.family,
         **({"layers_made_for": fitting.part} if ecp5 else {}),
         "source": "benchmarks/synth_fit.py: least squares on Yosys' counts",
@@ -897,7 +903,7 @@ def main() -> int:
     out.write_text(
         json.dumps(
             {
-                "benchmark": "synth_fit" + ("_ecp5" if ecp5 else ""),
+                "benchmark": "synth_fit" + (f"_{args.family}" if ecp5 else ""),
                 "part": shipped["part"],
                 "family": fitting.family,
                 "jobs": JOBS,

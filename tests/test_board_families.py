@@ -177,3 +177,57 @@ def test_a_tiny_accelerator_becomes_the_board_s_bitstream_at_its_pll_s_clock(
     assert (folder / "src" / "board_top.sv").is_file() and (
         folder / constraints(target)[0]
     ).is_file()
+
+
+@pytest.mark.parametrize(
+    ("name", "mhz", "family"),
+    [("tang-primer-20k", 150.0, "Gowin speed grade 8"), ("tang-nano-9k", 95.0, "Gowin speed grade 6"),
+     ("icebreaker", 35.0, "iCE40 speed grade 0")],
+)  # fmt: skip
+def test_a_gowin_or_ice40_board_build_with_no_clock_asks_for_its_measured_one(name, mhz, family):
+    from brainsmith.builder.lattice import board_clock
+    from brainsmith.planning.shaping import shape_plan
+
+    plan = board_clock(shape_plan(None, options={"board": name}))
+    assert plan.build.clock_ns == pytest.approx(1000 / mhz, abs=1e-3)
+    said = [note for note in plan.notes if note.startswith("clock: ")]
+    assert len(said) == 1 and f"brainsmith's default for {family}" in said[0]
+    assert any(f"a stand-in for {name}'s {family.split()[0]} part" in n for n in plan.notes)
+
+
+def board_build(name: str, tmp_path: Path, *options: str) -> tuple[dict, str]:
+    """``brainsmith build`` of the shipped MLP and blueprint for board ``name`` with
+    ``--bitstream`` and ``options``, as a user types it: (report.json, stdout)."""
+    import json
+
+    from tests.support.processes import invoke
+
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    done = invoke("build", "examples/models/mlp_4bit.onnx", "blueprints/mlp.yaml", "--board",
+                  name, "--bitstream", "-o", str(out), *options, cwd=repo)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((out / "report.json").read_text()), done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.wide  # make test: a tiny bitstream of each family (above)
+@pytest.mark.xdist_group("synthesis")
+@pytest.mark.parametrize("name", ["tang-primer-20k", "icebreaker"])
+def test_the_shipped_mlp_becomes_the_board_s_bitstream_with_the_plain_command(name, tmp_path):
+    """No clock, no target but the blueprint's: the board's measured clock, folded to fit its
+    part (iCE40: in its own models), timing met, read back; the netlist's check says why it
+    did not run, and the simulated board answers as the build's Verilator run did."""
+    report, stdout = board_build(name, tmp_path)
+    section = report["bitstream"]
+    assert section["board"] == name and section["status"] == "timing met", section["fmax_mhz"]
+    assert not section["netlist_check"]["ran"]
+    assert "gate level, not" in section["netlist_check"]["reason"]
+    placed = report["family_resources"]["placed"]
+    assert all(count["used"] <= count["available"] for count in placed.values()), placed
+    assert f"bitstream/{name}.bit for {name}" in stdout
+    from tests.support.processes import invoke
+
+    ran = invoke("run", str(tmp_path / "out"), "--simulate")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "frames" in ran.stdout and "the bitstream's PLL" in ran.stdout

@@ -210,8 +210,22 @@ FAMILY_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     }
     for kind in FAMILY_KINDS
 }
+# iCE40's models (``rtl_costs_ice40.json``, ``--family ice40``): ECP5's terms, but a matrix
+# layer's products are all logic cells (synth_ice40 maps none to the UP5K's eight SB_MAC16),
+# a wide product's about its factors' bits
+ICE40_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
+    **FAMILY_TERMS,
+    "MVAU_rtl": {
+        **FAMILY_TERMS["MVAU_rtl"],
+        "LUT4": (*FAMILY_TERMS["MVAU_rtl"]["LUT4"], "PE*SIMD*hard_products*w_bits*in_bits"),
+        "MULT18": ("1",),
+    },
+}
+TERMS_OF = {"ecp5": FAMILY_TERMS, "ice40": ICE40_TERMS}  # a family's models -> their terms
 # DP16KD's shapes (words, bits): 18 Kbit, 36 bits wide with one read and one write port
 EBR_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
+# SB_RAM40_4K's (iCE40): 4 Kbit, 16 bits wide at most
+ICE40_EBR_SHAPES = ((2048, 2), (1024, 4), (512, 8), (256, 16))
 DPRAM_WORDS, DPRAM_BITS = 16, 4  # TRELLIS_DPR16X4, distributed RAM
 DPRAM_LUTS = 6  # LUT4s the family's nextpnr counts for one TRELLIS_DPR16X4 (slices A, B and C)
 
@@ -252,20 +266,23 @@ def family_estimate(
         "internal_decoupled",
         "internal_embedded",
     ):
-        for resource, value in family_weight_memory(layer).items():
+        for resource, value in family_weight_memory(layer, cost_models).items():
             found[resource] += value
     return found
 
 
-def family_weight_memory(layer: HWCustomOp) -> dict[str, float]:
+def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[str, float]:
     """A matrix layer's weights on a Lattice part, ``MW * MH / (SIMD * PE)`` words of ``SIMD *
-    PE`` weights: in distributed RAM (``ram_style: distributed``) 16x4 RAMs of
+    PE`` weights: in distributed RAM (``ram_style: distributed``, ECP5's) 16x4 RAMs of
     ``DPRAM_LUTS`` LUT4s each, with a LUT4 per bit for every two further banks of 16 words
-    (the read multiplexer); else in block RAM, the DP16KD shape that takes fewest. Not
-    swept (the sweep streams a matrix layer's weights in): as Yosys maps such memories."""
+    (the read multiplexer); else in block RAM, the shape that takes fewest (DP16KD's; an
+    iCE40, with no distributed RAM, SB_RAM40_4K's). Not swept (the sweep streams a matrix
+    layer's weights in): as Yosys maps such memories."""
     simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
     depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
     width = simd * pe * _bits(layer, "w_bits")
+    if cost_models == "ice40":
+        return {"EBR": float(ebr_blocks(depth, width, ICE40_EBR_SHAPES))}
     if layer.get_nodeattr("ram_style") == "distributed":
         banks = math.ceil(depth / DPRAM_WORDS)
         rams = banks * math.ceil(width / DPRAM_BITS)
@@ -273,9 +290,10 @@ def family_weight_memory(layer: HWCustomOp) -> dict[str, float]:
     return {"EBR": float(ebr_blocks(depth, width))}
 
 
-def ebr_blocks(words: int, width: int) -> int:
-    """DP16KD blocks holding ``words`` words of ``width`` bits: the fewest of any shape."""
-    return min(math.ceil(words / deep) * math.ceil(width / wide) for deep, wide in EBR_SHAPES)
+def ebr_blocks(words: int, width: int, shapes: tuple[tuple[int, int], ...] = EBR_SHAPES) -> int:
+    """Block RAMs (DP16KD, or ``shapes``) holding ``words`` words of ``width`` bits: the
+    fewest of any shape."""
+    return min(math.ceil(words / deep) * math.ceil(width / wide) for deep, wide in shapes)
 
 
 def kinds() -> tuple[str, ...]:

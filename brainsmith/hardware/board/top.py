@@ -1,8 +1,8 @@
 """``board_top.sv``: a stitched accelerator on a board, reached through the host link.
 
-The board's oscillator drives its family's PLL (``clocking``) that makes the design clock; the reset is held
-while the PLL is unlocked (or the board's reset button is pressed) and released in step
-with the design clock; ``brainsmith_host_link`` turns the UART into the accelerator's
+The board's oscillator drives its family's PLL (``clocking``), which makes the design
+clock; the reset is held while the PLL is unlocked (or the board's reset button is pressed)
+and released in step with the design clock; ``brainsmith_host_link`` turns the UART into the accelerator's
 input stream and its output stream back into the UART, at CLKS_PER_BIT design clocks per
 bit; the accelerator's ``maxcount_*`` FIFO probes are left open. The LED, when the board has
 one, is lit while the design runs (out of reset).

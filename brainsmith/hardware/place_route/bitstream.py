@@ -8,8 +8,10 @@ unpacker reads back before it is written to ``<name>.bit`` (``Family.packs_board
 ``ecppack --compress``, Apycula's ``gowin_pack``, ``icepack``): a stopped or failed run
 leaves no ``.bit``, or only a whole one.
 
-Yosys also writes the netlist it maps (``netlist.v``, the design nextpnr places) for the
-gate-level check (``brainsmith.hardware.board.gate_level``).
+A PLL whose cell Yosys' blackboxes of the family do not give (Gowin's, the iCE40's) is read
+from its declaration (``ClockGenerator.declaration``), a source beside the top. Yosys also
+writes the netlist it maps (``netlist.v``, the design nextpnr places) for the gate-level
+check (``brainsmith.hardware.board.gate_level``, ECP5's).
 
 A design that misses the clock still gets its bitstream (``status``: "timing not met").
 The result, the bitstream and the netlist are cached by content like ``place_route``'s

@@ -149,13 +149,16 @@ PACKING = Packing(
 )  # fmt: skip
 
 # What nextpnr-ice40 counts of a part, by the names users see: LUT4 (a logic cell: a LUT4,
-# its flip-flop and carry), MAC16 (SB_MAC16), EBR (a 4 Kbit block RAM), SPRAM (256 Kbit).
-# No folding is costed for iCE40 yet: these are the capacities its place and route reads.
+# its flip-flop and carry), MAC16 (SB_MAC16), EBR (a 4 Kbit block RAM), SPRAM (256 Kbit). A
+# build's folding is costed on LUT4, MAC16 (as the models' MULT18) and EBR in the models
+# fitted to synth_ice40 (``rtl_costs_ice40.json``); SPRAM is not costed.
 RESOURCES = {
     "LUT4": "ICESTORM_LC", "MAC16": "ICESTORM_DSP", "EBR": "ICESTORM_RAM",
     "SPRAM": "ICESTORM_SPRAM",
 }  # fmt: skip
-MODELS = "no folding costed for iCE40: its capacities only"
+MODELS = "models fitted to Yosys synth_ice40 (products in logic cells, 4 Kbit block RAMs)"
+COST_MODELS = "ice40"  # brainsmith/frameworks/finn/rtl_costs_ice40.json
+COST_NAMES = {"MAC16": "MULT18"}
 # One flip-flop from an input to an output, as synth_ice40 writes it: nextpnr-ice40 places
 # its pins itself, and its report gives the part's capacities
 PROBE = flip_flop_probe("SB_DFF", ("C", "D", "Q"), ported=True)
@@ -167,6 +170,8 @@ ICE40 = Ice40Family.of_nextpnr(
     "ICESTORM_LC",
     packing=PACKING,
     costed=(RESOURCES, PROBE, (), MODELS),
+    cost_models=COST_MODELS,
+    cost_names=COST_NAMES,
     link_baud=FASTEST_BAUD,
     pins_argument=("--pcf", "{}"),
     clock_mhz=clock_mhz("iCE40"),

@@ -209,17 +209,19 @@ def lattice_ready(name: str, text: str, fixes: list[str]) -> str:
     return text
 
 
-def counts(cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
-    """(LUT4, FF, MULT18, EBR as ``CELLS`` counts them, other cells by type) of Yosys'
-    ``cells`` by type."""
-    found = dict.fromkeys(CELLS, 0)
+def counts(
+    cells: dict[str, int], table: dict[str, dict[str, int]] = CELLS
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(LUT4, FF, MULT18, EBR as ``table`` counts them, ECP5's ``CELLS`` by default; other
+    cells by type) of Yosys' ``cells`` by type."""
+    found = dict.fromkeys(table, 0)
     other: dict[str, int] = {}
     for kind, number in sorted(cells.items()):
-        category = next((c for c, table in CELLS.items() if kind in table), None)
+        category = next((c for c, cells_of in table.items() if kind in cells_of), None)
         if category is None:
             other[kind] = number
         else:
-            found[category] += number * CELLS[category][kind]
+            found[category] += number * table[category][kind]
     return found, other
 
 

@@ -42,7 +42,7 @@ from brainsmith.hardware.synthesis.layer_sources import (
 )
 from brainsmith.hardware.synthesis.yosys import (
     COUNTS,
-    ECP5,
+    LATTICE,
     LUTRAM_LIBRARY,
     TIMEOUT,
     ULTRASCALE,
@@ -255,9 +255,9 @@ def _run_staged(
 
 
 def for_family(design: SynthesisDesign, family: str) -> SynthesisDesign:
-    """``design`` as ``family`` reads it: for ECP5 with the fixes a Lattice part needs
+    """``design`` as ``family`` reads it: for ECP5 and iCE40 with the fixes a Lattice part needs
     (FINN's behavioural datapath, no UltraRAM: ``brainsmith.hardware.synthesis.ecp5``)."""
-    if family != ECP5:
+    if family not in LATTICE:
         return design
     fixes = list(design.fixes)
     sources = [(name, lattice_ready(name, text, fixes)) for name, text in design.sources]

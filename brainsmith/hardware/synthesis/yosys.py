@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
 from brainsmith.hardware.processes import Processes, Stopped, TooMuchOutput, run_bounded
-from brainsmith.hardware.synthesis import ecp5
+from brainsmith.hardware.synthesis import ecp5, ice40
 from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
     MOUNT,
@@ -183,6 +183,8 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
     synth = f"synth_xilinx -flatten -noiopad -noclkbuf -family {family} -top {top}"
     if family == ECP5:
         mapping = ecp5.synthesis(top, "")
+    elif family == ICE40:
+        mapping = ice40.synthesis(top)
     elif family in ULTRASCALE and lutram_library() is not None:
         mapping = [  # synth_xilinx's map_memory step, with the fixed LUT-RAM library
             f"{synth} -run begin:map_memory",
@@ -209,6 +211,8 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
 
 ULTRASCALE = ("xcu", "xcup")
 ECP5 = "ecp5"  # Lattice ECP5: synth_ecp5 (``brainsmith.hardware.synthesis.ecp5``)
+ICE40 = "ice40"  # Lattice iCE40: synth_ice40 (``brainsmith.hardware.synthesis.ice40``)
+LATTICE = (ECP5, ICE40)  # the families whose layers need a Lattice part's fixes
 LUTRAM_LIBRARY = "lutrams_xcu.txt"
 WIDE_LUTRAM = 'option "ABITS" 16 {\n\t\tabits 16;'
 
@@ -290,8 +294,10 @@ def first_error(log: str) -> str:
 
 
 def count_keys(family: str) -> tuple[str, ...]:
-    """The resources counted for ``family``: ECP5's, else ``COUNTS``."""
-    return tuple(ecp5.CELLS) if family == ECP5 else COUNTS
+    """The resources counted for ``family``: ECP5's or iCE40's, else ``COUNTS``."""
+    if family in LATTICE:
+        return tuple(ecp5.CELLS if family == ECP5 else ice40.CELLS)
+    return COUNTS
 
 
 def counts(stat_json: str, family: str = "") -> tuple[dict[str, int], dict[str, int]]:
@@ -309,6 +315,8 @@ def counts(stat_json: str, family: str = "") -> tuple[dict[str, int], dict[str, 
         raise MissingSources(f"Yosys' cell counts ({stat_json}) cannot be read: {exc}") from None
     if family == ECP5:
         return ecp5.counts(cells)
+    if family == ICE40:
+        return ice40.counts(cells)
     found = dict.fromkeys(COUNTS, 0)
     other: dict[str, int] = {}
     for kind, number in sorted(cells.items()):
