@@ -66,7 +66,7 @@ def test_a_gw2a_18s_capacities_come_from_nextpnrs_report(tmp_path, monkeypatch):
     monkeypatch.delenv("BRAINSMITH_PLACE_ROUTE_CACHE", raising=False)
     found = part_capacities(gowin_part("GW2A-LV18PG256C8"), family=GOWIN)
     assert found.available == {
-        "LUT4": 20_736, "FF": 15_552, "ALU": 15_552, "MULT18": 48, "BSRAM": 46,
+        "LUT4": 20_736, "FF": 15_552, "ALU": 15_552, "MULT9": 96, "BSRAM": 46,
     }  # fmt: skip
     assert found.source.startswith("nextpnr-himbaechel-gowin ")
 
