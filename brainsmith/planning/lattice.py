@@ -129,11 +129,12 @@ def _without_hls_only_kernels(plan: BuildPlan, target: str) -> BuildPlan:
     if not hls_only:
         return plan
     kept = without_kernels(plan, hls_only)
-    why = f"{target} has no HLS flow and it has no RTL backend for a Lattice part"
+    why = f"{target} has no HLS flow and it has no RTL backend but FINN's Versal-only ones"
     kept = replace(kept, exclusions={**kept.exclusions, **dict.fromkeys(hls_only, why)})
     note = (
-        f"{target} has no HLS flow: {len(hls_only)} kernel(s) with no RTL backend for a Lattice "
-        "part are excluded, their layers left to the host (brainsmith check shows which)"
+        f"{target} has no HLS flow: {len(hls_only)} kernel(s) with no RTL backend but FINN's "
+        "Versal-only ones are excluded, their layers left to the host (brainsmith check shows "
+        "which)"
     )
     return replace(kept, notes=[*kept.notes, note])
 

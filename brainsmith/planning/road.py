@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Protocol, TypeVar
 
+from brainsmith.blueprint.choices import BOARD_FAMILIES
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.shaping import finn_config, shape_plan
@@ -111,6 +112,8 @@ def _open_road(plan: BuildPlan) -> str:
         f"build --bitstream makes {board}'s bitstream" if board
         else f"place-route BUILD_DIR --part {part} makes its bitstream"
     )  # fmt: skip
+    if board and BOARD_FAMILIES.get(board) != "ECP5":  # export takes an ECP5 board's only
+        return f"{made}; run --simulate takes the build"
     return f"{made}; run --simulate and export take the build"
 
 

@@ -1,0 +1,122 @@
+"""The shipped MLP on a board of each family, with the command a user types: from its model
+and blueprint to a bitstream for the ULX3S-85F (ECP5), the Tang Primer 20K and Tang Nano 9K
+(Gowin) and the iCEBreaker (iCE40), no clock and no target but the blueprint's, a fresh
+``brainsmith`` process each, timed from outside, one after another, the tools' caches of
+this run only (a private cache folder).
+
+    .venv/bin/python -m benchmarks.board_families [--boards tang-primer-20k,icebreaker]
+
+Writes benchmarks/results/board_families.json (wall and CPU seconds, the clock asked and
+reached, the folding's estimate beside what nextpnr placed, throughput, the load, the
+machine) and its section of benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.board_plain import facts
+from benchmarks.first_hour import publish, watching_load
+from benchmarks.quick_start_verify import timed
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULT = HERE / "results" / "board_families.json"
+HEADING = "## The shipped MLP on a board of each family (build --board B --bitstream)"
+BOARDS = ("ulx3s-85f", "tang-primer-20k", "tang-nano-9k", "icebreaker")
+COMMAND = (
+    "brainsmith build {repo}/examples/models/mlp_4bit.onnx {repo}/blueprints/mlp.yaml "
+    "--board {board} --bitstream -o {out}"
+)
+
+
+def placed(folder: Path) -> dict:
+    """The folding's estimate and nextpnr's count of each resource, the fps at the clock made."""
+    report = json.loads((folder / "report.json").read_text())
+    family = report.get("family_resources") or {}
+    counts = family.get("placed") or {}
+    return {
+        "part": report["bitstream"]["part"],
+        "clock_made_mhz": report["bitstream"]["clock_mhz"],
+        "estimated": family.get("totals"),
+        "placed": {name: count["used"] for name, count in counts.items()},
+        "available": {name: count["available"] for name, count in counts.items()},
+        "fps": (report.get("performance") or {}).get("fps"),
+        "cycles_per_frame": (report.get("performance") or {}).get("cycles_per_frame"),
+    }
+
+
+def measure(boards: tuple[str, ...]) -> dict:
+    runs: dict[str, dict] = {}
+    record: dict = {}
+    with tempfile.TemporaryDirectory(prefix="brainsmith-board-families-") as tmp:
+        folder = Path(tmp)
+        cache = folder / "cache"
+        cache.mkdir(mode=0o700)
+        os.environ["BRAINSMITH_CACHE_DIR"] = str(cache)
+        for variable in ("BRAINSMITH_RTLSIM_CACHE", "BRAINSMITH_SYNTHESIS_CACHE",
+                         "BRAINSMITH_BITSTREAM_CACHE", "BRAINSMITH_PLACE_ROUTE_CACHE"):  # fmt: skip
+            os.environ.pop(variable, None)
+        with watching_load(record):
+            for board in boards:
+                command = COMMAND.format(repo=REPO, board=board, out=board)
+                out = folder / board
+                runs[board] = {
+                    "command": command.replace(f"{REPO}/", ""),
+                    **timed(shlex.split(command), folder), **facts(out), **placed(out),
+                }  # fmt: skip
+    return {"benchmark": "board_families", "runs": runs, "load": record,
+            "measured": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
+
+
+def _figures(counts: dict | None) -> str:
+    return ", ".join(f"{value:,.0f} {name}" for name, value in (counts or {}).items() if value)
+
+
+def section(data: dict) -> list[str]:
+    """The RESULTS.md section of ``data``."""
+    load = data["load"]
+    during = load.get("load_1min_during", {})
+    lines = [
+        HEADING,
+        "",
+        "The shipped MLP and blueprint to each board's bitstream with the plain command, in a "
+        "fresh process, the caches of this run only (`python -m benchmarks.board_families`, "
+        f"{data['measured']}; 1-minute load average {load.get('load_before', ['?'])[0]} before, "
+        f"{load.get('load_after', ['?'])[0]} after, mean {during.get('mean', '?')}). The "
+        "estimate is the folding's (the family's models), placed is nextpnr's count; fps is "
+        "Verilator's cycles a frame at the clock made:",
+        "",
+        "| board | part | wall | clock made | Fmax reached | rounds | estimated | placed | fps |",
+        "|---|---|---:|---:|---:|---:|---|---|---:|",
+    ]
+    for board, run in data["runs"].items():
+        lines.append(
+            f"| `{board}` | {run['part']} | {run['wall_s']:.0f} s | "
+            f"{run['clock_made_mhz']:.1f} MHz | {run['fmax_mhz']:.1f} MHz"
+            f"{'' if run.get('timing_met') else ' (missed)'} | {run['rounds']} | "
+            f"{_figures(run['estimated'])} | {_figures(run['placed'])} | "
+            f"{run['fps'] or 0:,.0f} ({run['cycles_per_frame'] or 0:,.0f} cycles) |"
+        )
+    return lines
+
+
+def main() -> int:
+    from benchmarks.machine import machine_info
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boards", default=",".join(BOARDS), help="comma-separated boards")
+    args = parser.parse_args()
+    data = {**measure(tuple(args.boards.split(","))), "machine": machine_info()}
+    return publish(data, section(data), RESULT, HEADING)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
