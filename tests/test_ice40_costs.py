@@ -1,0 +1,81 @@
+"""An iCE40 build's folding costed in the UP5K's own resources: the models fitted to Yosys
+``synth_ice40`` (products in logic cells, 4 Kbit block RAMs), a single layer synthesised for
+iCE40 within the error of its fit, and the iCEBreaker's build folded to fit its logic cells
+where FINN's stand-in would have needed three times the part."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import brainsmith
+from brainsmith.frameworks.finn import rtl_costs
+from brainsmith.hardware.place_route.ice40 import ICE40
+from tests.test_ecp5_costs import BLUEPRINT, FOLDING_STEP, MLP, single_layer
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
+
+
+def test_the_shipped_ice40_models_are_the_fitted_kinds_with_their_errors():
+    shipped = rtl_costs.family_coefficients(ICE40.cost_models)
+    assert set(shipped) == set(rtl_costs.ICE40_TERMS) == set(rtl_costs.FAMILY_KINDS)
+    for kind, resources in shipped.items():
+        assert tuple(resources) == rtl_costs.FAMILY_RESOURCES
+        for resource, model in resources.items():
+            assert tuple(model["terms"]) == rtl_costs.ICE40_TERMS[kind][resource]
+            assert model["max_error"] is not None and model["held_out_max_error"] is not None
+    # products in logic cells: a wide product's cells grow with its factors' bits
+    assert "PE*SIMD*hard_products*w_bits*in_bits" in shipped["MVAU_rtl"]["LUT4"]["terms"]
+
+
+def test_a_weight_memory_on_an_ice40_is_counted_in_4_kbit_block_rams():
+    """A matrix layer's 1,024 words of 16 bits fill four SB_RAM40_4K (256 x 16 each), where an
+    ECP5 needs one DP16KD (1,024 x 18)."""
+    assert rtl_costs.ebr_blocks(1024, 16, rtl_costs.ICE40_EBR_SHAPES) == 4
+    assert rtl_costs.ebr_blocks(1024, 16) == 1
+
+
+def test_a_matrix_layer_synthesised_for_ice40_is_within_the_error_its_fit_reports(hub, tmp_path):
+    """A matrix layer of no point of the sweep (6-bit weights, 4-bit activations)."""
+    from finn.transformation.fpgadataflow.prepare_ip import PrepareIP
+    from qonnx.custom_op.registry import getCustomOp
+
+    from brainsmith.hardware.synthesis.layer_sources import synthesis_design
+    from brainsmith.hardware.synthesis.run import cache_root, synthesise_layer
+    from brainsmith.hardware.synthesis.yosys import find_yosys
+    from brainsmith.planning.lattice import STAND_IN_PART
+
+    attributes = {"mw": 24, "mh": 6, "simd": 6, "pe": 3, "wbits": 6, "abits": 4}
+    model = single_layer("MVAU_rtl", attributes).transform(PrepareIP(STAND_IN_PART, 5.0))
+    node = model.graph.node[0]
+    design = synthesis_design(model, node)
+    result = synthesise_layer(design, "ice40", find_yosys(), cache_root(), str(tmp_path / "y"))
+    assert result.counts is not None, result.reason
+    assert result.counts["MULT18"] == 0 and result.counts["LUT4"] > 0, result.counts
+    estimated = rtl_costs.family_estimate(getCustomOp(node), ICE40.cost_models, model)
+    assert estimated is not None
+    for resource in ("LUT4", "FF"):
+        fitted = rtl_costs.family_coefficients(ICE40.cost_models)["MVAU_rtl"][resource]
+        allowed = max(fitted["max_error"], fitted["held_out_max_error"] or 0.0)
+        error = abs(estimated[resource] - result.counts[resource]) / result.counts[resource]
+        assert error <= allowed, (resource, estimated[resource], result.counts[resource])
+
+
+def test_the_icebreaker_build_folds_to_fit_the_up5k(hub, tmp_path):
+    """blueprints/mlp.yaml asks 1,000,000 fps; at the iCEBreaker's 35 MHz every layer folded
+    for 35 cycles needs more logic cells than the UP5K has, so the search folds slower, to
+    the fastest folding within 90 % of them, and says the part stopped it."""
+    result = brainsmith.build(
+        str(MLP), str(BLUEPRINT), str(tmp_path / "out"), verify="none",
+        options={"board": "icebreaker"}, stop_after=FOLDING_STEP,
+    )  # fmt: skip
+    record = json.loads(next(Path(result.output_dir).rglob("folding.json")).read_text())
+    assert record["part"] == "ICE40UP5K-SG48", record  # as nextpnr-ice40 names it
+    available = record["available"]
+    assert available["LUT4"] == 5_280 and available["EBR"] == 30 and available["MULT18"] == 8
+    totals = record["totals"]
+    assert totals["LUT4"] <= 0.9 * available["LUT4"], totals
+    assert record["limit"].startswith("the part: every layer folded for "), record["limit"]
+    assert "LUT4 " in record["limit"], record["limit"]
