@@ -174,9 +174,9 @@ def test_a_tiny_accelerator_becomes_the_board_s_bitstream_at_its_pll_s_clock(
     assert result.board == name and result.part == target.part
     assert result.resources[pll]["used"] == 1
     assert set(result.seconds) >= {"synth", "place_route", "pack", "unpack"}
-    assert (folder / "src" / "board_top.sv").is_file() and (
-        folder / constraints(target)[0]
-    ).is_file()
+    if not result.cached:  # a run staged what the tools read
+        assert (folder / "src" / "board_top.sv").is_file()
+        assert (folder / constraints(target)[0]).is_file()
 
 
 @pytest.mark.parametrize(
