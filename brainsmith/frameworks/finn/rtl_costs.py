@@ -74,7 +74,7 @@ from importlib.resources import files
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import TypedDict
+    from typing import Any, TypedDict
 
     import numpy as np
     from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
@@ -238,18 +238,41 @@ def coefficients() -> dict[str, dict[str, FittedModel]]:
 
 @cache
 def family_coefficients(name: str) -> dict[str, dict[str, FittedModel]]:
-    """A Lattice family's models ``name`` (its ``cost_models``) from ``rtl_costs_<name>.json``
-    (read once); {} before they are fitted."""
+    """A family's models ``name`` (its ``cost_models``) from ``rtl_costs_<name>.json`` (read
+    once): its own, or another family's it names as its ``base`` (whose counts it scales,
+    ``family_scales``); {} before they are fitted."""
     try:
-        return _shipped(f"rtl_costs_{name}.json")
+        data = _shipped_file(f"rtl_costs_{name}.json")
     except FileNotFoundError:
         return {}
+    base = data.get("base")
+    if isinstance(base, str) and base != name:
+        return family_coefficients(base)
+    kinds: dict[str, dict[str, FittedModel]] = data["kinds"]
+    return kinds
+
+
+@cache
+def family_scales(name: str) -> dict[str, float]:
+    """What a family's models ``name`` multiply their base family's counts by, per resource
+    (measured: ``benchmarks.gowin_scale``); {} for a family's own models."""
+    try:
+        scales = _shipped_file(f"rtl_costs_{name}.json").get("scales") or {}
+    except FileNotFoundError:
+        return {}
+    return {str(k): float(v) for k, v in scales.items()}
 
 
 def _shipped(name: str) -> dict[str, dict[str, FittedModel]]:
-    text = files("brainsmith.frameworks.finn").joinpath(name).read_text()
-    kinds: dict[str, dict[str, FittedModel]] = json.loads(text)["kinds"]
+    kinds: dict[str, dict[str, FittedModel]] = _shipped_file(name)["kinds"]
     return kinds
+
+
+def _shipped_file(name: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(
+        files("brainsmith.frameworks.finn").joinpath(name).read_text()
+    )
+    return found
 
 
 def family_estimate(
@@ -268,7 +291,11 @@ def family_estimate(
     ):
         for resource, value in family_weight_memory(layer, cost_models).items():
             found[resource] += value
-    return found
+    scales = family_scales(cost_models)
+    return {
+        resource: float(round(value * scales.get(resource, 1.0)))
+        for resource, value in found.items()
+    }
 
 
 def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[str, float]:

@@ -156,13 +156,15 @@ PACKING = GowinPacking(
 # ALU (a carry cell), MULT9 (a 9x9 multiplier, half an 18x18 block: Yosys maps the narrow
 # products of a quantized network to MULT9X9), BSRAM (an 18 Kbit block RAM). A build's
 # folding is costed on them in ECP5's models (a product as the MULT18 it takes there, a BSRAM
-# as the EBR it is shaped as), as MODELS says, until Gowin's own are fitted.
+# as the EBR it is shaped as), their LUT4 and FF scaled to what nextpnr places on a Gowin
+# part (``rtl_costs_gowin.json``, measured by ``python -m benchmarks.gowin_scale``).
 RESOURCES = {"LUT4": "LUT4", "FF": "DFF", "ALU": "ALU", "MULT9": "MULT9X9", "BSRAM": "BSRAM"}
 MODELS = (
-    "ECP5's models fitted to Yosys synth_ecp5, Gowin having 4-input LUTs, hard multipliers "
-    "and 18 Kbit block RAMs too (its carry chains in ALU cells, not counted among its LUT4)"
+    "ECP5's models fitted to Yosys synth_ecp5 (Gowin having 4-input LUTs, hard multipliers "
+    "and 18 Kbit block RAMs too), their LUT4 and FF scaled to what nextpnr-himbaechel-gowin "
+    "placed of two board builds"
 )
-COST_MODELS = "ecp5"  # ECP5's (``ecp5.COST_MODELS``), as MODELS says
+COST_MODELS = "gowin"  # ECP5's, scaled: brainsmith/frameworks/finn/rtl_costs_gowin.json
 COST_NAMES = {"MULT9": "MULT18", "BSRAM": "EBR"}
 # One flip-flop with no ports (nextpnr-himbaechel-gowin places no unconstrained I/O): its
 # report gives the part's capacities
