@@ -1,7 +1,8 @@
-"""An iCE40 build's folding costed in the UP5K's own resources: the models fitted to Yosys
-``synth_ice40`` (products in logic cells, 4 Kbit block RAMs), a single layer synthesised for
-iCE40 within the error of its fit, and the iCEBreaker's build folded to fit its logic cells
-where FINN's stand-in would have needed three times the part."""
+"""The folding of the Gowin and iCE40 families costed in their parts' own resources: an
+iCE40's in models fitted to Yosys ``synth_ice40`` (products in logic cells, 4 Kbit block
+RAMs), a single layer synthesised for iCE40 within the error of its fit, the iCEBreaker's
+build folded to fit its logic cells where FINN's stand-in would have needed three times the
+part; a Gowin part's in ECP5's models scaled to what its nextpnr places."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 import brainsmith
 from brainsmith.frameworks.finn import rtl_costs
+from brainsmith.hardware.place_route.gowin import GOWIN
 from brainsmith.hardware.place_route.ice40 import ICE40
 from tests.test_ecp5_costs import BLUEPRINT, FOLDING_STEP, MLP, single_layer
 
@@ -79,3 +81,23 @@ def test_the_icebreaker_build_folds_to_fit_the_up5k(hub, tmp_path):
     assert totals["LUT4"] <= 0.9 * available["LUT4"], totals
     assert record["limit"].startswith("the part: every layer folded for "), record["limit"]
     assert "LUT4 " in record["limit"], record["limit"]
+
+
+def test_a_gowin_part_is_costed_in_ecp5_s_models_scaled_to_what_its_nextpnr_places(hub):
+    """ECP5's models, each layer's LUT4 and FF multiplied by the measured scale
+    (benchmarks.gowin_scale: nextpnr-himbaechel-gowin placed 2.36-2.41 LUT4 for each the
+    models estimated), its multipliers and block RAMs one for one."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    scales = rtl_costs.family_scales(GOWIN.cost_models)
+    assert set(scales) == {"LUT4", "FF"} and scales["LUT4"] > 2 and scales["FF"] > 1
+    assert rtl_costs.family_coefficients(GOWIN.cost_models) == rtl_costs.family_coefficients("ecp5")
+    attributes = {"mw": 24, "mh": 6, "simd": 6, "pe": 3, "wbits": 6, "abits": 4}
+    model = single_layer("MVAU_rtl", attributes)
+    layer = getCustomOp(model.graph.node[0])
+    ecp5 = rtl_costs.family_estimate(layer, "ecp5", model)
+    gowin = rtl_costs.family_estimate(layer, GOWIN.cost_models, model)
+    assert ecp5 is not None and gowin is not None
+    assert gowin["LUT4"] == round(ecp5["LUT4"] * scales["LUT4"]) > ecp5["LUT4"]
+    assert gowin["FF"] == round(ecp5["FF"] * scales["FF"])
+    assert (gowin["MULT18"], gowin["EBR"]) == (ecp5["MULT18"], ecp5["EBR"])
