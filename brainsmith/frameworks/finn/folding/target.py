@@ -61,7 +61,8 @@ def fold_for_target(
     if by_finn:
         model, record = _finn_folding(model, cfg, target, options.mvau_wwidth_max)
     else:
-        record = _searched_folding(model, cfg, target, options.max_utilisation, costed)
+        share = min(options.max_utilisation, costed.fill) if costed else options.max_utilisation
+        record = _searched_folding(model, cfg, target, share, costed)
     if latency is not None:
         record = _fold_for_latency(model, cfg, record, latency, target, costed)
     _write(model, cfg, record, with_config=not by_finn or latency is not None)
