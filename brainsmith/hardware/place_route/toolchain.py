@@ -191,6 +191,7 @@ class Family:
         link_baud: int = 0,
         cost_models: str = "",
         cost_names: Mapping[str, str] | None = None,
+        fill: float = 1.0,
         gate_level: bool = False,
         pins_argument: tuple[str, ...] = (),
         board_packing: Packing | None = None,
@@ -199,7 +200,7 @@ class Family:
         """The family ``nextpnr-<name>`` (yowasp's) places after Yosys' ``synth_<name>``, of
         this class; ``parts``: its ``parse`` and ``known``; ``costed``: its ``resources``,
         ``probe``, ``probe_arguments`` and ``models``; ``reroute``, ``link_baud``,
-        ``cost_models``, ``cost_names``, ``gate_level``, ``pins_argument``, ``board_packing``,
+        ``cost_models``, ``cost_names``, ``fill``, ``gate_level``, ``pins_argument``, ``board_packing``,
         ``cell_library``: as the fields. Given ``prepare`` (and
         ``synthesise``: (top, netlist) -> Yosys' commands), a ``FamilyOfFunctions`` placing
         and synthesising with them."""
@@ -211,7 +212,8 @@ class Family:
             package=f"yowasp-nextpnr-{key}", tool=f"nextpnr_{key}", logic=logic,
             packing=packing, clock_mhz=dict(clock_mhz or {}), resources=dict(resources),
             probe=dict(probe), probe_arguments=probe_arguments, models=models,
-            cost_models=cost_models, cost_names=dict(cost_names or {}), gate_level=gate_level, link_baud=link_baud,
+            cost_models=cost_models, cost_names=dict(cost_names or {}), fill=fill,
+            gate_level=gate_level, link_baud=link_baud,
             reroute=reroute, pins_argument=pins_argument, board_packing=board_packing,
             cell_library=cell_library,
         )  # fmt: skip
