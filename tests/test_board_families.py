@@ -213,7 +213,10 @@ def board_build(name: str, tmp_path: Path, *options: str) -> tuple[dict, str]:
 @pytest.mark.slow
 @pytest.mark.wide  # make test: a tiny bitstream of each family (above)
 @pytest.mark.xdist_group("synthesis")
-@pytest.mark.parametrize("name", ["tang-primer-20k", "icebreaker"])
+@pytest.mark.parametrize(
+    "name",  # the Tang Primer 20K's takes over 180 s (201 s in benchmarks.board_families)
+    [pytest.param("tang-primer-20k", marks=pytest.mark.big), "icebreaker"],
+)
 def test_the_shipped_mlp_becomes_the_board_s_bitstream_with_the_plain_command(name, tmp_path):
     """No clock, no target but the blueprint's: the board's measured clock, folded to fit its
     part (iCE40: in its own models), timing met, read back; the netlist's check says why it
