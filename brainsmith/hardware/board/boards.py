@@ -31,7 +31,7 @@ BOARDS: dict[str, tuple[str, str, str, int]] = {
 # brainsmith flash refuses it
 LOADER_BOARDS: dict[str, str] = {name: row[4] for name, row in TABLE.items() if row[4]}
 GRADE = "C"  # amaranth names no ECP5 temperature grade; timing is the same for C and I
-# a Gowin board's die, as its rPLL's DEVICE names it -> the family of its PLL's ranges
+# a Gowin board's die as amaranth-boards names it -> the die whose rPLL ranges gowin_pll keeps
 GOWIN_DIES = {"GW2A-18C": "GW2A-18C", "GW1NR-9C": "GW1N-9C", "GW1N-9C": "GW1N-9C"}
 
 
