@@ -609,7 +609,8 @@ class _Search:
             at += f" (the fastest {max(first, key=first.__getitem__)} goes)"
         said = (
             f"the part: every layer folded for {at} needs {short.needed}, more than "
-            f"{ceiling:.0%} of {self.part} (build.folding.max_utilisation); folded for "
+            f"{ceiling:.0%} of {self.part} (build.folding.max_utilisation, or the share its "
+            f"family's router places where that is less); folded for "
             f"{slowest:,} cycles instead"
         )
         if self.peak(totals) > ceiling:
