@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.board_plain import facts
+from benchmarks.board_plain import facts, when_and_load
 from benchmarks.first_hour import publish, watching_load
 from benchmarks.quick_start_verify import timed
 
@@ -86,15 +86,12 @@ def _figures(counts: dict | None) -> str:
 
 def section(data: dict) -> list[str]:
     """The RESULTS.md section of ``data``."""
-    load = data["load"]
-    during = load.get("load_1min_during", {})
     lines = [
         HEADING,
         "",
         "The shipped MLP and blueprint to each board's bitstream with the plain command, in a "
         "fresh process, the caches of this run only (`python -m benchmarks.board_families`, "
-        f"{data['measured']}; 1-minute load average {load.get('load_before', ['?'])[0]} before, "
-        f"{load.get('load_after', ['?'])[0]} after, mean {during.get('mean', '?')}). The "
+        f"{when_and_load(data)}). The "
         "estimate is the folding's (the family's models), placed is nextpnr's count; fps is "
         "Verilator's cycles a frame at the clock made:",
         "",

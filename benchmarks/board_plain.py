@@ -87,17 +87,24 @@ def measure() -> dict:
             "measured": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
 
 
-def section(data: dict) -> list[str]:
-    """The RESULTS.md section of ``data``."""
+def when_and_load(data: dict) -> str:
+    """When ``data`` was measured and the 1-minute load average before, after and meanwhile."""
     load = data["load"]
     during = load.get("load_1min_during", {})
+    return (
+        f"{data['measured']}; 1-minute load average {load.get('load_before', ['?'])[0]} before, "
+        f"{load.get('load_after', ['?'])[0]} after, mean {during.get('mean', '?')}"
+    )
+
+
+def section(data: dict) -> list[str]:
+    """The RESULTS.md section of ``data``."""
     lines = [
         HEADING,
         "",
         "Each network from its model to a ULX3S-85F bitstream with the command README gives, in "
-        "a fresh process with empty caches (`python -m benchmarks.board_plain`, "
-        f"{data['measured']}; 1-minute load average {load.get('load_before', ['?'])[0]} before, "
-        f"{load.get('load_after', ['?'])[0]} after, mean {during.get('mean', '?')}):",
+        f"a fresh process with empty caches (`python -m benchmarks.board_plain`, "
+        f"{when_and_load(data)}):",
         "",
         "| network | command | wall | CPU | clock asked | Fmax reached | rounds | gate-level check |",
         "|---|---|---:|---:|---:|---:|---:|---|",

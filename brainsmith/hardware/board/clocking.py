@@ -42,7 +42,7 @@ class ClockGenerator(Protocol):
         ...
 
 
-def blackbox(instance: Instance, ports: tuple[Port, ...]) -> str:
+def cell_declaration(instance: Instance, ports: tuple[Port, ...]) -> str:
     """An empty module of ``instance``'s cell: ``ports``, and each parameter the instance
     sets, its value the default."""
     from brainsmith.hardware.hdl import Module
@@ -71,4 +71,4 @@ def none_fits(input_mhz: float, output_mhz: float, at_most: bool) -> PllError:
     )
 
 
-__all__ = ["ClockGenerator", "PllError", "blackbox", "none_fits", "out_of_range"]
+__all__ = ["ClockGenerator", "PllError", "cell_declaration", "none_fits", "out_of_range"]

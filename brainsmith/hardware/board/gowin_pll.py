@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brainsmith.hardware.board.clocking import PllError, blackbox, none_fits, out_of_range
+from brainsmith.hardware.board.clocking import PllError, cell_declaration, none_fits, out_of_range
 from brainsmith.hardware.hdl import Instance, Port
 
 PFD_MHZ = (3.0, 400.0)
@@ -43,7 +43,7 @@ class GowinPll:
     primitive: str = "rPLL"
 
     def declaration(self) -> str:
-        return blackbox(self.instance("clk", "out", "locked"), PORTS)
+        return cell_declaration(self.instance("clk", "out", "locked"), PORTS)
 
     def instance(self, clkin: str, clkout: str, locked: str, name: str = "pll") -> Instance:
         """The rPLL driving ``clkout`` and ``locked`` from ``clkin``, fed back inside."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brainsmith.hardware.board.clocking import blackbox, none_fits, out_of_range
+from brainsmith.hardware.board.clocking import cell_declaration, none_fits, out_of_range
 from brainsmith.hardware.hdl import Instance, Port
 
 PFD_MHZ = (10.0, 133.0)
@@ -40,7 +40,7 @@ class Ice40Pll:
     primitive: str = "SB_PLL40_PAD"
 
     def declaration(self) -> str:
-        return blackbox(self.instance("clk", "out", "locked"), PORTS)
+        return cell_declaration(self.instance("clk", "out", "locked"), PORTS)
 
     def instance(self, clkin: str, clkout: str, locked: str, name: str = "pll") -> Instance:
         """The SB_PLL40_PAD driving ``clkout`` (its global output) and ``locked`` from the

@@ -107,4 +107,4 @@ def pll(input_mhz: float, output_mhz: float, at_most: bool = False) -> Pll:
     return Pll(float(input_mhz), out, vco_mhz, a, b, c, cphase)
 
 
-__all__ = ["Pll", "PllError", "pll"]
+__all__ = ["Pll", "pll"]
