@@ -17,7 +17,9 @@ the clone (docs/blueprints.md's board example also finds an empty ``folding.json
   ``. FILE`` activates a file of the clone (it must exist), ``xdg-open FILE`` is not run (the
   file must exist), ``export VAR=VALUE`` sets VAR for the document's later blocks; any other
   line runs in bash with the virtualenv's ``bin/`` first on PATH (HOME is the folder, but for
-  ``brainsmith`` lines) and must exit 0, or N when the line says ``# exit code N``. A line with
+  ``brainsmith`` lines) and must exit 0, or N when the line says ``# exit code N``; a
+  ``brainsmith`` line with no shell syntax runs in the test's process instead, as the command
+  would (``tests.support.processes.invoke``). A line with
   a placeholder (``MODEL``, ``[...]``, ``a|b``) is a synopsis: its block is fenced ``text``.
 - ``yaml``: a blueprint (only top-level keys of the format) is written and checked with
   ``brainsmith blueprint validate``; one that starts ``# expect-error: MESSAGE`` must fail
@@ -58,6 +60,7 @@ import yaml
 
 from brainsmith.blueprint.schema import TOP_KEYS
 from tests.conftest import REPO
+from tests.support.processes import invoke
 from tests.test_make_targets import targets
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("docs")]
@@ -284,7 +287,13 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 
 def execute(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """``argv`` to its end, in a session of its own that is killed after TIMEOUT seconds."""
+    """``argv`` to its end, in a session of its own that is killed after TIMEOUT seconds; a
+    ``brainsmith`` command in this process (``tests.support.processes.invoke``), as a user's
+    shell would run it but without starting Python and importing FINN again."""
+    if Path(argv[0]).name == "brainsmith":
+        added = {k: v for k, v in env.items() if os.environ.get(k) != v and k != "PATH"}
+        ran = invoke(*argv[1:], env=added, cwd=cwd)
+        return subprocess.CompletedProcess(argv, ran.returncode, ran.stdout, ran.stderr)
     proc = subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
@@ -389,8 +398,9 @@ class DocRun:
             elif words[0] == "export":
                 self.export(words[1:])
             else:
-                argv, home = ["bash", "-c", command], words[0] != "brainsmith"
-                result = self.step(argv, home, same=shlex.join(words))
+                plain = words[0] == "brainsmith" and not shell_syntax(command)
+                argv = [str(BIN / "brainsmith"), *words[1:]] if plain else ["bash", "-c", command]
+                result = self.step(argv, words[0] != "brainsmith", same=shlex.join(words))
                 self.expect(result, expected_code(command), where, command)
 
     def export(self, assignments: list[str]) -> None:
@@ -434,6 +444,14 @@ class DocRun:
             self.failures.append(f"{block.where}: not TOML: {err}")
         if block.file:
             self.write(block)
+
+
+def shell_syntax(command: str) -> bool:
+    """Whether ``command`` (its comment aside) needs a shell: an operator, a redirection, a
+    substitution, a glob or a home folder."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.commenters = "#"
+    return any(set(token) & set("();<>|&$`*?[~{") for token in lexer)
 
 
 def copy(source: Path, target: Path) -> None:

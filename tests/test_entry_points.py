@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.conftest import once
 from tests.support.packages import PluginVenv, build_wheel, write_project
 
 # the module fixture is made once: every test of the module on one worker
@@ -86,14 +87,27 @@ def venv(tmp_path):
     return PluginVenv(tmp_path / "venv")
 
 
+@pytest.fixture
+def good_venv(tmp_path_factory, wheels) -> PluginVenv:
+    """One virtualenv holding the good package, for the tests that only read it (each with a
+    cache of its own)."""
+
+    def make() -> PluginVenv:
+        made = PluginVenv(tmp_path_factory.mktemp("good-venv") / "venv")
+        made.install(wheels["good"])
+        return made
+
+    return once("entry-points good venv", make)
+
+
 def listing(venv: PluginVenv, tmp_path) -> dict:
     result = venv.run(LIST, env={"BRAINSMITH_CACHE_DIR": str(tmp_path / "cache")}, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
-def test_installed_package_plugins_use_the_distribution_name(venv, wheels, tmp_path):
-    venv.install(wheels["good"])
+def test_installed_package_plugins_use_the_distribution_name(good_venv, tmp_path):
+    venv = good_venv
     specs = listing(venv, tmp_path)["specs"]
     assert specs == [
         ["kernel", "acme-fpga-plugins:AcmeKernel"],
@@ -102,8 +116,8 @@ def test_installed_package_plugins_use_the_distribution_name(venv, wheels, tmp_p
     ]
 
 
-def test_plugins_info_names_a_package_plugins_file_and_line(venv, wheels, tmp_path):
-    venv.install(wheels["good"])
+def test_plugins_info_names_a_package_plugins_file_and_line(good_venv, tmp_path):
+    venv = good_venv
     result = venv.run(
         """
         import sys
@@ -118,8 +132,8 @@ def test_plugins_info_names_a_package_plugins_file_and_line(venv, wheels, tmp_pa
     assert source.rstrip().endswith("acme_plugins/__init__.py:6"), source  # @transform(...)
 
 
-def test_package_plugins_work_through_the_collections(venv, wheels, tmp_path):
-    venv.install(wheels["good"])
+def test_package_plugins_work_through_the_collections(good_venv, tmp_path):
+    venv = good_venv
     result = venv.run(
         """
         from brainsmith.plugins import transforms, steps
@@ -143,8 +157,7 @@ def test_package_plugins_work_through_the_collections(venv, wheels, tmp_path):
 def test_broken_package_is_reported_and_others_keep_working(
     venv, wheels, tmp_path, broken, dist, reason
 ):
-    venv.install(wheels["good"])
-    venv.install(wheels[broken])
+    venv.install(wheels["good"], wheels[broken])
     data = listing(venv, tmp_path)
     assert ["transform", "acme-fpga-plugins:AcmeFold"] in data["specs"]
     health = data["health"]

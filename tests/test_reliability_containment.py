@@ -64,19 +64,16 @@ def exiting_wheels(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def venv_with(tmp_path_factory, exiting_wheels):
-    """A real virtualenv holding the good package and the package of one case."""
-    made: dict[str, PluginVenv] = once("exiting venvs", dict)
+def exiting_venv(tmp_path_factory, exiting_wheels) -> PluginVenv:
+    """A real virtualenv holding the good package and every case's package, installed by
+    one pip command: each must be named on its own while the others are there too."""
 
-    def make(case: str) -> PluginVenv:
-        if case not in made:
-            venv = PluginVenv(tmp_path_factory.mktemp("exiting-venv") / "venv")
-            venv.install(exiting_wheels["good"])
-            venv.install(exiting_wheels[case])
-            made[case] = venv
-        return made[case]
+    def make() -> PluginVenv:
+        venv = PluginVenv(tmp_path_factory.mktemp("exiting-venv") / "venv")
+        venv.install(*exiting_wheels.values())
+        return venv
 
-    return make
+    return once("exiting venv", make)
 
 
 def brainsmith(venv: PluginVenv, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -93,32 +90,33 @@ def brainsmith(venv: PluginVenv, tmp_path: Path, *args: str) -> subprocess.Compl
     )
 
 
-@pytest.mark.parametrize("case", list(ENDINGS))
 def test_package_ending_the_process_at_import_is_named_and_commands_still_answer(
-    venv_with, tmp_path, case
+    exiting_venv, tmp_path
 ):
-    exiting_venv = venv_with(case)
-    dist, (_, reason) = f"acme-{case}", ENDINGS[case]
+    """Every way of ending the process (``ENDINGS``), each package named with its own reason."""
     for attempt in ("cold", "warm"):  # the index is written: the second run reuses it
         health = brainsmith(exiting_venv, tmp_path, "plugins", "health", "--json")
         assert health.returncode == 1, (attempt, health.stdout, health.stderr)
         broken = json.loads(health.stdout)["broken_plugins"]
-        mine = [p for p in broken if p["plugin"].startswith(dist + " ")]
-        assert len(mine) == 1 and reason in mine[0]["reason"], (attempt, broken)
+        for case, (_, reason) in ENDINGS.items():
+            mine = [p for p in broken if p["plugin"].startswith(f"acme-{case} ")]
+            assert len(mine) == 1 and reason in mine[0]["reason"], (attempt, case, broken)
     listed = brainsmith(exiting_venv, tmp_path, "plugins", "list", "--framework", "acme-good")
     assert listed.returncode == 0 and "AcmeFold" in listed.stdout, listed.stderr
     every = brainsmith(exiting_venv, tmp_path, "plugins", "list", "--all")
-    assert every.returncode == 0 and f"{dist} (entry point" in every.stdout, every.stderr
+    assert every.returncode == 0, every.stderr
+    for case in ENDINGS:
+        assert f"acme-{case} (entry point" in every.stdout, (case, every.stdout)
     validated = brainsmith(
         exiting_venv, tmp_path, "blueprint", "validate", str(REPO / "blueprints" / "mlp.yaml")
     )
     assert validated.returncode == 0 and "mlp.yaml" in validated.stdout, validated.stderr
 
 
-def test_build_runs_with_a_package_that_exits_at_import_installed(venv_with, tmp_path):
+def test_build_runs_with_a_package_that_exits_at_import_installed(exiting_venv, tmp_path):
     out = tmp_path / "out"
     result = brainsmith(
-        venv_with("sys-exit-0"),
+        exiting_venv,
         tmp_path,
         "build",
         str(REPO / "examples" / "models" / "mlp_4bit.onnx"),

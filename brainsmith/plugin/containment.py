@@ -4,9 +4,10 @@
 plugin's import, hook or availability check become ``PluginExit``, an ordinary exception
 that the hub reports with the plugin's name. A real Ctrl-C still stops the command: while
 plugin code runs in the main thread, SIGINT is routed through a handler that marks the
-interrupt as real before raising ``KeyboardInterrupt`` as Python's default handler does.
-(Signals only reach the main thread, so a ``KeyboardInterrupt`` in any other thread was
-raised by code.)
+interrupt as real before handing it to the handler it replaced (Python's default, which
+raises ``KeyboardInterrupt``, or the application's, such as a build's). With SIGINT ignored
+or left to the system, no real Ctrl-C raises anything there. (Signals only reach the main
+thread, so a ``KeyboardInterrupt`` in any other thread was raised by code.)
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class _SigintWatch:
         if not self.main_thread:
             return False  # signals are delivered to the main thread only
         if not self.active:
-            return True  # the application handles SIGINT itself: assume the user pressed it
+            return True  # SIGINT's handler is not Python's: assume the user pressed it
         return _SigintWatch._received
 
     def close(self) -> None:
@@ -84,9 +85,13 @@ class _SigintWatch:
                 signal.signal(signal.SIGINT, _SigintWatch._previous)
 
 
-def _on_sigint(signum: int, frame: object) -> None:
+def _on_sigint(signum: int, frame: Any) -> None:
     _SigintWatch._received = True
-    raise KeyboardInterrupt
+    previous = _SigintWatch._previous
+    if callable(previous):
+        previous(signum, frame)
+    else:
+        raise KeyboardInterrupt
 
 
 def _watch_sigint() -> _SigintWatch:
@@ -97,11 +102,12 @@ def _watch_sigint() -> _SigintWatch:
     with _SigintWatch._lock:
         if _SigintWatch._depth == 0:
             current = signal.getsignal(signal.SIGINT)
-            if current is not signal.default_int_handler:
-                return _SigintWatch(False)  # the application handles SIGINT itself
+            if current is None:
+                return _SigintWatch(False)  # set outside Python: assume the user pressed it
             _SigintWatch._previous = current
             _SigintWatch._received = False
-            signal.signal(signal.SIGINT, _on_sigint)
+            if callable(current):  # Python's default handler or the application's
+                signal.signal(signal.SIGINT, _on_sigint)
         _SigintWatch._depth += 1
     return _SigintWatch(True)
 

@@ -147,8 +147,9 @@ class PluginVenv:
             env=pip_env(self.python),
         )
 
-    def install(self, wheel: Path) -> None:
-        self.pip("install", "--no-deps", "--no-index", str(wheel))
+    def install(self, *wheels: Path) -> None:
+        """``wheels`` installed by one pip command."""
+        self.pip("install", "--no-deps", "--no-index", *map(str, wheels))
 
     def add_scripts(self, *names: str) -> None:
         """The project environment's console scripts (``brainsmith``, ``pytest``) run by this
