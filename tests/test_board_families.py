@@ -16,7 +16,7 @@ import pytest
 from brainsmith.blueprint.choices import BOARDS
 from brainsmith.hardware.board.boards import board
 from brainsmith.hardware.board.clocking import PllError
-from brainsmith.hardware.board.constraints import constraints
+from brainsmith.hardware.board.families import constraints
 from brainsmith.hardware.board.flash import FlashError, loader_command
 from brainsmith.hardware.board.gowin_pll import VCO_MHZ, gowin_pll
 from brainsmith.hardware.board.ice40_pll import ice40_pll
@@ -49,6 +49,24 @@ def test_every_board_s_family_makes_a_board_s_bitstream():
         if row[3]:  # a USB UART: bitstreams are made for it
             family = family_of(board(name))
             assert family.name == row[0] and family.makes_boards, name
+
+
+def test_every_board_s_family_is_one_row_giving_its_part_clock_and_pins():
+    """A board of a known family is data only: its family's row names the part as place and
+    route reads it, makes its PLL and writes its constraints."""
+    from brainsmith.hardware.board.families import FAMILIES
+    from brainsmith.hardware.place_route.bitstream import family_of
+
+    for name, row in BOARDS.items():
+        if not row[3]:
+            continue  # no USB UART: no board top is made for it
+        found = board(name)
+        family = FAMILIES[row[0]]
+        assert found.family == family.name and found.part, name
+        assert family_of(found).name == family.name  # its tool chain
+        assert abs(found.pll(found.clock_mhz * 2).output_mhz - found.clock_mhz * 2) < 1, name
+        filename, text = constraints(found)
+        assert filename == family.constraints_file and found.uart_rx.site in text, name
 
 
 @pytest.mark.parametrize(

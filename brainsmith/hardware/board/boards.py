@@ -1,6 +1,6 @@
 """Boards read from amaranth-boards' platform descriptions: the part, the oscillator, the
 USB UART and, where the board has them, a reset button and an LED, with the clock generator
-of the board's family (``clocking``). Nothing here types a pin: each comes from the platform
+of the board's family (``families``). Nothing here types a pin: each comes from the platform
 class's ``resources``, ``default_clk``, ``default_rst``, ``device``, ``package``, ``speed``
 and ``part``. amaranth is imported only when a board is asked for.
 """
@@ -14,6 +14,7 @@ from typing import Any
 from brainsmith.blueprint.choices import BOARDS as TABLE
 from brainsmith.blueprint.choices import LINKED_BOARDS
 from brainsmith.errors import HintedError
+from brainsmith.hardware.board.families import board_family
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,9 +31,6 @@ BOARDS: dict[str, tuple[str, str, str, int]] = {
 # doc/board-compatibility-list.md); a board missing here has no entry of its own there, and
 # brainsmith flash refuses it
 LOADER_BOARDS: dict[str, str] = {name: row[4] for name, row in TABLE.items() if row[4]}
-GRADE = "C"  # amaranth names no ECP5 temperature grade; timing is the same for C and I
-# a Gowin board's die as amaranth-boards names it -> the die whose rPLL ranges gowin_pll keeps
-GOWIN_DIES = {"GW2A-18C": "GW2A-18C", "GW1NR-9C": "GW1N-9C", "GW1N-9C": "GW1N-9C"}
 
 
 class BoardError(HintedError):
@@ -73,17 +71,7 @@ class Board:
         """The board's clock generator (its family's PLL: the ECP5's EHXPLLL, Gowin's rPLL,
         the iCE40's SB_PLL40_PAD) set to the clock nearest ``mhz`` its oscillator makes
         (``at_most``: not above it); PllError when none can."""
-        if self.family == "Gowin":
-            from brainsmith.hardware.board.gowin_pll import gowin_pll
-
-            return gowin_pll(self.die, self.clock_mhz, mhz, at_most)
-        if self.family == "iCE40":
-            from brainsmith.hardware.board.ice40_pll import ice40_pll
-
-            return ice40_pll(self.clock_mhz, mhz, at_most)
-        from brainsmith.hardware.board.pll import pll
-
-        return pll(self.clock_mhz, mhz, at_most)
+        return board_family(self.family).clock(self, mhz, at_most)
 
 
 def known() -> str:
@@ -113,18 +101,8 @@ def board(name: str, *, linked: bool = False) -> Board:
     return _read(key, family, getattr(found, cls)(), baud)
 
 
-def part_of(family: str, platform: Any) -> tuple[str, str]:
-    """(the part, its die: a Gowin one's) of an amaranth-boards ``platform`` of ``family``,
-    named as that family's place and route reads it."""
-    if family == "Gowin":  # "GW2A-LV18PG256C8/I7": the commercial grade's name
-        return platform.part.partition("/")[0], GOWIN_DIES.get(platform.family, platform.family)
-    if family == "iCE40":
-        return f"{platform.device}-{platform.package}", ""
-    return f"{platform.device}-{platform.speed}{platform.package}{GRADE}", ""
-
-
 def _read(name: str, family: str, platform: Any, baud: int) -> Board:
-    part, die = part_of(family, platform)
+    part, die = board_family(family).part(platform)
     clock_resource = platform.lookup(platform.default_clk, 0)
     if clock_resource.clock is None:
         raise BoardError(f"{name}: its clock {platform.default_clk} has no frequency")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from brainsmith.hardware.board.boards import Board, Pin
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from brainsmith.hardware.board.boards import Board, Pin
 
 # the board top's port names, shared with ``top``
 CLOCK, UART_RX, UART_TX, RESET, LED = "clk_osc", "uart_rx", "uart_tx", "button", "led"
@@ -57,31 +59,21 @@ def pcf(pins: Mapping[str, tuple[str, Mapping[str, str]]], title: str = "") -> s
     return "\n".join(lines) + "\n"
 
 
-# family -> (the constraints file's name in the run folder, its writer for a board)
-FILES = {"ECP5": "board.lpf", "Gowin": "board.cst", "iCE40": "board.pcf"}
-
-
-def constraints(board: Board) -> tuple[str, str]:
-    """(file name, text) of ``board``'s top constraints in its family's format."""
-    title = f"{board.name} ({board.part}), from amaranth-boards"
+def pin_table(board: Board) -> tuple[dict[str, tuple[str, dict[str, str]]], str]:
+    """(port -> (pin, attributes), a title) of ``board``'s top, as ``cst`` and ``pcf`` take them."""
     pins = {port: (pin.site, pin.attrs) for port, pin in ports(board).items()}
-    if board.family == "ECP5":
-        return FILES["ECP5"], lpf(board)
-    if board.family == "Gowin":
-        return FILES["Gowin"], cst(pins, title)
-    return FILES["iCE40"], pcf(pins, title)
+    return pins, f"{board.name} ({board.part}), from amaranth-boards"
 
 
 __all__ = [
     "CLOCK",
-    "FILES",
     "LED",
     "RESET",
     "UART_RX",
     "UART_TX",
-    "constraints",
     "cst",
     "lpf",
     "pcf",
+    "pin_table",
     "ports",
 ]

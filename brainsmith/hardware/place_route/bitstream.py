@@ -31,7 +31,7 @@ from importlib.metadata import version
 from typing import Any
 
 from brainsmith.hardware.board.boards import Board
-from brainsmith.hardware.board.constraints import constraints
+from brainsmith.hardware.board.families import constraints
 from brainsmith.hardware.board.top import Link, baud_rate, board_top, clocks_per_bit
 from brainsmith.hardware.place_route.critical_path import named_critical_path
 from brainsmith.hardware.place_route.errors import BitstreamError, PlaceRouteError
