@@ -213,6 +213,26 @@ def test_a_gowin_or_ice40_board_build_with_no_clock_asks_for_its_measured_one(na
     assert any(f"a stand-in for {name}'s {family.split()[0]} part" in n for n in plan.notes)
 
 
+@pytest.mark.slow
+def test_a_network_no_folding_fits_is_refused_without_asking_for_a_lower_fps(tmp_path):
+    """FINN's TFC-w2a2 on the iCEBreaker: its float input's thresholds alone outgrow the
+    UP5K at any folding, so the refusal says so and suggests a larger part, not a lower fps."""
+    import json
+
+    from tests.support.processes import invoke
+
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    done = invoke("build", "examples/models/zoo/tfc_w2a2.onnx", "--board", "icebreaker",
+                  "--bitstream", "-o", str(out), cwd=repo)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "does not fit ICE40UP5K-SG48" in done.stderr, done.stderr
+    assert "with every layer folded as far as it goes" in done.stderr, done.stderr
+    assert "--target-fps" not in done.stderr and "--board" in done.stderr, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "failed" and report["error"]["step"] == "estimates"
+
+
 def board_build(name: str, tmp_path: Path, *options: str) -> tuple[dict, str]:
     """``brainsmith build`` of the shipped MLP and blueprint for board ``name`` with
     ``--bitstream`` and ``options``, as a user types it: (report.json, stdout)."""

@@ -554,10 +554,12 @@ def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     if over and context.plan.build.allow_over_part:
         context.notes.append(f"{over} (accepted: build.allow_over_part)")
     elif over:
+        smallest = bool(context.folding and context.folding.get("none_fits"))
+        slower = "" if smallest else "lower build.target_fps (--target-fps), "
         raise StepError(
-            over,
-            f"lower build.target_fps (--target-fps), choose {larger}, or set "
-            "build.allow_over_part: true (--allow-over-part) to build it anyway",
+            f"{over}, with every layer folded as far as it goes" if smallest else over,
+            f"{slower}choose {larger}, or set build.allow_over_part: true (--allow-over-part) "
+            "to build it anyway",
             model,
         )
     return model

@@ -105,6 +105,7 @@ class FoldingRecord(TypedDict):
     part: NotRequired[str]  # the part the totals are costed for
     available: NotRequired[dict[str, int]]  # its resources
     latency: NotRequired[LatencyFolding]
+    none_fits: NotRequired[bool]  # not even the smallest folding fits the part
 
 
 class LatencyFolding(TypedDict):
@@ -130,6 +131,7 @@ class FoldingResult:
     utilisation: float = 0.0
     part: str = ""
     available: dict[str, int] = field(default_factory=dict)
+    none_fits: bool = False  # not even the smallest folding fits the part
 
     def to_dict(self) -> FoldingRecord:
         return {
@@ -143,6 +145,7 @@ class FoldingResult:
             "utilisation": round(self.utilisation, 4),
             "part": self.part,
             "available": self.available,
+            "none_fits": self.none_fits,
         }
 
 
@@ -217,6 +220,7 @@ def fold(model: ModelWrapper, target_cycles: int, part: str, available: dict[str
         budget = _fitting_budget(search, model, budget, max_utilisation)
         budget, short.faster = _fastest_fitting(search, model, budget, max_utilisation)
         cycles = search.apply(model, budget)
+        short.none_fits = search.utilisation(model) > max_utilisation
     if available:
         cycles = _spread(search, model, budget)
     return search.result(model, target_cycles, first, cycles, short, max_utilisation)
@@ -231,6 +235,7 @@ class _Shortfall:
     balanced: int
     needed: str
     faster: str = ""
+    none_fits: bool = False
 
 
 def fold_for_latency(
@@ -582,6 +587,7 @@ class _Search:
         found.totals = {key: round(value, 1) for key, value in totals.items()}
         found.utilisation = self.peak(totals)
         found.layers = {name: {"cycles": value, "limit": None} for name, value in cycles.items()}
+        found.none_fits = short.none_fits
         if slowest <= target:
             return found
         if short.needed:
