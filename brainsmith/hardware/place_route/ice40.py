@@ -178,6 +178,7 @@ ICE40 = Ice40Family.of_nextpnr(
     cost_models=COST_MODELS,
     cost_names=COST_NAMES,
     fill=FILL,
+    gate_level=True,  # Yosys' cells_sim.v and brainsmith's SB_PLL40_PAD (board.gate_level)
     link_baud=FASTEST_BAUD,
     pins_argument=("--pcf", "{}"),
     clock_mhz=clock_mhz("iCE40"),
