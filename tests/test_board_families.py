@@ -285,6 +285,7 @@ def test_the_shipped_mlp_becomes_the_board_s_bitstream_with_the_plain_command(na
     if name == "icebreaker":
         assert check["ran"] and check["passed"] and check["frames"] == 4, check
         assert "iCE40 cell models" in stdout
+        exported_with_its_board(tmp_path)
     else:
         assert not check["ran"] and "gate level, not" in check["reason"], check
     placed = report["family_resources"]["placed"]
@@ -295,3 +296,21 @@ def test_the_shipped_mlp_becomes_the_board_s_bitstream_with_the_plain_command(na
     ran = invoke("run", str(tmp_path / "out"), "--simulate")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "frames" in ran.stdout and "the bitstream's PLL" in ran.stdout
+
+
+def exported_with_its_board(tmp_path: Path) -> None:
+    """An iCE40 board build's export: its bitstream, pins and flash command (openFPGALoader
+    writes an iCE40's flash), and ./sim.sh answering the host link's frames as the build's
+    Python execution does, its PLL modelled."""
+    from tests.support.processes import invoke
+    from tests.test_export import sim
+
+    dest = tmp_path / "export"
+    done = invoke("export", str(tmp_path / "out"), str(dest))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "openFPGALoader -b ice40_generic --file-type bin -f icebreaker.bit" in done.stdout
+    assert "set_io uart_rx" in (dest / "icebreaker.pcf").read_text()
+    assert "module SB_PLL40_PAD" in (dest / "sim" / "ice40_pll.v").read_text()
+    ran = sim(dest)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.startswith("PASS: 8 frames through the host link,"), ran.stdout

@@ -80,6 +80,7 @@ def board_build(design: Streams) -> BoardBuild | None:
     from brainsmith.files import DamagedFile, read_json
     from brainsmith.hardware.board.boards import BoardError, board
     from brainsmith.hardware.board.clocking import PllError
+    from brainsmith.hardware.board.gate_level import PLL_MODELS
     from brainsmith.hardware.board.top import TopError
     from brainsmith.hardware.place_route.bitstream import BitstreamError, board_design
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
@@ -104,10 +105,11 @@ def board_build(design: Streams) -> BoardBuild | None:
         raise ExportError(exc.reason, exc.hint) from None
     except BoardError as exc:
         raise ExportError(str(exc), exc.hint) from None
-    if target.family != "ECP5":
+    if target.family not in PLL_MODELS:
         raise ExportError(
-            f"brainsmith exports the builds of ECP5 boards with their board, whose PLL it models "
-            f"in simulation, not yet {target.name}'s ({target.family})",
+            f"brainsmith exports the builds of {' and '.join(PLL_MODELS)} boards with their "
+            f"board, whose PLL it models in simulation, not yet {target.name}'s "
+            f"({target.family})",
             f"load the bitstream itself: brainsmith flash {folder}",
         )
     remake = f"make the bitstream again: brainsmith bitstream {folder} --board {name}"
@@ -194,7 +196,7 @@ def write_board(stage: str, design: Streams, shaped: BoardBuild, vectors: Vector
     board, made = shaped.board, shaped.made
     put.bytes(shaped.bit_name, shaped.bit)
     put.text(constraints_name(shaped), made.pins[1])
-    changed = _write_rtl(put, made)
+    changed = _write_rtl(put, made, shaped)
     for name, content in made.full.data:
         put.bytes(f"data/{name}", content)
     frames = len(vectors.inputs)
@@ -218,10 +220,10 @@ def exported_text(text: str) -> str:
     return text.replace(f'"{MOUNT}/{DATA}/', f'"{DATA}/')
 
 
-def _write_rtl(put: Writer, made: BitstreamDesign) -> list[str]:
+def _write_rtl(put: Writer, made: BitstreamDesign, shaped: BoardBuild) -> list[str]:
     """rtl/ (the sources as Yosys read them, files.f in its order, the AMD primitives it
     read as blackboxes) and sim/rtl/ (those Verilator reads changed); the changes."""
-    from brainsmith.hardware.board.gate_level import PLL_MODEL
+    from brainsmith.hardware.board.gate_level import PLL_MODELS
     from brainsmith.hardware.rtlsim.layer_design import VERILATOR_FIXES
     from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
     from brainsmith.hardware.synthesis.layer_sources import PRIMITIVES, primitive_library
@@ -237,22 +239,23 @@ def _write_rtl(put: Writer, made: BitstreamDesign) -> list[str]:
         if sim_text != text:
             put.text(f"sim/rtl/{name}", sim_text)
             changes.append(f"{name}: {fix.__name__ if fix else 'exact_single_precision'}")
-        simulated.append(f"{'sim/rtl' if sim_text != text else 'rtl'}/{name}")
+        if name != f"{made.pll}.sv":  # the PLL's declaration for Yosys: sim/ models it
+            simulated.append(f"{'sim/rtl' if sim_text != text else 'rtl'}/{name}")
     put.text("rtl/files.f", "".join(f"rtl/{name}\n" for name, _ in made.full.sources))
     if made.full.primitives:
         put.text(f"rtl/{PRIMITIVES}", primitive_library(made.full.primitives))
-    simulated += [f"sim/{PLL_MODEL}", f"sim/{SIM_TOP}.sv"]
+    simulated += [f"sim/{PLL_MODELS[shaped.board.family]}", f"sim/{SIM_TOP}.sv"]
     put.text("sim/files.f", "".join(f"{path}\n" for path in simulated))
     return sorted(changes)
 
 
 def _write_sim(put: Writer, design: Streams, shaped: BoardBuild, vectors: Vectors) -> None:
     """sim.sh, the board top's wrapper and PLL model, the UART bench and its frames."""
-    from brainsmith.hardware.board.gate_level import PLL_MODEL, pll_model
+    from brainsmith.hardware.board.gate_level import PLL_MODELS, pll_model
     from brainsmith.hardware.board.link import TIMEOUT_BYTES, word_bytes
 
-    made = shaped.made
-    put.text(f"sim/{PLL_MODEL}", pll_model())
+    made, family = shaped.made, shaped.board.family
+    put.text(f"sim/{PLL_MODELS[family]}", pll_model(family))
     put.text(f"sim/{SIM_TOP}.sv", _sim_top(shaped.board))
     shipped = package_files("brainsmith.export").joinpath("files")
     put.text("sim/board_bench.cpp", shipped.joinpath("board_bench.cpp").read_text())
@@ -265,7 +268,7 @@ def _write_sim(put: Writer, design: Streams, shaped: BoardBuild, vectors: Vector
     idle = max(IDLE_LIMIT, 2 * TIMEOUT_BYTES * 10 * cpb + 10 * design.latency_cycles())
     values = {"@TOP@": SIM_TOP, "@CLOCKS_PER_BIT@": str(cpb), "@FRAMES@": str(len(vectors.inputs)),
               "@WORD_BYTES@": str(word_bytes(design.out_bits)), "@OUT_WORDS@": str(design.out_words),
-              "@IDLE_LIMIT@": str(idle)}  # fmt: skip
+              "@IDLE_LIMIT@": str(idle), "@PLL_MODEL@": PLL_MODELS[family]}  # fmt: skip
     script = filled(shipped.joinpath("board_sim.sh").read_text(), values)
     put.text("sim.sh", script, mode=0o755)
 
@@ -323,10 +326,11 @@ def link_frames(
 def flash_command(shaped: BoardBuild) -> str:
     """openFPGALoader's command loading the export's bitstream into the board's SRAM (run
     in the export's folder)."""
-    from brainsmith.hardware.board.flash import FlashError, loader_command, shown
+    from brainsmith.hardware.board.flash import FLASH_ONLY, FlashError, loader_command, shown
 
+    to_flash = shaped.board.family in FLASH_ONLY  # its configuration flash: nothing else
     try:
-        return shown(loader_command(shaped.board.name, shaped.bit_name))
+        return shown(loader_command(shaped.board.name, shaped.bit_name, to_flash=to_flash))
     except FlashError:  # a board openFPGALoader has no name for: through its cable
         return f"openFPGALoader --cable CABLE {shaped.bit_name}"
 
@@ -587,9 +591,10 @@ def _screen(stage: str) -> None:
 
 
 def _readme(design: Streams, shaped: BoardBuild, frames: int, driver: Json) -> str:
-    from brainsmith.hardware.board.gate_level import PLL_MODEL
+    from brainsmith.hardware.board.gate_level import PLL_MODELS
 
     board, made = shaped.board, shaped.made
+    pll_file = PLL_MODELS[board.family]
     flash = flash_command(shaped)
     host = driver["host"]
     if driver.get("refused"):
@@ -641,7 +646,7 @@ design's hash, `{design.design_hash[:16]}`.
     ./sim.sh
 
 Verilator 5 compiles `board_top` from `rtl/` as the bitstream was made from it, its PLL
-modelled as passing the oscillator through (`sim/{PLL_MODEL}`), and sends the host link's
+modelled as passing the oscillator through (`sim/{pll_file}`), and sends the host link's
 frames of the {frames} vectors over a bit-level UART at the board's {made.clocks_per_bit}
 clocks per bit: every reply must be the expected one (`sim/expected.hex`). It prints PASS with
 the accelerator's own cycle count, or FAIL and the first difference. `sim/rtl/` holds the

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Simulates the exported board in Verilator: board_top.sv as the bitstream was made from it (the
 # host link and the accelerator, rtl/), its PLL modelled as passing the oscillator's clock
-# through (sim/ecp5_pll.v), behind a bit-level UART at the board's @CLOCKS_PER_BIT@ clocks per bit. The
+# through (sim/@PLL_MODEL@), behind a bit-level UART at the board's @CLOCKS_PER_BIT@ clocks per bit. The
 # host link's frames of sim/requests.hex (IDENTIFY, then @FRAMES@ INFER frames of the build's
 # vectors) go in; every reply must be sim/expected.hex's (the output words of the build's Python
 # execution): prints PASS, or FAIL and the first difference.

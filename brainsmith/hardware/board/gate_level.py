@@ -44,7 +44,8 @@ BYPASSED = ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")
 VERDICT = "gate-level-{key}.json"  # a passed check, in rtlsim's cache beside the simulators
 VERDICT_FORMAT = "1"  # bump when what decides a verdict changes
 # FINN's per-layer code folders, named with a random suffix each build (``mkdtemp``)
-PLL_MODEL = "ecp5_pll.v"  # ``pll_model``'s file, as a build's export names it
+# a family's ``pll_model`` file, as a board build's export names it
+PLL_MODELS = {"ECP5": "ecp5_pll.v", "iCE40": "ice40_pll.v"}
 CODE_FOLDER = re.compile(r"code_gen_[A-Za-z0-9_]+/")
 
 
@@ -143,9 +144,15 @@ def lattice_models() -> str:
     )
 
 
-def pll_model() -> str:
-    """The EHXPLLL model of ``lattice_models`` alone: its input clock passed through, locked
-    a few cycles after start."""
+def pll_model(family: str) -> str:
+    """The model of a ``family`` board's PLL alone (``PLL_MODELS``: the ECP5's EHXPLLL, the
+    iCE40's SB_PLL40_PAD): its input clock passed through, locked a few cycles after start."""
+    if family == "iCE40":
+        text = ice40_cell_models()
+        found = re.search(r"^module SB_PLL40_PAD \(.*?^endmodule", text, re.S | re.M)
+        assert found is not None  # ice40_cell_models found it
+        head = "// brainsmith's model of the iCE40 PLL (SB_PLL40_PAD): its pad's clock passed through\n"
+        return head + found[0] + "\n"
     head = "// brainsmith's model of the ECP5 PLL (EHXPLLL): its input clock passed through\n"
     return (
         head + blackbox("EHXPLLL").replace("\nendmodule", behaviour("EHXPLLL") + "endmodule") + "\n"
@@ -310,7 +317,7 @@ def _keep_verdict(key: str, words: int) -> None:
 
 __all__ = [
     "NETLIST",
-    "PLL_MODEL",
+    "PLL_MODELS",
     "VERDICT",
     "NetlistCheck",
     "cell_models",
