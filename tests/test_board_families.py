@@ -214,21 +214,45 @@ def test_a_gowin_or_ice40_board_build_with_no_clock_asks_for_its_measured_one(na
 
 
 def test_the_gate_level_models_are_the_board_family_s():
-    """iCE40: Yosys' models with behaviour of every cell synth_ice40 maps to, but the PLL,
-    brainsmith's, passing its pad's clock; Gowin: none yet, said by name."""
-    from brainsmith.hardware.board.gate_level import cell_models
-    from brainsmith.hardware.board.streams import DriverError
+    """Every cell Yosys maps a board's design to has behaviour in its family's models: the
+    iCE40's Yosys' own but the PLL, brainsmith's; the Gowin's block RAMs, multipliers and rPLL
+    brainsmith's on Yosys' declarations."""
+    from brainsmith.hardware.board.cell_models import cell_models, has_behaviour
 
-    ((name, text),) = cell_models("iCE40").items()
-    assert name == "ice40_cells_sim.v"
-    for cell in ("SB_LUT4", "SB_CARRY", "SB_DFFER", "SB_RAM40_4K", "SB_MAC16"):
-        body = text[text.index(f"module {cell} (") :]
-        body = body[: body.index("endmodule")]
-        assert "always" in body or "assign" in body, cell  # a behaviour, not a blackbox
-    pll = text[text.index("module SB_PLL40_PAD (") :]
+    cells = {
+        "icebreaker": ("SB_LUT4", "SB_CARRY", "SB_DFFER", "SB_RAM40_4K", "SB_MAC16", "SB_PLL40_PAD"),
+        "tang-primer-20k": ("LUT4", "ALU", "MUX2_LUT5", "DFFRE", "RAM16SDP4", "SP", "SPX9", "SDPB",
+                            "SDPX9B", "DPB", "DPX9B", "MULT9X9", "MULT18X18", "rPLL"),
+    }  # fmt: skip
+    for name, expected in cells.items():
+        (text,) = cell_models(board(name)).values()
+        for cell in expected:
+            body = text[text.index(f"module {cell}") :]
+            body = body[body.index(";") : body.index("endmodule")]  # after the port list
+            assert has_behaviour(body), (name, cell)
+    pll = cell_models(board("icebreaker"))["ice40_cells_sim.v"]
+    pll = pll[pll.index("module SB_PLL40_PAD (") :]
     assert "assign PLLOUTGLOBAL = PACKAGEPIN;" in pll[: pll.index("endmodule")]
-    with pytest.raises(DriverError, match="no Gowin cell models"):
-        cell_models("Gowin")
+
+
+def test_a_netlist_the_models_cannot_simulate_is_named_not_guessed():
+    """A cell with no behaviour in the family's models (Gowin's PLLVR) or a
+    multiplier with a register the models bypass stops the gate-level check, named."""
+    from brainsmith.hardware.board.cell_models import unmodelled_modes
+
+    netlist = """module board_top(input clk);
+  MULT9X9 #(.AREG(1'h1), .BREG(1'h0)) m (.A(9'd3), .B(9'd5), .CLK(clk));
+  MULT9X9 #(.AREG(1'h0)) n (.A(9'd3), .B(9'd5), .CLK(clk));
+  PLLVR #(.FCLKIN("27")) r (.CLKIN(clk));
+  LUT4 #(.INIT(16'h8000)) l (.I0(clk));
+endmodule
+"""
+    assert unmodelled_modes(netlist, board("tang-primer-20k")) == [
+        "MULT9X9 with AREG=1",
+        "PLLVR (no behaviour in the cell models)",
+    ]
+    assert unmodelled_modes(netlist.replace("PLLVR", "DPB").replace("1'h1", "1'h0"),
+                            board("tang-primer-20k")) == []  # fmt: skip
 
 
 @pytest.mark.slow
@@ -275,19 +299,16 @@ def board_build(name: str, tmp_path: Path, *options: str) -> tuple[dict, str]:
 )
 def test_the_shipped_mlp_becomes_the_board_s_bitstream_with_the_plain_command(name, tmp_path):
     """No clock, no target but the blueprint's: the board's measured clock, folded to fit its
-    part (iCE40: in its own models), timing met, read back; the netlist checked at gate level
-    (iCE40) or why it was not (Gowin), and the simulated board answers as the build's
-    Verilator run did."""
+    part (iCE40: in its own models), timing met, read back, the netlist checked at gate level
+    on the family's cell models; the simulated board answers as the build's Verilator run did,
+    and the export with its board simulates on its own."""
     report, stdout = board_build(name, tmp_path)
     section = report["bitstream"]
     assert section["board"] == name and section["status"] == "timing met", section["fmax_mhz"]
     check = section["netlist_check"]
-    if name == "icebreaker":
-        assert check["ran"] and check["passed"] and check["frames"] == 4, check
-        assert "iCE40 cell models" in stdout
-        exported_with_its_board(tmp_path)
-    else:
-        assert not check["ran"] and "gate level, not" in check["reason"], check
+    assert check["ran"] and check["passed"] and check["frames"] == 4, check
+    assert f"{board(name).family} cell models" in stdout
+    exported_with_its_board(tmp_path, name)
     placed = report["family_resources"]["placed"]
     assert all(count["used"] <= count["available"] for count in placed.values()), placed
     assert f"bitstream/{name}.bit for {name}" in stdout
@@ -298,19 +319,30 @@ def test_the_shipped_mlp_becomes_the_board_s_bitstream_with_the_plain_command(na
     assert "frames" in ran.stdout and "the bitstream's PLL" in ran.stdout
 
 
-def exported_with_its_board(tmp_path: Path) -> None:
-    """An iCE40 board build's export: its bitstream, pins and flash command (openFPGALoader
-    writes an iCE40's flash), and ./sim.sh answering the host link's frames as the build's
-    Python execution does, its PLL modelled."""
+EXPORTED = {  # board -> (the flash command, its pins' line, its PLL's model)
+    "icebreaker": ("openFPGALoader -b ice40_generic --file-type bin -f icebreaker.bit",
+                   ("icebreaker.pcf", "set_io -pullup yes uart_rx 6"),
+                   ("ice40_pll.v", "module SB_PLL40_PAD")),
+    "tang-primer-20k": ("openFPGALoader -b tangprimer20k --file-type fs tang-primer-20k.bit",
+                        ("tang-primer-20k.cst", 'IO_LOC "uart_rx" T13;'),
+                        ("gowin_pll.v", "module rPLL")),
+}  # fmt: skip
+
+
+def exported_with_its_board(tmp_path: Path, name: str) -> None:
+    """A Gowin or iCE40 board build's export: its bitstream, pins and flash command
+    (openFPGALoader writes an iCE40's flash), and ./sim.sh answering the host link's frames
+    as the build's Python execution does, its PLL modelled."""
     from tests.support.processes import invoke
     from tests.test_export import sim
 
     dest = tmp_path / "export"
     done = invoke("export", str(tmp_path / "out"), str(dest))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "openFPGALoader -b ice40_generic --file-type bin -f icebreaker.bit" in done.stdout
-    assert "set_io uart_rx" in (dest / "icebreaker.pcf").read_text()
-    assert "module SB_PLL40_PAD" in (dest / "sim" / "ice40_pll.v").read_text()
+    flash, (pins, pin), (pll, module) = EXPORTED[name]
+    assert flash in done.stdout, done.stdout
+    assert pin in (dest / pins).read_text()
+    assert module in (dest / "sim" / pll).read_text()
     ran = sim(dest)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.startswith("PASS: 8 frames through the host link,"), ran.stdout

