@@ -5,10 +5,13 @@ and blueprint to a bitstream for the ULX3S-85F (ECP5), the Tang Primer 20K and T
 this run only (a private cache folder).
 
     .venv/bin/python -m benchmarks.board_families [--boards tang-primer-20k,icebreaker]
+        [--zoo tang-primer-20k:jet_tagger,tang-primer-20k:tfc_w2a2]
 
-Writes benchmarks/results/board_families.json (wall and CPU seconds, the clock asked and
-reached, the folding's estimate beside what nextpnr placed, throughput, the load, the
-machine) and its section of benchmarks/RESULTS.md.
+``--zoo BOARD:NAME,...`` also builds zoo networks for a board the same way, with no
+blueprint and with the network's own vectors (``--input``, ``--expected``). Writes
+benchmarks/results/board_families.json (wall and CPU seconds, the clock asked and reached,
+the folding's estimate beside what nextpnr placed, throughput, the gate-level check, the
+load, the machine) and its section of benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ COMMAND = (
     "brainsmith build {repo}/examples/models/mlp_4bit.onnx {repo}/blueprints/mlp.yaml "
     "--board {board} --bitstream -o {out}"
 )
+ZOO_COMMAND = (
+    "brainsmith build {zoo}/{name}.onnx --input {zoo}/{name}_input.npy "
+    "--expected {zoo}/{name}_expected.npy --board {board} --bitstream -o {out}"
+)
+ZOO = REPO / "examples" / "models" / "zoo"
 
 
 def placed(folder: Path) -> dict:
@@ -53,7 +61,7 @@ def placed(folder: Path) -> dict:
     }
 
 
-def measure(boards: tuple[str, ...]) -> dict:
+def measure(boards: tuple[str, ...], zoo: tuple[tuple[str, str], ...] = ()) -> dict:
     runs: dict[str, dict] = {}
     record: dict = {}
     with tempfile.TemporaryDirectory(prefix="brainsmith-board-families-") as tmp:
@@ -64,18 +72,23 @@ def measure(boards: tuple[str, ...]) -> dict:
         for variable in ("BRAINSMITH_RTLSIM_CACHE", "BRAINSMITH_SYNTHESIS_CACHE",
                          "BRAINSMITH_BITSTREAM_CACHE", "BRAINSMITH_PLACE_ROUTE_CACHE"):  # fmt: skip
             os.environ.pop(variable, None)
+        builds = [(board, "mlp", COMMAND.format(repo=REPO, board=board, out=board))
+                  for board in boards]  # fmt: skip
+        builds += [(board, name, ZOO_COMMAND.format(zoo=ZOO, name=name, board=board,
+                                                    out=f"{board}-{name}"))
+                   for board, name in zoo]  # fmt: skip
         with watching_load(record):
-            for board in boards:
-                command = COMMAND.format(repo=REPO, board=board, out=board)
-                out = folder / board
-                run: dict = {"command": command.replace(f"{REPO}/", "")}
+            for board, network, command in builds:
+                key = board if network == "mlp" else f"{board}:{network}"
+                out = folder / key.replace(":", "-")
+                run: dict = {"command": command.replace(f"{REPO}/", ""), "network": network}
                 try:
                     run.update(timed(shlex.split(command), folder))
                 except SystemExit as failed:  # the build's error, recorded: the others run on
                     run["failed"] = str(failed).strip().splitlines()[-3:]
                 else:
                     run.update({**facts(out), **placed(out)})
-                runs[board] = run
+                runs[key] = run
     return {"benchmark": "board_families", "runs": runs, "load": record,
             "measured": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
 
@@ -89,25 +102,32 @@ def section(data: dict) -> list[str]:
     lines = [
         HEADING,
         "",
-        "The shipped MLP and blueprint to each board's bitstream with the plain command, in a "
-        "fresh process, the caches of this run only (`python -m benchmarks.board_families`, "
-        f"{when_and_load(data)}). The "
+        "The shipped MLP and blueprint to each board's bitstream with the plain command (and "
+        "zoo networks with their own vectors, no blueprint), in a fresh process, the caches of "
+        f"this run only (`python -m benchmarks.board_families`, {when_and_load(data)}). The "
         "estimate is the folding's (the family's models), placed is nextpnr's count; fps is "
-        "Verilator's cycles a frame at the clock made:",
+        "Verilator's cycles a frame at the clock made; the gate-level check's 4 frames of the "
+        "netlist against the RTL and its seconds after nextpnr:",
         "",
-        "| board | part | wall | clock made | Fmax reached | rounds | estimated | placed | fps |",
-        "|---|---|---:|---:|---:|---:|---|---|---:|",
+        "| board | network | part | wall | clock made | Fmax reached | rounds | estimated | "
+        "placed | fps | gate level |",
+        "|---|---|---|---:|---:|---:|---:|---|---|---:|---|",
     ]
-    for board, run in data["runs"].items():
+    for key, run in data["runs"].items():
+        board, network = key.partition(":")[0], run.get("network", "mlp")
         if "failed" in run:
-            lines.append(f"| `{board}` | failed: {' '.join(run['failed'])} | | | | | | | |")
+            lines.append(f"| `{board}` | {network} | failed: {' '.join(run['failed'])} "
+                         "| | | | | | | | |")  # fmt: skip
             continue
+        passed = run.get("gate_level_passed")
+        seconds = (run.get("stages_s") or {}).get("gate_level") or 0.0
+        check = f"{'equal' if passed else 'not run or differs'}, {seconds:.0f} s"
         lines.append(
-            f"| `{board}` | {run['part']} | {run['wall_s']:.0f} s | "
+            f"| `{board}` | {network} | {run['part']} | {run['wall_s']:.0f} s | "
             f"{run['clock_made_mhz']:.1f} MHz | {run['fmax_mhz']:.1f} MHz"
             f"{'' if run.get('timing_met') else ' (missed)'} | {run['rounds']} | "
             f"{_figures(run['estimated'])} | {_figures(run['placed'])} | "
-            f"{run['fps'] or 0:,.0f} ({run['cycles_per_frame'] or 0:,.0f} cycles) |"
+            f"{run['fps'] or 0:,.0f} ({run['cycles_per_frame'] or 0:,.0f} cycles) | {check} |"
         )
     return lines
 
@@ -117,8 +137,10 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default=",".join(BOARDS), help="comma-separated boards")
+    parser.add_argument("--zoo", default="", help="BOARD:NAME,... zoo networks to build too")
     args = parser.parse_args()
-    data = {**measure(tuple(args.boards.split(","))), "machine": machine_info()}
+    zoo = tuple(tuple(item.split(":", 1)) for item in args.zoo.split(",") if item)
+    data = {**measure(tuple(args.boards.split(",")), zoo), "machine": machine_info()}  # type: ignore[arg-type]
     return publish(data, section(data), RESULT, HEADING)
 
 
