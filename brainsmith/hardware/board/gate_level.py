@@ -1,17 +1,9 @@
-"""The gate-level check: the netlist a bitstream is made from (Yosys' ``synth_ecp5`` output,
-the one nextpnr places, written beside it as ``netlist.v``) simulated in Verilator with the
-ECP5's cell models, behind the same bit-level UART as ``brainsmith run --simulate``, must
-answer the driver's frames with the RTL simulation's output words, bit for bit.
-
-The cell models are Yosys' own (``share/ecp5/cells_sim.v``: LUT4, the flip-flops, carry
-chains, LUT-RAM), its includes inlined. Yosys declares the block RAM (DP16KD) without
-behaviour and MULT18X18D and EHXPLLL as blackboxes, so brainsmith adds models of the modes
-``synth_ecp5`` maps to: the block RAM as ``brams_map_16kd.v`` uses it (``block_ram``), the
-multiplier with every register bypassed and the PLL passing its input clock through, locked
-after a few cycles (``lattice_models``; a clock's period means nothing to a cycle-based
-simulation). Any other mode stops the simulation rather than being guessed. An iCE40's
-netlist (``synth_ice40``) runs on Yosys' iCE40 models, whose block RAM and multiplier have
-their behaviour; only its PLL is brainsmith's (``ice40_cell_models``).
+"""The gate-level check: the netlist a bitstream is made from (Yosys' ``synth_<family>``
+output, the one nextpnr places, written beside it as ``netlist.v``) simulated in Verilator on
+its family's cell models (``cell_models``: the ECP5's, the iCE40's, Gowin's), behind the same
+bit-level UART as ``brainsmith run --simulate``, must answer the driver's frames with the RTL
+simulation's output words, bit for bit. A netlist using a cell or a mode the models do not
+simulate is named and not checked rather than guessed (``unmodelled_modes``).
 """
 
 from __future__ import annotations
