@@ -40,17 +40,6 @@ def test_the_lfe5u_85f_capacities_are_read_from_nextpnr_once():
     assert {e: e.stat().st_mtime_ns for e in entries} == entries
 
 
-def test_the_shipped_ecp5_models_are_the_fitted_kinds_with_their_errors():
-    shipped = rtl_costs.family_coefficients(ECP5.cost_models)
-    assert set(shipped) == set(rtl_costs.FAMILY_TERMS) == set(rtl_costs.FAMILY_KINDS)
-    for kind, resources in shipped.items():
-        assert tuple(resources) == rtl_costs.FAMILY_RESOURCES
-        for resource, model in resources.items():
-            assert tuple(model["terms"]) == rtl_costs.FAMILY_TERMS[kind][resource]
-            assert len(model["coefficients"]) == len(model["terms"])
-            assert model["max_error"] is not None and model["held_out_max_error"] is not None
-
-
 def single_layer(kind: str, attributes: dict):
     """A layer of the sweep's builders, made for the stand-in part a Lattice build has."""
     import benchmarks.synth_fit as sweep

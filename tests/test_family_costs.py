@@ -13,6 +13,7 @@ import pytest
 
 import brainsmith
 from brainsmith.frameworks.finn import rtl_costs
+from brainsmith.hardware.place_route.ecp5 import ECP5
 from brainsmith.hardware.place_route.gowin import GOWIN
 from brainsmith.hardware.place_route.ice40 import ICE40
 from tests.test_ecp5_costs import BLUEPRINT, FOLDING_STEP, MLP, single_layer
@@ -20,16 +21,21 @@ from tests.test_ecp5_costs import BLUEPRINT, FOLDING_STEP, MLP, single_layer
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("synthesis")]
 
 
-def test_the_shipped_ice40_models_are_the_fitted_kinds_with_their_errors():
-    shipped = rtl_costs.family_coefficients(ICE40.cost_models)
-    assert set(shipped) == set(rtl_costs.ICE40_TERMS) == set(rtl_costs.FAMILY_KINDS)
+@pytest.mark.parametrize("family", [ECP5, ICE40], ids=lambda family: family.name)
+def test_the_shipped_models_are_the_fitted_kinds_with_their_errors(family):
+    shipped = rtl_costs.family_coefficients(family.cost_models)
+    terms = rtl_costs.TERMS_OF[family.cost_models]
+    assert set(shipped) == set(terms) == set(rtl_costs.FAMILY_KINDS)
     for kind, resources in shipped.items():
         assert tuple(resources) == rtl_costs.FAMILY_RESOURCES
         for resource, model in resources.items():
-            assert tuple(model["terms"]) == rtl_costs.ICE40_TERMS[kind][resource]
+            assert tuple(model["terms"]) == terms[kind][resource]
+            assert len(model["coefficients"]) == len(model["terms"])
             assert model["max_error"] is not None and model["held_out_max_error"] is not None
-    # products in logic cells: a wide product's cells grow with its factors' bits
-    assert "PE*SIMD*hard_products*w_bits*in_bits" in shipped["MVAU_rtl"]["LUT4"]["terms"]
+    if (
+        family is ICE40
+    ):  # products in logic cells: a wide product's cells grow with its factors' bits
+        assert "PE*SIMD*hard_products*w_bits*in_bits" in shipped["MVAU_rtl"]["LUT4"]["terms"]
 
 
 def test_a_weight_memory_on_an_ice40_is_counted_in_4_kbit_block_rams():
