@@ -256,19 +256,26 @@ endmodule
 
 
 @pytest.mark.slow
-def test_a_network_no_folding_fits_is_refused_without_asking_for_a_lower_fps(tmp_path):
-    """FINN's TFC-w2a2 on the iCEBreaker: its float input's thresholds alone outgrow the
-    UP5K at any folding, so the refusal says so and suggests a larger part, not a lower fps."""
+@pytest.mark.parametrize(
+    ("name", "board_name", "part"),
+    [("tfc_w2a2", "icebreaker", "ICE40UP5K-SG48"), ("jet_tagger", "tang-nano-9k", "GW1NR-LV9QN88PC6")],
+)  # fmt: skip
+def test_a_network_no_folding_fits_is_refused_without_asking_for_a_lower_fps(
+    name, board_name, part, tmp_path
+):
+    """FINN's TFC-w2a2 on the iCEBreaker and the zoo jet tagger on the Tang Nano 9K: their
+    thresholds alone outgrow the part at any folding (the jet tagger's as exported, never
+    folded by the search), so the refusal says so and suggests a larger part, not a lower fps."""
     import json
 
     from tests.support.processes import invoke
 
     repo = Path(__file__).resolve().parents[1]
     out = tmp_path / "out"
-    done = invoke("build", "examples/models/zoo/tfc_w2a2.onnx", "--board", "icebreaker",
+    done = invoke("build", f"examples/models/zoo/{name}.onnx", "--board", board_name,
                   "--bitstream", "-o", str(out), cwd=repo)  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "does not fit ICE40UP5K-SG48" in done.stderr, done.stderr
+    assert f"does not fit {part}" in done.stderr, done.stderr
     assert "with every layer folded as far as it goes" in done.stderr, done.stderr
     assert "--target-fps" not in done.stderr and "--board" in done.stderr, done.stderr
     report = json.loads((out / "report.json").read_text())

@@ -196,7 +196,7 @@ def write_board(stage: str, design: Streams, shaped: BoardBuild, vectors: Vector
     board, made = shaped.board, shaped.made
     put.bytes(shaped.bit_name, shaped.bit)
     put.text(constraints_name(shaped), made.pins[1])
-    changed = _write_rtl(put, made, shaped)
+    changed = _write_rtl(put, shaped)
     for name, content in made.full.data:
         put.bytes(f"data/{name}", content)
     frames = len(vectors.inputs)
@@ -220,7 +220,7 @@ def exported_text(text: str) -> str:
     return text.replace(f'"{MOUNT}/{DATA}/', f'"{DATA}/')
 
 
-def _write_rtl(put: Writer, made: BitstreamDesign, shaped: BoardBuild) -> list[str]:
+def _write_rtl(put: Writer, shaped: BoardBuild) -> list[str]:
     """rtl/ (the sources as Yosys read them, files.f in its order, the AMD primitives it
     read as blackboxes) and sim/rtl/ (those Verilator reads changed); the changes."""
     from brainsmith.hardware.board.cell_models import PLL_MODELS
@@ -228,7 +228,7 @@ def _write_rtl(put: Writer, made: BitstreamDesign, shaped: BoardBuild) -> list[s
     from brainsmith.hardware.rtlsim.single_precision import exact_single_precision
     from brainsmith.hardware.synthesis.layer_sources import PRIMITIVES, primitive_library
 
-    changes, simulated = [], []
+    made, changes, simulated = shaped.made, [], []
     for name, source in made.full.sources:
         text = exported_text(source)
         put.text(f"rtl/{name}", text)
@@ -324,8 +324,8 @@ def link_frames(
 
 
 def flash_command(shaped: BoardBuild) -> str:
-    """openFPGALoader's command loading the export's bitstream into the board's SRAM (run
-    in the export's folder)."""
+    """openFPGALoader's command loading the export's bitstream into the board's SRAM, or its
+    configuration flash where that is the only way (an iCE40's); run in the export's folder."""
     from brainsmith.hardware.board.flash import FLASH_ONLY, FlashError, loader_command, shown
 
     to_flash = shaped.board.family in FLASH_ONLY  # its configuration flash: nothing else

@@ -541,20 +541,22 @@ def legal_folding(model: ModelWrapper) -> ModelWrapper:
 def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
     """Write FINN's analytical estimate reports (resources, cycles, performance) to the
     report folder of ``cfg.output_dir``."""
-    from brainsmith.frameworks.finn.folding.search import over_the_part
+    from brainsmith.frameworks.finn.folding.search import fits_folded_smallest, over_the_part
 
     model = estimate_reports(model, cfg)
     context = context_of(cfg)
     costed = context.costed_part
-    if costed is None:
-        over = over_the_part(model, fpga_part(cfg))
-    else:  # a Lattice board's part, in its own resources
-        over = over_the_part(model, costed.name, costed.available, costed.cost_models)
+    part = (  # a Lattice board's part in its own resources, or an AMD part in FINN's table
+        (costed.name, costed.available, costed.cost_models)
+        if costed
+        else (fpga_part(cfg), None, "")
+    )
+    over = over_the_part(model, *part)
     larger = "a board with a larger part (--board)" if costed else "a larger part (--part)"
     if over and context.plan.build.allow_over_part:
         context.notes.append(f"{over} (accepted: build.allow_over_part)")
     elif over:
-        smallest = bool(context.folding and context.folding.get("none_fits"))
+        smallest = not fits_folded_smallest(model, *part)
         slower = "" if smallest else "lower build.target_fps (--target-fps), "
         raise StepError(
             f"{over}, with every layer folded as far as it goes" if smallest else over,

@@ -69,6 +69,7 @@ HLS_INPUT_BUFFER = 1024  # an HLS matrix layer needs SIMD >= MW / 1024
 COSTED = RESOURCES  # the resources a folding's cost counts (an AMD part's)
 SPREAD_MOVES = 256  # layers moved to another folding to spread the resources used
 FASTER_STEPS = 16  # foldings tried one by one past the bisection's, each faster than the last
+SLOWEST_BUDGET = 2**40  # cycles a frame no folding is slower than: every layer at its least
 SPREAD_GAIN = 0.01  # of the part: a spread folding is kept if its most used resource is less
 MAX_CANDIDATES = 4096  # foldings of one declared layer that are estimated
 REFERENCE_PART = "xcvc1902-vsva2197-2MP-e-S"  # the scale of costs on a part with no table
@@ -105,7 +106,6 @@ class FoldingRecord(TypedDict):
     part: NotRequired[str]  # the part the totals are costed for
     available: NotRequired[dict[str, int]]  # its resources
     latency: NotRequired[LatencyFolding]
-    none_fits: NotRequired[bool]  # not even the smallest folding fits the part
 
 
 class LatencyFolding(TypedDict):
@@ -131,7 +131,6 @@ class FoldingResult:
     utilisation: float = 0.0
     part: str = ""
     available: dict[str, int] = field(default_factory=dict)
-    none_fits: bool = False  # not even the smallest folding fits the part
 
     def to_dict(self) -> FoldingRecord:
         return {
@@ -145,7 +144,6 @@ class FoldingResult:
             "utilisation": round(self.utilisation, 4),
             "part": self.part,
             "available": self.available,
-            "none_fits": self.none_fits,
         }
 
 
@@ -220,7 +218,6 @@ def fold(model: ModelWrapper, target_cycles: int, part: str, available: dict[str
         budget = _fitting_budget(search, model, budget, max_utilisation)
         budget, short.faster = _fastest_fitting(search, model, budget, max_utilisation)
         cycles = search.apply(model, budget)
-        short.none_fits = search.utilisation(model) > max_utilisation
     if available:
         cycles = _spread(search, model, budget)
     return search.result(model, target_cycles, first, cycles, short, max_utilisation)
@@ -235,7 +232,6 @@ class _Shortfall:
     balanced: int
     needed: str
     faster: str = ""
-    none_fits: bool = False
 
 
 def fold_for_latency(
@@ -304,6 +300,23 @@ def over_the_part(
     return f"the design does not fit {part}: it is estimated to need {over}" if over else ""
 
 
+def fits_folded_smallest(
+    model: ModelWrapper, part: str, available: dict[str, int] | None = None, cost_models: str = ""
+) -> bool:
+    """Whether ``model`` with every layer folded as far as it goes (a copy) fits ``part``
+    (whose resources are ``available``, else FINN's table of the part), costed as
+    ``over_the_part`` costs it: False says a lower throughput target cannot make it fit."""
+    if available is None:
+        found = part_resources(part)
+        available = found[0] if found is not None else None
+    if not available:
+        return True  # the part's resources are not known: nothing says it does not fit
+    search = _Search(part, available, cost_models)
+    smallest = copy.deepcopy(model)
+    search.apply(smallest, SLOWEST_BUDGET)
+    return search.utilisation(smallest) <= 1.0
+
+
 def _spread(search: _Search, model: ModelWrapper, budget: int) -> dict[str, int]:
     """Move layers to other foldings that meet ``budget`` (weights from LUT-RAM to block
     RAM, say) while each move lowers the design's most used resource, as a share of the
@@ -356,7 +369,7 @@ def _fitting_budget(search: _Search, model: ModelWrapper, low: int, ceiling: flo
     while True:  # grow until it fits (or the design is fully folded: nothing is smaller)
         high *= 2
         search.apply(model, high)
-        if search.utilisation(model) <= ceiling or high > 2**40:
+        if search.utilisation(model) <= ceiling or high > SLOWEST_BUDGET:
             break
     while high - low > max(1, low // 100):  # within 1 %
         middle = (low + high) // 2
@@ -587,7 +600,6 @@ class _Search:
         found.totals = {key: round(value, 1) for key, value in totals.items()}
         found.utilisation = self.peak(totals)
         found.layers = {name: {"cycles": value, "limit": None} for name, value in cycles.items()}
-        found.none_fits = short.none_fits
         if slowest <= target:
             return found
         if short.needed:
