@@ -1,10 +1,12 @@
 """The shipped MLP on a board of each family, with the command a user types: from its model
 and blueprint to a bitstream for the ULX3S-85F (ECP5), the Tang Primer 20K and Tang Nano 9K
-(Gowin) and the iCEBreaker (iCE40), no clock and no target but the blueprint's, a fresh
-``brainsmith`` process each, timed from outside, one after another, the tools' caches of
-this run only (a private cache folder).
+(Gowin) and the iCEBreaker (iCE40), and for the parts of the families without a board
+(``--part``: a Nexus LIFCL-40, a GateMate CCGM1A1), no clock and no target but the
+blueprint's, a fresh ``brainsmith`` process each, timed from outside, one after another, the
+tools' caches of this run only (a private cache folder).
 
     .venv/bin/python -m benchmarks.board_families [--boards tang-primer-20k,icebreaker]
+        [--parts LIFCL-40-9BG400C,CCGM1A1]
         [--zoo tang-primer-20k:jet_tagger,tang-primer-20k:tfc_w2a2]
 
 ``--zoo BOARD:NAME,...`` also builds zoo networks for a board the same way, with no
@@ -34,9 +36,10 @@ REPO = HERE.parent
 RESULT = HERE / "results" / "board_families.json"
 HEADING = "## The shipped MLP on a board of each family (build --board B --bitstream)"
 BOARDS = ("ulx3s-85f", "tang-primer-20k", "tang-nano-9k", "icebreaker")
+PARTS = ("LIFCL-40-9BG400C", "CCGM1A1")  # the families with no board
 COMMAND = (
     "brainsmith build {repo}/examples/models/mlp_4bit.onnx {repo}/blueprints/mlp.yaml "
-    "--board {board} --bitstream -o {out}"
+    "--{target} --bitstream -o {out}"
 )
 ZOO_COMMAND = (
     "brainsmith build {zoo}/{name}.onnx --input {zoo}/{name}_input.npy "
@@ -58,10 +61,13 @@ def placed(folder: Path) -> dict:
         "available": {name: count["available"] for name, count in counts.items()},
         "fps": (report.get("performance") or {}).get("fps"),
         "cycles_per_frame": (report.get("performance") or {}).get("cycles_per_frame"),
+        "latency_ns": (report.get("performance") or {}).get("latency_ns"),
     }
 
 
-def measure(boards: tuple[str, ...], zoo: tuple[tuple[str, str], ...] = ()) -> dict:
+def measure(
+    boards: tuple[str, ...], zoo: tuple[tuple[str, str], ...] = (), parts: tuple[str, ...] = ()
+) -> dict:
     runs: dict[str, dict] = {}
     record: dict = {}
     with tempfile.TemporaryDirectory(prefix="brainsmith-board-families-") as tmp:
@@ -72,8 +78,10 @@ def measure(boards: tuple[str, ...], zoo: tuple[tuple[str, str], ...] = ()) -> d
         for variable in ("BRAINSMITH_RTLSIM_CACHE", "BRAINSMITH_SYNTHESIS_CACHE",
                          "BRAINSMITH_BITSTREAM_CACHE", "BRAINSMITH_PLACE_ROUTE_CACHE"):  # fmt: skip
             os.environ.pop(variable, None)
-        builds = [(board, "mlp", COMMAND.format(repo=REPO, board=board, out=board))
-                  for board in boards]  # fmt: skip
+        builds = [(target, "mlp", COMMAND.format(repo=REPO, target=f"{kind} {target}",
+                                                 out=target))
+                  for kind, targets in (("board", boards), ("part", parts))
+                  for target in targets]  # fmt: skip
         builds += [(board, name, ZOO_COMMAND.format(zoo=ZOO, name=name, board=board,
                                                     out=f"{board}-{name}"))
                    for board, name in zoo]  # fmt: skip
@@ -110,24 +118,27 @@ def section(data: dict) -> list[str]:
         "netlist against the RTL and its seconds after nextpnr:",
         "",
         "| board | network | part | wall | clock made | Fmax reached | rounds | estimated | "
-        "placed | fps | gate level |",
-        "|---|---|---|---:|---:|---:|---:|---|---|---:|---|",
+        "placed | fps | latency | gate level |",
+        "|---|---|---|---:|---:|---:|---:|---|---|---:|---:|---|",
     ]
     for key, run in data["runs"].items():
         board, network = key.partition(":")[0], run.get("network", "mlp")
         if "failed" in run:
             lines.append(f"| `{board}` | {network} | failed: {' '.join(run['failed'])} "
-                         "| | | | | | | | |")  # fmt: skip
+                         "| | | | | | | | | |")  # fmt: skip
             continue
         passed = run.get("gate_level_passed")
         seconds = (run.get("stages_s") or {}).get("gate_level") or 0.0
         check = f"{'equal' if passed else 'not run or differs'}, {seconds:.0f} s"
+        latency = f"{run['latency_ns'] / 1000:,.1f} µs" if run.get("latency_ns") else "-"
+        named = "(no board)" if board.upper() == run["part"].upper() else f"`{board}`"
         lines.append(
-            f"| `{board}` | {network} | {run['part']} | {run['wall_s']:.0f} s | "
+            f"| {named} | {network} | {run['part']} | {run['wall_s']:.0f} s | "
             f"{run['clock_made_mhz']:.1f} MHz | {run['fmax_mhz']:.1f} MHz"
             f"{'' if run.get('timing_met') else ' (missed)'} | {run['rounds']} | "
             f"{_figures(run['estimated'])} | {_figures(run['placed'])} | "
-            f"{run['fps'] or 0:,.0f} ({run['cycles_per_frame'] or 0:,.0f} cycles) | {check} |"
+            f"{run['fps'] or 0:,.0f} ({run['cycles_per_frame'] or 0:,.0f} cycles) | {latency} | "
+            f"{check} |"
         )
     return lines
 
@@ -137,10 +148,12 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default=",".join(BOARDS), help="comma-separated boards")
+    parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated parts")
     parser.add_argument("--zoo", default="", help="BOARD:NAME,... zoo networks to build too")
     args = parser.parse_args()
     zoo = tuple(tuple(item.split(":", 1)) for item in args.zoo.split(",") if item)
-    data = {**measure(tuple(args.boards.split(",")), zoo), "machine": machine_info()}  # type: ignore[arg-type]
+    boards, parts = (tuple(x for x in a.split(",") if x) for a in (args.boards, args.parts))
+    data = {**measure(boards, zoo, parts), "machine": machine_info()}  # type: ignore[arg-type]
     return publish(data, section(data), RESULT, HEADING)
 
 

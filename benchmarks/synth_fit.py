@@ -15,7 +15,8 @@ layer had (``HANDWRITTEN``). ``CHECKS`` are fitted the same way to compare with 
 does estimate; they are not shipped. ``VVAU_rtl`` is not swept: FINN specialises it only
 for Versal parts, which Yosys does not map.
 
-    .venv/bin/python -m benchmarks.synth_fit [--kinds Thresholding_rtl,...] [--family ecp5|ice40]
+    .venv/bin/python -m benchmarks.synth_fit [--kinds Thresholding_rtl,...]
+        [--family ecp5|ice40|gowin|gatemate]
 
 ``--kinds`` synthesises only those kinds' points again and takes the others' counts from the
 previous benchmarks/results/synth_fit.json (every model is fitted again). ``SYNTH_FIT_JOBS``
@@ -32,8 +33,11 @@ nextpnr does (``brainsmith.hardware.synthesis.ecp5``), and fits ``rtl_costs.FAMI
 brainsmith/frameworks/finn/rtl_costs_ecp5.json and benchmarks/results/synth_fit_ecp5.json.
 
 ``--family ice40`` does the same for Lattice iCE40 (Yosys ``synth_ice40``, its products in
-logic cells: ``brainsmith.hardware.synthesis.ice40``) and fits ``rtl_costs.ICE40_TERMS``:
-rtl_costs_ice40.json and synth_fit_ice40.json.
+logic cells: ``brainsmith.hardware.synthesis.ice40``) and fits
+``rtl_costs.LOGIC_PRODUCT_TERMS``: rtl_costs_ice40.json and synth_fit_ice40.json;
+``--family gowin`` for Gowin (``synth_gowin``, ``brainsmith.hardware.synthesis.gowin``, ECP5's
+terms) and ``--family gatemate`` for GateMate (``synth_gatemate``, its products in logic:
+``brainsmith.hardware.synthesis.gatemate``) likewise.
 """
 
 from __future__ import annotations
@@ -57,7 +61,10 @@ PART = "xczu7ev-ffvc1156-2-e"
 FAMILY = "xcup"
 ECP5_PART = "LFE5U-85F-6BG381C"  # the ECP5 models' part (the ULX3S-85F's): every size alike
 ICE40_PART = "iCE40UP5K-SG48"  # the iCE40 models' part (the iCEBreaker's)
-LATTICE_PARTS = {"ecp5": ECP5_PART, "ice40": ICE40_PART}
+GOWIN_PART = "GW2A-LV18PG256C8"  # the Gowin models' part (the Tang Primer 20K's)
+GATEMATE_PART = "CCGM1A1"
+OPEN_PARTS = {"ecp5": ECP5_PART, "ice40": ICE40_PART, "gowin": GOWIN_PART,
+              "gatemate": GATEMATE_PART}  # fmt: skip
 HW = "finn.custom_op.fpgadataflow"
 COSTS = REPO / "brainsmith" / "frameworks" / "finn" / "rtl_costs.json"
 # kinds also synthesised for 7-series (``counts_xc7``), to check their models there too
@@ -83,7 +90,7 @@ def target(family: str) -> Target:
     from brainsmith.frameworks.finn.rtl_costs import TERMS, TERMS_OF
     from brainsmith.planning.lattice import STAND_IN_PART
 
-    if family in LATTICE_PARTS:
+    if family in OPEN_PARTS:
         costs = COSTS.with_name(f"rtl_costs_{family}.json")
         results = HERE / "results" / f"synth_fit_{family}.json"
         return Target(family, STAND_IN_PART, TERMS_OF[family], costs, results, ())
@@ -817,12 +824,12 @@ def main() -> int:
     global MODEL_PART
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", help="comma-separated kinds to synthesise again")
-    parser.add_argument("--family", choices=(FAMILY, *LATTICE_PARTS), default=FAMILY)
+    parser.add_argument("--family", choices=(FAMILY, *OPEN_PARTS), default=FAMILY)
     parser.add_argument("--only", type=int, help="synthesise the first N points alone, fit none")
     args = parser.parse_args()
     fitting = target(args.family)
     MODEL_PART = fitting.part
-    ecp5 = args.family in LATTICE_PARTS  # a Lattice family's: its terms, no FINN checks
+    ecp5 = args.family in OPEN_PARTS  # a Lattice family's: its terms, no FINN checks
     sweep_points = _sweep(ecp5)
     again = set(args.kinds.split(",")) if args.kinds else set(sweep_points)
     found_before = fitting.results.is_file()
@@ -879,7 +886,7 @@ def main() -> int:
         for resource, terms in resources.items():
             checks.setdefault(kind, {})[resource] = fit(by_kind[kind], terms, resource)
     shipped = {
-        "part": LATTICE_PARTS[args.family] if ecp5 else PART,
+        "part": OPEN_PARTS[args.family] if ecp5 else PART,
         "family": fitting.family,
         **({"layers_made_for": fitting.part} if ecp5 else {}),
         "source": "benchmarks/synth_fit.py: least squares on Yosys' counts",

@@ -206,6 +206,8 @@ def test_options_given_to_the_api_are_checked_as_a_blueprints_are():
         ({"folding": {"search": "nope"}}, "build.folding.search is the text 'nope'"),
         ({"verify_samples": "x"}, "build.verify_samples is the text 'x'"),
         ({"foo": 1}, "options['foo']: unknown build option 'foo'; expected one of fpga_part"),
+        # the command line's name of an option is not one of the API's: named as given
+        ({"part": "x"}, "options['part']: unknown build option 'part'; expected one of fpga_"),
     ]:
         with pytest.raises(BuildError) as caught:
             with_overrides(plan, given, None)

@@ -14,13 +14,9 @@ from pathlib import Path
 import pytest
 
 from brainsmith.hardware.place_route.families import target
-from brainsmith.hardware.place_route.gatemate import (
-    GATEMATE,
-    PARTS,
-    gatemate_part,
-    unpacked_device,
-)
-from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.gatemate import GATEMATE, unpacked_device
+from brainsmith.hardware.place_route.parts import GATEMATE_PARTS as PARTS
+from brainsmith.hardware.place_route.parts import UnknownPart, gatemate_part
 from tests.support.processes import invoke
 
 PART = "CCGM1A1"

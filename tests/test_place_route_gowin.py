@@ -15,15 +15,9 @@ from pathlib import Path
 import pytest
 
 from brainsmith.hardware.place_route.families import target
-from brainsmith.hardware.place_route.gowin import (
-    GOWIN,
-    PACKING,
-    board_pins,
-    cst,
-    gowin_part,
-)
+from brainsmith.hardware.place_route.gowin import GOWIN, PACKING, board_pins, cst
 from brainsmith.hardware.place_route.packing import PARTIAL
-from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.parts import UnknownPart, gowin_part
 from tests.support.processes import invoke
 
 

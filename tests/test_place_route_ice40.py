@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from brainsmith.hardware.place_route.families import target
-from brainsmith.hardware.place_route.ice40 import DEVICES, DIES, ICE40, PACKING, ice40_part
-from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.ice40 import ICE40, PACKING
+from brainsmith.hardware.place_route.parts import ICE40_DEVICES as DEVICES
+from brainsmith.hardware.place_route.parts import ICE40_DIES as DIES
+from brainsmith.hardware.place_route.parts import UnknownPart, ice40_part
 from tests.support.processes import invoke
 
 PART = "iCE40UP5K-SG48"

@@ -20,10 +20,10 @@ from brainsmith.blueprint.errors import Diagnostics
 from brainsmith.clock import PERIOD_NS, Clock
 from brainsmith.hardware.place_route.parts import (
     UnknownPart,
-    lattice_examples,
-    lattice_families,
-    lattice_part,
-    lattice_part_name,
+    built_in_families,
+    built_in_part,
+    built_in_part_name,
+    part_examples,
 )
 from brainsmith.plugin.adapters import adapter_classes
 
@@ -43,8 +43,9 @@ VERIFY_RTOL = 1e-5
 FINN_CLOCK_NS = 5.0  # the clock period a build runs at when nothing chose one: FINN's 200 MHz
 PROJECT_MARKERS = (".git", ".hg", ".brainsmith", "pyproject.toml")
 BUILD_KEYS = {
-    "fpga_part": "the FPGA part: an AMD part such as xcvc1902-vsva2197-2MP-e-S, or a Lattice "
-    "ECP5 or Nexus part such as LFE5U-85F-6BG381C or LIFCL-40-9BG400C (every layer RTL, FINN "
+    "fpga_part": "the FPGA part: an AMD part such as xcvc1902-vsva2197-2MP-e-S, or an ECP5, "
+    "Nexus, iCE40, Gowin or GateMate part such as LFE5U-85F-6BG381C, LIFCL-40-9BG400C or "
+    "CCGM1A1 (every layer RTL, FINN "
     "folding for a stand-in 7-series part) (or board, not both)",
     "board": "a board name: FINN's, such as Pynq-Z1 or U250, or an ECP5, Gowin or iCE40 board "
     "brainsmith makes bitstreams for, such as ulx3s-85f or tang-primer-20k (or fpga_part, not "
@@ -138,10 +139,10 @@ class BuildOptions:
 
     @property
     def lattice(self) -> str | None:
-        """What a build for a Lattice part is for, by name: its Lattice board
-        (``ulx3s-85f``) or its Lattice part (``LIFCL-40-9BG400C``); None for any
-        other build."""
-        return lattice_board(self.board) or lattice_part_name(self.fpga_part)
+        """What a build for brainsmith's own families is for, by name: its board
+        (``ulx3s-85f``) or its part (``LIFCL-40-9BG400C``, ``CCGM1A1``); None for any other
+        build."""
+        return lattice_board(self.board) or built_in_part_name(self.fpga_part)
 
     @property
     def clock(self) -> Clock:
@@ -285,20 +286,20 @@ def _check_part_and_board(check: Checker, values: Json) -> None:
 def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     """(option, problem, expected, hint) for ``fpga_part`` and ``board`` in ``values``, as
     each framework adapter judges them; one problem per option. A Lattice board
-    (``LATTICE_BOARDS``) or Lattice part (of a family brainsmith places) is brainsmith's own: no
+    (``LATTICE_BOARDS``) or a part of a family brainsmith places is brainsmith's own: no
     adapter judges it; an unknown board is told of the Lattice boards too (those with a USB
-    UART when ``bitstream`` is set), an unknown part of the Lattice parts."""
+    UART when ``bitstream`` is set), an unknown part of brainsmith's families' parts."""
     part, board = values.get("fpga_part"), values.get("board")
     if lattice_board(board):
         board = None
     found: dict[str, tuple[str, str, str, str]] = {}
     if isinstance(part, str) and part.strip():
         try:
-            if lattice_part(part) is not None:
+            if built_in_part(part) is not None:
                 part = None
         except UnknownPart as exc:
             found["fpga_part"] = ("fpga_part", f"build.fpga_part {part!r}: {exc}",
-                                  lattice_examples(), "")  # fmt: skip
+                                  part_examples(), "")  # fmt: skip
             part = None
     if not (part or board):
         return list(found.values())
@@ -310,9 +311,9 @@ def target_problems(values: Mapping[str, Any]) -> list[tuple[str, str, str, str]
                 expected += f"; or an {board_families(boards)} board{with_uart}: "
                 expected += ", ".join(boards)
             if key == "fpga_part":
-                problem += f", nor a Lattice {lattice_families()} part"
+                problem += f", nor an {built_in_families()} part"
                 instead = ", or a board instead"
-                expected = expected.replace(instead, "") + f"; {lattice_examples()}{instead}"
+                expected = expected.replace(instead, "") + f"; {part_examples()}{instead}"
             if values.get(key) is not None:
                 found.setdefault(key, (key, problem, expected, hint))
     return list(found.values())

@@ -20,7 +20,7 @@ from brainsmith.frameworks.finn.parts import boards
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.place_route.capacities import part_capacities
 from brainsmith.hardware.place_route.errors import PlaceRouteError
-from brainsmith.hardware.place_route.parts import lattice_part_name
+from brainsmith.hardware.place_route.parts import built_in_part_name
 from brainsmith.hardware.place_route.toolchain import install_hint
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.lattice import STAND_IN_PART, finn_target
@@ -52,7 +52,7 @@ def lattice_part_of(options: BuildOptions) -> str | None:
     a setup BuildError when it cannot be) or the Lattice part it names; None for any other
     build."""
     name = lattice_board(options.board)
-    return board_part(name) if name else lattice_part_name(options.fpga_part)
+    return board_part(name) if name else built_in_part_name(options.fpga_part)
 
 
 def family_of(part: str) -> tuple[Family, Part]:

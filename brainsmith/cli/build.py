@@ -49,8 +49,9 @@ if TYPE_CHECKING:
     "--part",
     "fpga_part",
     metavar="PART",
-    help="FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S, or a Lattice ECP5 or Nexus part, e.g. "
-    "LFE5U-85F-6BG381C or LIFCL-40-9BG400C (every layer RTL, folded and costed for the part; "
+    help="FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S, or an ECP5, Nexus, iCE40, Gowin or "
+    "GateMate part, e.g. LFE5U-85F-6BG381C, LIFCL-40-9BG400C or CCGM1A1 (every layer RTL, "
+    "folded and costed for the part; "
     "FINN folding for a stand-in 7-series part) (overrides the blueprint's build.fpga_part "
     "or board).",
 )

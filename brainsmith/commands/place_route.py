@@ -26,7 +26,7 @@ from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_o
 from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
 from brainsmith.hardware.place_route.families import target
 from brainsmith.hardware.place_route.flow import place_route
-from brainsmith.hardware.place_route.parts import UnknownPart, lattice_part_name
+from brainsmith.hardware.place_route.parts import UnknownPart, built_in_part_name
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, family_of, find_yosys
 from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
@@ -125,7 +125,7 @@ def _lattice_build(report: BuildReport) -> bool:
     """A build for a Lattice board or part (``build.board``, ``build.fpga_part``): FINN's
     RTL for its stand-in 7-series part, its ``fpga_part`` the Lattice part."""
     return lattice_board(report.get("board")) is not None or bool(
-        lattice_part_name(report.get("fpga_part"))
+        built_in_part_name(report.get("fpga_part"))
     )
 
 

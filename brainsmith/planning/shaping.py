@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import cast
 
 from brainsmith.blueprint.choices import PREFERENCES, VERIFY_MODES
-from brainsmith.blueprint.options import check_given
+from brainsmith.blueprint.options import GIVEN_KEYS, check_given
 from brainsmith.blueprint.packaged import FOLDER as PACKAGED_BLUEPRINTS
 from brainsmith.frameworks.finn.env import prepare_finn, vivado_available
 from brainsmith.frameworks.finn.recipe.steps import LEAN_STEPS
@@ -136,7 +136,10 @@ def _replace_target(given: BuildOverrides) -> None:
 
 
 def _spelled(key: str) -> str:
-    """How the caller wrote build option ``key``: ``--target-fps`` or ``options['target_fps']``."""
+    """How the caller wrote build option ``key``: ``--target-fps`` or ``options['target_fps']``
+    (an unknown key as it was given)."""
+    if key not in GIVEN_KEYS:
+        return f"options[{key!r}]"
     flag = {"fpga_part": "part"}.get(key, key.replace("_", "-"))
     return option(flag) if flag in OPTIONS else f"options[{key!r}]"
 

@@ -210,10 +210,10 @@ FAMILY_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     }
     for kind in FAMILY_KINDS
 }
-# iCE40's models (``rtl_costs_ice40.json``, ``--family ice40``): ECP5's terms, but a matrix
-# layer's products are all logic cells (synth_ice40 maps none to the UP5K's eight SB_MAC16),
+# the models of a family whose products are all logic (``--family ice40``: synth_ice40 maps
+# none to the UP5K's eight SB_MAC16): ECP5's terms, but a matrix layer's products in LUT4,
 # a wide product's about its factors' bits
-ICE40_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
+LOGIC_PRODUCT_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     **FAMILY_TERMS,
     "MVAU_rtl": {
         **FAMILY_TERMS["MVAU_rtl"],
@@ -221,13 +221,27 @@ ICE40_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
         "MULT18": ("1",),
     },
 }
-TERMS_OF = {"ecp5": FAMILY_TERMS, "ice40": ICE40_TERMS}  # a family's models -> their terms
+# a family's models -> their terms
+# (a GateMate's products are its CC_MULT, built of its logic by nextpnr: counted as MULT18)
+TERMS_OF = {
+    "ecp5": FAMILY_TERMS, "gowin": FAMILY_TERMS, "gatemate": FAMILY_TERMS,
+    "ice40": LOGIC_PRODUCT_TERMS,
+}  # fmt: skip
 # DP16KD's shapes (words, bits): 18 Kbit, 36 bits wide with one read and one write port
 EBR_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 # SB_RAM40_4K's (iCE40): 4 Kbit, 16 bits wide at most
 ICE40_EBR_SHAPES = ((2048, 2), (1024, 4), (512, 8), (256, 16))
-DPRAM_WORDS, DPRAM_BITS = 16, 4  # TRELLIS_DPR16X4, distributed RAM
+# CC_BRAM_20K's (GateMate: half a 40 Kbit block, the EBR its models count), 40 bits at most
+GATEMATE_EBR_SHAPES = ((16384, 1), (8192, 2), (4096, 5), (2048, 10), (1024, 20), (512, 40))
+DPRAM_WORDS, DPRAM_BITS = 16, 4  # TRELLIS_DPR16X4 (Gowin: RAM16SDP4), distributed RAM
 DPRAM_LUTS = 6  # LUT4s the family's nextpnr counts for one TRELLIS_DPR16X4 (slices A, B and C)
+# a family's block RAM shapes (its EBR) and the LUT4s a 16x4 distributed RAM takes, 0 for a
+# family without distributed RAM (Gowin's DP16KD-shaped BSRAM; RAM16SDP4 as
+# ``brainsmith.hardware.synthesis.gowin`` counts it)
+MEMORIES: dict[str, tuple[tuple[tuple[int, int], ...], int]] = {
+    "ecp5": (EBR_SHAPES, DPRAM_LUTS), "gowin": (EBR_SHAPES, 4),
+    "ice40": (ICE40_EBR_SHAPES, 0), "gatemate": (GATEMATE_EBR_SHAPES, 0),
+}  # fmt: skip
 
 
 @cache
@@ -239,28 +253,12 @@ def coefficients() -> dict[str, dict[str, FittedModel]]:
 @cache
 def family_coefficients(name: str) -> dict[str, dict[str, FittedModel]]:
     """A family's models ``name`` (its ``cost_models``) from ``rtl_costs_<name>.json`` (read
-    once): its own, or another family's it names as its ``base`` (whose counts it scales,
-    ``family_scales``); {} before they are fitted."""
+    once); {} before they are fitted."""
     try:
-        data = _shipped_file(f"rtl_costs_{name}.json")
+        kinds: dict[str, dict[str, FittedModel]] = _shipped_file(f"rtl_costs_{name}.json")["kinds"]
     except FileNotFoundError:
         return {}
-    base = data.get("base")
-    if isinstance(base, str) and base != name:
-        return family_coefficients(base)
-    kinds: dict[str, dict[str, FittedModel]] = data["kinds"]
     return kinds
-
-
-@cache
-def family_scales(name: str) -> dict[str, float]:
-    """What a family's models ``name`` multiply their base family's counts by, per resource
-    (measured: ``benchmarks.gowin_scale``); {} for a family's own models."""
-    try:
-        scales = _shipped_file(f"rtl_costs_{name}.json").get("scales") or {}
-    except FileNotFoundError:
-        return {}
-    return {str(k): float(v) for k, v in scales.items()}
 
 
 def _shipped(name: str) -> dict[str, dict[str, FittedModel]]:
@@ -291,30 +289,25 @@ def family_estimate(
     ):
         for resource, value in family_weight_memory(layer, cost_models).items():
             found[resource] += value
-    scales = family_scales(cost_models)
-    return {
-        resource: float(round(value * scales.get(resource, 1.0)))
-        for resource, value in found.items()
-    }
+    return {resource: float(round(value)) for resource, value in found.items()}
 
 
 def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[str, float]:
-    """A matrix layer's weights on a Lattice part, ``MW * MH / (SIMD * PE)`` words of ``SIMD *
-    PE`` weights: in distributed RAM (``ram_style: distributed``, ECP5's) 16x4 RAMs of
-    ``DPRAM_LUTS`` LUT4s each, with a LUT4 per bit for every two further banks of 16 words
-    (the read multiplexer); else in block RAM, the shape that takes fewest (DP16KD's; an
-    iCE40, with no distributed RAM, SB_RAM40_4K's). Not swept (the sweep streams a matrix
-    layer's weights in): as Yosys maps such memories."""
+    """A matrix layer's weights on an open family's part (``MEMORIES``), ``MW * MH / (SIMD *
+    PE)`` words of ``SIMD * PE`` weights: in distributed RAM (``ram_style: distributed``, where
+    the family has it) 16x4 RAMs of the family's LUT4s each, with a LUT4 per bit for every two
+    further banks of 16 words (the read multiplexer); else in block RAM, the family's shape
+    that takes fewest. Not swept (the sweep streams a matrix layer's weights in): as Yosys
+    maps such memories."""
     simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
     depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
     width = simd * pe * _bits(layer, "w_bits")
-    if cost_models == "ice40":
-        return {"EBR": float(ebr_blocks(depth, width, ICE40_EBR_SHAPES))}
-    if layer.get_nodeattr("ram_style") == "distributed":
+    shapes, dpram_luts = MEMORIES.get(cost_models, MEMORIES["ecp5"])
+    if dpram_luts and layer.get_nodeattr("ram_style") == "distributed":
         banks = math.ceil(depth / DPRAM_WORDS)
         rams = banks * math.ceil(width / DPRAM_BITS)
-        return {"LUT4": float(DPRAM_LUTS * rams + width * (banks // 2))}
-    return {"EBR": float(ebr_blocks(depth, width))}
+        return {"LUT4": float(dpram_luts * rams + width * (banks // 2))}
+    return {"EBR": float(ebr_blocks(depth, width, shapes))}
 
 
 def ebr_blocks(words: int, width: int, shapes: tuple[tuple[int, int], ...] = EBR_SHAPES) -> int:

@@ -69,6 +69,10 @@ GOWIN = {
 # brainsmith place-route at 12 MHz (29 November, docs/boards.md)
 ICE40 = {0: DefaultClock(40.9, "the shipped MLP placed on the iCEBreaker's pins (iCE40UP5K)")}
 
+# GateMate (no speed grade): the shipped MLP placed behind the host link on the CCGM1A1 by
+# brainsmith place-route at 25 MHz (tests/test_place_route_gatemate.py, 30 November)
+GATEMATE = {0: DefaultClock(47.5, "the shipped MLP placed behind the host link on the CCGM1A1")}
+
 DEFAULTS: dict[str, dict[int, DefaultClock]] = {
     "ECP5": {
         grade: DefaultClock(*ECP5_GRADE_6, scale, f"grade 6 to {grade}")
@@ -76,6 +80,7 @@ DEFAULTS: dict[str, dict[int, DefaultClock]] = {
     },
     "Gowin": GOWIN,
     "iCE40": ICE40,
+    "GateMate": GATEMATE,
 }
 
 

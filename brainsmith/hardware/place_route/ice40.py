@@ -16,91 +16,34 @@ that die has (``DIES``). iCE40 parts have no speed grade nextpnr-ice40 takes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from brainsmith.hardware.board.constraints import pcf
 from brainsmith.hardware.place_route.default_clocks import clock_mhz
 from brainsmith.hardware.place_route.linked import behind_link, link_pins
 from brainsmith.hardware.place_route.packing import Packing
-from brainsmith.hardware.place_route.parts import UnknownPart
+from brainsmith.hardware.place_route.parts import (
+    ICE40_DEVICES,
+    ICE40_PREFIXES,
+    Ice40Part,
+    ice40_part,
+    known_ice40_parts,
+)
 from brainsmith.hardware.place_route.staging import NETLIST
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
 from brainsmith.hardware.place_route.toolchain import (
     Family,
     Placed,
     flip_flop_probe,
-    memories_by_cost,
     nextpnr_arguments,
 )
+from brainsmith.hardware.synthesis.ice40 import synthesis as ice40_synthesis
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
-PREFIXES = ("ICE40",)
-# device -> the die of nextpnr-ice40's chip database (share/ice40/chipdb-<die>.bin) it is
-DEVICES = {
-    "UP5K": "5k",
-    "HX8K": "8k", "HX4K": "8k", "LP8K": "8k", "LP4K": "8k",
-    "HX1K": "1k", "LP1K": "1k",
-    "LP384": "384",
-}  # fmt: skip
-# die -> the packages its chip database names (``tests/test_place_route_ice40.py`` reads them
-# from the installed chipdb-<die>.bin)
-DIES = {
-    "5k": ("sg48", "uwg30"),
-    "8k": ("bg121", "cb132", "cm121", "cm225", "cm81", "ct256"),
-    "1k": ("cb121", "cb132", "cb81", "cm121", "cm36", "cm49", "cm81", "qn84", "swg16tr",
-           "tq144", "vq100"),
-    "384": ("cm36", "cm49", "qn32"),
-}  # fmt: skip
-PART = re.compile(
-    r"ICE40(?P<device>[A-Z]{2}\d+K?)-(?P<package>[A-Z]+\d+)(?P<tail>I?(?:TR(?:50|1K)?)?)", re.I
-)
-EXAMPLES = ("iCE40UP5K-SG48", "iCE40HX8K-CT256", "iCE40UP5K-SG48ITR")
 FASTEST_BAUD = 3_000_000  # the link's UART, as an FT2232H's channel takes it
 PCF = "part.pcf"
 # part -> the amaranth-boards module and platform class of a board with it, whose clock and
 # USB UART pins it is placed on (the iCEBreaker: its 12 MHz oscillator, the FT2232H's UART)
 BOARDS = {"ICE40UP5K-SG48": ("icebreaker", "ICEBreakerPlatform")}
-
-
-@dataclass(frozen=True)
-class Ice40Part:
-    """One iCE40 part: its name, device (``UP5K``) and package as nextpnr-ice40 names it."""
-
-    name: str  # "ICE40UP5K-SG48"
-    device: str  # "UP5K"
-    package: str  # "sg48"
-    speed: int = 0  # none: nextpnr-ice40 takes no speed grade
-
-    def arguments(self) -> list[str]:
-        return [f"--{self.device.lower()}", "--package", self.package]
-
-
-def known_ice40_parts() -> str:
-    """What an iCE40 part name is made of, for an error message."""
-    devices = "; ".join(
-        f"iCE40{device} in {'/'.join(p.upper() for p in DIES[die])}"
-        for device, die in DEVICES.items()
-    )
-    return (f"iCE40 parts are iCE40DEVICE-PACKAGE[I][TR]: {devices}; no speed grade, e.g. "
-            + ", ".join(EXAMPLES))  # fmt: skip
-
-
-def ice40_part(name: str) -> Ice40Part:
-    """``name`` (an iCE40 ordering code, any case) as nextpnr-ice40 places it; UnknownPart
-    listing the known parts otherwise."""
-    known = known_ice40_parts()
-    match = PART.fullmatch(name.strip())
-    if match is None:
-        raise UnknownPart(f"{name!r} is not an iCE40 part name; {known}")
-    device = match["device"].upper()
-    if device not in DEVICES:
-        raise UnknownPart(f"nextpnr-ice40 places no iCE40{device}; {known}")
-    package, tail = match["package"].lower(), match["tail"].lower()
-    if tail.startswith("tr") and f"{package}tr" in DIES[DEVICES[device]]:
-        package = f"{package}tr"  # SWG16TR is the package's own name
-    if package not in DIES[DEVICES[device]]:
-        raise UnknownPart(f"iCE40{device} comes in no {package.upper()} package; {known}")
-    return Ice40Part(name.strip().upper(), device, package)
 
 
 class Ice40Family(Family):
@@ -110,7 +53,7 @@ class Ice40Family(Family):
     def synthesis(self, top: str, netlist: str = NETLIST) -> list[str]:
         """``synth_ice40``, each memory mapped by its cost (an iCE40 has no distributed
         RAM)."""
-        return memories_by_cost(f"synth_ice40 -top {top}", "map_ram", netlist)
+        return ice40_synthesis(top, netlist)
 
     def prepare(
         self, design: StitchedDesign, part: Ice40Part, mhz: float, frame: tuple[int, int]
@@ -139,7 +82,7 @@ def unpacked_device(asc: str) -> str:
 
 def part_die(part: str) -> str:
     """The die a read-back of ``part``'s bitstream names."""
-    return DEVICES[ice40_part(part).device]
+    return ICE40_DEVICES[ice40_part(part).device]
 
 
 # an iCE40 bitstream starts with 0xFF 0x00 (a comment), then the sync word 0x7EAA997E
@@ -170,7 +113,7 @@ PROBE = flip_flop_probe("SB_DFF", ("C", "D", "Q"), ported=True)
 
 ICE40 = Ice40Family.of_nextpnr(
     "iCE40",
-    PREFIXES,
+    ICE40_PREFIXES,
     (ice40_part, known_ice40_parts),
     "ICESTORM_LC",
     packing=PACKING,
@@ -186,16 +129,11 @@ ICE40 = Ice40Family.of_nextpnr(
 
 __all__ = [
     "BOARDS",
-    "DEVICES",
-    "DIES",
     "ICE40",
     "PACKING",
     "PROBE",
     "RESOURCES",
     "Ice40Family",
-    "Ice40Part",
-    "ice40_part",
-    "known_ice40_parts",
     "part_die",
     "unpacked_device",
 ]

@@ -1,14 +1,17 @@
-"""Lattice parts as nextpnr names them, from the fields of Lattice's ordering code (a leaf:
-the blueprint's checks and the build's plan read part names here too): an ECP5
-name such as ``LFE5U-85F-6BG381C`` read as its device (``--85k``), speed grade (``--speed 6``)
-and package (``--package CABGA381``) (ECP5 family data sheet, FPGA-DS-02012); a Nexus name
-such as ``LIFCL-40-9BG400C`` checked against the devices and packages nextpnr-nexus has and
-passed whole (``--device``).
+"""The parts of every family brainsmith places, as their nextpnr names them (a leaf: the
+blueprint's checks and the build's plan read part names here too; ``built_in_part`` reads
+any of them): an ECP5 name such as ``LFE5U-85F-6BG381C`` read as its device (``--85k``),
+speed grade (``--speed 6``) and package (``--package CABGA381``) (ECP5 family data sheet,
+FPGA-DS-02012); a Nexus name such as ``LIFCL-40-9BG400C`` checked against the devices and
+packages nextpnr-nexus has and passed whole (``--device``); an iCE40 ordering code
+(``iCE40UP5K-SG48``: ``--up5k --package sg48``); a Gowin part of a board amaranth-boards
+describes (``GW2A-LV18PG256C8``, on that board's pins); a GateMate device (``CCGM1A1``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from brainsmith.errors import BrainsmithError
@@ -190,36 +193,200 @@ def nexus_part(name: str) -> NexusPart:
     return NexusPart(name.strip().upper(), device, int(match["speed"]), package)
 
 
-def lattice_part(name: str) -> Ecp5Part | NexusPart | None:
-    """The ECP5 or Nexus part ``name`` names (any case): None when it starts as neither
-    family's part names do; UnknownPart listing that family's parts when it does but names
-    none of them."""
+def part_examples() -> str:
+    """The part names brainsmith builds for without a board, an example of each family, for
+    an error message."""
+    return (f"a Lattice ECP5 part such as {EXAMPLES[0]}, a Nexus part such as "
+            f"{NEXUS_EXAMPLES[0]} or a GateMate part such as CCGM1A1")  # fmt: skip
+
+
+ICE40_PREFIXES = ("ICE40",)
+# device -> the die of nextpnr-ice40's chip database (share/ice40/chipdb-<die>.bin) it is
+ICE40_DEVICES = {
+    "UP5K": "5k",
+    "HX8K": "8k", "HX4K": "8k", "LP8K": "8k", "LP4K": "8k",
+    "HX1K": "1k", "LP1K": "1k",
+    "LP384": "384",
+}  # fmt: skip
+# die -> the packages its chip database names (``tests/test_place_route_ice40.py`` reads them
+# from the installed chipdb-<die>.bin)
+ICE40_DIES = {
+    "5k": ("sg48", "uwg30"),
+    "8k": ("bg121", "cb132", "cm121", "cm225", "cm81", "ct256"),
+    "1k": ("cb121", "cb132", "cb81", "cm121", "cm36", "cm49", "cm81", "qn84", "swg16tr",
+           "tq144", "vq100"),
+    "384": ("cm36", "cm49", "qn32"),
+}  # fmt: skip
+ICE40_PART = re.compile(
+    r"ICE40(?P<device>[A-Z]{2}\d+K?)-(?P<package>[A-Z]+\d+)(?P<tail>I?(?:TR(?:50|1K)?)?)", re.I
+)
+ICE40_EXAMPLES = ("iCE40UP5K-SG48", "iCE40HX8K-CT256", "iCE40UP5K-SG48ITR")
+
+
+@dataclass(frozen=True)
+class Ice40Part:
+    """One iCE40 part: its name, device (``UP5K``) and package as nextpnr-ice40 names it."""
+
+    name: str  # "ICE40UP5K-SG48"
+    device: str  # "UP5K"
+    package: str  # "sg48"
+    speed: int = 0  # none: nextpnr-ice40 takes no speed grade
+
+    def arguments(self) -> list[str]:
+        return [f"--{self.device.lower()}", "--package", self.package]
+
+
+def known_ice40_parts() -> str:
+    """What an iCE40 part name is made of, for an error message."""
+    devices = "; ".join(
+        f"iCE40{device} in {'/'.join(p.upper() for p in ICE40_DIES[die])}"
+        for device, die in ICE40_DEVICES.items()
+    )
+    return (f"iCE40 parts are iCE40DEVICE-PACKAGE[I][TR]: {devices}; no speed grade, e.g. "
+            + ", ".join(ICE40_EXAMPLES))  # fmt: skip
+
+
+def ice40_part(name: str) -> Ice40Part:
+    """``name`` (an iCE40 ordering code, any case) as nextpnr-ice40 places it; UnknownPart
+    listing the known parts otherwise."""
+    known = known_ice40_parts()
+    match = ICE40_PART.fullmatch(name.strip())
+    if match is None:
+        raise UnknownPart(f"{name!r} is not an iCE40 part name; {known}")
+    device = match["device"].upper()
+    if device not in ICE40_DEVICES:
+        raise UnknownPart(f"nextpnr-ice40 places no iCE40{device}; {known}")
+    package, tail = match["package"].lower(), match["tail"].lower()
+    if tail.startswith("tr") and f"{package}tr" in ICE40_DIES[ICE40_DEVICES[device]]:
+        package = f"{package}tr"  # SWG16TR is the package's own name
+    if package not in ICE40_DIES[ICE40_DEVICES[device]]:
+        raise UnknownPart(f"iCE40{device} comes in no {package.upper()} package; {known}")
+    return Ice40Part(name.strip().upper(), device, package)
+
+
+GOWIN_PREFIXES = ("GW1N", "GW2A")
+# part (as Gowin marks it, its commercial grade; the ordering code adds the industrial one,
+# "/I7", which is read too) -> (nextpnr's device, its chip database, the amaranth-boards
+# module and platform class of a board with it, whose pins it is placed on)
+GOWIN_PARTS: dict[str, tuple[str, str, str, str]] = {
+    "GW2A-LV18PG256C8": (
+        "GW2A-LV18PG256C8/I7",
+        "GW2A-18C",
+        "tang_primer_20k",
+        "TangPrimer20kPlatform",
+    ),
+    "GW1NR-LV9QN88PC6": ("GW1NR-LV9QN88PC6/I5", "GW1N-9C", "tang_nano_9k", "TangNano9kPlatform"),
+}
+
+
+@dataclass(frozen=True)
+class GowinPart:
+    """One Gowin part: its name, chip database and the board whose pins it is placed on."""
+
+    name: str  # "GW2A-LV18PG256C8"
+    device: str  # "GW2A-LV18PG256C8/I7", as nextpnr names it
+    chip: str  # "GW2A-18C"
+    board: tuple[str, str]  # amaranth-boards' module and platform class
+    speed: int = 0  # the commercial grade (C8: 8), which a board build's default clock is by
+
+    def arguments(self) -> list[str]:
+        return ["--device", self.device, "--vopt", f"family={self.chip}"]
+
+
+def known_gowin_parts() -> str:
+    """What a Gowin part name is, for an error message."""
+    named = ", ".join(f"{device} ({chip}, the {module}'s)"
+                      for device, chip, module, _ in GOWIN_PARTS.values())  # fmt: skip
+    return f"Gowin parts are those of a board amaranth-boards describes: {named}"
+
+
+def gowin_part(name: str) -> GowinPart:
+    """``name`` (any case) as nextpnr-himbaechel-gowin places it; UnknownPart listing the
+    known parts otherwise."""
+    key = name.strip().upper()
+    found = GOWIN_PARTS.get(key) or next((v for v in GOWIN_PARTS.values() if v[0] == key), None)
+    if found is None:
+        raise UnknownPart(f"{name!r} is not a Gowin part brainsmith places; {known_gowin_parts()}")
+    device, chip, module, platform = found
+    name = device.partition("/")[0]
+    grade = re.search(r"C(\d)$", name)  # GW2A-LV18PG256C8: commercial grade 8
+    return GowinPart(name, device, chip, (module, platform), int(grade[1]) if grade else 0)
+
+
+GATEMATE_PREFIXES = ("CCGM",)
+# the devices of nextpnr-himbaechel-gatemate's chip databases (share/himbaechel/gatemate/
+# chipdb-<device>.bin; tests/test_place_route_gatemate.py reads them)
+GATEMATE_PARTS = ("CCGM1A1", "CCGM1A2")
+# the devices nextpnr-himbaechel-gatemate 0.11.1 has a database of but does not route here
+NOT_ROUTED = {
+    "CCGM1A2": "its two dies stop nextpnr-himbaechel-gatemate 0.11.1 as router2 sets up (a "
+    "thrown WebAssembly exception, the shipped MLP placed on it)",
+}
+
+
+@dataclass(frozen=True)
+class GateMatePart:
+    """One GateMate device, as nextpnr-himbaechel-gatemate names it."""
+
+    name: str  # "CCGM1A1"
+    speed: int = 0  # none a board build asks a clock by
+
+    def arguments(self) -> list[str]:
+        return ["--device", self.name]
+
+
+def known_gatemate_parts() -> str:
+    """What a GateMate part name is, for an error message."""
+    placed = [part for part in GATEMATE_PARTS if part not in NOT_ROUTED]
+    left = "".join(f", {part} not yet" for part in NOT_ROUTED)
+    return f"GateMate parts are {' and '.join(placed)}{left}; e.g. {placed[0]}"
+
+
+def gatemate_part(name: str) -> GateMatePart:
+    """``name`` (any case) as nextpnr-himbaechel-gatemate places it; UnknownPart listing the
+    known parts otherwise."""
+    key = name.strip().upper()
+    if key in NOT_ROUTED:
+        raise UnknownPart(f"{key} is not placed by brainsmith: {NOT_ROUTED[key]}; "
+                          f"{known_gatemate_parts()}")  # fmt: skip
+    if key not in GATEMATE_PARTS:
+        raise UnknownPart(f"{name!r} is not a GateMate part; {known_gatemate_parts()}")
+    return GateMatePart(key)
+
+
+# a family's part name prefixes -> how its names are read, brainsmith's families in order
+READERS: tuple[tuple[tuple[str, ...], Callable[[str], Part]], ...] = (
+    (ECP5_PREFIXES, ecp5_part),
+    (NEXUS_PREFIXES, nexus_part),
+    (ICE40_PREFIXES, ice40_part),
+    (GOWIN_PREFIXES, gowin_part),
+    (GATEMATE_PREFIXES, gatemate_part),
+)
+
+
+def built_in_part(name: str) -> Part | None:
+    """The part ``name`` names (any case) of one of brainsmith's own families: None when it
+    starts as none of their part names do; UnknownPart listing that family's parts when it
+    does but names none of them."""
     upper = name.strip().upper()
-    if upper.startswith(ECP5_PREFIXES):
-        return ecp5_part(name)
-    if upper.startswith(NEXUS_PREFIXES):
-        return nexus_part(name)
+    for prefixes, read in READERS:
+        if upper.startswith(prefixes):
+            return read(name)
     return None
 
 
-def lattice_families() -> str:
-    """The families ``lattice_part`` reads part names of, by name, for a message."""
-    return "ECP5 or Nexus"
-
-
-def lattice_part_name(part: object) -> str | None:
-    """``part`` (a build's ``fpga_part``) as the ECP5 or Nexus part it names, upper case;
+def built_in_part_name(part: object) -> str | None:
+    """``part`` (a build's ``fpga_part``) as the part of brainsmith's own families it names;
     None when it names none (an AMD part, a part no family has, or nothing)."""
     if not isinstance(part, str) or not part.strip():
         return None
     try:
-        found = lattice_part(part)
+        found = built_in_part(part)
     except UnknownPart:  # refused where the build's options are checked
         return None
     return found.name if found is not None else None
 
 
-def lattice_examples() -> str:
-    """The Lattice part names brainsmith builds for, one example of each family, for an
-    error message."""
-    return f"a Lattice ECP5 part such as {EXAMPLES[0]} or a Nexus part such as {NEXUS_EXAMPLES[0]}"
+def built_in_families() -> str:
+    """The families ``built_in_part`` reads part names of, by name, for a message."""
+    return "ECP5, Nexus, iCE40, Gowin or GateMate"

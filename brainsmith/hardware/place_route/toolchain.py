@@ -81,18 +81,6 @@ def nextpnr_arguments(part_arguments: list[str], mhz: float) -> list[str]:
     ]
 
 
-def memories_by_cost(synth: str, step: str, netlist: str) -> list[str]:
-    """Yosys' commands: ``synth`` up to its memory-mapping ``step``, every memory's asked style
-    cleared (FINN's ``ram_style``, often distributed RAM, which a family without it cannot map
-    and Yosys then refuses), then the rest, writing ``netlist``: each memory goes to block RAM
-    or flip-flops by its cost."""
-    return [
-        f"{synth} -run :{step}",
-        "setattr -unset ram_style t:$mem_v2",
-        f"{synth} -run {step}: -json {netlist}",
-    ]
-
-
 def flip_flop_probe(
     cell: str,
     pins: tuple[str, str, str],
@@ -339,6 +327,5 @@ __all__ = [
     "Placed",
     "flip_flop_probe",
     "install_hint",
-    "memories_by_cost",
     "nextpnr_arguments",
 ]

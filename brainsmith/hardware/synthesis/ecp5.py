@@ -20,6 +20,7 @@ from importlib.resources import files as package_files
 # a product with a factor this narrow is made of LUTs, not a MULT18X18D; LUT4s nextpnr-ecp5
 # counts for one TRELLIS_DPR16X4 (the cost models count them alike)
 from brainsmith.frameworks.finn.rtl_costs import DPRAM_LUTS, SOFT_PRODUCT_BITS
+from brainsmith.hardware.synthesis.cells import counts as counted_as
 from brainsmith.hardware.synthesis.sliding_window import sign_compared_window
 
 CELLS: dict[str, dict[str, int]] = {
@@ -30,7 +31,7 @@ CELLS: dict[str, dict[str, int]] = {
 }
 
 
-def synthesis(top: str, netlist: str) -> list[str]:
+def synthesis(top: str, netlist: str = "") -> list[str]:
     """``synth_ecp5`` with products whose narrower factor has at most SOFT_PRODUCT_BITS bits
     kept out of the MULT18X18D blocks: synth_ecp5 gives every product of two factors of 2 bits
     or more one of the part's 156 (ECP5-85F), so a layer of many 2-bit lanes (a TFC-w2a2's)
@@ -209,20 +210,10 @@ def lattice_ready(name: str, text: str, fixes: list[str]) -> str:
     return text
 
 
-def counts(
-    cells: dict[str, int], table: dict[str, dict[str, int]] = CELLS
-) -> tuple[dict[str, int], dict[str, int]]:
-    """(LUT4, FF, MULT18, EBR as ``table`` counts them, ECP5's ``CELLS`` by default; other
-    cells by type) of Yosys' ``cells`` by type."""
-    found = dict.fromkeys(table, 0)
-    other: dict[str, int] = {}
-    for kind, number in sorted(cells.items()):
-        category = next((c for c, cells_of in table.items() if kind in cells_of), None)
-        if category is None:
-            other[kind] = number
-        else:
-            found[category] += number * table[category][kind]
-    return found, other
+def counts(cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """(LUT4, FF, MULT18, EBR as ``CELLS`` counts them, other cells by type) of Yosys'
+    ``cells`` by type."""
+    return counted_as(cells, CELLS)
 
 
 __all__ = [

@@ -12,7 +12,8 @@ under ``other``.
 
 from __future__ import annotations
 
-from brainsmith.hardware.synthesis.ecp5 import counts as counted_as
+from brainsmith.hardware.synthesis.cells import counts as counted_as
+from brainsmith.hardware.synthesis.cells import memories_by_cost
 
 # SB_DFF with its enable (E), reset or set (R, S), synchronous or not (SR, SS) and a negative
 # clock edge (N), as synth_ice40 maps them
@@ -30,13 +31,10 @@ CELLS: dict[str, dict[str, int]] = {
 }
 
 
-def synthesis(top: str) -> list[str]:
-    """``synth_ice40`` with every memory's asked style cleared before memories are mapped."""
-    return [
-        f"synth_ice40 -top {top} -run :map_ram",
-        "setattr -unset ram_style t:$mem_v2",
-        f"synth_ice40 -top {top} -run map_ram:",
-    ]
+def synthesis(top: str, netlist: str = "") -> list[str]:
+    """``synth_ice40`` with every memory's asked style cleared before memories are mapped,
+    writing the JSON ``netlist`` nextpnr reads (none when empty)."""
+    return memories_by_cost(f"synth_ice40 -top {top}", "map_ram", netlist)
 
 
 def counts(cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:

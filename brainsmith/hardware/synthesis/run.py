@@ -42,8 +42,8 @@ from brainsmith.hardware.synthesis.layer_sources import (
 )
 from brainsmith.hardware.synthesis.yosys import (
     COUNTS,
-    LATTICE,
     LUTRAM_LIBRARY,
+    OPEN_FAMILIES,
     TIMEOUT,
     ULTRASCALE,
     Yosys,
@@ -255,9 +255,9 @@ def _run_staged(
 
 
 def for_family(design: SynthesisDesign, family: str) -> SynthesisDesign:
-    """``design`` as ``family`` reads it: for ECP5 and iCE40 with the fixes a Lattice part needs
+    """``design`` as ``family`` reads it: for an open family with the fixes a Lattice part needs
     (FINN's behavioural datapath, no UltraRAM: ``brainsmith.hardware.synthesis.ecp5``)."""
-    if family not in LATTICE:
+    if family not in OPEN_FAMILIES:
         return design
     fixes = list(design.fixes)
     sources = [(name, lattice_ready(name, text, fixes)) for name, text in design.sources]

@@ -11,8 +11,9 @@ package's folder) is mounted read-only (``LAUNCH``): no script can change what e
 synthesis reads. The processes of one synthesis are ``Processes``: stopped together when it
 is interrupted, so no Yosys outlives it.
 
-For family ``ecp5`` the script maps with ``synth_ecp5`` and the counts are ECP5's
-(``brainsmith.hardware.synthesis.ecp5``).
+For an open family (``OPEN_FAMILIES``: ``ecp5``, ``ice40``, ``gowin``, ``gatemate``) the script
+maps with that family's Yosys commands and counts its cells as that family's nextpnr counts
+them (its module in ``brainsmith.hardware.synthesis``).
 
 The script (``script``): ``read_slang`` (SystemVerilog, one thread: the WebAssembly build
 cannot start threads) with the Xilinx primitives as blackboxes, ``synth_xilinx -flatten
@@ -36,11 +37,12 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Protocol
 
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile, read_json
 from brainsmith.hardware.processes import Processes, Stopped, TooMuchOutput, run_bounded
-from brainsmith.hardware.synthesis import ecp5, ice40
+from brainsmith.hardware.synthesis import ecp5, gatemate, gowin, ice40
 from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
     MOUNT,
@@ -181,10 +183,8 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
     files = " ".join(f"{MOUNT}/src/{name}" for name in sources)
     library = f"-v {MOUNT}/{PRIMITIVES} " if primitives else ""
     synth = f"synth_xilinx -flatten -noiopad -noclkbuf -family {family} -top {top}"
-    if family == ECP5:
-        mapping = ecp5.synthesis(top, "")
-    elif family == ICE40:
-        mapping = ice40.synthesis(top)
+    if family in OPEN_FAMILIES:
+        mapping = OPEN_FAMILIES[family].synthesis(top, "")
     elif family in ULTRASCALE and lutram_library() is not None:
         mapping = [  # synth_xilinx's map_memory step, with the fixed LUT-RAM library
             f"{synth} -run begin:map_memory",
@@ -210,9 +210,25 @@ def script(top: str, sources: list[str], primitives: list[str], family: str) -> 
 
 
 ULTRASCALE = ("xcu", "xcup")
-ECP5 = "ecp5"  # Lattice ECP5: synth_ecp5 (``brainsmith.hardware.synthesis.ecp5``)
-ICE40 = "ice40"  # Lattice iCE40: synth_ice40 (``brainsmith.hardware.synthesis.ice40``)
-LATTICE = (ECP5, ICE40)  # the families whose layers need a Lattice part's fixes
+
+
+class OpenFamily(Protocol):
+    """An open family's synthesis module (``brainsmith.hardware.synthesis.ecp5`` and its
+    kind)."""
+
+    CELLS: dict[str, dict[str, int]]
+
+    def synthesis(self, top: str, netlist: str = ...) -> list[str]: ...
+
+    def counts(self, cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]: ...
+
+
+# the open families a layer is synthesised for, by name: each one's module, with its Yosys
+# commands (``synthesis``), cells (``CELLS``) and ``counts``; their layers are FINN's made for
+# the stand-in part, with the fixes a part without AMD's primitives needs (``ecp5.lattice_ready``)
+OPEN_FAMILIES: dict[str, OpenFamily] = {
+    "ecp5": ecp5, "ice40": ice40, "gowin": gowin, "gatemate": gatemate,
+}  # fmt: skip
 LUTRAM_LIBRARY = "lutrams_xcu.txt"
 WIDE_LUTRAM = 'option "ABITS" 16 {\n\t\tabits 16;'
 
@@ -294,15 +310,15 @@ def first_error(log: str) -> str:
 
 
 def count_keys(family: str) -> tuple[str, ...]:
-    """The resources counted for ``family``: ECP5's or iCE40's, else ``COUNTS``."""
-    if family in LATTICE:
-        return tuple(ecp5.CELLS if family == ECP5 else ice40.CELLS)
+    """The resources counted for ``family``: an open family's, else ``COUNTS``."""
+    if family in OPEN_FAMILIES:
+        return tuple(OPEN_FAMILIES[family].CELLS)
     return COUNTS
 
 
 def counts(stat_json: str, family: str = "") -> tuple[dict[str, int], dict[str, int]]:
     """(resource counts, other cells by type) from ``stat -json``'s file, as ``family``
-    counts them (ECP5's ``brainsmith.hardware.synthesis.ecp5.CELLS``, else Xilinx'); MissingSources
+    counts them (an open family's ``CELLS``, else Xilinx'); MissingSources
     when it is not the report Yosys writes."""
     cells: dict[str, int] = {}
     try:
@@ -313,10 +329,8 @@ def counts(stat_json: str, family: str = "") -> tuple[dict[str, int], dict[str, 
                 cells[kind] = cells.get(kind, 0) + int(number)
     except (DamagedFile, OSError, AttributeError, TypeError, ValueError) as exc:
         raise MissingSources(f"Yosys' cell counts ({stat_json}) cannot be read: {exc}") from None
-    if family == ECP5:
-        return ecp5.counts(cells)
-    if family == ICE40:
-        return ice40.counts(cells)
+    if family in OPEN_FAMILIES:
+        return OPEN_FAMILIES[family].counts(cells)
     found = dict.fromkeys(COUNTS, 0)
     other: dict[str, int] = {}
     for kind, number in sorted(cells.items()):
