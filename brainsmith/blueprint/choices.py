@@ -33,6 +33,14 @@ BOARDS: dict[str, tuple[str, str, str, int, str]] = {
     ),
     "tang-nano-9k": ("Gowin", "tang_nano_9k", "TangNano9kPlatform", 3_000_000, "tangnano9k"),
     "icebreaker": ("iCE40", "icebreaker", "ICEBreakerPlatform", 3_000_000, "ice40_generic"),
+    # described by brainsmith (hardware/board/platforms.py): amaranth-boards has no GateMate
+    "gatemate-a1-evb": (
+        "GateMate",
+        "brainsmith.hardware.board.platforms",
+        "GateMateA1EVBPlatform",
+        115_200,
+        "olimex_gatemateevb",
+    ),
 }
 LATTICE_BOARDS = tuple(BOARDS)
 NO_UART_BOARDS = tuple(name for name, row in BOARDS.items() if not row[3])

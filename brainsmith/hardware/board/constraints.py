@@ -2,7 +2,8 @@
 and its I/O attributes. ECP5: Lattice LPF for nextpnr-ecp5 (``LOCATE COMP``, ``IOBUF PORT``
 and the oscillator's ``FREQUENCY PORT``, from which nextpnr derives the PLL's output clock);
 Gowin: CST for nextpnr-himbaechel-gowin (``IO_LOC``, ``IO_PORT``); iCE40: PCF for
-nextpnr-ice40 (``set_io``, a pull-up where the board asks one).
+nextpnr-ice40 (``set_io``, a pull-up where the board asks one); GateMate: CCF for
+nextpnr-himbaechel-gatemate (``Net "port" Loc = "pad" | attribute=value;``).
 """
 
 from __future__ import annotations
@@ -59,10 +60,20 @@ def pcf(pins: Mapping[str, tuple[str, Mapping[str, str]]], title: str = "") -> s
     return "\n".join(lines) + "\n"
 
 
+def ccf(pins: Mapping[str, tuple[str, Mapping[str, str]]], title: str = "") -> str:
+    """The GateMate's CCF of ``pins`` (port -> (pad, attributes))."""
+    lines = [f"# {title}"] if title else []
+    for port, (site, attrs) in pins.items():
+        settings = "".join(f" | {key}={value}" for key, value in sorted(attrs.items()))
+        lines.append(f'Net "{port}" Loc = "{site}"{settings};')
+    return "\n".join(lines) + "\n"
+
+
 def pin_table(board: Board) -> tuple[dict[str, tuple[str, dict[str, str]]], str]:
-    """(port -> (pin, attributes), a title) of ``board``'s top, as ``cst`` and ``pcf`` take them."""
+    """(port -> (pin, attributes), a title) of ``board``'s top, as ``cst``, ``pcf`` and ``ccf``
+    take them."""
     pins = {port: (pin.site, pin.attrs) for port, pin in ports(board).items()}
-    return pins, f"{board.name} ({board.part}), from amaranth-boards"
+    return pins, f"{board.name} ({board.part}), from its platform description"
 
 
 __all__ = [
@@ -71,6 +82,7 @@ __all__ = [
     "RESET",
     "UART_RX",
     "UART_TX",
+    "ccf",
     "cst",
     "lpf",
     "pcf",

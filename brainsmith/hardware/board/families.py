@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from brainsmith.hardware.board.constraints import cst, lpf, pcf, pin_table
+from brainsmith.hardware.board.constraints import ccf, cst, lpf, pcf, pin_table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +65,16 @@ def _ice40_clock(board: Board, mhz: float, at_most: bool) -> ClockGenerator:
     return ice40_pll(board.clock_mhz, mhz, at_most)
 
 
+def _gatemate_part(platform: Any) -> tuple[str, str]:
+    return platform.device, ""
+
+
+def _gatemate_clock(board: Board, mhz: float, at_most: bool) -> ClockGenerator:
+    from brainsmith.hardware.board.gatemate_pll import gatemate_pll
+
+    return gatemate_pll(board.clock_mhz, mhz, at_most)
+
+
 FAMILIES = {
     family.name: family
     for family in (
@@ -74,6 +84,13 @@ FAMILIES = {
         ),
         BoardFamily(
             "iCE40", "board.pcf", _ice40_part, _ice40_clock, lambda board: pcf(*pin_table(board))
+        ),
+        BoardFamily(
+            "GateMate",
+            "board.ccf",
+            _gatemate_part,
+            _gatemate_clock,
+            lambda board: ccf(*pin_table(board)),
         ),
     )
 }

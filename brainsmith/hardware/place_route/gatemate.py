@@ -3,14 +3,16 @@ architecture for GateMate (``yowasp-nextpnr-himbaechel-gatemate``, with Project 
 ``gmpack`` and ``gmunpack``), all from PyPI.
 
 nextpnr-himbaechel-gatemate has no out-of-context mode, so the accelerator is placed behind
-brainsmith's host link in a part-level top (``linked.behind_link``), whose three I/O nextpnr
-places itself (``--vopt allow-unconstrained``: no board in amaranth-boards has a GateMate, so
-no pins are known). nextpnr writes the routed design as configuration text (``--vopt
-out=``), ``gmpack`` packs it into a bitstream and ``gmunpack`` reads it back, naming the
-device (``.device CCGM1A1``), which must be the part.
+brainsmith's host link: on a board (the Olimex GateMateA1-EVB, ``board.platforms``) in its
+board top, its pins in the board's CCF (``--vopt ccf=``), clocked by the CC_PLL
+(``board.gatemate_pll``); on a part alone in a part-level top (``linked.behind_link``), whose
+three I/O nextpnr places itself (``--vopt allow-unconstrained``). nextpnr writes the routed
+design as configuration text (``--vopt out=``), ``gmpack`` packs it into a bitstream and
+``gmunpack`` reads it back, naming the device (``.device CCGM1A1``), which must be the part.
 
-Part names are the devices nextpnr-himbaechel-gatemate has a chip database of (``PARTS``) but
-those it does not route here (``NOT_ROUTED``: the two-die CCGM1A2).
+Part names are the devices nextpnr-himbaechel-gatemate has a chip database of
+(``parts.GATEMATE_PARTS``) but those it does not route here (``NOT_ROUTED``: the two-die
+CCGM1A2).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from brainsmith.hardware.synthesis.gatemate import synthesis as gatemate_synthes
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
 
 FASTEST_BAUD = 3_000_000
+CELLS = "/share/gatemate/cells_bb.v"  # Yosys' GateMate blackboxes: a board top's CC_PLL
 
 
 class GateMateFamily(Family):
@@ -114,6 +117,7 @@ GATEMATE = GateMateFamily(
     tool="nextpnr_himbaechel_gatemate", logic="CPE_LT", packing=PACKING,
     resources=RESOURCES, probe=PROBE, models=MODELS, cost_models=COST_MODELS,
     cost_names=COST_NAMES, fill=FILL, link_baud=FASTEST_BAUD, clock_mhz=clock_mhz("GateMate"),
+    pins_argument=("--vopt", "ccf={}"), gate_level=True, cell_library=CELLS,
 )  # fmt: skip
 
 __all__ = [
