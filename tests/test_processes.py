@@ -58,3 +58,26 @@ def test_a_tool_that_ends_gives_its_exit_code_and_full_log(tmp_path):
     )
     with open(log) as handle:
         assert code == 3 and handle.read() == "placed\n"
+
+
+def test_a_tool_whose_webassembly_build_crashes_is_said_to_have_crashed_and_where(tmp_path):
+    """nextpnr-himbaechel-gatemate 0.11.1 stopped after routing the shipped MLP folded for
+    1,000,000 fps (the CCGM1A1, 30 November) with a wasmtime trap: its log's last line, the
+    trap's cause, read as if it were the design's error. The message says the tool crashed,
+    after which stage, and what may avoid it."""
+    log = tmp_path / "nextpnr.log"
+    log.write_text(
+        "Info: Routing complete.\n"
+        "Info: Router1 time 2.70s\n"
+        "Warning: Max frequency for clock 'accelerator.n0.ap_clk': 41.95 MHz (FAIL at 45.00 MHz)\n"
+        "Traceback (most recent call last):\n"
+        '  File "wasmtime/_func.py", line 238, in enter_wasm\n'
+        "wasmtime._trap.Trap: error while executing at wasm backtrace:\n"
+        "    0: 0x26c7e7 - <unknown>!<wasm function 4230>\n"
+        "Caused by:\n"
+        "    0: memory fault at wasm address 0x10000001c in linear memory of size 0x9bf30000\n"
+        "    1: wasm trap: out of bounds memory access\n"
+    )
+    error = yosys.first_error(str(log))
+    assert error.startswith("crashed (its WebAssembly build stopped: out of bounds memory"), error
+    assert 'after "Info: Router1 time 2.70s"' in error and "not the design's" in error, error

@@ -299,10 +299,21 @@ def failure(code: int | None, log: str, timeout: float) -> str:
     return first_error(log)
 
 
+WASM_TRAP = re.compile(r"wasm trap: (.+)$")
+
+
 def first_error(log: str) -> str:
-    """The first error line of a Yosys log (the last line when none says ERROR)."""
+    """The first error line of a Yosys or nextpnr log (the last line when none says ERROR);
+    for a tool whose WebAssembly build crashed (a wasmtime trap), that it crashed, with the
+    trap and the last line it logged before."""
     with open(log, errors="replace") as handle:
         lines = [line.strip() for line in handle if line.strip()]
+    trap = next((found[1] for line in lines if (found := WASM_TRAP.search(line))), None)
+    if trap is not None:
+        logged = [line for line in lines if line.startswith("Info:")]
+        after = f' after "{logged[-1]}"' if logged else ""
+        return (f"crashed (its WebAssembly build stopped: {trap}){after}, a fault of the "
+                "tool, not the design's: another folding (--target-fps) or clock may avoid it")  # fmt: skip
     for line in lines:
         if "ERROR" in line:
             return re.sub(rf"/?{MOUNT.strip('/')}/(?:src|{DATA})/", "", line)
