@@ -8,9 +8,11 @@ tools' caches of this run only (a private cache folder).
     .venv/bin/python -m benchmarks.board_families [--boards tang-primer-20k,icebreaker]
         [--parts LIFCL-40-9BG400C,CCGM1A1]
         [--zoo tang-primer-20k:jet_tagger,tang-primer-20k:tfc_w2a2]
+        [--again "gatemate-a1-evb:--target-fps 20000"]
 
 ``--zoo BOARD:NAME,...`` also builds zoo networks for a board the same way, with no
-blueprint and with the network's own vectors (``--input``, ``--expected``). Writes
+blueprint and with the network's own vectors (``--input``, ``--expected``); ``--again
+BOARD:FLAGS`` builds the shipped MLP for a board once more with those flags added. Writes
 benchmarks/results/board_families.json (wall and CPU seconds, the clock asked and reached,
 the folding's estimate beside what nextpnr placed, throughput, the gate-level check, the
 load, the machine) and its section of benchmarks/RESULTS.md.
@@ -35,8 +37,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULT = HERE / "results" / "board_families.json"
 HEADING = "## The shipped MLP on a board of each family (build --board B --bitstream)"
-BOARDS = ("ulx3s-85f", "tang-primer-20k", "tang-nano-9k", "icebreaker")
-PARTS = ("LIFCL-40-9BG400C", "CCGM1A1")  # the families with no board
+BOARDS = ("ulx3s-85f", "tang-primer-20k", "tang-nano-9k", "icebreaker", "gatemate-a1-evb")
+PARTS = ("LIFCL-40-9BG400C",)  # the family with no board
 COMMAND = (
     "brainsmith build {repo}/examples/models/mlp_4bit.onnx {repo}/blueprints/mlp.yaml "
     "--{target} --bitstream -o {out}"
@@ -66,7 +68,10 @@ def placed(folder: Path) -> dict:
 
 
 def measure(
-    boards: tuple[str, ...], zoo: tuple[tuple[str, str], ...] = (), parts: tuple[str, ...] = ()
+    boards: tuple[str, ...],
+    zoo: tuple[tuple[str, str], ...] = (),
+    parts: tuple[str, ...] = (),
+    again: tuple[tuple[str, str], ...] = (),
 ) -> dict:
     runs: dict[str, dict] = {}
     record: dict = {}
@@ -85,10 +90,13 @@ def measure(
         builds += [(board, name, ZOO_COMMAND.format(zoo=ZOO, name=name, board=board,
                                                     out=f"{board}-{name}"))
                    for board, name in zoo]  # fmt: skip
+        builds += [(board, f"mlp {flags}", COMMAND.format(repo=REPO, target=f"board {board}",
+                                                          out=f"{board}-again{n}") + f" {flags}")
+                   for n, (board, flags) in enumerate(again)]  # fmt: skip
         with watching_load(record):
             for board, network, command in builds:
                 key = board if network == "mlp" else f"{board}:{network}"
-                out = folder / key.replace(":", "-")
+                out = folder / shlex.split(command)[shlex.split(command).index("-o") + 1]
                 run: dict = {"command": command.replace(f"{REPO}/", ""), "network": network}
                 try:
                     run.update(timed(shlex.split(command), folder))
@@ -150,10 +158,13 @@ def main() -> int:
     parser.add_argument("--boards", default=",".join(BOARDS), help="comma-separated boards")
     parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated parts")
     parser.add_argument("--zoo", default="", help="BOARD:NAME,... zoo networks to build too")
+    parser.add_argument("--again", action="append", default=[],
+                        help="BOARD:FLAGS: the MLP for BOARD once more, these flags added")  # fmt: skip
     args = parser.parse_args()
     zoo = tuple(tuple(item.split(":", 1)) for item in args.zoo.split(",") if item)
+    again = tuple(tuple(item.split(":", 1)) for item in args.again)
     boards, parts = (tuple(x for x in a.split(",") if x) for a in (args.boards, args.parts))
-    data = {**measure(boards, zoo, parts), "machine": machine_info()}  # type: ignore[arg-type]
+    data = {**measure(boards, zoo, parts, again), "machine": machine_info()}  # type: ignore[arg-type]
     return publish(data, section(data), RESULT, HEADING)
 
 

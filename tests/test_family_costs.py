@@ -1,7 +1,7 @@
 """The folding of every open family costed in its parts' own resources, in models fitted to
 Yosys' synthesis of single layers for that family: an iCE40's (products in logic cells, 4
 Kbit block RAMs), a Gowin's (a flip-flop's pass-through LUT counted), a GateMate's (CPE
-halves, products in logic, 20 Kbit block RAM halves); a single layer synthesised for each
+halves, 20 Kbit block RAM halves, its CC_MULT multipliers counted); a single layer synthesised for each
 within the error of its fit, the cells counted as each family's nextpnr counted them in
 whole builds, the iCEBreaker's build folded to fit its logic cells where FINN's stand-in
 would have needed three times the part, a GateMate build costed on its CPE halves."""

@@ -95,7 +95,7 @@ PACKING = GateMatePacking(
 RESOURCES = {"LT": "CPE_LT", "FF": "CPE_FF", "RAM": "RAM_HALF"}
 MODELS = (
     "models fitted to Yosys synth_gatemate (LUT trees and full adders as the CPE halves "
-    "nextpnr counts, products in logic, 20 Kbit block RAM halves)"
+    "nextpnr counts, 20 Kbit block RAM halves; its multipliers, built of CPEs, not costed)"
 )
 COST_MODELS = "gatemate"  # brainsmith/frameworks/finn/rtl_costs_gatemate.json
 COST_NAMES = {"LT": "LUT4", "RAM": "EBR"}
