@@ -26,7 +26,10 @@ def build_command(tmp_path: Path, *arguments: str, model: Path = MLP) -> Ran:
 def test_an_unknown_board_lists_finns_boards_and_the_lattice_ones(tmp_path):
     done = build_command(tmp_path, "--board", "ulx3s-65f")
     assert done.returncode == 2, done.stderr
-    assert "Pynq-Z1" in done.stderr and "or an ECP5, Gowin or iCE40 board: ulx3s-12f" in done.stderr
+    assert (
+        "Pynq-Z1" in done.stderr
+        and "or an ECP5, Gowin, iCE40 or GateMate board: ulx3s-12f" in done.stderr
+    )
     assert "ulx3s-85f" in done.stderr and not (tmp_path / "out").exists()
 
 
@@ -34,7 +37,7 @@ def test_an_unknown_board_lists_finns_boards_and_the_lattice_ones(tmp_path):
 def test_a_bitstream_without_a_lattice_board_is_refused_naming_the_boards(tmp_path, board):
     done = build_command(tmp_path, *board, "--bitstream")
     assert done.returncode == 2, done.stderr
-    assert "build.bitstream needs an ECP5, Gowin or iCE40 board" in done.stderr
+    assert "build.bitstream needs an ECP5, Gowin, iCE40 or GateMate board" in done.stderr
     assert "ulx3s-85f" in done.stderr and not (tmp_path / "out").exists()
     assert "orangecrab" not in done.stderr  # no host link reaches it
 

@@ -434,7 +434,7 @@ def test_board_builds_every_variant_for_that_board(tmp_path):
 @pytest.mark.parametrize(
     ("space", "flags", "said"),
     [
-        (LATTICE_SPACE, ["--board", "ulx3s-86f"], "ECP5, Gowin or iCE40 board: ulx3s-12f"),
+        (LATTICE_SPACE, ["--board", "ulx3s-86f"], "ECP5, Gowin, iCE40 or GateMate board: ulx3s-12f"),
         (LATTICE_SPACE.replace("target_fps: [10000, 20000]", "fpga_part: [xc7z020clg400-1, "
                                "xczu7ev-ffvc1156-2-e]"),
          ["--board", "ulx3s-85f"], "--board and the design space's build.fpga_part both"),

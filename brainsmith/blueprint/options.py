@@ -47,7 +47,7 @@ BUILD_KEYS = {
     "Nexus, iCE40, Gowin or GateMate part such as LFE5U-85F-6BG381C, LIFCL-40-9BG400C or "
     "CCGM1A1 (every layer RTL, FINN "
     "folding for a stand-in 7-series part) (or board, not both)",
-    "board": "a board name: FINN's, such as Pynq-Z1 or U250, or an ECP5, Gowin or iCE40 board "
+    "board": "a board name: FINN's, such as Pynq-Z1 or U250, or an ECP5, Gowin, iCE40 or GateMate board "
     "brainsmith makes bitstreams for, such as ulx3s-85f or tang-primer-20k (or fpga_part, not "
     "both)",
     "clock_ns": "the target clock period in nanoseconds, from 0.1 (10 GHz) to 1,000,000",

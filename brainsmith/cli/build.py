@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     "board",
     metavar="BOARD",
     help="A board instead of a part (build.board): one of FINN's (Pynq-Z1, U250, ...) or an "
-    "ECP5, Gowin or iCE40 board brainsmith makes bitstreams for (ulx3s-85f, tang-primer-20k, "
+    "ECP5, Gowin, iCE40 or GateMate board brainsmith makes bitstreams for (ulx3s-85f, tang-primer-20k, "
     "icebreaker, ...; every layer RTL, FINN folding for a stand-in 7-series part).",
 )
 @click.option(
@@ -93,9 +93,9 @@ if TYPE_CHECKING:
     "--bitstream",
     "After the last step, make the board's bitstream behind brainsmith's UART host link "
     "with Yosys and its family's nextpnr at the build's clock: BUILD/bitstream/BOARD.bit "
-    "(build.bitstream; needs --board with an ECP5, Gowin or iCE40 board, or --part with a "
-    "Nexus part: "
-    "nextpnr-nexus and prjoxide, pins of brainsmith's choosing, BUILD/bitstream/PART.bit).",
+    "(build.bitstream; needs --board with an ECP5, Gowin, iCE40 or GateMate board, or --part "
+    "with a part of one of those families or a Nexus part, placed alone: "
+    "BUILD/bitstream/PART.bit).",
 )
 @click.option(
     "--refold-rounds",

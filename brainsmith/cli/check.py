@@ -38,7 +38,7 @@ HEAD = ("node", "op type", "kernel", "backend")  # then the reason, "why"
     "--board",
     metavar="BOARD",
     help="A board instead of a part (as for build): one of FINN's (Pynq-Z1, U250, ...) or a "
-    "ECP5, Gowin or iCE40 board (ulx3s-85f, tang-primer-20k, icebreaker, ...; every layer RTL).",
+    "ECP5, Gowin, iCE40 or GateMate board (ulx3s-85f, tang-primer-20k, icebreaker, ...; every layer RTL).",
 )
 @click.option(
     "--prefer",

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     "--board",
     metavar="BOARD",
     help="Build every variant for this board instead (as for build): one of FINN's or a "
-    "ECP5, Gowin or iCE40 board (ulx3s-85f, tang-primer-20k, icebreaker, ...; every layer RTL).",
+    "ECP5, Gowin, iCE40 or GateMate board (ulx3s-85f, tang-primer-20k, icebreaker, ...; every layer RTL).",
 )
 @quiet_option()
 def explore(

@@ -98,9 +98,10 @@ def _refuse_bitstream(options: BuildOptions) -> None:
         )  # fmt: skip
         raise BuildError.setup(
             f"build.bitstream needs an {board_families(LINKED_BOARDS)} board with a USB "
-            f"UART (build.board) or a Lattice Nexus part (build.fpga_part), {target}",
-            "set one of " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f), or a Nexus "
-            f"part (--part {NEXUS_EXAMPLES[0]})",
+            f"UART (build.board) or a part of those families or Nexus (build.fpga_part), "
+            f"{target}",
+            "set one of " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f), or a part "
+            f"(--part {NEXUS_EXAMPLES[0]}, --part CCGM1A1)",
         )
 
 
