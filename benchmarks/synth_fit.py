@@ -87,13 +87,18 @@ class Target:
 
 
 def target(family: str) -> Target:
-    from brainsmith.frameworks.finn.rtl_costs import TERMS, TERMS_OF
+    from brainsmith.frameworks.finn.rtl_costs import FAMILY_TERMS, LOGIC_PRODUCT_TERMS, TERMS
     from brainsmith.planning.lattice import STAND_IN_PART
+
+    # each open family's terms: ECP5's, but an iCE40's products are all logic cells (its
+    # synth_ice40 maps none to the UP5K's SB_MAC16); a GateMate's are its CC_MULT cells
+    terms_of = {"ecp5": FAMILY_TERMS, "gowin": FAMILY_TERMS, "gatemate": FAMILY_TERMS,
+                "ice40": LOGIC_PRODUCT_TERMS}  # fmt: skip
 
     if family in OPEN_PARTS:
         costs = COSTS.with_name(f"rtl_costs_{family}.json")
         results = HERE / "results" / f"synth_fit_{family}.json"
-        return Target(family, STAND_IN_PART, TERMS_OF[family], costs, results, ())
+        return Target(family, STAND_IN_PART, terms_of[family], costs, results, ())
     return Target(FAMILY, PART, TERMS, COSTS, HERE / "results" / "synth_fit.json", SEVEN_SERIES)
 
 
@@ -888,7 +893,7 @@ def main() -> int:
     shipped = {
         "part": OPEN_PARTS[args.family] if ecp5 else PART,
         "family": fitting.family,
-        **({"layers_made_for": fitting.part} if ecp5 else {}),
+        **({"layers_made_for": fitting.part, "memories": memories(args.family)} if ecp5 else {}),
         "source": "benchmarks/synth_fit.py: least squares on Yosys' counts",
         "kinds": {
             kind: {
@@ -947,6 +952,16 @@ def main() -> int:
     print(f"\n{seconds:.0f} s; load average {load_before[0]:.1f} -> {load_after[0]:.1f}")
     print(f"-> {out.relative_to(REPO)}, {fitting.costs.relative_to(REPO)}")
     return 0
+
+
+def memories(family: str) -> dict:
+    """The block RAM shapes and distributed RAM of an open family, as its synthesis module
+    gives them, for its models' weight memories (``rtl_costs.family_memories``)."""
+    from brainsmith.hardware.synthesis.yosys import OPEN_FAMILIES
+
+    module = OPEN_FAMILIES[family]
+    return {"block_ram": [list(shape) for shape in module.BLOCK_RAM_SHAPES],
+            "distributed_ram_luts": module.DISTRIBUTED_RAM_LUTS}  # fmt: skip
 
 
 def _sweep(ecp5: bool) -> dict[str, list[tuple[dict, bool]]]:

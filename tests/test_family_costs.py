@@ -32,7 +32,8 @@ LOGIC_PRODUCTS = (ICE40,)  # the families whose products are all logic cells
 @pytest.mark.parametrize("family", OPEN, ids=lambda family: family.name)
 def test_the_shipped_models_are_the_fitted_kinds_with_their_errors(family):
     shipped = rtl_costs.family_coefficients(family.cost_models)
-    terms = rtl_costs.TERMS_OF[family.cost_models]
+    logic = family in LOGIC_PRODUCTS
+    terms = rtl_costs.LOGIC_PRODUCT_TERMS if logic else rtl_costs.FAMILY_TERMS
     assert set(shipped) == set(terms) == set(rtl_costs.FAMILY_KINDS)
     for kind, resources in shipped.items():
         assert tuple(resources) == rtl_costs.FAMILY_RESOURCES
@@ -44,11 +45,19 @@ def test_the_shipped_models_are_the_fitted_kinds_with_their_errors(family):
         assert "PE*SIMD*hard_products*w_bits*in_bits" in shipped["MVAU_rtl"]["LUT4"]["terms"]
 
 
-def test_a_weight_memory_on_an_ice40_is_counted_in_4_kbit_block_rams():
-    """A matrix layer's 1,024 words of 16 bits fill four SB_RAM40_4K (256 x 16 each), where an
-    ECP5 needs one DP16KD (1,024 x 18)."""
-    assert rtl_costs.ebr_blocks(1024, 16, rtl_costs.ICE40_EBR_SHAPES) == 4
+def test_a_weight_memory_is_counted_in_the_family_s_own_block_rams():
+    """A matrix layer's 1,024 words of 16 bits fill four SB_RAM40_4K (256 x 16 each) of an
+    iCE40, where an ECP5 needs one DP16KD (1,024 x 18); each family's models name its shapes
+    (from its synthesis module) and whether it has distributed RAM."""
+    from brainsmith.hardware.synthesis.yosys import OPEN_FAMILIES
+
+    ice40_shapes, ice40_luts = rtl_costs.family_memories(ICE40.cost_models)
+    assert rtl_costs.ebr_blocks(1024, 16, ice40_shapes) == 4 and ice40_luts == 0
     assert rtl_costs.ebr_blocks(1024, 16) == 1
+    for family in (ICE40, GOWIN, GATEMATE):
+        module = OPEN_FAMILIES[family.cost_models]
+        assert rtl_costs.family_memories(family.cost_models) == (
+            module.BLOCK_RAM_SHAPES, module.DISTRIBUTED_RAM_LUTS)  # fmt: skip
 
 
 @pytest.mark.parametrize("family", [ICE40, GOWIN, GATEMATE], ids=lambda family: family.name)

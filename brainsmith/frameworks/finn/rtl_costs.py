@@ -221,27 +221,11 @@ LOGIC_PRODUCT_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
         "MULT18": ("1",),
     },
 }
-# a family's models -> their terms
-# (a GateMate's products are its CC_MULT, built of its logic by nextpnr: counted as MULT18)
-TERMS_OF = {
-    "ecp5": FAMILY_TERMS, "gowin": FAMILY_TERMS, "gatemate": FAMILY_TERMS,
-    "ice40": LOGIC_PRODUCT_TERMS,
-}  # fmt: skip
-# DP16KD's shapes (words, bits): 18 Kbit, 36 bits wide with one read and one write port
+# DP16KD's shapes (words, bits): 18 Kbit, 36 bits wide with one read and one write port (the
+# block RAM of a family's models that name none of their own: ``family_memories``)
 EBR_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
-# SB_RAM40_4K's (iCE40): 4 Kbit, 16 bits wide at most
-ICE40_EBR_SHAPES = ((2048, 2), (1024, 4), (512, 8), (256, 16))
-# CC_BRAM_20K's (GateMate: half a 40 Kbit block, the EBR its models count), 40 bits at most
-GATEMATE_EBR_SHAPES = ((16384, 1), (8192, 2), (4096, 5), (2048, 10), (1024, 20), (512, 40))
 DPRAM_WORDS, DPRAM_BITS = 16, 4  # TRELLIS_DPR16X4 (Gowin: RAM16SDP4), distributed RAM
 DPRAM_LUTS = 6  # LUT4s the family's nextpnr counts for one TRELLIS_DPR16X4 (slices A, B and C)
-# a family's block RAM shapes (its EBR) and the LUT4s a 16x4 distributed RAM takes, 0 for a
-# family without distributed RAM (Gowin's DP16KD-shaped BSRAM; RAM16SDP4 as
-# ``brainsmith.hardware.synthesis.gowin`` counts it)
-MEMORIES: dict[str, tuple[tuple[tuple[int, int], ...], int]] = {
-    "ecp5": (EBR_SHAPES, DPRAM_LUTS), "gowin": (EBR_SHAPES, 4),
-    "ice40": (ICE40_EBR_SHAPES, 0), "gatemate": (GATEMATE_EBR_SHAPES, 0),
-}  # fmt: skip
 
 
 @cache
@@ -292,8 +276,22 @@ def family_estimate(
     return {resource: float(round(value)) for resource, value in found.items()}
 
 
+@cache
+def family_memories(name: str) -> tuple[tuple[tuple[int, int], ...], int]:
+    """(the block RAM shapes, words and bits; the LUT4s a 16x4 distributed RAM takes, 0
+    without one) of the family whose models are ``name``, as its fitted models name them
+    (``rtl_costs_<name>.json``'s ``memories``, from the family's synthesis module); ECP5's
+    where they name none."""
+    try:
+        found = _shipped_file(f"rtl_costs_{name}.json").get("memories") or {}
+    except FileNotFoundError:
+        found = {}
+    shapes = tuple((int(words), int(bits)) for words, bits in found.get("block_ram", ()))
+    return shapes or EBR_SHAPES, int(found.get("distributed_ram_luts", DPRAM_LUTS))
+
+
 def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[str, float]:
-    """A matrix layer's weights on an open family's part (``MEMORIES``), ``MW * MH / (SIMD *
+    """A matrix layer's weights on an open family's part (``family_memories``), ``MW * MH / (SIMD *
     PE)`` words of ``SIMD * PE`` weights: in distributed RAM (``ram_style: distributed``, where
     the family has it) 16x4 RAMs of the family's LUT4s each, with a LUT4 per bit for every two
     further banks of 16 words (the read multiplexer); else in block RAM, the family's shape
@@ -302,7 +300,7 @@ def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[s
     simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
     depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
     width = simd * pe * _bits(layer, "w_bits")
-    shapes, dpram_luts = MEMORIES.get(cost_models, MEMORIES["ecp5"])
+    shapes, dpram_luts = family_memories(cost_models)
     if dpram_luts and layer.get_nodeattr("ram_style") == "distributed":
         banks = math.ceil(depth / DPRAM_WORDS)
         rams = banks * math.ceil(width / DPRAM_BITS)

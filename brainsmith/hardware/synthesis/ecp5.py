@@ -30,6 +30,18 @@ CELLS: dict[str, dict[str, int]] = {
     "EBR": {"DP16KD": 1},
 }
 
+# the block RAM a layer's memories take (DP16KD: 18 Kbit, its shapes in words and bits) and
+# the LUT4s of a 16x4 distributed RAM (``DPRAM_LUTS``), written with the fitted models
+BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...] = (
+    (16384, 1),
+    (8192, 2),
+    (4096, 4),
+    (2048, 9),
+    (1024, 18),
+    (512, 36),
+)
+DISTRIBUTED_RAM_LUTS: int = DPRAM_LUTS
+
 
 def synthesis(top: str, netlist: str = "") -> list[str]:
     """``synth_ecp5`` with products whose narrower factor has at most SOFT_PRODUCT_BITS bits
@@ -217,7 +229,9 @@ def counts(cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
 
 
 __all__ = [
+    "BLOCK_RAM_SHAPES",
     "CELLS",
+    "DISTRIBUTED_RAM_LUTS",
     "DPRAM_LUTS",
     "LATTICE_FIXES",
     "SOFT_PRODUCT_BITS",

@@ -34,6 +34,18 @@ CELLS: dict[str, dict[str, int]] = {
 # LUT trees, which nextpnr-himbaechel-gatemate places, and no 8:1 multiplexers
 SYNTH = "synth_gatemate -top {top} -luttree -nomx8"
 
+# the block RAM a layer's memories take (CC_BRAM_20K: half a 40 Kbit block, 40 bits wide at
+# most); no distributed RAM (0), written with the fitted models
+BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...] = (
+    (16384, 1),
+    (8192, 2),
+    (4096, 5),
+    (2048, 10),
+    (1024, 20),
+    (512, 40),
+)
+DISTRIBUTED_RAM_LUTS: int = 0
+
 
 def synthesis(top: str, netlist: str = "") -> list[str]:
     """``synth_gatemate`` with every memory's asked style cleared before block RAMs are
@@ -48,4 +60,4 @@ def counts(cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
     return counted_as(cells, CELLS)
 
 
-__all__ = ["CELLS", "SYNTH", "counts", "synthesis"]
+__all__ = ["BLOCK_RAM_SHAPES", "CELLS", "DISTRIBUTED_RAM_LUTS", "SYNTH", "counts", "synthesis"]

@@ -39,6 +39,18 @@ CELLS: dict[str, dict[str, int]] = {
     "EBR": dict.fromkeys(BLOCK_RAMS, 1),
 }
 
+# the block RAM a layer's memories take (BSRAM: 18 Kbit, DP16KD's shapes) and the LUT4s of a
+# 16x4 LUT-RAM (RAM16SDP4, as ``CELLS`` counts it), written with the fitted models
+BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...] = (
+    (16384, 1),
+    (8192, 2),
+    (4096, 4),
+    (2048, 9),
+    (1024, 18),
+    (512, 36),
+)
+DISTRIBUTED_RAM_LUTS: int = 4
+
 
 def synthesis(top: str, netlist: str = "") -> list[str]:
     """``synth_gowin`` (writing the JSON ``netlist`` nextpnr reads, none when empty)."""
@@ -51,4 +63,13 @@ def counts(cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
     return counted_as(cells, CELLS)
 
 
-__all__ = ["BLOCK_RAMS", "CELLS", "FLIP_FLOPS", "PASS_THROUGH", "counts", "synthesis"]
+__all__ = [
+    "BLOCK_RAMS",
+    "BLOCK_RAM_SHAPES",
+    "CELLS",
+    "DISTRIBUTED_RAM_LUTS",
+    "FLIP_FLOPS",
+    "PASS_THROUGH",
+    "counts",
+    "synthesis",
+]

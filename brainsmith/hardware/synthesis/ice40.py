@@ -30,6 +30,11 @@ CELLS: dict[str, dict[str, int]] = {
     "EBR": {"SB_RAM40_4K": 1, "SB_RAM40_4KNR": 1, "SB_RAM40_4KNW": 1, "SB_RAM40_4KNRNW": 1},
 }
 
+# the block RAM a layer's memories take (SB_RAM40_4K: 4 Kbit, 16 bits wide at most); no
+# distributed RAM (0), written with the fitted models
+BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...] = ((2048, 2), (1024, 4), (512, 8), (256, 16))
+DISTRIBUTED_RAM_LUTS: int = 0
+
 
 def synthesis(top: str, netlist: str = "") -> list[str]:
     """``synth_ice40`` with every memory's asked style cleared before memories are mapped,
@@ -43,4 +48,4 @@ def counts(cells: dict[str, int]) -> tuple[dict[str, int], dict[str, int]]:
     return counted_as(cells, CELLS)
 
 
-__all__ = ["CELLS", "FLIP_FLOPS", "counts", "synthesis"]
+__all__ = ["BLOCK_RAM_SHAPES", "CELLS", "DISTRIBUTED_RAM_LUTS", "FLIP_FLOPS", "counts", "synthesis"]

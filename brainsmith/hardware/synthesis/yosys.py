@@ -217,6 +217,8 @@ class OpenFamily(Protocol):
     kind)."""
 
     CELLS: dict[str, dict[str, int]]
+    BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...]  # a block RAM's shapes: (words, bits)
+    DISTRIBUTED_RAM_LUTS: int  # the LUT4s of a 16x4 distributed RAM; 0: none
 
     def synthesis(self, top: str, netlist: str = ...) -> list[str]: ...
 
