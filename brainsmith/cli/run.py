@@ -92,7 +92,10 @@ def run(
 
 def summary(outcome: RunOutcome) -> list[str]:
     """The run's lines: where, how fast over the link, the accelerator's throughput and
-    latency in the report's words (``brainsmith.report.pace``)."""
+    latency in the report's words (``brainsmith.report.pace``), what the build's link (its
+    rate) would carry."""
+    from brainsmith.hardware.board.driver import DEFAULT_BAUD
+
     figures = outcome.figures
     where = (
         f"simulated board ({figures.port}, {outcome.clks_per_bit} clocks per bit)"
@@ -110,13 +113,14 @@ def summary(outcome: RunOutcome) -> list[str]:
     else:
         pace = f"latency {frame}; the build names no clock"
     bits = "simulated, wall clock" if figures.simulated else "wall clock"
+    baud = figures.baud or DEFAULT_BAUD  # the build's link, as its bitstream was made
     in_bytes, out_bytes = figures.in_bytes, figures.bytes_per_frame - figures.in_bytes
     return [
         f"{where}: design {outcome.design_hash[:16]}, this build's",
         f"{figures.frames} frames in {figures.seconds:.3f} s: {figures.fps:,.1f} frames/s "
         f"over the link ({bits})",
         f"accelerator {pace}",
-        f"at 3,000,000 baud the link would carry {figures.wire_fps(3_000_000):,.0f} frames/s "
+        f"at {baud:,} baud the link would carry {figures.wire_fps(baud):,.0f} frames/s "
         f"({figures.bytes_per_frame} bytes a frame: {in_bytes} in, {out_bytes} out)",
     ]
 
