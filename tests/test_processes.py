@@ -81,3 +81,39 @@ def test_a_tool_whose_webassembly_build_crashes_is_said_to_have_crashed_and_wher
     error = yosys.first_error(str(log))
     assert error.startswith("crashed (its WebAssembly build stopped: out of bounds memory"), error
     assert 'after "Info: Router1 time 2.70s"' in error and "not the design's" in error, error
+
+
+# a nextpnr stand-in: its seed read from its arguments; with seed 1 it traps as
+# nextpnr-himbaechel-gatemate 0.11.1 did after routing, or fails plainly when told to
+NEXTPNR = (
+    'for a in "$@"; do [ "$prev" = --seed ] && seed=$a; prev=$a; done; '
+    'echo "Info: Routing complete."; '
+    'if [ "$seed" = 1 ]; then [ -n "$PLAIN" ] && exit 1; '
+    'echo "    1: wasm trap: out of bounds memory access"; exit 1; fi; '
+    'echo "Info: Program finished normally."'
+)
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_crashed_nextpnr_runs_once_more_with_the_next_seed_and_says_so(tmp_path, plain):
+    """The crash follows the placement (seed 2 routed the same design to its end): a run
+    whose WebAssembly build trapped runs again with seed 2, its seconds added to the stage's;
+    a plain failure is not run again."""
+    from brainsmith.hardware.place_route.toolchain import run_nextpnr
+    from brainsmith.hardware.plan import Stages
+
+    command = ["sh", "-c", NEXTPNR, "nextpnr", "--freq", "45", "--seed", "1"]
+    env = {"PLAIN": "1"} if plain else {}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        with Stages() as stages:
+            code, log, said = run_nextpnr(stages, "place_route", command, str(tmp_path), 60)
+    if plain:
+        assert (code, said) == (1, "") and log.endswith("nextpnr.log")
+        assert not (tmp_path / "nextpnr-reseeded.log").exists()
+        return
+    assert code == 0 and log.endswith("nextpnr-reseeded.log"), log
+    assert said.startswith("seed 2: nextpnr crashed with seed 1 (crashed (its WebAssembly"), said
+    assert "Program finished normally" in (tmp_path / "nextpnr-reseeded.log").read_text()
+    assert set(stages.seconds) == {"place_route"}

@@ -42,10 +42,10 @@ from brainsmith.hardware.place_route.report import cell_counts, parse_report
 from brainsmith.hardware.place_route.staging import NETLIST as NETLIST_JSON
 from brainsmith.hardware.place_route.staging import stage, yosys_script
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.place_route.toolchain import SEED, Family, Nextpnr
+from brainsmith.hardware.place_route.toolchain import SEED, Family, Nextpnr, run_nextpnr
 from brainsmith.hardware.plan import Plan, Stages, read_entry, remove, stored, write_entry
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
-from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
+from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
 
 TYPE_CHECKING = False
@@ -224,7 +224,7 @@ def bitstream(
         found.asked_mhz = float(mhz)
         return found
     stage(target.full, workdir, target.script(), dict([target.pins]))
-    content, seconds = _run_tools(target, workdir, timeout, synthesised)
+    content, seconds = _run_tools(target, workdir, timeout, synthesised, tools)
     if not stored(path, content):
         raise BitstreamError(f"{path} cannot be written", "check the disk and its rights")
     remove(os.path.join(workdir, PARTIAL))
@@ -250,11 +250,13 @@ def _run_tools(
     workdir: str,
     timeout: float,
     synthesised: Callable[[str, int], None] | None,
+    tools: dict[str, str],
 ) -> tuple[bytes, dict[str, float]]:
     """Yosys, nextpnr, the packer and the unpacker run on the staged ``workdir`` one after
     another (``synthesised`` told of the netlist before nextpnr runs): the bitstream, read
-    back as one for the board's part, and each stage's seconds; BitstreamError with the
-    first error of a tool that failed."""
+    back as one for the board's part, and each stage's seconds (``tools`` gains
+    ``nextpnr_seed`` when nextpnr crashed and ran again with another seed); BitstreamError
+    with the first error of a tool that failed."""
     family, packing = target.family, target.packing
     with Stages() as stages:
         code, log = stages.run("synth", run_yosys, workdir, timeout)
@@ -264,7 +266,9 @@ def _run_tools(
         if synthesised is not None:
             synthesised(os.path.join(workdir, NETLIST), target.clocks_per_bit)
         command = [*family.command(), *nextpnr_arguments(target)]
-        code, log = stages.run("place_route", run_mounted, command, workdir, "nextpnr.log", timeout)
+        code, log, reseeded = run_nextpnr(stages, "place_route", command, workdir, timeout)
+        if reseeded:
+            tools["nextpnr_seed"] = reseeded
         configuration = os.path.join(workdir, packing.routed)
         if code != 0:
             try:

@@ -30,7 +30,7 @@ from brainsmith.hardware.place_route.report import (
 )
 from brainsmith.hardware.place_route.staging import stage
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.place_route.toolchain import Family, Nextpnr, Placed
+from brainsmith.hardware.place_route.toolchain import Family, Nextpnr, Placed, run_nextpnr
 from brainsmith.hardware.plan import Plan, Stages, read_entry, remove, stored, write_entry
 from brainsmith.hardware.synthesis.yosys import Yosys, failure, first_error, run_mounted
 from brainsmith.hardware.synthesis.yosys import run as run_yosys
@@ -101,7 +101,9 @@ def place_route(
         if code != 0 or not os.path.isfile(os.path.join(workdir, "design.json")):
             raise PlaceRouteError(f"{synth}: {failure(code, log, timeout)}", f"see {log}")
         arguments = [*family.command(), *placed.arguments]
-        code, log = stages.run("nextpnr", run_mounted, arguments, workdir, "nextpnr.log", timeout)
+        code, log, reseeded = run_nextpnr(stages, "nextpnr", arguments, workdir, timeout)
+        if reseeded:
+            placed = replace(placed, placed=f"{placed.placed}; placed with {reseeded}")
         report = os.path.join(workdir, "report.json")
         if code not in (0, None) and family.reroute and UNROUTED in first_error(log):
             unrouted = first_error(log).removeprefix("ERROR: ")

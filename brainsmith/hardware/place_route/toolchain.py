@@ -25,9 +25,10 @@ from typing import Any
 from brainsmith.hardware.place_route.errors import NotUsable
 from brainsmith.hardware.place_route.staging import NETLIST, yosys_script
 from brainsmith.hardware.place_route.stitched_sources import StitchedDesign
-from brainsmith.hardware.plan import yowasp_tool
+from brainsmith.hardware.plan import Stages, yowasp_tool
 from brainsmith.hardware.processes import TooMuchOutput, run_bounded
 from brainsmith.hardware.synthesis.layer_sources import MOUNT
+from brainsmith.hardware.synthesis.yosys import crashed, first_error, run_mounted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from brainsmith.hardware.place_route.parts import Part
 
 SEED = 1  # nextpnr's placement seed: the same design places the same way
+RESEED = SEED + 1  # the seed of nextpnr's second run after its WebAssembly build crashed
 VERSION_TIMEOUT = 600.0  # the first run compiles the WebAssembly
 
 
@@ -63,6 +65,26 @@ class Nextpnr:
 
 
 _STARTED: dict[tuple[str, ...], Nextpnr] = {}  # command and package version -> its answer
+
+
+def run_nextpnr(
+    stages: Stages, stage: str, command: list[str], workdir: str, timeout: float
+) -> tuple[int | None, str, str]:
+    """nextpnr's ``command`` run in ``workdir`` as ``stage`` of ``stages``: (exit code, log,
+    what was done beyond one run). When its WebAssembly build crashes, a fault of the tool
+    that follows the placement (nextpnr-himbaechel-gatemate 0.11.1 trapped after routing the
+    shipped MLP folded for 1,000,000 fps with seed 1, not with seed 2), it runs once more
+    with seed ``RESEED``, its seconds added to the stage's."""
+    code, log = stages.run(stage, run_mounted, command, workdir, "nextpnr.log", timeout)
+    if code in (0, None) or not crashed(log):
+        return code, log, ""
+    first = stages.seconds[stage]
+    seeded = [*command]
+    seeded[seeded.index("--seed") + 1] = str(RESEED)
+    said = f"seed {RESEED}: nextpnr crashed with seed {SEED} ({first_error(log)}; nextpnr.log)"
+    code, log = stages.run(stage, run_mounted, seeded, workdir, "nextpnr-reseeded.log", timeout)
+    stages.seconds[stage] = round(stages.seconds[stage] + first, 2)
+    return code, log, said
 
 
 def nextpnr_arguments(part_arguments: list[str], mhz: float) -> list[str]:
@@ -328,4 +350,5 @@ __all__ = [
     "flip_flop_probe",
     "install_hint",
     "nextpnr_arguments",
+    "run_nextpnr",
 ]

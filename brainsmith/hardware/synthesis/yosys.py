@@ -304,6 +304,15 @@ def failure(code: int | None, log: str, timeout: float) -> str:
 WASM_TRAP = re.compile(r"wasm trap: (.+)$")
 
 
+def crashed(log: str) -> bool:
+    """Whether the tool whose log is ``log`` crashed: its WebAssembly build trapped."""
+    try:
+        with open(log, errors="replace") as handle:
+            return any(WASM_TRAP.search(line) for line in handle)
+    except OSError:
+        return False
+
+
 def first_error(log: str) -> str:
     """The first error line of a Yosys or nextpnr log (the last line when none says ERROR);
     for a tool whose WebAssembly build crashed (a wasmtime trap), that it crashed, with the
