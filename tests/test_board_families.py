@@ -244,9 +244,10 @@ def test_a_tiny_accelerator_becomes_the_board_s_bitstream_at_its_pll_s_clock(
 @pytest.mark.parametrize(
     ("name", "mhz", "family"),
     [("tang-primer-20k", 150.0, "Gowin speed grade 8"), ("tang-nano-9k", 95.0, "Gowin speed grade 6"),
-     ("icebreaker", 35.0, "iCE40 speed grade 0")],
+     ("icebreaker", 35.0, "iCE40 speed grade 0"),
+     ("gatemate-a1-evb", 35.0, "GateMate speed grade 0")],
 )  # fmt: skip
-def test_a_gowin_or_ice40_board_build_with_no_clock_asks_for_its_measured_one(name, mhz, family):
+def test_a_board_build_with_no_clock_asks_for_its_family_s_measured_one(name, mhz, family):
     from brainsmith.builder.lattice import board_clock
     from brainsmith.planning.shaping import shape_plan
 
