@@ -18,8 +18,7 @@ from brainsmith.hardware.hdl import Instance
 DCO_MHZ = (1250.0, 2500.0)  # speed mode
 OUTPUT_MHZ = (1.0, 2500.0 / 6)  # at most a quarter of the mode's input limit (1,666.67 MHz)
 INPUT_MHZ = 50.0  # the reference's limit
-N_MAX = 64 * 1024
-M_MAX = 64 * 1024
+M_MAX = 64 * 1024  # M1 (1-64) x M2 (1-1,024)
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def gatemate_pll(input_mhz: float, output_mhz: float, at_most: bool = False) -> 
     best: tuple[float, float, int, int] | None = None  # (error, DCO's distance, n, m)
     for n in range(int(DCO_MHZ[0] / (2 * input_mhz)), int(DCO_MHZ[1] / (2 * input_mhz)) + 1):
         dco = 2 * input_mhz * n
-        if not DCO_MHZ[0] < dco <= DCO_MHZ[1] or n > N_MAX:
+        if not DCO_MHZ[0] < dco <= DCO_MHZ[1]:
             continue
         ideal = input_mhz * n / (2 * output_mhz)
         for m in {max(1, int(ideal)), int(ideal) + 1, int(ideal) + 2}:

@@ -19,7 +19,7 @@ from importlib.resources import files as package_files
 
 # a product with a factor this narrow is made of LUTs, not a MULT18X18D; LUT4s nextpnr-ecp5
 # counts for one TRELLIS_DPR16X4 (the cost models count them alike)
-from brainsmith.frameworks.finn.rtl_costs import DPRAM_LUTS, SOFT_PRODUCT_BITS
+from brainsmith.frameworks.finn.rtl_costs import DPRAM_LUTS, EBR_SHAPES, SOFT_PRODUCT_BITS
 from brainsmith.hardware.synthesis.cells import counts as counted_as
 from brainsmith.hardware.synthesis.sliding_window import sign_compared_window
 
@@ -31,15 +31,8 @@ CELLS: dict[str, dict[str, int]] = {
 }
 
 # the block RAM a layer's memories take (DP16KD: 18 Kbit, its shapes in words and bits) and
-# the LUT4s of a 16x4 distributed RAM (``DPRAM_LUTS``), written with the fitted models
-BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...] = (
-    (16384, 1),
-    (8192, 2),
-    (4096, 4),
-    (2048, 9),
-    (1024, 18),
-    (512, 36),
-)
+# the LUT4s of a 16x4 distributed RAM, as the cost models count them, written with them
+BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...] = EBR_SHAPES
 DISTRIBUTED_RAM_LUTS: int = DPRAM_LUTS
 
 
