@@ -70,6 +70,7 @@ def test_a_tool_whose_webassembly_build_crashes_is_said_to_have_crashed_and_wher
         "Info: Routing complete.\n"
         "Info: Router1 time 2.70s\n"
         "Warning: Max frequency for clock 'accelerator.n0.ap_clk': 41.95 MHz (FAIL at 45.00 MHz)\n"
+        "Info: [ 25998,  27521) |*****+\n"  # the slack histogram's last bar
         "Traceback (most recent call last):\n"
         '  File "wasmtime/_func.py", line 238, in enter_wasm\n'
         "wasmtime._trap.Trap: error while executing at wasm backtrace:\n"

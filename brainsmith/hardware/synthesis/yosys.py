@@ -321,7 +321,7 @@ def first_error(log: str) -> str:
         lines = [line.strip() for line in handle if line.strip()]
     trap = next((found[1] for line in lines if (found := WASM_TRAP.search(line))), None)
     if trap is not None:
-        logged = [line for line in lines if line.startswith("Info:")]
+        logged = [line for line in lines if re.match(r"Info: [A-Z]", line)]  # no chart bars
         after = f' after "{logged[-1]}"' if logged else ""
         return (f"crashed (its WebAssembly build stopped: {trap}){after}, a fault of the "
                 "tool, not the design's: another folding (--target-fps) or clock may avoid it")  # fmt: skip
