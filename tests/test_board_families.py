@@ -212,7 +212,7 @@ def test_openfpgaloader_is_given_each_family_s_format_and_an_ice40_s_flash():
     [
         ("tang-primer-20k", 54.0, "rPLL", b"1111111111111111"),
         ("icebreaker", 24.0, "ICESTORM_PLL", b"\xff\x00"),
-        ("gatemate-a1-evb", 45.0, "PLL", b"\xd9"),
+        ("gatemate-a1-evb", 25.0, "PLL", b"\xd9"),  # the link alone reaches 44 MHz
     ],
 )
 def test_a_tiny_accelerator_becomes_the_board_s_bitstream_at_its_pll_s_clock(
@@ -245,7 +245,7 @@ def test_a_tiny_accelerator_becomes_the_board_s_bitstream_at_its_pll_s_clock(
     ("name", "mhz", "family"),
     [("tang-primer-20k", 150.0, "Gowin speed grade 8"), ("tang-nano-9k", 95.0, "Gowin speed grade 6"),
      ("icebreaker", 35.0, "iCE40 speed grade 0"),
-     ("gatemate-a1-evb", 35.0, "GateMate speed grade 0")],
+     ("gatemate-a1-evb", 45.0, "GateMate speed grade 0")],
 )  # fmt: skip
 def test_a_board_build_with_no_clock_asks_for_its_family_s_measured_one(name, mhz, family):
     from brainsmith.builder.lattice import board_clock
