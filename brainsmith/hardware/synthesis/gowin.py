@@ -16,6 +16,7 @@ under ``other``.
 
 from __future__ import annotations
 
+from brainsmith.frameworks.finn.rtl_costs import EBR_SHAPES
 from brainsmith.hardware.synthesis.cells import counts as counted_as
 
 # DFF with its enable (E), a synchronous reset or set (R, S), an asynchronous clear or
@@ -39,16 +40,9 @@ CELLS: dict[str, dict[str, int]] = {
     "EBR": dict.fromkeys(BLOCK_RAMS, 1),
 }
 
-# the block RAM a layer's memories take (BSRAM: 18 Kbit, DP16KD's shapes) and the LUT4s of a
-# 16x4 LUT-RAM (RAM16SDP4, as ``CELLS`` counts it), written with the fitted models
-BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...] = (
-    (16384, 1),
-    (8192, 2),
-    (4096, 4),
-    (2048, 9),
-    (1024, 18),
-    (512, 36),
-)
+# the block RAM a layer's memories take (BSRAM: 18 Kbit, shaped as ECP5's DP16KD) and the
+# LUT4s of a 16x4 LUT-RAM (RAM16SDP4, as ``CELLS`` counts it), written with the fitted models
+BLOCK_RAM_SHAPES: tuple[tuple[int, int], ...] = EBR_SHAPES
 DISTRIBUTED_RAM_LUTS: int = 4
 
 
