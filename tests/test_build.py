@@ -17,11 +17,11 @@ import pytest
 import brainsmith
 from brainsmith.builder import BuildError
 from brainsmith.builder.outdir import prepare_output_dir
+from tests.support.browser import screenshot
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = REPO / "examples" / "models" / "mlp_4bit.onnx"
 TRANSFORMER = REPO / "examples" / "models" / "transformer_block.onnx"
-CHROMIUM = "/usr/bin/chromium"
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("build")]
 
@@ -119,36 +119,11 @@ def test_output_folder_holds_models_and_reports(mlp):
 
 
 def test_report_html_renders_in_chromium(mlp, tmp_path):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(
-            f"{CHROMIUM} is missing: run `bash scripts/install_browser.sh` to install "
-            "Debian's chromium for this test"
-        )
     html = Path(mlp.html_path).read_text()
     for layer in mlp.report["layers"]:
         assert layer["name"] in html
     assert "<svg" in html and 'src="http' not in html  # charts inline, nothing fetched
-    png = tmp_path / "report.png"
-    subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={png}",
-            "--window-size=1200,2000",
-            Path(mlp.html_path).as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert png.is_file() and png.stat().st_size > 10_000
+    png = screenshot(Path(mlp.html_path), "build-report", tmp_path, width=1200, height=2000)
     import matplotlib.image
 
     pixels = matplotlib.image.imread(str(png))

@@ -18,10 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.browser import layout
+from tests.support.browser import layout, screenshot
 from tests.support.models import REPO, TRANSFORMER
 
-CHROMIUM = "/usr/bin/chromium"
 BRAINSMITH = str(Path(sys.executable).with_name("brainsmith"))
 FAKE_MATPLOTLIB = (
     "import pathlib\n"
@@ -253,22 +252,11 @@ def test_chart_worker_is_isolated_from_the_working_directory(tmp_path):
 
 
 def test_report_with_warnings_renders_in_chromium(built, tmp_path):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(
-            f"{CHROMIUM} is missing: run `bash scripts/install_browser.sh` to install "
-            "Debian's chromium for this test"
-        )
     _, _, html, out, _ = built
     assert 'src="http' not in html and "<link" not in html  # nothing fetched
-    png = tmp_path / "report.png"
-    subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={png}",
-         "--window-size=1300,1400", (out / "report.html").as_uri()],
-        capture_output=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert png.is_file() and png.stat().st_size > 10_000
+    png = screenshot(
+        out / "report.html", "build-report-warnings", tmp_path, width=1300, height=1400
+    )
     import matplotlib.image
 
     pixels = matplotlib.image.imread(str(png))[..., :3]
