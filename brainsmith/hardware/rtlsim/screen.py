@@ -105,7 +105,7 @@ def _preprocessed(
         defines = [flag for flag in VERILATOR_FLAGS if flag.startswith("-D")]
     try:
         result = run_bounded(
-            [toolchain.verilator, "-E", *defines, *(_as_given(path, cwd) for path in paths)],
+            [toolchain.preprocessor, "-E", *defines, *(_as_given(path, cwd) for path in paths)],
             cwd=cwd,
             timeout=PREPROCESS_TIMEOUT,
             limit=preprocess_limit(paths, cwd),

