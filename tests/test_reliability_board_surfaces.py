@@ -296,7 +296,7 @@ def test_each_broken_family_plugin_is_named_and_ecp5_works_on(odd_families):
         "print(*found.left_out, sep='\\n')\n"
         "print('TARGET', target('LFE5U-85F-6BG381C')[0].name)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(odd_families), "BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "5"}
+    env = {**os.environ, "PYTHONPATH": str(odd_families), "BRAINSMITH_PLUGIN_LOAD_TIMEOUT": "2"}
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=120)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -357,7 +357,7 @@ def test_a_port_that_babbles_or_trickles_ends_the_exchange_at_its_deadline(lying
 
     from brainsmith.hardware.board.link import Link, LinkError
 
-    port = serial.Serial(lying_port(talk), 115200, timeout=5.0)  # a load never times a read out
+    port = serial.Serial(lying_port(talk), 115200, timeout=2.0)  # a load never times a read out
     with pytest.raises(LinkError) as failed:
         Link(port, deadline=1.0).identify()
     assert "no whole frame within 1 s" in str(failed.value)
