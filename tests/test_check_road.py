@@ -68,10 +68,27 @@ def test_what_check_promised_is_what_the_flag_makes(my_net, flag):
         assert result["road"].startswith("every hardware layer is RTL: a bitstream, run")
 
 
+@pytest.mark.parametrize("board", ["tang-primer-20k", "icebreaker", "gatemate-a1-evb"])
+def test_every_family_s_board_is_told_export_takes_the_build(my_net, board):
+    """``export`` takes a board build of every family (its constraints, PLL and sim.sh)."""
+    result = checked(my_net, "--board", board)
+    assert result["road"].endswith(
+        f"build --bitstream makes {board}'s bitstream; run --simulate and export take the build"
+    ), result["road"]
+
+
 def test_a_lattice_part_is_pointed_to_place_route(my_net):
     result = checked(my_net, "--part", "LIFCL-40-9BG400C")
     assert all(n["backend"].endswith("_rtl") for n in hardware(result))
     assert "place-route BUILD_DIR --part LIFCL-40-9BG400C makes its bitstream" in result["road"]
+
+
+def test_an_ecp5_part_alone_is_told_a_bitstream_needs_a_board(my_net):
+    """An ECP5 part alone is placed out of context: no pins, so no bitstream."""
+    road = checked(my_net, "--part", "LFE5U-85F-6BG381C")["road"]
+    assert "place-route BUILD_DIR --part LFE5U-85F-6BG381C places and routes it out of " in road
+    assert "a bitstream needs a board (--board ulx3s-85f)" in road, road
+    assert "makes its bitstream" not in road
 
 
 def test_a_network_no_board_can_take_is_told_where_it_would_stop():

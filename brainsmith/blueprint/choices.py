@@ -54,6 +54,30 @@ def board_families(boards: tuple[str, ...] = LATTICE_BOARDS) -> str:
     return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
+def boards_by_family(boards: tuple[str, ...] = LATTICE_BOARDS) -> str:
+    """``boards`` grouped by family, for a help text: "ulx3s-12f, ulx3s-25f (ECP5),
+    icebreaker (iCE40)"."""
+    families = dict.fromkeys(BOARD_FAMILIES[board] for board in boards)
+    return ", ".join(
+        ", ".join(b for b in boards if BOARD_FAMILIES[b] == family) + f" ({family})"
+        for family in families
+    )
+
+
+def board_examples() -> str:
+    """A board of each family with a host link, for a help text: "ulx3s-85f,
+    tang-primer-20k, icebreaker, gatemate-a1-evb"."""
+    families = dict.fromkeys(BOARD_FAMILIES[board] for board in LINKED_BOARDS)
+    return ", ".join(str(family_board(family)) for family in families)
+
+
+def family_board(family: str) -> str | None:
+    """A board of ``family`` with a host link (the ECP5's: ulx3s-85f), or None."""
+    if family == "ECP5":
+        return "ulx3s-85f"
+    return next((b for b in LINKED_BOARDS if BOARD_FAMILIES[b] == family), None)
+
+
 def lattice_board(name: object) -> str | None:
     """``name`` as a key of LATTICE_BOARDS (any case), or None when it is not one."""
     key = name.strip().lower() if isinstance(name, str) else ""

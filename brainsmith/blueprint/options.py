@@ -13,6 +13,7 @@ from brainsmith.blueprint.choices import (
     LATTICE_BOARDS,
     LINKED_BOARDS,
     VERIFY_MODES,
+    board_examples,
     board_families,
     lattice_board,
 )
@@ -43,13 +44,10 @@ VERIFY_RTOL = 1e-5
 FINN_CLOCK_NS = 5.0  # the clock period a build runs at when nothing chose one: FINN's 200 MHz
 PROJECT_MARKERS = (".git", ".hg", ".brainsmith", "pyproject.toml")
 BUILD_KEYS = {
-    "fpga_part": "the FPGA part: an AMD part such as xcvc1902-vsva2197-2MP-e-S, or an ECP5, "
-    "Nexus, iCE40, Gowin or GateMate part such as LFE5U-85F-6BG381C, LIFCL-40-9BG400C or "
-    "CCGM1A1 (every layer RTL, FINN "
-    "folding for a stand-in 7-series part) (or board, not both)",
-    "board": "a board name: FINN's, such as Pynq-Z1 or U250, or an ECP5, Gowin, iCE40 or GateMate board "
-    "brainsmith makes bitstreams for, such as ulx3s-85f or tang-primer-20k (or fpga_part, not "
-    "both)",
+    "fpga_part": "the FPGA part: an AMD part such as xcvc1902-vsva2197-2MP-e-S, or "
+    f"{part_examples()} (every layer RTL) (or board, not both)",
+    "board": "a board name: FINN's, such as Pynq-Z1 or U250, or one brainsmith makes "
+    f"bitstreams for, such as {board_examples()} (or fpga_part, not both)",
     "clock_ns": "the target clock period in nanoseconds, from 0.1 (10 GHz) to 1,000,000",
     "target_fps": "a whole number of frames per second, from 1 to 10**12",
     "target_latency_ns": "the most time one frame may take through the accelerator, in "

@@ -6,6 +6,8 @@ import importlib
 
 import click
 
+from brainsmith.hardware.place_route.parts import built_in_families
+
 COMMANDS = {
     "plugins": ("brainsmith.cli.plugins:plugins", "List, inspect and check plugins."),
     "cache": ("brainsmith.cli.cache:cache", "Inspect or clear the discovery cache."),
@@ -29,12 +31,12 @@ COMMANDS = {
     ),
     "place-route": (
         "brainsmith.cli.place_route:place_route",
-        "Place and route a whole all-RTL build on an ECP5, Nexus, iCE40, Gowin or GateMate "
-        "part: Fmax, resources, bitstream.",
+        f"Place and route a whole all-RTL build on an {built_in_families()} part: Fmax, "
+        "resources, bitstream.",
     ),
     "bitstream": (
         "brainsmith.cli.place_route:bitstream",
-        "Make a whole all-RTL build into an ECP5 board's bitstream behind the UART host link.",
+        "Make a whole all-RTL build into a board's bitstream behind the UART host link.",
     ),
     "flash": (
         "brainsmith.cli.flash:flash",

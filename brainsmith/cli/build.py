@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import click
 
-from brainsmith.blueprint.choices import DEFAULT_FPS, PREFERENCES, VERIFY_MODES
+from brainsmith.blueprint.choices import (
+    DEFAULT_FPS,
+    PREFERENCES,
+    VERIFY_MODES,
+    boards_by_family,
+)
 from brainsmith.cli.output import console, echo
 from brainsmith.cli.shared import (
     exit_now,
@@ -14,6 +19,7 @@ from brainsmith.cli.shared import (
     vector_options,
 )
 from brainsmith.clock import Clock
+from brainsmith.hardware.place_route.parts import packing_families, part_examples
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,19 +55,16 @@ if TYPE_CHECKING:
     "--part",
     "fpga_part",
     metavar="PART",
-    help="FPGA part, e.g. xcvc1902-vsva2197-2MP-e-S, or an ECP5, Nexus, iCE40, Gowin or "
-    "GateMate part, e.g. LFE5U-85F-6BG381C, LIFCL-40-9BG400C or CCGM1A1 (every layer RTL, "
-    "folded and costed for the part; "
-    "FINN folding for a stand-in 7-series part) (overrides the blueprint's build.fpga_part "
-    "or board).",
+    help="FPGA part: an AMD part such as xcvc1902-vsva2197-2MP-e-S, or "
+    f"{part_examples()} (every layer RTL, folded and costed for the part) (overrides the "
+    "blueprint's build.fpga_part or board).",
 )
 @click.option(
     "--board",
     "board",
     metavar="BOARD",
-    help="A board instead of a part (build.board): one of FINN's (Pynq-Z1, U250, ...) or an "
-    "ECP5, Gowin, iCE40 or GateMate board brainsmith makes bitstreams for (ulx3s-85f, tang-primer-20k, "
-    "icebreaker, ...; every layer RTL, FINN folding for a stand-in 7-series part).",
+    help="A board instead of a part (build.board): one of FINN's (Pynq-Z1, U250, ...) or "
+    f"one of brainsmith's: {boards_by_family()} (every layer RTL).",
 )
 @click.option(
     "--clock-ns",
@@ -93,9 +96,8 @@ if TYPE_CHECKING:
     "--bitstream",
     "After the last step, make the board's bitstream behind brainsmith's UART host link "
     "with Yosys and its family's nextpnr at the build's clock: BUILD/bitstream/BOARD.bit "
-    "(build.bitstream; needs --board with an ECP5, Gowin, iCE40 or GateMate board, or --part "
-    "with a part of one of those families or a Nexus part, placed alone: "
-    "BUILD/bitstream/PART.bit).",
+    f"(build.bitstream; needs --board with a board of brainsmith's, or --part with a part "
+    f"whose pins it places alone ({packing_families()}): BUILD/bitstream/PART.bit).",
 )
 @click.option(
     "--refold-rounds",

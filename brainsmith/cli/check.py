@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from brainsmith.blueprint.choices import PREFERENCES
+from brainsmith.blueprint.choices import PREFERENCES, board_examples
 from brainsmith.cli.output import console, echo
 
 TYPE_CHECKING = False
@@ -37,8 +37,8 @@ HEAD = ("node", "op type", "kernel", "backend")  # then the reason, "why"
 @click.option(
     "--board",
     metavar="BOARD",
-    help="A board instead of a part (as for build): one of FINN's (Pynq-Z1, U250, ...) or a "
-    "ECP5, Gowin, iCE40 or GateMate board (ulx3s-85f, tang-primer-20k, icebreaker, ...; every layer RTL).",
+    help="A board instead of a part (as for build): one of FINN's (Pynq-Z1, U250, ...) or "
+    f"one brainsmith makes bitstreams for ({board_examples()}, ...; every layer RTL).",
 )
 @click.option(
     "--prefer",

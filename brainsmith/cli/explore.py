@@ -6,6 +6,7 @@ import signal
 
 import click
 
+from brainsmith.blueprint.choices import board_examples
 from brainsmith.cli.output import console
 from brainsmith.cli.shared import (
     FiniteRange,
@@ -69,8 +70,8 @@ if TYPE_CHECKING:
 @click.option(
     "--board",
     metavar="BOARD",
-    help="Build every variant for this board instead (as for build): one of FINN's or a "
-    "ECP5, Gowin, iCE40 or GateMate board (ulx3s-85f, tang-primer-20k, icebreaker, ...; every layer RTL).",
+    help="Build every variant for this board instead (as for build): one of FINN's or one "
+    f"brainsmith makes bitstreams for ({board_examples()}, ...; every layer RTL).",
 )
 @quiet_option()
 def explore(

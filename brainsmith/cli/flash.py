@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from brainsmith.cli.shared import build_dir_argument, exit_now, on_build_folder
+from brainsmith.hardware.board.flash import loaders
 
 
 @click.command("flash")
@@ -28,10 +29,8 @@ def flash(build_dir: str, to_flash: bool, cable: str | None, dry_run: bool) -> N
     board with openFPGALoader: into the FPGA's SRAM (lost at power off), or with --flash into
     its configuration flash. The file must be the one bitstream/report.json's SHA-256 names.
 
-    \b
-    Boards: ulx3s-12f/25f/45f/85f (openFPGALoader's ulx3s), ecp5-5g-evn (ecp5_evn),
-    tang-primer-20k, tang-nano-9k, icebreaker (ice40_generic: --flash only); the Versa
-    boards have no name in openFPGALoader: load those by hand.
+    Boards (openFPGALoader's name for each): {loaders}; any other board of brainsmith's has
+    none there: load it by hand.
 
     \b
     Exit codes: 0 loaded (or, with --dry-run, the command printed); 1 openFPGALoader failed
@@ -67,3 +66,6 @@ def flash(build_dir: str, to_flash: bool, cable: str | None, dry_run: bool) -> N
             soft_wrap=True,
         )
     exit_now(0)
+
+
+flash.help = (flash.help or "").replace("{loaders}", loaders())  # the boards, from their table

@@ -1,12 +1,13 @@
 """``brainsmith place-route BUILD_DIR --part PART``: a whole all-RTL build placed and routed for
-a Lattice part of a family brainsmith places, with Yosys and nextpnr; ``brainsmith bitstream
-BUILD_DIR --board BOARD``: the same for a Lattice board, behind brainsmith's UART host link,
-packed into its bitstream."""
+a part of a family brainsmith places, with Yosys and nextpnr; ``brainsmith bitstream
+BUILD_DIR --board BOARD``: the same for a board, behind brainsmith's UART host link, packed
+into its bitstream."""
 
 from __future__ import annotations
 
 import click
 
+from brainsmith.blueprint.choices import LINKED_BOARDS, boards_by_family
 from brainsmith.cli.shared import (
     FiniteRange,
     build_dir_argument,
@@ -16,6 +17,7 @@ from brainsmith.cli.shared import (
     status_note,
 )
 from brainsmith.clock import MEETABLE_MHZ, Clock
+from brainsmith.hardware.place_route.parts import part_examples
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,10 +31,7 @@ if TYPE_CHECKING:
 @click.option(
     "--part",
     required=True,
-    help="A Lattice ECP5 part, e.g. LFE5U-85F-6BG381C (LFE5U/LFE5UM/LFE5UM5G, 12F-85F), a "
-    "Nexus part, e.g. LIFCL-40-9BG400C (CrossLink-NX LIFCL-17/40, Certus-NX LFD2NX-40), an "
-    "iCE40 part, e.g. iCE40UP5K-SG48, a Gowin part, e.g. GW2A-LV18PG256C8/I7, or the Cologne "
-    "Chip GateMate CCGM1A1.",
+    help=f"The part: {part_examples()}.",
 )
 @click.option(
     "--mhz",
@@ -42,12 +41,12 @@ if TYPE_CHECKING:
 )
 @json_option("Print the result as JSON.")
 def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> None:
-    """Synthesise the whole accelerator of the all-RTL build in BUILD_DIR (Yosys synth_ecp5
-    or synth_nexus) and place and route it (nextpnr-ecp5 out of context; nextpnr-nexus, which
-    has no such mode, behind brainsmith's host link with its clock and UART on pins of the
-    package) for a Lattice PART at the build's own clock; show the Fmax reached, whether the
-    clock is met, and the resources used of the part's. For a Nexus part the routed design is
-    also packed into a bitstream (prjoxide), read back before it is kept:
+    """Synthesise the whole accelerator of the all-RTL build in BUILD_DIR with Yosys for
+    PART's family and place and route it with the family's nextpnr at the build's own clock;
+    show the Fmax reached, whether the clock is met, and the resources used of the part's.
+    An ECP5 part is placed out of context (its bitstream needs a board: brainsmith
+    bitstream); any other part behind brainsmith's host link, its clock and UART on pins of
+    the package, packed into a bitstream and read back before it is kept:
     BUILD_DIR/place_route/PART.bit, its pins those the summary names.
 
     \b
@@ -63,10 +62,9 @@ def place_route(build_dir: str, part: str, mhz: float | None, as_json: bool) -> 
 
     \b
     Example:
-      brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml --prefer rtl \\
-          --part xczu7ev-ffvc1156-2-e -o out/mlp
-      brainsmith place-route out/mlp --part LFE5U-85F-6BG381C
+      brainsmith build examples/models/mlp_4bit.onnx --part LIFCL-40-9BG400C -o out/mlp
       brainsmith place-route out/mlp --part LIFCL-40-9BG400C
+      brainsmith place-route out/mlp --part LFE5U-85F-6BG381C
     """
     from brainsmith.commands.place_route import place_route_build_folder
 
@@ -122,8 +120,7 @@ def print_routed(data: Json) -> None:
     "--board",
     "board_name",
     required=True,
-    help="A board from amaranth-boards: ulx3s-12f/25f/45f/85f, versa-ecp5, versa-ecp5-5g, "
-    "ecp5-5g-evn (ECP5), tang-primer-20k, tang-nano-9k (Gowin), icebreaker (iCE40).",
+    help=f"The board: {boards_by_family(LINKED_BOARDS)}.",
 )
 @click.option(
     "--mhz",
@@ -133,14 +130,14 @@ def print_routed(data: Json) -> None:
 )
 @json_option("Print the result as JSON.")
 def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool) -> None:
-    """Make the whole accelerator of the all-RTL build in BUILD_DIR into a bitstream for an
-    ECP5 BOARD, behind brainsmith's UART host link: Yosys synth_ecp5, nextpnr-ecp5 with the
-    board's pins, ecppack. Shows the clock the PLL makes, the Fmax reached and the resources
-    used.
+    """Make the whole accelerator of the all-RTL build in BUILD_DIR into a bitstream for
+    BOARD, behind brainsmith's UART host link: Yosys and nextpnr for the board's family, with
+    the board's pins and its PLL, then the family's packer. Shows the clock the PLL makes,
+    the Fmax reached and the resources used.
 
     \b
-    The board's pins and oscillator come from amaranth-boards; the link's words per frame
-    from the build's model. Results and bitstreams are cached by content. The report goes to
+    The board's pins and oscillator come from its platform (amaranth-boards, or brainsmith's
+    own for a board amaranth-boards lacks); the link's words per frame from the build's model. Results and bitstreams are cached by content. The report goes to
     BUILD_DIR/bitstream/report.json, the bitstream to BUILD_DIR/bitstream/BOARD.bit, the
     tools' run to BUILD_DIR/bitstream/run/. `brainsmith build --board BOARD --bitstream`
     does the same as part of the build.
@@ -152,9 +149,8 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
 
     \b
     Example:
-      brainsmith build examples/models/mlp_4bit.onnx blueprints/mlp.yaml --prefer rtl \\
-          --part xczu7ev-ffvc1156-2-e -o out/mlp
-      brainsmith bitstream out/mlp --board ulx3s-85f --mhz 50
+      brainsmith build examples/models/mlp_4bit.onnx --board tang-primer-20k -o out/mlp
+      brainsmith bitstream out/mlp --board tang-primer-20k --mhz 50
     """
     from brainsmith.commands.place_route import bitstream_build_folder
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Protocol, TypeVar
 
-from brainsmith.blueprint.choices import BOARD_FAMILIES
+from brainsmith.blueprint.choices import family_board
+from brainsmith.hardware.place_route.parts import family_parts
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.errors import BuildError
 from brainsmith.planning.shaping import finn_config, shape_plan
@@ -106,15 +107,20 @@ def _with_board(nodes: Sequence[V], judged: list[V]) -> str:
 
 
 def _open_road(plan: BuildPlan) -> str:
-    """What a build for ``plan``'s Lattice board or part goes on to."""
+    """What a build for ``plan``'s Lattice board or part goes on to: a board's bitstream, or
+    a part's place and route (a bitstream where the part alone has pins: not an ECP5's)."""
     board, part = plan.build.board, plan.build.fpga_part
-    made = (
-        f"build --bitstream makes {board}'s bitstream" if board
-        else f"place-route BUILD_DIR --part {part} makes its bitstream"
-    )  # fmt: skip
-    if board and BOARD_FAMILIES.get(board) != "ECP5":  # export takes an ECP5 board's only
-        return f"{made}; run --simulate takes the build"
-    return f"{made}; run --simulate and export take the build"
+    if board:
+        return (
+            f"build --bitstream makes {board}'s bitstream; run --simulate and export take the build"
+        )
+    row = family_parts(part or "")
+    if row is None or row.packs_alone:
+        return f"place-route BUILD_DIR --part {part} makes its bitstream"
+    return (
+        f"place-route BUILD_DIR --part {part} places and routes it out of context; a bitstream "
+        f"needs a board (--board {family_board(row.family)})"
+    )
 
 
 def judge_again(

@@ -39,6 +39,15 @@ class FlashError(BrainsmithError):
         self.reason, self.hint, self.exit_code = reason, hint, exit_code
 
 
+def loaders() -> str:
+    """Each board openFPGALoader loads, with its name there, for a help text: "ulx3s-85f
+    (ulx3s), ..., icebreaker (ice40_generic: --flash only)"."""
+    return ", ".join(
+        f"{board} ({name}" + (": --flash only)" if BOARDS[board][0] in FLASH_ONLY else ")")
+        for board, name in LOADER_BOARDS.items()
+    )
+
+
 def loader_board(board: str) -> str:
     """openFPGALoader's name for brainsmith's ``board``; FlashError for one it has none for."""
     if board in LOADER_BOARDS:

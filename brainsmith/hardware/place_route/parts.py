@@ -193,13 +193,6 @@ def nexus_part(name: str) -> NexusPart:
     return NexusPart(name.strip().upper(), device, int(match["speed"]), package)
 
 
-def part_examples() -> str:
-    """The part names brainsmith builds for without a board, an example of each family, for
-    an error message."""
-    return (f"a Lattice ECP5 part such as {EXAMPLES[0]}, a Nexus part such as "
-            f"{NEXUS_EXAMPLES[0]} or a GateMate part such as CCGM1A1")  # fmt: skip
-
-
 ICE40_PREFIXES = ("ICE40",)
 # device -> the die of nextpnr-ice40's chip database (share/ice40/chipdb-<die>.bin) it is
 ICE40_DEVICES = {
@@ -354,25 +347,41 @@ def gatemate_part(name: str) -> GateMatePart:
     return GateMatePart(key)
 
 
-# a family's part name prefixes -> how its names are read, brainsmith's families in order
-READERS: tuple[tuple[tuple[str, ...], Callable[[str], Part]], ...] = (
-    (ECP5_PREFIXES, ecp5_part),
-    (NEXUS_PREFIXES, nexus_part),
-    (ICE40_PREFIXES, ice40_part),
-    (GOWIN_PREFIXES, gowin_part),
-    (GATEMATE_PREFIXES, gatemate_part),
+@dataclass(frozen=True)
+class FamilyParts:
+    """A family's part names: what they start with, how one is read, an example; and
+    whether the family's part alone is packed into a bitstream (its pins placed on the
+    package: not ECP5's, whose part alone is placed out of context)."""
+
+    family: str  # as the family's ``Family.name``
+    prefixes: tuple[str, ...]
+    read: Callable[[str], Part]
+    example: str
+    packs_alone: bool
+
+
+# brainsmith's families in order; every family-naming message and help text reads this
+FAMILY_PARTS = (
+    FamilyParts("ECP5", ECP5_PREFIXES, ecp5_part, EXAMPLES[0], packs_alone=False),
+    FamilyParts("Nexus", NEXUS_PREFIXES, nexus_part, NEXUS_EXAMPLES[0], packs_alone=True),
+    FamilyParts("iCE40", ICE40_PREFIXES, ice40_part, "iCE40UP5K-SG48", packs_alone=True),
+    FamilyParts("Gowin", GOWIN_PREFIXES, gowin_part, next(iter(GOWIN_PARTS)), packs_alone=True),
+    FamilyParts("GateMate", GATEMATE_PREFIXES, gatemate_part, GATEMATE_PARTS[0], packs_alone=True),
 )
+
+
+def family_parts(name: str) -> FamilyParts | None:
+    """The family whose part names ``name`` starts as (any case), or None."""
+    upper = name.strip().upper()
+    return next((row for row in FAMILY_PARTS if upper.startswith(row.prefixes)), None)
 
 
 def built_in_part(name: str) -> Part | None:
     """The part ``name`` names (any case) of one of brainsmith's own families: None when it
     starts as none of their part names do; UnknownPart listing that family's parts when it
     does but names none of them."""
-    upper = name.strip().upper()
-    for prefixes, read in READERS:
-        if upper.startswith(prefixes):
-            return read(name)
-    return None
+    row = family_parts(name)
+    return row.read(name) if row is not None else None
 
 
 def built_in_part_name(part: object) -> str | None:
@@ -388,5 +397,26 @@ def built_in_part_name(part: object) -> str | None:
 
 
 def built_in_families() -> str:
-    """The families ``built_in_part`` reads part names of, by name, for a message."""
-    return "ECP5, Nexus, iCE40, Gowin or GateMate"
+    """The families ``built_in_part`` reads part names of, by name, for a message:
+    "ECP5, Nexus, iCE40, Gowin or GateMate"."""
+    return _either([row.family for row in FAMILY_PARTS])
+
+
+def packing_families() -> str:
+    """The families whose part alone is packed into a bitstream, for a help text."""
+    return _either([row.family for row in FAMILY_PARTS if row.packs_alone])
+
+
+def part_examples() -> str:
+    """The part names brainsmith builds for without a board, an example of each family, for
+    a message or a help text."""
+    return _either([f"{_a(row.family)} {row.family} part such as {row.example}"
+                    for row in FAMILY_PARTS])  # fmt: skip
+
+
+def _a(word: str) -> str:
+    return "an" if word[0] in "AEIOUaeiou" or word.startswith("iCE") else "a"
+
+
+def _either(words: list[str]) -> str:
+    return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
