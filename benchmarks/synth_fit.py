@@ -30,11 +30,11 @@ cost (``rtl_costs.FAMILY_KINDS``, and ``ECP5_POINTS``) for Lattice ECP5 (Yosys
 ``synth_ecp5``, FINN's layers made for the stand-in part a Lattice build has,
 ``brainsmith.planning.lattice.STAND_IN_PART``), counting LUT4, FF, MULT18 and EBR as
 nextpnr does (``brainsmith.hardware.synthesis.ecp5``), and fits ``rtl_costs.FAMILY_TERMS``: written to
-brainsmith/frameworks/finn/rtl_costs_ecp5.json and benchmarks/results/synth_fit_ecp5.json.
+brainsmith/hardware/synthesis/costs/ecp5.json and benchmarks/results/synth_fit_ecp5.json.
 
 ``--family ice40`` does the same for Lattice iCE40 (Yosys ``synth_ice40``, its products in
 logic cells: ``brainsmith.hardware.synthesis.ice40``) and fits
-``rtl_costs.LOGIC_PRODUCT_TERMS``: rtl_costs_ice40.json and synth_fit_ice40.json;
+``rtl_costs.LOGIC_PRODUCT_TERMS``: costs/ice40.json and synth_fit_ice40.json;
 ``--family gowin`` for Gowin (``synth_gowin``, ``brainsmith.hardware.synthesis.gowin``, ECP5's
 terms) and ``--family gatemate`` for GateMate (``synth_gatemate``, its products in logic:
 ``brainsmith.hardware.synthesis.gatemate``) likewise.
@@ -67,6 +67,7 @@ OPEN_PARTS = {"ecp5": ECP5_PART, "ice40": ICE40_PART, "gowin": GOWIN_PART,
               "gatemate": GATEMATE_PART}  # fmt: skip
 HW = "finn.custom_op.fpgadataflow"
 COSTS = REPO / "brainsmith" / "frameworks" / "finn" / "rtl_costs.json"
+FAMILY_COSTS = REPO / "brainsmith" / "hardware" / "synthesis" / "costs"  # <family>.json
 # kinds also synthesised for 7-series (``counts_xc7``), to check their models there too
 SEVEN_SERIES = ("StreamingFIFO_rtl", "StreamingDataWidthConverter_rtl")
 JOBS = int(os.environ.get("SYNTH_FIT_JOBS", "1"))  # Yosys runs at once
@@ -96,7 +97,7 @@ def target(family: str) -> Target:
                 "ice40": LOGIC_PRODUCT_TERMS}  # fmt: skip
 
     if family in OPEN_PARTS:
-        costs = COSTS.with_name(f"rtl_costs_{family}.json")
+        costs = FAMILY_COSTS / f"{family}.json"
         results = HERE / "results" / f"synth_fit_{family}.json"
         return Target(family, STAND_IN_PART, terms_of[family], costs, results, ())
     return Target(FAMILY, PART, TERMS, COSTS, HERE / "results" / "synth_fit.json", SEVEN_SERIES)

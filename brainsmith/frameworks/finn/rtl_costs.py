@@ -50,7 +50,7 @@ unit without its weight memory): the weight memory (``MW * MH / (SIMD * PE)`` wo
 ``SIMD * PE`` weights) is built as Yosys builds it, a single-port RAM of 64 bits per LUT per
 bit of the word, in banks of 512 words (256 on 7-series) with a multiplexer choosing the bank.
 
-For a Lattice family a set of its own (``rtl_costs_<name>.json``, named by the family's
+For a Lattice family a set of its own (``brainsmith/hardware/synthesis/costs/<name>.json``, named by the family's
 ``cost_models``; ``family_estimate``): the LUT4, FF, MULT18 and EBR of every kind above
 (``FAMILY_KINDS``) fitted the same way to the family's Yosys synthesis (``python -m
 benchmarks.synth_fit --family <name>``; ``FAMILY_TERMS``), which the folding search of a
@@ -168,7 +168,7 @@ REPORT_ONLY: frozenset[str] = frozenset(
 )
 
 
-# A Lattice family's models (``rtl_costs_<name>.json``, fitted to its Yosys synthesis by
+# A Lattice family's models (``costs/<name>.json``, fitted to its Yosys synthesis by
 # ``python -m benchmarks.synth_fit --family <name>``): every kind ``TERMS`` has
 # (``FAMILY_KINDS``), their LUT4 and FF with the terms of their LUT model, MULT18 and EBR a
 # constant, but where the kind has more to count (``FAMILY_OWN_TERMS``): a matrix layer's
@@ -236,10 +236,10 @@ def coefficients() -> dict[str, dict[str, FittedModel]]:
 
 @cache
 def family_coefficients(name: str) -> dict[str, dict[str, FittedModel]]:
-    """A family's models ``name`` (its ``cost_models``) from ``rtl_costs_<name>.json`` (read
-    once); {} before they are fitted."""
+    """A family's models ``name`` (its ``cost_models``) from its fitted file (read once);
+    {} before they are fitted."""
     try:
-        kinds: dict[str, dict[str, FittedModel]] = _shipped_file(f"rtl_costs_{name}.json")["kinds"]
+        kinds: dict[str, dict[str, FittedModel]] = _family_file(name)["kinds"]
     except FileNotFoundError:
         return {}
     return kinds
@@ -253,6 +253,15 @@ def _shipped(name: str) -> dict[str, dict[str, FittedModel]]:
 def _shipped_file(name: str) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(
         files("brainsmith.frameworks.finn").joinpath(name).read_text()
+    )
+    return found
+
+
+def _family_file(name: str) -> dict[str, Any]:
+    """A family's fitted models, ``brainsmith/hardware/synthesis/costs/<name>.json``: the
+    family's data, beside its synthesis module, read here where FINN's layers are costed."""
+    found: dict[str, Any] = json.loads(
+        files("brainsmith.hardware.synthesis").joinpath("costs", f"{name}.json").read_text()
     )
     return found
 
@@ -280,10 +289,10 @@ def family_estimate(
 def family_memories(name: str) -> tuple[tuple[tuple[int, int], ...], int]:
     """(the block RAM shapes, words and bits; the LUT4s a 16x4 distributed RAM takes, 0
     without one) of the family whose models are ``name``, as its fitted models name them
-    (``rtl_costs_<name>.json``'s ``memories``, from the family's synthesis module); ECP5's
-    where they name none."""
+    (its fitted file's ``memories``, from the family's synthesis module); ECP5's where they
+    name none."""
     try:
-        found = _shipped_file(f"rtl_costs_{name}.json").get("memories") or {}
+        found = _family_file(name).get("memories") or {}
     except FileNotFoundError:
         found = {}
     shapes = tuple((int(words), int(bits)) for words, bits in found.get("block_ram", ()))

@@ -29,7 +29,7 @@ class Ecp5Family(Family):
 RESOURCES = {"LUT4": "TRELLIS_COMB", "FF": "TRELLIS_FF", "MULT18": "MULT18X18D", "EBR": "DP16KD"}
 # Where a build's figures per layer in RESOURCES come from (frameworks/finn/rtl_costs.py)
 MODELS = "models fitted to Yosys synth_ecp5"
-# ... by name: brainsmith/frameworks/finn/rtl_costs_ecp5.json (python -m benchmarks.synth_fit
+# ... by name: brainsmith/hardware/synthesis/costs/ecp5.json (python -m benchmarks.synth_fit
 # --family ecp5)
 COST_MODELS = "ecp5"
 # One flip-flop from an input to an output, as synth_ecp5 writes it: placed out of context,

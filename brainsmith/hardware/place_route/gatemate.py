@@ -89,7 +89,7 @@ PACKING = GateMatePacking(
 # What nextpnr-himbaechel-gatemate counts of a part, by the names users see: LT (CPE_LT, a
 # LUT tree: two a programmable element, CPE), FF (CPE_FF, two a CPE), RAM (RAM_HALF: half a
 # 40 Kbit block RAM). A build's folding is costed on them in the models fitted to
-# synth_gatemate (``rtl_costs_gatemate.json``: LT as the models' LUT4, RAM as their EBR).
+# synth_gatemate (``costs/gatemate.json``: LT as the models' LUT4, RAM as their EBR).
 # GateMate has no hard multipliers: the CPEs nextpnr builds multipliers of (CC_MULT, the
 # models' MULT18) have no capacity of their own and are not costed.
 RESOURCES = {"LT": "CPE_LT", "FF": "CPE_FF", "RAM": "RAM_HALF"}
@@ -97,7 +97,7 @@ MODELS = (
     "models fitted to Yosys synth_gatemate (LUT trees and full adders as the CPE halves "
     "nextpnr counts, 20 Kbit block RAM halves; its multipliers, built of CPEs, not costed)"
 )
-COST_MODELS = "gatemate"  # brainsmith/frameworks/finn/rtl_costs_gatemate.json
+COST_MODELS = "gatemate"  # brainsmith/hardware/synthesis/costs/gatemate.json
 COST_NAMES = {"LT": "LUT4", "RAM": "EBR"}
 # The CPEs nextpnr also takes for multipliers, the routing bridges and the block RAMs' ports
 # (the shipped MLP: 21, 543 and 315 beside its 3,311 LT) are not in the LT the models count:

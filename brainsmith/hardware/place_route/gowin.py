@@ -112,14 +112,14 @@ PACKING = GowinPacking(
 # ALU (a carry cell), MULT9 (a 9x9 multiplier, half an 18x18 block: Yosys maps the narrow
 # products of a quantized network to MULT9X9), BSRAM (an 18 Kbit block RAM). A build's
 # folding is costed on LUT4, FF, MULT9 (as the models' MULT18) and BSRAM (as their EBR) in
-# the models fitted to synth_gowin (``rtl_costs_gowin.json``); ALU, in sites of its own, is
+# the models fitted to synth_gowin (``costs/gowin.json``); ALU, in sites of its own, is
 # not costed.
 RESOURCES = {"LUT4": "LUT4", "FF": "DFF", "ALU": "ALU", "MULT9": "MULT9X9", "BSRAM": "BSRAM"}
 MODELS = (
     "models fitted to Yosys synth_gowin (a flip-flop's pass-through LUT counted, 9x9 "
     "multipliers, 18 Kbit block RAMs)"
 )
-COST_MODELS = "gowin"  # brainsmith/frameworks/finn/rtl_costs_gowin.json
+COST_MODELS = "gowin"  # brainsmith/hardware/synthesis/costs/gowin.json
 COST_NAMES = {"MULT9": "MULT18", "BSRAM": "EBR"}
 # nextpnr-himbaechel-gowin found no legal placement for the shipped MLP folded to 80 % of a
 # GW1NR-9's flip-flops and 90 % of its multipliers (benchmarks.board_families, 30 November);

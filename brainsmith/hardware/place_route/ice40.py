@@ -94,13 +94,13 @@ PACKING = Packing(
 # What nextpnr-ice40 counts of a part, by the names users see: LUT4 (a logic cell: a LUT4,
 # its flip-flop and carry), MAC16 (SB_MAC16), EBR (a 4 Kbit block RAM), SPRAM (256 Kbit). A
 # build's folding is costed on LUT4, MAC16 (as the models' MULT18) and EBR in the models
-# fitted to synth_ice40 (``rtl_costs_ice40.json``); SPRAM is not costed.
+# fitted to synth_ice40 (``costs/ice40.json``); SPRAM is not costed.
 RESOURCES = {
     "LUT4": "ICESTORM_LC", "MAC16": "ICESTORM_DSP", "EBR": "ICESTORM_RAM",
     "SPRAM": "ICESTORM_SPRAM",
 }  # fmt: skip
 MODELS = "models fitted to Yosys synth_ice40 (products in logic cells, 4 Kbit block RAMs)"
-COST_MODELS = "ice40"  # brainsmith/frameworks/finn/rtl_costs_ice40.json
+COST_MODELS = "ice40"  # brainsmith/hardware/synthesis/costs/ice40.json
 COST_NAMES = {"MAC16": "MULT18"}
 # A logic cell holds a LUT4 and a flip-flop: nextpnr-ice40 gives one to each flip-flop Yosys
 # left without a LUT too, which the models' LUT4 do not count. The shipped MLP folded to 78 %

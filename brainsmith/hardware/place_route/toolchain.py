@@ -160,7 +160,7 @@ class Family:
     probe_arguments: tuple[str, ...] = ()
     models: str = ""  # where the folding's figures per layer come from, for the report
     # the fitted cost models of ``resources`` its folding is costed with, by name
-    # (brainsmith.frameworks.finn.rtl_costs reads ``rtl_costs_<name>.json``); none: FINN's
+    # (brainsmith.frameworks.finn.rtl_costs reads ``costs/<name>.json``); none: FINN's
     cost_models: str = ""
     # its resources the models name otherwise: its name -> the models' (Gowin's BSRAM, an 18
     # Kbit block RAM, is costed as ECP5's EBR)
