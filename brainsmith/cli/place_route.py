@@ -137,7 +137,8 @@ def bitstream(build_dir: str, board_name: str, mhz: float | None, as_json: bool)
 
     \b
     The board's pins and oscillator come from its platform (amaranth-boards, or brainsmith's
-    own for a board amaranth-boards lacks); the link's words per frame from the build's model. Results and bitstreams are cached by content. The report goes to
+    own for a board amaranth-boards lacks); the link's words per frame from the build's
+    model. Results and bitstreams are cached by content. The report goes to
     BUILD_DIR/bitstream/report.json, the bitstream to BUILD_DIR/bitstream/BOARD.bit, the
     tools' run to BUILD_DIR/bitstream/run/. `brainsmith build --board BOARD --bitstream`
     does the same as part of the build.

@@ -50,12 +50,12 @@ unit without its weight memory): the weight memory (``MW * MH / (SIMD * PE)`` wo
 ``SIMD * PE`` weights) is built as Yosys builds it, a single-port RAM of 64 bits per LUT per
 bit of the word, in banks of 512 words (256 on 7-series) with a multiplexer choosing the bank.
 
-For a Lattice family a set of its own (``brainsmith/hardware/synthesis/costs/<name>.json``, named by the family's
-``cost_models``; ``family_estimate``): the LUT4, FF, MULT18 and EBR of every kind above
-(``FAMILY_KINDS``) fitted the same way to the family's Yosys synthesis (``python -m
-benchmarks.synth_fit --family <name>``; ``FAMILY_TERMS``), which the folding search of a
-Lattice build costs in; a matrix layer's weight memory, which the sweep streams in, as Yosys
-maps it (``family_weight_memory``).
+For a Lattice family a set of its own (``brainsmith/hardware/synthesis/costs/<name>.json``,
+named by the family's ``cost_models``; ``family_estimate``): the LUT4, FF, MULT18 and EBR of
+every kind above (``FAMILY_KINDS``) fitted the same way to the family's Yosys synthesis
+(``python -m benchmarks.synth_fit --family <name>``; ``FAMILY_TERMS``), which the folding
+search of a Lattice build costs in; a matrix layer's weight memory, which the sweep streams
+in, as Yosys maps it (``family_weight_memory``).
 
 One count replaces FINN's estimate (``REPLACED``): the DSP slices of ``MVAU_rtl`` on a DSP48
 part, which FINN estimates as ``ceil(PE / 4) * SIMD`` whatever the bit widths, while its RTL
