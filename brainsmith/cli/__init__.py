@@ -32,7 +32,13 @@ def _top_level_help() -> str:
     key = [
         __version__,
         _width(),
-        stamp_paths([os.path.join(here, "__init__.py"), os.path.join(here, "app.py")]),
+        stamp_paths(
+            [
+                os.path.join(here, "__init__.py"),
+                os.path.join(here, "app.py"),
+                os.path.join(here, "..", "hardware", "place_route", "parts.py"),
+            ]
+        ),
     ]
     text = memo.read("cli-help", key, quiet=True)
     if isinstance(text, str):

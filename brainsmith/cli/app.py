@@ -6,8 +6,6 @@ import importlib
 
 import click
 
-from brainsmith.hardware.place_route.parts import built_in_families
-
 COMMANDS = {
     "plugins": ("brainsmith.cli.plugins:plugins", "List, inspect and check plugins."),
     "cache": ("brainsmith.cli.cache:cache", "Inspect or clear the discovery cache."),
@@ -31,8 +29,7 @@ COMMANDS = {
     ),
     "place-route": (
         "brainsmith.cli.place_route:place_route",
-        f"Place and route a whole all-RTL build on an {built_in_families()} part: Fmax, "
-        "resources, bitstream.",
+        "Place and route a whole all-RTL build on an {families} part: Fmax, resources, bitstream.",
     ),
     "bitstream": (
         "brainsmith.cli.place_route:bitstream",
@@ -66,8 +63,12 @@ class LazyGroup(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from brainsmith.hardware.place_route.parts import built_in_families  # for help only
+
+        families = built_in_families()
         with formatter.section("Commands"):
-            formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
+            formatter.write_dl([(name, text.replace("{families}", families))
+                                for name, (_, text) in COMMANDS.items()])  # fmt: skip
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -415,7 +415,7 @@ def part_examples() -> str:
 
 
 def _a(word: str) -> str:
-    return "an" if word[0] in "AEIOUaeiou" or word.startswith("iCE") else "a"
+    return "an" if word[0] in "AEIOUaeiou" else "a"
 
 
 def _either(words: list[str]) -> str:
