@@ -42,6 +42,7 @@ BOARDS: dict[str, tuple[str, str, str, int, str]] = {
         "olimex_gatemateevb",
     ),
 }
+QUICK_START_BOARD = "ulx3s-85f"  # the board README's quick start builds for
 LATTICE_BOARDS = tuple(BOARDS)
 NO_UART_BOARDS = tuple(name for name, row in BOARDS.items() if not row[3])
 LINKED_BOARDS = tuple(board for board in LATTICE_BOARDS if board not in NO_UART_BOARDS)
@@ -72,10 +73,10 @@ def board_examples() -> str:
 
 
 def family_board(family: str) -> str | None:
-    """A board of ``family`` with a host link (the ECP5's: ulx3s-85f), or None."""
-    if family == "ECP5":
-        return "ulx3s-85f"
-    return next((b for b in LINKED_BOARDS if BOARD_FAMILIES[b] == family), None)
+    """A board of ``family`` with a host link, the quick start's where it is of that family,
+    or None."""
+    ours = [b for b in LINKED_BOARDS if BOARD_FAMILIES[b] == family]
+    return QUICK_START_BOARD if QUICK_START_BOARD in ours else next(iter(ours), None)
 
 
 def lattice_board(name: object) -> str | None:

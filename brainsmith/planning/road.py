@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Protocol, TypeVar
 
-from brainsmith.blueprint.choices import family_board
+from brainsmith.blueprint.choices import QUICK_START_BOARD, family_board
 from brainsmith.hardware.place_route.parts import family_parts
 from brainsmith.planning.context import BuildContext, running
 from brainsmith.planning.errors import BuildError
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 BLOCKING = ("between", "fork", "backend", "unrunnable")
 ON_HOST = ("before", "after", "host", "tail")
 
-BOARD = "ulx3s-85f"  # the board README's quick start builds for
+BOARD = QUICK_START_BOARD  # the board check points a network to
 # What takes a design whose every layer is RTL, with no vendor tool
 OPEN_ROAD = "a bitstream, run --simulate and export"
 
