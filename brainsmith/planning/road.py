@@ -119,7 +119,7 @@ def _open_road(plan: BuildPlan) -> str:
         return f"place-route BUILD_DIR --part {part} makes its bitstream"
     return (
         f"place-route BUILD_DIR --part {part} places and routes it out of context; a bitstream "
-        f"needs a board (--board {family_board(row.family)})"
+        f"needs a board of its family, such as --board {family_board(row.family)}"
     )
 
 
