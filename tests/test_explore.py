@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,13 +19,12 @@ import pytest
 import brainsmith
 from brainsmith.blueprint import load_blueprint
 from brainsmith.dse import ExploreError
-from tests.support.browser import layout, screenshot
+from tests.support.browser import dump_dom, layout, screenshot
 from tests.support.processes import brainsmith as cli
 from tests.support.processes import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 MLP = str(REPO / "examples" / "models" / "mlp_4bit.onnx")
-CHROMIUM = "/usr/bin/chromium"
 SMALL = f"""\
 name: mlp_small
 extends: {REPO / "blueprints" / "mlp.yaml"}
@@ -359,23 +357,9 @@ def _alive(process: psutil.Process) -> bool:
 
 
 def test_report_html_shows_the_ranked_table_and_a_linked_pareto_plot(in_process, tmp_path):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: run `make browser` to install Debian's chromium")
     page = Path(in_process.html_path).read_text()
     assert 'src="http' not in page and "<script" not in page
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
-    url = Path(in_process.html_path).as_uri()
-    dom = subprocess.run(
-        [CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120
-    ).stdout
+    dom = dump_dom(Path(in_process.html_path), tmp_path)
     for variant in in_process.variants:  # a point per design in each plot, linked to its report
         points = 0 if variant["same_design_as"] else 2
         assert len(re.findall(rf"data-variant=\"{variant['id']}\"", dom)) == points

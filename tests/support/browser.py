@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,13 +37,37 @@ def chromium() -> str:
     return BROWSER if os.access(BROWSER, os.X_OK) else CHROMIUM
 
 
-def _flags(profile: Path, width: int, height: int) -> list[str]:
-    """One headless page in one process: no zygote, the renderer in the browser's process
-    (a page a test renders is brainsmith's own report, so there is nothing to isolate)."""
-    return [chromium(), "--headless", "--no-sandbox", "--single-process", "--no-zygote",
+def _flags(profile: Path, width: int, height: int, one_process: bool = True) -> list[str]:
+    """One headless page, by default in one process: no zygote, the renderer in the browser's
+    process (a page a test renders is brainsmith's own report, so there is nothing to isolate)."""
+    alone = ["--single-process", "--no-zygote"] if one_process else []
+    return [chromium(), "--headless", "--no-sandbox", *alone,
             "--disable-gpu", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--hide-scrollbars",
             f"--user-data-dir={profile}", f"--window-size={width},{height}"]  # fmt: skip
+
+
+def _render(action: list[str], scratch: Path, width: int, height: int, done) -> str:
+    """Run the browser on ``action`` (``--dump-dom URL`` or ``--screenshot=...``) until
+    ``done(stdout)``: once in one process and, should that run end without the result
+    (Chromium calls its one-process mode unsupported), once more in its usual processes.
+    Each run gets a profile of its own. The stdout of the run that succeeded."""
+    runs = []
+    for one_process in (True, False):
+        profile = Path(tempfile.mkdtemp(prefix="profile-", dir=scratch))
+        ran = subprocess.run([*_flags(profile, width, height, one_process), *action],
+                             capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        if done(ran.stdout):
+            return ran.stdout
+        runs.append(f"exit {ran.returncode}: {ran.stderr[-800:]}")
+    raise AssertionError(f"the browser gave no result for {action}:\n" + "\n".join(runs))
+
+
+def dump_dom(page: Path, scratch: Path, width: int = 1280, height: int = 900) -> str:
+    """The document ``page`` becomes once loaded and its scripts have run."""
+    return _render(
+        ["--dump-dom", page.as_uri()], scratch, width, height, lambda out: "</html>" in out
+    )
 
 
 def layout(page: Path, selectors: list[str], scratch: Path, width: int = 1280) -> dict:
@@ -52,10 +77,9 @@ def layout(page: Path, selectors: list[str], scratch: Path, width: int = 1280) -
     copy = page.with_name(f".layout-{page.name}")  # beside it: relative links still resolve
     copy.write_text(page.read_text().replace("</body>", probe + "</body>"))
     try:
-        dom = subprocess.run(
-            [*_flags(scratch / "profile", width, 900), "--dump-dom", copy.as_uri()],
-            capture_output=True, text=True, timeout=120, check=False,
-        ).stdout  # fmt: skip
+        dom = _render(
+            ["--dump-dom", copy.as_uri()], scratch, width, 900, lambda out: "LAYOUT {" in out
+        )
     finally:
         copy.unlink()
     found = re.search(r"LAYOUT (\{.*?\})</pre>", dom)
@@ -89,10 +113,9 @@ def broken_words(page: Path, selector: str, scratch: Path, width: int = 1280) ->
     copy = page.with_name(f".words-{page.name}")
     copy.write_text(page.read_text().replace("</body>", probe + "</body>"))
     try:
-        dom = subprocess.run(
-            [*_flags(scratch / "profile", width, 900), "--dump-dom", copy.as_uri()],
-            capture_output=True, text=True, timeout=120, check=False,
-        ).stdout  # fmt: skip
+        dom = _render(
+            ["--dump-dom", copy.as_uri()], scratch, width, 900, lambda out: "WORDS [" in out
+        )
     finally:
         copy.unlink()
     found = re.search(r"WORDS (\[.*?\])</pre>", dom)
@@ -105,8 +128,7 @@ def screenshot(page: Path, name: str, scratch: Path, width: int = 1280, height: 
     folder = Path(os.environ.get("BRAINSMITH_SCREENSHOTS", REPO / "build-out" / "screenshots"))
     folder.mkdir(parents=True, exist_ok=True)
     png = scratch / f"{name}.png"
-    subprocess.run([*_flags(scratch / "profile", width, height), f"--screenshot={png}", page.as_uri()],
-                   capture_output=True, timeout=120, check=False)  # fmt: skip
-    assert png.is_file() and png.stat().st_size > 10_000, f"no screenshot of {page}"
+    _render([f"--screenshot={png}", page.as_uri()], scratch, width, height,
+            lambda _: png.is_file() and png.stat().st_size > 10_000)  # fmt: skip
     shutil.copy(png, folder / png.name)
     return png
