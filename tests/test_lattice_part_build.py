@@ -32,11 +32,12 @@ def test_an_unknown_part_names_the_amd_ecp5_and_nexus_forms(part, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_an_ecp5_parts_bitstream_is_refused_naming_the_boards_that_make_one(tmp_path):
+def test_an_ecp5_parts_bitstream_is_refused_naming_a_board_of_its_family(tmp_path):
     ran = invoke("build", str(MLP), "--part", "LFE5U-85F-6BG381C", "--bitstream",
                  "-o", str(tmp_path / "out"))  # fmt: skip
     assert ran.returncode == 2, ran.stderr
-    assert "ulx3s-85f" in ran.stderr and "orangecrab" not in ran.stderr
+    assert "a board of the family instead (--board ulx3s-85f)" in ran.stderr
+    assert "orangecrab" not in ran.stderr and "tang-primer-20k" not in ran.stderr
     assert "brainsmith place-route BUILD_DIR --part LFE5U-85F-6BG381C" in ran.stderr
     assert not (tmp_path / "out").exists()
 

@@ -12,7 +12,7 @@ import functools
 import importlib.util
 from dataclasses import replace
 
-from brainsmith.blueprint.choices import LINKED_BOARDS, lattice_board
+from brainsmith.blueprint.choices import family_board, lattice_board
 from brainsmith.clock import Clock
 from brainsmith.frameworks.finn.estimation.estimates import family_estimates
 from brainsmith.frameworks.finn.folding.record import CostedPart
@@ -87,7 +87,7 @@ def check_bitstream_tools(options: BuildOptions) -> None:
         raise BuildError.setup(
             f"build.bitstream: brainsmith makes {family.name} bitstreams for boards, whose pins "
             f"and oscillator they need, not for the part {part} alone",
-            "build for a board instead: " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f); "
+            f"build for a board of the family instead (--board {family_board(family.name)}); "
             f"or, without --bitstream, place and route the build: brainsmith place-route "
             f"BUILD_DIR --part {part}",
         )

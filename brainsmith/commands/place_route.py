@@ -17,7 +17,7 @@ import math
 import os
 from collections.abc import Callable
 
-from brainsmith.blueprint.choices import lattice_board
+from brainsmith.blueprint.choices import QUICK_START_BOARD, lattice_board
 from brainsmith.clock import Clock
 from brainsmith.files import FULL_DISKS, DiskFull, read_once
 from brainsmith.hardware.board.boards import BoardError, board
@@ -185,7 +185,7 @@ def bitstream_build_folder(
     try:
         target = board(board_name, linked=True)
     except BoardError as exc:
-        raise FolderError(str(exc), exc.hint or "--board ulx3s-85f") from None
+        raise FolderError(str(exc), exc.hint or f"--board {QUICK_START_BOARD}") from None
     with read_once(os.path.join(folder, "finn")):  # each file of the design read once
         report, model, clock = placeable_build(
             folder, "make a bitstream of", f"--board {board_name}"

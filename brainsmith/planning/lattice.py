@@ -15,6 +15,7 @@ from brainsmith.blueprint.choices import (
     BOARD_FAMILIES,
     LINKED_BOARDS,
     NO_UART_BOARDS,
+    QUICK_START_BOARD,
     board_families,
     lattice_board,
 )
@@ -71,7 +72,7 @@ def lattice_plan(plan: BuildPlan) -> BuildPlan:
         raise BuildError.setup(
             f"build.bitstream: {name} has no USB UART (its USB port is the FPGA's own), so the "
             "host link that carries the frames cannot reach it",
-            "use a board with one: " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f)",
+            "use a board with one: " + ", ".join(LINKED_BOARDS) + f" (--board {QUICK_START_BOARD})",
         )
     whose = f"{name}'s {BOARD_FAMILIES[board]} part" if board else name
     notes = [
@@ -100,7 +101,7 @@ def _refuse_bitstream(options: BuildOptions) -> None:
             f"build.bitstream needs an {board_families(LINKED_BOARDS)} board with a USB "
             f"UART (build.board) or a part of those families or Nexus (build.fpga_part), "
             f"{target}",
-            "set one of " + ", ".join(LINKED_BOARDS) + " (--board ulx3s-85f), or a part "
+            "set one of " + ", ".join(LINKED_BOARDS) + f" (--board {QUICK_START_BOARD}), or a part "
             f"(--part {NEXUS_EXAMPLES[0]}, --part CCGM1A1)",
         )
 
