@@ -242,7 +242,7 @@ def frames(count: int, seed: int = 1) -> list[list[int]]:
 @simulated
 def test_identify_returns_the_hash_and_parameters(sim):
     identity = Link(sim).identify()
-    assert identity == Identity(1, 12, 24, 6, 3, CPB, STANDIN_HASH)
+    assert identity == Identity(2, 12, 24, 6, 3, CPB, STANDIN_HASH)
 
 
 @simulated
@@ -254,6 +254,39 @@ def test_infer_returns_each_frames_outputs_and_its_cycles(sim):
     for _, cycles in results:  # 6 words in, 3 out, 5 cycles' latency each, random stalls
         assert 5 + 5 < cycles < 200
     assert host.infer(inputs[0])[0] == standin_outputs(inputs[0])
+
+
+@simulated
+def test_bench_runs_a_frame_n_times_and_counts_and_checksums_every_output_word(sim):
+    host = Link(sim)
+    frame = frames(1, seed=7)[0]
+    wanted = standin_outputs(frame)
+    cycles = []
+    for count in (1, 2, 40):
+        benched = host.bench(frame, count)
+        assert benched.outputs == wanted and benched.frames == count
+        assert benched.crc32 == link.crc32_of_words(wanted, STANDIN["OUT_BITS"], count)
+        assert count * (6 + 5) < benched.cycles <= count * 200, benched  # 6 words in each
+        cycles.append(benched.cycles)
+    assert cycles == sorted(cycles)
+    assert host.infer(frame)[0] == wanted  # INFER goes on after BENCH
+
+
+@simulated
+def test_a_bench_of_no_frames_or_of_the_wrong_length_is_an_error_and_the_link_goes_on(sim):
+    host = Link(sim)
+    frame = frames(1, seed=8)[0]
+    host.identify()
+    payload = (0).to_bytes(4, "little") + link.words_to_bytes(frame, STANDIN["IN_BITS"])
+    seq = host.send(link.BENCH, payload)
+    with pytest.raises(LinkError, match=r"error 6 \(a BENCH of no frames\)"):
+        host.reply(link.BENCHED, seq)
+    seq = host.send(link.BENCH, payload[:-1])
+    with pytest.raises(LinkError, match=r"error 2 \(wrong length\)"):
+        host.reply(link.BENCHED, seq)
+    with pytest.raises(LinkError, match="1 to 4,294,967,295 frames, not 0"):
+        host.bench(frame, 0)
+    assert host.bench(frame, 3).outputs == standin_outputs(frame)
 
 
 @simulated
@@ -397,10 +430,11 @@ def test_the_mlp_answers_through_the_link_as_in_python(mlp, tmp_path):
         host = Link(simulation)
         identity = host.identify()
         assert identity == Identity(
-            1, *(params[k] for k in ("IN_BITS", "OUT_BITS", "IN_WORDS", "OUT_WORDS")), CPB,
+            link.VERSION, *(params[k] for k in ("IN_BITS", "OUT_BITS", "IN_WORDS", "OUT_WORDS")), CPB,
             design_hash,
         )  # fmt: skip
         results = host.infer_many(requests)
+        benched = host.bench(requests[0], 64)
     finally:
         simulation.close()
     assert simulation.framing_errors == 0
@@ -409,7 +443,11 @@ def test_the_mlp_answers_through_the_link_as_in_python(mlp, tmp_path):
             outputs, last.get_output_datatype(), last.get_folded_output_shape(), params["OUT_BITS"]
         )
         assert np.array_equal(got.reshape(context[sink].shape), context[sink])
+    first_outputs = results[0][0]
+    assert benched.outputs == first_outputs
+    assert benched.crc32 == link.crc32_of_words(first_outputs, params["OUT_BITS"], 64)
     sized = json.loads((build / "finn/report/fifo_sizing.json").read_text())
+    assert benched.cycles < 64 * sized["latency_cycles"]  # the frames overlap
     for _, cycles in results:  # flat out, as the FIFO sizing's own simulation fed it
         assert sized["latency_cycles"] / 2 < cycles < 2 * sized["latency_cycles"]
 

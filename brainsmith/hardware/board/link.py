@@ -6,6 +6,11 @@ transport is any object with ``write(bytes)`` and ``read(n) -> bytes`` that retu
 ``n`` bytes when it times out (a ``serial.Serial`` with a ``timeout``, for one): nothing here
 imports pyserial.
 
+BENCH runs one frame N times back to back on the chip and answers with the last frame's
+outputs, the cycles the N frames took by the link's own counter and a CRC-32 (``zlib.crc32``)
+of every output word, so frames per second are measured by the design itself
+(``Link.bench``).
+
 The link keeps one request while it answers another, so ``Link.infer_many`` keeps two
 outstanding; the transport's read timeout must cover a request going out and its reply
 coming back. A frame with no byte for ``TIMEOUT_BYTES`` byte times is dropped with error 4, so
@@ -15,6 +20,7 @@ a host that lost bytes of a frame reads that error before it sends the next one.
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files as package_files
@@ -23,14 +29,16 @@ from typing import TYPE_CHECKING, Protocol
 from brainsmith.errors import BrainsmithError
 
 SYNC = 0xB5
-IDENTIFY, INFER = 0x01, 0x02
-IDENTITY, RESULT, ERROR = 0x81, 0x82, 0xEE
-VERSION = 1
+IDENTIFY, INFER, BENCH = 0x01, 0x02, 0x03
+IDENTITY, RESULT, BENCHED, ERROR = 0x81, 0x82, 0x83, 0xEE
+VERSION = 2
+MAX_BENCH_FRAMES = 2**32 - 1  # BENCH's N: 4 bytes
 MAGIC = b"BSMH"
 TIMEOUT_BYTES = 1024  # host_link.sv's TIMEOUT_BYTES
-ERRORS = {1: "bad CRC", 2: "wrong length", 3: "unknown type", 4: "byte timeout", 5: "busy"}
-NAMES = {IDENTIFY: "IDENTIFY", INFER: "INFER", IDENTITY: "IDENTIFY reply",
-         RESULT: "INFER reply", ERROR: "error"}  # fmt: skip
+ERRORS = {1: "bad CRC", 2: "wrong length", 3: "unknown type", 4: "byte timeout", 5: "busy",
+          6: "a BENCH of no frames"}  # fmt: skip
+NAMES = {IDENTIFY: "IDENTIFY", INFER: "INFER", BENCH: "BENCH", IDENTITY: "IDENTIFY reply",
+         RESULT: "INFER reply", BENCHED: "BENCH reply", ERROR: "error"}  # fmt: skip
 HEADER = 5  # SYNC, TYPE, SEQ, LEN
 # the link's RTL in brainsmith/hardware/board/rtl/, in the order every tool reads it
 RTL = ("crc16.sv", "host_link.sv", "uart_rx.sv", "uart_tx.sv")
@@ -234,6 +242,37 @@ class Identity:
         return bytes_to_words(payload[:-4], self.out_bits), int.from_bytes(payload[-4:], "little")
 
 
+@dataclass(frozen=True)
+class Benched:
+    """What a BENCH reply says: the last frame's output words, the cycles from the first
+    frame's first input word to the last frame's last output word (the link's counter), the
+    CRC-32 of every output word of the ``frames`` frames."""
+
+    outputs: list[int]
+    cycles: int
+    crc32: int
+    frames: int
+
+    @classmethod
+    def parse(cls, identity: Identity, payload: bytes) -> Benched:
+        data = identity.out_words * word_bytes(identity.out_bits)
+        if len(payload) != data + 16:
+            raise LinkError(f"expected a {data + 16}-byte BENCH reply, got {len(payload)} bytes")
+        tail = payload[data:]
+        return cls(bytes_to_words(payload[:data], identity.out_bits),
+                   int.from_bytes(tail[:8], "little"), int.from_bytes(tail[8:12], "little"),
+                   int.from_bytes(tail[12:], "little"))  # fmt: skip
+
+
+def crc32_of_words(words: Sequence[int], bits: int, times: int = 1) -> int:
+    """The CRC-32 BENCH folds over ``words`` (each ``word_bytes(bits)`` bytes, LE) repeated
+    ``times`` times: ``zlib.crc32`` of their bytes."""
+    data, crc = words_to_bytes(words, bits), 0
+    for _ in range(times):
+        crc = zlib.crc32(data, crc)
+    return crc
+
+
 class Link:
     """Requests over ``transport``, numbered by SEQ; ``identify`` first, then ``infer``. Each
     reply must come whole within ``deadline`` seconds (None: as long as bytes keep coming)."""
@@ -275,3 +314,16 @@ class Link:
         for seq in waiting:
             results.append(identity.result(self.reply(RESULT, seq)))
         return results
+
+    def bench_request(self, words: Sequence[int], frames: int) -> int:
+        """Send a BENCH of ``words`` (one frame) run ``frames`` times; its SEQ."""
+        identity = self.identity or self.identify()
+        if not 1 <= frames <= MAX_BENCH_FRAMES:
+            raise LinkError(f"a BENCH runs 1 to {MAX_BENCH_FRAMES:,} frames, not {frames:,}")
+        return self.send(BENCH, frames.to_bytes(4, "little") + identity.request(words))
+
+    def bench(self, words: Sequence[int], frames: int) -> Benched:
+        """``words`` (one frame) run ``frames`` times back to back on the chip."""
+        seq = self.bench_request(words, frames)
+        assert self.identity is not None
+        return Benched.parse(self.identity, self.reply(BENCHED, seq))

@@ -2,14 +2,19 @@
 //
 // Frames, both directions: SYNC 8'hB5 | TYPE | SEQ | LEN (2 B, LE: payload bytes) | PAYLOAD |
 // CRC (2 B, LE), the CRC-16/CCITT-FALSE of TYPE, SEQ, LEN and PAYLOAD; a reply echoes SEQ.
-//   8'h01 IDENTIFY (LEN 0) -> 8'h81: "BSMH", version 1, IN_BITS (2 B), OUT_BITS (2 B),
+//   8'h01 IDENTIFY (LEN 0) -> 8'h81: "BSMH", version 2, IN_BITS (2 B), OUT_BITS (2 B),
 //         IN_WORDS (4 B), OUT_WORDS (4 B), CLKS_PER_BIT (4 B), DESIGN_HASH (32 B, MSB first)
 //   8'h02 INFER (one frame: IN_WORDS words of IN_BYTES bytes, LE) -> 8'h82: OUT_WORDS words of
 //         OUT_BYTES bytes, LE, then 4 B LE: cycles from the first input word accepted to the
 //         last output word (0 in the same cycle; it stops at 2^32-1)
+//   8'h03 BENCH (N: 4 B LE, at least 1, then one frame as INFER's) -> 8'h83: the N-th frame's
+//         OUT_WORDS words as INFER's, then 8 B LE: cycles from the first input word of the
+//         first frame accepted to the last output word of the N-th (frames fed back to back;
+//         it stops at 2^48-1), 4 B LE: the CRC-32 (zlib's) of every output word of the N
+//         frames, each OUT_BYTES bytes LE, 4 B LE: N
 //   error -> 8'hEE, 1 B: 1 bad CRC, 2 wrong length, 3 unknown type, 4 timeout (a frame with
 //         no byte for TIMEOUT_BYTES byte times is dropped), 5 busy (an INFER that began while
-//         another request was waiting: its payload was not kept)
+//         another request was waiting: its payload was not kept), 6 a BENCH of N 0
 // Bytes before a SYNC are skipped. Requests are received while a reply goes out: the link
 // holds one request while it answers another (two RAM banks for INFER payloads), so a host
 // may keep two requests outstanding; a frame that completes while both places are taken is
@@ -40,6 +45,7 @@ module brainsmith_host_link #(
   localparam int IN_LEN = IN_WORDS * IN_BYTES;  // an INFER request's payload
   localparam int OUT_DATA = OUT_WORDS * OUT_BYTES;
   localparam int OUT_LEN = OUT_DATA + 4;  // an INFER reply's payload
+  localparam int BENCH_LEN = OUT_DATA + 16;  // a BENCH reply's
   localparam int ID_LEN = 53;
   localparam int TIMEOUT_BYTES = 1024;  // 3.4 ms at 3 Mbaud: longer than a USB frame's gap
   localparam int TIMEOUT = TIMEOUT_BYTES * 10 * CLKS_PER_BIT;
@@ -51,21 +57,21 @@ module brainsmith_host_link #(
   localparam int OBW = OUT_BYTES > 1 ? $clog2(OUT_BYTES) : 1;
 
   localparam logic [7:0] SYNC = 8'hB5;
-  localparam logic [7:0] IDENTIFY = 8'h01, INFER = 8'h02, ERROR = 8'hEE;
+  localparam logic [7:0] IDENTIFY = 8'h01, INFER = 8'h02, BENCH = 8'h03, ERROR = 8'hEE;
   localparam logic [7:0] BAD_CRC = 8'd1, BAD_LENGTH = 8'd2, BAD_TYPE = 8'd3, TIMED_OUT = 8'd4,
-                         BUSY = 8'd5;
+                         BUSY = 8'd5, BAD_COUNT = 8'd6;
 
   if (CLKS_PER_BIT < 4) begin : g_too_fast
     $error("brainsmith_host_link: CLKS_PER_BIT must be at least 4");
   end
-  if (IN_LEN > 65535 || OUT_LEN > 65535) begin : g_too_long
+  if (IN_LEN + 4 > 65535 || BENCH_LEN > 65535) begin : g_too_long
     $error("brainsmith_host_link: a frame's payload must fit LEN's 16 bits");
   end
 
   function automatic logic [8*ID_LEN-1:0] identity();
     logic [8*ID_LEN-1:0] v = '0;
     v[31:0] = "HMSB";  // "BSMH", first byte lowest
-    v[39:32] = 8'd1;  // protocol version
+    v[39:32] = 8'd2;  // protocol version
     v[40 +: 16] = 16'(IN_BITS);
     v[56 +: 16] = 16'(OUT_BITS);
     v[72 +: 32] = 32'(IN_WORDS);
@@ -75,6 +81,13 @@ module brainsmith_host_link #(
     return v;
   endfunction
   localparam logic [8*ID_LEN-1:0] ID_PAYLOAD = identity();
+
+  // CRC-32 (reflected 0xEDB88320, as zlib's before its final inversion) of a word's bytes, LE
+  function automatic logic [31:0] crc32_word(logic [31:0] crc, logic [8*OUT_BYTES-1:0] word);
+    for (int i = 0; i < 8 * OUT_BYTES; i++)
+      crc = (crc >> 1) ^ ((crc[0] ^ word[i]) ? 32'hEDB88320 : 32'h0);
+    return crc;
+  endfunction
 
   // ---- UART ------------------------------------------------------------------------------
   logic [7:0] rx_data, tx_data;
@@ -88,10 +101,11 @@ module brainsmith_host_link #(
   );
 
   // ---- the pending request: filled by the parser, emptied by the executor ------------------
-  typedef enum logic [1:0] {DO_IDENTIFY, DO_INFER, DO_ERROR} kind_t;
+  typedef enum logic [1:0] {DO_IDENTIFY, DO_INFER, DO_ERROR, DO_BENCH} kind_t;
   logic c_valid, c_bank;
   kind_t c_kind;
   logic [7:0] c_seq, c_code;
+  logic [31:0] c_frames;  // frames to run: 1, or a BENCH's N
   logic push, pop;
   kind_t push_kind;
   logic [7:0] push_code;
@@ -103,7 +117,9 @@ module brainsmith_host_link #(
   logic [7:0] p_type, p_seq, p_crc_low;
   logic [15:0] p_len, p_count, p_crc, p_crc_next;
   logic [TW-1:0] p_idle;
-  logic p_store, w_bank;
+  logic p_store, w_bank, p_frame_byte, p_data;
+  logic [31:0] p_n;  // a BENCH's N, its payload's first 4 bytes
+  logic [15:0] p_want;  // the payload a request of p_type must have
   logic [IBW-1:0] p_lane;
   logic [IWW-1:0] p_word;
   logic [IAW-1:0] p_addr;
@@ -111,6 +127,9 @@ module brainsmith_host_link #(
   brainsmith_crc16 u_rx_crc (.crc(p_crc), .data(rx_data), .next(p_crc_next));
 
   assign p_addr = w_bank ? IAW'(IN_WORDS) + IAW'(p_word) : IAW'(p_word);
+  assign p_data = p_type == INFER || p_type == BENCH;  // a request with a frame
+  assign p_want = p_type == INFER ? 16'(IN_LEN) : p_type == BENCH ? 16'(IN_LEN + 4) : 16'd0;
+  assign p_frame_byte = p_type != BENCH || p_count >= 16'd4;
 
   // what a complete frame asks for (at its last CRC byte)
   always_comb begin
@@ -120,10 +139,11 @@ module brainsmith_host_link #(
     if (p_state == P_CRC1 && rx_valid) begin
       push = !c_valid;
       if ({rx_data, p_crc_low} != p_crc) push_code = BAD_CRC;
-      else if (p_type != IDENTIFY && p_type != INFER) push_code = BAD_TYPE;
-      else if (p_len != (p_type == INFER ? 16'(IN_LEN) : 16'd0)) push_code = BAD_LENGTH;
-      else if (p_type == INFER && !p_store) push_code = BUSY;
-      else push_kind = p_type == INFER ? DO_INFER : DO_IDENTIFY;
+      else if (p_type != IDENTIFY && !p_data) push_code = BAD_TYPE;
+      else if (p_len != p_want) push_code = BAD_LENGTH;
+      else if (p_data && !p_store) push_code = BUSY;
+      else if (p_type == BENCH && p_n == '0) push_code = BAD_COUNT;
+      else push_kind = p_type == INFER ? DO_INFER : p_type == BENCH ? DO_BENCH : DO_IDENTIFY;
     end else if (p_state != P_HUNT && p_idle == TW'(TIMEOUT)) begin
       push = !c_valid;
       push_code = TIMED_OUT;
@@ -144,7 +164,8 @@ module brainsmith_host_link #(
         c_seq <= p_seq;
         c_code <= push_code;
         c_bank <= w_bank;
-        if (push_kind == DO_INFER) w_bank <= !w_bank;
+        c_frames <= push_kind == DO_BENCH ? p_n : 32'd1;
+        if (push_kind == DO_INFER || push_kind == DO_BENCH) w_bank <= !w_bank;
       end
       p_idle <= p_state == P_HUNT || rx_valid ? '0 : p_idle + 1'b1;
       if (p_state != P_HUNT && p_idle == TW'(TIMEOUT)) p_state <= P_HUNT;
@@ -169,8 +190,8 @@ module brainsmith_host_link #(
           end
           P_LEN1: begin
             p_len[15:8] <= rx_data;
-            // an INFER's payload is kept when a bank is free: no request is pending
-            p_store <= p_type == INFER && {rx_data, p_len[7:0]} == 16'(IN_LEN) && !c_valid;
+            // a frame is kept when a bank is free: no request is pending
+            p_store <= p_data && {rx_data, p_len[7:0]} == p_want && !c_valid;
             p_count <= '0;
             p_lane <= '0;
             p_word <= '0;
@@ -179,7 +200,8 @@ module brainsmith_host_link #(
           P_PAYLOAD: begin
             p_count <= p_count + 1'b1;
             if (p_count + 1'b1 == p_len) p_state <= P_CRC0;
-            if (p_lane == IBW'(IN_BYTES - 1)) begin
+            if (!p_frame_byte) p_n[8 * p_count[1:0] +: 8] <= rx_data;
+            else if (p_lane == IBW'(IN_BYTES - 1)) begin
               p_lane <= '0;
               p_word <= p_word + 1'b1;
             end else p_lane <= p_lane + 1'b1;
@@ -201,7 +223,7 @@ module brainsmith_host_link #(
   logic f_load;
 
   always_ff @(posedge clk) begin
-    if (rx_valid && p_state == P_PAYLOAD && p_store)
+    if (rx_valid && p_state == P_PAYLOAD && p_store && p_frame_byte)
       for (int lane = 0; lane < IN_BYTES; lane++)
         if (p_lane == IBW'(lane)) in_ram[p_addr][8 * lane +: 8] <= rx_data;
     if (f_load) in_word <= in_ram[f_addr];
@@ -215,22 +237,27 @@ module brainsmith_host_link #(
   logic [7:0] e_seq, e_code, t_byte;
   logic e_bank;
   logic [15:0] t_len, t_count, t_crc, t_crc_next;
-  logic [IWW-1:0] f_word;  // input words loaded
-  logic [OWW-1:0] o_word;  // output words received
+  logic [31:0] e_frames;  // frames to run (1 but for a BENCH)
+  logic [31:0] f_frame, o_frame;  // frames whose input was all loaded, whose output all kept
+  logic [IWW-1:0] f_word;  // input words of the frame loaded
+  logic [OWW-1:0] o_word;  // output words of the frame kept
   logic [OWW-1:0] t_word;  // output word being sent
   logic [OBW-1:0] t_lane;
-  logic [31:0] cycles, t_cycles;
-  logic counting, started;
+  logic [47:0] cycles;
+  logic [127:0] t_tail;  // the reply's payload after the output words, lowest byte first
+  logic [31:0] o_crc;  // CRC-32 of the output words so far (not yet inverted)
+  logic counting, started, fed, kept;
   logic [8*OUT_BYTES-1:0] out_ram[OUT_WORDS];
   logic [8*OUT_BYTES-1:0] out_word;
-  logic m_fire, s_fire, last_out;
+  logic m_fire, s_fire, last_word, last_out;
 
   assign pop = t_state == T_IDLE && c_valid;
   assign m_fire = m_tvalid && m_tready;
   assign s_fire = s_tvalid && s_tready;
-  assign last_out = s_fire && o_word == OWW'(OUT_WORDS - 1);
-  assign s_tready = t_state == T_RUN && o_word != OWW'(OUT_WORDS);
-  assign f_load = t_state == T_RUN && f_word != IWW'(IN_WORDS) && (!m_tvalid || m_tready);
+  assign last_word = o_word == OWW'(OUT_WORDS - 1);
+  assign last_out = s_fire && last_word && o_frame + 1'b1 == e_frames;
+  assign s_tready = t_state == T_RUN && !kept;
+  assign f_load = t_state == T_RUN && !fed && (!m_tvalid || m_tready);
   assign f_addr = e_bank ? IAW'(IN_WORDS) + IAW'(f_word) : IAW'(f_word);
   assign m_tdata = in_word[IN_BITS-1:0];
 
@@ -242,7 +269,13 @@ module brainsmith_host_link #(
   always_comb begin
     case (t_state)
       T_SYNC: t_byte = SYNC;
-      T_TYPE: t_byte = e_kind == DO_IDENTIFY ? 8'h81 : e_kind == DO_INFER ? 8'h82 : ERROR;
+      T_TYPE:
+        case (e_kind)
+          DO_IDENTIFY: t_byte = 8'h81;
+          DO_INFER: t_byte = 8'h82;
+          DO_BENCH: t_byte = 8'h83;
+          default: t_byte = ERROR;
+        endcase
       T_SEQ: t_byte = e_seq;
       T_LEN0: t_byte = t_len[7:0];
       T_LEN1: t_byte = t_len[15:8];
@@ -250,7 +283,7 @@ module brainsmith_host_link #(
         if (e_kind == DO_IDENTIFY) t_byte = ID_PAYLOAD[8 * t_count[5:0] +: 8];
         else if (e_kind == DO_ERROR) t_byte = e_code;
         else if (t_count < 16'(OUT_DATA)) t_byte = out_word[8 * t_lane +: 8];
-        else t_byte = t_cycles[7:0];
+        else t_byte = t_tail[7:0];
       T_CRC0: t_byte = t_crc[7:0];
       default: t_byte = t_crc[15:8];
     endcase
@@ -266,21 +299,32 @@ module brainsmith_host_link #(
       m_tvalid <= 1'b0;
       counting <= 1'b0;
     end else begin
-      if (f_load) begin
+      if (f_load) begin  // the frame's words, then the next frame's from its first
         m_tvalid <= 1'b1;
-        f_word <= f_word + 1'b1;
+        if (f_word == IWW'(IN_WORDS - 1)) begin
+          f_word <= '0;
+          f_frame <= f_frame + 1'b1;
+          if (f_frame + 1'b1 == e_frames) fed <= 1'b1;
+        end else f_word <= f_word + 1'b1;
       end else if (m_tready) m_tvalid <= 1'b0;
-      if (s_fire) o_word <= o_word + 1'b1;
-      // cycles: from the first input word accepted to the frame's last output word
-      if (counting && cycles != '1) cycles <= cycles + 1'b1;
+      if (s_fire) begin
+        o_crc <= crc32_word(o_crc, (8 * OUT_BYTES)'(s_tdata));
+        if (last_word) begin
+          o_word <= '0;
+          o_frame <= o_frame + 1'b1;
+        end else o_word <= o_word + 1'b1;
+      end
+      if (last_out) kept <= 1'b1;
+      // cycles: from the first input word accepted to the last frame's last output word
+      if (counting && !last_out && cycles != '1) cycles <= cycles + 1'b1;
       if (m_fire && !started) begin
         started <= 1'b1;
         counting <= 1'b1;
-        cycles <= 32'd1;
+        cycles <= 48'd1;
       end
       if (last_out) begin
         counting <= 1'b0;
-        t_cycles <= m_fire && !started ? '0 : cycles;
+        if (m_fire && !started) cycles <= '0;  // the first word in and the last out at once
       end
       case (t_state)
         T_IDLE: if (c_valid) begin
@@ -288,15 +332,26 @@ module brainsmith_host_link #(
           e_seq <= c_seq;
           e_code <= c_code;
           e_bank <= c_bank;
+          e_frames <= c_frames;
           f_word <= '0;
+          f_frame <= '0;
           o_word <= '0;
+          o_frame <= '0;
+          o_crc <= '1;
+          fed <= 1'b0;
+          kept <= 1'b0;
           started <= 1'b0;
-          t_len <= c_kind == DO_IDENTIFY ? 16'(ID_LEN) : c_kind == DO_INFER ? 16'(OUT_LEN) : 16'd1;
-          t_state <= c_kind == DO_INFER ? T_RUN : T_SYNC;
+          t_len <= c_kind == DO_IDENTIFY ? 16'(ID_LEN) : c_kind == DO_INFER ? 16'(OUT_LEN)
+                   : c_kind == DO_BENCH ? 16'(BENCH_LEN) : 16'd1;
+          t_state <= c_kind == DO_INFER || c_kind == DO_BENCH ? T_RUN : T_SYNC;
         end
         T_RUN:  // every input word taken and every output word kept
-          if (f_word == IWW'(IN_WORDS) && !m_tvalid && o_word == OWW'(OUT_WORDS))
+          if (fed && !m_tvalid && kept) begin
             t_state <= T_SYNC;
+            // an INFER's 4 B of cycles (stopping at 2^32-1); a BENCH's 8, its CRC and N
+            if (e_kind == DO_BENCH) t_tail <= {e_frames, ~o_crc, 16'd0, cycles};
+            else t_tail <= {96'd0, cycles[47:32] != '0 ? 32'hFFFF_FFFF : cycles[31:0]};
+          end
         default: if (tx_ready) begin
           if (t_state != T_SYNC && t_state != T_CRC0) t_crc <= t_crc_next;  // TYPE..PAYLOAD
           case (t_state)
@@ -311,7 +366,7 @@ module brainsmith_host_link #(
             T_PAYLOAD: begin
               t_count <= t_count + 1'b1;
               if (t_count + 1'b1 == t_len) t_state <= T_CRC0;
-              if (t_count >= 16'(OUT_DATA)) t_cycles <= t_cycles >> 8;
+              if (t_count >= 16'(OUT_DATA)) t_tail <= t_tail >> 8;
               if (t_lane == OBW'(OUT_BYTES - 1)) begin
                 t_lane <= '0;
                 t_word <= t_word + 1'b1;
