@@ -178,6 +178,61 @@ def test_run_on_a_simulated_board_gives_what_python_gives_bit_for_bit(mlp, tmp_p
                      r"from its first input to its last output \(its own count\)$", line), line  # fmt: skip
 
 
+CHIP = re.compile(
+    r"on the chip: ([\d,]+) frames back to back in ([\d,]+) cycles \(its own counter\): "
+    r"([\d,]+) fps at ([\d.]+) MHz \(the build's clock\); checksum 0x[0-9a-f]{8} of every "
+    r"output word, equal to Python's"
+)
+
+
+def chip_figures(stdout: str) -> tuple[int, int, float]:
+    """(frames, cycles, fps) of run --bench's line."""
+    found = CHIP.search(stdout)
+    assert found, stdout
+    frames, cycles, fps = (float(x.replace(",", "")) for x in found.groups()[:3])
+    return int(frames), int(cycles), fps
+
+
+@simulated
+def test_bench_counts_frames_on_the_chip_at_the_pace_the_build_streams_them(mlp):
+    """run --simulate --bench 1000: the design's own counter over 1,000 frames back to back
+    gives the pace the build's pipelined interval says, within 1 %, and its checksum of all
+    1,000 frames' outputs is Python's."""
+    build, _, _ = mlp
+    result = in_process("run", str(build), "--simulate", "--bench", "1000")
+    assert result.returncode == 0, result.stderr
+    frames, cycles, fps = chip_figures(result.stdout)
+    interval = re.search(r"one every ([\d,]+) cycles", result.stdout)
+    assert interval, result.stdout
+    assert frames == 1000 and cycles / frames == pytest.approx(
+        float(interval.group(1).replace(",", "")), rel=0.01
+    )
+    clock = float(CHIP.search(result.stdout).group(4))
+    assert fps == pytest.approx(frames * clock * 1e6 / cycles, abs=1)
+
+
+@simulated
+def test_a_bench_whose_checksum_is_not_pythons_fails_naming_both(mlp, farm, tmp_path):
+    """A copy whose final.onnx (what Python runs) no longer computes what its unchanged
+    accelerator does: --bench's checksum differs from Python's, and the run fails with 1."""
+    from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.builder.result import BuildResult
+
+    build, _, _ = mlp
+    copy = Path(farm.copy(BuildResult.load(build), tmp_path / "copy").output_dir)
+    model = ModelWrapper(str(copy / "final.onnx"))
+    node = model.get_nodes_by_op_type("Thresholding_rtl")[0]
+    model.set_initializer(node.input[1], model.get_initializer(node.input[1]) + 1000)
+    model.save(str(copy / "final.onnx"))
+    result = in_process("run", str(copy), "--simulate", "--bench", "10")
+    assert result.returncode == 1, result.stderr
+    assert re.search(r"BENCH of 10 frames: the (checksum differs|last frame's outputs differ) from "
+                     r"Python's execution of the frame \(CRC-32 0x[0-9a-f]{8}, expected "
+                     r"0x[0-9a-f]{8}\)", result.stderr), result.stderr  # fmt: skip
+    assert "on the chip" not in result.stdout
+
+
 @simulated
 def test_a_conv_net_with_plugin_layers_runs_on_a_simulated_board_as_torch_computed_it(farm):
     """The shipped padded conv net, all RTL: its pooling layers are brainsmith's (a plugin's
@@ -188,10 +243,12 @@ def test_a_conv_net_with_plugin_layers_runs_on_a_simulated_board_as_torch_comput
     models = REPO / "examples" / "models"
     result = in_process(
         "run", str(all_rtl_conv(farm)), "--simulate", "--input", str(models / "conv_pad_input.npy"),
-        "--expected", str(models / "conv_pad_expected.npy"),
+        "--expected", str(models / "conv_pad_expected.npy"), "--bench", "20",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "8 frames in" in result.stdout and "outputs equal to" in result.stdout
+    frames, cycles, _ = chip_figures(result.stdout)  # its checksum equal to Python's
+    assert frames == 20 and cycles > 20 * 100
 
 
 @simulated

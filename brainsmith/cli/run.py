@@ -14,6 +14,7 @@ from brainsmith.report.pace import frames_per_second, microseconds, one_frame, s
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.commands.run import RunOutcome
+    from brainsmith.hardware.board.driver import BenchFigures
 
 
 @click.command("run")
@@ -34,6 +35,14 @@ if TYPE_CHECKING:
     default=None,
     help="The port's rate; default: the build's bitstream's (bitstream/report.json), else 3000000.",
 )
+@click.option(
+    "--bench",
+    type=click.IntRange(min=1, max=2**32 - 1),  # link.MAX_BENCH_FRAMES
+    default=None,
+    metavar="N",
+    help="Then run the first input N times back to back on the chip: frames per second by "
+    "the design's own cycle counter, its checksum of every output checked against Python's.",
+)
 def run(
     build_dir: str,
     port: str | None,
@@ -42,6 +51,7 @@ def run(
     expected_npy: str | None,
     output_npy: str | None,
     baud: int | None,
+    bench: int | None,
 ) -> None:
     """Run the design of the all-RTL build in BUILD_DIR on a board through brainsmith's UART
     host link: the board must hold this build's bitstream (IDENTIFY checks its design
@@ -52,7 +62,7 @@ def run(
     Without --input, 8 inputs are drawn from the input's data type. Shows frames per
     second over the link (wall clock) and the accelerator's throughput (frames streaming,
     one every pipelined interval) and latency (one frame), at the bitstream's PLL clock
-    (else the build's).
+    (else the build's). With --bench N, the frames per second the chip itself counted.
 
     \b
     Exit codes: 0 ran (and the outputs equal --expected); 1 the outputs differ, or the
@@ -63,6 +73,7 @@ def run(
     Examples:
       brainsmith run out/mlp --port /dev/ttyUSB0 --input x.npy --expected y.npy
       brainsmith run out/mlp --simulate --input x.npy
+      brainsmith run out/mlp --simulate --bench 1000
     """
     from brainsmith import interrupts
     from brainsmith.cli.output import echo
@@ -78,7 +89,7 @@ def run(
         with interrupts.handled():
             outcome = run_build_folder(
                 build_dir, port=port, simulate=simulate, input_npy=input_npy,
-                expected_npy=expected_npy, output_npy=output_npy, baud=baud,
+                expected_npy=expected_npy, output_npy=output_npy, baud=baud, bench=bench,
                 note=lambda text: status.print(text + " ...", markup=False),
             )  # fmt: skip
     except DriverError as exc:
@@ -125,6 +136,18 @@ def summary(outcome: RunOutcome) -> list[str]:
     ]
 
 
+def benched(figures: BenchFigures) -> str:
+    """What --bench measured, in one line."""
+    frames = f"{figures.frames:,} frames back to back in {figures.cycles:,} cycles"
+    if figures.clock_mhz:
+        pace = (f"{frames_per_second(figures.fps)} at {Clock.from_mhz(figures.clock_mhz)} "
+                f"({figures.clock})")  # fmt: skip
+    else:
+        pace = f"{figures.cycles_per_frame:,.1f} cycles a frame (the build names no clock)"
+    return (f"on the chip: {frames} (its own counter): {pace}; checksum 0x{figures.crc32:08x} "
+            "of every output word, equal to Python's")  # fmt: skip
+
+
 def print_outcome(outcome: RunOutcome) -> None:
     from brainsmith.cli.output import console
 
@@ -134,5 +157,7 @@ def print_outcome(outcome: RunOutcome) -> None:
         lines.append(f"outputs {outcome.compared}")
     if outcome.written:
         lines.append(f"outputs (shape {outcome.outputs.shape}) written to {outcome.written}")
+    if outcome.bench:
+        lines.append(benched(outcome.bench))
     for line in lines:
         out.print(line, markup=False, soft_wrap=True)

@@ -1,7 +1,8 @@
 """``brainsmith run BUILD_DIR --port PORT`` (or ``--simulate``): a build's design run on a
 board through the host link (``brainsmith.hardware.board.driver``), its outputs compared with
 ``--expected`` (exact for integer outputs, within verification's float tolerance else) or
-written to ``--output``, with what the run measured.
+written to ``--output``, with what the run measured; ``--bench N`` then runs the first input N
+times back to back on the chip, measured by the design's own counter.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from brainsmith.hardware.board.driver import Board, RunFigures
+from brainsmith.hardware.board.driver import BenchFigures, Board, RunFigures
 from brainsmith.hardware.board.simulated import SimulatedBoard
 from brainsmith.hardware.board.streams import DriverError, Host
 
@@ -30,6 +31,7 @@ class RunOutcome:
     clks_per_bit: int
     compared: str  # "" without --expected, else what they were compared with
     written: str = ""  # where --output wrote the outputs
+    bench: BenchFigures | None = None  # what --bench measured on the chip
 
 
 def run_build_folder(
@@ -41,30 +43,33 @@ def run_build_folder(
     expected_npy: str | None = None,
     output_npy: str | None = None,
     baud: int | None = None,
+    bench: int | None = None,
     note: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Run ``folder``'s design on the board at ``port`` or a simulated one; DriverError
-    (``exit_code`` 2: cannot start, 1: the link failed or the outputs differ)."""
+    """Run ``folder``'s design on the board at ``port`` or a simulated one, then, with
+    ``bench``, its first input that many times on the chip; DriverError (``exit_code`` 2:
+    cannot start, 1: the link failed or the outputs differ)."""
     x = load_array(input_npy, "--input", finite=True) if input_npy else None
     expected = load_array(expected_npy, "--expected") if expected_npy else None
     target = output_path(output_npy) if output_npy else None
     say = note or (lambda message: None)
     with ExitStack() as stack:
         board = _board(stack, folder, port, simulate, baud, say)
+        x = _generated(board) if x is None else x
         outputs, figures = _ran(board, x, say)
+        benched = None
+        if bench:
+            say(f"running the first input {bench:,} times back to back on {board.port} (BENCH)")
+            benched = board.bench(x, bench)
     if target:  # before comparing: outputs that differ are the ones to look at
         save_array(target, outputs)
     compared = _compared(board, outputs, expected, expected_npy)
     return RunOutcome(figures, outputs, board.identity.design_hash,
-                      board.identity.clks_per_bit, compared, target or "")  # fmt: skip
+                      board.identity.clks_per_bit, compared, target or "", benched)  # fmt: skip
 
 
-def _ran(
-    board: Board, x: np.ndarray | None, say: Callable[[str], None]
-) -> tuple[np.ndarray, RunFigures]:
-    """(the outputs, what the run measured) of ``board`` run on ``x`` (None: generated)."""
-    if x is None:
-        x = _generated(board)
+def _ran(board: Board, x: np.ndarray, say: Callable[[str], None]) -> tuple[np.ndarray, RunFigures]:
+    """(the outputs, what the run measured) of ``board`` run on ``x``."""
     say(f"running {len(x) if x.ndim > 1 else 1} frames on {board.port}")
     outputs = board.run(x)
     assert board.last is not None

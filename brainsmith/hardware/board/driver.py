@@ -5,8 +5,10 @@ IDENTIFYs the board (its design hash must be the build's, its words those of the
 streams) and ``run(x)`` runs inputs in the user's shape: the host nodes before the
 accelerator in Python, each frame packed into stream words as the simulation packs it,
 INFER frames sent two outstanding, the replies unpacked and the host nodes after it run;
-``last`` keeps what the run measured. Every read has a time limit: a board that does not
-answer is an error naming the port and the frame, never a hang.
+``last`` keeps what the run measured. ``bench(x, n)`` runs one frame n times back to back on
+the chip and reads the frames per second off the design's own cycle counter, its checksum of
+every output word compared with Python's execution of the frame. Every read has a time limit:
+a board that does not answer is an error naming the port and the frame, never a hang.
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ from brainsmith.hardware.board.link import (
     Identity,
     Link,
     LinkError,
+    crc32_of_words,
     word_bytes,
 )
-from brainsmith.hardware.board.streams import DriverError, Host, Streams, streams
+from brainsmith.hardware.board.streams import DriverError, Host, Streams, run_graph, streams
 from brainsmith.intake.inputs import ResultError, sample_shape, samples
 
 DEFAULT_BAUD = 3_000_000  # the ULX3S's USB UART; a build's bitstream/report.json says its own
 EXCHANGE_READS = 4  # a reply must come whole within this many read timeouts
+SIMULATED_HZ = 20_000.0  # cycles a second a simulated board is given at least, for a limit
 BAUD_RANGE = (1_200, 12_000_000)  # serial ports' lowest common rate; an FT2232H's highest
 CLOCK_MHZ_RANGE = (1.0, 1_000.0)  # what an FPGA design's clock can be
 FIGURE_RANGES = {"baud": BAUD_RANGE, "clock_mhz": CLOCK_MHZ_RANGE}
@@ -89,6 +93,30 @@ class RunFigures:
     def wire_fps(self, baud: int) -> float:
         """Frames per second the link would carry at ``baud`` (10 bits a byte, 8N1)."""
         return baud / (10 * self.bytes_per_frame)
+
+
+@dataclass(frozen=True)
+class BenchFigures:
+    """What one ``Board.bench`` measured on the chip: ``frames`` frames of one input run back
+    to back in ``cycles`` cycles of the design's own counter (the first frame's first input
+    word to the last frame's last output word), and the CRC-32 of every output word against
+    the one Python's execution of the frame gives."""
+
+    frames: int
+    cycles: int
+    crc32: int
+    expected_crc32: int
+    clock_mhz: float
+    clock: str = ""
+
+    @property
+    def fps(self) -> float:
+        """Frames per second at the clock, by the design's own count."""
+        return self.frames * self.clock_mhz * 1e6 / self.cycles if self.cycles else 0.0
+
+    @property
+    def cycles_per_frame(self) -> float:
+        return self.cycles / self.frames if self.frames else 0.0
 
 
 @dataclass
@@ -193,6 +221,53 @@ class Board:
         )
         return got[0] if single else got
 
+    def bench(self, x: np.ndarray, frames: int) -> BenchFigures:
+        """Run the first input of ``x`` ``frames`` times back to back on the chip (BENCH):
+        the frames per second by the design's own cycle counter; DriverError (exit 1) when
+        its checksum of every output word or the last frame's outputs differ from Python's
+        execution of the frame."""
+        from brainsmith.frameworks.finn.execution import runnable_copy
+
+        host = Host(self.streams)
+        try:
+            given, _ = samples(host.runnable, np.asarray(x))
+        except ResultError as exc:
+            raise DriverError(exc.reason, exc.hint) from None
+        frame = host.before([given[0][0]])[0]
+        wanted = self.streams.pack_output(run_graph(runnable_copy(self.streams.model), [frame])[0])
+        limit = self._bench_limit(frames)
+        before = self.serial.timeout, self.link.deadline
+        self.serial.timeout, self.link.deadline = limit, EXCHANGE_READS * limit
+        try:
+            benched = self.link.bench(self.streams.pack(frame), frames)
+        except (LinkError, OSError) as exc:
+            raise DriverError(f"{self.port}: BENCH of {frames:,} frames: {exc}", QUIET_HINT,
+                              1) from None  # fmt: skip
+        finally:
+            self.serial.timeout, self.link.deadline = before
+        expected = crc32_of_words(wanted, self.streams.out_bits, frames)
+        figures = BenchFigures(frames, benched.cycles, benched.crc32, expected, self.clock_mhz,
+                               self.clock)  # fmt: skip
+        if benched.crc32 != expected or benched.outputs != wanted:
+            which = ("checksum differs" if benched.crc32 != expected
+                     else "last frame's outputs differ")  # fmt: skip
+            raise DriverError(
+                f"{self.port}: BENCH of {frames:,} frames: the {which} from Python's "
+                f"execution of the frame (CRC-32 0x{benched.crc32:08x}, expected "
+                f"0x{expected:08x})",
+                "run without --bench to see which outputs differ (--expected)",
+                exit_code=1,
+            )
+        return figures
+
+    def _bench_limit(self, frames: int) -> float:
+        """Seconds to wait for a BENCH reply of ``frames`` frames: four times their cycles
+        (the pipelined interval each, else FINN's latency estimate) at the clock, or at
+        ``SIMULATED_HZ`` on a simulated board, beyond the usual read's limit."""
+        each = self.streams.interval_cycles or self.streams.latency_cycles()
+        hz = SIMULATED_HZ if self.simulated else (self.clock_mhz or 1.0) * 1e6
+        return float(self.timeout or 1.0) + 4 * frames * max(each, 1.0) / hz
+
     def infer(self, frames: list[list[int]]) -> list[tuple[list[int], int]]:
         """(output words, cycles) of each frame's words, two requests outstanding."""
         results: list[tuple[list[int], int]] = []
@@ -286,4 +361,12 @@ def _span(span: tuple[float, float]) -> str:
     return f"{span[0]:,g} to {span[1]:,g}"
 
 
-__all__ = ["BAUD_RANGE", "Board", "DriverError", "RunFigures", "bitstream_figure", "open_port"]
+__all__ = [
+    "BAUD_RANGE",
+    "BenchFigures",
+    "Board",
+    "DriverError",
+    "RunFigures",
+    "bitstream_figure",
+    "open_port",
+]

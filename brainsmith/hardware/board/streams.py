@@ -98,6 +98,14 @@ class Streams:
         )
         return np.asarray(array, dtype=np.float32).reshape(self.last.get_normal_output_shape(0))
 
+    def pack_output(self, array: np.ndarray) -> list[int]:
+        """The ``out_words`` words the accelerator streams out for its output values
+        ``array`` (one frame), as ``unpack`` reads them."""
+        shape = tuple(self.last.get_folded_output_shape(0))
+        folded = np.asarray(array, dtype=np.float32).reshape(shape)
+        words = pack_beats(folded, self.last.get_output_datatype(0), self.out_bits)
+        return [int(word) for word in words]
+
     @property
     def bytes_per_frame(self) -> int:
         """Bytes on the wire for one INFER and its reply, frame headers and CRCs included."""
