@@ -159,10 +159,13 @@ def test_the_mlps_bitstream_netlist_answers_as_its_rtl_at_gate_level(farm, capsy
     check = section["netlist_check"]
     assert check["ran"] and check["passed"], check
     assert check["frames"] == 4 and check["words"] > 1 and not check["first_difference"]
+    assert check["bench_frames"] == 8 and check["bench_cycles"] > 8  # cycle for cycle too
     assert (folder / section["netlist"]).is_file()
     print_summary(report)
     said = "netlist: 4 frames at gate level (Verilator, ECP5 cell models) bit for bit equal"
-    assert said in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert said in out
+    assert f"the first 8 times back to back in the RTL's {check['bench_cycles']:,} cycles" in out
     assert said.removeprefix("netlist: ") in (folder / "report.html").read_text()  # its card
 
 

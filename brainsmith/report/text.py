@@ -403,11 +403,15 @@ def netlist_line(section: BitstreamSection) -> str:
     if not check["ran"]:
         return f"netlist: not checked at gate level: {check['reason']}"
     verdict = "bit for bit equal to" if check["passed"] else "different from"
+    benched, cycles = check.get("bench_frames"), check.get("bench_cycles")
+    bench = (f"; the first {benched} times back to back in the RTL's {cycles:,} cycles, "
+             "its checksum too") if benched and cycles and check["passed"] else ""  # fmt: skip
     return (
         f"netlist: {check['frames']} frames at gate level (Verilator, "
         f"{cell_models(section['part'])}) "
         f"{verdict} the RTL simulation"
         + (f": {check['first_difference']}" if check["first_difference"] else "")
+        + bench
         + (" (verdict of an earlier check of the same netlist, RTL and frames)"
            if check.get("cached") else "")
     )  # fmt: skip

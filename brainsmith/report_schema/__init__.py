@@ -179,9 +179,10 @@ class NetlistCheckSection(TypedDict):
     """``bitstream.netlist_check``: the netlist the bitstream was placed from, simulated at
     gate level (Verilator, the family's cell models) behind the host link, answered
     ``frames`` frames of ``words`` output words each; ``passed`` when every word equals the
-    RTL simulation's. ``ran`` is False, with the ``reason``, when it could not run;
-    ``cached`` when the verdict is that of an earlier check of the same netlist, RTL and
-    frames (absent from reports before it)."""
+    RTL simulation's, and the first frame run ``bench_frames`` times back to back (BENCH)
+    took the RTL's ``bench_cycles`` with its checksum. ``ran`` is False, with the
+    ``reason``, when it could not run; ``cached`` when the verdict is that of an earlier check
+    of the same netlist, RTL and frames."""
 
     ran: bool
     passed: bool
@@ -191,6 +192,8 @@ class NetlistCheckSection(TypedDict):
     first_difference: str
     reason: str
     cached: bool
+    bench_frames: NotRequired[int]
+    bench_cycles: NotRequired[int]
 
 
 class CriticalPath(TypedDict):

@@ -2,7 +2,7 @@
 output, the one nextpnr places, written beside it as ``netlist.v``) simulated in Verilator on
 its family's cell models (``cell_models``: the ECP5's, the iCE40's, Gowin's), behind the same
 bit-level UART as ``brainsmith run --simulate``, must answer the driver's frames with the RTL
-simulation's output words, bit for bit. A netlist using a cell or a mode the models do not
+simulation's output words, bit for bit, and a short BENCH with the RTL's checksum and cycles. A netlist using a cell or a mode the models do not
 simulate is named and not checked rather than guessed (``unmodelled_modes``).
 """
 
@@ -19,6 +19,7 @@ from brainsmith.hardware.board.boards import Board
 from brainsmith.hardware.board.cell_models import cell_models, unmodelled_modes
 from brainsmith.hardware.board.constraints import CLOCK, LED, RESET, UART_RX, UART_TX
 from brainsmith.hardware.board.driver import Board as Driver
+from brainsmith.hardware.board.link import Benched, LinkError
 from brainsmith.hardware.board.simulated import SimulatedBoard, board_design
 from brainsmith.hardware.board.streams import DriverError, Host, Streams
 from brainsmith.hardware.hdl import Instance, Module, Port, inverted
@@ -30,10 +31,11 @@ from brainsmith.hardware.rtlsim.verilator import ToolchainError, find_toolchain
 NETLIST = "netlist.v"  # Yosys' netlist of the board top, in the bitstream's run folder
 TOP = "brainsmith_sim_board"
 FRAMES = 4  # frames both simulated boards answer, drawn from the input's data type (seed 0)
+BENCH_FRAMES = 8  # the first of them run back to back on both (BENCH): checksum and cycles
 READ_SECONDS = 900.0  # the driver's limit on each read: a gate-level frame is slow to
 # simulate (a TFC-w2a2's took about a minute on a loaded 2-core machine); a hang still ends
 VERDICT = "gate-level-{key}.json"  # a passed check, in rtlsim's cache beside the simulators
-VERDICT_FORMAT = "1"  # bump when what decides a verdict changes
+VERDICT_FORMAT = "2"  # bump when what decides a verdict changes
 # FINN's per-layer code folders, named with a random suffix each build (``mkdtemp``)
 CODE_FOLDER = re.compile(r"code_gen_[A-Za-z0-9_]+/")
 
@@ -41,7 +43,8 @@ CODE_FOLDER = re.compile(r"code_gen_[A-Za-z0-9_]+/")
 @dataclass
 class NetlistCheck:
     """What the gate-level check compared: ``frames`` frames of ``words`` output words each,
-    equal bit for bit when ``passed``, else ``first_difference`` names where."""
+    and ``bench_frames`` of the first run back to back in ``bench_cycles`` cycles, equal bit
+    for bit and cycle for cycle when ``passed``, else ``first_difference`` names where."""
 
     passed: bool
     frames: int
@@ -49,11 +52,14 @@ class NetlistCheck:
     seconds: float
     first_difference: str = ""
     cached: bool = False  # the verdict of an earlier check of the same simulators and frames
+    bench_frames: int = 0
+    bench_cycles: int = 0
 
     def as_dict(self) -> dict[str, object]:
         return {"passed": self.passed, "frames": self.frames, "words": self.words,
                 "seconds": round(self.seconds, 2),
-                "first_difference": self.first_difference, "cached": self.cached}  # fmt: skip
+                "first_difference": self.first_difference, "cached": self.cached,
+                "bench_frames": self.bench_frames, "bench_cycles": self.bench_cycles}  # fmt: skip
 
 
 def netlist_design(netlist_path: str, board: Board) -> LayerDesign:
@@ -97,6 +103,17 @@ def first_difference(got: list[list[int]], expected: list[list[int]]) -> str:
     return ""
 
 
+def bench_difference(got: Benched, expected: Benched) -> str:
+    """Where the netlist's BENCH reply differs from the RTL's; "" when equal."""
+    what = f"BENCH of {expected.frames} frames"
+    if got.crc32 != expected.crc32 or got.outputs != expected.outputs:
+        return (f"{what}: the netlist's checksum 0x{got.crc32:08x}, the RTL's "
+                f"0x{expected.crc32:08x}")  # fmt: skip
+    if got.cycles != expected.cycles:
+        return f"{what}: the netlist took {got.cycles:,} cycles, the RTL {expected.cycles:,}"
+    return ""
+
+
 def frame_words(build: Streams, frames: int = FRAMES) -> list[list[int]]:
     """``frames`` inputs drawn from the design input's data type (seed 0), through the host
     nodes before the accelerator, packed into stream words."""
@@ -131,25 +148,38 @@ def check_netlist(
     key = verdict_key(build, (board_design(build), netlist_board), clocks_per_bit, requests)
     passed_before = _verdict(key)
     if passed_before is not None:
-        return NetlistCheck(passed=True, frames=len(requests), words=passed_before,
-                            seconds=time.perf_counter() - began, cached=True)  # fmt: skip
+        words, cycles = passed_before
+        return NetlistCheck(passed=True, frames=len(requests), words=words,
+                            seconds=time.perf_counter() - began, cached=True,
+                            bench_frames=BENCH_FRAMES, bench_cycles=cycles)  # fmt: skip
     with (
         SimulatedBoard(build) as port,
         Driver(build, port, timeout=READ_SECONDS, simulated=True) as driver,
     ):
         expected = [words for words, _ in driver.infer(requests)]
+        bench = _bench(driver, requests[0])
     netlist = SimulatedBoard(build, clocks_per_bit, netlist_board)
     try:  # compiled: from here on, a netlist that does not answer as the RTL fails the check
         with netlist as port, Driver(build, port, timeout=READ_SECONDS, simulated=True) as driver:
             difference = first_difference([w for w, _ in driver.infer(requests)], expected)
+            difference = difference or bench_difference(_bench(driver, requests[0]), bench)
     except DriverError as exc:
         difference = f"the netlist did not answer as the RTL: {exc.reason}"
     if not difference and key:
-        _keep_verdict(key, len(expected[0]))
+        _keep_verdict(key, len(expected[0]), bench.cycles)
     return NetlistCheck(
         passed=not difference, frames=len(requests), words=len(expected[0]),
         seconds=time.perf_counter() - began, first_difference=difference,
+        bench_frames=BENCH_FRAMES, bench_cycles=bench.cycles,
     )  # fmt: skip
+
+
+def _bench(driver: Driver, words: list[int]) -> Benched:
+    """``words`` run BENCH_FRAMES times on ``driver``'s board; DriverError if it fails."""
+    try:
+        return driver.link.bench(words, BENCH_FRAMES)
+    except (LinkError, OSError) as exc:
+        raise DriverError(f"{driver.port}: BENCH of {BENCH_FRAMES} frames: {exc}") from None
 
 
 def verdict_key(
@@ -168,7 +198,7 @@ def verdict_key(
     except ToolchainError:
         return ""
     parts = [VERDICT_FORMAT, toolchain.version, toolchain.verilator, build.design_hash,
-             str(clocks_per_bit), json.dumps(requests)]  # fmt: skip
+             str(clocks_per_bit), json.dumps(requests), str(BENCH_FRAMES)]  # fmt: skip
     for design in designs:
         parts.append(design.top)
         for name, text in [*source_texts(design), *(design.testbench or [])]:
@@ -180,25 +210,28 @@ def verdict_key(
     return digest.hexdigest()
 
 
-def _verdict(key: str) -> int | None:
-    """The output words per frame of the passed check cached under ``key``; None when none
-    is (or the cache cannot be read: the check runs)."""
+def _verdict(key: str) -> tuple[int, int] | None:
+    """(output words per frame, BENCH cycles) of the passed check cached under ``key``;
+    None when none is (or the cache cannot be read: the check runs)."""
     try:
         root = cache_root() if key else ""
     except ToolchainError:
         return None
     found = read_entry(os.path.join(root, VERDICT.format(key=key)), key) if root else None
-    words = (found or {}).get("words")
-    return words if isinstance(words, int) and words > 0 else None
+    words, cycles = ((found or {}).get(name) for name in ("words", "bench_cycles"))
+    if type(words) is int and type(cycles) is int and words > 0 and cycles > 0:
+        return words, cycles
+    return None
 
 
-def _keep_verdict(key: str, words: int) -> None:
+def _keep_verdict(key: str, words: int, bench_cycles: int) -> None:
     """A passed check's verdict cached under ``key`` (whole or not at all)."""
     try:
         root = cache_root()
     except ToolchainError:
         return
-    write_entry(os.path.join(root, VERDICT.format(key=key)), key, {"words": words})
+    entry = os.path.join(root, VERDICT.format(key=key))
+    write_entry(entry, key, {"words": words, "bench_cycles": bench_cycles})
 
 
 __all__ = [
