@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -338,13 +339,16 @@ def test_the_exported_driver_runs_the_board_with_python_numpy_and_pyserial_alone
         command = [sys.executable, "-I", "-c", alone, "--port", port, "--timeout", "30"]
         done = subprocess.run(command, cwd=board_handed_off, capture_output=True, text=True,
                               timeout=600)  # fmt: skip
-        given = [*command, "--input", "vectors/input.npy", "--output", str(out)]
+        given = [*command, "--input", "vectors/input.npy", "--output", str(out), "--bench", "200"]
         ran = subprocess.run(given, cwd=board_handed_off, capture_output=True, text=True,
                              timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "this export's (64 words of 32 bits in" in done.stdout, done.stdout
     assert done.stdout.rstrip().endswith("PASS: 8 frames, every output equal to the expected one")
     assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert re.search(r"on the chip: 200 frames back to back in [\d,]+ cycles \(its own counter\)"
+                     r": [\d,]+ frames/s at [\d.]+ MHz; checksum 0x[0-9a-f]{8}, the first "
+                     r"frame's outputs each time", ran.stdout), ran.stdout  # fmt: skip
     expected = np.load(board_handed_off / "vectors" / "output.npy")
     assert np.load(out).shape == expected.shape == (8, 10)
     np.testing.assert_allclose(np.load(out), expected, rtol=1e-6)

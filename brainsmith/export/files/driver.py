@@ -10,6 +10,7 @@ execution gives for them)::
     python3 driver.py --port /dev/ttyUSB0                  # the export's vectors: PASS or FAIL
     python3 driver.py --port /dev/ttyUSB0 --input x.npy --output y.npy
     python3 driver.py --port /dev/ttyUSB0 --identify       # what the board holds
+    python3 driver.py --port /dev/ttyUSB0 --bench 100000   # frames/s counted on the chip
 
 Each input is run as ``brainsmith run`` runs it: the host's nodes before the accelerator (in
 numpy), the frame packed into stream words (element 0 in the lowest bits, each word padded
@@ -21,7 +22,9 @@ LE)``, the CRC-16/CCITT-FALSE of TYPE, SEQ, LEN and PAYLOAD; a reply echoes its 
 IDENTIFY (0x01) is answered (0x81) with "BSMH", the protocol version, the words' widths,
 words per frame in and out, clocks per UART bit and the design's SHA-256; INFER (0x02, one
 frame of input words) with the output words and the accelerator's own cycle count (0x82);
-anything wrong with 0xEE and a code.
+BENCH (0x03, N in 4 B LE, then one frame) runs the frame N times back to back and answers
+(0x83) with the last frame's output words, the cycles the N frames took (8 B LE), the CRC-32
+(zlib's) of every output word (4 B LE) and N (4 B LE); anything wrong with 0xEE and a code.
 
 Exit codes: 0 ran (and, without --input or with --expected, the outputs are the expected
 ones); 1 the outputs differ, or the board stopped answering; 2 the board, the port or the
@@ -36,20 +39,22 @@ import math
 import os
 import sys
 import time
+import zlib
 from typing import Any
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYNC = 0xB5
-IDENTIFY, INFER = 0x01, 0x02
-IDENTITY, RESULT, ERROR = 0x81, 0x82, 0xEE
+IDENTIFY, INFER, BENCH = 0x01, 0x02, 0x03
+IDENTITY, RESULT, BENCHED, ERROR = 0x81, 0x82, 0x83, 0xEE
 HEADER = 5  # SYNC, TYPE, SEQ, LEN
-VERSION = 1
+VERSION = 2
 MAGIC = b"BSMH"
-ERRORS = {1: "bad CRC", 2: "wrong length", 3: "unknown type", 4: "byte timeout", 5: "busy"}
-NAMES = {IDENTIFY: "IDENTIFY", INFER: "INFER", IDENTITY: "IDENTIFY reply", RESULT: "INFER reply",
-         ERROR: "error"}  # fmt: skip
+ERRORS = {1: "bad CRC", 2: "wrong length", 3: "unknown type", 4: "byte timeout", 5: "busy",
+          6: "a BENCH of no frames"}  # fmt: skip
+NAMES = {IDENTIFY: "IDENTIFY", INFER: "INFER", BENCH: "BENCH", IDENTITY: "IDENTIFY reply",
+         RESULT: "INFER reply", BENCHED: "BENCH reply", ERROR: "error"}  # fmt: skip
 EXCHANGE_READS = 4  # a reply must come whole within this many read timeouts
 QUIET = (
     "check that the board is powered, holds this export's bitstream (see README.md) and that "
@@ -438,6 +443,32 @@ class Board:
                  for i in range(0, len(payload) - 4, size)]  # fmt: skip
         return words, int.from_bytes(payload[-4:], "little")
 
+    def bench(self, words: list[int], frames: int) -> tuple[list[int], int, int]:
+        """(the last frame's output words, cycles, CRC-32) of ``words`` run ``frames`` times
+        back to back on the chip."""
+        payload = frames.to_bytes(4, "little") + b"".join(
+            w.to_bytes(word_bytes(self.inputs.bits), "little") for w in words
+        )
+        each = self.design["latency_cycles"] / (self.design["clock_mhz"] * 1e6)
+        limit = float(self.serial.timeout) + 4 * frames * each  # the frames run, then the reply
+        before = self.serial.timeout, self.link.deadline
+        self.serial.timeout, self.link.deadline = limit, EXCHANGE_READS * limit
+        try:
+            reply = self.link.reply(BENCHED, self.link.send(BENCH, payload))
+        except (DriverError, OSError) as exc:
+            raise DriverError(f"{self.port_name}: BENCH of {frames:,} frames: {exc}; {QUIET}",
+                              1) from None  # fmt: skip
+        finally:
+            self.serial.timeout, self.link.deadline = before
+        size = word_bytes(self.outputs.bits)
+        data = self.outputs.words * size
+        if len(reply) != data + 16:
+            raise DriverError(f"{self.port_name}: BENCH: a {len(reply)}-byte reply", 1)
+        words_out = [int.from_bytes(reply[i : i + size], "little") & ((1 << self.outputs.bits) - 1)
+                     for i in range(0, data, size)]  # fmt: skip
+        cycles = int.from_bytes(reply[data : data + 8], "little")
+        return words_out, cycles, int.from_bytes(reply[data + 8 : data + 12], "little")
+
     def close(self) -> None:
         self.serial.close()
 
@@ -472,7 +503,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, help="seconds each read may take (default: "
                         "from the baud and the accelerator's cycles)")  # fmt: skip
     parser.add_argument("--identify", action="store_true", help="only say what the board holds")
+    parser.add_argument("--bench", type=int, metavar="N", help="then run the first input N times "
+                        "back to back on the chip: frames/s by the design's own cycle counter")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.bench is not None and not 1 <= args.bench < 2**32:
+        parser.error("--bench N: N from 1 to 4294967295")
     try:
         return run(args)
     except DriverError as exc:
@@ -505,6 +540,7 @@ def run(args: argparse.Namespace) -> int:
         began = time.perf_counter()
         results = board.infer([board.inputs.pack(frame) for frame in frames])
         seconds = time.perf_counter() - began
+        benched = board.bench(board.inputs.pack(frames[0]), args.bench) if args.bench else None
     finally:
         board.close()
     values = [board.outputs.unpack(words) for words, _ in results]
@@ -520,6 +556,8 @@ def run(args: argparse.Namespace) -> int:
           f"{middle / mhz:.2f} us at {mhz:g} MHz")  # fmt: skip
     if args.output:
         np.save(args.output, outputs[0] if single else outputs)
+    if benched is not None and not _benched(board, benched, results[0][0], args.bench, mhz):
+        return 1
     if expected is None:
         return 0
     exact = (board.outputs.dtype.kind != "float") if raw else bool(host_spec["exact"])
@@ -529,6 +567,25 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(f"PASS: {len(frames)} frames, every output equal to the expected one")
     return 0
+
+
+def _benched(board: Board, benched: tuple[list[int], int, int], first: list[int], frames: int,
+             mhz: float) -> bool:  # fmt: skip
+    """Say what BENCH measured; whether its outputs and checksum are the first frame's."""
+    words, cycles, crc = benched
+    data = b"".join(w.to_bytes(word_bytes(board.outputs.bits), "little") for w in first)
+    wanted = 0
+    for _ in range(frames):
+        wanted = zlib.crc32(data, wanted)
+    if crc != wanted or words != first:
+        print(f"FAIL: BENCH of {frames:,} frames: checksum 0x{crc:08x}, expected 0x{wanted:08x} "
+              "(the first frame's outputs each time)")  # fmt: skip
+        return False
+    fps = frames * mhz * 1e6 / cycles if cycles else 0.0
+    print(f"on the chip: {frames:,} frames back to back in {cycles:,} cycles (its own counter): "
+          f"{fps:,.0f} frames/s at {mhz:g} MHz; checksum 0x{crc:08x}, the first frame's "
+          "outputs each time")  # fmt: skip
+    return True
 
 
 def _inputs(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | None]:

@@ -6,9 +6,10 @@
 //   sim <master fd> <clocks per bit> <quiet cycles>
 //
 // Bytes read from the terminal go to the UART's pins (uart_bench.h) and bytes decoded from
-// uart_tx are written to the terminal. The clock runs while the line is busy and for <quiet
-// cycles> after its last byte (the accelerator answering, or the link's byte timeout), then
-// the simulation sleeps until the host writes again. It prints "ready" once out of reset and exits when the
+// uart_tx are written to the terminal. The clock runs while the line is busy, while a request
+// the host sent has no reply yet (a BENCH may run millions of cycles) and for <quiet cycles>
+// after the line's last byte (the link's byte timeout), then the simulation sleeps until the
+// host writes again. It prints "ready" once out of reset and exits when the
 // terminal is closed or its parent process ends.
 #include <fcntl.h>
 #include <poll.h>
@@ -23,13 +24,44 @@
 
 #include "uart_bench.h"
 
-// Moves bytes between the terminal and the bench's queues; false once the terminal is gone.
-static bool exchange(int fd, Bench& bench) {
+// Whole frames in one direction of the link (SYNC, TYPE, SEQ, LEN, LEN bytes, CRC), counted
+// by their LEN as the link frames them; bytes before a SYNC are skipped as the link skips them.
+struct Frames {
+    int header = -1;  // -1: hunting for SYNC, else header bytes seen after it
+    uint32_t length = 0, left = 0;
+
+    bool ends(uint8_t byte) {  // whether ``byte`` completes a frame
+        if (header < 0) {
+            if (byte == 0xB5) header = 0;
+            return false;
+        }
+        if (header < 4) {
+            if (header == 2) length = byte;
+            if (header == 3) left = length + (static_cast<uint32_t>(byte) << 8) + 2;
+            header++;
+            return false;
+        }
+        if (--left > 0) return false;
+        header = -1;
+        return true;
+    }
+};
+
+// Requests sent, replies received and how many requests have no reply yet.
+struct Pending {
+    Frames requests, replies;
+    uint64_t waiting = 0;
+};
+
+// Moves bytes between the terminal and the bench's queues, counting the requests that
+// have no reply yet; false once the terminal is gone.
+static bool exchange(int fd, Bench& bench, Pending& pending) {
     uint8_t buffer[4096];
     while (bench.to_link.size() < 65536) {
         ssize_t got = read(fd, buffer, sizeof buffer);
         if (got > 0) {
             bench.to_link.insert(bench.to_link.end(), buffer, buffer + got);
+            for (ssize_t i = 0; i < got; i++) pending.waiting += pending.requests.ends(buffer[i]);
             continue;
         }
         if (got < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -41,6 +73,8 @@ static bool exchange(int fd, Bench& bench) {
             buffer[size] = bench.from_link[size];
         ssize_t put = write(fd, buffer, size);
         if (put > 0) {
+            for (ssize_t i = 0; i < put; i++)
+                if (pending.replies.ends(buffer[i]) && pending.waiting > 0) pending.waiting--;
             bench.from_link.erase(bench.from_link.begin(), bench.from_link.begin() + put);
             continue;
         }
@@ -67,9 +101,10 @@ int main(int argc, char** argv) {
     bench.top.rst_n = 1;
     std::printf("ready\n");
     std::fflush(stdout);
+    Pending pending;
     for (;;) {
-        if (!exchange(fd, bench)) break;
-        bool busy = bench.line_busy() || !bench.from_link.empty() ||
+        if (!exchange(fd, bench, pending)) break;
+        bool busy = bench.line_busy() || !bench.from_link.empty() || pending.waiting > 0 ||
                     bench.cycle - bench.last_activity < quiet;
         if (!busy) {
             pollfd wanted{fd, POLLIN, 0};
