@@ -330,7 +330,7 @@ def performance_at_clock(
             f"timing not met: the figures are at the {clock} nextpnr reached, not the "
             f"{Clock.from_mhz(section['clock_mhz'])} the PLL makes"
         )
-    return {
+    clocked: ClockedPerformance = {
         "fps": round(mhz * 1e6 / cycles, 1),
         "fps_source": f"nextpnr clock, {cycles_source} cycles",
         "latency_ns": round(latency * clock.ns, 1) if latency else None,
@@ -342,6 +342,28 @@ def performance_at_clock(
         "latency_cycles": latency,
         "clock_note": note,
     }
+    _add_beside(clocked, section, mhz)
+    return clocked
+
+
+def _add_beside(found: ClockedPerformance, section: BitstreamSection, mhz: float) -> None:
+    """The figures beside the accelerator's fps at ``mhz`` added to ``found``: the pace the
+    design's own counter gave (the gate-level check's BENCH: N frames back to back less the
+    first alone, over the N - 1 after it) and the frames a second the host link carries, each
+    with its source."""
+    check = section.get("netlist_check")
+    if check and check["ran"] and check["passed"]:
+        frames, cycles = check.get("bench_frames", 0), check.get("bench_cycles", 0)
+        alone = check.get("latency_cycles", 0)
+        if frames > 1 and cycles > alone > 0:
+            found["counted_fps"] = round(mhz * 1e6 * (frames - 1) / (cycles - alone), 1)
+            found["counted_source"] = (
+                f"the link's counter, simulated: {frames} frames back to back in {cycles:,} "
+                f"cycles, the first alone in {alone:,}"
+            )
+    if section.get("link_fps"):
+        found["link_fps"] = section["link_fps"]
+        found["link_source"] = f"UART {section['baud']:,} baud, two requests outstanding"
 
 
 def _simulated(rtlsim: RtlsimSection | None, report_dir: str) -> dict[str, Any]:

@@ -351,7 +351,7 @@ def _print_outcome(out: Console, report: BuildReport, warnings: list[str], skipp
 def _print_performance(out: Console, report: BuildReport) -> None:
     """The throughput (at the clock nextpnr reached, when a bitstream was made, then the
     estimate at the clock asked), whether it meets the target, latency, the bottleneck."""
-    from brainsmith.report.text import bottleneck_line, clocked_lines, latency_text
+    from brainsmith.report.text import bottleneck_line, clocked_lines, latency_text, side_by_side
 
     fps, latency = report.get("performance", {}).get("estimated_fps"), latency_text(report)
     clocked = clocked_lines(report)
@@ -359,6 +359,9 @@ def _print_performance(out: Console, report: BuildReport) -> None:
         out.print(f"  throughput  {clocked[0]}", markup=False)
         if clocked[1]:
             out.print(f"  latency     {clocked[1]}", markup=False)
+        paces = side_by_side(report)
+        if paces:
+            out.print(f"  paces       {paces}", markup=False)
     if fps:
         out.print(_estimate(report, fps, bool(clocked)))
     if latency:

@@ -232,7 +232,8 @@ def inside(path: str, folder: str) -> bool:
 
 # -- report.json ----------------------------------------------------------------------------
 # performance's labels of where a figure at the clock nextpnr reached comes from (--bitstream)
-PERFORMANCE_TEXTS = ("fps_source", "latency_source", "clock_source", "cycles_source", "clock_note")
+PERFORMANCE_TEXTS = ("fps_source", "latency_source", "clock_source", "cycles_source", "clock_note",
+                     "counted_source", "link_source")  # fmt: skip
 
 
 def report_problems(report: Json) -> list[str]:

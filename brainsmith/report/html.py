@@ -33,6 +33,7 @@ from brainsmith.report.text import (
     incomplete_line,
     latency_text,
     number,
+    side_by_side,
     total_text,
     warning_lines,
 )
@@ -380,6 +381,7 @@ def _summary(report: BuildReport, files: bool = True) -> str:
         ("FPGA part", _e(report.get("fpga_part") or "-") + board),
         ("clock", _e(_clock_row(report))),
         *([("throughput", _e(clocked[0])), ("latency", _e(clocked[1] or "-"))] if clocked else []),
+        *[("paces", _e(line)) for line in [side_by_side(report)] if line],
         ("estimated throughput", _throughput(report.get("performance", {}), goal, clocked)),
         *[("bottleneck", _e(line)) for line in [bottleneck_line(goal)] if line],
         ("estimated latency" if clocked else "latency", _e(latency_text(report) or "-")),

@@ -263,6 +263,23 @@ def clocked_lines(report: BuildReport) -> tuple[str, str | None] | None:
     return first, latency
 
 
+def side_by_side(report: BuildReport) -> str | None:
+    """The three paces of a bitstream build, each labelled: the accelerator's (its cycles a
+    frame at the clock made), the one the design's own counter gave, and what the host link
+    carries end to end; None when there is only the first."""
+    perf = report.get("performance") or {}  # type: ignore[unreachable]  # a report.json read back may lack it
+    fps, counted, link = (finite(perf.get(key)) for key in ("fps", "counted_fps", "link_fps"))
+    if not fps or not (counted or link):
+        return None
+    said = [f"the accelerator {frames_per_second(fps)} ({perf.get('fps_source', '')})"]
+    if counted:
+        said.append(f"counted by the design {frames_per_second(counted)} "
+                    f"({perf.get('counted_source', '')})")  # fmt: skip
+    if link:
+        said.append(f"through the link {frames_per_second(link)} ({perf.get('link_source', '')})")
+    return " · ".join(said)
+
+
 def bitstream_lines(
     section: BitstreamSection,
     placed: dict[str, PlacedCount] | None = None,

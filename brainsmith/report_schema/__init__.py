@@ -173,6 +173,12 @@ class ClockedPerformance(TypedDict):
     cycles_source: str
     latency_cycles: float | None
     clock_note: str | None  # timing not met: at which clock the figures are
+    # beside fps: the pace the design's own counter gave (the gate-level check's BENCH of
+    # frames back to back, simulated) and the frames a second the host link carries
+    counted_fps: NotRequired[float]
+    counted_source: NotRequired[str]
+    link_fps: NotRequired[float]
+    link_source: NotRequired[str]
 
 
 class NetlistCheckSection(TypedDict):
@@ -194,6 +200,7 @@ class NetlistCheckSection(TypedDict):
     cached: bool
     bench_frames: NotRequired[int]
     bench_cycles: NotRequired[int]
+    latency_cycles: NotRequired[int]  # the first frame alone, by the same counter
 
 
 class CriticalPath(TypedDict):
@@ -243,6 +250,7 @@ class BitstreamSection(TypedDict):
     cells: dict[str, int]
     fixes: list[str]
     netlist: str  # Yosys' netlist, relative to the output folder
+    link_fps: NotRequired[float]  # frames a second the link carries, two requests outstanding
     netlist_check: NotRequired[NetlistCheckSection]
     critical_path: CriticalPath | None  # the slowest clock's, its ends named by layer
     refold_rounds: NotRequired[int]  # build.refold_rounds

@@ -54,12 +54,14 @@ class NetlistCheck:
     cached: bool = False  # the verdict of an earlier check of the same simulators and frames
     bench_frames: int = 0
     bench_cycles: int = 0
+    latency_cycles: int = 0  # the first frame alone (INFER), by the link's counter
 
     def as_dict(self) -> dict[str, object]:
         return {"passed": self.passed, "frames": self.frames, "words": self.words,
                 "seconds": round(self.seconds, 2),
                 "first_difference": self.first_difference, "cached": self.cached,
-                "bench_frames": self.bench_frames, "bench_cycles": self.bench_cycles}  # fmt: skip
+                "bench_frames": self.bench_frames, "bench_cycles": self.bench_cycles,
+                "latency_cycles": self.latency_cycles}  # fmt: skip
 
 
 def netlist_design(netlist_path: str, board: Board) -> LayerDesign:
@@ -148,16 +150,18 @@ def check_netlist(
     key = verdict_key(build, (board_design(build), netlist_board), clocks_per_bit, requests)
     passed_before = _verdict(key)
     if passed_before is not None:
-        words, cycles = passed_before
+        words, cycles, latency = passed_before
         return NetlistCheck(passed=True, frames=len(requests), words=words,
                             seconds=time.perf_counter() - began, cached=True,
-                            bench_frames=BENCH_FRAMES, bench_cycles=cycles)  # fmt: skip
+                            bench_frames=BENCH_FRAMES, bench_cycles=cycles,
+                            latency_cycles=latency)  # fmt: skip
     with (
         SimulatedBoard(build) as port,
         Driver(build, port, timeout=READ_SECONDS, simulated=True) as driver,
     ):
-        expected = [words for words, _ in driver.infer(requests)]
+        answers = driver.infer(requests)
         bench = _bench(driver, requests[0])
+    expected, latency = [words for words, _ in answers], answers[0][1]
     netlist = SimulatedBoard(build, clocks_per_bit, netlist_board)
     try:  # compiled: from here on, a netlist that does not answer as the RTL fails the check
         with netlist as port, Driver(build, port, timeout=READ_SECONDS, simulated=True) as driver:
@@ -166,11 +170,11 @@ def check_netlist(
     except DriverError as exc:
         difference = f"the netlist did not answer as the RTL: {exc.reason}"
     if not difference and key:
-        _keep_verdict(key, len(expected[0]), bench.cycles)
+        _keep_verdict(key, len(expected[0]), bench.cycles, latency)
     return NetlistCheck(
         passed=not difference, frames=len(requests), words=len(expected[0]),
         seconds=time.perf_counter() - began, first_difference=difference,
-        bench_frames=BENCH_FRAMES, bench_cycles=bench.cycles,
+        bench_frames=BENCH_FRAMES, bench_cycles=bench.cycles, latency_cycles=latency,
     )  # fmt: skip
 
 
@@ -210,28 +214,28 @@ def verdict_key(
     return digest.hexdigest()
 
 
-def _verdict(key: str) -> tuple[int, int] | None:
-    """(output words per frame, BENCH cycles) of the passed check cached under ``key``;
-    None when none is (or the cache cannot be read: the check runs)."""
+def _verdict(key: str) -> tuple[int, int, int] | None:
+    """(output words per frame, BENCH cycles, the first frame's cycles) of the passed check
+    cached under ``key``; None when none is (or the cache cannot be read: the check runs)."""
     try:
         root = cache_root() if key else ""
     except ToolchainError:
         return None
     found = read_entry(os.path.join(root, VERDICT.format(key=key)), key) if root else None
-    words, cycles = ((found or {}).get(name) for name in ("words", "bench_cycles"))
-    if type(words) is int and type(cycles) is int and words > 0 and cycles > 0:
-        return words, cycles
-    return None
+    counts = [(found or {}).get(name) for name in ("words", "bench_cycles", "latency_cycles")]
+    whole = [n for n in counts if type(n) is int and n > 0]
+    return (whole[0], whole[1], whole[2]) if len(whole) == 3 else None
 
 
-def _keep_verdict(key: str, words: int, bench_cycles: int) -> None:
+def _keep_verdict(key: str, words: int, bench_cycles: int, latency_cycles: int) -> None:
     """A passed check's verdict cached under ``key`` (whole or not at all)."""
     try:
         root = cache_root()
     except ToolchainError:
         return
     entry = os.path.join(root, VERDICT.format(key=key))
-    write_entry(entry, key, {"words": words, "bench_cycles": bench_cycles})
+    counts = {"words": words, "bench_cycles": bench_cycles, "latency_cycles": latency_cycles}
+    write_entry(entry, key, counts)
 
 
 __all__ = [

@@ -185,6 +185,18 @@ def word_bytes(bits: int) -> int:
     return (bits + 7) // 8
 
 
+def frame_bytes(in_bits: int, out_bits: int, in_words: int, out_words: int) -> tuple[int, int]:
+    """(an INFER request's bytes, its reply's) on the wire, header and CRC included."""
+    request = HEADER + in_words * word_bytes(in_bits) + 2
+    return request, HEADER + out_words * word_bytes(out_bits) + 4 + 2
+
+
+def sustained_fps(baud: int, request: int, reply: int) -> float:
+    """Frames a second a UART at ``baud`` (10 bits a byte) carries end to end with two
+    requests outstanding: full duplex, so the longer of request and reply bounds it."""
+    return baud / (10 * max(request, reply)) if baud else 0.0
+
+
 def words_to_bytes(words: Sequence[int], bits: int) -> bytes:
     """``words`` of ``bits`` each, ``word_bytes(bits)`` bytes apiece, little-endian."""
     size = word_bytes(bits)

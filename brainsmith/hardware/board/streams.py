@@ -23,7 +23,7 @@ from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
-from brainsmith.hardware.board.link import HEADER, word_bytes
+from brainsmith.hardware.board.link import frame_bytes
 from brainsmith.hardware.board.top import AcceleratorPorts, TopError, accelerator_ports
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
@@ -109,8 +109,7 @@ class Streams:
     @property
     def bytes_per_frame(self) -> int:
         """Bytes on the wire for one INFER and its reply, frame headers and CRCs included."""
-        request = HEADER + self.in_words * word_bytes(self.in_bits) + 2
-        return request + HEADER + self.out_words * word_bytes(self.out_bits) + 4 + 2
+        return sum(frame_bytes(self.in_bits, self.out_bits, self.in_words, self.out_words))
 
     def latency_cycles(self) -> int:
         """FINN's estimate of one frame's cycles through every layer (an upper bound)."""

@@ -101,7 +101,18 @@ def bitstream_of_build(
         raise BoardRunError(str(exc), exc.hint, failed=True) from exc
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
-    return {"in_words": in_words, "out_words": out_words, **result.as_dict()}
+    data = {"in_words": in_words, "out_words": out_words, **result.as_dict()}
+    return {**data, "link_fps": round(_link_fps(model, data["baud"], in_words, out_words), 1)}
+
+
+def _link_fps(model: Any, baud: int, in_words: int, out_words: int) -> float:
+    """Frames a second the host link at ``baud`` carries end to end, two requests
+    outstanding (``link.sustained_fps``)."""
+    from brainsmith.hardware.board.link import frame_bytes, sustained_fps
+    from brainsmith.hardware.board.top import accelerator_ports
+
+    ports = accelerator_ports(model)
+    return sustained_fps(baud, *frame_bytes(ports.in_bits, ports.out_bits, in_words, out_words))
 
 
 # place_route's stages as a board's bitstream names them (``bitstream.seconds``)
@@ -153,7 +164,8 @@ def part_bitstream_of_build(
         raise BoardRunError(str(exc), exc.hint, failed=True) from exc
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
-    return _part_section(result, family, part, mhz, (in_words, out_words))
+    section = _part_section(result, family, part, mhz, (in_words, out_words))
+    return {**section, "link_fps": round(_link_fps(model, section["baud"], in_words, out_words), 1)}
 
 
 def _part_section(
