@@ -105,8 +105,9 @@ def section(data: dict) -> list[str]:
         "",
         "| | frames/s | per frame |",
         "|---|---:|---:|",
-        f"| the accelerator's own pace ({data['cycles_per_frame']:,.0f} cycles, its count in the "
-        f"simulation, at the bitstream's {data['clock_mhz']:g} MHz) | {accelerator:,.0f} "
+        f"| the accelerator one frame at a time (its latency: {data['cycles_per_frame']:,.0f} "
+        f"cycles, its count in the simulation, at the bitstream's {data['clock_mhz']:g} MHz) "
+        f"| {accelerator:,.0f} "
         f"| {1e6 / accelerator:.2f} µs |",
         f"| counted by the chip: {data['bench_frames']:,} frames back to back (`--bench`) in "
         f"{data['bench_cycles']:,} cycles, its own counter, checksum equal to Python's "
