@@ -118,6 +118,15 @@ def test_an_identity_parses_and_builds_requests():
         Identity.parse(payload[:-1])
 
 
+def test_a_board_speaking_another_protocol_version_is_named_as_such():
+    """A bitstream of an earlier brainsmith (version 1: no BENCH) answers IDENTIFY; the
+    host side says which versions differ, not that the board is silent."""
+    payload = b"BSMH\x01" + bytes(16) + bytes.fromhex(STANDIN_HASH)
+    with pytest.raises(link.OtherVersion, match="speaks protocol version 1, this brainsmith "
+                       "version 2: its bitstream was made by another brainsmith"):  # fmt: skip
+        Link(Replay(encode(link.IDENTITY, 1, payload))).identify()
+
+
 # ---- the RTL in Verilator --------------------------------------------------------------------
 
 

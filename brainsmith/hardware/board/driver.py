@@ -28,6 +28,7 @@ from brainsmith.hardware.board.link import (
     Identity,
     Link,
     LinkError,
+    OtherVersion,
     crc32_of_words,
     word_bytes,
 )
@@ -168,6 +169,10 @@ class Board:
         """The board's IDENTIFY reply; DriverError unless it holds this build's design."""
         try:
             found = self.link.identify()
+        except OtherVersion as exc:
+            raise DriverError(f"{self.port}: {exc}", "make the bitstream again (brainsmith "
+                              "bitstream BUILD --board BOARD) and load it: brainsmith flash "
+                              "BUILD") from None  # fmt: skip
         except LinkError as exc:
             raise DriverError(f"{self.port}: IDENTIFY: {exc}", QUIET_HINT, 1) from None
         wanted = self.streams

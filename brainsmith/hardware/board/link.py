@@ -51,6 +51,11 @@ class LinkError(BrainsmithError, RuntimeError):
     """The link answered with an error, something other than was expected, or nothing."""
 
 
+class OtherVersion(LinkError):
+    """The board's link speaks another protocol version than this host side: its bitstream
+    was made by another brainsmith."""
+
+
 def rtl_files() -> list[Traversable]:
     """The link's RTL files, in ``RTL``'s order, for Yosys, Verilator and ``export``
     alike; FileNotFoundError naming the first one not installed."""
@@ -307,7 +312,10 @@ class Link:
     def identify(self) -> Identity:
         self.identity = Identity.parse(self.reply(IDENTITY, self.send(IDENTIFY)))
         if self.identity.version != VERSION:
-            raise LinkError(f"expected protocol version {VERSION}, got {self.identity.version}")
+            raise OtherVersion(
+                f"the board's link speaks protocol version {self.identity.version}, this "
+                f"brainsmith version {VERSION}: its bitstream was made by another brainsmith"
+            )
         return self.identity
 
     def infer(self, words: Sequence[int]) -> tuple[list[int], int]:
