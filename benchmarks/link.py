@@ -77,7 +77,7 @@ def measure() -> dict:
         "request_bytes": request,
         "reply_bytes": reply,
         "bytes_per_frame": figures.bytes_per_frame,
-        "link_fps_sequential": figures.wire_fps(baud),
+        "link_fps_sequential": baud / (10 * figures.bytes_per_frame),
         "link_fps_two_outstanding": baud / (10 * max(request, reply)),
         "simulated_fps": figures.fps,
         "bench_frames": benched.frames,

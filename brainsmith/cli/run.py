@@ -104,7 +104,7 @@ def run(
 def summary(outcome: RunOutcome) -> list[str]:
     """The run's lines: where, how fast over the link, the accelerator's throughput and
     latency in the report's words (``brainsmith.report.pace``), what the build's link (its
-    rate) would carry."""
+    rate) carries end to end."""
     from brainsmith.hardware.board.driver import DEFAULT_BAUD
 
     figures = outcome.figures
@@ -131,8 +131,9 @@ def summary(outcome: RunOutcome) -> list[str]:
         f"{figures.frames} frames in {figures.seconds:.3f} s: {figures.fps:,.1f} frames/s "
         f"over the link ({bits})",
         f"accelerator {pace}",
-        f"at {baud:,} baud the link would carry {figures.wire_fps(baud):,.0f} frames/s "
-        f"({figures.bytes_per_frame} bytes a frame: {in_bytes} in, {out_bytes} out)",
+        f"at {baud:,} baud the link carries {figures.link_fps(baud):,.0f} frames/s end to end, "
+        f"two requests outstanding ({figures.bytes_per_frame} bytes a frame: {in_bytes} in, "
+        f"{out_bytes} out)",
     ]
 
 

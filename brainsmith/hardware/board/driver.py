@@ -30,6 +30,7 @@ from brainsmith.hardware.board.link import (
     LinkError,
     OtherVersion,
     crc32_of_words,
+    sustained_fps,
     word_bytes,
 )
 from brainsmith.hardware.board.streams import DriverError, Host, Streams, run_graph, streams
@@ -91,9 +92,10 @@ class RunFigures:
         cycles = self.interval_cycles
         return self.clock_mhz * 1e6 / cycles if cycles else 0.0
 
-    def wire_fps(self, baud: int) -> float:
-        """Frames per second the link would carry at ``baud`` (10 bits a byte, 8N1)."""
-        return baud / (10 * self.bytes_per_frame)
+    def link_fps(self, baud: int) -> float:
+        """Frames per second the link carries end to end at ``baud`` (10 bits a byte, 8N1)
+        with two requests outstanding, as ``run`` sends them (``link.sustained_fps``)."""
+        return sustained_fps(baud, self.in_bytes, self.bytes_per_frame - self.in_bytes)
 
 
 @dataclass(frozen=True)
