@@ -85,6 +85,10 @@ class Performance(TypedDict):
     cycles_source: NotRequired[str]
     latency_cycles: NotRequired[float | None]
     clock_note: NotRequired[str | None]
+    counted_fps: NotRequired[float]
+    counted_source: NotRequired[str]
+    link_fps: NotRequired[float]
+    link_source: NotRequired[str]
 
     estimated_fps: float | None
     estimated_latency_ns: float | None
