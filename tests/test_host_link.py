@@ -9,6 +9,7 @@ import hashlib
 import json
 import random
 import subprocess
+import zlib
 from importlib.resources import files as package_files
 from pathlib import Path
 
@@ -116,6 +117,16 @@ def test_an_identity_parses_and_builds_requests():
         identity.request([1, 2])
     with pytest.raises(LinkError, match="53-byte IDENTIFY reply"):
         Identity.parse(payload[:-1])
+
+
+def test_bench_s_checksum_of_repeated_frames_is_zlib_s_at_any_count():
+    rng = random.Random(3)
+    words = [rng.randrange(1 << 24) for _ in range(3)]
+    data = link.words_to_bytes(words, 24)
+    for times in (*range(0, 20), 33, 1000):
+        assert link.crc32_of_words(words, 24, times) == zlib.crc32(data * times), times
+    assert link.crc32_combine(zlib.crc32(b"ab"), zlib.crc32(b"cde"), 3) == zlib.crc32(b"abcde")
+    link.crc32_of_words(words, 24, 2**32 - 1)  # the largest N a BENCH runs: steps, not a loop
 
 
 def test_a_board_speaking_another_protocol_version_is_named_as_such():

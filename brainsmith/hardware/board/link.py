@@ -283,11 +283,50 @@ class Benched:
 
 def crc32_of_words(words: Sequence[int], bits: int, times: int = 1) -> int:
     """The CRC-32 BENCH folds over ``words`` (each ``word_bytes(bits)`` bytes, LE) repeated
-    ``times`` times: ``zlib.crc32`` of their bytes."""
-    data, crc = words_to_bytes(words, bits), 0
-    for _ in range(times):
-        crc = zlib.crc32(data, crc)
+    ``times`` times: ``zlib.crc32`` of their bytes, in steps logarithmic in ``times``."""
+    data = words_to_bytes(words, bits)
+    crc, block, size = 0, zlib.crc32(data), len(data)
+    while times:
+        if times & 1:
+            crc = crc32_combine(crc, block, size)
+        times >>= 1
+        if times:
+            block, size = crc32_combine(block, block, size), 2 * size
     return crc
+
+
+def crc32_combine(first: int, second: int, second_bytes: int) -> int:
+    """The CRC-32 of two byte strings one after the other, from each one's CRC-32 and the
+    second's length (zlib's ``crc32_combine``: the first CRC carried through
+    ``second_bytes`` zero bytes by squared GF(2) operators, then the second's added)."""
+    odd = [0xEDB88320] + [1 << n for n in range(31)]  # one zero bit
+    even = _squared(odd)  # two
+    odd = _squared(even)  # four
+    while second_bytes:
+        even = _squared(odd)  # the next power of two zero bytes: one, two, four...
+        if second_bytes & 1:
+            first = _times(even, first)
+        second_bytes >>= 1
+        if not second_bytes:
+            break
+        odd = _squared(even)
+        if second_bytes & 1:
+            first = _times(odd, first)
+        second_bytes >>= 1
+    return first ^ second
+
+
+def _times(matrix: list[int], vector: int) -> int:
+    total, row = 0, 0
+    while vector:
+        if vector & 1:
+            total ^= matrix[row]
+        vector, row = vector >> 1, row + 1
+    return total
+
+
+def _squared(matrix: list[int]) -> list[int]:
+    return [_times(matrix, matrix[n]) for n in range(32)]
 
 
 class Link:
