@@ -13,12 +13,13 @@
 //         it stops at 2^48-1), 4 B LE: the CRC-32 (zlib's) of every output word of the N
 //         frames, each OUT_BYTES bytes LE, 4 B LE: N
 //   error -> 8'hEE, 1 B: 1 bad CRC, 2 wrong length, 3 unknown type, 4 timeout (a frame with
-//         no byte for TIMEOUT_BYTES byte times is dropped), 5 busy (an INFER that began while
-//         another request was waiting: its payload was not kept), 6 a BENCH of N 0
+//         no byte for TIMEOUT_BYTES byte times is dropped), 5 busy (an INFER or BENCH that
+//         began while another request was waiting: its payload was not kept), 6 a BENCH of
+//         N 0
 // Bytes before a SYNC are skipped. Requests are received while a reply goes out: the link
-// holds one request while it answers another (two RAM banks for INFER payloads), so a host
-// may keep two requests outstanding; a frame that completes while both places are taken is
-// dropped without a reply. An INFER's outputs are kept in a RAM as they come (s_tready is high
+// holds one request while it answers another (two RAM banks for the frames of INFER and
+// BENCH), so a host may keep two requests outstanding; a frame that completes while both
+// places are taken is dropped without a reply. An INFER's outputs are kept in a RAM as they come (s_tready is high
 // until the frame's last output word), so the cycle count is the accelerator's own, and the
 // reply goes out once the frame is done. uart_rx is synchronised here: it may come from a pin.
 module brainsmith_host_link #(
@@ -230,6 +231,10 @@ module brainsmith_host_link #(
   end
 
   // ---- executor: one request at a time --------------------------------------------------------
+  // A BENCH's N frames are counted down (f_left, o_left: frames after the one under way), each
+  // output word is folded into the CRC-32 one cycle after it is kept (a register between the
+  // accelerator's stream and the CRC's XOR network), and the reply's last bytes are picked
+  // from the figures by an index: long compares and wide sums stay off the accelerator's paths.
   typedef enum logic [3:0] {T_IDLE, T_RUN, T_SYNC, T_TYPE, T_SEQ, T_LEN0, T_LEN1, T_PAYLOAD,
                             T_CRC0, T_CRC1} tstate_t;
   tstate_t t_state;
@@ -238,14 +243,19 @@ module brainsmith_host_link #(
   logic e_bank;
   logic [15:0] t_len, t_count, t_crc, t_crc_next;
   logic [31:0] e_frames;  // frames to run (1 but for a BENCH)
-  logic [31:0] f_frame, o_frame;  // frames whose input was all loaded, whose output all kept
+  logic [31:0] f_left, o_left;  // frames to load, to keep, after the one under way
+  logic f_final, o_final;  // the frame under way is the last one
   logic [IWW-1:0] f_word;  // input words of the frame loaded
   logic [OWW-1:0] o_word;  // output words of the frame kept
   logic [OWW-1:0] t_word;  // output word being sent
   logic [OBW-1:0] t_lane;
-  logic [47:0] cycles;
-  logic [127:0] t_tail;  // the reply's payload after the output words, lowest byte first
+  logic [3:0] t_tail;  // byte of the reply's figures after the output words
+  logic [48:0] cycles;  // bit 48: the count passed 2^48-1
+  logic [47:0] t_cycles;  // the count the reply carries
+  logic [127:0] figures;  // the reply's bytes after the output words, lowest first
   logic [31:0] o_crc;  // CRC-32 of the output words so far (not yet inverted)
+  logic [8*OUT_BYTES-1:0] crc_word;  // the word kept last cycle, folded into o_crc now
+  logic crc_due;
   logic counting, started, fed, kept;
   logic [8*OUT_BYTES-1:0] out_ram[OUT_WORDS];
   logic [8*OUT_BYTES-1:0] out_word;
@@ -255,15 +265,18 @@ module brainsmith_host_link #(
   assign m_fire = m_tvalid && m_tready;
   assign s_fire = s_tvalid && s_tready;
   assign last_word = o_word == OWW'(OUT_WORDS - 1);
-  assign last_out = s_fire && last_word && o_frame + 1'b1 == e_frames;
+  assign last_out = s_fire && last_word && o_final;
   assign s_tready = t_state == T_RUN && !kept;
   assign f_load = t_state == T_RUN && !fed && (!m_tvalid || m_tready);
   assign f_addr = e_bank ? IAW'(IN_WORDS) + IAW'(f_word) : IAW'(f_word);
   assign m_tdata = in_word[IN_BITS-1:0];
+  assign figures = e_kind == DO_BENCH ? {e_frames, ~o_crc, 16'd0, t_cycles}
+                                      : {96'd0, t_cycles[31:0]};
 
   always_ff @(posedge clk) begin
     if (s_fire) out_ram[o_word] <= (8 * OUT_BYTES)'(s_tdata);
     out_word <= out_ram[t_word];
+    crc_word <= (8 * OUT_BYTES)'(s_tdata);
   end
 
   always_comb begin
@@ -283,7 +296,7 @@ module brainsmith_host_link #(
         if (e_kind == DO_IDENTIFY) t_byte = ID_PAYLOAD[8 * t_count[5:0] +: 8];
         else if (e_kind == DO_ERROR) t_byte = e_code;
         else if (t_count < 16'(OUT_DATA)) t_byte = out_word[8 * t_lane +: 8];
-        else t_byte = t_tail[7:0];
+        else t_byte = figures[8 * t_tail +: 8];
       T_CRC0: t_byte = t_crc[7:0];
       default: t_byte = t_crc[15:8];
     endcase
@@ -298,29 +311,33 @@ module brainsmith_host_link #(
       t_state <= T_IDLE;
       m_tvalid <= 1'b0;
       counting <= 1'b0;
+      crc_due <= 1'b0;
     end else begin
       if (f_load) begin  // the frame's words, then the next frame's from its first
         m_tvalid <= 1'b1;
         if (f_word == IWW'(IN_WORDS - 1)) begin
           f_word <= '0;
-          f_frame <= f_frame + 1'b1;
-          if (f_frame + 1'b1 == e_frames) fed <= 1'b1;
+          if (f_final) fed <= 1'b1;
+          f_left <= f_left - 1'b1;
+          f_final <= f_left == 32'd1;
         end else f_word <= f_word + 1'b1;
       end else if (m_tready) m_tvalid <= 1'b0;
+      crc_due <= s_fire;
+      if (crc_due) o_crc <= crc32_word(o_crc, crc_word);
       if (s_fire) begin
-        o_crc <= crc32_word(o_crc, (8 * OUT_BYTES)'(s_tdata));
         if (last_word) begin
           o_word <= '0;
-          o_frame <= o_frame + 1'b1;
+          o_left <= o_left - 1'b1;
+          o_final <= o_left == 32'd1;
         end else o_word <= o_word + 1'b1;
       end
       if (last_out) kept <= 1'b1;
       // cycles: from the first input word accepted to the last frame's last output word
-      if (counting && !last_out && cycles != '1) cycles <= cycles + 1'b1;
+      if (counting && !last_out && !cycles[48]) cycles <= cycles + 1'b1;
       if (m_fire && !started) begin
         started <= 1'b1;
         counting <= 1'b1;
-        cycles <= 48'd1;
+        cycles <= 49'd1;
       end
       if (last_out) begin
         counting <= 1'b0;
@@ -334,9 +351,11 @@ module brainsmith_host_link #(
           e_bank <= c_bank;
           e_frames <= c_frames;
           f_word <= '0;
-          f_frame <= '0;
           o_word <= '0;
-          o_frame <= '0;
+          f_left <= c_frames - 1'b1;
+          o_left <= c_frames - 1'b1;
+          f_final <= c_frames == 32'd1;
+          o_final <= c_frames == 32'd1;
           o_crc <= '1;
           fed <= 1'b0;
           kept <= 1'b0;
@@ -345,12 +364,12 @@ module brainsmith_host_link #(
                    : c_kind == DO_BENCH ? 16'(BENCH_LEN) : 16'd1;
           t_state <= c_kind == DO_INFER || c_kind == DO_BENCH ? T_RUN : T_SYNC;
         end
-        T_RUN:  // every input word taken and every output word kept
-          if (fed && !m_tvalid && kept) begin
+        T_RUN:  // every input word taken, every output word kept and folded into the CRC
+          if (fed && !m_tvalid && kept && !crc_due) begin
             t_state <= T_SYNC;
-            // an INFER's 4 B of cycles (stopping at 2^32-1); a BENCH's 8, its CRC and N
-            if (e_kind == DO_BENCH) t_tail <= {e_frames, ~o_crc, 16'd0, cycles};
-            else t_tail <= {96'd0, cycles[47:32] != '0 ? 32'hFFFF_FFFF : cycles[31:0]};
+            // a BENCH's count stops at 2^48-1, an INFER's at 2^32-1
+            if (e_kind == DO_BENCH) t_cycles <= cycles[48] ? '1 : cycles[47:0];
+            else t_cycles <= {16'd0, cycles[48:32] != '0 ? 32'hFFFF_FFFF : cycles[31:0]};
           end
         default: if (tx_ready) begin
           if (t_state != T_SYNC && t_state != T_CRC0) t_crc <= t_crc_next;  // TYPE..PAYLOAD
@@ -360,13 +379,14 @@ module brainsmith_host_link #(
               t_count <= '0;
               t_word <= '0;
               t_lane <= '0;
+              t_tail <= '0;
               t_state <= T_TYPE;
             end
             T_LEN1: t_state <= T_PAYLOAD;
             T_PAYLOAD: begin
               t_count <= t_count + 1'b1;
               if (t_count + 1'b1 == t_len) t_state <= T_CRC0;
-              if (t_count >= 16'(OUT_DATA)) t_tail <= t_tail >> 8;
+              if (t_count >= 16'(OUT_DATA)) t_tail <= t_tail + 1'b1;
               if (t_lane == OBW'(OUT_BYTES - 1)) begin
                 t_lane <= '0;
                 t_word <= t_word + 1'b1;
