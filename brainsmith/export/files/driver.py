@@ -23,8 +23,8 @@ IDENTIFY (0x01) is answered (0x81) with "BSMH", the protocol version, the words'
 words per frame in and out, clocks per UART bit and the design's SHA-256; INFER (0x02, one
 frame of input words) with the output words and the accelerator's own cycle count (0x82);
 BENCH (0x03, N in 4 B LE, then one frame) runs the frame N times back to back and answers
-(0x83) with the last frame's output words, the cycles the N frames took (8 B LE), the CRC-32
-(zlib's) of every output word (4 B LE) and N (4 B LE); anything wrong with 0xEE and a code.
+(0x83) with the last frame's output words, the cycles the N frames took (8 B LE) and the
+CRC-32 (zlib's) of every output word (4 B LE); anything wrong with 0xEE and a code.
 
 Exit codes: 0 ran (and, without --input or with --expected, the outputs are the expected
 ones); 1 the outputs differ, or the board stopped answering; 2 the board, the port or the
@@ -462,7 +462,7 @@ class Board:
             self.serial.timeout, self.link.deadline = before
         size = word_bytes(self.outputs.bits)
         data = self.outputs.words * size
-        if len(reply) != data + 16:
+        if len(reply) != data + 12:
             raise DriverError(f"{self.port_name}: BENCH: a {len(reply)}-byte reply", 1)
         words_out = [int.from_bytes(reply[i : i + size], "little") & ((1 << self.outputs.bits) - 1)
                      for i in range(0, data, size)]  # fmt: skip

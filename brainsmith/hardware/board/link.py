@@ -263,7 +263,7 @@ class Identity:
 class Benched:
     """What a BENCH reply says: the last frame's output words, the cycles from the first
     frame's first input word to the last frame's last output word (the link's counter), the
-    CRC-32 of every output word of the ``frames`` frames."""
+    CRC-32 of every output word of the ``frames`` frames asked."""
 
     outputs: list[int]
     cycles: int
@@ -271,14 +271,14 @@ class Benched:
     frames: int
 
     @classmethod
-    def parse(cls, identity: Identity, payload: bytes) -> Benched:
+    def parse(cls, identity: Identity, payload: bytes, frames: int) -> Benched:
         data = identity.out_words * word_bytes(identity.out_bits)
-        if len(payload) != data + 16:
-            raise LinkError(f"expected a {data + 16}-byte BENCH reply, got {len(payload)} bytes")
+        if len(payload) != data + 12:
+            raise LinkError(f"expected a {data + 12}-byte BENCH reply, got {len(payload)} bytes")
         tail = payload[data:]
         return cls(bytes_to_words(payload[:data], identity.out_bits),
-                   int.from_bytes(tail[:8], "little"), int.from_bytes(tail[8:12], "little"),
-                   int.from_bytes(tail[12:], "little"))  # fmt: skip
+                   int.from_bytes(tail[:8], "little"), int.from_bytes(tail[8:], "little"),
+                   frames)  # fmt: skip
 
 
 def crc32_of_words(words: Sequence[int], bits: int, times: int = 1) -> int:
@@ -385,4 +385,4 @@ class Link:
         """``words`` (one frame) run ``frames`` times back to back on the chip."""
         seq = self.bench_request(words, frames)
         assert self.identity is not None
-        return Benched.parse(self.identity, self.reply(BENCHED, seq))
+        return Benched.parse(self.identity, self.reply(BENCHED, seq), frames)

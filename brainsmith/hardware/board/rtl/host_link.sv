@@ -11,7 +11,7 @@
 //         OUT_WORDS words as INFER's, then 8 B LE: cycles from the first input word of the
 //         first frame accepted to the last output word of the N-th (frames fed back to back;
 //         it stops at 2^48-1), 4 B LE: the CRC-32 (zlib's) of every output word of the N
-//         frames, each OUT_BYTES bytes LE, 4 B LE: N
+//         frames, each OUT_BYTES bytes LE
 //   error -> 8'hEE, 1 B: 1 bad CRC, 2 wrong length, 3 unknown type, 4 timeout (a frame with
 //         no byte for TIMEOUT_BYTES byte times is dropped), 5 busy (an INFER or BENCH that
 //         began while another request was waiting: its payload was not kept), 6 a BENCH of
@@ -46,7 +46,7 @@ module brainsmith_host_link #(
   localparam int IN_LEN = IN_WORDS * IN_BYTES;  // an INFER request's payload
   localparam int OUT_DATA = OUT_WORDS * OUT_BYTES;
   localparam int OUT_LEN = OUT_DATA + 4;  // an INFER reply's payload
-  localparam int BENCH_LEN = OUT_DATA + 16;  // a BENCH reply's
+  localparam int BENCH_LEN = OUT_DATA + 12;  // a BENCH reply's
   localparam int ID_LEN = 53;
   localparam int TIMEOUT_BYTES = 1024;  // 3.4 ms at 3 Mbaud: longer than a USB frame's gap
   localparam int TIMEOUT = TIMEOUT_BYTES * 10 * CLKS_PER_BIT;
@@ -106,7 +106,6 @@ module brainsmith_host_link #(
   logic c_valid, c_bank;
   kind_t c_kind;
   logic [7:0] c_seq, c_code;
-  logic [31:0] c_frames;  // frames to run: 1, or a BENCH's N
   logic push, pop;
   kind_t push_kind;
   logic [7:0] push_code;
@@ -119,7 +118,7 @@ module brainsmith_host_link #(
   logic [15:0] p_len, p_count, p_crc, p_crc_next;
   logic [TW-1:0] p_idle;
   logic p_store, w_bank, p_frame_byte, p_data;
-  logic [31:0] p_n;  // a BENCH's N, its payload's first 4 bytes
+  logic [31:0] p_n;  // a BENCH's N, its payload's first 4 bytes (kept as its frame is)
   logic [15:0] p_want;  // the payload a request of p_type must have
   logic [IBW-1:0] p_lane;
   logic [IWW-1:0] p_word;
@@ -165,7 +164,6 @@ module brainsmith_host_link #(
         c_seq <= p_seq;
         c_code <= push_code;
         c_bank <= w_bank;
-        c_frames <= push_kind == DO_BENCH ? p_n : 32'd1;
         if (push_kind == DO_INFER || push_kind == DO_BENCH) w_bank <= !w_bank;
       end
       p_idle <= p_state == P_HUNT || rx_valid ? '0 : p_idle + 1'b1;
@@ -201,7 +199,9 @@ module brainsmith_host_link #(
           P_PAYLOAD: begin
             p_count <= p_count + 1'b1;
             if (p_count + 1'b1 == p_len) p_state <= P_CRC0;
-            if (!p_frame_byte) p_n[8 * p_count[1:0] +: 8] <= rx_data;
+            if (!p_frame_byte) begin  // (the pending request's N stays until it is taken)
+              if (p_store) p_n[8 * p_count[1:0] +: 8] <= rx_data;
+            end
             else if (p_lane == IBW'(IN_BYTES - 1)) begin
               p_lane <= '0;
               p_word <= p_word + 1'b1;
@@ -242,7 +242,6 @@ module brainsmith_host_link #(
   logic [7:0] e_seq, e_code, t_byte;
   logic e_bank;
   logic [15:0] t_len, t_count, t_crc, t_crc_next;
-  logic [31:0] e_frames;  // frames to run (1 but for a BENCH)
   logic [31:0] f_left, o_left;  // frames to load, to keep, after the one under way
   logic f_final, o_final;  // the frame under way is the last one
   logic [IWW-1:0] f_word;  // input words of the frame loaded
@@ -250,8 +249,13 @@ module brainsmith_host_link #(
   logic [OWW-1:0] t_word;  // output word being sent
   logic [OBW-1:0] t_lane;
   logic [3:0] t_tail;  // byte of the reply's figures after the output words
+  logic [7:0] t_tail_byte;  // that byte, a cycle after t_tail moves (a UART byte takes 40+)
+  logic t_in_data;  // the payload byte being sent is an output word's (t_count < OUT_DATA)
   logic [48:0] cycles;  // bit 48: the count passed 2^48-1
-  logic [47:0] t_cycles;  // the count the reply carries
+  logic [15:0] cycles_low;  // the count's low bits; the high ones follow their carry a cycle
+  logic [32:0] cycles_high;  // later (the count is read many cycles after it stops)
+  logic low_wrapped;
+  logic [31:0] frames;  // frames to run: 1, or the BENCH's N
   logic [127:0] figures;  // the reply's bytes after the output words, lowest first
   logic [31:0] o_crc;  // CRC-32 of the output words so far (not yet inverted)
   logic [8*OUT_BYTES-1:0] crc_word;  // the word kept last cycle, folded into o_crc now
@@ -270,13 +274,18 @@ module brainsmith_host_link #(
   assign f_load = t_state == T_RUN && !fed && (!m_tvalid || m_tready);
   assign f_addr = e_bank ? IAW'(IN_WORDS) + IAW'(f_word) : IAW'(f_word);
   assign m_tdata = in_word[IN_BITS-1:0];
-  assign figures = e_kind == DO_BENCH ? {e_frames, ~o_crc, 16'd0, t_cycles}
-                                      : {96'd0, t_cycles[31:0]};
+  assign frames = c_kind == DO_BENCH ? p_n : 32'd1;
+  assign cycles = {cycles_high, cycles_low};
+  // a BENCH's count stops at 2^48-1, an INFER's at 2^32-1
+  assign figures = e_kind == DO_BENCH
+      ? {32'd0, ~o_crc, 16'd0, cycles[48] ? 48'hFFFF_FFFF_FFFF : cycles[47:0]}
+      : {96'd0, cycles[48:32] != '0 ? 32'hFFFF_FFFF : cycles[31:0]};
 
   always_ff @(posedge clk) begin
     if (s_fire) out_ram[o_word] <= (8 * OUT_BYTES)'(s_tdata);
     out_word <= out_ram[t_word];
     crc_word <= (8 * OUT_BYTES)'(s_tdata);
+    t_tail_byte <= figures[8 * t_tail +: 8];
   end
 
   always_comb begin
@@ -295,8 +304,8 @@ module brainsmith_host_link #(
       T_PAYLOAD:
         if (e_kind == DO_IDENTIFY) t_byte = ID_PAYLOAD[8 * t_count[5:0] +: 8];
         else if (e_kind == DO_ERROR) t_byte = e_code;
-        else if (t_count < 16'(OUT_DATA)) t_byte = out_word[8 * t_lane +: 8];
-        else t_byte = figures[8 * t_tail +: 8];
+        else if (t_in_data) t_byte = out_word[8 * t_lane +: 8];
+        else t_byte = t_tail_byte;
       T_CRC0: t_byte = t_crc[7:0];
       default: t_byte = t_crc[15:8];
     endcase
@@ -333,15 +342,19 @@ module brainsmith_host_link #(
       end
       if (last_out) kept <= 1'b1;
       // cycles: from the first input word accepted to the last frame's last output word
-      if (counting && !last_out && !cycles[48]) cycles <= cycles + 1'b1;
+      low_wrapped <= 1'b0;
+      if (counting && !last_out && !cycles_high[32])
+        {low_wrapped, cycles_low} <= {1'b0, cycles_low} + 1'b1;
+      if (low_wrapped) cycles_high <= cycles_high + 1'b1;
       if (m_fire && !started) begin
         started <= 1'b1;
         counting <= 1'b1;
-        cycles <= 49'd1;
+        cycles_low <= 16'd1;
+        cycles_high <= '0;
       end
       if (last_out) begin
         counting <= 1'b0;
-        if (m_fire && !started) cycles <= '0;  // the first word in and the last out at once
+        if (m_fire && !started) cycles_low <= '0;  // the first word in and the last out at once
       end
       case (t_state)
         T_IDLE: if (c_valid) begin
@@ -349,13 +362,12 @@ module brainsmith_host_link #(
           e_seq <= c_seq;
           e_code <= c_code;
           e_bank <= c_bank;
-          e_frames <= c_frames;
           f_word <= '0;
           o_word <= '0;
-          f_left <= c_frames - 1'b1;
-          o_left <= c_frames - 1'b1;
-          f_final <= c_frames == 32'd1;
-          o_final <= c_frames == 32'd1;
+          f_left <= frames - 1'b1;
+          o_left <= frames - 1'b1;
+          f_final <= frames == 32'd1;
+          o_final <= frames == 32'd1;
           o_crc <= '1;
           fed <= 1'b0;
           kept <= 1'b0;
@@ -365,12 +377,7 @@ module brainsmith_host_link #(
           t_state <= c_kind == DO_INFER || c_kind == DO_BENCH ? T_RUN : T_SYNC;
         end
         T_RUN:  // every input word taken, every output word kept and folded into the CRC
-          if (fed && !m_tvalid && kept && !crc_due) begin
-            t_state <= T_SYNC;
-            // a BENCH's count stops at 2^48-1, an INFER's at 2^32-1
-            if (e_kind == DO_BENCH) t_cycles <= cycles[48] ? '1 : cycles[47:0];
-            else t_cycles <= {16'd0, cycles[48:32] != '0 ? 32'hFFFF_FFFF : cycles[31:0]};
-          end
+          if (fed && !m_tvalid && kept && !crc_due) t_state <= T_SYNC;
         default: if (tx_ready) begin
           if (t_state != T_SYNC && t_state != T_CRC0) t_crc <= t_crc_next;  // TYPE..PAYLOAD
           case (t_state)
@@ -380,13 +387,15 @@ module brainsmith_host_link #(
               t_word <= '0;
               t_lane <= '0;
               t_tail <= '0;
+              t_in_data <= 1'b1;  // (OUT_DATA >= 1)
               t_state <= T_TYPE;
             end
             T_LEN1: t_state <= T_PAYLOAD;
             T_PAYLOAD: begin
               t_count <= t_count + 1'b1;
               if (t_count + 1'b1 == t_len) t_state <= T_CRC0;
-              if (t_count >= 16'(OUT_DATA)) t_tail <= t_tail + 1'b1;
+              if (!t_in_data) t_tail <= t_tail + 1'b1;
+              if (t_count + 1'b1 == 16'(OUT_DATA)) t_in_data <= 1'b0;
               if (t_lane == OBW'(OUT_BYTES - 1)) begin
                 t_lane <= '0;
                 t_word <= t_word + 1'b1;
