@@ -543,9 +543,10 @@ def test_a_board_build_at_a_default_clock_it_misses_keeps_its_folding_and_places
     tmp_path, capsys, monkeypatch
 ):
     """A default the design misses (200 MHz for grade 6 here, the MLP reaching about 130):
-    the bitstream is made again at the PLL's clock below the Fmax reached, the steps not run
-    again and the folding kept (the build's clock stays the default the folding was for);
-    the first round, its netlist not checked, is in ``bitstream.refolds`` and the summary."""
+    the bitstream is made again at the PLL's clock below the Fmax reached (and again below
+    that round's, should nextpnr miss it too), the steps not run again and the folding kept
+    (the build's clock stays the default the folding was for); the first round, its netlist
+    not checked, is in ``bitstream.refolds`` and the summary."""
     import brainsmith
     from brainsmith.cli.build import print_summary
     from brainsmith.hardware.place_route.ecp5 import ECP5
@@ -556,10 +557,12 @@ def test_a_board_build_at_a_default_clock_it_misses_keeps_its_folding_and_places
         options={"board": "ulx3s-85f", "bitstream": True, "target_fps": 20_000}, verify="none",
     )  # fmt: skip
     report, section = built.report, built.report["bitstream"]
-    (first,) = section["refolds"]
-    assert first["refolded"] is False and first["clock_mhz"] == 200.0 and not first["met"]
-    assert not first["netlist_checked"] and first["seconds"] > 0
-    assert section["clock_mhz"] <= first["fmax_mhz"] * 0.95 < section["clock_mhz"] * 1.03
+    first = section["refolds"][0]  # (nextpnr may miss the clock below it too: again lower)
+    assert first["clock_mhz"] == 200.0
+    for before, after in zip(section["refolds"], [*section["refolds"][1:], section], strict=True):
+        assert before["refolded"] is False and not before["met"]
+        assert not before["netlist_checked"] and before["seconds"] > 0
+        assert after["clock_mhz"] <= before["fmax_mhz"] * 0.95 < after["clock_mhz"] * 1.03
     assert report["clock_ns"] == 5.0 and report["target"]["met"]  # the folding for 200 MHz
     assert section["met"] and section["netlist_check"]["ran"], section
     assert section["asked_mhz"] == section["clock_mhz"]  # what the PLL makes, cached or not

@@ -129,7 +129,7 @@ module brainsmith_host_link #(
   assign p_addr = w_bank ? IAW'(IN_WORDS) + IAW'(p_word) : IAW'(p_word);
   assign p_data = p_type == INFER || p_type == BENCH;  // a request with a frame
   assign p_want = p_type == INFER ? 16'(IN_LEN) : p_type == BENCH ? 16'(IN_LEN + 4) : 16'd0;
-  assign p_frame_byte = p_type != BENCH || p_count >= 16'd4;
+  assign p_frame_byte = p_type != BENCH || p_count[15:2] != '0;  // past a BENCH's N
 
   // what a complete frame asks for (at its last CRC byte)
   always_comb begin
@@ -200,7 +200,7 @@ module brainsmith_host_link #(
             p_count <= p_count + 1'b1;
             if (p_count + 1'b1 == p_len) p_state <= P_CRC0;
             if (!p_frame_byte) begin  // (the pending request's N stays until it is taken)
-              if (p_store) p_n[8 * p_count[1:0] +: 8] <= rx_data;
+              if (p_store) p_n <= {rx_data, p_n[31:8]};  // LE: the first byte ends lowest
             end
             else if (p_lane == IBW'(IN_BYTES - 1)) begin
               p_lane <= '0;
