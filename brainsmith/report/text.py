@@ -296,6 +296,11 @@ def bitstream_lines(
         f"{section['status']}, {mhz_text(fmax)} reached at {Clock.from_mhz(section['clock_mhz'])} (nextpnr)"
         + (" (cached)" if section["cached"] else ""),
         critical_path_line(section),
+        *(
+            [f"not read back: {section['tools']['read_back']}"]
+            if "read_back" in section["tools"]
+            else []
+        ),
         netlist_line(section),
         *refold_lines(section, build_seconds),
         placed_line(section, placed),

@@ -277,7 +277,8 @@ def _run_tools(
                 raise BitstreamError(exc.reason, exc.hint) from None
         _check(code, log, configuration, family.router, timeout)
         try:
-            content = packing.pack(family.package, stages, workdir, target.board.part, timeout)
+            content = packing.pack(family.package, stages, workdir, target.board.part, timeout,
+                                   tools)  # fmt: skip
         except PlaceRouteError as exc:
             raise BitstreamError(exc.reason, exc.hint) from None
     return content, stages.seconds

@@ -121,7 +121,7 @@ def place_route(
             raise PlaceRouteError(f"{family.router}: {reason}", f"see {log}")
         packed = b""
         if packing is not None:
-            packed = packing.pack(family.package, stages, workdir, part.name, timeout)
+            packed = packing.pack(family.package, stages, workdir, part.name, timeout, tools)
     fmax, resources = parse_report(report)
     result = PlaceRouteResult(
         part.name, mhz, fmax, resources, stages.seconds, tools,

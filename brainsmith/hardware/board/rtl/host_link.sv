@@ -341,21 +341,19 @@ module brainsmith_host_link #(
         end else o_word <= o_word + 1'b1;
       end
       if (last_out) kept <= 1'b1;
-      // cycles: from the first input word accepted to the last frame's last output word
+      // cycles: from the first input word accepted to the last frame's last output word (the
+      // edges after the first's up to the last's; 0 when they are one), counted on registers
+      // alone, so the accelerator's handshakes stay off the counter's enable
       low_wrapped <= 1'b0;
-      if (counting && !last_out && !cycles_high[32])
-        {low_wrapped, cycles_low} <= {1'b0, cycles_low} + 1'b1;
+      if (counting && !cycles_high[32]) {low_wrapped, cycles_low} <= {1'b0, cycles_low} + 1'b1;
       if (low_wrapped) cycles_high <= cycles_high + 1'b1;
       if (m_fire && !started) begin
         started <= 1'b1;
         counting <= 1'b1;
-        cycles_low <= 16'd1;
+        cycles_low <= '0;
         cycles_high <= '0;
       end
-      if (last_out) begin
-        counting <= 1'b0;
-        if (m_fire && !started) cycles_low <= '0;  // the first word in and the last out at once
-      end
+      if (last_out) counting <= 1'b0;
       case (t_state)
         T_IDLE: if (c_valid) begin
           e_kind <= c_kind;
