@@ -22,7 +22,6 @@ import numpy as np
 
 from brainsmith.files import DamagedFile, read_json
 from brainsmith.hardware.board.link import (
-    HEADER,
     INFER,
     RESULT,
     Identity,
@@ -30,8 +29,8 @@ from brainsmith.hardware.board.link import (
     LinkError,
     OtherVersion,
     crc32_of_words,
+    frame_bytes,
     sustained_fps,
-    word_bytes,
 )
 from brainsmith.hardware.board.streams import DriverError, Host, Streams, run_graph, streams
 from brainsmith.intake.inputs import ResultError, sample_shape, samples
@@ -208,6 +207,7 @@ class Board:
         results = self.infer(requests)
         seconds = time.perf_counter() - began
         outputs = host.after([self.streams.unpack(words) for words, _ in results])
+        streams = self.streams
         name = host.runnable.graph.output[0].name
         shape = sample_shape(host.runnable, name)
         got = np.stack([np.asarray(o).reshape(shape) for o in outputs])
@@ -217,7 +217,9 @@ class Board:
             seconds=seconds,
             cycles=[cycles for _, cycles in results],
             bytes_per_frame=self.streams.bytes_per_frame,
-            in_bytes=HEADER + self.streams.in_words * word_bytes(self.streams.in_bits) + 2,
+            in_bytes=frame_bytes(
+                streams.in_bits, streams.out_bits, streams.in_words, streams.out_words
+            )[0],
             clock_mhz=self.clock_mhz,
             clock=self.clock,
             simulated=self.simulated,
