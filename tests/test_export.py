@@ -169,11 +169,13 @@ def test_a_module_each_pool_layer_copies_is_read_once(farm, handed_off):
     code folder: Yosys (the bitstream) and the export read it once, as a synthesis tool
     refuses a second definition of a module."""
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
+    from brainsmith.intake.gate import open_build_folder
 
     build = all_rtl_conv(farm)
-    built_in = json.loads((build / "report.json").read_text())["output_dir"]
+    design = open_build_folder(build).design
+    assert design is not None
     for found in (
-        modules(text for _, text in stitched_design(str(build), built_in).sources),
+        modules(text for _, text in stitched_design(str(build), design).sources),
         modules(p.read_text() for p in (handed_off / "rtl").iterdir() if p.suffix in {".v", ".sv"}),
     ):
         assert "bs_pool" in found and len(found) == len(set(found)), sorted(found)
@@ -222,11 +224,12 @@ def test_a_forged_build_cannot_make_the_export_run_a_command(farm, tmp_path):
     assert done.returncode == 2 and "$system" in done.stderr, done.stderr
     assert not (tmp_path / "dest").exists() and not marker.exists()
     layer.write_text(text)
-    report = json.loads((build / "report.json").read_text())
-    report["fpga_part"] = 'xc7"; exec touch ' + str(marker) + '; "'
-    (build / "report.json").write_text(json.dumps(report))
+    described = json.loads((build / "design.json").read_text())
+    described["part"] = 'xc7"; exec touch ' + str(marker) + '; "'
+    (build / "design.json").write_text(json.dumps(described))
     done = export(build, tmp_path / "dest")
-    assert done.returncode == 2 and "is not a part name" in done.stderr, done.stderr
+    assert done.returncode == 2 and "design.json: part " in done.stderr, done.stderr
+    assert "is not a part name" in done.stderr
     assert not (tmp_path / "dest").exists()
 
 

@@ -90,18 +90,43 @@ def test_finns_matrix_unit_is_behavioural_unless_an_instance_chooses():
 
 
 def test_a_stitched_file_list_naming_a_file_outside_the_build_is_refused(tmp_path):
-    from brainsmith.hardware.listing import FILES
-    from brainsmith.hardware.place_route.stitched_sources import stitched_design
+    """The build reads FIFO sizing's file list once, to describe its design: a path out of
+    the build and FINN's library is refused naming the listing."""
+    from brainsmith.hardware.listing import FILES, listed_sources
     from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
     listing = tmp_path / FILES
     listing.parent.mkdir(parents=True)
     listing.write_text("/etc/passwd\n")
     with pytest.raises(MissingSources, match="neither in the build folder nor in FINN"):
-        stitched_design(str(tmp_path))
+        listed_sources(str(tmp_path))
     listing.write_text(f"{tmp_path}/finn/../../outside.sv\n")
     with pytest.raises(MissingSources, match="neither in the build folder"):
-        stitched_design(str(tmp_path))
+        listed_sources(str(tmp_path))
+
+
+def test_a_design_file_that_leads_out_of_the_build_or_the_library_is_refused(tmp_path):
+    """Every tool reads the design's files where they lead now: a link planted in the build
+    that leads out of it, or a library path that climbs out of FINN's library, is refused
+    naming design.json and the path."""
+    from brainsmith.hardware.design import DesignFile
+    from brainsmith.hardware.listing import design_path
+    from brainsmith.hardware.synthesis.layer_sources import MissingSources
+
+    build = tmp_path / "build"
+    (build / "finn").mkdir(parents=True)
+    (tmp_path / "outside.sv").write_text("module outside; endmodule\n")
+    (build / "finn" / "planted.sv").symlink_to(tmp_path / "outside.sv")
+    (build / "finn" / "own.sv").write_text("module own; endmodule\n")
+    own = design_path(str(build), DesignFile("finn/own.sv", "systemVerilogSource"))
+    assert own.in_build and own.path == str(build / "finn" / "own.sv")
+    with pytest.raises(
+        MissingSources, match=r"design.json names finn/planted.sv, which leads out of the build"
+    ):
+        design_path(str(build), DesignFile("finn/planted.sv", "systemVerilogSource"))
+    climbing = DesignFile("finn-rtllib/../../../outside.sv", "systemVerilogSource")
+    with pytest.raises(MissingSources, match="leads out of FINN's RTL library"):
+        design_path(str(build), climbing)
 
 
 def test_a_damaged_cache_entry_is_removed_not_used(tmp_path):

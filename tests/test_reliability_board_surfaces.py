@@ -451,13 +451,15 @@ def test_a_cached_bitstream_entry_a_run_wrote_is_used(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("planted", ["outside", "huge"])
-def test_a_file_list_naming_a_file_outside_the_build_is_refused_by_the_simulated_board(
+@pytest.mark.parametrize("planted", ["link", "path"])
+def test_a_design_naming_a_file_outside_the_build_is_refused_by_the_simulated_board(
     farm, tmp_path, planted
 ):
-    """The simulated board (and its gate-level check) reads ``files.f`` as Yosys and export
-    read it: a path outside the build and FINN's library, or a listing past its size limit,
-    is refused naming the listing, before Verilator reads anything."""
+    """The simulated board (and its gate-level check) reads the design's files as Yosys and
+    export read them (``design.json``, through the gate): a source swapped for a link out of
+    the build after the gate, or a design.json naming a path out of it, is refused naming
+    design.json and the path, before Verilator reads anything."""
+    import json
     import shutil
 
     from brainsmith.hardware.board.simulated import board_design
@@ -466,15 +468,22 @@ def test_a_file_list_naming_a_file_outside_the_build_is_refused_by_the_simulated
 
     copy = tmp_path / "build"
     shutil.copytree(all_rtl_mlp(farm), copy, symlinks=True)
-    listing = copy / "finn" / "stitched_rtl" / "files.f"
     secret = tmp_path / "secret.sv"
     secret.write_text("module secret; endmodule\n")
-    design = streams(str(copy))
-    if planted == "outside":
-        listing.write_text(listing.read_text() + f"{secret}\n")
+    if planted == "link":
+        design = streams(str(copy))
+        victim = design.design.sources[-1].path
+        (copy / victim).unlink()
+        (copy / victim).symlink_to(secret)
+        with pytest.raises(DriverError) as refused:
+            board_design(design)
+        assert str(copy / "design.json") in refused.value.reason
+        assert f"{victim}, which leads out of the build folder" in refused.value.reason
     else:
-        listing.write_text(listing.read_text() + "\n" * (4 * 2**20 + 1))
-    with pytest.raises(DriverError) as refused:
-        board_design(design)
-    assert str(listing) in refused.value.reason
-    assert (str(secret) if planted == "outside" else "larger than") in refused.value.reason
+        described = json.loads((copy / "design.json").read_text())
+        described["files"].append({"path": "../secret.sv", "type": "systemVerilogSource"})
+        (copy / "design.json").write_text(json.dumps(described))
+        with pytest.raises(DriverError) as refused:
+            streams(str(copy))
+        assert "design.json: files[" in refused.value.reason
+        assert "../secret.sv" in refused.value.reason

@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from brainsmith.clock import Clock
 from brainsmith.hardware.board.link import bytes_to_words, words_to_bytes
 from brainsmith.hardware.board.streams import DriverError, Streams
+from brainsmith.hardware.design import Design, Stream
 from tests.support.ports import babble, trickle
 from tests.support.processes import Ran, invoke
 
@@ -61,8 +63,8 @@ def layer_streams(folded: tuple[int, ...], name: str) -> tuple[Streams, int]:
     width = (folded[-1] * bits + 7) // 8 * 8  # padded to whole bytes, as FINN's streams are
     layer = Layer(folded, dtype, width)
     words = int(np.prod(folded[:-1]))
-    built = Streams("", "", width, width, words, words, "0" * 64, 100.0, layer, layer, None, None)
-    return built, width
+    design = Design("accelerator", "", Clock(10.0), Stream(width, words), Stream(width, words))
+    return Streams("", design, "0" * 64, layer, layer, None, None), width
 
 
 def draw(name: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -328,44 +330,19 @@ def test_a_board_that_does_not_answer_is_a_timeout_naming_the_port_not_a_hang(ml
 
 
 def test_the_interval_a_build_folder_gives_is_a_finite_count_and_a_known_source():
-    """report.json is the build folder's word, untrusted: the pipelined interval run prints is
-    a positive finite number, and its source one of brainsmith's words, never the report's text."""
-    from brainsmith.hardware.board.streams import Built
-
-    def interval(performance: object) -> tuple[float, str] | None:
-        return Built.of_report({"performance": performance}).interval
+    """report.json is the build folder's word, untrusted: the pipelined interval the build
+    describes its design with (and run prints) is a positive finite number, and its source
+    one of brainsmith's words, never the report's text."""
+    from brainsmith.hardware.board.description import interval_of
 
     forged = {"cycles_per_frame": 80, "cycles_source": "\x1b[2J\x1b[31mrm -rf"}
-    assert interval(forged) == (80.0, "estimate")
-    assert interval({"max_cycles": float("nan")}) is None
-    assert interval({"cycles_per_frame": -3, "max_cycles": "many"}) is None
-    assert interval("not a table") is None
-    assert interval({"cycles_per_frame": 2048, "cycles_source": "Verilator"}) == (
+    assert interval_of(forged) == (80.0, "estimate")
+    assert interval_of({"max_cycles": float("nan")}) is None
+    assert interval_of({"cycles_per_frame": -3, "max_cycles": "many"}) is None
+    assert interval_of("not a table") is None
+    assert interval_of({"cycles_per_frame": 2048, "cycles_source": "Verilator"}) == (
         2048.0,
         "Verilator",
-    )
-
-
-def test_what_streams_read_of_a_report_is_typed_and_a_forged_report_gives_nothing():
-    """The report's clock, part, folder and HLS layers arrive typed; values of the wrong kind
-    are no facts (a clock of -5 ns, a part that is a list), not errors later."""
-    from brainsmith.hardware.board.streams import Built
-
-    report = {
-        "output_dir": "/builds/mlp", "clock_ns": 10.0, "fpga_part": "LFE5U-85F-6BG381C",
-        "layers": [{"name": "MVAU_0", "backend": "hls"}, {"name": "T_1", "backend": "rtl"}, 7],
-    }  # fmt: skip
-    built = Built.of_report(report)
-    assert (built.built_in, built.fpga_part, built.hls_layers) == (
-        "/builds/mlp", "LFE5U-85F-6BG381C", ("MVAU_0",)
-    )  # fmt: skip
-    assert built.clock is not None and built.clock.mhz == 100.0
-    forged = Built.of_report({"clock_ns": -5, "layers": "many", "output_dir": None})
-    assert (forged.clock, forged.hls_layers, forged.built_in, forged.interval) == (
-        None,
-        (),
-        "",
-        None,
     )
 
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from brainsmith.builder.state import BuildRun
     from brainsmith.hardware.board.boards import Board
     from brainsmith.hardware.board.streams import Streams
+    from brainsmith.hardware.design import Design
     from brainsmith.report_schema import (
         BitstreamSection,
         ClockedPerformance,
@@ -67,10 +68,11 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         target = board(name, linked=True)
     except BoardError as exc:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
-    build = _streams(run, model)
+    design = _design(run, model)
+    build = _streams(run, model, design)
     mhz: float | None = run.plan.build.clock.mhz
     while mhz is not None:
-        data, mhz = _board_round(run, model, target, build, mhz, began)
+        data, mhz = _board_round(run, model, target, design, build, mhz, began)
         began = time.perf_counter()
     data["refolds"] = list(run.refolds)
     for key in ("bitstream", "netlist"):
@@ -82,6 +84,7 @@ def _board_round(
     run: BuildRun,
     model: ModelWrapper,
     target: Board,
+    design: Design,
     build: Streams | str,
     mhz: float,
     began: float,
@@ -99,7 +102,7 @@ def _board_round(
     try:
         run.progress.note(f"placing and routing for {target.name} at {Clock.from_mhz(mhz)} ...")
         data = _made(run, began, lambda say: bitstream_of_build(
-            run.output_dir, "", model, target, mhz, say, boards.synthesised,
+            run.output_dir, design, model, target, mhz, say, boards.synthesised,
         ))  # fmt: skip
         again = _settled(run, data, target)
         if again is not None:
@@ -215,14 +218,33 @@ class Precompiled:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _streams(run: BuildRun, model: ModelWrapper) -> Streams | str:
+def _design(run: BuildRun, model: ModelWrapper) -> Design:
+    """The description of ``run``'s stitched accelerator; BuildError (exit 2) naming why it
+    has none."""
+    from brainsmith.builder.design import described
+    from brainsmith.hardware.place_route.board_run import refuse_hls
+
+    try:
+        refuse_hls(model)
+    except BoardRunError as exc:
+        raise BuildError("bitstream", str(exc), exc.hint) from exc
+    design = described(run, model)
+    if isinstance(design, str):
+        raise BuildError(
+            "bitstream",
+            f"the build has no whole accelerator in RTL to make a bitstream of: {design}",
+            "build with --prefer rtl (every layer RTL) and leave build.size_fifos on",
+        )
+    return design
+
+
+def _streams(run: BuildRun, model: ModelWrapper, design: Design) -> Streams | str:
     """The build's streams as its host link and driver see them, or why the gate-level check
     cannot run on it."""
-    from brainsmith.hardware.board.streams import Built, DriverError, streams_of
+    from brainsmith.hardware.board.streams import DriverError, streams_of
 
-    built = Built(run.output_dir, run.plan.build.clock)
     try:
-        return streams_of(run.output_dir, built, model, run.context.dataflow_parent)
+        return streams_of(run.output_dir, design, model, run.context.dataflow_parent)
     except DriverError as exc:
         return exc.reason
 
@@ -238,8 +260,9 @@ def _part_bitstream(run: BuildRun, model: ModelWrapper, began: float) -> None:
     family, part = family_of(lattice_part_of(run.plan.build) or "")
     clock = run.plan.build.clock
     run.progress.note(f"placing, routing and packing for {part.name} at {clock} ...")
+    design = _design(run, model)
     data = _made(run, began, lambda say: part_bitstream_of_build(
-        run.output_dir, "", model, family, part, clock.mhz, say,
+        run.output_dir, design, model, family, part, clock.mhz, say,
     ))  # fmt: skip
     if _kept(run, data):
         reason = (

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from brainsmith.builder.bitstream import performance_at_clock
+from brainsmith.builder.design import write_design_of
 from brainsmith.builder.lattice import estimate_part, family_resources, recorded_part
 from brainsmith.files import write_text
 from brainsmith.frameworks.finn.build_log import finn_warnings
@@ -159,6 +160,8 @@ def write_reports(
     report = assemble(run, model, status, error, setup_seconds)
     run.report = report
     if status == "ok":
+        if model is not None:
+            write_design_of(run, model, report)
         _write_html(run, report)
         if before_verdict is not None:
             before_verdict()

@@ -18,10 +18,10 @@ import os
 from collections.abc import Callable
 
 from brainsmith.blueprint.choices import QUICK_START_BOARD, lattice_board
-from brainsmith.clock import Clock
 from brainsmith.files import FULL_DISKS, DiskFull, read_once
 from brainsmith.hardware.board.boards import BoardError, board
-from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
+from brainsmith.hardware.board.top import TopError
+from brainsmith.hardware.design import FILE as DESIGN
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
 from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
 from brainsmith.hardware.place_route.families import target
@@ -33,7 +33,7 @@ from brainsmith.hardware.synthesis.families import ULTRASCALE_PLUS_PART
 from brainsmith.intake.build_folder import (
     CHANGED_HINT,
     FolderError,
-    gated_build,
+    gated_folder,
     quiet,
     unrecorded_hdl,
 )
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
 
     from brainsmith.files import Json
+    from brainsmith.hardware.design import Design
     from brainsmith.hardware.place_route.parts import Part
     from brainsmith.hardware.place_route.toolchain import Family
     from brainsmith.report_schema import BuildReport
@@ -82,19 +83,26 @@ def _tool_error(exc: Exception) -> FolderError | None:
     return None
 
 
-def placeable_build(
-    folder: str, verb: str, lattice: str
-) -> tuple[BuildReport, ModelWrapper, Clock]:
-    """(report, final model, the build's clock) of a build whose stitched accelerator Yosys can map
-    to a Lattice part; FolderError when the folder fails the gate, its RTL is not what the
-    build wrote, it is for a part whose RTL names AMD primitives (the hint: a build with
-    ``lattice``, the build option naming the target), or it names no clock."""
-    report, model, _ = gated_build(folder)  # before anything is read or written
-    for problem in unrecorded_hdl(model, folder, None):
+def placeable_build(folder: str, verb: str, lattice: str) -> tuple[ModelWrapper, Design]:
+    """(final model, its accelerator's description) of a build whose stitched accelerator
+    Yosys can map to a Lattice part; FolderError when the folder fails the gate, its RTL is
+    not what the build wrote, it has no whole accelerator in RTL (``design.json``), or it is
+    for a part whose RTL names AMD primitives (the hint: a build with ``lattice``, the build
+    option naming the target)."""
+    opened = gated_folder(folder)  # before anything is read or written
+    assert opened.model is not None  # gated_folder refuses a build without one
+    for problem in unrecorded_hdl(opened.model, folder, None):
         raise FolderError(problem, CHANGED_HINT.format(verb=verb))
-    if not _lattice_build(report):
-        _refuse_amd_primitives(str(report.get("fpga_part") or ""), verb, lattice)
-    return report, model, _clock(report.get("clock_ns"), folder)
+    if not _lattice_build(opened.report):
+        _refuse_amd_primitives(str(opened.report.get("fpga_part") or ""), verb, lattice)
+    if opened.design is None:
+        raise FolderError(
+            f"the build in {folder} has no whole accelerator in RTL ({DESIGN}): it has HLS "
+            "layers, or its FIFOs were not sized by simulation (build.size_fifos)",
+            "build the model again with --prefer rtl (every layer RTL) and leave "
+            f"build.size_fifos on, and {verb} that folder",
+        )
+    return opened.model, opened.design
 
 
 def _refuse_amd_primitives(part: str, verb: str, lattice: str) -> None:
@@ -111,14 +119,6 @@ def _refuse_amd_primitives(part: str, verb: str, lattice: str) -> None:
             f"(every layer RTL, folded for its part), or with --prefer rtl --part "
             f"{ULTRASCALE_PLUS_PART}, and {verb} that folder",
         ) from None
-
-
-def _clock(clock_ns: object, folder: str) -> Clock:
-    """The build's clock of period ``clock_ns`` (report.json's); FolderError when it is none."""
-    clock = Clock.read_ns(clock_ns)
-    if clock is None:
-        raise FolderError(f"{folder}/report.json names no clock (clock_ns)", "build it again")
-    return clock
 
 
 def _lattice_build(report: BuildReport) -> bool:
@@ -144,17 +144,17 @@ def place_route_build_folder(
     say = note or quiet
     try:
         with read_once(os.path.join(folder, "finn")):  # each file of the design read once
-            report, model, clock = placeable_build(folder, "place and route", f"--part {part.name}")
-            ports = accelerator_ports(model) if family.link_baud else None  # behind the link
-            design = stitched_design(folder, str(report.get("output_dir") or ""), ports)
+            _, described = placeable_build(folder, "place and route", f"--part {part.name}")
+            clock = described.clock
+            design = stitched_design(folder, described, linked=bool(family.link_baud))
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), family.find_nextpnr()
         say(f"synthesising ({family.synth}) and placing and routing for {part.name}")
         with staged(folder, WORKDIR) as stage:
             packed = os.path.join(stage.workdir, os.path.basename(BITSTREAM.format(part=part.name)))
             result = place_route(
-                design, part, mhz or clock.mhz, stage.workdir, yosys, nextpnr,
-                family=family, frame=frame_words(model), bitstream=packed,
+                design, part, mhz or clock.mhz, stage.workdir, yosys, nextpnr, family=family,
+                frame=(described.input.words, described.output.words), bitstream=packed,
             )  # fmt: skip
             stage.keep = result.cached  # no tool ran: the run folder's logs stay
             if result.bitstream:
@@ -187,14 +187,9 @@ def bitstream_build_folder(
     except BoardError as exc:
         raise FolderError(str(exc), exc.hint or f"--board {QUICK_START_BOARD}") from None
     with read_once(os.path.join(folder, "finn")):  # each file of the design read once
-        report, model, clock = placeable_build(
-            folder, "make a bitstream of", f"--board {board_name}"
-        )
+        model, design = placeable_build(folder, "make a bitstream of", f"--board {board_name}")
         try:
-            data = bitstream_of_build(
-                folder, str(report.get("output_dir") or ""), model, target,
-                mhz or clock.mhz, note,
-            )  # fmt: skip
+            data = bitstream_of_build(folder, design, model, target, mhz or design.clock.mhz, note)
         except BoardRunError as exc:
             raise FolderError(str(exc), exc.hint, exit_code=1 if exc.failed else 2) from exc
     return _written(data, folder, BITSTREAM_RESULT)

@@ -123,7 +123,7 @@ def board_build(design: Streams) -> BoardBuild | None:
         )
     try:
         made = board_design(
-            stitched_design(folder, design.built_in, design.ports), target, figures["asked_mhz"],
+            stitched_design(folder, design.design), target, figures["asked_mhz"],
             in_words=design.in_words, out_words=design.out_words, baud=int(figures["baud"]),
         )  # fmt: skip
     except (NotSynthesisable, BitstreamError) as exc:

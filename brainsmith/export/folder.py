@@ -50,9 +50,9 @@ if TYPE_CHECKING:
 
     from brainsmith.files import Json
     from brainsmith.hardware.board.streams import Streams
+    from brainsmith.hardware.design import DesignFile
 
 TOP = "brainsmith_accelerator"
-PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # what report.json's fpga_part may be
 GAUGE = "fifo_gauge.sv"  # the FIFO sizing's unbounded FIFO, selected only while sizing
 DEFAULT_FRAMES = 8
 
@@ -78,11 +78,7 @@ def export_build(
     target = os.path.abspath(destination)
     if os.path.lexists(target):
         raise ExportError(f"{destination} exists", "give a folder that does not exist yet")
-    design = streams(build)
-    if design.fpga_part and not PART.fullmatch(design.fpga_part):  # into the Vivado script
-        raise ExportError(
-            f"report.json's fpga_part {design.fpga_part!r} is not a part name", REBUILD
-        )
+    design = streams(build)  # its part a part name (the gate's), as the Vivado script has it
     from brainsmith.export.board import board_build
 
     shaped = board_build(design)
@@ -133,20 +129,20 @@ def amd_part(part: str) -> bool:
 
 
 def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
-    """The RTL files of ``files.f`` (FINN's text and, where it differs, the simulation's) and
-    the parameter files of each layer's code folder, as (``data/dN/name``, bytes); the FIFO
-    sizing's gauge left out."""
-    from brainsmith.hardware.listing import listed_sources
+    """The RTL files the build's design names (FINN's text and, where it differs, the
+    simulation's) and the memory files of each layer's code folder, as (``data/dN/name``,
+    bytes); the FIFO sizing's gauge left out."""
+    from brainsmith.hardware.listing import design_path
     from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
+    collected = _Collected(design)
     try:
-        listed = listed_sources(design.folder, design.built_in)
+        for file in design.design.sources:
+            source = design_path(design.folder, file)
+            if source.name != GAUGE:
+                collected.add(source.path, file)
     except MissingSources as exc:
         raise ExportError(str(exc), REBUILD) from None
-    collected = _Collected()
-    for source in listed:
-        if source.name != GAUGE:
-            collected.add(source.path, source.in_build)
     if not collected.sources:
         raise ExportError(f"{design.folder}'s file list names only the FIFO sizing's", REBUILD)
     return collected.sources, collected.data
@@ -155,18 +151,19 @@ def _sources(design: Streams) -> tuple[list[Source], list[tuple[str, bytes]]]:
 class _Collected:
     """The sources and parameter files gathered from a build folder's file list."""
 
-    def __init__(self) -> None:
+    def __init__(self, design: Streams) -> None:
+        self.design = design
         self.sources: list[Source] = []
         self.data: list[tuple[str, bytes]] = []
         self.tags: dict[str, str] = {}  # a layer's code folder -> its folder under data/
 
-    def add(self, path: str, inside: bool) -> None:
-        """The RTL file at ``path`` (and, for one of the build's, its layer's parameter files,
-        once per layer)."""
+    def add(self, path: str, file: DesignFile) -> None:
+        """The design's ``file``, read at ``path`` (and, for one of the build's, its layer's
+        memory files, once per layer)."""
         from brainsmith.hardware.rtlsim.layer_design import VERILATOR_FIXES
 
         code_dir = os.path.dirname(path)
-        name, text, sim_text = self._read(path, code_dir, inside)
+        name, text, sim_text = self._read(path, code_dir, file)
         if any(s.name == name and s.text == text for s in self.sources):
             return  # a layer's copy of a module another layer brought
         while any(source.name == name for source in self.sources):
@@ -176,7 +173,7 @@ class _Collected:
         same = sim_text == text
         self.sources.append(Source(name, text, None if same else sim_text, [] if same else changes))
 
-    def _read(self, path: str, code_dir: str, inside: bool) -> tuple[str, str, str]:
+    def _read(self, path: str, code_dir: str, file: DesignFile) -> tuple[str, str, str]:
         """The file's name, FINN's text and the simulation's, their parameter-file paths
         made relative (``data/dN/``) for a file of the build."""
         from brainsmith.hardware.place_route.stitched_sources import parameter_files
@@ -190,9 +187,10 @@ class _Collected:
         try:
             original = read_layer_file(path, code_dir, "RTL file").decode("utf-8", "replace")
             name = plain_file_name(os.path.basename(path))
+            inside = file.in_build
             if inside and code_dir not in self.tags:
-                self.tags[code_dir] = f"d{len(self.tags)}"
-                self.data += parameter_files(code_dir, self.tags[code_dir])
+                self.tags[code_dir] = tag = f"d{len(self.tags)}"
+                self.data += parameter_files(self.design.folder, self.design.design, file, tag)
         except MissingSources as exc:
             raise ExportError(str(exc), REBUILD) from None
         text, sim_text = original, verilator_ready(path, original, code_dir)

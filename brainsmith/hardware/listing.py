@@ -1,12 +1,13 @@
-"""The files an all-RTL build's accelerator is made of, ``finn/stitched_rtl/files.f``, read
-one way for every tool that reads them: Yosys and nextpnr (``place_route.stitched_sources``),
-the simulated board and its gate-level check (``board.simulated``) and ``brainsmith export``.
+"""The files an all-RTL build's accelerator is made of: ``finn/stitched_rtl/files.f``, as FIFO
+sizing wrote it, read once by the build to describe its design (``design.json``,
+``brainsmith.hardware.board.description``), and the design's files as every tool reads them
+after: Yosys and nextpnr (``place_route.stitched_sources``), the simulated board and its
+gate-level check (``board.simulated``) and ``brainsmith export`` (``design_sources``).
 
 A build folder is untrusted input. The listing is a regular file of bounded size; a path into
-the folder the build ran in (its report's ``output_dir``) is read in the folder as it is now,
-so a moved or copied build reads its own files; and every path must lead into the build folder
-or into FINN's installed ``finn-rtllib``, so a listing from elsewhere cannot make a tool read
-any other file.
+the folder the build ran in is read in the folder as it is now; and every path, listed or
+described, must lead into the build folder or into FINN's installed ``finn-rtllib``, so a
+listing or a description from elsewhere cannot make a tool read any other file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from brainsmith.files import DamagedFile, read_json, read_regular
+from brainsmith.hardware.design import FILE, LIBRARY, Design, DesignFile
 from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
 STITCHED = os.path.join("finn", "stitched_rtl")
@@ -92,6 +94,29 @@ def listed_sources(folder: str, built_in: str = "") -> list[Listed]:
     return found
 
 
+def design_sources(folder: str, design: Design) -> list[Listed]:
+    """The sources ``design`` names (``design.json``'s, read back through the gate), in
+    compile order, as paths in ``folder`` and FINN's library; MissingSources naming one that
+    leads out of both (a link planted in the folder)."""
+    return [design_path(folder, file) for file in design.sources]
+
+
+def design_path(folder: str, file: DesignFile) -> Listed:
+    """Where the design's ``file`` is read now: in ``folder``, or in FINN's library;
+    MissingSources when it leads out of both."""
+    if file.in_build:
+        root, where = os.path.realpath(folder), "the build folder"
+        path = os.path.join(os.path.abspath(folder), file.path)
+    else:
+        root, where = finn_rtllib(), "FINN's RTL library"
+        path = os.path.join(root, file.path.removeprefix(LIBRARY))
+    if not _inside(os.path.realpath(path), root):
+        raise MissingSources(
+            f"{os.path.join(folder, FILE)} names {file.path}, which leads out of {where}"
+        )
+    return Listed(path, file.in_build)
+
+
 def layer_instances(folder: str) -> dict[str, str]:
     """The layer each instance of ``folder``'s stitched top is (``n3`` -> ``MVAU_rtl_0``),
     as the build wrote it beside ``files.f``; an entry that is not an instance name and a
@@ -113,6 +138,8 @@ __all__ = [
     "MAX_LIST_BYTES",
     "STITCHED",
     "Listed",
+    "design_path",
+    "design_sources",
     "finn_rtllib",
     "layer_instances",
     "listed_sources",

@@ -15,7 +15,7 @@ from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 from brainsmith.hardware.rtlsim.layer_design import NotSimulated, layer_design
 from brainsmith.hardware.rtlsim.manifest import NAME, ManifestError, check, inside, load
-from brainsmith.intake.gate import UntrustedFolder, open_build_folder
+from brainsmith.intake.gate import BuildFolder, UntrustedFolder, open_build_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,10 +45,17 @@ def _unfinished(folder: str, report: BuildReport) -> FolderError:
 
 
 def gated_build(folder: str) -> tuple[BuildReport, ModelWrapper, ModelWrapper | None]:
-    """``folder``'s report, final model and the graph around it, each file read once, once
-    the folder passed the gate (``brainsmith.intake.gate``); FolderError for a folder that is
-    no build folder, a report that cannot be read, a build that did not finish, or what the
-    gate refused."""
+    """``folder``'s report, final model and the graph around it (``gated_folder``)."""
+    opened = gated_folder(folder)
+    assert opened.model is not None  # gated_folder refuses a build without one
+    return opened.report, opened.model, opened.parent
+
+
+def gated_folder(folder: str) -> BuildFolder:
+    """The finished build in ``folder``, each file read once, once the folder passed the gate
+    (``brainsmith.intake.gate``); FolderError for a folder that is no build folder, a report
+    that cannot be read, a build that did not finish or has no final.onnx, or what the gate
+    refused."""
     try:
         opened = open_build_folder(folder)
     except FileNotFoundError:
@@ -67,7 +74,7 @@ def gated_build(folder: str) -> tuple[BuildReport, ModelWrapper, ModelWrapper | 
         raise _unfinished(folder, opened.report)
     if opened.model is None:
         raise FolderError(f"the build in {folder} has no final.onnx", "build it again")
-    return opened.report, opened.model, opened.parent
+    return opened
 
 
 def load_layer_plugins(model: ModelWrapper, folder: str) -> None:

@@ -10,6 +10,9 @@ module imports and programs to run unless they are checked first.
   at most ``MAX_DEPTH`` folders down;
 - report.json: a bounded JSON object (``files.read_json``) whose fields that reach paths,
   tools and pages have their types, numbers finite;
+- design.json, where the build stitched a whole accelerator in RTL: its one description
+  (``brainsmith.hardware.design``), each value of its type and range, each path relative and
+  plain, in the folder or FINN's RTL library;
 - final.onnx and final_parent.onnx (intake's loader: bounded, external data inside): every
   node named by a plain identifier, once (a layer's name becomes a folder name), every
   name-like attribute (``gen_top_module``) one too; every domain standard ONNX, QONNX, FINN
@@ -32,8 +35,10 @@ from dataclasses import dataclass
 from typing import cast
 
 from brainsmith.errors import BrainsmithError
-from brainsmith.files import read_json
+from brainsmith.files import DamagedFile, read_json
 from brainsmith.frameworks.finn.facts import is_hardware
+from brainsmith.hardware.design import FILE as DESIGN
+from brainsmith.hardware.design import BadDesign, Design
 from brainsmith.intake.model import (
     KNOWN_DOMAINS,
     InputError,
@@ -100,12 +105,14 @@ class UntrustedFolder(BrainsmithError):
 @dataclass
 class BuildFolder:
     """A folder that passed the gate: its report, final model (code paths pointing into the
-    folder) and the graph around it (None when the build has none)."""
+    folder), the graph around it and its accelerator's description (each None when the
+    build has none)."""
 
     path: str
     report: BuildReport
     model: ModelWrapper | None
     parent: ModelWrapper | None
+    design: Design | None = None
 
 
 def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> BuildFolder:
@@ -119,8 +126,10 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
     report = _read_report(path, "report.json" in bad)
     problems += report_problems(report)
     protos: dict[str, onnx.ModelProto] = {}
+    design = None
     if models and report.get("status") == "ok":
         protos = _checked_models(path, bad, str(report.get("output_dir") or ""), problems)
+        design = _design(path, bad, problems)
     if problems:
         raise UntrustedFolder(path, problems)
     from qonnx.core.modelwrapper import ModelWrapper
@@ -131,6 +140,7 @@ def open_build_folder(folder: str | os.PathLike[str], models: bool = True) -> Bu
         cast("BuildReport", report),
         None if final is None else ModelWrapper(final),
         None if parent is None else ModelWrapper(parent),
+        design,
     )
 
 
@@ -140,6 +150,20 @@ def _read_report(path: str, refused: bool) -> Json:
     if not os.path.lexists(report_path):
         raise FileNotFoundError(report_path)
     return {} if refused else read_json(report_path)
+
+
+def _design(path: str, bad: dict[str, str], problems: list[str]) -> Design | None:
+    """``path``'s design.json as a ``Design`` (None where the build wrote none); what is
+    wrong with it is added to ``problems``."""
+    if DESIGN in bad or not os.path.lexists(os.path.join(path, DESIGN)):
+        return None
+    try:
+        return Design.of_json(read_json(os.path.join(path, DESIGN)))
+    except BadDesign as exc:
+        problems += exc.problems
+    except (DamagedFile, OSError) as exc:
+        problems.append(f"{DESIGN}: {exc}")
+    return None
 
 
 def _checked_models(

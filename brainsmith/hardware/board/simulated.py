@@ -25,7 +25,7 @@ from brainsmith.hardware.board.link import TIMEOUT_BYTES, rtl_files
 from brainsmith.hardware.board.streams import DriverError, Streams, streams
 from brainsmith.hardware.board.top import Link, accelerator, host_link
 from brainsmith.hardware.hdl import Blank, Module, Port
-from brainsmith.hardware.listing import listed_sources
+from brainsmith.hardware.listing import design_sources
 from brainsmith.hardware.processes import Stopped
 from brainsmith.hardware.rtlsim.compile import CompileError, compile_layer
 from brainsmith.hardware.rtlsim.layer_design import LayerDesign, link_data_folders
@@ -39,11 +39,11 @@ REBUILD = "build the model again with --prefer rtl (every layer RTL) and run tha
 
 
 def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesign:
-    """The simulated board of ``build``: the files of its ``files.f`` (read as every tool
+    """The simulated board of ``build``: the sources its design names (read as every tool
     reads them, ``brainsmith.hardware.listing``), the host link and a top wiring them, with
-    ``uart_pty.cpp`` for its testbench; DriverError naming a listing that cannot be used."""
+    ``uart_pty.cpp`` for its testbench; DriverError naming a source that cannot be used."""
     try:
-        files = [source.path for source in listed_sources(build.folder, build.built_in)]
+        files = [source.path for source in design_sources(build.folder, build.design)]
         files += [str(entry) for entry in rtl_files()]
     except MissingSources as exc:
         raise DriverError(str(exc), REBUILD) from None

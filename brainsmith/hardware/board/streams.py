@@ -1,40 +1,40 @@
-"""What the driver needs of an all-RTL build: the accelerator's streams as the host link
-frames them (TDATA widths, words per frame and FIFO probes from ``final.onnx``), the
-design hash a board built from it reports (``stitched_design(...).digest()``, as
-``brainsmith bitstream`` puts it into the board top), the packing of a frame into stream
-words, bit for bit as the simulation packs it (``brainsmith.hardware.rtlsim.beats`` on the folded
-shape: element 0 in the lowest bits, each word padded to the TDATA width), and the nodes that
-stay on the host before and after the accelerator (``final_parent.onnx``), run as
-``BuildResult.run`` runs them.
+"""What the driver needs of an all-RTL build: its accelerator as the host link frames it
+(the build's description of it, ``design.json`` read back through the gate: TDATA widths,
+words a frame, FIFO probes, clock, interval), the design hash a board built from it reports
+(``stitched_design(...).digest()``, as ``brainsmith bitstream`` puts it into the board top),
+the packing of a frame into stream words, bit for bit as the simulation packs it
+(``brainsmith.hardware.rtlsim.beats`` on the folded shape: element 0 in the lowest bits, each
+word padded to the TDATA width), and the nodes that stay on the host before and after the
+accelerator (``final_parent.onnx``), run as ``BuildResult.run`` runs them.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from brainsmith.clock import Clock
 from brainsmith.errors import BrainsmithError
 from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 from brainsmith.hardware.board.link import frame_bytes
-from brainsmith.hardware.board.top import AcceleratorPorts, TopError, accelerator_ports
+from brainsmith.hardware.board.top import AcceleratorPorts
+from brainsmith.hardware.design import FILE, Design
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
 from brainsmith.hardware.synthesis import NotSynthesisable
-from brainsmith.intake.gate import UntrustedFolder, open_build_folder
+from brainsmith.intake.gate import BuildFolder, UntrustedFolder, open_build_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import onnx
     from finn.custom_op.fpgadataflow.hwcustomop import HWCustomOp
     from qonnx.core.modelwrapper import ModelWrapper
+
+    from brainsmith.report_schema import BuildReport
 
 PARTITION = "StreamingDataflowPartition"
 
@@ -53,27 +53,56 @@ class DriverError(BrainsmithError):
 
 @dataclass
 class Streams:
-    """The accelerator of one build as the host link carries it."""
+    """The accelerator of one build as the host link carries it: its design (``design.json``,
+    read back through the gate) and the FINN layers at its two ends."""
 
     folder: str
-    built_in: str  # the folder it was built in (its report's output_dir): files.f names it
-    in_bits: int
-    out_bits: int
-    in_words: int
-    out_words: int
+    design: Design
     design_hash: str
-    clock_mhz: float  # the build's clock (a bitstream's PLL may make another)
     first: HWCustomOp  # the FINN op that reads the accelerator's input stream
     last: HWCustomOp  # the one that writes its output stream
     model: ModelWrapper  # final.onnx
     parent: ModelWrapper | None  # final_parent.onnx, or None
-    fpga_part: str = ""  # the part it was built for (its report's fpga_part)
-    # cycles from one frame to the next when frames stream back to back (the pipelined
-    # interval: the build's Verilator count, else FINN's estimate of its slowest layer; 0:
-    # neither) and where the figure comes from
-    interval_cycles: float = 0.0
-    interval_source: str = ""
-    probes: tuple[str, ...] = ()  # its FIFOs' fill outputs (maxcount_<layer>), left open
+
+    @property
+    def in_bits(self) -> int:
+        return self.design.input.bits
+
+    @property
+    def out_bits(self) -> int:
+        return self.design.output.bits
+
+    @property
+    def in_words(self) -> int:
+        return self.design.input.words
+
+    @property
+    def out_words(self) -> int:
+        return self.design.output.words
+
+    @property
+    def clock_mhz(self) -> float:
+        """The build's clock (a bitstream's PLL may make another)."""
+        return self.design.clock.mhz
+
+    @property
+    def fpga_part(self) -> str:
+        return self.design.part
+
+    @property
+    def interval_cycles(self) -> float:
+        """Cycles from one frame to the next when frames stream back to back (the build's
+        Verilator count, else FINN's estimate of its slowest layer; 0: neither)."""
+        return self.design.interval[0] if self.design.interval else 0.0
+
+    @property
+    def interval_source(self) -> str:
+        return self.design.interval[1] if self.design.interval else ""
+
+    @property
+    def probes(self) -> tuple[str, ...]:
+        """Its FIFOs' fill outputs (maxcount_<layer>), left open."""
+        return self.design.probes
 
     @property
     def ports(self) -> AcceleratorPorts:
@@ -118,61 +147,29 @@ class Streams:
         return sum(int(getCustomOp(node).get_exp_cycles()) for node in self.model.graph.node)
 
 
-@dataclass(frozen=True)
-class Built:
-    """What the streams of a build need of its report: the folder it was built in (its
-    ``output_dir``, which ``files.f`` names), its clock, its part, its pipelined interval
-    (cycles a frame when streaming, and the figure's source: "Verilator" or "estimate") and
-    its HLS layers (why it may have no whole accelerator in RTL)."""
-
-    built_in: str
-    clock: Clock | None
-    fpga_part: str = ""
-    interval: tuple[float, str] | None = None
-    hls_layers: tuple[str, ...] = ()
-
-    @classmethod
-    def of_report(cls, report: dict[str, Any]) -> Built:
-        """The facts ``report`` (a build's report.json, through the gate) gives."""
-        layers = report.get("layers") or []
-        hls = (
-            str(x.get("name")) for x in layers if isinstance(x, dict) and x.get("backend") == "hls"
-        )
-        return cls(
-            built_in=str(report.get("output_dir") or ""),
-            clock=Clock.read_ns(report.get("clock_ns")),
-            fpga_part=str(report.get("fpga_part") or ""),
-            interval=_interval(report),
-            hls_layers=tuple(hls),
-        )
-
-
 def streams(folder: str) -> Streams:
     """The ``Streams`` of the build in ``folder`` (through the gate); DriverError when it
     has no stitched accelerator of one stream in and one out."""
-    report, model, parent = _opened(folder)
-    return streams_of(folder, Built.of_report(report), model, parent)
+    opened = _opened(folder)
+    assert opened.model is not None  # _opened refuses a build without final.onnx
+    if opened.design is None:
+        raise _no_whole_design(folder, opened.report)
+    return streams_of(folder, opened.design, opened.model, opened.parent)
 
 
 def streams_of(
-    folder: str, built: Built, model: ModelWrapper, parent: ModelWrapper | None
+    folder: str, design: Design, model: ModelWrapper, parent: ModelWrapper | None
 ) -> Streams:
-    """The ``Streams`` of the build in ``folder`` from what its report says (``built``),
-    its final model and parent graph (a build still running gives its own); DriverError as
+    """The ``Streams`` of the build in ``folder`` that ``design`` describes, with its final
+    model and parent graph (a build still running gives its own); DriverError as
     ``streams``."""
     from qonnx.custom_op.registry import getCustomOp
 
-    _has_whole_design(folder, built.hls_layers)
     prepare_finn()
     try:  # the plugins that provide its layers (brainsmith's Pool_rtl, a package's)
         require_layers(model, os.path.join(folder, "final.onnx"))
     except LayerPluginError as exc:
         raise DriverError(exc.reason, exc.hint) from None
-    try:
-        ports = accelerator_ports(model)
-        design = stitched_design(folder, built.built_in, ports)
-    except (NotSynthesisable, TopError) as exc:
-        raise DriverError(str(exc), REBUILD) from None
     source, sink = model.graph.input[0].name, model.graph.output[0].name
     reader = next((n for n in model.graph.node if source in n.input), None)
     writer = next((n for n in model.graph.node if sink in n.output), None)
@@ -180,63 +177,43 @@ def streams_of(
         raise DriverError(
             "final.onnx has no layer that reads its input or writes its output", REBUILD
         )
-    first, last = getCustomOp(reader), getCustomOp(writer)
-    cycles, source = built.interval or (0.0, "")
+    try:
+        digest = stitched_design(folder, design).digest()
+    except NotSynthesisable as exc:
+        raise DriverError(str(exc), REBUILD) from None
     return Streams(
         folder=os.path.abspath(folder),
-        built_in=built.built_in,
-        in_bits=ports.in_bits,
-        out_bits=ports.out_bits,
-        in_words=math.prod(first.get_folded_input_shape(0)[:-1]),
-        out_words=math.prod(last.get_folded_output_shape(0)[:-1]),
-        design_hash=design.digest(),
-        clock_mhz=built.clock.mhz if built.clock else 0.0,
-        first=first,
-        last=last,
+        design=design,
+        design_hash=digest,
+        first=getCustomOp(reader),
+        last=getCustomOp(writer),
         model=model,
         parent=parent,
-        fpga_part=built.fpga_part,
-        interval_cycles=cycles,
-        interval_source=source,
-        probes=ports.probes,
     )
-
-
-def _interval(report: dict[str, Any]) -> tuple[float, str] | None:
-    """The build's pipelined interval (cycles a frame when streaming) and its source."""
-    performance = report.get("performance")
-    performance = performance if isinstance(performance, dict) else {}
-    for key, source in (("cycles_per_frame", performance.get("cycles_source")),
-                        ("max_cycles", "estimate")):  # fmt: skip
-        cycles = performance.get(key)
-        if isinstance(cycles, int | float) and math.isfinite(cycles) and cycles > 0:
-            known = source if source in ("Verilator", "estimate") else "estimate"  # report text
-            return float(cycles), known
-    return None
 
 
 REBUILD = "build the model again with --prefer rtl (every layer RTL)"
 
 
-def _has_whole_design(folder: str, hls: tuple[str, ...]) -> None:
-    """DriverError naming why the build has no whole accelerator in RTL (its ``hls``
-    layers, or no FIFO sizing) when ``finn/stitched_rtl/files.f`` is missing."""
-    if os.path.isfile(os.path.join(folder, "finn", "stitched_rtl", "files.f")):
-        return
+def _no_whole_design(folder: str, report: BuildReport) -> DriverError:
+    """Why the build in ``folder`` has no description of a whole accelerator in RTL
+    (``design.json``): its HLS layers (``report``'s), or no FIFO sizing."""
+    layers = report.get("layers") or []
+    hls = [str(x.get("name")) for x in layers if isinstance(x, dict) and x.get("backend") == "hls"]
     why = (
         f"it has HLS layers ({', '.join(hls[:3])}{', ...' if len(hls) > 3 else ''})"
         if hls
-        else "its FIFOs were not sized by simulation (build.size_fifos), which writes it"
+        else "its FIFOs were not sized by simulation (build.size_fifos), which stitches it"
     )
-    raise DriverError(
-        f"the build in {folder} has no whole accelerator in RTL (finn/stitched_rtl/): {why}",
+    return DriverError(
+        f"the build in {folder} has no whole accelerator in RTL ({FILE}): {why}",
         REBUILD + ", and leave build.size_fifos on",
     )
 
 
-def _opened(folder: str) -> tuple[dict[str, Any], ModelWrapper, ModelWrapper | None]:
-    """(report, final model, parent graph) of the build in ``folder``, through the gate
-    (``brainsmith.intake.gate``); DriverError naming what is wrong."""
+def _opened(folder: str) -> BuildFolder:
+    """The build in ``folder``, through the gate (``brainsmith.intake.gate``); DriverError
+    naming what is wrong."""
     try:
         opened = open_build_folder(folder)
     except FileNotFoundError:
@@ -250,7 +227,7 @@ def _opened(folder: str) -> tuple[dict[str, Any], ModelWrapper, ModelWrapper | N
         raise DriverError(exc.reason, exc.hint) from None
     if opened.model is None:
         raise DriverError(f"the build in {folder} has no final.onnx", REBUILD)
-    return dict(opened.report), opened.model, opened.parent
+    return opened
 
 
 class Host:
@@ -332,4 +309,4 @@ def run_graph(part: ModelWrapper | None, frames: list[np.ndarray]) -> list[np.nd
     return [outputs[0] for outputs in run(part, [(np.asarray(f, np.float32),) for f in frames])]
 
 
-__all__ = ["Built", "DriverError", "Host", "Streams", "run_graph", "streams"]
+__all__ = ["DriverError", "Host", "Streams", "run_graph", "streams"]

@@ -18,6 +18,7 @@ from brainsmith.opened_folder import FolderChanged, staged
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from brainsmith.hardware.board.boards import Board
+    from brainsmith.hardware.design import Design
     from brainsmith.hardware.place_route.parts import Part
     from brainsmith.hardware.place_route.report import PlaceRouteResult
     from brainsmith.hardware.place_route.toolchain import Family
@@ -40,7 +41,7 @@ def hls_layers(model: Any) -> list[str]:
     return [node.name for node in model.graph.node if node.domain.endswith(".hls")]
 
 
-def _refuse_hls(model: Any) -> None:
+def refuse_hls(model: Any) -> None:
     """BoardRunError when ``model`` has HLS layers: a Lattice part has no HLS flow."""
     hls = hls_layers(model)
     if hls:
@@ -56,38 +57,38 @@ def _refuse_hls(model: Any) -> None:
 
 def bitstream_of_build(
     folder: str,
-    built_in: str,
+    design: Design,
     model: Any,
     target: Board,
     mhz: float,
     note: Callable[[str], None] | None = None,
     synthesised: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
-    """``folder``'s stitched accelerator (``model`` its final model; paths into ``built_in``
-    read in ``folder``) as ``target``'s bitstream at the PLL clock nearest ``mhz``: the
+    """``folder``'s stitched accelerator (``design``, ``model`` its final model) as
+    ``target``'s bitstream at the PLL clock nearest ``mhz``: the
     BitstreamResult's dict with the link's words per frame (``synthesised``: as
     ``bitstream``'s). BoardRunError for an HLS layer,
     a clock the PLL cannot make, a missing tool, a failed run (its first error, its log) or
     a folder below ``folder`` changed into a link meanwhile."""
     from brainsmith.hardware.board.clocking import PllError
-    from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
+    from brainsmith.hardware.board.top import TopError
     from brainsmith.hardware.place_route.bitstream import bitstream, family_of
     from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
-    _refuse_hls(model)
+    refuse_hls(model)
     say = note or (lambda _: None)
     try:
-        design = stitched_design(folder, built_in, accelerator_ports(model))
-        in_words, out_words = frame_words(model)
+        stitched = stitched_design(folder, design)
+        in_words, out_words = design.input.words, design.output.words
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         family = family_of(target)
         yosys, nextpnr = find_yosys(), family.find_nextpnr()
         say(f"synthesising, placing and routing for {target.name}")
         with staged(folder, WORKDIR) as stage:
             result = bitstream(
-                design, target, mhz, stage.workdir, yosys, nextpnr,
+                stitched, target, mhz, stage.workdir, yosys, nextpnr,
                 in_words=in_words, out_words=out_words, name=target.name,
                 synthesised=synthesised, family=family,
             )  # fmt: skip
@@ -102,17 +103,16 @@ def bitstream_of_build(
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
     data = {"in_words": in_words, "out_words": out_words, **result.as_dict()}
-    return {**data, "link_fps": round(_link_fps(model, data["baud"], in_words, out_words), 1)}
+    return {**data, "link_fps": round(_link_fps(design, data["baud"]), 1)}
 
 
-def _link_fps(model: Any, baud: int, in_words: int, out_words: int) -> float:
+def _link_fps(design: Design, baud: int) -> float:
     """Frames a second the host link at ``baud`` carries end to end, two requests
     outstanding (``link.sustained_fps``)."""
     from brainsmith.hardware.board.link import frame_bytes, sustained_fps
-    from brainsmith.hardware.board.top import accelerator_ports
 
-    ports = accelerator_ports(model)
-    return sustained_fps(baud, *frame_bytes(ports.in_bits, ports.out_bits, in_words, out_words))
+    streams = (design.input.bits, design.output.bits, design.input.words, design.output.words)
+    return sustained_fps(baud, *frame_bytes(*streams))
 
 
 # place_route's stages as a board's bitstream names them (``bitstream.seconds``)
@@ -121,37 +121,37 @@ STAGES = {"nextpnr": "place_route", "nextpnr_rerouted": "place_route_again"}
 
 def part_bitstream_of_build(
     folder: str,
-    built_in: str,
+    design: Design,
     model: Any,
     family: Family,
     part: Part,
     mhz: float,
     note: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """``folder``'s stitched accelerator (``model`` its final model) as a bitstream of the
-    Lattice ``part`` alone at ``mhz``, for a ``family`` that packs one (Nexus): behind the
+    """``folder``'s stitched accelerator (``design``, ``model`` its final model) as a
+    bitstream of the Lattice ``part`` alone at ``mhz``, for a ``family`` that packs one (Nexus): behind the
     host link on pins of brainsmith's choosing (``placed`` names them), as ``brainsmith
     place-route`` makes it, into ``BUILD_DIR/bitstream/<part>.bit`` and its run folder
     ``bitstream/run``. The dict a board's bitstream gives (no board, no PLL: the clock is the
     one asked; no netlist). BoardRunError as ``bitstream_of_build``'s."""
-    from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
+    from brainsmith.hardware.board.top import TopError
     from brainsmith.hardware.place_route.errors import NotUsable, PlaceRouteError
     from brainsmith.hardware.place_route.flow import place_route
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
     from brainsmith.hardware.synthesis import NotSynthesisable, YosysMissing, find_yosys
 
-    _refuse_hls(model)
+    refuse_hls(model)
     say = note or (lambda _: None)
     try:
-        design = stitched_design(folder, built_in, accelerator_ports(model))
-        in_words, out_words = frame_words(model)
+        stitched = stitched_design(folder, design)
+        in_words, out_words = design.input.words, design.output.words
         say("starting Yosys and nextpnr (the first runs after installing take minutes)")
         yosys, nextpnr = find_yosys(), family.find_nextpnr()
         say(f"synthesising ({family.synth}), placing, routing and packing for {part.name}")
         with staged(folder, WORKDIR) as stage:
             packed = os.path.join(stage.workdir, f"{part.name}.bit")
             result = place_route(
-                design, part, mhz, stage.workdir, yosys, nextpnr,
+                stitched, part, mhz, stage.workdir, yosys, nextpnr,
                 family=family, frame=(in_words, out_words), bitstream=packed,
             )  # fmt: skip
             stage.keep = result.cached  # no tool ran: the run's logs stay
@@ -165,7 +165,7 @@ def part_bitstream_of_build(
     except NotSynthesisable as exc:  # MissingSources: the stitched design cannot be read
         raise BoardRunError(str(exc), "build the model again with --prefer rtl") from exc
     section = _part_section(result, family, part, mhz, (in_words, out_words))
-    return {**section, "link_fps": round(_link_fps(model, section["baud"], in_words, out_words), 1)}
+    return {**section, "link_fps": round(_link_fps(design, section["baud"]), 1)}
 
 
 def _part_section(

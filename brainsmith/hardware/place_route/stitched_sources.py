@@ -34,7 +34,9 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
-from brainsmith.hardware.listing import layer_instances, listed_sources
+from brainsmith.hardware.board.top import AcceleratorPorts
+from brainsmith.hardware.design import Design, DesignFile
+from brainsmith.hardware.listing import design_path
 from brainsmith.hardware.synthesis.ecp5 import (
     LATTICE_FIXES,
     behavioural_by_default,
@@ -45,20 +47,12 @@ from brainsmith.hardware.synthesis.layer_sources import (
     DATA,
     MAX_FILE_BYTES,
     MOUNT,
-    MissingSources,
     plain_file_name,
     primitive_library,
     primitives_used,
     read_layer_file,
     yosys_ready,
 )
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from brainsmith.hardware.board.top import AcceleratorPorts
-
-TOP = "accelerator"
-REBUILD = "build the model again with --prefer rtl (every layer RTL) and place that folder"
 
 
 @dataclass
@@ -91,25 +85,18 @@ class StitchedDesign:
         return digest.hexdigest()
 
 
-def stitched_design(
-    folder: str, built_in: str = "", ports: AcceleratorPorts | None = None
-) -> StitchedDesign:
-    """The stitched accelerator of the build in ``folder`` (already through the gate), fixed
-    for Yosys and a Lattice part, with its ``ports`` (from the build's final model);
-    MissingSources naming what cannot be used. A path into ``built_in`` (the folder the build
-    was made in, its report's ``output_dir``) is read in ``folder``: a moved or copied build
-    reads its own files."""
-    try:
-        listed = listed_sources(folder, built_in)
-    except MissingSources as exc:
-        raise MissingSources(f"{exc}; {REBUILD}") from None
+def stitched_design(folder: str, design: Design, linked: bool = True) -> StitchedDesign:
+    """The stitched accelerator ``design`` describes (the build in ``folder``, through the
+    gate), fixed for Yosys and a Lattice part, with its ports where it goes behind the host
+    link (``linked``); MissingSources naming what cannot be used."""
     sources: list[tuple[str, str]] = []
     data: list[tuple[str, bytes]] = []
     fixes: list[str] = []
     seen: set[str] = set()
     included: set[tuple[str, str]] = set()  # (file name, text): each module once
     code_dirs: dict[str, str] = {}  # code folder in the build -> its data folder
-    for source in listed:
+    for file in design.sources:
+        source = design_path(folder, file)
         path, code_dir = source.path, source.code_dir
         text = read_layer_file(path, code_dir, "RTL file").decode("utf-8", errors="replace")
         name = os.path.basename(path)
@@ -118,7 +105,7 @@ def stitched_design(
         if source.in_build:
             if code_dir not in code_dirs:
                 code_dirs[code_dir] = tag = f"d{len(code_dirs)}"
-                data += parameter_files(code_dir, tag)
+                data += parameter_files(folder, design, file, tag)
             text = text.replace(f'"{MOUNT}/{DATA}/', f'"{MOUNT}/{DATA}/{code_dirs[code_dir]}/')
         if (name, text) in included:  # a layer's copy of a module another layer brought
             continue
@@ -128,19 +115,24 @@ def stitched_design(
         seen.add(plain_file_name(name))
         sources.append((name, text))
     used = primitives_used(text for _, text in sources)
-    instances = layer_instances(folder)
-    return StitchedDesign(TOP, sources, data, used, sorted(set(fixes)), ports, instances)
+    ports = AcceleratorPorts(design.input.bits, design.output.bits, design.probes)
+    return StitchedDesign(
+        design.top, sources, data, used, sorted(set(fixes)), ports if linked else None,
+        dict(design.instances),
+    )  # fmt: skip
 
 
-def parameter_files(code_dir: str, tag: str) -> list[tuple[str, bytes]]:
-    """(``tag/name``, bytes) of each ``.dat`` a layer's code folder holds (its weights and
-    thresholds), read as layer files are; MissingSources naming one that cannot be."""
+def parameter_files(
+    folder: str, design: Design, source: DesignFile, tag: str
+) -> list[tuple[str, bytes]]:
+    """(``tag/name``, bytes) of each memory file (weights, thresholds) ``design`` names in
+    the code folder of its ``source``, read as layer files are; MissingSources naming one
+    that cannot be."""
     found = []
-    for name in sorted(os.listdir(code_dir)):
-        if name.endswith(".dat"):
-            path = os.path.join(code_dir, name)
-            content = read_layer_file(path, code_dir, "parameter file")
-            found.append((f"{tag}/{plain_file_name(name)}", content))
+    for memory in design.memories(source.path.rpartition("/")[0]):
+        path = design_path(folder, memory).path
+        content = read_layer_file(path, os.path.dirname(path), "parameter file")
+        found.append((f"{tag}/{plain_file_name(os.path.basename(path))}", content))
     return found
 
 

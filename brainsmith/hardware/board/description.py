@@ -1,0 +1,128 @@
+"""The build's one description of its stitched accelerator (``brainsmith.hardware.design``),
+made from its final model and the file list FIFO sizing wrote (``finn/stitched_rtl/files.f``),
+and written beside report.json as ``design.json``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from brainsmith.clock import Clock
+from brainsmith.files import write_text
+from brainsmith.hardware.board.top import TopError, accelerator_ports
+from brainsmith.hardware.design import (
+    FILE,
+    INTERVAL_SOURCES,
+    LIBRARY,
+    Design,
+    DesignFile,
+    Stream,
+    kind_of,
+)
+from brainsmith.hardware.listing import finn_rtllib, layer_instances, listed_sources
+from brainsmith.hardware.synthesis.layer_sources import MissingSources
+
+TOP = "accelerator"
+
+
+def describe(
+    folder: str,
+    model: Any,
+    *,
+    part: str,
+    clock: Clock,
+    interval: tuple[float, str] | None = None,
+) -> Design:
+    """The stitched accelerator of the build in ``folder`` (``model`` its final model, a
+    qonnx ``ModelWrapper``; ``files.f`` naming this folder) at ``clock`` for ``part``;
+    MissingSources when its file list cannot be read or names a file outside the build and
+    FINN's library, TopError when it has no one stream in and one out."""
+    ports = accelerator_ports(model)
+    build, library = os.path.realpath(folder), finn_rtllib()
+    files: list[DesignFile] = []
+    code_dirs: list[str] = []
+    for listed in listed_sources(folder, os.path.abspath(folder)):
+        real = os.path.realpath(listed.path)
+        if listed.in_build:
+            path = os.path.relpath(real, build).replace(os.sep, "/")
+            if os.path.dirname(path) not in code_dirs:
+                code_dirs.append(os.path.dirname(path))
+        else:
+            path = LIBRARY + os.path.relpath(real, library).replace(os.sep, "/")
+        files.append(DesignFile(path, _kind(path)))
+    for code_dir in code_dirs:
+        files += _memories(build, code_dir)
+    in_words, out_words = stream_words(model)
+    return Design(
+        top=TOP,
+        part=part,
+        clock=clock,
+        input=Stream(ports.in_bits, in_words),
+        output=Stream(ports.out_bits, out_words),
+        probes=ports.probes,
+        interval=interval,
+        files=tuple(files),
+        instances=layer_instances(folder),
+    )
+
+
+def interval_of(performance: object) -> tuple[float, str] | None:
+    """The pipelined interval (cycles a frame when streaming) and its source a build's
+    report gives in ``performance``: the Verilator count, else FINN's estimate of its
+    slowest layer; None where it gives neither."""
+    found = performance if isinstance(performance, dict) else {}
+    for key, source in (("cycles_per_frame", found.get("cycles_source")),
+                        ("max_cycles", "estimate")):  # fmt: skip
+        cycles = found.get(key)
+        if isinstance(cycles, int | float) and math.isfinite(cycles) and cycles > 0:
+            return float(cycles), source if source in INTERVAL_SOURCES else "estimate"
+    return None
+
+
+def stream_words(model: Any) -> tuple[int, int]:
+    """(input, output) words a frame: the folded input shape of the layer that reads the
+    graph's input and the folded output shape of the one that writes its output, each
+    without its last (per-word) dimension; TopError when no layer does."""
+    from qonnx.custom_op.registry import getCustomOp
+
+    graph = model.graph
+    source, sink = graph.input[0].name, graph.output[0].name
+    reader = next((n for n in graph.node if source in n.input), None)
+    writer = next((n for n in graph.node if sink in n.output), None)
+    if reader is None or writer is None:
+        raise TopError(
+            "final.onnx has no layer that reads its input or writes its output",
+            "build the model again with --prefer rtl (every layer RTL)",
+        )
+    first, last = getCustomOp(reader), getCustomOp(writer)
+    return (
+        int(math.prod(first.get_folded_input_shape(0)[:-1])),
+        int(math.prod(last.get_folded_output_shape(0)[:-1])),
+    )
+
+
+def write_design(folder: str, design: Design) -> None:
+    """``design`` as ``folder``/design.json, whole or not at all."""
+    write_text(os.path.join(folder, FILE), json.dumps(design.as_json(), indent=1) + "\n")
+
+
+def _kind(path: str) -> str:
+    try:
+        return kind_of(path)
+    except ValueError as exc:
+        raise MissingSources(f"finn/stitched_rtl/files.f lists {exc}") from None
+
+
+def _memories(build: str, code_dir: str) -> list[DesignFile]:
+    """The memory files (``.dat``: weights, thresholds) in a layer's code folder."""
+    folder = os.path.join(build, code_dir)
+    return [
+        DesignFile(f"{code_dir}/{name}", "memoryInitFile")
+        for name in sorted(os.listdir(folder))
+        if name.endswith(".dat") and os.path.isfile(os.path.join(folder, name))
+    ]
+
+
+__all__ = ["TOP", "describe", "interval_of", "stream_words", "write_design"]
