@@ -319,6 +319,7 @@ def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(hub, farm, t
     from brainsmith.hardware.board.top import frame_words
     from brainsmith.hardware.place_route.bitstream import board_design
     from brainsmith.hardware.place_route.stitched_sources import stitched_design
+    from brainsmith.intake.gate import open_build_folder
     from tests.support.farm import lattice_mlp
 
     build = Path(shutil.copytree(lattice_mlp(farm), tmp_path / "mlp", symlinks=True))
@@ -335,9 +336,9 @@ def test_the_mlp_becomes_a_ulx3s_85f_bitstream_behind_the_host_link(hub, farm, t
     assert data["clock_mhz"] == 50
     words = frame_words(ModelWrapper(str(build / "final.onnx")))  # its folded streams
     assert (data["in_words"], data["out_words"]) == words and words[0] > 1
-    built_in = json.loads((build / "report.json").read_text())["output_dir"]
-    model = ModelWrapper(str(build / "final.onnx"))
-    design = stitched_design(str(build), built_in, accelerator_ports(model))
+    described = open_build_folder(build).design
+    assert described is not None and (described.input.words, described.output.words) == words
+    design = stitched_design(str(build), described)
     target = board_design(design, board("ulx3s-85f"), 50, in_words=words[0], out_words=words[1])
     top = dict(target.full.sources)["board_top.sv"]
     assert f".IN_WORDS({words[0]}), .OUT_WORDS({words[1]})" in top
@@ -458,8 +459,9 @@ def test_a_fifo_whose_name_is_no_plain_identifier_gets_no_top():
 @pytest.mark.xdist_group("synthesis")
 def test_bitstream_reads_each_file_of_the_build_folder_at_most_once(farm, tmp_path):
     """``brainsmith bitstream`` walks the build folder once: the gate, the final model, the
-    listing and every source it names, each opened at most once (the design is described
-    once and every tool reads that description), none of them written."""
+    design's description and every file it names, each opened at most once (the build
+    described the design once and every tool reads that description, not the file list),
+    none of them written."""
     import shutil
     from collections import Counter
 
@@ -491,5 +493,6 @@ def test_bitstream_reads_each_file_of_the_build_folder_at_most_once(farm, tmp_pa
     ]
     assert written == []
     names = {os.path.relpath(path, build) for path in read}
-    assert {"report.json", "final.onnx", "finn/stitched_rtl/files.f"} <= names, sorted(names)
+    assert {"report.json", "final.onnx", "design.json"} <= names, sorted(names)
+    assert "finn/stitched_rtl/files.f" not in names
     print(f"{len(read)} files of the build folder read once each: {sorted(names)}")
