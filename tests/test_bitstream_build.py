@@ -580,6 +580,35 @@ def test_a_board_build_at_a_default_clock_it_misses_keeps_its_folding_and_places
     assert "not met: placed again at a clock below it, the folding kept" in page
 
 
+@pytest.mark.wide  # two iCE40 places and routes of the MLP folded to fill the UP5K: about 2 min
+@pytest.mark.xdist_group("synthesis")
+def test_a_default_clock_missed_by_a_folding_short_of_its_target_is_settled_not_refolded(
+    tmp_path, monkeypatch
+):
+    """The plain command for a part the target does not fit (the shipped MLP's 1,000,000 fps
+    on an iCEBreaker, whose UP5K stops the folding at about 16,000): a default clock it
+    misses (60 MHz here, about 36 reached) is settled, the bitstream placed again at the
+    PLL's clock below the Fmax with the folding kept, not the whole build folded again for a
+    slower clock (it used to: the same folding again, the steps and a round of place and
+    route over; on a GateMate the larger refold crashed nextpnr)."""
+    import brainsmith
+    from brainsmith.hardware.place_route.ice40 import ICE40
+
+    monkeypatch.setitem(ICE40.clock_mhz, 0, 60.0)  # type: ignore[index]
+    built = brainsmith.build(
+        str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "out"),
+        options={"board": "icebreaker", "bitstream": True}, verify="none",
+    )  # fmt: skip
+    report, section = built.report, built.report["bitstream"]
+    assert report["target"]["met"] is False and section["refolds"], section
+    assert all(r["refolded"] is False for r in section["refolds"]), section["refolds"]
+    assert [s["name"] for s in report["steps"]].count("folding") == 1
+    assert section["refolds"][0]["clock_mhz"] == pytest.approx(60.0, abs=1.0)
+    assert section["clock_mhz"] < section["refolds"][0]["fmax_mhz"]
+    kept = "already short of 1,000,000 fps: a slower clock would fold no further"
+    assert any(n.startswith("clock: the bitstream runs at") and kept in n for n in report["notes"])
+
+
 @pytest.mark.wide  # a 5,400-cell place and route: 4 to 14 minutes cold, seconds cached
 @pytest.mark.xdist_group("synthesis")
 def test_the_mlp_at_a_million_fps_meets_the_default_clock_in_one_round(tmp_path):

@@ -130,25 +130,38 @@ def _board_round(
 def _settled(run: BuildRun, data: dict[str, Any], target: Board) -> float | None:
     """The clock a round at brainsmith's default clock is made again at with its folding,
     or None (``refold.settled_mhz``; the cycles a frame FINN's estimate or the simulation's,
-    whichever is more)."""
+    whichever is more). A folding already short of the target fps (the part or a layer
+    stopped it) is kept whatever it then makes: folded again for a slower clock, it would
+    stop at the same point."""
     if not run.plan.clock_chosen:
         return None
     cycles = max(
         float(_simulated(run.rtlsim, run.report_dir).get("cycles_per_frame") or 0),
         float(_estimated(run.report_dir).get("max_cycles") or 0),
     )
-    return settled_mhz(data, target, len(run.refolds), cycles, run.plan.build.target_fps)
+    fps = None if _out_of_reach(run) else run.plan.build.target_fps
+    return settled_mhz(data, target, len(run.refolds), cycles, fps)
+
+
+def _out_of_reach(run: BuildRun) -> bool:
+    """Whether the folding stopped short of the build's target fps at its clock."""
+    record = run.context.folding
+    return bool(record and record["cycles"] > record["target_cycles"])
 
 
 def _settled_note(run: BuildRun, data: dict[str, Any], mhz: float) -> str:
     """Why the bitstream runs at ``mhz``, not at the clock brainsmith chose."""
     fps = run.plan.build.target_fps
+    if fps and _out_of_reach(run):
+        kept = f" (already short of {fps:,} fps: a slower clock would fold no further)"
+    else:
+        kept = f" ({fps:,} fps still met)" if fps else ""
     return (
         f"clock: the bitstream runs at {Clock.from_mhz(mhz)}: nextpnr reached "
         f"{min(data['fmax_mhz'].values()):.1f} MHz of the {Clock.from_mhz(data['clock_mhz'])} "
         f"brainsmith chose, so it was placed again at the PLL's clock {MARGIN:.0%} below that, "
         f"the folding for {run.plan.build.clock} kept"
-        + (f" ({fps:,} fps still met)" if fps else "")
+        + kept
         + " rather than the build run again for a more parallel one"
     )
 

@@ -5,7 +5,8 @@ rounds at most; each round's clock and Fmax are kept in ``bitstream.refolds``.
 
 When the clock was brainsmith's default (no clock named), a round that misses is placed
 again at the PLL's clock below that Fmax with its folding kept (``settled_mhz``; the build's
-steps do not run again), unless that folding would then miss the target fps.
+steps do not run again), unless that folding would then miss a target fps it meets now (one
+already short of its target is kept: folded again, it would stop at the same point).
 
 The round that missed is moved aside (``<folder>.round-N``) while the next one builds into the
 folder, and removed when it is done; a round that fails leaves the one before it there,
