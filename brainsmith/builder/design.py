@@ -8,6 +8,8 @@ import os
 
 from brainsmith.builder.lattice import recorded_part
 
+UNSTITCHED = "its FIFOs were not sized by simulation (build.size_fifos), which stitches it"
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from qonnx.core.modelwrapper import ModelWrapper
@@ -22,31 +24,37 @@ def described(
 ) -> Design | str:
     """The description of ``run``'s stitched accelerator (``model`` its final model), or
     why it has none: no file list (an HLS layer, no FIFO sizing), more than one stream in or
-    out, a listed file outside the build and FINN's library."""
+    out, a listed file outside the build and FINN's library, a layer (a plugin's) whose
+    streams cannot be read."""
     from brainsmith.hardware.board.description import describe
-    from brainsmith.hardware.board.top import TopError
     from brainsmith.hardware.listing import FILES
-    from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
     if not os.path.isfile(os.path.join(run.output_dir, FILES)):
-        return "its FIFOs were not sized by simulation (build.size_fifos), which stitches it"
+        return UNSTITCHED
     options = run.plan.build
     try:
         return describe(
             run.output_dir, model, part=recorded_part(options) or "", clock=options.clock,
             interval=interval,
         )  # fmt: skip
-    except (MissingSources, TopError) as exc:
-        return str(exc)
+    except Exception as exc:  # a plugin's layer may fail its own way: the build still ends
+        return str(exc) or type(exc).__name__
 
 
 def write_design_of(run: BuildRun, model: ModelWrapper, report: BuildReport) -> None:
-    """design.json, where ``run`` stitched a whole accelerator, its interval ``report``'s."""
+    """design.json, where ``run`` stitched a whole accelerator, its interval ``report``'s;
+    where the stitched accelerator cannot be described, a note in ``report`` says why."""
     from brainsmith.hardware.board.description import interval_of, write_design
 
     design = described(run, model, interval_of(report.get("performance")))
-    if not isinstance(design, str):
-        write_design(run.output_dir, design)
+    if isinstance(design, str):
+        if design != UNSTITCHED:
+            report["notes"].append(
+                f"design: the stitched accelerator is not described ({design}): place-route, "
+                "bitstream, run and export cannot take this build"
+            )
+        return
+    write_design(run.output_dir, design)
 
 
-__all__ = ["described", "write_design_of"]
+__all__ = ["UNSTITCHED", "described", "write_design_of"]
