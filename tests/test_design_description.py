@@ -113,17 +113,18 @@ def test_a_forged_description_is_refused_naming_each_key(built, tmp_path):
 
 def test_a_build_without_a_description_is_refused_by_place_route_and_run(built, tmp_path):
     """A build folder whose accelerator is not described (an HLS layer, no FIFO sizing, a
-    description deleted) is refused by ``place-route`` and ``run`` naming design.json, not
-    read from its file list."""
+    build made before design.json, as this copy with it deleted) is refused by
+    ``place-route`` and ``run`` naming design.json and why, not read from its file list."""
     from brainsmith.commands.place_route import place_route_build_folder
     from brainsmith.hardware.board.streams import DriverError, streams
     from brainsmith.intake.build_folder import FolderError
 
     copy = Path(shutil.copytree(built, tmp_path / "undescribed", symlinks=True))
     (copy / FILE).unlink()
-    with pytest.raises(FolderError, match=r"no whole accelerator in RTL \(design.json\)"):
+    before = r"no whole accelerator in RTL \(design.json\): it was built before brainsmith"
+    with pytest.raises(FolderError, match=before):
         place_route_build_folder(str(copy), "LFE5U-85F-6BG381C")
-    with pytest.raises(DriverError, match=r"no whole accelerator in RTL \(design.json\)"):
+    with pytest.raises(DriverError, match=before):
         streams(str(copy))
     assert not (copy / "place_route").exists()
 

@@ -44,14 +44,14 @@ def described(
 def write_design_of(run: BuildRun, model: ModelWrapper, report: BuildReport) -> None:
     """design.json, where ``run`` stitched a whole accelerator, its interval ``report``'s;
     where the stitched accelerator cannot be described, a note in ``report`` says why."""
-    from brainsmith.hardware.board.description import interval_of, write_design
+    from brainsmith.hardware.board.description import UNDESCRIBED, interval_of, write_design
 
     design = described(run, model, interval_of(report.get("performance")))
     if isinstance(design, str):
         if design != UNSTITCHED:
             report["notes"].append(
-                f"design: the stitched accelerator is not described ({design}): place-route, "
-                "bitstream, run and export cannot take this build"
+                f"{UNDESCRIBED} ({design}): place-route, bitstream, run and export cannot "
+                "take this build"
             )
         return
     write_design(run.output_dir, design)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from brainsmith.blueprint.choices import QUICK_START_BOARD, lattice_board
 from brainsmith.files import FULL_DISKS, DiskFull, read_once
 from brainsmith.hardware.board.boards import BoardError, board
+from brainsmith.hardware.board.description import why_undescribed
 from brainsmith.hardware.board.top import TopError
 from brainsmith.hardware.design import FILE as DESIGN
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
@@ -97,8 +98,8 @@ def placeable_build(folder: str, verb: str, lattice: str) -> tuple[ModelWrapper,
         _refuse_amd_primitives(str(opened.report.get("fpga_part") or ""), verb, lattice)
     if opened.design is None:
         raise FolderError(
-            f"the build in {folder} has no whole accelerator in RTL ({DESIGN}): it has HLS "
-            "layers, or its FIFOs were not sized by simulation (build.size_fifos)",
+            f"the build in {folder} has no whole accelerator in RTL ({DESIGN}): "
+            + why_undescribed(folder, opened.report),
             "build the model again with --prefer rtl (every layer RTL) and leave "
             f"build.size_fifos on, and {verb} that folder",
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from brainsmith.clock import Clock
@@ -21,10 +22,11 @@ from brainsmith.hardware.design import (
     Stream,
     kind_of,
 )
-from brainsmith.hardware.listing import finn_rtllib, layer_instances, listed_sources
+from brainsmith.hardware.listing import FILES, finn_rtllib, layer_instances, listed_sources
 from brainsmith.hardware.synthesis.layer_sources import MissingSources
 
 TOP = "accelerator"
+UNDESCRIBED = "design: the stitched accelerator is not described"  # the build's note
 
 
 def describe(
@@ -108,6 +110,23 @@ def write_design(folder: str, design: Design) -> None:
     write_text(os.path.join(folder, FILE), json.dumps(design.as_json(), indent=1) + "\n")
 
 
+def why_undescribed(folder: str, report: Mapping[str, Any]) -> str:
+    """Why the build in ``folder`` (``report`` its report.json, through the gate) has no
+    design.json: its HLS layers, the build's note where it could not describe its stitched
+    accelerator, a build made before brainsmith described them, or no FIFO sizing."""
+    layers = report.get("layers") or []
+    hls = [str(x.get("name")) for x in layers if isinstance(x, dict) and x.get("backend") == "hls"]
+    if hls:
+        return f"it has HLS layers ({', '.join(hls[:3])}{', ...' if len(hls) > 3 else ''})"
+    if not os.path.isfile(os.path.join(folder, FILES)):
+        return "its FIFOs were not sized by simulation (build.size_fifos), which stitches it"
+    notes = report.get("notes") or []
+    said = next((str(n) for n in notes if str(n).startswith(UNDESCRIBED)), "")
+    return said.removeprefix("design: ") or (
+        "it was built before brainsmith described its stitched accelerator in design.json"
+    )
+
+
 def _kind(path: str) -> str:
     try:
         return kind_of(path)
@@ -125,4 +144,12 @@ def _memories(build: str, code_dir: str) -> list[DesignFile]:
     ]
 
 
-__all__ = ["TOP", "describe", "interval_of", "stream_words", "write_design"]
+__all__ = [
+    "TOP",
+    "UNDESCRIBED",
+    "describe",
+    "interval_of",
+    "stream_words",
+    "why_undescribed",
+    "write_design",
+]

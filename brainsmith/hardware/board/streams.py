@@ -20,6 +20,7 @@ from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
+from brainsmith.hardware.board.description import why_undescribed
 from brainsmith.hardware.board.link import frame_bytes
 from brainsmith.hardware.board.top import AcceleratorPorts
 from brainsmith.hardware.design import FILE, Design
@@ -196,17 +197,10 @@ REBUILD = "build the model again with --prefer rtl (every layer RTL)"
 
 
 def _no_whole_design(folder: str, report: BuildReport) -> DriverError:
-    """Why the build in ``folder`` has no description of a whole accelerator in RTL
-    (``design.json``): its HLS layers (``report``'s), or no FIFO sizing."""
-    layers = report.get("layers") or []
-    hls = [str(x.get("name")) for x in layers if isinstance(x, dict) and x.get("backend") == "hls"]
-    why = (
-        f"it has HLS layers ({', '.join(hls[:3])}{', ...' if len(hls) > 3 else ''})"
-        if hls
-        else "its FIFOs were not sized by simulation (build.size_fifos), which stitches it"
-    )
+    """Why the build in ``folder`` has no description of a whole accelerator in RTL."""
     return DriverError(
-        f"the build in {folder} has no whole accelerator in RTL ({FILE}): {why}",
+        f"the build in {folder} has no whole accelerator in RTL ({FILE}): "
+        + why_undescribed(folder, report),
         REBUILD + ", and leave build.size_fifos on",
     )
 
