@@ -111,6 +111,27 @@ def test_a_forged_description_is_refused_naming_each_key(built, tmp_path):
         Design.of_json({**described, "format": 0})
 
 
+def test_a_description_the_final_model_does_not_bear_out_is_refused(built, tmp_path):
+    """design.json passes the gate on its own, so a forged width or word count of the right
+    type would reach the board top and the driver: ``place-route`` and ``run`` hold it
+    against final.onnx and refuse it naming both figures, before any tool runs."""
+    from brainsmith.commands.place_route import place_route_build_folder
+    from brainsmith.hardware.board.streams import DriverError, streams
+    from brainsmith.intake.build_folder import FolderError
+
+    copy = Path(shutil.copytree(built, tmp_path / "widened", symlinks=True))
+    described = json.loads((copy / FILE).read_text())
+    bits = described["input"]["bits"]
+    described["input"]["bits"] = bits * 2
+    (copy / FILE).write_text(json.dumps(described))
+    said = f"design.json says input bits {bits * 2}, final.onnx {bits}"
+    with pytest.raises(DriverError, match=said):
+        streams(str(copy))
+    with pytest.raises(FolderError, match=said):
+        place_route_build_folder(str(copy), "LFE5U-85F-6BG381C")
+    assert not (copy / "place_route").exists()
+
+
 def test_a_build_without_a_description_is_refused_by_place_route_and_run(built, tmp_path):
     """A build folder whose accelerator is not described (an HLS layer, no FIFO sizing, a
     build made before design.json, as this copy with it deleted) is refused by

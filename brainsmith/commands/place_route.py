@@ -20,7 +20,7 @@ from collections.abc import Callable
 from brainsmith.blueprint.choices import QUICK_START_BOARD, lattice_board
 from brainsmith.files import FULL_DISKS, DiskFull, read_once
 from brainsmith.hardware.board.boards import BoardError, board
-from brainsmith.hardware.board.description import why_undescribed
+from brainsmith.hardware.board.description import disagreement, why_undescribed
 from brainsmith.hardware.board.top import TopError
 from brainsmith.hardware.design import FILE as DESIGN
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
@@ -102,6 +102,11 @@ def placeable_build(folder: str, verb: str, lattice: str) -> tuple[ModelWrapper,
             + why_undescribed(folder, opened.report),
             "build the model again with --prefer rtl (every layer RTL) and leave "
             f"build.size_fifos on, and {verb} that folder",
+        )
+    if differs := disagreement(opened.design, opened.model):
+        raise FolderError(
+            f"the build in {folder} is not what it describes: {differs}",
+            f"build the model again and {verb} that folder",
         )
     return opened.model, opened.design
 

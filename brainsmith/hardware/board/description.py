@@ -110,6 +110,24 @@ def write_design(folder: str, design: Design) -> None:
     write_text(os.path.join(folder, FILE), json.dumps(design.as_json(), indent=1) + "\n")
 
 
+def disagreement(design: Design, model: Any) -> str:
+    """How ``design`` (design.json, through the gate) disagrees with the build's final
+    ``model`` on the accelerator's streams and probes, or "" where it agrees: a folder's
+    description is trusted only as far as its final model bears it out."""
+    try:
+        ports, words = accelerator_ports(model), stream_words(model)
+    except TopError as exc:
+        return str(exc)
+    said = (design.input.bits, design.output.bits, design.probes,
+            design.input.words, design.output.words)  # fmt: skip
+    found = (ports.in_bits, ports.out_bits, ports.probes, *words)
+    names = ("input bits", "output bits", "probes", "input words", "output words")
+    for name, told, real in zip(names, said, found, strict=True):
+        if told != real:
+            return f"{FILE} says {name} {told!r}, final.onnx {real!r}"
+    return ""
+
+
 def why_undescribed(folder: str, report: Mapping[str, Any]) -> str:
     """Why the build in ``folder`` (``report`` its report.json, through the gate) has no
     design.json: its HLS layers, the build's note where it could not describe its stitched
@@ -148,6 +166,7 @@ __all__ = [
     "TOP",
     "UNDESCRIBED",
     "describe",
+    "disagreement",
     "interval_of",
     "stream_words",
     "why_undescribed",

@@ -20,7 +20,7 @@ from brainsmith.files import DamagedFile
 from brainsmith.frameworks.finn.env import prepare_finn
 from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inputs
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
-from brainsmith.hardware.board.description import why_undescribed
+from brainsmith.hardware.board.description import disagreement, why_undescribed
 from brainsmith.hardware.board.link import frame_bytes
 from brainsmith.hardware.board.top import AcceleratorPorts
 from brainsmith.hardware.design import FILE, Design
@@ -171,6 +171,8 @@ def streams_of(
         require_layers(model, os.path.join(folder, "final.onnx"))
     except LayerPluginError as exc:
         raise DriverError(exc.reason, exc.hint) from None
+    if differs := disagreement(design, model):
+        raise DriverError(f"the build in {folder} is not what it describes: {differs}", REBUILD)
     source, sink = model.graph.input[0].name, model.graph.output[0].name
     reader = next((n for n in model.graph.node if source in n.input), None)
     writer = next((n for n in model.graph.node if sink in n.output), None)
