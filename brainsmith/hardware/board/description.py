@@ -40,7 +40,8 @@ def describe(
     """The stitched accelerator of the build in ``folder`` (``model`` its final model, a
     qonnx ``ModelWrapper``; ``files.f`` naming this folder) at ``clock`` for ``part``;
     MissingSources when its file list cannot be read or names a file outside the build and
-    FINN's library, TopError when it has no one stream in and one out."""
+    FINN's library, TopError when it has no one stream in and one out, BadDesign for a
+    description the gate would refuse (a file name that is not a plain path)."""
     ports = accelerator_ports(model)
     build, library = os.path.realpath(folder), finn_rtllib()
     files: list[DesignFile] = []
@@ -57,7 +58,7 @@ def describe(
     for code_dir in code_dirs:
         files += _memories(build, code_dir)
     in_words, out_words = stream_words(model)
-    return Design(
+    design = Design(
         top=TOP,
         part=part,
         clock=clock,
@@ -68,6 +69,7 @@ def describe(
         files=tuple(files),
         instances=layer_instances(folder),
     )
+    return Design.of_json(design.as_json())  # BadDesign where the gate would refuse it
 
 
 def interval_of(performance: object) -> tuple[float, str] | None:
