@@ -30,8 +30,7 @@ def test_a_build_describes_its_accelerator_once_and_the_gate_reads_it_back(built
     """design.json names every file of FIFO sizing's list, relative to the build folder or
     FINN's library, each layer's memory files, the streams the final model's ends give, the
     build's clock and part; the gate reads it back to the same value."""
-    from brainsmith.hardware.board.description import stream_words
-    from brainsmith.hardware.board.top import accelerator_ports
+    from brainsmith.hardware.board.top import accelerator_ports, frame_words
     from brainsmith.hardware.listing import FILES, listed_sources
     from brainsmith.intake.gate import open_build_folder
 
@@ -52,7 +51,7 @@ def test_a_build_describes_its_accelerator_once_and_the_gate_reads_it_back(built
     assert (design.input.bits, design.output.bits, design.probes) == (
         ports.in_bits, ports.out_bits, ports.probes,
     )  # fmt: skip
-    assert (design.input.words, design.output.words) == stream_words(opened.model)
+    assert (design.input.words, design.output.words) == frame_words(opened.model)
     report = json.loads((built / "report.json").read_text())
     assert design.clock.ns == pytest.approx(report["clock_ns"])
     assert design.part == report["fpga_part"] and design.top == "accelerator"

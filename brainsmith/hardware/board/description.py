@@ -12,7 +12,7 @@ from typing import Any
 
 from brainsmith.clock import Clock
 from brainsmith.files import write_text
-from brainsmith.hardware.board.top import TopError, accelerator_ports
+from brainsmith.hardware.board.top import TopError, accelerator_ports, frame_words
 from brainsmith.hardware.design import (
     FILE,
     INTERVAL_SOURCES,
@@ -57,7 +57,7 @@ def describe(
         files.append(DesignFile(path, _kind(path)))
     for code_dir in code_dirs:
         files += _memories(build, code_dir)
-    in_words, out_words = stream_words(model)
+    in_words, out_words = frame_words(model)
     design = Design(
         top=TOP,
         part=part,
@@ -85,28 +85,6 @@ def interval_of(performance: object) -> tuple[float, str] | None:
     return None
 
 
-def stream_words(model: Any) -> tuple[int, int]:
-    """(input, output) words a frame: the folded input shape of the layer that reads the
-    graph's input and the folded output shape of the one that writes its output, each
-    without its last (per-word) dimension; TopError when no layer does."""
-    from qonnx.custom_op.registry import getCustomOp
-
-    graph = model.graph
-    source, sink = graph.input[0].name, graph.output[0].name
-    reader = next((n for n in graph.node if source in n.input), None)
-    writer = next((n for n in graph.node if sink in n.output), None)
-    if reader is None or writer is None:
-        raise TopError(
-            "final.onnx has no layer that reads its input or writes its output",
-            "build the model again with --prefer rtl (every layer RTL)",
-        )
-    first, last = getCustomOp(reader), getCustomOp(writer)
-    return (
-        int(math.prod(first.get_folded_input_shape(0)[:-1])),
-        int(math.prod(last.get_folded_output_shape(0)[:-1])),
-    )
-
-
 def write_design(folder: str, design: Design) -> None:
     """``design`` as ``folder``/design.json, whole or not at all."""
     write_text(os.path.join(folder, FILE), json.dumps(design.as_json(), indent=1) + "\n")
@@ -117,7 +95,7 @@ def disagreement(design: Design, model: Any) -> str:
     ``model`` on the accelerator's streams and probes, or "" where it agrees: a folder's
     description is trusted only as far as its final model bears it out."""
     try:
-        ports, words = accelerator_ports(model), stream_words(model)
+        ports, words = accelerator_ports(model), frame_words(model)
     except TopError as exc:
         return str(exc)
     said = (design.input.bits, design.output.bits, design.probes,
@@ -170,7 +148,6 @@ __all__ = [
     "describe",
     "disagreement",
     "interval_of",
-    "stream_words",
     "why_undescribed",
     "write_design",
 ]

@@ -22,7 +22,7 @@ from brainsmith.frameworks.finn.execution import fix_python_execution, graph_inp
 from brainsmith.frameworks.finn.layers import LayerPluginError, require_layers
 from brainsmith.hardware.board.description import disagreement, why_undescribed
 from brainsmith.hardware.board.link import frame_bytes
-from brainsmith.hardware.board.top import AcceleratorPorts
+from brainsmith.hardware.board.top import AcceleratorPorts, end_layers
 from brainsmith.hardware.design import FILE, Design
 from brainsmith.hardware.place_route.stitched_sources import stitched_design
 from brainsmith.hardware.rtlsim.beats import pack_beats, unpack_beats
@@ -164,8 +164,6 @@ def streams_of(
     """The ``Streams`` of the build in ``folder`` that ``design`` describes, with its final
     model and parent graph (a build still running gives its own); DriverError as
     ``streams``."""
-    from qonnx.custom_op.registry import getCustomOp
-
     prepare_finn()
     try:  # the plugins that provide its layers (brainsmith's Pool_rtl, a package's)
         require_layers(model, os.path.join(folder, "final.onnx"))
@@ -173,13 +171,7 @@ def streams_of(
         raise DriverError(exc.reason, exc.hint) from None
     if differs := disagreement(design, model):
         raise DriverError(f"the build in {folder} is not what it describes: {differs}", REBUILD)
-    source, sink = model.graph.input[0].name, model.graph.output[0].name
-    reader = next((n for n in model.graph.node if source in n.input), None)
-    writer = next((n for n in model.graph.node if sink in n.output), None)
-    if reader is None or writer is None:
-        raise DriverError(
-            "final.onnx has no layer that reads its input or writes its output", REBUILD
-        )
+    first, last = end_layers(model)  # both there: the design agrees with the model
     try:
         digest = stitched_design(folder, design).digest()
     except NotSynthesisable as exc:
@@ -188,8 +180,8 @@ def streams_of(
         folder=os.path.abspath(folder),
         design=design,
         design_hash=digest,
-        first=getCustomOp(reader),
-        last=getCustomOp(writer),
+        first=first,
+        last=last,
         model=model,
         parent=parent,
     )

@@ -114,16 +114,33 @@ def _counted(names: list[str], kind: str) -> str:
     return f"{len(names)} {kind}{'' if len(names) == 1 else 's'} ({', '.join(names) or 'none'})"
 
 
-def frame_words(model: Any) -> tuple[int, int]:
-    """(input, output) stream words per frame of a stitched dataflow ``model`` (a qonnx
-    ``ModelWrapper`` of FINN layers): its first layer's folded input shape and its last
-    layer's folded output shape, without their last (per-word) dimension."""
+def end_layers(model: Any) -> tuple[Any, Any]:
+    """The FINN ops of a stitched dataflow ``model`` (a qonnx ``ModelWrapper``) that read
+    the graph's input and write its output; TopError when no layer does."""
     from qonnx.custom_op.registry import getCustomOp
 
-    first, last = getCustomOp(model.graph.node[0]), getCustomOp(model.graph.node[-1])
-    words = [math.prod(first.get_folded_input_shape()[:-1]),
-             math.prod(last.get_folded_output_shape()[:-1])]  # fmt: skip
-    return int(words[0]), int(words[1])
+    graph = model.graph
+    source, sink = graph.input[0].name, graph.output[0].name
+    reader = next((n for n in graph.node if source in n.input), None)
+    writer = next((n for n in graph.node if sink in n.output), None)
+    if reader is None or writer is None:
+        raise TopError(
+            "final.onnx has no layer that reads its input or writes its output",
+            "build the model again with --prefer rtl (every layer RTL)",
+        )
+    return getCustomOp(reader), getCustomOp(writer)
+
+
+def frame_words(model: Any) -> tuple[int, int]:
+    """(input, output) stream words per frame of a stitched dataflow ``model``: the folded
+    input shape of the layer that reads its input and the folded output shape of the one
+    that writes its output, without their last (per-word) dimension; TopError as
+    ``end_layers``."""
+    first, last = end_layers(model)
+    return (
+        int(math.prod(first.get_folded_input_shape(0)[:-1])),
+        int(math.prod(last.get_folded_output_shape(0)[:-1])),
+    )
 
 
 def baud_rate(clock_mhz: float, fastest: int) -> int:
@@ -295,6 +312,7 @@ __all__ = [
     "baud_rate",
     "board_top",
     "clocks_per_bit",
+    "end_layers",
     "frame_words",
     "host_link",
     "part_top",
