@@ -736,3 +736,42 @@ def test_a_tfc_w2a2_becomes_a_ulx3s_85f_bitstream_matching_torch(tmp_path):
     assert section["netlist_check"]["passed"], section["netlist_check"]
     assert section["resources"]["MULT18X18D"]["used"] < 78  # half the part's at most
     assert report["target"]["met"]
+
+
+@pytest.mark.wide  # the MLP placed on an iCEBreaker at the clock below its Fmax: about 2 min
+@pytest.mark.xdist_group("synthesis")
+def test_a_build_falling_back_on_the_round_that_routed_is_placed_below_its_fmax(tmp_path, capsys):
+    """The round after a refold whose tools failed (the GateMate's nextpnr crashing on the
+    larger folding, ``refold.refolded``): the round that routed is built again, its
+    bitstream placed at once at the PLL's clock below the Fmax it reached, not at its own
+    clock nor refolded, its netlist checked; the failed round in the report, the notes, the
+    first screen and the page."""
+    from brainsmith.builder.refold import failed_record, fallback_mhz, refold_notes
+    from brainsmith.builder.runner import _build_once
+    from brainsmith.cli.build import print_summary
+    from brainsmith.hardware.board.boards import board
+
+    crash = "nextpnr-ice40 crashed with seed 1 and with seed 2"
+    routed = {"clock_ns": 25.0, "clock_mhz": 40.0, "fmax_mhz": 36.3, "met": False,
+              "seconds": 60.0, "netlist_checked": False}  # fmt: skip
+    rounds = [routed, failed_record(29.0, crash, 90.0)]
+    built = _build_once(
+        str(MLP), str(REPO / "blueprints" / "mlp.yaml"), str(tmp_path / "out"),
+        input_npy=None, expected_npy=None, force=False, verify="none",
+        options={"board": "icebreaker", "bitstream": True, "clock_ns": 25.0}, prefer=None,
+        progress=False, start=None, stop_after=None, exclude=(), refolds=rounds,
+        began=0.0, notes=refold_notes([], rounds, 25.0),
+    )  # fmt: skip
+    report, section = built.report, built.report["bitstream"]
+    mhz = fallback_mhz(rounds, board("icebreaker", linked=True))
+    assert mhz is not None and section["asked_mhz"] == mhz < 36.3 * 0.95 + 1e-9
+    assert [r.get("failed") for r in section["refolds"]] == [None, crash]  # nothing settled
+    assert section["netlist_check"]["ran"], section["netlist_check"]
+    assert report["clock_ns"] == 25.0  # round 1's folding
+    assert any("round 2, folded for" in n and crash in n for n in report["notes"])
+    print_summary(report)
+    screen = capsys.readouterr().out
+    assert f"round 2: 34.5 MHz asked, not placed ({crash})" in screen, screen
+    assert "the round before it built again" in screen
+    page = (Path(built.output_dir) / "report.html").read_text()
+    assert "not placed (" in page

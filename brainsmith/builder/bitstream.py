@@ -27,7 +27,13 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from brainsmith.blueprint.choices import lattice_board
-from brainsmith.builder.refold import MARGIN, settled_mhz, settled_record, slower_clock_ns
+from brainsmith.builder.refold import (
+    MARGIN,
+    fallback_mhz,
+    settled_mhz,
+    settled_record,
+    slower_clock_ns,
+)
 from brainsmith.clock import Clock
 from brainsmith.hardware.board.boards import BoardError, board
 from brainsmith.hardware.place_route.board_run import BoardRunError, bitstream_of_build
@@ -58,7 +64,9 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     """The board's (or the Lattice part's) bitstream of ``run``'s stitched design into
     ``run.bitstream``; BuildError (exit 1) when it cannot be made. At a clock brainsmith
     chose, a bitstream that misses it is made again at a slower clock the same folding
-    reaches (``refold.settled_mhz``), the round before recorded in ``run.refolds``."""
+    reaches (``refold.settled_mhz``), the round before recorded in ``run.refolds``; a build
+    falling back on the round before one whose tools failed is placed at once at the clock
+    that round reached (``refold.fallback_mhz``)."""
     began = time.perf_counter()
     name = lattice_board(run.plan.build.board) or ""
     if not name:
@@ -70,7 +78,7 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
     design = _design(run, model)
     build = _streams(run, model, design)
-    mhz: float | None = run.plan.build.clock.mhz
+    mhz: float | None = fallback_mhz(run.refolds, target) or run.plan.build.clock.mhz
     while mhz is not None:
         data, mhz = _board_round(run, model, target, design, build, mhz, began)
         began = time.perf_counter()
@@ -104,7 +112,7 @@ def _board_round(
         data = _made(run, began, lambda say: bitstream_of_build(
             run.output_dir, design, model, target, mhz, say, boards.synthesised,
         ))  # fmt: skip
-        again = _settled(run, data, target)
+        again = None if _falls_back(run) else _settled(run, data, target)
         if again is not None:
             clock = Clock.from_mhz(again)
             data["netlist_check"] = unchecked(run, (
@@ -431,7 +439,7 @@ def _made(
     try:
         data = make(lambda text: run.progress.note(text + " ..."))
     except BoardRunError as exc:
-        raise BuildError("bitstream", str(exc), exc.hint) from exc
+        raise BuildError("bitstream", str(exc), exc.hint, tools_failed=exc.failed) from exc
     clock = (f"{Clock.from_mhz(data['clock_mhz'])} made" if data["board"]
              else f"{run.plan.build.clock} asked")  # fmt: skip
     fmax = min(data["fmax_mhz"].values(), default=0.0)
@@ -445,5 +453,14 @@ def _made(
 
 
 def _kept(run: BuildRun, data: dict[str, Any]) -> bool:
-    """Whether this round's bitstream is the build's: its clock met, or no round left."""
-    return slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None
+    """Whether this round's bitstream is the build's: its clock met, no round left, or the
+    build falls back on the round before one whose tools failed."""
+    return (
+        _falls_back(run)
+        or slower_clock_ns(data, run.plan.build.period_ns, len(run.refolds)) is None
+    )
+
+
+def _falls_back(run: BuildRun) -> bool:
+    """Whether the round before this build's tools failed (``refold.fallback_mhz``)."""
+    return bool(run.refolds and run.refolds[-1].get("failed"))

@@ -39,9 +39,10 @@ def fail(
     hint: str,
     exit_code: int = 1,
     name: str = "finish",
+    tools_failed: bool = False,
 ) -> NoReturn:
     """Record step ``index`` (None: the stage ``name`` after the steps) as failed, write the
-    reports, raise."""
+    reports, raise (``tools_failed``: as BuildError's)."""
     from brainsmith.builder.reporting import write_reports
 
     if index is not None:
@@ -49,7 +50,9 @@ def fail(
         record.status, record.reason, name = "failed", reason, record.name
         short = reason if len(reason) < 70 else reason[:67] + "..."
         run.progress.finish(index, "failed", detail=short)
-    error = BuildError(name, reason, hint, exit_code=exit_code, report=run.path("report.json"))
+    error = BuildError(
+        name, reason, hint, exit_code, report=run.path("report.json"), tools_failed=tools_failed
+    )
     with interrupts.blocked():
         try:
             write_reports(run, model, "failed", error=error)

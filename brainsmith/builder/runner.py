@@ -205,6 +205,13 @@ def _note_refold(
     if not refolds:
         return
     last = refolds[-1]
+    if last.get("failed"):
+        display.note(
+            f"round {len(refolds)} could not be placed ({last['failed']}); building round "
+            f"{len(refolds) - 1}'s folding again, placed below the Fmax it reached "
+            f"(round {len(refolds) + 1})"
+        )
+        return
     display.note(
         f"timing not met: {mhz_text(cast(float, last['clock_mhz']))} asked, {last['fmax_mhz']:.1f} MHz "
         f"reached; building again folded for {(options or {}).get('clock_ns')} ns "
@@ -409,7 +416,7 @@ def _bitstream(run: BuildRun, model: ModelWrapper) -> None:
     try:
         make_bitstream(run, model)
     except BuildError as exc:
-        fail(run, model, None, exc.reason, exc.hint, exit_code=exc.exit_code, name=exc.step)
+        fail(run, model, None, exc.reason, exc.hint, exc.exit_code, exc.step, exc.tools_failed)
     except OSError as exc:
         fail_output(run, model, None, exc, "making the bitstream")
 

@@ -55,17 +55,25 @@ class BuildError(BrainsmithError):
 
     ``exit_code`` is 2 for problems with the inputs (model, blueprint, vectors, output
     folder or disk), 1 for a failed step or verification and 128 + the signal number
-    for an interrupted build; ``report`` is the report.json path, if written.
+    for an interrupted build; ``report`` is the report.json path, if written;
+    ``tools_failed`` when Yosys, nextpnr or a packer failed on the design (not its inputs).
     """
 
     def __init__(
-        self, step: str, reason: str, hint: str = "", exit_code: int = 1, report: str | None = None
+        self,
+        step: str,
+        reason: str,
+        hint: str = "",
+        exit_code: int = 1,
+        report: str | None = None,
+        tools_failed: bool = False,
     ) -> None:
         self.step = step
         self.reason = reason
         self.hint = hint
         self.exit_code = exit_code
         self.report = report
+        self.tools_failed = tools_failed
         super().__init__(reason)
 
     @classmethod

@@ -24,7 +24,12 @@ from brainsmith.report.units import finite, percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from brainsmith.report_schema import BitstreamSection, BuildReport, FamilyResources
+    from brainsmith.report_schema import (
+        BitstreamSection,
+        BuildReport,
+        FamilyResources,
+        RefoldRound,
+    )
 
 
 def _e(value: object) -> str:
@@ -197,6 +202,11 @@ ROUND_HEAD = ("round", "clock asked", "PLL's clock", "Fmax (nextpnr)", "timing",
               "gate-level check")  # fmt: skip
 
 
+def _missed(done: RefoldRound) -> str:
+    """How a round before the bitstream's ended: its clock not met, or its tools failed."""
+    return f"not placed ({done['failed']})" if done.get("failed") else "not met"
+
+
 def _rounds(report: BuildReport, section: BitstreamSection) -> str:
     """Every round of a build made again for a slower clock: its clock, the PLL's, the
     Fmax nextpnr reached, its seconds; the last is the bitstream's. "" without refolds."""
@@ -211,7 +221,8 @@ def _rounds(report: BuildReport, section: BitstreamSection) -> str:
         seconds = finite(done.get("seconds"))
         rows.append((
             str(index), str(Clock.from_ns(done["clock_ns"])), str(Clock.from_mhz(done["clock_mhz"])),
-            mhz_text(done["fmax_mhz"]), f"not met: {next_round(done)}",
+            "-" if done.get("failed") else mhz_text(done["fmax_mhz"]),
+            f"{_missed(done)}: {next_round(done)}",
             "-" if seconds is None else f"{seconds:.0f} s", checked,
         ))  # fmt: skip
     own = last_round_seconds(section, report.get("seconds"))

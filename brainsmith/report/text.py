@@ -350,9 +350,8 @@ def refold_lines(section: BitstreamSection, build_seconds: float | None = None) 
     this build's own round (its seconds the rest of ``build_seconds``)."""
     rounds = section.get("refolds") or []
     lines = [
-        f"round {index}: {Clock.from_mhz(done['clock_mhz'])} asked, {mhz_text(done['fmax_mhz'])} reached "
-        f"(nextpnr): {next_round(done)}"
-        + (f" ({done['seconds']:.0f} s)" if "seconds" in done else "")
+        f"round {index}: {Clock.from_mhz(done['clock_mhz'])} asked, {round_reached(done)}: "
+        f"{next_round(done)}" + (f" ({done['seconds']:.0f} s)" if "seconds" in done else "")
         for index, done in enumerate(rounds, start=1)
     ]
     if not rounds:
@@ -367,9 +366,19 @@ def refold_lines(section: BitstreamSection, build_seconds: float | None = None) 
     ]
 
 
+def round_reached(done: RefoldRound) -> str:
+    """What a round before the build's reached: nextpnr's Fmax, or its tools' failure."""
+    if done.get("failed"):
+        return f"not placed ({done.get('failed')})"
+    return f"{mhz_text(done['fmax_mhz'])} reached (nextpnr)"
+
+
 def next_round(done: RefoldRound) -> str:
     """What followed a round that missed its clock: folded again, or (its folding kept, the
-    clock brainsmith's) placed again."""
+    clock brainsmith's) placed again; after one whose tools failed, the round before it
+    built again."""
+    if done.get("failed"):
+        return "the round before it built again, placed below the Fmax it reached"
     if done.get("refolded", True):
         return "folded again for a clock below it"
     return "placed again at a clock below it, the folding kept"

@@ -218,7 +218,8 @@ class CriticalPath(TypedDict):
 
 class RefoldRound(TypedDict):
     """A round whose bitstream missed its clock: built again folded for a slower one, or
-    (``refolded`` False, a clock brainsmith chose) placed again slower with its folding."""
+    (``refolded`` False, a clock brainsmith chose) placed again slower with its folding; or
+    one whose tools failed on its folding (``failed``; no clock made, ``fmax_mhz`` 0)."""
 
     clock_ns: float
     clock_mhz: float  # what its PLL made
@@ -227,6 +228,7 @@ class RefoldRound(TypedDict):
     seconds: NotRequired[float]  # the round's own
     netlist_checked: NotRequired[bool]  # False: its gate-level check was skipped (thrown away)
     refolded: NotRequired[bool]  # False: the next round kept its folding (absent: True)
+    failed: NotRequired[str]  # its tools failed (the first error): the round before built again
 
 
 class BitstreamSection(TypedDict):
