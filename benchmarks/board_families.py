@@ -10,8 +10,9 @@ tools' caches of this run only (a private cache folder).
         [--zoo tang-primer-20k:jet_tagger,tang-primer-20k:tfc_w2a2]
         [--again "gatemate-a1-evb:--target-fps 20000"]
 
-``--zoo BOARD:NAME,...`` also builds zoo networks for a board the same way, with no
-blueprint and with the network's own vectors (``--input``, ``--expected``); ``--again
+``--zoo BOARD:NAME,...`` also builds zoo networks for a board (or a part, named in
+capitals) the same way, with no blueprint and with the network's own vectors (``--input``,
+``--expected``); ``--again
 BOARD:FLAGS`` builds the shipped MLP for a board once more with those flags added. Writes
 benchmarks/results/board_families.json (wall and CPU seconds, the clock asked and reached,
 the folding's estimate beside what nextpnr placed, throughput, the gate-level check, the
@@ -45,9 +46,14 @@ COMMAND = (
 )
 ZOO_COMMAND = (
     "brainsmith build {zoo}/{name}.onnx --input {zoo}/{name}_input.npy "
-    "--expected {zoo}/{name}_expected.npy --board {board} --bitstream -o {out}"
+    "--expected {zoo}/{name}_expected.npy --{target} --bitstream -o {out}"
 )
 ZOO = REPO / "examples" / "models" / "zoo"
+
+
+def _target(name: str) -> str:
+    """``--board NAME``, or ``--part NAME`` for a part (parts are named in capitals)."""
+    return f"part {name}" if name.upper() == name else f"board {name}"
 
 
 def placed(folder: Path) -> dict:
@@ -87,7 +93,7 @@ def measure(
                                                  out=target))
                   for kind, targets in (("board", boards), ("part", parts))
                   for target in targets]  # fmt: skip
-        builds += [(board, name, ZOO_COMMAND.format(zoo=ZOO, name=name, board=board,
+        builds += [(board, name, ZOO_COMMAND.format(zoo=ZOO, name=name, target=_target(board),
                                                     out=f"{board}-{name}"))
                    for board, name in zoo]  # fmt: skip
         builds += [(board, f"mlp {flags}", COMMAND.format(repo=REPO, target=f"board {board}",
@@ -105,6 +111,9 @@ def measure(
                 else:
                     run.update({**facts(out), **placed(out)})
                 runs[key] = run
+                RESULT.write_text(
+                    json.dumps({"benchmark": "board_families", "runs": runs}, indent=2) + "\n"
+                )  # so far: kept if stopped
     return {"benchmark": "board_families", "runs": runs, "load": record,
             "measured": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
 
