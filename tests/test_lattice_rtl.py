@@ -347,3 +347,89 @@ def test_sliding_windows_compared_by_sign_answer_as_finns_cycle_by_cycle(tmp_pat
     for index, outputs, differences, frames in found:
         assert int(frames) >= 2, (WINDOW_SHAPES[int(index)], outputs)  # frames came out
         assert int(differences) == 0, (WINDOW_SHAPES[int(index)], output[-3000:])
+
+
+# (PE, SIMD, weight bits, activation bits, accumulator bits, signed activations, segment
+# length): depthwise layers' vector cores
+VECTOR_SHAPES = [
+    (4, 9, 4, 4, 16, 0, 3),  # a 3x3 window at once, 4 channels
+    (2, 3, 8, 8, 24, 1, 1),  # 8-bit signed, a window row at a time
+    (3, 1, 4, 2, 12, 0, 0),  # one lane each, 2-bit unsigned activations: shifted weights
+    (2, 9, 4, 4, 16, 0, 1),  # segments of one: a latency of 5, two tree levels registered
+    (1, 6, 8, 8, 20, 1, 2),
+    (4, 2, 3, 5, 14, 1, 1),
+]
+
+VECTOR_PAIR = """
+module vpair #(int unsigned PE, SIMD, W, A, ACCU, bit SIGNED_A, int unsigned SEGMENT, SEED)(
+	input logic clk, rst, output int unsigned differences, output int unsigned outputs);
+	localparam int unsigned DEPTH = 3 + (SEGMENT == 0? 0 : ((SIMD+2)/3 - 1)/SEGMENT);
+	logic last, zero;
+	logic [PE*SIMD-1:0][W-1:0] w;
+	logic [PE*SIMD-1:0][A-1:0] a;
+	logic vld_f, vld_b;
+	logic signed [PE-1:0][ACCU-1:0] p_f, p_b;
+	logic [1:DEPTH] lasts = '0;
+	int unsigned run = 0;
+	mvu_vvu_finn #(.IS_MVU(0), .PE(PE), .SIMD(SIMD), .WEIGHT_WIDTH(W), .ACTIVATION_WIDTH(A),
+		.ACCU_WIDTH(ACCU), .SIGNED_ACTIVATIONS(SIGNED_A), .SEGMENTLEN(SEGMENT),
+		.FORCE_BEHAVIORAL(1)) finn_core (
+		.clk, .rst, .en(1'b1), .last, .zero, .w, .a, .vld(vld_f), .p(p_f));
+	mvu_vvu_8sx9_dsp58 #(.IS_MVU(0), .PE(PE), .SIMD(SIMD), .WEIGHT_WIDTH(W),
+		.ACTIVATION_WIDTH(A), .ACCU_WIDTH(ACCU), .SIGNED_ACTIVATIONS(SIGNED_A),
+		.SEGMENTLEN(SEGMENT)) core (
+		.clk, .rst, .en(1'b1), .last, .zero, .w, .a, .vld(vld_b), .p(p_b));
+	initial begin differences = 0; outputs = 0; void'($urandom(SEED)); end
+	always_ff @(posedge clk) begin
+		for (int i = 0; i < PE*SIMD; i++) begin
+			w[i] <= $urandom();
+			a[i] <= $urandom();
+		end
+		zero <= ($urandom() % 7) == 0;
+		last <= ($urandom() % 4) == 0 || run == 12;
+		run <= last ? 0 : run + 1;
+		lasts <= rst ? '0 : { last, lasts[1:DEPTH-1] };
+		if (!rst) begin
+			// FINN's wrapper counts DEPTH cycles from a last to its sum: so must the core
+			if (vld_f !== vld_b || vld_b !== lasts[DEPTH] || (vld_f && p_f !== p_b)) begin
+				differences <= differences + 1;
+				if (differences < 3) $display("difference: vld %b/%b/%b p %h/%h", vld_f, vld_b, lasts[DEPTH], p_f, p_b);
+			end
+			if (vld_f) outputs <= outputs + 1;
+		end
+	end
+endmodule
+"""
+
+
+def test_brainsmiths_vector_core_answers_as_finns_cycle_by_cycle(tmp_path):
+    """A depthwise layer's core on a Lattice part (``rtl/vvu_lattice.sv``, read in place of
+    FINN's DSP58 one) gives FINN's behavioural core's sums on the same cycles, with the
+    latency FINN's wrapper sizes its output queue for."""
+    from brainsmith.hardware.rtlsim.layer_design import verilator_ready
+
+    name = "mvu_vvu_8sx9_dsp58.sv"
+    finn_core = finn_file("mvu", name).read_text()
+    renamed = re.sub(r"^module mvu_vvu_8sx9_dsp58 #\(", "module mvu_vvu_finn #(", finn_core,
+                     flags=re.M).replace("endmodule : mvu_vvu_8sx9_dsp58", "endmodule : mvu_vvu_finn")  # fmt: skip
+    (tmp_path / "mvu_vvu_finn.sv").write_text(verilator_ready(name, renamed))
+    for other in ("mvu_pkg.sv", "add_multi.sv"):
+        (tmp_path / other).write_text(verilator_ready(other, finn_file("mvu", other).read_text()))
+    fixes: list[str] = []
+    (tmp_path / name).write_text(lattice_ready(name, finn_core, fixes))
+    assert fixes == [f"{name}: pipelined_vector_core"]
+    pairs = "\n".join(
+        f"\tvpair #(.PE({pe}), .SIMD({simd}), .W({w}), .A({a}), .ACCU({accu}), "
+        f".SIGNED_A({signed}), .SEGMENT({segment}), .SEED({i + 1})) p{i} "
+        f"(.clk, .rst, .differences(d[{i}]), .outputs(o[{i}]));"
+        for i, (pe, simd, w, a, accu, signed, segment) in enumerate(VECTOR_SHAPES)
+    )
+    count = len(VECTOR_SHAPES)
+    report = (f"\t\tfor (int i = 0; i < {count}; i++) "
+              '$display("vpair %0d: outputs %0d differences %0d", i, o[i], d[i]);')  # fmt: skip
+    body = f"\tint unsigned d[{count}], o[{count}];\n{pairs}"
+    (tmp_path / "bench.sv").write_text(VECTOR_PAIR + clocked_bench(body, CYCLES, report))
+    compare_in_verilator(
+        tmp_path, ["mvu_pkg.sv", "add_multi.sv", "mvu_vvu_finn.sv", name, "bench.sv"], "vpair",
+        VECTOR_SHAPES,
+    )  # fmt: skip

@@ -38,7 +38,7 @@ from brainsmith.planning.host_tail import HostTail, downstream, split_host_tail
 from brainsmith.planning.road import BLOCKING, ON_HOST, board_shaper, judge_again, road
 from brainsmith.planning.shaping import finn_config, resolve_steps, shape_plan
 from brainsmith.planning.wiring import streams, wiring_error
-from brainsmith.steps.dataflow import infer_hardware, integer_adds_in_rtl, set_backend_styles
+from brainsmith.steps.dataflow import infer_hardware, rtl_before_finn, set_backend_styles
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -412,7 +412,7 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
     trial = ModelWrapper(copy.deepcopy(model.model))
     styles = set_backend_styles(trial, plan)
     why = _asked_reasons(trial, styles, plan)
-    integer_adds_in_rtl(trial, styles)  # as the step does
+    rtl_before_finn(trial, styles, cfg)  # as the step does
     try:
         with finn_refusals() as refused:
             trial = trial.transform(SpecializeLayers(part))

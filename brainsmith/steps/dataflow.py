@@ -36,8 +36,9 @@ from brainsmith.frameworks.finn.recipe.steps import (
     minimize_bit_width,
     unfinished_streamlining,
 )
-from brainsmith.frameworks.finn.resolvers import fpga_part
+from brainsmith.frameworks.finn.resolvers import fpga_part, hls_clock_ns
 from brainsmith.frameworks.finn.tables import INFER_TRANSFORMS
+from brainsmith.frameworks.finn.vector_layers import generate_vector_layers, vector_layers_in_rtl
 from brainsmith.planning.advice import blocking_nodes, explain_blocking, fork_hint, fork_problems
 from brainsmith.planning.backend_reason import asked_reason, backend_reason, finn_refusals
 from brainsmith.planning.context import context_of
@@ -273,7 +274,7 @@ def specialize(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
         for n in model.graph.node
         if n.name in styles and n.output
     }
-    integer_adds_in_rtl(model, styles)
+    rtl_before_finn(model, styles, cfg)
     if cfg.specialize_layers_config_file is not None:
         model = model.transform(ApplyConfig(str(cfg.specialize_layers_config_file)))
     with finn_refusals() as refused:
@@ -377,6 +378,15 @@ def set_backend_styles(model: ModelWrapper, plan: BuildPlan) -> dict[str, str]:
             if styles[node.name]:
                 getCustomOp(node).set_nodeattr("preferred_impl_style", styles[node.name])
     return styles
+
+
+def rtl_before_finn(model: ModelWrapper, styles: dict[str, str], cfg: DataflowBuildConfig) -> None:
+    """The layers to be RTL that brainsmith specialises before FINN does: integer adds
+    (``IntAdd``) and, on a Lattice part, the depthwise layers FINN keeps for Versal parts
+    (``frameworks/finn/vector_layers.py``)."""
+    integer_adds_in_rtl(model, styles)
+    if _lattice_board(cfg):
+        vector_layers_in_rtl(model, styles)
 
 
 def integer_adds_in_rtl(model: ModelWrapper, styles: dict[str, str]) -> list[str]:
@@ -569,7 +579,15 @@ def estimates(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
 
 @step(name="codegen", description="Generate HLS C++ and fill RTL templates for every layer")
 def codegen(model: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
-    """Generate each layer's HLS code and RTL sources (no Xilinx tools needed)."""
+    """Generate each layer's HLS code and RTL sources (no Xilinx tools needed); on a
+    Lattice part, the depthwise RTL layers' as for a Versal part first (``vector_layers``)."""
+    if _lattice_board(cfg):
+        from finn.transformation.qonnx.give_unique_node_names_recursive import (
+            GiveUniqueNodeNamesRecursive,
+        )
+
+        model = model.transform(GiveUniqueNodeNamesRecursive())
+        generate_vector_layers(model, hls_clock_ns(cfg))
     return hw_codegen(model, cfg)
 
 

@@ -177,7 +177,12 @@ REPORT_ONLY: frozenset[str] = frozenset(
 # ``soft_products``), and its activations, registered once for every PE.
 FAMILY_RESOURCES = ("LUT4", "FF", "MULT18", "EBR")
 FAMILY_KINDS = tuple(TERMS)
-WEIGHTED = ("MVAU_rtl",)  # kinds whose weights ``family_weight_memory`` adds to their model
+WEIGHTED = ("MVAU_rtl", "VVAU_rtl")  # kinds whose weights ``family_weight_memory`` adds
+# kinds costed on a family with another kind's models: a depthwise layer's vector core
+# (``hardware/synthesis/rtl/vvu_lattice.sv``) is the matrix core's lanes, PE x SIMD products
+# summed per PE and accumulated, without the matrix core's registered tree (an estimate by
+# analogy, not fitted: no sweep of it yet)
+COSTED_AS = {"VVAU_rtl": "MVAU_rtl"}
 SOFT_PRODUCT_BITS = 2  # the family's synthesis (brainsmith.hardware.synthesis) keeps narrower products out of MULT18X18D
 FAMILY_OWN_TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     "MVAU_rtl": {
@@ -272,7 +277,8 @@ def family_estimate(
     """``layer``'s LUT4, FF, MULT18 and EBR on a Lattice part from its family's models
     ``cost_models``, with a matrix layer's weight memory (``family_weight_memory``); None for
     a kind without one."""
-    models = family_coefficients(cost_models).get(layer.onnx_node.op_type)
+    kind = layer.onnx_node.op_type
+    models = family_coefficients(cost_models).get(COSTED_AS.get(kind, kind))
     if models is None:
         return None
     found = {resource: _predict(models[resource], layer, graph) for resource in FAMILY_RESOURCES}
@@ -300,14 +306,14 @@ def family_memories(name: str) -> tuple[tuple[tuple[int, int], ...], int]:
 
 
 def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[str, float]:
-    """A matrix layer's weights on an open family's part (``family_memories``), ``MW * MH / (SIMD *
-    PE)`` words of ``SIMD * PE`` weights: in distributed RAM (``ram_style: distributed``, where
+    """A matrix or depthwise layer's weights on an open family's part (``family_memories``),
+    ``weight_count / (SIMD * PE)`` words of ``SIMD * PE`` weights: in distributed RAM (``ram_style: distributed``, where
     the family has it) 16x4 RAMs of the family's LUT4s each, with a LUT4 per bit for every two
     further banks of 16 words (the read multiplexer); else in block RAM, the family's shape
     that takes fewest. Not swept (the sweep streams a matrix layer's weights in): as Yosys
     maps such memories."""
     simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
-    depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
+    depth = weight_count(layer) // (simd * pe)
     width = simd * pe * _bits(layer, "w_bits")
     shapes, dpram_luts = family_memories(cost_models)
     if dpram_luts and layer.get_nodeattr("ram_style") == "distributed":
@@ -315,6 +321,13 @@ def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[s
         rams = banks * math.ceil(width / DPRAM_BITS)
         return {"LUT4": float(dpram_luts * rams + width * (banks // 2))}
     return {"EBR": float(ebr_blocks(depth, width, shapes))}
+
+
+def weight_count(layer: HWCustomOp) -> int:
+    """A matrix layer's weights (``MW * MH``), a depthwise one's (channels x kernel)."""
+    if layer.onnx_node.op_type.startswith("VVAU"):
+        return int(layer.get_nodeattr("Channels")) * math.prod(layer.get_nodeattr("Kernel"))
+    return int(layer.get_nodeattr("MW")) * int(layer.get_nodeattr("MH"))
 
 
 def ebr_blocks(words: int, width: int, shapes: tuple[tuple[int, int], ...] = EBR_SHAPES) -> int:
@@ -393,7 +406,7 @@ def _matrix_dsps(layer: HWCustomOp, part: str | None, model: ModelWrapper | None
 def _weight_memory_luts(layer: HWCustomOp, part: str | None) -> float:
     """The LUTs of a matrix layer's weights in LUT-RAM (``lutram_luts``)."""
     simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
-    depth = layer.get_nodeattr("MW") * layer.get_nodeattr("MH") // (simd * pe)
+    depth = weight_count(layer) // (simd * pe)
     width = simd * pe * _bits(layer, "w_bits")
     return lutram_luts(depth, width, seven_series=(part or "").startswith("xc7"))
 

@@ -84,6 +84,12 @@ FINN_CORE = re.compile(r"^module mvu #\((?P<parameters>.*?)\)\((?P<ports>.*?)\);
 CORE_PARAMETERS = ("VERSION", "PE", "SIMD", "WEIGHT_WIDTH", "ACTIVATION_WIDTH", "ACCU_WIDTH",
                    "SIGNED_ACTIVATIONS", "NARROW_WEIGHTS", "FORCE_BEHAVIORAL")  # fmt: skip
 CORE_PORTS = ("clk", "rst", "en", "last", "zero", "w", "a", "vld", "p")
+FINN_VECTOR_CORE = re.compile(
+    r"^module mvu_vvu_8sx9_dsp58 #\((?P<parameters>.*?)\)\s*\((?P<ports>.*?)\);", re.S | re.M
+)
+VECTOR_CORE_PARAMETERS = ("IS_MVU", "PE", "SIMD", "WEIGHT_WIDTH", "ACTIVATION_WIDTH",
+                          "ACCU_WIDTH", "SIGNED_ACTIVATIONS", "SEGMENTLEN", "FORCE_BEHAVIORAL",
+                          "ACTIVATION_ELEMENTS", "WEIGHT_ELEMENTS")  # fmt: skip
 
 
 def _names(declarations: str) -> set[str]:
@@ -92,21 +98,34 @@ def _names(declarations: str) -> set[str]:
     return set(re.findall(r"(\w+)\s*(?:=[^,]*)?(?:,|$)", plain.strip()))
 
 
+def _replaced(text: str, header: re.Pattern[str], parameters: tuple[str, ...], own: str) -> str:
+    """brainsmith's core ``rtl/<own>`` in place of FINN's ``text`` when its module header
+    declares exactly ``parameters`` and ``CORE_PORTS`` (else ``text``: not the code it was
+    written for)."""
+    found = header.search(text)
+    if found is None or (_names(found["parameters"]), _names(found["ports"])) != (
+        set(parameters),
+        set(CORE_PORTS),
+    ):
+        return text
+    return package_files("brainsmith.hardware.synthesis").joinpath("rtl", own).read_text()
+
+
 def pipelined_core(text: str) -> str:
     """FINN's matrix-vector core (mvu.sv) replaced by brainsmith's (``rtl/mvu_lattice.sv``):
     the same module, parameters, ports and latency, with a registered product per weight in
     place of FINN's 27x18 product packing several lanes, which Yosys splits over two 18x18
     multipliers and adds in the same cycle, every matrix layer's slowest path on a Lattice
     part."""
-    header = FINN_CORE.search(text)
-    if header is None or (_names(header["parameters"]), _names(header["ports"])) != (
-        set(CORE_PARAMETERS),
-        set(CORE_PORTS),
-    ):
-        return text  # not the code this was written for: read it as it is
-    return (
-        package_files("brainsmith.hardware.synthesis").joinpath("rtl", "mvu_lattice.sv").read_text()
-    )
+    return _replaced(text, FINN_CORE, CORE_PARAMETERS, "mvu_lattice.sv")
+
+
+def pipelined_vector_core(text: str) -> str:
+    """FINN's vector-vector core (mvu_vvu_8sx9_dsp58.sv, a depthwise layer's) replaced by
+    brainsmith's (``rtl/vvu_lattice.sv``): the same module, parameters, ports and latency,
+    with a registered product per weight in place of three 8x9 products packed into one
+    DSP58's wide product, which a Lattice part's 18x18 multipliers can only split."""
+    return _replaced(text, FINN_VECTOR_CORE, VECTOR_CORE_PARAMETERS, "vvu_lattice.sv")
 
 
 THRESHOLD_AUTO = 'DEPTH_TRIGGER_BRAM? "distributed" : "auto";'
@@ -195,10 +214,10 @@ LATTICE_FIXES: dict[str, tuple[Callable[[str], str], ...]] = {
     "fifo.sv": (block_ram_for_ultra,),
     "*_impl.sv": (sign_compared_window,),  # a sliding window layer's own file
     "mvu.sv": (pipelined_core,),
+    "mvu_vvu_8sx9_dsp58.sv": (pipelined_vector_core,),
     "thresholding.sv": (threshold_memories_in_lut_ram, block_ram_reads_registered),
     **dict.fromkeys(
-        ("mvu_vvu_axi.sv", "mvu_vvu_8sx9_dsp58.sv", "binopf.sv", "accuf.sv", "rsqrtf.sv"),
-        (behavioural_by_default,),
+        ("mvu_vvu_axi.sv", "binopf.sv", "accuf.sv", "rsqrtf.sv"), (behavioural_by_default,)
     ),
 }
 
