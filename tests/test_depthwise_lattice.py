@@ -32,7 +32,11 @@ def test_check_puts_depthwise_layers_in_rtl_for_a_lattice_board():
     vectors = [n for n in result.nodes if n.op_type == "VVAU"]
     assert len(vectors) == 2 and not result.blocking, [(n.name, n.reason) for n in result.nodes]
     for node in vectors:
-        assert (node.placement, node.backend, node.reason) == ("hardware", "VVAU_rtl", "prefer: rtl")
+        assert (node.placement, node.backend, node.reason) == (
+            "hardware",
+            "VVAU_rtl",
+            "prefer: rtl",
+        )
     # an AMD part other than Versal keeps FINN's rule: HLS, and why
     amd = check(ZOO / "mobilenet_block.onnx", options={"fpga_part": "xczu7ev-ffvc1156-2-e"},
                 prefer="rtl")  # fmt: skip

@@ -326,7 +326,7 @@ def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[s
 def weight_count(layer: HWCustomOp) -> int:
     """A matrix layer's weights (``MW * MH``), a depthwise one's (channels x kernel)."""
     if layer.onnx_node.op_type.startswith("VVAU"):
-        return int(layer.get_nodeattr("Channels")) * math.prod(layer.get_nodeattr("Kernel"))
+        return int(layer.get_nodeattr("Channels")) * int(math.prod(layer.get_nodeattr("Kernel")))
     return int(layer.get_nodeattr("MW")) * int(layer.get_nodeattr("MH"))
 
 

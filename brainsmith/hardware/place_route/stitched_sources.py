@@ -20,6 +20,9 @@ nextpnr refuses by name.
   DSPFP32 and LUT6_2 paths name AMD primitives.
 - ``mvu.sv``: FINN's matrix core, whose 27x18 products Yosys splits over two 18x18 multipliers
   added in the same cycle, is read as brainsmith's pipelined one (``rtl/mvu_lattice.sv``).
+- ``mvu_vvu_8sx9_dsp58.sv``: FINN's DSP58 vector core, which a depthwise layer made for a
+  Lattice part uses (``frameworks/finn/vector_layers.py``), is read as brainsmith's
+  (``rtl/vvu_lattice.sv``): a registered product per weight, in 18x18 multipliers.
 - ``thresholding.sv``: threshold memories of up to 256 words go to LUTs where FINN leaves the
   choice to the tool, and deeper ones, in block RAM, are read through one more register (a
   block RAM's clock-to-data delay before the compare was the next slowest path).
