@@ -90,6 +90,6 @@ def test_a_depthwise_network_for_a_lattice_board_matches_torch_in_verilator(fres
 def test_a_depthwise_network_becomes_a_bitstream_equal_to_its_rtl_at_gate_level(fresh, tmp_path):
     built = _built(fresh, tmp_path / "out", bitstream=True)
     section = built.report["bitstream"]
-    assert section["status"] == "ok" and section["met"], section
+    assert section["met"] and section["status"] == "timing met", section
     check_ = section["netlist_check"]
     assert check_["ran"] and check_["passed"], check_
