@@ -93,3 +93,14 @@ def test_a_depthwise_network_becomes_a_bitstream_equal_to_its_rtl_at_gate_level(
     assert section["met"] and section["status"] == "timing met", section
     check_ = section["netlist_check"]
     assert check_["ran"] and check_["passed"], check_
+
+
+def test_check_predicts_the_backends_of_layers_the_build_narrows_first():
+    """The build narrows each layer's widths before FINN specialises (``hardware_inference``'s
+    ``minimize_bit_width``), and FINN's rule for an RTL matrix layer reads them: QuartzNet's
+    pointwise layers after a residual add read INT10, which check saw as INT32, and
+    predicted the HLS layer (blocking a Lattice board) where the build makes the RTL one."""
+    result = check(ZOO / "quartznet.onnx", options={"board": "ulx3s-85f"})
+    matrices = [n for n in result.nodes if n.op_type == "MVAU"]
+    assert matrices and not result.blocking, [(n.name, n.reason) for n in result.blocking]
+    assert {n.backend for n in matrices} == {"MVAU_rtl"}

@@ -409,7 +409,7 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
     from qonnx.core.modelwrapper import ModelWrapper
 
     plan, part = context_of(cfg).plan, fpga_part(cfg)
-    trial = ModelWrapper(copy.deepcopy(model.model))
+    trial = _narrowed(ModelWrapper(copy.deepcopy(model.model)), cfg)
     styles = set_backend_styles(trial, plan)
     why = _asked_reasons(trial, styles, plan)
     rtl_before_finn(trial, styles, cfg)  # as the step does
@@ -426,6 +426,18 @@ def predicted_backends(model: ModelWrapper, cfg: DataflowBuildConfig) -> dict[st
         for node, chosen in pairs
         if node.name in why
     }
+
+
+def _narrowed(trial: ModelWrapper, cfg: DataflowBuildConfig) -> ModelWrapper:
+    """``trial`` with its widths narrowed as ``hardware_inference`` narrows them before the
+    build specialises (FINN's rule for an RTL layer reads them); as it is where that fails
+    (the build's step then says why)."""
+    from brainsmith.frameworks.finn.recipe.steps import minimize_bit_width
+
+    try:
+        return minimize_bit_width(trial, cfg)
+    except Exception:  # the step's own failure: check reports it with that step
+        return trial
 
 
 def _asked_reasons(trial: ModelWrapper, styles: dict[str, str], plan: BuildPlan) -> dict[str, str]:
