@@ -601,3 +601,17 @@ def test_depthwise_separable_block_rtl_layers_compile_and_match(hub, tmp_path):
     simulated = {n: f["status"] for n, f in found.items() if f["status"] != "not simulated"}
     assert {n.rsplit("_", 2)[0] for n in simulated} >= {"MVAU", "VVAU", "ConvolutionInputGenerator"}
     assert set(simulated.values()) == {"match"}
+
+
+def test_a_one_dimensional_network_is_simulated_whole_in_verilator(hub, tmp_path):
+    """A 1-D network is made 2-D for the build; its samples, lifted with it, are fed to its
+    graph as exported (``layers._shaped``): ``verify: rtlsim`` stopped in ``fifo_depths``
+    with "Shape mismatch for provided input global_in: found (1, 10, 49, 1) expected (1, 10,
+    49)" before."""
+    built = brainsmith.build(
+        str(MODELS / "zoo" / "kws_conv1d.onnx"), None, str(tmp_path / "out"), prefer="rtl",
+        verify="rtlsim",
+    )  # fmt: skip
+    rtlsim = built.report["rtlsim"]
+    assert rtlsim and rtlsim["ok"] and rtlsim["stitched"], rtlsim
+    assert {layer["status"] for layer in rtlsim["layers"]} <= {"match", "not simulated"}

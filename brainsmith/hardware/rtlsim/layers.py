@@ -356,18 +356,31 @@ def layer_tensors(
     os.makedirs(workdir, exist_ok=True)
     runnable = executable(model)
     outer = executable(model, parent, workdir) if parent is not None else None
-    names = [i.name for i in graph_inputs(outer or runnable)]
+    first = outer or runnable
+    names = [i.name for i in graph_inputs(first)]
+    shapes = [first.get_tensor_shape(name) for name in names]
     inner = [i.name for i in graph_inputs(runnable)]
     contexts = []
     with rtl_arithmetic():
         for sample in samples:
-            feed = dict(zip(names, sample, strict=True))
+            feed = {
+                name: _shaped(x, shape)
+                for name, x, shape in zip(names, sample, shapes, strict=True)
+            }
             if outer is not None:
                 context = execute_onnx(outer, feed, return_full_exec_context=True)
                 partition = outer.get_nodes_by_op_type("StreamingDataflowPartition")[0]
                 feed = {name: context[t] for name, t in zip(inner, partition.input, strict=True)}
             contexts.append(execute_onnx(runnable, feed, return_full_exec_context=True))
     return contexts
+
+
+def _shaped(sample: np.ndarray, shape: Sequence[int] | None) -> np.ndarray:
+    """``sample`` in the graph's input ``shape`` when it holds as many values (a 1-D
+    network's samples lifted to 2-D for the build, fed to its graph as exported)."""
+    if shape is None or tuple(sample.shape) == tuple(shape):
+        return sample
+    return sample.reshape(shape) if sample.size == int(np.prod(shape)) else sample
 
 
 def first_difference(
