@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 
+from brainsmith.frameworks.finn.facts import HW_DOMAIN, RTL_DOMAIN
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from onnx import NodeProto
     from qonnx.core.modelwrapper import ModelWrapper
 
-HW_DOMAIN = "finn.custom_op.fpgadataflow"
-RTL_DOMAIN = f"{HW_DOMAIN}.rtl"
 # the Versal part a Lattice build's VVAU_rtl HDL is written for (its DSP58 wrapper)
 VECTOR_CORE_PART = "xcve2302-sfva784-1LP-e-S"
 
