@@ -772,6 +772,6 @@ def test_a_build_falling_back_on_the_round_that_routed_is_placed_below_its_fmax(
     print_summary(report)
     screen = capsys.readouterr().out
     assert f"round 2: 34.5 MHz asked, not placed ({crash})" in screen, screen
-    assert "the round before it built again" in screen
+    assert "the folding that routed placed again" in screen
     page = (Path(built.output_dir) / "report.html").read_text()
     assert "not placed (" in page

@@ -29,6 +29,7 @@ from typing import Any, cast
 from brainsmith.blueprint.choices import lattice_board
 from brainsmith.builder.refold import (
     MARGIN,
+    failed_record,
     fallback_mhz,
     settled_mhz,
     settled_record,
@@ -66,7 +67,8 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
     chose, a bitstream that misses it is made again at a slower clock the same folding
     reaches (``refold.settled_mhz``), the round before recorded in ``run.refolds``; a build
     falling back on the round before one whose tools failed is placed at once at the clock
-    that round reached (``refold.fallback_mhz``)."""
+    that round reached (``refold.fallback_mhz``), and where its tools fail there too, at its
+    own clock, where it routed (timing not met: a bitstream rather than none)."""
     began = time.perf_counter()
     name = lattice_board(run.plan.build.board) or ""
     if not name:
@@ -78,9 +80,19 @@ def make_bitstream(run: BuildRun, model: ModelWrapper) -> None:
         raise BuildError("bitstream", str(exc), exc.hint) from exc
     design = _design(run, model)
     build = _streams(run, model, design)
-    mhz: float | None = fallback_mhz(run.refolds, target) or run.plan.build.clock.mhz
+    own = run.plan.build.clock.mhz
+    mhz: float | None = fallback_mhz(run.refolds, target) or own
     while mhz is not None:
-        data, mhz = _board_round(run, model, target, design, build, mhz, began)
+        asked = mhz
+        try:
+            data, mhz = _board_round(run, model, target, design, build, asked, began)
+        except BuildError as exc:
+            if not (exc.tools_failed and _falls_back(run) and asked != own):
+                raise
+            run.refolds.append(failed_record(Clock.from_mhz(asked).ns, exc.reason,
+                                             _round_seconds(run), refolded=False))  # fmt: skip
+            run.notes.append(_placed_where_it_routed(run, asked))
+            mhz = own
         began = time.perf_counter()
     data["refolds"] = list(run.refolds)
     for key in ("bitstream", "netlist"):
@@ -133,6 +145,15 @@ def _board_round(
     finally:
         boards.stop()
     return data, again
+
+
+def _placed_where_it_routed(run: BuildRun, mhz: float) -> str:
+    """Why a build falling back on a round that routed runs at that round's own clock."""
+    return (
+        f"clock: placed at {Clock.from_mhz(mhz)}, that folding failed in the tools too; the "
+        f"bitstream is that folding at its own {run.plan.build.clock}, where it routed before "
+        "but missed the clock: try another --target-fps or --clock-ns"
+    )
 
 
 def _settled(run: BuildRun, data: dict[str, Any], target: Board) -> float | None:

@@ -97,9 +97,12 @@ def fallback_mhz(rounds: list[dict[str, Any]], board: Board) -> float | None:
         return None
 
 
-def failed_record(clock_ns: float, reason: str, seconds: float) -> dict[str, Any]:
-    """A round folded for ``clock_ns`` whose tools failed (``reason``, shortened) after
-    ``seconds``: no clock made, no Fmax."""
+def failed_record(
+    clock_ns: float, reason: str, seconds: float, refolded: bool = True
+) -> dict[str, Any]:
+    """A round at ``clock_ns`` whose tools failed (``reason``, shortened) after ``seconds``:
+    no clock made, no Fmax; ``refolded`` False: a folding that routed before, placed at
+    another clock."""
     short = reason if len(reason) <= FAILED_CHARS else reason[: FAILED_CHARS - 3] + "..."
     return {
         "clock_ns": clock_ns,
@@ -108,6 +111,7 @@ def failed_record(clock_ns: float, reason: str, seconds: float) -> dict[str, Any
         "met": False,
         "seconds": round(seconds, 1),
         "netlist_checked": False,
+        "refolded": refolded,
         "failed": short,
     }
 

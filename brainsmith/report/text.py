@@ -378,7 +378,7 @@ def next_round(done: RefoldRound) -> str:
     clock brainsmith's) placed again; after one whose tools failed, the round before it
     built again."""
     if done.get("failed"):
-        return "the round before it built again, placed below the Fmax it reached"
+        return "the folding that routed placed again"
     if done.get("refolded", True):
         return "folded again for a clock below it"
     return "placed again at a clock below it, the folding kept"
