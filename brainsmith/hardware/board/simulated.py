@@ -40,7 +40,9 @@ REBUILD = "build the model again with --prefer rtl (every layer RTL) and run tha
 
 def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesign:
     """The simulated board of ``build``: the sources its design names (read as every tool
-    reads them, ``brainsmith.hardware.listing``), the host link and a top wiring them, with
+    reads them, ``brainsmith.hardware.listing``) as the tools of a part of brainsmith's own
+    families read them (its fixes, ``synthesis.ecp5.lattice_ready``: what the bitstream
+    holds, a deeper threshold memory's extra read register included), the host link and a top wiring them, with
     ``uart_pty.cpp`` for its testbench; DriverError naming a source that cannot be used."""
     try:
         files = [source.path for source in design_sources(build.folder, build.design)]
@@ -66,8 +68,22 @@ def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesig
     return LayerDesign(
         node="simulated board", op_type="board top", top=TOP, code_dir="", files=files,
         inputs=[], outputs=[], generated={f"{TOP}.sv": top},
-        testbench=testbench,
+        testbench=testbench, read_as=_as_the_part_reads if _open_part(build) else None,
     )  # fmt: skip
+
+
+def _open_part(build: Streams) -> bool:
+    """Whether ``build`` is for a part of brainsmith's own families (not an AMD part)."""
+    from brainsmith.hardware.place_route.parts import built_in_part_name
+
+    return built_in_part_name(build.design.part) is not None
+
+
+def _as_the_part_reads(name: str, text: str) -> str:
+    """``text`` of the RTL file ``name`` with a Lattice part's fixes (``lattice_ready``)."""
+    from brainsmith.hardware.synthesis.ecp5 import lattice_ready
+
+    return lattice_ready(name, text, [])
 
 
 def compile_board(

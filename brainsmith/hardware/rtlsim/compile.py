@@ -93,6 +93,8 @@ def source_texts(design: LayerDesign) -> list[tuple[str, str]]:
     for name, path in _names(design):
         with open(path, errors="replace") as handle:
             text = handle.read()
+        if design.read_as is not None:
+            text = design.read_as(os.path.basename(path), text)
         data_name = data.get(os.path.dirname(os.path.abspath(path)), "")
         named.append((name, verilator_ready(path, text, design.code_dir, data_name)))
     named += sorted(design.generated.items())

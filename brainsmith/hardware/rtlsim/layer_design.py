@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from brainsmith.files import MAX_SOURCE_BYTES, read_regular
@@ -108,6 +108,9 @@ class LayerDesign:
     testbench: list[tuple[str, str]] | None = None
     # a stitched design's instances of its top and the layer each is (``n3`` -> ``MVAU_rtl_0``)
     instances: dict[str, str] = field(default_factory=dict)
+    # (file name, text) -> the text a part's tools read in its place (a Lattice part's
+    # fixes: ``synthesis.ecp5.lattice_ready``), so the simulation is of what they read
+    read_as: Callable[[str, str], str] | None = None
 
     def data_folders(self) -> dict[str, str]:
         """Without a code folder: the folder of each Verilog file (its parameter files'
