@@ -141,7 +141,8 @@ def section(data: dict) -> list[str]:
     for key, run in data["runs"].items():
         board, network = key.partition(":")[0], run.get("network", "mlp")
         if "failed" in run:
-            lines.append(f"| `{board}` | {network} | failed: {' '.join(run['failed'])} "
+            said = run["failed"][0].removeprefix("error: ")  # the error, not its hint and paths
+            lines.append(f"| `{board}` | {network} | failed: {said} "
                          "| | | | | | | | | |")  # fmt: skip
             continue
         passed = run.get("gate_level_passed")
