@@ -307,10 +307,10 @@ def family_memories(name: str) -> tuple[tuple[tuple[int, int], ...], int]:
 
 def family_weight_memory(layer: HWCustomOp, cost_models: str = "ecp5") -> dict[str, float]:
     """A matrix or depthwise layer's weights on an open family's part (``family_memories``),
-    ``weight_count / (SIMD * PE)`` words of ``SIMD * PE`` weights: in distributed RAM (``ram_style: distributed``, where
-    the family has it) 16x4 RAMs of the family's LUT4s each, with a LUT4 per bit for every two
-    further banks of 16 words (the read multiplexer); else in block RAM, the family's shape
-    that takes fewest. Not swept (the sweep streams a matrix layer's weights in): as Yosys
+    ``weight_count / (SIMD * PE)`` words of ``SIMD * PE`` weights: in distributed RAM
+    (``ram_style: distributed``, where the family has it) 16x4 RAMs of the family's LUT4s
+    each, with a LUT4 per bit for every two further banks of 16 words (the read
+    multiplexer); else in block RAM, the family's shape that takes fewest. Not swept (the sweep streams a matrix layer's weights in): as Yosys
     maps such memories."""
     simd, pe = layer.get_nodeattr("SIMD"), layer.get_nodeattr("PE")
     depth = weight_count(layer) // (simd * pe)

@@ -42,8 +42,8 @@ def board_design(build: Streams, clks_per_bit: int = CLKS_PER_BIT) -> LayerDesig
     """The simulated board of ``build``: the sources its design names (read as every tool
     reads them, ``brainsmith.hardware.listing``) as the tools of a part of brainsmith's own
     families read them (its fixes, ``synthesis.ecp5.lattice_ready``: what the bitstream
-    holds, a deeper threshold memory's extra read register included), the host link and a top wiring them, with
-    ``uart_pty.cpp`` for its testbench; DriverError naming a source that cannot be used."""
+    holds, a deeper threshold memory's extra read register included), the host link and a
+    top wiring them, with ``uart_pty.cpp`` for its testbench; DriverError naming a source that cannot be used."""
     try:
         files = [source.path for source in design_sources(build.folder, build.design)]
         files += [str(entry) for entry in rtl_files()]
